@@ -1,5 +1,5 @@
-"""The public functions that join a config to the closed forms: the model for a config, its
-derived ``hidden_dim`` and its exact parameter counts.
+"""The public functions that join a config to the closed forms: its spec, its model, its derived
+``hidden_dim``, the symbol values and its exact parameter counts.
 
 >>> params("llama3.1-8b")["total"]
 8030261248
@@ -8,72 +8,115 @@ derived ``hidden_dim`` and its exact parameter counts.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from . import symbols as S
-from .components import Component, model
+from .components import Component
 from .config import ModelConfig, load
-from .evaluate import evaluate, values
+from .evaluate import TableKernel
+from .spec import Spec, Structure, spec_of, structure_model
+from .workload import Workload
 
-__all__ = ["resolve", "model_for", "hidden_dim", "params", "resolved_config"]
+__all__ = ["resolve", "spec", "model_for", "hidden_dim", "params", "resolved_config", "values"]
+
+Config = ModelConfig | str | Path | Spec
 
 
-def resolve(config: ModelConfig | str | Path, *, vocab_size: int | None = None) -> ModelConfig:
-    """A :class:`ModelConfig` from a config, a preset name or a JSON path.
+@lru_cache(maxsize=256)
+def _preset(name: str, vocab_size: int | None) -> ModelConfig:
+    return load(name, vocab_size=vocab_size)
+
+
+def resolve(config: Config, *, vocab_size: int | None = None) -> ModelConfig:
+    """A :class:`ModelConfig` from a config, a spec, a preset name or a JSON path.
 
     >>> resolve("llama2-13b").dim
     5120
     """
+    if isinstance(config, Spec):
+        config = config.config
     if isinstance(config, ModelConfig):
         return config if vocab_size is None else config.replace(vocab_size=vocab_size)
+    if isinstance(config, str) and not config.endswith(".json") and not Path(config).exists():
+        return _preset(config, vocab_size)  # presets are immutable: load each once
     return load(config, vocab_size=vocab_size)
 
 
-def model_for(config: ModelConfig | str | Path, *, causal: bool = False) -> Component:
+def spec(config: Config, *, vocab_size: int | None = None) -> Spec:
+    """The resolved architecture of a config (see :mod:`symllm.spec`).
+
+    >>> spec("llama3.2-1b").hidden_dim, spec("llama3.2-1b").structure.tied
+    (8192, True)
+    """
+    if isinstance(config, Spec) and vocab_size is None:
+        return config
+    return spec_of(resolve(config, vocab_size=vocab_size))
+
+
+def model_for(config: Config, *, causal: bool = False) -> Component:
     """The model component whose structure (tying, biases, where ``d_ff`` comes from) is the config's.
 
     >>> model_for("llama3.2-1b").child("lm_head").params
     0
     """
-    config = resolve(config)
-    return model(tied=config.tie_embeddings, attention_bias=config.attention_bias,
-                 mlp_bias=config.mlp_bias, hidden=config.hidden_rule, causal=causal)
+    return spec(config).model("causal" if causal else "dense")
 
 
-def hidden_dim(config: ModelConfig | str | Path) -> int:
+def hidden_dim(config: Config) -> int:
     """The SwiGLU width ``d_ff``: as stated, or Meta's rounding evaluated for the config.
 
     >>> hidden_dim("llama3.1-405b")
     53248
     """
-    return values(resolve(config))[S.d_ff]
+    return spec(config).hidden_dim
 
 
-def params(config: ModelConfig | str | Path) -> dict[str, int]:
+def values(config: Config, workload: Workload | None = None, **options) -> dict:
+    """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
+    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …).
+
+    >>> v = values("llama3.1-8b", batch=1, seq=8)
+    >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
+    (4096, 8, 1.3, 8, 8, 14336)
+    """
+    out = spec(config).values()
+    if workload is not None or options:
+        out.update(Workload.of(workload, **options).values())
+    return out
+
+
+@lru_cache(maxsize=None)
+def _params_table(structure: Structure) -> TableKernel:
+    """One compiled function giving every breakdown term, one block and the total, per structure."""
+    mdl = structure_model(structure)
+    terms = mdl.breakdown("params")
+    terms["block"] = mdl.child("block").replace(repeat=1).total("params")
+    terms["total"] = mdl.total("params")
+    return TableKernel(terms)
+
+
+def params(config: Config) -> dict[str, int]:
     """Exact parameter counts: one entry per leaf of the breakdown, the per-block count, the total.
 
     >>> p = params("llama2-13b")
     >>> p["total"], p["block/attention/wq"], p["lm_head"]
     (13015864320, 1048576000, 163840000)
     """
-    config = resolve(config)
-    mdl = model_for(config)
-    vals = values(config)
-    out = {k: evaluate(v, vals) for k, v in mdl.breakdown("params").items()}
-    out["block"] = evaluate(mdl.child("block").replace(repeat=1).total("params"), vals)
-    out["total"] = evaluate(mdl.total("params"), vals)
-    return out
+    sp_ = spec(config)
+    return _params_table(sp_.structure)(sp_._values)
 
 
-def resolved_config(config: ModelConfig | str | Path) -> dict:
+def resolved_config(config: Config) -> dict:
     """The config's fields with what symllm derives filled in (``hidden_dim``, ``attention``).
 
     >>> resolved_config("llama3.1-8b")["hidden_dim"]
     14336
     """
-    config = resolve(config)
-    out = config.to_dict()
-    out["hidden_dim"] = hidden_dim(config)
-    out["hidden_dim_rule"] = config.hidden_rule
-    out["attention"] = config.attention_kind
+    sp_ = spec(config)
+    out = sp_.config.to_dict()
+    out["hidden_dim"] = sp_.hidden_dim
+    out["hidden_dim_rule"] = sp_.hidden_rule
+    out["attention"] = sp_.attention_kind
     return out
+

@@ -29,16 +29,16 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .errors import SymllmError
-from .symbols import L, V, b, d, d_ff, d_h, f, m, n_h, n_kv, s, t
+from .symbols import L, LATEX, V, b, beta_a, d, d_ff, d_h, f, m, n, n_h, n_kv, s, t
 
 __all__ = [
-    "Component", "QUANTITIES", "ELEMENTWISE", "matmul", "linear", "embedding", "attention", "feed_forward",
-    "swiglu", "rmsnorm", "rope", "lm_head", "block", "model", "meta_hidden_dim", "COMPONENTS",
-    "component",
+    "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
+    "attention", "feed_forward", "swiglu", "rmsnorm", "rope", "lm_head", "block", "model", "meta_hidden_dim",
+    "COMPONENTS", "component", "collected",
 ]
 
-#: what a component can own; each is an expression in the symbols of symllm.symbols
-QUANTITIES = ("params", "flops", "elementwise", "kv_cache")
+#: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.symbols
+QUANTITIES = ("params", "flops", "elementwise", "kv_cache", "saved")
 
 #: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
 ELEMENTWISE = {
@@ -51,16 +51,28 @@ ELEMENTWISE = {
     "bias": 1,      # per output element of a linear with a bias
 }
 
+#: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
+#: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
+STAT_BYTES = sp.Max(4, beta_a)
+#: bytes of one token id saved by the embedding's backward (int64)
+INDEX_BYTES = 8
+
 _T = b * s  # token rows in one forward pass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Component:
     """A part of the model with closed-form expressions for what it owns, and its children.
+
+    Every cost lives on the component that owns it: parameters, matmul and element-wise FLOPs, KV-cache
+    elements, the bytes a training forward saves for backward, and what an inference pass keeps live.
+    :mod:`symllm.costs` only composes these (phases, dtypes, memory kinds); it never looks at names.
 
     >>> c = rmsnorm("attention_norm")
     >>> c.params, c.total("params")
     (d, d)
+    >>> attention()
+    Component(attention: params 2*d*d_h*n_h + 2*d*d_h*n_kv; children wq, wk, wv, wo, rope, scores, context)
     """
 
     #: short name; breakdown keys join names with "/"
@@ -73,6 +85,15 @@ class Component:
     elementwise: sp.Expr = sp.S.Zero
     #: KV-cache elements held after that forward pass
     kv_cache: sp.Expr = sp.S.Zero
+    #: bytes a training forward over b × s tokens saves for backward (β_a per activation element)
+    saved: sp.Expr = sp.S.Zero
+    #: bytes kept per repeat when this component is a recomputation checkpoint (its input); 0: not one
+    checkpoint: sp.Expr = sp.S.Zero
+    #: activation elements live throughout an inference pass through this component (the residual stream)
+    resident: sp.Expr = sp.S.Zero
+    #: activation elements this component holds live at its peak, one candidate per situation
+    #: (the inference working set is the resident stream plus the largest candidate of the whole tree)
+    live: tuple = ()
     #: sub-components
     children: tuple[Component, ...] = ()
     #: how many times this component occurs in its parent
@@ -83,8 +104,9 @@ class Component:
     doc: str = ""
 
     def __post_init__(self):
-        for q in QUANTITIES + ("repeat",):
+        for q in QUANTITIES + ("checkpoint", "resident", "repeat"):
             object.__setattr__(self, q, sp.sympify(getattr(self, q)))
+        object.__setattr__(self, "live", tuple(sp.sympify(x) for x in self.live))
 
     def own(self, quantity: str) -> sp.Expr:
         """What this component owns of ``quantity``, children excluded."""
@@ -117,6 +139,16 @@ class Component:
                 out[path if path == c.name else f"{c.name}/{path}"] = self.repeat * expr
         return out
 
+    def walk(self):
+        """This component and every descendant, depth first, in model order.
+
+        >>> [c.name for c in feed_forward().walk()]
+        ['feed_forward', 'w1', 'w2', 'w3']
+        """
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
     def closed_form(self, quantity: str = "params") -> sp.Expr:
         """The total with this component's definitions substituted (e.g. Meta's d_ff rounding).
 
@@ -128,7 +160,7 @@ class Component:
     def child(self, path: str) -> Component:
         """The descendant at ``path`` ("block/attention"), relative to this component."""
         node = self
-        for part in path.split("/"):
+        for part in filter(None, path.split("/")):
             found = [c for c in node.children if c.name == part]
             if not found:
                 raise SymllmError(f"component: no {part!r} in {node.name!r}")
@@ -139,15 +171,35 @@ class Component:
         """A copy with some fields changed (components are immutable)."""
         return dataclasses.replace(self, **changes)
 
-    def _repr_latex_(self) -> str:
-        """Jupyter: the parameter sub-terms and the closed form as typeset math (symllm.render)."""
-        from .render import repr_latex
-        return repr_latex(self)
+    def __repr__(self):
+        kids = f"; children {', '.join(c.name for c in self.children)}" if self.children else ""
+        times = f" x {self.repeat}" if self.repeat != 1 else ""
+        return f"Component({self.name}{times}: params {self.total('params') / self.repeat}{kids})"
 
-    def _repr_markdown_(self) -> str:
-        """Jupyter Markdown: the parameter derivation (symllm.render)."""
-        from .render import repr_markdown
-        return repr_markdown(self)
+    def _repr_latex_(self) -> str:
+        """Jupyter: each non-zero parameter sub-term and the collected total, as typeset math.
+
+        >>> rmsnorm()._repr_latex_()
+        '$$\\\\begin{aligned}N_{\\\\mathrm{rmsnorm}} &= d\\\\end{aligned}$$'
+        """
+        def label(name):
+            leaf = name.rsplit("/", 1)[-1].replace("_", r"\_")
+            return rf"N_{{\mathrm{{{leaf}}}}}"
+        terms = [(k, v) for k, v in self.breakdown("params").items() if v != 0]
+        lines = [rf"{label(k)} &= {sp.latex(v, symbol_names=LATEX)}" for k, v in terms] if len(terms) > 1 else []
+        lines.append(rf"{label(self.name)} &= {sp.latex(collected(self.total('params')), symbol_names=LATEX)}")
+        return "$$\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}$$"
+
+    _repr_markdown_ = _repr_latex_  # Jupyter's Markdown renders the same $$ math
+
+
+def collected(expr: sp.Expr) -> sp.Expr:
+    """The shorter of the factored and the expanded form (readability, not a new formula).
+
+    >>> collected(2 * d * d_h * n_h + 2 * d * d_h * n_kv)
+    2*d*d_h*(n_h + n_kv)
+    """
+    return min([sp.factor(expr), sp.expand(expr)], key=sp.count_ops)
 
 
 def matmul(rows: sp.Expr, inner: sp.Expr, cols: sp.Expr) -> sp.Expr:
@@ -184,7 +236,7 @@ def embedding() -> Component:
     >>> embedding().params
     V*d
     """
-    return Component("embedding", params=V * d,
+    return Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
                      doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)")
 
 
@@ -197,6 +249,7 @@ def rmsnorm(name: str = "rmsnorm") -> Component:
     d
     """
     return Component(name, params=d, elementwise=ELEMENTWISE["rmsnorm"] * _T * d,
+                     saved=beta_a * _T * d + STAT_BYTES * _T,  # its input x and the per-row 1/rms
                      doc="RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))")
 
 
@@ -230,13 +283,19 @@ def attention(*, bias: bool = False, causal: bool = False) -> Component:
     return Component(
         "attention",
         kv_cache=2 * b * (t + s) * n_kv * d_h,
+        # saved for backward (eager attention): the normed input of wq/wk/wv; Q and K after RoPE and V
+        # (n_kv heads: GQA saves them unrepeated); the softmax probabilities b·n_h·s·s (also A·V's left
+        # operand); the input of wo
+        saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + b * n_h * s ** 2 + _T * n_h * d_h),
         children=(
             linear("wq", d, n_h * d_h, bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)"),
             linear("wk", d, n_kv * d_h, bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
             linear("wv", d, n_kv * d_h, bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)"),
             rope(),
+            # live at inference: a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
+                      live=(2 * b * n_h * s ** 2, 2 * b * n_h * (s + n)),
                       doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"),
             Component("context", flops=core, doc="output = torch.matmul(scores, values)"),
         ),
@@ -271,6 +330,9 @@ def feed_forward(*, bias: bool = False) -> Component:
     return Component(
         "feed_forward",
         elementwise=(ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_ff,
+        # saved: the normed input of w1/w3, the w1 and w3 outputs (SiLU and gate backward), the w2 input
+        saved=beta_a * (_T * d + 3 * _T * d_ff),
+        live=(3 * _T * d_ff,),  # the w1 and w3 outputs and their gated product
         children=(
             linear("w1", d, d_ff, bias, "self.w1 = nn.Linear(dim, hidden_dim)"),
             linear("w2", d_ff, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)"),
@@ -291,6 +353,7 @@ def lm_head(*, tied: bool = False) -> Component:
     (0, 2*V*b*d*s)
     """
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)")
+    out = out.replace(saved=beta_a * _T * d, live=(_T * V,))  # saves its input; the logits are live
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
 
 
@@ -304,6 +367,8 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, causal: bool 
     return Component(
         "block",
         elementwise=2 * ELEMENTWISE["residual"] * _T * d,
+        checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
+        resident=2 * _T * d,  # the residual stream and the normed input
         children=(
             rmsnorm("attention_norm"),
             attention(bias=attention_bias, causal=causal),
@@ -341,27 +406,31 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     )
 
 
-#: component names the CLI and derive() accept, with their factories
+#: component names the CLI and derive() accept -> where each sits in the model ("" is the model itself;
+#: ``block`` is one block, its L repeats undone; ``rmsnorm`` is the final norm)
 COMPONENTS = {
-    "embedding": embedding,
-    "attention": attention,
-    "feed_forward": feed_forward,
-    "swiglu": feed_forward,
-    "rmsnorm": rmsnorm,
-    "rope": rope,
-    "lm_head": lm_head,
-    "block": block,
-    "model": model,
+    "embedding": "embedding",
+    "attention": "block/attention",
+    "feed_forward": "block/feed_forward",
+    "swiglu": "block/feed_forward",
+    "rmsnorm": "norm",
+    "rope": "block/attention/rope",
+    "lm_head": "lm_head",
+    "block": "block",
+    "model": "",
 }
 
 
-def component(name: str) -> Component:
-    """The component called ``name`` (``swiglu`` is ``feed_forward``), with default options.
+def component(name: str, whole: Component | None = None) -> Component:
+    """The component called ``name`` (see :data:`COMPONENTS`; ``swiglu`` is ``feed_forward``) as it sits
+    in the model ``whole`` (default: :func:`model` with default options); ``block`` is one block.
 
     >>> component("swiglu").name
     'feed_forward'
+    >>> component("block").repeat, component("rmsnorm").total("params")
+    (1, d)
     """
-    try:
-        return COMPONENTS[name]()
-    except KeyError:
-        raise SymllmError(f"component: unknown {name!r} (known: {', '.join(COMPONENTS)})") from None
+    if name not in COMPONENTS:
+        raise SymllmError(f"component: unknown {name!r} (known: {', '.join(COMPONENTS)})")
+    comp = (whole if whole is not None else model()).child(COMPONENTS[name])
+    return comp.replace(repeat=1) if comp.repeat != 1 else comp

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .errors import SymllmError
 
-__all__ = ["ModelConfig", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info"]
+__all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info"]
 
 
 def _positive_int(field: str, value, *, optional: bool = False):
@@ -98,17 +98,12 @@ class ModelConfig:
             put(field, _positive_int(field, getattr(self, field)))
         for field in ("n_kv_heads", "head_dim", "hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        if self.n_kv_heads is None:
-            put("n_kv_heads", self.n_heads)
-        if self.n_heads % self.n_kv_heads:
-            raise SymllmError(f"n_kv_heads: {self.n_kv_heads} does not divide n_heads {self.n_heads}")
-        if self.head_dim is None:
-            if self.dim % self.n_heads:
-                raise SymllmError(f"n_heads: {self.n_heads} does not divide dim {self.dim} "
-                                  "(give head_dim explicitly)")
-            put("head_dim", self.dim // self.n_heads)
-        if self.head_dim % 2:
-            raise SymllmError(f"head_dim: {self.head_dim} is odd; RoPE rotates pairs of elements")
+        heads, failed = derive_heads(self.dim, self.n_heads, self.n_kv_heads, self.head_dim)
+        for field, ok, message in failed:
+            if not ok:
+                raise SymllmError(message())
+        put("n_kv_heads", heads["n_kv_heads"])
+        put("head_dim", heads["head_dim"])
         f = self.ffn_dim_multiplier
         if f is not None:
             put("ffn_dim_multiplier", _positive_float("ffn_dim_multiplier", f))
@@ -147,6 +142,33 @@ class ModelConfig:
     def to_dict(self) -> dict:
         """The fields as a plain dict (JSON-ready)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+
+def derive_heads(dim, n_heads, n_kv_heads=None, head_dim=None):
+    """``n_kv_heads`` and ``head_dim`` as a config derives them (``None``: not stated), and the checks
+    they must pass as ``(field, ok, message)`` (``message()`` is the error line). The one statement of the rule: :class:`ModelConfig`
+    raises on the first failed check, a sweep drops the points that fail. Works element-wise on numpy
+    integer arrays too.
+
+    * ``n_kv_heads`` defaults to ``n_heads`` (MHA) and must divide it;
+    * ``head_dim`` defaults to ``dim // n_heads``, which must then divide exactly;
+    * ``head_dim`` must be even (RoPE rotates pairs of elements).
+
+    >>> heads, checks = derive_heads(4096, 32, 8)
+    >>> heads, [ok for _, ok, _ in checks]
+    ({'n_kv_heads': 8, 'head_dim': 128}, [True, True, True])
+    >>> [m() for _, ok, m in derive_heads(64, 5)[1] if not ok][0]
+    'n_heads: 5 does not divide dim 64 (give head_dim explicitly)'
+    """
+    n_kv = n_heads if n_kv_heads is None else n_kv_heads
+    hd = dim // n_heads if head_dim is None else head_dim
+    checks = [
+        ("n_kv_heads", n_heads % n_kv == 0, lambda: f"n_kv_heads: {n_kv} does not divide n_heads {n_heads}"),
+        ("n_heads", dim % n_heads == 0 if head_dim is None else True,
+         lambda: f"n_heads: {n_heads} does not divide dim {dim} (give head_dim explicitly)"),
+        ("head_dim", hd % 2 == 0, lambda: f"head_dim: {hd} is odd; RoPE rotates pairs of elements"),
+    ]
+    return {"n_kv_heads": n_kv, "head_dim": hd}, checks
 
 
 def _require(raw: dict, key: str, kind: str):

@@ -18,9 +18,9 @@ Conventions, stated once (README "FLOPs and memory"):
   i.e. ``β = 1/2 + 2/g`` per weight (exact when ``g`` divides the number of weights grouped).
 * Memory kinds: ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv·2·L·n_kv·d_h·b·(s+n)`` (the cache after the
   prefill and ``n`` decode steps); ``training_states`` per data-parallel rank (see :func:`memory`);
-  ``activations`` saved for backward by a training forward over ``b × s`` tokens (see
-  :data:`SAVED`); ``inference_peak`` weights + KV cache + the largest live working set (see
-  :func:`memory`).
+  ``activations`` saved for backward by a training forward over ``b × s`` tokens (each component's
+  ``saved``); ``inference_peak`` weights + KV cache + the largest live working set (each component's
+  ``resident`` and ``live``; see :func:`memory`).
 
 >>> from symllm.symbols import b, s, d, n_h, d_h
 >>> flops("attention", "prefill").coeff(s**2)
@@ -37,50 +37,22 @@ import sympy as sp
 
 from . import api
 from . import symbols as S
-from .components import COMPONENTS, Component
-from .config import ModelConfig
+from .components import Component, component, model
 from .errors import SymllmError
-from .evaluate import evaluate, values
+from .evaluate import evaluate
+from .workload import ATTENTION, DTYPES, Workload, dtype_bytes
 
 __all__ = [
-    "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "SAVED", "WORKLOAD_DEFAULTS", "COMPONENT_PATHS",
-    "dtype_bytes", "check_workload", "byte_values", "component_of", "flops", "memory", "activations",
-    "closed_form", "workload", "mfu",
+    "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
+    "activations", "closed_form", "workload", "mfu",
 ]
 
-#: bytes per element; int4 is completed by its group scales in dtype_bytes()
-DTYPES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": sp.Rational(1, 2)}
-#: the bytes of one int4 group scale (fp16)
-INT4_SCALE_BYTES = 2
-#: the attention-core conventions
-ATTENTION = ("dense", "causal")
 #: the FLOP phases flops() knows
 PHASES = ("forward", "prefill", "decode", "generation", "training")
 #: the memory kinds memory() knows
 MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak")
-#: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
-#: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
-STAT_BYTES = sp.Max(4, S.beta_a)
-#: bytes of one token id saved by the embedding's backward (int64)
-INDEX_BYTES = 8
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
-_T = S.b * S.s
-
-#: activation elements (at β_a unless said) a block-by-block training forward must save for backward,
-#: per component (children add up; the block repeats L times). Eager attention (the b·n_h·s² probabilities
-#: are kept), a fused RMSNorm (input + fp32 1/rms) and a fused SwiGLU (w1 and w3 outputs + their product):
-SAVED = {
-    # RMSNorm: its input x and the per-row 1/rms (STAT_BYTES each)
-    "rmsnorm": (_T * S.d, _T),
-    # attention: the normed input of wq/wk/wv; Q and K after RoPE and V (GQA: n_kv heads, not repeated);
-    # the softmax probabilities (b·n_h·s·s, also the left operand of A·V); the input of wo
-    "attention": (_T * S.d + _T * S.d_h * (S.n_h + 2 * S.n_kv) + S.b * S.n_h * S.s ** 2 + _T * S.n_h * S.d_h, 0),
-    # SwiGLU: the normed input of w1/w3; the w1 and w3 outputs (SiLU and gate backward); the w2 input
-    "feed_forward": (_T * S.d + 3 * _T * S.d_ff, 0),
-    # lm_head: its input (the final norm's output)
-    "lm_head": (_T * S.d, 0),
-}
 
 
 def _check_choice(field: str, value, known) -> None:
@@ -88,116 +60,10 @@ def _check_choice(field: str, value, known) -> None:
         raise SymllmError(f"{field}: unknown {value!r} (known: {', '.join(map(str, known))})")
 
 
-def _positive(field: str, value, *, zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
-        raise SymllmError(f"{field}: expected a {'non-negative' if zero else 'positive'} integer, got {value!r}")
-    return value
-
-
-def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> sp.Rational:
-    """Bytes per element of ``name``; int4 includes one fp16 scale per ``group_size`` weights.
-    ``field`` names the option in an error (``kv_dtype``, ``act_dtype``).
-
-    >>> dtype_bytes("bf16"), dtype_bytes("int4"), dtype_bytes("int4", group_size=32)
-    (2, 33/64, 9/16)
-    """
-    _check_choice(field, name, DTYPES)
-    _positive("group_size", group_size)
-    base = sp.sympify(DTYPES[name])
-    return base + sp.Rational(INT4_SCALE_BYTES, group_size) if name == "int4" else base
-
-
-#: a workload's options and their defaults, for workload(), derive()/report() and sweeps.
-#: ``context`` None is ``seq`` (a decode step after the prompt); ``kv_dtype`` None is ``dtype``;
-#: ``act_dtype`` None is ``dtype`` for floating dtypes and bf16 for fp8/int8/int4 weights
-WORKLOAD_DEFAULTS = {"batch": 1, "seq": 2048, "gen": 0, "context": None, "dtype": "bf16", "kv_dtype": None,
-                     "act_dtype": None, "attention": "dense", "zero_stage": 0, "dp": 1, "recompute": False,
-                     "group_size": 128}
-_FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
-
-
-def check_workload(**options) -> dict:
-    """The one validator of workload options (see :data:`WORKLOAD_DEFAULTS`): every option checked,
-    defaults filled in, ``context``, ``kv_dtype`` and ``act_dtype`` resolved. Bad input is a
-    :class:`SymllmError` naming the option.
-
-    >>> w = check_workload(seq=512, dtype="int8")
-    >>> w["context"], w["kv_dtype"], w["act_dtype"]
-    (512, 'int8', 'bf16')
-    >>> check_workload(seq=-5)
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: seq: expected a positive integer, got -5
-    """
-    unknown = sorted(set(options) - set(WORKLOAD_DEFAULTS))
-    if unknown:
-        raise SymllmError(f"workload: unknown option {unknown[0]!r} (known: {', '.join(WORKLOAD_DEFAULTS)})")
-    w = {**WORKLOAD_DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
-    for key in ("batch", "seq", "dp", "group_size"):
-        _positive(key, w[key])
-    _positive("gen", w["gen"], zero=True)
-    w["context"] = w["seq"] if w["context"] is None else _positive("context", w["context"], zero=True)
-    _check_choice("attention", w["attention"], ATTENTION)
-    if not isinstance(w["zero_stage"], int) or isinstance(w["zero_stage"], bool) or w["zero_stage"] not in range(4):
-        raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {w['zero_stage']!r}")
-    if not isinstance(w["recompute"], bool):
-        raise SymllmError(f"recompute: expected True or False, got {w['recompute']!r}")
-    _check_choice("dtype", w["dtype"], DTYPES)
-    w["kv_dtype"] = w["dtype"] if w["kv_dtype"] is None else w["kv_dtype"]
-    _check_choice("kv_dtype", w["kv_dtype"], DTYPES)
-    if w["act_dtype"] is None:
-        w["act_dtype"] = w["dtype"] if w["dtype"] in _FLOAT_DTYPES else "bf16"
-    _check_choice("act_dtype", w["act_dtype"], DTYPES)
-    return w
-
-
-def _exact(value):
-    """A SymPy number as a Python int, or a Fraction when it is not an integer."""
-    value = sp.sympify(value)
-    return int(value) if value.is_Integer else Fraction(int(value.p), int(value.q))
-
-
-def byte_values(**options) -> dict:
-    """The byte symbols' values (``β_w``, ``β_kv``, ``β_a``, and ``N_d``) of a workload (options as
-    :func:`check_workload`), as Python ints or Fractions.
-
-    >>> byte_values(dtype="int4")[S.beta_w], byte_values(dtype="int4")[S.beta_a]
-    (Fraction(33, 64), 2)
-    """
-    w = check_workload(**options)
-    g = w["group_size"]
-    return {S.beta_w: _exact(dtype_bytes(w["dtype"], g)),
-            S.beta_kv: _exact(dtype_bytes(w["kv_dtype"], g, field="kv_dtype")),
-            S.beta_a: _exact(dtype_bytes(w["act_dtype"], g, field="act_dtype")), S.N_d: w["dp"]}
-
-
-#: where each component name (see :data:`symllm.components.COMPONENTS`) sits in a model; ``rmsnorm``
-#: is the final norm, ``block`` one block (its ``L`` repeats undone), ``model`` the whole
-COMPONENT_PATHS = {"embedding": "embedding", "attention": "block/attention", "feed_forward": "block/feed_forward",
-                   "swiglu": "block/feed_forward", "rmsnorm": "norm", "rope": "block/attention/rope",
-                   "lm_head": "lm_head", "block": "block", "model": None}
-
-
-def component_of(name: str, whole: Component | None = None, *, attention: str = "dense") -> Component:
-    """The component called ``name`` as it sits in the model ``whole`` (default: the default model
-    with the ``attention`` convention); ``block`` is one block.
-
-    >>> component_of("rmsnorm").total("params"), component_of("block").repeat
-    (d, 1)
-    """
+def _component(comp, attention: str) -> Component:
+    """A Component as given, or the one called ``comp`` in the default model with that convention."""
     _check_choice("attention", attention, ATTENTION)
-    if name not in COMPONENT_PATHS:
-        raise SymllmError(f"component: unknown {name!r} (known: {', '.join(COMPONENT_PATHS)})")
-    if whole is None:
-        whole = COMPONENTS["model"](causal=attention == "causal")
-    path = COMPONENT_PATHS[name]
-    comp = whole if path is None else whole.child(path)
-    return comp.replace(repeat=1) if name == "block" else comp
-
-
-def _component(component, attention: str) -> Component:
-    _check_choice("attention", attention, ATTENTION)
-    return component if isinstance(component, Component) else component_of(component, attention=attention)
+    return comp if isinstance(comp, Component) else component(comp, model(causal=attention == "causal"))
 
 
 @lru_cache(maxsize=256)
@@ -242,29 +108,18 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     return expr / 2 if macs else expr
 
 
-def _saved(comp: Component) -> tuple[sp.Expr, sp.Expr]:
-    """(elements at β_a, fp32 statistics) a component saves for backward, over its subtree."""
-    key = "rmsnorm" if comp.name in ("attention_norm", "ffn_norm", "norm", "rmsnorm") else comp.name
-    own = SAVED.get(key, (0, 0))
-    elems, stats = sp.sympify(own[0]), sp.sympify(own[1])
-    if key not in SAVED:
-        for c in comp.children:
-            e, st = _saved(c)
-            elems, stats = elems + e, stats + st
-    return comp.repeat * elems, comp.repeat * stats
-
-
 def activations(component="model", *, recompute: bool = False) -> sp.Expr:
-    """Bytes a training forward (``b × s`` tokens) saves for backward, derived for LLaMA (SwiGLU, RMSNorm,
-    RoPE, GQA): ``β_a`` per element of :data:`SAVED`, ``max(4, β_a)`` per RMSNorm statistic (kept in
-    fp32, or fp64 for fp64 activations), ``8`` per token id the embedding keeps. RoPE saves nothing (its tables are recomputed from positions).
+    """Bytes a training forward (``b × s`` tokens) saves for backward: the sum of every component's
+    ``saved`` — derived for LLaMA (SwiGLU, RMSNorm, RoPE, GQA): ``β_a`` per activation element,
+    ``max(4, β_a)`` per RMSNorm statistic (kept in fp32, or fp64 for fp64 activations), ``8`` per token
+    id the embedding keeps. RoPE saves nothing (its tables are recomputed from positions).
 
-    With ``recompute`` (full activation recomputation, one checkpoint per block) each block keeps only
-    its input, ``β_a·b·s·d``, and the figure is the peak during backward: those checkpoints plus one
-    block's activations, recomputed, plus what lies outside the blocks.
+    With ``recompute`` (full activation recomputation) every component with a ``checkpoint`` (the block)
+    keeps only its input, and the figure is the peak during backward: those checkpoints plus one
+    checkpointed component's activations, recomputed, plus what lies outside them.
 
     >>> activations("feed_forward")
-    b*beta_a*s*(d + 3*d_ff)
+    b*beta_a*d*s + 3*b*beta_a*d_ff*s
     >>> sp.factor(activations("block", recompute=True))
     b*beta_a*d*s
     """
@@ -274,16 +129,26 @@ def activations(component="model", *, recompute: bool = False) -> sp.Expr:
 @lru_cache(maxsize=256)
 def _activations(comp: Component, recompute: bool) -> sp.Expr:
     if not recompute:
-        elems, stats = _saved(comp)
-        index = INDEX_BYTES * _T if comp.name in ("model", "embedding") else 0
-        return S.beta_a * sp.factor(elems) + STAT_BYTES * stats + index
-    if comp.name == "model":
-        blk = comp.child("block")
-        outside = activations(comp.replace(children=tuple(c for c in comp.children if c.name != "block")))
-        return S.L * S.beta_a * _T * S.d + activations(blk.replace(repeat=1)) + outside
-    if comp.name == "block":
-        return comp.repeat * S.beta_a * _T * S.d
-    raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
+        return comp.total("saved")
+    if comp.checkpoint != 0:
+        return comp.repeat * comp.checkpoint
+    checkpointed = [c for c in comp.children if c.checkpoint != 0]
+    if not checkpointed:
+        raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
+    kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
+    once = sp.Max(*(c.replace(repeat=1).total("saved") for c in checkpointed))
+    outside = sum((c.total("saved") for c in comp.children if c.checkpoint == 0), comp.saved)
+    return comp.repeat * (kept + once + outside)
+
+
+def _working_set(comp: Component) -> sp.Expr:
+    """Activation elements live at an inference pass's peak: the resident stream plus the largest
+    candidate any component of the tree holds (live sets are not repeated: layers run one at a time)."""
+    parts = list(comp.walk())
+    resident = sp.Max(*(c.resident for c in parts))
+    if resident == 0:
+        raise SymllmError(f"kind: inference_peak is for a block or the model, not {comp.name!r}")
+    return resident + sp.Max(*(x for c in parts for x in c.live))
 
 
 def memory(component="model", kind: str = "inference", *, attention: str = "dense", zero_stage: int = 0,
@@ -297,10 +162,11 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       0. Stage 1 shards the 12N optimizer state over the ``N_d`` ranks, stage 2 also the gradients,
       stage 3 also the weights (16N / N_d).
     * ``activations``: :func:`activations`.
-    * ``inference_peak`` (block or model): weights + KV cache + the largest working set live at once,
-      taken as ``β_a·(2·b·s·d + max(...))``: the residual stream and the normed input, plus the largest of
-      the prefill's scores and probabilities ``2·b·n_h·s²``, a decode step's ``2·b·n_h·(s+n)``, the
-      SwiGLU's three ``b·s·d_ff`` tensors, and (model) the logits ``b·s·V``.
+    * ``inference_peak`` (block or model): weights + KV cache + the largest working set live at once:
+      ``β_a`` × (the components' ``resident`` elements, the residual stream and the normed input
+      ``2·b·s·d``, + the largest ``live`` candidate: the prefill's scores and probabilities
+      ``2·b·n_h·s²``, a decode step's ``2·b·n_h·(s+n)``, the SwiGLU's three ``b·s·d_ff`` tensors, and
+      (model) the logits ``b·s·V``).
 
     >>> memory("attention", "kv_cache")
     2*b*beta_kv*d_h*n_kv*(n + s)
@@ -331,12 +197,7 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool) -> sp.
     elif kind == "activations":
         out = activations(comp, recompute=recompute)
     else:
-        if comp.name not in ("block", "model"):
-            raise SymllmError(f"kind: inference_peak is for a block or the model, not {comp.name!r}")
-        live = [2 * S.b * S.n_h * S.s ** 2, 2 * S.b * S.n_h * (S.s + S.n), 3 * _T * S.d_ff]
-        if comp.name == "model":
-            live.append(_T * S.V)
-        out = weights + kv + S.beta_a * (2 * _T * S.d + sp.Max(*live))
+        out = weights + kv + S.beta_a * _working_set(comp)
     return out.subs(dict(comp.definitions))
 
 
@@ -365,50 +226,57 @@ def closed_form(component, quantity: str, **options) -> sp.Expr:
     raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory)")
 
 
-def workload(config: ModelConfig | str, **options) -> dict:
+#: what ``workload()`` reports: name -> (phase, bucket) for FLOPs; the memory kinds it shows
+WORKLOAD_FLOPS = {"prefill": ("prefill", "matmul"), "decode_token": ("decode", "matmul"),
+                  "generation": ("generation", "matmul"), "training_step": ("training", "matmul"),
+                  "elementwise": ("prefill", "elementwise")}
+WORKLOAD_MEMORY = ("weights", "kv_cache", "training_states", "activations", "inference_peak")
+
+
+def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
+    """The closed forms behind :func:`workload`: ``{"flops": {...}, "memory": {...}}`` for the model
+    component ``mdl`` under ``work``'s training options (``recompute``, ``zero_stage``); what
+    :func:`workload` evaluates, and what a sweep compiles.
+
+    >>> sorted(quantities(model(), Workload())["memory"])
+    ['activations', 'inference_peak', 'kv_cache', 'training_states', 'weights']
+    """
+    return {
+        "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
+                  for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
+        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute)
+                   for kind in WORKLOAD_MEMORY},
+    }
+
+
+def workload(config, work: Workload | None = None, **options) -> dict:
     """Exact FLOPs and bytes of a workload on ``config``: ``{"workload", "flops", "memory"}``.
 
-    ``options`` and their defaults: :data:`WORKLOAD_DEFAULTS` (``batch`` 1, ``seq`` 2048, ``gen`` 0,
-    ``dtype`` bf16, ``attention`` dense, ``zero_stage`` 0, ``dp`` 1, ``recompute``, ``group_size`` 128,
-    ...), checked by :func:`check_workload`.
+    ``work`` is a :class:`Workload`, or give its options by name (``batch`` 1, ``seq`` 2048, ``gen`` 0,
+    ``context`` (default ``seq``), ``dtype`` bf16, ``attention`` dense, ``zero_stage`` 0, ``dp`` 1,
+    ``recompute``, ``group_size`` 128, ...).
 
     ``flops``: ``prefill`` (``batch`` prompts of ``seq`` tokens, logits everywhere), ``decode_token`` (one
-    step with ``context`` tokens cached, default ``seq``), ``generation`` (prefill + ``gen`` steps), ``training_step`` (forward
-    + backward over ``batch × seq``) — matmuls only — and ``elementwise`` (the prefill's element-wise
-    bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, default ``dtype``, for
+    step with ``context`` tokens cached), ``generation`` (prefill + ``gen`` steps), ``training_step``
+    (forward + backward over ``batch × seq``) — matmuls only — and ``elementwise`` (the prefill's
+    element-wise bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, for
     ``seq + gen`` tokens), ``training_states`` (ZeRO ``zero_stage`` over ``dp`` ranks, per rank),
-    ``activations`` (``act_dtype``; default ``dtype`` for floating dtypes, bf16 for fp8/int8/int4 weights)
-    and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte count is not integral (int4).
+    ``activations`` (``act_dtype``) and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte
+    count is not integral (int4).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
     True
     """
-    config = api.resolve(config)
-    w = check_workload(**options)
-    recompute, zero_stage = w["recompute"], w["zero_stage"]
-    vals = values(config, batch=w["batch"], seq=w["seq"], gen=w["gen"])
-    vals.update(byte_values(**w))
-    mdl = api.model_for(config, causal=w["attention"] == "causal")
-    ev = lambda expr, extra={}: evaluate(expr, {**vals, **extra})  # noqa: E731
-    fl = {
-        "prefill": ev(flops(mdl, "prefill")),
-        "decode_token": ev(flops(mdl, "decode"), {S.t: w["context"]}),
-        "generation": ev(flops(mdl, "generation")),
-        "training_step": ev(flops(mdl, "training", recompute=recompute)),
-        "elementwise": ev(flops(mdl, "prefill", bucket="elementwise")),
-    }
-    mem = {kind: ev(memory(mdl, kind, zero_stage=zero_stage, recompute=recompute))
-           for kind in ("weights", "kv_cache", "training_states", "activations", "inference_peak")}
-    return {
-        "workload": {**{k: v for k, v in w.items() if k != "group_size"}, "int4_group_size": w["group_size"]},
-        "flops": fl,
-        "memory": mem,
-    }
+    spec = api.spec(config)
+    work = Workload.of(work, **options)
+    vals = {**spec.values(), **work.values()}
+    exprs = quantities(spec.model(work.attention), work)
+    return {"workload": work.to_dict(),
+            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
 
 
-def mfu(config: ModelConfig | str, tokens_per_second: float, peak_flops: float, *, seq: int,
-        attention: str = "dense") -> float:
+def mfu(config, tokens_per_second: float, peak_flops: float, *, seq: int, attention: str = "dense") -> float:
     """Model-FLOPs utilisation: achieved training matmul FLOP/s over the hardware peak.
 
     Achieved = ``tokens_per_second`` × training FLOPs per token at sequence length ``seq`` (3 × the

@@ -17,9 +17,8 @@ Meta's ``int(ffn_dim_multiplier * hidden)`` truncates an IEEE double product; ``
 Python float in kernels and a 53-bit SymPy ``Float`` in :func:`substitute`, whose products round
 exactly like doubles, so both agree with the model Meta's code builds.
 
->>> from symllm.components import meta_hidden_dim
 >>> from symllm.symbols import d, m, f
->>> k = compile_expr(meta_hidden_dim())
+>>> k = compile_expr(m * sp.ceiling(sp.floor(f * sp.floor(sp.Rational(8, 3) * d)) / m))   # Meta's d_ff
 >>> k(d=4096, m=1024, f=1.3)
 14336
 >>> k(d=34, m=1, f=0.7)     # Meta's float product truncates to 62; exact rationals would give 63
@@ -36,43 +35,13 @@ import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
 from . import symbols as S
-from .components import meta_hidden_dim
-from .config import ModelConfig
 from .errors import SymllmError
 
-__all__ = ["values", "substitute", "compile_expr", "evaluate", "Kernel", "INT64_SAFE"]
+__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE"]
 
 #: a kernel runs in int64 only where its magnitude bound stays below this (2**62: a factor 2 of
 #: headroom under 2**63 absorbs the bound's own float64 rounding)
 INT64_SAFE = float(2 ** 62)
-
-
-def values(config: ModelConfig, **workload) -> dict[sp.Symbol, object]:
-    """The symbol -> number mapping for a config (and workload symbols given by code name).
-
-    ``f`` is a Python float (left out when the config has no multiplier); ``d_ff`` is the stated
-    ``hidden_dim``, or Meta's rounding evaluated for the config (the one place it is resolved).
-
-    >>> from symllm.config import load
-    >>> v = values(load("llama3.1-8b"), batch=1, seq=8)
-    >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.d_ff]
-    (4096, 8, 1.3, 8, 14336)
-    """
-    out = {
-        S.V: config.vocab_size, S.d: config.dim, S.L: config.n_layers, S.n_h: config.n_heads,
-        S.n_kv: config.n_kv_heads, S.d_h: config.head_dim, S.m: config.multiple_of,
-    }
-    if config.ffn_dim_multiplier is not None:
-        out[S.f] = config.ffn_dim_multiplier
-    if config.hidden_dim is not None:
-        out[S.d_ff] = config.hidden_dim
-    else:
-        out[S.d_ff] = evaluate(meta_hidden_dim(config.hidden_rule == "meta"), out)
-    for code, value in workload.items():
-        if code not in S.CODE_NAMES:
-            raise SymllmError(f"workload: unknown field {code!r}")
-        out[S.CODE_NAMES[code]] = value
-    return out
 
 
 def _sympify_value(value):
@@ -274,6 +243,21 @@ def _as_python(x):
     return x
 
 
+def _code(expr: sp.Expr) -> str:
+    """Integer-safe Python code of ``expr``: a rational total is one exact division at the end."""
+    num, den = sp.fraction(sp.together(expr))
+    printer = _IntegerSafePrinter()
+    return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
+
+
+def _define(source: str, name: str):
+    """The function ``name`` that ``source`` defines, with the kernels' helpers in scope."""
+    namespace = {"_Fraction": Fraction, "_floor": _floor, "_ceil": _ceil, "_max": _max, "_min": _min,
+                 "_max1": _max1, "_inf": math.inf, "_exact_div": _exact_div, "math": math}
+    exec(compile(source, f"<symllm {name}>", "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
 class Kernel:
     """A compiled, integer-safe function of an expression's free symbols (keyword arguments by
     symbol name). Build one with :func:`compile_expr`, which caches it.
@@ -295,9 +279,7 @@ class Kernel:
         #: the argument names, for fast look-ups
         self.names = frozenset(a.name for a in self.args)
         num, den = sp.fraction(sp.together(self.expr))
-        printer = _IntegerSafePrinter()
-        body = printer.doprint(num) if den == 1 else \
-            f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
+        body = _code(self.expr)
         names = ", ".join(a.name for a in self.args)
         self.source = f"def kernel({names}):\n    return {body}\n"
         try:
@@ -305,13 +287,8 @@ class Kernel:
         except _NoBound:
             bound = "_inf"
         self.bound_source = f"def bound({names}):\n    return {bound}\n"
-        namespace = {"_Fraction": Fraction, "_floor": _floor, "_ceil": _ceil, "_max": _max,
-                     "_min": _min, "_max1": _max1, "_inf": math.inf,
-                     "_exact_div": _exact_div, "math": math}
-        exec(compile(self.source, "<symllm kernel>", "exec"), namespace)  # noqa: S102
-        exec(compile(self.bound_source, "<symllm kernel bound>", "exec"), namespace)  # noqa: S102
-        self._fn = namespace["kernel"]
-        self._bound = namespace["bound"]
+        self._fn = _define(self.source, "kernel")
+        self._bound = _define(self.bound_source, "bound")
 
     def _ordered(self, kw) -> list:
         missing = [a.name for a in self.args if a.name not in kw]
@@ -407,6 +384,33 @@ def compile_expr(expr: sp.Expr) -> Kernel:
     500000000000500000000000
     """
     return Kernel(expr)
+
+
+class TableKernel:
+    """Several expressions compiled into one integer-safe function of their symbols, for scalars:
+    ``kernel(vals)`` (symbol -> number) gives a dict of name -> exact number. One call evaluates a whole
+    breakdown, which is what makes a warm ``symllm.params(cfg)`` cost microseconds.
+
+    >>> k = TableKernel({"wq": S.d * S.n_h * S.d_h, "half": S.d / 2})
+    >>> k({S.d: 4096, S.n_h: 32, S.d_h: 128, S.L: 1})
+    {'wq': 16777216, 'half': 2048}
+    """
+
+    def __init__(self, exprs: dict):
+        exprs = {k: sp.sympify(v) for k, v in exprs.items()}
+        self.names = tuple(exprs)
+        self.args = tuple(sorted(set().union(*(e.free_symbols for e in exprs.values())), key=lambda x: x.name))
+        body = ", ".join(_code(e) for e in exprs.values())
+        self.source = f"def table({', '.join(a.name for a in self.args)}):\n    return ({body},)\n"
+        self._fn = _define(self.source, "table")
+
+    def __call__(self, vals: dict) -> dict:
+        try:
+            out = self._fn(*[vals[a] for a in self.args])
+        except KeyError:
+            missing = [a.name for a in self.args if a not in vals]
+            raise SymllmError(f"evaluate: symbols left unset: {', '.join(missing)}") from None
+        return dict(zip(self.names, out))
 
 
 #: id(expr) -> (expr, kernel): the same expression object again skips compile_expr's cache look-up,

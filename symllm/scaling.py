@@ -25,11 +25,12 @@ from pathlib import Path
 import sympy as sp
 
 from . import symbols as S
-from .api import model_for, params, resolve
+from .api import model_for, params, resolve, values
 from .components import model
 from .config import ModelConfig
 from .errors import SymllmError
-from .evaluate import substitute, values
+from .costs import flops
+from .evaluate import substitute
 
 __all__ = [
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta",
@@ -177,8 +178,6 @@ def training_flops_per_token(mdl=None, *, passes: int = 3) -> sp.Expr:
     >>> sp.factor(training_flops_per_token().coeff(S.V))
     6*d
     """
-    from .costs import flops  # costs imports api; imported here to keep module import order loose
-
     if passes not in (1, 3, 4):
         raise SymllmError(f"passes: expected 1 (forward), 3 (training) or 4 (recomputation), got {passes!r}")
     mdl = mdl if mdl is not None else model()

@@ -1,0 +1,124 @@
+"""The architecture spec: a config with everything derived resolved once, and its component tree.
+
+Config (HF ``config.json``, Meta ``params.json``, preset) → :class:`ModelConfig` (validated, as the
+file says it) → :class:`Spec` (frozen; ``n_kv_heads``, ``head_dim`` and Meta's ``d_ff`` resolved) →
+one component tree (:meth:`Spec.model`), built once per structural variant and cached. Every command,
+the sweep and the reports derive from the spec; binding symbols to numbers iterates the one table
+in :mod:`symllm.symbols`.
+
+>>> sp_ = spec_of(load("llama3.1-8b"))
+>>> sp_.hidden_dim, sp_.hidden_rule, sp_.attention_kind
+(14336, 'meta', 'GQA')
+>>> sp_.model() is spec_of(load("llama3-8b")).model()    # the same structure: one tree
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+from . import symbols as S
+from .components import Component, meta_hidden_dim, model
+from .config import ModelConfig, load
+from .evaluate import compile_expr
+
+__all__ = ["Spec", "Structure", "spec_of", "hidden_dim_kernel", "structure_model"]
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What decides the shape of the component tree (not the sizes): one tree per structure."""
+
+    #: lm_head shares the embedding matrix
+    tied: bool = False
+    #: q/k/v/o projections have biases
+    attention_bias: bool = False
+    #: w1/w2/w3 have biases
+    mlp_bias: bool = False
+    #: where d_ff comes from: "explicit", "meta" (with f) or "meta_plain"
+    hidden: str = "explicit"
+
+
+@lru_cache(maxsize=None)
+def structure_model(structure: Structure, causal: bool = False) -> Component:
+    """The model component of a structure (cached: built once per structural variant).
+
+    >>> structure_model(Structure(tied=True)).child("lm_head").params
+    0
+    """
+    return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
+                 hidden=structure.hidden, causal=causal)
+
+
+@lru_cache(maxsize=None)
+def hidden_dim_kernel(rule: str):
+    """The compiled kernel of Meta's ``d_ff`` rounding for ``rule`` ("meta" or "meta_plain"); it takes
+    scalars or numpy arrays (a sweep) and truncates ``f·⌊8d/3⌋`` as Meta's IEEE double product does.
+
+    >>> hidden_dim_kernel("meta")(d=4096, m=1024, f=1.3)
+    14336
+    """
+    return compile_expr(meta_hidden_dim(rule == "meta"))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A resolved architecture: every field a number, ``hidden_dim`` included.
+
+    >>> spec_of(load("llama2-7b")).values()[S.d_ff]
+    11008
+    """
+
+    name: str
+    vocab_size: int
+    dim: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    hidden_dim: int
+    multiple_of: int
+    ffn_dim_multiplier: float | None
+    structure: Structure
+    config: ModelConfig
+
+    @property
+    def hidden_rule(self) -> str:
+        """Where d_ff comes from: "explicit", "meta" or "meta_plain"."""
+        return self.structure.hidden
+
+    @property
+    def attention_kind(self) -> str:
+        """"MHA", "MQA" or "GQA", from n_kv_heads."""
+        return self.config.attention_kind
+
+    def model(self, attention: str = "dense") -> Component:
+        """The component tree of this spec's structure (shared by every spec of that structure)."""
+        return structure_model(self.structure, attention == "causal")
+
+    @cached_property
+    def _values(self) -> dict:
+        return {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
+                if info.kind == "model" and getattr(self, info.code) is not None}
+
+    def values(self) -> dict:
+        """Symbol -> number for every model symbol (``f`` only when the config has a multiplier)."""
+        return dict(self._values)
+
+
+@lru_cache(maxsize=4096)
+def spec_of(config: ModelConfig) -> Spec:
+    """The spec of a config: the one place its derived fields are resolved (cached per config)."""
+    rule = config.hidden_rule
+    if rule == "explicit":
+        d_ff = config.hidden_dim
+    else:
+        args = {"d": config.dim, "m": config.multiple_of, "f": config.ffn_dim_multiplier}
+        kernel = hidden_dim_kernel(rule)
+        d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
+    structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
+                          mlp_bias=config.mlp_bias, hidden=rule)
+    return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
+                n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
+                multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
+                structure=structure, config=config)

@@ -1,0 +1,207 @@
+"""The workload: what a model is asked to do (batch, prompt, generated tokens, dtypes, training
+options), as one frozen, validated :class:`Workload`.
+
+Its fields and defaults are declared once, here; the command-line options of ``count``, ``derive``,
+``report`` and ``sweep`` are generated from them (each field's ``metadata["option"]``), and every
+command resolves the same defaults the same way (``context`` follows ``seq``; ``kv_dtype`` follows
+``dtype``; ``act_dtype`` follows ``dtype``, bf16 for fp8/int8/int4 weights).
+
+>>> w = Workload(seq=512, dtype="int8")
+>>> w.context, w.kv_dtype, w.act_dtype, w.weight_bytes
+(512, 'int8', 'bf16', 1)
+>>> Workload(seq=-5)
+Traceback (most recent call last):
+...
+symllm.errors.SymllmError: seq: expected a positive integer, got -5
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from . import symbols as S
+from .errors import SymllmError
+
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
+
+#: bytes per element; int4 is completed by its group scales in dtype_bytes()
+DTYPES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
+#: the bytes of one int4 group scale (fp16)
+INT4_SCALE_BYTES = 2
+#: the attention-core conventions
+ATTENTION = ("dense", "causal")
+_FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
+
+
+def _check_choice(field_: str, value, known) -> None:
+    if value not in known:
+        raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(map(str, known))})")
+
+
+def _integer(field_: str, value, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        kind = "non-negative" if low == 0 else "positive"
+        raise SymllmError(f"{field_}: expected a {kind} integer, got {value!r}")
+    return value
+
+
+def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> int | Fraction:
+    """Bytes per element of ``name``, exact; int4 includes one fp16 scale per ``group_size`` weights.
+    ``field`` names the option in an error (``kv_dtype``, ``act_dtype``).
+
+    >>> dtype_bytes("bf16"), dtype_bytes("int4"), dtype_bytes("int4", group_size=32)
+    (2, Fraction(33, 64), Fraction(9, 16))
+    """
+    _check_choice(field, name, DTYPES)
+    _integer("group_size", group_size)
+    if name == "int4":
+        return DTYPES[name] + Fraction(INT4_SCALE_BYTES, group_size)
+    return DTYPES[name]
+
+
+@dataclass(frozen=True)
+class Option:
+    """How a workload field appears on the command line."""
+
+    #: one line of help (the default is appended)
+    help: str
+    #: the flag, default ``--field-name``
+    flag: str | None = None
+    #: a sweep may vary it (``--seq 512,1024``)
+    axis: bool = False
+    #: what ``symllm derive/report`` need not show (training-only options)
+    training: bool = False
+
+
+def _opt(default, help_: str, **kw):
+    return field(default=default, metadata={"option": Option(help_, **kw)})
+
+
+_DTYPE_HELP = f"weights dtype: {', '.join(DTYPES)}; int4 adds one fp16 scale per --group-size weights"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """A workload, checked on creation; ``None`` fields are derived (and derived again by
+    :meth:`replace`).
+
+    >>> Workload().replace(seq=4096).context
+    4096
+    """
+
+    #: sequences in a batch, b
+    batch: int = _opt(1, "sequences b", axis=True)
+    #: new tokens per sequence in a forward pass (the prompt), s
+    seq: int = _opt(2048, "prompt length s in tokens", axis=True)
+    #: tokens generated per sequence, n
+    gen: int = _opt(0, "tokens generated n per sequence", axis=True)
+    #: tokens already cached when one decode step runs, t (None: seq, the step after the prompt)
+    context: int | None = _opt(None, "cached tokens t of a decode step (default: the prompt length)", axis=True)
+    #: weights dtype (activations too when they are floating point)
+    dtype: str = _opt("bf16", _DTYPE_HELP)
+    #: KV-cache dtype (None: dtype)
+    kv_dtype: str | None = _opt(None, "KV-cache dtype (default: --dtype)")
+    #: activations dtype (None: dtype, or bf16 for fp8/int8/int4 weights)
+    act_dtype: str | None = _opt(None, "activations dtype (default: --dtype; bf16 for 8- and 4-bit weights)")
+    #: attention-core FLOPs: every score of the rectangle (dense) or only the unmasked pairs (causal)
+    attention: str = _opt("dense", "attention-core FLOPs: every score (dense) or only the unmasked pairs (causal)")
+    #: ZeRO stage 0-3 for the training states
+    zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True)
+    #: data-parallel ranks the ZeRO stage shards over, N_d
+    dp: int = _opt(1, "data-parallel ranks the ZeRO stage shards over", training=True)
+    #: full activation recomputation (training FLOPs and activations)
+    recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True)
+    #: int4 weights per fp16 scale
+    group_size: int = _opt(128, "int4 weights per fp16 group scale")
+    #: the fields that were derived rather than given
+    derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen)
+        put("derived", frozenset(k for k in ("context", "kv_dtype", "act_dtype") if getattr(self, k) is None))
+        for key in ("batch", "seq", "dp", "group_size"):
+            _integer(key, getattr(self, key))
+        _integer("gen", self.gen, 0)
+        put("context", self.seq if self.context is None else _integer("context", self.context, 0))
+        _check_choice("attention", self.attention, ATTENTION)
+        if isinstance(self.zero_stage, bool) or self.zero_stage not in range(4) or not isinstance(self.zero_stage, int):
+            raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {self.zero_stage!r}")
+        if not isinstance(self.recompute, bool):
+            raise SymllmError(f"recompute: expected True or False, got {self.recompute!r}")
+        _check_choice("dtype", self.dtype, DTYPES)
+        put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
+        _check_choice("kv_dtype", self.kv_dtype, DTYPES)
+        if self.act_dtype is None:
+            put("act_dtype", self.dtype if self.dtype in _FLOAT_DTYPES else "bf16")
+        _check_choice("act_dtype", self.act_dtype, DTYPES)
+
+    @classmethod
+    def of(cls, workload: Workload | None = None, **options) -> Workload:
+        """A workload from options where ``None`` means "not given" (the command line's way), on top
+        of ``workload``; an unknown option is an error naming it.
+
+        >>> Workload.of(seq=None, batch=4).seq, Workload.of(Workload(seq=8), batch=2).seq
+        (2048, 8)
+        >>> Workload.of(sequence=4)
+        Traceback (most recent call last):
+        ...
+        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: batch, seq, gen, context, dtype, kv_dtype, act_dtype, attention, zero_stage, dp, recompute, group_size)
+        """
+        names = cls.names()
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise SymllmError(f"workload: unknown option {unknown[0]!r} (known: {', '.join(names)})")
+        given = {k: v for k, v in options.items() if v is not None}
+        return workload.replace(**given) if workload is not None else cls(**given)
+
+    @staticmethod
+    def names() -> tuple[str, ...]:
+        """The option names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(Workload) if f.init)
+
+    def replace(self, **changes) -> Workload:
+        """A copy with some fields changed, validated again; what was derived is derived again."""
+        again = {k: None for k in self.derived if k not in changes}
+        return dataclasses.replace(self, **again, **changes)
+
+    @property
+    def weight_bytes(self):
+        """Bytes per weight, exact (int, or Fraction for int4)."""
+        return dtype_bytes(self.dtype, self.group_size)
+
+    @property
+    def kv_bytes(self):
+        """Bytes per KV-cache element."""
+        return dtype_bytes(self.kv_dtype, self.group_size, field="kv_dtype")
+
+    @property
+    def activation_bytes(self):
+        """Bytes per activation element."""
+        return dtype_bytes(self.act_dtype, self.group_size, field="act_dtype")
+
+    @property
+    def causal(self) -> bool:
+        """Whether attention-core FLOPs count only the unmasked pairs."""
+        return self.attention == "causal"
+
+    def values(self) -> dict:
+        """Symbol -> number for every workload and bytes symbol (the symbols table's ``code`` names).
+
+        >>> v = Workload(batch=2, seq=8, dtype="fp32").values()
+        >>> v[S.b], v[S.s], v[S.t], v[S.beta_w], v[S.N_d]
+        (2, 8, 8, 4, 1)
+        """
+        return {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
+                if info.kind in ("workload", "bytes")}
+
+    def to_dict(self) -> dict:
+        """The resolved fields, JSON-ready (``group_size`` as ``int4_group_size``)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        out["int4_group_size"] = out.pop("group_size")
+        return out
+
+
+def options() -> dict[str, tuple[dataclasses.Field, Option]]:
+    """Field name -> (the dataclass field, its :class:`Option`): what the CLI generates flags from."""
+    return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(Workload) if f.init}
