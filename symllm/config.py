@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import SymllmError
+from .files import read_text
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info"]
 
@@ -261,12 +262,7 @@ def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> Mo
 
 
 def _read_json(path: Path):
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SymllmError(f"config: cannot read {str(path)!r}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise SymllmError(f"config: {str(path)!r} is not UTF-8 text") from None
+    text = read_text(path, "config")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

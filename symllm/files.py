@@ -1,4 +1,9 @@
-"""Writing output files atomically (reports, derivations, sweeps): the one place that does it.
+"""Reading input files and writing output files: the one place that does each.
+
+:func:`read_text` reads a config, notation or table file as UTF-8 text, turning every failure into one
+:class:`~symllm.errors.SymllmError` line that names what was being read and the path.
+
+:func:`write_atomic` writes reports, derivations and sweeps atomically.
 
 A temporary file in the target's folder is written completely, then ``os.replace``-d onto the
 target, so a reader never sees half a file and a failure leaves an existing file untouched. The
@@ -15,7 +20,40 @@ from typing import Callable, TextIO, Union
 
 from .errors import SymllmError
 
-__all__ = ["write_atomic"]
+__all__ = ["read_text", "write_atomic"]
+
+#: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
+MAX_INPUT_BYTES = 64 << 20
+
+
+def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of the file at ``path``; ``what`` (``config``, ``notation``, ``table``) starts
+    the one-line error. Line endings are kept as they are. At most ``limit`` bytes are read: a larger
+    file (or an endless one, such as ``/dev/zero``) is refused rather than read into memory.
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_bytes(b'{"dim": 4096}')
+    >>> read_text(p, "config")
+    '{"dim": 4096}'
+    >>> _ = p.write_bytes(b"\\xff")
+    >>> read_text(p, "config")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: config: '...c.json' is not UTF-8 text (byte 0)
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read() if limit is None else fh.read(limit + 1)
+    except OSError as e:
+        raise SymllmError(f"{what}: cannot read {str(path)!r}: {e.strerror or e}") from None
+    if limit is not None and len(data) > limit:
+        raise SymllmError(f"{what}: {str(path)!r} is larger than {limit:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SymllmError(f"{what}: {str(path)!r} is not UTF-8 text (byte {e.start})") from None
 
 
 def _umask() -> int:
