@@ -7,14 +7,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
+import typing
 from fractions import Fraction
 
-from . import api, config as cfgmod, costs, render, symbols as S
-from .components import COMPONENTS, Component
+from . import api, config as cfgmod, costs, derivation, render
+from .components import COMPONENTS
 from .errors import SymllmError
 from .files import write_atomic
 from .format import grouped, human, human_bytes
+from .workload import Workload, options as workload_options
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
@@ -60,9 +61,6 @@ def _table(rows, header, text_columns=()) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
-_WORKLOAD_OPTIONS = ("batch", "seq", "gen", "dtype", "kv_dtype", "attention", "zero_stage", "dp", "recompute")
-
-
 def _json_number(value):
     """JSON for an exact number: ints stay ints (a whole Fraction too); a non-integral Fraction (int4
     bytes) is the exact string "p/q" (README "FLOPs and memory")."""
@@ -71,14 +69,39 @@ def _json_number(value):
     raise TypeError(f"not JSON serialisable: {value!r}")
 
 
-def _given(args, names) -> dict:
-    """The options the user gave (``--recompute`` absent is not given; ``0`` is)."""
-    return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None and getattr(args, k) is not False}
+def _given(args, names=Workload.names()) -> dict:
+    """The options among ``names`` the user gave (absent ones are ``None``; ``0`` is given)."""
+    return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+
+
+def add_workload_options(group, *, axes_as_values: bool = False) -> None:
+    """Add one option per :class:`~symllm.workload.Workload` field to ``group``, generated from the
+    field's metadata: its flag, its help with the default appended, its type (an int, a string, a
+    flag for a bool). Absent options are ``None`` (:meth:`Workload.of`: not given). With
+    ``axes_as_values`` the fields a sweep may vary (``axis``) take VALUES: comma lists and ranges.
+
+    >>> p = argparse.ArgumentParser()
+    >>> add_workload_options(p)
+    >>> a = p.parse_args(["--seq", "512", "--zero", "2", "--recompute"])
+    >>> Workload.of(**_given(a)).to_dict()["zero_stage"], a.seq, a.batch
+    (2, 512, None)
+    """
+    hints = typing.get_type_hints(Workload)
+    for name, (fld, opt) in workload_options().items():
+        flag = opt.flag or "--" + name.replace("_", "-")
+        kind = (set(typing.get_args(hints[name])) or {hints[name]}) - {type(None)}
+        help_ = opt.help if fld.default is None or kind == {bool} else f"{opt.help} (default {fld.default})"
+        if axes_as_values and opt.axis:
+            group.add_argument(flag, dest=name, metavar="VALUES", help=help_)
+        elif kind == {bool}:
+            group.add_argument(flag, dest=name, action="store_true", default=None, help=help_)
+        else:
+            group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
 
 
 def cmd_count(args) -> int:
     config = _load(args)
-    given = _given(args, _WORKLOAD_OPTIONS)
+    given = _given(args)
     work = costs.workload(config, **given) if given or args.json else {}  # only what is shown (start-up)
     counts = api.params(config)
     resolved = api.resolved_config(config)
@@ -97,9 +120,9 @@ def cmd_count(args) -> int:
     print(_table(rows, ("component", "parameters", "")))
     if given:
         w = work["workload"]
-        print(f"\nworkload: b={w['batch']}, s={w['seq']}, n={w['gen']}; weights {w['dtype']}, KV cache "
-              f"{w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} attention; ZeRO {w['zero_stage']} "
-              f"over {w['dp']} rank(s){'; full recomputation' if w['recompute'] else ''}\n")
+        print(f"\nworkload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights {w['dtype']}, "
+              f"KV cache {w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} attention; "
+              f"ZeRO {w['zero_stage']} over {w['dp']} rank(s){'; full recomputation' if w['recompute'] else ''}\n")
         rows = [(k, grouped(v), human(v, flops=True)) for k, v in work["flops"].items()]
         print(_table(rows, ("FLOPs (matmuls; elementwise: prefill)", "FLOPs", "")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
@@ -120,19 +143,20 @@ def _emit(text: str, args) -> None:
 
 
 def _workload(args) -> dict:
-    return _given(args, ("phase", "memory", "attention", "batch", "seq", "gen", "context", "dtype", "kv_dtype"))
+    """The workload options given to derive or report (derive's ``phase`` and ``memory`` too)."""
+    return _given(args, ("phase", "memory") + Workload.names())
 
 
 def cmd_derive(args) -> int:
     kind = "mha" if args.mha else "mqa" if args.mqa else "gqa" if args.gqa else None
-    dv = render.derive(args.component, args.quantity, kind=kind, config=args.model, notation=args.notation,
-                       vocab_size=args.vocab_size, **_workload(args))
+    dv = derivation.derive(args.component, args.quantity, kind=kind, config=args.model, notation=args.notation,
+                           vocab_size=args.vocab_size, **_workload(args))
     _emit(dv.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
     return 0
 
 
 def cmd_report(args) -> int:
-    rep = render.report(args.model, notation=args.notation, vocab_size=args.vocab_size, **_workload(args))
+    rep = derivation.report(args.model, notation=args.notation, vocab_size=args.vocab_size, **_workload(args))
     _emit(rep.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
     return 0
 
@@ -165,13 +189,9 @@ def cmd_verify(args) -> int:
     return 1 if bad else 0
 
 
-_DTYPE_HELP = f"weights (and activations) dtype: {' '.join(costs.DTYPES)} (default {costs.WORKLOAD_DEFAULTS['dtype']})"
-_ATTENTION_HELP = "attention-core FLOPs: every score (dense, default) or only the unmasked pairs (causal)"
-
-
 def _workload_args(p, *, derive: bool) -> None:
-    """The workload options; derive also chooses the phase, the memory kind and the decode context
-    (a report shows every phase and memory kind, at context s)."""
+    """The workload options; derive also chooses the phase and the memory kind (a report shows every
+    phase and memory kind)."""
     w = p.add_argument_group("workload (FLOPs and memory)")
     if derive:
         w.add_argument("--phase", choices=costs.PHASES,
@@ -179,14 +199,7 @@ def _workload_args(p, *, derive: bool) -> None:
                             "prefill + --gen steps, or a training step")
         w.add_argument("--memory", choices=costs.MEMORY_KINDS,
                        help="which memory (default inference: weights + KV cache)")
-    w.add_argument("--attention", choices=costs.ATTENTION, help=_ATTENTION_HELP)
-    w.add_argument("--batch", type=int, help="sequences b (default 1)")
-    w.add_argument("--seq", type=int, help="prompt length s (default 2048)")
-    w.add_argument("--gen", type=int, help="generated tokens n (default 0)")
-    if derive:
-        w.add_argument("--context", type=int, help="cached tokens t of a decode step (default: --seq)")
-    w.add_argument("--dtype", help=_DTYPE_HELP)
-    w.add_argument("--kv-dtype", help="KV-cache dtype (default: --dtype)")
+    add_workload_options(w)
 
 
 def _output_args(p, default_format: str) -> None:
@@ -210,17 +223,16 @@ def _progress_bar(done: int, total: int) -> None:
 
 def cmd_sweep(args) -> int:
     from . import sweep as sw
-    grid, workload = {}, {}
-    for name in sw.CONFIG_FIELDS + tuple(sw.WORKLOAD_FIELDS):
-        text = getattr(args, name, None)
+    grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
+    for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:
+        text = getattr(args, name)
         if text is None:
             continue
         values = sw.parse_axis(text, name)
-        if name in sw.WORKLOAD_FIELDS and len(values) == 1:
+        if name in sw.WORKLOAD_AXES and len(values) == 1:
             workload[name] = values[0]
         else:
             grid[name] = values
-    options = _given(args, ("dtype", "kv_dtype", "act_dtype", "dp", "zero_stage", "recompute"))
     if args.table is not None:
         if grid:
             raise SymllmError(f"table: give the fields in the table, not as --{next(iter(grid)).replace('_', '-')}")
@@ -228,7 +240,7 @@ def cmd_sweep(args) -> int:
     else:
         table = None
     sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
-                     where=args.where, attention=args.attention, options=options, chunk_size=args.chunk_size)
+                     where=args.where, chunk_size=args.chunk_size)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
     if args.output:
         result = sweep.write(args.output, args.format, progress=progress)
@@ -245,21 +257,16 @@ def _sweep_parser(p) -> None:
     p.add_argument("--base", required=True, metavar="MODEL", help="preset or config file the sweep varies")
     g = p.add_argument_group("what varies: comma lists and inclusive start:stop[:step] ranges, e.g. 2048:8192:256")
     for name in ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
-                 "multiple_of", "ffn_dim_multiplier", "batch", "seq", "context", "gen"):
+                 "multiple_of", "ffn_dim_multiplier"):  # sweep.CONFIG_FIELDS (numpy loads only for a sweep)
         g.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="VALUES")
+    add_workload_options(p.add_argument_group("workload (VALUES: comma lists and ranges, as above)"),
+                         axes_as_values=True)
     p.add_argument("--table", metavar="FILE", help="one point per row of a CSV or JSON-lines file instead of a grid")
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
     p.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically (default: CSV on stdout)")
     p.add_argument("--format", choices=("csv", "jsonl"), help="default: from the file suffix (.jsonl), else csv")
-    p.add_argument("--attention", choices=costs.ATTENTION, default="dense", help=_ATTENTION_HELP)
-    p.add_argument("--dtype", help=_DTYPE_HELP)
-    p.add_argument("--kv-dtype", help="KV-cache dtype (default: --dtype)")
-    p.add_argument("--act-dtype", help="activations dtype (default: --dtype)")
-    p.add_argument("--dp", type=int, help="data-parallel ranks (training_states)")
-    p.add_argument("--zero", dest="zero_stage", type=int, help="ZeRO stage 0-3 (training_states)")
-    p.add_argument("--recompute", action="store_true", help="full activation recomputation")
     p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")
     p.set_defaults(func=cmd_sweep)
 
@@ -277,16 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("count", "exact parameter counts of a preset or a config file")
     _model_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    w = p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)")
-    w.add_argument("--batch", type=int, help="sequences b (default 1)")
-    w.add_argument("--seq", type=int, help="prompt length s in tokens (default 2048)")
-    w.add_argument("--gen", type=int, help="tokens generated n per sequence (default 0)")
-    w.add_argument("--dtype", help=_DTYPE_HELP + "; int4 adds one fp16 scale per 128 weights")
-    w.add_argument("--kv-dtype", help="KV-cache dtype (default: --dtype)")
-    w.add_argument("--attention", choices=costs.ATTENTION, help=_ATTENTION_HELP)
-    w.add_argument("--zero", dest="zero_stage", type=int, help="ZeRO stage 0-3 for the training states (default 0)")
-    w.add_argument("--dp", type=int, help="data-parallel ranks the ZeRO stage shards over (default 1)")
-    w.add_argument("--recompute", action="store_true", help="full activation recomputation (training FLOPs, activations)")
+    add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
     p.set_defaults(func=cmd_count)
 
     p = add("derive", "the derivation of a component's closed form (and its numbers with --model)")

@@ -1,0 +1,435 @@
+"""Derivations and reports: assembled and evaluated here, laid out by :mod:`symllm.render`.
+
+A :class:`Derivation` is one total worked through: its symbols, one equation per sub-term, their sum,
+the collected closed form and, for a config, the numbers substituted and evaluated. A :class:`Report`
+is a whole model: configuration, parameters by component, FLOPs and memory of a
+:class:`~symllm.workload.Workload`, with their derivations. Everything is computed here (formulas
+through :mod:`symllm.costs`, the report's tables through :func:`symllm.api.params` and
+:func:`symllm.costs.workload` with the report's one workload, so a report shows the numbers
+``symllm count --json`` prints); the templates are handed plain data and wrapped formulas.
+
+>>> derive("attention").render("text").splitlines()[-1].strip()
+'= 2*d*d_h*(n_h + n_kv)'
+>>> derive("attention", kind="mqa").closed_latex()
+'2 d d_h \\\\left(n_h + 1\\\\right)'
+>>> derive("attention", notation={"d": r"d_\\mathrm{model}"}).closed_latex()
+'2 d_\\\\mathrm{model} d_h \\\\left(n_h + n_{kv}\\\\right)'
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from . import api, costs
+from . import symbols as S
+from .components import Component, collected, component, model
+from .errors import SymllmError
+from .evaluate import evaluate
+from .format import grouped
+from .render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
+                     render_template)
+from .render import standalone as standalone_document
+from .render import notation as notation_of
+from .workload import Workload
+
+__all__ = ["OPTIONS", "Derivation", "Report", "derive", "report", "repr_latex", "repr_markdown"]
+
+#: options of derive() beyond the :class:`~symllm.workload.Workload` fields, with their defaults: which
+#: FLOPs (phase, bucket, MACs) and which memory kind a derivation shows (a report shows them all)
+OPTIONS = {"phase": "prefill", "memory": "inference", "macs": False, "bucket": "matmul"}
+#: the attention variants derive() writes formulas for: what n_kv becomes
+_KINDS = {"gqa": None, "mha": S.n_h, "mqa": sp.S.One}
+
+
+# --------------------------------------------------------------------------- derivations
+
+def _substituted(expr, vals) -> Formula:
+    """``expr`` with every symbol replaced by a stand-in that prints as its number (not evaluated)."""
+    expr = sp.sympify(expr)
+    stand_ins, numbers = {}, {}
+    for symbol in expr.free_symbols:
+        if symbol in vals:
+            dummy = sp.Dummy(symbol.name)
+            stand_ins[symbol] = dummy
+            numbers[dummy] = vals[symbol]
+    return Formula(expr.xreplace(stand_ins), numbers)
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """How a component's total is derived: its symbols, one equation per sub-term, their sum, the
+    collected closed form and, for a config, the numbers substituted and evaluated.
+
+    Render it with :meth:`render`; in a notebook it displays as typeset math.
+
+    >>> dv = derive("attention", config="llama3.1-8b")
+    >>> dv.value, [name for name, _ in dv.terms], dv.term_values[0]
+    (41943040, ['wq', 'wk', 'wv', 'wo'], 16777216)
+    """
+
+    #: component name (``attention``, ``model``, …)
+    component: str
+    #: ``params``, ``flops`` or ``memory``
+    quantity: str
+    #: ``GQA``, ``MHA`` or ``MQA`` (attention variant the formulas are written for)
+    kind: str
+    #: (leaf path, expression) of each non-zero sub-term, in model order
+    terms: tuple
+    #: leaf paths contributing nothing to this quantity (RoPE has no parameters)
+    zero_terms: tuple
+    #: the total as SymPy sums it, and its collected form
+    total: sp.Expr
+    closed: sp.Expr
+    #: (symbol, expression) definitions used, e.g. Meta's d_ff rounding
+    definitions: tuple
+    #: the model's name and symbol -> number (None without a config)
+    model: str | None = None
+    values: dict | None = None
+    #: the evaluated total and each sub-term's value, in the order of ``terms`` (None, () without a config)
+    value: object = None
+    term_values: tuple = ()
+    #: the notation (symbol -> LaTeX) every output uses
+    names: tuple = ()
+    #: the workload FLOPs and memory were derived for, and derive()'s options (None, () for parameters)
+    workload: Workload | None = None
+    options: tuple = ()
+
+    def symbols(self) -> list[sp.Symbol]:
+        """The symbols the derivation uses, in symllm's table order."""
+        used = set(self.total.free_symbols)
+        for _, e in self.terms:
+            used |= e.free_symbols
+        for sym, e in self.definitions:
+            used |= e.free_symbols | {sym}
+        return [sym for sym in S.SYMBOLS if sym in used]
+
+    def closed_latex(self) -> str:
+        """The collected closed form in LaTeX (with this derivation's notation)."""
+        return Formula(self.closed).latex(dict(self.names))
+
+    def context(self, fmt: str = "latex", flavor: str = "github") -> dict:
+        """What the templates are handed (plain data and numbers, formulas wrapped in :class:`Formula`)."""
+        title, letter = QUANTITIES[self.quantity]
+        vals = self.values or {}
+        evaluated = self.values is not None
+        values = self.term_values if evaluated else (None,) * len(self.terms)
+        terms = [{"name": name, "label": label(letter, name.rsplit("/", 1)[-1]), "expr": Formula(e),
+                  "subst": _substituted(e, vals) if evaluated else None, "value": v}
+                 for (name, e), v in zip(self.terms, values)]
+        definitions = [{"symbol": Formula(sym), "name": sym.name, "expr": Formula(e),
+                        "subst": _substituted(e, vals) if evaluated else None,
+                        "value": vals.get(sym) if evaluated else None} for sym, e in self.definitions]
+        used = self.symbols()
+        symbols = [{"symbol": Formula(sym), "name": sym.name, "code": S.SYMBOLS[sym].code,
+                    "meaning": S.SYMBOLS[sym].description,
+                    "value": vals.get(sym) if evaluated else None} for sym in used]
+        return {
+            "component": self.component, "quantity": self.quantity, "quantity_title": title,
+            "kind": self.kind if {S.n_kv, S.n_h} & set(used) else "", "label": label(letter, self.component),
+            "letter": letter, "symbols": symbols, "terms": terms, "zero_terms": list(self.zero_terms),
+            "sum": Formula(self.total), "closed": Formula(self.closed),
+            "definitions": definitions, "model": self.model, "evaluated": evaluated,
+            "subst": _substituted(self.closed, vals) if evaluated else None, "value": self.value,
+            "per_block": self.component in ("block", "attention", "feed_forward", "rope") and evaluated,
+            "math": math_delimiters(flavor), "format": fmt,
+        }
+
+    def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
+               template: str | None = None, flavor: str = "github") -> str:
+        """The derivation as ``text``, ``pretty``, ``latex`` (an ``align`` environment) or ``markdown``.
+
+        >>> print(derive("embedding").render("latex").split("\\n")[1])
+        \\begin{align}
+        """
+        if fmt not in FORMATS:
+            raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)})")
+        names = dict(self.names)
+        body = render_template(template or f"derive.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor),
+                               template_dir=template_dir, names=names)
+        if standalone and fmt == "latex":
+            return standalone_document(body, f"{self.component}: {QUANTITIES[self.quantity][0]}",
+                                       template_dir=template_dir, names=names)
+        return body
+
+    def __str__(self):
+        return self.render("text")
+
+    def _repr_latex_(self):
+        return repr_latex(self)
+
+    def _repr_markdown_(self):
+        return self.render("markdown", flavor="jupyter")
+
+
+def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
+    """The sub-terms and the total of ``quantity`` for ``comp``; FLOPs and memory come from
+    :mod:`symllm.costs` (sub-terms: the leaves for FLOPs, the memory kinds for memory)."""
+    if quantity == "params":
+        return comp.breakdown("params"), comp.total("params")
+    if quantity not in ("flops", "memory"):
+        raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory)")
+    bare = comp.replace(definitions=())  # d_ff stays a symbol; its definition is shown on its own
+    if quantity == "flops":
+        opts = dict(bucket=options["bucket"], macs=options["macs"], recompute=work.recompute)
+        own = "flops" if options["bucket"] == "matmul" else "elementwise"
+        leaves = {path: costs.flops(Component(path.rsplit("/", 1)[-1], **{own: e}), options["phase"], **opts)
+                  for path, e in comp.breakdown(own).items()}
+        return leaves, costs.flops(bare, options["phase"], **opts)
+    opts = dict(zero_stage=work.zero_stage, recompute=work.recompute)
+    kinds = ("weights", "kv_cache") if options["memory"] == "inference" else (options["memory"],)
+    leaves = {k: costs.memory(bare, k, **opts) for k in kinds}
+    return leaves, costs.memory(bare, options["memory"], **opts)
+
+
+def _component_for(name: str, spec, work: Workload):
+    """The component ``name`` as it sits in the spec's model (or the default model) under the workload's
+    attention convention, and the model's definitions (Meta's ``d_ff`` rounding)."""
+    whole = spec.model(work.attention) if spec is not None else model(causal=work.causal)
+    return component(name, whole), whole.definitions
+
+
+def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work: Workload,
+            options: dict) -> Derivation:
+    """derive() once its arguments are resolved: a :class:`~symllm.spec.Spec` (or None), the notation,
+    one :class:`Workload` and derive()'s options."""
+    kind_key = (kind or "gqa").lower()
+    if kind_key not in _KINDS:
+        raise SymllmError(f"kind: unknown {kind!r} (gqa, mha, mqa)")
+    if spec is not None and kind is not None and kind_key != "gqa" and spec.attention_kind.lower() != kind_key:
+        raise SymllmError(f"kind: {spec.name} is {spec.attention_kind} (n_kv_heads {spec.n_kv_heads}), "
+                          f"not {kind_key.upper()}")
+    comp, definitions = _component_for(name, spec, work)
+    leaves, total = _expressions(comp, quantity, work, options)
+    swap = {} if _KINDS[kind_key] is None else {S.n_kv: _KINDS[kind_key]}
+    leaves = {k: sp.sympify(v).subs(swap) for k, v in leaves.items()}
+    total = sp.sympify(total).subs(swap)
+    terms = tuple((k, v) for k, v in leaves.items() if v != 0)
+    used = set(total.free_symbols).union(*(v.free_symbols for _, v in terms))
+    vals = api.values(spec, work) if spec is not None else None
+    shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"
+    return Derivation(
+        component="feed_forward" if name == "swiglu" else name, quantity=quantity, kind=shown_kind,
+        terms=terms, zero_terms=tuple(k for k, v in leaves.items() if v == 0), total=total,
+        closed=collected(total), definitions=tuple((sym, e) for sym, e in definitions if sym in used),
+        model=spec.name if spec is not None else None, values=vals,
+        value=evaluate(total, vals) if vals is not None else None,
+        term_values=tuple(evaluate(e, vals) for _, e in terms) if vals is not None else (),
+        names=tuple(names.items()), workload=work if quantity != "params" else None,
+        options=tuple(options.items()) if quantity != "params" else ())
+
+
+def derive(component: str = "model", quantity: str = "params", *, kind: str | None = None, config=None,
+           notation=None, vocab_size: int | None = None, **workload) -> Derivation:
+    """The derivation of ``quantity`` (``params``, ``flops``, ``memory``) for ``component``
+    (``attention``, ``feed_forward``, ``model``, …; see :data:`symllm.components.COMPONENTS`).
+
+    ``kind`` writes the attention for ``"mha"`` (``n_kv = n_h``), ``"mqa"`` (``n_kv = 1``) or
+    ``"gqa"`` (the general form, the default). With ``config`` (a preset name, a path, a
+    :class:`~symllm.config.ModelConfig` or a :class:`~symllm.spec.Spec`) the structure is the config's
+    (tying, biases, Meta's ``d_ff`` rounding) and the numbers are substituted and evaluated.
+    ``workload``: the :class:`~symllm.workload.Workload` fields (``batch``, ``seq``, ``gen``,
+    ``context``, ``dtype``, ``attention``, …; ``None`` is "not given") and :data:`OPTIONS` (``phase``,
+    ``memory`` (the kind), ``macs``, ``bucket``) choose what FLOPs and memory count.
+
+    >>> derive("feed_forward", config="llama3.1-8b").value
+    176160768
+    >>> dv = derive("model", "flops", config="llama2-7b", phase="decode", context=4096)
+    >>> dv.value == costs.workload("llama2-7b", context=4096)["flops"]["decode_token"] == 15362162688
+    True
+    >>> derive("attention", kind="mha", config="llama3.1-8b")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: kind: llama3.1-8b is GQA (n_kv_heads 8), not MHA
+    """
+    known = (*OPTIONS, *Workload.names())
+    unknown = sorted(set(workload) - set(known))
+    if unknown:
+        raise SymllmError(f"workload: unknown option {unknown[0]!r} (known: {', '.join(known)})")
+    options = {**OPTIONS, **{k: v for k, v in workload.items() if k in OPTIONS and v is not None}}
+    work = Workload.of(**{k: v for k, v in workload.items() if k not in OPTIONS})
+    spec = api.spec(config, vocab_size=vocab_size) if config is not None else None
+    return _derive(component, quantity, kind, spec, notation_of(notation), work, options)
+
+
+# --------------------------------------------------------------------------- reports
+
+@dataclass(frozen=True)
+class Report:
+    """A whole-model report: configuration, each component's formula and value, the totals, FLOPs and
+    memory of one workload, and the conventions. Render with :meth:`render` (``latex`` fragment or
+    standalone, ``markdown``).
+
+    >>> r = report("llama3.1-8b")
+    >>> r.total
+    8030261248
+    >>> "8{,}030{,}261{,}248" in r.render("latex")
+    True
+    """
+
+    #: the resolved ModelConfig
+    config: object
+    #: the whole-model parameter derivation (with the config's numbers)
+    params: Derivation
+    #: notation, symbol -> LaTeX
+    names: tuple = ()
+    #: the workload of the FLOPs and memory sections
+    workload: Workload = field(default_factory=Workload)
+
+    @property
+    def spec(self):
+        """The config's resolved :class:`~symllm.spec.Spec`."""
+        return api.spec(self.config)
+
+    @property
+    def total(self) -> int:
+        """The model's parameter count."""
+        return api.params(self.spec)["total"]
+
+    def rows(self) -> list[dict]:
+        """One row per non-zero leaf of the parameter breakdown, with its formula and value."""
+        counts = api.params(self.spec)
+        return [{"name": name, "formula": Formula(e), "value": counts[name]} for name, e in self.params.terms]
+
+    def context(self, fmt: str = "latex", flavor: str = "github", template_dir=None) -> dict:
+        """What the report templates are handed."""
+        spec, names = self.spec, dict(self.names)
+        counts = api.params(spec)
+        dv = self.params.context(fmt, flavor)
+        block = _derive("block", "params", None, spec, names, self.workload, OPTIONS)
+        config_rows = [
+            ("vocabulary size", S.V, spec.vocab_size), ("model width", S.d, spec.dim),
+            ("blocks", S.L, spec.n_layers), ("query heads", S.n_h, spec.n_heads),
+            ("key/value heads", S.n_kv, spec.n_kv_heads), ("head width", S.d_h, spec.head_dim),
+            ("SwiGLU width", S.d_ff, spec.hidden_dim),
+        ]
+        if spec.hidden_rule != "explicit":
+            config_rows.append(("rounding granule", S.m, spec.multiple_of))
+        if spec.hidden_rule == "meta":
+            config_rows.append(("width multiplier", S.f, spec.ffn_dim_multiplier))
+        rule = {"explicit": "stated in the config (never re-rounded)",
+                "meta": "Meta's rounding with the multiplier f",
+                "meta_plain": "Meta's rounding without a multiplier"}[spec.hidden_rule]
+        return {
+            "model": spec.name, "kind": spec.attention_kind, "tied": spec.structure.tied,
+            "attention_bias": spec.structure.attention_bias, "mlp_bias": spec.structure.mlp_bias,
+            "hidden_rule": rule,
+            "config": [{"field": f, "symbol": Formula(sym), "code": S.SYMBOLS[sym].code, "value": v}
+                       for f, sym, v in config_rows],
+            "params": dv, "rows": [{**t, "value": counts[t["name"]]} for t in dv["terms"]],
+            "total": counts["total"], "block_value": counts["block"],
+            "block_closed": Formula(block.closed), "block_subst": block.context()["subst"],
+            "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
+            "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
+            "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor)),
+            "math": math_delimiters(flavor), "format": fmt, **self._costs(fmt, flavor, template_dir),
+        }
+
+    def _costs(self, fmt, flavor, template_dir) -> dict:
+        """The FLOPs and memory sections: symllm.costs.workload's numbers and two derivations."""
+        spec, work, names = self.spec, self.workload, dict(self.names)
+        numbers = costs.workload(spec, work)
+        fl = _derive("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
+        mem = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": "inference"})
+        context = "s" if "context" in work.derived else f"t = {grouped(work.context)}"
+        flops_titles = {"prefill": "prefill (matmuls)",
+                        "decode_token": f"one decode step at context {context} (matmuls)",
+                        "generation": "prefill + n decode steps (matmuls)",
+                        "training_step": "training step, forward + backward (matmuls)",
+                        "elementwise": "prefill, element-wise work"}
+        memory_titles = {"weights": "weights", "kv_cache": "KV cache after s + n tokens",
+                         "training_states": "training states per rank (mixed-precision Adam)",
+                         "activations": "activations saved for backward", "inference_peak": "inference peak"}
+        memory = numbers["memory"]
+        return {
+            "costs": True, "workload": numbers["workload"],
+            "flops_rows": [{"name": flops_titles.get(k, k), "value": v} for k, v in numbers["flops"].items()],
+            "memory_rows": [{"name": memory_titles.get(k, k), "value": v} for k, v in memory.items()],
+            "flops_derivation": Safe(fl.render(fmt, template_dir=template_dir, flavor=flavor)),
+            "memory_derivation": Safe(mem.render(fmt, template_dir=template_dir, flavor=flavor)),
+            "flops_value": numbers["flops"]["prefill"], "memory_value": memory["weights"] + memory["kv_cache"],
+        }
+
+    def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
+               template: str | None = None, flavor: str = "github") -> str:
+        """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown."""
+        if fmt not in ("latex", "markdown"):
+            raise SymllmError(f"format: unknown {fmt!r} for a report (latex, markdown)")
+        names = dict(self.names)
+        body = render_template(template or f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir),
+                               template_dir=template_dir, names=names)
+        if standalone and fmt == "latex":
+            return standalone_document(body, f"{self.config.name}: parameters, FLOPs and memory",
+                                       template_dir=template_dir, names=names)
+        return body
+
+    def __str__(self):
+        return self.render("markdown", flavor="jupyter")
+
+    def _repr_latex_(self):
+        return None  # a report is a document: notebooks show its Markdown
+
+    def _repr_markdown_(self):
+        return self.render("markdown", flavor="jupyter")
+
+
+def report(config, *, notation=None, vocab_size: int | None = None, **workload) -> Report:
+    """The report of a preset name, a config path, a :class:`~symllm.config.ModelConfig` or a
+    :class:`~symllm.spec.Spec`; ``workload`` (the :class:`~symllm.workload.Workload` fields: ``batch``,
+    ``seq``, ``gen``, ``context``, ``dtype``, ``kv_dtype``, ``attention``, …) sets what the FLOPs and
+    memory sections count. A report shows every phase and memory kind, so derive()'s :data:`OPTIONS`
+    (``phase``, ``memory``, …) are not options here.
+
+    >>> report("llama2-7b").total
+    6738415616
+    >>> "one decode step at context t = 4,096" in report("llama2-7b", context=4096).render("markdown")
+    True
+    >>> report("llama2-7b", phase="decode")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: workload: a report shows every phase and memory kind; 'phase' is an option of derive
+    """
+    for key in sorted(workload):
+        if key in OPTIONS:
+            raise SymllmError(f"workload: a report shows every phase and memory kind; {key!r} is an option of derive")
+    work = Workload.of(**workload)
+    spec = api.spec(config, vocab_size=vocab_size)
+    names = notation_of(notation)
+    return Report(config=spec.config, params=_derive("model", "params", None, spec, names, work, OPTIONS),
+                  names=tuple(names.items()), workload=work)
+
+
+# --------------------------------------------------------------------------- notebooks
+
+def repr_latex(obj, names=None) -> str:
+    """Notebook LaTeX of a derivation (or a component's parameters): its sub-terms and closed form in
+    ``aligned``.
+
+    >>> from symllm.components import rmsnorm
+    >>> repr_latex(rmsnorm())
+    '$$\\\\begin{aligned}N_{\\\\mathrm{rmsnorm}} &= d\\\\end{aligned}$$'
+    """
+    dv = obj if isinstance(obj, Derivation) else _derivation_of(obj, names)
+    ctx = dv.context()
+    nm = dict(dv.names)
+    lines = [rf"{t['label']} &= {t['expr'].latex(nm)}" for t in ctx["terms"]] if len(ctx["terms"]) > 1 else []
+    closed = f"{ctx['label']} &= {ctx['closed'].latex(nm)}"
+    if ctx["evaluated"]:
+        closed += rf" = {ctx['subst'].latex(nm)} = {num_latex(ctx['value'])}"
+    return "$$\\begin{aligned}" + r" \\ ".join(lines + [closed]) + "\\end{aligned}$$"
+
+
+def repr_markdown(obj, names=None) -> str:
+    """Notebook Markdown of a derivation (or a component's parameters): ``$$`` math, Jupyter's flavour."""
+    dv = obj if isinstance(obj, Derivation) else _derivation_of(obj, names)
+    return dv.render("markdown", flavor="jupyter")
+
+
+def _derivation_of(comp: Component, names=None) -> Derivation:
+    leaves = comp.breakdown("params")
+    total = comp.total("params")
+    return Derivation(component=comp.name, quantity="params", kind="GQA",
+                      terms=tuple((k, v) for k, v in leaves.items() if v != 0),
+                      zero_terms=tuple(k for k, v in leaves.items() if v == 0), total=total,
+                      closed=collected(total), definitions=(), names=tuple(notation_of(names).items()))
