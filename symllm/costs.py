@@ -119,7 +119,7 @@ def activations(component="model", *, recompute: bool = False) -> sp.Expr:
     checkpointed component's activations, recomputed, plus what lies outside them.
 
     >>> activations("feed_forward")
-    b*beta_a*d*s + 3*b*beta_a*d_ff*s
+    beta_a*(b*d*s + 3*b*d_ff*s)
     >>> sp.factor(activations("block", recompute=True))
     b*beta_a*d*s
     """

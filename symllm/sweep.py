@@ -5,20 +5,24 @@ A :class:`Sweep` varies some fields of a base config (``dim``, ``n_layers``, …
 breakdown term) at every point with the integer-safe kernels of :mod:`symllm.evaluate`, chunk by chunk,
 so memory stays flat however many points there are.
 
-What it derives per point, as the config itself would:
+What it derives per point follows the config's own rule (:meth:`ModelConfig.replace
+<symllm.config.ModelConfig.replace>`, :func:`symllm.config.derive_heads`):
 
-* ``head_dim`` is ``dim // n_heads`` again at each point when the base derives it that way (its
-  ``head_dim`` equals ``dim / n_heads``) and the sweep does not set ``head_dim``; otherwise it is the
-  base's (or the swept) value.
-* ``n_kv_heads`` follows ``n_heads`` when the base is MHA (``n_kv_heads == n_heads``) and the sweep does
-  not set it.
+* ``head_dim`` is ``dim // n_heads`` again at each point only when the base derived it (``"head_dim" in
+  base.derived``) and the sweep does not set it; a stated ``head_dim`` stays stated.
+* ``n_kv_heads`` follows ``n_heads`` only when the base derived it (no ``n_kv_heads`` stated) and the
+  sweep does not set it.
 * ``hidden_dim`` is Meta's ``multiple_of``/``ffn_dim_multiplier`` rounding of each point's ``dim``
-  unless the base states one (an HF ``intermediate_size``, used as is) or the sweep sets it.
+  (:func:`symllm.spec.hidden_dim_kernel`) unless the base states one (an HF ``intermediate_size``, used
+  as is) or the sweep sets it.
 
-Points whose combination :class:`~symllm.config.ModelConfig` would reject (``n_heads`` not dividing
-``dim``, ``n_kv_heads`` not dividing ``n_heads``, an odd ``head_dim``) are dropped and counted; a value
-that is wrong on its own (``dim = 0``) is a :class:`~symllm.errors.SymllmError`. So every row equals
-``symllm count`` (:func:`symllm.api.params`) of that row's config.
+The workload is a :class:`~symllm.workload.Workload` with its defaults (``seq`` 2048, ``context``
+following ``seq`` at each point unless given or swept, bf16, …); the fields a sweep may vary are those
+whose option says ``axis`` (``batch``, ``seq``, ``gen``, ``context``). Points whose combination
+:func:`~symllm.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
+dividing ``n_heads``, an odd ``head_dim``) are dropped and counted; a value that is wrong on its own
+(``dim = 0``, ``seq = 0``) is a :class:`~symllm.errors.SymllmError`. So every row equals ``symllm count
+--json`` (:func:`symllm.api.params`, :func:`symllm.costs.workload`) of that row's config and workload.
 
 >>> sw = Sweep("llama3-8b", {"dim": [4096, 4100, 8192], "n_layers": [32, 80]}, quantities=["params"])
 >>> res = sw.run()
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import decimal
+import io
 import json
 import math
 import operator
@@ -44,24 +49,23 @@ import sympy as sp
 
 from . import api, costs
 from . import symbols as S
-from .components import meta_hidden_dim
+from .config import derive_heads
 from .errors import SymllmError
 from .evaluate import compile_expr
-from .files import write_atomic
+from .files import read_text, write_atomic
+from .spec import hidden_dim_kernel
+from .workload import Workload, options as workload_options
 
 __all__ = ["Sweep", "SweepResult", "sweep", "parse_axis", "parse_where", "parse_number", "read_table",
-           "quantity_names", "CONFIG_FIELDS", "WORKLOAD_FIELDS", "COST_OPTIONS"]
+           "quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES"]
 
 #: config fields a sweep may vary (Meta's names)
 CONFIG_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
                  "multiple_of", "ffn_dim_multiplier")
-#: workload fields a sweep may vary, with their defaults (``seq`` has none: give it when needed)
-WORKLOAD_FIELDS = {"batch": 1, "seq": None, "context": 0, "gen": 0}
-#: the smallest value each integer field may take
-_MINIMUM = {**dict.fromkeys(CONFIG_FIELDS, 1), "batch": 1, "seq": 1, "context": 0, "gen": 0}
+#: workload fields a sweep may vary: those whose option says ``axis`` (batch, seq, gen, context)
+WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if opt.axis)
 
-_SYMBOL = {**{k: S.CODE_NAMES[k] for k in CONFIG_FIELDS}, "batch": S.b, "seq": S.s, "context": S.t,
-           "gen": S.n}
+_SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
 
 #: default points per chunk: a few MB per column
 CHUNK = 1 << 18
@@ -69,46 +73,45 @@ CHUNK = 1 << 18
 
 # ---------------------------------------------------------------- quantities
 
-#: options the costs quantities take (their defaults: symllm.costs.WORKLOAD_DEFAULTS)
-COST_OPTIONS = ("dtype", "kv_dtype", "act_dtype", "dp", "zero_stage", "recompute", "group_size")
+#: the bucket of a ``PHASE_BUCKET`` quantity name -> symllm.costs.flops's ``bucket``
+_BUCKETS = {"flops": "matmul", "elementwise": "elementwise"}
 
 
 def quantity_names() -> list[str]:
-    """The quantity names a sweep knows: ``params``, ``flops`` (one forward pass, matmuls),
-    ``elementwise``, ``kv_cache_elements``, and from :mod:`symllm.costs` ``PHASE_flops`` (``prefill``,
-    ``decode`` at ``context``, ``generation``, ``training``…) and the memory kinds in bytes
-    (``weights``, ``kv_cache``, ``training_states``…). ``NAME:path`` picks one breakdown term of
-    ``params``, ``flops`` or ``elementwise`` (e.g. ``params:block/attention/wq``).
+    """The quantity names a sweep knows: ``params``; one forward pass of ``s`` new tokens with
+    ``context`` cached: ``flops`` (matmuls), ``elementwise``, ``kv_cache_elements``; from
+    :mod:`symllm.costs` ``PHASE_flops`` and ``PHASE_elementwise`` (``prefill``, ``decode`` at
+    ``context``, ``generation``, ``training``…; ``training`` has matmul FLOPs only) and the memory kinds
+    in bytes (``weights``, ``kv_cache``, ``training_states``…). ``NAME:path`` picks one breakdown term
+    of ``params``, ``flops`` or ``elementwise`` (e.g. ``params:block/attention/wq``).
 
-    >>> "params" in quantity_names() and "flops" in quantity_names()
-    True
+    >>> [q for q in quantity_names() if q.startswith("prefill")]
+    ['prefill_flops', 'prefill_elementwise']
     """
     names = ["params", "flops", "elementwise", "kv_cache_elements"]
-    names += [f"{p}_flops" for p in costs.PHASES] + list(costs.MEMORY_KINDS)
-    return list(dict.fromkeys(names))
+    for phase in costs.PHASES:
+        names += [f"{phase}_flops"] + ([f"{phase}_elementwise"] if phase != "training" else [])
+    return names + list(costs.MEMORY_KINDS)
 
 
-def _quantity_expr(name: str, mdl, options: dict) -> sp.Expr:
-    """The closed form of quantity ``name`` for the model component ``mdl``, in terms of ``d_ff``."""
+def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
+    """The closed form of quantity ``name`` for the model component ``mdl`` (``d_ff`` a symbol) under
+    ``work``'s training options, as :func:`symllm.costs.quantities` builds it for ``count``."""
     base, _, path = name.partition(":")
-    if base == "kv_cache_elements" and not path:
-        return mdl.total("kv_cache")
-    if base in ("params", "flops", "elementwise"):
-        if not path:
-            return mdl.total(base)
+    if path and base in ("params", "flops", "elementwise"):
         terms = mdl.breakdown(base)
         if path not in terms:
             raise SymllmError(f"quantity: no term {path!r} in {base} (known: {', '.join(terms)})")
         return terms[path]
-    if not path:
-        if base.endswith("_flops") and base[:-6] in costs.PHASES:
-            expr = costs.flops(mdl, base[:-6], recompute=options["recompute"])
-        elif base in costs.MEMORY_KINDS:
-            expr = costs.memory(mdl, base, zero_stage=options["zero_stage"], recompute=options["recompute"])
-        else:
-            expr = None
-        if expr is not None:
-            return sp.sympify(expr).subs(costs.byte_values(**{k: options[k] for k in COST_OPTIONS}))
+    if not path and name in quantity_names():
+        if name in ("params", "flops", "elementwise"):
+            return mdl.total(name)
+        if name == "kv_cache_elements":
+            return mdl.total("kv_cache")
+        if name in costs.MEMORY_KINDS:
+            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute)
+        phase, bucket = name.rsplit("_", 1)
+        return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=work.recompute)
     raise SymllmError(f"quantity: unknown {name!r} (known: {', '.join(quantity_names())})")
 
 
@@ -221,22 +224,18 @@ def read_table(path) -> list[dict]:
     [{'dim': 4096, 'n_layers': 32}]
     """
     path = Path(path)
+    text = read_text(path, "table", limit=None)
+    if path.suffix in (".jsonl", ".json", ".ndjson"):
+        return _json_rows(text, path)
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            if path.suffix in (".jsonl", ".json", ".ndjson"):
-                return _json_rows(fh.read(), path)
-            reader = csv.DictReader(fh)
-            rows = []
-            for row in reader:
-                if None in row or None in row.values():
-                    raise SymllmError(f"table: {str(path)!r} line {reader.line_num} has "
-                                      f"{'more' if None in row else 'fewer'} fields than the header")
-                rows.append({k: parse_number(v, k) for k, v in row.items()})
-            return rows
-    except OSError as e:
-        raise SymllmError(f"table: cannot read {str(path)!r}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise SymllmError(f"table: {str(path)!r} is not UTF-8 text (byte {e.start})") from None
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = []
+        for row in reader:
+            if None in row or None in row.values():
+                raise SymllmError(f"table: {str(path)!r} line {reader.line_num} has "
+                                  f"{'more' if None in row else 'fewer'} fields than the header")
+            rows.append({k: parse_number(v, k) for k, v in row.items()})
+        return rows
     except csv.Error as e:
         raise SymllmError(f"table: {str(path)!r} is not valid CSV ({e})") from None
 
@@ -297,7 +296,10 @@ class _Stats:
     filtered: int = 0
 
 
-def _as_values(field: str, raw) -> np.ndarray:
+def _as_values(field: str, raw, work: Workload) -> np.ndarray:
+    """One axis's values as an array, each checked as its field is: a config field is a positive
+    integer (``ffn_dim_multiplier`` a positive number); a workload field's smallest value is checked by
+    :class:`Workload` itself."""
     arr = np.asarray(raw).reshape(-1)
     if arr.size == 0:
         raise SymllmError(f"{field}: no values")
@@ -311,37 +313,45 @@ def _as_values(field: str, raw) -> np.ndarray:
         raise SymllmError(f"{field}: expected integers, got {raw!r}")
     if arr.dtype == object and not all(isinstance(v, int) and not isinstance(v, bool) for v in arr):
         raise SymllmError(f"{field}: expected integers, got {raw!r}")
-    low = _MINIMUM[field]
-    bad = [v for v in arr.tolist() if v < low]
-    if bad:
-        raise SymllmError(f"{field}: expected integers >= {low}, got {bad[0]!r}")
+    if field in WORKLOAD_AXES:
+        work.replace(**{field: int(arr.min())})
+    elif arr.min() < 1:
+        raise SymllmError(f"{field}: expected integers >= 1, got {next(v for v in arr.tolist() if v < 1)!r}")
     return arr.astype(np.int64) if arr.dtype != object and arr.max() < 2**62 else arr
 
 
 class Sweep:
     """Quantities over a grid (every combination of ``grid``'s values) or a ``table`` (one point per
-    row) of configs derived from ``base`` and workloads.
+    row) of configs derived from ``base`` (see the module docstring) and workloads.
 
-    ``grid`` and ``table`` map field names (:data:`CONFIG_FIELDS`, :data:`WORKLOAD_FIELDS`) to
-    values; ``workload`` gives fixed workload values (``batch`` 1, ``context`` 0 and ``gen`` 0 by
-    default; ``seq`` when a quantity needs it). ``quantities`` are names from :func:`quantity_names`
-    (``NAME:path`` for one breakdown term); ``where`` filters rows (:func:`parse_where`);
-    ``attention`` is ``"dense"`` or ``"causal"`` for attention-core FLOPs; ``options`` go to
-    :mod:`symllm.costs` quantities (e.g. ``dtype``). Kernels compile once per quantity.
+    ``grid`` and ``table`` map field names (:data:`CONFIG_FIELDS`, :data:`WORKLOAD_AXES`) to values;
+    ``workload`` is the fixed rest of the workload: a :class:`~symllm.workload.Workload` or its options
+    by name (``seq``, ``dtype``, ``zero_stage``, …; ``attention`` and ``options`` are more of them),
+    validated by :class:`Workload`; its defaults are everyone's (``seq`` 2048, ``context`` following
+    each point's ``seq``). ``quantities`` are names from :func:`quantity_names` (``NAME:path`` for one
+    breakdown term); ``where`` filters rows (:func:`parse_where`). Kernels compile once per quantity.
 
     >>> Sweep("llama2-7b", {"n_layers": range(1, 5)}).size
     4
+    >>> Sweep("llama3.1-8b", {"seq": [4096]}, quantities=["decode_flops"]).run().columns["decode_flops"].tolist()
+    [17157324800]
     """
 
     def __init__(self, base, grid: dict | None = None, *, table: dict | list | None = None,
-                 quantities=("params",), workload: dict | None = None, where=None,
-                 attention: str = "dense", options: dict | None = None, chunk_size: int = CHUNK):
-        self.base = api.resolve(base)
+                 quantities=("params",), workload: Workload | dict | None = None, where=None,
+                 attention: str | None = None, options: dict | None = None, chunk_size: int = CHUNK):
+        self.base = base_cfg = api.resolve(base)
         if grid is not None and table is not None:
             raise SymllmError("sweep: give a grid or a table, not both")
         if not isinstance(chunk_size, int) or chunk_size < 1:
             raise SymllmError(f"chunk_size: expected a positive integer, got {chunk_size!r}")
         self.chunk_size = chunk_size
+        given = {} if isinstance(workload, Workload) else dict(workload or {})
+        given.update(options or {})
+        if attention is not None:
+            given["attention"] = attention
+        #: the fixed workload (its axis fields are the defaults of the points that do not vary them)
+        self.workload = work = Workload.of(workload if isinstance(workload, Workload) else None, **given)
         if isinstance(table, list):
             if not all(isinstance(row, dict) for row in table):
                 raise SymllmError("table: expected rows as dicts of field -> number")
@@ -356,10 +366,9 @@ class Sweep:
             table = {k: [row[k] for row in table] for k in keys}
         axes = dict(grid if grid is not None else (table or {}))
         for name in axes:
-            if name not in CONFIG_FIELDS and name not in WORKLOAD_FIELDS:
-                raise SymllmError(f"sweep: cannot vary {name!r} (fields: "
-                                  f"{', '.join(CONFIG_FIELDS + tuple(WORKLOAD_FIELDS))})")
-        self.axes = {k: _as_values(k, v) for k, v in axes.items()}
+            if name not in CONFIG_FIELDS + WORKLOAD_AXES:
+                raise SymllmError(f"sweep: cannot vary {name!r} (fields: {', '.join(CONFIG_FIELDS + WORKLOAD_AXES)})")
+        self.axes = {k: _as_values(k, v, work) for k, v in axes.items()}
         self.is_table = table is not None
         if self.is_table:
             lengths = {len(v) for v in self.axes.values()}
@@ -369,46 +378,32 @@ class Sweep:
         else:
             self.shape = tuple(len(v) for v in self.axes.values())
         self.size = int(np.prod(self.shape, dtype=object)) if self.shape else 1
-
-        fixed = dict(WORKLOAD_FIELDS)
-        for k, v in (workload or {}).items():
-            if k not in WORKLOAD_FIELDS:
-                raise SymllmError(f"workload: unknown field {k!r} (fields: {', '.join(WORKLOAD_FIELDS)})")
-            fixed[k] = _as_values(k, [v])[0].item()
-        base_cfg = self.base
         self.constants = {k: getattr(base_cfg, k) for k in CONFIG_FIELDS}
-        self.constants.update(fixed)
+        self.constants.update({k: getattr(work, k) for k in WORKLOAD_AXES})
 
-        # what is derived per point
-        self.derive_head_dim = ("head_dim" not in self.axes
-                                and base_cfg.head_dim * base_cfg.n_heads == base_cfg.dim)
-        self.kv_follows_heads = ("n_kv_heads" not in self.axes
-                                 and base_cfg.n_kv_heads == base_cfg.n_heads)
+        # what is derived per point: what the base derived and the sweep does not set (ModelConfig.replace)
+        self.derive_head_dim = "head_dim" not in self.axes and "head_dim" in base_cfg.derived
+        self.kv_follows_heads = "n_kv_heads" not in self.axes and "n_kv_heads" in base_cfg.derived
+        self.context_follows_seq = "context" not in self.axes and "context" in work.derived
         # ModelConfig's own rule, for the base with whichever of hidden_dim / ffn_dim_multiplier is swept
         probe = {k: 1 for k in ("hidden_dim", "ffn_dim_multiplier") if k in self.axes}
         self.hidden_rule = (base_cfg.replace(**probe) if probe else base_cfg).hidden_rule
+        self.hidden_kernel = None if self.hidden_rule == "explicit" else hidden_dim_kernel(self.hidden_rule)
 
-        for k in options or {}:
-            if k not in COST_OPTIONS:
-                raise SymllmError(f"options: unknown {k!r} (known: {', '.join(COST_OPTIONS)})")
-        opts = costs.check_workload(attention=attention, **(options or {}))
-        # the model's structure (tying, biases); d_ff stays a symbol, evaluated once per point
-        mdl = api.model_for(base_cfg, causal=attention == "causal").replace(definitions=())
+        # the model's structure (tying, biases); d_ff stays a symbol, evaluated once per point. The
+        # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
+        mdl = api.spec(base_cfg).model(work.attention).replace(definitions=())
+        fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         self.quantities = [q.strip() for q in ([quantities] if isinstance(quantities, str) else quantities)]
         if not self.quantities or any(not q for q in self.quantities):
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
         if len(set(self.quantities)) < len(self.quantities):
             raise SymllmError(f"quantity: a name is repeated in {', '.join(self.quantities)}")
-        self.kernels = {q: compile_expr(_quantity_expr(q, mdl, opts)) for q in self.quantities}
-        self.hidden_kernel = (None if self.hidden_rule == "explicit"
-                              else compile_expr(meta_hidden_dim(self.hidden_rule == "meta")))
-        needed = {a for k in self.kernels.values() for a in k.args}
-        unknown = needed - set(_SYMBOL.values())
+        self.kernels = {q: compile_expr(sp.sympify(_quantity_expr(q, mdl, work)).subs(fixed))
+                        for q in self.quantities}
+        unknown = {a for k in self.kernels.values() for a in k.args} - set(_SYMBOL.values())
         if unknown:
             raise SymllmError(f"quantity: needs {', '.join(sorted(map(str, unknown)))}, which a sweep does not set")
-        for name, sym in _SYMBOL.items():
-            if sym in needed and name in WORKLOAD_FIELDS and name not in self.axes and self.constants[name] is None:
-                raise SymllmError(f"{name}: the quantities need it (give --{name} or workload={{'{name}': ...}})")
 
         derived = [c for c in ("n_kv_heads", "head_dim", "hidden_dim") if c not in self.axes]
         self.columns = list(self.axes) + derived + self.quantities
@@ -439,18 +434,16 @@ class Sweep:
     def _evaluate(self, start: int, stop: int) -> tuple[dict, np.ndarray, np.ndarray]:
         """All columns of points start..stop-1, with the valid mask and the where mask."""
         f = self._points(start, stop)
-        if self.kv_follows_heads:
-            f["n_kv_heads"] = f["n_heads"]
+        heads, checks = derive_heads(f["dim"], f["n_heads"], None if self.kv_follows_heads else f["n_kv_heads"],
+                                     None if self.derive_head_dim else f["head_dim"])
+        f.update(heads)
         valid = np.ones(stop - start, dtype=bool)
-        valid &= (f["n_heads"] % f["n_kv_heads"]) == 0
-        if self.derive_head_dim:
-            valid &= (f["dim"] % f["n_heads"]) == 0
-            f["head_dim"] = f["dim"] // f["n_heads"]
-        valid &= (f["head_dim"] % 2) == 0
+        for _, ok, _ in checks:
+            valid &= np.asarray(ok, dtype=bool)
+        if self.context_follows_seq:
+            f["context"] = f["seq"]
         if self.hidden_kernel is not None:
-            args = {"d": f["dim"], "m": f["multiple_of"]}
-            if self.hidden_rule == "meta":
-                args["f"] = f["ffn_dim_multiplier"]
+            args = {"d": f["dim"], "m": f["multiple_of"], "f": f["ffn_dim_multiplier"]}
             f["hidden_dim"] = self.hidden_kernel.vector(**{a.name: args[a.name] for a in self.hidden_kernel.args})
         if not valid.all():
             f = {k: (v[valid] if v is not None else None) for k, v in f.items()}
@@ -547,6 +540,12 @@ class Sweep:
         top = {k: (max(abs(x) for x in v.tolist()) if len(v) else 0) for k, v in self.axes.items()}
         mags = {_SYMBOL[k].name: abs(v) for k, v in self.constants.items() if v is not None}
         mags.update({_SYMBOL[k].name: v for k, v in top.items()})
+        if self.derive_head_dim:  # dim // n_heads <= dim
+            mags["d_h"] = mags["d"]
+        if self.kv_follows_heads:
+            mags["n_kv"] = mags["n_h"]
+        if self.context_follows_seq:
+            mags["t"] = mags["s"]
         if self.hidden_kernel is not None:
             mags["d_ff"] = self.hidden_kernel.bound(**{a.name: mags[a.name] for a in self.hidden_kernel.args})
         return {q for q, k in self.kernels.items()
