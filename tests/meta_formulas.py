@@ -1,4 +1,5 @@
-"""Meta's and the seed notes' formulas, run as plain Python: an independent source of expected numbers.
+"""Meta's formulas (FeedForward's d_ff rounding, the weight shapes its Transformer builds), run as plain
+Python: an independent source of expected numbers.
 
 Nothing here imports symllm's symbolic code.
 """

@@ -129,6 +129,33 @@ def sweep_axes() -> st.SearchStrategy[dict]:
     }).map(small)
 
 
+# --- one model, one workload: sweep rows against count (tests/test_one_workload.py) ---
+
+def sweep_bases() -> st.SearchStrategy[ModelConfig]:
+    """Valid ModelConfigs (see meta_style) where an MHA config sometimes leaves n_kv_heads unstated
+    (derived: it then follows n_heads), as a Meta params.json without n_kv_heads does."""
+    def maybe_derive_kv(pair):
+        cfg, drop = pair
+        return cfg.replace(n_kv_heads=None) if drop and cfg.n_kv_heads == cfg.n_heads else cfg
+    return st.tuples(configs(), st.booleans()).map(maybe_derive_kv)
+
+
+def workload_options() -> st.SearchStrategy[dict]:
+    """Options of a symllm.Workload by name, each present or left to its default: batch, seq, gen,
+    context (small, or up to 10**6 so that FLOPs pass int64), every dtype for weights, KV cache and
+    activations (int4 with its group size), dense or causal attention, ZeRO stage, data-parallel
+    ranks, full recomputation."""
+    from symllm.workload import ATTENTION, DTYPES
+    size = lambda lo: st.one_of(st.integers(lo, 64), st.integers(lo, 10**6))  # noqa: E731
+    dtypes = st.sampled_from(list(DTYPES))
+    return st.fixed_dictionaries({}, optional={
+        "batch": st.one_of(st.integers(1, 4), st.integers(1, 10**4)), "seq": size(1), "gen": st.integers(0, 40),
+        "context": size(0), "dtype": dtypes, "kv_dtype": dtypes, "act_dtype": dtypes,
+        "attention": st.sampled_from(ATTENTION), "zero_stage": st.integers(0, 3), "dp": st.integers(1, 12),
+        "recompute": st.booleans(), "group_size": st.sampled_from([32, 64, 100, 128]),
+    })
+
+
 # --- FLOPs and memory against the torch reference (tests/test_flops.py, tests/test_memory.py) ---
 
 def generation_workloads() -> st.SearchStrategy[dict]:

@@ -4,10 +4,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import symllm
-from symllm import cli
 from symllm.config import from_dict, from_hf, from_meta, load
 
 from .strategies import bad_configs
@@ -21,57 +20,58 @@ HF_8B = {  # meta-llama/Llama-3.1-8B config.json, the fields that matter
 }
 
 
-def run_cli(argv, capsys):
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_hf_and_meta_forms_of_llama31_8b_agree():
+    """Llama 3.1 8B read from its HF config.json and from the preset (Meta's params.json form) agree."""
     assert symllm.params(from_hf(HF_8B))["total"] == symllm.params("llama3.1-8b")["total"] == 8_030_261_248
 
 
 def test_hf_intermediate_size_is_never_rerounded():
+    """An HF intermediate_size is d_ff as stated: Meta's multiple_of rounding is not applied to it."""
     raw = dict(HF_8B, intermediate_size=14000)  # not a multiple of anything Meta uses
     assert symllm.hidden_dim(from_hf(raw)) == 14000
 
 
-def test_meta_vocab_minus_one_says_so_and_accepts_override(tmp_path, capsys):
+def test_meta_vocab_minus_one_says_so_and_accepts_override(tmp_path, cli):
+    """Meta's params.json with vocab_size -1 is an error that names the override (--vocab-size)."""
     raw = {"dim": 4096, "multiple_of": 256, "n_heads": 32, "n_layers": 32, "norm_eps": 1e-06, "vocab_size": -1}
     with pytest.raises(symllm.SymllmError, match="vocab_size: -1"):
         from_meta(raw)
     assert symllm.params(from_meta(raw, vocab_size=32000))["total"] == 6_738_415_616
     path = tmp_path / "params.json"
     path.write_text(json.dumps(raw))
-    code, out, err = run_cli(["count", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and "--vocab-size" in err
-    code, out, err = run_cli(["count", str(path), "--vocab-size", "32000", "--json"], capsys)
-    assert code == 0 and json.loads(out)["params"]["total"] == 6_738_415_616
+    r = cli(["count", path])
+    assert r.code == 2 and r.err.count("\n") == 1 and "--vocab-size" in r.err
+    r = cli(["count", path, "--vocab-size", "32000", "--json"])
+    assert r.code == 0 and json.loads(r.out)["params"]["total"] == 6_738_415_616
 
 
 def test_unknown_preset_suggests_close_names():
+    """A mistyped preset name suggests the close ones."""
     with pytest.raises(symllm.SymllmError, match="did you mean.*llama3.1-8b"):
         load("llama3.1-8")
 
 
 @pytest.mark.parametrize("text", ["{", "[1, 2]", "", "null", '{"dim": }', '{"foo": 1}'])
-def test_malformed_json(tmp_path, capsys, text):
+def test_malformed_json(tmp_path, cli, text):
+    """A file that is not a JSON object of config fields: a `config:` error, one CLI line and exit 2."""
     path = tmp_path / "config.json"
     path.write_text(text)
     with pytest.raises(symllm.SymllmError, match="^config: "):
         load(path)
-    code, out, err = run_cli(["count", str(path)], capsys)
-    assert (code, out) == (2, "") and err.startswith("symllm: error: config: ") and err.count("\n") == 1
+    r = cli(["count", path])
+    assert (r.code, r.out) == (2, "") and r.err.startswith("symllm: error: config: ") and r.err.count("\n") == 1
 
 
 def test_odd_head_dim_is_rejected():
+    """RoPE rotates pairs, so an odd head_dim is refused."""
     with pytest.raises(symllm.SymllmError, match="head_dim: 3 is odd"):
         symllm.ModelConfig(vocab_size=10, dim=6, n_layers=1, n_heads=2)
 
 
-def test_missing_file(capsys):
-    code, out, err = run_cli(["count", "/no/such/dir/config.json"], capsys)
-    assert code == 2 and "cannot read" in err and err.count("\n") == 1
+def test_missing_file(cli):
+    """A config path that does not exist: one line saying it cannot be read, exit 2."""
+    r = cli(["count", "/no/such/dir/config.json"])
+    assert r.code == 2 and "cannot read" in r.err and r.err.count("\n") == 1
 
 
 @settings(max_examples=150)
@@ -85,20 +85,18 @@ def test_bad_configs_raise_one_error_naming_the_field(case):
     assert "\n" not in str(info.value)
 
 
-@settings(max_examples=60)
-@given(bad_configs())
-def test_cli_bad_configs_one_line_exit_2(case):
+# the cli fixture drains capsys around every call, so one instance serves every Hypothesis example
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=bad_configs())
+def test_cli_bad_configs_one_line_exit_2(cli, case):
     """The CLI prints exactly one line on stderr naming the field, exits 2, and prints nothing on stdout."""
     raw, fmt, field = case
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / ("config.json" if fmt == "hf" else "params.json")
         path.write_text(json.dumps(raw))
-        import contextlib, io
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(["count", str(path)])
-    assert code == 2 and out.getvalue() == ""
-    lines = err.getvalue().splitlines()
+        r = cli(["count", path])
+    assert r.code == 2 and r.out == ""
+    lines = r.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"symllm: error: {field}:"), lines
 
 
@@ -110,21 +108,23 @@ def test_replace_derives_again_what_was_derived():
     assert (stated.replace(dim=128).head_dim, stated.replace(n_heads=8).n_kv_heads) == (8, 2)
 
 
-def test_non_utf8_config_file(tmp_path, capsys):
+def test_non_utf8_config_file(tmp_path, cli):
+    """A config file that is not UTF-8: one line saying so, exit 2."""
     path = tmp_path / "config.json"
     path.write_bytes(b'{"dim": \xff\xfe}')
-    code, out, err = run_cli(["count", str(path)], capsys)
-    assert (code, out) == (2, "") and "not UTF-8" in err and err.count("\n") == 1
+    r = cli(["count", path])
+    assert (r.code, r.out) == (2, "") and "not UTF-8" in r.err and r.err.count("\n") == 1
 
 
 @pytest.mark.parametrize("field,value", [("ffn_dim_multiplier", 1e308), ("ffn_dim_multiplier", float("nan")),
                                          ("norm_eps", "x"), ("rope_theta", -1.0), ("rope_theta", True)])
-def test_bad_float_fields(tmp_path, capsys, field, value):
+def test_bad_float_fields(tmp_path, cli, field, value):
+    """Float fields that overflow, are NaN, negative or not numbers: one line naming the field, exit 2."""
     raw = {"dim": 64, "n_layers": 1, "n_heads": 4, "vocab_size": 10, field: value}
     path = tmp_path / "params.json"
     path.write_text(json.dumps(raw))
-    code, out, err = run_cli(["count", str(path)], capsys)
-    assert (code, out) == (2, "") and err.startswith(f"symllm: error: {field}:") and err.count("\n") == 1
+    r = cli(["count", path])
+    assert (r.code, r.out) == (2, "") and r.err.startswith(f"symllm: error: {field}:") and r.err.count("\n") == 1
 
 
 @settings(max_examples=120)

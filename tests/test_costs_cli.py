@@ -12,6 +12,7 @@ import symllm
 from symllm import costs
 from symllm.cli import main
 from symllm.errors import SymllmError
+from symllm.workload import Workload
 
 
 def _fails(capsys, argv, field) -> str:
@@ -32,7 +33,7 @@ def _fails(capsys, argv, field) -> str:
     (["--batch", "0"], "batch"), (["--batch", "-2"], "batch"), (["--seq", "0"], "seq"),
     (["--seq", "-1"], "seq"), (["--gen", "-1"], "gen"), (["--dp", "0"], "dp"),
     (["--dtype", "int3"], "dtype"), (["--kv-dtype", "float16"], "kv_dtype"),
-    (["--attention", "sparse"], "--attention"), (["--zero", "4"], "zero_stage"), (["--zero", "-1"], "zero_stage"),
+    (["--attention", "sparse"], "attention"), (["--zero", "4"], "zero_stage"), (["--zero", "-1"], "zero_stage"),
     (["--batch", "x"], "--batch"),
 ])
 def test_bad_workload_is_one_line_and_exit_2(capsys, argv, field):
@@ -128,26 +129,26 @@ def test_sweep_rejects_bad_cost_options(capsys, argv, field):
            field)
 
 
-def test_check_workload_names_every_bad_option():
-    """The shared validator refuses each bad value, naming the option."""
+def test_workload_names_every_bad_option():
+    """The shared validator (Workload) refuses each bad value, naming the option."""
     for bad, field in [({"dp": 0}, "dp"), ({"dp": True}, "dp"), ({"group_size": 0}, "group_size"),
                        ({"context": -1}, "context"), ({"attention": "sparse"}, "attention"),
                        ({"recompute": "yes"}, "recompute"), ({"zero_stage": 1.0}, "zero_stage"),
                        ({"act_dtype": "fp7"}, "act_dtype"), ({"colour": 1}, "colour")]:
         with pytest.raises(SymllmError, match=f"^(workload: unknown option )?'?{field}"):
-            costs.check_workload(**bad)
+            Workload.of(**bad)
     with pytest.raises(SymllmError, match="^dp"):
         symllm.sweep.Sweep("llama3-8b", {"n_layers": [1]}, options={"dp": 0})
 
 
 # --- report only takes what it uses --------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [["--phase", "decode"], ["--memory", "weights"], ["--context", "5"]])
+@pytest.mark.parametrize("argv", [["--phase", "decode"], ["--memory", "weights"]])
 def test_report_has_no_options_it_would_ignore(capsys, argv):
-    """report shows every phase and memory kind at context s: --phase/--memory/--context are refused."""
+    """report shows every phase and memory kind: derive's --phase/--memory are refused."""
     _fails(capsys, ["report", "llama3.1-8b", *argv], argv[0])
     with pytest.raises(SymllmError, match="option of derive"):
-        symllm.render.report("llama3.1-8b", **{argv[0][2:]: "decode" if argv[0] == "--phase" else 5})
+        symllm.report("llama3.1-8b", **{argv[0][2:]: "decode" if argv[0] == "--phase" else 5})
 
 
 # --- files: one line, never a traceback, never a partial file ------------------------------------------

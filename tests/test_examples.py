@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import requires
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 NOTEBOOKS = sorted(EXAMPLES.glob("*.ipynb"))
@@ -51,9 +53,9 @@ def test_there_are_examples():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path):
     """The notebook executes top to bottom without an error; a plotting notebook writes its PNGs."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    nbformat = requires("nbformat")
+    nbclient = requires("nbclient")
+    requires("ipykernel")
     out = tmp_path / "out"
     out.mkdir()
     book = nbformat.read(path, as_version=4)

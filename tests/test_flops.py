@@ -4,7 +4,6 @@ Every expected number here is measured by torch (``torch.utils.flop_counter.Flop
 independent reference model, or is a plain-Python formula written from a published config.
 """
 import json
-import os
 import time
 from fractions import Fraction
 
@@ -15,13 +14,12 @@ from hypothesis import strategies as st
 import symllm
 from symllm import costs
 from symllm import symbols as S
-from symllm.cli import main
 from symllm.evaluate import evaluate
 
+from .conftest import requires
 from .strategies import configs, generation_workloads
 
-# a missing torch skips locally but fails in CI (CI=true): the tests must run there
-torch = __import__("torch") if os.environ.get("CI") else pytest.importorskip("torch")
+torch = requires("torch")  # every test here measures with torch: skipped without it, a failure under CI=true
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from symllm import reference  # noqa: E402  (needs torch)
@@ -98,8 +96,9 @@ def test_macs_are_half_the_flops():
         assert costs.flops("model", phase, macs=True) * 2 == costs.flops("model", phase)
 
 
-def test_seed_004_one_token_llama2_13b():
-    """Seed 004's one-token Llama-2-13B total (1.07e14) is wrong: about 2N, as torch measures."""
+def test_one_token_llama2_13b_is_about_2n():
+    """One token through Llama-2-13B costs about 2N FLOPs (2.57e10), as torch measures; 2N × 4096
+    ≈ 1.07e14 is a whole 4096-token prefill, not one token."""
     cfg = symllm.load("llama2-13b")
     # Llama-2-13B's config.json: d=5120, L=40, MHA 40 heads of 128, d_ff=13824, V=32000; b = s = 1.
     d, L, d_ff, V = 5120, 40, 13824, 32000
@@ -128,11 +127,12 @@ def test_presets_on_meta_at_long_sequences(name, seq, backward):
     assert flops[key] == measured(model, tokens(1, seq), backward=backward)
 
 
-def test_done_when_405b_at_131072_tokens(capsys):
+def test_405b_at_131072_tokens(cli):
     """`count llama3.1-405b --seq 131072 ... --json`: exact KV cache, prefill = FlopCounterMode on meta."""
-    assert main(["count", "llama3.1-405b", "--seq", "131072", "--batch", "1", "--dtype", "bf16",
-                 "--kv-dtype", "bf16", "--attention", "dense", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    r = cli(["count", "llama3.1-405b", "--seq", "131072", "--batch", "1", "--dtype", "bf16",
+             "--kv-dtype", "bf16", "--attention", "dense", "--json"])
+    assert r.code == 0
+    out = json.loads(r.out)
     assert out["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
     started = time.perf_counter()
     model = reference.build(symllm.load("llama3.1-405b"), device="meta", dtype=torch.bfloat16)

@@ -3,7 +3,6 @@
 Expected numbers come from SymPy's exact ``substitute`` (the ground truth the kernels must match),
 Meta's FeedForward arithmetic run as plain Python, and published parameter totals.
 """
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,19 +15,11 @@ import symllm
 from symllm import symbols as S
 from symllm.components import QUANTITIES, meta_hidden_dim
 from symllm.errors import SymllmError
-from symllm.evaluate import INT64_SAFE, compile_expr, substitute, values
+from symllm.api import values
+from symllm.evaluate import INT64_SAFE, compile_expr, substitute
 
+from .meta_formulas import meta_hidden_dim as meta_hidden_py
 from .strategies import configs, workloads
-
-PUBLISHED = json.loads((Path(__file__).parent / "data" / "published_params.json").read_text())
-
-
-def _meta_hidden(dim, multiple_of, ffn_dim_multiplier=None):
-    """Meta's FeedForward.__init__ arithmetic, verbatim."""
-    hidden_dim = int(2 * (4 * dim) / 3)
-    if ffn_dim_multiplier is not None:
-        hidden_dim = int(ffn_dim_multiplier * hidden_dim)
-    return multiple_of * ((hidden_dim + multiple_of - 1) // multiple_of)
 
 
 def _closed_forms(cfg, causal):
@@ -90,7 +81,7 @@ def test_vector_kernel_equals_sympy_pointwise(cfgs, data, big):
 def test_meta_float_truncation_vectorised():
     """The vectorised d_ff truncates the IEEE double f*hidden like Meta's int(): dim 34, f 0.7, m 1 -> 62."""
     dims, fs, ms = [34, 4096, 16384, 8192], [0.7, 1.3, 1.2, 1.3], [1, 1024, 4096, 4096]
-    expected = [_meta_hidden(d, m, f) for d, f, m in zip(dims, fs, ms)]
+    expected = [meta_hidden_py(d, m, f) for d, f, m in zip(dims, fs, ms)]
     assert expected[0] == 62  # exact rationals would give 63
     kernel = compile_expr(meta_hidden_dim())
     got = kernel.vector(d=np.array(dims), f=np.array(fs), m=np.array(ms))
@@ -106,9 +97,9 @@ def test_rational_floor_is_integer_division(n):
     assert kernel.vector(d=np.array([n])).tolist() == [7 * n // 10]
 
 
-def test_training_flops_of_405b_never_wrap():
+def test_training_flops_of_405b_never_wrap(published):
     """6·N·D for Llama 3.1 405B on 15.6T tokens (~3.8e25) is exact in the vector path, where int64 wraps."""
-    n_total = PUBLISHED["llama3.1-405b"]["total"]
+    n_total = published["llama3.1-405b"]["total"]
     tokens = 15_600_000_000_000
     expected = 6 * n_total * tokens
     cfg = symllm.resolve("llama3.1-405b")

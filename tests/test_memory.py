@@ -4,7 +4,6 @@ KV cache: the bytes of the reference model's cache tensors after a real prefill 
 Activations: the bytes of the distinct tensors torch saves for backward (saved_tensors_hooks), which
 equal symllm's formula plus the terms README "FLOPs and memory" names (reference_extras below).
 """
-import os
 from fractions import Fraction
 from functools import lru_cache
 
@@ -18,10 +17,10 @@ from symllm import costs
 from symllm import symbols as S
 from symllm.evaluate import evaluate
 
+from .conftest import requires
 from .strategies import configs, generation_workloads
 
-# a missing torch skips locally but fails in CI (CI=true): the tests must run there
-torch = __import__("torch") if os.environ.get("CI") else pytest.importorskip("torch")
+torch = requires("torch")  # the reference model is torch: skipped without it, a failure under CI=true
 from symllm import reference  # noqa: E402  (needs torch)
 
 TORCH_DTYPES = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -57,11 +56,11 @@ def test_kv_cache_bytes_after_prefill_and_decode_steps(cfg, w):
 
 @settings(max_examples=100)
 @given(st.sampled_from(symllm.preset_names()), st.integers(1, 64), st.integers(1, 10**6), st.integers(0, 10**5))
-def test_seed_004_kv_cache_formula_agrees(name, b, s, n):
-    """Seed 004's fp16 KV cache, 4·b·L·n_kv·d_h·(s+n) bytes, equals symllm's (GQA: n_kv heads)."""
+def test_fp16_kv_cache_is_4_bytes_per_layer_kv_head_dim_and_token(name, b, s, n):
+    """The fp16 KV cache is 4·b·L·n_kv·d_h·(s+n) bytes (K and V, 2 bytes each; GQA: n_kv heads)."""
     cfg = symllm.load(name)
-    seed = 4 * b * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * (s + n)
-    assert costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp16")["memory"]["kv_cache"] == seed
+    by_hand = 4 * b * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * (s + n)
+    assert costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp16")["memory"]["kv_cache"] == by_hand
 
 
 # --- weights and training states -------------------------------------------------------------------

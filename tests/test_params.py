@@ -1,7 +1,4 @@
 """Exact parameter counts against published figures and Meta's formulas run as plain Python."""
-import json
-from pathlib import Path
-
 import pytest
 import sympy as sp
 
@@ -10,30 +7,33 @@ from symllm import symbols as S
 from symllm.components import attention, meta_hidden_dim, model
 from symllm.evaluate import evaluate, substitute
 
+from .conftest import PUBLISHED
 from .meta_formulas import llama_params, meta_hidden_dim as meta_hidden_py
 
-PUBLISHED = json.loads((Path(__file__).parent / "data" / "published_params.json").read_text())
 
-
-# (a) the issue's figures --------------------------------------------------------------------------
+# published totals ------------------------------------------------------------------------------------
 
 def test_llama2_13b_total():
+    """Llama-2-13B: 13,015,864,320 parameters, as its checkpoint holds."""
     assert symllm.params("llama2-13b")["total"] == 13_015_864_320
 
 
 def test_llama1_7b_with_and_without_lm_head():
+    """LLaMA-7B: 6,738,415,616 with the output projection; 6,607,343,616 without it (HF's LlamaModel)."""
     p = symllm.params("llama1-7b")
     assert p["total"] == 6_738_415_616
-    # seed 001's 6607.34M is HF's LlamaModel, which has no lm_head
+    # the 6607.34M often quoted for LLaMA-7B is HF's LlamaModel, which has no lm_head
     assert p["total"] - p["lm_head"] == 6_607_343_616
 
 
 def test_llama1_65b_without_lm_head():
+    """LLaMA-65B without the output projection: 65,023,516,672."""
     p = symllm.params("llama1-65b")
     assert p["total"] - p["lm_head"] == 65_023_516_672
 
 
 def test_llama31_8b_from_params_json_form():
+    """Llama 3.1 8B as Meta's params.json states it: d_ff is derived (14336), not stated."""
     cfg = symllm.load("llama3.1-8b")
     assert cfg.hidden_dim is None and cfg.ffn_dim_multiplier == 1.3   # derived, not stated
     assert symllm.hidden_dim(cfg) == 14336
@@ -41,12 +41,14 @@ def test_llama31_8b_from_params_json_form():
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
-def test_published_totals(name):
-    assert symllm.params(name)["total"] == PUBLISHED[name]["total"]
+def test_published_totals(name, published):
+    """Each preset's total equals the total published for that checkpoint."""
+    assert symllm.params(name)["total"] == published[name]["total"]
 
 
 @pytest.mark.parametrize("name", symllm.preset_names())
 def test_presets_equal_metas_formula(name):
+    """Each preset's total equals the sum of the weight shapes Meta's Transformer builds."""
     cfg = symllm.load(name)
     hidden = cfg.hidden_dim or meta_hidden_py(cfg.dim, cfg.multiple_of, cfg.ffn_dim_multiplier)
     expected = llama_params(cfg.dim, cfg.n_layers, cfg.n_heads, cfg.vocab_size, hidden,
@@ -54,26 +56,28 @@ def test_presets_equal_metas_formula(name):
     assert symllm.params(cfg)["total"] == expected
 
 
-# the seeds' traps ------------------------------------------------------------------------------------
+# common mistakes ------------------------------------------------------------------------------------
 
-def test_seed000_multiplier_goes_before_rounding():
-    """Seed 000 rounds first and multiplies after (14643); Meta multiplies first (14336)."""
-    seed_order = int(1.3 * (1024 * ((int(2 * 4 * 4096 / 3) + 1023) // 1024)))
-    assert seed_order == 14643
-    assert symllm.hidden_dim("llama3.1-8b") == 14336 != seed_order
+def test_multiplier_goes_before_rounding():
+    """Meta applies ffn_dim_multiplier before the multiple_of rounding (14336, Llama 3.1 8B's d_ff);
+    a common mistake rounds first and multiplies after (14643)."""
+    rounded_first = int(1.3 * (1024 * ((int(2 * 4 * 4096 / 3) + 1023) // 1024)))
+    assert rounded_first == 14643
+    assert symllm.hidden_dim("llama3.1-8b") == 14336 != rounded_first
 
 
-def test_seed001_norms_are_thousands_not_millions():
+def test_norms_are_thousands_not_millions():
+    """An RMSNorm holds d weights: 8,192 per LLaMA-7B block (not 8.19M), plus the final norm's 4,096."""
     p = symllm.params("llama1-7b")
     assert p["block/attention_norm"] + p["block/ffn_norm"] == 32 * 2 * 4096  # 8,192 per block, not 8.19M
-    assert p["norm"] == 4096  # the final norm, which seed 001's helper drops
+    assert p["norm"] == 4096  # the final norm, easily forgotten
 
 
-def test_seed004_rmsnorm_has_no_bias():
-    """Seed 004 counts 4d norm parameters per block and no final norm: 404,480 too many."""
-    seed = 2 * 32000 * 5120 + 40 * (4 * 5120 * 5120 + 3 * 5120 * 13824 + 4 * 5120)
-    assert seed == 13_016_268_800
-    assert seed - symllm.params("llama2-13b")["total"] == 404_480
+def test_rmsnorm_has_no_bias():
+    """RMSNorm has a weight and no bias: counting 2d per norm (4d per block) and no final norm, as
+    LayerNorm would, overshoots Llama-2-13B by 40·4·5120 − (2·40 + 1)·5120 = 404,480."""
+    with_bias = 2 * 32000 * 5120 + 40 * (4 * 5120 * 5120 + 3 * 5120 * 13824 + 4 * 5120)
+    assert with_bias - symllm.params("llama2-13b")["total"] == 404_480
 
 
 # Meta's float arithmetic ---------------------------------------------------------------------------
@@ -81,6 +85,7 @@ def test_seed004_rmsnorm_has_no_bias():
 @pytest.mark.parametrize("dim,m,f", [(34, 1, 0.7), (4096, 1024, 1.3), (8192, 4096, 1.3),
                                      (16384, 4096, 1.2), (2048, 256, 1.5), (5120, 256, None)])
 def test_meta_rounding_matches_metas_code(dim, m, f):
+    """The d_ff expression, compiled and through SymPy, equals Meta's FeedForward arithmetic."""
     expr = meta_hidden_dim(f is not None)
     vals = {S.d: dim, S.m: m} | ({S.f: f} if f is not None else {})
     expected = meta_hidden_py(dim, m, f)
@@ -89,21 +94,24 @@ def test_meta_rounding_matches_metas_code(dim, m, f):
 
 
 def test_float_truncation_is_metas_not_exact_rationals():
-    """DESIGN §3: dim 34, multiplier 0.7, multiple_of 1: Meta 62, exact rationals 63."""
+    """d_ff truncates Meta's IEEE double product: dim 34, multiplier 0.7, multiple_of 1 gives Meta's 62,
+    where exact rationals would give 63."""
     exact = sp.floor(sp.Rational(7, 10) * sp.floor(sp.Rational(8 * 34, 3)))
     assert exact == 63
     assert evaluate(meta_hidden_dim(), {S.d: 34, S.m: 1, S.f: 0.7}) == 62
 
 
-# (d) GQA, MHA, MQA -----------------------------------------------------------------------------------
+# GQA, MHA, MQA ---------------------------------------------------------------------------------------
 
 def test_gqa_attention_closed_form():
+    """GQA attention holds 2·d·d_h·(n_h + n_kv) parameters."""
     gqa = attention().total("params")
     assert sp.expand(gqa - 2 * S.d * S.d_h * (S.n_h + S.n_kv)) == 0
     assert sp.factor(gqa) == 2 * S.d * S.d_h * (S.n_h + S.n_kv)
 
 
 def test_mha_and_mqa_are_special_cases():
+    """MHA (n_kv = n_h) and MQA (n_kv = 1) are GQA's special cases; MHA is the textbook 4d²."""
     gqa = attention().total("params")
     assert sp.expand(gqa.subs(S.n_kv, S.n_h) - 4 * S.d * S.d_h * S.n_h) == 0
     assert sp.expand(gqa.subs(S.n_kv, 1) - 2 * S.d * S.d_h * (S.n_h + 1)) == 0
@@ -112,26 +120,31 @@ def test_mha_and_mqa_are_special_cases():
 
 
 def test_attention_bias_adds_one_per_output():
+    """attention_bias adds one parameter per output feature of wq, wk, wv and wo."""
     diff = attention(bias=True).total("params") - attention().total("params")
     assert sp.expand(diff - (2 * S.n_h * S.d_h + 2 * S.n_kv * S.d_h + S.d - S.n_h * S.d_h)) == 0
 
 
 def test_tied_model_counts_the_shared_matrix_once():
+    """Tied embeddings count the V×d matrix once."""
     diff = model(tied=False).total("params") - model(tied=True).total("params")
     assert sp.expand(diff) == S.V * S.d
 
 
 def test_model_total_is_sum_of_breakdown():
+    """The breakdown's terms sum to the model total."""
     m = model(hidden="meta")
     assert sp.expand(sum(m.breakdown().values()) - m.total()) == 0
 
 
 def test_rope_has_no_parameters_but_is_a_component():
+    """RoPE appears in the breakdown, with 0 parameters."""
     assert "block/attention/rope" in model().breakdown()
     assert model().breakdown()["block/attention/rope"] == 0
 
 
 def test_symbols_have_assumptions():
+    """Every symbol is positive or non-negative; model and workload sizes (but f) are integers."""
     for sym, info in S.SYMBOLS.items():
         assert sym.is_positive or sym.is_nonnegative, info.code
         if info.kind in ("model", "workload") and sym is not S.f:

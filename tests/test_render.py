@@ -24,15 +24,15 @@ import pytest
 from hypothesis import given, settings
 
 import symllm
-from symllm import cli, render
+from symllm import cli, derivation, render
 from symllm.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
+from .conftest import PUBLISHED, requires
 from .strategies import report_configs
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
-PUBLISHED = json.loads((HERE / "data" / "published_params.json").read_text())
 QUANTITIES = ("params", "flops", "memory")
 PRESETS = ("llama3.1-8b", "llama2-7b", "llama3.2-1b", "mistral-7b", "tinyllama-1.1b")
 PAPER = {"d": r"d_\mathrm{model}", "n_h": "h", "n_kv": "g", "d_ff": r"d_\mathrm{ff}", "V": r"\lvert\mathcal{V}\rvert"}
@@ -105,18 +105,20 @@ def _derive_outputs():
                 continue
             for config in (None, "llama3.1-8b"):
                 try:
-                    dv = render.derive(comp, quantity, config=config)
+                    dv = derivation.derive(comp, quantity, config=config)
                 except SymllmError:
                     continue
                 out[f"derive {comp} {quantity} {config}"] = dv.render("latex")
-    out["derive attention mha"] = render.derive("attention", kind="mha").render("latex")
-    out["derive attention mqa"] = render.derive("attention", kind="mqa").render("latex")
-    out["derive model notation"] = render.derive("model", config="llama2-7b", notation=PAPER).render("latex")
-    out["derive flops decode"] = render.derive("model", "flops", config="llama3.1-8b", phase="decode").render("latex")
-    out["derive flops generation causal"] = render.derive(
+    out["derive attention mha"] = derivation.derive("attention", kind="mha").render("latex")
+    out["derive attention mqa"] = derivation.derive("attention", kind="mqa").render("latex")
+    out["derive model notation"] = derivation.derive("model", config="llama2-7b", notation=PAPER).render("latex")
+    out["derive flops decode"] = derivation.derive("model", "flops", config="llama3.1-8b",
+                                                   phase="decode").render("latex")
+    out["derive flops generation causal"] = derivation.derive(
         "block", "flops", config="llama3.2-1b", phase="generation", attention="causal", gen=16).render("latex")
     for kind in ("training_states", "activations", "inference_peak"):
-        out[f"derive memory {kind}"] = render.derive("model", "memory", config="llama2-7b", memory=kind).render("latex")
+        out[f"derive memory {kind}"] = derivation.derive("model", "memory", config="llama2-7b",
+                                                         memory=kind).render("latex")
     return out
 
 
@@ -128,15 +130,15 @@ def test_every_latex_output_compiles(tmp_path):
     assert any(k.startswith("derive attention params") for k in snippets)
     assert sum(k.startswith("derive ") and " flops " in k for k in snippets) >= 10
     for name in PRESETS:
-        snippets[f"report {name}"] = render.report(name).render("latex")
-        snippets[f"report {name} markdown math"] = markdown_as_latex(render.report(name).render("markdown"))
+        snippets[f"report {name}"] = derivation.report(name).render("latex")
+        snippets[f"report {name} markdown math"] = markdown_as_latex(derivation.report(name).render("markdown"))
     odd = symllm.resolve("llama3.2-1b").replace(name="my_model 100% & #1 {x} ~^$\\", attention_bias=True)
-    snippets["report awkward name"] = render.report(odd).render("latex")
-    snippets["report notation"] = render.report("llama3.1-8b", notation=PAPER).render("latex")
+    snippets["report awkward name"] = derivation.report(odd).render("latex")
+    snippets["report notation"] = derivation.report("llama3.1-8b", notation=PAPER).render("latex")
     snippets["derive markdown math"] = markdown_as_latex(
-        render.derive("model", "flops", config="llama3.1-8b").render("markdown"))
+        derivation.derive("model", "flops", config="llama3.1-8b").render("markdown"))
     snippets["repr attention"] = attention()._repr_latex_().replace("$$", "\\[", 1).replace("$$", "\\]", 1)
-    snippets["repr derivation"] = render.derive("model", config="llama2-7b")._repr_latex_() \
+    snippets["repr derivation"] = derivation.derive("model", config="llama2-7b")._repr_latex_() \
         .replace("$$", "\\[", 1).replace("$$", "\\]", 1)
     log = compile_snippets(snippets, tmp_path)
     assert log.count("SNIPPET:") == len(snippets)
@@ -182,7 +184,8 @@ def test_standalone_with_notation_file_compiles(tmp_path):
 # --------------------------------------------------------------------------- derive
 
 def test_derive_attention_gqa_latex_is_an_align_environment(capsys):
-    """The issue's example: an align environment with one equation per projection and the closed form."""
+    """`derive --component attention --gqa --format latex`: an align environment with one equation per
+    projection and the closed form."""
     assert cli.main(["derive", "--component", "attention", "--gqa", "--format", "latex"]) == 0
     out = capsys.readouterr().out
     assert "\\begin{align}" in out and "\\end{align}" in out
@@ -218,11 +221,11 @@ def test_derive_formats_and_variants(capsys):
 
 def test_derive_numbers_equal_the_torch_reference():
     """Each sub-term and total a derivation evaluates equals the reference model's numel."""
-    torch = __import__("torch") if os.environ.get("CI") else pytest.importorskip("torch")  # noqa: F841  (fails in CI)
+    requires("torch")  # skipped without torch, a failure under CI=true
     from symllm import reference
     for name in ("llama3.1-8b", "llama3.2-1b"):
         measured = reference.count(reference.build(symllm.resolve(name), device="meta"))
-        dv = render.derive("model", config=name)
+        dv = derivation.derive("model", config=name)
         ctx = dv.context()
         assert dv.value == measured["total"]
         for term in ctx["terms"]:
@@ -234,12 +237,12 @@ def test_derive_flops_and_memory_equal_costs_workload():
     from symllm import costs
     w = costs.workload("llama3.1-8b", batch=2, seq=128, gen=16)
     opts = dict(config="llama3.1-8b", batch=2, seq=128, gen=16)
-    assert render.derive("model", "flops", **opts).value == w["flops"]["prefill"]
-    assert render.derive("model", "flops", phase="generation", **opts).value == w["flops"]["generation"]
-    assert render.derive("model", "flops", phase="decode", **opts).value == w["flops"]["decode_token"]
-    assert render.derive("model", "memory", memory="kv_cache", **opts).value == w["memory"]["kv_cache"]
-    assert render.derive("model", "memory", memory="weights", **opts).value == w["memory"]["weights"]
-    dv = render.derive("model", "flops", **opts)
+    assert derivation.derive("model", "flops", **opts).value == w["flops"]["prefill"]
+    assert derivation.derive("model", "flops", phase="generation", **opts).value == w["flops"]["generation"]
+    assert derivation.derive("model", "flops", phase="decode", **opts).value == w["flops"]["decode_token"]
+    assert derivation.derive("model", "memory", memory="kv_cache", **opts).value == w["memory"]["kv_cache"]
+    assert derivation.derive("model", "memory", memory="weights", **opts).value == w["memory"]["weights"]
+    dv = derivation.derive("model", "flops", **opts)
     assert sum(v for _, v in dv.terms).expand() == dv.total.expand()
 
 
@@ -261,21 +264,21 @@ def _markdown_rows(md: str) -> dict[str, int]:
 def test_report_numbers_equal_reference_numel(cfg):
     """For any valid config (with an awkward name), every number the Markdown report's parameter table
     prints equals the torch reference model's numel for that component, and its Markdown math is balanced."""
-    __import__("torch") if os.environ.get("CI") else pytest.importorskip("torch")  # fails in CI
+    requires("torch")  # skipped without torch, a failure under CI=true
     from symllm import reference
     measured = reference.count(reference.build(cfg, device="meta"))
-    md = render.report(cfg).render("markdown")
+    md = derivation.report(cfg).render("markdown")
     rows = _markdown_rows(md)
     assert rows["total"] == measured["total"]
     assert rows == {k: v for k, v in measured.items() if v or k == "total"}
     markdown_math(md)
-    tex = render.report(cfg).render("latex")
+    tex = derivation.report(cfg).render("latex")
     assert f"{measured['total']:,}" in tex
 
 
 def test_report_markdown_is_github_markdown():
     """The Markdown report: a heading, GitHub tables, ```math blocks and $`…`$ spans, the published total."""
-    md = render.report("llama3.1-8b").render("markdown")
+    md = derivation.report("llama3.1-8b").render("markdown")
     assert md.startswith("## llama3.1-8b")
     assert "| component | formula | parameters | share (%) |" in md
     assert "**8,030,261,248**" in md
@@ -285,19 +288,49 @@ def test_report_markdown_is_github_markdown():
 def test_report_escapes_user_text():
     """A model name with LaTeX/Markdown specials is escaped in both formats."""
     cfg = symllm.resolve("llama2-7b").replace(name="a_b%c&d#e")
-    assert "a\\_b\\%c\\&d\\#e" in render.report(cfg).render("latex")
-    assert "a\\_b%c\\&d\\#e" in render.report(cfg).render("markdown")
+    assert "a\\_b\\%c\\&d\\#e" in derivation.report(cfg).render("latex")
+    assert "a\\_b%c\\&d\\#e" in derivation.report(cfg).render("markdown")
+
+
+def _cost_rows(md: str, header: str) -> list[tuple[str, int]]:
+    """(title, number) of each row of the Markdown cost table that starts with ``header``."""
+    lines = md[md.index(header):].split("\n\n")[0].splitlines()[2:]
+    return [(name.strip(), int(value.replace(",", ""))) for name, value, _ in
+            (line.strip("|").split(" | ") for line in lines)]
+
+
+def test_report_numbers_equal_count_json(capsys):
+    """Every number of a report's tables is what `symllm count --json` prints for the same workload
+    options (the context among them: the decode-step row says which one it used)."""
+    argv = ["llama3.2-1b", "--batch", "2", "--seq", "512", "--gen", "64", "--context", "4096", "--dtype", "fp8",
+            "--kv-dtype", "int8", "--zero", "2", "--dp", "4", "--recompute", "--attention", "causal"]
+    assert cli.main(["count", *argv, "--json"]) == 0
+    counted = json.loads(capsys.readouterr().out)
+    assert cli.main(["report", *argv]) == 0
+    md = capsys.readouterr().out
+    params = counted["params"]
+    assert _markdown_rows(md) == {k: v for k, v in params.items() if k != "block" and (v or k == "total")}
+    assert re.search(rf"^\| one block \| .* \| {params['block']:,} \| \|$", md, flags=re.M)
+    flops = _cost_rows(md, "| FLOPs (a multiply-add is 2 FLOPs) |")
+    assert [v for _, v in flops] == list(counted["flops"].values())
+    assert flops[1][0] == "one decode step at context t = 4,096 (matmuls)"
+    memory = _cost_rows(md, "| memory | bytes |")
+    assert [v for _, v in memory] == list(counted["memory"].values())
+    rep = symllm.report("llama3.2-1b", context=4096, batch=2)
+    assert rep.workload == symllm.Workload(context=4096, batch=2)
+    assert rep.context("markdown")["flops_rows"][1]["value"] == \
+        symllm.workload("llama3.2-1b", rep.workload)["flops"]["decode_token"]
 
 
 # --------------------------------------------------------------------------- golden files
 
 _GOLDEN_CASES = {
-    "report-llama3.1-8b.md": lambda: render.report("llama3.1-8b").render("markdown"),
-    "report-llama3.1-8b.tex": lambda: render.report("llama3.1-8b").render("latex", standalone=True),
-    "report-llama2-13b.md": lambda: render.report("llama2-13b").render("markdown"),
-    "report-llama3.2-1b.tex": lambda: render.report("llama3.2-1b").render("latex"),
-    "derive-attention-gqa.tex": lambda: render.derive("attention").render("latex"),
-    "derive-model-llama2-7b.txt": lambda: render.derive("model", config="llama2-7b").render("text"),
+    "report-llama3.1-8b.md": lambda: derivation.report("llama3.1-8b").render("markdown"),
+    "report-llama3.1-8b.tex": lambda: derivation.report("llama3.1-8b").render("latex", standalone=True),
+    "report-llama2-13b.md": lambda: derivation.report("llama2-13b").render("markdown"),
+    "report-llama3.2-1b.tex": lambda: derivation.report("llama3.2-1b").render("latex"),
+    "derive-attention-gqa.tex": lambda: derivation.derive("attention").render("latex"),
+    "derive-model-llama2-7b.txt": lambda: derivation.derive("model", config="llama2-7b").render("text"),
 }
 #: the published total each golden report must show (tests/data/published_params.json)
 _GOLDEN_TOTALS = {"report-llama3.1-8b.md": "llama3.1-8b", "report-llama3.1-8b.tex": "llama3.1-8b",
@@ -324,9 +357,9 @@ def test_golden(name):
 
 def test_notation_renames_symbols_everywhere():
     """A notation dict renames symbols in derive and report outputs, by symbol name or code name."""
-    tex = render.derive("attention", notation={"d": r"d_\mathrm{model}", "n_heads": "h"}).render("latex")
+    tex = derivation.derive("attention", notation={"d": r"d_\mathrm{model}", "n_heads": "h"}).render("latex")
     assert r"2 d_\mathrm{model} d_h \left(h + n_{kv}\right)" in tex
-    md = render.report("llama2-7b", notation={"n_h": "h"}).render("markdown")
+    md = derivation.report("llama2-7b", notation={"n_h": "h"}).render("markdown")
     assert "$`h`$" in md and "n_h`$" not in md
 
 
@@ -422,10 +455,10 @@ def test_notebook_reprs():
     assert comp._repr_latex_().startswith("$$\\begin{aligned}")
     assert "2 d d_h \\left(n_h + n_{kv}\\right)" in comp._repr_latex_()
     assert "$$" in comp._repr_markdown_()
-    dv = render.derive("model", config="llama3.1-8b")
+    dv = derivation.derive("model", config="llama3.1-8b")
     assert "8{,}030{,}261{,}248" in dv._repr_latex_()
     assert "8,030,261,248" in str(dv) and "\\" not in str(dv)
-    assert "8,030,261,248" in render.report("llama3.1-8b")._repr_markdown_()
+    assert "8,030,261,248" in derivation.report("llama3.1-8b")._repr_markdown_()
     assert "$$" in model()._repr_markdown_()
 
 

@@ -1,0 +1,198 @@
+"""One model, one workload: every sweep quantity that `symllm count --json` also shows equals it, for
+random configs and random workloads, through the Python API and through the command line.
+
+Expected numbers: `symllm count --json` (in Python: `symllm.params` and `symllm.workload`, which it
+prints) of the same config and workload; the sweep derives its points and defaults on its own path
+(per-point derivation, compiled kernels), so any divergence (a default, a derivation rule, a dtype)
+shows up here.
+"""
+import contextlib
+import csv
+import io
+import json
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import symllm
+from symllm.cli import main
+from symllm.config import ModelConfig
+from symllm.sweep import CONFIG_FIELDS, WORKLOAD_AXES, Sweep, quantity_names
+from symllm.workload import options as workload_options
+
+from .strategies import sweep_bases, workload_options as workloads
+
+#: sweep quantity -> (section, key) of `symllm count --json`
+COUNTED = {
+    "params": ("params", "total"),
+    "prefill_flops": ("flops", "prefill"),
+    "decode_flops": ("flops", "decode_token"),
+    "generation_flops": ("flops", "generation"),
+    "training_flops": ("flops", "training_step"),
+    "prefill_elementwise": ("flops", "elementwise"),
+    **{kind: ("memory", kind) for kind in ("weights", "kv_cache", "training_states", "activations",
+                                           "inference_peak")},
+}
+
+
+def test_every_count_number_has_a_sweep_quantity():
+    """The table above covers every FLOPs and memory number count --json prints."""
+    assert set(COUNTED) <= set(quantity_names())
+    counted = symllm.workload("llama3.2-1b")
+    assert {key for section, key in COUNTED.values() if section != "params"} == \
+        set(counted["flops"]) | set(counted["memory"])
+
+
+def _quantities(cfg) -> list[str]:
+    terms = [f"params:{k}" for k in symllm.params(cfg) if k not in ("total", "block")]
+    return list(COUNTED) + terms
+
+
+def _expected(counted: dict, quantity: str):
+    """What count --json says for a sweep quantity (``counted``: its params, flops and memory)."""
+    section, key = COUNTED.get(quantity) or ("params", quantity.partition(":")[2])
+    return counted[section][key]
+
+
+def _assert_same(quantity: str, got, expected) -> None:
+    """Exact equality; a byte count that is not an integer (count: a Fraction, or its JSON "p/q")
+    is a float in a sweep column, so it equals the Fraction to float precision."""
+    expected = Fraction(expected) if isinstance(expected, str) else expected
+    if isinstance(expected, Fraction) and expected.denominator != 1:
+        assert isinstance(got, float) and got == pytest.approx(float(expected), rel=1e-12), (quantity, got, expected)
+    else:
+        assert got == expected and not isinstance(got, float), (quantity, got, expected)
+
+
+# --- the Python API -------------------------------------------------------------------------------
+
+@settings(max_examples=50)
+@given(sweep_bases(), workloads(), st.data())
+def test_sweep_rows_equal_count(cfg, options, data):
+    """A one-point grid or table built from the config's own fields (some of them, so the rest is
+    derived per point) and the workload (its axis fields in the grid or fixed) gives count's numbers."""
+    counted = {"params": symllm.params(cfg), **symllm.workload(cfg, **options)}
+    stated = [k for k in CONFIG_FIELDS if getattr(cfg, k) is not None and k != "dim"]
+    fields = ["dim"] + data.draw(st.lists(st.sampled_from(stated), unique=True), label="config fields varied")
+    axes = [k for k in WORKLOAD_AXES if k in options and data.draw(st.booleans(), label=f"vary {k}")]
+    points = {k: [getattr(cfg, k)] for k in fields} | {k: [options[k]] for k in axes}
+    fixed = {k: v for k, v in options.items() if k not in axes}
+    quantities = _quantities(cfg)
+    if data.draw(st.booleans(), label="as a table"):
+        sw = Sweep(cfg, table=[{k: v[0] for k, v in points.items()}], quantities=quantities, workload=fixed)
+    else:
+        sw = Sweep(cfg, points, quantities=quantities, workload=fixed)
+    result = sw.run()
+    assert (result.points, result.invalid, result.rows) == (1, 0, 1)
+    row = result.records()[0]
+    assert (row["head_dim"], row["hidden_dim"]) == (cfg.head_dim, symllm.hidden_dim(cfg))
+    for q in quantities:
+        _assert_same(q, row[q], _expected(counted, q))
+
+
+def test_decode_flops_at_seq_4096_equal_count():
+    """The sweep decodes after the same context as count: llama3.1-8b at seq 4096 decodes a token for
+    17,157,324,800 FLOPs (leaving the context at 0 would give 15,009,841,152)."""
+    counted = symllm.workload("llama3.1-8b", seq=4096)["flops"]["decode_token"]
+    assert counted == 17157324800
+    assert Sweep("llama3.1-8b", quantities=["decode_flops"], workload={"seq": 4096}).run() \
+        .columns["decode_flops"].tolist() == [counted]
+    swept = Sweep("llama3.1-8b", {"seq": [1024, 4096]}, quantities=["decode_flops"]).run()
+    assert swept.columns["decode_flops"].tolist() == \
+        [symllm.workload("llama3.1-8b", seq=s)["flops"]["decode_token"] for s in (1024, 4096)]
+
+
+@pytest.mark.parametrize("head_dim, expected", [(None, [32, 16, 8]), (16, [16, 16, 16])])
+def test_a_stated_head_dim_stays_stated(head_dim, expected):
+    """Per point the sweep derives head_dim only where the config derives it (ModelConfig.replace)."""
+    cfg = ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, head_dim=head_dim)
+    res = Sweep(cfg, {"n_heads": [2, 4, 8]}, quantities=["params"]).run()
+    assert res.columns["head_dim"].tolist() == expected
+    assert res.columns["n_kv_heads"].tolist() == [2, 4, 8]  # derived: follows n_heads
+    assert res.columns["params"].tolist() == [symllm.params(cfg.replace(n_heads=h))["total"] for h in (2, 4, 8)]
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+def _run(argv) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main([str(a) for a in argv]) == 0, argv
+    return out.getvalue()
+
+
+def _flags(options: dict) -> list[str]:
+    """Command-line options for a workload, spelled as the CLI generates them from Workload."""
+    argv = []
+    for name, value in options.items():
+        opt = workload_options()[name][1]
+        flag = opt.flag or "--" + name.replace("_", "-")
+        argv += [flag] if value is True else [] if value is False else [flag, str(value)]
+    return argv
+
+
+def _config_file(cfg: ModelConfig, folder: Path) -> Path:
+    """The config as a file: a Meta params.json where that can say it (d_ff by Meta's rounding,
+    head_dim derived, no biases), else a HF config.json (d_ff stated as the config resolves it)."""
+    if cfg.hidden_dim is None and "head_dim" in cfg.derived and not (cfg.attention_bias or cfg.mlp_bias):
+        raw = {"dim": cfg.dim, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "vocab_size": cfg.vocab_size,
+               "multiple_of": cfg.multiple_of, "tie_word_embeddings": cfg.tie_embeddings}
+        raw |= {"ffn_dim_multiplier": cfg.ffn_dim_multiplier} if cfg.ffn_dim_multiplier is not None else {}
+        raw |= {"n_kv_heads": cfg.n_kv_heads} if "n_kv_heads" not in cfg.derived else {}
+    else:
+        raw = {"hidden_size": cfg.dim, "num_hidden_layers": cfg.n_layers, "num_attention_heads": cfg.n_heads,
+               "intermediate_size": symllm.hidden_dim(cfg), "vocab_size": cfg.vocab_size,
+               "tie_word_embeddings": cfg.tie_embeddings, "attention_bias": cfg.attention_bias,
+               "mlp_bias": cfg.mlp_bias}
+        raw |= {"num_key_value_heads": cfg.n_kv_heads} if "n_kv_heads" not in cfg.derived else {}
+        raw |= {"head_dim": cfg.head_dim} if "head_dim" not in cfg.derived else {}
+    path = folder / "config.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def _number(text: str):
+    return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+def _count_vs_sweep(model, options: dict, folder: Path, grid=()) -> None:
+    """count --json and a one-point sweep to a CSV file, with the same workload options."""
+    counted = json.loads(_run(["count", model, "--json", *_flags(options)]))
+    quantities = list(COUNTED) + [f"params:{k}" for k in counted["params"] if k not in ("total", "block")]
+    out = folder / "row.csv"
+    _run(["sweep", "--base", model, *grid, "--quantity", ",".join(quantities), *_flags(options), "-o", out])
+    with open(out, newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert _number(row["hidden_dim"]) == counted["config"]["hidden_dim"]
+    for q in quantities:
+        _assert_same(q, _number(row[q]), _expected(counted, q))
+
+
+@settings(max_examples=10)
+@given(sweep_bases(), workloads())
+def test_cli_sweep_rows_equal_count_json(cfg, options):
+    """`symllm count FILE --json` and `symllm sweep --base FILE --dim D -o row.csv` agree, for random
+    config files and workload options."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _config_file(cfg, Path(tmp))
+        assert symllm.params(symllm.resolve(path)) == symllm.params(cfg)
+        _count_vs_sweep(path, options, Path(tmp), grid=["--dim", cfg.dim])
+
+
+@pytest.mark.parametrize("model, options", [
+    ("llama3.1-8b", {"seq": 4096}),
+    ("llama3.2-1b", {"batch": 4, "seq": 512, "gen": 64, "dtype": "int4", "kv_dtype": "fp8", "attention": "causal"}),
+    ("llama2-7b", {"seq": 1000, "context": 5, "zero_stage": 3, "dp": 7, "recompute": True, "act_dtype": "fp32"}),
+    ("mistral-7b", {"seq": 32768, "gen": 100, "dtype": "int4", "group_size": 32}),
+])
+def test_cli_presets(model, options, tmp_path):
+    """The same round trip for presets; for llama3.1-8b at --seq 4096 the CLI sweep's decode_flops is
+    count's 17,157,324,800."""
+    _count_vs_sweep(model, options, tmp_path)
+    if options == {"seq": 4096}:
+        assert _run(["sweep", "--base", model, "--seq", "4096", "--quantity", "decode_flops"]) \
+            .splitlines()[1].endswith(",17157324800")
