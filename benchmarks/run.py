@@ -8,7 +8,9 @@
 2. one config, exact scalar evaluation (the cached kernel) vs SymPy ``subs`` + ``evalf``: goal >= 100x faster;
 3. one config vs building the torch model on the meta device and summing ``numel`` (llama3.1-405b):
    goal >= 10,000x faster (needs torch; skipped without it);
-4. CLI start-up, ``symllm count llama3.1-405b`` vs ``python -c "import sympy"``: goal <= 1.6x.
+4. CLI start-up, ``symllm count llama3.1-405b`` vs ``python -c "import sympy"``: goal <= 1.6x;
+5. a warm ``symllm.params(cfg)`` (the whole breakdown of a config seen before) vs a hand-written Python
+   function returning the same dict: goal <= 10x.
 
 Each timing is the best (the minimum) of several repeats, the usual estimate of a cost unperturbed by
 other load; the start-up comparison takes the median of interleaved runs.
@@ -33,7 +35,8 @@ import sympy as sp  # noqa: E402
 
 import symllm  # noqa: E402
 from symllm import symbols as S  # noqa: E402
-from symllm.evaluate import compile_expr, evaluate, values  # noqa: E402
+from symllm.api import values  # noqa: E402
+from symllm.evaluate import compile_expr, evaluate  # noqa: E402
 
 
 def best(fn, repeat: int, number: int = 1) -> float:
@@ -165,6 +168,40 @@ def bench_startup(runs: int) -> dict:
             "detail": f"{t_ours * 1e3:.0f} ms vs {t_base * 1e3:.0f} ms (median of {runs})"}
 
 
+def hand_written_params(cfg, d_ff: int) -> dict:
+    """What ``symllm.params`` returns, written out by hand for a LLaMA config (no biases)."""
+    V, d, L, n_h, n_kv, d_h = cfg.vocab_size, cfg.dim, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    attn = (d * n_h * d_h, d * n_kv * d_h, d * n_kv * d_h, n_h * d_h * d)
+    block = sum(attn) + 3 * d * d_ff + 2 * d
+    head = 0 if cfg.tie_embeddings else V * d
+    return {"embedding": V * d, "block/attention_norm": L * d, "block/attention/wq": L * attn[0],
+            "block/attention/wk": L * attn[1], "block/attention/wv": L * attn[2], "block/attention/wo": L * attn[3],
+            "block/attention/rope": 0, "block/attention/scores": 0, "block/attention/context": 0,
+            "block/ffn_norm": L * d, "block/feed_forward/w1": L * d * d_ff, "block/feed_forward/w2": L * d_ff * d,
+            "block/feed_forward/w3": L * d * d_ff, "norm": d, "lm_head": head, "block": block,
+            "total": V * d + L * block + d + head}
+
+
+def bench_params(repeat: int) -> dict:
+    cfgs = _configs_405b(20)
+    d_ff = [symllm.hidden_dim(c) for c in cfgs]
+    assert all(symllm.params(c) == hand_written_params(c, h) for c, h in zip(cfgs, d_ff))
+
+    def ours():
+        for c in cfgs:
+            symllm.params(c)
+
+    def theirs():
+        for c, h in zip(cfgs, d_ff):
+            hand_written_params(c, h)
+
+    t_ours = best(ours, repeat, number=50) / len(cfgs)
+    t_hand = best(theirs, repeat, number=50) / len(cfgs)
+    return {"name": "params: warm symllm.params(cfg) / hand-written Python", "ratio": t_ours / t_hand,
+            "goal": "<= 10x", "ok": t_ours / t_hand <= 10,
+            "detail": f"{t_ours * 1e6:.1f} us vs {t_hand * 1e6:.1f} us per config"}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
@@ -175,6 +212,7 @@ def main(argv=None) -> int:
     rows.append(torch_row or {"name": "405B: torch meta build + numel / exact kernel", "ratio": float("nan"),
                               "goal": ">= 10,000x", "ok": None, "detail": "skipped: torch not installed"})
     rows.append(bench_startup(runs))
+    rows.append(bench_params(repeat))
     print(f"symllm benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()} {platform.processor() or ''}"
           f" ({os.cpu_count()} CPUs), Python {platform.python_version()}, numpy {np.__version__}, "
           f"sympy {sp.__version__}{' (quick: sizes too small to judge)' if args.quick else ''}\n")
