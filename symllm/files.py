@@ -1,26 +1,41 @@
 """Reading input files and writing output files: the one place that does each.
 
 :func:`read_text` reads a config, notation or table file as UTF-8 text, turning every failure into one
-:class:`~symllm.errors.SymllmError` line that names what was being read and the path.
+:class:`~symllm.errors.SymllmError` line that names what was being read and the path; at most
+:data:`MAX_INPUT_BYTES` (64 MiB) are read. :func:`read_json` parses such a file as JSON, with the same
+one-line errors (also for integers over 4,300 digits and nesting too deep to parse).
 
-:func:`write_atomic` writes reports, derivations and sweeps atomically.
+:func:`write_atomic` writes reports, derivations and sweeps as a plain ``open(path, "w")`` would, but
+atomically where it can:
 
-A temporary file in the target's folder is written completely, then ``os.replace``-d onto the
-target, so a reader never sees half a file and a failure leaves an existing file untouched. The
-file gets the mode a plain ``open(path, "w")`` would give it (an existing file's mode, else
+* a symlink is written through to its target (its target is replaced atomically; the link stays);
+* a regular file (or a new name) is replaced atomically: a temporary file ``.symllm-XXXXXXXX.tmp``
+  in the target's folder is written completely, then ``os.replace``-d onto the target, so a reader
+  never sees half a file and a failure (an exception, ``KeyboardInterrupt``, or SIGTERM, which the
+  command line turns into an exception) removes it and leaves an existing file untouched. Only
+  SIGKILL or a power cut can leave a ``.symllm-*.tmp`` file behind; the short name also leaves room
+  for target names up to the 255-byte limit;
+* a FIFO, a character or block device (``/dev/null``, ``/dev/full``, a terminal) is written directly,
+  as a plain write would; a write error (``/dev/full``: no space) is reported;
+* an existing file a plain write may not overwrite (no write permission, or no ``w`` bit at all, even
+  for root) is refused.
+
+The new file gets the mode a plain ``open(path, "w")`` would give it (an existing file's mode, else
 ``0o666`` minus the umask), not ``mkstemp``'s private ``0o600``. Any ``OSError`` becomes one
 :class:`~symllm.errors.SymllmError` line naming the path.
 """
 from __future__ import annotations
 
+import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Callable, TextIO, Union
 
 from .errors import SymllmError
 
-__all__ = ["read_text", "write_atomic"]
+__all__ = ["read_text", "read_json", "write_atomic"]
 
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20
@@ -56,36 +71,119 @@ def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
         raise SymllmError(f"{what}: {str(path)!r} is not UTF-8 text (byte {e.start})") from None
 
 
+def read_json(path, what: str, *, limit: int | None = MAX_INPUT_BYTES):
+    """The JSON value of the file at ``path`` (read with :func:`read_text`); ``what`` starts the one-line
+    error. Invalid JSON, an integer of more than 4,300 digits (Python's limit on converting text to
+    an int) and nesting too deep to parse are each one :class:`~symllm.errors.SymllmError` line.
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_text('{"dim": 4096}')
+    >>> read_json(p, "config")
+    {'dim': 4096}
+    >>> _ = p.write_text("[" * 100000)
+    >>> read_json(p, "config")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: config: '...c.json' is not valid JSON (nested too deeply)
+    """
+    text = read_text(path, what, limit=limit)
+    where = repr(str(path))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SymllmError(f"{what}: {where} is not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise SymllmError(f"{what}: {where} is not valid JSON (nested too deeply)") from None
+    except ValueError as e:  # int('9' * 5000): Python refuses integers over sys.get_int_max_str_digits()
+        raise SymllmError(f"{what}: {where}: a number is too long ({str(e).split(';')[0]})") from None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
-def write_atomic(path, content: Union[str, Callable[[TextIO], None]], *, newline: str = "\n") -> Path:
-    """Write ``content`` (a string, or a function that writes to the open text file) to ``path``
-    atomically. On any failure the temporary file is removed and an existing ``path`` is untouched.
+#: the temporary files write_atomic makes: ``.symllm-`` + 8 random characters + ``.tmp``
+TEMP_PREFIX, TEMP_SUFFIX = ".symllm-", ".tmp"
 
-    >>> import pathlib, tempfile
+
+def _oserror(path, e: OSError) -> SymllmError:
+    return SymllmError(f"output: cannot write {str(path)!r}: {e.strerror or e}")
+
+
+def _target(path: Path) -> Path:
+    """Where a plain ``open(path, "w")`` writes: through symlinks (also a dangling one) to the target."""
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=False))
+    except (OSError, RuntimeError) as e:  # a symlink loop
+        raise SymllmError(f"output: cannot write {str(path)!r}: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _write_direct(path: Path, content, newline: str) -> Path:
+    """Write to a FIFO or a device as a plain write would, reporting every error (also at close)."""
+    try:
+        with open(path, "w", encoding="utf-8", newline=newline) as fh:
+            if callable(content):
+                content(fh)
+            else:
+                fh.write(content)
+    except OSError as e:
+        raise _oserror(path, e) from None
+    return path
+
+
+def write_atomic(path, content: Union[str, Callable[[TextIO], None]], *, newline: str = "\n") -> Path:
+    """Write ``content`` (a string, or a function that writes to the open text file) to ``path`` as a
+    plain write would, atomically for regular files: through a symlink to its target, directly to a
+    FIFO or device, never over a file a plain write may not overwrite (see the module docstring). On
+    any failure the temporary file is removed and an existing ``path`` is untouched. Returns ``path``.
+
+    >>> import os, pathlib, tempfile
     >>> p = write_atomic(pathlib.Path(tempfile.mkdtemp()) / "r.tex", "x")
     >>> p.read_text()
     'x'
+    >>> link = p.with_name("link.tex")
+    >>> link.symlink_to(p.name)
+    >>> _ = write_atomic(link, "y")
+    >>> p.read_text(), link.is_symlink()
+    ('y', True)
     >>> write_atomic(p.parent, "x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: output: '...' is a directory
+    >>> os.chmod(p, 0o444)
+    >>> write_atomic(p, "z")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: output: cannot write '...r.tex': the file is read-only
     """
     path = Path(path)
-    if path.is_dir():
+    target = _target(path)
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise _oserror(path, e) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise SymllmError(f"output: {str(path)!r} is a directory")
-    folder = path.parent
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return _write_direct(target, content, newline)  # a FIFO, a device, a socket (open refuses it)
+    if st is not None and (not st.st_mode & 0o222 or not os.access(target, os.W_OK)):
+        raise SymllmError(f"output: cannot write {str(path)!r}: the file is read-only")
+    folder = target.parent
     if not folder.is_dir():
         raise SymllmError(f"output: directory {str(folder)!r} does not exist")
+    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as e:
-        raise SymllmError(f"output: cannot write in {str(folder)!r}: {e.strerror}") from None
-    try:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
+        except OSError as e:
+            raise SymllmError(f"output: cannot write in {str(folder)!r}: {e.strerror or e}") from None
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
             if callable(content):
                 content(fh)
@@ -93,15 +191,15 @@ def write_atomic(path, content: Union[str, Callable[[TextIO], None]], *, newline
                 fh.write(content)
             fh.flush()
             os.fsync(fh.fileno())
-        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise SymllmError(f"output: cannot write {str(path)!r}: {e.strerror or e}") from None
-        raise
+        os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as e:
+        raise _oserror(path, e) from None
+    finally:  # also on KeyboardInterrupt and the CLI's SIGTERM exception
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
     return path

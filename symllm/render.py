@@ -16,7 +16,7 @@ is escaped for its format anyway).
 
 >>> latex(2 * S.d * S.d_h * (S.n_h + S.n_kv), {"d": r"d_\\mathrm{model}"})
 '2 d_\\\\mathrm{model} d_h \\\\left(n_h + n_{kv}\\\\right)'
->>> render_template("standalone.tex.j2", {"body": Safe("$x$"), "title": "a_b"}).splitlines()[4]
+>>> render_template("standalone.tex.j2", {"body": Safe("$x$"), "title": "a_b"}).splitlines()[5]
 '\\\\title{a\\\\_b}'
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import jinja2
 import sympy as sp
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from markupsafe import Markup
 from sympy.printing.pretty.pretty import PrettyPrinter
 from sympy.printing.pretty.stringpict import prettyForm
@@ -37,13 +37,13 @@ from sympy.printing.str import StrPrinter
 
 from . import symbols as S
 from .errors import SymllmError
-from .files import read_text, write_atomic
-from .format import grouped, human, human_bytes
+from .files import read_json, read_text, write_atomic
+from .format import digits, grouped, human, human_bytes
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
     "render_template", "standalone", "template_dir", "write_atomic", "escape_latex", "escape_markdown",
-    "latex", "num_latex", "label", "math_delimiters",
+    "latex", "num_latex", "label", "math_delimiters", "tex_refusal", "tex_width", "LATEX_WIDTH",
 ]
 
 #: output formats of derive (report: latex and markdown)
@@ -124,14 +124,177 @@ def _symbol_for(key) -> sp.Symbol:
     raise SymllmError(f"notation: unknown symbol {str(key)!r} (known: {known})")
 
 
-def _balanced(tex: str) -> bool:
-    depth = 0
-    for i, ch in enumerate(tex):
-        if ch in "{}" and (i == 0 or tex[i - 1] != "\\"):
-            depth += 1 if ch == "{" else -1
-            if depth < 0:
-                return False
-    return depth == 0
+_GREEK = ("alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi "
+          "varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi "
+          "Sigma Upsilon Phi Psi Omega").split()
+#: the LaTeX a notation value may use: symbols (no argument), math fonts and accents (one math
+#: argument) and text commands (one argument of plain words); everything else (\input, \write,
+#: \openin, \catcode, \csname, \def, ...) is refused, so a notation can neither read nor write files
+#: nor break the document
+TEX_SYMBOLS = frozenset(_GREEK + (
+    "ell hbar imath jmath prime infty partial nabla cdot times ast star circ bullet lvert rvert lVert rVert "
+    "vert Vert mid langle rangle lfloor rfloor lceil rceil ldots cdots dots emptyset").split())
+#: spacing (between symbols only: never a script's argument, never carrying a script)
+TEX_SPACES = frozenset("quad qquad".split())
+TEX_FONTS = frozenset("mathrm mathit mathbf mathsf mathtt mathcal mathnormal boldsymbol operatorname".split())
+TEX_ACCENTS = frozenset(
+    "hat bar tilde vec dot ddot check breve acute grave mathring widehat widetilde overline underline".split())
+TEX_TEXT = frozenset("text textrm textit textsf texttt textbf".split())
+_TEX_CONTROL_SYMBOLS = frozenset(",;:! |{}_#%&")
+_TEX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789()[]+-*/=,.;:!?")
+_TEX_TEXT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;()/+-")
+_TEX_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|.", re.S)
+#: the longest notation value, and the deepest nesting of braces
+TEX_MAX_LENGTH, TEX_MAX_DEPTH = 100, 8
+
+
+class _TexRefused(Exception):
+    pass
+
+
+class _TexChecker:
+    """A recursive-descent check of a notation value against a small grammar of math-mode LaTeX:
+
+    value := item*;  item := atom [_ arg] [']* [^ arg] (or ^ before _, without primes);
+    atom := a letter, digit or plain punctuation | a symbol | {value} | font arg | accent arg | text {words};
+    arg := a letter or digit | a symbol | {value} | font arg | text {words}.
+    """
+
+    def __init__(self, tex: str):
+        self.tokens = _TEX_TOKEN.findall(tex)
+        self.i = 0
+
+    def peek(self, math=True):
+        """The next token; in math mode spaces are skipped, as TeX skips them."""
+        while math and self.i < len(self.tokens) and self.tokens[self.i] == " ":
+            self.i += 1
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self, math=True):
+        tok = self.peek(math)
+        self.i += 1
+        return tok
+
+    def check(self):
+        self.value(0)
+        if self.peek() is not None:
+            raise _TexRefused(f"unbalanced '{self.peek()}'")
+
+    def value(self, depth):
+        if depth > TEX_MAX_DEPTH:
+            raise _TexRefused(f"braces nested more than {TEX_MAX_DEPTH} deep")
+        while self.peek() not in (None, "}"):
+            self.item(depth)
+
+    def group(self, depth):
+        if self.take() != "{":
+            raise _TexRefused("expected '{'")
+        self.value(depth + 1)
+        if self.take() != "}":
+            raise _TexRefused("unbalanced '{'")
+
+    def text_group(self):
+        if self.take() != "{":
+            raise _TexRefused("a text command needs {words}")
+        while self.peek(math=False) in _TEX_TEXT_CHARS:
+            self.take(math=False)
+        if self.take(math=False) != "}":
+            raise _TexRefused("a text command takes plain words only (letters, digits, spaces, .,:;()/+-)")
+
+    def command(self, tok, depth, *, as_arg=False):
+        name = tok[1:]
+        if name in TEX_SYMBOLS or (name in TEX_SPACES and not as_arg):
+            return
+        if len(name) == 1 and name in _TEX_CONTROL_SYMBOLS and not as_arg:
+            return
+        if name in TEX_FONTS or (name in TEX_ACCENTS and not as_arg):
+            self.arg(depth, simple=True)
+        elif name in TEX_TEXT:
+            self.text_group()
+        elif len(name) == 1:
+            raise _TexRefused(f"'{tok}' is not allowed")
+        else:
+            raise _TexRefused(f"'{tok}' is not allowed (allowed: Greek letters, symbols such as \\ell, "
+                              f"\\mathrm and other math fonts, accents such as \\hat, \\text)")
+
+    def arg(self, depth, simple=False):
+        tok = self.peek()
+        if tok is None or tok == "}":
+            raise _TexRefused("a script or command is missing its argument")
+        if tok == "{":
+            return self.group(depth)
+        self.take()
+        if tok.startswith("\\") and len(tok) > 1:
+            fragile = simple or tok[1:] in ("boldsymbol", "operatorname")  # x_\boldsymbol{a} fails
+            if fragile and tok[1:] not in TEX_SYMBOLS:  # \mathrm\hat x: an argument that needs braces
+                raise _TexRefused(f"'{tok}' cannot be an argument unbraced; use braces")
+            return self.command(tok, depth, as_arg=True)
+        if not tok.isalnum() or not tok.isascii():
+            raise _TexRefused(f"{tok!r} cannot be a script's or a command's argument; use braces")
+
+    def item(self, depth):
+        tok = self.peek()
+        if tok == "{":
+            self.group(depth)
+        elif tok in ("_", "^", "'"):
+            raise _TexRefused(f"{tok!r} must follow a symbol")
+        else:
+            self.take()
+            if tok.startswith("\\") and len(tok) > 1:
+                self.command(tok, depth)
+            elif tok not in _TEX_CHARS:
+                raise _TexRefused(f"the character {tok!r} is not allowed")
+        if tok.startswith("\\") and (tok[1:] in TEX_SPACES or tok[1:] in tuple(",;:! ")):  # spacing: no scripts
+            if self.peek() in ("_", "^", "'"):
+                raise _TexRefused(f"{self.peek()!r} must follow a symbol, not spacing")
+            return
+        sub = sup = primes = False
+        while self.peek() in ("_", "^", "'"):
+            tok = self.take()
+            if tok == "_":
+                if sub or primes:
+                    raise _TexRefused("a second subscript, or a subscript after a prime")
+                sub = True
+                self.arg(depth)
+            elif tok == "^":
+                if sup:
+                    raise _TexRefused("a second superscript")
+                sup = True
+                self.arg(depth, simple=primes)  # x'^\text{a} fails: after a prime, braces
+            else:
+                if sup:
+                    raise _TexRefused("a prime after a superscript")
+                if self.peek(math=False) == " " and self.peek() == "^":
+                    raise _TexRefused("a space between a prime and a superscript")
+                primes = True
+
+
+def tex_refusal(tex: str) -> str | None:
+    r"""Why the LaTeX ``tex`` is refused as a symbol's notation, or ``None`` when it is accepted.
+
+    Accepted is math-mode LaTeX that compiles on its own and as the base of a power: letters, digits,
+    plain punctuation, braces, one subscript and one superscript (or primes) per symbol, Greek
+    letters and a few symbols, math fonts, accents and ``\text{words}`` (see :data:`TEX_SYMBOLS`,
+    :data:`TEX_FONTS`, :data:`TEX_ACCENTS`, :data:`TEX_TEXT`); nothing that reads or writes files.
+
+    >>> tex_refusal(r"d_\mathrm{model}"), tex_refusal(r"\lvert\mathcal{V}\rvert"), tex_refusal("h'")
+    (None, None, None)
+    >>> print(tex_refusal(r"\input{/etc/passwd}"))  # doctest: +ELLIPSIS
+    '\input' is not allowed (allowed: Greek letters, ...)
+    >>> print(tex_refusal(r"d\\}"))
+    '\\' is not allowed
+    >>> print(tex_refusal("a_b_c"))
+    a second subscript, or a subscript after a prime
+    """
+    if not isinstance(tex, str) or not tex.strip():
+        return "expected a non-empty string"
+    if len(tex) > TEX_MAX_LENGTH:
+        return f"longer than {TEX_MAX_LENGTH} characters"
+    try:
+        _TexChecker(tex.strip()).check()
+    except _TexRefused as e:
+        return str(e)
+    return None
 
 
 def notation(mapping=None) -> dict[sp.Symbol, str]:
@@ -152,9 +315,10 @@ def notation(mapping=None) -> dict[sp.Symbol, str]:
     out = dict(S.LATEX)
     for key, value in (mapping or {}).items():
         symbol = _symbol_for(key)
-        if not isinstance(value, str) or not value.strip() or not _balanced(value):
-            raise SymllmError(f"notation: {symbol.name}: expected a LaTeX string with balanced braces, "
-                              f"got {value!r}")
+        why = tex_refusal(value)
+        if why is not None:
+            shown = repr(value) if len(repr(value)) <= 120 else repr(value)[:117] + "..."
+            raise SymllmError(f"notation: {symbol.name}: {shown} is not accepted LaTeX: {why}")
         out[symbol] = value.strip()
     return out
 
@@ -169,8 +333,10 @@ def load_notation(path) -> dict[sp.Symbol, str]:
     'd_\\\\mathrm{model}'
     """
     path = Path(path)
-    text = read_text(path, "notation")
-    if path.suffix.lower() == ".toml":
+    if path.suffix.lower() != ".toml":
+        raw = read_json(path, "notation")
+    else:
+        text = read_text(path, "notation")
         try:
             import tomllib
         except ImportError:  # Python 3.10
@@ -182,11 +348,9 @@ def load_notation(path) -> dict[sp.Symbol, str]:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise SymllmError(f"notation: {str(path)!r} is not valid TOML ({e})") from None
-    else:
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SymllmError(f"notation: {str(path)!r} is not valid JSON ({e.msg} at line {e.lineno})") from None
+        except (RecursionError, ValueError):  # nested too deep; an integer over 4,300 digits
+            raise SymllmError(f"notation: {str(path)!r} is not valid TOML "
+                              "(nested too deeply or a number too long)") from None
     if not isinstance(raw, dict):
         raise SymllmError(f"notation: {str(path)!r} must map symbols to LaTeX strings")
     return notation(raw)
@@ -246,6 +410,36 @@ class Formula:
         """Plain text (SymPy's ``str``)."""
         return _NamedStrPrinter({k: _num_text(v) for k, v in self._numbers.items()}).doprint(self._expr)
 
+    def latex_lines(self, names=None, width: float = None) -> list[str]:
+        """The LaTeX broken into lines of at most ``width`` points (estimated; default
+        :data:`LATEX_WIDTH`): between the terms of a sum and the factors of a product, at any depth
+        (a sum inside a product that must break gets ``\\bigl( … \\bigr)``, which may span lines).
+
+        >>> f = Formula(sum(sp.Symbol(f"x{i}") for i in range(40)))
+        >>> lines = f.latex_lines()
+        >>> len(lines) > 1 and lines[1].startswith("+ ") and all(tex_width(x) <= LATEX_WIDTH for x in lines)
+        True
+        """
+        names = dict(names or S.LATEX)
+        settings = {}
+        if self._numbers:
+            names.update({k: num_latex(v) for k, v in self._numbers.items()})
+            settings["mul_symbol"] = "dot"
+        return _lines(self._expr, lambda e: sp.latex(e, symbol_names=names, **settings), tex_width,
+                      LATEX_WIDTH if width is None else width, r" \cdot " if self._numbers else " ", r"\bigl(",
+                      r"\bigr)")
+
+    def text_lines(self, width: int = 80) -> list[str]:
+        """The plain text broken into lines of at most ``width`` characters where it can be (between
+        terms and factors, see :meth:`latex_lines`).
+
+        >>> lines = Formula(sum(sp.Symbol(f"x{i}") for i in range(30))).text_lines(40)
+        >>> lines[1], max(map(len, lines)) <= 40, " ".join(lines) == str(sum(sp.Symbol(f"x{i}") for i in range(30)))
+        ('+ x15 + x16 + x17 + x18 + x19 + x2 + x20', True, True)
+        """
+        printer = _NamedStrPrinter({k: _num_text(v) for k, v in self._numbers.items()})
+        return _lines(self._expr, printer.doprint, len, width, "*", "(", ")", glue_mul="")
+
     def pretty(self) -> str:
         """Unicode, SymPy's pretty printer (may span several lines)."""
         names = {k: _num_text(v) for k, v in self._numbers.items()}
@@ -258,12 +452,106 @@ class Formula:
         return f"Formula({self.text()})"
 
 
+#: the width, in points, a display line of LaTeX math may take (an 11pt article with 2 cm margins
+#: is about 480pt wide; the rest is left for the left-hand side, ``\quad`` and an equation number)
+LATEX_WIDTH = 330.0
+_TEX_WIDTH_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\{,\}|[_^]|.", re.S)
+_TEX_NO_WIDTH = {"\\left", "\\right", "\\bigl", "\\bigr", "\\mathrm", "\\mathit", "\\mathbf",
+                 "\\operatorname", "\\nonumber", "\\text", "{", "}", " "}
+
+
+def tex_width(tex: str) -> float:
+    r"""A rough width in points (11pt type) of inline LaTeX math: enough to choose where lines break.
+
+    >>> tex_width(r"2 \cdot 32") < tex_width("2 + 32") < tex_width("2{,}048 + 128{,}256")
+    True
+    """
+    width, script, depth, script_depth = 0.0, False, 0, None
+    for tok in _TEX_WIDTH_TOKEN.findall(tex):
+        if tok in ("_", "^"):
+            script, script_depth = True, depth
+            continue
+        if tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+        size = 0.0 if tok in _TEX_NO_WIDTH else 3.0 if tok == "{,}" else 8.0 if tok == "\\cdot" else \
+            13.5 if tok in "+-=" else 4.3 if tok in "()[]|" else 6.0
+        width += size * (0.7 if script else 1.0)
+        if script and (script_depth == depth or (tok == "}" and depth == script_depth)):
+            script = tok == "{" and depth > script_depth
+    return width
+
+
+def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0,
+            split=False) -> list[tuple[str, str]]:
+    """``expr`` printed as (glue, text) pieces; a line may break before any piece but the first (the
+    glue joins a piece to the one before it on the same line). ``split``: break even if it fits (a sum
+    whose factors make the product too wide)."""
+    whole = doprint(expr)
+    if (measure(whole) <= width and not split) or depth > 6:
+        return [("", whole)]
+    if isinstance(expr, sp.Add):
+        out = []
+        for i, term in enumerate(expr.as_ordered_terms()):
+            neg = term.could_extract_minus_sign()
+            sub = _pieces(-term if neg else term, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1)
+            sign = "- " if neg else "+ " if i else ""
+            out += [(" " if i else "", sign + sub[0][1])] + sub[1:]
+        return out
+    if isinstance(expr, (sp.Max, sp.Min)):  # max(a, b, ...): breaks between its arguments
+        name = whole[:whole.index("(")]
+        name = name[:-len("\\left")] if name.endswith("\\left") else name
+        args = sorted(expr.args, key=sp.default_sort_key)
+        out = []
+        for i, arg in enumerate(args):
+            sub = _pieces(arg, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1)
+            first = (name + open_ if i == 0 else "") + sub[0][1]
+            sub = [("" if i == 0 else " ", first)] + sub[1:]
+            sub[-1] = (sub[-1][0], sub[-1][1] + ("," if i < len(args) - 1 else close_))
+            out += sub
+        return out
+    if isinstance(expr, sp.Mul) and not expr.could_extract_minus_sign() and all(
+            not (f.is_Pow and f.exp.is_negative) and not (f.is_Rational and not f.is_Integer) for f in expr.args):
+        factors = expr.as_ordered_factors()
+        groups = (sp.Add, sp.Max, sp.Min)
+        if not any(isinstance(f, groups) for f in factors):  # a long product of numbers: break between factors
+            return [("" if i == 0 else glue_mul, (mul.lstrip() if i else "") + doprint(f)) for i, f in enumerate(factors)]
+        out = [("", "")]  # factors stick to the sum they multiply; the sum breaks between its terms
+        for i, factor in enumerate(factors):
+            sep = mul if i else ""
+            if isinstance(factor, groups):
+                sub = _pieces(factor, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
+                paren = isinstance(factor, sp.Add)  # max(...) brings its own parentheses
+                out[-1] = (out[-1][0], out[-1][1] + sep + (open_ if paren else "") + sub[0][1])
+                out += sub[1:]
+                out[-1] = (out[-1][0], out[-1][1] + (close_ if paren else ""))
+            else:
+                out[-1] = (out[-1][0], out[-1][1] + sep + doprint(factor))
+        return out
+    return [("", whole)]
+
+
+def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ") -> list[str]:
+    """``expr`` printed and broken greedily into lines no wider than ``width`` where it can be."""
+    whole = doprint(expr)
+    if measure(whole) <= width:
+        return [whole]
+    lines = []
+    for glue, text in _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul):
+        if lines and measure(lines[-1] + glue + text) <= width:
+            lines[-1] += glue + text
+        else:
+            lines.append(text)
+    return lines if len(lines) > 1 else [whole]
+
+
 def _num_text(value) -> str:
     if isinstance(value, Fraction) and value.denominator != 1:
-        return f"{value.numerator}/{value.denominator}"
+        return f"{digits(value.numerator)}/{digits(value.denominator)}"
     if isinstance(value, float):
         return repr(value)
-    return str(int(value))
+    return digits(value)
 
 
 def num_latex(value) -> str:
@@ -317,17 +605,106 @@ def _filters(kind: str, names: dict) -> dict:
         return Safe({"latex": escape_latex, "markdown": escape_markdown}.get(kind, str)(value))
 
     @jinja2.pass_context
-    def show(ctx, value, indent=0):
-        return pretty(value, indent) if ctx.get("format") == "pretty" else text(value)
+    def show(ctx, value, indent=0, reserve=0):
+        """Text (broken to fit :data:`TEXT_WIDTH` columns after ``indent``, ``reserve`` left on the line
+        for what follows) or, for ``pretty``, SymPy's 2-D form."""
+        if ctx.get("format") == "pretty":
+            return pretty(value, indent)
+        if not isinstance(value, Formula):
+            return text(value)
+        lines = value.text_lines(max(TEXT_WIDTH - indent - reserve, 30))
+        return Safe(("\n" + " " * indent).join(lines))
+
+    def joinlines(items, indent=0, sep=" + "):
+        """Plain items joined by ``sep``, broken to fit :data:`TEXT_WIDTH` columns after ``indent``."""
+        lines = [""]
+        for i, item in enumerate(map(str, items)):
+            piece = item if i == 0 else sep.lstrip() + item
+            if i and len(lines[-1]) + len(sep) - len(sep.lstrip()) + len(piece) + indent > TEXT_WIDTH:
+                lines.append(piece)
+            else:
+                lines[-1] += ((sep[:len(sep) - len(sep.lstrip())]) if i else "") + piece
+        return Safe(("\n" + " " * indent).join(lines))
+
+    break_line = " \\nonumber \\\\\n&\\quad " if kind == "latex" else " \\\\\n&\\quad "
+    break_eq = break_line.replace("\\quad ", "= ")
+
+    def texlines(value, tail=None):
+        """Display math in an align environment, broken across lines that fit the page (continuation
+        lines start ``&\\quad``); ``tail``, a number, follows as `` = tail``."""
+        if isinstance(value, sp.Basic):
+            value = Formula(value)
+        lines = value.latex_lines(names) if isinstance(value, Formula) else [escape_latex(value)]
+        if tail is not None:
+            end = num_latex(tail)
+            if tex_width(lines[-1] + " = " + end) <= LATEX_WIDTH:
+                lines[-1] += " = " + end
+            else:
+                return Safe(break_line.join(lines) + break_eq + end)
+        return Safe(break_line.join(lines))
+
+    def texsum(values):
+        """Formulas joined by ``+`` as display math, broken across lines like :func:`texlines`."""
+        lines = []
+        for i, value in enumerate(values):
+            parts = (value if isinstance(value, Formula) else Formula(value)).latex_lines(names)
+            parts[0] = ("+ " if i else "") + parts[0]
+            for part in parts:
+                if lines and tex_width(lines[-1] + " " + part) <= LATEX_WIDTH:
+                    lines[-1] += " " + part
+                else:
+                    lines.append(part)
+        return Safe(break_line.join(lines))
+
+    def meaning(value):
+        """A symbol's description for LaTeX text, its symbol names (``n_h``, ``d_ff``) as math."""
+        parts = _SYMBOL_NAME_RE.split(str(value))
+        return Safe("".join(f"${names.get(_SYMBOL_BY_NAME[p], p)}$" if i % 2 else escape_latex(p)
+                            for i, p in enumerate(parts)))
 
     return {"tex": tex, "text": text, "pretty": pretty, "show": show, "num": num, "esc": esc,
+            "texlines": texlines, "texsum": texsum, "meaning": meaning, "joinlines": joinlines,
             "grouped": plain, "human": lambda v, flops=False: Safe(human(v, flops)),
             "human_bytes": lambda v: Safe(human_bytes(v)),
             "pct": lambda v, total: Safe(f"{100 * v / total:.2f}" if total else "0.00")}
 
 
+#: the columns terminal output (a text derivation) fits
+TEXT_WIDTH = 100
+#: symbol names with an underscore (``n_h``, ``d_ff``, ``beta_w``) as they appear in descriptions
+_SYMBOL_BY_NAME = {sym.name: sym for sym in S.SYMBOLS if "_" in sym.name}
+_SYMBOL_NAME_RE = re.compile(r"(?<![A-Za-z0-9_\\])(" + "|".join(
+    re.escape(n) for n in sorted(_SYMBOL_BY_NAME, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
+
+
 def _kind_of(name: str) -> str:
     return {"tex": "latex", "md": "markdown"}.get(name.rsplit(".", 2)[-2] if name.count(".") >= 2 else "", "text")
+
+
+class _Sandbox(SandboxedEnvironment):
+    """Jinja's sandbox, which also refuses arithmetic that would take unbounded time or memory
+    (``{{ 10 ** 10 ** 10 }}``, ``{{ "x" * 10 ** 12 }}``): results are limited to :data:`LIMIT` bits or
+    items."""
+
+    intercepted_binops = frozenset({"**", "*", "<<"})
+    LIMIT = 1 << 20
+
+    def call_binop(self, context, operator, left, right):
+        ints = isinstance(left, int) and isinstance(right, int)
+        if operator == "**" and ints and right > 0 and abs(left) > 1:
+            big = left.bit_length() * right > self.LIMIT
+        elif operator == "<<" and ints:
+            big = left != 0 and right > self.LIMIT
+        elif operator == "*" and ints:
+            big = left.bit_length() + right.bit_length() > self.LIMIT
+        elif operator == "*" and isinstance(left, int) != isinstance(right, int):  # "x" * n, [0] * n
+            seq, n = (right, left) if isinstance(left, int) else (left, right)
+            big = isinstance(seq, (str, list, tuple)) and len(seq) * n > self.LIMIT
+        else:
+            big = False
+        if big:
+            raise SecurityError(f"{operator}: the result would exceed {self.LIMIT:,} bits or items")
+        return super().call_binop(context, operator, left, right)
 
 
 @lru_cache(maxsize=64)
@@ -343,7 +720,7 @@ def _environment(kind: str, user_dir: str | None, names: tuple) -> jinja2.Enviro
         options.update(finalize=_finalizer(escape_markdown))
     else:
         options.update(finalize=_finalizer(None))
-    env = SandboxedEnvironment(**options)
+    env = _Sandbox(**options)
     env.filters.update(_filters(kind, dict(names)))
     return env
 
@@ -381,9 +758,20 @@ def render_template(name: str, context: dict, *, template_dir=None, names=None) 
     except jinja2.TemplateNotFound as e:
         raise SymllmError(f"template: {e.name!r} not found") from None
     except jinja2.TemplateSyntaxError as e:
-        raise SymllmError(f"template: {e.name or name} line {e.lineno}: {e.message}") from None
+        raise SymllmError(f"template: {e.name or name} line {e.lineno}: {_one_line(e.message)}") from None
     except jinja2.TemplateError as e:
-        raise SymllmError(f"template: {name}: {e.message or e}") from None
+        raise SymllmError(f"template: {name}: {_one_line(e.message or e)}") from None
+    except SymllmError:
+        raise
+    except RecursionError:  # a macro that calls itself
+        raise SymllmError(f"template: {name}: recursion too deep (a macro calling itself?)") from None
+    except Exception as e:  # noqa: BLE001 -- a user template's runtime error: {{ 1/0 }}, {{ none + 1 }}, ...
+        raise SymllmError(f"template: {name}: {type(e).__name__}: {_one_line(e)}") from None
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 # --------------------------------------------------------------------------- layout helpers

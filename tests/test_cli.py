@@ -3,6 +3,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sympy as sp
@@ -128,3 +129,82 @@ def test_cli_does_not_import_torch():
     """Importing the command line does not import torch (only verify needs it)."""
     code = "import sys, symllm.cli; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# --- what a reader sees in a terminal -------------------------------------------------------------------
+
+WIDE = [["count", "llama3.1-8b"], ["count", "llama3.1-8b", "--seq", "131072"],
+        ["count", "llama3.1-405b", "--seq", "131072", "--batch", "64", "--gen", "131072", "--dtype", "int4",
+         "--recompute", "--zero", "3", "--dp", "1024"],
+        ["presets"], ["derive", "--quantity", "memory", "--model", "llama3.1-8b"],
+        ["derive", "--quantity", "memory", "--model", "llama3.1-405b", "--memory", "inference_peak"],
+        ["derive", "--quantity", "flops", "--model", "llama3.1-405b", "--phase", "generation", "--gen", "1000",
+         "--seq", "131072"],
+        ["derive", "--component", "block", "--quantity", "flops", "--model", "llama3.1-405b"]]
+
+
+@pytest.mark.parametrize("argv", WIDE + [[c, "--help"] for c in ["count", "derive", "report", "presets", "verify",
+                                                                 "sweep"]] + [["--help"]])
+def test_terminal_output_fits_100_columns(argv, cli, monkeypatch):
+    """count, presets, derive (text) and every --help fit 100 columns, even on a wider terminal (they
+    printed 103-169)."""
+    monkeypatch.setenv("COLUMNS", "250")
+    r = cli(argv)
+    assert r.code == 0, r.err
+    widest = max(r.out.splitlines(), key=len)
+    assert len(widest) <= 100, widest
+
+
+def test_derive_memory_shows_bytes_in_byte_units(cli):
+    """derive --quantity memory ends with the bytes in GiB, as count shows them (it said "16.06B")."""
+    r = cli(["derive", "--quantity", "memory", "--model", "llama3.1-8b"])
+    total = 16_060_522_496 + 2 * 32 * 8 * 128 * 2 * 2048  # weights (count's) + bf16 KV cache of 2,048 tokens
+    assert r.out.rstrip().endswith(f"= {total:,} ({total / 2**30:.2f} GiB)")
+
+
+@pytest.mark.parametrize("argv", [["--component", "attention", "--mha"], ["--component", "feed_forward"],
+                                  ["--component", "attention", "--mqa"], ["--component", "rmsnorm"]])
+def test_derive_prints_no_line_twice(argv, cli):
+    """No derivation repeats a line (`= 4*d*d_h*n_h` twice for MHA, `= 3*d*d_ff` for the feed-forward)."""
+    lines = [line.strip() for line in cli(["derive", *argv]).out.splitlines() if line.strip()]
+    assert len(lines) == len(set(lines)), lines
+
+
+@pytest.mark.parametrize("argv", [["--component", "rope"], ["--component", "rope", "--model", "llama2-7b"],
+                                  ["--component", "embedding"]])
+def test_derive_prints_no_empty_heading(argv, cli):
+    """Every heading (an unindented line) is followed by an indented line: rope printed "symbols" alone."""
+    lines = cli(["derive", *argv]).out.splitlines()
+    for i, line in enumerate(lines[1:-1], 1):
+        if line and not line.startswith(" ") and ":" not in line:
+            assert lines[i + 1].startswith("  "), (line, lines)
+
+
+def test_presets_sort_naturally(cli):
+    """codellama-7b before codellama-13b, llama3-8b before llama3.1-8b before llama3.1-70b before llama3.1-405b."""
+    names = [line.split()[0] for line in cli(["presets"]).out.splitlines()[2:] if line[:1].strip()]
+    for first, second in [("codellama-7b", "codellama-13b"), ("llama1-7b", "llama1-65b"), ("llama3-8b", "llama3.1-8b"),
+                          ("llama3.1-8b", "llama3.1-70b"), ("llama3.1-70b", "llama3.1-405b"), ("llama2-70b", "llama3-8b")]:
+        assert names.index(first) < names.index(second)
+
+
+@pytest.mark.parametrize("argv,flags", [
+    (["--quantity", "memory", "--phase", "decode"], "--phase"),
+    (["--quantity", "flops", "--zero", "2", "--dtype", "int8"], "--dtype, --zero"),
+    (["--quantity", "params", "--seq", "512"], "--seq"),
+])
+def test_derive_says_which_flags_do_not_apply(argv, flags, cli):
+    """A flag the quantity does not use is named on stderr (one line) instead of silently ignored."""
+    r = cli(["derive", "--model", "llama3.2-1b", *argv])
+    assert r.code == 0 and r.err.count("\n") == 1
+    assert r.err.startswith("symllm: warning: ") and flags in r.err and "ignored" in r.err
+    assert cli(["derive", "--model", "llama3.2-1b", "--quantity", "flops", "--phase", "decode"]).err == ""
+
+
+def test_example_plots_are_not_left_in_the_working_tree():
+    """Running the sweep notebook by hand writes sweep_*.png into examples/: git ignores them."""
+    root = Path(__file__).parent.parent
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    for name in ("sweep_params.png", "sweep_chinchilla.png"):
+        assert subprocess.run(["git", "check-ignore", "-q", f"examples/{name}"], cwd=root).returncode == 0

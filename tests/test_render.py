@@ -375,7 +375,8 @@ def test_notation_json_and_bad_files(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("symllm: error: notation: unknown symbol 'zeta'")
     bad.write_text(json.dumps({"d": "d_{x"}))
     assert cli.main(["report", "llama2-7b", "--notation", str(bad)]) == 2
-    assert "balanced braces" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("symllm: error: notation: d: 'd_{x'") and "unbalanced '{'" in err
 
 
 # --------------------------------------------------------------------------- templates, sandbox
@@ -534,3 +535,151 @@ def test_wheel_ships_templates_and_report_runs_from_anywhere(tmp_path):
                           cwd=elsewhere, capture_output=True, text=True, env=run_env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "\\begin{document}" in (elsewhere / "r.tex").read_text()
+
+
+# --------------------------------------------------------------------------- hostile notation and templates
+
+HOSTILE_NOTATION = [
+    r"\input{/etc/passwd}", r"\include{x}", r"\write18{ls}", r"\immediate\write18{ls}", r"\openin5=/etc/passwd",
+    r"\openout5=x.tex", r"\read5 to\x", r"\catcode`\@=11", r"\csname input\endcsname{/etc/passwd}",
+    r"\def\x{y}", r"\let\x\y", r"\expandafter x", r"\newcommand{\x}{y}", r"\mathrm{\input{/etc/passwd}}",
+    r"\text{\input{x}}", "d\\\\}", "d\\\\", "d_{x", "}{", "x$", "a&b", "a%b", "#1", "x~y", "a_b_c", "x^2'",
+    "x^", "_x", r"\left(x", r"\end{align}", "\u03b1", "x\ny", r"\hat", r"\text{a_b}", "a" * 101, "{" * 9 + "}" * 9,
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE_NOTATION)
+def test_hostile_notation_is_refused(value, cli, tmp_path):
+    """A notation value that could read or write files, or would not compile (``d\\\\}`` passed the old
+    brace check), is one error line naming the symbol, exit 2, and no output file."""
+    (tmp_path / "n.json").write_text(json.dumps({"d": value}))
+    r = cli(["report", "llama3.2-1b", "--format", "latex", "--notation", tmp_path / "n.json",
+             "-o", tmp_path / "r.tex"])
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith("symllm: error: notation: d: ") and r.err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.json"]
+    with pytest.raises(SymllmError, match="notation: d:"):
+        render.notation({"d": value})
+
+
+def _notation_candidates(count: int, seed: int = 14) -> list[str]:
+    """Random strings over LaTeX tokens, harmless and hostile, for the accept-only-what-compiles test."""
+    import random
+    rng = random.Random(seed)
+    tokens = ["x", "d", "V", "7", "_", "^", "'", "{", "}", " ", "(", ")", "+", ",", r"\alpha", r"\ell", r"\mathrm",
+              r"\mathcal", r"\hat", r"\bar", r"\text{ff}", r"\text", r"\lvert", r"\rvert", r"\cdot", r"\,", r"\|",
+              r"\{", r"\}", r"\operatorname", r"\boldsymbol", r"\widetilde", r"\prime", "\\\\", "$", "&", "%", "#",
+              "~", r"\input", r"\left", r"\frac", "[", "]", "=", r"\_", r"\quad"]
+    out = []
+    for _ in range(count):
+        out.append("".join(rng.choice(tokens) for _ in range(rng.randint(1, 9))))
+    return out
+
+
+def test_accepted_notation_compiles(tmp_path):
+    """Every notation value the check accepts compiles with pdflatex, alone, as the base of a power
+    SymPy prints (``d^{2}``), in a product and a sum, and in a report's align environment; the random
+    candidates include values it refuses (so both sides of the check are exercised)."""
+    import sympy as sp
+
+    from symllm import symbols as S
+    candidates = [v for seed in (14, 15, 16, 17) for v in _notation_candidates(3000, seed)]
+    accepted = [v.strip() for v in candidates if render.tex_refusal(v) is None]  # notation() strips
+    refused = [v for v in candidates if render.tex_refusal(v) is not None]
+    assert len(set(accepted)) >= 600 and len(refused) >= 4000
+    accepted = sorted(set(accepted)) + [r"d_\mathrm{model}", r"\lvert\mathcal{V}\rvert", "h'", "x'^2",
+                                              r"\text{d model}", r"\hat x_1", r"x^{2}_{i}"]
+    exprs = [S.d ** 2 * S.n_h, sp.sqrt(S.d) + S.d ** 3 / S.n_h, sp.floor(S.d / 3) * S.d_h]
+    snippets = {}
+    for i, value in enumerate(accepted):
+        names = {**S.LATEX, S.d: value}
+        body = " \\quad ".join(f"${sp.latex(e, symbol_names=names)}$" for e in exprs)
+        snippets[f"notation {i}: {value!r}"] = f"${value}$ \\quad {body}\n\\begin{{align}}{value} &= 1\\end{{align}}"
+    snippets["report with notation"] = derivation.report(
+        "llama3.2-1b", notation={"d": "x'^2", "n_h": r"\text{heads}", "V": r"\hat{\mathcal{V}}_1"}).render("latex")
+    log = compile_snippets({k.replace("\\", "/").replace("{", "(").replace("}", ")").replace("%", "pct")
+                            .replace("#", "hash").replace("$", "dollar").replace("~", "tilde")
+                            .replace("&", "amp").replace("^", "hat").replace("_", "-"): v
+                            for k, v in snippets.items()}, tmp_path)
+    assert log.count("SNIPPET:") == len(snippets)
+
+
+@pytest.mark.parametrize("template,message", [
+    ("{{ 1/0 }}", "ZeroDivisionError"),
+    ("{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}", "recursion"),
+    ("{{ none + 1 }}", "TypeError"),
+    ("{{ 10 ** 10000000 }}", "would exceed"),
+    ("{{ 'x' * 10 ** 12 }}", "would exceed"),
+    ("{{ [0] * 10 ** 12 }}", "would exceed"),
+    ("{{ 10 ** 5000 }}", "4300"),
+    ("{{ range(10 ** 9)|list }}", "MAX_RANGE"),
+    ("{{ {}['missing'] }}", "missing"),
+    ("{{ ''.join }}", ""),
+])
+def test_template_runtime_errors_are_one_line(template, message, cli, tmp_path):
+    """A user template that fails while it renders (an exception, a recursive macro, arithmetic that
+    would not end) is one error line naming the template, exit 2, and leaves no output file."""
+    (tmp_path / "report.md.j2").write_text(template + "\n")
+    r = cli(["report", "llama2-7b", "--template-dir", tmp_path, "-o", tmp_path / "r.md"])
+    if r.code == 0:  # only a harmless template may succeed
+        assert message == "" and (tmp_path / "r.md").exists()
+        return
+    assert r.code == 2 and r.err.startswith("symllm: error: template: report.md.j2") and r.err.count("\n") == 1
+    assert message in r.err
+    assert not (tmp_path / "r.md").exists() and len(list(tmp_path.iterdir())) == 1
+
+
+# --------------------------------------------------------------------------- what a reader sees
+
+FIT_THE_PAGE = [
+    ["report", "llama3.1-8b"],
+    ["report", "llama3.1-405b", "--seq", "131072"],
+    ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation"],
+    ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation", "--model", "llama3.1-405b",
+     "--seq", "131072", "--gen", "4096", "--attention", "causal"],
+    ["derive", "--component", "model", "--quantity", "memory", "--model", "llama3.1-405b", "--memory",
+     "inference_peak", "--batch", "64"],
+    ["report", "tinyllama-1.1b", "--dtype", "int4", "--batch", "1024", "--seq", "131072", "--gen", "131072",
+     "--zero", "3", "--dp", "1000", "--recompute"],
+]
+
+
+@pytest.mark.parametrize("argv", FIT_THE_PAGE, ids=lambda a: " ".join(a)[:60])
+def test_standalone_output_fits_the_page_after_one_pass(argv, tmp_path, monkeypatch):
+    """One pdflatex pass on a fresh folder gives the finished PDF: no overfull box (the substituted
+    FLOP and memory lines ran 130-1,000pt into the margin), no undefined reference or "Rerun" request,
+    and no "??" where a table number should be."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([*argv, "--format", "latex", "--standalone", "-o", "doc.tex"]) == 0
+    log = _run_pdflatex((tmp_path / "doc.tex").read_text(), tmp_path, "doc")
+    assert "Overfull" not in log, re.findall(r"Overfull.*", log)
+    assert "undefined" not in log and "Rerun" not in log
+    assert "??" not in _pdf_text(tmp_path / "doc.pdf")
+
+
+def test_latex_lines_break_between_terms_and_keep_the_formula():
+    """Long sums and products break into lines of bounded width, and the lines put together are the same
+    formula (reading the pieces back with SymPy gives the original expression)."""
+    import sympy as sp
+    from sympy.parsing.sympy_parser import parse_expr
+
+    from symllm import symbols as S
+    dv = derivation.derive("model", "memory", config="llama3.1-405b", memory="inference_peak", batch=64)
+    for name, expr in dv.terms + (("closed", dv.closed),):
+        formula = render.Formula(expr)
+        lines = formula.text_lines(60)
+        assert all(len(line) <= 60 for line in lines) or len(lines) == 1
+        names = {sym.name: sym for sym in S.SYMBOLS}
+        assert sp.expand(parse_expr(" ".join(lines), local_dict=names) - expr) == 0
+        assert all(render.tex_width(line) <= render.LATEX_WIDTH for line in formula.latex_lines())
+
+
+def test_where_line_typesets_symbol_names_as_math():
+    """The LaTeX "where" line writes the n_h and d_ff of the descriptions as math ($n_h$, $d_{ff}$), not as
+    escaped text (n\\_h)."""
+    tex = derivation.derive("model", config="llama3.1-8b").render("latex")
+    where = next(line for line in tex.splitlines() if line.startswith("where "))
+    assert "($n_h$: MHA" in where and "granule for $d_{ff}$" in where
+    assert "n\\_h" not in where and "d\\_ff" not in where
+    tex = derivation.derive("model", config="llama3.1-8b", notation={"n_h": "h"}).render("latex")
+    assert "($h$: MHA" in tex

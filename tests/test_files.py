@@ -1,0 +1,286 @@
+"""Output files (-o) behave as a plain write would, atomically where they can, and the command line
+turns faults (a full device, Ctrl-C, SIGTERM, numbers of any size) into one line.
+
+Each test names the fault it reproduces; see symllm/files.py for the rules."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from symllm import files
+from symllm.errors import SymllmError
+
+LINUX = sys.platform.startswith("linux")
+ROOT = Path(__file__).parent.parent
+
+
+def _one_line(r, code=2, prefix="symllm: error: "):
+    assert r.code == code, r
+    assert r.err.startswith(prefix) and r.err.count("\n") == 1 and "Traceback" not in r.err, r.err
+
+
+# --------------------------------------------------------------------------- -o: what a plain write does
+
+def test_symlink_is_written_through_to_its_target(cli, tmp_path):
+    """-o LINK updates the link's target (atomically: a new inode) and the link stays a link."""
+    target = tmp_path / "real.md"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    inode = target.stat().st_ino
+    (tmp_path / "link.md").symlink_to("real.md")
+    r = cli(["report", "llama2-7b", "-o", tmp_path / "link.md"])
+    assert r.code == 0, r.err
+    assert (tmp_path / "link.md").is_symlink() and os.readlink(tmp_path / "link.md") == "real.md"
+    assert target.read_text().startswith("## llama2-7b")
+    assert target.stat().st_ino != inode  # replaced by a rename, not truncated in place
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640  # the mode a plain write keeps
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.md", "real.md"]
+
+
+def test_dangling_symlink_creates_its_target(tmp_path):
+    """A symlink to a file that does not exist yet: the target is created, as open(path, "w") does."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (tmp_path / "link").symlink_to(sub / "new.txt")
+    files.write_atomic(tmp_path / "link", "x")
+    assert (sub / "new.txt").read_text() == "x" and (tmp_path / "link").is_symlink()
+
+
+def test_symlink_loop_is_one_line(tmp_path):
+    """A symlink loop is an error line, not a traceback."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    with pytest.raises(SymllmError, match="output: cannot write"):
+        files.write_atomic(tmp_path / "a", "x")
+
+
+@pytest.fixture
+def devices_guarded():
+    """Fails the test, and restores the nodes when it can (root), if /dev/null or /dev/full stopped being
+    character devices: a writer that renames over its target (the bug) would replace them for the whole
+    machine."""
+    yield
+    broken = [(path, minor) for path, minor in (("/dev/null", 3), ("/dev/full", 7))
+              if not stat.S_ISCHR(os.stat(path).st_mode)]
+    for path, minor in broken:
+        if os.geteuid() == 0:
+            os.unlink(path)
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+            os.chmod(path, 0o666)
+    assert not broken, f"{[p for p, _ in broken]} were replaced by a regular file (restored: {os.geteuid() == 0})"
+
+
+@pytest.mark.skipif(not LINUX, reason="/dev/null and /dev/full are Linux devices")
+def test_devices_are_written_directly(cli, devices_guarded):
+    """-o /dev/null succeeds and leaves the device a device; -o /dev/full (no space) is one line, exit 2
+    (the rename wrote a regular file over the device node, or exited 0)."""
+    r = cli(["report", "llama2-7b", "-o", "/dev/null"])
+    assert r.code == 0 and r.err == ""
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    r = cli(["report", "llama2-7b", "-o", "/dev/full"])
+    _one_line(r)
+    assert "No space left" in r.err and stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    r = cli(["sweep", "--base", "llama3-8b", "--n-layers", "1:2000", "-o", "/dev/full"])
+    _one_line(r)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_is_written_directly(cli, tmp_path):
+    """-o FIFO writes into the FIFO (a reader gets the report), and the FIFO stays a FIFO."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    r = cli(["report", "llama2-7b", "-o", fifo])
+    reader.join(30)
+    assert r.code == 0, r.err
+    assert got and got[0].startswith("## llama2-7b")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o000])
+def test_read_only_file_is_refused(cli, tmp_path, mode):
+    """A file without write permission is not replaced (the rename did), even for root: one line, exit 2,
+    the file unchanged."""
+    out = tmp_path / "r.md"
+    out.write_text("keep")
+    os.chmod(out, mode)
+    try:
+        r = cli(["report", "llama2-7b", "-o", out])
+        _one_line(r)
+        assert "read-only" in r.err
+        os.chmod(out, 0o600)
+        assert out.read_text() == "keep"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
+    finally:
+        os.chmod(out, 0o600)
+
+
+@pytest.mark.parametrize("length", [243, 250, 255])
+def test_long_file_names(cli, tmp_path, length):
+    """Names of 243-255 characters work: the temporary name is short (".NAME.xxxx.tmp" passed 255)."""
+    out = tmp_path / ("r" * (length - 3) + ".md")
+    r = cli(["report", "llama2-7b", "-o", out])
+    assert r.code == 0, r.err
+    assert out.read_text().startswith("## llama2-7b") and len(list(tmp_path.iterdir())) == 1
+
+
+def test_temporary_name_is_short_and_recognisable(tmp_path, monkeypatch):
+    """While a file is written its temporary file is .symllm-XXXXXXXX.tmp in the target's folder."""
+    seen = []
+
+    def content(fh):
+        seen.extend(p.name for p in tmp_path.iterdir())
+        fh.write("x")
+    files.write_atomic(tmp_path / ("y" * 255), content)
+    assert len(seen) == 1 and seen[0].startswith(files.TEMP_PREFIX) and seen[0].endswith(files.TEMP_SUFFIX)
+    assert len(seen[0]) <= 20
+
+
+def test_interrupted_write_leaves_nothing(tmp_path):
+    """KeyboardInterrupt (and the CLI's SIGTERM exception) in the middle of writing removes the temporary
+    file and leaves the old file as it was."""
+    out = tmp_path / "r.csv"
+    out.write_text("old")
+
+    def content(fh):
+        fh.write("partial")
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        files.write_atomic(out, content)
+    assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.csv"]
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_sigterm_mid_write_removes_the_temporary_file(tmp_path):
+    """SIGTERM while a large sweep is being written: exit 143 with one line, no temporary file, no output
+    (the .NAME.*.tmp file of hundreds of MB stayed)."""
+    out = tmp_path / "big.csv"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "symllm", "sweep", "--base", "llama3-8b", "--dim", "64:640000000:64",
+                             "--quantity", "params,flops", "-o", str(out)], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(files.TEMP_PREFIX) for p in tmp_path.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err == "symllm: terminated\n", err
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- input files
+
+def test_read_json_turns_every_parse_failure_into_one_line(tmp_path):
+    """read_json: invalid JSON, an integer over 4,300 digits and nesting 5,000 deep are SymllmErrors."""
+    p = tmp_path / "c.json"
+    for text, why in [("{", "not valid JSON"), ('{"dim": ' + "9" * 5000 + "}", "too long"),
+                      ("[" * 5000 + "]" * 5000, "nested too deeply")]:
+        p.write_text(text)
+        with pytest.raises(SymllmError, match=why):
+            files.read_json(p, "notation")
+
+
+@pytest.mark.parametrize("text", ['{"d": ' + "9" * 5000 + "}", "[" * 5000 + "]" * 5000, '{"d": ' + "[" * 5000],
+                         ids=["5000-digits", "nested-5000", "unclosed-5000"])
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_hostile_notation_files_are_one_line(cli, tmp_path, text, suffix):
+    """A notation file with a 5,000-digit integer or nested 5,000 deep: one line, exit 2."""
+    p = tmp_path / f"n{suffix}"
+    p.write_text(text if suffix == ".json" else "d = " + text.split(": ", 1)[-1].rstrip("}"))
+    _one_line(cli(["derive", "--notation", p]))
+
+
+@pytest.mark.parametrize("text", ['{"dim": ' + "9" * 5000 + "}", "[" * 5000 + "]" * 5000],
+                         ids=["5000-digits", "nested-5000"])
+def test_hostile_config_files_are_one_line(cli, tmp_path, text):
+    """A config with a 5,000-digit integer or nested 5,000 deep: one line, exit 2."""
+    p = tmp_path / "c.json"
+    p.write_text(text)
+    _one_line(cli(["count", p]))
+
+
+# --------------------------------------------------------------------------- faults of the command line
+
+@pytest.mark.skipif(not LINUX, reason="/dev/full is a Linux device")
+@pytest.mark.parametrize("argv", [["count", "llama3.1-8b"], ["presets"], ["count", "llama3.1-8b", "--json"]])
+def test_stdout_on_a_full_device(argv):
+    """`symllm count llama3.1-8b > /dev/full`: one line, exit 2, no "Exception ignored" noise."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "symllm", *argv], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "symllm: error: output: cannot write to stdout: No space left on device\n"
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX pipes")
+def test_closed_pipe_is_quiet():
+    """`symllm presets | head -1`: exit 0, nothing on stderr."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(f"{sys.executable} -m symllm count llama3.1-8b --seq 9 | head -c 1", shell=True, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout == "l" and proc.stderr == ""
+
+
+def test_ctrl_c_is_one_line_and_exit_130(cli, monkeypatch):
+    """KeyboardInterrupt during a command: `symllm: interrupted`, exit 130 (a 27-line traceback)."""
+    from symllm import cli as cli_module
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli_module, "cmd_count", interrupted)
+    r = cli(["count", "llama3.1-8b"])
+    assert r.code == 130 and r.err == "symllm: interrupted\n"
+
+
+def test_sigterm_handler_is_restored(cli):
+    """main() installs its SIGTERM handler for the command only (in-process callers keep theirs)."""
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli(["presets"]).code == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+HUGE = "9" * 4000  # argparse reads it (under 4,300 digits); products of two are over 4,300 digits
+
+
+def test_json_output_of_numbers_over_4300_digits(cli):
+    """--json with FLOPs of 8,000 digits prints exact JSON integers (json.dumps raised ValueError)."""
+    r = cli(["count", "llama3.1-8b", "--batch", HUGE, "--seq", HUGE, "--json"])
+    assert r.code == 0, r.err[-300:]
+    sys.set_int_max_str_digits(0)
+    try:
+        data = json.loads(r.out)
+        b = int(HUGE)
+        assert data["flops"]["prefill"] > 10**7990 and data["flops"]["prefill"] % b == 0
+        assert data["workload"]["batch"] == b
+    finally:
+        sys.set_int_max_str_digits(4300)
+
+
+@pytest.mark.parametrize("argv", [
+    ["count", "llama3.1-8b", "--batch", HUGE, "--seq", HUGE],
+    ["report", "llama3.1-8b", "--batch", HUGE, "--seq", HUGE],
+    ["report", "llama3.1-8b", "--batch", "10" + "0" * 310, "--format", "latex"],
+    ["derive", "--model", "llama3.1-8b", "--quantity", "flops", "--batch", HUGE, "--seq", HUGE],
+    ["derive", "--model", "llama3.1-8b", "--quantity", "memory", "--batch", HUGE, "--format", "pretty"],
+])
+def test_text_output_of_numbers_past_float(cli, argv):
+    """count, report and derive print numbers above 1e308 (float() raised OverflowError) exactly."""
+    r = cli(argv)
+    assert r.code == 0, r.err[-300:]
+    b = int(argv[argv.index("--batch") + 1])
+    assert f"{b:,}"[:40] in r.out or f"{b:,}".replace(",", "{,}")[:40] in r.out
+    assert "e+" in r.out  # the human column switches to scientific notation, exactly rounded

@@ -1,0 +1,218 @@
+"""Hostile command-line input, fuzzed (strategies in tests/strategies.py): config files, workload flags,
+notations, user templates and -o targets.
+
+Whatever the input, the command line either succeeds or prints ONE line ``symllm: error: ...`` on stderr
+and exits 2: never a traceback, never another status, never a file left behind (no partial output, no
+``.symllm-*.tmp``), and the numbers of ``count --json`` are exact (ints, or ``"p/q"`` strings).
+
+Profiles (examples per test; the CLI runs in-process through the ``cli`` fixture):
+
+* default and CI: 2,100 cases in all (about a minute on 2 cores);
+* ``SYMLLM_FUZZ=long python -m pytest tests/test_fuzz.py``: five times as many, 10,500 cases.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from symllm.files import TEMP_PREFIX
+
+from .strategies import (hostile_config_texts, hostile_notations, hostile_templates, hostile_workload_argv,
+                         output_names, output_targets)
+
+#: SYMLLM_FUZZ=long multiplies every test's examples by 5 (>= 10,000 cases in all)
+SCALE = 5 if os.environ.get("SYMLLM_FUZZ") == "long" else 1
+#: examples per test in the default profile; their sum is the number of cases (>= 2,000)
+EXAMPLES = {"config": 700, "workload": 500, "notation": 300, "template": 300, "output": 300}
+
+
+def fuzz(kind: str):
+    """Hypothesis settings of one fuzz test (the cli fixture drains capsys per call, so it is safe to
+    share between examples)."""
+    return settings(max_examples=EXAMPLES[kind] * SCALE, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                           HealthCheck.data_too_large, HealthCheck.filter_too_much])
+
+
+def test_profiles_add_up():
+    """The CI profile runs at least 2,000 cases, the long one at least 10,000."""
+    assert sum(EXAMPLES.values()) >= 2000 and 5 * sum(EXAMPLES.values()) >= 10_000
+
+
+def assert_clean(r) -> None:
+    """Success (stderr empty or warnings), or exactly one error line and exit 2; no traceback."""
+    assert "Traceback" not in r.err and "Exception" not in r.err, r.err
+    assert r.code in (0, 2), (r.code, r.err)
+    if r.code == 2:
+        assert r.err.startswith("symllm: error: ") and r.err.endswith("\n") and r.err.count("\n") == 1, r.err
+    else:
+        assert all(line.startswith("symllm: warning: ") for line in r.err.splitlines()), r.err
+
+
+def assert_exact(value) -> None:
+    """Every number of count --json's params, flops and memory is an int or an exact "p/q" string."""
+    if isinstance(value, dict):
+        for v in value.values():
+            assert_exact(v)
+    else:
+        assert isinstance(value, int) and not isinstance(value, bool) or \
+            isinstance(value, str) and value.replace("/", "", 1).isdigit(), value
+
+
+def left_behind(folder: Path, expected: set[str]) -> set[str]:
+    return {p.name for p in folder.iterdir()} - expected
+
+
+# --------------------------------------------------------------------------- config files
+
+@fuzz("config")
+@given(text=hostile_config_texts(), json_out=st.booleans(), workload=st.booleans())
+def test_hostile_config_files(cli, text, json_out, workload):
+    """count CONFIG (text or --json, with or without a workload) of a hostile config file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "config.json"
+        path.write_text(text, encoding="utf-8")
+        r = cli(["count", path] + (["--json"] if json_out else []) + (["--seq", "3"] if workload else []))
+        assert_clean(r)
+        if r.code == 0 and json_out:
+            limit = sys.get_int_max_str_digits()
+            sys.set_int_max_str_digits(0)
+            try:
+                data = json.loads(r.out)
+            finally:
+                sys.set_int_max_str_digits(limit)
+            for key in ("params", "flops", "memory"):
+                assert_exact(data.get(key, {}))
+        assert left_behind(Path(tmp), {"config.json"}) == set()
+
+
+# --------------------------------------------------------------------------- workload flags
+
+@fuzz("workload")
+@given(argv=hostile_workload_argv(),
+       command=st.sampled_from([["count", "llama3.2-1b"], ["count", "llama3.2-1b", "--json"],
+                                ["derive", "--component", "attention", "--quantity", "flops"],
+                                ["derive", "--quantity", "memory", "--model", "llama3.2-1b"],
+                                ["derive", "--component", "rmsnorm", "--format", "latex"]]))
+def test_hostile_workload_flags(cli, argv, command):
+    """count and derive with hostile workload flags (--seq 9999..., --dtype junk, --batch -1, ...)."""
+    assert_clean(cli(command + argv))
+
+
+# --------------------------------------------------------------------------- notation
+
+@fuzz("notation")
+@given(mapping=hostile_notations(), fmt=st.sampled_from(["latex", "markdown", "text"]),
+       suffix=st.sampled_from([".json", ".toml"]))
+def test_hostile_notation(cli, mapping, fmt, suffix):
+    """derive --notation FILE with hostile LaTeX (\\input, \\write, unbalanced braces, ...) in JSON or
+    TOML; what is accepted renders (tests/test_render.py compiles what the check accepts)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"n{suffix}"
+        if suffix == ".json":
+            path.write_text(json.dumps(mapping), encoding="utf-8")
+        else:
+            path.write_text("".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in mapping.items()
+                                    if isinstance(v, str)), encoding="utf-8")
+        r = cli(["derive", "--component", "attention", "--format", fmt, "--notation", path])
+        assert_clean(r)
+        if r.code == 0:
+            assert "\\input" not in r.out and "\\write" not in r.out and "\\openin" not in r.out
+
+
+# --------------------------------------------------------------------------- templates
+
+@fuzz("template")
+@given(template=hostile_templates(), fmt=st.sampled_from(["text", "latex", "markdown"]))
+def test_hostile_templates(cli, template, fmt):
+    """derive --template-dir with a hostile user template: syntax errors, undefined names, sandbox
+    escapes, 1/0, recursion, 10 ** 10000000; an -o file is written only when the render succeeds."""
+    ext = {"text": "txt", "latex": "tex", "markdown": "md"}[fmt]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / f"derive.{ext}.j2").write_text(template, encoding="utf-8")
+        r = cli(["derive", "--component", "rmsnorm", "--format", fmt, "--template-dir", folder,
+                 "-o", folder / "out"])
+        assert_clean(r)
+        assert left_behind(folder, {f"derive.{ext}.j2"} | ({"out"} if r.code == 0 else set())) == set()
+
+
+# --------------------------------------------------------------------------- -o targets
+
+def _make_target(folder: Path, kind: str, name: str) -> tuple[Path, set[str], Path | None]:
+    """Build the -o target (``name``: the file's name); returns the path to give, the names now in
+    folder, and the file a successful write must update (None: nothing to check)."""
+    if kind == "new":
+        return folder / name, set(), folder / name
+    if kind in ("existing", "read-only"):
+        (folder / name).write_text("old")
+        if kind == "read-only":
+            os.chmod(folder / name, 0o444)
+        return folder / name, {name}, folder / name
+    if kind == "symlink":
+        real = "real.md" if name != "real.md" else "other.md"
+        (folder / real).write_text("old")
+        (folder / name).symlink_to(real)
+        return folder / name, {real, name}, folder / real
+    if kind == "dangling-symlink":
+        real = "real.md" if name != "real.md" else "other.md"
+        (folder / name).symlink_to(real)
+        return folder / name, {name}, folder / real
+    if kind == "symlink-loop":
+        (folder / "a").symlink_to("b")
+        (folder / "b").symlink_to("a")
+        return folder / "a", {"a", "b"}, None
+    if kind == "directory":
+        (folder / "sub").mkdir()
+        return folder / "sub", {"sub"}, None
+    if kind == "missing-folder":
+        return folder / "nope" / "out.md", set(), None
+    if kind == "file-as-folder":
+        (folder / "file").write_text("x")
+        return folder / "file" / "out.md", {"file"}, None
+    if kind == "long-name":
+        return folder / ("n" * 252 + ".md"), set(), folder / ("n" * 252 + ".md")
+    # a symlink to the device: a writer that replaced what stands at the path (the bug this suite guards
+    # against) then replaces the link, never the machine's /dev/null (tests/test_files.py writes the
+    # device paths themselves, guarded)
+    (folder / name).symlink_to("/dev/null" if kind == "dev-null" else "/dev/full")
+    return folder / name, {name}, None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="symlinks, /dev/null and /dev/full")
+@fuzz("output")
+@given(kind=output_targets(), name=output_names(), command=st.sampled_from([["derive", "--component", "rmsnorm"],
+                                                       ["derive", "--component", "rmsnorm", "--format", "latex"],
+                                                       ["report", "llama3.2-1b"]]))
+def test_hostile_output_targets(cli, kind, name, command):
+    """-o at a new name (any characters, up to 255 bytes), an existing, read-only or 252-character file, a symlink (also dangling or a
+    loop), a directory, a missing folder, a path under a file, /dev/null and /dev/full: a plain write's
+    outcome, one line when it fails, and no temporary file left."""
+    if command[0] == "report" and kind not in ("symlink", "read-only", "dev-full"):
+        command = command[:2]  # reports are slower: only where they add something
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        target, made, updated = _make_target(folder, kind, name)
+        r = cli([*command, "-o", target])
+        assert_clean(r)
+        expected_code = 2 if kind in ("read-only", "symlink-loop", "directory", "missing-folder",
+                                      "file-as-folder", "dev-full") else 0
+        assert r.code == expected_code, (kind, r.err)
+        if kind.startswith("dev-"):
+            assert (folder / name).is_symlink() and stat.S_ISCHR((folder / name).stat().st_mode)
+        if updated is not None and r.code == 0:
+            assert updated.read_text() != "old" and updated.is_file() and not updated.is_symlink()
+        if kind == "read-only":
+            os.chmod(target, 0o644)
+            assert target.read_text() == "old"
+        new = {updated.name} if updated is not None and updated.parent == folder and r.code == 0 else set()
+        assert left_behind(folder, made | new) == set()
+        assert not any(p.name.startswith(TEMP_PREFIX) for p in folder.iterdir())
