@@ -33,7 +33,7 @@ from .symbols import L, LATEX, V, b, beta_a, d, d_ff, d_h, f, m, n, n_h, n_kv, s
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
-    "attention", "feed_forward", "swiglu", "rmsnorm", "rope", "lm_head", "block", "model", "meta_hidden_dim",
+    "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
     "COMPONENTS", "component", "collected",
 ]
 
@@ -240,17 +240,31 @@ def embedding() -> Component:
                      doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)")
 
 
-def rmsnorm(name: str = "rmsnorm") -> Component:
-    """RMSNorm: a weight of ``d`` (no bias), ``ELEMENTWISE['rmsnorm']`` FLOPs per element.
+def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "") -> Component:
+    """RMSNorm: a weight of ``width`` (``d``; no bias) over ``rows`` rows (the ``b·s`` tokens),
+    ``ELEMENTWISE['rmsnorm']`` FLOPs per element.
 
     Models ``self.weight = nn.Parameter(torch.ones(dim))`` in ``RMSNorm``.
 
-    >>> rmsnorm().params
-    d
+    >>> rmsnorm().params, rmsnorm("q_norm", d_h, b * s * n_h).elementwise
+    (d, 4*b*d_h*n_h*s)
     """
-    return Component(name, params=d, elementwise=ELEMENTWISE["rmsnorm"] * _T * d,
-                     saved=beta_a * _T * d + STAT_BYTES * _T,  # its input x and the per-row 1/rms
-                     doc="RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))")
+    return Component(name, params=width, elementwise=ELEMENTWISE["rmsnorm"] * rows * width,
+                     saved=beta_a * rows * width + STAT_BYTES * rows,  # its input x and the per-row 1/rms
+                     doc=doc or "RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))")
+
+
+def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
+    """A norm on every query head and every key head before RoPE: Qwen3's ``q_norm`` and ``k_norm``,
+    RMSNorms of width ``d_h`` (``2·d_h`` parameters per layer) over ``b·s·n_h`` and ``b·s·n_kv`` rows.
+
+    >>> [c.params for c in qk_norms()]
+    [d_h, d_h]
+    """
+    if kind != "rmsnorm":
+        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm)")
+    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head"),
+            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head"))
 
 
 def rope() -> Component:
@@ -268,17 +282,24 @@ def _pairs(causal: bool) -> sp.Expr:
     return s * t + s * (s + 1) / 2 if causal else s * (t + s)
 
 
-def attention(*, bias: bool = False, causal: bool = False) -> Component:
+def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None = None,
+              causal: bool = False) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core.
 
     ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
     cost ``2·b·n_h·d_h`` FLOPs per query-key pair (``causal`` picks which pairs count).
-    The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass.
+    The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``bias`` puts a bias on all
+    four projections (HF ``attention_bias``), ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2);
+    ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`).
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
+    >>> sp.expand(attention(qkv_bias=True).total("params") - attention().total("params"))
+    d_h*n_h + 2*d_h*n_kv
     """
     pairs = _pairs(causal)
+    in_bias = bias or qkv_bias
+    norms = qk_norms(qk_norm) if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
     return Component(
         "attention",
@@ -288,10 +309,11 @@ def attention(*, bias: bool = False, causal: bool = False) -> Component:
         # operand); the input of wo
         saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + b * n_h * s ** 2 + _T * n_h * d_h),
         children=(
-            linear("wq", d, n_h * d_h, bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)"),
-            linear("wk", d, n_kv * d_h, bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
-            linear("wv", d, n_kv * d_h, bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
+            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)"),
+            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
+            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)"),
+            *norms,
             rope(),
             # live at inference: a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
@@ -357,7 +379,8 @@ def lm_head(*, tied: bool = False) -> Component:
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
 
 
-def block(*, attention_bias: bool = False, mlp_bias: bool = False, causal: bool = False) -> Component:
+def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
+          qk_norm: str | None = None, causal: bool = False) -> Component:
     """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
     ``out = h + feed_forward(ffn_norm(h))``.
 
@@ -371,7 +394,7 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, causal: bool 
         resident=2 * _T * d,  # the residual stream and the normed input
         children=(
             rmsnorm("attention_norm"),
-            attention(bias=attention_bias, causal=causal),
+            attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal),
             rmsnorm("ffn_norm"),
             feed_forward(bias=mlp_bias),
         ),
@@ -379,8 +402,8 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, causal: bool 
     )
 
 
-def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False,
-          hidden: str = "explicit", causal: bool = False) -> Component:
+def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
+          qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False) -> Component:
     """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
@@ -397,7 +420,8 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
         "model",
         children=(
             embedding(),
-            block(attention_bias=attention_bias, mlp_bias=mlp_bias, causal=causal).replace(repeat=L),
+            block(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
+                  causal=causal).replace(repeat=L),
             rmsnorm("norm"),
             lm_head(tied=tied),
         ),

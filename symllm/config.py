@@ -22,25 +22,46 @@ from pathlib import Path
 from .errors import SymllmError
 from .files import read_text
 
-__all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info"]
+__all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
+           "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS"]
+
+
+#: the largest float accepted for an integer field (``4096.0``): past 2**53 a double no longer holds
+#: every integer, so ``1e30`` is refused rather than read as 1000000000000000019884624838656
+MAX_FLOAT_INT = 2**53
 
 
 def _positive_int(field: str, value, *, optional: bool = False):
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer() and value > 0:
+        if isinstance(value, float) and value.is_integer() and 0 < value <= MAX_FLOAT_INT:
             return int(value)
-        raise SymllmError(f"{field}: expected a positive integer, got {value!r}")
+        raise SymllmError(f"{field}: expected a positive integer, got {_short(value)}")
     if value <= 0:
-        raise SymllmError(f"{field}: expected a positive integer, got {value!r}")
+        raise SymllmError(f"{field}: expected a positive integer, got {_short(value)}")
     return value
 
 
+def _short(value) -> str:
+    """``repr(value)``, cut to one short line (a 4,000-digit integer is not echoed in full)."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _positive_float(field: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise SymllmError(f"{field}: expected a positive number, got {value!r}")
-    return float(value)
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+        out = float(value) if ok else None
+    except OverflowError:  # an integer beyond a double's range
+        ok = False
+    if not ok:
+        raise SymllmError(f"{field}: expected a positive number, got {_short(value)}")
+    return out
+
+
+#: the QK-norms symllm models: none, or Qwen3's RMSNorm of width d_h on every query and key head
+QK_NORMS = (None, "rmsnorm")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +104,10 @@ class ModelConfig:
     attention_bias: bool = False
     #: w1/w2/w3 have biases (HF mlp_bias)
     mlp_bias: bool = False
+    #: q/k/v projections have biases and wo has none (Qwen2; attention_bias puts one on all four)
+    qkv_bias: bool = False
+    #: a norm on each query and key head before RoPE: None, or "rmsnorm" (Qwen3: weight of d_h each)
+    qk_norm: str | None = None
     #: RMSNorm epsilon (no effect on counts)
     norm_eps: float = 1e-5
     #: RoPE base (no effect on counts)
@@ -108,13 +133,19 @@ class ModelConfig:
         f = self.ffn_dim_multiplier
         if f is not None:
             put("ffn_dim_multiplier", _positive_float("ffn_dim_multiplier", f))
-            if f * (8 * self.dim // 3) >= 2**53:  # past this Meta's float product is no longer an exact width
-                raise SymllmError(f"ffn_dim_multiplier: {f!r} makes hidden_dim larger than 2**53")
+            try:
+                too_big = f * (8 * self.dim // 3) >= 2**53  # past this Meta's float product is no longer exact
+            except OverflowError:  # dim beyond a double's range
+                too_big = True
+            if too_big:
+                raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
-        for field in ("tie_embeddings", "attention_bias", "mlp_bias"):
+        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias"):
             if not isinstance(getattr(self, field), bool):
-                raise SymllmError(f"{field}: expected true or false, got {getattr(self, field)!r}")
+                raise SymllmError(f"{field}: expected true or false, got {_short(getattr(self, field))}")
+        if self.qk_norm not in QK_NORMS:
+            raise SymllmError(f"qk_norm: unknown {_short(self.qk_norm)} (known: {', '.join(map(str, QK_NORMS))})")
 
     @property
     def hidden_rule(self) -> str:
@@ -178,11 +209,25 @@ def _require(raw: dict, key: str, kind: str):
     return raw[key]
 
 
+#: the keys a Meta ``params.json`` may hold: ``ModelArgs``' fields (``head_dim`` and ``hidden_dim`` used
+#: as stated), ``tie_word_embeddings`` (symllm's addition), and those that change no count
+#: (``use_scaled_rope``, ``max_seq_len``, …). Any other key is refused, naming the close match.
+META_KEYS = ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "multiple_of", "ffn_dim_multiplier",
+             "norm_eps", "rope_theta", "head_dim", "hidden_dim", "tie_word_embeddings", "use_scaled_rope",
+             "rope_scaling_factor", "max_batch_size", "max_seq_len")
+
+
 def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
     """A config from Meta's ``params.json`` fields (``dim``, ``n_layers``, ``multiple_of``, …).
 
     LLaMA 1 and 2 ``params.json`` say ``"vocab_size": -1`` (the tokenizer sets it): pass the real
-    size as ``vocab_size``.
+    size as ``vocab_size``. ``head_dim`` and ``hidden_dim`` are used as stated; a key outside
+    :data:`META_KEYS` is refused, naming the close match.
+
+    >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_head": 2, "vocab_size": 100})
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: n_kv_head: unknown key in a Meta params.json; did you mean 'n_kv_heads'?
 
     >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1})
     Traceback (most recent call last):
@@ -191,16 +236,27 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
     >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1}, vocab_size=100).vocab_size
     100
     """
+    for key in raw:
+        if key not in META_KEYS:
+            close = difflib.get_close_matches(str(key), META_KEYS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else " (symllm does not model it)"
+            shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
+            raise SymllmError(f"{shown}: unknown key in a Meta params.json{hint}")
     V = vocab_size if vocab_size is not None else _require(raw, "vocab_size", "Meta")
     if V == -1:
         raise SymllmError("vocab_size: -1 in params.json (Meta's tokenizer sets it); "
                           "give the vocabulary size (--vocab-size)")
+    for key in ("head_dim", "hidden_dim"):
+        if key in raw and raw[key] is None:
+            raise SymllmError(f"{key}: expected a positive integer, got None")
     return ModelConfig(
         vocab_size=V,
         dim=_require(raw, "dim", "Meta"),
         n_layers=_require(raw, "n_layers", "Meta"),
         n_heads=_require(raw, "n_heads", "Meta"),
         n_kv_heads=raw.get("n_kv_heads"),
+        head_dim=raw.get("head_dim"),
+        hidden_dim=raw.get("hidden_dim"),
         multiple_of=raw.get("multiple_of", 256),
         ffn_dim_multiplier=raw.get("ffn_dim_multiplier"),
         tie_embeddings=raw.get("tie_word_embeddings", False),
@@ -213,18 +269,32 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
 def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
     """A config from a HuggingFace ``LlamaConfig`` / ``MistralConfig`` ``config.json``.
 
-    ``intermediate_size`` is the SwiGLU width as is: it is never re-rounded.
+    ``intermediate_size`` is the SwiGLU width as is: it is never re-rounded. The keys are read as
+    transformers' class for the ``model_type`` reads them (:data:`HF_MODEL_TYPES`; none: ``llama``); a
+    multimodal ``llama4`` config is read through its ``text_config``. Another model type, or a key that
+    changes the architecture in a way symllm does not model (:data:`HF_UNMODELLED`, an active sliding
+    window), is refused in one line naming it.
+
+    >>> from_hf({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
+    ...          "num_attention_heads": 4, "intermediate_size": 172, "sliding_window": 4096})
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: sliding_window: 4096 (sliding-window attention) is not modelled by symllm
 
     >>> from_hf({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
     ...          "num_key_value_heads": 2, "intermediate_size": 172, "vocab_size": 100,
     ...          "tie_word_embeddings": True}).attention_kind
     'GQA'
     """
+    prefix = ""
+    if raw.get("model_type") == "llama4" and isinstance(raw.get("text_config"), dict):
+        # the multimodal checkpoint: the language model is its text_config (the vision encoder is not counted)
+        raw, prefix = raw["text_config"], "text_config."
     try:
         return _from_hf(raw, vocab_size, name)
     except SymllmError as e:  # name the field as the user's file does
         field, _, rest = str(e).partition(":")
-        raise SymllmError(f"{_HF_NAMES.get(field, field)}:{rest}") from None
+        raise SymllmError(f"{prefix}{_HF_NAMES.get(field, field)}:{rest}") from None
 
 
 _HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
@@ -232,20 +302,114 @@ _HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "
              "tie_embeddings": "tie_word_embeddings", "norm_eps": "rms_norm_eps"}
 
 
+#: HF ``model_type`` -> how transformers' class reads the keys that shape it (a config.json without
+#: ``model_type`` is read as ``llama``): which bias keys it honours, the biases it always has, its QK-norm,
+#: its ``head_dim`` when the key is absent, and its ``sliding_window`` when that key is absent.
+HF_MODEL_TYPES = {
+    "llama": dict(reads=("attention_bias", "mlp_bias"), qkv_bias=False, qk_norm=None, head_dim=None, window=None),
+    "mistral": dict(reads=(), qkv_bias=False, qk_norm=None, head_dim=None, window=4096),
+    "qwen2": dict(reads=(), qkv_bias=True, qk_norm=None, head_dim=None, window=None),
+    "qwen3": dict(reads=("attention_bias",), qkv_bias=False, qk_norm="rmsnorm", head_dim=128, window=None),
+}
+
+#: model types of the LLaMA family symllm knows but does not model yet, and why
+HF_NOT_YET = {
+    "mixtral": "mixture-of-experts", "qwen2_moe": "mixture-of-experts", "qwen3_moe": "mixture-of-experts",
+    "llama4_text": "mixture-of-experts, QK L2-norm, chunked attention, layers without RoPE",
+    "llama4": "multimodal; its text_config is read",
+}
+
+#: keys that change the architecture in ways symllm does not model: key -> what it is. Refused unless
+#: absent or neutral (null, false, 0, an empty list; ``partial_rotary_factor`` 1).
+HF_UNMODELLED = {
+    **dict.fromkeys(("num_local_experts", "num_experts", "num_experts_per_tok", "n_routed_experts",
+                     "n_shared_experts", "moe_intermediate_size", "interleave_moe_layer_step", "moe_layers",
+                     "decoder_sparse_step", "first_k_dense_replace"), "mixture-of-experts"),
+    "attention_chunk_size": "chunked attention",
+    **dict.fromkeys(("use_qk_norm", "qk_norm", "qk_layernorm"), "QK-norm"),
+    "no_rope_layers": "layers without RoPE",
+    "partial_rotary_factor": "RoPE on part of each head",
+    **dict.fromkeys(("kv_lora_rank", "q_lora_rank"), "low-rank (MLA) attention"),
+    "num_nextn_predict_layers": "multi-token prediction layers",
+    **dict.fromkeys(("attn_logit_softcapping", "final_logit_softcapping"), "logit soft-capping"),
+    "vision_config": "a vision encoder",
+}
+
+
+def _neutral(key: str, value) -> bool:
+    if key == "partial_rotary_factor":
+        return value is None or (type(value) in (int, float) and value == 1)
+    return value is None or value is False or (type(value) is int and value == 0) or value in ([], {})
+
+
+def _check_hf(raw: dict) -> dict:
+    """The model type's reading rules (:data:`HF_MODEL_TYPES`); refuses what symllm does not model."""
+    kind = raw.get("model_type", "llama")
+    if not isinstance(kind, str) or kind not in HF_MODEL_TYPES:
+        what = f" ({HF_NOT_YET[kind]})" if isinstance(kind, str) and kind in HF_NOT_YET else ""
+        raise SymllmError(f"model_type: {_short(kind)}{what} is not modelled "
+                          f"(symllm reads {', '.join(HF_MODEL_TYPES)})")
+    rules = HF_MODEL_TYPES[kind]
+    archs = raw.get("architectures") or []
+    if not isinstance(archs, list):
+        raise SymllmError(f"architectures: expected a list of class names, got {_short(archs)}")
+    for arch in archs:
+        if not (isinstance(arch, str) and arch.endswith("ForCausalLM")):
+            raise SymllmError(f"architectures: {_short(arch)} is not modelled "
+                              "(symllm counts a causal LM with its lm_head, *ForCausalLM)")
+    for key, what in HF_UNMODELLED.items():
+        if key in raw and not _neutral(key, raw[key]):
+            raise SymllmError(f"{key}: {_short(raw[key])} ({what}) is not modelled by symllm")
+    act = raw.get("hidden_act", "silu")
+    if act not in ("silu", "swish"):
+        raise SymllmError(f"hidden_act: {_short(act)} is not modelled (symllm models SwiGLU: silu)")
+    for key in ("attention_bias", "mlp_bias"):
+        if key not in rules["reads"] and raw.get(key, False) is not False:
+            raise SymllmError(f"{key}: {_short(raw[key])} is ignored by transformers' {kind} model; "
+                              "symllm refuses the ambiguous config (remove the key)")
+    window = _sliding_window(raw, kind, rules)
+    if window is not None:
+        raise SymllmError(f"sliding_window: {_short(window)} (sliding-window attention) is not modelled by symllm"
+                          + ("" if "sliding_window" in raw else f"; a {kind} config without the key has 4096"))
+    return rules
+
+
+def _sliding_window(raw: dict, kind: str, rules: dict):
+    """The window transformers' class applies to some layer, or None (full attention everywhere)."""
+    window = raw.get("sliding_window", rules["window"])
+    if kind in ("qwen2", "qwen3"):  # the window is used only with use_sliding_window, from max_window_layers on
+        if not raw.get("use_sliding_window", False) or window is None:
+            return None
+        L, top = raw.get("num_hidden_layers"), raw.get("max_window_layers", 28)
+        types = raw.get("layer_types")
+        if types is None and isinstance(L, int) and isinstance(top, int):
+            types = ["sliding_attention" if i >= top else "full_attention" for i in range(L)]
+        if isinstance(types, list) and all(t == "full_attention" for t in types):
+            return None
+    return window
+
+
 def _from_hf(raw: dict, vocab_size, name) -> ModelConfig:
+    rules = _check_hf(raw)
+    rope = raw.get("rope_parameters")
+    theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0) if isinstance(rope, dict) else 10000.0)
+    if "head_dim" in raw and raw["head_dim"] is None and rules["head_dim"] is not None:
+        raise SymllmError("head_dim: expected a positive integer, got None")
     return ModelConfig(
         vocab_size=vocab_size if vocab_size is not None else _require(raw, "vocab_size", "HF"),
         dim=_require(raw, "hidden_size", "HF"),
         n_layers=_require(raw, "num_hidden_layers", "HF"),
         n_heads=_require(raw, "num_attention_heads", "HF"),
         n_kv_heads=raw.get("num_key_value_heads"),
-        head_dim=raw.get("head_dim"),
-        hidden_dim=_require(raw, "intermediate_size", "HF"),
+        head_dim=raw.get("head_dim", rules["head_dim"]),
+        hidden_dim=_positive_int("intermediate_size", _require(raw, "intermediate_size", "HF")),
         tie_embeddings=raw.get("tie_word_embeddings", False),
-        attention_bias=raw.get("attention_bias", False),
-        mlp_bias=raw.get("mlp_bias", False),
+        attention_bias=raw.get("attention_bias", False) if "attention_bias" in rules["reads"] else False,
+        mlp_bias=raw.get("mlp_bias", False) if "mlp_bias" in rules["reads"] else False,
+        qkv_bias=rules["qkv_bias"],
+        qk_norm=rules["qk_norm"],
         norm_eps=raw.get("rms_norm_eps", 1e-6),
-        rope_theta=raw.get("rope_theta", 10000.0),
+        rope_theta=theta,
         name=name,
     )
 
@@ -254,7 +418,7 @@ def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> Mo
     """A config from either format, told apart by its keys (``hidden_size``… HF, ``dim``… Meta)."""
     if not isinstance(raw, dict):
         raise SymllmError(f"config: expected a JSON object, got {type(raw).__name__}")
-    if raw.keys() & {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"}:
+    if raw.keys() & {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "model_type"}:
         return from_hf(raw, vocab_size=vocab_size, name=name)
     if raw.keys() & {"dim", "n_layers", "n_heads"}:
         return from_meta(raw, vocab_size=vocab_size, name=name)
@@ -267,6 +431,9 @@ def _read_json(path: Path):
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise SymllmError(f"config: {str(path)!r} is not valid JSON ({e.msg} at line {e.lineno})") from None
+    except (ValueError, RecursionError) as e:  # an integer over Python's 4,300 digits; nesting too deep
+        reason = "nested too deeply" if isinstance(e, RecursionError) else "an integer too long to read"
+        raise SymllmError(f"config: {str(path)!r} is not a config symllm reads ({reason})") from None
 
 
 @lru_cache(maxsize=None)

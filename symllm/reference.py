@@ -18,7 +18,10 @@ fairscale's parallel layers.  It follows Meta line for line in:
   ``output(norm(h)).float()`` logits for every position.
 
 Deliberate differences from Meta: optional biases (``attention_bias`` on
-wq/wk/wv/wo as in HF ``LlamaAttention``, ``mlp_bias`` on w1/w2/w3), an
+wq/wk/wv/wo as in HF ``LlamaAttention``, ``qkv_bias`` on wq/wk/wv only as in
+HF ``Qwen2Attention``, ``mlp_bias`` on w1/w2/w3), an optional QK-norm
+(``qk_norm="rmsnorm"``: an ``RMSNorm(head_dim)`` on every query and key head
+before RoPE, as in HF ``Qwen3Attention``), an
 explicit ``head_dim``, tied embeddings, a KV cache that grows by concatenation
 (so its size equals the tokens actually stored, no max_batch/max_seq
 preallocation), no ``inference_mode`` decorator (backward passes can be
@@ -73,6 +76,9 @@ class _Config:
         self.tie_embeddings = bool(getattr(args, "tie_embeddings", False))
         self.attention_bias = bool(getattr(args, "attention_bias", False))
         self.mlp_bias = bool(getattr(args, "mlp_bias", False))
+        self.qkv_bias = bool(getattr(args, "qkv_bias", False))
+        self.qk_norm = getattr(args, "qk_norm", None)
+        assert self.qk_norm in (None, "rmsnorm"), f"unknown qk_norm {self.qk_norm!r}"
         self.norm_eps = float(getattr(args, "norm_eps", 1e-5))
         self.rope_theta = float(getattr(args, "rope_theta", 10000.0))
         assert self.n_heads % self.n_kv_heads == 0, "n_heads must be a multiple of n_kv_heads"
@@ -135,11 +141,16 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.n_rep = self.n_heads // self.n_kv_heads
-        bias = cfg.attention_bias
-        self.wq = nn.Linear(cfg.dim, self.n_heads * self.head_dim, bias=bias)
-        self.wk = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=bias)
-        self.wv = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=bias)
+        bias, in_bias = cfg.attention_bias, cfg.attention_bias or cfg.qkv_bias
+        self.wq = nn.Linear(cfg.dim, self.n_heads * self.head_dim, bias=in_bias)
+        self.wk = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
+        self.wv = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
         self.wo = nn.Linear(self.n_heads * self.head_dim, cfg.dim, bias=bias)
+        if cfg.qk_norm == "rmsnorm":  # Qwen3: one RMSNorm(head_dim) shared by the heads, on q and on k
+            self.q_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps)
+            self.k_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps)
+        else:
+            self.q_norm = self.k_norm = None
         self.cache_k: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
         self.cache_v: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
 
@@ -148,6 +159,8 @@ class Attention(nn.Module):
         xq = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim)  # (b, s, n_h, hd)
         xk = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
         xv = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
+        if self.q_norm is not None:
+            xq, xk = self.q_norm(xq), self.k_norm(xk)  # (b, s, n_h, hd), (b, s, n_kv, hd)
         xq, xk = apply_rotary_emb(xq, cos, sin), apply_rotary_emb(xk, cos, sin)
 
         if use_cache:
@@ -285,6 +298,10 @@ def count(model: Transformer) -> dict:
             out[f"block/attention/{name}"] += n(getattr(layer.attention, name))
         for name in ("w1", "w2", "w3"):
             out[f"block/feed_forward/{name}"] += n(getattr(layer.feed_forward, name))
+        if layer.attention.q_norm is not None:
+            for name in ("q_norm", "k_norm"):
+                key = f"block/attention/{name}"
+                out[key] = out.get(key, 0) + n(getattr(layer.attention, name))
         out["block/attention_norm"] += n(layer.attention_norm)
         out["block/ffn_norm"] += n(layer.ffn_norm)
     out["norm"] = n(model.norm)

@@ -37,6 +37,10 @@ class Structure:
     mlp_bias: bool = False
     #: where d_ff comes from: "explicit", "meta" (with f) or "meta_plain"
     hidden: str = "explicit"
+    #: q/k/v projections have biases, wo none (Qwen2)
+    qkv_bias: bool = False
+    #: the norm on each query and key head: None or "rmsnorm" (Qwen3)
+    qk_norm: str | None = None
 
 
 @lru_cache(maxsize=None)
@@ -47,7 +51,7 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     0
     """
     return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
-                 hidden=structure.hidden, causal=causal)
+                 qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal)
 
 
 @lru_cache(maxsize=None)
@@ -117,7 +121,7 @@ def spec_of(config: ModelConfig) -> Spec:
         kernel = hidden_dim_kernel(rule)
         d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
-                          mlp_bias=config.mlp_bias, hidden=rule)
+                          mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule)
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,

@@ -138,3 +138,74 @@ def test_arbitrary_bytes_as_json(data):
             load(path)
         except symllm.SymllmError as e:
             assert "\n" not in str(e)
+
+
+# --- hardening (issue 14): nonsense that used to be accepted, overflow that used to be a traceback ---
+
+def _write(tmp_path, raw, name="config.json"):
+    path = tmp_path / name
+    path.write_text(raw if isinstance(raw, str) else json.dumps(raw))
+    return path
+
+
+def test_intermediate_size_null_is_an_error(tmp_path, cli):
+    """"intermediate_size": null is refused, not silently replaced by Meta's rounding."""
+    with pytest.raises(symllm.SymllmError, match=r"^intermediate_size: expected a positive integer, got None$"):
+        from_hf(dict(HF_8B, intermediate_size=None))
+    r = cli(["count", _write(tmp_path, dict(HF_8B, intermediate_size=None))])
+    assert (r.code, r.out) == (2, "") and r.err.startswith("symllm: error: intermediate_size:") and r.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", [1e30, 4096.5, 2.0**60, -4096.0, float("inf")])
+def test_float_sizes_must_be_exact_reasonable_integers(tmp_path, cli, value):
+    """A float where an integer belongs is refused unless exactly integral and at most 2**53: 1e30 is
+    not read as 1000000000000000019884624838656."""
+    with pytest.raises(symllm.SymllmError, match=r"^hidden_size: expected a positive integer"):
+        from_hf(dict(HF_8B, hidden_size=value))
+    r = cli(["count", _write(tmp_path, json.dumps(dict(HF_8B, hidden_size=value)))])
+    assert r.code == 2 and r.err.startswith("symllm: error: hidden_size:") and r.err.count("\n") == 1
+
+
+def test_integral_float_size_is_read_as_the_integer():
+    """4096.0 is the integer 4096 (some tools write integral floats)."""
+    assert symllm.params(from_hf(dict(HF_8B, hidden_size=4096.0)))["total"] == 8_030_261_248
+
+
+@pytest.mark.parametrize("field", ["rope_theta", "ffn_dim_multiplier", "norm_eps"])
+def test_huge_integers_in_float_fields_are_one_line(tmp_path, cli, field):
+    """A float field holding an integer beyond a double's range is one error line, not OverflowError."""
+    path = _write(tmp_path, '{"dim": 64, "n_layers": 1, "n_heads": 4, "vocab_size": 10, "%s": %s}' % (field, "9" * 400),
+                  "params.json")
+    r = cli(["count", path])
+    assert (r.code, r.out) == (2, "") and r.err.startswith(f"symllm: error: {field}:") and r.err.count("\n") == 1
+    assert len(r.err) < 200
+
+
+@pytest.mark.parametrize("text", ['{"dim": %s}' % ("9" * 5000), "[" * 5000 + "]" * 5000])
+def test_unreadable_json_numbers_and_nesting_are_one_line(tmp_path, cli, text):
+    """A JSON integer over Python's 4,300 digits, or nesting 5,000 deep: one `config:` line, exit 2."""
+    r = cli(["count", _write(tmp_path, text)])
+    assert (r.code, r.out) == (2, "") and r.err.startswith("symllm: error: config: ") and r.err.count("\n") == 1
+
+
+def test_meta_params_json_typo_is_refused_with_the_close_match(tmp_path, cli):
+    """A misspelt key in a Meta params.json (n_kv_head) is refused naming it and the key it resembles,
+    instead of being ignored (which silently gave MHA)."""
+    raw = {"dim": 4096, "n_layers": 32, "n_heads": 32, "n_kv_head": 8, "vocab_size": 128256,
+           "multiple_of": 1024, "ffn_dim_multiplier": 1.3}
+    with pytest.raises(symllm.SymllmError, match=r"^n_kv_head: unknown key.*did you mean 'n_kv_heads'\?$"):
+        from_meta(raw)
+    r = cli(["count", _write(tmp_path, raw, "params.json")])
+    assert (r.code, r.out) == (2, "") and "n_kv_heads" in r.err and r.err.count("\n") == 1
+
+
+def test_meta_head_dim_and_hidden_dim_are_honoured(reference):
+    """head_dim and hidden_dim stated in a Meta params.json are used, as the reference model built from
+    the same fields (not through symllm's config reader) uses them."""
+    from types import SimpleNamespace
+    raw = {"dim": 256, "n_layers": 2, "n_heads": 8, "n_kv_heads": 2, "head_dim": 64, "hidden_dim": 1000,
+           "vocab_size": 300, "multiple_of": 256}
+    expected = reference.count(reference.build(SimpleNamespace(**raw), device="meta"))
+    ours = symllm.params(from_meta(raw))
+    assert {k: ours[k] for k in expected} == expected
+    assert ours["block/feed_forward/w1"] == 2 * 256 * 1000 and ours["block/attention/wq"] == 2 * 256 * 8 * 64
