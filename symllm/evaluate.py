@@ -26,10 +26,14 @@ exactly like doubles, so both agree with the model Meta's code builds.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 import sys
+import tempfile
 from fractions import Fraction
 from functools import lru_cache
+from pathlib import Path
 
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
@@ -37,7 +41,10 @@ from sympy.printing.pycode import PythonCodePrinter
 from . import symbols as S
 from .errors import SymllmError
 
-__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE"]
+__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE", "cache_dir", "cache_get", "cache_put", "define"]
+
+#: points per block of :meth:`Kernel.vector`: 2**14 int64 temporaries (128 KiB each) stay in the CPU cache
+BLOCK = 1 << 14
 
 #: a kernel runs in int64 only where its magnitude bound stays below this (2**62: a factor 2 of
 #: headroom under 2**63 absorbs the bound's own float64 rounding)
@@ -215,8 +222,20 @@ def _max1(x):
 
 def _exact_div(num, den):
     if _is_array(num) or _is_array(den):
+        np = _numpy()
         q = num // den
-        return q if not _numpy().any(num - q * den) else num / den
+        rest = num - q * den
+        if not np.any(rest):
+            return q
+        if np.asarray(num).dtype.kind == "f":  # a float expression: no exact value to keep
+            return num / den
+        # exact everywhere: Python ints where the division is exact, Fractions where it is not
+        shape = np.broadcast_shapes(np.shape(num), np.shape(den))
+        out = np.broadcast_to(q, shape).astype(object)
+        at = np.nonzero(np.broadcast_to(rest, shape))
+        out[at] = [Fraction(int(a), int(b)) for a, b in zip(np.broadcast_to(num, shape)[at].tolist(),
+                                                           np.broadcast_to(den, shape)[at].tolist())]
+        return out
     q, r = divmod(num, den)
     return q if r == 0 else Fraction(num, den)
 
@@ -225,13 +244,27 @@ def _magnitude(x) -> float:
     """The largest ``|x|`` of a number or array, as a float (inf when too big for one)."""
     try:
         if _is_array(x):
-            return float(abs(x).max()) if x.size else 0.0
+            if not x.size:
+                return 0.0
+            if x.dtype == object:
+                return float(abs(x).max())
+            # two read-only reductions: abs(x) would first write a whole array (as costly as a kernel op)
+            hi, lo = float(x.max()), float(x.min())
+            if hi != hi:  # NaN
+                return math.inf
+            return hi if hi >= -lo else -lo
         return float(abs(x))
     except (OverflowError, TypeError):
         return math.inf
 
 
 _PLAIN = frozenset({int, float, bool})
+
+
+def _all_ints(x) -> bool:
+    """Whether an object array holds only (Python or numpy) integers: exact in int64 once bounded."""
+    np = _numpy()
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x.flat)
 
 
 def _as_python(x):
@@ -248,6 +281,124 @@ def _code(expr: sp.Expr) -> str:
     num, den = sp.fraction(sp.together(expr))
     printer = _IntegerSafePrinter()
     return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
+
+
+def cache_dir() -> Path | None:
+    """Where generated kernel source is kept between processes, or ``None`` when that is off.
+
+    ``$SYMLLM_CACHE_DIR`` (empty: off), else ``$XDG_CACHE_HOME/symllm``, else ``~/.cache/symllm``. Each
+    file is named by a SHA-256 of the expression (its ``srepr``, assumptions included), this module's
+    source and the SymPy and Python versions, so a changed formula or code generator never reads an
+    old entry; an unreadable or malformed entry is generated again. The cache holds Python source
+    that is executed, so it must be as private as your home directory (it is created mode 0700).
+
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": "/tmp/k"}):
+    ...     print(cache_dir())
+    /tmp/k
+    >>> with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": ""}):
+    ...     print(cache_dir())
+    None
+    """
+    env = os.environ.get("SYMLLM_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "symllm"
+
+
+try:  # hashlib would load OpenSSL (3 ms of every start-up); BLAKE2 is built into CPython
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b as _blake2b
+
+#: entries kept in :func:`cache_dir`; past this the least recently used half is removed
+CACHE_ENTRIES = 2048
+
+
+@lru_cache(maxsize=1)
+def _generator_key() -> bytes:
+    """What generated code depends on besides the expression: this module and the SymPy/Python versions."""
+    try:
+        own = Path(__file__).read_bytes()
+    except OSError:  # no source (a zip import): the version alone
+        own = b""
+    return _blake2b(own + sp.__version__.encode() + sys.version.encode()).digest()
+
+
+def _entry(kind: str, text: str) -> tuple[Path, str] | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    key = _blake2b(_generator_key() + f"\0{kind}\0{text}".encode()).hexdigest()
+    return folder / f"{kind}-{key[:32]}.json", key
+
+
+def cache_get(kind: str, text: str) -> tuple | None:
+    """The strings :func:`cache_put` stored for ``kind`` and ``text`` (by this module, these SymPy and
+    Python versions), or ``None``: no entry, an unreadable or malformed one, or the cache is off."""
+    entry = _entry(kind, text)
+    if entry is None:
+        return None
+    path, key = entry
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        sources = data["sources"]
+        if data["key"] == key and isinstance(sources, list) and all(isinstance(x, str) for x in sources):
+            os.utime(path)  # recently used: kept when the cache is trimmed
+            return tuple(sources)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def cache_put(kind: str, text: str, sources) -> None:
+    """Store ``sources`` (strings) for ``kind`` and ``text``, atomically; any failure is ignored (the
+    cache only saves time). Past :data:`CACHE_ENTRIES` entries the least recently used half goes."""
+    entry = _entry(kind, text)
+    if entry is None:
+        return
+    path, key = entry
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump({"key": key, "sources": list(sources)}, out)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        entries = list(path.parent.glob("*-*.json"))
+        if len(entries) > CACHE_ENTRIES:
+            entries.sort(key=lambda p: p.stat().st_mtime)
+            for old in entries[:len(entries) // 2]:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _cached_sources(kind: str, text: str, make) -> tuple:
+    """The source strings ``make()`` generates for an expression whose ``srepr`` is ``text``, read back
+    from :func:`cache_dir` when an earlier process stored them (the first ``symllm count`` of a process
+    compiles nothing); stored after ``make()`` otherwise. The cache can make a start faster, never a
+    number different: a miss or a damaged entry generates the code again."""
+    sources = cache_get(kind, text)
+    if sources is None:
+        sources = tuple(make())
+        cache_put(kind, text, sources)
+    return sources
+
+
+def define(source: str, name: str):
+    r"""The function ``name`` that ``source`` (code this module generated) defines, with the kernels'
+    helpers (``_floor``, ``_exact_div``, ...) in scope.
+
+    >>> define("def k(d):\n    return _exact_div(d, 2)\n", "k")(3)
+    Fraction(3, 2)
+    """
+    return _define(source, name)
 
 
 def _define(source: str, name: str):
@@ -278,17 +429,20 @@ class Kernel:
         self.args = tuple(sorted(self.expr.free_symbols, key=lambda x: x.name))
         #: the argument names, for fast look-ups
         self.names = frozenset(a.name for a in self.args)
+        self.source, self.bound_source = _cached_sources("kernel", sp.srepr(self.expr), self._generate)
+        self._fn = _define(self.source, "kernel")
+        self._bound = _define(self.bound_source, "bound")
+
+    def _generate(self) -> tuple[str, str]:
+        """The kernel's source and its magnitude bound's source."""
         num, den = sp.fraction(sp.together(self.expr))
-        body = _code(self.expr)
         names = ", ".join(a.name for a in self.args)
-        self.source = f"def kernel({names}):\n    return {body}\n"
         try:
             bound = _bound_code(num) if den == 1 else f"({_bound_code(num)} + {_bound_code(den)})"
         except _NoBound:
             bound = "_inf"
-        self.bound_source = f"def bound({names}):\n    return {bound}\n"
-        self._fn = _define(self.source, "kernel")
-        self._bound = _define(self.bound_source, "bound")
+        return (f"def kernel({names}):\n    return {_code(self.expr)}\n",
+                f"def bound({names}):\n    return {bound}\n")
 
     def _ordered(self, kw) -> list:
         missing = [a.name for a in self.args if a.name not in kw]
@@ -326,7 +480,8 @@ class Kernel:
         Python ints, the result then being an object array of Python ints (``overflow="widen"``),
         or refused with a :class:`SymllmError` (``overflow="raise"``). ``f`` may be a float array:
         its products are IEEE doubles, truncated as Meta's ``int(ffn_dim_multiplier * hidden)``.
-        A result that is not an integer everywhere comes back as float64.
+        A result that is not an integer everywhere is an object array of Python ints and (where the
+        value is not whole, e.g. int4 bytes) ``Fraction`` objects: exact, never float64.
 
         >>> import numpy as np
         >>> from symllm.components import meta_hidden_dim
@@ -347,9 +502,32 @@ class Kernel:
             if v.dtype.kind not in "biuf" and v.dtype != object:
                 raise SymllmError(f"{a.name}: expected numbers, got an array of {v.dtype}")
         shape = np.broadcast_shapes(*(v.shape for v in vals)) if vals else ()
+        if len(shape) == 1 and shape[0] > BLOCK and all(v.ndim == 0 or v.shape == shape for v in vals):
+            return self._blocks(vals, shape[0], overflow)
+        return self._vector(vals, shape, overflow)
+
+    def _blocks(self, vals, size: int, overflow: str):
+        """:meth:`_vector` over blocks of :data:`BLOCK` points: each block's temporaries stay in the CPU
+        cache (a long expression over whole arrays streams every one of them through memory), and its
+        own magnitude bound decides int64 or Python ints for those points alone."""
+        np = _numpy()
+        out = None
+        for start in range(0, size, BLOCK):
+            stop = min(start + BLOCK, size)
+            part = self._vector([v if v.ndim == 0 else v[start:stop] for v in vals], (stop - start,), overflow)
+            if out is None:
+                out = np.empty(size, dtype=part.dtype)
+            elif part.dtype != out.dtype:  # a block widened to Python ints (or Fractions): all exact objects
+                out, part = out.astype(object), part.astype(object)
+            out[start:stop] = part
+        return out
+
+    def _vector(self, vals, shape, overflow: str):
+        np = _numpy()
         if self._bound(*map(_magnitude, vals)) < INT64_SAFE:
             return self._fast(vals, shape)
-        mags = [np.abs(v.astype(np.float64)) for v in vals]
+        mags = [_object_ufunc(_magnitude)(v).astype(np.float64) if v.dtype == object
+                else np.abs(v.astype(np.float64)) for v in vals]  # inf past a double's range
         with np.errstate(over="ignore", invalid="ignore"):
             unsafe = ~(np.broadcast_to(np.asarray(self._bound(*mags), dtype=np.float64), shape)
                        < INT64_SAFE)
@@ -367,8 +545,8 @@ class Kernel:
 
     def _fast(self, vals, shape):
         np = _numpy()
-        cast = [v.astype(np.int64, copy=False) if v.dtype.kind in "biu"
-                else v.astype(np.float64, copy=False) for v in vals]
+        cast = [v.astype(np.int64, copy=False) if v.dtype.kind in "biu" or (v.dtype == object and _all_ints(v))
+                else v.astype(np.float64, copy=False) for v in vals]  # an object array of ints: bounded, so int64
         out = np.asarray(self._fn(*cast))
         return out if out.shape == shape else np.broadcast_to(out, shape).copy()
 
@@ -400,8 +578,13 @@ class TableKernel:
         exprs = {k: sp.sympify(v) for k, v in exprs.items()}
         self.names = tuple(exprs)
         self.args = tuple(sorted(set().union(*(e.free_symbols for e in exprs.values())), key=lambda x: x.name))
-        body = ", ".join(_code(e) for e in exprs.values())
-        self.source = f"def table({', '.join(a.name for a in self.args)}):\n    return ({body},)\n"
+
+        def generate():
+            body = ", ".join(_code(e) for e in exprs.values())
+            return (f"def table({', '.join(a.name for a in self.args)}):\n    return ({body},)\n",)
+
+        text = "\0".join(f"{k}\0{sp.srepr(e)}" for k, e in exprs.items())
+        (self.source,) = _cached_sources("table", text, generate)
         self._fn = _define(self.source, "table")
 
     def __call__(self, vals: dict) -> dict:

@@ -41,6 +41,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -69,6 +70,9 @@ _SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
 
 #: default points per chunk: a few MB per column
 CHUNK = 1 << 18
+
+#: the most digits a sweep value may have: Python's limit on integers read from text (config files)
+MAX_DIGITS = 4300
 
 
 # ---------------------------------------------------------------- quantities
@@ -134,6 +138,9 @@ def parse_number(text: str, field: str):
         raise SymllmError(f"{field}: expected a number, got {text!r}") from None
     if not value.is_finite():
         raise SymllmError(f"{field}: expected a finite number, got {text!r}")
+    if value and value.adjusted() >= MAX_DIGITS:  # 1e9999999 would be ten million digits: refused at once
+        raise SymllmError(f"{field}: {text[:20]!r}{'...' if len(text) > 20 else ''} has more than "
+                          f"{MAX_DIGITS:,} digits (the most a config file may give)")
     return int(value) if value == value.to_integral_value() else float(value)
 
 
@@ -442,11 +449,13 @@ class Sweep:
             valid &= np.asarray(ok, dtype=bool)
         if self.context_follows_seq:
             f["context"] = f["seq"]
+        if self.hidden_rule == "meta":  # ModelConfig refuses a multiplier whose float product passes 2**53
+            valid &= _meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
+        if not valid.all():
+            f = {k: (v[valid] if v is not None else None) for k, v in f.items()}
         if self.hidden_kernel is not None:
             args = {"d": f["dim"], "m": f["multiple_of"], "f": f["ffn_dim_multiplier"]}
             f["hidden_dim"] = self.hidden_kernel.vector(**{a.name: args[a.name] for a in self.hidden_kernel.args})
-        if not valid.all():
-            f = {k: (v[valid] if v is not None else None) for k, v in f.items()}
         rows = int(np.count_nonzero(valid))
         sym_values = {_SYMBOL[k].name: v for k, v in f.items() if v is not None}
         for q, kernel in self.kernels.items():
@@ -495,19 +504,15 @@ class Sweep:
         return SweepResult({}, self.stats.points, self.stats.invalid, self.stats.filtered)
 
     def write_to(self, out, fmt: str = "csv", progress=None) -> None:
-        """Stream the rows to a text stream (CSV with a header, or JSON lines)."""
+        """Stream the rows to a text stream (CSV with a header, or JSON lines). Numbers are exact: ints
+        as integers, ``ffn_dim_multiplier`` as Python's ``repr`` of the float, a byte count that is not
+        whole (int4) as the exact ``"p/q"`` (a string in JSON; ``Fraction("p/q")`` reads it back)."""
         names = self.columns
         if fmt == "csv":
             out.write(",".join(names) + "\n")
         for cols in self.chunks(progress):
-            text = [list(map(_text, cols[c].tolist())) for c in names]
-            if not text or not len(text[0]):
-                continue
-            if fmt == "csv":
-                out.write("\n".join(map(",".join, zip(*text))) + "\n")
-            else:
-                template = "{" + ", ".join(f"{json.dumps(c)}: %s" for c in names) + "}"
-                out.write("\n".join(template % row for row in zip(*text)) + "\n")
+            if len(cols[names[0]]):
+                out.write(_format_rows([cols[c] for c in names], names, fmt))
 
     def to_dask(self, chunk_size: int | None = None) -> dict:
         """The kept rows as ``dask.array`` columns (lazy; the same kernels run on each block).
@@ -552,7 +557,47 @@ class Sweep:
                 if k.bound(**{a.name: mags[a.name] for a in k.args}) >= 2.0 ** 62}
 
 
+def _meta_product_ok(dim, mult) -> np.ndarray:
+    """Where ``f·⌊8d/3⌋ < 2**53`` as Meta's IEEE double product (``ModelConfig``'s check, element-wise):
+    past it the product is no longer exact, and a config with it is refused."""
+    dim, mult = np.asarray(dim), np.asarray(mult, dtype=np.float64)
+    if dim.dtype != object and (not dim.size or dim.max() < 2**59):
+        return mult * ((8 * dim.astype(np.int64)) // 3).astype(np.float64) < 2.0 ** 53
+
+    def ok(d, m):
+        try:
+            return m * (8 * int(d) // 3) < 2**53
+        except OverflowError:  # beyond a double's range
+            return False
+    return np.frompyfunc(ok, 2, 1)(dim, mult).astype(bool)
+
+
+def _format_rows(columns: list, names: list, fmt: str) -> str:
+    """The rows of one chunk as text, formatted in one ``%`` operation over all its cells (a C loop,
+    not a Python call per cell): ``%d`` for integer columns, ``%r`` for floats, ``%s`` for exact
+    objects (Python ints past int64, and Fractions, which JSON lines quote)."""
+    rows = len(columns[0])
+    specs, cells = [], np.empty((rows, len(columns)), dtype=object)
+    for j, col in enumerate(columns):
+        values = col.tolist()
+        if col.dtype.kind in "iub":
+            specs.append("%d")
+        elif col.dtype.kind == "f":
+            specs.append("%r")
+        else:
+            specs.append("%s")
+            if fmt != "csv" and any(type(v) is Fraction for v in values):
+                values = [f'"{v}"' if type(v) is Fraction else v for v in values]
+        cells[:, j] = values
+    if fmt == "csv":
+        row = ",".join(specs) + "\n"
+    else:
+        row = "{" + ", ".join(f"{json.dumps(c)}: {spec}" for c, spec in zip(names, specs)) + "}\n"
+    return (row * rows) % tuple(cells.ravel().tolist())
+
+
 def _text(value) -> str:
+    """One cell as :meth:`Sweep.write_to` writes it."""
     return repr(value) if isinstance(value, float) else str(value)
 
 

@@ -59,13 +59,10 @@ def _expected(counted: dict, quantity: str):
 
 
 def _assert_same(quantity: str, got, expected) -> None:
-    """Exact equality; a byte count that is not an integer (count: a Fraction, or its JSON "p/q")
-    is a float in a sweep column, so it equals the Fraction to float precision."""
+    """Exact equality, never through a float: a byte count that is not an integer is a Fraction in
+    a sweep column ("p/q" in its CSV), as count gives it (a Fraction, or its JSON "p/q")."""
     expected = Fraction(expected) if isinstance(expected, str) else expected
-    if isinstance(expected, Fraction) and expected.denominator != 1:
-        assert isinstance(got, float) and got == pytest.approx(float(expected), rel=1e-12), (quantity, got, expected)
-    else:
-        assert got == expected and not isinstance(got, float), (quantity, got, expected)
+    assert got == expected and not isinstance(got, float), (quantity, got, expected)
 
 
 # --- the Python API -------------------------------------------------------------------------------
@@ -156,6 +153,8 @@ def _config_file(cfg: ModelConfig, folder: Path) -> Path:
 
 
 def _number(text: str):
+    if "/" in text:  # an exact non-integral byte count
+        return Fraction(text)
     return int(text) if text.lstrip("-").isdigit() else float(text)
 
 

@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import os
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -251,3 +252,66 @@ def test_cli_table(tmp_path, capsys):
     assert [int(r["params"]) for r in out] == [
         symllm.params(symllm.resolve("llama3-8b").replace(dim=d, n_layers=n, head_dim=None))["total"]
         for d, n in ((4096, 32), (2048, 16))]
+
+
+def _llama_params(V, d, L, n_h, n_kv, d_h, d_ff):
+    """Untied LLaMA parameters written out by hand (no biases)."""
+    return 2 * V * d + L * (2 * d * d_h * (n_h + n_kv) + 3 * d * d_ff + 2 * d) + d
+
+
+def test_a_huge_point_leaves_the_other_rows_exact(capsys):
+    """A point past int64 in the same chunk is computed with Python ints; the other rows stay int64
+    and print exactly (not through float64)."""
+    assert main(["sweep", "--base", "llama2-7b", "--n-heads", "1", "--dim", "160000002,3000000000000000",
+                 "--vocab-size", "32001", "--n-layers", "1"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    for row, d in zip(rows, (160000002, 3000000000000000)):
+        d_ff = 256 * -(-(8 * d // 3) // 256)  # Meta's rounding, multiple_of 256, no multiplier
+        assert int(row["hidden_dim"]) == d_ff
+        assert row["params"] == str(_llama_params(32001, d, 1, 1, 1, d, d_ff))
+    assert rows[0]["params"] == "307210286880128538"
+
+
+def test_blocks_of_a_chunk_widen_alone():
+    """Kernel.vector evaluates in blocks; one block past int64 widens to Python ints, exactly."""
+    from symllm.evaluate import BLOCK, compile_expr
+    from symllm import symbols as S
+    d = np.arange(1, 3 * BLOCK + 1, dtype=np.int64)
+    d[BLOCK + 5] = 3 * 10**6
+    out = compile_expr(S.d ** 3 + S.d).vector(d=d)
+    assert out.dtype == object and out.tolist() == [x ** 3 + x for x in d.tolist()]
+
+
+def test_int4_bytes_are_exact_fractions(capsys):
+    """int4 weights are N·(1/2 + 2/128) bytes: "p/q" in CSV and a JSON string, never a float."""
+    args = ["sweep", "--base", "llama2-7b", "--vocab-size", "3", "--dim", "2", "--n-heads", "1", "--n-layers", "1",
+            "--quantity", "params,weights", "--dtype", "int4"]
+    n = _llama_params(3, 2, 1, 1, 1, 2, 256)  # d_ff: 8·2/3 rounded up to 256
+    assert main(args) == 0
+    row = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert int(row["params"]) == n and row["weights"] == "25905/32" == str(Fraction(n * 33, 64))
+    assert main(args + ["--format", "jsonl"]) == 0
+    assert json.loads(capsys.readouterr().out)["weights"] == "25905/32"
+    got = sweep("llama2-7b", {"dim": [2], "vocab_size": [3], "n_heads": [1]}, quantities=["weights"],
+                workload={"dtype": "int4"}).columns["weights"].tolist()[0]
+    assert got == Fraction(_llama_params(3, 2, 32, 1, 1, 2, 256) * 33, 64) and type(got) is Fraction
+
+
+def test_a_multiplier_count_rejects_is_dropped(capsys):
+    """ModelConfig refuses f·⌊8d/3⌋ >= 2**53; so does the sweep (one invalid point, one row)."""
+    with pytest.raises(SymllmError):
+        symllm.resolve("llama3-8b").replace(ffn_dim_multiplier=1e12)
+    assert main(["sweep", "--base", "llama3-8b", "--ffn-dim-multiplier", "1e12,1.3"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1:] == ["1.3,128,14336,8030261248"] and "1 invalid dropped" in err
+
+
+@pytest.mark.parametrize("value, message", [("1e400", None), ("1e9999999", "more than 4,300 digits")])
+def test_enormous_dims_give_one_line(value, message, capsys):
+    code = main(["sweep", "--base", "llama3-8b", "--dim", value])
+    out, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1
+    if message:
+        assert code == 2 and message in err
+    else:  # 1.3·⌊8d/3⌋ is past a double: the config is refused, so the point is dropped
+        assert code == 0 and "1 invalid dropped" in err and out.splitlines()[1:] == []

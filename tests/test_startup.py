@@ -1,0 +1,141 @@
+"""Start-up: ``symllm count`` from kernels kept on disk, lazy imports, and a cache that can never change a
+number (an entry is keyed by the formulas' source, a damaged entry is generated again)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import symllm
+import symllm.evaluate  # noqa: F401  (the module: symllm.evaluate is the function)
+from symllm import config, quick
+from symllm import symbols as S
+
+from .conftest import PUBLISHED
+
+ROOT = Path(symllm.__file__).resolve().parent.parent
+evaluate = sys.modules["symllm.evaluate"]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty kernel cache of this test's own."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(folder))
+    quick._compiled.cache_clear()
+    return folder
+
+
+def _python(code: str, cache_dir: Path) -> str:
+    env = {**os.environ, "SYMLLM_CACHE_DIR": str(cache_dir),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_quick_counts_are_the_published_totals_cold_and_warm(name, cache):
+    """A miss (computed by api, then stored) and a hit (the stored code) give the published total."""
+    cfg = config.load(name)
+    cold = quick.params(cfg)
+    assert list(cache.glob("count-*.json")), "nothing stored"
+    quick._compiled.cache_clear()
+    warm = quick.params(cfg)
+    assert cold == warm
+    assert warm[0]["total"] == PUBLISHED[name]["total"]
+
+
+def test_quick_key_separates_structures(cache):
+    """Configs that differ only in what shapes the tree (tying, a stated d_ff, biases) never share an
+    entry: each equals the count written out by hand."""
+    base = dict(vocab_size=1000, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, multiple_of=16)
+    V, d, L, d_h = 1000, 64, 2, 16
+    attn = 2 * d * d_h * (4 + 2)
+    meta_ff = 16 * -(-(8 * d // 3) // 16)  # Meta's rounding, no multiplier: 176
+    cases = [
+        (dict(), 2 * V * d + L * (attn + 3 * d * meta_ff + 2 * d) + d),
+        (dict(tie_embeddings=True), V * d + L * (attn + 3 * d * meta_ff + 2 * d) + d),
+        (dict(hidden_dim=100), 2 * V * d + L * (attn + 3 * d * 100 + 2 * d) + d),
+        (dict(attention_bias=True), 2 * V * d + L * (attn + 4 * d_h + 2 * 2 * d_h + d + 3 * d * meta_ff + 2 * d) + d),
+        (dict(mlp_bias=True), 2 * V * d + L * (attn + 3 * d * meta_ff + 2 * meta_ff + d + 2 * d) + d),
+    ]
+    for _ in range(2):  # cold, then warm
+        quick._compiled.cache_clear()
+        for extra, total in cases:
+            counts, _ = quick.params(config.ModelConfig(**base, **extra))
+            assert counts["total"] == total, extra
+
+
+def test_damaged_entries_are_generated_again(cache):
+    cfg = config.load("llama3.1-8b")
+    quick.params(cfg)
+    evaluate.compile_expr.cache_clear()
+    evaluate.Kernel(S.d * (S.d + 1) / 2)
+    entries = list(cache.glob("*.json"))
+    assert {p.name.split("-")[0] for p in entries} >= {"count", "kernel"}
+    for i, path in enumerate(entries):  # truncated JSON, a wrong key, a wrong shape
+        path.write_text(['{"key": ', '{"key": "x", "sources": ["def kernel(d):\\n    return 0\\n"]}',
+                         '{"key": 1, "sources": 5}'][i % 3])
+    quick._compiled.cache_clear()
+    assert quick.params(cfg)[0]["total"] == PUBLISHED["llama3.1-8b"]["total"]
+    assert evaluate.Kernel(S.d * (S.d + 1) / 2)(d=10**20) == 10**20 * (10**20 + 1) // 2
+
+
+def test_cache_off_and_unwritable(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", "")
+    assert evaluate.cache_dir() is None
+    assert evaluate.Kernel(S.d * 3)(d=7) == 21
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(blocker / "sub"))  # a file where a folder should be
+    quick._compiled.cache_clear()
+    assert quick.params(config.load("llama2-13b"))[0]["total"] == PUBLISHED["llama2-13b"]["total"]
+
+
+def test_cache_is_trimmed(cache, monkeypatch):
+    monkeypatch.setattr(evaluate, "CACHE_ENTRIES", 10)
+    for i in range(25):
+        evaluate.cache_put("kernel", f"expr {i}", ["x"])
+    assert len(list(cache.glob("*.json"))) <= 10
+    assert evaluate.cache_get("kernel", "expr 24") == ("x",)
+
+
+def test_warm_count_builds_no_formula(tmp_path):
+    """The second ``symllm count`` of a structure imports neither the components, SymPy's tensor
+    module (which any SymPy sum pulls in), jinja2 nor numpy; the first stored what it needs."""
+    code = ("import io, sys, contextlib\nfrom symllm.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n    assert main(['count', 'llama3.1-405b']) == 0\n"
+            "print(sorted(m for m in ('symllm.components', 'sympy.tensor.tensor', 'jinja2', 'numpy')"
+            " if m in sys.modules))\nprint(out.getvalue())")
+    cold = _python(code, tmp_path)
+    warm = _python(code, tmp_path)
+    assert cold.splitlines()[0] != "[]"
+    assert warm.splitlines()[0] == "[]"
+    assert cold.splitlines()[1:] == warm.splitlines()[1:]
+    assert f"{PUBLISHED['llama3.1-405b']['total']:,}" in warm
+
+
+def test_import_symllm_is_lazy_and_complete(tmp_path):
+    out = _python("import sys, symllm; print('sympy' in sys.modules); print(symllm.params('llama2-7b')['total']);"
+                  "from symllm import Workload, workload, scaling, Sweep; import symllm.workload as w;"
+                  "print(symllm.workload is workload, callable(workload), Workload.__name__);"
+                  "import symllm.evaluate, symllm.spec; print(symllm.evaluate.__module__, symllm.spec.__module__)",
+                  tmp_path)
+    assert out.split() == ["False", str(PUBLISHED["llama2-7b"]["total"]), "True", "True", "Workload",
+                           "symllm.evaluate", "symllm.api"]
+    assert set(symllm.__all__) <= set(dir(symllm))
+
+
+def test_parser_choices_are_read_on_use(cli):
+    """derive's choices come from the modules that define them (no copy), read only when used."""
+    from symllm import components, costs, render
+    assert cli(["derive", "--component", "nope"]).code == 2
+    help_text = cli(["derive", "--help"]).out
+    for name in list(components.COMPONENTS) + list(render.FORMATS) + list(costs.PHASES):
+        assert name in help_text
+    assert cli(["derive", "--component", "rmsnorm", "--phase", "decode", "--quantity", "flops"]).code == 0
