@@ -5,16 +5,21 @@ Bad input prints one line, ``symllm: error: <field>: <what is wrong>``, on stder
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import re
+import shutil
+import signal
 import sys
+import textwrap
 import typing
 from fractions import Fraction
 
-from . import api, config as cfgmod, costs, derivation, render
-from .components import COMPONENTS
+from . import config as cfgmod
 from .errors import SymllmError
 from .files import write_atomic
-from .format import grouped, human, human_bytes
+from .format import digits, grouped, human, human_bytes
 from .workload import Workload, options as workload_options
 
 EXAMPLES = {
@@ -29,11 +34,38 @@ EXAMPLES = {
               "  symllm report llama2-7b --notation paper.toml --template-dir my_templates",
     "presets": "examples:\n  symllm presets",
     "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json",
-    "sweep": "examples:\n  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 "
-             "--quantity params,kv_cache --seq 8192 -o grid.csv\n"
-             "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 --where \"params < 9e9\" -o grid.jsonl\n"
+    "sweep": "examples:\n  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
+             "      --quantity params,kv_cache --seq 8192 -o grid.csv\n"
+             "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
+             "      --where \"params < 9e9\" -o grid.jsonl\n"
              "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096",
 }
+
+
+class _Choices:
+    """argparse ``choices`` read from a module on first use (a check or the help), so that building the
+    parser imports neither the formulas nor jinja2: ``symllm count`` starts without them."""
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def _get(self):
+        import importlib
+        return tuple(getattr(importlib.import_module(f".{self.module}", __package__), self.name))
+
+    def __contains__(self, value):
+        return value in self._get()
+
+    def __iter__(self):
+        return iter(self._get())
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help at most :data:`WIDTH` columns wide (argparse takes the whole terminal), examples as written."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        width = min(width or shutil.get_terminal_size().columns - 2, WIDTH)
+        super().__init__(prog, indent_increment, max_help_position, width)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +73,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"symllm: error: {message}\n")
+
+    def add_argument(self, *args, **kwargs):
+        choices = kwargs.get("choices")
+        if not isinstance(choices, _Choices):
+            return super().add_argument(*args, **kwargs)
+        del kwargs["choices"]  # argparse formats an argument when adding it: would read the choices now
+        action = super().add_argument(*args, **kwargs)
+        action.choices = choices
+        return action
 
 
 def _model_arg(p):
@@ -50,10 +91,38 @@ def _model_arg(p):
 
 
 def _load(args):
-    return api.resolve(args.model, vocab_size=args.vocab_size)
+    return cfgmod.load(args.model, vocab_size=args.vocab_size)  # what api.resolve does with a name or a path
 
 
-def _table(rows, header, text_columns=()) -> str:
+#: the columns terminal output fits (tables, wrapped lines, help)
+WIDTH = 100
+
+
+def _wrap(text: str, indent: str = "  ") -> str:
+    """``text`` wrapped to :data:`WIDTH` columns, continuation lines indented."""
+    return textwrap.fill(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+
+
+def _natural(name: str) -> tuple:
+    """Sort key with numbers compared as numbers: codellama-7b before codellama-13b, llama3 before llama3.1.
+
+    >>> sorted(["codellama-13b", "llama3.1-8b", "codellama-7b", "llama3-8b", "llama3.1-405b"], key=_natural)
+    ['codellama-7b', 'codellama-13b', 'llama3-8b', 'llama3.1-8b', 'llama3.1-405b']
+    """
+    parts = re.split(r"(\d+(?:\.\d+)*)", name)
+    return tuple(tuple(int(x) for x in p.split(".")) if i % 2 else (p,) for i, p in enumerate(parts))
+
+
+def _table(rows, header, text_columns=(), wrap=None) -> str:
+    """Rows in aligned columns; column ``wrap`` (text) is wrapped so that lines fit :data:`WIDTH`."""
+    if wrap is not None:
+        others = sum(max(len(str(r[i])) for r in rows + [header]) + 2 for i in range(len(header)) if i != wrap)
+        room = max(WIDTH - others, 20)
+        wrapped = []
+        for r in rows:
+            for j, part in enumerate(textwrap.wrap(str(r[wrap]), room) or [""]):
+                wrapped.append(tuple(part if i == wrap else (c if j == 0 else "") for i, c in enumerate(r)))
+        rows = wrapped
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     line = lambda r: "  ".join(  # noqa: E731
         str(c).ljust(w) if i == 0 or i in text_columns else str(c).rjust(w)
@@ -65,8 +134,23 @@ def _json_number(value):
     """JSON for an exact number: ints stay ints (a whole Fraction too); a non-integral Fraction (int4
     bytes) is the exact string "p/q" (README "FLOPs and memory")."""
     if isinstance(value, Fraction):
-        return value.numerator if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+        return value.numerator if value.denominator == 1 else f"{digits(value.numerator)}/{digits(value.denominator)}"
     raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+@contextlib.contextmanager
+def _any_int_digits():
+    """Lift Python's 4,300-digit limit on int -> str while writing output (inputs keep the limit)."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    if get is None:  # Python without the limit
+        yield
+        return
+    old = get()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(old)
 
 
 def _given(args, names=Workload.names()) -> dict:
@@ -102,29 +186,43 @@ def add_workload_options(group, *, axes_as_values: bool = False) -> None:
 def cmd_count(args) -> int:
     config = _load(args)
     given = _given(args)
-    work = costs.workload(config, **given) if given or args.json else {}  # only what is shown (start-up)
-    counts = api.params(config)
-    resolved = api.resolved_config(config)
+    if given or args.json:
+        from . import api, costs
+        work = costs.workload(config, **given)
+        counts, resolved = api.params(config), api.resolved_config(config)
+    else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
+        from . import quick
+        work, (counts, d_ff) = {}, quick.params(config)
+        resolved = {"hidden_dim": d_ff}
     if args.json:
-        print(json.dumps({"model": config.name, "params": counts, "config": resolved, **work}, indent=2,
-                         default=_json_number))
+        with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
+            print(json.dumps({"model": config.name, "params": counts, "config": resolved, **work}, indent=2,
+                             default=_json_number))
         return 0
     rows = [(k, grouped(v), human(v)) for k, v in counts.items() if k not in ("total", "block")]
     rows.append(("total", grouped(counts["total"]), human(counts["total"])))
-    print(f"{config.name}: {config.attention_kind}, V={config.vocab_size}, d={config.dim}, "
-          f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
-          f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
-          f"{'tied' if config.tie_embeddings else 'untied'} embeddings")
+    print(_wrap(f"{config.name}: {config.attention_kind}, V={config.vocab_size}, d={config.dim}, "
+                f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
+                f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
+                f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
+    variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
+                                      (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
+                                      (config.mlp_bias, "biases on w1, w2, w3"),
+                                      (config.qk_norm, f"QK-norm ({config.qk_norm} of width d_h)")) if on]
+    if variants:
+        print(f"({'; '.join(variants)})")
     print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
           f"{grouped(counts['block'])} parameters)\n")
     print(_table(rows, ("component", "parameters", "")))
     if given:
         w = work["workload"]
-        print(f"\nworkload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights {w['dtype']}, "
-              f"KV cache {w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} attention; "
-              f"ZeRO {w['zero_stage']} over {w['dp']} rank(s){'; full recomputation' if w['recompute'] else ''}\n")
-        rows = [(k, grouped(v), human(v, flops=True)) for k, v in work["flops"].items()]
-        print(_table(rows, ("FLOPs (matmuls; elementwise: prefill)", "FLOPs", "")) + "\n")
+        print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
+                           f"{w['dtype']}, KV cache {w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
+                           f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
+                           f"{'; full recomputation' if w['recompute'] else ''}") + "\n")
+        rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
+                for k, v in work["flops"].items()]
+        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "")))
     return 0
@@ -148,14 +246,33 @@ def _workload(args) -> dict:
 
 
 def cmd_derive(args) -> int:
+    from . import derivation  # jinja2 loads only for derive and report (start-up of count)
     kind = "mha" if args.mha else "mqa" if args.mqa else "gqa" if args.gqa else None
     dv = derivation.derive(args.component, args.quantity, kind=kind, config=args.model, notation=args.notation,
                            vocab_size=args.vocab_size, **_workload(args))
     _emit(dv.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
+    ignored = _not_applying(args)
+    if ignored:
+        print(f"symllm: warning: {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to "
+              f"--quantity {args.quantity} (ignored)", file=sys.stderr)
     return 0
 
 
+#: derive's options that change one quantity only (every workload option is moot for parameters)
+_APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
+               "act_dtype": "memory", "group_size": "memory", "zero_stage": "memory", "dp": "memory"}
+
+
+def _not_applying(args) -> list[str]:
+    """The flags given to derive that its quantity does not use (``--phase`` with ``--quantity memory``)."""
+    flags = {name: opt.flag or "--" + name.replace("_", "-") for name, (_, opt) in workload_options().items()}
+    flags.update(phase="--phase", memory="--memory")
+    return [flags[k] for k in _workload(args)
+            if args.quantity == "params" or _APPLIES_TO.get(k, args.quantity) != args.quantity]
+
+
 def cmd_report(args) -> int:
+    from . import derivation
     rep = derivation.report(args.model, notation=args.notation, vocab_size=args.vocab_size, **_workload(args))
     _emit(rep.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
     return 0
@@ -163,10 +280,11 @@ def cmd_report(args) -> int:
 
 def cmd_presets(args) -> int:
     rows = []
-    for name in cfgmod.preset_names():
+    for name in sorted(cfgmod.preset_names(), key=_natural):
+        from . import api
         total = api.params(name)["total"]
         rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
-    print(_table(rows, ("preset", "parameters", "", "description"), text_columns=(3,)))
+    print(_table(rows, ("preset", "parameters", "", "description"), text_columns=(3,), wrap=3))
     return 0
 
 
@@ -177,6 +295,7 @@ def cmd_verify(args) -> int:
     except ImportError:
         raise SymllmError("verify: needs torch (pip install 'symllm[torch]')") from None
     measured = reference.count(reference.build(config, device="meta"))
+    from . import api
     ours = api.params(config)
     rows, bad = [], 0
     for key, value in measured.items():
@@ -194,11 +313,11 @@ def _workload_args(p, *, derive: bool) -> None:
     phase and memory kind)."""
     w = p.add_argument_group("workload (FLOPs and memory)")
     if derive:
-        w.add_argument("--phase", choices=costs.PHASES,
+        w.add_argument("--phase", choices=_Choices("costs", "PHASES"), metavar="PHASE",
                        help="FLOPs of the prefill (default), a forward pass at --context, one decode step, "
-                            "prefill + --gen steps, or a training step")
-        w.add_argument("--memory", choices=costs.MEMORY_KINDS,
-                       help="which memory (default inference: weights + KV cache)")
+                            "prefill + --gen steps, or a training step: %(choices)s")
+        w.add_argument("--memory", choices=_Choices("costs", "MEMORY_KINDS"), metavar="KIND",
+                       help="which memory (default inference: weights + KV cache): %(choices)s")
     add_workload_options(w)
 
 
@@ -274,12 +393,12 @@ def _sweep_parser(p) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="symllm", description="Closed-form parameters, FLOPs and memory of LLaMA-family models.",
                      epilog="examples:\n  symllm count llama3.1-8b\n  symllm derive --component attention --gqa\n"
-                            "  symllm presets", formatter_class=argparse.RawDescriptionHelpFormatter)
+                            "  symllm presets", formatter_class=_Formatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     def add(name, help_):
         return sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name],
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+                              formatter_class=_Formatter)
 
     p = add("count", "exact parameter counts of a preset or a config file")
     _model_arg(p)
@@ -288,12 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_count)
 
     p = add("derive", "the derivation of a component's closed form (and its numbers with --model)")
-    p.add_argument("--component", choices=list(COMPONENTS), default="model", help="which component (default: model)")
+    p.add_argument("--component", choices=_Choices("components", "COMPONENTS"), default="model", metavar="NAME",
+                   help="which component (default: model): %(choices)s")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--gqa", action="store_true", help="n_kv key/value heads (the general form; default)")
     kind.add_argument("--mha", action="store_true", help="n_kv = n_h")
     kind.add_argument("--mqa", action="store_true", help="n_kv = 1")
-    p.add_argument("--format", choices=render.FORMATS, default="text",
+    p.add_argument("--format", choices=_Choices("render", "FORMATS"), default="text",
                    help="text (default), pretty (Unicode), latex (an align environment) or markdown")
     p.add_argument("--quantity", choices=("params", "flops", "memory"), default="params",
                    help="parameters (default), prefill matmul FLOPs, or memory in bytes (weights + KV cache)")
@@ -321,16 +441,70 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+class _Terminated(BaseException):
+    """SIGTERM, raised where the command is so that ``finally`` clauses run (write_atomic removes its
+    temporary file); main() turns it into one line and exit status 143."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+def _fail(message: str, code: int = 2) -> int:
     try:
-        return args.func(args)
+        print(f"symllm: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+def _silence_stdout() -> None:
+    """After stdout failed (a full device, a closed pipe): point it at /dev/null so that the flush at
+    exit does not print "Exception ignored ..." (the recipe of Python's signal documentation)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # pytest's capture, a StringIO: nothing to silence
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status: 0, or 2 with one line ``symllm: error: ...`` on
+    stderr for bad input or a failed write (also of stdout: ``> /dev/full``), 130 with ``symllm:
+    interrupted`` for Ctrl-C, 143 with ``symllm: terminated`` for SIGTERM (an output file's temporary
+    file is removed first; see :func:`symllm.files.write_atomic`).
+
+    >>> main(["derive", "--component", "rmsnorm", "--format", "latex", "--seq", "0"])
+    2
+    """
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread: leave signals alone
+        previous = None
+    try:
+        args = build_parser().parse_args(argv)
+        code = args.func(args)
+        sys.stdout.flush()  # a full device fails here, not in the interpreter's flush at exit
+        return code
     except SymllmError as e:
-        print(f"symllm: error: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
+        return _fail(f"error: {e}")
+    except BrokenPipeError:  # `symllm ... | head`: the reader has all it wanted
+        _silence_stdout()
         return 0
+    except OSError as e:  # only stdout is written without write_atomic (which raises SymllmError)
+        _silence_stdout()
+        return _fail(f"error: output: cannot write to stdout: {e.strerror or e}")
+    except RecursionError:
+        return _fail("error: input: nested too deeply to process")
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except _Terminated:
+        return _fail("terminated", 143)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

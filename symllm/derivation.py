@@ -314,6 +314,7 @@ class Report:
         return {
             "model": spec.name, "kind": spec.attention_kind, "tied": spec.structure.tied,
             "attention_bias": spec.structure.attention_bias, "mlp_bias": spec.structure.mlp_bias,
+            "qkv_bias": spec.structure.qkv_bias, "qk_norm": spec.structure.qk_norm,
             "hidden_rule": rule,
             "config": [{"field": f, "symbol": Formula(sym), "code": S.SYMBOLS[sym].code, "value": v}
                        for f, sym, v in config_rows],

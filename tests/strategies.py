@@ -181,3 +181,169 @@ def report_names() -> st.SearchStrategy[str]:
 def report_configs() -> st.SearchStrategy[ModelConfig]:
     """Valid ModelConfigs (see meta_style) whose name is awkward for LaTeX and Markdown."""
     return st.tuples(configs(), report_names()).map(lambda p: p[0].replace(name=p[1]))
+
+
+# --- the LLaMA family: biases, QK-norm, HF model types (tests/test_family.py) ---
+
+def family_configs() -> st.SearchStrategy[ModelConfig]:
+    """Valid ModelConfigs (see meta_style) that may also carry Qwen2's q/k/v-only biases and Qwen3's
+    QK-norm (an RMSNorm of width head_dim on every query and key head)."""
+    return st.tuples(meta_style(), st.booleans(), st.sampled_from([None, "rmsnorm"])).map(
+        lambda p: ModelConfig(**p[0], qkv_bias=p[1], qk_norm=p[2]))
+
+
+@st.composite
+def hf_configs(draw) -> dict:
+    """A small HF config.json as transformers writes it for model_type llama, mistral, qwen2 or qwen3:
+    GQA/MQA/MHA, head_dim stated (any even width; hidden_size a multiple of the heads, as transformers 5
+    checks) or left to the class's default (qwen3's is 128), tied or untied, the
+    bias keys each class reads (llama: attention_bias, mlp_bias; qwen3: attention_bias), and the
+    sliding-window keys in their disabled form (mistral null; qwen use_sliding_window false)."""
+    kind = draw(st.sampled_from(["llama", "mistral", "qwen2", "qwen3"]))
+    n_kv = draw(st.integers(1, 4))
+    n_heads = n_kv * draw(st.integers(1, 3))
+    hd = 2 * draw(st.integers(1, 8))
+    raw = {"model_type": kind, "architectures": [f"{kind.capitalize()}ForCausalLM"],
+           "vocab_size": draw(st.integers(1, 300)), "num_hidden_layers": draw(st.integers(1, 3)),
+           "num_attention_heads": n_heads, "num_key_value_heads": n_kv,
+           "intermediate_size": draw(st.integers(1, 200)), "tie_word_embeddings": draw(st.booleans()),
+           "hidden_act": "silu", "rms_norm_eps": 1e-6}
+    if draw(st.booleans()) and kind != "qwen3":
+        raw["hidden_size"] = n_heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    else:
+        raw["hidden_size"] = n_heads * draw(st.integers(1, 12))  # transformers 5 requires divisibility anyway
+        if kind != "qwen3" or draw(st.booleans()):  # qwen3 without head_dim: its class's 128
+            raw["head_dim"] = hd
+    if kind in ("llama", "qwen3"):
+        raw["attention_bias"] = draw(st.booleans())
+    if kind == "llama":
+        raw["mlp_bias"] = draw(st.booleans())
+    if kind == "mistral":
+        raw["sliding_window"] = None
+    if kind in ("qwen2", "qwen3"):
+        raw.update(use_sliding_window=False, sliding_window=draw(st.sampled_from([None, 4096])), max_window_layers=1)
+    return raw
+
+
+# --- hostile command-line input (tests/test_fuzz.py) ---
+
+import json  # noqa: E402  (this section's own import, kept with it)
+
+#: config keys symllm reads (Meta's params.json and HF's config.json names) and a few it does not
+HOSTILE_CONFIG_KEYS = ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "multiple_of",
+                       "ffn_dim_multiplier", "hidden_dim", "head_dim", "norm_eps", "rope_theta", "hidden_size",
+                       "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+                       "tie_word_embeddings", "attention_bias", "mlp_bias", "model_type", "architectures",
+                       "n_kv_head", "name", "")
+
+
+def hostile_numbers() -> st.SearchStrategy:
+    """Numbers a config or a flag may carry: small and huge ints of either sign, 4,000-digit ints,
+    floats (integral, fractional, 1e30, 1e308), and the special floats JSON writers emit."""
+    return st.one_of(
+        st.integers(-3, 300), st.integers(-(2**70), 2**70), st.sampled_from([0, 1, 2, 10**4000, -(10**4000)]),
+        st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e30, 1e308, 0.5, 4096.0, -1.0]))
+
+
+def hostile_json_values(max_leaves: int = 12) -> st.SearchStrategy:
+    """Any JSON value (nested lists and objects) with hostile numbers and strings as leaves."""
+    leaves = st.one_of(st.none(), st.booleans(), hostile_numbers(), st.text(max_size=12))
+    return st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                        st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+                        max_leaves=max_leaves)
+
+
+@st.composite
+def hostile_config_texts(draw) -> str:
+    """The text of a config file: mostly a JSON object over the keys symllm reads (or misspells) with
+    hostile values, sometimes a valid config with one field changed, any JSON value, nesting 5,000
+    deep, a 5,000-digit integer, invalid JSON or arbitrary text."""
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        return draw(st.text(max_size=40))
+    if kind == 1:
+        depth = draw(st.sampled_from([10, 1000, 5000]))
+        return "[" * depth + "]" * depth if draw(st.booleans()) else '{"dim": ' + "[" * depth + "]" * depth + "}"
+    if kind == 2:
+        return '{"dim": ' + "9" * draw(st.sampled_from([4000, 4301, 5000])) + ', "n_layers": 2, "n_heads": 1}'
+    if kind == 3:
+        return json.dumps(draw(hostile_json_values()))
+    base = {"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": 100, "multiple_of": 16}
+    if kind <= 6:
+        base[draw(st.sampled_from(HOSTILE_CONFIG_KEYS))] = draw(hostile_json_values(max_leaves=3))
+        return json.dumps(base)
+    return json.dumps(draw(st.dictionaries(st.sampled_from(HOSTILE_CONFIG_KEYS),
+                                           hostile_json_values(max_leaves=3), max_size=8)))
+
+
+def hostile_flag_values() -> st.SearchStrategy[str]:
+    """The text after a workload flag: numbers in every spelling, names, empty, and junk."""
+    return st.one_of(
+        st.integers(-5, 10**6).map(str), st.integers(-(10**30), 10**30).map(str),
+        st.sampled_from(["0", "-1", "1e3", "1.5", "0x10", "nan", "inf", "", " ", "9" * 4000, "9" * 5000,
+                         "bf16", "fp8", "int4", "fp64", "dense", "causal", "BF16", "none", "--seq"]),
+        st.text(max_size=10))
+
+
+@st.composite
+def hostile_workload_argv(draw) -> list[str]:
+    """Workload flags of count, derive and report, each with a hostile value (flags only where the
+    option is a switch)."""
+    from symllm.workload import options
+    argv = []
+    for name, (_, opt) in draw(st.lists(st.sampled_from(sorted(options().items())), max_size=4, unique_by=lambda x: x[0])):
+        flag = opt.flag or "--" + name.replace("_", "-")
+        argv += [flag] if name == "recompute" else [flag, draw(hostile_flag_values())]
+    return argv
+
+
+#: LaTeX a notation value is built from: harmless pieces and ones that read files or break documents
+_NOTATION_TOKENS = ["x", "d", "V", "7", "_", "^", "'", "{", "}", " ", "(", ")", "+", ",", r"\alpha", r"\ell",
+                    r"\mathrm", r"\mathcal", r"\hat", r"\text{ff}", r"\text", r"\lvert", r"\rvert", r"\cdot", r"\,",
+                    r"\{", r"\}", r"\operatorname", r"\boldsymbol", "\\\\", "$", "&", "%", "#", "~", r"\input",
+                    r"\write", r"\openin", r"\catcode", r"\csname", r"\endcsname", r"\def", r"\left", r"\right",
+                    "/etc/passwd", "\n", "\u03b1", "`", "|"]
+
+
+def hostile_notations() -> st.SearchStrategy[dict]:
+    """A notation mapping: symbol or code names (and unknown keys) to LaTeX made of harmless and hostile
+    tokens, or to values that are not strings."""
+    keys = st.sampled_from(["d", "n_h", "n_heads", "V", "vocab_size", "d_ff", "beta_w", "zeta", ""])
+    latex = st.lists(st.sampled_from(_NOTATION_TOKENS), min_size=0, max_size=8).map("".join)
+    values = st.one_of(latex, latex, st.text(max_size=12), hostile_json_values(max_leaves=2))
+    return st.dictionaries(keys, values, min_size=1, max_size=3)
+
+
+#: pieces of a user template: Jinja syntax, symllm's variables and filters, and runtime failures
+_TEMPLATE_TOKENS = ["{{ ", " }}", "{% ", " %}", "{# ", " #}", "component", "value", "terms", "symbols", "model",
+                    "|num", "|grouped", "|human", "|tex", "|text", "|esc", "|length", "|join(', ')", "1/0",
+                    "10 ** 10000000", "'x' * 10 ** 12", "none + 1", "range(10 ** 9)|list", "for t in terms",
+                    "endfor", "if value", "endif", "macro f(x)", "f(x)", "endmacro", "f(1)", ".__class__",
+                    "cycler.__init__.__globals__", "lipsum", "[", "]", "(", ")", "'", "\"", "\n", "x", "0"]
+
+
+def hostile_templates() -> st.SearchStrategy[str]:
+    """The text of a user template: Jinja fragments in any order (syntax errors, undefined names,
+    sandbox escapes, runtime errors, recursion, arithmetic that would not end) and plain text."""
+    fragments = st.lists(st.sampled_from(_TEMPLATE_TOKENS), max_size=12).map("".join)
+    recursive = st.just("{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}")
+    return st.one_of(fragments, fragments, recursive, st.text(max_size=30))
+
+
+#: what stands at the path given to -o (tests/test_fuzz.py builds it in a fresh folder)
+OUTPUT_TARGETS = ("new", "existing", "read-only", "symlink", "dangling-symlink", "symlink-loop", "directory",
+                  "missing-folder", "file-as-folder", "long-name", "dev-null", "dev-full")
+
+
+def output_targets() -> st.SearchStrategy[str]:
+    """One kind of -o target (see OUTPUT_TARGETS)."""
+    return st.sampled_from(OUTPUT_TARGETS)
+
+
+def output_names() -> st.SearchStrategy[str]:
+    """A file name for -o: any characters a name may hold (spaces, newlines, dots, non-ASCII), or
+    ASCII names of 243-255 bytes (the longest a Linux file system takes)."""
+    chars = st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",))
+    short = st.text(chars, min_size=1, max_size=40).filter(
+        lambda n: n not in (".", "..") and not n.startswith(".symllm-") and len(n.encode()) <= 255)
+    return st.one_of(short, st.integers(243, 255).map(lambda k: "n" * k))
