@@ -367,8 +367,9 @@ def cmd_sweep(args) -> int:
         sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
         result = sweep.stats
     rows = result.points - result.invalid - result.filtered
+    why = f"; dropped: {sw.dropped_text(result.reasons)}" if result.reasons else ""
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
-          f"{result.filtered:,} filtered out, {rows:,} rows -> {args.output or 'stdout'}", file=sys.stderr)
+          f"{result.filtered:,} filtered out, {rows:,} rows -> {args.output or 'stdout'}{why}", file=sys.stderr)
     return 0
 
 

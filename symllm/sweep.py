@@ -34,6 +34,7 @@ dividing ``n_heads``, an odd ``head_dim``) are dropped and counted; a value that
 from __future__ import annotations
 
 import csv
+import dataclasses
 import decimal
 import io
 import json
@@ -58,7 +59,7 @@ from .spec import hidden_dim_kernel
 from .workload import Workload, options as workload_options
 
 __all__ = ["Sweep", "SweepResult", "sweep", "parse_axis", "parse_where", "parse_number", "read_table",
-           "quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES"]
+           "quantity_names", "dropped_text", "CONFIG_FIELDS", "WORKLOAD_AXES"]
 
 #: config fields a sweep may vary (Meta's names)
 CONFIG_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
@@ -67,6 +68,9 @@ CONFIG_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head
 WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if opt.axis)
 
 _SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
+
+#: the largest table file :func:`read_table` reads (its rows are held in memory)
+TABLE_BYTES = 256 << 20
 
 #: default points per chunk: a few MB per column
 CHUNK = 1 << 18
@@ -147,8 +151,8 @@ def parse_number(text: str, field: str):
 def parse_axis(text: str, field: str) -> list:
     """The values of one sweep axis: numbers and inclusive ``start:stop[:step]`` ranges, by commas.
 
-    >>> parse_axis("2048:8192:2048", "dim")
-    [2048, 4096, 6144, 8192]
+    >>> parse_axis("2048:8192:2048", "dim")  # one integer range stays a lazy range: streamed, never built
+    range(2048, 8193, 2048)
     >>> parse_axis("1.3, 1.5,16:32:8", "ffn_dim_multiplier")
     [1.3, 1.5, 16, 24, 32]
     >>> parse_axis("8:1", "n_heads")
@@ -157,7 +161,8 @@ def parse_axis(text: str, field: str) -> list:
     symllm.errors.SymllmError: n_heads: empty range '8:1'
     """
     out: list = []
-    for part in str(text).split(","):
+    parts = str(text).split(",")
+    for part in parts:
         part = part.strip()
         if not part:
             raise SymllmError(f"{field}: empty value in {text!r}")
@@ -174,6 +179,8 @@ def parse_axis(text: str, field: str) -> list:
         if stop < start:
             raise SymllmError(f"{field}: empty range {part!r}")
         if all(isinstance(x, int) for x in (start, stop, step)):
+            if len(parts) == 1:
+                return range(start, stop + 1, step)
             out.extend(range(start, stop + 1, step))
         else:
             count = int(math.floor((stop - start) / step + 1e-9)) + 1
@@ -231,7 +238,7 @@ def read_table(path) -> list[dict]:
     [{'dim': 4096, 'n_layers': 32}]
     """
     path = Path(path)
-    text = read_text(path, "table", limit=None)
+    text = read_text(path, "table", limit=TABLE_BYTES)
     if path.suffix in (".jsonl", ".json", ".ndjson"):
         return _json_rows(text, path)
     try:
@@ -284,6 +291,8 @@ class SweepResult:
     invalid: int
     #: valid points the ``where`` filter removed
     filtered: int
+    #: why points were dropped: the failed check's field -> (points, the first such point's error line)
+    reasons: dict = dataclasses.field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -296,17 +305,80 @@ class SweepResult:
         return [dict(zip(names, r)) for r in zip(*(c.tolist() for c in self.columns.values()))]
 
 
+def dropped_text(reasons: dict) -> str:
+    """Why points were dropped (:attr:`SweepResult.reasons`), most frequent check first, each with its
+    first point's error line.
+
+    >>> dropped_text({"head_dim": (1, "head_dim: 3 is odd"), "n_heads": (4, "n_heads: ...")})
+    '4 n_heads (first: n_heads: ...); 1 head_dim (first: head_dim: 3 is odd)'
+    """
+    ranked = sorted(reasons.items(), key=lambda kv: -kv[1][0])
+    return "; ".join(f"{n:,} {k} (first: {line})" for k, (n, line) in ranked)
+
+
 @dataclass
 class _Stats:
     points: int = 0
     invalid: int = 0
     filtered: int = 0
+    reasons: dict = dataclasses.field(default_factory=dict)
+
+    def drop(self, field_: str, bad: np.ndarray, example: Callable[[int], str]) -> None:
+        """Count the points ``bad`` marks as dropped for ``field_``'s check; keep the first one's line."""
+        count = int(np.count_nonzero(bad))
+        if count:
+            seen, line = self.reasons.get(field_, (0, None))
+            self.reasons[field_] = (seen + count, line or example(int(np.argmax(bad))))
 
 
-def _as_values(field: str, raw, work: Workload) -> np.ndarray:
-    """One axis's values as an array, each checked as its field is: a config field is a positive
-    integer (``ffn_dim_multiplier`` a positive number); a workload field's smallest value is checked by
-    :class:`Workload` itself."""
+
+class _RangeAxis:
+    """An integer axis ``range(start, stop, step)`` that is never built: indexing with an array of
+    positions computes those values (int64 while they fit, Python ints past that), so an axis of any
+    length costs no memory.
+
+    >>> ax = _RangeAxis(range(2, 2 * 10**18, 2))
+    >>> len(ax), ax[np.array([0, 1, 10**18 - 2])].tolist()
+    (999999999999999999, [2, 4, 1999999999999999998])
+    """
+
+    def __init__(self, values: range):
+        self.range = values
+
+    def __len__(self) -> int:
+        return len(self.range)
+
+    def extreme(self) -> int:
+        """The largest magnitude on the axis."""
+        return max(abs(self.range[0]), abs(self.range[-1]))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):  # a table's rows start..stop
+            idx = np.arange(*idx.indices(len(self.range)), dtype=np.int64)
+        idx = np.asarray(idx)
+        r = self.range
+        if self.extreme() < 2**62 and len(r) < 2**62:
+            return r.start + idx.astype(np.int64) * r.step
+        return idx.astype(object) * r.step + r.start
+
+
+def _extreme(values) -> int:
+    """The largest magnitude among an axis's values."""
+    if isinstance(values, _RangeAxis):
+        return values.extreme()
+    return max(abs(x) for x in values.tolist()) if len(values) else 0
+
+
+def _as_values(field: str, raw, work: Workload):
+    """One axis's values as an array (a lazy :class:`_RangeAxis` for a ``range`` of integers), each
+    checked as its field is: a config field is a positive integer (``ffn_dim_multiplier`` a positive
+    number); a workload field's smallest value is checked by :class:`Workload` itself."""
+    if isinstance(raw, range) and raw.step > 0 and len(raw) and field != "ffn_dim_multiplier":
+        if field in WORKLOAD_AXES:
+            work.replace(**{field: raw[0]})
+        elif raw[0] < 1:
+            raise SymllmError(f"{field}: expected integers >= 1, got {raw[0]!r}")
+        return _RangeAxis(raw)
     arr = np.asarray(raw).reshape(-1)
     if arr.size == 0:
         raise SymllmError(f"{field}: no values")
@@ -441,16 +513,32 @@ class Sweep:
     def _evaluate(self, start: int, stop: int) -> tuple[dict, np.ndarray, np.ndarray]:
         """All columns of points start..stop-1, with the valid mask and the where mask."""
         f = self._points(start, stop)
+        swept = [k for k in CONFIG_FIELDS if k in self.axes]
+        point_fields = {k: f[k] for k in swept}  # before anything is derived
+
+        def error_line(i):  # the config's own error for point i (ModelConfig.replace, as count would)
+            point = {k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in point_fields.items()}
+            try:
+                self.base.replace(**point)
+            except SymllmError as e:
+                return str(e)
+            return ", ".join(f"{k}={v}" for k, v in point.items())
+
         heads, checks = derive_heads(f["dim"], f["n_heads"], None if self.kv_follows_heads else f["n_kv_heads"],
                                      None if self.derive_head_dim else f["head_dim"])
         f.update(heads)
         valid = np.ones(stop - start, dtype=bool)
-        for _, ok, _ in checks:
-            valid &= np.asarray(ok, dtype=bool)
+        for name, ok, _ in checks:
+            ok = np.broadcast_to(np.asarray(ok, dtype=bool), valid.shape)
+            self.stats.drop(name, valid & ~ok, error_line)
+            valid &= ok
+
         if self.context_follows_seq:
             f["context"] = f["seq"]
         if self.hidden_rule == "meta":  # ModelConfig refuses a multiplier whose float product passes 2**53
-            valid &= _meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
+            ok = _meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
+            self.stats.drop("ffn_dim_multiplier", valid & ~ok, error_line)
+            valid &= ok
         if not valid.all():
             f = {k: (v[valid] if v is not None else None) for k, v in f.items()}
         if self.hidden_kernel is not None:
@@ -489,7 +577,7 @@ class Sweep:
         parts = list(self.chunks(progress))
         cols = {c: (np.concatenate([p[c] for p in parts]) if parts else np.array([], dtype=np.int64))
                 for c in self.columns}
-        return SweepResult(cols, self.stats.points, self.stats.invalid, self.stats.filtered)
+        return SweepResult(cols, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
 
     def write(self, path, fmt: str | None = None, progress=None) -> SweepResult:
         """Stream the rows to ``path`` as CSV or JSON lines (``fmt``; by default from the suffix:
@@ -501,7 +589,7 @@ class Sweep:
         if fmt not in ("csv", "jsonl"):
             raise SymllmError(f"format: expected csv or jsonl, got {fmt!r}")
         write_atomic(path, lambda out: self.write_to(out, fmt, progress), newline="")
-        return SweepResult({}, self.stats.points, self.stats.invalid, self.stats.filtered)
+        return SweepResult({}, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
 
     def write_to(self, out, fmt: str = "csv", progress=None) -> None:
         """Stream the rows to a text stream (CSV with a header, or JSON lines). Numbers are exact: ints
@@ -542,7 +630,7 @@ class Sweep:
 
     def _may_widen(self) -> set:
         """Columns whose values may pass int64 somewhere on the grid (bound at the axes' maxima)."""
-        top = {k: (max(abs(x) for x in v.tolist()) if len(v) else 0) for k, v in self.axes.items()}
+        top = {k: _extreme(v) for k, v in self.axes.items()}
         mags = {_SYMBOL[k].name: abs(v) for k, v in self.constants.items() if v is not None}
         mags.update({_SYMBOL[k].name: v for k, v in top.items()})
         if self.derive_head_dim:  # dim // n_heads <= dim

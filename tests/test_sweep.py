@@ -315,3 +315,45 @@ def test_enormous_dims_give_one_line(value, message, capsys):
         assert code == 2 and message in err
     else:  # 1.3·⌊8d/3⌋ is past a double: the config is refused, so the point is dropped
         assert code == 0 and "1 invalid dropped" in err and out.splitlines()[1:] == []
+
+
+def test_dropped_points_say_why_as_count_would(cli):
+    """Every dropped point is counted under the check it fails, and the first one's line is the error
+    ModelConfig itself raises for that config (what `symllm count` would print)."""
+    base = symllm.api.resolve("llama3-8b")
+    grid = {"dim": [4096, 4100], "n_heads": [32, 31], "n_kv_heads": [8, 3]}
+    res = Sweep("llama3-8b", grid).run()
+    expected: dict[str, list[str]] = {}
+    for dim, n_h, n_kv in itertools.product(*grid.values()):
+        try:
+            base.replace(dim=dim, n_heads=n_h, n_kv_heads=n_kv)
+        except SymllmError as e:
+            expected.setdefault(str(e).split(":")[0], []).append(str(e))
+    assert res.invalid == sum(map(len, expected.values())) > 0
+    assert {k: n for k, (n, _) in res.reasons.items()} == {k: len(v) for k, v in expected.items()}
+    assert all(line in expected[k] for k, (_, line) in res.reasons.items())
+    r = cli(["sweep", "--base", "llama3-8b", "--dim", "4096,4100", "--n-heads", "32,31", "--n-kv-heads", "8,3"])
+    assert r.code == 0 and r.err.count("\n") == 1 and next(iter(expected.values()))[0] in r.err
+
+
+def test_a_range_axis_is_streamed_not_built():
+    """An axis of 10**9 values costs no memory: the first chunk equals the sweep of the same values
+    given as a list, and building the sweep and its first chunk stays far below the 8 GB the values
+    would take."""
+    import tracemalloc
+    axis = range(128, 128 * 10**9 + 1, 128)
+    tracemalloc.start()
+    sw = Sweep("llama3-8b", {"dim": axis}, quantities=["params"], chunk_size=1000)
+    first = next(sw.chunks())
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert sw.size == 10**9 and peak < 64 << 20
+    same = Sweep("llama3-8b", {"dim": list(axis[:1000])}, quantities=["params"]).run()
+    assert first["dim"].tolist() == same.columns["dim"].tolist()
+    assert first["params"].tolist() == same.columns["params"].tolist()
+
+
+def test_cli_range_axis_stays_lazy():
+    """`--dim A:B:C` alone is parsed as a lazy range of integers (any length), with the same values."""
+    r = parse_axis("2:200000000:2", "dim")
+    assert len(r) == 10**8 and list(r[:3]) == [2, 4, 6] and r[-1] == 200000000
