@@ -44,7 +44,8 @@ MAX_INPUT_BYTES = 64 << 20
 def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
     """The UTF-8 text of the file at ``path``; ``what`` (``config``, ``notation``, ``table``) starts
     the one-line error. Line endings are kept as they are. At most ``limit`` bytes are read: a larger
-    file (or an endless one, such as ``/dev/zero``) is refused rather than read into memory.
+    file (or an endless one, such as ``/dev/zero``) is refused rather than read into memory. A FIFO
+    that nobody has opened for writing reads as empty instead of waiting forever.
 
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
@@ -59,7 +60,14 @@ def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
     """
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once (a blocking open waits for one);
+        # reads are blocking again after that, and see end-of-file when no writer is there
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            os.set_blocking(fd, True)
+        except OSError:
+            pass
+        with os.fdopen(fd, "rb") as fh:
             data = fh.read() if limit is None else fh.read(limit + 1)
     except OSError as e:
         raise SymllmError(f"{what}: cannot read {str(path)!r}: {e.strerror or e}") from None

@@ -284,3 +284,27 @@ def test_text_output_of_numbers_past_float(cli, argv):
     b = int(argv[argv.index("--batch") + 1])
     assert f"{b:,}"[:40] in r.out or f"{b:,}".replace(",", "{,}")[:40] in r.out
     assert "e+" in r.out  # the human column switches to scientific notation, exactly rounded
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_nobody_writes_is_read_as_empty_not_waited_on(tmp_path, cli):
+    """A config FIFO that no process writes gives one line at once (it reads as empty), not a hang;
+    one that a writer fills is read."""
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    r = cli(["count", str(fifo)])
+    assert (r.code, r.out) == (2, "") and r.err.count("\n") == 1 and "not valid JSON" in r.err
+
+    def write():
+        with open(fifo, "w") as fh:
+            fh.write('{"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": 100}')
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        time.sleep(0.2)  # the writer is waiting in open() for a reader
+        r = cli(["count", str(fifo), "--json"])
+    finally:
+        writer.join(5)
+    # 2 blocks of (4·64² attention + 3·64·d_ff + 2·64 norms), d_ff = Meta's rounding of 64 (multiple_of 256)
+    d_ff = 256 * ((int(2 * 4 * 64 / 3) + 255) // 256)
+    assert r.code == 0 and json.loads(r.out)["params"]["total"] == 2 * 100 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * d_ff + 2 * 64) + 64
