@@ -367,13 +367,25 @@ def feed_forward(*, bias: bool = False) -> Component:
 swiglu = feed_forward
 
 
+def _switches(**flags) -> None:
+    """Refuse a switch that is not a bool (``tied="no"`` is truthy; it must not count as tied)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise SymllmError(f"{name}: expected True or False, got {value!r}")
+
+
 def lm_head(*, tied: bool = False) -> Component:
     """The output projection ``d -> V``: ``V·d`` parameters untied, 0 tied (counted once, in the
     embedding), and ``2·b·s·d·V`` FLOPs either way (logits at every position).
 
     >>> lm_head(tied=True).params, lm_head(tied=True).flops
     (0, 2*V*b*d*s)
+    >>> lm_head(tied="no")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: tied: expected True or False, got 'no'
     """
+    _switches(tied=tied)
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)")
     out = out.replace(saved=beta_a * _T * d, live=(_T * V,))  # saves its input; the logits are live
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
@@ -387,6 +399,7 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
     >>> [c.name for c in block().children]
     ['attention_norm', 'attention', 'ffn_norm', 'feed_forward']
     """
+    _switches(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, causal=causal)
     return Component(
         "block",
         elementwise=2 * ELEMENTWISE["residual"] * _T * d,
@@ -413,6 +426,7 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
     """
+    _switches(tied=tied)
     if hidden not in ("explicit", "meta", "meta_plain"):
         raise SymllmError(f"hidden: unknown rule {hidden!r} (explicit, meta, meta_plain)")
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)

@@ -284,9 +284,16 @@ def mfu(config, tokens_per_second: float, peak_flops: float, *, seq: int, attent
 
     >>> round(mfu("llama3.1-8b", 4000, 989e12, seq=8192), 3)
     0.234
+    >>> mfu("llama3.1-8b", 4000, 989e12, seq=None)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: seq: mfu needs the training sequence length, got None
     """
     if not tokens_per_second > 0 or not peak_flops > 0:
         raise SymllmError(f"mfu: tokens_per_second and peak_flops must be positive, got "
                           f"{tokens_per_second!r}, {peak_flops!r}")
-    per_token = Fraction(workload(config, batch=1, seq=seq, attention=attention)["flops"]["training_step"], seq)
+    if seq is None:  # Workload reads None as "not given" (2048); MFU needs the run's own length
+        raise SymllmError("seq: mfu needs the training sequence length, got None")
+    work = Workload.of(batch=1, seq=seq, attention=attention)
+    per_token = Fraction(workload(config, work)["flops"]["training_step"], work.seq)
     return float(per_token * Fraction(tokens_per_second) / Fraction(peak_flops))

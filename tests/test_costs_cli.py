@@ -229,3 +229,23 @@ def test_fp64_activations_keep_fp64_statistics():
     for beta, stat_bytes in ((1, 4), (2, 4), (4, 4), (8, 8)):
         vals = {S.b: 1, S.s: 1, S.d: 1, S.beta_a: beta}
         assert symllm.evaluate(costs.activations("rmsnorm"), vals) == beta + stat_bytes
+
+
+@pytest.mark.parametrize("seq", [None, 0, -5, 2.5, "2048"])
+def test_mfu_needs_a_real_sequence_length(seq):
+    """mfu(seq=None) must not fall back to a default length (Fraction(x, None) is x / 1): every
+    sequence length that is not a positive integer is one SymllmError naming seq."""
+    with pytest.raises(SymllmError, match=r"^seq: "):
+        costs.mfu("llama3.1-8b", 4000, 989e12, seq=seq)
+
+
+@pytest.mark.parametrize("value", ["no", "", 0, 1, None])
+def test_switches_must_be_booleans(value):
+    """tied="no" is truthy: a non-bool switch is refused instead of silently counting as tied."""
+    from symllm import components
+    with pytest.raises(SymllmError, match=r"^tied: expected True or False"):
+        components.lm_head(tied=value)
+    with pytest.raises(SymllmError, match=r"^tied: "):
+        components.model(tied=value)
+    with pytest.raises(SymllmError, match=r"^causal: "):
+        components.block(causal=value)
