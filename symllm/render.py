@@ -440,10 +440,17 @@ class Formula:
         printer = _NamedStrPrinter({k: _num_text(v) for k, v in self._numbers.items()})
         return _lines(self._expr, printer.doprint, len, width, "*", "(", ")", glue_mul="")
 
-    def pretty(self) -> str:
-        """Unicode, SymPy's pretty printer (may span several lines)."""
+    def pretty(self, width: int | None = None) -> str:
+        """Unicode, SymPy's pretty printer (may span several lines); ``width``: wrap to that many
+        columns (SymPy's own line wrapping), else one line however long.
+
+        >>> f = Formula(sum(sp.Symbol(f"x{i}") for i in range(30)))
+        >>> max(map(len, f.pretty(40).splitlines())) <= 40, len(f.pretty().splitlines())
+        (True, 1)
+        """
         names = {k: _num_text(v) for k, v in self._numbers.items()}
-        return _NamedPrettyPrinter(names, use_unicode=True, wrap_line=False).doprint(self._expr)
+        wrap = {"wrap_line": False} if width is None else {"wrap_line": True, "num_columns": width}
+        return _NamedPrettyPrinter(names, use_unicode=True, **wrap).doprint(self._expr)
 
     def __str__(self):
         return self.text()
@@ -589,8 +596,8 @@ def _filters(kind: str, names: dict) -> dict:
     def text(value):
         return Safe(value.text() if isinstance(value, Formula) else str(value))
 
-    def pretty(value, indent=0):
-        out = value.pretty() if isinstance(value, Formula) else str(value)
+    def pretty(value, indent=0, reserve=0):
+        out = value.pretty(max(TEXT_WIDTH - indent - reserve, 30)) if isinstance(value, Formula) else str(value)
         return Safe(("\n" + " " * indent).join(out.splitlines()))
 
     def plain(value):
@@ -609,7 +616,7 @@ def _filters(kind: str, names: dict) -> dict:
         """Text (broken to fit :data:`TEXT_WIDTH` columns after ``indent``, ``reserve`` left on the line
         for what follows) or, for ``pretty``, SymPy's 2-D form."""
         if ctx.get("format") == "pretty":
-            return pretty(value, indent)
+            return pretty(value, indent, reserve)
         if not isinstance(value, Formula):
             return text(value)
         lines = value.text_lines(max(TEXT_WIDTH - indent - reserve, 30))

@@ -143,11 +143,14 @@ WIDE = [["count", "llama3.1-8b"], ["count", "llama3.1-8b", "--seq", "131072"],
         ["derive", "--component", "block", "--quantity", "flops", "--model", "llama3.1-405b"]]
 
 
-@pytest.mark.parametrize("argv", WIDE + [[c, "--help"] for c in ["count", "derive", "report", "presets", "verify",
-                                                                 "sweep"]] + [["--help"]])
+PRETTY = [argv + ["--format", "pretty"] for argv in WIDE if argv[0] == "derive"]
+
+
+@pytest.mark.parametrize("argv", WIDE + PRETTY + [[c, "--help"] for c in ["count", "derive", "report", "presets",
+                                                                          "verify", "sweep"]] + [["--help"]])
 def test_terminal_output_fits_100_columns(argv, cli, monkeypatch):
-    """count, presets, derive (text) and every --help fit 100 columns, even on a wider terminal (they
-    printed 103-169)."""
+    """count, presets, derive (text and pretty) and every --help fit 100 columns, even on a wider
+    terminal (they printed 103-273)."""
     monkeypatch.setenv("COLUMNS", "250")
     r = cli(argv)
     assert r.code == 0, r.err
