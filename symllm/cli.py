@@ -386,7 +386,8 @@ def _sweep_parser(p) -> None:
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
     p.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically (default: CSV on stdout)")
-    p.add_argument("--format", choices=("csv", "jsonl"), help="default: from the file suffix (.jsonl), else csv")
+    p.add_argument("--format", choices=("csv", "jsonl", "parquet"),
+                   help="default: from the file suffix (.jsonl, .parquet), else csv; parquet needs -o FILE and pyarrow")
     p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")
     p.set_defaults(func=cmd_sweep)
 

@@ -31,7 +31,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Callable, TextIO, Union
+from typing import Callable, Union
 
 from .errors import SymllmError
 
@@ -131,10 +131,14 @@ def _target(path: Path) -> Path:
         raise SymllmError(f"output: cannot write {str(path)!r}: {getattr(e, 'strerror', None) or e}") from None
 
 
-def _write_direct(path: Path, content, newline: str) -> Path:
+def _open_args(binary: bool, newline: str) -> dict:
+    return {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": newline}
+
+
+def _write_direct(path: Path, content, newline: str, binary: bool = False) -> Path:
     """Write to a FIFO or a device as a plain write would, reporting every error (also at close)."""
     try:
-        with open(path, "w", encoding="utf-8", newline=newline) as fh:
+        with open(path, **_open_args(binary, newline)) as fh:
             if callable(content):
                 content(fh)
             else:
@@ -144,11 +148,14 @@ def _write_direct(path: Path, content, newline: str) -> Path:
     return path
 
 
-def write_atomic(path, content: Union[str, Callable[[TextIO], None]], *, newline: str = "\n") -> Path:
+def write_atomic(path, content: Union[str, bytes, Callable], *, newline: str = "\n",
+                 binary: bool = False) -> Path:
     """Write ``content`` (a string, or a function that writes to the open text file) to ``path`` as a
     plain write would, atomically for regular files: through a symlink to its target, directly to a
     FIFO or device, never over a file a plain write may not overwrite (see the module docstring). On
     any failure the temporary file is removed and an existing ``path`` is untouched. Returns ``path``.
+    With ``binary=True`` the file is opened in binary mode (``content`` bytes, or a function that
+    writes bytes; ``newline`` is ignored).
 
     >>> import os, pathlib, tempfile
     >>> p = write_atomic(pathlib.Path(tempfile.mkdtemp()) / "r.tex", "x")
@@ -159,6 +166,8 @@ def write_atomic(path, content: Union[str, Callable[[TextIO], None]], *, newline
     >>> _ = write_atomic(link, "y")
     >>> p.read_text(), link.is_symlink()
     ('y', True)
+    >>> write_atomic(p, lambda fh: fh.write(b"\\x00\\x01"), binary=True).read_bytes()
+    b'\\x00\\x01'
     >>> write_atomic(p.parent, "x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -180,7 +189,7 @@ def write_atomic(path, content: Union[str, Callable[[TextIO], None]], *, newline
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise SymllmError(f"output: {str(path)!r} is a directory")
     if st is not None and not stat.S_ISREG(st.st_mode):
-        return _write_direct(target, content, newline)  # a FIFO, a device, a socket (open refuses it)
+        return _write_direct(target, content, newline, binary)  # a FIFO, a device, a socket (open refuses it)
     if st is not None and (not st.st_mode & 0o222 or not os.access(target, os.W_OK)):
         raise SymllmError(f"output: cannot write {str(path)!r}: the file is read-only")
     folder = target.parent
@@ -192,7 +201,7 @@ def write_atomic(path, content: Union[str, Callable[[TextIO], None]], *, newline
             fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
         except OSError as e:
             raise SymllmError(f"output: cannot write in {str(folder)!r}: {e.strerror or e}") from None
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
+        with os.fdopen(fd, **_open_args(binary, newline)) as fh:
             if callable(content):
                 content(fh)
             else:

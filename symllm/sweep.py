@@ -41,6 +41,7 @@ import json
 import math
 import operator
 import re
+import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -580,21 +581,76 @@ class Sweep:
         return SweepResult(cols, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
 
     def write(self, path, fmt: str | None = None, progress=None) -> SweepResult:
-        """Stream the rows to ``path`` as CSV or JSON lines (``fmt``; by default from the suffix:
-        ``.jsonl``/``.json`` JSON lines, else CSV), atomically: a temporary file in the same folder
-        replaces ``path`` only when complete. Returns the counts (``columns`` empty).
+        """Stream the rows to ``path`` as CSV, JSON lines or Parquet (``fmt``; by default from the
+        suffix: ``.jsonl``/``.json`` JSON lines, ``.parquet``/``.pq`` Parquet, else CSV), atomically: a
+        temporary file in the same folder replaces ``path`` only when complete. Returns the counts
+        (``columns`` empty). Parquet needs pyarrow (:meth:`write_parquet`).
+
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "g.csv"
+        >>> Sweep("llama2-7b", {"n_layers": [1, 2]}).write(p).points, p.read_text().splitlines()[1]
+        (2, '1,32,128,11008,464531456')
         """
         path = Path(path)
-        fmt = fmt or ("jsonl" if path.suffix in (".jsonl", ".json", ".ndjson") else "csv")
-        if fmt not in ("csv", "jsonl"):
-            raise SymllmError(f"format: expected csv or jsonl, got {fmt!r}")
+        fmt = fmt or ("jsonl" if path.suffix in (".jsonl", ".json", ".ndjson")
+                      else "parquet" if path.suffix in (".parquet", ".pq") else "csv")
+        if fmt not in ("csv", "jsonl", "parquet"):
+            raise SymllmError(f"format: expected csv, jsonl or parquet, got {fmt!r}")
+        if fmt == "parquet":
+            return self.write_parquet(path, progress)
         write_atomic(path, lambda out: self.write_to(out, fmt, progress), newline="")
+        return SweepResult({}, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
+
+    def write_parquet(self, path, progress=None) -> SweepResult:
+        """Stream the rows to a Parquet file at ``path`` (one row group per chunk), atomically as
+        :meth:`write`. Needs the optional ``parquet`` extra (pyarrow). Numbers stay exact: int64
+        columns, ``ffn_dim_multiplier`` as float64, and a column whose values may pass int64 anywhere
+        on the grid (Python ints in :meth:`run`) as ``decimal128(38, 0)`` (pandas reads
+        ``decimal.Decimal``; ``int()`` of it is exact). A value of more than 38 digits, or a byte count
+        that is not whole (int4), is refused with one line (write CSV or JSON lines instead).
+
+        >>> import pathlib, tempfile, pyarrow.parquet as pq
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "g.parquet"
+        >>> _ = Sweep("llama2-7b", {"n_layers": [1, 2]}).write_parquet(p)
+        >>> pq.read_table(p).column("params").to_pylist()
+        [464531456, 666914816]
+        """
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise SymllmError("parquet: pyarrow is not installed (pip install 'symllm[parquet]')") from None
+        wide = self._may_widen()
+        types = {c: pa.decimal128(38, 0) if c in wide else pa.float64() if c == "ffn_dim_multiplier"
+                 else pa.int64() for c in self.columns}
+        schema = pa.schema([(c, types[c]) for c in self.columns])
+
+        def column(name, values):
+            if values.dtype.kind == "O" and any(type(v) is Fraction for v in values.tolist()):
+                raise SymllmError(f"parquet: {name} has values that are not whole (e.g. int4 bytes); "
+                                  "write csv or jsonl for the exact p/q")
+            try:
+                if values.dtype.kind in "iu" and name in wide:
+                    return pa.array(values).cast(types[name])
+                return pa.array(values.tolist() if values.dtype.kind == "O" else values, type=types[name])
+            except (pa.ArrowInvalid, OverflowError):
+                raise SymllmError(f"parquet: {name} has a value of more than "
+                                  f"{38 if name in wide else 18} digits; write csv or jsonl") from None
+
+        def write(out):
+            with pq.ParquetWriter(out, schema) as writer:
+                for cols in self.chunks(progress):
+                    if len(cols[self.columns[0]]):
+                        writer.write_table(pa.table([column(c, cols[c]) for c in self.columns], schema=schema))
+        write_atomic(Path(path), write, binary=True)
         return SweepResult({}, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
 
     def write_to(self, out, fmt: str = "csv", progress=None) -> None:
         """Stream the rows to a text stream (CSV with a header, or JSON lines). Numbers are exact: ints
         as integers, ``ffn_dim_multiplier`` as Python's ``repr`` of the float, a byte count that is not
         whole (int4) as the exact ``"p/q"`` (a string in JSON; ``Fraction("p/q")`` reads it back)."""
+        if fmt not in ("csv", "jsonl"):
+            raise SymllmError(f"format: {fmt} needs a file (-o FILE); on a stream give csv or jsonl")
         names = self.columns
         if fmt == "csv":
             out.write(",".join(names) + "\n")
@@ -602,31 +658,51 @@ class Sweep:
             if len(cols[names[0]]):
                 out.write(_format_rows([cols[c] for c in names], names, fmt))
 
-    def to_dask(self, chunk_size: int | None = None) -> dict:
-        """The kept rows as ``dask.array`` columns (lazy; the same kernels run on each block).
+    def _block(self, start: int, stop: int) -> dict:
+        """The kept rows of points start..stop-1, every column at once (one :meth:`_evaluate`)."""
+        cols, valid, keep = self._evaluate(start, stop)
+        return cols if keep.all() else {k: v[keep] for k, v in cols.items()}
 
-        Needs the optional ``dask`` extra. Each block evaluates ``chunk_size`` grid points; rows dropped
-        as invalid or by ``where`` leave the blocks with unknown lengths, as boolean indexing does.
+    def to_dask(self, chunk_size: int | None = None) -> dict:
+        """The kept rows as a dict of column name -> lazy ``dask.array`` (1-d, blocks of unknown length).
+
+        Needs the optional ``dask`` extra. Each block of ``chunk_size`` grid points is one task that
+        evaluates every column at once (the same kernels as :meth:`run`); each column's block is an item
+        of that task's result, so computing the columns together (``dask.compute(cols)``) evaluates each
+        block once. Rows dropped as invalid or by ``where`` leave the blocks with unknown lengths, as
+        boolean indexing does. The tasks run on any dask scheduler, also a ``dask.distributed`` cluster
+        (create its ``Client`` before computing). Drop counts (:attr:`stats`) are not collected.
+
+        >>> import dask
+        >>> cols = Sweep("llama2-7b", {"n_layers": [1, 2, 3]}).to_dask(chunk_size=2)
+        >>> got = dask.compute(cols, scheduler="synchronous")[0]
+        >>> got["params"].tolist() == Sweep("llama2-7b", {"n_layers": [1, 2, 3]}).run().columns["params"].tolist()
+        True
         """
         try:
             import dask.array as da
+            from dask import delayed
         except ImportError:
             raise SymllmError("dask: not installed (pip install 'symllm[dask]')") from None
         step = chunk_size or self.chunk_size
-        index = da.arange(self.size, chunks=step, dtype=np.int64)
+        if not isinstance(step, int) or step < 1:
+            raise SymllmError(f"chunk_size: expected a positive integer, got {step!r}")
         wide = self._may_widen()
-
-        def block(idx, column):
-            if idx.size == 0:
-                return np.array([], dtype=object if column in wide else np.int64)
-            cols, valid, keep = self._evaluate(int(idx[0]), int(idx[-1]) + 1)
-            return cols[column][keep]
-
-        out = {}
-        for c in self.columns:
-            dtype = object if c in wide else (np.float64 if c == "ffn_dim_multiplier" else np.int64)
-            out[c] = index.map_blocks(block, c, dtype=dtype, chunks=((np.nan,) * index.numblocks[0],))
-        return out
+        dtypes = {c: object if c in wide else (np.float64 if c == "ffn_dim_multiplier" else np.int64)
+                  for c in self.columns}
+        if self.size == 0:
+            return {c: da.from_array(np.array([], dtype=dtypes[c]), chunks=1) for c in self.columns}
+        token = uuid.uuid4().hex  # unique per call: a sweep is not hashed
+        # the sweep itself is one key of the graph, shared by the block tasks (sent once to a cluster)
+        me = delayed(self, name=f"symllm-sweep-{token}", pure=True, traverse=False)
+        out = {c: [] for c in self.columns}
+        for i, start in enumerate(range(0, self.size, step)):
+            stop = min(start + step, self.size)
+            part = delayed(Sweep._block, name=f"symllm-sweep-block-{token}-{i}", pure=True)(me, start, stop)
+            for c in self.columns:
+                item = delayed(_column, name=f"symllm-sweep-{c}-{token}-{i}", pure=True)(part, c, dtypes[c])
+                out[c].append(da.from_delayed(item, shape=(np.nan,), dtype=dtypes[c]))
+        return {c: da.concatenate(blocks) if len(blocks) > 1 else blocks[0] for c, blocks in out.items()}
 
     def _may_widen(self) -> set:
         """Columns whose values may pass int64 somewhere on the grid (bound at the axes' maxima)."""
@@ -643,6 +719,12 @@ class Sweep:
             mags["d_ff"] = self.hidden_kernel.bound(**{a.name: mags[a.name] for a in self.hidden_kernel.args})
         return {q for q, k in self.kernels.items()
                 if k.bound(**{a.name: mags[a.name] for a in k.args}) >= 2.0 ** 62}
+
+
+def _column(block: dict, name: str, dtype) -> np.ndarray:
+    """One column of a :meth:`Sweep._block` result (an empty one with the column's declared dtype)."""
+    col = block[name]
+    return col if len(col) else np.array([], dtype=dtype)
 
 
 def _meta_product_ok(dim, mult) -> np.ndarray:

@@ -184,6 +184,72 @@ def test_dask_blocks_equal_numpy():
         assert np.asarray(got[c]).tolist() == expected.columns[c].tolist()
 
 
+
+def _counting(monkeypatch) -> list:
+    """Record every Sweep._evaluate(start, stop) call (the block evaluations) in the returned list."""
+    calls, original = [], Sweep._evaluate
+
+    def counted(self, start, stop):
+        calls.append((start, stop))
+        return original(self, start, stop)
+    monkeypatch.setattr(Sweep, "_evaluate", counted)
+    return calls
+
+
+def test_dask_evaluates_each_block_once(monkeypatch):
+    """Computing all columns of to_dask() evaluates each block exactly once (not once per column), and
+    the blocks cover the grid in order; an object column (Python ints past int64) survives."""
+    requires("dask.array")
+    import dask
+    sw = Sweep("llama3.1-405b", {"n_layers": [1, 2, 126], "seq": [2048, 4096, 2**24]},
+               quantities=["params", "training_flops", "kv_cache"], where="params < 2e11")
+    expected = sw.run()
+    assert len(sw.columns) >= 5 and expected.columns["training_flops"].dtype == object
+    assert max(expected.columns["training_flops"]) >= 2**63  # the exact path needs Python ints here
+    calls = _counting(monkeypatch)
+    cols = sw.to_dask(chunk_size=4)
+    assert calls == []  # lazy
+    got = dask.compute(cols, scheduler="threads")[0]
+    assert sorted(calls) == [(0, 4), (4, 8), (8, 9)]  # 9 points, 3 blocks, one evaluation each
+    assert list(got) == sw.columns
+    for c in sw.columns:
+        assert [int(v) for v in got[c].tolist()] == expected.columns[c].tolist()
+    assert type(got["training_flops"][-1]) is int
+
+
+def test_dask_empty_and_all_filtered():
+    """An empty grid and a where that keeps nothing give empty columns, as run() does."""
+    requires("dask.array")
+    import dask
+    sw = Sweep("llama2-7b", {"n_layers": [1, 2, 3]}, where="params < 0")
+    got = dask.compute(sw.to_dask(chunk_size=2), scheduler="synchronous")[0]
+    assert sw.run().rows == 0
+    assert {c: len(v) for c, v in got.items()} == {c: 0 for c in sw.columns}
+    empty = Sweep("llama2-7b", table=[])
+    assert empty.size == 0 and empty.run().rows == 0
+    got = dask.compute(empty.to_dask(), scheduler="synchronous")[0]
+    assert {c: len(v) for c, v in got.items()} == {c: 0 for c in empty.columns}
+
+
+def test_dask_distributed_local_cluster(monkeypatch):
+    """The block tasks run on a dask.distributed cluster (a LocalCluster in this process, as a real
+    scheduler would run them) and give exactly Sweep.run()'s rows, one evaluation per block."""
+    distributed = requires("dask.distributed")  # skipped without distributed, a failure under CI=true
+    sw = Sweep("llama3.1-405b", {"dim": list(range(4096, 16385, 2048)), "n_layers": [32, 126],
+                                 "seq": [2048, 2**24]},
+               quantities=["params", "training_flops"], where="params > 1e10")
+    expected = sw.run()
+    assert expected.invalid == 0 and 0 < expected.rows < sw.size  # the where filters some rows out
+    calls = _counting(monkeypatch)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        cols = sw.to_dask(chunk_size=5)
+        got = client.compute(cols, sync=True)
+    assert sorted(calls) == [(s, min(s + 5, sw.size)) for s in range(0, sw.size, 5)]
+    for c in sw.columns:
+        assert [int(v) for v in np.asarray(got[c]).tolist()] == expected.columns[c].tolist()
+
+
 # ---------------------------------------------------------------- CLI
 
 def test_cli_help(capsys):
