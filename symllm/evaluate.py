@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import sys
 import tempfile
+import types
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
@@ -41,7 +43,8 @@ from sympy.printing.pycode import PythonCodePrinter
 from . import symbols as S
 from .errors import SymllmError
 
-__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE", "cache_dir", "cache_get", "cache_put", "define"]
+__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE", "cache_dir", "cache_get", "cache_put", "define",
+           "source_digest"]
 
 #: points per block of :meth:`Kernel.vector`: 2**14 int64 temporaries (128 KiB each) stay in the CPU cache
 BLOCK = 1 << 14
@@ -327,6 +330,20 @@ def _generator_key() -> bytes:
     return _blake2b(own + sp.__version__.encode() + sys.version.encode()).digest()
 
 
+@lru_cache(maxsize=1)
+def source_digest() -> str:
+    """A hash of symllm's source files (the formulas, the spec, the code generator): part of the key of
+    a cache entry that depends on more than one expression (a structure's tables, a derivation).
+
+    >>> len(source_digest())
+    128
+    """
+    h = _blake2b()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def _entry(kind: str, text: str) -> tuple[Path, str] | None:
     folder = cache_dir()
     if folder is None:
@@ -409,6 +426,10 @@ def _define(source: str, name: str):
     return namespace[name]
 
 
+#: the kernels' helpers for Python-number inputs: what each helper itself does for a non-array
+_SCALAR_HELPERS = {"_floor": math.floor, "_ceil": math.ceil}
+
+
 class Kernel:
     """A compiled, integer-safe function of an expression's free symbols (keyword arguments by
     symbol name). Build one with :func:`compile_expr`, which caches it.
@@ -432,6 +453,41 @@ class Kernel:
         self.source, self.bound_source = _cached_sources("kernel", sp.srepr(self.expr), self._generate)
         self._fn = _define(self.source, "kernel")
         self._bound = _define(self.bound_source, "bound")
+        #: the same code with scalar helpers (``math.floor`` for ``_floor``: what ``_floor`` does for a
+        #: non-array), for inputs that are all Python ints, floats or bools
+        self._scalar = types.FunctionType(self._fn.__code__, {**self._fn.__globals__, **_SCALAR_HELPERS})
+        #: (the keys of the last dict evaluate() read, a getter of this kernel's arguments from its values)
+        self._layout = None
+
+    def _at(self, vals: dict):
+        """``(fn, getter)`` for a dict with the keys of ``vals`` in their order: ``fn(*getter(values))``
+        is this kernel on Python numbers, where ``values`` is ``vals.values()``. The first time a
+        layout is seen, ``getter`` picks the arguments by position; from the second time (the keys of
+        every ``Spec.values()`` dict come in one order), ``fn`` is the kernel's code taking the dict's
+        values positionally, and ``getter`` is None. Raises KeyError when a symbol is unset."""
+        keys = tuple(vals)
+        layout = self._layout
+        if layout is not None and layout[0] == keys and layout[2] is not None:
+            return layout[2], None
+        if layout is not None and layout[0] == keys and len(keys) < 256:
+            at = layout[3]
+            named = dict(zip(at, (a.name for a in self.args)))
+            params = ", ".join(named.get(i, f"_a{i}") for i in range(len(keys)))
+            body = ""
+            if any(a.name.startswith("_a") for a in self.args):  # could clash with an unused slot's name
+                params = ", ".join(f"_a{i}" for i in range(len(keys)))
+                body = (f"    {', '.join(a.name for a in self.args)}, = "  # at once: no name is read after it is set
+                        f"{', '.join(f'_a{i}' for i in at)},\n")
+            source = f"def kernel_at({params}):\n{body}{self.source.split(chr(10), 1)[1]}"
+            fn = types.FunctionType(_define(source, "kernel_at").__code__, self._scalar.__globals__)
+            self._layout = (keys, None, fn, at)
+            return fn, None
+        where = {k: i for i, k in enumerate(keys)}
+        at = [where[a] for a in self.args]  # KeyError: a symbol is unset
+        getter = (operator.itemgetter(*at) if len(at) > 1
+                  else (lambda t, i=at[0]: (t[i],)) if at else (lambda t: ()))
+        self._layout = (keys, getter, None, at)
+        return self._scalar, getter
 
     def _generate(self) -> tuple[str, str]:
         """The kernel's source and its magnitude bound's source."""
@@ -587,6 +643,20 @@ class TableKernel:
         (self.source,) = _cached_sources("table", text, generate)
         self._fn = _define(self.source, "table")
 
+    @classmethod
+    def from_source(cls, args: tuple, names: tuple, source: str) -> "TableKernel":
+        """The table kernel whose arguments (symbols), names and generated ``source`` an earlier
+        :class:`TableKernel` had (its ``args``, ``names``, ``source``): no expression is built.
+
+        >>> k = TableKernel({"wq": S.d * S.n_h})
+        >>> TableKernel.from_source(k.args, k.names, k.source)({S.d: 4, S.n_h: 2})
+        {'wq': 8}
+        """
+        self = cls.__new__(cls)
+        self.args, self.names, self.source = tuple(args), tuple(names), source
+        self._fn = _define(source, "table")
+        return self
+
     def __call__(self, vals: dict) -> dict:
         try:
             out = self._fn(*[vals[a] for a in self.args])
@@ -616,11 +686,51 @@ def evaluate(expr: sp.Expr, vals: dict):
     """``expr`` at ``vals`` (symbol -> number) through its compiled kernel: an exact Python int
     when the value is an integer, a ``Fraction`` when it is not.
 
+    Inputs that are all Python ints, floats or bools take the scalar path: the kernel's code on
+    Python numbers (exact: Python ints never overflow), its arguments read from the dict by position.
+
     >>> evaluate(2 * S.d * S.d_h * (S.n_h + S.n_kv), {S.d: 4096, S.d_h: 128, S.n_h: 32, S.n_kv: 8})
     41943040
+    >>> evaluate(S.d ** 5, {S.d: 10**6})     # Python ints: exact past int64
+    1000000000000000000000000000000
     """
-    kernel = _kernel_for(expr if isinstance(expr, sp.Basic) else sp.sympify(expr))
+    fast = _FAST.get(id(expr))
+    if fast is not None and fast[0] is expr:  # seen before, with a dict of these keys in this order
+        try:
+            values = tuple(vals.values())
+            if fast[1] == tuple(vals) and _PLAIN.issuperset(map(type, values)):
+                return fast[2](*values)
+        except AttributeError:  # not a dict
+            pass
+    return _evaluate(expr, vals)
+
+
+#: id(expr) -> (expr, the keys of the dict last read, the kernel's code taking that dict's values in order)
+_FAST: dict[int, tuple] = {}
+
+
+def _evaluate(expr, vals: dict):
+    """:func:`evaluate` past its fast path: finds the kernel, reads the arguments from ``vals`` and
+    records the dict's layout for the fast path."""
+    hit = _BY_ID.get(id(expr))
+    kernel = hit[1] if hit is not None and hit[0] is expr else _kernel_for(
+        expr if isinstance(expr, sp.Basic) else sp.sympify(expr))
+    layout = kernel._layout
     try:
-        return kernel._call([vals[a] for a in kernel.args])
-    except KeyError:
-        return kernel(**{k.name: v for k, v in vals.items()})  # names what is missing
+        if layout is not None and layout[2] is not None and layout[0] == tuple(vals):  # the common case
+            fn, getter = layout[2], None
+        else:
+            fn, getter = kernel._at(vals)
+        values = tuple(vals.values())
+        if getter is None and isinstance(expr, sp.Basic):
+            if len(_FAST) >= 4096:
+                _FAST.clear()
+            _FAST[id(expr)] = (expr, kernel._layout[0], fn)  # holding expr keeps its id from being reused
+    except (KeyError, TypeError, AttributeError):
+        try:
+            return kernel._call([vals[a] for a in kernel.args])
+        except KeyError:
+            return kernel(**{k.name: v for k, v in vals.items()})  # names what is missing
+    if _PLAIN.issuperset(map(type, values)):
+        return fn(*values) if getter is None else fn(*getter(values))
+    return kernel._call([vals[a] for a in kernel.args])

@@ -23,25 +23,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from functools import lru_cache
-from pathlib import Path
 
 from .config import ModelConfig, load  # noqa: F401  (load: the doctest)
-from .evaluate import _blake2b, cache_get, cache_put, define
+from .evaluate import cache_get, cache_put, define, source_digest
 
 __all__ = ["params", "SIZE_FIELDS"]
 
 #: the config fields kernels take as numbers; the key holds only whether each is given
 SIZE_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
                "multiple_of", "ffn_dim_multiplier")
-
-
-@lru_cache(maxsize=1)
-def _package_digest() -> str:
-    """A hash of symllm's source files (the formulas, the spec, the code generator)."""
-    h = _blake2b()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def _key(config: ModelConfig) -> str:
@@ -51,7 +41,7 @@ def _key(config: ModelConfig) -> str:
             continue
         value = getattr(config, fld.name)
         fields.append((fld.name, value is not None if fld.name in SIZE_FIELDS else repr(value)))
-    return json.dumps([_package_digest(), fields])
+    return json.dumps([source_digest(), fields])
 
 
 @lru_cache(maxsize=64)
