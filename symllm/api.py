@@ -8,13 +8,14 @@
 """
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 
 from . import symbols as S
 from .components import Component
 from .config import ModelConfig, load
-from .evaluate import TableKernel
+from .evaluate import TableKernel, cache_get, cache_put, source_digest
 from .spec import Spec, Structure, spec_of, structure_model
 from .workload import Workload
 
@@ -88,12 +89,27 @@ def values(config: Config, workload: Workload | None = None, **options) -> dict:
 
 @lru_cache(maxsize=None)
 def _params_table(structure: Structure) -> TableKernel:
-    """One compiled function giving every breakdown term, one block and the total, per structure."""
+    """One compiled function giving every breakdown term, one block and the total, per structure.
+
+    Its generated code is kept in :func:`symllm.evaluate.cache_dir` by the structure and a hash of
+    symllm's source files (as :mod:`symllm.quick` keeps a count's), so a later process builds no
+    component tree for it; a miss or a damaged entry builds the tree.
+    """
+    key = json.dumps([source_digest(), repr(structure)])
+    hit = cache_get("params-table", key)
+    if hit is not None and len(hit) == 3:
+        try:
+            by_name = {sym.name: sym for sym in S.SYMBOLS}
+            return TableKernel.from_source([by_name[a] for a in json.loads(hit[0])], json.loads(hit[1]), hit[2])
+        except Exception:  # noqa: BLE001 (a damaged entry: built again below)
+            pass
     mdl = structure_model(structure)
     terms = mdl.breakdown("params")
     terms["block"] = mdl.child("block").replace(repeat=1).total("params")
     terms["total"] = mdl.total("params")
-    return TableKernel(terms)
+    table = TableKernel(terms)
+    cache_put("params-table", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
+    return table
 
 
 def params(config: Config) -> dict[str, int]:

@@ -17,8 +17,11 @@ through :mod:`symllm.costs`, the report's tables through :func:`symllm.api.param
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
 
 import sympy as sp
 
@@ -26,7 +29,7 @@ from . import api, costs
 from . import symbols as S
 from .components import Component, collected, component, model
 from .errors import SymllmError
-from .evaluate import evaluate
+from .evaluate import cache_get, cache_put, define, evaluate, source_digest
 from .format import grouped
 from .render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
@@ -43,17 +46,93 @@ OPTIONS = {"phase": "prefill", "memory": "inference", "macs": False, "bucket": "
 _KINDS = {"gqa": None, "mha": S.n_h, "mqa": sp.S.One}
 
 
+# --------------------------------------------------------------------------- cached between processes
+
+def _rebuilt(text: str) -> sp.Basic:
+    """The expression whose ``srepr`` is ``text``, rebuilt node by node as it was (no evaluation, so the
+    tree, and what it prints, is the one ``srepr`` was taken of)."""
+    with sp.evaluate(False):
+        out = eval(text, {**vars(sp), "__builtins__": {}})  # noqa: S307 (symllm's own cache, as private as its kernels)
+    if not isinstance(out, sp.Basic):
+        raise TypeError(type(out).__name__)
+    return out
+
+
+def _collected(total: sp.Expr) -> sp.Expr:
+    """:func:`symllm.components.collected` of ``total`` (a ``factor``, tens of milliseconds), kept in
+    :func:`symllm.evaluate.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
+    so a report's closed forms are factored once, not in every process. A miss or a damaged entry
+    factors again.
+
+    >>> _collected(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
+    2*d*d_h*(n_h + n_kv)
+    """
+    key = json.dumps([source_digest(), sp.srepr(total)])
+    hit = cache_get("collected", key)
+    if hit is not None and len(hit) == 1:
+        try:
+            return _rebuilt(hit[0])
+        except Exception:  # noqa: BLE001 (a damaged entry: factored again below)
+            pass
+    out = collected(total)
+    cache_put("collected", key, (sp.srepr(out),))
+    return out
+
+
+def _workload_numbers(spec, work: Workload) -> dict:
+    """:func:`symllm.costs.workload` of ``spec`` and ``work``, from a table kernel an earlier process
+    compiled when :func:`symllm.evaluate.cache_dir` holds one for this structure and these training
+    options (building the closed forms is most of a report's time); keyed like :mod:`symllm.quick`'s
+    entries. On a miss the numbers are :func:`symllm.costs.workload`'s own, and the kernel of the same
+    closed forms is stored.
+
+    >>> w = _workload_numbers(api.spec("llama3.1-8b"), Workload.of(seq=4096))
+    >>> w == costs.workload("llama3.1-8b", seq=4096)
+    True
+    """
+    key = json.dumps([source_digest(), repr(spec.structure), work.attention, bool(work.recompute),
+                      work.zero_stage])
+    vals = {**spec.values(), **work.values()}
+    hit = cache_get("workload", key)
+    if hit is not None and len(hit) == 3:
+        try:
+            args, names = json.loads(hit[0]), json.loads(hit[1])
+            by_name = {sym.name: v for sym, v in vals.items()}
+            out = define(hit[2], "table")(*(by_name[a] for a in args))
+            numbers = {"workload": work.to_dict(), "flops": {}, "memory": {}}
+            for name, v in zip(names, out, strict=True):
+                group, k = name.split("/", 1)
+                numbers[group][k] = v.numerator if type(v) is Fraction and v.denominator == 1 else v
+            return numbers
+        except Exception:  # noqa: BLE001 (a damaged entry: computed again below)
+            pass
+    numbers = costs.workload(spec, work)
+    exprs = costs.quantities(spec.model(work.attention), work)
+    from .evaluate import TableKernel
+    table = TableKernel({f"{group}/{k}": e for group, terms in exprs.items() for k, e in terms.items()})
+    cache_put("workload", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
+    return numbers
+
+
 # --------------------------------------------------------------------------- derivations
 
 def _substituted(expr, vals) -> Formula:
     """``expr`` with every symbol replaced by a stand-in that prints as its number (not evaluated)."""
     expr = sp.sympify(expr)
+    given = tuple(sorted(((sym, type(vals[sym]), vals[sym]) for sym in expr.free_symbols if sym in vals),
+                         key=lambda x: x[0].name))
+    return _substituted_at(expr, given)
+
+
+@lru_cache(maxsize=512)
+def _substituted_at(expr, given: tuple) -> Formula:
+    """:func:`_substituted` once per expression and values (a report shows a sub-term more than once);
+    ``given``: (symbol, type, value) of each free symbol that has a value."""
     stand_ins, numbers = {}, {}
-    for symbol in expr.free_symbols:
-        if symbol in vals:
-            dummy = sp.Dummy(symbol.name)
-            stand_ins[symbol] = dummy
-            numbers[dummy] = vals[symbol]
+    for symbol, _, value in given:
+        dummy = sp.Dummy(symbol.name)
+        stand_ins[symbol] = dummy
+        numbers[dummy] = value
     return Formula(expr.xreplace(stand_ins), numbers)
 
 
@@ -190,6 +269,47 @@ def _component_for(name: str, spec, work: Workload):
     return component(name, whole), whole.definitions
 
 
+def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, options: dict) -> tuple:
+    """The formulas of a derivation: ``(leaves, total, closed, definitions)`` (sub-terms by leaf path,
+    their sum, its collected form, the definitions it uses). Building them (the component tree, the
+    costs, a ``factor``) is most of a derivation's time, so they are kept in
+    :func:`symllm.evaluate.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
+    the structure, the component, the quantity, the attention variant, the workload's symbolic options
+    and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
+
+    >>> leaves, total, closed, _ = _symbolic("attention", "params", "gqa", None, Workload(), OPTIONS)
+    >>> list(leaves)[:2], closed
+    (['wq', 'wk'], 2*d*d_h*(n_h + n_kv))
+    """
+    try:
+        key = json.dumps([source_digest(), repr(spec.structure) if spec is not None else None, name,
+                          quantity, kind_key, work.attention, work.causal, bool(work.recompute),
+                          work.zero_stage, sorted(options.items())])
+    except TypeError:  # an option JSON cannot hold: not cached
+        key = None
+    hit = cache_get("derive", key) if key is not None else None
+    if hit is not None and len(hit) == 1:
+        try:
+            data = json.loads(hit[0])
+            return ({k: _rebuilt(v) for k, v in data["leaves"]}, _rebuilt(data["total"]),
+                    _rebuilt(data["closed"]), tuple((_rebuilt(a), _rebuilt(b)) for a, b in data["definitions"]))
+        except Exception:  # noqa: BLE001 (a damaged entry: built again below)
+            pass
+    comp, definitions = _component_for(name, spec, work)
+    leaves, total = _expressions(comp, quantity, work, options)
+    swap = {} if _KINDS[kind_key] is None else {S.n_kv: _KINDS[kind_key]}
+    leaves = {k: sp.sympify(v).subs(swap) for k, v in leaves.items()}
+    total = sp.sympify(total).subs(swap)
+    used = set(total.free_symbols).union(*(v.free_symbols for v in leaves.values() if v != 0))
+    definitions = tuple((sym, e) for sym, e in definitions if sym in used)
+    closed = _collected(total)
+    if key is not None:
+        cache_put("derive", key, (json.dumps({
+            "leaves": [[k, sp.srepr(v)] for k, v in leaves.items()], "total": sp.srepr(total),
+            "closed": sp.srepr(closed), "definitions": [[sp.srepr(a), sp.srepr(b)] for a, b in definitions]}),))
+    return leaves, total, closed, definitions
+
+
 def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work: Workload,
             options: dict) -> Derivation:
     """derive() once its arguments are resolved: a :class:`~symllm.spec.Spec` (or None), the notation,
@@ -200,19 +320,14 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     if spec is not None and kind is not None and kind_key != "gqa" and spec.attention_kind.lower() != kind_key:
         raise SymllmError(f"kind: {spec.name} is {spec.attention_kind} (n_kv_heads {spec.n_kv_heads}), "
                           f"not {kind_key.upper()}")
-    comp, definitions = _component_for(name, spec, work)
-    leaves, total = _expressions(comp, quantity, work, options)
-    swap = {} if _KINDS[kind_key] is None else {S.n_kv: _KINDS[kind_key]}
-    leaves = {k: sp.sympify(v).subs(swap) for k, v in leaves.items()}
-    total = sp.sympify(total).subs(swap)
+    leaves, total, closed, definitions = _symbolic(name, quantity, kind_key, spec, work, options)
     terms = tuple((k, v) for k, v in leaves.items() if v != 0)
-    used = set(total.free_symbols).union(*(v.free_symbols for _, v in terms))
     vals = api.values(spec, work) if spec is not None else None
     shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"
     return Derivation(
         component="feed_forward" if name == "swiglu" else name, quantity=quantity, kind=shown_kind,
         terms=terms, zero_terms=tuple(k for k, v in leaves.items() if v == 0), total=total,
-        closed=collected(total), definitions=tuple((sym, e) for sym, e in definitions if sym in used),
+        closed=closed, definitions=definitions,
         model=spec.name if spec is not None else None, values=vals,
         value=evaluate(total, vals) if vals is not None else None,
         term_values=tuple(evaluate(e, vals) for _, e in terms) if vals is not None else (),
@@ -320,7 +435,7 @@ class Report:
                        for f, sym, v in config_rows],
             "params": dv, "rows": [{**t, "value": counts[t["name"]]} for t in dv["terms"]],
             "total": counts["total"], "block_value": counts["block"],
-            "block_closed": Formula(block.closed), "block_subst": block.context()["subst"],
+            "block_closed": Formula(block.closed), "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
             "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor)),
@@ -330,7 +445,7 @@ class Report:
     def _costs(self, fmt, flavor, template_dir) -> dict:
         """The FLOPs and memory sections: symllm.costs.workload's numbers and two derivations."""
         spec, work, names = self.spec, self.workload, dict(self.names)
-        numbers = costs.workload(spec, work)
+        numbers = _workload_numbers(spec, work)
         fl = _derive("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
         mem = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": "inference"})
         context = "s" if "context" in work.derived else f"t = {grouped(work.context)}"
