@@ -136,6 +136,17 @@ def _substituted_at(expr, given: tuple) -> Formula:
     return Formula(expr.xreplace(stand_ins), numbers)
 
 
+def _laid_out(default: str, context: dict, names, fmt: str, standalone: bool, title: str, template,
+              template_dir) -> str:
+    """``context`` through ``template`` (else the ``default`` template); a whole LaTeX document with
+    ``title`` when ``standalone``."""
+    names = dict(names)
+    body = render_template(template or default, context, template_dir=template_dir, names=names)
+    if standalone and fmt == "latex":
+        return standalone_document(body, title, template_dir=template_dir, names=names)
+    return body
+
+
 @dataclass(frozen=True)
 class Derivation:
     """How a component's total is derived: its symbols, one equation per sub-term, their sum, the
@@ -224,13 +235,8 @@ class Derivation:
         """
         if fmt not in FORMATS:
             raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)})")
-        names = dict(self.names)
-        body = render_template(template or f"derive.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor),
-                               template_dir=template_dir, names=names)
-        if standalone and fmt == "latex":
-            return standalone_document(body, f"{self.component}: {QUANTITIES[self.quantity][0]}",
-                                       template_dir=template_dir, names=names)
-        return body
+        return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor), self.names, fmt,
+                         standalone, f"{self.component}: {QUANTITIES[self.quantity][0]}", template, template_dir)
 
     def __str__(self):
         return self.render("text")
@@ -472,13 +478,8 @@ class Report:
         """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown."""
         if fmt not in ("latex", "markdown"):
             raise SymllmError(f"format: unknown {fmt!r} for a report (latex, markdown)")
-        names = dict(self.names)
-        body = render_template(template or f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir),
-                               template_dir=template_dir, names=names)
-        if standalone and fmt == "latex":
-            return standalone_document(body, f"{self.config.name}: parameters, FLOPs and memory",
-                                       template_dir=template_dir, names=names)
-        return body
+        return _laid_out(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir), self.names, fmt,
+                         standalone, f"{self.config.name}: parameters, FLOPs and memory", template, template_dir)
 
     def __str__(self):
         return self.render("markdown", flavor="jupyter")
