@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import SymllmError
-from .files import read_text
+from .files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS"]
@@ -425,17 +425,6 @@ def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> Mo
     raise SymllmError("config: neither a HF config.json (hidden_size) nor a Meta params.json (dim)")
 
 
-def _read_json(path: Path):
-    text = read_text(path, "config")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SymllmError(f"config: {str(path)!r} is not valid JSON ({e.msg} at line {e.lineno})") from None
-    except (ValueError, RecursionError) as e:  # an integer over Python's 4,300 digits; nesting too deep
-        reason = "nested too deeply" if isinstance(e, RecursionError) else "an integer too long to read"
-        raise SymllmError(f"config: {str(path)!r} is not a config symllm reads ({reason})") from None
-
-
 @lru_cache(maxsize=None)
 def _presets() -> dict[str, dict]:
     out = {}
@@ -475,6 +464,6 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
     """
     path = Path(model)
     if path.suffix == ".json" or path.exists():
-        return from_dict(_read_json(path), vocab_size=vocab_size, name=path.stem)
+        return from_dict(read_json(path, "config"), vocab_size=vocab_size, name=path.stem)
     info = preset_info(str(model))
     return from_dict(info["config"], vocab_size=vocab_size, name=info["name"])
