@@ -35,7 +35,7 @@ from typing import Callable, Union
 
 from .errors import SymllmError
 
-__all__ = ["read_text", "read_json", "write_atomic"]
+__all__ = ["read_text", "read_json", "parse_json", "write_atomic"]
 
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20
@@ -95,8 +95,20 @@ def read_json(path, what: str, *, limit: int | None = MAX_INPUT_BYTES):
     ...
     symllm.errors.SymllmError: config: '...c.json' is not valid JSON (nested too deeply)
     """
-    text = read_text(path, what, limit=limit)
-    where = repr(str(path))
+    return parse_json(read_text(path, what, limit=limit), what, repr(str(path)))
+
+
+def parse_json(text: str, what: str, where: str):
+    """``text`` parsed as JSON; a failure is one :class:`~symllm.errors.SymllmError` line starting
+    ``what: where`` (invalid JSON, an integer over 4,300 digits, nesting too deep to parse).
+
+    >>> parse_json("[1, 2]", "table", "'t.jsonl' line 1")
+    [1, 2]
+    >>> parse_json("9" * 5000, "table", "'t.jsonl' line 3")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: table: 't.jsonl' line 3: a number is too long (Exceeds the limit ...)
+    """
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

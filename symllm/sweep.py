@@ -55,7 +55,7 @@ from . import symbols as S
 from .config import derive_heads
 from .errors import SymllmError
 from .evaluate import compile_expr
-from .files import read_text, write_atomic
+from .files import parse_json, read_text, write_atomic
 from .spec import hidden_dim_kernel
 from .workload import Workload, options as workload_options
 
@@ -258,19 +258,13 @@ def read_table(path) -> list[dict]:
 def _json_rows(text: str, path: Path) -> list[dict]:
     stripped = text.strip()
     if stripped.startswith("["):
-        try:
-            rows = json.loads(stripped)
-        except json.JSONDecodeError as e:
-            raise SymllmError(f"table: {str(path)!r} is not a JSON array ({e.msg})") from None
+        rows = parse_json(stripped, "table", repr(str(path)))
         where = [f"item {i + 1}" for i in range(len(rows))]
     else:
         rows, where = [], []
         for number, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise SymllmError(f"table: {str(path)!r} line {number} is not JSON ({e.msg})") from None
+                rows.append(parse_json(line, "table", f"{str(path)!r} line {number}"))
                 where.append(f"line {number}")
     for row, at in zip(rows, where):
         if not isinstance(row, dict):

@@ -423,3 +423,17 @@ def test_cli_range_axis_stays_lazy():
     """`--dim A:B:C` alone is parsed as a lazy range of integers (any length), with the same values."""
     r = parse_axis("2:200000000:2", "dim")
     assert len(r) == 10**8 and list(r[:3]) == [2, 4, 6] and r[-1] == 200000000
+
+
+@pytest.mark.parametrize("name, text", [
+    ("t.jsonl", '{"dim": ' + "9" * 5000 + "}\n"),
+    ("t.json", "[" * 100000),
+    ("t.jsonl", '{"dim": 4096}\n' + "[" * 100000 + "\n"),
+])
+def test_hostile_json_tables_are_one_line(tmp_path, cli, name, text):
+    """A JSON table with an integer past Python's 4,300 digits or nested too deep is one line, exit 2
+    (it was a ValueError traceback), naming the file."""
+    path = tmp_path / name
+    path.write_text(text)
+    r = cli(["sweep", "--base", "llama3-8b", "--table", str(path)])
+    assert (r.code, r.out) == (2, "") and r.err.count("\n") == 1 and name in r.err and "Traceback" not in r.err
