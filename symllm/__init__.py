@@ -30,7 +30,7 @@ _LAZY = {
     "SymllmError": ("errors", "SymllmError"), "Spec": ("spec", "Spec"),
     "Workload": ("workload", "Workload"),
     "derive": ("derivation", "derive"), "report": ("derivation", "report"), "Sweep": ("sweep", "Sweep"),
-    **{name: (name, None) for name in ("api", "components", "config", "costs", "derivation", "render",
+    **{name: (name, None) for name in ("api", "components", "config", "costs", "derivation", "finetune", "render",
                                        "scaling", "sweep", "symbols")},
 }
 

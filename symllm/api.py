@@ -19,7 +19,7 @@ from .evaluate import TableKernel, cache_get, cache_put, source_digest
 from .spec import Spec, Structure, spec_of, structure_model
 from .workload import Workload
 
-__all__ = ["resolve", "spec", "model_for", "hidden_dim", "params", "resolved_config", "values"]
+__all__ = ["resolve", "spec", "model_for", "hidden_dim", "params", "by_kind", "resolved_config", "values"]
 
 Config = ModelConfig | str | Path | Spec
 
@@ -107,20 +107,45 @@ def _params_table(structure: Structure) -> TableKernel:
     terms = mdl.breakdown("params")
     terms["block"] = mdl.child("block").replace(repeat=1).total("params")
     terms["total"] = mdl.total("params")
+    terms["active"] = mdl.total("active")  # what one token uses: all of it, but for the k of n_e experts
     table = TableKernel(terms)
     cache_put("params-table", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     return table
 
 
 def params(config: Config) -> dict[str, int]:
-    """Exact parameter counts: one entry per leaf of the breakdown, the per-block count, the total.
+    """Exact parameter counts: one entry per leaf of the breakdown, the per-block count (the first group
+    of blocks), the ``total`` and the ``active`` parameters one token uses (the total but for the experts
+    it is not routed to).
 
     >>> p = params("llama2-13b")
     >>> p["total"], p["block/attention/wq"], p["lm_head"]
     (13015864320, 1048576000, 163840000)
+    >>> p = params("mixtral-8x7b")
+    >>> p["total"], p["active"]
+    (46702792704, 12879925248)
     """
     sp_ = spec(config)
     return _params_table(sp_.structure)(sp_._values)
+
+
+def by_kind(counts: dict) -> dict:
+    """Parameter counts by kind of weight: a breakdown (:func:`params`, or the torch reference's count)
+    without its group of blocks (``block/``, ``moe_block/``, ``nope_block/`` summed: ``attention/wq``), a
+    shared expert as one kind, zero entries and the one-block count left out.
+
+    >>> by_kind(params("mixtral-8x7b"))["moe/experts"]
+    45097156608
+    """
+    out = {}
+    for key, value in counts.items():
+        if key == "block" or not value:
+            continue
+        group, _, rest = key.partition("/")
+        kind = rest if group.endswith("block") and rest else key
+        kind = "moe/shared_expert" if kind.startswith("moe/shared_expert") else kind
+        out[kind] = out.get(kind, 0) + value
+    return out
 
 
 def resolved_config(config: Config) -> dict:

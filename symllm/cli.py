@@ -190,17 +190,28 @@ def cmd_count(args) -> int:
         from . import api, costs
         work = costs.workload(config, **given)
         counts, resolved = api.params(config), api.resolved_config(config)
+        if given.get("lora_rank") is not None:  # LoRA: params.trainable and memory.lora_* (symllm.finetune)
+            from . import finetune
+            tuned = finetune.lora(config, **given)
+            counts = {**counts, **tuned["params"]}
+            work["memory"].update(tuned["memory"])
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from . import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
-            print(json.dumps({"model": config.name, "params": counts, "config": resolved, **work}, indent=2,
-                             default=_json_number))
+            extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.parallel)
+            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work},
+                             indent=2, default=_json_number))
         return 0
-    rows = [(k, grouped(v), human(v)) for k, v in counts.items() if k not in ("total", "block")]
+    rows = [(k, grouped(v), human(v)) for k, v in counts.items()
+            if k not in ("total", "block", "active", "trainable")]
     rows.append(("total", grouped(counts["total"]), human(counts["total"])))
+    if "trainable" in counts:
+        rows.append(("trainable (LoRA adapters)", grouped(counts["trainable"]), human(counts["trainable"])))
+    if counts["active"] != counts["total"]:
+        rows.append(("active (per token)", grouped(counts["active"]), human(counts["active"])))
     print(_wrap(f"{config.name}: {config.attention_kind}, V={config.vocab_size}, d={config.dim}, "
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
@@ -208,11 +219,24 @@ def cmd_count(args) -> int:
     variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
                                       (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
                                       (config.mlp_bias, "biases on w1, w2, w3"),
-                                      (config.qk_norm, f"QK-norm ({config.qk_norm} of width d_h)")) if on]
+                                      (config.qk_norm == "rmsnorm", "QK-norm (rmsnorm of width d_h)"),
+                                      (config.qk_norm == "l2", "QK-norm (weightless L2, in the RoPE layers)"),
+                                      (config.n_experts, f"mixture of experts: {config.n_experts} experts, "
+                                       f"{config.experts_per_token} per token, in {config.n_moe_layers} of "
+                                       f"{config.n_layers} layers" + ("; a shared expert" if config.shared_expert
+                                                                      else "")),
+                                      (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
+                                      (config.nope_layers, f"{len(config.nope_layers)} layers without RoPE"),
+                                      (config.sliding_window, f"sliding window {config.sliding_window}"),
+                                      (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
+                                      (config.note, config.note)) if on]
     if variants:
-        print(f"({'; '.join(variants)})")
-    print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
-          f"{grouped(counts['block'])} parameters)\n")
+        print(_wrap(f"({'; '.join(variants)})"))
+    if config.n_experts is None and not config.nope_layers:
+        print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
+              f"{grouped(counts['block'])} parameters)\n")
+    else:
+        print("(*block/* rows are summed over every block of that kind)\n")
     print(_table(rows, ("component", "parameters", "")))
     if given:
         w = work["workload"]
@@ -225,6 +249,24 @@ def cmd_count(args) -> int:
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "")))
+        if {"tp", "pp", "dp", "sp"} & set(given):  # a parallel layout (symllm.parallel)
+            rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
+            rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
+            rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items()]
+            print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
+                                       f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
+        if "time" in work:  # --gpu: roofline time (symllm.hardware)
+            t = work["time"]
+            rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
+                    ("decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
+                    ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {w['batch']}")]
+            print("\n" + _table(rows, (f"roofline time on {t['gpu']}", "lower bound", ""), text_columns=(2,)))
+            first = t["compute_bound_batch"]
+            print(_wrap(f"{t['title']}: {human(t['peak_flops'], flops=True)}FLOP/s dense {t['peak_dtype']}, "
+                        f"{human(t['bandwidth'])}B/s, ridge {t['ridge']:.1f} FLOP/byte; "
+                        f"{human_bytes(t['capacity'])}: the inference peak "
+                        f"{'fits' if t['fits'] else 'does not fit'}, up to batch {t['max_batch']}; a decode step "
+                        + (f"is compute-bound from batch {first}" if first else "is memory-bound at any batch")))
     return 0
 
 
@@ -260,21 +302,38 @@ def cmd_derive(args) -> int:
 
 #: derive's options that change one quantity only (every workload option is moot for parameters)
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
-               "act_dtype": "memory", "group_size": "memory", "zero_stage": "memory", "dp": "memory"}
+               "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
+               "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
+               "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
+               # LoRA's numbers are count's and the sweep's (symllm.finetune); derive shows none of them yet
+               "lora_rank": "count", "lora_targets": "count", "qlora": "count"}
+
+
+#: the options derive's roofline quantities use (symllm.hardware); --gpu applies to nothing else
+_ROOFLINE_USES = {"ridge": {"gpu", "dtype", "act_dtype"},
+                  "decode_batch": {"gpu", "dtype", "kv_dtype", "act_dtype", "group_size", "seq", "context",
+                                   "attention"}}
 
 
 def _not_applying(args) -> list[str]:
     """The flags given to derive that its quantity does not use (``--phase`` with ``--quantity memory``)."""
     flags = {name: opt.flag or "--" + name.replace("_", "-") for name, (_, opt) in workload_options().items()}
     flags.update(phase="--phase", memory="--memory")
+    if args.quantity in _ROOFLINE_USES:
+        return [flags[k] for k in _workload(args) if k not in _ROOFLINE_USES[args.quantity]]
     return [flags[k] for k in _workload(args)
-            if args.quantity == "params" or _APPLIES_TO.get(k, args.quantity) != args.quantity]
+            if args.quantity == "params" or k == "gpu" or args.quantity not in _uses(_APPLIES_TO.get(k, args.quantity))]
+
+
+def _uses(quantities) -> tuple:
+    """The quantities an option applies to, as a tuple (``_APPLIES_TO`` names one or several)."""
+    return (quantities,) if isinstance(quantities, str) else quantities
 
 
 def cmd_report(args) -> int:
-    from . import derivation
-    rep = derivation.report(args.model, notation=args.notation, vocab_size=args.vocab_size, **_workload(args))
-    _emit(rep.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
+    from . import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
+    _emit(quick.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
+                       vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
     return 0
 
 
@@ -297,6 +356,8 @@ def cmd_verify(args) -> int:
     measured = reference.count(reference.build(config, device="meta"))
     from . import api
     ours = api.params(config)
+    if config.n_experts is not None or config.nope_layers:  # blocks of several kinds: kind by kind
+        measured, ours = api.by_kind(measured), api.by_kind(ours)
     rows, bad = [], 0
     for key, value in measured.items():
         mine = ours.get(key)
@@ -360,6 +421,9 @@ def cmd_sweep(args) -> int:
         table = None
     sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
                      where=args.where, chunk_size=args.chunk_size)
+    if workload.get("gpu") is not None:  # roofline time is count's (floats of a max, a search): no column
+        print("symllm: warning: --gpu does not apply to a sweep (ignored; roofline time: symllm count --gpu)",
+              file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
     if args.output:
         result = sweep.write(args.output, args.format, progress=progress)
@@ -417,8 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
     kind.add_argument("--mqa", action="store_true", help="n_kv = 1")
     p.add_argument("--format", choices=_Choices("render", "FORMATS"), default="text",
                    help="text (default), pretty (Unicode), latex (an align environment) or markdown")
-    p.add_argument("--quantity", choices=("params", "flops", "memory"), default="params",
-                   help="parameters (default), prefill matmul FLOPs, or memory in bytes (weights + KV cache)")
+    p.add_argument("--quantity", choices=("params", "flops", "memory", "comm", "ridge", "decode_batch"),
+                   default="params",
+                   help="parameters (default), prefill matmul FLOPs, memory in bytes (weights + KV cache), "
+                        "bytes one GPU sends per training step under --tp/--pp/--dp/--sp (comm), "
+                        "the ridge point FLOP/byte or the batch at which a decode step turns compute-bound "
+                        "(numbers with --gpu)")
     p.add_argument("--model", metavar="NAME|CONFIG", default=None,
                    help="substitute a preset's or a config file's numbers and evaluate")
     p.add_argument("--vocab-size", type=int, default=None, help="vocabulary size, for Meta params.json files that say -1")

@@ -29,16 +29,17 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .errors import SymllmError
-from .symbols import L, LATEX, V, b, beta_a, d, d_ff, d_h, f, m, n, n_h, n_kv, s, t
+from .symbols import L, LATEX, L_moe, L_nope, V, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv, s, t
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
     "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
+    "router", "experts", "moe", "MOE_KINDS",
     "COMPONENTS", "component", "collected",
 ]
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.symbols
-QUANTITIES = ("params", "flops", "elementwise", "kv_cache", "saved")
+QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved")
 
 #: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
 ELEMENTWISE = {
@@ -49,11 +50,18 @@ ELEMENTWISE = {
     "softmax": 5,   # per score: scale by 1/sqrt(d_h), subtract max, exp, accumulate, divide
     "residual": 1,  # per element of each residual add
     "bias": 1,      # per output element of a linear with a bias
+    "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
+    "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
+    "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
 }
+
+#: how a model's feed-forward layers are made: dense everywhere (None), mixture-of-experts in every layer
+#: ("all": Mixtral, Llama 4 Scout), or in some layers with the others dense of width d_fd ("some": Maverick)
+MOE_KINDS = (None, "all", "some")
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
 #: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
-STAT_BYTES = sp.Max(4, beta_a)
+STAT_BYTES = sp.Max(4, beta_a, evaluate=False)  # the same Max (no comparison made, so import time builds no sum)
 #: bytes of one token id saved by the embedding's backward (int64)
 INDEX_BYTES = 8
 
@@ -79,6 +87,8 @@ class Component:
     name: str
     #: parameters this component owns itself (children excluded)
     params: sp.Expr = sp.S.Zero
+    #: of those, what one token uses (None: all of them; routed experts: the k it is sent to)
+    active: sp.Expr | None = None
     #: matmul FLOPs of one forward pass (b sequences, s new tokens, t cached)
     flops: sp.Expr = sp.S.Zero
     #: element-wise FLOPs of that forward pass (see ELEMENTWISE)
@@ -102,16 +112,21 @@ class Component:
     definitions: tuple[tuple[sp.Symbol, sp.Expr], ...] = ()
     #: what this component is, and the line of Meta's llama/model.py it models
     doc: str = ""
+    #: a linear layer's (fan_in, fan_out); () for anything else (LoRA adapts by it: symllm.finetune)
+    shape: tuple = ()
 
     def __post_init__(self):
         for q in QUANTITIES + ("checkpoint", "resident", "repeat"):
-            object.__setattr__(self, q, sp.sympify(getattr(self, q)))
+            if getattr(self, q) is not None or q != "active":
+                object.__setattr__(self, q, sp.sympify(getattr(self, q)))
         object.__setattr__(self, "live", tuple(sp.sympify(x) for x in self.live))
 
     def own(self, quantity: str) -> sp.Expr:
         """What this component owns of ``quantity``, children excluded."""
         if quantity not in QUANTITIES:
             raise SymllmError(f"quantity: unknown {quantity!r} (known: {', '.join(QUANTITIES)})")
+        if quantity == "active" and self.active is None:
+            return self.params
         return getattr(self, quantity)
 
     def total(self, quantity: str = "params") -> sp.Expr:
@@ -225,6 +240,7 @@ def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc
         flops=matmul(_T, fan_in, fan_out),
         elementwise=ELEMENTWISE["bias"] * _T * fan_out if bias else 0,
         doc=doc or f"nn.Linear({fan_in}, {fan_out}, bias={bias})",
+        shape=(sp.sympify(fan_in), sp.sympify(fan_out)),
     )
 
 
@@ -255,14 +271,20 @@ def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: 
 
 
 def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
-    """A norm on every query head and every key head before RoPE: Qwen3's ``q_norm`` and ``k_norm``,
-    RMSNorms of width ``d_h`` (``2·d_h`` parameters per layer) over ``b·s·n_h`` and ``b·s·n_kv`` rows.
+    """A norm on every query head and every key head: Qwen3's ``q_norm`` and ``k_norm`` (``"rmsnorm"``:
+    RMSNorms of width ``d_h``, ``2·d_h`` parameters per layer, before RoPE) or Llama 4's ``"l2"`` norm (no
+    weight, after RoPE), over ``b·s·n_h`` and ``b·s·n_kv`` rows.
 
-    >>> [c.params for c in qk_norms()]
-    [d_h, d_h]
+    >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")]
+    ([d_h, d_h], [0, 0])
     """
+    if kind == "l2":
+        doc = "self.qk_norm = Llama4TextL2Norm(config.rms_norm_eps)  # no weight; on each {} head after RoPE"
+        return tuple(rmsnorm(name, d_h, _T * heads, doc.format(what)).replace(
+                         params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
+                     for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
-        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm)")
+        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2)")
     return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head"),
             rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head"))
 
@@ -283,14 +305,15 @@ def _pairs(causal: bool) -> sp.Expr:
 
 
 def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None = None,
-              causal: bool = False) -> Component:
+              causal: bool = False, rotary: bool = True) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core.
 
     ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
     cost ``2·b·n_h·d_h`` FLOPs per query-key pair (``causal`` picks which pairs count).
     The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``bias`` puts a bias on all
     four projections (HF ``attention_bias``), ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2);
-    ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`).
+    ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's.
+    ``rotary=False`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of its queries.
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
@@ -314,7 +337,9 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
             linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)"),
             *norms,
-            rope(),
+            rope() if rotary else Component(
+                "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
+                doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE"),
             # live at inference: a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
                       live=(2 * b * n_h * s ** 2, 2 * b * n_h * (s + n)),
@@ -343,24 +368,83 @@ def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
     return m * sp.ceiling(hidden / m)
 
 
-def feed_forward(*, bias: bool = False) -> Component:
-    """The SwiGLU feed-forward ``w2(silu(w1 x) * w3 x)``: ``3·d·d_ff`` parameters without biases.
+def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed_forward") -> Component:
+    """The SwiGLU feed-forward ``w2(silu(w1 x) * w3 x)``: ``3·d·d_ff`` parameters without biases
+    (``width`` is ``d_ff``; the dense layers of a model that interleaves MoE layers have ``d_fd``).
 
-    >>> feed_forward().total("params")
-    3*d*d_ff
+    >>> feed_forward().total("params"), feed_forward(width=d_fd).total("params")
+    (3*d*d_ff, 3*d*d_fd)
     """
     return Component(
-        "feed_forward",
-        elementwise=(ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_ff,
+        name,
+        elementwise=(ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * width,
         # saved: the normed input of w1/w3, the w1 and w3 outputs (SiLU and gate backward), the w2 input
-        saved=beta_a * (_T * d + 3 * _T * d_ff),
-        live=(3 * _T * d_ff,),  # the w1 and w3 outputs and their gated product
+        saved=beta_a * (_T * d + 3 * _T * width),
+        live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
         children=(
-            linear("w1", d, d_ff, bias, "self.w1 = nn.Linear(dim, hidden_dim)"),
-            linear("w2", d_ff, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)"),
-            linear("w3", d, d_ff, bias, "self.w3 = nn.Linear(dim, hidden_dim)"),
+            linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)"),
+            linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)"),
+            linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)"),
         ),
         doc="FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))",
+    )
+
+
+def router() -> Component:
+    """The router of a mixture-of-experts layer: ``d -> n_e`` logits per token, no bias, and their
+    softmax (Mixtral; Llama 4 takes a sigmoid of the top k: the same per-logit count is used).
+
+    >>> router().params, router().flops
+    (d*n_e, 2*b*d*n_e*s)
+    """
+    out = linear("router", d, n_e, doc="self.gate = nn.Linear(hidden_size, num_local_experts, bias=False)")
+    return out.replace(elementwise=ELEMENTWISE["softmax"] * _T * n_e)
+
+
+def experts() -> Component:
+    """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
+
+    Parameters ``3·d·d_ff`` per expert, all ``n_e`` of them (``active``: the ``k`` a token uses); FLOPs
+    the ``k`` experts' three matmuls per token (the model's FLOPs: an implementation that runs every
+    expert on every token, as transformers' Llama 4 does, computes ``n_e / k`` times as many).
+
+    >>> e = experts()
+    >>> e.params, e.active, e.flops
+    (3*d*d_ff*n_e, 3*d*d_ff*k, 6*b*d*d_ff*k*s)
+    """
+    rows = k * _T  # token-expert pairs: each token's row goes through k experts
+    return Component(
+        "experts", params=3 * d * d_ff * n_e, active=3 * d * d_ff * k,
+        flops=2 * matmul(rows, d, d_ff) + matmul(rows, d_ff, d),
+        elementwise=rows * ((ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * d_ff + ELEMENTWISE["combine"] * d),
+        # saved: each pair's gathered input, its w1 and w3 outputs, the w2 input, the w2 output (scaled)
+        saved=beta_a * rows * (2 * d + 3 * d_ff),
+        # experts run one after another: the largest expert's w1/w3 outputs and gated product (every token
+        # routed to it), and the output being summed
+        live=(3 * _T * d_ff + _T * d,),
+        doc="MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing",
+    )
+
+
+def moe(*, shared: bool = False) -> Component:
+    """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
+    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs).
+
+    >>> moe().total("params"), moe().total("active")
+    (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
+    >>> sp.expand(moe(shared=True).total("params") - moe().total("params"))
+    3*d*d_ff
+    """
+    _switches(shared=shared)
+    extra = ()
+    if shared:
+        ffn = feed_forward(name="shared_expert")
+        extra = (ffn.replace(saved=beta_a * 3 * _T * d_ff,  # its input is the router's, counted once here
+                             doc="self.shared_expert = Llama4TextMLP(config)  # every token"),)
+    return Component(
+        "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
+        children=(router(), experts(), *extra),
+        doc="MixtralSparseMoeBlock / Llama4TextMoe: route each token to k of n_e experts",
     )
 
 
@@ -392,53 +476,81 @@ def lm_head(*, tied: bool = False) -> Component:
 
 
 def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
-          qk_norm: str | None = None, causal: bool = False) -> Component:
+          qk_norm: str | None = None, causal: bool = False, ffn: str = "dense", shared_expert: bool = False,
+          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block") -> Component:
     """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
-    ``out = h + feed_forward(ffn_norm(h))``.
+    ``out = h + feed_forward(ffn_norm(h))``; with ``ffn="moe"`` the feed-forward is a mixture of
+    experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm).
 
-    >>> [c.name for c in block().children]
-    ['attention_norm', 'attention', 'ffn_norm', 'feed_forward']
+    >>> [c.name for c in block().children], [c.name for c in block(ffn="moe").children][-1]
+    (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
     """
-    _switches(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, causal=causal)
+    _switches(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, causal=causal,
+              shared_expert=shared_expert, rotary=rotary)
+    if ffn not in ("dense", "moe"):
+        raise SymllmError(f"ffn: unknown {ffn!r} (known: dense, moe)")
+    if not rotary and qk_norm == "l2":  # Llama 4 norms q and k only in its RoPE layers
+        qk_norm = None
     return Component(
-        "block",
+        name,
         elementwise=2 * ELEMENTWISE["residual"] * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
         children=(
             rmsnorm("attention_norm"),
-            attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal),
+            attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary),
             rmsnorm("ffn_norm"),
-            feed_forward(bias=mlp_bias),
+            feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(shared=shared_expert),
         ),
         doc="TransformerBlock(layer_id, args)",
     )
 
 
+def _layers(moe_kind, nope: bool):
+    """The groups of identical blocks: ``(name, block options, how many)``, in model order."""
+    if moe_kind not in MOE_KINDS:
+        raise SymllmError(f"moe: unknown {moe_kind!r} (known: {', '.join(map(str, MOE_KINDS))})")
+    if moe_kind != "some":
+        ffn = "dense" if moe_kind is None else "moe"
+        if not nope:
+            return [("block", dict(ffn=ffn), L)]
+        return [("block", dict(ffn=ffn), L - L_nope), ("nope_block", dict(ffn=ffn, rotary=False), L_nope)]
+    # some MoE layers: the others are dense of width d_fd; layers without RoPE are among the MoE ones
+    dense = ("block", dict(ffn="dense", width=d_fd), L - L_moe)
+    if not nope:
+        return [dense, ("moe_block", dict(ffn="moe"), L_moe)]
+    return [dense, ("moe_block", dict(ffn="moe"), L_moe - L_nope),
+            ("nope_block", dict(ffn="moe", rotary=False), L_nope)]
+
+
 def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
-          qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False) -> Component:
+          qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False, moe: str | None = None,
+          shared_expert: bool = False, nope: bool = False) -> Component:
     """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
     ``intermediate_size``, never re-rounded), ``"meta"`` (Meta's rounding with a multiplier ``f``) or
-    ``"meta_plain"`` (Meta's rounding without one).
+    ``"meta_plain"`` (Meta's rounding without one). ``moe`` (:data:`MOE_KINDS`) makes the feed-forward a
+    mixture of experts in every block (``"all"``) or in ``L_moe`` of them (``"some"``, the others dense
+    of width ``d_fd``), ``shared_expert`` adds Llama 4's shared expert, ``nope`` makes ``L_nope`` blocks
+    (among the MoE ones) Llama 4 layers without RoPE. Blocks that differ form groups, each repeated.
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
+    >>> [(c.name, c.repeat) for c in model(moe="some", nope=True).children[1:-2]]
+    [('block', L - L_moe), ('moe_block', L_moe - L_nope), ('nope_block', L_nope)]
     """
-    _switches(tied=tied)
+    _switches(tied=tied, shared_expert=shared_expert, nope=nope)
     if hidden not in ("explicit", "meta", "meta_plain"):
         raise SymllmError(f"hidden: unknown rule {hidden!r} (explicit, meta, meta_plain)")
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
+    common = dict(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
+                  causal=causal, shared_expert=shared_expert)
+    groups = tuple(block(**common, **options, name=name).replace(repeat=count)
+                   for name, options, count in _layers(moe, nope))
     return Component(
         "model",
-        children=(
-            embedding(),
-            block(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
-                  causal=causal).replace(repeat=L),
-            rmsnorm("norm"),
-            lm_head(tied=tied),
-        ),
+        children=(embedding(), *groups, rmsnorm("norm"), lm_head(tied=tied)),
         definitions=definitions,
         doc="Transformer(params)",
     )
@@ -454,6 +566,9 @@ COMPONENTS = {
     "rmsnorm": "norm",
     "rope": "block/attention/rope",
     "lm_head": "lm_head",
+    "moe": "block/moe",
+    "router": "block/moe/router",
+    "experts": "block/moe/experts",
     "block": "block",
     "model": "",
 }
@@ -470,5 +585,22 @@ def component(name: str, whole: Component | None = None) -> Component:
     """
     if name not in COMPONENTS:
         raise SymllmError(f"component: unknown {name!r} (known: {', '.join(COMPONENTS)})")
-    comp = (whole if whole is not None else model()).child(COMPONENTS[name])
+    whole = whole if whole is not None else model()
+    path = COMPONENTS[name]
+    if path.startswith("block"):  # the first group of blocks that has it (Maverick's MoE is its second)
+        groups = [c for c in whole.children if c.checkpoint != 0]
+        found = [g for g in groups if _has(g, path.partition("/")[2])]
+        if not found:
+            raise SymllmError(f"component: this model has no {name!r}")
+        comp = found[0].child(path.partition("/")[2])
+    else:
+        comp = whole.child(path)
     return comp.replace(repeat=1) if comp.repeat != 1 else comp
+
+
+def _has(node: Component, path: str) -> bool:
+    for part in filter(None, path.split("/")):
+        node = next((c for c in node.children if c.name == part), None)
+        if node is None:
+            return False
+    return True

@@ -60,8 +60,21 @@ def _positive_float(field: str, value) -> float:
     return out
 
 
-#: the QK-norms symllm models: none, or Qwen3's RMSNorm of width d_h on every query and key head
-QK_NORMS = (None, "rmsnorm")
+#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or
+#: Llama 4's weightless L2 norm (in its RoPE layers)
+QK_NORMS = (None, "rmsnorm", "l2")
+
+
+def _layer_ids(field: str, value, n_layers: int) -> tuple:
+    """Layer indices as a sorted tuple, each in range(n_layers), none twice."""
+    if not isinstance(value, (list, tuple)):
+        raise SymllmError(f"{field}: expected a list of layer indices, got {_short(value)}")
+    for i in value:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_layers:
+            raise SymllmError(f"{field}: {_short(i)} is not a layer index (0 to {n_layers - 1})")
+    if len(set(value)) != len(value):
+        raise SymllmError(f"{field}: a layer is listed twice in {_short(list(value))}")
+    return tuple(sorted(value))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,8 +119,29 @@ class ModelConfig:
     mlp_bias: bool = False
     #: q/k/v projections have biases and wo has none (Qwen2; attention_bias puts one on all four)
     qkv_bias: bool = False
-    #: a norm on each query and key head before RoPE: None, or "rmsnorm" (Qwen3: weight of d_h each)
+    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE) or
+    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE)
     qk_norm: str | None = None
+    #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
+    n_experts: int | None = None
+    #: experts each token is routed to (top-k)
+    experts_per_token: int | None = None
+    #: Llama 4's shared expert: a dense SwiGLU of width hidden_dim in every MoE layer, run by every token
+    shared_expert: bool = False
+    #: the MoE layers' indices (None: every layer, when n_experts is given)
+    moe_layers: tuple | None = None
+    #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
+    dense_hidden_dim: int | None = None
+    #: indices of the layers without RoPE (Llama 4; they must be MoE layers when only some are)
+    nope_layers: tuple = ()
+    #: sliding-window attention: a query sees at most this many keys (Mistral v0.1); counted exactly
+    #: while the context fits in it, and refused beyond
+    sliding_window: int | None = None
+    #: chunked attention (Llama 4's RoPE layers): a query sees the keys of its own chunk of this many
+    #: tokens; counted exactly while the context fits in one chunk, and refused beyond
+    attention_chunk: int | None = None
+    #: what a reader should know about what was counted (e.g. a vision encoder that is not)
+    note: str | None = None
     #: RMSNorm epsilon (no effect on counts)
     norm_eps: float = 1e-5
     #: RoPE base (no effect on counts)
@@ -146,6 +180,66 @@ class ModelConfig:
                 raise SymllmError(f"{field}: expected true or false, got {_short(getattr(self, field))}")
         if self.qk_norm not in QK_NORMS:
             raise SymllmError(f"qk_norm: unknown {_short(self.qk_norm)} (known: {', '.join(map(str, QK_NORMS))})")
+        self._check_moe(put)
+        put("nope_layers", _layer_ids("nope_layers", self.nope_layers, self.n_layers))
+        if self.moe_kind == "some" and not set(self.nope_layers) <= set(self.moe_layers):
+            extra = sorted(set(self.nope_layers) - set(self.moe_layers))[0]
+            raise SymllmError(f"nope_layers: layer {extra} has no RoPE and no experts; symllm models layers "
+                              "without RoPE among the MoE layers only (as Llama 4 places them)")
+        for field in ("sliding_window", "attention_chunk"):
+            put(field, _positive_int(field, getattr(self, field), optional=True))
+
+    def _check_moe(self, put) -> None:
+        for field in ("n_experts", "experts_per_token", "dense_hidden_dim"):
+            put(field, _positive_int(field, getattr(self, field), optional=True))
+        if not isinstance(self.shared_expert, bool):
+            raise SymllmError(f"shared_expert: expected true or false, got {_short(self.shared_expert)}")
+        if self.n_experts is None:
+            for field in ("experts_per_token", "moe_layers", "dense_hidden_dim"):
+                if getattr(self, field) is not None:
+                    raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
+            if self.shared_expert:
+                raise SymllmError("shared_expert: true given without n_experts")
+            return
+        if self.experts_per_token is None:
+            raise SymllmError("experts_per_token: missing (how many of the n_experts each token uses)")
+        if self.experts_per_token > self.n_experts:
+            raise SymllmError(f"experts_per_token: {self.experts_per_token} is more than n_experts {self.n_experts}")
+        layers = None if self.moe_layers is None else _layer_ids("moe_layers", self.moe_layers, self.n_layers)
+        if layers is not None and not layers:
+            raise SymllmError("moe_layers: empty; a model without MoE layers has no n_experts")
+        if layers is not None and len(layers) == self.n_layers:
+            layers = None  # every layer: the same model as not saying
+        put("moe_layers", layers)
+        if layers is not None and self.dense_hidden_dim is None:
+            raise SymllmError("dense_hidden_dim: missing; the layers outside moe_layers are dense")
+        if layers is None and self.dense_hidden_dim is not None:
+            raise SymllmError(f"dense_hidden_dim: {self.dense_hidden_dim} given but every layer is MoE")
+
+    @property
+    def moe_kind(self) -> str | None:
+        """None (dense), "all" (every layer MoE) or "some" (moe_layers, the others dense)."""
+        if self.n_experts is None:
+            return None
+        return "all" if self.moe_layers is None else "some"
+
+    @property
+    def n_moe_layers(self) -> int | None:
+        """How many layers are MoE (None: a dense model)."""
+        if self.n_experts is None:
+            return None
+        return self.n_layers if self.moe_layers is None else len(self.moe_layers)
+
+    @property
+    def n_nope_layers(self) -> int | None:
+        """How many layers have no RoPE (None: none)."""
+        return len(self.nope_layers) or None
+
+    @property
+    def window(self) -> int | None:
+        """The most keys a query may see (sliding window or chunk), or None (full attention)."""
+        given = [w for w in (self.sliding_window, self.attention_chunk) if w is not None]
+        return min(given) if given else None
 
     @property
     def hidden_rule(self) -> str:
@@ -272,26 +366,30 @@ def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -
     ``intermediate_size`` is the SwiGLU width as is: it is never re-rounded. The keys are read as
     transformers' class for the ``model_type`` reads them (:data:`HF_MODEL_TYPES`; none: ``llama``); a
     multimodal ``llama4`` config is read through its ``text_config``. Another model type, or a key that
-    changes the architecture in a way symllm does not model (:data:`HF_UNMODELLED`, an active sliding
-    window), is refused in one line naming it.
+    changes the architecture in a way symllm does not model (:data:`HF_UNMODELLED`), is refused in one
+    line naming it. A sliding window (Mistral; 4096 when a ``mistral`` config has no key) or Llama 4's
+    attention chunk is read: counts are exact while a workload's context fits in it, refused beyond.
 
     >>> from_hf({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
-    ...          "num_attention_heads": 4, "intermediate_size": 172, "sliding_window": 4096})
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: sliding_window: 4096 (sliding-window attention) is not modelled by symllm
+    ...          "num_attention_heads": 4, "intermediate_size": 172}).sliding_window
+    4096
+    >>> from_hf({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
+    ...          "num_attention_heads": 4, "intermediate_size": 172}).moe_kind
+    'all'
 
     >>> from_hf({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
     ...          "num_key_value_heads": 2, "intermediate_size": 172, "vocab_size": 100,
     ...          "tie_word_embeddings": True}).attention_kind
     'GQA'
     """
-    prefix = ""
+    prefix = note = ""
     if raw.get("model_type") == "llama4" and isinstance(raw.get("text_config"), dict):
         # the multimodal checkpoint: the language model is its text_config (the vision encoder is not counted)
-        raw, prefix = raw["text_config"], "text_config."
+        raw, prefix = {"model_type": "llama4_text", **raw["text_config"]}, "text_config."
+        note = "the language model (text_config) is counted; the vision encoder and projector are not"
     try:
-        return _from_hf(raw, vocab_size, name)
+        config = _from_hf(raw, vocab_size, name)
+        return config.replace(note=note) if note else config
     except SymllmError as e:  # name the field as the user's file does
         field, _, rest = str(e).partition(":")
         raise SymllmError(f"{prefix}{_HF_NAMES.get(field, field)}:{rest}") from None
@@ -308,14 +406,19 @@ _HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "
 HF_MODEL_TYPES = {
     "llama": dict(reads=("attention_bias", "mlp_bias"), qkv_bias=False, qk_norm=None, head_dim=None, window=None),
     "mistral": dict(reads=(), qkv_bias=False, qk_norm=None, head_dim=None, window=4096),
+    "mixtral": dict(reads=(), qkv_bias=False, qk_norm=None, head_dim=None, window=None,
+                    models=("num_local_experts", "num_experts_per_tok")),
     "qwen2": dict(reads=(), qkv_bias=True, qk_norm=None, head_dim=None, window=None),
     "qwen3": dict(reads=("attention_bias",), qkv_bias=False, qk_norm="rmsnorm", head_dim=128, window=None),
+    "llama4_text": dict(reads=("attention_bias",), qkv_bias=False, qk_norm=None, head_dim=128, window=None,
+                        models=("num_local_experts", "num_experts_per_tok", "interleave_moe_layer_step",
+                                "moe_layers", "attention_chunk_size", "use_qk_norm", "no_rope_layers",
+                                "no_rope_layer_interval")),
 }
 
 #: model types of the LLaMA family symllm knows but does not model yet, and why
 HF_NOT_YET = {
-    "mixtral": "mixture-of-experts", "qwen2_moe": "mixture-of-experts", "qwen3_moe": "mixture-of-experts",
-    "llama4_text": "mixture-of-experts, QK L2-norm, chunked attention, layers without RoPE",
+    "qwen2_moe": "mixture-of-experts with shared-expert gating", "qwen3_moe": "mixture-of-experts with QK-norm",
     "llama4": "multimodal; its text_config is read",
 }
 
@@ -327,7 +430,7 @@ HF_UNMODELLED = {
                      "decoder_sparse_step", "first_k_dense_replace"), "mixture-of-experts"),
     "attention_chunk_size": "chunked attention",
     **dict.fromkeys(("use_qk_norm", "qk_norm", "qk_layernorm"), "QK-norm"),
-    "no_rope_layers": "layers without RoPE",
+    **dict.fromkeys(("no_rope_layers", "no_rope_layer_interval"), "layers without RoPE"),
     "partial_rotary_factor": "RoPE on part of each head",
     **dict.fromkeys(("kv_lora_rank", "q_lora_rank"), "low-rank (MLA) attention"),
     "num_nextn_predict_layers": "multi-token prediction layers",
@@ -358,7 +461,7 @@ def _check_hf(raw: dict) -> dict:
             raise SymllmError(f"architectures: {_short(arch)} is not modelled "
                               "(symllm counts a causal LM with its lm_head, *ForCausalLM)")
     for key, what in HF_UNMODELLED.items():
-        if key in raw and not _neutral(key, raw[key]):
+        if key in raw and key not in rules.get("models", ()) and not _neutral(key, raw[key]):
             raise SymllmError(f"{key}: {_short(raw[key])} ({what}) is not modelled by symllm")
     act = raw.get("hidden_act", "silu")
     if act not in ("silu", "swish"):
@@ -367,15 +470,16 @@ def _check_hf(raw: dict) -> dict:
         if key not in rules["reads"] and raw.get(key, False) is not False:
             raise SymllmError(f"{key}: {_short(raw[key])} is ignored by transformers' {kind} model; "
                               "symllm refuses the ambiguous config (remove the key)")
-    window = _sliding_window(raw, kind, rules)
-    if window is not None:
-        raise SymllmError(f"sliding_window: {_short(window)} (sliding-window attention) is not modelled by symllm"
-                          + ("" if "sliding_window" in raw else f"; a {kind} config without the key has 4096"))
+    if kind == "llama" and raw.get("sliding_window") is not None:
+        raise SymllmError(f"sliding_window: {_short(raw['sliding_window'])} is ignored by transformers' llama "
+                          "model; symllm refuses the ambiguous config (remove the key)")
     return rules
 
 
 def _sliding_window(raw: dict, kind: str, rules: dict):
     """The window transformers' class applies to some layer, or None (full attention everywhere)."""
+    if kind in ("llama", "llama4_text"):
+        return None
     window = raw.get("sliding_window", rules["window"])
     if kind in ("qwen2", "qwen3"):  # the window is used only with use_sliding_window, from max_window_layers on
         if not raw.get("use_sliding_window", False) or window is None:
@@ -389,25 +493,62 @@ def _sliding_window(raw: dict, kind: str, rules: dict):
     return window
 
 
+def _llama4(raw: dict, L) -> dict:
+    """The fields of a ``llama4_text`` config as transformers' ``Llama4TextConfig`` derives them."""
+    if not isinstance(L, int) or isinstance(L, bool) or L <= 0:
+        return {}  # ModelConfig names the bad num_hidden_layers
+    step = _positive_int("interleave_moe_layer_step", raw.get("interleave_moe_layer_step") or 1)
+    moe = raw.get("moe_layers")
+    moe = list(range(step - 1, L, step)) if moe is None else moe
+    ropes = raw.get("no_rope_layers")  # one 0/1 per layer: 1 = the layer uses RoPE (transformers' naming)
+    if not ropes:
+        every = _positive_int("no_rope_layer_interval", raw.get("no_rope_layer_interval") or 4)
+        ropes = [int((i + 1) % every != 0) for i in range(L)]
+    if not isinstance(ropes, list) or len(ropes) != L or any(r not in (0, 1) or isinstance(r, bool) for r in ropes):
+        raise SymllmError(f"no_rope_layers: expected {L} flags of 0 or 1 (1: the layer uses RoPE), got {_short(ropes)}")
+    types = raw.get("layer_types")
+    derived = ["chunked_attention" if r else "full_attention" for r in ropes]
+    if types is not None and types != derived:
+        raise SymllmError(f"layer_types: {_short(types)} differs from what no_rope_layers implies; "
+                          "symllm models chunked attention in exactly the layers with RoPE")
+    all_moe = isinstance(moe, list) and len(set(moe)) == L
+    return dict(n_experts=raw.get("num_local_experts", 16), experts_per_token=raw.get("num_experts_per_tok", 1),
+                shared_expert=True, moe_layers=moe, nope_layers=[i for i, r in enumerate(ropes) if not r],
+                dense_hidden_dim=None if all_moe else raw.get("intermediate_size_mlp", 16384),
+                qk_norm="l2" if raw.get("use_qk_norm", True) else None,
+                attention_chunk=raw.get("attention_chunk_size", 8192), hidden_dim=raw.get("intermediate_size", 8192),
+                vocab_size=raw.get("vocab_size", 202048))
+
+
 def _from_hf(raw: dict, vocab_size, name) -> ModelConfig:
     rules = _check_hf(raw)
+    kind = raw.get("model_type", "llama")
     rope = raw.get("rope_parameters")
     theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0) if isinstance(rope, dict) else 10000.0)
     if "head_dim" in raw and raw["head_dim"] is None and rules["head_dim"] is not None:
         raise SymllmError("head_dim: expected a positive integer, got None")
+    if kind == "llama4_text":  # transformers' defaults stand in for absent keys
+        fields = _llama4(raw, raw.get("num_hidden_layers"))
+    else:
+        fields = dict(vocab_size=_require(raw, "vocab_size", "HF"),
+                      hidden_dim=_positive_int("intermediate_size", _require(raw, "intermediate_size", "HF")),
+                      qk_norm=rules["qk_norm"])
+    if kind == "mixtral":
+        fields.update(n_experts=raw.get("num_local_experts", 8), experts_per_token=raw.get("num_experts_per_tok", 2))
+    if vocab_size is not None:
+        fields["vocab_size"] = vocab_size
     return ModelConfig(
-        vocab_size=vocab_size if vocab_size is not None else _require(raw, "vocab_size", "HF"),
+        **fields,
         dim=_require(raw, "hidden_size", "HF"),
         n_layers=_require(raw, "num_hidden_layers", "HF"),
         n_heads=_require(raw, "num_attention_heads", "HF"),
         n_kv_heads=raw.get("num_key_value_heads"),
         head_dim=raw.get("head_dim", rules["head_dim"]),
-        hidden_dim=_positive_int("intermediate_size", _require(raw, "intermediate_size", "HF")),
         tie_embeddings=raw.get("tie_word_embeddings", False),
         attention_bias=raw.get("attention_bias", False) if "attention_bias" in rules["reads"] else False,
         mlp_bias=raw.get("mlp_bias", False) if "mlp_bias" in rules["reads"] else False,
         qkv_bias=rules["qkv_bias"],
-        qk_norm=rules["qk_norm"],
+        sliding_window=_sliding_window(raw, kind, rules),
         norm_eps=raw.get("rms_norm_eps", 1e-6),
         rope_theta=theta,
         name=name,

@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from . import api
+from . import api, hardware, parallel, stacks
 from . import symbols as S
 from .components import Component, component, model
 from .errors import SymllmError
@@ -152,7 +152,7 @@ def _working_set(comp: Component) -> sp.Expr:
 
 
 def memory(component="model", kind: str = "inference", *, attention: str = "dense", zero_stage: int = 0,
-           recompute: bool = False) -> sp.Expr:
+           recompute: bool = False, stack: str = "ideal") -> sp.Expr:
     """Bytes of ``kind`` (see :data:`MEMORY_KINDS`) for ``component``, as a closed form.
 
     * ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv`` × the cache elements after a prefill of ``s`` and ``n``
@@ -167,6 +167,8 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       ``2·b·s·d``, + the largest ``live`` candidate: the prefill's scores and probabilities
       ``2·b·n_h·s²``, a decode step's ``2·b·n_h·(s+n)``, the SwiGLU's three ``b·s·d_ff`` tensors, and
       (model) the logits ``b·s·V``).
+    * ``stack`` other than ``ideal`` (the model only): ``training_states``, ``activations`` and
+      ``inference_peak`` of that software stack (:mod:`symllm.stacks`).
 
     >>> memory("attention", "kv_cache")
     2*b*beta_kv*d_h*n_kv*(n + s)
@@ -176,6 +178,12 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     comp = _component(component, attention)
     _check_choice("kind", kind, MEMORY_KINDS)
     _check_choice("zero_stage", zero_stage, (0, 1, 2, 3))
+    _check_choice("stack", stack, stacks.STACKS)
+    if stack != "ideal" and kind in ("training_states", "activations", "inference_peak"):
+        out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage),
+               "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
+               "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
+        return out.subs(dict(comp.definitions))
     return _memory(comp, kind, zero_stage, bool(recompute))
 
 
@@ -231,6 +239,8 @@ WORKLOAD_FLOPS = {"prefill": ("prefill", "matmul"), "decode_token": ("decode", "
                   "generation": ("generation", "matmul"), "training_step": ("training", "matmul"),
                   "elementwise": ("prefill", "elementwise")}
 WORKLOAD_MEMORY = ("weights", "kv_cache", "training_states", "activations", "inference_peak")
+#: the memory kinds ``workload()`` shows per GPU under ``tp``/``pp``/``dp`` (symllm.parallel)
+PER_GPU_MEMORY = ("weights", "training_states", "activations")
 
 
 def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
@@ -241,11 +251,17 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     >>> sorted(quantities(model(), Workload())["memory"])
     ['activations', 'inference_peak', 'kv_cache', 'training_states', 'weights']
     """
+    stages = parallel.stages(mdl, work.sp)  # what tensor rank 0 of the first and the last stage holds
     return {
+        "params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)},
         "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
-        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute)
+        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
                    for kind in WORKLOAD_MEMORY},
+        "memory_per_gpu": {kind: parallel.largest(*(memory(st, kind, zero_stage=work.zero_stage,
+                                                           recompute=work.recompute) for st in stages))
+                           for kind in PER_GPU_MEMORY},
+        "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage),
     }
 
 
@@ -262,7 +278,9 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     element-wise bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, for
     ``seq + gen`` tokens), ``training_states`` (ZeRO ``zero_stage`` over ``dp`` ranks, per rank),
     ``activations`` (``act_dtype``) and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte
-    count is not integral (int4).
+    count is not integral (int4). With ``gpu`` (a name in :data:`symllm.hardware.GPUS`) a ``time`` group
+    too: roofline ``prefill_s``, ``decode_token_s``, ``tokens_per_s``, ``fits``, ``max_batch``, ...
+    (:func:`symllm.hardware.roofline`).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
@@ -270,25 +288,36 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     """
     spec = api.spec(config)
     work = Workload.of(work, **options)
+    spec.check(seq=work.seq, gen=work.gen, context=work.context)
     vals = {**spec.values(), **work.values()}
     exprs = quantities(spec.model(work.attention), work)
-    return {"workload": work.to_dict(),
-            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
+    out = {"workload": work.to_dict(),
+           **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
+    if work.gpu is not None:  # roofline time on the named accelerator (not a sweep quantity: floats, a search)
+        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs)
+    return out
 
 
-def mfu(config, tokens_per_second: float, peak_flops: float, *, seq: int, attention: str = "dense") -> float:
+def mfu(config, tokens_per_second: float, peak_flops, *, seq: int, attention: str = "dense",
+        dtype: str = "bf16") -> float:
     """Model-FLOPs utilisation: achieved training matmul FLOP/s over the hardware peak.
 
     Achieved = ``tokens_per_second`` × training FLOPs per token at sequence length ``seq`` (3 × the
-    forward's matmul FLOPs; recomputation is not model FLOPs, so never counted).
+    forward's matmul FLOPs; recomputation is not model FLOPs, so never counted). ``peak_flops`` is the
+    peak FLOP/s, or an accelerator's name in :data:`symllm.hardware.GPUS`: its peak dense FLOP/s for
+    matmuls in ``dtype`` (bf16 unless given; :func:`symllm.hardware.peak_flops`).
 
     >>> round(mfu("llama3.1-8b", 4000, 989e12, seq=8192), 3)
+    0.234
+    >>> round(mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192), 3)
     0.234
     >>> mfu("llama3.1-8b", 4000, 989e12, seq=None)
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: seq: mfu needs the training sequence length, got None
     """
+    if isinstance(peak_flops, str):
+        peak_flops = hardware.peak_flops(peak_flops, dtype)
     if not tokens_per_second > 0 or not peak_flops > 0:
         raise SymllmError(f"mfu: tokens_per_second and peak_flops must be positive, got "
                           f"{tokens_per_second!r}, {peak_flops!r}")

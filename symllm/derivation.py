@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from . import api, costs
+from . import api, costs, hardware, parallel
 from . import symbols as S
 from .components import Component, collected, component, model
 from .errors import SymllmError
@@ -42,17 +42,28 @@ __all__ = ["OPTIONS", "Derivation", "Report", "derive", "report", "repr_latex", 
 #: options of derive() beyond the :class:`~symllm.workload.Workload` fields, with their defaults: which
 #: FLOPs (phase, bucket, MACs) and which memory kind a derivation shows (a report shows them all)
 OPTIONS = {"phase": "prefill", "memory": "inference", "macs": False, "bucket": "matmul"}
+#: derive()'s roofline quantities (symllm.hardware): the ridge point P / B_mem, and the batch at which a
+#: decode step turns compute-bound; evaluated on a named accelerator (``gpu``)
+ROOFLINE = ("ridge", "decode_batch")
 #: the attention variants derive() writes formulas for: what n_kv becomes
 _KINDS = {"gqa": None, "mha": S.n_h, "mqa": sp.S.One}
 
 
 # --------------------------------------------------------------------------- cached between processes
 
+def _mul(*args, **options):
+    """``Mul`` as ``srepr`` wrote it, but a negative coefficient is one number again: ``srepr`` writes
+    ``-2*L`` as ``Mul(Integer(-1), Integer(2), L)``, which unevaluated prints ``-1*2*L``."""
+    if len(args) > 1 and args[0] == -1 and args[1].is_Number:
+        args = (-args[1], *args[2:])
+    return sp.Mul(*args, **options)
+
+
 def _rebuilt(text: str) -> sp.Basic:
     """The expression whose ``srepr`` is ``text``, rebuilt node by node as it was (no evaluation, so the
     tree, and what it prints, is the one ``srepr`` was taken of)."""
     with sp.evaluate(False):
-        out = eval(text, {**vars(sp), "__builtins__": {}})  # noqa: S307 (symllm's own cache, as private as its kernels)
+        out = eval(text, {**vars(sp), "Mul": _mul, "__builtins__": {}})  # noqa: S307 (symllm's own cache, as private as its kernels)
     if not isinstance(out, sp.Basic):
         raise TypeError(type(out).__name__)
     return out
@@ -91,7 +102,8 @@ def _workload_numbers(spec, work: Workload) -> dict:
     True
     """
     key = json.dumps([source_digest(), repr(spec.structure), work.attention, bool(work.recompute),
-                      work.zero_stage])
+                      work.zero_stage, work.stack, work.sp])
+    spec.check(seq=work.seq, gen=work.gen, context=work.context)  # a window the workload passes: refused
     vals = {**spec.values(), **work.values()}
     hit = cache_get("workload", key)
     if hit is not None and len(hit) == 3:
@@ -102,7 +114,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
             numbers = {"workload": work.to_dict(), "flops": {}, "memory": {}}
             for name, v in zip(names, out, strict=True):
                 group, k = name.split("/", 1)
-                numbers[group][k] = v.numerator if type(v) is Fraction and v.denominator == 1 else v
+                numbers.setdefault(group, {})[k] = v.numerator if type(v) is Fraction and v.denominator == 1 else v
             return numbers
         except Exception:  # noqa: BLE001 (a damaged entry: computed again below)
             pass
@@ -182,13 +194,17 @@ class Derivation:
     term_values: tuple = ()
     #: the notation (symbol -> LaTeX) every output uses
     names: tuple = ()
+    #: parameters: the collected closed form of those one token uses, and its value, where that differs
+    #: from the total (a mixture of experts: the k routed experts of n_e); else None
+    active: sp.Expr | None = None
+    active_value: object = None
     #: the workload FLOPs and memory were derived for, and derive()'s options (None, () for parameters)
     workload: Workload | None = None
     options: tuple = ()
 
     def symbols(self) -> list[sp.Symbol]:
         """The symbols the derivation uses, in symllm's table order."""
-        used = set(self.total.free_symbols)
+        used = set(self.total.free_symbols) | (self.active.free_symbols if self.active is not None else set())
         for _, e in self.terms:
             used |= e.free_symbols
         for sym, e in self.definitions:
@@ -223,6 +239,8 @@ class Derivation:
             "definitions": definitions, "model": self.model, "evaluated": evaluated,
             "subst": _substituted(self.closed, vals) if evaluated else None, "value": self.value,
             "per_block": self.component in ("block", "attention", "feed_forward", "rope") and evaluated,
+            "active": Formula(self.active) if self.active is not None else None, "active_value": self.active_value,
+            "active_subst": _substituted(self.active, vals) if evaluated and self.active is not None else None,
             "math": math_delimiters(flavor), "format": fmt,
         }
 
@@ -251,18 +269,32 @@ class Derivation:
 def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     """The sub-terms and the total of ``quantity`` for ``comp``; FLOPs and memory come from
     :mod:`symllm.costs` (sub-terms: the leaves for FLOPs, the memory kinds for memory)."""
-    if quantity == "params":
-        return comp.breakdown("params"), comp.total("params")
-    if quantity not in ("flops", "memory"):
-        raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory)")
+    if quantity in ("params", "active"):  # active: the parameters one token uses (MoE: k of n_e experts)
+        return comp.breakdown(quantity), comp.total(quantity)
     bare = comp.replace(definitions=())  # d_ff stays a symbol; its definition is shown on its own
+    if quantity in ROOFLINE:
+        if quantity == "ridge":
+            expr = hardware.ridge()
+        elif comp.name != "model":
+            raise SymllmError(f"component: decode_batch is the whole model's, not {comp.name!r}")
+        else:
+            expr = hardware.decode_batch(costs.flops(bare, "decode"), hardware.bytes_moved(bare, "decode"))
+        return {quantity: expr}, expr
+    if quantity == "comm":  # bytes one GPU sends per training step under tp/pp/dp/sp (symllm.parallel)
+        if comp.name != "model":
+            raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
+        leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage)
+        return dict(leaves), sum(leaves.values(), sp.S.Zero)
+    if quantity not in ("flops", "memory"):
+        raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory, comm, "
+                          f"{', '.join(ROOFLINE)})")
     if quantity == "flops":
         opts = dict(bucket=options["bucket"], macs=options["macs"], recompute=work.recompute)
         own = "flops" if options["bucket"] == "matmul" else "elementwise"
         leaves = {path: costs.flops(Component(path.rsplit("/", 1)[-1], **{own: e}), options["phase"], **opts)
                   for path, e in comp.breakdown(own).items()}
         return leaves, costs.flops(bare, options["phase"], **opts)
-    opts = dict(zero_stage=work.zero_stage, recompute=work.recompute)
+    opts = dict(zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
     kinds = ("weights", "kv_cache") if options["memory"] == "inference" else (options["memory"],)
     leaves = {k: costs.memory(bare, k, **opts) for k in kinds}
     return leaves, costs.memory(bare, options["memory"], **opts)
@@ -271,7 +303,11 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
 def _component_for(name: str, spec, work: Workload):
     """The component ``name`` as it sits in the spec's model (or the default model) under the workload's
     attention convention, and the model's definitions (Meta's ``d_ff`` rounding)."""
-    whole = spec.model(work.attention) if spec is not None else model(causal=work.causal)
+    if spec is not None:
+        whole = spec.model(work.attention)
+    else:  # the general model that has the component: experts for the MoE parts
+        moe = "all" if name in ("moe", "router", "experts") else None
+        whole = model(causal=work.causal, moe=moe)
     return component(name, whole), whole.definitions
 
 
@@ -290,7 +326,7 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     try:
         key = json.dumps([source_digest(), repr(spec.structure) if spec is not None else None, name,
                           quantity, kind_key, work.attention, work.causal, bool(work.recompute),
-                          work.zero_stage, sorted(options.items())])
+                          work.zero_stage, work.stack, work.sp, sorted(options.items())])
     except TypeError:  # an option JSON cannot hold: not cached
         key = None
     hit = cache_get("derive", key) if key is not None else None
@@ -329,8 +365,14 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     leaves, total, closed, definitions = _symbolic(name, quantity, kind_key, spec, work, options)
     terms = tuple((k, v) for k, v in leaves.items() if v != 0)
     vals = api.values(spec, work) if spec is not None else None
+    if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
+        vals = None if work.gpu is None else work.values() if quantity == "ridge" else vals
     shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"
+    active = _symbolic(name, "active", kind_key, spec, work, options)[2] if quantity == "params" else None
+    if active is not None and sp.expand(active - closed) == 0:
+        active = None
     return Derivation(
+        active=active, active_value=evaluate(active, vals) if vals is not None and active is not None else None,
         component="feed_forward" if name == "swiglu" else name, quantity=quantity, kind=shown_kind,
         terms=terms, zero_terms=tuple(k for k, v in leaves.items() if v == 0), total=total,
         closed=closed, definitions=definitions,
@@ -441,6 +483,9 @@ class Report:
                        for f, sym, v in config_rows],
             "params": dv, "rows": [{**t, "value": counts[t["name"]]} for t in dv["terms"]],
             "total": counts["total"], "block_value": counts["block"],
+            "active": counts["active"] if counts["active"] != counts["total"] else None,
+            "experts": spec.n_experts, "experts_per_token": spec.experts_per_token,
+            "grouped": spec.structure.moe == "some" or spec.structure.nope,
             "block_closed": Formula(block.closed), "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),

@@ -27,6 +27,7 @@ exactly like doubles, so both agree with the model Meta's code builds.
 from __future__ import annotations
 
 import json
+import keyword
 import math
 import operator
 import os
@@ -140,6 +141,10 @@ class _NoBound(Exception):
     """The expression has a node the magnitude bound does not cover."""
 
 
+class _Miss(Exception):
+    """A kernel reader (:meth:`Kernel._reader`) was handed a dict of another layout or value types."""
+
+
 def _bound_code(e: sp.Expr) -> str:
     """Python code for an upper bound, in float64, of ``|v|`` for every intermediate value ``v`` the
     integer-safe code of ``e`` computes, given each symbol bound to its magnitude.
@@ -236,8 +241,8 @@ def _exact_div(num, den):
         shape = np.broadcast_shapes(np.shape(num), np.shape(den))
         out = np.broadcast_to(q, shape).astype(object)
         at = np.nonzero(np.broadcast_to(rest, shape))
-        out[at] = [Fraction(int(a), int(b)) for a, b in zip(np.broadcast_to(num, shape)[at].tolist(),
-                                                           np.broadcast_to(den, shape)[at].tolist())]
+        out[at] = [Fraction(a) / Fraction(b) for a, b in zip(np.broadcast_to(num, shape)[at].tolist(),  # ints
+                                                             np.broadcast_to(den, shape)[at].tolist())]  # or Fractions
         return out
     q, r = divmod(num, den)
     return q if r == 0 else Fraction(num, den)
@@ -456,38 +461,57 @@ class Kernel:
         #: the same code with scalar helpers (``math.floor`` for ``_floor``: what ``_floor`` does for a
         #: non-array), for inputs that are all Python ints, floats or bools
         self._scalar = types.FunctionType(self._fn.__code__, {**self._fn.__globals__, **_SCALAR_HELPERS})
-        #: (the keys of the last dict evaluate() read, a getter of this kernel's arguments from its values)
+        #: (the keys of the last dict evaluate() read, a getter of this kernel's arguments from its values,
+        #: their positions)
         self._layout = None
+        #: (keys, the arguments' value types) -> :meth:`_reader` of dicts of that layout (or None)
+        self._readers = {}
 
     def _at(self, vals: dict):
         """``(fn, getter)`` for a dict with the keys of ``vals`` in their order: ``fn(*getter(values))``
-        is this kernel on Python numbers, where ``values`` is ``vals.values()``. The first time a
-        layout is seen, ``getter`` picks the arguments by position; from the second time (the keys of
-        every ``Spec.values()`` dict come in one order), ``fn`` is the kernel's code taking the dict's
-        values positionally, and ``getter`` is None. Raises KeyError when a symbol is unset."""
+        is this kernel on Python numbers, where ``values`` is ``vals.values()``, ``getter`` picking its
+        arguments by position. Records the layout: the second time in a row a dict of these keys comes,
+        :meth:`_reader` is built for it. Raises KeyError when a symbol is unset."""
         keys = tuple(vals)
         layout = self._layout
-        if layout is not None and layout[0] == keys and layout[2] is not None:
-            return layout[2], None
-        if layout is not None and layout[0] == keys and len(keys) < 256:
-            at = layout[3]
-            named = dict(zip(at, (a.name for a in self.args)))
-            params = ", ".join(named.get(i, f"_a{i}") for i in range(len(keys)))
-            body = ""
-            if any(a.name.startswith("_a") for a in self.args):  # could clash with an unused slot's name
-                params = ", ".join(f"_a{i}" for i in range(len(keys)))
-                body = (f"    {', '.join(a.name for a in self.args)}, = "  # at once: no name is read after it is set
-                        f"{', '.join(f'_a{i}' for i in at)},\n")
-            source = f"def kernel_at({params}):\n{body}{self.source.split(chr(10), 1)[1]}"
-            fn = types.FunctionType(_define(source, "kernel_at").__code__, self._scalar.__globals__)
-            self._layout = (keys, None, fn, at)
-            return fn, None
+        if layout is not None and layout[0] == keys:
+            return self._scalar, layout[1]
         where = {k: i for i, k in enumerate(keys)}
         at = [where[a] for a in self.args]  # KeyError: a symbol is unset
         getter = (operator.itemgetter(*at) if len(at) > 1
                   else (lambda t, i=at[0]: (t[i],)) if at else (lambda t: ()))
-        self._layout = (keys, getter, None, at)
+        self._layout = (keys, getter, at)
         return self._scalar, getter
+
+    def _reader(self, vals: dict):
+        """This kernel as a function of a dict with the keys of ``vals`` in their order and, for the
+        kernel's arguments, values of the same plain types (int, float, bool) as in ``vals``: what
+        :func:`evaluate` calls for every later dict of that layout (every ``Spec.values()`` dict has one).
+
+        The function unpacks the dict's keys and values in one pass each, checks that each argument's
+        key sits where it sat in ``vals`` (by identity) and that its value has the type it had, and
+        returns the kernel's value; otherwise it raises :class:`_Miss` (a dict of another layout, a
+        numpy scalar, a Fraction, ...), and :func:`evaluate` takes the general path, so a number never
+        depends on which path computed it. ``None`` where no such function is made (names that could
+        clash with the function's own, more than 255 keys, values that are not plain numbers)."""
+        keys = tuple(vals)
+        at = self._layout[2]
+        values = tuple(vals.values())
+        names = [a.name for a in self.args]
+        if (not keys or len(keys) > 255 or not _PLAIN.issuperset(type(values[i]) for i in at)
+                or not all(n.isidentifier() and not n.startswith("_") and not keyword.iskeyword(n) for n in names)):
+            return None
+        named = dict(zip(at, names))
+        unpack_keys = ", ".join(f"_k{i}" for i in range(len(keys)))
+        unpack_values = ", ".join(named.get(i, f"_a{i}") for i in range(len(keys)))
+        same_keys = " and ".join(f"_k{i} is _K{i}" for i in sorted(at)) or "True"
+        same_types = " and ".join(f"_type({n}) is _T{i}" for i, n in zip(at, names)) or "True"
+        body = "".join(" " * 8 + line + "\n" for line in self.source.splitlines()[1:])
+        source = (f"def kernel_reader(_v):\n    {unpack_keys}, = _v\n    if {same_keys}:\n"
+                  f"        {unpack_values}, = _v.values()\n        if {same_types}:\n{body}    raise _Miss\n")
+        scope = {**self._scalar.__globals__, "_type": type, "_Miss": _Miss,
+                 **{f"_K{i}": keys[i] for i in at}, **{f"_T{i}": type(values[i]) for i in at}}
+        return types.FunctionType(_define(source, "kernel_reader").__code__, scope)
 
     def _generate(self) -> tuple[str, str]:
         """The kernel's source and its magnitude bound's source."""
@@ -687,50 +711,71 @@ def evaluate(expr: sp.Expr, vals: dict):
     when the value is an integer, a ``Fraction`` when it is not.
 
     Inputs that are all Python ints, floats or bools take the scalar path: the kernel's code on
-    Python numbers (exact: Python ints never overflow), its arguments read from the dict by position.
+    Python numbers (exact: Python ints never overflow). From the second dict of one layout (keys in
+    one order, values of the same plain types) on, the kernel reads the dict itself
+    (:meth:`Kernel._reader`); anything else takes the general path, which gives the same numbers.
 
     >>> evaluate(2 * S.d * S.d_h * (S.n_h + S.n_kv), {S.d: 4096, S.d_h: 128, S.n_h: 32, S.n_kv: 8})
     41943040
     >>> evaluate(S.d ** 5, {S.d: 10**6})     # Python ints: exact past int64
     1000000000000000000000000000000
     """
-    fast = _FAST.get(id(expr))
-    if fast is not None and fast[0] is expr:  # seen before, with a dict of these keys in this order
+    global _LAST
+    last = _LAST
+    if last[0] is expr:  # the expression of the last call: no look-up at all
         try:
-            values = tuple(vals.values())
-            if fast[1] == tuple(vals) and _PLAIN.issuperset(map(type, values)):
-                return fast[2](*values)
-        except AttributeError:  # not a dict
+            return last[1](vals)
+        except Exception:  # noqa: BLE001 (another layout, other types, or an error the general path raises)
             pass
+    else:
+        fast = _FAST.get(id(expr))
+        if fast is not None and fast[0] is expr:
+            try:
+                out = fast[1](vals)
+            except Exception:  # noqa: BLE001 (as above)
+                pass
+            else:
+                _LAST = fast
+                return out
     return _evaluate(expr, vals)
 
 
-#: id(expr) -> (expr, the keys of the dict last read, the kernel's code taking that dict's values in order)
+#: id(expr) -> (expr, its kernel's reader of dicts of one layout, :meth:`Kernel._reader`); holding
+#: expr keeps its id from being reused
 _FAST: dict[int, tuple] = {}
+#: the entry of :data:`_FAST` the last call used (a sweep or a benchmark evaluates one expression
+#: over many dicts)
+_LAST: tuple = (object(), None)
 
 
 def _evaluate(expr, vals: dict):
-    """:func:`evaluate` past its fast path: finds the kernel, reads the arguments from ``vals`` and
-    records the dict's layout for the fast path."""
+    """:func:`evaluate` past its fast path: finds the kernel, reads the arguments from ``vals`` and,
+    the second time a layout comes, makes the kernel's reader of it for the fast path."""
+    global _LAST
     hit = _BY_ID.get(id(expr))
     kernel = hit[1] if hit is not None and hit[0] is expr else _kernel_for(
         expr if isinstance(expr, sp.Basic) else sp.sympify(expr))
-    layout = kernel._layout
     try:
-        if layout is not None and layout[2] is not None and layout[0] == tuple(vals):  # the common case
-            fn, getter = layout[2], None
-        else:
-            fn, getter = kernel._at(vals)
+        seen = kernel._layout is not None and kernel._layout[0] == tuple(vals)
+        fn, getter = kernel._at(vals)
         values = tuple(vals.values())
-        if getter is None and isinstance(expr, sp.Basic):
-            if len(_FAST) >= 4096:
-                _FAST.clear()
-            _FAST[id(expr)] = (expr, kernel._layout[0], fn)  # holding expr keeps its id from being reused
     except (KeyError, TypeError, AttributeError):
         try:
             return kernel._call([vals[a] for a in kernel.args])
         except KeyError:
             return kernel(**{k.name: v for k, v in vals.items()})  # names what is missing
-    if _PLAIN.issuperset(map(type, values)):
-        return fn(*values) if getter is None else fn(*getter(values))
-    return kernel._call([vals[a] for a in kernel.args])
+    if not _PLAIN.issuperset(map(type, values)):
+        return kernel._call([vals[a] for a in kernel.args])
+    out = fn(*getter(values))
+    if seen and isinstance(expr, sp.Basic):
+        at = kernel._layout[2]
+        key = (kernel._layout[0], tuple(type(values[i]) for i in at))
+        readers = kernel._readers
+        reader = readers[key] if key in readers else readers.setdefault(key, kernel._reader(vals))
+        if len(readers) > 16:  # layouts keep changing: keep the latest few
+            del readers[next(iter(readers))]
+        if reader is not None:
+            if len(_FAST) >= 4096:
+                _FAST.clear()
+            _FAST[id(expr)] = _LAST = (expr, reader)
+    return out

@@ -78,7 +78,16 @@ class _Config:
         self.mlp_bias = bool(getattr(args, "mlp_bias", False))
         self.qkv_bias = bool(getattr(args, "qkv_bias", False))
         self.qk_norm = getattr(args, "qk_norm", None)
-        assert self.qk_norm in (None, "rmsnorm"), f"unknown qk_norm {self.qk_norm!r}"
+        assert self.qk_norm in (None, "rmsnorm", "l2"), f"unknown qk_norm {self.qk_norm!r}"
+        # mixture of experts (Mixtral, Llama 4) and Llama 4's layers without RoPE
+        self.n_experts = getattr(args, "n_experts", None)
+        self.experts_per_token = getattr(args, "experts_per_token", None)
+        self.shared_expert = bool(getattr(args, "shared_expert", False))
+        moe_layers = getattr(args, "moe_layers", None)
+        self.moe_layers = set() if self.n_experts is None else set(range(self.n_layers) if moe_layers is None
+                                                                   else moe_layers)
+        self.dense_hidden_dim = getattr(args, "dense_hidden_dim", None)
+        self.nope_layers = set(getattr(args, "nope_layers", ()) or ())
         self.norm_eps = float(getattr(args, "norm_eps", 1e-5))
         self.rope_theta = float(getattr(args, "rope_theta", 10000.0))
         assert self.n_heads % self.n_kv_heads == 0, "n_heads must be a multiple of n_kv_heads"
@@ -137,8 +146,9 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 class Attention(nn.Module):
     """Grouped-query attention with RoPE and an optional growing KV cache."""
 
-    def __init__(self, cfg: _Config):
+    def __init__(self, cfg: _Config, rope: bool = True):
         super().__init__()
+        self.rope = rope
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.n_rep = self.n_heads // self.n_kv_heads
         bias, in_bias = cfg.attention_bias, cfg.attention_bias or cfg.qkv_bias
@@ -151,6 +161,8 @@ class Attention(nn.Module):
             self.k_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps)
         else:
             self.q_norm = self.k_norm = None
+        self.l2_norm = cfg.qk_norm == "l2" and rope  # Llama 4: weightless, after RoPE, in RoPE layers only
+        self.eps = cfg.norm_eps
         self.cache_k: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
         self.cache_v: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
 
@@ -161,7 +173,14 @@ class Attention(nn.Module):
         xv = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
         if self.q_norm is not None:
             xq, xk = self.q_norm(xq), self.k_norm(xk)  # (b, s, n_h, hd), (b, s, n_kv, hd)
-        xq, xk = apply_rotary_emb(xq, cos, sin), apply_rotary_emb(xk, cos, sin)
+        if self.rope:
+            xq, xk = apply_rotary_emb(xq, cos, sin), apply_rotary_emb(xk, cos, sin)
+        else:  # Llama 4's temperature scaling of the queries of a layer without RoPE (a per-position factor)
+            positions = torch.arange(start_pos, start_pos + seqlen, device=x.device, dtype=torch.float32)
+            scale = torch.log(torch.floor((positions + 1.0) / 8192.0) + 1.0) * 0.1 + 1.0
+            xq = (xq * scale[None, :, None, None].to(xq.dtype)).to(xq.dtype)
+        if self.l2_norm:
+            xq, xk = _l2(xq, self.eps), _l2(xk, self.eps)
 
         if use_cache:
             if start_pos > 0:
@@ -197,14 +216,52 @@ class FeedForward(nn.Module):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))  # (b, s, d)
 
 
+def _l2(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """Llama 4's L2 norm of each head (no weight), computed in float32."""
+    xf = _upcast(x)
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).type_as(x)
+
+
+class MoE(nn.Module):
+    """A mixture of SwiGLU experts: a bias-free router, softmax over the experts, the top ``k`` per token
+    renormalised (Mixtral), each token run through its ``k`` experts only, weighted and summed; with
+    ``shared`` a dense SwiGLU every token runs (Llama 4's shared expert)."""
+
+    def __init__(self, cfg: _Config):
+        super().__init__()
+        self.k = cfg.experts_per_token
+        self.router = nn.Linear(cfg.dim, cfg.n_experts, bias=False)
+        self.experts = nn.ModuleList(FeedForward(cfg.dim, cfg.hidden_dim) for _ in range(cfg.n_experts))
+        self.shared_expert = FeedForward(cfg.dim, cfg.hidden_dim) if cfg.shared_expert else None
+
+    def forward(self, x):
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])  # (T, d)
+        probs = F.softmax(_upcast(self.router(x)), dim=-1)  # (T, E)
+        weights, chosen = torch.topk(probs, self.k, dim=-1)  # (T, k) each
+        weights = (weights / weights.sum(-1, keepdim=True)).type_as(x)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            rows, slot = torch.where(chosen == e)  # the tokens routed to expert e
+            if rows.numel():
+                out = out.index_add(0, rows, expert(x[rows]) * weights[rows, slot, None])
+        if self.shared_expert is not None:
+            out = out + self.shared_expert(x)
+        return out.reshape(shape)
+
+
 class TransformerBlock(nn.Module):
     """Pre-norm block: ``h = x + attn(norm(x)); out = h + ffn(norm(h))``."""
 
     def __init__(self, layer_id: int, cfg: _Config):
         super().__init__()
         self.layer_id = layer_id
-        self.attention = Attention(cfg)
-        self.feed_forward = FeedForward(cfg.dim, cfg.hidden_dim, bias=cfg.mlp_bias)
+        self.attention = Attention(cfg, rope=layer_id not in cfg.nope_layers)
+        if layer_id in cfg.moe_layers:
+            self.feed_forward = MoE(cfg)
+        else:  # a dense layer of a model with some MoE layers has its own width
+            width = cfg.hidden_dim if not cfg.moe_layers else cfg.dense_hidden_dim
+            self.feed_forward = FeedForward(cfg.dim, width, bias=cfg.mlp_bias)
         self.attention_norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
         self.ffn_norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
 
@@ -296,8 +353,16 @@ def count(model: Transformer) -> dict:
     for layer in model.layers:
         for name in ("wq", "wk", "wv", "wo"):
             out[f"block/attention/{name}"] += n(getattr(layer.attention, name))
-        for name in ("w1", "w2", "w3"):
-            out[f"block/feed_forward/{name}"] += n(getattr(layer.feed_forward, name))
+        ffn = layer.feed_forward
+        if isinstance(ffn, MoE):  # mixture of experts: by kind, summed over every MoE layer
+            parts = {"moe/router": n(ffn.router), "moe/experts": n(ffn.experts),
+                     "moe/shared_expert": n(ffn.shared_expert) if ffn.shared_expert is not None else 0}
+            for key, value in parts.items():
+                out[key] = out.get(key, 0) + value
+            out["active"] = out.get("active", 0) - n(ffn.experts) * (len(ffn.experts) - ffn.k) // len(ffn.experts)
+        else:
+            for name in ("w1", "w2", "w3"):
+                out[f"block/feed_forward/{name}"] += n(getattr(ffn, name))
         if layer.attention.q_norm is not None:
             for name in ("q_norm", "k_norm"):
                 key = f"block/attention/{name}"
@@ -308,4 +373,5 @@ def count(model: Transformer) -> dict:
     tied = model.output.weight is model.tok_embeddings.weight
     out["lm_head"] = 0 if tied else n(model.output)
     out["total"] = n(model)
+    out["active"] = out["total"] + out.get("active", 0)  # the total less the experts a token is not sent to
     return out

@@ -52,7 +52,10 @@ FORMATS = ("text", "pretty", "latex", "markdown")
 EXTENSIONS = {"text": "txt", "pretty": "txt", "latex": "tex", "markdown": "md"}
 #: what each quantity is called, and the letter its equations use
 QUANTITIES = {"params": ("parameters", "N"), "flops": ("FLOPs", "F"), "memory": ("bytes", "M"),
-             "elementwise": ("element-wise FLOPs", "E"), "kv_cache": ("KV-cache elements", "K")}
+             "comm": ("bytes one GPU sends per training step", "C"),
+             "elementwise": ("element-wise FLOPs", "E"), "kv_cache": ("KV-cache elements", "K"),
+             "ridge": ("ridge point, FLOP per byte", "R"),
+             "decode_batch": ("batch at which a decode step turns compute-bound (negative: none does)", "b")}
 
 
 # --------------------------------------------------------------------------- templates, escaping

@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 from . import symbols as S
 from .components import Component, meta_hidden_dim, model
 from .config import ModelConfig, load
+from .errors import SymllmError
 from .evaluate import compile_expr
 
 __all__ = ["Spec", "Structure", "spec_of", "hidden_dim_kernel", "structure_model"]
@@ -39,8 +40,14 @@ class Structure:
     hidden: str = "explicit"
     #: q/k/v projections have biases, wo none (Qwen2)
     qkv_bias: bool = False
-    #: the norm on each query and key head: None or "rmsnorm" (Qwen3)
+    #: the norm on each query and key head: None, "rmsnorm" (Qwen3) or "l2" (Llama 4)
     qk_norm: str | None = None
+    #: mixture-of-experts layers: None (dense), "all" or "some" (the others dense of width d_fd)
+    moe: str | None = None
+    #: MoE layers have Llama 4's shared expert
+    shared_expert: bool = False
+    #: some layers have no RoPE (Llama 4)
+    nope: bool = False
 
 
 @lru_cache(maxsize=None)
@@ -51,7 +58,8 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     0
     """
     return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
-                 qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal)
+                 qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal,
+                 moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope)
 
 
 @lru_cache(maxsize=None)
@@ -85,6 +93,13 @@ class Spec:
     ffn_dim_multiplier: float | None
     structure: Structure
     config: ModelConfig
+    #: mixture of experts (None for a dense model): experts, top-k, MoE layers, dense layers' width
+    n_experts: int | None = None
+    experts_per_token: int | None = None
+    n_moe_layers: int | None = None
+    dense_hidden_dim: int | None = None
+    #: layers without RoPE (None: none)
+    n_nope_layers: int | None = None
 
     @property
     def hidden_rule(self) -> str:
@@ -95,6 +110,22 @@ class Spec:
     def attention_kind(self) -> str:
         """"MHA", "MQA" or "GQA", from n_kv_heads."""
         return self.config.attention_kind
+
+    def check(self, *, seq: int, gen: int, context: int) -> None:
+        """Refuse a workload whose context passes the config's sliding window or attention chunk:
+        within it attention is full and every count exact; beyond it symllm does not model it yet.
+
+        >>> spec_of(load("mistral-7b-v0.1")).check(seq=4096, gen=1, context=4096)
+        Traceback (most recent call last):
+        ...
+        symllm.errors.SymllmError: seq: 4096 + gen 1 tokens pass mistral-7b-v0.1's 4096-token sliding window; attention beyond it is not modelled yet
+        """
+        window = self.config.window
+        if window is None or max(seq + gen, context + 1) <= window:
+            return
+        what = "sliding window" if window == self.config.sliding_window else "attention chunk"
+        where = f"seq: {seq} + gen {gen} tokens" if seq + gen > window else f"context: {context} + 1 tokens"
+        raise SymllmError(f"{where} pass {self.name}'s {window}-token {what}; attention beyond it is not modelled yet")
 
     def model(self, attention: str = "dense") -> Component:
         """The component tree of this spec's structure (shared by every spec of that structure)."""
@@ -121,8 +152,11 @@ def spec_of(config: ModelConfig) -> Spec:
         kernel = hidden_dim_kernel(rule)
         d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
-                          mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule)
+                          mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
+                          moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers))
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
-                structure=structure, config=config)
+                structure=structure, config=config, n_experts=config.n_experts,
+                experts_per_token=config.experts_per_token, n_moe_layers=config.n_moe_layers,
+                dense_hidden_dim=config.dense_hidden_dim, n_nope_layers=config.n_nope_layers)

@@ -50,7 +50,7 @@ from typing import Callable, Iterator
 import numpy as np
 import sympy as sp
 
-from . import api, costs
+from . import api, costs, finetune
 from . import symbols as S
 from .config import derive_heads
 from .errors import SymllmError
@@ -69,6 +69,8 @@ CONFIG_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head
 WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if opt.axis)
 
 _SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
+#: model symbols a sweep takes from its base and never varies
+_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.L_moe, S.L_nope)
 
 #: the largest table file :func:`read_table` reads (its rows are held in memory)
 TABLE_BYTES = 256 << 20
@@ -100,13 +102,23 @@ def quantity_names() -> list[str]:
     names = ["params", "flops", "elementwise", "kv_cache_elements"]
     for phase in costs.PHASES:
         names += [f"{phase}_flops"] + ([f"{phase}_elementwise"] if phase != "training" else [])
-    return names + list(costs.MEMORY_KINDS)
+    return names + list(costs.MEMORY_KINDS) + list(_PARALLEL) + list(_LORA)
+
+
+#: per-GPU quantities of a parallel layout (symllm.parallel) -> their (group, key) in costs.quantities
+_PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
+             **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in costs.PER_GPU_MEMORY},
+             **{f"comm_{kind}": ("comm", kind) for kind in ("tp", "pp", "dp")}}
+#: LoRA quantities (symllm.finetune; they need --lora-rank): count's params.trainable and memory.lora_*
+_LORA = ("trainable_params", *finetune.MEMORY_KEYS)
 
 
 def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     """The closed form of quantity ``name`` for the model component ``mdl`` (``d_ff`` a symbol) under
     ``work``'s training options, as :func:`symllm.costs.quantities` builds it for ``count``."""
     base, _, path = name.partition(":")
+    if base == "params" and path == "active":  # what one token uses (count's params.active)
+        return mdl.total("active")
     if path and base in ("params", "flops", "elementwise"):
         terms = mdl.breakdown(base)
         if path not in terms:
@@ -117,8 +129,13 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
             return mdl.total(name)
         if name == "kv_cache_elements":
             return mdl.total("kv_cache")
+        if name in _LORA:
+            return finetune.closed_forms(mdl, work)[name]
+        if name in _PARALLEL:
+            group, key = _PARALLEL[name]
+            return costs.quantities(mdl, work)[group][key]
         if name in costs.MEMORY_KINDS:
-            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute)
+            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
         phase, bucket = name.rsplit("_", 1)
         return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=work.recompute)
     raise SymllmError(f"quantity: unknown {name!r} (known: {', '.join(quantity_names())})")
@@ -468,6 +485,11 @@ class Sweep:
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
         mdl = api.spec(base_cfg).model(work.attention).replace(definitions=())
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
+        # the mixture of experts and the layers without RoPE stay the base's (experts, top-k, layer counts)
+        fixed.update({sym: v for sym, v in api.spec(base_cfg).values().items() if sym in _FIXED_MODEL})
+        if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
+            raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
+                              "(MoE or RoPE in some of them)")
         self.quantities = [q.strip() for q in ([quantities] if isinstance(quantities, str) else quantities)]
         if not self.quantities or any(not q for q in self.quantities):
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
@@ -530,6 +552,16 @@ class Sweep:
 
         if self.context_follows_seq:
             f["context"] = f["seq"]
+        if self.base.window is not None:  # past a sliding window or attention chunk: refused, as count does
+            ok = np.maximum(f["seq"] + f["gen"], f["context"] + 1) <= self.base.window
+
+            def window_line(i):
+                try:
+                    api.spec(self.base).check(seq=int(f["seq"][i]), gen=int(f["gen"][i]), context=int(f["context"][i]))
+                except SymllmError as e:
+                    return str(e)
+            self.stats.drop("window", valid & ~ok, window_line)
+            valid &= ok
         if self.hidden_rule == "meta":  # ModelConfig refuses a multiplier whose float product passes 2**53
             ok = _meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
             self.stats.drop("ffn_dim_multiplier", valid & ~ok, error_line)

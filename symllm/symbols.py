@@ -18,9 +18,9 @@ import sympy as sp
 
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
-    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f",
-    "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d",
-    "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta",
+    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope",
+    "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "r_lora",
+    "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
 
 
@@ -36,7 +36,7 @@ class SymbolInfo:
     latex: str
     #: one line saying what the symbol means
     description: str
-    #: "model", "workload" or "bytes"
+    #: "model", "workload", "bytes", "scaling" or "hardware" (bound by Workload.values() when --gpu is given)
     kind: str
 
 
@@ -51,6 +51,12 @@ d_h = sp.Symbol("d_h", **_size)
 d_ff = sp.Symbol("d_ff", **_size)
 m = sp.Symbol("m", **_size)
 f = sp.Symbol("f", positive=True, finite=True)
+# mixture of experts and layers without RoPE (Mixtral, Llama 4)
+n_e = sp.Symbol("n_e", **_size)
+k = sp.Symbol("k", **_size)
+d_fd = sp.Symbol("d_fd", **_size)
+L_moe = sp.Symbol("L_moe", **_size)
+L_nope = sp.Symbol("L_nope", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 t = sp.Symbol("t", integer=True, nonnegative=True)
@@ -59,6 +65,10 @@ beta_w = sp.Symbol("beta_w", positive=True)
 beta_kv = sp.Symbol("beta_kv", positive=True)
 beta_a = sp.Symbol("beta_a", positive=True)
 N_d = sp.Symbol("N_d", **_size)
+N_t = sp.Symbol("N_t", **_size)
+N_p = sp.Symbol("N_p", **_size)
+# fine-tuning (symllm.finetune)
+r_lora = sp.Symbol("r_lora", **_size)
 # scaling laws (symllm.scaling)
 g = sp.Symbol("g", positive=True)
 r = sp.Symbol("r", positive=True)
@@ -70,6 +80,9 @@ A = sp.Symbol("A", positive=True)
 B = sp.Symbol("B", positive=True)
 alpha = sp.Symbol("alpha", positive=True)
 beta = sp.Symbol("beta", positive=True)
+# an accelerator (symllm.hardware): bound from Workload.gpu
+P = sp.Symbol("P", positive=True)
+B_mem = sp.Symbol("B_mem", positive=True)
 
 _TABLE = [
     SymbolInfo(V, "vocab_size", "V", "vocabulary size", "model"),
@@ -81,6 +94,12 @@ _TABLE = [
     SymbolInfo(d_ff, "hidden_dim", "d_{ff}", "SwiGLU inner width", "model"),
     SymbolInfo(m, "multiple_of", "m", "Meta's rounding granule for d_ff", "model"),
     SymbolInfo(f, "ffn_dim_multiplier", "f", "Meta's width multiplier for d_ff", "model"),
+    SymbolInfo(n_e, "n_experts", "n_e", "routed experts in each mixture-of-experts layer", "model"),
+    SymbolInfo(k, "experts_per_token", "k", "experts each token is routed to (top-k)", "model"),
+    SymbolInfo(d_fd, "dense_hidden_dim", r"d_{ff}^{\mathrm{dense}}",
+               "SwiGLU width of the dense layers of a model that interleaves MoE layers", "model"),
+    SymbolInfo(L_moe, "n_moe_layers", r"L_{\mathrm{moe}}", "mixture-of-experts blocks (of the L)", "model"),
+    SymbolInfo(L_nope, "n_nope_layers", r"L_{\mathrm{nope}}", "blocks without RoPE (of the L)", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(t, "context", "t", "tokens already in the KV cache", "workload"),
@@ -89,6 +108,9 @@ _TABLE = [
     SymbolInfo(beta_kv, "kv_bytes", r"\beta_{kv}", "bytes per KV-cache element", "bytes"),
     SymbolInfo(beta_a, "activation_bytes", r"\beta_a", "bytes per activation element", "bytes"),
     SymbolInfo(N_d, "dp", "N_d", "data-parallel ranks sharing the model states (ZeRO)", "workload"),
+    SymbolInfo(N_t, "tp", "N_t", "tensor-parallel ranks sharing each layer", "workload"),
+    SymbolInfo(N_p, "pp", "N_p", "pipeline-parallel stages of contiguous layers", "workload"),
+    SymbolInfo(r_lora, "lora_rank", r"r_{\mathrm{LoRA}}", "rank of each LoRA adapter (symllm.finetune)", "finetune"),
     SymbolInfo(g, "gqa_ratio", "g", "query heads per key/value head (1: MHA, n_h: MQA)", "scaling"),
     SymbolInfo(r, "aspect_ratio", "r", "aspect ratio d / L", "scaling"),
     SymbolInfo(N, "params", "N", "parameters", "scaling"),
@@ -99,6 +121,9 @@ _TABLE = [
     SymbolInfo(B, "loss_b", "B", "data term's constant of the parametric loss", "scaling"),
     SymbolInfo(alpha, "loss_alpha", r"\alpha", "parameter exponent of the parametric loss", "scaling"),
     SymbolInfo(beta, "loss_beta", r"\beta", "data exponent of the parametric loss", "scaling"),
+    SymbolInfo(P, "peak_flops", "P", "peak dense matmul FLOP/s of the accelerator (--gpu) in the matmuls' dtype",
+               "hardware"),
+    SymbolInfo(B_mem, "bandwidth", r"B_{\mathrm{mem}}", "memory bandwidth of the accelerator, bytes/s", "hardware"),
 ]
 
 #: symbol -> SymbolInfo, in a fixed, readable order

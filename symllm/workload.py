@@ -20,8 +20,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from . import hardware
 from . import symbols as S
 from .errors import SymllmError
+from .stacks import STACKS
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
 
@@ -74,6 +76,33 @@ class Option:
     training: bool = False
 
 
+#: the linears LoRA may adapt, by symllm name (symllm.finetune)
+LORA_TARGETS = ("wq", "wk", "wv", "wo", "w1", "w2", "w3")
+#: the HF / PEFT ``target_modules`` name of each
+LORA_HF_NAMES = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo",
+                 "gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+
+
+def lora_targets(value) -> str:
+    """LoRA targets as symllm names, in model order, from a comma list of symllm or HF names.
+
+    >>> lora_targets("v_proj, q_proj"), lora_targets("wo,o_proj")
+    ('wq,wv', 'wo')
+    >>> lora_targets("qkv")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: wq, wk, wv, wo, w1, w2, w3, q_proj, k_proj, v_proj, o_proj, gate_proj, down_proj, up_proj)
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise SymllmError(f"lora_targets: expected a comma list of linear names, got {value!r}")
+    names = set()
+    for name in (x.strip() for x in value.split(",")):
+        if name not in LORA_TARGETS and name not in LORA_HF_NAMES:
+            raise SymllmError(f"lora_targets: unknown {name!r} (known: {', '.join((*LORA_TARGETS, *LORA_HF_NAMES))})")
+        names.add(LORA_HF_NAMES.get(name, name))
+    return ",".join(x for x in LORA_TARGETS if x in names)
+
+
 def _opt(default, help_: str, **kw):
     return field(default=default, metadata={"option": Option(help_, **kw)})
 
@@ -110,17 +139,36 @@ class Workload:
     zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True)
     #: data-parallel ranks the ZeRO stage shards over, N_d
     dp: int = _opt(1, "data-parallel ranks the ZeRO stage shards over", training=True)
+    #: tensor-parallel ranks, N_t (symllm.parallel: the standard LLaMA plan, per-GPU numbers)
+    tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True)
+    #: pipeline-parallel stages of contiguous layers, N_p
+    pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True)
+    #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
+    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True)
     #: full activation recomputation (training FLOPs and activations)
     recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True)
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
+    #: rank r of every LoRA adapter (symllm.finetune); None: no LoRA
+    lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*)",
+                                 training=True)
+    #: the linears LoRA adapts (symllm or HF names), stored as symllm names; PEFT's Llama default
+    lora_targets: str = _opt("wq,wv", f"linears LoRA adapts: {','.join(LORA_TARGETS)} or HF "
+                             f"{','.join(LORA_HF_NAMES)}", training=True)
+    #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.finetune)
+    qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
+                       training=True)
+    #: the accelerator of the roofline time (symllm.hardware); None: no time is computed
+    gpu: str | None = _opt(None, f"roofline time on this accelerator: {', '.join(hardware.names())}")
+    #: the software stack whose saved activations and inference peak memory reports (symllm.stacks)
+    stack: str = _opt("ideal", f"memory of this stack: {', '.join(STACKS)} (ideal: fused, all in --act-dtype)")
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen)
         put("derived", frozenset(k for k in ("context", "kv_dtype", "act_dtype") if getattr(self, k) is None))
-        for key in ("batch", "seq", "dp", "group_size"):
+        for key in ("batch", "seq", "dp", "tp", "pp", "group_size"):
             _integer(key, getattr(self, key))
         _integer("gen", self.gen, 0)
         put("context", self.seq if self.context is None else _integer("context", self.context, 0))
@@ -129,12 +177,24 @@ class Workload:
             raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {self.zero_stage!r}")
         if not isinstance(self.recompute, bool):
             raise SymllmError(f"recompute: expected True or False, got {self.recompute!r}")
+        if not isinstance(self.sp, bool):
+            raise SymllmError(f"sp: expected True or False, got {self.sp!r}")
         _check_choice("dtype", self.dtype, DTYPES)
         put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
         _check_choice("kv_dtype", self.kv_dtype, DTYPES)
         if self.act_dtype is None:
             put("act_dtype", self.dtype if self.dtype in _FLOAT_DTYPES else "bf16")
         _check_choice("act_dtype", self.act_dtype, DTYPES)
+        if self.lora_rank is not None:
+            _integer("lora_rank", self.lora_rank)
+        put("lora_targets", lora_targets(self.lora_targets))
+        if not isinstance(self.qlora, bool):
+            raise SymllmError(f"qlora: expected True or False, got {self.qlora!r}")
+        if self.qlora and self.lora_rank is None:
+            raise SymllmError("qlora: QLoRA trains LoRA adapters; give lora_rank (--lora-rank) too")
+        if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
+            hardware.peak_flops(self.gpu, self.dtype, self.act_dtype)
+        _check_choice("stack", self.stack, STACKS)
 
     @classmethod
     def of(cls, workload: Workload | None = None, **options) -> Workload:
@@ -143,10 +203,10 @@ class Workload:
 
         >>> Workload.of(seq=None, batch=4).seq, Workload.of(Workload(seq=8), batch=2).seq
         (2048, 8)
-        >>> Workload.of(sequence=4)
+        >>> Workload.of(sequence=4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: batch, seq, gen, context, dtype, kv_dtype, act_dtype, attention, zero_stage, dp, recompute, group_size)
+        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: batch, seq, gen, context, dtype, ...)
         """
         names = cls.names()
         unknown = sorted(set(options) - set(names))
@@ -192,8 +252,11 @@ class Workload:
         >>> v[S.b], v[S.s], v[S.t], v[S.beta_w], v[S.N_d]
         (2, 8, 8, 4, 1)
         """
-        return {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
-                if info.kind in ("workload", "bytes")}
+        out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
+               if info.kind in ("workload", "bytes")}
+        if self.gpu is not None:  # P and B_mem (symllm.hardware)
+            out.update(hardware.values(self.gpu, self.dtype, self.act_dtype))
+        return out
 
     def to_dict(self) -> dict:
         """The resolved fields, JSON-ready (``group_size`` as ``int4_group_size``)."""

@@ -98,7 +98,8 @@ def test_every_component_equals_transformers_on_meta(raw):
     measured = _hf_counts(raw)
     ours = symllm.params(from_hf(raw))
     assert {k: ours.get(k, 0) for k in measured} == measured
-    assert sum(v for k, v in ours.items() if k not in ("block", "total")) == ours["total"]
+    assert sum(v for k, v in ours.items() if k not in ("block", "total", "active")) == ours["total"]
+    assert ours["active"] == ours["total"]  # a dense model: every weight is used by every token
 
 
 @pytest.mark.parametrize("raw", [QWEN25_7B, QWEN3_8B])
@@ -108,9 +109,11 @@ def test_published_qwen_configs_on_meta_agree(raw):
     assert {k: ours.get(k, 0) for k in measured} == measured
 
 
-@pytest.mark.parametrize("name", [n for n in symllm.preset_names() if preset_info(n)["format"] == "hf"])
+@pytest.mark.parametrize("name", [n for n in symllm.preset_names() if preset_info(n)["format"] == "hf"
+                                  and "num_local_experts" not in preset_info(n)["config"]])
 def test_hf_presets_agree_with_transformers_on_meta(name):
-    """Every preset kept as a config.json builds in transformers (meta device) with symllm's counts."""
+    """Every dense preset kept as a config.json builds in transformers (meta device) with symllm's counts
+    (mixture-of-experts presets: tests/test_moe.py)."""
     ours, measured = symllm.params(name), _hf_counts(preset_info(name)["config"])
     assert {k: ours.get(k, 0) for k in measured} == measured
 
@@ -178,15 +181,17 @@ def test_qkv_bias_and_qk_norm_closed_forms():
 # --- refusing what is not modelled ----------------------------------------------------------------
 
 @pytest.mark.parametrize("raw,start", [
-    (MISTRAL_V01, "sliding_window: 4096"),
-    ({k: v for k, v in MISTRAL_V01.items() if k != "sliding_window"}, "sliding_window: 4096"),
-    (MIXTRAL_8X7B, "model_type: 'mixtral' (mixture-of-experts) is not modelled"),
+    (dict(MIXTRAL_8X7B, model_type="qwen2_moe"), "model_type: 'qwen2_moe' (mixture-of-experts"),
+    (dict(MIXTRAL_8X7B, num_experts_per_tok=9), "experts_per_token: 9 is more than n_experts 8"),
+    (dict(MIXTRAL_8X7B, use_qk_norm=True), "use_qk_norm: True"),
     ({"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"], "vision_config": {},
-      "text_config": dict(MIXTRAL_8X7B, model_type="llama4_text", num_local_experts=16, num_experts_per_tok=1)},
-     "text_config.model_type: 'llama4_text' (mixture-of-experts"),
+      "text_config": dict(MIXTRAL_8X7B, model_type="llama4_text", no_rope_layers=[1, 0])},
+     "text_config.no_rope_layers: expected 32 flags of 0 or 1"),
+    (dict(MIXTRAL_8X7B, model_type="llama4_text", interleave_moe_layer_step=2, no_rope_layers=[0] + [1] * 31),
+     "nope_layers: layer 0 has no RoPE and no experts"),
+    (dict(MIXTRAL_8X7B, model_type="llama4_text", layer_types=["full_attention"] * 32), "layer_types: "),
     ({"model_type": "gpt2", "n_embd": 768, "n_layer": 12}, "model_type: 'gpt2' is not modelled"),
     (dict(QWEN25_7B, model_type="gemma"), "model_type: 'gemma'"),
-    (dict(QWEN25_7B, use_sliding_window=True, max_window_layers=4), "sliding_window: 131072"),
     (dict(QWEN25_7B, model_type="llama", num_local_experts=8), "num_local_experts: 8"),
     (dict(QWEN25_7B, model_type="llama", num_experts_per_tok=2), "num_experts_per_tok: 2"),
     (dict(QWEN25_7B, model_type="llama", use_qk_norm=True), "use_qk_norm: True"),

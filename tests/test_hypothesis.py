@@ -5,6 +5,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import symllm
+from symllm.api import by_kind as kinds
 from symllm.api import values
 from symllm.evaluate import substitute
 from symllm import symbols as S
@@ -58,7 +59,10 @@ def test_every_preset_builds_on_meta_and_agrees(reference, name):
     """Every preset builds as a reference model on the meta device whose numel sums equal the counts."""
     cfg = symllm.load(name)
     model = reference.build(cfg, device="meta")
-    assert reference.count(model) == {k: v for k, v in symllm.params(cfg).items() if k in reference.count(model)}
+    if cfg.n_experts is None and not cfg.nope_layers:
+        assert reference.count(model) == {k: v for k, v in symllm.params(cfg).items() if k in reference.count(model)}
+    else:  # blocks of several kinds (MoE, dense, without RoPE): compared kind by kind, and the active count
+        assert kinds(reference.count(model)) == kinds(symllm.params(cfg))
     assert sum(p.numel() for p in model.parameters()) == symllm.params(cfg)["total"]
 
 

@@ -165,3 +165,59 @@ def test_min_and_max_kernels_are_elementwise_on_arrays():
     k = compile_expr(sp.Min(S.d, S.s) + sp.Max(S.d, S.s))
     assert k.vector(d=np.array([1, 5, 3]), s=np.array([3, 2, 3])).tolist() == [4, 7, 6]
     assert k(d=4, s=9) == 13
+
+
+def _meta_params(V, d, L, n_h, n_kv, d_h, m, f):
+    """Llama parameters (untied, no biases) with Meta's FeedForward rounding, as plain Python."""
+    return 2 * V * d + L * (2 * d * d_h * (n_h + n_kv) + 3 * d * meta_hidden_py(d, m, f) + 2 * d) + d
+
+
+def test_evaluate_fast_path_gives_the_general_paths_numbers():
+    """evaluate() reads a dict of a layout it has seen (keys in one order, the same value types) with a
+    reader compiled for it; a dict of another order, other value types (numpy ints that would wrap in
+    int64, Fractions, floats where ints were), extra or missing keys, or another expression takes the
+    general path, and every number equals Meta's formula as plain Python (or SymPy's exact value)."""
+    from fractions import Fraction
+
+    from symllm.evaluate import evaluate
+
+    cfg = symllm.resolve("llama3.1-405b")
+    closed = symllm.model_for(cfg).closed_form("params")
+    base = values(cfg)
+    want = lambda v: _meta_params(*(v[s] for s in (S.V, S.d, S.L, S.n_h, S.n_kv, S.d_h, S.m, S.f)))  # noqa: E731
+    for L in range(1, 6):  # one layout again and again: the fast path
+        vals = {**base, S.L: L}
+        assert evaluate(closed, vals) == want(vals)
+    import sys
+    assert sys.modules["symllm.evaluate"]._FAST[id(closed)][0] is closed  # the reader was made and used
+    big = {**base, S.L: np.int64(2**40), S.d: np.int64(2**20)}  # int64 would wrap: exact Python ints
+    assert evaluate(closed, big) == want({k: int(v) if isinstance(v, np.integer) else v for k, v in big.items()})
+    items = list({**base, S.L: 7}.items())
+    items[0], items[1] = items[1], items[0]  # d before V: both ints, so only the keys tell
+    reordered = dict(items)
+    assert list(reordered)[:2] == [S.d, S.V]
+    assert evaluate(closed, reordered) == want(reordered)
+    assert evaluate(closed, {**base, S.L: 7, S.s: 3}) == want({**base, S.L: 7})  # an extra key
+    assert evaluate(closed, {**base, S.f: 1}) == substitute(closed, {**base, S.f: 1})  # an int where a float was
+    assert evaluate(closed, {**base, S.L: True}) == want({**base, S.L: 1})
+    with pytest.raises(SymllmError, match="unset: L"):
+        evaluate(closed, {k: v for k, v in base.items() if k != S.L})
+    half = S.d / 2  # a rational result: a Fraction when odd, whatever the path
+    for d in (4, 5, Fraction(7, 3), 6, 7):
+        assert evaluate(half, {S.d: d}) == Fraction(d) / 2 and type(evaluate(half, {S.d: d})) is (
+            int if (Fraction(d) / 2).denominator == 1 else Fraction)
+    for _ in range(3):  # two expressions in turn
+        assert evaluate(closed, {**base, S.L: 3}) == want({**base, S.L: 3})
+        assert evaluate(half, {S.d: 9}) == Fraction(9, 2)
+    assert evaluate(closed, {**base, S.m: np.array([4096, 1024])}).tolist() == [
+        want(base), want({**base, S.m: 1024})]  # an array: the vector path
+
+
+def test_evaluate_fast_path_with_odd_symbol_names():
+    """Symbols whose names could clash with the reader's own (``_k0``, ``_v``, ``type``) still evaluate."""
+    from symllm.evaluate import evaluate
+
+    a, b, c = sp.symbols("_k0 _v type", positive=True, integer=True)
+    for expr, want in ((a * b + c, lambda i: 3 * i + 10 + i), (c * c + b, lambda i: 3 + (10 + i) ** 2)):
+        for i in range(4):
+            assert evaluate(expr, {a: i, b: 3, c: 10 + i}) == want(i)

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symllm
+from symllm import finetune
 from symllm.cli import main
 from symllm.config import ModelConfig
 from symllm.sweep import CONFIG_FIELDS, WORKLOAD_AXES, Sweep, quantity_names
@@ -27,6 +28,8 @@ from symllm.workload import options as workload_options
 from .strategies import sweep_bases, workload_options as workloads
 
 #: sweep quantity -> (section, key) of `symllm count --json`
+#: (count --json's `time` group, given --gpu, is no sweep quantity: its seconds are floats of a max() and
+#: max_batch a search over the closed form, not one compiled expression; tests/test_hardware.py checks it)
 COUNTED = {
     "params": ("params", "total"),
     "prefill_flops": ("flops", "prefill"),
@@ -36,25 +39,35 @@ COUNTED = {
     "prefill_elementwise": ("flops", "elementwise"),
     **{kind: ("memory", kind) for kind in ("weights", "kv_cache", "training_states", "activations",
                                            "inference_peak")},
+    # a parallel layout (symllm.parallel): params.per_gpu, memory_per_gpu.*, comm.*
+    "params_per_gpu": ("params", "per_gpu"),
+    **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in ("weights", "training_states", "activations")},
+    **{f"comm_{kind}": ("comm", kind) for kind in ("tp", "pp", "dp")},
 }
+#: count --json's params keys that are not breakdown terms (each a COUNTED or LORA_COUNTED quantity)
+_NOT_TERMS = ("total", "block", "active", "per_gpu", "trainable")
+#: LoRA (symllm.finetune): count --json shows params.trainable and memory.lora_* only with --lora-rank, so
+#: they are compared only for a workload that gives one (a sweep of them without a rank is an error)
+LORA_COUNTED = {"trainable_params": ("params", "trainable"), **{k: ("memory", k) for k in finetune.MEMORY_KEYS}}
 
 
 def test_every_count_number_has_a_sweep_quantity():
     """The table above covers every FLOPs and memory number count --json prints."""
     assert set(COUNTED) <= set(quantity_names())
     counted = symllm.workload("llama3.2-1b")
-    assert {key for section, key in COUNTED.values() if section != "params"} == \
-        set(counted["flops"]) | set(counted["memory"])
+    for group in ("flops", "memory", "memory_per_gpu", "comm"):
+        assert {key for section, key in COUNTED.values() if section == group} == set(counted[group]), group
+    assert set(counted["params"]) <= {key for section, key in COUNTED.values() if section == "params"}
 
 
 def _quantities(cfg) -> list[str]:
-    terms = [f"params:{k}" for k in symllm.params(cfg) if k not in ("total", "block")]
+    terms = [f"params:{k}" for k in symllm.params(cfg) if k not in _NOT_TERMS]
     return list(COUNTED) + terms
 
 
 def _expected(counted: dict, quantity: str):
     """What count --json says for a sweep quantity (``counted``: its params, flops and memory)."""
-    section, key = COUNTED.get(quantity) or ("params", quantity.partition(":")[2])
+    section, key = COUNTED.get(quantity) or LORA_COUNTED.get(quantity) or ("params", quantity.partition(":")[2])
     return counted[section][key]
 
 
@@ -72,7 +85,8 @@ def _assert_same(quantity: str, got, expected) -> None:
 def test_sweep_rows_equal_count(cfg, options, data):
     """A one-point grid or table built from the config's own fields (some of them, so the rest is
     derived per point) and the workload (its axis fields in the grid or fixed) gives count's numbers."""
-    counted = {"params": symllm.params(cfg), **symllm.workload(cfg, **options)}
+    work = symllm.workload(cfg, **options)
+    counted = {**work, "params": {**symllm.params(cfg), **work["params"]}}
     stated = [k for k in CONFIG_FIELDS if getattr(cfg, k) is not None and k != "dim"]
     fields = ["dim"] + data.draw(st.lists(st.sampled_from(stated), unique=True), label="config fields varied")
     axes = [k for k in WORKLOAD_AXES if k in options and data.draw(st.booleans(), label=f"vary {k}")]
@@ -161,7 +175,8 @@ def _number(text: str):
 def _count_vs_sweep(model, options: dict, folder: Path, grid=()) -> None:
     """count --json and a one-point sweep to a CSV file, with the same workload options."""
     counted = json.loads(_run(["count", model, "--json", *_flags(options)]))
-    quantities = list(COUNTED) + [f"params:{k}" for k in counted["params"] if k not in ("total", "block")]
+    quantities = list(COUNTED) + [f"params:{k}" for k in counted["params"] if k not in _NOT_TERMS]
+    quantities += list(LORA_COUNTED) if options.get("lora_rank") else []
     out = folder / "row.csv"
     _run(["sweep", "--base", model, *grid, "--quantity", ",".join(quantities), *_flags(options), "-o", out])
     with open(out, newline="") as fh:
@@ -187,6 +202,12 @@ def test_cli_sweep_rows_equal_count_json(cfg, options):
     ("llama3.2-1b", {"batch": 4, "seq": 512, "gen": 64, "dtype": "int4", "kv_dtype": "fp8", "attention": "causal"}),
     ("llama2-7b", {"seq": 1000, "context": 5, "zero_stage": 3, "dp": 7, "recompute": True, "act_dtype": "fp32"}),
     ("mistral-7b", {"seq": 32768, "gen": 100, "dtype": "int4", "group_size": 32}),
+    ("mixtral-8x7b", {"batch": 3, "seq": 1024, "gen": 16, "recompute": True}),
+    ("llama4-maverick-17b-128e", {"seq": 4096, "zero_stage": 1, "dp": 8}),
+    ("mistral-7b-v0.1", {"seq": 4000, "gen": 96}),
+    ("llama2-7b", {"seq": 512, "lora_rank": 8, "lora_targets": "q_proj,v_proj"}),
+    ("llama3.2-1b", {"batch": 2, "seq": 256, "lora_rank": 16, "lora_targets": "wq,wk,wv,wo,w1,w2,w3", "qlora": True,
+                     "recompute": True, "act_dtype": "fp32"}),
 ])
 def test_cli_presets(model, options, tmp_path):
     """The same round trip for presets; for llama3.1-8b at --seq 4096 the CLI sweep's decode_flops is

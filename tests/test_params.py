@@ -48,12 +48,12 @@ def test_published_totals(name, published):
 
 def _plain_llama(name: str) -> bool:
     cfg = symllm.load(name)
-    return not (cfg.attention_bias or cfg.mlp_bias or cfg.qkv_bias or cfg.qk_norm)
+    return not (cfg.attention_bias or cfg.mlp_bias or cfg.qkv_bias or cfg.qk_norm or cfg.n_experts)
 
 
 @pytest.mark.parametrize("name", [n for n in symllm.preset_names() if _plain_llama(n)])
 def test_presets_equal_metas_formula(name):
-    """Each preset without biases or QK-norm (Meta's LLaMA shapes) has the total of the weight shapes
+    """Each preset without biases, QK-norm or experts (Meta's LLaMA shapes) has the total of the weight shapes
     Meta's Transformer builds (the others: tests/test_family.py, against transformers' classes)."""
     cfg = symllm.load(name)
     hidden = cfg.hidden_dim or meta_hidden_py(cfg.dim, cfg.multiple_of, cfg.ffn_dim_multiplier)

@@ -34,7 +34,7 @@ from .strategies import report_configs
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
 QUANTITIES = ("params", "flops", "memory")
-PRESETS = ("llama3.1-8b", "llama2-7b", "llama3.2-1b", "mistral-7b", "tinyllama-1.1b")
+PRESETS = ("llama3.1-8b", "llama2-7b", "llama3.2-1b", "mistral-7b", "tinyllama-1.1b", "mixtral-8x7b")
 PAPER = {"d": r"d_\mathrm{model}", "n_h": "h", "n_kv": "g", "d_ff": r"d_\mathrm{ff}", "V": r"\lvert\mathcal{V}\rvert"}
 PREAMBLE = "\\documentclass{article}\n\\usepackage[margin=2cm]{geometry}\n\\usepackage{amsmath}\n\\usepackage{booktabs}\n"
 
@@ -270,7 +270,9 @@ def test_report_numbers_equal_reference_numel(cfg):
     md = derivation.report(cfg).render("markdown")
     rows = _markdown_rows(md)
     assert rows["total"] == measured["total"]
-    assert rows == {k: v for k, v in measured.items() if v or k == "total"}
+    assert rows == {k: v for k, v in measured.items() if (v or k == "total") and k != "active"}
+    assert measured["active"] == measured["total"]  # a dense model: no "active" line in the report
+    assert "active" not in md
     markdown_math(md)
     tex = derivation.report(cfg).render("latex")
     assert f"{measured['total']:,}" in tex
@@ -309,7 +311,9 @@ def test_report_numbers_equal_count_json(capsys):
     assert cli.main(["report", *argv]) == 0
     md = capsys.readouterr().out
     params = counted["params"]
-    assert _markdown_rows(md) == {k: v for k, v in params.items() if k != "block" and (v or k == "total")}
+    # the table's rows: the breakdown and the total (not the one block, the active or per-GPU counts)
+    assert _markdown_rows(md) == {k: v for k, v in params.items()
+                                  if k not in ("block", "active", "per_gpu") and (v or k == "total")}
     assert re.search(rf"^\| one block \| .* \| {params['block']:,} \| \|$", md, flags=re.M)
     flops = _cost_rows(md, "| FLOPs (a multiply-add is 2 FLOPs) |")
     assert [v for _, v in flops] == list(counted["flops"].values())
@@ -639,6 +643,11 @@ FIT_THE_PAGE = [
      "--seq", "131072", "--gen", "4096", "--attention", "causal"],
     ["derive", "--component", "model", "--quantity", "memory", "--model", "llama3.1-405b", "--memory",
      "inference_peak", "--batch", "64"],
+    ["report", "mixtral-8x7b"],
+    ["report", "llama4-scout-17b-16e"],
+    ["report", "llama4-maverick-17b-128e", "--seq", "8000"],
+    ["derive", "--component", "moe", "--model", "llama4-maverick-17b-128e"],
+    ["derive", "--component", "model", "--model", "llama4-maverick-17b-128e"],
     ["report", "tinyllama-1.1b", "--dtype", "int4", "--batch", "1024", "--seq", "131072", "--gen", "131072",
      "--zero", "3", "--dp", "1000", "--recompute"],
 ]

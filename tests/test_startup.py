@@ -139,3 +139,90 @@ def test_parser_choices_are_read_on_use(cli):
     for name in list(components.COMPONENTS) + list(render.FORMATS) + list(costs.PHASES):
         assert name in help_text
     assert cli(["derive", "--component", "rmsnorm", "--phase", "decode", "--quantity", "flops"]).code == 0
+
+
+def _fresh_report(model, *, fmt="latex", standalone=False, notation=None, **workload) -> str:
+    """The report rendered from the formulas, with the cache off."""
+    from unittest import mock
+
+    from symllm import derivation
+    with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": ""}):
+        return derivation.report(model, notation=notation, **workload).render(fmt, standalone=standalone)
+
+
+def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
+    """quick.report stores a rendered report and reads it back (no formula built, no template run) for the
+    same inputs; each read-back text equals a render from the formulas, and any input that changes the
+    text (notation file, workload, format, vocabulary) is a different entry."""
+    from symllm import derivation
+    paper = tmp_path / "paper.json"
+    paper.write_text('{"d": "d_\\\\mathrm{model}"}')
+    cases = [dict(model="llama3.1-405b"), dict(model="llama3.1-405b", fmt="markdown", seq=4096),
+             dict(model="llama2-7b", standalone=True, notation=str(paper)),
+             dict(model="llama2-7b", vocab_size=32001)]
+    cold = [quick.report(**case) for case in cases]
+    assert len(set(cold)) == len(cases)
+    assert len(list(cache.glob("report-*.json"))) == len(cases)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("rendered again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(derivation, "report", refuse)
+        warm = [quick.report(**case) for case in cases]
+    assert warm == cold
+    assert f"{PUBLISHED['llama3.1-405b']['total']:,}" in cold[0]
+    assert r"d_\mathrm{model}" in cold[2]
+    for case, text in zip(cases, warm):
+        case = dict(case)
+        vocab = case.pop("vocab_size", None)
+        model = case.pop("model")
+        assert text == _fresh_report(model if vocab is None else config.load(model, vocab_size=vocab), **case)
+    paper.write_text('{"d": "D"}')  # the same file name, new contents: rendered again
+    assert quick.report(**cases[2]) == _fresh_report("llama2-7b", standalone=True, notation=str(paper)) != cold[2]
+
+
+def test_report_errors_and_user_templates_are_not_cached(cache, tmp_path):
+    """A refused option raises the report's own error, and user templates are rendered every time."""
+    with pytest.raises(symllm.SymllmError, match="'phase' is an option of derive"):
+        quick.report("llama2-7b", phase="decode")
+    with pytest.raises(symllm.SymllmError, match="seq"):
+        quick.report("llama2-7b", seq=0)
+    mine = tmp_path / "templates"
+    mine.mkdir()
+    (mine / "report.md.j2").write_text("{{ model }} has {{ total|grouped }} parameters\n")
+    assert quick.report("llama2-7b", fmt="markdown", template_dir=mine) == "llama2-7b has 6,738,415,616 parameters\n"
+    (mine / "report.md.j2").write_text("{{ model }}!\n")
+    assert quick.report("llama2-7b", fmt="markdown", template_dir=mine) == "llama2-7b!\n"
+    assert not list(cache.glob("report-*.json"))
+
+
+def test_damaged_report_entry_is_rendered_again(cache):
+    text = quick.report("llama2-7b", fmt="markdown")
+    (entry,) = cache.glob("report-*.json")
+    entry.write_text('{"key": "x", "sources": ["forged"]}')
+    assert quick.report("llama2-7b", fmt="markdown") == text
+    entry.write_text('{"key": ')
+    assert quick.report("llama2-7b", fmt="markdown") == text
+
+
+def test_warm_report_renders_nothing(tmp_path):
+    """The second ``symllm report`` of the same inputs loads neither jinja2 nor the derivations; its output
+    is the first one's."""
+    code = ("import io, sys, contextlib\nfrom symllm.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    assert main(['report', 'llama3.1-405b', '--format', 'latex']) == 0\n"
+            "print(sorted(m for m in ('jinja2', 'symllm.derivation', 'symllm.render') if m in sys.modules))\n"
+            "print(out.getvalue())")
+    cold = _python(code, tmp_path)
+    warm = _python(code, tmp_path)
+    assert cold.splitlines()[0] != "[]"
+    assert warm.splitlines()[0] == "[]"
+    assert cold.splitlines()[1:] == warm.splitlines()[1:]
+    assert f"{PUBLISHED['llama3.1-405b']['total']:,}" in warm
+
+
+def test_report_cache_finds_the_built_in_templates():
+    """quick hashes the folder render.template_dir() reads (it finds it without importing jinja2)."""
+    from symllm import render
+    assert quick._template_folder() == render.template_dir()

@@ -1,0 +1,220 @@
+"""Fine-tuning with LoRA and QLoRA: trainable parameters and training memory, as closed forms over the
+component tree, then exact numbers.
+
+**LoRA** (Hu et al. 2021, as PEFT's ``LoraConfig``) freezes the model and adds to each adapted linear
+``W: fan_in -> fan_out`` a trainable pair ``lora_A: fan_in -> r`` and ``lora_B: r -> fan_out``:
+``r·(fan_in + fan_out)`` parameters per adapted matrix, times the blocks. :func:`adapt` puts the pair
+under every linear whose name is a target (its ``shape`` says ``fan_in``, ``fan_out``: nothing is
+restated by hand), so every total (parameters, FLOPs, saved bytes) of the adapted tree includes them.
+Targets are symllm names ``wq wk wv wo w1 w2 w3`` or HF names ``q_proj k_proj v_proj o_proj gate_proj
+down_proj up_proj``; the default ``wq,wv`` is PEFT's for Llama.
+
+**Training memory** (bytes, one GPU; ZeRO and the parallel layouts are not applied to them):
+
+* ``lora_base_weights``: the frozen model ``β_w·N``. With **QLoRA** (Dettmers et al. 2023) the
+  projections ``wq wk wv wo w1 w2 w3`` (in a dense LLaMA: every linear layer but the lm_head, which is
+  what bitsandbytes quantizes: transformers keeps the output embedding out) hold their ``fan_in·fan_out``
+  weights in NF4 with block size 64 and double-quantized constants: 4 bits + an 8-bit constant per 64
+  weights + an fp32 constant per 256 of those = ``4 + 8/64 + 32/(64·256)`` = 4.127 bits
+  (:data:`NF4_BITS`, the paper's §3 average, exact when 64·256 divides a matrix); embeddings, norms,
+  biases and the lm_head stay in ``β_w`` (bf16 by default), and so do a mixture-of-experts model's
+  router and fused experts (not checked against bitsandbytes).
+* ``lora_adapter_weights``, ``lora_adapter_gradients``, ``lora_optimizer_states``: for the adapters only
+  (:data:`ADAPTER_BYTES`). LoRA: fp32 adapters and gradients, as PEFT makes them
+  (``get_peft_model(..., autocast_adapter_dtype=True)``, its default, upcasts bf16/fp16 adapters to fp32),
+  and Adam's two fp32 moments: 4 + 4 + 8 = 16 bytes per trainable parameter (no separate master copy:
+  the weights are fp32 already). QLoRA: bf16 adapters and gradients (the paper's computation dtype)
+  and 32-bit Adam moments (its paged AdamW): 2 + 2 + 8 = 12 bytes.
+* ``lora_activations``: what the training forward saves for backward (``symllm.costs.activations``
+  of the adapted tree, ``--recompute`` included): the model's own activations, counted as for full
+  training (an upper bound: a frozen linear that is not adapted need not keep its input), plus each
+  adapter's ``r``-wide intermediate ``β_a·b·s·r`` (``lora_B``'s input; ``lora_A``'s input is the
+  layer's input, already counted; with PEFT's default ``lora_dropout=0`` there is no dropout mask).
+* ``lora_total``: their sum.
+
+>>> import sympy as sp
+>>> from symllm.components import model
+>>> sp.factor(trainable(model(), "wq,wv"))
+L*r_lora*(2*d + d_h*n_h + d_h*n_kv)
+>>> lora("llama2-7b", lora_rank=8, lora_targets="q_proj,v_proj")["params"]["trainable"]
+4194304
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+
+import sympy as sp
+
+from . import api, costs
+from . import symbols as S
+from .components import Component, matmul
+from .errors import SymllmError
+from .evaluate import evaluate
+from .workload import LORA_TARGETS, Workload, lora_targets
+
+__all__ = ["NF4_BITS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trainable", "quantized", "memory", "closed_forms",
+           "lora"]
+
+#: bits per NF4 weight with double quantization (QLoRA paper, §3): 4-bit codes, an 8-bit constant per
+#: block of 64 weights, an fp32 constant per block of 256 of those: 4 + 8/64 + 32/(64·256) = 4.127
+NF4_BITS = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
+
+#: bytes per trainable (adapter) parameter: weights, gradients, optimizer states (Adam's two moments)
+ADAPTER_BYTES = {"lora": (4, 4, 8), "qlora": (2, 2, 8)}
+
+#: the memory numbers :func:`lora` gives (``symllm count --json`` adds them under ``memory``)
+MEMORY_KEYS = ("lora_base_weights", "lora_adapter_weights", "lora_adapter_gradients", "lora_optimizer_states",
+               "lora_activations", "lora_total")
+
+_T = S.b * S.s  # token rows of a training forward
+
+
+def _pair(fan_in: sp.Expr, fan_out: sp.Expr, rank: sp.Expr) -> tuple[Component, Component]:
+    """The adapter of one linear ``fan_in -> fan_out``: ``lora_A`` then ``lora_B`` (no biases)."""
+    return (Component("lora_A", params=rank * fan_in, flops=matmul(_T, fan_in, rank),
+                      doc="self.lora_A[adapter_name] = nn.Linear(self.in_features, r, bias=False)"),
+            Component("lora_B", params=rank * fan_out, flops=matmul(_T, rank, fan_out),
+                      saved=S.beta_a * _T * rank,  # its input, the r-wide intermediate
+                      doc="self.lora_B[adapter_name] = nn.Linear(r, self.out_features, bias=False)"))
+
+
+@lru_cache(maxsize=256)
+def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> Component:
+    """``mdl`` with a LoRA adapter (children ``lora_A``, ``lora_B``) under every linear named in
+    ``targets`` (a comma list, symllm or HF names). As PEFT, a target the model has no linear of adapts
+    nothing (Mixtral's experts are fused, not linears: ``w1`` there adapts nothing); when no target has a
+    linear, it is an error.
+
+    >>> from symllm.components import block
+    >>> a = adapt(block(), "q_proj")
+    >>> [c.name for c in a.child("attention/wq").children]
+    ['lora_A', 'lora_B']
+    >>> a.breakdown()["attention/wq/lora_B"]
+    d_h*n_h*r_lora
+    """
+    names = set(lora_targets(targets).split(","))
+    found = set()
+
+    def walk(c: Component) -> Component:
+        if c.name in names and c.shape:
+            found.add(c.name)
+            return c.replace(children=c.children + _pair(*c.shape, sp.sympify(rank)))
+        return c.replace(children=tuple(walk(x) for x in c.children)) if c.children else c
+
+    out = walk(mdl)
+    if not found:
+        raise SymllmError(f"lora_targets: no linear layer of this model is named {lora_targets(targets)!r} "
+                          f"(a mixture-of-experts layer's experts are not linears)")
+    return out
+
+
+def _adapters(c: Component, times: sp.Expr = sp.S.One):
+    """(repeats, adapter component) for every lora_A / lora_B in the tree."""
+    times = times * c.repeat
+    for x in c.children:
+        if x.name in ("lora_A", "lora_B"):
+            yield times * x.repeat, x
+        else:
+            yield from _adapters(x, times)
+
+
+def trainable(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> sp.Expr:
+    """Trainable parameters of LoRA on ``mdl``: ``r·(fan_in + fan_out)`` per adapted linear, times its
+    repeats (the blocks).
+
+    >>> from symllm.components import model
+    >>> sp.factor(trainable(model(), "wq,wk,wv,wo", 16))
+    32*L*(2*d + d_h*n_h + d_h*n_kv)
+    """
+    return sp.expand(sum((n * c.params for n, c in _adapters(adapt(mdl, targets, rank))), sp.S.Zero))
+
+
+def _linears(c: Component, times: sp.Expr = sp.S.One):
+    times = times * c.repeat
+    if c.shape:
+        yield times, c
+    for x in c.children:
+        yield from _linears(x, times)
+
+
+def quantized(mdl: Component) -> sp.Expr:
+    """The weights QLoRA stores in NF4: ``fan_in·fan_out`` of every projection LoRA may target (``wq``
+    … ``w3``, wherever they sit: in a dense model every linear but the lm_head); biases, embeddings,
+    norms, the lm_head, and a mixture-of-experts model's router and fused experts stay in ``β_w``.
+
+    >>> from symllm.components import model
+    >>> quantized(model()) == sp.expand(model().total() - model().child("lm_head").params
+    ...     - model().child("embedding").params - 2 * S.L * S.d - S.d)
+    True
+    """
+    return sp.expand(sum((n * c.shape[0] * c.shape[1] for n, c in _linears(mdl) if c.name in LORA_TARGETS),
+                         sp.S.Zero))
+
+
+def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recompute: bool = False,
+           rank: sp.Expr = S.r_lora) -> dict[str, sp.Expr]:
+    """The closed forms of :data:`MEMORY_KEYS` (bytes) for LoRA (or QLoRA) on ``mdl`` (see the module
+    docstring for each convention).
+
+    >>> from symllm.components import block
+    >>> m = memory(block(), "wq", qlora=True)
+    >>> m["lora_optimizer_states"]
+    8*d*r_lora + 8*d_h*n_h*r_lora
+    >>> m["lora_base_weights"].coeff(S.beta_w)  # the two norms stay in the model's dtype
+    2*d
+    """
+    n_trainable = trainable(mdl, targets, rank)
+    weight, grad, optim = ADAPTER_BYTES["qlora" if qlora else "lora"]
+    total = mdl.total("params")
+    if qlora:
+        q = quantized(mdl)
+        base = sp.nsimplify(NF4_BITS / 8) * q + S.beta_w * sp.expand(total - q)
+    else:
+        base = S.beta_w * total
+    out = {
+        "lora_base_weights": base,
+        "lora_adapter_weights": weight * n_trainable,
+        "lora_adapter_gradients": grad * n_trainable,
+        "lora_optimizer_states": optim * n_trainable,
+        "lora_activations": costs.activations(adapt(mdl, targets, rank), recompute=recompute),
+    }
+    out["lora_total"] = sum(out.values(), sp.S.Zero)
+    defs = dict(mdl.definitions)
+    return {k: v.subs(defs) for k, v in out.items()}
+
+
+def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
+    """``trainable_params`` and :data:`MEMORY_KEYS` for the model component ``mdl`` under ``work`` (its
+    ``lora_rank`` substituted): what :func:`lora` evaluates and what a sweep compiles.
+
+    >>> from symllm.components import model
+    >>> closed_forms(model(), Workload(lora_rank=2, lora_targets="wo"))["trainable_params"]
+    2*L*d + 2*L*d_h*n_h
+    """
+    if work.lora_rank is None:
+        raise SymllmError("lora_rank: LoRA needs a rank (--lora-rank R), got None")
+    rank = {S.r_lora: work.lora_rank}
+    out = {"trainable_params": trainable(mdl, work.lora_targets).subs(dict(mdl.definitions)),
+           **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=work.recompute)}
+    return {k: sp.expand(v.subs(rank)) if k == "trainable_params" else v.subs(rank) for k, v in out.items()}
+
+
+def lora(config, work: Workload | None = None, **options) -> dict:
+    """Exact LoRA numbers for ``config`` under a workload with ``lora_rank`` set: ``{"params":
+    {"trainable": ...}, "memory": {...}}`` (:data:`MEMORY_KEYS`), what ``symllm count --json`` adds.
+
+    >>> m = lora("llama2-7b", lora_rank=64, qlora=True, lora_targets="wq,wk,wv,wo,w1,w2,w3")["memory"]
+    >>> m["lora_base_weights"] < 4 * 10**9
+    True
+    >>> lora("llama2-7b")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: lora_rank: LoRA needs a rank (--lora-rank R), got None
+    """
+    spec = api.spec(config)
+    work = Workload.of(work, **options)
+    exprs = closed_forms(spec.model(work.attention), work)
+    vals = {**spec.values(), **work.values()}
+    return {"params": {"trainable": evaluate(exprs.pop("trainable_params"), vals)},
+            "memory": {k: evaluate(e, vals) for k, e in exprs.items()}}

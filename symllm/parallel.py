@@ -1,0 +1,238 @@
+"""Parallel training: what one GPU holds and sends under tensor (``N_t``), pipeline (``N_p``), data
+(``N_d``) and sequence parallelism, derived from the component tree.
+
+Conventions, stated once (README "Parallel training"):
+
+* **Tensor parallelism** follows the standard LLaMA plan of torch's DTensor (:data:`PLAN`): ``wq``,
+  ``wk``, ``wv``, ``w1``, ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2``
+  row-wise (input features split, a bias replicated), the embedding split over the vocabulary, every
+  other component (the norms, QK-norms) replicated. A split dimension that ``N_t`` does not divide is
+  split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
+  element, so ``⌈n_h·d_h/N_t⌉`` columns of ``wq``; a head split across ranks cannot run attention, so
+  choose ``N_t`` dividing ``n_kv`` for real runs). Per-GPU numbers are tensor rank 0's.
+* **Pipeline parallelism**: stages of contiguous blocks, ``⌈L/N_p⌉`` on the first ``L mod N_p``
+  stages and ``⌊L/N_p⌋`` on the rest (all ``L/N_p`` when ``N_p`` divides ``L``); the embedding on the
+  first stage, the final norm and the head on the last (a tied head keeps a copy of the embedding
+  there). Per-GPU figures are for the largest stage: ``max`` of the first and the last (a middle stage
+  holds no more than the first).
+* **Mixture of experts**: the routed ``experts`` are replicated (expert parallelism is not modelled); a
+  model whose blocks are of several kinds (dense and MoE groups) puts ``⌈R/N_p⌉`` of each kind's ``R``
+  blocks on the first stage and ``⌊R/N_p⌋`` on the last (exact when every stage has the same mix).
+* **Memory per GPU** (:func:`symllm.costs.quantities`' ``memory_per_gpu``): the memory kinds of the
+  first and the last stage as rank 0 holds them, the larger; activations are one micro-batch (``b``
+  sequences) through the stage (a pipeline schedule's micro-batches in flight are not multiplied in).
+* **Sequence parallelism** (``sp``) splits what the norms save, and the blocks' checkpointed inputs,
+  over the ``N_t`` ranks along the sequence (``⌈s/N_t⌉`` rows); the linears still save their full
+  all-gathered inputs (DTensor's ``SequenceParallel`` with ``PrepareModuleInput``).
+* **Communication** is in bytes one GPU sends per training step (forward + backward over ``b × s``
+  tokens), under ring algorithms: an all-reduce of ``M`` bytes over ``n`` ranks sends
+  ``2(n-1)/n·M``, an all-gather or a reduce-scatter ``(n-1)/n·M`` (``M`` the full tensor). Every
+  tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
+  all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
+  per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3). With ``sp``:
+  per group of column-wise linears sharing an input an all-gather in forward and a reduce-scatter in
+  backward; per row-wise linear and for the embedding a reduce-scatter in forward and an all-gather in
+  backward. The head's loss is vocabulary-parallel (torch's ``loss_parallel``): three all-reduces of
+  ``b·s`` fp32 values. Full recomputation repeats the blocks' forward collectives (torch's checkpoint
+  with early stop off; its default early stop skips a block's last one). Pipeline: each
+  stage sends its output activation forward and its input gradient backward (``min(2, N_p-1)``
+  messages for the busiest GPU; ``1/N_t`` of them with ``sp``). Data parallel: bf16 gradients
+  all-reduced (ZeRO 0), or reduce-scattered and the bf16 weights all-gathered (ZeRO 1, 2: the same
+  ``2(N_d-1)/N_d·2N`` bytes), the weights all-gathered twice (ZeRO 3: ``3(N_d-1)/N_d·2N``), ``N`` the
+  per-GPU parameters.
+
+>>> from symllm.components import model
+>>> params_per_gpu(model(), pp_stages=False)
+L*(3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t) + 2*d) + 2*d*ceiling(V/N_t) + d
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy as sp
+
+from . import symbols as S
+from .components import STAT_BYTES, Component
+from .errors import SymllmError
+
+__all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "shard", "stages", "largest", "params_per_gpu", "comm"]
+
+#: the tensor-parallel plan: component name -> how its weight is split (any other component is replicated)
+PLAN = {"wq": "colwise", "wk": "colwise", "wv": "colwise", "w1": "colwise", "w3": "colwise",
+        "lm_head": "colwise", "wo": "rowwise", "w2": "rowwise", "embedding": "vocab", "experts": "replicated"}
+#: components whose activations sequence parallelism splits along the sequence (DTensor's SequenceParallel)
+SEQUENCE_PARALLEL = ("attention_norm", "ffn_norm", "norm")
+#: the communication kinds :func:`comm` gives
+COMM_KINDS = ("tp", "pp", "dp")
+#: the head whose loss is vocabulary-parallel
+_HEAD = "lm_head"
+
+
+def _split(size: sp.Expr) -> sp.Expr:
+    """Rank 0's share of a dimension split over ``N_t`` ranks: the ceiling (DTensor's chunks)."""
+    return sp.ceiling(size / S.N_t)
+
+
+@lru_cache(maxsize=1)
+def _sizes() -> dict:
+    """The split dimensions of :data:`PLAN`, as substitutions: heads (of ``d_h`` columns each), the
+    SwiGLU width and the vocabulary. Column-wise splits the output, row-wise the input: for each
+    linear of the plan, exactly the one of these its weight has."""
+    out = {S.n_h: _split(S.n_h * S.d_h) / S.d_h, S.n_kv: _split(S.n_kv * S.d_h) / S.d_h,
+           S.d_ff: _split(S.d_ff), S.V: _split(S.V)}
+    if hasattr(S, "d_fd"):  # the dense layers' width of a model that interleaves MoE layers
+        out[S.d_fd] = _split(S.d_fd)
+    return out
+
+
+def _sharded(comp: Component, seq: bool) -> Component:
+    sizes = _sizes()
+    rows = {S.s: _split(S.s)}
+    if PLAN.get(comp.name) == "replicated":
+        return comp
+    own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved")}
+    if comp.name in PLAN:
+        own["params"] = comp.params.xreplace(sizes)
+        if getattr(comp, "active", None) is not None:
+            own["active"] = comp.active.xreplace(sizes)
+    if seq and comp.name in SEQUENCE_PARALLEL:
+        own["saved"] = own["saved"].xreplace(rows)
+    checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint
+    return comp.replace(**own, checkpoint=checkpoint, live=tuple(x.xreplace(sizes) for x in comp.live),
+                        children=tuple(_sharded(c, seq) for c in comp.children))
+
+
+def shard(comp: Component, sp_: bool = False) -> Component:
+    """What tensor-parallel rank 0 holds of ``comp`` under :data:`PLAN`: the same tree, each split
+    component's parameters, and every activation, KV-cache and FLOP term, with its split dimension
+    replaced by rank 0's share; ``sp_`` also splits the norms' saved activations and the checkpoints
+    along the sequence.
+
+    >>> from symllm.components import feed_forward, rmsnorm
+    >>> shard(feed_forward()).total("params")
+    3*d*ceiling(d_ff/N_t)
+    >>> shard(rmsnorm("ffn_norm"), sp_=True).saved
+    b*beta_a*d*ceiling(s/N_t) + b*ceiling(s/N_t)*Max(4, beta_a)
+    """
+    return _sharded(comp, bool(sp_))
+
+
+def largest(*exprs: sp.Expr) -> sp.Expr:
+    """The largest of ``exprs`` with their common (positive) denominator outside the ``Max``, so that
+    compiled kernels divide once, exactly, at the end (a division inside a ``Max`` would be a float).
+
+    >>> largest(S.d / S.N_d + 1, 2 * S.d / S.N_d)
+    Max(2*d, N_d + d)/N_d
+    """
+    parts = [sp.fraction(sp.together(e)) for e in exprs]
+    den = sp.lcm([q for _, q in parts]) if len(parts) > 1 else parts[0][1]
+    return sp.Max(*(sp.expand(p * sp.cancel(den / q)) for p, q in parts)) / den
+
+
+def _only_one_stage() -> sp.Expr:
+    """1 when ``N_p = 1``, 0 for more stages."""
+    return 1 - sp.Min(1, S.N_p - 1)
+
+
+@lru_cache(maxsize=64)
+def stages(mdl: Component, sp_: bool = False) -> tuple[Component, Component]:
+    """The first and the last pipeline stage of ``mdl`` as tensor rank 0 holds them (:func:`shard`):
+    the parts before the repeated block and ``⌈L/N_p⌉`` blocks; ``⌊L/N_p⌋`` blocks and the parts after.
+    With ``N_p = 1`` the first stage is the whole model (the parts after count once, there).
+
+    >>> from symllm.components import model
+    >>> first, last = stages(model())
+    >>> [(c.name, c.repeat) for c in first.children]
+    [('embedding', 1), ('block', ceiling(L/N_p)), ('after', 1 - Min(1, N_p - 1))]
+    """
+    repeated = [i for i, c in enumerate(mdl.children) if c.repeat != 1]
+    if not repeated:
+        raise SymllmError(f"pp: pipeline stages need repeated blocks in {mdl.name!r}")
+    i, j = repeated[0], repeated[-1] + 1
+    blocks, before, after = mdl.children[i:j], mdl.children[:i], mdl.children[j:]
+    head_copy = []
+    for c in after:  # a tied head: the last stage keeps a copy of the embedding matrix
+        if c.name == _HEAD and c.params == 0 and any(b.name == "embedding" for b in before):
+            c = c.replace(params=next(b for b in before if b.name == "embedding").params)
+        head_copy.append(c)
+    first = Component("first_stage", children=(
+        *before, *(c.replace(repeat=sp.ceiling(c.repeat / S.N_p)) for c in blocks),
+        Component("after", children=after, repeat=_only_one_stage())), definitions=mdl.definitions)
+    last = Component("last_stage", children=(*(c.replace(repeat=sp.floor(c.repeat / S.N_p)) for c in blocks),
+                                             *head_copy), definitions=mdl.definitions)
+    return shard(first, sp_), shard(last, sp_)
+
+
+def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True) -> sp.Expr:
+    """Parameters tensor rank 0 of the largest pipeline stage holds (``pp_stages=False``: no pipeline).
+
+    >>> from symllm.components import model
+    >>> e = params_per_gpu(model(hidden="meta_plain"))
+    >>> vals = {S.V: 32000, S.d: 4096, S.L: 32, S.n_h: 32, S.n_kv: 32, S.d_h: 128, S.m: 256, S.N_t: 1, S.N_p: 1}
+    >>> e.subs(vals)   # Llama-2-7B on one GPU
+    6738415616
+    """
+    if not pp_stages:
+        return shard(mdl, sp_).closed_form("params")
+    first, last = stages(mdl, sp_)
+    return largest(first.total("params"), last.total("params")).subs(dict(mdl.definitions))
+
+
+def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
+    """The full-tensor bytes of the tensor-parallel collectives of ``stage`` per training step, an
+    all-reduce counted twice (one GPU sends ``(N_t - 1)/N_t`` of this, ring)."""
+    M = S.beta_a * S.b * S.s * S.d  # the residual stream: what every tensor-parallel boundary carries
+    ring = 1  # an all-gather or a reduce-scatter; an all-reduce is 2 of them
+    total = sp.S.Zero
+
+    def visit(comp: Component, mult, checkpointed: bool):
+        nonlocal total
+        mult = mult * comp.repeat
+        checkpointed = checkpointed or comp.checkpoint != 0
+        again = 2 if checkpointed and recompute else 1  # recomputation runs the forward collectives again
+        grouped = False
+        for c in comp.children:
+            style = PLAN.get(c.name)
+            m = mult * c.repeat
+            if style == "colwise":
+                if not seq:  # the input gradient, all-reduced in backward
+                    total += m * 2 * ring * M
+                elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter
+                    grouped = True  # of their summed input gradients in backward
+                    total += m * (again + 1) * ring * M
+                if c.name == _HEAD:  # vocabulary-parallel loss: max, sum of exponentials, target logit
+                    total += m * 3 * 2 * ring * STAT_BYTES * S.b * S.s
+            elif style in ("rowwise", "vocab"):
+                # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
+                total += m * (again + 1) * ring * M if seq else m * again * 2 * ring * M
+            elif c.children:
+                visit(c, mult, checkpointed)
+
+    visit(stage, sp.S.One, False)
+    return total
+
+
+@lru_cache(maxsize=64)
+def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage: int = 0) -> dict[str, sp.Expr]:
+    """Bytes one GPU sends per training step (see the module docstring), the busiest stage's:
+    ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point, ``dp`` data-parallel gradients
+    (and ZeRO's weight all-gathers).
+
+    >>> from symllm.components import model
+    >>> c = comm(model())
+    >>> c["pp"]
+    b*beta_a*d*s*Min(2, N_p - 1)
+    >>> c["dp"].subs({S.N_t: 1, S.N_p: 1}).factor()    # ZeRO 0: an all-reduce of 2-byte gradients
+    4*d*(N_d - 1)*(3*L*d_ff + 2*L*d_h*n_h + 2*L*d_h*n_kv + 2*L + 2*V + 1)/N_d
+    """
+    if zero_stage not in (0, 1, 2, 3):
+        raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {zero_stage!r}")
+    first, last = stages(mdl, sp_)
+    seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
+    passes = 3 if zero_stage == 3 else 2
+    out = {
+        "tp": (S.N_t - 1) / S.N_t * sp.Max(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
+        "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
+        "dp": passes * (S.N_d - 1) / S.N_d * 2 * params_per_gpu(mdl, sp_),
+    }
+    return {k: v.subs(dict(mdl.definitions)) for k, v in out.items()}

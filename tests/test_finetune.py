@@ -1,0 +1,250 @@
+"""Fine-tuning with LoRA and QLoRA (symllm.finetune) against the real thing.
+
+Expected numbers: PEFT's ``get_peft_model`` on transformers' own model classes built on the meta device
+(trainable parameters; PEFT's printed figure for Llama-2-7B), torch's own bytes of the adapters' weights,
+gradients and Adam moments after a real CPU training step of a PEFT model, the bytes torch saves for
+backward with and without the adapters (the torch reference model), and the QLoRA paper's
+bits-per-parameter arithmetic written out here over the linear layers transformers builds.
+"""
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import symllm
+from symllm import finetune
+from symllm.config import preset_info
+from symllm.errors import SymllmError
+
+from .conftest import requires
+from .strategies import configs, hf_configs
+
+HF_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+#: the same linears by symllm's (Meta's) names, to spell a target either way
+META_NAMES = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo", "gate_proj": "w1",
+              "up_proj": "w3", "down_proj": "w2"}
+
+#: QLoRA paper (Dettmers et al. 2023), §3 "Double Quantization": 4-bit NF4 codes; the first-level
+#: constants are 8-bit floats, one per block of 64 weights; the second-level constants are 32-bit floats,
+#: one per block of 256 first-level constants: "8/64 + 32/(64·256) = 0.127 bits per parameter"
+NF4_BITS_PER_WEIGHT = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
+
+
+def _hf(name: str) -> dict:
+    """A preset as an HF config.json: as kept, or (a Meta params.json preset) written as a llama one."""
+    info = preset_info(name)
+    if info["format"] == "hf":
+        return dict(info["config"])
+    cfg = symllm.resolved_config(name)
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": cfg["vocab_size"],
+            "hidden_size": cfg["dim"], "intermediate_size": cfg["hidden_dim"], "num_hidden_layers": cfg["n_layers"],
+            "num_attention_heads": cfg["n_heads"], "num_key_value_heads": cfg["n_kv_heads"],
+            "head_dim": cfg["head_dim"], "tie_word_embeddings": cfg["tie_embeddings"], "hidden_act": "silu"}
+
+
+def _meta_model(raw: dict):
+    """transformers' own model class for ``raw``, built on the meta device."""
+    transformers = requires("transformers")
+    torch = requires("torch")
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(config)
+
+
+def _peft_trainable(raw: dict, rank: int, targets: list[str] | None) -> int:
+    """PEFT's trainable-parameter count of LoRA on transformers' model for ``raw`` (meta device)."""
+    peft = requires("peft")
+    model = peft.get_peft_model(_meta_model(raw), peft.LoraConfig(r=rank, target_modules=targets))
+    return model.get_nb_trainable_parameters()[0]
+
+
+# --- trainable parameters -----------------------------------------------------------------------------
+
+def test_peft_published_llama2_7b_figure(cli):
+    """PEFT's print_trainable_parameters() says "trainable params: 4,194,304" for Llama-2-7B with r=8 on
+    q_proj and v_proj (the figure issue 12 quotes), and so does `symllm count --json`; PEFT run here on the
+    meta device agrees."""
+    r = cli(["count", "llama2-7b", "--lora-rank", "8", "--lora-targets", "q_proj,v_proj", "--json"])
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["params"]["trainable"] == 4_194_304
+    assert _peft_trainable(_hf("llama2-7b"), 8, ["q_proj", "v_proj"]) == 4_194_304
+
+
+def test_default_targets_are_pefts_llama_default():
+    """With no target_modules PEFT picks its Llama default; symllm's default targets count the same."""
+    raw = _hf("llama3.2-1b")
+    ours = finetune.lora("llama3.2-1b", lora_rank=4)["params"]["trainable"]
+    assert ours == _peft_trainable(raw, 4, None)
+
+
+@pytest.mark.parametrize("name", symllm.preset_names())
+def test_presets_equal_peft(name):
+    """Every preset, LoRA r=16 on all seven linears: symllm's count equals PEFT's. Dense models are built
+    with one layer of the preset's shape (their decoder layers are built alike) and PEFT's count is
+    multiplied by the layers; mixture-of-experts models are built whole (Mixtral's fused experts and
+    Llama 4's interleaved layers: PEFT adapts what is an nn.Linear)."""
+    raw = _hf(name)
+    ours = finetune.lora(name, lora_rank=16, lora_targets=",".join(HF_TARGETS))["params"]["trainable"]
+    if raw["model_type"] in ("llama", "mistral", "qwen2", "qwen3") and "layer_types" not in raw:
+        assert ours == raw["num_hidden_layers"] * _peft_trainable({**raw, "num_hidden_layers": 1}, 16, HF_TARGETS)
+    else:
+        assert ours == _peft_trainable(raw, 16, HF_TARGETS)
+
+
+@settings(max_examples=30, deadline=None)
+@given(hf_configs(), st.integers(1, 64),
+       st.lists(st.sampled_from(HF_TARGETS), min_size=1, unique=True), st.lists(st.booleans(), min_size=7))
+def test_random_configs_ranks_and_targets_equal_peft(raw, rank, targets, meta_spelling):
+    """For random config.json files (llama, mistral, qwen2 with q/k/v biases, qwen3 with QK-norm), ranks
+    and target sets, spelled by HF or symllm names, symllm's trainable count equals PEFT's."""
+    spelled = ",".join(META_NAMES[t] if m else t for t, m in zip(targets, meta_spelling))
+    ours = finetune.lora(symllm.from_hf(raw), lora_rank=rank, lora_targets=spelled)["params"]["trainable"]
+    assert ours == _peft_trainable(raw, rank, targets)
+
+
+# --- adapter training states: torch's own bytes after a real step ----------------------------------------
+
+@settings(max_examples=5, deadline=None)
+@given(hf_configs().filter(lambda raw: raw["model_type"] == "llama"), st.integers(1, 8),
+       st.lists(st.sampled_from(HF_TARGETS), min_size=1, unique=True))
+def test_adapter_weights_gradients_and_adam_bytes(raw, rank, targets):
+    """A bf16 model wrapped by PEFT (its default upcasts the adapters to fp32), one real CPU training step
+    with torch's Adam: the bytes of the trainable weights, their gradients and Adam's state tensors equal
+    symllm's lora_adapter_weights, lora_adapter_gradients and lora_optimizer_states."""
+    torch = requires("torch")
+    transformers = requires("transformers")
+    peft = requires("peft")
+    config = transformers.AutoConfig.for_model(**raw)
+    model = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+    model = peft.get_peft_model(model, peft.LoraConfig(r=rank, target_modules=targets))
+    trained = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(trained)
+    tokens = torch.randint(0, raw["vocab_size"], (1, 3))
+    model(input_ids=tokens, labels=tokens).loss.backward()
+    opt.step()
+    nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts)  # noqa: E731
+    moments = [v for state in opt.state.values() for k, v in state.items() if k in ("exp_avg", "exp_avg_sq")]
+    got = finetune.lora(symllm.from_hf(raw), lora_rank=rank, lora_targets=",".join(targets))["memory"]
+    assert got["lora_adapter_weights"] == nbytes(trained)
+    assert got["lora_adapter_gradients"] == nbytes(p.grad for p in trained)
+    assert got["lora_optimizer_states"] == nbytes(moments)
+
+
+# --- activations: the adapters' extra saved tensors ----------------------------------------------------
+
+def _saved_bytes(torch, model, tokens) -> int:
+    """Bytes of the distinct storages autograd saves for backward in one forward (parameters excluded)."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(tokens)
+    return sum(seen.values())
+
+
+@settings(max_examples=10, deadline=None)
+@given(configs(), st.integers(1, 8), st.lists(st.sampled_from(list(META_NAMES.values())), min_size=1, unique=True),
+       st.integers(1, 3), st.integers(1, 6))
+def test_adapters_save_their_r_wide_intermediate(cfg, rank, targets, b, s):
+    """PEFT's adapters injected into the torch reference model (every weight trainable, so the base saves
+    what it saves in full training): torch saves exactly symllm's lora_activations - activations more,
+    the r-wide input of each lora_B (lora_A's input is the layer's, saved already)."""
+    torch = requires("torch")
+    peft = requires("peft")
+    from symllm import reference
+    torch.manual_seed(0)
+    model = reference.build(cfg, device="cpu", dtype=torch.float32)
+    tokens = torch.randint(0, cfg.vocab_size, (b, s))
+    before = _saved_bytes(torch, model, tokens)
+    model = peft.inject_adapter_in_model(peft.LoraConfig(r=rank, target_modules=targets), model)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    after = _saved_bytes(torch, model, tokens)
+    work = dict(batch=b, seq=s, dtype="fp32")
+    ours = finetune.lora(cfg, lora_rank=rank, lora_targets=",".join(targets), **work)["memory"]["lora_activations"]
+    assert ours - symllm.workload(cfg, **work)["memory"]["activations"] == after - before
+
+
+# --- QLoRA ------------------------------------------------------------------------------------------
+
+def test_paper_overhead_is_0_127_bits():
+    """The paper's rounded figure: 0.127 bits of constants per parameter."""
+    assert round(float(NF4_BITS_PER_WEIGHT - 4), 3) == 0.127
+
+
+def _qlora_base_bytes(raw: dict) -> Fraction:
+    """NF4 for the weight of every nn.Linear transformers builds but the lm_head (bitsandbytes' rule:
+    transformers keeps the output embedding unquantized), bf16 for every other parameter (embeddings,
+    norms, biases, the lm_head)."""
+    torch = requires("torch")
+    model = _meta_model(raw)
+    linear = sum(m.weight.numel() for name, m in model.named_modules()
+                 if isinstance(m, torch.nn.Linear) and name != "lm_head")
+    total = sum(p.numel() for p in model.parameters())
+    return Fraction(linear) * NF4_BITS_PER_WEIGHT / 8 + 2 * (total - linear)
+
+
+@pytest.mark.parametrize("name", ["llama1-65b", "llama2-7b", "llama3.2-1b", "qwen2.5-7b", "qwen3-8b"])
+def test_qlora_base_weights_of_presets(name):
+    """QLoRA's frozen base: the paper's 4.127 bits per linear weight and bf16 for the rest, over the
+    parameters transformers builds for the preset."""
+    got = finetune.lora(name, lora_rank=64, qlora=True)["memory"]["lora_base_weights"]
+    assert got == _qlora_base_bytes(_hf(name))
+
+
+@settings(max_examples=20, deadline=None)
+@given(hf_configs())
+def test_qlora_base_weights_of_random_configs(raw):
+    """The same for random config.json files (biases, tied embeddings, QK-norm)."""
+    got = finetune.lora(symllm.from_hf(raw), lora_rank=1, qlora=True)["memory"]["lora_base_weights"]
+    assert Fraction(got) == _qlora_base_bytes(raw)
+
+
+def test_qlora_adapter_states_and_65b_on_one_48gb_gpu():
+    """QLoRA's adapters: bf16 weights and gradients and 32-bit Adam moments, 2 + 2 + 8 bytes per trainable
+    parameter; and the paper's headline: LLaMA-65B with r=64 adapters on every linear layer fine-tunes on
+    one 48 GB GPU (here: batch 1, 512 tokens, gradient checkpointing)."""
+    m = finetune.lora("llama1-65b", lora_rank=64, lora_targets=",".join(HF_TARGETS), qlora=True,
+                      recompute=True, batch=1, seq=512)
+    n = finetune.lora("llama1-65b", lora_rank=64, lora_targets=",".join(HF_TARGETS))["params"]["trainable"]
+    mem = m["memory"]
+    assert (mem["lora_adapter_weights"], mem["lora_adapter_gradients"], mem["lora_optimizer_states"]) == \
+        (2 * n, 2 * n, 8 * n)
+    assert mem["lora_total"] == sum(v for k, v in mem.items() if k != "lora_total")
+    assert mem["lora_total"] < 48e9
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, field", [
+    (["--lora-rank", "8", "--lora-targets", "qkv"], "lora_targets"),
+    (["--lora-rank", "0"], "lora_rank"),
+    (["--qlora"], "qlora"),
+    (["--lora-rank", "8", "--lora-targets", ","], "lora_targets"),
+])
+def test_bad_lora_options_are_one_line(cli, argv, field):
+    """A bad LoRA option: one line naming the field, exit status 2."""
+    r = cli(["count", "llama2-7b", *argv])
+    assert r.code == 2 and r.err.count("\n") == 1 and f"error: {field}:" in r.err, r.err
+
+
+def test_targets_the_model_lacks():
+    """As PEFT: a target the model has no linear of adapts nothing; if no target has one, an error."""
+    from symllm.components import attention
+    assert finetune.trainable(attention(), "wq,gate_proj") == finetune.trainable(attention(), "wq")
+    with pytest.raises(SymllmError, match="lora_targets: no linear layer of this model is named 'w1,w3'"):
+        finetune.adapt(attention(), "up_proj,gate_proj")
+
+
+def test_count_without_lora_has_no_lora_numbers(cli):
+    """Without --lora-rank count --json shows neither params.trainable nor memory.lora_*."""
+    out = json.loads(cli(["count", "llama2-7b", "--json"]).out)
+    assert "trainable" not in out["params"] and not [k for k in out["memory"] if k.startswith("lora_")]

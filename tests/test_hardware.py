@@ -1,0 +1,263 @@
+"""Roofline time on named accelerators (symllm.hardware; issue 11 part 4).
+
+Expected numbers come from outside symllm: the vendors' datasheets (typed below as the sheets print
+them, TFLOPS and TB/s or GB/s and "GB" of memory), the torch reference model (FlopCounterMode for
+FLOPs; parameter numel, the KV-cache tensors it actually stores and the logits' shape for bytes moved),
+published parameter totals (tests/data/published_params.json) and plain-Python formulas written here.
+"""
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import symllm
+from symllm import hardware
+from symllm.config import ModelConfig
+from symllm.errors import SymllmError
+
+from .conftest import PUBLISHED
+from .strategies import configs
+
+TERA, GIGA, GiB = 10 ** 12, 10 ** 9, 2 ** 30
+
+#: name -> (dense bf16, fp16, fp8 TFLOPS, bandwidth bytes/s, memory bytes), as the vendor sheets print them
+#: (NVIDIA prints sparse figures with "specifications 1/2 lower without sparsity"; the dense halves
+#: here are the H100 architecture whitepaper's, the L40S and MI300X sheets print dense themselves)
+VENDOR = {
+    "h100-sxm": ("989.4", "989.4", "1978.9", Fraction("3.35") * TERA, 80 * GiB),
+    "h100-pcie": ("756", "756", "1513", 2 * TERA, 80 * GiB),
+    "h200": ("989.4", "989.4", "1978.9", Fraction("4.8") * TERA, 141 * GiB),
+    "a100-40gb": ("312", "312", None, 1555 * GIGA, 40 * GiB),
+    "a100-80gb": ("312", "312", None, 2039 * GIGA, 80 * GiB),
+    "a100-80gb-pcie": ("312", "312", None, 1935 * GIGA, 80 * GiB),
+    "l40s": ("362.05", "362.05", "733", 864 * GIGA, 48 * GiB),
+    "mi300x": ("1307.4", "1307.4", "2614.9", Fraction("5.3") * TERA, 192 * GiB),
+}
+
+
+def tflops(text):
+    return None if text is None else Fraction(text) * TERA
+
+
+@pytest.mark.parametrize("name", VENDOR)
+def test_table_holds_the_vendor_numbers(name):
+    bf16, fp16, fp8, bandwidth, memory = VENDOR[name]
+    g = hardware.gpu(name)
+    assert (g.bf16, g.fp16, g.fp8) == (tflops(bf16), tflops(fp16), tflops(fp8))
+    assert (g.bandwidth, g.memory) == (bandwidth, memory)
+    assert g.source and g.url.startswith("https://")
+    assert all(type(x) is int for x in (g.bf16, g.fp16, g.bandwidth, g.memory))
+
+
+def test_table_has_the_issues_accelerators():
+    assert {"h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l40s", "mi300x"} <= set(hardware.names())
+
+
+@pytest.mark.parametrize("dtype, act_dtype, peak", [
+    ("bf16", None, "bf16"), ("fp16", None, "fp16"), ("fp8", None, "fp8"),
+    ("int8", None, "bf16"), ("int4", None, "bf16"), ("int4", "fp16", "fp16"),
+])
+def test_peak_follows_the_matmul_dtype(dtype, act_dtype, peak):
+    """bf16/fp16/fp8 weights multiply in their dtype; int8/int4 weights are dequantised to act_dtype."""
+    expected = tflops(VENDOR["h100-sxm"][("bf16", "fp16", "fp8").index(peak)])
+    assert hardware.peak_flops("h100-sxm", dtype, act_dtype) == expected
+    work = symllm.Workload(gpu="h100-sxm", dtype=dtype, act_dtype=act_dtype)
+    assert symllm.workload("llama3.2-1b", work)["time"]["peak_flops"] == expected
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"gpu": "h100"}, "gpu"), ({"gpu": "a100-80gb", "dtype": "fp8"}, "dtype"),
+    ({"gpu": "a100-40gb", "dtype": "int4", "act_dtype": "fp8"}, "dtype"),
+    ({"gpu": "h100-sxm", "dtype": "fp32"}, "dtype"), ({"gpu": 3}, "gpu"),
+])
+def test_bad_gpu_options_are_one_line_errors(options, field):
+    with pytest.raises(SymllmError) as e:
+        symllm.Workload(**options)
+    assert str(e.value).startswith(f"{field}: ") and "\n" not in str(e.value)
+
+
+def test_no_gpu_no_time():
+    assert "time" not in symllm.workload("llama3.2-1b")
+
+
+# --- times against torch and plain formulas -------------------------------------------------------
+
+def _bytes_and_flops(torch, reference, cfg, batch, seq):
+    """(prefill FLOPs, prefill bytes, decode FLOPs, decode bytes) of the reference model in bf16 on the
+    meta device: FLOPs by FlopCounterMode; bytes from the parameters a matmul reads (numel, without an
+    untied embedding table), the KV-cache tensors the model stores, and the logits' shape."""
+    from torch.utils.flop_counter import FlopCounterMode
+    model = reference.build(cfg, device="meta", dtype=torch.bfloat16)
+    two = torch.finfo(torch.bfloat16).bits // 8
+    read = {id(p): p for p in model.parameters()}
+    if not cfg.tie_embeddings:
+        read.pop(id(model.tok_embeddings.weight))
+    weights = sum(p.numel() * p.element_size() for p in read.values())
+    tokens = torch.zeros(batch, seq, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as fc:
+            logits = model(tokens, use_cache=True)
+        prefill_flops, written = fc.get_total_flops(), model.kv_cache_bytes()
+        prefill_bytes = weights + written + logits.numel() * two
+        with FlopCounterMode(display=False) as fc:
+            logits = model(tokens[:, :1], start_pos=seq, use_cache=True)
+        decode_flops = fc.get_total_flops()
+        decode_bytes = weights + model.kv_cache_bytes() + logits.numel() * two  # cache read + new written
+    return prefill_flops, prefill_bytes, decode_flops, decode_bytes
+
+
+def _seconds(flops, moved, name):
+    peak, bandwidth = tflops(VENDOR[name][0]), VENDOR[name][3]
+    compute, memory = Fraction(flops) / peak, Fraction(moved) / bandwidth
+    return max(compute, memory), "compute" if compute >= memory else "memory"
+
+
+@settings(max_examples=25)
+@given(configs(), st.integers(1, 4), st.integers(1, 12), st.sampled_from(list(VENDOR)),
+       st.sampled_from([1, 10 ** 5]))
+def test_times_equal_torch_flops_and_bytes(torch, reference, cfg, batch, seq, name, scale):
+    """prefill_s, decode_token_s and tokens_per_s are max(FLOPs / peak, bytes / bandwidth) with the
+    reference model's FlopCounterMode FLOPs and its stored bytes (``scale``: a large batch, so that
+    both bounds are met)."""
+    batch *= scale
+    pf, pb, df, db = _bytes_and_flops(torch, reference, cfg, batch, seq)
+    t = symllm.workload(cfg, batch=batch, seq=seq, gpu=name)["time"]
+    prefill, prefill_bound = _seconds(pf, pb, name)
+    decode, decode_bound = _seconds(df, db, name)
+    assert (t["prefill_bytes"], t["decode_token_bytes"]) == (pb, db)
+    assert (t["prefill_s"], t["prefill_bound"]) == (float(prefill), prefill_bound)
+    assert (t["decode_token_s"], t["decode_token_bound"]) == (float(decode), decode_bound)
+    assert t["tokens_per_s"] == float(batch / decode)
+
+
+def test_llama31_8b_decode_on_h100_from_published_numbers():
+    """llama3.1-8b, one sequence, decode at context 2048 on an H100 SXM: memory-bound, so the time is
+    bytes / 3.35 TB/s with bytes = (published total - the untied 128,256 x 4,096 embedding) x 2 (bf16
+    weights) + the KV cache read and written (2 x 32 layers x 8 heads x 128 x 2,049 tokens x 2 bytes)
+    + the bf16 logits; the prefill is at least 2 N_read s / peak (the 2N-per-token estimate, a bound)."""
+    n_read = PUBLISHED["llama3.1-8b"]["total"] - 128256 * 4096
+    moved = 2 * n_read + 2 * 32 * 8 * 128 * 2049 * 2 + 128256 * 2
+    t = symllm.workload("llama3.1-8b", gpu="h100-sxm")["time"]
+    assert t["decode_token_bytes"] == moved
+    assert t["decode_token_s"] == float(Fraction(moved) / (Fraction("3.35") * TERA))
+    assert round(t["tokens_per_s"]) == 219
+    assert t["prefill_s"] >= 2 * n_read * 2048 / (989.4 * TERA)
+    assert t["prefill_bound"] == "compute"
+
+
+@pytest.mark.parametrize("context", [0, 128, 2048])
+def test_compute_bound_batch_from_a_plain_formula(context):
+    """llama3.1-8b on an H100 SXM: the smallest batch whose decode step is compute-bound, by scanning
+    b with FLOPs b (2 (N_read - norms) + 4 L n_h d_h (t + 1)) and bytes 2 N_read + b (4 L n_kv d_h (t+1)
+    + 2 V) (matmul FLOPs: 2 per weight and token, plus QK^T and AV over t + 1 keys)."""
+    L, d, n_h, n_kv, d_h, V = 32, 4096, 32, 8, 128, 128256
+    n_read = PUBLISHED["llama3.1-8b"]["total"] - V * d
+    per_seq_flops = 2 * (n_read - (2 * L + 1) * d) + 4 * L * n_h * d_h * (context + 1)
+    per_seq_bytes = 4 * L * n_kv * d_h * (context + 1) + 2 * V
+    peak, bandwidth = tflops("989.4"), Fraction("3.35") * TERA
+
+    def compute_bound(b):
+        return b * per_seq_flops / peak >= (2 * n_read + b * per_seq_bytes) / bandwidth
+
+    expected = next((b for b in range(1, 5000) if compute_bound(b)), None)
+    t = symllm.workload("llama3.1-8b", seq=max(context, 1), context=context, gpu="h100-sxm")["time"]
+    assert t["compute_bound_batch"] == expected
+    if expected is not None:
+        at = lambda b: symllm.workload("llama3.1-8b", batch=b, seq=max(context, 1), context=context,  # noqa: E731
+                                       gpu="h100-sxm")["time"]["decode_token_bound"]
+        assert (at(expected - 1) if expected > 1 else "memory", at(expected)) == ("memory", "compute")
+    else:
+        assert context == 2048  # GQA with 4 query heads per KV head cannot pass the ridge at 2k context
+
+
+@pytest.mark.parametrize("model, name, options", [
+    ("llama3.1-8b", "h100-sxm", {}), ("llama3.1-8b", "a100-40gb", {"seq": 8192, "gen": 512}),
+    ("llama3.2-1b", "l40s", {"dtype": "int4", "kv_dtype": "fp8"}), ("llama3.1-70b", "mi300x", {"seq": 4096}),
+    ("llama3.1-70b", "h200", {"dtype": "fp8"}),
+])
+def test_max_batch_is_the_last_that_fits(model, name, options):
+    """The inference peak fits the vendor's capacity at max_batch and not at max_batch + 1."""
+    capacity = VENDOR[name][4]
+    t = symllm.workload(model, gpu=name, **options)["time"]
+    peak = lambda b: symllm.workload(model, batch=b, **options)["memory"]["inference_peak"]  # noqa: E731
+    assert t["capacity"] == capacity and t["max_batch"] >= 1
+    assert peak(t["max_batch"]) <= capacity < peak(t["max_batch"] + 1)
+    assert t["fits"] == (peak(1) <= capacity)
+
+
+def test_a_model_that_does_not_fit():
+    """llama3.1-70b's bf16 weights alone (published total x 2 bytes, 141 GB) exceed an L40S's 48 GiB."""
+    assert PUBLISHED["llama3.1-70b"]["total"] * 2 > 48 * GiB
+    t = symllm.workload("llama3.1-70b", gpu="l40s")["time"]
+    assert (t["fits"], t["max_batch"]) == (False, 0)
+
+
+# --- closed forms, mfu, the command line ------------------------------------------------------------
+
+@pytest.mark.parametrize("name", VENDOR)
+def test_ridge_point(name):
+    expected = tflops(VENDOR[name][0]) / VENDOR[name][3]
+    assert symllm.derive("model", "ridge", gpu=name).value == expected
+    assert symllm.workload("llama3.2-1b", gpu=name)["time"]["ridge"] == float(expected)
+
+
+def test_decode_batch_derivation_matches_the_time_group():
+    dv = symllm.derive("model", "decode_batch", config="llama3.1-8b", gpu="h100-sxm", seq=128)
+    t = symllm.workload("llama3.1-8b", seq=128, gpu="h100-sxm")["time"]
+    assert -(-dv.value.numerator // dv.value.denominator) == t["compute_bound_batch"] == 443
+
+
+def test_mfu_takes_a_gpu_name():
+    """mfu(..., "h100-sxm") divides by 989.4 TFLOPS (bf16), as the number itself does."""
+    by_name = symllm.costs.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192)
+    assert by_name == symllm.costs.mfu("llama3.1-8b", 4000, 989.4e12, seq=8192)
+    assert symllm.costs.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192, dtype="fp8") == pytest.approx(by_name / 2,
+                                                                                                     rel=1e-4)
+    with pytest.raises(SymllmError, match="^gpu: unknown 'b200'"):
+        symllm.costs.mfu("llama3.1-8b", 4000, "b200", seq=8192)
+
+
+def test_cli_count_json_has_time(cli):
+    out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--json"])
+    assert out.code == 0
+    t = json.loads(out.out)["time"]
+    assert {"prefill_s", "decode_token_s", "tokens_per_s", "fits", "max_batch"} <= set(t)
+    assert json.loads(out.out)["workload"]["gpu"] == "h100-sxm"
+    text = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm"])
+    assert text.code == 0 and "roofline time on h100-sxm" in text.out
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["count", "llama3.1-8b", "--gpu", "h100"], "symllm: error: gpu: unknown 'h100' (known: h100-sxm, "),
+    (["count", "llama3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--json"],
+     "symllm: error: dtype: a100-80gb has no fp8 tensor cores"),
+    (["derive", "--quantity", "ridge", "--gpu", "tpu"], "symllm: error: gpu: unknown 'tpu'"),
+])
+def test_cli_errors_are_one_line(cli, argv, start):
+    out = cli(argv)
+    assert out.code == 2 and out.err.startswith(start) and out.err.count("\n") == 1 and not out.out
+
+
+def test_cli_derive_ridge(cli):
+    out = cli(["derive", "--quantity", "ridge", "--gpu", "h100-sxm"])
+    assert out.code == 0 and "= 19788/67 (295.343284)" in out.out
+
+
+def test_decode_batch_is_for_the_model():
+    with pytest.raises(SymllmError, match="^component: decode_batch"):
+        symllm.derive("attention", "decode_batch")
+
+
+def test_bytes_moved_by_a_tied_model_read_the_whole_matrix():
+    """Tied embeddings: the lm_head multiplies by the whole table, so every parameter is read."""
+    cfg = ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, hidden_dim=96, tie_embeddings=True)
+    t = symllm.workload(cfg, batch=1, seq=4, gpu="h100-sxm")["time"]
+    kv = 2 * 2 * 4 * 16 * 2  # K and V, 2 layers, 4 heads of 16, bf16
+    assert t["prefill_bytes"] == 2 * symllm.params(cfg)["total"] + kv * 4 + 4 * 100 * 2
+
+
+def test_sweep_warns_that_gpu_does_not_apply(cli):
+    out = cli(["sweep", "--base", "llama3.2-1b", "--seq", "128", "--gpu", "h100-sxm"])
+    assert out.code == 0 and "symllm: warning: --gpu does not apply to a sweep" in out.err

@@ -1,0 +1,275 @@
+"""Mixture of experts (Mixtral, Llama 4), Llama 4's attention variants, and windows.
+
+Expected numbers come from published totals, transformers' own model classes (built on the meta device
+for parameters, run on small CPU models under FlopCounterMode for FLOPs), and plain-Python arithmetic
+written here from the models' shapes."""
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import symllm
+from symllm import costs
+from symllm.config import from_hf, preset_info
+
+from symllm.api import by_kind as kinds
+
+from .conftest import requires
+
+MIXTRAL = ("mixtral-8x7b", "mixtral-8x22b")
+LLAMA4 = ("llama4-scout-17b-16e", "llama4-maverick-17b-128e")
+_W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+_ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo"}
+
+
+def _hf_model(raw: dict, device: str = "meta"):
+    transformers, torch = requires("transformers"), requires("torch")
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    with torch.device(device):
+        return transformers.AutoModelForCausalLM.from_config(config)
+
+
+def _hf_kinds(model) -> dict:
+    """numel per kind of parameter, named as symllm's breakdown without its group of blocks (a shared
+    expert as one kind), plus the total."""
+    out = {"total": sum(p.numel() for p in model.parameters())}
+    for name, p in model.named_parameters():
+        parts = name.split(".")
+        if "router" in parts or "gate" in parts:  # Llama 4's router, Mixtral's gate
+            kind = "moe/router"
+        elif "experts" in parts:  # gate_up_proj and down_proj of every routed expert
+            kind = "moe/experts"
+        elif "shared_expert" in parts:
+            kind = "moe/shared_expert"
+        elif parts[-2] in _W:
+            kind = f"feed_forward/{_W[parts[-2]]}"
+        elif parts[-2] in _ATTN:
+            kind = f"attention/{_ATTN[parts[-2]]}"
+        else:
+            kind = {"embed_tokens": "embedding", "input_layernorm": "attention_norm", "lm_head": "lm_head",
+                    "post_attention_layernorm": "ffn_norm", "norm": "norm"}[parts[-2]]
+        out[kind] = out.get(kind, 0) + p.numel()
+    return out
+
+
+def _active_from_hf(raw: dict, kinds: dict) -> int:
+    """Total minus the routed experts a token does not use: (1 - k/E) of every expert weight."""
+    E, k = raw["num_local_experts"], raw["num_experts_per_tok"]
+    unused = Fraction(kinds["moe/experts"]) * (E - k) / E
+    assert unused.denominator == 1
+    return kinds["total"] - int(unused)
+
+
+# --- published figures ------------------------------------------------------------------------------
+
+def test_mixtral_8x7b_published_total_and_active():
+    """Mixtral-8x7B holds 46,702,792,704 parameters; 12,879,925,248 are active per token (the paper's
+    "13B active"), from its own config.json."""
+    p = symllm.params("mixtral-8x7b")
+    assert (p["total"], p["active"]) == (46_702_792_704, 12_879_925_248)
+
+
+def test_llama4_active_parameters_are_17b():
+    """Both Llama 4 models are "17B active" (Meta's names); Maverick is about 400.7B in total (the language
+    model), Scout about 109B with its vision encoder, which is not counted."""
+    scout, maverick = symllm.params(LLAMA4[0]), symllm.params(LLAMA4[1])
+    assert round(scout["active"] / 1e9) == round(maverick["active"] / 1e9) == 17
+    assert round(maverick["total"] / 1e8) == 4007
+    assert 105e9 < scout["total"] < 109e9
+
+
+# --- transformers' own classes -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", MIXTRAL + LLAMA4)
+def test_moe_presets_equal_transformers_on_meta(name):
+    """Each kind of parameter (router, experts, shared expert, dense SwiGLU, attention, norms) and the
+    total equal transformers' model built from the preset's config.json on the meta device; the active
+    count equals the total less the (E - k)/E of the expert weights a token does not use."""
+    raw = preset_info(name)["config"]
+    measured = _hf_kinds(_hf_model(raw))
+    measured["active"] = _active_from_hf(raw, measured)
+    assert kinds(symllm.params(name)) == measured
+
+
+@st.composite
+def moe_configs(draw) -> dict:
+    """A small Mixtral or Llama 4 text config.json as transformers writes it: experts, top-k, GQA; for
+    Llama 4 MoE in every layer or every step-th (the others dense of intermediate_size_mlp), layers
+    without RoPE among the MoE ones, the L2 QK-norm on or off, attention biases, tied or untied."""
+    kind = draw(st.sampled_from(["mixtral", "llama4_text"]))
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    hd = 2 * draw(st.integers(1, 6))
+    L = draw(st.integers(1, 4))
+    E = draw(st.integers(1, 6))
+    raw = {"model_type": kind, "hidden_act": "silu", "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L,
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "head_dim": hd,
+           "hidden_size": heads * draw(st.integers(1, 6)), "intermediate_size": draw(st.integers(1, 48)),
+           "num_local_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "tie_word_embeddings": draw(st.booleans())}
+    if kind == "llama4_text":
+        step = draw(st.integers(1, L))
+        moe = list(range(step - 1, L, step))
+        ropes = [1 if i not in moe else draw(st.sampled_from([0, 1])) for i in range(L)]
+        raw.update(interleave_moe_layer_step=step, no_rope_layers=ropes, use_qk_norm=draw(st.booleans()),
+                   intermediate_size_mlp=draw(st.integers(1, 48)), attention_bias=draw(st.booleans()),
+                   attention_chunk_size=64)
+    return raw
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moe_configs())
+def test_random_moe_configs_equal_transformers_on_meta(raw):
+    """Per kind of parameter, the total and the active count, for random Mixtral and Llama 4 configs."""
+    measured = _hf_kinds(_hf_model(raw))
+    measured["active"] = _active_from_hf(raw, measured)
+    assert kinds(symllm.params(from_hf(raw))) == measured
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moe_configs(), st.integers(1, 2), st.integers(1, 6))
+def test_moe_prefill_and_training_flops_equal_flopcountermode(raw, b, s):
+    """Prefill and training-step matmul FLOPs equal torch's FlopCounterMode on transformers' model (eager
+    experts and attention, CPU). Mixtral's eager experts run each token through its k experts, as symllm
+    counts; transformers' Llama 4 runs all E experts on every token (a batched matmul over the experts),
+    which is (E - k) more experts' worth of 6·d·d_ff FLOPs per token per MoE layer than the model's."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu")
+    tokens = torch.randint(0, raw["vocab_size"], (b, s))
+    with FlopCounterMode(display=False) as forward, torch.no_grad():
+        model(tokens)
+    with FlopCounterMode(display=False) as train:
+        model(tokens).logits.float().sum().backward()
+    cfg = from_hf(raw)
+    extra = 0
+    if raw["model_type"] == "llama4_text":
+        E, k = raw["num_local_experts"], raw["num_experts_per_tok"]
+        extra = (E - k) * 6 * b * s * raw["hidden_size"] * raw["intermediate_size"] * cfg.n_moe_layers
+    work = costs.workload(cfg, batch=b, seq=s)["flops"]
+    assert work["prefill"] + extra == forward.get_total_flops()
+    assert work["training_step"] + 3 * extra == train.get_total_flops()
+
+
+def test_mixtral_flops_are_those_of_its_active_weights():
+    """A Mixtral prefill's matmul FLOPs per token are 2 × the active weights (every active weight is one
+    multiply-add per token; the embedding is a look-up, the router a d x E matmul), plus attention."""
+    b, s = 1, 1
+    p = symllm.params("mixtral-8x7b")
+    norms = 32 * 2 * 4096 + 4096
+    attention_core = 32 * 2 * 2 * 32 * 128 * s  # QK^T and A·V over one key, 32 heads of 128, 32 layers
+    expected = 2 * (p["active"] - p["embedding"] - norms) + attention_core
+    assert costs.workload("mixtral-8x7b", batch=b, seq=s)["flops"]["prefill"] == expected
+
+
+# --- windows and chunks -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,window", [("mistral-7b-v0.1", 4096), (LLAMA4[0], 8192)])
+def test_workloads_past_a_window_are_refused(cli, name, window):
+    """Within the sliding window (or Llama 4's attention chunk) attention is full and counted; a workload
+    whose context passes it is refused in one line (exit 2), never counted as full attention."""
+    inside = cli(["count", name, "--seq", str(window - 1), "--json"])  # its decode step sees the whole window
+    assert inside.code == 0 and json.loads(inside.out)["memory"]["kv_cache"] > 0
+    for argv, field in ((["--seq", str(window + 1)], "seq"), (["--seq", "8", "--gen", str(window)], "seq"),
+                        (["--seq", str(window)], "context"), (["--seq", "8", "--context", str(window)], "context")):
+        r = cli(["count", name, *argv])
+        assert r.code == 2 and r.out == "" and r.err.startswith(f"symllm: error: {field}: ")
+        assert r.err.count("\n") == 1 and f"{window}-token" in r.err
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 2), st.integers(1, 7))
+def test_inside_the_window_flops_equal_flopcountermode(b, s):
+    """A small Mistral with a sliding window of 8 (transformers, eager, CPU): while the prompt fits in the
+    window, the prefill's FLOPs are those of full attention, as symllm counts them."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    raw = {"model_type": "mistral", "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 40, "sliding_window": 8}
+    model = _hf_model(raw, "cpu")
+    with FlopCounterMode(display=False) as forward, torch.no_grad():
+        model(torch.zeros(b, s, dtype=torch.long))
+    assert costs.workload(from_hf(raw), batch=b, seq=s)["flops"]["prefill"] == forward.get_total_flops()
+
+
+# --- the command line -----------------------------------------------------------------------------------
+
+def test_count_shows_total_and_active(cli):
+    """count --json carries params.active; the text table names the experts and the active row."""
+    r = cli(["count", "mixtral-8x7b", "--json"])
+    assert json.loads(r.out)["params"]["active"] == 12_879_925_248
+    text = cli(["count", "mixtral-8x7b"]).out
+    assert "active (per token)" in text and "8 experts, 2 per token" in text
+
+
+def test_multimodal_llama4_config_counts_the_text_model(tmp_path, cli):
+    """A Llama 4 checkpoint's own config.json (model_type llama4) counts its text_config, saying in one
+    line that the vision encoder is not counted."""
+    raw = {"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
+           "vision_config": {"hidden_size": 1408}, "text_config": preset_info(LLAMA4[0])["config"]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    r = cli(["count", str(path), "--json"])
+    assert r.code == 0 and json.loads(r.out)["params"]["total"] == symllm.params(LLAMA4[0])["total"]
+    assert "vision encoder" in json.loads(r.out)["config"]["note"]
+    assert "vision encoder" in cli(["count", str(path)]).out
+
+
+def test_derive_moe_shows_total_and_active(cli):
+    """derive --component moe shows the mixture's parameters and its active part."""
+    r = cli(["derive", "--component", "moe", "--format", "text"])
+    assert r.code == 0 and "n_e" in r.out
+
+
+# --- the torch reference model ----------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moe_configs())
+def test_random_moe_configs_equal_the_reference_model(reference, raw):
+    """Per kind (router, experts, shared expert, dense SwiGLU, attention, norms), the total and the active
+    count equal symllm's torch reference model (its own MoE: a router, ModuleLists of experts) on meta."""
+    cfg = from_hf(raw)
+    measured = reference.count(reference.build(cfg, device="meta"))
+    assert kinds(symllm.params(cfg)) == kinds(measured)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(moe_configs(), st.integers(1, 2), st.integers(1, 6))
+def test_reference_moe_flops_equal_flopcountermode(torch, reference, raw, b, s):
+    """The reference runs each token through its k experts only (and skips RoPE, adds the temperature
+    and the L2 QK-norm where Llama 4 does): prefill and training matmul FLOPs equal FlopCounterMode's."""
+    from torch.utils.flop_counter import FlopCounterMode
+    cfg = from_hf(raw)
+    torch.manual_seed(0)
+    model = reference.build(cfg, device="cpu")
+    tokens = torch.randint(0, cfg.vocab_size, (b, s))
+    with FlopCounterMode(display=False) as forward, torch.no_grad():
+        model(tokens)
+    with FlopCounterMode(display=False) as train:
+        model(tokens).sum().backward()
+    work = costs.workload(cfg, batch=b, seq=s)["flops"]
+    assert (work["prefill"], work["training_step"]) == (forward.get_total_flops(), train.get_total_flops())
+
+
+def test_sweep_drops_points_past_the_window(cli):
+    """A sweep over a windowed model keeps the points inside the window and says why it dropped the rest."""
+    r = cli(["sweep", "--base", "mistral-7b-v0.1", "--seq", "1024,4095,4096,8192", "--quantity", "flops"])
+    assert r.code == 0 and [row.split(",")[0] for row in r.out.splitlines()[1:]] == ["1024", "4095"]
+    assert "2 window (first: context: 4096 + 1 tokens pass mistral-7b-v0.1's 4096-token sliding window" in r.err
+
+
+@pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + ("mistral-7b-v0.1",))
+def test_verify_agrees_for_the_new_presets(torch, cli, name):
+    """symllm verify builds the torch reference and finds every kind of parameter equal."""
+    r = cli(["verify", name])
+    assert r.code == 0 and r.out.rstrip().endswith(f"{name}: all components agree")
+
+
+@pytest.mark.parametrize("name", ["mixtral-8x7b", LLAMA4[0]])
+def test_hf_stacks_refuse_what_they_do_not_model(cli, name):
+    """The HF stacks' tensor lists are LlamaForCausalLM's; a mixture of experts is refused, not counted."""
+    r = cli(["count", name, "--stack", "hf-eager"])
+    assert r.code == 2 and r.out == "" and "mixture-of-experts" in r.err and r.err.count("\n") == 1

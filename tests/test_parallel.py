@@ -1,0 +1,311 @@
+"""Parallel training (symllm.parallel): per-GPU parameters, memory and communication against torch.
+
+Expected numbers come from torch itself, run in the test:
+
+* parameters: torch's DTensor tensor-parallel plan (``parallelize_module`` with ``ColwiseParallel`` /
+  ``RowwiseParallel``, the embedding ``RowwiseParallel`` over the vocabulary) applied to the torch
+  reference model (and to transformers' ``LlamaForCausalLM``) on the meta device under a fake process
+  group, summing rank 0's local shards (``p.to_local().numel()``), over contiguous pipeline stages;
+* tensor-parallel communication: the collectives ``CommDebugMode`` counts in a real forward/backward of
+  a tiny CPU model with that plan (and ``loss_parallel``), with the sizes of their tensors, turned into
+  bytes sent per GPU by the ring formulas (NCCL's performance notes: an all-reduce sends
+  ``2(n-1)/n`` of the buffer, an all-gather and a reduce-scatter ``(n-1)/n``);
+* pipeline point-to-point: the bytes of the hidden-state tensor crossing a stage boundary in a real
+  forward pass;
+* data parallel: the ZeRO paper's (Rajbhandari et al. 2020, section 7) volumes, ``2Ψ`` per GPU for
+  data parallelism and ZeRO-1/2 and ``3Ψ`` for ZeRO-3, with the published parameter count.
+"""
+import contextlib
+import functools
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import symllm
+from symllm.cli import main
+
+from .conftest import PUBLISHED, requires
+from .strategies import configs
+
+torch = requires("torch")
+dist = requires("torch.distributed")
+from symllm import reference  # noqa: E402  (needs torch)
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop  # noqa: E402
+
+#: bytes one GPU sends in a collective over n ranks, per byte of the full tensor (ring algorithms)
+RING = {"all_reduce": lambda n: Fraction(2 * (n - 1), n),
+        "all_gather_into_tensor": lambda n: Fraction(n - 1, n),
+        "reduce_scatter_tensor": lambda n: Fraction(n - 1, n)}
+
+
+@contextlib.contextmanager
+def fake_group(ranks: int):
+    """A fake process group of ``ranks`` ranks (this process is rank 0) and its 1-D CPU device mesh."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=ranks)
+    try:
+        yield init_device_mesh("cpu", (ranks,))
+    finally:
+        dist.destroy_process_group()
+
+
+def tp_plan(n_layers: int, sp: bool = False, names: dict | None = None, loss_parallel: bool = True) -> dict:
+    """torch's tensor-parallel plan for LLaMA (the torch TP tutorial's): module path -> style.
+    ``names`` renames Meta's modules (transformers' q_proj ...); ``sp`` adds sequence parallelism."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                                   SequenceParallel)
+    n = {"tok_embeddings": "tok_embeddings", "layers": "layers", "attention": "attention", "wq": "wq",
+         "wk": "wk", "wv": "wv", "wo": "wo", "feed_forward": "feed_forward", "w1": "w1", "w2": "w2",
+         "w3": "w3", "attention_norm": "attention_norm", "ffn_norm": "ffn_norm", "norm": "norm",
+         "output": "output", **(names or {})}
+    seq = Shard(1) if sp else Replicate()
+    head = dict(output_layouts=Shard(-1), use_local_output=False) if loss_parallel else {}
+    plan = {n["tok_embeddings"]: RowwiseParallel(input_layouts=Replicate(), output_layouts=seq),
+            n["output"]: ColwiseParallel(input_layouts=seq, **head)}
+    if sp:
+        plan[n["norm"]] = SequenceParallel()
+    for i in range(n_layers):
+        p = f"{n['layers']}.{i}."
+        for name in ("wq", "wk", "wv"):
+            plan[p + f"{n['attention']}.{n[name]}"] = ColwiseParallel()
+        plan[p + f"{n['attention']}.{n['wo']}"] = RowwiseParallel(output_layouts=seq)
+        for name in ("w1", "w3"):
+            plan[p + f"{n['feed_forward']}.{n[name]}"] = ColwiseParallel()
+        plan[p + f"{n['feed_forward']}.{n['w2']}"] = RowwiseParallel(output_layouts=seq)
+        if sp:
+            plan[p + n["attention_norm"]] = SequenceParallel()
+            plan[p + n["ffn_norm"]] = SequenceParallel()
+            plan[p + n["attention"]] = PrepareModuleInput(input_layouts=(Shard(1),) + (None,) * 5,
+                                                          desired_input_layouts=(Replicate(),) + (None,) * 5)
+            plan[p + n["feed_forward"]] = PrepareModuleInput(input_layouts=(Shard(1),),
+                                                             desired_input_layouts=(Replicate(),))
+    return plan
+
+
+def _local(p) -> int:
+    return p.to_local().numel() if hasattr(p, "to_local") else p.numel()
+
+
+def _parallel_reference(cfg, ranks: int, mesh, device="meta", sp=False, loss_parallel=True):
+    """The reference model with torch's plan applied (a tied head tied again to the split embedding:
+    parallelize_module gives each its own DTensor; both split the vocabulary rows, so one matrix)."""
+    from torch.distributed.tensor.parallel import parallelize_module
+    torch.manual_seed(0)
+    model = reference.build(cfg, device=device)
+    tied = model.output.weight is model.tok_embeddings.weight
+    parallelize_module(model, mesh, tp_plan(cfg.n_layers, sp, loss_parallel=loss_parallel))
+    if tied:
+        model.output.weight = model.tok_embeddings.weight
+    return model
+
+
+def _stage_params(model, layers: range, first: bool, last: bool) -> int:
+    """Rank 0's local parameters of one pipeline stage: its layers, the embedding on the first stage,
+    the final norm and the head on the last (a tied head's matrix too, when the embedding is elsewhere)."""
+    mods = [model.layers[i] for i in layers]
+    if first:
+        mods.append(model.tok_embeddings)
+    if last:
+        mods += [model.norm, model.output]
+    seen = {}
+    for mod in mods:
+        for p in mod.parameters():
+            seen[id(p)] = _local(p)
+    return sum(seen.values())  # a tied head on a later stage than the embedding: its own copy counts
+
+
+def _stages(n_layers: int, stages: int) -> list[range]:
+    """Contiguous layers per stage, the first ``L mod P`` stages one layer more (torch.chunk-like)."""
+    q, r = divmod(n_layers, stages)
+    out, start = [], 0
+    for i in range(stages):
+        size = q + (i < r)
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+def _dense(cfg) -> bool:
+    return getattr(cfg, "n_experts", None) is None
+
+
+# --- parameters -------------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(configs().filter(_dense), st.integers(1, 8), st.integers(1, 4))
+def test_per_gpu_params_equal_dtensor_shards_of_the_largest_stage(cfg, ranks, stages):
+    """params.per_gpu is the largest, over every pipeline stage, of what tensor rank 0 holds after
+    torch's parallelize_module (rank 0 holds the ceiling of an uneven split, as DTensor chunks)."""
+    with fake_group(ranks) as mesh:
+        model = _parallel_reference(cfg, ranks, mesh)
+        split = _stages(cfg.n_layers, stages)
+        largest = max(_stage_params(model, layers, i == 0, i == stages - 1) for i, layers in enumerate(split))
+        if stages == 1:
+            assert largest == sum(_local(p) for p in model.parameters())
+    assert symllm.workload(cfg, tp=ranks, pp=stages)["params"]["per_gpu"] == largest
+
+
+@pytest.mark.parametrize("name, ranks", [("llama3.1-8b", 8), ("llama3.2-1b", 3), ("llama2-7b", 4)])
+def test_per_gpu_params_equal_transformers_llama_under_dtensor(name, ranks):
+    """The same plan, with transformers' module names, on LlamaForCausalLM built on the meta device."""
+    transformers = requires("transformers")
+    cfg = symllm.resolve(name)
+    hf = transformers.LlamaConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.dim, num_hidden_layers=2,
+                                  num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
+                                  intermediate_size=symllm.hidden_dim(cfg), head_dim=cfg.head_dim,
+                                  tie_word_embeddings=cfg.tie_embeddings)
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(hf)
+    names = {"tok_embeddings": "model.embed_tokens", "layers": "model.layers", "attention": "self_attn",
+             "wq": "q_proj", "wk": "k_proj", "wv": "v_proj", "wo": "o_proj", "feed_forward": "mlp",
+             "w1": "gate_proj", "w3": "up_proj", "w2": "down_proj", "output": "lm_head"}
+    from torch.distributed.tensor.parallel import parallelize_module
+    with fake_group(ranks) as mesh:
+        parallelize_module(model, mesh, tp_plan(2, names=names))
+        if cfg.tie_embeddings:
+            model.lm_head.weight = model.model.embed_tokens.weight
+        local = sum(_local(p) for p in model.parameters())
+    assert symllm.workload(cfg.replace(n_layers=2), tp=ranks)["params"]["per_gpu"] == local
+
+
+def test_llama3_70b_on_8_gpus_by_hand():
+    """Llama-3-70B, TP=8, PP=4 (20 layers a stage): the last stage holds 20 blocks of
+    (8192·(8192+1024+1024+8192) + 3·8192·28672)/8 + 2·8192 norm weights, the final norm and the head
+    128256·8192/8 (the embedding on the first stage is the same size, without the norm)."""
+    block = (8192 * (8192 + 1024 + 1024 + 8192) + 3 * 8192 * 28672) // 8 + 2 * 8192
+    expected = 20 * block + 8192 + 128256 * 8192 // 8
+    assert symllm.workload("llama3-70b", tp=8, pp=4)["params"]["per_gpu"] == expected
+
+
+# --- tensor-parallel communication ------------------------------------------------------------------
+
+def _collectives(model, tokens, ranks: int):
+    """Count (CommDebugMode) and size (a dispatch mode that sees every functional collective) what a
+    forward, a loss_parallel cross-entropy and a backward communicate; bytes one GPU sends, ring."""
+    import torch.nn.functional as F
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.distributed.tensor.parallel import loss_parallel
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Sizes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.sent = Fraction(0)
+            self.calls = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kind = func._overloadpacket.__name__
+            if func.namespace == "_c10d_functional" and kind in RING:
+                t = args[0]
+                full = t.numel() * t.element_size() * (ranks if kind == "all_gather_into_tensor" else 1)
+                self.sent += RING[kind](ranks) * full
+                self.calls[kind] = self.calls.get(kind, 0) + 1
+            return func(*args, **(kwargs or {}))
+
+    sizes = Sizes()
+    with sizes, CommDebugMode() as comm:  # CommDebugMode on top: the dispatch mode sees what it issues
+        logits = model(tokens)
+        with loss_parallel():
+            F.cross_entropy(logits.flatten(0, 1), tokens.flatten()).backward()
+    counted = {k.__name__: v for k, v in comm.get_comm_counts().items()}
+    assert counted == sizes.calls  # the dispatch mode saw every collective CommDebugMode counted
+    return sizes.sent, counted
+
+
+@settings(max_examples=16, deadline=None)
+@given(st.sampled_from([2, 3, 4]), st.integers(1, 2), st.integers(1, 2), st.integers(1, 3), st.integers(1, 2),
+       st.booleans(), st.integers(1, 2), st.integers(1, 3), st.integers(1, 5), st.booleans())
+def test_tp_comm_equals_comm_debug_mode(ranks, kv, group, half_head, layers, seq_parallel, batch, seq_mult, vocab,
+                                        recompute):
+    """comm.tp is the bytes one GPU sends in the collectives DTensor runs for a real training step (fp32)
+    of a tiny CPU model under torch's plan, with and without sequence parallelism, and with every block
+    checkpointed (torch.utils.checkpoint, early stop off: the whole forward of a block runs again)."""
+    n_kv = kv * ranks
+    n_heads = n_kv * group
+    head_dim = 2 * half_head
+    cfg = symllm.ModelConfig(vocab_size=ranks * vocab, dim=n_heads * head_dim + 2, n_layers=layers,  # split
+                             n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, hidden_dim=3 * ranks)  # evenly
+    seq = ranks * seq_mult  # sequence parallelism splits the sequence evenly
+    with fake_group(ranks) as mesh:
+        model = _parallel_reference(cfg, ranks, mesh, device="cpu", sp=seq_parallel)
+        for layer in model.layers:  # each rank attends with its own heads
+            layer.attention.n_heads //= ranks
+            layer.attention.n_kv_heads //= ranks
+            if recompute:
+                layer.forward = functools.partial(checkpoint, layer.forward, use_reentrant=False)
+        with set_checkpoint_early_stop(False):
+            sent, counted = _collectives(model, torch.randint(0, cfg.vocab_size, (batch, seq)), ranks)
+    if not seq_parallel:  # per layer 2 forward + 5 backward all-reduces; embedding, head, loss: 1 + 1 + 3
+        assert counted == {"all_reduce": (9 if recompute else 7) * layers + 5}
+    ours = symllm.workload(cfg, batch=batch, seq=seq, dtype="fp32", tp=ranks, sp=seq_parallel,
+                           recompute=recompute)["comm"]["tp"]
+    assert ours == sent
+
+
+# --- pipeline and data-parallel communication ------------------------------------------------------
+
+@pytest.mark.parametrize("stages, expected_messages", [(1, 0), (2, 1), (3, 2), (8, 2)])
+def test_pp_comm_is_the_boundary_activation(stages, expected_messages):
+    """A stage sends the hidden state it hands on (forward) and the gradient of the one it received
+    (backward, the same size): the busiest GPU sends min(2, P - 1) of them."""
+    cfg = symllm.ModelConfig(vocab_size=50, dim=24, n_layers=8, n_heads=4, hidden_dim=40)
+    model = reference.build(cfg, device="cpu", dtype=torch.bfloat16)
+    seen = []
+    model.layers[0].register_forward_hook(lambda mod, args, out: seen.append(out.numel() * out.element_size()))
+    model(torch.randint(0, 50, (3, 7)))
+    assert symllm.workload(cfg, batch=3, seq=7, pp=stages)["comm"]["pp"] == expected_messages * seen[0]
+
+
+@pytest.mark.parametrize("zero, passes", [(0, 2), (1, 2), (2, 2), (3, 3)])
+def test_dp_comm_follows_the_zero_paper(zero, passes):
+    """ZeRO (section 7): data parallelism and ZeRO-1/2 move 2Ψ per GPU per step, ZeRO-3 3Ψ (Ψ the
+    fp16/bf16 model, 2 bytes a parameter; ring factor (N_d - 1)/N_d); Llama-2-7B's published total."""
+    psi = 2 * PUBLISHED["llama2-7b"]["total"]
+    for dp in (2, 8, 64):
+        got = symllm.workload("llama2-7b", dp=dp, zero_stage=zero)["comm"]["dp"]
+        assert got == Fraction(passes * (dp - 1), dp) * psi
+
+
+def test_single_gpu_has_no_communication_and_the_whole_model():
+    """tp = pp = dp = 1: params.per_gpu is the total, per-GPU memory is the whole model's, no comm."""
+    w = symllm.workload("llama3.1-8b")
+    assert w["params"]["per_gpu"] == symllm.params("llama3.1-8b")["total"]
+    assert w["memory_per_gpu"] == {k: w["memory"][k] for k in w["memory_per_gpu"]}
+    assert w["comm"] == {"tp": 0, "pp": 0, "dp": 0}
+
+
+# --- the command line --------------------------------------------------------------------------------
+
+def test_count_json_gives_per_gpu_numbers(capsys):
+    """count --json with --tp/--pp/--dp/--sp: params.per_gpu, memory_per_gpu.* and comm.* in bytes."""
+    assert main(["count", "llama3.1-70b", "--tp", "8", "--pp", "4", "--dp", "2", "--zero", "1", "--sp",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workload"]["tp"] == 8 and out["workload"]["sp"] is True
+    api = symllm.workload("llama3.1-70b", tp=8, pp=4, dp=2, zero_stage=1, sp=True)
+    assert out["params"]["per_gpu"] == api["params"]["per_gpu"] and out["comm"] == api["comm"]
+    assert out["memory_per_gpu"]["weights"] == 2 * out["params"]["per_gpu"]  # bf16
+    assert set(out["comm"]) == {"tp", "pp", "dp"}
+
+
+@pytest.mark.parametrize("flag, value", [("--tp", "0"), ("--pp", "-1")])
+def test_bad_degrees_are_one_line_errors(capsys, flag, value):
+    """A degree below 1 is a one-line error naming the field (exit 2)."""
+    assert main(["count", "llama3.1-8b", flag, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag.strip("-") in err and value in err
+
+
+def test_derive_shows_the_comm_terms(capsys):
+    """derive --quantity comm: one sub-term per kind (tp, pp, dp), evaluated to count's numbers."""
+    dv = symllm.derive("model", "comm", config="llama3.1-8b", tp=8, pp=2, dp=4, sp=True)
+    counted = symllm.workload("llama3.1-8b", tp=8, pp=2, dp=4, sp=True)["comm"]
+    assert [name for name, _ in dv.terms] == ["tp", "pp", "dp"]
+    assert list(dv.term_values) == list(counted.values()) and dv.value == sum(counted.values())
+    assert main(["derive", "--quantity", "comm", "--component", "attention"]) == 2
+    assert "comm is the whole model's" in capsys.readouterr().err
