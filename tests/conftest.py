@@ -95,3 +95,21 @@ def reference(torch) -> ModuleType:
     """symllm.reference, the independent torch model the closed forms are checked against."""
     from symllm import reference
     return reference
+
+
+def saved_during(forward, model) -> int:
+    """Bytes of the distinct storages autograd saves for backward while ``forward()`` runs (each storage
+    once), ``model``'s parameters excluded: torch's own count of a forward's saved activations."""
+    torch = requires("torch")
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        forward()
+    return sum(seen.values())

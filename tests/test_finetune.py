@@ -18,7 +18,7 @@ from symllm import finetune
 from symllm.config import preset_info
 from symllm.errors import SymllmError
 
-from .conftest import requires
+from .conftest import requires, saved_during
 from .strategies import configs, hf_configs
 
 HF_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -134,22 +134,6 @@ def test_adapter_weights_gradients_and_adam_bytes(raw, rank, targets):
 
 # --- activations: the adapters' extra saved tensors ----------------------------------------------------
 
-def _saved_bytes(torch, model, tokens) -> int:
-    """Bytes of the distinct storages autograd saves for backward in one forward (parameters excluded)."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            seen[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(tokens)
-    return sum(seen.values())
-
-
 @settings(max_examples=10, deadline=None)
 @given(configs(), st.integers(1, 8), st.lists(st.sampled_from(list(META_NAMES.values())), min_size=1, unique=True),
        st.integers(1, 3), st.integers(1, 6))
@@ -163,11 +147,11 @@ def test_adapters_save_their_r_wide_intermediate(cfg, rank, targets, b, s):
     torch.manual_seed(0)
     model = reference.build(cfg, device="cpu", dtype=torch.float32)
     tokens = torch.randint(0, cfg.vocab_size, (b, s))
-    before = _saved_bytes(torch, model, tokens)
+    before = saved_during(lambda: model(tokens), model)
     model = peft.inject_adapter_in_model(peft.LoraConfig(r=rank, target_modules=targets), model)
     for p in model.parameters():
         p.requires_grad_(True)
-    after = _saved_bytes(torch, model, tokens)
+    after = saved_during(lambda: model(tokens), model)
     work = dict(batch=b, seq=s, dtype="fp32")
     ours = finetune.lora(cfg, lora_rank=rank, lora_targets=",".join(targets), **work)["memory"]["lora_activations"]
     assert ours - symllm.workload(cfg, **work)["memory"]["activations"] == after - before

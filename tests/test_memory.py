@@ -17,7 +17,7 @@ from symllm import costs
 from symllm import symbols as S
 from symllm.evaluate import evaluate
 
-from .conftest import requires
+from .conftest import requires, saved_during
 from .strategies import configs, generation_workloads
 
 torch = requires("torch")  # the reference model is torch: skipped without it, a failure under CI=true
@@ -120,18 +120,7 @@ def test_zero_paper_published_example():
 
 def saved_bytes(model, tokens) -> int:
     """Bytes of the distinct storages autograd saves for backward in one forward (parameters excluded)."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = st.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(tokens)
-    return sum(seen.values())
+    return saved_during(lambda: model(tokens), model)
 
 
 def reference_extras(cfg, b, s, beta) -> dict:

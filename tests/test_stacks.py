@@ -18,7 +18,7 @@ import symllm
 from symllm.config import ModelConfig
 from symllm.errors import SymllmError
 
-from .conftest import requires
+from .conftest import requires, saved_during
 
 
 @st.composite
@@ -46,19 +46,11 @@ def _hf(cfg: dict, impl: str):
 def saved_bytes(model, ids) -> int:
     """Bytes the training forward saves for backward, once per storage, parameters excluded."""
     torch = requires("torch")
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen = {}
 
-    def pack(t):
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            seen[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-            torch.autocast("cpu", dtype=torch.bfloat16):
-        model(input_ids=ids, labels=ids)
-    return sum(seen.values())
+    def forward():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model(input_ids=ids, labels=ids)
+    return saved_during(forward, model)
 
 
 def _predicted(cfg: dict, **work) -> dict:

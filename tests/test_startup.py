@@ -105,19 +105,25 @@ def test_cache_is_trimmed(cache, monkeypatch):
     assert evaluate.cache_get("kernel", "expr 24") == ("x",)
 
 
-def test_warm_count_builds_no_formula(tmp_path):
-    """The second ``symllm count`` of a structure imports neither the components, SymPy's tensor
-    module (which any SymPy sum pulls in), jinja2 nor numpy; the first stored what it needs."""
+def _cold_then_warm(argv: list, modules: tuple, tmp_path) -> None:
+    """Run ``symllm ARGV`` twice in fresh processes sharing a cache: the first imports some of ``modules``,
+    the second none of them, and both print the same (with the 405B's published total)."""
     code = ("import io, sys, contextlib\nfrom symllm.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()) as out:\n    assert main(['count', 'llama3.1-405b']) == 0\n"
-            "print(sorted(m for m in ('symllm.components', 'sympy.tensor.tensor', 'jinja2', 'numpy')"
-            " if m in sys.modules))\nprint(out.getvalue())")
+            f"with contextlib.redirect_stdout(io.StringIO()) as out:\n    assert main({argv!r}) == 0\n"
+            f"print(sorted(m for m in {modules!r} if m in sys.modules))\nprint(out.getvalue())")
     cold = _python(code, tmp_path)
     warm = _python(code, tmp_path)
     assert cold.splitlines()[0] != "[]"
     assert warm.splitlines()[0] == "[]"
     assert cold.splitlines()[1:] == warm.splitlines()[1:]
     assert f"{PUBLISHED['llama3.1-405b']['total']:,}" in warm
+
+
+def test_warm_count_builds_no_formula(tmp_path):
+    """The second ``symllm count`` of a structure imports neither the components, SymPy's tensor
+    module (which any SymPy sum pulls in), jinja2 nor numpy; the first stored what it needs."""
+    _cold_then_warm(["count", "llama3.1-405b"], ("symllm.components", "sympy.tensor.tensor", "jinja2", "numpy"),
+                    tmp_path)
 
 
 def test_import_symllm_is_lazy_and_complete(tmp_path):
@@ -209,17 +215,8 @@ def test_damaged_report_entry_is_rendered_again(cache):
 def test_warm_report_renders_nothing(tmp_path):
     """The second ``symllm report`` of the same inputs loads neither jinja2 nor the derivations; its output
     is the first one's."""
-    code = ("import io, sys, contextlib\nfrom symllm.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-            "    assert main(['report', 'llama3.1-405b', '--format', 'latex']) == 0\n"
-            "print(sorted(m for m in ('jinja2', 'symllm.derivation', 'symllm.render') if m in sys.modules))\n"
-            "print(out.getvalue())")
-    cold = _python(code, tmp_path)
-    warm = _python(code, tmp_path)
-    assert cold.splitlines()[0] != "[]"
-    assert warm.splitlines()[0] == "[]"
-    assert cold.splitlines()[1:] == warm.splitlines()[1:]
-    assert f"{PUBLISHED['llama3.1-405b']['total']:,}" in warm
+    _cold_then_warm(["report", "llama3.1-405b", "--format", "latex"], ("jinja2", "symllm.derivation", "symllm.render"),
+                    tmp_path)
 
 
 def test_report_cache_finds_the_built_in_templates():
