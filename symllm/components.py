@@ -587,20 +587,15 @@ def component(name: str, whole: Component | None = None) -> Component:
         raise SymllmError(f"component: unknown {name!r} (known: {', '.join(COMPONENTS)})")
     whole = whole if whole is not None else model()
     path = COMPONENTS[name]
-    if path.startswith("block"):  # the first group of blocks that has it (Maverick's MoE is its second)
-        groups = [c for c in whole.children if c.checkpoint != 0]
-        found = [g for g in groups if _has(g, path.partition("/")[2])]
-        if not found:
-            raise SymllmError(f"component: this model has no {name!r}")
-        comp = found[0].child(path.partition("/")[2])
-    else:
+    if not path.startswith("block"):
         comp = whole.child(path)
+    else:  # the first group of blocks that has it (Maverick's MoE is its second group)
+        for group in (c for c in whole.children if c.checkpoint != 0):
+            try:
+                comp = group.child(path.partition("/")[2])
+                break
+            except SymllmError:
+                continue
+        else:
+            raise SymllmError(f"component: this model has no {name!r}")
     return comp.replace(repeat=1) if comp.repeat != 1 else comp
-
-
-def _has(node: Component, path: str) -> bool:
-    for part in filter(None, path.split("/")):
-        node = next((c for c in node.children if c.name == part), None)
-        if node is None:
-            return False
-    return True
