@@ -288,7 +288,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     """
     spec = api.spec(config)
     work = Workload.of(work, **options)
-    spec.check(seq=work.seq, gen=work.gen, context=work.context)
+    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp)
     vals = {**spec.values(), **work.values()}
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),

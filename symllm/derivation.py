@@ -103,7 +103,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     """
     key = json.dumps([source_digest(), repr(spec.structure), work.attention, bool(work.recompute),
                       work.zero_stage, work.stack, work.sp])
-    spec.check(seq=work.seq, gen=work.gen, context=work.context)  # a window the workload passes: refused
+    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp)  # past a window, too many stages
     vals = {**spec.values(), **work.values()}
     hit = cache_get("workload", key)
     if hit is not None and len(hit) == 3:

@@ -160,7 +160,7 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
         return None
     if rendering is None:
         return None
-    return json.dumps([source_digest(), rendering, repr(config), repr(work), names, fmt, bool(standalone),
+    return json.dumps([source_digest(), rendering, repr(config), repr(work), sorted(work.derived), names, fmt, bool(standalone),
                        template, flavor])
 
 

@@ -111,15 +111,19 @@ class Spec:
         """"MHA", "MQA" or "GQA", from n_kv_heads."""
         return self.config.attention_kind
 
-    def check(self, *, seq: int, gen: int, context: int) -> None:
+    def check(self, *, seq: int, gen: int, context: int, pp: int = 1) -> None:
         """Refuse a workload whose context passes the config's sliding window or attention chunk:
         within it attention is full and every count exact; beyond it symllm does not model it yet.
+        Refuse more pipeline stages ``pp`` than blocks (a stage holds at least one).
 
         >>> spec_of(load("mistral-7b-v0.1")).check(seq=4096, gen=1, context=4096)
         Traceback (most recent call last):
         ...
         symllm.errors.SymllmError: seq: 4096 + gen 1 tokens pass mistral-7b-v0.1's 4096-token sliding window; attention beyond it is not modelled yet
         """
+        if pp > self.n_layers:
+            raise SymllmError(f"pp: {pp} pipeline stages for the {self.n_layers} blocks of {self.name}; "
+                              "a stage holds at least one block")
         window = self.config.window
         if window is None or max(seq + gen, context + 1) <= window:
             return

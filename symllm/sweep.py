@@ -552,6 +552,11 @@ class Sweep:
 
         if self.context_follows_seq:
             f["context"] = f["seq"]
+        if self.workload.pp > 1:  # more pipeline stages than blocks: refused, as count does
+            ok = np.asarray(f["n_layers"] >= self.workload.pp, dtype=bool)
+            self.stats.drop("pp", valid & ~ok, lambda i: f"pp: {self.workload.pp} pipeline stages for "
+                                                             f"{f['n_layers'][i]} blocks")
+            valid &= ok
         if self.base.window is not None:  # past a sliding window or attention chunk: refused, as count does
             ok = np.maximum(f["seq"] + f["gen"], f["context"] + 1) <= self.base.window
 

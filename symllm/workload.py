@@ -195,6 +195,10 @@ class Workload:
         if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
             hardware.peak_flops(self.gpu, self.dtype, self.act_dtype)
         _check_choice("stack", self.stack, STACKS)
+        if self.stack != "ideal" and (self.lora_rank is not None or self.tp > 1 or self.pp > 1):
+            # LoRA's and the per-GPU memory use the ideal stack's tensors: refused rather than mixed
+            raise SymllmError(f"stack: {self.stack} is not modelled with LoRA or a parallel layout yet "
+                              "(--lora-rank, --tp, --pp use the ideal stack)")
 
     @classmethod
     def of(cls, workload: Workload | None = None, **options) -> Workload:

@@ -309,3 +309,20 @@ def test_derive_shows_the_comm_terms(capsys):
     assert list(dv.term_values) == list(counted.values()) and dv.value == sum(counted.values())
     assert main(["derive", "--quantity", "comm", "--component", "attention"]) == 2
     assert "comm is the whole model's" in capsys.readouterr().err
+
+
+def test_more_stages_than_blocks_are_refused(cli):
+    """A pipeline stage holds at least one block: --pp past n_layers is one line (exit 2) for count, and a
+    sweep drops those points saying why."""
+    r = cli(["count", "llama3.1-8b", "--pp", "33"])
+    assert r.code == 2 and r.out == "" and r.err.startswith("symllm: error: pp: 33 pipeline stages for the 32 blocks")
+    assert cli(["count", "llama3.1-8b", "--pp", "32"]).code == 0
+    r = cli(["sweep", "--base", "llama3.1-8b", "--n-layers", "8,16", "--pp", "12", "--quantity", "params_per_gpu"])
+    assert [row.split(",")[0] for row in r.out.splitlines()[1:]] == ["16"] and "1 pp (first: pp: 12" in r.err
+
+
+@pytest.mark.parametrize("option", [["--lora-rank", "8"], ["--tp", "2"], ["--pp", "2"]])
+def test_hf_stacks_are_not_mixed_with_layouts_or_lora(cli, option):
+    """Per-GPU and LoRA memory use the ideal stack's tensors: an HF stack with them is refused, not mixed."""
+    r = cli(["count", "llama3.1-8b", "--stack", "hf-eager", *option])
+    assert r.code == 2 and r.err.startswith("symllm: error: stack: hf-eager is not modelled with LoRA")

@@ -223,3 +223,14 @@ def test_report_cache_finds_the_built_in_templates():
     """quick hashes the folder render.template_dir() reads (it finds it without importing jinja2)."""
     from symllm import render
     assert quick._template_folder() == render.template_dir()
+
+
+def test_report_cache_knows_a_given_context(tmp_path, monkeypatch):
+    """`--context 2048` and no --context give the same numbers for a 2048-token prompt but not the same
+    text (the decode row names t = 2,048 or s): the read-back report follows what was given."""
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(tmp_path))
+    from symllm import quick
+    implied = quick.report("llama2-7b", fmt="markdown")
+    given = quick.report("llama2-7b", fmt="markdown", context=2048)
+    assert "one decode step at context s (matmuls)" in implied
+    assert "one decode step at context t = 2,048 (matmuls)" in given
