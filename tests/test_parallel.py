@@ -141,6 +141,7 @@ def _dense(cfg) -> bool:
 def test_per_gpu_params_equal_dtensor_shards_of_the_largest_stage(cfg, ranks, stages):
     """params.per_gpu is the largest, over every pipeline stage, of what tensor rank 0 holds after
     torch's parallelize_module (rank 0 holds the ceiling of an uneven split, as DTensor chunks)."""
+    stages = min(stages, cfg.n_layers)  # a stage holds at least one block (more stages are refused)
     with fake_group(ranks) as mesh:
         model = _parallel_reference(cfg, ranks, mesh)
         split = _stages(cfg.n_layers, stages)
