@@ -78,11 +78,9 @@ def _sizes() -> dict:
     """The split dimensions of :data:`PLAN`, as substitutions: heads (of ``d_h`` columns each), the
     SwiGLU width and the vocabulary. Column-wise splits the output, row-wise the input: for each
     linear of the plan, exactly the one of these its weight has."""
-    out = {S.n_h: _split(S.n_h * S.d_h) / S.d_h, S.n_kv: _split(S.n_kv * S.d_h) / S.d_h,
-           S.d_ff: _split(S.d_ff), S.V: _split(S.V)}
-    if hasattr(S, "d_fd"):  # the dense layers' width of a model that interleaves MoE layers
-        out[S.d_fd] = _split(S.d_fd)
-    return out
+    # d_fd: the dense layers' width of a model that interleaves MoE layers
+    return {S.n_h: _split(S.n_h * S.d_h) / S.d_h, S.n_kv: _split(S.n_kv * S.d_h) / S.d_h,
+            S.d_ff: _split(S.d_ff), S.d_fd: _split(S.d_fd), S.V: _split(S.V)}
 
 
 def _sharded(comp: Component, seq: bool) -> Component:

@@ -48,6 +48,11 @@ def _integer(field_: str, value, low: int = 1) -> int:
     return value
 
 
+def _boolean(field_: str, value) -> None:
+    if not isinstance(value, bool):
+        raise SymllmError(f"{field_}: expected True or False, got {value!r}")
+
+
 def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> int | Fraction:
     """Bytes per element of ``name``, exact; int4 includes one fp16 scale per ``group_size`` weights.
     ``field`` names the option in an error (``kv_dtype``, ``act_dtype``).
@@ -175,10 +180,8 @@ class Workload:
         _check_choice("attention", self.attention, ATTENTION)
         if isinstance(self.zero_stage, bool) or self.zero_stage not in range(4) or not isinstance(self.zero_stage, int):
             raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {self.zero_stage!r}")
-        if not isinstance(self.recompute, bool):
-            raise SymllmError(f"recompute: expected True or False, got {self.recompute!r}")
-        if not isinstance(self.sp, bool):
-            raise SymllmError(f"sp: expected True or False, got {self.sp!r}")
+        _boolean("recompute", self.recompute)
+        _boolean("sp", self.sp)
         _check_choice("dtype", self.dtype, DTYPES)
         put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
         _check_choice("kv_dtype", self.kv_dtype, DTYPES)
@@ -188,8 +191,7 @@ class Workload:
         if self.lora_rank is not None:
             _integer("lora_rank", self.lora_rank)
         put("lora_targets", lora_targets(self.lora_targets))
-        if not isinstance(self.qlora, bool):
-            raise SymllmError(f"qlora: expected True or False, got {self.qlora!r}")
+        _boolean("qlora", self.qlora)
         if self.qlora and self.lora_rank is None:
             raise SymllmError("qlora: QLoRA trains LoRA adapters; give lora_rank (--lora-rank) too")
         if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
