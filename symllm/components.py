@@ -11,7 +11,8 @@ Conventions, stated once (README "Conventions"):
   ``t`` tokens per sequence already in the KV cache (prefill: ``t = 0``; a decode step: ``s = 1``).
 * The attention core (``QKᵀ`` and ``A·V``) counts every score of the ``s × (t + s)`` rectangle when
   ``causal=False`` ("dense", what eager/SDPA kernels and torch's ``FlopCounterMode`` count), or only
-  the unmasked pairs ``s·t + s(s+1)/2`` when ``causal=True``. Never silently halved.
+  the unmasked pairs ``s·t + s(s+1)/2`` when ``causal=True``. Never silently halved. A sliding window
+  or attention chunk of ``W`` limits both to what transformers computes and its mask keeps (:func:`_pairs`).
 * Element-wise FLOPs (norms, SiLU, gating, RoPE, softmax, residual adds) live in their own
   ``elementwise`` bucket, with the per-element counts in :data:`ELEMENTWISE`.
 
@@ -29,12 +30,13 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .errors import SymllmError
-from .symbols import L, LATEX, L_moe, L_nope, V, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv, s, t
+from .symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
+                      s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
     "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
-    "router", "experts", "moe", "MOE_KINDS",
+    "router", "experts", "moe", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected",
 ]
 
@@ -58,6 +60,10 @@ ELEMENTWISE = {
 #: how a model's feed-forward layers are made: dense everywhere (None), mixture-of-experts in every layer
 #: ("all": Mixtral, Llama 4 Scout), or in some layers with the others dense of width d_fd ("some": Maverick)
 MOE_KINDS = (None, "all", "some")
+
+#: how far a query of a layer with a window sees back: full attention (None), the last ``W`` positions
+#: ("sliding": Mistral v0.1), or the positions of its own chunk of ``W`` ("chunked": Llama 4's RoPE layers)
+WINDOWS = (None, "sliding", "chunked")
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
 #: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
@@ -299,13 +305,88 @@ def rope() -> Component:
                      doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)")
 
 
-def _pairs(causal: bool) -> sp.Expr:
-    """Query-key pairs per sequence and head: dense rectangle or the unmasked causal pairs."""
-    return s * t + s * (s + 1) / 2 if causal else s * (t + s)
+class _WindowPairs(sp.Function):
+    """``P(x, W)``: the unmasked query-key pairs of the first ``x`` positions of a sequence under a window
+    ``W`` (a sum over positions of the keys each sees). Kept unevaluated inside a component's FLOPs so
+    that a sum over decode steps telescopes (``P(t+1) - P(t)`` summed over ``t`` is two terms);
+    :func:`expand_windows` writes it out with ``Min`` / ``floor`` (what ``costs`` hands on)."""
+
+    @classmethod
+    def eval(cls, x, w):
+        if x == 0:
+            return sp.S.Zero
+        if x.is_Integer and w.is_Integer:
+            return cls.explicit(x, w)
+        return None
+
+    @staticmethod
+    def explicit(x, w):  # pragma: no cover - each subclass states its own
+        raise NotImplementedError
+
+
+class SlidingPairs(_WindowPairs):
+    """``Σ_{j=1}^{x} min(j, W)``: position ``j`` (1-based) sees the last ``min(j, W)`` positions.
+
+    >>> SlidingPairs(10, 4), sum(min(j, 4) for j in range(1, 11))
+    (34, 34)
+    >>> SlidingPairs.explicit(s, W)
+    W*(s - Min(W, s)) + (Min(W, s) + 1)*Min(W, s)/2
+    """
+
+    @staticmethod
+    def explicit(x, w):
+        low = sp.Min(x, w)
+        return low * (low + 1) / 2 + (x - low) * w
+
+
+class ChunkedPairs(_WindowPairs):
+    """``Σ_{j=1}^{x} ((j - 1) mod W + 1)``: position ``j`` sees the positions of its own chunk up to itself.
+
+    >>> ChunkedPairs(10, 4), sum((j - 1) % 4 + 1 for j in range(1, 11))
+    (23, 23)
+    """
+
+    @staticmethod
+    def explicit(x, w):
+        chunks = sp.floor(x / w)
+        rest = x - w * chunks
+        return chunks * w * (w + 1) / 2 + rest * (rest + 1) / 2
+
+
+def expand_windows(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with every :class:`SlidingPairs` / :class:`ChunkedPairs` written out in ``Min`` / ``floor``.
+
+    >>> expand_windows(SlidingPairs(s, W) - SlidingPairs(s - 1, W)).subs({s: 9, W: 4})
+    4
+    """
+    if not expr.has(_WindowPairs):
+        return expr
+    return expr.replace(lambda e: isinstance(e, _WindowPairs), lambda e: type(e).explicit(*e.args))
+
+
+def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
+    """Query-key pairs per sequence and head of a pass of ``s`` new queries after ``t`` cached tokens.
+
+    Full attention: the dense rectangle ``s·(t + s)`` or the unmasked causal pairs. With a window the
+    dense rectangle is what transformers computes: ``s`` queries × the keys it holds, the last
+    ``min(t, W - 1)`` cached ones and the ``s`` new ones (its ``DynamicSlidingWindowLayer``, used for
+    sliding and chunked layers alike); causal counts the pairs the mask keeps, ``P(t + s) - P(t)``.
+
+    >>> _pairs(False, "sliding").subs({t: 100, s: 1, W: 8}), _pairs(True, "chunked").subs({t: 0, s: 10, W: 4})
+    (8, 23)
+    """
+    if window not in WINDOWS:
+        raise SymllmError(f"window: unknown {window!r} (known: {', '.join(map(str, WINDOWS))})")
+    if window is None:
+        return s * t + s * (s + 1) / 2 if causal else s * (t + s)
+    if not causal:
+        return s * (sp.Min(t + 1, W) + s - 1)  # min(t, W - 1) + s keys, written so decode steps telescope
+    pairs = SlidingPairs if window == "sliding" else ChunkedPairs
+    return pairs(t + s, W) - pairs(t, W)
 
 
 def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None = None,
-              causal: bool = False, rotary: bool = True) -> Component:
+              causal: bool = False, rotary: bool = True, window: str | None = None) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core.
 
     ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
@@ -314,19 +395,22 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
     four projections (HF ``attention_bias``), ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2);
     ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's.
     ``rotary=False`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of its queries.
+    ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see :func:`_pairs`); the cache
+    then holds the last ``min(t + s, W)`` positions.
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
     >>> sp.expand(attention(qkv_bias=True).total("params") - attention().total("params"))
     d_h*n_h + 2*d_h*n_kv
     """
-    pairs = _pairs(causal)
+    pairs = _pairs(causal, window)
+    held = t + s if window is None else sp.Min(t + s, W)  # positions in the cache after the pass
     in_bias = bias or qkv_bias
     norms = qk_norms(qk_norm) if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
     return Component(
         "attention",
-        kv_cache=2 * b * (t + s) * n_kv * d_h,
+        kv_cache=2 * b * held * n_kv * d_h,
         # saved for backward (eager attention): the normed input of wq/wk/wv; Q and K after RoPE and V
         # (n_kv heads: GQA saves them unrepeated); the softmax probabilities b·n_h·s·s (also A·V's left
         # operand); the input of wo
@@ -342,7 +426,7 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE"),
             # live at inference: a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
-                      live=(2 * b * n_h * s ** 2, 2 * b * n_h * (s + n)),
+                      live=(2 * b * n_h * s ** 2, 2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
                       doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"),
             Component("context", flops=core, doc="output = torch.matmul(scores, values)"),
         ),
@@ -477,10 +561,11 @@ def lm_head(*, tied: bool = False) -> Component:
 
 def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, causal: bool = False, ffn: str = "dense", shared_expert: bool = False,
-          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block") -> Component:
+          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None) -> Component:
     """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
     ``out = h + feed_forward(ffn_norm(h))``; with ``ffn="moe"`` the feed-forward is a mixture of
-    experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm).
+    experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm);
+    ``window`` is its attention's (:func:`attention`).
 
     >>> [c.name for c in block().children], [c.name for c in block(ffn="moe").children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
@@ -498,7 +583,8 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
         resident=2 * _T * d,  # the residual stream and the normed input
         children=(
             rmsnorm("attention_norm"),
-            attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary),
+            attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary,
+                      window=window),
             rmsnorm("ffn_norm"),
             feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(shared=shared_expert),
         ),
@@ -506,8 +592,14 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
     )
 
 
-def _layers(moe_kind, nope: bool):
-    """The groups of identical blocks: ``(name, block options, how many)``, in model order."""
+def _layers(moe_kind, nope: bool, window: str | None = None):
+    """The groups of identical blocks: ``(name, block options, how many)``, in model order. A window is
+    in the layers with RoPE (Llama 4 attends to the whole context in its layers without)."""
+    return [(name, dict(options, window=window if options.get("rotary", True) else None), count)
+            for name, options, count in _groups(moe_kind, nope)]
+
+
+def _groups(moe_kind, nope: bool):
     if moe_kind not in MOE_KINDS:
         raise SymllmError(f"moe: unknown {moe_kind!r} (known: {', '.join(map(str, MOE_KINDS))})")
     if moe_kind != "some":
@@ -525,7 +617,7 @@ def _layers(moe_kind, nope: bool):
 
 def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False, moe: str | None = None,
-          shared_expert: bool = False, nope: bool = False) -> Component:
+          shared_expert: bool = False, nope: bool = False, window: str | None = None) -> Component:
     """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
@@ -534,6 +626,7 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     mixture of experts in every block (``"all"``) or in ``L_moe`` of them (``"some"``, the others dense
     of width ``d_fd``), ``shared_expert`` adds Llama 4's shared expert, ``nope`` makes ``L_nope`` blocks
     (among the MoE ones) Llama 4 layers without RoPE. Blocks that differ form groups, each repeated.
+    ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE.
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
@@ -547,7 +640,7 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     common = dict(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
                   causal=causal, shared_expert=shared_expert)
     groups = tuple(block(**common, **options, name=name).replace(repeat=count)
-                   for name, options, count in _layers(moe, nope))
+                   for name, options, count in _layers(moe, nope, window))
     return Component(
         "model",
         children=(embedding(), *groups, rmsnorm("norm"), lm_head(tied=tied)),

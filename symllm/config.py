@@ -134,11 +134,12 @@ class ModelConfig:
     dense_hidden_dim: int | None = None
     #: indices of the layers without RoPE (Llama 4; they must be MoE layers when only some are)
     nope_layers: tuple = ()
-    #: sliding-window attention: a query sees at most this many keys (Mistral v0.1); counted exactly
-    #: while the context fits in it, and refused beyond
+    #: sliding-window attention: a query sees at most this many keys, the last ones (Mistral v0.1)
     sliding_window: int | None = None
-    #: chunked attention (Llama 4's RoPE layers): a query sees the keys of its own chunk of this many
-    #: tokens; counted exactly while the context fits in one chunk, and refused beyond
+    #: the layers with the sliding window when only some have it (Qwen's max_window_layers; None: every
+    #: layer); such a config is counted exactly while the context fits in the window, and refused beyond
+    window_layers: tuple | None = None
+    #: chunked attention (Llama 4's RoPE layers): a query sees the keys of its own chunk of this many tokens
     attention_chunk: int | None = None
     #: what a reader should know about what was counted (e.g. a vision encoder that is not)
     note: str | None = None
@@ -188,6 +189,13 @@ class ModelConfig:
                               "without RoPE among the MoE layers only (as Llama 4 places them)")
         for field in ("sliding_window", "attention_chunk"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
+        if self.sliding_window is not None and self.attention_chunk is not None:
+            raise SymllmError(f"attention_chunk: {self.attention_chunk} given with sliding_window "
+                              f"{self.sliding_window}; a layer has one or the other")
+        if self.window_layers is not None:
+            if self.sliding_window is None:
+                raise SymllmError(f"window_layers: {_short(self.window_layers)} given without sliding_window")
+            put("window_layers", _layer_ids("window_layers", self.window_layers, self.n_layers))
 
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim"):
@@ -238,8 +246,14 @@ class ModelConfig:
     @property
     def window(self) -> int | None:
         """The most keys a query may see (sliding window or chunk), or None (full attention)."""
-        given = [w for w in (self.sliding_window, self.attention_chunk) if w is not None]
-        return min(given) if given else None
+        return self.sliding_window if self.attention_chunk is None else self.attention_chunk
+
+    @property
+    def window_kind(self) -> str | None:
+        """None (full attention), "sliding" or "chunked" (see :data:`symllm.components.WINDOWS`)."""
+        if self.window is None:
+            return None
+        return "sliding" if self.attention_chunk is None else "chunked"
 
     @property
     def hidden_rule(self) -> str:
@@ -476,21 +490,26 @@ def _check_hf(raw: dict) -> dict:
     return rules
 
 
-def _sliding_window(raw: dict, kind: str, rules: dict):
-    """The window transformers' class applies to some layer, or None (full attention everywhere)."""
+def _sliding_window(raw: dict, kind: str, rules: dict) -> dict:
+    """The window transformers' class applies (``sliding_window``, None: full attention everywhere) and,
+    when only some layers have it, which (``window_layers``)."""
     if kind in ("llama", "llama4_text"):
-        return None
+        return {}
     window = raw.get("sliding_window", rules["window"])
     if kind in ("qwen2", "qwen3"):  # the window is used only with use_sliding_window, from max_window_layers on
         if not raw.get("use_sliding_window", False) or window is None:
-            return None
+            return {}
         L, top = raw.get("num_hidden_layers"), raw.get("max_window_layers", 28)
         types = raw.get("layer_types")
         if types is None and isinstance(L, int) and isinstance(top, int):
             types = ["sliding_attention" if i >= top else "full_attention" for i in range(L)]
-        if isinstance(types, list) and all(t == "full_attention" for t in types):
-            return None
-    return window
+        if isinstance(types, list):
+            sliding = [i for i, kind_ in enumerate(types) if kind_ != "full_attention"]
+            if not sliding:
+                return {}
+            if len(sliding) < len(types):
+                return {"sliding_window": window, "window_layers": sliding}
+    return {"sliding_window": window}
 
 
 def _llama4(raw: dict, L) -> dict:
@@ -548,7 +567,7 @@ def _from_hf(raw: dict, vocab_size, name) -> ModelConfig:
         attention_bias=raw.get("attention_bias", False) if "attention_bias" in rules["reads"] else False,
         mlp_bias=raw.get("mlp_bias", False) if "mlp_bias" in rules["reads"] else False,
         qkv_bias=rules["qkv_bias"],
-        sliding_window=_sliding_window(raw, kind, rules),
+        **_sliding_window(raw, kind, rules),
         norm_eps=raw.get("rms_norm_eps", 1e-6),
         rope_theta=theta,
         name=name,

@@ -37,7 +37,7 @@ import sympy as sp
 
 from . import api, hardware, parallel, stacks
 from . import symbols as S
-from .components import Component, component, model
+from .components import Component, SlidingPairs, _WindowPairs, component, expand_windows, model
 from .errors import SymllmError
 from .evaluate import evaluate
 from .workload import ATTENTION, DTYPES, Workload, dtype_bytes
@@ -66,22 +66,63 @@ def _component(comp, attention: str) -> Component:
     return comp if isinstance(comp, Component) else component(comp, model(causal=attention == "causal"))
 
 
+def _first_difference(low: sp.Min) -> sp.Expr:
+    """``Min(u, v)`` (``u`` the one with the context ``t``) as ``P(u) - P(u - 1)``, ``P`` the sum of
+    ``min(j, v)`` over ``j ≤ x`` (:class:`SlidingPairs`): summed over decode steps, it telescopes."""
+    (u,), v = [a for a in low.args if a.has(S.t)], [a for a in low.args if not a.has(S.t)]
+    v = sp.Min(*v)
+    return SlidingPairs(u, v) - SlidingPairs(u - 1, v)
+
+
+def _decode_sum(step: sp.Expr) -> sp.Expr:
+    """``Σ_{t=s}^{s+n-1} step(t)``: the ``n`` decode steps after a prefill of ``s``, in closed form.
+
+    Polynomial terms are summed by SymPy; a window's pairs ``P(t + a)`` (and a ``Min`` over ``t``,
+    rewritten as a first difference) telescope: ``Σ_t [P(t + a + 1) - P(t + a)] = P(s + n + a) - P(s + a)``.
+
+    >>> _decode_sum(S.t + 1)
+    n*(n + 2*s + 1)/2
+    >>> expand_windows(_decode_sum(sp.Min(S.t + 1, S.W))).subs({S.s: 3, S.n: 6, S.W: 5})
+    29
+    >>> sum(min(t + 1, 5) for t in range(3, 3 + 6))
+    29
+    """
+    step = sp.expand(step.replace(lambda e: isinstance(e, sp.Min) and e.has(S.t), _first_difference))
+    windows = sorted((a for a in step.atoms(_WindowPairs) if a.has(S.t)), key=sp.default_sort_key)
+    rest = step.subs({a: 0 for a in windows})
+    total = sp.factor(sp.summation(sp.expand(rest.subs(S.t, S.s + _i)), (_i, 0, S.n - 1)))
+    groups: dict = {}  # (class, window, argument less t) -> {shift: coefficient}
+    for a in windows:
+        x, w = a.args
+        shift = x - S.t
+        if shift.has(S.t) or not shift.is_Integer or step.coeff(a).has(S.t):
+            raise SymllmError(f"generation: cannot sum {a} over decode steps")  # not produced by the components
+        groups.setdefault((type(a), w), {})[int(shift)] = step.coeff(a)
+    for (pairs, w), coeffs in groups.items():
+        carried = sp.S.Zero  # Σ_a c_a P(t+a) = Σ_a C_a [P(t+a+1) - P(t+a)], C_a = -Σ_{a' ≤ a} c_a'
+        for a in range(min(coeffs), max(coeffs) + 1):
+            carried -= coeffs.get(a, 0)
+            total += carried * (pairs(S.s + S.n + a, w) - pairs(S.s + a, w))
+        if carried != 0:
+            raise SymllmError("generation: a window's pairs do not telescope over decode steps")
+    return total
+
+
 @lru_cache(maxsize=256)
 def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr:
     forward = comp.total("flops" if bucket == "matmul" else "elementwise")
     step = forward.subs(S.s, 1)  # one decode step at context t
     if phase == "forward":
-        return forward
+        return expand_windows(forward)
     if phase == "prefill":
-        return forward.subs(S.t, 0)
+        return expand_windows(forward.subs(S.t, 0))
     if phase == "decode":
-        return step
+        return expand_windows(step)
     if phase == "generation":
-        steps = sp.summation(sp.expand(step.subs(S.t, S.s + _i)), (_i, 0, S.n - 1))
-        return forward.subs(S.t, 0) + sp.factor(steps)
+        return expand_windows(forward.subs(S.t, 0) + _decode_sum(step))
     if bucket != "matmul":
         raise SymllmError("bucket: training FLOPs are counted for the matmul bucket only")
-    return (4 if recompute else 3) * forward.subs(S.t, 0)
+    return expand_windows((4 if recompute else 3) * forward.subs(S.t, 0))
 
 
 def flops(component="model", phase: str = "prefill", *, attention: str = "dense", bucket: str = "matmul",

@@ -48,6 +48,8 @@ class Structure:
     shared_expert: bool = False
     #: some layers have no RoPE (Llama 4)
     nope: bool = False
+    #: the attention window of the layers with RoPE: None, "sliding" or "chunked"
+    window: str | None = None
 
 
 @lru_cache(maxsize=None)
@@ -59,7 +61,8 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     """
     return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
                  qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal,
-                 moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope)
+                 moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope,
+                 window=structure.window)
 
 
 @lru_cache(maxsize=None)
@@ -100,6 +103,8 @@ class Spec:
     dense_hidden_dim: int | None = None
     #: layers without RoPE (None: none)
     n_nope_layers: int | None = None
+    #: the sliding window or the attention chunk (None: full attention)
+    window: int | None = None
 
     @property
     def hidden_rule(self) -> str:
@@ -112,24 +117,26 @@ class Spec:
         return self.config.attention_kind
 
     def check(self, *, seq: int, gen: int, context: int, pp: int = 1) -> None:
-        """Refuse a workload whose context passes the config's sliding window or attention chunk:
-        within it attention is full and every count exact; beyond it symllm does not model it yet.
-        Refuse more pipeline stages ``pp`` than blocks (a stage holds at least one).
+        """Refuse more pipeline stages ``pp`` than blocks (a stage holds at least one), and a context
+        past a sliding window that only some layers have (Qwen's ``max_window_layers``): within the window
+        attention is full and every count exact; beyond it those layers differ from the others, which
+        symllm does not model. (A window in every layer with RoPE is modelled at any length.)
 
-        >>> spec_of(load("mistral-7b-v0.1")).check(seq=4096, gen=1, context=4096)
+        >>> spec_of(load("llama3.2-1b")).check(seq=8, gen=0, context=0, pp=17)
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: seq: 4096 + gen 1 tokens pass mistral-7b-v0.1's 4096-token sliding window; attention beyond it is not modelled yet
+        symllm.errors.SymllmError: pp: 17 pipeline stages for the 16 blocks of llama3.2-1b; a stage holds at least one block
         """
         if pp > self.n_layers:
             raise SymllmError(f"pp: {pp} pipeline stages for the {self.n_layers} blocks of {self.name}; "
                               "a stage holds at least one block")
         window = self.config.window
-        if window is None or max(seq + gen, context + 1) <= window:
+        if self.config.window_layers is None or max(seq + gen, context + 1) <= window:
             return
-        what = "sliding window" if window == self.config.sliding_window else "attention chunk"
         where = f"seq: {seq} + gen {gen} tokens" if seq + gen > window else f"context: {context} + 1 tokens"
-        raise SymllmError(f"{where} pass {self.name}'s {window}-token {what}; attention beyond it is not modelled yet")
+        raise SymllmError(f"{where} pass {self.name}'s {window}-token sliding window, which only "
+                          f"{len(self.config.window_layers)} of its {self.n_layers} layers have; attention "
+                          "past a window in some layers only is not modelled")
 
     def model(self, attention: str = "dense") -> Component:
         """The component tree of this spec's structure (shared by every spec of that structure)."""
@@ -157,10 +164,12 @@ def spec_of(config: ModelConfig) -> Spec:
         d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
-                          moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers))
+                          moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers),
+                          window=config.window_kind if config.window_layers is None else None)
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
                 structure=structure, config=config, n_experts=config.n_experts,
                 experts_per_token=config.experts_per_token, n_moe_layers=config.n_moe_layers,
-                dense_hidden_dim=config.dense_hidden_dim, n_nope_layers=config.n_nope_layers)
+                dense_hidden_dim=config.dense_hidden_dim, n_nope_layers=config.n_nope_layers,
+                window=config.window if config.window_layers is None else None)

@@ -70,7 +70,7 @@ WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if o
 
 _SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
 #: model symbols a sweep takes from its base and never varies
-_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.L_moe, S.L_nope)
+_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.L_moe, S.L_nope, S.W)
 
 #: the largest table file :func:`read_table` reads (its rows are held in memory)
 TABLE_BYTES = 256 << 20
@@ -485,7 +485,7 @@ class Sweep:
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
         mdl = api.spec(base_cfg).model(work.attention).replace(definitions=())
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
-        # the mixture of experts and the layers without RoPE stay the base's (experts, top-k, layer counts)
+        # the mixture of experts, the layers without RoPE and the window stay the base's
         fixed.update({sym: v for sym, v in api.spec(base_cfg).values().items() if sym in _FIXED_MODEL})
         if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
@@ -557,7 +557,7 @@ class Sweep:
             self.stats.drop("pp", valid & ~ok, lambda i: f"pp: {self.workload.pp} pipeline stages for "
                                                              f"{f['n_layers'][i]} blocks")
             valid &= ok
-        if self.base.window is not None:  # past a sliding window or attention chunk: refused, as count does
+        if self.base.window_layers is not None:  # past a window that some layers have: refused, as count does
             ok = np.maximum(f["seq"] + f["gen"], f["context"] + 1) <= self.base.window
 
             def window_line(i):

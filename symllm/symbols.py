@@ -18,7 +18,7 @@ import sympy as sp
 
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
-    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope",
+    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope", "W",
     "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -57,6 +57,8 @@ k = sp.Symbol("k", **_size)
 d_fd = sp.Symbol("d_fd", **_size)
 L_moe = sp.Symbol("L_moe", **_size)
 L_nope = sp.Symbol("L_nope", **_size)
+# sliding-window (Mistral) or chunked (Llama 4) attention
+W = sp.Symbol("W", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 t = sp.Symbol("t", integer=True, nonnegative=True)
@@ -100,6 +102,7 @@ _TABLE = [
                "SwiGLU width of the dense layers of a model that interleaves MoE layers", "model"),
     SymbolInfo(L_moe, "n_moe_layers", r"L_{\mathrm{moe}}", "mixture-of-experts blocks (of the L)", "model"),
     SymbolInfo(L_nope, "n_nope_layers", r"L_{\mathrm{nope}}", "blocks without RoPE (of the L)", "model"),
+    SymbolInfo(W, "window", "W", "keys a query may see: the sliding window, or the attention chunk", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(t, "context", "t", "tokens already in the KV cache", "workload"),

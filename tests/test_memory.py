@@ -57,12 +57,12 @@ def test_kv_cache_bytes_after_prefill_and_decode_steps(cfg, w):
 @settings(max_examples=100)
 @given(st.sampled_from(symllm.preset_names()), st.integers(1, 64), st.integers(1, 10**6), st.integers(0, 10**5))
 def test_fp16_kv_cache_is_4_bytes_per_layer_kv_head_dim_and_token(name, b, s, n):
-    """The fp16 KV cache is 4·b·L·n_kv·d_h·(s+n) bytes (K and V, 2 bytes each; GQA: n_kv heads)."""
+    """The fp16 KV cache is 4·b·L·n_kv·d_h·(s+n) bytes (K and V, 2 bytes each; GQA: n_kv heads); a layer
+    with a sliding window or attention chunk of W (Mistral; Llama 4's layers with RoPE) holds min(s+n, W)."""
     cfg = symllm.load(name)
-    if cfg.window is not None:  # a windowed preset: a workload inside its window (past it is refused)
-        s = min(s, cfg.window - 1)
-        n = min(n, cfg.window - s)
-    by_hand = 4 * b * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * (s + n)
+    windowed = 0 if cfg.window is None else cfg.n_layers - len(cfg.nope_layers)
+    positions = (cfg.n_layers - windowed) * (s + n) + windowed * min(s + n, cfg.window or 0)
+    by_hand = 4 * b * cfg.n_kv_heads * cfg.head_dim * positions
     assert costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp16")["memory"]["kv_cache"] == by_hand
 
 

@@ -165,20 +165,7 @@ def test_mixtral_flops_are_those_of_its_active_weights():
     assert costs.workload("mixtral-8x7b", batch=b, seq=s)["flops"]["prefill"] == expected
 
 
-# --- windows and chunks -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("name,window", [("mistral-7b-v0.1", 4096), (LLAMA4[0], 8192)])
-def test_workloads_past_a_window_are_refused(cli, name, window):
-    """Within the sliding window (or Llama 4's attention chunk) attention is full and counted; a workload
-    whose context passes it is refused in one line (exit 2), never counted as full attention."""
-    inside = cli(["count", name, "--seq", str(window - 1), "--json"])  # its decode step sees the whole window
-    assert inside.code == 0 and json.loads(inside.out)["memory"]["kv_cache"] > 0
-    for argv, field in ((["--seq", str(window + 1)], "seq"), (["--seq", "8", "--gen", str(window)], "seq"),
-                        (["--seq", str(window)], "context"), (["--seq", "8", "--context", str(window)], "context")):
-        r = cli(["count", name, *argv])
-        assert r.code == 2 and r.out == "" and r.err.startswith(f"symllm: error: {field}: ")
-        assert r.err.count("\n") == 1 and f"{window}-token" in r.err
-
+# --- windows and chunks (past the window: tests/test_windows.py) ----------------------------------------
 
 @settings(max_examples=10, deadline=None)
 @given(st.integers(1, 2), st.integers(1, 7))
@@ -252,13 +239,6 @@ def test_reference_moe_flops_equal_flopcountermode(torch, reference, raw, b, s):
         model(tokens).sum().backward()
     work = costs.workload(cfg, batch=b, seq=s)["flops"]
     assert (work["prefill"], work["training_step"]) == (forward.get_total_flops(), train.get_total_flops())
-
-
-def test_sweep_drops_points_past_the_window(cli):
-    """A sweep over a windowed model keeps the points inside the window and says why it dropped the rest."""
-    r = cli(["sweep", "--base", "mistral-7b-v0.1", "--seq", "1024,4095,4096,8192", "--quantity", "flops"])
-    assert r.code == 0 and [row.split(",")[0] for row in r.out.splitlines()[1:]] == ["1024", "4095"]
-    assert "2 window (first: context: 4096 + 1 tokens pass mistral-7b-v0.1's 4096-token sliding window" in r.err
 
 
 @pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + ("mistral-7b-v0.1",))

@@ -1,0 +1,160 @@
+"""Attention past a window: Mistral's sliding window and Llama 4's attention chunks, at any length.
+
+Expected numbers come from transformers itself: its models run on the CPU under FlopCounterMode through a
+prefill and decode steps with its own cache (dense: the rectangle its kernels compute), its mask functions
+evaluated on every (query, key) pair (causal: the pairs the mask keeps), the cache tensors it holds, and
+plain-Python sums written here from the definitions of the windows."""
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import symllm
+from symllm import api, costs
+from symllm.config import from_hf
+
+from .conftest import requires
+
+MISTRAL = {"model_type": "mistral", "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 40, "sliding_window": 5}
+
+
+def _llama4(chunk: int, ropes: list) -> dict:
+    """A small Llama 4 text model with one expert (transformers runs every expert on every token, so with
+    one expert, k = 1, what it computes is the model's FLOPs)."""
+    return {"model_type": "llama4_text", "hidden_size": 16, "intermediate_size": 24, "intermediate_size_mlp": 20,
+            "num_hidden_layers": len(ropes), "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
+            "vocab_size": 40, "attention_chunk_size": chunk, "num_local_experts": 1, "num_experts_per_tok": 1,
+            "interleave_moe_layer_step": 1, "no_rope_layers": ropes}
+
+
+def _generate(raw: dict, b: int, s: int, n: int):
+    """FLOPs of a prefill of s tokens and n decode steps through transformers' own cache, and the K/V
+    elements that cache holds afterwards."""
+    transformers, torch = requires("transformers"), requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    cache, total = transformers.DynamicCache(config=config), 0
+    with torch.no_grad():
+        for tokens in [s] + [1] * n:
+            with FlopCounterMode(display=False) as counter:
+                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True)
+            total += counter.get_total_flops()
+    return total, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+
+
+def _windowed_layers(raw: dict) -> int:
+    return sum(raw["no_rope_layers"]) if raw["model_type"] == "llama4_text" else raw["num_hidden_layers"]
+
+
+@st.composite
+def windowed(draw):
+    """A small Mistral (sliding window) or Llama 4 (attention chunks in its RoPE layers), a window
+    between 2 and 8, and a workload that may pass it many times over. (A window of 1 is left out:
+    transformers' cache keeps ``keys[:, :, -W + 1:]``, which for W = 1 is every key.)"""
+    window = draw(st.integers(2, 8))
+    if draw(st.booleans()):
+        raw = dict(MISTRAL, sliding_window=window, num_hidden_layers=draw(st.integers(1, 3)))
+    else:
+        raw = _llama4(window, draw(st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4)))
+    return raw, draw(st.integers(1, 2)), draw(st.integers(1, 20)), draw(st.integers(0, 6))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(windowed())
+def test_generation_past_the_window_equals_transformers(args):
+    """Prefill + decode FLOPs (dense: what transformers' eager kernels compute, min(t, W - 1) cached keys
+    and the s new ones per query) equal FlopCounterMode's over transformers' own generation loop; the KV
+    cache is min(s + n, W) positions per windowed layer: transformers holds one fewer between steps once
+    the window is full (the next step's own key completes it), and every position in full-attention layers."""
+    raw, b, s, n = args
+    flops, held = _generate(raw, b, s, n)
+    work = costs.workload(from_hf(raw), batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32")
+    assert work["flops"]["generation"] == flops
+    window = raw.get("sliding_window") or raw["attention_chunk_size"]
+    per_position = 2 * b * raw["num_key_value_heads"] * (raw.get("head_dim") or 4)
+    dropped = _windowed_layers(raw) * per_position * (s + n >= window)
+    assert work["memory"]["kv_cache"] == 4 * (held + dropped)
+
+
+@pytest.mark.parametrize("kind", ["sliding", "chunked"])
+@settings(max_examples=40, deadline=None)
+@given(window=st.integers(1, 12), t=st.integers(0, 40), s=st.integers(1, 30))
+def test_causal_pairs_equal_transformers_masks(kind, window, t, s):
+    """--attention causal counts the (query, key) pairs transformers' mask keeps for s queries after t
+    cached tokens: its sliding-window or chunked causal mask function, evaluated on every pair."""
+    torch = requires("torch")
+    masks = requires("transformers").masking_utils
+    keep = (masks.sliding_window_causal_mask_function(window) if kind == "sliding"
+            else masks.chunked_causal_mask_function(window, torch.zeros(1, dtype=torch.long)))
+    q, kv = torch.arange(t, t + s)[:, None], torch.arange(t + s)[None, :]
+    pairs = int(keep(0, 0, q, kv).sum())
+    raw = dict(MISTRAL, sliding_window=window) if kind == "sliding" else _llama4(window, [1])
+    spec = api.spec(from_hf(raw))
+    scores = spec.model("causal").child("block/attention/scores")
+    per_pair = 2 * 4 * 4  # a d_h = 4 dot product per head, 4 heads, b = 1
+    forward = costs.flops(scores, "forward").subs({**spec.values(), symllm.symbols.b: 1, symllm.symbols.t: t,
+                                                   symllm.symbols.s: s})
+    assert forward == per_pair * pairs
+
+
+@pytest.mark.parametrize("kind", ["sliding", "chunked"])
+@settings(max_examples=40, deadline=None)
+@given(window=st.integers(1, 12), s=st.integers(1, 30), n=st.integers(0, 30))
+def test_causal_generation_is_the_sum_of_its_steps(kind, window, s, n):
+    """Causal generation FLOPs: the prefill's kept pairs plus every decode step's, summed here one step at
+    a time from the window's definition (sliding: min(p + 1, W) keys at position p; chunked: p mod W + 1)."""
+    keys = (lambda p: min(p + 1, window)) if kind == "sliding" else (lambda p: p % window + 1)
+    pairs = sum(keys(p) for p in range(s + n))  # every position is a query once: prefill or decode step
+    raw = dict(MISTRAL, sliding_window=window) if kind == "sliding" else _llama4(window, [1])
+    spec = api.spec(from_hf(raw))
+    scores = spec.model("causal").child("block/attention/scores")
+    got = costs.flops(scores, "generation").subs({**spec.values(), symllm.symbols.b: 1, symllm.symbols.s: s,
+                                                  symllm.symbols.n: n})
+    assert got == 2 * 4 * 4 * pairs
+
+
+def test_mistral_at_32k_counts_a_window_of_keys(cli):
+    """Mistral 7B v0.1 at a 32k prompt: the KV cache is the window's 4096 positions, by hand from the
+    model card (32 layers, 8 KV heads of 128, bf16); the decode step attends to 4096 keys."""
+    out = json.loads(cli(["count", "mistral-7b-v0.1", "--seq", "32768", "--gen", "100", "--json"]).out)
+    assert out["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 4096 * 2
+    at_8k = json.loads(cli(["count", "mistral-7b-v0.1", "--seq", "8192", "--json"]).out)
+    at_32k = json.loads(cli(["count", "mistral-7b-v0.1", "--seq", "32768", "--json"]).out)
+    assert at_32k["flops"]["decode_token"] == at_8k["flops"]["decode_token"]  # both see the last 4096 keys
+
+
+def test_some_windowed_layers_past_the_window_are_refused(cli, tmp_path):
+    """Qwen with use_sliding_window from max_window_layers on: its layers differ past the window, which
+    symllm does not model: refused in one line there, counted inside the window."""
+    raw = {"model_type": "qwen2", "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 4,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 40, "use_sliding_window": True,
+           "sliding_window": 64, "max_window_layers": 2}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    assert cli(["count", str(path), "--seq", "63"]).code == 0
+    r = cli(["count", str(path), "--seq", "64"])
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
+    assert r.err.startswith("symllm: error: context: 64 + 1 tokens pass") and "2 of its 4 layers" in r.err
+    swept = cli(["sweep", "--base", str(path), "--seq", "32,63,64,128", "--quantity", "flops"])
+    assert [row.split(",")[0] for row in swept.out.splitlines()[1:]] == ["32", "63"]
+    assert "2 window" in swept.err
+
+
+@pytest.mark.parametrize("name", ["mistral-7b-v0.1", "llama4-scout-17b-16e"])
+def test_sweep_past_the_window_equals_count(cli, name):
+    """A sweep over a windowed model keeps every point, each equal to count --json."""
+    r = cli(["sweep", "--base", name, "--seq", "1024,8192,40000", "--gen", "16", "--quantity",
+             "prefill_flops,generation_flops,kv_cache"])
+    rows = [row.split(",") for row in r.out.splitlines()]
+    assert r.code == 0 and len(rows) == 4
+    head = rows[0]
+    for row in rows[1:]:
+        seq = int(row[head.index("seq")])
+        one = json.loads(cli(["count", name, "--seq", str(seq), "--gen", "16", "--json"]).out)
+        assert int(row[head.index("prefill_flops")]) == one["flops"]["prefill"]
+        assert int(row[head.index("generation_flops")]) == one["flops"]["generation"]
+        assert int(row[head.index("kv_cache")]) == one["memory"]["kv_cache"]
