@@ -119,7 +119,12 @@ def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr
     if phase == "decode":
         return expand_windows(step)
     if phase == "generation":
-        return expand_windows(forward.subs(S.t, 0) + _decode_sum(step))
+        total = forward.subs(S.t, 0) + _decode_sum(step)
+        if total.has(_WindowPairs):  # the prefill's P(s) cancels the decode steps' -P(s): collect them
+            terms = sp.collect(sp.expand(total), sorted(total.atoms(_WindowPairs), key=sp.default_sort_key),
+                               evaluate=False)
+            total = sum((sp.factor(c) * a for a, c in terms.items()), sp.S.Zero)
+        return expand_windows(total)
     if bucket != "matmul":
         raise SymllmError("bucket: training FLOPs are counted for the matmul bucket only")
     return expand_windows((4 if recompute else 3) * forward.subs(S.t, 0))

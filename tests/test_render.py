@@ -648,6 +648,9 @@ FIT_THE_PAGE = [
     ["report", "llama4-maverick-17b-128e", "--seq", "8000"],
     ["derive", "--component", "moe", "--model", "llama4-maverick-17b-128e"],
     ["derive", "--component", "model", "--model", "llama4-maverick-17b-128e"],
+    ["report", "mistral-7b-v0.1", "--seq", "32768", "--gen", "100"],  # past the window: Min in the sums
+    ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation", "--model",
+     "llama4-scout-17b-16e", "--seq", "131072", "--gen", "100", "--attention", "causal"],  # chunks: floor
     ["report", "tinyllama-1.1b", "--dtype", "int4", "--batch", "1024", "--seq", "131072", "--gen", "131072",
      "--zero", "3", "--dp", "1000", "--recompute"],
 ]
