@@ -249,11 +249,12 @@ def cmd_count(args) -> int:
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "")))
-        if {"tp", "pp", "dp", "sp"} & set(given):  # a parallel layout (symllm.parallel)
+        if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
             rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items()]
             print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
+                                       f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
         if "time" in work:  # --gpu: roofline time (symllm.hardware)
             t = work["time"]
@@ -304,7 +305,7 @@ def cmd_derive(args) -> int:
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
-               "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
+               "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
                # LoRA's numbers are count's and the sweep's (symllm.finetune); derive shows none of them yet
                "lora_rank": "count", "lora_targets": "count", "qlora": "count"}
 
@@ -484,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantity", choices=("params", "flops", "memory", "comm", "ridge", "decode_batch"),
                    default="params",
                    help="parameters (default), prefill matmul FLOPs, memory in bytes (weights + KV cache), "
-                        "bytes one GPU sends per training step under --tp/--pp/--dp/--sp (comm), "
+                        "bytes one GPU sends per training step under --tp/--pp/--dp/--ep/--sp (comm), "
                         "the ridge point FLOP/byte or the batch at which a decode step turns compute-bound "
                         "(numbers with --gpu)")
     p.add_argument("--model", metavar="NAME|CONFIG", default=None,

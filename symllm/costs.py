@@ -50,7 +50,8 @@ __all__ = [
 #: the FLOP phases flops() knows
 PHASES = ("forward", "prefill", "decode", "generation", "training")
 #: the memory kinds memory() knows
-MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak")
+MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
+                "training_peak")
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
 
@@ -215,6 +216,8 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       (model) the logits ``b·s·V``).
     * ``stack`` other than ``ideal`` (the model only): ``training_states``, ``activations`` and
       ``inference_peak`` of that software stack (:mod:`symllm.stacks`).
+    * ``training_peak`` (the model only): the highest point of one steady-state training step under
+      ``stack`` (:func:`training_peak_parts`; README "Training peak").
 
     >>> memory("attention", "kv_cache")
     2*b*beta_kv*d_h*n_kv*(n + s)
@@ -225,12 +228,40 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     _check_choice("kind", kind, MEMORY_KINDS)
     _check_choice("zero_stage", zero_stage, (0, 1, 2, 3))
     _check_choice("stack", stack, stacks.STACKS)
+    if kind == "training_peak":  # the highest point of one training step (symllm.stacks; README "Training peak")
+        return _training_peak(comp, stack, zero_stage, bool(recompute)).subs(dict(comp.definitions))
     if stack != "ideal" and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage),
                "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
         return out.subs(dict(comp.definitions))
     return _memory(comp, kind, zero_stage, bool(recompute))
+
+
+def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool) -> sp.Expr:
+    return sum(training_peak_parts(comp, stack, zero_stage, recompute).values(), sp.S.Zero)
+
+
+@lru_cache(maxsize=256)
+def training_peak_parts(comp: Component, stack: str = "ideal", zero_stage: int = 0,
+                        recompute: bool = False) -> dict[str, sp.Expr]:
+    """The terms of ``memory(..., "training_peak")``, which add up to it: ``ideal`` its training states
+    (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused cross-entropy writes it
+    in place of the logits); an HF stack the fp32 master weights and AdamW moments held throughout and the
+    largest moment of the step (:func:`symllm.stacks.training_peak`).
+
+    >>> list(training_peak_parts(model())), list(training_peak_parts(model(), "hf-sdpa"))
+    (['training_states', 'activations', 'logits_gradient'], ['weights_and_moments', 'largest_moment'])
+    """
+    if comp.name != "model":
+        raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {comp.name!r}")
+    if stack == "ideal":
+        return {"training_states": _memory(comp, "training_states", zero_stage, recompute),
+                "activations": activations(comp, recompute=recompute),
+                "logits_gradient": S.beta_a * S.b * S.s * S.V}
+    peak = stacks.training_peak(comp, stack, recompute, zero_stage)
+    largest = next(a for a in peak.args if isinstance(a, sp.Max))
+    return {"weights_and_moments": peak - largest, "largest_moment": largest}
 
 
 @lru_cache(maxsize=256)
@@ -284,7 +315,7 @@ def closed_form(component, quantity: str, **options) -> sp.Expr:
 WORKLOAD_FLOPS = {"prefill": ("prefill", "matmul"), "decode_token": ("decode", "matmul"),
                   "generation": ("generation", "matmul"), "training_step": ("training", "matmul"),
                   "elementwise": ("prefill", "elementwise")}
-WORKLOAD_MEMORY = ("weights", "kv_cache", "training_states", "activations", "inference_peak")
+WORKLOAD_MEMORY = ("weights", "kv_cache", "training_states", "activations", "inference_peak", "training_peak")
 #: the memory kinds ``workload()`` shows per GPU under ``tp``/``pp``/``dp`` (symllm.parallel)
 PER_GPU_MEMORY = ("weights", "training_states", "activations")
 
@@ -295,20 +326,39 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     :func:`workload` evaluates, and what a sweep compiles.
 
     >>> sorted(quantities(model(), Workload())["memory"])
-    ['activations', 'inference_peak', 'kv_cache', 'training_states', 'weights']
+    ['activations', 'inference_peak', 'kv_cache', 'training_peak', 'training_states', 'weights']
+
+    The per-GPU groups (``params.per_gpu``, ``memory_per_gpu``, ``comm``; :mod:`symllm.parallel`) are
+    built only for a parallel layout (:func:`symllm.parallel.laid_out`); on one GPU they are the whole
+    model's and no bytes are sent.
     """
-    stages = parallel.stages(mdl, work.sp)  # what tensor rank 0 of the first and the last stage holds
-    return {
-        "params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)},
+    parallel.check(mdl, work.ep)
+    out = {
         "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
         "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
                    for kind in WORKLOAD_MEMORY},
-        "memory_per_gpu": {kind: parallel.largest(*(memory(st, kind, zero_stage=work.zero_stage,
-                                                           recompute=work.recompute) for st in stages))
-                           for kind in PER_GPU_MEMORY},
-        "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage),
     }
+    if not parallel.laid_out(work):  # one GPU: the whole model (the ideal stack's), nothing sent
+        comm = {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
+        return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
+                "memory_per_gpu": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute)
+                                   for kind in PER_GPU_MEMORY}, "comm": comm}
+    stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
+
+    def per_gpu(st, kind):
+        mem = memory(st, kind, zero_stage=work.zero_stage, recompute=work.recompute)
+        experts = parallel.expert_params(st)
+        if kind != "training_states" or experts == 0:
+            return mem
+        # the local experts' states shard over the N_d/N_e ranks that hold the same experts
+        own = memory(Component(parallel.EXPERTS, params=experts), kind, zero_stage=work.zero_stage)
+        return mem - own + own.subs(S.N_d, S.N_d / S.N_e)
+
+    return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,
+            "memory_per_gpu": {kind: parallel.largest(*(per_gpu(st, kind) for st in stages))
+                               for kind in PER_GPU_MEMORY},
+            "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage)}
 
 
 def workload(config, work: Workload | None = None, **options) -> dict:
@@ -335,6 +385,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     spec = api.spec(config)
     work = Workload.of(work, **options)
     spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp)
+    parallel.check(spec.model(work.attention), work.ep, spec.n_experts, spec.name)
     vals = {**spec.values(), **work.values()}
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),

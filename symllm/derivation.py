@@ -102,8 +102,9 @@ def _workload_numbers(spec, work: Workload) -> dict:
     True
     """
     key = json.dumps([source_digest(), repr(spec.structure), work.attention, bool(work.recompute),
-                      work.zero_stage, work.stack, work.sp])
+                      work.zero_stage, work.stack, work.sp, parallel.laid_out(work)])
     spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp)  # past a window, too many stages
+    parallel.check(spec.model(work.attention), work.ep, spec.n_experts, spec.name)  # ep on a dense model
     vals = {**spec.values(), **work.values()}
     hit = cache_get("workload", key)
     if hit is not None and len(hit) == 3:
@@ -283,6 +284,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     if quantity == "comm":  # bytes one GPU sends per training step under tp/pp/dp/sp (symllm.parallel)
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
+        parallel.check(bare, work.ep)
         leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     if quantity not in ("flops", "memory"):
@@ -295,6 +297,11 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
                   for path, e in comp.breakdown(own).items()}
         return leaves, costs.flops(bare, options["phase"], **opts)
     opts = dict(zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
+    if options["memory"] == "training_peak":  # its parts: states held, activations or the step's largest moment
+        if bare.name != "model":
+            raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {bare.name!r}")
+        leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, bool(work.recompute))
+        return dict(leaves), sum(leaves.values(), sp.S.Zero)
     kinds = ("weights", "kv_cache") if options["memory"] == "inference" else (options["memory"],)
     leaves = {k: costs.memory(bare, k, **opts) for k in kinds}
     return leaves, costs.memory(bare, options["memory"], **opts)
@@ -367,6 +374,11 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     vals = api.values(spec, work) if spec is not None else None
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
         vals = None if work.gpu is None else work.values() if quantity == "ridge" else vals
+    if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):
+        raise SymllmError(f"decode_batch: no batch of {spec.name} is compute-bound on {work.gpu} at context "
+                          f"t = {work.context:,}: per sequence a decode step's bytes (its cached keys and values) "
+                          "take longer to move than its FLOPs to run (f·B_mem ≤ k·P), so every batch is "
+                          "memory-bound; derive it without --gpu for the closed form")
     shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"
     active = _symbolic(name, "active", kind_key, spec, work, options)[2] if quantity == "params" else None
     if active is not None and sp.expand(active - closed) == 0:
@@ -413,6 +425,8 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
     options = {**OPTIONS, **{k: v for k, v in workload.items() if k in OPTIONS and v is not None}}
     work = Workload.of(**{k: v for k, v in workload.items() if k not in OPTIONS})
     spec = api.spec(config, vocab_size=vocab_size) if config is not None else None
+    if spec is not None:  # expert parallelism on a dense model, or not dividing its experts
+        parallel.check(spec.model(work.attention), work.ep, spec.n_experts, spec.name)
     return _derive(component, quantity, kind, spec, notation_of(notation), work, options)
 
 
@@ -507,7 +521,8 @@ class Report:
                         "elementwise": "prefill, element-wise work"}
         memory_titles = {"weights": "weights", "kv_cache": "KV cache after s + n tokens",
                          "training_states": "training states per rank (mixed-precision Adam)",
-                         "activations": "activations saved for backward", "inference_peak": "inference peak"}
+                         "activations": "activations saved for backward", "inference_peak": "inference peak",
+                         "training_peak": "training peak (one step's highest point)"}
         memory = numbers["memory"]
         return {
             "costs": True, "workload": numbers["workload"],
@@ -516,7 +531,93 @@ class Report:
             "flops_derivation": Safe(fl.render(fmt, template_dir=template_dir, flavor=flavor)),
             "memory_derivation": Safe(mem.render(fmt, template_dir=template_dir, flavor=flavor)),
             "flops_value": numbers["flops"]["prefill"], "memory_value": memory["weights"] + memory["kv_cache"],
+            **self._training(numbers, fmt, flavor, template_dir),
+            **self._peaks(fmt, flavor, template_dir),
         }
+
+    def _peaks(self, fmt, flavor, template_dir) -> dict:
+        """The peak-memory section: the derivations of ``inference_peak`` and ``training_peak`` under the
+        workload's stack, and for an HF stack each moment of the training step with its bytes
+        (:func:`symllm.stacks.moments`)."""
+        from . import stacks
+
+        spec, work, names = self.spec, self.workload, dict(self.names)
+        out = []
+        for kind, title in (("inference_peak", "Inference peak"), ("training_peak", "Training peak")):
+            dv = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": kind})
+            out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor))})
+        rows = []
+        if work.stack != "ideal":
+            vals = api.values(spec, work)
+            mdl = spec.model(work.attention)
+            rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
+                    for t, e in stacks.moments(mdl, work.stack, bool(work.recompute), work.zero_stage)]
+        return {"peak_derivations": out, "training_moments": rows, "stack": work.stack, "roofline": self._roofline()}
+
+    def _roofline(self) -> dict | None:
+        """With ``gpu``: count's ``time`` group as table rows (:func:`symllm.hardware.roofline`) and whether
+        the training peak fits the accelerator's memory."""
+        spec, work = self.spec, self.workload
+        if work.gpu is None:
+            return None
+        mdl = spec.model(work.attention)
+        vals = {**spec.values(), **work.values()}
+        exprs = costs.quantities(mdl, work)
+        t = hardware.roofline(mdl, work, vals, exprs)
+        training = evaluate(exprs["memory"]["training_peak"], vals)
+        first = t["compute_bound_batch"]
+        rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
+                ("one decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
+                ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {work.batch:,}"),
+                ("inference peak fits", "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
+                ("training peak fits", "yes" if training <= t["capacity"] else "no", f"{work.stack} stack"),
+                ("decode compute-bound", f"from batch {first:,}" if first else "never", f"at context {work.context:,}")]
+        return {"title": t["title"], "ridge": f"{t['ridge']:.1f}", "peak_dtype": t["peak_dtype"],
+                "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows]}
+
+    def _training(self, numbers: dict, fmt, flavor, template_dir) -> dict:
+        """The parallel-layout section (only for a layout: :func:`symllm.parallel.laid_out`): count's
+        ``params.per_gpu``, ``memory_per_gpu`` and ``comm`` with the derivation of the communication, and
+        whether a training step fits on ``--gpu``; the LoRA section (only with ``lora_rank``): count's
+        ``params.trainable`` and ``memory.lora_*`` (:func:`symllm.finetune.lora`)."""
+        spec, work = self.spec, self.workload
+        out = {"layout": None, "lora": None}
+        if parallel.laid_out(work):
+            mem = numbers["memory_per_gpu"]
+            step = mem["training_states"] + mem["activations"]
+            titles = {"weights": "weights (part of the training states)",
+                      "training_states": "training states (mixed-precision Adam, ZeRO)",
+                      "activations": "activations saved for backward (one micro-batch)"}
+            fits = None
+            if work.gpu is not None:  # the accelerator's memory (symllm.hardware)
+                g = hardware.gpu(work.gpu)
+                fits = {"gpu": g.title, "capacity": g.memory, "fits": step <= g.memory}
+            comm = _derive("model", "comm", None, spec, dict(self.names), work, OPTIONS)
+            comm_titles = {"tp": "tensor parallel (all-reduce, or reduce-scatter and all-gather)",
+                           "pp": "pipeline parallel (point-to-point)",
+                           "dp": "data parallel (gradients; ZeRO's all-gathers)",
+                           "ep": "expert parallel (all-to-all)"}
+            out["layout"] = {
+                "tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep, "sp": work.sp,
+                "zero": work.zero_stage, "gpus": work.tp * work.pp * work.dp,
+                "params": numbers["params"]["per_gpu"],
+                "rows": [{"name": titles[k], "value": v} for k, v in mem.items()], "step": step, "fits": fits,
+                "comm_rows": [{"name": comm_titles.get(k, k), "key": k, "value": v}
+                              for k, v in numbers["comm"].items()],
+                "comm_total": sum(numbers["comm"].values()),
+                "comm_derivation": Safe(comm.render(fmt, template_dir=template_dir, flavor=flavor)),
+            }
+        if work.lora_rank is not None:
+            from . import finetune  # (builds the adapted tree: only for a LoRA report)
+            tuned = finetune.lora(spec, work)
+            titles = {"lora_base_weights": "frozen base weights" + (" (NF4 linears)" if work.qlora else ""),
+                      "lora_adapter_weights": "adapter weights", "lora_adapter_gradients": "adapter gradients",
+                      "lora_optimizer_states": "adapter optimizer states (Adam)",
+                      "lora_activations": "activations saved for backward", "lora_total": "total"}
+            out["lora"] = {"rank": work.lora_rank, "targets": work.lora_targets.replace(",", ", "),
+                           "qlora": work.qlora, "trainable": tuned["params"]["trainable"],
+                           "rows": [{"name": titles.get(k, k), "value": v} for k, v in tuned["memory"].items()]}
+        return out
 
     def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
                template: str | None = None, flavor: str = "github") -> str:

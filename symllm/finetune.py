@@ -109,25 +109,15 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     return out
 
 
-def _adapters(c: Component, times: sp.Expr = sp.S.One):
-    """(repeats, adapter component) for every lora_A / lora_B in the tree."""
-    times = times * c.repeat
-    for x in c.children:
-        if x.name in ("lora_A", "lora_B"):
-            yield times * x.repeat, x
-        else:
-            yield from _adapters(x, times)
-
-
 def trainable(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> sp.Expr:
     """Trainable parameters of LoRA on ``mdl``: ``r·(fan_in + fan_out)`` per adapted linear, times its
-    repeats (the blocks).
+    repeats (the blocks): what the adapters add to the model's total.
 
     >>> from symllm.components import model
     >>> sp.factor(trainable(model(), "wq,wk,wv,wo", 16))
     32*L*(2*d + d_h*n_h + d_h*n_kv)
     """
-    return sp.expand(sum((n * c.params for n, c in _adapters(adapt(mdl, targets, rank))), sp.S.Zero))
+    return sp.expand(adapt(mdl, targets, rank).total("params") - mdl.total("params"))
 
 
 def _linears(c: Component, times: sp.Expr = sp.S.One):

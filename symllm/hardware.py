@@ -58,7 +58,7 @@ from . import symbols as S
 from .errors import SymllmError
 
 __all__ = ["GPU", "GPUS", "GiB", "gpu", "names", "compute_dtype", "peak_flops", "values", "weights_read",
-           "bytes_moved", "ridge", "decode_batch", "roofline"]
+           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "roofline"]
 
 #: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
 GiB = 2 ** 30
@@ -279,6 +279,27 @@ def decode_batch(flops: sp.Expr, moved: sp.Expr) -> sp.Expr:
     return fixed * S.P / (per_sequence * S.B_mem - slope * S.P)
 
 
+def decode_batch_exists(expr: sp.Expr, vals: dict) -> bool:
+    """Whether the :func:`decode_batch` closed form ``expr`` has a crossing at ``vals``: its denominator
+    ``f·B_mem − k·P`` is positive. Where it is not, each sequence's bytes (mostly its cached keys and values,
+    read every step) take at least as long as its FLOPs, so every batch is memory-bound and the formula's
+    value (negative, or a division by zero) means nothing.
+
+    >>> from symllm import api
+    >>> from symllm.costs import flops
+    >>> from symllm.workload import Workload
+    >>> mdl = api.spec("llama3.1-8b").model()
+    >>> expr = decode_batch(flops(mdl, "decode"), bytes_moved(mdl, "decode"))
+    >>> vals = lambda t: api.values("llama3.1-8b", Workload(context=t, gpu="h100-sxm"))
+    >>> decode_batch_exists(expr, vals(16)), decode_batch_exists(expr, vals(2048))
+    (True, False)
+    """
+    from .evaluate import evaluate  # evaluate loads with costs; this module stays light for workload.py
+
+    _, denominator = sp.fraction(sp.together(expr))
+    return evaluate(denominator, vals) > 0
+
+
 def _number(value) -> Fraction:
     return value if isinstance(value, Fraction) else Fraction(value)
 
@@ -330,9 +351,9 @@ def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
     peak_at = exprs["memory"]["inference_peak"]
     out["fits"] = bool(evaluate(peak_at, vals) <= g.memory)
     out["max_batch"] = _largest_batch(lambda batch: evaluate(peak_at, {**vals, S.b: batch}) <= g.memory)
-    crossing = evaluate(decode_batch(exprs["flops"]["decode_token"], bytes_moved(mdl, "decode")),
-                        vals)
-    out["compute_bound_batch"] = max(1, math.ceil(crossing)) if crossing > 0 else None
+    crossing = decode_batch(exprs["flops"]["decode_token"], bytes_moved(mdl, "decode"))
+    out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
+                                  if decode_batch_exists(crossing, vals) else None)
     return out
 
 

@@ -1,5 +1,5 @@
 """Parallel training: what one GPU holds and sends under tensor (``N_t``), pipeline (``N_p``), data
-(``N_d``) and sequence parallelism, derived from the component tree.
+(``N_d``), expert (``N_e``) and sequence parallelism, derived from the component tree.
 
 Conventions, stated once (README "Parallel training"):
 
@@ -15,15 +15,25 @@ Conventions, stated once (README "Parallel training"):
   first stage, the final norm and the head on the last (a tied head keeps a copy of the embedding
   there). Per-GPU figures are for the largest stage: ``max`` of the first and the last (a middle stage
   holds no more than the first).
-* **Mixture of experts**: the routed ``experts`` are replicated (expert parallelism is not modelled); a
-  model whose blocks are of several kinds (dense and MoE groups) puts ``⌈R/N_p⌉`` of each kind's ``R``
-  blocks on the first stage and ``⌊R/N_p⌋`` on the last (exact when every stage has the same mix).
+* **Mixture of experts**: a model whose blocks are of several kinds (dense and MoE groups) puts
+  ``⌈R/N_p⌉`` of each kind's ``R`` blocks on the first stage and ``⌊R/N_p⌋`` on the last (exact when
+  every stage has the same mix). The routed ``experts`` are never tensor-split (the router and a shared
+  expert are: the shared expert's ``w1 w2 w3`` follow :data:`PLAN`).
+* **Expert parallelism** (``ep``, ``N_e``), as DeepSpeed-MoE and Megatron-LM do it: the ``N_e``
+  expert-parallel ranks are **carved out of the** ``N_d`` **data-parallel ranks** (``N_e`` must divide
+  ``N_d``; GPUs = ``N_t·N_p·N_d``), each holding ``n_e/N_e`` of every MoE layer's routed experts (a
+  non-divisible ``n_e`` is refused, as both refuse it; the closed forms write ``⌈n_e/N_e⌉``), everything
+  else replicated over them. The expert parameters' ZeRO sharding and gradient reduction run over the
+  remaining ``N_d/N_e`` ranks holding the same experts (DeepSpeed's expert-data-parallel group), the other
+  parameters' over all ``N_d``. Activations and FLOPs per GPU do not change under uniform routing (a rank's
+  experts receive, from the ``N_e`` ranks, as many token rows as it sends out).
 * **Memory per GPU** (:func:`symllm.costs.quantities`' ``memory_per_gpu``): the memory kinds of the
   first and the last stage as rank 0 holds them, the larger; activations are one micro-batch (``b``
   sequences) through the stage (a pipeline schedule's micro-batches in flight are not multiplied in).
-* **Sequence parallelism** (``sp``) splits what the norms save, and the blocks' checkpointed inputs,
-  over the ``N_t`` ranks along the sequence (``⌈s/N_t⌉`` rows); the linears still save their full
-  all-gathered inputs (DTensor's ``SequenceParallel`` with ``PrepareModuleInput``).
+* **Sequence parallelism** (``sp``, refused without ``tp > 1``) splits what the norms save, and the
+  blocks' checkpointed inputs, over the ``N_t`` ranks along the sequence (``⌈s/N_t⌉`` rows); the
+  linears still save their full all-gathered inputs (DTensor's ``SequenceParallel`` with
+  ``PrepareModuleInput``).
 * **Communication** is in bytes one GPU sends per training step (forward + backward over ``b × s``
   tokens), under ring algorithms: an all-reduce of ``M`` bytes over ``n`` ranks sends
   ``2(n-1)/n·M``, an all-gather or a reduce-scatter ``(n-1)/n·M`` (``M`` the full tensor). Every
@@ -39,7 +49,12 @@ Conventions, stated once (README "Parallel training"):
   messages for the busiest GPU; ``1/N_t`` of them with ``sp``). Data parallel: bf16 gradients
   all-reduced (ZeRO 0), or reduce-scattered and the bf16 weights all-gathered (ZeRO 1, 2: the same
   ``2(N_d-1)/N_d·2N`` bytes), the weights all-gathered twice (ZeRO 3: ``3(N_d-1)/N_d·2N``), ``N`` the
-  per-GPU parameters.
+  per-GPU parameters (a stage's local experts over ``N_d/N_e`` instead of ``N_d``). Expert parallel
+  (``ep``, MoE models only): per MoE layer an all-to-all dispatching each token's ``k`` routed copies
+  and one combining the experts' outputs in forward, the same two for the gradients in backward
+  (recomputation repeats the forward two), each of ``β_a·b·s·k·d`` bytes (the ``b·s`` tokens the layer
+  sees; with ``tp`` every tensor rank dispatches them), of which a rank sends ``(N_e-1)/N_e`` under
+  uniform routing (its own experts' share stays).
 
 >>> from symllm.components import model
 >>> params_per_gpu(model(), pp_stages=False)
@@ -55,17 +70,65 @@ from . import symbols as S
 from .components import STAT_BYTES, Component
 from .errors import SymllmError
 
-__all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "shard", "stages", "largest", "params_per_gpu", "comm"]
+__all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "check", "comm_kinds", "shard",
+           "stages", "largest", "params_per_gpu", "expert_params", "comm"]
 
 #: the tensor-parallel plan: component name -> how its weight is split (any other component is replicated)
 PLAN = {"wq": "colwise", "wk": "colwise", "wv": "colwise", "w1": "colwise", "w3": "colwise",
         "lm_head": "colwise", "wo": "rowwise", "w2": "rowwise", "embedding": "vocab", "experts": "replicated"}
 #: components whose activations sequence parallelism splits along the sequence (DTensor's SequenceParallel)
 SEQUENCE_PARALLEL = ("attention_norm", "ffn_norm", "norm")
-#: the communication kinds :func:`comm` gives
-COMM_KINDS = ("tp", "pp", "dp")
+#: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
+COMM_KINDS = ("tp", "pp", "dp", "ep")
+#: the component expert parallelism divides over ``N_e`` ranks (symllm.components.experts)
+EXPERTS = "experts"
 #: the head whose loss is vocabulary-parallel
 _HEAD = "lm_head"
+
+
+def laid_out(work) -> bool:
+    """Whether a :class:`~symllm.workload.Workload` asks for a parallel layout (``tp``, ``pp``, ``dp``,
+    ``ep`` above 1, or ``sp``): only then are the per-GPU closed forms built.
+
+    >>> from symllm.workload import Workload
+    >>> laid_out(Workload()), laid_out(Workload(dp=2))
+    (False, True)
+    """
+    return work.tp > 1 or work.pp > 1 or work.dp > 1 or work.ep > 1 or bool(work.sp)
+
+
+def _has_experts(mdl: Component) -> bool:
+    return any(c.name == EXPERTS for c in mdl.walk())
+
+
+def comm_kinds(mdl: Component) -> tuple[str, ...]:
+    """The keys of :func:`comm` for ``mdl``: ``ep`` only for a mixture-of-experts model.
+
+    >>> from symllm.components import model
+    >>> comm_kinds(model()), comm_kinds(model(moe="all"))
+    (('tp', 'pp', 'dp'), ('tp', 'pp', 'dp', 'ep'))
+    """
+    return COMM_KINDS if _has_experts(mdl) else COMM_KINDS[:3]
+
+
+def check(mdl: Component, ep: int, n_experts: int | None = None, name: str = "this model") -> None:
+    """Refuse expert parallelism ``ep > 1`` on a model without routed experts, or (given ``n_experts``)
+    an ``ep`` that does not divide them (DeepSpeed-MoE and Megatron-LM refuse it too).
+
+    >>> from symllm.components import model
+    >>> check(model(moe="all"), 4, 8)
+    >>> check(model(), 2, name="llama3.1-8b")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: ep: expert parallelism needs a mixture-of-experts model; llama3.1-8b has no routed experts (got ep 2)
+    """
+    if ep == 1:
+        return
+    if not _has_experts(mdl):
+        raise SymllmError(f"ep: expert parallelism needs a mixture-of-experts model; {name} has no routed "
+                          f"experts (got ep {ep})")
+    if n_experts is not None and n_experts % ep:
+        raise SymllmError(f"ep: {ep} expert-parallel ranks do not divide the {n_experts} experts of {name}")
 
 
 def _split(size: sp.Expr) -> sp.Expr:
@@ -86,6 +149,8 @@ def _sizes() -> dict:
 def _sharded(comp: Component, seq: bool) -> Component:
     sizes = _sizes()
     rows = {S.s: _split(S.s)}
+    if comp.name == EXPERTS:  # not tensor-split; rank 0 of the expert-parallel group holds n_e/N_e of them
+        return comp.replace(params=comp.params.xreplace({S.n_e: sp.ceiling(S.n_e / S.N_e)}))
     if PLAN.get(comp.name) == "replicated":
         return comp
     own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved")}
@@ -104,11 +169,13 @@ def shard(comp: Component, sp_: bool = False) -> Component:
     """What tensor-parallel rank 0 holds of ``comp`` under :data:`PLAN`: the same tree, each split
     component's parameters, and every activation, KV-cache and FLOP term, with its split dimension
     replaced by rank 0's share; ``sp_`` also splits the norms' saved activations and the checkpoints
-    along the sequence.
+    along the sequence. The routed experts' parameters are expert-parallel rank 0's ``n_e/N_e``.
 
-    >>> from symllm.components import feed_forward, rmsnorm
+    >>> from symllm.components import experts, feed_forward, rmsnorm
     >>> shard(feed_forward()).total("params")
     3*d*ceiling(d_ff/N_t)
+    >>> shard(experts()).params
+    3*d*d_ff*ceiling(n_e/N_e)
     >>> shard(rmsnorm("ffn_norm"), sp_=True).saved
     b*beta_a*d*ceiling(s/N_t) + b*ceiling(s/N_t)*Max(4, beta_a)
     """
@@ -161,6 +228,7 @@ def stages(mdl: Component, sp_: bool = False) -> tuple[Component, Component]:
     return shard(first, sp_), shard(last, sp_)
 
 
+@lru_cache(maxsize=64)
 def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True) -> sp.Expr:
     """Parameters tensor rank 0 of the largest pipeline stage holds (``pp_stages=False``: no pipeline).
 
@@ -174,6 +242,25 @@ def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True)
         return shard(mdl, sp_).closed_form("params")
     first, last = stages(mdl, sp_)
     return largest(first.total("params"), last.total("params")).subs(dict(mdl.definitions))
+
+
+def _only(comp: Component, name: str, unit: bool = False) -> Component:
+    """``comp`` with the parameters of every component but those called ``name`` zeroed (``unit``: each
+    of those holding 1, so that a total counts them, repeats included)."""
+    own = (1 if unit else comp.params) if comp.name == name else 0
+    return comp.replace(params=own, active=None, children=tuple(_only(c, name, unit) for c in comp.children))
+
+
+def expert_params(stage: Component) -> sp.Expr:
+    """The routed experts' parameters in ``stage`` (a model or a :func:`stages` stage), repeats included.
+
+    >>> from symllm.components import model
+    >>> expert_params(model(moe="all"))
+    3*L*d*d_ff*n_e
+    >>> expert_params(stages(model(moe="all"))[1])
+    3*d*d_ff*ceiling(n_e/N_e)*floor(L/N_p)
+    """
+    return _only(stage, EXPERTS).total("params")
 
 
 def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
@@ -214,7 +301,8 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
 def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage: int = 0) -> dict[str, sp.Expr]:
     """Bytes one GPU sends per training step (see the module docstring), the busiest stage's:
     ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point, ``dp`` data-parallel gradients
-    (and ZeRO's weight all-gathers).
+    (and ZeRO's weight all-gathers), and for a mixture-of-experts model ``ep`` the expert-parallel
+    all-to-alls.
 
     >>> from symllm.components import model
     >>> c = comm(model())
@@ -222,6 +310,8 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     b*beta_a*d*s*Min(2, N_p - 1)
     >>> c["dp"].subs({S.N_t: 1, S.N_p: 1}).factor()    # ZeRO 0: an all-reduce of 2-byte gradients
     4*d*(N_d - 1)*(3*L*d_ff + 2*L*d_h*n_h + 2*L*d_h*n_kv + 2*L + 2*V + 1)/N_d
+    >>> comm(model(moe="all"))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
+    4*L*b*beta_a*d*k*s*(N_e - 1)/N_e
     """
     if zero_stage not in (0, 1, 2, 3):
         raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {zero_stage!r}")
@@ -233,4 +323,16 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": passes * (S.N_d - 1) / S.N_d * 2 * params_per_gpu(mdl, sp_),
     }
+    if _has_experts(mdl):
+        group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards
+
+        def dp(stage):
+            x = expert_params(stage)
+            return passes * 2 * ((S.N_d - 1) / S.N_d * (stage.total("params") - x) + (group - 1) / group * x)
+
+        messages = 6 if recompute else 4  # dispatch and combine, forward and backward (+ the forward again)
+        tokens = S.beta_a * S.b * S.s * S.k * S.d
+        out["dp"] = largest(dp(first), dp(last))
+        out["ep"] = (S.N_e - 1) / S.N_e * messages * tokens * sp.Max(*(_only(st, EXPERTS, unit=True).total("params")
+                                                                       for st in (first, last)))
     return {k: v.subs(dict(mdl.definitions)) for k, v in out.items()}

@@ -521,6 +521,14 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
             sub[-1] = (sub[-1][0], sub[-1][1] + ("," if i < len(args) - 1 else close_))
             out += sub
         return out
+    if isinstance(expr, sp.Mul) and not expr.could_extract_minus_sign():
+        num, den = sp.fraction(expr)  # a long quotient of a sum or a max: 1/den first, the numerator broken
+        if den != 1 and num != 1 and any(isinstance(f, (sp.Add, sp.Max, sp.Min)) for f in sp.Mul.make_args(num)):
+            sub = _pieces(num, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
+            paren = isinstance(num, sp.Add)  # max(...) brings its own parentheses
+            sub[0] = (sub[0][0], doprint(1 / den) + mul + (open_ if paren else "") + sub[0][1])
+            sub[-1] = (sub[-1][0], sub[-1][1] + (close_ if paren else ""))
+            return sub
     if isinstance(expr, sp.Mul) and not expr.could_extract_minus_sign() and all(
             not (f.is_Pow and f.exp.is_negative) and not (f.is_Rational and not f.is_Integer) for f in expr.args):
         factors = expr.as_ordered_factors()

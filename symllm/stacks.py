@@ -17,9 +17,14 @@ low-precision element, whatever ``--act-dtype`` says) with fp32 master weights, 
 ``ForCausalLMLoss``). ``recompute`` is transformers' gradient checkpointing (one checkpoint per decoder
 layer: its fp32 input).
 
+The training step's peak (:func:`training_peak`) is the largest of the step's moments
+(:func:`training_terms`: the forward's end, the backward's start, the optimizer step, inside the first and the
+last layer), each a closed form over the same tensors, on top of the fp32 weights and AdamW's moments.
+
 Where the numbers come from: transformers 5.23.0's ``modeling_llama.py`` (read) and what it does on the
 CPU (measured by ``tests/test_stacks.py``: ``torch.autograd.graph.saved_tensors_hooks``, deduplicated by
-storage and without the parameters themselves, for saved bytes; ``MemTracker`` for inference peaks).
+storage and without the parameters themselves, for saved bytes; ``MemTracker`` for inference peaks; and by
+``tests/test_training_peak.py``: ``MemTracker`` over a steady-state training step for training peaks).
 
 >>> import sympy as sp
 >>> from symllm.components import model
@@ -40,7 +45,7 @@ if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) with
     from .components import Component
 
 __all__ = ["STACKS", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
-           "training_states"]
+           "training_states", "training_terms", "training_peak", "moments"]
 
 #: the stacks symllm knows; ``ideal`` is the component tree's own memory model
 STACKS = ("ideal", "hf-eager", "hf-sdpa")
@@ -50,6 +55,7 @@ _SCORES = S.b * S.n_h * S.s ** 2  # attention scores of a prefill
 _LOW = 2                  # bytes of autocast's bf16/fp16 copies
 _FP32 = 4
 _INDEX = 8                # int64 token ids and labels
+_P_BLOCK = sp.Symbol("P_block", positive=True)  # one block's parameters (training_peak substitutes them)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,9 @@ def _check(stack: str, mdl: Component | None = None) -> None:
                           "(Mixtral, Llama 4) are not modelled for it yet")
     if any(c.name in ("q_norm", "k_norm") for c in mdl.walk()):
         raise SymllmError(f"stack: {stack} models LlamaForCausalLM; per-head q/k norms (Qwen3) are not modelled yet")
+    if mdl.total("kv_cache").has(S.W):
+        raise SymllmError(f"stack: {stack} models LlamaForCausalLM's full-attention cache; a sliding window "
+                          "(Mistral v0.1) is not modelled for it yet")
 
 
 def saved_terms(stack: str) -> tuple[Term, ...]:
@@ -133,8 +142,8 @@ def inference_terms(stack: str) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
     (besides weights and KV cache; the token ids are held throughout) and the candidates for the largest
     transient set (one moment at a time; the ``lm_head`` moment comes after the layers' residents are freed).
 
-    >>> [t.component for t in inference_terms("hf-eager")[1]]
-    ['block/attention', 'block/attention/rope', 'block/feed_forward', 'block/ffn_norm', 'lm_head']
+    >>> [t.component for t in inference_terms("hf-eager")[1]][:3]
+    ['block/attention', 'block/attention/context', 'block/attention/rope']
     """
     _check(stack)
     if stack == "ideal":
@@ -166,18 +175,27 @@ def inference_terms(stack: str) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
     # eager: the decoder layer's `hidden_states, _ = self.self_attn(...)` keeps the bf16 probabilities
     # (returned as attn_weights) alive in `_` until the layer ends: through ffn_norm and the MLP
     probs = ba * _SCORES if stack == "hf-eager" else sp.S.Zero
+    context = ()
+    if stack == "hf-eager":  # short prompts: the output's contiguous copy outweighs the fp32 scores
+        context = (Term("block/attention/context",
+                        ba * T * d + ba * T * n_h * d_h * (3 + 2 * sp.Min(1, n_h - n_kv) * sp.Min(1, n_kv - 1))
+                        + ba * _SCORES,
+                        "at attn_output.transpose(1, 2).contiguous(): the normed input, RoPE'd q, repeat_kv's "
+                        "copies, the probabilities, A·V's output and its contiguous copy"),)
     moments = (
         core,
-        Term("block/attention/rope", ba * (T * d + T * d_h * (4 * n_h + 2 * n_kv))
+        *context,
+        Term("block/attention/rope", ba * (T * d + T * d_h * sp.Max(4 * n_h + 2 * n_kv, 2 * n_h + 5 * n_kv))
              - S.beta_kv * 2 * S.b * (S.s + S.n) * n_kv * d_h,
-             "at rotate_half(q) * sin: the normed input, q, k, v, q * cos, rotate_half(q) and its product; the "
-             "last layer's KV cache is not written yet"),
+             "at rotate_half(q) * sin: the normed input, q, k, v, q * cos, rotate_half(q) and its product; or, "
+             "when k's heads weigh more (n_kv > 2n_h/3), at rotate_half(k) * sin: q still held by the caller, "
+             "q_embed, k, v, k * cos, rotate_half(k) and its product; the last layer's KV cache is not written yet"),
         Term("block/feed_forward", 2 * ba * T * d + 3 * ba * T * d_ff + probs,
              "at silu(gate) * up: the residual sum and its normed input, SiLU's output, up's and their product "
              "(eager: and the probabilities attention returned)"),
-        Term("block/ffn_norm", ba * T * d + _FP32 * T * d * (1 + not_fp32) + probs,
-             "inside LlamaRMSNorm: x (the residual sum), its fp32 copy and the fp32 x*rsqrt (or x**2) "
-             "(eager: and the probabilities)"),
+        Term("block/ffn_norm", ba * T * d + _FP32 * T * d * (1 + not_fp32) + 2 * _FP32 * T + probs,
+             "inside LlamaRMSNorm: x (the residual sum), its fp32 copy, the fp32 x*rsqrt (or x**2), and the fp32 "
+             "variance and its rsqrt per row (eager: and the probabilities)"),
         Term("lm_head", ba * T * (d + V), "after LlamaModel returns (its inputs_embeds, layer input, cos/sin "
              "and mask freed): the final normed hidden states and the logits at every position"),
     )
@@ -242,3 +260,142 @@ def training_states(mdl: Component, stack: str, zero_stage: int = 0) -> sp.Expr:
     kept = sum([(4, 4, 8), (4, 4, 0), (4, 0, 0), (0, 0, 0)][zero_stage])
     N = mdl.total("params")
     return kept * N + (16 - kept) * N / S.N_d
+
+
+# --------------------------------------------------------------------------- the training step's peak
+
+def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> tuple[Term, ...]:
+    """The candidates for the highest point of one steady-state training step under ``stack`` (``hf-eager``,
+    ``hf-sdpa``): each Term is everything live at that moment except the fp32 master weights ``4N`` and
+    AdamW's moments ``8N`` (held throughout). ``component`` names the moment; ``N`` is the parameter count.
+
+    The loop (README "Training peak"): ``optimizer.zero_grad(set_to_none=True)``; ``loss =
+    model(input_ids=ids, labels=labels).loss`` under autocast (the output, with its logits and KV cache,
+    dropped before backward, as transformers' Trainer does); ``loss.backward()``; ``optimizer.step()`` with
+    torch's default on a GPU, ``foreach`` AdamW. The batch (int64 ids and labels, ``16·b·s``) is held
+    throughout. Step 2 onwards: the moments exist; the gradients of the previous step were freed. ZeRO
+    shards as :func:`training_states` does (the optimizer step's gradients from stage 2, its temporary from
+    stage 1); the backward's gradients are counted whole, as they are produced.
+
+    >>> [t.component for t in training_terms("hf-eager")][:5]
+    ['forward end', 'backward start', 'optimizer step', 'last layer MLP backward', 'first layer MLP backward']
+    >>> [t.component for t in training_terms("hf-eager")][5:]
+    ['last layer forward', 'last layer backward', 'first layer backward']
+    >>> len(training_terms("hf-sdpa", recompute=True)), len(training_terms("hf-eager", recompute=True))
+    (7, 11)
+    """
+    _check(stack)
+    if stack == "ideal":
+        raise SymllmError("stack: ideal's training peak is a convention (symllm.costs.memory), not moments")
+    T, d, d_ff, V, n_h, n_kv, d_h, L = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.L
+    saved = saved_terms(stack)
+    emb, attn_norm, qkv, core, o_proj, rope, ffn_norm, ffn, norm, head, loss = saved
+    block = sum((t.bytes for t in saved if t.component.startswith("block/") and t is not rope), sp.S.Zero)
+    # the forward's saved bytes: every block (or, with recompute, its fp32 input: one checkpoint a layer)
+    # and what lies outside the blocks; the int64 ids the embedding saves are the batch's (counted there)
+    layers = L * (_FP32 * T * d if recompute else block)
+    outside = rope.bytes + norm.bytes + head.bytes + loss.bytes
+    batch = 2 * _INDEX * T
+    kv = 0 if recompute else 2 * _FP32 * L * T * n_kv * d_h
+    N = S.N
+    grads = N if zero_stage < 2 else N / S.N_d
+    temp = N if zero_stage < 1 else N / S.N_d
+    out = [
+        Term("forward end", batch + layers + outside + kv + (_LOW + _FP32) * T * V + _FP32 * T * d
+             + _INDEX * S.b * (S.s + 1),
+             "at nll_loss: the saved activations; still referenced, the bf16 logits (LlamaForCausalLM's "
+             "`logits`) and their fp32 copy (ForCausalLMLoss's), the final norm's fp32 output, the padded "
+             "labels, and (without recompute: use_cache defaults to True) the DynamicCache's K and V, fp32 "
+             "(RoPE upcasts k; v is cat onto k's fp32 empty tensor)"),
+        Term("backward start", batch + layers + outside - _INDEX * T + 2 * _FP32 * T * V,
+             "at log_softmax's backward: the saved activations (nll_loss's labels released) and two fp32 "
+             "b·s × V gradients, nll_loss's output and log_softmax's input's"),
+        Term("optimizer step", batch + _FP32 * (grads + temp),
+             "in foreach AdamW (torch's default on a GPU): the fp32 gradients and _foreach_sqrt(exp_avg_sq), "
+             "a fp32 copy of every moment; activations all freed"),
+    ]
+    # Inside a layer. Going down the backward, each layer frees its saves and adds its fp32 gradients, so a
+    # moment inside a layer is highest in the last layer (the layers below still saved) or in the first (the
+    # gradients of all above made): both are candidates. With recompute every layer runs its forward again
+    # there, after the head's backward, with only the fp32 inputs (and eager's mask) of the layers below held.
+    head_grads = _FP32 * (V * d + d)  # lm_head's (tied: the shared table's) and the final norm's
+    mask = _FP32 * S.b * S.s ** 2 if stack == "hf-eager" else 0  # eager's 4-D fp32 mask
+    ends = {"last": ((L - 1) * (_FP32 * T * d if recompute else block), sp.S.Zero),
+            "first": (sp.S.Zero, (L - 1) * _FP32 * _P_BLOCK)}
+    held = batch + rope.bytes + head_grads + _FP32 * T * d + (mask if recompute else 0)  # residual's gradient
+    for where, (below, above) in ends.items():
+        out.append(Term(f"{where} layer MLP backward", held + below + above + block + 2 * _LOW * T * d_ff
+                        + _FP32 * d * d_ff,
+                        f"at silu(gate) * up's backward in the {where} layer: the layers below saved (recompute: "
+                        "their fp32 inputs), the fp32 gradients of the head and of the layers above, the residual "
+                        "stream's, the layer's saves, the bf16 gradient of down_proj's input and one of its two "
+                        "products, down_proj's fp32 gradient"))
+    if recompute:  # RoPE in a layer run again (in the forward itself the forward end holds more)
+        X = T * n_h * d_h
+        for where, (below, above) in ends.items():
+            out.append(Term(f"{where} layer RoPE", held + below + above + attn_norm.bytes + qkv.bytes + _FP32 * T * d
+                            + 2 * _LOW * T * n_kv * d_h + _LOW * X + 3 * _FP32 * X,
+                            f"at q * cos + rotate_half(q) * sin in the {where} layer, run again: as its MLP "
+                            "backward's moment, with its norm and q/k/v saves, the fp32 normed input, bf16 q, k and v, "
+                            "and three fp32 b·s·n_h·d_h tensors (q * cos, the rotated product, their sum)"))
+    if stack != "hf-eager":
+        return tuple(out)
+    scores = _SCORES
+    gqa = sp.Min(1, n_h - n_kv) * sp.Min(1, n_kv - 1)  # repeat_kv copies (MHA, MQA: views)
+    qk = _LOW * 2 * T * n_h * d_h  # Q·Kᵀ's bf16 casts of q and of the repeated k
+    to_core = attn_norm.bytes + qkv.bytes + qk  # a layer's saves up to the softmax
+    core_fwd = (mask + _FP32 * T * d + _FP32 * T * n_h * d_h * (1 + 2 * gqa) + 2 * _FP32 * scores)
+    if not recompute:  # in the forward itself, the last layer: its KV cache and the mask held, no gradients
+        out.append(Term("last layer forward", batch + (L - 1) * block + rope.bytes + to_core + kv + core_fwd,
+                        "at the last layer's softmax: the layers below, its norm, q/k/v and Q·Kᵀ saves, the KV "
+                        "cache, the eager 4-D fp32 mask, the fp32 normed input and RoPE'd q, repeat_kv's fp32 "
+                        "copies of k and v, the masked fp32 scores and the fp32 probabilities"))
+    else:
+        for where, (below, above) in ends.items():
+            out.append(Term(f"{where} layer forward", held - mask + below + above + to_core + core_fwd,
+                            f"at the {where} layer's softmax, run again: as its MLP backward's moment, with its saves "
+                            "up to the softmax, the mask, the fp32 normed input and RoPE'd q, repeat_kv's fp32 copies, "
+                            "the masked fp32 scores and the fp32 probabilities"))
+    for where, (below, above) in ends.items():
+        out.append(Term(f"{where} layer backward", held + below + above + to_core + _FP32 * scores
+                        + _FP32 * (3 * d * d_ff + d + n_h * d_h * d) + 2 * _FP32 * scores + _FP32 * T * n_h * d_h,
+                        f"at the {where} layer's softmax backward: as its MLP backward's moment, with its saves up "
+                        "to the fp32 probabilities, the fp32 gradients of its MLP, ffn_norm and o_proj, two fp32 "
+                        "b·n_h·s² gradients and v's fp32 gradient waiting"))
+    return tuple(out)
+
+
+def training_peak(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> sp.Expr:
+    """The highest point of one steady-state training step under ``stack`` (not ``ideal``): fp32 master
+    weights ``4N`` and AdamW's moments ``8N`` (ZeRO-sharded as :func:`training_states` shards them), plus
+    the largest of :func:`training_terms`' moments.
+
+    >>> from symllm.components import model
+    >>> peak = training_peak(model(tied=True), "hf-sdpa")
+    >>> sp.expand(peak - peak.atoms(sp.Max).pop()).coeff(S.V)  # 4N + 8N held: the tied table's 12·V·d
+    12*d
+    """
+    held, sizes = _held(mdl, stack, zero_stage)
+    return held + sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage)))
+
+
+def _held(mdl: Component, stack: str, zero_stage: int):
+    """fp32 master weights and AdamW's moments (ZeRO-sharded), and the sizes the moments' symbols stand for."""
+    _check(stack, mdl)
+    N = mdl.total("params")
+    weights = _FP32 * N if zero_stage < 3 else _FP32 * N / S.N_d
+    adam = 2 * _FP32 * N if zero_stage < 1 else 2 * _FP32 * N / S.N_d
+    per_block = next(c for c in mdl.children if c.checkpoint != 0)
+    return weights + adam, {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat}
+
+
+def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> list[tuple[Term, sp.Expr]]:
+    """Each of :func:`training_terms` with its whole bytes at that moment (the weights and AdamW's moments
+    added, ``N`` and a block's parameters put in): :func:`training_peak` is their largest.
+
+    >>> from symllm.components import model
+    >>> [t.component for t, _ in moments(model(), "hf-sdpa")][:2]
+    ['forward end', 'backward start']
+    """
+    held, sizes = _held(mdl, stack, zero_stage)
+    return [(t, held + t.bytes.subs(sizes)) for t in training_terms(stack, recompute, zero_stage)]

@@ -50,7 +50,7 @@ from typing import Callable, Iterator
 import numpy as np
 import sympy as sp
 
-from . import api, costs, finetune
+from . import api, costs, finetune, parallel
 from . import symbols as S
 from .config import derive_heads
 from .errors import SymllmError
@@ -108,7 +108,7 @@ def quantity_names() -> list[str]:
 #: per-GPU quantities of a parallel layout (symllm.parallel) -> their (group, key) in costs.quantities
 _PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
              **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in costs.PER_GPU_MEMORY},
-             **{f"comm_{kind}": ("comm", kind) for kind in ("tp", "pp", "dp")}}
+             **{f"comm_{kind}": ("comm", kind) for kind in parallel.COMM_KINDS}}
 #: LoRA quantities (symllm.finetune; they need --lora-rank): count's params.trainable and memory.lora_*
 _LORA = ("trainable_params", *finetune.MEMORY_KEYS)
 
@@ -133,7 +133,11 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
             return finetune.closed_forms(mdl, work)[name]
         if name in _PARALLEL:
             group, key = _PARALLEL[name]
-            return costs.quantities(mdl, work)[group][key]
+            out = costs.quantities(mdl, work)[group]
+            if key not in out:  # comm_ep: expert parallelism sends nothing in a dense model
+                raise SymllmError(f"quantity: {name} is for a mixture-of-experts model (known here: "
+                                  f"{', '.join(f'comm_{k}' for k in out)})")
+            return out[key]
         if name in costs.MEMORY_KINDS:
             return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
         phase, bucket = name.rsplit("_", 1)

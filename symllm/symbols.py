@@ -19,7 +19,7 @@ import sympy as sp
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope", "W",
-    "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "r_lora",
+    "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
 
@@ -69,6 +69,7 @@ beta_a = sp.Symbol("beta_a", positive=True)
 N_d = sp.Symbol("N_d", **_size)
 N_t = sp.Symbol("N_t", **_size)
 N_p = sp.Symbol("N_p", **_size)
+N_e = sp.Symbol("N_e", **_size)
 # fine-tuning (symllm.finetune)
 r_lora = sp.Symbol("r_lora", **_size)
 # scaling laws (symllm.scaling)
@@ -113,6 +114,8 @@ _TABLE = [
     SymbolInfo(N_d, "dp", "N_d", "data-parallel ranks sharing the model states (ZeRO)", "workload"),
     SymbolInfo(N_t, "tp", "N_t", "tensor-parallel ranks sharing each layer", "workload"),
     SymbolInfo(N_p, "pp", "N_p", "pipeline-parallel stages of contiguous layers", "workload"),
+    SymbolInfo(N_e, "ep", "N_e", "expert-parallel ranks sharing a layer's routed experts (carved out of N_d)",
+               "workload"),
     SymbolInfo(r_lora, "lora_rank", r"r_{\mathrm{LoRA}}", "rank of each LoRA adapter (symllm.finetune)", "finetune"),
     SymbolInfo(g, "gqa_ratio", "g", "query heads per key/value head (1: MHA, n_h: MQA)", "scaling"),
     SymbolInfo(r, "aspect_ratio", "r", "aspect ratio d / L", "scaling"),

@@ -148,6 +148,8 @@ class Workload:
     tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True)
     #: pipeline-parallel stages of contiguous layers, N_p
     pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True)
+    #: expert-parallel ranks sharing each MoE layer's routed experts, N_e, carved out of the dp ranks
+    ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp)", training=True)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True)
     #: full activation recomputation (training FLOPs and activations)
@@ -173,7 +175,7 @@ class Workload:
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen)
         put("derived", frozenset(k for k in ("context", "kv_dtype", "act_dtype") if getattr(self, k) is None))
-        for key in ("batch", "seq", "dp", "tp", "pp", "group_size"):
+        for key in ("batch", "seq", "dp", "tp", "pp", "ep", "group_size"):
             _integer(key, getattr(self, key))
         _integer("gen", self.gen, 0)
         put("context", self.seq if self.context is None else _integer("context", self.context, 0))
@@ -182,6 +184,12 @@ class Workload:
             raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {self.zero_stage!r}")
         _boolean("recompute", self.recompute)
         _boolean("sp", self.sp)
+        if self.sp and self.tp == 1:
+            raise SymllmError("sp: sequence parallelism splits the sequence over the tensor-parallel ranks; "
+                              "give tp > 1 (--tp), got tp 1")
+        if self.dp % self.ep:  # symllm.parallel: expert-parallel groups are carved out of the data-parallel ranks
+            raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel ranks "
+                              "(--dp) they are carved out of")
         _check_choice("dtype", self.dtype, DTYPES)
         put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
         _check_choice("kv_dtype", self.kv_dtype, DTYPES)
@@ -197,10 +205,10 @@ class Workload:
         if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
             hardware.peak_flops(self.gpu, self.dtype, self.act_dtype)
         _check_choice("stack", self.stack, STACKS)
-        if self.stack != "ideal" and (self.lora_rank is not None or self.tp > 1 or self.pp > 1):
+        if self.stack != "ideal" and (self.lora_rank is not None or self.tp > 1 or self.pp > 1 or self.ep > 1):
             # LoRA's and the per-GPU memory use the ideal stack's tensors: refused rather than mixed
             raise SymllmError(f"stack: {self.stack} is not modelled with LoRA or a parallel layout yet "
-                              "(--lora-rank, --tp, --pp use the ideal stack)")
+                              "(--lora-rank, --tp, --pp, --ep use the ideal stack)")
 
     @classmethod
     def of(cls, workload: Workload | None = None, **options) -> Workload:

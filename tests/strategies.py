@@ -159,9 +159,12 @@ def workload_options() -> st.SearchStrategy[dict]:
 
 
 def _one_memory_model(options: dict) -> dict:
-    """An HF stack is not modelled with a parallel layout (Workload refuses it): such draws keep the layout."""
+    """An HF stack is not modelled with a parallel layout (Workload refuses it): such draws keep the layout.
+    Sequence parallelism needs tensor parallelism (Workload refuses sp with tp 1): such draws drop sp."""
     if options.get("tp", 1) > 1 or options.get("pp", 1) > 1:
         options.pop("stack", None)
+    if options.get("tp", 1) == 1:
+        options.pop("sp", None)
     return options
 
 

@@ -209,6 +209,28 @@ def test_decode_batch_derivation_matches_the_time_group():
     assert -(-dv.value.numerator // dv.value.denominator) == t["compute_bound_batch"] == 443
 
 
+@pytest.mark.parametrize("context", [128, 390, 391, 2048, 100_000])
+def test_decode_batch_is_refused_where_no_batch_is_compute_bound(context, cli):
+    """derive --quantity decode_batch printed a negative batch where none exists. By the plain formula of
+    test_compute_bound_batch_from_a_plain_formula, llama3.1-8b on an H100 SXM turns compute-bound only
+    while f·B_mem > k·P per sequence (short contexts); past that derive refuses in one line (exit 2) and
+    count's time.compute_bound_batch is null."""
+    L, d, n_h, n_kv, d_h, V = 32, 4096, 32, 8, 128, 128256
+    n_read = PUBLISHED["llama3.1-8b"]["total"] - V * d
+    f = 2 * (n_read - (2 * L + 1) * d) + 4 * L * n_h * d_h * (context + 1)
+    k = 4 * L * n_kv * d_h * (context + 1) + 2 * V
+    exists = f * Fraction("3.35") * TERA > k * tflops("989.4")
+    result = cli(["derive", "--quantity", "decode_batch", "--model", "llama3.1-8b", "--gpu", "h100-sxm",
+                  "--seq", str(context)])
+    t = symllm.workload("llama3.1-8b", seq=context, gpu="h100-sxm")["time"]
+    if exists:
+        assert result.code == 0 and t["compute_bound_batch"] is not None
+    else:
+        assert result.code == 2 and "decode_batch: no batch of llama3.1-8b is compute-bound" in result.err
+        assert "\n" not in result.err.strip() and t["compute_bound_batch"] is None
+    assert exists == (context <= 390)  # the crossing disappears at 391 cached tokens (README)
+
+
 def test_mfu_takes_a_gpu_name():
     """mfu(..., "h100-sxm") divides by 989.4 TFLOPS (bf16), as the number itself does."""
     by_name = symllm.costs.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192)

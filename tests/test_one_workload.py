@@ -38,7 +38,7 @@ COUNTED = {
     "training_flops": ("flops", "training_step"),
     "prefill_elementwise": ("flops", "elementwise"),
     **{kind: ("memory", kind) for kind in ("weights", "kv_cache", "training_states", "activations",
-                                           "inference_peak")},
+                                           "inference_peak", "training_peak")},
     # a parallel layout (symllm.parallel): params.per_gpu, memory_per_gpu.*, comm.*
     "params_per_gpu": ("params", "per_gpu"),
     **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in ("weights", "training_states", "activations")},

@@ -327,3 +327,57 @@ def test_hf_stacks_are_not_mixed_with_layouts_or_lora(cli, option):
     """Per-GPU and LoRA memory use the ideal stack's tensors: an HF stack with them is refused, not mixed."""
     r = cli(["count", "llama3.1-8b", "--stack", "hf-eager", *option])
     assert r.code == 2 and r.err.startswith("symllm: error: stack: hf-eager is not modelled with LoRA")
+
+
+# --- reports -----------------------------------------------------------------------------------------
+
+def test_report_has_the_layout_section_only_for_a_layout():
+    """symllm report with --tp/--pp/--dp/--sp adds a "parallel training" section showing count's per-GPU
+    numbers and bytes sent; with --gpu whether a step (training states + activations) fits in its memory,
+    80 GB read as 80 GiB for an H100 SXM (the vendor's binary-sized HBM stacks); without an option, none."""
+    options = dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1, seq=4096, gpu="h100-sxm")
+    md = symllm.report("llama3.1-70b", **options).render("markdown")
+    counted = symllm.workload("llama3.1-70b", **options)
+    assert "## llama3.1-70b: parallel training" in md and "64 GPUs" in md
+    assert f"| parameters | {counted['params']['per_gpu']:,} |" in md
+    for value in (*counted["memory_per_gpu"].values(), *counted["comm"].values()):
+        assert f"{value:,}" in md
+    step = counted["memory_per_gpu"]["training_states"] + counted["memory_per_gpu"]["activations"]
+    assert f"**{step:,}**" in md and ("**fits**" in md) == (step <= 80 * 2**30)
+    assert "C_{\\mathrm{tp}}" in md  # the derivation of comm
+    plain = symllm.report("llama3.1-70b").render("markdown")
+    assert "parallel training" not in plain and "fine-tuning" not in plain
+
+
+def test_report_has_the_lora_section_only_with_a_rank():
+    """--lora-rank adds a LoRA section: params.trainable (PEFT prints 4,194,304 for Llama-2-7B, r=8 on
+    q_proj and v_proj) and count's memory.lora_* lines."""
+    md = symllm.report("llama2-7b", lora_rank=8, lora_targets="q_proj,v_proj").render("markdown")
+    assert "## llama2-7b: LoRA fine-tuning" in md and "train **4,194,304** parameters" in md
+    tuned = symllm.finetune.lora("llama2-7b", lora_rank=8, lora_targets="q_proj,v_proj")
+    for value in tuned["memory"].values():
+        assert f"| {value:,} |" in md
+    assert "QLoRA fine-tuning" in symllm.report("llama2-7b", lora_rank=8, qlora=True).render("markdown")
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "llama3.1-70b", "--tp", "8", "--pp", "4", "--dp", "2", "--sp", "--zero", "1", "--gpu", "h100-sxm"],
+    ["report", "mixtral-8x7b", "--tp", "2", "--pp", "2", "--dp", "8", "--ep", "4", "--recompute"],
+    ["report", "llama2-7b", "--lora-rank", "16", "--qlora", "--lora-targets", "wq,wk,wv,wo"],
+    ["derive", "--quantity", "comm", "--model", "llama3.1-70b", "--tp", "8", "--pp", "4", "--dp", "2", "--sp"],
+], ids=["dense layout", "moe layout", "qlora", "derive comm"])
+def test_layout_and_lora_reports_compile_and_fit_the_page(argv, tmp_path, monkeypatch):
+    """The LaTeX of the new sections compiles with pdflatex in one pass, no line runs into the margin (the
+    long quotients of comm break after their 1/N), and the PDF shows the per-GPU or trainable number."""
+    from .test_render import _pdf_text, _run_pdflatex
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--format", "latex", "--standalone", "-o", "doc.tex"]) == 0
+    log = _run_pdflatex((tmp_path / "doc.tex").read_text(), tmp_path, "doc")
+    assert "Overfull" not in log
+    text = _pdf_text(tmp_path / "doc.pdf")
+    if argv[0] == "report" and "--lora-rank" in argv:
+        assert "16,777,216" in text  # 32 layers x 4 matrices x 16 x (4096 + 4096)
+    elif argv[0] == "report":
+        options = {"mixtral-8x7b": dict(tp=2, pp=2, dp=8, ep=4, recompute=True),
+                   "llama3.1-70b": dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1)}[argv[1]]
+        assert f"{symllm.workload(argv[1], **options)['params']['per_gpu']:,}" in text

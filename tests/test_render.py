@@ -116,7 +116,7 @@ def _derive_outputs():
                                                    phase="decode").render("latex")
     out["derive flops generation causal"] = derivation.derive(
         "block", "flops", config="llama3.2-1b", phase="generation", attention="causal", gen=16).render("latex")
-    for kind in ("training_states", "activations", "inference_peak"):
+    for kind in ("training_states", "activations", "inference_peak", "training_peak"):
         out[f"derive memory {kind}"] = derivation.derive("model", "memory", config="llama2-7b",
                                                          memory=kind).render("latex")
     return out
@@ -167,6 +167,32 @@ def _pdf_text(pdf: Path) -> str:
         pytest.skip("pdftotext is not installed")
     text = subprocess.run([exe, str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     return " ".join(text.split())
+
+
+@pytest.mark.parametrize("options", [["--stack", "hf-eager"], ["--stack", "hf-sdpa", "--recompute"], [],
+                                     ["--stack", "hf-sdpa", "--gpu", "h100-sxm"]],
+                         ids=["hf-eager", "hf-sdpa-recompute", "ideal", "hf-sdpa-gpu"])
+def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatch):
+    """A standalone report shows the inference and the training peak of the workload's stack with their
+    derivations (and, for an HF stack, the moments of the step; with --gpu the roofline time); pdflatex
+    compiles it and the PDF shows count's training_peak; the Markdown report shows it too."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["report", "llama3.2-1b", "--format", "latex", "--standalone", "-o", "r.tex", *options]) == 0
+    source = (tmp_path / "r.tex").read_text()
+    given = dict(zip(options[::2], options[1::2]))
+    stack, gpu, recompute = given.get("--stack", "ideal"), given.get("--gpu"), "--recompute" in options
+    counted = symllm.workload("llama3.2-1b", stack=stack, recompute=recompute, gpu=gpu)
+    memory = counted["memory"]
+    assert f"Training peak ({stack} stack)" in source and f"Inference peak ({stack} stack)" in source
+    assert ("Moments of one steady-state training step" in source) == (stack != "ideal")
+    assert ("Roofline time on" in source) == (gpu is not None)
+    _run_pdflatex(source, tmp_path, "r")
+    assert f"{memory['training_peak']:,}" in _pdf_text(tmp_path / "r.pdf")
+    md = derivation.report("llama3.2-1b", stack=stack, recompute=recompute, gpu=gpu).render("markdown")
+    assert f"{memory['training_peak']:,}" in md and f"{memory['inference_peak']:,}" in md
+    if gpu is not None:
+        assert f"| inference peak fits | yes | up to batch {counted['time']['max_batch']:,} |" in md
+        assert f"| one decode step | {counted['time']['decode_token_s']:.4g} s |" in md
 
 
 def test_standalone_with_notation_file_compiles(tmp_path):

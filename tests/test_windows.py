@@ -158,3 +158,12 @@ def test_sweep_past_the_window_equals_count(cli, name):
         assert int(row[head.index("prefill_flops")]) == one["flops"]["prefill"]
         assert int(row[head.index("generation_flops")]) == one["flops"]["generation"]
         assert int(row[head.index("kv_cache")]) == one["memory"]["kv_cache"]
+
+
+@pytest.mark.parametrize("stack", ["hf-eager", "hf-sdpa"])
+def test_hf_stacks_refuse_a_window(cli, stack):
+    """The HF stacks' memory is derived for LlamaForCausalLM's full-attention cache: a windowed model is
+    refused in one line rather than given that cache."""
+    r = cli(["count", "mistral-7b-v0.1", "--stack", stack])
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
+    assert r.err.startswith(f"symllm: error: stack: {stack} models") and "sliding window" in r.err
