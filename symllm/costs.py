@@ -384,8 +384,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     """
     spec = api.spec(config)
     work = Workload.of(work, **options)
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp)
-    parallel.check(spec.model(work.attention), work.ep, spec.n_experts, spec.name)
+    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
     vals = {**spec.values(), **work.values()}
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),

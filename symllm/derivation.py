@@ -103,8 +103,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     """
     key = json.dumps([source_digest(), repr(spec.structure), work.attention, bool(work.recompute),
                       work.zero_stage, work.stack, work.sp, parallel.laid_out(work)])
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp)  # past a window, too many stages
-    parallel.check(spec.model(work.attention), work.ep, spec.n_experts, spec.name)  # ep on a dense model
+    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
     vals = {**spec.values(), **work.values()}
     hit = cache_get("workload", key)
     if hit is not None and len(hit) == 3:
@@ -425,8 +424,8 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
     options = {**OPTIONS, **{k: v for k, v in workload.items() if k in OPTIONS and v is not None}}
     work = Workload.of(**{k: v for k, v in workload.items() if k not in OPTIONS})
     spec = api.spec(config, vocab_size=vocab_size) if config is not None else None
-    if spec is not None:  # expert parallelism on a dense model, or not dividing its experts
-        parallel.check(spec.model(work.attention), work.ep, spec.n_experts, spec.name)
+    if spec is not None:  # too many stages, expert parallelism its experts do not allow, a window's limit
+        spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
     return _derive(component, quantity, kind, spec, notation_of(notation), work, options)
 
 

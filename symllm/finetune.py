@@ -204,7 +204,7 @@ def lora(config, work: Workload | None = None, **options) -> dict:
     """
     spec = api.spec(config)
     work = Workload.of(work, **options)
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp)
+    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
     exprs = closed_forms(spec.model(work.attention), work)
     vals = {**spec.values(), **work.values()}
     return {"params": {"trainable": evaluate(exprs.pop("trainable_params"), vals)},

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+from . import parallel
 from . import symbols as S
 from .components import Component, meta_hidden_dim, model
 from .config import ModelConfig, load
@@ -116,8 +117,9 @@ class Spec:
         """"MHA", "MQA" or "GQA", from n_kv_heads."""
         return self.config.attention_kind
 
-    def check(self, *, seq: int, gen: int, context: int, pp: int = 1) -> None:
-        """Refuse more pipeline stages ``pp`` than blocks (a stage holds at least one), and a context
+    def check(self, *, seq: int, gen: int, context: int, pp: int = 1, ep: int = 1) -> None:
+        """Refuse more pipeline stages ``pp`` than blocks (a stage holds at least one), expert parallelism
+        ``ep`` that this model's experts do not allow (:func:`symllm.parallel.check`), and a context
         past a sliding window that only some layers have (Qwen's ``max_window_layers``): within the window
         attention is full and every count exact; beyond it those layers differ from the others, which
         symllm does not model. (A window in every layer with RoPE is modelled at any length.)
@@ -130,6 +132,7 @@ class Spec:
         if pp > self.n_layers:
             raise SymllmError(f"pp: {pp} pipeline stages for the {self.n_layers} blocks of {self.name}; "
                               "a stage holds at least one block")
+        parallel.check(self.model(), ep, self.n_experts, self.name)
         window = self.config.window
         if self.config.window_layers is None or max(seq + gen, context + 1) <= window:
             return
