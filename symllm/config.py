@@ -382,7 +382,8 @@ def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -
     multimodal ``llama4`` config is read through its ``text_config``. Another model type, or a key that
     changes the architecture in a way symllm does not model (:data:`HF_UNMODELLED`), is refused in one
     line naming it. A sliding window (Mistral; 4096 when a ``mistral`` config has no key) or Llama 4's
-    attention chunk is read: counts are exact while a workload's context fits in it, refused beyond.
+    attention chunk is read and modelled at any length (Qwen's window in some layers only: exact while the
+    context fits in it, refused beyond).
 
     >>> from_hf({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
     ...          "num_attention_heads": 4, "intermediate_size": 172}).sliding_window
