@@ -73,9 +73,10 @@ from .errors import SymllmError
 __all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "check", "comm_kinds", "shard",
            "stages", "largest", "params_per_gpu", "expert_params", "comm"]
 
-#: the tensor-parallel plan: component name -> how its weight is split (any other component is replicated)
+#: the tensor-parallel plan: component name -> how its weight is split (any other component is replicated;
+#: "expert": not tensor-split, divided over the expert-parallel ranks)
 PLAN = {"wq": "colwise", "wk": "colwise", "wv": "colwise", "w1": "colwise", "w3": "colwise",
-        "lm_head": "colwise", "wo": "rowwise", "w2": "rowwise", "embedding": "vocab", "experts": "replicated"}
+        "lm_head": "colwise", "wo": "rowwise", "w2": "rowwise", "embedding": "vocab", "experts": "expert"}
 #: components whose activations sequence parallelism splits along the sequence (DTensor's SequenceParallel)
 SEQUENCE_PARALLEL = ("attention_norm", "ffn_norm", "norm")
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -149,10 +150,8 @@ def _sizes() -> dict:
 def _sharded(comp: Component, seq: bool) -> Component:
     sizes = _sizes()
     rows = {S.s: _split(S.s)}
-    if comp.name == EXPERTS:  # not tensor-split; rank 0 of the expert-parallel group holds n_e/N_e of them
+    if PLAN.get(comp.name) == "expert":  # not tensor-split; rank 0 of the expert-parallel group holds n_e/N_e
         return comp.replace(params=comp.params.xreplace({S.n_e: sp.ceiling(S.n_e / S.N_e)}))
-    if PLAN.get(comp.name) == "replicated":
-        return comp
     own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved")}
     if comp.name in PLAN:
         own["params"] = comp.params.xreplace(sizes)
