@@ -248,7 +248,7 @@ def training_peak_parts(comp: Component, stack: str = "ideal", zero_stage: int =
     """The terms of ``memory(..., "training_peak")``, which add up to it: ``ideal`` its training states
     (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused cross-entropy writes it
     in place of the logits); an HF stack the fp32 master weights and AdamW moments held throughout and the
-    largest moment of the step (:func:`symllm.stacks.training_peak`).
+    largest moment of the step (:func:`symllm.stacks.training_peak_parts`).
 
     >>> list(training_peak_parts(model())), list(training_peak_parts(model(), "hf-sdpa"))
     (['training_states', 'activations', 'logits_gradient'], ['weights_and_moments', 'largest_moment'])
@@ -259,9 +259,7 @@ def training_peak_parts(comp: Component, stack: str = "ideal", zero_stage: int =
         return {"training_states": _memory(comp, "training_states", zero_stage, recompute),
                 "activations": activations(comp, recompute=recompute),
                 "logits_gradient": S.beta_a * S.b * S.s * S.V}
-    peak = stacks.training_peak(comp, stack, recompute, zero_stage)
-    largest = next(a for a in peak.args if isinstance(a, sp.Max))
-    return {"weights_and_moments": peak - largest, "largest_moment": largest}
+    return stacks.training_peak_parts(comp, stack, recompute, zero_stage)
 
 
 @lru_cache(maxsize=256)

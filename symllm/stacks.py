@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) with
     from .components import Component
 
 __all__ = ["STACKS", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
-           "training_states", "training_terms", "training_peak", "moments"]
+           "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
 #: the stacks symllm knows; ``ideal`` is the component tree's own memory model
 STACKS = ("ideal", "hf-eager", "hf-sdpa")
@@ -375,8 +375,19 @@ def training_peak(mdl: Component, stack: str, recompute: bool = False, zero_stag
     >>> sp.expand(peak - peak.atoms(sp.Max).pop()).coeff(S.V)  # 4N + 8N held: the tied table's 12·V·d
     12*d
     """
+    return sum(training_peak_parts(mdl, stack, recompute, zero_stage).values(), sp.S.Zero)
+
+
+def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> dict:
+    """:func:`training_peak`'s two parts: ``weights_and_moments`` (held throughout) and ``largest_moment``.
+
+    >>> from symllm.components import model
+    >>> list(training_peak_parts(model(), "hf-sdpa"))
+    ['weights_and_moments', 'largest_moment']
+    """
     held, sizes = _held(mdl, stack, zero_stage)
-    return held + sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage)))
+    largest = sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage)))
+    return {"weights_and_moments": held, "largest_moment": largest}
 
 
 def _held(mdl: Component, stack: str, zero_stage: int):
