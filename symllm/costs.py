@@ -92,13 +92,13 @@ def _decode_sum(step: sp.Expr) -> sp.Expr:
     windows = sorted((a for a in step.atoms(_WindowPairs) if a.has(S.t)), key=sp.default_sort_key)
     rest = step.subs({a: 0 for a in windows})
     total = sp.factor(sp.summation(sp.expand(rest.subs(S.t, S.s + _i)), (_i, 0, S.n - 1)))
-    groups: dict = {}  # (class, window, argument less t) -> {shift: coefficient}
+    groups: dict = {}  # (class, window) -> {shift a of P(t + a): its coefficient}
     for a in windows:
         x, w = a.args
-        shift = x - S.t
-        if shift.has(S.t) or not shift.is_Integer or step.coeff(a).has(S.t):
+        shift, coeff = x - S.t, step.coeff(a)
+        if not shift.is_Integer or coeff.has(S.t):
             raise SymllmError(f"generation: cannot sum {a} over decode steps")  # not produced by the components
-        groups.setdefault((type(a), w), {})[int(shift)] = step.coeff(a)
+        groups.setdefault((type(a), w), {})[int(shift)] = coeff
     for (pairs, w), coeffs in groups.items():
         carried = sp.S.Zero  # Σ_a c_a P(t+a) = Σ_a C_a [P(t+a+1) - P(t+a)], C_a = -Σ_{a' ≤ a} c_a'
         for a in range(min(coeffs), max(coeffs) + 1):
