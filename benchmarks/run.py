@@ -10,7 +10,7 @@
    goal >= 100,000x faster (needs torch; skipped without it);
 4. CLI start-up, ``symllm count llama3.1-405b`` vs ``python -c "import sympy"``: goal <= 1.2x; and
    ``symllm report llama3.1-405b --format latex`` vs the same: goal <= 1.5x (a fresh kernel cache,
-   filled by one warm-up run, so the report is read back: ``symllm.quick.report``); for information, the
+   filled by one warm-up run, so the report is read back: ``symllm.numbers.quick.report``); for information, the
    same report rendered again from the cached derivations (``--template-dir`` of an empty folder: user
    templates are never read back, the built-in ones fill in);
 5. a warm ``symllm.params(cfg)`` (the whole breakdown of a config seen before) vs a hand-written Python
@@ -41,11 +41,11 @@ import numpy as np  # noqa: E402
 import sympy as sp  # noqa: E402
 
 import symllm  # noqa: E402
-from symllm import symbols as S  # noqa: E402
+from symllm.arch import symbols as S  # noqa: E402
 from symllm.api import values  # noqa: E402
-from symllm import costs  # noqa: E402
-from symllm.evaluate import compile_expr, evaluate, substitute  # noqa: E402
-from symllm.sweep import Sweep  # noqa: E402
+from symllm.costs import phases as costs  # noqa: E402
+from symllm.numbers.kernels import compile_expr, evaluate, substitute  # noqa: E402
+from symllm.numbers.sweeps import Sweep  # noqa: E402
 
 
 def best(fn, repeat: int, number: int = 1) -> float:
@@ -192,7 +192,7 @@ def _interleaved(cmds: list, runs: int, env: dict) -> list[float]:
 
 def bench_startup(runs: int) -> list[dict]:
     """symllm count and symllm report against ``import sympy``, each a fresh process; the kernel cache
-    (symllm.evaluate.cache_dir) is a fresh folder, filled by the warm-up run, as after a user's first count."""
+    (symllm.numbers.kernels.cache_dir) is a fresh folder, filled by the warm-up run, as after a user's first count."""
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "SYMLLM_CACHE_DIR": cache,
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}

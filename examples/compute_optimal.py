@@ -2,7 +2,7 @@
 a Llama-3-like family's exact training FLOPs.  Run: python examples/compute_optimal.py [BUDGET ...]"""
 import sys
 
-from symllm import scaling as sc
+from symllm.costs import scaling as sc
 
 
 def main(budgets):

@@ -4,8 +4,8 @@ import sys
 
 import sympy as sp
 
-from symllm import scaling as sc
-from symllm.symbols import f
+from symllm.costs import scaling as sc
+from symllm.arch.symbols import f
 
 
 def main(presets):

@@ -1,6 +1,6 @@
 """Inverse sizing: the width (or depth) a budget buys in a family, in closed form, and the nearest valid
 configs with their exact counts.  Run: python examples/inverse_sizing.py"""
-from symllm import scaling as sc
+from symllm.costs import scaling as sc
 
 
 def show(title, sizing):

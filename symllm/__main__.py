@@ -1,6 +1,6 @@
 """``python -m symllm``."""
 import sys
 
-from .cli import main
+from symllm.cli import main
 
 sys.exit(main())

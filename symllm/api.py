@@ -12,12 +12,12 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from . import symbols as S
-from .components import Component
-from .config import ModelConfig, load
-from .evaluate import TableKernel, cache_get, cache_put, source_digest
-from .spec import Spec, Structure, spec_of, structure_model
-from .workload import Workload
+from symllm.arch import symbols as S
+from symllm.arch.components import Component
+from symllm.arch.config import ModelConfig, load
+from symllm.numbers.kernels import TableKernel, cache_get, cache_put, source_digest
+from symllm.arch.specs import Spec, Structure, spec_of, structure_model
+from symllm.costs.workloads import Workload
 
 __all__ = ["resolve", "spec", "model_for", "hidden_dim", "params", "by_kind", "resolved_config", "values"]
 
@@ -45,7 +45,7 @@ def resolve(config: Config, *, vocab_size: int | None = None) -> ModelConfig:
 
 
 def spec(config: Config, *, vocab_size: int | None = None) -> Spec:
-    """The resolved architecture of a config (see :mod:`symllm.spec`).
+    """The resolved architecture of a config (see :mod:`symllm.arch.specs`).
 
     >>> spec("llama3.2-1b").hidden_dim, spec("llama3.2-1b").structure.tied
     (8192, True)
@@ -91,8 +91,8 @@ def values(config: Config, workload: Workload | None = None, **options) -> dict:
 def _params_table(structure: Structure) -> TableKernel:
     """One compiled function giving every breakdown term, one block and the total, per structure.
 
-    Its generated code is kept in :func:`symllm.evaluate.cache_dir` by the structure and a hash of
-    symllm's source files (as :mod:`symllm.quick` keeps a count's), so a later process builds no
+    Its generated code is kept in :func:`symllm.numbers.kernels.cache_dir` by the structure and a hash of
+    symllm's source files (as :mod:`symllm.numbers.quick` keeps a count's), so a later process builds no
     component tree for it; a miss or a damaged entry builds the tree.
     """
     key = json.dumps([source_digest(), repr(structure)])

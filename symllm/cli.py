@@ -16,11 +16,11 @@ import textwrap
 import typing
 from fractions import Fraction
 
-from . import config as cfgmod
-from .errors import SymllmError
-from .files import write_atomic
-from .format import digits, grouped, human, human_bytes
-from .workload import Workload, options as workload_options
+from symllm.arch import config as cfgmod
+from symllm.errors import SymllmError
+from symllm.files import write_atomic
+from symllm.present.format import digits, grouped, human, human_bytes
+from symllm.costs.workloads import Workload, options as workload_options
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
@@ -51,7 +51,7 @@ class _Choices:
 
     def _get(self):
         import importlib
-        return tuple(getattr(importlib.import_module(f".{self.module}", __package__), self.name))
+        return tuple(getattr(importlib.import_module(f"symllm.{self.module}"), self.name))
 
     def __contains__(self, value):
         return value in self._get()
@@ -159,7 +159,7 @@ def _given(args, names=Workload.names()) -> dict:
 
 
 def add_workload_options(group, *, axes_as_values: bool = False) -> None:
-    """Add one option per :class:`~symllm.workload.Workload` field to ``group``, generated from the
+    """Add one option per :class:`~symllm.costs.workloads.Workload` field to ``group``, generated from the
     field's metadata: its flag, its help with the default appended, its type (an int, a string, a
     flag for a bool). Absent options are ``None`` (:meth:`Workload.of`: not given). With
     ``axes_as_values`` the fields a sweep may vary (``axis``) take VALUES: comma lists and ranges.
@@ -187,21 +187,22 @@ def cmd_count(args) -> int:
     config = _load(args)
     given = _given(args)
     if given or args.json:
-        from . import api, costs
+        from symllm import api
+        from symllm.costs import phases as costs
         work = costs.workload(config, **given)
         counts, resolved = api.params(config), api.resolved_config(config)
-        if given.get("lora_rank") is not None:  # LoRA: params.trainable and memory.lora_* (symllm.finetune)
-            from . import finetune
+        if given.get("lora_rank") is not None:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
+            from symllm.costs import finetune
             tuned = finetune.lora(config, **given)
             counts = {**counts, **tuned["params"]}
             work["memory"].update(tuned["memory"])
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
-        from . import quick
+        from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
-            extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.parallel)
+            extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
             print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work},
                              indent=2, default=_json_number))
         return 0
@@ -249,14 +250,14 @@ def cmd_count(args) -> int:
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "")))
-        if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.parallel)
+        if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
             rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items()]
             print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
                                        f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
-        if "time" in work:  # --gpu: roofline time (symllm.hardware)
+        if "time" in work:  # --gpu: roofline time (symllm.costs.hardware)
             t = work["time"]
             rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
                     ("decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
@@ -289,7 +290,7 @@ def _workload(args) -> dict:
 
 
 def cmd_derive(args) -> int:
-    from . import derivation  # jinja2 loads only for derive and report (start-up of count)
+    from symllm.present import derivation  # jinja2 loads only for derive and report (start-up of count)
     kind = "mha" if args.mha else "mqa" if args.mqa else "gqa" if args.gqa else None
     dv = derivation.derive(args.component, args.quantity, kind=kind, config=args.model, notation=args.notation,
                            vocab_size=args.vocab_size, **_workload(args))
@@ -306,11 +307,11 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
                "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
-               # LoRA's numbers are count's and the sweep's (symllm.finetune); derive shows none of them yet
+               # LoRA's numbers are count's and the sweep's (symllm.costs.finetune); derive shows none of them yet
                "lora_rank": "count", "lora_targets": "count", "qlora": "count"}
 
 
-#: the options derive's roofline quantities use (symllm.hardware); --gpu applies to nothing else
+#: the options derive's roofline quantities use (symllm.costs.hardware); --gpu applies to nothing else
 _ROOFLINE_USES = {"ridge": {"gpu", "dtype", "act_dtype"},
                   "decode_batch": {"gpu", "dtype", "kv_dtype", "act_dtype", "group_size", "seq", "context",
                                    "attention"}}
@@ -332,7 +333,7 @@ def _uses(quantities) -> tuple:
 
 
 def cmd_report(args) -> int:
-    from . import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
+    from symllm.numbers import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
     _emit(quick.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
                        vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
     return 0
@@ -341,7 +342,7 @@ def cmd_report(args) -> int:
 def cmd_presets(args) -> int:
     rows = []
     for name in sorted(cfgmod.preset_names(), key=_natural):
-        from . import api
+        from symllm import api
         total = api.params(name)["total"]
         rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
     print(_table(rows, ("preset", "parameters", "", "description"), text_columns=(3,), wrap=3))
@@ -351,11 +352,11 @@ def cmd_presets(args) -> int:
 def cmd_verify(args) -> int:
     config = _load(args)
     try:
-        from . import reference
+        from symllm import reference
     except ImportError:
         raise SymllmError("verify: needs torch (pip install 'symllm[torch]')") from None
     measured = reference.count(reference.build(config, device="meta"))
-    from . import api
+    from symllm import api
     ours = api.params(config)
     if config.n_experts is not None or config.nope_layers:  # blocks of several kinds: kind by kind
         measured, ours = api.by_kind(measured), api.by_kind(ours)
@@ -375,10 +376,10 @@ def _workload_args(p, *, derive: bool) -> None:
     phase and memory kind)."""
     w = p.add_argument_group("workload (FLOPs and memory)")
     if derive:
-        w.add_argument("--phase", choices=_Choices("costs", "PHASES"), metavar="PHASE",
+        w.add_argument("--phase", choices=_Choices("costs.phases", "PHASES"), metavar="PHASE",
                        help="FLOPs of the prefill (default), a forward pass at --context, one decode step, "
                             "prefill + --gen steps, or a training step: %(choices)s")
-        w.add_argument("--memory", choices=_Choices("costs", "MEMORY_KINDS"), metavar="KIND",
+        w.add_argument("--memory", choices=_Choices("costs.phases", "MEMORY_KINDS"), metavar="KIND",
                        help="which memory (default inference: weights + KV cache): %(choices)s")
     add_workload_options(w)
 
@@ -403,7 +404,7 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from . import sweep as sw
+    from symllm.numbers import sweeps as sw
     grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
     for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:
         text = getattr(args, name)
@@ -474,13 +475,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_count)
 
     p = add("derive", "the derivation of a component's closed form (and its numbers with --model)")
-    p.add_argument("--component", choices=_Choices("components", "COMPONENTS"), default="model", metavar="NAME",
+    p.add_argument("--component", choices=_Choices("arch.components", "COMPONENTS"), default="model", metavar="NAME",
                    help="which component (default: model): %(choices)s")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--gqa", action="store_true", help="n_kv key/value heads (the general form; default)")
     kind.add_argument("--mha", action="store_true", help="n_kv = n_h")
     kind.add_argument("--mqa", action="store_true", help="n_kv = 1")
-    p.add_argument("--format", choices=_Choices("render", "FORMATS"), default="text",
+    p.add_argument("--format", choices=_Choices("present.render", "FORMATS"), default="text",
                    help="text (default), pretty (Unicode), latex (an align environment) or markdown")
     p.add_argument("--quantity", choices=("params", "flops", "memory", "comm", "ridge", "decode_batch"),
                    default="params",

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Union
 
-from .errors import SymllmError
+from symllm.errors import SymllmError
 
 __all__ = ["read_text", "read_json", "parse_json", "write_atomic"]
 

@@ -5,7 +5,7 @@ import math
 
 from hypothesis import strategies as st
 
-from symllm.config import ModelConfig
+from symllm.arch.config import ModelConfig
 
 
 @st.composite
@@ -145,7 +145,7 @@ def workload_options() -> st.SearchStrategy[dict]:
     context (small, or up to 10**6 so that FLOPs pass int64), every dtype for weights, KV cache and
     activations (int4 with its group size), dense or causal attention, ZeRO stage, data-parallel
     ranks, full recomputation, tensor/pipeline-parallel degrees and sequence parallelism."""
-    from symllm.workload import ATTENTION, DTYPES
+    from symllm.costs.workloads import ATTENTION, DTYPES
     size = lambda lo: st.one_of(st.integers(lo, 64), st.integers(lo, 10**6))  # noqa: E731
     dtypes = st.sampled_from(list(DTYPES))
     return st.fixed_dictionaries({}, optional={
@@ -153,8 +153,8 @@ def workload_options() -> st.SearchStrategy[dict]:
         "context": size(0), "dtype": dtypes, "kv_dtype": dtypes, "act_dtype": dtypes,
         "attention": st.sampled_from(ATTENTION), "zero_stage": st.integers(0, 3), "dp": st.integers(1, 12),
         "recompute": st.booleans(), "group_size": st.sampled_from([32, 64, 100, 128]),
-        "tp": st.integers(1, 8), "pp": st.integers(1, 5), "sp": st.booleans(),  # symllm.parallel
-        "stack": st.sampled_from(["ideal", "hf-eager", "hf-sdpa"]),  # symllm.stacks
+        "tp": st.integers(1, 8), "pp": st.integers(1, 5), "sp": st.booleans(),  # symllm.costs.parallel
+        "stack": st.sampled_from(["ideal", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
     }).map(_one_memory_model)
 
 
@@ -301,7 +301,7 @@ def hostile_flag_values() -> st.SearchStrategy[str]:
 def hostile_workload_argv(draw) -> list[str]:
     """Workload flags of count, derive and report, each with a hostile value (flags only where the
     option is a switch)."""
-    from symllm.workload import options
+    from symllm.costs.workloads import options
     argv = []
     for name, (_, opt) in draw(st.lists(st.sampled_from(sorted(options().items())), max_size=4, unique_by=lambda x: x[0])):
         flag = opt.flag or "--" + name.replace("_", "-")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from symllm import symbols as S
+from symllm.arch import symbols as S
 
 from .conftest import CI
 

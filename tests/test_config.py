@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import symllm
-from symllm.config import from_dict, from_hf, from_meta, load
+from symllm.arch.config import from_dict, from_hf, from_meta, load
 
 from .strategies import bad_configs
 

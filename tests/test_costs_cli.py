@@ -9,10 +9,10 @@ import pytest
 import sympy as sp
 
 import symllm
-from symllm import costs
+from symllm.costs import phases as costs
 from symllm.cli import main
 from symllm.errors import SymllmError
-from symllm.workload import Workload
+from symllm.costs.workloads import Workload
 
 
 def _fails(capsys, argv, field) -> str:
@@ -138,7 +138,7 @@ def test_workload_names_every_bad_option():
         with pytest.raises(SymllmError, match=f"^(workload: unknown option )?'?{field}"):
             Workload.of(**bad)
     with pytest.raises(SymllmError, match="^dp"):
-        symllm.sweep.Sweep("llama3-8b", {"n_layers": [1]}, options={"dp": 0})
+        symllm.numbers.sweeps.Sweep("llama3-8b", {"n_layers": [1]}, options={"dp": 0})
 
 
 # --- report only takes what it uses --------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_elementwise_macs_are_refused():
 def test_fp64_activations_keep_fp64_statistics():
     """RMSNorm saves its input (β_a per element) and one 1/rms per row, fp32 for narrower activations
     and fp64 for fp64 ones (the torch reference's promote_types(dtype, fp32)); test_memory measures it."""
-    S = symllm.symbols
+    S = symllm.arch.symbols
     for beta, stat_bytes in ((1, 4), (2, 4), (4, 4), (8, 8)):
         vals = {S.b: 1, S.s: 1, S.d: 1, S.beta_a: beta}
         assert symllm.evaluate(costs.activations("rmsnorm"), vals) == beta + stat_bytes
@@ -242,7 +242,7 @@ def test_mfu_needs_a_real_sequence_length(seq):
 @pytest.mark.parametrize("value", ["no", "", 0, 1, None])
 def test_switches_must_be_booleans(value):
     """tied="no" is truthy: a non-bool switch is refused instead of silently counting as tied."""
-    from symllm import components
+    from symllm.arch import components
     with pytest.raises(SymllmError, match=r"^tied: expected True or False"):
         components.lm_head(tied=value)
     with pytest.raises(SymllmError, match=r"^tied: "):

@@ -1,4 +1,4 @@
-"""Expert parallelism (symllm.parallel, ``--ep``): per-GPU parameters, training states and all-to-all
+"""Expert parallelism (symllm.costs.parallel, ``--ep``): per-GPU parameters, training states and all-to-all
 bytes against torch.
 
 Expected numbers come from torch, run in the test, or from the convention written out here:
@@ -120,7 +120,7 @@ def moe_layouts(draw):
     if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
         fields.update(moe_layers=tuple(range(step - 1, layers, step)), dense_hidden_dim=draw(st.integers(1, 24)),
                       shared_expert=draw(st.booleans()))
-    # stages of blocks of several kinds are exact when every stage has the same mix (symllm.parallel)
+    # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
     stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
                    zero_stage=draw(st.integers(0, 3)))

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import costs
-from symllm import symbols as S
-from symllm.components import attention
-from symllm.config import HF_UNMODELLED, from_hf, preset_info
+from symllm.costs import phases as costs
+from symllm.arch import symbols as S
+from symllm.arch.components import attention
+from symllm.arch.config import HF_UNMODELLED, from_hf, preset_info
 
 from .strategies import family_configs, generation_workloads, hf_configs
 

@@ -1,4 +1,4 @@
-"""Fine-tuning with LoRA and QLoRA (symllm.finetune) against the real thing.
+"""Fine-tuning with LoRA and QLoRA (symllm.costs.finetune) against the real thing.
 
 Expected numbers: PEFT's ``get_peft_model`` on transformers' own model classes built on the meta device
 (trainable parameters; PEFT's printed figure for Llama-2-7B), torch's own bytes of the adapters' weights,
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import finetune
-from symllm.config import preset_info
+from symllm.costs import finetune
+from symllm.arch.config import preset_info
 from symllm.errors import SymllmError
 
 from .conftest import requires, saved_during
@@ -222,7 +222,7 @@ def test_bad_lora_options_are_one_line(cli, argv, field):
 
 def test_targets_the_model_lacks():
     """As PEFT: a target the model has no linear of adapts nothing; if no target has one, an error."""
-    from symllm.components import attention
+    from symllm.arch.components import attention
     assert finetune.trainable(attention(), "wq,gate_proj") == finetune.trainable(attention(), "wq")
     with pytest.raises(SymllmError, match="lora_targets: no linear layer of this model is named 'w1,w3'"):
         finetune.adapt(attention(), "up_proj,gate_proj")

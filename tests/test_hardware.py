@@ -1,4 +1,4 @@
-"""Roofline time on named accelerators (symllm.hardware; issue 11 part 4).
+"""Roofline time on named accelerators (symllm.costs.hardware; issue 11 part 4).
 
 Expected numbers come from outside symllm: the vendors' datasheets (typed below as the sheets print
 them, TFLOPS and TB/s or GB/s and "GB" of memory), the torch reference model (FlopCounterMode for
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import hardware
-from symllm.config import ModelConfig
+from symllm.costs import hardware
+from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
 
 from .conftest import PUBLISHED
@@ -233,12 +233,12 @@ def test_decode_batch_is_refused_where_no_batch_is_compute_bound(context, cli):
 
 def test_mfu_takes_a_gpu_name():
     """mfu(..., "h100-sxm") divides by 989.4 TFLOPS (bf16), as the number itself does."""
-    by_name = symllm.costs.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192)
-    assert by_name == symllm.costs.mfu("llama3.1-8b", 4000, 989.4e12, seq=8192)
-    assert symllm.costs.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192, dtype="fp8") == pytest.approx(by_name / 2,
+    by_name = symllm.costs.phases.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192)
+    assert by_name == symllm.costs.phases.mfu("llama3.1-8b", 4000, 989.4e12, seq=8192)
+    assert symllm.costs.phases.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192, dtype="fp8") == pytest.approx(by_name / 2,
                                                                                                      rel=1e-4)
     with pytest.raises(SymllmError, match="^gpu: unknown 'b200'"):
-        symllm.costs.mfu("llama3.1-8b", 4000, "b200", seq=8192)
+        symllm.costs.phases.mfu("llama3.1-8b", 4000, "b200", seq=8192)
 
 
 def test_cli_count_json_has_time(cli):

@@ -7,8 +7,8 @@ from hypothesis import example, given, settings, strategies as st
 import symllm
 from symllm.api import by_kind as kinds
 from symllm.api import values
-from symllm.evaluate import substitute
-from symllm import symbols as S
+from symllm.numbers.kernels import substitute
+from symllm.arch import symbols as S
 
 from .strategies import configs
 from .meta_formulas import meta_hidden_dim as meta_hidden_py
@@ -73,8 +73,8 @@ def test_every_preset_builds_on_meta_and_agrees(reference, name):
        st.one_of(st.none(), st.floats(0.5, 2.0, allow_nan=False, allow_infinity=False)))
 def test_meta_rounding_at_real_widths(dim, multiple_of, multiplier):
     """At real model widths too, Meta's d_ff through the kernel and through SymPy equals Meta's code."""
-    from symllm.components import meta_hidden_dim
-    from symllm.evaluate import evaluate
+    from symllm.arch.components import meta_hidden_dim
+    from symllm.numbers.kernels import evaluate
     expr = meta_hidden_dim(multiplier is not None)
     vals = {S.d: dim, S.m: multiple_of} | ({S.f: multiplier} if multiplier is not None else {})
     expected = meta_hidden_py(dim, multiple_of, multiplier)

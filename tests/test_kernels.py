@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import symbols as S
-from symllm.components import QUANTITIES, meta_hidden_dim
+from symllm.arch import symbols as S
+from symllm.arch.components import QUANTITIES, meta_hidden_dim
 from symllm.errors import SymllmError
 from symllm.api import values
-from symllm.evaluate import INT64_SAFE, compile_expr, substitute
+from symllm.numbers.kernels import INT64_SAFE, compile_expr, substitute
 
 from .meta_formulas import meta_hidden_dim as meta_hidden_py
 from .strategies import configs, workloads
@@ -179,7 +179,7 @@ def test_evaluate_fast_path_gives_the_general_paths_numbers():
     general path, and every number equals Meta's formula as plain Python (or SymPy's exact value)."""
     from fractions import Fraction
 
-    from symllm.evaluate import evaluate
+    from symllm.numbers.kernels import evaluate
 
     cfg = symllm.resolve("llama3.1-405b")
     closed = symllm.model_for(cfg).closed_form("params")
@@ -189,7 +189,7 @@ def test_evaluate_fast_path_gives_the_general_paths_numbers():
         vals = {**base, S.L: L}
         assert evaluate(closed, vals) == want(vals)
     import sys
-    assert sys.modules["symllm.evaluate"]._FAST[id(closed)][0] is closed  # the reader was made and used
+    assert sys.modules["symllm.numbers.kernels"]._FAST[id(closed)][0] is closed  # the reader was made and used
     big = {**base, S.L: np.int64(2**40), S.d: np.int64(2**20)}  # int64 would wrap: exact Python ints
     assert evaluate(closed, big) == want({k: int(v) if isinstance(v, np.integer) else v for k, v in big.items()})
     items = list({**base, S.L: 7}.items())
@@ -215,7 +215,7 @@ def test_evaluate_fast_path_gives_the_general_paths_numbers():
 
 def test_evaluate_fast_path_with_odd_symbol_names():
     """Symbols whose names could clash with the reader's own (``_k0``, ``_v``, ``type``) still evaluate."""
-    from symllm.evaluate import evaluate
+    from symllm.numbers.kernels import evaluate
 
     a, b, c = sp.symbols("_k0 _v type", positive=True, integer=True)
     for expr, want in ((a * b + c, lambda i: 3 * i + 10 + i), (c * c + b, lambda i: 3 + (10 + i) ** 2)):

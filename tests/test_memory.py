@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import costs
-from symllm import symbols as S
-from symllm.evaluate import evaluate
+from symllm.costs import phases as costs
+from symllm.arch import symbols as S
+from symllm.numbers.kernels import evaluate
 
 from .conftest import requires, saved_during
 from .strategies import configs, generation_workloads

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import costs
-from symllm.config import from_hf, preset_info
+from symllm.costs import phases as costs
+from symllm.arch.config import from_hf, preset_info
 
 from symllm.api import by_kind as kinds
 

@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import finetune
+from symllm.costs import finetune
 from symllm.cli import main
-from symllm.config import ModelConfig
-from symllm.sweep import CONFIG_FIELDS, WORKLOAD_AXES, Sweep, quantity_names
-from symllm.workload import options as workload_options
+from symllm.arch.config import ModelConfig
+from symllm.numbers.sweeps import CONFIG_FIELDS, WORKLOAD_AXES, Sweep, quantity_names
+from symllm.costs.workloads import options as workload_options
 
 from .strategies import sweep_bases, workload_options as workloads
 
@@ -39,14 +39,14 @@ COUNTED = {
     "prefill_elementwise": ("flops", "elementwise"),
     **{kind: ("memory", kind) for kind in ("weights", "kv_cache", "training_states", "activations",
                                            "inference_peak", "training_peak")},
-    # a parallel layout (symllm.parallel): params.per_gpu, memory_per_gpu.*, comm.*
+    # a parallel layout (symllm.costs.parallel): params.per_gpu, memory_per_gpu.*, comm.*
     "params_per_gpu": ("params", "per_gpu"),
     **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in ("weights", "training_states", "activations")},
     **{f"comm_{kind}": ("comm", kind) for kind in ("tp", "pp", "dp")},
 }
 #: count --json's params keys that are not breakdown terms (each a COUNTED or LORA_COUNTED quantity)
 _NOT_TERMS = ("total", "block", "active", "per_gpu", "trainable")
-#: LoRA (symllm.finetune): count --json shows params.trainable and memory.lora_* only with --lora-rank, so
+#: LoRA (symllm.costs.finetune): count --json shows params.trainable and memory.lora_* only with --lora-rank, so
 #: they are compared only for a workload that gives one (a sweep of them without a rank is an error)
 LORA_COUNTED = {"trainable_params": ("params", "trainable"), **{k: ("memory", k) for k in finetune.MEMORY_KEYS}}
 

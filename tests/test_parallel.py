@@ -1,4 +1,4 @@
-"""Parallel training (symllm.parallel): per-GPU parameters, memory and communication against torch.
+"""Parallel training (symllm.costs.parallel): per-GPU parameters, memory and communication against torch.
 
 Expected numbers come from torch itself, run in the test:
 
@@ -354,7 +354,7 @@ def test_report_has_the_lora_section_only_with_a_rank():
     q_proj and v_proj) and count's memory.lora_* lines."""
     md = symllm.report("llama2-7b", lora_rank=8, lora_targets="q_proj,v_proj").render("markdown")
     assert "## llama2-7b: LoRA fine-tuning" in md and "train **4,194,304** parameters" in md
-    tuned = symllm.finetune.lora("llama2-7b", lora_rank=8, lora_targets="q_proj,v_proj")
+    tuned = symllm.costs.finetune.lora("llama2-7b", lora_rank=8, lora_targets="q_proj,v_proj")
     for value in tuned["memory"].values():
         assert f"| {value:,} |" in md
     assert "QLoRA fine-tuning" in symllm.report("llama2-7b", lora_rank=8, qlora=True).render("markdown")

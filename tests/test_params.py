@@ -3,9 +3,9 @@ import pytest
 import sympy as sp
 
 import symllm
-from symllm import symbols as S
-from symllm.components import attention, meta_hidden_dim, model
-from symllm.evaluate import evaluate, substitute
+from symllm.arch import symbols as S
+from symllm.arch.components import attention, meta_hidden_dim, model
+from symllm.numbers.kernels import evaluate, substitute
 
 from .conftest import PUBLISHED
 from .meta_formulas import llama_params, meta_hidden_dim as meta_hidden_py

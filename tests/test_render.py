@@ -24,8 +24,10 @@ import pytest
 from hypothesis import given, settings
 
 import symllm
-from symllm import cli, derivation, render
-from symllm.components import COMPONENTS, attention, model
+from symllm import cli
+from symllm.present import derivation
+from symllm.present import render
+from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
 from .conftest import PUBLISHED, requires
@@ -259,8 +261,8 @@ def test_derive_numbers_equal_the_torch_reference():
 
 
 def test_derive_flops_and_memory_equal_costs_workload():
-    """derive's FLOPs and memory totals are the numbers symllm.costs.workload reports."""
-    from symllm import costs
+    """derive's FLOPs and memory totals are the numbers symllm.costs.phases.workload reports."""
+    from symllm.costs import phases as costs
     w = costs.workload("llama3.1-8b", batch=2, seq=128, gen=16)
     opts = dict(config="llama3.1-8b", batch=2, seq=128, gen=16)
     assert derivation.derive("model", "flops", **opts).value == w["flops"]["prefill"]
@@ -612,7 +614,7 @@ def test_accepted_notation_compiles(tmp_path):
     candidates include values it refuses (so both sides of the check are exercised)."""
     import sympy as sp
 
-    from symllm import symbols as S
+    from symllm.arch import symbols as S
     candidates = [v for seed in (14, 15, 16, 17) for v in _notation_candidates(3000, seed)]
     accepted = [v.strip() for v in candidates if render.tex_refusal(v) is None]  # notation() strips
     refused = [v for v in candidates if render.tex_refusal(v) is not None]
@@ -701,7 +703,7 @@ def test_latex_lines_break_between_terms_and_keep_the_formula():
     import sympy as sp
     from sympy.parsing.sympy_parser import parse_expr
 
-    from symllm import symbols as S
+    from symllm.arch import symbols as S
     dv = derivation.derive("model", "memory", config="llama3.1-405b", memory="inference_peak", batch=64)
     for name, expr in dv.terms + (("closed", dv.closed),):
         formula = render.Formula(expr)

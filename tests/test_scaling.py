@@ -1,4 +1,4 @@
-"""symllm.scaling against independent values: hand algebra, published formulas run as plain Python,
+"""symllm.costs.scaling against independent values: hand algebra, published formulas run as plain Python,
 published parameter totals and Chinchilla's own tables, and the torch reference model."""
 import math
 
@@ -6,9 +6,9 @@ import pytest
 import sympy as sp
 
 import symllm
-from symllm import scaling as sc
-from symllm import symbols as S
-from symllm.components import model
+from symllm.costs import scaling as sc
+from symllm.arch import symbols as S
+from symllm.arch.components import model
 from symllm.errors import SymllmError
 
 L, d, V, s, n_h, d_h, n_kv, d_ff, f = S.L, S.d, S.V, S.s, S.n_h, S.d_h, S.n_kv, S.d_ff, S.f

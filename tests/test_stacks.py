@@ -1,4 +1,4 @@
-"""Named stacks (symllm.stacks) against the real thing: transformers' LlamaForCausalLM on the CPU.
+"""Named stacks (symllm.costs.stacks) against the real thing: transformers' LlamaForCausalLM on the CPU.
 
 Expected numbers come from torch's own trackers, never from symllm:
 * saved activations: ``torch.autograd.graph.saved_tensors_hooks`` around a training forward under
@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm.config import ModelConfig
+from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
 
 from .conftest import requires, saved_during

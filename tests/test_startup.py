@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 import symllm
-import symllm.evaluate  # noqa: F401  (the module: symllm.evaluate is the function)
-from symllm import config, quick
-from symllm import symbols as S
+import symllm.numbers.kernels  # noqa: F401  (the module: symllm.numbers.kernels is the function)
+from symllm.arch import config
+from symllm.numbers import quick
+from symllm.arch import symbols as S
 
 from .conftest import PUBLISHED
 
 ROOT = Path(symllm.__file__).resolve().parent.parent
-evaluate = sys.modules["symllm.evaluate"]
+evaluate = sys.modules["symllm.numbers.kernels"]
 
 
 @pytest.fixture
@@ -122,24 +123,29 @@ def _cold_then_warm(argv: list, modules: tuple, tmp_path) -> None:
 def test_warm_count_builds_no_formula(tmp_path):
     """The second ``symllm count`` of a structure imports neither the components, SymPy's tensor
     module (which any SymPy sum pulls in), jinja2 nor numpy; the first stored what it needs."""
-    _cold_then_warm(["count", "llama3.1-405b"], ("symllm.components", "sympy.tensor.tensor", "jinja2", "numpy"),
+    _cold_then_warm(["count", "llama3.1-405b"], ("symllm.arch.components", "sympy.tensor.tensor", "jinja2", "numpy"),
                     tmp_path)
 
 
 def test_import_symllm_is_lazy_and_complete(tmp_path):
+    """``import symllm`` loads no SymPy; the headline names resolve, and the modules keep their own names
+    (``symllm.workload`` is the function, ``symllm.costs.workloads`` the module: no module-type hack)."""
     out = _python("import sys, symllm; print('sympy' in sys.modules); print(symllm.params('llama2-7b')['total']);"
-                  "from symllm import Workload, workload, scaling, Sweep; import symllm.workload as w;"
-                  "print(symllm.workload is workload, callable(workload), Workload.__name__);"
-                  "import symllm.evaluate, symllm.spec; print(symllm.evaluate.__module__, symllm.spec.__module__)",
+                  "from symllm import Workload, workload, scaling, Sweep; import symllm.costs.workloads as w;"
+                  "print(w is symllm.costs.workloads, callable(workload), Workload.__name__, w.DTYPES['bf16']);"
+                  "import symllm.numbers.kernels, symllm.arch.specs;"
+                  "print(symllm.evaluate.__module__, symllm.spec.__module__, symllm.workload.__module__)",
                   tmp_path)
-    assert out.split() == ["False", str(PUBLISHED["llama2-7b"]["total"]), "True", "True", "Workload",
-                           "symllm.evaluate", "symllm.api"]
+    assert out.split() == ["False", str(PUBLISHED["llama2-7b"]["total"]), "True", "True", "Workload", "2",
+                           "symllm.numbers.kernels", "symllm.api", "symllm.costs.phases"]
     assert set(symllm.__all__) <= set(dir(symllm))
 
 
 def test_parser_choices_are_read_on_use(cli):
     """derive's choices come from the modules that define them (no copy), read only when used."""
-    from symllm import components, costs, render
+    from symllm.arch import components
+    from symllm.costs import phases as costs
+    from symllm.present import render
     assert cli(["derive", "--component", "nope"]).code == 2
     help_text = cli(["derive", "--help"]).out
     for name in list(components.COMPONENTS) + list(render.FORMATS) + list(costs.PHASES):
@@ -151,7 +157,7 @@ def _fresh_report(model, *, fmt="latex", standalone=False, notation=None, **work
     """The report rendered from the formulas, with the cache off."""
     from unittest import mock
 
-    from symllm import derivation
+    from symllm.present import derivation
     with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": ""}):
         return derivation.report(model, notation=notation, **workload).render(fmt, standalone=standalone)
 
@@ -160,7 +166,7 @@ def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
     """quick.report stores a rendered report and reads it back (no formula built, no template run) for the
     same inputs; each read-back text equals a render from the formulas, and any input that changes the
     text (notation file, workload, format, vocabulary) is a different entry."""
-    from symllm import derivation
+    from symllm.present import derivation
     paper = tmp_path / "paper.json"
     paper.write_text('{"d": "d_\\\\mathrm{model}"}')
     cases = [dict(model="llama3.1-405b"), dict(model="llama3.1-405b", fmt="markdown", seq=4096),
@@ -215,13 +221,13 @@ def test_damaged_report_entry_is_rendered_again(cache):
 def test_warm_report_renders_nothing(tmp_path):
     """The second ``symllm report`` of the same inputs loads neither jinja2 nor the derivations; its output
     is the first one's."""
-    _cold_then_warm(["report", "llama3.1-405b", "--format", "latex"], ("jinja2", "symllm.derivation", "symllm.render"),
+    _cold_then_warm(["report", "llama3.1-405b", "--format", "latex"], ("jinja2", "symllm.present.derivation", "symllm.present.render"),
                     tmp_path)
 
 
 def test_report_cache_finds_the_built_in_templates():
     """quick hashes the folder render.template_dir() reads (it finds it without importing jinja2)."""
-    from symllm import render
+    from symllm.present import render
     assert quick._template_folder() == render.template_dir()
 
 
@@ -229,7 +235,7 @@ def test_report_cache_knows_a_given_context(tmp_path, monkeypatch):
     """`--context 2048` and no --context give the same numbers for a 2048-token prompt but not the same
     text (the decode row names t = 2,048 or s): the read-back report follows what was given."""
     monkeypatch.setenv("SYMLLM_CACHE_DIR", str(tmp_path))
-    from symllm import quick
+    from symllm.numbers import quick
     implied = quick.report("llama2-7b", fmt="markdown")
     given = quick.report("llama2-7b", fmt="markdown", context=2048)
     assert "one decode step at context s (matmuls)" in implied

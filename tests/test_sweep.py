@@ -1,4 +1,4 @@
-"""symllm.sweep and `symllm sweep`: rows equal the counts of each row's own config.
+"""symllm.numbers.sweeps and `symllm sweep`: rows equal the counts of each row's own config.
 
 Expected numbers: `symllm.api.params` / `symllm count` of a ModelConfig built for the row by
 ModelConfig's own derivation rules, the torch reference's numel on the meta device, and Meta's
@@ -17,9 +17,9 @@ from hypothesis import given, settings
 
 import symllm
 from symllm.cli import main
-from symllm.config import ModelConfig
+from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
-from symllm.sweep import Sweep, parse_axis, parse_where, sweep
+from symllm.numbers.sweeps import Sweep, parse_axis, parse_where, sweep
 
 from .conftest import requires
 from .strategies import configs, sweep_axes
@@ -142,7 +142,7 @@ def test_huge_grid_streams_in_chunks():
 
 def test_overflowing_quantities_stay_exact():
     """Training FLOPs past int64 come back as exact Python ints, equal to the scalar workload()."""
-    from symllm import costs
+    from symllm.costs import phases as costs
     res = sweep("llama3.1-405b", {"seq": [4096, 10**8], "batch": [1, 10**6]}, quantities=["training_flops"])
     assert res.columns["training_flops"].dtype == object
     for row in res.records():
@@ -271,7 +271,7 @@ def test_cli_grid_rows_equal_symllm_count(tmp_path, capsys):
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 25 * 13
-    raw = json.loads(json.dumps(symllm.config.preset_info("llama3-8b")["config"]))
+    raw = json.loads(json.dumps(symllm.arch.config.preset_info("llama3-8b")["config"]))
     for row in (rows[0], rows[137], rows[-1]):
         raw.update(dim=int(row["dim"]), n_layers=int(row["n_layers"]))
         path = tmp_path / "row.json"
@@ -340,8 +340,8 @@ def test_a_huge_point_leaves_the_other_rows_exact(capsys):
 
 def test_blocks_of_a_chunk_widen_alone():
     """Kernel.vector evaluates in blocks; one block past int64 widens to Python ints, exactly."""
-    from symllm.evaluate import BLOCK, compile_expr
-    from symllm import symbols as S
+    from symllm.numbers.kernels import BLOCK, compile_expr
+    from symllm.arch import symbols as S
     d = np.arange(1, 3 * BLOCK + 1, dtype=np.int64)
     d[BLOCK + 5] = 3 * 10**6
     out = compile_expr(S.d ** 3 + S.d).vector(d=d)

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from symllm.errors import SymllmError
-from symllm.sweep import Sweep
+from symllm.numbers.sweeps import Sweep
 
 from .conftest import requires
 

@@ -1,4 +1,4 @@
-"""memory.training_peak (symllm.stacks.training_peak, symllm.costs.memory) against the real thing.
+"""memory.training_peak (symllm.costs.stacks.training_peak, symllm.costs.phases.memory) against the real thing.
 
 The expected numbers come from torch's own tracker, never from symllm: ``MemTracker``'s peak over one
 steady-state training step of transformers' LlamaForCausalLM on the CPU (the loop README "Training peak"
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 
 import symllm
-from symllm.config import ModelConfig
+from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
 
 from .conftest import requires
@@ -196,4 +196,4 @@ def test_derive_memory_training_peak(cli):
 def test_training_peak_is_the_models():
     """training_peak is the whole model's (the loss is part of it): a block is refused in one line."""
     with pytest.raises(SymllmError, match="kind: training_peak is the whole model's"):
-        symllm.costs.memory("block", "training_peak")
+        symllm.costs.phases.memory("block", "training_peak")

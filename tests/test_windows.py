@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symllm
-from symllm import api, costs
-from symllm.config import from_hf
+from symllm import api
+from symllm.costs import phases as costs
+from symllm.arch.config import from_hf
 
 from .conftest import requires
 
@@ -96,8 +97,8 @@ def test_causal_pairs_equal_transformers_masks(kind, window, t, s):
     spec = api.spec(from_hf(raw))
     scores = spec.model("causal").child("block/attention/scores")
     per_pair = 2 * 4 * 4  # a d_h = 4 dot product per head, 4 heads, b = 1
-    forward = costs.flops(scores, "forward").subs({**spec.values(), symllm.symbols.b: 1, symllm.symbols.t: t,
-                                                   symllm.symbols.s: s})
+    forward = costs.flops(scores, "forward").subs({**spec.values(), symllm.arch.symbols.b: 1, symllm.arch.symbols.t: t,
+                                                   symllm.arch.symbols.s: s})
     assert forward == per_pair * pairs
 
 
@@ -112,8 +113,8 @@ def test_causal_generation_is_the_sum_of_its_steps(kind, window, s, n):
     raw = dict(MISTRAL, sliding_window=window) if kind == "sliding" else _llama4(window, [1])
     spec = api.spec(from_hf(raw))
     scores = spec.model("causal").child("block/attention/scores")
-    got = costs.flops(scores, "generation").subs({**spec.values(), symllm.symbols.b: 1, symllm.symbols.s: s,
-                                                  symllm.symbols.n: n})
+    got = costs.flops(scores, "generation").subs({**spec.values(), symllm.arch.symbols.b: 1, symllm.arch.symbols.s: s,
+                                                  symllm.arch.symbols.n: n})
     assert got == 2 * 4 * 4 * pairs
 
 

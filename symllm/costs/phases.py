@@ -5,7 +5,7 @@ Conventions, stated once (README "FLOPs and memory"):
 
 * **FLOPs** count a multiply-add as 2 (``macs=True`` halves them). The ``matmul`` bucket is the matrix
   multiplies (what torch's ``FlopCounterMode`` and the literature count); element-wise work is the
-  separate ``elementwise`` bucket (per-element counts in :data:`symllm.components.ELEMENTWISE`).
+  separate ``elementwise`` bucket (per-element counts in :data:`symllm.arch.components.ELEMENTWISE`).
 * A component's ``flops`` is one forward pass over ``b`` sequences of ``s`` new tokens with ``t`` cached.
   Phases: ``prefill`` is ``t = 0``; ``decode`` is one step ``s = 1`` at context ``t``; ``generation`` is
   the prefill plus ``n`` decode steps at contexts ``s, s+1, …, s+n-1`` (summed in closed form);
@@ -22,7 +22,7 @@ Conventions, stated once (README "FLOPs and memory"):
   ``saved``); ``inference_peak`` weights + KV cache + the largest live working set (each component's
   ``resident`` and ``live``; see :func:`memory`).
 
->>> from symllm.symbols import b, s, d, n_h, d_h
+>>> from symllm.arch.symbols import b, s, d, n_h, d_h
 >>> flops("attention", "prefill").coeff(s**2)
 4*b*d_h*n_h
 >>> workload("llama2-13b", batch=1, seq=1)["flops"]["prefill"]
@@ -35,12 +35,15 @@ from functools import lru_cache
 
 import sympy as sp
 
-from . import api, hardware, parallel, stacks
-from . import symbols as S
-from .components import Component, SlidingPairs, _WindowPairs, component, expand_windows, model
-from .errors import SymllmError
-from .evaluate import evaluate
-from .workload import ATTENTION, DTYPES, Workload, dtype_bytes
+from symllm import api
+from symllm.costs import hardware
+from symllm.costs import parallel
+from symllm.costs import stacks
+from symllm.arch import symbols as S
+from symllm.arch.components import Component, SlidingPairs, _WindowPairs, component, expand_windows, model
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import evaluate
+from symllm.costs.workloads import ATTENTION, DTYPES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
@@ -215,7 +218,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       ``2·b·n_h·s²``, a decode step's ``2·b·n_h·(s+n)``, the SwiGLU's three ``b·s·d_ff`` tensors, and
       (model) the logits ``b·s·V``).
     * ``stack`` other than ``ideal`` (the model only): ``training_states``, ``activations`` and
-      ``inference_peak`` of that software stack (:mod:`symllm.stacks`).
+      ``inference_peak`` of that software stack (:mod:`symllm.costs.stacks`).
     * ``training_peak`` (the model only): the highest point of one steady-state training step under
       ``stack`` (:func:`training_peak_parts`; README "Training peak").
 
@@ -228,7 +231,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     _check_choice("kind", kind, MEMORY_KINDS)
     _check_choice("zero_stage", zero_stage, (0, 1, 2, 3))
     _check_choice("stack", stack, stacks.STACKS)
-    if kind == "training_peak":  # the highest point of one training step (symllm.stacks; README "Training peak")
+    if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; README "Training peak")
         return _training_peak(comp, stack, zero_stage, bool(recompute)).subs(dict(comp.definitions))
     if stack != "ideal" and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage),
@@ -248,7 +251,7 @@ def training_peak_parts(comp: Component, stack: str = "ideal", zero_stage: int =
     """The terms of ``memory(..., "training_peak")``, which add up to it: ``ideal`` its training states
     (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused cross-entropy writes it
     in place of the logits); an HF stack the fp32 master weights and AdamW moments held throughout and the
-    largest moment of the step (:func:`symllm.stacks.training_peak_parts`).
+    largest moment of the step (:func:`symllm.costs.stacks.training_peak_parts`).
 
     >>> list(training_peak_parts(model())), list(training_peak_parts(model(), "hf-sdpa"))
     (['training_states', 'activations', 'logits_gradient'], ['weights_and_moments', 'largest_moment'])
@@ -314,7 +317,7 @@ WORKLOAD_FLOPS = {"prefill": ("prefill", "matmul"), "decode_token": ("decode", "
                   "generation": ("generation", "matmul"), "training_step": ("training", "matmul"),
                   "elementwise": ("prefill", "elementwise")}
 WORKLOAD_MEMORY = ("weights", "kv_cache", "training_states", "activations", "inference_peak", "training_peak")
-#: the memory kinds ``workload()`` shows per GPU under ``tp``/``pp``/``dp`` (symllm.parallel)
+#: the memory kinds ``workload()`` shows per GPU under ``tp``/``pp``/``dp`` (symllm.costs.parallel)
 PER_GPU_MEMORY = ("weights", "training_states", "activations")
 
 
@@ -326,8 +329,8 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     >>> sorted(quantities(model(), Workload())["memory"])
     ['activations', 'inference_peak', 'kv_cache', 'training_peak', 'training_states', 'weights']
 
-    The per-GPU groups (``params.per_gpu``, ``memory_per_gpu``, ``comm``; :mod:`symllm.parallel`) are
-    built only for a parallel layout (:func:`symllm.parallel.laid_out`); on one GPU they are the whole
+    The per-GPU groups (``params.per_gpu``, ``memory_per_gpu``, ``comm``; :mod:`symllm.costs.parallel`) are
+    built only for a parallel layout (:func:`symllm.costs.parallel.laid_out`); on one GPU they are the whole
     model's and no bytes are sent.
     """
     parallel.check(mdl, work.ep)
@@ -372,9 +375,9 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     element-wise bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, for
     ``seq + gen`` tokens), ``training_states`` (ZeRO ``zero_stage`` over ``dp`` ranks, per rank),
     ``activations`` (``act_dtype``) and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte
-    count is not integral (int4). With ``gpu`` (a name in :data:`symllm.hardware.GPUS`) a ``time`` group
+    count is not integral (int4). With ``gpu`` (a name in :data:`symllm.costs.hardware.GPUS`) a ``time`` group
     too: roofline ``prefill_s``, ``decode_token_s``, ``tokens_per_s``, ``fits``, ``max_batch``, ...
-    (:func:`symllm.hardware.roofline`).
+    (:func:`symllm.costs.hardware.roofline`).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
@@ -398,8 +401,8 @@ def mfu(config, tokens_per_second: float, peak_flops, *, seq: int, attention: st
 
     Achieved = ``tokens_per_second`` × training FLOPs per token at sequence length ``seq`` (3 × the
     forward's matmul FLOPs; recomputation is not model FLOPs, so never counted). ``peak_flops`` is the
-    peak FLOP/s, or an accelerator's name in :data:`symllm.hardware.GPUS`: its peak dense FLOP/s for
-    matmuls in ``dtype`` (bf16 unless given; :func:`symllm.hardware.peak_flops`).
+    peak FLOP/s, or an accelerator's name in :data:`symllm.costs.hardware.GPUS`: its peak dense FLOP/s for
+    matmuls in ``dtype`` (bf16 unless given; :func:`symllm.costs.hardware.peak_flops`).
 
     >>> round(mfu("llama3.1-8b", 4000, 989e12, seq=8192), 3)
     0.234

@@ -25,7 +25,7 @@ down_proj up_proj``; the default ``wq,wv`` is PEFT's for Llama.
   and Adam's two fp32 moments: 4 + 4 + 8 = 16 bytes per trainable parameter (no separate master copy:
   the weights are fp32 already). QLoRA: bf16 adapters and gradients (the paper's computation dtype)
   and 32-bit Adam moments (its paged AdamW): 2 + 2 + 8 = 12 bytes.
-* ``lora_activations``: what the training forward saves for backward (``symllm.costs.activations``
+* ``lora_activations``: what the training forward saves for backward (``symllm.costs.phases.activations``
   of the adapted tree, ``--recompute`` included): the model's own activations, counted as for full
   training (an upper bound: a frozen linear that is not adapted need not keep its input), plus each
   adapter's ``r``-wide intermediate ``β_a·b·s·r`` (``lora_B``'s input; ``lora_A``'s input is the
@@ -33,7 +33,7 @@ down_proj up_proj``; the default ``wq,wv`` is PEFT's for Llama.
 * ``lora_total``: their sum.
 
 >>> import sympy as sp
->>> from symllm.components import model
+>>> from symllm.arch.components import model
 >>> sp.factor(trainable(model(), "wq,wv"))
 L*r_lora*(2*d + d_h*n_h + d_h*n_kv)
 >>> lora("llama2-7b", lora_rank=8, lora_targets="q_proj,v_proj")["params"]["trainable"]
@@ -46,12 +46,13 @@ from functools import lru_cache
 
 import sympy as sp
 
-from . import api, costs
-from . import symbols as S
-from .components import Component, matmul
-from .errors import SymllmError
-from .evaluate import evaluate
-from .workload import LORA_TARGETS, Workload, lora_targets
+from symllm import api
+from symllm.costs import phases as costs
+from symllm.arch import symbols as S
+from symllm.arch.components import Component, matmul
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import evaluate
+from symllm.costs.workloads import LORA_TARGETS, Workload, lora_targets
 
 __all__ = ["NF4_BITS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trainable", "quantized", "memory", "closed_forms",
            "lora"]
@@ -86,7 +87,7 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     nothing (Mixtral's experts are fused, not linears: ``w1`` there adapts nothing); when no target has a
     linear, it is an error.
 
-    >>> from symllm.components import block
+    >>> from symllm.arch.components import block
     >>> a = adapt(block(), "q_proj")
     >>> [c.name for c in a.child("attention/wq").children]
     ['lora_A', 'lora_B']
@@ -113,7 +114,7 @@ def trainable(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) 
     """Trainable parameters of LoRA on ``mdl``: ``r·(fan_in + fan_out)`` per adapted linear, times its
     repeats (the blocks): what the adapters add to the model's total.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> sp.factor(trainable(model(), "wq,wk,wv,wo", 16))
     32*L*(2*d + d_h*n_h + d_h*n_kv)
     """
@@ -133,7 +134,7 @@ def quantized(mdl: Component) -> sp.Expr:
     … ``w3``, wherever they sit: in a dense model every linear but the lm_head); biases, embeddings,
     norms, the lm_head, and a mixture-of-experts model's router and fused experts stay in ``β_w``.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> quantized(model()) == sp.expand(model().total() - model().child("lm_head").params
     ...     - model().child("embedding").params - 2 * S.L * S.d - S.d)
     True
@@ -147,7 +148,7 @@ def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recom
     """The closed forms of :data:`MEMORY_KEYS` (bytes) for LoRA (or QLoRA) on ``mdl`` (see the module
     docstring for each convention).
 
-    >>> from symllm.components import block
+    >>> from symllm.arch.components import block
     >>> m = memory(block(), "wq", qlora=True)
     >>> m["lora_optimizer_states"]
     8*d*r_lora + 8*d_h*n_h*r_lora
@@ -178,7 +179,7 @@ def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
     """``trainable_params`` and :data:`MEMORY_KEYS` for the model component ``mdl`` under ``work`` (its
     ``lora_rank`` substituted): what :func:`lora` evaluates and what a sweep compiles.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> closed_forms(model(), Workload(lora_rank=2, lora_targets="wo"))["trainable_params"]
     2*L*d + 2*L*d_h*n_h
     """

@@ -20,10 +20,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from . import hardware
-from . import symbols as S
-from .errors import SymllmError
-from .stacks import STACKS
+from symllm.costs import hardware
+from symllm.arch import symbols as S
+from symllm.errors import SymllmError
+from symllm.costs.stacks import STACKS
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
 
@@ -81,7 +81,7 @@ class Option:
     training: bool = False
 
 
-#: the linears LoRA may adapt, by symllm name (symllm.finetune)
+#: the linears LoRA may adapt, by symllm name (symllm.costs.finetune)
 LORA_TARGETS = ("wq", "wk", "wv", "wo", "w1", "w2", "w3")
 #: the HF / PEFT ``target_modules`` name of each
 LORA_HF_NAMES = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo",
@@ -144,7 +144,7 @@ class Workload:
     zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True)
     #: data-parallel ranks the ZeRO stage shards over, N_d
     dp: int = _opt(1, "data-parallel ranks the ZeRO stage shards over", training=True)
-    #: tensor-parallel ranks, N_t (symllm.parallel: the standard LLaMA plan, per-GPU numbers)
+    #: tensor-parallel ranks, N_t (symllm.costs.parallel: the standard LLaMA plan, per-GPU numbers)
     tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True)
     #: pipeline-parallel stages of contiguous layers, N_p
     pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True)
@@ -156,18 +156,18 @@ class Workload:
     recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True)
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
-    #: rank r of every LoRA adapter (symllm.finetune); None: no LoRA
+    #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
     lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*)",
                                  training=True)
     #: the linears LoRA adapts (symllm or HF names), stored as symllm names; PEFT's Llama default
     lora_targets: str = _opt("wq,wv", f"linears LoRA adapts: {','.join(LORA_TARGETS)} or HF "
                              f"{','.join(LORA_HF_NAMES)}", training=True)
-    #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.finetune)
+    #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.costs.finetune)
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
                        training=True)
-    #: the accelerator of the roofline time (symllm.hardware); None: no time is computed
+    #: the accelerator of the roofline time (symllm.costs.hardware); None: no time is computed
     gpu: str | None = _opt(None, f"roofline time on this accelerator: {', '.join(hardware.names())}")
-    #: the software stack whose saved activations and inference peak memory reports (symllm.stacks)
+    #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
     stack: str = _opt("ideal", f"memory of this stack: {', '.join(STACKS)} (ideal: fused, all in --act-dtype)")
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
@@ -187,7 +187,7 @@ class Workload:
         if self.sp and self.tp == 1:
             raise SymllmError("sp: sequence parallelism splits the sequence over the tensor-parallel ranks; "
                               "give tp > 1 (--tp), got tp 1")
-        if self.dp % self.ep:  # symllm.parallel: expert-parallel groups are carved out of the data-parallel ranks
+        if self.dp % self.ep:  # symllm.costs.parallel: expert-parallel groups are carved out of the data-parallel ranks
             raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel ranks "
                               "(--dp) they are carved out of")
         _check_choice("dtype", self.dtype, DTYPES)
@@ -268,7 +268,7 @@ class Workload:
         """
         out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
                if info.kind in ("workload", "bytes")}
-        if self.gpu is not None:  # P and B_mem (symllm.hardware)
+        if self.gpu is not None:  # P and B_mem (symllm.costs.hardware)
             out.update(hardware.values(self.gpu, self.dtype, self.act_dtype))
         return out
 

@@ -27,7 +27,7 @@ Conventions, stated once (README "Parallel training"):
   remaining ``N_d/N_e`` ranks holding the same experts (DeepSpeed's expert-data-parallel group), the other
   parameters' over all ``N_d``. Activations and FLOPs per GPU do not change under uniform routing (a rank's
   experts receive, from the ``N_e`` ranks, as many token rows as it sends out).
-* **Memory per GPU** (:func:`symllm.costs.quantities`' ``memory_per_gpu``): the memory kinds of the
+* **Memory per GPU** (:func:`symllm.costs.phases.quantities`' ``memory_per_gpu``): the memory kinds of the
   first and the last stage as rank 0 holds them, the larger; activations are one micro-batch (``b``
   sequences) through the stage (a pipeline schedule's micro-batches in flight are not multiplied in).
 * **Sequence parallelism** (``sp``, refused without ``tp > 1``) splits what the norms save, and the
@@ -56,7 +56,7 @@ Conventions, stated once (README "Parallel training"):
   sees; with ``tp`` every tensor rank dispatches them), of which a rank sends ``(N_e-1)/N_e`` under
   uniform routing (its own experts' share stays).
 
->>> from symllm.components import model
+>>> from symllm.arch.components import model
 >>> params_per_gpu(model(), pp_stages=False)
 L*(3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t) + 2*d) + 2*d*ceiling(V/N_t) + d
 """
@@ -66,9 +66,9 @@ from functools import lru_cache
 
 import sympy as sp
 
-from . import symbols as S
-from .components import STAT_BYTES, Component
-from .errors import SymllmError
+from symllm.arch import symbols as S
+from symllm.arch.components import STAT_BYTES, Component
+from symllm.errors import SymllmError
 
 __all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "check", "comm_kinds", "shard",
            "stages", "largest", "params_per_gpu", "expert_params", "comm"]
@@ -81,17 +81,17 @@ PLAN = {"wq": "colwise", "wk": "colwise", "wv": "colwise", "w1": "colwise", "w3"
 SEQUENCE_PARALLEL = ("attention_norm", "ffn_norm", "norm")
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
-#: the component expert parallelism divides over ``N_e`` ranks (symllm.components.experts)
+#: the component expert parallelism divides over ``N_e`` ranks (symllm.arch.components.experts)
 EXPERTS = "experts"
 #: the head whose loss is vocabulary-parallel
 _HEAD = "lm_head"
 
 
 def laid_out(work) -> bool:
-    """Whether a :class:`~symllm.workload.Workload` asks for a parallel layout (``tp``, ``pp``, ``dp``,
+    """Whether a :class:`~symllm.costs.workloads.Workload` asks for a parallel layout (``tp``, ``pp``, ``dp``,
     ``ep`` above 1, or ``sp``): only then are the per-GPU closed forms built.
 
-    >>> from symllm.workload import Workload
+    >>> from symllm.costs.workloads import Workload
     >>> laid_out(Workload()), laid_out(Workload(dp=2))
     (False, True)
     """
@@ -105,7 +105,7 @@ def _has_experts(mdl: Component) -> bool:
 def comm_kinds(mdl: Component) -> tuple[str, ...]:
     """The keys of :func:`comm` for ``mdl``: ``ep`` only for a mixture-of-experts model.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> comm_kinds(model()), comm_kinds(model(moe="all"))
     (('tp', 'pp', 'dp'), ('tp', 'pp', 'dp', 'ep'))
     """
@@ -116,7 +116,7 @@ def check(mdl: Component, ep: int, n_experts: int | None = None, name: str = "th
     """Refuse expert parallelism ``ep > 1`` on a model without routed experts, or (given ``n_experts``)
     an ``ep`` that does not divide them (DeepSpeed-MoE and Megatron-LM refuse it too).
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> check(model(moe="all"), 4, 8)
     >>> check(model(), 2, name="llama3.1-8b")
     Traceback (most recent call last):
@@ -170,7 +170,7 @@ def shard(comp: Component, sp_: bool = False) -> Component:
     replaced by rank 0's share; ``sp_`` also splits the norms' saved activations and the checkpoints
     along the sequence. The routed experts' parameters are expert-parallel rank 0's ``n_e/N_e``.
 
-    >>> from symllm.components import experts, feed_forward, rmsnorm
+    >>> from symllm.arch.components import experts, feed_forward, rmsnorm
     >>> shard(feed_forward()).total("params")
     3*d*ceiling(d_ff/N_t)
     >>> shard(experts()).params
@@ -204,7 +204,7 @@ def stages(mdl: Component, sp_: bool = False) -> tuple[Component, Component]:
     the parts before the repeated block and ``⌈L/N_p⌉`` blocks; ``⌊L/N_p⌋`` blocks and the parts after.
     With ``N_p = 1`` the first stage is the whole model (the parts after count once, there).
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> first, last = stages(model())
     >>> [(c.name, c.repeat) for c in first.children]
     [('embedding', 1), ('block', ceiling(L/N_p)), ('after', 1 - Min(1, N_p - 1))]
@@ -231,7 +231,7 @@ def stages(mdl: Component, sp_: bool = False) -> tuple[Component, Component]:
 def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True) -> sp.Expr:
     """Parameters tensor rank 0 of the largest pipeline stage holds (``pp_stages=False``: no pipeline).
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> e = params_per_gpu(model(hidden="meta_plain"))
     >>> vals = {S.V: 32000, S.d: 4096, S.L: 32, S.n_h: 32, S.n_kv: 32, S.d_h: 128, S.m: 256, S.N_t: 1, S.N_p: 1}
     >>> e.subs(vals)   # Llama-2-7B on one GPU
@@ -253,7 +253,7 @@ def _only(comp: Component, name: str, unit: bool = False) -> Component:
 def expert_params(stage: Component) -> sp.Expr:
     """The routed experts' parameters in ``stage`` (a model or a :func:`stages` stage), repeats included.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> expert_params(model(moe="all"))
     3*L*d*d_ff*n_e
     >>> expert_params(stages(model(moe="all"))[1])
@@ -303,7 +303,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     (and ZeRO's weight all-gathers), and for a mixture-of-experts model ``ep`` the expert-parallel
     all-to-alls.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> c = comm(model())
     >>> c["pp"]
     b*beta_a*d*s*Min(2, N_p - 1)

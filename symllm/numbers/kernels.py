@@ -17,7 +17,7 @@ Meta's ``int(ffn_dim_multiplier * hidden)`` truncates an IEEE double product; ``
 Python float in kernels and a 53-bit SymPy ``Float`` in :func:`substitute`, whose products round
 exactly like doubles, so both agree with the model Meta's code builds.
 
->>> from symllm.symbols import d, m, f
+>>> from symllm.arch.symbols import d, m, f
 >>> k = compile_expr(m * sp.ceiling(sp.floor(f * sp.floor(sp.Rational(8, 3) * d)) / m))   # Meta's d_ff
 >>> k(d=4096, m=1024, f=1.3)
 14336
@@ -41,8 +41,8 @@ from pathlib import Path
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-from . import symbols as S
-from .errors import SymllmError
+from symllm.arch import symbols as S
+from symllm.errors import SymllmError
 
 __all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE", "cache_dir", "cache_get", "cache_put", "define",
            "source_digest"]
@@ -344,8 +344,9 @@ def source_digest() -> str:
     128
     """
     h = _blake2b()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -564,7 +565,7 @@ class Kernel:
         value is not whole, e.g. int4 bytes) ``Fraction`` objects: exact, never float64.
 
         >>> import numpy as np
-        >>> from symllm.components import meta_hidden_dim
+        >>> from symllm.arch.components import meta_hidden_dim
         >>> compile_expr(meta_hidden_dim()).vector(d=np.array([34, 4096]), m=np.array([1, 1024]), f=np.array([0.7, 1.3]))
         array([   62, 14336])
         >>> compile_expr(S.d ** 3).vector(d=np.array([10, 3 * 10**6]))

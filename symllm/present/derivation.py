@@ -1,11 +1,11 @@
-"""Derivations and reports: assembled and evaluated here, laid out by :mod:`symllm.render`.
+"""Derivations and reports: assembled and evaluated here, laid out by :mod:`symllm.present.render`.
 
 A :class:`Derivation` is one total worked through: its symbols, one equation per sub-term, their sum,
 the collected closed form and, for a config, the numbers substituted and evaluated. A :class:`Report`
 is a whole model: configuration, parameters by component, FLOPs and memory of a
-:class:`~symllm.workload.Workload`, with their derivations. Everything is computed here (formulas
-through :mod:`symllm.costs`, the report's tables through :func:`symllm.api.params` and
-:func:`symllm.costs.workload` with the report's one workload, so a report shows the numbers
+:class:`~symllm.costs.workloads.Workload`, with their derivations. Everything is computed here (formulas
+through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.api.params` and
+:func:`symllm.costs.phases.workload` with the report's one workload, so a report shows the numbers
 ``symllm count --json`` prints); the templates are handed plain data and wrapped formulas.
 
 >>> derive("attention").render("text").splitlines()[-1].strip()
@@ -25,24 +25,27 @@ from functools import lru_cache
 
 import sympy as sp
 
-from . import api, costs, hardware, parallel
-from . import symbols as S
-from .components import Component, collected, component, model
-from .errors import SymllmError
-from .evaluate import cache_get, cache_put, define, evaluate, source_digest
-from .format import grouped
-from .render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
+from symllm import api
+from symllm.costs import phases as costs
+from symllm.costs import hardware
+from symllm.costs import parallel
+from symllm.arch import symbols as S
+from symllm.arch.components import Component, collected, component, model
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import cache_get, cache_put, define, evaluate, source_digest
+from symllm.present.format import grouped
+from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
-from .render import standalone as standalone_document
-from .render import notation as notation_of
-from .workload import Workload
+from symllm.present.render import standalone as standalone_document
+from symllm.present.render import notation as notation_of
+from symllm.costs.workloads import Workload
 
 __all__ = ["OPTIONS", "Derivation", "Report", "derive", "report", "repr_latex", "repr_markdown"]
 
-#: options of derive() beyond the :class:`~symllm.workload.Workload` fields, with their defaults: which
+#: options of derive() beyond the :class:`~symllm.costs.workloads.Workload` fields, with their defaults: which
 #: FLOPs (phase, bucket, MACs) and which memory kind a derivation shows (a report shows them all)
 OPTIONS = {"phase": "prefill", "memory": "inference", "macs": False, "bucket": "matmul"}
-#: derive()'s roofline quantities (symllm.hardware): the ridge point P / B_mem, and the batch at which a
+#: derive()'s roofline quantities (symllm.costs.hardware): the ridge point P / B_mem, and the batch at which a
 #: decode step turns compute-bound; evaluated on a named accelerator (``gpu``)
 ROOFLINE = ("ridge", "decode_batch")
 #: the attention variants derive() writes formulas for: what n_kv becomes
@@ -70,8 +73,8 @@ def _rebuilt(text: str) -> sp.Basic:
 
 
 def _collected(total: sp.Expr) -> sp.Expr:
-    """:func:`symllm.components.collected` of ``total`` (a ``factor``, tens of milliseconds), kept in
-    :func:`symllm.evaluate.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
+    """:func:`symllm.arch.components.collected` of ``total`` (a ``factor``, tens of milliseconds), kept in
+    :func:`symllm.numbers.kernels.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
     so a report's closed forms are factored once, not in every process. A miss or a damaged entry
     factors again.
 
@@ -91,10 +94,10 @@ def _collected(total: sp.Expr) -> sp.Expr:
 
 
 def _workload_numbers(spec, work: Workload) -> dict:
-    """:func:`symllm.costs.workload` of ``spec`` and ``work``, from a table kernel an earlier process
-    compiled when :func:`symllm.evaluate.cache_dir` holds one for this structure and these training
-    options (building the closed forms is most of a report's time); keyed like :mod:`symllm.quick`'s
-    entries. On a miss the numbers are :func:`symllm.costs.workload`'s own, and the kernel of the same
+    """:func:`symllm.costs.phases.workload` of ``spec`` and ``work``, from a table kernel an earlier process
+    compiled when :func:`symllm.numbers.kernels.cache_dir` holds one for this structure and these training
+    options (building the closed forms is most of a report's time); keyed like :mod:`symllm.numbers.quick`'s
+    entries. On a miss the numbers are :func:`symllm.costs.phases.workload`'s own, and the kernel of the same
     closed forms is stored.
 
     >>> w = _workload_numbers(api.spec("llama3.1-8b"), Workload.of(seq=4096))
@@ -120,7 +123,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
             pass
     numbers = costs.workload(spec, work)
     exprs = costs.quantities(spec.model(work.attention), work)
-    from .evaluate import TableKernel
+    from symllm.numbers.kernels import TableKernel
     table = TableKernel({f"{group}/{k}": e for group, terms in exprs.items() for k, e in terms.items()})
     cache_put("workload", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     return numbers
@@ -268,7 +271,7 @@ class Derivation:
 
 def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     """The sub-terms and the total of ``quantity`` for ``comp``; FLOPs and memory come from
-    :mod:`symllm.costs` (sub-terms: the leaves for FLOPs, the memory kinds for memory)."""
+    :mod:`symllm.costs.phases` (sub-terms: the leaves for FLOPs, the memory kinds for memory)."""
     if quantity in ("params", "active"):  # active: the parameters one token uses (MoE: k of n_e experts)
         return comp.breakdown(quantity), comp.total(quantity)
     bare = comp.replace(definitions=())  # d_ff stays a symbol; its definition is shown on its own
@@ -280,7 +283,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         else:
             expr = hardware.decode_batch(costs.flops(bare, "decode"), hardware.bytes_moved(bare, "decode"))
         return {quantity: expr}, expr
-    if quantity == "comm":  # bytes one GPU sends per training step under tp/pp/dp/sp (symllm.parallel)
+    if quantity == "comm":  # bytes one GPU sends per training step under tp/pp/dp/sp (symllm.costs.parallel)
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
         parallel.check(bare, work.ep)
@@ -321,7 +324,7 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     """The formulas of a derivation: ``(leaves, total, closed, definitions)`` (sub-terms by leaf path,
     their sum, its collected form, the definitions it uses). Building them (the component tree, the
     costs, a ``factor``) is most of a derivation's time, so they are kept in
-    :func:`symllm.evaluate.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
+    :func:`symllm.numbers.kernels.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
     the structure, the component, the quantity, the attention variant, the workload's symbolic options
     and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
 
@@ -360,7 +363,7 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
 
 def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work: Workload,
             options: dict) -> Derivation:
-    """derive() once its arguments are resolved: a :class:`~symllm.spec.Spec` (or None), the notation,
+    """derive() once its arguments are resolved: a :class:`~symllm.arch.specs.Spec` (or None), the notation,
     one :class:`Workload` and derive()'s options."""
     kind_key = (kind or "gqa").lower()
     if kind_key not in _KINDS:
@@ -397,13 +400,13 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
 def derive(component: str = "model", quantity: str = "params", *, kind: str | None = None, config=None,
            notation=None, vocab_size: int | None = None, **workload) -> Derivation:
     """The derivation of ``quantity`` (``params``, ``flops``, ``memory``) for ``component``
-    (``attention``, ``feed_forward``, ``model``, …; see :data:`symllm.components.COMPONENTS`).
+    (``attention``, ``feed_forward``, ``model``, …; see :data:`symllm.arch.components.COMPONENTS`).
 
     ``kind`` writes the attention for ``"mha"`` (``n_kv = n_h``), ``"mqa"`` (``n_kv = 1``) or
     ``"gqa"`` (the general form, the default). With ``config`` (a preset name, a path, a
-    :class:`~symllm.config.ModelConfig` or a :class:`~symllm.spec.Spec`) the structure is the config's
+    :class:`~symllm.arch.config.ModelConfig` or a :class:`~symllm.arch.specs.Spec`) the structure is the config's
     (tying, biases, Meta's ``d_ff`` rounding) and the numbers are substituted and evaluated.
-    ``workload``: the :class:`~symllm.workload.Workload` fields (``batch``, ``seq``, ``gen``,
+    ``workload``: the :class:`~symllm.costs.workloads.Workload` fields (``batch``, ``seq``, ``gen``,
     ``context``, ``dtype``, ``attention``, …; ``None`` is "not given") and :data:`OPTIONS` (``phase``,
     ``memory`` (the kind), ``macs``, ``bucket``) choose what FLOPs and memory count.
 
@@ -455,7 +458,7 @@ class Report:
 
     @property
     def spec(self):
-        """The config's resolved :class:`~symllm.spec.Spec`."""
+        """The config's resolved :class:`~symllm.arch.specs.Spec`."""
         return api.spec(self.config)
 
     @property
@@ -507,7 +510,7 @@ class Report:
         }
 
     def _costs(self, fmt, flavor, template_dir) -> dict:
-        """The FLOPs and memory sections: symllm.costs.workload's numbers and two derivations."""
+        """The FLOPs and memory sections: symllm.costs.phases.workload's numbers and two derivations."""
         spec, work, names = self.spec, self.workload, dict(self.names)
         numbers = _workload_numbers(spec, work)
         fl = _derive("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
@@ -537,8 +540,8 @@ class Report:
     def _peaks(self, fmt, flavor, template_dir) -> dict:
         """The peak-memory section: the derivations of ``inference_peak`` and ``training_peak`` under the
         workload's stack, and for an HF stack each moment of the training step with its bytes
-        (:func:`symllm.stacks.moments`)."""
-        from . import stacks
+        (:func:`symllm.costs.stacks.moments`)."""
+        from symllm.costs import stacks
 
         spec, work, names = self.spec, self.workload, dict(self.names)
         out = []
@@ -554,7 +557,7 @@ class Report:
         return {"peak_derivations": out, "training_moments": rows, "stack": work.stack, "roofline": self._roofline()}
 
     def _roofline(self) -> dict | None:
-        """With ``gpu``: count's ``time`` group as table rows (:func:`symllm.hardware.roofline`) and whether
+        """With ``gpu``: count's ``time`` group as table rows (:func:`symllm.costs.hardware.roofline`) and whether
         the training peak fits the accelerator's memory."""
         spec, work = self.spec, self.workload
         if work.gpu is None:
@@ -575,10 +578,10 @@ class Report:
                 "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows]}
 
     def _training(self, numbers: dict, fmt, flavor, template_dir) -> dict:
-        """The parallel-layout section (only for a layout: :func:`symllm.parallel.laid_out`): count's
+        """The parallel-layout section (only for a layout: :func:`symllm.costs.parallel.laid_out`): count's
         ``params.per_gpu``, ``memory_per_gpu`` and ``comm`` with the derivation of the communication, and
         whether a training step fits on ``--gpu``; the LoRA section (only with ``lora_rank``): count's
-        ``params.trainable`` and ``memory.lora_*`` (:func:`symllm.finetune.lora`)."""
+        ``params.trainable`` and ``memory.lora_*`` (:func:`symllm.costs.finetune.lora`)."""
         spec, work = self.spec, self.workload
         out = {"layout": None, "lora": None}
         if parallel.laid_out(work):
@@ -588,7 +591,7 @@ class Report:
                       "training_states": "training states (mixed-precision Adam, ZeRO)",
                       "activations": "activations saved for backward (one micro-batch)"}
             fits = None
-            if work.gpu is not None:  # the accelerator's memory (symllm.hardware)
+            if work.gpu is not None:  # the accelerator's memory (symllm.costs.hardware)
                 g = hardware.gpu(work.gpu)
                 fits = {"gpu": g.title, "capacity": g.memory, "fits": step <= g.memory}
             comm = _derive("model", "comm", None, spec, dict(self.names), work, OPTIONS)
@@ -607,7 +610,7 @@ class Report:
                 "comm_derivation": Safe(comm.render(fmt, template_dir=template_dir, flavor=flavor)),
             }
         if work.lora_rank is not None:
-            from . import finetune  # (builds the adapted tree: only for a LoRA report)
+            from symllm.costs import finetune  # (builds the adapted tree: only for a LoRA report)
             tuned = finetune.lora(spec, work)
             titles = {"lora_base_weights": "frozen base weights" + (" (NF4 linears)" if work.qlora else ""),
                       "lora_adapter_weights": "adapter weights", "lora_adapter_gradients": "adapter gradients",
@@ -637,8 +640,8 @@ class Report:
 
 
 def report(config, *, notation=None, vocab_size: int | None = None, **workload) -> Report:
-    """The report of a preset name, a config path, a :class:`~symllm.config.ModelConfig` or a
-    :class:`~symllm.spec.Spec`; ``workload`` (the :class:`~symllm.workload.Workload` fields: ``batch``,
+    """The report of a preset name, a config path, a :class:`~symllm.arch.config.ModelConfig` or a
+    :class:`~symllm.arch.specs.Spec`; ``workload`` (the :class:`~symllm.costs.workloads.Workload` fields: ``batch``,
     ``seq``, ``gen``, ``context``, ``dtype``, ``kv_dtype``, ``attention``, …) sets what the FLOPs and
     memory sections count. A report shows every phase and memory kind, so derive()'s :data:`OPTIONS`
     (``phase``, ``memory``, …) are not options here.
@@ -668,7 +671,7 @@ def repr_latex(obj, names=None) -> str:
     """Notebook LaTeX of a derivation (or a component's parameters): its sub-terms and closed form in
     ``aligned``.
 
-    >>> from symllm.components import rmsnorm
+    >>> from symllm.arch.components import rmsnorm
     >>> repr_latex(rmsnorm())
     '$$\\\\begin{aligned}N_{\\\\mathrm{rmsnorm}} &= d\\\\end{aligned}$$'
     """

@@ -3,10 +3,10 @@
 :func:`symllm.api.params` builds the component tree and compiles its breakdown (and Meta's ``d_ff``
 rounding) once per process; for one count that is most of the command's time after importing SymPy.
 :func:`params` gives the same numbers from the same generated code, kept in
-:func:`symllm.evaluate.cache_dir` (with the arguments' field names) and keyed by
+:func:`symllm.numbers.kernels.cache_dir` (with the arguments' field names) and keyed by
 
 * a hash of symllm's own source files (any change to a formula, the spec or the code generator is a
-  miss), with the SymPy and Python versions (:mod:`symllm.evaluate`'s key), and
+  miss), with the SymPy and Python versions (:mod:`symllm.numbers.kernels`'s key), and
 * the config's fields that are not sizes: every field but the name and the nine sizes a kernel takes
   (``vocab_size`` … ``ffn_dim_multiplier``), of which only whether each is given counts. What decides
   the tree's structure (tying, biases, where ``d_ff`` comes from, any field added later) is in the key.
@@ -30,9 +30,9 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from .config import ModelConfig, load  # noqa: F401  (load: the doctest)
-from .errors import SymllmError
-from .evaluate import _blake2b, cache_get, cache_put, define, source_digest
+from symllm.arch.config import ModelConfig, load  # noqa: F401  (load: the doctest)
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import _blake2b, cache_get, cache_put, define, source_digest
 
 __all__ = ["params", "report", "SIZE_FIELDS"]
 
@@ -60,9 +60,9 @@ def _compiled(key: str, sources: tuple):
 
 def _from_api(config: ModelConfig) -> tuple[dict, int, tuple]:
     """The counts by :mod:`symllm.api`, and the sources of the kernels that made them."""
-    from . import api
-    from . import symbols as S
-    from .spec import hidden_dim_kernel
+    from symllm import api
+    from symllm.arch import symbols as S
+    from symllm.arch.specs import hidden_dim_kernel
 
     spec = api.spec(config)
     table = api._params_table(spec.structure)
@@ -99,9 +99,9 @@ def params(config: ModelConfig) -> tuple[dict, int]:
 
 
 def _template_folder() -> Path | None:
-    """The built-in templates' folder, found as :func:`symllm.render.template_dir` finds it (without
+    """The built-in templates' folder, found as :func:`symllm.present.render.template_dir` finds it (without
     importing jinja2)."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the symllm package
     for candidate in (here / "templates", here.parent / "templates"):
         if (candidate / "standalone.tex.j2").is_file():
             return candidate
@@ -134,7 +134,7 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
     """The cache key of a report, or ``None`` where it is not cached: user templates (``template_dir``),
     a notation that is not a file, an option or input that is refused (the report itself then raises
     its own error) or an unreadable file."""
-    from .workload import Workload  # loaded already by the command line
+    from symllm.costs.workloads import Workload  # loaded already by the command line
 
     if template_dir is not None or not set(workload) <= set(Workload.names()):
         return None
@@ -168,7 +168,7 @@ def report(model, *, fmt: str = "latex", standalone: bool = False, template: str
            template_dir=None, flavor: str = "github", notation=None, vocab_size: int | None = None,
            **workload) -> str:
     """``symllm.report(model, notation=..., vocab_size=..., **workload).render(fmt, ...)``: the text of a
-    report, read back from :func:`symllm.evaluate.cache_dir` when an earlier process rendered the same
+    report, read back from :func:`symllm.numbers.kernels.cache_dir` when an earlier process rendered the same
     report (see the module docstring), rendered and stored otherwise. User templates
     (``template_dir``) are always rendered.
 
@@ -180,7 +180,7 @@ def report(model, *, fmt: str = "latex", standalone: bool = False, template: str
     hit = cache_get("report", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         return hit[0]
-    from . import derivation
+    from symllm.present import derivation
 
     text = derivation.report(model, notation=notation, vocab_size=vocab_size, **workload).render(
         fmt, standalone=standalone, template_dir=template_dir, template=template, flavor=flavor)

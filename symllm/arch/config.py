@@ -19,8 +19,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .errors import SymllmError
-from .files import read_json
+from symllm.errors import SymllmError
+from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS"]
@@ -250,7 +250,7 @@ class ModelConfig:
 
     @property
     def window_kind(self) -> str | None:
-        """None (full attention), "sliding" or "chunked" (see :data:`symllm.components.WINDOWS`)."""
+        """None (full attention), "sliding" or "chunked" (see :data:`symllm.arch.components.WINDOWS`)."""
         if self.window is None:
             return None
         return "sliding" if self.attention_chunk is None else "chunked"

@@ -2,27 +2,27 @@
 
 A :class:`Sweep` varies some fields of a base config (``dim``, ``n_layers``, …) and of the workload
 (``batch``, ``seq``, ``context``, ``gen``) and evaluates quantities (``params``, FLOPs, memory, a
-breakdown term) at every point with the integer-safe kernels of :mod:`symllm.evaluate`, chunk by chunk,
+breakdown term) at every point with the integer-safe kernels of :mod:`symllm.numbers.kernels`, chunk by chunk,
 so memory stays flat however many points there are.
 
 What it derives per point follows the config's own rule (:meth:`ModelConfig.replace
-<symllm.config.ModelConfig.replace>`, :func:`symllm.config.derive_heads`):
+<symllm.arch.config.ModelConfig.replace>`, :func:`symllm.arch.config.derive_heads`):
 
 * ``head_dim`` is ``dim // n_heads`` again at each point only when the base derived it (``"head_dim" in
   base.derived``) and the sweep does not set it; a stated ``head_dim`` stays stated.
 * ``n_kv_heads`` follows ``n_heads`` only when the base derived it (no ``n_kv_heads`` stated) and the
   sweep does not set it.
 * ``hidden_dim`` is Meta's ``multiple_of``/``ffn_dim_multiplier`` rounding of each point's ``dim``
-  (:func:`symllm.spec.hidden_dim_kernel`) unless the base states one (an HF ``intermediate_size``, used
+  (:func:`symllm.arch.specs.hidden_dim_kernel`) unless the base states one (an HF ``intermediate_size``, used
   as is) or the sweep sets it.
 
-The workload is a :class:`~symllm.workload.Workload` with its defaults (``seq`` 2048, ``context``
+The workload is a :class:`~symllm.costs.workloads.Workload` with its defaults (``seq`` 2048, ``context``
 following ``seq`` at each point unless given or swept, bf16, …); the fields a sweep may vary are those
 whose option says ``axis`` (``batch``, ``seq``, ``gen``, ``context``). Points whose combination
-:func:`~symllm.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
+:func:`~symllm.arch.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
 dividing ``n_heads``, an odd ``head_dim``) are dropped and counted; a value that is wrong on its own
 (``dim = 0``, ``seq = 0``) is a :class:`~symllm.errors.SymllmError`. So every row equals ``symllm count
---json`` (:func:`symllm.api.params`, :func:`symllm.costs.workload`) of that row's config and workload.
+--json`` (:func:`symllm.api.params`, :func:`symllm.costs.phases.workload`) of that row's config and workload.
 
 >>> sw = Sweep("llama3-8b", {"dim": [4096, 4100, 8192], "n_layers": [32, 80]}, quantities=["params"])
 >>> res = sw.run()
@@ -50,14 +50,17 @@ from typing import Callable, Iterator
 import numpy as np
 import sympy as sp
 
-from . import api, costs, finetune, parallel
-from . import symbols as S
-from .config import derive_heads
-from .errors import SymllmError
-from .evaluate import compile_expr
-from .files import parse_json, read_text, write_atomic
-from .spec import hidden_dim_kernel
-from .workload import Workload, options as workload_options
+from symllm import api
+from symllm.costs import phases as costs
+from symllm.costs import finetune
+from symllm.costs import parallel
+from symllm.arch import symbols as S
+from symllm.arch.config import derive_heads
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import compile_expr
+from symllm.files import parse_json, read_text, write_atomic
+from symllm.arch.specs import hidden_dim_kernel
+from symllm.costs.workloads import Workload, options as workload_options
 
 __all__ = ["Sweep", "SweepResult", "sweep", "parse_axis", "parse_where", "parse_number", "read_table",
            "quantity_names", "dropped_text", "CONFIG_FIELDS", "WORKLOAD_AXES"]
@@ -84,14 +87,14 @@ MAX_DIGITS = 4300
 
 # ---------------------------------------------------------------- quantities
 
-#: the bucket of a ``PHASE_BUCKET`` quantity name -> symllm.costs.flops's ``bucket``
+#: the bucket of a ``PHASE_BUCKET`` quantity name -> symllm.costs.phases.flops's ``bucket``
 _BUCKETS = {"flops": "matmul", "elementwise": "elementwise"}
 
 
 def quantity_names() -> list[str]:
     """The quantity names a sweep knows: ``params``; one forward pass of ``s`` new tokens with
     ``context`` cached: ``flops`` (matmuls), ``elementwise``, ``kv_cache_elements``; from
-    :mod:`symllm.costs` ``PHASE_flops`` and ``PHASE_elementwise`` (``prefill``, ``decode`` at
+    :mod:`symllm.costs.phases` ``PHASE_flops`` and ``PHASE_elementwise`` (``prefill``, ``decode`` at
     ``context``, ``generation``, ``training``…; ``training`` has matmul FLOPs only) and the memory kinds
     in bytes (``weights``, ``kv_cache``, ``training_states``…). ``NAME:path`` picks one breakdown term
     of ``params``, ``flops`` or ``elementwise`` (e.g. ``params:block/attention/wq``).
@@ -105,17 +108,17 @@ def quantity_names() -> list[str]:
     return names + list(costs.MEMORY_KINDS) + list(_PARALLEL) + list(_LORA)
 
 
-#: per-GPU quantities of a parallel layout (symllm.parallel) -> their (group, key) in costs.quantities
+#: per-GPU quantities of a parallel layout (symllm.costs.parallel) -> their (group, key) in costs.quantities
 _PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
              **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in costs.PER_GPU_MEMORY},
              **{f"comm_{kind}": ("comm", kind) for kind in parallel.COMM_KINDS}}
-#: LoRA quantities (symllm.finetune; they need --lora-rank): count's params.trainable and memory.lora_*
+#: LoRA quantities (symllm.costs.finetune; they need --lora-rank): count's params.trainable and memory.lora_*
 _LORA = ("trainable_params", *finetune.MEMORY_KEYS)
 
 
 def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     """The closed form of quantity ``name`` for the model component ``mdl`` (``d_ff`` a symbol) under
-    ``work``'s training options, as :func:`symllm.costs.quantities` builds it for ``count``."""
+    ``work``'s training options, as :func:`symllm.costs.phases.quantities` builds it for ``count``."""
     base, _, path = name.partition(":")
     if base == "params" and path == "active":  # what one token uses (count's params.active)
         return mdl.total("active")
@@ -420,7 +423,7 @@ class Sweep:
     row) of configs derived from ``base`` (see the module docstring) and workloads.
 
     ``grid`` and ``table`` map field names (:data:`CONFIG_FIELDS`, :data:`WORKLOAD_AXES`) to values;
-    ``workload`` is the fixed rest of the workload: a :class:`~symllm.workload.Workload` or its options
+    ``workload`` is the fixed rest of the workload: a :class:`~symllm.costs.workloads.Workload` or its options
     by name (``seq``, ``dtype``, ``zero_stage``, …; ``attention`` and ``options`` are more of them),
     validated by :class:`Workload`; its defaults are everyone's (``seq`` 2048, ``context`` following
     each point's ``seq``). ``quantities`` are names from :func:`quantity_names` (``NAME:path`` for one

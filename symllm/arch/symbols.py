@@ -4,7 +4,7 @@ SymPy names are the short mathematical names (``d``, ``n_kv``, ``d_ff``), so exp
 readably by default; ``CODE_NAMES`` maps Meta's / HF's field names to them, and ``LATEX`` is the
 one table of LaTeX names (users may override it: a paper uses its own notation).
 
->>> from symllm.symbols import d, n_h, n_kv, d_h
+>>> from symllm.arch.symbols import d, n_h, n_kv, d_h
 >>> (2 * d * d_h * (n_h + n_kv)).free_symbols == {d, d_h, n_h, n_kv}
 True
 >>> latex_name(n_kv)
@@ -70,9 +70,9 @@ N_d = sp.Symbol("N_d", **_size)
 N_t = sp.Symbol("N_t", **_size)
 N_p = sp.Symbol("N_p", **_size)
 N_e = sp.Symbol("N_e", **_size)
-# fine-tuning (symllm.finetune)
+# fine-tuning (symllm.costs.finetune)
 r_lora = sp.Symbol("r_lora", **_size)
-# scaling laws (symllm.scaling)
+# scaling laws (symllm.costs.scaling)
 g = sp.Symbol("g", positive=True)
 r = sp.Symbol("r", positive=True)
 N = sp.Symbol("N", positive=True)
@@ -83,7 +83,7 @@ A = sp.Symbol("A", positive=True)
 B = sp.Symbol("B", positive=True)
 alpha = sp.Symbol("alpha", positive=True)
 beta = sp.Symbol("beta", positive=True)
-# an accelerator (symllm.hardware): bound from Workload.gpu
+# an accelerator (symllm.costs.hardware): bound from Workload.gpu
 P = sp.Symbol("P", positive=True)
 B_mem = sp.Symbol("B_mem", positive=True)
 
@@ -116,7 +116,7 @@ _TABLE = [
     SymbolInfo(N_p, "pp", "N_p", "pipeline-parallel stages of contiguous layers", "workload"),
     SymbolInfo(N_e, "ep", "N_e", "expert-parallel ranks sharing a layer's routed experts (carved out of N_d)",
                "workload"),
-    SymbolInfo(r_lora, "lora_rank", r"r_{\mathrm{LoRA}}", "rank of each LoRA adapter (symllm.finetune)", "finetune"),
+    SymbolInfo(r_lora, "lora_rank", r"r_{\mathrm{LoRA}}", "rank of each LoRA adapter (symllm.costs.finetune)", "finetune"),
     SymbolInfo(g, "gqa_ratio", "g", "query heads per key/value head (1: MHA, n_h: MQA)", "scaling"),
     SymbolInfo(r, "aspect_ratio", "r", "aspect ratio d / L", "scaling"),
     SymbolInfo(N, "params", "N", "parameters", "scaling"),

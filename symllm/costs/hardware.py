@@ -33,7 +33,7 @@ matrix. Routed experts count the ``k`` a token uses (``active``): a batch usuall
 mixture of experts the bound is loose, never wrong. Attention's scores and probabilities never leave
 the chip (flash attention), nor do the hidden states between layers.
 
-**FLOPs**: the phase's matmul FLOPs (:func:`symllm.costs.flops`, the workload's attention convention;
+**FLOPs**: the phase's matmul FLOPs (:func:`symllm.costs.phases.flops`, the workload's attention convention;
 ``attention="causal"`` is the tighter bound); element-wise work runs beside the tensor cores and is not
 counted.
 
@@ -54,8 +54,8 @@ from fractions import Fraction
 
 import sympy as sp
 
-from . import symbols as S
-from .errors import SymllmError
+from symllm.arch import symbols as S
+from symllm.errors import SymllmError
 
 __all__ = ["GPU", "GPUS", "GiB", "gpu", "names", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "roofline"]
@@ -219,7 +219,7 @@ def weights_read(mdl) -> sp.Expr:
     """``N_read``: the parameters a forward pass's matmuls read (see the module docstring): the model's
     ``active`` parameters less an untied embedding table.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> weights_read(model(tied=True)) - model(tied=True).total("params")
     0
     >>> sp.expand(model().total("params") - weights_read(model()))
@@ -234,7 +234,7 @@ def weights_read(mdl) -> sp.Expr:
 def bytes_moved(mdl, phase: str) -> sp.Expr:
     """Bytes one ``prefill`` or one ``decode`` step must move to or from device memory (module docstring).
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> sp.expand(bytes_moved(model(tied=True), "decode")).coeff(S.t)
     2*L*b*beta_kv*d_h*n_kv
     >>> sp.expand(bytes_moved(model(), "prefill")).coeff(S.beta_a)
@@ -286,15 +286,15 @@ def decode_batch_exists(expr: sp.Expr, vals: dict) -> bool:
     value (negative, or a division by zero) means nothing.
 
     >>> from symllm import api
-    >>> from symllm.costs import flops
-    >>> from symllm.workload import Workload
+    >>> from symllm.costs.phases import flops
+    >>> from symllm.costs.workloads import Workload
     >>> mdl = api.spec("llama3.1-8b").model()
     >>> expr = decode_batch(flops(mdl, "decode"), bytes_moved(mdl, "decode"))
     >>> vals = lambda t: api.values("llama3.1-8b", Workload(context=t, gpu="h100-sxm"))
     >>> decode_batch_exists(expr, vals(16)), decode_batch_exists(expr, vals(2048))
     (True, False)
     """
-    from .evaluate import evaluate  # evaluate loads with costs; this module stays light for workload.py
+    from symllm.numbers.kernels import evaluate  # evaluate loads with costs; this module stays light for workload.py
 
     _, denominator = sp.fraction(sp.together(expr))
     return evaluate(denominator, vals) > 0
@@ -305,9 +305,9 @@ def _number(value) -> Fraction:
 
 
 def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
-    """The ``time`` group of :func:`symllm.costs.workload` for ``work.gpu``: ``mdl`` is the model
+    """The ``time`` group of :func:`symllm.costs.phases.workload` for ``work.gpu``: ``mdl`` is the model
     component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs`` the closed forms
-    of :func:`symllm.costs.quantities` (``flops``: ``prefill``, ``decode_token``; ``memory``:
+    of :func:`symllm.costs.phases.quantities` (``flops``: ``prefill``, ``decode_token``; ``memory``:
     ``inference_peak``).
 
     * ``gpu``, ``title``, ``peak_flops`` (FLOP/s, in ``peak_dtype``: :func:`compute_dtype`),
@@ -325,12 +325,12 @@ def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
 
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact.
 
-    >>> from symllm import workload
+    >>> from symllm.costs.phases import workload
     >>> t = workload("llama3.1-8b", gpu="h100-sxm")["time"]
     >>> t["decode_token_bound"], t["fits"], round(t["tokens_per_s"]), t["max_batch"]
     ('memory', True, 219, 83)
     """
-    from .evaluate import evaluate  # evaluate loads with costs; this module stays light for workload.py
+    from symllm.numbers.kernels import evaluate  # evaluate loads with costs; this module stays light for workload.py
 
     g = gpu(work.gpu)
     peak = vals[S.P]

@@ -1,7 +1,7 @@
 """Named software stacks: which tensors a real stack saves for backward and keeps live, in which dtype.
 
 symllm's own memory model (stack ``ideal``: each component's ``saved``, ``resident`` and ``live`` in
-:mod:`symllm.components`) is a fused stack with every activation in ``β_a``. People run transformers'
+:mod:`symllm.arch.components`) is a fused stack with every activation in ``β_a``. People run transformers'
 ``LlamaForCausalLM`` instead, which saves and holds more, and in fp32 in places. A stack here states,
 per component and in closed form, what that code keeps, each with its one-line reason:
 
@@ -27,7 +27,7 @@ storage and without the parameters themselves, for saved bytes; ``MemTracker`` f
 ``tests/test_training_peak.py``: ``MemTracker`` over a steady-state training step for training peaks).
 
 >>> import sympy as sp
->>> from symllm.components import model
+>>> from symllm.arch.components import model
 >>> sp.expand(activations(model(), "hf-sdpa") - activations(model(), "hf-eager")).coeff(S.s, 2)
 -6*L*b*n_h
 """
@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from . import symbols as S
-from .errors import SymllmError
+from symllm.arch import symbols as S
+from symllm.errors import SymllmError
 
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
-    from .components import Component
+    from symllm.arch.components import Component
 
 __all__ = ["STACKS", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
            "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
@@ -64,7 +64,7 @@ class Term:
 
     #: where it sits in the model ("block/attention"; "block/..." terms repeat per layer)
     component: str
-    #: the bytes, a closed form in symllm.symbols
+    #: the bytes, a closed form in symllm.arch.symbols
     bytes: sp.Expr
     #: one line: which tensors, in which dtype, and which code line keeps them
     reason: str
@@ -95,7 +95,7 @@ def saved_terms(stack: str) -> tuple[Term, ...]:
     """
     _check(stack)
     if stack == "ideal":
-        raise SymllmError("stack: ideal's saved bytes are the components' own (symllm.costs.activations)")
+        raise SymllmError("stack: ideal's saved bytes are the components' own (symllm.costs.phases.activations)")
     T, d, d_ff, V, n_h, n_kv, d_h = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h
 
     def norm(where):
@@ -147,7 +147,7 @@ def inference_terms(stack: str) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
     """
     _check(stack)
     if stack == "ideal":
-        raise SymllmError("stack: ideal's working set is the components' own (symllm.costs.memory)")
+        raise SymllmError("stack: ideal's working set is the components' own (symllm.costs.phases.memory)")
     T, d, d_ff, V, n_h, n_kv, d_h, ba = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.beta_a
     not_fp32 = sp.Min(1, (ba - _FP32) ** 2)  # 1 unless the model runs in fp32 (then .to(fp32) is no copy)
     resident = [
@@ -217,7 +217,7 @@ def activations(mdl: Component, stack: str, recompute: bool = False) -> sp.Expr:
     (gradient checkpointing) the peak during backward: one fp32 checkpoint per layer, one layer's saved
     tensors recomputed, and what lies outside the layers.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> sp.expand(activations(model(), "hf-eager", recompute=True)).coeff(S.L)
     4*b*d*s
     """
@@ -234,7 +234,7 @@ def inference_peak(mdl: Component, stack: str) -> sp.Expr:
     """Weights, the KV cache after ``s + n`` tokens, what a prefill holds throughout and its largest
     moment, under ``stack`` (not ``ideal``).
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> inference_peak(model(), "hf-sdpa").has(S.beta_w, S.beta_kv)
     True
     """
@@ -252,7 +252,7 @@ def training_states(mdl: Component, stack: str, zero_stage: int = 0) -> sp.Expr:
     """Per data-parallel rank: fp32 master weights 4N, fp32 gradients 4N, AdamW's two fp32 moments 8N;
     ZeRO stage 1 shards the moments over ``N_d`` ranks, 2 also the gradients, 3 also the weights.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> training_states(model(), "hf-eager", 1).coeff(S.N_d ** -1) == 8 * model().total("params")
     True
     """
@@ -286,7 +286,7 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
     """
     _check(stack)
     if stack == "ideal":
-        raise SymllmError("stack: ideal's training peak is a convention (symllm.costs.memory), not moments")
+        raise SymllmError("stack: ideal's training peak is a convention (symllm.costs.phases.memory), not moments")
     T, d, d_ff, V, n_h, n_kv, d_h, L = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.L
     saved = saved_terms(stack)
     emb, attn_norm, qkv, core, o_proj, rope, ffn_norm, ffn, norm, head, loss = saved
@@ -370,7 +370,7 @@ def training_peak(mdl: Component, stack: str, recompute: bool = False, zero_stag
     weights ``4N`` and AdamW's moments ``8N`` (ZeRO-sharded as :func:`training_states` shards them), plus
     the largest of :func:`training_terms`' moments.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> peak = training_peak(model(tied=True), "hf-sdpa")
     >>> sp.expand(peak - peak.atoms(sp.Max).pop()).coeff(S.V)  # 4N + 8N held: the tied table's 12·V·d
     12*d
@@ -381,7 +381,7 @@ def training_peak(mdl: Component, stack: str, recompute: bool = False, zero_stag
 def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> dict:
     """:func:`training_peak`'s two parts: ``weights_and_moments`` (held throughout) and ``largest_moment``.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> list(training_peak_parts(model(), "hf-sdpa"))
     ['weights_and_moments', 'largest_moment']
     """
@@ -404,7 +404,7 @@ def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int
     """Each of :func:`training_terms` with its whole bytes at that moment (the weights and AdamW's moments
     added, ``N`` and a block's parameters put in): :func:`training_peak` is their largest.
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> [t.component for t, _ in moments(model(), "hf-sdpa")][:2]
     ['forward end', 'backward start']
     """

@@ -16,7 +16,7 @@ Conventions, stated once (README "Conventions"):
 * Element-wise FLOPs (norms, SiLU, gating, RoPE, softmax, residual adds) live in their own
   ``elementwise`` bucket, with the per-element counts in :data:`ELEMENTWISE`.
 
->>> from symllm.symbols import d, d_h, n_h, n_kv
+>>> from symllm.arch.symbols import d, d_h, n_h, n_kv
 >>> attention().total("params")
 2*d*d_h*n_h + 2*d*d_h*n_kv
 >>> model().breakdown()["block/feed_forward/w2"]
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .errors import SymllmError
-from .symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
+from symllm.errors import SymllmError
+from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
                       s, t)
 
 __all__ = [
@@ -40,7 +40,7 @@ __all__ = [
     "COMPONENTS", "component", "collected",
 ]
 
-#: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.symbols
+#: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
 QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved")
 
 #: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
@@ -80,7 +80,7 @@ class Component:
 
     Every cost lives on the component that owns it: parameters, matmul and element-wise FLOPs, KV-cache
     elements, the bytes a training forward saves for backward, and what an inference pass keeps live.
-    :mod:`symllm.costs` only composes these (phases, dtypes, memory kinds); it never looks at names.
+    :mod:`symllm.costs.phases` only composes these (phases, dtypes, memory kinds); it never looks at names.
 
     >>> c = rmsnorm("attention_norm")
     >>> c.params, c.total("params")
@@ -118,7 +118,7 @@ class Component:
     definitions: tuple[tuple[sp.Symbol, sp.Expr], ...] = ()
     #: what this component is, and the line of Meta's llama/model.py it models
     doc: str = ""
-    #: a linear layer's (fan_in, fan_out); () for anything else (LoRA adapts by it: symllm.finetune)
+    #: a linear layer's (fan_in, fan_out); () for anything else (LoRA adapts by it: symllm.costs.finetune)
     shape: tuple = ()
 
     def __post_init__(self):

@@ -1,6 +1,6 @@
 """Presentation: escaping, notation, the expression printers, Jinja environments and templates.
 
-This module lays out what it is handed and computes nothing: :mod:`symllm.derivation` assembles a
+This module lays out what it is handed and computes nothing: :mod:`symllm.present.derivation` assembles a
 derivation or a report (sub-terms, sums, closed forms, evaluated numbers) and hands plain data to
 the templates in ``templates/`` (shipped inside the wheel as ``symllm/templates``). Filters turn an
 expression into LaTeX (``tex``) or text (``text``) with the user's notation, format numbers (``num``
@@ -35,10 +35,10 @@ from sympy.printing.pretty.pretty import PrettyPrinter
 from sympy.printing.pretty.stringpict import prettyForm
 from sympy.printing.str import StrPrinter
 
-from . import symbols as S
-from .errors import SymllmError
-from .files import read_json, read_text, write_atomic
-from .format import digits, grouped, human, human_bytes
+from symllm.arch import symbols as S
+from symllm.errors import SymllmError
+from symllm.files import read_json, read_text, write_atomic
+from symllm.present.format import digits, grouped, human, human_bytes
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
@@ -66,7 +66,7 @@ def template_dir() -> Path:
     >>> (template_dir() / "report.tex.j2").is_file()
     True
     """
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the symllm package
     for candidate in (here / "templates", here.parent / "templates"):
         if (candidate / "standalone.tex.j2").is_file():
             return candidate

@@ -5,11 +5,11 @@ symllm's totals are exact (Meta's ``floor``/``ceiling`` rounding of ``d_ff``, ``
 their own symbols). Scaling-law work wants the same model as a smooth expression SymPy can simplify,
 differentiate and solve; :func:`approximate` gets it, and keeps what it dropped as its own expression.
 
-Symbols it uses beyond the model's (created, like all, in :mod:`symllm.symbols`): ``g = n_h / n_kv`` (query heads per key/value head),
+Symbols it uses beyond the model's (created, like all, in :mod:`symllm.arch.symbols`): ``g = n_h / n_kv`` (query heads per key/value head),
 ``r = d / L`` (aspect ratio), ``N`` (parameters), ``D`` (training tokens), ``C`` (training FLOPs),
 and the loss-law constants ``E, A, B, alpha, beta``.
 
->>> from symllm.components import model
+>>> from symllm.arch.components import model
 >>> approximate(model(hidden="meta_plain").closed_form(), g=1).smooth
 12*L*d**2 + 2*L*d + 2*V*d + d
 >>> chinchilla_optimum()["N"]
@@ -24,13 +24,13 @@ from pathlib import Path
 
 import sympy as sp
 
-from . import symbols as S
-from .api import model_for, params, resolve, values
-from .components import model
-from .config import ModelConfig
-from .errors import SymllmError
-from .costs import flops
-from .evaluate import substitute
+from symllm.arch import symbols as S
+from symllm.api import model_for, params, resolve, values
+from symllm.arch.components import model
+from symllm.arch.config import ModelConfig
+from symllm.errors import SymllmError
+from symllm.costs.phases import flops
+from symllm.numbers.kernels import substitute
 
 __all__ = [
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta",
@@ -41,8 +41,8 @@ __all__ = [
     "attention_ffn_crossover", "kv_weights_crossover", "crossovers",
 ]
 
-# the scaling-law symbols live, like every symbol, in symllm.symbols
-from .symbols import A, B, C, D, E, N, alpha, beta, g, r  # noqa: E402
+# the scaling-law symbols live, like every symbol, in symllm.arch.symbols
+from symllm.arch.symbols import A, B, C, D, E, N, alpha, beta, g, r  # noqa: E402
 
 #: the closed-form constants of the compute-optimal frontier
 _G, _a, _b = sp.Symbol("G", positive=True), sp.Symbol("a", positive=True), sp.Symbol("b", positive=True)
@@ -56,7 +56,7 @@ WIDTH_LIKE = (S.d, S.V, S.s, S.t, S.d_ff, S.d_h)
 def unround(expr: sp.Expr) -> sp.Expr:
     """``expr`` without Meta's rounding: every ``floor``/``ceiling`` replaced by its argument.
 
-    >>> from symllm.components import meta_hidden_dim
+    >>> from symllm.arch.components import meta_hidden_dim
     >>> unround(meta_hidden_dim())
     8*d*f/3
     """
@@ -95,7 +95,7 @@ class Approximation:
         """``exact``, ``approx``, ``dropped``, the whole error ``exact - approx`` (rounding included)
         and ``relative_error`` on a config (``workload`` by code name: ``batch=1, seq=2048``).
 
-        >>> from symllm.components import model
+        >>> from symllm.arch.components import model
         >>> a = approximate(model(hidden="meta").closed_form(), drop=("lower",))
         >>> round(a.numbers("llama3.1-8b")["relative_error"], 4)   # mostly d_ff's rounding up to 1024
         0.0067
@@ -132,7 +132,7 @@ def approximate(expr: sp.Expr, *, rounding: bool = False, head_dim: bool = True,
       :data:`WIDTH_LIKE`, e.g. the norms' ``(2L + 1) d``) and ``"vocab"`` (terms with ``V``);
     * ``subs`` are further substitutions made last (e.g. ``{f: 1}``, ``{L: d / r}``).
 
-    >>> from symllm.components import model
+    >>> from symllm.arch.components import model
     >>> a = approximate(model(hidden="meta_plain").closed_form(), g=1, drop=("lower", "vocab"))
     >>> a.approx, a.dropped
     (12*L*d**2, 2*L*d + 2*V*d + d)
@@ -170,7 +170,7 @@ def approximate(expr: sp.Expr, *, rounding: bool = False, head_dim: bool = True,
 
 # ------------------------------------------------------------------------------------------ conventions
 def training_flops_per_token(mdl=None, *, passes: int = 3) -> sp.Expr:
-    """symllm's exact matmul FLOPs per token: :func:`symllm.costs.flops` of the prefill (``passes=1``,
+    """symllm's exact matmul FLOPs per token: :func:`symllm.costs.phases.flops` of the prefill (``passes=1``,
     one forward at ``t = 0``) or of training (``passes=3``: forward + a backward of twice the forward;
     ``4`` with full recomputation), divided by the ``b·s`` tokens. Dense attention rectangle unless
     ``mdl`` was built causal.
@@ -277,7 +277,7 @@ def convention(name: str, config: ModelConfig | str | None = None) -> Convention
     mdl = model_for(config) if config is not None else model()
     if name == "symllm":
         return Convention(
-            "symllm", "symllm.components: exact matmul FLOPs (2 per multiply-add) of one forward at "
+            "symllm", "symllm.arch.components: exact matmul FLOPs (2 per multiply-add) of one forward at "
                       "t = 0, times 3 for training; parameters counted exactly",
             training=training_flops_per_token(mdl), forward=training_flops_per_token(mdl, passes=1),
             params=mdl.total("params"),

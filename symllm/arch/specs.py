@@ -4,7 +4,7 @@ Config (HF ``config.json``, Meta ``params.json``, preset) → :class:`ModelConfi
 file says it) → :class:`Spec` (frozen; ``n_kv_heads``, ``head_dim`` and Meta's ``d_ff`` resolved) →
 one component tree (:meth:`Spec.model`), built once per structural variant and cached. Every command,
 the sweep and the reports derive from the spec; binding symbols to numbers iterates the one table
-in :mod:`symllm.symbols`.
+in :mod:`symllm.arch.symbols`.
 
 >>> sp_ = spec_of(load("llama3.1-8b"))
 >>> sp_.hidden_dim, sp_.hidden_rule, sp_.attention_kind
@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from . import parallel
-from . import symbols as S
-from .components import Component, meta_hidden_dim, model
-from .config import ModelConfig, load
-from .errors import SymllmError
-from .evaluate import compile_expr
+from symllm.costs import parallel
+from symllm.arch import symbols as S
+from symllm.arch.components import Component, meta_hidden_dim, model
+from symllm.arch.config import ModelConfig, load
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import compile_expr
 
 __all__ = ["Spec", "Structure", "spec_of", "hidden_dim_kernel", "structure_model"]
 
@@ -119,7 +119,7 @@ class Spec:
 
     def check(self, *, seq: int, gen: int, context: int, pp: int = 1, ep: int = 1) -> None:
         """Refuse more pipeline stages ``pp`` than blocks (a stage holds at least one), expert parallelism
-        ``ep`` that this model's experts do not allow (:func:`symllm.parallel.check`), and a context
+        ``ep`` that this model's experts do not allow (:func:`symllm.costs.parallel.check`), and a context
         past a sliding window that only some layers have (Qwen's ``max_window_layers``): within the window
         attention is full and every count exact; beyond it those layers differ from the others, which
         symllm does not model. (A window in every layer with RoPE is modelled at any length.)

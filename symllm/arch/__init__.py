@@ -1,0 +1,9 @@
+"""What a model is: its symbols, its components, its config files and families, and the resolved spec.
+
+Modules: :mod:`~symllm.arch.symbols` (every symbol, once), :mod:`~symllm.arch.components` (one factory per
+component, each with its own rules), :mod:`~symllm.arch.config` (``ModelConfig``, presets, HF and Meta
+files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved).
+"""
+from symllm._lazy import attributes
+
+__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "components", "config", "specs")})
