@@ -154,14 +154,15 @@ def workload_options() -> st.SearchStrategy[dict]:
         "attention": st.sampled_from(ATTENTION), "zero_stage": st.integers(0, 3), "dp": st.integers(1, 12),
         "recompute": st.booleans(), "group_size": st.sampled_from([32, 64, 100, 128]),
         "tp": st.integers(1, 8), "pp": st.integers(1, 5), "sp": st.booleans(),  # symllm.costs.parallel
-        "stack": st.sampled_from(["ideal", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
+        "stack": st.sampled_from(["fused", "eager", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
     }).map(_one_memory_model)
 
 
 def _one_memory_model(options: dict) -> dict:
-    """An HF stack is not modelled with a parallel layout (Workload refuses it): such draws keep the layout.
-    Sequence parallelism needs tensor parallelism (Workload refuses sp with tp 1): such draws drop sp."""
-    if options.get("tp", 1) > 1 or options.get("pp", 1) > 1:
+    """An HF stack is not modelled with a parallel layout (Workload refuses it): such draws keep the layout
+    and drop the HF stack. Sequence parallelism needs tensor parallelism (Workload refuses sp with tp 1):
+    such draws drop sp."""
+    if (options.get("tp", 1) > 1 or options.get("pp", 1) > 1) and options.get("stack", "").startswith("hf-"):
         options.pop("stack", None)
     if options.get("tp", 1) == 1:
         options.pop("sp", None)

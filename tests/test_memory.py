@@ -1,8 +1,9 @@
 """Memory: symllm's closed forms against what the torch reference model actually holds.
 
 KV cache: the bytes of the reference model's cache tensors after a real prefill and decode steps.
-Activations: the bytes of the distinct tensors torch saves for backward (saved_tensors_hooks), which
-equal symllm's formula plus the terms README "FLOPs and memory" names (reference_extras below).
+Activations: the bytes of the distinct tensors the eager reference saves for backward (saved_tensors_hooks),
+which equal symllm's eager stack plus the terms README "FLOPs and memory" names (reference_extras below).
+The fused stack's attention is checked against SDPA's CPU flash kernel in tests/test_stacks.py.
 """
 from fractions import Fraction
 from functools import lru_cache
@@ -152,25 +153,28 @@ def reference_extras(cfg, b, s, beta) -> dict:
 @settings(max_examples=100)
 @given(configs(), generation_workloads())
 def test_saved_activations_equal_formula_plus_named_terms(cfg, w):
-    """Bytes torch saves for backward (distinct storages) = symllm's activations + the named extras."""
+    """Bytes the eager reference saves for backward (distinct storages) = symllm's eager activations + the
+    named extras."""
     b, s, dtype = w["batch"], w["seq"], w["dtype"]
     model = reference.build(cfg, device="cpu", dtype=TORCH_DTYPES[dtype])
     measured = saved_bytes(model, torch.randint(0, cfg.vocab_size, (b, s)))
-    ours = costs.workload(cfg, batch=b, seq=s, dtype=dtype)["memory"]["activations"]
+    ours = costs.workload(cfg, batch=b, seq=s, dtype=dtype, stack="eager")["memory"]["activations"]
     beta = costs.DTYPES[dtype]
     assert measured == ours + sum(reference_extras(cfg, b, s, beta).values())
 
 
 def test_llama2_7b_block_activations_by_hand():
-    """One Llama-2-7B block at b=1, s=4096 in bf16, summed by hand from the list in README."""
+    """One Llama-2-7B block at b=1, s=4096 in bf16, summed by hand from the list in README: the fused
+    stack keeps one fp32 log-sum-exp per query and head where eager keeps the s² probabilities."""
     b, s, d, n_h, d_h, d_ff, beta = 1, 4096, 4096, 32, 128, 11008, 2
-    by_hand = (beta * b * s * d + 4 * b * s) * 2 + beta * (  # two RMSNorms: input + fp32 1/rms
-        b * s * d + 3 * b * s * n_h * d_h + b * n_h * s * s + b * s * n_h * d_h  # attention (MHA)
+    shared = (beta * b * s * d + 4 * b * s) * 2 + beta * (  # two RMSNorms: input + fp32 1/rms
+        b * s * d + 3 * b * s * n_h * d_h + b * s * n_h * d_h  # attention (MHA): input, q k v, output
         + b * s * d + 3 * b * s * d_ff)  # SwiGLU
-    blk = costs.activations("block")
     vals = {**_vals(symllm.load("llama2-7b"), batch=b, seq=s), S.beta_a: beta}
-    assert evaluate(blk, vals) == by_hand
-    assert evaluate(costs.activations("block", recompute=True), vals) == beta * b * s * d
+    assert evaluate(costs.activations("block", stack="eager"), vals) == shared + beta * b * n_h * s * s
+    assert evaluate(costs.activations("block"), vals) == shared + 4 * b * n_h * s
+    for stack in ("fused", "eager"):
+        assert evaluate(costs.activations("block", recompute=True, stack=stack), vals) == beta * b * s * d
 
 
 def test_recompute_keeps_block_inputs_plus_one_block():
@@ -181,22 +185,25 @@ def test_recompute_keeps_block_inputs_plus_one_block():
     so it fails if recompute stops being "checkpoints + one block + outside"."""
     cfg = symllm.load("llama3.1-8b")
     vals = {**_vals(cfg, batch=2, seq=4096), S.beta_a: 2}
-    full = evaluate(costs.activations("model"), vals)
-    ckpt = evaluate(costs.activations("model", recompute=True), vals)
-    one_block = evaluate(costs.activations("block"), vals)
     L = cfg.n_layers
-    assert ckpt == full - (L - 1) * one_block + L * 2 * 2 * 4096 * cfg.dim
-    assert ckpt < full / 10
+    for stack, ratio in (("eager", 10), ("fused", 3)):
+        full = evaluate(costs.activations("model", stack=stack), vals)
+        ckpt = evaluate(costs.activations("model", recompute=True, stack=stack), vals)
+        one_block = evaluate(costs.activations("block", stack=stack), vals)
+        assert ckpt == full - (L - 1) * one_block + L * 2 * 2 * 4096 * cfg.dim
+        assert ckpt < full / ratio
 
 
 def test_inference_peak_is_weights_kv_and_largest_working_set():
     """Inference peak = weights + KV cache + β_a·(2bsd + the largest live tensor group) (README).
 
     A structural check of README's stated convention, written out by hand for one workload; the working
-    set itself is a convention (an eager kernel's), not measured against torch."""
+    set itself is a convention (a fused kernel's, or an eager one's), not measured against torch."""
     cfg = symllm.load("llama3.1-8b")
-    w = costs.workload(cfg, batch=1, seq=8192, gen=256)
-    m = w["memory"]
     b, s, n, beta = 1, 8192, 256, 2
+    eager = costs.workload(cfg, batch=b, seq=s, gen=n, stack="eager")["memory"]
+    fused = costs.workload(cfg, batch=b, seq=s, gen=n)["memory"]
     live = max(2 * b * cfg.n_heads * s * s, 2 * b * cfg.n_heads * (s + n), 3 * b * s * 14336, b * s * cfg.vocab_size)
-    assert m["inference_peak"] == m["weights"] + m["kv_cache"] + beta * (2 * b * s * cfg.dim + live)
+    assert eager["inference_peak"] == eager["weights"] + eager["kv_cache"] + beta * (2 * b * s * cfg.dim + live)
+    live = max(2 * b * s * cfg.n_heads * 128 + 2 * b * cfg.n_heads * s, 3 * b * s * 14336, b * s * cfg.vocab_size)
+    assert fused["inference_peak"] == fused["weights"] + fused["kv_cache"] + beta * (2 * b * s * cfg.dim + live)

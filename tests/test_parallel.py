@@ -324,7 +324,8 @@ def test_more_stages_than_blocks_are_refused(cli):
 
 @pytest.mark.parametrize("option", [["--lora-rank", "8"], ["--tp", "2"], ["--pp", "2"]])
 def test_hf_stacks_are_not_mixed_with_layouts_or_lora(cli, option):
-    """Per-GPU and LoRA memory use the ideal stack's tensors: an HF stack with them is refused, not mixed."""
+    """Per-GPU and LoRA memory use the component tree's tensors (fused or eager): an HF stack with them is
+    refused, not mixed."""
     r = cli(["count", "llama3.1-8b", "--stack", "hf-eager", *option])
     assert r.code == 2 and r.err.startswith("symllm: error: stack: hf-eager is not modelled with LoRA")
 

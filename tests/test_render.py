@@ -173,7 +173,7 @@ def _pdf_text(pdf: Path) -> str:
 
 @pytest.mark.parametrize("options", [["--stack", "hf-eager"], ["--stack", "hf-sdpa", "--recompute"], [],
                                      ["--stack", "hf-sdpa", "--gpu", "h100-sxm"]],
-                         ids=["hf-eager", "hf-sdpa-recompute", "ideal", "hf-sdpa-gpu"])
+                         ids=["hf-eager", "hf-sdpa-recompute", "fused", "hf-sdpa-gpu"])
 def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatch):
     """A standalone report shows the inference and the training peak of the workload's stack with their
     derivations (and, for an HF stack, the moments of the step; with --gpu the roofline time); pdflatex
@@ -182,11 +182,11 @@ def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatc
     assert cli.main(["report", "llama3.2-1b", "--format", "latex", "--standalone", "-o", "r.tex", *options]) == 0
     source = (tmp_path / "r.tex").read_text()
     given = dict(zip(options[::2], options[1::2]))
-    stack, gpu, recompute = given.get("--stack", "ideal"), given.get("--gpu"), "--recompute" in options
+    stack, gpu, recompute = given.get("--stack", "fused"), given.get("--gpu"), "--recompute" in options
     counted = symllm.workload("llama3.2-1b", stack=stack, recompute=recompute, gpu=gpu)
     memory = counted["memory"]
     assert f"Training peak ({stack} stack)" in source and f"Inference peak ({stack} stack)" in source
-    assert ("Moments of one steady-state training step" in source) == (stack != "ideal")
+    assert ("Moments of one steady-state training step" in source) == stack.startswith("hf-")
     assert ("Roofline time on" in source) == (gpu is not None)
     _run_pdflatex(source, tmp_path, "r")
     assert f"{memory['training_peak']:,}" in _pdf_text(tmp_path / "r.pdf")

@@ -19,6 +19,7 @@ from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
 
 from .conftest import requires, saved_during
+from .strategies import configs, generation_workloads
 
 
 @st.composite
@@ -155,9 +156,64 @@ def test_training_states_match_memtracker():
     assert _predicted(cfg, stack="hf-sdpa")["training_states"] == measured
 
 
-def test_ideal_is_the_default_and_unchanged():
-    """--stack ideal is the default: the same numbers as giving no stack."""
-    assert symllm.workload("llama3.2-1b")["memory"] == symllm.workload("llama3.2-1b", stack="ideal")["memory"]
+def test_fused_is_the_default_and_ideal_is_refused_with_its_new_names(cli):
+    """--stack fused is the default (the same numbers as giving no stack); the old name ``ideal`` is refused
+    in one line naming both of its successors."""
+    assert symllm.workload("llama3.2-1b")["memory"] == symllm.workload("llama3.2-1b", stack="fused")["memory"]
+    with pytest.raises(SymllmError, match="stack: 'ideal' was renamed: 'fused'.*'eager'"):
+        symllm.workload("llama3.2-1b", stack="ideal")
+    result = cli(["count", "llama3.2-1b", "--stack", "ideal"])
+    assert result.code == 2 and result.err.startswith("symllm: error: stack: 'ideal' was renamed")
+
+
+def _sdpa_attention_saved(cfg, b: int, s: int, dtype) -> int:
+    """Bytes autograd saves in one attention layer run as a fused stack runs it: q, k, v projections,
+    ``F.scaled_dot_product_attention`` on its CPU flash kernel (``_scaled_dot_product_flash_attention_for_cpu``,
+    GQA unrepeated: ``enable_gqa``), the output projection; each storage once, the weights left out."""
+    torch = requires("torch")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    d, n_h, n_kv, d_h = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    layers = [torch.nn.Linear(i, o, bias=False, dtype=dtype) for i, o in
+              ((d, n_h * d_h), (d, n_kv * d_h), (d, n_kv * d_h), (n_h * d_h, d))]
+    wq, wk, wv, wo = layers
+    x = torch.randn(b, s, d, dtype=dtype, requires_grad=True)
+    model = torch.nn.ModuleList(layers)
+    seen = []
+
+    def forward():
+        q = wq(x).view(b, s, n_h, d_h).transpose(1, 2)
+        k = wk(x).view(b, s, n_kv, d_h).transpose(1, 2)
+        v = wv(x).view(b, s, n_kv, d_h).transpose(1, 2)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        seen.append(out.grad_fn.name())
+        return wo(out.transpose(1, 2).reshape(b, s, n_h * d_h))
+
+    measured = saved_during(forward, model)
+    assert seen == ["ScaledDotProductFlashAttentionForCpuBackward0"]  # the flash kernel, not the math fallback
+    return measured
+
+
+@settings(deadline=None)
+@given(configs(), generation_workloads())
+def test_fused_attention_saves_what_sdpas_flash_kernel_saves(cfg, w):
+    """The fused stack's attention saves exactly what torch's CPU flash kernel and the projections around it
+    save: the normed input, q, k and v (n_kv heads), the output (also wo's input) and one log-sum-exp per
+    query and head (fp32; fp64 for fp64) — no b·n_h·s² tensor."""
+    torch = requires("torch")
+    from symllm.arch import symbols as S
+    from symllm.costs import phases
+    from symllm.numbers.kernels import evaluate
+
+    dtypes = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    b, s, dtype = w["batch"], w["seq"], w["dtype"]
+    measured = _sdpa_attention_saved(cfg, b, s, dtypes[dtype])
+    vals = {**symllm.values(cfg, batch=b, seq=s, dtype=dtype)}
+    assert evaluate(phases.activations("attention"), vals) == measured
+    eager = evaluate(phases.activations("attention", stack="eager"), vals)
+    lse = max(4, vals[S.beta_a]) * b * cfg.n_heads * s
+    assert eager - measured == vals[S.beta_a] * b * cfg.n_heads * s * s - lse
 
 
 def test_unknown_stack_is_one_line_error(cli):

@@ -153,29 +153,30 @@ def test_full_size_under_fake_tensors(impl):
     assert abs(predicted / peak - 1) < 0.10, (predicted, peak)
 
 
-def test_ideal_is_states_activations_and_the_logits_gradient():
-    """--stack ideal has no runnable counterpart (symllm's reference model saves more than the fused stack
-    it models: tests/test_memory.py names the extras), so its peak is a stated convention, checked here
-    as written in README: 16 bytes a parameter held throughout, the saved activations, and one β_a copy of
-    the b·s × V logits (their gradient, written in place by a fused cross-entropy)."""
-    for recompute in (False, True):
-        for b, s in ((1, 2048), (4, 8192)):
-            m = symllm.workload("llama3.1-8b", batch=b, seq=s, recompute=recompute)["memory"]
-            N = symllm.params("llama3.1-8b")["total"]
-            assert m["training_peak"] == 16 * N + m["activations"] + 2 * b * s * 128256
+def test_fused_and_eager_are_states_activations_and_the_logits_gradient():
+    """--stack fused and eager have no runnable counterpart as a whole step (symllm's reference model saves
+    more: tests/test_memory.py names the extras), so their peak is a stated convention, checked here as
+    written in README: 16 bytes a parameter held throughout, the saved activations, and one β_a copy of the
+    b·s × V logits (their gradient, written in place by a fused cross-entropy)."""
+    N = symllm.params("llama3.1-8b")["total"]
+    for stack in ("fused", "eager"):
+        for recompute in (False, True):
+            for b, s in ((1, 2048), (4, 8192)):
+                m = symllm.workload("llama3.1-8b", batch=b, seq=s, recompute=recompute, stack=stack)["memory"]
+                assert m["training_peak"] == 16 * N + m["activations"] + 2 * b * s * 128256
 
 
 def test_every_stack_and_recompute_in_count_json(cli):
     """count --json gives memory.training_peak for every stack, with and without --recompute, and it is
-    at least the states, at least states + saved activations for ideal, and never below 20 bytes a
+    at least the states, at least states + saved activations for fused and eager, and never below 20 bytes a
     parameter for an HF stack (foreach AdamW: fp32 weights, gradients, two moments and one temporary)."""
     N = symllm.params("llama3.2-1b")["total"]
-    for stack in ("ideal", "hf-eager", "hf-sdpa"):
+    for stack in ("fused", "eager", "hf-eager", "hf-sdpa"):
         for extra in ([], ["--recompute"]):
             out = json.loads(cli(["count", "llama3.2-1b", "--json", "--stack", stack, *extra]).out)
             m = out["memory"]
             assert m["training_peak"] >= m["training_states"]
-            if stack != "ideal":
+            if stack.startswith("hf-"):
                 assert m["training_peak"] >= 20 * N + 16 * 2048
     eager = json.loads(cli(["count", "llama3.2-1b", "--json", "--stack", "hf-eager"]).out)["memory"]
     sdpa = json.loads(cli(["count", "llama3.2-1b", "--json", "--stack", "hf-sdpa"]).out)["memory"]

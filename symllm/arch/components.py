@@ -110,6 +110,11 @@ class Component:
     #: activation elements this component holds live at its peak, one candidate per situation
     #: (the inference working set is the resident stream plus the largest candidate of the whole tree)
     live: tuple = ()
+    #: the ``eager`` stack's ``saved`` and ``live`` where they differ (None: the same): ``saved`` and ``live``
+    #: are the default ``fused`` stack's (FlashAttention / SDPA: no s² tensor), these an unfused attention
+    #: core's (its s² probabilities kept for backward, its scores and probabilities live)
+    eager_saved: sp.Expr | None = None
+    eager_live: tuple | None = None
     #: sub-components
     children: tuple[Component, ...] = ()
     #: how many times this component occurs in its parent
@@ -126,9 +131,15 @@ class Component:
             if getattr(self, q) is not None or q != "active":
                 object.__setattr__(self, q, sp.sympify(getattr(self, q)))
         object.__setattr__(self, "live", tuple(sp.sympify(x) for x in self.live))
+        if self.eager_saved is not None:
+            object.__setattr__(self, "eager_saved", sp.sympify(self.eager_saved))
+        if self.eager_live is not None:
+            object.__setattr__(self, "eager_live", tuple(sp.sympify(x) for x in self.eager_live))
 
     def own(self, quantity: str) -> sp.Expr:
         """What this component owns of ``quantity``, children excluded."""
+        if quantity == "eager_saved":  # the eager stack's saved bytes: its own where it declares them
+            return self.saved if self.eager_saved is None else self.eager_saved
         if quantity not in QUANTITIES:
             raise SymllmError(f"quantity: unknown {quantity!r} (known: {', '.join(QUANTITIES)})")
         if quantity == "active" and self.active is None:
@@ -411,10 +422,10 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
     return Component(
         "attention",
         kv_cache=2 * b * held * n_kv * d_h,
-        # saved for backward (eager attention): the normed input of wq/wk/wv; Q and K after RoPE and V
-        # (n_kv heads: GQA saves them unrepeated); the softmax probabilities b·n_h·s·s (also A·V's left
-        # operand); the input of wo
-        saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + b * n_h * s ** 2 + _T * n_h * d_h),
+        # saved for backward: the normed input of wq/wk/wv; Q and K after RoPE and V (n_kv heads: GQA
+        # saves them unrepeated); the attention output (the core's, and the input of wo); the core's own
+        # (the fused kernel's log-sum-exp, or eager's probabilities) sits on `scores`
+        saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h),
         children=(
             linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)"),
             linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
@@ -424,9 +435,16 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
             rope() if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE"),
-            # live at inference: a prefill's scores and probabilities, or a decode step's at context s + n
+            # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and
+            # head, and holds live q and the output (k and v are the cache's) and that log-sum-exp; the scores
+            # are recomputed tile by tile in backward. Eager: saves the probabilities b·n_h·s·s (A·V's left
+            # operand), and holds live a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
-                      live=(2 * b * n_h * s ** 2, 2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
+                      saved=STAT_BYTES * b * n_h * s,
+                      live=(2 * _T * n_h * d_h + STAT_BYTES / beta_a * b * n_h * s,),
+                      eager_saved=beta_a * b * n_h * s ** 2,
+                      eager_live=(2 * b * n_h * s ** 2,
+                                  2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
                       doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"),
             Component("context", flops=core, doc="output = torch.matmul(scores, values)"),
         ),

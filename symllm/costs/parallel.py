@@ -160,6 +160,10 @@ def _sharded(comp: Component, seq: bool) -> Component:
     if seq and comp.name in SEQUENCE_PARALLEL:
         own["saved"] = own["saved"].xreplace(rows)
     checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint
+    if comp.eager_saved is not None:  # the eager stack's own (symllm.arch.components)
+        own["eager_saved"] = comp.eager_saved.xreplace(sizes)
+    if comp.eager_live is not None:
+        own["eager_live"] = tuple(x.xreplace(sizes) for x in comp.eager_live)
     return comp.replace(**own, checkpoint=checkpoint, live=tuple(x.xreplace(sizes) for x in comp.live),
                         children=tuple(_sharded(c, seq) for c in comp.children))
 

@@ -158,11 +158,13 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     return expr / 2 if macs else expr
 
 
-def activations(component="model", *, recompute: bool = False) -> sp.Expr:
+def activations(component="model", *, recompute: bool = False, stack: str = "fused") -> sp.Expr:
     """Bytes a training forward (``b × s`` tokens) saves for backward: the sum of every component's
     ``saved`` — derived for LLaMA (SwiGLU, RMSNorm, RoPE, GQA): ``β_a`` per activation element,
-    ``max(4, β_a)`` per RMSNorm statistic (kept in fp32, or fp64 for fp64 activations), ``8`` per token
-    id the embedding keeps. RoPE saves nothing (its tables are recomputed from positions).
+    ``max(4, β_a)`` per statistic (RMSNorm's 1/rms, a fused attention's log-sum-exp per query and head:
+    fp32, or fp64 for fp64 activations), ``8`` per token id the embedding keeps. RoPE saves nothing (its
+    tables are recomputed from positions). ``stack="eager"`` is an unfused attention core instead: it
+    saves the ``b·n_h·s²`` probabilities in place of the log-sum-exp (each component's ``eager_saved``).
 
     With ``recompute`` (full activation recomputation) every component with a ``checkpoint`` (the block)
     keeps only its input, and the figure is the peak during backward: those checkpoints plus one
@@ -172,37 +174,43 @@ def activations(component="model", *, recompute: bool = False) -> sp.Expr:
     beta_a*(b*d*s + 3*b*d_ff*s)
     >>> sp.factor(activations("block", recompute=True))
     b*beta_a*d*s
+    >>> sp.expand(activations("attention", stack="eager") - activations("attention"))
+    b*beta_a*n_h*s**2 - b*n_h*s*Max(4, beta_a)
     """
-    return _activations(_component(component, "dense"), bool(recompute))
+    _check_choice("stack", stack, stacks.COMPONENT_STACKS)
+    return _activations(_component(component, "dense"), bool(recompute), stack == "eager")
 
 
 @lru_cache(maxsize=256)
-def _activations(comp: Component, recompute: bool) -> sp.Expr:
+def _activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Expr:
+    saved = "eager_saved" if eager else "saved"
     if not recompute:
-        return comp.total("saved")
+        return comp.total(saved)
     if comp.checkpoint != 0:
         return comp.repeat * comp.checkpoint
     checkpointed = [c for c in comp.children if c.checkpoint != 0]
     if not checkpointed:
         raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
     kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
-    once = sp.Max(*(c.replace(repeat=1).total("saved") for c in checkpointed))
-    outside = sum((c.total("saved") for c in comp.children if c.checkpoint == 0), comp.saved)
+    once = sp.Max(*(c.replace(repeat=1).total(saved) for c in checkpointed))
+    outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
     return comp.repeat * (kept + once + outside)
 
 
-def _working_set(comp: Component) -> sp.Expr:
+def _working_set(comp: Component, eager: bool = False) -> sp.Expr:
     """Activation elements live at an inference pass's peak: the resident stream plus the largest
-    candidate any component of the tree holds (live sets are not repeated: layers run one at a time)."""
+    candidate any component of the tree holds (live sets are not repeated: layers run one at a time);
+    ``eager``: each component's ``eager_live`` where it declares one."""
     parts = list(comp.walk())
     resident = sp.Max(*(c.resident for c in parts))
     if resident == 0:
         raise SymllmError(f"kind: inference_peak is for a block or the model, not {comp.name!r}")
-    return resident + sp.Max(*(x for c in parts for x in c.live))
+    live = [x for c in parts for x in (c.eager_live if eager and c.eager_live is not None else c.live)]
+    return resident + sp.Max(*live)
 
 
 def memory(component="model", kind: str = "inference", *, attention: str = "dense", zero_stage: int = 0,
-           recompute: bool = False, stack: str = "ideal") -> sp.Expr:
+           recompute: bool = False, stack: str = "fused") -> sp.Expr:
     """Bytes of ``kind`` (see :data:`MEMORY_KINDS`) for ``component``, as a closed form.
 
     * ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv`` × the cache elements after a prefill of ``s`` and ``n``
@@ -214,11 +222,14 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     * ``activations``: :func:`activations`.
     * ``inference_peak`` (block or model): weights + KV cache + the largest working set live at once:
       ``β_a`` × (the components' ``resident`` elements, the residual stream and the normed input
-      ``2·b·s·d``, + the largest ``live`` candidate: the prefill's scores and probabilities
-      ``2·b·n_h·s²``, a decode step's ``2·b·n_h·(s+n)``, the SwiGLU's three ``b·s·d_ff`` tensors, and
-      (model) the logits ``b·s·V``).
-    * ``stack`` other than ``ideal`` (the model only): ``training_states``, ``activations`` and
-      ``inference_peak`` of that software stack (:mod:`symllm.costs.stacks`).
+      ``2·b·s·d``, + the largest ``live`` candidate: a fused attention's q and output ``2·b·s·n_h·d_h``
+      (and its log-sum-exp), the SwiGLU's three ``b·s·d_ff`` tensors, and (model) the logits ``b·s·V``;
+      ``stack="eager"``: the prefill's scores and probabilities ``2·b·n_h·s²`` or a decode step's
+      ``2·b·n_h·(s+n)`` in place of the fused attention's).
+    * ``stack``: ``fused`` (the default) and ``eager`` are the components' own memory model
+      (:data:`symllm.costs.stacks.COMPONENT_STACKS`); an HF stack (the model only) gives
+      ``training_states``, ``activations`` and ``inference_peak`` of that software
+      (:mod:`symllm.costs.stacks`).
     * ``training_peak`` (the model only): the highest point of one steady-state training step under
       ``stack`` (:func:`training_peak_parts`; README "Training peak").
 
@@ -230,15 +241,15 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     comp = _component(component, attention)
     _check_choice("kind", kind, MEMORY_KINDS)
     _check_choice("zero_stage", zero_stage, (0, 1, 2, 3))
-    _check_choice("stack", stack, stacks.STACKS)
+    stacks.check_name(stack)
     if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; README "Training peak")
         return _training_peak(comp, stack, zero_stage, bool(recompute)).subs(dict(comp.definitions))
-    if stack != "ideal" and kind in ("training_states", "activations", "inference_peak"):
+    if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage),
                "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
         return out.subs(dict(comp.definitions))
-    return _memory(comp, kind, zero_stage, bool(recompute))
+    return _memory(comp, kind, zero_stage, bool(recompute), stack == "eager")
 
 
 def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool) -> sp.Expr:
@@ -246,27 +257,27 @@ def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool
 
 
 @lru_cache(maxsize=256)
-def training_peak_parts(comp: Component, stack: str = "ideal", zero_stage: int = 0,
+def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int = 0,
                         recompute: bool = False) -> dict[str, sp.Expr]:
-    """The terms of ``memory(..., "training_peak")``, which add up to it: ``ideal`` its training states
-    (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused cross-entropy writes it
-    in place of the logits); an HF stack the fp32 master weights and AdamW moments held throughout and the
-    largest moment of the step (:func:`symllm.costs.stacks.training_peak_parts`).
+    """The terms of ``memory(..., "training_peak")``, which add up to it: ``fused`` and ``eager`` their
+    training states (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused
+    cross-entropy writes it in place of the logits); an HF stack the fp32 master weights and AdamW moments
+    held throughout and the largest moment of the step (:func:`symllm.costs.stacks.training_peak_parts`).
 
     >>> list(training_peak_parts(model())), list(training_peak_parts(model(), "hf-sdpa"))
     (['training_states', 'activations', 'logits_gradient'], ['weights_and_moments', 'largest_moment'])
     """
     if comp.name != "model":
         raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {comp.name!r}")
-    if stack == "ideal":
+    if stack in stacks.COMPONENT_STACKS:
         return {"training_states": _memory(comp, "training_states", zero_stage, recompute),
-                "activations": activations(comp, recompute=recompute),
+                "activations": activations(comp, recompute=recompute, stack=stack),
                 "logits_gradient": S.beta_a * S.b * S.s * S.V}
     return stacks.training_peak_parts(comp, stack, recompute, zero_stage)
 
 
 @lru_cache(maxsize=256)
-def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool) -> sp.Expr:
+def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager: bool = False) -> sp.Expr:
     N = comp.total("params")
     weights = S.beta_w * N
     kv = S.beta_kv * sp.factor(comp.total("kv_cache").subs(S.t, S.n))
@@ -281,9 +292,9 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool) -> sp.
         kept = sum(shard)
         out = kept * N + (16 - kept) * N / S.N_d
     elif kind == "activations":
-        out = activations(comp, recompute=recompute)
+        out = _activations(comp, recompute, eager)
     else:
-        out = weights + kv + S.beta_a * _working_set(comp)
+        out = weights + kv + S.beta_a * _working_set(comp, eager)
     return out.subs(dict(comp.definitions))
 
 
@@ -340,15 +351,14 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
         "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
                    for kind in WORKLOAD_MEMORY},
     }
-    if not parallel.laid_out(work):  # one GPU: the whole model (the ideal stack's), nothing sent
+    if not parallel.laid_out(work):  # one GPU: the whole model (the workload's stack), nothing sent
         comm = {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
-                "memory_per_gpu": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute)
-                                   for kind in PER_GPU_MEMORY}, "comm": comm}
+                "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY}, "comm": comm}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
 
     def per_gpu(st, kind):
-        mem = memory(st, kind, zero_stage=work.zero_stage, recompute=work.recompute)
+        mem = memory(st, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
         experts = parallel.expert_params(st)
         if kind != "training_states" or experts == 0:
             return mem

@@ -1,9 +1,17 @@
 """Named software stacks: which tensors a real stack saves for backward and keeps live, in which dtype.
 
-symllm's own memory model (stack ``ideal``: each component's ``saved``, ``resident`` and ``live`` in
-:mod:`symllm.arch.components`) is a fused stack with every activation in ``β_a``. People run transformers'
-``LlamaForCausalLM`` instead, which saves and holds more, and in fp32 in places. A stack here states,
-per component and in closed form, what that code keeps, each with its one-line reason:
+symllm's own memory model is the component tree's (each component's ``saved``, ``resident`` and ``live`` in
+:mod:`symllm.arch.components`), every activation in ``β_a``, in two stacks (:data:`COMPONENT_STACKS`):
+
+* ``fused`` (the default): a fused attention kernel (FlashAttention, SDPA's flash or memory-efficient
+  kernel) that never materialises the ``s²`` scores: its forward keeps the output and one fp32 log-sum-exp
+  per query and head, its backward recomputes the scores tile by tile;
+* ``eager``: an unfused attention core (``softmax(QKᵀ)V`` as separate ops): the ``b·n_h·s²``
+  probabilities saved for backward, the scores and probabilities live at inference (each component's
+  ``eager_saved`` and ``eager_live``).
+
+People often run transformers' ``LlamaForCausalLM``, which saves and holds more, and in fp32 in places. A
+stack here states, per component and in closed form, what that code keeps, each with its one-line reason:
 
 * ``hf-eager``: ``LlamaForCausalLM`` with ``attn_implementation="eager"``;
 * ``hf-sdpa``: the same with ``"sdpa"`` (``F.scaled_dot_product_attention``; what is stated is what its
@@ -44,11 +52,31 @@ from symllm.errors import SymllmError
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
     from symllm.arch.components import Component
 
-__all__ = ["STACKS", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
+__all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
            "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
-#: the stacks symllm knows; ``ideal`` is the component tree's own memory model
-STACKS = ("ideal", "hf-eager", "hf-sdpa")
+#: the stacks whose memory is the component tree's own (symllm.costs.phases); ``fused`` is the default
+COMPONENT_STACKS = ("fused", "eager")
+#: the stacks symllm knows
+STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
+#: names no longer taken, and what to say instead
+_RENAMED = {"ideal": "renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, "
+                     "what 'ideal' computed)"}
+
+
+def check_name(stack) -> None:
+    """Refuse a stack symllm does not know, in one line (a renamed one says what it is called now).
+
+    >>> check_name("fused")
+    >>> check_name("ideal")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: stack: 'ideal' was renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, what 'ideal' computed)
+    """
+    if stack in _RENAMED:
+        raise SymllmError(f"stack: {stack!r} was {_RENAMED[stack]}")
+    if stack not in STACKS:
+        raise SymllmError(f"stack: unknown {stack!r} (known: {', '.join(STACKS)})")
 
 _T = S.b * S.s            # token rows
 _SCORES = S.b * S.n_h * S.s ** 2  # attention scores of a prefill
@@ -71,9 +99,8 @@ class Term:
 
 
 def _check(stack: str, mdl: Component | None = None) -> None:
-    if stack not in STACKS:
-        raise SymllmError(f"stack: unknown {stack!r} (known: {', '.join(STACKS)})")
-    if mdl is None or stack == "ideal":
+    check_name(stack)
+    if mdl is None or stack in COMPONENT_STACKS:
         return
     if mdl.name != "model":
         raise SymllmError(f"stack: {stack} is modelled for the whole model, not for {mdl.name!r}")
@@ -94,8 +121,8 @@ def saved_terms(stack: str) -> tuple[Term, ...]:
     ['embedding', 'block/attention_norm', 'block/attention']
     """
     _check(stack)
-    if stack == "ideal":
-        raise SymllmError("stack: ideal's saved bytes are the components' own (symllm.costs.phases.activations)")
+    if stack in COMPONENT_STACKS:
+        raise SymllmError(f"stack: {stack}'s saved bytes are the components' own (symllm.costs.phases.activations)")
     T, d, d_ff, V, n_h, n_kv, d_h = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h
 
     def norm(where):
@@ -146,8 +173,8 @@ def inference_terms(stack: str) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
     ['block/attention', 'block/attention/context', 'block/attention/rope']
     """
     _check(stack)
-    if stack == "ideal":
-        raise SymllmError("stack: ideal's working set is the components' own (symllm.costs.phases.memory)")
+    if stack in COMPONENT_STACKS:
+        raise SymllmError(f"stack: {stack}'s working set is the components' own (symllm.costs.phases.memory)")
     T, d, d_ff, V, n_h, n_kv, d_h, ba = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.beta_a
     not_fp32 = sp.Min(1, (ba - _FP32) ** 2)  # 1 unless the model runs in fp32 (then .to(fp32) is no copy)
     resident = [
@@ -213,7 +240,7 @@ def _total(terms, where=lambda t: True) -> sp.Expr:
 
 
 def activations(mdl: Component, stack: str, recompute: bool = False) -> sp.Expr:
-    """Bytes a training forward saves for backward under ``stack`` (not ``ideal``); with ``recompute``
+    """Bytes a training forward saves for backward under ``stack`` (an HF stack); with ``recompute``
     (gradient checkpointing) the peak during backward: one fp32 checkpoint per layer, one layer's saved
     tensors recomputed, and what lies outside the layers.
 
@@ -232,7 +259,7 @@ def activations(mdl: Component, stack: str, recompute: bool = False) -> sp.Expr:
 
 def inference_peak(mdl: Component, stack: str) -> sp.Expr:
     """Weights, the KV cache after ``s + n`` tokens, what a prefill holds throughout and its largest
-    moment, under ``stack`` (not ``ideal``).
+    moment, under ``stack`` (an HF stack).
 
     >>> from symllm.arch.components import model
     >>> inference_peak(model(), "hf-sdpa").has(S.beta_w, S.beta_kv)
@@ -285,8 +312,8 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
     (7, 11)
     """
     _check(stack)
-    if stack == "ideal":
-        raise SymllmError("stack: ideal's training peak is a convention (symllm.costs.phases.memory), not moments")
+    if stack in COMPONENT_STACKS:
+        raise SymllmError(f"stack: {stack}'s training peak is a convention (symllm.costs.phases.memory), not moments")
     T, d, d_ff, V, n_h, n_kv, d_h, L = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.L
     saved = saved_terms(stack)
     emb, attn_norm, qkv, core, o_proj, rope, ffn_norm, ffn, norm, head, loss = saved
@@ -366,7 +393,7 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
 
 
 def training_peak(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> sp.Expr:
-    """The highest point of one steady-state training step under ``stack`` (not ``ideal``): fp32 master
+    """The highest point of one steady-state training step under ``stack`` (an HF stack): fp32 master
     weights ``4N`` and AdamW's moments ``8N`` (ZeRO-sharded as :func:`training_states` shards them), plus
     the largest of :func:`training_terms`' moments.
 

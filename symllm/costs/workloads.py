@@ -23,7 +23,8 @@ from fractions import Fraction
 from symllm.costs import hardware
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
-from symllm.costs.stacks import STACKS
+from symllm.costs.stacks import COMPONENT_STACKS, STACKS
+from symllm.costs.stacks import check_name as check_stack
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
 
@@ -168,7 +169,8 @@ class Workload:
     #: the accelerator of the roofline time (symllm.costs.hardware); None: no time is computed
     gpu: str | None = _opt(None, f"roofline time on this accelerator: {', '.join(hardware.names())}")
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
-    stack: str = _opt("ideal", f"memory of this stack: {', '.join(STACKS)} (ideal: fused, all in --act-dtype)")
+    stack: str = _opt("fused", f"memory of this stack: {', '.join(STACKS)} (fused: FlashAttention/SDPA, no s² "
+                      "scores; eager: the s² scores kept; both all in --act-dtype)")
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -204,11 +206,12 @@ class Workload:
             raise SymllmError("qlora: QLoRA trains LoRA adapters; give lora_rank (--lora-rank) too")
         if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
             hardware.peak_flops(self.gpu, self.dtype, self.act_dtype)
-        _check_choice("stack", self.stack, STACKS)
-        if self.stack != "ideal" and (self.lora_rank is not None or self.tp > 1 or self.pp > 1 or self.ep > 1):
-            # LoRA's and the per-GPU memory use the ideal stack's tensors: refused rather than mixed
+        check_stack(self.stack)
+        if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
+                                                   or self.ep > 1):
+            # LoRA's and the per-GPU memory use the component tree's tensors: refused rather than mixed
             raise SymllmError(f"stack: {self.stack} is not modelled with LoRA or a parallel layout yet "
-                              "(--lora-rank, --tp, --pp, --ep use the ideal stack)")
+                              "(--lora-rank, --tp, --pp, --ep take the fused or the eager stack)")
 
     @classmethod
     def of(cls, workload: Workload | None = None, **options) -> Workload:

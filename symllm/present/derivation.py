@@ -549,7 +549,7 @@ class Report:
             dv = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": kind})
             out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor))})
         rows = []
-        if work.stack != "ideal":
+        if work.stack not in stacks.COMPONENT_STACKS:
             vals = api.values(spec, work)
             mdl = spec.model(work.attention)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
