@@ -257,19 +257,37 @@ def cmd_count(args) -> int:
             print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
                                        f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
-        if "time" in work:  # --gpu: roofline time (symllm.costs.hardware)
-            t = work["time"]
-            rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
-                    ("decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
-                    ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {w['batch']}")]
-            print("\n" + _table(rows, (f"roofline time on {t['gpu']}", "lower bound", ""), text_columns=(2,)))
-            first = t["compute_bound_batch"]
-            print(_wrap(f"{t['title']}: {human(t['peak_flops'], flops=True)}FLOP/s dense {t['peak_dtype']}, "
-                        f"{human(t['bandwidth'])}B/s, ridge {t['ridge']:.1f} FLOP/byte; "
-                        f"{human_bytes(t['capacity'])}: the inference peak "
-                        f"{'fits' if t['fits'] else 'does not fit'}, up to batch {t['max_batch']}; a decode step "
-                        + (f"is compute-bound from batch {first}" if first else "is memory-bound at any batch")))
+        if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
+            print("\n" + "\n".join(time_lines(work["time"], w)))
     return 0
+
+
+def time_lines(t: dict, w: dict) -> list[str]:
+    """count's fit and time section from ``workload()["time"]`` (``t``) and its ``workload`` (``w``): the
+    per-GPU verdicts and times of :func:`symllm.costs.hardware.roofline`, nothing computed here."""
+    per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
+    rows = [("inference peak", human_bytes(t["inference_peak"]),
+             f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
+            ("training peak", human_bytes(t["training_peak"]), "fits" if t["training_fits"] else "does not fit"),
+            ("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
+            ("decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
+            ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"batch {w['batch']} x {w['dp']} replica(s)"),
+            ("training step", f"{t['training_step_s']:.4g} s", f"MFU {t['mfu']:.1%}"),
+            ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}", "")]
+    if "training_s" in t:
+        rows.append((f"{w['tokens']:,} tokens", f"{t['training_s'] / 86400:,.2f} days",
+                     f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))
+    out = [_table(rows, (f"on {t['gpu']} ({per})", "", ""), text_columns=(1, 2))]
+    first = t["compute_bound_batch"]
+    links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
+                      for k, v in t["links"].items())
+    out.append(_wrap(f"{t['title']}: {human(t['peak_flops'], flops=True)}FLOP/s dense {t['peak_dtype']}, "
+                     f"{human(t['bandwidth'])}B/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
+                     + (f"; {links}" if links else "")
+                     + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
+                                                                     else "is memory-bound at any batch"))
+                     + ". Times: roofline per GPU plus communication, not overlapped (an estimate)."))
+    return out
 
 
 def _render_opts(args) -> dict:
@@ -303,6 +321,8 @@ def cmd_derive(args) -> int:
 
 
 #: derive's options that change one quantity only (every workload option is moot for parameters)
+#: workload options only count and report use (fit and time on an accelerator): derive shows none of them
+_HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "tokens", "price")
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
@@ -312,9 +332,9 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
 
 
 #: the options derive's roofline quantities use (symllm.costs.hardware); --gpu applies to nothing else
-_ROOFLINE_USES = {"ridge": {"gpu", "dtype", "act_dtype"},
-                  "decode_batch": {"gpu", "dtype", "kv_dtype", "act_dtype", "group_size", "seq", "context",
-                                   "attention"}}
+_ROOFLINE_USES = {"ridge": {"gpu", "gpu_bandwidth", "gpu_flops", "dtype", "act_dtype"},
+                  "decode_batch": {"gpu", "gpu_bandwidth", "gpu_flops", "dtype", "kv_dtype", "act_dtype",
+                                   "group_size", "seq", "context", "attention"}}
 
 
 def _not_applying(args) -> list[str]:
@@ -324,7 +344,8 @@ def _not_applying(args) -> list[str]:
     if args.quantity in _ROOFLINE_USES:
         return [flags[k] for k in _workload(args) if k not in _ROOFLINE_USES[args.quantity]]
     return [flags[k] for k in _workload(args)
-            if args.quantity == "params" or k == "gpu" or args.quantity not in _uses(_APPLIES_TO.get(k, args.quantity))]
+            if args.quantity == "params" or k in _HARDWARE
+            or args.quantity not in _uses(_APPLIES_TO.get(k, args.quantity))]
 
 
 def _uses(quantities) -> tuple:
@@ -423,9 +444,11 @@ def cmd_sweep(args) -> int:
         table = None
     sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
                      where=args.where, chunk_size=args.chunk_size)
-    if workload.get("gpu") is not None:  # roofline time is count's (floats of a max, a search): no column
-        print("symllm: warning: --gpu does not apply to a sweep (ignored; roofline time: symllm count --gpu)",
-              file=sys.stderr)
+    given_hw = [k for k in _HARDWARE if workload.get(k) is not None and k != "network"]
+    if given_hw:  # roofline time is count's (floats of a max, a search): no column
+        flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
+        print(f"symllm: warning: {flags} {'does' if len(given_hw) == 1 else 'do'} not apply to a sweep "
+              "(ignored; fit and time: symllm count --gpu)", file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
     if args.output:
         result = sweep.write(args.output, args.format, progress=progress)

@@ -283,3 +283,103 @@ def test_bytes_moved_by_a_tied_model_read_the_whole_matrix():
 def test_sweep_warns_that_gpu_does_not_apply(cli):
     out = cli(["sweep", "--base", "llama3.2-1b", "--seq", "128", "--gpu", "h100-sxm"])
     assert out.code == 0 and "symllm: warning: --gpu does not apply to a sweep" in out.err
+
+
+# --- the catalogue (issue 22 item 3) and fit and time under a layout (item 2) -----------------------------
+
+#: more vendor figures, typed as the sheets print them (dense bf16, fp16, fp8 TFLOPS; int8 TOPS; bandwidth;
+#: memory "GB"); sources: the url each catalogue entry names (NVIDIA prints sparse figures, halved here)
+MORE = {
+    "l4": ("121", "121", "242.5", "242.5", 300 * GIGA, 24 * GiB),  # 242 / 485 / 485 with sparsity
+    "t4": (None, "65", None, "130", 320 * GIGA, 16 * GiB),  # Turing: no bf16, no fp8, no sparsity
+    "a10": ("125", "125", None, "250", 600 * GIGA, 24 * GiB),
+    "h100-nvl": ("835.5", "835.5", "1670.5", "1670.5", Fraction("3.9") * TERA, 94 * GiB),  # 1,671 / 3,341 sparse
+    "b200": ("2250", "2250", "4500", "4500", Fraction("7.7") * TERA, 180 * GiB),  # 4.5 / 9 / 9 PFLOPS sparse
+    "gb200": ("2500", "2500", "5000", "5000", 8 * TERA, 186 * GiB),  # 5 / 10 / 10 PFLOPS sparse
+    "mi250x": ("383", "383", None, "383", Fraction("3.2768") * TERA, 128 * GiB),
+    "mi325x": ("1307.4", "1307.4", "2614.9", "2614.9", 6 * TERA, 256 * GiB),
+    "rtx3090": ("71", "71", None, "284", 936 * GIGA, 24 * GiB),  # FP32 accumulate
+    "rtx4090": ("165.2", "165.2", "330.3", "660.6", 1008 * GIGA, 24 * GiB),
+    "rtx5090": ("209.5", "209.5", "419", "838", 1792 * GIGA, 32 * GiB),
+    "apple-m2-ultra": ("27.2", "27.2", None, None, 800 * GIGA, 192 * GiB),
+}
+
+
+@pytest.mark.parametrize("name", MORE)
+def test_catalogue_holds_the_vendor_numbers(name):
+    """Every catalogue entry: the dense peaks, int8, bandwidth and memory its source prints, exact ints."""
+    bf16, fp16, fp8, int8, bandwidth, memory = MORE[name]
+    g = hardware.gpu(name)
+    assert (g.bf16, g.fp16, g.fp8, g.int8) == tuple(tflops(x) for x in (bf16, fp16, fp8, int8))
+    assert (g.bandwidth, g.memory) == (bandwidth, memory)
+    assert g.source and g.url.startswith("https://") and g.note
+
+
+def test_every_catalogue_entry_has_a_source_and_the_issues_cards():
+    """The issue's list is in the catalogue, each with a source address, a memory and a bandwidth."""
+    wanted = {"a10", "a10g", "l4", "l40s", "t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h100-nvl",
+              "h200", "b200", "gb200", "mi250x", "mi300x", "mi325x", "rtx3090", "rtx4090", "rtx5090"}
+    assert wanted <= set(hardware.names())
+    assert any(n.startswith("apple-") for n in hardware.names())
+    for g in hardware.GPUS.values():
+        assert g.url.startswith("https://") and g.memory > 0 and g.bandwidth > 0
+        assert g.link is None or g.link_bandwidth > 0
+
+
+def test_gpu_flags_describe_any_card(cli):
+    """--gpu-memory (GiB), --gpu-bandwidth (GB/s) and --gpu-flops (dense TFLOPS) make an accelerator outside
+    the catalogue, or change a catalogue one; one given alone without --gpu is refused in one line."""
+    w = symllm.workload("llama3.1-8b", gpu_memory=24, gpu_bandwidth=1008, gpu_flops=165.2)["time"]
+    assert (w["capacity"], w["bandwidth"], w["peak_flops"]) == (24 * GiB, 1008 * GIGA, Fraction("165.2") * TERA)
+    assert symllm.workload("llama3.1-8b", gpu="rtx4090", gpu_memory=48)["time"]["capacity"] == 48 * GiB
+    r = cli(["count", "llama3.1-8b", "--gpu-memory", "24"])
+    assert r.code == 2 and r.err.startswith("symllm: error: gpu_bandwidth:")
+    r = cli(["count", "llama3.1-8b", "--gpu", "t4"])  # no bf16 tensor cores on a T4
+    assert r.code == 2 and "t4 has no bf16" in r.err
+    assert cli(["count", "llama3.1-8b", "--gpu", "t4", "--dtype", "fp16"]).code == 0
+
+
+def test_fit_is_per_gpu_of_the_layout_and_one_verdict():
+    """Under --tp 8 the decode step reads an eighth of the weights and the fit is per GPU: the 70B fits
+    where on one GPU it does not; the verdicts are the per-GPU peaks (memory_per_gpu) against the capacity."""
+    one = symllm.workload("llama3.1-70b", gpu="h100-sxm")
+    tp8 = symllm.workload("llama3.1-70b", gpu="h100-sxm", tp=8)
+    assert not one["time"]["fits"] and one["time"]["max_batch"] == 0
+    assert tp8["time"]["fits"] and tp8["time"]["max_batch"] > 0
+    assert tp8["time"]["decode_token_s"] < one["time"]["decode_token_s"] / 4
+    cap = 80 * GiB
+    for w in (one, tp8):
+        t, m = w["time"], w["memory_per_gpu"]
+        assert (t["fits"], t["training_fits"]) == (m["inference_peak"] <= cap, m["training_peak"] <= cap)
+    # weights per GPU: rank 0 holds the tensor-split matrices' eighth (plus the replicated norms)
+    assert tp8["memory_per_gpu"]["weights"] < one["memory"]["weights"] / 7.9
+
+
+def test_report_has_one_training_verdict_per_layout():
+    """A report with --tp 8 --pp 2 on an H100 says the same thing about a training step in its roofline table
+    and in its parallel section (issue 22: they once disagreed)."""
+    for options in (dict(tp=8, pp=2), dict(tp=8, pp=8, dp=2, zero_stage=3, recompute=True)):
+        md = symllm.report("llama3.1-70b", gpu="h100-sxm", **options).render("markdown")
+        fits = symllm.workload("llama3.1-70b", gpu="h100-sxm", **options)["time"]["training_fits"]
+        assert f"| training peak fits (per GPU of {8 * options['pp'] * options.get('dp', 1)}) | {'yes' if fits else 'no'}" in md
+        assert f"a training step **{'fits' if fits else 'does not fit'}**" in md
+
+
+def test_training_time_tokens_and_cost_by_hand():
+    """One H100, compute-bound: the step is 3 × the forward's FLOPs / peak (FlopCounterMode's count of a
+    forward is what test_flops checks); D tokens take D / (b·s) steps; GPU-hours and cost follow."""
+    w = symllm.workload("llama3.2-1b", gpu="h100-sxm", seq=4096, tokens=10 ** 9, price=2)
+    step = Fraction(3 * w["flops"]["prefill"], 989_400 * TERA // 1000)
+    assert w["time"]["training_step_s"] == pytest.approx(float(step))
+    assert w["time"]["training_s"] == pytest.approx(float(step * 10 ** 9 / 4096))
+    assert w["time"]["gpu_hours"] == pytest.approx(float(step * 10 ** 9 / 4096 / 3600))
+    assert w["time"]["cost"] == pytest.approx(2 * w["time"]["gpu_hours"])
+
+
+def test_links_name_the_topology():
+    """tp within a node rides the node's link; groups spanning nodes the network (--network)."""
+    work = symllm.Workload(tp=8, dp=2, gpu="h100-sxm", network="eth-100g")
+    route = hardware.links(work, hardware.gpu("h100-sxm"))
+    assert route["tp"] == ("NVLink 4", 450 * GIGA)  # 900 GB/s both ways
+    assert route["dp"][1] == Fraction("12.5") * GIGA
+    assert hardware.links(symllm.Workload(tp=2), hardware.gpu("rtx4090"))["tp"] == ("PCIe Gen4 x16", 32 * GIGA)

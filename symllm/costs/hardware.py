@@ -48,16 +48,20 @@ symllm.errors.SymllmError: dtype: a100-80gb has no fp8 tensor cores (NVIDIA A100
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
 
 import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 
-__all__ = ["GPU", "GPUS", "GiB", "gpu", "names", "compute_dtype", "peak_flops", "values", "weights_read",
+__all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "roofline"]
 
 #: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
@@ -65,23 +69,13 @@ GiB = 2 ** 30
 _T = 10 ** 12  # tera: TFLOPS and TB/s
 _G = 10 ** 9   # giga: GB/s
 
-_H100 = ("NVIDIA H100 Tensor Core GPU datasheet",
-         "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet")
-_H100_ARCH = "NVIDIA H100 Tensor Core GPU Architecture whitepaper (dense figures)"
-_H200 = ("NVIDIA H200 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/h200/")
-_A100 = ("NVIDIA A100 Tensor Core GPU datasheet",
-         "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
-         "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf")
-_L40S = ("NVIDIA L40S GPU datasheet",
-         "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413")
-_MI300X = ("AMD Instinct MI300X accelerator data sheet",
-           "https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/"
-           "amd-instinct-mi300x-data-sheet.pdf")
+_CATALOGUE = "gpus.json"  # beside this module; read on first use
 
 
 @dataclass(frozen=True)
 class GPU:
-    """One accelerator: peak dense FLOP/s per dtype, bandwidth (bytes/s), capacity (bytes), its source.
+    """One accelerator: peak dense FLOP/s per dtype, bandwidth (bytes/s), capacity (bytes), the link between
+    GPUs of one node, its source.
 
     >>> g = gpu("mi300x")
     >>> g.bf16, g.fp8, g.bandwidth, g.memory == 192 * GiB
@@ -92,9 +86,9 @@ class GPU:
     name: str
     #: the product as the vendor names it
     title: str
-    #: peak dense tensor-core FLOP/s in bf16, fp16 and fp8 (None: no fp8 tensor cores)
-    bf16: int
-    fp16: int
+    #: peak dense tensor-core FLOP/s in bf16, fp16 and fp8 (None: no such tensor cores)
+    bf16: int | None
+    fp16: int | None
     fp8: int | None
     #: peak memory bandwidth, bytes/s (10**12 per TB/s)
     bandwidth: int
@@ -105,6 +99,14 @@ class GPU:
     url: str
     #: how the numbers are read from it (the vendor's own words, dense vs sparse)
     note: str = ""
+    #: peak dense int8 tensor-core OP/s (W8A8 kernels; weight-only int8 runs at the activations' peak)
+    int8: int | None = None
+    #: the link between the GPUs of one node (NVLink, Infinity Fabric, PCIe; None: a single device)
+    link: str | None = None
+    #: its bandwidth one way, bytes/s per GPU (the vendor's both-ways figure halved: a ring sends one way)
+    link_bandwidth: int | None = None
+    #: GPUs one such link joins (an NVLink domain; 8 cards of one PCIe server, assumed)
+    node: int = 1
 
     def peak(self, dtype: str) -> int:
         """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8)."""
@@ -113,52 +115,78 @@ class GPU:
                               f"(the table holds tensor-core peaks only)")
         value = getattr(self, dtype)
         if value is None:
+            other = "fp16" if self.fp16 is not None and dtype != "fp16" else "bf16"
             raise SymllmError(f"dtype: {self.name} has no {dtype} tensor cores ({self.source} lists none); "
-                              f"use bf16 or fp16")
+                              f"use {'bf16 or fp16' if self.bf16 and self.fp16 else other}")
         return value
 
 
-#: name -> GPU: the shipped table (vendor-published numbers; see the module docstring for units)
-GPUS: dict[str, GPU] = {g.name: g for g in (
-    GPU("h100-sxm", "NVIDIA H100 SXM5 80GB", bf16=989_400 * _T // 1000, fp16=989_400 * _T // 1000,
-        fp8=1_978_900 * _T // 1000, bandwidth=3_350 * _G, memory=80 * GiB, source=_H100[0], url=_H100[1],
-        note=f"datasheet: BF16/FP16 1,979 and FP8 3,958 TFLOPS with sparsity, 3.35 TB/s, 80GB HBM3; "
-             f"dense 989.4 and 1,978.9 TFLOPS from the {_H100_ARCH}"),
-    GPU("h100-pcie", "NVIDIA H100 PCIe 80GB", bf16=756 * _T, fp16=756 * _T, fp8=1_513 * _T,
-        bandwidth=2_000 * _G, memory=80 * GiB, source=_H100[0], url=_H100[1],
-        note=f"datasheet: BF16/FP16 1,513 and FP8 3,026 TFLOPS with sparsity, 2 TB/s, 80GB HBM2e; "
-             f"dense 756 and 1,513 TFLOPS from the {_H100_ARCH}"),
-    GPU("h200", "NVIDIA H200 SXM 141GB", bf16=989_400 * _T // 1000, fp16=989_400 * _T // 1000,
-        fp8=1_978_900 * _T // 1000, bandwidth=4_800 * _G, memory=141 * GiB, source=_H200[0], url=_H200[1],
-        note="datasheet: BF16/FP16 1,979 and FP8 3,958 TFLOPS with sparsity (half without), 4.8 TB/s, "
-             "141GB HBM3e; the same GH100 compute at the same clocks as the H100 SXM (dense 989.4, 1,978.9)"),
-    GPU("a100-40gb", "NVIDIA A100 40GB (SXM4 or PCIe)", bf16=312 * _T, fp16=312 * _T, fp8=None,
-        bandwidth=1_555 * _G, memory=40 * GiB, source=_A100[0], url=_A100[1],
-        note="datasheet: BF16/FP16 Tensor Core 312 TFLOPS (624 with sparsity), 1,555 GB/s, 40GB HBM2; no FP8"),
-    GPU("a100-80gb", "NVIDIA A100 80GB SXM4", bf16=312 * _T, fp16=312 * _T, fp8=None,
-        bandwidth=2_039 * _G, memory=80 * GiB, source=_A100[0], url=_A100[1],
-        note="datasheet: BF16/FP16 Tensor Core 312 TFLOPS (624 with sparsity), 2,039 GB/s, 80GB HBM2e; no FP8"),
-    GPU("a100-80gb-pcie", "NVIDIA A100 80GB PCIe", bf16=312 * _T, fp16=312 * _T, fp8=None,
-        bandwidth=1_935 * _G, memory=80 * GiB, source=_A100[0], url=_A100[1],
-        note="datasheet: BF16/FP16 Tensor Core 312 TFLOPS (624 with sparsity), 1,935 GB/s, 80GB HBM2e; no FP8"),
-    GPU("l40s", "NVIDIA L40S 48GB", bf16=362_050 * _T // 1000, fp16=362_050 * _T // 1000, fp8=733 * _T,
-        bandwidth=864 * _G, memory=48 * GiB, source=_L40S[0], url=_L40S[1],
-        note="datasheet: BF16/FP16 Tensor 362.05 | 733 TFLOPS and FP8 733 | 1,466 TFLOPS (dense | with "
-             "sparsity), 864 GB/s, 48GB GDDR6 with ECC"),
-    GPU("mi300x", "AMD Instinct MI300X 192GB", bf16=1_307_400 * _T // 1000, fp16=1_307_400 * _T // 1000,
-        fp8=2_614_900 * _T // 1000, bandwidth=5_300 * _G, memory=192 * GiB, source=_MI300X[0], url=_MI300X[1],
-        note="data sheet: peak BF16/FP16 1,307.4 TFLOPS and FP8 2,614.9 TFLOPS (dense; twice with sparsity), "
-             "5.3 TB/s, 192GB HBM3"),
-)}
+@dataclass(frozen=True)
+class Network:
+    """A network between nodes: its name (``--network``), title, bandwidth one way per GPU (bytes/s), source."""
+
+    name: str
+    title: str
+    bandwidth: int
+    source: str
+    url: str
+
+
+def _exact(text, unit: int) -> int | None:
+    """A catalogue figure (a decimal string) times ``unit``, exactly; refused unless it is a whole number."""
+    if text is None:
+        return None
+    value = Fraction(str(text)) * unit
+    if value.denominator != 1 or value <= 0:
+        raise SymllmError(f"gpu: catalogue figure {text!r} is not a positive whole number of units")
+    return int(value)
+
+
+@lru_cache(maxsize=1)
+def _catalogue() -> tuple[dict, dict]:
+    """The shipped catalogue (``gpus.json``): name -> :class:`GPU`, name -> :class:`Network`."""
+    raw = json.loads((Path(__file__).parent / _CATALOGUE).read_text(encoding="utf-8"))
+    gpus = {}
+    for e in raw["gpus"]:
+        link = e.get("interconnect")
+        gpus[e["name"]] = GPU(
+            e["name"], e["title"], bf16=_exact(e["bf16"], _T), fp16=_exact(e["fp16"], _T),
+            fp8=_exact(e["fp8"], _T), int8=_exact(e.get("int8"), _T), bandwidth=_exact(e["bandwidth"], _G),
+            memory=e["memory"] * GiB, source=e["source"], url=e["url"], note=e.get("note", ""),
+            link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
+            node=link["gpus"] if link else 1)
+    networks = {n["name"]: Network(n["name"], n["title"], _exact(n["bandwidth"], _G), n["source"], n["url"])
+                for n in raw["networks"]}
+    return gpus, networks
+
+
+def __getattr__(name):  # GPUS, read on first use (symllm count starts without it)
+    if name == "GPUS":
+        return dict(_catalogue()[0])
+    if name == "NETWORKS":
+        return dict(_catalogue()[1])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def names() -> tuple[str, ...]:
-    """The accelerator names ``--gpu`` takes, in table order.
+    """The accelerator names ``--gpu`` takes, in catalogue order.
 
     >>> names()[:3]
-    ('h100-sxm', 'h100-pcie', 'h200')
+    ('h100-sxm', 'h100-pcie', 'h100-nvl')
     """
-    return tuple(GPUS)
+    return tuple(_catalogue()[0])
+
+
+def network(name: str) -> Network:
+    """The network between nodes called ``name`` (``--network``).
+
+    >>> network("ib-ndr").bandwidth
+    50000000000
+    """
+    known = _catalogue()[1]
+    if name not in known:
+        raise SymllmError(f"network: unknown {name!r} (known: {', '.join(known)})")
+    return known[name]
 
 
 def gpu(name) -> GPU:
@@ -166,16 +194,79 @@ def gpu(name) -> GPU:
 
     >>> gpu("l40s").memory // GiB
     48
-    >>> gpu("h100")
+    >>> gpu("h100")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h100-sxm, h100-pcie, h200, a100-40gb, a100-80gb, a100-80gb-pcie, l40s, mi300x)
+    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h100-sxm, h100-pcie, h100-nvl, h200, ...)
     """
     if isinstance(name, GPU):
         return name
-    if not isinstance(name, str) or name not in GPUS:
-        raise SymllmError(f"gpu: unknown {name!r} (known: {', '.join(GPUS)})")
-    return GPUS[name]
+    known = _catalogue()[0]
+    if not isinstance(name, str) or name not in known:
+        raise SymllmError(f"gpu: unknown {name!r} (known: {', '.join(known)}; or give --gpu-memory, "
+                          "--gpu-bandwidth and --gpu-flops)")
+    return known[name]
+
+
+def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) -> GPU:
+    """An accelerator the catalogue lacks, or a catalogue one with some figures changed: ``memory`` in GiB,
+    ``bandwidth`` in GB/s (10**9 bytes/s), ``flops`` dense TFLOPS for every matmul dtype it has (all three
+    needed without ``base``). Decimal values are read exactly (``165.2`` is 165.2·10**12).
+
+    >>> g = custom(memory=24, bandwidth=1008, flops=165.2)
+    >>> g.name, g.bf16, g.memory == 24 * GiB, g.fp8
+    ('custom', 165200000000000, True, None)
+    >>> custom("rtx4090", memory=48).memory // GiB, custom("rtx4090", memory=48).bandwidth
+    (48, 1008000000000)
+    >>> custom(memory=24)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpu_bandwidth: an accelerator outside the catalogue needs --gpu-memory, --gpu-bandwidth and --gpu-flops (or --gpu NAME to change some of a known one's)
+    """
+    if base is None:
+        for field_, value in (("gpu_memory", memory), ("gpu_bandwidth", bandwidth), ("gpu_flops", flops)):
+            if value is None:
+                raise SymllmError(f"{field_}: an accelerator outside the catalogue needs --gpu-memory, "
+                                  "--gpu-bandwidth and --gpu-flops (or --gpu NAME to change some of a known one's)")
+        g = GPU("custom", "an accelerator given by --gpu-memory, --gpu-bandwidth, --gpu-flops", bf16=None,
+                fp16=None, fp8=None, bandwidth=1, memory=1, source="the command line", url="")
+    else:
+        g = gpu(base)
+    changes = {}
+    if memory is not None:
+        changes["memory"] = _given("gpu_memory", memory, GiB)
+    if bandwidth is not None:
+        changes["bandwidth"] = _given("gpu_bandwidth", bandwidth, _G)
+    if flops is not None:
+        peak = _given("gpu_flops", flops, _T)
+        changes.update({k: peak for k in ("bf16", "fp16") if base is None or getattr(g, k) is not None})
+        if base is not None and g.fp8 is not None:
+            changes["fp8"] = peak
+    if base is not None and changes:
+        changes["note"] = f"{g.note}; changed on the command line: {', '.join(sorted(changes))}"
+    return dataclasses.replace(g, **changes)
+
+
+def _given(field_: str, value, unit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0:
+        raise SymllmError(f"{field_}: expected a positive number, got {value!r}")
+    return int(Fraction(str(value)) * unit)  # str: 165.2 is the decimal the user typed, not its binary double
+
+
+def of(work) -> GPU:
+    """The accelerator a :class:`~symllm.costs.workloads.Workload` names: ``gpu`` (a catalogue name) with
+    ``gpu_memory``, ``gpu_bandwidth``, ``gpu_flops`` applied (:func:`custom`); None without any.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> of(Workload(gpu="t4")).fp16, of(Workload()) is None
+    (65000000000000, True)
+    """
+    extra = dict(memory=work.gpu_memory, bandwidth=work.gpu_bandwidth, flops=work.gpu_flops)
+    if work.gpu is None and all(v is None for v in extra.values()):
+        return None
+    if all(v is None for v in extra.values()):
+        return gpu(work.gpu)
+    return custom(work.gpu, **extra)
 
 
 def compute_dtype(dtype: str = "bf16", act_dtype: str | None = None) -> str:
@@ -304,57 +395,158 @@ def _number(value) -> Fraction:
     return value if isinstance(value, Fraction) else Fraction(value)
 
 
-def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
-    """The ``time`` group of :func:`symllm.costs.phases.workload` for ``work.gpu``: ``mdl`` is the model
-    component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs`` the closed forms
-    of :func:`symllm.costs.phases.quantities` (``flops``: ``prefill``, ``decode_token``; ``memory``:
-    ``inference_peak``).
+def links(work, g: GPU) -> dict[str, tuple[str, int]]:
+    """The link each parallel group's traffic crosses, ``kind -> (topology, bytes/s one way per GPU)``: ranks
+    are numbered tensor-parallel first, then data-parallel (expert-parallel inside it), then pipeline stages
+    (Megatron-LM's order), so a group stays on the node's link (NVLink, Infinity Fabric, PCIe) while its
+    ranks fit in one node of ``g.node`` GPUs, and crosses the network between nodes (``work.network``)
+    otherwise.
 
-    * ``gpu``, ``title``, ``peak_flops`` (FLOP/s, in ``peak_dtype``: :func:`compute_dtype`),
-      ``bandwidth`` (bytes/s), ``capacity`` (bytes), ``ridge`` (``P / B_mem``, FLOP per byte);
-    * ``prefill_s`` and ``decode_token_s``: ``max(FLOPs / P, bytes / B_mem)`` with the phase's matmul
-      FLOPs (``prefill``: ``b`` prompts of ``s`` tokens; ``decode_token``: one step of the ``b``
-      sequences at context ``t``) and its :func:`bytes_moved` (``prefill_bytes``,
-      ``decode_token_bytes``, exact); ``prefill_bound`` and ``decode_token_bound`` say which term is
-      larger (``compute`` on a tie);
-    * ``tokens_per_s``: ``b / decode_token_s``, the batch's generation rate at context ``t``;
-    * ``fits``: ``memory.inference_peak <= capacity``; ``max_batch``: the largest ``b`` whose
-      inference peak fits (0: not one sequence), by exact search over the closed form (it grows with
-      ``b``); ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound, the
-      ceiling of :func:`decode_batch` (None: no batch is).
+    >>> from symllm.costs.workloads import Workload
+    >>> sorted(links(Workload(tp=8, dp=4), gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
+    [('dp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('ep', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)),
+     ('pp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('tp', ('NVLink 4', 450000000000))]
+    """
+    net = network(work.network)
+    node = (g.link, g.link_bandwidth) if g.link is not None else None
+    spans = {"tp": work.tp, "dp": work.tp * work.dp, "ep": work.tp * work.dp, "pp": work.tp * work.dp * work.pp}
+    return {k: node if node is not None and span <= g.node else (net.title, net.bandwidth)
+            for k, span in spans.items()}
+
+
+def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
+    """:func:`bytes_moved` for a pipeline stage as tensor rank 0 holds it (:func:`symllm.costs.parallel.stages`):
+    its weights (a look-up reads none of an embedding table: untied, or tied on a stage without the head),
+    its KV cache, and the logits (rank 0's vocabulary share) where ``head`` is 1."""
+    lookups = sum((c.total("active") for c in stage.children if c.name == "embedding"), sp.S.Zero)
+    weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
+    kv = stage.total("kv_cache")
+    rows = S.b * S.s if phase == "prefill" else S.b
+    logits = head * S.beta_a * rows * sp.ceiling(S.V / S.N_t)
+    if phase == "prefill":
+        return weights + S.beta_kv * kv.subs(S.t, 0) + logits
+    return weights + S.beta_kv * kv.subs(S.s, 1) + logits  # the cache read at context t, the new token's written
+
+
+def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
+    """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator (:func:`of`):
+    ``mdl`` is the model component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs``
+    the closed forms of :func:`symllm.costs.phases.quantities`. Everything is per GPU of the layout (``tp``,
+    ``pp``, ``dp``, ``ep``; one GPU without one): what tensor rank 0 of the busiest pipeline stage holds,
+    runs and sends (:mod:`symllm.costs.parallel`).
+
+    * ``gpu``, ``title``, ``peak_flops`` (FLOP/s, in ``peak_dtype``: :func:`compute_dtype`), ``bandwidth``
+      (bytes/s), ``capacity`` (bytes), ``ridge`` (``P / B_mem``, FLOP per byte), ``gpus`` (``tp·pp·dp``) and
+      ``links`` (:func:`links`: the topology and bandwidth each group's traffic crosses);
+    * **fit, one verdict per question**: ``inference_peak`` and ``training_peak`` per GPU
+      (``memory_per_gpu``: the whole model's on one GPU), ``fits`` / ``training_fits`` (``<= capacity``);
+      ``max_batch``: the largest ``b`` whose per-GPU inference peak fits (0: not one sequence), by exact
+      search over the closed form;
+    * ``prefill_s`` and ``decode_token_s``: each stage's ``max(FLOPs / P, bytes / B_mem)`` with its matmul
+      FLOPs and :func:`bytes_moved` (``prefill_bytes``, ``decode_token_bytes``: the busiest stage's, exact),
+      plus its tensor-parallel all-reduces (two per block and the embedding's, of the ``b·s·d`` or ``b·d``
+      residual stream, ring: ``2(N_t-1)/N_t`` of it sent; the logits all-gathered) at the tp link's
+      bandwidth; one batch goes through the ``N_p`` stages one after another (``N_p`` × the busiest stage),
+      handing its activations over ``N_p - 1`` times; ``prefill_bound`` / ``decode_token_bound`` say which
+      roofline term is larger (``compute`` on a tie), ``comm_s`` the time its communication takes;
+    * ``tokens_per_s``: ``N_d·b / decode_token_s`` (``N_d`` replicas), at context ``t``;
+      ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
+      of :func:`decode_batch` (None: no batch is; without a layout only);
+    * training: ``training_step_s``: ``N_p`` × (the busiest stage's training FLOPs / P + its tensor- and
+      expert-parallel bytes sent / their link's bandwidth) + the pipeline's ``2(N_p-1)`` hand-offs + the
+      data-parallel gradient traffic (``comm``), one micro-batch of ``b`` sequences per data-parallel rank,
+      communication not overlapped with compute (an estimate, not a bound); ``training_tokens_per_s``
+      (``N_d·b·s`` a step), ``mfu`` (model FLOPs, ``3×`` the forward's, over ``gpus·P``); with ``tokens``:
+      ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
 
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact.
 
     >>> from symllm.costs.phases import workload
     >>> t = workload("llama3.1-8b", gpu="h100-sxm")["time"]
     >>> t["decode_token_bound"], t["fits"], round(t["tokens_per_s"]), t["max_batch"]
-    ('memory', True, 219, 83)
+    ('memory', True, 219, 99)
     """
-    from symllm.numbers.kernels import evaluate  # evaluate loads with costs; this module stays light for workload.py
+    from symllm.costs import parallel  # parallel builds components: loaded only with a time asked for
+    from symllm.costs.phases import flops as phase_flops
+    from symllm.numbers.kernels import evaluate
 
-    g = gpu(work.gpu)
-    peak = vals[S.P]
-    bandwidth = vals[S.B_mem]
+    def ev(expr, at=vals):
+        return _number(evaluate(expr, at))
+
+    g = of(work)
+    peak, bandwidth = vals[S.P], vals[S.B_mem]
+    laid = parallel.laid_out(work)
     out = {"gpu": g.name, "title": g.title, "peak_flops": peak,
            "peak_dtype": compute_dtype(work.dtype, work.act_dtype), "bandwidth": bandwidth,
-           "capacity": g.memory, "ridge": float(Fraction(peak, bandwidth))}
+           "capacity": g.memory, "ridge": float(Fraction(peak, bandwidth)), "gpus": work.tp * work.pp * work.dp}
+    route = links(work, g)
+    out["links"] = {k: {"topology": name, "bandwidth": bw} for k, (name, bw) in route.items()
+                    if {"tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep}[k] > 1}
+
+    def over(kind, sent) -> Fraction:
+        return _number(sent) / route[kind][1] if sent else Fraction(0)
+
+    tied = mdl.child("lm_head").total("params") == 0
+    stages = parallel.stages(mdl, work.sp) if laid else (mdl,)
+    heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
+    per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank
     seconds = {}
-    for name, phase, key in (("prefill", "prefill", "prefill"), ("decode_token", "decode", "decode_token")):
-        flops = _number(evaluate(exprs["flops"][key], vals))
-        moved = evaluate(bytes_moved(mdl, phase), vals)
-        compute, memory = flops / peak, _number(moved) / bandwidth
-        seconds[name] = max(compute, memory)
-        out[f"{name}_bytes"] = moved
+    for name, phase in (("prefill", "prefill"), ("decode_token", "decode")):
+        rows = S.b * S.s if phase == "prefill" else S.b
+        worst = None
+        for stage, head in zip(stages, heads):
+            fl = ev(phase_flops(stage, phase).subs(dict(mdl.definitions)))
+            moved = ev(_stage_bytes(stage, phase, tied, head).subs(dict(mdl.definitions))) if laid else \
+                _number(evaluate(bytes_moved(mdl, phase), vals))
+            blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
+            tp_sent = per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1) \
+                + head * (S.N_t - 1) / S.N_t * S.beta_a * rows * S.V
+            comm = over("tp", ev(tp_sent.subs(dict(mdl.definitions)))) if work.tp > 1 else Fraction(0)
+            compute, memory = fl / peak, moved / bandwidth
+            key = (max(compute, memory) + comm, compute >= memory, moved, comm)
+            worst = key if worst is None or key[0] > worst[0] else worst
+        handoff = over("pp", ev(S.beta_a * rows * S.d)) * (work.pp - 1)
+        seconds[name] = work.pp * worst[0] + handoff
+        out[f"{name}_bytes"] = worst[2] if not isinstance(worst[2], Fraction) or worst[2].denominator != 1 \
+            else int(worst[2])
         out[f"{name}_s"] = float(seconds[name])
-        out[f"{name}_bound"] = "compute" if compute >= memory else "memory"
-    out["tokens_per_s"] = float(work.batch / seconds["decode_token"])
-    peak_at = exprs["memory"]["inference_peak"]
-    out["fits"] = bool(evaluate(peak_at, vals) <= g.memory)
-    out["max_batch"] = _largest_batch(lambda batch: evaluate(peak_at, {**vals, S.b: batch}) <= g.memory)
-    crossing = decode_batch(exprs["flops"]["decode_token"], bytes_moved(mdl, "decode"))
-    out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
-                                  if decode_batch_exists(crossing, vals) else None)
+        out[f"{name}_bound"] = "compute" if worst[1] else "memory"
+        out[f"{name}_comm_s"] = float(work.pp * worst[3] + handoff)
+    out["tokens_per_s"] = float(work.dp * work.batch / seconds["decode_token"])
+    per_gpu = exprs["memory_per_gpu"]
+    inference, training = ev(per_gpu["inference_peak"]), ev(per_gpu["training_peak"])
+    out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
+    out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
+    out["max_batch"] = _largest_batch(lambda batch: evaluate(per_gpu["inference_peak"], {**vals, S.b: batch})
+                                      <= g.memory)
+    if laid:
+        out["compute_bound_batch"] = None
+    else:
+        crossing = decode_batch(exprs["flops"]["decode_token"], bytes_moved(mdl, "decode"))
+        out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
+                                      if decode_batch_exists(crossing, vals) else None)
+    # training: one step of b sequences per data-parallel rank
+    worst = max(ev(phase_flops(st, "training", recompute=work.recompute).subs(dict(mdl.definitions)))
+                for st in stages) / peak
+    comm = {k: ev(v) for k, v in exprs["comm"].items()}
+    step = (work.pp * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
+            + over("pp", ev(2 * S.beta_a * S.b * S.s * S.d)) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
+    tokens = work.dp * work.batch * work.seq
+    model_flops = 3 * work.dp * ev(exprs["flops"]["prefill"])  # recomputation is not model FLOPs
+    out["training_step_s"] = float(step)
+    out["training_tokens_per_s"] = float(tokens / step)
+    out["mfu"] = float(model_flops / (step * out["gpus"] * peak))
+    if work.tokens is not None:
+        run = Fraction(work.tokens) * step / tokens
+        out["training_s"] = float(run)
+        out["gpu_hours"] = float(run * out["gpus"] / 3600)
+        if work.price is not None:
+            out["cost"] = float(run * out["gpus"] / 3600 * Fraction(str(work.price)))
     return out
+
+
+def _whole(value: Fraction):
+    return int(value) if value.denominator == 1 else value
 
 
 def _largest_batch(fits) -> int:

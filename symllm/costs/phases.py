@@ -330,6 +330,8 @@ WORKLOAD_FLOPS = {"prefill": ("prefill", "matmul"), "decode_token": ("decode", "
 WORKLOAD_MEMORY = ("weights", "kv_cache", "training_states", "activations", "inference_peak", "training_peak")
 #: the memory kinds ``workload()`` shows per GPU under ``tp``/``pp``/``dp`` (symllm.costs.parallel)
 PER_GPU_MEMORY = ("weights", "training_states", "activations")
+#: the peaks ``workload()`` shows per GPU too: what the fit verdicts compare with the accelerator's memory
+PER_GPU_PEAKS = ("inference_peak", "training_peak")
 
 
 def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
@@ -354,10 +356,16 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     if not parallel.laid_out(work):  # one GPU: the whole model (the workload's stack), nothing sent
         comm = {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
-                "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY}, "comm": comm}
+                "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
+                "comm": comm}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
 
     def per_gpu(st, kind):
+        if kind == "training_peak":  # as the whole model's (training_peak_parts): states, activations, and on
+            # the stage holding the head the logits' gradient (rank 0's vocabulary share)
+            head = 1 if st is stages[1] else 1 - sp.Min(1, S.N_p - 1)
+            return (per_gpu(st, "training_states") + per_gpu(st, "activations")
+                    + head * S.beta_a * S.b * S.s * sp.ceiling(S.V / S.N_t))
         mem = memory(st, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
         experts = parallel.expert_params(st)
         if kind != "training_states" or experts == 0:
@@ -368,7 +376,7 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
 
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,
             "memory_per_gpu": {kind: parallel.largest(*(per_gpu(st, kind) for st in stages))
-                               for kind in PER_GPU_MEMORY},
+                               for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
             "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage)}
 
 
@@ -400,7 +408,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
-    if work.gpu is not None:  # roofline time on the named accelerator (not a sweep quantity: floats, a search)
+    if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs)
     return out
 

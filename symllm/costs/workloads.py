@@ -167,7 +167,20 @@ class Workload:
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
                        training=True)
     #: the accelerator of the roofline time (symllm.costs.hardware); None: no time is computed
-    gpu: str | None = _opt(None, f"roofline time on this accelerator: {', '.join(hardware.names())}")
+    gpu: str | None = _opt(None, "fit and roofline time on this accelerator, a name from symllm/costs/gpus.json "
+                           "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, apple-m2-ultra, ...)")
+    #: an accelerator outside the catalogue, or a catalogue one changed: memory GiB, bandwidth GB/s, dense TFLOPS
+    gpu_memory: float | None = _opt(None, "accelerator memory in GB (read as GiB): changes --gpu's, or with "
+                                    "--gpu-bandwidth and --gpu-flops describes one outside the catalogue")
+    gpu_bandwidth: float | None = _opt(None, "accelerator memory bandwidth in GB/s (10^9 bytes/s)")
+    gpu_flops: float | None = _opt(None, "accelerator peak dense TFLOPS of the matmuls' dtype")
+    #: the network between nodes (symllm.costs.hardware: its bandwidth per GPU)
+    network: str = _opt("ib-ndr", "network between nodes: ib-ndr, ib-hdr, eth-400g, eth-100g (per GPU)")
+    #: tokens D a training run sees (time and GPU-hours for them); None: none asked
+    tokens: int | None = _opt(None, "training tokens D: time, GPU-hours (and cost with --price) for them",
+                              training=True)
+    #: price of one GPU-hour (any currency), for the cost of D tokens
+    price: float | None = _opt(None, "price of one GPU-hour, for the cost of --tokens", training=True)
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
     stack: str = _opt("fused", f"memory of this stack: {', '.join(STACKS)} (fused: FlashAttention/SDPA, no s² "
                       "scores; eager: the s² scores kept; both all in --act-dtype)")
@@ -204,8 +217,15 @@ class Workload:
         _boolean("qlora", self.qlora)
         if self.qlora and self.lora_rank is None:
             raise SymllmError("qlora: QLoRA trains LoRA adapters; give lora_rank (--lora-rank) too")
-        if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
-            hardware.peak_flops(self.gpu, self.dtype, self.act_dtype)
+        accelerator = hardware.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
+        if accelerator is not None:
+            accelerator.peak(hardware.compute_dtype(self.dtype, self.act_dtype))
+        hardware.network(self.network)
+        if self.tokens is not None:
+            _integer("tokens", self.tokens)
+        if self.price is not None and (isinstance(self.price, bool) or not isinstance(self.price, (int, float))
+                                       or not self.price >= 0):
+            raise SymllmError(f"price: expected a non-negative number, got {self.price!r}")
         check_stack(self.stack)
         if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
                                                    or self.ep > 1):
@@ -271,8 +291,9 @@ class Workload:
         """
         out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
                if info.kind in ("workload", "bytes")}
-        if self.gpu is not None:  # P and B_mem (symllm.costs.hardware)
-            out.update(hardware.values(self.gpu, self.dtype, self.act_dtype))
+        accelerator = hardware.of(self)
+        if accelerator is not None:  # P and B_mem (symllm.costs.hardware)
+            out.update(hardware.values(accelerator, self.dtype, self.act_dtype))
         return out
 
     def to_dict(self) -> dict:

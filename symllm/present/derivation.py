@@ -375,7 +375,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     terms = tuple((k, v) for k, v in leaves.items() if v != 0)
     vals = api.values(spec, work) if spec is not None else None
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
-        vals = None if work.gpu is None else work.values() if quantity == "ridge" else vals
+        vals = None if hardware.of(work) is None else work.values() if quantity == "ridge" else vals
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):
         raise SymllmError(f"decode_batch: no batch of {spec.name} is compute-bound on {work.gpu} at context "
                           f"t = {work.context:,}: per sequence a decode step's bytes (its cached keys and values) "
@@ -556,24 +556,39 @@ class Report:
                     for t, e in stacks.moments(mdl, work.stack, bool(work.recompute), work.zero_stage)]
         return {"peak_derivations": out, "training_moments": rows, "stack": work.stack, "roofline": self._roofline()}
 
-    def _roofline(self) -> dict | None:
-        """With ``gpu``: count's ``time`` group as table rows (:func:`symllm.costs.hardware.roofline`) and whether
-        the training peak fits the accelerator's memory."""
+    def _time(self) -> dict | None:
+        """count's ``time`` group (:func:`symllm.costs.hardware.roofline`), once per report; None without an
+        accelerator."""
         spec, work = self.spec, self.workload
-        if work.gpu is None:
+        if hardware.of(work) is None:
             return None
-        mdl = spec.model(work.attention)
-        vals = {**spec.values(), **work.values()}
-        exprs = costs.quantities(mdl, work)
-        t = hardware.roofline(mdl, work, vals, exprs)
-        training = evaluate(exprs["memory"]["training_peak"], vals)
+        if getattr(self, "_time_group", None) is None:
+            mdl = spec.model(work.attention)
+            vals = {**spec.values(), **work.values()}
+            object.__setattr__(self, "_time_group", hardware.roofline(mdl, work, vals, costs.quantities(mdl, work)))
+        return self._time_group
+
+    def _roofline(self) -> dict | None:
+        """With an accelerator: count's ``time`` group as table rows (:func:`symllm.costs.hardware.roofline`),
+        its fit verdicts per GPU of the layout included (the parallel section shows the same ones)."""
+        t, work = self._time(), self.workload
+        if t is None:
+            return None
         first = t["compute_bound_batch"]
+        per = f" (per GPU of {t['gpus']})" if t["gpus"] > 1 else ""
         rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
                 ("one decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
-                ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {work.batch:,}"),
-                ("inference peak fits", "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
-                ("training peak fits", "yes" if training <= t["capacity"] else "no", f"{work.stack} stack"),
-                ("decode compute-bound", f"from batch {first:,}" if first else "never", f"at context {work.context:,}")]
+                ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {work.batch:,} x {work.dp} replica(s)"),
+                ("inference peak fits" + per, "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
+                ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack"),
+                ("training step", f"{t['training_step_s']:.4g} s", f"MFU {t['mfu']:.1%}"),
+                ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}", f"{t['gpus']} GPU(s)")]
+        if "training_s" in t:
+            rows.append((f"{work.tokens:,} training tokens", f"{t['training_s'] / 86400:,.2f} days",
+                         f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))
+        if t["gpus"] == 1:
+            rows.append(("decode compute-bound", f"from batch {first:,}" if first else "never",
+                         f"at context {work.context:,}"))
         return {"title": t["title"], "ridge": f"{t['ridge']:.1f}", "peak_dtype": t["peak_dtype"],
                 "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows]}
 
@@ -585,15 +600,15 @@ class Report:
         spec, work = self.spec, self.workload
         out = {"layout": None, "lora": None}
         if parallel.laid_out(work):
-            mem = numbers["memory_per_gpu"]
-            step = mem["training_states"] + mem["activations"]
+            mem = {k: v for k, v in numbers["memory_per_gpu"].items() if k in costs.PER_GPU_MEMORY}
+            step = numbers["memory_per_gpu"]["training_peak"]
             titles = {"weights": "weights (part of the training states)",
                       "training_states": "training states (mixed-precision Adam, ZeRO)",
                       "activations": "activations saved for backward (one micro-batch)"}
             fits = None
-            if work.gpu is not None:  # the accelerator's memory (symllm.costs.hardware)
-                g = hardware.gpu(work.gpu)
-                fits = {"gpu": g.title, "capacity": g.memory, "fits": step <= g.memory}
+            t = self._time()
+            if t is not None:  # the accelerator's memory: the time group's verdict (one per question)
+                fits = {"gpu": t["title"], "capacity": t["capacity"], "fits": t["training_fits"]}
             comm = _derive("model", "comm", None, spec, dict(self.names), work, OPTIONS)
             comm_titles = {"tp": "tensor parallel (all-reduce, or reduce-scatter and all-gather)",
                            "pp": "pipeline parallel (point-to-point)",
