@@ -334,7 +334,7 @@ def test_hf_stacks_are_not_mixed_with_layouts_or_lora(cli, option):
 
 def test_report_has_the_layout_section_only_for_a_layout():
     """symllm report with --tp/--pp/--dp/--sp adds a "parallel training" section showing count's per-GPU
-    numbers and bytes sent; with --gpu whether a step (training states + activations) fits in its memory,
+    numbers and bytes sent; with --gpu whether a step's peak (states + activations + the logits' gradient) fits,
     80 GB read as 80 GiB for an H100 SXM (the vendor's binary-sized HBM stacks); without an option, none."""
     options = dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1, seq=4096, gpu="h100-sxm")
     md = symllm.report("llama3.1-70b", **options).render("markdown")
@@ -343,7 +343,8 @@ def test_report_has_the_layout_section_only_for_a_layout():
     assert f"| parameters | {counted['params']['per_gpu']:,} |" in md
     for value in (*counted["memory_per_gpu"].values(), *counted["comm"].values()):
         assert f"{value:,}" in md
-    step = counted["memory_per_gpu"]["training_states"] + counted["memory_per_gpu"]["activations"]
+    step = counted["memory_per_gpu"]["training_peak"]  # states + activations + the logits' gradient
+    assert step > counted["memory_per_gpu"]["training_states"] + counted["memory_per_gpu"]["activations"]
     assert f"**{step:,}**" in md and ("**fits**" in md) == (step <= 80 * 2**30)
     assert "C_{\\mathrm{tp}}" in md  # the derivation of comm
     plain = symllm.report("llama3.1-70b").render("markdown")

@@ -1,14 +1,17 @@
 """Accelerators by name, and roofline time on them: ``max(FLOPs / peak, bytes moved / bandwidth)``, a bound
 the hardware cannot beat.
 
-**The table** (:data:`GPUS`) gives each accelerator's vendor-published peak *dense* (no 2:4 sparsity)
-tensor-core FLOP/s in bf16, fp16 and fp8, its memory bandwidth and capacity, and the datasheet each number
+**The catalogue** (:data:`GPUS`, read from ``gpus.json`` beside this module on first use) gives each
+accelerator's vendor-published peak *dense* (no 2:4 sparsity) tensor-core FLOP/s in bf16, fp16 and fp8 and
+int8 OP/s, its memory bandwidth and capacity, the link between the GPUs of a node, and the source each number
 is read from. Units, exactly: a TFLOPS is ``10**12`` FLOP/s; bandwidth in TB/s is ``10**12`` bytes/s (GB/s:
 ``10**9``); memory capacity, which vendors write "80GB", is built from binary-sized DRAM stacks, so it is
 taken as GiB (``80 * 2**30`` bytes; ``nvidia-smi`` shows an H100 80GB as 81,559 MiB usable). Where a
 datasheet prints only the with-sparsity figure, the dense one is half of it (NVIDIA's footnote: "shown with
-sparsity; specifications 1/2 lower without sparsity"). The A100 has no fp8 tensor cores: fp8 is refused
-there.
+sparsity; specifications 1/2 lower without sparsity"). A card without a dtype's tensor cores (fp8 on an A100,
+bf16 on a T4) is refused for it. Links: the vendor's per-GPU figure counts both directions; a ring sends one
+way, so half of it is used. Any other card: :func:`custom` (``--gpu-memory``, ``--gpu-bandwidth``,
+``--gpu-flops``); networks between nodes: :data:`NETWORKS` (``--network``).
 
 **Which peak**: the matmuls' dtype. bf16 and fp16 weights multiply in their own dtype; fp8 weights in fp8
 (fp8 GEMMs, as TransformerEngine and vLLM run fp8 checkpoints); int8 and int4 weights are weight-only

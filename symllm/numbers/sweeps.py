@@ -110,7 +110,8 @@ def quantity_names() -> list[str]:
 
 #: per-GPU quantities of a parallel layout (symllm.costs.parallel) -> their (group, key) in costs.quantities
 _PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
-             **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in costs.PER_GPU_MEMORY},
+             **{f"{kind}_per_gpu": ("memory_per_gpu", kind)
+                for kind in costs.PER_GPU_MEMORY + costs.PER_GPU_PEAKS},
              **{f"comm_{kind}": ("comm", kind) for kind in parallel.COMM_KINDS}}
 #: LoRA quantities (symllm.costs.finetune; they need --lora-rank): count's params.trainable and memory.lora_*
 _LORA = ("trainable_params", *finetune.MEMORY_KEYS)

@@ -600,11 +600,12 @@ class Report:
         spec, work = self.spec, self.workload
         out = {"layout": None, "lora": None}
         if parallel.laid_out(work):
-            mem = {k: v for k, v in numbers["memory_per_gpu"].items() if k in costs.PER_GPU_MEMORY}
+            mem = {k: v for k, v in numbers["memory_per_gpu"].items() if k != "training_peak"}
             step = numbers["memory_per_gpu"]["training_peak"]
             titles = {"weights": "weights (part of the training states)",
                       "training_states": "training states (mixed-precision Adam, ZeRO)",
-                      "activations": "activations saved for backward (one micro-batch)"}
+                      "activations": "activations saved for backward (one micro-batch)",
+                      "inference_peak": "inference peak (serving on this layout)"}
             fits = None
             t = self._time()
             if t is not None:  # the accelerator's memory: the time group's verdict (one per question)
