@@ -436,12 +436,13 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE"),
             # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and
-            # head, and holds live q and the output (k and v are the cache's) and that log-sum-exp; the scores
+            # head, and holds live q and the output (k and v are the cache's) and that log-sum-exp (in whole
+            # activation elements: exact but for int4 activations, 4.125 bytes a row); the scores
             # are recomputed tile by tile in backward. Eager: saves the probabilities b·n_h·s·s (A·V's left
             # operand), and holds live a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
                       saved=STAT_BYTES * b * n_h * s,
-                      live=(2 * _T * n_h * d_h + STAT_BYTES / beta_a * b * n_h * s,),
+                      live=(2 * _T * n_h * d_h + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
                       eager_saved=beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2,
                                   2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),

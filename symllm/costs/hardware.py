@@ -261,7 +261,7 @@ def of(work) -> GPU:
     ``gpu_memory``, ``gpu_bandwidth``, ``gpu_flops`` applied (:func:`custom`); None without any.
 
     >>> from symllm.costs.workloads import Workload
-    >>> of(Workload(gpu="t4")).fp16, of(Workload()) is None
+    >>> of(Workload(gpu="t4", dtype="fp16")).fp16, of(Workload()) is None
     (65000000000000, True)
     """
     extra = dict(memory=work.gpu_memory, bandwidth=work.gpu_bandwidth, flops=work.gpu_flops)
@@ -431,10 +431,11 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     return weights + S.beta_kv * kv.subs(S.s, 1) + logits  # the cache read at context t, the new token's written
 
 
-def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
+def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator (:func:`of`):
     ``mdl`` is the model component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs``
-    the closed forms of :func:`symllm.costs.phases.quantities`. Everything is per GPU of the layout (``tp``,
+    the closed forms of :func:`symllm.costs.phases.quantities`, ``phase_flops`` :func:`symllm.costs.phases.flops`
+    (a stage's FLOPs per phase). Everything is per GPU of the layout (``tp``,
     ``pp``, ``dp``, ``ep``; one GPU without one): what tensor rank 0 of the busiest pipeline stage holds,
     runs and sends (:mod:`symllm.costs.parallel`).
 
@@ -467,10 +468,9 @@ def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
     >>> from symllm.costs.phases import workload
     >>> t = workload("llama3.1-8b", gpu="h100-sxm")["time"]
     >>> t["decode_token_bound"], t["fits"], round(t["tokens_per_s"]), t["max_batch"]
-    ('memory', True, 219, 99)
+    ('memory', True, 219, 84)
     """
     from symllm.costs import parallel  # parallel builds components: loaded only with a time asked for
-    from symllm.costs.phases import flops as phase_flops
     from symllm.numbers.kernels import evaluate
 
     def ev(expr, at=vals):

@@ -147,12 +147,19 @@ def _sizes() -> dict:
             S.d_ff: _split(S.d_ff), S.d_fd: _split(S.d_fd), S.V: _split(S.V)}
 
 
+def _whole(expr: sp.Expr) -> sp.Expr:
+    """A sharded count with a denominator (a per-head statistic of rank 0's ``⌈n_h·d_h/N_t⌉/d_h`` heads)
+    rounded up to the heads rank 0 holds a piece of: whole, so compiled kernels stay exact."""
+    return sp.ceiling(expr) if sp.fraction(sp.together(expr))[1].has(S.d_h) else expr
+
+
 def _sharded(comp: Component, seq: bool) -> Component:
     sizes = _sizes()
     rows = {S.s: _split(S.s)}
     if PLAN.get(comp.name) == "expert":  # not tensor-split; rank 0 of the expert-parallel group holds n_e/N_e
         return comp.replace(params=comp.params.xreplace({S.n_e: sp.ceiling(S.n_e / S.N_e)}))
     own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved")}
+    own["saved"] = _whole(own["saved"])
     if comp.name in PLAN:
         own["params"] = comp.params.xreplace(sizes)
         if getattr(comp, "active", None) is not None:
@@ -161,10 +168,10 @@ def _sharded(comp: Component, seq: bool) -> Component:
         own["saved"] = own["saved"].xreplace(rows)
     checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint
     if comp.eager_saved is not None:  # the eager stack's own (symllm.arch.components)
-        own["eager_saved"] = comp.eager_saved.xreplace(sizes)
+        own["eager_saved"] = _whole(comp.eager_saved.xreplace(sizes))
     if comp.eager_live is not None:
-        own["eager_live"] = tuple(x.xreplace(sizes) for x in comp.eager_live)
-    return comp.replace(**own, checkpoint=checkpoint, live=tuple(x.xreplace(sizes) for x in comp.live),
+        own["eager_live"] = tuple(_whole(x.xreplace(sizes)) for x in comp.eager_live)
+    return comp.replace(**own, checkpoint=checkpoint, live=tuple(_whole(x.xreplace(sizes)) for x in comp.live),
                         children=tuple(_sharded(c, seq) for c in comp.children))
 
 

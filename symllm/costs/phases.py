@@ -409,7 +409,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
-        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs)
+        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops)
     return out
 
 

@@ -565,7 +565,8 @@ class Report:
         if getattr(self, "_time_group", None) is None:
             mdl = spec.model(work.attention)
             vals = {**spec.values(), **work.values()}
-            object.__setattr__(self, "_time_group", hardware.roofline(mdl, work, vals, costs.quantities(mdl, work)))
+            group = hardware.roofline(mdl, work, vals, costs.quantities(mdl, work), costs.flops)
+            object.__setattr__(self, "_time_group", group)
         return self._time_group
 
     def _roofline(self) -> dict | None:
