@@ -133,7 +133,8 @@ class Component:
     """A part of the model with closed-form expressions for what it owns, and its children.
 
     Every cost lives on the component that owns it: parameters, matmul and element-wise FLOPs, KV-cache
-    elements, the bytes a training forward saves for backward, and what an inference pass keeps live.
+    elements, the bytes a training forward saves for backward, and what an inference pass keeps live;
+    and so do its :class:`Rules` (tensor-parallel split, LoRA names, kind of weight, stacks).
     :mod:`symllm.costs.phases` only composes these (phases, dtypes, memory kinds); it never looks at names.
 
     >>> c = rmsnorm("attention_norm")
