@@ -196,6 +196,12 @@ def cmd_count(args) -> int:
             tuned = finetune.lora(config, **given)
             counts = {**counts, **tuned["params"]}
             work["memory"].update(tuned["memory"])
+        if work["workload"]["weight_format"] is not None:  # exact bytes of a quantized format (costs.formats)
+            from symllm.costs import formats
+            fmt = formats.weight_bytes(config, work["workload"]["weight_format"])
+            work["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"],
+                                     "bits_per_weight": fmt["bits_per_weight"],
+                                     "dtype_weights_bytes": work["memory"]["weights"]}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
@@ -250,6 +256,11 @@ def cmd_count(args) -> int:
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "")))
+        if "weight_format" in work:
+            f = work["weight_format"]
+            print("\n" + _table([(f"weights in {f['format']}", grouped(f["bytes"]), human_bytes(f["bytes"])),
+                                 ("bits per weight", f"{float(f['bits_per_weight']):.4f}", "")],
+                                ("weight format (symllm.costs.formats)", "bytes", "")))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]

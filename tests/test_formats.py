@@ -197,11 +197,38 @@ def test_which_tensors_stay_unquantized():
 
 def test_bad_formats_refused():
     """Unknown names and GGUF on a mixture of experts are one-line errors, not wrong numbers."""
-    with pytest.raises(SymllmError, match="format: unknown 'q4'"):
+    with pytest.raises(SymllmError, match="^weight_format: unknown 'q4'"):
         F.weight_bytes("llama3.1-8b", "q4")
-    with pytest.raises(SymllmError, match="format: unknown GGML type 'Q9_K'"):
+    with pytest.raises(SymllmError, match="weight_format: unknown 'gguf:Q9_K'"):
         F.weight_bytes("llama3.1-8b", "gguf:Q9_K")
     with pytest.raises(SymllmError, match="dense llama models only"):
         F.weight_bytes("mixtral-8x7b", "Q4_K_M")
-    with pytest.raises(SymllmError, match="format: awq needs rows"):
+    with pytest.raises(SymllmError, match="^weight_format: awq needs rows"):
         F.tensor_bytes("awq", 100, 4096)
+
+
+def test_workload_weight_format_checked():
+    """Workload.weight_format: a known format or gguf:TYPE, else one error naming the field."""
+    from symllm.costs.workloads import Workload
+    assert Workload(weight_format="gguf:IQ4_XS").weight_format == "gguf:IQ4_XS"
+    assert Workload().weight_format is None
+    for bad in ("Q4_K_L", "gguf:Q9_K", 4):
+        with pytest.raises(SymllmError, match="^weight_format: unknown"):
+            Workload(weight_format=bad)
+
+
+def test_count_shows_weight_format(cli):
+    """`count --json --weight-format Q4_K_M`: the format's bytes (llama-bench's 4.58 GiB for Llama-3.1-8B)
+    and bits per weight beside the bf16 weights (2 bytes × 8,030,261,248 published parameters); the
+    table shows them too; a MoE model in a GGUF file type is one error line, exit 2."""
+    r = cli(["count", "llama3.1-8b", "--json", "--weight-format", "Q4_K_M"])
+    assert r.code == 0
+    f = json.loads(r.out)["weight_format"]
+    assert round(f["bytes"] / 2**30, 2) == 4.58 and f["dtype_weights_bytes"] == 2 * 8030261248
+    p, q = map(int, f["bits_per_weight"].split("/"))
+    assert Fraction(p, q) == Fraction(8 * f["bytes"], 8030261248)
+    r = cli(["count", "llama3.1-8b", "--weight-format", "Q8_0"])
+    assert r.code == 0 and "weights in Q8_0" in r.out and "7.95 GiB" in r.out
+    r = cli(["count", "mixtral-8x7b", "--weight-format", "Q4_K_M"])
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        "symllm: error: weight_format: GGUF file types are modelled for dense llama models only"]

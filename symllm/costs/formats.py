@@ -72,13 +72,11 @@ from __future__ import annotations
 from fractions import Fraction
 from math import ceil
 
-import sympy as sp
-
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "tensors",
-           "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "kv_bytes_per_element"]
+           "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "kv_bytes_per_element"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
 #: ``GGML_QUANT_SIZES``)
@@ -136,9 +134,10 @@ def _spec(config):
 
 
 def _int(expr, values) -> int:
+    import sympy as sp  # lazily: the CLI's fast paths import this module without SymPy
     v = sp.sympify(expr).subs(values)
     if not v.is_Integer:
-        raise SymllmError(f"format: {expr} is not a whole number for this config ({v})")
+        raise SymllmError(f"weight_format: {expr} is not a whole number for this config ({v})")
     return int(v)
 
 
@@ -189,10 +188,25 @@ def _own(comp, path, count, layer, values) -> list[dict]:
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
         if 3 * d * d_ff * n_e != n:
-            raise SymllmError(f"format: {path} holds {n} weights, not 3·d·d_ff·n_e")
+            raise SymllmError(f"weight_format: {path} holds {n} weights, not 3·d·d_ff·n_e")
         return [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2)
                 for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
     return [dict(base, row=n, rows=1, ndim=1)]
+
+
+def check_format(fmt, field: str = "weight_format") -> str:
+    """``fmt`` if it is a weight format :func:`weight_bytes` knows (:data:`FORMATS` or ``gguf:TYPE``).
+
+    >>> check_format("gguf:IQ4_XS")
+    'gguf:IQ4_XS'
+    >>> check_format("Q4_K_L")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, gptq, gptq-8bit, fp8, fp8-channel, fp8-block, nvfp4, mxfp4, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, bf16, fp16, fp32, gguf:TYPE)
+    """
+    if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES):
+        return fmt
+    raise SymllmError(f"{field}: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
 
 
 def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
@@ -202,10 +216,10 @@ def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
     (9437184, 68)
     """
     if ggml_type not in GGML_TYPES:
-        raise SymllmError(f"format: unknown GGML type {ggml_type!r} (known: {', '.join(GGML_TYPES)})")
+        raise SymllmError(f"weight_format: unknown GGML type {ggml_type!r} (known: {', '.join(GGML_TYPES)})")
     block, size = GGML_TYPES[ggml_type]
     if (row or n) % block or n % (row or n):
-        raise SymllmError(f"format: rows of {row or n} do not hold whole {ggml_type} blocks of {block}")
+        raise SymllmError(f"weight_format: rows of {row or n} do not hold whole {ggml_type} blocks of {block}")
     return n // block * size
 
 
@@ -224,7 +238,7 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
     ('Q6_K', 'Q8_0')
     """
     if ftype not in FILE_TYPES:
-        raise SymllmError(f"format: unknown file type {ftype!r} (known: {', '.join(FILE_TYPES)})")
+        raise SymllmError(f"weight_format: unknown file type {ftype!r} (known: {', '.join(FILE_TYPES)})")
     new = FILE_TYPES[ftype]
     if new in ("F16", "BF16"):
         return new
@@ -273,7 +287,7 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
     if fmt in ("awq", "gptq", "gptq-8bit"):
         bits = 8 if fmt == "gptq-8bit" else 4
         if row % group or (rows * bits) % 32 or (row * bits) % 32:
-            raise SymllmError(f"format: {fmt} needs rows of a multiple of {group} and 32/{bits}-aligned sizes")
+            raise SymllmError(f"weight_format: {fmt} needs rows of a multiple of {group} and 32/{bits}-aligned sizes")
         groups = row // group
         packed = n * bits // 8
         zeros = groups * rows * bits // 8
@@ -288,13 +302,13 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
         return "fp8_e4m3", n + 4 * ceil(rows / 128) * ceil(row / 128)
     if fmt == "mxfp4":
         if row % 32:
-            raise SymllmError(f"format: mxfp4 needs rows of a multiple of 32, not {row}")
+            raise SymllmError(f"weight_format: mxfp4 needs rows of a multiple of 32, not {row}")
         return "mxfp4", n // 32 * 17
     if fmt == "nvfp4":
         if row % 16:
-            raise SymllmError(f"format: nvfp4 needs rows of a multiple of 16, not {row}")
+            raise SymllmError(f"weight_format: nvfp4 needs rows of a multiple of 16, not {row}")
         return "nvfp4", n // 16 * 9 + 4
-    raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+    raise SymllmError(f"weight_format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
 
 
 def _gguf_name(t: dict, i: int | None) -> str:
@@ -303,7 +317,7 @@ def _gguf_name(t: dict, i: int | None) -> str:
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     leaf = leaf.removesuffix(".bias")
     if leaf not in GGUF_NAMES:
-        raise SymllmError(f"format: GGUF has no name for {t['path']!r} (llama architecture, dense models)")
+        raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (llama architecture, dense models)")
     name = f"{GGUF_NAMES[leaf]}.{suffix}"
     return f"blk.{i}.{name}" if i is not None else name
 
@@ -320,8 +334,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     >>> weight_bytes("llama3.2-1b", "bf16")["total"] == 2 * 1235814400
     True
     """
-    if not isinstance(fmt, str):
-        raise SymllmError(f"format: expected a name, got {fmt!r}")
+    check_format(fmt)
     spec = _spec(config)
     ts = tensors(spec)
     out: dict[str, dict] = {}
@@ -329,9 +342,9 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     if gguf:
         pure = fmt.removeprefix("gguf:") if fmt.startswith("gguf:") else None
         if pure is not None and pure not in GGML_TYPES:
-            raise SymllmError(f"format: unknown GGML type {pure!r} (known: {', '.join(GGML_TYPES)})")
+            raise SymllmError(f"weight_format: unknown GGML type {pure!r} (known: {', '.join(GGML_TYPES)})")
         if any(t["kind"] in ("experts", "router") for t in ts):
-            raise SymllmError("format: GGUF file types are modelled for dense llama models only")
+            raise SymllmError("weight_format: GGUF file types are modelled for dense llama models only")
         cfg = spec.config
         n_layers = cfg.n_layers
         has_output = any(t["kind"] == "head" for t in ts)
@@ -352,7 +365,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     else:
         plain = {"bf16": 2, "fp16": 2, "fp32": 4}
         if fmt not in QUANTIZES and fmt not in plain:
-            raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+            raise SymllmError(f"weight_format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
         for t in ts:
             n = t["row"] * t["rows"]
             if fmt in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[fmt]:

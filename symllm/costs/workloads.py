@@ -172,6 +172,9 @@ class Workload:
     gpu: str | None = _opt(None, f"roofline time on this accelerator: {', '.join(hardware.names())}")
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
     stack: str = _opt("ideal", f"memory of this stack: {', '.join(STACKS)} (ideal: fused, all in --act-dtype)")
+    #: a quantized weight format (symllm.costs.formats: GGUF file types, awq, gptq, nf4, fp8, ...); None: --dtype only
+    weight_format: str | None = _opt(None, "weights in this format too: exact bytes and bits per weight "
+                                     "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, nf4, int8, fp8-block, nvfp4, mxfp4, ...)")
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -208,6 +211,9 @@ class Workload:
         if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
             hardware.peak_flops(self.gpu, self.dtype, self.act_dtype)
         _check_choice("stack", self.stack, STACKS)
+        if self.weight_format is not None:
+            from symllm.costs.formats import check_format
+            check_format(self.weight_format)
         if self.stack != "ideal" and (self.lora_rank is not None or self.tp > 1 or self.pp > 1 or self.ep > 1):
             # LoRA's and the per-GPU memory use the ideal stack's tensors: refused rather than mixed
             raise SymllmError(f"stack: {self.stack} is not modelled with LoRA or a parallel layout yet "
