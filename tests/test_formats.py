@@ -16,12 +16,13 @@ import json
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
 import pytest
+from hypothesis import given
 
 from symllm.arch.config import from_dict
 from symllm.costs import formats as F
 from symllm.errors import SymllmError
+from .strategies import hf_configs
 
 gguf = pytest.importorskip("gguf")
 
@@ -232,3 +233,25 @@ def test_count_shows_weight_format(cli):
     r = cli(["count", "mixtral-8x7b", "--weight-format", "Q4_K_M"])
     assert r.code == 2 and r.err.strip().splitlines() == [
         "symllm: error: weight_format: GGUF file types are modelled for dense llama models only"]
+
+
+_ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}
+
+
+@given(raw=hf_configs())
+def test_gguf_tensors_are_transformers_parameters(raw):
+    """Every generated HF config: symllm's GGUF tensors (gguf:F16) are transformers' parameters (meta
+    device) under gguf-py's TensorNameMap names, with their element counts; 1-D tensors (norms, biases) F32."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    names = gguf.TensorNameMap(gguf.MODEL_ARCH[_ARCH[raw["model_type"]]], raw["num_hidden_layers"])
+    expected = {}
+    for hf, p in model.state_dict().items():
+        if hf == "lm_head.weight" and raw["tie_word_embeddings"]:
+            continue
+        expected[names.get_name(hf, try_suffixes=(".weight", ".bias"))] = (p.numel(), "F32" if p.dim() == 1 else "F16")
+    mine = F.weight_bytes(from_dict(raw), "gguf:F16")["tensors"]
+    assert {n: (t["elements"], t["type"]) for n, t in mine.items()} == expected
