@@ -255,3 +255,12 @@ def test_gguf_tensors_are_transformers_parameters(raw):
         expected[names.get_name(hf, try_suffixes=(".weight", ".bias"))] = (p.numel(), "F32" if p.dim() == 1 else "F16")
     mine = F.weight_bytes(from_dict(raw), "gguf:F16")["tensors"]
     assert {n: (t["elements"], t["type"]) for n, t in mine.items()} == expected
+
+
+def test_nf4_rule_is_qlora_rule():
+    """bitsandbytes NF4 quantizes what QLoRA's base-weight memory assumes (finetune.FORMATS), and its
+    double-quantized bytes over a 64·256-divisible tensor are the QLoRA paper's 4.127 bits (§3) plus the
+    three per-tensor constants (NF4 code 64 B, nested code 1024 B, offset 4 B)."""
+    from symllm.costs import finetune
+    assert F.QUANTIZES["nf4"] == F.QUANTIZES["nf4-nodq"] == finetune.FORMATS["nf4"]
+    assert F.tensor_bytes("nf4", 4096, 4096)[1] == N * (4 + Fraction(8, 64) + Fraction(32, 64 * 256)) / 8 + 1092

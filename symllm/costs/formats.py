@@ -37,7 +37,8 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
 * GPTQ (AutoGPTQ / GPTQModel, ``b`` bits, ``g`` = 128): ``qweight`` int32 ``(r·b/32, o)``, ``qzeros`` int32
   ``(r/g, o·b/32)``, ``scales`` fp16 ``(r/g, o)``, ``g_idx`` int32 ``(r,)``.
 * FP8 E4M3: ``n`` bytes plus fp32 scales: one per tensor (``fp8``), one per output row (``fp8-channel``), or
-  one per 128×128 block, ``ceil(o/128)·ceil(r/128)`` (``fp8-block``, DeepSeek-V3's ``weight_scale_inv``).
+  one per 128×128 block, ``ceil(o/128)·ceil(r/128)`` (``fp8-block``, DeepSeek-V3's ``weight_scale_inv``);
+  static activation scales (``input_scale``, one fp32 per linear) are not weights and are not counted.
 * MXFP4 (OCP MX spec): 32 four-bit values (16 bytes) and one E8M0 scale byte per block: 17 bytes per 32.
 * NVFP4: 16 four-bit values (8 bytes) and one E4M3 scale byte per block: 9 bytes per 16, plus one fp32
   per-tensor scale (``weight_scale_2``).
