@@ -264,3 +264,18 @@ def test_nf4_rule_is_qlora_rule():
     from symllm.costs import finetune
     assert F.QUANTIZES["nf4"] == F.QUANTIZES["nf4-nodq"] == finetune.FORMATS["nf4"]
     assert F.tensor_bytes("nf4", 4096, 4096)[1] == N * (4 + Fraction(8, 64) + Fraction(32, 64 * 256)) / 8 + 1092
+
+
+@pytest.mark.parametrize("command", ["report", "sweep"])
+def test_weight_format_refused_where_unused(cli, command):
+    """report and sweep do not use the weight format yet: one error line and exit 2, not a number unchanged."""
+    target = ["--base", "llama3.1-8b", "--dim", "4096"] if command == "sweep" else ["llama3.1-8b"]
+    r = cli([command, *target, "--weight-format", "Q4_K_M"])
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        f"symllm: error: weight_format: shown by symllm count only; {command} does not use it yet"]
+
+
+def test_derive_warns_weight_format_ignored(cli):
+    """derive's quantities do not use the weight format: it says so on stderr."""
+    r = cli(["derive", "--component", "attention", "--quantity", "flops", "--weight-format", "Q4_K_M"])
+    assert r.code == 0 and "--weight-format does not apply" in r.err
