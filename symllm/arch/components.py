@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from symllm.arch.config import swiglu_width
 from symllm.errors import SymllmError
 from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
                       s, t)
@@ -446,7 +447,7 @@ def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
     >>> meta_hidden_dim().subs({d: 4096, m: 1024, f: sp.Float(1.3)})
     14336
     """
-    hidden = sp.floor(sp.Rational(8, 3) * d)
+    hidden = swiglu_width(d)
     if multiplier:
         hidden = sp.floor(f * hidden)
     return m * sp.ceiling(hidden / m)

@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import json
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -22,7 +23,7 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.files import read_json
 
-__all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
+__all__ = ["ModelConfig", "derive_heads", "SWIGLU_RATIO", "swiglu_width", "meta_product_ok", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS"]
 
 
@@ -168,11 +169,7 @@ class ModelConfig:
         f = self.ffn_dim_multiplier
         if f is not None:
             put("ffn_dim_multiplier", _positive_float("ffn_dim_multiplier", f))
-            try:
-                too_big = f * (8 * self.dim // 3) >= 2**53  # past this Meta's float product is no longer exact
-            except OverflowError:  # dim beyond a double's range
-                too_big = True
-            if too_big:
+            if not meta_product_ok(self.dim, f):
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
@@ -282,6 +279,45 @@ class ModelConfig:
     def to_dict(self) -> dict:
         """The fields as a plain dict (JSON-ready)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+
+#: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the
+#: parameters of a ``4·dim`` two-matrix MLP (llama/model.py: ``hidden_dim = int(2 * (4 * dim) / 3)``)
+SWIGLU_RATIO = Fraction(8, 3)
+
+
+def swiglu_width(dim):
+    """``⌊8·dim/3⌋`` (:data:`SWIGLU_RATIO`), the one statement of the rule: on an int, a numpy integer
+    array (a sweep) or a SymPy symbol (Meta's ``d_ff`` formula, :func:`symllm.arch.components.meta_hidden_dim`).
+
+    >>> swiglu_width(4096)
+    10922
+    """
+    return SWIGLU_RATIO.numerator * dim // SWIGLU_RATIO.denominator
+
+
+def meta_product_ok(dim, multiplier):
+    """Whether Meta's IEEE double product ``f·⌊8d/3⌋`` stays below 2**53, past which it is no longer exact:
+    :class:`ModelConfig` refuses a config where it does not, a sweep drops such points (element-wise on
+    numpy arrays).
+
+    >>> meta_product_ok(4096, 1.3), meta_product_ok(10**17, 1.3)
+    (True, False)
+    """
+    def ok(d, f) -> bool:
+        try:
+            return float(f) * swiglu_width(int(d)) < 2**53
+        except OverflowError:  # dim beyond a double's range
+            return False
+
+    if not hasattr(dim, "shape") and not hasattr(multiplier, "shape"):
+        return ok(dim, multiplier)
+    import numpy as np  # a sweep's arrays (numpy is loaded already)
+
+    dim, mult = np.asarray(dim), np.asarray(multiplier, dtype=np.float64)
+    if dim.dtype != object and (not dim.size or dim.max() < 2**59):
+        return mult * swiglu_width(dim.astype(np.int64)).astype(np.float64) < 2.0 ** 53
+    return np.frompyfunc(ok, 2, 1)(dim, mult).astype(bool)
 
 
 def derive_heads(dim, n_heads, n_kv_heads=None, head_dim=None):

@@ -46,9 +46,10 @@ from functools import lru_cache
 
 import sympy as sp
 
-from symllm import api
 from symllm.costs import phases as costs
+from symllm.arch import resolved
 from symllm.arch import symbols as S
+from symllm.costs import checks
 from symllm.arch.components import Component, matmul
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
@@ -203,9 +204,9 @@ def lora(config, work: Workload | None = None, **options) -> dict:
     ...
     symllm.errors.SymllmError: lora_rank: LoRA needs a rank (--lora-rank R), got None
     """
-    spec = api.spec(config)
+    spec = resolved.spec(config)
     work = Workload.of(work, **options)
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
+    checks.check(spec, work)
     exprs = closed_forms(spec.model(work.attention), work)
     vals = {**spec.values(), **work.values()}
     return {"params": {"trainable": evaluate(exprs.pop("trainable_params"), vals)},

@@ -22,7 +22,8 @@ Conventions, stated once (README "Parallel training"):
 * **Expert parallelism** (``ep``, ``N_e``), as DeepSpeed-MoE and Megatron-LM do it: the ``N_e``
   expert-parallel ranks are **carved out of the** ``N_d`` **data-parallel ranks** (``N_e`` must divide
   ``N_d``; GPUs = ``N_t·N_p·N_d``), each holding ``n_e/N_e`` of every MoE layer's routed experts (a
-  non-divisible ``n_e`` is refused, as both refuse it; the closed forms write ``⌈n_e/N_e⌉``), everything
+  non-divisible ``n_e`` is refused, as both refuse it, by :mod:`symllm.costs.checks`; the closed forms
+  write ``⌈n_e/N_e⌉``), everything
   else replicated over them. The expert parameters' ZeRO sharding and gradient reduction run over the
   remaining ``N_d/N_e`` ranks holding the same experts (DeepSpeed's expert-data-parallel group), the other
   parameters' over all ``N_d``. Activations and FLOPs per GPU do not change under uniform routing (a rank's
@@ -70,7 +71,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
 from symllm.errors import SymllmError
 
-__all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "check", "comm_kinds", "shard",
+__all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "has_experts", "comm_kinds", "shard",
            "stages", "largest", "params_per_gpu", "expert_params", "comm"]
 
 #: the tensor-parallel plan: component name -> how its weight is split (any other component is replicated;
@@ -98,7 +99,14 @@ def laid_out(work) -> bool:
     return work.tp > 1 or work.pp > 1 or work.dp > 1 or work.ep > 1 or bool(work.sp)
 
 
-def _has_experts(mdl: Component) -> bool:
+def has_experts(mdl: Component) -> bool:
+    """Whether ``mdl`` has routed experts (a mixture-of-experts model): what expert parallelism needs
+    (:mod:`symllm.costs.checks`).
+
+    >>> from symllm.arch.components import model
+    >>> has_experts(model()), has_experts(model(moe="all"))
+    (False, True)
+    """
     return any(c.name == EXPERTS for c in mdl.walk())
 
 
@@ -109,27 +117,7 @@ def comm_kinds(mdl: Component) -> tuple[str, ...]:
     >>> comm_kinds(model()), comm_kinds(model(moe="all"))
     (('tp', 'pp', 'dp'), ('tp', 'pp', 'dp', 'ep'))
     """
-    return COMM_KINDS if _has_experts(mdl) else COMM_KINDS[:3]
-
-
-def check(mdl: Component, ep: int, n_experts: int | None = None, name: str = "this model") -> None:
-    """Refuse expert parallelism ``ep > 1`` on a model without routed experts, or (given ``n_experts``)
-    an ``ep`` that does not divide them (DeepSpeed-MoE and Megatron-LM refuse it too).
-
-    >>> from symllm.arch.components import model
-    >>> check(model(moe="all"), 4, 8)
-    >>> check(model(), 2, name="llama3.1-8b")
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: ep: expert parallelism needs a mixture-of-experts model; llama3.1-8b has no routed experts (got ep 2)
-    """
-    if ep == 1:
-        return
-    if not _has_experts(mdl):
-        raise SymllmError(f"ep: expert parallelism needs a mixture-of-experts model; {name} has no routed "
-                          f"experts (got ep {ep})")
-    if n_experts is not None and n_experts % ep:
-        raise SymllmError(f"ep: {ep} expert-parallel ranks do not divide the {n_experts} experts of {name}")
+    return COMM_KINDS if has_experts(mdl) else COMM_KINDS[:3]
 
 
 def _split(size: sp.Expr) -> sp.Expr:
@@ -322,7 +310,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": passes * (S.N_d - 1) / S.N_d * 2 * params_per_gpu(mdl, sp_),
     }
-    if _has_experts(mdl):
+    if has_experts(mdl):
         group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards
 
         def dp(stage):

@@ -35,8 +35,8 @@ from functools import lru_cache
 
 import sympy as sp
 
-from symllm import api
-from symllm.costs import hardware
+from symllm.arch import resolved
+from symllm.costs import checks, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks
 from symllm.arch import symbols as S
@@ -47,7 +47,7 @@ from symllm.costs.workloads import ATTENTION, DTYPES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
-    "activations", "closed_form", "workload", "mfu",
+    "activations", "closed_form", "workload", "values", "mfu",
 ]
 
 #: the FLOP phases flops() knows
@@ -333,7 +333,7 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     built only for a parallel layout (:func:`symllm.costs.parallel.laid_out`); on one GPU they are the whole
     model's and no bytes are sent.
     """
-    parallel.check(mdl, work.ep)
+    checks.check(mdl, work)
     out = {
         "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
@@ -383,15 +383,29 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
     True
     """
-    spec = api.spec(config)
+    spec = resolved.spec(config)
     work = Workload.of(work, **options)
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
+    checks.check(spec, work)
     vals = {**spec.values(), **work.values()}
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
     if work.gpu is not None:  # roofline time on the named accelerator (not a sweep quantity: floats, a search)
         out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs)
+    return out
+
+
+def values(config, workload: Workload | None = None, **options) -> dict:
+    """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
+    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …).
+
+    >>> v = values("llama3.1-8b", batch=1, seq=8)
+    >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
+    (4096, 8, 1.3, 8, 8, 14336)
+    """
+    out = resolved.spec(config).values()
+    if workload is not None or options:
+        out.update(Workload.of(workload, **options).values())
     return out
 
 

@@ -25,11 +25,11 @@ from pathlib import Path
 import sympy as sp
 
 from symllm.arch import symbols as S
-from symllm.api import model_for, params, resolve, values
+from symllm.arch.resolved import model_for, params, resolve
 from symllm.arch.components import model
-from symllm.arch.config import ModelConfig
+from symllm.arch.config import SWIGLU_RATIO, ModelConfig
 from symllm.errors import SymllmError
-from symllm.costs.phases import flops
+from symllm.costs.phases import flops, values
 from symllm.numbers.kernels import substitute
 
 __all__ = [
@@ -117,7 +117,7 @@ def _values(config: ModelConfig | str, **workload) -> dict:
     vals[g] = Fraction(config.n_heads, config.n_kv_heads)
     vals[r] = Fraction(config.dim, config.n_layers)
     if S.f not in vals:
-        vals[S.f] = Fraction(3 * config.hidden_dim, 8 * config.dim) if config.hidden_dim else 1
+        vals[S.f] = Fraction(config.hidden_dim) / (SWIGLU_RATIO * config.dim) if config.hidden_dim else 1
     return vals
 
 
@@ -145,7 +145,7 @@ def approximate(expr: sp.Expr, *, rounding: bool = False, head_dim: bool = True,
     substitutions: dict = {}
     if not rounding:
         out = unround(out)
-        substitutions[S.d_ff] = sp.Rational(8, 3) * S.f * S.d
+        substitutions[S.d_ff] = sp.Rational(SWIGLU_RATIO) * S.f * S.d
     if head_dim:
         substitutions[S.d_h] = S.d / S.n_h
     if gqa:
@@ -475,10 +475,10 @@ class Family:
                 S.n_kv: S.d / (self.head_dim * self.gqa), S.m: self.multiple_of, S.s: self.seq,
                 S.f: sp.Rational(str(self.ffn_dim_multiplier)) if self.ffn_dim_multiplier else 1,
                 S.L: S.d / sp.Rational(str(self.aspect)) if self.aspect else self.n_layers}
-        return sp.expand(unround(expr).subs(S.d_ff, sp.Rational(8, 3) * S.f * S.d).subs(subs))
+        return sp.expand(unround(expr).subs(S.d_ff, sp.Rational(SWIGLU_RATIO) * S.f * S.d).subs(subs))
 
     def exact(self, width: int, quantity: str = "params") -> int:
-        """The exact ``params`` (via :func:`symllm.api.params`) or ``training`` FLOPs per token of the
+        """The exact ``params`` (via :func:`symllm.arch.resolved.params`) or ``training`` FLOPs per token of the
         config at ``width``."""
         config = self.config(width)
         if quantity == "params":

@@ -22,7 +22,7 @@ whose option says ``axis`` (``batch``, ``seq``, ``gen``, ``context``). Points wh
 :func:`~symllm.arch.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
 dividing ``n_heads``, an odd ``head_dim``) are dropped and counted; a value that is wrong on its own
 (``dim = 0``, ``seq = 0``) is a :class:`~symllm.errors.SymllmError`. So every row equals ``symllm count
---json`` (:func:`symllm.api.params`, :func:`symllm.costs.phases.workload`) of that row's config and workload.
+--json`` (:func:`symllm.arch.resolved.params`, :func:`symllm.costs.phases.workload`) of that row's config and workload.
 
 >>> sw = Sweep("llama3-8b", {"dim": [4096, 4100, 8192], "n_layers": [32, 80]}, quantities=["params"])
 >>> res = sw.run()
@@ -50,12 +50,13 @@ from typing import Callable, Iterator
 import numpy as np
 import sympy as sp
 
-from symllm import api
+from symllm.arch import resolved
+from symllm.costs import checks
 from symllm.costs import phases as costs
 from symllm.costs import finetune
 from symllm.costs import parallel
 from symllm.arch import symbols as S
-from symllm.arch.config import derive_heads
+from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr
 from symllm.files import parse_json, read_text, write_atomic
@@ -438,7 +439,7 @@ class Sweep:
     def __init__(self, base, grid: dict | None = None, *, table: dict | list | None = None,
                  quantities=("params",), workload: Workload | dict | None = None, where=None,
                  attention: str | None = None, options: dict | None = None, chunk_size: int = CHUNK):
-        self.base = base_cfg = api.resolve(base)
+        self.base = base_cfg = resolved.resolve(base)
         if grid is not None and table is not None:
             raise SymllmError("sweep: give a grid or a table, not both")
         if not isinstance(chunk_size, int) or chunk_size < 1:
@@ -490,13 +491,22 @@ class Sweep:
 
         # the model's structure (tying, biases); d_ff stays a symbol, evaluated once per point. The
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
-        mdl = api.spec(base_cfg).model(work.attention).replace(definitions=())
+        spec = resolved.spec(base_cfg)
+        mdl = spec.model(work.attention).replace(definitions=())
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # the mixture of experts, the layers without RoPE and the window stay the base's
-        fixed.update({sym: v for sym, v in api.spec(base_cfg).values().items() if sym in _FIXED_MODEL})
+        fixed.update({sym: v for sym, v in spec.values().items() if sym in _FIXED_MODEL})
         if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
                               "(MoE or RoPE in some of them)")
+        # the workload against the model (symllm.costs.checks, count's own checks): a check that reads
+        # nothing the sweep varies refuses the whole sweep with count's line; the others drop points
+        self.model_fields = checks.model_fields(spec)
+        varying = set(self.axes) | ({"context"} if self.context_follows_seq and "seq" in self.axes else set())
+        fixed_fields = {**self.model_fields, **checks.workload_fields(work)}
+        for c in checks.failures(fixed_fields):
+            if not varying & set(c.uses):
+                raise SymllmError(c.line(fixed_fields))
         self.quantities = [q.strip() for q in ([quantities] if isinstance(quantities, str) else quantities)]
         if not self.quantities or any(not q for q in self.quantities):
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
@@ -548,35 +558,27 @@ class Sweep:
                 return str(e)
             return ", ".join(f"{k}={v}" for k, v in point.items())
 
-        heads, checks = derive_heads(f["dim"], f["n_heads"], None if self.kv_follows_heads else f["n_kv_heads"],
+        heads, head_checks = derive_heads(f["dim"], f["n_heads"], None if self.kv_follows_heads else f["n_kv_heads"],
                                      None if self.derive_head_dim else f["head_dim"])
         f.update(heads)
         valid = np.ones(stop - start, dtype=bool)
-        for name, ok, _ in checks:
+        for name, ok, _ in head_checks:
             ok = np.broadcast_to(np.asarray(ok, dtype=bool), valid.shape)
             self.stats.drop(name, valid & ~ok, error_line)
             valid &= ok
 
+        if self.hidden_rule == "meta":  # ModelConfig refuses a multiplier whose float product passes 2**53
+            ok = meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
+            self.stats.drop("ffn_dim_multiplier", valid & ~ok, error_line)
+            valid &= ok
+
         if self.context_follows_seq:
             f["context"] = f["seq"]
-        if self.workload.pp > 1:  # more pipeline stages than blocks: refused, as count does
-            ok = np.asarray(f["n_layers"] >= self.workload.pp, dtype=bool)
-            self.stats.drop("pp", valid & ~ok, lambda i: f"pp: {self.workload.pp} pipeline stages for "
-                                                             f"{f['n_layers'][i]} blocks")
-            valid &= ok
-        if self.base.window_layers is not None:  # past a window that some layers have: refused, as count does
-            ok = np.maximum(f["seq"] + f["gen"], f["context"] + 1) <= self.base.window
-
-            def window_line(i):
-                try:
-                    api.spec(self.base).check(seq=int(f["seq"][i]), gen=int(f["gen"][i]), context=int(f["context"][i]))
-                except SymllmError as e:
-                    return str(e)
-            self.stats.drop("window", valid & ~ok, window_line)
-            valid &= ok
-        if self.hidden_rule == "meta":  # ModelConfig refuses a multiplier whose float product passes 2**53
-            ok = _meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
-            self.stats.drop("ffn_dim_multiplier", valid & ~ok, error_line)
+        fields = {**self.model_fields, **checks.workload_fields(self.workload),
+                  **{k: f[k] for k in ("n_layers", "seq", "gen", "context")}}
+        for c in checks.CHECKS:  # what count refuses of the workload on this point's model (symllm.costs.checks)
+            ok = np.broadcast_to(np.asarray(c.ok(fields), dtype=bool), valid.shape)
+            self.stats.drop(c.field, valid & ~ok, lambda i: c.line({k: _item(v, i) for k, v in fields.items()}))
             valid &= ok
         if not valid.all():
             f = {k: (v[valid] if v is not None else None) for k, v in f.items()}
@@ -765,19 +767,11 @@ def _column(block: dict, name: str, dtype) -> np.ndarray:
     return col if len(col) else np.array([], dtype=dtype)
 
 
-def _meta_product_ok(dim, mult) -> np.ndarray:
-    """Where ``f·⌊8d/3⌋ < 2**53`` as Meta's IEEE double product (``ModelConfig``'s check, element-wise):
-    past it the product is no longer exact, and a config with it is refused."""
-    dim, mult = np.asarray(dim), np.asarray(mult, dtype=np.float64)
-    if dim.dtype != object and (not dim.size or dim.max() < 2**59):
-        return mult * ((8 * dim.astype(np.int64)) // 3).astype(np.float64) < 2.0 ** 53
-
-    def ok(d, m):
-        try:
-            return m * (8 * int(d) // 3) < 2**53
-        except OverflowError:  # beyond a double's range
-            return False
-    return np.frompyfunc(ok, 2, 1)(dim, mult).astype(bool)
+def _item(value, i):
+    """Point ``i`` of a chunk's field (a plain Python number), or the field itself when it is fixed."""
+    if isinstance(value, np.ndarray):
+        value = value[i]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _format_rows(columns: list, names: list, fmt: str) -> str:
