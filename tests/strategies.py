@@ -168,6 +168,29 @@ def _one_memory_model(options: dict) -> dict:
     return options
 
 
+@st.composite
+def checked_cases(draw) -> tuple[ModelConfig, dict]:
+    """A config and workload options around each workload-vs-model check (symllm.costs.checks): dense or
+    a mixture of experts (1 to 8), a sliding window in some layers or none, pipeline stages up to twice
+    the blocks, expert-parallel ranks dividing the data-parallel ones (Workload's own rule) but not always
+    the experts, prompts, generated tokens and contexts on either side of the window."""
+    fields = draw(meta_style())
+    n_layers = fields["n_layers"] = draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        n_experts = draw(st.integers(1, 8))
+        fields.update(n_experts=n_experts, experts_per_token=draw(st.integers(1, n_experts)))
+    if draw(st.booleans()):
+        fields["sliding_window"] = draw(st.integers(1, 16))
+        fields["window_layers"] = draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers,
+                                                unique=True))
+    ep = draw(st.integers(1, 4))
+    options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
+               "seq": draw(st.integers(1, 24)), "gen": draw(st.integers(0, 8))}
+    if draw(st.booleans()):
+        options["context"] = draw(st.integers(0, 24))
+    return ModelConfig(**fields), options
+
+
 # --- FLOPs and memory against the torch reference (tests/test_flops.py, tests/test_memory.py) ---
 
 def generation_workloads() -> st.SearchStrategy[dict]:

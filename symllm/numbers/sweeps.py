@@ -499,14 +499,18 @@ class Sweep:
         if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
                               "(MoE or RoPE in some of them)")
-        # the workload against the model (symllm.costs.checks, count's own checks): a check that reads
-        # nothing the sweep varies refuses the whole sweep with count's line; the others drop points
+        # the workload against the model (symllm.costs.checks, count's own checks): a failed check that
+        # reads nothing the sweep varies refuses every point, so the sweep itself, with the line count gives
+        # for its first point; the other checks drop points (_evaluate)
         self.model_fields = checks.model_fields(spec)
         varying = set(self.axes) | ({"context"} if self.context_follows_seq and "seq" in self.axes else set())
         fixed_fields = {**self.model_fields, **checks.workload_fields(work)}
-        for c in checks.failures(fixed_fields):
-            if not varying & set(c.uses):
-                raise SymllmError(c.line(fixed_fields))
+        if any(not varying & set(c.uses) for c in checks.failures(fixed_fields)):
+            first = self._points(0, 1) if self.size else dict(self.constants)
+            if self.context_follows_seq:
+                first["context"] = first["seq"]
+            point = {**fixed_fields, **{k: _item(first[k], 0) for k in ("n_layers", "seq", "gen", "context")}}
+            raise SymllmError(checks.failures(point)[0].line(point))
         self.quantities = [q.strip() for q in ([quantities] if isinstance(quantities, str) else quantities)]
         if not self.quantities or any(not q for q in self.quantities):
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
