@@ -13,7 +13,7 @@ import symllm
 PACKAGE = Path(symllm.__file__).resolve().parent
 
 #: each layer and the layers it may import (besides itself); the foundation modules may be imported by all
-FOUNDATION = {"errors", "files", "_lazy"}
+FOUNDATION = {"errors", "files", "_lazy", "validate"}
 LAYERS = {
     "arch": {"numbers"},                       # specs compile Meta's d_ff rounding (numbers.kernels)
     "numbers": {"arch", "costs"},              # kernels are pure maths (below); the sweep evaluates costs
@@ -82,6 +82,8 @@ def test_layers_import_downwards():
                 continue
             wrong.add((mod, dep))
     assert wrong <= KNOWN, sorted(wrong - KNOWN)
+    # the foundation imports only the foundation (validate: only errors)
+    assert _graph()["validate"] <= {"errors"}
     # below costs: the kernels know expressions and numbers, not configs, components or costs
     assert _graph()["numbers.kernels"] <= FOUNDATION | {"arch.symbols"}
 

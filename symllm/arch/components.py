@@ -31,6 +31,7 @@ import sympy as sp
 
 from symllm.arch.config import swiglu_width
 from symllm.errors import SymllmError
+from symllm.validate import boolean
 from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
                       s, t)
 
@@ -539,8 +540,7 @@ swiglu = feed_forward
 def _switches(**flags) -> None:
     """Refuse a switch that is not a bool (``tied="no"`` is truthy; it must not count as tied)."""
     for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise SymllmError(f"{name}: expected True or False, got {value!r}")
+        boolean(name, value)
 
 
 def lm_head(*, tied: bool = False) -> Component:

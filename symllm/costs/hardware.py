@@ -56,6 +56,7 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 __all__ = ["GPU", "GPUS", "GiB", "gpu", "names", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "roofline"]
@@ -173,9 +174,7 @@ def gpu(name) -> GPU:
     """
     if isinstance(name, GPU):
         return name
-    if not isinstance(name, str) or name not in GPUS:
-        raise SymllmError(f"gpu: unknown {name!r} (known: {', '.join(GPUS)})")
-    return GPUS[name]
+    return GPUS[choice("gpu", name, GPUS)]
 
 
 def compute_dtype(dtype: str = "bf16", act_dtype: str | None = None) -> str:

@@ -69,6 +69,7 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
+from symllm import validate
 from symllm.errors import SymllmError
 
 __all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "has_experts", "comm_kinds", "shard",
@@ -300,8 +301,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     >>> comm(model(moe="all"))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
     4*L*b*beta_a*d*k*s*(N_e - 1)/N_e
     """
-    if zero_stage not in (0, 1, 2, 3):
-        raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {zero_stage!r}")
+    validate.zero_stage(zero_stage)
     first, last = stages(mdl, sp_)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     passes = 3 if zero_stage == 3 else 2

@@ -42,6 +42,8 @@ from symllm.costs import stacks
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, SlidingPairs, _WindowPairs, component, expand_windows, model
 from symllm.errors import SymllmError
+from symllm import validate
+from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import ATTENTION, DTYPES, Workload, dtype_bytes
 
@@ -59,14 +61,9 @@ MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activati
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
 
 
-def _check_choice(field: str, value, known) -> None:
-    if value not in known:
-        raise SymllmError(f"{field}: unknown {value!r} (known: {', '.join(map(str, known))})")
-
-
 def _component(comp, attention: str) -> Component:
     """A Component as given, or the one called ``comp`` in the default model with that convention."""
-    _check_choice("attention", attention, ATTENTION)
+    choice("attention", attention, ATTENTION)
     return comp if isinstance(comp, Component) else component(comp, model(causal=attention == "causal"))
 
 
@@ -150,8 +147,8 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     2*b*d_h*n_h
     """
     comp = _component(component, attention)
-    _check_choice("phase", phase, PHASES)
-    _check_choice("bucket", bucket, ("matmul", "elementwise"))
+    choice("phase", phase, PHASES)
+    choice("bucket", bucket, ("matmul", "elementwise"))
     if macs and bucket != "matmul":
         raise SymllmError("macs: multiply-adds are matmul FLOPs / 2; the elementwise bucket has none")
     expr = _phase(comp, bucket, phase, bool(recompute))
@@ -228,9 +225,9 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     2*d + 14*d/N_d
     """
     comp = _component(component, attention)
-    _check_choice("kind", kind, MEMORY_KINDS)
-    _check_choice("zero_stage", zero_stage, (0, 1, 2, 3))
-    _check_choice("stack", stack, stacks.STACKS)
+    choice("kind", kind, MEMORY_KINDS)
+    validate.zero_stage(zero_stage)
+    choice("stack", stack, stacks.STACKS)
     if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; README "Training peak")
         return _training_peak(comp, stack, zero_stage, bool(recompute)).subs(dict(comp.definitions))
     if stack != "ideal" and kind in ("training_states", "activations", "inference_peak"):

@@ -40,6 +40,7 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
     from symllm.arch.components import Component
@@ -71,8 +72,7 @@ class Term:
 
 
 def _check(stack: str, mdl: Component | None = None) -> None:
-    if stack not in STACKS:
-        raise SymllmError(f"stack: unknown {stack!r} (known: {', '.join(STACKS)})")
+    choice("stack", stack, STACKS)
     if mdl is None or stack == "ideal":
         return
     if mdl.name != "model":

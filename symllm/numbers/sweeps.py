@@ -58,6 +58,7 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
+from symllm.validate import positive_int
 from symllm.numbers.kernels import compile_expr
 from symllm.files import parse_json, read_text, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
@@ -442,8 +443,7 @@ class Sweep:
         self.base = base_cfg = resolved.resolve(base)
         if grid is not None and table is not None:
             raise SymllmError("sweep: give a grid or a table, not both")
-        if not isinstance(chunk_size, int) or chunk_size < 1:
-            raise SymllmError(f"chunk_size: expected a positive integer, got {chunk_size!r}")
+        positive_int("chunk_size", chunk_size)
         self.chunk_size = chunk_size
         given = {} if isinstance(workload, Workload) else dict(workload or {})
         given.update(options or {})
@@ -729,8 +729,7 @@ class Sweep:
         except ImportError:
             raise SymllmError("dask: not installed (pip install 'symllm[dask]')") from None
         step = chunk_size or self.chunk_size
-        if not isinstance(step, int) or step < 1:
-            raise SymllmError(f"chunk_size: expected a positive integer, got {step!r}")
+        positive_int("chunk_size", step)
         wide = self._may_widen()
         dtypes = {c: object if c in wide else (np.float64 if c == "ffn_dim_multiplier" else np.int64)
                   for c in self.columns}

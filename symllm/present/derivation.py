@@ -33,6 +33,7 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, collected, component, model
 from symllm.errors import SymllmError
+from symllm.validate import choice
 from symllm.numbers.kernels import cache_get, cache_put, define, evaluate, source_digest
 from symllm.present.format import grouped
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
@@ -255,8 +256,7 @@ class Derivation:
         >>> print(derive("embedding").render("latex").split("\\n")[1])
         \\begin{align}
         """
-        if fmt not in FORMATS:
-            raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)})")
+        choice("format", fmt, FORMATS)
         return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor), self.names, fmt,
                          standalone, f"{self.component}: {QUANTITIES[self.quantity][0]}", template, template_dir)
 
