@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symllm.arch.config import swiglu_width
+from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
 from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
@@ -69,9 +70,9 @@ WINDOWS = (None, "sliding", "chunked")
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
 #: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
-STAT_BYTES = sp.Max(4, beta_a, evaluate=False)  # the same Max (no comparison made, so import time builds no sum)
+STAT_BYTES = sp.Max(FP32, beta_a, evaluate=False)  # the same Max (no comparison made, so import time builds no sum)
 #: bytes of one token id saved by the embedding's backward (int64)
-INDEX_BYTES = 8
+INDEX_BYTES = INT64
 
 _T = b * s  # token rows in one forward pass
 

@@ -49,7 +49,7 @@ import sympy as sp
 from symllm.costs import phases as costs
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import checks
+from symllm.costs import checks, zero
 from symllm.arch.components import Component, matmul
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
@@ -63,7 +63,8 @@ __all__ = ["NF4_BITS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trainable", "qu
 NF4_BITS = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
 
 #: bytes per trainable (adapter) parameter: weights, gradients, optimizer states (Adam's two moments)
-ADAPTER_BYTES = {"lora": (4, 4, 8), "qlora": (2, 2, 8)}
+ADAPTER_BYTES = {name: tuple(layout[p] for p in ("weights", "gradients", "optimizer"))
+                 for name, layout in (("lora", zero.FP32_ADAMW), ("qlora", zero.QLORA_ADAMW))}
 
 #: the memory numbers :func:`lora` gives (``symllm count --json`` adds them under ``memory``)
 MEMORY_KEYS = ("lora_base_weights", "lora_adapter_weights", "lora_adapter_gradients", "lora_optimizer_states",

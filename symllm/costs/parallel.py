@@ -69,7 +69,7 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
-from symllm import validate
+from symllm.costs import zero
 from symllm.errors import SymllmError
 
 __all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "has_experts", "comm_kinds", "shard",
@@ -301,21 +301,21 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     >>> comm(model(moe="all"))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
     4*L*b*beta_a*d*k*s*(N_e - 1)/N_e
     """
-    validate.zero_stage(zero_stage)
     first, last = stages(mdl, sp_)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
-    passes = 3 if zero_stage == 3 else 2
+    passes = 3 if zero.sharded("weights", zero_stage) else 2  # ZeRO 3 gathers the weights again in backward
+    grad = zero.MIXED_PRECISION_ADAM["gradients"]  # bytes of a gradient (and of a gathered weight)
     out = {
         "tp": (S.N_t - 1) / S.N_t * sp.Max(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
-        "dp": passes * (S.N_d - 1) / S.N_d * 2 * params_per_gpu(mdl, sp_),
+        "dp": passes * (S.N_d - 1) / S.N_d * grad * params_per_gpu(mdl, sp_),
     }
     if has_experts(mdl):
         group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards
 
         def dp(stage):
             x = expert_params(stage)
-            return passes * 2 * ((S.N_d - 1) / S.N_d * (stage.total("params") - x) + (group - 1) / group * x)
+            return passes * grad * ((S.N_d - 1) / S.N_d * (stage.total("params") - x) + (group - 1) / group * x)
 
         messages = 6 if recompute else 4  # dispatch and combine, forward and backward (+ the forward again)
         tokens = S.beta_a * S.b * S.s * S.k * S.d

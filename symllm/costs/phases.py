@@ -38,7 +38,7 @@ import sympy as sp
 from symllm.arch import resolved
 from symllm.costs import checks, hardware
 from symllm.costs import parallel
-from symllm.costs import stacks
+from symllm.costs import stacks, zero
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, SlidingPairs, _WindowPairs, component, expand_windows, model
 from symllm.errors import SymllmError
@@ -274,9 +274,7 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool) -> sp.
     elif kind == "inference":
         out = weights + kv
     elif kind == "training_states":
-        shard = [(2, 2, 12), (2, 2, 0), (2, 0, 0), (0, 0, 0)][zero_stage]
-        kept = sum(shard)
-        out = kept * N + (16 - kept) * N / S.N_d
+        out = zero.training_states(N, zero_stage)  # mixed-precision Adam, ZeRO-sharded
     elif kind == "activations":
         out = activations(comp, recompute=recompute)
     else:

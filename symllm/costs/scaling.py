@@ -28,6 +28,7 @@ from symllm.arch import symbols as S
 from symllm.arch.resolved import model_for, params, resolve
 from symllm.arch.components import model
 from symllm.arch.config import SWIGLU_RATIO, ModelConfig
+from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
 from symllm.costs.phases import flops, values
 from symllm.numbers.kernels import substitute
@@ -546,7 +547,7 @@ class Sizing:
 
 
 def size_for(budget: float, family: Family, *, quantity: str = "params", solve_for: str = "width",
-             bytes_per_param: float = 2, width: int | None = None, count: int = 4) -> Sizing:
+             bytes_per_param: float = BF16, width: int | None = None, count: int = 4) -> Sizing:
     """Invert the family's smooth count: the width ``d`` (or, with ``solve_for="depth"`` and a
     ``width``, the depth ``L``) whose ``quantity`` equals ``budget``; then the nearest valid configs
     with exact counts. ``quantity``: ``"params"``, ``"weight_bytes"`` (params × ``bytes_per_param``)
@@ -649,8 +650,8 @@ def kv_weights_crossover(*, tied: bool = False) -> sp.Expr:
     return sp.solve(sp.Eq(kv, weights), _T)[0]
 
 
-def crossovers(config: ModelConfig | str | Path, *, batch: int = 1, weight_bytes: float = 2,
-               kv_bytes: float = 2) -> dict[str, float]:
+def crossovers(config: ModelConfig | str | Path, *, batch: int = 1, weight_bytes: float = BF16,
+               kv_bytes: float = BF16) -> dict[str, float]:
     """Both crossovers evaluated for a config: ``attention_ffn_prefill`` (dense and ``_causal``),
     ``attention_ffn_decode`` and ``kv_outweighs_weights`` (tokens per sequence at ``batch``).
 

@@ -22,16 +22,13 @@ from fractions import Fraction
 
 from symllm.costs import hardware
 from symllm.arch import symbols as S
+from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES  # (bytes per element: the one table)
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, zero_stage
 from symllm.costs.stacks import STACKS
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
 
-#: bytes per element; int4 is completed by its group scales in dtype_bytes()
-DTYPES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
-#: the bytes of one int4 group scale (fp16)
-INT4_SCALE_BYTES = 2
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
 _FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
