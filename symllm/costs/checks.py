@@ -93,17 +93,18 @@ CHECKS = (
 
 
 def model_fields(model) -> dict:
-    """The fields :data:`CHECKS` read from a model: a :class:`~symllm.arch.specs.Spec`, or a bare
-    component tree (a derivation without a config: only whether it has routed experts is known, and the
-    checks of what it does not know pass).
+    """The fields :data:`CHECKS` read from a model: any config (a :class:`~symllm.arch.specs.Spec`, a
+    ``ModelConfig``, a preset name or a path), or a bare component tree (a derivation without a config:
+    only whether it has routed experts is known, and the checks of what it does not know pass).
 
-    >>> from symllm.arch.resolved import spec
-    >>> model_fields(spec("mixtral-8x7b"))["n_experts"]
+    >>> model_fields("mixtral-8x7b")["n_experts"]
     8
     """
-    from symllm.arch.specs import Spec  # (the specs load SymPy; this module stays light)
+    from symllm.arch.components import Component  # (these load SymPy; this module stays light)
+    from symllm.arch.resolved import spec
 
-    if isinstance(model, Spec):
+    if not isinstance(model, Component):
+        model = spec(model)
         cfg = model.config
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
                 "n_experts": model.n_experts, "window": cfg.window,
@@ -136,8 +137,8 @@ def failures(fields: Mapping) -> list[Check]:
 
 
 def check(model, work) -> None:
-    """Refuse, in one line, a workload (:class:`~symllm.costs.workloads.Workload`) that ``model`` (a spec,
-    or a bare component tree) does not allow (see the module docstring).
+    """Refuse, in one line, a workload (:class:`~symllm.costs.workloads.Workload`) that ``model`` (any
+    config, or a bare component tree: :func:`model_fields`) does not allow (see the module docstring).
 
     >>> from symllm.arch.resolved import spec
     >>> from symllm.costs.workloads import Workload
