@@ -20,9 +20,13 @@ The workload is a :class:`~symllm.costs.workloads.Workload` with its defaults (`
 following ``seq`` at each point unless given or swept, bf16, …); the fields a sweep may vary are those
 whose option says ``axis`` (``batch``, ``seq``, ``gen``, ``context``). Points whose combination
 :func:`~symllm.arch.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
-dividing ``n_heads``, an odd ``head_dim``) are dropped and counted; a value that is wrong on its own
-(``dim = 0``, ``seq = 0``) is a :class:`~symllm.errors.SymllmError`. So every row equals ``symllm count
---json`` (:func:`symllm.arch.resolved.params`, :func:`symllm.costs.phases.workload`) of that row's config and workload.
+dividing ``n_heads``, an odd ``head_dim``) are dropped and counted, and so are the points whose workload
+count refuses on that point's model (:mod:`symllm.costs.checks`: more pipeline stages than blocks, a
+context past a window some layers have), each with count's line; a workload that fails a check reading
+nothing the sweep varies (``ep`` ranks not dividing the experts) refuses the sweep, as it refuses count.
+A value that is wrong on its own (``dim = 0``, ``seq = 0``) is a :class:`~symllm.errors.SymllmError`. So
+every row equals ``symllm count --json`` (:func:`symllm.arch.resolved.params`,
+:func:`symllm.costs.phases.workload`) of that row's config and workload, and a point count refuses is no row.
 
 >>> sw = Sweep("llama3-8b", {"dim": [4096, 4100, 8192], "n_layers": [32, 80]}, quantities=["params"])
 >>> res = sw.run()
@@ -562,8 +566,9 @@ class Sweep:
                 return str(e)
             return ", ".join(f"{k}={v}" for k, v in point.items())
 
-        heads, head_checks = derive_heads(f["dim"], f["n_heads"], None if self.kv_follows_heads else f["n_kv_heads"],
-                                     None if self.derive_head_dim else f["head_dim"])
+        heads, head_checks = derive_heads(f["dim"], f["n_heads"],
+                                          None if self.kv_follows_heads else f["n_kv_heads"],
+                                          None if self.derive_head_dim else f["head_dim"])
         f.update(heads)
         valid = np.ones(stop - start, dtype=bool)
         for name, ok, _ in head_checks:
