@@ -26,7 +26,8 @@ from symllm.validate import short as _short
 from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
-           "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "SWIGLU_RATIO", "swiglu_width", "meta_product_ok"]
+           "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "SWIGLU_RATIO", "swiglu_width",
+           "meta_product_ok"]
 
 
 def _positive_int(field: str, value, *, optional: bool = False):
