@@ -390,7 +390,7 @@ def _output_args(p, default_format: str) -> None:
         o.add_argument("--format", choices=("latex", "markdown"), default="markdown",
                        help="GitHub Markdown (default) or LaTeX (booktabs tables, amsmath)")
     o.add_argument("--standalone", action="store_true", help="LaTeX: a complete document (default: a fragment to \\input)")
-    o.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically instead of printing")
+    o.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; - is stdout) instead of printing")
     o.add_argument("--notation", metavar="FILE", help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}'")
     o.add_argument("--template-dir", metavar="DIR", help="user templates (sandboxed) that override or add to symllm's")
     o.add_argument("--template", metavar="NAME", help="render this template (e.g. one from --template-dir)")
@@ -427,15 +427,16 @@ def cmd_sweep(args) -> int:
         print("symllm: warning: --gpu does not apply to a sweep (ignored; roofline time: symllm count --gpu)",
               file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
-    if args.output:
+    if args.output and args.output != "-":  # -o -: standard output, as without -o
         result = sweep.write(args.output, args.format, progress=progress)
     else:
         sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
         result = sweep.stats
     rows = result.points - result.invalid - result.filtered
     why = f"; dropped: {sw.dropped_text(result.reasons)}" if result.reasons else ""
+    where = args.output if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
-          f"{result.filtered:,} filtered out, {rows:,} rows -> {args.output or 'stdout'}{why}", file=sys.stderr)
+          f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
     return 0
 
 
@@ -451,7 +452,7 @@ def _sweep_parser(p) -> None:
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
-    p.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically (default: CSV on stdout)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; default or -: CSV on stdout)")
     p.add_argument("--format", choices=("csv", "jsonl", "parquet"),
                    help="default: from the file suffix (.jsonl, .parquet), else csv; parquet needs -o FILE and pyarrow")
     p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")

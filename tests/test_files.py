@@ -63,6 +63,88 @@ def test_symlink_loop_is_one_line(tmp_path):
         files.write_atomic(tmp_path / "a", "x")
 
 
+@pytest.mark.skipif(not LINUX, reason="/dev/stdout, /dev/stderr and pipes")
+@pytest.mark.parametrize("argv", [["derive", "--component", "rmsnorm"],
+                                  ["sweep", "--base", "llama3-8b", "--n-layers", "1:3"]])
+@pytest.mark.parametrize("target", ["/dev/stdout", "/dev/stderr", "-"])
+def test_standard_streams_are_written_to_the_stream(argv, target):
+    """`symllm derive --component rmsnorm -o /dev/stdout | cat` prints the derivation (it failed: "cannot
+    write in '/proc/NNN/fd'"); /dev/stderr and - too, as a plain write or printing would."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plain = subprocess.run([sys.executable, "-m", "symllm", *argv], capture_output=True, text=True, env=env,
+                           timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "symllm", *argv, "-o", target], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = proc.stderr if target == "/dev/stderr" else proc.stdout
+    assert plain.stdout and plain.stdout in got, (got, proc.stderr)
+
+
+@pytest.mark.skipif(not LINUX, reason="/dev/stdout")
+def test_dev_stdout_redirected_to_a_file(tmp_path):
+    """`symllm derive ... -o /dev/stdout > out.txt` writes out.txt (through /proc/self/fd/1), as a plain
+    write would, and leaves no temporary file."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(tmp_path / "out.txt", "w") as out:
+        proc = subprocess.run([sys.executable, "-m", "symllm", "derive", "--component", "rmsnorm", "-o",
+                               "/dev/stdout"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.txt").read_text().startswith("rmsnorm: parameters")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_replacing_a_file_keeps_its_hard_links_and_mode(cli, tmp_path):
+    """-o over a file with a second hard link updates both names (the rename broke the link: the other name
+    kept the old text) and keeps the file's mode; a failed render leaves both untouched."""
+    out, other = tmp_path / "r.md", tmp_path / "other.md"
+    out.write_text("old")
+    os.chmod(out, 0o604)
+    os.link(out, other)
+    inode = out.stat().st_ino
+    r = cli(["report", "llama2-7b", "-o", out])
+    assert r.code == 0, r.err
+    assert other.read_text().startswith("## llama2-7b") and other.read_text() == out.read_text()
+    assert out.stat().st_ino == inode and out.stat().st_nlink == 2 and stat.S_IMODE(out.stat().st_mode) == 0o604
+    before = out.read_text()
+
+    def fails(fh):
+        fh.write("partial")
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        files.write_atomic(out, fails)
+    assert out.read_text() == before == other.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.md", "r.md"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
+def test_replacing_another_users_file_keeps_its_owner_and_group(cli, tmp_path):
+    """root writing -o over a user's file: the file still belongs to the user and the group (the rename
+    gave it to root), with its mode."""
+    out = tmp_path / "r.md"
+    out.write_text("old")
+    os.chown(out, 4321, 8765)
+    os.chmod(out, 0o660)
+    r = cli(["report", "llama2-7b", "-o", out])
+    assert r.code == 0, r.err
+    st = out.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 8765, 0o660)
+    assert out.read_text().startswith("## llama2-7b")
+
+
+@pytest.mark.parametrize("exists, why", [(True, "Not a directory"), (False, "Is a directory")])
+def test_trailing_slash_fails_like_a_plain_write(cli, tmp_path, exists, why):
+    """-o out.txt/ fails as open("out.txt/", "w") does, one line, exit 2 (it wrote out.txt)."""
+    out = tmp_path / "out.txt"
+    if exists:
+        out.write_text("old")
+    r = cli(["derive", "--component", "rmsnorm", "-o", f"{out}/"])
+    _one_line(r)
+    assert why in r.err
+    assert [p.name for p in tmp_path.iterdir()] == (["out.txt"] if exists else [])
+    if exists:
+        assert out.read_text() == "old"
+
+
 @pytest.fixture
 def devices_guarded():
     """Fails the test, and restores the nodes when it can (root), if /dev/null or /dev/full stopped being
