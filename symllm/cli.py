@@ -4,23 +4,51 @@ Bad input prints one line, ``symllm: error: <field>: <what is wrong>``, on stder
 """
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import os
 import re
-import shutil
 import signal
 import sys
-import textwrap
-import typing
-from fractions import Fraction
 
-from symllm.arch import config as cfgmod
-from symllm.errors import SymllmError
-from symllm.files import write_atomic
-from symllm.present.format import digits, grouped, human, human_bytes
-from symllm.costs.workloads import Workload, options as workload_options
+
+def _exit_at_once(signum, frame):  # pragma: no cover -- runs in a process being started
+    """Ctrl-C or SIGTERM while the command line is still importing: nothing is written yet, so one line
+    and the signal's exit status at once (Python printed a 30-line KeyboardInterrupt traceback)."""
+    try:
+        os.write(2, b"symllm: interrupted\n" if signum == signal.SIGINT else b"symllm: terminated\n")
+    finally:
+        os._exit(128 + signum)
+
+
+def _is_program() -> bool:
+    """Whether this process is the ``symllm`` command (``python -m symllm`` or the console script),
+    not a program that imports symllm.cli (whose signal handlers are left alone)."""
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    script = os.path.basename(getattr(main_module, "__file__", None) or "")
+    return getattr(spec, "name", None) == "symllm.__main__" or bool(
+        re.match(r"symllm(-script\.pyw?|\.exe)?$", script))
+
+
+if _is_program():  # as early as it can be, before the imports below (~0.2 s); main() installs its own
+    try:
+        for _sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(_sig, _exit_at_once)
+    except (ValueError, OSError):  # not the main thread
+        pass
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import textwrap  # noqa: E402
+import typing  # noqa: E402
+from fractions import Fraction  # noqa: E402
+
+from symllm.arch import config as cfgmod  # noqa: E402
+from symllm.errors import SymllmError  # noqa: E402
+from symllm.files import write_atomic  # noqa: E402
+from symllm.present.format import digits, grouped, human, human_bytes  # noqa: E402
+from symllm.costs.workloads import Workload, options as workload_options  # noqa: E402
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
@@ -519,8 +547,19 @@ class _Terminated(BaseException):
     temporary file); main() turns it into one line and exit status 143."""
 
 
-def _on_sigterm(signum, frame):
-    raise _Terminated()
+class _Signals:
+    """The first SIGINT or SIGTERM main() received (None: none yet)."""
+    first: int | None = None
+
+
+def _on_signal(signum, frame):
+    """The first Ctrl-C or SIGTERM raises where the command is (KeyboardInterrupt, :class:`_Terminated`),
+    so that ``finally`` clauses clean up; a second one while they run is ignored (it killed the process
+    midway through removing a temporary file)."""
+    if _Signals.first is not None:
+        return
+    _Signals.first = signum
+    raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -547,13 +586,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status: 0, or 2 with one line ``symllm: error: ...`` on
     stderr for bad input or a failed write (also of stdout: ``> /dev/full``), 130 with ``symllm:
     interrupted`` for Ctrl-C, 143 with ``symllm: terminated`` for SIGTERM (an output file's temporary
-    file is removed first; see :func:`symllm.files.write_atomic`).
+    file is removed first; see :func:`symllm.files.write_atomic`); a second signal while that cleanup
+    runs, or while the ``symllm`` process exits, is ignored.
 
     >>> main(["derive", "--component", "rmsnorm", "--format", "latex", "--seq", "0"])
     2
     """
+    _Signals.first = None
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     except (ValueError, OSError):  # not the main thread: leave signals alone
         previous = None
     try:
@@ -576,8 +617,12 @@ def main(argv: list[str] | None = None) -> int:
     except _Terminated:
         return _fail("terminated", 143)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if previous is not None and _Signals.first is not None and argv is None and _is_program():
+            for sig in previous:  # exiting because of a signal: another one must not kill the exit
+                signal.signal(sig, signal.SIG_IGN)
+        elif previous is not None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

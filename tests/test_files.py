@@ -328,6 +328,104 @@ def test_ctrl_c_is_one_line_and_exit_130(cli, monkeypatch):
     assert r.code == 130 and r.err == "symllm: interrupted\n"
 
 
+#: a sitecustomize for the processes below: slows one step down and says when it starts, so that a signal
+#: lands exactly there (SYMLLM_TEST_SLOW: "import" the import of symllm.costs.workloads, which symllm.cli
+#: makes; "unlink" the removal of a .symllm-*.tmp file; "exit" an atexit handler after main() returned)
+_SLOW_STEP = """
+import atexit, os, sys, time
+_mark, _step = os.environ["SYMLLM_TEST_MARK"], os.environ["SYMLLM_TEST_SLOW"]
+
+def _slow():
+    open(_mark, "w").close()
+    time.sleep(3)
+
+class _SlowImport:
+    def find_spec(self, name, path=None, target=None):
+        if _step == "import" and name == "symllm.costs.workloads":
+            _slow()
+        return None
+
+sys.meta_path.insert(0, _SlowImport())
+_unlink = os.unlink
+
+def _slow_unlink(path, *a, **k):
+    if _step == "unlink" and os.path.basename(str(path)).startswith(".symllm-"):
+        _slow()
+    return _unlink(path, *a, **k)
+
+os.unlink = _slow_unlink
+if _step == "exit":
+    atexit.register(lambda: os.path.exists(_mark + ".armed") and _slow())
+"""
+
+
+def _slowed(tmp_path, step: str, argv: list) -> tuple[subprocess.Popen, Path]:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_SLOW_STEP)
+    mark = tmp_path / "hooks" / "mark"
+    env = {**os.environ, "PYTHONPATH": f"{hooks}{os.pathsep}{ROOT}", "SYMLLM_TEST_MARK": str(mark),
+           "SYMLLM_TEST_SLOW": step}
+    proc = subprocess.Popen([sys.executable, "-m", "symllm", *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return proc, mark
+
+
+def _wait_for(proc, condition, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert proc.poll() is None and time.monotonic() < deadline, (what, proc.communicate())
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_signal_while_importing_is_one_line(tmp_path, sig, code, line):
+    """Ctrl-C (or SIGTERM) while symllm.cli imports the package (the first ~0.2 s): one line and 130 (143)
+    (a 30-line KeyboardInterrupt traceback)."""
+    proc, mark = _slowed(tmp_path, "import", ["count", "llama3.1-8b"])
+    _wait_for(proc, mark.exists, "the import")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err, out) == (code, f"symllm: {line}\n", "")
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+@pytest.mark.parametrize("first, second, code, line", [(signal.SIGINT, signal.SIGTERM, 130, "interrupted"),
+                                                       (signal.SIGTERM, signal.SIGTERM, 143, "terminated"),
+                                                       (signal.SIGTERM, signal.SIGINT, 143, "terminated")])
+def test_second_signal_during_cleanup(tmp_path, first, second, code, line):
+    """A second signal while the first one's cleanup removes the temporary file: the cleanup finishes, the
+    exit status is the first signal's, one line, nothing left (the second signal killed the process with
+    the .symllm-*.tmp file still there)."""
+    out = tmp_path / "big.csv"
+    proc, mark = _slowed(tmp_path, "unlink", ["sweep", "--base", "llama3-8b", "--dim", "64:640000000:64",
+                                              "--quantity", "params", "-o", str(out)])
+    _wait_for(proc, lambda: any(p.name.startswith(files.TEMP_PREFIX) for p in tmp_path.iterdir()), "the write")
+    proc.send_signal(first)
+    _wait_for(proc, mark.exists, "the cleanup")
+    proc.send_signal(second)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (code, f"symllm: {line}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_second_signal_while_exiting(tmp_path):
+    """SIGINT, then SIGTERM while the interpreter shuts down after main() returned 130: still 130 and one
+    line (the restored default SIGTERM handler killed the process: status -15)."""
+    proc, mark = _slowed(tmp_path, "exit", ["sweep", "--base", "llama3-8b", "--dim", "64:640000000:64",
+                                            "--quantity", "params", "-o", str(tmp_path / "big.csv")])
+    _wait_for(proc, lambda: any(p.name.startswith(files.TEMP_PREFIX) for p in tmp_path.iterdir()), "the write")
+    Path(str(mark) + ".armed").touch()
+    proc.send_signal(signal.SIGINT)
+    _wait_for(proc, mark.exists, "the exit")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "symllm: interrupted\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
+
+
 def test_sigterm_handler_is_restored(cli):
     """main() installs its SIGTERM handler for the command only (in-process callers keep theirs)."""
     before = signal.getsignal(signal.SIGTERM)
