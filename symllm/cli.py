@@ -439,14 +439,15 @@ def cmd_sweep(args) -> int:
         if text is None:
             continue
         values = sw.parse_axis(text, name)
-        if name in sw.WORKLOAD_AXES and len(values) == 1:
+        if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
+                                         else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]
         else:
             grid[name] = values
     if args.table is not None:
         if grid:
             raise SymllmError(f"table: give the fields in the table, not as --{next(iter(grid)).replace('_', '-')}")
-        grid, table = None, sw.read_table(args.table)
+        grid, table = None, sw.read_table(args.table, columns=True)
     else:
         table = None
     sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
@@ -455,11 +456,12 @@ def cmd_sweep(args) -> int:
         print("symllm: warning: --gpu does not apply to a sweep (ignored; roofline time: symllm count --gpu)",
               file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
-    if args.output and args.output != "-":  # -o -: standard output, as without -o
-        result = sweep.write(args.output, args.format, progress=progress)
-    else:
-        sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
-        result = sweep.stats
+    with _any_int_digits():  # exact numbers of any length (a --dim of 2,200 digits makes FLOPs of 4,400)
+        if args.output and args.output != "-":  # -o -: standard output, as without -o
+            result = sweep.write(args.output, args.format, progress=progress)
+        else:
+            sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
+            result = sweep.stats
     rows = result.points - result.invalid - result.filtered
     why = f"; dropped: {sw.dropped_text(result.reasons)}" if result.reasons else ""
     where = args.output if args.output not in (None, "-") else "stdout"
@@ -612,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"error: output: cannot write to stdout: {e.strerror or e}")
     except RecursionError:
         return _fail("error: input: nested too deeply to process")
+    except MemoryError:  # numpy's ArrayMemoryError too: what was asked for needs more memory than there is
+        return _fail("error: out of memory (ask for less at once)")
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except _Terminated:

@@ -104,9 +104,10 @@ def read_json(path, what: str, *, limit: int | None = MAX_INPUT_BYTES):
     return parse_json(read_text(path, what, limit=limit), what, repr(str(path)))
 
 
-def parse_json(text: str, what: str, where: str):
+def parse_json(text: str, what: str, where: str, *, parse_float=None):
     """``text`` parsed as JSON; a failure is one :class:`~symllm.errors.SymllmError` line starting
-    ``what: where`` (invalid JSON, an integer over 4,300 digits, nesting too deep to parse).
+    ``what: where`` (invalid JSON, an integer over 4,300 digits, nesting too deep to parse);
+    ``parse_float`` is :func:`json.loads`'s (``decimal.Decimal``: numbers exactly as written).
 
     >>> parse_json("[1, 2]", "table", "'t.jsonl' line 1")
     [1, 2]
@@ -116,7 +117,7 @@ def parse_json(text: str, what: str, where: str):
     symllm.errors.SymllmError: table: 't.jsonl' line 3: a number is too long (Exceeds the limit ...)
     """
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=parse_float)
     except json.JSONDecodeError as e:
         raise SymllmError(f"{what}: {where} is not valid JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError:
