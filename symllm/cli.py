@@ -287,8 +287,8 @@ def cmd_count(args) -> int:
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
         if "time" in work:  # --gpu: roofline time (symllm.costs.hardware)
             t = work["time"]
-            rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
-                    ("decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
+            rows = [("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
+                    ("decode step", f"{_g(t['decode_token_s'])} s", f"{t['decode_token_bound']}-bound"),
                     ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {w['batch']}")]
             print("\n" + _table(rows, (f"roofline time on {t['gpu']}", "lower bound", ""), text_columns=(2,)))
             first = t["compute_bound_batch"]
@@ -298,6 +298,21 @@ def cmd_count(args) -> int:
                         f"{'fits' if t['fits'] else 'does not fit'}, up to batch {t['max_batch']}; a decode step "
                         + (f"is compute-bound from batch {first}" if first else "is memory-bound at any batch")))
     return 0
+
+
+def _g(value) -> str:
+    """``value`` with 4 significant digits; an exact Fraction past a float's range too (roofline times of
+    any size).
+
+    >>> _g(0.000123456), _g(Fraction(10 ** 400, 3))
+    ('0.0001235', '3.333e+399')
+    """
+    if isinstance(value, Fraction):
+        import decimal
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.Emax, ctx.Emin = 28, decimal.MAX_EMAX, decimal.MIN_EMIN
+            return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), ".4g")
+    return format(value, ".4g")
 
 
 def _render_opts(args) -> dict:

@@ -92,13 +92,20 @@ _LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
 _MD_RE = re.compile(r"([\\`*_\[\]<>|#$~&{}])")
 
 
+#: line breaks and the white space around them in user text: one space (a blank line in a model name ended
+#: LaTeX's \\title with a paragraph, and a line break left the rest of a ``%`` comment's line uncommented)
+_LINE_BREAKS = re.compile(r"[ \t]*[\r\n\f\v\x1c-\x1e\x85\u2028\u2029]+[\s]*")
+
+
 def escape_latex(text) -> str:
-    """User text (a model name, a description) made safe for LaTeX text mode.
+    """User text (a model name, a description) made safe for LaTeX text mode, on one line.
 
     >>> print(escape_latex("my_model 100% & #1 {x}"))
     my\\_model 100\\% \\& \\#1 \\{x\\}
+    >>> escape_latex("a\\n\\nb")
+    'a b'
     """
-    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], str(text))
+    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))
 
 
 def escape_markdown(text) -> str:
@@ -107,7 +114,7 @@ def escape_markdown(text) -> str:
     >>> print(escape_markdown("my_model | $5 *x*"))
     my\\_model \\| \\$5 \\*x\\*
     """
-    return _MD_RE.sub(r"\\\1", str(text))
+    return _MD_RE.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
 
 
 def _finalizer(escape):
