@@ -250,3 +250,14 @@ def test_roofline_times_of_any_size_print(cli):
         sys.set_int_max_str_digits(limit)
     p, q = map(int, time["prefill_s"].split("/"))
     assert p // q > 10 ** 400  # 2 N s / P: about 1.6e10 * 1e300 / 1e15
+
+
+@pytest.mark.parametrize("stack", ["hf-sdpa", "hf-eager"])
+def test_per_gpu_memory_on_one_gpu_is_the_stacks(cli, stack):
+    """count --json --stack hf-sdpa on one GPU: memory_per_gpu is memory's, the asked-for stack's (it was the
+    ideal stack's activations, 275,960,430,592 beside 257,266,679,812)."""
+    r = cli(["count", "llama2-7b", "--json", "--stack", stack, "--batch", "16", "--context", "512"])
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    for kind, value in data["memory_per_gpu"].items():
+        assert value == data["memory"][kind], (kind, value, data["memory"][kind])
