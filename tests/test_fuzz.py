@@ -180,6 +180,13 @@ def _make_target(folder: Path, kind: str, name: str) -> tuple[Path, set[str], Pa
         return folder / "file" / "out.md", {"file"}, None
     if kind == "long-name":
         return folder / ("n" * 252 + ".md"), set(), folder / ("n" * 252 + ".md")
+    if kind == "hard-link":  # both names must show the new text (a rename broke the link)
+        (folder / name).write_text("old")
+        other = "other.md" if name != "other.md" else "another.md"
+        os.link(folder / name, folder / other)
+        return folder / name, {name, other}, folder / other
+    if kind == "trailing-slash":  # "NAME/": a plain write fails (Is a directory), it wrote NAME
+        return f"{folder / name}/", set(), None  # a str: Path() would drop the slash
     # a symlink to the device: a writer that replaced what stands at the path (the bug this suite guards
     # against) then replaces the link, never the machine's /dev/null (tests/test_files.py writes the
     # device paths themselves, guarded)
@@ -204,7 +211,7 @@ def test_hostile_output_targets(cli, kind, name, command):
         r = cli([*command, "-o", target])
         assert_clean(r)
         expected_code = 2 if kind in ("read-only", "symlink-loop", "directory", "missing-folder",
-                                      "file-as-folder", "dev-full") else 0
+                                      "file-as-folder", "dev-full", "trailing-slash") else 0
         assert r.code == expected_code, (kind, r.err)
         if kind.startswith("dev-"):
             assert (folder / name).is_symlink() and stat.S_ISCHR((folder / name).stat().st_mode)
