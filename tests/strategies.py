@@ -354,7 +354,10 @@ _TEMPLATE_TOKENS = ["{{ ", " }}", "{% ", " %}", "{# ", " #}", "component", "valu
                     "|num", "|grouped", "|human", "|tex", "|text", "|esc", "|length", "|join(', ')", "1/0",
                     "10 ** 10000000", "'x' * 10 ** 12", "none + 1", "range(10 ** 9)|list", "for t in terms",
                     "endfor", "if value", "endif", "macro f(x)", "f(x)", "endmacro", "f(1)", ".__class__",
-                    "cycler.__init__.__globals__", "lipsum", "[", "]", "(", ")", "'", "\"", "\n", "x", "0"]
+                    "cycler.__init__.__globals__", "lipsum", "[", "]", "(", ")", "'", "\"", "\n", "x", "0",
+                    "include 'derive.txt.j2'", "import 'derive.txt.j2' as d", "extends 'derive.txt.j2'",
+                    "'x'.ljust(10 ** 9)", "|center(10 ** 9)", " ~ ", "'%0999999999d' % 1", "namespace(x='x')",
+                    "range(100000)", "|attr('__class__')"]
 
 
 def hostile_templates() -> st.SearchStrategy[str]:
@@ -367,7 +370,8 @@ def hostile_templates() -> st.SearchStrategy[str]:
 
 #: what stands at the path given to -o (tests/test_fuzz.py builds it in a fresh folder)
 OUTPUT_TARGETS = ("new", "existing", "read-only", "symlink", "dangling-symlink", "symlink-loop", "directory",
-                  "missing-folder", "file-as-folder", "long-name", "dev-null", "dev-full")
+                  "missing-folder", "file-as-folder", "long-name", "dev-null", "dev-full", "hard-link",
+                  "trailing-slash")
 
 
 def output_targets() -> st.SearchStrategy[str]:

@@ -335,11 +335,10 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
         "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
                    for kind in WORKLOAD_MEMORY},
     }
-    if not parallel.laid_out(work):  # one GPU: the whole model (the ideal stack's), nothing sent
+    if not parallel.laid_out(work):  # one GPU: the whole model, as ``memory`` has it (its stack too), nothing sent
         comm = {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
-                "memory_per_gpu": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute)
-                                   for kind in PER_GPU_MEMORY}, "comm": comm}
+                "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY}, "comm": comm}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
 
     def per_gpu(st, kind):

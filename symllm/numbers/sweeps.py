@@ -226,14 +226,46 @@ _CONDITION = re.compile(rf"^\s*([A-Za-z_][\w:/.]*)\s*(<=|>=|==|!=|<|>|=)\s*({_NU
 
 @dataclass(frozen=True)
 class _Condition:
+    """``COLUMN OP NUMBER``, compared exactly: ``exact`` is the number as written (a Decimal), never
+    rounded to a float64 (``training_flops <= 3879943431782399999.5`` kept 3879943431782400000)."""
     column: str
     op: str
     value: int | float
+    exact: decimal.Decimal | None = None
 
     def __call__(self, columns: dict) -> np.ndarray:
         col = columns[self.column]
-        out = _OPS[self.op](col, self.value)
-        return np.asarray(out, dtype=bool)
+        bound = self.exact if self.exact is not None else decimal.Decimal(self.value)
+        if col.dtype.kind in "iu":  # integers: against the integer the bound amounts to, exactly
+            return _int_compare(col, self.op, bound)
+        if col.dtype == object:  # Python ints, Fractions (int4 bytes), floats: Python compares them exactly
+            fn = _OPS[self.op]
+            return np.fromiter((fn(x, bound) for x in col.tolist()), dtype=bool, count=len(col))
+        return np.asarray(_OPS[self.op](col, float(bound)), dtype=bool)
+
+
+def _int_compare(col: np.ndarray, op: str, bound: decimal.Decimal) -> np.ndarray:
+    """``col OP bound`` for an integer array, exactly: the bound becomes the integer that decides it
+    (``x < 2.5`` is ``x < 3``; ``x == 2.5`` is never), and a bound past the array's type decides alone."""
+    floor = int(bound.to_integral_value(rounding=decimal.ROUND_FLOOR))
+    ceil = int(bound.to_integral_value(rounding=decimal.ROUND_CEILING))
+    whole = floor == ceil
+    if op in ("==", "="):
+        if not whole:
+            return np.zeros(len(col), dtype=bool)
+        op, n = "==", floor
+    elif op == "!=":
+        if not whole:
+            return np.ones(len(col), dtype=bool)
+        n = floor
+    else:
+        op, n = {"<": ("<", ceil), "<=": ("<=", floor), ">": (">", floor), ">=": (">=", ceil)}[op]
+    info = np.iinfo(col.dtype)
+    if n > info.max or n < info.min:  # every value is on one side of it
+        above = n > info.max
+        side = {"<": above, "<=": above, ">": not above, ">=": not above, "==": False, "!=": True}[op]
+        return np.full(len(col), side, dtype=bool)
+    return np.asarray(_OPS[op](col, col.dtype.type(n)), dtype=bool)
 
 
 def parse_where(text: str | None) -> tuple[_Condition, ...]:
@@ -253,53 +285,143 @@ def parse_where(text: str | None) -> tuple[_Condition, ...]:
         match = _CONDITION.match(part)
         if not match:
             raise SymllmError(f'where: cannot read "{part.strip()}" (expected COLUMN OP NUMBER, e.g. params < 9e9)')
-        out.append(_Condition(match[1], match[2], parse_number(match[3], "where")))
+        value = parse_number(match[3], "where")  # its checks (digits, finite); the exact bound below
+        out.append(_Condition(match[1], match[2], value, decimal.Decimal(match[3].replace("_", ""))))
     return tuple(out)
 
 
-def read_table(path) -> list[dict]:
+def read_table(path, *, columns: bool = False):
     r"""The rows of a table file for :class:`Sweep` (``table=``): CSV with a header row, or (``.jsonl``,
-    ``.ndjson``, ``.json``) one JSON object per line or one JSON array of objects. CSV cells are
-    numbers (:func:`parse_number`).
+    ``.ndjson``, ``.json``) one JSON object per line or one JSON array of objects. Numbers are read
+    exactly (:func:`parse_number`; a JSON ``1e30`` is the integer 10**30). With ``columns=True`` the
+    table comes as column name -> array, read row by row into compact arrays (int64 while the values
+    fit): memory a small multiple of the file's size, where a list of dicts takes some 36 times it.
 
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
     >>> _ = p.write_text("dim,n_layers\n4096,32\n")
     >>> read_table(p)
     [{'dim': 4096, 'n_layers': 32}]
+    >>> {k: v.tolist() for k, v in read_table(p, columns=True).items()}
+    {'dim': [4096], 'n_layers': [32]}
     """
     path = Path(path)
     text = read_text(path, "table", limit=TABLE_BYTES)
-    if path.suffix in (".jsonl", ".json", ".ndjson"):
-        return _json_rows(text, path)
+    rows = _json_rows(text, path) if path.suffix in (".jsonl", ".json", ".ndjson") else _csv_rows(text, path)
+    if not columns:
+        return [dict(row) for row in rows]
+    built: dict[str, _Column] = {}
+    for number, row in enumerate(rows):
+        if number == 0:
+            built = {k: _Column(k) for k in row}
+        elif len(row) != len(built) or any(k not in built for k in row):
+            odd = next((k for k in row if k not in built), None) or next(k for k in built if k not in row)
+            raise SymllmError(f"table: column {odd!r} is missing from some rows")
+        for k, v in row.items():
+            built[k].add(v)
+    del text
+    return {k: c.array() for k, c in built.items()}
+
+
+class _Column:
+    """One table column being read: an int64 ``array`` while every value fits, else a list of numbers."""
+
+    def __init__(self, name: str):
+        import array
+        self.name, self.ints, self.values = name, array.array("q"), None
+
+    def add(self, v) -> None:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise SymllmError(f"{self.name}: expected a number in every table row, got {v!r}")
+        if self.values is None:
+            if type(v) is int and -2**63 <= v < 2**63:
+                self.ints.append(v)
+                return
+            self.values, self.ints = self.ints.tolist(), None
+        self.values.append(v)
+
+    def array(self) -> np.ndarray:
+        if self.values is None:
+            return np.frombuffer(self.ints, dtype=np.int64) if len(self.ints) else np.zeros(0, dtype=np.int64)
+        return np.asarray(self.values) if any(type(v) is float for v in self.values) else \
+            np.asarray(self.values, dtype=object)
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` with their endings, one at a time (no list of every line)."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        stop = end if stop < 0 else stop + 1
+        yield text[start:stop]
+        start = stop
+
+
+def _csv_rows(text: str, path: Path) -> Iterator[dict]:
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        rows = []
+        reader = csv.reader(_lines(text))
+        header = next(reader, None)
+        if header is None:
+            return
         for row in reader:
-            if None in row or None in row.values():
+            if not row:
+                continue
+            if len(row) != len(header):
                 raise SymllmError(f"table: {str(path)!r} line {reader.line_num} has "
-                                  f"{'more' if None in row else 'fewer'} fields than the header")
-            rows.append({k: parse_number(v, k) for k, v in row.items()})
-        return rows
+                                  f"{'more' if len(row) > len(header) else 'fewer'} fields than the header")
+            yield {k: parse_number(v, k) for k, v in zip(header, row)}
     except csv.Error as e:
         raise SymllmError(f"table: {str(path)!r} is not valid CSV ({e})") from None
 
 
-def _json_rows(text: str, path: Path) -> list[dict]:
-    stripped = text.strip()
+def _exact(value):
+    """A JSON number read as a Decimal: an int when whole (1e30 is 10**30), else a float."""
+    if isinstance(value, decimal.Decimal):
+        return parse_number(str(value), "table")
+    return value
+
+
+def _json_rows(text: str, path: Path) -> Iterator[dict]:
+    stripped = text.lstrip()
     if stripped.startswith("["):
-        rows = parse_json(stripped, "table", repr(str(path)))
-        where = [f"item {i + 1}" for i in range(len(rows))]
+        items = _json_array(stripped, path)
     else:
-        rows, where = [], []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                rows.append(parse_json(line, "table", f"{str(path)!r} line {number}"))
-                where.append(f"line {number}")
-    for row, at in zip(rows, where):
+        items = ((parse_json(line, "table", f"{str(path)!r} line {number}", parse_float=decimal.Decimal),
+                  f"line {number}") for number, line in enumerate(_lines(text), 1) if line.strip())
+    for row, at in items:
         if not isinstance(row, dict):
             raise SymllmError(f"table: {str(path)!r} {at} is not a JSON object of fields, got {row!r:.40}")
-    return rows
+        yield {k: _exact(v) for k, v in row.items()}
+
+
+def _json_array(text: str, path: Path) -> Iterator[tuple]:
+    """The items of the JSON array ``text``, one at a time (json.loads would build every row at once)."""
+    decoder = json.JSONDecoder(parse_float=decimal.Decimal)
+    where = repr(str(path))
+    pos, number, end = 1, 0, len(text)
+    ws = re.compile(r"[ \t\n\r]*")
+    pos = ws.match(text, pos).end()
+    if text.startswith("]", pos):
+        return
+    while True:
+        number += 1
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise SymllmError(f"table: {where} is not valid JSON ({e.msg} at line {e.lineno})") from None
+        except RecursionError:
+            raise SymllmError(f"table: {where} is not valid JSON (nested too deeply)") from None
+        except ValueError as e:
+            raise SymllmError(f"table: {where}: a number is too long ({str(e).split(';')[0]})") from None
+        yield item, f"item {number}"
+        pos = ws.match(text, pos).end()
+        if text.startswith(",", pos):
+            pos = ws.match(text, pos + 1).end()
+            continue
+        if text.startswith("]", pos) and not text[pos + 1:].strip():
+            return
+        line = text.count("\n", 0, pos) + 1
+        raise SymllmError(f"table: {where} is not valid JSON (Expecting ',' delimiter at line {line})")
 
 
 # ---------------------------------------------------------------- the sweep
@@ -369,9 +491,11 @@ class _RangeAxis:
 
     def __init__(self, values: range):
         self.range = values
+        #: how many values (len() of a range refuses more than sys.maxsize)
+        self.count = _range_len(values)
 
     def __len__(self) -> int:
-        return len(self.range)
+        return self.count
 
     def extreme(self) -> int:
         """The largest magnitude on the axis."""
@@ -382,9 +506,15 @@ class _RangeAxis:
             idx = np.arange(*idx.indices(len(self.range)), dtype=np.int64)
         idx = np.asarray(idx)
         r = self.range
-        if self.extreme() < 2**62 and len(r) < 2**62:
+        if self.extreme() < 2**62 and self.count < 2**62:
             return r.start + idx.astype(np.int64) * r.step
         return idx.astype(object) * r.step + r.start
+
+
+def _range_len(values: range) -> int:
+    """How many values ``values`` has, however many (``len()`` raises OverflowError past sys.maxsize)."""
+    start, stop, step = values.start, values.stop, values.step
+    return max(0, (stop - start + step - (1 if step > 0 else -1)) // step)
 
 
 def _extreme(values) -> int:
@@ -398,7 +528,7 @@ def _as_values(field: str, raw, work: Workload):
     """One axis's values as an array (a lazy :class:`_RangeAxis` for a ``range`` of integers), each
     checked as its field is: a config field is a positive integer (``ffn_dim_multiplier`` a positive
     number); a workload field's smallest value is checked by :class:`Workload` itself."""
-    if isinstance(raw, range) and raw.step > 0 and len(raw) and field != "ffn_dim_multiplier":
+    if isinstance(raw, range) and raw.step > 0 and raw.stop > raw.start and field != "ffn_dim_multiplier":
         if field in WORKLOAD_AXES:
             work.replace(**{field: raw[0]})
         elif raw[0] < 1:
@@ -411,8 +541,10 @@ def _as_values(field: str, raw, work: Workload):
         if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr.astype(np.float64))) or np.any(arr <= 0):
             raise SymllmError(f"{field}: expected positive numbers, got {raw!r}")
         return arr.astype(np.float64)
-    if arr.dtype.kind == "f" and np.all(arr == np.floor(arr)):
-        arr = arr.astype(np.int64)
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
+        # 1e30 in a table: exact Python ints past int64 (astype would wrap around with a RuntimeWarning)
+        arr = arr.astype(np.int64) if np.all(np.abs(arr) < 2**62) else np.array([int(x) for x in arr.tolist()],
+                                                                              dtype=object)
     if arr.dtype.kind not in "iu" and arr.dtype != object:
         raise SymllmError(f"{field}: expected integers, got {raw!r}")
     if arr.dtype == object and not all(isinstance(v, int) and not isinstance(v, bool) for v in arr):
@@ -421,7 +553,7 @@ def _as_values(field: str, raw, work: Workload):
         work.replace(**{field: int(arr.min())})
     elif arr.min() < 1:
         raise SymllmError(f"{field}: expected integers >= 1, got {next(v for v in arr.tolist() if v < 1)!r}")
-    return arr.astype(np.int64) if arr.dtype != object and arr.max() < 2**62 else arr
+    return arr.astype(np.int64, copy=False) if arr.dtype != object and arr.max() < 2**62 else arr
 
 
 class Sweep:
@@ -479,8 +611,10 @@ class Sweep:
                 raise SymllmError(f"table: columns have different lengths {sorted(lengths)}")
             self.shape = (lengths.pop() if lengths else 0,)
         else:
-            self.shape = tuple(len(v) for v in self.axes.values())
+            self.shape = tuple(len(v) if not isinstance(v, _RangeAxis) else v.count for v in self.axes.values())
         self.size = int(np.prod(self.shape, dtype=object)) if self.shape else 1
+        if self.size >= 2**62:  # positions are int64 (np.unravel_index); no sweep that large could finish
+            raise SymllmError(f"sweep: {self.size:,} points is more than a sweep can enumerate (at most 2**62)")
         self.constants = {k: getattr(base_cfg, k) for k in CONFIG_FIELDS}
         self.constants.update({k: getattr(work, k) for k in WORKLOAD_AXES})
 
@@ -611,7 +745,11 @@ class Sweep:
         self.stats = _Stats(points=self.size)
         for start in range(0, self.size, self.chunk_size):
             stop = min(start + self.chunk_size, self.size)
-            cols, valid, keep = self._evaluate(start, stop)
+            try:
+                cols, valid, keep = self._evaluate(start, stop)
+            except MemoryError:  # numpy's ArrayMemoryError too
+                raise SymllmError(f"chunk_size: {stop - start:,} points at once need more memory than there is "
+                                  "(give a smaller chunk size)") from None
             self.stats.invalid += int(np.count_nonzero(~valid))
             self.stats.filtered += int(np.count_nonzero(~keep))
             if progress is not None:
