@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import symllm
-from symllm.arch.config import from_dict, from_hf, from_meta, load
+from symllm.arch.config import from_dict, from_hf, from_meta, load, preset_info
 
 from .strategies import bad_configs
 
@@ -175,7 +175,7 @@ def test_integral_float_size_is_read_as_transformers_and_meta_read_it():
         transformers.LlamaConfig(**dict(HF_8B, hidden_size=4096.0))
     with pytest.raises(symllm.SymllmError, match=r"^hidden_size: expected a positive integer, got 4096.0 \("):
         from_hf(dict(HF_8B, hidden_size=4096.0))
-    meta = symllm.preset_info("llama3.1-8b")["config"]  # Meta's params.json
+    meta = preset_info("llama3.1-8b")["config"]  # Meta's params.json
     assert symllm.params(from_meta(dict(meta, dim=4096.0)))["total"] == 8_030_261_248
 
 
