@@ -352,3 +352,26 @@ def test_huge_counts_are_refused_before_anything_is_built(tmp_path, raw, start):
     done = subprocess.run([sys.executable, "-m", "symllm", "report", str(path)], capture_output=True, text=True,
                           timeout=60)
     assert (done.returncode, done.stdout) == (2, "") and done.stderr == f"symllm: error: {info.value}\n"
+
+
+def test_qwen3_moe_window_is_in_every_layer():
+    """Qwen3-MoE's class has no max_window_layers: with use_sliding_window every layer of transformers'
+    model has the window (meta device), and symllm windows every layer."""
+    transformers, torch = _transformers(), requires("torch")
+    raw = dict(_SMALL, model_type="qwen3_moe", num_experts=2, num_experts_per_tok=1, moe_intermediate_size=8,
+               use_sliding_window=True, sliding_window=16, max_window_layers=2)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**raw))
+    assert [layer.self_attn.sliding_window for layer in model.model.layers] == [16] * 4
+    cfg = from_hf(raw)
+    assert (cfg.sliding_window, cfg.window_layers) == (16, None)
+
+
+@pytest.mark.parametrize("name", [n for n in symllm.preset_names() if preset_info(n)["format"] == "hf"])
+def test_each_hf_preset_comes_from_its_family(name):
+    """Every config.json preset is read by the family of its model_type, which names the checkpoint the
+    preset's source is (where the family's presets come from)."""
+    from symllm.arch.families.hf import family_of
+    info = preset_info(name)
+    family = family_of(info["config"].get("model_type", "llama"))
+    assert info["source"].split()[0].split("/")[-1] in family.presets

@@ -19,5 +19,5 @@ def _fields(raw: dict, n_layers: int) -> dict:
 LLAMA = register(Family(
     model_type="llama", fields=_fields, nullable=("num_key_value_heads", "head_dim"),
     reads=("attention_bias", "mlp_bias"), ignored={"sliding_window": None},
-    presets="config.json of meta-llama/Llama-3.2-*, Llama-3.3-70B, codellama/CodeLlama-70b, TinyLlama "
-            "(Meta's params.json presets: symllm.arch.config.from_meta)"))
+    presets="config.json of TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T (the LLaMA presets are "
+            "Meta's params.json: symllm.arch.config.from_meta)"))

@@ -52,4 +52,4 @@ LLAMA4 = register(Family(
     layer_types=("full_attention", "chunked_attention"),
     models=("num_local_experts", "num_experts_per_tok", "interleave_moe_layer_step", "moe_layers",
             "attention_chunk_size", "use_qk_norm", "no_rope_layers", "no_rope_layer_interval"),
-    presets="config.json's text_config of meta-llama/Llama-4-Scout-17B-16E, Llama-4-Maverick-17B-128E"))
+    presets="the text_config of meta-llama/Llama-4-Scout-17B-16E and meta-llama/Llama-4-Maverick-17B-128E config.json"))

@@ -12,7 +12,8 @@ from symllm.arch.families.hf import Family, integer, register
 
 __all__ = ["MISTRAL", "MIXTRAL"]
 
-_PRESETS = "config.json of mistralai/Mistral-7B-v0.1, Mistral-7B-v0.3, Mixtral-8x7B-v0.1, Mixtral-8x22B-v0.1"
+_PRESETS = ("config.json of mistralai/Mistral-7B-v0.1, mistralai/Mistral-7B-Instruct-v0.2, "
+            "mistralai/Mixtral-8x7B-v0.1, mistralai/Mixtral-8x22B-v0.1")
 
 
 def _window(raw: dict, default) -> dict:
