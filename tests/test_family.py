@@ -111,7 +111,7 @@ def test_published_qwen_configs_on_meta_agree(raw):
 
 
 @pytest.mark.parametrize("name", [n for n in symllm.preset_names() if preset_info(n)["format"] == "hf"
-                                  and "num_local_experts" not in preset_info(n)["config"]])
+                                  and from_hf(preset_info(n)["config"]).n_experts is None])
 def test_hf_presets_agree_with_transformers_on_meta(name):
     """Every dense preset kept as a config.json builds in transformers (meta device) with symllm's counts
     (mixture-of-experts presets: tests/test_moe.py)."""
