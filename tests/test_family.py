@@ -268,9 +268,9 @@ def _transformers_refuses(raw: dict) -> bool:
 
 
 @pytest.mark.parametrize("raw,start", [
-    (dict(_QWEN2_WINDOW, max_window_layers=4.0), "max_window_layers: expected an integer of at least 0, got 4.0"),
-    (dict(_QWEN2_WINDOW, use_sliding_window="false"), "use_sliding_window: expected true or false, got 'false'"),
-    (dict(_QWEN2_WINDOW, use_sliding_window=1), "use_sliding_window: expected true or false, got 1"),
+    (dict(_QWEN2_WINDOW, max_window_layers=4.0), "max_window_layers: expected a non-negative integer, got 4.0"),
+    (dict(_QWEN2_WINDOW, use_sliding_window="false"), "use_sliding_window: expected True or False, got 'false'"),
+    (dict(_QWEN2_WINDOW, use_sliding_window=1), "use_sliding_window: expected True or False, got 1"),
     (dict(_QWEN2_WINDOW, layer_types=["full_attention"] * 3), "layer_types: 3 entries for 4 layers"),
     (dict(_QWEN2_WINDOW, layer_types=["full_attention"] * 3 + ["local"]), "layer_types: unknown 'local'"),
     (dict(_LLAMA4_TEXT, intermediate_size=None), "intermediate_size: expected a positive integer, got None"),

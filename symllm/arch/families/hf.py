@@ -15,7 +15,7 @@ field holds an ``int`` (``4.0``, ``"4"``, ``true`` are refused, as transformers 
 >>> read({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 4.0}, dict)
 Traceback (most recent call last):
 ...
-symllm.errors.SymllmError: num_hidden_layers: expected a positive integer, got 4.0 (transformers' config takes an int)
+symllm.errors.SymllmError: num_hidden_layers: expected a positive integer, got 4.0
 """
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
-from symllm.arch.validation import short
 from symllm.errors import SymllmError
+from symllm.validate import boolean, short
+from symllm.validate import integer as _integer
 
 __all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
@@ -172,14 +173,10 @@ def integer(raw: dict, key: str, default=REQUIRED, *, nullable: bool = False, mi
     value = raw[key]
     if value is None and nullable:
         return None
-    what = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
-    if type(value) is not int:
-        why = "" if value is None else " (transformers' config takes an int)"
-        raise SymllmError(f"{key}: expected {what}, got {short(value)}{why}")
-    if not minimum <= value <= maximum:
+    value = _integer(key, value, low=minimum)  # an int, not a bool nor a float (transformers' strict type)
+    if value > maximum:
         bound = {MAX_SIZE: "2**63 - 1", MAX_LAYERS: f"{MAX_LAYERS:,} (2**20)"}.get(maximum, str(maximum))
-        raise SymllmError(f"{key}: expected {what}" + (f" of at most {bound}" if value > maximum else "")
-                          + f", got {short(value)}")
+        raise SymllmError(f"{key}: expected a positive integer of at most {bound}, got {short(value)}")
     return value
 
 
@@ -189,12 +186,9 @@ def flag(raw: dict, key: str, default: bool) -> bool:
     >>> flag({"use_sliding_window": "false"}, "use_sliding_window", False)
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: use_sliding_window: expected true or false, got 'false'
+    symllm.errors.SymllmError: use_sliding_window: expected True or False, got 'false'
     """
-    value = raw.get(key, default)
-    if type(value) is not bool:
-        raise SymllmError(f"{key}: expected true or false, got {short(value)}")
-    return value
+    return boolean(key, raw.get(key, default))
 
 
 def indices(raw: dict, key: str, n_layers: int, default=None):

@@ -14,8 +14,8 @@ the L2 QK-norm (``use_qk_norm``) and chunked attention (``attention_chunk_size``
 ([1, 3], [3], 16384)
 """
 from symllm.arch.families.hf import Family, flag, indices, integer, register
-from symllm.arch.validation import short
 from symllm.errors import SymllmError
+from symllm.validate import short
 
 __all__ = ["LLAMA4"]
 
