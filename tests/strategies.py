@@ -260,6 +260,31 @@ def hf_configs(draw) -> dict:
     return raw
 
 
+@st.composite
+def qwen3_moe_configs(draw) -> dict:
+    """A small Qwen3-MoE config.json (model_type qwen3_moe) as transformers writes it: experts with Qwen3's
+    QK-norm, top-k of E, a MoE layer every decoder_sparse_step-th except mlp_only_layers (the others dense of
+    intermediate_size; possibly none MoE), head_dim stated or derived, norm_topk_prob either way, attention
+    biases, tied or untied."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    raw = {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "moe_intermediate_size": draw(st.integers(1, 48)), "num_experts": E,
+           "num_experts_per_tok": draw(st.integers(1, E)), "decoder_sparse_step": draw(st.integers(1, L)),
+           "mlp_only_layers": draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)),
+           "norm_topk_prob": draw(st.booleans()), "attention_bias": draw(st.booleans()),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
+    hd = 2 * draw(st.integers(1, 6))
+    if draw(st.booleans()):
+        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)
+    else:
+        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    return raw
+
+
 # --- hostile command-line input (tests/test_fuzz.py) ---
 
 import json  # noqa: E402  (this section's own import, kept with it)
