@@ -4,23 +4,51 @@ Bad input prints one line, ``symllm: error: <field>: <what is wrong>``, on stder
 """
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import os
 import re
-import shutil
 import signal
 import sys
-import textwrap
-import typing
-from fractions import Fraction
 
-from symllm.arch import config as cfgmod
-from symllm.errors import SymllmError
-from symllm.files import write_atomic
-from symllm.present.format import digits, grouped, human, human_bytes
-from symllm.costs.workloads import Workload, options as workload_options
+
+def _exit_at_once(signum, frame):  # pragma: no cover -- runs in a process being started
+    """Ctrl-C or SIGTERM while the command line is still importing: nothing is written yet, so one line
+    and the signal's exit status at once (Python printed a 30-line KeyboardInterrupt traceback)."""
+    try:
+        os.write(2, b"symllm: interrupted\n" if signum == signal.SIGINT else b"symllm: terminated\n")
+    finally:
+        os._exit(128 + signum)
+
+
+def _is_program() -> bool:
+    """Whether this process is the ``symllm`` command (``python -m symllm`` or the console script),
+    not a program that imports symllm.cli (whose signal handlers are left alone)."""
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    script = os.path.basename(getattr(main_module, "__file__", None) or "")
+    return getattr(spec, "name", None) == "symllm.__main__" or bool(
+        re.match(r"symllm(-script\.pyw?|\.exe)?$", script))
+
+
+if _is_program():  # as early as it can be, before the imports below (~0.2 s); main() installs its own
+    try:
+        for _sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(_sig, _exit_at_once)
+    except (ValueError, OSError):  # not the main thread
+        pass
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import textwrap  # noqa: E402
+import typing  # noqa: E402
+from fractions import Fraction  # noqa: E402
+
+from symllm.arch import config as cfgmod  # noqa: E402
+from symllm.errors import SymllmError  # noqa: E402
+from symllm.files import write_atomic  # noqa: E402
+from symllm.present.format import digits, grouped, human, human_bytes  # noqa: E402
+from symllm.costs.workloads import Workload, options as workload_options  # noqa: E402
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
@@ -196,6 +224,12 @@ def cmd_count(args) -> int:
             tuned = finetune.lora(config, **given)
             counts = {**counts, **tuned["params"]}
             work["memory"].update(tuned["memory"])
+        if work["workload"]["weight_format"] is not None:  # exact bytes of a quantized format (costs.formats)
+            from symllm.costs import formats
+            fmt = formats.weight_bytes(config, work["workload"]["weight_format"])
+            work["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"],
+                                     "bits_per_weight": fmt["bits_per_weight"],
+                                     "dtype_weights_bytes": work["memory"]["weights"]}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
@@ -250,6 +284,11 @@ def cmd_count(args) -> int:
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "")))
+        if "weight_format" in work:
+            f = work["weight_format"]
+            print("\n" + _table([(f"weights in {f['format']}", grouped(f["bytes"]), human_bytes(f["bytes"])),
+                                 ("bits per weight", f"{float(f['bits_per_weight']):.4f}", "")],
+                                ("weight format (symllm.costs.formats)", "bytes", "")))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
@@ -290,6 +329,21 @@ def time_lines(t: dict, w: dict) -> list[str]:
     return out
 
 
+def _g(value) -> str:
+    """``value`` with 4 significant digits; an exact Fraction past a float's range too (roofline times of
+    any size).
+
+    >>> _g(0.000123456), _g(Fraction(10 ** 400, 3))
+    ('0.0001235', '3.333e+399')
+    """
+    if isinstance(value, Fraction):
+        import decimal
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.Emax, ctx.Emin = 28, decimal.MAX_EMAX, decimal.MIN_EMIN
+            return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), ".4g")
+    return format(value, ".4g")
+
+
 def _render_opts(args) -> dict:
     return {"template_dir": args.template_dir, "template": args.template}
 
@@ -328,7 +382,8 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
                "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
                # LoRA's numbers are count's and the sweep's (symllm.costs.finetune); derive shows none of them yet
-               "lora_rank": "count", "lora_targets": "count", "qlora": "count"}
+               "lora_rank": "count", "lora_targets": "count", "qlora": "count",
+               "weight_format": "count"}  # the format's bytes: count only (symllm.costs.formats)
 
 
 #: the options derive's roofline quantities use (symllm.costs.hardware); --gpu applies to nothing else
@@ -353,7 +408,14 @@ def _uses(quantities) -> tuple:
     return (quantities,) if isinstance(quantities, str) else quantities
 
 
+def _count_only(args, command: str) -> None:
+    """Refuse an option only count shows yet, rather than ignore it (a silently unchanged number)."""
+    if getattr(args, "weight_format", None) is not None:
+        raise SymllmError(f"weight_format: shown by symllm count only; {command} does not use it yet")
+
+
 def cmd_report(args) -> int:
+    _count_only(args, "report")
     from symllm.numbers import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
     _emit(quick.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
                        vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
@@ -411,7 +473,7 @@ def _output_args(p, default_format: str) -> None:
         o.add_argument("--format", choices=("latex", "markdown"), default="markdown",
                        help="GitHub Markdown (default) or LaTeX (booktabs tables, amsmath)")
     o.add_argument("--standalone", action="store_true", help="LaTeX: a complete document (default: a fragment to \\input)")
-    o.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically instead of printing")
+    o.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; - is stdout) instead of printing")
     o.add_argument("--notation", metavar="FILE", help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}'")
     o.add_argument("--template-dir", metavar="DIR", help="user templates (sandboxed) that override or add to symllm's")
     o.add_argument("--template", metavar="NAME", help="render this template (e.g. one from --template-dir)")
@@ -425,6 +487,7 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def cmd_sweep(args) -> int:
+    _count_only(args, "sweep")
     from symllm.numbers import sweeps as sw
     grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
     for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:
@@ -432,14 +495,15 @@ def cmd_sweep(args) -> int:
         if text is None:
             continue
         values = sw.parse_axis(text, name)
-        if name in sw.WORKLOAD_AXES and len(values) == 1:
+        if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
+                                         else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]
         else:
             grid[name] = values
     if args.table is not None:
         if grid:
             raise SymllmError(f"table: give the fields in the table, not as --{next(iter(grid)).replace('_', '-')}")
-        grid, table = None, sw.read_table(args.table)
+        grid, table = None, sw.read_table(args.table, columns=True)
     else:
         table = None
     sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
@@ -450,15 +514,17 @@ def cmd_sweep(args) -> int:
         print(f"symllm: warning: {flags} {'does' if len(given_hw) == 1 else 'do'} not apply to a sweep "
               "(ignored; fit and time: symllm count --gpu)", file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
-    if args.output:
-        result = sweep.write(args.output, args.format, progress=progress)
-    else:
-        sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
-        result = sweep.stats
+    with _any_int_digits():  # exact numbers of any length (a --dim of 2,200 digits makes FLOPs of 4,400)
+        if args.output and args.output != "-":  # -o -: standard output, as without -o
+            result = sweep.write(args.output, args.format, progress=progress)
+        else:
+            sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
+            result = sweep.stats
     rows = result.points - result.invalid - result.filtered
     why = f"; dropped: {sw.dropped_text(result.reasons)}" if result.reasons else ""
+    where = args.output if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
-          f"{result.filtered:,} filtered out, {rows:,} rows -> {args.output or 'stdout'}{why}", file=sys.stderr)
+          f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
     return 0
 
 
@@ -474,7 +540,7 @@ def _sweep_parser(p) -> None:
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
-    p.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically (default: CSV on stdout)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; default or -: CSV on stdout)")
     p.add_argument("--format", choices=("csv", "jsonl", "parquet"),
                    help="default: from the file suffix (.jsonl, .parquet), else csv; parquet needs -o FILE and pyarrow")
     p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")
@@ -541,8 +607,19 @@ class _Terminated(BaseException):
     temporary file); main() turns it into one line and exit status 143."""
 
 
-def _on_sigterm(signum, frame):
-    raise _Terminated()
+class _Signals:
+    """The first SIGINT or SIGTERM main() received (None: none yet)."""
+    first: int | None = None
+
+
+def _on_signal(signum, frame):
+    """The first Ctrl-C or SIGTERM raises where the command is (KeyboardInterrupt, :class:`_Terminated`),
+    so that ``finally`` clauses clean up; a second one while they run is ignored (it killed the process
+    midway through removing a temporary file)."""
+    if _Signals.first is not None:
+        return
+    _Signals.first = signum
+    raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -569,13 +646,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status: 0, or 2 with one line ``symllm: error: ...`` on
     stderr for bad input or a failed write (also of stdout: ``> /dev/full``), 130 with ``symllm:
     interrupted`` for Ctrl-C, 143 with ``symllm: terminated`` for SIGTERM (an output file's temporary
-    file is removed first; see :func:`symllm.files.write_atomic`).
+    file is removed first; see :func:`symllm.files.write_atomic`); a second signal while that cleanup
+    runs, or while the ``symllm`` process exits, is ignored.
 
     >>> main(["derive", "--component", "rmsnorm", "--format", "latex", "--seq", "0"])
     2
     """
+    _Signals.first = None
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     except (ValueError, OSError):  # not the main thread: leave signals alone
         previous = None
     try:
@@ -593,13 +672,19 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"error: output: cannot write to stdout: {e.strerror or e}")
     except RecursionError:
         return _fail("error: input: nested too deeply to process")
+    except MemoryError:  # numpy's ArrayMemoryError too: what was asked for needs more memory than there is
+        return _fail("error: out of memory (ask for less at once)")
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except _Terminated:
         return _fail("terminated", 143)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if previous is not None and _Signals.first is not None and argv is None and _is_program():
+            for sig in previous:  # exiting because of a signal: another one must not kill the exit
+                signal.signal(sig, signal.SIG_IGN)
+        elif previous is not None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -169,6 +169,29 @@ def _one_memory_model(options: dict) -> dict:
     return options
 
 
+@st.composite
+def checked_cases(draw) -> tuple[ModelConfig, dict]:
+    """A config and workload options around each workload-vs-model check (symllm.costs.checks): dense or
+    a mixture of experts (1 to 8), a sliding window in some layers or none, pipeline stages up to twice
+    the blocks, expert-parallel ranks dividing the data-parallel ones (Workload's own rule) but not always
+    the experts, prompts, generated tokens and contexts on either side of the window."""
+    fields = draw(meta_style())
+    n_layers = fields["n_layers"] = draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        n_experts = draw(st.integers(1, 8))
+        fields.update(n_experts=n_experts, experts_per_token=draw(st.integers(1, n_experts)))
+    if draw(st.booleans()):
+        fields["sliding_window"] = draw(st.integers(1, 16))
+        fields["window_layers"] = draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers,
+                                                unique=True))
+    ep = draw(st.integers(1, 4))
+    options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
+               "seq": draw(st.integers(1, 24)), "gen": draw(st.integers(0, 8))}
+    if draw(st.booleans()):
+        options["context"] = draw(st.integers(0, 24))
+    return ModelConfig(**fields), options
+
+
 # --- FLOPs and memory against the torch reference (tests/test_flops.py, tests/test_memory.py) ---
 
 def generation_workloads() -> st.SearchStrategy[dict]:
@@ -235,6 +258,31 @@ def hf_configs(draw) -> dict:
         raw["sliding_window"] = None
     if kind in ("qwen2", "qwen3"):
         raw.update(use_sliding_window=False, sliding_window=draw(st.sampled_from([None, 4096])), max_window_layers=1)
+    return raw
+
+
+@st.composite
+def qwen3_moe_configs(draw) -> dict:
+    """A small Qwen3-MoE config.json (model_type qwen3_moe) as transformers writes it: experts with Qwen3's
+    QK-norm, top-k of E, a MoE layer every decoder_sparse_step-th except mlp_only_layers (the others dense of
+    intermediate_size; possibly none MoE), head_dim stated or derived, norm_topk_prob either way, attention
+    biases, tied or untied."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    raw = {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "moe_intermediate_size": draw(st.integers(1, 48)), "num_experts": E,
+           "num_experts_per_tok": draw(st.integers(1, E)), "decoder_sparse_step": draw(st.integers(1, L)),
+           "mlp_only_layers": draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)),
+           "norm_topk_prob": draw(st.booleans()), "attention_bias": draw(st.booleans()),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
+    hd = 2 * draw(st.integers(1, 6))
+    if draw(st.booleans()):
+        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)
+    else:
+        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
     return raw
 
 
@@ -332,7 +380,10 @@ _TEMPLATE_TOKENS = ["{{ ", " }}", "{% ", " %}", "{# ", " #}", "component", "valu
                     "|num", "|grouped", "|human", "|tex", "|text", "|esc", "|length", "|join(', ')", "1/0",
                     "10 ** 10000000", "'x' * 10 ** 12", "none + 1", "range(10 ** 9)|list", "for t in terms",
                     "endfor", "if value", "endif", "macro f(x)", "f(x)", "endmacro", "f(1)", ".__class__",
-                    "cycler.__init__.__globals__", "lipsum", "[", "]", "(", ")", "'", "\"", "\n", "x", "0"]
+                    "cycler.__init__.__globals__", "lipsum", "[", "]", "(", ")", "'", "\"", "\n", "x", "0",
+                    "include 'derive.txt.j2'", "import 'derive.txt.j2' as d", "extends 'derive.txt.j2'",
+                    "'x'.ljust(10 ** 9)", "|center(10 ** 9)", " ~ ", "'%0999999999d' % 1", "namespace(x='x')",
+                    "range(100000)", "|attr('__class__')"]
 
 
 def hostile_templates() -> st.SearchStrategy[str]:
@@ -345,7 +396,8 @@ def hostile_templates() -> st.SearchStrategy[str]:
 
 #: what stands at the path given to -o (tests/test_fuzz.py builds it in a fresh folder)
 OUTPUT_TARGETS = ("new", "existing", "read-only", "symlink", "dangling-symlink", "symlink-loop", "directory",
-                  "missing-folder", "file-as-folder", "long-name", "dev-null", "dev-full")
+                  "missing-folder", "file-as-folder", "long-name", "dev-null", "dev-full", "hard-link",
+                  "trailing-slash")
 
 
 def output_targets() -> st.SearchStrategy[str]:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import symllm
-from symllm.arch.config import from_dict, from_hf, from_meta, load
+from symllm.arch.config import from_dict, from_hf, from_meta, load, preset_info
 
 from .strategies import bad_configs
 
@@ -166,9 +166,17 @@ def test_float_sizes_must_be_exact_reasonable_integers(tmp_path, cli, value):
     assert r.code == 2 and r.err.startswith("symllm: error: hidden_size:") and r.err.count("\n") == 1
 
 
-def test_integral_float_size_is_read_as_the_integer():
-    """4096.0 is the integer 4096 (some tools write integral floats)."""
-    assert symllm.params(from_hf(dict(HF_8B, hidden_size=4096.0)))["total"] == 8_030_261_248
+def test_integral_float_size_is_read_as_transformers_and_meta_read_it():
+    """A config.json's 4096.0 is refused, as transformers 5's strict LlamaConfig refuses it; a Meta
+    params.json's 4096.0 is the integer 4096 (ModelArgs takes it; some tools write integral floats)."""
+    from .conftest import requires
+    transformers = requires("transformers")
+    with pytest.raises(Exception, match="expected int, got float"):
+        transformers.LlamaConfig(**dict(HF_8B, hidden_size=4096.0))
+    with pytest.raises(symllm.SymllmError, match=r"^hidden_size: expected a positive integer, got 4096.0$"):
+        from_hf(dict(HF_8B, hidden_size=4096.0))
+    meta = preset_info("llama3.1-8b")["config"]  # Meta's params.json
+    assert symllm.params(from_meta(dict(meta, dim=4096.0)))["total"] == 8_030_261_248
 
 
 @pytest.mark.parametrize("field", ["rope_theta", "ffn_dim_multiplier", "norm_eps"])

@@ -16,6 +16,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import attention
 from symllm.arch.config import HF_UNMODELLED, from_hf, preset_info
 
+from .conftest import requires
 from .strategies import family_configs, generation_workloads, hf_configs
 
 QWEN25_7B = {  # Qwen/Qwen2.5-7B config.json
@@ -110,7 +111,7 @@ def test_published_qwen_configs_on_meta_agree(raw):
 
 
 @pytest.mark.parametrize("name", [n for n in symllm.preset_names() if preset_info(n)["format"] == "hf"
-                                  and "num_local_experts" not in preset_info(n)["config"]])
+                                  and from_hf(preset_info(n)["config"]).n_experts is None])
 def test_hf_presets_agree_with_transformers_on_meta(name):
     """Every dense preset kept as a config.json builds in transformers (meta device) with symllm's counts
     (mixture-of-experts presets: tests/test_moe.py)."""
@@ -246,3 +247,131 @@ def test_count_json_and_text_for_the_qwen_presets(cli):
         r = cli(["count", name, "--json"])
         assert r.code == 0 and json.loads(r.out)["params"]["total"] == total
         assert line in cli(["count", name]).out.splitlines()
+
+
+# --- configs read as transformers 5 builds them (issue 25 item 6) -----------------------------------------
+
+_SMALL = {"hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24,
+          "vocab_size": 40, "num_hidden_layers": 4}
+_QWEN2_WINDOW = dict(_SMALL, model_type="qwen2", use_sliding_window=True, sliding_window=16, max_window_layers=2)
+_LLAMA4_TEXT = dict(_SMALL, model_type="llama4_text", num_local_experts=2, head_dim=4)
+
+
+def _transformers_refuses(raw: dict) -> bool:
+    """Whether transformers 5.23 refuses to build the config (its strict dataclass or its own checks)."""
+    transformers = _transformers()
+    try:
+        transformers.AutoConfig.for_model(**raw)
+    except Exception:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("raw,start", [
+    (dict(_QWEN2_WINDOW, max_window_layers=4.0), "max_window_layers: expected a non-negative integer, got 4.0"),
+    (dict(_QWEN2_WINDOW, use_sliding_window="false"), "use_sliding_window: expected True or False, got 'false'"),
+    (dict(_QWEN2_WINDOW, use_sliding_window=1), "use_sliding_window: expected True or False, got 1"),
+    (dict(_QWEN2_WINDOW, layer_types=["full_attention"] * 3), "layer_types: 3 entries for 4 layers"),
+    (dict(_QWEN2_WINDOW, layer_types=["full_attention"] * 3 + ["local"]), "layer_types: unknown 'local'"),
+    (dict(_LLAMA4_TEXT, intermediate_size=None), "intermediate_size: expected a positive integer, got None"),
+    (dict(_LLAMA4_TEXT, interleave_moe_layer_step=0), "interleave_moe_layer_step: expected a positive integer, got 0"),
+    (dict(_LLAMA4_TEXT, num_hidden_layers=4.0), "num_hidden_layers: expected a positive integer, got 4.0"),
+    (dict(_LLAMA4_TEXT, num_hidden_layers=""), "num_hidden_layers: expected a positive integer, got ''"),
+    (dict(_LLAMA4_TEXT, num_hidden_layers=float("nan")), "num_hidden_layers: expected a positive integer, got nan"),
+    ({"model_type": "llama4", "text_config": dict(_LLAMA4_TEXT, num_hidden_layers=4.0)},
+     "text_config.num_hidden_layers: expected a positive integer, got 4.0"),
+    (dict(_SMALL, model_type="mistral", num_key_value_heads=None), "num_key_value_heads: expected a positive integer, got None"),
+    (dict(_SMALL, model_type="llama", hidden_size=16.0), "hidden_size: expected a positive integer, got 16.0"),
+    (dict(_SMALL, model_type="qwen3", head_dim=None), "head_dim: expected a positive integer, got None"),
+])
+def test_what_transformers_refuses_is_refused_in_one_line(tmp_path, cli, raw, start):
+    """A value transformers 5's config classes refuse (a float or string where an int or a bool belongs,
+    layer_types of the wrong length or with unknown names, a null size, a zero step) is one line and
+    exit 2 here too, never read another way (4.0 as every layer windowed, "false" as true, 0 as 1)."""
+    assert _transformers_refuses(raw)
+    with pytest.raises(symllm.SymllmError) as info:
+        from_hf(raw)
+    assert str(info.value).startswith(start) and "\n" not in str(info.value)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    r = cli(["count", str(path)])
+    assert (r.code, r.out) == (2, "") and r.err == f"symllm: error: {info.value}\n"
+
+
+def test_qwen2_window_layers_as_transformers_derives_them():
+    """max_window_layers 4 of 4 layers: transformers' layer_types are all full, and so is symllm's count;
+    max_window_layers 2: layers 2 and 3 slide."""
+    transformers = _transformers()
+    for top, sliding in ((4, []), (2, [2, 3])):
+        config = transformers.AutoConfig.for_model(**dict(_QWEN2_WINDOW, max_window_layers=top))
+        assert [i for i, t in enumerate(config.layer_types) if t == "sliding_attention"] == sliding
+        cfg = from_hf(dict(_QWEN2_WINDOW, max_window_layers=top))
+        assert (cfg.window_layers or ()) == tuple(sliding) and (cfg.sliding_window is None) == (not sliding)
+
+
+@pytest.mark.parametrize("inner_type", ["llama", "qwen2", None])
+def test_llama4_text_config_is_llama4_text_whatever_it_says(inner_type):
+    """transformers builds a llama4 config's text_config as Llama 4 text even when it says another
+    model_type; symllm counts that model (transformers' on the meta device), not a dense llama."""
+    transformers, torch = _transformers(), requires("torch")
+    text = dict(_SMALL, head_dim=4, **({"model_type": inner_type} if inner_type else {}))
+    config = transformers.AutoConfig.for_model("llama4", text_config=text)
+    assert type(config.text_config).__name__ == "Llama4TextConfig"
+    with torch.device("meta"):
+        model = transformers.Llama4ForCausalLM(config.text_config)
+    total = sum(p.numel() for p in model.parameters())
+    assert symllm.params(from_hf({"model_type": "llama4", "text_config": text}))["total"] == total
+
+
+def test_absent_kv_heads_take_the_class_default():
+    """num_key_value_heads absent is the class's default (Mistral's 8, Qwen2's 32), as transformers builds."""
+    for kind, heads in (("mistral", 16), ("qwen2", 64), ("llama4_text", 16)):  # not the class's default
+        raw = dict(_SMALL, model_type=kind, num_attention_heads=heads, hidden_size=heads * 4)
+        del raw["num_key_value_heads"]
+        config = _transformers().AutoConfig.for_model(**raw)
+        assert from_hf(raw).n_kv_heads == config.num_key_value_heads
+
+
+@pytest.mark.parametrize("raw,start", [
+    (dict(_LLAMA4_TEXT, num_hidden_layers=9007199254740993), "num_hidden_layers: expected a positive integer of at most"),
+    ({"model_type": "llama4", "text_config": dict(_LLAMA4_TEXT, num_hidden_layers=2**40)},
+     "text_config.num_hidden_layers: expected a positive integer of at most"),
+    (dict(_QWEN2_WINDOW, num_hidden_layers=2147483648), "num_hidden_layers: expected a positive integer of at most"),
+    (dict(_SMALL, num_attention_heads=2**64), "num_attention_heads: expected a positive integer of at most 2**63 - 1"),
+])
+def test_huge_counts_are_refused_before_anything_is_built(tmp_path, raw, start):
+    """Layer counts past 2**20 (transformers builds one module per layer) and sizes past int64 are one
+    line, at once: no MemoryError building per-layer lists, no report that never ends."""
+    import subprocess
+    import sys
+    with pytest.raises(symllm.SymllmError) as info:
+        from_hf(raw)
+    assert str(info.value).startswith(start)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    done = subprocess.run([sys.executable, "-m", "symllm", "report", str(path)], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout) == (2, "") and done.stderr == f"symllm: error: {info.value}\n"
+
+
+def test_qwen3_moe_window_is_in_every_layer():
+    """Qwen3-MoE's class has no max_window_layers: with use_sliding_window every layer of transformers'
+    model has the window (meta device), and symllm windows every layer."""
+    transformers, torch = _transformers(), requires("torch")
+    raw = dict(_SMALL, model_type="qwen3_moe", num_experts=2, num_experts_per_tok=1, moe_intermediate_size=8,
+               use_sliding_window=True, sliding_window=16, max_window_layers=2)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**raw))
+    assert [layer.self_attn.sliding_window for layer in model.model.layers] == [16] * 4
+    cfg = from_hf(raw)
+    assert (cfg.sliding_window, cfg.window_layers) == (16, None)
+
+
+@pytest.mark.parametrize("name", [n for n in symllm.preset_names() if preset_info(n)["format"] == "hf"])
+def test_each_hf_preset_comes_from_its_family(name):
+    """Every config.json preset is read by the family of its model_type, which names the checkpoint the
+    preset's source is (where the family's presets come from)."""
+    from symllm.arch.families.hf import family_of
+    info = preset_info(name)
+    family = family_of(info["config"].get("model_type", "llama"))
+    assert info["source"].split()[0].split("/")[-1] in family.presets

@@ -17,9 +17,11 @@ from symllm.arch.config import from_hf, preset_info
 from symllm.api import by_kind as kinds
 
 from .conftest import requires
+from .strategies import qwen3_moe_configs
 
 MIXTRAL = ("mixtral-8x7b", "mixtral-8x22b")
 LLAMA4 = ("llama4-scout-17b-16e", "llama4-maverick-17b-128e")
+QWEN3_MOE = ("qwen3-30b-a3b", "qwen3-235b-a22b")
 _W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
 _ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo"}
 
@@ -47,6 +49,8 @@ def _hf_kinds(model) -> dict:
             kind = f"feed_forward/{_W[parts[-2]]}"
         elif parts[-2] in _ATTN:
             kind = f"attention/{_ATTN[parts[-2]]}"
+        elif parts[-2] in ("q_norm", "k_norm"):  # Qwen3's QK-norm
+            kind = f"attention/{parts[-2]}"
         else:
             kind = {"embed_tokens": "embedding", "input_layernorm": "attention_norm", "lm_head": "lm_head",
                     "post_attention_layernorm": "ffn_norm", "norm": "norm"}[parts[-2]]
@@ -56,8 +60,8 @@ def _hf_kinds(model) -> dict:
 
 def _active_from_hf(raw: dict, kinds: dict) -> int:
     """Total minus the routed experts a token does not use: (1 - k/E) of every expert weight."""
-    E, k = raw["num_local_experts"], raw["num_experts_per_tok"]
-    unused = Fraction(kinds["moe/experts"]) * (E - k) / E
+    E, k = raw.get("num_local_experts", raw.get("num_experts")), raw["num_experts_per_tok"]
+    unused = Fraction(kinds.get("moe/experts", 0)) * (E - k) / E
     assert unused.denominator == 1
     return kinds["total"] - int(unused)
 
@@ -80,9 +84,17 @@ def test_llama4_active_parameters_are_17b():
     assert 105e9 < scout["total"] < 109e9
 
 
+def test_qwen3_moe_published_totals_and_active():
+    """Qwen3-30B-A3B: "30.5B in total and 3.3B activated"; Qwen3-235B-A22B: "235B in total and 22B
+    activated" (the Qwen3 model cards, their figures cut to the digits they print), from their config.json."""
+    small, big = symllm.params(QWEN3_MOE[0]), symllm.params(QWEN3_MOE[1])
+    assert (int(small["total"] / 1e8), int(small["active"] / 1e8)) == (305, 33)
+    assert (int(big["total"] / 1e9), int(big["active"] / 1e9)) == (235, 22)
+
+
 # --- transformers' own classes -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", MIXTRAL + LLAMA4)
+@pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + QWEN3_MOE)
 def test_moe_presets_equal_transformers_on_meta(name):
     """Each kind of parameter (router, experts, shared expert, dense SwiGLU, attention, norms) and the
     total equal transformers' model built from the preset's config.json on the meta device; the active
@@ -120,20 +132,21 @@ def moe_configs(draw) -> dict:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(moe_configs())
+@given(st.one_of(moe_configs(), qwen3_moe_configs()))
 def test_random_moe_configs_equal_transformers_on_meta(raw):
-    """Per kind of parameter, the total and the active count, for random Mixtral and Llama 4 configs."""
+    """Per kind of parameter, the total and the active count, for random Mixtral, Llama 4 and Qwen3-MoE
+    configs."""
     measured = _hf_kinds(_hf_model(raw))
     measured["active"] = _active_from_hf(raw, measured)
     assert kinds(symllm.params(from_hf(raw))) == measured
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(moe_configs(), st.integers(1, 2), st.integers(1, 6))
+@given(st.one_of(moe_configs(), qwen3_moe_configs()), st.integers(1, 2), st.integers(1, 6))
 def test_moe_prefill_and_training_flops_equal_flopcountermode(raw, b, s):
     """Prefill and training-step matmul FLOPs equal torch's FlopCounterMode on transformers' model (eager
-    experts and attention, CPU). Mixtral's eager experts run each token through its k experts, as symllm
-    counts; transformers' Llama 4 runs all E experts on every token (a batched matmul over the experts),
+    experts and attention, CPU). Mixtral's and Qwen3-MoE's eager experts run each token through its k
+    experts, as symllm counts; transformers' Llama 4 runs all E experts on every token (a batched matmul over the experts),
     which is (E - k) more experts' worth of 6·d·d_ff FLOPs per token per MoE layer than the model's."""
     torch = requires("torch")
     from torch.utils.flop_counter import FlopCounterMode
@@ -214,7 +227,7 @@ def test_derive_moe_shows_total_and_active(cli):
 # --- the torch reference model ----------------------------------------------------------------------
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(moe_configs())
+@given(st.one_of(moe_configs(), qwen3_moe_configs()))
 def test_random_moe_configs_equal_the_reference_model(reference, raw):
     """Per kind (router, experts, shared expert, dense SwiGLU, attention, norms), the total and the active
     count equal symllm's torch reference model (its own MoE: a router, ModuleLists of experts) on meta."""
@@ -224,7 +237,7 @@ def test_random_moe_configs_equal_the_reference_model(reference, raw):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(moe_configs(), st.integers(1, 2), st.integers(1, 6))
+@given(st.one_of(moe_configs(), qwen3_moe_configs()), st.integers(1, 2), st.integers(1, 6))
 def test_reference_moe_flops_equal_flopcountermode(torch, reference, raw, b, s):
     """The reference runs each token through its k experts only (and skips RoPE, adds the temperature
     and the L2 QK-norm where Llama 4 does): prefill and training matmul FLOPs equal FlopCounterMode's."""
@@ -241,7 +254,7 @@ def test_reference_moe_flops_equal_flopcountermode(torch, reference, raw, b, s):
     assert (work["prefill"], work["training_step"]) == (forward.get_total_flops(), train.get_total_flops())
 
 
-@pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + ("mistral-7b-v0.1",))
+@pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + QWEN3_MOE + ("mistral-7b-v0.1",))
 def test_verify_agrees_for_the_new_presets(torch, cli, name):
     """symllm verify builds the torch reference and finds every kind of parameter equal."""
     r = cli(["verify", name])

@@ -13,51 +13,27 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import math
+from fractions import Fraction
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from symllm.arch.families.hf import HF_UNMODELLED, read as _read_hf
 from symllm.errors import SymllmError
+from symllm.validate import boolean, choice, positive_int
+from symllm.validate import positive_number as _positive_float
+from symllm.validate import short as _short
 from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
-           "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS"]
-
-
-#: the largest float accepted for an integer field (``4096.0``): past 2**53 a double no longer holds
-#: every integer, so ``1e30`` is refused rather than read as 1000000000000000019884624838656
-MAX_FLOAT_INT = 2**53
+           "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "SWIGLU_RATIO", "swiglu_width",
+           "meta_product_ok"]
 
 
 def _positive_int(field: str, value, *, optional: bool = False):
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer() and 0 < value <= MAX_FLOAT_INT:
-            return int(value)
-        raise SymllmError(f"{field}: expected a positive integer, got {_short(value)}")
-    if value <= 0:
-        raise SymllmError(f"{field}: expected a positive integer, got {_short(value)}")
-    return value
-
-
-def _short(value) -> str:
-    """``repr(value)``, cut to one short line (a 4,000-digit integer is not echoed in full)."""
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _positive_float(field: str, value) -> float:
-    try:
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-        out = float(value) if ok else None
-    except OverflowError:  # an integer beyond a double's range
-        ok = False
-    if not ok:
-        raise SymllmError(f"{field}: expected a positive number, got {_short(value)}")
-    return out
+    """A config's integer field: JSON's ``4096.0`` is read as 4096 (:func:`symllm.validate.integer`)."""
+    return positive_int(field, value, optional=optional, floats=True)
 
 
 #: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or
@@ -168,19 +144,13 @@ class ModelConfig:
         f = self.ffn_dim_multiplier
         if f is not None:
             put("ffn_dim_multiplier", _positive_float("ffn_dim_multiplier", f))
-            try:
-                too_big = f * (8 * self.dim // 3) >= 2**53  # past this Meta's float product is no longer exact
-            except OverflowError:  # dim beyond a double's range
-                too_big = True
-            if too_big:
+            if not meta_product_ok(self.dim, f):
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias"):
-            if not isinstance(getattr(self, field), bool):
-                raise SymllmError(f"{field}: expected true or false, got {_short(getattr(self, field))}")
-        if self.qk_norm not in QK_NORMS:
-            raise SymllmError(f"qk_norm: unknown {_short(self.qk_norm)} (known: {', '.join(map(str, QK_NORMS))})")
+            boolean(field, getattr(self, field))
+        choice("qk_norm", self.qk_norm, QK_NORMS)
         self._check_moe(put)
         put("nope_layers", _layer_ids("nope_layers", self.nope_layers, self.n_layers))
         if self.moe_kind == "some" and not set(self.nope_layers) <= set(self.moe_layers):
@@ -200,8 +170,7 @@ class ModelConfig:
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        if not isinstance(self.shared_expert, bool):
-            raise SymllmError(f"shared_expert: expected true or false, got {_short(self.shared_expert)}")
+        boolean("shared_expert", self.shared_expert)
         if self.n_experts is None:
             for field in ("experts_per_token", "moe_layers", "dense_hidden_dim"):
                 if getattr(self, field) is not None:
@@ -284,6 +253,45 @@ class ModelConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
 
+#: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the
+#: parameters of a ``4·dim`` two-matrix MLP (llama/model.py: ``hidden_dim = int(2 * (4 * dim) / 3)``)
+SWIGLU_RATIO = Fraction(8, 3)
+
+
+def swiglu_width(dim):
+    """``⌊8·dim/3⌋`` (:data:`SWIGLU_RATIO`), the one statement of the rule: on an int, a numpy integer
+    array (a sweep) or a SymPy symbol (Meta's ``d_ff`` formula, :func:`symllm.arch.components.meta_hidden_dim`).
+
+    >>> swiglu_width(4096)
+    10922
+    """
+    return SWIGLU_RATIO.numerator * dim // SWIGLU_RATIO.denominator
+
+
+def meta_product_ok(dim, multiplier):
+    """Whether Meta's IEEE double product ``f·⌊8d/3⌋`` stays below 2**53, past which it is no longer exact:
+    :class:`ModelConfig` refuses a config where it does not, a sweep drops such points (element-wise on
+    numpy arrays).
+
+    >>> meta_product_ok(4096, 1.3), meta_product_ok(10**17, 1.3)
+    (True, False)
+    """
+    def ok(d, f) -> bool:
+        try:
+            return float(f) * swiglu_width(int(d)) < 2**53
+        except OverflowError:  # dim beyond a double's range
+            return False
+
+    if not hasattr(dim, "shape") and not hasattr(multiplier, "shape"):
+        return ok(dim, multiplier)
+    import numpy as np  # a sweep's arrays (numpy is loaded already)
+
+    dim, mult = np.asarray(dim), np.asarray(multiplier, dtype=np.float64)
+    if dim.dtype != object and (not dim.size or dim.max() < 2**59):
+        return mult * swiglu_width(dim.astype(np.int64)).astype(np.float64) < 2.0 ** 53
+    return np.frompyfunc(ok, 2, 1)(dim, mult).astype(bool)
+
+
 def derive_heads(dim, n_heads, n_kv_heads=None, head_dim=None):
     """``n_kv_heads`` and ``head_dim`` as a config derives them (``None``: not stated), and the checks
     they must pass as ``(field, ok, message)`` (``message()`` is the error line). The one statement of the rule: :class:`ModelConfig`
@@ -356,7 +364,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
                           "give the vocabulary size (--vocab-size)")
     for key in ("head_dim", "hidden_dim"):
         if key in raw and raw[key] is None:
-            raise SymllmError(f"{key}: expected a positive integer, got None")
+            positive_int(key, None)  # refused: the one message
     return ModelConfig(
         vocab_size=V,
         dim=_require(raw, "dim", "Meta"),
@@ -375,21 +383,18 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
 
 
 def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
-    """A config from a HuggingFace ``LlamaConfig`` / ``MistralConfig`` ``config.json``.
-
-    ``intermediate_size`` is the SwiGLU width as is: it is never re-rounded. The keys are read as
-    transformers' class for the ``model_type`` reads them (:data:`HF_MODEL_TYPES`; none: ``llama``); a
-    multimodal ``llama4`` config is read through its ``text_config``. Another model type, or a key that
-    changes the architecture in a way symllm does not model (:data:`HF_UNMODELLED`), is refused in one
-    line naming it. A sliding window (Mistral; 4096 when a ``mistral`` config has no key) or Llama 4's
-    attention chunk is read and modelled at any length (Qwen's window in some layers only: exact while the
-    context fits in it, refused beyond).
+    """A config from a HuggingFace ``config.json``, read as transformers' class for its ``model_type`` reads
+    it (none: ``llama``). Each model type is read by its family, one module of :mod:`symllm.arch.families`
+    (the keys it reads, their defaults, what it refuses); another model type, a key that changes the
+    architecture in a way symllm does not model (:data:`HF_UNMODELLED`), or a value transformers would
+    refuse (``4.0`` layers, ``"false"`` for a flag) is refused in one line naming it. ``intermediate_size``
+    is the SwiGLU width as is: it is never re-rounded.
 
     >>> from_hf({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
-    ...          "num_attention_heads": 4, "intermediate_size": 172}).sliding_window
+    ...          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 172}).sliding_window
     4096
     >>> from_hf({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
-    ...          "num_attention_heads": 4, "intermediate_size": 172}).moe_kind
+    ...          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 172}).moe_kind
     'all'
 
     >>> from_hf({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -397,182 +402,15 @@ def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -
     ...          "tie_word_embeddings": True}).attention_kind
     'GQA'
     """
-    prefix = note = ""
-    if raw.get("model_type") == "llama4" and isinstance(raw.get("text_config"), dict):
-        # the multimodal checkpoint: the language model is its text_config (the vision encoder is not counted)
-        raw, prefix = {"model_type": "llama4_text", **raw["text_config"]}, "text_config."
-        note = "the language model (text_config) is counted; the vision encoder and projector are not"
-    try:
-        config = _from_hf(raw, vocab_size, name)
-        return config.replace(note=note) if note else config
-    except SymllmError as e:  # name the field as the user's file does
-        field, _, rest = str(e).partition(":")
-        raise SymllmError(f"{prefix}{_HF_NAMES.get(field, field)}:{rest}") from None
+    if not isinstance(raw, dict):
+        raise SymllmError(f"config: expected a JSON object, got {type(raw).__name__}")
 
+    def build(**fields):
+        if vocab_size is not None:
+            fields["vocab_size"] = vocab_size
+        return ModelConfig(**fields, name=name)
 
-_HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
-             "n_kv_heads": "num_key_value_heads", "hidden_dim": "intermediate_size",
-             "tie_embeddings": "tie_word_embeddings", "norm_eps": "rms_norm_eps"}
-
-
-#: HF ``model_type`` -> how transformers' class reads the keys that shape it (a config.json without
-#: ``model_type`` is read as ``llama``): which bias keys it honours, the biases it always has, its QK-norm,
-#: its ``head_dim`` when the key is absent, and its ``sliding_window`` when that key is absent.
-HF_MODEL_TYPES = {
-    "llama": dict(reads=("attention_bias", "mlp_bias"), qkv_bias=False, qk_norm=None, head_dim=None, window=None),
-    "mistral": dict(reads=(), qkv_bias=False, qk_norm=None, head_dim=None, window=4096),
-    "mixtral": dict(reads=(), qkv_bias=False, qk_norm=None, head_dim=None, window=None,
-                    models=("num_local_experts", "num_experts_per_tok")),
-    "qwen2": dict(reads=(), qkv_bias=True, qk_norm=None, head_dim=None, window=None),
-    "qwen3": dict(reads=("attention_bias",), qkv_bias=False, qk_norm="rmsnorm", head_dim=128, window=None),
-    "llama4_text": dict(reads=("attention_bias",), qkv_bias=False, qk_norm=None, head_dim=128, window=None,
-                        models=("num_local_experts", "num_experts_per_tok", "interleave_moe_layer_step",
-                                "moe_layers", "attention_chunk_size", "use_qk_norm", "no_rope_layers",
-                                "no_rope_layer_interval")),
-}
-
-#: model types of the LLaMA family symllm knows but does not model yet, and why
-HF_NOT_YET = {
-    "qwen2_moe": "mixture-of-experts with shared-expert gating", "qwen3_moe": "mixture-of-experts with QK-norm",
-    "llama4": "multimodal; its text_config is read",
-}
-
-#: keys that change the architecture in ways symllm does not model: key -> what it is. Refused unless
-#: absent or neutral (null, false, 0, an empty list; ``partial_rotary_factor`` 1).
-HF_UNMODELLED = {
-    **dict.fromkeys(("num_local_experts", "num_experts", "num_experts_per_tok", "n_routed_experts",
-                     "n_shared_experts", "moe_intermediate_size", "interleave_moe_layer_step", "moe_layers",
-                     "decoder_sparse_step", "first_k_dense_replace"), "mixture-of-experts"),
-    "attention_chunk_size": "chunked attention",
-    **dict.fromkeys(("use_qk_norm", "qk_norm", "qk_layernorm"), "QK-norm"),
-    **dict.fromkeys(("no_rope_layers", "no_rope_layer_interval"), "layers without RoPE"),
-    "partial_rotary_factor": "RoPE on part of each head",
-    **dict.fromkeys(("kv_lora_rank", "q_lora_rank"), "low-rank (MLA) attention"),
-    "num_nextn_predict_layers": "multi-token prediction layers",
-    **dict.fromkeys(("attn_logit_softcapping", "final_logit_softcapping"), "logit soft-capping"),
-    "vision_config": "a vision encoder",
-}
-
-
-def _neutral(key: str, value) -> bool:
-    if key == "partial_rotary_factor":
-        return value is None or (type(value) in (int, float) and value == 1)
-    return value is None or value is False or (type(value) is int and value == 0) or value in ([], {})
-
-
-def _check_hf(raw: dict) -> dict:
-    """The model type's reading rules (:data:`HF_MODEL_TYPES`); refuses what symllm does not model."""
-    kind = raw.get("model_type", "llama")
-    if not isinstance(kind, str) or kind not in HF_MODEL_TYPES:
-        what = f" ({HF_NOT_YET[kind]})" if isinstance(kind, str) and kind in HF_NOT_YET else ""
-        raise SymllmError(f"model_type: {_short(kind)}{what} is not modelled "
-                          f"(symllm reads {', '.join(HF_MODEL_TYPES)})")
-    rules = HF_MODEL_TYPES[kind]
-    archs = raw.get("architectures") or []
-    if not isinstance(archs, list):
-        raise SymllmError(f"architectures: expected a list of class names, got {_short(archs)}")
-    for arch in archs:
-        if not (isinstance(arch, str) and arch.endswith("ForCausalLM")):
-            raise SymllmError(f"architectures: {_short(arch)} is not modelled "
-                              "(symllm counts a causal LM with its lm_head, *ForCausalLM)")
-    for key, what in HF_UNMODELLED.items():
-        if key in raw and key not in rules.get("models", ()) and not _neutral(key, raw[key]):
-            raise SymllmError(f"{key}: {_short(raw[key])} ({what}) is not modelled by symllm")
-    act = raw.get("hidden_act", "silu")
-    if act not in ("silu", "swish"):
-        raise SymllmError(f"hidden_act: {_short(act)} is not modelled (symllm models SwiGLU: silu)")
-    for key in ("attention_bias", "mlp_bias"):
-        if key not in rules["reads"] and raw.get(key, False) is not False:
-            raise SymllmError(f"{key}: {_short(raw[key])} is ignored by transformers' {kind} model; "
-                              "symllm refuses the ambiguous config (remove the key)")
-    if kind == "llama" and raw.get("sliding_window") is not None:
-        raise SymllmError(f"sliding_window: {_short(raw['sliding_window'])} is ignored by transformers' llama "
-                          "model; symllm refuses the ambiguous config (remove the key)")
-    return rules
-
-
-def _sliding_window(raw: dict, kind: str, rules: dict) -> dict:
-    """The window transformers' class applies (``sliding_window``, None: full attention everywhere) and,
-    when only some layers have it, which (``window_layers``)."""
-    if kind in ("llama", "llama4_text"):
-        return {}
-    window = raw.get("sliding_window", rules["window"])
-    if kind in ("qwen2", "qwen3"):  # the window is used only with use_sliding_window, from max_window_layers on
-        if not raw.get("use_sliding_window", False) or window is None:
-            return {}
-        L, top = raw.get("num_hidden_layers"), raw.get("max_window_layers", 28)
-        types = raw.get("layer_types")
-        if types is None and isinstance(L, int) and isinstance(top, int):
-            types = ["sliding_attention" if i >= top else "full_attention" for i in range(L)]
-        if isinstance(types, list):
-            sliding = [i for i, kind_ in enumerate(types) if kind_ != "full_attention"]
-            if not sliding:
-                return {}
-            if len(sliding) < len(types):
-                return {"sliding_window": window, "window_layers": sliding}
-    return {"sliding_window": window}
-
-
-def _llama4(raw: dict, L) -> dict:
-    """The fields of a ``llama4_text`` config as transformers' ``Llama4TextConfig`` derives them."""
-    if not isinstance(L, int) or isinstance(L, bool) or L <= 0:
-        return {}  # ModelConfig names the bad num_hidden_layers
-    step = _positive_int("interleave_moe_layer_step", raw.get("interleave_moe_layer_step") or 1)
-    moe = raw.get("moe_layers")
-    moe = list(range(step - 1, L, step)) if moe is None else moe
-    ropes = raw.get("no_rope_layers")  # one 0/1 per layer: 1 = the layer uses RoPE (transformers' naming)
-    if not ropes:
-        every = _positive_int("no_rope_layer_interval", raw.get("no_rope_layer_interval") or 4)
-        ropes = [int((i + 1) % every != 0) for i in range(L)]
-    if not isinstance(ropes, list) or len(ropes) != L or any(r not in (0, 1) or isinstance(r, bool) for r in ropes):
-        raise SymllmError(f"no_rope_layers: expected {L} flags of 0 or 1 (1: the layer uses RoPE), got {_short(ropes)}")
-    types = raw.get("layer_types")
-    derived = ["chunked_attention" if r else "full_attention" for r in ropes]
-    if types is not None and types != derived:
-        raise SymllmError(f"layer_types: {_short(types)} differs from what no_rope_layers implies; "
-                          "symllm models chunked attention in exactly the layers with RoPE")
-    all_moe = isinstance(moe, list) and len(set(moe)) == L
-    return dict(n_experts=raw.get("num_local_experts", 16), experts_per_token=raw.get("num_experts_per_tok", 1),
-                shared_expert=True, moe_layers=moe, nope_layers=[i for i, r in enumerate(ropes) if not r],
-                dense_hidden_dim=None if all_moe else raw.get("intermediate_size_mlp", 16384),
-                qk_norm="l2" if raw.get("use_qk_norm", True) else None,
-                attention_chunk=raw.get("attention_chunk_size", 8192), hidden_dim=raw.get("intermediate_size", 8192),
-                vocab_size=raw.get("vocab_size", 202048))
-
-
-def _from_hf(raw: dict, vocab_size, name) -> ModelConfig:
-    rules = _check_hf(raw)
-    kind = raw.get("model_type", "llama")
-    rope = raw.get("rope_parameters")
-    theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0) if isinstance(rope, dict) else 10000.0)
-    if "head_dim" in raw and raw["head_dim"] is None and rules["head_dim"] is not None:
-        raise SymllmError("head_dim: expected a positive integer, got None")
-    if kind == "llama4_text":  # transformers' defaults stand in for absent keys
-        fields = _llama4(raw, raw.get("num_hidden_layers"))
-    else:
-        fields = dict(vocab_size=_require(raw, "vocab_size", "HF"),
-                      hidden_dim=_positive_int("intermediate_size", _require(raw, "intermediate_size", "HF")),
-                      qk_norm=rules["qk_norm"])
-    if kind == "mixtral":
-        fields.update(n_experts=raw.get("num_local_experts", 8), experts_per_token=raw.get("num_experts_per_tok", 2))
-    if vocab_size is not None:
-        fields["vocab_size"] = vocab_size
-    return ModelConfig(
-        **fields,
-        dim=_require(raw, "hidden_size", "HF"),
-        n_layers=_require(raw, "num_hidden_layers", "HF"),
-        n_heads=_require(raw, "num_attention_heads", "HF"),
-        n_kv_heads=raw.get("num_key_value_heads"),
-        head_dim=raw.get("head_dim", rules["head_dim"]),
-        tie_embeddings=raw.get("tie_word_embeddings", False),
-        attention_bias=raw.get("attention_bias", False) if "attention_bias" in rules["reads"] else False,
-        mlp_bias=raw.get("mlp_bias", False) if "mlp_bias" in rules["reads"] else False,
-        qkv_bias=rules["qkv_bias"],
-        **_sliding_window(raw, kind, rules),
-        norm_eps=raw.get("rms_norm_eps", 1e-6),
-        rope_theta=theta,
-        name=name,
-    )
+    return _read_hf(raw, build)
 
 
 def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:

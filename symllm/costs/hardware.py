@@ -63,6 +63,7 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "roofline"]
@@ -512,7 +513,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
         seconds[name] = work.pp * worst[0] + handoff
         out[f"{name}_bytes"] = worst[2] if not isinstance(worst[2], Fraction) or worst[2].denominator != 1 \
             else int(worst[2])
-        out[f"{name}_s"] = float(seconds[name])
+        out[f"{name}_s"] = _seconds(seconds[name])
         out[f"{name}_bound"] = "compute" if worst[1] else "memory"
         out[f"{name}_comm_s"] = float(work.pp * worst[3] + handoff)
     out["tokens_per_s"] = float(work.dp * work.batch / seconds["decode_token"])
@@ -550,6 +551,19 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
 
 def _whole(value: Fraction):
     return int(value) if value.denominator == 1 else value
+
+
+def _seconds(value):
+    """A time as a float, or the exact Fraction when it is past a float's range (a 300-digit --seq: float()
+    raised OverflowError); JSON prints that one as "p/q", the command line in scientific notation.
+
+    >>> _seconds(Fraction(3, 2)), _seconds(Fraction(10 ** 400, 3)) == Fraction(10 ** 400, 3)
+    (1.5, True)
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        return Fraction(value)
 
 
 def _largest_batch(fits) -> int:

@@ -1,0 +1,15 @@
+"""HF config families: one module per family says how transformers reads its ``config.json``.
+
+Each module registers a :class:`~symllm.arch.families.hf.Family` per ``model_type`` it reads: the keys it
+reads and their defaults, the keys it refuses, and where its presets come from. :mod:`~symllm.arch.families.hf`
+holds what they share and the registry (``family_of``); :func:`symllm.arch.config.from_hf` reads any
+config.json through it. A new family is a new module here (the registry finds it).
+
+Modules: :mod:`~symllm.arch.families.llama`, :mod:`~symllm.arch.families.mistral` (mistral, mixtral),
+:mod:`~symllm.arch.families.qwen` (qwen2, qwen3), :mod:`~symllm.arch.families.qwen3_moe`,
+:mod:`~symllm.arch.families.llama4` (llama4_text, and llama4's text_config).
+"""
+from symllm._lazy import attributes
+
+__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("hf", "llama", "mistral", "qwen", "qwen3_moe",
+                                                                     "llama4")})

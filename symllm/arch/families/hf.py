@@ -1,0 +1,302 @@
+"""Reading a HuggingFace ``config.json``: what every family shares, and the registry of families.
+
+A family is one module of :mod:`symllm.arch.families` registering a :class:`Family` for each HF
+``model_type`` it reads: the keys transformers' class reads for it (and their defaults when absent), the
+keys it models among those symllm refuses elsewhere, the keys its class ignores (refused unless neutral),
+and a function reading its own fields. This module reads what they share (sizes, heads, biases,
+``layer_types``, what is not modelled) exactly as transformers 5's strict config classes do: an integer
+field holds an ``int`` (``4.0``, ``"4"``, ``true`` are refused, as transformers refuses them), a flag a
+``bool``; a value transformers would reject is refused in one line, never read another way.
+
+>>> fields = read({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
+...                "num_attention_heads": 4, "intermediate_size": 172}, dict)
+>>> fields["sliding_window"], fields["n_kv_heads"]
+(4096, 8)
+>>> read({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 4.0}, dict)
+Traceback (most recent call last):
+...
+symllm.errors.SymllmError: num_hidden_layers: expected a positive integer, got 4.0
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+from symllm.errors import SymllmError
+from symllm.validate import boolean, short
+from symllm.validate import integer as _integer
+
+__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices",
+           "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
+
+#: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
+#: per-layer list (``layer_types``, the MoE layers) for some families; past this it refuses before building any
+MAX_LAYERS = 2**20
+#: the largest size or count read from a config.json: torch's tensor sizes are int64
+MAX_SIZE = 2**63 - 1
+#: a key's default when it must be given (symllm does not guess a size transformers' class would default)
+REQUIRED = object()
+
+#: the names transformers 5 accepts in ``layer_types`` (``ALLOWED_ATTN_LAYER_TYPES``); any other is refused
+LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "window_attention", "indexed_attention",
+               "compressed_sparse_attention", "heavily_compressed_attention", "minimax_m3_sparse", "conv", "moe",
+               "hybrid", "hybrid_sliding")
+
+#: keys that change the architecture in ways symllm does not model: key -> what it is. Refused unless
+#: absent or neutral (null, false, 0, an empty list; ``partial_rotary_factor`` 1), or modelled by the family
+#: (:attr:`Family.models`).
+HF_UNMODELLED = {
+    **dict.fromkeys(("num_local_experts", "num_experts", "num_experts_per_tok", "n_routed_experts",
+                     "n_shared_experts", "moe_intermediate_size", "interleave_moe_layer_step", "moe_layers",
+                     "decoder_sparse_step", "first_k_dense_replace", "mlp_only_layers"), "mixture-of-experts"),
+    "attention_chunk_size": "chunked attention",
+    **dict.fromkeys(("use_qk_norm", "qk_norm", "qk_layernorm"), "QK-norm"),
+    **dict.fromkeys(("no_rope_layers", "no_rope_layer_interval"), "layers without RoPE"),
+    "partial_rotary_factor": "RoPE on part of each head",
+    **dict.fromkeys(("kv_lora_rank", "q_lora_rank"), "low-rank (MLA) attention"),
+    "num_nextn_predict_layers": "multi-token prediction layers",
+    **dict.fromkeys(("attn_logit_softcapping", "final_logit_softcapping"), "logit soft-capping"),
+    "vision_config": "a vision encoder",
+}
+
+#: model types of the LLaMA family symllm knows but does not model yet, and why
+HF_NOT_YET = {"qwen2_moe": "mixture-of-experts with shared-expert gating"}
+
+#: ModelConfig's field names -> the config.json keys they are read from (errors name the user's key)
+HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+            "n_kv_heads": "num_key_value_heads", "hidden_dim": "intermediate_size",
+            "tie_embeddings": "tie_word_embeddings", "norm_eps": "rms_norm_eps"}
+
+#: the keys every family reads into ModelConfig's sizes, and their default when absent (``REQUIRED``: must
+#: be given; ``None``: derived, ``n_kv_heads = n_heads``, ``head_dim = dim // n_heads``)
+COMMON = {"vocab_size": REQUIRED, "hidden_size": REQUIRED, "num_hidden_layers": REQUIRED,
+          "num_attention_heads": REQUIRED, "num_key_value_heads": None, "head_dim": None}
+
+
+@dataclass(frozen=True)
+class Family:
+    """How transformers' class for one ``model_type`` reads a config.json (see the module docstring)."""
+
+    #: the HF ``model_type``
+    model_type: str
+    #: ``fields(raw, n_layers)``: the family's own ModelConfig fields (d_ff, experts, windows, ...)
+    fields: Callable[[dict, int], dict]
+    #: where its presets come from (the checkpoints whose config.json symllm ships)
+    presets: str
+    #: defaults over :data:`COMMON` for absent keys, as transformers' class has them
+    defaults: dict = field(default_factory=dict)
+    #: keys that may be null (then derived as when ``None`` is the default); any other null is refused
+    nullable: tuple = ()
+    #: the bias keys its class honours (``attention_bias``, ``mlp_bias``); the others must be absent or false
+    reads: tuple = ()
+    #: q/k/v projections always have biases (Qwen2)
+    qkv_bias: bool = False
+    #: its QK-norm (see ModelConfig.qk_norm), unless ``fields`` says otherwise
+    qk_norm: str | None = None
+    #: keys of :data:`HF_UNMODELLED` it models
+    models: tuple = ()
+    #: keys its class ignores -> their neutral value; another value is refused as ambiguous
+    ignored: dict = field(default_factory=dict)
+    #: the ``layer_types`` names its model acts on; another (known to transformers) is refused as ignored
+    layer_types: tuple = ("full_attention",)
+    #: model types whose ``text_config`` is read as this one (the multimodal wrapper: ``llama4``)
+    wrappers: tuple = ()
+    #: ModelConfig field -> config.json key, where it differs from :data:`HF_NAMES`
+    names: dict = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, Family] = {}
+_LOADED = []
+
+
+def register(family: Family) -> Family:
+    """Add a family to the registry, refusing a model type (or wrapper) already read by another."""
+    for kind in (family.model_type, *family.wrappers):
+        if kind in _REGISTRY and _REGISTRY[kind] is not family:
+            raise ValueError(f"model_type {kind!r} is read by two families")
+    for kind in (family.model_type, *family.wrappers):
+        _REGISTRY[kind] = family
+    return family
+
+
+def registry() -> dict[str, Family]:
+    """Every HF model type symllm reads -> its :class:`Family` (each module of the package registers its own).
+
+    >>> registry()["mixtral"].models
+    ('num_local_experts', 'num_experts_per_tok')
+    """
+    if not _LOADED:
+        package = importlib.import_module("symllm.arch.families")
+        for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+            if module != "hf":
+                importlib.import_module(f"symllm.arch.families.{module}")
+        _LOADED.append(True)
+    return _REGISTRY
+
+
+def family_of(kind) -> Family:
+    """The family reading ``model_type`` ``kind``; another model type is refused in one line.
+
+    >>> family_of("qwen3_moe").qk_norm
+    'rmsnorm'
+    >>> family_of("gpt2")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads llama, llama4_text, llama4, mistral, mixtral, qwen2, qwen3, qwen3_moe)
+    """
+    families = registry()
+    if not isinstance(kind, str) or kind not in families:
+        what = f" ({HF_NOT_YET[kind]})" if isinstance(kind, str) and kind in HF_NOT_YET else ""
+        raise SymllmError(f"model_type: {short(kind)}{what} is not modelled (symllm reads {', '.join(families)})")
+    return families[kind]
+
+
+def integer(raw: dict, key: str, default=REQUIRED, *, nullable: bool = False, minimum: int = 1,
+            maximum: int = MAX_SIZE):
+    """``raw[key]`` as transformers' strict config reads an ``int`` field: an int (not a bool, not a
+    float) from ``minimum`` to ``maximum``; ``default`` when absent (:data:`REQUIRED`: refused), ``None``
+    when null and ``nullable``.
+
+    >>> integer({"max_window_layers": 0}, "max_window_layers", minimum=0)
+    0
+    >>> integer({"num_experts": 2**64}, "num_experts")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: num_experts: expected a positive integer of at most 2**63 - 1, got 18446744073709551616
+    """
+    if key not in raw:
+        if default is REQUIRED:
+            raise SymllmError(f"{key}: missing from the HF config")
+        return default
+    value = raw[key]
+    if value is None and nullable:
+        return None
+    value = _integer(key, value, low=minimum)  # an int, not a bool nor a float (transformers' strict type)
+    if value > maximum:
+        bound = {MAX_SIZE: "2**63 - 1", MAX_LAYERS: f"{MAX_LAYERS:,} (2**20)"}.get(maximum, str(maximum))
+        raise SymllmError(f"{key}: expected a positive integer of at most {bound}, got {short(value)}")
+    return value
+
+
+def flag(raw: dict, key: str, default: bool) -> bool:
+    """``raw[key]`` as a strict ``bool`` field (``"false"``, ``0`` and ``null`` are refused, as transformers does).
+
+    >>> flag({"use_sliding_window": "false"}, "use_sliding_window", False)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: use_sliding_window: expected True or False, got 'false'
+    """
+    return boolean(key, raw.get(key, default))
+
+
+def indices(raw: dict, key: str, n_layers: int, default=None):
+    """``raw[key]`` as a list of layer indices (each from 0 to ``n_layers - 1``, none twice); ``default``
+    when absent or null.
+
+    >>> indices({"mlp_only_layers": [0, 5]}, "mlp_only_layers", 4)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: mlp_only_layers: 5 is not a layer index (0 to 3)
+    """
+    value = raw.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, list):
+        raise SymllmError(f"{key}: expected a list of layer indices, got {short(value)}")
+    for i in value:
+        if type(i) is not int or not 0 <= i < n_layers:
+            raise SymllmError(f"{key}: {short(i)} is not a layer index (0 to {n_layers - 1})")
+    if len(set(value)) != len(value):
+        raise SymllmError(f"{key}: a layer is listed twice in {short(value)}")
+    return value
+
+
+def _neutral(key: str, value) -> bool:
+    if key == "partial_rotary_factor":
+        return value is None or (type(value) in (int, float) and value == 1)
+    return value is None or value is False or (type(value) is int and value == 0) or value in ([], {})
+
+
+def _check(raw: dict, family: Family, n_layers: int) -> None:
+    """What every family refuses: another head than a causal LM's, a key it does not model, an activation
+    other than SiLU, a key its class ignores, ``layer_types`` transformers refuses or the model ignores."""
+    kind = family.model_type
+    archs = raw.get("architectures") or []
+    if not isinstance(archs, list):
+        raise SymllmError(f"architectures: expected a list of class names, got {short(archs)}")
+    for arch in archs:
+        if not (isinstance(arch, str) and arch.endswith("ForCausalLM")):
+            raise SymllmError(f"architectures: {short(arch)} is not modelled "
+                              "(symllm counts a causal LM with its lm_head, *ForCausalLM)")
+    for key, what in HF_UNMODELLED.items():
+        if key in raw and key not in family.models and not _neutral(key, raw[key]):
+            raise SymllmError(f"{key}: {short(raw[key])} ({what}) is not modelled by symllm")
+    act = raw.get("hidden_act", "silu")
+    if act not in ("silu", "swish"):
+        raise SymllmError(f"hidden_act: {short(act)} is not modelled (symllm models SwiGLU: silu)")
+    ignored = {**{k: False for k in ("attention_bias", "mlp_bias") if k not in family.reads}, **family.ignored}
+    for key, neutral in ignored.items():
+        if key in raw and raw[key] is not neutral:
+            raise SymllmError(f"{key}: {short(raw[key])} is ignored by transformers' {kind} model; "
+                              "symllm refuses the ambiguous config (remove the key)")
+    types = raw.get("layer_types")
+    if types is None:
+        return
+    if not isinstance(types, list):
+        raise SymllmError(f"layer_types: expected a list of layer types, got {short(types)}")
+    for name in types:
+        if name not in LAYER_TYPES:
+            raise SymllmError(f"layer_types: unknown {short(name)} (transformers refuses it; known: "
+                              f"{', '.join(LAYER_TYPES[:3])}, ...)")
+    if len(types) != n_layers:
+        raise SymllmError(f"layer_types: {len(types)} entries for {n_layers} layers (transformers refuses "
+                          "the mismatch)")
+    for name in types:
+        if name not in family.layer_types:
+            raise SymllmError(f"layer_types: {short(name)} is not acted on by transformers' {kind} model "
+                              f"({', '.join(family.layer_types)}); symllm refuses the ambiguous config")
+
+
+def read(raw: dict, build: Callable):
+    """``build(**fields)`` for a config.json (``model_type`` absent: ``llama``): the fields every family
+    shares, then the family's own; a ``SymllmError`` from either or from ``build`` names the user's key
+    (``text_config.num_hidden_layers`` inside a multimodal wrapper)."""
+    kind = raw.get("model_type", "llama")
+    family = family_of(kind)
+    prefix, note = "", None
+    if kind != family.model_type:  # a multimodal wrapper: the language model is its text_config
+        inner = raw.get("text_config")
+        if not isinstance(inner, dict):
+            raise SymllmError(f"text_config: expected the language model's config (an object), got {short(inner)}")
+        raw = {**inner, "model_type": family.model_type}  # transformers builds this family whatever it says
+        prefix = "text_config."
+        note = "the language model (text_config) is counted; the vision encoder and projector are not"
+    try:
+        fields = _fields(raw, family)
+        if note:
+            fields["note"] = note
+        return build(**fields)
+    except SymllmError as e:  # name the field as the user's file does
+        key, _, rest = str(e).partition(":")
+        names = {**HF_NAMES, **family.names}
+        raise SymllmError(f"{prefix}{names.get(key, key)}:{rest}") from None
+
+
+def _fields(raw: dict, family: Family) -> dict:
+    defaults = {**COMMON, **family.defaults}
+    size = lambda key: integer(raw, key, defaults[key], nullable=key in family.nullable)  # noqa: E731
+    L = integer(raw, "num_hidden_layers", defaults["num_hidden_layers"], maximum=MAX_LAYERS)
+    _check(raw, family, L)
+    rope = raw.get("rope_parameters")
+    theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0) if isinstance(rope, dict) else 10000.0)
+    out = dict(vocab_size=size("vocab_size"), dim=size("hidden_size"), n_layers=L,
+               n_heads=size("num_attention_heads"), n_kv_heads=size("num_key_value_heads"),
+               head_dim=size("head_dim"), tie_embeddings=flag(raw, "tie_word_embeddings", False),
+               qkv_bias=family.qkv_bias, qk_norm=family.qk_norm,
+               norm_eps=raw.get("rms_norm_eps", 1e-6), rope_theta=theta)
+    for key in family.reads:
+        out[key] = flag(raw, key, False)
+    out.update(family.fields(raw, L))
+    return out

@@ -1,0 +1,55 @@
+"""The ``llama4_text`` family (and ``llama4``, whose ``text_config`` transformers always builds as Llama 4
+text, whatever ``model_type`` it states): transformers' ``Llama4ForCausalLM``, read as ``Llama4TextConfig``
+derives it.
+
+Every absent key takes the class's default (``vocab_size`` 202048, ``intermediate_size`` 8192,
+``intermediate_size_mlp`` 16384, 16 experts, 1 per token, ``head_dim`` 128, 8 KV heads); a null where the
+class wants an int is refused, as transformers refuses it. MoE layers are ``moe_layers`` or every
+``interleave_moe_layer_step``-th (a positive int: 0 is refused), each with a shared expert; the layers
+without RoPE are the zeros of ``no_rope_layers`` (or every ``no_rope_layer_interval``-th); the others have
+the L2 QK-norm (``use_qk_norm``) and chunked attention (``attention_chunk_size``; null: none).
+
+>>> f = _fields({"interleave_moe_layer_step": 2}, 4)
+>>> f["moe_layers"], f["nope_layers"], f["dense_hidden_dim"]
+([1, 3], [3], 16384)
+"""
+from symllm.arch.families.hf import Family, flag, indices, integer, register
+from symllm.errors import SymllmError
+from symllm.validate import short
+
+__all__ = ["LLAMA4"]
+
+
+def _fields(raw: dict, n_layers: int) -> dict:
+    L = n_layers
+    step = integer(raw, "interleave_moe_layer_step", 1)
+    moe = indices(raw, "moe_layers", L, default=None)
+    moe = list(range(step - 1, L, step)) if moe is None else moe
+    ropes = raw.get("no_rope_layers")  # one 0/1 per layer: 1 = the layer uses RoPE (transformers' naming)
+    if not ropes:  # null or empty: the interval's
+        every = integer(raw, "no_rope_layer_interval", 4)
+        ropes = [int((i + 1) % every != 0) for i in range(L)]
+    if not isinstance(ropes, list) or len(ropes) != L or any(type(r) is not int or r not in (0, 1) for r in ropes):
+        raise SymllmError(f"no_rope_layers: expected {L} flags of 0 or 1 (1: the layer uses RoPE), got {short(ropes)}")
+    types = raw.get("layer_types")
+    derived = ["chunked_attention" if r else "full_attention" for r in ropes]
+    if types is not None and types != derived:
+        raise SymllmError(f"layer_types: {short(types)} differs from what no_rope_layers implies; "
+                          "symllm models chunked attention in exactly the layers with RoPE")
+    all_moe = len(set(moe)) == L
+    return dict(n_experts=integer(raw, "num_local_experts", 16),
+                experts_per_token=integer(raw, "num_experts_per_tok", 1),
+                shared_expert=True, moe_layers=moe, nope_layers=[i for i, r in enumerate(ropes) if not r],
+                dense_hidden_dim=None if all_moe else integer(raw, "intermediate_size_mlp", 16384),
+                qk_norm="l2" if flag(raw, "use_qk_norm", True) else None,
+                attention_chunk=integer(raw, "attention_chunk_size", 8192, nullable=True),
+                hidden_dim=integer(raw, "intermediate_size", 8192))
+
+
+LLAMA4 = register(Family(
+    model_type="llama4_text", fields=_fields, wrappers=("llama4",), reads=("attention_bias",),
+    defaults={"vocab_size": 202048, "num_key_value_heads": 8, "head_dim": 128},
+    layer_types=("full_attention", "chunked_attention"),
+    models=("num_local_experts", "num_experts_per_tok", "interleave_moe_layer_step", "moe_layers",
+            "attention_chunk_size", "use_qk_norm", "no_rope_layers", "no_rope_layer_interval"),
+    presets="the text_config of meta-llama/Llama-4-Scout-17B-16E and meta-llama/Llama-4-Maverick-17B-128E config.json"))

@@ -1,0 +1,43 @@
+"""The ``qwen2`` and ``qwen3`` families: transformers' ``Qwen2ForCausalLM`` and ``Qwen3ForCausalLM``.
+
+Qwen2 always has biases on q/k/v and none on o; Qwen3 has an RMSNorm of width ``head_dim`` on every query
+and key head, ``head_dim`` 128 when absent, and reads ``attention_bias``. Absent ``num_key_value_heads`` is
+their class's 32 (null: ``num_attention_heads``). The sliding window (``sliding_window``, default 4096)
+is on only with ``use_sliding_window: true`` (a bool: ``"false"`` is refused, as transformers refuses it),
+in the layers ``layer_types`` calls ``sliding_attention`` (given, of ``num_hidden_layers`` known names; or
+derived: layer ``max_window_layers`` on).
+
+>>> [w.get("window_layers") for w in (_window({"use_sliding_window": True, "max_window_layers": 2}, 4),)]
+[[2, 3]]
+"""
+from symllm.arch.families.hf import Family, flag, integer, register
+
+__all__ = ["QWEN2", "QWEN3"]
+
+_PRESETS = "config.json of Qwen/Qwen2.5-7B, Qwen/Qwen3-8B"
+
+
+def _window(raw: dict, n_layers: int) -> dict:
+    """The window transformers' class applies (Qwen2Config.__post_init__, Qwen2Attention) and which layers have it."""
+    on = flag(raw, "use_sliding_window", False)
+    window = integer(raw, "sliding_window", 4096, nullable=True)
+    top = integer(raw, "max_window_layers", 28, minimum=0)
+    types = raw.get("layer_types")  # names and length checked with every family's (hf._check)
+    window = window if on else None
+    if types is None:
+        types = ["sliding_attention" if window is not None and i >= top else "full_attention" for i in range(n_layers)]
+    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if window is None or not sliding:
+        return {}
+    return {"sliding_window": window, **({"window_layers": sliding} if len(sliding) < n_layers else {})}
+
+
+def _fields(raw: dict, n_layers: int) -> dict:
+    return {"hidden_dim": integer(raw, "intermediate_size"), **_window(raw, n_layers)}
+
+
+_SHARED = dict(presets=_PRESETS, nullable=("num_key_value_heads",), layer_types=("full_attention", "sliding_attention"))
+QWEN2 = register(Family(model_type="qwen2", fields=_fields, qkv_bias=True,
+                        defaults={"num_key_value_heads": 32}, **_SHARED))
+QWEN3 = register(Family(model_type="qwen3", fields=_fields, reads=("attention_bias",), qk_norm="rmsnorm",
+                        defaults={"num_key_value_heads": 32, "head_dim": 128}, **_SHARED))

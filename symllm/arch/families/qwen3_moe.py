@@ -1,0 +1,56 @@
+"""The ``qwen3_moe`` family: transformers' ``Qwen3MoeForCausalLM`` (Qwen3-30B-A3B, Qwen3-235B-A22B).
+
+Qwen3's attention (QK-norm of width ``head_dim``; ``attention_bias`` read) with a mixture of experts: a
+layer is MoE unless listed in ``mlp_only_layers`` or off the ``decoder_sparse_step`` (layer ``i`` is MoE when
+``(i + 1) % decoder_sparse_step == 0``), and ``num_experts`` is positive. A MoE layer routes each token to
+``num_experts_per_tok`` of ``num_experts`` (transformers 5 also writes ``num_local_experts``) SwiGLU experts
+of width ``moe_intermediate_size``, with no shared expert; ``norm_topk_prob`` renormalises the top-k weights
+(no parameters, no matmul). The other layers are a dense SwiGLU of ``intermediate_size``. Unlike Qwen3, an
+absent ``head_dim`` is ``hidden_size // num_attention_heads``, absent ``num_key_value_heads`` is 4, and
+``use_sliding_window`` puts the window in every layer (this class has no ``max_window_layers``).
+
+>>> f = _fields({"num_experts": 4, "num_experts_per_tok": 2, "mlp_only_layers": [0], "intermediate_size": 64,
+...              "moe_intermediate_size": 16}, 3)
+>>> f["moe_layers"], f["hidden_dim"], f["dense_hidden_dim"]
+([1, 2], 16, 64)
+"""
+from symllm.arch.families.hf import Family, flag, indices, integer, register
+from symllm.errors import SymllmError
+
+__all__ = ["QWEN3_MOE"]
+
+
+def _experts(raw: dict) -> int:
+    """``num_experts``, or ``num_local_experts`` as transformers 5 writes it (the same attribute)."""
+    given = {k: integer(raw, k, minimum=0) for k in ("num_experts", "num_local_experts") if k in raw}
+    if len(set(given.values())) > 1:
+        raise SymllmError(f"num_local_experts: {given['num_local_experts']} differs from num_experts "
+                          f"{given['num_experts']} (one attribute in transformers)")
+    return next(iter(given.values()), 128)
+
+
+def _fields(raw: dict, n_layers: int) -> dict:
+    flag(raw, "norm_topk_prob", False)  # checked only: it changes no count
+    E = _experts(raw)
+    step = integer(raw, "decoder_sparse_step", 1)
+    dense_only = set(indices(raw, "mlp_only_layers", n_layers, default=[]))
+    moe = [i for i in range(n_layers) if i not in dense_only and E > 0 and (i + 1) % step == 0]
+    window = integer(raw, "sliding_window", 4096, nullable=True) if flag(raw, "use_sliding_window", False) else None
+    out = {"sliding_window": window}
+    if not moe:  # every layer dense
+        return {**out, "hidden_dim": integer(raw, "intermediate_size", 6144)}
+    out.update(n_experts=E, experts_per_token=integer(raw, "num_experts_per_tok", 8), moe_layers=moe,
+               hidden_dim=integer(raw, "moe_intermediate_size", 768))
+    if len(moe) < n_layers:
+        out["dense_hidden_dim"] = integer(raw, "intermediate_size", 6144)
+    return out
+
+
+QWEN3_MOE = register(Family(
+    model_type="qwen3_moe", fields=_fields, reads=("attention_bias",), qk_norm="rmsnorm",
+    defaults={"num_key_value_heads": 4}, ignored={"layer_types": None},
+    models=("num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
+            "decoder_sparse_step", "mlp_only_layers"),
+    names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
+           "n_experts": "num_experts", "experts_per_token": "num_experts_per_tok"},
+    presets="config.json of Qwen/Qwen3-30B-A3B, Qwen/Qwen3-235B-A22B"))

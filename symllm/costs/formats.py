@@ -1,0 +1,391 @@
+"""Weight formats as exact bytes per tensor: GGUF (llama.cpp), bitsandbytes, AWQ, GPTQ, FP8, MXFP4, NVFP4,
+and the KV-cache formats.
+
+The tensors come from the component tree (:mod:`symllm.arch.components`): every component with a weight
+(``rules.weight`` other than ``"none"``) and a non-zero parameter count is one stored tensor per repeat; a
+linear is a ``fan_out × fan_in`` matrix whose rows are ``fan_in`` long (``shape``) plus a ``fan_out`` bias
+when its parameters exceed ``fan_in·fan_out``; an embedding is ``V`` rows of ``d``; a norm is a vector;
+fused routed experts (:func:`~symllm.arch.components.experts`) are per expert a gate and an up matrix
+(``d_ff`` rows of ``d``) and a down matrix (``d`` rows of ``d_ff``). Element counts are the tree's closed
+forms evaluated at the spec's numbers; a tied lm_head (0 parameters) stores nothing.
+
+**Which kinds of weight each format quantizes** (:data:`QUANTIZES`; every other tensor, biases included,
+stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay ``F32``):
+
+* ``nf4``, ``nf4-nodq``, ``int8`` (bitsandbytes through transformers): the ``"linear"`` projections; the
+  lm_head is in ``modules_to_not_convert`` (transformers' ``get_keys_to_not_convert``), embeddings and
+  norms are not ``nn.Linear``; the router and fused experts are kept, as :data:`symllm.costs.finetune.FORMATS`.
+* ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``: the linear projections and the routed experts (AutoAWQ, GPTQModel,
+  DeepSeek-V3's and ModelOpt's checkpoints quantize each expert's projections, keep the router ``gate``,
+  the embeddings, the norms and the lm_head in bf16).
+* ``mxfp4``: the routed experts only (gpt-oss: ``mlp1``/``mlp2`` experts in MXFP4, attention, router,
+  embedding and unembedding in bf16); a dense model keeps every weight in bf16.
+* GGUF: every weight of two or more dimensions (llama.cpp's ``llama_model_quantize_impl``: a tensor is
+  quantized when its name ends in ``weight`` and ``ggml_n_dims >= 2``, never ``ffn_gate_inp``, the router),
+  norms and biases ``F32``.
+
+**Bytes per tensor of ``n`` elements in rows of ``r``** (``o = n / r`` rows, group ``g``):
+
+* GGUF type ``T``: ``n / block(T) · size(T)`` (:data:`GGML_TYPES`, ggml's ``type_traits``: block size and
+  bytes per block); a row must hold whole blocks.
+* NF4 (bitsandbytes ``quantize_4bit``, blocksize 64): ``n/2`` packed bytes, an fp32 absmax per 64 values and
+  the 16-entry fp32 code (64 bytes); with double quantization the absmax is one byte per block, plus an fp32
+  absmax per 256 blocks, the nested 256-entry fp32 code (1024 bytes) and an fp32 offset (4 bytes).
+* LLM.int8 (``Linear8bitLt``): ``n`` int8 bytes and an fp32 scale per output row (``SCB``).
+* AWQ (AutoAWQ GEMM, 4 bits, ``g`` = 128): ``qweight`` int32 ``(r, o/8)`` = ``n/2`` bytes, ``qzeros`` int32
+  ``(r/g, o/8)``, ``scales`` fp16 ``(r/g, o)``.
+* GPTQ (AutoGPTQ / GPTQModel, ``b`` bits, ``g`` = 128): ``qweight`` int32 ``(r·b/32, o)``, ``qzeros`` int32
+  ``(r/g, o·b/32)``, ``scales`` fp16 ``(r/g, o)``, ``g_idx`` int32 ``(r,)``.
+* FP8 E4M3: ``n`` bytes plus fp32 scales: one per tensor (``fp8``), one per output row (``fp8-channel``), or
+  one per 128×128 block, ``ceil(o/128)·ceil(r/128)`` (``fp8-block``, DeepSeek-V3's ``weight_scale_inv``);
+  static activation scales (``input_scale``, one fp32 per linear) are not weights and are not counted.
+* MXFP4 (OCP MX spec): 32 four-bit values (16 bytes) and one E8M0 scale byte per block: 17 bytes per 32.
+* NVFP4: 16 four-bit values (8 bytes) and one E4M3 scale byte per block: 9 bytes per 16, plus one fp32
+  per-tensor scale (``weight_scale_2``).
+
+**llama.cpp's named file types** (:data:`FILE_TYPES`; ``src/llama-quant.cpp``, ``llama_tensor_get_type``,
+no importance matrix, llama architecture, dense models only): the base type of the file type (Q4_K for
+Q4_K_M/Q4_K_S, Q5_K for Q5_K_M/Q5_K_S, Q6_K, Q8_0, Q4_0) for every quantized tensor, except:
+
+* ``output.weight`` (or, with tied embeddings, ``token_embd.weight``): Q8_0 if its rows are not a multiple
+  of the base type's block, else Q6_K unless the base type is Q8_0;
+* ``attn_v.weight``: Q6_K in Q4_K_M and Q5_K_M for the layers ``use_more_bits(i, n)`` picks
+  (``i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2``, integer division), Q5_K in Q4_K_S for the first 4 layers;
+  then, for ``LLM_TYPE_70B`` (llama-model.cpp ``load_hparams``: 80 layers and ``n_head != n_head_kv``),
+  Q3_K/Q4_K become Q5_K;
+* ``ffn_down``: Q6_K in Q4_K_M and Q5_K_M where ``use_more_bits``; Q5_K in Q4_K_S for ``i < n/8``;
+* a tensor whose rows are not a multiple of its type's block falls back: Q4_K → Q5_0, Q5_K → Q5_1,
+  Q6_K → Q8_0, Q2_K/Q3_K/IQ types → IQ4_NL, then F16 if that block does not fit either.
+
+``gguf:T`` is ``llama-quantize --pure`` to type ``T``: every quantized tensor in ``T`` (F16 where a row
+does not hold whole blocks). The ``size`` llama-bench reports is the sum of the tensors' bytes; a GGUF file
+adds its metadata (the tokenizer) and up to 31 bytes of alignment per tensor; Llama 3.1's
+``rope_freqs.weight`` (``d_h/2`` F32 values) is not a component and is not counted.
+
+>>> r = weight_bytes("llama3.1-8b", "Q4_K_M")
+>>> r["tensors"]["blk.0.attn_v.weight"]["type"], r["tensors"]["blk.4.attn_v.weight"]["type"]
+('Q6_K', 'Q4_K')
+>>> round(r["total"] / 2**30, 2)  # llama-bench: Llama-3.1-8B Q4_K_M, 4.58 GiB
+4.58
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from math import ceil
+
+from symllm.arch import symbols as S
+from symllm.errors import SymllmError
+
+__all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "tensors",
+           "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "kv_bytes_per_element"]
+
+#: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
+#: ``GGML_QUANT_SIZES``)
+GGML_TYPES = {
+    "F32": (1, 4), "F16": (1, 2), "BF16": (1, 2),
+    "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24), "Q8_0": (32, 34),
+    "Q2_K": (256, 84), "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210),
+    "IQ2_XXS": (256, 66), "IQ2_XS": (256, 74), "IQ2_S": (256, 82), "IQ3_XXS": (256, 98), "IQ3_S": (256, 110),
+    "IQ1_S": (256, 50), "IQ1_M": (256, 56), "IQ4_NL": (32, 18), "IQ4_XS": (256, 136),
+    "TQ1_0": (256, 54), "TQ2_0": (256, 66), "MXFP4": (32, 17),
+}
+
+#: llama.cpp file type -> its base type (``llama_model_quantize_impl``'s switch on ``ftype``)
+FILE_TYPES = {"Q4_K_M": "Q4_K", "Q4_K_S": "Q4_K", "Q5_K_M": "Q5_K", "Q5_K_S": "Q5_K", "Q6_K": "Q6_K",
+              "Q8_0": "Q8_0", "Q4_0": "Q4_0", "F16": "F16", "BF16": "BF16"}
+
+#: ``llama_tensor_get_type``'s fallback when a row does not hold whole blocks of the chosen type
+_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "TQ1_0": "Q4_0", "TQ2_0": "Q4_0",
+             **{t: "IQ4_NL" for t in ("Q2_K", "Q3_K", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S",
+                                      "IQ1_S", "IQ1_M", "IQ4_XS")}}
+
+#: format -> the kinds of weight (``rules.weight``) it quantizes; the rest stays bf16 (module docstring)
+QUANTIZES = {
+    "nf4": ("linear",), "nf4-nodq": ("linear",), "int8": ("linear",),
+    "awq": ("linear", "experts"), "gptq": ("linear", "experts"), "gptq-8bit": ("linear", "experts"),
+    "fp8": ("linear", "experts"), "fp8-channel": ("linear", "experts"), "fp8-block": ("linear", "experts"),
+    "nvfp4": ("linear", "experts"), "mxfp4": ("experts",),
+    "gguf": ("embedding", "linear", "head", "experts"),  # every 2-D weight but the router
+}
+
+#: every format name weight_bytes() takes (besides ``gguf:TYPE``)
+FORMATS = tuple(f for f in QUANTIZES if f != "gguf") + tuple(FILE_TYPES) + ("bf16", "fp16", "fp32")
+
+#: KV-cache format -> bytes per cached element: fp16/bf16, fp8 (E4M3/E5M2; a per-layer fp32 scale is not
+#: counted), llama.cpp's ``--cache-type-k/-v`` q8_0 and q4_0 (block of 32: 34 and 18 bytes)
+KV_FORMATS = {"fp32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2), "fp8": Fraction(1),
+              "q8_0": Fraction(34, 32), "q4_0": Fraction(18, 32)}
+
+#: symllm component name -> GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES`` for MODEL_ARCH.LLAMA;
+#: the format's own vocabulary: llama.cpp chooses a type by this name)
+GGUF_NAMES = {"embedding": "token_embd", "norm": "output_norm", "lm_head": "output",
+              "attention_norm": "attn_norm", "ffn_norm": "ffn_norm", "wq": "attn_q", "wk": "attn_k",
+              "wv": "attn_v", "wo": "attn_output", "w1": "ffn_gate", "w2": "ffn_down", "w3": "ffn_up",
+              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm"}
+
+_HIGH = 2  # bf16/fp16 bytes of a weight a format leaves alone
+
+
+def _spec(config):
+    from symllm.arch.config import ModelConfig, load
+    from symllm.arch.specs import Spec, spec_of
+    if isinstance(config, Spec):
+        return config
+    return spec_of(config if isinstance(config, ModelConfig) else load(config))
+
+
+def _int(expr, values) -> int:
+    import sympy as sp  # lazily: the CLI's fast paths import this module without SymPy
+    v = sp.sympify(expr).subs(values)
+    if not v.is_Integer:
+        raise SymllmError(f"weight_format: {expr} is not a whole number for this config ({v})")
+    return int(v)
+
+
+def tensors(config) -> list[dict]:
+    """The stored tensors of a config's model, in model order: ``path`` (tree path, ``/``-joined), ``kind``
+    (the component's ``rules.weight``, or ``"bias"``), ``row`` (elements per row), ``rows`` per copy,
+    ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
+    each copy's first layer, or None) and ``ndim``.
+
+    >>> [(t["path"], t["rows"], t["row"], t["count"]) for t in tensors("llama3.2-1b")][:3]
+    [('embedding', 128256, 2048, 1), ('block/attention_norm', 1, 2048, 16), ('block/attention/wq', 2048, 2048, 16)]
+    """
+    spec = _spec(config)
+    values = spec.values()
+    out: list[dict] = []
+
+    def visit(comp, path, count, layer):
+        if comp.rules.weight != "none" and _int(comp.params, values):
+            out.extend(_own(comp, path, count, layer, values))
+        for c in comp.children:
+            visit(c, f"{path}/{c.name}", count * _int(c.repeat, values), layer)
+
+    mdl = spec.model("dense")
+    first = 0  # the model's groups of blocks hold layers first .. first + repeat - 1, in order
+    for c in mdl.children:
+        rep = _int(c.repeat, values)
+        if c.children:
+            visit(c, c.name, rep, first)
+            first += rep
+        else:
+            visit(c, c.name, rep, None)
+    return out
+
+
+def _own(comp, path, count, layer, values) -> list[dict]:
+    n = _int(comp.params, values)
+    kind = comp.rules.weight
+    base = dict(path=path, kind=kind, count=count, layer=layer)
+    if comp.shape:
+        fan_in, fan_out = (_int(x, values) for x in comp.shape)
+        rows = [dict(base, row=fan_in, rows=fan_out, ndim=2)]
+        if n > fan_in * fan_out:
+            rows.append(dict(base, path=path + ".bias", kind="bias", row=n - fan_in * fan_out, rows=1, ndim=1))
+        return rows
+    if kind == "embedding":
+        d = _int(S.d, values)
+        return [dict(base, row=d, rows=n // d, ndim=2)]
+    if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
+        d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
+        if 3 * d * d_ff * n_e != n:
+            raise SymllmError(f"weight_format: {path} holds {n} weights, not 3·d·d_ff·n_e")
+        return [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2)
+                for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
+    return [dict(base, row=n, rows=1, ndim=1)]
+
+
+def check_format(fmt, field: str = "weight_format") -> str:
+    """``fmt`` if it is a weight format :func:`weight_bytes` knows (:data:`FORMATS` or ``gguf:TYPE``).
+
+    >>> check_format("gguf:IQ4_XS")
+    'gguf:IQ4_XS'
+    >>> check_format("Q4_K_L")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, gptq, gptq-8bit, fp8, fp8-channel, fp8-block, nvfp4, mxfp4, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, bf16, fp16, fp32, gguf:TYPE)
+    """
+    if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES):
+        return fmt
+    raise SymllmError(f"{field}: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+
+
+def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
+    """Bytes of ``n`` values in the GGML type (:data:`GGML_TYPES`), in rows of ``row`` (default ``n``).
+
+    >>> ggml_bytes("Q4_K", 4096 * 4096), ggml_bytes("Q8_0", 64)
+    (9437184, 68)
+    """
+    if ggml_type not in GGML_TYPES:
+        raise SymllmError(f"weight_format: unknown GGML type {ggml_type!r} (known: {', '.join(GGML_TYPES)})")
+    block, size = GGML_TYPES[ggml_type]
+    if (row or n) % block or n % (row or n):
+        raise SymllmError(f"weight_format: rows of {row or n} do not hold whole {ggml_type} blocks of {block}")
+    return n // block * size
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layers: int, *,
+                     has_output: bool = True, is_70b: bool = False) -> str:
+    """The GGML type llama.cpp's ``llama_tensor_get_type`` picks for the tensor ``name`` (a GGUF name,
+    ``blk.{layer}.`` stripped) in the file type ``ftype`` (module docstring).
+
+    >>> [file_type_choice("Q4_K_M", "attn_v.weight", 4096, i, 32) for i in (0, 4, 6, 31)]
+    ['Q6_K', 'Q4_K', 'Q6_K', 'Q6_K']
+    >>> file_type_choice("Q4_K_M", "output.weight", 4096, None, 32), file_type_choice("Q8_0", "output.weight", 4096, None, 32)
+    ('Q6_K', 'Q8_0')
+    """
+    if ftype not in FILE_TYPES:
+        raise SymllmError(f"weight_format: unknown file type {ftype!r} (known: {', '.join(FILE_TYPES)})")
+    new = FILE_TYPES[ftype]
+    if new in ("F16", "BF16"):
+        return new
+    if name == "output.weight" or (not has_output and name == "token_embd.weight"):
+        if row % GGML_TYPES[new][0]:
+            new = "Q8_0"
+        elif new != "Q8_0":
+            new = "Q6_K"
+    elif name == "token_embd.weight":
+        pass
+    elif name == "attn_v.weight":
+        if ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(layer, n_layers):
+            new = "Q6_K"
+        elif ftype == "Q4_K_S" and layer < 4:
+            new = "Q5_K"
+        if is_70b and new in ("Q3_K", "Q4_K"):
+            new = "Q5_K"
+    elif name == "ffn_down.weight":
+        if ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(layer, n_layers):
+            new = "Q6_K"
+        elif ftype == "Q4_K_S" and layer < n_layers // 8:
+            new = "Q5_K"
+    if row % GGML_TYPES[new][0]:
+        new = _FALLBACK.get(new, "F16")
+        if row % GGML_TYPES[new][0]:
+            new = "F16"
+    return new
+
+
+def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, int]:
+    """(stored type, bytes) of one ``rows × row`` weight matrix quantized in ``fmt`` (not a GGUF type;
+    rules in the module docstring).
+
+    >>> tensor_bytes("awq", 4096, 4096)  # n/2 + qzeros (r/g · o/8 int32) + scales (r/g · o fp16)
+    ('awq-int4', 8716288)
+    >>> tensor_bytes("nf4", 4096, 4096)[1] == 4096 * 4096 // 2 + 4096 * 4096 // 64 + 4 * 1024 + 64 + 1024 + 4
+    True
+    """
+    n = row * rows
+    if fmt in ("nf4", "nf4-nodq"):
+        blocks = ceil(n / 64)
+        extra = blocks + 4 * ceil(blocks / 256) + 1024 + 4 if fmt == "nf4" else 4 * blocks
+        return "nf4", ceil(n / 2) + extra + 64
+    if fmt == "int8":
+        return "int8", n + 4 * rows
+    if fmt in ("awq", "gptq", "gptq-8bit"):
+        bits = 8 if fmt == "gptq-8bit" else 4
+        if row % group or (rows * bits) % 32 or (row * bits) % 32:
+            raise SymllmError(f"weight_format: {fmt} needs rows of a multiple of {group} and 32/{bits}-aligned sizes")
+        groups = row // group
+        packed = n * bits // 8
+        zeros = groups * rows * bits // 8
+        scales = 2 * groups * rows
+        g_idx = 4 * row if fmt != "awq" else 0
+        return f"{fmt.split('-')[0]}-int{bits}", packed + zeros + scales + g_idx
+    if fmt == "fp8":
+        return "fp8_e4m3", n + 4
+    if fmt == "fp8-channel":
+        return "fp8_e4m3", n + 4 * rows
+    if fmt == "fp8-block":
+        return "fp8_e4m3", n + 4 * ceil(rows / 128) * ceil(row / 128)
+    if fmt == "mxfp4":
+        if row % 32:
+            raise SymllmError(f"weight_format: mxfp4 needs rows of a multiple of 32, not {row}")
+        return "mxfp4", n // 32 * 17
+    if fmt == "nvfp4":
+        if row % 16:
+            raise SymllmError(f"weight_format: nvfp4 needs rows of a multiple of 16, not {row}")
+        return "nvfp4", n // 16 * 9 + 4
+    raise SymllmError(f"weight_format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+
+
+def _gguf_name(t: dict, i: int | None) -> str:
+    parts = t["path"].split("/")
+    leaf = parts[-1]
+    suffix = "bias" if leaf.endswith(".bias") else "weight"
+    leaf = leaf.removesuffix(".bias")
+    if leaf not in GGUF_NAMES:
+        raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (llama architecture, dense models)")
+    name = f"{GGUF_NAMES[leaf]}.{suffix}"
+    return f"blk.{i}.{name}" if i is not None else name
+
+
+def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
+    """The exact bytes of a config's weights in the format ``fmt``: ``{"total": int, "elements": int,
+    "bits_per_weight": Fraction, "tensors": {name: {"type", "count", "elements", "bytes"}}}``.
+    GGUF file types (:data:`FILE_TYPES`) and ``gguf:TYPE`` list one entry per GGUF tensor
+    (``blk.3.attn_v.weight``); the other formats one per tree path, over all its copies.
+
+    >>> r = weight_bytes("llama3.2-1b", "awq")
+    >>> r["tensors"]["block/attention/wq"]["type"], r["tensors"]["embedding"]["type"]
+    ('awq-int4', 'bf16')
+    >>> weight_bytes("llama3.2-1b", "bf16")["total"] == 2 * 1235814400
+    True
+    """
+    check_format(fmt)
+    spec = _spec(config)
+    ts = tensors(spec)
+    out: dict[str, dict] = {}
+    gguf = fmt in FILE_TYPES or fmt.startswith("gguf:")
+    if gguf:
+        pure = fmt.removeprefix("gguf:") if fmt.startswith("gguf:") else None
+        if pure is not None and pure not in GGML_TYPES:
+            raise SymllmError(f"weight_format: unknown GGML type {pure!r} (known: {', '.join(GGML_TYPES)})")
+        if any(t["kind"] in ("experts", "router") for t in ts):
+            raise SymllmError("weight_format: GGUF file types are modelled for dense llama models only")
+        cfg = spec.config
+        n_layers = cfg.n_layers
+        has_output = any(t["kind"] == "head" for t in ts)
+        is_70b = n_layers == 80 and cfg.n_heads != cfg.n_kv_heads
+        for t in ts:
+            copies = [None] if t["layer"] is None else range(t["layer"], t["layer"] + t["count"])
+            for i in copies:
+                name = _gguf_name(t, i)
+                n = t["row"] * t["rows"]
+                if t["ndim"] < 2 or t["kind"] not in QUANTIZES["gguf"]:
+                    kind = "F32"
+                elif pure is not None:
+                    kind = pure if t["row"] % GGML_TYPES[pure][0] == 0 else "F16"
+                else:
+                    kind = file_type_choice(fmt, name.split(".", 2)[-1] if i is not None else name, t["row"],
+                                            i, n_layers, has_output=has_output, is_70b=is_70b)
+                out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
+    else:
+        plain = {"bf16": 2, "fp16": 2, "fp32": 4}
+        if fmt not in QUANTIZES and fmt not in plain:
+            raise SymllmError(f"weight_format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+        for t in ts:
+            n = t["row"] * t["rows"]
+            if fmt in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[fmt]:
+                kind, each = tensor_bytes(fmt, t["row"], t["rows"])
+            else:
+                kind, each = ("bf16", _HIGH * n) if fmt in QUANTIZES else (fmt, plain[fmt] * n)
+            out[t["path"]] = dict(type=kind, count=t["count"], elements=n * t["count"], bytes=each * t["count"])
+    total = sum(v["bytes"] for v in out.values())
+    elements = sum(v["elements"] for v in out.values())
+    return {"format": fmt, "total": total, "elements": elements,
+            "bits_per_weight": Fraction(8 * total, elements), "tensors": out}
+
+
+def kv_bytes_per_element(fmt: str) -> Fraction:
+    """Bytes per cached K or V element in the KV-cache format ``fmt`` (:data:`KV_FORMATS`).
+
+    >>> kv_bytes_per_element("q8_0"), kv_bytes_per_element("q4_0")
+    (Fraction(17, 16), Fraction(9, 16))
+    """
+    if fmt not in KV_FORMATS:
+        raise SymllmError(f"kv_format: unknown {fmt!r} (known: {', '.join(KV_FORMATS)})")
+    return KV_FORMATS[fmt]

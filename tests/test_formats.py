@@ -1,0 +1,281 @@
+"""Weight formats as exact bytes (symllm.costs.formats), against independent truth:
+
+* the ``gguf`` package (gguf-py, llama.cpp's own Python library): its ``GGML_QUANT_SIZES`` table, its
+  ``TensorNameMap`` (HF name -> GGUF name), and GGUF files written with ``gguf.GGUFWriter`` from a small
+  ``LlamaForCausalLM`` built by transformers, each tensor quantized by ``gguf.quants.quantize`` (it implements
+  Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16, MXFP4, TQ1_0; not the K-quants nor the IQ types), read back with
+  ``gguf.GGUFReader``: tensor names, types and byte sizes equal symllm's;
+* llama-bench's published sizes (tests/data/published_file_sizes.json): the K-quant file types' per-tensor
+  choice, which no CPU tool here runs (llama.cpp's quantizer: building llama-cpp-python from source is too
+  slow on this shared machine, so it is not used);
+* AWQ, GPTQ, bitsandbytes NF4 / LLM.int8, FP8, MXFP4 and NVFP4: no CPU packer is installed here (AutoAWQ,
+  GPTQModel and bitsandbytes need CUDA builds; compressed-tensors is not installed), so one 4096×4096 tensor
+  is checked by hand arithmetic from each format's specification (stated in each test).
+"""
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+
+from symllm.arch.config import from_dict
+from symllm.costs import formats as F
+from symllm.errors import SymllmError
+from .strategies import hf_configs
+
+gguf = pytest.importorskip("gguf")
+
+DATA = Path(__file__).parent / "data"
+
+#: a small llama whose rows (288, 800) are not multiples of 256: Q4_K_M falls back to types gguf-py writes
+SMALL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 288,
+         "intermediate_size": 800, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "head_dim": 72, "vocab_size": 320, "tie_word_embeddings": False, "rms_norm_eps": 1e-5,
+         "hidden_act": "silu", "max_position_embeddings": 128}
+
+
+def test_block_sizes_are_gguf_py_table():
+    """Every GGML type's (block size, bytes per block) is gguf-py's GGML_QUANT_SIZES entry."""
+    for name, pair in F.GGML_TYPES.items():
+        assert gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name]] == pair, name
+
+
+def test_kv_formats_are_ggml_blocks():
+    """llama.cpp's q8_0 / q4_0 KV cache costs its GGML block's bytes per element; fp8 one byte."""
+    for name in ("q8_0", "q4_0"):
+        block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name.upper()]]
+        assert F.kv_bytes_per_element(name) == Fraction(size, block)
+    assert F.kv_bytes_per_element("fp8") == 1
+    with pytest.raises(SymllmError, match="kv_format: unknown 'q3'"):
+        F.kv_bytes_per_element("q3")
+
+
+def _hf_model(raw):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(**{k: v for k, v in raw.items() if k not in ("model_type", "architectures")})
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def _gguf_names(model, n_layers):
+    names = gguf.TensorNameMap(gguf.MODEL_ARCH.LLAMA, n_layers)
+    out = {}
+    for hf, p in model.state_dict().items():
+        if hf == "lm_head.weight" and model.config.tie_word_embeddings:
+            continue
+        out[names.get_name(hf, try_suffixes=(".weight", ".bias"))] = p
+    return out
+
+
+def test_tensors_are_transformers_names_and_shapes():
+    """Llama-3.1-8B's GGUF tensors (F16) are the names gguf-py's TensorNameMap gives transformers'
+    LlamaForCausalLM parameters (meta device), with their element counts and row lengths."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from symllm.api import spec
+    sp_ = spec("llama3.1-8b")
+    s = sp_.config
+    cfg = transformers.LlamaConfig(hidden_size=s.dim, intermediate_size=sp_.hidden_dim, num_hidden_layers=s.n_layers,
+                                   num_attention_heads=s.n_heads, num_key_value_heads=s.n_kv_heads,
+                                   head_dim=s.head_dim, vocab_size=s.vocab_size, tie_word_embeddings=False)
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(cfg)
+    expected = {name: (p.numel(), p.shape[-1]) for name, p in _gguf_names(model, s.n_layers).items()}
+    mine = F.weight_bytes("llama3.1-8b", "F16")["tensors"]
+    assert {n: (t["elements"], t["bytes"] // (2 if t["type"] == "F16" else 4) // (t["elements"] // expected[n][1]))
+            for n, t in mine.items()} == expected
+
+
+@pytest.mark.parametrize("fmt", ["Q4_K_M", "Q4_0", "Q8_0", "gguf:Q4_1", "gguf:Q5_1", "gguf:MXFP4", "BF16"])
+def test_gguf_file_written_and_read_back(tmp_path, fmt):
+    """A small llama (transformers, random weights) written as GGUF by gguf.GGUFWriter, each tensor
+    quantized by gguf.quants.quantize to the type symllm says (row lengths 288 and 800 make Q4_K_M fall
+    back to Q5_0 / Q8_0, which gguf-py implements), read back by gguf.GGUFReader: the same tensors, types
+    and bytes as symllm's."""
+    model = _hf_model(SMALL)
+    mine = F.weight_bytes(from_dict(SMALL), fmt)
+    writer = gguf.GGUFWriter(tmp_path / "m.gguf", "llama")
+    for name, p in _gguf_names(model, SMALL["num_hidden_layers"]).items():
+        qtype = gguf.GGMLQuantizationType[mine["tensors"][name]["type"]]
+        data = p.detach().float().numpy()
+        writer.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    read = {t.name: (t.tensor_type.name, int(t.n_bytes)) for t in gguf.GGUFReader(tmp_path / "m.gguf").tensors}
+    assert read == {n: (t["type"], t["bytes"]) for n, t in mine["tensors"].items()}
+    assert mine["total"] == sum(b for _, b in read.values())
+
+
+def test_q4_k_m_fallbacks_on_small_rows():
+    """Rows of 288 hold no whole 256-blocks: Q4_K -> Q5_0, Q6_K -> Q8_0 (llama_tensor_get_type);
+    the last of 3 layers is one use_more_bits picks (i >= 7·3/8 = 2); output.weight Q8_0; norms F32."""
+    t = {n: v["type"] for n, v in F.weight_bytes(from_dict(SMALL), "Q4_K_M")["tensors"].items()}
+    assert (t["blk.0.attn_v.weight"], t["blk.2.attn_v.weight"], t["blk.2.ffn_down.weight"]) == ("Q5_0", "Q8_0", "Q8_0")
+    assert (t["output.weight"], t["token_embd.weight"], t["output_norm.weight"]) == ("Q8_0", "Q5_0", "F32")
+
+
+def test_use_more_bits_layers_of_llama_8b():
+    """Llama-3.1-8B Q4_K_M: attn_v and ffn_down in Q6_K in layers 0-3, 6, 9, ..., 27 and 28-31 (n = 32:
+    i < 4, i >= 28, (i - 4) % 3 == 2), Q4_K elsewhere: 20 of each, by hand; token_embd Q4_K, output Q6_K."""
+    t = {n: v["type"] for n, v in F.weight_bytes("llama3.1-8b", "Q4_K_M")["tensors"].items()}
+    six = [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]
+    for what in ("attn_v", "ffn_down"):
+        assert [i for i in range(32) if t[f"blk.{i}.{what}.weight"] == "Q6_K"] == six
+    assert (t["token_embd.weight"], t["output.weight"], t["blk.5.attn_q.weight"]) == ("Q4_K", "Q6_K", "Q4_K")
+
+
+def test_tied_embedding_takes_output_rule_and_70b_promotes_attn_v():
+    """Tied Llama-3.2-3B has no output.weight: token_embd gets its Q6_K; Llama-3.1-70B (80 layers, GQA:
+    LLM_TYPE_70B) stores attn_v Q5_K where Q4_K_M would use Q4_K, and ffn_down stays Q4_K there."""
+    t = F.weight_bytes("llama3.2-3b", "Q4_K_M")["tensors"]
+    assert "output.weight" not in t and t["token_embd.weight"]["type"] == "Q6_K"
+    t = F.weight_bytes("llama3.1-70b", "Q4_K_M")["tensors"]
+    assert (t["blk.11.attn_v.weight"]["type"], t["blk.11.ffn_down.weight"]["type"]) == ("Q5_K", "Q4_K")
+
+
+@pytest.mark.parametrize("entry", json.loads((DATA / "published_file_sizes.json").read_text())["sizes_gib"],
+                         ids=lambda e: f"{e['model']}-{e['format']}")
+def test_published_llama_bench_sizes(entry):
+    """llama-bench's size column (sum of tensor bytes, GiB, two decimals) for published GGUF files."""
+    assert round(F.weight_bytes(entry["model"], entry["format"])["total"] / 2**30, 2) == entry["gib"]
+
+
+N = 4096 * 4096
+
+
+def test_awq_gptq_by_hand():
+    """AutoAWQ GEMM (4 bits, group 128): qweight int32 (4096, 512), qzeros int32 (32, 512), scales fp16
+    (32, 4096). GPTQ (4 bits, group 128): qweight int32 (512, 4096), qzeros int32 (32, 512), scales fp16
+    (32, 4096), g_idx int32 (4096,); 8 bits: qweight (1024, 4096), qzeros (32, 1024)."""
+    assert F.tensor_bytes("awq", 4096, 4096)[1] == 4096 * 512 * 4 + 32 * 512 * 4 + 32 * 4096 * 2
+    assert F.tensor_bytes("gptq", 4096, 4096)[1] == 512 * 4096 * 4 + 32 * 512 * 4 + 32 * 4096 * 2 + 4096 * 4
+    assert F.tensor_bytes("gptq-8bit", 4096, 4096)[1] == 1024 * 4096 * 4 + 32 * 1024 * 4 + 32 * 4096 * 2 + 4096 * 4
+
+
+def test_bitsandbytes_by_hand():
+    """bitsandbytes quantize_4bit (blocksize 64): N/2 packed bytes, the 16-entry fp32 NF4 code; absmax fp32
+    per block, or (double quantization) uint8 per block + fp32 per 256 blocks + the 256-entry fp32 nested
+    code + an fp32 offset. LLM.int8: int8 CB + fp32 SCB per output row."""
+    blocks = N // 64
+    assert F.tensor_bytes("nf4-nodq", 4096, 4096)[1] == N // 2 + 4 * blocks + 64
+    assert F.tensor_bytes("nf4", 4096, 4096)[1] == N // 2 + blocks + 4 * (blocks // 256) + 1024 + 4 + 64
+    assert F.tensor_bytes("int8", 4096, 4096)[1] == N + 4 * 4096
+
+
+def test_fp8_mx_nv_by_hand():
+    """FP8 E4M3: one byte a weight + fp32 scales (per tensor 1, per channel 4096, DeepSeek-V3's 128×128
+    blocks 32·32); an 11008×4096 weight has ceil(11008/128) = 86 block rows. MXFP4: 16 + 1 bytes per 32;
+    NVFP4: 8 + 1 bytes per 16 and one fp32 global scale."""
+    assert F.tensor_bytes("fp8", 4096, 4096)[1] == N + 4
+    assert F.tensor_bytes("fp8-channel", 4096, 4096)[1] == N + 4 * 4096
+    assert F.tensor_bytes("fp8-block", 4096, 4096)[1] == N + 4 * 32 * 32
+    assert F.tensor_bytes("fp8-block", 4096, 11008)[1] == 4096 * 11008 + 4 * 86 * 32
+    assert F.tensor_bytes("mxfp4", 4096, 4096)[1] == N // 32 * 17
+    assert F.tensor_bytes("nvfp4", 4096, 4096)[1] == N // 16 * 9 + 4
+
+
+def test_which_tensors_stay_unquantized():
+    """The rule table: AWQ keeps embedding, norms and lm_head in bf16; bitsandbytes NF4 keeps Mixtral's
+    router and fused experts; FP8 quantizes the experts but not the router; MXFP4 (gpt-oss) only the
+    experts. Bytes: Llama-3.2-1B's bf16 total is 2 × its 1,235,814,400 parameters (published)."""
+    awq = F.weight_bytes("llama3.1-8b", "awq")["tensors"]
+    assert {n: t["type"] for n, t in awq.items() if t["type"] == "bf16"} == dict.fromkeys(
+        ("embedding", "block/attention_norm", "block/ffn_norm", "norm", "lm_head"), "bf16")
+    assert awq["lm_head"]["bytes"] == 2 * 128256 * 4096
+    types = {f: {n: t["type"] for n, t in F.weight_bytes("mixtral-8x7b", f)["tensors"].items()}
+             for f in ("nf4", "fp8-block", "mxfp4")}
+    assert types["nf4"]["block/moe/router"] == types["nf4"]["block/moe/experts/gate"] == "bf16"
+    assert types["fp8-block"]["block/moe/router"] == "bf16"
+    assert types["fp8-block"]["block/moe/experts/down"] == "fp8_e4m3"
+    assert [n for n, t in types["mxfp4"].items() if t == "mxfp4"] == [
+        "block/moe/experts/gate", "block/moe/experts/up", "block/moe/experts/down"]
+    assert F.weight_bytes("llama3.2-1b", "bf16")["total"] == 2 * 1235814400
+
+
+def test_bad_formats_refused():
+    """Unknown names and GGUF on a mixture of experts are one-line errors, not wrong numbers."""
+    with pytest.raises(SymllmError, match="^weight_format: unknown 'q4'"):
+        F.weight_bytes("llama3.1-8b", "q4")
+    with pytest.raises(SymllmError, match="weight_format: unknown 'gguf:Q9_K'"):
+        F.weight_bytes("llama3.1-8b", "gguf:Q9_K")
+    with pytest.raises(SymllmError, match="dense llama models only"):
+        F.weight_bytes("mixtral-8x7b", "Q4_K_M")
+    with pytest.raises(SymllmError, match="^weight_format: awq needs rows"):
+        F.tensor_bytes("awq", 100, 4096)
+
+
+def test_workload_weight_format_checked():
+    """Workload.weight_format: a known format or gguf:TYPE, else one error naming the field."""
+    from symllm.costs.workloads import Workload
+    assert Workload(weight_format="gguf:IQ4_XS").weight_format == "gguf:IQ4_XS"
+    assert Workload().weight_format is None
+    for bad in ("Q4_K_L", "gguf:Q9_K", 4):
+        with pytest.raises(SymllmError, match="^weight_format: unknown"):
+            Workload(weight_format=bad)
+
+
+def test_count_shows_weight_format(cli):
+    """`count --json --weight-format Q4_K_M`: the format's bytes (llama-bench's 4.58 GiB for Llama-3.1-8B)
+    and bits per weight beside the bf16 weights (2 bytes × 8,030,261,248 published parameters); the
+    table shows them too; a MoE model in a GGUF file type is one error line, exit 2."""
+    r = cli(["count", "llama3.1-8b", "--json", "--weight-format", "Q4_K_M"])
+    assert r.code == 0
+    f = json.loads(r.out)["weight_format"]
+    assert round(f["bytes"] / 2**30, 2) == 4.58 and f["dtype_weights_bytes"] == 2 * 8030261248
+    p, q = map(int, f["bits_per_weight"].split("/"))
+    assert Fraction(p, q) == Fraction(8 * f["bytes"], 8030261248)
+    r = cli(["count", "llama3.1-8b", "--weight-format", "Q8_0"])
+    assert r.code == 0 and "weights in Q8_0" in r.out and "7.95 GiB" in r.out
+    r = cli(["count", "mixtral-8x7b", "--weight-format", "Q4_K_M"])
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        "symllm: error: weight_format: GGUF file types are modelled for dense llama models only"]
+
+
+_ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}
+
+
+@given(raw=hf_configs())
+def test_gguf_tensors_are_transformers_parameters(raw):
+    """Every generated HF config: symllm's GGUF tensors (gguf:F16) are transformers' parameters (meta
+    device) under gguf-py's TensorNameMap names, with their element counts; 1-D tensors (norms, biases) F32."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    names = gguf.TensorNameMap(gguf.MODEL_ARCH[_ARCH[raw["model_type"]]], raw["num_hidden_layers"])
+    expected = {}
+    for hf, p in model.state_dict().items():
+        if hf == "lm_head.weight" and raw["tie_word_embeddings"]:
+            continue
+        expected[names.get_name(hf, try_suffixes=(".weight", ".bias"))] = (p.numel(), "F32" if p.dim() == 1 else "F16")
+    mine = F.weight_bytes(from_dict(raw), "gguf:F16")["tensors"]
+    assert {n: (t["elements"], t["type"]) for n, t in mine.items()} == expected
+
+
+def test_nf4_rule_is_qlora_rule():
+    """bitsandbytes NF4 quantizes what QLoRA's base-weight memory assumes (finetune.FORMATS), and its
+    double-quantized bytes over a 64·256-divisible tensor are the QLoRA paper's 4.127 bits (§3) plus the
+    three per-tensor constants (NF4 code 64 B, nested code 1024 B, offset 4 B)."""
+    from symllm.costs import finetune
+    assert F.QUANTIZES["nf4"] == F.QUANTIZES["nf4-nodq"] == finetune.FORMATS["nf4"]
+    assert F.tensor_bytes("nf4", 4096, 4096)[1] == N * (4 + Fraction(8, 64) + Fraction(32, 64 * 256)) / 8 + 1092
+
+
+@pytest.mark.parametrize("command", ["report", "sweep"])
+def test_weight_format_refused_where_unused(cli, command):
+    """report and sweep do not use the weight format yet: one error line and exit 2, not a number unchanged."""
+    target = ["--base", "llama3.1-8b", "--dim", "4096"] if command == "sweep" else ["llama3.1-8b"]
+    r = cli([command, *target, "--weight-format", "Q4_K_M"])
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        f"symllm: error: weight_format: shown by symllm count only; {command} does not use it yet"]
+
+
+def test_derive_warns_weight_format_ignored(cli):
+    """derive's quantities do not use the weight format: it says so on stderr."""
+    r = cli(["derive", "--component", "attention", "--quantity", "flops", "--weight-format", "Q4_K_M"])
+    assert r.code == 0 and "--weight-format does not apply" in r.err
