@@ -25,11 +25,28 @@ DATA = Path(__file__).parent / "data"
 #: preset name -> {"total": int, "source": str}. Loaded at import so that parametrize can use it.
 PUBLISHED: dict[str, dict] = json.loads((DATA / "published_params.json").read_text(encoding="utf-8"))
 
-# Deterministic in CI (a failure reproduces), exploring locally; no deadline (shared machines are noisy).
-settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci" if CI else "dev")
+#: Hypothesis profiles, the only place example counts are set (no test pins ``max_examples``):
+#: ``ci`` (under CI=true): derandomised, so a failure reproduces, with few examples per property;
+#: ``dev`` (a local run): as many, drawn at random, so that repeated local runs explore;
+#: ``long`` (``SYMLLM_PROFILE=long python -m pytest``): random, 1,000 examples per property, at least what
+#: any property ran before the profiles (the fuzz tests' 700 included); it takes hours.
+EXAMPLES = {"ci": 10, "dev": 10, "long": 1000}
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # shared machines are noisy
+settings.register_profile("ci", max_examples=EXAMPLES["ci"], derandomize=True, print_blob=True, **_COMMON)
+settings.register_profile("dev", max_examples=EXAMPLES["dev"], **_COMMON)
+settings.register_profile("long", max_examples=EXAMPLES["long"], **_COMMON)
+PROFILE = os.environ.get("SYMLLM_PROFILE") or ("ci" if CI else "dev")
+settings.load_profile(PROFILE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def symllm_cache() -> Path:
+    """The cache folder of this test process (each xdist worker has its own), fresh and empty at the
+    start: the rootdir's conftest.py sets SYMLLM_CACHE_DIR to it before collection, so that nothing
+    reads or writes the user's ~/.cache/symllm."""
+    folder = Path(os.environ["SYMLLM_CACHE_DIR"])
+    assert folder.name.startswith("symllm-cache-"), folder
+    return folder
 
 
 def requires(name: str) -> ModuleType:
