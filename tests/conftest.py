@@ -21,9 +21,16 @@ CI = bool(os.environ.get("CI"))
 
 DATA = Path(__file__).parent / "data"
 
-#: Parameter totals published for the presets outside symllm (checkpoint metadata, papers, run logs):
-#: preset name -> {"total": int, "source": str}. Loaded at import so that parametrize can use it.
-PUBLISHED: dict[str, dict] = json.loads((DATA / "published_params.json").read_text(encoding="utf-8"))
+#: Every figure published outside symllm (checkpoint metadata, model cards, papers, run logs), in one file,
+#: each with its source: preset name -> {"total": int, "source": str} for an exact total, and/or
+#: {"about": {quantity: {"value": float, "within": relative tolerance, "source": str}}} for a rounded one
+#: ("17B active"). Loaded at import so that parametrize can use it.
+_FIGURES: dict[str, dict] = json.loads((DATA / "published_params.json").read_text(encoding="utf-8"))
+#: the exact totals: preset name -> {"total": int, "source": str}
+PUBLISHED: dict[str, dict] = {k: v for k, v in _FIGURES.items() if "total" in v}
+#: the rounded figures: (preset name, quantity of symllm.params) -> {"value", "within", "source"}
+PUBLISHED_ABOUT: dict[tuple[str, str], dict] = {(k, q): f for k, v in _FIGURES.items()
+                                                for q, f in v.get("about", {}).items()}
 
 #: Hypothesis profiles, the only place example counts are set (no test pins ``max_examples``):
 #: ``ci`` (under CI=true): derandomised, so a failure reproduces, with few examples per property;

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
@@ -32,7 +32,6 @@ def _closed_forms(cfg, causal):
     return out
 
 
-@settings(max_examples=200)
 @given(configs(), workloads(big=True), st.booleans())
 def test_scalar_kernel_equals_sympy(cfg, work, causal):
     """For any config and workload, each compiled quantity (params, FLOPs, element-wise, KV cache and
@@ -56,7 +55,6 @@ def _stack(cfgs, works):
     return {k: np.array(v) for k, v in cols.items()}
 
 
-@settings(max_examples=80)
 @given(st.lists(configs(), min_size=1, max_size=12), st.data(), st.booleans())
 def test_vector_kernel_equals_sympy_pointwise(cfgs, data, big):
     """Over numpy arrays of configs and workloads, each kernel equals SymPy's exact value at every
