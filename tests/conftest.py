@@ -2,10 +2,12 @@
 locally but fail under CI, and the Hypothesis profiles.
 
 Test modules import the plain helpers with ``from .conftest import PUBLISHED, requires``; the
-fixtures (``published``, ``cli``, ``torch``, ``reference``) are requested by name as usual.
+fixtures (``published``, ``cli``, ``torch``, ``reference``, ``meta_model``, ``preset_numel``,
+``symllm_cache``) are requested by name as usual.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -119,6 +121,25 @@ def reference(torch) -> ModuleType:
     """symllm.reference, the independent torch model the closed forms are checked against."""
     from symllm import reference
     return reference
+
+
+@pytest.fixture(scope="session")
+def meta_model(torch, reference):
+    """``meta_model(name, dtype="float32")``: the reference model of a preset on the meta device, built once
+    per test process (a 405B build takes seconds, and several tests measure the same presets). Shared:
+    measure it (numel, FlopCounterMode, a backward pass), never change it."""
+    @functools.lru_cache(maxsize=None)
+    def build(name: str, dtype: str = "float32"):
+        import symllm
+        return reference.build(symllm.load(name), device="meta", dtype=getattr(torch, dtype))
+    return build
+
+
+@pytest.fixture(scope="session")
+def preset_numel(reference, meta_model):
+    """``preset_numel(name)``: the reference model's numel per symllm breakdown key (and "total") for a
+    preset, counted once per test process."""
+    return functools.lru_cache(maxsize=None)(lambda name: reference.count(meta_model(name)))
 
 
 def saved_during(forward, model) -> int:

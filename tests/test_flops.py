@@ -80,7 +80,7 @@ def test_causal_counts_only_the_unmasked_pairs(cfg, w):
     assert dense["decode_token"] == causal["decode_token"]  # one query sees every cached key
 
 
-def test_one_token_llama2_13b_is_about_2n():
+def test_one_token_llama2_13b_is_about_2n(meta_model):
     """One token through Llama-2-13B costs about 2N FLOPs (2.57e10), as torch measures; 2N × 4096
     ≈ 1.07e14 is a whole 4096-token prefill, not one token; its MACs are the multiply-adds counted by hand."""
     cfg = symllm.load("llama2-13b")
@@ -91,7 +91,7 @@ def test_one_token_llama2_13b_is_about_2n():
     assert expected == 25_704_038_400
     ours = costs.workload(cfg, batch=1, seq=1)["flops"]
     assert ours["prefill"] == expected
-    assert ours["prefill"] == measured(reference.build(cfg, device="meta"), tokens(1, 1))
+    assert ours["prefill"] == measured(meta_model("llama2-13b"), tokens(1, 1))
     # about 2N: 2 FLOPs per weight of every matmul (all but the embedding table) + the tiny attention core
     n_params = symllm.params(cfg)["total"]
     assert ours["prefill"] == 2 * (n_params - V * d - (2 * L + 1) * d) + 4 * L * d
@@ -108,16 +108,16 @@ def test_one_token_llama2_13b_is_about_2n():
 @pytest.mark.parametrize("name,seq,backward", [
     ("llama3.2-1b", 8192, True), ("llama2-70b", 4096, False), ("mistral-7b", 32768, False),
 ])
-def test_presets_on_meta_at_long_sequences(name, seq, backward):
+def test_presets_on_meta_at_long_sequences(meta_model, name, seq, backward):
     """Large presets on the meta device: dense prefill (and training) FLOPs equal FlopCounterMode."""
     cfg = symllm.load(name)
-    model = reference.build(cfg, device="meta", dtype=torch.bfloat16)
+    model = meta_model(name, "bfloat16")
     flops = costs.workload(cfg, batch=1, seq=seq)["flops"]
     key = "training_step" if backward else "prefill"
     assert flops[key] == measured(model, tokens(1, seq), backward=backward)
 
 
-def test_405b_at_131072_tokens(cli):
+def test_405b_at_131072_tokens(cli, meta_model):
     """`count llama3.1-405b --seq 131072 ... --json`: exact KV cache, prefill = FlopCounterMode on meta."""
     r = cli(["count", "llama3.1-405b", "--seq", "131072", "--batch", "1", "--dtype", "bf16",
              "--kv-dtype", "bf16", "--attention", "dense", "--json"])
@@ -125,17 +125,17 @@ def test_405b_at_131072_tokens(cli):
     out = json.loads(r.out)
     assert out["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
     started = time.perf_counter()
-    model = reference.build(symllm.load("llama3.1-405b"), device="meta", dtype=torch.bfloat16)
+    model = meta_model("llama3.1-405b", "bfloat16")
     assert out["flops"]["prefill"] == measured(model, tokens(1, 131072))
     assert time.perf_counter() - started < 120  # about 6 s on 2 cores (build 2 s, forward 4 s)
     assert set(out) >= {"params", "config", "flops", "memory"}
 
 
-def test_mfu_from_measured_training_flops():
+def test_mfu_from_measured_training_flops(meta_model):
     """MFU = tokens/s × (FlopCounterMode forward+backward FLOPs per token) / peak FLOP/s."""
     cfg = symllm.load("llama3.2-1b")
     seq = 1024
-    per_token = Fraction(measured(reference.build(cfg, device="meta"), tokens(1, seq), backward=True), seq)
+    per_token = Fraction(measured(meta_model("llama3.2-1b"), tokens(1, seq), backward=True), seq)
     assert costs.mfu(cfg, 12_000, 312e12, seq=seq) == pytest.approx(float(per_token * 12_000 / Fraction(312e12)))
 
 

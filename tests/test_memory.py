@@ -5,7 +5,6 @@ Activations: the bytes of the distinct tensors torch saves for backward (saved_t
 equal symllm's formula plus the terms README "FLOPs and memory" names (reference_extras below).
 """
 from fractions import Fraction
-from functools import lru_cache
 
 import pytest
 import sympy as sp
@@ -68,12 +67,11 @@ def test_fp16_kv_cache_is_4_bytes_per_layer_kv_head_dim_and_token(name, b, s, n)
 
 @pytest.mark.parametrize("dtype", ["fp64", "fp32", "bf16", "fp16", "fp8", "int8"])
 @pytest.mark.parametrize("name", ["llama3.2-1b", "llama2-13b", "llama3.1-405b"])
-def test_weight_bytes_equal_the_reference_storage(name, dtype):
-    """Weights in bytes equal numel × element_size of the reference model built in that dtype (meta)."""
+def test_weight_bytes_equal_the_reference_storage(preset_numel, name, dtype):
+    """Weights in bytes equal the reference model's numel × the element size torch gives that dtype."""
     cfg = symllm.load(name)
     tdtype = {**TORCH_DTYPES, "fp8": torch.float8_e4m3fn, "int8": torch.int8}[dtype]
-    model = reference.build(cfg, device="meta", dtype=torch.float32)
-    measured = sum(p.numel() * torch.empty((), dtype=tdtype).element_size() for p in model.parameters())
+    measured = preset_numel(name)["total"] * torch.empty((), dtype=tdtype).element_size()
     assert costs.workload(cfg, dtype=dtype)["memory"]["weights"] == measured
 
 
@@ -85,16 +83,11 @@ def test_int4_weights_are_half_a_byte_plus_fp16_group_scales():
     assert costs.workload(cfg, dtype="int4", group_size=32)["memory"]["weights"] == Fraction(N, 2) + Fraction(2 * N, 32)
 
 
-@lru_cache(maxsize=None)
-def _numel(name: str) -> int:
-    return reference.count(reference.build(symllm.load(name), device="meta"))["total"]
-
-
 @given(st.sampled_from(symllm.preset_names()), st.integers(0, 3), st.integers(1, 4096))
-def test_training_states_follow_the_zero_paper(name, stage, dp):
+def test_training_states_follow_the_zero_paper(preset_numel, name, stage, dp):
     """Per-rank model states = the ZeRO paper's (2 + 2 + K)Ψ with K = 12, sharded by stage over N_d."""
     cfg = symllm.load(name)
-    psi = _numel(name)
+    psi = preset_numel(name)["total"]
     K = 12  # fp32 master weights, momentum, variance (ZeRO, Rajbhandari et al. 2020, §3.1)
     expected = [(2 + 2 + K) * psi, 2 * psi + 2 * psi + Fraction(K * psi, dp),
                 2 * psi + Fraction((2 + K) * psi, dp), Fraction((2 + 2 + K) * psi, dp)][stage]

@@ -208,11 +208,11 @@ def test_cli_sweep_rows_equal_count_json(cfg, options):
         _count_vs_sweep(path, options, Path(tmp), grid=["--dim", cfg.dim])
 
 
+#: the presets whose structure the random config files above never have (experts, windows, the Llama 4 mix)
+#: and the LoRA options workload_options() does not draw; dense presets under the workload options it
+#: does draw (dtypes, int4 groups, ZeRO, recomputation, causal attention) are its cases already
 @pytest.mark.parametrize("model, options", [
     ("llama3.1-8b", {"seq": 4096}),
-    ("llama3.2-1b", {"batch": 4, "seq": 512, "gen": 64, "dtype": "int4", "kv_dtype": "fp8", "attention": "causal"}),
-    ("llama2-7b", {"seq": 1000, "context": 5, "zero_stage": 3, "dp": 7, "recompute": True, "act_dtype": "fp32"}),
-    ("mistral-7b", {"seq": 32768, "gen": 100, "dtype": "int4", "group_size": 32}),
     ("mixtral-8x7b", {"batch": 3, "seq": 1024, "gen": 16, "recompute": True}),
     ("llama4-maverick-17b-128e", {"seq": 4096, "zero_stage": 1, "dp": 8}),
     ("mistral-7b-v0.1", {"seq": 4000, "gen": 96}),
