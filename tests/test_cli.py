@@ -13,14 +13,14 @@ from symllm.arch import symbols as S
 
 from .conftest import CI
 
-COMMANDS = ["count", "derive", "presets", "verify"]
+COMMANDS = ["count", "derive", "report", "sweep", "presets", "verify"]
 
 
 @pytest.mark.parametrize("command", [None] + COMMANDS)
 def test_help_has_examples(command, cli):
-    """--help, of the program and of each command, exits 0 and shows examples."""
+    """--help, of the program and of each command, exits 0 and shows examples of that command."""
     r = cli(([command] if command else []) + ["--help"])
-    assert r.code == 0 and "examples:" in r.out and "symllm" in r.out
+    assert r.code == 0 and "examples:" in r.out and f"symllm {command or ''}" in r.out
 
 
 def test_count_table_shows_exact_and_human_total(cli):

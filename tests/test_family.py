@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
-from symllm.costs import phases as costs
 from symllm.arch import symbols as S
 from symllm.arch.components import attention
 from symllm.arch.config import HF_UNMODELLED, from_hf, preset_info

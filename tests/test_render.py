@@ -29,7 +29,7 @@ from symllm.present import render
 from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
-from .conftest import PUBLISHED, requires
+from .conftest import PUBLISHED
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
@@ -473,15 +473,6 @@ def test_notebook_reprs():
 
 
 # --------------------------------------------------------------------------- CLI basics
-
-@pytest.mark.parametrize("command", ["derive", "report"])
-def test_help(command, capsys):
-    """--help works and shows an example."""
-    with pytest.raises(SystemExit) as e:
-        cli.main([command, "--help"])
-    assert e.value.code == 0
-    assert f"symllm {command}" in capsys.readouterr().out
-
 
 def test_bad_report_input(capsys):
     """An unknown preset and an unknown format are one error line and exit 2."""

@@ -251,14 +251,6 @@ def test_dask_distributed_local_cluster(monkeypatch):
 
 # ---------------------------------------------------------------- CLI
 
-def test_cli_help(capsys):
-    """`symllm sweep --help` exits 0 and shows an example."""
-    with pytest.raises(SystemExit) as e:
-        main(["sweep", "--help"])
-    assert e.value.code == 0
-    assert "--dim 2048:8192:256" in capsys.readouterr().out
-
-
 def test_cli_grid_rows_equal_symllm_count(tmp_path, capsys):
     """`sweep --dim 2048:8192:256 --n-layers 16:64:4 -o grid.csv` writes the grid atomically; sampled rows
     equal `symllm count --json` of a config file with that row's fields; the dropped count is on stderr."""
