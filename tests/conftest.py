@@ -2,10 +2,12 @@
 locally but fail under CI, and the Hypothesis profiles.
 
 Test modules import the plain helpers with ``from .conftest import PUBLISHED, requires``; the
-fixtures (``published``, ``cli``, ``torch``, ``reference``) are requested by name as usual.
+fixtures (``published``, ``cli``, ``torch``, ``reference``, ``meta_model``, ``preset_numel``,
+``symllm_cache``) are requested by name as usual.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -21,15 +23,39 @@ CI = bool(os.environ.get("CI"))
 
 DATA = Path(__file__).parent / "data"
 
-#: Parameter totals published for the presets outside symllm (checkpoint metadata, papers, run logs):
-#: preset name -> {"total": int, "source": str}. Loaded at import so that parametrize can use it.
-PUBLISHED: dict[str, dict] = json.loads((DATA / "published_params.json").read_text(encoding="utf-8"))
+#: Every figure published outside symllm (checkpoint metadata, model cards, papers, run logs), in one file,
+#: each with its source: preset name -> {"total": int, "source": str} for an exact total, and/or
+#: {"about": {quantity: {"value": float, "within": relative tolerance, "source": str}}} for a rounded one
+#: ("17B active"). Loaded at import so that parametrize can use it.
+_FIGURES: dict[str, dict] = json.loads((DATA / "published_params.json").read_text(encoding="utf-8"))
+#: the exact totals: preset name -> {"total": int, "source": str}
+PUBLISHED: dict[str, dict] = {k: v for k, v in _FIGURES.items() if "total" in v}
+#: the rounded figures: (preset name, quantity of symllm.params) -> {"value", "within", "source"}
+PUBLISHED_ABOUT: dict[tuple[str, str], dict] = {(k, q): f for k, v in _FIGURES.items()
+                                                for q, f in v.get("about", {}).items()}
 
-# Deterministic in CI (a failure reproduces), exploring locally; no deadline (shared machines are noisy).
-settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci" if CI else "dev")
+#: Hypothesis profiles, the only place example counts are set (no test pins ``max_examples``):
+#: ``ci`` (under CI=true): derandomised, so a failure reproduces, with few examples per property;
+#: ``dev`` (a local run): as many, drawn at random, so that repeated local runs explore;
+#: ``long`` (``SYMLLM_PROFILE=long python -m pytest``): random, 1,000 examples per property, at least what
+#: any property ran before the profiles (the fuzz tests' 700 included); it takes hours.
+EXAMPLES = {"ci": 10, "dev": 10, "long": 1000}
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # shared machines are noisy
+settings.register_profile("ci", max_examples=EXAMPLES["ci"], derandomize=True, print_blob=True, **_COMMON)
+settings.register_profile("dev", max_examples=EXAMPLES["dev"], **_COMMON)
+settings.register_profile("long", max_examples=EXAMPLES["long"], **_COMMON)
+PROFILE = os.environ.get("SYMLLM_PROFILE") or ("ci" if CI else "dev")
+settings.load_profile(PROFILE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def symllm_cache() -> Path:
+    """The cache folder of this test process (each xdist worker has its own), fresh and empty at the
+    start: the rootdir's conftest.py sets SYMLLM_CACHE_DIR to it before collection, so that nothing
+    reads or writes the user's ~/.cache/symllm."""
+    folder = Path(os.environ["SYMLLM_CACHE_DIR"])
+    assert folder.name.startswith("symllm-cache-"), folder
+    return folder
 
 
 def requires(name: str) -> ModuleType:
@@ -95,6 +121,25 @@ def reference(torch) -> ModuleType:
     """symllm.reference, the independent torch model the closed forms are checked against."""
     from symllm import reference
     return reference
+
+
+@pytest.fixture(scope="session")
+def meta_model(torch, reference):
+    """``meta_model(name, dtype="float32")``: the reference model of a preset on the meta device, built once
+    per test process (a 405B build takes seconds, and several tests measure the same presets). Shared:
+    measure it (numel, FlopCounterMode, a backward pass), never change it."""
+    @functools.lru_cache(maxsize=None)
+    def build(name: str, dtype: str = "float32"):
+        import symllm
+        return reference.build(symllm.load(name), device="meta", dtype=getattr(torch, dtype))
+    return build
+
+
+@pytest.fixture(scope="session")
+def preset_numel(reference, meta_model):
+    """``preset_numel(name)``: the reference model's numel per symllm breakdown key (and "total") for a
+    preset, counted once per test process."""
+    return functools.lru_cache(maxsize=None)(lambda name: reference.count(meta_model(name)))
 
 
 def saved_during(forward, model) -> int:

@@ -9,11 +9,13 @@ from symllm.arch.config import ModelConfig
 
 
 @st.composite
-def meta_style(draw) -> dict:
+def meta_style(draw, *, bias=None, tied=None, stated_hidden=None) -> dict:
     """Raw ModelConfig fields of a valid LLaMA config, small and odd sizes included: n_kv any divisor
     of n_heads, head_dim explicit or dim // n_heads, d_ff explicit or Meta's rounding with
     multiple_of from 1 up and ffn_dim_multiplier absent or a float in [0.5, 2], tied or untied.
-    head_dim is even: RoPE rotates pairs (Meta's and HF's code reject an odd one, and so does ModelConfig)."""
+    head_dim is even: RoPE rotates pairs (Meta's and HF's code reject an odd one, and so does ModelConfig).
+    ``bias`` (attention_bias and mlp_bias), ``tied`` and ``stated_hidden`` (d_ff stated rather than
+    Meta's rounding): None draws, True or False pins."""
     n_kv = draw(st.integers(1, 6))
     n_heads = n_kv * draw(st.integers(1, 4))
     if draw(st.booleans()):
@@ -22,6 +24,7 @@ def meta_style(draw) -> dict:
     else:
         head_dim = None
         dim = n_heads * 2 * draw(st.integers(1, 12))
+    pick = lambda pinned: draw(st.booleans()) if pinned is None else pinned  # noqa: E731
     fields = dict(
         vocab_size=draw(st.integers(1, 400)),
         dim=dim,
@@ -29,11 +32,11 @@ def meta_style(draw) -> dict:
         n_heads=n_heads,
         n_kv_heads=n_kv,
         head_dim=head_dim,
-        tie_embeddings=draw(st.booleans()),
-        attention_bias=draw(st.booleans()),
-        mlp_bias=draw(st.booleans()),
+        tie_embeddings=pick(tied),
+        attention_bias=pick(bias),
+        mlp_bias=pick(bias),
     )
-    if draw(st.integers(0, 3)) == 0:
+    if stated_hidden if stated_hidden is not None else draw(st.integers(0, 3)) == 0:
         fields["hidden_dim"] = draw(st.integers(1, 300))
     else:
         fields["multiple_of"] = draw(st.one_of(st.integers(1, 8), st.integers(1, 512)))
@@ -42,9 +45,25 @@ def meta_style(draw) -> dict:
     return fields
 
 
-def configs() -> st.SearchStrategy[ModelConfig]:
-    """Valid ModelConfigs (see meta_style)."""
-    return meta_style().map(lambda f: ModelConfig(**f))
+def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=None,
+            name=None) -> st.SearchStrategy[ModelConfig]:
+    """Valid ModelConfigs: the one config strategy every property draws from (attrs' style: each keyword
+    None draws, a value pins it). Fields as meta_style draws them (``bias``, ``tied``, ``stated_hidden``),
+    plus Qwen2's q/k/v-only biases (``qkv_bias``), Qwen3's QK-norm (``qk_norm``: an RMSNorm of width
+    head_dim on every query and key head; ``"rmsnorm"`` or False) and the model's ``name`` (True: a name
+    awkward for LaTeX and Markdown, False: the default). Mixtures of experts and windows are drawn as
+    HF config.json (moe_configs, windowed)."""
+    extra = {
+        "qkv_bias": st.booleans() if qkv_bias is None else st.just(qkv_bias),
+        "qk_norm": (st.sampled_from([None, "rmsnorm"]) if qk_norm is None
+                    else st.just(qk_norm or None)),
+    }
+    if name is None:
+        extra["name"] = st.one_of(st.just("custom"), report_names())
+    elif name:
+        extra["name"] = report_names()
+    return st.builds(lambda fields, more: ModelConfig(**fields, **more),
+                     meta_style(bias=bias, tied=tied, stated_hidden=stated_hidden), st.fixed_dictionaries(extra))
 
 
 _HF_NAMES = {"vocab_size": "vocab_size", "dim": "hidden_size", "n_layers": "num_hidden_layers",
@@ -137,7 +156,7 @@ def sweep_bases() -> st.SearchStrategy[ModelConfig]:
     def maybe_derive_kv(pair):
         cfg, drop = pair
         return cfg.replace(n_kv_heads=None) if drop and cfg.n_kv_heads == cfg.n_heads else cfg
-    return st.tuples(configs(), st.booleans()).map(maybe_derive_kv)
+    return st.tuples(configs(qkv_bias=False, qk_norm=False, name=False), st.booleans()).map(maybe_derive_kv)
 
 
 def workload_options() -> st.SearchStrategy[dict]:
@@ -214,19 +233,7 @@ def report_names() -> st.SearchStrategy[str]:
     return st.text(alphabet="abcXYZ019.-" + _AWKWARD, min_size=1, max_size=16)
 
 
-def report_configs() -> st.SearchStrategy[ModelConfig]:
-    """Valid ModelConfigs (see meta_style) whose name is awkward for LaTeX and Markdown."""
-    return st.tuples(configs(), report_names()).map(lambda p: p[0].replace(name=p[1]))
-
-
 # --- the LLaMA family: biases, QK-norm, HF model types (tests/test_family.py) ---
-
-def family_configs() -> st.SearchStrategy[ModelConfig]:
-    """Valid ModelConfigs (see meta_style) that may also carry Qwen2's q/k/v-only biases and Qwen3's
-    QK-norm (an RMSNorm of width head_dim on every query and key head)."""
-    return st.tuples(meta_style(), st.booleans(), st.sampled_from([None, "rmsnorm"])).map(
-        lambda p: ModelConfig(**p[0], qkv_bias=p[1], qk_norm=p[2]))
-
 
 @st.composite
 def hf_configs(draw) -> dict:
@@ -412,3 +419,97 @@ def output_names() -> st.SearchStrategy[str]:
     short = st.text(chars, min_size=1, max_size=40).filter(
         lambda n: n not in (".", "..") and not n.startswith(".symllm-") and len(n.encode()) <= 255)
     return st.one_of(short, st.integers(243, 255).map(lambda k: "n" * k))
+
+
+# --- mixtures of experts and windows, as HF config.json (tests/test_moe.py, tests/test_windows.py) ---
+
+@st.composite
+def moe_configs(draw) -> dict:
+    """A small Mixtral or Llama 4 text config.json as transformers writes it: experts, top-k, GQA; for
+    Llama 4 MoE in every layer or every step-th (the others dense of intermediate_size_mlp), layers
+    without RoPE among the MoE ones, the L2 QK-norm on or off, attention biases, tied or untied."""
+    kind = draw(st.sampled_from(["mixtral", "llama4_text"]))
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    hd = 2 * draw(st.integers(1, 6))
+    L = draw(st.integers(1, 4))
+    E = draw(st.integers(1, 6))
+    raw = {"model_type": kind, "hidden_act": "silu", "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L,
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "head_dim": hd,
+           "hidden_size": heads * draw(st.integers(1, 6)), "intermediate_size": draw(st.integers(1, 48)),
+           "num_local_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "tie_word_embeddings": draw(st.booleans())}
+    if kind == "llama4_text":
+        step = draw(st.integers(1, L))
+        moe = list(range(step - 1, L, step))
+        ropes = [1 if i not in moe else draw(st.sampled_from([0, 1])) for i in range(L)]
+        raw.update(interleave_moe_layer_step=step, no_rope_layers=ropes, use_qk_norm=draw(st.booleans()),
+                   intermediate_size_mlp=draw(st.integers(1, 48)), attention_bias=draw(st.booleans()),
+                   attention_chunk_size=64)
+    return raw
+
+
+MISTRAL = {"model_type": "mistral", "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 40, "sliding_window": 5}
+
+
+def llama4(chunk: int, ropes: list) -> dict:
+    """A small Llama 4 text model with one expert (transformers runs every expert on every token, so with
+    one expert, k = 1, what it computes is the model's FLOPs)."""
+    return {"model_type": "llama4_text", "hidden_size": 16, "intermediate_size": 24, "intermediate_size_mlp": 20,
+            "num_hidden_layers": len(ropes), "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
+            "vocab_size": 40, "attention_chunk_size": chunk, "num_local_experts": 1, "num_experts_per_tok": 1,
+            "interleave_moe_layer_step": 1, "no_rope_layers": ropes}
+
+
+@st.composite
+def windowed(draw):
+    """A small Mistral (sliding window) or Llama 4 (attention chunks in its RoPE layers), a window
+    between 2 and 8, and a workload that may pass it many times over. (A window of 1 is left out:
+    transformers' cache keeps ``keys[:, :, -W + 1:]``, which for W = 1 is every key.)"""
+    window = draw(st.integers(2, 8))
+    if draw(st.booleans()):
+        raw = dict(MISTRAL, sliding_window=window, num_hidden_layers=draw(st.integers(1, 3)))
+    else:
+        raw = llama4(window, draw(st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4)))
+    return raw, draw(st.integers(1, 2)), draw(st.integers(1, 20)), draw(st.integers(0, 6))
+
+
+# --- transformers' LlamaForCausalLM on the CPU (tests/test_stacks.py, tests/test_training_peak.py) ---
+
+@st.composite
+def small(draw, min_layers=1):
+    """A small LLaMA (GQA/MHA/MQA, tied or not) and a batch b × s, each forward well under a second."""
+    n_kv = draw(st.integers(1, 3))
+    n_h = n_kv * draw(st.integers(1, 3))
+    cfg = dict(vocab_size=draw(st.integers(16, 300)), dim=n_h * draw(st.integers(2, 16)),  # HF: n_h divides d
+               n_layers=draw(st.integers(min_layers, 3)), n_heads=n_h, n_kv_heads=n_kv,
+               head_dim=draw(st.sampled_from([8, 12, 16, 20])), hidden_dim=draw(st.integers(8, 200)),
+               tie_embeddings=draw(st.booleans()))
+    return cfg, draw(st.integers(1, 3)), draw(st.integers(2, 40))
+
+
+# --- expert parallelism (tests/test_expert_parallel.py) ---
+
+@st.composite
+def moe_layouts(draw):
+    """A small MoE config (every layer MoE, or every step-th with dense layers between and a shared
+    expert) and degrees: N_e dividing n_e, N_d a multiple of N_e, N_t, N_p <= L, a ZeRO stage."""
+    n_kv = draw(st.integers(1, 2))
+    heads = n_kv * draw(st.integers(1, 2))
+    interleaved = draw(st.booleans())
+    step, periods = draw(st.integers(2, 3)), draw(st.integers(1, 2))
+    layers = step * periods if interleaved else draw(st.integers(1, 4))
+    n_e = draw(st.integers(1, 8))
+    ep = draw(st.sampled_from([e for e in range(1, n_e + 1) if n_e % e == 0]))
+    fields = dict(vocab_size=draw(st.integers(1, 60)), dim=heads * draw(st.integers(1, 4)) * 2, n_layers=layers,
+                  n_heads=heads, n_kv_heads=n_kv, hidden_dim=draw(st.integers(1, 24)), n_experts=n_e,
+                  experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()))
+    if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
+        fields.update(moe_layers=tuple(range(step - 1, layers, step)), dense_hidden_dim=draw(st.integers(1, 24)),
+                      shared_expert=draw(st.booleans()))
+    # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
+    stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)
+    degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
+                   zero_stage=draw(st.integers(0, 3)))
+    return ModelConfig(**fields), degrees

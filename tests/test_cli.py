@@ -1,5 +1,6 @@
 """Every command: --help, a valid call, the default, an invalid input."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -12,14 +13,14 @@ from symllm.arch import symbols as S
 
 from .conftest import CI
 
-COMMANDS = ["count", "derive", "presets", "verify"]
+COMMANDS = ["count", "derive", "report", "sweep", "presets", "verify"]
 
 
 @pytest.mark.parametrize("command", [None] + COMMANDS)
 def test_help_has_examples(command, cli):
-    """--help, of the program and of each command, exits 0 and shows examples."""
+    """--help, of the program and of each command, exits 0 and shows examples of that command."""
     r = cli(([command] if command else []) + ["--help"])
-    assert r.code == 0 and "examples:" in r.out and "symllm" in r.out
+    assert r.code == 0 and "examples:" in r.out and f"symllm {command or ''}" in r.out
 
 
 def test_count_table_shows_exact_and_human_total(cli):
@@ -73,12 +74,25 @@ def test_derive_latex(cli):
     assert r.code == 0 and "n_{kv}" in r.out and "d_h" in r.out
 
 
+def _measured_component(m: dict, component: str, layers: int) -> int:
+    """A component's parameters from the reference model's numel per breakdown key (one block's share
+    for the parts every block has)."""
+    per_block = lambda prefix: sum(v for k, v in m.items() if k.startswith(prefix)) // layers  # noqa: E731
+    return {"embedding": m["embedding"], "lm_head": m["lm_head"], "model": m["total"], "rmsnorm": m["norm"],
+            "attention": per_block("block/attention/"), "feed_forward": per_block("block/feed_forward/"),
+            "swiglu": per_block("block/feed_forward/"), "rope": per_block("block/attention/rope"),
+            "block": per_block("block/")}[component]
+
+
 @pytest.mark.parametrize("component", ["embedding", "attention", "feed_forward", "swiglu", "rmsnorm",
                                        "rope", "lm_head", "block", "model"])
-def test_derive_every_component(component, cli):
-    """Every component has a derivation."""
-    r = cli(["derive", "--component", component])
-    assert r.code == 0 and r.out.strip()
+def test_derive_every_component(component, cli, preset_numel):
+    """Every component has a derivation, which ends with the number of parameters the reference model
+    holds for it (Llama-2-7B, built on the meta device)."""
+    r = cli(["derive", "--component", component, "--model", "llama2-7b"])
+    assert r.code == 0 and r.err == ""
+    last = re.search(r"= ([\d,]+) \(", r.out.strip().splitlines()[-1])
+    assert int(last.group(1).replace(",", "")) == _measured_component(preset_numel("llama2-7b"), component, 32)
 
 
 def test_derive_unknown_component(cli):
@@ -208,6 +222,8 @@ def test_example_plots_are_not_left_in_the_working_tree():
     """Running the sweep notebook by hand writes sweep_*.png into examples/: git ignores them."""
     root = Path(__file__).parent.parent
     if shutil.which("git") is None or not (root / ".git").exists():
+        if CI:  # CI runs in its clone of the repository
+            pytest.fail("CI=true but this is not a git checkout with git installed")
         pytest.skip("not a git checkout")
     for name in ("sweep_params.png", "sweep_chinchilla.png"):
         assert subprocess.run(["git", "check-ignore", "-q", f"examples/{name}"], cwd=root).returncode == 0

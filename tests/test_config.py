@@ -74,7 +74,6 @@ def test_missing_file(cli):
     assert r.code == 2 and "cannot read" in r.err and r.err.count("\n") == 1
 
 
-@settings(max_examples=150)
 @given(bad_configs())
 def test_bad_configs_raise_one_error_naming_the_field(case):
     """Any config with one bad field raises SymllmError naming that field, never another exception."""
@@ -86,7 +85,7 @@ def test_bad_configs_raise_one_error_naming_the_field(case):
 
 
 # the cli fixture drains capsys around every call, so one instance serves every Hypothesis example
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=bad_configs())
 def test_cli_bad_configs_one_line_exit_2(cli, case):
     """The CLI prints exactly one line on stderr naming the field, exits 2, and prints nothing on stdout."""
@@ -127,7 +126,6 @@ def test_bad_float_fields(tmp_path, cli, field, value):
     assert (r.code, r.out) == (2, "") and r.err.startswith(f"symllm: error: {field}:") and r.err.count("\n") == 1
 
 
-@settings(max_examples=120)
 @given(st.one_of(st.binary(max_size=40), st.text(max_size=40).map(str.encode)))
 def test_arbitrary_bytes_as_json(data):
     """Any bytes at all (JSON-ish text or not UTF-8) in a config file give a SymllmError or a valid config."""

@@ -10,7 +10,7 @@ import json
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
@@ -101,7 +101,6 @@ def test_presets_equal_peft(name):
         assert ours == _peft_trainable(raw, 16, HF_TARGETS)
 
 
-@settings(max_examples=30, deadline=None)
 @given(hf_configs(), st.integers(1, 64),
        st.lists(st.sampled_from(HF_TARGETS), min_size=1, unique=True), st.lists(st.booleans(), min_size=7))
 def test_random_configs_ranks_and_targets_equal_peft(raw, rank, targets, meta_spelling):
@@ -114,7 +113,6 @@ def test_random_configs_ranks_and_targets_equal_peft(raw, rank, targets, meta_sp
 
 # --- adapter training states: torch's own bytes after a real step ----------------------------------------
 
-@settings(max_examples=5, deadline=None)
 @given(hf_configs().filter(lambda raw: raw["model_type"] == "llama"), st.integers(1, 8),
        st.lists(st.sampled_from(HF_TARGETS), min_size=1, unique=True))
 def test_adapter_weights_gradients_and_adam_bytes(raw, rank, targets):
@@ -142,7 +140,6 @@ def test_adapter_weights_gradients_and_adam_bytes(raw, rank, targets):
 
 # --- activations: the adapters' extra saved tensors ----------------------------------------------------
 
-@settings(max_examples=10, deadline=None)
 @given(configs(), st.integers(1, 8), st.lists(st.sampled_from(list(META_NAMES.values())), min_size=1, unique=True),
        st.integers(1, 3), st.integers(1, 6))
 def test_adapters_save_their_r_wide_intermediate(cfg, rank, targets, b, s):
@@ -192,7 +189,6 @@ def test_qlora_base_weights_of_presets(name):
     assert got == _qlora_base_bytes(_hf(name))
 
 
-@settings(max_examples=20, deadline=None)
 @given(hf_configs())
 def test_qlora_base_weights_of_random_configs(raw):
     """The same for random config.json files (biases, tied embeddings, QK-norm)."""

@@ -5,10 +5,8 @@ Whatever the input, the command line either succeeds or prints ONE line ``symllm
 and exits 2: never a traceback, never another status, never a file left behind (no partial output, no
 ``.symllm-*.tmp``), and the numbers of ``count --json`` are exact (ints, or ``"p/q"`` strings).
 
-Profiles (examples per test; the CLI runs in-process through the ``cli`` fixture):
-
-* default and CI: 2,100 cases in all (about a minute on 2 cores);
-* ``SYMLLM_FUZZ=long python -m pytest tests/test_fuzz.py``: five times as many, 10,500 cases.
+Examples per test come from the Hypothesis profile (tests/conftest.py): few and derandomised under
+CI=true, as many drawn at random locally, and 1,000 per test (5,000 cases) with ``SYMLLM_PROFILE=long``.
 """
 from __future__ import annotations
 
@@ -28,23 +26,10 @@ from symllm.files import TEMP_PREFIX
 from .strategies import (hostile_config_texts, hostile_notations, hostile_templates, hostile_workload_argv,
                          output_names, output_targets)
 
-#: SYMLLM_FUZZ=long multiplies every test's examples by 5 (>= 10,000 cases in all)
-SCALE = 5 if os.environ.get("SYMLLM_FUZZ") == "long" else 1
-#: examples per test in the default profile; their sum is the number of cases (>= 2,000)
-EXAMPLES = {"config": 700, "workload": 500, "notation": 300, "template": 300, "output": 300}
-
-
-def fuzz(kind: str):
-    """Hypothesis settings of one fuzz test (the cli fixture drains capsys per call, so it is safe to
-    share between examples)."""
-    return settings(max_examples=EXAMPLES[kind] * SCALE, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                           HealthCheck.data_too_large, HealthCheck.filter_too_much])
-
-
-def test_profiles_add_up():
-    """The CI profile runs at least 2,000 cases, the long one at least 10,000."""
-    assert sum(EXAMPLES.values()) >= 2000 and 5 * sum(EXAMPLES.values()) >= 10_000
+#: the CLI runs in-process through the ``cli`` fixture, which drains capsys per call: safe to share
+#: between examples
+fuzz = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
+                                       HealthCheck.filter_too_much])
 
 
 def assert_clean(r) -> None:
@@ -73,7 +58,7 @@ def left_behind(folder: Path, expected: set[str]) -> set[str]:
 
 # --------------------------------------------------------------------------- config files
 
-@fuzz("config")
+@fuzz
 @given(text=hostile_config_texts(), json_out=st.booleans(), workload=st.booleans())
 def test_hostile_config_files(cli, text, json_out, workload):
     """count CONFIG (text or --json, with or without a workload) of a hostile config file."""
@@ -96,7 +81,7 @@ def test_hostile_config_files(cli, text, json_out, workload):
 
 # --------------------------------------------------------------------------- workload flags
 
-@fuzz("workload")
+@fuzz
 @given(argv=hostile_workload_argv(),
        command=st.sampled_from([["count", "llama3.2-1b"], ["count", "llama3.2-1b", "--json"],
                                 ["derive", "--component", "attention", "--quantity", "flops"],
@@ -109,7 +94,7 @@ def test_hostile_workload_flags(cli, argv, command):
 
 # --------------------------------------------------------------------------- notation
 
-@fuzz("notation")
+@fuzz
 @given(mapping=hostile_notations(), fmt=st.sampled_from(["latex", "markdown", "text"]),
        suffix=st.sampled_from([".json", ".toml"]))
 def test_hostile_notation(cli, mapping, fmt, suffix):
@@ -130,7 +115,7 @@ def test_hostile_notation(cli, mapping, fmt, suffix):
 
 # --------------------------------------------------------------------------- templates
 
-@fuzz("template")
+@fuzz
 @given(template=hostile_templates(), fmt=st.sampled_from(["text", "latex", "markdown"]))
 def test_hostile_templates(cli, template, fmt):
     """derive --template-dir with a hostile user template: syntax errors, undefined names, sandbox
@@ -195,7 +180,7 @@ def _make_target(folder: Path, kind: str, name: str) -> tuple[Path, set[str], Pa
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="symlinks, /dev/null and /dev/full")
-@fuzz("output")
+@fuzz
 @given(kind=output_targets(), name=output_names(), command=st.sampled_from([["derive", "--component", "rmsnorm"],
                                                        ["derive", "--component", "rmsnorm", "--format", "latex"],
                                                        ["report", "llama3.2-1b"]]))

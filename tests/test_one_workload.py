@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
@@ -82,7 +82,6 @@ def _assert_same(quantity: str, got, expected) -> None:
 
 # --- the Python API -------------------------------------------------------------------------------
 
-@settings(max_examples=50)
 @given(sweep_bases(), workloads(), st.data())
 def test_sweep_rows_equal_count(cfg, options, data):
     """A one-point grid or table built from the config's own fields (some of them, so the rest is
@@ -109,11 +108,20 @@ def test_sweep_rows_equal_count(cfg, options, data):
         _assert_same(q, row[q], _expected(counted, q))
 
 
+#: Llama 3.1 8B's decode step after a 4096-token prompt, by hand from its params.json (d 4096, 32 layers,
+#: 32 heads and 8 KV heads of 128, d_ff 14336, V 128256): every weight matmul of one token, QK^T and A·V
+#: over the 4096 cached keys and its own, and the lm_head (a context of 0 would attend to 1 key:
+#: 15,009,841,152)
+DECODE_8B_AT_4096 = 32 * 2 * (4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 32 * 128 * 4096 + 3 * 4096 * 14336) \
+    + 32 * 2 * 2 * 32 * 128 * 4097 + 2 * 4096 * 128256
+
+
 def test_decode_flops_at_seq_4096_equal_count():
     """The sweep decodes after the same context as count: llama3.1-8b at seq 4096 decodes a token for
-    17,157,324,800 FLOPs (leaving the context at 0 would give 15,009,841,152)."""
+    17,157,324,800 FLOPs, counted by hand."""
+    assert DECODE_8B_AT_4096 == 17_157_324_800
     counted = symllm.workload("llama3.1-8b", seq=4096)["flops"]["decode_token"]
-    assert counted == 17157324800
+    assert counted == DECODE_8B_AT_4096
     assert Sweep("llama3.1-8b", quantities=["decode_flops"], workload={"seq": 4096}).run() \
         .columns["decode_flops"].tolist() == [counted]
     swept = Sweep("llama3.1-8b", {"seq": [1024, 4096]}, quantities=["decode_flops"]).run()
@@ -190,7 +198,6 @@ def _count_vs_sweep(model, options: dict, folder: Path, grid=()) -> None:
         _assert_same(q, _number(row[q]), _expected(counted, q))
 
 
-@settings(max_examples=10)
 @given(sweep_bases(), workloads())
 def test_cli_sweep_rows_equal_count_json(cfg, options):
     """`symllm count FILE --json` and `symllm sweep --base FILE --dim D -o row.csv` agree, for random
@@ -203,11 +210,11 @@ def test_cli_sweep_rows_equal_count_json(cfg, options):
         _count_vs_sweep(path, options, Path(tmp), grid=["--dim", cfg.dim])
 
 
+#: the presets whose structure the random config files above never have (experts, windows, the Llama 4 mix)
+#: and the LoRA options workload_options() does not draw; dense presets under the workload options it
+#: does draw (dtypes, int4 groups, ZeRO, recomputation, causal attention) are its cases already
 @pytest.mark.parametrize("model, options", [
     ("llama3.1-8b", {"seq": 4096}),
-    ("llama3.2-1b", {"batch": 4, "seq": 512, "gen": 64, "dtype": "int4", "kv_dtype": "fp8", "attention": "causal"}),
-    ("llama2-7b", {"seq": 1000, "context": 5, "zero_stage": 3, "dp": 7, "recompute": True, "act_dtype": "fp32"}),
-    ("mistral-7b", {"seq": 32768, "gen": 100, "dtype": "int4", "group_size": 32}),
     ("mixtral-8x7b", {"batch": 3, "seq": 1024, "gen": 16, "recompute": True}),
     ("llama4-maverick-17b-128e", {"seq": 4096, "zero_stage": 1, "dp": 8}),
     ("mistral-7b-v0.1", {"seq": 4000, "gen": 96}),
@@ -217,11 +224,11 @@ def test_cli_sweep_rows_equal_count_json(cfg, options):
 ])
 def test_cli_presets(model, options, tmp_path):
     """The same round trip for presets; for llama3.1-8b at --seq 4096 the CLI sweep's decode_flops is
-    count's 17,157,324,800."""
+    the 17,157,324,800 counted by hand."""
     _count_vs_sweep(model, options, tmp_path)
     if options == {"seq": 4096}:
         assert _run(["sweep", "--base", model, "--seq", "4096", "--quantity", "decode_flops"]) \
-            .splitlines()[1].endswith(",17157324800")
+            .splitlines()[1].endswith(f",{DECODE_8B_AT_4096}")
 
 
 # --- what count refuses, the sweep refuses or drops (symllm.costs.checks) ---------------------------

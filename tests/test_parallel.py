@@ -21,7 +21,7 @@ import json
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
@@ -136,7 +136,6 @@ def _dense(cfg) -> bool:
 
 # --- parameters -------------------------------------------------------------------------------------
 
-@settings(max_examples=60, deadline=None)
 @given(configs().filter(_dense), st.integers(1, 8), st.integers(1, 4))
 def test_per_gpu_params_equal_dtensor_shards_of_the_largest_stage(cfg, ranks, stages):
     """params.per_gpu is the largest, over every pipeline stage, of what tensor rank 0 holds after
@@ -218,7 +217,6 @@ def _collectives(model, tokens, ranks: int):
     return sizes.sent, counted
 
 
-@settings(max_examples=16, deadline=None)
 @given(st.sampled_from([2, 3, 4]), st.integers(1, 2), st.integers(1, 2), st.integers(1, 3), st.integers(1, 2),
        st.booleans(), st.integers(1, 2), st.integers(1, 3), st.integers(1, 5), st.booleans())
 def test_tp_comm_equals_comm_debug_mode(ranks, kv, group, half_head, layers, seq_parallel, batch, seq_mult, vocab,

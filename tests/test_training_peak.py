@@ -10,14 +10,15 @@ external state. Goal (issue 11): within 10%; the ratios are printed (run with ``
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 import symllm
 from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
 
 from .conftest import requires
-from .test_stacks import _hf, small
+from .strategies import small
+from .test_stacks import _hf
 
 
 def _step(model, opt, ids, labels, torch):
@@ -47,7 +48,6 @@ def _predicted(cfg: dict, **work) -> int:
 
 @pytest.mark.parametrize("recompute", [False, True], ids=["stored", "recompute"])
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
-@settings(max_examples=6)
 @given(data=small())
 def test_training_peak_matches_memtracker(impl, recompute, data):
     """memory.training_peak of --stack hf-IMPL (with and without --recompute: transformers' gradient

@@ -7,7 +7,7 @@ plain-Python sums written here from the definitions of the windows."""
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
@@ -16,19 +16,7 @@ from symllm.costs import phases as costs
 from symllm.arch.config import from_hf
 
 from .conftest import requires
-
-MISTRAL = {"model_type": "mistral", "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 40, "sliding_window": 5}
-
-
-def _llama4(chunk: int, ropes: list) -> dict:
-    """A small Llama 4 text model with one expert (transformers runs every expert on every token, so with
-    one expert, k = 1, what it computes is the model's FLOPs)."""
-    return {"model_type": "llama4_text", "hidden_size": 16, "intermediate_size": 24, "intermediate_size_mlp": 20,
-            "num_hidden_layers": len(ropes), "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
-            "vocab_size": 40, "attention_chunk_size": chunk, "num_local_experts": 1, "num_experts_per_tok": 1,
-            "interleave_moe_layer_step": 1, "no_rope_layers": ropes}
-
+from .strategies import MISTRAL, llama4 as _llama4, windowed
 
 def _generate(raw: dict, b: int, s: int, n: int):
     """FLOPs of a prefill of s tokens and n decode steps through transformers' own cache, and the K/V
@@ -51,20 +39,6 @@ def _windowed_layers(raw: dict) -> int:
     return sum(raw["no_rope_layers"]) if raw["model_type"] == "llama4_text" else raw["num_hidden_layers"]
 
 
-@st.composite
-def windowed(draw):
-    """A small Mistral (sliding window) or Llama 4 (attention chunks in its RoPE layers), a window
-    between 2 and 8, and a workload that may pass it many times over. (A window of 1 is left out:
-    transformers' cache keeps ``keys[:, :, -W + 1:]``, which for W = 1 is every key.)"""
-    window = draw(st.integers(2, 8))
-    if draw(st.booleans()):
-        raw = dict(MISTRAL, sliding_window=window, num_hidden_layers=draw(st.integers(1, 3)))
-    else:
-        raw = _llama4(window, draw(st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4)))
-    return raw, draw(st.integers(1, 2)), draw(st.integers(1, 20)), draw(st.integers(0, 6))
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(windowed())
 def test_generation_past_the_window_equals_transformers(args):
     """Prefill + decode FLOPs (dense: what transformers' eager kernels compute, min(t, W - 1) cached keys
@@ -82,7 +56,6 @@ def test_generation_past_the_window_equals_transformers(args):
 
 
 @pytest.mark.parametrize("kind", ["sliding", "chunked"])
-@settings(max_examples=40, deadline=None)
 @given(window=st.integers(1, 12), t=st.integers(0, 40), s=st.integers(1, 30))
 def test_causal_pairs_equal_transformers_masks(kind, window, t, s):
     """--attention causal counts the (query, key) pairs transformers' mask keeps for s queries after t
@@ -103,7 +76,6 @@ def test_causal_pairs_equal_transformers_masks(kind, window, t, s):
 
 
 @pytest.mark.parametrize("kind", ["sliding", "chunked"])
-@settings(max_examples=40, deadline=None)
 @given(window=st.integers(1, 12), s=st.integers(1, 30), n=st.integers(0, 30))
 def test_causal_generation_is_the_sum_of_its_steps(kind, window, s, n):
     """Causal generation FLOPs: the prefill's kept pairs plus every decode step's, summed here one step at
