@@ -11,7 +11,7 @@ Goal (issue 11): within 10% for saved bytes, 5% for inference peaks; the ratios 
 import json
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 
 import symllm
 from symllm.arch.config import ModelConfig
