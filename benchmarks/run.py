@@ -192,7 +192,7 @@ def _interleaved(cmds: list, runs: int, env: dict) -> list[float]:
 
 def bench_startup(runs: int) -> list[dict]:
     """symllm count and symllm report against ``import sympy``, each a fresh process; the kernel cache
-    (symllm.numbers.kernels.cache_dir) is a fresh folder, filled by the warm-up run, as after a user's first count."""
+    (symllm.numbers.cache.cache_dir) is a fresh folder, filled by the warm-up run, as after a user's first count."""
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "SYMLLM_CACHE_DIR": cache,
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}

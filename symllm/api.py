@@ -15,7 +15,8 @@ from pathlib import Path
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.config import ModelConfig, load
-from symllm.numbers.kernels import TableKernel, cache_get, cache_put, source_digest
+from symllm.numbers.cache import cache_get, cache_put, source_digest
+from symllm.numbers.kernels import TableKernel
 from symllm.arch.specs import Spec, Structure, spec_of, structure_model
 from symllm.costs.workloads import Workload
 
@@ -91,7 +92,7 @@ def values(config: Config, workload: Workload | None = None, **options) -> dict:
 def _params_table(structure: Structure) -> TableKernel:
     """One compiled function giving every breakdown term, one block and the total, per structure.
 
-    Its generated code is kept in :func:`symllm.numbers.kernels.cache_dir` by the structure and a hash of
+    Its generated code is kept in :func:`symllm.numbers.cache.cache_dir` by the structure and a hash of
     symllm's source files (as :mod:`symllm.numbers.quick` keeps a count's), so a later process builds no
     component tree for it; a miss or a damaged entry builds the tree.
     """

@@ -17,6 +17,7 @@ through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.ap
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -32,7 +33,9 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, collected, component, model
 from symllm.errors import SymllmError
-from symllm.numbers.kernels import cache_get, cache_put, define, evaluate, source_digest
+from symllm.numbers.cache import cache_get, cache_put, source_digest
+from symllm.numbers.kernels import evaluate
+from symllm.numbers.runtime import define
 from symllm.present.format import grouped
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
@@ -62,11 +65,38 @@ def _mul(*args, **options):
     return sp.Mul(*args, **options)
 
 
+#: what an ``srepr`` read back may call: SymPy's own expression classes (``Symbol``, ``Integer``, ``Mul``, ...),
+#: never a function (``sympify``, ``parse_expr``, ``lambdify`` would evaluate strings)
+_SREPR_CALLS = frozenset(name for name, value in vars(sp).items()
+                         if isinstance(value, type) and issubclass(value, sp.Basic))
+_SREPR_NODES = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, ast.keyword, ast.Tuple, ast.List,
+                ast.UnaryOp, ast.USub)
+
+
 def _rebuilt(text: str) -> sp.Basic:
     """The expression whose ``srepr`` is ``text``, rebuilt node by node as it was (no evaluation, so the
-    tree, and what it prints, is the one ``srepr`` was taken of)."""
+    tree, and what it prints, is the one ``srepr`` was taken of). ``text`` is data: only calls of SymPy's
+    expression classes on literals are accepted (ValueError otherwise), so a cache entry can at worst
+    give a wrong formula, which its digest catches (:mod:`symllm.numbers.cache`).
+
+    >>> _rebuilt("Mul(Integer(2), Symbol('d'))")
+    2*d
+    >>> _rebuilt("Symbol('d').__class__")
+    Traceback (most recent call last):
+    ...
+    ValueError: srepr: Attribute is not an expression's srepr
+    """
+    tree = ast.parse(text, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _SREPR_NODES):
+            raise ValueError(f"srepr: {type(node).__name__} is not an expression's srepr")
+        if isinstance(node, ast.Name) and node.id not in _SREPR_CALLS:
+            raise ValueError(f"srepr: {node.id!r} is not a SymPy expression class")
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
+            raise ValueError("srepr: a call of something other than a SymPy expression class")
     with sp.evaluate(False):
-        out = eval(text, {**vars(sp), "Mul": _mul, "__builtins__": {}})  # noqa: S307 (symllm's own cache, as private as its kernels)
+        out = eval(compile(tree, "<srepr>", "eval"), {**{k: getattr(sp, k) for k in _SREPR_CALLS}, "Mul": _mul,  # noqa: S307
+                                                      "__builtins__": {}})
     if not isinstance(out, sp.Basic):
         raise TypeError(type(out).__name__)
     return out
@@ -74,7 +104,7 @@ def _rebuilt(text: str) -> sp.Basic:
 
 def _collected(total: sp.Expr) -> sp.Expr:
     """:func:`symllm.arch.components.collected` of ``total`` (a ``factor``, tens of milliseconds), kept in
-    :func:`symllm.numbers.kernels.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
+    :func:`symllm.numbers.cache.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
     so a report's closed forms are factored once, not in every process. A miss or a damaged entry
     factors again.
 
@@ -95,7 +125,7 @@ def _collected(total: sp.Expr) -> sp.Expr:
 
 def _workload_numbers(spec, work: Workload) -> dict:
     """:func:`symllm.costs.phases.workload` of ``spec`` and ``work``, from a table kernel an earlier process
-    compiled when :func:`symllm.numbers.kernels.cache_dir` holds one for this structure and these training
+    compiled when :func:`symllm.numbers.cache.cache_dir` holds one for this structure and these training
     options (building the closed forms is most of a report's time); keyed like :mod:`symllm.numbers.quick`'s
     entries. On a miss the numbers are :func:`symllm.costs.phases.workload`'s own, and the kernel of the same
     closed forms is stored.
@@ -324,7 +354,7 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     """The formulas of a derivation: ``(leaves, total, closed, definitions)`` (sub-terms by leaf path,
     their sum, its collected form, the definitions it uses). Building them (the component tree, the
     costs, a ``factor``) is most of a derivation's time, so they are kept in
-    :func:`symllm.numbers.kernels.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
+    :func:`symllm.numbers.cache.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
     the structure, the component, the quantity, the attention variant, the workload's symbolic options
     and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
 
