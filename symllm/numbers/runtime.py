@@ -134,7 +134,7 @@ def _check(tree: ast.Module, name: str) -> None:
         if isinstance(node, ast.Constant) and type(node.value) not in (int, float):
             raise ValueError("kernel source: a constant that is not a number")
     for a in params.args:
-        if a.annotation is not None or a.arg.startswith("_"):
+        if a.annotation is not None:
             raise ValueError("kernel source: not plain arguments")
 
 
