@@ -15,7 +15,7 @@ from pathlib import Path
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.config import ModelConfig, load
-from symllm.numbers.cache import cache_get, cache_put, source_digest
+from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import TableKernel
 from symllm.arch.specs import Spec, Structure, spec_of, structure_model
 from symllm.costs.workloads import Workload
@@ -96,7 +96,7 @@ def _params_table(structure: Structure) -> TableKernel:
     symllm's source files (as :mod:`symllm.numbers.quick` keeps a count's), so a later process builds no
     component tree for it; a miss or a damaged entry builds the tree.
     """
-    key = json.dumps([source_digest(), repr(structure)])
+    key = cache_key(structure)
     hit = cache_get("params-table", key)
     if hit is not None and len(hit) == 3:
         try:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 from symllm.arch import symbols as S
+from symllm.costs.workloads import STACKS
 from symllm.errors import SymllmError
 
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
@@ -48,7 +49,6 @@ __all__ = ["STACKS", "Term", "saved_terms", "inference_terms", "activations", "i
            "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
 #: the stacks symllm knows; ``ideal`` is the component tree's own memory model
-STACKS = ("ideal", "hf-eager", "hf-sdpa")
 
 _T = S.b * S.s            # token rows
 _SCORES = S.b * S.n_h * S.s ** 2  # attention scores of a prefill

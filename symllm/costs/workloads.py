@@ -21,11 +21,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from symllm.costs import hardware
-from symllm.arch import symbols as S
 from symllm.errors import SymllmError
-from symllm.costs.stacks import STACKS
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
 
 #: bytes per element; int4 is completed by its group scales in dtype_bytes()
 DTYPES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
@@ -33,6 +31,8 @@ DTYPES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4
 INT4_SCALE_BYTES = 2
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
+#: the software stacks whose memory symllm models (their rules: symllm.costs.stacks)
+STACKS = ("ideal", "hf-eager", "hf-sdpa")
 _FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
 
 
@@ -79,6 +79,15 @@ class Option:
     axis: bool = False
     #: what ``symllm derive/report`` need not show (training-only options)
     training: bool = False
+    #: what of the field shapes the closed forms (:meth:`Workload.shape`, the key of every cache of
+    #: formulas): nothing (False), its value (True), or a function of it (a layout's ranks: above 1 or not)
+    shapes: object = False
+
+
+def _above_one(ranks: int) -> bool:
+    """What of a rank count shapes the per-GPU closed forms: whether it splits anything (they hold ``N_t``,
+    ``N_p``, ``N_d``, ``N_e`` as symbols)."""
+    return ranks > 1
 
 
 #: the linears LoRA may adapt, by symllm name (symllm.costs.finetune)
@@ -139,21 +148,23 @@ class Workload:
     #: activations dtype (None: dtype, or bf16 for fp8/int8/int4 weights)
     act_dtype: str | None = _opt(None, "activations dtype (default: --dtype; bf16 for 8- and 4-bit weights)")
     #: attention-core FLOPs: every score of the rectangle (dense) or only the unmasked pairs (causal)
-    attention: str = _opt("dense", "attention-core FLOPs: every score (dense) or only the unmasked pairs (causal)")
+    attention: str = _opt("dense", "attention-core FLOPs: every score (dense) or only the unmasked pairs (causal)",
+                          shapes=True)
     #: ZeRO stage 0-3 for the training states
-    zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True)
+    zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True, shapes=True)
     #: data-parallel ranks the ZeRO stage shards over, N_d
-    dp: int = _opt(1, "data-parallel ranks the ZeRO stage shards over", training=True)
+    dp: int = _opt(1, "data-parallel ranks the ZeRO stage shards over", training=True, shapes=_above_one)
     #: tensor-parallel ranks, N_t (symllm.costs.parallel: the standard LLaMA plan, per-GPU numbers)
-    tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True)
+    tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True, shapes=_above_one)
     #: pipeline-parallel stages of contiguous layers, N_p
-    pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True)
+    pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True, shapes=_above_one)
     #: expert-parallel ranks sharing each MoE layer's routed experts, N_e, carved out of the dp ranks
-    ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp)", training=True)
+    ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp)", training=True,
+                   shapes=_above_one)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
-    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True)
+    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
     #: full activation recomputation (training FLOPs and activations)
-    recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True)
+    recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
@@ -168,7 +179,8 @@ class Workload:
     #: the accelerator of the roofline time (symllm.costs.hardware); None: no time is computed
     gpu: str | None = _opt(None, f"roofline time on this accelerator: {', '.join(hardware.names())}")
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
-    stack: str = _opt("ideal", f"memory of this stack: {', '.join(STACKS)} (ideal: fused, all in --act-dtype)")
+    stack: str = _opt("ideal", f"memory of this stack: {', '.join(STACKS)} (ideal: fused, all in --act-dtype)",
+                      shapes=True)
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -229,6 +241,22 @@ class Workload:
         given = {k: v for k, v in options.items() if v is not None}
         return workload.replace(**given) if workload is not None else cls(**given)
 
+    def shape(self) -> tuple:
+        """What of this workload shapes the closed forms, read off the fields marked ``shapes``: the key of
+        the composed quantities in memory (:func:`symllm.costs.phases.quantities`) and of every cache entry
+        of formulas on disk. Workloads of one shape share their closed forms; only their numbers differ.
+
+        >>> Workload(seq=8, tp=2).shape() == Workload(seq=4096, tp=8).shape() != Workload().shape()
+        True
+        """
+        out = []
+        for f in dataclasses.fields(self):
+            mark = f.metadata["option"].shapes if "option" in f.metadata else False
+            if mark is not False:
+                value = getattr(self, f.name)
+                out.append((f.name, value if mark is True else mark(value)))
+        return tuple(out)
+
     @staticmethod
     def names() -> tuple[str, ...]:
         """The option names, in declaration order."""
@@ -262,10 +290,13 @@ class Workload:
     def values(self) -> dict:
         """Symbol -> number for every workload and bytes symbol (the symbols table's ``code`` names).
 
+        >>> from symllm.arch import symbols as S
         >>> v = Workload(batch=2, seq=8, dtype="fp32").values()
         >>> v[S.b], v[S.s], v[S.t], v[S.beta_w], v[S.N_d]
         (2, 8, 8, 4, 1)
         """
+        from symllm.arch import symbols as S  # SymPy: a workload is made (``symllm count``) without it
+
         out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
                if info.kind in ("workload", "bytes")}
         if self.gpu is not None:  # P and B_mem (symllm.costs.hardware)

@@ -44,7 +44,7 @@ try:  # hashlib would load OpenSSL (3 ms of every start-up); BLAKE2 is built int
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "digest", "CacheWarning", "CACHE_ENTRIES"]
+__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "key", "digest", "CacheWarning", "CACHE_ENTRIES"]
 
 #: entries kept in :func:`cache_dir`; past this the least recently used half of symllm's entries is removed
 CACHE_ENTRIES = 2048
@@ -233,6 +233,16 @@ def source_digest() -> str:
         h.update(release.read_bytes() if release.is_file() else Path(spec.origin).read_bytes())
     h.update(sys.version.encode())
     return h.hexdigest()
+
+
+def key(*parts) -> str:
+    """The key of a cache entry computed from ``parts``: :func:`source_digest` and each part's ``repr``
+    (a spec's and a workload's ``shape()``: what shapes the formulas, marked once on their fields).
+
+    >>> key("a", (1, 2)) == key("a", (1, 2)) != key("a", (1, 3))
+    True
+    """
+    return json.dumps([source_digest(), *map(repr, parts)])
 
 
 def digest(key: str, sources) -> str:

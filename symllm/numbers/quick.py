@@ -32,7 +32,7 @@ from pathlib import Path
 
 from symllm.arch.config import ModelConfig, load  # noqa: F401  (load: the doctest)
 from symllm.errors import SymllmError
-from symllm.numbers.cache import _blake2b, cache_get, cache_put, source_digest
+from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
 from symllm.numbers.runtime import define
 
 __all__ = ["params", "report", "SIZE_FIELDS"]
@@ -49,7 +49,7 @@ def _key(config: ModelConfig) -> str:
             continue
         value = getattr(config, fld.name)
         fields.append((fld.name, value is not None if fld.name in SIZE_FIELDS else repr(value)))
-    return json.dumps([source_digest(), fields])
+    return cache_key(fields)
 
 
 @lru_cache(maxsize=64)
@@ -166,8 +166,7 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
         return None
     if rendering is None:
         return None
-    return json.dumps([source_digest(), rendering, repr(config), repr(work), sorted(work.derived), names, fmt, bool(standalone),
-                       template, flavor])
+    return cache_key(rendering, config, work, sorted(work.derived), names, fmt, bool(standalone), template, flavor)
 
 
 def report(model, *, fmt: str = "latex", standalone: bool = False, template: str | None = None,

@@ -33,7 +33,7 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, collected, component, model
 from symllm.errors import SymllmError
-from symllm.numbers.cache import cache_get, cache_put, source_digest
+from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import evaluate
 from symllm.numbers.runtime import define
 from symllm.present.format import grouped
@@ -111,7 +111,7 @@ def _collected(total: sp.Expr) -> sp.Expr:
     >>> _collected(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
     2*d*d_h*(n_h + n_kv)
     """
-    key = json.dumps([source_digest(), sp.srepr(total)])
+    key = cache_key(sp.srepr(total))
     hit = cache_get("collected", key)
     if hit is not None and len(hit) == 1:
         try:
@@ -134,8 +134,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     >>> w == costs.workload("llama3.1-8b", seq=4096)
     True
     """
-    key = json.dumps([source_digest(), repr(spec.structure), work.attention, bool(work.recompute),
-                      work.zero_stage, work.stack, work.sp, parallel.laid_out(work)])
+    key = cache_key(spec.shape(), work.shape())
     spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
     vals = {**spec.values(), **work.values()}
     hit = cache_get("workload", key)
@@ -355,19 +354,20 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     their sum, its collected form, the definitions it uses). Building them (the component tree, the
     costs, a ``factor``) is most of a derivation's time, so they are kept in
     :func:`symllm.numbers.cache.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
-    the structure, the component, the quantity, the attention variant, the workload's symbolic options
-    and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
+    the spec's and the workload's shape (their fields marked ``shapes``), the component, the quantity, the
+    attention variant and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
 
     >>> leaves, total, closed, _ = _symbolic("attention", "params", "gqa", None, Workload(), OPTIONS)
     >>> list(leaves)[:2], closed
     (['wq', 'wk'], 2*d*d_h*(n_h + n_kv))
     """
     try:
-        key = json.dumps([source_digest(), repr(spec.structure) if spec is not None else None, name,
-                          quantity, kind_key, work.attention, work.causal, bool(work.recompute),
-                          work.zero_stage, work.stack, work.sp, sorted(options.items())])
+        json.dumps(list(options.values()))
     except TypeError:  # an option JSON cannot hold: not cached
         key = None
+    else:
+        key = cache_key(spec.shape() if spec is not None else None, name, quantity, kind_key, work.shape(),
+                        sorted(options.items()))
     hit = cache_get("derive", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         try:
