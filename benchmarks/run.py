@@ -198,8 +198,9 @@ def bench_startup(runs: int) -> list[dict]:
     """symllm count and symllm report against ``import sympy``, each a fresh process; the kernel cache
     (symllm.numbers.cache.cache_dir) is a fresh folder, filled by the warm-up run, as after a user's first count."""
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "SYMLLM_CACHE_DIR": cache,
+        env = {**os.environ, "SYMLLM_CACHE_DIR": cache, "PYTHONPYCACHEPREFIX": str(Path(cache) / "pycache"),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode cached (for every command compared)
         count = [sys.executable, "-m", "symllm", "count", "llama3.1-405b"]
         report = [sys.executable, "-m", "symllm", "report", "llama3.1-405b", "--format", "latex"]
         empty = Path(cache) / "no-templates"

@@ -217,8 +217,9 @@ def _open_folder(create: bool) -> tuple[Path, int] | None:
 
 @lru_cache(maxsize=1)
 def source_digest() -> str:
-    """A hash of what generated code and formulas depend on: symllm's source files, SymPy's version (its
-    ``release.py``, read without importing SymPy) and Python's. Part of every cache key.
+    """A hash of what generated code and formulas depend on: symllm's source files (each one's path, size
+    and modification time, what Python's own bytecode cache trusts, so a start-up reads none of them),
+    SymPy's version (its ``release.py``, read without importing SymPy) and Python's. Part of every key.
 
     >>> len(source_digest())
     128
@@ -226,7 +227,8 @@ def source_digest() -> str:
     h = _blake2b()
     root = Path(__file__).resolve().parents[1]
     for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        st = path.stat()
+        h.update(f"{path.relative_to(root).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     spec = find_spec("sympy")
     if spec is not None and spec.origin:
         release = Path(spec.origin).with_name("release.py")
