@@ -344,3 +344,37 @@ def test_concurrent_writers(tmp_path, monkeypatch):
     for i in range(70):
         got = cache.cache_get("kernel", f"key {i}")
         assert got is None or set(got) == {f"value {i}"}
+
+
+# --------------------------------------------------------------------------- keys from marked fields
+
+def test_workload_shape_is_what_the_closed_forms_read():
+    """The composed closed forms depend on a workload's fields marked ``shapes`` and on nothing else: an
+    unmarked option changed leaves them as they are; each marked one has a value that changes them (but
+    ``ep``, read by the layout test ``parallel.laid_out``: ``ep > 1`` needs ``dp > 1``, already a layout)."""
+    import dataclasses
+
+    from symllm.costs import phases
+    from symllm.costs.workloads import Workload
+
+    spec = symllm.spec("llama3.1-8b")
+    base = phases._compose(spec.model(), Workload())
+    unmarked = {"batch": 3, "seq": 77, "gen": 5, "context": 9, "dtype": "fp8", "kv_dtype": "int8",
+                "act_dtype": "fp32", "group_size": 32, "lora_rank": 4, "lora_targets": "wo", "qlora": False,
+                "gpu": "h100-sxm"}
+    marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
+              "recompute": True, "stack": "hf-eager"}
+    fields = {f.name: f.metadata["option"].shapes for f in dataclasses.fields(Workload) if "option" in f.metadata}
+    assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
+                                                               "sp", "recompute", "stack"}
+    assert set(unmarked) | set(marked) == set(fields)
+    for name, value in unmarked.items():
+        work = Workload(**{name: value})
+        assert work.shape() == Workload().shape()
+        assert phases._compose(spec.model(work.attention), work) == base, name
+    changed = {"attention": {}, "zero_stage": {}, "dp": {}, "tp": {}, "pp": {}, "recompute": {}, "stack": {},
+               "sp": {"tp": 2, "sp": True}}
+    for name, extra in changed.items():
+        work = Workload(**{name: marked[name], **extra}) if not extra else Workload(**extra)
+        assert work.shape() != Workload().shape()
+        assert phases._compose(spec.model(work.attention), work) != base, name
