@@ -305,7 +305,7 @@ def cache_get(kind: str, key: str) -> tuple | None:
     key or digest wrong: it is computed again and replaced)."""
     try:
         opened = _open_folder(create=False)
-    except OSError:
+    except (OSError, NotImplementedError):  # no dir_fd support (not POSIX): no cache
         return None
     if opened is None:
         return None
@@ -319,7 +319,7 @@ def cache_get(kind: str, key: str) -> tuple | None:
         if (data["kind"] == kind and data["key"] == key and isinstance(sources, list)
                 and all(type(x) is str for x in sources) and data["digest"] == digest(key, sources)):
             return tuple(sources)
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, NotImplementedError):
         pass
     finally:
         os.close(fd)
@@ -333,7 +333,7 @@ def cache_put(kind: str, key: str, sources) -> None:
     sources = list(sources)
     try:
         opened = _open_folder(create=True)
-    except OSError:
+    except (OSError, NotImplementedError):
         return
     if opened is None:
         return
@@ -355,7 +355,7 @@ def cache_put(kind: str, key: str, sources) -> None:
                 pass
             raise
         _trim(fd)
-    except (OSError, ValueError):
+    except (OSError, ValueError, NotImplementedError):
         pass
     finally:
         os.close(fd)
