@@ -140,7 +140,8 @@ def _untrusted(st: os.stat_result, folder: bool) -> str | None:
     if euid is not None and st.st_uid != euid:
         return f"owned by uid {st.st_uid}, not by the effective user (uid {euid})"
     if st.st_mode & 0o022:
-        return f"writable by {'group' if st.st_mode & 0o020 else 'others'} (mode {stat.S_IMODE(st.st_mode):04o})"
+        who = "group and others" if st.st_mode & 0o022 == 0o022 else "others" if st.st_mode & 0o002 else "group"
+        return f"writable by {who} (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
 
 
