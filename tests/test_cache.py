@@ -259,6 +259,16 @@ def _flip(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def _change_digit(path: Path) -> None:
+    """``3*d_ff`` made ``4*d_ff`` (the issue's ``sed``), else the last digit in the file (in its sources) changed."""
+    text = path.read_text()
+    if "3*d_ff" in text:
+        path.write_text(text.replace("3*d_ff", "4*d_ff"))
+        return
+    at = max(i for i, c in enumerate(text) if c.isdigit())
+    path.write_text(text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1:])
+
+
 def _rewrite(path: Path, change) -> None:
     data = json.loads(path.read_text())
     sources = change(data["sources"])
@@ -268,7 +278,7 @@ def _rewrite(path: Path, change) -> None:
 
 DAMAGE = {
     "flipped byte": _flip,
-    "changed digit": lambda p: p.write_text(p.read_text().replace("3", "4", 1)),
+    "changed digit": lambda p: _change_digit(p),
     "truncated": lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
     "invalid code": lambda p: _rewrite(p, lambda s: [x.replace("return", "return (", 1) for x in s]),
     "wrong length": lambda p: _rewrite(p, lambda s: s[:-1]),
