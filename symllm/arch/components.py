@@ -37,7 +37,7 @@ __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
     "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
     "router", "experts", "moe", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
-    "COMPONENTS", "component", "collected",
+    "COMPONENTS", "component", "collected", "Rules", "SPLITS", "WEIGHTS", "lora_names",
 ]
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
@@ -73,13 +73,68 @@ INDEX_BYTES = 8
 
 _T = b * s  # token rows in one forward pass
 
+#: how tensor parallelism splits a component (:mod:`symllm.costs.parallel`; torch DTensor's plan styles):
+#: "column" (a linear's output features: ``ColwiseParallel``), "row" (its input features, a bias replicated:
+#: ``RowwiseParallel``), "vocab" (the embedding's rows), "sequence" (a replicated weight whose saved
+#: activations sequence parallelism splits along the sequence: ``SequenceParallel``), "replicated", "expert"
+#: (not tensor-split: divided over the expert-parallel ranks)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert")
+#: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
+#: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
+#: "norm", "router", "experts" (fused routed experts), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "none")
+#: the named software stacks that state what LlamaForCausalLM keeps (symllm.costs.stacks.STACKS, "ideal" aside)
+_HF = ("hf-eager", "hf-sdpa")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a component declares for the code that splits, adapts, stores and runs it, set where the
+    layer is defined (as Meta's ``ColumnParallelLinear`` / ``RowParallelLinear`` say it): nothing
+    downstream looks a component up by its name. ``None`` is "not declared": :func:`linear` refuses a
+    linear without its split, its LoRA names and its stacks.
+
+    >>> r = Rules("column", lora=("wq", "q_proj"), weight="linear", stacks=("hf-eager",))
+    >>> r.split, r.lora, "hf-eager" in r.stacks
+    ('column', ('wq', 'q_proj'), True)
+    >>> Rules("diagonal")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: column, row, vocab, sequence, replicated, expert)
+    """
+
+    #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
+    split: str | None = None
+    #: the names LoRA adapts it by, symllm's then HF/PEFT's ``target_modules`` (("wq", "q_proj")); ():
+    #: LoRA never adapts it; None: not declared
+    lora: tuple[str, ...] | None = None
+    #: what its weight is, for the weight formats (:data:`WEIGHTS`)
+    weight: str = "none"
+    #: the named stacks (symllm.costs.stacks) that state what they keep for it; any other stack refuses a
+    #: model holding it (None, not declared: every named stack refuses it)
+    stacks: tuple[str, ...] | None = None
+    #: how a stack's refusal names it ("a sliding window (Mistral v0.1)"); "": the component's name
+    label: str = ""
+
+    def __post_init__(self):
+        for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
+            if value is not None and value not in known:
+                raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
+        for field_ in ("lora", "stacks"):
+            value = getattr(self, field_)
+            if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
+                raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
+        if self.lora and len(self.lora) != 2:
+            raise SymllmError(f"lora: expected (symllm name, HF name), got {self.lora!r}")
+
 
 @dataclass(frozen=True, repr=False)
 class Component:
     """A part of the model with closed-form expressions for what it owns, and its children.
 
     Every cost lives on the component that owns it: parameters, matmul and element-wise FLOPs, KV-cache
-    elements, the bytes a training forward saves for backward, and what an inference pass keeps live.
+    elements, the bytes a training forward saves for backward, and what an inference pass keeps live;
+    and so do its :class:`Rules` (tensor-parallel split, LoRA names, kind of weight, stacks).
     :mod:`symllm.costs.phases` only composes these (phases, dtypes, memory kinds); it never looks at names.
 
     >>> c = rmsnorm("attention_norm")
@@ -120,6 +175,8 @@ class Component:
     doc: str = ""
     #: a linear layer's (fan_in, fan_out); () for anything else (LoRA adapts by it: symllm.costs.finetune)
     shape: tuple = ()
+    #: its tensor-parallel split, LoRA names, weight kind and stacks (:class:`Rules`)
+    rules: Rules = Rules()
 
     def __post_init__(self):
         for q in QUANTITIES + ("checkpoint", "resident", "repeat"):
@@ -232,14 +289,23 @@ def matmul(rows: sp.Expr, inner: sp.Expr, cols: sp.Expr) -> sp.Expr:
     return 2 * rows * inner * cols
 
 
-def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc: str = "") -> Component:
-    """A bias-optional linear layer over the ``b·s`` token rows.
+def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc: str = "", *,
+           rules: Rules) -> Component:
+    """A bias-optional linear layer over the ``b·s`` token rows, with its :class:`Rules` (a split, its LoRA
+    names and its stacks must be declared).
 
     Parameters ``fan_in·fan_out`` (+ ``fan_out`` bias); FLOPs ``2·b·s·fan_in·fan_out``.
 
-    >>> linear("wq", d, n_h * d_h).flops
+    >>> linear("wq", d, n_h * d_h, rules=_rules("column", "wq", "q_proj")).flops
     2*b*d*d_h*n_h*s
+    >>> linear("wz", d, d, rules=Rules("column"))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: linear: wz declares no LoRA decision (Rules.lora)
     """
+    for field_, what in (("split", "tensor-parallel split"), ("lora", "LoRA decision"), ("stacks", "stack rule")):
+        if getattr(rules, field_) is None:
+            raise SymllmError(f"linear: {name} declares no {what} (Rules.{field_})")
     return Component(
         name,
         params=fan_in * fan_out + (fan_out if bias else 0),
@@ -247,7 +313,14 @@ def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc
         elementwise=ELEMENTWISE["bias"] * _T * fan_out if bias else 0,
         doc=doc or f"nn.Linear({fan_in}, {fan_out}, bias={bias})",
         shape=(sp.sympify(fan_in), sp.sympify(fan_out)),
+        rules=rules,
     )
+
+
+def _rules(split: str, *lora: str) -> Rules:
+    """The rules of one of LLaMA's projections: its split, its LoRA names (symllm's, HF's), a "linear"
+    weight, and LlamaForCausalLM's stacks."""
+    return Rules(split, lora=lora, weight="linear", stacks=_HF)
 
 
 def embedding() -> Component:
@@ -259,12 +332,20 @@ def embedding() -> Component:
     V*d
     """
     return Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
-                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)")
+                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
+                     rules=Rules("vocab", lora=(), weight="embedding", stacks=_HF))  # VocabParallelEmbedding
 
 
-def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "") -> Component:
+#: a part without a weight that LlamaForCausalLM has
+_NO_WEIGHT = Rules("replicated", lora=(), stacks=_HF)
+#: a norm of the residual stream: replicated, its saved input split along the sequence under sequence parallelism
+_STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=_HF)
+
+
+def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
+            rules: Rules = _STREAM_NORM) -> Component:
     """RMSNorm: a weight of ``width`` (``d``; no bias) over ``rows`` rows (the ``b·s`` tokens),
-    ``ELEMENTWISE['rmsnorm']`` FLOPs per element.
+    ``ELEMENTWISE['rmsnorm']`` FLOPs per element; by default a norm of the residual stream (``rules``).
 
     Models ``self.weight = nn.Parameter(torch.ones(dim))`` in ``RMSNorm``.
 
@@ -273,7 +354,7 @@ def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: 
     """
     return Component(name, params=width, elementwise=ELEMENTWISE["rmsnorm"] * rows * width,
                      saved=beta_a * rows * width + STAT_BYTES * rows,  # its input x and the per-row 1/rms
-                     doc=doc or "RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))")
+                     doc=doc or "RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))", rules=rules)
 
 
 def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
@@ -284,15 +365,17 @@ def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
     >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")]
     ([d_h, d_h], [0, 0])
     """
+    # on the heads, already split by tensor parallelism; LlamaForCausalLM has none
+    rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="per-head q/k norms (Qwen3, Llama 4)")
     if kind == "l2":
         doc = "self.qk_norm = Llama4TextL2Norm(config.rms_norm_eps)  # no weight; on each {} head after RoPE"
-        return tuple(rmsnorm(name, d_h, _T * heads, doc.format(what)).replace(
+        return tuple(rmsnorm(name, d_h, _T * heads, doc.format(what), rules).replace(
                          params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
         raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2)")
-    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head"),
-            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head"))
+    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules),
+            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules))
 
 
 def rope() -> Component:
@@ -302,7 +385,7 @@ def rope() -> Component:
     (0, 3*b*d_h*s*(n_h + n_kv))
     """
     return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * (n_h + n_kv) * d_h,
-                     doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)")
+                     doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=_NO_WEIGHT)
 
 
 class _WindowPairs(sp.Function):
@@ -408,27 +491,37 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
     in_bias = bias or qkv_bias
     norms = qk_norms(qk_norm) if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
+    # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
+    rules = _NO_WEIGHT if window is None else Rules(
+        "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
     return Component(
         "attention",
+        rules=rules,
         kv_cache=2 * b * held * n_kv * d_h,
         # saved for backward (eager attention): the normed input of wq/wk/wv; Q and K after RoPE and V
         # (n_kv heads: GQA saves them unrepeated); the softmax probabilities b·n_h·s·s (also A·V's left
         # operand); the input of wo
         saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + b * n_h * s ** 2 + _T * n_h * d_h),
         children=(
-            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)"),
-            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
-            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)"),
-            linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)"),
+            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
+                   rules=_rules("column", "wq", "q_proj")),  # ColumnParallelLinear
+            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wk", "k_proj")),  # ColumnParallelLinear
+            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
+            linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
+                   rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
             rope() if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
-                doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE"),
+                doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
+                rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)")),
             # live at inference: a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
                       live=(2 * b * n_h * s ** 2, 2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
-                      doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"),
-            Component("context", flops=core, doc="output = torch.matmul(scores, values)"),
+                      doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))",
+                      rules=_NO_WEIGHT),
+            Component("context", flops=core, doc="output = torch.matmul(scores, values)", rules=_NO_WEIGHT),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )
@@ -466,11 +559,15 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
         saved=beta_a * (_T * d + 3 * _T * width),
         live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
         children=(
-            linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)"),
-            linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)"),
-            linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)"),
+            linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)",
+                   rules=_rules("column", "w1", "gate_proj")),  # ColumnParallelLinear
+            linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)",
+                   rules=_rules("row", "w2", "down_proj")),  # RowParallelLinear
+            linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)",
+                   rules=_rules("column", "w3", "up_proj")),  # ColumnParallelLinear
         ),
         doc="FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))",
+        rules=_NO_WEIGHT,
     )
 
 
@@ -481,7 +578,10 @@ def router() -> Component:
     >>> router().params, router().flops
     (d*n_e, 2*b*d*n_e*s)
     """
-    out = linear("router", d, n_e, doc="self.gate = nn.Linear(hidden_size, num_local_experts, bias=False)")
+    # replicated on every tensor rank (torch's plan for Mixtral and Llama 4 leaves the gate out); PEFT's
+    # LoRA for them targets the projections, not the gate; QLoRA keeps it in the model's dtype
+    out = linear("router", d, n_e, doc="self.gate = nn.Linear(hidden_size, num_local_experts, bias=False)",
+                 rules=Rules("replicated", lora=(), weight="router", stacks=(), label="a mixture-of-experts router"))
     return out.replace(elementwise=ELEMENTWISE["softmax"] * _T * n_e)
 
 
@@ -507,6 +607,8 @@ def experts() -> Component:
         # routed to it), and the output being summed
         live=(3 * _T * d_ff + _T * d,),
         doc="MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing",
+        # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
+        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts"),
     )
 
 
@@ -529,6 +631,7 @@ def moe(*, shared: bool = False) -> Component:
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
         children=(router(), experts(), *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe: route each token to k of n_e experts",
+        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4)"),
     )
 
 
@@ -554,7 +657,10 @@ def lm_head(*, tied: bool = False) -> Component:
     symllm.errors.SymllmError: tied: expected True or False, got 'no'
     """
     _switches(tied=tied)
-    out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)")
+    # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
+    # keeps the output embedding out of bitsandbytes' quantization
+    out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
+                 rules=Rules("column", lora=(), weight="head", stacks=_HF))
     out = out.replace(saved=beta_a * _T * d, live=(_T * V,))  # saves its input; the logits are live
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
 
@@ -589,6 +695,7 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
             feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(shared=shared_expert),
         ),
         doc="TransformerBlock(layer_id, args)",
+        rules=_NO_WEIGHT,
     )
 
 
@@ -646,6 +753,7 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
         children=(embedding(), *groups, rmsnorm("norm"), lm_head(tied=tied)),
         definitions=definitions,
         doc="Transformer(params)",
+        rules=_NO_WEIGHT,
     )
 
 
@@ -692,3 +800,22 @@ def component(name: str, whole: Component | None = None) -> Component:
         else:
             raise SymllmError(f"component: this model has no {name!r}")
     return comp.replace(repeat=1) if comp.repeat != 1 else comp
+
+
+#: model() with every structural option switched on: every factory's parts, each at least once
+#: (:func:`lora_names` reads the declarations from it; a new option belongs here)
+EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", moe="some",
+                  shared_expert=True, nope=True, window="sliding")
+
+
+def lora_names() -> dict[str, str]:
+    """Every name LoRA may target -> its symllm name, read from the linears' :class:`Rules` (symllm's
+    names first, in model order, then HF/PEFT's): the vocabulary of ``--lora-targets``.
+
+    >>> list(lora_names())[:7]
+    ['wq', 'wk', 'wv', 'wo', 'w1', 'w2', 'w3']
+    >>> lora_names()["gate_proj"]
+    'w1'
+    """
+    pairs = dict.fromkeys(c.rules.lora for c in model(**EVERY_PART).walk() if c.rules.lora)
+    return {**{ours: ours for ours, _ in pairs}, **{hf: ours for ours, hf in pairs}}

@@ -4,16 +4,18 @@ component tree, then exact numbers.
 **LoRA** (Hu et al. 2021, as PEFT's ``LoraConfig``) freezes the model and adds to each adapted linear
 ``W: fan_in -> fan_out`` a trainable pair ``lora_A: fan_in -> r`` and ``lora_B: r -> fan_out``:
 ``r·(fan_in + fan_out)`` parameters per adapted matrix, times the blocks. :func:`adapt` puts the pair
-under every linear whose name is a target (its ``shape`` says ``fan_in``, ``fan_out``: nothing is
+under every linear that declares a target among its LoRA names (``rules.lora``, set where the layer is
+defined in :mod:`symllm.arch.components`; its ``shape`` says ``fan_in``, ``fan_out``: nothing is
 restated by hand), so every total (parameters, FLOPs, saved bytes) of the adapted tree includes them.
 Targets are symllm names ``wq wk wv wo w1 w2 w3`` or HF names ``q_proj k_proj v_proj o_proj gate_proj
-down_proj up_proj``; the default ``wq,wv`` is PEFT's for Llama.
+down_proj up_proj`` (:func:`symllm.arch.components.lora_names`); the default ``wq,wv`` is PEFT's for Llama.
 
 **Training memory** (bytes, one GPU; ZeRO and the parallel layouts are not applied to them):
 
 * ``lora_base_weights``: the frozen model ``β_w·N``. With **QLoRA** (Dettmers et al. 2023) the
-  projections ``wq wk wv wo w1 w2 w3`` (in a dense LLaMA: every linear layer but the lm_head, which is
-  what bitsandbytes quantizes: transformers keeps the output embedding out) hold their ``fan_in·fan_out``
+  components whose weight is a ``"linear"`` projection (``rules.weight``: :data:`FORMATS`; ``wq wk wv wo w1
+  w2 w3``, in a dense LLaMA every linear layer but the lm_head, which is what bitsandbytes quantizes:
+  transformers keeps the output embedding out) hold their ``fan_in·fan_out``
   weights in NF4 with block size 64 and double-quantized constants: 4 bits + an 8-bit constant per 64
   weights + an fp32 constant per 256 of those = ``4 + 8/64 + 32/(64·256)`` = 4.127 bits
   (:data:`NF4_BITS`, the paper's §3 average, exact when 64·256 divides a matrix); embeddings, norms,
@@ -52,14 +54,21 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component, matmul
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import LORA_TARGETS, Workload, lora_targets
+from symllm.costs.workloads import Workload, lora_targets
 
-__all__ = ["NF4_BITS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trainable", "quantized", "memory", "closed_forms",
-           "lora"]
+__all__ = ["NF4_BITS", "FORMATS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trainable", "quantized", "memory",
+           "closed_forms", "lora"]
 
 #: bits per NF4 weight with double quantization (QLoRA paper, §3): 4-bit codes, an 8-bit constant per
 #: block of 64 weights, an fp32 constant per block of 256 of those: 4 + 8/64 + 32/(64·256) = 4.127
 NF4_BITS = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
+
+#: weight format -> the kinds of weight it stores in its own format (a component's ``rules.weight``,
+#: :data:`symllm.arch.components.WEIGHTS`); every other weight stays in ``β_w``. QLoRA's NF4: the linear
+#: projections (bitsandbytes quantizes ``nn.Linear`` modules; transformers keeps the lm_head out; the
+#: router and fused experts are kept in ``β_w`` here, not checked against bitsandbytes). ``--dtype int4``
+#: is not one of these: it stores every weight in 4 bits with its group scales (``β_w``)
+FORMATS = {"nf4": ("linear",)}
 
 #: bytes per trainable (adapter) parameter: weights, gradients, optimizer states (Adam's two moments)
 ADAPTER_BYTES = {"lora": (4, 4, 8), "qlora": (2, 2, 8)}
@@ -82,10 +91,10 @@ def _pair(fan_in: sp.Expr, fan_out: sp.Expr, rank: sp.Expr) -> tuple[Component, 
 
 @lru_cache(maxsize=256)
 def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> Component:
-    """``mdl`` with a LoRA adapter (children ``lora_A``, ``lora_B``) under every linear named in
-    ``targets`` (a comma list, symllm or HF names). As PEFT, a target the model has no linear of adapts
-    nothing (Mixtral's experts are fused, not linears: ``w1`` there adapts nothing); when no target has a
-    linear, it is an error.
+    """``mdl`` with a LoRA adapter (children ``lora_A``, ``lora_B``) under every linear that declares one
+    of ``targets`` (a comma list, symllm or HF names) among its LoRA names. As PEFT, a target the model
+    has no linear of adapts nothing (Mixtral's experts are fused, not linears: ``w1`` there adapts
+    nothing); when no target has a linear, it is an error.
 
     >>> from symllm.arch.components import block
     >>> a = adapt(block(), "q_proj")
@@ -98,8 +107,8 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     found = set()
 
     def walk(c: Component) -> Component:
-        if c.name in names and c.shape:
-            found.add(c.name)
+        if c.shape and c.rules.lora and c.rules.lora[0] in names:
+            found.add(c.rules.lora[0])
             return c.replace(children=c.children + _pair(*c.shape, sp.sympify(rank)))
         return c.replace(children=tuple(walk(x) for x in c.children)) if c.children else c
 
@@ -129,17 +138,21 @@ def _linears(c: Component, times: sp.Expr = sp.S.One):
         yield from _linears(x, times)
 
 
-def quantized(mdl: Component) -> sp.Expr:
-    """The weights QLoRA stores in NF4: ``fan_in·fan_out`` of every projection LoRA may target (``wq``
-    … ``w3``, wherever they sit: in a dense model every linear but the lm_head); biases, embeddings,
-    norms, the lm_head, and a mixture-of-experts model's router and fused experts stay in ``β_w``.
+def quantized(mdl: Component, fmt: str = "nf4") -> sp.Expr:
+    """The weights the format ``fmt`` (:data:`FORMATS`) stores in its own format: for QLoRA's NF4 the
+    ``fan_in·fan_out`` of every ``"linear"`` projection (``wq`` … ``w3``, wherever they sit: in a dense
+    model every linear but the lm_head); biases, embeddings, norms, the lm_head, and a
+    mixture-of-experts model's router and fused experts stay in ``β_w``.
 
     >>> from symllm.arch.components import model
     >>> quantized(model()) == sp.expand(model().total() - model().child("lm_head").params
     ...     - model().child("embedding").params - 2 * S.L * S.d - S.d)
     True
     """
-    return sp.expand(sum((n * c.shape[0] * c.shape[1] for n, c in _linears(mdl) if c.name in LORA_TARGETS),
+    if fmt not in FORMATS:
+        raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)})")
+    kinds = FORMATS[fmt]
+    return sp.expand(sum((n * c.shape[0] * c.shape[1] for n, c in _linears(mdl) if c.rules.weight in kinds),
                          sp.S.Zero))
 
 

@@ -3,10 +3,11 @@
 
 Conventions, stated once (README "Parallel training"):
 
-* **Tensor parallelism** follows the standard LLaMA plan of torch's DTensor (:data:`PLAN`): ``wq``,
-  ``wk``, ``wv``, ``w1``, ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2``
-  row-wise (input features split, a bias replicated), the embedding split over the vocabulary, every
-  other component (the norms, QK-norms) replicated. A split dimension that ``N_t`` does not divide is
+* **Tensor parallelism** splits each component as it declares (:class:`symllm.arch.components.Rules`'
+  ``split``), which for LLaMA is the standard plan of torch's DTensor: ``wq``, ``wk``, ``wv``, ``w1``,
+  ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
+  split, a bias replicated), the embedding split over the vocabulary, every other component (the norms,
+  QK-norms, a mixture-of-experts router) replicated. A split dimension that ``N_t`` does not divide is
   split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
   element, so ``⌈n_h·d_h/N_t⌉`` columns of ``wq``; a head split across ranks cannot run attention, so
   choose ``N_t`` dividing ``n_kv`` for real runs). Per-GPU numbers are tensor rank 0's.
@@ -17,8 +18,8 @@ Conventions, stated once (README "Parallel training"):
   holds no more than the first).
 * **Mixture of experts**: a model whose blocks are of several kinds (dense and MoE groups) puts
   ``⌈R/N_p⌉`` of each kind's ``R`` blocks on the first stage and ``⌊R/N_p⌋`` on the last (exact when
-  every stage has the same mix). The routed ``experts`` are never tensor-split (the router and a shared
-  expert are: the shared expert's ``w1 w2 w3`` follow :data:`PLAN`).
+  every stage has the same mix). The routed ``experts`` are never tensor-split and the router is
+  replicated on every tensor rank; a shared expert's ``w1 w2 w3`` are split as a dense feed-forward's.
 * **Expert parallelism** (``ep``, ``N_e``), as DeepSpeed-MoE and Megatron-LM do it: the ``N_e``
   expert-parallel ranks are **carved out of the** ``N_d`` **data-parallel ranks** (``N_e`` must divide
   ``N_d``; GPUs = ``N_t·N_p·N_d``), each holding ``n_e/N_e`` of every MoE layer's routed experts (a
@@ -70,21 +71,13 @@ from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
 from symllm.errors import SymllmError
 
-__all__ = ["PLAN", "SEQUENCE_PARALLEL", "COMM_KINDS", "EXPERTS", "laid_out", "check", "comm_kinds", "shard",
-           "stages", "largest", "params_per_gpu", "expert_params", "comm"]
+__all__ = ["COMM_KINDS", "laid_out", "check", "comm_kinds", "shard", "stages", "largest", "params_per_gpu",
+           "expert_params", "comm"]
 
-#: the tensor-parallel plan: component name -> how its weight is split (any other component is replicated;
-#: "expert": not tensor-split, divided over the expert-parallel ranks)
-PLAN = {"wq": "colwise", "wk": "colwise", "wv": "colwise", "w1": "colwise", "w3": "colwise",
-        "lm_head": "colwise", "wo": "rowwise", "w2": "rowwise", "embedding": "vocab", "experts": "expert"}
-#: components whose activations sequence parallelism splits along the sequence (DTensor's SequenceParallel)
-SEQUENCE_PARALLEL = ("attention_norm", "ffn_norm", "norm")
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
-#: the component expert parallelism divides over ``N_e`` ranks (symllm.arch.components.experts)
-EXPERTS = "experts"
-#: the head whose loss is vocabulary-parallel
-_HEAD = "lm_head"
+#: the splits whose weight tensor parallelism divides (the others keep it whole on every tensor rank)
+_SPLIT_WEIGHTS = ("column", "row", "vocab")
 
 
 def laid_out(work) -> bool:
@@ -98,8 +91,13 @@ def laid_out(work) -> bool:
     return work.tp > 1 or work.pp > 1 or work.dp > 1 or work.ep > 1 or bool(work.sp)
 
 
+def _expert(c: Component) -> bool:
+    """Whether ``c`` is divided over the expert-parallel ranks (the routed experts)."""
+    return c.rules.split == "expert"
+
+
 def _has_experts(mdl: Component) -> bool:
-    return any(c.name == EXPERTS for c in mdl.walk())
+    return any(_expert(c) for c in mdl.walk())
 
 
 def comm_kinds(mdl: Component) -> tuple[str, ...]:
@@ -139,25 +137,41 @@ def _split(size: sp.Expr) -> sp.Expr:
 
 @lru_cache(maxsize=1)
 def _sizes() -> dict:
-    """The split dimensions of :data:`PLAN`, as substitutions: heads (of ``d_h`` columns each), the
-    SwiGLU width and the vocabulary. Column-wise splits the output, row-wise the input: for each
-    linear of the plan, exactly the one of these its weight has."""
+    """The dimensions tensor parallelism splits, as substitutions in activations, KV cache and FLOPs:
+    heads (of ``d_h`` columns each), the SwiGLU width and the vocabulary (the embedding's weight too).
+    A split linear's own weight is split by its ``shape`` (:func:`_split_weight`)."""
     # d_fd: the dense layers' width of a model that interleaves MoE layers
     return {S.n_h: _split(S.n_h * S.d_h) / S.d_h, S.n_kv: _split(S.n_kv * S.d_h) / S.d_h,
             S.d_ff: _split(S.d_ff), S.d_fd: _split(S.d_fd), S.V: _split(S.V)}
 
 
+def _split_weight(comp: Component) -> sp.Expr:
+    """Rank 0's parameters of a column- or row-split linear, from its ``shape``: ``fan_in·⌈fan_out/N_t⌉``
+    and a bias of ``⌈fan_out/N_t⌉`` (column), or ``⌈fan_in/N_t⌉·fan_out`` and the whole bias (row)."""
+    fan_in, fan_out = comp.shape
+    weight = fan_in * fan_out
+    bias = sp.expand(comp.params - weight)
+    if bias not in (0, fan_out):
+        raise SymllmError(f"tp: {comp.name} holds {comp.params} parameters, not a {fan_in} x {fan_out} linear's")
+    if comp.rules.split == "column":
+        return fan_in * _split(fan_out) + (_split(fan_out) if bias else 0)
+    return _split(fan_in) * fan_out + bias
+
+
 def _sharded(comp: Component, seq: bool) -> Component:
     sizes = _sizes()
     rows = {S.s: _split(S.s)}
-    if PLAN.get(comp.name) == "expert":  # not tensor-split; rank 0 of the expert-parallel group holds n_e/N_e
+    split = comp.rules.split
+    if split == "expert":  # not tensor-split; rank 0 of the expert-parallel group holds n_e/N_e
         return comp.replace(params=comp.params.xreplace({S.n_e: sp.ceiling(S.n_e / S.N_e)}))
+    if comp.shape and split is None:
+        raise SymllmError(f"tp: the linear {comp.name} declares no tensor-parallel split")
     own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved")}
-    if comp.name in PLAN:
-        own["params"] = comp.params.xreplace(sizes)
-        if getattr(comp, "active", None) is not None:
+    if split in _SPLIT_WEIGHTS:
+        own["params"] = _split_weight(comp) if comp.shape and comp.params != 0 else comp.params.xreplace(sizes)
+        if comp.active is not None:
             own["active"] = comp.active.xreplace(sizes)
-    if seq and comp.name in SEQUENCE_PARALLEL:
+    if seq and split == "sequence":
         own["saved"] = own["saved"].xreplace(rows)
     checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint
     return comp.replace(**own, checkpoint=checkpoint, live=tuple(x.xreplace(sizes) for x in comp.live),
@@ -165,10 +179,11 @@ def _sharded(comp: Component, seq: bool) -> Component:
 
 
 def shard(comp: Component, sp_: bool = False) -> Component:
-    """What tensor-parallel rank 0 holds of ``comp`` under :data:`PLAN`: the same tree, each split
-    component's parameters, and every activation, KV-cache and FLOP term, with its split dimension
-    replaced by rank 0's share; ``sp_`` also splits the norms' saved activations and the checkpoints
-    along the sequence. The routed experts' parameters are expert-parallel rank 0's ``n_e/N_e``.
+    """What tensor-parallel rank 0 holds of ``comp``, each component split as it declares (``rules.split``):
+    the same tree, each split component's parameters, and every activation, KV-cache and FLOP term, with
+    its split dimension replaced by rank 0's share; ``sp_`` also splits the saved activations of the
+    ``"sequence"`` norms and the checkpoints along the sequence. The routed experts' (``"expert"``)
+    parameters are expert-parallel rank 0's ``n_e/N_e``.
 
     >>> from symllm.arch.components import experts, feed_forward, rmsnorm
     >>> shard(feed_forward()).total("params")
@@ -215,9 +230,10 @@ def stages(mdl: Component, sp_: bool = False) -> tuple[Component, Component]:
     i, j = repeated[0], repeated[-1] + 1
     blocks, before, after = mdl.children[i:j], mdl.children[:i], mdl.children[j:]
     head_copy = []
+    tables = [b for b in before if b.rules.weight == "embedding"]
     for c in after:  # a tied head: the last stage keeps a copy of the embedding matrix
-        if c.name == _HEAD and c.params == 0 and any(b.name == "embedding" for b in before):
-            c = c.replace(params=next(b for b in before if b.name == "embedding").params)
+        if c.rules.weight == "head" and c.params == 0 and tables:
+            c = c.replace(params=tables[0].params)
         head_copy.append(c)
     first = Component("first_stage", children=(
         *before, *(c.replace(repeat=sp.ceiling(c.repeat / S.N_p)) for c in blocks),
@@ -243,11 +259,11 @@ def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True)
     return largest(first.total("params"), last.total("params")).subs(dict(mdl.definitions))
 
 
-def _only(comp: Component, name: str, unit: bool = False) -> Component:
-    """``comp`` with the parameters of every component but those called ``name`` zeroed (``unit``: each
+def _only_experts(comp: Component, unit: bool = False) -> Component:
+    """``comp`` with the parameters of every component but the routed experts zeroed (``unit``: each
     of those holding 1, so that a total counts them, repeats included)."""
-    own = (1 if unit else comp.params) if comp.name == name else 0
-    return comp.replace(params=own, active=None, children=tuple(_only(c, name, unit) for c in comp.children))
+    own = (1 if unit else comp.params) if _expert(comp) else 0
+    return comp.replace(params=own, active=None, children=tuple(_only_experts(c, unit) for c in comp.children))
 
 
 def expert_params(stage: Component) -> sp.Expr:
@@ -259,7 +275,7 @@ def expert_params(stage: Component) -> sp.Expr:
     >>> expert_params(stages(model(moe="all"))[1])
     3*d*d_ff*ceiling(n_e/N_e)*floor(L/N_p)
     """
-    return _only(stage, EXPERTS).total("params")
+    return _only_experts(stage).total("params")
 
 
 def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
@@ -276,17 +292,17 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
         again = 2 if checkpointed and recompute else 1  # recomputation runs the forward collectives again
         grouped = False
         for c in comp.children:
-            style = PLAN.get(c.name)
+            style = c.rules.split
             m = mult * c.repeat
-            if style == "colwise":
+            if style == "column":
                 if not seq:  # the input gradient, all-reduced in backward
                     total += m * 2 * ring * M
                 elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter
                     grouped = True  # of their summed input gradients in backward
                     total += m * (again + 1) * ring * M
-                if c.name == _HEAD:  # vocabulary-parallel loss: max, sum of exponentials, target logit
+                if c.rules.weight == "head":  # vocabulary-parallel loss: max, sum of exponentials, target logit
                     total += m * 3 * 2 * ring * STAT_BYTES * S.b * S.s
-            elif style in ("rowwise", "vocab"):
+            elif style in ("row", "vocab"):
                 # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
                 total += m * (again + 1) * ring * M if seq else m * again * 2 * ring * M
             elif c.children:
@@ -332,6 +348,6 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
         messages = 6 if recompute else 4  # dispatch and combine, forward and backward (+ the forward again)
         tokens = S.beta_a * S.b * S.s * S.k * S.d
         out["dp"] = largest(dp(first), dp(last))
-        out["ep"] = (S.N_e - 1) / S.N_e * messages * tokens * sp.Max(*(_only(st, EXPERTS, unit=True).total("params")
+        out["ep"] = (S.N_e - 1) / S.N_e * messages * tokens * sp.Max(*(_only_experts(st, unit=True).total("params")
                                                                        for st in (first, last)))
     return {k: v.subs(dict(mdl.definitions)) for k, v in out.items()}

@@ -371,7 +371,7 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
         if kind != "training_states" or experts == 0:
             return mem
         # the local experts' states shard over the N_d/N_e ranks that hold the same experts
-        own = memory(Component(parallel.EXPERTS, params=experts), kind, zero_stage=work.zero_stage)
+        own = memory(Component("local_experts", params=experts), kind, zero_stage=work.zero_stage)
         return mem - own + own.subs(S.N_d, S.N_d / S.N_e)
 
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,

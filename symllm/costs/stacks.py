@@ -77,14 +77,24 @@ def _check(stack: str, mdl: Component | None = None) -> None:
         return
     if mdl.name != "model":
         raise SymllmError(f"stack: {stack} is modelled for the whole model, not for {mdl.name!r}")
-    if any(c.name in ("moe", "temperature") for c in mdl.walk()):
-        raise SymllmError(f"stack: {stack} models LlamaForCausalLM; mixture-of-experts and layers without RoPE "
-                          "(Mixtral, Llama 4) are not modelled for it yet")
-    if any(c.name in ("q_norm", "k_norm") for c in mdl.walk()):
-        raise SymllmError(f"stack: {stack} models LlamaForCausalLM; per-head q/k norms (Qwen3) are not modelled yet")
-    if mdl.total("kv_cache").has(S.W):
-        raise SymllmError(f"stack: {stack} models LlamaForCausalLM's full-attention cache; a sliding window "
-                          "(Mistral v0.1) is not modelled for it yet")
+    missing = list(dict.fromkeys(c.rules.label or c.name for c in _unmodelled(mdl, stack)))
+    if missing:
+        raise SymllmError(f"stack: {stack} models LlamaForCausalLM; not modelled for it yet: {', '.join(missing)}")
+
+
+def _unmodelled(comp: Component, stack: str):
+    """The outermost components of ``comp`` whose rules do not name ``stack`` among the stacks that state
+    what they keep for them (a component declaring none is refused by every named stack).
+
+    >>> from symllm.arch.components import model
+    >>> [c.name for c in _unmodelled(model(moe="all"), "hf-sdpa")]
+    ['moe']
+    """
+    if stack not in (comp.rules.stacks or ()):
+        yield comp
+        return
+    for c in comp.children:
+        yield from _unmodelled(c, stack)
 
 
 def saved_terms(stack: str) -> tuple[Term, ...]:

@@ -23,7 +23,8 @@ from fractions import Fraction
 from symllm.costs import hardware
 from symllm.errors import SymllmError
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options"]
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+           "lora_targets"]
 
 #: bytes per element; int4 is completed by its group scales in dtype_bytes()
 DTYPES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
@@ -90,15 +91,14 @@ def _above_one(ranks: int) -> bool:
     return ranks > 1
 
 
-#: the linears LoRA may adapt, by symllm name (symllm.costs.finetune)
-LORA_TARGETS = ("wq", "wk", "wv", "wo", "w1", "w2", "w3")
-#: the HF / PEFT ``target_modules`` name of each
-LORA_HF_NAMES = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo",
-                 "gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+#: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order
+_DEFAULT_TARGETS = "wq,wv"
 
 
 def lora_targets(value) -> str:
-    """LoRA targets as symllm names, in model order, from a comma list of symllm or HF names.
+    """LoRA targets as symllm names, in model order, from a comma list of symllm or HF names: the names
+    the linears declare (:func:`symllm.arch.components.lora_names`, read on first use: the default needs
+    no component built, so ``symllm count`` does not import SymPy for it).
 
     >>> lora_targets("v_proj, q_proj"), lora_targets("wo,o_proj")
     ('wq,wv', 'wo')
@@ -107,14 +107,18 @@ def lora_targets(value) -> str:
     ...
     symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: wq, wk, wv, wo, w1, w2, w3, q_proj, k_proj, v_proj, o_proj, gate_proj, down_proj, up_proj)
     """
+    if value == _DEFAULT_TARGETS:  # already in symllm's names and order (tests/test_rules.py checks it)
+        return value
     if not isinstance(value, str) or not value.strip():
         raise SymllmError(f"lora_targets: expected a comma list of linear names, got {value!r}")
+    from symllm.arch.components import lora_names
+    known = lora_names()
     names = set()
     for name in (x.strip() for x in value.split(",")):
-        if name not in LORA_TARGETS and name not in LORA_HF_NAMES:
-            raise SymllmError(f"lora_targets: unknown {name!r} (known: {', '.join((*LORA_TARGETS, *LORA_HF_NAMES))})")
-        names.add(LORA_HF_NAMES.get(name, name))
-    return ",".join(x for x in LORA_TARGETS if x in names)
+        if name not in known:
+            raise SymllmError(f"lora_targets: unknown {name!r} (known: {', '.join(known)})")
+        names.add(known[name])
+    return ",".join(x for x in dict.fromkeys(known.values()) if x in names)
 
 
 def _opt(default, help_: str, **kw):
@@ -171,8 +175,8 @@ class Workload:
     lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*)",
                                  training=True)
     #: the linears LoRA adapts (symllm or HF names), stored as symllm names; PEFT's Llama default
-    lora_targets: str = _opt("wq,wv", f"linears LoRA adapts: {','.join(LORA_TARGETS)} or HF "
-                             f"{','.join(LORA_HF_NAMES)}", training=True)
+    lora_targets: str = _opt(_DEFAULT_TARGETS, "linears LoRA adapts, by symllm or HF name (wq,wv or q_proj,v_proj; "
+                             "an unknown name lists them)", training=True)
     #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.costs.finetune)
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
                        training=True)

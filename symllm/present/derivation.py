@@ -343,10 +343,13 @@ def _component_for(name: str, spec, work: Workload):
     attention convention, and the model's definitions (Meta's ``d_ff`` rounding)."""
     if spec is not None:
         whole = spec.model(work.attention)
-    else:  # the general model that has the component: experts for the MoE parts
-        moe = "all" if name in ("moe", "router", "experts") else None
-        whole = model(causal=work.causal, moe=moe)
-    return component(name, whole), whole.definitions
+        return component(name, whole), whole.definitions
+    try:  # the general model that has the component: the dense one, or for the MoE parts one with experts
+        whole = model(causal=work.causal)
+        return component(name, whole), whole.definitions
+    except SymllmError:
+        whole = model(causal=work.causal, moe="all")
+        return component(name, whole), whole.definitions
 
 
 def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, options: dict) -> tuple:

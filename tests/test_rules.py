@@ -1,0 +1,186 @@
+"""A component declares its own rules (symllm.arch.components.Rules): its tensor-parallel split, its LoRA
+names, its kind of weight and the stacks that model it; parallel, finetune and stacks read them.
+
+Expected values: transformers' own tensor-parallel plans (``base_model_tp_plan``, ``_tp_plan``) and the
+``nn.Linear`` modules of its ``LlamaForCausalLM`` built on the meta device, and hand arithmetic for the
+layers built here on the fly.
+"""
+import inspect
+import itertools
+
+import pytest
+import sympy as sp
+
+from symllm.arch import components as C
+from symllm.arch import symbols as S
+from symllm.arch.components import Component, Rules, linear
+from symllm.costs import finetune, parallel, stacks
+from symllm.costs.workloads import Workload, lora_targets
+from symllm.errors import SymllmError
+
+from .conftest import requires
+
+#: every structural option of components.model(), each switched on (its choices where it has several)
+OPTIONS = {
+    "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
+    "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "moe": ("all", "some"),
+    "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"),
+}
+
+
+def _every_model():
+    """model() once for each combination of OPTIONS' choices, and once with no option at all."""
+    yield C.model()
+    for values in itertools.product(*OPTIONS.values()):
+        yield C.model(**dict(zip(OPTIONS, values)))
+
+
+def test_options_cover_every_model_switch():
+    """A new option of model() fails here until OPTIONS switches it on (so the walk below sees its parts)."""
+    assert set(inspect.signature(C.model).parameters) == set(OPTIONS)
+    assert set(inspect.signature(C.model).parameters) >= set(C.EVERY_PART)
+
+
+def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
+    """With every option switched on, each linear (anything with a shape) declares how tensor parallelism
+    splits it, whether and under which names LoRA adapts it, and which stacks model it; anything holding
+    parameters declares a split and a kind of weight; every named stack exists."""
+    seen = set()
+    for mdl in _every_model():
+        for c in mdl.walk():
+            where = f"{c.name} in {mdl.children[1].name}"
+            if c.shape:
+                seen.add(c.name)
+                assert c.rules.split in C.SPLITS, where
+                assert c.rules.lora is not None and len(c.rules.lora) in (0, 2), where
+                assert c.rules.stacks is not None, where
+            if c.params != 0:
+                assert c.rules.split is not None and c.rules.weight != "none", where
+            assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
+    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head"}
+
+
+def test_a_linear_cannot_be_built_without_its_rules():
+    """The factory refuses a linear that leaves its split, its LoRA decision or its stacks undeclared."""
+    with pytest.raises(TypeError):
+        linear("wz", S.d, S.d)  # noqa: the rules are a required keyword
+    for missing in ("split", "lora", "stacks"):
+        full = dict(split="column", lora=(), stacks=())
+        full[missing] = None
+        with pytest.raises(SymllmError, match=f"linear: wz declares no .*Rules.{missing}"):
+            linear("wz", S.d, S.d, rules=Rules(**full))
+    with pytest.raises(SymllmError, match="split: unknown 'colwise'"):
+        Rules("colwise")
+
+
+def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
+    """Each LLaMA linear's split is the one transformers' own plans give its HF name (``colwise`` ->
+    column, ``rowwise`` -> row; the lm_head ``colwise_gather_output``); Mixtral's router (``mlp.gate``) is
+    in no plan: replicated; Qwen3's q/k norms are replicated."""
+    transformers = requires("transformers")
+    plan = {k.rsplit(".", 1)[-1]: v for k, v in transformers.LlamaConfig.base_model_tp_plan.items()}
+    mdl = C.model(moe="some", shared_expert=True, qk_norm="rmsnorm")
+    checked = 0
+    for c in mdl.walk():
+        if c.rules.lora:
+            style = plan[c.rules.lora[1]]
+            assert c.rules.split == {"colwise": "column", "rowwise": "row"}[style], c.name
+            checked += 1
+    assert checked == 2 * 4 + 3 + 3  # two groups' attentions, the dense feed-forward, the shared expert
+    head = transformers.LlamaForCausalLM._tp_plan["lm_head"]
+    assert head.startswith("colwise") and mdl.child("lm_head").rules.split == "column"
+    mixtral = transformers.MixtralConfig.base_model_tp_plan
+    assert not any(k.endswith(".gate") for k in mixtral)
+    assert mdl.child("moe_block/moe/router").rules.split == "replicated"
+    qwen3 = transformers.Qwen3Config.base_model_tp_plan
+    assert qwen3["layers.*.self_attn.q_norm"].startswith("replicated")
+    assert mdl.child("block/attention/q_norm").rules.split == "replicated"
+
+
+def test_lora_names_are_llama_for_causal_lm_linears(torch):
+    """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
+    LlamaForCausalLM but its lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
+    transformers = requires("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                                   num_attention_heads=4, num_key_value_heads=2)
+    with torch.device("meta"):
+        hf = transformers.LlamaForCausalLM(cfg)
+    leaves = {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
+    names = C.lora_names()
+    ours = {v for v in names.values()}
+    assert leaves - {"lm_head"} == set(names) - ours
+    assert len(ours) == len(leaves - {"lm_head"})
+
+
+def test_default_lora_targets_are_the_declared_names():
+    """The default ``wq,wv`` (returned without building components) is what the declarations make of
+    PEFT's Llama default ``q_proj,v_proj``; an unknown name lists the declared ones."""
+    assert lora_targets("v_proj, q_proj") == Workload().lora_targets == "wq,wv"
+    with pytest.raises(SymllmError, match="unknown 'qkv' .*gate_proj"):
+        lora_targets("qkv")
+
+
+def _extra_linear(split: str, name: str = "wz", lora: tuple = ()):
+    r = sp.Symbol("r", integer=True, positive=True)
+    return r, linear(name, S.d, r, rules=Rules(split, lora=lora, weight="linear", stacks=()))
+
+
+@pytest.mark.parametrize("split, expected", [
+    ("column", lambda r: S.d * sp.ceiling(r / S.N_t)),
+    ("row", lambda r: sp.ceiling(S.d / S.N_t) * r),
+    ("replicated", lambda r: S.d * r),
+])
+def test_a_new_linear_is_split_as_it_declares(split, expected):
+    """A linear parallel.py has never heard of, of a dimension it has no substitution for, is split by
+    its declaration alone: column d·⌈r/N_t⌉, row ⌈d/N_t⌉·r, replicated d·r (hand arithmetic)."""
+    r, extra = _extra_linear(split)
+    assert parallel.shard(extra).params == expected(r)
+
+
+def test_a_split_is_read_from_the_rules_not_the_name():
+    """A linear called ``lm_head`` declared replicated keeps its whole weight; one called ``gate``
+    declared column is split; a block with an extra column-split linear all-reduces one more input
+    gradient per layer in backward: (N_t-1)/N_t · L · 2·β_a·b·s·d more bytes sent (hand arithmetic)."""
+    fake_head = linear("lm_head", S.d, S.V, rules=Rules("replicated", lora=(), stacks=()))
+    assert parallel.shard(fake_head).params == S.d * S.V
+    r, gate = _extra_linear("column", "gate")
+    assert parallel.shard(gate).params == S.d * sp.ceiling(r / S.N_t)
+
+    mdl = C.model()
+    blk = mdl.children[1]
+    attn = blk.child("attention")
+    wider = blk.replace(children=tuple(
+        c.replace(children=c.children + (gate,)) if c is attn else c for c in blk.children))
+    bigger = mdl.replace(children=(mdl.children[0], wider, *mdl.children[2:]))
+    vals = {S.N_t: 4, S.N_p: 1, S.N_d: 1, S.L: 3, S.b: 2, S.s: 8, S.d: 16, S.beta_a: 2, S.V: 100, S.d_ff: 48,
+            S.n_h: 4, S.n_kv: 2, S.d_h: 4, r: 12}
+    more = (parallel.comm(bigger)["tp"] - parallel.comm(mdl)["tp"]).subs(vals)
+    assert more == sp.Rational(3, 4) * 3 * 2 * 2 * 2 * 8 * 16
+    extra_params = (parallel.params_per_gpu(bigger) - parallel.params_per_gpu(mdl)).subs(vals)
+    assert extra_params == 3 * 16 * 3  # L · d · ⌈12/4⌉
+
+
+def test_lora_and_qlora_read_the_declarations():
+    """LoRA adapts the linear that declares a target, whatever it is called (r·(fan_in + fan_out)
+    trainable parameters); QLoRA's NF4 stores the weights declared "linear" only."""
+    r, odd = _extra_linear("column", "odd_name", lora=("wq", "q_proj"))
+    parent = Component("model", children=(odd,))
+    assert finetune.trainable(parent, "q_proj", 8) == 8 * (S.d + r)
+    router_like = linear("wq", S.d, S.d, rules=Rules("replicated", lora=(), weight="router", stacks=()))
+    assert finetune.quantized(Component("model", children=(router_like, odd))) == S.d * r
+    with pytest.raises(SymllmError, match="no linear layer of this model"):
+        finetune.adapt(Component("model", children=(router_like,)), "wq")
+
+
+def test_a_stack_refuses_what_no_rule_gives_it():
+    """A component whose rules do not name a stack is refused by it in one line naming the component
+    (its label, or its name); the ideal stack is every component's own."""
+    mdl = C.model()
+    extra = mdl.replace(children=mdl.children + (Component("extra_bias", params=S.d),))
+    labelled = mdl.replace(children=mdl.children + (Component("x", params=S.d, rules=Rules(label="a new thing")),))
+    for stack in ("hf-eager", "hf-sdpa"):
+        stacks.activations(mdl, stack)
+        with pytest.raises(SymllmError, match=f"stack: {stack} models LlamaForCausalLM; .*: extra_bias$"):
+            stacks.activations(extra, stack)
+        with pytest.raises(SymllmError, match="a new thing"):
+            stacks.inference_peak(labelled, stack)
