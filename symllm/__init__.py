@@ -32,7 +32,8 @@ _NAMES = {
     "Sweep": ("numbers.sweeps", "Sweep"), "load": ("arch.config", "load"), "Workload": ("costs.workloads", "Workload"),
     "ModelConfig": ("arch.config", "ModelConfig"), "SymllmError": ("errors", "SymllmError"),
     # the layers, and scaling (a headline module) by its short name
-    **{name: (name, None) for name in ("api", "arch", "costs", "numbers", "present", "errors", "files", "cli")},
+    **{name: (name, None) for name in ("api", "arch", "costs", "numbers", "present", "errors", "files", "validate",
+                                            "cli")},
     "scaling": ("costs.scaling", None),
     # beyond the headline: configs, specs and the components by their short names
     **{name: ("api", name) for name in ("hidden_dim", "model_for", "resolve", "resolved_config", "values")},

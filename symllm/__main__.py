@@ -1,4 +1,5 @@
-"""``python -m symllm``."""
+"""``python -m symllm`` (symllm.cli installs its signal handlers before its own imports: Ctrl-C while
+they load is one line, not a traceback)."""
 import sys
 
 from symllm.cli import main

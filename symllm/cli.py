@@ -4,24 +4,52 @@ Bad input prints one line, ``symllm: error: <field>: <what is wrong>``, on stder
 """
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import os
 import re
-import shutil
 import signal
 import sys
-import textwrap
-import typing
-import warnings
-from fractions import Fraction
 
-from symllm.arch import config as cfgmod
-from symllm.errors import SymllmError
-from symllm.files import write_atomic
-from symllm.present.format import digits, grouped, human, human_bytes
-from symllm.costs.workloads import Workload, options as workload_options
+
+def _exit_at_once(signum, frame):  # pragma: no cover -- runs in a process being started
+    """Ctrl-C or SIGTERM while the command line is still importing: nothing is written yet, so one line
+    and the signal's exit status at once (Python printed a 30-line KeyboardInterrupt traceback)."""
+    try:
+        os.write(2, b"symllm: interrupted\n" if signum == signal.SIGINT else b"symllm: terminated\n")
+    finally:
+        os._exit(128 + signum)
+
+
+def _is_program() -> bool:
+    """Whether this process is the ``symllm`` command (``python -m symllm`` or the console script),
+    not a program that imports symllm.cli (whose signal handlers are left alone)."""
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    script = os.path.basename(getattr(main_module, "__file__", None) or "")
+    return getattr(spec, "name", None) == "symllm.__main__" or bool(
+        re.match(r"symllm(-script\.pyw?|\.exe)?$", script))
+
+
+if _is_program():  # as early as it can be, before the imports below (~0.2 s); main() installs its own
+    try:
+        for _sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(_sig, _exit_at_once)
+    except (ValueError, OSError):  # not the main thread
+        pass
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import textwrap  # noqa: E402
+import typing  # noqa: E402
+import warnings  # noqa: E402
+from fractions import Fraction  # noqa: E402
+
+from symllm.arch import config as cfgmod  # noqa: E402
+from symllm.errors import SymllmError  # noqa: E402
+from symllm.files import write_atomic  # noqa: E402
+from symllm.present.format import digits, grouped, human, human_bytes  # noqa: E402
+from symllm.costs.workloads import Workload, options as workload_options  # noqa: E402
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
@@ -260,8 +288,8 @@ def cmd_count(args) -> int:
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
         if "time" in work:  # --gpu: roofline time (symllm.costs.hardware)
             t = work["time"]
-            rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
-                    ("decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
+            rows = [("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
+                    ("decode step", f"{_g(t['decode_token_s'])} s", f"{t['decode_token_bound']}-bound"),
                     ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {w['batch']}")]
             print("\n" + _table(rows, (f"roofline time on {t['gpu']}", "lower bound", ""), text_columns=(2,)))
             first = t["compute_bound_batch"]
@@ -271,6 +299,21 @@ def cmd_count(args) -> int:
                         f"{'fits' if t['fits'] else 'does not fit'}, up to batch {t['max_batch']}; a decode step "
                         + (f"is compute-bound from batch {first}" if first else "is memory-bound at any batch")))
     return 0
+
+
+def _g(value) -> str:
+    """``value`` with 4 significant digits; an exact Fraction past a float's range too (roofline times of
+    any size).
+
+    >>> _g(0.000123456), _g(Fraction(10 ** 400, 3))
+    ('0.0001235', '3.333e+399')
+    """
+    if isinstance(value, Fraction):
+        import decimal
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.Emax, ctx.Emin = 28, decimal.MAX_EMAX, decimal.MIN_EMIN
+            return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), ".4g")
+    return format(value, ".4g")
 
 
 def _render_opts(args) -> dict:
@@ -391,7 +434,7 @@ def _output_args(p, default_format: str) -> None:
         o.add_argument("--format", choices=("latex", "markdown"), default="markdown",
                        help="GitHub Markdown (default) or LaTeX (booktabs tables, amsmath)")
     o.add_argument("--standalone", action="store_true", help="LaTeX: a complete document (default: a fragment to \\input)")
-    o.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically instead of printing")
+    o.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; - is stdout) instead of printing")
     o.add_argument("--notation", metavar="FILE", help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}'")
     o.add_argument("--template-dir", metavar="DIR", help="user templates (sandboxed) that override or add to symllm's")
     o.add_argument("--template", metavar="NAME", help="render this template (e.g. one from --template-dir)")
@@ -412,14 +455,15 @@ def cmd_sweep(args) -> int:
         if text is None:
             continue
         values = sw.parse_axis(text, name)
-        if name in sw.WORKLOAD_AXES and len(values) == 1:
+        if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
+                                         else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]
         else:
             grid[name] = values
     if args.table is not None:
         if grid:
             raise SymllmError(f"table: give the fields in the table, not as --{next(iter(grid)).replace('_', '-')}")
-        grid, table = None, sw.read_table(args.table)
+        grid, table = None, sw.read_table(args.table, columns=True)
     else:
         table = None
     sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
@@ -428,15 +472,17 @@ def cmd_sweep(args) -> int:
         print("symllm: warning: --gpu does not apply to a sweep (ignored; roofline time: symllm count --gpu)",
               file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
-    if args.output:
-        result = sweep.write(args.output, args.format, progress=progress)
-    else:
-        sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
-        result = sweep.stats
+    with _any_int_digits():  # exact numbers of any length (a --dim of 2,200 digits makes FLOPs of 4,400)
+        if args.output and args.output != "-":  # -o -: standard output, as without -o
+            result = sweep.write(args.output, args.format, progress=progress)
+        else:
+            sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
+            result = sweep.stats
     rows = result.points - result.invalid - result.filtered
     why = f"; dropped: {sw.dropped_text(result.reasons)}" if result.reasons else ""
+    where = args.output if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
-          f"{result.filtered:,} filtered out, {rows:,} rows -> {args.output or 'stdout'}{why}", file=sys.stderr)
+          f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
     return 0
 
 
@@ -452,7 +498,7 @@ def _sweep_parser(p) -> None:
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
-    p.add_argument("-o", "--output", metavar="FILE", help="write FILE atomically (default: CSV on stdout)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; default or -: CSV on stdout)")
     p.add_argument("--format", choices=("csv", "jsonl", "parquet"),
                    help="default: from the file suffix (.jsonl, .parquet), else csv; parquet needs -o FILE and pyarrow")
     p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")
@@ -519,8 +565,19 @@ class _Terminated(BaseException):
     temporary file); main() turns it into one line and exit status 143."""
 
 
-def _on_sigterm(signum, frame):
-    raise _Terminated()
+class _Signals:
+    """The first SIGINT or SIGTERM main() received (None: none yet)."""
+    first: int | None = None
+
+
+def _on_signal(signum, frame):
+    """The first Ctrl-C or SIGTERM raises where the command is (KeyboardInterrupt, :class:`_Terminated`),
+    so that ``finally`` clauses clean up; a second one while they run is ignored (it killed the process
+    midway through removing a temporary file)."""
+    if _Signals.first is not None:
+        return
+    _Signals.first = signum
+    raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -556,13 +613,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status: 0, or 2 with one line ``symllm: error: ...`` on
     stderr for bad input or a failed write (also of stdout: ``> /dev/full``), 130 with ``symllm:
     interrupted`` for Ctrl-C, 143 with ``symllm: terminated`` for SIGTERM (an output file's temporary
-    file is removed first; see :func:`symllm.files.write_atomic`).
+    file is removed first; see :func:`symllm.files.write_atomic`); a second signal while that cleanup
+    runs, or while the ``symllm`` process exits, is ignored.
 
     >>> main(["derive", "--component", "rmsnorm", "--format", "latex", "--seq", "0"])
     2
     """
+    _Signals.first = None
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     except (ValueError, OSError):  # not the main thread: leave signals alone
         previous = None
     try:
@@ -582,13 +641,19 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"error: output: cannot write to stdout: {e.strerror or e}")
     except RecursionError:
         return _fail("error: input: nested too deeply to process")
+    except MemoryError:  # numpy's ArrayMemoryError too: what was asked for needs more memory than there is
+        return _fail("error: out of memory (ask for less at once)")
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except _Terminated:
         return _fail("terminated", 143)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if previous is not None and _Signals.first is not None and argv is None and _is_program():
+            for sig in previous:  # exiting because of a signal: another one must not kill the exit
+                signal.signal(sig, signal.SIG_IGN)
+        elif previous is not None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

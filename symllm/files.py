@@ -6,19 +6,24 @@
 one-line errors (also for integers over 4,300 digits and nesting too deep to parse).
 
 :func:`write_atomic` writes reports, derivations and sweeps as a plain ``open(path, "w")`` would, but
-atomically where it can:
+atomically where it can; the content is always complete (in a temporary file) before the target is touched:
 
-* a symlink is written through to its target (its target is replaced atomically; the link stays);
-* a regular file (or a new name) is replaced atomically: a temporary file ``.symllm-XXXXXXXX.tmp``
-  in the target's folder is written completely, then ``os.replace``-d onto the target, so a reader
-  never sees half a file and a failure (an exception, ``KeyboardInterrupt``, or SIGTERM, which the
-  command line turns into an exception) removes it and leaves an existing file untouched. Only
-  SIGKILL or a power cut can leave a ``.symllm-*.tmp`` file behind; the short name also leaves room
-  for target names up to the 255-byte limit;
-* a FIFO, a character or block device (``/dev/null``, ``/dev/full``, a terminal) is written directly,
-  as a plain write would; a write error (``/dev/full``: no space) is reported;
+* ``"-"`` is standard output; a symlink is written through to its target (the link stays), also the
+  ``/proc/self/fd`` links behind ``/dev/stdout`` and ``/dev/stderr``;
+* a new name, or an existing regular file with one link, no extended attributes and an owner and group
+  the new file can be given, is replaced atomically: a temporary file ``.symllm-XXXXXXXX.tmp`` in the
+  target's folder is written completely, given the old file's mode (and owner and group), then
+  ``os.replace``-d onto the target, so a reader never sees half a file and a failure (an exception,
+  ``KeyboardInterrupt``, or SIGTERM, which the command line turns into an exception) removes it and
+  leaves an existing file untouched. Only SIGKILL or a power cut can leave a ``.symllm-*.tmp`` file
+  behind; the short name also leaves room for target names up to the 255-byte limit;
+* any other existing regular file (hard links, another owner or group, ACLs, a folder we may not write
+  in, ``/dev/stdout`` redirected to a file) is updated in place from the complete temporary file, as a
+  plain write would: its inode, owner, group, mode and links stay;
+* a FIFO, a character or block device (``/dev/null``, ``/dev/full``, a terminal, a pipe) is written
+  directly, as a plain write would; a write error (``/dev/full``: no space) is reported;
 * an existing file a plain write may not overwrite (no write permission, or no ``w`` bit at all, even
-  for root) is refused.
+  for root) is refused, and so is a name ending in ``/`` (``Is a directory`` / ``Not a directory``).
 
 The new file gets the mode a plain ``open(path, "w")`` would give it (an existing file's mode, else
 ``0o666`` minus the umask), not ``mkstemp``'s private ``0o600``. Any ``OSError`` becomes one
@@ -26,6 +31,7 @@ The new file gets the mode a plain ``open(path, "w")`` would give it (an existin
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -98,9 +104,10 @@ def read_json(path, what: str, *, limit: int | None = MAX_INPUT_BYTES):
     return parse_json(read_text(path, what, limit=limit), what, repr(str(path)))
 
 
-def parse_json(text: str, what: str, where: str):
+def parse_json(text: str, what: str, where: str, *, parse_float=None):
     """``text`` parsed as JSON; a failure is one :class:`~symllm.errors.SymllmError` line starting
-    ``what: where`` (invalid JSON, an integer over 4,300 digits, nesting too deep to parse).
+    ``what: where`` (invalid JSON, an integer over 4,300 digits, nesting too deep to parse);
+    ``parse_float`` is :func:`json.loads`'s (``decimal.Decimal``: numbers exactly as written).
 
     >>> parse_json("[1, 2]", "table", "'t.jsonl' line 1")
     [1, 2]
@@ -110,7 +117,7 @@ def parse_json(text: str, what: str, where: str):
     symllm.errors.SymllmError: table: 't.jsonl' line 3: a number is too long (Exceeds the limit ...)
     """
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=parse_float)
     except json.JSONDecodeError as e:
         raise SymllmError(f"{what}: {where} is not valid JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError:
@@ -143,6 +150,58 @@ def _target(path: Path) -> Path:
         raise SymllmError(f"output: cannot write {str(path)!r}: {getattr(e, 'strerror', None) or e}") from None
 
 
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _keeps_identity(tmp_fd: int, st: os.stat_result, target: Path) -> bool:
+    """Whether a renamed temporary file can stand for the existing file ``st`` as a plain write keeps it:
+    no other hard link, no extended attributes (ACLs), the same owner and group (given here when the
+    user may: root, or a group the user is in)."""
+    if st.st_nlink != 1:
+        return False
+    try:
+        if os.listxattr(target):
+            return False
+    except (OSError, AttributeError):  # no xattr support: nothing to lose
+        pass
+    mine = os.fstat(tmp_fd)
+    if (mine.st_uid, mine.st_gid) != (st.st_uid, st.st_gid):
+        try:
+            os.fchown(tmp_fd, st.st_uid, st.st_gid)
+        except OSError:
+            return False
+    return True
+
+
+def _copy_in_place(src: int, path: Path, size: int) -> None:
+    """Copy ``size`` bytes of the complete file ``src`` into the existing file at ``path`` (its inode,
+    owner, mode and links stay): room is reserved first, so a full disk fails before anything changes."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode) and size > os.fstat(fd).st_size and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, size)
+            except OSError as e:
+                if e.errno not in (getattr(os, "EOPNOTSUPP", None), errno.EINVAL, errno.ENOSYS):
+                    raise
+        os.lseek(src, 0, os.SEEK_SET)
+        done = 0
+        while done < size:
+            chunk = os.read(src, 1 << 20)
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
+            done += len(chunk)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _open_args(binary: bool, newline: str) -> dict:
     return {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": newline}
 
@@ -160,14 +219,47 @@ def _write_direct(path: Path, content, newline: str, binary: bool = False) -> Pa
     return path
 
 
+def _anonymous() -> int:
+    """A new file with no name (nothing to remove, even after SIGKILL), open for reading and writing."""
+    with tempfile.TemporaryFile() as fh:
+        return os.dup(fh.fileno())
+
+
+def _write_content(fd: int, content, newline: str, binary: bool) -> int:
+    """Write ``content`` to the open file ``fd`` (left open), flushed to disk; returns its size in bytes."""
+    with os.fdopen(fd, **_open_args(binary, newline), closefd=False) as fh:
+        if callable(content):
+            content(fh)
+        else:
+            fh.write(content)
+        fh.flush()
+    os.fsync(fd)
+    return os.fstat(fd).st_size
+
+
+def _to_stdout(content, newline: str, binary: bool) -> None:
+    """``-o -``: the content on standard output, as printing it would."""
+    import sys
+    stream = sys.stdout.buffer if binary else sys.stdout
+    if newline != "\n" and not binary and hasattr(stream, "reconfigure"):
+        stream.flush()
+        stream.reconfigure(newline=newline)
+    if callable(content):
+        content(stream)
+    else:
+        stream.write(content)
+    stream.flush()
+
+
 def write_atomic(path, content: Union[str, bytes, Callable], *, newline: str = "\n",
                  binary: bool = False) -> Path:
     """Write ``content`` (a string, or a function that writes to the open text file) to ``path`` as a
-    plain write would, atomically for regular files: through a symlink to its target, directly to a
-    FIFO or device, never over a file a plain write may not overwrite (see the module docstring). On
-    any failure the temporary file is removed and an existing ``path`` is untouched. Returns ``path``.
-    With ``binary=True`` the file is opened in binary mode (``content`` bytes, or a function that
-    writes bytes; ``newline`` is ignored).
+    plain write would, atomically for new files: through a symlink to its target, directly to a FIFO
+    or device (``/dev/stdout`` too), an existing file's owner, group, mode and hard links kept, never
+    over a file a plain write may not overwrite (see the module docstring); the string ``"-"`` is
+    standard output. On any failure an existing ``path`` is untouched and no temporary file stays.
+    Returns ``path``. With ``binary=True`` the file is opened in binary mode (``content`` bytes, or a
+    function that writes bytes; ``newline`` is ignored).
 
     >>> import os, pathlib, tempfile
     >>> p = write_atomic(pathlib.Path(tempfile.mkdtemp()) / "r.tex", "x")
@@ -178,54 +270,81 @@ def write_atomic(path, content: Union[str, bytes, Callable], *, newline: str = "
     >>> _ = write_atomic(link, "y")
     >>> p.read_text(), link.is_symlink()
     ('y', True)
+    >>> os.link(p, p.with_name("hard.tex"))
+    >>> _ = write_atomic(p, "z")
+    >>> p.with_name("hard.tex").read_text()
+    'z'
     >>> write_atomic(p, lambda fh: fh.write(b"\\x00\\x01"), binary=True).read_bytes()
     b'\\x00\\x01'
     >>> write_atomic(p.parent, "x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: output: '...' is a directory
+    >>> write_atomic(str(p) + "/", "x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: output: cannot write '...r.tex/': Not a directory
     >>> os.chmod(p, 0o444)
     >>> write_atomic(p, "z")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: output: cannot write '...r.tex': the file is read-only
     """
+    if isinstance(path, str) and path == "-":
+        try:
+            _to_stdout(content, newline, binary)
+        except OSError as e:
+            raise SymllmError(f"output: cannot write to stdout: {e.strerror or e}") from None
+        return Path(path)
+    raw = os.fspath(path)
     path = Path(path)
     target = _target(path)
     try:
-        st = target.stat()
+        st = os.stat(path)  # through every link, /proc/self/fd/N ones included (/dev/stdout)
     except FileNotFoundError:
         st = None
     except OSError as e:
-        raise _oserror(path, e) from None
+        raise _oserror(raw, e) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
-        raise SymllmError(f"output: {str(path)!r} is a directory")
+        raise SymllmError(f"output: {raw!r} is a directory")
+    if isinstance(raw, str) and raw.endswith(("/", os.sep)):  # "out.txt/": pathlib drops the slash, open does not
+        code = errno.ENOTDIR if st is not None else errno.EISDIR
+        raise SymllmError(f"output: cannot write {raw!r}: {os.strerror(code)}")
     if st is not None and not stat.S_ISREG(st.st_mode):
-        return _write_direct(target, content, newline, binary)  # a FIFO, a device, a socket (open refuses it)
-    if st is not None and (not st.st_mode & 0o222 or not os.access(target, os.W_OK)):
-        raise SymllmError(f"output: cannot write {str(path)!r}: the file is read-only")
+        return _write_direct(path, content, newline, binary)  # a FIFO, a device, a socket (open refuses it)
+    if st is not None and (not st.st_mode & 0o222 or not os.access(path, os.W_OK)):
+        raise SymllmError(f"output: cannot write {raw!r}: the file is read-only")
+    try:  # a regular file behind a link realpath cannot follow (/dev/stdout redirected to a file): in place
+        through_proc = st is not None and not _same_file(os.stat(target), st)
+    except OSError:
+        through_proc = st is not None
     folder = target.parent
-    if not folder.is_dir():
+    if st is None and not folder.is_dir():
         raise SymllmError(f"output: directory {str(folder)!r} does not exist")
-    tmp = None
+    fd, tmp = None, None
     try:
         try:
+            if through_proc:
+                raise PermissionError(errno.EACCES, "in place")
             fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
         except OSError as e:
-            raise SymllmError(f"output: cannot write in {str(folder)!r}: {e.strerror or e}") from None
-        with os.fdopen(fd, **_open_args(binary, newline)) as fh:
-            if callable(content):
-                content(fh)
-            else:
-                fh.write(content)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
-        os.replace(tmp, target)
-        tmp = None
+            if st is None:  # a new file needs its folder
+                raise SymllmError(f"output: cannot write in {str(folder)!r}: {e.strerror or e}") from None
+            # an existing file we may write in a folder we may not (or /dev/stdout): an unnamed
+            # temporary file elsewhere, copied in place
+            fd = _anonymous()
+        size = _write_content(fd, content, newline, binary)
+        if tmp is not None and (st is None or _keeps_identity(fd, st, target)):
+            os.fchmod(fd, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
+            os.replace(tmp, target)
+            tmp = None
+        else:  # hard links, another owner, ACLs, a /proc link: update the existing file in place
+            _copy_in_place(fd, path if through_proc else target, size)
     except OSError as e:
-        raise _oserror(path, e) from None
+        raise _oserror(raw, e) from None
     finally:  # also on KeyboardInterrupt and the CLI's SIGTERM exception
+        if fd is not None:
+            os.close(fd)
         if tmp is not None:
             try:
                 os.unlink(tmp)

@@ -168,6 +168,29 @@ def _one_memory_model(options: dict) -> dict:
     return options
 
 
+@st.composite
+def checked_cases(draw) -> tuple[ModelConfig, dict]:
+    """A config and workload options around each workload-vs-model check (symllm.costs.checks): dense or
+    a mixture of experts (1 to 8), a sliding window in some layers or none, pipeline stages up to twice
+    the blocks, expert-parallel ranks dividing the data-parallel ones (Workload's own rule) but not always
+    the experts, prompts, generated tokens and contexts on either side of the window."""
+    fields = draw(meta_style())
+    n_layers = fields["n_layers"] = draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        n_experts = draw(st.integers(1, 8))
+        fields.update(n_experts=n_experts, experts_per_token=draw(st.integers(1, n_experts)))
+    if draw(st.booleans()):
+        fields["sliding_window"] = draw(st.integers(1, 16))
+        fields["window_layers"] = draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers,
+                                                unique=True))
+    ep = draw(st.integers(1, 4))
+    options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
+               "seq": draw(st.integers(1, 24)), "gen": draw(st.integers(0, 8))}
+    if draw(st.booleans()):
+        options["context"] = draw(st.integers(0, 24))
+    return ModelConfig(**fields), options
+
+
 # --- FLOPs and memory against the torch reference (tests/test_flops.py, tests/test_memory.py) ---
 
 def generation_workloads() -> st.SearchStrategy[dict]:
@@ -331,7 +354,10 @@ _TEMPLATE_TOKENS = ["{{ ", " }}", "{% ", " %}", "{# ", " #}", "component", "valu
                     "|num", "|grouped", "|human", "|tex", "|text", "|esc", "|length", "|join(', ')", "1/0",
                     "10 ** 10000000", "'x' * 10 ** 12", "none + 1", "range(10 ** 9)|list", "for t in terms",
                     "endfor", "if value", "endif", "macro f(x)", "f(x)", "endmacro", "f(1)", ".__class__",
-                    "cycler.__init__.__globals__", "lipsum", "[", "]", "(", ")", "'", "\"", "\n", "x", "0"]
+                    "cycler.__init__.__globals__", "lipsum", "[", "]", "(", ")", "'", "\"", "\n", "x", "0",
+                    "include 'derive.txt.j2'", "import 'derive.txt.j2' as d", "extends 'derive.txt.j2'",
+                    "'x'.ljust(10 ** 9)", "|center(10 ** 9)", " ~ ", "'%0999999999d' % 1", "namespace(x='x')",
+                    "range(100000)", "|attr('__class__')"]
 
 
 def hostile_templates() -> st.SearchStrategy[str]:
@@ -344,7 +370,8 @@ def hostile_templates() -> st.SearchStrategy[str]:
 
 #: what stands at the path given to -o (tests/test_fuzz.py builds it in a fresh folder)
 OUTPUT_TARGETS = ("new", "existing", "read-only", "symlink", "dangling-symlink", "symlink-loop", "directory",
-                  "missing-folder", "file-as-folder", "long-name", "dev-null", "dev-full")
+                  "missing-folder", "file-as-folder", "long-name", "dev-null", "dev-full", "hard-link",
+                  "trailing-slash")
 
 
 def output_targets() -> st.SearchStrategy[str]:

@@ -211,3 +211,53 @@ def test_example_plots_are_not_left_in_the_working_tree():
         pytest.skip("not a git checkout")
     for name in ("sweep_params.png", "sweep_chinchilla.png"):
         assert subprocess.run(["git", "check-ignore", "-q", f"examples/{name}"], cwd=root).returncode == 0
+
+
+def test_model_name_with_blank_lines_makes_a_latex_document(cli, tmp_path):
+    """A config file named with two line breaks: the standalone LaTeX report keeps the name on one line (a
+    blank line inside \\title ended it with a paragraph; the rest of the "% symllm report:" comment's name
+    stood on its own uncommented line), and pdflatex compiles it when installed."""
+    import shutil
+    import subprocess
+    config = json.loads((Path(__file__).parent.parent / "symllm/presets/llama3.2-1b.json").read_text())["config"]
+    path = tmp_path / "a\n\nb.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "r.tex"
+    r = cli(["report", path, "--format", "latex", "--standalone", "-o", out])
+    assert r.code == 0, r.err
+    tex = out.read_text()
+    assert "\\title{a b: " in tex and "% symllm report: a b" in tex and "\n\n\n" not in tex.split("\\begin{document}")[0]
+    if shutil.which("pdflatex"):
+        proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "r.tex"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_roofline_times_of_any_size_print(cli):
+    """count --gpu with a 300-digit --seq: the roofline times print (float() of the exact time raised
+    OverflowError); in JSON a time past a float is the exact "p/q"."""
+    seq = "9" * 300
+    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", seq])
+    assert r.code == 0, r.err
+    assert "e+" in next(line for line in r.out.splitlines() if line.startswith("prefill "))
+    r = cli(["count", "llama3.1-8b", "--json", "--gpu", "h100-sxm", "--seq", seq])
+    assert r.code == 0, r.err
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        time = json.loads(r.out)["time"]
+    finally:
+        sys.set_int_max_str_digits(limit)
+    p, q = map(int, time["prefill_s"].split("/"))
+    assert p // q > 10 ** 400  # 2 N s / P: about 1.6e10 * 1e300 / 1e15
+
+
+@pytest.mark.parametrize("stack", ["hf-sdpa", "hf-eager"])
+def test_per_gpu_memory_on_one_gpu_is_the_stacks(cli, stack):
+    """count --json --stack hf-sdpa on one GPU: memory_per_gpu is memory's, the asked-for stack's (it was the
+    ideal stack's activations, 275,960,430,592 beside 257,266,679,812)."""
+    r = cli(["count", "llama2-7b", "--json", "--stack", stack, "--batch", "16", "--context", "512"])
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    for kind, value in data["memory_per_gpu"].items():
+        assert value == data["memory"][kind], (kind, value, data["memory"][kind])

@@ -63,6 +63,88 @@ def test_symlink_loop_is_one_line(tmp_path):
         files.write_atomic(tmp_path / "a", "x")
 
 
+@pytest.mark.skipif(not LINUX, reason="/dev/stdout, /dev/stderr and pipes")
+@pytest.mark.parametrize("argv", [["derive", "--component", "rmsnorm"],
+                                  ["sweep", "--base", "llama3-8b", "--n-layers", "1:3"]])
+@pytest.mark.parametrize("target", ["/dev/stdout", "/dev/stderr", "-"])
+def test_standard_streams_are_written_to_the_stream(argv, target):
+    """`symllm derive --component rmsnorm -o /dev/stdout | cat` prints the derivation (it failed: "cannot
+    write in '/proc/NNN/fd'"); /dev/stderr and - too, as a plain write or printing would."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plain = subprocess.run([sys.executable, "-m", "symllm", *argv], capture_output=True, text=True, env=env,
+                           timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "symllm", *argv, "-o", target], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = proc.stderr if target == "/dev/stderr" else proc.stdout
+    assert plain.stdout and plain.stdout in got, (got, proc.stderr)
+
+
+@pytest.mark.skipif(not LINUX, reason="/dev/stdout")
+def test_dev_stdout_redirected_to_a_file(tmp_path):
+    """`symllm derive ... -o /dev/stdout > out.txt` writes out.txt (through /proc/self/fd/1), as a plain
+    write would, and leaves no temporary file."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(tmp_path / "out.txt", "w") as out:
+        proc = subprocess.run([sys.executable, "-m", "symllm", "derive", "--component", "rmsnorm", "-o",
+                               "/dev/stdout"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.txt").read_text().startswith("rmsnorm: parameters")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_replacing_a_file_keeps_its_hard_links_and_mode(cli, tmp_path):
+    """-o over a file with a second hard link updates both names (the rename broke the link: the other name
+    kept the old text) and keeps the file's mode; a failed render leaves both untouched."""
+    out, other = tmp_path / "r.md", tmp_path / "other.md"
+    out.write_text("old")
+    os.chmod(out, 0o604)
+    os.link(out, other)
+    inode = out.stat().st_ino
+    r = cli(["report", "llama2-7b", "-o", out])
+    assert r.code == 0, r.err
+    assert other.read_text().startswith("## llama2-7b") and other.read_text() == out.read_text()
+    assert out.stat().st_ino == inode and out.stat().st_nlink == 2 and stat.S_IMODE(out.stat().st_mode) == 0o604
+    before = out.read_text()
+
+    def fails(fh):
+        fh.write("partial")
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        files.write_atomic(out, fails)
+    assert out.read_text() == before == other.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.md", "r.md"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
+def test_replacing_another_users_file_keeps_its_owner_and_group(cli, tmp_path):
+    """root writing -o over a user's file: the file still belongs to the user and the group (the rename
+    gave it to root), with its mode."""
+    out = tmp_path / "r.md"
+    out.write_text("old")
+    os.chown(out, 4321, 8765)
+    os.chmod(out, 0o660)
+    r = cli(["report", "llama2-7b", "-o", out])
+    assert r.code == 0, r.err
+    st = out.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 8765, 0o660)
+    assert out.read_text().startswith("## llama2-7b")
+
+
+@pytest.mark.parametrize("exists, why", [(True, "Not a directory"), (False, "Is a directory")])
+def test_trailing_slash_fails_like_a_plain_write(cli, tmp_path, exists, why):
+    """-o out.txt/ fails as open("out.txt/", "w") does, one line, exit 2 (it wrote out.txt)."""
+    out = tmp_path / "out.txt"
+    if exists:
+        out.write_text("old")
+    r = cli(["derive", "--component", "rmsnorm", "-o", f"{out}/"])
+    _one_line(r)
+    assert why in r.err
+    assert [p.name for p in tmp_path.iterdir()] == (["out.txt"] if exists else [])
+    if exists:
+        assert out.read_text() == "old"
+
+
 @pytest.fixture
 def devices_guarded():
     """Fails the test, and restores the nodes when it can (root), if /dev/null or /dev/full stopped being
@@ -244,6 +326,104 @@ def test_ctrl_c_is_one_line_and_exit_130(cli, monkeypatch):
     monkeypatch.setattr(cli_module, "cmd_count", interrupted)
     r = cli(["count", "llama3.1-8b"])
     assert r.code == 130 and r.err == "symllm: interrupted\n"
+
+
+#: a sitecustomize for the processes below: slows one step down and says when it starts, so that a signal
+#: lands exactly there (SYMLLM_TEST_SLOW: "import" the import of symllm.costs.workloads, which symllm.cli
+#: makes; "unlink" the removal of a .symllm-*.tmp file; "exit" an atexit handler after main() returned)
+_SLOW_STEP = """
+import atexit, os, sys, time
+_mark, _step = os.environ["SYMLLM_TEST_MARK"], os.environ["SYMLLM_TEST_SLOW"]
+
+def _slow():
+    open(_mark, "w").close()
+    time.sleep(3)
+
+class _SlowImport:
+    def find_spec(self, name, path=None, target=None):
+        if _step == "import" and name == "symllm.costs.workloads":
+            _slow()
+        return None
+
+sys.meta_path.insert(0, _SlowImport())
+_unlink = os.unlink
+
+def _slow_unlink(path, *a, **k):
+    if _step == "unlink" and os.path.basename(str(path)).startswith(".symllm-"):
+        _slow()
+    return _unlink(path, *a, **k)
+
+os.unlink = _slow_unlink
+if _step == "exit":
+    atexit.register(lambda: os.path.exists(_mark + ".armed") and _slow())
+"""
+
+
+def _slowed(tmp_path, step: str, argv: list) -> tuple[subprocess.Popen, Path]:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_SLOW_STEP)
+    mark = tmp_path / "hooks" / "mark"
+    env = {**os.environ, "PYTHONPATH": f"{hooks}{os.pathsep}{ROOT}", "SYMLLM_TEST_MARK": str(mark),
+           "SYMLLM_TEST_SLOW": step}
+    proc = subprocess.Popen([sys.executable, "-m", "symllm", *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return proc, mark
+
+
+def _wait_for(proc, condition, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert proc.poll() is None and time.monotonic() < deadline, (what, proc.communicate())
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_signal_while_importing_is_one_line(tmp_path, sig, code, line):
+    """Ctrl-C (or SIGTERM) while symllm.cli imports the package (the first ~0.2 s): one line and 130 (143)
+    (a 30-line KeyboardInterrupt traceback)."""
+    proc, mark = _slowed(tmp_path, "import", ["count", "llama3.1-8b"])
+    _wait_for(proc, mark.exists, "the import")
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err, out) == (code, f"symllm: {line}\n", "")
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+@pytest.mark.parametrize("first, second, code, line", [(signal.SIGINT, signal.SIGTERM, 130, "interrupted"),
+                                                       (signal.SIGTERM, signal.SIGTERM, 143, "terminated"),
+                                                       (signal.SIGTERM, signal.SIGINT, 143, "terminated")])
+def test_second_signal_during_cleanup(tmp_path, first, second, code, line):
+    """A second signal while the first one's cleanup removes the temporary file: the cleanup finishes, the
+    exit status is the first signal's, one line, nothing left (the second signal killed the process with
+    the .symllm-*.tmp file still there)."""
+    out = tmp_path / "big.csv"
+    proc, mark = _slowed(tmp_path, "unlink", ["sweep", "--base", "llama3-8b", "--dim", "64:640000000:64",
+                                              "--quantity", "params", "-o", str(out)])
+    _wait_for(proc, lambda: any(p.name.startswith(files.TEMP_PREFIX) for p in tmp_path.iterdir()), "the write")
+    proc.send_signal(first)
+    _wait_for(proc, mark.exists, "the cleanup")
+    proc.send_signal(second)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (code, f"symllm: {line}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_second_signal_while_exiting(tmp_path):
+    """SIGINT, then SIGTERM while the interpreter shuts down after main() returned 130: still 130 and one
+    line (the restored default SIGTERM handler killed the process: status -15)."""
+    proc, mark = _slowed(tmp_path, "exit", ["sweep", "--base", "llama3-8b", "--dim", "64:640000000:64",
+                                            "--quantity", "params", "-o", str(tmp_path / "big.csv")])
+    _wait_for(proc, lambda: any(p.name.startswith(files.TEMP_PREFIX) for p in tmp_path.iterdir()), "the write")
+    Path(str(mark) + ".armed").touch()
+    proc.send_signal(signal.SIGINT)
+    _wait_for(proc, mark.exists, "the exit")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "symllm: interrupted\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
 
 
 def test_sigterm_handler_is_restored(cli):

@@ -180,6 +180,13 @@ def _make_target(folder: Path, kind: str, name: str) -> tuple[Path, set[str], Pa
         return folder / "file" / "out.md", {"file"}, None
     if kind == "long-name":
         return folder / ("n" * 252 + ".md"), set(), folder / ("n" * 252 + ".md")
+    if kind == "hard-link":  # both names must show the new text (a rename broke the link)
+        (folder / name).write_text("old")
+        other = "other.md" if name != "other.md" else "another.md"
+        os.link(folder / name, folder / other)
+        return folder / name, {name, other}, folder / other
+    if kind == "trailing-slash":  # "NAME/": a plain write fails (Is a directory), it wrote NAME
+        return f"{folder / name}/", set(), None  # a str: Path() would drop the slash
     # a symlink to the device: a writer that replaced what stands at the path (the bug this suite guards
     # against) then replaces the link, never the machine's /dev/null (tests/test_files.py writes the
     # device paths themselves, guarded)
@@ -204,7 +211,7 @@ def test_hostile_output_targets(cli, kind, name, command):
         r = cli([*command, "-o", target])
         assert_clean(r)
         expected_code = 2 if kind in ("read-only", "symlink-loop", "directory", "missing-folder",
-                                      "file-as-folder", "dev-full") else 0
+                                      "file-as-folder", "dev-full", "trailing-slash") else 0
         assert r.code == expected_code, (kind, r.err)
         if kind.startswith("dev-"):
             assert (folder / name).is_symlink() and stat.S_ISCHR((folder / name).stat().st_mode)
@@ -216,3 +223,100 @@ def test_hostile_output_targets(cli, kind, name, command):
         new = {updated.name} if updated is not None and updated.parent == folder and r.code == 0 else set()
         assert left_behind(folder, made | new) == set()
         assert not any(p.name.startswith(TEMP_PREFIX) for p in folder.iterdir())
+
+
+# --------------------------------------------------------------------------- templates: escapes and budgets
+
+#: ways out of Jinja's sandbox that have worked somewhere (attributes, format strings, the attr filter,
+#: globals' __globals__, the template reference's context)
+ESCAPES = ["cycler.__init__.__globals__.os", "lipsum.__globals__['os']", "joiner.__init__.__globals__",
+           "namespace.__init__.__globals__", "''.__class__.__mro__[1].__subclasses__()",
+           "self._TemplateReference__context", "(1)|attr('__class__')", "'{0.__class__}'.format(1)",
+           "'{0.__globals__}'.format_map({'0': lipsum})", "''|attr('format')('{0.__class__}', 1)",
+           "range.__self__", "cycler.__init__.__globals__.__builtins__.__import__('os')"]
+#: how a user template reaches the payload: directly, and through include, import, extends and macros of
+#: its own and of symllm's built-in templates (which must run in the same sandbox)
+WAYS = {
+    "plain": {"t.txt.j2": "{{ P }}"},
+    "include-builtin": {"t.txt.j2": "{% include 'derive.txt.j2' %}{{ P }}"},
+    "include-own": {"t.txt.j2": "{% include 'inc.txt.j2' %}", "inc.txt.j2": "{{ P }}"},
+    "import": {"t.txt.j2": "{% import 'lib.txt.j2' as lib %}{{ lib.f() }}",
+               "lib.txt.j2": "{% macro f() %}{{ P }}{% endmacro %}"},
+    "from-import": {"t.txt.j2": "{% from 'lib.txt.j2' import f %}{{ f() }}",
+                    "lib.txt.j2": "{% macro f() %}{{ P }}{% endmacro %}"},
+    "extends": {"t.txt.j2": "{% extends 'base.txt.j2' %}{% block b %}{{ P }}{% endblock %}",
+                "base.txt.j2": "[{% block b %}{% endblock %}]"},
+    "extends-builtin": {"t.txt.j2": "{% extends 'derive.txt.j2' %}{% set x = P %}"},
+    "macro": {"t.txt.j2": "{% macro f() %}{{ P }}{% endmacro %}{{ f() }}"},
+    "call": {"t.txt.j2": "{% macro f() %}{{ caller() }}{% endmacro %}{% call f() %}{{ P }}{% endcall %}"},
+    "set-block": {"t.txt.j2": "{% set x %}{{ P }}{% endset %}{{ x }}"},
+}
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_template_escapes_are_refused(cli, tmp_path, way, escape):
+    """A user template reaches no Python internals, directly or through include, import, extends, macros and
+    call blocks (its own templates and symllm's, one sandbox for all): one line and exit 2, or output that
+    shows no module, class or function (an attribute Jinja cannot see is empty)."""
+    for name, text in WAYS[way].items():
+        (tmp_path / name).write_text(text.replace("P", escape), encoding="utf-8")
+    r = cli(["derive", "--component", "rmsnorm", "--template-dir", tmp_path, "--template", "t.txt.j2"])
+    assert_clean(r)
+    for internal in ("<module", "<class", "<function", "<built-in", "<bound", "<method", "os.system"):
+        assert internal not in r.out + r.err, (r.out, r.err)
+
+
+#: runaway user templates, each with the words its error line must have (before the budgets, each grew
+#: memory without bound or never finished)
+RUNAWAY = {
+    "output": ("{% set x = 'x' * 100000 %}{% for i in range(100000) %}{{ x }}{% endfor %}", "exceed"),
+    "macro output": ("{% set x = 'x' * 100000 %}{% macro m() %}{% for i in range(100000) %}{{ x }}{% endfor %}"
+                     "{% endmacro %}{{ m()|length }}", "exceed"),
+    "set block": ("{% set x = 'x' * 100000 %}{% set y %}{% for i in range(100000) %}{{ x }}{% endfor %}"
+                  "{% endset %}{{ y|length }}", "exceed"),
+    "doubling ~": ("{% set ns = namespace(x='x') %}{% for i in range(40) %}{% set ns.x = ns.x ~ ns.x %}"
+                   "{% endfor %}{{ ns.x|length }}", "exceed"),
+    "doubling +": ("{% set ns = namespace(x='x') %}{% for i in range(40) %}{% set ns.x = ns.x + ns.x %}"
+                   "{% endfor %}{{ ns.x|length }}", "exceed"),
+    "ljust": ("{{ 'x'.ljust(10 ** 10)|length }}", "over"),
+    "center": ("{{ 'x'|center(10 ** 10)|length }}", "over"),
+    "percent": ("{{ ('%09999999999d' % 1)|length }}", "exceed"),
+    "format": ("{{ '{:>9999999999}'.format(1)|length }}", "width"),
+    "replace": ("{{ (('x' * 2 ** 20)|replace('x', 'x' * 2 ** 20))|length }}", "exceed"),
+    "to_bytes": ("{{ (1).to_bytes(10 ** 10, 'big')|length }}", "over"),
+    "nested loops": ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                     "longer than"),
+    "growing list": ("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% for j in range(100000) %}"
+                     "{% set _ = ns.x.append('x' * 100000 ~ j) %}{% endfor %}{% endfor %}", "memory"),
+}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memory limits and /proc")
+@pytest.mark.parametrize("case", RUNAWAY)
+def test_runaway_templates_stop_with_one_line(tmp_path, case):
+    """A user template that would print gigabytes, grow memory without bound or never end stops within
+    its budget (here 3 s and 128 MiB, in a process limited to 3 GiB) with one line and exit 2."""
+    import resource
+    import subprocess
+    import time
+    text, words = RUNAWAY[case]
+    (tmp_path / "derive.txt.j2").write_text(text, encoding="utf-8")
+    code = ("import sys; import symllm.present.render as r; r.TIME_LIMIT = 3; r.MEMORY_LIMIT = 128 << 20; "
+            "from symllm.cli import main; sys.exit(main(sys.argv[1:]))")
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    root = Path(__file__).parent.parent
+    start = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, "derive", "--component", "rmsnorm", "--template-dir",
+                               str(tmp_path)], capture_output=True, text=True, timeout=120, preexec_fn=limit,
+                              env={**os.environ, "PYTHONPATH": str(root)})
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{case}: still running after 120 s")
+    took = time.monotonic() - start
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stderr[-2000:])
+    assert proc.stderr.startswith("symllm: error: template: ") and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
+    assert words in proc.stderr, proc.stderr
+    assert took < 60, took

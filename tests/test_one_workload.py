@@ -22,10 +22,11 @@ import symllm
 from symllm.costs import finetune
 from symllm.cli import main
 from symllm.arch.config import ModelConfig
+from symllm.errors import SymllmError
 from symllm.numbers.sweeps import CONFIG_FIELDS, WORKLOAD_AXES, Sweep, quantity_names
 from symllm.costs.workloads import options as workload_options
 
-from .strategies import sweep_bases, workload_options as workloads
+from .strategies import checked_cases, sweep_bases, workload_options as workloads
 
 #: sweep quantity -> (section, key) of `symllm count --json`
 #: (count --json's `time` group, given --gpu, is no sweep quantity: its seconds are floats of a max() and
@@ -220,3 +221,54 @@ def test_cli_presets(model, options, tmp_path):
     if options == {"seq": 4096}:
         assert _run(["sweep", "--base", model, "--seq", "4096", "--quantity", "decode_flops"]) \
             .splitlines()[1].endswith(",17157324800")
+
+
+# --- what count refuses, the sweep refuses or drops (symllm.costs.checks) ---------------------------
+
+def _refusal(run) -> str | None:
+    """The one-line error ``run()`` raises, or None."""
+    try:
+        run()
+    except SymllmError as e:
+        return str(e)
+    return None
+
+
+@given(checked_cases(), st.booleans())
+def test_sweep_refuses_exactly_what_count_refuses(case, as_grid):
+    """For a config and workload, a sweep refuses (what no point varies) or drops its point exactly when
+    count refuses the workload, and says count's line; a point count accepts is kept."""
+    cfg, options = case
+    counted = _refusal(lambda: symllm.workload(cfg, **options))
+    axes = {"n_layers": [cfg.n_layers], "seq": [options["seq"]]} if as_grid else None
+    fixed = {k: v for k, v in options.items() if k not in (axes or {})}
+    try:
+        result, refused = Sweep(cfg, axes, quantities=["params"], workload=fixed).run(), None
+    except SymllmError as e:
+        result, refused = None, str(e)
+    if counted is None:
+        assert refused is None and (result.rows, result.invalid) == (1, 0)
+    elif refused is not None:
+        assert refused == counted
+    else:
+        assert result.invalid == 1 and [line for _, line in result.reasons.values()] == [counted]
+
+
+def test_cli_sweep_refuses_experts_ep_does_not_divide(capsys):
+    """The issue's case: 3 expert-parallel ranks do not divide Mixtral's 8 experts (8 = 2·2·2), so count
+    and the sweep both exit 2 with the same line, and the sweep prints no row."""
+    assert main(["count", "mixtral-8x7b", "--dp", "6", "--ep", "3"]) == 2
+    counted = capsys.readouterr()
+    assert main(["sweep", "--base", "mixtral-8x7b", "--seq", "1024", "--dp", "6", "--ep", "3",
+                 "--quantity", "params_per_gpu,comm_ep"]) == 2
+    swept = capsys.readouterr()
+    assert swept.out == "" and swept.err.splitlines()[0] == counted.err.splitlines()[0] == (
+        "symllm: error: ep: 3 expert-parallel ranks do not divide the 8 experts of mixtral-8x7b")
+
+
+def test_sweep_drops_points_with_too_few_blocks_for_the_stages():
+    """pp 3 over n_layers 2, 3, 4: the 2-block point is dropped with count's own line, the others kept."""
+    result = Sweep("llama3.2-1b", {"n_layers": [2, 3, 4]}, workload={"pp": 3, "dp": 1}).run()
+    line = _refusal(lambda: symllm.workload(symllm.load("llama3.2-1b").replace(n_layers=2), pp=3))
+    assert line == "pp: 3 pipeline stages for the 2 blocks of llama3.2-1b; a stage holds at least one block"
+    assert (result.rows, result.invalid, result.reasons) == (2, 1, {"pp": (1, line)})

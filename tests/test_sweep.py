@@ -9,6 +9,8 @@ import io
 import itertools
 import json
 import os
+import sys
+from pathlib import Path
 from fractions import Fraction
 
 import numpy as np
@@ -437,3 +439,98 @@ def test_hostile_json_tables_are_one_line(tmp_path, cli, name, text):
     path.write_text(text)
     r = cli(["sweep", "--base", "llama3-8b", "--table", str(path)])
     assert (r.code, r.out) == (2, "") and r.err.count("\n") == 1 and name in r.err and "Traceback" not in r.err
+
+
+# --------------------------------------------------------------------------- hostile tables and bounds (issue 25)
+
+def _peak_kib(argv, tmp_path) -> tuple[int, str]:
+    """The peak resident memory (KiB) of ``symllm ARGV`` in a fresh process, and its stderr."""
+    import resource
+    import subprocess
+    import sys
+    code = ("import resource, sys; from symllm.cli import main; c = main(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(c)")
+    root = Path(__file__).parent.parent
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, argv)], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    *lines, peak = proc.stderr.splitlines()
+    return int(peak), "\n".join(lines)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB")
+def test_table_memory_is_a_small_multiple_of_its_size(tmp_path):
+    """A table of 400,000 rows (about 5 MB of CSV) adds less than 6 times its size to the peak memory
+    of a sweep over it (the rows as dicts took 36 times the file)."""
+    big = tmp_path / "big.csv"
+    with big.open("w") as fh:
+        fh.write("dim,n_layers,seq\n")
+        fh.writelines(f"4096,{i % 64 + 1},{i % 4096 + 1}\n" for i in range(400_000))
+    (tmp_path / "small.csv").write_text("dim,n_layers,seq\n4096,1,1\n")
+    argv = ["sweep", "--base", "llama3-8b", "--chunk-size", "4096", "-o", "/dev/null", "--table"]
+    small, _ = _peak_kib(argv + ["small.csv"], tmp_path)
+    large, err = _peak_kib(argv + ["big.csv"], tmp_path)
+    assert "400,000 rows" in err, err
+    assert (large - small) * 1024 < 6 * big.stat().st_size, (large, small, big.stat().st_size)
+
+
+def test_where_is_exact_on_integers_of_any_size(cli):
+    """--where compares exactly (through float64, 3879943431782399999.5 was 3879943431782400000: the row at
+    3,879,943,431,782,400,000 was kept); bounds past int64 and between integers too."""
+    argv = ["sweep", "--base", "llama3.1-405b", "--n-layers", "1000", "--seq", "100000", "--quantity",
+            "training_flops"]
+    r = cli(argv)
+    assert r.code == 0 and r.out.splitlines()[1].endswith(",3879943431782400000"), r.out
+    for where, rows in [("training_flops <= 3879943431782399999.5", 0), ("training_flops < 3879943431782400000.5", 1),
+                        ("training_flops == 3879943431782400000", 1), ("training_flops != 3879943431782400000", 0),
+                        ("training_flops > 3879943431782399999.999", 1), ("training_flops >= 3879943431782400000.001", 0),
+                        ("training_flops < 1e30", 1), ("training_flops > 1e30", 0), ("n_layers == 1000.5", 0)]:
+        r = cli(argv + ["--where", where])
+        assert r.code == 0 and len(r.out.splitlines()) == 1 + rows, (where, r.out, r.err)
+
+
+@pytest.mark.parametrize("argv", [["--context", "1:1e19"],
+                                  ["--n-layers", "1:1e30", "--dim", "1:1e30"],
+                                  ["--base", "llama2-7b", "--gen", "١٢٨", "--dim", "1e2200", "--quantity", "flops"]])
+def test_sweep_bounds_are_one_line_or_exact(cli, argv):
+    """A range past sys.maxsize (OverflowError), a grid of 10**60 points, and numbers of 4,400 digits from a
+    Unicode-digit --gen and a 2,201-digit --dim (ValueError on output): one line, or exact rows."""
+    if "--base" not in argv:
+        argv = ["--base", "llama3-8b"] + argv
+    r = cli(["sweep"] + argv)
+    assert "Traceback" not in r.err
+    if r.code == 2:
+        assert r.err.startswith("symllm: error: ") and r.err.count("\n") == 1, r.err
+    else:
+        assert r.code == 0 and len(r.out.splitlines()[1].split(",")[-1]) > 4300, r.err
+
+
+def test_huge_chunk_size_under_a_memory_limit_is_one_line(tmp_path):
+    """--chunk-size 10**10 over a grid that large, in a process limited to 2 GiB: one line, exit 2 (numpy's
+    ArrayMemoryError)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    proc = subprocess.run([sys.executable, "-m", "symllm", "sweep", "--base", "llama3-8b", "--n-layers",
+                           "1:100000000000", "--chunk-size", "10000000000", "-o", "/dev/null"], capture_output=True,
+                          text=True, timeout=300, preexec_fn=limit, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert proc.returncode == 2 and proc.stderr.startswith("symllm: error: ") and proc.stderr.count("\n") == 1, \
+        proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("text, suffix", [('{"n_layers": 1e30}\n', ".jsonl"), ('[{"n_layers": 1e30}]', ".json"),
+                                          ("n_layers\n1e30\n", ".csv")])
+def test_table_numbers_are_exact_and_warn_nothing(cli, tmp_path, text, suffix):
+    """A table row with "n_layers": 1e30 is the integer 10**30 in every format, with no numpy RuntimeWarning
+    (the float cast to int64 wrapped around and warned)."""
+    import warnings
+    path = tmp_path / f"t{suffix}"
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = cli(["sweep", "--base", "llama3-8b", "--table", path])
+    assert r.code == 0 and r.out.splitlines()[1].startswith("1" + "0" * 30 + ","), (r.out, r.err)

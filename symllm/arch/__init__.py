@@ -2,8 +2,11 @@
 
 Modules: :mod:`~symllm.arch.symbols` (every symbol, once), :mod:`~symllm.arch.components` (one factory per
 component, each with its own rules), :mod:`~symllm.arch.config` (``ModelConfig``, presets, HF and Meta
-files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved).
+files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved),
+:mod:`~symllm.arch.dtypes` (bytes per element, one table),
+:mod:`~symllm.arch.resolved` (any config, preset name or path to its spec, model and parameter counts).
 """
 from symllm._lazy import attributes
 
-__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "components", "config", "specs")})
+__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "components", "config", "specs",
+                                                                     "resolved", "dtypes")})

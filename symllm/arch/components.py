@@ -29,7 +29,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from symllm.arch.config import swiglu_width
+from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
+from symllm.validate import boolean
 from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
                       s, t)
 
@@ -67,9 +70,9 @@ WINDOWS = (None, "sliding", "chunked")
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
 #: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
-STAT_BYTES = sp.Max(4, beta_a, evaluate=False)  # the same Max (no comparison made, so import time builds no sum)
+STAT_BYTES = sp.Max(FP32, beta_a, evaluate=False)  # the same Max (no comparison made, so import time builds no sum)
 #: bytes of one token id saved by the embedding's backward (int64)
-INDEX_BYTES = 8
+INDEX_BYTES = INT64
 
 _T = b * s  # token rows in one forward pass
 
@@ -539,7 +542,7 @@ def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
     >>> meta_hidden_dim().subs({d: 4096, m: 1024, f: sp.Float(1.3)})
     14336
     """
-    hidden = sp.floor(sp.Rational(8, 3) * d)
+    hidden = swiglu_width(d)
     if multiplier:
         hidden = sp.floor(f * hidden)
     return m * sp.ceiling(hidden / m)
@@ -641,8 +644,7 @@ swiglu = feed_forward
 def _switches(**flags) -> None:
     """Refuse a switch that is not a bool (``tied="no"`` is truthy; it must not count as tied)."""
     for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise SymllmError(f"{name}: expected True or False, got {value!r}")
+        boolean(name, value)
 
 
 def lm_head(*, tied: bool = False) -> Component:

@@ -13,51 +13,26 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import math
+from fractions import Fraction
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from symllm.errors import SymllmError
+from symllm.validate import boolean, choice, positive_int
+from symllm.validate import positive_number as _positive_float
+from symllm.validate import short as _short
 from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
-           "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS"]
-
-
-#: the largest float accepted for an integer field (``4096.0``): past 2**53 a double no longer holds
-#: every integer, so ``1e30`` is refused rather than read as 1000000000000000019884624838656
-MAX_FLOAT_INT = 2**53
+           "HF_MODEL_TYPES", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "SWIGLU_RATIO", "swiglu_width",
+           "meta_product_ok"]
 
 
 def _positive_int(field: str, value, *, optional: bool = False):
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer() and 0 < value <= MAX_FLOAT_INT:
-            return int(value)
-        raise SymllmError(f"{field}: expected a positive integer, got {_short(value)}")
-    if value <= 0:
-        raise SymllmError(f"{field}: expected a positive integer, got {_short(value)}")
-    return value
-
-
-def _short(value) -> str:
-    """``repr(value)``, cut to one short line (a 4,000-digit integer is not echoed in full)."""
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _positive_float(field: str, value) -> float:
-    try:
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-        out = float(value) if ok else None
-    except OverflowError:  # an integer beyond a double's range
-        ok = False
-    if not ok:
-        raise SymllmError(f"{field}: expected a positive number, got {_short(value)}")
-    return out
+    """A config's integer field: JSON's ``4096.0`` is read as 4096 (:func:`symllm.validate.integer`)."""
+    return positive_int(field, value, optional=optional, floats=True)
 
 
 #: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or
@@ -168,19 +143,13 @@ class ModelConfig:
         f = self.ffn_dim_multiplier
         if f is not None:
             put("ffn_dim_multiplier", _positive_float("ffn_dim_multiplier", f))
-            try:
-                too_big = f * (8 * self.dim // 3) >= 2**53  # past this Meta's float product is no longer exact
-            except OverflowError:  # dim beyond a double's range
-                too_big = True
-            if too_big:
+            if not meta_product_ok(self.dim, f):
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias"):
-            if not isinstance(getattr(self, field), bool):
-                raise SymllmError(f"{field}: expected true or false, got {_short(getattr(self, field))}")
-        if self.qk_norm not in QK_NORMS:
-            raise SymllmError(f"qk_norm: unknown {_short(self.qk_norm)} (known: {', '.join(map(str, QK_NORMS))})")
+            boolean(field, getattr(self, field))
+        choice("qk_norm", self.qk_norm, QK_NORMS)
         self._check_moe(put)
         put("nope_layers", _layer_ids("nope_layers", self.nope_layers, self.n_layers))
         if self.moe_kind == "some" and not set(self.nope_layers) <= set(self.moe_layers):
@@ -200,8 +169,7 @@ class ModelConfig:
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        if not isinstance(self.shared_expert, bool):
-            raise SymllmError(f"shared_expert: expected true or false, got {_short(self.shared_expert)}")
+        boolean("shared_expert", self.shared_expert)
         if self.n_experts is None:
             for field in ("experts_per_token", "moe_layers", "dense_hidden_dim"):
                 if getattr(self, field) is not None:
@@ -284,6 +252,45 @@ class ModelConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
 
+#: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the
+#: parameters of a ``4·dim`` two-matrix MLP (llama/model.py: ``hidden_dim = int(2 * (4 * dim) / 3)``)
+SWIGLU_RATIO = Fraction(8, 3)
+
+
+def swiglu_width(dim):
+    """``⌊8·dim/3⌋`` (:data:`SWIGLU_RATIO`), the one statement of the rule: on an int, a numpy integer
+    array (a sweep) or a SymPy symbol (Meta's ``d_ff`` formula, :func:`symllm.arch.components.meta_hidden_dim`).
+
+    >>> swiglu_width(4096)
+    10922
+    """
+    return SWIGLU_RATIO.numerator * dim // SWIGLU_RATIO.denominator
+
+
+def meta_product_ok(dim, multiplier):
+    """Whether Meta's IEEE double product ``f·⌊8d/3⌋`` stays below 2**53, past which it is no longer exact:
+    :class:`ModelConfig` refuses a config where it does not, a sweep drops such points (element-wise on
+    numpy arrays).
+
+    >>> meta_product_ok(4096, 1.3), meta_product_ok(10**17, 1.3)
+    (True, False)
+    """
+    def ok(d, f) -> bool:
+        try:
+            return float(f) * swiglu_width(int(d)) < 2**53
+        except OverflowError:  # dim beyond a double's range
+            return False
+
+    if not hasattr(dim, "shape") and not hasattr(multiplier, "shape"):
+        return ok(dim, multiplier)
+    import numpy as np  # a sweep's arrays (numpy is loaded already)
+
+    dim, mult = np.asarray(dim), np.asarray(multiplier, dtype=np.float64)
+    if dim.dtype != object and (not dim.size or dim.max() < 2**59):
+        return mult * swiglu_width(dim.astype(np.int64)).astype(np.float64) < 2.0 ** 53
+    return np.frompyfunc(ok, 2, 1)(dim, mult).astype(bool)
+
+
 def derive_heads(dim, n_heads, n_kv_heads=None, head_dim=None):
     """``n_kv_heads`` and ``head_dim`` as a config derives them (``None``: not stated), and the checks
     they must pass as ``(field, ok, message)`` (``message()`` is the error line). The one statement of the rule: :class:`ModelConfig`
@@ -356,7 +363,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
                           "give the vocabulary size (--vocab-size)")
     for key in ("head_dim", "hidden_dim"):
         if key in raw and raw[key] is None:
-            raise SymllmError(f"{key}: expected a positive integer, got None")
+            positive_int(key, None)  # refused: the one message
     return ModelConfig(
         vocab_size=V,
         dim=_require(raw, "dim", "Meta"),
@@ -546,7 +553,7 @@ def _from_hf(raw: dict, vocab_size, name) -> ModelConfig:
     rope = raw.get("rope_parameters")
     theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0) if isinstance(rope, dict) else 10000.0)
     if "head_dim" in raw and raw["head_dim"] is None and rules["head_dim"] is not None:
-        raise SymllmError("head_dim: expected a positive integer, got None")
+        positive_int("head_dim", None)  # refused: the one message
     if kind == "llama4_text":  # transformers' defaults stand in for absent keys
         fields = _llama4(raw, raw.get("num_hidden_layers"))
     else:

@@ -17,11 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 
-from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
 from symllm.arch.config import ModelConfig, load
-from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr
 
 __all__ = ["Spec", "Structure", "spec_of", "hidden_dim_kernel", "structure_model"]
@@ -117,30 +115,6 @@ class Spec:
     def attention_kind(self) -> str:
         """"MHA", "MQA" or "GQA", from n_kv_heads."""
         return self.config.attention_kind
-
-    def check(self, *, seq: int, gen: int, context: int, pp: int = 1, ep: int = 1) -> None:
-        """Refuse more pipeline stages ``pp`` than blocks (a stage holds at least one), expert parallelism
-        ``ep`` that this model's experts do not allow (:func:`symllm.costs.parallel.check`), and a context
-        past a sliding window that only some layers have (Qwen's ``max_window_layers``): within the window
-        attention is full and every count exact; beyond it those layers differ from the others, which
-        symllm does not model. (A window in every layer with RoPE is modelled at any length.)
-
-        >>> spec_of(load("llama3.2-1b")).check(seq=8, gen=0, context=0, pp=17)
-        Traceback (most recent call last):
-        ...
-        symllm.errors.SymllmError: pp: 17 pipeline stages for the 16 blocks of llama3.2-1b; a stage holds at least one block
-        """
-        if pp > self.n_layers:
-            raise SymllmError(f"pp: {pp} pipeline stages for the {self.n_layers} blocks of {self.name}; "
-                              "a stage holds at least one block")
-        parallel.check(self.model(), ep, self.n_experts, self.name)
-        window = self.config.window
-        if self.config.window_layers is None or max(seq + gen, context + 1) <= window:
-            return
-        where = f"seq: {seq} + gen {gen} tokens" if seq + gen > window else f"context: {context} + 1 tokens"
-        raise SymllmError(f"{where} pass {self.name}'s {window}-token sliding window, which only "
-                          f"{len(self.config.window_layers)} of its {self.n_layers} layers have; attention "
-                          "past a window in some layers only is not modelled")
 
     def shape(self) -> tuple:
         """What of this spec shapes the closed forms, read off the fields marked ``shapes``: with

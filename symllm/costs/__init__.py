@@ -4,9 +4,10 @@ accelerators and scaling laws.
 Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default and its check),
 :mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``), :mod:`~symllm.costs.stacks`,
 :mod:`~symllm.costs.parallel`, :mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.hardware`,
-:mod:`~symllm.costs.scaling`.
+:mod:`~symllm.costs.scaling`, :mod:`~symllm.costs.checks` (whether a workload fits a model),
+:mod:`~symllm.costs.zero` (training states and ZeRO sharding).
 """
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "stacks", "parallel", "finetune", "hardware", "scaling")})
+    "workloads", "phases", "stacks", "parallel", "finetune", "hardware", "scaling", "checks", "zero")})

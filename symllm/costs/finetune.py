@@ -48,9 +48,10 @@ from functools import lru_cache
 
 import sympy as sp
 
-from symllm import api
 from symllm.costs import phases as costs
+from symllm.arch import resolved
 from symllm.arch import symbols as S
+from symllm.costs import checks, zero
 from symllm.arch.components import Component, matmul
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
@@ -71,7 +72,8 @@ NF4_BITS = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
 FORMATS = {"nf4": ("linear",)}
 
 #: bytes per trainable (adapter) parameter: weights, gradients, optimizer states (Adam's two moments)
-ADAPTER_BYTES = {"lora": (4, 4, 8), "qlora": (2, 2, 8)}
+ADAPTER_BYTES = {name: tuple(layout[p] for p in ("weights", "gradients", "optimizer"))
+                 for name, layout in (("lora", zero.FP32_ADAMW), ("qlora", zero.QLORA_ADAMW))}
 
 #: the memory numbers :func:`lora` gives (``symllm count --json`` adds them under ``memory``)
 MEMORY_KEYS = ("lora_base_weights", "lora_adapter_weights", "lora_adapter_gradients", "lora_optimizer_states",
@@ -216,9 +218,9 @@ def lora(config, work: Workload | None = None, **options) -> dict:
     ...
     symllm.errors.SymllmError: lora_rank: LoRA needs a rank (--lora-rank R), got None
     """
-    spec = api.spec(config)
+    spec = resolved.spec(config)
     work = Workload.of(work, **options)
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
+    checks.check(spec, work)
     exprs = closed_forms(spec.model(work.attention), work)
     vals = {**spec.values(), **work.values()}
     return {"params": {"trainable": evaluate(exprs.pop("trainable_params"), vals)},

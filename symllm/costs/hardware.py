@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING
 
 from symllm._lazy import module
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -179,9 +180,7 @@ def gpu(name) -> GPU:
     """
     if isinstance(name, GPU):
         return name
-    if not isinstance(name, str) or name not in GPUS:
-        raise SymllmError(f"gpu: unknown {name!r} (known: {', '.join(GPUS)})")
-    return GPUS[name]
+    return GPUS[choice("gpu", name, GPUS)]
 
 
 def compute_dtype(dtype: str = "bf16", act_dtype: str | None = None) -> str:
@@ -351,7 +350,7 @@ def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
         compute, memory = flops / peak, _number(moved) / bandwidth
         seconds[name] = max(compute, memory)
         out[f"{name}_bytes"] = moved
-        out[f"{name}_s"] = float(seconds[name])
+        out[f"{name}_s"] = _seconds(seconds[name])
         out[f"{name}_bound"] = "compute" if compute >= memory else "memory"
     out["tokens_per_s"] = float(work.batch / seconds["decode_token"])
     peak_at = exprs["memory"]["inference_peak"]
@@ -361,6 +360,19 @@ def roofline(mdl, work, vals: dict, exprs: dict) -> dict:
     out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
                                   if decode_batch_exists(crossing, vals) else None)
     return out
+
+
+def _seconds(value):
+    """A time as a float, or the exact Fraction when it is past a float's range (a 300-digit --seq: float()
+    raised OverflowError); JSON prints that one as "p/q", the command line in scientific notation.
+
+    >>> _seconds(Fraction(3, 2)), _seconds(Fraction(10 ** 400, 3)) == Fraction(10 ** 400, 3)
+    (1.5, True)
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        return Fraction(value)
 
 
 def _largest_batch(fits) -> int:

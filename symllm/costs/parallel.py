@@ -23,7 +23,8 @@ Conventions, stated once (README "Parallel training"):
 * **Expert parallelism** (``ep``, ``N_e``), as DeepSpeed-MoE and Megatron-LM do it: the ``N_e``
   expert-parallel ranks are **carved out of the** ``N_d`` **data-parallel ranks** (``N_e`` must divide
   ``N_d``; GPUs = ``N_t·N_p·N_d``), each holding ``n_e/N_e`` of every MoE layer's routed experts (a
-  non-divisible ``n_e`` is refused, as both refuse it; the closed forms write ``⌈n_e/N_e⌉``), everything
+  non-divisible ``n_e`` is refused, as both refuse it, by :mod:`symllm.costs.checks`; the closed forms
+  write ``⌈n_e/N_e⌉``), everything
   else replicated over them. The expert parameters' ZeRO sharding and gradient reduction run over the
   remaining ``N_d/N_e`` ranks holding the same experts (DeepSpeed's expert-data-parallel group), the other
   parameters' over all ``N_d``. Activations and FLOPs per GPU do not change under uniform routing (a rank's
@@ -69,9 +70,10 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
+from symllm.costs import zero
 from symllm.errors import SymllmError
 
-__all__ = ["COMM_KINDS", "laid_out", "check", "comm_kinds", "shard", "stages", "largest", "params_per_gpu",
+__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu",
            "expert_params", "comm"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -96,7 +98,14 @@ def _expert(c: Component) -> bool:
     return c.rules.split == "expert"
 
 
-def _has_experts(mdl: Component) -> bool:
+def has_experts(mdl: Component) -> bool:
+    """Whether ``mdl`` has routed experts (a mixture-of-experts model): what expert parallelism needs
+    (:mod:`symllm.costs.checks`).
+
+    >>> from symllm.arch.components import model
+    >>> has_experts(model()), has_experts(model(moe="all"))
+    (False, True)
+    """
     return any(_expert(c) for c in mdl.walk())
 
 
@@ -107,27 +116,7 @@ def comm_kinds(mdl: Component) -> tuple[str, ...]:
     >>> comm_kinds(model()), comm_kinds(model(moe="all"))
     (('tp', 'pp', 'dp'), ('tp', 'pp', 'dp', 'ep'))
     """
-    return COMM_KINDS if _has_experts(mdl) else COMM_KINDS[:3]
-
-
-def check(mdl: Component, ep: int, n_experts: int | None = None, name: str = "this model") -> None:
-    """Refuse expert parallelism ``ep > 1`` on a model without routed experts, or (given ``n_experts``)
-    an ``ep`` that does not divide them (DeepSpeed-MoE and Megatron-LM refuse it too).
-
-    >>> from symllm.arch.components import model
-    >>> check(model(moe="all"), 4, 8)
-    >>> check(model(), 2, name="llama3.1-8b")
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: ep: expert parallelism needs a mixture-of-experts model; llama3.1-8b has no routed experts (got ep 2)
-    """
-    if ep == 1:
-        return
-    if not _has_experts(mdl):
-        raise SymllmError(f"ep: expert parallelism needs a mixture-of-experts model; {name} has no routed "
-                          f"experts (got ep {ep})")
-    if n_experts is not None and n_experts % ep:
-        raise SymllmError(f"ep: {ep} expert-parallel ranks do not divide the {n_experts} experts of {name}")
+    return COMM_KINDS if has_experts(mdl) else COMM_KINDS[:3]
 
 
 def _split(size: sp.Expr) -> sp.Expr:
@@ -328,22 +317,21 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     >>> comm(model(moe="all"))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
     4*L*b*beta_a*d*k*s*(N_e - 1)/N_e
     """
-    if zero_stage not in (0, 1, 2, 3):
-        raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {zero_stage!r}")
     first, last = stages(mdl, sp_)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
-    passes = 3 if zero_stage == 3 else 2
+    passes = 3 if zero.sharded("weights", zero_stage) else 2  # ZeRO 3 gathers the weights again in backward
+    grad = zero.MIXED_PRECISION_ADAM["gradients"]  # bytes of a gradient (and of a gathered weight)
     out = {
         "tp": (S.N_t - 1) / S.N_t * sp.Max(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
-        "dp": passes * (S.N_d - 1) / S.N_d * 2 * params_per_gpu(mdl, sp_),
+        "dp": passes * (S.N_d - 1) / S.N_d * grad * params_per_gpu(mdl, sp_),
     }
-    if _has_experts(mdl):
+    if has_experts(mdl):
         group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards
 
         def dp(stage):
             x = expert_params(stage)
-            return passes * 2 * ((S.N_d - 1) / S.N_d * (stage.total("params") - x) + (group - 1) / group * x)
+            return passes * grad * ((S.N_d - 1) / S.N_d * (stage.total("params") - x) + (group - 1) / group * x)
 
         messages = 6 if recompute else 4  # dispatch and combine, forward and backward (+ the forward again)
         tokens = S.beta_a * S.b * S.s * S.k * S.d

@@ -35,19 +35,21 @@ from functools import lru_cache
 
 import sympy as sp
 
-from symllm import api
-from symllm.costs import hardware
+from symllm.arch import resolved
+from symllm.costs import checks, hardware
 from symllm.costs import parallel
-from symllm.costs import stacks
+from symllm.costs import stacks, zero
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, SlidingPairs, _WindowPairs, component, expand_windows, model
 from symllm.errors import SymllmError
+from symllm import validate
+from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import ATTENTION, DTYPES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
-    "activations", "closed_form", "workload", "mfu",
+    "activations", "closed_form", "workload", "values", "mfu",
 ]
 
 #: the FLOP phases flops() knows
@@ -59,14 +61,9 @@ MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activati
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
 
 
-def _check_choice(field: str, value, known) -> None:
-    if value not in known:
-        raise SymllmError(f"{field}: unknown {value!r} (known: {', '.join(map(str, known))})")
-
-
 def _component(comp, attention: str) -> Component:
     """A Component as given, or the one called ``comp`` in the default model with that convention."""
-    _check_choice("attention", attention, ATTENTION)
+    choice("attention", attention, ATTENTION)
     return comp if isinstance(comp, Component) else component(comp, model(causal=attention == "causal"))
 
 
@@ -150,8 +147,8 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     2*b*d_h*n_h
     """
     comp = _component(component, attention)
-    _check_choice("phase", phase, PHASES)
-    _check_choice("bucket", bucket, ("matmul", "elementwise"))
+    choice("phase", phase, PHASES)
+    choice("bucket", bucket, ("matmul", "elementwise"))
     if macs and bucket != "matmul":
         raise SymllmError("macs: multiply-adds are matmul FLOPs / 2; the elementwise bucket has none")
     expr = _phase(comp, bucket, phase, bool(recompute))
@@ -228,9 +225,9 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     2*d + 14*d/N_d
     """
     comp = _component(component, attention)
-    _check_choice("kind", kind, MEMORY_KINDS)
-    _check_choice("zero_stage", zero_stage, (0, 1, 2, 3))
-    _check_choice("stack", stack, stacks.STACKS)
+    choice("kind", kind, MEMORY_KINDS)
+    validate.zero_stage(zero_stage)
+    choice("stack", stack, stacks.STACKS)
     if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; README "Training peak")
         return _training_peak(comp, stack, zero_stage, bool(recompute)).subs(dict(comp.definitions))
     if stack != "ideal" and kind in ("training_states", "activations", "inference_peak"):
@@ -277,9 +274,7 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool) -> sp.
     elif kind == "inference":
         out = weights + kv
     elif kind == "training_states":
-        shard = [(2, 2, 12), (2, 2, 0), (2, 0, 0), (0, 0, 0)][zero_stage]
-        kept = sum(shard)
-        out = kept * N + (16 - kept) * N / S.N_d
+        out = zero.training_states(N, zero_stage)  # mixed-precision Adam, ZeRO-sharded
     elif kind == "activations":
         out = activations(comp, recompute=recompute)
     else:
@@ -338,7 +333,7 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     built only for a parallel layout (:func:`symllm.costs.parallel.laid_out`); on one GPU they are the whole
     model's and no bytes are sent.
     """
-    parallel.check(mdl, work.ep)
+    checks.check(mdl, work)
     key = (id(mdl), work.shape())
     hit = _COMPOSED.get(key)
     if hit is not None and hit[0] is mdl:
@@ -358,11 +353,10 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
         "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
                    for kind in WORKLOAD_MEMORY},
     }
-    if not parallel.laid_out(work):  # one GPU: the whole model (the ideal stack's), nothing sent
+    if not parallel.laid_out(work):  # one GPU: the whole model, as ``memory`` has it (its stack too), nothing sent
         comm = {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
-                "memory_per_gpu": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute)
-                                   for kind in PER_GPU_MEMORY}, "comm": comm}
+                "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY}, "comm": comm}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
 
     def per_gpu(st, kind):
@@ -401,15 +395,29 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
     True
     """
-    spec = api.spec(config)
+    spec = resolved.spec(config)
     work = Workload.of(work, **options)
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
+    checks.check(spec, work)
     vals = {**spec.values(), **work.values()}
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
     if work.gpu is not None:  # roofline time on the named accelerator (not a sweep quantity: floats, a search)
         out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs)
+    return out
+
+
+def values(config, workload: Workload | None = None, **options) -> dict:
+    """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
+    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …).
+
+    >>> v = values("llama3.1-8b", batch=1, seq=8)
+    >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
+    (4096, 8, 1.3, 8, 8, 14336)
+    """
+    out = resolved.spec(config).values()
+    if workload is not None or options:
+        out.update(Workload.of(workload, **options).values())
     return out
 
 

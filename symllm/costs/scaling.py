@@ -25,11 +25,12 @@ from pathlib import Path
 import sympy as sp
 
 from symllm.arch import symbols as S
-from symllm.api import model_for, params, resolve, values
+from symllm.arch.resolved import model_for, params, resolve
 from symllm.arch.components import model
-from symllm.arch.config import ModelConfig
+from symllm.arch.config import SWIGLU_RATIO, ModelConfig
+from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
-from symllm.costs.phases import flops
+from symllm.costs.phases import flops, values
 from symllm.numbers.kernels import substitute
 
 __all__ = [
@@ -117,7 +118,7 @@ def _values(config: ModelConfig | str, **workload) -> dict:
     vals[g] = Fraction(config.n_heads, config.n_kv_heads)
     vals[r] = Fraction(config.dim, config.n_layers)
     if S.f not in vals:
-        vals[S.f] = Fraction(3 * config.hidden_dim, 8 * config.dim) if config.hidden_dim else 1
+        vals[S.f] = Fraction(config.hidden_dim) / (SWIGLU_RATIO * config.dim) if config.hidden_dim else 1
     return vals
 
 
@@ -145,7 +146,7 @@ def approximate(expr: sp.Expr, *, rounding: bool = False, head_dim: bool = True,
     substitutions: dict = {}
     if not rounding:
         out = unround(out)
-        substitutions[S.d_ff] = sp.Rational(8, 3) * S.f * S.d
+        substitutions[S.d_ff] = sp.Rational(SWIGLU_RATIO) * S.f * S.d
     if head_dim:
         substitutions[S.d_h] = S.d / S.n_h
     if gqa:
@@ -475,10 +476,10 @@ class Family:
                 S.n_kv: S.d / (self.head_dim * self.gqa), S.m: self.multiple_of, S.s: self.seq,
                 S.f: sp.Rational(str(self.ffn_dim_multiplier)) if self.ffn_dim_multiplier else 1,
                 S.L: S.d / sp.Rational(str(self.aspect)) if self.aspect else self.n_layers}
-        return sp.expand(unround(expr).subs(S.d_ff, sp.Rational(8, 3) * S.f * S.d).subs(subs))
+        return sp.expand(unround(expr).subs(S.d_ff, sp.Rational(SWIGLU_RATIO) * S.f * S.d).subs(subs))
 
     def exact(self, width: int, quantity: str = "params") -> int:
-        """The exact ``params`` (via :func:`symllm.api.params`) or ``training`` FLOPs per token of the
+        """The exact ``params`` (via :func:`symllm.arch.resolved.params`) or ``training`` FLOPs per token of the
         config at ``width``."""
         config = self.config(width)
         if quantity == "params":
@@ -546,7 +547,7 @@ class Sizing:
 
 
 def size_for(budget: float, family: Family, *, quantity: str = "params", solve_for: str = "width",
-             bytes_per_param: float = 2, width: int | None = None, count: int = 4) -> Sizing:
+             bytes_per_param: float = BF16, width: int | None = None, count: int = 4) -> Sizing:
     """Invert the family's smooth count: the width ``d`` (or, with ``solve_for="depth"`` and a
     ``width``, the depth ``L``) whose ``quantity`` equals ``budget``; then the nearest valid configs
     with exact counts. ``quantity``: ``"params"``, ``"weight_bytes"`` (params × ``bytes_per_param``)
@@ -649,8 +650,8 @@ def kv_weights_crossover(*, tied: bool = False) -> sp.Expr:
     return sp.solve(sp.Eq(kv, weights), _T)[0]
 
 
-def crossovers(config: ModelConfig | str | Path, *, batch: int = 1, weight_bytes: float = 2,
-               kv_bytes: float = 2) -> dict[str, float]:
+def crossovers(config: ModelConfig | str | Path, *, batch: int = 1, weight_bytes: float = BF16,
+               kv_bytes: float = BF16) -> dict[str, float]:
     """Both crossovers evaluated for a config: ``attention_ffn_prefill`` (dense and ``_causal``),
     ``attention_ffn_decode`` and ``kv_outweighs_weights`` (tokens per sequence at ``batch``).
 

@@ -39,8 +39,11 @@ from typing import TYPE_CHECKING
 import sympy as sp
 
 from symllm.arch import symbols as S
+from symllm.arch.dtypes import BF16, FP32, INT64
+from symllm.costs import zero
 from symllm.costs.workloads import STACKS
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
     from symllm.arch.components import Component
@@ -52,9 +55,9 @@ __all__ = ["STACKS", "Term", "saved_terms", "inference_terms", "activations", "i
 
 _T = S.b * S.s            # token rows
 _SCORES = S.b * S.n_h * S.s ** 2  # attention scores of a prefill
-_LOW = 2                  # bytes of autocast's bf16/fp16 copies
-_FP32 = 4
-_INDEX = 8                # int64 token ids and labels
+_LOW = BF16               # bytes of autocast's bf16/fp16 copies
+_FP32 = FP32
+_INDEX = INT64            # int64 token ids and labels
 _P_BLOCK = sp.Symbol("P_block", positive=True)  # one block's parameters (training_peak substitutes them)
 
 
@@ -71,8 +74,7 @@ class Term:
 
 
 def _check(stack: str, mdl: Component | None = None) -> None:
-    if stack not in STACKS:
-        raise SymllmError(f"stack: unknown {stack!r} (known: {', '.join(STACKS)})")
+    choice("stack", stack, STACKS)
     if mdl is None or stack == "ideal":
         return
     if mdl.name != "model":
@@ -267,9 +269,7 @@ def training_states(mdl: Component, stack: str, zero_stage: int = 0) -> sp.Expr:
     True
     """
     _check(stack, mdl)
-    kept = sum([(4, 4, 8), (4, 4, 0), (4, 0, 0), (0, 0, 0)][zero_stage])
-    N = mdl.total("params")
-    return kept * N + (16 - kept) * N / S.N_d
+    return zero.training_states(mdl.total("params"), zero_stage, zero.FP32_ADAMW)
 
 
 # --------------------------------------------------------------------------- the training step's peak
@@ -308,8 +308,8 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
     batch = 2 * _INDEX * T
     kv = 0 if recompute else 2 * _FP32 * L * T * n_kv * d_h
     N = S.N
-    grads = N if zero_stage < 2 else N / S.N_d
-    temp = N if zero_stage < 1 else N / S.N_d
+    grads = N / S.N_d if zero.sharded("gradients", zero_stage) else N
+    temp = N / S.N_d if zero.sharded("optimizer", zero_stage) else N  # a copy of a moment
     out = [
         Term("forward end", batch + layers + outside + kv + (_LOW + _FP32) * T * V + _FP32 * T * d
              + _INDEX * S.b * (S.s + 1),
@@ -404,10 +404,9 @@ def _held(mdl: Component, stack: str, zero_stage: int):
     """fp32 master weights and AdamW's moments (ZeRO-sharded), and the sizes the moments' symbols stand for."""
     _check(stack, mdl)
     N = mdl.total("params")
-    weights = _FP32 * N if zero_stage < 3 else _FP32 * N / S.N_d
-    adam = 2 * _FP32 * N if zero_stage < 1 else 2 * _FP32 * N / S.N_d
+    held = {part: b for part, b in zero.FP32_ADAMW.items() if part != "gradients"}  # freed before each step
     per_block = next(c for c in mdl.children if c.checkpoint != 0)
-    return weights + adam, {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat}
+    return zero.training_states(N, zero_stage, held), {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat}
 
 
 def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> list[tuple[Term, sp.Expr]]:

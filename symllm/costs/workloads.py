@@ -21,37 +21,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from symllm.costs import hardware
+from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES  # (bytes per element: the one table)
 from symllm.errors import SymllmError
+from symllm.validate import boolean, choice, integer, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
            "lora_targets"]
 
-#: bytes per element; int4 is completed by its group scales in dtype_bytes()
-DTYPES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2)}
-#: the bytes of one int4 group scale (fp16)
-INT4_SCALE_BYTES = 2
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
 #: the software stacks whose memory symllm models (their rules: symllm.costs.stacks)
 STACKS = ("ideal", "hf-eager", "hf-sdpa")
 _FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
-
-
-def _check_choice(field_: str, value, known) -> None:
-    if value not in known:
-        raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(map(str, known))})")
-
-
-def _integer(field_: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        kind = "non-negative" if low == 0 else "positive"
-        raise SymllmError(f"{field_}: expected a {kind} integer, got {value!r}")
-    return value
-
-
-def _boolean(field_: str, value) -> None:
-    if not isinstance(value, bool):
-        raise SymllmError(f"{field_}: expected True or False, got {value!r}")
 
 
 def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> int | Fraction:
@@ -61,8 +42,8 @@ def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> in
     >>> dtype_bytes("bf16"), dtype_bytes("int4"), dtype_bytes("int4", group_size=32)
     (2, Fraction(33, 64), Fraction(9, 16))
     """
-    _check_choice(field, name, DTYPES)
-    _integer("group_size", group_size)
+    choice(field, name, DTYPES)
+    integer("group_size", group_size)
     if name == "int4":
         return DTYPES[name] + Fraction(INT4_SCALE_BYTES, group_size)
     return DTYPES[name]
@@ -115,9 +96,7 @@ def lora_targets(value) -> str:
     known = lora_names()
     names = set()
     for name in (x.strip() for x in value.split(",")):
-        if name not in known:
-            raise SymllmError(f"lora_targets: unknown {name!r} (known: {', '.join(known)})")
-        names.add(known[name])
+        names.add(known[choice("lora_targets", name, known)])
     return ",".join(x for x in dict.fromkeys(known.values()) if x in names)
 
 
@@ -192,35 +171,34 @@ class Workload:
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen)
         put("derived", frozenset(k for k in ("context", "kv_dtype", "act_dtype") if getattr(self, k) is None))
         for key in ("batch", "seq", "dp", "tp", "pp", "ep", "group_size"):
-            _integer(key, getattr(self, key))
-        _integer("gen", self.gen, 0)
-        put("context", self.seq if self.context is None else _integer("context", self.context, 0))
-        _check_choice("attention", self.attention, ATTENTION)
-        if isinstance(self.zero_stage, bool) or self.zero_stage not in range(4) or not isinstance(self.zero_stage, int):
-            raise SymllmError(f"zero_stage: expected 0, 1, 2 or 3, got {self.zero_stage!r}")
-        _boolean("recompute", self.recompute)
-        _boolean("sp", self.sp)
+            integer(key, getattr(self, key))
+        integer("gen", self.gen, low=0)
+        put("context", self.seq if self.context is None else integer("context", self.context, low=0))
+        choice("attention", self.attention, ATTENTION)
+        zero_stage(self.zero_stage)
+        boolean("recompute", self.recompute)
+        boolean("sp", self.sp)
         if self.sp and self.tp == 1:
             raise SymllmError("sp: sequence parallelism splits the sequence over the tensor-parallel ranks; "
                               "give tp > 1 (--tp), got tp 1")
         if self.dp % self.ep:  # symllm.costs.parallel: expert-parallel groups are carved out of the data-parallel ranks
             raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel ranks "
                               "(--dp) they are carved out of")
-        _check_choice("dtype", self.dtype, DTYPES)
+        choice("dtype", self.dtype, DTYPES)
         put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
-        _check_choice("kv_dtype", self.kv_dtype, DTYPES)
+        choice("kv_dtype", self.kv_dtype, DTYPES)
         if self.act_dtype is None:
             put("act_dtype", self.dtype if self.dtype in _FLOAT_DTYPES else "bf16")
-        _check_choice("act_dtype", self.act_dtype, DTYPES)
+        choice("act_dtype", self.act_dtype, DTYPES)
         if self.lora_rank is not None:
-            _integer("lora_rank", self.lora_rank)
+            integer("lora_rank", self.lora_rank)
         put("lora_targets", lora_targets(self.lora_targets))
-        _boolean("qlora", self.qlora)
+        boolean("qlora", self.qlora)
         if self.qlora and self.lora_rank is None:
             raise SymllmError("qlora: QLoRA trains LoRA adapters; give lora_rank (--lora-rank) too")
         if self.gpu is not None:  # a known name with a peak for the matmuls' dtype (no fp8 on an A100)
             hardware.peak_flops(self.gpu, self.dtype, self.act_dtype)
-        _check_choice("stack", self.stack, STACKS)
+        choice("stack", self.stack, STACKS)
         if self.stack != "ideal" and (self.lora_rank is not None or self.tp > 1 or self.pp > 1 or self.ep > 1):
             # LoRA's and the per-GPU memory use the ideal stack's tensors: refused rather than mixed
             raise SymllmError(f"stack: {self.stack} is not modelled with LoRA or a parallel layout yet "

@@ -1,6 +1,6 @@
 """Exact parameter counts at start-up, from kernels an earlier process compiled: what ``symllm count`` runs.
 
-:func:`symllm.api.params` builds the component tree and compiles its breakdown (and Meta's ``d_ff``
+:func:`symllm.arch.resolved.params` builds the component tree and compiles its breakdown (and Meta's ``d_ff``
 rounding) once per process; for one count that is most of the command's time after importing SymPy.
 :func:`params` gives the same numbers from the same generated code, kept in
 :func:`symllm.numbers.cache.cache_dir` (with the arguments' field names) and keyed by
@@ -11,7 +11,7 @@ rounding) once per process; for one count that is most of the command's time aft
   (``vocab_size`` … ``ffn_dim_multiplier``), of which only whether each is given counts. What decides
   the tree's structure (tying, biases, where ``d_ff`` comes from, any field added later) is in the key.
 
-On a miss the numbers come from :mod:`symllm.api` itself (the one source of truth), and the code it
+On a miss the numbers come from :mod:`symllm.arch.resolved` itself (the one source of truth), and the code it
 compiled is stored for the next process. So the cache can make a start faster, never a number different.
 
 >>> counts, d_ff = params(load("llama3.1-8b"))
@@ -60,24 +60,24 @@ def _compiled(key: str, sources: tuple):
 
 
 def _from_api(config: ModelConfig) -> tuple[dict, int, tuple]:
-    """The counts by :mod:`symllm.api`, and the sources of the kernels that made them."""
-    from symllm import api
+    """The counts by :mod:`symllm.arch.resolved`, and the sources of the kernels that made them."""
+    from symllm.arch import resolved
     from symllm.arch import symbols as S
     from symllm.arch.specs import hidden_dim_kernel
 
-    spec = api.spec(config)
-    table = api._params_table(spec.structure)
+    spec = resolved.spec(config)
+    table = resolved._params_table(spec.structure)
     code = lambda args: json.dumps([S.SYMBOLS[a].code for a in args])  # noqa: E731
     if spec.hidden_rule == "explicit":
         hidden = ("", "")
     else:
         kernel = hidden_dim_kernel(spec.hidden_rule)
         hidden = (code(kernel.args), kernel.source)
-    return api.params(spec), spec.hidden_dim, (*hidden, code(table.args), json.dumps(table.names), table.source)
+    return resolved.params(spec), spec.hidden_dim, (*hidden, code(table.args), json.dumps(table.names), table.source)
 
 
 def params(config: ModelConfig) -> tuple[dict, int]:
-    """``(symllm.api.params(config), symllm.api.hidden_dim(config))``, without building a formula when
+    """``(symllm.arch.resolved.params(config), ...hidden_dim(config))``, without building a formula when
     an earlier process compiled this config's structure (see the module docstring).
 
     >>> params(load("llama2-13b"))[0]["lm_head"]
@@ -150,7 +150,7 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
         if isinstance(model, ModelConfig):
             config = model if vocab_size is None else model.replace(vocab_size=vocab_size)
         elif isinstance(model, (str, Path)):
-            config = load(model, vocab_size=vocab_size)  # what symllm.api.resolve does with a name or a path
+            config = load(model, vocab_size=vocab_size)  # what symllm.arch.resolved.resolve does with a name or a path
         else:
             return None
         work = Workload.of(**workload)

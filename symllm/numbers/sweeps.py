@@ -20,9 +20,13 @@ The workload is a :class:`~symllm.costs.workloads.Workload` with its defaults (`
 following ``seq`` at each point unless given or swept, bf16, …); the fields a sweep may vary are those
 whose option says ``axis`` (``batch``, ``seq``, ``gen``, ``context``). Points whose combination
 :func:`~symllm.arch.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
-dividing ``n_heads``, an odd ``head_dim``) are dropped and counted; a value that is wrong on its own
-(``dim = 0``, ``seq = 0``) is a :class:`~symllm.errors.SymllmError`. So every row equals ``symllm count
---json`` (:func:`symllm.api.params`, :func:`symllm.costs.phases.workload`) of that row's config and workload.
+dividing ``n_heads``, an odd ``head_dim``) are dropped and counted, and so are the points whose workload
+count refuses on that point's model (:mod:`symllm.costs.checks`: more pipeline stages than blocks, a
+context past a window some layers have), each with count's line; a workload that fails a check reading
+nothing the sweep varies (``ep`` ranks not dividing the experts) refuses the sweep, as it refuses count.
+A value that is wrong on its own (``dim = 0``, ``seq = 0``) is a :class:`~symllm.errors.SymllmError`. So
+every row equals ``symllm count --json`` (:func:`symllm.arch.resolved.params`,
+:func:`symllm.costs.phases.workload`) of that row's config and workload, and a point count refuses is no row.
 
 >>> sw = Sweep("llama3-8b", {"dim": [4096, 4100, 8192], "n_layers": [32, 80]}, quantities=["params"])
 >>> res = sw.run()
@@ -50,13 +54,15 @@ from typing import Callable, Iterator
 import numpy as np
 import sympy as sp
 
-from symllm import api
+from symllm.arch import resolved
+from symllm.costs import checks
 from symllm.costs import phases as costs
 from symllm.costs import finetune
 from symllm.costs import parallel
 from symllm.arch import symbols as S
-from symllm.arch.config import derive_heads
+from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
+from symllm.validate import positive_int
 from symllm.numbers.kernels import compile_expr
 from symllm.files import parse_json, read_text, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
@@ -220,14 +226,46 @@ _CONDITION = re.compile(rf"^\s*([A-Za-z_][\w:/.]*)\s*(<=|>=|==|!=|<|>|=)\s*({_NU
 
 @dataclass(frozen=True)
 class _Condition:
+    """``COLUMN OP NUMBER``, compared exactly: ``exact`` is the number as written (a Decimal), never
+    rounded to a float64 (``training_flops <= 3879943431782399999.5`` kept 3879943431782400000)."""
     column: str
     op: str
     value: int | float
+    exact: decimal.Decimal | None = None
 
     def __call__(self, columns: dict) -> np.ndarray:
         col = columns[self.column]
-        out = _OPS[self.op](col, self.value)
-        return np.asarray(out, dtype=bool)
+        bound = self.exact if self.exact is not None else decimal.Decimal(self.value)
+        if col.dtype.kind in "iu":  # integers: against the integer the bound amounts to, exactly
+            return _int_compare(col, self.op, bound)
+        if col.dtype == object:  # Python ints, Fractions (int4 bytes), floats: Python compares them exactly
+            fn = _OPS[self.op]
+            return np.fromiter((fn(x, bound) for x in col.tolist()), dtype=bool, count=len(col))
+        return np.asarray(_OPS[self.op](col, float(bound)), dtype=bool)
+
+
+def _int_compare(col: np.ndarray, op: str, bound: decimal.Decimal) -> np.ndarray:
+    """``col OP bound`` for an integer array, exactly: the bound becomes the integer that decides it
+    (``x < 2.5`` is ``x < 3``; ``x == 2.5`` is never), and a bound past the array's type decides alone."""
+    floor = int(bound.to_integral_value(rounding=decimal.ROUND_FLOOR))
+    ceil = int(bound.to_integral_value(rounding=decimal.ROUND_CEILING))
+    whole = floor == ceil
+    if op in ("==", "="):
+        if not whole:
+            return np.zeros(len(col), dtype=bool)
+        op, n = "==", floor
+    elif op == "!=":
+        if not whole:
+            return np.ones(len(col), dtype=bool)
+        n = floor
+    else:
+        op, n = {"<": ("<", ceil), "<=": ("<=", floor), ">": (">", floor), ">=": (">=", ceil)}[op]
+    info = np.iinfo(col.dtype)
+    if n > info.max or n < info.min:  # every value is on one side of it
+        above = n > info.max
+        side = {"<": above, "<=": above, ">": not above, ">=": not above, "==": False, "!=": True}[op]
+        return np.full(len(col), side, dtype=bool)
+    return np.asarray(_OPS[op](col, col.dtype.type(n)), dtype=bool)
 
 
 def parse_where(text: str | None) -> tuple[_Condition, ...]:
@@ -247,53 +285,143 @@ def parse_where(text: str | None) -> tuple[_Condition, ...]:
         match = _CONDITION.match(part)
         if not match:
             raise SymllmError(f'where: cannot read "{part.strip()}" (expected COLUMN OP NUMBER, e.g. params < 9e9)')
-        out.append(_Condition(match[1], match[2], parse_number(match[3], "where")))
+        value = parse_number(match[3], "where")  # its checks (digits, finite); the exact bound below
+        out.append(_Condition(match[1], match[2], value, decimal.Decimal(match[3].replace("_", ""))))
     return tuple(out)
 
 
-def read_table(path) -> list[dict]:
+def read_table(path, *, columns: bool = False):
     r"""The rows of a table file for :class:`Sweep` (``table=``): CSV with a header row, or (``.jsonl``,
-    ``.ndjson``, ``.json``) one JSON object per line or one JSON array of objects. CSV cells are
-    numbers (:func:`parse_number`).
+    ``.ndjson``, ``.json``) one JSON object per line or one JSON array of objects. Numbers are read
+    exactly (:func:`parse_number`; a JSON ``1e30`` is the integer 10**30). With ``columns=True`` the
+    table comes as column name -> array, read row by row into compact arrays (int64 while the values
+    fit): memory a small multiple of the file's size, where a list of dicts takes some 36 times it.
 
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
     >>> _ = p.write_text("dim,n_layers\n4096,32\n")
     >>> read_table(p)
     [{'dim': 4096, 'n_layers': 32}]
+    >>> {k: v.tolist() for k, v in read_table(p, columns=True).items()}
+    {'dim': [4096], 'n_layers': [32]}
     """
     path = Path(path)
     text = read_text(path, "table", limit=TABLE_BYTES)
-    if path.suffix in (".jsonl", ".json", ".ndjson"):
-        return _json_rows(text, path)
+    rows = _json_rows(text, path) if path.suffix in (".jsonl", ".json", ".ndjson") else _csv_rows(text, path)
+    if not columns:
+        return [dict(row) for row in rows]
+    built: dict[str, _Column] = {}
+    for number, row in enumerate(rows):
+        if number == 0:
+            built = {k: _Column(k) for k in row}
+        elif len(row) != len(built) or any(k not in built for k in row):
+            odd = next((k for k in row if k not in built), None) or next(k for k in built if k not in row)
+            raise SymllmError(f"table: column {odd!r} is missing from some rows")
+        for k, v in row.items():
+            built[k].add(v)
+    del text
+    return {k: c.array() for k, c in built.items()}
+
+
+class _Column:
+    """One table column being read: an int64 ``array`` while every value fits, else a list of numbers."""
+
+    def __init__(self, name: str):
+        import array
+        self.name, self.ints, self.values = name, array.array("q"), None
+
+    def add(self, v) -> None:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise SymllmError(f"{self.name}: expected a number in every table row, got {v!r}")
+        if self.values is None:
+            if type(v) is int and -2**63 <= v < 2**63:
+                self.ints.append(v)
+                return
+            self.values, self.ints = self.ints.tolist(), None
+        self.values.append(v)
+
+    def array(self) -> np.ndarray:
+        if self.values is None:
+            return np.frombuffer(self.ints, dtype=np.int64) if len(self.ints) else np.zeros(0, dtype=np.int64)
+        return np.asarray(self.values) if any(type(v) is float for v in self.values) else \
+            np.asarray(self.values, dtype=object)
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` with their endings, one at a time (no list of every line)."""
+    start, end = 0, len(text)
+    while start < end:
+        stop = text.find("\n", start)
+        stop = end if stop < 0 else stop + 1
+        yield text[start:stop]
+        start = stop
+
+
+def _csv_rows(text: str, path: Path) -> Iterator[dict]:
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        rows = []
+        reader = csv.reader(_lines(text))
+        header = next(reader, None)
+        if header is None:
+            return
         for row in reader:
-            if None in row or None in row.values():
+            if not row:
+                continue
+            if len(row) != len(header):
                 raise SymllmError(f"table: {str(path)!r} line {reader.line_num} has "
-                                  f"{'more' if None in row else 'fewer'} fields than the header")
-            rows.append({k: parse_number(v, k) for k, v in row.items()})
-        return rows
+                                  f"{'more' if len(row) > len(header) else 'fewer'} fields than the header")
+            yield {k: parse_number(v, k) for k, v in zip(header, row)}
     except csv.Error as e:
         raise SymllmError(f"table: {str(path)!r} is not valid CSV ({e})") from None
 
 
-def _json_rows(text: str, path: Path) -> list[dict]:
-    stripped = text.strip()
+def _exact(value):
+    """A JSON number read as a Decimal: an int when whole (1e30 is 10**30), else a float."""
+    if isinstance(value, decimal.Decimal):
+        return parse_number(str(value), "table")
+    return value
+
+
+def _json_rows(text: str, path: Path) -> Iterator[dict]:
+    stripped = text.lstrip()
     if stripped.startswith("["):
-        rows = parse_json(stripped, "table", repr(str(path)))
-        where = [f"item {i + 1}" for i in range(len(rows))]
+        items = _json_array(stripped, path)
     else:
-        rows, where = [], []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                rows.append(parse_json(line, "table", f"{str(path)!r} line {number}"))
-                where.append(f"line {number}")
-    for row, at in zip(rows, where):
+        items = ((parse_json(line, "table", f"{str(path)!r} line {number}", parse_float=decimal.Decimal),
+                  f"line {number}") for number, line in enumerate(_lines(text), 1) if line.strip())
+    for row, at in items:
         if not isinstance(row, dict):
             raise SymllmError(f"table: {str(path)!r} {at} is not a JSON object of fields, got {row!r:.40}")
-    return rows
+        yield {k: _exact(v) for k, v in row.items()}
+
+
+def _json_array(text: str, path: Path) -> Iterator[tuple]:
+    """The items of the JSON array ``text``, one at a time (json.loads would build every row at once)."""
+    decoder = json.JSONDecoder(parse_float=decimal.Decimal)
+    where = repr(str(path))
+    pos, number, end = 1, 0, len(text)
+    ws = re.compile(r"[ \t\n\r]*")
+    pos = ws.match(text, pos).end()
+    if text.startswith("]", pos):
+        return
+    while True:
+        number += 1
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise SymllmError(f"table: {where} is not valid JSON ({e.msg} at line {e.lineno})") from None
+        except RecursionError:
+            raise SymllmError(f"table: {where} is not valid JSON (nested too deeply)") from None
+        except ValueError as e:
+            raise SymllmError(f"table: {where}: a number is too long ({str(e).split(';')[0]})") from None
+        yield item, f"item {number}"
+        pos = ws.match(text, pos).end()
+        if text.startswith(",", pos):
+            pos = ws.match(text, pos + 1).end()
+            continue
+        if text.startswith("]", pos) and not text[pos + 1:].strip():
+            return
+        line = text.count("\n", 0, pos) + 1
+        raise SymllmError(f"table: {where} is not valid JSON (Expecting ',' delimiter at line {line})")
 
 
 # ---------------------------------------------------------------- the sweep
@@ -363,9 +491,11 @@ class _RangeAxis:
 
     def __init__(self, values: range):
         self.range = values
+        #: how many values (len() of a range refuses more than sys.maxsize)
+        self.count = _range_len(values)
 
     def __len__(self) -> int:
-        return len(self.range)
+        return self.count
 
     def extreme(self) -> int:
         """The largest magnitude on the axis."""
@@ -376,9 +506,15 @@ class _RangeAxis:
             idx = np.arange(*idx.indices(len(self.range)), dtype=np.int64)
         idx = np.asarray(idx)
         r = self.range
-        if self.extreme() < 2**62 and len(r) < 2**62:
+        if self.extreme() < 2**62 and self.count < 2**62:
             return r.start + idx.astype(np.int64) * r.step
         return idx.astype(object) * r.step + r.start
+
+
+def _range_len(values: range) -> int:
+    """How many values ``values`` has, however many (``len()`` raises OverflowError past sys.maxsize)."""
+    start, stop, step = values.start, values.stop, values.step
+    return max(0, (stop - start + step - (1 if step > 0 else -1)) // step)
 
 
 def _extreme(values) -> int:
@@ -392,7 +528,7 @@ def _as_values(field: str, raw, work: Workload):
     """One axis's values as an array (a lazy :class:`_RangeAxis` for a ``range`` of integers), each
     checked as its field is: a config field is a positive integer (``ffn_dim_multiplier`` a positive
     number); a workload field's smallest value is checked by :class:`Workload` itself."""
-    if isinstance(raw, range) and raw.step > 0 and len(raw) and field != "ffn_dim_multiplier":
+    if isinstance(raw, range) and raw.step > 0 and raw.stop > raw.start and field != "ffn_dim_multiplier":
         if field in WORKLOAD_AXES:
             work.replace(**{field: raw[0]})
         elif raw[0] < 1:
@@ -405,8 +541,10 @@ def _as_values(field: str, raw, work: Workload):
         if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr.astype(np.float64))) or np.any(arr <= 0):
             raise SymllmError(f"{field}: expected positive numbers, got {raw!r}")
         return arr.astype(np.float64)
-    if arr.dtype.kind == "f" and np.all(arr == np.floor(arr)):
-        arr = arr.astype(np.int64)
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr)):
+        # 1e30 in a table: exact Python ints past int64 (astype would wrap around with a RuntimeWarning)
+        arr = arr.astype(np.int64) if np.all(np.abs(arr) < 2**62) else np.array([int(x) for x in arr.tolist()],
+                                                                              dtype=object)
     if arr.dtype.kind not in "iu" and arr.dtype != object:
         raise SymllmError(f"{field}: expected integers, got {raw!r}")
     if arr.dtype == object and not all(isinstance(v, int) and not isinstance(v, bool) for v in arr):
@@ -415,7 +553,7 @@ def _as_values(field: str, raw, work: Workload):
         work.replace(**{field: int(arr.min())})
     elif arr.min() < 1:
         raise SymllmError(f"{field}: expected integers >= 1, got {next(v for v in arr.tolist() if v < 1)!r}")
-    return arr.astype(np.int64) if arr.dtype != object and arr.max() < 2**62 else arr
+    return arr.astype(np.int64, copy=False) if arr.dtype != object and arr.max() < 2**62 else arr
 
 
 class Sweep:
@@ -438,11 +576,10 @@ class Sweep:
     def __init__(self, base, grid: dict | None = None, *, table: dict | list | None = None,
                  quantities=("params",), workload: Workload | dict | None = None, where=None,
                  attention: str | None = None, options: dict | None = None, chunk_size: int = CHUNK):
-        self.base = base_cfg = api.resolve(base)
+        self.base = base_cfg = resolved.resolve(base)
         if grid is not None and table is not None:
             raise SymllmError("sweep: give a grid or a table, not both")
-        if not isinstance(chunk_size, int) or chunk_size < 1:
-            raise SymllmError(f"chunk_size: expected a positive integer, got {chunk_size!r}")
+        positive_int("chunk_size", chunk_size)
         self.chunk_size = chunk_size
         given = {} if isinstance(workload, Workload) else dict(workload or {})
         given.update(options or {})
@@ -474,8 +611,10 @@ class Sweep:
                 raise SymllmError(f"table: columns have different lengths {sorted(lengths)}")
             self.shape = (lengths.pop() if lengths else 0,)
         else:
-            self.shape = tuple(len(v) for v in self.axes.values())
+            self.shape = tuple(len(v) if not isinstance(v, _RangeAxis) else v.count for v in self.axes.values())
         self.size = int(np.prod(self.shape, dtype=object)) if self.shape else 1
+        if self.size >= 2**62:  # positions are int64 (np.unravel_index); no sweep that large could finish
+            raise SymllmError(f"sweep: {self.size:,} points is more than a sweep can enumerate (at most 2**62)")
         self.constants = {k: getattr(base_cfg, k) for k in CONFIG_FIELDS}
         self.constants.update({k: getattr(work, k) for k in WORKLOAD_AXES})
 
@@ -490,13 +629,26 @@ class Sweep:
 
         # the model's structure (tying, biases); d_ff stays a symbol, evaluated once per point. The
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
-        mdl = api.spec(base_cfg).model(work.attention).replace(definitions=())
+        spec = resolved.spec(base_cfg)
+        mdl = spec.model(work.attention).replace(definitions=())
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # the mixture of experts, the layers without RoPE and the window stay the base's
-        fixed.update({sym: v for sym, v in api.spec(base_cfg).values().items() if sym in _FIXED_MODEL})
+        fixed.update({sym: v for sym, v in spec.values().items() if sym in _FIXED_MODEL})
         if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
                               "(MoE or RoPE in some of them)")
+        # the workload against the model (symllm.costs.checks, count's own checks): a failed check that
+        # reads nothing the sweep varies refuses every point, so the sweep itself, with the line count gives
+        # for its first point; the other checks drop points (_evaluate)
+        self.model_fields = checks.model_fields(spec)
+        varying = set(self.axes) | ({"context"} if self.context_follows_seq and "seq" in self.axes else set())
+        fixed_fields = {**self.model_fields, **checks.workload_fields(work)}
+        if any(not varying & set(c.uses) for c in checks.failures(fixed_fields)):
+            first = self._points(0, 1) if self.size else dict(self.constants)
+            if self.context_follows_seq:
+                first["context"] = first["seq"]
+            point = {**fixed_fields, **{k: _item(first[k], 0) for k in ("n_layers", "seq", "gen", "context")}}
+            raise SymllmError(checks.failures(point)[0].line(point))
         self.quantities = [q.strip() for q in ([quantities] if isinstance(quantities, str) else quantities)]
         if not self.quantities or any(not q for q in self.quantities):
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
@@ -548,35 +700,28 @@ class Sweep:
                 return str(e)
             return ", ".join(f"{k}={v}" for k, v in point.items())
 
-        heads, checks = derive_heads(f["dim"], f["n_heads"], None if self.kv_follows_heads else f["n_kv_heads"],
-                                     None if self.derive_head_dim else f["head_dim"])
+        heads, head_checks = derive_heads(f["dim"], f["n_heads"],
+                                          None if self.kv_follows_heads else f["n_kv_heads"],
+                                          None if self.derive_head_dim else f["head_dim"])
         f.update(heads)
         valid = np.ones(stop - start, dtype=bool)
-        for name, ok, _ in checks:
+        for name, ok, _ in head_checks:
             ok = np.broadcast_to(np.asarray(ok, dtype=bool), valid.shape)
             self.stats.drop(name, valid & ~ok, error_line)
             valid &= ok
 
+        if self.hidden_rule == "meta":  # ModelConfig refuses a multiplier whose float product passes 2**53
+            ok = meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
+            self.stats.drop("ffn_dim_multiplier", valid & ~ok, error_line)
+            valid &= ok
+
         if self.context_follows_seq:
             f["context"] = f["seq"]
-        if self.workload.pp > 1:  # more pipeline stages than blocks: refused, as count does
-            ok = np.asarray(f["n_layers"] >= self.workload.pp, dtype=bool)
-            self.stats.drop("pp", valid & ~ok, lambda i: f"pp: {self.workload.pp} pipeline stages for "
-                                                             f"{f['n_layers'][i]} blocks")
-            valid &= ok
-        if self.base.window_layers is not None:  # past a window that some layers have: refused, as count does
-            ok = np.maximum(f["seq"] + f["gen"], f["context"] + 1) <= self.base.window
-
-            def window_line(i):
-                try:
-                    api.spec(self.base).check(seq=int(f["seq"][i]), gen=int(f["gen"][i]), context=int(f["context"][i]))
-                except SymllmError as e:
-                    return str(e)
-            self.stats.drop("window", valid & ~ok, window_line)
-            valid &= ok
-        if self.hidden_rule == "meta":  # ModelConfig refuses a multiplier whose float product passes 2**53
-            ok = _meta_product_ok(f["dim"], f["ffn_dim_multiplier"])
-            self.stats.drop("ffn_dim_multiplier", valid & ~ok, error_line)
+        fields = {**self.model_fields, **checks.workload_fields(self.workload),
+                  **{k: f[k] for k in ("n_layers", "seq", "gen", "context")}}
+        for c in checks.CHECKS:  # what count refuses of the workload on this point's model (symllm.costs.checks)
+            ok = np.broadcast_to(np.asarray(c.ok(fields), dtype=bool), valid.shape)
+            self.stats.drop(c.field, valid & ~ok, lambda i: c.line({k: _item(v, i) for k, v in fields.items()}))
             valid &= ok
         if not valid.all():
             f = {k: (v[valid] if v is not None else None) for k, v in f.items()}
@@ -600,7 +745,11 @@ class Sweep:
         self.stats = _Stats(points=self.size)
         for start in range(0, self.size, self.chunk_size):
             stop = min(start + self.chunk_size, self.size)
-            cols, valid, keep = self._evaluate(start, stop)
+            try:
+                cols, valid, keep = self._evaluate(start, stop)
+            except MemoryError:  # numpy's ArrayMemoryError too
+                raise SymllmError(f"chunk_size: {stop - start:,} points at once need more memory than there is "
+                                  "(give a smaller chunk size)") from None
             self.stats.invalid += int(np.count_nonzero(~valid))
             self.stats.filtered += int(np.count_nonzero(~keep))
             if progress is not None:
@@ -723,8 +872,7 @@ class Sweep:
         except ImportError:
             raise SymllmError("dask: not installed (pip install 'symllm[dask]')") from None
         step = chunk_size or self.chunk_size
-        if not isinstance(step, int) or step < 1:
-            raise SymllmError(f"chunk_size: expected a positive integer, got {step!r}")
+        positive_int("chunk_size", step)
         wide = self._may_widen()
         dtypes = {c: object if c in wide else (np.float64 if c == "ffn_dim_multiplier" else np.int64)
                   for c in self.columns}
@@ -765,19 +913,11 @@ def _column(block: dict, name: str, dtype) -> np.ndarray:
     return col if len(col) else np.array([], dtype=dtype)
 
 
-def _meta_product_ok(dim, mult) -> np.ndarray:
-    """Where ``f·⌊8d/3⌋ < 2**53`` as Meta's IEEE double product (``ModelConfig``'s check, element-wise):
-    past it the product is no longer exact, and a config with it is refused."""
-    dim, mult = np.asarray(dim), np.asarray(mult, dtype=np.float64)
-    if dim.dtype != object and (not dim.size or dim.max() < 2**59):
-        return mult * ((8 * dim.astype(np.int64)) // 3).astype(np.float64) < 2.0 ** 53
-
-    def ok(d, m):
-        try:
-            return m * (8 * int(d) // 3) < 2**53
-        except OverflowError:  # beyond a double's range
-            return False
-    return np.frompyfunc(ok, 2, 1)(dim, mult).astype(bool)
+def _item(value, i):
+    """Point ``i`` of a chunk's field (a plain Python number), or the field itself when it is fixed."""
+    if isinstance(value, np.ndarray):
+        value = value[i]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _format_rows(columns: list, names: list, fmt: str) -> str:

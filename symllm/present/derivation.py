@@ -4,7 +4,7 @@ A :class:`Derivation` is one total worked through: its symbols, one equation per
 the collected closed form and, for a config, the numbers substituted and evaluated. A :class:`Report`
 is a whole model: configuration, parameters by component, FLOPs and memory of a
 :class:`~symllm.costs.workloads.Workload`, with their derivations. Everything is computed here (formulas
-through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.api.params` and
+through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.arch.resolved.params` and
 :func:`symllm.costs.phases.workload` with the report's one workload, so a report shows the numbers
 ``symllm count --json`` prints); the templates are handed plain data and wrapped formulas.
 
@@ -26,13 +26,15 @@ from functools import lru_cache
 
 import sympy as sp
 
-from symllm import api
+from symllm.arch import resolved
+from symllm.costs import checks
 from symllm.costs import phases as costs
 from symllm.costs import hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, collected, component, model
 from symllm.errors import SymllmError
+from symllm.validate import choice
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import evaluate
 from symllm.numbers.runtime import define
@@ -130,12 +132,12 @@ def _workload_numbers(spec, work: Workload) -> dict:
     entries. On a miss the numbers are :func:`symllm.costs.phases.workload`'s own, and the kernel of the same
     closed forms is stored.
 
-    >>> w = _workload_numbers(api.spec("llama3.1-8b"), Workload.of(seq=4096))
+    >>> w = _workload_numbers(resolved.spec("llama3.1-8b"), Workload.of(seq=4096))
     >>> w == costs.workload("llama3.1-8b", seq=4096)
     True
     """
     key = cache_key(spec.shape(), work.shape())
-    spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
+    checks.check(spec, work)
     vals = {**spec.values(), **work.values()}
     hit = cache_get("workload", key)
     if hit is not None and len(hit) == 3:
@@ -283,8 +285,7 @@ class Derivation:
         >>> print(derive("embedding").render("latex").split("\\n")[1])
         \\begin{align}
         """
-        if fmt not in FORMATS:
-            raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)})")
+        choice("format", fmt, FORMATS)
         return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor), self.names, fmt,
                          standalone, f"{self.component}: {QUANTITIES[self.quantity][0]}", template, template_dir)
 
@@ -315,7 +316,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     if quantity == "comm":  # bytes one GPU sends per training step under tp/pp/dp/sp (symllm.costs.parallel)
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
-        parallel.check(bare, work.ep)
+        checks.check(bare, work)
         leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     if quantity not in ("flops", "memory"):
@@ -406,7 +407,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
                           f"not {kind_key.upper()}")
     leaves, total, closed, definitions = _symbolic(name, quantity, kind_key, spec, work, options)
     terms = tuple((k, v) for k, v in leaves.items() if v != 0)
-    vals = api.values(spec, work) if spec is not None else None
+    vals = costs.values(spec, work) if spec is not None else None
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
         vals = None if work.gpu is None else work.values() if quantity == "ridge" else vals
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):
@@ -459,9 +460,9 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
         raise SymllmError(f"workload: unknown option {unknown[0]!r} (known: {', '.join(known)})")
     options = {**OPTIONS, **{k: v for k, v in workload.items() if k in OPTIONS and v is not None}}
     work = Workload.of(**{k: v for k, v in workload.items() if k not in OPTIONS})
-    spec = api.spec(config, vocab_size=vocab_size) if config is not None else None
+    spec = resolved.spec(config, vocab_size=vocab_size) if config is not None else None
     if spec is not None:  # too many stages, expert parallelism its experts do not allow, a window's limit
-        spec.check(seq=work.seq, gen=work.gen, context=work.context, pp=work.pp, ep=work.ep)
+        checks.check(spec, work)
     return _derive(component, quantity, kind, spec, notation_of(notation), work, options)
 
 
@@ -492,22 +493,22 @@ class Report:
     @property
     def spec(self):
         """The config's resolved :class:`~symllm.arch.specs.Spec`."""
-        return api.spec(self.config)
+        return resolved.spec(self.config)
 
     @property
     def total(self) -> int:
         """The model's parameter count."""
-        return api.params(self.spec)["total"]
+        return resolved.params(self.spec)["total"]
 
     def rows(self) -> list[dict]:
         """One row per non-zero leaf of the parameter breakdown, with its formula and value."""
-        counts = api.params(self.spec)
+        counts = resolved.params(self.spec)
         return [{"name": name, "formula": Formula(e), "value": counts[name]} for name, e in self.params.terms]
 
     def context(self, fmt: str = "latex", flavor: str = "github", template_dir=None) -> dict:
         """What the report templates are handed."""
         spec, names = self.spec, dict(self.names)
-        counts = api.params(spec)
+        counts = resolved.params(spec)
         dv = self.params.context(fmt, flavor)
         block = _derive("block", "params", None, spec, names, self.workload, OPTIONS)
         config_rows = [
@@ -583,7 +584,7 @@ class Report:
             out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor))})
         rows = []
         if work.stack != "ideal":
-            vals = api.values(spec, work)
+            vals = costs.values(spec, work)
             mdl = spec.model(work.attention)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
                     for t, e in stacks.moments(mdl, work.stack, bool(work.recompute), work.zero_stage)]
@@ -692,7 +693,7 @@ def report(config, *, notation=None, vocab_size: int | None = None, **workload) 
         if key in OPTIONS:
             raise SymllmError(f"workload: a report shows every phase and memory kind; {key!r} is an option of derive")
     work = Workload.of(**workload)
-    spec = api.spec(config, vocab_size=vocab_size)
+    spec = resolved.spec(config, vocab_size=vocab_size)
     names = notation_of(notation)
     return Report(config=spec.config, params=_derive("model", "params", None, spec, names, work, OPTIONS),
                   names=tuple(names.items()), workload=work)

@@ -21,13 +21,19 @@ is escaped for its format anyway).
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
 import re
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
 import jinja2
+import jinja2.compiler
+import jinja2.nodes
+import jinja2.runtime
 import sympy as sp
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from markupsafe import Markup
@@ -86,13 +92,20 @@ _LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
 _MD_RE = re.compile(r"([\\`*_\[\]<>|#$~&{}])")
 
 
+#: line breaks and the white space around them in user text: one space (a blank line in a model name ended
+#: LaTeX's \\title with a paragraph, and a line break left the rest of a ``%`` comment's line uncommented)
+_LINE_BREAKS = re.compile(r"[ \t]*[\r\n\f\v\x1c-\x1e\x85\u2028\u2029]+[\s]*")
+
+
 def escape_latex(text) -> str:
-    """User text (a model name, a description) made safe for LaTeX text mode.
+    """User text (a model name, a description) made safe for LaTeX text mode, on one line.
 
     >>> print(escape_latex("my_model 100% & #1 {x}"))
     my\\_model 100\\% \\& \\#1 \\{x\\}
+    >>> escape_latex("a\\n\\nb")
+    'a b'
     """
-    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], str(text))
+    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))
 
 
 def escape_markdown(text) -> str:
@@ -101,7 +114,7 @@ def escape_markdown(text) -> str:
     >>> print(escape_markdown("my_model | $5 *x*"))
     my\\_model \\| \\$5 \\*x\\*
     """
-    return _MD_RE.sub(r"\\\1", str(text))
+    return _MD_RE.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
 
 
 def _finalizer(escape):
@@ -699,13 +712,93 @@ def _kind_of(name: str) -> str:
     return {"tex": "latex", "md": "markdown"}.get(name.rsplit(".", 2)[-2] if name.count(".") >= 2 else "", "text")
 
 
-class _Sandbox(SandboxedEnvironment):
-    """Jinja's sandbox, which also refuses arithmetic that would take unbounded time or memory
-    (``{{ 10 ** 10 ** 10 }}``, ``{{ "x" * 10 ** 12 }}``): results are limited to :data:`LIMIT` bits or
-    items."""
+class _Exceeded(Exception):
+    """A user template went over its budget (:data:`MAX_OUTPUT`, :data:`TIME_LIMIT`, :data:`MEMORY_LIMIT`)."""
 
-    intercepted_binops = frozenset({"**", "*", "<<"})
+
+class _OverTime(_Exceeded):
+    pass
+
+
+class _OverMemory(_Exceeded):
+    pass
+
+
+#: the most characters a user template may produce
+MAX_OUTPUT = 16 << 20
+#: the seconds a user template may run
+TIME_LIMIT = 30.0
+#: the bytes of memory a user template may add to the process while it runs
+MEMORY_LIMIT = 512 << 20
+#: a format width of 7 digits or more ("%9999999d", "{:>9999999}"): a string of megabytes from a few characters
+_WIDE_FORMAT = re.compile(r"\d{7,}")
+
+
+class _CodeGenerator(jinja2.compiler.CodeGenerator):
+    """Jinja's code generator, with every ``~`` concatenation's result checked by the sandbox (a
+    string doubled in a loop through ``namespace()`` grew without bound)."""
+
+    def visit_Concat(self, node, frame):
+        self.write("environment.checked(")
+        super().visit_Concat(node, frame)
+        self.write(")")
+
+    def buffer(self, frame):
+        """A macro's, ``{% set %}`` block's or ``{% call %}``'s output gathers in a :class:`_Buffer` (a
+        macro looping over a large string built gigabytes before the join)."""
+        frame.buffer = self.temporary_identifier()
+        self.writeline(f"{frame.buffer} = environment.buffer()")
+
+
+class _Buffer(list):
+    """The output of a block, which refuses to hold more than :data:`MAX_OUTPUT` characters."""
+
+    __slots__ = ("size",)
+
+    def __init__(self):
+        super().__init__()
+        self.size = 0
+
+    def _count(self, items) -> None:
+        self.size += sum(len(x) for x in items if isinstance(x, str))
+        if self.size > MAX_OUTPUT:
+            raise SecurityError(f"a block's output would exceed {MAX_OUTPUT:,} characters")
+
+    def append(self, item):
+        self._count((item,))
+        super().append(item)
+
+    def extend(self, items):
+        items = tuple(items)
+        self._count(items)
+        super().extend(items)
+
+
+class _Sandbox(SandboxedEnvironment):
+    """Jinja's sandbox, which also refuses what would take unbounded time or memory in one step:
+    arithmetic (``{{ 10 ** 10 ** 10 }}``), repetition and concatenation (``"x" * 10 ** 12``, ``x ~ x``,
+    ``x + x``), formatting (``"%9999999d"``) and calls or filters with a huge count or width
+    (``"x".ljust(10 ** 9)``, ``"x"|center(10 ** 9)``): results and arguments are limited to
+    :data:`LIMIT` bits or items. ``range()`` is Jinja's (at most 100,000 items). What no single step
+    shows (loops inside loops, a list grown item by item) is bounded by :func:`_budget` around the render."""
+
+    code_generator_class = _CodeGenerator
+    intercepted_binops = frozenset({"**", "*", "<<", "+", "%"})
     LIMIT = 1 << 20
+
+    buffer = _Buffer
+
+    def checked(self, value):
+        """A result that must stay within :data:`LIMIT` items (a concatenation)."""
+        if isinstance(value, (str, bytes, list, tuple)) and len(value) > self.LIMIT:
+            raise SecurityError(f"the result would exceed {self.LIMIT:,} characters or items")
+        return value
+
+    def _check_args(self, what: str, args, kwargs) -> None:
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > self.LIMIT:
+                raise SecurityError(f"{what}: an argument over {self.LIMIT:,} (a width or count that large "
+                                    "would exhaust memory)")
 
     def call_binop(self, context, operator, left, right):
         ints = isinstance(left, int) and isinstance(right, int)
@@ -718,11 +811,95 @@ class _Sandbox(SandboxedEnvironment):
         elif operator == "*" and isinstance(left, int) != isinstance(right, int):  # "x" * n, [0] * n
             seq, n = (right, left) if isinstance(left, int) else (left, right)
             big = isinstance(seq, (str, list, tuple)) and len(seq) * n > self.LIMIT
+        elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+            big = len(left) + len(right) > self.LIMIT
+        elif operator == "%" and isinstance(left, str):
+            big = bool(_WIDE_FORMAT.search(left))
         else:
             big = False
         if big:
             raise SecurityError(f"{operator}: the result would exceed {self.LIMIT:,} bits or items")
-        return super().call_binop(context, operator, left, right)
+        return self.checked(super().call_binop(context, operator, left, right))
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 -- Jinja's signature
+        if __obj is not __self.globals.get("range"):  # Jinja's own range() says MAX_RANGE itself
+            __self._check_args(getattr(__obj, "__name__", "call"), args, kwargs)
+        bound = getattr(__obj, "__wrapped__", __obj)  # the sandbox hands str.format out wrapped
+        if isinstance(getattr(bound, "__self__", None), str) and _WIDE_FORMAT.search(bound.__self__) and \
+                getattr(bound, "__name__", "") in ("format", "format_map"):
+            raise SecurityError(f"format: a width over {__self.LIMIT:,}")
+        return __self.checked(super().call(__context, __obj, *args, **kwargs))
+
+
+def _bounded_filter(env: _Sandbox, name: str, func):
+    """Jinja's own filter ``func`` with its counts and widths checked (``center(10 ** 9)``,
+    ``replace(x, y)`` that multiplies a string, ``format`` with a huge width) and its result bounded."""
+    @functools.wraps(func)
+    def bounded(*args, **kwargs):
+        values = [a for a in args if not isinstance(a, (jinja2.runtime.Context, jinja2.nodes.EvalContext,
+                                                         jinja2.Environment))]
+        env._check_args(f"|{name}", values[1:], kwargs)
+        if name == "format" and values and isinstance(values[0], str) and _WIDE_FORMAT.search(values[0]):
+            raise SecurityError(f"|format: a width over {env.LIMIT:,}")
+        if name == "replace" and len(values) >= 3 and all(isinstance(v, str) for v in values[:3]):
+            text, old, new = values[:3]
+            if (len(text) // max(len(old), 1) + 1) * len(new) + len(text) > env.LIMIT:
+                raise SecurityError(f"|replace: the result could exceed {env.LIMIT:,} characters")
+        return env.checked(func(*args, **kwargs))
+    return bounded
+
+
+@contextlib.contextmanager
+def _budget(name: str):
+    """Run a user template's render with a watchdog: past :data:`TIME_LIMIT` seconds, or once the
+    process holds :data:`MEMORY_LIMIT` bytes more than when it started, the render is stopped by an
+    exception raised in its thread (loops inside loops, a list grown item by item: what no single
+    sandboxed step shows). The watchdog reads the memory from ``/proc/self/statm`` (Linux; elsewhere
+    only the time is watched)."""
+    import ctypes
+    import threading
+    import time
+
+    def resident() -> int | None:
+        try:
+            with open("/proc/self/statm", "rb") as fh:
+                return int(fh.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            return None
+
+    target, start, base = threading.get_ident(), time.monotonic(), resident()
+    lock, stop, fired = threading.Lock(), threading.Event(), []
+
+    def raise_in_render(exc) -> None:
+        with lock:
+            if not stop.is_set():
+                fired.append(exc)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(exc))
+
+    def watch() -> None:
+        while not stop.wait(0.02):
+            if time.monotonic() - start > TIME_LIMIT:
+                return raise_in_render(_OverTime)
+            now = resident()
+            if base is not None and now is not None and now - base > MEMORY_LIMIT:
+                return raise_in_render(_OverMemory)
+
+    watchdog = threading.Thread(target=watch, name=f"symllm template budget ({name})", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        with lock:
+            stop.set()
+            if fired:  # raised but maybe not delivered yet: never let it land after the render
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+        watchdog.join()
+
+
+try:
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+except (AttributeError, ValueError, OSError):
+    _PAGE = 4096
 
 
 @lru_cache(maxsize=64)
@@ -739,6 +916,7 @@ def _environment(kind: str, user_dir: str | None, names: tuple) -> jinja2.Enviro
     else:
         options.update(finalize=_finalizer(None))
     env = _Sandbox(**options)
+    env.filters.update({name: _bounded_filter(env, name, f) for name, f in env.filters.items()})
     env.filters.update(_filters(kind, dict(names)))
     return env
 
@@ -772,7 +950,15 @@ def render_template(name: str, context: dict, *, template_dir=None, names=None) 
     """
     kind = _kind_of(name)
     try:
-        return environment(kind, template_dir, names).get_template(name).render(**context)
+        template = environment(kind, template_dir, names).get_template(name)
+        if template_dir is None:  # symllm's own templates only
+            return template.render(**context)
+        with _budget(name):
+            return _bounded_output(template.generate(**context), name)
+    except _OverTime:
+        raise SymllmError(f"template: {name}: took longer than {TIME_LIMIT:g} s (loops inside loops?)") from None
+    except _OverMemory:
+        raise SymllmError(f"template: {name}: used more than {MEMORY_LIMIT >> 20:,} MiB of memory") from None
     except jinja2.TemplateNotFound as e:
         raise SymllmError(f"template: {e.name!r} not found") from None
     except jinja2.TemplateSyntaxError as e:
@@ -785,6 +971,17 @@ def render_template(name: str, context: dict, *, template_dir=None, names=None) 
         raise SymllmError(f"template: {name}: recursion too deep (a macro calling itself?)") from None
     except Exception as e:  # noqa: BLE001 -- a user template's runtime error: {{ 1/0 }}, {{ none + 1 }}, ...
         raise SymllmError(f"template: {name}: {type(e).__name__}: {_one_line(e)}") from None
+
+
+def _bounded_output(chunks, name: str) -> str:
+    """The pieces a template yields, joined; more than :data:`MAX_OUTPUT` characters is an error."""
+    out, size = [], 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_OUTPUT:
+            raise SymllmError(f"template: {name}: the output would exceed {MAX_OUTPUT:,} characters")
+        out.append(chunk)
+    return "".join(out)
 
 
 def _one_line(e: BaseException) -> str:
