@@ -137,7 +137,7 @@ def test_import_symllm_is_lazy_and_complete(tmp_path):
                   "print(symllm.evaluate.__module__, symllm.spec.__module__, symllm.workload.__module__)",
                   tmp_path)
     assert out.split() == ["False", str(PUBLISHED["llama2-7b"]["total"]), "True", "True", "Workload", "2",
-                           "symllm.numbers.kernels", "symllm.api", "symllm.costs.phases"]
+                           "symllm.numbers.kernels", "symllm.arch.resolved", "symllm.costs.phases"]
     assert set(symllm.__all__) <= set(dir(symllm))
 
 
