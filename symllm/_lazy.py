@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 
 def attributes(package: str, names: dict[str, tuple[str, str | None]]):
@@ -25,3 +26,26 @@ def attributes(package: str, names: dict[str, tuple[str, str | None]]):
         return sorted(names)
 
     return __getattr__, __dir__
+
+
+class module:  # noqa: N801 (stands for a module)
+    """A module imported on first attribute use: ``sp = module("sympy")`` lets a module whose tables are
+    read without SymPy (``symllm count``) write its formulas with ``sp.`` as usual.
+
+    >>> m = module("fractions")
+    >>> m.Fraction(1, 2)
+    Fraction(1, 2)
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        object.__setattr__(self, "_name", name)
+
+    def __getattr__(self, attr: str):
+        name = object.__getattribute__(self, "_name")
+        mod = sys.modules.get(name)
+        return getattr(mod if mod is not None else importlib.import_module(name), attr)
+
+    def __repr__(self):
+        return f"<lazy module {object.__getattribute__(self, '_name')!r}>"

@@ -42,6 +42,7 @@ import json  # noqa: E402
 import shutil  # noqa: E402
 import textwrap  # noqa: E402
 import typing  # noqa: E402
+import warnings  # noqa: E402
 from fractions import Fraction  # noqa: E402
 
 from symllm.arch import config as cfgmod  # noqa: E402
@@ -642,6 +643,15 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """symllm's own warnings (an untrusted cache, :class:`symllm.numbers.cache.CacheWarning`) as one line
+    ``symllm: warning: ...`` on stderr; any other as Python shows it."""
+    if category.__module__.startswith("symllm."):
+        print(f"symllm: warning: {message}", file=sys.stderr)
+    else:
+        warnings._showwarnmsg_impl(warnings.WarningMessage(message, category, filename, lineno, file, line))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status: 0, or 2 with one line ``symllm: error: ...`` on
     stderr for bad input or a failed write (also of stdout: ``> /dev/full``), 130 with ``symllm:
@@ -659,7 +669,9 @@ def main(argv: list[str] | None = None) -> int:
         previous = None
     try:
         args = build_parser().parse_args(argv)
-        code = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code = args.func(args)
         sys.stdout.flush()  # a full device fails here, not in the interpreter's flush at exit
         return code
     except SymllmError as e:

@@ -17,7 +17,8 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.config import ModelConfig, load
 from symllm.arch.specs import Spec, Structure, spec_of, structure_model
-from symllm.numbers.kernels import TableKernel, cache_get, cache_put, source_digest
+from symllm.numbers.cache import cache_get, cache_put, key as cache_key
+from symllm.numbers.kernels import TableKernel
 
 __all__ = ["resolve", "spec", "model_for", "hidden_dim", "params", "by_kind", "resolved_config", "Config"]
 
@@ -77,11 +78,11 @@ def hidden_dim(config: Config) -> int:
 def _params_table(structure: Structure) -> TableKernel:
     """One compiled function giving every breakdown term, one block and the total, per structure.
 
-    Its generated code is kept in :func:`symllm.numbers.kernels.cache_dir` by the structure and a hash of
+    Its generated code is kept in :func:`symllm.numbers.cache.cache_dir` by the structure and a hash of
     symllm's source files (as :mod:`symllm.numbers.quick` keeps a count's), so a later process builds no
     component tree for it; a miss or a damaged entry builds the tree.
     """
-    key = json.dumps([source_digest(), repr(structure)])
+    key = cache_key(structure)
     hit = cache_get("params-table", key)
     if hit is not None and len(hit) == 3:
         try:

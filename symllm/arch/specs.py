@@ -14,7 +14,7 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 
 from symllm.arch import symbols as S
@@ -93,7 +93,8 @@ class Spec:
     hidden_dim: int
     multiple_of: int
     ffn_dim_multiplier: float | None
-    structure: Structure
+    #: what shapes the closed forms (the fields marked ``shapes``: :meth:`shape`); the others are numbers
+    structure: Structure = field(metadata={"shapes": True})
     config: ModelConfig
     #: mixture of experts (None for a dense model): experts, top-k, MoE layers, dense layers' width
     n_experts: int | None = None
@@ -114,6 +115,15 @@ class Spec:
     def attention_kind(self) -> str:
         """"MHA", "MQA" or "GQA", from n_kv_heads."""
         return self.config.attention_kind
+
+    def shape(self) -> tuple:
+        """What of this spec shapes the closed forms, read off the fields marked ``shapes``: with
+        :meth:`symllm.costs.workloads.Workload.shape`, the key of every cache of formulas.
+
+        >>> spec_of(load("llama3-8b")).shape() == spec_of(load("llama3.1-8b")).shape()
+        True
+        """
+        return tuple((f.name, getattr(self, f.name)) for f in fields(self) if f.metadata.get("shapes"))
 
     def model(self, attention: str = "dense") -> Component:
         """The component tree of this spec's structure (shared by every spec of that structure)."""

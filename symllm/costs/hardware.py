@@ -58,12 +58,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import sympy as sp
-
-from symllm.arch import symbols as S
+from symllm._lazy import module
 from symllm.errors import SymllmError
 from symllm.validate import choice
+
+if TYPE_CHECKING:
+    import sympy as sp
+
+    from symllm.arch import symbols as S
+else:  # the closed forms' SymPy, imported on first use: a workload (``symllm count``) reads the table without it
+    sp, S = module("sympy"), module("symllm.arch.symbols")
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "roofline"]

@@ -329,6 +329,11 @@ PER_GPU_MEMORY = ("weights", "training_states", "activations")
 PER_GPU_PEAKS = ("inference_peak", "training_peak")
 
 
+#: (id of a model component, a workload's shape) -> (the component, its composed quantities): building
+#: them is most of a first workload()'s time (the per-GPU forms of a large MoE: most of a second)
+_COMPOSED: dict[tuple, tuple] = {}
+
+
 def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     """The closed forms behind :func:`workload`: ``{"flops": {...}, "memory": {...}}`` for the model
     component ``mdl`` under ``work``'s training options (``recompute``, ``zero_stage``); what
@@ -342,6 +347,19 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     model's and no bytes are sent.
     """
     checks.check(mdl, work)
+    key = (id(mdl), work.shape())
+    hit = _COMPOSED.get(key)
+    if hit is not None and hit[0] is mdl:
+        return hit[1]
+    out = _compose(mdl, work)
+    if len(_COMPOSED) >= 512:
+        _COMPOSED.clear()
+    _COMPOSED[key] = (mdl, out)  # holding mdl keeps its id from being reused
+    return out
+
+
+def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
+    """:func:`quantities`, built: reads only what :meth:`Workload.shape` holds."""
     out = {
         "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},

@@ -49,6 +49,8 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, FP32, INT64
 from symllm.costs import zero
+from symllm.costs.workloads import COMPONENT_STACKS, STACKS
+from symllm.costs.workloads import check_stack as check_name
 from symllm.errors import SymllmError
 from symllm.validate import choice
 
@@ -58,28 +60,6 @@ if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) with
 __all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
            "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
-#: the stacks whose memory is the component tree's own (symllm.costs.phases); ``fused`` is the default
-COMPONENT_STACKS = ("fused", "eager")
-#: the stacks symllm knows
-STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
-#: names no longer taken, and what to say instead
-_RENAMED = {"ideal": "renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, "
-                     "what 'ideal' computed)"}
-
-
-def check_name(stack) -> None:
-    """Refuse a stack symllm does not know, in one line (a renamed one says what it is called now).
-
-    >>> check_name("fused")
-    >>> check_name("ideal")
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: stack: 'ideal' was renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, what 'ideal' computed)
-    """
-    if stack in _RENAMED:
-        raise SymllmError(f"stack: {stack!r} was {_RENAMED[stack]}")
-    if stack not in STACKS:
-        raise SymllmError(f"stack: unknown {stack!r} (known: {', '.join(STACKS)})")
 
 _T = S.b * S.s            # token rows
 _SCORES = S.b * S.n_h * S.s ** 2  # attention scores of a prefill

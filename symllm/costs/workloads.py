@@ -21,18 +21,37 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from symllm.costs import hardware
-from symllm.arch import symbols as S
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES  # (bytes per element: the one table)
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, zero_stage
-from symllm.costs.stacks import COMPONENT_STACKS, STACKS
-from symllm.costs.stacks import check_name as check_stack
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "INT4_SCALE_BYTES", "dtype_bytes", "options", "lora_targets"]
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+           "lora_targets"]
 
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
-_FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
+#: the stacks whose memory is the component tree's own (symllm.costs.phases); ``fused`` is the default
+COMPONENT_STACKS = ("fused", "eager")
+#: the stacks symllm knows
+STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
+#: names no longer taken, and what to say instead
+_RENAMED = {"ideal": "renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, "
+                     "what 'ideal' computed)"}
+
+
+def check_stack(stack) -> None:
+    """Refuse a stack symllm does not know, in one line (a renamed one says what it is called now).
+
+    >>> check_stack("fused")
+    >>> check_stack("ideal")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: stack: 'ideal' was renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, what 'ideal' computed)
+    """
+    if stack in _RENAMED:
+        raise SymllmError(f"stack: {stack!r} was {_RENAMED[stack]}")
+    if stack not in STACKS:
+        raise SymllmError(f"stack: unknown {stack!r} (known: {', '.join(STACKS)})")
 
 
 def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> int | Fraction:
@@ -61,6 +80,15 @@ class Option:
     axis: bool = False
     #: what ``symllm derive/report`` need not show (training-only options)
     training: bool = False
+    #: what of the field shapes the closed forms (:meth:`Workload.shape`, the key of every cache of
+    #: formulas): nothing (False), its value (True), or a function of it (a layout's ranks: above 1 or not)
+    shapes: object = False
+
+
+def _above_one(ranks: int) -> bool:
+    """What of a rank count shapes the per-GPU closed forms: whether it splits anything (they hold ``N_t``,
+    ``N_p``, ``N_d``, ``N_e`` as symbols)."""
+    return ranks > 1
 
 
 #: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order
@@ -122,21 +150,23 @@ class Workload:
     #: activations dtype (None: dtype, or bf16 for fp8/int8/int4 weights)
     act_dtype: str | None = _opt(None, "activations dtype (default: --dtype; bf16 for 8- and 4-bit weights)")
     #: attention-core FLOPs: every score of the rectangle (dense) or only the unmasked pairs (causal)
-    attention: str = _opt("dense", "attention-core FLOPs: every score (dense) or only the unmasked pairs (causal)")
+    attention: str = _opt("dense", "attention-core FLOPs: every score (dense) or only the unmasked pairs (causal)",
+                          shapes=True)
     #: ZeRO stage 0-3 for the training states
-    zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True)
+    zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True, shapes=True)
     #: data-parallel ranks the ZeRO stage shards over, N_d
-    dp: int = _opt(1, "data-parallel ranks the ZeRO stage shards over", training=True)
+    dp: int = _opt(1, "data-parallel ranks the ZeRO stage shards over", training=True, shapes=_above_one)
     #: tensor-parallel ranks, N_t (symllm.costs.parallel: the standard LLaMA plan, per-GPU numbers)
-    tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True)
+    tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True, shapes=_above_one)
     #: pipeline-parallel stages of contiguous layers, N_p
-    pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True)
+    pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True, shapes=_above_one)
     #: expert-parallel ranks sharing each MoE layer's routed experts, N_e, carved out of the dp ranks
-    ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp)", training=True)
+    ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp)", training=True,
+                   shapes=_above_one)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
-    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True)
+    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
     #: full activation recomputation (training FLOPs and activations)
-    recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True)
+    recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
@@ -165,7 +195,7 @@ class Workload:
     price: float | None = _opt(None, "price of one GPU-hour, for the cost of --tokens", training=True)
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
     stack: str = _opt("fused", f"memory of this stack: {', '.join(STACKS)} (fused: FlashAttention/SDPA, no s² "
-                      "scores; eager: the s² scores kept; both all in --act-dtype)")
+                      "scores; eager: the s² scores kept; both all in --act-dtype)", shapes=True)
     #: a quantized weight format (symllm.costs.formats: GGUF file types, awq, gptq, nf4, fp8, ...); None: --dtype only
     weight_format: str | None = _opt(None, "weights in this format too: exact bytes and bits per weight "
                                      "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, nf4, int8, fp8-block, nvfp4, mxfp4, ...)")
@@ -239,6 +269,22 @@ class Workload:
         given = {k: v for k, v in options.items() if v is not None}
         return workload.replace(**given) if workload is not None else cls(**given)
 
+    def shape(self) -> tuple:
+        """What of this workload shapes the closed forms, read off the fields marked ``shapes``: the key of
+        the composed quantities in memory (:func:`symllm.costs.phases.quantities`) and of every cache entry
+        of formulas on disk. Workloads of one shape share their closed forms; only their numbers differ.
+
+        >>> Workload(seq=8, tp=2).shape() == Workload(seq=4096, tp=8).shape() != Workload().shape()
+        True
+        """
+        out = []
+        for f in dataclasses.fields(self):
+            mark = f.metadata["option"].shapes if "option" in f.metadata else False
+            if mark is not False:
+                value = getattr(self, f.name)
+                out.append((f.name, value if mark is True else mark(value)))
+        return tuple(out)
+
     @staticmethod
     def names() -> tuple[str, ...]:
         """The option names, in declaration order."""
@@ -272,10 +318,13 @@ class Workload:
     def values(self) -> dict:
         """Symbol -> number for every workload and bytes symbol (the symbols table's ``code`` names).
 
+        >>> from symllm.arch import symbols as S
         >>> v = Workload(batch=2, seq=8, dtype="fp32").values()
         >>> v[S.b], v[S.s], v[S.t], v[S.beta_w], v[S.N_d]
         (2, 8, 8, 4, 1)
         """
+        from symllm.arch import symbols as S  # SymPy: a workload is made (``symllm count``) without it
+
         out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
                if info.kind in ("workload", "bytes")}
         accelerator = hardware.of(self)

@@ -26,26 +26,23 @@ exactly like doubles, so both agree with the model Meta's code builds.
 """
 from __future__ import annotations
 
-import json
 import keyword
 import math
 import operator
-import os
 import sys
-import tempfile
 import types
 from fractions import Fraction
 from functools import lru_cache
-from pathlib import Path
 
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
+from symllm.numbers.cache import cache_get, cache_put, source_digest
+from symllm.numbers.runtime import SCALAR_HELPERS, _is_array, _numpy, _object_ufunc, define
 
-__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE", "cache_dir", "cache_get", "cache_put", "define",
-           "source_digest"]
+__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE"]
 
 #: points per block of :meth:`Kernel.vector`: 2**14 int64 temporaries (128 KiB each) stay in the CPU cache
 BLOCK = 1 << 14
@@ -176,78 +173,6 @@ def _bound_code(e: sp.Expr) -> str:
     raise _NoBound(type(e).__name__)
 
 
-def _numpy():
-    """numpy, imported on first use: scalar evaluation (``symllm count``) never pays for it."""
-    import numpy
-    return numpy
-
-
-def _is_array(x) -> bool:
-    np = sys.modules.get("numpy")  # nothing is an array before numpy is imported
-    return np is not None and isinstance(x, np.ndarray)
-
-
-@lru_cache(maxsize=None)
-def _object_ufunc(fn):
-    return _numpy().frompyfunc(fn, 1, 1)
-
-
-def _floor(x):
-    if _is_array(x):
-        np = _numpy()
-        return _object_ufunc(math.floor)(x) if x.dtype == object else np.floor(x).astype(np.int64)
-    return math.floor(x)
-
-
-def _ceil(x):
-    if _is_array(x):
-        np = _numpy()
-        return _object_ufunc(math.ceil)(x) if x.dtype == object else np.ceil(x).astype(np.int64)
-    return math.ceil(x)
-
-
-def _max(*xs):
-    if any(map(_is_array, xs)):
-        out = xs[0]
-        for x in xs[1:]:
-            out = _numpy().maximum(out, x)
-        return out
-    return max(xs)
-
-
-def _min(*xs):
-    if any(map(_is_array, xs)):
-        out = xs[0]
-        for x in xs[1:]:
-            out = _numpy().minimum(out, x)
-        return out
-    return min(xs)
-
-
-def _max1(x):
-    return _numpy().maximum(x, 1.0) if _is_array(x) else max(x, 1.0)
-
-
-def _exact_div(num, den):
-    if _is_array(num) or _is_array(den):
-        np = _numpy()
-        q = num // den
-        rest = num - q * den
-        if not np.any(rest):
-            return q
-        if np.asarray(num).dtype.kind == "f":  # a float expression: no exact value to keep
-            return num / den
-        # exact everywhere: Python ints where the division is exact, Fractions where it is not
-        shape = np.broadcast_shapes(np.shape(num), np.shape(den))
-        out = np.broadcast_to(q, shape).astype(object)
-        at = np.nonzero(np.broadcast_to(rest, shape))
-        out[at] = [Fraction(a) / Fraction(b) for a, b in zip(np.broadcast_to(num, shape)[at].tolist(),  # ints
-                                                             np.broadcast_to(den, shape)[at].tolist())]  # or Fractions
-        return out
-    q, r = divmod(num, den)
-    return q if r == 0 else Fraction(num, den)
-
-
 def _magnitude(x) -> float:
     """The largest ``|x|`` of a number or array, as a float (inf when too big for one)."""
     try:
@@ -291,149 +216,38 @@ def _code(expr: sp.Expr) -> str:
     return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
 
 
-def cache_dir() -> Path | None:
-    """Where generated kernel source is kept between processes, or ``None`` when that is off.
-
-    ``$SYMLLM_CACHE_DIR`` (empty: off), else ``$XDG_CACHE_HOME/symllm``, else ``~/.cache/symllm``. Each
-    file is named by a SHA-256 of the expression (its ``srepr``, assumptions included), this module's
-    source and the SymPy and Python versions, so a changed formula or code generator never reads an
-    old entry; an unreadable or malformed entry is generated again. The cache holds Python source
-    that is executed, so it must be as private as your home directory (it is created mode 0700).
-
-    >>> import os
-    >>> from unittest import mock
-    >>> with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": "/tmp/k"}):
-    ...     print(cache_dir())
-    /tmp/k
-    >>> with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": ""}):
-    ...     print(cache_dir())
-    None
-    """
-    env = os.environ.get("SYMLLM_CACHE_DIR")
-    if env is not None:
-        return Path(env) if env else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "symllm"
-
-
-try:  # hashlib would load OpenSSL (3 ms of every start-up); BLAKE2 is built into CPython
-    from _blake2 import blake2b as _blake2b
-except ImportError:  # pragma: no cover
-    from hashlib import blake2b as _blake2b
-
-#: entries kept in :func:`cache_dir`; past this the least recently used half is removed
-CACHE_ENTRIES = 2048
-
-
-@lru_cache(maxsize=1)
-def _generator_key() -> bytes:
-    """What generated code depends on besides the expression: this module and the SymPy/Python versions."""
-    try:
-        own = Path(__file__).read_bytes()
-    except OSError:  # no source (a zip import): the version alone
-        own = b""
-    return _blake2b(own + sp.__version__.encode() + sys.version.encode()).digest()
-
-
-@lru_cache(maxsize=1)
-def source_digest() -> str:
-    """A hash of symllm's source files (the formulas, the spec, the code generator): part of the key of
-    a cache entry that depends on more than one expression (a structure's tables, a derivation).
-
-    >>> len(source_digest())
-    128
-    """
-    h = _blake2b()
-    root = Path(__file__).resolve().parents[1]
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _entry(kind: str, text: str) -> tuple[Path, str] | None:
-    folder = cache_dir()
-    if folder is None:
-        return None
-    key = _blake2b(_generator_key() + f"\0{kind}\0{text}".encode()).hexdigest()
-    return folder / f"{kind}-{key[:32]}.json", key
-
-
-def cache_get(kind: str, text: str) -> tuple | None:
-    """The strings :func:`cache_put` stored for ``kind`` and ``text`` (by this module, these SymPy and
-    Python versions), or ``None``: no entry, an unreadable or malformed one, or the cache is off."""
-    entry = _entry(kind, text)
-    if entry is None:
-        return None
-    path, key = entry
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        sources = data["sources"]
-        if data["key"] == key and isinstance(sources, list) and all(isinstance(x, str) for x in sources):
-            os.utime(path)  # recently used: kept when the cache is trimmed
-            return tuple(sources)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return None
-
-
-def cache_put(kind: str, text: str, sources) -> None:
-    """Store ``sources`` (strings) for ``kind`` and ``text``, atomically; any failure is ignored (the
-    cache only saves time). Past :data:`CACHE_ENTRIES` entries the least recently used half goes."""
-    entry = _entry(kind, text)
-    if entry is None:
-        return
-    path, key = entry
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+def _cached_functions(kind: str, text: str, make, names: tuple) -> tuple[tuple, tuple]:
+    """``(sources, functions)``: the source strings ``make()`` generates for an expression whose ``srepr``
+    is ``text`` and the functions ``names`` they define, one per string. The sources are read back from
+    the cache (:mod:`symllm.numbers.cache`) when an earlier process stored them, so the first ``symllm
+    count`` of a process compiles nothing; otherwise (no entry, a damaged one, or one whose code is not
+    of the generated shape) they are generated and stored. The cache can make a start faster, never a
+    number different."""
+    key = f"{source_digest()}\0{text}"
+    sources = cache_get(kind, key)
+    if sources is not None and len(sources) == len(names):
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump({"key": key, "sources": list(sources)}, out)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        entries = list(path.parent.glob("*-*.json"))
-        if len(entries) > CACHE_ENTRIES:
-            entries.sort(key=lambda p: p.stat().st_mtime)
-            for old in entries[:len(entries) // 2]:
-                old.unlink(missing_ok=True)
-    except OSError:
-        pass
-
-
-def _cached_sources(kind: str, text: str, make) -> tuple:
-    """The source strings ``make()`` generates for an expression whose ``srepr`` is ``text``, read back
-    from :func:`cache_dir` when an earlier process stored them (the first ``symllm count`` of a process
-    compiles nothing); stored after ``make()`` otherwise. The cache can make a start faster, never a
-    number different: a miss or a damaged entry generates the code again."""
-    sources = cache_get(kind, text)
-    if sources is None:
-        sources = tuple(make())
-        cache_put(kind, text, sources)
-    return sources
-
-
-def define(source: str, name: str):
-    r"""The function ``name`` that ``source`` (code this module generated) defines, with the kernels'
-    helpers (``_floor``, ``_exact_div``, ...) in scope.
-
-    >>> define("def k(d):\n    return _exact_div(d, 2)\n", "k")(3)
-    Fraction(3, 2)
-    """
-    return _define(source, name)
+            return sources, tuple(_define(src, name) for src, name in zip(sources, names))
+        except ValueError:  # not generated code: generated again below
+            pass
+    sources = tuple(make())
+    functions = tuple(_define(src, name) for src, name in zip(sources, names, strict=True))
+    cache_put(kind, key, sources)
+    return sources, functions
 
 
 def _define(source: str, name: str):
-    """The function ``name`` that ``source`` defines, with the kernels' helpers in scope."""
-    namespace = {"_Fraction": Fraction, "_floor": _floor, "_ceil": _ceil, "_max": _max, "_min": _min,
-                 "_max1": _max1, "_inf": math.inf, "_exact_div": _exact_div, "math": math}
-    exec(compile(source, f"<symllm {name}>", "exec"), namespace)  # noqa: S102
+    """The function ``name`` that ``source`` defines: kernel source (which may have come from the cache)
+    goes through :func:`symllm.numbers.runtime.define`, which accepts generated arithmetic only."""
+    return define(source, name)
+
+
+def _define_here(source: str, name: str, scope: dict):
+    """The function ``name`` of ``source`` that this process generated itself (a kernel's reader of one
+    dict layout, never read from disk), in ``scope``."""
+    namespace = dict(scope)
+    exec(compile(source, f"<symllm {name}>", "exec"), namespace)  # noqa: S102 (built here, from checked source)
     return namespace[name]
-
-
-#: the kernels' helpers for Python-number inputs: what each helper itself does for a non-array
-_SCALAR_HELPERS = {"_floor": math.floor, "_ceil": math.ceil}
 
 
 class Kernel:
@@ -456,12 +270,11 @@ class Kernel:
         self.args = tuple(sorted(self.expr.free_symbols, key=lambda x: x.name))
         #: the argument names, for fast look-ups
         self.names = frozenset(a.name for a in self.args)
-        self.source, self.bound_source = _cached_sources("kernel", sp.srepr(self.expr), self._generate)
-        self._fn = _define(self.source, "kernel")
-        self._bound = _define(self.bound_source, "bound")
+        (self.source, self.bound_source), (self._fn, self._bound) = _cached_functions(
+            "kernel", sp.srepr(self.expr), self._generate, ("kernel", "bound"))
         #: the same code with scalar helpers (``math.floor`` for ``_floor``: what ``_floor`` does for a
         #: non-array), for inputs that are all Python ints, floats or bools
-        self._scalar = types.FunctionType(self._fn.__code__, {**self._fn.__globals__, **_SCALAR_HELPERS})
+        self._scalar = types.FunctionType(self._fn.__code__, {**self._fn.__globals__, **SCALAR_HELPERS})
         #: (the keys of the last dict evaluate() read, a getter of this kernel's arguments from its values,
         #: their positions)
         self._layout = None
@@ -512,7 +325,7 @@ class Kernel:
                   f"        {unpack_values}, = _v.values()\n        if {same_types}:\n{body}    raise _Miss\n")
         scope = {**self._scalar.__globals__, "_type": type, "_Miss": _Miss,
                  **{f"_K{i}": keys[i] for i in at}, **{f"_T{i}": type(values[i]) for i in at}}
-        return types.FunctionType(_define(source, "kernel_reader").__code__, scope)
+        return _define_here(source, "kernel_reader", scope)
 
     def _generate(self) -> tuple[str, str]:
         """The kernel's source and its magnitude bound's source."""
@@ -665,8 +478,7 @@ class TableKernel:
             return (f"def table({', '.join(a.name for a in self.args)}):\n    return ({body},)\n",)
 
         text = "\0".join(f"{k}\0{sp.srepr(e)}" for k, e in exprs.items())
-        (self.source,) = _cached_sources("table", text, generate)
-        self._fn = _define(self.source, "table")
+        (self.source,), (self._fn,) = _cached_functions("table", text, generate, ("table",))
 
     @classmethod
     def from_source(cls, args: tuple, names: tuple, source: str) -> "TableKernel":

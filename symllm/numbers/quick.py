@@ -3,7 +3,7 @@
 :func:`symllm.arch.resolved.params` builds the component tree and compiles its breakdown (and Meta's ``d_ff``
 rounding) once per process; for one count that is most of the command's time after importing SymPy.
 :func:`params` gives the same numbers from the same generated code, kept in
-:func:`symllm.numbers.kernels.cache_dir` (with the arguments' field names) and keyed by
+:func:`symllm.numbers.cache.cache_dir` (with the arguments' field names) and keyed by
 
 * a hash of symllm's own source files (any change to a formula, the spec or the code generator is a
   miss), with the SymPy and Python versions (:mod:`symllm.numbers.kernels`'s key), and
@@ -32,7 +32,8 @@ from pathlib import Path
 
 from symllm.arch.config import ModelConfig, load  # noqa: F401  (load: the doctest)
 from symllm.errors import SymllmError
-from symllm.numbers.kernels import _blake2b, cache_get, cache_put, define, source_digest
+from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
+from symllm.numbers.runtime import define
 
 __all__ = ["params", "report", "SIZE_FIELDS"]
 
@@ -48,7 +49,7 @@ def _key(config: ModelConfig) -> str:
             continue
         value = getattr(config, fld.name)
         fields.append((fld.name, value is not None if fld.name in SIZE_FIELDS else repr(value)))
-    return json.dumps([source_digest(), fields])
+    return cache_key(fields)
 
 
 @lru_cache(maxsize=64)
@@ -84,18 +85,23 @@ def params(config: ModelConfig) -> tuple[dict, int]:
     """
     key = _key(config)
     sources = cache_get("count", key)
-    if sources is None or len(sources) != 5:
-        counts, d_ff, sources = _from_api(config)
-        cache_put("count", key, sources)
-        return counts, d_ff
-    hidden, table_args, names, table = _compiled(key, sources)
-    if hidden is None:
-        d_ff = config.hidden_dim
-    else:
-        args, kernel = hidden
-        d_ff = kernel(*(getattr(config, a) for a in args))
-    values = [d_ff if a == "hidden_dim" else getattr(config, a) for a in table_args]
-    return dict(zip(names, table(*values))), d_ff
+    if sources is not None and len(sources) == 5:
+        try:
+            hidden, table_args, names, table = _compiled(key, sources)
+            if hidden is None:
+                d_ff = config.hidden_dim
+            else:
+                args, kernel = hidden
+                d_ff = kernel(*(getattr(config, a) for a in args))
+            values = [d_ff if a == "hidden_dim" else getattr(config, a) for a in table_args]
+            counts = dict(zip(names, table(*values), strict=True))
+            if type(counts.get("total")) is int and type(d_ff) is int:
+                return counts, d_ff
+        except Exception:  # noqa: BLE001 (an entry of another shape: computed again below)
+            pass
+    counts, d_ff, sources = _from_api(config)
+    cache_put("count", key, sources)
+    return counts, d_ff
 
 
 def _template_folder() -> Path | None:
@@ -160,15 +166,14 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
         return None
     if rendering is None:
         return None
-    return json.dumps([source_digest(), rendering, repr(config), repr(work), sorted(work.derived), names, fmt, bool(standalone),
-                       template, flavor])
+    return cache_key(rendering, config, work, sorted(work.derived), names, fmt, bool(standalone), template, flavor)
 
 
 def report(model, *, fmt: str = "latex", standalone: bool = False, template: str | None = None,
            template_dir=None, flavor: str = "github", notation=None, vocab_size: int | None = None,
            **workload) -> str:
     """``symllm.report(model, notation=..., vocab_size=..., **workload).render(fmt, ...)``: the text of a
-    report, read back from :func:`symllm.numbers.kernels.cache_dir` when an earlier process rendered the same
+    report, read back from :func:`symllm.numbers.cache.cache_dir` when an earlier process rendered the same
     report (see the module docstring), rendered and stored otherwise. User templates
     (``template_dir``) are always rendered.
 

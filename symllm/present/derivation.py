@@ -17,6 +17,7 @@ through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.ar
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -34,7 +35,9 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component, collected, component, model
 from symllm.errors import SymllmError
 from symllm.validate import choice
-from symllm.numbers.kernels import cache_get, cache_put, define, evaluate, source_digest
+from symllm.numbers.cache import cache_get, cache_put, key as cache_key
+from symllm.numbers.kernels import evaluate
+from symllm.numbers.runtime import define
 from symllm.present.format import grouped
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
@@ -64,11 +67,38 @@ def _mul(*args, **options):
     return sp.Mul(*args, **options)
 
 
+#: what an ``srepr`` read back may call: SymPy's own expression classes (``Symbol``, ``Integer``, ``Mul``, ...),
+#: never a function (``sympify``, ``parse_expr``, ``lambdify`` would evaluate strings)
+_SREPR_CALLS = frozenset(name for name, value in vars(sp).items()
+                         if isinstance(value, type) and issubclass(value, sp.Basic))
+_SREPR_NODES = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, ast.keyword, ast.Tuple, ast.List,
+                ast.UnaryOp, ast.USub)
+
+
 def _rebuilt(text: str) -> sp.Basic:
     """The expression whose ``srepr`` is ``text``, rebuilt node by node as it was (no evaluation, so the
-    tree, and what it prints, is the one ``srepr`` was taken of)."""
+    tree, and what it prints, is the one ``srepr`` was taken of). ``text`` is data: only calls of SymPy's
+    expression classes on literals are accepted (ValueError otherwise), so a cache entry can at worst
+    give a wrong formula, which its digest catches (:mod:`symllm.numbers.cache`).
+
+    >>> _rebuilt("Mul(Integer(2), Symbol('d'))")
+    2*d
+    >>> _rebuilt("Symbol('d').__class__")
+    Traceback (most recent call last):
+    ...
+    ValueError: srepr: Attribute is not an expression's srepr
+    """
+    tree = ast.parse(text, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _SREPR_NODES):
+            raise ValueError(f"srepr: {type(node).__name__} is not an expression's srepr")
+        if isinstance(node, ast.Name) and node.id not in _SREPR_CALLS:
+            raise ValueError(f"srepr: {node.id!r} is not a SymPy expression class")
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
+            raise ValueError("srepr: a call of something other than a SymPy expression class")
     with sp.evaluate(False):
-        out = eval(text, {**vars(sp), "Mul": _mul, "__builtins__": {}})  # noqa: S307 (symllm's own cache, as private as its kernels)
+        out = eval(compile(tree, "<srepr>", "eval"), {**{k: getattr(sp, k) for k in _SREPR_CALLS}, "Mul": _mul,  # noqa: S307
+                                                      "__builtins__": {}})
     if not isinstance(out, sp.Basic):
         raise TypeError(type(out).__name__)
     return out
@@ -76,14 +106,14 @@ def _rebuilt(text: str) -> sp.Basic:
 
 def _collected(total: sp.Expr) -> sp.Expr:
     """:func:`symllm.arch.components.collected` of ``total`` (a ``factor``, tens of milliseconds), kept in
-    :func:`symllm.numbers.kernels.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
+    :func:`symllm.numbers.cache.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
     so a report's closed forms are factored once, not in every process. A miss or a damaged entry
     factors again.
 
     >>> _collected(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
     2*d*d_h*(n_h + n_kv)
     """
-    key = json.dumps([source_digest(), sp.srepr(total)])
+    key = cache_key(sp.srepr(total))
     hit = cache_get("collected", key)
     if hit is not None and len(hit) == 1:
         try:
@@ -97,7 +127,7 @@ def _collected(total: sp.Expr) -> sp.Expr:
 
 def _workload_numbers(spec, work: Workload) -> dict:
     """:func:`symllm.costs.phases.workload` of ``spec`` and ``work``, from a table kernel an earlier process
-    compiled when :func:`symllm.numbers.kernels.cache_dir` holds one for this structure and these training
+    compiled when :func:`symllm.numbers.cache.cache_dir` holds one for this structure and these training
     options (building the closed forms is most of a report's time); keyed like :mod:`symllm.numbers.quick`'s
     entries. On a miss the numbers are :func:`symllm.costs.phases.workload`'s own, and the kernel of the same
     closed forms is stored.
@@ -106,8 +136,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     >>> w == costs.workload("llama3.1-8b", seq=4096)
     True
     """
-    key = json.dumps([source_digest(), repr(spec.structure), work.attention, bool(work.recompute),
-                      work.zero_stage, work.stack, work.sp, parallel.laid_out(work)])
+    key = cache_key(spec.shape(), work.shape())
     checks.check(spec, work)
     vals = {**spec.values(), **work.values()}
     hit = cache_get("workload", key)
@@ -328,20 +357,21 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     """The formulas of a derivation: ``(leaves, total, closed, definitions)`` (sub-terms by leaf path,
     their sum, its collected form, the definitions it uses). Building them (the component tree, the
     costs, a ``factor``) is most of a derivation's time, so they are kept in
-    :func:`symllm.numbers.kernels.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
-    the structure, the component, the quantity, the attention variant, the workload's symbolic options
-    and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
+    :func:`symllm.numbers.cache.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
+    the spec's and the workload's shape (their fields marked ``shapes``), the component, the quantity, the
+    attention variant and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
 
     >>> leaves, total, closed, _ = _symbolic("attention", "params", "gqa", None, Workload(), OPTIONS)
     >>> list(leaves)[:2], closed
     (['wq', 'wk'], 2*d*d_h*(n_h + n_kv))
     """
     try:
-        key = json.dumps([source_digest(), repr(spec.structure) if spec is not None else None, name,
-                          quantity, kind_key, work.attention, work.causal, bool(work.recompute),
-                          work.zero_stage, work.stack, work.sp, sorted(options.items())])
+        json.dumps(list(options.values()))
     except TypeError:  # an option JSON cannot hold: not cached
         key = None
+    else:
+        key = cache_key(spec.shape() if spec is not None else None, name, quantity, kind_key, work.shape(),
+                        sorted(options.items()))
     hit = cache_get("derive", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         try:

@@ -1,0 +1,154 @@
+r"""What generated kernels run with: their helpers and :func:`define`, which turns kernel source back into a
+function. No SymPy: ``symllm count`` runs kernels an earlier process generated without importing it.
+
+Kernel source is data to this module, not code: :func:`define` accepts only the shape of code that
+:mod:`symllm.numbers.kernels` generates (one function of named numbers returning arithmetic on them, calls
+to the helpers below, number literals) and refuses anything else, so an entry read back from the cache
+(:mod:`symllm.numbers.cache`) can at worst give wrong numbers (which its digest catches), never run other
+code.
+
+>>> define("def k(d):\n    return _exact_div(d, 2)\n", "k")(3)
+Fraction(3, 2)
+>>> define("def k(d):\n    return __import__('os')\n", "k")
+Traceback (most recent call last):
+...
+ValueError: kernel source: Call of __import__ is not generated code
+"""
+from __future__ import annotations
+
+import ast
+import math
+import sys
+from fractions import Fraction
+from functools import lru_cache
+
+__all__ = ["define", "HELPERS", "SCALAR_HELPERS"]
+
+
+def _numpy():
+    """numpy, imported on first use: scalar evaluation (``symllm count``) never pays for it."""
+    import numpy
+    return numpy
+
+
+def _is_array(x) -> bool:
+    np = sys.modules.get("numpy")  # nothing is an array before numpy is imported
+    return np is not None and isinstance(x, np.ndarray)
+
+
+@lru_cache(maxsize=None)
+def _object_ufunc(fn):
+    return _numpy().frompyfunc(fn, 1, 1)
+
+
+def _floor(x):
+    if _is_array(x):
+        np = _numpy()
+        return _object_ufunc(math.floor)(x) if x.dtype == object else np.floor(x).astype(np.int64)
+    return math.floor(x)
+
+
+def _ceil(x):
+    if _is_array(x):
+        np = _numpy()
+        return _object_ufunc(math.ceil)(x) if x.dtype == object else np.ceil(x).astype(np.int64)
+    return math.ceil(x)
+
+
+def _max(*xs):
+    if any(map(_is_array, xs)):
+        out = xs[0]
+        for x in xs[1:]:
+            out = _numpy().maximum(out, x)
+        return out
+    return max(xs)
+
+
+def _min(*xs):
+    if any(map(_is_array, xs)):
+        out = xs[0]
+        for x in xs[1:]:
+            out = _numpy().minimum(out, x)
+        return out
+    return min(xs)
+
+
+def _max1(x):
+    return _numpy().maximum(x, 1.0) if _is_array(x) else max(x, 1.0)
+
+
+def _exact_div(num, den):
+    if _is_array(num) or _is_array(den):
+        np = _numpy()
+        q = num // den
+        rest = num - q * den
+        if not np.any(rest):
+            return q
+        if np.asarray(num).dtype.kind == "f":  # a float expression: no exact value to keep
+            return num / den
+        # exact everywhere: Python ints where the division is exact, Fractions where it is not
+        shape = np.broadcast_shapes(np.shape(num), np.shape(den))
+        out = np.broadcast_to(q, shape).astype(object)
+        at = np.nonzero(np.broadcast_to(rest, shape))
+        out[at] = [Fraction(a) / Fraction(b) for a, b in zip(np.broadcast_to(num, shape)[at].tolist(),  # ints
+                                                             np.broadcast_to(den, shape)[at].tolist())]  # or Fractions
+        return out
+    q, r = divmod(num, den)
+    return q if r == 0 else Fraction(num, den)
+
+
+#: the names generated code may use besides its own arguments
+HELPERS = {"_Fraction": Fraction, "_floor": _floor, "_ceil": _ceil, "_max": _max, "_min": _min,
+           "_max1": _max1, "_inf": math.inf, "_exact_div": _exact_div}
+
+#: the kernels' helpers for Python-number inputs: what each helper itself does for a non-array
+SCALAR_HELPERS = {"_floor": math.floor, "_ceil": math.ceil}
+
+#: the syntax generated kernels use: arithmetic on names and numbers, tuples of results, helper calls
+_NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Tuple, ast.BinOp, ast.UnaryOp,
+          ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.Mod, ast.USub, ast.UAdd, ast.Call,
+          ast.Name, ast.Load, ast.Constant)
+
+
+def _check(tree: ast.Module, name: str) -> None:
+    """Raise ValueError unless ``tree`` is one function ``name`` of the shape kernels are generated in."""
+    body = tree.body
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef) or body[0].name != name:
+        raise ValueError(f"kernel source: not one function {name!r}")
+    fn = body[0]
+    if fn.decorator_list or fn.returns or len(fn.body) != 1 or not isinstance(fn.body[0], ast.Return):
+        raise ValueError("kernel source: not one return statement")
+    params = fn.args
+    if params.posonlyargs or params.vararg or params.kwonlyargs or params.kwarg or params.defaults:
+        raise ValueError("kernel source: not plain arguments")
+    own = {a.arg for a in params.args}
+    for node in ast.walk(fn.body[0]):
+        if not isinstance(node, _NODES):
+            raise ValueError(f"kernel source: {type(node).__name__} is not generated code")
+        if isinstance(node, ast.Name) and node.id not in own and node.id not in HELPERS:
+            raise ValueError(f"kernel source: unknown name {node.id!r}")
+        if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name) or node.func.id not in HELPERS
+                                           or node.keywords):
+            what = node.func.id if isinstance(node.func, ast.Name) else type(node.func).__name__
+            raise ValueError(f"kernel source: Call of {what} is not generated code")
+        if isinstance(node, ast.Constant) and type(node.value) not in (int, float):
+            raise ValueError("kernel source: a constant that is not a number")
+    for a in params.args:
+        if a.annotation is not None:
+            raise ValueError("kernel source: not plain arguments")
+
+
+def define(source: str, name: str):
+    """The function ``name`` that ``source`` (code :mod:`symllm.numbers.kernels` generated) defines, with the
+    helpers in scope. Source of any other shape raises ``ValueError`` (a damaged or planted cache entry:
+    the caller generates the code again); so does source that is not Python."""
+    if not isinstance(source, str):
+        raise ValueError("kernel source: not a string")
+    try:
+        tree = ast.parse(source, f"<symllm {name}>")
+    except (SyntaxError, MemoryError, RecursionError) as e:
+        raise ValueError(f"kernel source: {type(e).__name__}") from None
+    _check(tree, name)
+    namespace = {**HELPERS, "__builtins__": {}}
+    exec(compile(tree, f"<symllm {name}>", "exec"), namespace)  # noqa: S102 (checked above: generated arithmetic)
+    return namespace[name]

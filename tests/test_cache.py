@@ -1,0 +1,390 @@
+"""The on-disk cache runs no one else's code and loses no one's files (issue 25 item 1).
+
+Each attack plants a *working* entry: the count kernels of llama3.1-8b with ``3*d_ff`` changed to ``4*d_ff``
+and a correct digest (what anyone able to write the folder could do). A control shows the plant works
+where symllm trusts the folder (the total changes to 9,909,309,440, as the issue reports); every attack
+must leave the published total, 8,030,261,248, with one warning. The tests run as root, so another user
+is uid 65534 (``os.chown``, or a process that ``os.setuid``s to it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+import warnings
+from pathlib import Path
+
+import pytest
+
+import symllm
+from symllm.arch import config
+from symllm.numbers import cache, quick
+
+from .conftest import PUBLISHED
+
+ROOT = Path(symllm.__file__).resolve().parent.parent
+TOTAL = PUBLISHED["llama3.1-8b"]["total"]   # 8,030,261,248
+PLANTED = 9_909_309_440                     # the same count with 4*d_ff: what the planted entry gives
+OTHER = 65534                               # another user: nobody
+
+as_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                             reason="needs root to make files of another user")
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    """Warnings once per process: forget earlier tests' folders; kernels read again from disk."""
+    monkeypatch.setattr(cache, "_WARNED", set())
+    quick._compiled.cache_clear()
+
+
+def _count() -> int:
+    quick._compiled.cache_clear()
+    return quick.params(config.load("llama3.1-8b"))[0]["total"]
+
+
+def _fill(folder: Path, monkeypatch) -> Path:
+    """``folder`` as the cache, holding llama3.1-8b's count entry; returns the entry."""
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(folder))
+    assert _count() == TOTAL
+    (entry,) = folder.glob("count-*.json")
+    return entry
+
+
+def _plant(entry: Path, change=lambda src: src.replace("3*d_ff", "4*d_ff")) -> None:
+    """Rewrite ``entry``'s sources with ``change`` and a digest that matches, as an attacker would."""
+    data = json.loads(entry.read_text())
+    sources = [change(s) for s in data["sources"]]
+    assert sources != data["sources"], "the plant changed nothing"
+    data.update(sources=sources, digest=cache.digest(data["key"], sources))
+    entry.write_text(json.dumps(data))
+
+
+def _attacked(monkeypatch) -> tuple[int, list[str]]:
+    """The count from the cache as it is now, and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        total = _count()
+        _count()  # a second read warns no more
+    return total, [str(w.message) for w in seen if issubclass(w.category, cache.CacheWarning)]
+
+
+def test_planted_entry_in_a_trusted_folder_would_change_the_number(tmp_path, monkeypatch):
+    """The control: the plant is effective where symllm trusts the folder (the user's own edit)."""
+    entry = _fill(tmp_path / "c", monkeypatch)
+    _plant(entry)
+    assert _attacked(monkeypatch) == (PLANTED, [])
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o707, 0o1777])
+def test_folder_writable_by_others_is_ignored(tmp_path, monkeypatch, mode):
+    folder = tmp_path / "shared"
+    entry = _fill(folder, monkeypatch)
+    _plant(entry)
+    folder.chmod(mode)
+    total, said = _attacked(monkeypatch)
+    assert total == TOTAL
+    assert len(said) == 1 and "writable by" in said[0]
+    assert entry.read_text().count("4*d_ff"), "symllm rewrote an entry in a folder it does not trust"
+
+
+@as_root
+def test_folder_of_another_user_is_ignored(tmp_path, monkeypatch):
+    folder = tmp_path / "theirs"
+    entry = _fill(folder, monkeypatch)
+    _plant(entry)
+    for path in (folder, entry):
+        os.chown(path, OTHER, OTHER)
+    total, said = _attacked(monkeypatch)
+    assert total == TOTAL and len(said) == 1 and f"owned by uid {OTHER}" in said[0]
+
+
+@as_root
+def test_entry_of_another_user_is_ignored(tmp_path, monkeypatch):
+    entry = _fill(tmp_path / "c", monkeypatch)
+    _plant(entry)
+    os.chown(entry, OTHER, OTHER)
+    total, said = _attacked(monkeypatch)
+    assert total == TOTAL and len(said) == 1 and "owned by uid" in said[0]
+
+
+def test_folder_reached_through_a_symlink_is_ignored(tmp_path, monkeypatch):
+    entry = _fill(tmp_path / "real", monkeypatch)
+    _plant(entry)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(tmp_path / "link"))
+    total, said = _attacked(monkeypatch)
+    assert total == TOTAL and len(said) == 1 and "symbolic link" in said[0]
+
+
+def test_entry_that_is_a_symlink_is_ignored(tmp_path, monkeypatch):
+    entry = _fill(tmp_path / "c", monkeypatch)
+    _plant(entry)
+    elsewhere = tmp_path / "elsewhere.json"
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)
+    total, said = _attacked(monkeypatch)
+    assert total == TOTAL and len(said) == 1 and "symbolic link" in said[0]
+
+
+def test_code_in_an_entry_is_never_run(tmp_path, monkeypatch):
+    """Even in a trusted folder an entry is data: code that is not generated arithmetic is refused."""
+    entry = _fill(tmp_path / "c", monkeypatch)
+    marker = tmp_path / "ran"
+    _plant(entry, lambda src: src.replace("def table(L, V, d, d_ff, d_h, n_h, n_kv):\n    return (",
+                                          f"def table(L, V, d, d_ff, d_h, n_h, n_kv):\n    return "
+                                          f"(__import__('os').mkdir({str(marker)!r}), "))
+    assert _count() == TOTAL
+    assert not marker.exists()
+
+
+def test_cli_says_one_warning_line(tmp_path, monkeypatch, cli):
+    folder = tmp_path / "shared"
+    _fill(folder, monkeypatch)
+    folder.chmod(0o777)
+    done = cli(["count", "llama3.1-8b"])
+    assert done.code == 0 and f"{TOTAL:,}" in done.out
+    assert done.err.splitlines() == [line for line in done.err.splitlines() if line.startswith("symllm: warning: cache:")]
+    assert len(done.err.splitlines()) == 1
+
+
+def _as_other(*argv: str) -> None:
+    """Run the shell command ``argv`` (quoted here) as uid/gid 65534."""
+    def drop():
+        os.setgroups([])
+        os.setgid(OTHER)
+        os.setuid(OTHER)
+    subprocess.run(["/bin/sh", "-c", " ".join(map(shlex.quote, argv))], check=True, preexec_fn=drop,  # noqa: PLW1509
+                   env={"PATH": "/usr/bin:/bin"}, timeout=60, cwd="/")
+
+
+@as_root
+def test_xdg_cache_home_in_a_shared_tmp_pre_created_by_another_user(tmp_path, monkeypatch):
+    """``XDG_CACHE_HOME=/tmp`` where another user made ``/tmp/symllm`` first (a sticky 1777 folder of the
+    test's own stands for /tmp) and put a working entry in it."""
+    good = _fill(tmp_path / "c", monkeypatch)
+    _plant(good)
+    shared = Path(tempfile.mkdtemp(prefix="symllm-shared-tmp-"))
+    try:
+        shared.chmod(0o1777)
+        staged = shared / "staged.json"
+        shutil.copy(good, staged)
+        staged.chmod(0o644)
+        _as_other("mkdir", "-m", "755", str(shared / "symllm"))
+        _as_other("cp", str(staged), str(shared / "symllm" / good.name))
+        assert (shared / "symllm").stat().st_uid == OTHER
+        monkeypatch.delenv("SYMLLM_CACHE_DIR")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(shared))
+        assert cache.cache_dir() == shared / "symllm"
+        total, said = _attacked(monkeypatch)
+        assert total == TOTAL and len(said) == 1 and f"owned by uid {OTHER}" in said[0]
+    finally:
+        shutil.rmtree(shared)
+
+
+@as_root
+def test_root_uses_its_own_home_not_the_callers(tmp_path, monkeypatch):
+    """``sudo -E``: HOME is another user's, with a working entry in their cache; root (euid 0) uses its
+    own home's cache (the password database's) and writes nothing into theirs."""
+    theirs = tmp_path / "home-of-other"
+    entry = _fill(theirs / ".cache" / "symllm", monkeypatch)
+    _plant(entry)
+    for path in (theirs, theirs / ".cache", entry.parent, entry):
+        os.chown(path, OTHER, OTHER)
+    own = tmp_path / "root-home"
+    own.mkdir()
+    import pwd
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: types.SimpleNamespace(pw_dir=str(own)))
+    monkeypatch.delenv("SYMLLM_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(theirs))
+    assert cache.cache_dir() == own / ".cache" / "symllm"
+    assert _attacked(monkeypatch) == (TOTAL, [])
+    assert list((own / ".cache" / "symllm").glob("count-*.json"))
+    assert sorted(p.name for p in entry.parent.iterdir()) == [entry.name]
+
+
+def test_relative_xdg_cache_home_and_home_are_ignored(tmp_path, monkeypatch):
+    """The XDG specification: a relative path is invalid and ignored; nothing is made in the working
+    folder."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("SYMLLM_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative-cache")
+    monkeypatch.setenv("HOME", str(home))
+    assert cache.cache_dir() == home / ".cache" / "symllm"
+    import pwd
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: types.SimpleNamespace(pw_dir=str(home)))
+    monkeypatch.setenv("HOME", "relative-home")
+    assert cache.cache_dir() == home / ".cache" / "symllm"
+    assert _count() == TOTAL
+    assert list(work.iterdir()) == []
+    assert list((home / ".cache" / "symllm").glob("count-*.json"))
+
+
+def test_trimming_deletes_only_symllm_entries(tmp_path, monkeypatch):
+    """``SYMLLM_CACHE_DIR=results`` with 2,100 files of the user's: trimming never deletes one, not even
+    a file named like an entry but not written by symllm."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for i in range(2100):
+        (results / f"run-{i}.json").write_text("{}")
+    lookalike = results / f"kernel-{'0' * 32}.json"
+    lookalike.write_text('{"mine": true}')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", "results")   # relative: the user's own folder, as in the issue
+    monkeypatch.setattr(cache, "CACHE_ENTRIES", 8)
+    assert _count() == TOTAL
+    for i in range(30):
+        cache.cache_put("kernel", f"expr {i}", [f"value {i}"])
+    assert all((results / f"run-{i}.json").read_text() == "{}" for i in range(2100))
+    assert lookalike.read_text() == '{"mine": true}'
+    ours = [p for p in results.iterdir() if p.read_bytes().startswith(cache.HEADER)]
+    assert 0 < len(ours) <= 8
+    assert cache.cache_get("kernel", "expr 29") == ("value 29",)
+
+
+# --------------------------------------------------------------------------- damaged entries
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _change_digit(path: Path) -> None:
+    """``3*d_ff`` made ``4*d_ff`` (the issue's ``sed``), else the last digit in the file (in its sources) changed."""
+    text = path.read_text()
+    if "3*d_ff" in text:
+        path.write_text(text.replace("3*d_ff", "4*d_ff"))
+        return
+    at = max(i for i, c in enumerate(text) if c.isdigit())
+    path.write_text(text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1:])
+
+
+def _rewrite(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    sources = change(data["sources"])
+    data.update(sources=sources, digest=cache.digest(data["key"], sources))  # a consistent digest
+    path.write_text(json.dumps(data))
+
+
+DAMAGE = {
+    "flipped byte": _flip,
+    "changed digit": lambda p: _change_digit(p),
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
+    "invalid code": lambda p: _rewrite(p, lambda s: [x.replace("return", "return (", 1) for x in s]),
+    "wrong length": lambda p: _rewrite(p, lambda s: s[:-1]),
+    "a FIFO": lambda p: (p.unlink(), os.mkfifo(p)),
+}
+
+COMMANDS = {
+    "count": ["count", "llama3.1-8b"],
+    "derive": ["derive", "--model", "llama3.1-8b", "--quantity", "params", "--format", "text"],
+    "sweep": ["sweep", "--base", "llama3.1-8b", "--seq", "1024", "--quantity", "params"],
+}
+
+
+def _symllm(argv, folder: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SYMLLM_CACHE_DIR": str(folder),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "symllm", *argv], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory) -> dict:
+    """Per command: a cache folder its first run filled, and that run's output."""
+    out = {}
+    for name, argv in COMMANDS.items():
+        folder = tmp_path_factory.mktemp(f"filled-{name}")
+        done = _symllm(argv, folder)
+        assert done.returncode == 0, done.stderr
+        assert f"{TOTAL:,}" in done.stdout or str(TOTAL) in done.stdout
+        out[name] = (folder, done.stdout)
+    return out
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_damaged_entries_are_rebuilt(filled, tmp_path, command, damage):
+    """Every entry damaged one way: the command still prints the exact numbers (no traceback, no hang,
+    no wrong number), and the entries are whole again afterwards."""
+    source, expected = filled[command]
+    folder = tmp_path / "c"
+    shutil.copytree(source, folder)
+    entries = sorted(folder.glob("*.json"))
+    assert entries
+    for path in entries:
+        DAMAGE[damage](path)
+    done = _symllm(COMMANDS[command], folder)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == expected
+    again = _symllm(COMMANDS[command], folder)
+    assert again.stdout == expected and "warning" not in again.stderr and "Traceback" not in again.stderr
+
+
+def test_concurrent_writers(tmp_path, monkeypatch):
+    """Two processes filling and trimming one folder at once: every read gives what was stored for that
+    key or nothing, no temporary file is left, and every entry left is whole."""
+    code = ("import sys\nfrom symllm.numbers import cache\ncache.CACHE_ENTRIES = 40\nwho = sys.argv[1]\n"
+            "for i in range(300):\n"
+            "    cache.cache_put('kernel', f'key {i % 70}', [f'value {i % 70}'] * (1 + i % 5) * 50)\n"
+            "    got = cache.cache_get('kernel', f'key {(i * 7) % 70}')\n"
+            "    assert got is None or set(got) == {f'value {(i * 7) % 70}'}, got\n")
+    env = {**os.environ, "SYMLLM_CACHE_DIR": str(tmp_path / "c"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(n)], env=env, stderr=subprocess.PIPE, text=True)
+             for n in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    left = list((tmp_path / "c").iterdir())
+    assert left and not [p for p in left if p.name.startswith(".tmp-")]
+    assert len(left) <= 2 * 40 + 2
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(tmp_path / "c"))
+    for i in range(70):
+        got = cache.cache_get("kernel", f"key {i}")
+        assert got is None or set(got) == {f"value {i}"}
+
+
+# --------------------------------------------------------------------------- keys from marked fields
+
+def test_workload_shape_is_what_the_closed_forms_read():
+    """The composed closed forms depend on a workload's fields marked ``shapes`` and on nothing else: an
+    unmarked option changed leaves them as they are; each marked one has a value that changes them (but
+    ``ep``, read by the layout test ``parallel.laid_out``: ``ep > 1`` needs ``dp > 1``, already a layout)."""
+    import dataclasses
+
+    from symllm.costs import phases
+    from symllm.costs.workloads import Workload
+
+    spec = symllm.spec("llama3.1-8b")
+    base = phases._compose(spec.model(), Workload())
+    unmarked = {"batch": 3, "seq": 77, "gen": 5, "context": 9, "dtype": "fp8", "kv_dtype": "int8",
+                "act_dtype": "fp32", "group_size": 32, "lora_rank": 4, "lora_targets": "wo", "qlora": False,
+                "gpu": "h100-sxm"}
+    marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
+              "recompute": True, "stack": "hf-eager"}
+    fields = {f.name: f.metadata["option"].shapes for f in dataclasses.fields(Workload) if "option" in f.metadata}
+    assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
+                                                               "sp", "recompute", "stack"}
+    assert set(unmarked) | set(marked) == set(fields)
+    for name, value in unmarked.items():
+        work = Workload(**{name: value})
+        assert work.shape() == Workload().shape()
+        assert phases._compose(spec.model(work.attention), work) == base, name
+    changed = {"attention": {}, "zero_stage": {}, "dp": {}, "tp": {}, "pp": {}, "recompute": {}, "stack": {},
+               "sp": {"tp": 2, "sp": True}}
+    for name, extra in changed.items():
+        work = Workload(**{name: marked[name], **extra}) if not extra else Workload(**extra)
+        assert work.shape() != Workload().shape()
+        assert phases._compose(spec.model(work.attention), work) != base, name
