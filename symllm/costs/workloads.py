@@ -37,6 +37,7 @@ STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
 #: names no longer taken, and what to say instead
 _RENAMED = {"ideal": "renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, "
                      "what 'ideal' computed)"}
+_FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
 
 
 def check_stack(stack) -> None:
