@@ -126,8 +126,8 @@ def test_per_gpu_params_and_states_equal_torch_shards(layout):
     assert work["params"]["per_gpu"] == max(total for total, _ in stages)
     kept = {0: 16, 1: 4, 2: 2, 3: 0}[deg["zero_stage"]]  # bytes a parameter every rank keeps whole
 
-    def states(total, experts):
-        return kept * total + (16 - kept) * (Fraction(total - experts, deg["dp"]) + Fraction(experts, edp))
+    def states(total, experts):  # two ZeRO partitions, each padded to a whole share per rank (rank 0's ceiling)
+        return kept * total + (16 - kept) * (-(-(total - experts) // deg["dp"]) + -(-experts // edp))
 
     assert work["memory_per_gpu"]["training_states"] == max(states(*s) for s in stages)
     assert work["memory_per_gpu"]["weights"] == 2 * work["params"]["per_gpu"]

@@ -9,7 +9,8 @@ Expected numbers come from torch itself, run in the test:
 * tensor-parallel communication: the collectives ``CommDebugMode`` counts in a real forward/backward of
   a tiny CPU model with that plan (and ``loss_parallel``), with the sizes of their tensors, turned into
   bytes sent per GPU by the ring formulas (NCCL's performance notes: an all-reduce sends
-  ``2(n-1)/n`` of the buffer, an all-gather and a reduce-scatter ``(n-1)/n``);
+  ``2(n-1)/n`` of the buffer, an all-gather and a reduce-scatter ``(n-1)/n``), in whole bytes: the
+  busiest rank sends ``n-1`` of the ``n`` chunks, all but the smallest, ``B - B//n`` of ``B`` bytes;
 * pipeline point-to-point: the bytes of the hidden-state tensor crossing a stage boundary in a real
   forward pass;
 * data parallel: the ZeRO paper's (Rajbhandari et al. 2020, section 7) volumes, ``2Ψ`` per GPU for
@@ -35,10 +36,11 @@ dist = requires("torch.distributed")
 from symllm import reference  # noqa: E402  (needs torch)
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop  # noqa: E402
 
-#: bytes one GPU sends in a collective over n ranks, per byte of the full tensor (ring algorithms)
-RING = {"all_reduce": lambda n: Fraction(2 * (n - 1), n),
-        "all_gather_into_tensor": lambda n: Fraction(n - 1, n),
-        "reduce_scatter_tensor": lambda n: Fraction(n - 1, n)}
+#: whole bytes the busiest of n ranks sends in a collective of a full tensor of B bytes (ring algorithms:
+#: n - 1 of the n chunks, all but the smallest, B // n; an all-reduce is a reduce-scatter and an all-gather)
+RING = {"all_reduce": lambda n, B: 2 * (B - B // n),
+        "all_gather_into_tensor": lambda n, B: B - B // n,
+        "reduce_scatter_tensor": lambda n, B: B - B // n}
 
 
 @contextlib.contextmanager
@@ -203,7 +205,7 @@ def _collectives(model, tokens, ranks: int):
             if func.namespace == "_c10d_functional" and kind in RING:
                 t = args[0]
                 full = t.numel() * t.element_size() * (ranks if kind == "all_gather_into_tensor" else 1)
-                self.sent += RING[kind](ranks) * full
+                self.sent += RING[kind](ranks, full)
                 self.calls[kind] = self.calls.get(kind, 0) + 1
             return func(*args, **(kwargs or {}))
 
@@ -246,6 +248,27 @@ def test_tp_comm_equals_comm_debug_mode(ranks, kv, group, half_head, layers, seq
     assert ours == sent
 
 
+def test_tp_comm_in_whole_bytes_when_the_ranks_do_not_divide_a_collective():
+    """tp 3 over a 7-token sequence: no collective's bytes divide by 3, and comm.tp is whole bytes, the
+    busiest rank's n - 1 chunks of each (B - B//3), as CommDebugMode's collectives and hand arithmetic give."""
+    ranks, layers, seq = 3, 2, 7
+    cfg = symllm.ModelConfig(vocab_size=6, dim=8, n_layers=layers, n_heads=3, n_kv_heads=3, head_dim=2,
+                             hidden_dim=9)
+    with fake_group(ranks) as mesh:
+        model = _parallel_reference(cfg, ranks, mesh, device="cpu")
+        for layer in model.layers:
+            layer.attention.n_heads //= ranks
+            layer.attention.n_kv_heads //= ranks
+        sent, counted = _collectives(model, torch.randint(0, cfg.vocab_size, (1, seq)), ranks)
+    assert counted == {"all_reduce": 7 * layers + 5}
+    residual, stats = 4 * seq * 8, 4 * seq  # fp32: the b·s×d residual stream, the loss's b·s statistics
+    assert residual % ranks and stats % ranks
+    expected = (7 * layers + 2) * 2 * (224 - 224 // 3) + 3 * 2 * (28 - 28 // 3)  # 16·2·150 + 6·19 = 4,914
+    assert expected == 4914 and sent == expected
+    got = symllm.workload(cfg, batch=1, seq=seq, dtype="fp32", tp=ranks)["comm"]["tp"]
+    assert got == expected and isinstance(got, int)
+
+
 # --- pipeline and data-parallel communication ------------------------------------------------------
 
 @pytest.mark.parametrize("stages, expected_messages", [(1, 0), (2, 1), (3, 2), (8, 2)])
@@ -268,6 +291,26 @@ def test_dp_comm_follows_the_zero_paper(zero, passes):
     for dp in (2, 8, 64):
         got = symllm.workload("llama2-7b", dp=dp, zero_stage=zero)["comm"]["dp"]
         assert got == Fraction(passes * (dp - 1), dp) * psi
+
+
+@pytest.mark.parametrize("zero, passes", [(0, 2), (3, 3)])
+def test_dp_comm_in_whole_bytes_when_the_ranks_do_not_divide_the_model(zero, passes):
+    """dp 3 and 7 do not divide Llama-2-7B's 2Ψ gradient bytes: each pass (a reduce-scatter or an
+    all-gather) sends the busiest rank's n - 1 ring chunks, 2Ψ - 2Ψ//n whole bytes."""
+    psi2 = 2 * PUBLISHED["llama2-7b"]["total"]  # 13,476,831,232 bytes of bf16 gradients
+    for dp, per_pass in ((3, 13476831232 - 4492277077), (7, 13476831232 - 1925261604)):
+        assert psi2 % dp and psi2 // dp == 13476831232 - per_pass  # hand arithmetic: 3 and 7 do not divide
+        got = symllm.workload("llama2-7b", dp=dp, zero_stage=zero)["comm"]["dp"]
+        assert got == passes * per_pass and isinstance(got, int)
+
+
+def test_uneven_layout_counts_whole_bytes_everywhere():
+    """count --json under tp 3, dp 7, pp 3 (no int4): every params, memory_per_gpu and comm figure is an int."""
+    for name in ("llama3.1-8b", "mixtral-8x7b"):
+        for zero in range(4):
+            out = symllm.workload(name, tp=3, dp=7, pp=3, zero_stage=zero, sp=zero % 2 == 1)
+            for group in ("params", "memory_per_gpu", "comm"):
+                assert all(isinstance(v, int) for v in out[group].values()), (name, zero, group, out[group])
 
 
 def test_single_gpu_has_no_communication_and_the_whole_model():

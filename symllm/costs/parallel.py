@@ -73,7 +73,7 @@ from symllm.arch.components import STAT_BYTES, Component
 from symllm.costs import zero
 from symllm.errors import SymllmError
 
-__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu",
+__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
            "expert_params", "comm"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -278,11 +278,27 @@ def expert_params(stage: Component) -> sp.Expr:
     return _only_experts(stage).total("params")
 
 
+def ring(full: sp.Expr, n: sp.Expr) -> sp.Expr:
+    """Whole bytes the busiest of ``n`` ranks sends in a ring all-gather or reduce-scatter of a
+    ``full``-byte tensor: ``n - 1`` of the ``n`` chunks, the smallest (``⌊full/n⌋``) stays, so
+    ``full - ⌊full/n⌋``, written ``⌈(n-1)·full/n⌉`` (the same for whole ``full``; ``(n-1)/n·full``
+    when ``n`` divides it); an all-reduce sends twice this.
+
+    >>> ring(S.b, S.N_d)
+    ceiling(b*(N_d - 1)/N_d)
+    >>> ring(sp.Integer(10), 3), ring(sp.Integer(12), 3), ring(sp.Integer(10), 1)   # chunks 4, 3, 3; 4, 4, 4
+    (7, 8, 0)
+    """
+    return sp.ceiling((n - 1) * full / n)
+
+
 def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
-    """The full-tensor bytes of the tensor-parallel collectives of ``stage`` per training step, an
-    all-reduce counted twice (one GPU sends ``(N_t - 1)/N_t`` of this, ring)."""
-    M = S.beta_a * S.b * S.s * S.d  # the residual stream: what every tensor-parallel boundary carries
-    ring = 1  # an all-gather or a reduce-scatter; an all-reduce is 2 of them
+    """The whole bytes one GPU sends in the tensor-parallel collectives of ``stage`` per training step
+    (:func:`ring` of each collective's full tensor, an all-reduce counted twice)."""
+    # one all-gather or reduce-scatter (an all-reduce is 2) of the residual stream, what every
+    # tensor-parallel boundary carries, and of the loss's statistics
+    M = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
+    stats = ring(STAT_BYTES * S.b * S.s, S.N_t)
     total = sp.S.Zero
 
     def visit(comp: Component, mult, checkpointed: bool):
@@ -296,15 +312,15 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
             m = mult * c.repeat
             if style == "column":
                 if not seq:  # the input gradient, all-reduced in backward
-                    total += m * 2 * ring * M
+                    total += m * 2 * M
                 elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter
                     grouped = True  # of their summed input gradients in backward
-                    total += m * (again + 1) * ring * M
+                    total += m * (again + 1) * M
                 if c.rules.weight == "head":  # vocabulary-parallel loss: max, sum of exponentials, target logit
-                    total += m * 3 * 2 * ring * STAT_BYTES * S.b * S.s
+                    total += m * 3 * 2 * stats
             elif style in ("row", "vocab"):
                 # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
-                total += m * (again + 1) * ring * M if seq else m * again * 2 * ring * M
+                total += m * (again + 1) * M if seq else m * again * 2 * M
             elif c.children:
                 visit(c, mult, checkpointed)
 
@@ -323,8 +339,9 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     >>> c = comm(model())
     >>> c["pp"]
     b*beta_a*d*s*Min(2, N_p - 1)
-    >>> c["dp"].subs({S.N_t: 1, S.N_p: 1}).factor()    # ZeRO 0: an all-reduce of 2-byte gradients
-    4*d*(N_d - 1)*(3*L*d_ff + 2*L*d_h*n_h + 2*L*d_h*n_kv + 2*L + 2*V + 1)/N_d
+    >>> ones = {s: 1 for s in model().total("params").free_symbols}   # 12 parameters, 24 gradient bytes
+    >>> c["dp"].subs({S.N_t: 1, S.N_p: 1, S.N_d: 5, **ones})   # ZeRO 0, an all-reduce: 2·(24 - 24//5)
+    40
     >>> comm(model(moe="all"))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
     4*L*b*beta_a*d*k*s*(N_e - 1)/N_e
     """
@@ -333,20 +350,20 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     passes = 3 if zero.sharded("weights", zero_stage) else 2  # ZeRO 3 gathers the weights again in backward
     grad = zero.MIXED_PRECISION_ADAM["gradients"]  # bytes of a gradient (and of a gathered weight)
     out = {
-        "tp": (S.N_t - 1) / S.N_t * sp.Max(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
+        "tp": sp.Max(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
-        "dp": passes * (S.N_d - 1) / S.N_d * grad * params_per_gpu(mdl, sp_),
+        "dp": passes * ring(grad * params_per_gpu(mdl, sp_), S.N_d),
     }
     if has_experts(mdl):
         group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards
 
         def dp(stage):
             x = expert_params(stage)
-            return passes * grad * ((S.N_d - 1) / S.N_d * (stage.total("params") - x) + (group - 1) / group * x)
+            return passes * (ring(grad * (stage.total("params") - x), S.N_d) + ring(grad * x, group))
 
         messages = 6 if recompute else 4  # dispatch and combine, forward and backward (+ the forward again)
         tokens = S.beta_a * S.b * S.s * S.k * S.d
         out["dp"] = largest(dp(first), dp(last))
-        out["ep"] = (S.N_e - 1) / S.N_e * messages * tokens * sp.Max(*(_only_experts(st, unit=True).total("params")
+        out["ep"] = messages * ring(tokens, S.N_e) * sp.Max(*(_only_experts(st, unit=True).total("params")
                                                                        for st in (first, last)))
     return {k: v.subs(dict(mdl.definitions)) for k, v in out.items()}

@@ -215,7 +215,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     * ``training_states`` per data-parallel rank, mixed-precision Adam: 2N bf16/fp16 weights, 2N
       gradients, 12N fp32 optimizer state (master weights, first and second moments) = 16N at ZeRO stage
       0. Stage 1 shards the 12N optimizer state over the ``N_d`` ranks, stage 2 also the gradients,
-      stage 3 also the weights (16N / N_d).
+      stage 3 also the weights (16⌈N/N_d⌉, rank 0's padded shard).
     * ``activations``: :func:`activations`.
     * ``inference_peak`` (block or model): weights + KV cache + the largest working set live at once:
       ``β_a`` × (the components' ``resident`` elements, the residual stream and the normed input
@@ -233,7 +233,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     >>> memory("attention", "kv_cache")
     2*b*beta_kv*d_h*n_kv*(n + s)
     >>> memory("rmsnorm", "training_states", zero_stage=2)
-    2*d + 14*d/N_d
+    2*d + 14*ceiling(d/N_d)
     """
     comp = _component(component, attention)
     choice("kind", kind, MEMORY_KINDS)
@@ -383,9 +383,12 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
         experts = parallel.expert_params(st)
         if kind != "training_states" or experts == 0:
             return mem
-        # the local experts' states shard over the N_d/N_e ranks that hold the same experts
+        # the local experts' states shard over the N_d/N_e ranks that hold the same experts, the rest over
+        # N_d: two partitions (DeepSpeed's expert and non-expert groups), each rank 0's padded ⌈share⌉
         own = memory(Component("local_experts", params=experts), kind, zero_stage=work.zero_stage)
-        return mem - own + own.subs(S.N_d, S.N_d / S.N_e)
+        whole = memory(Component("stage", params=st.total("params")), kind, zero_stage=work.zero_stage)
+        rest = memory(Component("rest", params=st.total("params") - experts), kind, zero_stage=work.zero_stage)
+        return mem - whole + rest + own.subs(S.N_d, S.N_d / S.N_e)
 
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,
             "memory_per_gpu": {kind: parallel.largest(*(per_gpu(st, kind) for st in stages))

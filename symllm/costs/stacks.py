@@ -273,7 +273,8 @@ def training_states(mdl: Component, stack: str, zero_stage: int = 0) -> sp.Expr:
     ZeRO stage 1 shards the moments over ``N_d`` ranks, 2 also the gradients, 3 also the weights.
 
     >>> from symllm.arch.components import model
-    >>> training_states(model(), "hf-eager", 1).coeff(S.N_d ** -1) == 8 * model().total("params")
+    >>> N = model().total("params")
+    >>> training_states(model(), "hf-eager", 1) == 8 * N + 8 * sp.ceiling(N / S.N_d)   # rank 0's padded shard
     True
     """
     _check(stack, mdl)
@@ -316,8 +317,8 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
     batch = 2 * _INDEX * T
     kv = 0 if recompute else 2 * _FP32 * L * T * n_kv * d_h
     N = S.N
-    grads = N / S.N_d if zero.sharded("gradients", zero_stage) else N
-    temp = N / S.N_d if zero.sharded("optimizer", zero_stage) else N  # a copy of a moment
+    grads = sp.ceiling(N / S.N_d) if zero.sharded("gradients", zero_stage) else N  # rank 0's padded shard
+    temp = sp.ceiling(N / S.N_d) if zero.sharded("optimizer", zero_stage) else N  # a copy of a moment
     out = [
         Term("forward end", batch + layers + outside + kv + (_LOW + _FP32) * T * V + _FP32 * T * d
              + _INDEX * S.b * (S.s + 1),

@@ -4,11 +4,12 @@ of its parts each ZeRO stage shards over the data-parallel ranks.
 ZeRO (Rajbhandari et al., arXiv:1910.02054) stage 1 shards the optimizer states over the ``N_d``
 data-parallel ranks, stage 2 the gradients too, stage 3 the weights too. Mixed-precision Adam keeps
 bf16 weights and gradients (2 + 2 bytes) and fp32 master weights and two moments (12 bytes): ``16N`` at
-stage 0, ``16N/N_d`` at stage 3.
+stage 0, ``16⌈N/N_d⌉`` at stage 3 (a shard is rank 0's ``⌈N/N_d⌉`` parameters: DeepSpeed pads the flat
+partition to a whole number per rank).
 
 >>> from symllm.arch import symbols as S
 >>> training_states(S.N, 1)
-4*N + 12*N/N_d
+4*N + 12*ceiling(N/N_d)
 >>> training_states(S.N, 0, FP32_ADAMW)
 16*N
 """
@@ -50,7 +51,7 @@ def training_states(N: sp.Expr, zero_stage: int = 0, layout: dict = MIXED_PRECIS
     ``zero_stage`` shards that part.
 
     >>> training_states(S.N, 3), training_states(S.N, 2, {"weights": 4, "optimizer": 8})
-    (16*N/N_d, 4*N + 8*N/N_d)
+    (16*ceiling(N/N_d), 4*N + 8*ceiling(N/N_d))
     """
     kept = sum(b for part, b in layout.items() if not sharded(part, zero_stage))
-    return kept * N + (sum(layout.values()) - kept) * N / ranks
+    return kept * N + (sum(layout.values()) - kept) * sp.ceiling(N / ranks)

@@ -534,6 +534,17 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
             sub[-1] = (sub[-1][0], sub[-1][1] + ("," if i < len(args) - 1 else close_))
             out += sub
         return out
+    if isinstance(expr, (sp.floor, sp.ceiling)):  # a long ⌊…⌋ or ⌈…⌉: its argument broken inside
+        kind = "floor" if isinstance(expr, sp.floor) else "ceil"
+        left, right = ((rf"\bigl\l{kind} ", rf" \bigr\r{kind}") if open_.startswith("\\")
+                       else (whole[:whole.index("(") + 1], ")"))
+        arg = expr.args[0]
+        neg = not isinstance(arg, sp.Add) and arg.could_extract_minus_sign()
+        sub = _pieces(-arg if neg else arg, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1,
+                      split=True)
+        sub[0] = (sub[0][0], left + ("-" if neg else "") + sub[0][1])
+        sub[-1] = (sub[-1][0], sub[-1][1] + right)
+        return sub
     if isinstance(expr, sp.Mul) and not expr.could_extract_minus_sign():
         num, den = sp.fraction(expr)  # a long quotient of a sum or a max: 1/den first, the numerator broken
         if den != 1 and num != 1 and any(isinstance(f, (sp.Add, sp.Max, sp.Min)) for f in sp.Mul.make_args(num)):
@@ -545,7 +556,7 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
     if isinstance(expr, sp.Mul) and not expr.could_extract_minus_sign() and all(
             not (f.is_Pow and f.exp.is_negative) and not (f.is_Rational and not f.is_Integer) for f in expr.args):
         factors = expr.as_ordered_factors()
-        groups = (sp.Add, sp.Max, sp.Min)
+        groups = (sp.Add, sp.Max, sp.Min, sp.floor, sp.ceiling)
         if not any(isinstance(f, groups) for f in factors):  # a long product of numbers: break between factors
             return [("" if i == 0 else glue_mul, (mul.lstrip() if i else "") + doprint(f)) for i, f in enumerate(factors)]
         out = [("", "")]  # factors stick to the sum they multiply; the sum breaks between its terms
