@@ -37,8 +37,9 @@ Conventions, stated once (README "Parallel training"):
   linears still save their full all-gathered inputs (DTensor's ``SequenceParallel`` with
   ``PrepareModuleInput``).
 * **Communication** is in bytes one GPU sends per training step (forward + backward over ``b × s``
-  tokens), under ring algorithms: an all-reduce of ``M`` bytes over ``n`` ranks sends
-  ``2(n-1)/n·M``, an all-gather or a reduce-scatter ``(n-1)/n·M`` (``M`` the full tensor). Every
+  tokens), under ring algorithms, in whole bytes for any layout: an all-gather or a reduce-scatter of
+  ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks, the busiest rank
+  ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce twice that. Every
   tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
   per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3). With ``sp``:
@@ -343,7 +344,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     >>> c["dp"].subs({S.N_t: 1, S.N_p: 1, S.N_d: 5, **ones})   # ZeRO 0, an all-reduce: 2·(24 - 24//5)
     40
     >>> comm(model(moe="all"))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
-    4*L*b*beta_a*d*k*s*(N_e - 1)/N_e
+    4*L*ceiling(b*beta_a*d*k*s*(N_e - 1)/N_e)
     """
     first, last = stages(mdl, sp_)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
