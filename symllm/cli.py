@@ -309,14 +309,15 @@ def time_lines(t: dict, w: dict) -> list[str]:
     rows = [("inference peak", human_bytes(t["inference_peak"]),
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
             ("training peak", human_bytes(t["training_peak"]), "fits" if t["training_fits"] else "does not fit"),
-            ("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
-            ("decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
-            ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"batch {w['batch']} x {w['dp']} replica(s)"),
-            ("training step", f"{t['training_step_s']:.4g} s", f"MFU {t['mfu']:.1%}"),
-            ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}", "")]
+            ("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
+            ("decode step", f"{_g(t['decode_token_s'])} s", f"{t['decode_token_bound']}-bound"),
+            ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), f"batch {w['batch']} x {w['dp']} replica(s)"),
+            ("training step", f"{_g(t['training_step_s'])} s", f"MFU {_f(t['mfu'], '.1%')}"),
+            ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"), "")]
     if "training_s" in t:
-        rows.append((f"{w['tokens']:,} tokens", f"{t['training_s'] / 86400:,.2f} days",
-                     f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))
+        rows.append((f"{w['tokens']:,} tokens", f"{_f(t['training_s'] / 86400, ',.2f')} days",
+                     f"{_f(t['gpu_hours'], ',.0f')} GPU-hours" + (f", cost {_f(t['cost'], ',.2f')}" if "cost" in t
+                                                                   else "")))
     out = [_table(rows, (f"on {t['gpu']} ({per})", "", ""), text_columns=(1, 2))]
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
@@ -343,6 +344,11 @@ def _g(value) -> str:
             ctx.prec, ctx.Emax, ctx.Emin = 28, decimal.MAX_EMAX, decimal.MIN_EMIN
             return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), ".4g")
     return format(value, ".4g")
+
+
+def _f(value, spec: str) -> str:
+    """``value`` formatted by ``spec``; an exact Fraction past a float's range in :func:`_g`'s notation."""
+    return _g(value) if isinstance(value, Fraction) else format(value, spec)
 
 
 def _render_opts(args) -> dict:

@@ -251,6 +251,11 @@ def _to_stdout(content, newline: str, binary: bool) -> None:
     stream.flush()
 
 
+def _temporary_name(folder: Path) -> str:
+    """A fresh name for write_atomic's temporary file in ``folder`` (created with ``O_EXCL``)."""
+    return os.path.join(folder, f"{TEMP_PREFIX}{os.urandom(4).hex()}{TEMP_SUFFIX}")
+
+
 def write_atomic(path, content: Union[str, bytes, Callable], *, newline: str = "\n",
                  binary: bool = False) -> Path:
     """Write ``content`` (a string, or a function that writes to the open text file) to ``path`` as a
@@ -326,8 +331,14 @@ def write_atomic(path, content: Union[str, bytes, Callable], *, newline: str = "
         try:
             if through_proc:
                 raise PermissionError(errno.EACCES, "in place")
-            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
+            while fd is None:  # the name is held before the file exists (mkstemp returns it only after):
+                tmp = _temporary_name(folder)  # an interrupt in between leaves nothing the cleanup misses
+                try:
+                    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+                except FileExistsError:
+                    continue
         except OSError as e:
+            tmp = None
             if st is None:  # a new file needs its folder
                 raise SymllmError(f"output: cannot write in {str(folder)!r}: {e.strerror or e}") from None
             # an existing file we may write in a folder we may not (or /dev/stdout): an unnamed

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from symllm.numbers import kernels
+from symllm.numbers import cache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,7 @@ for name, argv in {commands!r}.items():
 
 def test_the_suite_has_its_own_cache(symllm_cache):
     """Tests (and the subprocesses they start) read and write a fresh folder, never ~/.cache/symllm."""
-    assert kernels.cache_dir() == symllm_cache
+    assert cache.cache_dir() == symllm_cache
     assert os.environ["SYMLLM_CACHE_DIR"] == str(symllm_cache)
     assert not symllm_cache.is_relative_to(Path.home() / ".cache")
 

@@ -521,8 +521,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
             else int(worst[2])
         out[f"{name}_s"] = _seconds(seconds[name])
         out[f"{name}_bound"] = "compute" if worst[1] else "memory"
-        out[f"{name}_comm_s"] = float(work.pp * worst[3] + handoff)
-    out["tokens_per_s"] = float(work.dp * work.batch / seconds["decode_token"])
+        out[f"{name}_comm_s"] = _seconds(work.pp * worst[3] + handoff)
+    out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
     per_gpu = exprs["memory_per_gpu"]
     inference, training = ev(per_gpu["inference_peak"]), ev(per_gpu["training_peak"])
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
@@ -543,15 +543,15 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
             + over("pp", ev(2 * S.beta_a * S.b * S.s * S.d)) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq
     model_flops = 3 * work.dp * ev(exprs["flops"]["prefill"])  # recomputation is not model FLOPs
-    out["training_step_s"] = float(step)
-    out["training_tokens_per_s"] = float(tokens / step)
-    out["mfu"] = float(model_flops / (step * out["gpus"] * peak))
+    out["training_step_s"] = _seconds(step)
+    out["training_tokens_per_s"] = _seconds(tokens / step)
+    out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens
-        out["training_s"] = float(run)
-        out["gpu_hours"] = float(run * out["gpus"] / 3600)
+        out["training_s"] = _seconds(run)
+        out["gpu_hours"] = _seconds(run * out["gpus"] / 3600)
         if work.price is not None:
-            out["cost"] = float(run * out["gpus"] / 3600 * Fraction(str(work.price)))
+            out["cost"] = _seconds(run * out["gpus"] / 3600 * Fraction(str(work.price)))
     return out
 
 
