@@ -256,3 +256,16 @@ def test_full_width_under_fake_tensors(impl):
     predicted = _predicted(cfg, batch=1, seq=1024, stack=f"hf-{impl}")
     assert abs(predicted["activations"] / saved - 1) < 0.001, (predicted["activations"], saved)
     assert abs(predicted["inference_peak"] / peak - 1) < 0.001, (predicted["inference_peak"], peak)
+
+
+@pytest.mark.parametrize("stack", ["hf-eager", "hf-sdpa"])
+def test_hf_stack_under_data_parallelism(cli, stack):
+    """An HF stack with --dp > 1 (its only layout): count answers (it refused, "modelled for the whole model,
+    not for 'first_stage'"), the per-GPU figures are the model's own, and ZeRO-3 over 2 ranks holds half the
+    training states of one rank (every state sharded: the ZeRO paper's stage 3)."""
+    one = json.loads(cli(["count", "llama3.2-1b", "--json", "--stack", stack, "--zero", "3"]).out)
+    two = cli(["count", "llama3.2-1b", "--json", "--stack", stack, "--zero", "3", "--dp", "2"])
+    assert two.code == 0, two.err
+    two = json.loads(two.out)
+    assert two["memory_per_gpu"] == {k: two["memory"][k] for k in two["memory_per_gpu"]}
+    assert 2 * two["memory"]["training_states"] == one["memory"]["training_states"]
