@@ -366,17 +366,16 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
         "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
                    for kind in WORKLOAD_MEMORY},
     }
-    if not parallel.laid_out(work):  # one GPU: the whole model (the workload's stack), nothing sent
-        comm = {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
+    laid = parallel.laid_out(work)
+    if not laid or work.stack not in stacks.COMPONENT_STACKS:
+        # one GPU: the whole model (the workload's stack), nothing sent; an HF stack is laid out only by data
+        # parallelism (Workload refuses tp, pp and ep with it): every rank holds the whole model, and the
+        # model's own figures are already ZeRO-sharded over N_d
+        comm = (parallel.comm(mdl, work.sp, work.recompute, work.zero_stage) if laid
+                else {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)})
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
                 "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
                 "comm": comm}
-    if work.stack not in stacks.COMPONENT_STACKS:
-        # an HF stack is laid out only by data parallelism (Workload refuses tp, pp and ep with it): every
-        # rank holds the whole model, and the model's own figures are already ZeRO-sharded over N_d
-        return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
-                "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
-                "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage)}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
 
     def per_gpu(st, kind):
