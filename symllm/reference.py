@@ -83,6 +83,11 @@ class _Config:
         self.n_experts = getattr(args, "n_experts", None)
         self.experts_per_token = getattr(args, "experts_per_token", None)
         self.shared_expert = bool(getattr(args, "shared_expert", False))
+        # Qwen2-MoE's gated shared expert of its own width; gpt-oss's router/expert biases, clamped SwiGLU, sinks
+        self.shared_hidden_dim = getattr(args, "shared_hidden_dim", None)
+        self.moe_bias = bool(getattr(args, "moe_bias", False))
+        self.clamped_swiglu = bool(getattr(args, "clamped_swiglu", False))
+        self.attention_sinks = bool(getattr(args, "attention_sinks", False))
         moe_layers = getattr(args, "moe_layers", None)
         self.moe_layers = set() if self.n_experts is None else set(range(self.n_layers) if moe_layers is None
                                                                    else moe_layers)
@@ -162,6 +167,8 @@ class Attention(nn.Module):
         else:
             self.q_norm = self.k_norm = None
         self.l2_norm = cfg.qk_norm == "l2" and rope  # Llama 4: weightless, after RoPE, in RoPE layers only
+        # gpt-oss: a learned logit per head, a column of the softmax that no value follows
+        self.sinks = nn.Parameter(torch.zeros(self.n_heads)) if cfg.attention_sinks else None
         self.eps = cfg.norm_eps
         self.cache_k: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
         self.cache_v: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
@@ -197,23 +204,33 @@ class Attention(nn.Module):
         scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)  # (b, n_h, s, kv_len)
         if mask is not None:
             scores = scores + mask  # (b, n_h, s, kv_len)
-        scores = F.softmax(_upcast(scores), dim=-1).type_as(xq)  # (b, n_h, s, kv_len)
+        if self.sinks is not None:  # (b, n_h, s, kv_len + 1), the sink's column dropped after the softmax
+            sink = self.sinks.to(scores)[None, :, None, None].expand(bsz, -1, seqlen, 1)
+            scores = F.softmax(_upcast(torch.cat([scores, sink], dim=-1)), dim=-1)[..., :-1].type_as(xq)
+        else:
+            scores = F.softmax(_upcast(scores), dim=-1).type_as(xq)  # (b, n_h, s, kv_len)
         output = torch.matmul(scores, values)  # (b, n_h, s, hd)
         output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)  # (b, s, n_h*hd)
         return self.wo(output)  # (b, s, d)
 
 
 class FeedForward(nn.Module):
-    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``."""
+    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``; ``clamp``: gpt-oss's clamped SwiGLU,
+    ``w2((clamp(w3 x, ±limit) + 1) · g · sigmoid(1.702 g))`` with ``g = min(w1 x, limit)``."""
 
-    def __init__(self, dim: int, hidden_dim: int, bias: bool = False):
+    def __init__(self, dim: int, hidden_dim: int, bias: bool = False, clamp: Optional[float] = None):
         super().__init__()
         self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
         self.w2 = nn.Linear(hidden_dim, dim, bias=bias)
         self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
+        self.clamp = clamp
 
     def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))  # (b, s, d)
+        if self.clamp is None:
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))  # (b, s, d)
+        gate = self.w1(x).clamp(max=self.clamp)  # (T, d_ff)
+        up = self.w3(x).clamp(min=-self.clamp, max=self.clamp)  # (T, d_ff)
+        return self.w2((up + 1) * gate * torch.sigmoid(1.702 * gate))  # (T, d)
 
 
 def _l2(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -230,9 +247,14 @@ class MoE(nn.Module):
     def __init__(self, cfg: _Config):
         super().__init__()
         self.k = cfg.experts_per_token
-        self.router = nn.Linear(cfg.dim, cfg.n_experts, bias=False)
-        self.experts = nn.ModuleList(FeedForward(cfg.dim, cfg.hidden_dim) for _ in range(cfg.n_experts))
-        self.shared_expert = FeedForward(cfg.dim, cfg.hidden_dim) if cfg.shared_expert else None
+        self.router = nn.Linear(cfg.dim, cfg.n_experts, bias=cfg.moe_bias)
+        clamp = 7.0 if cfg.clamped_swiglu else None
+        self.experts = nn.ModuleList(FeedForward(cfg.dim, cfg.hidden_dim, bias=cfg.moe_bias, clamp=clamp)
+                                     for _ in range(cfg.n_experts))
+        width = cfg.hidden_dim if cfg.shared_hidden_dim is None else cfg.shared_hidden_dim
+        self.shared_expert = FeedForward(cfg.dim, width) if cfg.shared_expert else None
+        # Qwen2-MoE: the shared expert's output scaled by sigmoid of a d -> 1 linear
+        self.shared_gate = nn.Linear(cfg.dim, 1, bias=False) if cfg.shared_hidden_dim is not None else None
 
     def forward(self, x):
         shape = x.shape
@@ -246,7 +268,10 @@ class MoE(nn.Module):
             if rows.numel():
                 out = out.index_add(0, rows, expert(x[rows]) * weights[rows, slot, None])
         if self.shared_expert is not None:
-            out = out + self.shared_expert(x)
+            shared = self.shared_expert(x)  # (T, d)
+            if self.shared_gate is not None:
+                shared = torch.sigmoid(self.shared_gate(x)) * shared  # (T, 1) * (T, d)
+            out = out + shared
         return out.reshape(shape)
 
 
@@ -356,13 +381,16 @@ def count(model: Transformer) -> dict:
         ffn = layer.feed_forward
         if isinstance(ffn, MoE):  # mixture of experts: by kind, summed over every MoE layer
             parts = {"moe/router": n(ffn.router), "moe/experts": n(ffn.experts),
-                     "moe/shared_expert": n(ffn.shared_expert) if ffn.shared_expert is not None else 0}
+                     "moe/shared_expert": n(ffn.shared_expert) if ffn.shared_expert is not None else 0,
+                     "moe/shared_expert_gate": n(ffn.shared_gate) if ffn.shared_gate is not None else 0}
             for key, value in parts.items():
                 out[key] = out.get(key, 0) + value
             out["active"] = out.get("active", 0) - n(ffn.experts) * (len(ffn.experts) - ffn.k) // len(ffn.experts)
         else:
             for name in ("w1", "w2", "w3"):
                 out[f"block/feed_forward/{name}"] += n(getattr(ffn, name))
+        if layer.attention.sinks is not None:
+            out["block/attention/sinks"] = out.get("block/attention/sinks", 0) + layer.attention.sinks.numel()
         if layer.attention.q_norm is not None:
             for name in ("q_norm", "k_norm"):
                 key = f"block/attention/{name}"

@@ -293,6 +293,58 @@ def qwen3_moe_configs(draw) -> dict:
     return raw
 
 
+@st.composite
+def qwen2_moe_configs(draw) -> dict:
+    """A small Qwen2-MoE config.json (model_type qwen2_moe) as transformers writes it: top-k of E experts
+    (E may be 0: every layer dense), a gated shared expert of its own width, a MoE layer every
+    decoder_sparse_step-th except mlp_only_layers (the others dense of intermediate_size), q/k/v biases
+    (qkv_bias) on or off, head_dim stated or derived, norm_topk_prob either way, tied or untied; the sliding
+    window off (use_sliding_window false), or on in the even layers below max_window_layers with a window of
+    at least 8 (the FLOP properties' prompts fit in it)."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 4)), draw(st.integers(0, 6))
+    raw = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "moe_intermediate_size": draw(st.integers(1, 48)),
+           "shared_expert_intermediate_size": draw(st.integers(1, 48)), "num_experts": E,
+           "num_experts_per_tok": draw(st.integers(1, max(E, 1))), "decoder_sparse_step": draw(st.integers(1, L)),
+           "mlp_only_layers": draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)),
+           "norm_topk_prob": draw(st.booleans()), "qkv_bias": draw(st.booleans()),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6,
+           "use_sliding_window": draw(st.booleans()), "sliding_window": draw(st.integers(8, 16)),
+           "max_window_layers": draw(st.integers(0, L))}
+    hd = 2 * draw(st.integers(1, 6))
+    if draw(st.booleans()):
+        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)
+    else:
+        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    return raw
+
+
+@st.composite
+def gpt_oss_configs(draw) -> dict:
+    """A small gpt-oss config.json (model_type gpt_oss) as transformers writes it: top-k of E experts with
+    biases and the clamped SwiGLU in every layer, attention sinks, attention biases on or off, GQA with
+    head_dim stated, layer_types drawn or derived (sliding in the even layers), a window of at least 8 (the
+    FLOP properties' prompts fit in it), tied or untied."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    raw = {"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "head_dim": 2 * draw(st.integers(1, 6)),
+           "hidden_size": heads * draw(st.integers(1, 6)), "intermediate_size": draw(st.integers(1, 48)),
+           "num_local_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "attention_bias": draw(st.booleans()), "sliding_window": draw(st.integers(8, 16)),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-5}
+    if draw(st.booleans()):
+        raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
+                                           min_size=L, max_size=L))
+    return raw
+
+
 # --- hostile command-line input (tests/test_fuzz.py) ---
 
 import json  # noqa: E402  (this section's own import, kept with it)
@@ -494,7 +546,9 @@ def small(draw, min_layers=1):
 @st.composite
 def moe_layouts(draw):
     """A small MoE config (every layer MoE, or every step-th with dense layers between and a shared
-    expert) and degrees: N_e dividing n_e, N_d a multiple of N_e, N_t, N_p <= L, a ZeRO stage."""
+    expert, Llama 4's or Qwen2-MoE's gated one of its own width), gpt-oss's parts drawn (attention sinks,
+    router and expert biases, the clamped SwiGLU), and degrees: N_e dividing n_e, N_d a multiple of N_e,
+    N_t, N_p <= L, a ZeRO stage."""
     n_kv = draw(st.integers(1, 2))
     heads = n_kv * draw(st.integers(1, 2))
     interleaved = draw(st.booleans())
@@ -504,10 +558,13 @@ def moe_layouts(draw):
     ep = draw(st.sampled_from([e for e in range(1, n_e + 1) if n_e % e == 0]))
     fields = dict(vocab_size=draw(st.integers(1, 60)), dim=heads * draw(st.integers(1, 4)) * 2, n_layers=layers,
                   n_heads=heads, n_kv_heads=n_kv, hidden_dim=draw(st.integers(1, 24)), n_experts=n_e,
-                  experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()))
+                  experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()),
+                  attention_sinks=draw(st.booleans()), moe_bias=draw(st.booleans()), clamped_swiglu=draw(st.booleans()))
     if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
         fields.update(moe_layers=tuple(range(step - 1, layers, step)), dense_hidden_dim=draw(st.integers(1, 24)),
                       shared_expert=draw(st.booleans()))
+        if fields["shared_expert"] and draw(st.booleans()):  # Qwen2-MoE's: gated, of its own width
+            fields["shared_hidden_dim"] = draw(st.integers(1, 24))
     # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
     stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),

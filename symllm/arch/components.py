@@ -33,13 +33,13 @@ from symllm.arch.config import swiglu_width
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
-from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
-                      s, t)
+from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, d_se, f, k, m, n, n_e, n_h,
+                                 n_kv, s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
     "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
-    "router", "experts", "moe", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
+    "router", "experts", "moe", "sinks", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "Rules", "SPLITS", "WEIGHTS", "lora_names",
 ]
 
@@ -58,6 +58,10 @@ ELEMENTWISE = {
     "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
     "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
     "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
+    "sigmoid": 4,   # 1 / (1 + exp(-x)): negate, exp, add, divide (Qwen2-MoE's shared-expert gate)
+    # gpt-oss's clamped SwiGLU per element of d_ff: clamp the gate from above (1), the up projection on both
+    # sides (2), scale the gate by alpha = 1.702 (1), its sigmoid (4), gate * sigmoid (1), up + 1 (1), the product (1)
+    "clamped_glu": 11,
 }
 
 #: how a model's feed-forward layers are made: dense everywhere (None), mixture-of-experts in every layer
@@ -84,8 +88,8 @@ _T = b * s  # token rows in one forward pass
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
-#: "norm", "router", "experts" (fused routed experts), "none" (no weight)
-WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "none")
+#: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "none")
 #: the named software stacks that state what LlamaForCausalLM keeps (symllm.costs.stacks.STACKS; fused and eager
 #: are the component tree's own)
 _HF = ("hf-eager", "hf-sdpa")
@@ -483,8 +487,25 @@ def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
     return pairs(t + s, W) - pairs(t, W)
 
 
+def sinks() -> Component:
+    """gpt-oss's attention sinks: one learned logit per query head (``n_h`` parameters per layer), appended to
+    every row of scores before the softmax and dropped after it, so that a query may attend to "nothing".
+    No matmul; the softmax runs over one more entry per query and head (``ELEMENTWISE['softmax']`` each),
+    and nothing enters the KV cache.
+
+    >>> sinks().params, sinks().elementwise
+    (n_h, 5*b*n_h*s)
+    """
+    # kept whole on every tensor rank (n_h numbers a layer; an engine splitting heads keeps its heads' share);
+    # no LoRA target; a vector, kept in the model's dtype by every weight format
+    return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
+                     doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
+                     rules=Rules("replicated", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
+
+
 def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None = None,
-              causal: bool = False, rotary: bool = True, window: str | None = None) -> Component:
+              causal: bool = False, rotary: bool = True, window: str | None = None,
+              sink: bool = False) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core.
 
     ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
@@ -494,7 +515,7 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
     ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's.
     ``rotary=False`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of its queries.
     ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see :func:`_pairs`); the cache
-    then holds the last ``min(t + s, W)`` positions.
+    then holds the last ``min(t + s, W)`` positions. ``sink`` adds gpt-oss's attention sinks (:func:`sinks`).
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
@@ -527,6 +548,7 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
+            *((sinks(),) if sink else ()),
             rope() if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
@@ -594,65 +616,91 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
     )
 
 
-def router() -> Component:
-    """The router of a mixture-of-experts layer: ``d -> n_e`` logits per token, no bias, and their
-    softmax (Mixtral; Llama 4 takes a sigmoid of the top k: the same per-logit count is used).
+def router(*, bias: bool = False) -> Component:
+    """The router of a mixture-of-experts layer: ``d -> n_e`` logits per token (``bias``: gpt-oss's), and
+    their softmax (Mixtral; Llama 4 takes a sigmoid of the top k, gpt-oss a softmax of the top k: the same
+    per-logit count is used).
 
-    >>> router().params, router().flops
-    (d*n_e, 2*b*d*n_e*s)
+    >>> router().params, router().flops, router(bias=True).params
+    (d*n_e, 2*b*d*n_e*s, d*n_e + n_e)
     """
     # replicated on every tensor rank (torch's plan for Mixtral and Llama 4 leaves the gate out); PEFT's
     # LoRA for them targets the projections, not the gate; QLoRA keeps it in the model's dtype
-    out = linear("router", d, n_e, doc="self.gate = nn.Linear(hidden_size, num_local_experts, bias=False)",
+    out = linear("router", d, n_e, bias, doc=f"self.gate = nn.Linear(hidden_size, num_local_experts, bias={bias})",
                  rules=Rules("replicated", lora=(), weight="router", stacks=(), label="a mixture-of-experts router"))
-    return out.replace(elementwise=ELEMENTWISE["softmax"] * _T * n_e)
+    return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
 
 
-def experts() -> Component:
+def experts(*, bias: bool = False, clamped: bool = False) -> Component:
     """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
 
     Parameters ``3·d·d_ff`` per expert, all ``n_e`` of them (``active``: the ``k`` a token uses); FLOPs
     the ``k`` experts' three matmuls per token (the model's FLOPs: an implementation that runs every
-    expert on every token, as transformers' Llama 4 does, computes ``n_e / k`` times as many).
+    expert on every token, as transformers' Llama 4 does, computes ``n_e / k`` times as many). ``bias``:
+    gpt-oss's biases, ``2·d_ff`` on the fused gate/up projection and ``d`` on the down projection of each
+    expert; ``clamped``: gpt-oss's clamped SwiGLU (``ELEMENTWISE['clamped_glu']`` per element of ``d_ff``).
 
     >>> e = experts()
     >>> e.params, e.active, e.flops
     (3*d*d_ff*n_e, 3*d*d_ff*k, 6*b*d*d_ff*k*s)
+    >>> sp.factor(experts(bias=True).params - e.params)
+    n_e*(d + 2*d_ff)
     """
     rows = k * _T  # token-expert pairs: each token's row goes through k experts
+    per = 3 * d * d_ff + ((2 * d_ff + d) if bias else 0)  # one expert's weights (and biases)
+    glu = ELEMENTWISE["clamped_glu"] if clamped else ELEMENTWISE["silu"] + ELEMENTWISE["gate"]
     return Component(
-        "experts", params=3 * d * d_ff * n_e, active=3 * d * d_ff * k,
+        "experts", params=per * n_e, active=per * k,
         flops=2 * matmul(rows, d, d_ff) + matmul(rows, d_ff, d),
-        elementwise=rows * ((ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * d_ff + ELEMENTWISE["combine"] * d),
+        elementwise=rows * (glu * d_ff + ELEMENTWISE["combine"] * d
+                            + (ELEMENTWISE["bias"] * (2 * d_ff + d) if bias else 0)),
         # saved: each pair's gathered input, its w1 and w3 outputs, the w2 input, the w2 output (scaled)
         saved=beta_a * rows * (2 * d + 3 * d_ff),
         # experts run one after another: the largest expert's w1/w3 outputs and gated product (every token
         # routed to it), and the output being summed
         live=(3 * _T * d_ff + _T * d,),
-        doc="MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing",
+        doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
+             else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
         # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
         rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts"),
     )
 
 
-def moe(*, shared: bool = False) -> Component:
+def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
-    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs).
+    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
+    it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
+    ``d -> 1`` linear. ``bias`` and ``clamped`` are gpt-oss's router and expert biases and clamped SwiGLU
+    (:func:`router`, :func:`experts`).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
     >>> sp.expand(moe(shared=True).total("params") - moe().total("params"))
     3*d*d_ff
+    >>> sp.expand(moe(shared=True, gated=True).total("params") - moe().total("params"))
+    3*d*d_se + d
     """
-    _switches(shared=shared)
+    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped)
+    if gated and not shared:
+        raise SymllmError("gated: a gate without a shared expert (gated=True needs shared=True)")
     extra = ()
     if shared:
-        ffn = feed_forward(name="shared_expert")
-        extra = (ffn.replace(saved=beta_a * 3 * _T * d_ff,  # its input is the router's, counted once here
-                             doc="self.shared_expert = Llama4TextMLP(config)  # every token"),)
+        width = d_se if gated else d_ff
+        ffn = feed_forward(name="shared_expert", width=width)
+        extra = (ffn.replace(saved=beta_a * 3 * _T * width,  # its input is the router's, counted once here
+                             doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
+                             "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
+    if gated:
+        # F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output: a d -> 1 linear (replicated on every
+        # tensor rank, as transformers' plan leaves it; PEFT adapts it only when named), its sigmoid, the product
+        gate = linear("shared_expert_gate", d, 1, doc="self.shared_expert_gate = torch.nn.Linear(hidden_size, 1, bias=False)",
+                      rules=Rules("replicated", lora=("shared_expert_gate", "shared_expert_gate"), weight="linear",
+                                  stacks=(), label="a gated shared expert (Qwen2-MoE)"))
+        extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
+                               saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
-        children=(router(), experts(), *extra),
+        children=(router(bias=bias), experts(bias=bias, clamped=clamped), *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4)"),
     )
@@ -689,17 +737,20 @@ def lm_head(*, tied: bool = False) -> Component:
 
 def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, causal: bool = False, ffn: str = "dense", shared_expert: bool = False,
-          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None) -> Component:
+          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None,
+          shared_gate: bool = False, sinks: bool = False, moe_bias: bool = False, clamped: bool = False) -> Component:
     """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
     ``out = h + feed_forward(ffn_norm(h))``; with ``ffn="moe"`` the feed-forward is a mixture of
     experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm);
-    ``window`` is its attention's (:func:`attention`).
+    ``window`` is its attention's (:func:`attention`). ``sinks`` adds gpt-oss's attention sinks;
+    ``shared_gate``, ``moe_bias`` and ``clamped`` are :func:`moe`'s ``gated``, ``bias`` and ``clamped``.
 
     >>> [c.name for c in block().children], [c.name for c in block(ffn="moe").children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
     """
     _switches(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, causal=causal,
-              shared_expert=shared_expert, rotary=rotary)
+              shared_expert=shared_expert, rotary=rotary, shared_gate=shared_gate, sinks=sinks, moe_bias=moe_bias,
+              clamped=clamped)
     if ffn not in ("dense", "moe"):
         raise SymllmError(f"ffn: unknown {ffn!r} (known: dense, moe)")
     if not rotary and qk_norm == "l2":  # Llama 4 norms q and k only in its RoPE layers
@@ -712,9 +763,10 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
         children=(
             rmsnorm("attention_norm"),
             attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary,
-                      window=window),
+                      window=window, sink=sinks),
             rmsnorm("ffn_norm"),
-            feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(shared=shared_expert),
+            feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else
+            moe(shared=shared_expert, gated=shared_gate, bias=moe_bias, clamped=clamped),
         ),
         doc="TransformerBlock(layer_id, args)",
         rules=_NO_WEIGHT,
@@ -746,7 +798,8 @@ def _groups(moe_kind, nope: bool):
 
 def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False, moe: str | None = None,
-          shared_expert: bool = False, nope: bool = False, window: str | None = None) -> Component:
+          shared_expert: bool = False, nope: bool = False, window: str | None = None, shared_gate: bool = False,
+          sinks: bool = False, moe_bias: bool = False, clamped: bool = False) -> Component:
     """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
@@ -755,7 +808,9 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     mixture of experts in every block (``"all"``) or in ``L_moe`` of them (``"some"``, the others dense
     of width ``d_fd``), ``shared_expert`` adds Llama 4's shared expert, ``nope`` makes ``L_nope`` blocks
     (among the MoE ones) Llama 4 layers without RoPE. Blocks that differ form groups, each repeated.
-    ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE.
+    ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE. ``shared_gate``
+    (Qwen2-MoE's gated shared expert of width ``d_se``), ``sinks``, ``moe_bias`` and ``clamped`` (gpt-oss's
+    attention sinks, router and expert biases, clamped SwiGLU) are :func:`block`'s.
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
@@ -767,7 +822,8 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
         raise SymllmError(f"hidden: unknown rule {hidden!r} (explicit, meta, meta_plain)")
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
     common = dict(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
-                  causal=causal, shared_expert=shared_expert)
+                  causal=causal, shared_expert=shared_expert, shared_gate=shared_gate, sinks=sinks,
+                  moe_bias=moe_bias, clamped=clamped)
     groups = tuple(block(**common, **options, name=name).replace(repeat=count)
                    for name, options, count in _layers(moe, nope, window))
     return Component(
@@ -792,6 +848,7 @@ COMPONENTS = {
     "moe": "block/moe",
     "router": "block/moe/router",
     "experts": "block/moe/experts",
+    "sinks": "block/attention/sinks",
     "block": "block",
     "model": "",
 }
@@ -827,7 +884,8 @@ def component(name: str, whole: Component | None = None) -> Component:
 #: model() with every structural option switched on: every factory's parts, each at least once
 #: (:func:`lora_names` reads the declarations from it; a new option belongs here)
 EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", moe="some",
-                  shared_expert=True, nope=True, window="sliding")
+                  shared_expert=True, nope=True, window="sliding", shared_gate=True, sinks=True, moe_bias=True,
+                  clamped=True)
 
 
 def lora_names() -> dict[str, str]:

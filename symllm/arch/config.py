@@ -104,6 +104,15 @@ class ModelConfig:
     experts_per_token: int | None = None
     #: Llama 4's shared expert: a dense SwiGLU of width hidden_dim in every MoE layer, run by every token
     shared_expert: bool = False
+    #: Qwen2-MoE's gated shared expert: the shared expert's own width (shared_expert_intermediate_size), its
+    #: output scaled by a sigmoid gate (a d -> 1 linear); None: no such gate (Llama 4's, of width hidden_dim)
+    shared_hidden_dim: int | None = None
+    #: gpt-oss: biases on the router and on every routed expert's projections
+    moe_bias: bool = False
+    #: gpt-oss: the routed experts' clamped SwiGLU (swiglu_limit; no parameters, its own element-wise work)
+    clamped_swiglu: bool = False
+    #: gpt-oss: a learned attention sink per query head in every layer
+    attention_sinks: bool = False
     #: the MoE layers' indices (None: every layer, when n_experts is given)
     moe_layers: tuple | None = None
     #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
@@ -148,7 +157,7 @@ class ModelConfig:
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
-        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias"):
+        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "attention_sinks"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
         self._check_moe(put)
@@ -168,15 +177,19 @@ class ModelConfig:
             put("window_layers", _layer_ids("window_layers", self.window_layers, self.n_layers))
 
     def _check_moe(self, put) -> None:
-        for field in ("n_experts", "experts_per_token", "dense_hidden_dim"):
+        for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        boolean("shared_expert", self.shared_expert)
+        for field in ("shared_expert", "moe_bias", "clamped_swiglu"):
+            boolean(field, getattr(self, field))
+        if self.shared_hidden_dim is not None and not self.shared_expert:
+            raise SymllmError(f"shared_hidden_dim: {self.shared_hidden_dim} given without shared_expert")
         if self.n_experts is None:
             for field in ("experts_per_token", "moe_layers", "dense_hidden_dim"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
-            if self.shared_expert:
-                raise SymllmError("shared_expert: true given without n_experts")
+            for field in ("shared_expert", "moe_bias", "clamped_swiglu"):
+                if getattr(self, field):
+                    raise SymllmError(f"{field}: true given without n_experts")
             return
         if self.experts_per_token is None:
             raise SymllmError("experts_per_token: missing (how many of the n_experts each token uses)")

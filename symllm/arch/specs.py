@@ -49,6 +49,14 @@ class Structure:
     nope: bool = False
     #: the attention window of the layers with RoPE: None, "sliding" or "chunked"
     window: str | None = None
+    #: the shared expert is Qwen2-MoE's: of its own width d_se, scaled by a sigmoid gate
+    shared_gate: bool = False
+    #: gpt-oss's attention sinks (one logit per query head)
+    sinks: bool = False
+    #: gpt-oss's biases on the router and the routed experts
+    moe_bias: bool = False
+    #: gpt-oss's clamped SwiGLU in the routed experts
+    clamped: bool = False
 
 
 @lru_cache(maxsize=None)
@@ -61,7 +69,8 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
                  qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal,
                  moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope,
-                 window=structure.window)
+                 window=structure.window, shared_gate=structure.shared_gate, sinks=structure.sinks,
+                 moe_bias=structure.moe_bias, clamped=structure.clamped)
 
 
 @lru_cache(maxsize=None)
@@ -101,6 +110,8 @@ class Spec:
     experts_per_token: int | None = None
     n_moe_layers: int | None = None
     dense_hidden_dim: int | None = None
+    #: a gated shared expert's width (Qwen2-MoE; None: none, or Llama 4's of width hidden_dim)
+    shared_hidden_dim: int | None = None
     #: layers without RoPE (None: none)
     n_nope_layers: int | None = None
     #: the sliding window or the attention chunk (None: full attention)
@@ -152,11 +163,14 @@ def spec_of(config: ModelConfig) -> Spec:
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
                           moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers),
-                          window=config.window_kind if config.window_layers is None else None)
+                          window=config.window_kind if config.window_layers is None else None,
+                          shared_gate=config.shared_hidden_dim is not None, sinks=config.attention_sinks,
+                          moe_bias=config.moe_bias, clamped=config.clamped_swiglu)
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
                 structure=structure, config=config, n_experts=config.n_experts,
                 experts_per_token=config.experts_per_token, n_moe_layers=config.n_moe_layers,
                 dense_hidden_dim=config.dense_hidden_dim, n_nope_layers=config.n_nope_layers,
+                shared_hidden_dim=config.shared_hidden_dim,
                 window=config.window if config.window_layers is None else None)

@@ -18,7 +18,7 @@ import sympy as sp
 
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
-    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope", "W",
+    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "L_moe", "L_nope", "W",
     "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -55,6 +55,8 @@ f = sp.Symbol("f", positive=True, finite=True)
 n_e = sp.Symbol("n_e", **_size)
 k = sp.Symbol("k", **_size)
 d_fd = sp.Symbol("d_fd", **_size)
+# Qwen2-MoE's gated shared expert has its own width
+d_se = sp.Symbol("d_se", **_size)
 L_moe = sp.Symbol("L_moe", **_size)
 L_nope = sp.Symbol("L_nope", **_size)
 # sliding-window (Mistral) or chunked (Llama 4) attention
@@ -101,6 +103,8 @@ _TABLE = [
     SymbolInfo(k, "experts_per_token", "k", "experts each token is routed to (top-k)", "model"),
     SymbolInfo(d_fd, "dense_hidden_dim", r"d_{ff}^{\mathrm{dense}}",
                "SwiGLU width of the dense layers of a model that interleaves MoE layers", "model"),
+    SymbolInfo(d_se, "shared_hidden_dim", r"d_{ff}^{\mathrm{shared}}",
+               "SwiGLU width of a gated shared expert (Qwen2-MoE's shared_expert_intermediate_size)", "model"),
     SymbolInfo(L_moe, "n_moe_layers", r"L_{\mathrm{moe}}", "mixture-of-experts blocks (of the L)", "model"),
     SymbolInfo(L_nope, "n_nope_layers", r"L_{\mathrm{nope}}", "blocks without RoPE (of the L)", "model"),
     SymbolInfo(W, "window", "W", "keys a query may see: the sliding window, or the attention chunk", "model"),

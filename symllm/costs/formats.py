@@ -188,10 +188,13 @@ def _own(comp, path, count, layer, values) -> list[dict]:
         return [dict(base, row=d, rows=n // d, ndim=2)]
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
-        if 3 * d * d_ff * n_e != n:
+        biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
+        if biases not in (0, (2 * d_ff + d) * n_e):
             raise SymllmError(f"weight_format: {path} holds {n} weights, not 3·d·d_ff·n_e")
-        return [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2)
-                for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
+        out = [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2)
+               for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
+        return out + [dict(base, path=f"{path}/{p}.bias", kind="bias", row=r, rows=1, count=count * n_e, ndim=1)
+                      for p, r in (("gate_up", 2 * d_ff), ("down", d)) if biases]
     return [dict(base, row=n, rows=1, ndim=1)]
 
 

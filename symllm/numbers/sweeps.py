@@ -79,7 +79,7 @@ WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if o
 
 _SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
 #: model symbols a sweep takes from its base and never varies
-_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.L_moe, S.L_nope, S.W)
+_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.d_se, S.L_moe, S.L_nope, S.W)
 
 #: the largest table file :func:`read_table` reads (its rows are held in memory)
 TABLE_BYTES = 256 << 20

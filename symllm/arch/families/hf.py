@@ -62,7 +62,7 @@ HF_UNMODELLED = {
 }
 
 #: model types of the LLaMA family symllm knows but does not model yet, and why
-HF_NOT_YET = {"qwen2_moe": "mixture-of-experts with shared-expert gating"}
+HF_NOT_YET: dict[str, str] = {}
 
 #: ModelConfig's field names -> the config.json keys they are read from (errors name the user's key)
 HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
@@ -85,7 +85,8 @@ class Family:
     fields: Callable[[dict, int], dict]
     #: where its presets come from (the checkpoints whose config.json symllm ships)
     presets: str
-    #: defaults over :data:`COMMON` for absent keys, as transformers' class has them
+    #: defaults over :data:`COMMON` (and over false for the keys of ``reads``) for absent keys, as
+    #: transformers' class has them
     defaults: dict = field(default_factory=dict)
     #: keys that may be null (then derived as when ``None`` is the default); any other null is refused
     nullable: tuple = ()
@@ -297,6 +298,6 @@ def _fields(raw: dict, family: Family) -> dict:
                qkv_bias=family.qkv_bias, qk_norm=family.qk_norm,
                norm_eps=raw.get("rms_norm_eps", 1e-6), rope_theta=theta)
     for key in family.reads:
-        out[key] = flag(raw, key, False)
+        out[key] = flag(raw, key, family.defaults.get(key, False))
     out.update(family.fields(raw, L))
     return out
