@@ -131,7 +131,7 @@ def test_qkv_bias_and_qk_norm_closed_forms():
 # --- refusing what is not modelled ----------------------------------------------------------------
 
 @pytest.mark.parametrize("raw,start", [
-    (dict(MIXTRAL_8X7B, model_type="qwen2_moe"), "model_type: 'qwen2_moe' (mixture-of-experts"),
+    (dict(MIXTRAL_8X7B, model_type="qwen2_moe"), "num_local_experts: 8 (mixture-of-experts) is not modelled"),
     (dict(MIXTRAL_8X7B, num_experts_per_tok=9), "experts_per_token: 9 is more than n_experts 8"),
     (dict(MIXTRAL_8X7B, use_qk_norm=True), "use_qk_norm: True"),
     ({"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"], "vision_config": {},

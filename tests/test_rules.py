@@ -24,7 +24,8 @@ from .conftest import requires
 OPTIONS = {
     "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
     "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "moe": ("all", "some"),
-    "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"),
+    "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"), "shared_gate": (True,),
+    "sinks": (True,), "moe_bias": (True,), "clamped": (True,),
 }
 
 
@@ -57,7 +58,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             if c.params != 0:
                 assert c.rules.split is not None and c.rules.weight != "none", where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
-    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head"}
+    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "shared_expert_gate"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -99,17 +100,20 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
 
 def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
-    LlamaForCausalLM but its lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
+    LlamaForCausalLM and Qwen2MoeForCausalLM (its shared_expert_gate) but the lm_head (which PEFT leaves
+    alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
-    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                                   num_attention_heads=4, num_key_value_heads=2)
+    sizes = dict(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+                 num_key_value_heads=2)
     with torch.device("meta"):
-        hf = transformers.LlamaForCausalLM(cfg)
-    leaves = {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
-    names = C.lora_names()
-    ours = {v for v in names.values()}
-    assert leaves - {"lm_head"} == set(names) - ours
-    assert len(ours) == len(leaves - {"lm_head"})
+        models = (transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes)),
+                  transformers.Qwen2MoeForCausalLM(transformers.Qwen2MoeConfig(**sizes, num_experts=2)))
+    leaves = {name.rsplit(".", 1)[-1] for hf in models for name, m in hf.named_modules()
+              if isinstance(m, torch.nn.Linear)}
+    declared = {c.rules.lora for c in C.model(**C.EVERY_PART).walk() if c.rules.lora}
+    assert leaves - {"lm_head"} == {hf for _, hf in declared}
+    assert len({ours for ours, _ in declared}) == len(leaves - {"lm_head"})
+    assert all(C.lora_names()[hf] == ours for ours, hf in declared)
 
 
 def test_default_lora_targets_are_the_declared_names():
