@@ -259,11 +259,18 @@ def cmd_count(args) -> int:
                                       (config.qk_norm == "l2", "QK-norm (weightless L2, in the RoPE layers)"),
                                       (config.n_experts, f"mixture of experts: {config.n_experts} experts, "
                                        f"{config.experts_per_token} per token, in {config.n_moe_layers} of "
-                                       f"{config.n_layers} layers" + ("; a shared expert" if config.shared_expert
-                                                                      else "")),
+                                       f"{config.n_layers} layers" + (
+                                           f"; a gated shared expert of width {config.shared_hidden_dim}"
+                                           if config.shared_hidden_dim else "; a shared expert"
+                                           if config.shared_expert else "")),
+                                      (config.moe_bias, "biases on the router and the experts"),
+                                      (config.clamped_swiglu, "clamped SwiGLU experts"),
+                                      (config.attention_sinks, "attention sinks"),
                                       (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
                                       (config.nope_layers, f"{len(config.nope_layers)} layers without RoPE"),
-                                      (config.sliding_window, f"sliding window {config.sliding_window}"),
+                                      (config.sliding_window, f"sliding window {config.sliding_window}" + (
+                                          f" in {len(config.window_layers)} of {config.n_layers} layers"
+                                          if config.window_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:

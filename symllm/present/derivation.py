@@ -517,6 +517,8 @@ class Report:
             ("key/value heads", S.n_kv, spec.n_kv_heads), ("head width", S.d_h, spec.head_dim),
             ("SwiGLU width", S.d_ff, spec.hidden_dim),
         ]
+        if spec.shared_hidden_dim is not None:
+            config_rows.append(("shared expert width", S.d_se, spec.shared_hidden_dim))
         if spec.hidden_rule != "explicit":
             config_rows.append(("rounding granule", S.m, spec.multiple_of))
         if spec.hidden_rule == "meta":
@@ -537,6 +539,8 @@ class Report:
             "experts": spec.n_experts, "experts_per_token": spec.experts_per_token,
             "grouped": spec.structure.moe == "some" or spec.structure.nope,
             "block_closed": Formula(block.closed), "block_subst": _substituted(block.closed, block.values),
+            # a block of many kinds of part (Qwen2-MoE's, gpt-oss's): its sum wraps in the table's cell
+            "long_block": len(sp.Add.make_args(sp.expand(block.closed))) > 6,
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
             "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor)),
