@@ -25,7 +25,7 @@ OPTIONS = {
     "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
     "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "moe": ("all", "some"),
     "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"), "shared_gate": (True,),
-    "sinks": (True,), "moe_bias": (True,), "clamped": (True,),
+    "sinks": (True,), "moe_bias": (True,), "clamped": (True,), "fused_lora": (True,),
 }
 
 

@@ -123,12 +123,15 @@ class Rules:
     stacks: tuple[str, ...] | None = None
     #: how a stack's refusal names it ("a sliding window (Mistral v0.1)"); "": the component's name
     label: str = ""
+    #: LoRA targets (symllm names) under which PEFT adapts it in a way symllm does not model (Qwen3-MoE's
+    #: fused experts, from gate_proj/up_proj/down_proj): a workload naming one is refused
+    refused: tuple[str, ...] = ()
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
             if value is not None and value not in known:
                 raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
-        for field_ in ("lora", "stacks"):
+        for field_ in ("lora", "stacks", "refused"):
             value = getattr(self, field_)
             if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
                 raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
@@ -631,7 +634,7 @@ def router(*, bias: bool = False) -> Component:
     return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
 
 
-def experts(*, bias: bool = False, clamped: bool = False) -> Component:
+def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = False) -> Component:
     """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
 
     Parameters ``3·d·d_ff`` per expert, all ``n_e`` of them (``active``: the ``k`` a token uses); FLOPs
@@ -639,6 +642,8 @@ def experts(*, bias: bool = False, clamped: bool = False) -> Component:
     expert on every token, as transformers' Llama 4 does, computes ``n_e / k`` times as many). ``bias``:
     gpt-oss's biases, ``2·d_ff`` on the fused gate/up projection and ``d`` on the down projection of each
     expert; ``clamped``: gpt-oss's clamped SwiGLU (``ELEMENTWISE['clamped_glu']`` per element of ``d_ff``).
+    ``fused_lora``: PEFT adapts these fused tensors under the SwiGLU's LoRA names (Qwen3-MoE), which symllm
+    does not model: those targets are refused (``Rules.refused``).
 
     >>> e = experts()
     >>> e.params, e.active, e.flops
@@ -662,16 +667,18 @@ def experts(*, bias: bool = False, clamped: bool = False) -> Component:
         doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
              else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
         # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
-        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts"),
+        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts",
+                    refused=("w1", "w2", "w3") if fused_lora else ()),
     )
 
 
-def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False) -> Component:
+def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
+        fused_lora: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
     ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
     it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
     ``d -> 1`` linear. ``bias`` and ``clamped`` are gpt-oss's router and expert biases and clamped SwiGLU
-    (:func:`router`, :func:`experts`).
+    (:func:`router`, :func:`experts`); ``fused_lora`` is :func:`experts`'.
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
@@ -680,7 +687,7 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     >>> sp.expand(moe(shared=True, gated=True).total("params") - moe().total("params"))
     3*d*d_se + d
     """
-    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped)
+    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora)
     if gated and not shared:
         raise SymllmError("gated: a gate without a shared expert (gated=True needs shared=True)")
     extra = ()
@@ -700,7 +707,7 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                                saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
-        children=(router(bias=bias), experts(bias=bias, clamped=clamped), *extra),
+        children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora), *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4)"),
     )
@@ -738,19 +745,21 @@ def lm_head(*, tied: bool = False) -> Component:
 def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, causal: bool = False, ffn: str = "dense", shared_expert: bool = False,
           rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None,
-          shared_gate: bool = False, sinks: bool = False, moe_bias: bool = False, clamped: bool = False) -> Component:
+          shared_gate: bool = False, sinks: bool = False, moe_bias: bool = False, clamped: bool = False,
+          fused_lora: bool = False) -> Component:
     """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
     ``out = h + feed_forward(ffn_norm(h))``; with ``ffn="moe"`` the feed-forward is a mixture of
     experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm);
     ``window`` is its attention's (:func:`attention`). ``sinks`` adds gpt-oss's attention sinks;
-    ``shared_gate``, ``moe_bias`` and ``clamped`` are :func:`moe`'s ``gated``, ``bias`` and ``clamped``.
+    ``shared_gate``, ``moe_bias``, ``clamped`` and ``fused_lora`` are :func:`moe`'s ``gated``, ``bias``,
+    ``clamped`` and ``fused_lora``.
 
     >>> [c.name for c in block().children], [c.name for c in block(ffn="moe").children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
     """
     _switches(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, causal=causal,
               shared_expert=shared_expert, rotary=rotary, shared_gate=shared_gate, sinks=sinks, moe_bias=moe_bias,
-              clamped=clamped)
+              clamped=clamped, fused_lora=fused_lora)
     if ffn not in ("dense", "moe"):
         raise SymllmError(f"ffn: unknown {ffn!r} (known: dense, moe)")
     if not rotary and qk_norm == "l2":  # Llama 4 norms q and k only in its RoPE layers
@@ -766,7 +775,7 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
                       window=window, sink=sinks),
             rmsnorm("ffn_norm"),
             feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else
-            moe(shared=shared_expert, gated=shared_gate, bias=moe_bias, clamped=clamped),
+            moe(shared=shared_expert, gated=shared_gate, bias=moe_bias, clamped=clamped, fused_lora=fused_lora),
         ),
         doc="TransformerBlock(layer_id, args)",
         rules=_NO_WEIGHT,
@@ -799,7 +808,7 @@ def _groups(moe_kind, nope: bool):
 def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False, moe: str | None = None,
           shared_expert: bool = False, nope: bool = False, window: str | None = None, shared_gate: bool = False,
-          sinks: bool = False, moe_bias: bool = False, clamped: bool = False) -> Component:
+          sinks: bool = False, moe_bias: bool = False, clamped: bool = False, fused_lora: bool = False) -> Component:
     """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
@@ -810,7 +819,8 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     (among the MoE ones) Llama 4 layers without RoPE. Blocks that differ form groups, each repeated.
     ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE. ``shared_gate``
     (Qwen2-MoE's gated shared expert of width ``d_se``), ``sinks``, ``moe_bias`` and ``clamped`` (gpt-oss's
-    attention sinks, router and expert biases, clamped SwiGLU) are :func:`block`'s.
+    attention sinks, router and expert biases, clamped SwiGLU) and ``fused_lora`` (PEFT adapts the fused
+    experts: Qwen3-MoE) are :func:`block`'s.
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
@@ -823,7 +833,7 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
     common = dict(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
                   causal=causal, shared_expert=shared_expert, shared_gate=shared_gate, sinks=sinks,
-                  moe_bias=moe_bias, clamped=clamped)
+                  moe_bias=moe_bias, clamped=clamped, fused_lora=fused_lora)
     groups = tuple(block(**common, **options, name=name).replace(repeat=count)
                    for name, options, count in _layers(moe, nope, window))
     return Component(
@@ -885,7 +895,7 @@ def component(name: str, whole: Component | None = None) -> Component:
 #: (:func:`lora_names` reads the declarations from it; a new option belongs here)
 EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", moe="some",
                   shared_expert=True, nope=True, window="sliding", shared_gate=True, sinks=True, moe_bias=True,
-                  clamped=True)
+                  clamped=True, fused_lora=True)
 
 
 def lora_names() -> dict[str, str]:

@@ -113,6 +113,9 @@ class ModelConfig:
     clamped_swiglu: bool = False
     #: gpt-oss: a learned attention sink per query head in every layer
     attention_sinks: bool = False
+    #: PEFT adapts the fused routed experts of transformers' class under gate_proj/up_proj/down_proj (Qwen3-MoE,
+    #: through transformers' weight-conversion mapping), which symllm does not model: those LoRA targets are refused
+    peft_fused_experts: bool = False
     #: the MoE layers' indices (None: every layer, when n_experts is given)
     moe_layers: tuple | None = None
     #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
@@ -179,7 +182,7 @@ class ModelConfig:
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        for field in ("shared_expert", "moe_bias", "clamped_swiglu"):
+        for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts"):
             boolean(field, getattr(self, field))
         if self.shared_hidden_dim is not None and not self.shared_expert:
             raise SymllmError(f"shared_hidden_dim: {self.shared_hidden_dim} given without shared_expert")
@@ -187,7 +190,7 @@ class ModelConfig:
             for field in ("experts_per_token", "moe_layers", "dense_hidden_dim"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
-            for field in ("shared_expert", "moe_bias", "clamped_swiglu"):
+            for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts"):
                 if getattr(self, field):
                     raise SymllmError(f"{field}: true given without n_experts")
             return

@@ -57,6 +57,8 @@ class Structure:
     moe_bias: bool = False
     #: gpt-oss's clamped SwiGLU in the routed experts
     clamped: bool = False
+    #: PEFT adapts the fused routed experts (Qwen3-MoE): their LoRA targets are refused
+    fused_lora: bool = False
 
 
 @lru_cache(maxsize=None)
@@ -70,7 +72,7 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
                  qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal,
                  moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope,
                  window=structure.window, shared_gate=structure.shared_gate, sinks=structure.sinks,
-                 moe_bias=structure.moe_bias, clamped=structure.clamped)
+                 moe_bias=structure.moe_bias, clamped=structure.clamped, fused_lora=structure.fused_lora)
 
 
 @lru_cache(maxsize=None)
@@ -165,7 +167,8 @@ def spec_of(config: ModelConfig) -> Spec:
                           moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers),
                           window=config.window_kind if config.window_layers is None else None,
                           shared_gate=config.shared_hidden_dim is not None, sinks=config.attention_sinks,
-                          moe_bias=config.moe_bias, clamped=config.clamped_swiglu)
+                          moe_bias=config.moe_bias, clamped=config.clamped_swiglu,
+                          fused_lora=config.peft_fused_experts)
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,

@@ -52,7 +52,7 @@ from symllm.costs import phases as costs
 from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, zero
-from symllm.arch.components import Component, matmul
+from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import Workload, lora_targets
@@ -109,6 +109,12 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     found = set()
 
     def walk(c: Component) -> Component:
+        if names & set(c.rules.refused):
+            hf = {v: k for k, v in lora_names().items() if k != v}
+            given = ",".join(sorted(hf.get(x, x) for x in names & set(c.rules.refused)))
+            raise SymllmError(f"lora_targets: PEFT adapts this model's fused {c.name} under {given} (a LoRA of each "
+                              "3-D expert tensor), which symllm does not model; target the attention "
+                              "(q_proj,k_proj,v_proj,o_proj)")
         if c.shape and c.rules.lora and c.rules.lora[0] in names:
             found.add(c.rules.lora[0])
             return c.replace(children=c.children + _pair(*c.shape, sp.sympify(rank)))
