@@ -268,7 +268,7 @@ def cmd_count(args) -> int:
                                       (config.note, config.note)) if on]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
-    if config.n_experts is None and len(config.layers) == 1:
+    if config.n_experts is None and len(config.groups) == 1:
         print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
               f"{grouped(counts['block'])} parameters)\n")
     else:
@@ -448,7 +448,7 @@ def cmd_verify(args) -> int:
     measured = reference.count(reference.build(config, device="meta"))
     from symllm import api
     ours = api.params(config)
-    if config.n_experts is not None or len(config.layers) > 1:  # blocks of several kinds: kind by kind
+    if config.n_experts is not None or len(config.groups) > 1:  # blocks of several kinds: kind by kind
         measured, ours = api.by_kind(measured), api.by_kind(ours)
     rows, bad = [], 0
     for key, value in measured.items():

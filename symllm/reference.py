@@ -83,7 +83,7 @@ class _Config:
         self.n_experts = getattr(args, "n_experts", None)
         self.experts_per_token = getattr(args, "experts_per_token", None)
         self.shared_expert = bool(getattr(args, "shared_expert", False))
-        # the kind of each layer (symllm.arch.layers.LayerKind; a ModelConfig's layers group after group)
+        # the kind of each layer, in model order (symllm.arch.layers.LayerKind)
         kinds = args.layer_kinds() if hasattr(args, "layer_kinds") else ()
         self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
         if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE

@@ -6,7 +6,7 @@ import math
 from hypothesis import strategies as st
 
 from symllm.arch.config import ModelConfig
-from symllm.arch.layers import LayerKind, groups
+from symllm.arch.layers import LayerKind, runs
 
 
 @st.composite
@@ -204,7 +204,7 @@ def checked_cases(draw) -> tuple[ModelConfig, dict]:
         fields["sliding_window"] = draw(st.integers(1, 16))
         sliding = set(draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers, unique=True)))
         ffn = "dense" if fields.get("n_experts") is None else "moe"
-        fields["layers"] = groups([LayerKind(ffn=ffn, window="sliding" if i in sliding else None)
+        fields["layers"] = runs([LayerKind(ffn=ffn, window="sliding" if i in sliding else None)
                                    for i in range(n_layers)])
     ep = draw(st.integers(1, 4))
     options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
@@ -515,7 +515,7 @@ def moe_layouts(draw):
                   n_heads=heads, n_kv_heads=n_kv, hidden_dim=draw(st.integers(1, 24)), n_experts=n_e,
                   experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()))
     if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
-        fields.update(layers=groups([LayerKind(ffn="moe" if (i + 1) % step == 0 else "dense") for i in range(layers)]),
+        fields.update(layers=runs([LayerKind(ffn="moe" if (i + 1) % step == 0 else "dense") for i in range(layers)]),
                       dense_hidden_dim=draw(st.integers(1, 24)), shared_expert=draw(st.booleans()))
     # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
     stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)

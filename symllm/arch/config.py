@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from symllm.arch.families.hf import HF_UNMODELLED, read as _read_hf
-from symllm.arch.layers import MAX_GROUPS, QK_NORMS, LayerKind
+from symllm.arch.layers import MAX_GROUPS, QK_NORMS, LayerKind, groups as _groups
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import positive_number as _positive_float
@@ -38,7 +38,7 @@ def _positive_int(field: str, value, *, optional: bool = False):
 
 
 def _layer_groups(value, n_layers: int) -> tuple:
-    """``layers`` as a tuple of ``(LayerKind, count)`` pairs, each kind once, the counts adding up to ``n_layers``."""
+    """``layers`` as a tuple of ``(LayerKind, count)`` runs in model order, the counts adding up to ``n_layers``."""
     if not isinstance(value, (list, tuple)) or not value:
         raise SymllmError(f"layers: expected groups of (LayerKind, count), got {_short(value)}")
     out = []
@@ -52,10 +52,9 @@ def _layer_groups(value, n_layers: int) -> tuple:
         if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], LayerKind):
             raise SymllmError(f"layers: expected (LayerKind, count) pairs, got {_short(pair)}")
         out.append((pair[0], positive_int("layers", pair[1])))
-    if len({kind for kind, _ in out}) < len(out):
-        raise SymllmError("layers: a kind of layer is in two groups (symllm.arch.layers.groups collapses them)")
-    if len(out) > MAX_GROUPS:
-        raise SymllmError(f"layers: {len(out)} kinds of layer; symllm models at most {MAX_GROUPS}")
+    kinds = len({kind for kind, _ in out})
+    if kinds > MAX_GROUPS:
+        raise SymllmError(f"layers: {kinds} kinds of layer; symllm models at most {MAX_GROUPS}")
     total = sum(count for _, count in out)
     if total != n_layers:
         raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers}")
@@ -119,9 +118,9 @@ class ModelConfig:
     sliding_window: int | None = None
     #: chunked attention (Llama 4's RoPE layers): a query sees the keys of its own chunk of this many tokens
     attention_chunk: int | None = None
-    #: the layers as groups of identical ones, ``((LayerKind, count), ...)`` in model order (a family states
-    #: each layer's kind: symllm.arch.families.hf.groups); None: every layer alike, MoE when n_experts is
-    #: given, with the sliding window or the attention chunk when one is given
+    #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
+    #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
+    #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
     layers: tuple | None = None
     #: what a reader should know about what was counted (e.g. a vision encoder that is not)
     note: str | None = None
@@ -217,8 +216,14 @@ class ModelConfig:
         """How many layers have no RoPE (None: none)."""
         return self._count(lambda kind: not kind.rotary)
 
+    @property
+    def groups(self) -> tuple:
+        """The layers collapsed into groups of identical ones ``(kind, count)``, in the order each kind first
+        appears (:func:`symllm.arch.layers.groups`: one group of blocks each in the component tree)."""
+        return _groups(self.layers)
+
     def layer_kinds(self) -> tuple[LayerKind, ...]:
-        """One kind per layer, group after group (the position of a layer changes no count).
+        """One kind per layer, in model order.
 
         >>> [k.ffn for k in ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).layer_kinds()]
         ['dense', 'dense']

@@ -22,7 +22,8 @@ from dataclasses import dataclass, fields
 from symllm.errors import SymllmError
 from symllm.validate import boolean
 
-__all__ = ["LayerKind", "Structure", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "MAX_GROUPS", "groups", "group_names"]
+__all__ = ["LayerKind", "Structure", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "MAX_GROUPS", "runs", "groups",
+           "group_names"]
 
 #: what a layer's feed-forward is: a dense SwiGLU ("dense"; of width ``d_fd`` in a model that also has MoE
 #: layers, ``d_ff`` otherwise), or a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe")
@@ -72,18 +73,37 @@ class LayerKind:
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full")
 
 
+def runs(kinds) -> tuple[tuple[LayerKind, int], ...]:
+    """A model's per-layer kinds as runs of consecutive identical layers ``(kind, count)``, in model order
+    (what a config holds: every layer's position kept, compactly).
+
+    >>> [(k.ffn, n) for k, n in runs([LayerKind(), LayerKind(), LayerKind(ffn="moe"), LayerKind()])]
+    [('dense', 2), ('moe', 1), ('dense', 1)]
+    """
+    out: list[list] = []
+    for kind in kinds:
+        if not isinstance(kind, LayerKind):
+            raise SymllmError(f"layers: expected a LayerKind per layer, got {kind!r}")
+        if out and out[-1][0] == kind:
+            out[-1][1] += 1
+        else:
+            out.append([kind, 1])
+    return tuple((kind, count) for kind, count in out)
+
+
 def groups(kinds) -> tuple[tuple[LayerKind, int], ...]:
-    """A model's per-layer kinds collapsed into groups ``(kind, count)``, in the order each kind first
-    appears (totals sum over groups; the position of a layer changes no count).
+    """A model's layers (per-layer kinds, or runs ``(kind, count)``) collapsed into groups ``(kind, count)``,
+    in the order each kind first appears (totals sum over groups; the position of a layer changes no count).
 
     >>> groups([LayerKind()] * 3)
     ((LayerKind(ffn='dense', rotary=True, window=None), 3),)
     """
     counts: dict[LayerKind, int] = {}
-    for kind in kinds:
+    for item in kinds:
+        kind, count = item if isinstance(item, tuple) else (item, 1)
         if not isinstance(kind, LayerKind):
             raise SymllmError(f"layers: expected a LayerKind per layer, got {kind!r}")
-        counts[kind] = counts.get(kind, 0) + 1
+        counts[kind] = counts.get(kind, 0) + count
     return tuple(counts.items())
 
 

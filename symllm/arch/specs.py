@@ -131,10 +131,10 @@ def spec_of(config: ModelConfig) -> Spec:
         d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
-                          shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.layers))
+                          shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.groups))
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
-                structure=structure, config=config, counts=tuple(count for _, count in config.layers),
+                structure=structure, config=config, counts=tuple(count for _, count in config.groups),
                 n_experts=config.n_experts, experts_per_token=config.experts_per_token,
                 dense_hidden_dim=config.dense_hidden_dim, window=config.window)

@@ -56,7 +56,7 @@ def _number(config: ModelConfig, code: str):
     """The number a kernel argument takes, named by its symbol's code: a config field, or the count of a
     group of layers after the first (``n_layers_2``: :data:`symllm.arch.symbols.GROUP_COUNTS`)."""
     if code.startswith("n_layers_"):
-        return config.layers[int(code.removeprefix("n_layers_")) - 1][1]
+        return config.groups[int(code.removeprefix("n_layers_")) - 1][1]
     return getattr(config, code)
 
 

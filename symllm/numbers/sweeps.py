@@ -633,7 +633,8 @@ class Sweep:
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
         fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
-        if "n_layers" in self.axes and len(spec.counts) > 1:
+        layers = self.axes.get("n_layers", [base_cfg.n_layers])  # the base's alone: nothing varies
+        if len(spec.counts) > 1 and (isinstance(layers, _RangeAxis) or any(v != base_cfg.n_layers for v in layers)):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers are of "
                               f"{len(spec.counts)} kinds")
         # the workload against the model (symllm.costs.checks, count's own checks): a failed check that

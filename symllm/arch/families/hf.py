@@ -24,7 +24,7 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
-from symllm.arch.layers import LayerKind, groups as _groups
+from symllm.arch.layers import LayerKind, runs as _runs
 from symllm.errors import SymllmError
 from symllm.validate import boolean, short
 from symllm.validate import integer as _integer
@@ -194,13 +194,14 @@ def flag(raw: dict, key: str, default: bool) -> bool:
 
 def groups(kinds) -> dict:
     """The ModelConfig field of a family's per-layer kinds (one :class:`~symllm.arch.layers.LayerKind` per
-    layer, in order): ``layers``, the kinds collapsed into groups of identical layers. All a family says
-    about how its layers differ.
+    layer, in order): ``layers``, the kinds as runs of consecutive identical layers, which
+    ``ModelConfig.groups`` collapses into groups of identical layers. All a family says about how its
+    layers differ.
 
     >>> groups([LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe")])["layers"][1]
     (LayerKind(ffn='moe', rotary=True, window=None), 2)
     """
-    return {"layers": _groups(kinds)}
+    return {"layers": _runs(kinds)}
 
 
 def indices(raw: dict, key: str, n_layers: int, default=None):

@@ -10,8 +10,8 @@ without RoPE are the zeros of ``no_rope_layers`` (or every ``no_rope_layer_inter
 the L2 QK-norm (``use_qk_norm``) and chunked attention (``attention_chunk_size``; null: none).
 
 >>> f = _fields({"interleave_moe_layer_step": 2}, 4)
->>> [(k.ffn, k.rotary, k.window, count) for k, count in f["layers"]], f["dense_hidden_dim"]
-([('dense', True, 'chunked', 2), ('moe', True, 'chunked', 1), ('moe', False, None, 1)], 16384)
+>>> [(k.ffn, k.rotary, k.window, n) for k, n in f["layers"]], f["dense_hidden_dim"]  # runs, in model order
+([('dense', True, 'chunked', 1), ('moe', True, 'chunked', 1), ('dense', True, 'chunked', 1), ('moe', False, None, 1)], 16384)
 """
 from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register
 from symllm.errors import SymllmError
