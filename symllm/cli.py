@@ -252,6 +252,7 @@ def cmd_count(args) -> int:
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
+    windowed = sum(n for kind, n in config.groups if kind.window == "sliding")
     variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
                                       (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
                                       (config.mlp_bias, "biases on w1, w2, w3"),
@@ -267,15 +268,15 @@ def cmd_count(args) -> int:
                                       (config.clamped_swiglu, "clamped SwiGLU experts"),
                                       (config.attention_sinks, "attention sinks"),
                                       (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
-                                      (config.nope_layers, f"{len(config.nope_layers)} layers without RoPE"),
+                                      (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
                                       (config.sliding_window, f"sliding window {config.sliding_window}" + (
-                                          f" in {len(config.window_layers)} of {config.n_layers} layers"
-                                          if config.window_layers else "")),
+                                          f" in {windowed} of {config.n_layers} layers"
+                                          if windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
-    if config.n_experts is None and not config.nope_layers:
+    if config.n_experts is None and len(config.groups) == 1:
         print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
               f"{grouped(counts['block'])} parameters)\n")
     else:
@@ -455,7 +456,7 @@ def cmd_verify(args) -> int:
     measured = reference.count(reference.build(config, device="meta"))
     from symllm import api
     ours = api.params(config)
-    if config.n_experts is not None or config.nope_layers:  # blocks of several kinds: kind by kind
+    if config.n_experts is not None or len(config.groups) > 1:  # blocks of several kinds: kind by kind
         measured, ours = api.by_kind(measured), api.by_kind(ours)
     rows, bad = [], 0
     for key, value in measured.items():

@@ -6,6 +6,7 @@ import math
 from hypothesis import strategies as st
 
 from symllm.arch.config import ModelConfig
+from symllm.arch.layers import LayerKind, runs
 
 
 @st.composite
@@ -199,10 +200,12 @@ def checked_cases(draw) -> tuple[ModelConfig, dict]:
     if draw(st.booleans()):
         n_experts = draw(st.integers(1, 8))
         fields.update(n_experts=n_experts, experts_per_token=draw(st.integers(1, n_experts)))
-    if draw(st.booleans()):
+    if draw(st.booleans()):  # the window in some layers (Qwen's max_window_layers) or all
         fields["sliding_window"] = draw(st.integers(1, 16))
-        fields["window_layers"] = draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers,
-                                                unique=True))
+        sliding = set(draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers, unique=True)))
+        ffn = "dense" if fields.get("n_experts") is None else "moe"
+        fields["layers"] = runs([LayerKind(ffn=ffn, window="sliding" if i in sliding else None)
+                                   for i in range(n_layers)])
     ep = draw(st.integers(1, 4))
     options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
                "seq": draw(st.integers(1, 24)), "gen": draw(st.integers(0, 8))}
@@ -299,8 +302,8 @@ def qwen2_moe_configs(draw) -> dict:
     (E may be 0: every layer dense), a gated shared expert of its own width, a MoE layer every
     decoder_sparse_step-th except mlp_only_layers (the others dense of intermediate_size), q/k/v biases
     (qkv_bias) on or off, head_dim stated or derived, norm_topk_prob either way, tied or untied; the sliding
-    window off (use_sliding_window false), or on in the even layers below max_window_layers with a window of
-    at least 8 (the FLOP properties' prompts fit in it)."""
+    window off (use_sliding_window false), or on in the even layers below max_window_layers (a window of 2 to
+    12: prompts and decode steps on either side of it)."""
     n_kv = draw(st.integers(1, 3))
     heads = n_kv * draw(st.integers(1, 3))
     L, E = draw(st.integers(1, 4)), draw(st.integers(0, 6))
@@ -313,7 +316,7 @@ def qwen2_moe_configs(draw) -> dict:
            "mlp_only_layers": draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)),
            "norm_topk_prob": draw(st.booleans()), "qkv_bias": draw(st.booleans()),
            "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6,
-           "use_sliding_window": draw(st.booleans()), "sliding_window": draw(st.integers(8, 16)),
+           "use_sliding_window": draw(st.booleans()), "sliding_window": draw(st.integers(2, 12)),
            "max_window_layers": draw(st.integers(0, L))}
     hd = 2 * draw(st.integers(1, 6))
     if draw(st.booleans()):
@@ -327,8 +330,8 @@ def qwen2_moe_configs(draw) -> dict:
 def gpt_oss_configs(draw) -> dict:
     """A small gpt-oss config.json (model_type gpt_oss) as transformers writes it: top-k of E experts with
     biases and the clamped SwiGLU in every layer, attention sinks, attention biases on or off, GQA with
-    head_dim stated, layer_types drawn or derived (sliding in the even layers), a window of at least 8 (the
-    FLOP properties' prompts fit in it), tied or untied."""
+    head_dim stated, layer_types drawn or derived (sliding in the even layers), a window of 2 to 12 (prompts
+    and decode steps on either side of it), tied or untied."""
     n_kv = draw(st.integers(1, 3))
     heads = n_kv * draw(st.integers(1, 3))
     L, E = draw(st.integers(1, 4)), draw(st.integers(1, 6))
@@ -337,7 +340,7 @@ def gpt_oss_configs(draw) -> dict:
            "num_key_value_heads": n_kv, "head_dim": 2 * draw(st.integers(1, 6)),
            "hidden_size": heads * draw(st.integers(1, 6)), "intermediate_size": draw(st.integers(1, 48)),
            "num_local_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
-           "attention_bias": draw(st.booleans()), "sliding_window": draw(st.integers(8, 16)),
+           "attention_bias": draw(st.booleans()), "sliding_window": draw(st.integers(2, 12)),
            "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-5}
     if draw(st.booleans()):
         raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
@@ -479,7 +482,7 @@ def output_names() -> st.SearchStrategy[str]:
 def moe_configs(draw) -> dict:
     """A small Mixtral or Llama 4 text config.json as transformers writes it: experts, top-k, GQA; for
     Llama 4 MoE in every layer or every step-th (the others dense of intermediate_size_mlp), layers
-    without RoPE among the MoE ones, the L2 QK-norm on or off, attention biases, tied or untied."""
+    without RoPE among either, the L2 QK-norm on or off, attention biases, tied or untied."""
     kind = draw(st.sampled_from(["mixtral", "llama4_text"]))
     n_kv = draw(st.integers(1, 3))
     heads = n_kv * draw(st.integers(1, 3))
@@ -494,7 +497,7 @@ def moe_configs(draw) -> dict:
     if kind == "llama4_text":
         step = draw(st.integers(1, L))
         moe = list(range(step - 1, L, step))
-        ropes = [1 if i not in moe else draw(st.sampled_from([0, 1])) for i in range(L)]
+        ropes = draw(st.lists(st.sampled_from([0, 1]), min_size=L, max_size=L))  # dense or MoE layers without RoPE
         raw.update(interleave_moe_layer_step=step, no_rope_layers=ropes, use_qk_norm=draw(st.booleans()),
                    intermediate_size_mlp=draw(st.integers(1, 48)), attention_bias=draw(st.booleans()),
                    attention_chunk_size=64)
@@ -516,12 +519,18 @@ def llama4(chunk: int, ropes: list) -> dict:
 
 @st.composite
 def windowed(draw):
-    """A small Mistral (sliding window) or Llama 4 (attention chunks in its RoPE layers), a window
-    between 2 and 8, and a workload that may pass it many times over. (A window of 1 is left out:
-    transformers' cache keeps ``keys[:, :, -W + 1:]``, which for W = 1 is every key.)"""
+    """A small Mistral (sliding window), Qwen2 / Qwen3 (a sliding window from ``max_window_layers`` on) or
+    Llama 4 (attention chunks in its RoPE layers), a window between 2 and 8, and a workload that may pass it
+    many times over. (A window of 1 is left out: transformers' cache keeps ``keys[:, :, -W + 1:]``, which for
+    W = 1 is every key.)"""
     window = draw(st.integers(2, 8))
-    if draw(st.booleans()):
+    family = draw(st.sampled_from(["mistral", "qwen", "llama4"]))
+    if family == "mistral":
         raw = dict(MISTRAL, sliding_window=window, num_hidden_layers=draw(st.integers(1, 3)))
+    elif family == "qwen":
+        layers = draw(st.integers(1, 4))
+        raw = dict(MISTRAL, model_type=draw(st.sampled_from(["qwen2", "qwen3"])), head_dim=4, num_hidden_layers=layers,
+                   use_sliding_window=True, sliding_window=window, max_window_layers=draw(st.integers(0, layers)))
     else:
         raw = llama4(window, draw(st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4)))
     return raw, draw(st.integers(1, 2)), draw(st.integers(1, 20)), draw(st.integers(0, 6))
@@ -561,8 +570,8 @@ def moe_layouts(draw):
                   experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()),
                   attention_sinks=draw(st.booleans()), moe_bias=draw(st.booleans()), clamped_swiglu=draw(st.booleans()))
     if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
-        fields.update(moe_layers=tuple(range(step - 1, layers, step)), dense_hidden_dim=draw(st.integers(1, 24)),
-                      shared_expert=draw(st.booleans()))
+        fields.update(layers=runs([LayerKind(ffn="moe" if (i + 1) % step == 0 else "dense") for i in range(layers)]),
+                      dense_hidden_dim=draw(st.integers(1, 24)), shared_expert=draw(st.booleans()))
         if fields["shared_expert"] and draw(st.booleans()):  # Qwen2-MoE's: gated, of its own width
             fields["shared_hidden_dim"] = draw(st.integers(1, 24))
     # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)

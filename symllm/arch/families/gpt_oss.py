@@ -10,10 +10,12 @@ the even layers) see the last ``sliding_window`` keys (default 128), the others 
 YaRN-scaled (``rope_parameters``): no parameters.
 
 >>> f = _fields({"num_hidden_layers": 4}, 4)
->>> f["n_experts"], f["experts_per_token"], f["hidden_dim"], f["sliding_window"], f["window_layers"]
-(128, 4, 2880, 128, [0, 2])
+>>> f["n_experts"], f["experts_per_token"], f["hidden_dim"], f["sliding_window"]
+(128, 4, 2880, 128)
+>>> [(k.ffn, k.window, n) for k, n in f["layers"]]  # runs, in model order
+[('moe', 'sliding', 1), ('moe', None, 1), ('moe', 'sliding', 1), ('moe', None, 1)]
 """
-from symllm.arch.families.hf import Family, integer, register
+from symllm.arch.families.hf import Family, LayerKind, groups, integer, register
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -36,17 +38,16 @@ def _fields(raw: dict, n_layers: int) -> dict:
     types = raw.get("layer_types")  # names and length checked with every family's (hf._check)
     if types is None:  # GptOssConfig.__post_init__: sliding in the even layers
         types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
-    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    sliding = [kind == "sliding_attention" for kind in types]
     window = integer(raw, "sliding_window", 128, nullable=True)
-    if sliding and window is None:
+    if any(sliding) and window is None:
         raise SymllmError("sliding_window: null with sliding_attention layers; symllm refuses the ambiguous config")
     out = dict(n_experts=_experts(raw), experts_per_token=integer(raw, "num_experts_per_tok", 4),
                hidden_dim=integer(raw, "intermediate_size", 2880), moe_bias=True, clamped_swiglu=True,
-               attention_sinks=True)
-    if sliding:
+               attention_sinks=True,
+               **groups([LayerKind(ffn="moe", window="sliding" if on else None) for on in sliding]))
+    if any(sliding):
         out["sliding_window"] = window
-        if len(sliding) < n_layers:
-            out["window_layers"] = sliding
     return out
 
 

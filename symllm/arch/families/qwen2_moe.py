@@ -12,12 +12,12 @@ scaled by ``sigmoid(shared_expert_gate(x))``, a ``d -> 1`` linear. The other lay
 layers (``(i + 1) % 2``) below ``max_window_layers``.
 
 >>> f = _fields({"num_experts": 4, "num_experts_per_tok": 2, "mlp_only_layers": [0]}, 3)
->>> f["moe_layers"], f["hidden_dim"], f["dense_hidden_dim"], f["shared_hidden_dim"]
-([1, 2], 1408, 5632, 5632)
->>> _fields({"use_sliding_window": True, "max_window_layers": 3, "num_experts": 0}, 4)["window_layers"]
-[0, 2]
+>>> [(k.ffn, n) for k, n in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"], f["shared_hidden_dim"]
+([('dense', 1), ('moe', 2)], 1408, 5632, 5632)
+>>> [(k.window, n) for k, n in _fields({"use_sliding_window": True, "max_window_layers": 3, "num_experts": 0}, 4)["layers"]]
+[('sliding', 1), (None, 1), ('sliding', 1), (None, 1)]
 """
-from symllm.arch.families.hf import Family, flag, indices, integer, register
+from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register
 
 __all__ = ["QWEN2_MOE"]
 
@@ -26,18 +26,18 @@ _DEFAULTS = {"intermediate_size": 5632, "moe_intermediate_size": 1408, "shared_e
              "num_experts": 60, "num_experts_per_tok": 4, "sliding_window": 4096, "max_window_layers": 28}
 
 
-def _window(raw: dict, n_layers: int) -> dict:
-    """The window and its layers, as ``Qwen2MoeConfig.__post_init__`` derives ``layer_types``."""
+def _window(raw: dict, n_layers: int) -> tuple[int | None, list]:
+    """The window and each layer's (``"sliding"`` or None), as ``Qwen2MoeConfig.__post_init__`` derives
+    ``layer_types``."""
     on = flag(raw, "use_sliding_window", False)
     window = integer(raw, "sliding_window", _DEFAULTS["sliding_window"], nullable=True)
     top = integer(raw, "max_window_layers", _DEFAULTS["max_window_layers"], minimum=0)
     types = raw.get("layer_types")  # names and length checked with every family's (hf._check)
     if types is None:
         types = ["sliding_attention" if on and (i + 1) % 2 and i < top else "full_attention" for i in range(n_layers)]
-    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
-    if not on or window is None or not sliding:  # transformers' sliding_window is 0 without use_sliding_window
-        return {}
-    return {"sliding_window": window, **({"window_layers": sliding} if len(sliding) < n_layers else {})}
+    if not on or window is None:  # transformers' sliding_window is 0 without use_sliding_window
+        return None, [None] * n_layers
+    return window, ["sliding" if kind == "sliding_attention" else None for kind in types]
 
 
 def _fields(raw: dict, n_layers: int) -> dict:
@@ -45,13 +45,15 @@ def _fields(raw: dict, n_layers: int) -> dict:
     E = integer(raw, "num_experts", _DEFAULTS["num_experts"], minimum=0)
     step = integer(raw, "decoder_sparse_step", 1)
     dense_only = set(indices(raw, "mlp_only_layers", n_layers, default=[]))
-    moe = [i for i in range(n_layers) if i not in dense_only and E > 0 and (i + 1) % step == 0]
-    out = _window(raw, n_layers)
+    moe = {i for i in range(n_layers) if i not in dense_only and E > 0 and (i + 1) % step == 0}
+    window, windows = _window(raw, n_layers)
+    out = {"sliding_window": window} if window is not None and "sliding" in windows else {}
+    out.update(groups([LayerKind(ffn="moe" if i in moe else "dense", window=w) for i, w in enumerate(windows)]))
     dense = integer(raw, "intermediate_size", _DEFAULTS["intermediate_size"])
     if not moe:  # every layer dense
         return {**out, "hidden_dim": dense}
     out.update(n_experts=E, experts_per_token=integer(raw, "num_experts_per_tok", _DEFAULTS["num_experts_per_tok"]),
-               moe_layers=moe, hidden_dim=integer(raw, "moe_intermediate_size", _DEFAULTS["moe_intermediate_size"]),
+               hidden_dim=integer(raw, "moe_intermediate_size", _DEFAULTS["moe_intermediate_size"]),
                shared_expert=True, shared_hidden_dim=integer(raw, "shared_expert_intermediate_size",
                                                              _DEFAULTS["shared_expert_intermediate_size"]))
     if len(moe) < n_layers:
