@@ -53,7 +53,9 @@ from symllm.costs.workloads import Workload, options as workload_options  # noqa
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
-             "  symllm count path/to/params.json --vocab-size 32000",
+             "  symllm count path/to/params.json --vocab-size 32000\n"
+             "  symllm count llama3.1-8b mistral-7b mixtral-8x7b --gpu h100-sxm\n"
+             "  symllm count llama3.1-8b mistral-7b --format markdown",
     "derive": "examples:\n  symllm derive --component attention --gqa --format latex\n"
               "  symllm derive --component attention --mqa --format pretty\n"
               "  symllm derive --component feed_forward --model llama3.1-8b\n"
@@ -212,7 +214,26 @@ def add_workload_options(group, *, axes_as_values: bool = False) -> None:
             group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
 
 
+def cmd_compare(args) -> int:
+    """count of several models (or one with --format): one table, a column per model."""
+    from symllm.costs import comparison
+    from symllm.present.format import side_by_side
+    given = _given(args)
+    out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
+    if args.json:
+        with _any_int_digits():
+            print(json.dumps(out, indent=2, default=_json_number))
+        return 0
+    names = list(out["models"])
+    with _any_int_digits():
+        print(side_by_side(comparison.ROWS, names, out["models"], args.format or "text", WIDTH))
+    return 0
+
+
 def cmd_count(args) -> int:
+    if len(args.model) > 1 or args.format is not None:
+        return cmd_compare(args)
+    args.model = args.model[0]
     config = _load(args)
     given = _given(args)
     if given or args.json:
@@ -273,7 +294,7 @@ def cmd_count(args) -> int:
               f"{grouped(counts['block'])} parameters)\n")
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
-    print(_table(rows, ("component", "parameters", "")))
+    print(_table(rows, ("component", "parameters", "short")))
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
@@ -323,7 +344,7 @@ def time_lines(t: dict, w: dict) -> list[str]:
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
     out.append(_wrap(f"{t['title']}: {human(t['peak_flops'], flops=True)}FLOP/s dense {t['peak_dtype']}, "
-                     f"{human(t['bandwidth'])}B/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
+                     f"{human_bytes(t['bandwidth'])}/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))
@@ -564,9 +585,14 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name],
                               formatter_class=_Formatter)
 
-    p = add("count", "exact parameter counts of a preset or a config file")
-    _model_arg(p)
+    p = add("count", "exact parameter counts of a preset or a config file; several: side by side")
+    p.add_argument("model", metavar="MODEL", nargs="+",
+                   help="a preset name (symllm presets) or a config.json / params.json; several are compared")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="vocabulary size, for Meta params.json files that say -1")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--format", choices=("text", "csv", "markdown", "latex"), default=None,
+                   help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
     p.set_defaults(func=cmd_count)
 

@@ -11,9 +11,9 @@ through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.ar
 >>> derive("attention").render("text").splitlines()[-1].strip()
 '= 2*d*d_h*(n_h + n_kv)'
 >>> derive("attention", kind="mqa").closed_latex()
-'2 d d_h \\\\left(n_h + 1\\\\right)'
+'2 \\\\, d \\\\, d_h \\\\, \\\\left(n_h + 1\\\\right)'
 >>> derive("attention", notation={"d": r"d_\\mathrm{model}"}).closed_latex()
-'2 d_\\\\mathrm{model} d_h \\\\left(n_h + n_{kv}\\\\right)'
+'2 \\\\, d_\\\\mathrm{model} \\\\, d_h \\\\, \\\\left(n_h + n_{kv}\\\\right)'
 """
 from __future__ import annotations
 
@@ -339,7 +339,7 @@ class Derivation:
         ``glossary`` and ``definitions``: see :meth:`context`.
 
         >>> print(derive("embedding").render("latex").split("\\n")[1])
-        \\begin{align}
+        \\begingroup\\allowdisplaybreaks\\begin{align}
         """
         choice("format", fmt, FORMATS)
         return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2",
@@ -468,8 +468,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
         vals = None if hardware.of(work) is None else work.values() if quantity == "ridge" else vals
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):
-        raise SymllmError(f"decode_batch: every batch of {spec.name} is memory-bound on {work.gpu} at t = "
-                          f"{work.context:,} (without --gpu: the closed form)")
+        raise SymllmError(f"decode_batch: memory-bound at any batch on {work.gpu} at t = {work.context:,}")
     shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"
     active = _symbolic(name, "active", kind_key, spec, work, options)[2] if quantity == "params" else None
     if active is not None and sp.expand(active - closed) == 0:

@@ -15,7 +15,7 @@ is escaped for its format anyway).
   ``n_heads``) renames symbols in every output; :func:`load_notation` reads it from TOML or JSON.
 
 >>> latex(2 * S.d * S.d_h * (S.n_h + S.n_kv), {"d": r"d_\\mathrm{model}"})
-'2 d_\\\\mathrm{model} d_h \\\\left(n_h + n_{kv}\\\\right)'
+'2 \\\\, d_\\\\mathrm{model} \\\\, d_h \\\\, \\\\left(n_h + n_{kv}\\\\right)'
 >>> render_template("standalone.tex.j2", {"body": Safe("$x$"), "title": "a_b"}).splitlines()[5]
 '\\\\title{a\\\\_b}'
 """
@@ -45,7 +45,7 @@ from sympy.printing.str import StrPrinter
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
-from symllm.present.format import digits, grouped, human, human_bytes
+from symllm.present.format import _LINE_BREAKS, digits, escape_latex, grouped, human, human_bytes
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
@@ -85,29 +85,7 @@ class Safe(str):
     """Text already in the output's syntax: templates print it as is (everything else is escaped)."""
 
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-}
-_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
 _MD_RE = re.compile(r"([\\`*_\[\]<>|#$~&{}])")
-
-
-#: line breaks and the white space around them in user text: one space (a blank line in a model name ended
-#: LaTeX's \\title with a paragraph, and a line break left the rest of a ``%`` comment's line uncommented)
-_LINE_BREAKS = re.compile(r"[ \t]*[\r\n\f\v\x1c-\x1e\x85\u2028\u2029]+[\s]*")
-
-
-def escape_latex(text) -> str:
-    """User text (a model name, a description) made safe for LaTeX text mode, on one line.
-
-    >>> print(escape_latex("my_model 100% & #1 {x}"))
-    my\\_model 100\\% \\& \\#1 \\{x\\}
-    >>> escape_latex("a\\n\\nb")
-    'a b'
-    """
-    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))
 
 
 def escape_markdown(text) -> str:
@@ -396,7 +374,7 @@ def _latex(expr, **settings) -> str:
     """``expr`` in LaTeX by :class:`_SpacedLatexPrinter` (``settings``: SymPy's, e.g. ``symbol_names``).
 
     >>> _latex(S.n_h * S.n_kv * 2)
-    '2 n_{h} \\, n_{kv}'
+    '2 \\\\, n_{h} \\\\, n_{kv}'
     """
     return _SpacedLatexPrinter(settings).doprint(expr)
 
@@ -663,7 +641,7 @@ def latex(expr, names=None) -> str:
     """LaTeX of ``expr`` in symllm's notation, with ``names`` (a :func:`notation` mapping) on top.
 
     >>> latex(S.n_kv * S.d_h, {"n_kv": "g"})
-    'd_h g'
+    'd_h \\\\, g'
     """
     return Formula(expr).latex(notation(names))
 
