@@ -69,7 +69,8 @@ EXAMPLES = {
              "      --quantity params,kv_cache --seq 8192 -o grid.csv\n"
              "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
              "      --where \"params < 9e9\" -o grid.jsonl\n"
-             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096",
+             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096\n"
+             "  symllm sweep --base llama3.1-8b,mistral-7b --seq 1024,8192 --quantity kv_cache",
 }
 
 
@@ -534,8 +535,18 @@ def cmd_sweep(args) -> int:
         grid, table = None, sw.read_table(args.table, columns=True)
     else:
         table = None
-    sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
-                     where=args.where, chunk_size=args.chunk_size)
+    bases = [b.strip() for b in args.base.split(",")] if args.base else []
+    options = dict(quantities=args.quantity.split(","), workload=workload, where=args.where,
+                   chunk_size=args.chunk_size)
+    named = table is not None and any(k in sw.NAME_COLUMNS for k in table)
+    if named and bases:
+        raise SymllmError("base: the table names each row's base (its name column); give no --base")
+    if len(bases) > 1 or named:  # one table, a base column first (symllm.numbers.sweeps.Sweeps)
+        sweep = sw.Sweeps(bases, grid, table=table, **options)
+    elif bases:
+        sweep = sw.Sweep(bases[0], grid, table=table, **options)
+    else:
+        raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
     given_hw = [k for k in _HARDWARE if workload.get(k) is not None and k != "network"]
     if given_hw:  # roofline time is count's (floats of a max, a search): no column
         flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
@@ -557,7 +568,9 @@ def cmd_sweep(args) -> int:
 
 
 def _sweep_parser(p) -> None:
-    p.add_argument("--base", required=True, metavar="MODEL", help="preset or config file the sweep varies")
+    p.add_argument("--base", metavar="MODEL[,MODEL...]",
+                   help="preset(s) or config file(s) the sweep varies; several: one table with a base column "
+                        "(or a --table whose base, model or name column names each row's)")
     g = p.add_argument_group("what varies: comma lists and inclusive start:stop[:step] ranges, e.g. 2048:8192:256")
     for name in ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
                  "multiple_of", "ffn_dim_multiplier"):  # sweep.CONFIG_FIELDS (numpy loads only for a sweep)

@@ -325,7 +325,7 @@ CLI_LINES = [["count", "llama3.2-1b", "--gpu", "l40s"],
              ["derive", "--component", "model", "--model", "llama4-maverick-17b-128e"],
              ["derive", "--quantity", "decode_batch", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--context",
               "100000"],
-             ["count", "llama3.1-8b", "mistral-7b", "llama4-maverick-17b-128e", "qwen3-235b-a22b", "--gpu", "h100-sxm"]]
+             ["count", "llama3.1-8b", "tinyllama-1.1b", "llama4-maverick-17b-128e", "llama3.2-1b", "--gpu", "h100-sxm"]]
 
 
 def test_terminal_output_fits_100_columns(cli):
@@ -339,3 +339,29 @@ def test_terminal_output_fits_100_columns(cli):
     l40s = outputs[len(preset_names())].out
     assert "BB/s" not in l40s and "804.66 GiB/s" in l40s  # 864 GB/s (NVIDIA's L40S datasheet) in GiB/s
     assert outputs[-2].err.startswith("symllm: error: decode_batch: memory-bound at any batch")
+
+
+def test_sweep_over_several_bases_and_a_table_with_a_name_column(cli, tmp_path):
+    """sweep --base a,b writes one table with a base column (KV cache by hand: 2·L·n_kv·d_h·2 bytes per
+    token); a --table whose model column names each row's base is read as strings, each row swept on its
+    own base (the published totals); a column only one base has is empty for the other."""
+    r = cli(["sweep", "--base", "llama3.1-8b,llama2-7b", "--seq", "1024,8192", "--quantity", "params,kv_cache"])
+    assert r.code == 0, r.err
+    header, *rows = [line.split(",") for line in r.out.splitlines()]
+    got = [dict(zip(header, row)) for row in rows]
+    assert header[0] == "base" and [g["base"] for g in got] == ["llama3.1-8b"] * 2 + ["llama2-7b"] * 2
+    per_token = {"llama3.1-8b": 2 * 32 * 8 * 128 * 2, "llama2-7b": 2 * 32 * 32 * 128 * 2}
+    assert [int(g["kv_cache"]) for g in got] == [per_token[g["base"]] * int(g["seq"]) for g in got]
+    assert {g["n_kv_heads"] for g in got if g["base"] == "llama3.1-8b"} == {""}  # stated there, not swept
+    table = tmp_path / "t.csv"
+    table.write_text("model,n_layers\nllama2-7b,32\nllama3-8b,32\nllama2-7b,1\n")
+    r = cli(["sweep", "--table", str(table), "--format", "jsonl"])
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    from .conftest import PUBLISHED
+    assert [(x["base"], x["n_layers"]) for x in rows] == [("llama2-7b", 32), ("llama2-7b", 1), ("llama3-8b", 32)]
+    assert rows[0]["params"] == PUBLISHED["llama2-7b"]["total"] and rows[2]["params"] == PUBLISHED["llama3-8b"]["total"]
+    assert cli(["sweep", "--table", str(table), "--base", "llama2-7b"]).err.startswith("symllm: error: base:")
+    table.write_text("n_layers,dim\n2,x\n")
+    assert cli(["sweep", "--base", "llama2-7b", "--table", str(table)]).err.startswith(
+        "symllm: error: dim: expected a number")
