@@ -264,3 +264,7 @@ def test_symllm_config_refuses_unknown_keys_and_mismatches():
         from_dict({**good, "attention": "MHA"})
     with pytest.raises(symllm.SymllmError, match=r"^hidden_dim_rule: 'explicit' does not match"):
         from_dict({**good, "hidden_dim": None, "hidden_dim_rule": "explicit"})
+    with pytest.raises(symllm.SymllmError, match=r"^n_heads: missing in a symllm config$"):
+        from_dict({k: v for k, v in good.items() if k != "n_heads"})
+    with pytest.raises(symllm.SymllmError, match=r"^name: expected a string, got 5$"):
+        from_dict({**good, "name": 5})

@@ -443,6 +443,12 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
             shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
             raise SymllmError(f"{shown}: unknown key in a symllm config{hint}")
     fields = {k: v for k, v in raw.items() if k in known}
+    for key in ("vocab_size", "dim", "n_layers", "n_heads"):
+        if key not in fields and not (key == "vocab_size" and vocab_size is not None):
+            raise SymllmError(f"{key}: missing in a symllm config")
+    for key in ("name", "note"):
+        if key in fields and not isinstance(fields[key], str) and not (key == "note" and fields[key] is None):
+            raise SymllmError(f"{key}: expected a string, got {_short(fields[key])}")
     for key in ("moe_layers", "nope_layers", "window_layers"):
         if isinstance(fields.get(key), list):
             fields[key] = tuple(fields[key])
