@@ -129,7 +129,7 @@ def memory(config, *, gpu=None, **workload):
     options = _workload_options(workload, ())
     cap = _capacity(gpu, options)
     work = phases.workload(config, **options)
-    name = config if isinstance(config, str) else getattr(config, "name", "model")
+    name = _name(config)
     kinds = shares.KINDS if not work["workload"]["recompute"] else tuple(k for k in shares.KINDS
                                                                           if k != "activations")
     parts = shares.memory_by_component(config, kinds=kinds, **options)
@@ -172,7 +172,9 @@ def _models(models) -> list:
 
 
 def _name(config) -> str:
-    return config if isinstance(config, str) else getattr(config, "name", "model")
+    """The name a model is drawn under: a preset's, or the name its config file resolves to."""
+    from symllm.arch import resolved
+    return resolved.resolve(config).name
 
 
 def context(models, *, contexts=CONTEXTS, gpu=None, **workload):
@@ -521,7 +523,7 @@ def pgfplots(fig) -> str:
                         f"rectangle (axis cs:{_tex_number(x1)},{_tex_number(y1)});")
         pictures.append("\\noindent\\resizebox{\\linewidth}{!}{%\n\\begin{tikzpicture}\n\\begin{axis}[\n  "
                         + ",\n  ".join(opts) + "]\n" + "\n".join(body)
-                        + "\n\\end{axis}\n\\end{tikzpicture}}")
+                        + "\n\\end{axis}\n\\end{tikzpicture}}\\par")
     head = ["% symllm plot, pgfplots: \\input this into a document with \\usepackage{pgfplots}"]
     head += [f"\\definecolor{{{name}}}{{HTML}}{{{hexa}}}" for name, hexa in sorted(colours.items())]
     return "\n".join(head) + "\n" + "\n\n".join(pictures) + "\n"
