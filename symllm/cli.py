@@ -327,8 +327,8 @@ def time_lines(t: dict, w: dict) -> list[str]:
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
-    out.append(_wrap(f"{t['title']}: {human(t['peak_flops'], flops=True)}FLOP/s dense {t['peak_dtype']}, "
-                     f"{human(t['bandwidth'])}B/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
+    out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
+                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))
