@@ -166,7 +166,7 @@ def _table(rows, header, text_columns=(), wrap=None) -> str:
 
 def _json_number(value):
     """JSON for an exact number: ints stay ints (a whole Fraction too); a non-integral Fraction (int4
-    bytes) is the exact string "p/q" (README "FLOPs and memory")."""
+    bytes) is the exact string "p/q" (docs/conventions.md, "FLOPs and memory")."""
     if isinstance(value, Fraction):
         return value.numerator if value.denominator == 1 else f"{digits(value.numerator)}/{digits(value.denominator)}"
     raise TypeError(f"not JSON serialisable: {value!r}")
@@ -568,7 +568,7 @@ def cmd_plot(args) -> int:
 
 
 def _plot_parser(p) -> None:
-    p.add_argument("kind", choices=("memory", "context", "flops", "roofline", "sweep"), metavar="KIND",
+    p.add_argument("kind", choices=_Choices("present.plots", "KINDS"), metavar="KIND",
                    help="memory (by kind and by component), context (KV cache and inference peak against "
                         "context), flops (per token against context), roofline (on --gpu), sweep (a sweep's "
                         "columns)")

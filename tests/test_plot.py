@@ -201,6 +201,7 @@ def test_cli_errors_are_one_line_and_leave_files_alone(tiny, cli, tmp_path):
              (["plot", "context", tiny, "-o", tmp_path / "c.txt"], "symllm: error: output: "),
              (["plot", "context", tiny, "--contexts", "0", "-o", out], "symllm: error: seq:"),
              (["plot", "memory", tiny, "--contexts", "64", "-o", out], "symllm: error: contexts:"),
+             (["plot", "memory", tiny, "--lora-rank", "8", "-o", out], "symllm: error: lora_rank: not drawn"),
              (["plot", "context", tiny, "-o", tmp_path / "missing" / "c.png"], "symllm: error: output:")]
     for argv, start in cases:
         r = cli(argv)

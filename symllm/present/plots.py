@@ -98,6 +98,9 @@ def _workload_options(options: dict, varied: tuple) -> dict:
     for name in varied:
         if options.get(name) is not None:
             raise SymllmError(f"{name}: the plot varies it (give contexts, --contexts)")
+    for name, count in (("lora_rank", "--lora-rank"), ("weight_format", "--weight-format")):
+        if options.get(name) is not None:  # count adds these beside workload()'s memory; a plot would drop them
+            raise SymllmError(f"{name}: not drawn by the plots yet (symllm count {count} shows it)")
     return {k: v for k, v in options.items() if v is not None}
 
 
