@@ -276,7 +276,7 @@ def roofline(config, gpu=None, **workload):
     xs = [low, ridge, high]
     fig, (ax,) = _figure()
     ax.plot(xs, [min(peak, x * bandwidth) / 1e12 for x in xs], color="black",
-            label=f"{t['title']}: {peak / 1e12:g} TFLOP/s {t['peak_dtype']}, {bandwidth / 1e12:g} TB/s")
+            label=f"{t['title']}: {peak / 1e12:,g} TFLOP/s {t['peak_dtype']}, {bandwidth / 1e9:,g} GB/s")
     for i, ((label, f, _, seconds), x) in enumerate(zip(points, intensities)):
         ax.plot([x], [_float(f) / _float(seconds) / 1e12], linestyle="none", marker="o", markersize=7,
                 color=COLOURS[i + 1], label=label)
