@@ -278,7 +278,7 @@ def cmd_count(args) -> int:
               f"{grouped(counts['block'])} parameters)\n")
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
-    print(_table(rows, ("component", "parameters", "")))
+    print(_table(rows, ("component", "parameters", "rounded")))
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
@@ -287,14 +287,14 @@ def cmd_count(args) -> int:
                            f"{'; full recomputation' if w['recompute'] else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
                 for k, v in work["flops"].items()]
-        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
+        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
-        print(_table(rows, ("memory", "bytes", "")))
+        print(_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
             print("\n" + _table([(f"weights in {f['format']}", grouped(f["bytes"]), human_bytes(f["bytes"])),
                                  ("bits per weight", f"{float(f['bits_per_weight']):.4f}", "")],
-                                ("weight format (symllm.costs.formats)", "bytes", "")))
+                                ("weight format (symllm.costs.formats)", "bytes", "rounded")))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
@@ -440,7 +440,7 @@ def cmd_presets(args) -> int:
         from symllm import api
         total = api.params(name)["total"]
         rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
-    print(_table(rows, ("preset", "parameters", "", "description"), text_columns=(3,), wrap=3))
+    print(_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
     return 0
 
 
