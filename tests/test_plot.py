@@ -75,6 +75,22 @@ def test_memory_breakdown_is_the_hand_count(tiny):
         "weights", "KV cache", "activations (saved)", "training states"]
 
 
+def test_memory_per_gpu_and_hf_stacks(tiny):
+    """Under --tp 2 the kinds are one GPU's (torch's ColwiseParallel/RowwiseParallel plan by hand: every
+    matrix halved, the vocabulary split, norms replicated); an HF stack's terms are the whole model's, so
+    there is no per-component panel."""
+    import symllm
+    fig = plots.memory(tiny, seq=64, tp=2)
+    by_kind = {t.get_text(): p.get_width() for t, p in zip(fig.axes[0].get_yticklabels(), fig.axes[0].patches)}
+    per_gpu = V // 2 * D + L * (ATTN // 2 + FFN // 2 + 2 * D) + D + V // 2 * D
+    assert _gib(by_kind["weights"]) == pytest.approx(2 * per_gpu, rel=1e-12)
+    assert "per GPU (tp 2" in fig.axes[0].get_title() and len(fig.axes) == 2
+    fig = plots.memory(tiny, seq=64, stack="hf-eager")
+    assert len(fig.axes) == 1
+    peak = symllm.workload(tiny, seq=64, stack="hf-eager")["memory"]["training_peak"]
+    assert _gib(fig.axes[0].patches[-1].get_width()) == pytest.approx(peak, rel=1e-12)
+
+
 def test_context_curves_and_capacity(tiny):
     """KV cache (2·L·n_kv·d_h·s bf16 bytes) and inference peak (workload()'s) at each context, in GiB on
     a log2 axis; the GPU's capacity (an H100 SXM5's 80 GiB) as a horizontal line."""

@@ -119,37 +119,54 @@ def _capacity(gpu, options: dict):
 
 
 def memory(config, *, gpu=None, **workload):
-    """The memory of one workload: left, each memory kind of :func:`symllm.workload` (``memory``);
+    """The memory of one workload: left, each memory kind of :func:`symllm.workload` (``memory``; per GPU,
+    ``memory_per_gpu``, under a parallel layout);
     right, each component's weights, KV cache, saved activations and training states
-    (:func:`symllm.costs.shares.memory_by_component`). With ``gpu`` its capacity is a line on the left.
+    (:func:`symllm.costs.shares.memory_by_component`; not for an HF stack, whose terms are the whole
+    model's: the left panel only). With ``gpu`` its capacity is a line on the left.
 
     >>> fig = memory("llama3.2-1b", seq=1024)
     >>> kinds, parts = fig.axes
     >>> [t.get_text() for t in kinds.get_yticklabels()][:2]
     ['weights', 'KV cache']
     """
-    from symllm.costs import phases, shares
+    from symllm.costs import phases, shares, stacks
     options = _workload_options(workload, ())
     cap = _capacity(gpu, options)
     work = phases.workload(config, **options)
     name = _name(config)
     kinds = shares.KINDS if not work["workload"]["recompute"] else tuple(k for k in shares.KINDS
                                                                           if k != "activations")
-    parts = shares.memory_by_component(config, kinds=kinds, **options)
-    fig, (left, right) = _figure(1, 2, size=(11.0, 4.2))
+    by_part = work["workload"]["stack"] in stacks.COMPONENT_STACKS  # an HF stack's terms are the model's
+    parts = shares.memory_by_component(config, kinds=kinds, **options) if by_part else {}
+    fig, axes = _figure(1, 2 if by_part else 1, size=(11.0 if by_part else 6.0, 4.2))
+    left = axes[0]
     labels = {"weights": "weights", "kv_cache": "KV cache", "inference": "inference (weights + KV)",
               "training_states": "training states", "activations": "activations (saved)",
               "inference_peak": "inference peak", "training_peak": "training peak"}
-    mem = [(k, v) for k, v in work["memory"].items() if k in labels]
+    w = work["workload"]
+    layout = w["tp"] * w["pp"] * w["dp"] > 1 or w["sp"]  # per GPU of the layout (memory_per_gpu), as count
+    mem = [(k, v) for k, v in work["memory_per_gpu" if layout else "memory"].items() if k in labels]
     ys = list(range(len(mem)))
     left.barh(ys, [_gib(v) for _, v in mem], color=COLOURS[0])
     left.set_yticks(ys, [labels[k] for k, _ in mem])
     left.invert_yaxis()
     left.set_xlabel("GiB")
-    left.set_title(f"{name}: memory by kind")
+    left.set_title(f"{name}: memory per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']})" if layout
+                   else f"{name}: memory by kind")
     if cap is not None:
         left.axvline(_gib(cap[1]), color=COLOURS[3], linestyle="--", label=f"{cap[0]} ({_gib(cap[1]):.0f} GiB)")
         left.legend(loc="lower right", fontsize="small")
+    if by_part:
+        _by_component(axes[1], parts, kinds, labels, whole=bool(layout))
+    fig.suptitle(f"b={w['batch']}, s={w['seq']}, n={w['gen']}; weights {w['dtype']}, KV {w['kv_dtype']}, "
+                 f"activations {w['act_dtype']}; ZeRO {w['zero_stage']} over {w['dp']}; {w['stack']} stack",
+                 fontsize="small")
+    return fig
+
+
+def _by_component(right, parts: dict, kinds, labels: dict, whole: bool) -> None:
+    """Grouped horizontal bars: each part's bytes of each kind, in GiB."""
     names = list(parts)
     height = 0.8 / len(kinds)
     for i, kind in enumerate(kinds):
@@ -158,13 +175,8 @@ def memory(config, *, gpu=None, **workload):
     right.set_yticks(range(len(names)), names)
     right.invert_yaxis()
     right.set_xlabel("GiB")
-    right.set_title("by component (summed over the blocks)")
+    right.set_title("the whole model, by component" if whole else "by component (summed over the blocks)")
     right.legend(loc="lower right", fontsize="small")
-    w = work["workload"]
-    fig.suptitle(f"b={w['batch']}, s={w['seq']}, n={w['gen']}; weights {w['dtype']}, KV {w['kv_dtype']}, "
-                 f"activations {w['act_dtype']}; ZeRO {w['zero_stage']} over {w['dp']}; {w['stack']} stack",
-                 fontsize="small")
-    return fig
 
 
 def _models(models) -> list:
