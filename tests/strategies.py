@@ -579,3 +579,14 @@ def moe_layouts(draw):
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
                    zero_stage=draw(st.integers(0, 3)))
     return ModelConfig(**fields), degrees
+
+
+# --- every kind of config, for round trips (tests/test_config.py) ---
+
+def any_configs() -> st.SearchStrategy[ModelConfig]:
+    """Every kind of config symllm reads: configs() (Meta's rounding or a stated d_ff, biases, QK-norm,
+    awkward names), HF config.json of each dense model type, Qwen3-MoE (dense layers between) and MoE
+    layouts (Llama 4-like interleaving with a shared expert)."""
+    from symllm.arch.config import from_hf
+    return st.one_of(configs(), hf_configs().map(from_hf), qwen3_moe_configs().map(from_hf),
+                     moe_layouts().map(lambda pair: pair[0]))

@@ -454,10 +454,66 @@ def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -
     return _read_hf(raw, build)
 
 
+#: the keys of symllm's own config (``symllm count --json``'s ``config``: :meth:`ModelConfig.to_dict` and what
+#: :func:`symllm.arch.resolved.resolved_config` adds) that no Meta or HF file has; one of them tells it apart
+SYMLLM_KEYS = ("tie_embeddings", "hidden_dim_rule")
+#: what :func:`symllm.arch.resolved.resolved_config` adds to the fields: read back as checks, not as fields
+_RESOLVED_EXTRAS = ("hidden_dim_rule", "attention")
+
+
+def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
+    """A config from symllm's own fields: ``symllm count --json``'s ``config`` read back gives the same
+    numbers. Its ``hidden_dim`` is the resolved width; where ``hidden_dim_rule`` says Meta's rounding
+    derived it, it is derived again from the same fields, so the config keeps its rule.
+    ``attention`` must be what the heads make. A key that is not a field is refused, naming the close match.
+
+    >>> cfg = from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
+    ...                    "multiple_of": 256, "hidden_dim_rule": "meta_plain", "tie_embeddings": True})
+    >>> cfg.hidden_dim, cfg.tie_embeddings
+    (None, True)
+    >>> from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "tie_embedding": True})
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: tie_embedding: unknown key in a symllm config; did you mean 'tie_embeddings'?
+    """
+    known = [f.name for f in dataclasses.fields(ModelConfig) if f.init]
+    for key in raw:
+        if key not in known and key not in _RESOLVED_EXTRAS:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
+            raise SymllmError(f"{shown}: unknown key in a symllm config{hint}")
+    fields = {k: v for k, v in raw.items() if k in known}
+    for key in ("vocab_size", "dim", "n_layers", "n_heads"):
+        if key not in fields and not (key == "vocab_size" and vocab_size is not None):
+            raise SymllmError(f"{key}: missing in a symllm config")
+    for key in ("name", "note"):
+        if key in fields and not isinstance(fields[key], str) and not (key == "note" and fields[key] is None):
+            raise SymllmError(f"{key}: expected a string, got {_short(fields[key])}")
+    for key in ("moe_layers", "nope_layers", "window_layers"):
+        if isinstance(fields.get(key), list):
+            fields[key] = tuple(fields[key])
+    fields.setdefault("name", name)
+    if vocab_size is not None:
+        fields["vocab_size"] = vocab_size
+    rule = raw.get("hidden_dim_rule")
+    if rule in ("meta", "meta_plain"):  # Meta's rounding made hidden_dim: derived again from the same fields
+        fields.pop("hidden_dim", None)
+    cfg = ModelConfig(**fields)
+    if rule is not None and cfg.hidden_rule != rule:
+        raise SymllmError(f"hidden_dim_rule: {rule!r} does not match the fields (they give {cfg.hidden_rule!r})")
+    if "attention" in raw and raw["attention"] != cfg.attention_kind:
+        raise SymllmError(f"attention: {raw['attention']!r} does not match the heads (they give {cfg.attention_kind!r})")
+    return cfg
+
+
 def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
-    """A config from either format, told apart by its keys (``hidden_size``… HF, ``dim``… Meta)."""
+    """A config from any of the three formats, told apart by their keys (``hidden_size``… HF, ``dim``… Meta,
+    ``tie_embeddings`` or ``hidden_dim_rule``: symllm's own, :func:`from_symllm`)."""
     if not isinstance(raw, dict):
         raise SymllmError(f"config: expected a JSON object, got {type(raw).__name__}")
+    if raw.keys() & set(SYMLLM_KEYS) and not raw.keys() & {"hidden_size", "model_type"}:
+        return from_symllm(raw, vocab_size=vocab_size, name=name)
     if raw.keys() & {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "model_type"}:
         return from_hf(raw, vocab_size=vocab_size, name=name)
     if raw.keys() & {"dim", "n_layers", "n_heads"}:
