@@ -36,9 +36,12 @@ def _positive_int(field: str, value, *, optional: bool = False):
     return positive_int(field, value, optional=optional, floats=True)
 
 
-#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or
-#: Llama 4's weightless L2 norm (in its RoPE layers)
-QK_NORMS = (None, "rmsnorm", "l2")
+#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head,
+#: Llama 4's weightless L2 norm (in its RoPE layers), or OLMo 2's RMSNorm over the whole q and k width
+QK_NORMS = (None, "rmsnorm", "l2", "full")
+#: where a block's norms sit (symllm.arch.components.NORMS) and the feed-forward's activation (ACTIVATIONS)
+NORM_PLACES = ("pre", "post", "sandwich")
+ACTIVATIONS = ("silu", "gelu_tanh")
 
 
 def _layer_ids(field: str, value, n_layers: int) -> tuple:
@@ -95,9 +98,25 @@ class ModelConfig:
     mlp_bias: bool = False
     #: q/k/v projections have biases and wo has none (Qwen2; attention_bias puts one on all four)
     qkv_bias: bool = False
-    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE) or
-    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE)
+    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE),
+    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE) or "full" (OLMo 2: one RMSNorm over
+    #: the whole query width n_heads·head_dim and one over the key width n_kv_heads·head_dim)
     qk_norm: str | None = None
+    #: Phi-3's fused projections: q, k and v in one linear (qkv_proj), gate and up in one (gate_up_proj)
+    fused: bool = False
+    #: where each block's norms sit: "pre" (LLaMA), "post" (OLMo 2: after attention and feed-forward,
+    #: before the residual adds) or "sandwich" (Gemma 2 and 3: both)
+    norms: str = "pre"
+    #: the gated feed-forward's activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU, gelu_pytorch_tanh: Gemma)
+    activation: str = "silu"
+    #: RMSNorms scale by (1 + weight) (Gemma; the same parameters)
+    norm_offset: bool = False
+    #: the token embeddings are multiplied by sqrt(dim) (Gemma)
+    embed_scale: bool = False
+    #: attention scores soft-capped at this value, c·tanh(score / c) (Gemma 2; None: not capped)
+    attn_softcap: float | None = None
+    #: final logits soft-capped at this value (Gemma 2; None: not capped)
+    final_softcap: float | None = None
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -148,9 +167,15 @@ class ModelConfig:
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
-        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias"):
+        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
+                      "embed_scale"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
+        choice("norms", self.norms, NORM_PLACES)
+        choice("activation", self.activation, ACTIVATIONS)
+        for field in ("attn_softcap", "final_softcap"):
+            if getattr(self, field) is not None:
+                put(field, _positive_float(field, getattr(self, field)))
         self._check_moe(put)
         put("nope_layers", _layer_ids("nope_layers", self.nope_layers, self.n_layers))
         if self.moe_kind == "some" and not set(self.nope_layers) <= set(self.moe_layers):

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 
 from symllm.arch import symbols as S
-from symllm.arch.components import Component, meta_hidden_dim, model
+from symllm.arch.components import LLAMA, Component, Variant, meta_hidden_dim, model
 from symllm.arch.config import ModelConfig, load
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "Structure", "spec_of", "hidden_dim_kernel", "structure_model"]
+__all__ = ["Spec", "Structure", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,9 @@ class Structure:
     nope: bool = False
     #: the attention window of the layers with RoPE: None, "sliding" or "chunked"
     window: str | None = None
+    #: what a dense family changes of LLaMA's block (Phi-3, OLMo 2, Gemma): fused projections, where the
+    #: norms sit, GeGLU, (1 + weight) norms, scaled embeddings, soft-capping
+    variant: Variant = LLAMA
 
 
 @lru_cache(maxsize=None)
@@ -61,7 +64,7 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
                  qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal,
                  moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope,
-                 window=structure.window)
+                 window=structure.window, variant=structure.variant)
 
 
 @lru_cache(maxsize=None)
@@ -139,6 +142,17 @@ class Spec:
         return dict(self._values)
 
 
+def variant_of(config: ModelConfig) -> Variant:
+    """The :class:`~symllm.arch.components.Variant` of a config's blocks (LLaMA's unless a family says otherwise).
+
+    >>> variant_of(load("llama3-8b")) == LLAMA
+    True
+    """
+    return Variant(fused=config.fused, norms=config.norms, activation=config.activation,
+                   norm_offset=config.norm_offset, embed_scale=config.embed_scale,
+                   attn_softcap=config.attn_softcap is not None, final_softcap=config.final_softcap is not None)
+
+
 @lru_cache(maxsize=4096)
 def spec_of(config: ModelConfig) -> Spec:
     """The spec of a config: the one place its derived fields are resolved (cached per config)."""
@@ -152,7 +166,8 @@ def spec_of(config: ModelConfig) -> Spec:
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
                           moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers),
-                          window=config.window_kind if config.window_layers is None else None)
+                          window=config.window_kind if config.window_layers is None else None,
+                          variant=variant_of(config))
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
