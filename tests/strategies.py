@@ -513,3 +513,47 @@ def moe_layouts(draw):
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
                    zero_stage=draw(st.integers(0, 3)))
     return ModelConfig(**fields), degrees
+
+
+# --- Phi-3, OLMo 2, Gemma 1-3 as HF config.json (tests/test_dense_families.py) ---
+
+#: the dense families beyond LLaMA's block (symllm.arch.families.phi3, olmo2, gemma)
+DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text")
+
+
+@st.composite
+def dense_family_configs(draw, family: str | None = None, window: int | None = None) -> dict:
+    """A small config.json of Phi-3, OLMo 2 or Gemma 1, 2, 3 (``family`` pins one) as transformers writes it:
+    GQA/MQA/MHA; Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
+    OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
+    Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off, their local layers
+    from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``) and a window of
+    ``window`` (None: 64, more than any test's context). ``pad_token_id`` 0, as a small vocabulary needs."""
+    kind = draw(st.sampled_from(DENSE_FAMILIES)) if family is None else family
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    hd = 2 * draw(st.integers(1, 6))
+    L = draw(st.integers(1, 4))
+    raw = {"model_type": kind, "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6, "pad_token_id": 0}
+    if kind in ("phi3", "olmo2"):
+        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    else:
+        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)  # Gemma 2, 3 check n_h divides d
+    if kind == "phi3":
+        raw["sliding_window"] = draw(st.sampled_from([None, window or 64]))
+    if kind != "phi3":
+        raw["attention_bias"] = draw(st.booleans())
+    if kind == "gemma":
+        raw["hidden_act"] = draw(st.sampled_from(["gelu", "gelu_pytorch_tanh"]))
+    if kind in ("gemma2", "gemma3_text"):
+        caps = st.one_of(st.none(), st.floats(1.0, 100.0))
+        raw.update(sliding_window=window or 64, attn_logit_softcapping=draw(caps),
+                   final_logit_softcapping=draw(caps), query_pre_attn_scalar=draw(st.integers(1, 300)))
+        if draw(st.booleans()):
+            raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
+                                               min_size=L, max_size=L))
+        elif kind == "gemma3_text":
+            raw["sliding_window_pattern"] = draw(st.integers(1, 4))
+    return raw

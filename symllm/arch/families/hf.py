@@ -147,7 +147,7 @@ def family_of(kind) -> Family:
     >>> family_of("gpt2")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads llama, llama4_text, llama4, mistral, mixtral, qwen2, qwen3, qwen3_moe)
+    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads gemma, gemma2, gemma3_text, gemma3, llama, llama4_text, llama4, mistral, mixtral, olmo2, phi3, qwen2, qwen3, qwen3_moe)
     """
     families = registry()
     if not isinstance(kind, str) or kind not in families:
