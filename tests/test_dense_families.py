@@ -33,19 +33,9 @@ _KINDS = {"embed_tokens": "embedding", "q_proj": "attention/wq", "k_proj": "atte
           "post_feedforward_layernorm": "post_ffn_norm", "norm": "norm", "lm_head": "lm_head"}
 
 
-def _buildable(raw: dict) -> dict:
-    """``raw`` as transformers builds it: the phi-3.5-mini preset leaves LongRoPE's 48 + 48 factors out
-    (they change no count), filled here with 1.0."""
-    scaling = raw.get("rope_scaling")
-    if isinstance(scaling, dict) and scaling.get("type") == "longrope" and "long_factor" not in scaling:
-        half = raw["hidden_size"] // raw["num_attention_heads"] // 2
-        raw = dict(raw, rope_scaling=dict(scaling, long_factor=[1.0] * half, short_factor=[1.0] * half))
-    return raw
-
-
 def _hf_model(raw: dict, device: str = "meta"):
     transformers, torch = requires("transformers"), requires("torch")
-    config = transformers.AutoConfig.for_model(**_buildable(raw), attn_implementation="eager")
+    config = transformers.AutoConfig.for_model(**raw, attn_implementation="eager")
     with torch.device(device):
         return transformers.AutoModelForCausalLM.from_config(config)
 
@@ -281,3 +271,11 @@ def test_gemma_local_layers_past_the_window_are_refused(cli):
     assert cli(["count", "gemma-3-1b", "--seq", "511"]).code == 0
     r = cli(["count", "gemma-3-1b", "--seq", "512"])
     assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "22 of its 26 layers" in r.err
+
+
+def test_longrope_scaling_changes_no_count():
+    """Phi-3.5-mini's rope_scaling (LongRoPE: a long and a short factor per rotated frequency pair) holds no
+    parameter: with it, transformers' model and symllm's count are Phi-3-mini's."""
+    raw = dict(preset_info("phi-3.5-mini")["config"],
+               rope_scaling={"type": "longrope", "long_factor": [1.0] * 48, "short_factor": [1.0] * 48})
+    assert symllm.params(from_hf(raw))["total"] == _hf_kinds(raw)["total"] == symllm.params("phi-3-mini-4k")["total"]
