@@ -46,18 +46,27 @@ def meta_style(draw, *, bias=None, tied=None, stated_hidden=None) -> dict:
 
 
 def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=None,
-            name=None) -> st.SearchStrategy[ModelConfig]:
+            name=None, variant=False) -> st.SearchStrategy[ModelConfig]:
     """Valid ModelConfigs: the one config strategy every property draws from (attrs' style: each keyword
     None draws, a value pins it). Fields as meta_style draws them (``bias``, ``tied``, ``stated_hidden``),
     plus Qwen2's q/k/v-only biases (``qkv_bias``), Qwen3's QK-norm (``qk_norm``: an RMSNorm of width
     head_dim on every query and key head; ``"rmsnorm"`` or False) and the model's ``name`` (True: a name
-    awkward for LaTeX and Markdown, False: the default). Mixtures of experts and windows are drawn as
+    awkward for LaTeX and Markdown, False: the default). ``variant``: what Phi-3, OLMo 2 and Gemma change of
+    LLaMA's block (fused projections, post and sandwich norms, GeGLU, (1 + weight) norms, scaled embeddings,
+    soft-capping, OLMo 2's QK-norm over the whole q and k), drawn only when None (False, the default: LLaMA's
+    block, which every other property is about). Mixtures of experts and windows are drawn as
     HF config.json (moe_configs, windowed)."""
+    norms = [None, "rmsnorm", "full"] if variant is None else [None, "rmsnorm"]
     extra = {
         "qkv_bias": st.booleans() if qkv_bias is None else st.just(qkv_bias),
-        "qk_norm": (st.sampled_from([None, "rmsnorm"]) if qk_norm is None
+        "qk_norm": (st.sampled_from(norms) if qk_norm is None
                     else st.just(qk_norm or None)),
     }
+    if variant is None:
+        caps = st.one_of(st.none(), st.floats(1.0, 100.0))
+        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich"]),
+                     activation=st.sampled_from(["silu", "gelu_tanh"]), norm_offset=st.booleans(),
+                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps)
     if name is None:
         extra["name"] = st.one_of(st.just("custom"), report_names())
     elif name:

@@ -33,7 +33,7 @@ def _vals(cfg, **workload):
 
 # --- KV cache ---------------------------------------------------------------------------------------
 
-@given(configs(), generation_workloads())
+@given(configs(variant=None), generation_workloads())
 def test_kv_cache_bytes_after_prefill_and_decode_steps(cfg, w):
     """After a real CPU prefill of s tokens and each of n decode steps, the reference's cache tensors
     hold exactly symllm's KV-cache bytes for s + (steps so far) tokens."""
@@ -144,7 +144,7 @@ def reference_extras(cfg, b, s, beta) -> dict:
     }
 
 
-@given(configs(), generation_workloads())
+@given(configs(variant=None), generation_workloads())
 def test_saved_activations_equal_formula_plus_named_terms(cfg, w):
     """Bytes the eager reference saves for backward (distinct storages) = symllm's eager activations + the
     named extras (biases and QK-norm drawn too)."""
