@@ -89,7 +89,7 @@ def test_published_figures():
 
 def _generate(raw: dict, b: int, s: int, n: int):
     """FLOPs of a prefill of ``s`` tokens, then of ``n`` decode steps, through transformers' own cache
-    (eager attention), and the K/V elements that cache holds afterwards."""
+    (eager attention), the K/V elements that cache holds afterwards, and its sliding layers."""
     transformers, torch = requires("transformers"), requires("torch")
     from torch.utils.flop_counter import FlopCounterMode
     torch.manual_seed(0)
@@ -100,24 +100,27 @@ def _generate(raw: dict, b: int, s: int, n: int):
             with FlopCounterMode(display=False) as counter:
                 model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True)
             steps.append(counter.get_total_flops())
-    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+    sliding = sum(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in cache.layers)
+    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers), sliding
 
 
-@given(dense_family_configs(), st.integers(1, 2), st.integers(1, 6), st.integers(0, 3))
+@given(dense_family_configs(), st.integers(1, 2), st.integers(1, 10), st.integers(0, 4))
 def test_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
     """Prefill, one decode step and the whole generation (dense attention: what transformers' eager kernels
-    compute) equal FlopCounterMode's over transformers' own loop, soft-capping and GeGLU being element-wise;
-    the KV cache holds what transformers' cache holds (inside Gemma's windows; Phi-3's window slides)."""
-    steps, held = _generate(raw, b, s, n)
+    compute, a window's last min(t, W - 1) cached keys and the new ones) equal FlopCounterMode's over
+    transformers' own loop, soft-capping and GeGLU being element-wise, past Phi-3's and Gemma's windows too
+    (Gemma's local layers beside its global ones); the KV cache holds what transformers' cache holds, but
+    for the one position fewer it keeps in each sliding layer between steps once the window is full (the
+    next step's own key completes it)."""
+    steps, held, sliding = _generate(raw, b, s, n)
     cfg = from_hf(raw)
     work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32")
     assert work["flops"]["prefill"] == steps[0]
     assert work["flops"]["generation"] == sum(steps)
     if n:
         assert costs.workload(cfg, batch=b, seq=s + n - 1, gen=1)["flops"]["decode_token"] == steps[-1]
-    window = raw.get("sliding_window") if raw["model_type"] == "phi3" else None
-    # transformers holds one position fewer than a full window between steps (the next key completes it)
-    dropped = raw["num_hidden_layers"] * 2 * b * cfg.n_kv_heads * cfg.head_dim * bool(window and s + n >= window)
+    full = bool(raw.get("sliding_window") and s + n >= raw["sliding_window"])
+    dropped = sliding * 2 * b * cfg.n_kv_heads * cfg.head_dim * full
     assert work["memory"]["kv_cache"] == 4 * (held + dropped)
 
 
@@ -126,9 +129,9 @@ def test_phi3_sliding_window_passed_equals_transformers():
     gives transformers' FLOPs and cache."""
     raw = {"model_type": "phi3", "vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 4, "pad_token_id": 0}
-    steps, held = _generate(raw, 1, 7, 3)
+    steps, held, sliding = _generate(raw, 1, 7, 3)
     work = costs.workload(from_hf(raw), batch=1, seq=7, gen=3, dtype="fp32", kv_dtype="fp32")
-    assert work["flops"]["generation"] == sum(steps)
+    assert sliding == 2 and work["flops"]["generation"] == sum(steps)
     assert work["memory"]["kv_cache"] == 4 * (held + 2 * 2 * 2 * 4)  # one position more per layer, K and V
 
 
@@ -176,17 +179,17 @@ def test_split_rules_are_transformers_plans():
     for name, config in (("phi-3-mini-4k", transformers.Phi3Config), ("olmo-2-7b", transformers.Olmo2Config),
                          ("gemma-3-1b", transformers.Gemma3TextConfig), ("gemma-2-2b", transformers.Gemma2Config)):
         plan = {k.rsplit(".", 1)[-1]: v for k, v in config.base_model_tp_plan.items()}
-        seen = 0
+        seen = set()  # Gemma 2 and 3: the local and the global group hold the same projections
         for c in symllm.model_for(name).walk():
             hf = c.rules.lora[1] if c.rules.lora else c.name if c.name in ("q_norm", "k_norm") else None
             if hf in plan:
                 style = plan[hf].split("_")[0]
                 assert c.rules.split == {"colwise": "column", "rowwise": "row", "replicated": "replicated"}[style], \
                     (name, c.name)
-                seen += 1
+                seen.add(hf)
             elif hf in ("q_norm", "k_norm"):  # OLMo 2: gathered q and k, normed whole on every rank
                 assert c.rules.split == "replicated", (name, c.name)
-        assert seen == {"phi-3-mini-4k": 4, "olmo-2-7b": 7, "gemma-3-1b": 9, "gemma-2-2b": 7}[name]
+        assert len(seen) == {"phi-3-mini-4k": 4, "olmo-2-7b": 7, "gemma-3-1b": 9, "gemma-2-2b": 7}[name]
 
 
 @pytest.mark.parametrize("tp", [2, 4, 8])
@@ -265,12 +268,11 @@ def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path, raw, start):
     assert (r.code, r.out) == (2, "") and r.err == f"symllm: error: {info.value}\n"
 
 
-def test_gemma_local_layers_past_the_window_are_refused(cli):
-    """Gemma 2 and 3 mix local (windowed) and global layers: past the window they differ, which this
-    version refuses in one line (inside the window every count above is exact)."""
-    assert cli(["count", "gemma-3-1b", "--seq", "511"]).code == 0
-    r = cli(["count", "gemma-3-1b", "--seq", "512"])
-    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "22 of its 26 layers" in r.err
+def test_gemma3_kv_cache_at_32k_by_hand(cli):
+    """Gemma 3 1B at a 32,768-token prompt, by hand from its config: 26 layers, one KV head of 256, every 6th
+    layer global (4 of them: all 32,768 positions), the other 22 local (their 512-token window), bf16."""
+    out = json.loads(cli(["count", "gemma-3-1b", "--seq", "32768", "--json"]).out)
+    assert out["memory"]["kv_cache"] == 2 * 1 * 256 * 2 * (22 * 512 + 4 * 32768)
 
 
 def test_longrope_scaling_changes_no_count():

@@ -16,10 +16,10 @@ every query and key head. Every absent key takes the class's default; a true ``u
 (no causal mask) is refused.
 
 >>> f = _gemma3({"sliding_window": 512, "num_hidden_layers": 7}, 7)
->>> f["sliding_window"], f["window_layers"], f["qk_norm"]
-(512, [0, 1, 2, 3, 4, 6], 'rmsnorm')
+>>> f["sliding_window"], [(kind.window, count) for kind, count in f["layers"]], f["qk_norm"]
+(512, [('sliding', 5), (None, 1), ('sliding', 1)], 'rmsnorm')
 """
-from symllm.arch.families.hf import Family, flag, integer, register
+from symllm.arch.families.hf import Family, LayerKind, groups, integer, register
 from symllm.errors import SymllmError
 from symllm.validate import positive_number, short
 
@@ -56,10 +56,10 @@ def _local(raw: dict, n_layers: int, default_types: list) -> dict:
     window = integer(raw, "sliding_window", 4096, nullable=True)
     types = raw.get("layer_types")  # names and length checked with every family's (hf._check)
     types = default_types if types is None else types
-    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
-    if window is None or not sliding:
+    if window is None or "sliding_attention" not in types:
         return {}
-    return {"sliding_window": window, **({"window_layers": sliding} if len(sliding) < n_layers else {})}
+    return {"sliding_window": window,
+            **groups([LayerKind(window="sliding" if kind == "sliding_attention" else None) for kind in types])}
 
 
 def _sandwich(raw: dict, kind: str, caps: tuple) -> dict:
