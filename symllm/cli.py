@@ -252,6 +252,7 @@ def cmd_count(args) -> int:
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
+    windowed = sum(count for kind, count in config.groups if kind.window == "sliding")
     variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
                                       (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
                                       (config.mlp_bias, "biases on w1, w2, w3"),
@@ -278,9 +279,7 @@ def cmd_count(args) -> int:
                                       (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
                                       (config.sliding_window, f"sliding window {config.sliding_window}" + (
                                           f" in {windowed} of {config.n_layers} layers"
-                                          if 0 < (windowed := sum(c for kind, c in config.groups
-                                                                  if kind.window == "sliding")) < config.n_layers
-                                          else "")),
+                                          if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:
