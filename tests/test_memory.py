@@ -144,7 +144,7 @@ def reference_extras(cfg, b, s, beta) -> dict:
     }
 
 
-@given(configs(variant=None), generation_workloads())
+@given(configs(), generation_workloads())
 def test_saved_activations_equal_formula_plus_named_terms(cfg, w):
     """Bytes the eager reference saves for backward (distinct storages) = symllm's eager activations + the
     named extras (biases and QK-norm drawn too)."""
