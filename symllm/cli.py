@@ -279,12 +279,25 @@ def cmd_count(args) -> int:
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
-    windowed = sum(n for kind, n in config.groups if kind.window == "sliding")
+    windowed = sum(count for kind, count in config.groups if kind.window == "sliding")
     variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
                                       (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
                                       (config.mlp_bias, "biases on w1, w2, w3"),
                                       (config.qk_norm == "rmsnorm", "QK-norm (rmsnorm of width d_h)"),
                                       (config.qk_norm == "l2", "QK-norm (weightless L2, in the RoPE layers)"),
+                                      (config.qk_norm == "full", "QK-norm over the whole q and k (rmsnorm of "
+                                       "n_h*d_h and n_kv*d_h)"),
+                                      (config.fused, "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)"),
+                                      (config.norms == "post", "norms after attention and feed-forward"),
+                                      (config.norms == "sandwich", "norms before and after attention and "
+                                       "feed-forward"),
+                                      (config.activation == "gelu_tanh", "GeGLU (gelu_pytorch_tanh)"),
+                                      (config.norm_offset, "RMSNorm by (1 + weight)"),
+                                      (config.embed_scale, "embeddings scaled by sqrt(d)"),
+                                      (config.attn_softcap, f"attention scores soft-capped at {config.attn_softcap:g}"
+                                       if config.attn_softcap else ""),
+                                      (config.final_softcap, f"final logits soft-capped at {config.final_softcap:g}"
+                                       if config.final_softcap else ""),
                                       (config.n_experts, f"mixture of experts: {config.n_experts} experts, "
                                        f"{config.experts_per_token} per token, in {config.n_moe_layers} of "
                                        f"{config.n_layers} layers" + (
@@ -298,7 +311,7 @@ def cmd_count(args) -> int:
                                       (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
                                       (config.sliding_window, f"sliding window {config.sliding_window}" + (
                                           f" in {windowed} of {config.n_layers} layers"
-                                          if windowed < config.n_layers else "")),
+                                          if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:

@@ -28,6 +28,8 @@ OPTIONS = {
     "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding")),
               (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False))),
     "shared_gate": (True,), "sinks": (True,), "moe_bias": (True,), "clamped": (True,), "fused_lora": (True,),
+    "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
+                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True)),
 }
 
 
@@ -64,7 +66,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             if c.params != 0:
                 assert c.rules.split is not None and c.rules.weight != "none", where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
-    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "shared_expert_gate"}
+    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -106,17 +108,19 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
 
 def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
-    LlamaForCausalLM and Qwen2MoeForCausalLM (its shared_expert_gate) but the lm_head (which PEFT leaves
-    alone by default), and each maps to one symllm name."""
+    LlamaForCausalLM, Phi3ForCausalLM (its fused qkv_proj and gate_up_proj) and Qwen2MoeForCausalLM (its
+    shared_expert_gate) but their lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
-    sizes = dict(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+    sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
                  num_key_value_heads=2)
-    with torch.device("meta"):
-        models = (transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes)),
-                  transformers.Qwen2MoeForCausalLM(transformers.Qwen2MoeConfig(**sizes, num_experts=2)))
-    leaves = {name.rsplit(".", 1)[-1] for hf in models for name, m in hf.named_modules()
-              if isinstance(m, torch.nn.Linear)}
-    declared = {c.rules.lora for c in C.model(**C.EVERY_PART).walk() if c.rules.lora}
+    leaves = set()
+    for cls, config in ((transformers.LlamaForCausalLM, transformers.LlamaConfig),
+                        (transformers.Phi3ForCausalLM, transformers.Phi3Config),
+                        (transformers.Qwen2MoeForCausalLM, lambda **kw: transformers.Qwen2MoeConfig(**kw, num_experts=2))):
+        with torch.device("meta"):
+            hf = cls(config(**sizes))
+        leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
+    declared = {c.rules.lora for every in (C.EVERY_PART, C.EVERY_FUSED) for c in C.model(**every).walk() if c.rules.lora}
     assert leaves - {"lm_head"} == {hf for _, hf in declared}
     assert len({ours for ours, _ in declared}) == len(leaves - {"lm_head"})
     assert all(C.lora_names()[hf] == ours for ours, hf in declared)

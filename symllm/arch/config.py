@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from symllm.arch.families.hf import HF_UNMODELLED, read as _read_hf
-from symllm.arch.layers import MAX_GROUPS, QK_NORMS, LayerKind, groups as _groups
+from symllm.arch.layers import ACTIVATIONS, MAX_GROUPS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import positive_number as _positive_float
@@ -103,9 +103,25 @@ class ModelConfig:
     mlp_bias: bool = False
     #: q/k/v projections have biases and wo has none (Qwen2; attention_bias puts one on all four)
     qkv_bias: bool = False
-    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE) or
-    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE)
+    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE),
+    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE) or "full" (OLMo 2: one RMSNorm over
+    #: the whole query width n_heads·head_dim and one over the key width n_kv_heads·head_dim)
     qk_norm: str | None = None
+    #: Phi-3's fused projections: q, k and v in one linear (qkv_proj), gate and up in one (gate_up_proj)
+    fused: bool = False
+    #: where each block's norms sit: "pre" (LLaMA), "post" (OLMo 2: after attention and feed-forward,
+    #: before the residual adds) or "sandwich" (Gemma 2 and 3: both)
+    norms: str = "pre"
+    #: the gated feed-forward's activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU, gelu_pytorch_tanh: Gemma)
+    activation: str = "silu"
+    #: RMSNorms scale by (1 + weight) (Gemma; the same parameters)
+    norm_offset: bool = False
+    #: the token embeddings are multiplied by sqrt(dim) (Gemma)
+    embed_scale: bool = False
+    #: attention scores soft-capped at this value, c·tanh(score / c) (Gemma 2; None: not capped)
+    attn_softcap: float | None = None
+    #: final logits soft-capped at this value (Gemma 2; None: not capped)
+    final_softcap: float | None = None
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -165,9 +181,15 @@ class ModelConfig:
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
-        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "attention_sinks"):
+        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
+                      "embed_scale", "attention_sinks"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
+        choice("norms", self.norms, NORM_PLACES)
+        choice("activation", self.activation, ACTIVATIONS)
+        for field in ("attn_softcap", "final_softcap"):
+            if getattr(self, field) is not None:
+                put(field, _positive_float(field, getattr(self, field)))
         self._check_moe(put)
         for field in ("sliding_window", "attention_chunk"):
             put(field, _positive_int(field, getattr(self, field), optional=True))

@@ -594,6 +594,8 @@ class Report:
             "active": counts["active"] if counts["active"] != counts["total"] else None,
             "experts": spec.n_experts, "experts_per_token": spec.experts_per_token,
             "grouped": len(spec.structure.kinds) > 1,
+            # a narrower table where the block's formula is long (OLMo 2's six terms ran into the margin)
+            "compact": len(sp.Add.make_args(sp.expand(block.closed))) > 5,
             "block_closed": Formula(block.closed), "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
