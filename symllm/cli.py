@@ -62,7 +62,9 @@ EXAMPLES = {
               "  symllm report llama3.1-8b --format latex --standalone -o r.tex\n"
               "  symllm report llama2-7b --notation paper.toml --template-dir my_templates",
     "presets": "examples:\n  symllm presets",
-    "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json",
+    "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json\n"
+              "  symllm verify path/to/checkpoint_folder\n  symllm verify meta-llama/Llama-3.1-8B\n"
+              "  symllm verify model-Q4_K_M.gguf",
     "sweep": "examples:\n  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
              "      --quantity params,kv_cache --seq 8192 -o grid.csv\n"
              "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
@@ -114,13 +116,41 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _model_arg(p):
-    p.add_argument("model", metavar="MODEL", help="a preset name (symllm presets) or a config.json / params.json")
+    p.add_argument("model", metavar="MODEL", help="a preset name (symllm presets), a config.json / params.json, a "
+                   "checkpoint folder or .gguf file, or a Hub id (org/name) in the local Hugging Face cache")
     p.add_argument("--vocab-size", type=int, default=None,
                    help="vocabulary size, for Meta params.json files that say -1")
 
 
 def _load(args):
+    if str(args.model).endswith(".gguf"):  # a GGUF file holds its own config (symllm.costs.checkpoints)
+        from symllm.costs import checkpoints
+        config = checkpoints.config_of(checkpoints.read(args.model))
+        return config.replace(vocab_size=args.vocab_size) if args.vocab_size is not None else config
     return cfgmod.load(args.model, vocab_size=args.vocab_size)  # what api.resolve does with a name or a path
+
+
+def _checkpoint(args) -> dict | None:
+    """A checkpoint's actual bytes beside the formula's, when the model argument holds weights (a folder,
+    a Hub id in the local cache, a .safetensors or .gguf file): symllm.costs.checkpoints, headers only."""
+    from symllm.costs import checkpoints
+    if not checkpoints.has_weights(args.model):
+        return None
+    c = checkpoints.check(args.model)
+    return {k: c[k] for k in ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference")}
+
+
+def _checkpoint_lines(c: dict) -> str:
+    rows = [(f"checkpoint ({c['format']}, {c['files']} file(s), {c['tensors']} tensors)", grouped(c["bytes"]),
+             human_bytes(c["bytes"]))]
+    if c["formula_bytes"] is not None:
+        rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))
+    out = _table(rows, ("weights on disk (headers; symllm verify compares them)", "bytes", ""))
+    if c["formula_bytes"] is None:
+        out += "\n(no formula for this checkpoint's format)"
+    if c["difference"] is not None:
+        out += "\n" + _wrap(f"differs from the component tree: {c['difference']}")
+    return out
 
 
 #: the columns terminal output fits (tables, wrapped lines, help)
@@ -235,11 +265,12 @@ def cmd_count(args) -> int:
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
+    ckpt = _checkpoint(args)
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
-            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work},
-                             indent=2, default=_json_number))
+            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work,
+                              **({"checkpoint": ckpt} if ckpt else {})}, indent=2, default=_json_number))
         return 0
     rows = [(k, grouped(v), human(v)) for k, v in counts.items()
             if k not in ("total", "block", "active", "trainable")]
@@ -274,6 +305,8 @@ def cmd_count(args) -> int:
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
     print(_table(rows, ("component", "parameters", "")))
+    if ckpt:
+        print("\n" + _checkpoint_lines(ckpt))
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
@@ -440,6 +473,16 @@ def cmd_presets(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    from symllm.costs import checkpoints
+    if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
+        c = checkpoints.check(args.model)
+        where = f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), {grouped(c['bytes'])} bytes"
+        if c["formula_bytes"] is not None:
+            where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
+        print(_wrap(where))
+        print(_wrap(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
+                                                "every tensor's name, shape and dtype agrees with the component tree")))
+        return 1 if c["difference"] else 0
     config = _load(args)
     try:
         from symllm import reference
@@ -601,7 +644,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("presets", "list the shipped presets with their totals")
     p.set_defaults(func=cmd_presets)
 
-    p = add("verify", "count the torch reference model on the meta device and compare (needs torch)")
+    p = add("verify", "a checkpoint's tensors (safetensors or GGUF headers) against the component tree; a preset "
+                      "or config: the torch reference model's counts on the meta device (needs torch)")
     _model_arg(p)
     p.set_defaults(func=cmd_verify)
 

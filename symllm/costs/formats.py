@@ -144,7 +144,8 @@ def _int(expr, values) -> int:
 
 def tensors(config) -> list[dict]:
     """The stored tensors of a config's model, in model order: ``path`` (tree path, ``/``-joined), ``kind``
-    (the component's ``rules.weight``, or ``"bias"``), ``row`` (elements per row), ``rows`` per copy,
+    (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's and HF's, or
+    ``()``), ``row`` (elements per row), ``rows`` per copy,
     ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
     each copy's first layer, or None) and ``ndim``.
 
@@ -176,7 +177,7 @@ def tensors(config) -> list[dict]:
 def _own(comp, path, count, layer, values) -> list[dict]:
     n = _int(comp.params, values)
     kind = comp.rules.weight
-    base = dict(path=path, kind=kind, count=count, layer=layer)
+    base = dict(path=path, kind=kind, count=count, layer=layer, names=comp.rules.lora or ())
     if comp.shape:
         fan_in, fan_out = (_int(x, values) for x in comp.shape)
         rows = [dict(base, row=fan_in, rows=fan_out, ndim=2)]
