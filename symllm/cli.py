@@ -255,12 +255,6 @@ def cmd_count(args) -> int:
             tuned = finetune.lora(config, **given)
             counts = {**counts, **tuned["params"]}
             work["memory"].update(tuned["memory"])
-        if work["workload"]["weight_format"] is not None:  # exact bytes of a quantized format (costs.formats)
-            from symllm.costs import formats
-            fmt = formats.weight_bytes(config, work["workload"]["weight_format"])
-            work["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"],
-                                     "bits_per_weight": fmt["bits_per_weight"],
-                                     "dtype_weights_bytes": work["memory"]["weights"]}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
@@ -537,7 +531,6 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def cmd_sweep(args) -> int:
-    _count_only(args, "sweep")
     from symllm.numbers import sweeps as sw
     grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
     for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:

@@ -163,7 +163,8 @@ def workload_options() -> st.SearchStrategy[dict]:
     """Options of a symllm.Workload by name, each present or left to its default: batch, seq, gen,
     context (small, or up to 10**6 so that FLOPs pass int64), every dtype for weights, KV cache and
     activations (int4 with its group size), dense or causal attention, ZeRO stage, data-parallel
-    ranks, full recomputation, tensor/pipeline-parallel degrees and sequence parallelism."""
+    ranks, full recomputation, tensor/pipeline-parallel degrees and sequence parallelism, a KV-cache and
+    a weight format."""
     from symllm.costs.workloads import ATTENTION, DTYPES
     size = lambda lo: st.one_of(st.integers(lo, 64), st.integers(lo, 10**6))  # noqa: E731
     dtypes = st.sampled_from(list(DTYPES))
@@ -174,6 +175,10 @@ def workload_options() -> st.SearchStrategy[dict]:
         "recompute": st.booleans(), "group_size": st.sampled_from([32, 64, 100, 128]),
         "tp": st.integers(1, 8), "pp": st.integers(1, 5), "sp": st.booleans(),  # symllm.costs.parallel
         "stack": st.sampled_from(["fused", "eager", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
+        # symllm.costs.formats: KV-cache formats, and weight formats any shape takes (AWQ, GPTQ and GGUF need
+        # rows of whole groups or blocks)
+        "kv_format": st.sampled_from(["fp8", "q8_0", "q4_0", "fp16"]),
+        "weight_format": st.sampled_from(["bf16", "fp32", "nf4", "nf4-nodq", "int8", "fp8", "fp8-channel", "fp8-block"]),
     }).map(_one_memory_model)
 
 
@@ -185,6 +190,8 @@ def _one_memory_model(options: dict) -> dict:
         options.pop("stack", None)
     if options.get("tp", 1) == 1:
         options.pop("sp", None)
+    if "kv_format" in options:  # a KV-cache format replaces --kv-dtype (Workload refuses both)
+        options.pop("kv_dtype", None)
     return options
 
 

@@ -77,7 +77,8 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "tensors",
-           "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "kv_bytes_per_element"]
+           "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "bytes_per_weight",
+           "kv_bytes_per_element"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
 #: ``GGML_QUANT_SIZES``)
@@ -379,6 +380,20 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     elements = sum(v["elements"] for v in out.values())
     return {"format": fmt, "total": total, "elements": elements,
             "bits_per_weight": Fraction(8 * total, elements), "tensors": out}
+
+
+def bytes_per_weight(config, fmt: str) -> Fraction:
+    """The format's bytes over the model's weights, exact: what ``β_w`` is under ``--weight-format``
+    (weights memory, inference peaks, fits, sweeps: :func:`symllm.costs.phases.workload`), so that
+    ``β_w · N`` is the format's exact total; per GPU under a parallel layout it is spread evenly over the
+    parameters each GPU holds (an average: per-tensor choices such as Q4_K_M's promoted ``attn_v`` are not
+    placed on their pipeline stage).
+
+    >>> bytes_per_weight("llama3.2-1b", "bf16")
+    Fraction(2, 1)
+    """
+    r = weight_bytes(config, fmt)
+    return Fraction(r["total"], r["elements"])
 
 
 def kv_bytes_per_element(fmt: str) -> Fraction:

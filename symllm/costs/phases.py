@@ -426,9 +426,17 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     work = Workload.of(work, **options)
     checks.check(spec, work)
     vals = {**spec.values(), **work.values()}
+    fmt = None
+    if work.weight_format is not None:  # β_w is the format's exact bytes over the model's weights
+        from symllm.costs import formats
+        fmt = formats.weight_bytes(spec, work.weight_format)
+        vals[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
+    if fmt is not None:
+        out["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
+                                "dtype_weights_bytes": evaluate(exprs["memory"]["weights"], {**vals, S.beta_w: work.weight_bytes})}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops)
     return out

@@ -635,6 +635,13 @@ class Sweep:
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # the mixture of experts, the layers without RoPE and the window stay the base's
         fixed.update({sym: v for sym, v in spec.values().items() if sym in _FIXED_MODEL})
+        if work.weight_format is not None:  # β_w: the format's bytes over the weights of the one model it prices
+            varied = [k for k in self.axes if k in CONFIG_FIELDS]
+            if varied:
+                raise SymllmError(f"weight_format: its bytes are per tensor of one model; a sweep with it varies "
+                                  f"workload axes only (--{varied[0].replace('_', '-')} varies the model)")
+            from symllm.costs import formats
+            fixed[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
         if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
                               "(MoE or RoPE in some of them)")
