@@ -53,7 +53,10 @@ from symllm.costs.workloads import Workload, options as workload_options  # noqa
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
-             "  symllm count path/to/params.json --vocab-size 32000",
+             "  symllm count path/to/params.json --vocab-size 32000\n"
+             "  symllm count meta-llama/Llama-3.1-8B   (from the local Hugging Face cache)\n"
+             "  symllm count llama3.1-8b --weight-format Q4_K_M --kv-format q8_0 --gpu rtx4090 --seq 32768\n"
+             "  symllm count llama3.1-70b --serve --gpu h100-sxm --tp 4 --seq 131072 --kv-format fp8",
     "derive": "examples:\n  symllm derive --component attention --gqa --format latex\n"
               "  symllm derive --component attention --mqa --format pretty\n"
               "  symllm derive --component feed_forward --model llama3.1-8b\n"
@@ -260,6 +263,14 @@ def cmd_count(args) -> int:
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
     ckpt = _checkpoint(args)
+    serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
+    if serve and not args.serve:
+        raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
+    if args.serve:  # vLLM's paged KV cache (symllm.costs.serving)
+        from symllm.costs import serving
+        if "non_torch" in serve:
+            serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
+        work["serving"] = serving.capacity(config, **given, **serve)
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
@@ -326,7 +337,27 @@ def cmd_count(args) -> int:
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
             print("\n" + "\n".join(time_lines(work["time"], w)))
+        if "serving" in work:
+            print("\n" + serve_lines(work["serving"]))
     return 0
+
+
+#: count's options for --serve (symllm.costs.serving.capacity's keywords)
+_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch")
+
+
+def serve_lines(r: dict) -> str:
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here)."""
+    rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
+            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
+            ("- activation peak", human_bytes(r["activation_peak"]),
+             f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
+            ("- non-torch memory", human_bytes(r["non_torch"]), "as given (--non-torch-memory)"),
+            ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"),
+            ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
+            (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
+             "fits" if r["fits"] else "one request does not fit")]
+    return _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2))
 
 
 def time_lines(t: dict, w: dict) -> list[str]:
@@ -604,6 +635,15 @@ def build_parser() -> argparse.ArgumentParser:
     _model_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
+    s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; context --seq + --gen)")
+    s.add_argument("--serve", action="store_true", help="KV cache tokens and maximum concurrency as vLLM allocates them")
+    s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+                   help="share of GPU memory vLLM may use (default 0.9)")
+    s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
+                   help="tokens of vLLM's profile run, whose activation peak is reserved (default 8192)")
+    s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
+    s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
+                   help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default 0)")
     p.set_defaults(func=cmd_count)
 
     p = add("derive", "the derivation of a component's closed form (and its numbers with --model)")
