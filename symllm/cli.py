@@ -677,8 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("presets", "list the shipped presets with their totals")
     p.set_defaults(func=cmd_presets)
 
-    p = add("verify", "a checkpoint's tensors (safetensors or GGUF headers) against the component tree; a preset "
-                      "or config: the torch reference model's counts on the meta device (needs torch)")
+    p = add("verify", "a checkpoint's tensor headers, or a config's torch meta model, against the component tree")
     _model_arg(p)
     p.set_defaults(func=cmd_verify)
 
