@@ -258,7 +258,7 @@ def test_gguf_tensors_are_transformers_parameters(raw):
 
 
 def test_nf4_rule_is_qlora_rule():
-    """bitsandbytes NF4 quantizes what QLoRA's base-weight memory assumes (finetune.FORMATS), and its
+    """bitsandbytes NF4 quantizes what QLoRA's base-weight memory assumes (finetune.FORMATS reads it), and its
     double-quantized bytes over a 64·256-divisible tensor are the QLoRA paper's 4.127 bits (§3) plus the
     three per-tensor constants (NF4 code 64 B, nested code 1024 B, offset 4 B)."""
     from symllm.costs import finetune

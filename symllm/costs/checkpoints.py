@@ -99,7 +99,7 @@ def read_safetensors(path) -> dict[str, dict]:
     >>> read_safetensors(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: checkpoint: '...m.safetensors': header length 1099511627776 is past the end of the file (88 bytes)
+    symllm.errors.SymllmError: checkpoint: '...m.safetensors': header length 1099511627776 is past the end of the file (... bytes)
     """
     try:
         with open(path, "rb") as fh:

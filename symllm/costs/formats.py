@@ -14,7 +14,8 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
 
 * ``nf4``, ``nf4-nodq``, ``int8`` (bitsandbytes through transformers): the ``"linear"`` projections; the
   lm_head is in ``modules_to_not_convert`` (transformers' ``get_keys_to_not_convert``), embeddings and
-  norms are not ``nn.Linear``; the router and fused experts are kept, as :data:`symllm.costs.finetune.FORMATS`.
+  norms are not ``nn.Linear``; the router and fused experts are kept (QLoRA's base weights,
+  :data:`symllm.costs.finetune.FORMATS`, read this rule).
 * ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``: the linear projections and the routed experts (AutoAWQ, GPTQModel,
   DeepSeek-V3's and ModelOpt's checkpoints quantize each expert's projections, keep the router ``gate``,
   the embeddings, the norms and the lm_head in bf16).

@@ -90,6 +90,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     one = phases.workload(spec, work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
     n_kv = spec.config.n_kv_heads
     per_token = Fraction(one["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv  # one rank's share of the heads
+    per_token = int(per_token) if per_token.denominator == 1 else per_token
     weights = profile["memory_per_gpu"]["weights"]
     kv_profile = Fraction(profile["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile
