@@ -21,8 +21,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 from .conftest import requires
+from .strategies import hf_configs
 
 torch = requires("torch")
 transformers = requires("transformers")
@@ -295,3 +297,19 @@ def test_malformed_files_are_refused_in_one_line(saved, tmp_path, cli):
         r = cli([command, out])
         _one_line_refusal(r)
         assert "links out of its folder" in r.err
+
+
+@given(raw=hf_configs())
+def test_expected_names_and_shapes_are_transformers_state_dict(raw):
+    """Every generated HF config (llama, mistral, qwen2, qwen3): the tensors verify expects are the
+    state dict transformers builds on the meta device, name for name and shape for shape (a tied
+    lm_head is not saved)."""
+    from symllm.arch.config import from_dict
+    from symllm.costs import checkpoints
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    sd = {k: list(v.shape) for k, v in model.state_dict().items()
+          if not (k == "lm_head.weight" and raw["tie_word_embeddings"])}
+    mine = checkpoints.expected(from_dict(raw), raw["model_type"], dtype=None)
+    assert {k: v["shape"] for k, v in mine.items()} == sd
