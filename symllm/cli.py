@@ -448,7 +448,7 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
                "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
                # LoRA's numbers are count's and the sweep's (symllm.costs.finetune); derive shows none of them yet
                "lora_rank": "count", "lora_targets": "count", "qlora": "count",
-               "weight_format": "count"}  # the format's bytes: count only (symllm.costs.formats)
+               "weight_format": "memory", "kv_format": "memory"}  # β_w, β_kv of a format (symllm.costs.formats)
 
 
 #: the options derive's roofline quantities use (symllm.costs.hardware); --gpu applies to nothing else
@@ -473,14 +473,7 @@ def _uses(quantities) -> tuple:
     return (quantities,) if isinstance(quantities, str) else quantities
 
 
-def _count_only(args, command: str) -> None:
-    """Refuse an option only count shows yet, rather than ignore it (a silently unchanged number)."""
-    if getattr(args, "weight_format", None) is not None:
-        raise SymllmError(f"weight_format: shown by symllm count only; {command} does not use it yet")
-
-
 def cmd_report(args) -> int:
-    _count_only(args, "report")
     from symllm.numbers import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
     _emit(quick.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
                        vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)

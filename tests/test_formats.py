@@ -266,13 +266,15 @@ def test_nf4_rule_is_qlora_rule():
     assert F.tensor_bytes("nf4", 4096, 4096)[1] == N * (4 + Fraction(8, 64) + Fraction(32, 64 * 256)) / 8 + 1092
 
 
-@pytest.mark.parametrize("command", ["report"])
-def test_weight_format_refused_where_unused(cli, command):
-    """report does not use the weight format yet: one error line and exit 2, not a number unchanged (the
-    sweep takes it: tests/test_serving.py)."""
-    r = cli([command, "llama3.1-8b", "--weight-format", "Q4_K_M"])
-    assert r.code == 2 and r.err.strip().splitlines() == [
-        f"symllm: error: weight_format: shown by symllm count only; {command} does not use it yet"]
+def test_report_and_derive_take_the_weight_format(cli):
+    """report and derive --quantity memory price the weights in the format (β_w: its exact bytes over the
+    weights): llama-bench's 4.58 GiB Q4_K_M file of Llama-3.1-8B, as count says."""
+    counted = json.loads(cli(["count", "llama3.1-8b", "--json", "--weight-format", "Q4_K_M"]).out)["memory"]
+    r = cli(["report", "llama3.1-8b", "--weight-format", "Q4_K_M"])
+    assert r.code == 0 and f"{counted['weights']:,}" in r.out and "4.58 GiB" in r.out
+    r = cli(["derive", "--quantity", "memory", "--memory", "weights", "--model", "llama3.1-8b",
+             "--weight-format", "Q4_K_M"])
+    assert r.code == 0 and f"{counted['weights']:,}" in r.out and not r.err
 
 
 def test_derive_warns_weight_format_ignored(cli):
