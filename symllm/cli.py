@@ -315,7 +315,7 @@ def cmd_count(args) -> int:
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
-                           f"{w['dtype']}, KV cache {w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
+                           f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
                            f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
                            f"{'; full recomputation' if w['recompute'] else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
