@@ -126,7 +126,10 @@ def _model_arg(p):
 
 
 def _load(args):
-    if str(args.model).endswith(".gguf"):  # a GGUF file holds its own config (symllm.costs.checkpoints)
+    folder = args.model if os.path.isdir(args.model) else None
+    if str(args.model).endswith(".gguf") or folder is not None and not any(
+            os.path.lexists(os.path.join(folder, n)) for n in ("config.json", "params.json")) and any(
+            n.endswith(".gguf") for n in os.listdir(folder)):  # a GGUF file holds its own config (costs.checkpoints)
         from symllm.costs import checkpoints
         config = checkpoints.config_of(checkpoints.read(args.model))
         return config.replace(vocab_size=args.vocab_size) if args.vocab_size is not None else config

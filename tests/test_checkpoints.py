@@ -219,6 +219,7 @@ def test_gguf_file_verified_and_counted(tmp_path, cli):
     ck = json.loads(cli(["count", path, "--json"]).out)["checkpoint"]
     assert ck["bytes"] == ck["formula_bytes"] == sum(int(t.n_bytes) for t in reader.tensors)
     assert ck["weight_format"] == "Q8_0" and ck["tensors"] == len(reader.tensors)
+    assert json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"] == ck  # a folder holding the file
     bad = _gguf_file(tmp_path / "bad.gguf", v_type=gguf.GGMLQuantizationType.F16)
     r = cli(["verify", bad])
     assert r.code == 1 and "wrong dtype: blk.0.attn_v.weight is F16, the config says Q8_0" in r.out
