@@ -7,9 +7,8 @@
   expected names, shapes and bytes are torch's own ``state_dict()``;
 * a GGUF file written by ``gguf.GGUFWriter`` (Q8_0 tensors by ``gguf.quants.quantize``), read back with
   ``gguf.GGUFReader``;
-* an AWQ checkpoint's tensors by hand from AutoAWQ's ``WQLinear_GEMM`` buffers (``qweight`` int32
-  ``(in, out/8)``, ``qzeros`` int32 ``(in/128, out/8)``, ``scales`` fp16 ``(in/128, out)``): no AWQ packer
-  runs on this CPU;
+* AWQ, GPTQ and FP8 (128x128 block scales) checkpoints' tensors by hand from their packers' layouts
+  (:data:`QUANTIZED_LAYOUTS`): no packer runs on this CPU;
 * malformed headers, lengths past the file, links out of the folder: one line, exit 2.
 """
 import json
@@ -225,33 +224,55 @@ def test_gguf_file_verified_and_counted(tmp_path, cli):
     assert r.code == 1 and "wrong dtype: blk.0.attn_v.weight is F16, the config says Q8_0" in r.out
 
 
-def test_awq_checkpoint_layout_and_bytes(tmp_path, cli):
-    """An AWQ checkpoint (quantization_config awq, 4 bits, group 128) whose tensors are AutoAWQ's
-    WQLinear_GEMM buffers, shapes by hand: verify agrees, and its bytes are the awq formula's."""
+#: each method's tensors for one linear ``fan_in -> fan_out`` (torch dtype, shape), by hand from its packer:
+#: AutoAWQ's WQLinear_GEMM buffers; GPTQModel's / AutoGPTQ's QuantLinear (4 bits: 8 per int32, along the
+#: input for qweight, along the output for qzeros; g_idx one int32 per input); DeepSeek-V3's FP8 checkpoint
+#: (an E4M3 weight and an fp32 weight_scale_inv per 128x128 block)
+QUANTIZED_LAYOUTS = {
+    "awq": lambda i, o: {"qweight": ("int32", (i, o // 8)), "qzeros": ("int32", (i // 128, o // 8)),
+                         "scales": ("float16", (i // 128, o))},
+    "gptq": lambda i, o: {"qweight": ("int32", (i // 8, o)), "qzeros": ("int32", (i // 128, o // 8)),
+                          "scales": ("float16", (i // 128, o)), "g_idx": ("int32", (i,))},
+    "fp8": lambda i, o: {"weight": ("float8_e4m3fn", (o, i)),
+                         "weight_scale_inv": ("float32", (-(-o // 128), -(-i // 128)))},
+}
+QUANT_CONFIGS = {"awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"},
+                 "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False},
+                 "fp8": {"quant_method": "fp8", "weight_block_size": [128, 128], "activation_scheme": "dynamic"}}
+
+
+@pytest.mark.parametrize("method", ["awq", "gptq", "fp8"])
+def test_quantized_checkpoint_layout_and_bytes(tmp_path, cli, method):
+    """A quantized checkpoint (its quantization_config) whose linears hold the method's tensors, shapes by
+    hand (QUANTIZED_LAYOUTS; no packer runs on this CPU), the rest in the config's dtype: verify agrees,
+    its bytes are the formula's (awq, gptq, fp8-block), and a wrong packing is named."""
     from safetensors.torch import save_file
-    d, ff, vocab = 128, 256, 64
+    d, ff, vocab = 128, 320 if method == "fp8" else 384, 64  # fp8's blocks: a partial one at the edge
+    dtype = torch.bfloat16 if method == "fp8" else torch.float16
     cfg = {"model_type": "llama", "hidden_size": d, "intermediate_size": ff, "num_hidden_layers": 1,
-           "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": vocab, "torch_dtype": "float16",
-           "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"}}
-    t = {"model.embed_tokens.weight": torch.zeros(vocab, d, dtype=torch.float16),
-         "model.norm.weight": torch.zeros(d, dtype=torch.float16),
-         "lm_head.weight": torch.zeros(vocab, d, dtype=torch.float16),
-         "model.layers.0.input_layernorm.weight": torch.zeros(d, dtype=torch.float16),
-         "model.layers.0.post_attention_layernorm.weight": torch.zeros(d, dtype=torch.float16)}
+           "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": vocab,
+           "torch_dtype": "bfloat16" if method == "fp8" else "float16", "quantization_config": QUANT_CONFIGS[method]}
+    t = {"model.embed_tokens.weight": torch.zeros(vocab, d, dtype=dtype),
+         "model.norm.weight": torch.zeros(d, dtype=dtype), "lm_head.weight": torch.zeros(vocab, d, dtype=dtype),
+         "model.layers.0.input_layernorm.weight": torch.zeros(d, dtype=dtype),
+         "model.layers.0.post_attention_layernorm.weight": torch.zeros(d, dtype=dtype)}
     for name, fan_in, fan_out in (("self_attn.q_proj", d, d), ("self_attn.k_proj", d, 64), ("self_attn.v_proj", d, 64),
                                   ("self_attn.o_proj", d, d), ("mlp.gate_proj", d, ff), ("mlp.up_proj", d, ff),
                                   ("mlp.down_proj", ff, d)):
-        p = f"model.layers.0.{name}"
-        t[f"{p}.qweight"] = torch.zeros(fan_in, fan_out // 8, dtype=torch.int32)
-        t[f"{p}.qzeros"] = torch.zeros(fan_in // 128, fan_out // 8, dtype=torch.int32)
-        t[f"{p}.scales"] = torch.zeros(fan_in // 128, fan_out, dtype=torch.float16)
+        for part, (kind, shape) in QUANTIZED_LAYOUTS[method](fan_in, fan_out).items():
+            t[f"model.layers.0.{name}.{part}"] = torch.zeros(shape, dtype=getattr(torch, kind))
     save_file(t, tmp_path / "model.safetensors")
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     r = cli(["verify", tmp_path])
     assert r.code == 0, r.out + r.err
     ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
-    assert ck["weight_format"] == "awq"
+    assert ck["weight_format"] == {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block"}[method]
     assert ck["bytes"] == ck["formula_bytes"] == sum(x.numel() * x.element_size() for x in t.values())
+    wrong = "model.layers.0.mlp.down_proj." + next(iter(QUANTIZED_LAYOUTS[method](ff, d)))
+    t[wrong] = torch.zeros(3, 3, dtype=t[wrong].dtype)
+    save_file(t, tmp_path / "model.safetensors")
+    r = cli(["verify", tmp_path])
+    assert r.code == 1 and f"wrong shape: {wrong} is [3, 3]" in r.out
 
 
 def _one_line_refusal(r):
