@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 
 from .conftest import requires
-from .strategies import hf_configs
+from .strategies import checkpoint_headers, hf_configs
 
 torch = requires("torch")
 transformers = requires("transformers")
@@ -335,3 +335,24 @@ def test_expected_names_and_shapes_are_transformers_state_dict(raw):
           if not (k == "lm_head.weight" and raw["tie_word_embeddings"])}
     mine = checkpoints.expected(from_dict(raw), raw["model_type"], dtype=None)
     assert {k: v["shape"] for k, v in mine.items()} == sd
+
+
+@given(case=checkpoint_headers())
+def test_damaged_headers_never_raise(case, tmp_path_factory):
+    """Any damaged safetensors or GGUF header read by verify: one `symllm: error:` line and exit 2, or a
+    verdict (0 or 1) — never a traceback (main() lets only SymllmError become a line: anything else fails)."""
+    from symllm.cli import main
+    suffix, data = case
+    folder = tmp_path_factory.mktemp("damaged")
+    path = folder / f"m{suffix}"
+    path.write_bytes(data)
+    if suffix == ".safetensors":
+        (folder / "config.json").write_text(json.dumps({"model_type": "llama", **TINY}))
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["verify", str(path)])
+    assert code in (0, 1, 2)
+    if code == 2:
+        assert err.getvalue().startswith("symllm: error: ") and len(err.getvalue().strip().splitlines()) == 1
