@@ -83,11 +83,13 @@ class _Config:
         self.n_experts = getattr(args, "n_experts", None)
         self.experts_per_token = getattr(args, "experts_per_token", None)
         self.shared_expert = bool(getattr(args, "shared_expert", False))
-        moe_layers = getattr(args, "moe_layers", None)
-        self.moe_layers = set() if self.n_experts is None else set(range(self.n_layers) if moe_layers is None
-                                                                   else moe_layers)
+        # the kind of each layer, in model order (symllm.arch.layers.LayerKind)
+        kinds = args.layer_kinds() if hasattr(args, "layer_kinds") else ()
+        self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
+        if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE
+            self.moe_layers = set(range(self.n_layers))
         self.dense_hidden_dim = getattr(args, "dense_hidden_dim", None)
-        self.nope_layers = set(getattr(args, "nope_layers", ()) or ())
+        self.nope_layers = {i for i, kind in enumerate(kinds) if not kind.rotary}
         self.norm_eps = float(getattr(args, "norm_eps", 1e-5))
         self.rope_theta = float(getattr(args, "rope_theta", 10000.0))
         assert self.n_heads % self.n_kv_heads == 0, "n_heads must be a multiple of n_kv_heads"
