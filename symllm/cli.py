@@ -56,7 +56,9 @@ EXAMPLES = {
              "  symllm count path/to/params.json --vocab-size 32000\n"
              "  symllm count meta-llama/Llama-3.1-8B   (from the local Hugging Face cache)\n"
              "  symllm count llama3.1-8b --weight-format Q4_K_M --kv-format q8_0 --gpu rtx4090 --seq 32768\n"
-             "  symllm count llama3.1-70b --serve --gpu h100-sxm --tp 4 --seq 131072 --kv-format fp8",
+             "  symllm count llama3.1-70b --serve --gpu h100-sxm --tp 4 --seq 131072 --kv-format fp8\n"
+             "  symllm count llama3.1-8b mistral-7b mixtral-8x7b --gpu h100-sxm\n"
+             "  symllm count llama3.1-8b mistral-7b --format markdown",
     "derive": "examples:\n  symllm derive --component attention --gqa --format latex\n"
               "  symllm derive --component attention --mqa --format pretty\n"
               "  symllm derive --component feed_forward --model llama3.1-8b\n"
@@ -77,7 +79,8 @@ EXAMPLES = {
              "      --quantity params,kv_cache --seq 8192 -o grid.csv\n"
              "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
              "      --where \"params < 9e9\" -o grid.jsonl\n"
-             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096",
+             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096\n"
+             "  symllm sweep --base llama3.1-8b,mistral-7b --seq 1024,8192 --quantity kv_cache",
 }
 
 
@@ -253,7 +256,26 @@ def add_workload_options(group, *, axes_as_values: bool = False) -> None:
             group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
 
 
+def cmd_compare(args) -> int:
+    """count of several models (or one with --format): one table, a column per model."""
+    from symllm.costs import comparison
+    from symllm.present.format import side_by_side
+    given = _given(args)
+    out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
+    if args.json:
+        with _any_int_digits():
+            print(json.dumps(out, indent=2, default=_json_number))
+        return 0
+    names = list(out["models"])
+    with _any_int_digits():
+        print(side_by_side(comparison.ROWS, names, out["models"], args.format or "text", WIDTH))
+    return 0
+
+
 def cmd_count(args) -> int:
+    if len(args.model) > 1 or args.format is not None:
+        return cmd_compare(args)
+    args.model = args.model[0]
     config = _load(args)
     given = _given(args)
     if given or args.json:
@@ -296,18 +318,34 @@ def cmd_count(args) -> int:
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
+    windowed = sum(count for kind, count in config.groups if kind.window == "sliding")
     variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
                                       (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
                                       (config.mlp_bias, "biases on w1, w2, w3"),
                                       (config.qk_norm == "rmsnorm", "QK-norm (rmsnorm of width d_h)"),
                                       (config.qk_norm == "l2", "QK-norm (weightless L2, in the RoPE layers)"),
+                                      (config.qk_norm == "full", "QK-norm over the whole q and k (rmsnorm of "
+                                       "n_h*d_h and n_kv*d_h)"),
+                                      (config.fused, "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)"),
+                                      (config.norms == "post", "norms after attention and feed-forward"),
+                                      (config.norms == "sandwich", "norms before and after attention and "
+                                       "feed-forward"),
+                                      (config.activation == "gelu_tanh", "GeGLU (gelu_pytorch_tanh)"),
+                                      (config.norm_offset, "RMSNorm by (1 + weight)"),
+                                      (config.embed_scale, "embeddings scaled by sqrt(d)"),
+                                      (config.attn_softcap, f"attention scores soft-capped at {config.attn_softcap:g}"
+                                       if config.attn_softcap else ""),
+                                      (config.final_softcap, f"final logits soft-capped at {config.final_softcap:g}"
+                                       if config.final_softcap else ""),
                                       (config.n_experts, f"mixture of experts: {config.n_experts} experts, "
                                        f"{config.experts_per_token} per token, in {config.n_moe_layers} of "
                                        f"{config.n_layers} layers" + ("; a shared expert" if config.shared_expert
                                                                       else "")),
                                       (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
                                       (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
-                                      (config.sliding_window, f"sliding window {config.sliding_window}"),
+                                      (config.sliding_window, f"sliding window {config.sliding_window}" + (
+                                          f" in {windowed} of {config.n_layers} layers"
+                                          if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:
@@ -581,8 +619,18 @@ def cmd_sweep(args) -> int:
         grid, table = None, sw.read_table(args.table, columns=True)
     else:
         table = None
-    sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
-                     where=args.where, chunk_size=args.chunk_size)
+    bases = [b.strip() for b in args.base.split(",")] if args.base else []
+    options = dict(quantities=args.quantity.split(","), workload=workload, where=args.where,
+                   chunk_size=args.chunk_size)
+    named = table is not None and any(k in sw.NAME_COLUMNS for k in table)
+    if named and bases:
+        raise SymllmError("base: the table names each row's base (its name column); give no --base")
+    if len(bases) > 1 or named:  # one table, a base column first (symllm.numbers.sweeps.Sweeps)
+        sweep = sw.Sweeps(bases, grid, table=table, **options)
+    elif bases:
+        sweep = sw.Sweep(bases[0], grid, table=table, **options)
+    else:
+        raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
     given_hw = [k for k in _HARDWARE if workload.get(k) is not None and k != "network"]
     if given_hw:  # roofline time is count's (floats of a max, a search): no column
         flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
@@ -654,7 +702,9 @@ def _plot_parser(p) -> None:
 
 
 def _sweep_parser(p) -> None:
-    p.add_argument("--base", required=True, metavar="MODEL", help="preset or config file the sweep varies")
+    p.add_argument("--base", metavar="MODEL[,MODEL...]",
+                   help="preset(s) or config file(s) the sweep varies; several: one table with a base column "
+                        "(or a --table whose base, model or name column names each row's)")
     g = p.add_argument_group("what varies: comma lists and inclusive start:stop[:step] ranges, e.g. 2048:8192:256")
     for name in ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
                  "multiple_of", "ffn_dim_multiplier"):  # sweep.CONFIG_FIELDS (numpy loads only for a sweep)
@@ -682,9 +732,14 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name],
                               formatter_class=_Formatter)
 
-    p = add("count", "exact parameter counts of a preset or a config file")
-    _model_arg(p)
+    p = add("count", "exact parameter counts of a preset or a config file; several: side by side")
+    p.add_argument("model", metavar="MODEL", nargs="+",
+                   help="a preset name (symllm presets) or a config.json / params.json; several are compared")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="vocabulary size, for Meta params.json files that say -1")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--format", choices=("text", "csv", "markdown", "latex"), default=None,
+                   help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
     s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; context --seq + --gen)")
     s.add_argument("--serve", action="store_true", help="KV cache tokens and maximum concurrency as vLLM allocates them")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, fields
 from symllm.errors import SymllmError
 from symllm.validate import boolean
 
-__all__ = ["LayerKind", "Structure", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "MAX_GROUPS", "runs", "groups",
-           "group_names"]
+__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+           "MAX_GROUPS", "runs", "groups", "group_names"]
 
 #: what a layer's feed-forward is: a dense SwiGLU ("dense"; of width ``d_fd`` in a model that also has MoE
 #: layers, ``d_ff`` otherwise), or a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe")
@@ -34,9 +34,14 @@ FFNS = ("dense", "moe")
 WINDOWS = (None, "sliding", "chunked")
 #: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
 HIDDEN_RULES = ("explicit", "meta", "meta_plain")
-#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or Llama 4's
-#: weightless L2 norm (in its RoPE layers)
-QK_NORMS = (None, "rmsnorm", "l2")
+#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, Llama 4's
+#: weightless L2 norm (in its RoPE layers), or OLMo 2's RMSNorm over the whole q and k width ("full")
+QK_NORMS = (None, "rmsnorm", "l2", "full")
+#: where a block's norms sit: before attention and feed-forward ("pre": LLaMA), after them on the residual
+#: branch ("post": OLMo 2), or both ("sandwich": Gemma 2 and 3)
+NORMS = ("pre", "post", "sandwich")
+#: the gated feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma)
+ACTIVATIONS = ("silu", "gelu_tanh")
 #: the most groups of identical layers a model may have (one count symbol each: symllm.arch.symbols)
 MAX_GROUPS = 8
 
@@ -128,6 +133,43 @@ def group_names(kinds) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """What a dense family changes of LLaMA's block, the same in every layer (Phi-3, OLMo 2, Gemma 1-3):
+    none of it is a new size, so a variant changes the shape of the closed forms and no symbol.
+
+    >>> Variant(norms="sandwich", activation="gelu_tanh").norms
+    'sandwich'
+    >>> Variant(norms="middle")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: norms: unknown 'middle' (known: pre, post, sandwich)
+    """
+
+    #: Phi-3's fused projections: ``wqkv`` (HF ``qkv_proj``: q, k and v in one linear) and ``w13``
+    #: (``gate_up_proj``: the gate and up projections in one)
+    fused: bool = False
+    #: where the norms sit (:data:`NORMS`)
+    norms: str = "pre"
+    #: the feed-forward's activation (:data:`ACTIVATIONS`)
+    activation: str = "silu"
+    #: every RMSNorm scales by ``1 + weight`` (Gemma: the same parameters, one add per weight)
+    norm_offset: bool = False
+    #: the embeddings are multiplied by ``√d`` (Gemma: an element-wise scale, no parameter)
+    embed_scale: bool = False
+    #: attention scores soft-capped, ``c·tanh(score / c)`` (Gemma 2)
+    attn_softcap: bool = False
+    #: final logits soft-capped the same way (Gemma 2)
+    final_softcap: bool = False
+
+    def __post_init__(self):
+        for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
+            if value not in known:
+                raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
+        for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap"):
+            boolean(field_, getattr(self, field_))
+
+
+@dataclass(frozen=True)
 class Structure:
     """What decides the shape of the component tree (not the sizes): one tree per structure.
 
@@ -151,6 +193,8 @@ class Structure:
     shared_expert: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
+    #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
+    variant: Variant = Variant()
 
     def __post_init__(self):
         kinds = self.kinds
@@ -163,7 +207,9 @@ class Structure:
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert"):
             boolean(name, getattr(self, name))
         if self.qk_norm not in QK_NORMS:
-            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2)")
+            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full)")
+        if not isinstance(self.variant, Variant):
+            raise SymllmError(f"variant: expected a Variant, got {self.variant!r}")
         if self.hidden not in HIDDEN_RULES:
             raise SymllmError(f"hidden: unknown rule {self.hidden!r} ({', '.join(HIDDEN_RULES)})")
 

@@ -20,10 +20,10 @@ from functools import cached_property, lru_cache
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
 from symllm.arch.config import ModelConfig, load
-from symllm.arch.layers import LayerKind, Structure
+from symllm.arch.layers import LayerKind, Structure, Variant
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "Structure", "LayerKind", "spec_of", "hidden_dim_kernel", "structure_model"]
+__all__ = ["Spec", "Structure", "LayerKind", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model"]
 
 
 @lru_cache(maxsize=None)
@@ -119,6 +119,17 @@ class Spec:
         return dict(self._values)
 
 
+def variant_of(config: ModelConfig) -> Variant:
+    """The :class:`~symllm.arch.components.Variant` of a config's blocks (LLaMA's unless a family says otherwise).
+
+    >>> variant_of(load("llama3-8b")) == Variant()
+    True
+    """
+    return Variant(fused=config.fused, norms=config.norms, activation=config.activation,
+                   norm_offset=config.norm_offset, embed_scale=config.embed_scale,
+                   attn_softcap=config.attn_softcap is not None, final_softcap=config.final_softcap is not None)
+
+
 @lru_cache(maxsize=4096)
 def spec_of(config: ModelConfig) -> Spec:
     """The spec of a config: the one place its derived fields are resolved (cached per config)."""
@@ -131,7 +142,8 @@ def spec_of(config: ModelConfig) -> Spec:
         d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
-                          shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.groups))
+                          shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.groups),
+                          variant=variant_of(config))
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
