@@ -49,7 +49,7 @@ from symllm.costs.workloads import ATTENTION, DTYPES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
-    "activations", "closed_form", "workload", "values", "mfu",
+    "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory",
 ]
 
 #: the FLOP phases flops() knows
@@ -377,28 +377,40 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
                 "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
                 "comm": comm}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
-
-    def per_gpu(st, kind):
-        if kind == "training_peak":  # as the whole model's (training_peak_parts): states, activations, and on
-            # the stage holding the head the logits' gradient (rank 0's vocabulary share)
-            head = 1 if st is stages[1] else 1 - sp.Min(1, S.N_p - 1)
-            return (per_gpu(st, "training_states") + per_gpu(st, "activations")
-                    + head * S.beta_a * S.b * S.s * sp.ceiling(S.V / S.N_t))
-        mem = memory(st, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
-        experts = parallel.expert_params(st)
-        if kind != "training_states" or experts == 0:
-            return mem
-        # the local experts' states shard over the N_d/N_e ranks that hold the same experts, the rest over
-        # N_d: two partitions (DeepSpeed's expert and non-expert groups), each rank 0's padded ⌈share⌉
-        own = memory(Component("local_experts", params=experts), kind, zero_stage=work.zero_stage)
-        whole = memory(Component("stage", params=st.total("params")), kind, zero_stage=work.zero_stage)
-        rest = memory(Component("rest", params=st.total("params") - experts), kind, zero_stage=work.zero_stage)
-        return mem - whole + rest + own.subs(S.N_d, S.N_d / S.N_e)
-
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,
-            "memory_per_gpu": {kind: parallel.largest(*(per_gpu(st, kind) for st in stages))
+            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, work.recompute,
+                                                                     work.stack) for i in range(len(stages))))
                                for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
             "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage)}
+
+
+def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recompute: bool = False,
+                 stack: str = "fused") -> sp.Expr:
+    """Bytes of ``kind`` (:data:`PER_GPU_MEMORY`, :data:`PER_GPU_PEAKS`) that tensor rank 0 of pipeline stage
+    ``stages[i]`` holds (:func:`symllm.costs.parallel.stages`: the first, then the last): the per-GPU figures
+    of :func:`quantities` are the largest over the stages. The training peak is the stage's states,
+    activations and, on the stage holding the head, the logits' gradient (rank 0's vocabulary share); the
+    local experts' states shard over the ``N_d/N_e`` ranks that hold the same experts, the rest over ``N_d``
+    (DeepSpeed's expert and non-expert groups, each rank 0's padded share).
+
+    >>> st = parallel.stages(model())
+    >>> stage_memory(st, 1, "weights")
+    beta_w*(d*ceiling(V/N_t) + d + (3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t) + 2*d)*floor(L/N_p))
+    """
+    st = stages[i]
+    if kind == "training_peak":
+        head = 1 if i == len(stages) - 1 else 1 - sp.Min(1, S.N_p - 1)
+        return (stage_memory(stages, i, "training_states", zero_stage, recompute, stack)
+                + stage_memory(stages, i, "activations", zero_stage, recompute, stack)
+                + head * S.beta_a * S.b * S.s * sp.ceiling(S.V / S.N_t))
+    mem = memory(st, kind, zero_stage=zero_stage, recompute=recompute, stack=stack)
+    experts = parallel.expert_params(st)
+    if kind != "training_states" or experts == 0:
+        return mem
+    own = memory(Component("local_experts", params=experts), kind, zero_stage=zero_stage)
+    whole = memory(Component("stage", params=st.total("params")), kind, zero_stage=zero_stage)
+    rest = memory(Component("rest", params=st.total("params") - experts), kind, zero_stage=zero_stage)
+    return mem - whole + rest + own.subs(S.N_d, S.N_d / S.N_e)
 
 
 def workload(config, work: Workload | None = None, **options) -> dict:
