@@ -28,12 +28,12 @@ than one data-parallel rank (they shard nothing otherwise). Serving tries the ba
 """
 from __future__ import annotations
 
-import dataclasses
-import math
 import types
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
+import sympy as sp
 
 from symllm.arch import resolved
 from symllm.arch import symbols as S
@@ -284,7 +284,6 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     if training:
         cols["batch"] = np.where(global_batch % cols["dp"] == 0, global_batch // cols["dp"], 0)
     mdl = spc.model(work.attention)
-    stages = parallel.stages(mdl, False)
     base = {sym.name: v for sym, v in {**spc.values(), **work.values()}.items()}
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}
@@ -297,30 +296,26 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         at = (cols["zero"] == zero) & (cols["recompute"] == rec)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
-        peaks = [_vector(costs.stage_memory(stages, i, kind, zero, rec, work.stack).subs(dict(mdl.definitions)),
-                         sub, m) for i in range(len(stages))]
+        forms = _forms(mdl, kind, zero, rec, work.stack, training)
+        peaks = [_vector(e, sub, m) for e in forms["peaks"]]
         peak = peaks[0]
         for p in peaks[1:]:
             peak = np.where(np.asarray(p >= peak, dtype=bool), p, peak)
         fit_peak[at] = peak
-        terms = hardware.stage_times(mdl, True, False, rec, costs.flops)
         bw = {k: v[at] for k, v in links.items()}
         pp = sub["N_p"].astype(np.float64)
+        handoff = _float(_vector(forms["handoff"], sub, m)) / bw["pp"] * (pp - 1)
         if training:
-            comm = parallel.comm(mdl, False, rec, zero)
-            worst = np.max([_float(_vector(st["training_flops"], sub, m)) for st in terms["stages"]], axis=0)
-            sent = {k: _float(_vector(comm[k], sub, m)) if k in comm else np.zeros(m) for k in ("tp", "ep", "dp")}
-            step = (pp * (worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"])
-                    + _float(_vector(terms["training_handoff"], sub, m)) / bw["pp"] * (pp - 1)
-                    + sent["dp"] / bw["dp"])
-            seconds[at] = step
+            worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
+            sent = {k: _float(_vector(e, sub, m)) for k, e in forms["comm"].items()}
+            seconds[at] = (pp * (worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]) + handoff
+                           + sent["dp"] / bw["dp"])
         else:
             tp_on = sub["N_t"] > 1
-            worst = np.max([np.maximum(_float(_vector(st["decode_flops"], sub, m)) / base["P"],
-                                       _float(_vector(st["decode_bytes"], sub, m)) / base["B_mem"])
-                            + np.where(tp_on, _float(_vector(st["decode_tp"], sub, m)) / bw["tp"], 0.0)
-                            for st in terms["stages"]], axis=0)
-            seconds[at] = pp * worst + _float(_vector(terms["decode_handoff"], sub, m)) / bw["pp"] * (pp - 1)
+            worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
+                            + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
+                            for fl, by, tp in forms["stages"]], axis=0)
+            seconds[at] = pp * worst + handoff
     capacity = g.memory
     fits = np.asarray([p <= capacity for p in fit_peak.tolist()], dtype=bool)
     reason = np.full(n, "", dtype=object)
@@ -356,6 +351,28 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     rows.sort(key=(lambda r: (r["step_s"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     out.rows = rows
+    return out
+
+
+@lru_cache(maxsize=64)
+def _forms(mdl, kind: str, zero: int, rec: bool, stack: str, training: bool) -> dict:
+    """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
+    per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
+    (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
+    :func:`symllm.costs.parallel.comm`; serving: a decode step's FLOPs, bytes and tensor-parallel bytes)."""
+    defs = dict(mdl.definitions)
+    stages = parallel.stages(mdl, False)
+    terms = hardware.stage_times(mdl, True, False, rec, costs.flops)
+    out = {"peaks": tuple(costs.stage_memory(stages, i, kind, zero, rec, stack).subs(defs)
+                          for i in range(len(stages)))}
+    if training:
+        comm = parallel.comm(mdl, False, rec, zero)
+        out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
+                   comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},
+                   handoff=terms["training_handoff"])
+    else:
+        out.update(stages=tuple((st["decode_flops"], st["decode_bytes"], st["decode_tp"]) for st in terms["stages"]),
+                   handoff=terms["decode_handoff"])
     return out
 
 
