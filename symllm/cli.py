@@ -344,22 +344,25 @@ def plan_lines(p, top: int) -> list[str]:
         for i, r in enumerate(p.rows[:top], 1):
             lay = [str(i), r["tp"], r["pp"], r["dp"]] + ([r["ep"]] if moe else [])
             if p.training:
-                rows.append(lay + [r["zero"], "full" if r["recompute"] else "none", r["batch"], human_bytes(r["peak"]),
+                rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
+                                   f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
                                    _g(r["step_s"]), _f(r["tokens_per_s"], ",.0f"), _f(r["mfu"], ".1%")]
                             + ([f"{_f(r['training_s'] / 86400, ',.1f')}"] if "training_s" in r else []))
             else:
                 rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
                                    _f(r["tokens_per_s"], ",.0f")])
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
-        head += (["zero", "recompute", "micro-b", "peak/GPU", "step s", "tokens/s", "MFU"]
+        head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "tokens/s", "MFU"]
                  + (["days"] if "training_s" in p.rows[0] else []) if p.training
                  else ["batch", "peak/GPU", "decode ms", "tokens/s"])
-        out += ["", _table(rows, tuple(head), text_columns=(head.index("recompute"),) if p.training else ())]
+        text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
+        out += ["", _table(rows, tuple(head), text_columns=text)]
     if p.dropped:
         out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
                                                   sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
-                     + ("one micro-batch of global/dp sequences per data-parallel rank." if p.training
+                     + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
+                        "another (micro x acc), then reduces gradients once." if p.training
                         else "tokens/s = replicas x batch / decode step.")))
     return out
 

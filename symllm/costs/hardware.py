@@ -610,7 +610,7 @@ def largest_fitting(per_gpu: dict, vals: dict, capacity: int, gen: int = 0) -> d
     >>> from symllm.costs.phases import workload
     >>> t = workload("llama3.1-8b", gpu="h100-sxm", seq=8192)["time"]
     >>> t["max_batch"], t["max_context"], t["training_max_batch"], t["training_max_seq"]
-    (21, 182144, 0, 6640)
+    (21, 172882, 0, 0)
     """
     from symllm.costs import inverse  # SymPy's solver: loaded only with a fit asked for
 

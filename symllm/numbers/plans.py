@@ -14,17 +14,21 @@
   per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
   that ``workload()`` evaluates, so a row equals ``symllm.workload`` at its layout (``tests/test_plans.py``).
 
-Conventions of :func:`plan`: training runs one step of the global batch, each data-parallel rank one
-micro-batch of ``global_batch / dp`` sequences through the pipeline (no gradient accumulation; a layout
-whose ``dp`` does not divide the global batch is dropped); ZeRO stages above 0 are tried only with more
-than one data-parallel rank (they shard nothing otherwise). Serving tries the batches 1, 2, 4, ... up to
+Conventions of :func:`plan`: training runs one optimizer step of the global batch; each data-parallel
+rank trains its ``global_batch / dp`` sequences as ``accum`` micro-batches of ``batch`` sequences (every
+divisor tried), one after another through the pipeline, each as ``workload()``'s step of one micro-batch
+without its gradient reduction, which runs once per step (so ``step = accum × (micro-step) + the
+data-parallel traffic``; memory is one micro-batch's, as ``workload()``'s: a pipeline schedule's micro-batches
+in flight are not multiplied in); a layout whose ``dp`` does not divide the global batch is dropped.
+Sequence parallelism is tried with every ``tp > 1``; ZeRO stages above 0 only with more than one
+data-parallel rank (they shard nothing otherwise). Serving tries the batches 1, 2, 4, ... up to
 ``concurrency`` per replica, every replica (``dp``) serving its own.
 
 >>> p = plan("llama3.1-8b", 8, "h100-sxm", training=True, global_batch=8, seq=4096)
 >>> p.layouts, len(p.rows) + sum(p.dropped.values()) == p.layouts
-(88, True)
+(232, True)
 >>> best = p.rows[0]; (best["tp"], best["pp"], best["dp"], best["zero"], best["recompute"])
-(1, 1, 8, 3, False)
+(2, 1, 4, 2, False)
 """
 from __future__ import annotations
 
@@ -66,7 +70,7 @@ def max_batch(config, work: Workload | None = None, *, training: bool = False, *
     exists, checked exactly (:mod:`symllm.costs.inverse`).
 
     >>> max_batch("llama3.1-8b", gpu="h100-sxm", seq=8192), max_batch("llama3.1-8b", gpu="h100-sxm", tp=4, training=True)
-    (21, 2)
+    (21, 13)
     """
     return _time(config, work, options)["training_max_batch" if training else "max_batch"]
 
@@ -77,7 +81,7 @@ def max_context(config, work: Workload | None = None, *, training: bool = False,
     ``seq``; 0 when none does.
 
     >>> max_context("llama3.1-8b", gpu="h100-sxm"), max_context("llama3.1-8b", gpu="h100-sxm", gen=1000, batch=8)
-    (172882, 21610)
+    (172882, 22285)
     """
     return _time(config, work, options)["training_max_seq" if training else "max_context"]
 
@@ -104,7 +108,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     falls as ``dp`` grows (binary search over it).
 
     >>> fewest_gpus("llama3.1-70b", gpu="h100-sxm", ranks=("tp", "pp"), seq=4096)
-    {'tp': 8, 'pp': 2, 'dp': 1, 'gpus': 16, 'peak': 80049881088}
+    {'tp': 2, 'pp': 8, 'dp': 1, 'gpus': 16, 'peak': 84486864896}
     >>> fewest_gpus("llama3.1-70b", gpu="h100-sxm", ranks=("dp",), zero_stage=3, seq=4096)["dp"]
     16
     """
@@ -205,13 +209,23 @@ class Plan:
                 "workload": self.workload, "rows": self.rows[:top] if top else list(self.rows)}
 
 
-def _layouts(spc, gpus: int, training: bool, concurrency: int) -> dict[str, np.ndarray]:
-    """Every layout of ``gpus`` GPUs (module docstring), as columns."""
+#: a layout's columns, in :func:`plan`'s rows
+_KEYS = ("tp", "pp", "dp", "ep", "sp", "zero", "recompute", "batch", "accum")
+
+
+def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int | None) -> dict[str, np.ndarray]:
+    """Every layout of ``gpus`` GPUs (module docstring), as columns (``batch`` 0: ``dp`` does not divide the
+    global batch)."""
     experts = spc.n_experts
-    cols = {k: [] for k in ("tp", "pp", "dp", "ep", "zero", "recompute", "batch")}
+    cols = {k: [] for k in _KEYS}
     batches = [1 << i for i in range(concurrency.bit_length()) if 1 << i <= concurrency]
     if batches[-1] != concurrency:
         batches.append(concurrency)
+
+    def add(*values):
+        for k, v in zip(_KEYS, values):
+            cols[k].append(v)
+
     for tp in _tp_choices(spc):
         if gpus % tp:
             continue
@@ -221,16 +235,19 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int) -> dict[str, np.n
             dp = gpus // (tp * pp)
             eps = [e for e in _divisors(dp) if experts % e == 0] if experts else [1]
             for ep in eps:
-                if training:
+                if not training:
+                    for b in batches:
+                        add(tp, pp, dp, ep, False, 0, False, b, 1)
+                    continue
+                per_rank = global_batch // dp if global_batch % dp == 0 else 0
+                for seq_par in ((False, True) if tp > 1 else (False,)):
                     for zero in (range(4) if dp > 1 else (0,)):
                         for rec in (False, True):
-                            for k, v in zip(cols, (tp, pp, dp, ep, zero, rec, 0)):
-                                cols[k].append(v)
-                else:
-                    for b in batches:
-                        for k, v in zip(cols, (tp, pp, dp, ep, 0, False, b)):
-                            cols[k].append(v)
-    return {k: np.asarray(v, dtype=np.int64 if k != "recompute" else bool) for k, v in cols.items()}
+                            if not per_rank:
+                                add(tp, pp, dp, ep, seq_par, zero, rec, 0, 0)
+                            for micro in _divisors(per_rank) if per_rank else ():
+                                add(tp, pp, dp, ep, seq_par, zero, rec, micro, per_rank // micro)
+    return {k: np.asarray(v, dtype=bool if k in ("sp", "recompute") else np.int64) for k, v in cols.items()}
 
 
 def _vector(expr, args: dict, n: int) -> np.ndarray:
@@ -254,7 +271,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.dropped
-    ((8, 1, 2, 256), {'inference peak > 80 GiB per GPU': 40})
+    ((8, 1, 2, 128), {'inference peak > 80 GiB per GPU': 42})
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
@@ -275,14 +292,12 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
     elif global_batch is not None:
         raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
-    cols = _layouts(spc, gpus, training, concurrency)
+    cols = _layouts(spc, gpus, training, concurrency, global_batch)
     n = len(cols["tp"])
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})})
     if n == 0:
         return out
-    if training:
-        cols["batch"] = np.where(global_batch % cols["dp"] == 0, global_batch // cols["dp"], 0)
     mdl = spc.model(work.attention)
     base = {sym.name: v for sym, v in {**spc.values(), **work.values()}.items()}
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
@@ -291,12 +306,12 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     seconds = np.zeros(n)
     links = _links(cols, work, g)
     kind = "training_peak" if training else "inference_peak"
-    groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist())))
-    for zero, rec in groups:
-        at = (cols["zero"] == zero) & (cols["recompute"] == rec)
+    groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist())))
+    for zero, rec, seq_par in groups:
+        at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
-        forms = _forms(mdl, kind, zero, rec, work.stack, training)
+        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training)
         peaks = [_vector(e, sub, m) for e in forms["peaks"]]
         peak = peaks[0]
         for p in peaks[1:]:
@@ -308,8 +323,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         if training:
             worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
             sent = {k: _float(_vector(e, sub, m)) for k, e in forms["comm"].items()}
-            seconds[at] = (pp * (worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]) + handoff
-                           + sent["dp"] / bw["dp"])
+            micro_step = pp * (worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]) + handoff
+            seconds[at] = cols["accum"][at] * micro_step + sent["dp"] / bw["dp"]
         else:
             tp_on = sub["N_t"] > 1
             worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
@@ -327,7 +342,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     model_flops = None
     if training:
         prefill = costs.flops(mdl, "prefill").subs(dict(mdl.definitions))  # the whole model's, per micro-batch
-        model_flops = 3 * cols["dp"] * _float(_vector(prefill, {**args, "b": np.maximum(cols["batch"], 1)}, n))
+        model_flops = 3 * cols["dp"] * cols["accum"] * _float(_vector(prefill, args, n))
     for i in np.flatnonzero(~keep).tolist():
         out.drops.append({**_layout(cols, i, training), "reason": reason[i]})
         out.dropped[reason[i]] = out.dropped.get(reason[i], 0) + 1
@@ -348,25 +363,25 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             row.update(decode_token_s=float(seconds[i]), tokens_per_s=int(cols["dp"][i]) * int(cols["batch"][i])
                        / float(seconds[i]))
         rows.append(row)
-    rows.sort(key=(lambda r: (r["step_s"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
+    rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     out.rows = rows
     return out
 
 
 @lru_cache(maxsize=64)
-def _forms(mdl, kind: str, zero: int, rec: bool, stack: str, training: bool) -> dict:
+def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool) -> dict:
     """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
     per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
     (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
     :func:`symllm.costs.parallel.comm`; serving: a decode step's FLOPs, bytes and tensor-parallel bytes)."""
     defs = dict(mdl.definitions)
-    stages = parallel.stages(mdl, False)
-    terms = hardware.stage_times(mdl, True, False, rec, costs.flops)
+    stages = parallel.stages(mdl, seq_par)
+    terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops)
     out = {"peaks": tuple(costs.stage_memory(stages, i, kind, zero, rec, stack).subs(defs)
                           for i in range(len(stages)))}
     if training:
-        comm = parallel.comm(mdl, False, rec, zero)
+        comm = parallel.comm(mdl, seq_par, rec, zero)
         out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
                    comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},
                    handoff=terms["training_handoff"])
@@ -390,10 +405,9 @@ def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:
 
 
 def _layout(cols: dict, i: int, training: bool) -> dict:
-    keys = ("tp", "pp", "dp", "ep", "zero", "recompute", "batch")
-    row = {k: cols[k][i].item() for k in keys}
+    row = {k: cols[k][i].item() for k in _KEYS}
     if not training:
-        del row["zero"], row["recompute"]
+        del row["zero"], row["recompute"], row["sp"], row["accum"]
     return row
 
 
