@@ -373,7 +373,10 @@ def time_lines(t: dict, w: dict) -> list[str]:
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     rows = [("inference peak", human_bytes(t["inference_peak"]),
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
-            ("training peak", human_bytes(t["training_peak"]), "fits" if t["training_fits"] else "does not fit"),
+            ("largest context", f"{t['max_context']:,} tokens", f"seq + gen at batch {w['batch']:,}"),
+            ("training peak", human_bytes(t["training_peak"]),
+             f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
+             f"seq {t['training_max_seq']:,})"),
             ("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
             ("decode step", f"{_g(t['decode_token_s'])} s", f"{t['decode_token_bound']}-bound"),
             ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), f"batch {w['batch']} x {w['dp']} replica(s)"),
