@@ -218,13 +218,14 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     global batch)."""
     experts = spc.n_experts
     cols = {k: [] for k in _KEYS}
+    columns = list(cols.values())
     batches = [1 << i for i in range(concurrency.bit_length()) if 1 << i <= concurrency]
     if batches[-1] != concurrency:
         batches.append(concurrency)
 
     def add(*values):
-        for k, v in zip(_KEYS, values):
-            cols[k].append(v)
+        for column, v in zip(columns, values):
+            column.append(v)
 
     for tp in _tp_choices(spc):
         if gpus % tp:
@@ -332,37 +333,37 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
                             for fl, by, tp in forms["stages"]], axis=0)
             seconds[at] = pp * worst + handoff
     capacity = g.memory
-    fits = np.asarray([p <= capacity for p in fit_peak.tolist()], dtype=bool)
+    peaks = fit_peak.tolist()
+    fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
     reason = np.full(n, "", dtype=object)
     text = {k: v.format(capacity=_gib(capacity), global_batch=global_batch) for k, v in REASONS.items()}
     reason[~fits] = text[kind]
     if training:
         reason[cols["batch"] == 0] = text["global_batch"]
     keep = reason == ""
-    model_flops = None
+    names = [k for k in _KEYS if training or k not in ("zero", "recompute", "sp", "accum")]
+    layouts = list(zip(*(cols[k].tolist() for k in names)))
+    for i in np.flatnonzero(~keep).tolist():
+        out.drops.append({**dict(zip(names, layouts[i])), "reason": reason[i]})
+        out.dropped[reason[i]] = out.dropped.get(reason[i], 0) + 1
+    kept = np.flatnonzero(keep)
+    secs = seconds[kept]
     if training:
         prefill = costs.flops(mdl, "prefill").subs(dict(mdl.definitions))  # the whole model's, per micro-batch
         model_flops = 3 * cols["dp"] * cols["accum"] * _float(_vector(prefill, args, n))
-    for i in np.flatnonzero(~keep).tolist():
-        out.drops.append({**_layout(cols, i, training), "reason": reason[i]})
-        out.dropped[reason[i]] = out.dropped.get(reason[i], 0) + 1
-    rows = []
-    for i in np.flatnonzero(keep).tolist():
-        row = {**_layout(cols, i, training), "gpus": gpus, "peak": _int(fit_peak[i])}
-        if training:
-            step = float(seconds[i])
-            tokens = global_batch * work.seq
-            row.update(step_s=step, tokens_per_s=tokens / step,
-                       mfu=float(model_flops[i]) / (step * gpus * base["P"]))
-            if work.tokens is not None:
-                row["training_s"] = work.tokens / tokens * step
-                row["gpu_hours"] = row["training_s"] * gpus / 3600
-                if work.price is not None:
-                    row["cost"] = row["gpu_hours"] * work.price
-        else:
-            row.update(decode_token_s=float(seconds[i]), tokens_per_s=int(cols["dp"][i]) * int(cols["batch"][i])
-                       / float(seconds[i]))
-        rows.append(row)
+        tokens = global_batch * work.seq
+        figures = {"step_s": secs, "tokens_per_s": tokens / secs,
+                   "mfu": model_flops[kept] / (secs * gpus * base["P"])}
+        if work.tokens is not None:
+            figures["training_s"] = work.tokens / tokens * secs
+            figures["gpu_hours"] = figures["training_s"] * gpus / 3600
+            if work.price is not None:
+                figures["cost"] = figures["gpu_hours"] * work.price
+    else:
+        figures = {"decode_token_s": secs, "tokens_per_s": cols["dp"][kept] * cols["batch"][kept] / secs}
+    figure_names = list(figures)
+    rows = [{**dict(zip(names, layouts[i])), "gpus": gpus, "peak": _int(peaks[i]), **dict(zip(figure_names, f))}
+            for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     out.rows = rows
@@ -393,22 +394,11 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
 
 def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:
     """Each layout's link bandwidth per parallel group (:func:`symllm.costs.hardware.links`), as arrays."""
-    out = {k: np.zeros(len(cols["tp"])) for k in parallel.COMM_KINDS}
-    seen = {}
-    for i, key in enumerate(zip(cols["tp"].tolist(), cols["pp"].tolist(), cols["dp"].tolist())):
-        if key not in seen:
-            tp, pp, dp = key
-            seen[key] = hardware.links(types.SimpleNamespace(tp=tp, pp=pp, dp=dp, network=work.network), g)
-        for k, (_, bw) in seen[key].items():
-            out[k][i] = bw
-    return out
-
-
-def _layout(cols: dict, i: int, training: bool) -> dict:
-    row = {k: cols[k][i].item() for k in _KEYS}
-    if not training:
-        del row["zero"], row["recompute"], row["sp"], row["accum"]
-    return row
+    keys, where = np.unique(np.stack([cols["tp"], cols["pp"], cols["dp"]], axis=1), axis=0, return_inverse=True)
+    per_key = [hardware.links(types.SimpleNamespace(tp=tp, pp=pp, dp=dp, network=work.network), g)
+               for tp, pp, dp in keys.tolist()]
+    return {k: np.asarray([links[k][1] for links in per_key], dtype=np.float64)[where.reshape(-1)]
+            for k in parallel.COMM_KINDS}
 
 
 def _int(value):
