@@ -25,7 +25,7 @@ from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES  # (bytes per element: t
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
            "lora_targets"]
 
 #: the attention-core conventions
@@ -34,6 +34,8 @@ ATTENTION = ("dense", "causal")
 COMPONENT_STACKS = ("fused", "eager")
 #: the stacks symllm knows
 STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
+#: the optimizers whose states and step symllm models (symllm.costs.zero); ``adamw`` is torch's foreach AdamW
+OPTIMIZERS = ("adamw", "adamw-fused", "adamw-single", "adamw-8bit", "adafactor", "sgd-momentum", "sgd")
 #: names no longer taken, and what to say instead
 _RENAMED = {"ideal": "renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, "
                      "what 'ideal' computed)"}
@@ -166,6 +168,9 @@ class Workload:
                    shapes=_above_one)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
+    #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
+    optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
+                          "states and training peak)", training=True, shapes=True)
     #: full activation recomputation (training FLOPs and activations)
     recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
     #: int4 weights per fp16 scale
@@ -213,6 +218,7 @@ class Workload:
         choice("attention", self.attention, ATTENTION)
         zero_stage(self.zero_stage)
         boolean("recompute", self.recompute)
+        choice("optimizer", self.optimizer, OPTIMIZERS)
         boolean("sp", self.sp)
         if self.sp and self.tp == 1:
             raise SymllmError("sp: sequence parallelism splits the sequence over the tensor-parallel ranks; "

@@ -279,7 +279,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     positive_int("concurrency", concurrency)
     if gpu is not None:
         options["gpu"] = gpu
-    for k in ("tp", "pp", "dp", "ep", "zero_stage", "recompute", "batch"):
+    for k in ("tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "batch"):
         if options.get(k) is not None:
             raise SymllmError(f"{k}: plan enumerates the layouts itself; give the workload without it")
     work = Workload.of(work, **options)
@@ -312,7 +312,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
-        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training)
+        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer)
         peaks = [_vector(e, sub, m) for e in forms["peaks"]]
         peak = peaks[0]
         for p in peaks[1:]:
@@ -371,7 +371,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
 
 @lru_cache(maxsize=64)
-def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool) -> dict:
+def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool,
+           optimizer: str = "adamw") -> dict:
     """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
     per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
     (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
@@ -379,7 +380,7 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
     defs = dict(mdl.definitions)
     stages = parallel.stages(mdl, seq_par)
     terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops)
-    out = {"peaks": tuple(costs.stage_memory(stages, i, kind, zero, rec, stack).subs(defs)
+    out = {"peaks": tuple(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer).subs(defs)
                           for i in range(len(stages)))}
     if training:
         comm = parallel.comm(mdl, seq_par, rec, zero)
