@@ -14,8 +14,9 @@ the integers exactly instead (doubling, then bisection), the same predicate deci
 
 >>> largest(S.b * 3 + 10, S.b, {}, 100)   # 3b + 10 <= 100
 30
->>> closed_form(S.beta_w * S.N + sp.Max(S.b * S.s * S.V, 3 * S.b * S.s * S.d_ff), S.b)
-floor(Min((-N*beta_w + M_gpu)/(V*s), (-N*beta_w + M_gpu)/(3*d_ff*s)))
+>>> sol = closed_form(S.beta_w * S.N + sp.Max(S.b * S.s * S.V, 3 * S.b * S.s * S.d_ff), S.b)
+>>> sol == sp.floor(sp.Min((M_gpu - S.N * S.beta_w) / (S.V * S.s), (M_gpu - S.N * S.beta_w) / (3 * S.d_ff * S.s)))
+True
 """
 from __future__ import annotations
 
@@ -45,13 +46,13 @@ def candidates(expr: sp.Expr, x: sp.Symbol) -> list[sp.Expr] | None:
     holding ``x`` becomes its arguments, a sum of them every sum of one argument each. None where ``x``
     sits in anything else than sums, products and powers (a ceiling, a ``Min``), or there are too many.
 
-    >>> candidates(S.b + sp.Max(S.b * S.s, 2 * S.b), S.b)
-    [b*s + b, 3*b]
+    >>> candidates(S.b + sp.Max(S.b * S.s, 2 * S.b), S.b) == [3 * S.b, S.b * S.s + S.b]
+    True
     >>> candidates(sp.ceiling(S.b / 2), S.b) is None
     True
     """
     out = _candidates(expr, x)
-    return None if out is None else [sp.expand(c) for c in out]
+    return None if out is None else sorted((sp.expand(c) for c in out), key=sp.default_sort_key)
 
 
 def _candidates(e, x):
@@ -120,8 +121,8 @@ def closed_form(expr: sp.Expr, x: sp.Symbol) -> sp.Expr | None:
     """:func:`solution` written out: ``floor(Min(roots))`` in the model's and workload's symbols and
     ``M_gpu``.
 
-    >>> closed_form(S.beta_w * S.N + sp.Max(S.b * S.s * S.V, 3 * S.b * S.s * S.d_ff), S.b)
-    floor(Min((-N*beta_w + M_gpu)/(V*s), (-N*beta_w + M_gpu)/(3*d_ff*s)))
+    >>> closed_form(S.b * S.s * S.V + S.N, S.b) == sp.floor((M_gpu - S.N) / (S.V * S.s))
+    True
     """
     sol = solution(expr, x)
     if sol is None:

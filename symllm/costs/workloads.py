@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from symllm.costs import hardware
-from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES  # (bytes per element: the one table)
+from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, zero_stage
 
@@ -34,8 +34,6 @@ ATTENTION = ("dense", "causal")
 COMPONENT_STACKS = ("fused", "eager")
 #: the stacks symllm knows
 STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
-#: the optimizers whose states and step symllm models (symllm.costs.zero); ``adamw`` is torch's foreach AdamW
-OPTIMIZERS = ("adamw", "adamw-fused", "adamw-single", "adamw-8bit", "adafactor", "sgd-momentum", "sgd")
 #: names no longer taken, and what to say instead
 _RENAMED = {"ideal": "renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, "
                      "what 'ideal' computed)"}

@@ -31,25 +31,15 @@ ZeRO shards the optimizer part (master weights included) from stage 1.
 """
 from __future__ import annotations
 
-from fractions import Fraction
-
 import sympy as sp
 
 from symllm import validate
 from symllm.arch import symbols as S
-from symllm.arch.dtypes import BF16, FP32
-from symllm.costs.workloads import OPTIMIZERS
+from symllm.arch.dtypes import BF16, BNB_BLOCK, FP32, OPTIMIZER_STATE, OPTIMIZERS
 
 __all__ = ["PARTS", "MIXED_PRECISION_ADAM", "FP32_ADAMW", "QLORA_ADAMW", "OPTIMIZERS", "BNB_BLOCK", "sharded",
            "training_states", "layout", "factored_elements", "optimizer_states", "step_temporary"]
 
-#: values per absmax block of bitsandbytes' block-wise 8-bit optimizers (``blocksize=256`` in its
-#: ``Optimizer2State.update_step``)
-BNB_BLOCK = 256
-#: bytes per parameter of each optimizer's own state (Adafactor's factored moment is not per parameter:
-#: :func:`factored_elements`)
-_STATE = {"adamw": 2 * FP32, "adamw-fused": 2 * FP32, "adamw-single": 2 * FP32,
-          "adamw-8bit": 2 + Fraction(2 * FP32, BNB_BLOCK), "adafactor": 0, "sgd-momentum": FP32, "sgd": 0}
 
 #: the parts of the training states, in the order ZeRO's stages shard them
 PARTS = ("optimizer", "gradients", "weights")
@@ -96,7 +86,7 @@ def layout(optimizer: str = "adamw", master: bool = True) -> dict:
     >>> layout("adamw-8bit", master=False)["optimizer"], layout("sgd-momentum")["optimizer"]
     (Fraction(65, 32), 8)
     """
-    state = _STATE[validate.choice("optimizer", optimizer, OPTIMIZERS)]
+    state = OPTIMIZER_STATE[validate.choice("optimizer", optimizer, OPTIMIZERS)]
     if master:
         return {"weights": BF16, "gradients": BF16, "optimizer": FP32 + state}
     return {"weights": FP32, "gradients": FP32, "optimizer": state}
