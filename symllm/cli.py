@@ -53,7 +53,9 @@ from symllm.costs.workloads import Workload, options as workload_options  # noqa
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
-             "  symllm count path/to/params.json --vocab-size 32000",
+             "  symllm count path/to/params.json --vocab-size 32000\n"
+             "  symllm count llama3.1-8b mistral-7b mixtral-8x7b --gpu h100-sxm\n"
+             "  symllm count llama3.1-8b mistral-7b --format markdown",
     "derive": "examples:\n  symllm derive --component attention --gqa --format latex\n"
               "  symllm derive --component attention --mqa --format pretty\n"
               "  symllm derive --component feed_forward --model llama3.1-8b\n"
@@ -66,11 +68,17 @@ EXAMPLES = {
     "plan": "examples:\n  symllm plan llama3.1-70b --gpus 16xh100-sxm --seq 4096\n"
             "  symllm plan llama3.1-70b --gpus 64xh100-sxm --train --global-batch 512 --seq 8192 --tokens 1e12\n"
             "  symllm plan mixtral-8x7b --gpus 32xh100-sxm --train --top 5 --json",
+    "plot": "examples:\n  symllm plot memory llama3.1-8b --seq 8192 --gpu h100-sxm -o memory.png\n"
+            "  symllm plot context llama3.1-8b mistral-7b-v0.1 --gpu h100-sxm -o context.svg\n"
+            "  symllm plot flops llama3.1-8b llama3.1-70b --contexts 1024:131072:1024 -o flops.pdf\n"
+            "  symllm plot roofline llama3.1-8b --gpu h100-sxm --batch 8 -o roofline.tex\n"
+            "  symllm plot sweep grid.csv --x dim --y params -o sweep.png",
     "sweep": "examples:\n  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
              "      --quantity params,kv_cache --seq 8192 -o grid.csv\n"
              "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
              "      --where \"params < 9e9\" -o grid.jsonl\n"
-             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096",
+             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096\n"
+             "  symllm sweep --base llama3.1-8b,mistral-7b --seq 1024,8192 --quantity kv_cache",
 }
 
 
@@ -164,7 +172,7 @@ def _table(rows, header, text_columns=(), wrap=None) -> str:
 
 def _json_number(value):
     """JSON for an exact number: ints stay ints (a whole Fraction too); a non-integral Fraction (int4
-    bytes) is the exact string "p/q" (README "FLOPs and memory")."""
+    bytes) is the exact string "p/q" (docs/conventions.md, "FLOPs and memory")."""
     if isinstance(value, Fraction):
         return value.numerator if value.denominator == 1 else f"{digits(value.numerator)}/{digits(value.denominator)}"
     raise TypeError(f"not JSON serialisable: {value!r}")
@@ -217,7 +225,26 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
             group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
 
 
+def cmd_compare(args) -> int:
+    """count of several models (or one with --format): one table, a column per model."""
+    from symllm.costs import comparison
+    from symllm.present.format import side_by_side
+    given = _given(args)
+    out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
+    if args.json:
+        with _any_int_digits():
+            print(json.dumps(out, indent=2, default=_json_number))
+        return 0
+    names = list(out["models"])
+    with _any_int_digits():
+        print(side_by_side(comparison.ROWS, names, out["models"], args.format or "text", WIDTH))
+    return 0
+
+
 def cmd_count(args) -> int:
+    if len(args.model) > 1 or args.format is not None:
+        return cmd_compare(args)
+    args.model = args.model[0]
     config = _load(args)
     given = _given(args)
     if given or args.json:
@@ -257,28 +284,44 @@ def cmd_count(args) -> int:
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
+    windowed = sum(count for kind, count in config.groups if kind.window == "sliding")
     variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
                                       (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
                                       (config.mlp_bias, "biases on w1, w2, w3"),
                                       (config.qk_norm == "rmsnorm", "QK-norm (rmsnorm of width d_h)"),
                                       (config.qk_norm == "l2", "QK-norm (weightless L2, in the RoPE layers)"),
+                                      (config.qk_norm == "full", "QK-norm over the whole q and k (rmsnorm of "
+                                       "n_h*d_h and n_kv*d_h)"),
+                                      (config.fused, "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)"),
+                                      (config.norms == "post", "norms after attention and feed-forward"),
+                                      (config.norms == "sandwich", "norms before and after attention and "
+                                       "feed-forward"),
+                                      (config.activation == "gelu_tanh", "GeGLU (gelu_pytorch_tanh)"),
+                                      (config.norm_offset, "RMSNorm by (1 + weight)"),
+                                      (config.embed_scale, "embeddings scaled by sqrt(d)"),
+                                      (config.attn_softcap, f"attention scores soft-capped at {config.attn_softcap:g}"
+                                       if config.attn_softcap else ""),
+                                      (config.final_softcap, f"final logits soft-capped at {config.final_softcap:g}"
+                                       if config.final_softcap else ""),
                                       (config.n_experts, f"mixture of experts: {config.n_experts} experts, "
                                        f"{config.experts_per_token} per token, in {config.n_moe_layers} of "
                                        f"{config.n_layers} layers" + ("; a shared expert" if config.shared_expert
                                                                       else "")),
                                       (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
-                                      (config.nope_layers, f"{len(config.nope_layers)} layers without RoPE"),
-                                      (config.sliding_window, f"sliding window {config.sliding_window}"),
+                                      (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
+                                      (config.sliding_window, f"sliding window {config.sliding_window}" + (
+                                          f" in {windowed} of {config.n_layers} layers"
+                                          if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
-    if config.n_experts is None and not config.nope_layers:
+    if config.n_experts is None and len(config.groups) == 1:
         print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
               f"{grouped(counts['block'])} parameters)\n")
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
-    print(_table(rows, ("component", "parameters", "")))
+    print(_table(rows, ("component", "parameters", "rounded")))
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
@@ -287,14 +330,14 @@ def cmd_count(args) -> int:
                            f"{'; full recomputation' if w['recompute'] else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
                 for k, v in work["flops"].items()]
-        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
+        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
-        print(_table(rows, ("memory", "bytes", "")))
+        print(_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
             print("\n" + _table([(f"weights in {f['format']}", grouped(f["bytes"]), human_bytes(f["bytes"])),
                                  ("bits per weight", f"{float(f['bits_per_weight']):.4f}", "")],
-                                ("weight format (symllm.costs.formats)", "bytes", "")))
+                                ("weight format (symllm.costs.formats)", "bytes", "rounded")))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
@@ -390,8 +433,8 @@ def time_lines(t: dict, w: dict) -> list[str]:
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
-    out.append(_wrap(f"{t['title']}: {human(t['peak_flops'], flops=True)}FLOP/s dense {t['peak_dtype']}, "
-                     f"{human(t['bandwidth'])}B/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
+    out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
+                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))
@@ -503,7 +546,7 @@ def cmd_presets(args) -> int:
         from symllm import api
         total = api.params(name)["total"]
         rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
-    print(_table(rows, ("preset", "parameters", "", "description"), text_columns=(3,), wrap=3))
+    print(_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
     return 0
 
 
@@ -516,7 +559,7 @@ def cmd_verify(args) -> int:
     measured = reference.count(reference.build(config, device="meta"))
     from symllm import api
     ours = api.params(config)
-    if config.n_experts is not None or config.nope_layers:  # blocks of several kinds: kind by kind
+    if config.n_experts is not None or len(config.groups) > 1:  # blocks of several kinds: kind by kind
         measured, ours = api.by_kind(measured), api.by_kind(ours)
     rows, bad = [], 0
     for key, value in measured.items():
@@ -581,8 +624,18 @@ def cmd_sweep(args) -> int:
         grid, table = None, sw.read_table(args.table, columns=True)
     else:
         table = None
-    sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
-                     where=args.where, chunk_size=args.chunk_size)
+    bases = [b.strip() for b in args.base.split(",")] if args.base else []
+    options = dict(quantities=args.quantity.split(","), workload=workload, where=args.where,
+                   chunk_size=args.chunk_size)
+    named = table is not None and any(k in sw.NAME_COLUMNS for k in table)
+    if named and bases:
+        raise SymllmError("base: the table names each row's base (its name column); give no --base")
+    if len(bases) > 1 or named:  # one table, a base column first (symllm.numbers.sweeps.Sweeps)
+        sweep = sw.Sweeps(bases, grid, table=table, **options)
+    elif bases:
+        sweep = sw.Sweep(bases[0], grid, table=table, **options)
+    else:
+        raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
     given_hw = [k for k in _HARDWARE if workload.get(k) is not None and k != "network"]
     if given_hw:  # roofline time is count's (floats of a max, a search): no column
         flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
@@ -603,8 +656,60 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_plot(args) -> int:
+    from symllm.present import plots  # matplotlib loads only here
+    given = _given(args)
+    if args.kind == "sweep":
+        if len(args.models) != 1 or args.x is None:
+            raise SymllmError("sweep: give one CSV or JSON-lines file symllm sweep wrote, and --x COLUMN")
+        if given:
+            raise SymllmError(f"{next(iter(given))}: a sweep's plot draws its file's columns (no workload options)")
+        fig = plots.sweep(args.models[0], args.x, args.y.split(",") if args.y else None)
+    else:
+        if args.x is not None or args.y is not None:
+            raise SymllmError(f"x: --x and --y are for plot sweep, not plot {args.kind}")
+        models = [cfgmod.load(m, vocab_size=args.vocab_size) for m in args.models]
+        if args.kind in ("memory", "roofline") and len(models) != 1:
+            raise SymllmError(f"model: plot {args.kind} draws one model, not {len(models)}")
+        if args.contexts is not None and args.kind not in ("context", "flops"):
+            raise SymllmError(f"contexts: for plot context and plot flops, not plot {args.kind}")
+        if args.kind in ("context", "flops"):
+            from symllm.numbers import sweeps
+            contexts = sweeps.parse_axis(args.contexts, "contexts") if args.contexts else plots.CONTEXTS
+            fig = getattr(plots, args.kind)(models, contexts=contexts, **given)
+        else:
+            fig = getattr(plots, args.kind)(models[0], **given)
+    plots.save(fig, args.output, args.format)
+    return 0
+
+
+def _plot_parser(p) -> None:
+    p.add_argument("kind", choices=_Choices("present.plots", "KINDS"), metavar="KIND",
+                   help="memory (by kind and by component), context (KV cache and inference peak against "
+                        "context), flops (per token against context), roofline (on --gpu), sweep (a sweep's "
+                        "columns)")
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="presets or config files (context and flops take several); for sweep, the CSV or "
+                        "JSON-lines file symllm sweep wrote")
+    p.add_argument("--vocab-size", type=int, default=None, help="vocabulary size, for Meta params.json files "
+                                                                "that say -1")
+    p.add_argument("--contexts", metavar="VALUES", help="context lengths for context and flops: a comma list "
+                                                        "and start:stop[:step] ranges (default 1024 to 131072, "
+                                                        "doubling)")
+    p.add_argument("--x", metavar="COLUMN", help="sweep: the column along the x axis (e.g. dim)")
+    p.add_argument("--y", metavar="COLUMN[,COLUMN...]", help="sweep: the columns drawn (default: all others)")
+    p.add_argument("-o", "--output", metavar="FILE", required=True,
+                   help="FILE.png, .svg, .pdf, or .tex (pgfplots to \\input), written atomically")
+    p.add_argument("--format", choices=("png", "svg", "pdf", "tex"),
+                   help="default: from the file's ending (needed with -o -)")
+    add_workload_options(p.add_argument_group("workload (FLOPs and memory; context and flops vary --seq)"))
+    p.set_defaults(func=cmd_plot)
+
+
 def _sweep_parser(p) -> None:
-    p.add_argument("--base", required=True, metavar="MODEL", help="preset or config file the sweep varies")
+    p.add_argument("--base", metavar="MODEL[,MODEL...]",
+                   help="preset(s) or config file(s) the sweep varies; several: one table with a base column "
+                        "(or a --table whose base, model or name column names each row's)")
     g = p.add_argument_group("what varies: comma lists and inclusive start:stop[:step] ranges, e.g. 2048:8192:256")
     for name in ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
                  "multiple_of", "ffn_dim_multiplier"):  # sweep.CONFIG_FIELDS (numpy loads only for a sweep)
@@ -632,9 +737,14 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name],
                               formatter_class=_Formatter)
 
-    p = add("count", "exact parameter counts of a preset or a config file")
-    _model_arg(p)
+    p = add("count", "exact parameter counts of a preset or a config file; several: side by side")
+    p.add_argument("model", metavar="MODEL", nargs="+",
+                   help="a preset name (symllm presets) or a config.json / params.json; several are compared")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="vocabulary size, for Meta params.json files that say -1")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--format", choices=("text", "csv", "markdown", "latex"), default=None,
+                   help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
     p.set_defaults(func=cmd_count)
 
@@ -689,6 +799,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_plan)
 
     _sweep_parser(add("sweep", "quantities over a grid or a table of configs, to CSV or JSON lines"))
+    _plot_parser(add("plot", "plots (PNG, SVG, PDF, pgfplots): memory, context, flops, roofline, sweep "
+                             "(needs matplotlib)"))
     return parser
 
 

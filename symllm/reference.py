@@ -29,6 +29,14 @@ traced), and the "float32" upcasts are ``promote_types(dtype, float32)`` so a
 float64 model is never downcast (identical to Meta for fp32/fp16/bf16).
 Llama 3.1 RoPE frequency scaling is not implemented (it changes no count).
 
+The dense families beyond LLaMA's block, each an option read from ``args``: Phi-3's fused projections
+(``fused``: ``wqkv`` sliced into q, k, v; ``w13`` chunked into gate and up, as ``Phi3Attention`` /
+``Phi3MLP``), OLMo 2's QK-norm over the whole q and k (``qk_norm="full"``) and its norms after attention
+and feed-forward (``norms="post"``), Gemma's GeGLU (``activation="gelu_tanh"``: ``F.gelu(approximate=
+"tanh")``), RMSNorm by ``1 + weight`` (``norm_offset``), embeddings times ``sqrt(dim)`` (``embed_scale``),
+Gemma 2's sandwich norms (``norms="sandwich"``) and soft-capped scores and logits (``attn_softcap``,
+``final_softcap``: ``c * tanh(x / c)``).
+
 Only this module imports torch; nothing else in symllm imports it at import time.
 """
 
@@ -78,16 +86,27 @@ class _Config:
         self.mlp_bias = bool(getattr(args, "mlp_bias", False))
         self.qkv_bias = bool(getattr(args, "qkv_bias", False))
         self.qk_norm = getattr(args, "qk_norm", None)
-        assert self.qk_norm in (None, "rmsnorm", "l2"), f"unknown qk_norm {self.qk_norm!r}"
+        assert self.qk_norm in (None, "rmsnorm", "l2", "full"), f"unknown qk_norm {self.qk_norm!r}"
+        self.fused = bool(getattr(args, "fused", False))
+        self.norms = getattr(args, "norms", "pre")
+        assert self.norms in ("pre", "post", "sandwich"), f"unknown norms {self.norms!r}"
+        self.activation = getattr(args, "activation", "silu")
+        assert self.activation in ("silu", "gelu_tanh"), f"unknown activation {self.activation!r}"
+        self.norm_offset = bool(getattr(args, "norm_offset", False))
+        self.embed_scale = bool(getattr(args, "embed_scale", False))
+        self.attn_softcap = getattr(args, "attn_softcap", None)
+        self.final_softcap = getattr(args, "final_softcap", None)
         # mixture of experts (Mixtral, Llama 4) and Llama 4's layers without RoPE
         self.n_experts = getattr(args, "n_experts", None)
         self.experts_per_token = getattr(args, "experts_per_token", None)
         self.shared_expert = bool(getattr(args, "shared_expert", False))
-        moe_layers = getattr(args, "moe_layers", None)
-        self.moe_layers = set() if self.n_experts is None else set(range(self.n_layers) if moe_layers is None
-                                                                   else moe_layers)
+        # the kind of each layer, in model order (symllm.arch.layers.LayerKind)
+        kinds = args.layer_kinds() if hasattr(args, "layer_kinds") else ()
+        self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
+        if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE
+            self.moe_layers = set(range(self.n_layers))
         self.dense_hidden_dim = getattr(args, "dense_hidden_dim", None)
-        self.nope_layers = set(getattr(args, "nope_layers", ()) or ())
+        self.nope_layers = {i for i, kind in enumerate(kinds) if not kind.rotary}
         self.norm_eps = float(getattr(args, "norm_eps", 1e-5))
         self.rope_theta = float(getattr(args, "rope_theta", 10000.0))
         assert self.n_heads % self.n_kv_heads == 0, "n_heads must be a multiple of n_kv_heads"
@@ -97,15 +116,18 @@ class _Config:
 class RMSNorm(nn.Module):
     """Root-mean-square layer norm with a learnable ``weight`` of size ``dim``."""
 
-    def __init__(self, dim: int, eps: float = 1e-6):
+    def __init__(self, dim: int, eps: float = 1e-6, offset: bool = False):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.offset = offset  # Gemma: scale by (1 + weight), the weight starting at zero
+        self.weight = nn.Parameter(torch.zeros(dim) if offset else torch.ones(dim))
 
     def _norm(self, x):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
 
     def forward(self, x):
+        if self.offset:  # Gemma computes (x * (1 + w)) in float32, then casts
+            return (self._norm(_upcast(x)) * (1.0 + _upcast(self.weight))).type_as(x)
         return self._norm(_upcast(x)).type_as(x) * self.weight
 
 
@@ -152,13 +174,22 @@ class Attention(nn.Module):
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.n_rep = self.n_heads // self.n_kv_heads
         bias, in_bias = cfg.attention_bias, cfg.attention_bias or cfg.qkv_bias
-        self.wq = nn.Linear(cfg.dim, self.n_heads * self.head_dim, bias=in_bias)
-        self.wk = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
-        self.wv = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
+        self.fused = cfg.fused
+        if self.fused:  # Phi-3: q, k and v from one projection, sliced
+            self.wqkv = nn.Linear(cfg.dim, (self.n_heads + 2 * self.n_kv_heads) * self.head_dim, bias=in_bias)
+        else:
+            self.wq = nn.Linear(cfg.dim, self.n_heads * self.head_dim, bias=in_bias)
+            self.wk = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
+            self.wv = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
         self.wo = nn.Linear(self.n_heads * self.head_dim, cfg.dim, bias=bias)
+        self.softcap = cfg.attn_softcap
+        self.full_qk_norm = cfg.qk_norm == "full"
         if cfg.qk_norm == "rmsnorm":  # Qwen3: one RMSNorm(head_dim) shared by the heads, on q and on k
-            self.q_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps)
-            self.k_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps)
+            self.q_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
+            self.k_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
+        elif self.full_qk_norm:  # OLMo 2: one RMSNorm over all of q and one over all of k
+            self.q_norm = RMSNorm(self.n_heads * self.head_dim, eps=cfg.norm_eps)
+            self.k_norm = RMSNorm(self.n_kv_heads * self.head_dim, eps=cfg.norm_eps)
         else:
             self.q_norm = self.k_norm = None
         self.l2_norm = cfg.qk_norm == "l2" and rope  # Llama 4: weightless, after RoPE, in RoPE layers only
@@ -168,10 +199,18 @@ class Attention(nn.Module):
 
     def forward(self, x, start_pos: int, cos, sin, mask: Optional[torch.Tensor], use_cache: bool):
         bsz, seqlen, _ = x.shape
-        xq = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim)  # (b, s, n_h, hd)
-        xk = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
-        xv = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
-        if self.q_norm is not None:
+        q_width, kv_width = self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        if self.fused:
+            qkv = self.wqkv(x)  # (b, s, (n_h + 2 n_kv) hd)
+            xq, xk, xv = qkv[..., :q_width], qkv[..., q_width:q_width + kv_width], qkv[..., q_width + kv_width:]
+        else:
+            xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)  # (b, s, n_h hd), (b, s, n_kv hd) twice
+        if self.full_qk_norm:
+            xq, xk = self.q_norm(xq), self.k_norm(xk)  # over the whole width, before the heads are split
+        xq = xq.reshape(bsz, seqlen, self.n_heads, self.head_dim)  # (b, s, n_h, hd)
+        xk = xk.reshape(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
+        xv = xv.reshape(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
+        if self.q_norm is not None and not self.full_qk_norm:
             xq, xk = self.q_norm(xq), self.k_norm(xk)  # (b, s, n_h, hd), (b, s, n_kv, hd)
         if self.rope:
             xq, xk = apply_rotary_emb(xq, cos, sin), apply_rotary_emb(xk, cos, sin)
@@ -195,6 +234,8 @@ class Attention(nn.Module):
         values = repeat_kv(xv, self.n_rep).transpose(1, 2)  # (b, n_h, kv_len, hd)
         xq = xq.transpose(1, 2)  # (b, n_h, s, hd)
         scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)  # (b, n_h, s, kv_len)
+        if self.softcap is not None:  # Gemma 2: c * tanh(scores / c), before the mask
+            scores = torch.tanh(scores / self.softcap) * self.softcap
         if mask is not None:
             scores = scores + mask  # (b, n_h, s, kv_len)
         scores = F.softmax(_upcast(scores), dim=-1).type_as(xq)  # (b, n_h, s, kv_len)
@@ -204,16 +245,24 @@ class Attention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``."""
+    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``; GeGLU with ``activation="gelu_tanh"``; with ``fused`` the
+    gate and up projections are one ``w13``, chunked (Phi-3)."""
 
-    def __init__(self, dim: int, hidden_dim: int, bias: bool = False):
+    def __init__(self, dim: int, hidden_dim: int, bias: bool = False, fused: bool = False,
+                 activation: str = "silu"):
         super().__init__()
-        self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
+        self.fused = fused
+        if fused:
+            self.w13 = nn.Linear(dim, 2 * hidden_dim, bias=bias)
+        else:
+            self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
+            self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
         self.w2 = nn.Linear(hidden_dim, dim, bias=bias)
-        self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
+        self.act = F.silu if activation == "silu" else (lambda x: F.gelu(x, approximate="tanh"))
 
     def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))  # (b, s, d)
+        gate, up = self.w13(x).chunk(2, dim=-1) if self.fused else (self.w1(x), self.w3(x))  # (b, s, d_ff) each
+        return self.w2(self.act(gate) * up)  # (b, s, d)
 
 
 def _l2(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -261,13 +310,20 @@ class TransformerBlock(nn.Module):
             self.feed_forward = MoE(cfg)
         else:  # a dense layer of a model with some MoE layers has its own width
             width = cfg.hidden_dim if not cfg.moe_layers else cfg.dense_hidden_dim
-            self.feed_forward = FeedForward(cfg.dim, width, bias=cfg.mlp_bias)
-        self.attention_norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
-        self.ffn_norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
+            self.feed_forward = FeedForward(cfg.dim, width, bias=cfg.mlp_bias, fused=cfg.fused,
+                                            activation=cfg.activation)
+        norm = lambda: RMSNorm(cfg.dim, eps=cfg.norm_eps, offset=cfg.norm_offset)  # noqa: E731
+        pre, post = cfg.norms in ("pre", "sandwich"), cfg.norms in ("post", "sandwich")
+        self.attention_norm = norm() if pre else None
+        self.ffn_norm = norm() if pre else None
+        self.post_attention_norm = norm() if post else None  # OLMo 2, Gemma 2/3: each branch's output
+        self.post_ffn_norm = norm() if post else None
 
     def forward(self, x, start_pos, cos, sin, mask, use_cache):
-        h = x + self.attention(self.attention_norm(x), start_pos, cos, sin, mask, use_cache)  # (b, s, d)
-        return h + self.feed_forward(self.ffn_norm(h))  # (b, s, d)
+        keep = lambda f, y: y if f is None else f(y)  # noqa: E731  (a norm that is not there)
+        attn = self.attention(keep(self.attention_norm, x), start_pos, cos, sin, mask, use_cache)  # (b, s, d)
+        h = x + keep(self.post_attention_norm, attn)  # (b, s, d)
+        return h + keep(self.post_ffn_norm, self.feed_forward(keep(self.ffn_norm, h)))  # (b, s, d)
 
 
 class Transformer(nn.Module):
@@ -280,7 +336,7 @@ class Transformer(nn.Module):
         self.vocab_size, self.n_layers = cfg.vocab_size, cfg.n_layers
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.layers = nn.ModuleList(TransformerBlock(i, cfg) for i in range(cfg.n_layers))
-        self.norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
+        self.norm = RMSNorm(cfg.dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.output.weight = self.tok_embeddings.weight  # one shared Parameter
@@ -295,6 +351,8 @@ class Transformer(nn.Module):
         """
         bsz, seqlen = tokens.shape
         h = self.tok_embeddings(tokens)  # (b, s, d)
+        if self.cfg.embed_scale:  # Gemma: times sqrt(dim), in the embedding's dtype
+            h = h * torch.tensor(self.cfg.dim ** 0.5, dtype=h.dtype)
         cos, sin = rope_cos_sin(self.cfg.head_dim, start_pos, seqlen, self.cfg.rope_theta,
                                 h.device, torch.promote_types(h.dtype, torch.float32))  # (s, hd/2) each
         kv_len = start_pos + seqlen if use_cache else seqlen
@@ -305,7 +363,10 @@ class Transformer(nn.Module):
         for layer in self.layers:
             h = layer(h, start_pos, cos, sin, mask, use_cache)  # (b, s, d)
         h = self.norm(h)  # (b, s, d)
-        return _upcast(self.output(h))  # (b, s, V)
+        logits = _upcast(self.output(h))  # (b, s, V)
+        if self.cfg.final_softcap is not None:  # Gemma 2: c * tanh(logits / c)
+            logits = torch.tanh(logits / self.cfg.final_softcap) * self.cfg.final_softcap
+        return logits
 
     def reset_cache(self) -> None:
         """Drop every layer's KV cache."""
@@ -332,15 +393,6 @@ def build(args, device="meta", dtype=torch.float32) -> Transformer:
     return model.to(dtype=dtype)
 
 
-_COUNT_KEYS = (
-    "embedding",
-    "block/attention/wq", "block/attention/wk", "block/attention/wv", "block/attention/wo",
-    "block/feed_forward/w1", "block/feed_forward/w2", "block/feed_forward/w3",
-    "block/attention_norm", "block/ffn_norm",
-    "norm", "lm_head", "total",
-)
-
-
 def count(model: Transformer) -> dict:
     """Exact parameter counts by component (block entries summed over all layers).
 
@@ -348,11 +400,13 @@ def count(model: Transformer) -> dict:
     under ``embedding``); ``total`` is ``sum(p.numel() for p in model.parameters())``.
     """
     n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
-    out = dict.fromkeys(_COUNT_KEYS, 0)
+    out = {}  # keys in model order, each where the model has it (Phi-3 fuses, OLMo 2 norms after)
     out["embedding"] = n(model.tok_embeddings)
     for layer in model.layers:
-        for name in ("wq", "wk", "wv", "wo"):
-            out[f"block/attention/{name}"] += n(getattr(layer.attention, name))
+        for name in ("wq", "wk", "wv", "wqkv", "wo"):
+            if hasattr(layer.attention, name):
+                key = f"block/attention/{name}"
+                out[key] = out.get(key, 0) + n(getattr(layer.attention, name))
         ffn = layer.feed_forward
         if isinstance(ffn, MoE):  # mixture of experts: by kind, summed over every MoE layer
             parts = {"moe/router": n(ffn.router), "moe/experts": n(ffn.experts),
@@ -361,14 +415,17 @@ def count(model: Transformer) -> dict:
                 out[key] = out.get(key, 0) + value
             out["active"] = out.get("active", 0) - n(ffn.experts) * (len(ffn.experts) - ffn.k) // len(ffn.experts)
         else:
-            for name in ("w1", "w2", "w3"):
-                out[f"block/feed_forward/{name}"] += n(getattr(ffn, name))
+            for name in ("w1", "w2", "w3", "w13"):
+                if hasattr(ffn, name):
+                    key = f"block/feed_forward/{name}"
+                    out[key] = out.get(key, 0) + n(getattr(ffn, name))
         if layer.attention.q_norm is not None:
             for name in ("q_norm", "k_norm"):
                 key = f"block/attention/{name}"
                 out[key] = out.get(key, 0) + n(getattr(layer.attention, name))
-        out["block/attention_norm"] += n(layer.attention_norm)
-        out["block/ffn_norm"] += n(layer.ffn_norm)
+        for name in ("attention_norm", "ffn_norm", "post_attention_norm", "post_ffn_norm"):
+            if getattr(layer, name) is not None:
+                out[f"block/{name}"] = out.get(f"block/{name}", 0) + n(getattr(layer, name))
     out["norm"] = n(model.norm)
     tied = model.output.weight is model.tok_embeddings.weight
     out["lm_head"] = 0 if tied else n(model.output)

@@ -6,6 +6,7 @@ import math
 from hypothesis import strategies as st
 
 from symllm.arch.config import ModelConfig
+from symllm.arch.layers import LayerKind, runs
 
 
 @st.composite
@@ -46,18 +47,27 @@ def meta_style(draw, *, bias=None, tied=None, stated_hidden=None) -> dict:
 
 
 def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=None,
-            name=None) -> st.SearchStrategy[ModelConfig]:
+            name=None, variant=False) -> st.SearchStrategy[ModelConfig]:
     """Valid ModelConfigs: the one config strategy every property draws from (attrs' style: each keyword
     None draws, a value pins it). Fields as meta_style draws them (``bias``, ``tied``, ``stated_hidden``),
     plus Qwen2's q/k/v-only biases (``qkv_bias``), Qwen3's QK-norm (``qk_norm``: an RMSNorm of width
     head_dim on every query and key head; ``"rmsnorm"`` or False) and the model's ``name`` (True: a name
-    awkward for LaTeX and Markdown, False: the default). Mixtures of experts and windows are drawn as
+    awkward for LaTeX and Markdown, False: the default). ``variant``: what Phi-3, OLMo 2 and Gemma change of
+    LLaMA's block (fused projections, post and sandwich norms, GeGLU, (1 + weight) norms, scaled embeddings,
+    soft-capping, OLMo 2's QK-norm over the whole q and k), drawn only when None (False, the default: LLaMA's
+    block, which every other property is about). Mixtures of experts and windows are drawn as
     HF config.json (moe_configs, windowed)."""
+    norms = [None, "rmsnorm", "full"] if variant is None else [None, "rmsnorm"]
     extra = {
         "qkv_bias": st.booleans() if qkv_bias is None else st.just(qkv_bias),
-        "qk_norm": (st.sampled_from([None, "rmsnorm"]) if qk_norm is None
+        "qk_norm": (st.sampled_from(norms) if qk_norm is None
                     else st.just(qk_norm or None)),
     }
+    if variant is None:
+        caps = st.one_of(st.none(), st.floats(1.0, 100.0))
+        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich"]),
+                     activation=st.sampled_from(["silu", "gelu_tanh"]), norm_offset=st.booleans(),
+                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps)
     if name is None:
         extra["name"] = st.one_of(st.just("custom"), report_names())
     elif name:
@@ -200,10 +210,12 @@ def checked_cases(draw) -> tuple[ModelConfig, dict]:
     if draw(st.booleans()):
         n_experts = draw(st.integers(1, 8))
         fields.update(n_experts=n_experts, experts_per_token=draw(st.integers(1, n_experts)))
-    if draw(st.booleans()):
+    if draw(st.booleans()):  # the window in some layers (Qwen's max_window_layers) or all
         fields["sliding_window"] = draw(st.integers(1, 16))
-        fields["window_layers"] = draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers,
-                                                unique=True))
+        sliding = set(draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers, unique=True)))
+        ffn = "dense" if fields.get("n_experts") is None else "moe"
+        fields["layers"] = runs([LayerKind(ffn=ffn, window="sliding" if i in sliding else None)
+                                   for i in range(n_layers)])
     ep = draw(st.integers(1, 4))
     options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
                "seq": draw(st.integers(1, 24)), "gen": draw(st.integers(0, 8))}
@@ -428,7 +440,7 @@ def output_names() -> st.SearchStrategy[str]:
 def moe_configs(draw) -> dict:
     """A small Mixtral or Llama 4 text config.json as transformers writes it: experts, top-k, GQA; for
     Llama 4 MoE in every layer or every step-th (the others dense of intermediate_size_mlp), layers
-    without RoPE among the MoE ones, the L2 QK-norm on or off, attention biases, tied or untied."""
+    without RoPE among either, the L2 QK-norm on or off, attention biases, tied or untied."""
     kind = draw(st.sampled_from(["mixtral", "llama4_text"]))
     n_kv = draw(st.integers(1, 3))
     heads = n_kv * draw(st.integers(1, 3))
@@ -443,7 +455,7 @@ def moe_configs(draw) -> dict:
     if kind == "llama4_text":
         step = draw(st.integers(1, L))
         moe = list(range(step - 1, L, step))
-        ropes = [1 if i not in moe else draw(st.sampled_from([0, 1])) for i in range(L)]
+        ropes = draw(st.lists(st.sampled_from([0, 1]), min_size=L, max_size=L))  # dense or MoE layers without RoPE
         raw.update(interleave_moe_layer_step=step, no_rope_layers=ropes, use_qk_norm=draw(st.booleans()),
                    intermediate_size_mlp=draw(st.integers(1, 48)), attention_bias=draw(st.booleans()),
                    attention_chunk_size=64)
@@ -465,12 +477,18 @@ def llama4(chunk: int, ropes: list) -> dict:
 
 @st.composite
 def windowed(draw):
-    """A small Mistral (sliding window) or Llama 4 (attention chunks in its RoPE layers), a window
-    between 2 and 8, and a workload that may pass it many times over. (A window of 1 is left out:
-    transformers' cache keeps ``keys[:, :, -W + 1:]``, which for W = 1 is every key.)"""
+    """A small Mistral (sliding window), Qwen2 / Qwen3 (a sliding window from ``max_window_layers`` on) or
+    Llama 4 (attention chunks in its RoPE layers), a window between 2 and 8, and a workload that may pass it
+    many times over. (A window of 1 is left out: transformers' cache keeps ``keys[:, :, -W + 1:]``, which for
+    W = 1 is every key.)"""
     window = draw(st.integers(2, 8))
-    if draw(st.booleans()):
+    family = draw(st.sampled_from(["mistral", "qwen", "llama4"]))
+    if family == "mistral":
         raw = dict(MISTRAL, sliding_window=window, num_hidden_layers=draw(st.integers(1, 3)))
+    elif family == "qwen":
+        layers = draw(st.integers(1, 4))
+        raw = dict(MISTRAL, model_type=draw(st.sampled_from(["qwen2", "qwen3"])), head_dim=4, num_hidden_layers=layers,
+                   use_sliding_window=True, sliding_window=window, max_window_layers=draw(st.integers(0, layers)))
     else:
         raw = llama4(window, draw(st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4)))
     return raw, draw(st.integers(1, 2)), draw(st.integers(1, 20)), draw(st.integers(0, 6))
@@ -507,10 +525,68 @@ def moe_layouts(draw):
                   n_heads=heads, n_kv_heads=n_kv, hidden_dim=draw(st.integers(1, 24)), n_experts=n_e,
                   experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()))
     if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
-        fields.update(moe_layers=tuple(range(step - 1, layers, step)), dense_hidden_dim=draw(st.integers(1, 24)),
-                      shared_expert=draw(st.booleans()))
+        fields.update(layers=runs([LayerKind(ffn="moe" if (i + 1) % step == 0 else "dense") for i in range(layers)]),
+                      dense_hidden_dim=draw(st.integers(1, 24)), shared_expert=draw(st.booleans()))
     # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
     stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
                    zero_stage=draw(st.integers(0, 3)))
     return ModelConfig(**fields), degrees
+
+
+# --- Phi-3, OLMo 2, Gemma 1-3 as HF config.json (tests/test_dense_families.py) ---
+
+#: the dense families beyond LLaMA's block (symllm.arch.families.phi3, olmo2, gemma)
+DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text")
+
+
+@st.composite
+def dense_family_configs(draw, family: str | None = None, window: int | None = None) -> dict:
+    """A small config.json of Phi-3, OLMo 2 or Gemma 1, 2, 3 (``family`` pins one) as transformers writes it:
+    GQA/MQA/MHA; Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
+    OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
+    Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off, their local layers
+    from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``). Windows (Phi-3's,
+    Gemma's local layers') of ``window`` tokens, or from 2 to 8 (None; a window of 1 is left out:
+    transformers' cache keeps ``keys[:, :, -W + 1:]``, every key for W = 1). ``pad_token_id`` 0, as a small
+    vocabulary needs."""
+    kind = draw(st.sampled_from(DENSE_FAMILIES)) if family is None else family
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    hd = 2 * draw(st.integers(1, 6))
+    L = draw(st.integers(1, 4))
+    raw = {"model_type": kind, "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6, "pad_token_id": 0}
+    if kind in ("phi3", "olmo2"):
+        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    else:
+        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)  # Gemma 2, 3 check n_h divides d
+    window = draw(st.integers(2, 8)) if window is None else window
+    if kind == "phi3":
+        raw["sliding_window"] = draw(st.sampled_from([None, window]))
+    if kind != "phi3":
+        raw["attention_bias"] = draw(st.booleans())
+    if kind == "gemma":
+        raw["hidden_act"] = draw(st.sampled_from(["gelu", "gelu_pytorch_tanh"]))
+    if kind in ("gemma2", "gemma3_text"):
+        caps = st.one_of(st.none(), st.floats(1.0, 100.0))
+        raw.update(sliding_window=window, attn_logit_softcapping=draw(caps),
+                   final_logit_softcapping=draw(caps), query_pre_attn_scalar=draw(st.integers(1, 300)))
+        if draw(st.booleans()):
+            raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
+                                               min_size=L, max_size=L))
+        elif kind == "gemma3_text":
+            raw["sliding_window_pattern"] = draw(st.integers(1, 4))
+    return raw
+
+
+# --- every kind of config, for round trips (tests/test_config.py) ---
+
+def any_configs() -> st.SearchStrategy[ModelConfig]:
+    """Every kind of config symllm reads: configs() (Meta's rounding or a stated d_ff, biases, QK-norm,
+    awkward names), HF config.json of each dense model type, Qwen3-MoE (dense layers between) and MoE
+    layouts (Llama 4-like interleaving with a shared expert), Phi-3, OLMo 2 and Gemma 1-3."""
+    from symllm.arch.config import from_hf
+    return st.one_of(configs(), hf_configs().map(from_hf), qwen3_moe_configs().map(from_hf),
+                     moe_layouts().map(lambda pair: pair[0]), dense_family_configs().map(from_hf))

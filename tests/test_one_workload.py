@@ -221,6 +221,10 @@ def test_cli_sweep_rows_equal_count_json(cfg, options):
     ("llama2-7b", {"seq": 512, "lora_rank": 8, "lora_targets": "q_proj,v_proj"}),
     ("llama3.2-1b", {"batch": 2, "seq": 256, "lora_rank": 16, "lora_targets": "wq,wk,wv,wo,w1,w2,w3", "qlora": True,
                      "recompute": True, "act_dtype": "fp32"}),
+    # Phi-3's fused projections under LoRA and tensor parallelism; Gemma 2's local and global layers past
+    # the window, soft-capping and sandwich norms, with ZeRO
+    ("phi-3-mini-4k", {"seq": 1024, "gen": 8, "lora_rank": 8, "lora_targets": "qkv_proj,gate_up_proj", "tp": 4}),
+    ("gemma-2-2b", {"batch": 2, "seq": 8192, "gen": 64, "zero_stage": 2, "dp": 4, "recompute": True}),
 ])
 def test_cli_presets(model, options, tmp_path):
     """The same round trip for presets; for llama3.1-8b at --seq 4096 the CLI sweep's decode_flops is

@@ -6,7 +6,7 @@ import symllm
 from symllm.arch import symbols as S
 from symllm.arch.components import attention, model
 
-from .conftest import PUBLISHED, PUBLISHED_ABOUT
+from .conftest import PUBLISHED, PUBLISHED_ABOUT, llama_blocks
 from .meta_formulas import llama_params, meta_hidden_dim as meta_hidden_py
 
 
@@ -55,7 +55,7 @@ def test_rounded_published_figures(name, quantity):
 
 def _plain_llama(name: str) -> bool:
     cfg = symllm.load(name)
-    return not (cfg.attention_bias or cfg.mlp_bias or cfg.qkv_bias or cfg.qk_norm or cfg.n_experts)
+    return not (cfg.attention_bias or cfg.mlp_bias or cfg.qkv_bias or cfg.qk_norm or cfg.n_experts) and llama_blocks(name)
 
 
 @pytest.mark.parametrize("name", [n for n in symllm.preset_names() if _plain_llama(n)])
@@ -106,7 +106,7 @@ def test_mha_and_mqa_are_special_cases():
 
 def test_attention_bias_adds_one_per_output():
     """attention_bias adds one parameter per output feature of wq, wk, wv and wo."""
-    diff = attention(bias=True).total("params") - attention().total("params")
+    diff = attention(attention_bias=True).total("params") - attention().total("params")
     assert sp.expand(diff - (2 * S.n_h * S.d_h + 2 * S.n_kv * S.d_h + S.d - S.n_h * S.d_h)) == 0
 
 

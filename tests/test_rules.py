@@ -23,8 +23,12 @@ from .conftest import requires
 #: every structural option of components.model(), each switched on (its choices where it has several)
 OPTIONS = {
     "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
-    "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "moe": ("all", "some"),
-    "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"),
+    "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "shared_expert": (True,),
+    # every value of every LayerKind field, alone and beside a dense layer (d_fd) and a layer without RoPE
+    "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding")),
+              (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False))),
+    "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
+                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True)),
 }
 
 
@@ -37,8 +41,12 @@ def _every_model():
 
 def test_options_cover_every_model_switch():
     """A new option of model() fails here until OPTIONS switches it on (so the walk below sees its parts)."""
-    assert set(inspect.signature(C.model).parameters) == set(OPTIONS)
-    assert set(inspect.signature(C.model).parameters) >= set(C.EVERY_PART)
+    options = set(C.Structure.__dataclass_fields__) | {"causal"}
+    assert options == set(OPTIONS) and options >= set(C.EVERY_PART)
+    kinds = {kind for choice in OPTIONS["kinds"] for kind in choice}
+    for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
+        assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
+            {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS}[field])}, field
 
 
 def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
@@ -57,7 +65,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             if c.params != 0:
                 assert c.rules.split is not None and c.rules.weight != "none", where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
-    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head"}
+    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -79,7 +87,7 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
     in no plan: replicated; Qwen3's q/k norms are replicated."""
     transformers = requires("transformers")
     plan = {k.rsplit(".", 1)[-1]: v for k, v in transformers.LlamaConfig.base_model_tp_plan.items()}
-    mdl = C.model(moe="some", shared_expert=True, qk_norm="rmsnorm")
+    mdl = C.model(kinds=(C.LayerKind(), C.LayerKind(ffn="moe")), shared_expert=True, qk_norm="rmsnorm")
     checked = 0
     for c in mdl.walk():
         if c.rules.lora:
@@ -99,13 +107,17 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
 
 def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
-    LlamaForCausalLM but its lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
+    LlamaForCausalLM and Phi3ForCausalLM (its fused qkv_proj and gate_up_proj) but their lm_head (which PEFT
+    leaves alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
-    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                                   num_attention_heads=4, num_key_value_heads=2)
-    with torch.device("meta"):
-        hf = transformers.LlamaForCausalLM(cfg)
-    leaves = {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
+    sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+                 num_key_value_heads=2)
+    leaves = set()
+    for cls, config in ((transformers.LlamaForCausalLM, transformers.LlamaConfig),
+                        (transformers.Phi3ForCausalLM, transformers.Phi3Config)):
+        with torch.device("meta"):
+            hf = cls(config(**sizes))
+        leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
     names = C.lora_names()
     ours = {v for v in names.values()}
     assert leaves - {"lm_head"} == set(names) - ours

@@ -4,7 +4,7 @@ A :class:`Component` is an immutable value holding closed-form SymPy expressions
 (parameters, forward FLOPs, element-wise FLOPs, KV-cache elements) and its children. Totals add the
 children up and multiply by ``repeat`` (the block repeats ``L`` times).
 
-Conventions, stated once (README "Conventions"):
+Conventions, stated once (docs/conventions.md):
 
 * FLOPs count a multiply-add as 2; :func:`matmul` is the only place that says so.
 * FLOP expressions are for one forward pass over ``b`` sequences of ``s`` new tokens each, with
@@ -33,14 +33,17 @@ from symllm.arch.config import swiglu_width
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
-from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
-                      s, t)
+from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
+from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h,
+                      n_kv, s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
     "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
-    "router", "experts", "moe", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
+    "router", "experts", "moe", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
+    "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "Rules", "SPLITS", "WEIGHTS", "lora_names",
+    "Variant", "NORMS", "ACTIVATIONS",
 ]
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
@@ -58,15 +61,12 @@ ELEMENTWISE = {
     "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
     "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
     "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
+    # GeGLU's gelu_pytorch_tanh, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): x³ (2 multiplies), times
+    # 0.044715, add x, times √(2/π), tanh, add 1, times x, times 0.5
+    "gelu_tanh": 9,
+    "softcap": 3,   # Gemma 2's soft-capping c·tanh(x / c) per score or logit: divide, tanh, multiply
+    "offset": 1,    # Gemma's RMSNorm scales by (1 + weight): one add per weight element, once per call
 }
-
-#: how a model's feed-forward layers are made: dense everywhere (None), mixture-of-experts in every layer
-#: ("all": Mixtral, Llama 4 Scout), or in some layers with the others dense of width d_fd ("some": Maverick)
-MOE_KINDS = (None, "all", "some")
-
-#: how far a query of a layer with a window sees back: full attention (None), the last ``W`` positions
-#: ("sliding": Mistral v0.1), or the positions of its own chunk of ``W`` ("chunked": Llama 4's RoPE layers)
-WINDOWS = (None, "sliding", "chunked")
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
 #: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
@@ -89,6 +89,9 @@ WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "none")
 #: the named software stacks that state what LlamaForCausalLM keeps (symllm.costs.stacks.STACKS; fused and eager
 #: are the component tree's own)
 _HF = ("hf-eager", "hf-sdpa")
+
+#: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
+LLAMA = Variant()
 
 
 @dataclass(frozen=True)
@@ -338,17 +341,24 @@ def _rules(split: str, *lora: str) -> Rules:
     return Rules(split, lora=lora, weight="linear", stacks=_HF)
 
 
-def embedding() -> Component:
-    """Token embedding ``V·d`` (a table look-up: no FLOPs).
+def embedding(*, scale: bool = False) -> Component:
+    """Token embedding ``V·d`` (a table look-up: no FLOPs); with ``scale`` (Gemma) the looked-up rows are
+    multiplied by ``√d``, one element-wise FLOP per element and no parameter (a buffer).
 
     Models ``self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)``.
 
-    >>> embedding().params
-    V*d
+    >>> embedding().params, embedding(scale=True).elementwise
+    (V*d, b*d*s)
     """
-    return Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
-                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
-                     rules=Rules("vocab", lora=(), weight="embedding", stacks=_HF))  # VocabParallelEmbedding
+    _switches(scale=scale)
+    out = Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
+                    doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
+                    rules=Rules("vocab", lora=(), weight="embedding", stacks=_HF))  # VocabParallelEmbedding
+    if not scale:
+        return out
+    return out.replace(elementwise=ELEMENTWISE["scale"] * _T * d,
+                       doc="GemmaTextScaledWordEmbedding: embed_tokens(input_ids) * hidden_size**0.5",
+                       rules=dataclasses.replace(out.rules, stacks=(), label="embeddings scaled by sqrt(d) (Gemma)"))
 
 
 #: a part without a weight that LlamaForCausalLM has
@@ -358,28 +368,46 @@ _STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=_HF)
 
 
 def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
-            rules: Rules = _STREAM_NORM) -> Component:
+            rules: Rules = _STREAM_NORM, offset: bool = False) -> Component:
     """RMSNorm: a weight of ``width`` (``d``; no bias) over ``rows`` rows (the ``b·s`` tokens),
     ``ELEMENTWISE['rmsnorm']`` FLOPs per element; by default a norm of the residual stream (``rules``).
+    With ``offset`` (Gemma) it scales by ``1 + weight``: the same parameters, and the ``width`` adds of
+    ``1 + weight`` once per call.
 
     Models ``self.weight = nn.Parameter(torch.ones(dim))`` in ``RMSNorm``.
 
     >>> rmsnorm().params, rmsnorm("q_norm", d_h, b * s * n_h).elementwise
     (d, 4*b*d_h*n_h*s)
+    >>> rmsnorm(offset=True).elementwise - rmsnorm().elementwise
+    d
     """
-    return Component(name, params=width, elementwise=ELEMENTWISE["rmsnorm"] * rows * width,
+    _switches(offset=offset)
+    if offset:
+        doc = (doc or "GemmaRMSNorm(dim)") + "  # output * (1.0 + self.weight)"
+        rules = dataclasses.replace(rules, stacks=(), label="RMSNorm scaling by (1 + weight) (Gemma)")
+    return Component(name, params=width,
+                     elementwise=ELEMENTWISE["rmsnorm"] * rows * width + (ELEMENTWISE["offset"] * width if offset else 0),
                      saved=beta_a * rows * width + STAT_BYTES * rows,  # its input x and the per-row 1/rms
                      doc=doc or "RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))", rules=rules)
 
 
-def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
+def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Component]:
     """A norm on every query head and every key head: Qwen3's ``q_norm`` and ``k_norm`` (``"rmsnorm"``:
-    RMSNorms of width ``d_h``, ``2·d_h`` parameters per layer, before RoPE) or Llama 4's ``"l2"`` norm (no
-    weight, after RoPE), over ``b·s·n_h`` and ``b·s·n_kv`` rows.
+    RMSNorms of width ``d_h``, ``2·d_h`` parameters per layer, before RoPE; Gemma 3's scale by ``1 +
+    weight``: ``offset``) or Llama 4's ``"l2"`` norm (no weight, after RoPE), over ``b·s·n_h`` and
+    ``b·s·n_kv`` rows; or OLMo 2's ``"full"``: one RMSNorm over the whole query width ``n_h·d_h`` and one
+    over the whole key width ``n_kv·d_h``, per token, before RoPE.
 
-    >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")]
-    ([d_h, d_h], [0, 0])
+    >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")], [c.params for c in qk_norms("full")]
+    ([d_h, d_h], [0, 0], [d_h*n_h, d_h*n_kv])
     """
+    if kind == "full":
+        # transformers' plan gathers q_proj's and k_proj's outputs for these norms: replicated on every rank
+        rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="QK-norms over the whole q and k (OLMo 2)")
+        return (rmsnorm("q_norm", n_h * d_h, _T, "self.q_norm = Olmo2RMSNorm(num_attention_heads * head_dim)",
+                        rules),
+                rmsnorm("k_norm", n_kv * d_h, _T, "self.k_norm = Olmo2RMSNorm(num_key_value_heads * head_dim)",
+                        rules))
     # on the heads, already split by tensor parallelism; LlamaForCausalLM has none
     rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="per-head q/k norms (Qwen3, Llama 4)")
     if kind == "l2":
@@ -388,9 +416,11 @@ def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
                          params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
-        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2)")
-    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules),
-            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules))
+        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2, full)")
+    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules,
+                    offset),
+            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules,
+                    offset))
 
 
 def rope() -> Component:
@@ -483,29 +513,71 @@ def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
     return pairs(t + s, W) - pairs(t, W)
 
 
-def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None = None,
-              causal: bool = False, rotary: bool = True, window: str | None = None) -> Component:
-    """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core.
+def _structure(structure: Structure | None, options: dict) -> Structure:
+    """The structure a factory builds for: ``structure``, or a :class:`Structure` of ``options`` (its fields
+    as keywords: ``model(tied=True)``); never both."""
+    if structure is None:
+        unknown = sorted(set(options) - set(Structure.__dataclass_fields__))
+        if unknown:
+            known = ", ".join(Structure.__dataclass_fields__)
+            raise SymllmError(f"{unknown[0]}: not a structural option (known: {known})")
+        return Structure(**options)
+    if not isinstance(structure, Structure) or options:
+        raise SymllmError("structure: give a Structure or its fields as keywords, not both")
+    return structure
+
+
+def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
+              **options) -> Component:
+    """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core, of a layer
+    of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of ``options``).
 
     ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
     cost ``2·b·n_h·d_h`` FLOPs per query-key pair (``causal`` picks which pairs count).
-    The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``bias`` puts a bias on all
-    four projections (HF ``attention_bias``), ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2);
-    ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's.
-    ``rotary=False`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of its queries.
-    ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see :func:`_pairs`); the cache
-    then holds the last ``min(t + s, W)`` positions.
+    The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``attention_bias`` puts a bias on
+    all four projections, ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2); ``qk_norm="rmsnorm"`` adds
+    Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's (in its layers with RoPE).
+    A kind without ``rotary`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of
+    its queries. The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
+    :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions.
+    The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
+    ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
+    saves the capped scores' tanh for backward), Gemma's ``1 + weight`` QK-norms.
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
     >>> sp.expand(attention(qkv_bias=True).total("params") - attention().total("params"))
     d_h*n_h + 2*d_h*n_kv
     """
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    if not isinstance(kind, LayerKind):
+        raise SymllmError(f"kind: expected a LayerKind, got {kind!r}")
+    bias, qkv_bias, rotary, window = structure.attention_bias, structure.qkv_bias, kind.rotary, kind.window
+    variant = structure.variant
+    qk_norm = None if not rotary and structure.qk_norm == "l2" else structure.qk_norm  # Llama 4: RoPE layers only
     pairs = _pairs(causal, window)
     held = t + s if window is None else sp.Min(t + s, W)  # positions in the cache after the pass
     in_bias = bias or qkv_bias
-    norms = qk_norms(qk_norm) if qk_norm is not None else ()
+    norms = qk_norms(qk_norm, variant.norm_offset and qk_norm != "full") if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
+    per_score = ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
+    scores_rules = _NO_WEIGHT if not variant.attn_softcap else Rules(
+        "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
+    if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
+        projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
+                              "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
+                              rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
+                                          label="fused projections (Phi-3)")),)
+    else:
+        projections = (
+            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
+                   rules=_rules("column", "wq", "q_proj")),  # ColumnParallelLinear
+            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wk", "k_proj")),  # ColumnParallelLinear
+            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
+        )
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _NO_WEIGHT if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
@@ -518,12 +590,7 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
         # (the fused kernel's log-sum-exp, or eager's probabilities) sits on `scores`
         saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h),
         children=(
-            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
-                   rules=_rules("column", "wq", "q_proj")),  # ColumnParallelLinear
-            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wk", "k_proj")),  # ColumnParallelLinear
-            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
+            *projections,
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
@@ -536,14 +603,15 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
             # activation elements: exact but for int4 activations, 4.125 bytes a row); the scores
             # are recomputed tile by tile in backward. Eager: saves the probabilities b·n_h·s·s (A·V's left
             # operand), and holds live a prefill's scores and probabilities, or a decode step's at context s + n
-            Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
+            Component("scores", flops=core, elementwise=per_score * b * n_h * pairs,
                       saved=STAT_BYTES * b * n_h * s,
                       live=(2 * _T * n_h * d_h + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
-                      eager_saved=beta_a * b * n_h * s ** 2,
+                      eager_saved=(2 if variant.attn_softcap else 1) * beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2,
                                   2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
-                      doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))",
-                      rules=_NO_WEIGHT),
+                      doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"
+                          + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else ""),
+                      rules=scores_rules),
             Component("context", flops=core, doc="output = torch.matmul(scores, values)", rules=_NO_WEIGHT),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
@@ -568,29 +636,47 @@ def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
     return m * sp.ceiling(hidden / m)
 
 
-def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed_forward") -> Component:
+def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed_forward",
+                 variant: Variant = LLAMA) -> Component:
     """The SwiGLU feed-forward ``w2(silu(w1 x) * w3 x)``: ``3·d·d_ff`` parameters without biases
     (``width`` is ``d_ff``; the dense layers of a model that interleaves MoE layers have ``d_fd``).
+    ``variant``: GeGLU (Gemma's ``gelu_pytorch_tanh`` in place of SiLU, :data:`ELEMENTWISE`), or Phi-3's
+    ``w13`` (``gate_up_proj``: ``w1`` and ``w3`` in one linear of ``2·d_ff`` outputs, chunked after).
 
     >>> feed_forward().total("params"), feed_forward(width=d_fd).total("params")
     (3*d*d_ff, 3*d*d_fd)
+    >>> [c.name for c in feed_forward(variant=Variant(fused=True)).children]
+    ['w13', 'w2']
+    >>> feed_forward(variant=Variant(activation="gelu_tanh")).elementwise
+    10*b*d_ff*s
     """
-    return Component(
-        name,
-        elementwise=(ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * width,
-        # saved: the normed input of w1/w3, the w1 and w3 outputs (SiLU and gate backward), the w2 input
-        saved=beta_a * (_T * d + 3 * _T * width),
-        live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
-        children=(
+    act = variant.activation
+    if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
+        fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
+                      label="fused projections (Phi-3)")
+        projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
+                              "intermediate_size)  # gate, up = chunk(2)", rules=fused),
+                       linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
+                              rules=_rules("row", "w2", "down_proj")))
+    else:
+        projections = (
             linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)",
                    rules=_rules("column", "w1", "gate_proj")),  # ColumnParallelLinear
             linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)",
                    rules=_rules("row", "w2", "down_proj")),  # RowParallelLinear
             linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)",
                    rules=_rules("column", "w3", "up_proj")),  # ColumnParallelLinear
-        ),
-        doc="FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))",
-        rules=_NO_WEIGHT,
+        )
+    return Component(
+        name,
+        elementwise=(ELEMENTWISE[act] + ELEMENTWISE["gate"]) * _T * width,
+        # saved: the normed input of w1/w3, the w1 and w3 outputs (the activation's and gate's backward), the w2 input
+        saved=beta_a * (_T * d + 3 * _T * width),
+        live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
+        children=projections,
+        doc=("FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))" if act == "silu" else
+             "GemmaMLP: down_proj(gelu_pytorch_tanh(gate_proj(x)) * up_proj(x))"),
+        rules=_NO_WEIGHT if act == "silu" else Rules("replicated", lora=(), stacks=(), label="GeGLU (Gemma)"),
     )
 
 
@@ -667,9 +753,10 @@ def _switches(**flags) -> None:
         boolean(name, value)
 
 
-def lm_head(*, tied: bool = False) -> Component:
+def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     """The output projection ``d -> V``: ``V·d`` parameters untied, 0 tied (counted once, in the
-    embedding), and ``2·b·s·d·V`` FLOPs either way (logits at every position).
+    embedding), and ``2·b·s·d·V`` FLOPs either way (logits at every position); with ``softcap`` (Gemma 2)
+    each logit is soft-capped, ``ELEMENTWISE['softcap']`` FLOPs per logit.
 
     >>> lm_head(tied=True).params, lm_head(tied=True).flops
     (0, 2*V*b*d*s)
@@ -678,101 +765,107 @@ def lm_head(*, tied: bool = False) -> Component:
     ...
     symllm.errors.SymllmError: tied: expected True or False, got 'no'
     """
-    _switches(tied=tied)
+    _switches(tied=tied, softcap=softcap)
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
     # keeps the output embedding out of bitsandbytes' quantization
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
                  rules=Rules("column", lora=(), weight="head", stacks=_HF))
     out = out.replace(saved=beta_a * _T * d, live=(_T * V,))  # saves its input; the logits are live
+    if softcap:  # logits = tanh(logits / cap) * cap: element-wise, after the matmul
+        out = out.replace(elementwise=ELEMENTWISE["softcap"] * _T * V, doc=out.doc + "; soft-capped logits",
+                          saved=out.saved + beta_a * _T * V,  # tanh's backward keeps its output
+                          rules=dataclasses.replace(out.rules, stacks=(), label="soft-capped final logits (Gemma 2)"))
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
 
 
-def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
-          qk_norm: str | None = None, causal: bool = False, ffn: str = "dense", shared_expert: bool = False,
-          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None) -> Component:
-    """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
-    ``out = h + feed_forward(ffn_norm(h))``; with ``ffn="moe"`` the feed-forward is a mixture of
-    experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm);
-    ``window`` is its attention's (:func:`attention`).
+def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
+          name: str = "block", **options) -> Component:
+    """One pre-norm transformer block of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of
+    ``options``): ``h = x + attention(attention_norm(x))``, ``out = h + feed_forward(ffn_norm(h))``. A kind
+    with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert); a dense
+    one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
+    The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
+    before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
+    post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block.
 
-    >>> [c.name for c in block().children], [c.name for c in block(ffn="moe").children][-1]
+    >>> [c.name for c in block().children], [c.name for c in block(kind=LayerKind(ffn="moe")).children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
+    >>> [c.name for c in block(variant=Variant(norms="post")).children]
+    ['attention', 'post_attention_norm', 'feed_forward', 'post_ffn_norm']
     """
-    _switches(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, causal=causal,
-              shared_expert=shared_expert, rotary=rotary)
-    if ffn not in ("dense", "moe"):
-        raise SymllmError(f"ffn: unknown {ffn!r} (known: dense, moe)")
-    if not rotary and qk_norm == "l2":  # Llama 4 norms q and k only in its RoPE layers
-        qk_norm = None
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    variant = structure.variant
+    if kind.ffn == "moe":
+        ffn = moe(shared=structure.shared_expert)
+    else:
+        ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
+    off = variant.norm_offset
+    post = Rules("sequence", lora=(), weight="norm", stacks=(), label="norms after attention and feed-forward "
+                 "(OLMo 2, Gemma 2 and 3)")
+    pre = variant.norms in ("pre", "sandwich")
+    after = variant.norms in ("post", "sandwich")
+    children = (
+        *([rmsnorm("attention_norm", offset=off)] if pre else []),
+        attention(structure, kind, causal=causal),
+        *([rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual add",
+                   rules=post, offset=off)] if after else []),
+        *([rmsnorm("ffn_norm", offset=off)] if pre else []),
+        ffn,
+        *([rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
+                   rules=post, offset=off)] if after else []),
+    )
     return Component(
         name,
         elementwise=2 * ELEMENTWISE["residual"] * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
-        children=(
-            rmsnorm("attention_norm"),
-            attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary,
-                      window=window),
-            rmsnorm("ffn_norm"),
-            feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(shared=shared_expert),
-        ),
+        children=children,
         doc="TransformerBlock(layer_id, args)",
         rules=_NO_WEIGHT,
     )
 
 
-def _layers(moe_kind, nope: bool, window: str | None = None):
-    """The groups of identical blocks: ``(name, block options, how many)``, in model order. A window is
-    in the layers with RoPE (Llama 4 attends to the whole context in its layers without)."""
-    return [(name, dict(options, window=window if options.get("rotary", True) else None), count)
-            for name, options, count in _groups(moe_kind, nope)]
+def group_counts(groups: int) -> tuple[sp.Expr, ...]:
+    """The blocks of each of ``groups`` groups: ``L`` for one; ``L - L_2 - ...`` then ``L_2``, ... for more
+    (:data:`symllm.arch.symbols.GROUP_COUNTS`, bound to the spec's counts).
+
+    >>> group_counts(1), group_counts(3)
+    ((L,), (L - L_2 - L_3, L_2, L_3))
+    """
+    rest = GROUP_COUNTS[:groups - 1]
+    return (L,) if groups == 1 else (L - sum(rest), *rest)
 
 
-def _groups(moe_kind, nope: bool):
-    if moe_kind not in MOE_KINDS:
-        raise SymllmError(f"moe: unknown {moe_kind!r} (known: {', '.join(map(str, MOE_KINDS))})")
-    if moe_kind != "some":
-        ffn = "dense" if moe_kind is None else "moe"
-        if not nope:
-            return [("block", dict(ffn=ffn), L)]
-        return [("block", dict(ffn=ffn), L - L_nope), ("nope_block", dict(ffn=ffn, rotary=False), L_nope)]
-    # some MoE layers: the others are dense of width d_fd; layers without RoPE are among the MoE ones
-    dense = ("block", dict(ffn="dense", width=d_fd), L - L_moe)
-    if not nope:
-        return [dense, ("moe_block", dict(ffn="moe"), L_moe)]
-    return [dense, ("moe_block", dict(ffn="moe"), L_moe - L_nope),
-            ("nope_block", dict(ffn="moe", rotary=False), L_nope)]
-
-
-def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
-          qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False, moe: str | None = None,
-          shared_expert: bool = False, nope: bool = False, window: str | None = None) -> Component:
-    """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
+def model(structure: Structure | None = None, *, causal: bool = False, **options) -> Component:
+    """The whole model of ``structure`` (or of a :class:`Structure` of ``options``): embedding, one group of
+    identical blocks per kind of layer (``structure.kinds``, each repeated by its count: :func:`group_counts`,
+    named by :func:`symllm.arch.layers.group_names`), the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
     ``intermediate_size``, never re-rounded), ``"meta"`` (Meta's rounding with a multiplier ``f``) or
-    ``"meta_plain"`` (Meta's rounding without one). ``moe`` (:data:`MOE_KINDS`) makes the feed-forward a
-    mixture of experts in every block (``"all"``) or in ``L_moe`` of them (``"some"``, the others dense
-    of width ``d_fd``), ``shared_expert`` adds Llama 4's shared expert, ``nope`` makes ``L_nope`` blocks
-    (among the MoE ones) Llama 4 layers without RoPE. Blocks that differ form groups, each repeated.
-    ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE.
+    ``"meta_plain"`` (Meta's rounding without one).
+    The structure's ``variant`` (:class:`Variant`) is what Phi-3, OLMo 2 and Gemma change of LLaMA's block, in
+    every layer.
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
-    >>> [(c.name, c.repeat) for c in model(moe="some", nope=True).children[1:-2]]
-    [('block', L - L_moe), ('moe_block', L_moe - L_nope), ('nope_block', L_nope)]
+    >>> kinds = (LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe", rotary=False))
+    >>> [(c.name, c.repeat) for c in model(kinds=kinds).children[1:-2]]
+    [('block', L - L_2 - L_3), ('moe_block', L_2), ('nope_block', L_3)]
     """
-    _switches(tied=tied, shared_expert=shared_expert, nope=nope)
-    if hidden not in ("explicit", "meta", "meta_plain"):
-        raise SymllmError(f"hidden: unknown rule {hidden!r} (explicit, meta, meta_plain)")
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    hidden = structure.hidden
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
-    common = dict(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
-                  causal=causal, shared_expert=shared_expert)
-    groups = tuple(block(**common, **options, name=name).replace(repeat=count)
-                   for name, options, count in _layers(moe, nope, window))
+    variant = structure.variant
+    groups = tuple(block(structure, kind, causal=causal, name=name).replace(repeat=count)
+                   for kind, name, count in zip(structure.kinds, group_names(structure.kinds),
+                                                group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(), *groups, rmsnorm("norm"), lm_head(tied=tied)),
+        children=(embedding(scale=variant.embed_scale), *groups, rmsnorm("norm", offset=variant.norm_offset),
+                  lm_head(tied=structure.tied, softcap=variant.final_softcap)),
         definitions=definitions,
         doc="Transformer(params)",
         rules=_NO_WEIGHT,
@@ -826,8 +919,14 @@ def component(name: str, whole: Component | None = None) -> Component:
 
 #: model() with every structural option switched on: every factory's parts, each at least once
 #: (:func:`lora_names` reads the declarations from it; a new option belongs here)
-EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", moe="some",
-                  shared_expert=True, nope=True, window="sliding")
+EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
+                  kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
+                         LayerKind(ffn="moe", rotary=False)),
+                  variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
+                                  attn_softcap=True, final_softcap=True))
+#: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
+#: :func:`lora_names` reads, after :data:`EVERY_PART`'s
+EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True))
 
 
 def lora_names() -> dict[str, str]:
@@ -839,5 +938,6 @@ def lora_names() -> dict[str, str]:
     >>> lora_names()["gate_proj"]
     'w1'
     """
-    pairs = dict.fromkeys(c.rules.lora for c in model(**EVERY_PART).walk() if c.rules.lora)
+    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED) for c in model(**every).walk()
+                          if c.rules.lora)
     return {**{ours: ours for ours, _ in pairs}, **{hf: ours for ours, hf in pairs}}

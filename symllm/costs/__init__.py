@@ -7,10 +7,11 @@ Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default
 KV-cache formats as exact bytes), :mod:`~symllm.costs.hardware`,
 :mod:`~symllm.costs.scaling`, :mod:`~symllm.costs.checks` (whether a workload fits a model),
 :mod:`~symllm.costs.zero` (training states per optimizer and ZeRO sharding), :mod:`~symllm.costs.inverse`
-(the largest batch or context that fits, in closed form).
+(the largest batch or context that fits, in closed form), :mod:`~symllm.costs.comparison` (models side by
+side), :mod:`~symllm.costs.shares` (memory per component).
 """
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "phases", "stacks", "parallel", "finetune", "formats", "hardware", "scaling", "checks", "zero",
-    "inverse")})
+    "inverse", "shares", "comparison")})

@@ -24,11 +24,12 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
+from symllm.arch.layers import LayerKind, runs as _runs
 from symllm.errors import SymllmError
 from symllm.validate import boolean, short
 from symllm.validate import integer as _integer
 
-__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices",
+__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
 #: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
@@ -105,6 +106,9 @@ class Family:
     wrappers: tuple = ()
     #: ModelConfig field -> config.json key, where it differs from :data:`HF_NAMES`
     names: dict = field(default_factory=dict)
+    #: the key its class reads the feed-forward's activation from, and the values it models -> the
+    #: activation (ModelConfig.activation); another value is refused
+    activation: tuple = ("hidden_act", {"silu": "silu", "swish": "silu"})
 
 
 _REGISTRY: dict[str, Family] = {}
@@ -144,12 +148,12 @@ def family_of(kind) -> Family:
     >>> family_of("gpt2")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads llama, llama4_text, llama4, mistral, mixtral, qwen2, qwen3, qwen3_moe)
+    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads gemma, gemma2, gemma3, gemma3_text, llama, llama4, llama4_text, mistral, mixtral, olmo2, phi3, qwen2, qwen3, qwen3_moe)
     """
     families = registry()
     if not isinstance(kind, str) or kind not in families:
         what = f" ({HF_NOT_YET[kind]})" if isinstance(kind, str) and kind in HF_NOT_YET else ""
-        raise SymllmError(f"model_type: {short(kind)}{what} is not modelled (symllm reads {', '.join(families)})")
+        raise SymllmError(f"model_type: {short(kind)}{what} is not modelled (symllm reads {', '.join(sorted(families))})")
     return families[kind]
 
 
@@ -189,6 +193,18 @@ def flag(raw: dict, key: str, default: bool) -> bool:
     symllm.errors.SymllmError: use_sliding_window: expected True or False, got 'false'
     """
     return boolean(key, raw.get(key, default))
+
+
+def groups(kinds) -> dict:
+    """The ModelConfig field of a family's per-layer kinds (one :class:`~symllm.arch.layers.LayerKind` per
+    layer, in order): ``layers``, the kinds as runs of consecutive identical layers, which
+    ``ModelConfig.groups`` collapses into groups of identical layers. All a family says about how its
+    layers differ.
+
+    >>> groups([LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe")])["layers"][1]
+    (LayerKind(ffn='moe', rotary=True, window=None), 2)
+    """
+    return {"layers": _runs(kinds)}
 
 
 def indices(raw: dict, key: str, n_layers: int, default=None):
@@ -233,9 +249,11 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
     for key, what in HF_UNMODELLED.items():
         if key in raw and key not in family.models and not _neutral(key, raw[key]):
             raise SymllmError(f"{key}: {short(raw[key])} ({what}) is not modelled by symllm")
-    act = raw.get("hidden_act", "silu")
-    if act not in ("silu", "swish"):
-        raise SymllmError(f"hidden_act: {short(act)} is not modelled (symllm models SwiGLU: silu)")
+    key, known = family.activation
+    act = raw.get(key, next(iter(known)))
+    if not isinstance(act, str) or act not in known:
+        what = "SwiGLU: silu" if "silu" in known else f"GeGLU: {', '.join(known)}"
+        raise SymllmError(f"{key}: {short(act)} is not modelled (symllm models {what})")
     ignored = {**{k: False for k in ("attention_bias", "mlp_bias") if k not in family.reads}, **family.ignored}
     for key, neutral in ignored.items():
         if key in raw and raw[key] is not neutral:
@@ -293,8 +311,10 @@ def _fields(raw: dict, family: Family) -> dict:
     theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0) if isinstance(rope, dict) else 10000.0)
     out = dict(vocab_size=size("vocab_size"), dim=size("hidden_size"), n_layers=L,
                n_heads=size("num_attention_heads"), n_kv_heads=size("num_key_value_heads"),
-               head_dim=size("head_dim"), tie_embeddings=flag(raw, "tie_word_embeddings", False),
+               head_dim=size("head_dim"),
+               tie_embeddings=flag(raw, "tie_word_embeddings", family.defaults.get("tie_word_embeddings", False)),
                qkv_bias=family.qkv_bias, qk_norm=family.qk_norm,
+               activation=family.activation[1][raw.get(family.activation[0], next(iter(family.activation[1])))],
                norm_eps=raw.get("rms_norm_eps", 1e-6), rope_theta=theta)
     for key in family.reads:
         out[key] = flag(raw, key, False)
