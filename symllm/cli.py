@@ -54,6 +54,9 @@ from symllm.costs.workloads import Workload, options as workload_options  # noqa
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
              "  symllm count path/to/params.json --vocab-size 32000\n"
+             "  symllm count meta-llama/Llama-3.1-8B   (from the local Hugging Face cache)\n"
+             "  symllm count llama3.1-8b --weight-format Q4_K_M --kv-format q8_0 --gpu rtx4090 --seq 32768\n"
+             "  symllm count llama3.1-70b --serve --gpu h100-sxm --tp 4 --seq 131072 --kv-format fp8\n"
              "  symllm count llama3.1-8b mistral-7b mixtral-8x7b --gpu h100-sxm\n"
              "  symllm count llama3.1-8b mistral-7b --format markdown",
     "derive": "examples:\n  symllm derive --component attention --gqa --format latex\n"
@@ -64,7 +67,9 @@ EXAMPLES = {
               "  symllm report llama3.1-8b --format latex --standalone -o r.tex\n"
               "  symllm report llama2-7b --notation paper.toml --template-dir my_templates",
     "presets": "examples:\n  symllm presets",
-    "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json",
+    "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json\n"
+              "  symllm verify path/to/checkpoint_folder\n  symllm verify meta-llama/Llama-3.1-8B\n"
+              "  symllm verify model-Q4_K_M.gguf",
     "plan": "examples:\n  symllm plan llama3.1-70b --gpus 16xh100-sxm --seq 4096\n"
             "  symllm plan llama3.1-70b --gpus 64xh100-sxm --train --global-batch 512 --seq 8192 --tokens 1e12\n"
             "  symllm plan mixtral-8x7b --gpus 32xh100-sxm --train --top 5 --json",
@@ -125,13 +130,44 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _model_arg(p):
-    p.add_argument("model", metavar="MODEL", help="a preset name (symllm presets) or a config.json / params.json")
+    p.add_argument("model", metavar="MODEL", help="a preset name (symllm presets), a config.json / params.json, a "
+                   "checkpoint folder or .gguf file, or a Hub id (org/name) in the local Hugging Face cache")
     p.add_argument("--vocab-size", type=int, default=None,
                    help="vocabulary size, for Meta params.json files that say -1")
 
 
 def _load(args):
+    folder = args.model if os.path.isdir(args.model) else None
+    if str(args.model).endswith(".gguf") or folder is not None and not any(
+            os.path.lexists(os.path.join(folder, n)) for n in ("config.json", "params.json")) and any(
+            n.endswith(".gguf") for n in os.listdir(folder)):  # a GGUF file holds its own config (costs.checkpoints)
+        from symllm.costs import checkpoints
+        config = checkpoints.config_of(checkpoints.read(args.model))
+        return config.replace(vocab_size=args.vocab_size) if args.vocab_size is not None else config
     return cfgmod.load(args.model, vocab_size=args.vocab_size)  # what api.resolve does with a name or a path
+
+
+def _checkpoint(args) -> dict | None:
+    """A checkpoint's actual bytes beside the formula's, when the model argument holds weights (a folder,
+    a Hub id in the local cache, a .safetensors or .gguf file): symllm.costs.checkpoints, headers only."""
+    from symllm.costs import checkpoints
+    if not checkpoints.has_weights(args.model):
+        return None
+    c = checkpoints.check(args.model)
+    return {k: c[k] for k in ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference")}
+
+
+def _checkpoint_lines(c: dict) -> str:
+    rows = [(f"checkpoint ({c['format']}, {c['files']} file(s), {c['tensors']} tensors)", grouped(c["bytes"]),
+             human_bytes(c["bytes"]))]
+    if c["formula_bytes"] is not None:
+        rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))
+    out = _table(rows, ("weights on disk (headers; symllm verify compares them)", "bytes", ""))
+    if c["formula_bytes"] is None:
+        out += "\n(no formula for this checkpoint's format)"
+    if c["difference"] is not None:
+        out += "\n" + _wrap(f"differs from the component tree: {c['difference']}")
+    return out
 
 
 #: the columns terminal output fits (tables, wrapped lines, help)
@@ -257,21 +293,24 @@ def cmd_count(args) -> int:
             tuned = finetune.lora(config, **given)
             counts = {**counts, **tuned["params"]}
             work["memory"].update(tuned["memory"])
-        if work["workload"]["weight_format"] is not None:  # exact bytes of a quantized format (costs.formats)
-            from symllm.costs import formats
-            fmt = formats.weight_bytes(config, work["workload"]["weight_format"])
-            work["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"],
-                                     "bits_per_weight": fmt["bits_per_weight"],
-                                     "dtype_weights_bytes": work["memory"]["weights"]}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
+    ckpt = _checkpoint(args)
+    serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
+    if serve and not args.serve:
+        raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
+    if args.serve:  # vLLM's paged KV cache (symllm.costs.serving)
+        from symllm.costs import serving
+        if "non_torch" in serve:
+            serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
+        work["serving"] = serving.capacity(config, **given, **serve)
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
-            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work},
-                             indent=2, default=_json_number))
+            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work,
+                              **({"checkpoint": ckpt} if ckpt else {})}, indent=2, default=_json_number))
         return 0
     rows = [(k, grouped(v), human(v)) for k, v in counts.items()
             if k not in ("total", "block", "active", "trainable")]
@@ -322,10 +361,12 @@ def cmd_count(args) -> int:
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
     print(_table(rows, ("component", "parameters", "rounded")))
+    if ckpt:
+        print("\n" + _checkpoint_lines(ckpt))
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
-                           f"{w['dtype']}, KV cache {w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
+                           f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
                            f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
                            f"{'; full recomputation' if w['recompute'] else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
@@ -347,6 +388,8 @@ def cmd_count(args) -> int:
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
             print("\n" + "\n".join(time_lines(work["time"], w)))
+        if "serving" in work:
+            print("\n" + serve_lines(work["serving"]))
     return 0
 
 
@@ -408,6 +451,24 @@ def plan_lines(p, top: int) -> list[str]:
                         "another (micro x acc), then reduces gradients once." if p.training
                         else "tokens/s = replicas x batch / decode step.")))
     return out
+
+
+#: count's options for --serve (symllm.costs.serving.capacity's keywords)
+_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch")
+
+
+def serve_lines(r: dict) -> str:
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here)."""
+    rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
+            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
+            ("- activation peak", human_bytes(r["activation_peak"]),
+             f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
+            ("- non-torch memory", human_bytes(r["non_torch"]), "as given (--non-torch-memory)"),
+            ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"),
+            ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
+            (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
+             "fits" if r["fits"] else "one request does not fit")]
+    return _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2))
 
 
 def time_lines(t: dict, w: dict) -> list[str]:
@@ -501,7 +562,7 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
                "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
                # LoRA's numbers are count's and the sweep's (symllm.costs.finetune); derive shows none of them yet
                "lora_rank": "count", "lora_targets": "count", "qlora": "count",
-               "weight_format": "count"}  # the format's bytes: count only (symllm.costs.formats)
+               "weight_format": "memory", "kv_format": "memory"}  # β_w, β_kv of a format (symllm.costs.formats)
 
 
 #: the options derive's roofline quantities use (symllm.costs.hardware); --gpu applies to nothing else
@@ -526,14 +587,7 @@ def _uses(quantities) -> tuple:
     return (quantities,) if isinstance(quantities, str) else quantities
 
 
-def _count_only(args, command: str) -> None:
-    """Refuse an option only count shows yet, rather than ignore it (a silently unchanged number)."""
-    if getattr(args, "weight_format", None) is not None:
-        raise SymllmError(f"weight_format: shown by symllm count only; {command} does not use it yet")
-
-
 def cmd_report(args) -> int:
-    _count_only(args, "report")
     from symllm.numbers import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
     _emit(quick.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
                        vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
@@ -551,6 +605,16 @@ def cmd_presets(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    from symllm.costs import checkpoints
+    if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
+        c = checkpoints.check(args.model)
+        where = f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), {grouped(c['bytes'])} bytes"
+        if c["formula_bytes"] is not None:
+            where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
+        print(_wrap(where))
+        print(_wrap(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
+                                                "every tensor's name, shape and dtype agrees with the component tree")))
+        return 1 if c["difference"] else 0
     config = _load(args)
     try:
         from symllm import reference
@@ -605,7 +669,6 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def cmd_sweep(args) -> int:
-    _count_only(args, "sweep")
     from symllm.numbers import sweeps as sw
     grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
     for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:
@@ -746,6 +809,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "csv", "markdown", "latex"), default=None,
                    help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
+    s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; context --seq + --gen)")
+    s.add_argument("--serve", action="store_true", help="KV cache tokens and maximum concurrency as vLLM allocates them")
+    s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+                   help="share of GPU memory vLLM may use (default 0.9)")
+    s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
+                   help="tokens of vLLM's profile run, whose activation peak is reserved (default 8192)")
+    s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
+    s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
+                   help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default 0)")
     p.set_defaults(func=cmd_count)
 
     p = add("derive", "the derivation of a component's closed form (and its numbers with --model)")
@@ -779,7 +851,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("presets", "list the shipped presets with their totals")
     p.set_defaults(func=cmd_presets)
 
-    p = add("verify", "count the torch reference model on the meta device and compare (needs torch)")
+    p = add("verify", "a checkpoint's tensor headers, or a config's torch meta model, against the component tree")
     _model_arg(p)
     p.set_defaults(func=cmd_verify)
 

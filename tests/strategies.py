@@ -173,7 +173,8 @@ def workload_options() -> st.SearchStrategy[dict]:
     """Options of a symllm.Workload by name, each present or left to its default: batch, seq, gen,
     context (small, or up to 10**6 so that FLOPs pass int64), every dtype for weights, KV cache and
     activations (int4 with its group size), dense or causal attention, ZeRO stage, data-parallel
-    ranks, full recomputation, the optimizer, tensor/pipeline-parallel degrees and sequence parallelism."""
+    ranks, full recomputation, the optimizer, tensor/pipeline-parallel degrees and sequence parallelism, a
+    KV-cache and a weight format."""
     from symllm.costs.workloads import ATTENTION, DTYPES, OPTIMIZERS
     size = lambda lo: st.one_of(st.integers(lo, 64), st.integers(lo, 10**6))  # noqa: E731
     dtypes = st.sampled_from(list(DTYPES))
@@ -185,6 +186,10 @@ def workload_options() -> st.SearchStrategy[dict]:
         "optimizer": st.sampled_from(OPTIMIZERS),  # symllm.costs.zero
         "tp": st.integers(1, 8), "pp": st.integers(1, 5), "sp": st.booleans(),  # symllm.costs.parallel
         "stack": st.sampled_from(["fused", "eager", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
+        # symllm.costs.formats: KV-cache formats, and weight formats any shape takes (AWQ, GPTQ and GGUF need
+        # rows of whole groups or blocks)
+        "kv_format": st.sampled_from(["fp8", "q8_0", "q4_0", "fp16"]),
+        "weight_format": st.sampled_from(["bf16", "fp32", "nf4", "nf4-nodq", "int8", "fp8", "fp8-channel", "fp8-block"]),
     }).map(_one_memory_model)
 
 
@@ -196,6 +201,8 @@ def _one_memory_model(options: dict) -> dict:
         options.pop("stack", None)
     if options.get("tp", 1) == 1:
         options.pop("sp", None)
+    if "kv_format" in options:  # a KV-cache format replaces --kv-dtype (Workload refuses both)
+        options.pop("kv_dtype", None)
     return options
 
 
@@ -532,6 +539,39 @@ def moe_layouts(draw):
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
                    zero_stage=draw(st.integers(0, 3)))
     return ModelConfig(**fields), degrees
+
+
+# --- checkpoint files (tests/test_checkpoints.py) ---
+
+@st.composite
+def checkpoint_headers(draw) -> tuple[str, bytes]:
+    """(suffix, file bytes) of a damaged checkpoint header: a safetensors file whose length field, JSON,
+    dtype, shape or data offsets are drawn around the valid ones, or a GGUF file whose version, counts,
+    string lengths, value types, dimensions or tensor types are drawn; sometimes cut short."""
+    import struct
+    if draw(st.booleans()):
+        shape = draw(st.lists(st.integers(-2, 5), max_size=3))
+        n = math.prod(shape) if shape else 1
+        end = draw(st.one_of(st.just(2 * max(n, 0)), st.integers(-4, 64)))
+        entry = {"dtype": draw(st.sampled_from(["BF16", "F32", "I8", "Q4", 7])), "shape": shape,
+                 "data_offsets": draw(st.sampled_from([[0, end], [end, 0], [0], "x"]))}
+        header = json.dumps(draw(st.sampled_from([{"w": entry}, {"w": entry, "__metadata__": {"a": "b"}}, [entry],
+                                                  {"w": 3}]))).encode()
+        if draw(st.booleans()):
+            header = header[:draw(st.integers(0, len(header)))]
+        length = draw(st.one_of(st.just(len(header)), st.integers(0, 2**64 - 1)))
+        data = struct.pack("<Q", length) + header + bytes(draw(st.integers(0, 64)))
+        return ".safetensors", data[:draw(st.integers(0, len(data)))] if draw(st.booleans()) else data
+    out = b"GGUF" + struct.pack("<I", draw(st.sampled_from([1, 2, 3, 4])))
+    out += struct.pack("<QQ", draw(st.sampled_from([0, 1, 2**40])), draw(st.sampled_from([0, 1, 2**40])))
+    key = draw(st.text(max_size=8)).encode()
+    out += struct.pack("<Q", draw(st.sampled_from([len(key), 2**62]))) + key
+    out += struct.pack("<I", draw(st.integers(0, 13))) + draw(st.binary(max_size=24))
+    name = b"blk.0.attn_q.weight"
+    out += struct.pack("<Q", len(name)) + name + struct.pack("<I", draw(st.integers(0, 6)))
+    out += b"".join(struct.pack("<Q", draw(st.integers(0, 2**40))) for _ in range(draw(st.integers(0, 3))))
+    out += struct.pack("<IQ", draw(st.integers(0, 45)), draw(st.integers(0, 2**20))) + draw(st.binary(max_size=64))
+    return ".gguf", out[:draw(st.integers(0, len(out)))] if draw(st.booleans()) else out
 
 
 # --- Phi-3, OLMo 2, Gemma 1-3 as HF config.json (tests/test_dense_families.py) ---

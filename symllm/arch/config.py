@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 from fractions import Fraction
 from dataclasses import dataclass
 from functools import lru_cache
@@ -557,7 +558,8 @@ def preset_info(name: str) -> dict:
 
 
 def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
-    """A preset name or the path of a ``config.json`` / ``params.json``.
+    """A preset name, the path of a ``config.json`` / ``params.json``, a folder holding one (a checkpoint,
+    a snapshot), or a Hub id ``org/name`` found in the local Hugging Face cache (:mod:`symllm.arch.hub`).
 
     >>> load("no-such-model")
     Traceback (most recent call last):
@@ -565,6 +567,14 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
     symllm.errors.SymllmError: model: unknown preset 'no-such-model' (symllm presets lists them)
     """
     path = Path(model)
+    from symllm.arch import hub  # a folder, or a Hub id in the local cache (no network, no huggingface_hub)
+    folder = hub.model_folder(model) if path.suffix != ".json" else None
+    if folder is not None:
+        name = hub.repo_root(folder).name.split("--")[-1] if hub.repo_root(folder) != folder else folder.name
+        config = "config.json" if os.path.lexists(folder / "config.json") or not os.path.lexists(
+            folder / "params.json") else "params.json"
+        return from_dict(read_json(hub.member(folder, config, "config"), "config"), vocab_size=vocab_size,
+                         name=name)
     if path.suffix == ".json" or path.exists():
         return from_dict(read_json(path, "config"), vocab_size=vocab_size, name=path.stem)
     info = preset_info(str(model))

@@ -52,6 +52,7 @@ from symllm.costs import phases as costs
 from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, zero
+from symllm.costs.formats import QUANTIZES
 from symllm.arch.components import Component, matmul
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
@@ -64,12 +65,12 @@ __all__ = ["NF4_BITS", "FORMATS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trai
 #: block of 64 weights, an fp32 constant per block of 256 of those: 4 + 8/64 + 32/(64·256) = 4.127
 NF4_BITS = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
 
-#: weight format -> the kinds of weight it stores in its own format (a component's ``rules.weight``,
-#: :data:`symllm.arch.components.WEIGHTS`); every other weight stays in ``β_w``. QLoRA's NF4: the linear
-#: projections (bitsandbytes quantizes ``nn.Linear`` modules; transformers keeps the lm_head out; the
-#: router and fused experts are kept in ``β_w`` here, not checked against bitsandbytes). ``--dtype int4``
-#: is not one of these: it stores every weight in 4 bits with its group scales (``β_w``)
-FORMATS = {"nf4": ("linear",)}
+#: QLoRA's weight format -> the kinds of weight it stores in NF4 (a component's ``rules.weight``): the rule
+#: is bitsandbytes' own, stated once in :data:`symllm.costs.formats.QUANTIZES` (the linear projections;
+#: transformers keeps the lm_head out; the router and fused experts stay in ``β_w``); every other weight
+#: stays in ``β_w``. ``--dtype int4`` is not one of these: it stores every weight in 4 bits with its group
+#: scales (``β_w``)
+FORMATS = {"nf4": QUANTIZES["nf4"]}
 
 #: bytes per trainable (adapter) parameter: weights, gradients, optimizer states (Adam's two moments)
 ADAPTER_BYTES = {name: tuple(layout[p] for p in ("weights", "gradients", "optimizer"))

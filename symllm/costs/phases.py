@@ -444,10 +444,17 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     spec = resolved.spec(config)
     work = Workload.of(work, **options)
     checks.check(spec, work)
-    vals = {**spec.values(), **work.values()}
+    vals = values(spec, work)
+    fmt = None
+    if work.weight_format is not None:
+        from symllm.costs import formats
+        fmt = formats.weight_bytes(spec, work.weight_format)
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
+    if fmt is not None:
+        out["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
+                                "dtype_weights_bytes": evaluate(exprs["memory"]["weights"], {**vals, S.beta_w: work.weight_bytes})}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops)
     return out
@@ -455,15 +462,21 @@ def workload(config, work: Workload | None = None, **options) -> dict:
 
 def values(config, workload: Workload | None = None, **options) -> dict:
     """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
-    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …).
+    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …); under a
+    ``weight_format`` ``β_w`` is its exact bytes over the model's weights (:mod:`symllm.costs.formats`).
 
     >>> v = values("llama3.1-8b", batch=1, seq=8)
     >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
     (4096, 8, 1.3, 8, 8, 14336)
     """
-    out = resolved.spec(config).values()
+    spec = resolved.spec(config)
+    out = spec.values()
     if workload is not None or options:
-        out.update(Workload.of(workload, **options).values())
+        work = Workload.of(workload, **options)
+        out.update(work.values())
+        if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
+            from symllm.costs import formats
+            out[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
     return out
 
 

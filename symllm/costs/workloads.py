@@ -203,6 +203,9 @@ class Workload:
     #: a quantized weight format (symllm.costs.formats: GGUF file types, awq, gptq, nf4, fp8, ...); None: --dtype only
     weight_format: str | None = _opt(None, "weights in this format too: exact bytes and bits per weight "
                                      "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, nf4, int8, fp8-block, nvfp4, mxfp4, ...)")
+    #: a KV-cache format (symllm.costs.formats.KV_FORMATS: block scales included); None: --kv-dtype
+    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, ... (bytes per element with block "
+                                 "scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store it)")
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -249,6 +252,12 @@ class Workload:
         if self.weight_format is not None:
             from symllm.costs.formats import check_format
             check_format(self.weight_format)
+        if self.kv_format is not None:
+            from symllm.costs.formats import kv_bytes_per_element
+            kv_bytes_per_element(self.kv_format)
+            if "kv_dtype" not in self.derived and self.kv_dtype != self.dtype:
+                raise SymllmError(f"kv_format: give --kv-format or --kv-dtype, not both (got {self.kv_format!r} "
+                                  f"and {self.kv_dtype!r})")
         if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
                                                    or self.ep > 1):
             # LoRA's and the per-GPU memory use the component tree's tensors: refused rather than mixed
@@ -307,7 +316,14 @@ class Workload:
 
     @property
     def kv_bytes(self):
-        """Bytes per KV-cache element."""
+        """Bytes per KV-cache element: the ``kv_format``'s (block scales included) when one is given.
+
+        >>> Workload(kv_format="q8_0").kv_bytes, Workload(kv_dtype="fp8").kv_bytes
+        (Fraction(17, 16), 1)
+        """
+        if self.kv_format is not None:
+            from symllm.costs.formats import kv_bytes_per_element
+            return kv_bytes_per_element(self.kv_format)
         return dtype_bytes(self.kv_dtype, self.group_size, field="kv_dtype")
 
     @property

@@ -648,6 +648,13 @@ class Sweep:
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
         fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
+        if work.weight_format is not None:  # β_w: the format's bytes over the weights of the one model it prices
+            varied = [k for k in self.axes if k in CONFIG_FIELDS]
+            if varied:
+                raise SymllmError(f"weight_format: its bytes are per tensor of one model; a sweep with it varies "
+                                  f"workload axes only (--{varied[0].replace('_', '-')} varies the model)")
+            from symllm.costs import formats
+            fixed[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
         layers = self.axes.get("n_layers", [base_cfg.n_layers])  # the base's alone: nothing varies
         if len(spec.counts) > 1 and (isinstance(layers, _RangeAxis) or any(v != base_cfg.n_layers for v in layers)):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers are of "

@@ -138,7 +138,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     """
     key = cache_key(spec.shape(), work.shape())
     checks.check(spec, work)
-    vals = {**spec.values(), **work.values()}
+    vals = costs.values(spec, work)  # β_w of a weight format included
     hit = cache_get("workload", key)
     if hit is not None and len(hit) == 3:
         try:
