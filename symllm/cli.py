@@ -70,6 +70,9 @@ EXAMPLES = {
     "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json\n"
               "  symllm verify path/to/checkpoint_folder\n  symllm verify meta-llama/Llama-3.1-8B\n"
               "  symllm verify model-Q4_K_M.gguf",
+    "plan": "examples:\n  symllm plan llama3.1-70b --gpus 16xh100-sxm --seq 4096\n"
+            "  symllm plan llama3.1-70b --gpus 64xh100-sxm --train --global-batch 512 --seq 8192 --tokens 1e12\n"
+            "  symllm plan mixtral-8x7b --gpus 32xh100-sxm --train --top 5 --json",
     "plot": "examples:\n  symllm plot memory llama3.1-8b --seq 8192 --gpu h100-sxm -o memory.png\n"
             "  symllm plot context llama3.1-8b mistral-7b-v0.1 --gpu h100-sxm -o context.svg\n"
             "  symllm plot flops llama3.1-8b llama3.1-70b --contexts 1024:131072:1024 -o flops.pdf\n"
@@ -231,7 +234,7 @@ def _given(args, names=Workload.names()) -> dict:
     return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
 
 
-def add_workload_options(group, *, axes_as_values: bool = False) -> None:
+def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> None:
     """Add one option per :class:`~symllm.costs.workloads.Workload` field to ``group``, generated from the
     field's metadata: its flag, its help with the default appended, its type (an int, a string, a
     flag for a bool). Absent options are ``None`` (:meth:`Workload.of`: not given). With
@@ -245,6 +248,8 @@ def add_workload_options(group, *, axes_as_values: bool = False) -> None:
     """
     hints = typing.get_type_hints(Workload)
     for name, (fld, opt) in workload_options().items():
+        if name in exclude:
+            continue
         flag = opt.flag or "--" + name.replace("_", "-")
         kind = (set(typing.get_args(hints[name])) or {hints[name]}) - {type(None)}
         help_ = opt.help if fld.default is None or kind == {bool} else f"{opt.help} (default {fld.default})"
@@ -393,6 +398,66 @@ def cmd_count(args) -> int:
     return 0
 
 
+#: the workload options ``plan`` enumerates (or takes from --gpus) rather than reads
+PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "gpu", "lora_rank",
+                   "lora_targets", "qlora")
+
+
+def cmd_plan(args) -> int:
+    from symllm.numbers import plans
+
+    config = _load(args)
+    count, gpu = plans.parse_gpus(args.gpus)
+    given = _given(args, [n for n in Workload.names() if n not in PLAN_ENUMERATES])
+    if args.top is not None and args.top < 1:
+        raise SymllmError(f"top: expected a positive integer, got {args.top}")
+    result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
+                        concurrency=args.concurrency, **given)
+    if args.json:
+        print(json.dumps(result.to_dict(args.top), indent=2, default=_json_number))
+        return 0
+    for line in plan_lines(result, args.top or 10):
+        print(line)
+    return 0
+
+
+def plan_lines(p, top: int) -> list[str]:
+    """``plan``'s table from a :class:`symllm.numbers.plans.Plan`: the best ``top`` layouts, the drop
+    counts; nothing computed here."""
+    w = p.workload
+    what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
+            else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
+    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu} ({what}; {w['stack']} stack, {w['dtype']}): {p.layouts:,} "
+                 f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
+    moe = any(r["ep"] > 1 for r in p.rows + p.drops)
+    if p.rows:
+        rows = []
+        for i, r in enumerate(p.rows[:top], 1):
+            lay = [str(i), r["tp"], r["pp"], r["dp"]] + ([r["ep"]] if moe else [])
+            if p.training:
+                rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
+                                   f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
+                                   _g(r["step_s"]), _f(r["tokens_per_s"], ",.0f"), _f(r["mfu"], ".1%")]
+                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}"] if "training_s" in r else []))
+            else:
+                rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
+                                   _f(r["tokens_per_s"], ",.0f")])
+        head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
+        head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "tokens/s", "MFU"]
+                 + (["days"] if "training_s" in p.rows[0] else []) if p.training
+                 else ["batch", "peak/GPU", "decode ms", "tokens/s"])
+        text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
+        out += ["", _table(rows, tuple(head), text_columns=text)]
+    if p.dropped:
+        out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
+                                                  sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
+                     + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
+                        "another (micro x acc), then reduces gradients once." if p.training
+                        else "tokens/s = replicas x batch / decode step.")))
+    return out
+
+
 #: count's options for --serve (symllm.costs.serving.capacity's keywords)
 _SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch")
 
@@ -417,7 +482,10 @@ def time_lines(t: dict, w: dict) -> list[str]:
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     rows = [("inference peak", human_bytes(t["inference_peak"]),
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
-            ("training peak", human_bytes(t["training_peak"]), "fits" if t["training_fits"] else "does not fit"),
+            ("largest context", f"{t['max_context']:,} tokens", f"seq + gen at batch {w['batch']:,}"),
+            ("training peak", human_bytes(t["training_peak"]),
+             f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
+             f"seq {t['training_max_seq']:,})"),
             ("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
             ("decode step", f"{_g(t['decode_token_s'])} s", f"{t['decode_token_bound']}-bound"),
             ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), f"batch {w['batch']} x {w['dp']} replica(s)"),
@@ -791,6 +859,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("verify", "a checkpoint's tensor headers, or a config's torch meta model, against the component tree")
     _model_arg(p)
     p.set_defaults(func=cmd_verify)
+
+    p = add("plan", "rank every layout of N GPUs for training or serving: what fits, and how fast")
+    _model_arg(p)
+    p.add_argument("--gpus", required=True, metavar="NxGPU",
+                   help="how many of which accelerator, e.g. 16xh100-sxm (nodes as the catalogue says, "
+                        "--network between them)")
+    p.add_argument("--train", action="store_true", help="training layouts (ZeRO, recomputation); default: serving")
+    p.add_argument("--global-batch", type=int, default=None,
+                   help="training: sequences per optimizer step (default: one per GPU)")
+    p.add_argument("--concurrency", type=int, default=256,
+                   help="serving: the most sequences per replica tried (1, 2, 4, ... up to it; default 256)")
+    p.add_argument("--top", type=int, default=None, help="layouts shown (default 10; --json: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_workload_options(p.add_argument_group("workload shared by every layout"), exclude=PLAN_ENUMERATES)
+    p.set_defaults(func=cmd_plan)
 
     _sweep_parser(add("sweep", "quantities over a grid or a table of configs, to CSV or JSON lines"))
     _plot_parser(add("plot", "plots (PNG, SVG, PDF, pgfplots): memory, context, flops, roofline, sweep "

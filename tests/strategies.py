@@ -173,9 +173,9 @@ def workload_options() -> st.SearchStrategy[dict]:
     """Options of a symllm.Workload by name, each present or left to its default: batch, seq, gen,
     context (small, or up to 10**6 so that FLOPs pass int64), every dtype for weights, KV cache and
     activations (int4 with its group size), dense or causal attention, ZeRO stage, data-parallel
-    ranks, full recomputation, tensor/pipeline-parallel degrees and sequence parallelism, a KV-cache and
-    a weight format."""
-    from symllm.costs.workloads import ATTENTION, DTYPES
+    ranks, full recomputation, the optimizer, tensor/pipeline-parallel degrees and sequence parallelism, a
+    KV-cache and a weight format."""
+    from symllm.costs.workloads import ATTENTION, DTYPES, OPTIMIZERS
     size = lambda lo: st.one_of(st.integers(lo, 64), st.integers(lo, 10**6))  # noqa: E731
     dtypes = st.sampled_from(list(DTYPES))
     return st.fixed_dictionaries({}, optional={
@@ -183,6 +183,7 @@ def workload_options() -> st.SearchStrategy[dict]:
         "context": size(0), "dtype": dtypes, "kv_dtype": dtypes, "act_dtype": dtypes,
         "attention": st.sampled_from(ATTENTION), "zero_stage": st.integers(0, 3), "dp": st.integers(1, 12),
         "recompute": st.booleans(), "group_size": st.sampled_from([32, 64, 100, 128]),
+        "optimizer": st.sampled_from(OPTIMIZERS),  # symllm.costs.zero
         "tp": st.integers(1, 8), "pp": st.integers(1, 5), "sp": st.booleans(),  # symllm.costs.parallel
         "stack": st.sampled_from(["fused", "eager", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
         # symllm.costs.formats: KV-cache formats, and weight formats any shape takes (AWQ, GPTQ and GGUF need

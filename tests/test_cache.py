@@ -379,16 +379,17 @@ def test_workload_shape_is_what_the_closed_forms_read():
              "gpu_flops": {"gpu": "h100-sxm"}, "network": {"gpu": "h100-sxm"}, "tokens": {"gpu": "h100-sxm"},
              "price": {"gpu": "h100-sxm", "tokens": 10**9}}
     marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
-              "recompute": True, "stack": "hf-eager"}
+              "recompute": True, "stack": "hf-eager", "optimizer": "sgd"}
     fields = {f.name: f.metadata["option"].shapes for f in dataclasses.fields(Workload) if "option" in f.metadata}
     assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
-                                                               "sp", "recompute", "stack"}
+                                                               "sp", "recompute", "stack", "optimizer"}
     assert set(unmarked) | set(marked) == set(fields)
     for name, value in unmarked.items():
         work = Workload(**{name: value, **needs.get(name, {})})
         assert work.shape() == Workload().shape()
         assert phases._compose(spec.model(work.attention), work) == base, name
     changed = {"attention": {}, "zero_stage": {}, "dp": {}, "tp": {}, "pp": {}, "recompute": {}, "stack": {},
+               "optimizer": {},
                "sp": {"tp": 2, "sp": True}}
     for name, extra in changed.items():
         work = Workload(**{name: marked[name], **extra}) if not extra else Workload(**extra)

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from symllm.costs import hardware
-from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES  # (bytes per element: the one table)
+from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
            "lora_targets"]
 
 #: the attention-core conventions
@@ -166,6 +166,9 @@ class Workload:
                    shapes=_above_one)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
+    #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
+    optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
+                          "states and training peak)", training=True, shapes=True)
     #: full activation recomputation (training FLOPs and activations)
     recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
     #: int4 weights per fp16 scale
@@ -216,6 +219,7 @@ class Workload:
         choice("attention", self.attention, ATTENTION)
         zero_stage(self.zero_stage)
         boolean("recompute", self.recompute)
+        choice("optimizer", self.optimizer, OPTIMIZERS)
         boolean("sp", self.sp)
         if self.sp and self.tp == 1:
             raise SymllmError("sp: sequence parallelism splits the sequence over the tensor-parallel ranks; "

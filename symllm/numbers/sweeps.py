@@ -151,7 +151,8 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
                                   f"{', '.join(f'comm_{k}' for k in out)})")
             return out[key]
         if name in costs.MEMORY_KINDS:
-            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
+            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack,
+                                optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
         return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=work.recompute)
     raise SymllmError(f"quantity: unknown {name!r} (known: {', '.join(quantity_names())})")

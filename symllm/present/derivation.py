@@ -385,11 +385,11 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         leaves = {path: costs.flops(Component(path.rsplit("/", 1)[-1], **{own: e}), options["phase"], **opts)
                   for path, e in comp.breakdown(own).items()}
         return leaves, costs.flops(bare, options["phase"], **opts)
-    opts = dict(zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
+    opts = dict(zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack, optimizer=work.optimizer)
     if options["memory"] == "training_peak":  # its parts: states held, activations or the step's largest moment
         if bare.name != "model":
             raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {bare.name!r}")
-        leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, bool(work.recompute))
+        leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, bool(work.recompute), work.optimizer)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     kinds = ("weights", "kv_cache") if options["memory"] == "inference" else (options["memory"],)
     leaves = {k: costs.memory(bare, k, **opts) for k in kinds}
