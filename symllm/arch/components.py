@@ -33,14 +33,14 @@ from symllm.arch.config import swiglu_width
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
-from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_h, f, k, m, n, n_e, n_h, n_kv,
-                      s, t)
+from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_fs, d_h, d_hn, d_hr, d_hv,
+                                 f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
-    "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
+    "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
     "router", "experts", "moe", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
-    "COMPONENTS", "component", "collected", "Rules", "SPLITS", "WEIGHTS", "lora_names",
+    "COMPONENTS", "component", "collected", "decompressed_kv_cache", "Rules", "SPLITS", "WEIGHTS", "lora_names",
 ]
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
@@ -393,13 +393,15 @@ def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
             rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules))
 
 
-def rope() -> Component:
-    """Rotary position embedding: no parameters (``freqs_cis`` is a buffer); rotates q and k.
+def rope(heads: sp.Expr = n_h + n_kv, width: sp.Expr = d_h) -> Component:
+    """Rotary position embedding: no parameters (``freqs_cis`` is a buffer); rotates ``width`` elements
+    of each of ``heads`` query and key heads (a partial rotary, GLM-4.5: ``d_hr`` of ``d_h``; MLA: its
+    ``d_hr``-wide RoPE part of ``n_h`` query heads and one shared key head).
 
     >>> rope().params, rope().elementwise
     (0, 3*b*d_h*s*(n_h + n_kv))
     """
-    return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * (n_h + n_kv) * d_h,
+    return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * heads * width,
                      doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=_NO_WEIGHT)
 
 
@@ -484,7 +486,8 @@ def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
 
 
 def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None = None,
-              causal: bool = False, rotary: bool = True, window: str | None = None) -> Component:
+              causal: bool = False, rotary: bool = True, window: str | None = None,
+              partial_rope: bool = False) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core.
 
     ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
@@ -494,7 +497,8 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
     ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's.
     ``rotary=False`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of its queries.
     ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see :func:`_pairs`); the cache
-    then holds the last ``min(t + s, W)`` positions.
+    then holds the last ``min(t + s, W)`` positions. ``partial_rope`` rotates only ``d_hr`` of each
+    head's ``d_h`` elements (GLM-4.5's ``partial_rotary_factor``: element-wise work only).
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
@@ -527,7 +531,7 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
-            rope() if rotary else Component(
+            (rope(width=d_hr) if partial_rope else rope()) if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
                 rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)")),
@@ -548,6 +552,101 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )
+
+
+#: how a latent attention (MLA) makes its queries: None (not latent: :func:`attention`), "q_lora" (compressed
+#: through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``: DeepSeek-V2, V3) or "q_proj" (one ``wq``:
+#: DeepSeek-V2-Lite, ``q_lora_rank`` null)
+LATENT = (None, "q_lora", "q_proj")
+
+#: the stacks of LlamaForCausalLM keep a GQA cache: a latent attention is none of theirs
+_MLA = dict(stacks=(), label="multi-head latent attention (DeepSeek)")
+
+
+def _mla_rules(split: str, ours: str, hf: str) -> Rules:
+    """An MLA projection: its split, DeepSeek's name (``inference/model.py``) and HF's (LoRA targets)."""
+    return Rules(split, lora=(ours, hf), weight="linear", **_MLA)
+
+
+def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: bool = False) -> Component:
+    """Multi-head latent attention (DeepSeek-V2, V3), as transformers' ``DeepseekV3Attention`` computes it.
+
+    Queries: ``wq_a: d -> r_q``, an RMSNorm of ``r_q``, ``wq_b: r_q -> n_h·(d_hn + d_hr)`` (``queries=
+    "q_proj"``: one ``wq: d -> n_h·(d_hn + d_hr)``). Keys and values: ``wkv_a: d -> r_kv + d_hr`` (the latent
+    and one RoPE key shared by every head), an RMSNorm of ``r_kv``, ``wkv_b: r_kv -> n_h·(d_hn + d_hv)``
+    (the decompression), ``wo: n_h·d_hv -> d``. ``bias`` (HF ``attention_bias``) is on ``wq_a``, ``wkv_a``
+    and ``wo``. The cache holds the latent, ``b·(t + s)·(r_kv + d_hr)`` elements a layer (what transformers
+    5's ``DynamicCache`` and the inference engines keep; :func:`decompressed_kv_cache` is the cache of a
+    plain implementation). FLOPs are transformers': ``wkv_b`` decompresses every cached position on every
+    pass (``b·(t + s)`` rows), and ``QKᵀ`` costs ``2·(d_hn + d_hr)``, ``A·V`` ``2·d_hv`` per head and pair.
+
+    >>> a = latent_attention()
+    >>> sp.expand(a.total("params"))
+    d*d_hr + d*d_hv*n_h + d*r_kv + d*r_q + d_hn*n_h*r_kv + d_hn*n_h*r_q + d_hr*n_h*r_q + d_hv*n_h*r_kv + r_kv + r_q
+    >>> a.total("kv_cache")
+    b*(d_hr + r_kv)*(s + t)
+    """
+    if queries not in LATENT[1:]:
+        raise SymllmError(f"latent: unknown {queries!r} (known: {', '.join(LATENT[1:])})")
+    _switches(bias=bias, causal=causal)
+    pairs = _pairs(causal)
+    held = t + s
+    d_qk = d_hn + d_hr  # a query/key head: its part without RoPE and its RoPE part
+    # the latents' norms act on the replicated latent: replicated, no LoRA
+    norm = Rules("replicated", lora=(), weight="norm", **_MLA)
+    if queries == "q_lora":
+        q = (linear("wq_a", d, r_q, bias, "self.wq_a = Linear(self.dim, self.q_lora_rank)",
+                    rules=_mla_rules("replicated", "wq_a", "q_a_proj")),  # in no TP plan of transformers
+             rmsnorm("q_a_norm", r_q, doc="self.q_norm = RMSNorm(self.q_lora_rank)", rules=norm),
+             linear("wq_b", r_q, n_h * d_qk, doc="self.wq_b = ColumnParallelLinear(self.q_lora_rank, self.n_heads * "
+                    "self.qk_head_dim)", rules=_mla_rules("column", "wq_b", "q_b_proj")))
+    else:
+        q = (linear("wq", d, n_h * d_qk, doc="self.wq = ColumnParallelLinear(self.dim, self.n_heads * self.qk_head_dim)",
+                    rules=_mla_rules("column", "wq", "q_proj")),)
+    wkv_b = linear("wkv_b", r_kv, n_h * (d_hn + d_hv),
+                   doc="self.wkv_b = ColumnParallelLinear(self.kv_lora_rank, self.n_heads * (self.qk_nope_head_dim "
+                       "+ self.v_head_dim))", rules=_mla_rules("column", "wkv_b", "kv_b_proj"))
+    # transformers decompresses the whole cache (b·(t + s) latents) on every pass, not only the s new ones
+    wkv_b = wkv_b.replace(flops=matmul(b * held, r_kv, n_h * (d_hn + d_hv)))
+    return Component(
+        "attention",
+        rules=Rules("replicated", lora=(), **_MLA),
+        kv_cache=b * held * (r_kv + d_hr),
+        # saved for backward (not checked against torch): the normed input; q; the latent and the RoPE key;
+        # the decompressed keys and values; the attention output
+        saved=beta_a * (_T * d + _T * n_h * d_qk + _T * (r_kv + d_hr) + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
+        children=(
+            *q,
+            linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
+                   "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa")),
+            rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm),
+            wkv_b,
+            linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",
+                   rules=_mla_rules("row", "wo", "o_proj")),
+            rope(n_h + 1, d_hr),  # the RoPE part of every query head and the one shared key
+            Component("scores", flops=matmul(b * n_h, d_qk, 1) * pairs,
+                      elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs, saved=STAT_BYTES * b * n_h * s,
+                      live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
+                      eager_saved=beta_a * b * n_h * s ** 2,
+                      eager_live=(2 * b * n_h * s ** 2, 2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
+                      doc="scores = torch.einsum('bshd,bthd->bsht', q, k) * self.softmax_scale", rules=_NO_WEIGHT),
+            Component("context", flops=matmul(b * n_h, d_hv, 1) * pairs,
+                      doc="x = torch.einsum('bsht,bthd->bshd', scores, v)", rules=_NO_WEIGHT),
+        ),
+        doc="MLA(args) (DeepSeek-V3 inference/model.py, attn_impl 'naive'; transformers' DeepseekV3Attention)",
+    )
+
+
+def decompressed_kv_cache() -> sp.Expr:
+    """The KV-cache elements one latent-attention layer holds when the keys and values are kept
+    decompressed (DeepSeek's ``attn_impl="naive"``, transformers 4's ``DeepseekV3Attention``): ``n_h``
+    keys of ``d_hn + d_hr`` and values of ``d_hv`` per position, against the latent's ``r_kv + d_hr``
+    (:func:`latent_attention`).
+
+    >>> decompressed_kv_cache().subs({n_h: 128, d_hn: 128, d_hr: 64, d_hv: 128, b: 1, s: 1, t: 0})
+    40960
+    """
+    return b * (t + s) * n_h * (d_hn + d_hr + d_hv)
 
 
 def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
@@ -635,26 +734,34 @@ def experts() -> Component:
     )
 
 
-def moe(*, shared: bool = False) -> Component:
+def moe(*, shared: bool = False, shared_experts: bool = False, bias: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
-    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs).
+    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs), with
+    ``shared_experts`` DeepSeek's (one SwiGLU of width ``d_fs``, ``n_shared_experts × moe_intermediate_size``,
+    every token runs; ``bias``: DeepSeek-V2's ``mlp_bias`` on it).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
     >>> sp.expand(moe(shared=True).total("params") - moe().total("params"))
     3*d*d_ff
+    >>> sp.expand(moe(shared_experts=True).total("params") - moe().total("params"))
+    3*d*d_fs
     """
-    _switches(shared=shared)
+    _switches(shared=shared, shared_experts=shared_experts, bias=bias)
+    if shared and shared_experts:
+        raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
     extra = ()
-    if shared:
-        ffn = feed_forward(name="shared_expert")
-        extra = (ffn.replace(saved=beta_a * 3 * _T * d_ff,  # its input is the router's, counted once here
-                             doc="self.shared_expert = Llama4TextMLP(config)  # every token"),)
+    if shared or shared_experts:
+        width, name = (d_ff, "shared_expert") if shared else (d_fs, "shared_experts")
+        doc = ("self.shared_expert = Llama4TextMLP(config)  # every token" if shared else
+               "self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)  # every token")
+        ffn = feed_forward(name=name, width=width, bias=bias)
+        extra = (ffn.replace(saved=beta_a * 3 * _T * width, doc=doc),)  # its input is the router's, counted once here
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
         children=(router(), experts(), *extra),
-        doc="MixtralSparseMoeBlock / Llama4TextMoe: route each token to k of n_e experts",
-        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4)"),
+        doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
+        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)"),
     )
 
 
@@ -689,11 +796,13 @@ def lm_head(*, tied: bool = False) -> Component:
 
 def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, causal: bool = False, ffn: str = "dense", shared_expert: bool = False,
-          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None) -> Component:
+          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None,
+          latent: str | None = None, shared_experts: bool = False, partial_rope: bool = False) -> Component:
     """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
     ``out = h + feed_forward(ffn_norm(h))``; with ``ffn="moe"`` the feed-forward is a mixture of
     experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm);
-    ``window`` is its attention's (:func:`attention`).
+    ``window`` is its attention's (:func:`attention`); ``latent`` (:data:`LATENT`) makes it a multi-head
+    latent attention (:func:`latent_attention`), ``shared_experts`` gives its MoE DeepSeek's shared experts.
 
     >>> [c.name for c in block().children], [c.name for c in block(ffn="moe").children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
@@ -704,6 +813,15 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
         raise SymllmError(f"ffn: unknown {ffn!r} (known: dense, moe)")
     if not rotary and qk_norm == "l2":  # Llama 4 norms q and k only in its RoPE layers
         qk_norm = None
+    if latent not in LATENT:
+        raise SymllmError(f"latent: unknown {latent!r} (known: {', '.join(map(str, LATENT))})")
+    if latent is not None:
+        if qkv_bias or qk_norm or window or not rotary or partial_rope:
+            raise SymllmError("latent: a latent attention has no q/k/v biases, QK-norm, window, partial or absent RoPE")
+        attn = latent_attention(queries=latent, bias=attention_bias, causal=causal)
+    else:
+        attn = attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary,
+                         window=window, partial_rope=partial_rope)
     return Component(
         name,
         elementwise=2 * ELEMENTWISE["residual"] * _T * d,
@@ -711,10 +829,10 @@ def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: boo
         resident=2 * _T * d,  # the residual stream and the normed input
         children=(
             rmsnorm("attention_norm"),
-            attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary,
-                      window=window),
+            attn,
             rmsnorm("ffn_norm"),
-            feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(shared=shared_expert),
+            feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(
+                shared=shared_expert, shared_experts=shared_experts, bias=mlp_bias and shared_experts),
         ),
         doc="TransformerBlock(layer_id, args)",
         rules=_NO_WEIGHT,
@@ -746,7 +864,8 @@ def _groups(moe_kind, nope: bool):
 
 def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
           qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False, moe: str | None = None,
-          shared_expert: bool = False, nope: bool = False, window: str | None = None) -> Component:
+          shared_expert: bool = False, nope: bool = False, window: str | None = None, latent: str | None = None,
+          shared_experts: bool = False, partial_rope: bool = False) -> Component:
     """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
@@ -755,19 +874,24 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
     mixture of experts in every block (``"all"``) or in ``L_moe`` of them (``"some"``, the others dense
     of width ``d_fd``), ``shared_expert`` adds Llama 4's shared expert, ``nope`` makes ``L_nope`` blocks
     (among the MoE ones) Llama 4 layers without RoPE. Blocks that differ form groups, each repeated.
-    ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE.
+    ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE. ``latent``
+    (:data:`LATENT`) makes every attention a multi-head latent attention (DeepSeek), ``shared_experts`` gives
+    the MoE layers DeepSeek's shared experts of width ``d_fs``, ``partial_rope`` rotates ``d_hr`` of each
+    head's ``d_h`` (GLM-4.5).
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
     >>> [(c.name, c.repeat) for c in model(moe="some", nope=True).children[1:-2]]
     [('block', L - L_moe), ('moe_block', L_moe - L_nope), ('nope_block', L_nope)]
     """
-    _switches(tied=tied, shared_expert=shared_expert, nope=nope)
+    _switches(tied=tied, shared_expert=shared_expert, nope=nope, shared_experts=shared_experts,
+              partial_rope=partial_rope)
     if hidden not in ("explicit", "meta", "meta_plain"):
         raise SymllmError(f"hidden: unknown rule {hidden!r} (explicit, meta, meta_plain)")
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
     common = dict(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
-                  causal=causal, shared_expert=shared_expert)
+                  causal=causal, shared_expert=shared_expert, latent=latent, shared_experts=shared_experts,
+                  partial_rope=partial_rope)
     groups = tuple(block(**common, **options, name=name).replace(repeat=count)
                    for name, options, count in _layers(moe, nope, window))
     return Component(
@@ -789,6 +913,7 @@ COMPONENTS = {
     "rmsnorm": "norm",
     "rope": "block/attention/rope",
     "lm_head": "lm_head",
+    "latent_attention": "block/attention",
     "moe": "block/moe",
     "router": "block/moe/router",
     "experts": "block/moe/experts",
@@ -827,7 +952,10 @@ def component(name: str, whole: Component | None = None) -> Component:
 #: model() with every structural option switched on: every factory's parts, each at least once
 #: (:func:`lora_names` reads the declarations from it; a new option belongs here)
 EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", moe="some",
-                  shared_expert=True, nope=True, window="sliding")
+                  shared_expert=True, nope=True, window="sliding", partial_rope=True)
+#: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
+#: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert)
+EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, moe="some", shared_experts=True, latent="q_lora")
 
 
 def lora_names() -> dict[str, str]:
@@ -839,5 +967,6 @@ def lora_names() -> dict[str, str]:
     >>> lora_names()["gate_proj"]
     'w1'
     """
-    pairs = dict.fromkeys(c.rules.lora for c in model(**EVERY_PART).walk() if c.rules.lora)
+    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_LATENT_PART)
+                          for c in model(**every).walk() if c.rules.lora)
     return {**{ours: ours for ours, _ in pairs}, **{hf: ours for ours, hf in pairs}}

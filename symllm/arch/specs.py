@@ -49,6 +49,12 @@ class Structure:
     nope: bool = False
     #: the attention window of the layers with RoPE: None, "sliding" or "chunked"
     window: str | None = None
+    #: multi-head latent attention (DeepSeek): None, "q_lora" or "q_proj" (components.LATENT)
+    latent: str | None = None
+    #: MoE layers have DeepSeek's shared experts (width d_fs)
+    shared_experts: bool = False
+    #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
+    partial_rope: bool = False
 
 
 @lru_cache(maxsize=None)
@@ -61,7 +67,8 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
                  qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal,
                  moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope,
-                 window=structure.window)
+                 window=structure.window, latent=structure.latent, shared_experts=structure.shared_experts,
+                 partial_rope=structure.partial_rope)
 
 
 @lru_cache(maxsize=None)
@@ -105,6 +112,14 @@ class Spec:
     n_nope_layers: int | None = None
     #: the sliding window or the attention chunk (None: full attention)
     window: int | None = None
+    #: multi-head latent attention's sizes (None: not latent); qk_rope_head_dim is also a partial rotary's width
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    #: DeepSeek's shared experts' SwiGLU width (n_shared_experts × hidden_dim; None: none)
+    shared_hidden_dim: int | None = None
 
     @property
     def hidden_rule(self) -> str:
@@ -152,11 +167,16 @@ def spec_of(config: ModelConfig) -> Spec:
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
                           moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers),
-                          window=config.window_kind if config.window_layers is None else None)
+                          window=config.window_kind if config.window_layers is None else None,
+                          latent=config.latent, shared_experts=config.n_shared_experts is not None,
+                          partial_rope=config.partial_rotary_factor is not None)
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
                 structure=structure, config=config, n_experts=config.n_experts,
                 experts_per_token=config.experts_per_token, n_moe_layers=config.n_moe_layers,
                 dense_hidden_dim=config.dense_hidden_dim, n_nope_layers=config.n_nope_layers,
-                window=config.window if config.window_layers is None else None)
+                window=config.window if config.window_layers is None else None,
+                q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank, qk_rope_head_dim=config.rope_dim,
+                qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
+                shared_hidden_dim=None if config.n_shared_experts is None else config.n_shared_experts * config.hidden_dim)

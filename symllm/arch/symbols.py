@@ -19,6 +19,7 @@ import sympy as sp
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope", "W",
+    "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "d_fs",
     "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -59,6 +60,13 @@ L_moe = sp.Symbol("L_moe", **_size)
 L_nope = sp.Symbol("L_nope", **_size)
 # sliding-window (Mistral) or chunked (Llama 4) attention
 W = sp.Symbol("W", **_size)
+# multi-head latent attention (DeepSeek-V2/V3) and DeepSeek's shared experts
+r_q = sp.Symbol("r_q", **_size)
+r_kv = sp.Symbol("r_kv", **_size)
+d_hr = sp.Symbol("d_hr", **_size)
+d_hn = sp.Symbol("d_hn", **_size)
+d_hv = sp.Symbol("d_hv", **_size)
+d_fs = sp.Symbol("d_fs", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 t = sp.Symbol("t", integer=True, nonnegative=True)
@@ -104,6 +112,15 @@ _TABLE = [
     SymbolInfo(L_moe, "n_moe_layers", r"L_{\mathrm{moe}}", "mixture-of-experts blocks (of the L)", "model"),
     SymbolInfo(L_nope, "n_nope_layers", r"L_{\mathrm{nope}}", "blocks without RoPE (of the L)", "model"),
     SymbolInfo(W, "window", "W", "keys a query may see: the sliding window, or the attention chunk", "model"),
+    SymbolInfo(r_q, "q_lora_rank", "r_q", "rank of the compressed query of latent attention (MLA)", "model"),
+    SymbolInfo(r_kv, "kv_lora_rank", r"r_{kv}", "rank of the compressed key-value latent of latent attention (MLA)",
+               "model"),
+    SymbolInfo(d_hr, "qk_rope_head_dim", r"d_h^{R}",
+               "rotated (RoPE) width of a query/key head: MLA's decoupled RoPE part, or a partial rotary's", "model"),
+    SymbolInfo(d_hn, "qk_nope_head_dim", r"d_h^{C}", "width of a query/key head's part without RoPE (MLA)", "model"),
+    SymbolInfo(d_hv, "v_head_dim", r"d_h^{v}", "width of a value head (MLA)", "model"),
+    SymbolInfo(d_fs, "shared_hidden_dim", r"d_{ff}^{\mathrm{shared}}",
+               "SwiGLU width of DeepSeek's shared experts (n_shared_experts x moe_intermediate_size)", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(t, "context", "t", "tokens already in the KV cache", "workload"),

@@ -79,7 +79,7 @@ WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if o
 
 _SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
 #: model symbols a sweep takes from its base and never varies
-_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.L_moe, S.L_nope, S.W)
+_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.L_moe, S.L_nope, S.W, S.r_q, S.r_kv, S.d_hr, S.d_hn, S.d_hv, S.d_fs)
 
 #: the largest table file :func:`read_table` reads (its rows are held in memory)
 TABLE_BYTES = 256 << 20
@@ -635,6 +635,11 @@ class Sweep:
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # the mixture of experts, the layers without RoPE and the window stay the base's
         fixed.update({sym: v for sym, v in spec.values().items() if sym in _FIXED_MODEL})
+        tied_sizes = {"hidden_dim"} if base_cfg.n_shared_experts is not None else set()
+        tied_sizes |= {"n_heads", "n_kv_heads", "head_dim"} if base_cfg.rope_dim is not None else set()
+        for name in sorted(tied_sizes & set(self.axes)):  # d_fs = n_shared·d_ff; MLA's heads; a partial rotary
+            raise SymllmError(f"{name}: cannot vary it for {base_cfg.name}, whose other sizes follow it "
+                              "(shared experts, latent attention or a partial rotary)")
         if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
                               "(MoE or RoPE in some of them)")

@@ -11,5 +11,5 @@ Modules: :mod:`~symllm.arch.families.llama`, :mod:`~symllm.arch.families.mistral
 """
 from symllm._lazy import attributes
 
-__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("hf", "llama", "mistral", "qwen", "qwen3_moe",
+__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("hf", "llama", "mistral", "qwen", "qwen3_moe", "deepseek", "glm4_moe",
                                                                      "llama4")})
