@@ -33,14 +33,14 @@ from symllm.arch.config import swiglu_width
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
-from symllm.arch.symbols import (L, LATEX, L_moe, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_fs, d_h, d_hn, d_hr, d_hv,
+from symllm.arch.symbols import (L, LATEX, L_moe, L_mtp, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_fs, d_h, d_hn, d_hr, d_hv,
                                  f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
     "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
     "router", "experts", "moe", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
-    "COMPONENTS", "component", "collected", "decompressed_kv_cache", "Rules", "SPLITS", "WEIGHTS", "lora_names",
+    "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
 ]
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
@@ -901,6 +901,27 @@ def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = 
         doc="Transformer(params)",
         rules=_NO_WEIGHT,
     )
+
+
+def mtp(whole: Component) -> Component:
+    """The ``L_mtp`` multi-token-prediction modules a DeepSeek-V3 or GLM-4.5 checkpoint stores after the
+    last layer (``model.layers.{L}``: DeepSeek-V3's ``MTP`` of its ``inference/model.py`` and paper §2.2), as
+    the checkpoint holds them: its own copies of the embedding and the output head (``embed_tokens``,
+    ``shared_head.head``; the paper shares them with the main model), ``enorm`` and ``hnorm`` (RMSNorms of
+    ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last ones and ``shared_head.norm``.
+    transformers does not build them: their parameters are reported apart (``mtp``), never in the total.
+
+    >>> sp.expand(mtp(model()).total("params") - L_mtp * block().total("params"))
+    2*L_mtp*V*d + 2*L_mtp*d**2 + 3*L_mtp*d
+    """
+    last = [c for c in whole.children if c.checkpoint != 0][-1]
+    return Component(
+        "mtp", repeat=L_mtp,
+        children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"),
+                  linear("eh_proj", 2 * d, d, doc="self.eh_proj = nn.Linear(2 * dim, dim, bias=False)",
+                         rules=Rules("replicated", lora=(), weight="linear", stacks=(), label="multi-token prediction")),
+                  last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
+        doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=_NO_WEIGHT)
 
 
 #: component names the CLI and derive() accept -> where each sits in the model ("" is the model itself;

@@ -55,6 +55,8 @@ class Structure:
     shared_experts: bool = False
     #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
     partial_rope: bool = False
+    #: the checkpoint stores multi-token-prediction modules (reported apart: components.mtp)
+    mtp: bool = False
 
 
 @lru_cache(maxsize=None)
@@ -120,6 +122,8 @@ class Spec:
     v_head_dim: int | None = None
     #: DeepSeek's shared experts' SwiGLU width (n_shared_experts × hidden_dim; None: none)
     shared_hidden_dim: int | None = None
+    #: multi-token-prediction modules the checkpoint stores (None: none)
+    n_mtp_layers: int | None = None
 
     @property
     def hidden_rule(self) -> str:
@@ -169,7 +173,7 @@ def spec_of(config: ModelConfig) -> Spec:
                           moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers),
                           window=config.window_kind if config.window_layers is None else None,
                           latent=config.latent, shared_experts=config.n_shared_experts is not None,
-                          partial_rope=config.partial_rotary_factor is not None)
+                          partial_rope=config.partial_rotary_factor is not None, mtp=config.n_mtp_layers > 0)
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
@@ -179,4 +183,5 @@ def spec_of(config: ModelConfig) -> Spec:
                 window=config.window if config.window_layers is None else None,
                 q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank, qk_rope_head_dim=config.rope_dim,
                 qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
+                n_mtp_layers=config.n_mtp_layers or None,
                 shared_hidden_dim=None if config.n_shared_experts is None else config.n_shared_experts * config.hidden_dim)

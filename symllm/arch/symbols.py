@@ -19,7 +19,7 @@ import sympy as sp
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope", "W",
-    "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "d_fs",
+    "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "d_fs", "L_mtp",
     "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -67,6 +67,7 @@ d_hr = sp.Symbol("d_hr", **_size)
 d_hn = sp.Symbol("d_hn", **_size)
 d_hv = sp.Symbol("d_hv", **_size)
 d_fs = sp.Symbol("d_fs", **_size)
+L_mtp = sp.Symbol("L_mtp", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 t = sp.Symbol("t", integer=True, nonnegative=True)
@@ -121,6 +122,8 @@ _TABLE = [
     SymbolInfo(d_hv, "v_head_dim", r"d_h^{v}", "width of a value head (MLA)", "model"),
     SymbolInfo(d_fs, "shared_hidden_dim", r"d_{ff}^{\mathrm{shared}}",
                "SwiGLU width of DeepSeek's shared experts (n_shared_experts x moe_intermediate_size)", "model"),
+    SymbolInfo(L_mtp, "n_mtp_layers", r"L_{\mathrm{mtp}}",
+               "multi-token-prediction modules the checkpoint stores (DeepSeek-V3, GLM-4.5; not in the model)", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(t, "context", "t", "tokens already in the KV cache", "workload"),
