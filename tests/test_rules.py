@@ -24,20 +24,25 @@ from .conftest import requires
 OPTIONS = {
     "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
     "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "moe": ("all", "some"),
-    "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"),
+    "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"), "partial_rope": (True,),
 }
+#: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
+#: QK-norm, windows, Llama 4's shared expert and layers without RoPE)
+LATENT_OPTIONS = {"tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "causal": (True,),
+                  "moe": ("all", "some"), "shared_experts": (True,), "latent": ("q_lora", "q_proj")}
 
 
 def _every_model():
-    """model() once for each combination of OPTIONS' choices, and once with no option at all."""
+    """model() once for each combination of OPTIONS' (and LATENT_OPTIONS') choices, and once with no option."""
     yield C.model()
-    for values in itertools.product(*OPTIONS.values()):
-        yield C.model(**dict(zip(OPTIONS, values)))
+    for options in (OPTIONS, LATENT_OPTIONS):
+        for values in itertools.product(*options.values()):
+            yield C.model(**dict(zip(options, values)))
 
 
 def test_options_cover_every_model_switch():
     """A new option of model() fails here until OPTIONS switches it on (so the walk below sees its parts)."""
-    assert set(inspect.signature(C.model).parameters) == set(OPTIONS)
+    assert set(inspect.signature(C.model).parameters) == set(OPTIONS) | set(LATENT_OPTIONS)
     assert set(inspect.signature(C.model).parameters) >= set(C.EVERY_PART)
 
 
@@ -57,7 +62,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             if c.params != 0:
                 assert c.rules.split is not None and c.rules.weight != "none", where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
-    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head"}
+    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wq_a", "wq_b", "wkv_a", "wkv_b"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -99,13 +104,20 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
 
 def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
-    LlamaForCausalLM but its lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
+    LlamaForCausalLM and DeepseekV3ForCausalLM (its latent attention) but their lm_head (which PEFT leaves
+    alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
     cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                                    num_attention_heads=4, num_key_value_heads=2)
+    mla = transformers.DeepseekV3Config(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=4, q_lora_rank=8, kv_lora_rank=8,
+                                        qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=4, n_routed_experts=2,
+                                        num_experts_per_tok=1, n_group=1, topk_group=1, first_k_dense_replace=1,
+                                        moe_intermediate_size=8)
+    leaves = set()
     with torch.device("meta"):
-        hf = transformers.LlamaForCausalLM(cfg)
-    leaves = {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
+        for hf in (transformers.LlamaForCausalLM(cfg), transformers.DeepseekV3ForCausalLM(mla)):
+            leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
     names = C.lora_names()
     ours = {v for v in names.values()}
     assert leaves - {"lm_head"} == set(names) - ours
