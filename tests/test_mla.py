@@ -101,15 +101,16 @@ def test_prefill_decode_and_training_flops_equal_flopcountermode(raw, b, s, step
     torch.manual_seed(0)
     model = _hf_model(raw, "cpu")
     cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)  # the closed forms count composes (a workload compiles far more than needed)
     tokens = torch.randint(0, raw["vocab_size"], (b, s))
     flops, cache = _run(model, tokens)
-    assert costs.workload(cfg, batch=b, seq=s)["flops"]["prefill"] == flops
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == flops
     for step in range(steps):
         flops, cache = _run(model, torch.randint(0, raw["vocab_size"], (b, 1)), cache)
-        assert costs.workload(cfg, batch=b, seq=s, context=s + step)["flops"]["decode_token"] == flops
+        assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s + step)) == flops
     with FlopCounterMode(display=False) as train:
         model(tokens).logits.float().sum().backward()
-    assert costs.workload(cfg, batch=b, seq=s)["flops"]["training_step"] == train.get_total_flops()
+    assert costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s)) == train.get_total_flops()
 
 
 @given(st.one_of(deepseek_configs(), glm4_moe_configs()), st.integers(1, 2), st.integers(1, 5), st.integers(0, 3))
@@ -123,8 +124,9 @@ def test_kv_cache_equals_the_cache_transformers_returns(raw, b, s, n):
     for _ in range(n):
         _, cache = _run(model, torch.zeros(b, 1, dtype=torch.long), cache)
     held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
-    kv = costs.workload(from_hf(raw), batch=b, seq=s, gen=n, kv_dtype="fp32")["memory"]["kv_cache"]
-    assert kv == 4 * held  # fp32: 4 bytes an element
+    cfg = from_hf(raw)
+    kv = costs.memory(symllm.model_for(cfg), "kv_cache").subs(symllm.values(cfg, batch=b, seq=s, gen=n, kv_dtype="fp32"))
+    assert kv == 4 * held  # fp32: 4 bytes an element (the cache after s + n tokens, as count reports it)
 
 
 def test_latent_cache_is_what_inference_engines_keep_and_decompressed_is_larger():
