@@ -242,3 +242,29 @@ def test_not_modelled_keys_are_refused_in_one_line(cli, tmp_path):
         path.write_text(json.dumps({**base, **change}))
         r = cli(["count", str(path)])
         assert r.code == 2 and r.out == "" and r.err.startswith(f"symllm: error: {key}:") and r.err.count("\n") == 1
+
+
+# --- the torch reference model (symllm verify) -----------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["deepseek-v2-lite"])  # V3, GLM-4.5: 15,000 expert modules, minutes to build
+def test_verify_agrees_for_the_new_presets(torch, cli, name):
+    """symllm verify builds the torch reference (its own MLA and shared experts) and finds every kind equal."""
+    r = cli(["verify", name])
+    assert r.code == 0 and r.out.rstrip().endswith(f"{name}: all components agree")
+
+
+@given(deepseek_configs(), st.integers(1, 2), st.integers(1, 4))
+def test_reference_latent_attention_flops_and_cache_equal_flopcountermode(torch, reference, raw, b, s):
+    """The reference's MLA (DeepSeek's naive path: the latent cached, decompressed on every pass) has
+    symllm's prefill and decode-step matmul FLOPs under FlopCounterMode and holds its KV-cache bytes."""
+    from torch.utils.flop_counter import FlopCounterMode
+    cfg = from_hf(raw)
+    model, mdl = reference.build(cfg, device="cpu"), symllm.model_for(cfg)
+    with FlopCounterMode(display=False) as prefill, torch.no_grad():
+        model(torch.zeros(b, s, dtype=torch.long), 0, use_cache=True)
+    with FlopCounterMode(display=False) as decode, torch.no_grad():
+        model(torch.zeros(b, 1, dtype=torch.long), s, use_cache=True)
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == prefill.get_total_flops()
+    assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s)) == decode.get_total_flops()
+    kv = costs.memory(mdl, "kv_cache").subs(symllm.values(cfg, batch=b, seq=s, gen=1, kv_dtype="fp32"))
+    assert kv == model.kv_cache_bytes()
