@@ -85,20 +85,49 @@ def test_default_targets_are_pefts_llama_default():
 _PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if preset_info(n)["config"].get("model_type") == "qwen3_moe"}
 
 
+def _one_period(raw: dict) -> tuple[dict, int]:
+    """``raw`` cut to the fewest first layers whose pattern repeats through the model (which layers are
+    MoE, dense, without RoPE, of which type), and how many times it repeats. The seven LoRA targets sit
+    only in decoder layers, so PEFT's count of the whole model is that many times the cut one's (an HF
+    config whose layers the cut cannot describe, e.g. Qwen's max_window_layers, is kept whole: 1 repeat)."""
+    L = raw["num_hidden_layers"]
+    if raw.get("use_sliding_window") and "max_window_layers" in raw:
+        return raw, 1
+    flags = {key: [int(i in raw[key]) for i in range(L)] for key in ("moe_layers", "mlp_only_layers")
+             if isinstance(raw.get(key), list)}
+    flags |= {key: list(raw[key]) for key in ("no_rope_layers", "layer_types") if isinstance(raw.get(key), list)}
+    steps = [raw.get(k) or 1 for k in ("interleave_moe_layer_step", "decoder_sparse_step", "no_rope_layer_interval")]
+    for p in (p for p in range(1, L + 1) if L % p == 0 and all(p % s == 0 for s in steps)):
+        if all(v == v[:p] * (L // p) for v in flags.values()):
+            cut = {**raw, "num_hidden_layers": p}
+            cut |= {k: [i for i in raw[k] if i < p] for k in ("moe_layers", "mlp_only_layers") if k in flags}
+            cut |= {k: raw[k][:p] for k in ("no_rope_layers", "layer_types") if k in flags}
+            return cut, L // p
+    return raw, 1
+
+
+def test_one_period_cuts_only_repeating_patterns():
+    """Llama 4 Maverick (MoE every 2nd layer, no RoPE every 4th) repeats every 4 of its 48 layers; a
+    pattern that does not repeat is kept whole."""
+    raw = _hf("llama4-maverick-17b-128e")
+    cut, repeats = _one_period(raw)
+    assert (cut["num_hidden_layers"], repeats, cut["moe_layers"], cut["no_rope_layers"]) == (4, 12, [1, 3], [1, 1, 1, 0])
+    odd = {**raw, "moe_layers": [1, 3, 5]}
+    assert _one_period(odd) == (odd, 1)
+    assert _one_period(_hf("llama2-7b"))[1] == 32
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="PEFT adapts "
                                   "Qwen3-MoE's fused experts")) if n in _PEFT_ADAPTS_FUSED_EXPERTS else n
                                   for n in symllm.preset_names()])
 def test_presets_equal_peft(name):
-    """Every preset, LoRA r=16 on all seven linears: symllm's count equals PEFT's. Dense models are built
-    with one layer of the preset's shape (their decoder layers are built alike) and PEFT's count is
-    multiplied by the layers; mixture-of-experts models are built whole (Mixtral's fused experts and
-    Llama 4's interleaved layers: PEFT adapts what is an nn.Linear)."""
+    """Every preset, LoRA r=16 on all seven linears: symllm's count equals PEFT's, PEFT run on
+    transformers' model of one period of the preset's layers (every width as published; a dense model's
+    one layer, Llama 4 Maverick's four) and multiplied by its repeats (``_one_period``)."""
     raw = _hf(name)
     ours = finetune.lora(name, lora_rank=16, lora_targets=",".join(HF_TARGETS))["params"]["trainable"]
-    if raw["model_type"] in ("llama", "mistral", "qwen2", "qwen3") and "layer_types" not in raw:
-        assert ours == raw["num_hidden_layers"] * _peft_trainable({**raw, "num_hidden_layers": 1}, 16, HF_TARGETS)
-    else:
-        assert ours == _peft_trainable(raw, 16, HF_TARGETS)
+    cut, repeats = _one_period(raw)
+    assert ours == repeats * _peft_trainable(cut, 16, HF_TARGETS)
 
 
 @given(hf_configs(), st.integers(1, 64),

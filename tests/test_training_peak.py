@@ -127,14 +127,15 @@ def test_wide_swiglu_with_recompute_peaks_in_the_first_layer(impl):
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 def test_full_size_under_fake_tensors(impl):
-    """llama3.2-1b (all 16 layers, V 128256, tied) at 1 × 2048, hf-IMPL, under FakeTensorMode: forward,
+    """llama3.2-1b's widths (V 128256, d 2048, d_ff 8192, tied; 4 of its 16 layers, each built and run alike)
+    at 1 × 2048, hf-IMPL, under FakeTensorMode: forward,
     loss and backward tracked by MemTracker (no memory, no FLOPs). The optimizer step cannot run on fake
     tensors (AdamW reads its step counter with .item()), so its moments are the fp32 zeros_like AdamW
     makes (built here under the same mode) and its own moment is left to the CPU property above."""
     torch = requires("torch")
     fake = requires("torch._subclasses.fake_tensor")
     mem_tracker = requires("torch.distributed._tools.mem_tracker")
-    cfg = dict(vocab_size=128256, dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, head_dim=64, hidden_dim=8192,
+    cfg = dict(vocab_size=128256, dim=2048, n_layers=4, n_heads=32, n_kv_heads=8, head_dim=64, hidden_dim=8192,
                tie_embeddings=True)
     with fake.FakeTensorMode():
         model = _hf(cfg, impl).train()
@@ -149,7 +150,7 @@ def test_full_size_under_fake_tensors(impl):
             loss.backward()
         peak = sum(dev["Total"] for dev in tracker.get_tracker_snapshot("peak").values())
     predicted = _predicted(cfg, batch=1, seq=2048, stack=f"hf-{impl}")
-    print(f"llama3.2-1b hf-{impl} 1x2048 under FakeTensorMode: predicted {predicted:,}, measured {peak:,}")
+    print(f"llama3.2-1b widths, 4 layers, hf-{impl} 1x2048 under FakeTensorMode: predicted {predicted:,}, measured {peak:,}")
     assert abs(predicted / peak - 1) < 0.10, (predicted, peak)
 
 
