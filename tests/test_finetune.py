@@ -82,7 +82,10 @@ def test_default_targets_are_pefts_llama_default():
 #: PEFT adapts Qwen3-MoE's fused experts (a ParamWrapper on gate_up_proj and down_proj, from targets
 #: gate_proj/up_proj/down_proj), which symllm's LoRA does not model: it counts the experts as not linears
 #: (as for Mixtral, whose fused experts PEFT leaves alone). Known divergence, to be modelled or refused.
-_PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if preset_info(n)["config"].get("model_type") == "qwen3_moe"}
+#: The same for DeepSeek-V2/V3 and GLM-4.5 (fused experts too), where PEFT with transformers 5 also leaves the
+#: dense and shared SwiGLUs' gate_proj/up_proj/down_proj alone (their names go to the experts).
+_PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if preset_info(n)["config"].get("model_type")
+                              in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe")}
 
 
 def _one_period(raw: dict) -> tuple[dict, int]:
