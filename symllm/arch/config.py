@@ -312,7 +312,9 @@ class ModelConfig:
 
     @property
     def attention_kind(self) -> str:
-        """"MHA", "MQA" or "GQA", from n_kv_heads."""
+        """"MHA", "MQA" or "GQA", from n_kv_heads; "MLA" for a multi-head latent attention."""
+        if self.kv_lora_rank is not None:
+            return "MLA"
         if self.n_kv_heads == self.n_heads:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"

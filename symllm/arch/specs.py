@@ -132,7 +132,7 @@ class Spec:
 
     @property
     def attention_kind(self) -> str:
-        """"MHA", "MQA" or "GQA", from n_kv_heads."""
+        """"MHA", "MQA" or "GQA", from n_kv_heads ("MLA": latent attention)."""
         return self.config.attention_kind
 
     def shape(self) -> tuple:

@@ -7,7 +7,8 @@ config.json through it. A new family is a new module here (the registry finds it
 
 Modules: :mod:`~symllm.arch.families.llama`, :mod:`~symllm.arch.families.mistral` (mistral, mixtral),
 :mod:`~symllm.arch.families.qwen` (qwen2, qwen3), :mod:`~symllm.arch.families.qwen3_moe`,
-:mod:`~symllm.arch.families.llama4` (llama4_text, and llama4's text_config).
+:mod:`~symllm.arch.families.llama4` (llama4_text, and llama4's text_config),
+:mod:`~symllm.arch.families.deepseek` (deepseek_v2, deepseek_v3), :mod:`~symllm.arch.families.glm4_moe`.
 """
 from symllm._lazy import attributes
 
