@@ -934,7 +934,6 @@ COMPONENTS = {
     "rmsnorm": "norm",
     "rope": "block/attention/rope",
     "lm_head": "lm_head",
-    "latent_attention": "block/attention",
     "moe": "block/moe",
     "router": "block/moe/router",
     "experts": "block/moe/experts",

@@ -222,10 +222,11 @@ class ModelConfig:
         f = self.partial_rotary_factor
         if f is not None:
             put("partial_rotary_factor", _positive_float("partial_rotary_factor", f))
-            rotated = int(self.head_dim * float(f))
-            if float(f) > 1 or rotated < 2 or rotated % 2:
-                raise SymllmError(f"partial_rotary_factor: {_short(f)} rotates {rotated} of head_dim {self.head_dim}; "
-                                  "RoPE needs an even, positive part of the head")
+            rotated = int(self.head_dim * float(f)) if float(f) <= 1 else None
+            if rotated is None or rotated < 2 or rotated % 2:
+                what = "is more than 1" if rotated is None else f"rotates {rotated} of head_dim {self.head_dim}"
+                raise SymllmError(f"partial_rotary_factor: {_short(f)} {what}; RoPE needs an even, positive part "
+                                  "of the head")
             if float(f) == 1:
                 put("partial_rotary_factor", None)
 
