@@ -277,13 +277,13 @@ def cmd_count(args) -> int:
                                        f"{config.head_dim}"),
                                       (config.n_mtp_layers, f"{config.n_mtp_layers} multi-token prediction "
                                        "module(s) in the checkpoint, counted apart (transformers does not build them)"),
-                                      (config.nope_layers, f"{len(config.nope_layers)} layers without RoPE"),
+                                      (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
                                       (config.sliding_window, f"sliding window {config.sliding_window}"),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
-    if config.n_experts is None and not config.nope_layers:
+    if config.n_experts is None and len(config.groups) == 1:
         print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
               f"{grouped(counts['block'])} parameters)\n")
     else:
@@ -463,7 +463,7 @@ def cmd_verify(args) -> int:
     measured = reference.count(reference.build(config, device="meta"))
     from symllm import api
     ours = api.params(config)
-    if config.n_experts is not None or config.nope_layers:  # blocks of several kinds: kind by kind
+    if config.n_experts is not None or len(config.groups) > 1:  # blocks of several kinds: kind by kind
         measured, ours = api.by_kind(measured), api.by_kind(ours)
     rows, bad = [], 0
     for key, value in measured.items():

@@ -83,11 +83,13 @@ class _Config:
         self.n_experts = getattr(args, "n_experts", None)
         self.experts_per_token = getattr(args, "experts_per_token", None)
         self.shared_expert = bool(getattr(args, "shared_expert", False))
-        moe_layers = getattr(args, "moe_layers", None)
-        self.moe_layers = set() if self.n_experts is None else set(range(self.n_layers) if moe_layers is None
-                                                                   else moe_layers)
+        # the kind of each layer, in model order (symllm.arch.layers.LayerKind)
+        kinds = args.layer_kinds() if hasattr(args, "layer_kinds") else ()
+        self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
+        if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE
+            self.moe_layers = set(range(self.n_layers))
         self.dense_hidden_dim = getattr(args, "dense_hidden_dim", None)
-        self.nope_layers = set(getattr(args, "nope_layers", ()) or ())
+        self.nope_layers = {i for i, kind in enumerate(kinds) if not kind.rotary}
         # DeepSeek: shared experts of n_shared_experts x hidden_dim, multi-head latent attention
         self.n_shared_experts = getattr(args, "n_shared_experts", None)
         self.kv_lora_rank = getattr(args, "kv_lora_rank", None)

@@ -6,6 +6,7 @@ import math
 from hypothesis import strategies as st
 
 from symllm.arch.config import ModelConfig
+from symllm.arch.layers import LayerKind, runs
 
 
 @st.composite
@@ -199,10 +200,12 @@ def checked_cases(draw) -> tuple[ModelConfig, dict]:
     if draw(st.booleans()):
         n_experts = draw(st.integers(1, 8))
         fields.update(n_experts=n_experts, experts_per_token=draw(st.integers(1, n_experts)))
-    if draw(st.booleans()):
+    if draw(st.booleans()):  # the window in some layers (Qwen's max_window_layers) or all
         fields["sliding_window"] = draw(st.integers(1, 16))
-        fields["window_layers"] = draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers,
-                                                unique=True))
+        sliding = set(draw(st.lists(st.integers(0, n_layers - 1), min_size=1, max_size=n_layers, unique=True)))
+        ffn = "dense" if fields.get("n_experts") is None else "moe"
+        fields["layers"] = runs([LayerKind(ffn=ffn, window="sliding" if i in sliding else None)
+                                   for i in range(n_layers)])
     ep = draw(st.integers(1, 4))
     options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
                "seq": draw(st.integers(1, 24)), "gen": draw(st.integers(0, 8))}
@@ -427,7 +430,7 @@ def output_names() -> st.SearchStrategy[str]:
 def moe_configs(draw) -> dict:
     """A small Mixtral or Llama 4 text config.json as transformers writes it: experts, top-k, GQA; for
     Llama 4 MoE in every layer or every step-th (the others dense of intermediate_size_mlp), layers
-    without RoPE among the MoE ones, the L2 QK-norm on or off, attention biases, tied or untied."""
+    without RoPE among either, the L2 QK-norm on or off, attention biases, tied or untied."""
     kind = draw(st.sampled_from(["mixtral", "llama4_text"]))
     n_kv = draw(st.integers(1, 3))
     heads = n_kv * draw(st.integers(1, 3))
@@ -442,7 +445,7 @@ def moe_configs(draw) -> dict:
     if kind == "llama4_text":
         step = draw(st.integers(1, L))
         moe = list(range(step - 1, L, step))
-        ropes = [1 if i not in moe else draw(st.sampled_from([0, 1])) for i in range(L)]
+        ropes = draw(st.lists(st.sampled_from([0, 1]), min_size=L, max_size=L))  # dense or MoE layers without RoPE
         raw.update(interleave_moe_layer_step=step, no_rope_layers=ropes, use_qk_norm=draw(st.booleans()),
                    intermediate_size_mlp=draw(st.integers(1, 48)), attention_bias=draw(st.booleans()),
                    attention_chunk_size=64)
@@ -464,12 +467,18 @@ def llama4(chunk: int, ropes: list) -> dict:
 
 @st.composite
 def windowed(draw):
-    """A small Mistral (sliding window) or Llama 4 (attention chunks in its RoPE layers), a window
-    between 2 and 8, and a workload that may pass it many times over. (A window of 1 is left out:
-    transformers' cache keeps ``keys[:, :, -W + 1:]``, which for W = 1 is every key.)"""
+    """A small Mistral (sliding window), Qwen2 / Qwen3 (a sliding window from ``max_window_layers`` on) or
+    Llama 4 (attention chunks in its RoPE layers), a window between 2 and 8, and a workload that may pass it
+    many times over. (A window of 1 is left out: transformers' cache keeps ``keys[:, :, -W + 1:]``, which for
+    W = 1 is every key.)"""
     window = draw(st.integers(2, 8))
-    if draw(st.booleans()):
+    family = draw(st.sampled_from(["mistral", "qwen", "llama4"]))
+    if family == "mistral":
         raw = dict(MISTRAL, sliding_window=window, num_hidden_layers=draw(st.integers(1, 3)))
+    elif family == "qwen":
+        layers = draw(st.integers(1, 4))
+        raw = dict(MISTRAL, model_type=draw(st.sampled_from(["qwen2", "qwen3"])), head_dim=4, num_hidden_layers=layers,
+                   use_sliding_window=True, sliding_window=window, max_window_layers=draw(st.integers(0, layers)))
     else:
         raw = llama4(window, draw(st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4)))
     return raw, draw(st.integers(1, 2)), draw(st.integers(1, 20)), draw(st.integers(0, 6))
@@ -506,8 +515,8 @@ def moe_layouts(draw):
                   n_heads=heads, n_kv_heads=n_kv, hidden_dim=draw(st.integers(1, 24)), n_experts=n_e,
                   experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()))
     if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
-        fields.update(moe_layers=tuple(range(step - 1, layers, step)), dense_hidden_dim=draw(st.integers(1, 24)),
-                      shared_expert=draw(st.booleans()))
+        fields.update(layers=runs([LayerKind(ffn="moe" if (i + 1) % step == 0 else "dense") for i in range(layers)]),
+                      dense_hidden_dim=draw(st.integers(1, 24)), shared_expert=draw(st.booleans()))
     # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
     stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),

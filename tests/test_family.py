@@ -137,8 +137,6 @@ def test_qkv_bias_and_qk_norm_closed_forms():
     ({"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"], "vision_config": {},
       "text_config": dict(MIXTRAL_8X7B, model_type="llama4_text", no_rope_layers=[1, 0])},
      "text_config.no_rope_layers: expected 32 flags of 0 or 1"),
-    (dict(MIXTRAL_8X7B, model_type="llama4_text", interleave_moe_layer_step=2, no_rope_layers=[0] + [1] * 31),
-     "nope_layers: layer 0 has no RoPE and no experts"),
     (dict(MIXTRAL_8X7B, model_type="llama4_text", layer_types=["full_attention"] * 32), "layer_types: "),
     ({"model_type": "gpt2", "n_embd": 768, "n_layer": 12}, "model_type: 'gpt2' is not modelled"),
     (dict(QWEN25_7B, model_type="gemma"), "model_type: 'gemma'"),
@@ -254,7 +252,8 @@ def test_qwen2_window_layers_as_transformers_derives_them():
         config = transformers.AutoConfig.for_model(**dict(_QWEN2_WINDOW, max_window_layers=top))
         assert [i for i, t in enumerate(config.layer_types) if t == "sliding_attention"] == sliding
         cfg = from_hf(dict(_QWEN2_WINDOW, max_window_layers=top))
-        assert (cfg.window_layers or ()) == tuple(sliding) and (cfg.sliding_window is None) == (not sliding)
+        assert [i for i, kind in enumerate(cfg.layer_kinds()) if kind.window == "sliding"] == sliding
+        assert (cfg.sliding_window is None) == (not sliding)
 
 
 @pytest.mark.parametrize("inner_type", ["llama", "qwen2", None])
@@ -312,7 +311,7 @@ def test_qwen3_moe_window_is_in_every_layer():
         model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**raw))
     assert [layer.self_attn.sliding_window for layer in model.model.layers] == [16] * 4
     cfg = from_hf(raw)
-    assert (cfg.sliding_window, cfg.window_layers) == (16, None)
+    assert cfg.sliding_window == 16 and [kind.window for kind, _ in cfg.layers] == ["sliding"]
 
 
 @pytest.mark.parametrize("name", [n for n in symllm.preset_names() if preset_info(n)["format"] == "hf"])

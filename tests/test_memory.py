@@ -57,7 +57,7 @@ def test_fp16_kv_cache_is_4_bytes_per_layer_kv_head_dim_and_token(name, b, s, n)
     """The fp16 KV cache is 4·b·L·n_kv·d_h·(s+n) bytes (K and V, 2 bytes each; GQA: n_kv heads); a layer
     with a sliding window or attention chunk of W (Mistral; Llama 4's layers with RoPE) holds min(s+n, W)."""
     cfg = symllm.load(name)
-    windowed = 0 if cfg.window is None else cfg.n_layers - len(cfg.nope_layers)
+    windowed = 0 if cfg.window is None else cfg.n_layers - (cfg.n_nope_layers or 0)
     positions = (cfg.n_layers - windowed) * (s + n) + windowed * min(s + n, cfg.window or 0)
     by_hand = 4 * b * cfg.n_kv_heads * cfg.head_dim * positions
     assert costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp16")["memory"]["kv_cache"] == by_hand

@@ -106,7 +106,7 @@ def test_mha_and_mqa_are_special_cases():
 
 def test_attention_bias_adds_one_per_output():
     """attention_bias adds one parameter per output feature of wq, wk, wv and wo."""
-    diff = attention(bias=True).total("params") - attention().total("params")
+    diff = attention(attention_bias=True).total("params") - attention().total("params")
     assert sp.expand(diff - (2 * S.n_h * S.d_h + 2 * S.n_kv * S.d_h + S.d - S.n_h * S.d_h)) == 0
 
 

@@ -23,13 +23,17 @@ from .conftest import requires
 #: every structural option of components.model(), each switched on (its choices where it has several)
 OPTIONS = {
     "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
-    "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "moe": ("all", "some"),
-    "shared_expert": (True,), "nope": (True,), "window": ("sliding", "chunked"), "partial_rope": (True,),
+    "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "shared_expert": (True,),
+    "partial_rope": (True,),
+    # every value of every LayerKind field, alone and beside a dense layer (d_fd) and a layer without RoPE
+    "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding")),
+              (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False))),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
 #: QK-norm, windows, Llama 4's shared expert and layers without RoPE)
 LATENT_OPTIONS = {"tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "causal": (True,),
-                  "moe": ("all", "some"), "shared_experts": (True,), "latent": ("q_lora", "q_proj")}
+                  "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe"))),
+                  "shared_experts": (True,), "latent": ("q_lora", "q_proj"), "mtp": (True,)}
 
 
 def _every_model():
@@ -42,8 +46,12 @@ def _every_model():
 
 def test_options_cover_every_model_switch():
     """A new option of model() fails here until OPTIONS switches it on (so the walk below sees its parts)."""
-    assert set(inspect.signature(C.model).parameters) == set(OPTIONS) | set(LATENT_OPTIONS)
-    assert set(inspect.signature(C.model).parameters) >= set(C.EVERY_PART)
+    options = set(C.Structure.__dataclass_fields__) | {"causal"}
+    assert options == set(OPTIONS) | set(LATENT_OPTIONS) and options >= set(C.EVERY_PART)
+    kinds = {kind for choice in OPTIONS["kinds"] for kind in choice}
+    for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
+        assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
+            {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS}[field])}, field
 
 
 def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
@@ -84,7 +92,7 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
     in no plan: replicated; Qwen3's q/k norms are replicated."""
     transformers = requires("transformers")
     plan = {k.rsplit(".", 1)[-1]: v for k, v in transformers.LlamaConfig.base_model_tp_plan.items()}
-    mdl = C.model(moe="some", shared_expert=True, qk_norm="rmsnorm")
+    mdl = C.model(kinds=(C.LayerKind(), C.LayerKind(ffn="moe")), shared_expert=True, qk_norm="rmsnorm")
     checked = 0
     for c in mdl.walk():
         if c.rules.lora:

@@ -36,7 +36,11 @@ def _generate(raw: dict, b: int, s: int, n: int):
 
 
 def _windowed_layers(raw: dict) -> int:
-    return sum(raw["no_rope_layers"]) if raw["model_type"] == "llama4_text" else raw["num_hidden_layers"]
+    """The layers with the window: Llama 4's RoPE layers, Qwen's from max_window_layers on (transformers'
+    Qwen2Config / Qwen3Config layer_types), every Mistral layer."""
+    if raw["model_type"] == "llama4_text":
+        return sum(raw["no_rope_layers"])
+    return raw["num_hidden_layers"] - raw.get("max_window_layers", 0)
 
 
 @given(windowed())
@@ -100,21 +104,32 @@ def test_mistral_at_32k_counts_a_window_of_keys(cli):
     assert at_32k["flops"]["decode_token"] == at_8k["flops"]["decode_token"]  # both see the last 4096 keys
 
 
-def test_some_windowed_layers_past_the_window_are_refused(cli, tmp_path):
-    """Qwen with use_sliding_window from max_window_layers on: its layers differ past the window, which
-    symllm does not model: refused in one line there, counted inside the window."""
+def test_some_windowed_layers_are_counted_past_the_window(cli, tmp_path):
+    """Qwen with use_sliding_window from max_window_layers on is two groups of layers, full below and
+    sliding from layer 2 on (transformers' layer_types), counted at any length: its parameters are
+    transformers' class's on the meta device, its KV cache at a 200-token prompt is 200 positions in the two
+    full layers and the window's 64 in the two sliding ones (by hand: 2 K/V x 2 heads x 4 wide x 2 bytes a
+    position), and a sweep past the window keeps every point, each equal to count --json."""
+    transformers, torch = requires("transformers"), requires("torch")
     raw = {"model_type": "qwen2", "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 4,
            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 40, "use_sliding_window": True,
            "sliding_window": 64, "max_window_layers": 2}
+    config = transformers.AutoConfig.for_model(**raw)
+    assert config.layer_types == ["full_attention"] * 2 + ["sliding_attention"] * 2
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    assert symllm.params(from_hf(raw))["total"] == sum(p.numel() for p in model.parameters())
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
-    assert cli(["count", str(path), "--seq", "63"]).code == 0
-    r = cli(["count", str(path), "--seq", "64"])
-    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
-    assert r.err.startswith("symllm: error: context: 64 + 1 tokens pass") and "2 of its 4 layers" in r.err
-    swept = cli(["sweep", "--base", str(path), "--seq", "32,63,64,128", "--quantity", "flops"])
-    assert [row.split(",")[0] for row in swept.out.splitlines()[1:]] == ["32", "63"]
-    assert "2 window" in swept.err
+    one = json.loads(cli(["count", str(path), "--seq", "200", "--json"]).out)
+    assert one["memory"]["kv_cache"] == 2 * 2 * 4 * 2 * (2 * 200 + 2 * 64)
+    swept = cli(["sweep", "--base", str(path), "--seq", "32,200", "--quantity", "prefill_flops,kv_cache"])
+    head, *rows = [row.split(",") for row in swept.out.splitlines()]
+    assert swept.code == 0 and [row[0] for row in rows] == ["32", "200"]
+    for row in rows:
+        one = json.loads(cli(["count", str(path), "--seq", row[0], "--json"]).out)
+        assert int(row[head.index("prefill_flops")]) == one["flops"]["prefill"]
+        assert int(row[head.index("kv_cache")]) == one["memory"]["kv_cache"]
 
 
 @pytest.mark.parametrize("name", ["mistral-7b-v0.1", "llama4-scout-17b-16e"])

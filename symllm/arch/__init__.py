@@ -1,6 +1,7 @@
 """What a model is: its symbols, its components, its config files and families, and the resolved spec.
 
-Modules: :mod:`~symllm.arch.symbols` (every symbol, once), :mod:`~symllm.arch.components` (one factory per
+Modules: :mod:`~symllm.arch.symbols` (every symbol, once), :mod:`~symllm.arch.layers` (what one layer is,
+layers as groups of kinds, the ``Structure``), :mod:`~symllm.arch.components` (one factory per
 component, each with its own rules), :mod:`~symllm.arch.config` (``ModelConfig``, presets, HF and Meta
 files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved),
 :mod:`~symllm.arch.dtypes` (bytes per element, one table),
@@ -9,5 +10,5 @@ files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field r
 """
 from symllm._lazy import attributes
 
-__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "components", "config", "specs",
+__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "layers", "components", "config", "specs",
                                                                      "resolved", "dtypes", "families")})

@@ -33,13 +33,16 @@ from symllm.arch.config import swiglu_width
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
-from symllm.arch.symbols import (L, LATEX, L_moe, L_mtp, L_nope, V, W, b, beta_a, d, d_fd, d_ff, d_fs, d_h, d_hn, d_hr, d_hv,
-                                 f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
+from symllm.arch.layers import FFNS, WINDOWS, LayerKind, Structure, group_names
+from symllm.arch.layers import LATENT
+from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_fs, d_h, d_hn, d_hr,
+                                 d_hv, f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
     "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
-    "router", "experts", "moe", "MOE_KINDS", "WINDOWS", "SlidingPairs", "ChunkedPairs", "expand_windows",
+    "router", "experts", "moe", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
+    "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
 ]
 
@@ -59,14 +62,6 @@ ELEMENTWISE = {
     "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
     "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
 }
-
-#: how a model's feed-forward layers are made: dense everywhere (None), mixture-of-experts in every layer
-#: ("all": Mixtral, Llama 4 Scout), or in some layers with the others dense of width d_fd ("some": Maverick)
-MOE_KINDS = (None, "all", "some")
-
-#: how far a query of a layer with a window sees back: full attention (None), the last ``W`` positions
-#: ("sliding": Mistral v0.1), or the positions of its own chunk of ``W`` ("chunked": Llama 4's RoPE layers)
-WINDOWS = (None, "sliding", "chunked")
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
 #: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
@@ -485,26 +480,47 @@ def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
     return pairs(t + s, W) - pairs(t, W)
 
 
-def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None = None,
-              causal: bool = False, rotary: bool = True, window: str | None = None,
-              partial_rope: bool = False) -> Component:
-    """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core.
+def _structure(structure: Structure | None, options: dict) -> Structure:
+    """The structure a factory builds for: ``structure``, or a :class:`Structure` of ``options`` (its fields
+    as keywords: ``model(tied=True)``); never both."""
+    if structure is None:
+        unknown = sorted(set(options) - set(Structure.__dataclass_fields__))
+        if unknown:
+            known = ", ".join(Structure.__dataclass_fields__)
+            raise SymllmError(f"{unknown[0]}: not a structural option (known: {known})")
+        return Structure(**options)
+    if not isinstance(structure, Structure) or options:
+        raise SymllmError("structure: give a Structure or its fields as keywords, not both")
+    return structure
+
+
+def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
+              **options) -> Component:
+    """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core, of a layer
+    of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of ``options``).
 
     ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
     cost ``2·b·n_h·d_h`` FLOPs per query-key pair (``causal`` picks which pairs count).
-    The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``bias`` puts a bias on all
-    four projections (HF ``attention_bias``), ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2);
-    ``qk_norm="rmsnorm"`` adds Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's.
-    ``rotary=False`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of its queries.
-    ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see :func:`_pairs`); the cache
-    then holds the last ``min(t + s, W)`` positions. ``partial_rope`` rotates only ``d_hr`` of each
-    head's ``d_h`` elements (GLM-4.5's ``partial_rotary_factor``: element-wise work only).
+    The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``attention_bias`` puts a bias on
+    all four projections, ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2); ``qk_norm="rmsnorm"`` adds
+    Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's (in its layers with RoPE).
+    A kind without ``rotary`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of
+    its queries. The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
+    :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
+    ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
+    ``partial_rotary_factor``: element-wise work only).
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
     >>> sp.expand(attention(qkv_bias=True).total("params") - attention().total("params"))
     d_h*n_h + 2*d_h*n_kv
     """
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    if not isinstance(kind, LayerKind):
+        raise SymllmError(f"kind: expected a LayerKind, got {kind!r}")
+    bias, qkv_bias, rotary, window = structure.attention_bias, structure.qkv_bias, kind.rotary, kind.window
+    qk_norm = None if not rotary and structure.qk_norm == "l2" else structure.qk_norm  # Llama 4: RoPE layers only
     pairs = _pairs(causal, window)
     held = t + s if window is None else sp.Min(t + s, W)  # positions in the cache after the pass
     in_bias = bias or qkv_bias
@@ -531,7 +547,7 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
-            (rope(width=d_hr) if partial_rope else rope()) if rotary else Component(
+            (rope(width=d_hr) if structure.partial_rope else rope()) if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
                 rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)")),
@@ -553,11 +569,6 @@ def attention(*, bias: bool = False, qkv_bias: bool = False, qk_norm: str | None
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )
 
-
-#: how a latent attention (MLA) makes its queries: None (not latent: :func:`attention`), "q_lora" (compressed
-#: through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``: DeepSeek-V2, V3) or "q_proj" (one ``wq``:
-#: DeepSeek-V2-Lite, ``q_lora_rank`` null)
-LATENT = (None, "q_lora", "q_proj")
 
 #: the stacks of LlamaForCausalLM keep a GQA cache: a latent attention is none of theirs
 _MLA = dict(stacks=(), label="multi-head latent attention (DeepSeek)")
@@ -794,109 +805,75 @@ def lm_head(*, tied: bool = False) -> Component:
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
 
 
-def block(*, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
-          qk_norm: str | None = None, causal: bool = False, ffn: str = "dense", shared_expert: bool = False,
-          rotary: bool = True, width: sp.Expr = d_ff, name: str = "block", window: str | None = None,
-          latent: str | None = None, shared_experts: bool = False, partial_rope: bool = False) -> Component:
-    """One pre-norm transformer block: ``h = x + attention(attention_norm(x))``,
-    ``out = h + feed_forward(ffn_norm(h))``; with ``ffn="moe"`` the feed-forward is a mixture of
-    experts (:func:`moe`); ``rotary=False`` is a Llama 4 layer without RoPE (and without its L2 QK-norm);
-    ``window`` is its attention's (:func:`attention`); ``latent`` (:data:`LATENT`) makes it a multi-head
-    latent attention (:func:`latent_attention`), ``shared_experts`` gives its MoE DeepSeek's shared experts.
+def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
+          name: str = "block", **options) -> Component:
+    """One pre-norm transformer block of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of
+    ``options``): ``h = x + attention(attention_norm(x))``, ``out = h + feed_forward(ffn_norm(h))``. A kind
+    with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert or DeepSeek's
+    shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
+    The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
 
-    >>> [c.name for c in block().children], [c.name for c in block(ffn="moe").children][-1]
+    >>> [c.name for c in block().children], [c.name for c in block(kind=LayerKind(ffn="moe")).children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
     """
-    _switches(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, causal=causal,
-              shared_expert=shared_expert, rotary=rotary)
-    if ffn not in ("dense", "moe"):
-        raise SymllmError(f"ffn: unknown {ffn!r} (known: dense, moe)")
-    if not rotary and qk_norm == "l2":  # Llama 4 norms q and k only in its RoPE layers
-        qk_norm = None
-    if latent not in LATENT:
-        raise SymllmError(f"latent: unknown {latent!r} (known: {', '.join(map(str, LATENT))})")
-    if latent is not None:
-        if qkv_bias or qk_norm or window or not rotary or partial_rope:
-            raise SymllmError("latent: a latent attention has no q/k/v biases, QK-norm, window, partial or absent RoPE")
-        attn = latent_attention(queries=latent, bias=attention_bias, causal=causal)
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    if kind.ffn == "moe":
+        ffn = moe(shared=structure.shared_expert, shared_experts=structure.shared_experts,
+                  bias=structure.mlp_bias and structure.shared_experts)
     else:
-        attn = attention(bias=attention_bias, qkv_bias=qkv_bias, qk_norm=qk_norm, causal=causal, rotary=rotary,
-                         window=window, partial_rope=partial_rope)
+        ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff)
+    if structure.latent is not None:
+        attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
+    else:
+        attn = attention(structure, kind, causal=causal)
     return Component(
         name,
         elementwise=2 * ELEMENTWISE["residual"] * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
-        children=(
-            rmsnorm("attention_norm"),
-            attn,
-            rmsnorm("ffn_norm"),
-            feed_forward(bias=mlp_bias, width=width) if ffn == "dense" else moe(
-                shared=shared_expert, shared_experts=shared_experts, bias=mlp_bias and shared_experts),
-        ),
+        children=(rmsnorm("attention_norm"), attn, rmsnorm("ffn_norm"), ffn),
         doc="TransformerBlock(layer_id, args)",
         rules=_NO_WEIGHT,
     )
 
 
-def _layers(moe_kind, nope: bool, window: str | None = None):
-    """The groups of identical blocks: ``(name, block options, how many)``, in model order. A window is
-    in the layers with RoPE (Llama 4 attends to the whole context in its layers without)."""
-    return [(name, dict(options, window=window if options.get("rotary", True) else None), count)
-            for name, options, count in _groups(moe_kind, nope)]
+def group_counts(groups: int) -> tuple[sp.Expr, ...]:
+    """The blocks of each of ``groups`` groups: ``L`` for one; ``L - L_2 - ...`` then ``L_2``, ... for more
+    (:data:`symllm.arch.symbols.GROUP_COUNTS`, bound to the spec's counts).
+
+    >>> group_counts(1), group_counts(3)
+    ((L,), (L - L_2 - L_3, L_2, L_3))
+    """
+    rest = GROUP_COUNTS[:groups - 1]
+    return (L,) if groups == 1 else (L - sum(rest), *rest)
 
 
-def _groups(moe_kind, nope: bool):
-    if moe_kind not in MOE_KINDS:
-        raise SymllmError(f"moe: unknown {moe_kind!r} (known: {', '.join(map(str, MOE_KINDS))})")
-    if moe_kind != "some":
-        ffn = "dense" if moe_kind is None else "moe"
-        if not nope:
-            return [("block", dict(ffn=ffn), L)]
-        return [("block", dict(ffn=ffn), L - L_nope), ("nope_block", dict(ffn=ffn, rotary=False), L_nope)]
-    # some MoE layers: the others are dense of width d_fd; layers without RoPE are among the MoE ones
-    dense = ("block", dict(ffn="dense", width=d_fd), L - L_moe)
-    if not nope:
-        return [dense, ("moe_block", dict(ffn="moe"), L_moe)]
-    return [dense, ("moe_block", dict(ffn="moe"), L_moe - L_nope),
-            ("nope_block", dict(ffn="moe", rotary=False), L_nope)]
-
-
-def model(*, tied: bool = False, attention_bias: bool = False, mlp_bias: bool = False, qkv_bias: bool = False,
-          qk_norm: str | None = None, hidden: str = "explicit", causal: bool = False, moe: str | None = None,
-          shared_expert: bool = False, nope: bool = False, window: str | None = None, latent: str | None = None,
-          shared_experts: bool = False, partial_rope: bool = False) -> Component:
-    """The whole model: embedding, ``L`` blocks, the final norm and the lm_head.
+def model(structure: Structure | None = None, *, causal: bool = False, **options) -> Component:
+    """The whole model of ``structure`` (or of a :class:`Structure` of ``options``): embedding, one group of
+    identical blocks per kind of layer (``structure.kinds``, each repeated by its count: :func:`group_counts`,
+    named by :func:`symllm.arch.layers.group_names`), the final norm and the lm_head.
 
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
     ``intermediate_size``, never re-rounded), ``"meta"`` (Meta's rounding with a multiplier ``f``) or
-    ``"meta_plain"`` (Meta's rounding without one). ``moe`` (:data:`MOE_KINDS`) makes the feed-forward a
-    mixture of experts in every block (``"all"``) or in ``L_moe`` of them (``"some"``, the others dense
-    of width ``d_fd``), ``shared_expert`` adds Llama 4's shared expert, ``nope`` makes ``L_nope`` blocks
-    (among the MoE ones) Llama 4 layers without RoPE. Blocks that differ form groups, each repeated.
-    ``window`` (:data:`WINDOWS`) is the attention window of every layer with RoPE. ``latent``
-    (:data:`LATENT`) makes every attention a multi-head latent attention (DeepSeek), ``shared_experts`` gives
-    the MoE layers DeepSeek's shared experts of width ``d_fs``, ``partial_rope`` rotates ``d_hr`` of each
-    head's ``d_h`` (GLM-4.5).
+    ``"meta_plain"`` (Meta's rounding without one).
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
-    >>> [(c.name, c.repeat) for c in model(moe="some", nope=True).children[1:-2]]
-    [('block', L - L_moe), ('moe_block', L_moe - L_nope), ('nope_block', L_nope)]
+    >>> kinds = (LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe", rotary=False))
+    >>> [(c.name, c.repeat) for c in model(kinds=kinds).children[1:-2]]
+    [('block', L - L_2 - L_3), ('moe_block', L_2), ('nope_block', L_3)]
     """
-    _switches(tied=tied, shared_expert=shared_expert, nope=nope, shared_experts=shared_experts,
-              partial_rope=partial_rope)
-    if hidden not in ("explicit", "meta", "meta_plain"):
-        raise SymllmError(f"hidden: unknown rule {hidden!r} (explicit, meta, meta_plain)")
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    hidden = structure.hidden
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
-    common = dict(attention_bias=attention_bias, mlp_bias=mlp_bias, qkv_bias=qkv_bias, qk_norm=qk_norm,
-                  causal=causal, shared_expert=shared_expert, latent=latent, shared_experts=shared_experts,
-                  partial_rope=partial_rope)
-    groups = tuple(block(**common, **options, name=name).replace(repeat=count)
-                   for name, options, count in _layers(moe, nope, window))
+    groups = tuple(block(structure, kind, causal=causal, name=name).replace(repeat=count)
+                   for kind, name, count in zip(structure.kinds, group_names(structure.kinds),
+                                                group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(), *groups, rmsnorm("norm"), lm_head(tied=tied)),
+        children=(embedding(), *groups, rmsnorm("norm"), lm_head(tied=structure.tied)),
         definitions=definitions,
         doc="Transformer(params)",
         rules=_NO_WEIGHT,
@@ -971,11 +948,13 @@ def component(name: str, whole: Component | None = None) -> Component:
 
 #: model() with every structural option switched on: every factory's parts, each at least once
 #: (:func:`lora_names` reads the declarations from it; a new option belongs here)
-EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", moe="some",
-                  shared_expert=True, nope=True, window="sliding", partial_rope=True)
+EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
+                  partial_rope=True, kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
+                                            LayerKind(ffn="moe", rotary=False)))
 #: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
-#: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert)
-EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, moe="some", shared_experts=True, latent="q_lora")
+#: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
+EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, shared_experts=True, latent="q_lora",
+                         kinds=(LayerKind(), LayerKind(ffn="moe")))
 
 
 def lora_names() -> dict[str, str]:

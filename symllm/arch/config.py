@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from symllm.arch.families.hf import HF_UNMODELLED, read as _read_hf
+from symllm.arch.layers import MAX_GROUPS, QK_NORMS, LayerKind, groups as _groups
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import integer as _integer
@@ -28,7 +29,7 @@ from symllm.validate import short as _short
 from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
-           "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "SWIGLU_RATIO", "swiglu_width",
+           "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
            "meta_product_ok"]
 
 
@@ -37,21 +38,28 @@ def _positive_int(field: str, value, *, optional: bool = False):
     return positive_int(field, value, optional=optional, floats=True)
 
 
-#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or
-#: Llama 4's weightless L2 norm (in its RoPE layers)
-QK_NORMS = (None, "rmsnorm", "l2")
-
-
-def _layer_ids(field: str, value, n_layers: int) -> tuple:
-    """Layer indices as a sorted tuple, each in range(n_layers), none twice."""
-    if not isinstance(value, (list, tuple)):
-        raise SymllmError(f"{field}: expected a list of layer indices, got {_short(value)}")
-    for i in value:
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_layers:
-            raise SymllmError(f"{field}: {_short(i)} is not a layer index (0 to {n_layers - 1})")
-    if len(set(value)) != len(value):
-        raise SymllmError(f"{field}: a layer is listed twice in {_short(list(value))}")
-    return tuple(sorted(value))
+def _layer_groups(value, n_layers: int) -> tuple:
+    """``layers`` as a tuple of ``(LayerKind, count)`` runs in model order, the counts adding up to ``n_layers``."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise SymllmError(f"layers: expected groups of (LayerKind, count), got {_short(value)}")
+    out = []
+    for pair in value:
+        if isinstance(pair, dict):  # ModelConfig.to_dict's form: the kind's fields and the count
+            kind = {k: v for k, v in pair.items() if k != "count"}
+            unknown = sorted(set(kind) - set(LayerKind.__dataclass_fields__))
+            if unknown or "count" not in pair:
+                raise SymllmError(f"layers: expected a kind's fields and its count, got {_short(pair)}")
+            pair = (LayerKind(**kind), pair["count"])
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], LayerKind):
+            raise SymllmError(f"layers: expected (LayerKind, count) pairs, got {_short(pair)}")
+        out.append((pair[0], positive_int("layers", pair[1])))
+    kinds = len({kind for kind, _ in out})
+    if kinds > MAX_GROUPS:
+        raise SymllmError(f"layers: {kinds} kinds of layer; symllm models at most {MAX_GROUPS}")
+    total = sum(count for _, count in out)
+    if total != n_layers:
+        raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers}")
+    return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,17 +113,10 @@ class ModelConfig:
     experts_per_token: int | None = None
     #: Llama 4's shared expert: a dense SwiGLU of width hidden_dim in every MoE layer, run by every token
     shared_expert: bool = False
-    #: the MoE layers' indices (None: every layer, when n_experts is given)
-    moe_layers: tuple | None = None
     #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
     dense_hidden_dim: int | None = None
-    #: indices of the layers without RoPE (Llama 4; they must be MoE layers when only some are)
-    nope_layers: tuple = ()
-    #: sliding-window attention: a query sees at most this many keys, the last ones (Mistral v0.1)
+    #: sliding-window attention: a query of a sliding layer sees at most this many keys, the last ones
     sliding_window: int | None = None
-    #: the layers with the sliding window when only some have it (Qwen's max_window_layers; None: every
-    #: layer); such a config is counted exactly while the context fits in the window, and refused beyond
-    window_layers: tuple | None = None
     #: chunked attention (Llama 4's RoPE layers): a query sees the keys of its own chunk of this many tokens
     attention_chunk: int | None = None
     #: DeepSeek's shared experts: a SwiGLU of n_shared_experts × hidden_dim in every MoE layer, run by every token
@@ -135,6 +136,10 @@ class ModelConfig:
     #: multi-token-prediction modules the checkpoint stores after the last layer (DeepSeek-V3, GLM-4.5);
     #: transformers does not build them: reported apart, never in the model's total
     n_mtp_layers: int = 0
+    #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
+    #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
+    #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
+    layers: tuple | None = None
     #: what a reader should know about what was counted (e.g. a vision encoder that is not)
     note: str | None = None
     #: RMSNorm epsilon (no effect on counts)
@@ -148,7 +153,7 @@ class ModelConfig:
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen)
-        put("derived", frozenset(k for k in ("n_kv_heads", "head_dim") if getattr(self, k) is None))
+        put("derived", frozenset(k for k in ("n_kv_heads", "head_dim", "layers") if getattr(self, k) is None))
         for field in ("vocab_size", "dim", "n_layers", "n_heads", "multiple_of"):
             put(field, _positive_int(field, getattr(self, field)))
         for field in ("n_kv_heads", "head_dim", "hidden_dim"):
@@ -170,21 +175,13 @@ class ModelConfig:
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
         self._check_moe(put)
-        self._check_latent(put)
-        put("nope_layers", _layer_ids("nope_layers", self.nope_layers, self.n_layers))
-        if self.moe_kind == "some" and not set(self.nope_layers) <= set(self.moe_layers):
-            extra = sorted(set(self.nope_layers) - set(self.moe_layers))[0]
-            raise SymllmError(f"nope_layers: layer {extra} has no RoPE and no experts; symllm models layers "
-                              "without RoPE among the MoE layers only (as Llama 4 places them)")
         for field in ("sliding_window", "attention_chunk"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
         if self.sliding_window is not None and self.attention_chunk is not None:
             raise SymllmError(f"attention_chunk: {self.attention_chunk} given with sliding_window "
                               f"{self.sliding_window}; a layer has one or the other")
-        if self.window_layers is not None:
-            if self.sliding_window is None:
-                raise SymllmError(f"window_layers: {_short(self.window_layers)} given without sliding_window")
-            put("window_layers", _layer_ids("window_layers", self.window_layers, self.n_layers))
+        self._check_layers(put)
+        self._check_latent(put)
 
     def _check_latent(self, put) -> None:
         """MLA's sizes: all four with kv_lora_rank (q_lora_rank optional), none without; its keys and values
@@ -211,8 +208,8 @@ class ModelConfig:
                                ("attention_chunk", None), ("partial_rotary_factor", None)):
                 if getattr(self, field) != off:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} is not modelled with a latent attention")
-            if self.nope_layers:
-                raise SymllmError("nope_layers: not modelled with a latent attention")
+            if self.n_nope_layers:
+                raise SymllmError("layers: layers without RoPE are not modelled with a latent attention")
         if self.n_shared_experts is not None:
             put("n_shared_experts", _positive_int("n_shared_experts", self.n_shared_experts))
             if self.n_experts is None:
@@ -252,7 +249,7 @@ class ModelConfig:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         boolean("shared_expert", self.shared_expert)
         if self.n_experts is None:
-            for field in ("experts_per_token", "moe_layers", "dense_hidden_dim"):
+            for field in ("experts_per_token", "dense_hidden_dim"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
             if self.shared_expert:
@@ -262,35 +259,56 @@ class ModelConfig:
             raise SymllmError("experts_per_token: missing (how many of the n_experts each token uses)")
         if self.experts_per_token > self.n_experts:
             raise SymllmError(f"experts_per_token: {self.experts_per_token} is more than n_experts {self.n_experts}")
-        layers = None if self.moe_layers is None else _layer_ids("moe_layers", self.moe_layers, self.n_layers)
-        if layers is not None and not layers:
-            raise SymllmError("moe_layers: empty; a model without MoE layers has no n_experts")
-        if layers is not None and len(layers) == self.n_layers:
-            layers = None  # every layer: the same model as not saying
-        put("moe_layers", layers)
-        if layers is not None and self.dense_hidden_dim is None:
-            raise SymllmError("dense_hidden_dim: missing; the layers outside moe_layers are dense")
-        if layers is None and self.dense_hidden_dim is not None:
-            raise SymllmError(f"dense_hidden_dim: {self.dense_hidden_dim} given but every layer is MoE")
 
-    @property
-    def moe_kind(self) -> str | None:
-        """None (dense), "all" (every layer MoE) or "some" (moe_layers, the others dense)."""
-        if self.n_experts is None:
-            return None
-        return "all" if self.moe_layers is None else "some"
+    def _check_layers(self, put) -> None:
+        """The groups of layers: each kind's feed-forward and window backed by the sizes they need (a window
+        size no layer uses changes no count: Llama 4 without RoPE layers still states its chunk)."""
+        if self.layers is None:
+            kind = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
+            put("layers", ((kind, self.n_layers),))
+        else:
+            put("layers", _layer_groups(self.layers, self.n_layers))
+        moe = self.n_moe_layers or 0
+        if self.n_experts is not None and not moe:
+            raise SymllmError(f"n_experts: {self.n_experts} given but no layer is a mixture of experts")
+        if self.n_experts is None and any(kind.ffn == "moe" for kind, _ in self.layers):
+            raise SymllmError("n_experts: missing; some layers are a mixture of experts")
+        if moe and moe < self.n_layers and self.dense_hidden_dim is None:
+            raise SymllmError("dense_hidden_dim: missing; the layers outside the MoE ones are dense")
+        if moe == self.n_layers and self.dense_hidden_dim is not None:
+            raise SymllmError(f"dense_hidden_dim: {self.dense_hidden_dim} given but every layer is MoE")
+        windows = {kind.window for kind, _ in self.layers} - {None}
+        for window, size, field in (("sliding", self.sliding_window, "sliding_window"),
+                                    ("chunked", self.attention_chunk, "attention_chunk")):
+            if window in windows and size is None:
+                raise SymllmError(f"{field}: missing; some layers have a {window} window")
+
+    def _count(self, test) -> int | None:
+        return sum(count for kind, count in self.layers if test(kind)) or None
 
     @property
     def n_moe_layers(self) -> int | None:
         """How many layers are MoE (None: a dense model)."""
-        if self.n_experts is None:
-            return None
-        return self.n_layers if self.moe_layers is None else len(self.moe_layers)
+        return self._count(lambda kind: kind.ffn == "moe")
 
     @property
     def n_nope_layers(self) -> int | None:
         """How many layers have no RoPE (None: none)."""
-        return len(self.nope_layers) or None
+        return self._count(lambda kind: not kind.rotary)
+
+    @property
+    def groups(self) -> tuple:
+        """The layers collapsed into groups of identical ones ``(kind, count)``, in the order each kind first
+        appears (:func:`symllm.arch.layers.groups`: one group of blocks each in the component tree)."""
+        return _groups(self.layers)
+
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
+        """One kind per layer, in model order.
+
+        >>> [k.ffn for k in ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).layer_kinds()]
+        ['dense', 'dense']
+        """
+        return tuple(kind for kind, count in self.layers for _ in range(count))
 
     @property
     def window(self) -> int | None:
@@ -331,8 +349,15 @@ class ModelConfig:
         return dataclasses.replace(self, **again, **changes)
 
     def to_dict(self) -> dict:
-        """The fields as a plain dict (JSON-ready)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        """The fields as a plain dict (JSON-ready: ``layers`` as one ``{"ffn", "rotary", "window", "count"}``
+        per group, which ``ModelConfig(**...)`` reads back).
+
+        >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).to_dict()["layers"]
+        [{'ffn': 'dense', 'rotary': True, 'window': None, 'count': 2}]
+        """
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        out["layers"] = [{**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
+        return out
 
 
 #: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the
@@ -476,8 +501,8 @@ def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -
     ...          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 172}).sliding_window
     4096
     >>> from_hf({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
-    ...          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 172}).moe_kind
-    'all'
+    ...          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 172}).n_moe_layers
+    2
 
     >>> from_hf({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
     ...          "num_key_value_heads": 2, "intermediate_size": 172, "vocab_size": 100,

@@ -20,57 +20,21 @@ from functools import cached_property, lru_cache
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
 from symllm.arch.config import ModelConfig, load
+from symllm.arch.layers import LayerKind, Structure
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "Structure", "spec_of", "hidden_dim_kernel", "structure_model"]
-
-
-@dataclass(frozen=True)
-class Structure:
-    """What decides the shape of the component tree (not the sizes): one tree per structure."""
-
-    #: lm_head shares the embedding matrix
-    tied: bool = False
-    #: q/k/v/o projections have biases
-    attention_bias: bool = False
-    #: w1/w2/w3 have biases
-    mlp_bias: bool = False
-    #: where d_ff comes from: "explicit", "meta" (with f) or "meta_plain"
-    hidden: str = "explicit"
-    #: q/k/v projections have biases, wo none (Qwen2)
-    qkv_bias: bool = False
-    #: the norm on each query and key head: None, "rmsnorm" (Qwen3) or "l2" (Llama 4)
-    qk_norm: str | None = None
-    #: mixture-of-experts layers: None (dense), "all" or "some" (the others dense of width d_fd)
-    moe: str | None = None
-    #: MoE layers have Llama 4's shared expert
-    shared_expert: bool = False
-    #: some layers have no RoPE (Llama 4)
-    nope: bool = False
-    #: the attention window of the layers with RoPE: None, "sliding" or "chunked"
-    window: str | None = None
-    #: multi-head latent attention (DeepSeek): None, "q_lora" or "q_proj" (components.LATENT)
-    latent: str | None = None
-    #: MoE layers have DeepSeek's shared experts (width d_fs)
-    shared_experts: bool = False
-    #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
-    partial_rope: bool = False
-    #: the checkpoint stores multi-token-prediction modules (reported apart: components.mtp)
-    mtp: bool = False
+__all__ = ["Spec", "Structure", "LayerKind", "spec_of", "hidden_dim_kernel", "structure_model"]
 
 
 @lru_cache(maxsize=None)
 def structure_model(structure: Structure, causal: bool = False) -> Component:
-    """The model component of a structure (cached: built once per structural variant).
+    """The model component of a structure (cached: built once per structural variant; see
+    :mod:`symllm.arch.layers` for what a structure holds).
 
     >>> structure_model(Structure(tied=True)).child("lm_head").params
     0
     """
-    return model(tied=structure.tied, attention_bias=structure.attention_bias, mlp_bias=structure.mlp_bias,
-                 qkv_bias=structure.qkv_bias, qk_norm=structure.qk_norm, hidden=structure.hidden, causal=causal,
-                 moe=structure.moe, shared_expert=structure.shared_expert, nope=structure.nope,
-                 window=structure.window, latent=structure.latent, shared_experts=structure.shared_experts,
-                 partial_rope=structure.partial_rope)
+    return model(structure, causal=causal)
 
 
 @lru_cache(maxsize=None)
@@ -105,13 +69,13 @@ class Spec:
     #: what shapes the closed forms (the fields marked ``shapes``: :meth:`shape`); the others are numbers
     structure: Structure = field(metadata={"shapes": True})
     config: ModelConfig
-    #: mixture of experts (None for a dense model): experts, top-k, MoE layers, dense layers' width
+    #: the blocks of each group of identical layers, in the order of ``structure.kinds`` (the first bound
+    #: through ``L``, the others to :data:`symllm.arch.symbols.GROUP_COUNTS`)
+    counts: tuple[int, ...] = ()
+    #: mixture of experts (None for a dense model): experts, top-k, the dense layers' width
     n_experts: int | None = None
     experts_per_token: int | None = None
-    n_moe_layers: int | None = None
     dense_hidden_dim: int | None = None
-    #: layers without RoPE (None: none)
-    n_nope_layers: int | None = None
     #: the sliding window or the attention chunk (None: full attention)
     window: int | None = None
     #: multi-head latent attention's sizes (None: not latent); qk_rope_head_dim is also a partial rotary's width
@@ -150,11 +114,18 @@ class Spec:
 
     @cached_property
     def _values(self) -> dict:
-        return {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
-                if info.kind == "model" and getattr(self, info.code) is not None}
+        out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
+               if info.kind == "model" and getattr(self, info.code) is not None}
+        out.update(zip(S.GROUP_COUNTS, self.counts[1:]))
+        return out
 
     def values(self) -> dict:
-        """Symbol -> number for every model symbol (``f`` only when the config has a multiplier)."""
+        """Symbol -> number for every model symbol (``f`` only when the config has a multiplier; a count
+        symbol per group of layers after the first).
+
+        >>> spec_of(load("llama4-maverick-17b-128e")).values()[S.GROUP_COUNTS[0]]
+        12
+        """
         return dict(self._values)
 
 
@@ -170,17 +141,15 @@ def spec_of(config: ModelConfig) -> Spec:
         d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
-                          moe=config.moe_kind, shared_expert=config.shared_expert, nope=bool(config.nope_layers),
-                          window=config.window_kind if config.window_layers is None else None,
+                          shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.groups),
                           latent=config.latent, shared_experts=config.n_shared_experts is not None,
                           partial_rope=config.partial_rotary_factor is not None, mtp=config.n_mtp_layers > 0)
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
-                structure=structure, config=config, n_experts=config.n_experts,
-                experts_per_token=config.experts_per_token, n_moe_layers=config.n_moe_layers,
-                dense_hidden_dim=config.dense_hidden_dim, n_nope_layers=config.n_nope_layers,
-                window=config.window if config.window_layers is None else None,
+                structure=structure, config=config, counts=tuple(count for _, count in config.groups),
+                n_experts=config.n_experts, experts_per_token=config.experts_per_token,
+                dense_hidden_dim=config.dense_hidden_dim, window=config.window,
                 q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank, qk_rope_head_dim=config.rope_dim,
                 qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
                 n_mtp_layers=config.n_mtp_layers or None,

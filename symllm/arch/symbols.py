@@ -18,7 +18,7 @@ import sympy as sp
 
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
-    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "L_moe", "L_nope", "W",
+    "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "d_fs", "L_mtp",
     "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
@@ -52,12 +52,13 @@ d_h = sp.Symbol("d_h", **_size)
 d_ff = sp.Symbol("d_ff", **_size)
 m = sp.Symbol("m", **_size)
 f = sp.Symbol("f", positive=True, finite=True)
-# mixture of experts and layers without RoPE (Mixtral, Llama 4)
+# mixture of experts (Mixtral, Llama 4)
 n_e = sp.Symbol("n_e", **_size)
 k = sp.Symbol("k", **_size)
 d_fd = sp.Symbol("d_fd", **_size)
-L_moe = sp.Symbol("L_moe", **_size)
-L_nope = sp.Symbol("L_nope", **_size)
+#: the blocks of the 2nd, 3rd, ... group of identical layers (symllm.arch.layers: one group per kind of
+#: layer); the first group has the rest, ``L - L_2 - ...``, and a model with one group has ``L`` alone
+GROUP_COUNTS = tuple(sp.Symbol(f"L_{i}", **_size) for i in range(2, 9))
 # sliding-window (Mistral) or chunked (Llama 4) attention
 W = sp.Symbol("W", **_size)
 # multi-head latent attention (DeepSeek-V2/V3) and DeepSeek's shared experts
@@ -110,8 +111,9 @@ _TABLE = [
     SymbolInfo(k, "experts_per_token", "k", "experts each token is routed to (top-k)", "model"),
     SymbolInfo(d_fd, "dense_hidden_dim", r"d_{ff}^{\mathrm{dense}}",
                "SwiGLU width of the dense layers of a model that interleaves MoE layers", "model"),
-    SymbolInfo(L_moe, "n_moe_layers", r"L_{\mathrm{moe}}", "mixture-of-experts blocks (of the L)", "model"),
-    SymbolInfo(L_nope, "n_nope_layers", r"L_{\mathrm{nope}}", "blocks without RoPE (of the L)", "model"),
+    *(SymbolInfo(count, f"n_layers_{i}", f"L_{{{i}}}", f"blocks of the group of identical layers numbered {i} "
+                 "(one group per kind of layer, in model order; the first has the rest of the L)", "layers")
+      for i, count in enumerate(GROUP_COUNTS, start=2)),
     SymbolInfo(W, "window", "W", "keys a query may see: the sliding window, or the attention chunk", "model"),
     SymbolInfo(r_q, "q_lora_rank", "r_q", "rank of the compressed query of latent attention (MLA)", "model"),
     SymbolInfo(r_kv, "kv_lora_rank", r"r_{kv}", "rank of the compressed key-value latent of latent attention (MLA)",

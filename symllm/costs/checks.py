@@ -5,10 +5,10 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 
 * ``pp``: more pipeline stages than blocks (a stage holds at least one block);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
-  the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
-* ``seq`` / ``context``: a context past a sliding window that only some layers have (Qwen's
-  ``max_window_layers``): beyond it those layers differ from the others, which symllm does not model
-  (a window in every layer with RoPE is modelled at any length).
+  the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`).
+
+A window in some layers only (Qwen's ``max_window_layers``) is counted at any length: those layers are
+a group of their own (:mod:`symllm.arch.layers`).
 
 ``symllm.workload``, ``symllm.costs.finetune.lora``, derivations, reports and :class:`symllm.Sweep` all
 ask this module, so a sweep drops (or, for a workload that is wrong whatever the grid, refuses) exactly
@@ -57,26 +57,6 @@ def _experts_divide_ok(f):
     return f["n_experts"] is None or f["n_experts"] % f["ep"] == 0
 
 
-def _window_ok(f):
-    return f["window_layers"] is None or _max(f["seq"] + f["gen"], f["context"] + 1) <= f["window"]
-
-
-def _max(a, b):
-    """The larger of ``a`` and ``b``, element-wise for arrays."""
-    if hasattr(a, "shape") or hasattr(b, "shape"):
-        import numpy as np  # only a sweep passes arrays
-        return np.maximum(a, b)
-    return max(a, b)
-
-
-def _window_line(f) -> str:
-    window = f["window"]
-    where = (f"seq: {f['seq']} + gen {f['gen']} tokens" if f["seq"] + f["gen"] > window
-             else f"context: {f['context']} + 1 tokens")
-    return (f"{where} pass {f['name']}'s {window}-token sliding window, which only {f['window_layers']} of its "
-            f"{f['n_layers']} layers have; attention past a window in some layers only is not modelled")
-
-
 #: every workload-vs-model check, in the order a scalar check reports the first failure
 CHECKS = (
     Check("pp", ("pp", "n_layers"), lambda f: f["n_layers"] is None or f["pp"] <= f["n_layers"],
@@ -88,7 +68,6 @@ CHECKS = (
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks do not divide the {f['n_experts']} experts of "
                     f"{f['name']}"),
-    Check("window", ("seq", "gen", "context", "window", "window_layers", "n_layers"), _window_ok, _window_line),
 )
 
 
@@ -105,18 +84,15 @@ def model_fields(model) -> dict:
 
     if not isinstance(model, Component):
         model = spec(model)
-        cfg = model.config
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
-                "n_experts": model.n_experts, "window": cfg.window,
-                "window_layers": None if cfg.window_layers is None else len(cfg.window_layers)}
+                "n_experts": model.n_experts}
     from symllm.costs.parallel import has_experts
-    return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
-            "window": None, "window_layers": None}
+    return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None}
 
 
 def workload_fields(work) -> dict:
     """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`."""
-    return {k: getattr(work, k) for k in ("seq", "gen", "context", "pp", "ep")}
+    return {k: getattr(work, k) for k in ("pp", "ep")}
 
 
 def failures(fields: Mapping) -> list[Check]:
@@ -124,8 +100,7 @@ def failures(fields: Mapping) -> list[Check]:
     :data:`CHECKS` order. A sweep drops the points where ``check.ok(fields)`` is false, each with
     ``check.line`` of that point's fields.
 
-    >>> failures({"name": "m", "n_layers": 2, "experts": False, "n_experts": None, "window": None,
-    ...           "window_layers": None, "seq": 8, "gen": 0, "context": 8, "pp": 3, "ep": 1})[0].field
+    >>> failures({"name": "m", "n_layers": 2, "experts": False, "n_experts": None, "pp": 3, "ep": 1})[0].field
     'pp'
     """
     out = []

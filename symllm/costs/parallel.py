@@ -103,8 +103,8 @@ def has_experts(mdl: Component) -> bool:
     """Whether ``mdl`` has routed experts (a mixture-of-experts model): what expert parallelism needs
     (:mod:`symllm.costs.checks`).
 
-    >>> from symllm.arch.components import model
-    >>> has_experts(model()), has_experts(model(moe="all"))
+    >>> from symllm.arch.components import LayerKind, model
+    >>> has_experts(model()), has_experts(model(kinds=(LayerKind(ffn="moe"),)))
     (False, True)
     """
     return any(_expert(c) for c in mdl.walk())
@@ -113,8 +113,8 @@ def has_experts(mdl: Component) -> bool:
 def comm_kinds(mdl: Component) -> tuple[str, ...]:
     """The keys of :func:`comm` for ``mdl``: ``ep`` only for a mixture-of-experts model.
 
-    >>> from symllm.arch.components import model
-    >>> comm_kinds(model()), comm_kinds(model(moe="all"))
+    >>> from symllm.arch.components import LayerKind, model
+    >>> comm_kinds(model()), comm_kinds(model(kinds=(LayerKind(ffn="moe"),)))
     (('tp', 'pp', 'dp'), ('tp', 'pp', 'dp', 'ep'))
     """
     return COMM_KINDS if has_experts(mdl) else COMM_KINDS[:3]
@@ -271,10 +271,10 @@ def _only_experts(comp: Component, unit: bool = False) -> Component:
 def expert_params(stage: Component) -> sp.Expr:
     """The routed experts' parameters in ``stage`` (a model or a :func:`stages` stage), repeats included.
 
-    >>> from symllm.arch.components import model
-    >>> expert_params(model(moe="all"))
+    >>> from symllm.arch.components import LayerKind, model
+    >>> expert_params(model(kinds=(LayerKind(ffn="moe"),)))
     3*L*d*d_ff*n_e
-    >>> expert_params(stages(model(moe="all"))[1])
+    >>> expert_params(stages(model(kinds=(LayerKind(ffn="moe"),)))[1])
     3*d*d_ff*ceiling(n_e/N_e)*floor(L/N_p)
     """
     return _only_experts(stage).total("params")
@@ -337,14 +337,14 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     (and ZeRO's weight all-gathers), and for a mixture-of-experts model ``ep`` the expert-parallel
     all-to-alls.
 
-    >>> from symllm.arch.components import model
+    >>> from symllm.arch.components import LayerKind, model
     >>> c = comm(model())
     >>> c["pp"]
     b*beta_a*d*s*Min(2, N_p - 1)
     >>> ones = {s: 1 for s in model().total("params").free_symbols}   # 12 parameters, 24 gradient bytes
     >>> c["dp"].subs({S.N_t: 1, S.N_p: 1, S.N_d: 5, **ones})   # ZeRO 0, an all-reduce: 2·(24 - 24//5)
     40
-    >>> comm(model(moe="all"))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
+    >>> comm(model(kinds=(LayerKind(ffn="moe"),)))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
     4*L*ceiling(b*beta_a*d*k*s*(N_e - 1)/N_e)
     """
     first, last = stages(mdl, sp_)

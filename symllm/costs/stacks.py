@@ -96,8 +96,8 @@ def _unmodelled(comp: Component, stack: str):
     """The outermost components of ``comp`` whose rules do not name ``stack`` among the stacks that state
     what they keep for them (a component declaring none is refused by every named stack).
 
-    >>> from symllm.arch.components import model
-    >>> [c.name for c in _unmodelled(model(moe="all"), "hf-sdpa")]
+    >>> from symllm.arch.components import LayerKind, model
+    >>> [c.name for c in _unmodelled(model(kinds=(LayerKind(ffn="moe"),)), "hf-sdpa")]
     ['moe']
     """
     if stack not in (comp.rules.stacks or ()):

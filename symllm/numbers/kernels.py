@@ -95,10 +95,28 @@ def substitute(expr: sp.Expr, vals: dict) -> int | Fraction | float:
 
 def _float_valued(arg: sp.Expr) -> bool:
     """Whether ``arg`` has a float (``f`` or a ``Float``) outside any inner floor/ceiling, so its
-    rounding must truncate an IEEE double; otherwise it is rational and rounds as integers."""
-    outer = arg.replace(lambda e: isinstance(e, (sp.floor, sp.ceiling)),
-                        lambda e: sp.Dummy(integer=True))
-    return outer.has(sp.Float) or outer.has(S.f)
+    rounding must truncate an IEEE double; otherwise it is rational and rounds as integers (a walk
+    that rebuilds nothing: substituting the inner roundings re-evaluated every Max and Min around them).
+
+    >>> _float_valued(sp.floor(S.f * S.d) + S.d), _float_valued(S.f * sp.floor(S.d / 3))
+    (False, True)
+    """
+    todo = [arg]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, (sp.floor, sp.ceiling)):
+            continue
+        if e.is_Float or e == S.f:
+            return True
+        todo.extend(e.args)
+    return False
+
+
+@lru_cache(maxsize=4096)
+def _fraction(arg: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """Numerator and denominator of ``arg`` over one common denominator (cached: a rounding's code and
+    its magnitude bound ask for the same one)."""
+    return sp.fraction(sp.together(arg))
 
 
 class _IntegerSafePrinter(PythonCodePrinter):
@@ -116,7 +134,7 @@ class _IntegerSafePrinter(PythonCodePrinter):
     def _rounding(self, arg, ceil: bool):
         if _float_valued(arg):
             return f"_{'ceil' if ceil else 'floor'}({self._print(arg)})"
-        num, den = sp.fraction(sp.together(arg))
+        num, den = _fraction(arg)
         num, den = self._print(num), self._print(den)
         return f"(-((-({num})) // ({den})))" if ceil else f"(({num}) // ({den}))"
 
@@ -166,7 +184,7 @@ def _bound_code(e: sp.Expr) -> str:
         arg = e.args[0]
         if _float_valued(arg):
             return f"({_bound_code(arg)} + 1.0)"
-        num, den = sp.fraction(sp.together(arg))
+        num, den = _fraction(arg)
         return f"({_bound_code(num)} + {_bound_code(den)} + 1.0)"
     if isinstance(e, (sp.Max, sp.Min)):
         return "(" + " + ".join(_bound_code(a) for a in e.args) + ")"

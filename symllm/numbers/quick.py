@@ -52,6 +52,14 @@ def _key(config: ModelConfig) -> str:
     return cache_key(fields)
 
 
+def _number(config: ModelConfig, code: str):
+    """The number a kernel argument takes, named by its symbol's code: a config field, or the count of a
+    group of layers after the first (``n_layers_2``: :data:`symllm.arch.symbols.GROUP_COUNTS`)."""
+    if code.startswith("n_layers_"):
+        return config.groups[int(code.removeprefix("n_layers_")) - 1][1]
+    return getattr(config, code)
+
+
 @lru_cache(maxsize=64)
 def _compiled(key: str, sources: tuple):
     hidden_args, hidden_src, table_args, names, table_src = sources
@@ -93,7 +101,7 @@ def params(config: ModelConfig) -> tuple[dict, int]:
             else:
                 args, kernel = hidden
                 d_ff = kernel(*(getattr(config, a) for a in args))
-            values = [d_ff if a == "hidden_dim" else getattr(config, a) for a in table_args]
+            values = [d_ff if a == "hidden_dim" else _number(config, a) for a in table_args]
             counts = dict(zip(names, table(*values), strict=True))
             if type(counts.get("total")) is int and type(d_ff) is int:
                 return counts, d_ff

@@ -78,8 +78,6 @@ CONFIG_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head
 WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if opt.axis)
 
 _SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
-#: model symbols a sweep takes from its base and never varies
-_FIXED_MODEL = (S.n_e, S.k, S.d_fd, S.L_moe, S.L_nope, S.W, S.r_q, S.r_kv, S.d_hr, S.d_hn, S.d_hv, S.d_fs)
 
 #: the largest table file :func:`read_table` reads (its rows are held in memory)
 TABLE_BYTES = 256 << 20
@@ -633,16 +631,17 @@ class Sweep:
         spec = resolved.spec(base_cfg)
         mdl = spec.model(work.attention).replace(definitions=())
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
-        # the mixture of experts, the layers without RoPE and the window stay the base's
-        fixed.update({sym: v for sym, v in spec.values().items() if sym in _FIXED_MODEL})
+        # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
+        fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
+        layers = self.axes.get("n_layers", [base_cfg.n_layers])  # the base's alone: nothing varies
+        if len(spec.counts) > 1 and (isinstance(layers, _RangeAxis) or any(v != base_cfg.n_layers for v in layers)):
+            raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers are of "
+                              f"{len(spec.counts)} kinds")
         tied_sizes = {"hidden_dim"} if base_cfg.n_shared_experts is not None else set()
         tied_sizes |= {"n_heads", "n_kv_heads", "head_dim"} if base_cfg.rope_dim is not None else set()
         for name in sorted(tied_sizes & set(self.axes)):  # d_fs = n_shared·d_ff; MLA's heads; a partial rotary
             raise SymllmError(f"{name}: cannot vary it for {base_cfg.name}, whose other sizes follow it "
                               "(shared experts, latent attention or a partial rotary)")
-        if "n_layers" in self.axes and (base_cfg.moe_layers is not None or base_cfg.nope_layers):
-            raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers differ "
-                              "(MoE or RoPE in some of them)")
         # the workload against the model (symllm.costs.checks, count's own checks): a failed check that
         # reads nothing the sweep varies refuses every point, so the sweep itself, with the line count gives
         # for its first point; the other checks drop points (_evaluate)

@@ -32,7 +32,7 @@ from symllm.costs import phases as costs
 from symllm.costs import hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
-from symllm.arch.components import Component, collected, component, model
+from symllm.arch.components import Component, LayerKind, collected, component, model
 from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
@@ -349,7 +349,7 @@ def _component_for(name: str, spec, work: Workload):
         whole = model(causal=work.causal)
         return component(name, whole), whole.definitions
     except SymllmError:
-        whole = model(causal=work.causal, moe="all")
+        whole = model(causal=work.causal, kinds=(LayerKind(ffn="moe"),))
         return component(name, whole), whole.definitions
 
 
@@ -535,7 +535,7 @@ class Report:
             "total": counts["total"], "block_value": counts["block"],
             "active": counts["active"] if counts["active"] != counts["total"] else None,
             "experts": spec.n_experts, "experts_per_token": spec.experts_per_token,
-            "grouped": spec.structure.moe == "some" or spec.structure.nope,
+            "grouped": len(spec.structure.kinds) > 1,
             "block_closed": Formula(block.closed), "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),

@@ -20,10 +20,10 @@ none). ``num_nextn_predict_layers`` (V3) is read as the multi-token-prediction m
 build (:attr:`ModelConfig.n_mtp_layers`, reported apart).
 
 >>> f = _fields({"first_k_dense_replace": 1, "n_routed_experts": 4, "num_experts_per_tok": 2}, 3, DEEPSEEK_V3)
->>> f["moe_layers"], f["hidden_dim"], f["dense_hidden_dim"], f["n_shared_experts"], f["q_lora_rank"]
-([1, 2], 2048, 18432, 1, 1536)
+>>> [(k.ffn, n) for k, n in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"], f["n_shared_experts"]
+([('dense', 1), ('moe', 2)], 2048, 18432, 1)
 """
-from symllm.arch.families.hf import Family, flag, integer, register
+from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
 from symllm.errors import SymllmError
 
 __all__ = ["DEEPSEEK_V2", "DEEPSEEK_V3", "moe_fields"]
@@ -42,7 +42,8 @@ def moe_fields(raw: dict, n_layers: int, defaults: dict) -> dict:
             "n_experts": integer(raw, "n_routed_experts", defaults["n_routed_experts"]),
             "experts_per_token": integer(raw, "num_experts_per_tok", defaults["num_experts_per_tok"]),
             "n_shared_experts": integer(raw, "n_shared_experts", defaults["n_shared_experts"]),
-            "moe_layers": moe, "dense_hidden_dim": dense if first else None}
+            **groups([LayerKind(ffn="moe" if i >= first else "dense") for i in range(n_layers)]),
+            "dense_hidden_dim": dense if first else None}
 
 
 def _fields(raw: dict, n_layers: int, family: Family) -> dict:

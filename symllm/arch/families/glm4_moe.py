@@ -10,8 +10,8 @@ SwiGLU experts of ``moe_intermediate_size`` and run ``n_shared_experts`` shared 
 ``num_nextn_predict_layers`` is read as the multi-token-prediction modules transformers does not build.
 
 >>> f = _fields({"num_attention_heads": 4, "hidden_size": 64, "attention_bias": True}, 2)
->>> f["qkv_bias"], f["partial_rotary_factor"], f["moe_layers"], f["n_shared_experts"]
-(True, 0.5, [1], 1)
+>>> f["qkv_bias"], f["partial_rotary_factor"], [(k.ffn, n) for k, n in f["layers"]], f["n_shared_experts"]
+(True, 0.5, [('dense', 1), ('moe', 1)], 1)
 """
 from symllm.arch.families.deepseek import moe_fields
 from symllm.arch.families.hf import Family, flag, integer, register

@@ -24,11 +24,12 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
+from symllm.arch.layers import LayerKind, runs as _runs
 from symllm.errors import SymllmError
 from symllm.validate import boolean, short
 from symllm.validate import integer as _integer
 
-__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices",
+__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
 #: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
@@ -189,6 +190,18 @@ def flag(raw: dict, key: str, default: bool) -> bool:
     symllm.errors.SymllmError: use_sliding_window: expected True or False, got 'false'
     """
     return boolean(key, raw.get(key, default))
+
+
+def groups(kinds) -> dict:
+    """The ModelConfig field of a family's per-layer kinds (one :class:`~symllm.arch.layers.LayerKind` per
+    layer, in order): ``layers``, the kinds as runs of consecutive identical layers, which
+    ``ModelConfig.groups`` collapses into groups of identical layers. All a family says about how its
+    layers differ.
+
+    >>> groups([LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe")])["layers"][1]
+    (LayerKind(ffn='moe', rotary=True, window=None), 2)
+    """
+    return {"layers": _runs(kinds)}
 
 
 def indices(raw: dict, key: str, n_layers: int, default=None):

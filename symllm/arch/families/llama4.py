@@ -10,10 +10,10 @@ without RoPE are the zeros of ``no_rope_layers`` (or every ``no_rope_layer_inter
 the L2 QK-norm (``use_qk_norm``) and chunked attention (``attention_chunk_size``; null: none).
 
 >>> f = _fields({"interleave_moe_layer_step": 2}, 4)
->>> f["moe_layers"], f["nope_layers"], f["dense_hidden_dim"]
-([1, 3], [3], 16384)
+>>> [(k.ffn, k.rotary, k.window, n) for k, n in f["layers"]], f["dense_hidden_dim"]  # runs, in model order
+([('dense', True, 'chunked', 1), ('moe', True, 'chunked', 1), ('dense', True, 'chunked', 1), ('moe', False, None, 1)], 16384)
 """
-from symllm.arch.families.hf import Family, flag, indices, integer, register
+from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -37,13 +37,16 @@ def _fields(raw: dict, n_layers: int) -> dict:
         raise SymllmError(f"layer_types: {short(types)} differs from what no_rope_layers implies; "
                           "symllm models chunked attention in exactly the layers with RoPE")
     all_moe = len(set(moe)) == L
+    chunk = integer(raw, "attention_chunk_size", 8192, nullable=True)
+    moe = set(moe)
+    kinds = [LayerKind(ffn="moe" if i in moe else "dense", rotary=bool(rope),
+                       window="chunked" if rope and chunk is not None else None) for i, rope in enumerate(ropes)]
     return dict(n_experts=integer(raw, "num_local_experts", 16),
                 experts_per_token=integer(raw, "num_experts_per_tok", 1),
-                shared_expert=True, moe_layers=moe, nope_layers=[i for i, r in enumerate(ropes) if not r],
+                shared_expert=True, **groups(kinds),
                 dense_hidden_dim=None if all_moe else integer(raw, "intermediate_size_mlp", 16384),
                 qk_norm="l2" if flag(raw, "use_qk_norm", True) else None,
-                attention_chunk=integer(raw, "attention_chunk_size", 8192, nullable=True),
-                hidden_dim=integer(raw, "intermediate_size", 8192))
+                attention_chunk=chunk, hidden_dim=integer(raw, "intermediate_size", 8192))
 
 
 LLAMA4 = register(Family(

@@ -7,10 +7,10 @@ is on only with ``use_sliding_window: true`` (a bool: ``"false"`` is refused, as
 in the layers ``layer_types`` calls ``sliding_attention`` (given, of ``num_hidden_layers`` known names; or
 derived: layer ``max_window_layers`` on).
 
->>> [w.get("window_layers") for w in (_window({"use_sliding_window": True, "max_window_layers": 2}, 4),)]
-[[2, 3]]
+>>> [(k.window, count) for k, count in _window({"use_sliding_window": True, "max_window_layers": 2}, 4)["layers"]]
+[(None, 2), ('sliding', 2)]
 """
-from symllm.arch.families.hf import Family, flag, integer, register
+from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
 
 __all__ = ["QWEN2", "QWEN3"]
 
@@ -26,10 +26,10 @@ def _window(raw: dict, n_layers: int) -> dict:
     window = window if on else None
     if types is None:
         types = ["sliding_attention" if window is not None and i >= top else "full_attention" for i in range(n_layers)]
-    sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
-    if window is None or not sliding:
+    if window is None or "sliding_attention" not in types:
         return {}
-    return {"sliding_window": window, **({"window_layers": sliding} if len(sliding) < n_layers else {})}
+    return {"sliding_window": window,
+            **groups([LayerKind(window="sliding" if kind == "sliding_attention" else None) for kind in types])}
 
 
 def _fields(raw: dict, n_layers: int) -> dict:

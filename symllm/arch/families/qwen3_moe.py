@@ -11,10 +11,10 @@ absent ``head_dim`` is ``hidden_size // num_attention_heads``, absent ``num_key_
 
 >>> f = _fields({"num_experts": 4, "num_experts_per_tok": 2, "mlp_only_layers": [0], "intermediate_size": 64,
 ...              "moe_intermediate_size": 16}, 3)
->>> f["moe_layers"], f["hidden_dim"], f["dense_hidden_dim"]
-([1, 2], 16, 64)
+>>> [(k.ffn, count) for k, count in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"]
+([('dense', 1), ('moe', 2)], 16, 64)
 """
-from symllm.arch.families.hf import Family, flag, indices, integer, register
+from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register
 from symllm.errors import SymllmError
 
 __all__ = ["QWEN3_MOE"]
@@ -39,7 +39,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
     out = {"sliding_window": window}
     if not moe:  # every layer dense
         return {**out, "hidden_dim": integer(raw, "intermediate_size", 6144)}
-    out.update(n_experts=E, experts_per_token=integer(raw, "num_experts_per_tok", 8), moe_layers=moe,
+    window = None if window is None else "sliding"
+    moe = set(moe)
+    out.update(n_experts=E, experts_per_token=integer(raw, "num_experts_per_tok", 8),
+               **groups([LayerKind(ffn="moe" if i in moe else "dense", window=window) for i in range(n_layers)]),
                hidden_dim=integer(raw, "moe_intermediate_size", 768))
     if len(moe) < n_layers:
         out["dense_hidden_dim"] = integer(raw, "intermediate_size", 6144)

@@ -1,0 +1,197 @@
+"""Layers as a sequence of kinds: what one layer is (:class:`LayerKind`), a model's layers collapsed into
+groups of identical layers ``(kind, count)`` (:func:`groups`), and the :class:`Structure` that shapes the
+component tree (the kinds in model order, and the options every layer shares).
+
+A family states the kind of each layer (``layer_types``, ``moe_layers``, ``no_rope_layers``,
+``max_window_layers``, ... read in its own module of :mod:`symllm.arch.families`); :func:`groups` collapses
+them, in the order each kind first appears, and the component tree has one child per group, repeated by
+its count (:func:`symllm.arch.components.model`). The counts are numbers of the spec, bound to one count
+symbol per group (:data:`symllm.arch.symbols.GROUP_COUNTS`); a model with one group has ``L`` alone.
+This module loads no SymPy (config files are read with it).
+
+>>> dense, moe = LayerKind(), LayerKind(ffn="moe")
+>>> groups([dense, moe, dense, moe])
+((LayerKind(ffn='dense', rotary=True, window=None), 2), (LayerKind(ffn='moe', rotary=True, window=None), 2))
+>>> group_names([LayerKind(window="chunked"), LayerKind(ffn="moe", window="chunked"), LayerKind(ffn="moe", rotary=False)])
+('block', 'moe_block', 'nope_block')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from symllm.errors import SymllmError
+from symllm.validate import boolean
+
+__all__ = ["LayerKind", "Structure", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "LATENT", "MAX_GROUPS", "runs",
+           "groups", "group_names"]
+
+#: what a layer's feed-forward is: a dense SwiGLU ("dense"; of width ``d_fd`` in a model that also has MoE
+#: layers, ``d_ff`` otherwise), or a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe")
+FFNS = ("dense", "moe")
+#: how far a query of a layer sees back: full attention (None), the last ``W`` positions ("sliding":
+#: Mistral v0.1, Qwen's layers from max_window_layers on), or the positions of its own chunk of ``W``
+#: ("chunked": Llama 4's RoPE layers)
+WINDOWS = (None, "sliding", "chunked")
+#: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
+HIDDEN_RULES = ("explicit", "meta", "meta_plain")
+#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or Llama 4's
+#: weightless L2 norm (in its RoPE layers)
+QK_NORMS = (None, "rmsnorm", "l2")
+#: how a latent attention (MLA, DeepSeek-V2/V3) makes its queries: None (not latent: GQA), "q_lora"
+#: (compressed through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``) or "q_proj" (one ``wq``:
+#: DeepSeek-V2-Lite, ``q_lora_rank`` null)
+LATENT = (None, "q_lora", "q_proj")
+#: the most groups of identical layers a model may have (one count symbol each: symllm.arch.symbols)
+MAX_GROUPS = 8
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """What one layer is, where layers of a model differ. A new way layers differ (a local RoPE base, a
+    different attention) is a new field here with its default the plain LLaMA layer's, a tag in
+    :meth:`tags`, and its use in :func:`symllm.arch.components.block`.
+
+    >>> LayerKind(ffn="moe", rotary=False).tags()
+    ('moe', 'nope', 'full')
+    >>> LayerKind(ffn="sparse")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: ffn: unknown 'sparse' (known: dense, moe)
+    """
+
+    #: the feed-forward (:data:`FFNS`)
+    ffn: str = "dense"
+    #: the layer rotates q and k (False: Llama 4's layers without RoPE, with their query temperature)
+    rotary: bool = True
+    #: its attention window (:data:`WINDOWS`)
+    window: str | None = None
+
+    def __post_init__(self):
+        for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS)):
+            if not (value is None or isinstance(value, str)) or value not in known:
+                raise SymllmError(f"{name}: unknown {value!r} (known: {', '.join(map(str, known))})")
+        boolean("rotary", self.rotary)
+
+    def tags(self) -> tuple[str, ...]:
+        """One word per field, saying its value: what names a group (:func:`group_names`)."""
+        return (self.ffn, "rope" if self.rotary else "nope", self.window or "full")
+
+
+def runs(kinds) -> tuple[tuple[LayerKind, int], ...]:
+    """A model's per-layer kinds as runs of consecutive identical layers ``(kind, count)``, in model order
+    (what a config holds: every layer's position kept, compactly).
+
+    >>> [(k.ffn, n) for k, n in runs([LayerKind(), LayerKind(), LayerKind(ffn="moe"), LayerKind()])]
+    [('dense', 2), ('moe', 1), ('dense', 1)]
+    """
+    out: list[list] = []
+    for kind in kinds:
+        if not isinstance(kind, LayerKind):
+            raise SymllmError(f"layers: expected a LayerKind per layer, got {kind!r}")
+        if out and out[-1][0] == kind:
+            out[-1][1] += 1
+        else:
+            out.append([kind, 1])
+    return tuple((kind, count) for kind, count in out)
+
+
+def groups(kinds) -> tuple[tuple[LayerKind, int], ...]:
+    """A model's layers (per-layer kinds, or runs ``(kind, count)``) collapsed into groups ``(kind, count)``,
+    in the order each kind first appears (totals sum over groups; the position of a layer changes no count).
+
+    >>> groups([LayerKind()] * 3)
+    ((LayerKind(ffn='dense', rotary=True, window=None), 3),)
+    """
+    counts: dict[LayerKind, int] = {}
+    for item in kinds:
+        kind, count = item if isinstance(item, tuple) else (item, 1)
+        if not isinstance(kind, LayerKind):
+            raise SymllmError(f"layers: expected a LayerKind per layer, got {kind!r}")
+        counts[kind] = counts.get(kind, 0) + count
+    return tuple(counts.items())
+
+
+def group_names(kinds) -> tuple[str, ...]:
+    """The component name of each group of blocks: ``block`` for the first; each other group by the first
+    tag (:meth:`LayerKind.tags`, in field order) that sets it apart from the first group's kind and that no
+    earlier group took (``moe_block``, ``nope_block``, ``sliding_block``, ``full_block``); failing that, its
+    differing tags joined, then all of its tags joined. Names are unique (breakdown keys start with them).
+
+    >>> group_names([LayerKind(window="sliding"), LayerKind()])
+    ('block', 'full_block')
+    >>> group_names([LayerKind(rotary=False), LayerKind(ffn="moe"), LayerKind(), LayerKind(ffn="moe", rotary=False)])
+    ('block', 'moe_block', 'rope_block', 'moe_nope_full_block')
+    """
+    names: list[str] = []
+    first = kinds[0].tags() if kinds else ()
+    for i, kind in enumerate(kinds):
+        differ = [tag for tag, base in zip(kind.tags(), first) if tag != base]
+        candidates = [*differ, "_".join(differ), "_".join(kind.tags()), f"group{i + 1}"] if names else [""]
+        names.append(next(f"{c}_block".lstrip("_") for c in candidates if f"{c}_block".lstrip("_") not in names))
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What decides the shape of the component tree (not the sizes): one tree per structure.
+
+    >>> Structure(kinds=(LayerKind(ffn="moe"),)).has_moe
+    True
+    """
+
+    #: lm_head shares the embedding matrix
+    tied: bool = False
+    #: q/k/v/o projections have biases
+    attention_bias: bool = False
+    #: w1/w2/w3 have biases
+    mlp_bias: bool = False
+    #: where d_ff comes from (:data:`HIDDEN_RULES`)
+    hidden: str = "explicit"
+    #: q/k/v projections have biases, wo none (Qwen2)
+    qkv_bias: bool = False
+    #: the norm on each query and key head: None, "rmsnorm" (Qwen3) or "l2" (Llama 4, in its RoPE layers)
+    qk_norm: str | None = None
+    #: the MoE layers have Llama 4's shared expert
+    shared_expert: bool = False
+    #: every attention is a multi-head latent attention (DeepSeek): None, "q_lora" or "q_proj" (:data:`LATENT`)
+    latent: str | None = None
+    #: the MoE layers have DeepSeek's shared experts (one SwiGLU of width d_fs)
+    shared_experts: bool = False
+    #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
+    partial_rope: bool = False
+    #: the checkpoint stores multi-token-prediction modules (reported apart: symllm.arch.components.mtp)
+    mtp: bool = False
+    #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
+    kinds: tuple[LayerKind, ...] = (LayerKind(),)
+
+    def __post_init__(self):
+        kinds = self.kinds
+        if not isinstance(kinds, tuple) or not kinds or not all(isinstance(k, LayerKind) for k in kinds):
+            raise SymllmError(f"kinds: expected a tuple of LayerKind, one per group, got {kinds!r}")
+        if len(set(kinds)) < len(kinds):
+            raise SymllmError("kinds: a kind of layer is listed twice (one group per kind)")
+        if len(kinds) > MAX_GROUPS:
+            raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
+        for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
+                     "partial_rope", "mtp"):
+            boolean(name, getattr(self, name))
+        if self.latent not in LATENT:
+            raise SymllmError(f"latent: unknown {self.latent!r} (known: {', '.join(map(str, LATENT))})")
+        if self.shared_expert and self.shared_experts:
+            raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
+        if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
+                                        or any(k.window or not k.rotary for k in self.kinds)):
+            raise SymllmError("latent: a latent attention has no q/k/v biases, QK-norm, window, partial or absent RoPE")
+        if self.qk_norm not in QK_NORMS:
+            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2)")
+        if self.hidden not in HIDDEN_RULES:
+            raise SymllmError(f"hidden: unknown rule {self.hidden!r} ({', '.join(HIDDEN_RULES)})")
+
+    @property
+    def has_moe(self) -> bool:
+        """Whether some layer's feed-forward is a mixture of experts (the dense ones then have width ``d_fd``)."""
+        return any(k.ffn == "moe" for k in self.kinds)
+
+    def options(self) -> dict:
+        """The fields as keywords (``Structure(**s.options())`` is ``s``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
