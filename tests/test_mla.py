@@ -94,7 +94,8 @@ def _run(model, tokens, cache=None):
 def test_prefill_decode_and_training_flops_equal_flopcountermode(raw, b, s, steps):
     """transformers' eager model on CPU: the prefill of b × s tokens, each of ``steps`` decode steps after it
     (context s, s + 1, ...: MLA decompresses its whole latent cache with kv_b_proj on every pass, as symllm
-    counts it) and a training step have symllm's matmul FLOPs (dense attention). transformers' eager experts
+    counts it), their sum (generation of ``steps`` tokens) and a training step have symllm's matmul FLOPs
+    (dense attention). transformers' eager experts
     run each token through its k routed experts only, as symllm counts."""
     torch = requires("torch")
     from torch.utils.flop_counter import FlopCounterMode
@@ -105,9 +106,13 @@ def test_prefill_decode_and_training_flops_equal_flopcountermode(raw, b, s, step
     tokens = torch.randint(0, raw["vocab_size"], (b, s))
     flops, cache = _run(model, tokens)
     assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == flops
+    generated = flops
     for step in range(steps):
         flops, cache = _run(model, torch.randint(0, raw["vocab_size"], (b, 1)), cache)
         assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s + step)) == flops
+        generated += flops
+    # generation: the prefill and the steps, summed in closed form over the decode steps
+    assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps)) == generated
     with FlopCounterMode(display=False) as train:
         model(tokens).logits.float().sum().backward()
     assert costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s)) == train.get_total_flops()
