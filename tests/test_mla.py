@@ -183,7 +183,10 @@ def test_tensor_parallel_shards_follow_transformers_plan():
            "n_group": 1, "topk_group": 1, "num_nextn_predict_layers": 0}
     cfg = from_hf(raw)
     whole = by_kind(symllm.params(cfg))
-    per_gpu = costs.workload(cfg, tp=2, ep=2, dp=2, seq=4)["params"]["per_gpu"]  # tensor rank 0's
+    from symllm.arch import symbols as S
+    from symllm.costs import parallel
+    per_gpu = parallel.params_per_gpu(symllm.model_for(cfg), pp_stages=False).subs(  # tensor rank 0's
+        {**symllm.spec(cfg).values(), S.N_t: 2, S.N_e: 2})
     d, L_moe = 32, 1
     attention = (d * 8 + 8 + 8 * 4 * 8 // 2 + d * (6 + 4) + 6 + 6 * 4 * (4 + 2) // 2 + 4 * 2 * d // 2) * 2
     shared = 3 * d * 16 // 2 * L_moe
