@@ -35,6 +35,7 @@ _NAMES = {
     **{name: (name, None) for name in ("api", "arch", "costs", "numbers", "present", "errors", "files", "validate",
                                             "cli")},
     "scaling": ("costs.scaling", None),
+    "plot": ("present.plots", None),  # symllm.plot.memory(...), .context, .flops, .roofline, .sweep
     # beyond the headline: configs, specs and the components by their short names
     **{name: ("api", name) for name in ("hidden_dim", "model_for", "resolve", "resolved_config", "values")},
     **{name: ("arch.config", name) for name in ("from_hf", "from_meta", "preset_names")},

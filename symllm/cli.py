@@ -63,6 +63,11 @@ EXAMPLES = {
               "  symllm report llama2-7b --notation paper.toml --template-dir my_templates",
     "presets": "examples:\n  symllm presets",
     "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json",
+    "plot": "examples:\n  symllm plot memory llama3.1-8b --seq 8192 --gpu h100-sxm -o memory.png\n"
+            "  symllm plot context llama3.1-8b mistral-7b-v0.1 --gpu h100-sxm -o context.svg\n"
+            "  symllm plot flops llama3.1-8b llama3.1-70b --contexts 1024:131072:1024 -o flops.pdf\n"
+            "  symllm plot roofline llama3.1-8b --gpu h100-sxm --batch 8 -o roofline.tex\n"
+            "  symllm plot sweep grid.csv --x dim --y params -o sweep.png",
     "sweep": "examples:\n  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
              "      --quantity params,kv_cache --seq 8192 -o grid.csv\n"
              "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
@@ -161,7 +166,7 @@ def _table(rows, header, text_columns=(), wrap=None) -> str:
 
 def _json_number(value):
     """JSON for an exact number: ints stay ints (a whole Fraction too); a non-integral Fraction (int4
-    bytes) is the exact string "p/q" (README "FLOPs and memory")."""
+    bytes) is the exact string "p/q" (docs/conventions.md, "FLOPs and memory")."""
     if isinstance(value, Fraction):
         return value.numerator if value.denominator == 1 else f"{digits(value.numerator)}/{digits(value.denominator)}"
     raise TypeError(f"not JSON serialisable: {value!r}")
@@ -288,7 +293,7 @@ def cmd_count(args) -> int:
               f"{grouped(counts['block'])} parameters)\n")
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
-    print(_table(rows, ("component", "parameters", "")))
+    print(_table(rows, ("component", "parameters", "rounded")))
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
@@ -297,14 +302,14 @@ def cmd_count(args) -> int:
                            f"{'; full recomputation' if w['recompute'] else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
                 for k, v in work["flops"].items()]
-        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "")) + "\n")
+        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
         rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
-        print(_table(rows, ("memory", "bytes", "")))
+        print(_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
             print("\n" + _table([(f"weights in {f['format']}", grouped(f["bytes"]), human_bytes(f["bytes"])),
                                  ("bits per weight", f"{float(f['bits_per_weight']):.4f}", "")],
-                                ("weight format (symllm.costs.formats)", "bytes", "")))
+                                ("weight format (symllm.costs.formats)", "bytes", "rounded")))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
@@ -337,8 +342,8 @@ def time_lines(t: dict, w: dict) -> list[str]:
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
-    out.append(_wrap(f"{t['title']}: {human(t['peak_flops'], flops=True)}FLOP/s dense {t['peak_dtype']}, "
-                     f"{human(t['bandwidth'])}B/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
+    out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
+                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))
@@ -450,7 +455,7 @@ def cmd_presets(args) -> int:
         from symllm import api
         total = api.params(name)["total"]
         rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
-    print(_table(rows, ("preset", "parameters", "", "description"), text_columns=(3,), wrap=3))
+    print(_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
     return 0
 
 
@@ -550,6 +555,56 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_plot(args) -> int:
+    from symllm.present import plots  # matplotlib loads only here
+    given = _given(args)
+    if args.kind == "sweep":
+        if len(args.models) != 1 or args.x is None:
+            raise SymllmError("sweep: give one CSV or JSON-lines file symllm sweep wrote, and --x COLUMN")
+        if given:
+            raise SymllmError(f"{next(iter(given))}: a sweep's plot draws its file's columns (no workload options)")
+        fig = plots.sweep(args.models[0], args.x, args.y.split(",") if args.y else None)
+    else:
+        if args.x is not None or args.y is not None:
+            raise SymllmError(f"x: --x and --y are for plot sweep, not plot {args.kind}")
+        models = [cfgmod.load(m, vocab_size=args.vocab_size) for m in args.models]
+        if args.kind in ("memory", "roofline") and len(models) != 1:
+            raise SymllmError(f"model: plot {args.kind} draws one model, not {len(models)}")
+        if args.contexts is not None and args.kind not in ("context", "flops"):
+            raise SymllmError(f"contexts: for plot context and plot flops, not plot {args.kind}")
+        if args.kind in ("context", "flops"):
+            from symllm.numbers import sweeps
+            contexts = sweeps.parse_axis(args.contexts, "contexts") if args.contexts else plots.CONTEXTS
+            fig = getattr(plots, args.kind)(models, contexts=contexts, **given)
+        else:
+            fig = getattr(plots, args.kind)(models[0], **given)
+    plots.save(fig, args.output, args.format)
+    return 0
+
+
+def _plot_parser(p) -> None:
+    p.add_argument("kind", choices=_Choices("present.plots", "KINDS"), metavar="KIND",
+                   help="memory (by kind and by component), context (KV cache and inference peak against "
+                        "context), flops (per token against context), roofline (on --gpu), sweep (a sweep's "
+                        "columns)")
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="presets or config files (context and flops take several); for sweep, the CSV or "
+                        "JSON-lines file symllm sweep wrote")
+    p.add_argument("--vocab-size", type=int, default=None, help="vocabulary size, for Meta params.json files "
+                                                                "that say -1")
+    p.add_argument("--contexts", metavar="VALUES", help="context lengths for context and flops: a comma list "
+                                                        "and start:stop[:step] ranges (default 1024 to 131072, "
+                                                        "doubling)")
+    p.add_argument("--x", metavar="COLUMN", help="sweep: the column along the x axis (e.g. dim)")
+    p.add_argument("--y", metavar="COLUMN[,COLUMN...]", help="sweep: the columns drawn (default: all others)")
+    p.add_argument("-o", "--output", metavar="FILE", required=True,
+                   help="FILE.png, .svg, .pdf, or .tex (pgfplots to \\input), written atomically")
+    p.add_argument("--format", choices=("png", "svg", "pdf", "tex"),
+                   help="default: from the file's ending (needed with -o -)")
+    add_workload_options(p.add_argument_group("workload (FLOPs and memory; context and flops vary --seq)"))
+    p.set_defaults(func=cmd_plot)
+
+
 def _sweep_parser(p) -> None:
     p.add_argument("--base", required=True, metavar="MODEL", help="preset or config file the sweep varies")
     g = p.add_argument_group("what varies: comma lists and inclusive start:stop[:step] ranges, e.g. 2048:8192:256")
@@ -621,6 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_verify)
 
     _sweep_parser(add("sweep", "quantities over a grid or a table of configs, to CSV or JSON lines"))
+    _plot_parser(add("plot", "plots (PNG, SVG, PDF, pgfplots): memory, context, flops, roofline, sweep "
+                             "(needs matplotlib)"))
     return parser
 
 

@@ -227,7 +227,7 @@ def test_decode_batch_is_refused_where_no_batch_is_compute_bound(context, cli):
     else:
         assert result.code == 2 and "decode_batch: no batch of llama3.1-8b is compute-bound" in result.err
         assert "\n" not in result.err.strip() and t["compute_bound_batch"] is None
-    assert exists == (context <= 390)  # the crossing disappears at 391 cached tokens (README)
+    assert exists == (context <= 390)  # the crossing disappears at 391 cached tokens (docs/hardware.md)
 
 
 def test_mfu_takes_a_gpu_name():

@@ -2,7 +2,7 @@
 
 KV cache: the bytes of the reference model's cache tensors after a real prefill and decode steps.
 Activations: the bytes of the distinct tensors the eager reference saves for backward (saved_tensors_hooks),
-which equal symllm's eager stack plus the terms README "FLOPs and memory" names (reference_extras below).
+which equal symllm's eager stack plus the terms docs/conventions.md, "FLOPs and memory" names (reference_extras below).
 The fused stack's attention is checked against SDPA's CPU flash kernel in tests/test_stacks.py.
 """
 from fractions import Fraction
@@ -76,7 +76,7 @@ def test_weight_bytes_equal_the_reference_storage(preset_numel, name, dtype):
 
 
 def test_int4_weights_are_half_a_byte_plus_fp16_group_scales():
-    """int4: N/2 bytes plus one 2-byte scale per 128 weights (README convention), exact as a Fraction."""
+    """int4: N/2 bytes plus one 2-byte scale per 128 weights (docs/conventions.md), exact as a Fraction."""
     cfg = symllm.load("llama3.1-8b")
     N = symllm.params(cfg)["total"]
     assert costs.workload(cfg, dtype="int4")["memory"]["weights"] == Fraction(N, 2) + Fraction(2 * N, 128)
@@ -116,7 +116,7 @@ def saved_bytes(model, tokens) -> int:
 
 
 def reference_extras(cfg, b, s, beta) -> dict:
-    """What the eager reference model saves beyond symllm's formula, term by term (README names each).
+    """What the eager reference model saves beyond symllm's formula, term by term (docs/conventions.md names each).
 
     The reference upcasts to ``promote_types(dtype, fp32)`` (Meta's ``.float()``; fp64 stays fp64,
     and then ``.to``/``type_as`` return the same tensor, so no second copy is saved)."""
@@ -157,7 +157,7 @@ def test_saved_activations_equal_formula_plus_named_terms(cfg, w):
 
 
 def test_llama2_7b_block_activations_by_hand():
-    """One Llama-2-7B block at b=1, s=4096 in bf16, summed by hand from the list in README: the fused
+    """One Llama-2-7B block at b=1, s=4096 in bf16, summed by hand from the list in docs/conventions.md: the fused
     stack keeps one fp32 log-sum-exp per query and head where eager keeps the s² probabilities."""
     b, s, d, n_h, d_h, d_ff, beta = 1, 4096, 4096, 32, 128, 11008, 2
     shared = (beta * b * s * d + 4 * b * s) * 2 + beta * (  # two RMSNorms: input + fp32 1/rms
@@ -173,7 +173,7 @@ def test_llama2_7b_block_activations_by_hand():
 def test_recompute_keeps_block_inputs_plus_one_block():
     """Full recomputation: L block inputs + one block recomputed + what lies outside the blocks.
 
-    A structural identity, not a measurement: it restates README's definition in terms of the
+    A structural identity, not a measurement: it restates the definition in docs/conventions.md in terms of the
     non-recomputed activations (which test_saved_activations_equal_formula_plus_named_terms measures),
     so it fails if recompute stops being "checkpoints + one block + outside"."""
     cfg = symllm.load("llama3.1-8b")
@@ -188,9 +188,9 @@ def test_recompute_keeps_block_inputs_plus_one_block():
 
 
 def test_inference_peak_is_weights_kv_and_largest_working_set():
-    """Inference peak = weights + KV cache + β_a·(2bsd + the largest live tensor group) (README).
+    """Inference peak = weights + KV cache + β_a·(2bsd + the largest live tensor group) (docs/conventions.md).
 
-    A structural check of README's stated convention, written out by hand for one workload; the working
+    A structural check of the convention docs/conventions.md states, written out by hand for one workload; the working
     set itself is a convention (a fused kernel's, or an eager one's), not measured against torch."""
     cfg = symllm.load("llama3.1-8b")
     b, s, n, beta = 1, 8192, 256, 2

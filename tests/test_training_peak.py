@@ -1,7 +1,7 @@
 """memory.training_peak (symllm.costs.stacks.training_peak, symllm.costs.phases.memory) against the real thing.
 
 The expected numbers come from torch's own tracker, never from symllm: ``MemTracker``'s peak over one
-steady-state training step of transformers' LlamaForCausalLM on the CPU (the loop README "Training peak"
+steady-state training step of transformers' LlamaForCausalLM on the CPU (the loop docs/stacks.md, "Training peak"
 states: ``zero_grad(set_to_none=True)``, forward under ``torch.autocast(bf16)`` with fp32 master weights,
 ``loss = model(...).loss``, ``loss.backward()``, ``AdamW(foreach=True).step()``; a first step runs before
 the tracker so that AdamW's moments exist). The batch (ids and labels) and the optimizer are tracked as
@@ -157,7 +157,7 @@ def test_full_size_under_fake_tensors(impl):
 def test_fused_and_eager_are_states_activations_and_the_logits_gradient():
     """--stack fused and eager have no runnable counterpart as a whole step (symllm's reference model saves
     more: tests/test_memory.py names the extras), so their peak is a stated convention, checked here as
-    written in README: 16 bytes a parameter held throughout, the saved activations, and one β_a copy of the
+    written in docs/stacks.md: 16 bytes a parameter held throughout, the saved activations, and one β_a copy of the
     b·s × V logits (their gradient, written in place by a fused cross-entropy)."""
     N = symllm.params("llama3.1-8b")["total"]
     for stack in ("fused", "eager"):

@@ -4,7 +4,7 @@ A :class:`Component` is an immutable value holding closed-form SymPy expressions
 (parameters, forward FLOPs, element-wise FLOPs, KV-cache elements) and its children. Totals add the
 children up and multiply by ``repeat`` (the block repeats ``L`` times).
 
-Conventions, stated once (README "Conventions"):
+Conventions, stated once (docs/conventions.md):
 
 * FLOPs count a multiply-add as 2; :func:`matmul` is the only place that says so.
 * FLOP expressions are for one forward pass over ``b`` sequences of ``s`` new tokens each, with

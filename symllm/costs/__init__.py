@@ -6,9 +6,11 @@ Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default
 :mod:`~symllm.costs.parallel`, :mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.formats` (weight and
 KV-cache formats as exact bytes), :mod:`~symllm.costs.hardware`,
 :mod:`~symllm.costs.scaling`, :mod:`~symllm.costs.checks` (whether a workload fits a model),
-:mod:`~symllm.costs.zero` (training states and ZeRO sharding).
+:mod:`~symllm.costs.zero` (training states and ZeRO sharding), :mod:`~symllm.costs.shares` (memory per
+component).
 """
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "stacks", "parallel", "finetune", "formats", "hardware", "scaling", "checks", "zero")})
+    "workloads", "phases", "stacks", "parallel", "finetune", "formats", "hardware", "scaling", "checks", "zero",
+    "shares")})

@@ -1,7 +1,7 @@
 """Parallel training: what one GPU holds and sends under tensor (``N_t``), pipeline (``N_p``), data
 (``N_d``), expert (``N_e``) and sequence parallelism, derived from the component tree.
 
-Conventions, stated once (README "Parallel training"):
+Conventions, stated once (docs/parallel.md):
 
 * **Tensor parallelism** splits each component as it declares (:class:`symllm.arch.components.Rules`'
   ``split``), which for LLaMA is the standard plan of torch's DTensor: ``wq``, ``wk``, ``wv``, ``w1``,

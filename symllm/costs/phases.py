@@ -1,7 +1,7 @@
 """What a workload costs: FLOPs (prefill, decode, generation, training) and memory (weights, KV cache,
 training states, activations, inference peak), as closed forms over the components and as exact numbers.
 
-Conventions, stated once (README "FLOPs and memory"):
+Conventions, stated once (docs/conventions.md, "FLOPs and memory"):
 
 * **FLOPs** count a multiply-add as 2 (``macs=True`` halves them). The ``matmul`` bucket is the matrix
   multiplies (what torch's ``FlopCounterMode`` and the literature count); element-wise work is the
@@ -228,7 +228,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       ``training_states``, ``activations`` and ``inference_peak`` of that software
       (:mod:`symllm.costs.stacks`).
     * ``training_peak`` (the model only): the highest point of one steady-state training step under
-      ``stack`` (:func:`training_peak_parts`; README "Training peak").
+      ``stack`` (:func:`training_peak_parts`; docs/stacks.md, "Training peak").
 
     >>> memory("attention", "kv_cache")
     2*b*beta_kv*d_h*n_kv*(n + s)
@@ -239,7 +239,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     choice("kind", kind, MEMORY_KINDS)
     validate.zero_stage(zero_stage)
     stacks.check_name(stack)
-    if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; README "Training peak")
+    if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; docs/stacks.md, "Training peak")
         return _training_peak(comp, stack, zero_stage, bool(recompute)).subs(dict(comp.definitions))
     if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage),

@@ -288,7 +288,7 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
     ``hf-sdpa``): each Term is everything live at that moment except the fp32 master weights ``4N`` and
     AdamW's moments ``8N`` (held throughout). ``component`` names the moment; ``N`` is the parameter count.
 
-    The loop (README "Training peak"): ``optimizer.zero_grad(set_to_none=True)``; ``loss =
+    The loop (docs/stacks.md, "Training peak"): ``optimizer.zero_grad(set_to_none=True)``; ``loss =
     model(input_ids=ids, labels=labels).loss`` under autocast (the output, with its logits and KV cache,
     dropped before backward, as transformers' Trainer does); ``loss.backward()``; ``optimizer.step()`` with
     torch's default on a GPU, ``foreach`` AdamW. The batch (int64 ids and labels, ``16·b·s``) is held

@@ -1,6 +1,6 @@
 """The on-disk cache: what one process generated (kernel source, formulas, reports), kept for the next.
 
-Trust model (README "Start-up"). symllm trusts an entry only from a folder that the effective user owns,
+Trust model (docs/development.md, "Start-up"). symllm trusts an entry only from a folder that the effective user owns,
 that no group or other user may write, and that is not reached through a symbolic link (the folder and
 every folder symllm creates on the way are opened with ``O_NOFOLLOW`` and checked on the open descriptor,
 so nothing can be swapped in between), and only from an entry file with the same properties, opened

@@ -545,6 +545,16 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         sub[0] = (sub[0][0], left + ("-" if neg else "") + sub[0][1])
         sub[-1] = (sub[-1][0], sub[-1][1] + right)
         return sub
+    if not open_.startswith("\\") and isinstance(expr, (sp.Mul, sp.Pow)) and not expr.could_extract_minus_sign():
+        num, den = sp.fraction(expr)  # plain text: a quotient over a long sum breaks inside its denominator
+        if isinstance(den, sp.Add) and measure(doprint(den)) > width:
+            top = _pieces(num, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1)
+            if isinstance(num, sp.Add):
+                top[0], top[-1] = (top[0][0], open_ + top[0][1]), (top[-1][0], top[-1][1] + close_)
+            sub = _pieces(den, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
+            top[-1] = (top[-1][0], top[-1][1] + "/" + open_)
+            sub[-1] = (sub[-1][0], sub[-1][1] + close_)
+            return top + [("", sub[0][1])] + sub[1:]
     if isinstance(expr, sp.Mul) and not expr.could_extract_minus_sign():
         num, den = sp.fraction(expr)  # a long quotient of a sum or a max: 1/den first, the numerator broken
         if den != 1 and num != 1 and any(isinstance(f, (sp.Add, sp.Max, sp.Min)) for f in sp.Mul.make_args(num)):
