@@ -19,7 +19,11 @@
 7. a warm ``symllm count llama3.1-405b`` (kernels read back from a fresh cache) vs ``python -c pass``: goal
    <= 3x (it imports no SymPy);
 8. a warm ``symllm.workload(preset, ...)`` under parallel layouts, the slowest over every preset and layout,
-   against a 5 ms budget: goal <= 1x (the composed closed forms are kept in memory by their shape).
+   against a 5 ms budget: goal <= 1x (the composed closed forms are kept in memory by their shape);
+9. ``symllm.numbers.plans.plan`` ranking every training layout of a mixture of experts on 1,024 GPUs
+   (thousands: TP, PP, DP, EP, SP, ZeRO, recomputation, micro-batches), warm, against a 1 s budget: goal
+   <= 0.5x (well under a second); and per layout against a warm ``symllm.workload`` at the same layouts (a sample): goal <= 0.01x.
+   The first plan of a process builds and compiles the closed forms (seconds; shown for information).
 
 Each timing is the best (the minimum) of several repeats, the usual estimate of a cost unperturbed by
 other load; the start-up comparison takes the median of interleaved runs.
@@ -319,6 +323,31 @@ def bench_workload(presets, repeat: int, layouts=LAYOUTS) -> dict:
             "detail": f"{slowest * 1e3:.2f} ms ({where}); {one_gpu * 1e3:.2f} ms on one GPU"}
 
 
+def bench_plan(repeat: int, quick: bool) -> list[dict]:
+    from symllm.numbers.plans import plan
+
+    model, gpus, batch = ("llama3.2-1b", 8, 8) if quick else ("qwen3-30b-a3b", 1024, 1024)
+    t0 = time.perf_counter()
+    first = plan(model, gpus, "h100-sxm", training=True, global_batch=batch, seq=4096)
+    cold = time.perf_counter() - t0
+    warm = best(lambda: plan(model, gpus, "h100-sxm", training=True, global_batch=batch, seq=4096), repeat)
+    n = first.layouts
+    sample = first.rows[:: max(1, len(first.rows) // 8)][:8]
+
+    def per_layout():
+        for r in sample:
+            symllm.workload(model, gpu="h100-sxm", seq=4096, batch=r["batch"], tp=r["tp"], pp=r["pp"], dp=r["dp"],
+                            ep=r["ep"], sp=r["sp"], zero_stage=r["zero"], recompute=r["recompute"])
+    per_layout()  # compose each layout's shape once: what is timed is a warm workload()
+    t_one = best(per_layout, max(2, repeat // 2)) / len(sample)
+    return [{"name": f"plan: {n:,} layouts of {model} on {gpus} GPUs, warm / 1 s", "ratio": warm,
+             "goal": "<= 0.5x", "ok": warm <= 0.5,
+             "detail": f"{warm * 1e3:.0f} ms warm; first call {cold:.1f} s (closed forms built and compiled)"},
+            {"name": "plan per layout / warm workload() per layout", "ratio": warm / n / t_one, "goal": "<= 0.01x",
+             "ok": warm / n / t_one <= 0.01,
+             "detail": f"{warm / n * 1e6:.1f} us vs {t_one * 1e3:.1f} ms per layout"}]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
@@ -335,6 +364,7 @@ def main(argv=None) -> int:
         rows.append(bench_workload(("llama3.2-1b",), repeat, LAYOUTS[:1]))
     else:
         rows.append(bench_workload(symllm.preset_names(), repeat))
+    rows.extend(bench_plan(repeat, args.quick))
     print(f"symllm benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()} {platform.processor() or ''}"
           f" ({os.cpu_count()} CPUs), Python {platform.python_version()}, numpy {np.__version__}, "
           f"sympy {sp.__version__}{' (quick: sizes too small to judge)' if args.quick else ''}\n")

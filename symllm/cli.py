@@ -53,7 +53,12 @@ from symllm.costs.workloads import Workload, options as workload_options  # noqa
 
 EXAMPLES = {
     "count": "examples:\n  symllm count llama3.1-8b\n  symllm count llama3.1-8b --json\n"
-             "  symllm count path/to/params.json --vocab-size 32000",
+             "  symllm count path/to/params.json --vocab-size 32000\n"
+             "  symllm count meta-llama/Llama-3.1-8B   (from the local Hugging Face cache)\n"
+             "  symllm count llama3.1-8b --weight-format Q4_K_M --kv-format q8_0 --gpu rtx4090 --seq 32768\n"
+             "  symllm count llama3.1-70b --serve --gpu h100-sxm --tp 4 --seq 131072 --kv-format fp8\n"
+             "  symllm count llama3.1-8b mistral-7b mixtral-8x7b --gpu h100-sxm\n"
+             "  symllm count llama3.1-8b mistral-7b --format markdown",
     "derive": "examples:\n  symllm derive --component attention --gqa --format latex\n"
               "  symllm derive --component attention --mqa --format pretty\n"
               "  symllm derive --component feed_forward --model llama3.1-8b\n"
@@ -62,7 +67,12 @@ EXAMPLES = {
               "  symllm report llama3.1-8b --format latex --standalone -o r.tex\n"
               "  symllm report llama2-7b --notation paper.toml --template-dir my_templates",
     "presets": "examples:\n  symllm presets",
-    "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json",
+    "verify": "examples:\n  symllm verify llama3.1-405b\n  symllm verify path/to/config.json\n"
+              "  symllm verify path/to/checkpoint_folder\n  symllm verify meta-llama/Llama-3.1-8B\n"
+              "  symllm verify model-Q4_K_M.gguf",
+    "plan": "examples:\n  symllm plan llama3.1-70b --gpus 16xh100-sxm --seq 4096\n"
+            "  symllm plan llama3.1-70b --gpus 64xh100-sxm --train --global-batch 512 --seq 8192 --tokens 1e12\n"
+            "  symllm plan mixtral-8x7b --gpus 32xh100-sxm --train --top 5 --json",
     "plot": "examples:\n  symllm plot memory llama3.1-8b --seq 8192 --gpu h100-sxm -o memory.png\n"
             "  symllm plot context llama3.1-8b mistral-7b-v0.1 --gpu h100-sxm -o context.svg\n"
             "  symllm plot flops llama3.1-8b llama3.1-70b --contexts 1024:131072:1024 -o flops.pdf\n"
@@ -72,7 +82,8 @@ EXAMPLES = {
              "      --quantity params,kv_cache --seq 8192 -o grid.csv\n"
              "  symllm sweep --base llama3-8b --dim 2048:8192:256 --n-layers 16:64:4 \\\n"
              "      --where \"params < 9e9\" -o grid.jsonl\n"
-             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096",
+             "  symllm sweep --base llama2-7b --table configs.csv --quantity params,training_flops --seq 4096\n"
+             "  symllm sweep --base llama3.1-8b,mistral-7b --seq 1024,8192 --quantity kv_cache",
 }
 
 
@@ -119,13 +130,44 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _model_arg(p):
-    p.add_argument("model", metavar="MODEL", help="a preset name (symllm presets) or a config.json / params.json")
+    p.add_argument("model", metavar="MODEL", help="a preset name (symllm presets), a config.json / params.json, a "
+                   "checkpoint folder or .gguf file, or a Hub id (org/name) in the local Hugging Face cache")
     p.add_argument("--vocab-size", type=int, default=None,
                    help="vocabulary size, for Meta params.json files that say -1")
 
 
 def _load(args):
+    folder = args.model if os.path.isdir(args.model) else None
+    if str(args.model).endswith(".gguf") or folder is not None and not any(
+            os.path.lexists(os.path.join(folder, n)) for n in ("config.json", "params.json")) and any(
+            n.endswith(".gguf") for n in os.listdir(folder)):  # a GGUF file holds its own config (costs.checkpoints)
+        from symllm.costs import checkpoints
+        config = checkpoints.config_of(checkpoints.read(args.model))
+        return config.replace(vocab_size=args.vocab_size) if args.vocab_size is not None else config
     return cfgmod.load(args.model, vocab_size=args.vocab_size)  # what api.resolve does with a name or a path
+
+
+def _checkpoint(args) -> dict | None:
+    """A checkpoint's actual bytes beside the formula's, when the model argument holds weights (a folder,
+    a Hub id in the local cache, a .safetensors or .gguf file): symllm.costs.checkpoints, headers only."""
+    from symllm.costs import checkpoints
+    if not checkpoints.has_weights(args.model):
+        return None
+    c = checkpoints.check(args.model)
+    return {k: c[k] for k in ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference")}
+
+
+def _checkpoint_lines(c: dict) -> str:
+    rows = [(f"checkpoint ({c['format']}, {c['files']} file(s), {c['tensors']} tensors)", grouped(c["bytes"]),
+             human_bytes(c["bytes"]))]
+    if c["formula_bytes"] is not None:
+        rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))
+    out = _table(rows, ("weights on disk (headers; symllm verify compares them)", "bytes", ""))
+    if c["formula_bytes"] is None:
+        out += "\n(no formula for this checkpoint's format)"
+    if c["difference"] is not None:
+        out += "\n" + _wrap(f"differs from the component tree: {c['difference']}")
+    return out
 
 
 #: the columns terminal output fits (tables, wrapped lines, help)
@@ -192,7 +234,7 @@ def _given(args, names=Workload.names()) -> dict:
     return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
 
 
-def add_workload_options(group, *, axes_as_values: bool = False) -> None:
+def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> None:
     """Add one option per :class:`~symllm.costs.workloads.Workload` field to ``group``, generated from the
     field's metadata: its flag, its help with the default appended, its type (an int, a string, a
     flag for a bool). Absent options are ``None`` (:meth:`Workload.of`: not given). With
@@ -206,6 +248,8 @@ def add_workload_options(group, *, axes_as_values: bool = False) -> None:
     """
     hints = typing.get_type_hints(Workload)
     for name, (fld, opt) in workload_options().items():
+        if name in exclude:
+            continue
         flag = opt.flag or "--" + name.replace("_", "-")
         kind = (set(typing.get_args(hints[name])) or {hints[name]}) - {type(None)}
         help_ = opt.help if fld.default is None or kind == {bool} else f"{opt.help} (default {fld.default})"
@@ -217,7 +261,26 @@ def add_workload_options(group, *, axes_as_values: bool = False) -> None:
             group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
 
 
+def cmd_compare(args) -> int:
+    """count of several models (or one with --format): one table, a column per model."""
+    from symllm.costs import comparison
+    from symllm.present.format import side_by_side
+    given = _given(args)
+    out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
+    if args.json:
+        with _any_int_digits():
+            print(json.dumps(out, indent=2, default=_json_number))
+        return 0
+    names = list(out["models"])
+    with _any_int_digits():
+        print(side_by_side(comparison.ROWS, names, out["models"], args.format or "text", WIDTH))
+    return 0
+
+
 def cmd_count(args) -> int:
+    if len(args.model) > 1 or args.format is not None:
+        return cmd_compare(args)
+    args.model = args.model[0]
     config = _load(args)
     given = _given(args)
     if given or args.json:
@@ -230,21 +293,24 @@ def cmd_count(args) -> int:
             tuned = finetune.lora(config, **given)
             counts = {**counts, **tuned["params"]}
             work["memory"].update(tuned["memory"])
-        if work["workload"]["weight_format"] is not None:  # exact bytes of a quantized format (costs.formats)
-            from symllm.costs import formats
-            fmt = formats.weight_bytes(config, work["workload"]["weight_format"])
-            work["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"],
-                                     "bits_per_weight": fmt["bits_per_weight"],
-                                     "dtype_weights_bytes": work["memory"]["weights"]}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
+    ckpt = _checkpoint(args)
+    serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
+    if serve and not args.serve:
+        raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
+    if args.serve:  # vLLM's paged KV cache (symllm.costs.serving)
+        from symllm.costs import serving
+        if "non_torch" in serve:
+            serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
+        work["serving"] = serving.capacity(config, **given, **serve)
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
-            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work},
-                             indent=2, default=_json_number))
+            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work,
+                              **({"checkpoint": ckpt} if ckpt else {})}, indent=2, default=_json_number))
         return 0
     rows = [(k, grouped(v), human(v)) for k, v in counts.items()
             if k not in ("total", "block", "active", "trainable", "mtp")]
@@ -261,17 +327,36 @@ def cmd_count(args) -> int:
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
+    windowed = sum(count for kind, count in config.groups if kind.window == "sliding")
     variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
                                       (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
                                       (config.mlp_bias, "biases on w1, w2, w3"),
                                       (config.qk_norm == "rmsnorm", "QK-norm (rmsnorm of width d_h)"),
                                       (config.qk_norm == "l2", "QK-norm (weightless L2, in the RoPE layers)"),
+                                      (config.qk_norm == "full", "QK-norm over the whole q and k (rmsnorm of "
+                                       "n_h*d_h and n_kv*d_h)"),
+                                      (config.fused, "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)"),
+                                      (config.norms == "post", "norms after attention and feed-forward"),
+                                      (config.norms == "sandwich", "norms before and after attention and "
+                                       "feed-forward"),
+                                      (config.activation == "gelu_tanh", "GeGLU (gelu_pytorch_tanh)"),
+                                      (config.norm_offset, "RMSNorm by (1 + weight)"),
+                                      (config.embed_scale, "embeddings scaled by sqrt(d)"),
+                                      (config.attn_softcap, f"attention scores soft-capped at {config.attn_softcap:g}"
+                                       if config.attn_softcap else ""),
+                                      (config.final_softcap, f"final logits soft-capped at {config.final_softcap:g}"
+                                       if config.final_softcap else ""),
                                       (config.n_experts, f"mixture of experts: {config.n_experts} experts, "
                                        f"{config.experts_per_token} per token, in {config.n_moe_layers} of "
-                                       f"{config.n_layers} layers" + ("; a shared expert" if config.shared_expert
-                                                                      else "")),
+                                       f"{config.n_layers} layers" + (
+                                           f"; a gated shared expert of width {config.shared_hidden_dim}"
+                                           if config.shared_hidden_dim else "; a shared expert"
+                                           if config.shared_expert else "")),
                                       (config.n_shared_experts, f"{config.n_shared_experts} shared experts of width "
                                        f"{config.hidden_dim}"),
+                                      (config.moe_bias, "biases on the router and the experts"),
+                                      (config.clamped_swiglu, "clamped SwiGLU experts"),
+                                      (config.attention_sinks, "attention sinks"),
                                       (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
                                       (config.kv_lora_rank, f"multi-head latent attention: kv_lora_rank "
                                        f"{config.kv_lora_rank}, q_lora_rank {config.q_lora_rank}, head widths "
@@ -283,7 +368,9 @@ def cmd_count(args) -> int:
                                       (config.n_mtp_layers, f"{config.n_mtp_layers} multi-token prediction "
                                        "module(s) in the checkpoint, counted apart (transformers does not build them)"),
                                       (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
-                                      (config.sliding_window, f"sliding window {config.sliding_window}"),
+                                      (config.sliding_window, f"sliding window {config.sliding_window}" + (
+                                          f" in {windowed} of {config.n_layers} layers"
+                                          if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note)) if on]
     if variants:
@@ -294,10 +381,12 @@ def cmd_count(args) -> int:
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
     print(_table(rows, ("component", "parameters", "rounded")))
+    if ckpt:
+        print("\n" + _checkpoint_lines(ckpt))
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
-                           f"{w['dtype']}, KV cache {w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
+                           f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
                            f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
                            f"{'; full recomputation' if w['recompute'] else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
@@ -319,7 +408,87 @@ def cmd_count(args) -> int:
                                        f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
             print("\n" + "\n".join(time_lines(work["time"], w)))
+        if "serving" in work:
+            print("\n" + serve_lines(work["serving"]))
     return 0
+
+
+#: the workload options ``plan`` enumerates (or takes from --gpus) rather than reads
+PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "gpu", "lora_rank",
+                   "lora_targets", "qlora")
+
+
+def cmd_plan(args) -> int:
+    from symllm.numbers import plans
+
+    config = _load(args)
+    count, gpu = plans.parse_gpus(args.gpus)
+    given = _given(args, [n for n in Workload.names() if n not in PLAN_ENUMERATES])
+    if args.top is not None and args.top < 1:
+        raise SymllmError(f"top: expected a positive integer, got {args.top}")
+    result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
+                        concurrency=args.concurrency, **given)
+    if args.json:
+        print(json.dumps(result.to_dict(args.top), indent=2, default=_json_number))
+        return 0
+    for line in plan_lines(result, args.top or 10):
+        print(line)
+    return 0
+
+
+def plan_lines(p, top: int) -> list[str]:
+    """``plan``'s table from a :class:`symllm.numbers.plans.Plan`: the best ``top`` layouts, the drop
+    counts; nothing computed here."""
+    w = p.workload
+    what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
+            else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
+    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu} ({what}; {w['stack']} stack, {w['dtype']}): {p.layouts:,} "
+                 f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
+    moe = any(r["ep"] > 1 for r in p.rows + p.drops)
+    if p.rows:
+        rows = []
+        for i, r in enumerate(p.rows[:top], 1):
+            lay = [str(i), r["tp"], r["pp"], r["dp"]] + ([r["ep"]] if moe else [])
+            if p.training:
+                rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
+                                   f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
+                                   _g(r["step_s"]), _f(r["tokens_per_s"], ",.0f"), _f(r["mfu"], ".1%")]
+                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}"] if "training_s" in r else []))
+            else:
+                rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
+                                   _f(r["tokens_per_s"], ",.0f")])
+        head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
+        head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "tokens/s", "MFU"]
+                 + (["days"] if "training_s" in p.rows[0] else []) if p.training
+                 else ["batch", "peak/GPU", "decode ms", "tokens/s"])
+        text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
+        out += ["", _table(rows, tuple(head), text_columns=text)]
+    if p.dropped:
+        out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
+                                                  sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
+                     + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
+                        "another (micro x acc), then reduces gradients once." if p.training
+                        else "tokens/s = replicas x batch / decode step.")))
+    return out
+
+
+#: count's options for --serve (symllm.costs.serving.capacity's keywords)
+_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch")
+
+
+def serve_lines(r: dict) -> str:
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here)."""
+    rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
+            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
+            ("- activation peak", human_bytes(r["activation_peak"]),
+             f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
+            ("- non-torch memory", human_bytes(r["non_torch"]), "as given (--non-torch-memory)"),
+            ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"),
+            ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
+            (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
+             "fits" if r["fits"] else "one request does not fit")]
+    return _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2))
 
 
 def time_lines(t: dict, w: dict) -> list[str]:
@@ -328,7 +497,10 @@ def time_lines(t: dict, w: dict) -> list[str]:
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     rows = [("inference peak", human_bytes(t["inference_peak"]),
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
-            ("training peak", human_bytes(t["training_peak"]), "fits" if t["training_fits"] else "does not fit"),
+            ("largest context", f"{t['max_context']:,} tokens", f"seq + gen at batch {w['batch']:,}"),
+            ("training peak", human_bytes(t["training_peak"]),
+             f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
+             f"seq {t['training_max_seq']:,})"),
             ("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
             ("decode step", f"{_g(t['decode_token_s'])} s", f"{t['decode_token_bound']}-bound"),
             ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), f"batch {w['batch']} x {w['dp']} replica(s)"),
@@ -410,7 +582,7 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
                "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
                # LoRA's numbers are count's and the sweep's (symllm.costs.finetune); derive shows none of them yet
                "lora_rank": "count", "lora_targets": "count", "qlora": "count",
-               "weight_format": "count"}  # the format's bytes: count only (symllm.costs.formats)
+               "weight_format": "memory", "kv_format": "memory"}  # β_w, β_kv of a format (symllm.costs.formats)
 
 
 #: the options derive's roofline quantities use (symllm.costs.hardware); --gpu applies to nothing else
@@ -435,14 +607,7 @@ def _uses(quantities) -> tuple:
     return (quantities,) if isinstance(quantities, str) else quantities
 
 
-def _count_only(args, command: str) -> None:
-    """Refuse an option only count shows yet, rather than ignore it (a silently unchanged number)."""
-    if getattr(args, "weight_format", None) is not None:
-        raise SymllmError(f"weight_format: shown by symllm count only; {command} does not use it yet")
-
-
 def cmd_report(args) -> int:
-    _count_only(args, "report")
     from symllm.numbers import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
     _emit(quick.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
                        vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
@@ -460,6 +625,16 @@ def cmd_presets(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    from symllm.costs import checkpoints
+    if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
+        c = checkpoints.check(args.model)
+        where = f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), {grouped(c['bytes'])} bytes"
+        if c["formula_bytes"] is not None:
+            where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
+        print(_wrap(where))
+        print(_wrap(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
+                                                "every tensor's name, shape and dtype agrees with the component tree")))
+        return 1 if c["difference"] else 0
     config = _load(args)
     try:
         from symllm import reference
@@ -514,7 +689,6 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def cmd_sweep(args) -> int:
-    _count_only(args, "sweep")
     from symllm.numbers import sweeps as sw
     grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
     for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:
@@ -533,8 +707,18 @@ def cmd_sweep(args) -> int:
         grid, table = None, sw.read_table(args.table, columns=True)
     else:
         table = None
-    sweep = sw.Sweep(args.base, grid, table=table, quantities=args.quantity.split(","), workload=workload,
-                     where=args.where, chunk_size=args.chunk_size)
+    bases = [b.strip() for b in args.base.split(",")] if args.base else []
+    options = dict(quantities=args.quantity.split(","), workload=workload, where=args.where,
+                   chunk_size=args.chunk_size)
+    named = table is not None and any(k in sw.NAME_COLUMNS for k in table)
+    if named and bases:
+        raise SymllmError("base: the table names each row's base (its name column); give no --base")
+    if len(bases) > 1 or named:  # one table, a base column first (symllm.numbers.sweeps.Sweeps)
+        sweep = sw.Sweeps(bases, grid, table=table, **options)
+    elif bases:
+        sweep = sw.Sweep(bases[0], grid, table=table, **options)
+    else:
+        raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
     given_hw = [k for k in _HARDWARE if workload.get(k) is not None and k != "network"]
     if given_hw:  # roofline time is count's (floats of a max, a search): no column
         flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
@@ -606,7 +790,9 @@ def _plot_parser(p) -> None:
 
 
 def _sweep_parser(p) -> None:
-    p.add_argument("--base", required=True, metavar="MODEL", help="preset or config file the sweep varies")
+    p.add_argument("--base", metavar="MODEL[,MODEL...]",
+                   help="preset(s) or config file(s) the sweep varies; several: one table with a base column "
+                        "(or a --table whose base, model or name column names each row's)")
     g = p.add_argument_group("what varies: comma lists and inclusive start:stop[:step] ranges, e.g. 2048:8192:256")
     for name in ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
                  "multiple_of", "ffn_dim_multiplier"):  # sweep.CONFIG_FIELDS (numpy loads only for a sweep)
@@ -634,10 +820,24 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name],
                               formatter_class=_Formatter)
 
-    p = add("count", "exact parameter counts of a preset or a config file")
-    _model_arg(p)
+    p = add("count", "exact parameter counts of a preset or a config file; several: side by side")
+    p.add_argument("model", metavar="MODEL", nargs="+",
+                   help="a preset name (symllm presets) or a config.json / params.json; several are compared")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="vocabulary size, for Meta params.json files that say -1")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--format", choices=("text", "csv", "markdown", "latex"), default=None,
+                   help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
+    s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; context --seq + --gen)")
+    s.add_argument("--serve", action="store_true", help="KV cache tokens and maximum concurrency as vLLM allocates them")
+    s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+                   help="share of GPU memory vLLM may use (default 0.9)")
+    s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
+                   help="tokens of vLLM's profile run, whose activation peak is reserved (default 8192)")
+    s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
+    s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
+                   help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default 0)")
     p.set_defaults(func=cmd_count)
 
     p = add("derive", "the derivation of a component's closed form (and its numbers with --model)")
@@ -671,9 +871,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("presets", "list the shipped presets with their totals")
     p.set_defaults(func=cmd_presets)
 
-    p = add("verify", "count the torch reference model on the meta device and compare (needs torch)")
+    p = add("verify", "a checkpoint's tensor headers, or a config's torch meta model, against the component tree")
     _model_arg(p)
     p.set_defaults(func=cmd_verify)
+
+    p = add("plan", "rank every layout of N GPUs for training or serving: what fits, and how fast")
+    _model_arg(p)
+    p.add_argument("--gpus", required=True, metavar="NxGPU",
+                   help="how many of which accelerator, e.g. 16xh100-sxm (nodes as the catalogue says, "
+                        "--network between them)")
+    p.add_argument("--train", action="store_true", help="training layouts (ZeRO, recomputation); default: serving")
+    p.add_argument("--global-batch", type=int, default=None,
+                   help="training: sequences per optimizer step (default: one per GPU)")
+    p.add_argument("--concurrency", type=int, default=256,
+                   help="serving: the most sequences per replica tried (1, 2, 4, ... up to it; default 256)")
+    p.add_argument("--top", type=int, default=None, help="layouts shown (default 10; --json: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_workload_options(p.add_argument_group("workload shared by every layout"), exclude=PLAN_ENUMERATES)
+    p.set_defaults(func=cmd_plan)
 
     _sweep_parser(add("sweep", "quantities over a grid or a table of configs, to CSV or JSON lines"))
     _plot_parser(add("plot", "plots (PNG, SVG, PDF, pgfplots): memory, context, flops, roofline, sweep "

@@ -29,6 +29,14 @@ traced), and the "float32" upcasts are ``promote_types(dtype, float32)`` so a
 float64 model is never downcast (identical to Meta for fp32/fp16/bf16).
 Llama 3.1 RoPE frequency scaling is not implemented (it changes no count).
 
+The dense families beyond LLaMA's block, each an option read from ``args``: Phi-3's fused projections
+(``fused``: ``wqkv`` sliced into q, k, v; ``w13`` chunked into gate and up, as ``Phi3Attention`` /
+``Phi3MLP``), OLMo 2's QK-norm over the whole q and k (``qk_norm="full"``) and its norms after attention
+and feed-forward (``norms="post"``), Gemma's GeGLU (``activation="gelu_tanh"``: ``F.gelu(approximate=
+"tanh")``), RMSNorm by ``1 + weight`` (``norm_offset``), embeddings times ``sqrt(dim)`` (``embed_scale``),
+Gemma 2's sandwich norms (``norms="sandwich"``) and soft-capped scores and logits (``attn_softcap``,
+``final_softcap``: ``c * tanh(x / c)``).
+
 Only this module imports torch; nothing else in symllm imports it at import time.
 """
 
@@ -78,11 +86,25 @@ class _Config:
         self.mlp_bias = bool(getattr(args, "mlp_bias", False))
         self.qkv_bias = bool(getattr(args, "qkv_bias", False))
         self.qk_norm = getattr(args, "qk_norm", None)
-        assert self.qk_norm in (None, "rmsnorm", "l2"), f"unknown qk_norm {self.qk_norm!r}"
+        assert self.qk_norm in (None, "rmsnorm", "l2", "full"), f"unknown qk_norm {self.qk_norm!r}"
+        self.fused = bool(getattr(args, "fused", False))
+        self.norms = getattr(args, "norms", "pre")
+        assert self.norms in ("pre", "post", "sandwich"), f"unknown norms {self.norms!r}"
+        self.activation = getattr(args, "activation", "silu")
+        assert self.activation in ("silu", "gelu_tanh"), f"unknown activation {self.activation!r}"
+        self.norm_offset = bool(getattr(args, "norm_offset", False))
+        self.embed_scale = bool(getattr(args, "embed_scale", False))
+        self.attn_softcap = getattr(args, "attn_softcap", None)
+        self.final_softcap = getattr(args, "final_softcap", None)
         # mixture of experts (Mixtral, Llama 4) and Llama 4's layers without RoPE
         self.n_experts = getattr(args, "n_experts", None)
         self.experts_per_token = getattr(args, "experts_per_token", None)
         self.shared_expert = bool(getattr(args, "shared_expert", False))
+        # Qwen2-MoE's gated shared expert of its own width; gpt-oss's router/expert biases, clamped SwiGLU, sinks
+        self.shared_hidden_dim = getattr(args, "shared_hidden_dim", None)
+        self.moe_bias = bool(getattr(args, "moe_bias", False))
+        self.clamped_swiglu = bool(getattr(args, "clamped_swiglu", False))
+        self.attention_sinks = bool(getattr(args, "attention_sinks", False))
         # the kind of each layer, in model order (symllm.arch.layers.LayerKind)
         kinds = args.layer_kinds() if hasattr(args, "layer_kinds") else ()
         self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
@@ -106,15 +128,18 @@ class _Config:
 class RMSNorm(nn.Module):
     """Root-mean-square layer norm with a learnable ``weight`` of size ``dim``."""
 
-    def __init__(self, dim: int, eps: float = 1e-6):
+    def __init__(self, dim: int, eps: float = 1e-6, offset: bool = False):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.offset = offset  # Gemma: scale by (1 + weight), the weight starting at zero
+        self.weight = nn.Parameter(torch.zeros(dim) if offset else torch.ones(dim))
 
     def _norm(self, x):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
 
     def forward(self, x):
+        if self.offset:  # Gemma computes (x * (1 + w)) in float32, then casts
+            return (self._norm(_upcast(x)) * (1.0 + _upcast(self.weight))).type_as(x)
         return self._norm(_upcast(x)).type_as(x) * self.weight
 
 
@@ -161,26 +186,45 @@ class Attention(nn.Module):
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.n_rep = self.n_heads // self.n_kv_heads
         bias, in_bias = cfg.attention_bias, cfg.attention_bias or cfg.qkv_bias
-        self.wq = nn.Linear(cfg.dim, self.n_heads * self.head_dim, bias=in_bias)
-        self.wk = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
-        self.wv = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
+        self.fused = cfg.fused
+        if self.fused:  # Phi-3: q, k and v from one projection, sliced
+            self.wqkv = nn.Linear(cfg.dim, (self.n_heads + 2 * self.n_kv_heads) * self.head_dim, bias=in_bias)
+        else:
+            self.wq = nn.Linear(cfg.dim, self.n_heads * self.head_dim, bias=in_bias)
+            self.wk = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
+            self.wv = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
         self.wo = nn.Linear(self.n_heads * self.head_dim, cfg.dim, bias=bias)
+        self.softcap = cfg.attn_softcap
+        self.full_qk_norm = cfg.qk_norm == "full"
         if cfg.qk_norm == "rmsnorm":  # Qwen3: one RMSNorm(head_dim) shared by the heads, on q and on k
-            self.q_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps)
-            self.k_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps)
+            self.q_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
+            self.k_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
+        elif self.full_qk_norm:  # OLMo 2: one RMSNorm over all of q and one over all of k
+            self.q_norm = RMSNorm(self.n_heads * self.head_dim, eps=cfg.norm_eps)
+            self.k_norm = RMSNorm(self.n_kv_heads * self.head_dim, eps=cfg.norm_eps)
         else:
             self.q_norm = self.k_norm = None
         self.l2_norm = cfg.qk_norm == "l2" and rope  # Llama 4: weightless, after RoPE, in RoPE layers only
+        # gpt-oss: a learned logit per head, a column of the softmax that no value follows
+        self.sinks = nn.Parameter(torch.zeros(self.n_heads)) if cfg.attention_sinks else None
         self.eps = cfg.norm_eps
         self.cache_k: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
         self.cache_v: Optional[torch.Tensor] = None  # (b, tokens_so_far, n_kv, hd)
 
     def forward(self, x, start_pos: int, cos, sin, mask: Optional[torch.Tensor], use_cache: bool):
         bsz, seqlen, _ = x.shape
-        xq = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim)  # (b, s, n_h, hd)
-        xk = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
-        xv = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
-        if self.q_norm is not None:
+        q_width, kv_width = self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        if self.fused:
+            qkv = self.wqkv(x)  # (b, s, (n_h + 2 n_kv) hd)
+            xq, xk, xv = qkv[..., :q_width], qkv[..., q_width:q_width + kv_width], qkv[..., q_width + kv_width:]
+        else:
+            xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)  # (b, s, n_h hd), (b, s, n_kv hd) twice
+        if self.full_qk_norm:
+            xq, xk = self.q_norm(xq), self.k_norm(xk)  # over the whole width, before the heads are split
+        xq = xq.reshape(bsz, seqlen, self.n_heads, self.head_dim)  # (b, s, n_h, hd)
+        xk = xk.reshape(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
+        xv = xv.reshape(bsz, seqlen, self.n_kv_heads, self.head_dim)  # (b, s, n_kv, hd)
+        if self.q_norm is not None and not self.full_qk_norm:
             xq, xk = self.q_norm(xq), self.k_norm(xk)  # (b, s, n_h, hd), (b, s, n_kv, hd)
         if self.rope:
             xq, xk = apply_rotary_emb(xq, cos, sin), apply_rotary_emb(xk, cos, sin)
@@ -204,9 +248,15 @@ class Attention(nn.Module):
         values = repeat_kv(xv, self.n_rep).transpose(1, 2)  # (b, n_h, kv_len, hd)
         xq = xq.transpose(1, 2)  # (b, n_h, s, hd)
         scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)  # (b, n_h, s, kv_len)
+        if self.softcap is not None:  # Gemma 2: c * tanh(scores / c), before the mask
+            scores = torch.tanh(scores / self.softcap) * self.softcap
         if mask is not None:
             scores = scores + mask  # (b, n_h, s, kv_len)
-        scores = F.softmax(_upcast(scores), dim=-1).type_as(xq)  # (b, n_h, s, kv_len)
+        if self.sinks is not None:  # (b, n_h, s, kv_len + 1), the sink's column dropped after the softmax
+            sink = self.sinks.to(scores)[None, :, None, None].expand(bsz, -1, seqlen, 1)
+            scores = F.softmax(_upcast(torch.cat([scores, sink], dim=-1)), dim=-1)[..., :-1].type_as(xq)
+        else:
+            scores = F.softmax(_upcast(scores), dim=-1).type_as(xq)  # (b, n_h, s, kv_len)
         output = torch.matmul(scores, values)  # (b, n_h, s, hd)
         output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)  # (b, s, n_h*hd)
         return self.wo(output)  # (b, s, d)
@@ -235,7 +285,7 @@ class LatentAttention(nn.Module):
         self.kv_a_norm = RMSNorm(self.rank, eps=cfg.norm_eps)
         self.wkv_b = nn.Linear(self.rank, self.n_heads * (self.nope + self.v_dim), bias=False)
         self.wo = nn.Linear(self.n_heads * self.v_dim, cfg.dim, bias=bias)
-        self.q_norm = None
+        self.q_norm = self.sinks = None
         self.cache_k: Optional[torch.Tensor] = None  # (b, tokens_so_far, kv_lora_rank)
         self.cache_v: Optional[torch.Tensor] = None  # (b, tokens_so_far, 1, qk_rope_head_dim)
 
@@ -266,16 +316,29 @@ class LatentAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``."""
+    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``; GeGLU with ``activation="gelu_tanh"``; with ``fused`` the
+    gate and up projections are one ``w13``, chunked (Phi-3); ``clamp``: gpt-oss's clamped SwiGLU,
+    ``w2((clamp(w3 x, ±limit) + 1) · g · sigmoid(1.702 g))`` with ``g = min(w1 x, limit)``."""
 
-    def __init__(self, dim: int, hidden_dim: int, bias: bool = False):
+    def __init__(self, dim: int, hidden_dim: int, bias: bool = False, fused: bool = False,
+                 activation: str = "silu", clamp: Optional[float] = None):
         super().__init__()
-        self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
+        self.fused = fused
+        if fused:
+            self.w13 = nn.Linear(dim, 2 * hidden_dim, bias=bias)
+        else:
+            self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
+            self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
         self.w2 = nn.Linear(hidden_dim, dim, bias=bias)
-        self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
+        self.clamp = clamp
+        self.act = F.silu if activation == "silu" else (lambda x: F.gelu(x, approximate="tanh"))
 
     def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))  # (b, s, d)
+        gate, up = self.w13(x).chunk(2, dim=-1) if self.fused else (self.w1(x), self.w3(x))  # (b, s, d_ff) each
+        if self.clamp is not None:  # gpt-oss
+            gate, up = gate.clamp(max=self.clamp), up.clamp(min=-self.clamp, max=self.clamp)  # (T, d_ff) each
+            return self.w2((up + 1) * gate * torch.sigmoid(1.702 * gate))  # (T, d)
+        return self.w2(self.act(gate) * up)  # (b, s, d)
 
 
 def _l2(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -292,11 +355,16 @@ class MoE(nn.Module):
     def __init__(self, cfg: _Config):
         super().__init__()
         self.k = cfg.experts_per_token
-        self.router = nn.Linear(cfg.dim, cfg.n_experts, bias=False)
-        self.experts = nn.ModuleList(FeedForward(cfg.dim, cfg.hidden_dim) for _ in range(cfg.n_experts))
-        self.shared_expert = FeedForward(cfg.dim, cfg.hidden_dim) if cfg.shared_expert else None
+        self.router = nn.Linear(cfg.dim, cfg.n_experts, bias=cfg.moe_bias)
+        clamp = 7.0 if cfg.clamped_swiglu else None
+        self.experts = nn.ModuleList(FeedForward(cfg.dim, cfg.hidden_dim, bias=cfg.moe_bias, clamp=clamp)
+                                     for _ in range(cfg.n_experts))
+        width = cfg.hidden_dim if cfg.shared_hidden_dim is None else cfg.shared_hidden_dim
+        self.shared_expert = FeedForward(cfg.dim, width) if cfg.shared_expert else None
         if cfg.n_shared_experts:  # DeepSeek: n_shared_experts experts fused into one SwiGLU (mlp_bias: V2's)
             self.shared_expert = FeedForward(cfg.dim, cfg.n_shared_experts * cfg.hidden_dim, bias=cfg.mlp_bias)
+        # Qwen2-MoE: the shared expert's output scaled by sigmoid of a d -> 1 linear
+        self.shared_gate = nn.Linear(cfg.dim, 1, bias=False) if cfg.shared_hidden_dim is not None else None
 
     def forward(self, x):
         shape = x.shape
@@ -310,7 +378,10 @@ class MoE(nn.Module):
             if rows.numel():
                 out = out.index_add(0, rows, expert(x[rows]) * weights[rows, slot, None])
         if self.shared_expert is not None:
-            out = out + self.shared_expert(x)
+            shared = self.shared_expert(x)  # (T, d)
+            if self.shared_gate is not None:
+                shared = torch.sigmoid(self.shared_gate(x)) * shared  # (T, 1) * (T, d)
+            out = out + shared
         return out.reshape(shape)
 
 
@@ -326,13 +397,20 @@ class TransformerBlock(nn.Module):
             self.feed_forward = MoE(cfg)
         else:  # a dense layer of a model with some MoE layers has its own width
             width = cfg.hidden_dim if not cfg.moe_layers else cfg.dense_hidden_dim
-            self.feed_forward = FeedForward(cfg.dim, width, bias=cfg.mlp_bias)
-        self.attention_norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
-        self.ffn_norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
+            self.feed_forward = FeedForward(cfg.dim, width, bias=cfg.mlp_bias, fused=cfg.fused,
+                                            activation=cfg.activation)
+        norm = lambda: RMSNorm(cfg.dim, eps=cfg.norm_eps, offset=cfg.norm_offset)  # noqa: E731
+        pre, post = cfg.norms in ("pre", "sandwich"), cfg.norms in ("post", "sandwich")
+        self.attention_norm = norm() if pre else None
+        self.ffn_norm = norm() if pre else None
+        self.post_attention_norm = norm() if post else None  # OLMo 2, Gemma 2/3: each branch's output
+        self.post_ffn_norm = norm() if post else None
 
     def forward(self, x, start_pos, cos, sin, mask, use_cache):
-        h = x + self.attention(self.attention_norm(x), start_pos, cos, sin, mask, use_cache)  # (b, s, d)
-        return h + self.feed_forward(self.ffn_norm(h))  # (b, s, d)
+        keep = lambda f, y: y if f is None else f(y)  # noqa: E731  (a norm that is not there)
+        attn = self.attention(keep(self.attention_norm, x), start_pos, cos, sin, mask, use_cache)  # (b, s, d)
+        h = x + keep(self.post_attention_norm, attn)  # (b, s, d)
+        return h + keep(self.post_ffn_norm, self.feed_forward(keep(self.ffn_norm, h)))  # (b, s, d)
 
 
 class Transformer(nn.Module):
@@ -345,7 +423,7 @@ class Transformer(nn.Module):
         self.vocab_size, self.n_layers = cfg.vocab_size, cfg.n_layers
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.layers = nn.ModuleList(TransformerBlock(i, cfg) for i in range(cfg.n_layers))
-        self.norm = RMSNorm(cfg.dim, eps=cfg.norm_eps)
+        self.norm = RMSNorm(cfg.dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.output.weight = self.tok_embeddings.weight  # one shared Parameter
@@ -360,6 +438,8 @@ class Transformer(nn.Module):
         """
         bsz, seqlen = tokens.shape
         h = self.tok_embeddings(tokens)  # (b, s, d)
+        if self.cfg.embed_scale:  # Gemma: times sqrt(dim), in the embedding's dtype
+            h = h * torch.tensor(self.cfg.dim ** 0.5, dtype=h.dtype)
         rotated = self.cfg.qk_rope_head_dim if self.cfg.kv_lora_rank else self.cfg.head_dim
         cos, sin = rope_cos_sin(rotated, start_pos, seqlen, self.cfg.rope_theta,
                                 h.device, torch.promote_types(h.dtype, torch.float32))  # (s, hd/2) each
@@ -371,7 +451,10 @@ class Transformer(nn.Module):
         for layer in self.layers:
             h = layer(h, start_pos, cos, sin, mask, use_cache)  # (b, s, d)
         h = self.norm(h)  # (b, s, d)
-        return _upcast(self.output(h))  # (b, s, V)
+        logits = _upcast(self.output(h))  # (b, s, V)
+        if self.cfg.final_softcap is not None:  # Gemma 2: c * tanh(logits / c)
+            logits = torch.tanh(logits / self.cfg.final_softcap) * self.cfg.final_softcap
+        return logits
 
     def reset_cache(self) -> None:
         """Drop every layer's KV cache."""
@@ -398,15 +481,6 @@ def build(args, device="meta", dtype=torch.float32) -> Transformer:
     return model.to(dtype=dtype)
 
 
-_COUNT_KEYS = (
-    "embedding",
-    "block/attention/wq", "block/attention/wk", "block/attention/wv", "block/attention/wo",
-    "block/feed_forward/w1", "block/feed_forward/w2", "block/feed_forward/w3",
-    "block/attention_norm", "block/ffn_norm",
-    "norm", "lm_head", "total",
-)
-
-
 def count(model: Transformer) -> dict:
     """Exact parameter counts by component (block entries summed over all layers).
 
@@ -414,7 +488,7 @@ def count(model: Transformer) -> dict:
     under ``embedding``); ``total`` is ``sum(p.numel() for p in model.parameters())``.
     """
     n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
-    out = dict.fromkeys(_COUNT_KEYS, 0)
+    out = {}  # keys in model order, each where the model has it (Phi-3 fuses, OLMo 2 norms after)
     out["embedding"] = n(model.tok_embeddings)
     for layer in model.layers:
         for name, child in layer.attention.named_children():
@@ -424,19 +498,25 @@ def count(model: Transformer) -> dict:
         ffn = layer.feed_forward
         if isinstance(ffn, MoE):  # mixture of experts: by kind, summed over every MoE layer
             parts = {"moe/router": n(ffn.router), "moe/experts": n(ffn.experts),
-                     "moe/shared_expert": n(ffn.shared_expert) if ffn.shared_expert is not None else 0}
+                     "moe/shared_expert": n(ffn.shared_expert) if ffn.shared_expert is not None else 0,
+                     "moe/shared_expert_gate": n(ffn.shared_gate) if ffn.shared_gate is not None else 0}
             for key, value in parts.items():
                 out[key] = out.get(key, 0) + value
             out["active"] = out.get("active", 0) - n(ffn.experts) * (len(ffn.experts) - ffn.k) // len(ffn.experts)
         else:
-            for name in ("w1", "w2", "w3"):
-                out[f"block/feed_forward/{name}"] += n(getattr(ffn, name))
+            for name in ("w1", "w2", "w3", "w13"):
+                if hasattr(ffn, name):
+                    key = f"block/feed_forward/{name}"
+                    out[key] = out.get(key, 0) + n(getattr(ffn, name))
+        if layer.attention.sinks is not None:
+            out["block/attention/sinks"] = out.get("block/attention/sinks", 0) + layer.attention.sinks.numel()
         if layer.attention.q_norm is not None:
             for name in ("q_norm", "k_norm"):
                 key = f"block/attention/{name}"
                 out[key] = out.get(key, 0) + n(getattr(layer.attention, name))
-        out["block/attention_norm"] += n(layer.attention_norm)
-        out["block/ffn_norm"] += n(layer.ffn_norm)
+        for name in ("attention_norm", "ffn_norm", "post_attention_norm", "post_ffn_norm"):
+            if getattr(layer, name) is not None:
+                out[f"block/{name}"] = out.get(f"block/{name}", 0) + n(getattr(layer, name))
     out["norm"] = n(model.norm)
     tied = model.output.weight is model.tok_embeddings.weight
     out["lm_head"] = 0 if tied else n(model.output)

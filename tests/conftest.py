@@ -58,6 +58,15 @@ def symllm_cache() -> Path:
     return folder
 
 
+def llama_blocks(name: str) -> bool:
+    """Whether a preset's blocks are LLaMA's (what the torch reference and Meta's formulas build): not Phi-3's
+    fused projections, OLMo 2's or Gemma's norms and activations (tests/test_dense_families.py checks those
+    against transformers' own classes)."""
+    import symllm
+    from symllm.arch.components import Variant
+    return symllm.spec(name).structure.variant == Variant() and symllm.load(name).qk_norm != "full"
+
+
 def requires(name: str) -> ModuleType:
     """Import and return module ``name`` (dotted names too, e.g. ``"dask.array"``).
 

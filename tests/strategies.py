@@ -47,18 +47,27 @@ def meta_style(draw, *, bias=None, tied=None, stated_hidden=None) -> dict:
 
 
 def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=None,
-            name=None) -> st.SearchStrategy[ModelConfig]:
+            name=None, variant=False) -> st.SearchStrategy[ModelConfig]:
     """Valid ModelConfigs: the one config strategy every property draws from (attrs' style: each keyword
     None draws, a value pins it). Fields as meta_style draws them (``bias``, ``tied``, ``stated_hidden``),
     plus Qwen2's q/k/v-only biases (``qkv_bias``), Qwen3's QK-norm (``qk_norm``: an RMSNorm of width
     head_dim on every query and key head; ``"rmsnorm"`` or False) and the model's ``name`` (True: a name
-    awkward for LaTeX and Markdown, False: the default). Mixtures of experts and windows are drawn as
+    awkward for LaTeX and Markdown, False: the default). ``variant``: what Phi-3, OLMo 2 and Gemma change of
+    LLaMA's block (fused projections, post and sandwich norms, GeGLU, (1 + weight) norms, scaled embeddings,
+    soft-capping, OLMo 2's QK-norm over the whole q and k), drawn only when None (False, the default: LLaMA's
+    block, which every other property is about). Mixtures of experts and windows are drawn as
     HF config.json (moe_configs, windowed)."""
+    norms = [None, "rmsnorm", "full"] if variant is None else [None, "rmsnorm"]
     extra = {
         "qkv_bias": st.booleans() if qkv_bias is None else st.just(qkv_bias),
-        "qk_norm": (st.sampled_from([None, "rmsnorm"]) if qk_norm is None
+        "qk_norm": (st.sampled_from(norms) if qk_norm is None
                     else st.just(qk_norm or None)),
     }
+    if variant is None:
+        caps = st.one_of(st.none(), st.floats(1.0, 100.0))
+        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich"]),
+                     activation=st.sampled_from(["silu", "gelu_tanh"]), norm_offset=st.booleans(),
+                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps)
     if name is None:
         extra["name"] = st.one_of(st.just("custom"), report_names())
     elif name:
@@ -164,8 +173,9 @@ def workload_options() -> st.SearchStrategy[dict]:
     """Options of a symllm.Workload by name, each present or left to its default: batch, seq, gen,
     context (small, or up to 10**6 so that FLOPs pass int64), every dtype for weights, KV cache and
     activations (int4 with its group size), dense or causal attention, ZeRO stage, data-parallel
-    ranks, full recomputation, tensor/pipeline-parallel degrees and sequence parallelism."""
-    from symllm.costs.workloads import ATTENTION, DTYPES
+    ranks, full recomputation, the optimizer, tensor/pipeline-parallel degrees and sequence parallelism, a
+    KV-cache and a weight format."""
+    from symllm.costs.workloads import ATTENTION, DTYPES, OPTIMIZERS
     size = lambda lo: st.one_of(st.integers(lo, 64), st.integers(lo, 10**6))  # noqa: E731
     dtypes = st.sampled_from(list(DTYPES))
     return st.fixed_dictionaries({}, optional={
@@ -173,8 +183,13 @@ def workload_options() -> st.SearchStrategy[dict]:
         "context": size(0), "dtype": dtypes, "kv_dtype": dtypes, "act_dtype": dtypes,
         "attention": st.sampled_from(ATTENTION), "zero_stage": st.integers(0, 3), "dp": st.integers(1, 12),
         "recompute": st.booleans(), "group_size": st.sampled_from([32, 64, 100, 128]),
+        "optimizer": st.sampled_from(OPTIMIZERS),  # symllm.costs.zero
         "tp": st.integers(1, 8), "pp": st.integers(1, 5), "sp": st.booleans(),  # symllm.costs.parallel
         "stack": st.sampled_from(["fused", "eager", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
+        # symllm.costs.formats: KV-cache formats, and weight formats any shape takes (AWQ, GPTQ and GGUF need
+        # rows of whole groups or blocks)
+        "kv_format": st.sampled_from(["fp8", "q8_0", "q4_0", "fp16"]),
+        "weight_format": st.sampled_from(["bf16", "fp32", "nf4", "nf4-nodq", "int8", "fp8", "fp8-channel", "fp8-block"]),
     }).map(_one_memory_model)
 
 
@@ -186,6 +201,8 @@ def _one_memory_model(options: dict) -> dict:
         options.pop("stack", None)
     if options.get("tp", 1) == 1:
         options.pop("sp", None)
+    if "kv_format" in options:  # a KV-cache format replaces --kv-dtype (Workload refuses both)
+        options.pop("kv_dtype", None)
     return options
 
 
@@ -293,6 +310,58 @@ def qwen3_moe_configs(draw) -> dict:
         raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)
     else:
         raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    return raw
+
+
+@st.composite
+def qwen2_moe_configs(draw) -> dict:
+    """A small Qwen2-MoE config.json (model_type qwen2_moe) as transformers writes it: top-k of E experts
+    (E may be 0: every layer dense), a gated shared expert of its own width, a MoE layer every
+    decoder_sparse_step-th except mlp_only_layers (the others dense of intermediate_size), q/k/v biases
+    (qkv_bias) on or off, head_dim stated or derived, norm_topk_prob either way, tied or untied; the sliding
+    window off (use_sliding_window false), or on in the even layers below max_window_layers (a window of 2 to
+    12: prompts and decode steps on either side of it)."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 4)), draw(st.integers(0, 6))
+    raw = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "moe_intermediate_size": draw(st.integers(1, 48)),
+           "shared_expert_intermediate_size": draw(st.integers(1, 48)), "num_experts": E,
+           "num_experts_per_tok": draw(st.integers(1, max(E, 1))), "decoder_sparse_step": draw(st.integers(1, L)),
+           "mlp_only_layers": draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)),
+           "norm_topk_prob": draw(st.booleans()), "qkv_bias": draw(st.booleans()),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6,
+           "use_sliding_window": draw(st.booleans()), "sliding_window": draw(st.integers(2, 12)),
+           "max_window_layers": draw(st.integers(0, L))}
+    hd = 2 * draw(st.integers(1, 6))
+    if draw(st.booleans()):
+        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)
+    else:
+        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    return raw
+
+
+@st.composite
+def gpt_oss_configs(draw) -> dict:
+    """A small gpt-oss config.json (model_type gpt_oss) as transformers writes it: top-k of E experts with
+    biases and the clamped SwiGLU in every layer, attention sinks, attention biases on or off, GQA with
+    head_dim stated, layer_types drawn or derived (sliding in the even layers), a window of 2 to 12 (prompts
+    and decode steps on either side of it), tied or untied."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    raw = {"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "head_dim": 2 * draw(st.integers(1, 6)),
+           "hidden_size": heads * draw(st.integers(1, 6)), "intermediate_size": draw(st.integers(1, 48)),
+           "num_local_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "attention_bias": draw(st.booleans()), "sliding_window": draw(st.integers(2, 12)),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-5}
+    if draw(st.booleans()):
+        raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
+                                           min_size=L, max_size=L))
     return raw
 
 
@@ -503,7 +572,9 @@ def small(draw, min_layers=1):
 @st.composite
 def moe_layouts(draw):
     """A small MoE config (every layer MoE, or every step-th with dense layers between and a shared
-    expert) and degrees: N_e dividing n_e, N_d a multiple of N_e, N_t, N_p <= L, a ZeRO stage."""
+    expert, Llama 4's or Qwen2-MoE's gated one of its own width), gpt-oss's parts drawn (attention sinks,
+    router and expert biases, the clamped SwiGLU), and degrees: N_e dividing n_e, N_d a multiple of N_e,
+    N_t, N_p <= L, a ZeRO stage."""
     n_kv = draw(st.integers(1, 2))
     heads = n_kv * draw(st.integers(1, 2))
     interleaved = draw(st.booleans())
@@ -513,10 +584,13 @@ def moe_layouts(draw):
     ep = draw(st.sampled_from([e for e in range(1, n_e + 1) if n_e % e == 0]))
     fields = dict(vocab_size=draw(st.integers(1, 60)), dim=heads * draw(st.integers(1, 4)) * 2, n_layers=layers,
                   n_heads=heads, n_kv_heads=n_kv, hidden_dim=draw(st.integers(1, 24)), n_experts=n_e,
-                  experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()))
+                  experts_per_token=draw(st.integers(1, n_e)), tie_embeddings=draw(st.booleans()),
+                  attention_sinks=draw(st.booleans()), moe_bias=draw(st.booleans()), clamped_swiglu=draw(st.booleans()))
     if interleaved:  # Llama 4-like: MoE every step-th layer, dense ones of their own width between
         fields.update(layers=runs([LayerKind(ffn="moe" if (i + 1) % step == 0 else "dense") for i in range(layers)]),
                       dense_hidden_dim=draw(st.integers(1, 24)), shared_expert=draw(st.booleans()))
+        if fields["shared_expert"] and draw(st.booleans()):  # Qwen2-MoE's: gated, of its own width
+            fields["shared_hidden_dim"] = draw(st.integers(1, 24))
     # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
     stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)
     degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
@@ -578,3 +652,96 @@ def glm4_moe_configs(draw) -> dict:
     else:
         raw["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
     return raw
+
+
+# --- checkpoint files (tests/test_checkpoints.py) ---
+
+@st.composite
+def checkpoint_headers(draw) -> tuple[str, bytes]:
+    """(suffix, file bytes) of a damaged checkpoint header: a safetensors file whose length field, JSON,
+    dtype, shape or data offsets are drawn around the valid ones, or a GGUF file whose version, counts,
+    string lengths, value types, dimensions or tensor types are drawn; sometimes cut short."""
+    import struct
+    if draw(st.booleans()):
+        shape = draw(st.lists(st.integers(-2, 5), max_size=3))
+        n = math.prod(shape) if shape else 1
+        end = draw(st.one_of(st.just(2 * max(n, 0)), st.integers(-4, 64)))
+        entry = {"dtype": draw(st.sampled_from(["BF16", "F32", "I8", "Q4", 7])), "shape": shape,
+                 "data_offsets": draw(st.sampled_from([[0, end], [end, 0], [0], "x"]))}
+        header = json.dumps(draw(st.sampled_from([{"w": entry}, {"w": entry, "__metadata__": {"a": "b"}}, [entry],
+                                                  {"w": 3}]))).encode()
+        if draw(st.booleans()):
+            header = header[:draw(st.integers(0, len(header)))]
+        length = draw(st.one_of(st.just(len(header)), st.integers(0, 2**64 - 1)))
+        data = struct.pack("<Q", length) + header + bytes(draw(st.integers(0, 64)))
+        return ".safetensors", data[:draw(st.integers(0, len(data)))] if draw(st.booleans()) else data
+    out = b"GGUF" + struct.pack("<I", draw(st.sampled_from([1, 2, 3, 4])))
+    out += struct.pack("<QQ", draw(st.sampled_from([0, 1, 2**40])), draw(st.sampled_from([0, 1, 2**40])))
+    key = draw(st.text(max_size=8)).encode()
+    out += struct.pack("<Q", draw(st.sampled_from([len(key), 2**62]))) + key
+    out += struct.pack("<I", draw(st.integers(0, 13))) + draw(st.binary(max_size=24))
+    name = b"blk.0.attn_q.weight"
+    out += struct.pack("<Q", len(name)) + name + struct.pack("<I", draw(st.integers(0, 6)))
+    out += b"".join(struct.pack("<Q", draw(st.integers(0, 2**40))) for _ in range(draw(st.integers(0, 3))))
+    out += struct.pack("<IQ", draw(st.integers(0, 45)), draw(st.integers(0, 2**20))) + draw(st.binary(max_size=64))
+    return ".gguf", out[:draw(st.integers(0, len(out)))] if draw(st.booleans()) else out
+
+
+# --- Phi-3, OLMo 2, Gemma 1-3 as HF config.json (tests/test_dense_families.py) ---
+
+#: the dense families beyond LLaMA's block (symllm.arch.families.phi3, olmo2, gemma)
+DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text")
+
+
+@st.composite
+def dense_family_configs(draw, family: str | None = None, window: int | None = None) -> dict:
+    """A small config.json of Phi-3, OLMo 2 or Gemma 1, 2, 3 (``family`` pins one) as transformers writes it:
+    GQA/MQA/MHA; Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
+    OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
+    Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off, their local layers
+    from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``). Windows (Phi-3's,
+    Gemma's local layers') of ``window`` tokens, or from 2 to 8 (None; a window of 1 is left out:
+    transformers' cache keeps ``keys[:, :, -W + 1:]``, every key for W = 1). ``pad_token_id`` 0, as a small
+    vocabulary needs."""
+    kind = draw(st.sampled_from(DENSE_FAMILIES)) if family is None else family
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    hd = 2 * draw(st.integers(1, 6))
+    L = draw(st.integers(1, 4))
+    raw = {"model_type": kind, "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6, "pad_token_id": 0}
+    if kind in ("phi3", "olmo2"):
+        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
+    else:
+        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)  # Gemma 2, 3 check n_h divides d
+    window = draw(st.integers(2, 8)) if window is None else window
+    if kind == "phi3":
+        raw["sliding_window"] = draw(st.sampled_from([None, window]))
+    if kind != "phi3":
+        raw["attention_bias"] = draw(st.booleans())
+    if kind == "gemma":
+        raw["hidden_act"] = draw(st.sampled_from(["gelu", "gelu_pytorch_tanh"]))
+    if kind in ("gemma2", "gemma3_text"):
+        caps = st.one_of(st.none(), st.floats(1.0, 100.0))
+        raw.update(sliding_window=window, attn_logit_softcapping=draw(caps),
+                   final_logit_softcapping=draw(caps), query_pre_attn_scalar=draw(st.integers(1, 300)))
+        if draw(st.booleans()):
+            raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
+                                               min_size=L, max_size=L))
+        elif kind == "gemma3_text":
+            raw["sliding_window_pattern"] = draw(st.integers(1, 4))
+    return raw
+
+
+# --- every kind of config, for round trips (tests/test_config.py) ---
+
+def any_configs() -> st.SearchStrategy[ModelConfig]:
+    """Every kind of config symllm reads: configs() (Meta's rounding or a stated d_ff, biases, QK-norm,
+    awkward names), HF config.json of each dense model type, Qwen3-MoE (dense layers between) and MoE
+    layouts (Llama 4-like interleaving with a shared expert), Phi-3, OLMo 2 and Gemma 1-3, DeepSeek-V2/V3 and
+    GLM-4.5."""
+    from symllm.arch.config import from_hf
+    return st.one_of(configs(), hf_configs().map(from_hf), qwen3_moe_configs().map(from_hf),
+                     moe_layouts().map(lambda pair: pair[0]), dense_family_configs().map(from_hf),
+                     deepseek_configs().map(from_hf), glm4_moe_configs().map(from_hf))

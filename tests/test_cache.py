@@ -372,22 +372,24 @@ def test_workload_shape_is_what_the_closed_forms_read():
     unmarked = {"batch": 3, "seq": 77, "gen": 5, "context": 9, "dtype": "fp8", "kv_dtype": "int8",
                 "act_dtype": "fp32", "group_size": 32, "lora_rank": 4, "lora_targets": "wo", "qlora": False,
                 "gpu": "h100-sxm", "gpu_memory": 48.0, "gpu_bandwidth": 1000.0, "gpu_flops": 100.0,
-                "network": "eth-100g", "tokens": 10**9, "price": 2.5, "weight_format": "Q4_K_M"}
+                "network": "eth-100g", "tokens": 10**9, "price": 2.5, "weight_format": "Q4_K_M",
+                    "kv_format": "q8_0"}
     #: what an option needs beside it to be valid on its own
     needs = {"gpu_memory": {"gpu": "h100-sxm"}, "gpu_bandwidth": {"gpu": "h100-sxm"},
              "gpu_flops": {"gpu": "h100-sxm"}, "network": {"gpu": "h100-sxm"}, "tokens": {"gpu": "h100-sxm"},
              "price": {"gpu": "h100-sxm", "tokens": 10**9}}
     marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
-              "recompute": True, "stack": "hf-eager"}
+              "recompute": True, "stack": "hf-eager", "optimizer": "sgd"}
     fields = {f.name: f.metadata["option"].shapes for f in dataclasses.fields(Workload) if "option" in f.metadata}
     assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
-                                                               "sp", "recompute", "stack"}
+                                                               "sp", "recompute", "stack", "optimizer"}
     assert set(unmarked) | set(marked) == set(fields)
     for name, value in unmarked.items():
         work = Workload(**{name: value, **needs.get(name, {})})
         assert work.shape() == Workload().shape()
         assert phases._compose(spec.model(work.attention), work) == base, name
     changed = {"attention": {}, "zero_stage": {}, "dp": {}, "tp": {}, "pp": {}, "recompute": {}, "stack": {},
+               "optimizer": {},
                "sp": {"tp": 2, "sp": True}}
     for name, extra in changed.items():
         work = Workload(**{name: marked[name], **extra}) if not extra else Workload(**extra)

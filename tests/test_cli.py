@@ -277,3 +277,92 @@ def test_per_gpu_memory_on_one_gpu_is_the_stacks(cli, stack):
     data = json.loads(r.out)
     for kind, value in data["memory_per_gpu"].items():
         assert value == data["memory"][kind], (kind, value, data["memory"][kind])
+
+
+# --- side by side, round trips, 100 columns (issue 24 items 3-5) ---
+
+def test_count_several_models_side_by_side(cli):
+    """count A B C prints one table with a column per model; csv has the exact numbers: the published
+    totals, and the KV cache per token by hand (2·L·n_kv·d_h·2 bytes of bf16; Mixtral holds it per
+    token like a dense model); json, markdown and latex show the same; with --gpu the fit rows."""
+    from .conftest import PUBLISHED
+    models = ["llama3.1-8b", "mistral-7b", "mixtral-8x7b"]
+    r = cli(["count", *models, "--format", "csv"])
+    assert r.code == 0, r.err
+    rows = {line.split(",")[0]: line.split(",")[1:] for line in r.out.splitlines()}
+    assert rows["quantity"] == models
+    assert rows["params"] == [str(PUBLISHED[m]["total"]) for m in models]
+    assert rows["kv_cache_per_token"] == [str(2 * 32 * 8 * 128 * 2)] * 3
+    assert int(rows["active"][2]) < int(rows["params"][2]) and rows["active"][0] == rows["params"][0]
+    data = json.loads(cli(["count", *models, "--json"]).out)
+    assert [data["models"][m]["params"] for m in models] == [PUBLISHED[m]["total"] for m in models]
+    md = cli(["count", *models, "--format", "markdown"]).out
+    assert md.splitlines()[0] == "| quantity | " + " | ".join(models) + " |" and "| 8,030,261,248 |" in md
+    tex = cli(["count", *models, "--format", "latex"]).out
+    assert tex.startswith("\\begin{tabular}{@{}lrrr@{}}") and "8.03B" in tex
+    text = cli(["count", *models, "--gpu", "h100-sxm"]).out
+    assert "inference peak fits" in text and "training peak fits" in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert cli(["count", "llama3.1-8b", "llama3.1-8b"]).err.strip() == "symllm: error: model: llama3.1-8b is given twice"
+
+
+@pytest.mark.parametrize("name", ["llama3-8b", "llama4-scout-17b-16e"])
+def test_count_json_config_reads_back(name, cli, tmp_path):
+    """Save count --json's "config", count the file: the same parameters, FLOPs and memory (Meta's
+    rounding; an MoE with chunked attention and layers without RoPE)."""
+    first = json.loads(cli(["count", name, "--json"]).out)
+    saved = tmp_path / "saved.json"
+    saved.write_text(json.dumps(first["config"]))
+    r = cli(["count", str(saved), "--json"])
+    assert r.code == 0, r.err
+    again = json.loads(r.out)
+    for key in ("params", "flops", "memory", "config"):
+        assert again[key] == first[key], key
+
+
+CLI_LINES = [["count", "llama3.2-1b", "--gpu", "l40s"],
+             ["derive", "--quantity", "decode_batch", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--context", "390"],
+             ["derive", "--component", "model", "--model", "llama4-maverick-17b-128e"],
+             ["derive", "--quantity", "decode_batch", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--context",
+              "100000"],
+             ["count", "llama3.1-8b", "tinyllama-1.1b", "llama3.2-1b", "llama2-7b", "codellama-7b", "llama3-8b"]]
+
+
+def test_terminal_output_fits_100_columns(cli):
+    """No line of count (every preset), of the long derivations and error lines the issue names, or of a
+    comparison is over 100 columns; bytes per second are in bytes units (it said 864.00BB/s)."""
+    from symllm.arch.config import preset_names
+    outputs = [cli(["count", name]) for name in preset_names()] + [cli(argv) for argv in CLI_LINES]
+    for r in outputs:
+        long = [line for line in (r.out + r.err).splitlines() if len(line) > 100]
+        assert not long, long
+    l40s = outputs[len(preset_names())].out
+    assert "BB/s" not in l40s and "864 GB/s" in l40s  # NVIDIA's L40S datasheet, in bytes units
+    assert outputs[-2].err.startswith("symllm: error: decode_batch: memory-bound at any batch")
+    assert outputs[-1].out.strip().count("\n\n") == 1  # six models: two tables, each within 100 columns
+
+
+def test_sweep_over_several_bases_and_a_table_with_a_name_column(cli, tmp_path):
+    """sweep --base a,b writes one table with a base column (KV cache by hand: 2·L·n_kv·d_h·2 bytes per
+    token); a --table whose model column names each row's base is read as strings, each row swept on its
+    own base (the published totals); a column only one base has is empty for the other."""
+    r = cli(["sweep", "--base", "llama3.1-8b,llama2-7b", "--seq", "1024,8192", "--quantity", "params,kv_cache"])
+    assert r.code == 0, r.err
+    header, *rows = [line.split(",") for line in r.out.splitlines()]
+    got = [dict(zip(header, row)) for row in rows]
+    assert header[0] == "base" and [g["base"] for g in got] == ["llama3.1-8b"] * 2 + ["llama2-7b"] * 2
+    per_token = {"llama3.1-8b": 2 * 32 * 8 * 128 * 2, "llama2-7b": 2 * 32 * 32 * 128 * 2}
+    assert [int(g["kv_cache"]) for g in got] == [per_token[g["base"]] * int(g["seq"]) for g in got]
+    assert {g["n_kv_heads"] for g in got if g["base"] == "llama3.1-8b"} == {""}  # stated there, not swept
+    table = tmp_path / "t.csv"
+    table.write_text("model,n_layers\nllama2-7b,32\nllama3-8b,32\nllama2-7b,1\n")
+    r = cli(["sweep", "--table", str(table), "--format", "jsonl"])
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    from .conftest import PUBLISHED
+    assert [(x["base"], x["n_layers"]) for x in rows] == [("llama2-7b", 32), ("llama2-7b", 1), ("llama3-8b", 32)]
+    assert rows[0]["params"] == PUBLISHED["llama2-7b"]["total"] and rows[2]["params"] == PUBLISHED["llama3-8b"]["total"]
+    assert cli(["sweep", "--table", str(table), "--base", "llama2-7b"]).err.startswith("symllm: error: base:")
+    table.write_text("n_layers,dim\n2,x\n")
+    assert cli(["sweep", "--base", "llama2-7b", "--table", str(table)]).err.startswith(
+        "symllm: error: dim: expected a number")

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import symllm
 from symllm.arch.config import from_dict, from_hf, from_meta, load, preset_info
 
-from .strategies import bad_configs
+from .strategies import any_configs, bad_configs, hf_configs
+from .test_family import _hf_counts
 
 HF_8B = {  # meta-llama/Llama-3.1-8B config.json, the fields that matter
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
@@ -215,3 +216,55 @@ def test_meta_head_dim_and_hidden_dim_are_honoured(reference):
     ours = symllm.params(from_meta(raw))
     assert {k: ours[k] for k in expected} == expected
     assert ours["block/feed_forward/w1"] == 2 * 256 * 1000 and ours["block/attention/wq"] == 2 * 256 * 8 * 64
+
+
+# --- round trips: count --json's "config" reads back (issue 24 item 4) ---
+
+def _read_back(cfg) -> "symllm.ModelConfig":
+    """``cfg`` as ``symllm count --json`` prints its "config" (resolved_config), through JSON, read back."""
+    return from_dict(json.loads(json.dumps(symllm.resolved_config(cfg))))
+
+
+def _same_numbers(cfg, back) -> None:
+    """Two configs give the same numbers: the same structure (every formula) and the same value of every
+    symbol (every number of every formula), and, as a spot check, the same parameter counts."""
+    a, b = symllm.spec(cfg), symllm.spec(back)
+    assert b.shape() == a.shape() and b.values() == a.values()
+    assert symllm.params(back) == symllm.params(cfg)
+
+
+def test_every_preset_reads_back_from_count_json():
+    """Each preset's count --json "config" read back as a config file is the same model."""
+    for name in symllm.preset_names():
+        back = _read_back(name)
+        assert back.name == name
+        _same_numbers(name, back)
+
+
+@given(any_configs())
+def test_any_config_reads_back_from_count_json(cfg):
+    """Any config (Meta's rounding, a stated d_ff, biases, QK-norm, MoE layouts, HF model types) read
+    back from its count --json "config" gives the same numbers."""
+    _same_numbers(cfg, _read_back(cfg))
+
+
+@given(hf_configs())
+def test_read_back_config_equals_transformers_numel(raw):
+    """Spot check: a drawn HF config.json, through count --json's "config" and back, counts what
+    transformers' own class built from the original config.json holds (numel on the meta device)."""
+    assert symllm.params(_read_back(from_hf(raw)))["total"] == _hf_counts(raw)["total"]
+
+
+def test_symllm_config_refuses_unknown_keys_and_mismatches():
+    """A key that is not a field, or a derived field contradicting the others, is one line naming it."""
+    good = symllm.resolved_config("llama3.2-1b")
+    with pytest.raises(symllm.SymllmError, match=r"^tie_embedding: unknown key in a symllm config; did you mean"):
+        from_dict({**{k: v for k, v in good.items() if k != "tie_embeddings"}, "tie_embedding": True})
+    with pytest.raises(symllm.SymllmError, match=r"^attention: 'MHA' does not match the heads"):
+        from_dict({**good, "attention": "MHA"})
+    with pytest.raises(symllm.SymllmError, match=r"^hidden_dim_rule: 'explicit' does not match"):
+        from_dict({**good, "hidden_dim": None, "hidden_dim_rule": "explicit"})
+    with pytest.raises(symllm.SymllmError, match=r"^n_heads: missing in a symllm config$"):
+        from_dict({k: v for k, v in good.items() if k != "n_heads"})
+    with pytest.raises(symllm.SymllmError, match=r"^name: expected a string, got 5$"):
+        from_dict({**good, "name": 5})

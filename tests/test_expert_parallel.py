@@ -73,16 +73,20 @@ def _plan(model) -> dict:
 
 
 def _expert_parallel(model, mesh) -> None:
-    """Each MoE layer's routed experts as three stacked (n_e, out, in) weights, Shard(0) over ``ep``."""
+    """Each MoE layer's routed experts as three stacked (n_e, out, in) weights (and their (n_e, out) biases
+    where gpt-oss has them), Shard(0) over ``ep``."""
     from torch.distributed.tensor import Shard, distribute_tensor
 
     class GroupedExperts(torch.nn.Module):
         def __init__(self, experts):
             super().__init__()
             for name in ("w1", "w2", "w3"):
-                with torch.no_grad():  # a leaf, as a stacked checkpoint would load it
-                    stacked = torch.stack([getattr(e, name).weight for e in experts])
-                setattr(self, name, torch.nn.Parameter(distribute_tensor(stacked, mesh["ep"], [Shard(0)])))
+                for kind in ("weight", "bias"):
+                    if getattr(getattr(experts[0], name), kind) is None:
+                        continue
+                    with torch.no_grad():  # a leaf, as a stacked checkpoint would load it
+                        stacked = torch.stack([getattr(getattr(e, name), kind) for e in experts])
+                    setattr(self, f"{name}_{kind}", torch.nn.Parameter(distribute_tensor(stacked, mesh["ep"], [Shard(0)])))
 
     for layer in model.layers:
         if hasattr(layer.feed_forward, "experts"):

@@ -79,11 +79,12 @@ def test_default_targets_are_pefts_llama_default():
     assert ours == _peft_trainable(raw, 4, None)
 
 
-#: PEFT adapts Qwen3-MoE's fused experts (a ParamWrapper on gate_up_proj and down_proj, from targets
-#: gate_proj/up_proj/down_proj), which symllm's LoRA does not model: it counts the experts as not linears
-#: (as for Mixtral, whose fused experts PEFT leaves alone). Known divergence, to be modelled or refused.
-#: The same for DeepSeek-V2/V3 and GLM-4.5 (fused experts too), where PEFT with transformers 5 also leaves the
-#: dense and shared SwiGLUs' gate_proj/up_proj/down_proj alone (their names go to the experts).
+#: PEFT adapts Qwen3-MoE's fused experts (a LoRA of each 3-D tensor through transformers' weight-conversion
+#: mapping: gate_up_proj at twice the rank from targets gate_proj and up_proj together, down_proj from
+#: down_proj), which symllm does not model: it refuses those targets in one line (as for Mixtral, PEFT leaves
+#: Qwen2-MoE's and gpt-oss's fused experts alone, and so does symllm). The same for DeepSeek-V2/V3 and
+#: GLM-4.5 (fused experts too), where PEFT with transformers 5 also leaves the dense and shared SwiGLUs'
+#: gate_proj/up_proj/down_proj alone (their names go to the experts).
 _PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if preset_info(n)["config"].get("model_type")
                               in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe")}
 
@@ -120,17 +121,39 @@ def test_one_period_cuts_only_repeating_patterns():
     assert _one_period(_hf("llama2-7b"))[1] == 32
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="PEFT adapts "
-                                  "Qwen3-MoE's fused experts")) if n in _PEFT_ADAPTS_FUSED_EXPERTS else n
-                                  for n in symllm.preset_names()])
+@pytest.mark.parametrize("name", symllm.preset_names())
 def test_presets_equal_peft(name):
     """Every preset, LoRA r=16 on all seven linears: symllm's count equals PEFT's, PEFT run on
     transformers' model of one period of the preset's layers (every width as published; a dense model's
-    one layer, Llama 4 Maverick's four) and multiplied by its repeats (``_one_period``)."""
+    one layer, Llama 4 Maverick's four) and multiplied by its repeats (``_one_period``). Qwen3-MoE: the
+    SwiGLU targets are refused in one line, the attention's equal PEFT's."""
     raw = _hf(name)
-    ours = finetune.lora(name, lora_rank=16, lora_targets=",".join(HF_TARGETS))["params"]["trainable"]
+    targets = HF_TARGETS
+    if name in _PEFT_ADAPTS_FUSED_EXPERTS:
+        with pytest.raises(SymllmError, match="^lora_targets: PEFT adapts this model's fused experts under "
+                                              "down_proj,gate_proj,up_proj [^\n]*$"):
+            finetune.lora(name, lora_rank=16, lora_targets=",".join(HF_TARGETS))
+        targets = HF_TARGETS[:4]
+    ours = finetune.lora(name, lora_rank=16, lora_targets=",".join(targets))["params"]["trainable"]
     cut, repeats = _one_period(raw)
-    assert ours == repeats * _peft_trainable(cut, 16, HF_TARGETS)
+    assert ours == repeats * _peft_trainable(cut, 16, targets)
+
+
+def test_peft_adapts_qwen3_moe_fused_experts_which_symllm_refuses(cli):
+    """Why the refusal: on a small Qwen3-MoE, PEFT's adapters under gate_proj/up_proj/down_proj sit on the
+    experts' fused tensors (E·r rows: not r·(fan_in + fan_out) per linear); symllm's command line refuses
+    the targets in one line, spelled either way."""
+    peft = requires("peft")
+    raw = {"model_type": "qwen3_moe", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 12,
+           "moe_intermediate_size": 5, "num_experts": 3, "num_experts_per_tok": 2}
+    model = peft.get_peft_model(_meta_model(raw), peft.LoraConfig(r=2, target_modules=HF_TARGETS[4:]))
+    adapted = {n: tuple(p.shape) for n, p in model.named_parameters() if p.requires_grad}
+    assert adapted and all(".mlp.experts." in n for n in adapted)
+    assert (12, 8) in adapted.values()  # gate_up_proj's lora_A: E · 2r rows of d
+    for targets in ("gate_proj,up_proj,down_proj", "w2"):
+        r = cli(["count", "qwen3-30b-a3b", "--lora-rank", "8", "--lora-targets", targets])
+        assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "fused experts" in r.err
 
 
 @given(hf_configs(), st.integers(1, 64),

@@ -258,7 +258,7 @@ def test_gguf_tensors_are_transformers_parameters(raw):
 
 
 def test_nf4_rule_is_qlora_rule():
-    """bitsandbytes NF4 quantizes what QLoRA's base-weight memory assumes (finetune.FORMATS), and its
+    """bitsandbytes NF4 quantizes what QLoRA's base-weight memory assumes (finetune.FORMATS reads it), and its
     double-quantized bytes over a 64·256-divisible tensor are the QLoRA paper's 4.127 bits (§3) plus the
     three per-tensor constants (NF4 code 64 B, nested code 1024 B, offset 4 B)."""
     from symllm.costs import finetune
@@ -266,13 +266,15 @@ def test_nf4_rule_is_qlora_rule():
     assert F.tensor_bytes("nf4", 4096, 4096)[1] == N * (4 + Fraction(8, 64) + Fraction(32, 64 * 256)) / 8 + 1092
 
 
-@pytest.mark.parametrize("command", ["report", "sweep"])
-def test_weight_format_refused_where_unused(cli, command):
-    """report and sweep do not use the weight format yet: one error line and exit 2, not a number unchanged."""
-    target = ["--base", "llama3.1-8b", "--dim", "4096"] if command == "sweep" else ["llama3.1-8b"]
-    r = cli([command, *target, "--weight-format", "Q4_K_M"])
-    assert r.code == 2 and r.err.strip().splitlines() == [
-        f"symllm: error: weight_format: shown by symllm count only; {command} does not use it yet"]
+def test_report_and_derive_take_the_weight_format(cli):
+    """report and derive --quantity memory price the weights in the format (β_w: its exact bytes over the
+    weights): llama-bench's 4.58 GiB Q4_K_M file of Llama-3.1-8B, as count says."""
+    counted = json.loads(cli(["count", "llama3.1-8b", "--json", "--weight-format", "Q4_K_M"]).out)["memory"]
+    r = cli(["report", "llama3.1-8b", "--weight-format", "Q4_K_M"])
+    assert r.code == 0 and f"{counted['weights']:,}" in r.out and "4.58 GiB" in r.out
+    r = cli(["derive", "--quantity", "memory", "--memory", "weights", "--model", "llama3.1-8b",
+             "--weight-format", "Q4_K_M"])
+    assert r.code == 0 and f"{counted['weights']:,}" in r.out and not r.err
 
 
 def test_derive_warns_weight_format_ignored(cli):

@@ -33,7 +33,7 @@ def _vals(cfg, **workload):
 
 # --- KV cache ---------------------------------------------------------------------------------------
 
-@given(configs(), generation_workloads())
+@given(configs(variant=None), generation_workloads())
 def test_kv_cache_bytes_after_prefill_and_decode_steps(cfg, w):
     """After a real CPU prefill of s tokens and each of n decode steps, the reference's cache tensors
     hold exactly symllm's KV-cache bytes for s + (steps so far) tokens."""

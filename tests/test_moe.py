@@ -17,11 +17,15 @@ from symllm.arch.config import from_hf, preset_info
 from symllm.api import by_kind as kinds
 
 from .conftest import requires
-from .strategies import moe_configs, qwen3_moe_configs
+from .strategies import gpt_oss_configs, moe_configs, qwen2_moe_configs, qwen3_moe_configs
 
 MIXTRAL = ("mixtral-8x7b", "mixtral-8x22b")
 LLAMA4 = ("llama4-scout-17b-16e", "llama4-maverick-17b-128e")
 QWEN3_MOE = ("qwen3-30b-a3b", "qwen3-235b-a22b")
+QWEN2_MOE = ("qwen1.5-moe-a2.7b", "qwen2-57b-a14b")
+GPT_OSS = ("gpt-oss-20b", "gpt-oss-120b")
+#: every MoE family's random config.json files
+MOE_FAMILIES = st.one_of(moe_configs(), qwen3_moe_configs(), qwen2_moe_configs(), gpt_oss_configs())
 _W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
 _ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo"}
 
@@ -39,7 +43,9 @@ def _hf_kinds(model) -> dict:
     out = {"total": sum(p.numel() for p in model.parameters())}
     for name, p in model.named_parameters():
         parts = name.split(".")
-        if "router" in parts or "gate" in parts:  # Llama 4's router, Mixtral's gate
+        if "shared_expert_gate" in parts:  # Qwen2-MoE's sigmoid gate of the shared expert
+            kind = "moe/shared_expert_gate"
+        elif "router" in parts or "gate" in parts:  # Llama 4's and gpt-oss's router, Mixtral's gate
             kind = "moe/router"
         elif "experts" in parts:  # gate_up_proj and down_proj of every routed expert
             kind = "moe/experts"
@@ -51,6 +57,8 @@ def _hf_kinds(model) -> dict:
             kind = f"attention/{_ATTN[parts[-2]]}"
         elif parts[-2] in ("q_norm", "k_norm"):  # Qwen3's QK-norm
             kind = f"attention/{parts[-2]}"
+        elif parts[-1] == "sinks":  # gpt-oss's attention sinks
+            kind = "attention/sinks"
         else:
             kind = {"embed_tokens": "embedding", "input_layernorm": "attention_norm", "lm_head": "lm_head",
                     "post_attention_layernorm": "ffn_norm", "norm": "norm"}[parts[-2]]
@@ -61,6 +69,8 @@ def _hf_kinds(model) -> dict:
 def _active_from_hf(raw: dict, kinds: dict) -> int:
     """Total minus the routed experts a token does not use: (1 - k/E) of every expert weight."""
     E, k = raw.get("num_local_experts", raw.get("num_experts")), raw["num_experts_per_tok"]
+    if not E:  # Qwen2-MoE with num_experts 0: every layer dense
+        return kinds["total"]
     unused = Fraction(kinds.get("moe/experts", 0)) * (E - k) / E
     assert unused.denominator == 1
     return kinds["total"] - int(unused)
@@ -78,7 +88,7 @@ def test_qwen3_moe_published_totals_and_active():
 
 # --- transformers' own classes -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + QWEN3_MOE)
+@pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + QWEN3_MOE + QWEN2_MOE + GPT_OSS)
 def test_moe_presets_equal_transformers_on_meta(name):
     """Each kind of parameter (router, experts, shared expert, dense SwiGLU, attention, norms) and the
     total equal transformers' model built from the preset's config.json on the meta device; the active
@@ -89,7 +99,7 @@ def test_moe_presets_equal_transformers_on_meta(name):
     assert kinds(symllm.params(name)) == measured
 
 
-@given(st.one_of(moe_configs(), qwen3_moe_configs()))
+@given(MOE_FAMILIES)
 def test_random_moe_configs_equal_transformers_on_meta(raw):
     """Per kind of parameter, the total and the active count, for random Mixtral, Llama 4 and Qwen3-MoE
     configs."""
@@ -98,7 +108,7 @@ def test_random_moe_configs_equal_transformers_on_meta(raw):
     assert kinds(symllm.params(from_hf(raw))) == measured
 
 
-@given(st.one_of(moe_configs(), qwen3_moe_configs()), st.integers(1, 2), st.integers(1, 6))
+@given(MOE_FAMILIES, st.integers(1, 2), st.integers(1, 6))
 def test_moe_prefill_and_training_flops_equal_flopcountermode(raw, b, s):
     """Prefill and training-step matmul FLOPs equal torch's FlopCounterMode on transformers' model (eager
     experts and attention, CPU). Mixtral's and Qwen3-MoE's eager experts run each token through its k
@@ -181,7 +191,7 @@ def test_derive_moe_shows_total_and_active(cli):
 
 # --- the torch reference model ----------------------------------------------------------------------
 
-@given(st.one_of(moe_configs(), qwen3_moe_configs()))
+@given(MOE_FAMILIES)
 def test_random_moe_configs_equal_the_reference_model(reference, raw):
     """Per kind (router, experts, shared expert, dense SwiGLU, attention, norms), the total and the active
     count equal symllm's torch reference model (its own MoE: a router, ModuleLists of experts) on meta."""
@@ -190,7 +200,7 @@ def test_random_moe_configs_equal_the_reference_model(reference, raw):
     assert kinds(symllm.params(cfg)) == kinds(measured)
 
 
-@given(st.one_of(moe_configs(), qwen3_moe_configs()), st.integers(1, 2), st.integers(1, 6))
+@given(MOE_FAMILIES, st.integers(1, 2), st.integers(1, 6))
 def test_reference_moe_flops_equal_flopcountermode(torch, reference, raw, b, s):
     """The reference runs each token through its k experts only (and skips RoPE, adds the temperature
     and the L2 QK-norm where Llama 4 does): prefill and training matmul FLOPs equal FlopCounterMode's."""
@@ -207,7 +217,7 @@ def test_reference_moe_flops_equal_flopcountermode(torch, reference, raw, b, s):
     assert (work["prefill"], work["training_step"]) == (forward.get_total_flops(), train.get_total_flops())
 
 
-@pytest.mark.parametrize("name", (MIXTRAL[0], LLAMA4[0], QWEN3_MOE[0], "mistral-7b-v0.1"))
+@pytest.mark.parametrize("name", (MIXTRAL[0], LLAMA4[0], QWEN3_MOE[0], QWEN2_MOE[0], GPT_OSS[0], "mistral-7b-v0.1"))
 def test_verify_agrees_for_the_new_presets(torch, cli, name):
     """symllm verify builds the torch reference and finds every kind of parameter equal (one preset per
     family: every preset's reference is compared kind by kind in tests/test_hypothesis.py)."""

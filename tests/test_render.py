@@ -190,6 +190,7 @@ def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatc
     assert f"{memory['training_peak']:,}" in _pdf_text(tmp_path / "r.pdf")
     md = derivation.report("llama3.2-1b", stack=stack, recompute=recompute, gpu=gpu).render("markdown")
     assert f"{memory['training_peak']:,}" in md and f"{memory['inference_peak']:,}" in md
+    assert "README" not in md and md.count("### Notation") == 1
     if gpu is not None:
         assert f"| inference peak fits | yes | up to batch {counted['time']['max_batch']:,} |" in md
         assert f"| one decode step | {counted['time']['decode_token_s']:.4g} s |" in md
@@ -217,8 +218,8 @@ def test_derive_attention_gqa_latex_is_an_align_environment(capsys):
     assert "\\begin{align}" in out and "\\end{align}" in out
     body = out[out.index("\\begin{align}"):out.index("\\end{align}")]
     for proj in ("wq", "wk", "wv", "wo"):
-        assert f"N_{{\\mathrm{{{proj}}}}} &=" in body
-    assert "2 d d_h \\left(n_h + n_{kv}\\right)" in body
+        assert f"&N_{{\\mathrm{{{proj}}}}} = " in body
+    assert "2 \\, d \\, d_h \\, \\left(n_h + n_{kv}\\right)" in body
     assert "n_{kv}$: key/value heads" in out  # the symbols with their meaning
 
 
@@ -235,7 +236,7 @@ def test_derive_text_shows_terms_sum_and_numbers(capsys):
 def test_derive_formats_and_variants(capsys):
     """--mqa substitutes n_kv = 1; pretty and markdown formats work; an MHA flag on a GQA model is an error."""
     assert cli.main(["derive", "--component", "attention", "--mqa", "--format", "latex"]) == 0
-    assert "2 d d_h \\left(n_h + 1\\right)" in capsys.readouterr().out
+    assert "2 \\, d \\, d_h \\, \\left(n_h + 1\\right)" in capsys.readouterr().out
     assert cli.main(["derive", "--component", "attention", "--format", "pretty"]) == 0
     assert "2⋅d⋅dₕ⋅(nₕ + nₖᵥ)" in capsys.readouterr().out
     assert cli.main(["derive", "--component", "model", "--format", "markdown", "--model", "llama2-7b"]) == 0
@@ -367,7 +368,7 @@ def test_golden(name):
 def test_notation_renames_symbols_everywhere():
     """A notation dict renames symbols in derive and report outputs, by symbol name or code name."""
     tex = derivation.derive("attention", notation={"d": r"d_\mathrm{model}", "n_heads": "h"}).render("latex")
-    assert r"2 d_\mathrm{model} d_h \left(h + n_{kv}\right)" in tex
+    assert r"2 \, d_\mathrm{model} \, d_h \, \left(h + n_{kv}\right)" in tex
     md = derivation.report("llama2-7b", notation={"n_h": "h"}).render("markdown")
     assert "$`h`$" in md and "n_h`$" not in md
 
@@ -377,7 +378,7 @@ def test_notation_json_and_bad_files(tmp_path, capsys):
     good = tmp_path / "n.json"
     good.write_text(json.dumps({"d": r"d_\mathrm{model}"}))
     assert cli.main(["derive", "--component", "embedding", "--format", "latex", "--notation", str(good)]) == 0
-    assert r"V d_\mathrm{model}" in capsys.readouterr().out
+    assert r"V \, d_\mathrm{model}" in capsys.readouterr().out
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"zeta": "z"}))
     assert cli.main(["derive", "--notation", str(bad)]) == 2
@@ -398,7 +399,7 @@ def test_user_template_overrides_and_adds(tmp_path, capsys):
     (tmp_path / "short.tex.j2").write_text("<< model >>: $<< total|num >>$ with $<< params.closed|tex >>$\n")
     assert cli.main(["report", "llama3.1-8b", "--format", "latex", "--template-dir", str(tmp_path),
                      "--template", "short.tex.j2"]) == 0
-    assert capsys.readouterr().out.startswith("llama3.1-8b: $8{,}030{,}261{,}248$ with $d \\left(")
+    assert capsys.readouterr().out.startswith("llama3.1-8b: $8{,}030{,}261{,}248$ with $d \\, \\left(")
 
 
 def test_user_templates_are_sandboxed_and_strict(tmp_path, capsys):
@@ -692,3 +693,96 @@ def test_where_line_typesets_symbol_names_as_math():
     assert "n\\_h" not in where and "d\\_ff" not in where
     tex = derivation.derive("model", config="llama3.1-8b", notation={"n_h": "h"}).render("latex")
     assert "($h$: MHA" in tex
+
+
+# --------------------------------------------------------------------------- LaTeX inside papers
+
+#: the document classes a report or derivation is \input into: article in one and two columns (default
+#: margins), and two conference classes of TeX Live (Debian's texlive-publishers: IEEEtran, llncs)
+PAPER_CLASSES = {"article": r"\documentclass{article}", "article-twocolumn": r"\documentclass[twocolumn]{article}",
+                 "IEEEtran": r"\documentclass[conference]{IEEEtran}", "llncs": r"\documentclass{llncs}"}
+#: Qwen2.5-72B's config.json (Qwen/Qwen2.5-72B on the Hugging Face Hub): its Table 2 was 16pt too wide
+QWEN25_72B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 8192,
+              "intermediate_size": 29568, "num_attention_heads": 64, "num_hidden_layers": 80,
+              "num_key_value_heads": 8, "vocab_size": 152064, "tie_word_embeddings": False,
+              "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+              "hidden_act": "silu", "torch_dtype": "bfloat16"}
+
+
+def _paper_outputs(folder: Path) -> dict[str, str]:
+    """The LaTeX outputs a paper \\inputs, written into ``folder``: reports of an MoE, Llama 4, Qwen2.5-72B
+    (a config file) and data parallelism on a GPU (roofline, per-GPU and communication tables); derivations of
+    each component and quantity and of the roofline quantities."""
+    qwen = folder / "qwen2.5-72b.json"
+    qwen.write_text(json.dumps(QWEN25_72B))
+    outputs = {f"report-{Path(m).stem}": derivation.report(m).render("latex")
+               for m in ("mixtral-8x7b", "llama4-maverick-17b-128e", str(qwen))}
+    outputs["report-layout"] = derivation.report("llama3.2-1b", gpu="h100-sxm", dp=2).render("latex")
+    for comp in ("attention", "feed_forward", "block", "model"):
+        for quantity in QUANTITIES:
+            outputs[f"derive-{comp}-{quantity}"] = derivation.derive(comp, quantity, config="llama3.1-8b").render("latex")
+    outputs["derive-moe"] = derivation.derive("moe", config="mixtral-8x7b").render("latex")
+    outputs["derive-decode-batch"] = derivation.derive("model", "decode_batch", config="llama3.1-8b",
+                                                       gpu="h100-sxm", context=390).render("latex")
+    outputs["derive-ridge"] = derivation.derive("model", "ridge", gpu="h100-sxm").render("latex")
+    for name, text in outputs.items():
+        (folder / f"{name}.tex").write_text(text, encoding="utf-8")
+    return outputs
+
+
+def _paper_log(cls: str, folder: Path, names) -> str | None:
+    """One document of class ``cls`` \\inputting every output, compiled in one pass; None where the class
+    is not installed (locally; CI installs texlive-publishers)."""
+    if subprocess.run(["kpsewhich", f"{cls.split('-')[0]}.cls"], capture_output=True, text=True).stdout.strip() == "":
+        if os.environ.get("CI"):
+            pytest.fail(f"{cls}.cls is required in CI (apt-get install texlive-publishers)")
+        return None
+    doc = (PAPER_CLASSES[cls] + "\n\\usepackage{amsmath}\n\\usepackage{booktabs}\n\\begin{document}\n"
+           + "".join(f"\\typeout{{SNIPPET: {n}}}\n\\input{{{n}}}\n" for n in names) + "\\end{document}\n")
+    return _run_pdflatex(doc, folder, f"paper-{cls}")
+
+
+def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
+    """Every report and derivation \\input into article (one and two columns), IEEEtran and llncs
+    compiles in one pass with no overfull box (long equations are broken, tables fit the column); in a
+    report the glossary and Meta's d_ff rounding appear once, each result is named for its quantity,
+    products of symbols are spaced, and nothing refers to the README. (One test: the outputs are
+    rendered once, each class's document compiled once.)"""
+    _pdflatex()
+    outputs = _paper_outputs(tmp_path)
+    compiled = []
+    for cls in PAPER_CLASSES:
+        log = _paper_log(cls, tmp_path, outputs)
+        if log is None:
+            continue
+        compiled.append(cls)
+        assert log.count("SNIPPET:") == len(outputs)
+        overfull, snippet = [], "?"
+        for line in log.splitlines():
+            snippet = line[len("SNIPPET: "):] if line.startswith("SNIPPET: ") else snippet
+            if line.startswith("Overfull"):
+                overfull.append(f"{cls}, {snippet}: {line}")
+        assert not overfull, "\n".join(overfull)
+        assert "Rerun" not in log and "undefined" not in log
+    assert compiled[:2] == ["article", "article-twocolumn"]
+    tex = outputs["report-qwen2.5-72b"]
+    assert tex.count("\\subsection*{Notation}") == 1 and "\nwhere " not in tex
+    assert outputs["report-layout"].count("&d_{ff} = ") == 1  # the worked rounding (Meta's), once
+    for name in ("prefill", "inference", "inference\\ peak", "training\\ peak"):
+        assert f"&{'F' if name == 'prefill' else 'M'}_{{\\mathrm{{{name}}}}} = " in tex, name
+    assert "M_{\\mathrm{model}}" not in tex and "F_{\\mathrm{model}}" not in tex
+    assert r"d \, d_h \, n_h" in tex and "d d_h n_h" not in tex
+    assert "R_{\\mathrm{ridge}} = \\frac{P}{B_{\\mathrm{mem}}}" in outputs["derive-ridge"]
+    for name, text in outputs.items():
+        assert "README" not in text, name
+
+
+def test_substituted_numbers_leave_out_zero_terms():
+    """A sum's terms that are zero at the config's numbers are not shown substituted (Llama 4's layer
+    groups and n = 0 generated tokens gave 2·32·1·2·128·0·8), and the value is unchanged."""
+    dv = derivation.derive("model", "memory", config="llama4-scout-17b-16e", memory="inference_peak")
+    text = dv.render("text")
+    subst = text[text.index("total"):]
+    assert not re.search(r"(?<![\d,.])0\*|\*0(?![\d,.])|\+ 0\b", subst), subst
+    from symllm.costs import phases
+    assert dv.value == phases.workload("llama4-scout-17b-16e")["memory"]["inference_peak"]

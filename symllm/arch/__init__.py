@@ -6,9 +6,10 @@ component, each with its own rules), :mod:`~symllm.arch.config` (``ModelConfig``
 files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved),
 :mod:`~symllm.arch.dtypes` (bytes per element, one table),
 :mod:`~symllm.arch.resolved` (any config, preset name or path to its spec, model and parameter counts),
-:mod:`~symllm.arch.families` (how each HF ``model_type`` reads its config.json, one module per family).
+:mod:`~symllm.arch.families` (how each HF ``model_type`` reads its config.json, one module per family),
+:mod:`~symllm.arch.hub` (a model folder, or a Hub id in the local Hugging Face cache: no network).
 """
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "layers", "components", "config", "specs",
-                                                                     "resolved", "dtypes", "families")})
+                                                                     "resolved", "dtypes", "families", "hub")})

@@ -33,17 +33,19 @@ from symllm.arch.config import swiglu_width
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
-from symllm.arch.layers import FFNS, WINDOWS, LayerKind, Structure, group_names
+from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
 from symllm.arch.layers import LATENT
-from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_fs, d_h, d_hn, d_hr,
-                                 d_hv, f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
+from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
+                                 d_hv, d_se, f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
-    "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
-    "router", "experts", "moe", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
+    "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head",
+    "block", "model", "meta_hidden_dim",
+    "router", "experts", "moe", "sinks", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
     "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
+    "Variant", "NORMS", "ACTIVATIONS",
 ]
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
@@ -61,6 +63,15 @@ ELEMENTWISE = {
     "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
     "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
     "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
+    "sigmoid": 4,   # 1 / (1 + exp(-x)): negate, exp, add, divide (Qwen2-MoE's shared-expert gate)
+    # gpt-oss's clamped SwiGLU per element of d_ff: clamp the gate from above (1), the up projection on both
+    # sides (2), scale the gate by alpha = 1.702 (1), its sigmoid (4), gate * sigmoid (1), up + 1 (1), the product (1)
+    "clamped_glu": 11,
+    # GeGLU's gelu_pytorch_tanh, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): x³ (2 multiplies), times
+    # 0.044715, add x, times √(2/π), tanh, add 1, times x, times 0.5
+    "gelu_tanh": 9,
+    "softcap": 3,   # Gemma 2's soft-capping c·tanh(x / c) per score or logit: divide, tanh, multiply
+    "offset": 1,    # Gemma's RMSNorm scales by (1 + weight): one add per weight element, once per call
 }
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
@@ -79,11 +90,14 @@ _T = b * s  # token rows in one forward pass
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
-#: "norm", "router", "experts" (fused routed experts), "none" (no weight)
-WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "none")
+#: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "none")
 #: the named software stacks that state what LlamaForCausalLM keeps (symllm.costs.stacks.STACKS; fused and eager
 #: are the component tree's own)
 _HF = ("hf-eager", "hf-sdpa")
+
+#: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
+LLAMA = Variant()
 
 
 @dataclass(frozen=True)
@@ -114,12 +128,15 @@ class Rules:
     stacks: tuple[str, ...] | None = None
     #: how a stack's refusal names it ("a sliding window (Mistral v0.1)"); "": the component's name
     label: str = ""
+    #: LoRA targets (symllm names) under which PEFT adapts it in a way symllm does not model (Qwen3-MoE's
+    #: fused experts, from gate_proj/up_proj/down_proj): a workload naming one is refused
+    refused: tuple[str, ...] = ()
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
             if value is not None and value not in known:
                 raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
-        for field_ in ("lora", "stacks"):
+        for field_ in ("lora", "stacks", "refused"):
             value = getattr(self, field_)
             if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
                 raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
@@ -333,17 +350,24 @@ def _rules(split: str, *lora: str) -> Rules:
     return Rules(split, lora=lora, weight="linear", stacks=_HF)
 
 
-def embedding() -> Component:
-    """Token embedding ``V·d`` (a table look-up: no FLOPs).
+def embedding(*, scale: bool = False) -> Component:
+    """Token embedding ``V·d`` (a table look-up: no FLOPs); with ``scale`` (Gemma) the looked-up rows are
+    multiplied by ``√d``, one element-wise FLOP per element and no parameter (a buffer).
 
     Models ``self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)``.
 
-    >>> embedding().params
-    V*d
+    >>> embedding().params, embedding(scale=True).elementwise
+    (V*d, b*d*s)
     """
-    return Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
-                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
-                     rules=Rules("vocab", lora=(), weight="embedding", stacks=_HF))  # VocabParallelEmbedding
+    _switches(scale=scale)
+    out = Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
+                    doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
+                    rules=Rules("vocab", lora=(), weight="embedding", stacks=_HF))  # VocabParallelEmbedding
+    if not scale:
+        return out
+    return out.replace(elementwise=ELEMENTWISE["scale"] * _T * d,
+                       doc="GemmaTextScaledWordEmbedding: embed_tokens(input_ids) * hidden_size**0.5",
+                       rules=dataclasses.replace(out.rules, stacks=(), label="embeddings scaled by sqrt(d) (Gemma)"))
 
 
 #: a part without a weight that LlamaForCausalLM has
@@ -353,28 +377,46 @@ _STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=_HF)
 
 
 def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
-            rules: Rules = _STREAM_NORM) -> Component:
+            rules: Rules = _STREAM_NORM, offset: bool = False) -> Component:
     """RMSNorm: a weight of ``width`` (``d``; no bias) over ``rows`` rows (the ``b·s`` tokens),
     ``ELEMENTWISE['rmsnorm']`` FLOPs per element; by default a norm of the residual stream (``rules``).
+    With ``offset`` (Gemma) it scales by ``1 + weight``: the same parameters, and the ``width`` adds of
+    ``1 + weight`` once per call.
 
     Models ``self.weight = nn.Parameter(torch.ones(dim))`` in ``RMSNorm``.
 
     >>> rmsnorm().params, rmsnorm("q_norm", d_h, b * s * n_h).elementwise
     (d, 4*b*d_h*n_h*s)
+    >>> rmsnorm(offset=True).elementwise - rmsnorm().elementwise
+    d
     """
-    return Component(name, params=width, elementwise=ELEMENTWISE["rmsnorm"] * rows * width,
+    _switches(offset=offset)
+    if offset:
+        doc = (doc or "GemmaRMSNorm(dim)") + "  # output * (1.0 + self.weight)"
+        rules = dataclasses.replace(rules, stacks=(), label="RMSNorm scaling by (1 + weight) (Gemma)")
+    return Component(name, params=width,
+                     elementwise=ELEMENTWISE["rmsnorm"] * rows * width + (ELEMENTWISE["offset"] * width if offset else 0),
                      saved=beta_a * rows * width + STAT_BYTES * rows,  # its input x and the per-row 1/rms
                      doc=doc or "RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))", rules=rules)
 
 
-def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
+def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Component]:
     """A norm on every query head and every key head: Qwen3's ``q_norm`` and ``k_norm`` (``"rmsnorm"``:
-    RMSNorms of width ``d_h``, ``2·d_h`` parameters per layer, before RoPE) or Llama 4's ``"l2"`` norm (no
-    weight, after RoPE), over ``b·s·n_h`` and ``b·s·n_kv`` rows.
+    RMSNorms of width ``d_h``, ``2·d_h`` parameters per layer, before RoPE; Gemma 3's scale by ``1 +
+    weight``: ``offset``) or Llama 4's ``"l2"`` norm (no weight, after RoPE), over ``b·s·n_h`` and
+    ``b·s·n_kv`` rows; or OLMo 2's ``"full"``: one RMSNorm over the whole query width ``n_h·d_h`` and one
+    over the whole key width ``n_kv·d_h``, per token, before RoPE.
 
-    >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")]
-    ([d_h, d_h], [0, 0])
+    >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")], [c.params for c in qk_norms("full")]
+    ([d_h, d_h], [0, 0], [d_h*n_h, d_h*n_kv])
     """
+    if kind == "full":
+        # transformers' plan gathers q_proj's and k_proj's outputs for these norms: replicated on every rank
+        rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="QK-norms over the whole q and k (OLMo 2)")
+        return (rmsnorm("q_norm", n_h * d_h, _T, "self.q_norm = Olmo2RMSNorm(num_attention_heads * head_dim)",
+                        rules),
+                rmsnorm("k_norm", n_kv * d_h, _T, "self.k_norm = Olmo2RMSNorm(num_key_value_heads * head_dim)",
+                        rules))
     # on the heads, already split by tensor parallelism; LlamaForCausalLM has none
     rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="per-head q/k norms (Qwen3, Llama 4)")
     if kind == "l2":
@@ -383,9 +425,11 @@ def qk_norms(kind: str = "rmsnorm") -> tuple[Component, Component]:
                          params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
-        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2)")
-    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules),
-            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules))
+        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2, full)")
+    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules,
+                    offset),
+            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules,
+                    offset))
 
 
 def rope(heads: sp.Expr = n_h + n_kv, width: sp.Expr = d_h) -> Component:
@@ -494,6 +538,22 @@ def _structure(structure: Structure | None, options: dict) -> Structure:
     return structure
 
 
+def sinks() -> Component:
+    """gpt-oss's attention sinks: one learned logit per query head (``n_h`` parameters per layer), appended to
+    every row of scores before the softmax and dropped after it, so that a query may attend to "nothing".
+    No matmul; the softmax runs over one more entry per query and head (``ELEMENTWISE['softmax']`` each),
+    and nothing enters the KV cache.
+
+    >>> sinks().params, sinks().elementwise
+    (n_h, 5*b*n_h*s)
+    """
+    # kept whole on every tensor rank (n_h numbers a layer; an engine splitting heads keeps its heads' share);
+    # no LoRA target; a vector, kept in the model's dtype by every weight format
+    return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
+                     doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
+                     rules=Rules("replicated", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
+
+
 def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
               **options) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core, of a layer
@@ -508,7 +568,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     its queries. The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
     :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
     ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
-    ``partial_rotary_factor``: element-wise work only).
+    ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
+    adds gpt-oss's attention sinks (:func:`sinks`).
+    The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
+    ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
+    saves the capped scores' tanh for backward), Gemma's ``1 + weight`` QK-norms.
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
@@ -520,12 +584,30 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     if not isinstance(kind, LayerKind):
         raise SymllmError(f"kind: expected a LayerKind, got {kind!r}")
     bias, qkv_bias, rotary, window = structure.attention_bias, structure.qkv_bias, kind.rotary, kind.window
+    variant = structure.variant
     qk_norm = None if not rotary and structure.qk_norm == "l2" else structure.qk_norm  # Llama 4: RoPE layers only
     pairs = _pairs(causal, window)
     held = t + s if window is None else sp.Min(t + s, W)  # positions in the cache after the pass
     in_bias = bias or qkv_bias
-    norms = qk_norms(qk_norm) if qk_norm is not None else ()
+    norms = qk_norms(qk_norm, variant.norm_offset and qk_norm != "full") if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
+    per_score = ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
+    scores_rules = _NO_WEIGHT if not variant.attn_softcap else Rules(
+        "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
+    if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
+        projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
+                              "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
+                              rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
+                                          label="fused projections (Phi-3)")),)
+    else:
+        projections = (
+            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
+                   rules=_rules("column", "wq", "q_proj")),  # ColumnParallelLinear
+            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wk", "k_proj")),  # ColumnParallelLinear
+            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
+        )
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _NO_WEIGHT if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
@@ -538,15 +620,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         # (the fused kernel's log-sum-exp, or eager's probabilities) sits on `scores`
         saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h),
         children=(
-            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
-                   rules=_rules("column", "wq", "q_proj")),  # ColumnParallelLinear
-            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wk", "k_proj")),  # ColumnParallelLinear
-            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
+            *projections,
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
+            *((sinks(),) if structure.sinks else ()),
             (rope(width=d_hr) if structure.partial_rope else rope()) if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
@@ -556,14 +634,15 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             # activation elements: exact but for int4 activations, 4.125 bytes a row); the scores
             # are recomputed tile by tile in backward. Eager: saves the probabilities b·n_h·s·s (A·V's left
             # operand), and holds live a prefill's scores and probabilities, or a decode step's at context s + n
-            Component("scores", flops=core, elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs,
+            Component("scores", flops=core, elementwise=per_score * b * n_h * pairs,
                       saved=STAT_BYTES * b * n_h * s,
                       live=(2 * _T * n_h * d_h + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
-                      eager_saved=beta_a * b * n_h * s ** 2,
+                      eager_saved=(2 if variant.attn_softcap else 1) * beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2,
                                   2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
-                      doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))",
-                      rules=_NO_WEIGHT),
+                      doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"
+                          + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else ""),
+                      rules=scores_rules),
             Component("context", flops=core, doc="output = torch.matmul(scores, values)", rules=_NO_WEIGHT),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
@@ -678,99 +757,151 @@ def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
     return m * sp.ceiling(hidden / m)
 
 
-def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed_forward") -> Component:
+def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed_forward",
+                 variant: Variant = LLAMA) -> Component:
     """The SwiGLU feed-forward ``w2(silu(w1 x) * w3 x)``: ``3·d·d_ff`` parameters without biases
     (``width`` is ``d_ff``; the dense layers of a model that interleaves MoE layers have ``d_fd``).
+    ``variant``: GeGLU (Gemma's ``gelu_pytorch_tanh`` in place of SiLU, :data:`ELEMENTWISE`), or Phi-3's
+    ``w13`` (``gate_up_proj``: ``w1`` and ``w3`` in one linear of ``2·d_ff`` outputs, chunked after).
 
     >>> feed_forward().total("params"), feed_forward(width=d_fd).total("params")
     (3*d*d_ff, 3*d*d_fd)
+    >>> [c.name for c in feed_forward(variant=Variant(fused=True)).children]
+    ['w13', 'w2']
+    >>> feed_forward(variant=Variant(activation="gelu_tanh")).elementwise
+    10*b*d_ff*s
     """
-    return Component(
-        name,
-        elementwise=(ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * width,
-        # saved: the normed input of w1/w3, the w1 and w3 outputs (SiLU and gate backward), the w2 input
-        saved=beta_a * (_T * d + 3 * _T * width),
-        live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
-        children=(
+    act = variant.activation
+    if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
+        fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
+                      label="fused projections (Phi-3)")
+        projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
+                              "intermediate_size)  # gate, up = chunk(2)", rules=fused),
+                       linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
+                              rules=_rules("row", "w2", "down_proj")))
+    else:
+        projections = (
             linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)",
                    rules=_rules("column", "w1", "gate_proj")),  # ColumnParallelLinear
             linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)",
                    rules=_rules("row", "w2", "down_proj")),  # RowParallelLinear
             linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)",
                    rules=_rules("column", "w3", "up_proj")),  # ColumnParallelLinear
-        ),
-        doc="FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))",
-        rules=_NO_WEIGHT,
+        )
+    return Component(
+        name,
+        elementwise=(ELEMENTWISE[act] + ELEMENTWISE["gate"]) * _T * width,
+        # saved: the normed input of w1/w3, the w1 and w3 outputs (the activation's and gate's backward), the w2 input
+        saved=beta_a * (_T * d + 3 * _T * width),
+        live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
+        children=projections,
+        doc=("FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))" if act == "silu" else
+             "GemmaMLP: down_proj(gelu_pytorch_tanh(gate_proj(x)) * up_proj(x))"),
+        rules=_NO_WEIGHT if act == "silu" else Rules("replicated", lora=(), stacks=(), label="GeGLU (Gemma)"),
     )
 
 
-def router() -> Component:
-    """The router of a mixture-of-experts layer: ``d -> n_e`` logits per token, no bias, and their
-    softmax (Mixtral; Llama 4 takes a sigmoid of the top k: the same per-logit count is used).
+def router(*, bias: bool = False) -> Component:
+    """The router of a mixture-of-experts layer: ``d -> n_e`` logits per token (``bias``: gpt-oss's), and
+    their softmax (Mixtral; Llama 4 takes a sigmoid of the top k, gpt-oss a softmax of the top k: the same
+    per-logit count is used).
 
-    >>> router().params, router().flops
-    (d*n_e, 2*b*d*n_e*s)
+    >>> router().params, router().flops, router(bias=True).params
+    (d*n_e, 2*b*d*n_e*s, d*n_e + n_e)
     """
     # replicated on every tensor rank (torch's plan for Mixtral and Llama 4 leaves the gate out); PEFT's
     # LoRA for them targets the projections, not the gate; QLoRA keeps it in the model's dtype
-    out = linear("router", d, n_e, doc="self.gate = nn.Linear(hidden_size, num_local_experts, bias=False)",
+    out = linear("router", d, n_e, bias, doc=f"self.gate = nn.Linear(hidden_size, num_local_experts, bias={bias})",
                  rules=Rules("replicated", lora=(), weight="router", stacks=(), label="a mixture-of-experts router"))
-    return out.replace(elementwise=ELEMENTWISE["softmax"] * _T * n_e)
+    return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
 
 
-def experts() -> Component:
+def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = False) -> Component:
     """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
 
     Parameters ``3·d·d_ff`` per expert, all ``n_e`` of them (``active``: the ``k`` a token uses); FLOPs
     the ``k`` experts' three matmuls per token (the model's FLOPs: an implementation that runs every
-    expert on every token, as transformers' Llama 4 does, computes ``n_e / k`` times as many).
+    expert on every token, as transformers' Llama 4 does, computes ``n_e / k`` times as many). ``bias``:
+    gpt-oss's biases, ``2·d_ff`` on the fused gate/up projection and ``d`` on the down projection of each
+    expert; ``clamped``: gpt-oss's clamped SwiGLU (``ELEMENTWISE['clamped_glu']`` per element of ``d_ff``).
+    ``fused_lora``: PEFT adapts these fused tensors under the SwiGLU's LoRA names (Qwen3-MoE), which symllm
+    does not model: those targets are refused (``Rules.refused``).
 
     >>> e = experts()
     >>> e.params, e.active, e.flops
     (3*d*d_ff*n_e, 3*d*d_ff*k, 6*b*d*d_ff*k*s)
+    >>> sp.factor(experts(bias=True).params - e.params)
+    n_e*(d + 2*d_ff)
     """
     rows = k * _T  # token-expert pairs: each token's row goes through k experts
+    per = 3 * d * d_ff + ((2 * d_ff + d) if bias else 0)  # one expert's weights (and biases)
+    glu = ELEMENTWISE["clamped_glu"] if clamped else ELEMENTWISE["silu"] + ELEMENTWISE["gate"]
     return Component(
-        "experts", params=3 * d * d_ff * n_e, active=3 * d * d_ff * k,
+        "experts", params=per * n_e, active=per * k,
         flops=2 * matmul(rows, d, d_ff) + matmul(rows, d_ff, d),
-        elementwise=rows * ((ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * d_ff + ELEMENTWISE["combine"] * d),
+        elementwise=rows * (glu * d_ff + ELEMENTWISE["combine"] * d
+                            + (ELEMENTWISE["bias"] * (2 * d_ff + d) if bias else 0)),
         # saved: each pair's gathered input, its w1 and w3 outputs, the w2 input, the w2 output (scaled)
         saved=beta_a * rows * (2 * d + 3 * d_ff),
         # experts run one after another: the largest expert's w1/w3 outputs and gated product (every token
         # routed to it), and the output being summed
         live=(3 * _T * d_ff + _T * d,),
-        doc="MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing",
+        doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
+             else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
         # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
-        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts"),
+        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts",
+                    refused=("w1", "w2", "w3") if fused_lora else ()),
     )
 
 
-def moe(*, shared: bool = False, shared_experts: bool = False, bias: bool = False) -> Component:
+def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
+        fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
-    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs), with
-    ``shared_experts`` DeepSeek's (one SwiGLU of width ``d_fs``, ``n_shared_experts × moe_intermediate_size``,
-    every token runs; ``bias``: DeepSeek-V2's ``mlp_bias`` on it).
+    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
+    it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
+    ``d -> 1`` linear. ``bias`` and ``clamped`` are gpt-oss's router and expert biases and clamped SwiGLU
+    (:func:`router`, :func:`experts`); ``fused_lora`` is :func:`experts`'. ``shared_experts``: DeepSeek's
+    (one SwiGLU of width ``d_se``, ``n_shared_experts × moe_intermediate_size``, every token runs;
+    ``shared_bias``: DeepSeek-V2's ``mlp_bias`` on it).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
     >>> sp.expand(moe(shared=True).total("params") - moe().total("params"))
     3*d*d_ff
+    >>> sp.expand(moe(shared=True, gated=True).total("params") - moe().total("params"))
+    3*d*d_se + d
     >>> sp.expand(moe(shared_experts=True).total("params") - moe().total("params"))
-    3*d*d_fs
+    3*d*d_se
     """
-    _switches(shared=shared, shared_experts=shared_experts, bias=bias)
+    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
+              shared_experts=shared_experts, shared_bias=shared_bias)
+    if gated and not shared:
+        raise SymllmError("gated: a gate without a shared expert (gated=True needs shared=True)")
     if shared and shared_experts:
         raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
     extra = ()
-    if shared or shared_experts:
-        width, name = (d_ff, "shared_expert") if shared else (d_fs, "shared_experts")
-        doc = ("self.shared_expert = Llama4TextMLP(config)  # every token" if shared else
-               "self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)  # every token")
-        ffn = feed_forward(name=name, width=width, bias=bias)
-        extra = (ffn.replace(saved=beta_a * 3 * _T * width, doc=doc),)  # its input is the router's, counted once here
+    if shared:
+        width = d_se if gated else d_ff
+        ffn = feed_forward(name="shared_expert", width=width)
+        extra = (ffn.replace(saved=beta_a * 3 * _T * width,  # its input is the router's, counted once here
+                             doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
+                             "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
+    if shared_experts:
+        ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias)
+        extra = (ffn.replace(saved=beta_a * 3 * _T * d_se,  # its input is the router's, counted once here
+                             doc="self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)"
+                                 "  # every token"),)
+    if gated:
+        # F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output: a d -> 1 linear (replicated on every
+        # tensor rank, as transformers' plan leaves it; PEFT adapts it only when named), its sigmoid, the product
+        gate = linear("shared_expert_gate", d, 1, doc="self.shared_expert_gate = torch.nn.Linear(hidden_size, 1, bias=False)",
+                      rules=Rules("replicated", lora=("shared_expert_gate", "shared_expert_gate"), weight="linear",
+                                  stacks=(), label="a gated shared expert (Qwen2-MoE)"))
+        extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
+                               saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
-        children=(router(), experts(), *extra),
+        children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora), *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)"),
     )
@@ -785,9 +916,10 @@ def _switches(**flags) -> None:
         boolean(name, value)
 
 
-def lm_head(*, tied: bool = False) -> Component:
+def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     """The output projection ``d -> V``: ``V·d`` parameters untied, 0 tied (counted once, in the
-    embedding), and ``2·b·s·d·V`` FLOPs either way (logits at every position).
+    embedding), and ``2·b·s·d·V`` FLOPs either way (logits at every position); with ``softcap`` (Gemma 2)
+    each logit is soft-capped, ``ELEMENTWISE['softcap']`` FLOPs per logit.
 
     >>> lm_head(tied=True).params, lm_head(tied=True).flops
     (0, 2*V*b*d*s)
@@ -796,12 +928,16 @@ def lm_head(*, tied: bool = False) -> Component:
     ...
     symllm.errors.SymllmError: tied: expected True or False, got 'no'
     """
-    _switches(tied=tied)
+    _switches(tied=tied, softcap=softcap)
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
     # keeps the output embedding out of bitsandbytes' quantization
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
                  rules=Rules("column", lora=(), weight="head", stacks=_HF))
     out = out.replace(saved=beta_a * _T * d, live=(_T * V,))  # saves its input; the logits are live
+    if softcap:  # logits = tanh(logits / cap) * cap: element-wise, after the matmul
+        out = out.replace(elementwise=ELEMENTWISE["softcap"] * _T * V, doc=out.doc + "; soft-capped logits",
+                          saved=out.saved + beta_a * _T * V,  # tanh's backward keeps its output
+                          rules=dataclasses.replace(out.rules, stacks=(), label="soft-capped final logits (Gemma 2)"))
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
 
 
@@ -812,27 +948,49 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert or DeepSeek's
     shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
     The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
+    The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
+    before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
+    post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block.
 
     >>> [c.name for c in block().children], [c.name for c in block(kind=LayerKind(ffn="moe")).children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
+    >>> [c.name for c in block(variant=Variant(norms="post")).children]
+    ['attention', 'post_attention_norm', 'feed_forward', 'post_ffn_norm']
     """
     structure = _structure(structure, options)
     _switches(causal=causal)
+    variant = structure.variant
     if kind.ffn == "moe":
-        ffn = moe(shared=structure.shared_expert, shared_experts=structure.shared_experts,
-                  bias=structure.mlp_bias and structure.shared_experts)
+        ffn = moe(shared=structure.shared_expert, gated=structure.shared_gate, bias=structure.moe_bias,
+                  clamped=structure.clamped, fused_lora=structure.fused_lora, shared_experts=structure.shared_experts,
+                  shared_bias=structure.mlp_bias and structure.shared_experts)
     else:
-        ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff)
+        ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
     if structure.latent is not None:
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
     else:
         attn = attention(structure, kind, causal=causal)
+    off = variant.norm_offset
+    post = Rules("sequence", lora=(), weight="norm", stacks=(), label="norms after attention and feed-forward "
+                 "(OLMo 2, Gemma 2 and 3)")
+    pre = variant.norms in ("pre", "sandwich")
+    after = variant.norms in ("post", "sandwich")
+    children = (
+        *([rmsnorm("attention_norm", offset=off)] if pre else []),
+        attn,
+        *([rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual add",
+                   rules=post, offset=off)] if after else []),
+        *([rmsnorm("ffn_norm", offset=off)] if pre else []),
+        ffn,
+        *([rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
+                   rules=post, offset=off)] if after else []),
+    )
     return Component(
         name,
         elementwise=2 * ELEMENTWISE["residual"] * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
-        children=(rmsnorm("attention_norm"), attn, rmsnorm("ffn_norm"), ffn),
+        children=children,
         doc="TransformerBlock(layer_id, args)",
         rules=_NO_WEIGHT,
     )
@@ -857,6 +1015,8 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
     ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
     ``intermediate_size``, never re-rounded), ``"meta"`` (Meta's rounding with a multiplier ``f``) or
     ``"meta_plain"`` (Meta's rounding without one).
+    The structure's ``variant`` (:class:`Variant`) is what Phi-3, OLMo 2 and Gemma change of LLaMA's block, in
+    every layer.
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
@@ -868,12 +1028,14 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
     _switches(causal=causal)
     hidden = structure.hidden
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
+    variant = structure.variant
     groups = tuple(block(structure, kind, causal=causal, name=name).replace(repeat=count)
                    for kind, name, count in zip(structure.kinds, group_names(structure.kinds),
                                                 group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(), *groups, rmsnorm("norm"), lm_head(tied=structure.tied)),
+        children=(embedding(scale=variant.embed_scale), *groups, rmsnorm("norm", offset=variant.norm_offset),
+                  lm_head(tied=structure.tied, softcap=variant.final_softcap)),
         definitions=definitions,
         doc="Transformer(params)",
         rules=_NO_WEIGHT,
@@ -914,6 +1076,7 @@ COMPONENTS = {
     "moe": "block/moe",
     "router": "block/moe/router",
     "experts": "block/moe/experts",
+    "sinks": "block/attention/sinks",
     "block": "block",
     "model": "",
 }
@@ -949,8 +1112,15 @@ def component(name: str, whole: Component | None = None) -> Component:
 #: model() with every structural option switched on: every factory's parts, each at least once
 #: (:func:`lora_names` reads the declarations from it; a new option belongs here)
 EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
-                  partial_rope=True, kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
-                                            LayerKind(ffn="moe", rotary=False)))
+                  partial_rope=True,
+                  kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
+                         LayerKind(ffn="moe", rotary=False)),
+                  variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
+                                  attn_softcap=True, final_softcap=True),
+                  shared_gate=True, sinks=True, moe_bias=True, clamped=True, fused_lora=True)
+#: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
+#: :func:`lora_names` reads, after :data:`EVERY_PART`'s
+EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True))
 #: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
 #: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
 EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, shared_experts=True, latent="q_lora",
@@ -966,6 +1136,6 @@ def lora_names() -> dict[str, str]:
     >>> lora_names()["gate_proj"]
     'w1'
     """
-    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_LATENT_PART)
+    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART)
                           for c in model(**every).walk() if c.rules.lora)
     return {**{ours: ours for ours, _ in pairs}, **{hf: ours for ours, hf in pairs}}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 from fractions import Fraction
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from symllm.arch.families.hf import HF_UNMODELLED, read as _read_hf
-from symllm.arch.layers import MAX_GROUPS, QK_NORMS, LayerKind, groups as _groups
+from symllm.arch.layers import ACTIVATIONS, MAX_GROUPS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import integer as _integer
@@ -104,15 +105,43 @@ class ModelConfig:
     mlp_bias: bool = False
     #: q/k/v projections have biases and wo has none (Qwen2; attention_bias puts one on all four)
     qkv_bias: bool = False
-    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE) or
-    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE)
+    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE),
+    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE) or "full" (OLMo 2: one RMSNorm over
+    #: the whole query width n_heads·head_dim and one over the key width n_kv_heads·head_dim)
     qk_norm: str | None = None
+    #: Phi-3's fused projections: q, k and v in one linear (qkv_proj), gate and up in one (gate_up_proj)
+    fused: bool = False
+    #: where each block's norms sit: "pre" (LLaMA), "post" (OLMo 2: after attention and feed-forward,
+    #: before the residual adds) or "sandwich" (Gemma 2 and 3: both)
+    norms: str = "pre"
+    #: the gated feed-forward's activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU, gelu_pytorch_tanh: Gemma)
+    activation: str = "silu"
+    #: RMSNorms scale by (1 + weight) (Gemma; the same parameters)
+    norm_offset: bool = False
+    #: the token embeddings are multiplied by sqrt(dim) (Gemma)
+    embed_scale: bool = False
+    #: attention scores soft-capped at this value, c·tanh(score / c) (Gemma 2; None: not capped)
+    attn_softcap: float | None = None
+    #: final logits soft-capped at this value (Gemma 2; None: not capped)
+    final_softcap: float | None = None
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
     experts_per_token: int | None = None
     #: Llama 4's shared expert: a dense SwiGLU of width hidden_dim in every MoE layer, run by every token
     shared_expert: bool = False
+    #: Qwen2-MoE's gated shared expert: the shared expert's own width (shared_expert_intermediate_size), its
+    #: output scaled by a sigmoid gate (a d -> 1 linear); None: no such gate (Llama 4's, of width hidden_dim)
+    shared_hidden_dim: int | None = None
+    #: gpt-oss: biases on the router and on every routed expert's projections
+    moe_bias: bool = False
+    #: gpt-oss: the routed experts' clamped SwiGLU (swiglu_limit; no parameters, its own element-wise work)
+    clamped_swiglu: bool = False
+    #: gpt-oss: a learned attention sink per query head in every layer
+    attention_sinks: bool = False
+    #: PEFT adapts the fused routed experts of transformers' class under gate_proj/up_proj/down_proj (Qwen3-MoE,
+    #: through transformers' weight-conversion mapping), which symllm does not model: those LoRA targets are refused
+    peft_fused_experts: bool = False
     #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
     dense_hidden_dim: int | None = None
     #: sliding-window attention: a query of a sliding layer sees at most this many keys, the last ones
@@ -171,9 +200,15 @@ class ModelConfig:
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
-        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias"):
+        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
+                      "embed_scale", "attention_sinks"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
+        choice("norms", self.norms, NORM_PLACES)
+        choice("activation", self.activation, ACTIVATIONS)
+        for field in ("attn_softcap", "final_softcap"):
+            if getattr(self, field) is not None:
+                put(field, _positive_float(field, getattr(self, field)))
         self._check_moe(put)
         for field in ("sliding_window", "attention_chunk"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
@@ -245,15 +280,19 @@ class ModelConfig:
         return None
 
     def _check_moe(self, put) -> None:
-        for field in ("n_experts", "experts_per_token", "dense_hidden_dim"):
+        for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        boolean("shared_expert", self.shared_expert)
+        for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts"):
+            boolean(field, getattr(self, field))
+        if self.shared_hidden_dim is not None and not self.shared_expert:
+            raise SymllmError(f"shared_hidden_dim: {self.shared_hidden_dim} given without shared_expert")
         if self.n_experts is None:
             for field in ("experts_per_token", "dense_hidden_dim"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
-            if self.shared_expert:
-                raise SymllmError("shared_expert: true given without n_experts")
+            for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts"):
+                if getattr(self, field):
+                    raise SymllmError(f"{field}: true given without n_experts")
             return
         if self.experts_per_token is None:
             raise SymllmError("experts_per_token: missing (how many of the n_experts each token uses)")
@@ -520,10 +559,66 @@ def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -
     return _read_hf(raw, build)
 
 
+#: the keys of symllm's own config (``symllm count --json``'s ``config``: :meth:`ModelConfig.to_dict` and what
+#: :func:`symllm.arch.resolved.resolved_config` adds) that no Meta or HF file has; one of them tells it apart
+SYMLLM_KEYS = ("tie_embeddings", "hidden_dim_rule")
+#: what :func:`symllm.arch.resolved.resolved_config` adds to the fields: read back as checks, not as fields
+_RESOLVED_EXTRAS = ("hidden_dim_rule", "attention")
+
+
+def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
+    """A config from symllm's own fields: ``symllm count --json``'s ``config`` read back gives the same
+    numbers. Its ``hidden_dim`` is the resolved width; where ``hidden_dim_rule`` says Meta's rounding
+    derived it, it is derived again from the same fields, so the config keeps its rule.
+    ``attention`` must be what the heads make. A key that is not a field is refused, naming the close match.
+
+    >>> cfg = from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
+    ...                    "multiple_of": 256, "hidden_dim_rule": "meta_plain", "tie_embeddings": True})
+    >>> cfg.hidden_dim, cfg.tie_embeddings
+    (None, True)
+    >>> from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "tie_embedding": True})
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: tie_embedding: unknown key in a symllm config; did you mean 'tie_embeddings'?
+    """
+    known = [f.name for f in dataclasses.fields(ModelConfig) if f.init]
+    for key in raw:
+        if key not in known and key not in _RESOLVED_EXTRAS:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
+            raise SymllmError(f"{shown}: unknown key in a symllm config{hint}")
+    fields = {k: v for k, v in raw.items() if k in known}
+    for key in ("vocab_size", "dim", "n_layers", "n_heads"):
+        if key not in fields and not (key == "vocab_size" and vocab_size is not None):
+            raise SymllmError(f"{key}: missing in a symllm config")
+    for key in ("name", "note"):
+        if key in fields and not isinstance(fields[key], str) and not (key == "note" and fields[key] is None):
+            raise SymllmError(f"{key}: expected a string, got {_short(fields[key])}")
+    for key in ("moe_layers", "nope_layers", "window_layers"):
+        if isinstance(fields.get(key), list):
+            fields[key] = tuple(fields[key])
+    fields.setdefault("name", name)
+    if vocab_size is not None:
+        fields["vocab_size"] = vocab_size
+    rule = raw.get("hidden_dim_rule")
+    if rule in ("meta", "meta_plain"):  # Meta's rounding made hidden_dim: derived again from the same fields
+        fields.pop("hidden_dim", None)
+    cfg = ModelConfig(**fields)
+    if rule is not None and cfg.hidden_rule != rule:
+        raise SymllmError(f"hidden_dim_rule: {rule!r} does not match the fields (they give {cfg.hidden_rule!r})")
+    if "attention" in raw and raw["attention"] != cfg.attention_kind:
+        raise SymllmError(f"attention: {raw['attention']!r} does not match the heads (they give {cfg.attention_kind!r})")
+    return cfg
+
+
 def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
-    """A config from either format, told apart by its keys (``hidden_size``… HF, ``dim``… Meta)."""
+    """A config from any of the three formats, told apart by their keys (``hidden_size``… HF, ``dim``… Meta,
+    ``tie_embeddings`` or ``hidden_dim_rule``: symllm's own, :func:`from_symllm`)."""
     if not isinstance(raw, dict):
         raise SymllmError(f"config: expected a JSON object, got {type(raw).__name__}")
+    if raw.keys() & set(SYMLLM_KEYS) and not raw.keys() & {"hidden_size", "model_type"}:
+        return from_symllm(raw, vocab_size=vocab_size, name=name)
     if raw.keys() & {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "model_type"}:
         return from_hf(raw, vocab_size=vocab_size, name=name)
     if raw.keys() & {"dim", "n_layers", "n_heads"}:
@@ -561,7 +656,8 @@ def preset_info(name: str) -> dict:
 
 
 def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
-    """A preset name or the path of a ``config.json`` / ``params.json``.
+    """A preset name, the path of a ``config.json`` / ``params.json``, a folder holding one (a checkpoint,
+    a snapshot), or a Hub id ``org/name`` found in the local Hugging Face cache (:mod:`symllm.arch.hub`).
 
     >>> load("no-such-model")
     Traceback (most recent call last):
@@ -569,6 +665,14 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
     symllm.errors.SymllmError: model: unknown preset 'no-such-model' (symllm presets lists them)
     """
     path = Path(model)
+    from symllm.arch import hub  # a folder, or a Hub id in the local cache (no network, no huggingface_hub)
+    folder = hub.model_folder(model) if path.suffix != ".json" else None
+    if folder is not None:
+        name = hub.repo_root(folder).name.split("--")[-1] if hub.repo_root(folder) != folder else folder.name
+        config = "config.json" if os.path.lexists(folder / "config.json") or not os.path.lexists(
+            folder / "params.json") else "params.json"
+        return from_dict(read_json(hub.member(folder, config, "config"), "config"), vocab_size=vocab_size,
+                         name=name)
     if path.suffix == ".json" or path.exists():
         return from_dict(read_json(path, "config"), vocab_size=vocab_size, name=path.stem)
     info = preset_info(str(model))

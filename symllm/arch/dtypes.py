@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["BYTES", "DTYPES", "FP32", "BF16", "INT64", "INT4_SCALE_BYTES"]
+__all__ = ["BYTES", "DTYPES", "FP32", "BF16", "INT64", "INT4_SCALE_BYTES", "BNB_BLOCK", "OPTIMIZER_STATE", "OPTIMIZERS"]
 
 #: bytes per element; int4 is completed by its group scales (symllm.costs.workloads.dtype_bytes)
 BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2), "int64": 8}
@@ -20,3 +20,12 @@ DTYPES = {k: v for k, v in BYTES.items() if k != "int64"}
 FP32, BF16, INT64 = BYTES["fp32"], BYTES["bf16"], BYTES["int64"]
 #: the bytes of one int4 group scale (fp16)
 INT4_SCALE_BYTES = BYTES["fp16"]
+#: values per absmax block of bitsandbytes' block-wise 8-bit optimizers (``blocksize=256``)
+BNB_BLOCK = 256
+#: bytes per parameter each optimizer keeps of its own state (symllm.costs.zero; Adafactor's factored second
+#: moment is per row and column, not per parameter: zero.factored_elements): AdamW's two fp32 moments (foreach,
+#: fused or single-tensor), bitsandbytes' two uint8 moments with an fp32 absmax per block, SGD's fp32 momentum
+OPTIMIZER_STATE = {"adamw": 2 * FP32, "adamw-fused": 2 * FP32, "adamw-single": 2 * FP32,
+                   "adamw-8bit": 2 + Fraction(2 * FP32, BNB_BLOCK), "adafactor": 0, "sgd-momentum": FP32, "sgd": 0}
+#: the optimizers ``--optimizer`` takes (``adamw``: torch's foreach AdamW, the default)
+OPTIMIZERS = tuple(OPTIMIZER_STATE)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, fields
 from symllm.errors import SymllmError
 from symllm.validate import boolean
 
-__all__ = ["LayerKind", "Structure", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "LATENT", "MAX_GROUPS", "runs",
-           "groups", "group_names"]
+__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+           "LATENT", "MAX_GROUPS", "runs", "groups", "group_names"]
 
 #: what a layer's feed-forward is: a dense SwiGLU ("dense"; of width ``d_fd`` in a model that also has MoE
 #: layers, ``d_ff`` otherwise), or a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe")
@@ -34,9 +34,14 @@ FFNS = ("dense", "moe")
 WINDOWS = (None, "sliding", "chunked")
 #: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
 HIDDEN_RULES = ("explicit", "meta", "meta_plain")
-#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, or Llama 4's
-#: weightless L2 norm (in its RoPE layers)
-QK_NORMS = (None, "rmsnorm", "l2")
+#: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, Llama 4's
+#: weightless L2 norm (in its RoPE layers), or OLMo 2's RMSNorm over the whole q and k width ("full")
+QK_NORMS = (None, "rmsnorm", "l2", "full")
+#: where a block's norms sit: before attention and feed-forward ("pre": LLaMA), after them on the residual
+#: branch ("post": OLMo 2), or both ("sandwich": Gemma 2 and 3)
+NORMS = ("pre", "post", "sandwich")
+#: the gated feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma)
+ACTIVATIONS = ("silu", "gelu_tanh")
 #: how a latent attention (MLA, DeepSeek-V2/V3) makes its queries: None (not latent: GQA), "q_lora"
 #: (compressed through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``) or "q_proj" (one ``wq``:
 #: DeepSeek-V2-Lite, ``q_lora_rank`` null)
@@ -132,6 +137,43 @@ def group_names(kinds) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """What a dense family changes of LLaMA's block, the same in every layer (Phi-3, OLMo 2, Gemma 1-3):
+    none of it is a new size, so a variant changes the shape of the closed forms and no symbol.
+
+    >>> Variant(norms="sandwich", activation="gelu_tanh").norms
+    'sandwich'
+    >>> Variant(norms="middle")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: norms: unknown 'middle' (known: pre, post, sandwich)
+    """
+
+    #: Phi-3's fused projections: ``wqkv`` (HF ``qkv_proj``: q, k and v in one linear) and ``w13``
+    #: (``gate_up_proj``: the gate and up projections in one)
+    fused: bool = False
+    #: where the norms sit (:data:`NORMS`)
+    norms: str = "pre"
+    #: the feed-forward's activation (:data:`ACTIVATIONS`)
+    activation: str = "silu"
+    #: every RMSNorm scales by ``1 + weight`` (Gemma: the same parameters, one add per weight)
+    norm_offset: bool = False
+    #: the embeddings are multiplied by ``√d`` (Gemma: an element-wise scale, no parameter)
+    embed_scale: bool = False
+    #: attention scores soft-capped, ``c·tanh(score / c)`` (Gemma 2)
+    attn_softcap: bool = False
+    #: final logits soft-capped the same way (Gemma 2)
+    final_softcap: bool = False
+
+    def __post_init__(self):
+        for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
+            if value not in known:
+                raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
+        for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap"):
+            boolean(field_, getattr(self, field_))
+
+
+@dataclass(frozen=True)
 class Structure:
     """What decides the shape of the component tree (not the sizes): one tree per structure.
 
@@ -155,14 +197,26 @@ class Structure:
     shared_expert: bool = False
     #: every attention is a multi-head latent attention (DeepSeek): None, "q_lora" or "q_proj" (:data:`LATENT`)
     latent: str | None = None
-    #: the MoE layers have DeepSeek's shared experts (one SwiGLU of width d_fs)
+    #: the MoE layers have DeepSeek's shared experts (one SwiGLU of width d_se)
     shared_experts: bool = False
     #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
     partial_rope: bool = False
     #: the checkpoint stores multi-token-prediction modules (reported apart: symllm.arch.components.mtp)
     mtp: bool = False
+    #: the shared expert is Qwen2-MoE's: of its own width d_se, scaled by a sigmoid gate
+    shared_gate: bool = False
+    #: gpt-oss's attention sinks (one logit per query head)
+    sinks: bool = False
+    #: gpt-oss's biases on the router and the routed experts
+    moe_bias: bool = False
+    #: gpt-oss's clamped SwiGLU in the routed experts
+    clamped: bool = False
+    #: PEFT adapts the fused routed experts (Qwen3-MoE): their LoRA targets are refused
+    fused_lora: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
+    #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
+    variant: Variant = Variant()
 
     def __post_init__(self):
         kinds = self.kinds
@@ -173,7 +227,7 @@ class Structure:
         if len(kinds) > MAX_GROUPS:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
-                     "partial_rope", "mtp"):
+                     "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora"):
             boolean(name, getattr(self, name))
         if self.latent not in LATENT:
             raise SymllmError(f"latent: unknown {self.latent!r} (known: {', '.join(map(str, LATENT))})")
@@ -183,7 +237,9 @@ class Structure:
                                         or any(k.window or not k.rotary for k in self.kinds)):
             raise SymllmError("latent: a latent attention has no q/k/v biases, QK-norm, window, partial or absent RoPE")
         if self.qk_norm not in QK_NORMS:
-            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2)")
+            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full)")
+        if not isinstance(self.variant, Variant):
+            raise SymllmError(f"variant: expected a Variant, got {self.variant!r}")
         if self.hidden not in HIDDEN_RULES:
             raise SymllmError(f"hidden: unknown rule {self.hidden!r} ({', '.join(HIDDEN_RULES)})")
 

@@ -134,7 +134,7 @@ def by_kind(counts: dict) -> dict:
             continue
         group, _, rest = key.partition("/")
         kind = rest if group.endswith("block") and rest else key
-        kind = "moe/shared_expert" if kind.startswith("moe/shared_expert") else kind
+        kind = "moe/shared_expert" if kind.startswith(("moe/shared_expert/", "moe/shared_experts/")) else kind
         out[kind] = out.get(kind, 0) + value
     return out
 

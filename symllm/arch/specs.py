@@ -20,10 +20,10 @@ from functools import cached_property, lru_cache
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
 from symllm.arch.config import ModelConfig, load
-from symllm.arch.layers import LayerKind, Structure
+from symllm.arch.layers import LayerKind, Structure, Variant
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "Structure", "LayerKind", "spec_of", "hidden_dim_kernel", "structure_model"]
+__all__ = ["Spec", "Structure", "LayerKind", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model"]
 
 
 @lru_cache(maxsize=None)
@@ -76,6 +76,9 @@ class Spec:
     n_experts: int | None = None
     experts_per_token: int | None = None
     dense_hidden_dim: int | None = None
+    #: a shared expert's own width d_se (Qwen2-MoE's gated one; DeepSeek's shared experts, n_shared_experts ×
+    #: hidden_dim; None: none, or Llama 4's of width hidden_dim)
+    shared_hidden_dim: int | None = None
     #: the sliding window or the attention chunk (None: full attention)
     window: int | None = None
     #: multi-head latent attention's sizes (None: not latent); qk_rope_head_dim is also a partial rotary's width
@@ -84,8 +87,6 @@ class Spec:
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
-    #: DeepSeek's shared experts' SwiGLU width (n_shared_experts × hidden_dim; None: none)
-    shared_hidden_dim: int | None = None
     #: multi-token-prediction modules the checkpoint stores (None: none)
     n_mtp_layers: int | None = None
 
@@ -129,6 +130,17 @@ class Spec:
         return dict(self._values)
 
 
+def variant_of(config: ModelConfig) -> Variant:
+    """The :class:`~symllm.arch.components.Variant` of a config's blocks (LLaMA's unless a family says otherwise).
+
+    >>> variant_of(load("llama3-8b")) == Variant()
+    True
+    """
+    return Variant(fused=config.fused, norms=config.norms, activation=config.activation,
+                   norm_offset=config.norm_offset, embed_scale=config.embed_scale,
+                   attn_softcap=config.attn_softcap is not None, final_softcap=config.final_softcap is not None)
+
+
 @lru_cache(maxsize=4096)
 def spec_of(config: ModelConfig) -> Spec:
     """The spec of a config: the one place its derived fields are resolved (cached per config)."""
@@ -143,7 +155,10 @@ def spec_of(config: ModelConfig) -> Spec:
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
                           shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.groups),
                           latent=config.latent, shared_experts=config.n_shared_experts is not None,
-                          partial_rope=config.partial_rotary_factor is not None, mtp=config.n_mtp_layers > 0)
+                          partial_rope=config.partial_rotary_factor is not None, mtp=config.n_mtp_layers > 0,
+                          shared_gate=config.shared_hidden_dim is not None, sinks=config.attention_sinks,
+                          moe_bias=config.moe_bias, clamped=config.clamped_swiglu, fused_lora=config.peft_fused_experts,
+                          variant=variant_of(config))
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
@@ -153,4 +168,5 @@ def spec_of(config: ModelConfig) -> Spec:
                 q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank, qk_rope_head_dim=config.rope_dim,
                 qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
                 n_mtp_layers=config.n_mtp_layers or None,
-                shared_hidden_dim=None if config.n_shared_experts is None else config.n_shared_experts * config.hidden_dim)
+                shared_hidden_dim=(config.n_shared_experts * config.hidden_dim if config.n_shared_experts is not None
+                                   else config.shared_hidden_dim))

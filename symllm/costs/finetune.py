@@ -52,7 +52,8 @@ from symllm.costs import phases as costs
 from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, zero
-from symllm.arch.components import Component, matmul
+from symllm.costs.formats import QUANTIZES
+from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import Workload, lora_targets
@@ -64,12 +65,12 @@ __all__ = ["NF4_BITS", "FORMATS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trai
 #: block of 64 weights, an fp32 constant per block of 256 of those: 4 + 8/64 + 32/(64·256) = 4.127
 NF4_BITS = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
 
-#: weight format -> the kinds of weight it stores in its own format (a component's ``rules.weight``,
-#: :data:`symllm.arch.components.WEIGHTS`); every other weight stays in ``β_w``. QLoRA's NF4: the linear
-#: projections (bitsandbytes quantizes ``nn.Linear`` modules; transformers keeps the lm_head out; the
-#: router and fused experts are kept in ``β_w`` here, not checked against bitsandbytes). ``--dtype int4``
-#: is not one of these: it stores every weight in 4 bits with its group scales (``β_w``)
-FORMATS = {"nf4": ("linear",)}
+#: QLoRA's weight format -> the kinds of weight it stores in NF4 (a component's ``rules.weight``): the rule
+#: is bitsandbytes' own, stated once in :data:`symllm.costs.formats.QUANTIZES` (the linear projections;
+#: transformers keeps the lm_head out; the router and fused experts stay in ``β_w``); every other weight
+#: stays in ``β_w``. ``--dtype int4`` is not one of these: it stores every weight in 4 bits with its group
+#: scales (``β_w``)
+FORMATS = {"nf4": QUANTIZES["nf4"]}
 
 #: bytes per trainable (adapter) parameter: weights, gradients, optimizer states (Adam's two moments)
 ADAPTER_BYTES = {name: tuple(layout[p] for p in ("weights", "gradients", "optimizer"))
@@ -109,6 +110,12 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     found = set()
 
     def walk(c: Component) -> Component:
+        if names & set(c.rules.refused):
+            hf = {v: k for k, v in lora_names().items() if k != v}
+            given = ",".join(sorted(hf.get(x, x) for x in names & set(c.rules.refused)))
+            raise SymllmError(f"lora_targets: PEFT adapts this model's fused {c.name} under {given} (a LoRA of each "
+                              "3-D expert tensor), which symllm does not model; target the attention "
+                              "(q_proj,k_proj,v_proj,o_proj)")
         if c.shape and c.rules.lora and c.rules.lora[0] in names:
             found.add(c.rules.lora[0])
             return c.replace(children=c.children + _pair(*c.shape, sp.sympify(rank)))

@@ -14,7 +14,8 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
 
 * ``nf4``, ``nf4-nodq``, ``int8`` (bitsandbytes through transformers): the ``"linear"`` projections; the
   lm_head is in ``modules_to_not_convert`` (transformers' ``get_keys_to_not_convert``), embeddings and
-  norms are not ``nn.Linear``; the router and fused experts are kept, as :data:`symllm.costs.finetune.FORMATS`.
+  norms are not ``nn.Linear``; the router and fused experts are kept (QLoRA's base weights,
+  :data:`symllm.costs.finetune.FORMATS`, read this rule).
 * ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``: the linear projections and the routed experts (AutoAWQ, GPTQModel,
   DeepSeek-V3's and ModelOpt's checkpoints quantize each expert's projections, keep the router ``gate``,
   the embeddings, the norms and the lm_head in bf16).
@@ -77,7 +78,8 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "tensors",
-           "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "kv_bytes_per_element"]
+           "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "bytes_per_weight",
+           "kv_bytes_per_element"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
 #: ``GGML_QUANT_SIZES``)
@@ -144,7 +146,8 @@ def _int(expr, values) -> int:
 
 def tensors(config) -> list[dict]:
     """The stored tensors of a config's model, in model order: ``path`` (tree path, ``/``-joined), ``kind``
-    (the component's ``rules.weight``, or ``"bias"``), ``row`` (elements per row), ``rows`` per copy,
+    (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's and HF's, or
+    ``()``), ``row`` (elements per row), ``rows`` per copy,
     ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
     each copy's first layer, or None) and ``ndim``.
 
@@ -176,7 +179,7 @@ def tensors(config) -> list[dict]:
 def _own(comp, path, count, layer, values) -> list[dict]:
     n = _int(comp.params, values)
     kind = comp.rules.weight
-    base = dict(path=path, kind=kind, count=count, layer=layer)
+    base = dict(path=path, kind=kind, count=count, layer=layer, names=comp.rules.lora or ())
     if comp.shape:
         fan_in, fan_out = (_int(x, values) for x in comp.shape)
         rows = [dict(base, row=fan_in, rows=fan_out, ndim=2)]
@@ -188,10 +191,13 @@ def _own(comp, path, count, layer, values) -> list[dict]:
         return [dict(base, row=d, rows=n // d, ndim=2)]
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
-        if 3 * d * d_ff * n_e != n:
+        biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
+        if biases not in (0, (2 * d_ff + d) * n_e):
             raise SymllmError(f"weight_format: {path} holds {n} weights, not 3·d·d_ff·n_e")
-        return [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2)
-                for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
+        out = [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2)
+               for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
+        return out + [dict(base, path=f"{path}/{p}.bias", kind="bias", row=r, rows=1, count=count * n_e, ndim=1)
+                      for p, r in (("gate_up", 2 * d_ff), ("down", d)) if biases]
     return [dict(base, row=n, rows=1, ndim=1)]
 
 
@@ -378,6 +384,20 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     elements = sum(v["elements"] for v in out.values())
     return {"format": fmt, "total": total, "elements": elements,
             "bits_per_weight": Fraction(8 * total, elements), "tensors": out}
+
+
+def bytes_per_weight(config, fmt: str) -> Fraction:
+    """The format's bytes over the model's weights, exact: what ``β_w`` is under ``--weight-format``
+    (weights memory, inference peaks, fits, sweeps: :func:`symllm.costs.phases.workload`), so that
+    ``β_w · N`` is the format's exact total; per GPU under a parallel layout it is spread evenly over the
+    parameters each GPU holds (an average: per-tensor choices such as Q4_K_M's promoted ``attn_v`` are not
+    placed on their pipeline stage).
+
+    >>> bytes_per_weight("llama3.2-1b", "bf16")
+    Fraction(2, 1)
+    """
+    r = weight_bytes(config, fmt)
+    return Fraction(r["total"], r["elements"])
 
 
 def kv_bytes_per_element(fmt: str) -> Fraction:

@@ -72,7 +72,7 @@ else:  # the closed forms' SymPy, imported on first use: a workload (``symllm co
     sp, S = module("sympy"), module("symllm.arch.symbols")
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
-           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "roofline"]
+           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "largest_fitting"]
 
 #: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
 GiB = 2 ** 30
@@ -438,6 +438,43 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     return weights + S.beta_kv * kv.subs(S.s, 1) + logits  # the cache read at context t, the new token's written
 
 
+def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, phase_flops=None) -> dict:
+    """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
+    rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
+    its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
+    (``*_tp``: two per block and the embedding's of the residual stream, ring, and the logits all-gathered);
+    and the activation one pipeline hand-off carries per phase (``*_handoff``). ``phase_flops`` is
+    :func:`symllm.costs.phases.flops`.
+
+    >>> from symllm.arch.components import model
+    >>> from symllm.costs.phases import flops
+    >>> t = stage_times(model(), True, phase_flops=flops)
+    >>> len(t["stages"]), t["decode_handoff"]
+    (2, b*beta_a*d)
+    """
+    from symllm.costs import parallel
+
+    defs = dict(mdl.definitions)
+    tied = mdl.child("lm_head").total("params") == 0
+    stages = parallel.stages(mdl, sp_) if laid else (mdl,)
+    heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
+    per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank
+    out = []
+    for stage, head in zip(stages, heads):
+        terms = {"training_flops": phase_flops(stage, "training", recompute=recompute).subs(defs)}
+        blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
+        for phase in ("prefill", "decode"):
+            rows = S.b * S.s if phase == "prefill" else S.b
+            terms[f"{phase}_flops"] = phase_flops(stage, phase).subs(defs)
+            terms[f"{phase}_bytes"] = (_stage_bytes(stage, phase, tied, head) if laid
+                                       else bytes_moved(mdl, phase)).subs(defs)
+            terms[f"{phase}_tp"] = (per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
+                                    + head * (S.N_t - 1) / S.N_t * S.beta_a * rows * S.V).subs(defs)
+        out.append(terms)
+    return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
+            "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
+
+
 def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator (:func:`of`):
     ``mdl`` is the model component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs``
@@ -496,26 +533,18 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     def over(kind, sent) -> Fraction:
         return _number(sent) / route[kind][1] if sent else Fraction(0)
 
-    tied = mdl.child("lm_head").total("params") == 0
-    stages = parallel.stages(mdl, work.sp) if laid else (mdl,)
-    heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
-    per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank
+    terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops)
     seconds = {}
     for name, phase in (("prefill", "prefill"), ("decode_token", "decode")):
-        rows = S.b * S.s if phase == "prefill" else S.b
         worst = None
-        for stage, head in zip(stages, heads):
-            fl = ev(phase_flops(stage, phase).subs(dict(mdl.definitions)))
-            moved = ev(_stage_bytes(stage, phase, tied, head).subs(dict(mdl.definitions))) if laid else \
-                _number(evaluate(bytes_moved(mdl, phase), vals))
-            blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
-            tp_sent = per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1) \
-                + head * (S.N_t - 1) / S.N_t * S.beta_a * rows * S.V
-            comm = over("tp", ev(tp_sent.subs(dict(mdl.definitions)))) if work.tp > 1 else Fraction(0)
+        for st in terms["stages"]:
+            fl = ev(st[f"{phase}_flops"])
+            moved = ev(st[f"{phase}_bytes"])
+            comm = over("tp", ev(st[f"{phase}_tp"])) if work.tp > 1 else Fraction(0)
             compute, memory = fl / peak, moved / bandwidth
             key = (max(compute, memory) + comm, compute >= memory, moved, comm)
             worst = key if worst is None or key[0] > worst[0] else worst
-        handoff = over("pp", ev(S.beta_a * rows * S.d)) * (work.pp - 1)
+        handoff = over("pp", ev(terms[f"{phase}_handoff"])) * (work.pp - 1)
         seconds[name] = work.pp * worst[0] + handoff
         out[f"{name}_bytes"] = worst[2] if not isinstance(worst[2], Fraction) or worst[2].denominator != 1 \
             else int(worst[2])
@@ -527,8 +556,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     inference, training = ev(per_gpu["inference_peak"]), ev(per_gpu["training_peak"])
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
-    out["max_batch"] = _largest_batch(lambda batch: evaluate(per_gpu["inference_peak"], {**vals, S.b: batch})
-                                      <= g.memory)
+    out.update(largest_fitting(per_gpu, vals, g.memory, work.gen))
     if laid:
         out["compute_bound_batch"] = None
     else:
@@ -536,11 +564,10 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
         out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
                                       if decode_batch_exists(crossing, vals) else None)
     # training: one step of b sequences per data-parallel rank
-    worst = max(ev(phase_flops(st, "training", recompute=work.recompute).subs(dict(mdl.definitions)))
-                for st in stages) / peak
+    worst = max(ev(st["training_flops"]) for st in terms["stages"]) / peak
     comm = {k: ev(v) for k, v in exprs["comm"].items()}
     step = (work.pp * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
-            + over("pp", ev(2 * S.beta_a * S.b * S.s * S.d)) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
+            + over("pp", ev(terms["training_handoff"])) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq
     model_flops = 3 * work.dp * ev(exprs["flops"]["prefill"])  # recomputation is not model FLOPs
     out["training_step_s"] = _seconds(step)
@@ -572,17 +599,24 @@ def _seconds(value):
         return Fraction(value)
 
 
-def _largest_batch(fits) -> int:
-    """The largest ``b >= 1`` with ``fits(b)`` for a predicate that holds up to some batch and fails past
-    it (the inference peak grows with the batch); 0 when ``fits(1)`` fails."""
-    if not fits(1):
-        return 0
-    low, high = 1, 2
-    while fits(high):
-        low, high = high, high * 2
-        if high > 2 ** 62:
-            raise SymllmError("batch: the inference peak does not grow with the batch; no largest batch")
-    while high - low > 1:  # fits(low), not fits(high)
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid)
-    return low
+def largest_fitting(per_gpu: dict, vals: dict, capacity: int, gen: int = 0) -> dict:
+    """The inverse questions of one layout on one accelerator (:mod:`symllm.costs.inverse`: closed form
+    where one exists, checked exactly): ``max_batch`` (the largest ``b`` whose per-GPU inference peak fits;
+    0: not one sequence), ``max_context`` (the largest ``s + n`` whose inference peak fits at the workload's
+    batch, the ``n`` generated tokens held; 0: none), ``training_max_batch`` and ``training_max_seq`` (the
+    training peak's, at the workload's sequence length and batch). ``per_gpu`` is
+    :func:`symllm.costs.phases.quantities`' ``memory_per_gpu``.
+
+    >>> from symllm.costs.phases import workload
+    >>> t = workload("llama3.1-8b", gpu="h100-sxm", seq=8192)["time"]
+    >>> t["max_batch"], t["max_context"], t["training_max_batch"], t["training_max_seq"]
+    (21, 172882, 0, 0)
+    """
+    from symllm.costs import inverse  # SymPy's solver: loaded only with a fit asked for
+
+    inference, training = per_gpu["inference_peak"], per_gpu["training_peak"]
+    prompt = inverse.largest(inference, S.s, vals, capacity)
+    return {"max_batch": inverse.largest(inference, S.b, vals, capacity),
+            "max_context": prompt + gen if prompt >= 1 else 0,
+            "training_max_batch": inverse.largest(training, S.b, vals, capacity),
+            "training_max_seq": inverse.largest(training, S.s, vals, capacity)}

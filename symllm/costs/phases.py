@@ -49,7 +49,7 @@ from symllm.costs.workloads import ATTENTION, DTYPES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
-    "activations", "closed_form", "workload", "values", "mfu",
+    "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory",
 ]
 
 #: the FLOP phases flops() knows
@@ -207,7 +207,7 @@ def _working_set(comp: Component, eager: bool = False) -> sp.Expr:
 
 
 def memory(component="model", kind: str = "inference", *, attention: str = "dense", zero_stage: int = 0,
-           recompute: bool = False, stack: str = "fused") -> sp.Expr:
+           recompute: bool = False, stack: str = "fused", optimizer: str = "adamw") -> sp.Expr:
     """Bytes of ``kind`` (see :data:`MEMORY_KINDS`) for ``component``, as a closed form.
 
     * ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv`` × the cache elements after a prefill of ``s`` and ``n``
@@ -229,6 +229,8 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       (:mod:`symllm.costs.stacks`).
     * ``training_peak`` (the model only): the highest point of one steady-state training step under
       ``stack`` (:func:`training_peak_parts`; docs/stacks.md, "Training peak").
+    * ``optimizer`` (:data:`symllm.costs.zero.OPTIMIZERS`): what the training states keep per parameter
+      (:func:`symllm.costs.zero.optimizer_states`), and for an HF stack the temporary of its step.
 
     >>> memory("attention", "kv_cache")
     2*b*beta_kv*d_h*n_kv*(n + s)
@@ -239,23 +241,24 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     choice("kind", kind, MEMORY_KINDS)
     validate.zero_stage(zero_stage)
     stacks.check_name(stack)
+    choice("optimizer", optimizer, zero.OPTIMIZERS)
     if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; docs/stacks.md, "Training peak")
-        return _training_peak(comp, stack, zero_stage, bool(recompute)).subs(dict(comp.definitions))
+        return _training_peak(comp, stack, zero_stage, bool(recompute), optimizer).subs(dict(comp.definitions))
     if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
-        out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage),
+        out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage, optimizer),
                "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
         return out.subs(dict(comp.definitions))
-    return _memory(comp, kind, zero_stage, bool(recompute), stack == "eager")
+    return _memory(comp, kind, zero_stage, bool(recompute), stack == "eager", optimizer)
 
 
-def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool) -> sp.Expr:
-    return sum(training_peak_parts(comp, stack, zero_stage, recompute).values(), sp.S.Zero)
+def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool, optimizer: str = "adamw") -> sp.Expr:
+    return sum(training_peak_parts(comp, stack, zero_stage, recompute, optimizer).values(), sp.S.Zero)
 
 
 @lru_cache(maxsize=256)
 def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int = 0,
-                        recompute: bool = False) -> dict[str, sp.Expr]:
+                        recompute: bool = False, optimizer: str = "adamw") -> dict[str, sp.Expr]:
     """The terms of ``memory(..., "training_peak")``, which add up to it: ``fused`` and ``eager`` their
     training states (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused
     cross-entropy writes it in place of the logits); an HF stack the fp32 master weights and AdamW moments
@@ -267,14 +270,15 @@ def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int =
     if comp.name != "model":
         raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {comp.name!r}")
     if stack in stacks.COMPONENT_STACKS:
-        return {"training_states": _memory(comp, "training_states", zero_stage, recompute),
+        return {"training_states": _memory(comp, "training_states", zero_stage, recompute, False, optimizer),
                 "activations": activations(comp, recompute=recompute, stack=stack),
                 "logits_gradient": S.beta_a * S.b * S.s * S.V}
-    return stacks.training_peak_parts(comp, stack, recompute, zero_stage)
+    return stacks.training_peak_parts(comp, stack, recompute, zero_stage, optimizer)
 
 
 @lru_cache(maxsize=256)
-def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager: bool = False) -> sp.Expr:
+def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager: bool = False,
+            optimizer: str = "adamw") -> sp.Expr:
     N = comp.total("params")
     weights = S.beta_w * N
     kv = S.beta_kv * sp.factor(comp.total("kv_cache").subs(S.t, S.n))
@@ -285,7 +289,7 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager:
     elif kind == "inference":
         out = weights + kv
     elif kind == "training_states":
-        out = zero.training_states(N, zero_stage)  # mixed-precision Adam, ZeRO-sharded
+        out = zero.optimizer_states(comp, zero_stage, optimizer)  # mixed precision, ZeRO-sharded
     elif kind == "activations":
         out = _activations(comp, recompute, eager)
     else:
@@ -363,7 +367,8 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     out = {
         "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
-        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
+        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack,
+                                optimizer=work.optimizer)
                    for kind in WORKLOAD_MEMORY},
     }
     laid = parallel.laid_out(work)
@@ -377,28 +382,42 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
                 "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
                 "comm": comm}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
-
-    def per_gpu(st, kind):
-        if kind == "training_peak":  # as the whole model's (training_peak_parts): states, activations, and on
-            # the stage holding the head the logits' gradient (rank 0's vocabulary share)
-            head = 1 if st is stages[1] else 1 - sp.Min(1, S.N_p - 1)
-            return (per_gpu(st, "training_states") + per_gpu(st, "activations")
-                    + head * S.beta_a * S.b * S.s * sp.ceiling(S.V / S.N_t))
-        mem = memory(st, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
-        experts = parallel.expert_params(st)
-        if kind != "training_states" or experts == 0:
-            return mem
-        # the local experts' states shard over the N_d/N_e ranks that hold the same experts, the rest over
-        # N_d: two partitions (DeepSpeed's expert and non-expert groups), each rank 0's padded ⌈share⌉
-        own = memory(Component("local_experts", params=experts), kind, zero_stage=work.zero_stage)
-        whole = memory(Component("stage", params=st.total("params")), kind, zero_stage=work.zero_stage)
-        rest = memory(Component("rest", params=st.total("params") - experts), kind, zero_stage=work.zero_stage)
-        return mem - whole + rest + own.subs(S.N_d, S.N_d / S.N_e)
-
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,
-            "memory_per_gpu": {kind: parallel.largest(*(per_gpu(st, kind) for st in stages))
+            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, work.recompute,
+                                                                     work.stack, work.optimizer)
+                                                        for i in range(len(stages))))
                                for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
             "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage)}
+
+
+def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recompute: bool = False,
+                 stack: str = "fused", optimizer: str = "adamw") -> sp.Expr:
+    """Bytes of ``kind`` (:data:`PER_GPU_MEMORY`, :data:`PER_GPU_PEAKS`) that tensor rank 0 of pipeline stage
+    ``stages[i]`` holds (:func:`symllm.costs.parallel.stages`: the first, then the last): the per-GPU figures
+    of :func:`quantities` are the largest over the stages. The training peak is the stage's states,
+    activations and, on the stage holding the head, the logits' gradient (rank 0's vocabulary share); the
+    local experts' states shard over the ``N_d/N_e`` ranks that hold the same experts, the rest over ``N_d``
+    (DeepSpeed's expert and non-expert groups, each rank 0's padded share).
+
+    >>> st = parallel.stages(model())
+    >>> stage_memory(st, 1, "weights")
+    beta_w*(d*ceiling(V/N_t) + d + (3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t) + 2*d)*floor(L/N_p))
+    """
+    st = stages[i]
+    if kind == "training_peak":
+        head = 1 if i == len(stages) - 1 else 1 - sp.Min(1, S.N_p - 1)
+        return (stage_memory(stages, i, "training_states", zero_stage, recompute, stack, optimizer)
+                + stage_memory(stages, i, "activations", zero_stage, recompute, stack, optimizer)
+                + head * S.beta_a * S.b * S.s * sp.ceiling(S.V / S.N_t))
+    mem = memory(st, kind, zero_stage=zero_stage, recompute=recompute, stack=stack, optimizer=optimizer)
+    experts = parallel.expert_params(st)
+    if kind != "training_states" or experts == 0:
+        return mem
+    opt = dict(zero_stage=zero_stage, optimizer=optimizer)
+    own = memory(Component("local_experts", params=experts), kind, **opt)
+    whole = memory(Component("stage", params=st.total("params")), kind, **opt)
+    rest = memory(Component("rest", params=st.total("params") - experts), kind, **opt)
+    return mem - whole + rest + own.subs(S.N_d, S.N_d / S.N_e)
 
 
 def workload(config, work: Workload | None = None, **options) -> dict:
@@ -425,10 +444,17 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     spec = resolved.spec(config)
     work = Workload.of(work, **options)
     checks.check(spec, work)
-    vals = {**spec.values(), **work.values()}
+    vals = values(spec, work)
+    fmt = None
+    if work.weight_format is not None:
+        from symllm.costs import formats
+        fmt = formats.weight_bytes(spec, work.weight_format)
     exprs = quantities(spec.model(work.attention), work)
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
+    if fmt is not None:
+        out["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
+                                "dtype_weights_bytes": evaluate(exprs["memory"]["weights"], {**vals, S.beta_w: work.weight_bytes})}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops)
     return out
@@ -436,15 +462,21 @@ def workload(config, work: Workload | None = None, **options) -> dict:
 
 def values(config, workload: Workload | None = None, **options) -> dict:
     """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
-    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …).
+    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …); under a
+    ``weight_format`` ``β_w`` is its exact bytes over the model's weights (:mod:`symllm.costs.formats`).
 
     >>> v = values("llama3.1-8b", batch=1, seq=8)
     >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
     (4096, 8, 1.3, 8, 8, 14336)
     """
-    out = resolved.spec(config).values()
+    spec = resolved.spec(config)
+    out = spec.values()
     if workload is not None or options:
-        out.update(Workload.of(workload, **options).values())
+        work = Workload.of(workload, **options)
+        out.update(work.values())
+        if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
+            from symllm.costs import formats
+            out[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
     return out
 
 

@@ -67,6 +67,7 @@ _LOW = BF16               # bytes of autocast's bf16/fp16 copies
 _FP32 = FP32
 _INDEX = INT64            # int64 token ids and labels
 _P_BLOCK = sp.Symbol("P_block", positive=True)  # one block's parameters (training_peak substitutes them)
+_P_LARGEST = sp.Symbol("P_largest", positive=True)  # the largest parameter tensor's elements (likewise)
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,7 @@ def inference_peak(mdl: Component, stack: str) -> sp.Expr:
     return S.beta_w * mdl.total("params") + kv + ids + sp.Max(*layers, *head)
 
 
-def training_states(mdl: Component, stack: str, zero_stage: int = 0) -> sp.Expr:
+def training_states(mdl: Component, stack: str, zero_stage: int = 0, optimizer: str = "adamw") -> sp.Expr:
     """Per data-parallel rank: fp32 master weights 4N, fp32 gradients 4N, AdamW's two fp32 moments 8N;
     ZeRO stage 1 shards the moments over ``N_d`` ranks, 2 also the gradients, 3 also the weights.
 
@@ -278,12 +279,13 @@ def training_states(mdl: Component, stack: str, zero_stage: int = 0) -> sp.Expr:
     True
     """
     _check(stack, mdl)
-    return zero.training_states(mdl.total("params"), zero_stage, zero.FP32_ADAMW)
+    return zero.optimizer_states(mdl, zero_stage, optimizer, master=False)  # other optimizers: symllm.costs.zero
 
 
 # --------------------------------------------------------------------------- the training step's peak
 
-def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> tuple[Term, ...]:
+def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
+                   optimizer: str = "adamw") -> tuple[Term, ...]:
     """The candidates for the highest point of one steady-state training step under ``stack`` (``hf-eager``,
     ``hf-sdpa``): each Term is everything live at that moment except the fp32 master weights ``4N`` and
     AdamW's moments ``8N`` (held throughout). ``component`` names the moment; ``N`` is the parameter count.
@@ -318,7 +320,9 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
     kv = 0 if recompute else 2 * _FP32 * L * T * n_kv * d_h
     N = S.N
     grads = sp.ceiling(N / S.N_d) if zero.sharded("gradients", zero_stage) else N  # rank 0's padded shard
-    temp = sp.ceiling(N / S.N_d) if zero.sharded("optimizer", zero_stage) else N  # a copy of a moment
+    # the step's temporary (symllm.costs.zero.step_temporary): foreach AdamW's copy of a moment by default
+    temp = zero.step_temporary(optimizer, sp.ceiling(N / S.N_d) if zero.sharded("optimizer", zero_stage) else N,
+                               _P_LARGEST)
     out = [
         Term("forward end", batch + layers + outside + kv + (_LOW + _FP32) * T * V + _FP32 * T * d
              + _INDEX * S.b * (S.s + 1),
@@ -330,8 +334,8 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
              "at log_softmax's backward: the saved activations (nll_loss's labels released) and two fp32 "
              "b·s × V gradients, nll_loss's output and log_softmax's input's"),
         Term("optimizer step", batch + _FP32 * (grads + temp),
-             "in foreach AdamW (torch's default on a GPU): the fp32 gradients and _foreach_sqrt(exp_avg_sq), "
-             "a fp32 copy of every moment; activations all freed"),
+             "in the optimizer's step: the fp32 gradients and its temporary (foreach AdamW, torch's default on a "
+             "GPU: _foreach_sqrt(exp_avg_sq), a fp32 copy of every moment); activations all freed"),
     ]
     # Inside a layer. Going down the backward, each layer frees its saves and adds its fp32 gradients, so a
     # moment inside a layer is highest in the last layer (the layers below still saved) or in the first (the
@@ -384,47 +388,70 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0) -> 
     return tuple(out)
 
 
-def training_peak(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> sp.Expr:
+def training_peak(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0,
+                  optimizer: str = "adamw") -> sp.Expr:
     """The highest point of one steady-state training step under ``stack`` (an HF stack): fp32 master
-    weights ``4N`` and AdamW's moments ``8N`` (ZeRO-sharded as :func:`training_states` shards them), plus
-    the largest of :func:`training_terms`' moments.
+    weights ``4N`` and the optimizer's states (AdamW's moments ``8N``; ZeRO-sharded as :func:`training_states`
+    shards them), plus the largest of :func:`training_terms`' moments.
 
     >>> from symllm.arch.components import model
     >>> peak = training_peak(model(tied=True), "hf-sdpa")
     >>> sp.expand(peak - peak.atoms(sp.Max).pop()).coeff(S.V)  # 4N + 8N held: the tied table's 12·V·d
     12*d
     """
-    return sum(training_peak_parts(mdl, stack, recompute, zero_stage).values(), sp.S.Zero)
+    return sum(training_peak_parts(mdl, stack, recompute, zero_stage, optimizer).values(), sp.S.Zero)
 
 
-def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> dict:
+def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0,
+                        optimizer: str = "adamw") -> dict:
     """:func:`training_peak`'s two parts: ``weights_and_moments`` (held throughout) and ``largest_moment``.
 
     >>> from symllm.arch.components import model
     >>> list(training_peak_parts(model(), "hf-sdpa"))
     ['weights_and_moments', 'largest_moment']
     """
-    held, sizes = _held(mdl, stack, zero_stage)
-    largest = sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage)))
+    held, sizes = _held(mdl, stack, zero_stage, optimizer)
+    largest = sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage, optimizer)))
     return {"weights_and_moments": held, "largest_moment": largest}
 
 
-def _held(mdl: Component, stack: str, zero_stage: int):
-    """fp32 master weights and AdamW's moments (ZeRO-sharded), and the sizes the moments' symbols stand for."""
+def _held(mdl: Component, stack: str, zero_stage: int, optimizer: str = "adamw"):
+    """fp32 master weights and the optimizer's states (ZeRO-sharded: the gradients are freed before each step),
+    and the sizes the moments' symbols stand for."""
     _check(stack, mdl)
     N = mdl.total("params")
-    held = {part: b for part, b in zero.FP32_ADAMW.items() if part != "gradients"}  # freed before each step
+    held = zero.optimizer_states(mdl, zero_stage, optimizer, master=False) \
+        - zero.training_states(N, zero_stage, {"gradients": zero.FP32_ADAMW["gradients"]})
     per_block = next(c for c in mdl.children if c.checkpoint != 0)
-    return zero.training_states(N, zero_stage, held), {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat}
+    sizes = {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat, _P_LARGEST: largest_tensor(mdl)}
+    return held, sizes
 
 
-def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0) -> list[tuple[Term, sp.Expr]]:
-    """Each of :func:`training_terms` with its whole bytes at that moment (the weights and AdamW's moments
-    added, ``N`` and a block's parameters put in): :func:`training_peak` is their largest.
+def largest_tensor(mdl: Component) -> sp.Expr:
+    """Elements of the largest parameter tensor of ``mdl``: the embedding table, or the largest matrix of a
+    block (its linears' ``shape``), whichever is larger.
+
+    >>> from symllm.arch.components import model
+    >>> largest_tensor(model())
+    Max(V*d, d*d_ff, d*d_h*n_h, d*d_h*n_kv)
+    """
+    sizes = set()
+    for c in mdl.walk():
+        if c.shape and c.params != 0:
+            sizes.add(sp.expand(c.shape[0] * c.shape[1]))
+        elif c.rules.weight == "embedding" and c.params != 0:
+            sizes.add(c.params)
+    return sp.Max(*sizes)
+
+
+def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0,
+            optimizer: str = "adamw") -> list[tuple[Term, sp.Expr]]:
+    """Each of :func:`training_terms` with its whole bytes at that moment (the weights and the optimizer's
+    states added, ``N`` and a block's parameters put in): :func:`training_peak` is their largest.
 
     >>> from symllm.arch.components import model
     >>> [t.component for t, _ in moments(model(), "hf-sdpa")][:2]
     ['forward end', 'backward start']
     """
-    held, sizes = _held(mdl, stack, zero_stage)
-    return [(t, held + t.bytes.subs(sizes)) for t in training_terms(stack, recompute, zero_stage)]
+    held, sizes = _held(mdl, stack, zero_stage, optimizer)
+    return [(t, held + t.bytes.subs(sizes)) for t in training_terms(stack, recompute, zero_stage, optimizer)]

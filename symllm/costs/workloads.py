@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from symllm.costs import hardware
-from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES  # (bytes per element: the one table)
+from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
            "lora_targets"]
 
 #: the attention-core conventions
@@ -106,7 +106,7 @@ def lora_targets(value) -> str:
     >>> lora_targets("qkv")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: wq, wk, wv, wo, w1, w2, w3, q_proj, k_proj, v_proj, o_proj, gate_proj, down_proj, up_proj)
+    symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: wq, wk, wv, wo, w1, w2, w3, wqkv, w13, q_proj, k_proj, v_proj, o_proj, gate_proj, down_proj, up_proj, qkv_proj, gate_up_proj)
     """
     if value == _DEFAULT_TARGETS:  # already in symllm's names and order (tests/test_rules.py checks it)
         return value
@@ -166,6 +166,9 @@ class Workload:
                    shapes=_above_one)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
+    #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
+    optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
+                          "states and training peak)", training=True, shapes=True)
     #: full activation recomputation (training FLOPs and activations)
     recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
     #: int4 weights per fp16 scale
@@ -200,6 +203,9 @@ class Workload:
     #: a quantized weight format (symllm.costs.formats: GGUF file types, awq, gptq, nf4, fp8, ...); None: --dtype only
     weight_format: str | None = _opt(None, "weights in this format too: exact bytes and bits per weight "
                                      "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, nf4, int8, fp8-block, nvfp4, mxfp4, ...)")
+    #: a KV-cache format (symllm.costs.formats.KV_FORMATS: block scales included); None: --kv-dtype
+    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, ... (bytes per element with block "
+                                 "scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store it)")
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -213,6 +219,7 @@ class Workload:
         choice("attention", self.attention, ATTENTION)
         zero_stage(self.zero_stage)
         boolean("recompute", self.recompute)
+        choice("optimizer", self.optimizer, OPTIMIZERS)
         boolean("sp", self.sp)
         if self.sp and self.tp == 1:
             raise SymllmError("sp: sequence parallelism splits the sequence over the tensor-parallel ranks; "
@@ -245,6 +252,12 @@ class Workload:
         if self.weight_format is not None:
             from symllm.costs.formats import check_format
             check_format(self.weight_format)
+        if self.kv_format is not None:
+            from symllm.costs.formats import kv_bytes_per_element
+            kv_bytes_per_element(self.kv_format)
+            if "kv_dtype" not in self.derived and self.kv_dtype != self.dtype:
+                raise SymllmError(f"kv_format: give --kv-format or --kv-dtype, not both (got {self.kv_format!r} "
+                                  f"and {self.kv_dtype!r})")
         if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
                                                    or self.ep > 1):
             # LoRA's and the per-GPU memory use the component tree's tensors: refused rather than mixed
@@ -303,7 +316,14 @@ class Workload:
 
     @property
     def kv_bytes(self):
-        """Bytes per KV-cache element."""
+        """Bytes per KV-cache element: the ``kv_format``'s (block scales included) when one is given.
+
+        >>> Workload(kv_format="q8_0").kv_bytes, Workload(kv_dtype="fp8").kv_bytes
+        (Fraction(17, 16), 1)
+        """
+        if self.kv_format is not None:
+            from symllm.costs.formats import kv_bytes_per_element
+            return kv_bytes_per_element(self.kv_format)
         return dtype_bytes(self.kv_dtype, self.group_size, field="kv_dtype")
 
     @property

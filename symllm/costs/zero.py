@@ -12,6 +12,22 @@ partition to a whole number per rank).
 4*N + 12*ceiling(N/N_d)
 >>> training_states(S.N, 0, FP32_ADAMW)
 16*N
+
+**Optimizers** (``Workload.optimizer``, :data:`OPTIMIZERS`): what each keeps per parameter besides the weights
+and gradients (:func:`layout`), and the temporary its step allocates (:func:`step_temporary`):
+
+* ``adamw`` (torch's ``foreach`` implementation, its default on a GPU; the default), ``adamw-fused``,
+  ``adamw-single`` (``foreach=False``): two fp32 moments, 8 bytes;
+* ``adamw-8bit`` (bitsandbytes' ``AdamW8bit``, block-wise): two uint8 moments and one fp32 absmax per block of
+  :data:`BNB_BLOCK` values each, ``2 + 8/256`` bytes (bitsandbytes ``Optimizer2State.init_state``; its
+  tensors under ``min_8bit_size`` 4,096 elements keep 32-bit moments: not modelled);
+* ``adafactor`` (transformers' ``Adafactor``, ``beta1=None``: no first moment): the factored second moment,
+  one fp32 value per row and per column of every matrix, one per element of a vector
+  (:func:`factored_elements`);
+* ``sgd-momentum``: one fp32 momentum buffer, 4 bytes; ``sgd``: nothing.
+
+Under mixed precision (the fused and eager stacks) every optimizer also keeps fp32 master weights (4 bytes);
+ZeRO shards the optimizer part (master weights included) from stage 1.
 """
 from __future__ import annotations
 
@@ -19,9 +35,11 @@ import sympy as sp
 
 from symllm import validate
 from symllm.arch import symbols as S
-from symllm.arch.dtypes import BF16, FP32
+from symllm.arch.dtypes import BF16, BNB_BLOCK, FP32, OPTIMIZER_STATE, OPTIMIZERS
 
-__all__ = ["PARTS", "MIXED_PRECISION_ADAM", "FP32_ADAMW", "QLORA_ADAMW", "sharded", "training_states"]
+__all__ = ["PARTS", "MIXED_PRECISION_ADAM", "FP32_ADAMW", "QLORA_ADAMW", "OPTIMIZERS", "BNB_BLOCK", "sharded",
+           "training_states", "layout", "factored_elements", "optimizer_states", "step_temporary"]
+
 
 #: the parts of the training states, in the order ZeRO's stages shard them
 PARTS = ("optimizer", "gradients", "weights")
@@ -55,3 +73,74 @@ def training_states(N: sp.Expr, zero_stage: int = 0, layout: dict = MIXED_PRECIS
     """
     kept = sum(b for part, b in layout.items() if not sharded(part, zero_stage))
     return kept * N + (sum(layout.values()) - kept) * sp.ceiling(N / ranks)
+
+
+def layout(optimizer: str = "adamw", master: bool = True) -> dict:
+    """Bytes per parameter of each part of the training states under ``optimizer`` (module docstring):
+    ``master`` is mixed precision (bf16 weights and gradients, fp32 master weights in the optimizer part: the
+    fused and eager stacks), else fp32 weights and gradients (transformers' Trainer under autocast: the HF
+    stacks).
+
+    >>> layout() == MIXED_PRECISION_ADAM, layout("adamw", master=False) == FP32_ADAMW
+    (True, True)
+    >>> layout("adamw-8bit", master=False)["optimizer"], layout("sgd-momentum")["optimizer"]
+    (Fraction(65, 32), 8)
+    """
+    state = OPTIMIZER_STATE[validate.choice("optimizer", optimizer, OPTIMIZERS)]
+    if master:
+        return {"weights": BF16, "gradients": BF16, "optimizer": FP32 + state}
+    return {"weights": FP32, "gradients": FP32, "optimizer": state}
+
+
+def factored_elements(comp) -> sp.Expr:
+    """Adafactor's second-moment elements for the parameters of ``comp`` (a component tree): ``rows + cols``
+    of every matrix (a linear's ``shape``, the embedding table ``V × d``), every element of the rest (norms,
+    biases), each repeat counted.
+
+    >>> from symllm.arch.components import model
+    >>> sp.expand(factored_elements(model())).coeff(S.L)
+    9*d + 3*d_ff + 2*d_h*n_h + 2*d_h*n_kv
+    """
+    own = comp.params
+    if comp.shape and own != 0:
+        fan_in, fan_out = comp.shape
+        own = fan_in + fan_out + sp.expand(own - fan_in * fan_out)  # a bias is a vector
+    elif comp.rules.weight == "embedding" and own != 0:
+        own = S.V + S.d
+    return comp.repeat * (own + sum((factored_elements(c) for c in comp.children), sp.S.Zero))
+
+
+def optimizer_states(comp, zero_stage: int = 0, optimizer: str = "adamw", master: bool = True,
+                     ranks: sp.Expr = S.N_d) -> sp.Expr:
+    """Bytes one data-parallel rank holds of the training states of ``comp``'s parameters under ``optimizer``
+    (:func:`layout`, :func:`training_states`; Adafactor's factored fp32 moment sharded with the optimizer part).
+
+    >>> from symllm.arch.components import rmsnorm
+    >>> optimizer_states(rmsnorm(), 0, "adafactor"), optimizer_states(rmsnorm(), 0, "sgd", master=False)
+    (12*d, 8*d)
+    """
+    N = comp.total("params")
+    out = training_states(N, zero_stage, layout(optimizer, master), ranks)
+    if optimizer == "adafactor":
+        F = factored_elements(comp)
+        out += FP32 * (sp.ceiling(F / ranks) if sharded("optimizer", zero_stage) else F)
+    return out
+
+
+def step_temporary(optimizer: str, N: sp.Expr, largest: sp.Expr) -> sp.Expr:
+    """Elements (fp32) an optimizer step allocates beyond its states, for ``N`` parameters (one parameter
+    group; rank 0's shard under ZeRO) whose largest tensor has ``largest`` elements: ``foreach`` AdamW one
+    ``_foreach_sqrt`` of the second moments of the group (N); fused AdamW, bitsandbytes' 8-bit kernels and SGD
+    (in-place ``_foreach`` or per-tensor updates) none; single-tensor AdamW and Adafactor work one tensor at a
+    time, two temporaries of its size (AdamW: ``exp_avg_sq.sqrt()`` and its division; Adafactor: ``grad**2 +
+    eps`` and the factored estimate that replaces it).
+
+    >>> step_temporary("adamw", S.N, S.d), step_temporary("adamw-single", S.N, S.d), step_temporary("sgd", S.N, S.d)
+    (N, 2*d, 0)
+    """
+    validate.choice("optimizer", optimizer, OPTIMIZERS)
+    if optimizer == "adamw":
+        return N
+    if optimizer in ("adamw-single", "adafactor"):
+        return 2 * largest
+    return sp.S.Zero

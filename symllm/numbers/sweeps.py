@@ -68,8 +68,12 @@ from symllm.files import parse_json, read_text, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
 from symllm.costs.workloads import Workload, options as workload_options
 
-__all__ = ["Sweep", "SweepResult", "sweep", "parse_axis", "parse_where", "parse_number", "read_table",
-           "quantity_names", "dropped_text", "CONFIG_FIELDS", "WORKLOAD_AXES"]
+__all__ = ["Sweep", "Sweeps", "SweepResult", "sweep", "parse_axis", "parse_where", "parse_number", "read_table",
+           "quantity_names", "dropped_text", "CONFIG_FIELDS", "WORKLOAD_AXES", "NAME_COLUMNS"]
+
+#: a table column with one of these names holds the base of its row (a preset name or a config path, a
+#: string, never parsed as a number): :class:`Sweeps` sweeps each base's rows
+NAME_COLUMNS = ("base", "model", "name")
 
 #: config fields a sweep may vary (Meta's names)
 CONFIG_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
@@ -147,7 +151,8 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
                                   f"{', '.join(f'comm_{k}' for k in out)})")
             return out[key]
         if name in costs.MEMORY_KINDS:
-            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
+            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack,
+                                optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
         return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=work.recompute)
     raise SymllmError(f"quantity: unknown {name!r} (known: {', '.join(quantity_names())})")
@@ -330,6 +335,11 @@ class _Column:
         self.name, self.ints, self.values = name, array.array("q"), None
 
     def add(self, v) -> None:
+        if self.name in NAME_COLUMNS:
+            if self.values is None:
+                self.values, self.ints = [], None
+            self.values.append(v)
+            return
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise SymllmError(f"{self.name}: expected a number in every table row, got {v!r}")
         if self.values is None:
@@ -340,6 +350,8 @@ class _Column:
         self.values.append(v)
 
     def array(self) -> np.ndarray:
+        if self.name in NAME_COLUMNS:
+            return np.asarray(self.values or [], dtype=object)
         if self.values is None:
             return np.frombuffer(self.ints, dtype=np.int64) if len(self.ints) else np.zeros(0, dtype=np.int64)
         return np.asarray(self.values) if any(type(v) is float for v in self.values) else \
@@ -368,7 +380,7 @@ def _csv_rows(text: str, path: Path) -> Iterator[dict]:
             if len(row) != len(header):
                 raise SymllmError(f"table: {str(path)!r} line {reader.line_num} has "
                                   f"{'more' if len(row) > len(header) else 'fewer'} fields than the header")
-            yield {k: parse_number(v, k) for k, v in zip(header, row)}
+            yield {k: v.strip() if k in NAME_COLUMNS else parse_number(v, k) for k, v in zip(header, row)}
     except csv.Error as e:
         raise SymllmError(f"table: {str(path)!r} is not valid CSV ({e})") from None
 
@@ -390,7 +402,10 @@ def _json_rows(text: str, path: Path) -> Iterator[dict]:
     for row, at in items:
         if not isinstance(row, dict):
             raise SymllmError(f"table: {str(path)!r} {at} is not a JSON object of fields, got {row!r:.40}")
-        yield {k: _exact(v) for k, v in row.items()}
+        for k in NAME_COLUMNS:
+            if k in row and not isinstance(row[k], str):
+                raise SymllmError(f"{k}: expected a preset name or a config path (a string), got {row[k]!r:.40}")
+        yield {k: v if k in NAME_COLUMNS else _exact(v) for k, v in row.items()}
 
 
 def _json_array(text: str, path: Path) -> Iterator[tuple]:
@@ -633,13 +648,20 @@ class Sweep:
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
         fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
+        if work.weight_format is not None:  # β_w: the format's bytes over the weights of the one model it prices
+            varied = [k for k in self.axes if k in CONFIG_FIELDS]
+            if varied:
+                raise SymllmError(f"weight_format: its bytes are per tensor of one model; a sweep with it varies "
+                                  f"workload axes only (--{varied[0].replace('_', '-')} varies the model)")
+            from symllm.costs import formats
+            fixed[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
         layers = self.axes.get("n_layers", [base_cfg.n_layers])  # the base's alone: nothing varies
         if len(spec.counts) > 1 and (isinstance(layers, _RangeAxis) or any(v != base_cfg.n_layers for v in layers)):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers are of "
                               f"{len(spec.counts)} kinds")
         tied_sizes = {"hidden_dim"} if base_cfg.n_shared_experts is not None else set()
         tied_sizes |= {"n_heads", "n_kv_heads", "head_dim"} if base_cfg.rope_dim is not None else set()
-        for name in sorted(tied_sizes & set(self.axes)):  # d_fs = n_shared·d_ff; MLA's heads; a partial rotary
+        for name in sorted(tied_sizes & set(self.axes)):  # d_se = n_shared·d_ff; MLA's heads; a partial rotary
             raise SymllmError(f"{name}: cannot vary it for {base_cfg.name}, whose other sizes follow it "
                               "(shared experts, latent attention or a partial rotary)")
         # the workload against the model (symllm.costs.checks, count's own checks): a failed check that
@@ -962,3 +984,103 @@ def sweep(base, grid: dict | None = None, **options) -> SweepResult:
     (1, [7795380224, 8030261248])
     """
     return Sweep(base, grid, **options).run()
+
+
+class Sweeps:
+    """The same sweep over several bases (``symllm sweep --base a,b``), or over a table whose name column
+    (:data:`NAME_COLUMNS`) says each row's base: one :class:`Sweep` per base (a table's rows grouped by
+    base, in the order the bases first appear), written as one table whose first column, ``base``, names
+    each row's base. A column one base has and another lacks (``n_kv_heads`` derived from the heads in one
+    of them) is empty in CSV and ``null`` in JSON lines for the other.
+
+    >>> sw = Sweeps(["llama2-7b", "llama3-8b"], {"n_layers": [1, 2]})
+    >>> [(r["base"], r["params"]) for r in sw.run().records()]  # doctest: +NORMALIZE_WHITESPACE
+    [('llama2-7b', 464531456), ('llama2-7b', 666914816), ('llama3-8b', 1268789248), ('llama3-8b', 1486901248)]
+    """
+
+    def __init__(self, bases, grid: dict | None = None, *, table: dict | None = None, **options):
+        bases = [bases] if isinstance(bases, str) else list(bases or [])
+        names = [k for k in (table or {}) if k in NAME_COLUMNS]
+        if len(names) > 1:
+            raise SymllmError(f"table: one name column at most, got {', '.join(names)}")
+        if names:
+            column = [str(v) for v in table[names[0]]]
+            rest = {k: v for k, v in table.items() if k != names[0]}
+            order = list(dict.fromkeys(column))
+            picks = {b: np.asarray([i for i, v in enumerate(column) if v == b], dtype=np.int64) for b in order}
+            self.sweeps = [Sweep(b, table={k: np.asarray(v, dtype=object)[picks[b]] if not isinstance(v, np.ndarray)
+                                           else v[picks[b]] for k, v in rest.items()}, **options)
+                           for b in order]
+        else:
+            if not bases:
+                raise SymllmError("base: give one or more bases, or a table with a name column")
+            if len(set(bases)) < len(bases):
+                raise SymllmError(f"base: a base is repeated in {', '.join(bases)}")
+            self.sweeps = [Sweep(b, grid, table=table, **options) for b in bases]
+        self.bases = [s.base.name if not names else b for s, b in
+                      zip(self.sweeps, order if names else bases)]
+        self.columns = ["base"] + list(dict.fromkeys(c for s in self.sweeps for c in s.columns))
+        self.size = sum(s.size for s in self.sweeps)
+        self.chunk_size = min(s.chunk_size for s in self.sweeps) if self.sweeps else CHUNK
+        self.stats = _Stats()
+
+    def _gather(self, sweep) -> None:
+        self.stats.points += sweep.stats.points
+        self.stats.invalid += sweep.stats.invalid
+        self.stats.filtered += sweep.stats.filtered
+        for k, (n, line) in sweep.stats.reasons.items():
+            have = self.stats.reasons.get(k)
+            self.stats.reasons[k] = (n + have[0], have[1]) if have else (n, line)
+
+    def chunks(self, progress=None):
+        """Each base's kept rows, chunk by chunk, with the ``base`` column (see :meth:`Sweep.chunks`)."""
+        self.stats = _Stats()
+        done = 0
+        for base, sweep in zip(self.bases, self.sweeps):
+            step = (lambda d, t, off=done: progress(off + d, self.size)) if progress is not None else None
+            for cols in sweep.chunks(step):
+                n = len(next(iter(cols.values()))) if cols else 0
+                yield {"base": np.asarray([base] * n, dtype=object), **cols}
+            self._gather(sweep)
+            done += sweep.size
+
+    def run(self, progress=None) -> SweepResult:
+        """Every kept row in memory; a column a base lacks holds ``None`` in its rows."""
+        parts = list(self.chunks(progress))
+        cols = {}
+        for c in self.columns:
+            pieces = [p[c] if c in p else np.asarray([None] * len(p["base"]), dtype=object) for p in parts]
+            cols[c] = np.concatenate(pieces) if pieces else np.array([], dtype=object)
+        return SweepResult(cols, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
+
+    def write_to(self, out, fmt: str = "csv", progress=None) -> None:
+        """Stream the rows to a text stream as :meth:`Sweep.write_to` does, ``base`` first."""
+        if fmt not in ("csv", "jsonl"):
+            raise SymllmError(f"format: {fmt} is not written for several bases (csv or jsonl)")
+        names = self.columns
+        if fmt == "csv":
+            out.write(",".join(names) + "\n")
+        for cols in self.chunks(progress):
+            n = len(cols["base"])
+            if not n:
+                continue
+            filler = "" if fmt == "csv" else "null"
+            base = [_csv_cell(b) if fmt == "csv" else json.dumps(b) for b in cols["base"].tolist()]
+            columns = [np.asarray(base, dtype=object)] + [
+                cols[c] if c in cols else np.asarray([filler] * n, dtype=object) for c in names[1:]]
+            out.write(_format_rows(columns, names, fmt))
+
+    def write(self, path, fmt: str | None = None, progress=None) -> SweepResult:
+        """Stream the rows to ``path`` as CSV or JSON lines, atomically (as :meth:`Sweep.write`)."""
+        path = Path(path)
+        fmt = fmt or ("jsonl" if path.suffix in (".jsonl", ".json", ".ndjson") else
+                      "parquet" if path.suffix in (".parquet", ".pq") else "csv")
+        if fmt not in ("csv", "jsonl"):
+            raise SymllmError(f"format: {fmt} is not written for several bases (csv or jsonl)")
+        write_atomic(path, lambda out: self.write_to(out, fmt, progress), newline="")
+        return SweepResult({}, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
+
+
+def _csv_cell(text: str) -> str:
+    """A CSV cell: quoted where it holds a comma, a quote or a line break."""
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\r\n') else text

@@ -11,9 +11,9 @@ through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.ar
 >>> derive("attention").render("text").splitlines()[-1].strip()
 '= 2*d*d_h*(n_h + n_kv)'
 >>> derive("attention", kind="mqa").closed_latex()
-'2 d d_h \\\\left(n_h + 1\\\\right)'
+'2 \\\\, d \\\\, d_h \\\\, \\\\left(n_h + 1\\\\right)'
 >>> derive("attention", notation={"d": r"d_\\mathrm{model}"}).closed_latex()
-'2 d_\\\\mathrm{model} d_h \\\\left(n_h + n_{kv}\\\\right)'
+'2 \\\\, d_\\\\mathrm{model} \\\\, d_h \\\\, \\\\left(n_h + n_{kv}\\\\right)'
 """
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     """
     key = cache_key(spec.shape(), work.shape())
     checks.check(spec, work)
-    vals = {**spec.values(), **work.values()}
+    vals = costs.values(spec, work)  # β_w of a weight format included
     hit = cache_get("workload", key)
     if hit is not None and len(hit) == 3:
         try:
@@ -173,13 +173,40 @@ def _substituted(expr, vals) -> Formula:
 @lru_cache(maxsize=512)
 def _substituted_at(expr, given: tuple) -> Formula:
     """:func:`_substituted` once per expression and values (a report shows a sub-term more than once);
-    ``given``: (symbol, type, value) of each free symbol that has a value."""
+    ``given``: (symbol, type, value) of each free symbol that has a value. The terms of a sum that are
+    zero at these values are left out (a layer count of 0 made ``2·32·1·2·128·0·8`` a term)."""
     stand_ins, numbers = {}, {}
     for symbol, _, value in given:
         dummy = sp.Dummy(symbol.name)
         stand_ins[symbol] = dummy
         numbers[dummy] = value
-    return Formula(expr.xreplace(stand_ins), numbers)
+    return Formula(_without_zeros(expr.xreplace(stand_ins), numbers), numbers)
+
+
+def _without_zeros(expr: sp.Basic, numbers: dict) -> sp.Basic:
+    """``expr`` less the terms of its sums (at any depth) that are zero when each stand-in takes its
+    number in ``numbers``; an argument of a max or min that is zero is kept (it can decide it).
+
+    >>> a, b = sp.Dummy("a"), sp.Dummy("b")
+    >>> _without_zeros(2 * a + 3 * a * b + b, {a: 5, b: 0})
+    2*_a
+    """
+    exact = {k: sp.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else sp.sympify(v)
+             for k, v in numbers.items()}
+
+    def zero(e) -> bool:
+        return e.xreplace(exact) == 0
+
+    def walk(e):
+        if e.is_Atom:
+            return e
+        if isinstance(e, sp.Add):
+            kept = [walk(a) for a in e.args if not zero(a)]
+            return sp.S.Zero if not kept else kept[0] if len(kept) == 1 else sp.Add(*kept, evaluate=False)
+        args = tuple(walk(a) for a in e.args)
+        return e if args == e.args else e.func(*args, evaluate=False)
+
+    return sp.S.Zero if zero(expr) else walk(expr)
 
 
 def _laid_out(default: str, context: dict, names, fmt: str, standalone: bool, title: str, template,
@@ -249,9 +276,34 @@ class Derivation:
         """The collected closed form in LaTeX (with this derivation's notation)."""
         return Formula(self.closed).latex(dict(self.names))
 
-    def context(self, fmt: str = "latex", flavor: str = "github") -> dict:
-        """What the templates are handed (plain data and numbers, formulas wrapped in :class:`Formula`)."""
+    def result(self) -> tuple[str, str | None]:
+        """What the total is called (``inference peak``, ``prefill``, ``ridge``; the component for
+        parameters) and, when that is a quantity of one component, the component.
+
+        >>> derive("model", "memory", memory="training_peak").result()
+        ('training peak', None)
+        >>> derive("attention", "flops", phase="decode").result()
+        ('decode', 'attention')
+        """
+        opts = dict(self.options)
+        if self.quantity == "flops":
+            name = {"training": "training step"}.get(opts["phase"], opts["phase"])
+            name += (" element-wise" if opts["bucket"] != "matmul" else "") + (" MACs" if opts["macs"] else "")
+        elif self.quantity == "memory":
+            name = opts["memory"].replace("_", " ")
+        elif self.quantity in ("comm", "ridge", "decode_batch"):
+            name = {"comm": "training step", "ridge": "ridge", "decode_batch": "compute-bound"}[self.quantity]
+        else:
+            return self.component, None
+        return name, None if self.component == "model" else self.component
+
+    def context(self, fmt: str = "latex", flavor: str = "github", *, glossary: bool = True,
+                definitions: bool = True) -> dict:
+        """What the templates are handed (plain data and numbers, formulas wrapped in :class:`Formula`);
+        ``glossary`` and ``definitions`` False leave out the symbols' list and the definitions (a report
+        shows each once)."""
         title, letter = QUANTITIES[self.quantity]
+        result, of = self.result()
         vals = self.values or {}
         evaluated = self.values is not None
         values = self.term_values if evaluated else (None,) * len(self.terms)
@@ -260,14 +312,16 @@ class Derivation:
                  for (name, e), v in zip(self.terms, values)]
         definitions = [{"symbol": Formula(sym), "name": sym.name, "expr": Formula(e),
                         "subst": _substituted(e, vals) if evaluated else None,
-                        "value": vals.get(sym) if evaluated else None} for sym, e in self.definitions]
+                        "value": vals.get(sym) if evaluated else None} for sym, e in self.definitions
+                       if definitions]
         used = self.symbols()
         symbols = [{"symbol": Formula(sym), "name": sym.name, "code": S.SYMBOLS[sym].code,
                     "meaning": S.SYMBOLS[sym].description,
-                    "value": vals.get(sym) if evaluated else None} for sym in used]
+                    "value": vals.get(sym) if evaluated else None} for sym in used if glossary]
         return {
             "component": self.component, "quantity": self.quantity, "quantity_title": title,
-            "kind": self.kind if {S.n_kv, S.n_h} & set(used) else "", "label": label(letter, self.component),
+            "kind": self.kind if {S.n_kv, S.n_h} & set(used) else "", "label": label(letter, result, of),
+            "result": result,
             "letter": letter, "symbols": symbols, "terms": terms, "zero_terms": list(self.zero_terms),
             "sum": Formula(self.total), "closed": Formula(self.closed),
             "definitions": definitions, "model": self.model, "evaluated": evaluated,
@@ -279,14 +333,17 @@ class Derivation:
         }
 
     def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
-               template: str | None = None, flavor: str = "github") -> str:
-        """The derivation as ``text``, ``pretty``, ``latex`` (an ``align`` environment) or ``markdown``.
+               template: str | None = None, flavor: str = "github", glossary: bool = True,
+               definitions: bool = True) -> str:
+        """The derivation as ``text``, ``pretty``, ``latex`` (an ``align`` environment) or ``markdown``;
+        ``glossary`` and ``definitions``: see :meth:`context`.
 
         >>> print(derive("embedding").render("latex").split("\\n")[1])
-        \\begin{align}
+        \\begingroup\\allowdisplaybreaks\\begin{align}
         """
         choice("format", fmt, FORMATS)
-        return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor), self.names, fmt,
+        return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2",
+                         self.context(fmt, flavor, glossary=glossary, definitions=definitions), self.names, fmt,
                          standalone, f"{self.component}: {QUANTITIES[self.quantity][0]}", template, template_dir)
 
     def __str__(self):
@@ -328,11 +385,11 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         leaves = {path: costs.flops(Component(path.rsplit("/", 1)[-1], **{own: e}), options["phase"], **opts)
                   for path, e in comp.breakdown(own).items()}
         return leaves, costs.flops(bare, options["phase"], **opts)
-    opts = dict(zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack)
+    opts = dict(zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack, optimizer=work.optimizer)
     if options["memory"] == "training_peak":  # its parts: states held, activations or the step's largest moment
         if bare.name != "model":
             raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {bare.name!r}")
-        leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, bool(work.recompute))
+        leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, bool(work.recompute), work.optimizer)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     kinds = ("weights", "kv_cache") if options["memory"] == "inference" else (options["memory"],)
     leaves = {k: costs.memory(bare, k, **opts) for k in kinds}
@@ -411,10 +468,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
         vals = None if hardware.of(work) is None else work.values() if quantity == "ridge" else vals
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):
-        raise SymllmError(f"decode_batch: no batch of {spec.name} is compute-bound on {work.gpu} at context "
-                          f"t = {work.context:,}: per sequence a decode step's bytes (its cached keys and values) "
-                          "take longer to move than its FLOPs to run (f·B_mem ≤ k·P), so every batch is "
-                          "memory-bound; derive it without --gpu for the closed form")
+        raise SymllmError(f"decode_batch: memory-bound at any batch on {work.gpu} at t = {work.context:,}")
     shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"
     active = _symbolic(name, "active", kind_key, spec, work, options)[2] if quantity == "params" else None
     if active is not None and sp.expand(active - closed) == 0:
@@ -510,6 +564,8 @@ class Report:
         spec, names = self.spec, dict(self.names)
         counts = resolved.params(spec)
         dv = self.params.context(fmt, flavor)
+        shown = []  # the derivations the FLOPs, memory and layout sections render (for the glossary)
+        costs_part = self._costs(fmt, flavor, template_dir, shown)
         block = _derive("block", "params", None, spec, names, self.workload, OPTIONS)
         config_rows = [
             ("vocabulary size", S.V, spec.vocab_size), ("model width", S.d, spec.dim),
@@ -517,6 +573,8 @@ class Report:
             ("key/value heads", S.n_kv, spec.n_kv_heads), ("head width", S.d_h, spec.head_dim),
             ("SwiGLU width", S.d_ff, spec.hidden_dim),
         ]
+        if spec.shared_hidden_dim is not None:
+            config_rows.append(("shared expert width", S.d_se, spec.shared_hidden_dim))
         if spec.hidden_rule != "explicit":
             config_rows.append(("rounding granule", S.m, spec.multiple_of))
         if spec.hidden_rule == "meta":
@@ -536,19 +594,36 @@ class Report:
             "active": counts["active"] if counts["active"] != counts["total"] else None,
             "experts": spec.n_experts, "experts_per_token": spec.experts_per_token,
             "grouped": len(spec.structure.kinds) > 1,
+            # a narrower table where the block's formula is long (OLMo 2's six terms ran into the margin)
+            "compact": len(sp.Add.make_args(sp.expand(block.closed))) > 5,
             "block_closed": Formula(block.closed), "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
-            "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor)),
-            "math": math_delimiters(flavor), "format": fmt, **self._costs(fmt, flavor, template_dir),
+            "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False)),
+            "math": math_delimiters(flavor), "format": fmt, **costs_part,
+            "glossary": self._glossary([self.params, block, *shown]),
         }
 
-    def _costs(self, fmt, flavor, template_dir) -> dict:
-        """The FLOPs and memory sections: symllm.costs.phases.workload's numbers and two derivations."""
+    @staticmethod
+    def _glossary(derivations) -> list[dict]:
+        """The symbols every derivation of the report uses, in symllm's table order, each once with its
+        meaning and value (the derivations inside a report print no "where" list of their own)."""
+        values, used = {}, set()
+        for dv in derivations:
+            used.update(dv.symbols())
+            values.update(dv.values or {})
+        return [{"symbol": Formula(sym), "name": sym.name, "code": S.SYMBOLS[sym].code,
+                 "meaning": S.SYMBOLS[sym].description, "value": values.get(sym)} for sym in S.SYMBOLS if sym in used]
+
+    def _costs(self, fmt, flavor, template_dir, shown: list) -> dict:
+        """The FLOPs and memory sections: symllm.costs.phases.workload's numbers and two derivations (each
+        derivation rendered is appended to ``shown``; none repeats the glossary or the definitions)."""
         spec, work, names = self.spec, self.workload, dict(self.names)
         numbers = _workload_numbers(spec, work)
         fl = _derive("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
         mem = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": "inference"})
+        shown += [fl, mem]
+        once = {"template_dir": template_dir, "flavor": flavor, "glossary": False, "definitions": False}
         context = "s" if "context" in work.derived else f"t = {grouped(work.context)}"
         flops_titles = {"prefill": "prefill (matmuls)",
                         "decode_token": f"one decode step at context {context} (matmuls)",
@@ -564,14 +639,14 @@ class Report:
             "costs": True, "workload": numbers["workload"],
             "flops_rows": [{"name": flops_titles.get(k, k), "value": v} for k, v in numbers["flops"].items()],
             "memory_rows": [{"name": memory_titles.get(k, k), "value": v} for k, v in memory.items()],
-            "flops_derivation": Safe(fl.render(fmt, template_dir=template_dir, flavor=flavor)),
-            "memory_derivation": Safe(mem.render(fmt, template_dir=template_dir, flavor=flavor)),
+            "flops_derivation": Safe(fl.render(fmt, **once)),
+            "memory_derivation": Safe(mem.render(fmt, **once)),
             "flops_value": numbers["flops"]["prefill"], "memory_value": memory["weights"] + memory["kv_cache"],
-            **self._training(numbers, fmt, flavor, template_dir),
-            **self._peaks(fmt, flavor, template_dir),
+            **self._training(numbers, fmt, flavor, template_dir, shown),
+            **self._peaks(fmt, flavor, template_dir, shown),
         }
 
-    def _peaks(self, fmt, flavor, template_dir) -> dict:
+    def _peaks(self, fmt, flavor, template_dir, shown: list) -> dict:
         """The peak-memory section: the derivations of ``inference_peak`` and ``training_peak`` under the
         workload's stack, and for an HF stack each moment of the training step with its bytes
         (:func:`symllm.costs.stacks.moments`)."""
@@ -581,7 +656,9 @@ class Report:
         out = []
         for kind, title in (("inference_peak", "Inference peak"), ("training_peak", "Training peak")):
             dv = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": kind})
-            out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor))})
+            shown.append(dv)
+            out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor,
+                                                                     glossary=False, definitions=False))})
         rows = []
         if work.stack not in stacks.COMPONENT_STACKS:
             vals = costs.values(spec, work)
@@ -627,7 +704,7 @@ class Report:
         return {"title": t["title"], "ridge": f"{t['ridge']:.1f}", "peak_dtype": t["peak_dtype"],
                 "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows]}
 
-    def _training(self, numbers: dict, fmt, flavor, template_dir) -> dict:
+    def _training(self, numbers: dict, fmt, flavor, template_dir, shown: list) -> dict:
         """The parallel-layout section (only for a layout: :func:`symllm.costs.parallel.laid_out`): count's
         ``params.per_gpu``, ``memory_per_gpu`` and ``comm`` with the derivation of the communication, and
         whether a training step fits on ``--gpu``; the LoRA section (only with ``lora_rank``): count's
@@ -646,6 +723,7 @@ class Report:
             if t is not None:  # the accelerator's memory: the time group's verdict (one per question)
                 fits = {"gpu": t["title"], "capacity": t["capacity"], "fits": t["training_fits"]}
             comm = _derive("model", "comm", None, spec, dict(self.names), work, OPTIONS)
+            shown.append(comm)
             comm_titles = {"tp": "tensor parallel (all-reduce, or reduce-scatter and all-gather)",
                            "pp": "pipeline parallel (point-to-point)",
                            "dp": "data parallel (gradients; ZeRO's all-gathers)",
@@ -658,7 +736,8 @@ class Report:
                 "comm_rows": [{"name": comm_titles.get(k, k), "key": k, "value": v}
                               for k, v in numbers["comm"].items()],
                 "comm_total": sum(numbers["comm"].values()),
-                "comm_derivation": Safe(comm.render(fmt, template_dir=template_dir, flavor=flavor)),
+                "comm_derivation": Safe(comm.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,
+                                                    definitions=False)),
             }
         if work.lora_rank is not None:
             from symllm.costs import finetune  # (builds the adapted tree: only for a LoRA report)

@@ -10,10 +10,11 @@ limit on the digits of an int).
 """
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from numbers import Rational
 
-__all__ = ["digits", "grouped", "human", "human_bytes"]
+__all__ = ["digits", "grouped", "human", "human_bytes", "side_by_side", "escape_latex"]
 
 _UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")]
 _FLOP_UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]
@@ -124,3 +125,100 @@ def human_bytes(value) -> str:
     ('16.00 GiB', '512 B', '1.5 B')
     """
     return _scaled(value, _BYTE_UNITS, " ", plain="bytes")
+
+
+def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> str:
+    """A table with a column per model: ``rows`` (key, label, unit) as
+    :data:`symllm.costs.comparison.ROWS`, ``names`` the models, ``values[name][key]`` the numbers (a row no
+    model has is left out). ``text``: human units, split into several tables so that each line fits
+    ``width`` columns; ``csv``: exact numbers; ``markdown``: exact, grouped; ``latex``: a booktabs
+    tabular in human units.
+
+    >>> print(side_by_side([("params", "parameters", "count"), ("fits", "fits", "flag")], ["a", "b"],
+    ...                    {"a": {"params": 8030261248}, "b": {"params": 12}}))
+                    a   b
+    parameters  8.03B  12
+    >>> print(side_by_side([("params", "parameters", "count")], ["a"], {"a": {"params": 1024}}, "csv"))
+    quantity,a
+    params,1024
+    """
+    rows = [r for r in rows if any(r[0] in values[n] for n in names)]
+
+    def shown(name, key, unit, exact):
+        if key not in values[name]:
+            return ""
+        v = values[name][key]
+        if unit == "flag":
+            return "yes" if v else "no"
+        if exact:
+            return grouped(v) if fmt == "markdown" else (
+                f"{digits(v.numerator)}/{digits(v.denominator)}" if isinstance(v, Fraction) and v.denominator != 1
+                else str(v) if isinstance(v, float) else digits(v))
+        return human_bytes(v) if unit == "bytes" else human(v, flops=unit == "flops")
+
+    if fmt == "csv":
+        import csv
+        import io
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["quantity", *names])
+        writer.writerows([key, *(shown(n, key, unit, True) for n in names)] for key, _, unit in rows)
+        return buf.getvalue().rstrip("\n")
+    if fmt == "markdown":
+        def cell(text):
+            return str(text).replace("|", "\\|")
+        lines = ["| quantity | " + " | ".join(cell(n) for n in names) + " |",
+                 "|---|" + "---:|" * len(names)]
+        lines += ["| " + label + " | " + " | ".join(shown(n, key, unit, True) for n in names) + " |"
+                  for key, label, unit in rows]
+        return "\n".join(lines)
+    if fmt == "latex":
+        lines = [r"\begin{tabular}{@{}l" + "r" * len(names) + "@{}}", r"\toprule",
+                 " & ".join(["quantity", *(escape_latex(n) for n in names)]) + r" \\", r"\midrule"]
+        lines += [" & ".join([escape_latex(label), *(escape_latex(shown(n, key, unit, False)) for n in names)])
+                  + r" \\" for key, label, unit in rows]
+        return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"])
+    if fmt != "text":
+        raise ValueError(fmt)
+    label_w = max(len(label) for _, label, _ in rows)
+    cells = {n: [shown(n, key, unit, False) for key, _, unit in rows] for n in names}
+    col_w = {n: max([len(n)] + [len(c) for c in cells[n]]) for n in names}
+    chunks, current = [], []
+    for n in names:  # as many models per table as fit the width
+        if current and label_w + sum(col_w[m] + 2 for m in current + [n]) > width:
+            chunks.append(current)
+            current = []
+        current.append(n)
+    chunks.append(current)
+    out = []
+    for chunk in chunks:
+        header = [" " * label_w] + [n.rjust(col_w[n]) for n in chunk] if len(names) > 1 else None
+        lines = (["  ".join(header).rstrip()] if header else []) + [
+            "  ".join([label.ljust(label_w)] + [cells[n][i].rjust(col_w[n]) for n in chunk]).rstrip()
+            for i, (_, label, _) in enumerate(rows)]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+}
+_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
+
+
+#: line breaks and the white space around them in user text: one space (a blank line in a model name ended
+#: LaTeX's \\title with a paragraph, and a line break left the rest of a ``%`` comment's line uncommented)
+_LINE_BREAKS = re.compile(r"[ \t]*[\r\n\f\v\x1c-\x1e\x85\u2028\u2029]+[\s]*")
+
+
+def escape_latex(text) -> str:
+    """User text (a model name, a description) made safe for LaTeX text mode, on one line.
+
+    >>> print(escape_latex("my_model 100% & #1 {x}"))
+    my\\_model 100\\% \\& \\#1 \\{x\\}
+    >>> escape_latex("a\\n\\nb")
+    'a b'
+    """
+    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))

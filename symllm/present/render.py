@@ -15,7 +15,7 @@ is escaped for its format anyway).
   ``n_heads``) renames symbols in every output; :func:`load_notation` reads it from TOML or JSON.
 
 >>> latex(2 * S.d * S.d_h * (S.n_h + S.n_kv), {"d": r"d_\\mathrm{model}"})
-'2 d_\\\\mathrm{model} d_h \\\\left(n_h + n_{kv}\\\\right)'
+'2 \\\\, d_\\\\mathrm{model} \\\\, d_h \\\\, \\\\left(n_h + n_{kv}\\\\right)'
 >>> render_template("standalone.tex.j2", {"body": Safe("$x$"), "title": "a_b"}).splitlines()[5]
 '\\\\title{a\\\\_b}'
 """
@@ -37,6 +37,7 @@ import jinja2.runtime
 import sympy as sp
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 from markupsafe import Markup
+from sympy.printing.latex import LatexPrinter
 from sympy.printing.pretty.pretty import PrettyPrinter
 from sympy.printing.pretty.stringpict import prettyForm
 from sympy.printing.str import StrPrinter
@@ -44,12 +45,13 @@ from sympy.printing.str import StrPrinter
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
-from symllm.present.format import digits, grouped, human, human_bytes
+from symllm.present.format import _LINE_BREAKS, digits, escape_latex, grouped, human, human_bytes
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
     "render_template", "standalone", "template_dir", "write_atomic", "escape_latex", "escape_markdown",
-    "latex", "num_latex", "label", "math_delimiters", "tex_refusal", "tex_width", "LATEX_WIDTH",
+    "latex", "num_latex", "label", "math_delimiters", "tex_refusal", "tex_width", "LATEX_WIDTH", "em_width",
+    "pcol",
 ]
 
 #: output formats of derive (report: latex and markdown)
@@ -83,29 +85,7 @@ class Safe(str):
     """Text already in the output's syntax: templates print it as is (everything else is escaped)."""
 
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-}
-_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
 _MD_RE = re.compile(r"([\\`*_\[\]<>|#$~&{}])")
-
-
-#: line breaks and the white space around them in user text: one space (a blank line in a model name ended
-#: LaTeX's \\title with a paragraph, and a line break left the rest of a ``%`` comment's line uncommented)
-_LINE_BREAKS = re.compile(r"[ \t]*[\r\n\f\v\x1c-\x1e\x85\u2028\u2029]+[\s]*")
-
-
-def escape_latex(text) -> str:
-    """User text (a model name, a description) made safe for LaTeX text mode, on one line.
-
-    >>> print(escape_latex("my_model 100% & #1 {x}"))
-    my\\_model 100\\% \\& \\#1 \\{x\\}
-    >>> escape_latex("a\\n\\nb")
-    'a b'
-    """
-    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))
 
 
 def escape_markdown(text) -> str:
@@ -374,6 +354,31 @@ def load_notation(path) -> dict[sp.Symbol, str]:
 
 # --------------------------------------------------------------------------- formulas
 
+class _SpacedLatexPrinter(LatexPrinter):
+    """SymPy's LaTeX printer, with a thin space between the factors of a product of two or more symbols
+    (``n \\, n_{kv}``: TeX ignores a plain space in math, so ``n n_{kv}`` was typeset as nn_kv); a
+    product with one symbol (``2 d``) keeps the plain juxtaposition."""
+
+    def _print_Mul(self, expr):
+        saved = self._settings["mul_symbol_latex"]
+        if saved in (" ", r" \, "):
+            symbolic = sum(1 for f in expr.args if not f.is_Number)
+            self._settings["mul_symbol_latex"] = r" \, " if symbolic >= 2 else " "
+        try:
+            return super()._print_Mul(expr)
+        finally:
+            self._settings["mul_symbol_latex"] = saved
+
+
+def _latex(expr, **settings) -> str:
+    """``expr`` in LaTeX by :class:`_SpacedLatexPrinter` (``settings``: SymPy's, e.g. ``symbol_names``).
+
+    >>> _latex(S.n_h * S.n_kv * 2)
+    '2 \\\\, n_{h} \\\\, n_{kv}'
+    """
+    return _SpacedLatexPrinter(settings).doprint(expr)
+
+
 class _NamedStrPrinter(StrPrinter):
     def __init__(self, names, **settings):
         super().__init__(settings)
@@ -419,17 +424,19 @@ class Formula:
         names = dict(names or S.LATEX)
         if self._numbers:
             names.update({k: num_latex(v) for k, v in self._numbers.items()})
-            return sp.latex(self._expr, symbol_names=names, mul_symbol="dot")
-        return sp.latex(self._expr, symbol_names=names)
+            return _latex(self._expr, symbol_names=names, mul_symbol="dot")
+        return _latex(self._expr, symbol_names=names)
 
     def text(self) -> str:
         """Plain text (SymPy's ``str``)."""
         return _NamedStrPrinter({k: _num_text(v) for k, v in self._numbers.items()}).doprint(self._expr)
 
-    def latex_lines(self, names=None, width: float = None) -> list[str]:
+    def latex_lines(self, names=None, width: float = None, first: float = None) -> list[str]:
         """The LaTeX broken into lines of at most ``width`` points (estimated; default
-        :data:`LATEX_WIDTH`): between the terms of a sum and the factors of a product, at any depth
-        (a sum inside a product that must break gets ``\\bigl( … \\bigr)``, which may span lines).
+        :data:`LATEX_WIDTH`; ``first``: the first line's, where the line starts with a label): between the
+        terms of a sum and the factors of a product, at any depth (a sum inside a product that must break
+        gets ``\\bigl( … \\bigr)``, which may span lines; a quotient whose denominator does not fit is
+        written ``\\bigl(num\\bigr) / \\bigl(den\\bigr)``, each broken).
 
         >>> f = Formula(sum(sp.Symbol(f"x{i}") for i in range(40)))
         >>> lines = f.latex_lines()
@@ -441,9 +448,10 @@ class Formula:
         if self._numbers:
             names.update({k: num_latex(v) for k, v in self._numbers.items()})
             settings["mul_symbol"] = "dot"
-        return _lines(self._expr, lambda e: sp.latex(e, symbol_names=names, **settings), tex_width,
-                      LATEX_WIDTH if width is None else width, r" \cdot " if self._numbers else " ", r"\bigl(",
-                      r"\bigr)")
+        width = LATEX_WIDTH if width is None else width
+        return _lines(self._expr, lambda e: _latex(e, symbol_names=names, **settings), tex_width, width,
+                      r" \cdot " if self._numbers else r" \, ", r"\bigl(", r"\bigr)",
+                      first=width if first is None else first)
 
     def text_lines(self, width: int = 80) -> list[str]:
         """The plain text broken into lines of at most ``width`` characters where it can be (between
@@ -475,9 +483,11 @@ class Formula:
         return f"Formula({self.text()})"
 
 
-#: the width, in points, a display line of LaTeX math may take (an 11pt article with 2 cm margins
-#: is about 480pt wide; the rest is left for the left-hand side, ``\quad`` and an equation number)
-LATEX_WIDTH = 330.0
+#: the width, in points as :func:`tex_width` estimates them, a display line of LaTeX math may take: the
+#: narrowest column a derivation is \\input into (one column of a ``twocolumn`` article, 229pt at 10pt
+#: type; IEEEtran's 252pt; llncs' 347pt) less an equation number; :func:`tex_width` overestimates 10pt
+#: type by about a tenth, which is the margin
+LATEX_WIDTH = 200.0
 _TEX_WIDTH_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\{,\}|[_^]|.", re.S)
 _TEX_NO_WIDTH = {"\\left", "\\right", "\\bigl", "\\bigr", "\\mathrm", "\\mathit", "\\mathbf",
                  "\\operatorname", "\\nonumber", "\\text", "{", "}", " "}
@@ -499,6 +509,7 @@ def tex_width(tex: str) -> float:
         elif tok == "}":
             depth -= 1
         size = 0.0 if tok in _TEX_NO_WIDTH else 3.0 if tok == "{,}" else 8.0 if tok == "\\cdot" else \
+            2.0 if tok == "\\," else 11.0 if tok == "\\quad" else 22.0 if tok == "\\qquad" else \
             13.5 if tok in "+-=" else 4.3 if tok in "()[]|" else 6.0
         width += size * (0.7 if script else 1.0)
         if script and (script_depth == depth or (tok == "}" and depth == script_depth)):
@@ -518,8 +529,9 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         out = []
         for i, term in enumerate(expr.as_ordered_terms()):
             neg = term.could_extract_minus_sign()
-            sub = _pieces(-term if neg else term, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1)
             sign = "- " if neg else "+ " if i else ""
+            sub = _pieces(-term if neg else term, doprint, measure, width - measure(sign), mul, open_, close_,
+                          glue_mul, depth + 1)
             out += [(" " if i else "", sign + sub[0][1])] + sub[1:]
         return out
     if isinstance(expr, (sp.Max, sp.Min)):  # max(a, b, ...): breaks between its arguments
@@ -545,18 +557,19 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         sub[0] = (sub[0][0], left + ("-" if neg else "") + sub[0][1])
         sub[-1] = (sub[-1][0], sub[-1][1] + right)
         return sub
-    if not open_.startswith("\\") and isinstance(expr, (sp.Mul, sp.Pow)) and not expr.could_extract_minus_sign():
-        num, den = sp.fraction(expr)  # plain text: a quotient over a long sum breaks inside its denominator
-        if isinstance(den, sp.Add) and measure(doprint(den)) > width:
-            top = _pieces(num, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1)
-            if isinstance(num, sp.Add):
-                top[0], top[-1] = (top[0][0], open_ + top[0][1]), (top[-1][0], top[-1][1] + close_)
-            sub = _pieces(den, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
-            top[-1] = (top[-1][0], top[-1][1] + "/" + open_)
-            sub[-1] = (sub[-1][0], sub[-1][1] + close_)
-            return top + [("", sub[0][1])] + sub[1:]
     if isinstance(expr, sp.Mul) and not expr.could_extract_minus_sign():
-        num, den = sp.fraction(expr)  # a long quotient of a sum or a max: 1/den first, the numerator broken
+        num, den = sp.fraction(expr)
+        if den != 1 and measure(doprint(den)) > width:  # (num) / (den), each broken between its terms
+            slash = r" \big/ " if open_.startswith("\\") else "/"
+            top = _pieces(num, doprint, measure, width - measure(open_ + close_ + slash), mul, open_, close_,
+                          glue_mul, depth + 1)
+            bottom = _pieces(den, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
+            top[0] = (top[0][0], open_ + top[0][1])
+            top[-1] = (top[-1][0], top[-1][1] + close_ + slash)
+            bottom[0] = ("", open_ + bottom[0][1])
+            bottom[-1] = (bottom[-1][0], bottom[-1][1] + close_)
+            return top + bottom
+        # a long quotient of a sum or a max: 1/den first, the numerator broken
         if den != 1 and num != 1 and any(isinstance(f, (sp.Add, sp.Max, sp.Min)) for f in sp.Mul.make_args(num)):
             sub = _pieces(num, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
             paren = isinstance(num, sp.Add)  # max(...) brings its own parentheses
@@ -572,8 +585,10 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         out = [("", "")]  # factors stick to the sum they multiply; the sum breaks between its terms
         for i, factor in enumerate(factors):
             sep = mul if i else ""
-            if isinstance(factor, groups):
-                sub = _pieces(factor, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
+            if isinstance(factor, groups):  # (the width left after what precedes it on the line)
+                lead = measure(out[-1][1] + sep + open_)
+                sub = _pieces(factor, doprint, measure, max(width - lead, width / 2), mul, open_, close_, glue_mul,
+                              depth + 1, split=True)
                 paren = isinstance(factor, sp.Add)  # max(...) brings its own parentheses
                 out[-1] = (out[-1][0], out[-1][1] + sep + (open_ if paren else "") + sub[0][1])
                 out += sub[1:]
@@ -584,14 +599,17 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
     return [("", whole)]
 
 
-def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ") -> list[str]:
-    """``expr`` printed and broken greedily into lines no wider than ``width`` where it can be."""
+def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ", first=None) -> list[str]:
+    """``expr`` printed and broken greedily into lines no wider than ``width`` (the first line: ``first``)
+    where it can be."""
+    first = width if first is None else first
     whole = doprint(expr)
-    if measure(whole) <= width:
+    if measure(whole) <= first:
         return [whole]
     lines = []
-    for glue, text in _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul):
-        if lines and measure(lines[-1] + glue + text) <= width:
+    for glue, text in _pieces(expr, doprint, measure, min(width, first), mul, open_,
+                              close_, glue_mul):
+        if lines and measure(lines[-1] + glue + text) <= (first if len(lines) == 1 else width):
             lines[-1] += glue + text
         else:
             lines.append(text)
@@ -623,12 +641,38 @@ def latex(expr, names=None) -> str:
     """LaTeX of ``expr`` in symllm's notation, with ``names`` (a :func:`notation` mapping) on top.
 
     >>> latex(S.n_kv * S.d_h, {"n_kv": "g"})
-    'd_h g'
+    'd_h \\\\, g'
     """
     return Formula(expr).latex(notation(names))
 
 
 # --------------------------------------------------------------------------- environments
+
+def em_width(text) -> float:
+    """A generous width in ems of plain text in a roman font (digits are half an em in Computer Modern,
+    Times and Libertine alike): enough to size a table's columns.
+
+    >>> em_width("8,030,261,248") < em_width("15.00 GiB") + 2 < em_width("a training step's peak")
+    True
+    """
+    widths = {",": 0.28, ".": 0.28, " ": 0.34, "(": 0.39, ")": 0.39, "%": 0.84, "-": 0.34}
+    total = 0.0
+    for ch in str(text):
+        total += widths.get(ch, 0.5 if ch.isdigit() else 0.74 if ch.isupper() else 0.9 if ch in "mwMW" else 0.52)
+    return total * 1.05
+
+
+def pcol(columns) -> Safe:
+    """The spec of a table's first column, a ``p{}`` as wide as the line less the other columns
+    (``columns``: the texts of each, widest decides) and the gaps between them: a table of
+    ``@{}<< pcol >>rr@{}`` fits the column it is put in (``\\linewidth``), its first column wrapping.
+
+    >>> print(pcol([["1,024"], ["yes", "no"]]))
+    p{\\dimexpr\\linewidth-4.03em-4\\tabcolsep\\relax}
+    """
+    ems = sum(max((em_width(x) for x in col), default=0.0) for col in columns)
+    return Safe(rf"p{{\dimexpr\linewidth-{ems:.2f}em-{2 * len(columns)}\tabcolsep\relax}}")
+
 
 def _filters(kind: str, names: dict) -> dict:
     def tex(value):
@@ -678,35 +722,60 @@ def _filters(kind: str, names: dict) -> dict:
                 lines[-1] += ((sep[:len(sep) - len(sep.lstrip())]) if i else "") + piece
         return Safe(("\n" + " " * indent).join(lines))
 
-    break_line = " \\nonumber \\\\\n&\\quad " if kind == "latex" else " \\\\\n&\\quad "
-    break_eq = break_line.replace("\\quad ", "= ")
+    #: display math is flush left in one column of ``align`` (``&`` first on every line): a statement's first
+    #: line starts with its label, a broken formula goes on ``\\qquad`` in, the next step of a chain on
+    #: ``\\quad =``; every line fits :data:`LATEX_WIDTH` (a label is not an alignment column that narrows the rest)
+    nonumber = " \\nonumber" if kind == "latex" else ""
+    break_line = nonumber + " \\\\\n&\\qquad "
+    break_eq = nonumber + " \\\\\n&\\quad = "
+    rest = LATEX_WIDTH - tex_width("\\qquad ")
 
-    def texlines(value, tail=None):
-        """Display math in an align environment, broken across lines that fit the page (continuation
-        lines start ``&\\quad``); ``tail``, a number, follows as `` = tail``."""
+    def texlines(value, tail=None, lead=""):
+        """Display math broken across lines that fit :data:`LATEX_WIDTH` (continuation lines start
+        ``&\\qquad``); ``lead``: what precedes it on its first line (``N_{\\mathrm{wq}} =``), whose width
+        the first line leaves; ``tail``, a number, follows as `` = tail``."""
         if isinstance(value, sp.Basic):
             value = Formula(value)
-        lines = value.latex_lines(names) if isinstance(value, Formula) else [escape_latex(value)]
+        first = LATEX_WIDTH - tex_width(str(lead) + " = ")
+        lines = value.latex_lines(names, rest, first) if isinstance(value, Formula) else [escape_latex(value)]
         if tail is not None:
             end = num_latex(tail)
-            if tex_width(lines[-1] + " = " + end) <= LATEX_WIDTH:
+            room = first if len(lines) == 1 else rest
+            if tex_width(lines[-1] + " = " + end) <= room:
                 lines[-1] += " = " + end
             else:
                 return Safe(break_line.join(lines) + break_eq + end)
         return Safe(break_line.join(lines))
 
-    def texsum(values):
+    def texsum(values, lead=""):
         """Formulas joined by ``+`` as display math, broken across lines like :func:`texlines`."""
         lines = []
         for i, value in enumerate(values):
-            parts = (value if isinstance(value, Formula) else Formula(value)).latex_lines(names)
+            parts = (value if isinstance(value, Formula) else Formula(value)).latex_lines(names, rest)
             parts[0] = ("+ " if i else "") + parts[0]
             for part in parts:
-                if lines and tex_width(lines[-1] + " " + part) <= LATEX_WIDTH:
+                room = LATEX_WIDTH - tex_width(str(lead) + " = ") if len(lines) == 1 else rest
+                if lines and tex_width(lines[-1] + " " + part) <= room:
                     lines[-1] += " " + part
                 else:
                     lines.append(part)
         return Safe(break_line.join(lines))
+
+    def texjoin(labels, lead=""):
+        """LaTeX pieces (the labels of a sum's terms) joined by ``+``, broken like :func:`texlines`."""
+        lines = []
+        for i, label_ in enumerate(map(str, labels)):
+            part = ("+ " if i else "") + label_
+            room = LATEX_WIDTH - tex_width(str(lead) + " = ") if len(lines) == 1 else rest
+            if lines and tex_width(lines[-1] + " " + part) <= room:
+                lines[-1] += " " + part
+            else:
+                lines.append(part)
+        return Safe(break_line.join(lines))
+
+    def ttpath(value):
+        """A component's path (``block/attention/wq``) in typewriter type, breakable after each ``/``."""
+        return Safe(r"\texttt{" + escape_latex(value).replace("/", r"/\allowbreak{}") + "}")
 
     def meaning(value):
         """A symbol's description for LaTeX text, its symbol names (``n_h``, ``d_ff``) as math."""
@@ -715,7 +784,7 @@ def _filters(kind: str, names: dict) -> dict:
                             for i, p in enumerate(parts)))
 
     return {"tex": tex, "text": text, "pretty": pretty, "show": show, "num": num, "esc": esc,
-            "texlines": texlines, "texsum": texsum, "meaning": meaning, "joinlines": joinlines,
+            "texlines": texlines, "texsum": texsum, "texjoin": texjoin, "pcol": pcol, "ttpath": ttpath, "meaning": meaning, "joinlines": joinlines,
             "grouped": plain, "human": lambda v, flops=False: Safe(human(v, flops)),
             "human_bytes": lambda v: Safe(human_bytes(v)),
             "pct": lambda v, total: Safe(f"{100 * v / total:.2f}" if total else "0.00")}
@@ -1024,13 +1093,19 @@ def math_delimiters(flavor: str) -> dict:
     return {"open": Safe("$"), "close": Safe("$"), "display_open": Safe("$$"), "display_close": Safe("$$")}
 
 
-def label(letter: str, name: str) -> Safe:
-    """The LaTeX label of a term, e.g. ``N_{\\mathrm{wq}}``.
+def label(letter: str, name: str, of: str | None = None) -> Safe:
+    """The LaTeX label of a term, e.g. ``N_{\\mathrm{wq}}``; ``of``: the component a quantity is of, as a
+    superscript.
 
     >>> print(label("F", "lm_head"))
     F_{\\mathrm{lm\\_head}}
+    >>> print(label("M", "inference peak", "attention"))
+    M_{\\mathrm{inference\\ peak}}^{\\mathrm{attention}}
     """
-    return Safe(rf"{letter}_{{\mathrm{{{escape_latex(name)}}}}}")
+    def roman(text):
+        return escape_latex(text).replace(" ", "\\ ")
+    sup = rf"^{{\mathrm{{{roman(of)}}}}}" if of else ""
+    return Safe(rf"{letter}_{{\mathrm{{{roman(name)}}}}}{sup}")
 
 
 def standalone(body: str, title: str, *, template_dir=None, names=None) -> str:

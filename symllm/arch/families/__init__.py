@@ -7,10 +7,14 @@ config.json through it. A new family is a new module here (the registry finds it
 
 Modules: :mod:`~symllm.arch.families.llama`, :mod:`~symllm.arch.families.mistral` (mistral, mixtral),
 :mod:`~symllm.arch.families.qwen` (qwen2, qwen3), :mod:`~symllm.arch.families.qwen3_moe`,
-:mod:`~symllm.arch.families.llama4` (llama4_text, and llama4's text_config),
-:mod:`~symllm.arch.families.deepseek` (deepseek_v2, deepseek_v3), :mod:`~symllm.arch.families.glm4_moe`.
+:mod:`~symllm.arch.families.llama4` (llama4_text, and llama4's text_config), and every family added since
+(``MODULES`` lists what is there).
 """
+import pkgutil
+
 from symllm._lazy import attributes
 
-__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("hf", "llama", "mistral", "qwen", "qwen3_moe", "deepseek", "glm4_moe",
-                                                                     "llama4")})
+#: every module of this folder, found as the registry finds them (a new family needs no entry here)
+MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)))
+
+__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in MODULES})

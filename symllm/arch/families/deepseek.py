@@ -43,7 +43,10 @@ def moe_fields(raw: dict, n_layers: int, defaults: dict) -> dict:
             "experts_per_token": integer(raw, "num_experts_per_tok", defaults["num_experts_per_tok"]),
             "n_shared_experts": integer(raw, "n_shared_experts", defaults["n_shared_experts"]),
             **groups([LayerKind(ffn="moe" if i >= first else "dense") for i in range(n_layers)]),
-            "dense_hidden_dim": dense if first else None}
+            "dense_hidden_dim": dense if first else None,
+            # PEFT adapts the fused experts under gate_proj/up_proj/down_proj (and leaves the dense and shared
+            # SwiGLUs' linears of those names alone): peft_fused_experts refuses those targets
+            "peft_fused_experts": True}
 
 
 def _fields(raw: dict, n_layers: int, family: Family) -> dict:

@@ -63,7 +63,7 @@ HF_UNMODELLED = {
 }
 
 #: model types of the LLaMA family symllm knows but does not model yet, and why
-HF_NOT_YET = {"qwen2_moe": "mixture-of-experts with shared-expert gating"}
+HF_NOT_YET: dict[str, str] = {}
 
 #: ModelConfig's field names -> the config.json keys they are read from (errors name the user's key)
 HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
@@ -86,7 +86,8 @@ class Family:
     fields: Callable[[dict, int], dict]
     #: where its presets come from (the checkpoints whose config.json symllm ships)
     presets: str
-    #: defaults over :data:`COMMON` for absent keys, as transformers' class has them
+    #: defaults over :data:`COMMON` (and over false for the keys of ``reads``) for absent keys, as
+    #: transformers' class has them
     defaults: dict = field(default_factory=dict)
     #: keys that may be null (then derived as when ``None`` is the default); any other null is refused
     nullable: tuple = ()
@@ -106,6 +107,9 @@ class Family:
     wrappers: tuple = ()
     #: ModelConfig field -> config.json key, where it differs from :data:`HF_NAMES`
     names: dict = field(default_factory=dict)
+    #: the key its class reads the feed-forward's activation from, and the values it models -> the
+    #: activation (ModelConfig.activation); another value is refused
+    activation: tuple = ("hidden_act", {"silu": "silu", "swish": "silu"})
 
 
 _REGISTRY: dict[str, Family] = {}
@@ -145,12 +149,12 @@ def family_of(kind) -> Family:
     >>> family_of("gpt2")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads deepseek_v2, ..., llama, ..., qwen3_moe)
+    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads ...)
     """
     families = registry()
     if not isinstance(kind, str) or kind not in families:
         what = f" ({HF_NOT_YET[kind]})" if isinstance(kind, str) and kind in HF_NOT_YET else ""
-        raise SymllmError(f"model_type: {short(kind)}{what} is not modelled (symllm reads {', '.join(families)})")
+        raise SymllmError(f"model_type: {short(kind)}{what} is not modelled (symllm reads {', '.join(sorted(families))})")
     return families[kind]
 
 
@@ -246,9 +250,11 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
     for key, what in HF_UNMODELLED.items():
         if key in raw and key not in family.models and not _neutral(key, raw[key]):
             raise SymllmError(f"{key}: {short(raw[key])} ({what}) is not modelled by symllm")
-    act = raw.get("hidden_act", "silu")
-    if act not in ("silu", "swish"):
-        raise SymllmError(f"hidden_act: {short(act)} is not modelled (symllm models SwiGLU: silu)")
+    key, known = family.activation
+    act = raw.get(key, next(iter(known)))
+    if not isinstance(act, str) or act not in known:
+        what = "SwiGLU: silu" if "silu" in known else f"GeGLU: {', '.join(known)}"
+        raise SymllmError(f"{key}: {short(act)} is not modelled (symllm models {what})")
     ignored = {**{k: False for k in ("attention_bias", "mlp_bias") if k not in family.reads}, **family.ignored}
     for key, neutral in ignored.items():
         if key in raw and raw[key] is not neutral:
@@ -306,10 +312,12 @@ def _fields(raw: dict, family: Family) -> dict:
     theta = raw.get("rope_theta", rope.get("rope_theta", 10000.0) if isinstance(rope, dict) else 10000.0)
     out = dict(vocab_size=size("vocab_size"), dim=size("hidden_size"), n_layers=L,
                n_heads=size("num_attention_heads"), n_kv_heads=size("num_key_value_heads"),
-               head_dim=size("head_dim"), tie_embeddings=flag(raw, "tie_word_embeddings", False),
+               head_dim=size("head_dim"),
+               tie_embeddings=flag(raw, "tie_word_embeddings", family.defaults.get("tie_word_embeddings", False)),
                qkv_bias=family.qkv_bias, qk_norm=family.qk_norm,
+               activation=family.activation[1][raw.get(family.activation[0], next(iter(family.activation[1])))],
                norm_eps=raw.get("rms_norm_eps", 1e-6), rope_theta=theta)
     for key in family.reads:
-        out[key] = flag(raw, key, False)
+        out[key] = flag(raw, key, family.defaults.get(key, False))
     out.update(family.fields(raw, L))
     return out

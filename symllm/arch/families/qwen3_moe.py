@@ -41,9 +41,11 @@ def _fields(raw: dict, n_layers: int) -> dict:
         return {**out, "hidden_dim": integer(raw, "intermediate_size", 6144)}
     window = None if window is None else "sliding"
     moe = set(moe)
+    # PEFT adapts Qwen3MoeExperts' fused gate_up_proj/down_proj under gate_proj/up_proj/down_proj (transformers'
+    # weight-conversion mapping): peft_fused_experts refuses those targets rather than count them wrong
     out.update(n_experts=E, experts_per_token=integer(raw, "num_experts_per_tok", 8),
                **groups([LayerKind(ffn="moe" if i in moe else "dense", window=window) for i in range(n_layers)]),
-               hidden_dim=integer(raw, "moe_intermediate_size", 768))
+               hidden_dim=integer(raw, "moe_intermediate_size", 768), peft_fused_experts=True)
     if len(moe) < n_layers:
         out["dense_hidden_dim"] = integer(raw, "intermediate_size", 6144)
     return out

@@ -1,0 +1,62 @@
+"""The ``gpt_oss`` family: transformers' ``GptOssForCausalLM`` (gpt-oss-20b, gpt-oss-120b).
+
+Every layer is a mixture of experts: a router with a bias (``d -> num_local_experts``; ``num_experts`` is
+the same attribute) picks ``num_experts_per_tok`` experts per token, each a SwiGLU of width
+``intermediate_size`` stored fused (``gate_up_proj [E, d, 2·d_ff]`` and its bias ``[E, 2·d_ff]``,
+``down_proj [E, d_ff, d]`` and its bias ``[E, d]``) whose gate is clamped (``swiglu_limit``, ``swiglu_alpha``:
+no parameters). Attention has biases on q, k, v and o (``attention_bias``, default true), ``head_dim`` 64,
+and one learned sink logit per query head; the layers ``layer_types`` calls ``sliding_attention`` (derived:
+the even layers) see the last ``sliding_window`` keys (default 128), the others the whole context. RoPE is
+YaRN-scaled (``rope_parameters``): no parameters.
+
+>>> f = _fields({"num_hidden_layers": 4}, 4)
+>>> f["n_experts"], f["experts_per_token"], f["hidden_dim"], f["sliding_window"]
+(128, 4, 2880, 128)
+>>> [(k.ffn, k.window, n) for k, n in f["layers"]]  # runs, in model order
+[('moe', 'sliding', 1), ('moe', None, 1), ('moe', 'sliding', 1), ('moe', None, 1)]
+"""
+from symllm.arch.families.hf import Family, LayerKind, groups, integer, register
+from symllm.errors import SymllmError
+from symllm.validate import short
+
+__all__ = ["GPT_OSS"]
+
+
+def _experts(raw: dict) -> int:
+    """``num_local_experts``, or ``num_experts`` (GptOssConfig's ``attribute_map``: the same attribute)."""
+    given = {k: integer(raw, k) for k in ("num_local_experts", "num_experts") if k in raw}
+    if len(set(given.values())) > 1:
+        raise SymllmError(f"num_experts: {given['num_experts']} differs from num_local_experts "
+                          f"{given['num_local_experts']} (one attribute in transformers)")
+    return next(iter(given.values()), 128)
+
+
+def _fields(raw: dict, n_layers: int) -> dict:
+    for key in ("swiglu_limit", "swiglu_alpha"):  # checked only: they change no count
+        if key in raw and (type(raw[key]) not in (int, float) or not raw[key] > 0):
+            raise SymllmError(f"{key}: expected a positive number, got {short(raw[key])}")
+    types = raw.get("layer_types")  # names and length checked with every family's (hf._check)
+    if types is None:  # GptOssConfig.__post_init__: sliding in the even layers
+        types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
+    sliding = [kind == "sliding_attention" for kind in types]
+    window = integer(raw, "sliding_window", 128, nullable=True)
+    if any(sliding) and window is None:
+        raise SymllmError("sliding_window: null with sliding_attention layers; symllm refuses the ambiguous config")
+    out = dict(n_experts=_experts(raw), experts_per_token=integer(raw, "num_experts_per_tok", 4),
+               hidden_dim=integer(raw, "intermediate_size", 2880), moe_bias=True, clamped_swiglu=True,
+               attention_sinks=True,
+               **groups([LayerKind(ffn="moe", window="sliding" if on else None) for on in sliding]))
+    if any(sliding):
+        out["sliding_window"] = window
+    return out
+
+
+GPT_OSS = register(Family(
+    model_type="gpt_oss", fields=_fields, reads=("attention_bias",),
+    defaults={"vocab_size": 201088, "hidden_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64,
+              "num_key_value_heads": 8, "head_dim": 64, "attention_bias": True},
+    layer_types=("full_attention", "sliding_attention"),
+    models=("num_local_experts", "num_experts", "num_experts_per_tok"),
+    names={"hidden_dim": "intermediate_size", "n_experts": "num_local_experts",
+           "experts_per_token": "num_experts_per_tok"},
+    presets="config.json of openai/gpt-oss-20b, openai/gpt-oss-120b (without its MXFP4 quantization_config)"))

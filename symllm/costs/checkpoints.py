@@ -1,0 +1,532 @@
+"""Checkpoints on disk: every tensor's name, dtype, shape and bytes read from the safetensors or GGUF
+headers (no weight is loaded), compared with the component tree, and their actual bytes beside the
+formula's (:mod:`symllm.costs.formats`).
+
+**Reading.** A safetensors file is an 8-byte little-endian header length ``n``, ``n`` bytes of JSON
+(``name -> {"dtype", "shape", "data_offsets"}``, and ``__metadata__``), then the data; a sharded
+checkpoint lists its files in ``model.safetensors.index.json`` (``weight_map``). A GGUF file (v2, v3) is
+its magic, version, tensor and key-value counts, the key-values, then per tensor its name, dimensions
+(``ne[0]``, the row, first), GGML type and offset; :func:`read_gguf` is a minimal parser of that header
+(the ``gguf`` package's reader is not needed). Every length is checked against the file before it is
+trusted: a header longer than the file or than 100 MB (safetensors' own limit), data offsets out of the
+file or not matching the dtype and shape, a string or array longer than what is left, more than 4
+dimensions, an unknown dtype or GGML type: each is one :class:`~symllm.errors.SymllmError` line. In a
+folder, a file that links out of it (a cache snapshot: out of its repository) is refused.
+
+**Expected tensors.** :func:`expected` names each stored tensor of the component tree
+(:func:`symllm.costs.formats.tensors`) as the format does. Hugging Face names: ``model.embed_tokens``,
+``model.layers.{i}.`` + the module path (:data:`HF_NAMES`, and for a linear the HF name it declares
+for LoRA, ``q_proj``), ``model.norm``, ``lm_head`` (absent when tied), each ``.weight`` or ``.bias``;
+shapes as torch stores them (``(fan_out, fan_in)``); the dtype the config.json names (``torch_dtype`` /
+``dtype``; none named: not checked). A quantized checkpoint (``quantization_config``) stores each
+tensor its format quantizes (:data:`symllm.costs.formats.QUANTIZES`) as that format's tensors
+(:data:`QUANTIZED`): AWQ ``qweight`` int32 ``(fan_in, fan_out/8)``, ``qzeros`` int32 ``(fan_in/g,
+fan_out/8)``, ``scales`` fp16 ``(fan_in/g, fan_out)``; GPTQ ``qweight`` int32 ``(fan_in·b/32, fan_out)``,
+``qzeros`` ``(fan_in/g, fan_out·b/32)``, ``scales`` fp16, ``g_idx`` int32 ``(fan_in,)``; FP8 with block
+scales (``quant_method: fp8``, ``weight_block_size``) ``weight`` F8_E4M3 and ``weight_scale_inv`` fp32
+``(⌈fan_out/128⌉, ⌈fan_in/128⌉)``. GGUF names: :data:`symllm.costs.formats.GGUF_NAMES`, shapes
+``ne = (row, rows)``, and the GGML type llama.cpp's file type (``general.file_type``) chooses;
+``rope_freqs.weight`` (Llama 3.1's RoPE scaling factors, not a parameter) is allowed.
+
+>>> expected("llama3.2-1b")["model.layers.0.self_attn.k_proj.weight"]
+{'dtype': 'BF16', 'shape': [512, 2048]}
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+from fractions import Fraction
+from math import ceil, prod
+from pathlib import Path
+
+from symllm.errors import SymllmError
+from symllm.files import parse_json, read_json
+
+__all__ = ["SAFETENSORS_DTYPES", "HF_NAMES", "QUANTIZED", "read_safetensors", "read_gguf", "read", "has_weights",
+           "config_of", "expected", "difference", "weight_format", "check"]
+
+#: safetensors dtype -> bytes per element (the safetensors crate's ``Dtype``)
+SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8,
+                      "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1}
+#: config.json's ``torch_dtype`` -> the safetensors dtype transformers saves
+_TORCH_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
+#: GGML type id -> name (ggml.h ``enum ggml_type``; gguf-py ``GGMLQuantizationType``)
+GGML_IDS = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1", 10: "Q2_K",
+            11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS",
+            19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32",
+            27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4"}
+#: GGML storage types that are not weight formats (:data:`symllm.costs.formats.GGML_TYPES` holds those):
+#: values per block, bytes per block
+_GGML_OTHER = {"Q8_1": (32, 40), "Q8_K": (256, 292), "I8": (1, 1), "I16": (1, 2), "I32": (1, 4), "I64": (1, 8),
+               "F64": (1, 8)}
+#: llama.cpp's ``general.file_type`` (``enum llama_ftype``) -> the file types symllm models
+_FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M",
+               18: "Q6_K", 32: "BF16"}
+
+#: component name -> the Hugging Face module name (LlamaForCausalLM's ``named_parameters``); a linear's
+#: own name is the HF name it declares for LoRA (``rules.lora``); per ``model_type`` overrides below
+HF_NAMES = {"attention": "self_attn", "feed_forward": "mlp", "moe": "mlp", "attention_norm": "input_layernorm",
+            "ffn_norm": "post_attention_layernorm", "q_norm": "q_norm", "k_norm": "k_norm", "router": "gate",
+            "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+_HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
+#: the top-level components' full names
+_HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
+
+#: quantization_config ``quant_method`` -> the weight format of :mod:`symllm.costs.formats` whose layout
+#: :func:`expected` writes and whose bytes count compares (bits and block size decide between some)
+QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block"}
+
+_MAX_HEADER = 100_000_000  # safetensors refuses longer headers (MAX_HEADER_SIZE)
+_MAX_STRING = 1 << 24
+
+
+def _fail(path, what: str):
+    raise SymllmError(f"checkpoint: {str(path)!r}: {what}")
+
+
+def read_safetensors(path) -> dict[str, dict]:
+    """``name -> {"dtype", "shape", "bytes"}`` of a safetensors file, from its header alone (module
+    docstring: every length checked).
+
+    >>> import pathlib, tempfile, json, struct
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.safetensors"
+    >>> h = json.dumps({"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}}).encode()
+    >>> _ = p.write_bytes(struct.pack("<Q", len(h)) + h + bytes(12))
+    >>> read_safetensors(p)
+    {'w': {'dtype': 'BF16', 'shape': [2, 3], 'bytes': 12}}
+    >>> _ = p.write_bytes(struct.pack("<Q", 2**40) + h)
+    >>> read_safetensors(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: checkpoint: '...m.safetensors': header length 1099511627776 is past the end of the file (... bytes)
+    """
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(8)
+            if len(head) < 8:
+                _fail(path, f"{len(head)} bytes: not a safetensors file (no header length)")
+            (n,) = struct.unpack("<Q", head)
+            if n > size - 8:
+                _fail(path, f"header length {n} is past the end of the file ({size} bytes)")
+            if n > _MAX_HEADER:
+                _fail(path, f"header length {n} is more than safetensors' {_MAX_HEADER:,} bytes")
+            raw = fh.read(n)
+    except OSError as e:
+        raise SymllmError(f"checkpoint: cannot read {str(path)!r}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        _fail(path, f"the header is not UTF-8 (byte {e.start})")
+    header = parse_json(text, "checkpoint", repr(str(path)))
+    if not isinstance(header, dict):
+        _fail(path, "the header is not a JSON object")
+    data = size - 8 - n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(info, dict) or set(info) - {"dtype", "shape", "data_offsets"} or len(info) != 3:
+            _fail(path, f"tensor {name[:80]!r}: expected dtype, shape and data_offsets")
+        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if dtype not in SAFETENSORS_DTYPES:
+            _fail(path, f"tensor {name[:80]!r}: unknown dtype {str(dtype)[:20]!r}")
+        if (not isinstance(shape, list) or len(shape) > 8
+                or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**53 for x in shape)):
+            _fail(path, f"tensor {name[:80]!r}: shape {str(shape)[:40]} is not a list of sizes")
+        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(
+                isinstance(x, int) and not isinstance(x, bool) for x in offsets)
+                or not 0 <= offsets[0] <= offsets[1] <= data):
+            _fail(path, f"tensor {name[:80]!r}: data offsets {str(offsets)[:40]} are outside the file's {data} "
+                        "data bytes")
+        nbytes = prod(shape) * SAFETENSORS_DTYPES[dtype]
+        if offsets[1] - offsets[0] != nbytes:
+            _fail(path, f"tensor {name[:80]!r}: {offsets[1] - offsets[0]} data bytes for {dtype} {shape} "
+                        f"({nbytes} bytes)")
+        out[name] = {"dtype": dtype, "shape": shape, "bytes": nbytes}
+    return out
+
+
+class _Reader:
+    """Little-endian reads of a GGUF header, each checked against the bytes left in the file."""
+
+    def __init__(self, fh, size: int, path):
+        self.fh, self.size, self.path, self.pos = fh, size, path, 0
+
+    def take(self, n: int) -> bytes:
+        if n > self.size - self.pos:
+            _fail(self.path, f"a length of {n} at byte {self.pos} is past the end of the file ({self.size} bytes)")
+        data = self.fh.read(n)
+        if len(data) != n:
+            _fail(self.path, f"file ended at byte {self.pos + len(data)}")
+        self.pos += n
+        return data
+
+    def num(self, fmt: str):
+        return struct.unpack("<" + fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self, limit: int = _MAX_STRING) -> str:
+        n = self.num("Q")
+        if n > limit:
+            _fail(self.path, f"a string of {n} bytes at byte {self.pos} is longer than {limit:,}")
+        try:
+            return self.take(n).decode("utf-8")
+        except UnicodeDecodeError:
+            _fail(self.path, f"a string before byte {self.pos} is not UTF-8")
+
+
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def _gguf_value(r: _Reader, vtype: int, depth: int = 0):
+    if vtype in _GGUF_SCALARS:
+        return r.num(_GGUF_SCALARS[vtype])
+    if vtype == 8:
+        return r.string()
+    if vtype == 9 and depth < 2:
+        inner, count = r.num("I"), r.num("Q")
+        if count > r.size - r.pos:
+            _fail(r.path, f"an array of {count} values at byte {r.pos} is longer than the file")
+        values = [_gguf_value(r, inner, depth + 1) for _ in range(count)]
+        return values if count <= 64 else ("array", count)
+    _fail(r.path, f"unknown GGUF value type {vtype} before byte {r.pos}")
+
+
+def read_gguf(path) -> tuple[dict, dict[str, dict]]:
+    """``(metadata, tensors)`` of a GGUF file from its header: metadata keys and values (arrays of more
+    than 64 values as ``("array", count)``), ``name -> {"dtype" (GGML type), "shape" (ne: row first),
+    "bytes"}``; every length checked (module docstring).
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.gguf"
+    >>> _ = p.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + (2**60).to_bytes(8, "little") + bytes(8))
+    >>> read_gguf(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: checkpoint: '...m.gguf': 1152921504606846976 tensors cannot fit in a file of 24 bytes
+    """
+    from symllm.costs.formats import GGML_TYPES
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise SymllmError(f"checkpoint: cannot read {str(path)!r}: {e.strerror or e}") from None
+    with fh:
+        r = _Reader(fh, os.fstat(fh.fileno()).st_size, path)
+        if r.size < 24 or r.take(4) != b"GGUF":
+            _fail(path, "not a GGUF file (no GGUF magic)")
+        version = r.num("I")
+        if version not in (2, 3):
+            _fail(path, f"GGUF version {version} is not read (2 and 3 are)")
+        n_tensors, n_kv = r.num("Q"), r.num("Q")
+        for n, what, least in ((n_tensors, "tensors", 24), (n_kv, "key-values", 12)):
+            if n * least > r.size:
+                _fail(path, f"{n} {what} cannot fit in a file of {r.size} bytes")
+        meta = {}
+        for _ in range(n_kv):
+            key = r.string(1 << 16)
+            meta[key] = _gguf_value(r, r.num("I"))
+        infos = []
+        for _ in range(n_tensors):
+            name = r.string(1 << 16)
+            n_dims = r.num("I")
+            if not 1 <= n_dims <= 4:
+                _fail(path, f"tensor {name[:80]!r} has {n_dims} dimensions (GGML has 1 to 4)")
+            shape = [r.num("Q") for _ in range(n_dims)]
+            type_id, offset = r.num("I"), r.num("Q")
+            if type_id not in GGML_IDS:
+                _fail(path, f"tensor {name[:80]!r}: unknown GGML type {type_id}")
+            infos.append((name, shape, GGML_IDS[type_id], offset))
+        align = meta.get("general.alignment", 32)
+        if not isinstance(align, int) or align < 1 or align > 1 << 20:
+            _fail(path, f"general.alignment {str(align)[:20]} is not a small positive integer")
+        start = -(-r.pos // align) * align
+    tensors = {}
+    for name, shape, kind, offset in infos:
+        block, size = GGML_TYPES.get(kind) or _GGML_OTHER[kind]
+        n = prod(shape)
+        if shape[0] % block:
+            _fail(path, f"tensor {name[:80]!r}: rows of {shape[0]} do not hold whole {kind} blocks of {block}")
+        nbytes = n // block * size
+        if start + offset + nbytes > r.size:
+            _fail(path, f"tensor {name[:80]!r}: its {nbytes} bytes at offset {offset} are past the end of the file")
+        if name in tensors:
+            _fail(path, f"tensor {name[:80]!r} is listed twice")
+        tensors[name] = {"dtype": kind, "shape": shape, "bytes": nbytes}
+    return meta, tensors
+
+
+def _weights_of(folder: Path) -> tuple[str, list[str]]:
+    """("safetensors" | "gguf" | "", the weight files of a folder)."""
+    from symllm.arch import hub
+    if os.path.lexists(folder / "model.safetensors.index.json"):
+        index = read_json(hub.member(folder, "model.safetensors.index.json"), "checkpoint")
+        wm = index.get("weight_map") if isinstance(index, dict) else None
+        if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+            _fail(folder / "model.safetensors.index.json", "no weight_map of tensor -> file names")
+        return "safetensors", sorted(set(wm.values()))
+    names = sorted(os.listdir(folder))
+    for kind in ("safetensors", "gguf"):
+        found = [n for n in names if n.endswith("." + kind)]
+        if found:
+            if kind == "gguf" and len(found) > 1:
+                _fail(folder, f"{len(found)} GGUF files ({', '.join(found[:3])}): give one of them")
+            return kind, found
+    return "", []
+
+
+def has_weights(model) -> bool:
+    """Whether ``model`` (a path, or a Hub id in the local cache) is a checkpoint with weights: a
+    ``.safetensors`` or ``.gguf`` file, or a folder holding them.
+
+    >>> has_weights("llama3.1-8b")
+    False
+    """
+    from symllm.arch import hub
+    path = Path(str(model))
+    if path.suffix in (".gguf", ".safetensors") and path.is_file():
+        return True
+    try:
+        folder = hub.model_folder(model)
+    except SymllmError:
+        return False
+    return folder is not None and bool(_weights_of(folder)[1])
+
+
+def read(model) -> dict:
+    """A checkpoint's tensors from its headers: ``{"path", "format" ("safetensors" | "gguf"), "files",
+    "tensors": {name: {"dtype", "shape", "bytes"}}, "bytes" (their sum), "config" (config.json, or
+    None), "metadata" (GGUF's key-values, or {})}``. ``model`` is a ``.safetensors`` / ``.gguf`` file, a
+    folder (a sharded checkpoint through its index), or a Hub id in the local cache."""
+    from symllm.arch import hub
+    path = Path(str(model))
+    config, meta = None, {}
+    if path.suffix in (".gguf", ".safetensors") and path.is_file():
+        folder, kind, files = path.parent, path.suffix[1:], [path.name]
+        if kind == "gguf":
+            folder = None  # a GGUF file stands alone: its header holds the config
+    else:
+        folder = hub.model_folder(model)
+        if folder is None:
+            raise SymllmError(f"checkpoint: {str(model)!r} is not a folder, a .safetensors or .gguf file, or a Hub "
+                              "id in the local cache")
+        kind, files = _weights_of(folder)
+        if not files:
+            _fail(folder, "holds no weights (model.safetensors.index.json, *.safetensors or *.gguf)")
+    tensors = {}
+    if kind == "gguf":
+        meta, tensors = read_gguf(path if folder is None else hub.member(folder, files[0]))
+    else:
+        single = path.suffix == ".safetensors" and path.is_file()
+        wm = None
+        if not single and os.path.lexists(folder / "model.safetensors.index.json"):
+            wm = read_json(hub.member(folder, "model.safetensors.index.json"), "checkpoint")["weight_map"]
+        for name in files:
+            part = read_safetensors(path if single else hub.member(folder, name))
+            for t in part:
+                if t in tensors:
+                    _fail(folder / name, f"tensor {t[:80]!r} is also in another file")
+                if wm is not None and wm.get(t) != name:
+                    _fail(folder / name, f"tensor {t[:80]!r} is not where model.safetensors.index.json says "
+                                         f"({wm.get(t)!r})")
+            tensors.update(part)
+        if wm is not None:
+            lost = [t for t in wm if t not in tensors]
+            if lost:
+                _fail(folder / "model.safetensors.index.json", f"lists {lost[0][:80]!r}, which {wm[lost[0]]} does "
+                                                               "not hold")
+        if os.path.lexists(folder / "config.json"):
+            config = read_json(hub.member(folder, "config.json", "config"), "config")
+    return {"path": str(model), "format": kind, "files": files, "tensors": tensors,
+            "bytes": sum(t["bytes"] for t in tensors.values()), "config": config, "metadata": meta}
+
+
+def config_of(ckpt: dict):
+    """The :class:`~symllm.arch.config.ModelConfig` of a checkpoint read by :func:`read`: its
+    config.json, or a GGUF's own metadata (llama architecture: ``llama.embedding_length``,
+    ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``, ``feed_forward_length``,
+    the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``)."""
+    from symllm.arch.config import from_dict
+    name = Path(ckpt["path"]).name.split("--")[-1].removesuffix(".gguf")
+    if ckpt["format"] != "gguf":
+        if ckpt["config"] is None:
+            raise SymllmError(f"checkpoint: {ckpt['path']!r} has no config.json beside its weights")
+        return from_dict(ckpt["config"], name=name)
+    meta, tensors = ckpt["metadata"], ckpt["tensors"]
+    arch = meta.get("general.architecture")
+    if arch != "llama":
+        raise SymllmError(f"checkpoint: GGUF architecture {str(arch)[:30]!r} is not read yet (llama is)")
+
+    def key(k, default=None):
+        v = meta.get(f"llama.{k}", default)
+        if v is None or isinstance(v, (bool, float, str, list, tuple)):
+            raise SymllmError(f"checkpoint: {ckpt['path']!r}: llama.{k} is {str(v)[:20]}, not an integer")
+        return v
+    if "token_embd.weight" not in tensors:
+        raise SymllmError(f"checkpoint: {ckpt['path']!r} has no token_embd.weight")
+    raw = {"model_type": "llama", "hidden_size": key("embedding_length"), "num_hidden_layers": key("block_count"),
+           "num_attention_heads": key("attention.head_count"),
+           "num_key_value_heads": key("attention.head_count_kv", meta.get("llama.attention.head_count")),
+           "intermediate_size": key("feed_forward_length"), "vocab_size": tensors["token_embd.weight"]["shape"][1],
+           "tie_word_embeddings": "output.weight" not in tensors}
+    if "llama.attention.key_length" in meta:
+        raw["head_dim"] = key("attention.key_length")
+    return from_dict(raw, name=name)
+
+
+def weight_format(ckpt: dict) -> str | None:
+    """The weight format (:mod:`symllm.costs.formats`) of a checkpoint: a GGUF's llama.cpp file type,
+    a quantization_config's method (:data:`QUANTIZED`; GPTQ with 8 bits: ``gptq-8bit``), else its
+    tensors' float dtype (``bf16``, ``fp16``, ``fp32``); None when symllm has no formula for it (another
+    quantization method, a group size other than 128, a file type it does not model)."""
+    if ckpt["format"] == "gguf":
+        return _FILE_TYPES.get(ckpt["metadata"].get("general.file_type"))
+    q = (ckpt["config"] or {}).get("quantization_config")
+    if isinstance(q, dict):
+        method = q.get("quant_method")
+        if method not in QUANTIZED or q.get("group_size", 128) not in (128, -1) and method != "fp8":
+            return None
+        if method == "gptq" and q.get("bits") == 8:
+            return "gptq-8bit"
+        if method == "gptq" and q.get("bits", 4) != 4 or method == "awq" and q.get("bits", 4) != 4:
+            return None
+        if method == "fp8" and q.get("weight_block_size") != [128, 128]:
+            return None
+        return QUANTIZED[method]
+    dtype = _dtype(ckpt["config"])
+    return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype)
+
+
+def _dtype(raw) -> str | None:
+    raw = raw or {}
+    name = raw.get("torch_dtype") or raw.get("dtype")
+    return _TORCH_DTYPES.get(name) if isinstance(name, str) else None
+
+
+def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str) -> str:
+    names = {**HF_NAMES, **_HF_OVERRIDES.get(model_type, {})}
+    parts = t["path"].split("/")
+    leaf = parts[-1]
+    suffix = "bias" if leaf.endswith(".bias") else "weight"
+    parts[-1] = leaf.removesuffix(".bias")
+    if layer is None:
+        if parts[0] not in _HF_TOP:
+            raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r}")
+        return f"{_HF_TOP[parts[0]]}.{suffix}"
+    out = [f"model.layers.{layer}"]
+    for i, p in enumerate(parts[1:], 1):
+        if i == len(parts) - 1 and t["names"]:
+            out.append(t["names"][1])  # the HF name the linear declares (rules.lora)
+        elif p in names:
+            out.append(names[p] if p != "experts" else f"{names[p]}.{expert}")
+        else:
+            raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r} ({model_type})")
+    return ".".join(out) + f".{suffix}"
+
+
+def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128) -> dict[str, dict]:
+    """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``)."""
+    base = name.removesuffix(".weight")
+    if fmt == "awq":
+        return {f"{base}.qweight": {"dtype": "I32", "shape": [row, rows // 8]},
+                f"{base}.qzeros": {"dtype": "I32", "shape": [row // group, rows // 8]},
+                f"{base}.scales": {"dtype": "F16", "shape": [row // group, rows]}}
+    if fmt in ("gptq", "gptq-8bit"):
+        bits = 8 if fmt == "gptq-8bit" else 4
+        return {f"{base}.qweight": {"dtype": "I32", "shape": [row * bits // 32, rows]},
+                f"{base}.qzeros": {"dtype": "I32", "shape": [row // group, rows * bits // 32]},
+                f"{base}.scales": {"dtype": "F16", "shape": [row // group, rows]},
+                f"{base}.g_idx": {"dtype": "I32", "shape": [row]}}
+    return {name: {"dtype": "F8_E4M3", "shape": [rows, row]},
+            f"{base}.weight_scale_inv": {"dtype": "F32", "shape": [ceil(rows / 128), ceil(row / 128)]}}
+
+
+def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt: str | None = None,
+             gguf: str | None = None) -> dict[str, dict]:
+    """``name -> {"dtype", "shape"}`` of every tensor a checkpoint of ``config`` stores, in model order:
+    Hugging Face names and ``dtype`` (None: unchecked) with the layout of the quantized format ``fmt``
+    (:data:`QUANTIZED`'s values), or with ``gguf`` (a llama.cpp file type, or ``""`` when it is not
+    known: types unchecked) GGUF names and types (module docstring).
+
+    >>> e = expected("llama3.2-1b", gguf="Q4_K_M")
+    >>> e["blk.0.attn_v.weight"], e["output_norm.weight"]
+    ({'dtype': 'Q6_K', 'shape': [2048, 512]}, {'dtype': 'F32', 'shape': [2048]})
+    """
+    from symllm.costs import formats
+    spec = formats._spec(config)
+    ts = formats.tensors(spec)
+    out: dict[str, dict] = {}
+    if gguf is not None:
+        types = formats.weight_bytes(spec, gguf)["tensors"] if gguf else None
+        for t in ts:
+            for i in ([None] if t["layer"] is None else range(t["layer"], t["layer"] + t["count"])):
+                name = formats._gguf_name(t, i)
+                shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
+                out[name] = {"dtype": types[name]["type"] if types else None, "shape": shape}
+        return out
+    quantizes = formats.QUANTIZES.get(fmt, ()) if fmt else ()
+    n_e = spec.config.n_experts or 1
+    for t in ts:
+        experts = t["kind"] == "experts"
+        layers = t["count"] // n_e if experts else t["count"]
+        for i in ([None] if t["layer"] is None else range(t["layer"], t["layer"] + layers)):
+            for e in (range(n_e) if experts else [None]):
+                name = _hf_name(t, i, e, model_type)
+                shape = [t["rows"], t["row"]] if t["ndim"] == 2 else [t["row"]]
+                if t["ndim"] == 2 and t["kind"] in quantizes:
+                    out.update(_quantized(fmt, name, t["row"], t["rows"]))
+                else:
+                    out[name] = {"dtype": dtype, "shape": shape}
+    return out
+
+
+#: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors)
+_EXTRA = ("rope_freqs.weight",)
+
+
+def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
+    """The first difference between expected and found tensors, in one line (expected order; then what
+    is unexpected): ``missing``, ``wrong shape``, ``wrong dtype``, ``unexpected``; None when they agree.
+
+    >>> difference({"a": {"dtype": "F32", "shape": [2]}}, {"a": {"dtype": "F16", "shape": [2], "bytes": 4}})
+    'wrong dtype: a is F16, the config says F32'
+    """
+    for name, w in want.items():
+        f = found.get(name)
+        if f is None:
+            return f"missing: {name} ({w['dtype'] or 'any dtype'} {w['shape']})"
+        if list(f["shape"]) != w["shape"]:
+            return f"wrong shape: {name} is {list(f['shape'])}, the config says {w['shape']}"
+        if w["dtype"] is not None and f["dtype"] != w["dtype"]:
+            return f"wrong dtype: {name} is {f['dtype']}, the config says {w['dtype']}"
+    for name in found:
+        if name not in want and name not in _EXTRA:
+            return f"unexpected: {name} ({found[name]['dtype']} {list(found[name]['shape'])})"
+    return None
+
+
+def check(model) -> dict:
+    """Read a checkpoint (:func:`read`) and compare it with its config's component tree: ``{"path",
+    "format", "files", "tensors" (count), "bytes" (actual), "weight_format", "formula_bytes" (of that
+    format, or None), "difference" (:func:`difference`, or None)}``."""
+    from symllm.costs import formats
+    ckpt = read(model)
+    config = config_of(ckpt)
+    fmt = weight_format(ckpt)
+    if ckpt["format"] == "gguf":
+        want = expected(config, gguf=fmt if fmt in formats.FILE_TYPES else "")
+    else:
+        raw = ckpt["config"] or {}
+        q = raw.get("quantization_config")
+        dtype = _dtype(raw)
+        if isinstance(q, dict) and fmt is None:
+            raise SymllmError(f"checkpoint: quantization {str(q.get('quant_method'))[:30]!r} (bits "
+                              f"{q.get('bits')}, group {q.get('group_size')}) is not modelled: its tensors "
+                              f"cannot be checked (modelled: {', '.join(QUANTIZED)} with 4 or 8 bits, group 128)")
+        want = expected(config, str(raw.get("model_type", "llama")),
+                        "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
+                        fmt if fmt in formats.QUANTIZES else None)
+    formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None else None
+    return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
+            "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,
+            "formula_bytes": formula, "difference": difference(want, ckpt["tensors"]), "config": config}

@@ -1,0 +1,205 @@
+"""Inverse questions: the largest batch, the largest context and the fewest GPUs that fit an accelerator.
+
+A per-GPU peak (:func:`symllm.costs.phases.quantities`' ``memory_per_gpu``) is, for the fused and eager
+stacks and the HF stacks, a sum of polynomials in the batch ``b`` and the prompt ``s`` and of ``Max``es of
+such polynomials. Every coefficient is a count of bytes, so each polynomial grows with its variable, and
+``peak(x) <= M`` holds exactly when every candidate of the ``Max`` (:func:`candidates`: the sums of one
+argument of each ``Max``) stays within ``M``. Each candidate of degree 1 or 2 in ``x`` is solved for
+``p(x) = M`` in closed form, once per expression (:func:`solution`, cached: one per model structure and
+workload shape); the answer is the floor of the smallest root, evaluated at the config's numbers and
+then checked exactly: the peak at the answer fits, at the answer + 1 it does not (:func:`largest` moves it
+by one where a square root's float rounding put it one off). Where no closed form exists (a window's
+``Min``, a ceiling of ``s/N_t`` under sequence parallelism, a degree above 2) :func:`largest` searches
+the integers exactly instead (doubling, then bisection), the same predicate deciding.
+
+>>> largest(S.b * 3 + 10, S.b, {}, 100)   # 3b + 10 <= 100
+30
+>>> sol = closed_form(S.beta_w * S.N + sp.Max(S.b * S.s * S.V, 3 * S.b * S.s * S.d_ff), S.b)
+>>> sol == sp.floor(sp.Min((M_gpu - S.N * S.beta_w) / (S.V * S.s), (M_gpu - S.N * S.beta_w) / (3 * S.d_ff * S.s)))
+True
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+from functools import lru_cache
+
+import sympy as sp
+
+from symllm.arch import symbols as S
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import evaluate
+
+__all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "LAYOUT_RANKS"]
+
+#: the accelerator's memory, bytes (what :func:`solution` solves the peak against)
+M_gpu = sp.Symbol("M_gpu", positive=True)
+#: the ranks a layout family may grow (:func:`symllm.costs.plans.fewest_gpus`)
+LAYOUT_RANKS = ("tp", "pp", "dp")
+#: the most distributed terms :func:`candidates` expands a product of Maxes into
+_MAX_CANDIDATES = 256
+
+
+def candidates(expr: sp.Expr, x: sp.Symbol) -> list[sp.Expr] | None:
+    """Expressions whose largest is ``expr`` wherever every term is non-negative (byte counts): a ``Max``
+    holding ``x`` becomes its arguments, a sum of them every sum of one argument each. None where ``x``
+    sits in anything else than sums, products and powers (a ceiling, a ``Min``), or there are too many.
+
+    >>> candidates(S.b + sp.Max(S.b * S.s, 2 * S.b), S.b) == [3 * S.b, S.b * S.s + S.b]
+    True
+    >>> candidates(sp.ceiling(S.b / 2), S.b) is None
+    True
+    """
+    out = _candidates(expr, x)
+    return None if out is None else sorted((sp.expand(c) for c in out), key=sp.default_sort_key)
+
+
+def _candidates(e, x):
+    if not e.has(x):
+        return [e]
+    if e == x:
+        return [e]
+    if isinstance(e, sp.Max):
+        out = []
+        for a in e.args:
+            got = _candidates(a, x)
+            if got is None:
+                return None
+            out.extend(got)
+        return out if len(out) <= _MAX_CANDIDATES else None
+    if isinstance(e, (sp.Add, sp.Mul)):
+        parts = [_candidates(a, x) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        if sp.prod(len(p) for p in parts) > _MAX_CANDIDATES:
+            return None
+        op = sp.Add if isinstance(e, sp.Add) else sp.Mul
+        return [op(*combo) for combo in itertools.product(*parts)]
+    if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
+        base = _candidates(e.base, x)
+        return None if base is None or len(base) > 1 else [base[0] ** e.exp]
+    return None
+
+
+def _coefficients(p: sp.Expr, x: sp.Symbol) -> tuple | None:
+    """``(c0, c1, c2)`` with ``p = c0 + c1·x + c2·x²``, none of them holding ``x``; None for any other ``p``."""
+    p = sp.expand(p)
+    cs = tuple(p.coeff(x, k) for k in range(3))
+    if any(c.has(x) for c in cs) or sp.expand(p - cs[0] - cs[1] * x - cs[2] * x ** 2) != 0:
+        return None
+    return cs
+
+
+@lru_cache(maxsize=256)
+def solution(expr: sp.Expr, x: sp.Symbol) -> tuple | None:
+    """The largest ``x`` with ``expr <= M_gpu`` in closed form (module docstring), as the coefficients
+    ``(c0, c1, c2)`` of each candidate holding ``x`` (:func:`candidates`): the answer is the floor of the
+    smallest root of ``c0 + c1·x + c2·x² = M_gpu`` (:func:`closed_form` writes it out). None where there is
+    no closed form (a ceiling or a ``Min`` of ``x``, a degree above 2). Cached per expression.
+
+    >>> solution(S.b ** 2 * S.s + S.N, S.b)
+    ((N, 0, s),)
+    >>> solution(sp.Min(S.s, S.W) * S.b, S.s) is None
+    True
+    """
+    cands = candidates(expr, x)
+    if cands is None:
+        return None
+    out = []
+    for c in cands:
+        if not c.has(x):
+            continue  # a candidate without x: the exact check decides whether anything fits
+        cs = _coefficients(c, x)
+        if cs is None:
+            return None
+        out.append(cs)
+    return tuple(out) or None
+
+
+def closed_form(expr: sp.Expr, x: sp.Symbol) -> sp.Expr | None:
+    """:func:`solution` written out: ``floor(Min(roots))`` in the model's and workload's symbols and
+    ``M_gpu``.
+
+    >>> closed_form(S.b * S.s * S.V + S.N, S.b) == sp.floor((M_gpu - S.N) / (S.V * S.s))
+    True
+    """
+    sol = solution(expr, x)
+    if sol is None:
+        return None
+    roots = [(M_gpu - c0) / c1 if c2 == 0 else (-c1 + sp.sqrt(c1 ** 2 + 4 * c2 * (M_gpu - c0))) / (2 * c2)
+             for c0, c1, c2 in sol]
+    return sp.floor(sp.Min(*roots))
+
+
+def _floor_root(c0: Fraction, c1: Fraction, c2: Fraction, capacity: int) -> int | None:
+    """The largest integer ``x`` with ``c0 + c1·x + c2·x² <= capacity`` (coefficients non-negative, not both
+    c1 and c2 zero), exactly: integer square roots, then a step either way."""
+    rest = capacity - c0
+    if rest < 0:
+        return -1
+    if c2 == 0:
+        if c1 <= 0:
+            return None
+        return math.floor(rest / c1)
+    disc = c1 * c1 + 4 * c2 * rest  # a Fraction: its floor's integer square root, then exact steps
+    guess = (math.isqrt(math.floor(disc)) - c1) / (2 * c2)
+    x = max(-1, math.floor(guess))
+    while x >= 0 and c0 + c1 * x + c2 * x * x > capacity:
+        x -= 1
+    while c0 + c1 * (x + 1) + c2 * (x + 1) ** 2 <= capacity:
+        x += 1
+    return x
+
+
+def _search(fits, low: int) -> int:
+    """The largest ``x >= low`` with ``fits(x)`` for a predicate that holds up to some ``x`` and fails past
+    it; ``low - 1`` when ``fits(low)`` fails (exponential, then binary search)."""
+    if not fits(low):
+        return low - 1
+    good, bad = low, max(2 * low, low + 1)
+    while fits(bad):
+        good, bad = bad, bad * 2
+        if bad > 2 ** 64:
+            raise SymllmError("memory: the peak does not grow with the batch or the context; no largest value")
+    while bad - good > 1:  # fits(good), not fits(bad)
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if fits(mid) else (good, mid)
+    return good
+
+
+def largest(expr: sp.Expr, x: sp.Symbol, vals: dict, capacity: int, low: int = 1) -> int:
+    """The largest ``x >= low`` (an integer) with ``expr`` at ``vals`` (``x`` put in) ``<= capacity``;
+    ``low - 1`` when not even ``low`` fits. The closed form of :func:`solution` where one exists, checked
+    exactly at the answer and the answer + 1; otherwise an exact search.
+
+    >>> largest(S.b ** 2 + 1, S.b, {}, 101), largest(S.b ** 2 + 1, S.b, {}, 1)
+    (10, 0)
+    """
+    at = {k: v for k, v in vals.items() if k != x}
+
+    def fits(value: int) -> bool:
+        return Fraction(evaluate(expr, {**at, x: value})) <= capacity
+
+    sol = solution(expr, x)
+    if sol is not None:
+        answer = None
+        for cs in sol:
+            try:
+                c0, c1, c2 = (Fraction(evaluate(c, at)) for c in cs)
+            except (SymllmError, TypeError):  # a symbol unset: the search decides
+                answer = None
+                break
+            if c1 < 0 or c2 < 0:  # not growing with x: no closed form here
+                answer = None
+                break
+            root = _floor_root(c0, c1, c2, capacity)
+            if root is None:
+                answer = None
+                break
+            answer = root if answer is None else min(answer, root)
+        if answer is not None:
+            answer = max(low - 1, answer)
+            if (answer < low or fits(answer)) and not fits(answer + 1):
+                return answer
+    return _search(fits, low)

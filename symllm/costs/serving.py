@@ -1,0 +1,107 @@
+"""Serving capacity as vLLM allocates it: a paged KV cache in what the GPU has left.
+
+At start-up vLLM (``gpu_worker.determine_available_memory``; ``kv_cache_utils``) measures, per GPU,
+
+    KV cache bytes = gpu_memory_utilization × GPU memory − weights − activation peak − non-torch memory
+
+and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V:
+
+    KV tokens = ⌊KV cache bytes / (block_size · bytes per token)⌋ · block_size,
+    bytes per token = 2 · L · n_kv · d_h · β_kv per tensor-parallel rank (⌈n_kv / N_t⌉ heads: vLLM
+    replicates KV heads when there are more ranks than heads),
+
+and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
+
+Conventions (each an estimate of what vLLM measures, not derives):
+
+* GPU memory: the accelerator's capacity (:mod:`symllm.costs.hardware`: the vendor's "GB" read as GiB;
+  ``--gpu-memory`` sets it; torch reports somewhat less, an H100 80GB as 79.19 GiB);
+* weights: the workload's weights per GPU (``--dtype`` or ``--weight-format``, :mod:`symllm.costs.formats`);
+* activation peak: what the profile run holds above weights and KV cache: one prefill of
+  ``max_num_batched_tokens`` tokens (vLLM V1's profile run; 8192 is ``vllm serve``'s default) in the
+  fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1),
+  logits for every position included (an upper bound: vLLM computes the sampled positions' logits only);
+* non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, 0
+  unless given (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is
+  allocated and are not subtracted).
+
+>>> r = capacity("llama3.1-8b", gpu="h100-sxm", seq=131072)
+>>> r["kv_bytes_per_token"], r["block_size"], r["kv_tokens"] % 16
+(131072, 16, 0)
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from math import ceil
+
+from symllm.errors import SymllmError
+from symllm.validate import integer
+
+__all__ = ["DEFAULTS", "capacity"]
+
+#: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` 8192 (``vllm serve``),
+#: ``block_size`` 16; non-torch memory 0 (not modelled unless given)
+DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": 8192, "block_size": 16,
+            "non_torch": 0}
+
+
+def _fraction(field: str, value, low=0, high=None) -> Fraction:
+    try:
+        out = Fraction(str(value)) if not isinstance(value, Fraction) else value
+    except (ValueError, ZeroDivisionError):
+        raise SymllmError(f"{field}: expected a number, got {value!r}") from None
+    if isinstance(value, bool) or not out > low or (high is not None and out > high):
+        raise SymllmError(f"{field}: expected a number above {low}" + (f" and at most {high}" if high else "")
+                          + f", got {value!r}")
+    return out
+
+
+def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
+             max_num_batched_tokens: int = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
+             non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, **options) -> dict:
+    """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
+    ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
+    is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
+    "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
+    "fits"}``, bytes per GPU (module docstring). ``kv_cache_bytes`` replaces the estimate by a measured
+    figure (vLLM's "Available KV cache memory").
+
+    >>> r = capacity("llama3.1-70b", gpu="h100-sxm", tp=4, seq=8192, kv_format="fp8")
+    >>> r["kv_bytes_per_token"], r["fits"]
+    (40960, True)
+    """
+    from symllm.arch import resolved
+    from symllm.costs import hardware, phases
+    from symllm.costs.workloads import Workload
+    work = Workload.of(work, **options)
+    gpu = hardware.of(work)
+    if gpu is None:
+        raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory with --gpu-bandwidth and --gpu-flops)")
+    if work.pp > 1 or work.ep > 1 or work.dp > 1:
+        raise SymllmError("serve: modelled for tensor parallelism (--tp) only; pipeline, data and expert "
+                          "parallelism are not")
+    util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
+    integer("max_num_batched_tokens", max_num_batched_tokens)
+    integer("block_size", block_size)
+    non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
+    spec = resolved.spec(config)
+    bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
+    profile = phases.workload(spec, work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, **bare))
+    one = phases.workload(spec, work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
+    n_kv = spec.config.n_kv_heads
+    per_token = Fraction(one["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv  # one rank's share of the heads
+    per_token = int(per_token) if per_token.denominator == 1 else per_token
+    weights = profile["memory_per_gpu"]["weights"]
+    kv_profile = Fraction(profile["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv
+    activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile
+    usable = util * gpu.memory
+    kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
+                                                                                          kv_cache_bytes)
+    blocks = max(int(kv // (block_size * per_token)), 0)
+    tokens = blocks * block_size
+    context = work.seq + work.gen
+    return {"gpu": gpu.name, "memory": gpu.memory, "gpu_memory_utilization": util, "usable": usable,
+            "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
+            "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
+            "context": context, "max_concurrency": Fraction(tokens, context), "fits": tokens >= context,
+            "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp}

@@ -1,0 +1,410 @@
+"""Decisions: the largest batch and context that fit, the fewest GPUs, and the layouts of N GPUs ranked.
+
+* :func:`max_batch` and :func:`max_context`: the inverse questions of one layout on one accelerator, in
+  closed form where one exists (:mod:`symllm.costs.inverse`; what ``symllm count --gpu`` shows);
+* :func:`fewest_gpus`: the smallest product of the ranks a layout family may grow (``tp``, ``pp``, ``dp``)
+  whose per-GPU peak fits, the other ranks as the workload gives them;
+* :func:`plan`: every layout of ``N`` GPUs (tensor-parallel ranks dividing the query and key/value heads,
+  pipeline stages dividing the layers, the rest data-parallel; for a mixture of experts expert-parallel
+  ranks dividing the experts and the data-parallel ranks; for training ZeRO 0-3 and full recomputation
+  or none; for serving the batch per replica), each dropped with its reason where it does not fit, the
+  rest ranked by the roofline model of :func:`symllm.costs.hardware.roofline` (training: step time at the
+  global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
+  and evaluated over every layout at once in compiled kernels (:mod:`symllm.numbers.kernels`), with the
+  per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
+  that ``workload()`` evaluates, so a row equals ``symllm.workload`` at its layout (``tests/test_plans.py``).
+
+Conventions of :func:`plan`: training runs one optimizer step of the global batch; each data-parallel
+rank trains its ``global_batch / dp`` sequences as ``accum`` micro-batches of ``batch`` sequences (every
+divisor tried), one after another through the pipeline, each as ``workload()``'s step of one micro-batch
+without its gradient reduction, which runs once per step (so ``step = accum × (micro-step) + the
+data-parallel traffic``; memory is one micro-batch's, as ``workload()``'s: a pipeline schedule's micro-batches
+in flight are not multiplied in); a layout whose ``dp`` does not divide the global batch is dropped.
+Sequence parallelism is tried with every ``tp > 1``; ZeRO stages above 0 only with more than one
+data-parallel rank (they shard nothing otherwise). Serving tries the batches 1, 2, 4, ... up to
+``concurrency`` per replica, every replica (``dp``) serving its own.
+
+>>> p = plan("llama3.1-8b", 8, "h100-sxm", training=True, global_batch=8, seq=4096)
+>>> p.layouts, len(p.rows) + sum(p.dropped.values()) == p.layouts
+(232, True)
+>>> best = p.rows[0]; (best["tp"], best["pp"], best["dp"], best["zero"], best["recompute"])
+(2, 1, 4, 2, False)
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import sympy as sp
+
+from symllm.arch import resolved
+from symllm.arch import symbols as S
+from symllm.costs import checks, hardware, inverse, parallel, stacks
+from symllm.costs import phases as costs
+from symllm.costs.workloads import Workload
+from symllm.errors import SymllmError
+from symllm.numbers.kernels import compile_expr, evaluate
+from symllm.validate import positive_int
+
+__all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "parse_gpus", "REASONS"]
+
+#: why a layout is dropped: the reason's key -> its short text (``{...}`` filled per plan)
+REASONS = {"training_peak": "training peak > {capacity} per GPU",
+           "inference_peak": "inference peak > {capacity} per GPU",
+           "global_batch": "dp does not divide the global batch of {global_batch}"}
+
+
+def _time(config, work: Workload | None, options: dict) -> dict:
+    work = Workload.of(work, **options)
+    if hardware.of(work) is None:
+        raise SymllmError("gpu: an inverse question needs an accelerator (gpu=NAME, or gpu_memory, "
+                          "gpu_bandwidth and gpu_flops)")
+    return costs.workload(config, work)["time"]
+
+
+def max_batch(config, work: Workload | None = None, *, training: bool = False, **options) -> int:
+    """The largest batch whose per-GPU peak (the inference peak, or with ``training`` the training peak)
+    fits the workload's accelerator under its layout; 0 when not one sequence does. Closed form where one
+    exists, checked exactly (:mod:`symllm.costs.inverse`).
+
+    >>> max_batch("llama3.1-8b", gpu="h100-sxm", seq=8192), max_batch("llama3.1-8b", gpu="h100-sxm", tp=4, training=True)
+    (21, 13)
+    """
+    return _time(config, work, options)["training_max_batch" if training else "max_batch"]
+
+
+def max_context(config, work: Workload | None = None, *, training: bool = False, **options) -> int:
+    """The longest context whose per-GPU peak fits at the workload's batch: for inference the largest
+    ``seq + gen`` (the prompt grows, the ``gen`` generated tokens held), for ``training`` the largest
+    ``seq``; 0 when none does.
+
+    >>> max_context("llama3.1-8b", gpu="h100-sxm"), max_context("llama3.1-8b", gpu="h100-sxm", gen=1000, batch=8)
+    (172882, 22285)
+    """
+    return _time(config, work, options)["training_max_seq" if training else "max_context"]
+
+
+# --------------------------------------------------------------------------- fewest GPUs
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _tp_choices(spc) -> list[int]:
+    """Tensor-parallel ranks that split whole heads: dividing the query and the key/value heads."""
+    return [t for t in _divisors(spc.n_kv_heads) if spc.n_heads % t == 0]
+
+
+def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training: bool = True,
+                limit: int = 1 << 16, **options) -> dict | None:
+    """The layout with the fewest GPUs whose per-GPU training peak (or inference peak: ``training=False``)
+    fits the workload's accelerator, growing only ``ranks`` (any of ``tp``, ``pp``, ``dp``: tensor ranks
+    dividing the heads and key/value heads, pipeline stages dividing the layers, data-parallel ranks that
+    ZeRO shards over); the other ranks stay the workload's. ``{"tp", "pp", "dp", "gpus", "peak"}``, the
+    smallest ``tp·pp·dp`` (ties: fewer tensor ranks, then fewer stages), or None when none of at most
+    ``limit`` GPUs fits. An exact search: the per-GPU peak has ceilings in the ranks (no closed form), and
+    falls as ``dp`` grows (binary search over it).
+
+    >>> fewest_gpus("llama3.1-70b", gpu="h100-sxm", ranks=("tp", "pp"), seq=4096)
+    {'tp': 2, 'pp': 8, 'dp': 1, 'gpus': 16, 'peak': 84486864896}
+    >>> fewest_gpus("llama3.1-70b", gpu="h100-sxm", ranks=("dp",), zero_stage=3, recompute=True, seq=4096)["dp"]
+    15
+    """
+    spc = resolved.spec(config)
+    work = Workload.of(work, **options)
+    g = hardware.of(work)
+    if g is None:
+        raise SymllmError("gpu: fewest_gpus needs an accelerator (gpu=NAME, or gpu_memory, gpu_bandwidth and "
+                          "gpu_flops)")
+    ranks = (ranks,) if isinstance(ranks, str) else tuple(ranks)
+    for r in ranks:
+        if r not in inverse.LAYOUT_RANKS:
+            raise SymllmError(f"ranks: unknown {r!r} (known: {', '.join(inverse.LAYOUT_RANKS)})")
+    positive_int("limit", limit)
+    kind = "training_peak" if training else "inference_peak"
+    mdl = spc.model(work.attention)
+    vals = {**spc.values(), **work.values()}
+
+    def peak(tp: int, pp: int, dp: int):
+        at = work.replace(tp=tp, pp=pp, dp=dp)
+        checks.check(spc, at)
+        return evaluate(costs.quantities(mdl, at)["memory_per_gpu"][kind],
+                        {**vals, S.N_t: tp, S.N_p: pp, S.N_d: dp})
+
+    tps = _tp_choices(spc) if "tp" in ranks else [work.tp]
+    pps = _divisors(spc.n_layers) if "pp" in ranks else [work.pp]
+    best = None
+    for tp in tps:
+        for pp in pps:
+            room = limit // (tp * pp)
+            if room < 1:
+                continue
+            if "dp" not in ranks:
+                dps = [work.dp] if work.dp <= room and peak(tp, pp, work.dp) <= g.memory else []
+            else:  # the peak falls as dp grows: the smallest multiple of ep that fits, by bisection
+                step = work.ep
+                top = room // step
+                if top < 1 or peak(tp, pp, top * step) > g.memory:
+                    dps = []
+                else:
+                    lo, hi = 0, top  # not fits(lo * step) (or lo = 0), fits(hi * step)
+                    while hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        lo, hi = (lo, mid) if peak(tp, pp, mid * step) <= g.memory else (mid, hi)
+                    dps = [hi * step]
+            for dp in dps:
+                key = (tp * pp * dp, tp, pp)
+                if best is None or key < best[0]:
+                    best = (key, {"tp": tp, "pp": pp, "dp": dp, "gpus": tp * pp * dp,
+                                  "peak": peak(tp, pp, dp)})
+    return None if best is None else best[1]
+
+
+# --------------------------------------------------------------------------- plan
+
+def parse_gpus(text: str) -> tuple[int, str]:
+    """``N×GPU`` (or ``NxGPU``, ``N*GPU``) as ``(N, GPU)``.
+
+    >>> parse_gpus("16xh100-sxm"), parse_gpus("8×a100-80gb")
+    ((16, 'h100-sxm'), (8, 'a100-80gb'))
+    >>> parse_gpus("h100")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpus: expected N×GPU, e.g. 16xh100-sxm, got 'h100'
+    """
+    for sep in ("×", "x", "*"):
+        count, got, name = str(text).partition(sep)
+        if got and count.strip().isdigit() and name.strip():
+            n = int(count)
+            if n < 1:
+                break
+            hardware.gpu(name.strip())
+            return n, name.strip()
+    raise SymllmError(f"gpus: expected N×GPU, e.g. 16xh100-sxm, got {text!r}")
+
+
+@dataclass
+class Plan:
+    """The layouts of :func:`plan`: ``rows`` (those that fit, best first, each a dict of the layout and its
+    figures), ``dropped`` (reason -> how many layouts), ``drops`` (each dropped layout with its reason)."""
+
+    model: str
+    gpu: str
+    gpus: int
+    training: bool
+    #: layouts enumerated
+    layouts: int
+    rows: list = field(default_factory=list)
+    dropped: dict = field(default_factory=dict)
+    drops: list = field(default_factory=list)
+    #: the workload every layout shares (its batch is the global batch for training)
+    workload: dict = field(default_factory=dict)
+
+    def to_dict(self, top: int | None = None) -> dict:
+        """JSON-ready: the first ``top`` rows (all by default), the drop counts."""
+        return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "training": self.training,
+                "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
+                "workload": self.workload, "rows": self.rows[:top] if top else list(self.rows)}
+
+
+#: a layout's columns, in :func:`plan`'s rows
+_KEYS = ("tp", "pp", "dp", "ep", "sp", "zero", "recompute", "batch", "accum")
+
+
+def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int | None) -> dict[str, np.ndarray]:
+    """Every layout of ``gpus`` GPUs (module docstring), as columns (``batch`` 0: ``dp`` does not divide the
+    global batch)."""
+    experts = spc.n_experts
+    cols = {k: [] for k in _KEYS}
+    columns = list(cols.values())
+    batches = [1 << i for i in range(concurrency.bit_length()) if 1 << i <= concurrency]
+    if batches[-1] != concurrency:
+        batches.append(concurrency)
+
+    def add(*values):
+        for column, v in zip(columns, values):
+            column.append(v)
+
+    for tp in _tp_choices(spc):
+        if gpus % tp:
+            continue
+        for pp in _divisors(spc.n_layers):
+            if (gpus // tp) % pp:
+                continue
+            dp = gpus // (tp * pp)
+            eps = [e for e in _divisors(dp) if experts % e == 0] if experts else [1]
+            for ep in eps:
+                if not training:
+                    for b in batches:
+                        add(tp, pp, dp, ep, False, 0, False, b, 1)
+                    continue
+                per_rank = global_batch // dp if global_batch % dp == 0 else 0
+                for seq_par in ((False, True) if tp > 1 else (False,)):
+                    for zero in (range(4) if dp > 1 else (0,)):
+                        for rec in (False, True):
+                            if not per_rank:
+                                add(tp, pp, dp, ep, seq_par, zero, rec, 0, 0)
+                            for micro in _divisors(per_rank) if per_rank else ():
+                                add(tp, pp, dp, ep, seq_par, zero, rec, micro, per_rank // micro)
+    return {k: np.asarray(v, dtype=bool if k in ("sp", "recompute") else np.int64) for k, v in cols.items()}
+
+
+def _vector(expr, args: dict, n: int) -> np.ndarray:
+    """``expr`` over the layouts: a compiled kernel (:func:`compile_expr`) of its symbols' arrays or numbers."""
+    kernel = compile_expr(expr)
+    out = kernel.vector(**{a.name: args[a.name] for a in kernel.args})
+    return np.broadcast_to(np.asarray(out), (n,))
+
+
+def _float(x: np.ndarray) -> np.ndarray:
+    return np.asarray([float(v) for v in x.tolist()]) if x.dtype == object else x.astype(np.float64)
+
+
+def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None, *, training: bool = False,
+         global_batch: int | None = None, concurrency: int = 256, **options) -> Plan:
+    """Every layout of ``gpus`` accelerators called ``gpu`` (or the workload's ``gpu``), dropped with its
+    reason where its per-GPU peak does not fit, the rest ranked (module docstring): for ``training`` by step
+    time of ``global_batch`` sequences (default: one per GPU) of the workload's ``seq``, for serving by
+    decode tokens/s at the workload's context. ``options`` are :class:`Workload` options shared by every
+    layout (``seq``, ``gen``, ``dtype``, ``stack``, ``network``, ``tokens``, ``price``, ...).
+
+    >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
+    >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.dropped
+    ((8, 1, 2, 128), {'inference peak > 80 GiB per GPU': 42})
+    """
+    spc = resolved.spec(config)
+    positive_int("gpus", gpus)
+    positive_int("concurrency", concurrency)
+    if gpu is not None:
+        options["gpu"] = gpu
+    for k in ("tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "batch"):
+        if options.get(k) is not None:
+            raise SymllmError(f"{k}: plan enumerates the layouts itself; give the workload without it")
+    work = Workload.of(work, **options)
+    checks.check(spc, work)
+    g = hardware.of(work)
+    if g is None:
+        raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")
+    if work.stack not in stacks.COMPONENT_STACKS:
+        raise SymllmError(f"stack: plan lays models out with the fused or the eager stack, not {work.stack}")
+    if training:
+        global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
+    elif global_batch is not None:
+        raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
+    cols = _layouts(spc, gpus, training, concurrency, global_batch)
+    n = len(cols["tp"])
+    out = Plan(spc.name, g.name, gpus, training, n,
+               workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})})
+    if n == 0:
+        return out
+    mdl = spc.model(work.attention)
+    base = {sym.name: v for sym, v in {**spc.values(), **work.values()}.items()}
+    args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
+            "b": np.maximum(cols["batch"], 1)}
+    fit_peak = np.zeros(n, dtype=object)
+    seconds = np.zeros(n)
+    links = _links(cols, work, g)
+    kind = "training_peak" if training else "inference_peak"
+    groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist())))
+    for zero, rec, seq_par in groups:
+        at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
+        sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+        m = int(np.count_nonzero(at))
+        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer)
+        peaks = [_vector(e, sub, m) for e in forms["peaks"]]
+        peak = peaks[0]
+        for p in peaks[1:]:
+            peak = np.where(np.asarray(p >= peak, dtype=bool), p, peak)
+        fit_peak[at] = peak
+        bw = {k: v[at] for k, v in links.items()}
+        pp = sub["N_p"].astype(np.float64)
+        handoff = _float(_vector(forms["handoff"], sub, m)) / bw["pp"] * (pp - 1)
+        if training:
+            worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
+            sent = {k: _float(_vector(e, sub, m)) for k, e in forms["comm"].items()}
+            micro_step = pp * (worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]) + handoff
+            seconds[at] = cols["accum"][at] * micro_step + sent["dp"] / bw["dp"]
+        else:
+            tp_on = sub["N_t"] > 1
+            worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
+                            + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
+                            for fl, by, tp in forms["stages"]], axis=0)
+            seconds[at] = pp * worst + handoff
+    capacity = g.memory
+    peaks = fit_peak.tolist()
+    fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
+    reason = np.full(n, "", dtype=object)
+    text = {k: v.format(capacity=_gib(capacity), global_batch=global_batch) for k, v in REASONS.items()}
+    reason[~fits] = text[kind]
+    if training:
+        reason[cols["batch"] == 0] = text["global_batch"]
+    keep = reason == ""
+    names = [k for k in _KEYS if training or k not in ("zero", "recompute", "sp", "accum")]
+    layouts = list(zip(*(cols[k].tolist() for k in names)))
+    for i in np.flatnonzero(~keep).tolist():
+        out.drops.append({**dict(zip(names, layouts[i])), "reason": reason[i]})
+        out.dropped[reason[i]] = out.dropped.get(reason[i], 0) + 1
+    kept = np.flatnonzero(keep)
+    secs = seconds[kept]
+    if training:
+        prefill = costs.flops(mdl, "prefill").subs(dict(mdl.definitions))  # the whole model's, per micro-batch
+        model_flops = 3 * cols["dp"] * cols["accum"] * _float(_vector(prefill, args, n))
+        tokens = global_batch * work.seq
+        figures = {"step_s": secs, "tokens_per_s": tokens / secs,
+                   "mfu": model_flops[kept] / (secs * gpus * base["P"])}
+        if work.tokens is not None:
+            figures["training_s"] = work.tokens / tokens * secs
+            figures["gpu_hours"] = figures["training_s"] * gpus / 3600
+            if work.price is not None:
+                figures["cost"] = figures["gpu_hours"] * work.price
+    else:
+        figures = {"decode_token_s": secs, "tokens_per_s": cols["dp"][kept] * cols["batch"][kept] / secs}
+    figure_names = list(figures)
+    rows = [{**dict(zip(names, layouts[i])), "gpus": gpus, "peak": _int(peaks[i]), **dict(zip(figure_names, f))}
+            for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
+    rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
+              else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
+    out.rows = rows
+    return out
+
+
+@lru_cache(maxsize=64)
+def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool,
+           optimizer: str = "adamw") -> dict:
+    """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
+    per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
+    (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
+    :func:`symllm.costs.parallel.comm`; serving: a decode step's FLOPs, bytes and tensor-parallel bytes)."""
+    defs = dict(mdl.definitions)
+    stages = parallel.stages(mdl, seq_par)
+    terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops)
+    out = {"peaks": tuple(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer).subs(defs)
+                          for i in range(len(stages)))}
+    if training:
+        comm = parallel.comm(mdl, seq_par, rec, zero)
+        out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
+                   comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},
+                   handoff=terms["training_handoff"])
+    else:
+        out.update(stages=tuple((st["decode_flops"], st["decode_bytes"], st["decode_tp"]) for st in terms["stages"]),
+                   handoff=terms["decode_handoff"])
+    return out
+
+
+def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:
+    """Each layout's link bandwidth per parallel group (:func:`symllm.costs.hardware.links`), as arrays."""
+    keys, where = np.unique(np.stack([cols["tp"], cols["pp"], cols["dp"]], axis=1), axis=0, return_inverse=True)
+    per_key = [hardware.links(types.SimpleNamespace(tp=tp, pp=pp, dp=dp, network=work.network), g)
+               for tp, pp, dp in keys.tolist()]
+    return {k: np.asarray([links[k][1] for links in per_key], dtype=np.float64)[where.reshape(-1)]
+            for k in parallel.COMM_KINDS}
+
+
+def _int(value):
+    return int(value) if not hasattr(value, "denominator") or value.denominator == 1 else value
+
+
+def _gib(capacity: int) -> str:
+    return f"{capacity / 2 ** 30:g} GiB"

@@ -1,0 +1,227 @@
+"""Decisions (issue 22 item 4): the largest batch and context that fit, the fewest GPUs, ``symllm plan``.
+
+Expected answers are checked against the forward quantity evaluated on its own: the inference peak written
+out by hand for a small config (the convention README "Memory" states), and ``symllm.workload`` at the
+answer and at the answer + 1 (the first fits, the second does not), for presets, layouts, stacks and random
+configs (tests/strategies.py). ``plan``'s rows are checked against ``symllm.workload`` at their layouts.
+"""
+import json
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import symllm
+from symllm.arch.config import ModelConfig
+from symllm.costs import inverse
+from symllm.errors import SymllmError
+from symllm.numbers import plans
+
+from .strategies import configs
+
+GiB = 2 ** 30
+
+#: a small untied config: V=10, d=8, L=2, n_h=2, n_kv=1, d_h=4, d_ff=16
+SMALL = ModelConfig(name="small", vocab_size=10, dim=8, n_layers=2, n_heads=2, n_kv_heads=1, head_dim=4,
+                    hidden_dim=16, tie_embeddings=False)
+
+
+def small_peak(b, s, n=0):
+    """The fused stack's bf16 inference peak of SMALL by hand: weights, the KV cache of s + n tokens, and the
+    residual stream and normed input (2·b·s·d) with the largest live set: the logits (b·s·V), the SwiGLU's
+    three b·s·d_ff, or the attention's q and output (2·b·s·n_h·d_h) with its fp32 log-sum-exp."""
+    V, d, L, n_h, n_kv, d_h, d_ff = 10, 8, 2, 2, 1, 4, 16
+    N = 2 * V * d + d + L * (2 * d * n_h * d_h + 2 * d * n_kv * d_h + 3 * d * d_ff + 2 * d)
+    assert N == 1352
+    kv = 2 * L * n_kv * d_h * b * (s + n)
+    live = max(V * b * s, 3 * b * d_ff * s, 2 * b * d_h * n_h * s + 2 * b * n_h * s)  # the lse: 4 bytes = 2 elements
+    return 2 * N + 2 * kv + 2 * (2 * b * s * d + live)
+
+
+def _capacity(gib: str) -> int:
+    return int(Fraction(gib) * GiB)
+
+
+@pytest.mark.parametrize("gib", ["0.0001", "0.0005", "0.00002"])
+def test_inverse_answers_by_hand(gib):
+    """max_batch and max_context on a small config: the hand-written peak fits at the answer, not at + 1."""
+    cap = _capacity(gib)
+    t = symllm.workload(SMALL, gpu="h100-sxm", gpu_memory=float(gib), seq=16, gen=4)["time"]
+    assert t["capacity"] == cap
+    b = t["max_batch"]
+    assert small_peak(b, 16, 4) <= cap < small_peak(b + 1, 16, 4)
+    prompt = t["max_context"] - 4
+    assert small_peak(1, prompt, 4) <= cap < small_peak(1, prompt + 1, 4)
+    assert plans.max_batch(SMALL, gpu="h100-sxm", gpu_memory=float(gib), seq=16, gen=4) == b
+
+
+def test_inverse_is_in_closed_form_for_the_fused_stack():
+    """The fused stack's inference peak is solved in closed form (linear in b and s), and the solution,
+    written out, is the floor of the smallest root; a window's Min has none (the exact search answers)."""
+    mdl = symllm.spec("llama3.1-8b").model()
+    peak = symllm.costs.phases.memory(mdl, "inference_peak")
+    assert inverse.solution(peak, symllm.arch.symbols.b) is not None
+    assert inverse.solution(peak, symllm.arch.symbols.s) is not None
+    assert isinstance(inverse.closed_form(peak, symllm.arch.symbols.b), symllm.arch.symbols.sp.floor)
+    windowed = symllm.costs.phases.memory(symllm.spec("mistral-7b-v0.1").model(), "inference_peak")
+    assert inverse.solution(windowed, symllm.arch.symbols.s) is None
+
+
+CASES = [
+    ("llama3.1-8b", {"gpu": "h100-sxm", "seq": 8192}),
+    ("llama3.1-8b", {"gpu": "l40s", "stack": "eager", "seq": 4096, "gen": 256}),
+    ("llama3.2-1b", {"gpu": "l4", "stack": "hf-sdpa", "seq": 1024}),
+    ("llama3.1-8b", {"gpu": "h100-sxm", "tp": 2, "sp": True, "dp": 2, "zero_stage": 3, "recompute": True}),
+    ("mistral-7b-v0.1", {"gpu": "a10", "seq": 1024}),
+    ("mixtral-8x7b", {"gpu": "h100-sxm", "tp": 2, "pp": 4, "dp": 2, "ep": 2, "zero_stage": 1}),
+]
+
+
+@pytest.mark.parametrize("model, options", CASES)
+def test_answers_fit_and_one_more_does_not(model, options):
+    """The per-GPU peaks workload() gives at each answer fit; one more sequence (or token) does not (a
+    layout, sequence parallelism's ceilings and a window's Min are searched, the rest solved)."""
+    t = symllm.workload(model, **options)["time"]
+    cap = t["capacity"]
+    rest = {k: v for k, v in options.items() if k != "gpu"}
+
+    def peak(kind, **more):
+        return symllm.workload(model, **{**rest, **more})["memory_per_gpu"][kind]
+
+    assert t["max_batch"] >= 1 and peak("inference_peak", batch=t["max_batch"]) <= cap \
+        < peak("inference_peak", batch=t["max_batch"] + 1)
+    prompt = t["max_context"] - options.get("gen", 0)
+    assert prompt >= 1 and peak("inference_peak", seq=prompt) <= cap < peak("inference_peak", seq=prompt + 1)
+    tb, ts = t["training_max_batch"], t["training_max_seq"]
+    assert tb == 0 or peak("training_peak", batch=tb) <= cap
+    assert peak("training_peak", batch=tb + 1) > cap
+    assert ts == 0 or peak("training_peak", seq=ts) <= cap
+    assert peak("training_peak", seq=ts + 1) > cap
+
+
+@given(cfg=configs(), units=st.integers(1, 4000), seq=st.integers(1, 64), gen=st.integers(0, 8))
+def test_answers_are_tight_on_random_configs(cfg, units, seq, gen):
+    """On any config and capacity: the per-GPU peaks at each answer fit, at the answer + 1 they do not."""
+    gib = units / 10 ** 6
+    t = symllm.workload(cfg, gpu="h100-sxm", gpu_memory=gib, seq=seq, gen=gen)["time"]
+    cap = t["capacity"]
+
+    def mem(**more):
+        return symllm.workload(cfg, **{"seq": seq, "gen": gen, **more})["memory"]
+
+    b = t["max_batch"]
+    assert (b == 0 or mem(batch=b)["inference_peak"] <= cap) and mem(batch=b + 1)["inference_peak"] > cap
+    prompt = t["max_context"] - gen if t["max_context"] else 0
+    assert (prompt == 0 or mem(seq=prompt)["inference_peak"] <= cap) and mem(seq=prompt + 1)["inference_peak"] > cap
+    tb = t["training_max_batch"]
+    assert (tb == 0 or mem(batch=tb)["training_peak"] <= cap) and mem(batch=tb + 1)["training_peak"] > cap
+
+
+def test_fewest_gpus_is_the_fewest():
+    """fewest_gpus' layout fits (workload's verdict) and no layout of the family with fewer GPUs does."""
+    opts = {"gpu": "l4", "gpu_memory": 6, "seq": 1024, "recompute": True}
+    got = plans.fewest_gpus("llama3.2-1b", ranks=("tp", "pp"), **opts)
+    assert got is not None and got["gpus"] > 1
+    t = symllm.workload("llama3.2-1b", tp=got["tp"], pp=got["pp"], **opts)["time"]
+    assert t["training_fits"] and t["training_peak"] == got["peak"]
+    for tp in (1, 2, 4, 8):
+        for pp in (1, 2, 4, 8, 16):
+            if tp * pp < got["gpus"]:
+                assert not symllm.workload("llama3.2-1b", tp=tp, pp=pp, **opts)["time"]["training_fits"]
+    dp = plans.fewest_gpus("llama3.2-1b", ranks=("dp",), zero_stage=3, **opts)
+    assert symllm.workload("llama3.2-1b", dp=dp["dp"], zero_stage=3, **opts)["time"]["training_fits"]
+    assert not symllm.workload("llama3.2-1b", dp=dp["dp"] - 1, zero_stage=3, **opts)["time"]["training_fits"]
+
+
+def _check_row(model, row, options, training, global_batch=None):
+    """A plan row against workload() at its layout: the same peak, verdict and time (a dropped row: its
+    reason holds)."""
+    layout = {k: row[k] for k in ("tp", "pp", "dp", "ep")}
+    if training:
+        layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"])
+    w = symllm.workload(model, batch=row["batch"] or 1, **layout, **options)
+    t = w["time"]
+    if "reason" in row:
+        peak = t["training_peak"] if training else t["inference_peak"]
+        if row["reason"].startswith("dp does not divide"):
+            assert global_batch % row["dp"]
+        else:
+            assert peak > t["capacity"] and not (t["training_fits"] if training else t["fits"])
+        return
+    if training:
+        assert t["training_fits"] and t["training_peak"] == row["peak"]
+        reduce_s = w["comm"]["dp"] / t["links"]["dp"]["bandwidth"] if row["dp"] > 1 else 0
+        step = row["accum"] * (t["training_step_s"] - reduce_s) + reduce_s
+        assert math.isclose(step, row["step_s"], rel_tol=1e-9)
+        if row["accum"] == 1:
+            assert math.isclose(t["mfu"], row["mfu"], rel_tol=1e-9)
+    else:
+        assert t["fits"] and t["inference_peak"] == row["peak"]
+        assert math.isclose(t["tokens_per_s"], row["tokens_per_s"], rel_tol=1e-9)
+        assert math.isclose(t["decode_token_s"], row["decode_token_s"], rel_tol=1e-9)
+
+
+def test_plan_top_rows_equal_workload():
+    """Training on 16 H100s (and a row with gradient accumulation) and serving a mixture of experts on 8: the top rows are workload() at their layouts; the ranking is by
+    step time (tokens/s)."""
+    p = plans.plan("llama3.1-8b", 16, "h100-sxm", training=True, global_batch=32, seq=4096)
+    assert p.rows and len(p.rows) + sum(p.dropped.values()) == p.layouts
+    assert [r["step_s"] for r in p.rows] == sorted(r["step_s"] for r in p.rows)
+    assert any(r["accum"] > 1 for r in p.rows[:40])
+    for row in p.rows[:2] + [next(r for r in p.rows if r["accum"] > 1)]:
+        _check_row("llama3.1-8b", row, {"gpu": "h100-sxm", "seq": 4096}, True)
+    s = plans.plan("mixtral-8x7b", 8, "h100-sxm", seq=2048)
+    assert [r["tokens_per_s"] for r in s.rows] == sorted((r["tokens_per_s"] for r in s.rows), reverse=True)
+    for row in s.rows[:3]:
+        _check_row("mixtral-8x7b", row, {"gpu": "h100-sxm", "seq": 2048}, False)
+
+
+def test_every_dropped_layout_really_does_not_fit():
+    """A small plan (llama3.2-1b on 2 GPUs of 16 GiB, training and serving): every dropped layout's reason is
+    true of workload() at it, and every kept one fits."""
+    opts = {"gpu": "l4", "gpu_memory": 16, "seq": 2048}
+    p = plans.plan("llama3.2-1b", 2, training=True, global_batch=3, **opts)
+    assert p.drops and p.rows
+    assert set(p.dropped) == {"training peak > 16 GiB per GPU", "dp does not divide the global batch of 3"}
+    for row in p.drops + p.rows:
+        _check_row("llama3.2-1b", row, opts, True, global_batch=3)
+    serve = plans.plan("llama3.2-1b", 2, concurrency=64, **opts)
+    for row in serve.drops + serve.rows:
+        _check_row("llama3.2-1b", row, opts, False)
+    assert sum(serve.dropped.values()) == len(serve.drops) > 0
+
+
+def test_plan_refuses_what_it_enumerates():
+    with pytest.raises(SymllmError, match="^tp: plan enumerates"):
+        plans.plan("llama3.2-1b", 2, "l4", tp=2)
+    with pytest.raises(SymllmError, match="^stack: plan"):
+        plans.plan("llama3.2-1b", 2, "l4", stack="hf-sdpa")
+    with pytest.raises(SymllmError, match="^gpus: expected N×GPU"):
+        plans.parse_gpus("sixteen h100s")
+
+
+def test_cli_plan(cli):
+    """plan --help, a table (at most 100 columns), --json and --top, and bad input as one line."""
+    assert cli(["plan", "--help"]).code == 0
+    r = cli(["plan", "llama3.2-1b", "--gpus", "2xl4", "--gpu-memory", "16", "--seq", "2048", "--concurrency", "64",
+             "--top", "3"])
+    assert r.code == 0 and max(map(len, r.out.splitlines())) <= 100
+    assert "dropped: 5 inference peak > 16 GiB per GPU" in r.out and len(r.out.splitlines()) > 5
+    r = cli(["plan", "llama3.2-1b", "--gpus", "2xl4", "--gpu-memory", "16", "--train", "--global-batch", "3",
+             "--seq", "2048", "--json", "--top", "2"])
+    got = json.loads(r.out)
+    assert r.code == 0 and len(got["rows"]) == 2 and got["training"]
+    assert got["fit"] + sum(got["dropped"].values()) == got["layouts"] == 20
+    for argv, start in ((["--gpus", "16xh100"], "gpu: unknown 'h100'"), (["--gpus", "16"], "gpus: expected"),
+                        (["--gpus", "2xl4", "--tp", "2"], "unrecognized arguments"),
+                        (["--gpus", "2xl4", "--global-batch", "4"], "global_batch: a training option"),
+                        (["--gpus", "2xl4", "--top", "0"], "top: expected")):
+        r = cli(["plan", "llama3.2-1b", *argv])
+        assert r.code == 2 and r.err.startswith(f"symllm: error: {start}") and r.err.count("\n") == 1
+
+
+def test_cli_count_shows_the_inverse_answers(cli):
+    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "8192"])
+    assert "largest context" in r.out and "172,882 tokens" in r.out and "up to batch 21)" in r.out
