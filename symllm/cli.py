@@ -313,8 +313,12 @@ def cmd_count(args) -> int:
                               **({"checkpoint": ckpt} if ckpt else {})}, indent=2, default=_json_number))
         return 0
     rows = [(k, grouped(v), human(v)) for k, v in counts.items()
-            if k not in ("total", "block", "active", "trainable")]
+            if k not in ("total", "block", "active", "trainable", "mtp")]
     rows.append(("total", grouped(counts["total"]), human(counts["total"])))
+    if "mtp" in counts:  # stored by the checkpoint, not built by transformers: apart from the total
+        rows.append(("multi-token prediction (apart)", grouped(counts["mtp"]), human(counts["mtp"])))
+        rows.append(("total with it (checkpoint)", grouped(counts["total"] + counts["mtp"]),
+                     human(counts["total"] + counts["mtp"])))
     if "trainable" in counts:
         rows.append(("trainable (LoRA adapters)", grouped(counts["trainable"]), human(counts["trainable"])))
     if counts["active"] != counts["total"]:
@@ -348,10 +352,21 @@ def cmd_count(args) -> int:
                                            f"; a gated shared expert of width {config.shared_hidden_dim}"
                                            if config.shared_hidden_dim else "; a shared expert"
                                            if config.shared_expert else "")),
+                                      (config.n_shared_experts, f"{config.n_shared_experts} shared experts of width "
+                                       f"{config.hidden_dim}"),
                                       (config.moe_bias, "biases on the router and the experts"),
                                       (config.clamped_swiglu, "clamped SwiGLU experts"),
                                       (config.attention_sinks, "attention sinks"),
                                       (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
+                                      (config.kv_lora_rank, f"multi-head latent attention: kv_lora_rank "
+                                       f"{config.kv_lora_rank}, q_lora_rank {config.q_lora_rank}, head widths "
+                                       f"{config.qk_nope_head_dim} + {config.qk_rope_head_dim} (RoPE), values "
+                                       f"{config.v_head_dim}; the KV cache holds the latent, "
+                                       f"{(config.kv_lora_rank or 0) + (config.qk_rope_head_dim or 0)} a token and layer"),
+                                      (config.partial_rotary_factor, f"RoPE on {config.rope_dim} of each head's "
+                                       f"{config.head_dim}"),
+                                      (config.n_mtp_layers, f"{config.n_mtp_layers} multi-token prediction "
+                                       "module(s) in the checkpoint, counted apart (transformers does not build them)"),
                                       (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
                                       (config.sliding_window, f"sliding window {config.sliding_window}" + (
                                           f" in {windowed} of {config.n_layers} layers"

@@ -112,6 +112,13 @@ class _Config:
             self.moe_layers = set(range(self.n_layers))
         self.dense_hidden_dim = getattr(args, "dense_hidden_dim", None)
         self.nope_layers = {i for i, kind in enumerate(kinds) if not kind.rotary}
+        # DeepSeek: shared experts of n_shared_experts x hidden_dim, multi-head latent attention
+        self.n_shared_experts = getattr(args, "n_shared_experts", None)
+        self.kv_lora_rank = getattr(args, "kv_lora_rank", None)
+        self.q_lora_rank = getattr(args, "q_lora_rank", None)
+        self.qk_rope_head_dim = getattr(args, "qk_rope_head_dim", None)
+        self.qk_nope_head_dim = getattr(args, "qk_nope_head_dim", None)
+        self.v_head_dim = getattr(args, "v_head_dim", None)
         self.norm_eps = float(getattr(args, "norm_eps", 1e-5))
         self.rope_theta = float(getattr(args, "rope_theta", 10000.0))
         assert self.n_heads % self.n_kv_heads == 0, "n_heads must be a multiple of n_kv_heads"
@@ -255,6 +262,59 @@ class Attention(nn.Module):
         return self.wo(output)  # (b, s, d)
 
 
+class LatentAttention(nn.Module):
+    """Multi-head latent attention (DeepSeek-V3 ``inference/model.py``'s ``MLA``, its ``naive`` path): queries
+    through ``wq_a``/``q_a_norm``/``wq_b`` (or one ``wq``), keys and values from the cached latent
+    (``wkv_a``: ``kv_lora_rank`` + one RoPE key of ``qk_rope_head_dim``), decompressed by ``wkv_b`` over the
+    whole cache on every pass (as transformers 5 does). The cache holds the latent (``cache_k``) and the
+    rotated shared key (``cache_v``)."""
+
+    def __init__(self, cfg: _Config):
+        super().__init__()
+        self.n_heads, self.rank = cfg.n_heads, cfg.kv_lora_rank
+        self.nope, self.rope_dim, self.v_dim = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
+        qk = self.nope + self.rope_dim
+        bias = cfg.attention_bias
+        if cfg.q_lora_rank is None:
+            self.wq = nn.Linear(cfg.dim, self.n_heads * qk, bias=False)
+        else:
+            self.wq_a = nn.Linear(cfg.dim, cfg.q_lora_rank, bias=bias)
+            self.q_a_norm = RMSNorm(cfg.q_lora_rank, eps=cfg.norm_eps)
+            self.wq_b = nn.Linear(cfg.q_lora_rank, self.n_heads * qk, bias=False)
+        self.wkv_a = nn.Linear(cfg.dim, self.rank + self.rope_dim, bias=bias)
+        self.kv_a_norm = RMSNorm(self.rank, eps=cfg.norm_eps)
+        self.wkv_b = nn.Linear(self.rank, self.n_heads * (self.nope + self.v_dim), bias=False)
+        self.wo = nn.Linear(self.n_heads * self.v_dim, cfg.dim, bias=bias)
+        self.q_norm = self.sinks = None
+        self.cache_k: Optional[torch.Tensor] = None  # (b, tokens_so_far, kv_lora_rank)
+        self.cache_v: Optional[torch.Tensor] = None  # (b, tokens_so_far, 1, qk_rope_head_dim)
+
+    def forward(self, x, start_pos: int, cos, sin, mask: Optional[torch.Tensor], use_cache: bool):
+        bsz, seqlen, _ = x.shape
+        q = self.wq(x) if hasattr(self, "wq") else self.wq_b(self.q_a_norm(self.wq_a(x)))  # (b, s, n_h*(nope+rope))
+        q = q.view(bsz, seqlen, self.n_heads, self.nope + self.rope_dim)
+        q_nope, q_pe = torch.split(q, [self.nope, self.rope_dim], dim=-1)
+        kv, k_pe = torch.split(self.wkv_a(x), [self.rank, self.rope_dim], dim=-1)  # (b, s, r), (b, s, rope)
+        kv = self.kv_a_norm(kv)
+        q_pe = apply_rotary_emb(q_pe, cos, sin)  # (b, s, n_h, rope)
+        k_pe = apply_rotary_emb(k_pe.unsqueeze(2), cos, sin)  # (b, s, 1, rope)
+        if use_cache:
+            if start_pos > 0:
+                kv = torch.cat([self.cache_k[:, :start_pos].to(kv), kv], dim=1)  # (b, start_pos+s, r)
+                k_pe = torch.cat([self.cache_v[:, :start_pos].to(k_pe), k_pe], dim=1)  # (b, start_pos+s, 1, rope)
+            self.cache_k, self.cache_v = kv, k_pe
+        kv = self.wkv_b(kv).view(bsz, kv.shape[1], self.n_heads, self.nope + self.v_dim)  # decompress every position
+        k_nope, values = torch.split(kv, [self.nope, self.v_dim], dim=-1)
+        keys = torch.cat([k_nope, k_pe.expand(-1, -1, self.n_heads, -1)], dim=-1).transpose(1, 2)  # (b, n_h, t, qk)
+        xq = torch.cat([q_nope, q_pe], dim=-1).transpose(1, 2)  # (b, n_h, s, qk)
+        scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.nope + self.rope_dim)  # (b, n_h, s, t)
+        if mask is not None:
+            scores = scores + mask
+        scores = F.softmax(_upcast(scores), dim=-1).type_as(xq)
+        output = torch.matmul(scores, values.transpose(1, 2))  # (b, n_h, s, v)
+        return self.wo(output.transpose(1, 2).contiguous().view(bsz, seqlen, -1))  # (b, s, d)
+
+
 class FeedForward(nn.Module):
     """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``; GeGLU with ``activation="gelu_tanh"``; with ``fused`` the
     gate and up projections are one ``w13``, chunked (Phi-3); ``clamp``: gpt-oss's clamped SwiGLU,
@@ -301,6 +361,8 @@ class MoE(nn.Module):
                                      for _ in range(cfg.n_experts))
         width = cfg.hidden_dim if cfg.shared_hidden_dim is None else cfg.shared_hidden_dim
         self.shared_expert = FeedForward(cfg.dim, width) if cfg.shared_expert else None
+        if cfg.n_shared_experts:  # DeepSeek: n_shared_experts experts fused into one SwiGLU (mlp_bias: V2's)
+            self.shared_expert = FeedForward(cfg.dim, cfg.n_shared_experts * cfg.hidden_dim, bias=cfg.mlp_bias)
         # Qwen2-MoE: the shared expert's output scaled by sigmoid of a d -> 1 linear
         self.shared_gate = nn.Linear(cfg.dim, 1, bias=False) if cfg.shared_hidden_dim is not None else None
 
@@ -329,7 +391,8 @@ class TransformerBlock(nn.Module):
     def __init__(self, layer_id: int, cfg: _Config):
         super().__init__()
         self.layer_id = layer_id
-        self.attention = Attention(cfg, rope=layer_id not in cfg.nope_layers)
+        self.attention = (Attention(cfg, rope=layer_id not in cfg.nope_layers) if cfg.kv_lora_rank is None
+                          else LatentAttention(cfg))
         if layer_id in cfg.moe_layers:
             self.feed_forward = MoE(cfg)
         else:  # a dense layer of a model with some MoE layers has its own width
@@ -377,7 +440,8 @@ class Transformer(nn.Module):
         h = self.tok_embeddings(tokens)  # (b, s, d)
         if self.cfg.embed_scale:  # Gemma: times sqrt(dim), in the embedding's dtype
             h = h * torch.tensor(self.cfg.dim ** 0.5, dtype=h.dtype)
-        cos, sin = rope_cos_sin(self.cfg.head_dim, start_pos, seqlen, self.cfg.rope_theta,
+        rotated = self.cfg.qk_rope_head_dim if self.cfg.kv_lora_rank else self.cfg.head_dim
+        cos, sin = rope_cos_sin(rotated, start_pos, seqlen, self.cfg.rope_theta,
                                 h.device, torch.promote_types(h.dtype, torch.float32))  # (s, hd/2) each
         kv_len = start_pos + seqlen if use_cache else seqlen
         mask = None
@@ -427,10 +491,10 @@ def count(model: Transformer) -> dict:
     out = {}  # keys in model order, each where the model has it (Phi-3 fuses, OLMo 2 norms after)
     out["embedding"] = n(model.tok_embeddings)
     for layer in model.layers:
-        for name in ("wq", "wk", "wv", "wqkv", "wo"):
-            if hasattr(layer.attention, name):
+        for name, child in layer.attention.named_children():
+            if name not in ("q_norm", "k_norm"):  # wq, wk, wv, wo; MLA's wq_a, q_a_norm, wq_b, wkv_a, ...
                 key = f"block/attention/{name}"
-                out[key] = out.get(key, 0) + n(getattr(layer.attention, name))
+                out[key] = out.get(key, 0) + n(child)
         ffn = layer.feed_forward
         if isinstance(ffn, MoE):  # mixture of experts: by kind, summed over every MoE layer
             parts = {"moe/router": n(ffn.router), "moe/experts": n(ffn.experts),

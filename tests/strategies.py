@@ -598,6 +598,62 @@ def moe_layouts(draw):
     return ModelConfig(**fields), degrees
 
 
+# --- DeepSeek (latent attention, shared experts) and GLM-4.5 (tests/test_mla.py) ---
+
+@st.composite
+def deepseek_configs(draw, kind: str | None = None) -> dict:
+    """A small DeepSeek-V2 or V3 config.json (model_type deepseek_v2 / deepseek_v3) as transformers reads it:
+    multi-head latent attention with or without query compression (q_lora_rank null), any RoPE/no-RoPE/value
+    head widths, attention biases, V2's mlp_bias, the first first_k_dense_replace layers dense (possibly all),
+    routed and shared experts, tied or untied, V3's multi-token-prediction modules (num_nextn_predict_layers).
+    One routing group (V3's router takes the top 2 scores of a group: at least 2 experts); kv_lora_rank and
+    qk_nope_head_dim even (transformers' V2 rotates through a complex view of its slices)."""
+    kind = kind or draw(st.sampled_from(["deepseek_v2", "deepseek_v3"]))
+    heads, L, E = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(2, 6))
+    raw = {"model_type": kind, "architectures": ["DeepseekV2ForCausalLM" if kind == "deepseek_v2"
+                                                 else "DeepseekV3ForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": heads, "hidden_size": heads * draw(st.integers(1, 8)),
+           "intermediate_size": draw(st.integers(1, 40)), "moe_intermediate_size": draw(st.integers(1, 24)),
+           # even: V2's complex-view RoPE needs its slices at even offsets (real checkpoints: 512 and 128)
+           "kv_lora_rank": 2 * draw(st.integers(1, 6)), "q_lora_rank": draw(st.one_of(st.none(), st.integers(1, 12))),
+           "qk_rope_head_dim": 2 * draw(st.integers(1, 4)), "qk_nope_head_dim": 2 * draw(st.integers(1, 4)),
+           "v_head_dim": draw(st.integers(1, 8)), "n_routed_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "n_shared_experts": draw(st.integers(1, 2)), "first_k_dense_replace": draw(st.integers(0, L)),
+           "n_group": 1, "topk_group": 1, "attention_bias": draw(st.booleans()),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
+    if kind == "deepseek_v2":
+        raw.update(mlp_bias=draw(st.booleans()), topk_method="greedy")
+    else:
+        raw["num_nextn_predict_layers"] = draw(st.integers(0, 1))
+    return raw
+
+
+@st.composite
+def glm4_moe_configs(draw) -> dict:
+    """A small GLM-4.5 config.json (model_type glm4_moe): GQA/MQA/MHA with q/k/v biases or none, QK-norm or
+    none, RoPE on half or all of each head (partial_rotary_factor in rope_parameters or at the top level),
+    DeepSeek's experts from first_k_dense_replace on, one routing group, tied or untied."""
+    n_kv = draw(st.integers(1, 3))
+    heads, L, E = n_kv * draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(2, 6))
+    factor = draw(st.sampled_from([0.5, 1.0]))
+    raw = {"model_type": "glm4_moe", "architectures": ["Glm4MoeForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "hidden_size": heads * draw(st.integers(1, 6)),
+           "head_dim": 4 * draw(st.integers(1, 4)), "intermediate_size": draw(st.integers(1, 40)),
+           "moe_intermediate_size": draw(st.integers(1, 24)), "n_routed_experts": E,
+           "num_experts_per_tok": draw(st.integers(1, E)), "n_shared_experts": draw(st.integers(1, 2)),
+           "first_k_dense_replace": draw(st.integers(0, L)), "n_group": 1, "topk_group": 1,
+           "attention_bias": draw(st.booleans()), "use_qk_norm": draw(st.booleans()),
+           "num_nextn_predict_layers": draw(st.integers(0, 1)), "tie_word_embeddings": draw(st.booleans()),
+           "rms_norm_eps": 1e-5}
+    if draw(st.booleans()):
+        raw["partial_rotary_factor"] = factor
+    else:
+        raw["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+    return raw
+
+
 # --- checkpoint files (tests/test_checkpoints.py) ---
 
 @st.composite
@@ -683,7 +739,9 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
 def any_configs() -> st.SearchStrategy[ModelConfig]:
     """Every kind of config symllm reads: configs() (Meta's rounding or a stated d_ff, biases, QK-norm,
     awkward names), HF config.json of each dense model type, Qwen3-MoE (dense layers between) and MoE
-    layouts (Llama 4-like interleaving with a shared expert), Phi-3, OLMo 2 and Gemma 1-3."""
+    layouts (Llama 4-like interleaving with a shared expert), Phi-3, OLMo 2 and Gemma 1-3, DeepSeek-V2/V3 and
+    GLM-4.5."""
     from symllm.arch.config import from_hf
     return st.one_of(configs(), hf_configs().map(from_hf), qwen3_moe_configs().map(from_hf),
-                     moe_layouts().map(lambda pair: pair[0]), dense_family_configs().map(from_hf))
+                     moe_layouts().map(lambda pair: pair[0]), dense_family_configs().map(from_hf),
+                     deepseek_configs().map(from_hf), glm4_moe_configs().map(from_hf))

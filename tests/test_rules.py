@@ -24,6 +24,7 @@ from .conftest import requires
 OPTIONS = {
     "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
     "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "shared_expert": (True,),
+    "partial_rope": (True,),
     # every value of every LayerKind field, alone and beside a dense layer (d_fd) and a layer without RoPE
     "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding")),
               (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False))),
@@ -31,19 +32,25 @@ OPTIONS = {
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
                 norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True)),
 }
+#: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
+#: QK-norm, windows, Llama 4's shared expert and layers without RoPE)
+LATENT_OPTIONS = {"tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "causal": (True,),
+                  "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe"))),
+                  "shared_experts": (True,), "latent": ("q_lora", "q_proj"), "mtp": (True,)}
 
 
 def _every_model():
-    """model() once for each combination of OPTIONS' choices, and once with no option at all."""
+    """model() once for each combination of OPTIONS' (and LATENT_OPTIONS') choices, and once with no option."""
     yield C.model()
-    for values in itertools.product(*OPTIONS.values()):
-        yield C.model(**dict(zip(OPTIONS, values)))
+    for options in (OPTIONS, LATENT_OPTIONS):
+        for values in itertools.product(*options.values()):
+            yield C.model(**dict(zip(options, values)))
 
 
 def test_options_cover_every_model_switch():
     """A new option of model() fails here until OPTIONS switches it on (so the walk below sees its parts)."""
     options = set(C.Structure.__dataclass_fields__) | {"causal"}
-    assert options == set(OPTIONS) and options >= set(C.EVERY_PART)
+    assert options == set(OPTIONS) | set(LATENT_OPTIONS) and options >= set(C.EVERY_PART)
     kinds = {kind for choice in OPTIONS["kinds"] for kind in choice}
     for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
@@ -66,7 +73,8 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             if c.params != 0:
                 assert c.rules.split is not None and c.rules.weight != "none", where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
-    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate"}
+    assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
+                    "wq_a", "wq_b", "wkv_a", "wkv_b"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -108,19 +116,27 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
 
 def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
-    LlamaForCausalLM, Phi3ForCausalLM (its fused qkv_proj and gate_up_proj) and Qwen2MoeForCausalLM (its
-    shared_expert_gate) but their lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
+    LlamaForCausalLM, Phi3ForCausalLM (its fused qkv_proj and gate_up_proj), Qwen2MoeForCausalLM (its
+    shared_expert_gate) and DeepseekV3ForCausalLM (its latent attention) but their lm_head (which PEFT leaves
+    alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
     sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
                  num_key_value_heads=2)
+    mla = lambda **kw: transformers.DeepseekV3Config(**{**kw, "num_hidden_layers": 2, "num_key_value_heads": 4},  # noqa: E731
+                                                     q_lora_rank=8, kv_lora_rank=8, qk_rope_head_dim=4,
+                                                     qk_nope_head_dim=4, v_head_dim=4, n_routed_experts=2,
+                                                     num_experts_per_tok=1, n_group=1, topk_group=1,
+                                                     first_k_dense_replace=1, moe_intermediate_size=8)
     leaves = set()
     for cls, config in ((transformers.LlamaForCausalLM, transformers.LlamaConfig),
                         (transformers.Phi3ForCausalLM, transformers.Phi3Config),
-                        (transformers.Qwen2MoeForCausalLM, lambda **kw: transformers.Qwen2MoeConfig(**kw, num_experts=2))):
+                        (transformers.Qwen2MoeForCausalLM, lambda **kw: transformers.Qwen2MoeConfig(**kw, num_experts=2)),
+                        (transformers.DeepseekV3ForCausalLM, mla)):
         with torch.device("meta"):
             hf = cls(config(**sizes))
         leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}
-    declared = {c.rules.lora for every in (C.EVERY_PART, C.EVERY_FUSED) for c in C.model(**every).walk() if c.rules.lora}
+    declared = {c.rules.lora for every in (C.EVERY_PART, C.EVERY_FUSED, C.EVERY_LATENT_PART)
+                for c in C.model(**every).walk() if c.rules.lora}
     assert leaves - {"lm_head"} == {hf for _, hf in declared}
     assert len({ours for ours, _ in declared}) == len(leaves - {"lm_head"})
     assert all(C.lora_names()[hf] == ours for ours, hf in declared)

@@ -34,15 +34,17 @@ from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean
 from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
-from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, V, W, b, beta_a, d, d_fd, d_ff, d_h, d_se, f, k, m, n, n_e, n_h,
-                      n_kv, s, t)
+from symllm.arch.layers import LATENT
+from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
+                                 d_hv, d_se, f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
-    "attention", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head", "block", "model", "meta_hidden_dim",
+    "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head",
+    "block", "model", "meta_hidden_dim",
     "router", "experts", "moe", "sinks", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
     "ChunkedPairs", "expand_windows",
-    "COMPONENTS", "component", "collected", "Rules", "SPLITS", "WEIGHTS", "lora_names",
+    "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
     "Variant", "NORMS", "ACTIVATIONS",
 ]
 
@@ -430,13 +432,15 @@ def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Co
                     offset))
 
 
-def rope() -> Component:
-    """Rotary position embedding: no parameters (``freqs_cis`` is a buffer); rotates q and k.
+def rope(heads: sp.Expr = n_h + n_kv, width: sp.Expr = d_h) -> Component:
+    """Rotary position embedding: no parameters (``freqs_cis`` is a buffer); rotates ``width`` elements
+    of each of ``heads`` query and key heads (a partial rotary, GLM-4.5: ``d_hr`` of ``d_h``; MLA: its
+    ``d_hr``-wide RoPE part of ``n_h`` query heads and one shared key head).
 
     >>> rope().params, rope().elementwise
     (0, 3*b*d_h*s*(n_h + n_kv))
     """
-    return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * (n_h + n_kv) * d_h,
+    return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * heads * width,
                      doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=_NO_WEIGHT)
 
 
@@ -562,7 +566,9 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's (in its layers with RoPE).
     A kind without ``rotary`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of
     its queries. The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
-    :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's ``sinks``
+    :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
+    ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
+    ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
     adds gpt-oss's attention sinks (:func:`sinks`).
     The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
     ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
@@ -619,7 +625,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks else ()),
-            rope() if rotary else Component(
+            (rope(width=d_hr) if structure.partial_rope else rope()) if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
                 rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)")),
@@ -641,6 +647,96 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )
+
+
+#: the stacks of LlamaForCausalLM keep a GQA cache: a latent attention is none of theirs
+_MLA = dict(stacks=(), label="multi-head latent attention (DeepSeek)")
+
+
+def _mla_rules(split: str, ours: str, hf: str) -> Rules:
+    """An MLA projection: its split, DeepSeek's name (``inference/model.py``) and HF's (LoRA targets)."""
+    return Rules(split, lora=(ours, hf), weight="linear", **_MLA)
+
+
+def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: bool = False) -> Component:
+    """Multi-head latent attention (DeepSeek-V2, V3), as transformers' ``DeepseekV3Attention`` computes it.
+
+    Queries: ``wq_a: d -> r_q``, an RMSNorm of ``r_q``, ``wq_b: r_q -> n_h·(d_hn + d_hr)`` (``queries=
+    "q_proj"``: one ``wq: d -> n_h·(d_hn + d_hr)``). Keys and values: ``wkv_a: d -> r_kv + d_hr`` (the latent
+    and one RoPE key shared by every head), an RMSNorm of ``r_kv``, ``wkv_b: r_kv -> n_h·(d_hn + d_hv)``
+    (the decompression), ``wo: n_h·d_hv -> d``. ``bias`` (HF ``attention_bias``) is on ``wq_a``, ``wkv_a``
+    and ``wo``. The cache holds the latent, ``b·(t + s)·(r_kv + d_hr)`` elements a layer (what transformers
+    5's ``DynamicCache`` and the inference engines keep; :func:`decompressed_kv_cache` is the cache of a
+    plain implementation). FLOPs are transformers': ``wkv_b`` decompresses every cached position on every
+    pass (``b·(t + s)`` rows), and ``QKᵀ`` costs ``2·(d_hn + d_hr)``, ``A·V`` ``2·d_hv`` per head and pair.
+
+    >>> a = latent_attention()
+    >>> sp.expand(a.total("params"))
+    d*d_hr + d*d_hv*n_h + d*r_kv + d*r_q + d_hn*n_h*r_kv + d_hn*n_h*r_q + d_hr*n_h*r_q + d_hv*n_h*r_kv + r_kv + r_q
+    >>> a.total("kv_cache")
+    b*(d_hr + r_kv)*(s + t)
+    """
+    if queries not in LATENT[1:]:
+        raise SymllmError(f"latent: unknown {queries!r} (known: {', '.join(LATENT[1:])})")
+    _switches(bias=bias, causal=causal)
+    pairs = _pairs(causal)
+    held = t + s
+    d_qk = d_hn + d_hr  # a query/key head: its part without RoPE and its RoPE part
+    # the latents' norms act on the replicated latent: replicated, no LoRA
+    norm = Rules("replicated", lora=(), weight="norm", **_MLA)
+    if queries == "q_lora":
+        q = (linear("wq_a", d, r_q, bias, "self.wq_a = Linear(self.dim, self.q_lora_rank)",
+                    rules=_mla_rules("replicated", "wq_a", "q_a_proj")),  # in no TP plan of transformers
+             rmsnorm("q_a_norm", r_q, doc="self.q_norm = RMSNorm(self.q_lora_rank)", rules=norm),
+             linear("wq_b", r_q, n_h * d_qk, doc="self.wq_b = ColumnParallelLinear(self.q_lora_rank, self.n_heads * "
+                    "self.qk_head_dim)", rules=_mla_rules("column", "wq_b", "q_b_proj")))
+    else:
+        q = (linear("wq", d, n_h * d_qk, doc="self.wq = ColumnParallelLinear(self.dim, self.n_heads * self.qk_head_dim)",
+                    rules=_mla_rules("column", "wq", "q_proj")),)
+    wkv_b = linear("wkv_b", r_kv, n_h * (d_hn + d_hv),
+                   doc="self.wkv_b = ColumnParallelLinear(self.kv_lora_rank, self.n_heads * (self.qk_nope_head_dim "
+                       "+ self.v_head_dim))", rules=_mla_rules("column", "wkv_b", "kv_b_proj"))
+    # transformers decompresses the whole cache (b·(t + s) latents) on every pass, not only the s new ones
+    wkv_b = wkv_b.replace(flops=matmul(b * held, r_kv, n_h * (d_hn + d_hv)))
+    return Component(
+        "attention",
+        rules=Rules("replicated", lora=(), **_MLA),
+        kv_cache=b * held * (r_kv + d_hr),
+        # saved for backward (not checked against torch): the normed input; q; the latent and the RoPE key;
+        # the decompressed keys and values; the attention output
+        saved=beta_a * (_T * d + _T * n_h * d_qk + _T * (r_kv + d_hr) + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
+        children=(
+            *q,
+            linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
+                   "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa")),
+            rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm),
+            wkv_b,
+            linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",
+                   rules=_mla_rules("row", "wo", "o_proj")),
+            rope(n_h + 1, d_hr),  # the RoPE part of every query head and the one shared key
+            Component("scores", flops=matmul(b * n_h, d_qk, 1) * pairs,
+                      elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs, saved=STAT_BYTES * b * n_h * s,
+                      live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
+                      eager_saved=beta_a * b * n_h * s ** 2,
+                      eager_live=(2 * b * n_h * s ** 2, 2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
+                      doc="scores = torch.einsum('bshd,bthd->bsht', q, k) * self.softmax_scale", rules=_NO_WEIGHT),
+            Component("context", flops=matmul(b * n_h, d_hv, 1) * pairs,
+                      doc="x = torch.einsum('bsht,bthd->bshd', scores, v)", rules=_NO_WEIGHT),
+        ),
+        doc="MLA(args) (DeepSeek-V3 inference/model.py, attn_impl 'naive'; transformers' DeepseekV3Attention)",
+    )
+
+
+def decompressed_kv_cache() -> sp.Expr:
+    """The KV-cache elements one latent-attention layer holds when the keys and values are kept
+    decompressed (DeepSeek's ``attn_impl="naive"``, transformers 4's ``DeepseekV3Attention``): ``n_h``
+    keys of ``d_hn + d_hr`` and values of ``d_hv`` per position, against the latent's ``r_kv + d_hr``
+    (:func:`latent_attention`).
+
+    >>> decompressed_kv_cache().subs({n_h: 128, d_hn: 128, d_hr: 64, d_hv: 128, b: 1, s: 1, t: 0})
+    40960
+    """
+    return b * (t + s) * n_h * (d_hn + d_hr + d_hv)
 
 
 def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
@@ -759,12 +855,14 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
 
 
 def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
-        fused_lora: bool = False) -> Component:
+        fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
     ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
     it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
     ``d -> 1`` linear. ``bias`` and ``clamped`` are gpt-oss's router and expert biases and clamped SwiGLU
-    (:func:`router`, :func:`experts`); ``fused_lora`` is :func:`experts`'.
+    (:func:`router`, :func:`experts`); ``fused_lora`` is :func:`experts`'. ``shared_experts``: DeepSeek's
+    (one SwiGLU of width ``d_se``, ``n_shared_experts × moe_intermediate_size``, every token runs;
+    ``shared_bias``: DeepSeek-V2's ``mlp_bias`` on it).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
@@ -772,10 +870,15 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     3*d*d_ff
     >>> sp.expand(moe(shared=True, gated=True).total("params") - moe().total("params"))
     3*d*d_se + d
+    >>> sp.expand(moe(shared_experts=True).total("params") - moe().total("params"))
+    3*d*d_se
     """
-    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora)
+    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
+              shared_experts=shared_experts, shared_bias=shared_bias)
     if gated and not shared:
         raise SymllmError("gated: a gate without a shared expert (gated=True needs shared=True)")
+    if shared and shared_experts:
+        raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
     extra = ()
     if shared:
         width = d_se if gated else d_ff
@@ -783,6 +886,11 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         extra = (ffn.replace(saved=beta_a * 3 * _T * width,  # its input is the router's, counted once here
                              doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
                              "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
+    if shared_experts:
+        ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias)
+        extra = (ffn.replace(saved=beta_a * 3 * _T * d_se,  # its input is the router's, counted once here
+                             doc="self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)"
+                                 "  # every token"),)
     if gated:
         # F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output: a d -> 1 linear (replicated on every
         # tensor rank, as transformers' plan leaves it; PEFT adapts it only when named), its sigmoid, the product
@@ -794,8 +902,8 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
         children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora), *extra),
-        doc="MixtralSparseMoeBlock / Llama4TextMoe: route each token to k of n_e experts",
-        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4)"),
+        doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
+        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)"),
     )
 
 
@@ -837,8 +945,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
           name: str = "block", **options) -> Component:
     """One pre-norm transformer block of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of
     ``options``): ``h = x + attention(attention_norm(x))``, ``out = h + feed_forward(ffn_norm(h))``. A kind
-    with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert); a dense
-    one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
+    with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert or DeepSeek's
+    shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
+    The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
     The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
     before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
     post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block.
@@ -853,9 +962,14 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     variant = structure.variant
     if kind.ffn == "moe":
         ffn = moe(shared=structure.shared_expert, gated=structure.shared_gate, bias=structure.moe_bias,
-                  clamped=structure.clamped, fused_lora=structure.fused_lora)
+                  clamped=structure.clamped, fused_lora=structure.fused_lora, shared_experts=structure.shared_experts,
+                  shared_bias=structure.mlp_bias and structure.shared_experts)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
+    if structure.latent is not None:
+        attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
+    else:
+        attn = attention(structure, kind, causal=causal)
     off = variant.norm_offset
     post = Rules("sequence", lora=(), weight="norm", stacks=(), label="norms after attention and feed-forward "
                  "(OLMo 2, Gemma 2 and 3)")
@@ -863,7 +977,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     after = variant.norms in ("post", "sandwich")
     children = (
         *([rmsnorm("attention_norm", offset=off)] if pre else []),
-        attention(structure, kind, causal=causal),
+        attn,
         *([rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual add",
                    rules=post, offset=off)] if after else []),
         *([rmsnorm("ffn_norm", offset=off)] if pre else []),
@@ -928,6 +1042,27 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
     )
 
 
+def mtp(whole: Component) -> Component:
+    """The ``L_mtp`` multi-token-prediction modules a DeepSeek-V3 or GLM-4.5 checkpoint stores after the
+    last layer (``model.layers.{L}``: DeepSeek-V3's ``MTP`` of its ``inference/model.py`` and paper §2.2), as
+    the checkpoint holds them: its own copies of the embedding and the output head (``embed_tokens``,
+    ``shared_head.head``; the paper shares them with the main model), ``enorm`` and ``hnorm`` (RMSNorms of
+    ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last ones and ``shared_head.norm``.
+    transformers does not build them: their parameters are reported apart (``mtp``), never in the total.
+
+    >>> sp.expand(mtp(model()).total("params") - L_mtp * block().total("params"))
+    2*L_mtp*V*d + 2*L_mtp*d**2 + 3*L_mtp*d
+    """
+    last = [c for c in whole.children if c.checkpoint != 0][-1]
+    return Component(
+        "mtp", repeat=L_mtp,
+        children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"),
+                  linear("eh_proj", 2 * d, d, doc="self.eh_proj = nn.Linear(2 * dim, dim, bias=False)",
+                         rules=Rules("replicated", lora=(), weight="linear", stacks=(), label="multi-token prediction")),
+                  last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
+        doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=_NO_WEIGHT)
+
+
 #: component names the CLI and derive() accept -> where each sits in the model ("" is the model itself;
 #: ``block`` is one block, its L repeats undone; ``rmsnorm`` is the final norm)
 COMPONENTS = {
@@ -977,6 +1112,7 @@ def component(name: str, whole: Component | None = None) -> Component:
 #: model() with every structural option switched on: every factory's parts, each at least once
 #: (:func:`lora_names` reads the declarations from it; a new option belongs here)
 EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
+                  partial_rope=True,
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
                          LayerKind(ffn="moe", rotary=False)),
                   variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
@@ -985,6 +1121,10 @@ EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rm
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s
 EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True))
+#: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
+#: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
+EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, shared_experts=True, latent="q_lora",
+                         kinds=(LayerKind(), LayerKind(ffn="moe")))
 
 
 def lora_names() -> dict[str, str]:
@@ -996,6 +1136,6 @@ def lora_names() -> dict[str, str]:
     >>> lora_names()["gate_proj"]
     'w1'
     """
-    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED) for c in model(**every).walk()
-                          if c.rules.lora)
+    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART)
+                          for c in model(**every).walk() if c.rules.lora)
     return {**{ours: ours for ours, _ in pairs}, **{hf: ours for ours, hf in pairs}}

@@ -24,6 +24,7 @@ from symllm.arch.families.hf import HF_UNMODELLED, read as _read_hf
 from symllm.arch.layers import ACTIVATIONS, MAX_GROUPS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
+from symllm.validate import integer as _integer
 from symllm.validate import positive_number as _positive_float
 from symllm.validate import short as _short
 from symllm.files import read_json
@@ -147,6 +148,23 @@ class ModelConfig:
     sliding_window: int | None = None
     #: chunked attention (Llama 4's RoPE layers): a query sees the keys of its own chunk of this many tokens
     attention_chunk: int | None = None
+    #: DeepSeek's shared experts: a SwiGLU of n_shared_experts × hidden_dim in every MoE layer, run by every token
+    n_shared_experts: int | None = None
+    #: multi-head latent attention (DeepSeek-V2, V3): the key-value latent's rank (None: not latent)
+    kv_lora_rank: int | None = None
+    #: MLA's query rank (None with kv_lora_rank: one plain query projection, DeepSeek-V2-Lite)
+    q_lora_rank: int | None = None
+    #: MLA's RoPE part of a query/key head (one RoPE key shared by every head)
+    qk_rope_head_dim: int | None = None
+    #: MLA's part of a query/key head without RoPE
+    qk_nope_head_dim: int | None = None
+    #: MLA's value head width
+    v_head_dim: int | None = None
+    #: the fraction of each head RoPE rotates (GLM-4.5: 0.5; None: all of it); int(head_dim × it) are rotated
+    partial_rotary_factor: float | None = None
+    #: multi-token-prediction modules the checkpoint stores after the last layer (DeepSeek-V3, GLM-4.5);
+    #: transformers does not build them: reported apart, never in the model's total
+    n_mtp_layers: int = 0
     #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
     #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
     #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
@@ -198,6 +216,68 @@ class ModelConfig:
             raise SymllmError(f"attention_chunk: {self.attention_chunk} given with sliding_window "
                               f"{self.sliding_window}; a layer has one or the other")
         self._check_layers(put)
+        self._check_latent(put)
+
+    def _check_latent(self, put) -> None:
+        """MLA's sizes: all four with kv_lora_rank (q_lora_rank optional), none without; its keys and values
+        have n_h heads (transformers' MLA fails otherwise) and no q/k/v biases, QK-norm, window or
+        layers without RoPE; a partial rotary rotates a whole, even, positive part of each head."""
+        mla = ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+        for field in ("kv_lora_rank", "q_lora_rank") + mla:
+            put(field, _positive_int(field, getattr(self, field), optional=True))
+        put("n_mtp_layers", _integer("n_mtp_layers", self.n_mtp_layers, low=0, floats=True))
+        if self.kv_lora_rank is None:
+            for field in ("q_lora_rank",) + mla:
+                if getattr(self, field) is not None:
+                    raise SymllmError(f"{field}: {_short(getattr(self, field))} given without kv_lora_rank")
+        else:
+            for field in mla:
+                if getattr(self, field) is None:
+                    raise SymllmError(f"{field}: missing (a latent attention has kv_lora_rank)")
+            if self.qk_rope_head_dim % 2:
+                raise SymllmError(f"qk_rope_head_dim: {self.qk_rope_head_dim} is odd; RoPE rotates pairs of elements")
+            if self.n_kv_heads != self.n_heads:
+                raise SymllmError(f"num_key_value_heads: {self.n_kv_heads} differs from num_attention_heads "
+                                  f"{self.n_heads}; a latent attention's keys and values have every head")
+            for field, off in (("qkv_bias", False), ("qk_norm", None), ("sliding_window", None),
+                               ("attention_chunk", None), ("partial_rotary_factor", None)):
+                if getattr(self, field) != off:
+                    raise SymllmError(f"{field}: {_short(getattr(self, field))} is not modelled with a latent attention")
+            if self.n_nope_layers:
+                raise SymllmError("layers: layers without RoPE are not modelled with a latent attention")
+        if self.n_shared_experts is not None:
+            put("n_shared_experts", _positive_int("n_shared_experts", self.n_shared_experts))
+            if self.n_experts is None:
+                raise SymllmError(f"n_shared_experts: {self.n_shared_experts} given without n_experts")
+            if self.shared_expert:
+                raise SymllmError("n_shared_experts: given with Llama 4's shared_expert; a layer has one kind")
+        f = self.partial_rotary_factor
+        if f is not None:
+            put("partial_rotary_factor", _positive_float("partial_rotary_factor", f))
+            rotated = int(self.head_dim * float(f)) if float(f) <= 1 else None
+            if rotated is None or rotated < 2 or rotated % 2:
+                what = "is more than 1" if rotated is None else f"rotates {rotated} of head_dim {self.head_dim}"
+                raise SymllmError(f"partial_rotary_factor: {_short(f)} {what}; RoPE needs an even, positive part "
+                                  "of the head")
+            if float(f) == 1:
+                put("partial_rotary_factor", None)
+
+    @property
+    def latent(self) -> str | None:
+        """None (not a latent attention), "q_lora" or "q_proj" (see symllm.arch.components.LATENT)."""
+        if self.kv_lora_rank is None:
+            return None
+        return "q_proj" if self.q_lora_rank is None else "q_lora"
+
+    @property
+    def rope_dim(self) -> int | None:
+        """The rotated width of a query/key head where it is not head_dim: MLA's qk_rope_head_dim, or
+        int(head_dim × partial_rotary_factor) (as transformers' rotary embedding takes it); else None."""
+        if self.kv_lora_rank is not None:
+            return self.qk_rope_head_dim
+        if self.partial_rotary_factor is not None:
+            return int(self.head_dim * self.partial_rotary_factor)
+        return None
 
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
@@ -290,7 +370,9 @@ class ModelConfig:
 
     @property
     def attention_kind(self) -> str:
-        """"MHA", "MQA" or "GQA", from n_kv_heads."""
+        """"MHA", "MQA" or "GQA", from n_kv_heads; "MLA" for a multi-head latent attention."""
+        if self.kv_lora_rank is not None:
+            return "MLA"
         if self.n_kv_heads == self.n_heads:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"

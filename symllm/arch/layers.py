@@ -23,7 +23,7 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean
 
 __all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
-           "MAX_GROUPS", "runs", "groups", "group_names"]
+           "LATENT", "MAX_GROUPS", "runs", "groups", "group_names"]
 
 #: what a layer's feed-forward is: a dense SwiGLU ("dense"; of width ``d_fd`` in a model that also has MoE
 #: layers, ``d_ff`` otherwise), or a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe")
@@ -42,6 +42,10 @@ QK_NORMS = (None, "rmsnorm", "l2", "full")
 NORMS = ("pre", "post", "sandwich")
 #: the gated feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma)
 ACTIVATIONS = ("silu", "gelu_tanh")
+#: how a latent attention (MLA, DeepSeek-V2/V3) makes its queries: None (not latent: GQA), "q_lora"
+#: (compressed through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``) or "q_proj" (one ``wq``:
+#: DeepSeek-V2-Lite, ``q_lora_rank`` null)
+LATENT = (None, "q_lora", "q_proj")
 #: the most groups of identical layers a model may have (one count symbol each: symllm.arch.symbols)
 MAX_GROUPS = 8
 
@@ -191,6 +195,14 @@ class Structure:
     qk_norm: str | None = None
     #: the MoE layers have Llama 4's shared expert
     shared_expert: bool = False
+    #: every attention is a multi-head latent attention (DeepSeek): None, "q_lora" or "q_proj" (:data:`LATENT`)
+    latent: str | None = None
+    #: the MoE layers have DeepSeek's shared experts (one SwiGLU of width d_se)
+    shared_experts: bool = False
+    #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
+    partial_rope: bool = False
+    #: the checkpoint stores multi-token-prediction modules (reported apart: symllm.arch.components.mtp)
+    mtp: bool = False
     #: the shared expert is Qwen2-MoE's: of its own width d_se, scaled by a sigmoid gate
     shared_gate: bool = False
     #: gpt-oss's attention sinks (one logit per query head)
@@ -214,9 +226,16 @@ class Structure:
             raise SymllmError("kinds: a kind of layer is listed twice (one group per kind)")
         if len(kinds) > MAX_GROUPS:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
-        for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_gate", "sinks",
-                     "moe_bias", "clamped", "fused_lora"):
+        for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
+                     "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora"):
             boolean(name, getattr(self, name))
+        if self.latent not in LATENT:
+            raise SymllmError(f"latent: unknown {self.latent!r} (known: {', '.join(map(str, LATENT))})")
+        if self.shared_expert and self.shared_experts:
+            raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
+        if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
+                                        or any(k.window or not k.rotary for k in self.kinds)):
+            raise SymllmError("latent: a latent attention has no q/k/v biases, QK-norm, window, partial or absent RoPE")
         if self.qk_norm not in QK_NORMS:
             raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full)")
         if not isinstance(self.variant, Variant):

@@ -95,6 +95,9 @@ def _params_table(structure: Structure) -> TableKernel:
     terms["block"] = mdl.child("block").replace(repeat=1).total("params")
     terms["total"] = mdl.total("params")
     terms["active"] = mdl.total("active")  # what one token uses: all of it, but for the k of n_e experts
+    if structure.mtp:  # stored by the checkpoint, not built by transformers: its own part, not in the total
+        from symllm.arch.components import mtp
+        terms["mtp"] = mtp(mdl).total("params")
     table = TableKernel(terms)
     cache_put("params-table", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     return table
@@ -103,7 +106,8 @@ def _params_table(structure: Structure) -> TableKernel:
 def params(config: Config) -> dict[str, int]:
     """Exact parameter counts: one entry per leaf of the breakdown, the per-block count (the first group
     of blocks), the ``total`` and the ``active`` parameters one token uses (the total but for the experts
-    it is not routed to).
+    it is not routed to); where the checkpoint stores multi-token-prediction modules, ``mtp`` (their
+    parameters, not in the total: :func:`symllm.arch.components.mtp`).
 
     >>> p = params("llama2-13b")
     >>> p["total"], p["block/attention/wq"], p["lm_head"]
@@ -119,18 +123,18 @@ def params(config: Config) -> dict[str, int]:
 def by_kind(counts: dict) -> dict:
     """Parameter counts by kind of weight: a breakdown (:func:`params`, or the torch reference's count)
     without its group of blocks (``block/``, ``moe_block/``, ``nope_block/`` summed: ``attention/wq``), a
-    shared expert as one kind, zero entries and the one-block count left out.
+    shared expert as one kind, zero entries, the one-block count and the multi-token-prediction modules left out.
 
     >>> by_kind(params("mixtral-8x7b"))["moe/experts"]
     45097156608
     """
     out = {}
     for key, value in counts.items():
-        if key == "block" or not value:
+        if key in ("block", "mtp") or not value:  # mtp: not part of the model (reported apart)
             continue
         group, _, rest = key.partition("/")
         kind = rest if group.endswith("block") and rest else key
-        kind = "moe/shared_expert" if kind.startswith("moe/shared_expert/") else kind
+        kind = "moe/shared_expert" if kind.startswith(("moe/shared_expert/", "moe/shared_experts/")) else kind
         out[kind] = out.get(kind, 0) + value
     return out
 

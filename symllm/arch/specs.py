@@ -76,10 +76,19 @@ class Spec:
     n_experts: int | None = None
     experts_per_token: int | None = None
     dense_hidden_dim: int | None = None
-    #: a gated shared expert's width (Qwen2-MoE; None: none, or Llama 4's of width hidden_dim)
+    #: a shared expert's own width d_se (Qwen2-MoE's gated one; DeepSeek's shared experts, n_shared_experts ×
+    #: hidden_dim; None: none, or Llama 4's of width hidden_dim)
     shared_hidden_dim: int | None = None
     #: the sliding window or the attention chunk (None: full attention)
     window: int | None = None
+    #: multi-head latent attention's sizes (None: not latent); qk_rope_head_dim is also a partial rotary's width
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    #: multi-token-prediction modules the checkpoint stores (None: none)
+    n_mtp_layers: int | None = None
 
     @property
     def hidden_rule(self) -> str:
@@ -88,7 +97,7 @@ class Spec:
 
     @property
     def attention_kind(self) -> str:
-        """"MHA", "MQA" or "GQA", from n_kv_heads."""
+        """"MHA", "MQA" or "GQA", from n_kv_heads ("MLA": latent attention)."""
         return self.config.attention_kind
 
     def shape(self) -> tuple:
@@ -145,6 +154,8 @@ def spec_of(config: ModelConfig) -> Spec:
     structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
                           mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
                           shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.groups),
+                          latent=config.latent, shared_experts=config.n_shared_experts is not None,
+                          partial_rope=config.partial_rotary_factor is not None, mtp=config.n_mtp_layers > 0,
                           shared_gate=config.shared_hidden_dim is not None, sinks=config.attention_sinks,
                           moe_bias=config.moe_bias, clamped=config.clamped_swiglu, fused_lora=config.peft_fused_experts,
                           variant=variant_of(config))
@@ -154,4 +165,8 @@ def spec_of(config: ModelConfig) -> Spec:
                 structure=structure, config=config, counts=tuple(count for _, count in config.groups),
                 n_experts=config.n_experts, experts_per_token=config.experts_per_token,
                 dense_hidden_dim=config.dense_hidden_dim, window=config.window,
-                shared_hidden_dim=config.shared_hidden_dim)
+                q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank, qk_rope_head_dim=config.rope_dim,
+                qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
+                n_mtp_layers=config.n_mtp_layers or None,
+                shared_hidden_dim=(config.n_shared_experts * config.hidden_dim if config.n_shared_experts is not None
+                                   else config.shared_hidden_dim))

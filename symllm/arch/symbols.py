@@ -19,6 +19,7 @@ import sympy as sp
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
+    "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp",
     "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -55,13 +56,20 @@ f = sp.Symbol("f", positive=True, finite=True)
 n_e = sp.Symbol("n_e", **_size)
 k = sp.Symbol("k", **_size)
 d_fd = sp.Symbol("d_fd", **_size)
-# Qwen2-MoE's gated shared expert has its own width
+# Qwen2-MoE's gated shared expert and DeepSeek's shared experts have their own width
 d_se = sp.Symbol("d_se", **_size)
 #: the blocks of the 2nd, 3rd, ... group of identical layers (symllm.arch.layers: one group per kind of
 #: layer); the first group has the rest, ``L - L_2 - ...``, and a model with one group has ``L`` alone
 GROUP_COUNTS = tuple(sp.Symbol(f"L_{i}", **_size) for i in range(2, 9))
 # sliding-window (Mistral) or chunked (Llama 4) attention
 W = sp.Symbol("W", **_size)
+# multi-head latent attention (DeepSeek-V2/V3) and multi-token prediction
+r_q = sp.Symbol("r_q", **_size)
+r_kv = sp.Symbol("r_kv", **_size)
+d_hr = sp.Symbol("d_hr", **_size)
+d_hn = sp.Symbol("d_hn", **_size)
+d_hv = sp.Symbol("d_hv", **_size)
+L_mtp = sp.Symbol("L_mtp", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 t = sp.Symbol("t", integer=True, nonnegative=True)
@@ -105,11 +113,21 @@ _TABLE = [
     SymbolInfo(d_fd, "dense_hidden_dim", r"d_{ff}^{\mathrm{dense}}",
                "SwiGLU width of the dense layers of a model that interleaves MoE layers", "model"),
     SymbolInfo(d_se, "shared_hidden_dim", r"d_{ff}^{\mathrm{shared}}",
-               "SwiGLU width of a gated shared expert (Qwen2-MoE's shared_expert_intermediate_size)", "model"),
+               "SwiGLU width of a shared expert of its own width (Qwen2-MoE's gated shared_expert_intermediate_size; "
+               "DeepSeek's shared experts, n_shared_experts x moe_intermediate_size)", "model"),
     *(SymbolInfo(count, f"n_layers_{i}", f"L_{{{i}}}", f"blocks of the group of identical layers numbered {i} "
                  "(one group per kind of layer, in model order; the first has the rest of the L)", "layers")
       for i, count in enumerate(GROUP_COUNTS, start=2)),
     SymbolInfo(W, "window", "W", "keys a query may see: the sliding window, or the attention chunk", "model"),
+    SymbolInfo(r_q, "q_lora_rank", "r_q", "rank of the compressed query of latent attention (MLA)", "model"),
+    SymbolInfo(r_kv, "kv_lora_rank", r"r_{kv}", "rank of the compressed key-value latent of latent attention (MLA)",
+               "model"),
+    SymbolInfo(d_hr, "qk_rope_head_dim", r"d_h^{R}",
+               "rotated (RoPE) width of a query/key head: MLA's decoupled RoPE part, or a partial rotary's", "model"),
+    SymbolInfo(d_hn, "qk_nope_head_dim", r"d_h^{C}", "width of a query/key head's part without RoPE (MLA)", "model"),
+    SymbolInfo(d_hv, "v_head_dim", r"d_h^{v}", "width of a value head (MLA)", "model"),
+    SymbolInfo(L_mtp, "n_mtp_layers", r"L_{\mathrm{mtp}}",
+               "multi-token-prediction modules the checkpoint stores (DeepSeek-V3, GLM-4.5; not in the model)", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(t, "context", "t", "tokens already in the KV cache", "workload"),

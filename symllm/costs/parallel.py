@@ -130,7 +130,9 @@ def _sizes() -> dict:
     """The dimensions tensor parallelism splits, as substitutions in activations, KV cache and FLOPs:
     heads (of ``d_h`` columns each), the SwiGLU width and the vocabulary (the embedding's weight too).
     A split linear's own weight is split by its ``shape`` (:func:`_split_weight`)."""
-    # d_fd: the dense layers' width of a model that interleaves MoE layers; d_se: a gated shared expert's
+    # d_fd: the dense layers' width of a model that interleaves MoE layers; d_se: a shared expert's own width
+    # (Qwen2-MoE's gated one, DeepSeek's shared experts)
+    # (a latent attention's n_h heads are split as a GQA's: rank 0's share of n_h·d_h, d_h its RoPE width)
     return {S.n_h: _split(S.n_h * S.d_h) / S.d_h, S.n_kv: _split(S.n_kv * S.d_h) / S.d_h,
             S.d_ff: _split(S.d_ff), S.d_fd: _split(S.d_fd), S.d_se: _split(S.d_se), S.V: _split(S.V)}
 

@@ -659,6 +659,11 @@ class Sweep:
         if len(spec.counts) > 1 and (isinstance(layers, _RangeAxis) or any(v != base_cfg.n_layers for v in layers)):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers are of "
                               f"{len(spec.counts)} kinds")
+        tied_sizes = {"hidden_dim"} if base_cfg.n_shared_experts is not None else set()
+        tied_sizes |= {"n_heads", "n_kv_heads", "head_dim"} if base_cfg.rope_dim is not None else set()
+        for name in sorted(tied_sizes & set(self.axes)):  # d_se = n_shared·d_ff; MLA's heads; a partial rotary
+            raise SymllmError(f"{name}: cannot vary it for {base_cfg.name}, whose other sizes follow it "
+                              "(shared experts, latent attention or a partial rotary)")
         # the workload against the model (symllm.costs.checks, count's own checks): a failed check that
         # reads nothing the sweep varies refuses every point, so the sweep itself, with the line count gives
         # for its first point; the other checks drop points (_evaluate)

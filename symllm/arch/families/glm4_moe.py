@@ -1,0 +1,57 @@
+"""The ``glm4_moe`` family: transformers' ``Glm4MoeForCausalLM`` (GLM-4.5, GLM-4.5-Air).
+
+GQA attention whose ``attention_bias`` puts a bias on q, k and v (``o_proj`` has none), an optional
+QK-norm of width ``head_dim`` on every query and key head (``use_qk_norm``, default false), RoPE on
+``int(head_dim × partial_rotary_factor)`` of each head (default 0.5; in ``rope_parameters`` or at the top
+level), and DeepSeek's mixture of experts (:func:`symllm.arch.families.deepseek.moe_fields`): layers
+``first_k_dense_replace`` on (default 1) route each token to ``num_experts_per_tok`` of ``n_routed_experts``
+SwiGLU experts of ``moe_intermediate_size`` and run ``n_shared_experts`` shared ones; the router's
+``e_score_correction_bias`` is a buffer (not counted), ``n_group``/``topk_group`` add no parameters.
+``num_nextn_predict_layers`` is read as the multi-token-prediction modules transformers does not build.
+
+>>> f = _fields({"num_attention_heads": 4, "hidden_size": 64, "attention_bias": True}, 2)
+>>> f["qkv_bias"], f["partial_rotary_factor"], [(k.ffn, n) for k, n in f["layers"]], f["n_shared_experts"]
+(True, 0.5, [('dense', 1), ('moe', 1)], 1)
+"""
+from symllm.arch.families.deepseek import moe_fields
+from symllm.arch.families.hf import Family, flag, integer, register
+from symllm.errors import SymllmError
+from symllm.validate import short
+
+__all__ = ["GLM4_MOE"]
+
+
+def _factor(raw: dict):
+    """partial_rotary_factor at the top level or in rope_parameters (transformers moves it there); 0.5 absent."""
+    rope = raw.get("rope_parameters")
+    inner = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
+    outer = raw.get("partial_rotary_factor")
+    if inner is not None and outer is not None and inner != outer:
+        raise SymllmError(f"partial_rotary_factor: {short(outer)} differs from rope_parameters' {short(inner)}")
+    value = outer if outer is not None else inner if inner is not None else 0.5
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SymllmError(f"partial_rotary_factor: expected a number, got {short(value)}")
+    return value
+
+
+def _fields(raw: dict, n_layers: int) -> dict:
+    out = {"attention_bias": False, "qkv_bias": flag(raw, "attention_bias", False),
+           "qk_norm": "rmsnorm" if flag(raw, "use_qk_norm", False) else None,
+           "partial_rotary_factor": _factor(raw),
+           "n_mtp_layers": integer(raw, "num_nextn_predict_layers", 1, minimum=0)}
+    out.update(moe_fields(raw, n_layers, GLM4_MOE.defaults))
+    return out
+
+
+GLM4_MOE = register(Family(
+    model_type="glm4_moe", fields=_fields, reads=("attention_bias",),
+    defaults={"vocab_size": 151552, "hidden_size": 4096, "num_hidden_layers": 46, "num_attention_heads": 96,
+              "num_key_value_heads": 8, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+              "num_experts_per_tok": 8, "n_shared_experts": 1, "n_routed_experts": 128, "first_k_dense_replace": 1,
+              "norm_topk_prob": True},
+    models=("n_routed_experts", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok",
+            "first_k_dense_replace", "use_qk_norm", "partial_rotary_factor", "num_nextn_predict_layers"),
+    names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
+           "n_experts": "n_routed_experts", "experts_per_token": "num_experts_per_tok",
+           "n_mtp_layers": "num_nextn_predict_layers", "qkv_bias": "attention_bias", "qk_norm": "use_qk_norm"},
+    presets="config.json of zai-org/GLM-4.5, zai-org/GLM-4.5-Air"))

@@ -1,0 +1,278 @@
+"""DeepSeek-V2/V3 (multi-head latent attention, shared experts, multi-token prediction), Kimi-K2 and GLM-4.5.
+
+Expected numbers come from transformers' own classes (``DeepseekV2ForCausalLM``, ``DeepseekV3ForCausalLM``,
+``Glm4MoeForCausalLM``: built on the meta device for parameters, run on small CPU models under
+FlopCounterMode for FLOPs and for the cache they return), published figures (tests/data/published_params.json)
+and hand arithmetic written here from the checkpoints' shapes."""
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import symllm
+from symllm.api import by_kind
+from symllm.arch.config import from_hf, preset_info
+from symllm.costs import phases as costs
+
+from .conftest import CI, requires
+from .strategies import deepseek_configs, glm4_moe_configs
+
+DEEPSEEK = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3", "deepseek-r1", "kimi-k2")
+GLM = ("glm-4.5", "glm-4.5-air")
+
+#: transformers' module names -> symllm's kinds (attention/..., feed_forward/..., moe/...)
+_ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo", "q_a_proj": "wq_a", "q_b_proj": "wq_b",
+         "kv_a_proj_with_mqa": "wkv_a", "kv_b_proj": "wkv_b", "q_a_layernorm": "q_a_norm",
+         "kv_a_layernorm": "kv_a_norm", "q_norm": "q_norm", "k_norm": "k_norm"}
+_W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+
+
+def _hf_model(raw: dict, device: str = "meta"):
+    transformers, torch = requires("transformers"), requires("torch")
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    with torch.device(device):
+        return transformers.AutoModelForCausalLM.from_config(config)
+
+
+def _hf_kinds(model, raw: dict) -> dict:
+    """numel per kind of parameter, named as symllm's breakdown without its group of blocks, the total and the
+    active count (the total less (E - k)/E of the routed experts' weights)."""
+    out = {"total": sum(p.numel() for p in model.parameters())}
+    for name, p in model.named_parameters():
+        parts = name.split(".")
+        if "experts" in parts and "shared_experts" not in parts:
+            kind = "moe/experts"  # gate_up_proj and down_proj of every routed expert
+        elif "gate" in parts:
+            kind = "moe/router"
+        elif "shared_experts" in parts:
+            kind = "moe/shared_expert"
+        elif parts[-2] in _ATTN:
+            kind = f"attention/{_ATTN[parts[-2]]}"
+        elif parts[-2] in _W:
+            kind = f"feed_forward/{_W[parts[-2]]}"
+        else:
+            kind = {"embed_tokens": "embedding", "input_layernorm": "attention_norm", "lm_head": "lm_head",
+                    "post_attention_layernorm": "ffn_norm", "norm": "norm"}[parts[-2]]
+        out[kind] = out.get(kind, 0) + p.numel()
+    E, k = raw.get("n_routed_experts"), raw.get("num_experts_per_tok")
+    unused = Fraction(out.get("moe/experts", 0)) * (E - k) / E if "moe/experts" in out else Fraction(0)
+    assert unused.denominator == 1
+    out["active"] = out["total"] - int(unused)
+    return out
+
+
+# --- transformers on the meta device: every preset, random configs ---------------------------------------
+
+@pytest.mark.parametrize("name", DEEPSEEK + GLM)
+def test_presets_equal_transformers_on_meta(name):
+    """Each kind of parameter (MLA's wq_a/wq_b/wkv_a/wkv_b/wo and their norms, GQA's projections with
+    biases and QK-norm, router, routed experts, shared experts, the first dense layers), the total and the
+    active count equal transformers' model built from the preset's config.json on the meta device."""
+    raw = preset_info(name)["config"]
+    assert by_kind(symllm.params(name)) == _hf_kinds(_hf_model(raw), raw)
+
+
+@given(st.one_of(deepseek_configs(), glm4_moe_configs()))
+def test_random_configs_equal_transformers_on_meta(raw):
+    """Per kind of parameter, the total and the active count, for random DeepSeek-V2, V3 and GLM-4.5 configs."""
+    assert by_kind(symllm.params(from_hf(raw))) == _hf_kinds(_hf_model(raw), raw)
+
+
+# --- FLOPs: FlopCounterMode on small CPU models ------------------------------------------------------
+
+def _run(model, tokens, cache=None):
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        out = model(tokens, past_key_values=cache, use_cache=True)
+    return counter.get_total_flops(), out.past_key_values
+
+
+@given(st.one_of(deepseek_configs(), glm4_moe_configs()), st.integers(1, 2), st.integers(1, 5), st.integers(1, 3))
+def test_prefill_decode_and_training_flops_equal_flopcountermode(raw, b, s, steps):
+    """transformers' eager model on CPU: the prefill of b × s tokens, each of ``steps`` decode steps after it
+    (context s, s + 1, ...: MLA decompresses its whole latent cache with kv_b_proj on every pass, as symllm
+    counts it), their sum (generation of ``steps`` tokens) and a training step have symllm's matmul FLOPs
+    (dense attention). transformers' eager experts
+    run each token through its k routed experts only, as symllm counts."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu")
+    cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)  # the closed forms count composes (a workload compiles far more than needed)
+    tokens = torch.randint(0, raw["vocab_size"], (b, s))
+    flops, cache = _run(model, tokens)
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == flops
+    generated = flops
+    for step in range(steps):
+        flops, cache = _run(model, torch.randint(0, raw["vocab_size"], (b, 1)), cache)
+        assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s + step)) == flops
+        generated += flops
+    # generation: the prefill and the steps, summed in closed form over the decode steps
+    assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps)) == generated
+    with FlopCounterMode(display=False) as train:
+        model(tokens).logits.float().sum().backward()
+    assert costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s)) == train.get_total_flops()
+
+
+@given(st.one_of(deepseek_configs(), glm4_moe_configs()), st.integers(1, 2), st.integers(1, 5), st.integers(0, 3))
+def test_kv_cache_equals_the_cache_transformers_returns(raw, b, s, n):
+    """After a prefill of s tokens and n decode steps, the elements of the cache transformers returns (MLA:
+    its latent, kv_lora_rank + qk_rope_head_dim per token and layer, one shared head; GLM: keys and values of
+    n_kv heads) equal symllm's kv_cache_elements at context s + n."""
+    torch = requires("torch")
+    model = _hf_model(raw, "cpu")
+    _, cache = _run(model, torch.zeros(b, s, dtype=torch.long))
+    for _ in range(n):
+        _, cache = _run(model, torch.zeros(b, 1, dtype=torch.long), cache)
+    held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+    cfg = from_hf(raw)
+    kv = costs.memory(symllm.model_for(cfg), "kv_cache").subs(symllm.values(cfg, batch=b, seq=s, gen=n, kv_dtype="fp32"))
+    assert kv == 4 * held  # fp32: 4 bytes an element (the cache after s + n tokens, as count reports it)
+
+
+def test_latent_cache_is_what_inference_engines_keep_and_decompressed_is_larger():
+    """DeepSeek-V3 keeps 512 + 64 = 576 elements per token and layer (the latent: DeepSeek-V2 paper §2.1.2,
+    'only 576 elements' for V3's sizes); a plain implementation's decompressed keys and values hold
+    128 × (128 + 64 + 128) = 40,960, 71.1 times as many (the KV cache of 61 layers in bf16: hand arithmetic)."""
+    from symllm.arch.components import decompressed_kv_cache
+    kv = costs.workload("deepseek-v3", batch=1, seq=1, gen=0, kv_dtype="bf16")["memory"]["kv_cache"]
+    assert kv == 61 * 576 * 2
+    from symllm.arch.symbols import b, s, t
+    sizes = symllm.spec("deepseek-v3").values()
+    assert decompressed_kv_cache().subs(sizes).subs({b: 1, s: 1, t: 0}) == 40_960
+
+
+# --- published figures and the multi-token-prediction module ----------------------------------------
+
+def test_deepseek_v3_main_model_and_mtp_are_the_published_671b_and_685b():
+    """DeepSeek-V3's README: '685B, which includes 671B of the Main Model weights and 14B of the Multi-Token
+    Prediction (MTP) Module weights'. transformers builds the main model (671,026,404,352, checked above);
+    the MTP module as the checkpoint stores it (model.layers.61: its own embedding and head copies, enorm,
+    hnorm, eh_proj and one MoE layer) brings it to 684.5B, which the model page rounds to 685B. Hand
+    arithmetic of that module: 2·V·d + 3·d + 2·d² + one MoE layer of layers 3-60."""
+    p = symllm.params("deepseek-v3")
+    V, d = 129280, 7168
+    moe_layer = sum(v for k, v in p.items() if k.startswith("moe_block/")) // 58
+    assert p["mtp"] == 2 * V * d + 3 * d + 2 * d * d + moe_layer
+    assert round((p["total"] + p["mtp"]) / 1e9) == 684 and round(p["total"] / 1e9) == 671
+    assert "mtp" not in symllm.params("kimi-k2")  # num_nextn_predict_layers 0
+
+
+def test_vendors_active_figures_leave_out_the_embedding_tables():
+    """GLM-4.5 '32B active', GLM-4.5-Air '12B active' (Z.ai): what symllm counts active less the input
+    embedding and the output head (33.6B and 13.4B with them, as symllm reports)."""
+    for name, published in (("glm-4.5", 32), ("glm-4.5-air", 12)):
+        p = symllm.params(name)
+        assert int((p["active"] - p["embedding"] - p["lm_head"]) / 1e9) == published
+
+
+# --- shards, LoRA, the command line -----------------------------------------------------------------
+
+def test_tensor_parallel_shards_follow_transformers_plan():
+    """Under tp=2 (DeepseekV3Config.base_model_tp_plan): q_b_proj and kv_b_proj column-split, o_proj row-split,
+    q_a_proj and kv_a_proj_with_mqa whole (in no plan / replicated), the shared experts split as a SwiGLU;
+    the routed experts are split over expert-parallel ranks instead (ep=2: half of them)."""
+    raw = {"model_type": "deepseek_v3", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+           "moe_intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+           "q_lora_rank": 8, "kv_lora_rank": 6, "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 2,
+           "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 2, "first_k_dense_replace": 1,
+           "n_group": 1, "topk_group": 1, "num_nextn_predict_layers": 0}
+    cfg = from_hf(raw)
+    whole = by_kind(symllm.params(cfg))
+    from symllm.arch import symbols as S
+    from symllm.costs import parallel
+    per_gpu = parallel.params_per_gpu(symllm.model_for(cfg), pp_stages=False).subs(  # tensor rank 0's
+        {**symllm.spec(cfg).values(), S.N_t: 2, S.N_e: 2})
+    d, L_moe = 32, 1
+    attention = (d * 8 + 8 + 8 * 4 * 8 // 2 + d * (6 + 4) + 6 + 6 * 4 * (4 + 2) // 2 + 4 * 2 * d // 2) * 2
+    shared = 3 * d * 16 // 2 * L_moe
+    experts = whole["moe/experts"] // 2
+    dense = 3 * d * 48 // 2
+    rest = whole["embedding"] // 2 + whole["lm_head"] // 2 + whole["moe/router"] + whole["attention_norm"] + \
+        whole["ffn_norm"] + whole["norm"]
+    assert per_gpu == attention + shared + experts + dense + rest
+
+
+def test_lora_targets_name_mlas_projections(cli):
+    """--lora-targets takes DeepSeek's HF names (q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj):
+    LoRA of rank r on them adds r·(fan_in + fan_out) per projection and layer (hand arithmetic)."""
+    r = cli(["count", "deepseek-v2-lite", "--lora-rank", "8", "--lora-targets", "q_proj,kv_a_proj_with_mqa,kv_b_proj",
+             "--json"])
+    assert r.code == 0, r.err
+    d, n_h, L = 2048, 16, 27
+    expected = 8 * L * ((d + n_h * 192) + (d + 512 + 64) + (512 + n_h * 256))
+    assert json.loads(r.out)["params"]["trainable"] == expected
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "glm-4.5-air"])
+def test_count_derive_report_and_sweep(cli, tmp_path, name):
+    """count names the shared experts, the latent attention and the MTP part apart from the total; derive
+    writes the attention's parameters with MLA's sub-terms; report writes a LaTeX document pdflatex compiles;
+    a sweep over batch equals count's KV cache."""
+    r = cli(["count", name])
+    text = " ".join(r.out.split())
+    assert r.code == 0 and "shared experts" in text and "multi-token prediction (apart)" in text
+    assert ("multi-head latent attention" in text) == (name == "deepseek-v3")
+    r = cli(["derive", "--model", name, "--component", "attention", "--format", "text"])
+    assert r.code == 0 and ("wkv_b = n_h*r_kv*(d_hn + d_hv)" in r.out) == (name == "deepseek-v3")
+    out = tmp_path / "report.tex"
+    assert cli(["report", name, "--format", "latex", "--standalone", "-o", out]).code == 0
+    _compiles(out)
+    r = cli(["sweep", "--base", name, "--batch", "1,2", "--quantity", "kv_cache", "--format", "jsonl"])
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    kv = [json.loads(cli(["count", name, "--batch", str(b), "--json"]).out)["memory"]["kv_cache"] for b in (1, 2)]
+    assert [row["kv_cache"] for row in rows] == kv
+
+
+def _compiles(tex):
+    """pdflatex compiles ``tex`` (skipped without pdflatex, as tests/test_render.py does)."""
+    import shutil
+    import subprocess
+    if shutil.which("pdflatex") is None:
+        pytest.fail("CI=true and pdflatex is missing") if CI else pytest.skip("pdflatex is not installed")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tex.parent,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_not_modelled_keys_are_refused_in_one_line(cli, tmp_path):
+    """moe_layer_freq other than 1 (ignored by transformers, used by DeepSeek's code), a head_dim that differs
+    from qk_rope_head_dim, and GQA heads with a latent attention are refused in one line."""
+    base = preset_info("deepseek-v2-lite")["config"]
+    for change, key in (({"moe_layer_freq": 2}, "moe_layer_freq"), ({"head_dim": 128}, "head_dim"),
+                        ({"num_key_value_heads": 8}, "num_key_value_heads")):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps({**base, **change}))
+        r = cli(["count", str(path)])
+        assert r.code == 2 and r.out == "" and r.err.startswith(f"symllm: error: {key}:") and r.err.count("\n") == 1
+
+
+# --- the torch reference model (symllm verify) -----------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["deepseek-v2-lite"])  # V3, GLM-4.5: 15,000 expert modules, minutes to build
+def test_verify_agrees_for_the_new_presets(torch, cli, name):
+    """symllm verify builds the torch reference (its own MLA and shared experts) and finds every kind equal."""
+    r = cli(["verify", name])
+    assert r.code == 0 and r.out.rstrip().endswith(f"{name}: all components agree")
+
+
+@given(deepseek_configs(), st.integers(1, 2), st.integers(1, 4))
+def test_reference_latent_attention_flops_and_cache_equal_flopcountermode(torch, reference, raw, b, s):
+    """The reference's MLA (DeepSeek's naive path: the latent cached, decompressed on every pass) has
+    symllm's prefill and decode-step matmul FLOPs under FlopCounterMode and holds its KV-cache bytes."""
+    from torch.utils.flop_counter import FlopCounterMode
+    cfg = from_hf(raw)
+    model, mdl = reference.build(cfg, device="cpu"), symllm.model_for(cfg)
+    with FlopCounterMode(display=False) as prefill, torch.no_grad():
+        model(torch.zeros(b, s, dtype=torch.long), 0, use_cache=True)
+    with FlopCounterMode(display=False) as decode, torch.no_grad():
+        model(torch.zeros(b, 1, dtype=torch.long), s, use_cache=True)
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == prefill.get_total_flops()
+    assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s)) == decode.get_total_flops()
+    kv = costs.memory(mdl, "kv_cache").subs(symllm.values(cfg, batch=b, seq=s, gen=1, kv_dtype="fp32"))
+    assert kv == model.kv_cache_bytes()
