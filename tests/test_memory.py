@@ -54,14 +54,19 @@ def test_kv_cache_bytes_after_prefill_and_decode_steps(cfg, w):
 
 @given(st.sampled_from(symllm.preset_names()), st.integers(1, 64), st.integers(1, 10**6), st.integers(0, 10**5))
 def test_fp16_kv_cache_is_4_bytes_per_layer_kv_head_dim_and_token(name, b, s, n):
-    """The fp16 KV cache is 4·b·L·n_kv·d_h·(s+n) bytes (K and V, 2 bytes each; GQA: n_kv heads); a layer
+    """The fp16 KV cache is 4·b·L·n_kv·d_h·(s+n) bytes (K and V, 2 bytes each; GQA: n_kv heads; MLA:
+    2·b·L·(r_kv + d_hr)·(s+n), the latent transformers caches); a layer
     with a sliding window or attention chunk of W (Mistral; Llama 4's layers with RoPE; Gemma's and gpt-oss's
     local layers) holds min(s+n, W); which layers have it is what the config says layer by layer
     (``ModelConfig.groups``: each kind of layer and how many)."""
     cfg = symllm.load(name)
     windowed = 0 if cfg.window is None else sum(count for kind, count in cfg.groups if kind.window)
     positions = (cfg.n_layers - windowed) * (s + n) + windowed * min(s + n, cfg.window or 0)
-    by_hand = 4 * b * cfg.n_kv_heads * cfg.head_dim * positions
+    # per position and layer: K and V of n_kv heads of d_h, or multi-head latent attention's one latent of
+    # kv_lora_rank plus its decoupled RoPE key of qk_rope_head_dim (DeepSeek: 512 + 64), 2 bytes each
+    per_position = 2 * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) if cfg.kv_lora_rank else \
+        4 * cfg.n_kv_heads * cfg.head_dim
+    by_hand = b * per_position * positions
     assert costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp16")["memory"]["kv_cache"] == by_hand
 
 
