@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import re
 from fractions import Fraction
@@ -747,31 +746,29 @@ def _filters(kind: str, names: dict) -> dict:
                 return Safe(break_line.join(lines) + break_eq + end)
         return Safe(break_line.join(lines))
 
-    def texsum(values, lead=""):
-        """Formulas joined by ``+`` as display math, broken across lines like :func:`texlines`."""
+    def packed(parts, lead=""):
+        """LaTeX pieces filled into lines as wide as :func:`texlines` allows (the second line, after
+        ``lead =``, is narrower), joined by its line break."""
         lines = []
-        for i, value in enumerate(values):
-            parts = (value if isinstance(value, Formula) else Formula(value)).latex_lines(names, rest)
-            parts[0] = ("+ " if i else "") + parts[0]
-            for part in parts:
-                room = LATEX_WIDTH - tex_width(str(lead) + " = ") if len(lines) == 1 else rest
-                if lines and tex_width(lines[-1] + " " + part) <= room:
-                    lines[-1] += " " + part
-                else:
-                    lines.append(part)
-        return Safe(break_line.join(lines))
-
-    def texjoin(labels, lead=""):
-        """LaTeX pieces (the labels of a sum's terms) joined by ``+``, broken like :func:`texlines`."""
-        lines = []
-        for i, label_ in enumerate(map(str, labels)):
-            part = ("+ " if i else "") + label_
+        for part in parts:
             room = LATEX_WIDTH - tex_width(str(lead) + " = ") if len(lines) == 1 else rest
             if lines and tex_width(lines[-1] + " " + part) <= room:
                 lines[-1] += " " + part
             else:
                 lines.append(part)
         return Safe(break_line.join(lines))
+
+    def texsum(values, lead=""):
+        """Formulas joined by ``+`` as display math, broken across lines like :func:`texlines`."""
+        parts = []
+        for i, value in enumerate(values):
+            pieces = (value if isinstance(value, Formula) else Formula(value)).latex_lines(names, rest)
+            parts += [("+ " if i else "") + pieces[0], *pieces[1:]]
+        return packed(parts, lead)
+
+    def texjoin(labels, lead=""):
+        """LaTeX pieces (the labels of a sum's terms) joined by ``+``, broken like :func:`texlines`."""
+        return packed((("+ " if i else "") + label_ for i, label_ in enumerate(map(str, labels))), lead)
 
     def ttpath(value):
         """A component's path (``block/attention/wq``) in typewriter type, breakable after each ``/``."""
