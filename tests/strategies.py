@@ -288,6 +288,15 @@ def hf_configs(draw) -> dict:
     return raw
 
 
+def _hf_head_widths(draw, heads: int) -> dict:
+    """``hidden_size`` with ``head_dim`` stated (any even width, not d / n_h), or ``hidden_size`` alone
+    (``head_dim`` derived: hidden_size // num_attention_heads), as a config.json may say them."""
+    hd = 2 * draw(st.integers(1, 6))
+    if draw(st.booleans()):
+        return {"hidden_size": heads * draw(st.integers(1, 6)), "head_dim": hd}
+    return {"hidden_size": heads * hd}
+
+
 @st.composite
 def qwen3_moe_configs(draw) -> dict:
     """A small Qwen3-MoE config.json (model_type qwen3_moe) as transformers writes it: experts with Qwen3's
@@ -305,12 +314,7 @@ def qwen3_moe_configs(draw) -> dict:
            "mlp_only_layers": draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)),
            "norm_topk_prob": draw(st.booleans()), "attention_bias": draw(st.booleans()),
            "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
-    hd = 2 * draw(st.integers(1, 6))
-    if draw(st.booleans()):
-        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)
-    else:
-        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
-    return raw
+    return raw | _hf_head_widths(draw, heads)
 
 
 @st.composite
@@ -335,12 +339,7 @@ def qwen2_moe_configs(draw) -> dict:
            "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6,
            "use_sliding_window": draw(st.booleans()), "sliding_window": draw(st.integers(2, 12)),
            "max_window_layers": draw(st.integers(0, L))}
-    hd = 2 * draw(st.integers(1, 6))
-    if draw(st.booleans()):
-        raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)
-    else:
-        raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
-    return raw
+    return raw | _hf_head_widths(draw, heads)
 
 
 @st.composite
@@ -513,7 +512,6 @@ def moe_configs(draw) -> dict:
            "tie_word_embeddings": draw(st.booleans())}
     if kind == "llama4_text":
         step = draw(st.integers(1, L))
-        moe = list(range(step - 1, L, step))
         ropes = draw(st.lists(st.sampled_from([0, 1]), min_size=L, max_size=L))  # dense or MoE layers without RoPE
         raw.update(interleave_moe_layer_step=step, no_rope_layers=ropes, use_qk_norm=draw(st.booleans()),
                    intermediate_size_mlp=draw(st.integers(1, 48)), attention_bias=draw(st.booleans()),

@@ -16,7 +16,7 @@ from symllm.api import by_kind
 from symllm.arch.config import from_hf, preset_info
 from symllm.costs import phases as costs
 
-from .conftest import DATA, requires
+from .conftest import DATA, assert_refused_in_one_line, requires
 from .strategies import DENSE_FAMILIES, dense_family_configs
 
 PRESETS = [n for n in symllm.preset_names() if preset_info(n)["config"].get("model_type") in DENSE_FAMILIES]
@@ -259,13 +259,7 @@ def test_gemma3_multimodal_config_counts_its_text_config(cli, tmp_path):
 def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path, raw, start):
     """A key of these families that symllm does not model, or that their class ignores while saying something
     else, is one line and exit 2, never counted as another model."""
-    with pytest.raises(symllm.SymllmError) as info:
-        from_hf(raw)
-    assert str(info.value).startswith(start) and "\n" not in str(info.value)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    r = cli(["count", str(path)])
-    assert (r.code, r.out) == (2, "") and r.err == f"symllm: error: {info.value}\n"
+    assert_refused_in_one_line(cli, tmp_path, raw, start)
 
 
 def test_gemma3_kv_cache_at_32k_by_hand(cli):

@@ -15,7 +15,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import attention
 from symllm.arch.config import HF_UNMODELLED, from_hf, preset_info
 
-from .conftest import requires
+from .conftest import assert_refused_in_one_line, requires
 from .strategies import hf_configs
 
 QWEN25_7B = {  # Qwen/Qwen2.5-7B config.json
@@ -155,13 +155,7 @@ def test_qkv_bias_and_qk_norm_closed_forms():
 def test_unmodelled_configs_are_refused_in_one_line(tmp_path, cli, raw, start):
     """A model type or a key symllm does not model is refused naming it (CLI: one line, exit 2),
     never counted wrong."""
-    with pytest.raises(symllm.SymllmError) as info:
-        from_hf(raw)
-    assert str(info.value).startswith(start) and "\n" not in str(info.value)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    r = cli(["count", path])
-    assert (r.code, r.out) == (2, "") and r.err == f"symllm: error: {info.value}\n"
+    assert_refused_in_one_line(cli, tmp_path, raw, start)
 
 
 def test_disabled_windows_are_counted():
@@ -236,13 +230,7 @@ def test_what_transformers_refuses_is_refused_in_one_line(tmp_path, cli, raw, st
     layer_types of the wrong length or with unknown names, a null size, a zero step) is one line and
     exit 2 here too, never read another way (4.0 as every layer windowed, "false" as true, 0 as 1)."""
     assert _transformers_refuses(raw)
-    with pytest.raises(symllm.SymllmError) as info:
-        from_hf(raw)
-    assert str(info.value).startswith(start) and "\n" not in str(info.value)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    r = cli(["count", str(path)])
-    assert (r.code, r.out) == (2, "") and r.err == f"symllm: error: {info.value}\n"
+    assert_refused_in_one_line(cli, tmp_path, raw, start)
 
 
 def test_qwen2_window_layers_as_transformers_derives_them():
