@@ -1,9 +1,10 @@
 """Hooks for the whole pytest run: the doctests in symllm/ as well as tests/ (tests/conftest.py holds the
 tests' own fixtures and the Hypothesis profiles).
 
-* **Hermetic cache.** Each pytest process (each xdist worker too) gets a fresh, empty ``SYMLLM_CACHE_DIR``
-  before anything is collected, removed at the end, so nothing reads or writes the user's
-  ``~/.cache/symllm`` and no result or timing depends on what an earlier run left there. Subprocesses
+* **Hermetic cache.** The suite gets a fresh, empty ``SYMLLM_CACHE_DIR`` before anything is collected,
+  removed at the end, so nothing reads or writes the user's ``~/.cache/symllm`` and no result or timing
+  depends on what an earlier run left there. The xdist workers share it (what one compiled, the other reads
+  back: symllm's cache is written by atomic renames, so two processes may fill it at once). Subprocesses
   the tests start inherit it. The ``symllm_cache`` fixture (tests/conftest.py) gives its path.
 * **Doctests of modules that need an optional package** (symllm/reference.py needs torch): without
   the package, and only outside CI, their collection is reported as skipped, naming the package; under
@@ -29,10 +30,25 @@ NEEDS = {"reference.py": "torch"}
 _ENV = "SYMLLM_CACHE_DIR"
 
 
+#: set by the pytest process that starts the xdist workers: the suite's cache folder, which they share
+_SUITE = "SYMLLM_SUITE_CACHE_DIR"
+#: entries the suite's cache keeps (symllm.numbers.cache trims the least recently used half past this): the
+#: whole suite's kernels and tables, so that no worker compiles again what it or the other one has stored
+_SUITE_ENTRIES = 16384
+
+
 def pytest_configure(config):
-    """Give this process its own empty kernel / count / report cache (see the module docstring)."""
+    """Give the suite its own empty kernel / count / report cache (see the module docstring): the first
+    pytest process makes it; xdist's workers, started after this hook, inherit its path and share it."""
+    from symllm.numbers import cache
+    cache.CACHE_ENTRIES = _SUITE_ENTRIES
+    shared = os.environ.get(_SUITE)
+    if shared and os.environ.get("PYTEST_XDIST_WORKER") and os.path.isdir(shared):
+        config._symllm_cache = (None, None)  # the controller's folder: it removes it
+        os.environ[_ENV] = shared
+        return
     config._symllm_cache = (os.environ.get(_ENV), tempfile.mkdtemp(prefix="symllm-cache-"))
-    os.environ[_ENV] = config._symllm_cache[1]
+    os.environ[_ENV] = os.environ[_SUITE] = config._symllm_cache[1]
 
 
 def pytest_unconfigure(config):
@@ -40,6 +56,7 @@ def pytest_unconfigure(config):
     if folder is None:
         return
     shutil.rmtree(folder, ignore_errors=True)
+    os.environ.pop(_SUITE, None)
     if before is None:
         os.environ.pop(_ENV, None)
     else:

@@ -50,9 +50,9 @@ settings.load_profile(PROFILE)
 
 @pytest.fixture(scope="session", autouse=True)
 def symllm_cache() -> Path:
-    """The cache folder of this test process (each xdist worker has its own), fresh and empty at the
-    start: the rootdir's conftest.py sets SYMLLM_CACHE_DIR to it before collection, so that nothing
-    reads or writes the user's ~/.cache/symllm."""
+    """The suite's cache folder (the xdist workers share it), fresh and empty at the start: the rootdir's
+    conftest.py sets SYMLLM_CACHE_DIR to it before collection, so that nothing reads or writes the user's
+    ~/.cache/symllm."""
     folder = Path(os.environ["SYMLLM_CACHE_DIR"])
     assert folder.name.startswith("symllm-cache-"), folder
     return folder

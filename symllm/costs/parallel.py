@@ -73,8 +73,9 @@ from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
 from symllm.costs import zero
 from symllm.errors import SymllmError
+from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
+__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "maximum", "params_per_gpu", "ring",
            "expert_params", "comm"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -140,7 +141,7 @@ def _sizes() -> dict:
 def _whole(expr: sp.Expr) -> sp.Expr:
     """A sharded count with a denominator (a per-head statistic of rank 0's ``⌈n_h·d_h/N_t⌉/d_h`` heads)
     rounded up to the heads rank 0 holds a piece of: whole, so compiled kernels stay exact."""
-    return sp.ceiling(expr) if sp.fraction(sp.together(expr))[1].has(S.d_h) else expr
+    return sp.ceiling(expr) if over_common_denominator((expr,))[1].has(S.d_h) else expr
 
 
 def _split_weight(comp: Component) -> sp.Expr:
@@ -206,9 +207,27 @@ def largest(*exprs: sp.Expr) -> sp.Expr:
     >>> largest(S.d / S.N_d + 1, 2 * S.d / S.N_d)
     Max(2*d, N_d + d)/N_d
     """
-    parts = [sp.fraction(sp.together(e)) for e in exprs]
-    den = sp.lcm([q for _, q in parts]) if len(parts) > 1 else parts[0][1]
-    return sp.Max(*(sp.expand(p * sp.cancel(den / q)) for p, q in parts)) / den
+    nums, den = over_common_denominator(exprs, expand=True)
+    return maximum(*nums) / den
+
+
+def maximum(*exprs: sp.Expr) -> sp.Expr:
+    """``Max(*exprs)`` built without SymPy's search for arguments it can prove smaller (``Max`` asks
+    ``a >= b`` of every pair of arguments: seconds for two pipeline stages' byte counts of a large model,
+    where no argument is ever provably smaller); nested ``Max`` are flattened and equal arguments merged, as
+    ``Max`` does. The value is ``Max``'s; an argument SymPy could have dropped stays.
+
+    >>> maximum(S.d + S.L, sp.Max(2 * S.d, S.s), S.d + S.L)
+    Max(2*d, s, L + d)
+    >>> _ == sp.Max(S.d + S.L, 2 * S.d, S.s)
+    True
+    >>> maximum(S.d)
+    d
+    """
+    flat = []
+    for e in exprs:
+        flat.extend(e.args if isinstance(e, sp.Max) else (sp.sympify(e),))
+    return sp.Max(*flat, evaluate=False)
 
 
 def _only_one_stage() -> sp.Expr:
@@ -292,7 +311,7 @@ def ring(full: sp.Expr, n: sp.Expr) -> sp.Expr:
     >>> ring(sp.Integer(10), 3), ring(sp.Integer(12), 3), ring(sp.Integer(10), 1)   # chunks 4, 3, 3; 4, 4, 4
     (7, 8, 0)
     """
-    return sp.ceiling((n - 1) * full / n)
+    return zero.share((n - 1) * full, n)
 
 
 def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
@@ -353,7 +372,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     passes = 3 if zero.sharded("weights", zero_stage) else 2  # ZeRO 3 gathers the weights again in backward
     grad = zero.MIXED_PRECISION_ADAM["gradients"]  # bytes of a gradient (and of a gathered weight)
     out = {
-        "tp": sp.Max(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
+        "tp": maximum(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": passes * ring(grad * params_per_gpu(mdl, sp_), S.N_d),
     }
@@ -367,6 +386,6 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
         messages = 6 if recompute else 4  # dispatch and combine, forward and backward (+ the forward again)
         tokens = S.beta_a * S.b * S.s * S.k * S.d
         out["dp"] = largest(dp(first), dp(last))
-        out["ep"] = messages * ring(tokens, S.N_e) * sp.Max(*(_only_experts(st, unit=True).total("params")
+        out["ep"] = messages * ring(tokens, S.N_e) * maximum(*(_only_experts(st, unit=True).total("params")
                                                                        for st in (first, last)))
     return {k: v.subs(dict(mdl.definitions)) for k, v in out.items()}

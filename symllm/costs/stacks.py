@@ -319,9 +319,9 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
     batch = 2 * _INDEX * T
     kv = 0 if recompute else 2 * _FP32 * L * T * n_kv * d_h
     N = S.N
-    grads = sp.ceiling(N / S.N_d) if zero.sharded("gradients", zero_stage) else N  # rank 0's padded shard
+    grads = zero.share(N, S.N_d) if zero.sharded("gradients", zero_stage) else N  # rank 0's padded shard
     # the step's temporary (symllm.costs.zero.step_temporary): foreach AdamW's copy of a moment by default
-    temp = zero.step_temporary(optimizer, sp.ceiling(N / S.N_d) if zero.sharded("optimizer", zero_stage) else N,
+    temp = zero.step_temporary(optimizer, zero.share(N, S.N_d) if zero.sharded("optimizer", zero_stage) else N,
                                _P_LARGEST)
     out = [
         Term("forward end", batch + layers + outside + kv + (_LOW + _FP32) * T * V + _FP32 * T * d

@@ -37,7 +37,7 @@ from symllm import validate
 from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, BNB_BLOCK, FP32, OPTIMIZER_STATE, OPTIMIZERS
 
-__all__ = ["PARTS", "MIXED_PRECISION_ADAM", "FP32_ADAMW", "QLORA_ADAMW", "OPTIMIZERS", "BNB_BLOCK", "sharded",
+__all__ = ["PARTS", "MIXED_PRECISION_ADAM", "FP32_ADAMW", "QLORA_ADAMW", "OPTIMIZERS", "BNB_BLOCK", "sharded", "share",
            "training_states", "layout", "factored_elements", "optimizer_states", "step_temporary"]
 
 
@@ -62,6 +62,21 @@ def sharded(part: str, zero_stage: int) -> bool:
     return validate.zero_stage(zero_stage) > PARTS.index(validate.choice("part", part, PARTS))
 
 
+def share(total: sp.Expr, ranks: sp.Expr) -> sp.Expr:
+    """Rank 0's padded share of ``total`` split over ``ranks``: ``⌈total/ranks⌉``, the one place a count is
+    divided among ranks. A symbolic share (a model's parameter or byte count over ``N_d``) is never a whole
+    number SymPy can prove, so its ceiling is built as is: evaluating one asks every term of the count
+    whether it is an integer, seconds for a large model's.
+
+    >>> share(S.N, S.N_d), share(sp.Integer(10), 3)
+    (ceiling(N/N_d), 4)
+    """
+    x = sp.sympify(total) / ranks
+    if x.is_Mul and x.free_symbols and sp.fraction(x)[1].free_symbols:
+        return sp.ceiling(x, evaluate=False)
+    return sp.ceiling(x)
+
+
 def training_states(N: sp.Expr, zero_stage: int = 0, layout: dict = MIXED_PRECISION_ADAM,
                     ranks: sp.Expr = S.N_d) -> sp.Expr:
     """Bytes one data-parallel rank holds of the training states of ``N`` parameters: ``layout``'s
@@ -72,7 +87,7 @@ def training_states(N: sp.Expr, zero_stage: int = 0, layout: dict = MIXED_PRECIS
     (16*ceiling(N/N_d), 4*N + 8*ceiling(N/N_d))
     """
     kept = sum(b for part, b in layout.items() if not sharded(part, zero_stage))
-    return kept * N + (sum(layout.values()) - kept) * sp.ceiling(N / ranks)
+    return kept * N + (sum(layout.values()) - kept) * share(N, ranks)
 
 
 def layout(optimizer: str = "adamw", master: bool = True) -> dict:
@@ -123,7 +138,7 @@ def optimizer_states(comp, zero_stage: int = 0, optimizer: str = "adamw", master
     out = training_states(N, zero_stage, layout(optimizer, master), ranks)
     if optimizer == "adafactor":
         F = factored_elements(comp)
-        out += FP32 * (sp.ceiling(F / ranks) if sharded("optimizer", zero_stage) else F)
+        out += FP32 * (share(F, ranks) if sharded("optimizer", zero_stage) else F)
     return out
 
 

@@ -116,11 +116,89 @@ def _float_valued(arg: sp.Expr) -> bool:
 def _fraction(arg: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """Numerator and denominator of ``arg`` over one common denominator (cached: a rounding's code and
     its magnitude bound ask for the same one)."""
-    return sp.fraction(sp.together(arg))
+    (num,), den = over_common_denominator((arg,))
+    return num, den
+
+
+def over_common_denominator(exprs, expand: bool = False) -> tuple[list, sp.Expr]:
+    """``(numerators, denominator)``: ``exprs`` over one positive common denominator, no division left in a
+    numerator outside a function's argument (a ``ceiling`` keeps its own), the numerators expanded where
+    ``expand`` is set or the denominator is not 1. Where every denominator is an integer or a power of a
+    symbol (``N_d``, ``N_e``, ``d_h``: all that symllm's formulas divide by), one walk of the trees finds it
+    and the terms it divides are cancelled; otherwise SymPy's ``together`` (much slower on a large model's
+    byte counts).
+
+    >>> over_common_denominator([S.d / S.N_d + 1, 2 * S.d / S.N_d])
+    ([N_d + d, 2*d], N_d)
+    >>> over_common_denominator([S.d * (S.L / S.N_d + 1) / S.d_h ** 2])   # d·L/N_d + d over d_h²: N_d·d_h²
+    ([L*d + N_d*d], N_d*d_h**2)
+    """
+    exprs = [sp.sympify(e) for e in exprs]
+    den = _denominator(exprs)
+    if den == 1:
+        return [sp.expand(e) for e in exprs] if expand else exprs, sp.S.One
+    if den is not None:
+        nums = [sp.expand(den * e) for e in exprs]
+        if _denominator(nums) == 1:
+            common = _common_factor(nums, den)  # what every term still holds of den (a division that cancels)
+            if common != 1:
+                nums, den = [sp.expand(n / common) for n in nums], den / common
+            return nums, den
+    parts = [sp.fraction(sp.together(e)) for e in exprs]
+    den = sp.lcm([q for _, q in parts]) if len(parts) > 1 else parts[0][1]
+    nums = [p * sp.cancel(den / q) for p, q in parts]
+    return ([sp.expand(n) for n in nums] if expand else nums), den
+
+
+def _common_factor(polys, den: sp.Expr) -> sp.Expr:
+    """The largest factor of ``den`` (an integer times powers of symbols) that divides every term of the
+    expanded ``polys``.
+
+    >>> _common_factor([2 * S.d * S.N_d ** 2 + 4 * S.N_d * S.L], 4 * S.N_d ** 2)
+    2*N_d
+    """
+    number, powers = den.as_coeff_Mul()
+    out = sp.Integer(sp.igcd(int(number), *(int(t.as_coeff_Mul()[0]) for p in polys for t in sp.Add.make_args(p))))
+    for base, k in (b.as_base_exp() for b in sp.Mul.make_args(powers)):
+        have = min(sp.sympify(t.as_powers_dict().get(base, 0)) for p in polys for t in sp.Add.make_args(p))
+        if have.is_Integer and have > 0:
+            out *= base ** min(int(have), int(k))
+    return out
+
+
+def _denominator(exprs) -> sp.Expr | None:
+    """The least common denominator of ``exprs`` outside any function (a ``ceiling``'s own division stays
+    inside it) when every denominator there is a power of a symbol or an integer (as the parallel layout's
+    ``N_d``, ``N_e`` are): one walk of the trees, where ``together`` would rebuild them; None otherwise.
+
+    >>> _denominator([S.d / S.N_d + sp.Rational(1, 2), sp.ceiling(S.d / S.N_t) / S.N_d ** 2])
+    2*N_d**2
+    """
+    powers: dict = {}
+    number = 1
+    stack = [sp.sympify(e) for e in exprs]
+    while stack:
+        e = stack.pop()
+        if e.is_Rational:
+            number = sp.ilcm(number, e.q)
+        elif e.is_Pow and e.exp.is_Integer and e.exp < 0:
+            if not e.base.is_Symbol:
+                return None
+            powers[e.base] = max(powers.get(e.base, 0), -int(e.exp))
+        elif e.is_Add or e.is_Mul:
+            stack.extend(e.args)
+        elif e.is_Pow and not e.exp.is_Integer:
+            return None
+        elif e.is_Pow:
+            stack.append(e.base)
+    return sp.Mul(number, *(b ** k for b, k in powers.items()))
 
 
 class _IntegerSafePrinter(PythonCodePrinter):
-    """Python code whose floor/ceiling of rationals are integer floor divisions."""
+    """Python code whose floor/ceiling of rationals are integer floor divisions. Terms are printed in
+    SymPy's stored order (``order="none"``: sorting them for display was a third of a kernel's compile)."""
+
+    _default_settings = {**PythonCodePrinter._default_settings, "order": "none"}
 
     def _print_Float(self, expr):
         return repr(float(expr))
@@ -229,7 +307,7 @@ def _as_python(x):
 
 def _code(expr: sp.Expr) -> str:
     """Integer-safe Python code of ``expr``: a rational total is one exact division at the end."""
-    num, den = sp.fraction(sp.together(expr))
+    num, den = _fraction(expr)
     printer = _IntegerSafePrinter()
     return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
 
@@ -347,7 +425,7 @@ class Kernel:
 
     def _generate(self) -> tuple[str, str]:
         """The kernel's source and its magnitude bound's source."""
-        num, den = sp.fraction(sp.together(self.expr))
+        num, den = _fraction(self.expr)
         names = ", ".join(a.name for a in self.args)
         try:
             bound = _bound_code(num) if den == 1 else f"({_bound_code(num)} + {_bound_code(den)})"
