@@ -224,6 +224,63 @@ def test_gguf_file_verified_and_counted(tmp_path, cli):
     assert r.code == 1 and "wrong dtype: blk.0.attn_v.weight is F16, the config says Q8_0" in r.out
 
 
+def _gguf_moe(path: Path, *, file_type=None, router=None) -> tuple[Path, int]:
+    """A tiny Mixtral as llama.cpp's converter writes it: transformers' MixtralForCausalLM state dict (meta
+    device), each tensor named by gguf-py's TensorNameMap (the experts merged: ``mlp.experts.gate_proj`` ->
+    ``ffn_gate_exps``, stored ``(n_e, rows, row)``), F32 for vectors and the router (convert_hf_to_gguf's
+    rule; ``router`` overrides), F16 for the rest. Returns the file and torch's parameter count."""
+    np = __import__("numpy")
+    cfg = transformers.MixtralConfig(**TINY, num_local_experts=3, num_experts_per_tok=2)
+    with torch.device("meta"):
+        sd = transformers.MixtralForCausalLM(cfg).state_dict()
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, cfg.num_hidden_layers)
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_embedding_length(32), w.add_block_count(2), w.add_head_count(4), w.add_head_count_kv(2)
+    w.add_feed_forward_length(48), w.add_context_length(64), w.add_expert_count(3), w.add_expert_used_count(2)
+    w.add_file_type(file_type or gguf.LlamaFileType.MOSTLY_F16)
+    w.add_token_list([f"t{i}" for i in range(64)])
+    parts = {}
+    for k, v in sd.items():
+        if k.endswith("experts.gate_up_proj"):  # transformers 5 fuses gate and up: the converter splits them
+            half = v.shape[1] // 2
+            parts[k.replace("gate_up_proj", "gate_proj")] = (v.shape[0], half, v.shape[2])
+            parts[k.replace("gate_up_proj", "up_proj")] = (v.shape[0], half, v.shape[2])
+        else:
+            parts[k] = tuple(v.shape)
+    for k, shape in parts.items():
+        name = names.get_name(k, try_suffixes=(".weight", ".bias"))
+        assert name is not None, k
+        name += "" if name.endswith((".weight", ".bias")) else ".weight"  # merged experts: no suffix in the key
+        f32 = len(shape) == 1 or name.endswith("ffn_gate_inp.weight")
+        dtype = router if router is not None and "ffn_gate_inp" in name else ("float32" if f32 else "float16")
+        w.add_tensor(name, np.zeros(shape, dtype=dtype))
+    w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file(), w.close()
+    return path, sum(int(np.prod(s)) for s in parts.values())
+
+
+def test_gguf_mixture_of_experts_verified_and_counted(tmp_path, cli):
+    """A Mixtral GGUF (F16, the experts merged per layer): verify agrees, exit 0; its config comes from the
+    metadata (expert_count, expert_used_count: torch's parameter count); count's bytes are GGUFReader's and the
+    formula's; a router stored F16 is named; a Q4_K_M-labelled MoE file has its names and shapes checked,
+    its types not (llama.cpp's MoE choices are not modelled), and no formula."""
+    path, numel = _gguf_moe(tmp_path / "tiny-moe-F16.gguf")
+    r = cli(["verify", path])
+    assert r.code == 0 and "name, shape and dtype agrees" in " ".join(r.out.split()), r.out + r.err
+    reader = gguf.GGUFReader(str(path))
+    got = json.loads(cli(["count", path, "--json"]).out)
+    ck = got["checkpoint"]
+    assert ck["bytes"] == ck["formula_bytes"] == sum(int(t.n_bytes) for t in reader.tensors)
+    assert ck["weight_format"] == "F16" and ck["tensors"] == len(reader.tensors) == 2 * 10 + 3  # per layer 2 norms, 4 attention, router, 3 experts
+    assert got["params"]["total"] == numel
+    bad, _ = _gguf_moe(tmp_path / "bad.gguf", router="float16")
+    r = cli(["verify", bad])
+    assert r.code == 1 and "wrong dtype: blk.0.ffn_gate_inp.weight is F16, the config says F32" in r.out
+    q4, _ = _gguf_moe(tmp_path / "q4.gguf", file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    r = cli(["verify", q4])
+    assert r.code == 0 and "types are not modelled" in " ".join(r.out.split()), r.out
+    assert json.loads(cli(["count", q4, "--json"]).out)["checkpoint"]["formula_bytes"] is None
+
+
 #: each method's tensors for one linear ``fan_in -> fan_out`` (torch dtype, shape), by hand from its packer:
 #: AutoAWQ's WQLinear_GEMM buffers; GPTQModel's / AutoGPTQ's QuantLinear (4 bits: 8 per int32, along the
 #: input for qweight, along the output for qzeros; g_idx one int32 per input); DeepSeek-V3's FP8 checkpoint

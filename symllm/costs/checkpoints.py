@@ -25,7 +25,9 @@ fan_out/8)``, ``scales`` fp16 ``(fan_in/g, fan_out)``; GPTQ ``qweight`` int32 ``
 ``qzeros`` ``(fan_in/g, fan_out·b/32)``, ``scales`` fp16, ``g_idx`` int32 ``(fan_in,)``; FP8 with block
 scales (``quant_method: fp8``, ``weight_block_size``) ``weight`` F8_E4M3 and ``weight_scale_inv`` fp32
 ``(⌈fan_out/128⌉, ⌈fan_in/128⌉)``. GGUF names: :data:`symllm.costs.formats.GGUF_NAMES`, shapes
-``ne = (row, rows)``, and the GGML type llama.cpp's file type (``general.file_type``) chooses;
+``ne = (row, rows)`` (a mixture of experts: ``ffn_gate_inp`` F32, ``ffn_{gate,up,down}_exps``
+``(row, rows, n_e)``), and the GGML type llama.cpp's file type (``general.file_type``) chooses (for a
+mixture of experts only F16, BF16: other file types' names and shapes are checked, not their types);
 ``rope_freqs.weight`` (Llama 3.1's RoPE scaling factors, not a parameter) is allowed.
 
 >>> expected("llama3.2-1b")["model.layers.0.self_attn.k_proj.weight"]
@@ -345,7 +347,8 @@ def config_of(ckpt: dict):
     """The :class:`~symllm.arch.config.ModelConfig` of a checkpoint read by :func:`read`: its
     config.json, or a GGUF's own metadata (llama architecture: ``llama.embedding_length``,
     ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``, ``feed_forward_length``,
-    the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``)."""
+    the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``; with
+    ``llama.expert_count`` a Mixtral: ``expert_count`` routed experts, ``expert_used_count`` per token)."""
     from symllm.arch.config import from_dict
     name = Path(ckpt["path"]).name.split("--")[-1].removesuffix(".gguf")
     if ckpt["format"] != "gguf":
@@ -371,6 +374,9 @@ def config_of(ckpt: dict):
            "tie_word_embeddings": "output.weight" not in tensors}
     if "llama.attention.key_length" in meta:
         raw["head_dim"] = key("attention.key_length")
+    if meta.get("llama.expert_count"):  # Mixtral as llama.cpp converts it: the llama architecture with experts
+        raw.update(model_type="mixtral", num_local_experts=key("expert_count"),
+                   num_experts_per_tok=key("expert_used_count"), sliding_window=None)
     return from_dict(raw, name=name)
 
 
@@ -458,11 +464,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     out: dict[str, dict] = {}
     if gguf is not None:
         types = formats.weight_bytes(spec, gguf)["tensors"] if gguf else None
-        for t in ts:
-            for i in ([None] if t["layer"] is None else range(t["layer"], t["layer"] + t["count"])):
-                name = formats._gguf_name(t, i)
-                shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
-                out[name] = {"dtype": types[name]["type"] if types else None, "shape": shape}
+        for t in formats.gguf_tensors(spec):
+            out[t["name"]] = {"dtype": types[t["name"]]["type"] if types else None, "shape": t["shape"]}
         return out
     quantizes = formats.QUANTIZES.get(fmt, ()) if fmt else ()
     n_e = spec.config.n_experts or 1
@@ -513,8 +516,10 @@ def check(model) -> dict:
     ckpt = read(model)
     config = config_of(ckpt)
     fmt = weight_format(ckpt)
+    typed = True
     if ckpt["format"] == "gguf":
-        want = expected(config, gguf=fmt if fmt in formats.FILE_TYPES else "")
+        typed = fmt is not None and formats.gguf_types_modelled(config, fmt)
+        want = expected(config, gguf=fmt if typed else "")
     else:
         raw = ckpt["config"] or {}
         q = raw.get("quantization_config")
@@ -526,7 +531,8 @@ def check(model) -> dict:
         want = expected(config, str(raw.get("model_type", "llama")),
                         "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if fmt in formats.QUANTIZES else None)
-    formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None else None
+    formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None and typed else None
     return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
             "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,
-            "formula_bytes": formula, "difference": difference(want, ckpt["tensors"]), "config": config}
+            "formula_bytes": formula, "difference": difference(want, ckpt["tensors"]), "config": config,
+            "dtypes_checked": typed}
