@@ -332,6 +332,68 @@ def test_quantized_checkpoint_layout_and_bytes(tmp_path, cli, method):
     assert r.code == 1 and f"wrong shape: {wrong} is [3, 3]" in r.out
 
 
+@pytest.fixture(scope="module")
+def bf16_llama(tmp_path_factory):
+    """A tiny bf16 Llama whose linears hold whole NF4 blocks (d 128, d_ff 256), saved once per module."""
+    folder = tmp_path_factory.mktemp("bf16")
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=128, intermediate_size=256, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=1)
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(folder)
+    return folder
+
+
+BNB_CONFIGS = {"nf4": dict(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True),
+               "nf4-nodq": dict(load_in_4bit=True, bnb_4bit_quant_type="nf4"), "int8": dict(load_in_8bit=True)}
+
+
+@pytest.mark.parametrize("kind", list(BNB_CONFIGS))
+def test_bitsandbytes_checkpoint_read(bf16_llama, tmp_path, cli, kind):
+    """A checkpoint bitsandbytes' own CPU packer wrote (transformers' from_pretrained with a
+    BitsAndBytesConfig, then save_pretrained): verify agrees (packed uint8 or int8 weights, absmax, codes,
+    SCB), count's bytes are the safetensors' (torch's numel × element size) and the formula's bytes differ
+    by what it leaves out: the JSON quant state bitsandbytes serialises per linear (4-bit; NF4 with double
+    quantization keeps its fp32 offset, which the formula counts, in it) and int8's format byte. A quant
+    type symllm has no formula for is one line naming the key, exit 2."""
+    requires("bitsandbytes")
+    from safetensors import safe_open
+    q = transformers.BitsAndBytesConfig(**BNB_CONFIGS[kind])
+    model = transformers.AutoModelForCausalLM.from_pretrained(bf16_llama, quantization_config=q, device_map="cpu",
+                                                              dtype=torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        sizes = {k: f.get_slice(k).get_shape() for k in f.keys()}
+        found = {k: (f.get_tensor(k).numel() * f.get_tensor(k).element_size()) for k in f.keys()}
+    r = cli(["verify", tmp_path])
+    assert r.code == 0, r.out + r.err
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    assert ck["weight_format"] == kind and ck["bytes"] == sum(found.values()) and ck["tensors"] == len(sizes)
+    extra = sum(b for k, b in found.items() if k.endswith(("quant_state.bitsandbytes__nf4", ".weight_format")))
+    linears = 7
+    assert ck["formula_bytes"] == ck["bytes"] - extra + (4 * linears if kind == "nf4" else 0)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["quantization_config"]["bnb_4bit_quant_type" if kind != "int8" else "llm_int8_has_fp16_weight"] = (
+        "fp4" if kind != "int8" else True)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = cli(["verify", tmp_path])
+    _one_line_refusal(r)
+    assert ("bnb_4bit_quant_type='fp4' is not modelled" if kind != "int8" else
+            "llm_int8_has_fp16_weight=True is not modelled") in r.err
+
+
+def test_compressed_tensors_refused_naming_the_key(saved, tmp_path, cli):
+    """A compressed-tensors quantization_config (quant_method compressed-tensors) is refused in one line naming
+    the key and its value, by count and verify alike: no formula reads its packed layout yet."""
+    folder, _ = saved["llama"]
+    out = _rewrite(folder, tmp_path / "ct", lambda f: f.name == "config.json" and f.write_text(json.dumps(
+        {**json.loads(f.read_text()), "quantization_config": {"quant_method": "compressed-tensors",
+                                                              "format": "pack-quantized"}})))
+    for command in ("verify", "count"):
+        r = cli([command, out])
+        _one_line_refusal(r)
+        assert "quantization_config quant_method='compressed-tensors' is not modelled" in r.err
+
+
 def _one_line_refusal(r):
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and r.err.startswith("symllm: error: "), r.err
     assert "Traceback" not in r.err

@@ -76,8 +76,12 @@ _HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3"
 _HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
 
 #: quantization_config ``quant_method`` -> the weight format of :mod:`symllm.costs.formats` whose layout
-#: :func:`expected` writes and whose bytes count compares (bits and block size decide between some)
-QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block"}
+#: :func:`expected` writes and whose bytes count compares (bits, block size, double quantization decide
+#: between some: :func:`weight_format`)
+QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block", "bitsandbytes": "nf4"}
+#: bitsandbytes' per-linear tensors that are not in symllm's bytes formula: the quant state serialised as
+#: JSON bytes (4-bit; its length varies) and the 8-bit layout's format byte
+_BNB_EXTRA = ("quant_state.bitsandbytes__nf4", "weight_format")
 
 _MAX_HEADER = 100_000_000  # safetensors refuses longer headers (MAX_HEADER_SIZE)
 _MAX_STRING = 1 << 24
@@ -382,25 +386,55 @@ def config_of(ckpt: dict):
 
 def weight_format(ckpt: dict) -> str | None:
     """The weight format (:mod:`symllm.costs.formats`) of a checkpoint: a GGUF's llama.cpp file type,
-    a quantization_config's method (:data:`QUANTIZED`; GPTQ with 8 bits: ``gptq-8bit``), else its
-    tensors' float dtype (``bf16``, ``fp16``, ``fp32``); None when symllm has no formula for it (another
-    quantization method, a group size other than 128, a file type it does not model)."""
+    a quantization_config's method (:data:`QUANTIZED`; GPTQ with 8 bits: ``gptq-8bit``; bitsandbytes:
+    ``nf4``, ``nf4-nodq`` or ``int8``), else its tensors' float dtype (``bf16``, ``fp16``, ``fp32``); None
+    when symllm has no formula for it (:func:`unmodelled` says which key)."""
     if ckpt["format"] == "gguf":
         return _FILE_TYPES.get(ckpt["metadata"].get("general.file_type"))
     q = (ckpt["config"] or {}).get("quantization_config")
     if isinstance(q, dict):
-        method = q.get("quant_method")
-        if method not in QUANTIZED or q.get("group_size", 128) not in (128, -1) and method != "fp8":
+        if unmodelled(q) is not None:
             return None
+        method = q.get("quant_method")
         if method == "gptq" and q.get("bits") == 8:
             return "gptq-8bit"
-        if method == "gptq" and q.get("bits", 4) != 4 or method == "awq" and q.get("bits", 4) != 4:
-            return None
-        if method == "fp8" and q.get("weight_block_size") != [128, 128]:
-            return None
+        if method == "bitsandbytes":
+            return "int8" if q.get("load_in_8bit") else "nf4" if q.get("bnb_4bit_use_double_quant") else "nf4-nodq"
         return QUANTIZED[method]
     dtype = _dtype(ckpt["config"])
     return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype)
+
+
+def unmodelled(q: dict) -> str | None:
+    """The first key of a ``quantization_config`` whose value symllm has no layout and formula for, as
+    ``key=value``; None when every key is modelled.
+
+    >>> unmodelled({"quant_method": "compressed-tensors"}), unmodelled({"quant_method": "awq", "bits": 3})
+    ("quant_method='compressed-tensors'", 'bits=3')
+    >>> unmodelled({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"})
+    "bnb_4bit_quant_type='fp4'"
+    """
+    method = q.get("quant_method")
+    if method not in QUANTIZED:
+        return f"quant_method={method!r}"
+    if method == "bitsandbytes":
+        four, eight = q.get("load_in_4bit", False), q.get("load_in_8bit", False)
+        wanted = {"load_in_4bit": (True,), "bnb_4bit_quant_type": ("nf4",), "bnb_4bit_quant_storage": ("uint8",),
+                  "bnb_4bit_use_double_quant": (True, False)} if four and not eight else \
+            {"load_in_8bit": (True,), "llm_int8_has_fp16_weight": (False,)}
+        wanted["llm_int8_skip_modules"] = (None, [], ["lm_head"])  # transformers' default: the lm_head stays
+        for key, ok in wanted.items():
+            if q.get(key) not in ok:
+                return f"{key}={q.get(key)!r}"
+        return None
+    if method in ("awq", "gptq"):
+        if q.get("bits", 4) not in ((4, 8) if method == "gptq" else (4,)):
+            return f"bits={q.get('bits')!r}"
+        if q.get("group_size", 128) not in (128, -1):
+            return f"group_size={q.get('group_size')!r}"
+    if method == "fp8" and q.get("weight_block_size") != [128, 128]:
+        return f"weight_block_size={q.get('weight_block_size')!r}"
+    return None
 
 
 def _dtype(raw) -> str | None:
@@ -443,6 +477,22 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128) -> di
                 f"{base}.qzeros": {"dtype": "I32", "shape": [row // group, rows * bits // 32]},
                 f"{base}.scales": {"dtype": "F16", "shape": [row // group, rows]},
                 f"{base}.g_idx": {"dtype": "I32", "shape": [row]}}
+    if fmt == "int8":  # bitsandbytes' Int8Params: int8 rows, an fp32 scale per row (SCB), a format byte
+        return {name: {"dtype": "I8", "shape": [rows, row]}, f"{base}.SCB": {"dtype": "F32", "shape": [rows]},
+                f"{base}.weight_format": {"dtype": "U8", "shape": []}}
+    if fmt in ("nf4", "nf4-nodq"):  # bitsandbytes' Params4bit: packed bytes, absmax per 64, the code, the state
+        n = row * rows
+        blocks = ceil(n / 64)
+        out = {name: {"dtype": "U8", "shape": [ceil(n / 2), 1]}}
+        if fmt == "nf4":
+            out.update({f"{name}.absmax": {"dtype": "U8", "shape": [blocks]},
+                        f"{name}.nested_absmax": {"dtype": "F32", "shape": [ceil(blocks / 256)]},
+                        f"{name}.nested_quant_map": {"dtype": "F32", "shape": [256]}})
+        else:
+            out[f"{name}.absmax"] = {"dtype": "F32", "shape": [blocks]}
+        out[f"{name}.quant_map"] = {"dtype": "F32", "shape": [16]}
+        out[f"{name}.quant_state.bitsandbytes__nf4"] = {"dtype": "U8", "shape": None}  # JSON: any length
+        return out
     return {name: {"dtype": "F8_E4M3", "shape": [rows, row]},
             f"{base}.weight_scale_inv": {"dtype": "F32", "shape": [ceil(rows / 128), ceil(row / 128)]}}
 
@@ -498,7 +548,7 @@ def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
         f = found.get(name)
         if f is None:
             return f"missing: {name} ({w['dtype'] or 'any dtype'} {w['shape']})"
-        if list(f["shape"]) != w["shape"]:
+        if w["shape"] is not None and list(f["shape"]) != w["shape"]:
             return f"wrong shape: {name} is {list(f['shape'])}, the config says {w['shape']}"
         if w["dtype"] is not None and f["dtype"] != w["dtype"]:
             return f"wrong dtype: {name} is {f['dtype']}, the config says {w['dtype']}"
@@ -525,9 +575,8 @@ def check(model) -> dict:
         q = raw.get("quantization_config")
         dtype = _dtype(raw)
         if isinstance(q, dict) and fmt is None:
-            raise SymllmError(f"checkpoint: quantization {str(q.get('quant_method'))[:30]!r} (bits "
-                              f"{q.get('bits')}, group {q.get('group_size')}) is not modelled: its tensors "
-                              f"cannot be checked (modelled: {', '.join(QUANTIZED)} with 4 or 8 bits, group 128)")
+            raise SymllmError(f"checkpoint: quantization_config {str(unmodelled(q))[:60]} is not modelled: its "
+                              f"tensors cannot be checked (modelled: {', '.join(QUANTIZED)}; docs/checkpoints.md)")
         want = expected(config, str(raw.get("model_type", "llama")),
                         "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if fmt in formats.QUANTIZES else None)
