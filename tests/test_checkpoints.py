@@ -381,17 +381,39 @@ def test_bitsandbytes_checkpoint_read(bf16_llama, tmp_path, cli, kind):
             "llm_int8_has_fp16_weight=True is not modelled") in r.err
 
 
-def test_compressed_tensors_refused_naming_the_key(saved, tmp_path, cli):
-    """A compressed-tensors quantization_config (quant_method compressed-tensors) is refused in one line naming
-    the key and its value, by count and verify alike: no formula reads its packed layout yet."""
-    folder, _ = saved["llama"]
-    out = _rewrite(folder, tmp_path / "ct", lambda f: f.name == "config.json" and f.write_text(json.dumps(
-        {**json.loads(f.read_text()), "quantization_config": {"quant_method": "compressed-tensors",
-                                                              "format": "pack-quantized"}})))
-    for command in ("verify", "count"):
-        r = cli([command, out])
-        _one_line_refusal(r)
-        assert "quantization_config quant_method='compressed-tensors' is not modelled" in r.err
+#: llm-compressor's preset schemes -> the weight format symllm names them
+CT_SCHEMES = {"W4A16": "w4a16", "W4A16_ASYM": "w4a16-asym", "W8A16": "w8a16", "FP8": None}
+
+
+@pytest.mark.parametrize("scheme", list(CT_SCHEMES))
+def test_compressed_tensors_checkpoint_read(bf16_llama, tmp_path, cli, scheme):
+    """A checkpoint compressed-tensors' own packer wrote on the CPU (its preset scheme on every Linear but the
+    lm_head, ModelCompressor.compress_model, save_pretrained, update_config): verify agrees (weight_packed
+    int32, weight_scale, weight_shape, zero points when asymmetric) and count's bytes are the safetensors'
+    and the formula's; FP8 (format float-quantized, not modelled) is one line naming the key, exit 2."""
+    requires("compressed_tensors")
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
+    from safetensors import safe_open
+    model = transformers.AutoModelForCausalLM.from_pretrained(bf16_llama, dtype=torch.bfloat16)
+    apply_quantization_config(model, QuantizationConfig(
+        config_groups={"group_0": preset_name_to_scheme(scheme, ["Linear"])}, ignore=["lm_head"]))
+    compressor = ModelCompressor.from_pretrained_model(model)
+    compressor.compress_model(model)
+    model.save_pretrained(tmp_path)
+    compressor.update_config(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        found = sum(f.get_tensor(k).numel() * f.get_tensor(k).element_size() for k in f.keys())
+    if CT_SCHEMES[scheme] is None:
+        for command in ("verify", "count"):
+            r = cli([command, tmp_path])
+            _one_line_refusal(r)
+            assert "quantization_config format='float-quantized' is not modelled" in r.err
+        return
+    r = cli(["verify", tmp_path])
+    assert r.code == 0, r.out + r.err
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    assert ck["weight_format"] == CT_SCHEMES[scheme] and ck["bytes"] == ck["formula_bytes"] == found
 
 
 def _one_line_refusal(r):

@@ -78,7 +78,7 @@ _HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "
 #: quantization_config ``quant_method`` -> the weight format of :mod:`symllm.costs.formats` whose layout
 #: :func:`expected` writes and whose bytes count compares (bits, block size, double quantization decide
 #: between some: :func:`weight_format`)
-QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block", "bitsandbytes": "nf4"}
+QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block", "bitsandbytes": "nf4", "compressed-tensors": "w4a16"}
 #: bitsandbytes' per-linear tensors that are not in symllm's bytes formula: the quant state serialised as
 #: JSON bytes (4-bit; its length varies) and the 8-bit layout's format byte
 _BNB_EXTRA = ("quant_state.bitsandbytes__nf4", "weight_format")
@@ -400,6 +400,9 @@ def weight_format(ckpt: dict) -> str | None:
             return "gptq-8bit"
         if method == "bitsandbytes":
             return "int8" if q.get("load_in_8bit") else "nf4" if q.get("bnb_4bit_use_double_quant") else "nf4-nodq"
+        if method == "compressed-tensors":
+            w = next(iter(q["config_groups"].values()))["weights"]
+            return f"w{w['num_bits']}a16" + ("" if w.get("symmetric", True) else "-asym")
         return QUANTIZED[method]
     dtype = _dtype(ckpt["config"])
     return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype)
@@ -409,8 +412,10 @@ def unmodelled(q: dict) -> str | None:
     """The first key of a ``quantization_config`` whose value symllm has no layout and formula for, as
     ``key=value``; None when every key is modelled.
 
-    >>> unmodelled({"quant_method": "compressed-tensors"}), unmodelled({"quant_method": "awq", "bits": 3})
-    ("quant_method='compressed-tensors'", 'bits=3')
+    >>> unmodelled({"quant_method": "marlin"}), unmodelled({"quant_method": "awq", "bits": 3})
+    ("quant_method='marlin'", 'bits=3')
+    >>> unmodelled({"quant_method": "compressed-tensors", "format": "float-quantized"})
+    "format='float-quantized'"
     >>> unmodelled({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"})
     "bnb_4bit_quant_type='fp4'"
     """
@@ -427,6 +432,8 @@ def unmodelled(q: dict) -> str | None:
             if q.get(key) not in ok:
                 return f"{key}={q.get(key)!r}"
         return None
+    if method == "compressed-tensors":
+        return _unmodelled_ct(q)
     if method in ("awq", "gptq"):
         if q.get("bits", 4) not in ((4, 8) if method == "gptq" else (4,)):
             return f"bits={q.get('bits')!r}"
@@ -434,6 +441,31 @@ def unmodelled(q: dict) -> str | None:
             return f"group_size={q.get('group_size')!r}"
     if method == "fp8" and q.get("weight_block_size") != [128, 128]:
         return f"weight_block_size={q.get('weight_block_size')!r}"
+    return None
+
+
+def _unmodelled_ct(q: dict) -> str | None:
+    """:func:`unmodelled` for compressed-tensors: one group of integer weights, packed (llm-compressor's
+    W4A16 / W8A16, group 128), on every Linear but the lm_head, compressed, nothing else."""
+    top = {"format": ("pack-quantized",), "quantization_status": ("compressed",), "ignore": (["lm_head"],),
+           "kv_cache_scheme": (None,), "sparsity_config": (None, {}), "transform_config": (None, {})}
+    for key, ok in top.items():
+        if q.get(key) not in ok:
+            return f"{key}={q.get(key)!r}"
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1:
+        return f"config_groups={str(groups)[:40]} (one group is modelled)"
+    (name, g), = groups.items()
+    if not isinstance(g, dict):
+        return f"config_groups.{name}={str(g)[:40]}"
+    for key, ok in (("targets", (["Linear"],)), ("input_activations", (None,)), ("output_activations", (None,))):
+        if g.get(key) not in ok:
+            return f"config_groups.{name}.{key}={str(g.get(key))[:40]}"
+    w = g.get("weights") if isinstance(g.get("weights"), dict) else {}
+    for key, ok in (("type", ("int",)), ("num_bits", (4, 8)), ("strategy", ("group",)), ("group_size", (128,)),
+                    ("dynamic", (False,)), ("symmetric", (True, False))):
+        if w.get(key) not in ok:
+            return f"config_groups.{name}.weights.{key}={w.get(key)!r}"
     return None
 
 
@@ -464,9 +496,18 @@ def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str) ->
     return ".".join(out) + f".{suffix}"
 
 
-def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128) -> dict[str, dict]:
-    """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``)."""
+def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype: str | None = None) -> dict[str, dict]:
+    """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``);
+    ``dtype``: the checkpoint's float dtype (compressed-tensors' scales)."""
     base = name.removesuffix(".weight")
+    if fmt in ("w4a16", "w4a16-asym", "w8a16", "w8a16-asym"):  # compressed-tensors pack-quantized
+        bits = 8 if fmt.startswith("w8") else 4
+        out = {f"{base}.weight_packed": {"dtype": "I32", "shape": [rows, ceil(row * bits / 32)]},
+               f"{base}.weight_scale": {"dtype": dtype, "shape": [rows, row // group]},
+               f"{base}.weight_shape": {"dtype": "I64", "shape": [2]}}
+        if fmt.endswith("-asym"):
+            out[f"{base}.weight_zero_point"] = {"dtype": "I32", "shape": [ceil(rows * bits / 32), row // group]}
+        return out
     if fmt == "awq":
         return {f"{base}.qweight": {"dtype": "I32", "shape": [row, rows // 8]},
                 f"{base}.qzeros": {"dtype": "I32", "shape": [row // group, rows // 8]},
@@ -527,7 +568,7 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
                 name = _hf_name(t, i, e, model_type)
                 shape = [t["rows"], t["row"]] if t["ndim"] == 2 else [t["row"]]
                 if t["ndim"] == 2 and t["kind"] in quantizes:
-                    out.update(_quantized(fmt, name, t["row"], t["rows"]))
+                    out.update(_quantized(fmt, name, t["row"], t["rows"], dtype=dtype))
                 else:
                     out[name] = {"dtype": dtype, "shape": shape}
     return out

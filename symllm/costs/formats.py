@@ -16,9 +16,9 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
   lm_head is in ``modules_to_not_convert`` (transformers' ``get_keys_to_not_convert``), embeddings and
   norms are not ``nn.Linear``; the router and fused experts are kept (QLoRA's base weights,
   :data:`symllm.costs.finetune.FORMATS`, read this rule).
-* ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``: the linear projections and the routed experts (AutoAWQ, GPTQModel,
-  DeepSeek-V3's and ModelOpt's checkpoints quantize each expert's projections, keep the router ``gate``,
-  the embeddings, the norms and the lm_head in bf16).
+* ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``, ``w4a16``, ``w8a16`` (and ``-asym``): the linear projections and
+  the routed experts (AutoAWQ, GPTQModel, DeepSeek-V3's, ModelOpt's and llm-compressor's checkpoints quantize
+  each expert's projections, keep the router ``gate``, the embeddings, the norms and the lm_head in bf16).
 * ``mxfp4``: the routed experts only (gpt-oss: ``mlp1``/``mlp2`` experts in MXFP4, attention, router,
   embedding and unembedding in bf16); a dense model keeps every weight in bf16.
 * GGUF: every weight of two or more dimensions (llama.cpp's ``llama_model_quantize_impl``: a tensor is
@@ -37,6 +37,10 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
   ``(r/g, o/8)``, ``scales`` fp16 ``(r/g, o)``.
 * GPTQ (AutoGPTQ / GPTQModel, ``b`` bits, ``g`` = 128): ``qweight`` int32 ``(r·b/32, o)``, ``qzeros`` int32
   ``(r/g, o·b/32)``, ``scales`` fp16 ``(r/g, o)``, ``g_idx`` int32 ``(r,)``.
+* compressed-tensors ``pack-quantized`` (llm-compressor's W4A16 / W8A16: ``b``-bit integers, group ``g`` =
+  128): ``weight_packed`` int32 ``(o, r·b/32)``, ``weight_scale`` 2 bytes (the model's bf16/fp16)
+  ``(o, r/g)``, ``weight_shape`` int64 ``(2,)``; ``-asym`` adds ``weight_zero_point`` int32
+  ``(⌈o·b/32⌉, r/g)``.
 * FP8 E4M3: ``n`` bytes plus fp32 scales: one per tensor (``fp8``), one per output row (``fp8-channel``), or
   one per 128×128 block, ``ceil(o/128)·ceil(r/128)`` (``fp8-block``, DeepSeek-V3's ``weight_scale_inv``);
   static activation scales (``input_scale``, one fp32 per linear) are not weights and are not counted.
@@ -108,6 +112,8 @@ QUANTIZES = {
     "awq": ("linear", "experts"), "gptq": ("linear", "experts"), "gptq-8bit": ("linear", "experts"),
     "fp8": ("linear", "experts"), "fp8-channel": ("linear", "experts"), "fp8-block": ("linear", "experts"),
     "nvfp4": ("linear", "experts"), "mxfp4": ("experts",),
+    "w4a16": ("linear", "experts"), "w4a16-asym": ("linear", "experts"), "w8a16": ("linear", "experts"),
+    "w8a16-asym": ("linear", "experts"),
     "gguf": ("embedding", "linear", "head", "experts"),  # every 2-D weight but the router
 }
 
@@ -213,7 +219,7 @@ def check_format(fmt, field: str = "weight_format") -> str:
     >>> check_format("Q4_K_L")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, gptq, gptq-8bit, fp8, fp8-channel, fp8-block, nvfp4, mxfp4, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, bf16, fp16, fp32, gguf:TYPE)
+    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, gptq, gptq-8bit, fp8, fp8-channel, fp8-block, nvfp4, mxfp4, w4a16, w4a16-asym, w8a16, w8a16-asym, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, bf16, fp16, fp32, gguf:TYPE)
     """
     if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES):
         return fmt
@@ -305,6 +311,13 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
         scales = 2 * groups * rows
         g_idx = 4 * row if fmt != "awq" else 0
         return f"{fmt.split('-')[0]}-int{bits}", packed + zeros + scales + g_idx
+    if fmt in ("w4a16", "w4a16-asym", "w8a16", "w8a16-asym"):  # compressed-tensors pack-quantized
+        bits = 8 if fmt.startswith("w8") else 4
+        if row % group:
+            raise SymllmError(f"weight_format: {fmt} needs rows of a multiple of {group}, not {row}")
+        groups = row // group
+        zeros = 4 * ceil(rows * bits / 32) * groups if fmt.endswith("-asym") else 0
+        return f"int{bits}", 4 * rows * ceil(row * bits / 32) + 2 * rows * groups + 16 + zeros
     if fmt == "fp8":
         return "fp8_e4m3", n + 4
     if fmt == "fp8-channel":
