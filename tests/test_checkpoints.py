@@ -1,7 +1,8 @@
 """Real artifacts, offline (symllm.arch.hub, symllm.costs.checkpoints), against files the real tools write:
 
-* tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases) and ``MixtralForCausalLM`` (per-expert
-  ``w1/w2/w3``) saved by transformers' ``save_pretrained`` as sharded safetensors (a small
+* tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases), ``MixtralForCausalLM`` (per-expert
+  ``w1/w2/w3``), ``Qwen3MoeForCausalLM`` and ``Qwen2MoeForCausalLM`` (a gated shared expert; its
+  ``sliding_window`` 0 without ``use_sliding_window``) saved by transformers' ``save_pretrained`` as sharded safetensors (a small
   ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
   with links into ``blobs/``) under ``tmp_path`` with ``HF_HUB_CACHE`` / ``HF_HOME`` pointed at it;
   expected names, shapes and bytes are torch's own ``state_dict()``;
@@ -46,13 +47,19 @@ def _save(tmp: Path, cls, config, **kw) -> tuple[Path, dict]:
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """The three families, saved once per module."""
+    """The five families, saved once per module."""
     out = {}
     for name, cls, cfg in (
             ("llama", transformers.LlamaForCausalLM, transformers.LlamaConfig(**TINY)),
             ("qwen2", transformers.Qwen2ForCausalLM, transformers.Qwen2Config(**TINY)),
             ("mixtral", transformers.MixtralForCausalLM,
-             transformers.MixtralConfig(**TINY, num_local_experts=3, num_experts_per_tok=2))):
+             transformers.MixtralConfig(**TINY, num_local_experts=3, num_experts_per_tok=2)),
+            ("qwen3_moe", transformers.Qwen3MoeForCausalLM,  # q/k norms, every layer routed
+             transformers.Qwen3MoeConfig(**TINY, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                                         head_dim=8)),
+            ("qwen2_moe", transformers.Qwen2MoeForCausalLM,  # a gated shared expert, q/k/v biases
+             transformers.Qwen2MoeConfig(**TINY, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                                         shared_expert_intermediate_size=24))):
         out[name] = _save(tmp_path_factory.mktemp(name), cls, cfg)
     return out
 
@@ -72,7 +79,7 @@ def _as_cache(root: Path, repo: str, folder: Path, commit: str = "0" * 40) -> Pa
     return snap
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe"])
 def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     """verify: every tensor of a save_pretrained checkpoint (sharded through its index, whose weight_map
     transformers wrote) agrees, exit 0; count --json: the checkpoint's bytes are torch's (numel × element

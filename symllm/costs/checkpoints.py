@@ -70,7 +70,8 @@ _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K
 #: own name is the HF name it declares for LoRA (``rules.lora``); per ``model_type`` overrides below
 HF_NAMES = {"attention": "self_attn", "feed_forward": "mlp", "moe": "mlp", "attention_norm": "input_layernorm",
             "ffn_norm": "post_attention_layernorm", "q_norm": "q_norm", "k_norm": "k_norm", "router": "gate",
-            "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+            "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj",
+            "shared_expert": "shared_expert"}
 _HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
 #: the top-level components' full names
 _HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
