@@ -264,7 +264,7 @@ def test_plan_takes_the_weight_and_kv_formats():
     bf16 = plans.plan("llama3.1-70b", 1, **opts)
     assert 2 * n > cap and not bf16.rows and bf16.dropped == {"inference peak > 48 GiB per GPU": 9}
     for kv_format, kv_bytes, fit in ((None, 2, [1]), ("fp8", 1, [1, 2])):
-        p = plans.plan("llama3.1-70b", 1, weight_format="Q4_K_M", kv_format=kv_format, **opts)
+        p = symllm.plan("llama3.1-70b", 1, weight_format="Q4_K_M", kv_format=kv_format, **opts)
         hand = {b: llama70b_peak(q4, b, seq, kv_bytes) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)}
         assert [b for b, peak in hand.items() if peak <= cap] == fit
         assert sorted(r["batch"] for r in p.rows) == fit and all(r["peak"] == hand[r["batch"]] for r in p.rows)
