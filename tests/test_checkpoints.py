@@ -2,7 +2,8 @@
 
 * tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases), ``MixtralForCausalLM`` (per-expert
   ``w1/w2/w3``), ``Qwen3MoeForCausalLM`` and ``Qwen2MoeForCausalLM`` (a gated shared expert; its
-  ``sliding_window`` 0 without ``use_sliding_window``) saved by transformers' ``save_pretrained`` as sharded safetensors (a small
+  ``sliding_window`` 0 without ``use_sliding_window``) saved by transformers' ``save_pretrained`` as sharded
+  safetensors (a small
   ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
   with links into ``blobs/``) under ``tmp_path`` with ``HF_HUB_CACHE`` / ``HF_HOME`` pointed at it;
   expected names, shapes and bytes are torch's own ``state_dict()``;
@@ -231,19 +232,38 @@ def test_gguf_file_verified_and_counted(tmp_path, cli):
     assert r.code == 1 and "wrong dtype: blk.0.attn_v.weight is F16, the config says Q8_0" in r.out
 
 
-def _gguf_moe(path: Path, *, file_type=None, router=None) -> tuple[Path, int]:
-    """A tiny Mixtral as llama.cpp's converter writes it: transformers' MixtralForCausalLM state dict (meta
-    device), each tensor named by gguf-py's TensorNameMap (the experts merged: ``mlp.experts.gate_proj`` ->
-    ``ffn_gate_exps``, stored ``(n_e, rows, row)``), F32 for vectors and the router (convert_hf_to_gguf's
-    rule; ``router`` overrides), F16 for the rest. Returns the file and torch's parameter count."""
+#: the GGUFs written: transformers' class and config, gguf-py's architecture, its extra metadata
+GGUF_MODELS = {
+    "mixtral": ("MixtralForCausalLM", dict(num_local_experts=3, num_experts_per_tok=2), "LLAMA", {}),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", dict(num_experts=3, num_experts_per_tok=2, moe_intermediate_size=16,
+                                              head_dim=8), "QWEN3MOE",
+                  {"add_key_length": 8, "add_value_length": 8, "add_expert_feed_forward_length": 16}),
+    "qwen2": ("Qwen2ForCausalLM", {}, "QWEN2", {}),  # q/k/v biases (attn_q.bias ..., F32)
+    "qwen3": ("Qwen3ForCausalLM", dict(head_dim=8), "QWEN3", {"add_key_length": 8, "add_value_length": 8}),
+}
+GGUF_MOES = ["mixtral", "qwen3_moe"]
+
+
+def _gguf_moe(path: Path, family: str = "mixtral", *, file_type=None, router=None) -> tuple[Path, int]:
+    """A tiny mixture of experts as llama.cpp's converter writes it: transformers' class's state dict (meta
+    device), each tensor named by gguf-py's TensorNameMap of the architecture (the experts merged:
+    ``mlp.experts.gate_proj`` -> ``ffn_gate_exps``, stored ``(n_e, rows, row)``), F32 for vectors and the
+    router (convert_hf_to_gguf's rule; ``router`` overrides), F16 for the rest. Returns the file and torch's
+    parameter count."""
     np = __import__("numpy")
-    cfg = transformers.MixtralConfig(**TINY, num_local_experts=3, num_experts_per_tok=2)
+    cls, extra, arch, meta = GGUF_MODELS[family]
+    cls = getattr(transformers, cls)
+    cfg = cls.config_class(**TINY, **extra)
     with torch.device("meta"):
-        sd = transformers.MixtralForCausalLM(cfg).state_dict()
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, cfg.num_hidden_layers)
-    w = gguf.GGUFWriter(str(path), "llama")
+        sd = cls(cfg).state_dict()
+    names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch), cfg.num_hidden_layers)
+    w = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[getattr(gguf.MODEL_ARCH, arch)])
     w.add_embedding_length(32), w.add_block_count(2), w.add_head_count(4), w.add_head_count_kv(2)
-    w.add_feed_forward_length(48), w.add_context_length(64), w.add_expert_count(3), w.add_expert_used_count(2)
+    w.add_feed_forward_length(48), w.add_context_length(64)
+    if family in GGUF_MOES:
+        w.add_expert_count(3), w.add_expert_used_count(2)
+    for method, value in meta.items():
+        getattr(w, method)(value)
     w.add_file_type(file_type or gguf.LlamaFileType.MOSTLY_F16)
     w.add_token_list([f"t{i}" for i in range(64)])
     parts = {}
@@ -265,27 +285,44 @@ def _gguf_moe(path: Path, *, file_type=None, router=None) -> tuple[Path, int]:
     return path, sum(int(np.prod(s)) for s in parts.values())
 
 
-def test_gguf_mixture_of_experts_verified_and_counted(tmp_path, cli):
-    """A Mixtral GGUF (F16, the experts merged per layer): verify agrees, exit 0; its config comes from the
-    metadata (expert_count, expert_used_count: torch's parameter count); count's bytes are GGUFReader's and the
-    formula's; a router stored F16 is named; a Q4_K_M-labelled MoE file has its names and shapes checked,
-    its types not (llama.cpp's MoE choices are not modelled), and no formula."""
-    path, numel = _gguf_moe(tmp_path / "tiny-moe-F16.gguf")
+@pytest.mark.parametrize("family", GGUF_MOES)
+def test_gguf_mixture_of_experts_verified_and_counted(tmp_path, cli, family):
+    """A Mixtral GGUF (the llama architecture with experts) and a Qwen3-MoE one (qwen3moe: q/k norms), F16,
+    the experts merged per layer: verify agrees, exit 0; the config comes from the metadata (expert_count,
+    expert_used_count: torch's parameter count); count's bytes are GGUFReader's and the formula's; a router
+    stored F16 is named; a Q4_K_M-labelled MoE file has its names and shapes checked, its types not
+    (llama.cpp's MoE choices are not modelled), and no formula."""
+    path, numel = _gguf_moe(tmp_path / "tiny-moe-F16.gguf", family)
     r = cli(["verify", path])
     assert r.code == 0 and "name, shape and dtype agrees" in " ".join(r.out.split()), r.out + r.err
     reader = gguf.GGUFReader(str(path))
     got = json.loads(cli(["count", path, "--json"]).out)
     ck = got["checkpoint"]
     assert ck["bytes"] == ck["formula_bytes"] == sum(int(t.n_bytes) for t in reader.tensors)
-    assert ck["weight_format"] == "F16" and ck["tensors"] == len(reader.tensors) == 2 * 10 + 3  # per layer 2 norms, 4 attention, router, 3 experts
+    per_layer = 10 + (2 if family == "qwen3_moe" else 0)  # 2 norms, 4 attention, router, 3 experts (+ q/k norms)
+    assert ck["weight_format"] == "F16" and ck["tensors"] == len(reader.tensors) == 2 * per_layer + 3
     assert got["params"]["total"] == numel
-    bad, _ = _gguf_moe(tmp_path / "bad.gguf", router="float16")
+    bad, _ = _gguf_moe(tmp_path / "bad.gguf", family, router="float16")
     r = cli(["verify", bad])
     assert r.code == 1 and "wrong dtype: blk.0.ffn_gate_inp.weight is F16, the config says F32" in r.out
-    q4, _ = _gguf_moe(tmp_path / "q4.gguf", file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    q4, _ = _gguf_moe(tmp_path / "q4.gguf", family, file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
     r = cli(["verify", q4])
     assert r.code == 0 and "types are not modelled" in " ".join(r.out.split()), r.out
     assert json.loads(cli(["count", q4, "--json"]).out)["checkpoint"]["formula_bytes"] is None
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3"])
+def test_gguf_of_other_architectures(tmp_path, cli, family):
+    """GGUF files of the qwen2 (q/k/v biases, F32) and qwen3 (q/k norms) architectures, F16: the config is
+    read from their own metadata keys, every tensor agrees, the bytes are GGUFReader's, the parameters
+    torch's."""
+    path, numel = _gguf_moe(tmp_path / f"tiny-{family}.gguf", family)
+    r = cli(["verify", path])
+    assert r.code == 0 and "name, shape and dtype agrees" in " ".join(r.out.split()), r.out + r.err
+    got = json.loads(cli(["count", path, "--json"]).out)
+    assert got["checkpoint"]["bytes"] == got["checkpoint"]["formula_bytes"] == sum(
+        int(t.n_bytes) for t in gguf.GGUFReader(str(path)).tensors)
+    assert got["params"]["total"] == numel
 
 
 #: each method's tensors for one linear ``fan_in -> fan_out`` (torch dtype, shape), by hand from its packer:

@@ -62,6 +62,8 @@ GGML_IDS = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "
 #: values per block, bytes per block
 _GGML_OTHER = {"Q8_1": (32, 40), "Q8_K": (256, 292), "I8": (1, 1), "I16": (1, 2), "I32": (1, 4), "I64": (1, 8),
                "F64": (1, 8)}
+#: GGUF ``general.architecture`` -> the HF ``model_type`` its metadata is read as (llama.cpp's LLM_ARCH names)
+_GGUF_ARCHS = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3moe": "qwen3_moe"}
 #: llama.cpp's ``general.file_type`` (``enum llama_ftype``) -> the file types symllm models
 _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M",
                18: "Q6_K", 32: "BF16"}
@@ -350,10 +352,11 @@ def read(model) -> dict:
 
 def config_of(ckpt: dict):
     """The :class:`~symllm.arch.config.ModelConfig` of a checkpoint read by :func:`read`: its
-    config.json, or a GGUF's own metadata (llama architecture: ``llama.embedding_length``,
-    ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``, ``feed_forward_length``,
+    config.json, or a GGUF's own metadata (architectures llama, qwen2, qwen3, qwen3moe:
+    ``{arch}.embedding_length``, ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``, ``feed_forward_length``,
     the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``; with
-    ``llama.expert_count`` a Mixtral: ``expert_count`` routed experts, ``expert_used_count`` per token)."""
+    ``llama.expert_count`` a Mixtral, and qwen3moe, read ``expert_count`` routed experts, ``expert_used_count``
+    per token and qwen3moe's ``expert_feed_forward_length``)."""
     from symllm.arch.config import from_dict
     name = Path(ckpt["path"]).name.split("--")[-1].removesuffix(".gguf")
     if ckpt["format"] != "gguf":
@@ -362,24 +365,30 @@ def config_of(ckpt: dict):
         return from_dict(ckpt["config"], name=name)
     meta, tensors = ckpt["metadata"], ckpt["tensors"]
     arch = meta.get("general.architecture")
-    if arch != "llama":
-        raise SymllmError(f"checkpoint: GGUF architecture {str(arch)[:30]!r} is not read yet (llama is)")
+    if arch not in _GGUF_ARCHS:
+        raise SymllmError(f"checkpoint: GGUF architecture {str(arch)[:30]!r} is not read yet (known: "
+                          f"{', '.join(_GGUF_ARCHS)})")
 
     def key(k, default=None):
-        v = meta.get(f"llama.{k}", default)
+        v = meta.get(f"{arch}.{k}", default)
         if v is None or isinstance(v, (bool, float, str, list, tuple)):
-            raise SymllmError(f"checkpoint: {ckpt['path']!r}: llama.{k} is {str(v)[:20]}, not an integer")
+            raise SymllmError(f"checkpoint: {ckpt['path']!r}: {arch}.{k} is {str(v)[:20]}, not an integer")
         return v
     if "token_embd.weight" not in tensors:
         raise SymllmError(f"checkpoint: {ckpt['path']!r} has no token_embd.weight")
-    raw = {"model_type": "llama", "hidden_size": key("embedding_length"), "num_hidden_layers": key("block_count"),
-           "num_attention_heads": key("attention.head_count"),
-           "num_key_value_heads": key("attention.head_count_kv", meta.get("llama.attention.head_count")),
-           "intermediate_size": key("feed_forward_length"), "vocab_size": tensors["token_embd.weight"]["shape"][1],
+    raw = {"model_type": _GGUF_ARCHS[arch], "hidden_size": key("embedding_length"),
+           "num_hidden_layers": key("block_count"), "num_attention_heads": key("attention.head_count"),
+           "num_key_value_heads": key("attention.head_count_kv", meta.get(f"{arch}.attention.head_count")),
+           "vocab_size": tensors["token_embd.weight"]["shape"][1],
            "tie_word_embeddings": "output.weight" not in tensors}
-    if "llama.attention.key_length" in meta:
+    if f"{arch}.feed_forward_length" in meta or arch != "qwen3moe":
+        raw["intermediate_size"] = key("feed_forward_length")
+    if f"{arch}.attention.key_length" in meta:
         raw["head_dim"] = key("attention.key_length")
-    if meta.get("llama.expert_count"):  # Mixtral as llama.cpp converts it: the llama architecture with experts
+    if arch == "qwen3moe":  # every layer routed (decoder_sparse_step 1, no mlp_only_layers)
+        raw.update(num_experts=key("expert_count"), num_experts_per_tok=key("expert_used_count"),
+                   moe_intermediate_size=key("expert_feed_forward_length"))
+    elif meta.get("llama.expert_count"):  # Mixtral as llama.cpp converts it: the llama architecture with experts
         raw.update(model_type="mixtral", num_local_experts=key("expert_count"),
                    num_experts_per_tok=key("expert_used_count"), sliding_window=None)
     return from_dict(raw, name=name)
