@@ -3,12 +3,13 @@
 * tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases), ``MixtralForCausalLM`` (per-expert
   ``w1/w2/w3``), ``Qwen3MoeForCausalLM`` and ``Qwen2MoeForCausalLM`` (a gated shared expert; its
   ``sliding_window`` 0 without ``use_sliding_window``) saved by transformers' ``save_pretrained`` as sharded
-  safetensors (a small
-  ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
+  safetensors (a small ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
   with links into ``blobs/``) under ``tmp_path`` with ``HF_HUB_CACHE`` / ``HF_HOME`` pointed at it;
   expected names, shapes and bytes are torch's own ``state_dict()``;
 * a GGUF file written by ``gguf.GGUFWriter`` (Q8_0 tensors by ``gguf.quants.quantize``), read back with
-  ``gguf.GGUFReader``;
+  ``gguf.GGUFReader``; Mixtral, Qwen3-MoE, Qwen2 and Qwen3 GGUFs from transformers' classes, named by
+  gguf-py's ``TensorNameMap`` (the experts merged per layer, as llama.cpp's converter stores them);
+* bitsandbytes (NF4, LLM.int8) and compressed-tensors (W4A16, W8A16) checkpoints their own CPU packers write;
 * AWQ, GPTQ and FP8 (128x128 block scales) checkpoints' tensors by hand from their packers' layouts
   (:data:`QUANTIZED_LAYOUTS`): no packer runs on this CPU;
 * malformed headers, lengths past the file, links out of the folder: one line, exit 2.
