@@ -702,9 +702,12 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
         "attention",
         rules=Rules("replicated", lora=(), **_MLA),
         kv_cache=b * held * (r_kv + d_hr),
-        # saved for backward (not checked against torch): the normed input; q; the latent and the RoPE key;
-        # the decompressed keys and values; the attention output
-        saved=beta_a * (_T * d + _T * n_h * d_qk + _T * (r_kv + d_hr) + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
+        # saved for backward (tests/test_mla.py: transformers' DeepseekV3 under saved_tensors_hooks): the normed
+        # input of wq_a (or wq) and wkv_a; the normed query latent, wq_b's input; q after RoPE; the normed KV
+        # latent, wkv_b's input; the decompressed keys (RoPE key included) and values; the attention output,
+        # wo's input (the latents' norms save their own inputs; RoPE saves only its cos/sin tables)
+        saved=beta_a * (_T * d + (_T * r_q if queries == "q_lora" else 0) + _T * n_h * d_qk + _T * r_kv
+                        + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
         children=(
             *q,
             linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
