@@ -86,8 +86,9 @@ _T = b * s  # token rows in one forward pass
 #: "column" (a linear's output features: ``ColwiseParallel``), "row" (its input features, a bias replicated:
 #: ``RowwiseParallel``), "vocab" (the embedding's rows), "sequence" (a replicated weight whose saved
 #: activations sequence parallelism splits along the sequence: ``SequenceParallel``), "replicated", "expert"
-#: (not tensor-split: divided over the expert-parallel ranks)
-SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert")
+#: (not tensor-split: divided over the expert-parallel ranks), "heads" (a vector of one number per query
+#: head, split with the heads: ``Shard(0)``, transformers' ``local_rowwise``; gpt-oss's sinks)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
 #: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
@@ -113,7 +114,7 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: column, row, vocab, sequence, replicated, expert)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: column, row, vocab, sequence, replicated, expert, heads)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
@@ -547,11 +548,12 @@ def sinks() -> Component:
     >>> sinks().params, sinks().elementwise
     (n_h, 5*b*n_h*s)
     """
-    # kept whole on every tensor rank (n_h numbers a layer; an engine splitting heads keeps its heads' share);
-    # no LoRA target; a vector, kept in the model's dtype by every weight format
+    # split with the query heads under tensor parallelism (transformers' GptOssConfig plan: "local_rowwise";
+    # vLLM's GptOssAttention holds num_attention_heads // tp_size of them); no LoRA target; a vector, kept
+    # in the model's dtype by every weight format
     return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
-                     rules=Rules("replicated", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
+                     rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
 
 
 def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
