@@ -171,6 +171,23 @@ def test_lora_on_fused_projections_equals_peft(raw, rank, targets):
     assert ours == model.get_nb_trainable_parameters()[0]
 
 
+def test_default_lora_targets_adapt_the_fused_qkv_proj():
+    """PEFT has no default target for Phi-3 (get_peft_model without target_modules refuses it: its q_proj and
+    v_proj do not exist); symllm's default (wq,wv: PEFT's q_proj,v_proj for Llama) adapts the fused linear
+    that holds them, qkv_proj: PEFT's trainable count with target_modules=["qkv_proj"], on the preset's
+    config (two layers) on the meta device."""
+    peft = requires("peft")
+    from symllm.costs import finetune
+    raw = dict(preset_info("phi-3-mini-4k")["config"], num_hidden_layers=2)
+    with pytest.raises(ValueError, match="target_modules"):
+        peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=8))
+    model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=8, target_modules=["qkv_proj"]))
+    ours = finetune.lora(from_hf(raw), lora_rank=8)["params"]["trainable"]
+    assert ours == model.get_nb_trainable_parameters()[0] == 2 * 8 * (3072 + 3 * 3072)
+    with pytest.raises(symllm.SymllmError, match="no linear layer of this model is named 'wq'"):
+        finetune.lora(from_hf(raw), lora_rank=8, lora_targets="q_proj")  # named, a target stays strict
+
+
 def test_split_rules_are_transformers_plans():
     """Each projection's declared split is transformers' plan for its HF name (colwise, colwise_gather_output:
     column; rowwise, rowwise_split_input: row): Phi-3's fused qkv_proj and gate_up_proj column, o_proj and

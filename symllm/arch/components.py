@@ -132,12 +132,15 @@ class Rules:
     #: LoRA targets (symllm names) under which PEFT adapts it in a way symllm does not model (Qwen3-MoE's
     #: fused experts, from gate_proj/up_proj/down_proj): a workload naming one is refused
     refused: tuple[str, ...] = ()
+    #: the projections (symllm names) a fused linear holds (Phi-3's wqkv: wq, wk, wv): the default LoRA
+    #: targets (wq, wv: PEFT's q_proj, v_proj) adapt it in a model that has no linear of theirs
+    holds: tuple[str, ...] = ()
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
             if value is not None and value not in known:
                 raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
-        for field_ in ("lora", "stacks", "refused"):
+        for field_ in ("lora", "stacks", "refused", "holds"):
             value = getattr(self, field_)
             if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
                 raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
@@ -600,7 +603,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
-                                          label="fused projections (Phi-3)")),)
+                                          label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
     else:
         projections = (
             linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
@@ -779,7 +782,7 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
     act = variant.activation
     if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
         fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
-                      label="fused projections (Phi-3)")
+                      label="fused projections (Phi-3)", holds=("w1", "w3"))
         projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
                               "intermediate_size)  # gate, up = chunk(2)", rules=fused),
                        linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
