@@ -259,7 +259,9 @@ def test_gemma3_multimodal_config_counts_its_text_config(cli, tmp_path):
 
 
 @pytest.mark.parametrize("raw, start", [
-    (dict(preset_info("phi-3-mini-4k")["config"], partial_rotary_factor=0.75), "partial_rotary_factor: 0.75"),
+    (dict(preset_info("phi-3-mini-4k")["config"], partial_rotary_factor=0.7), "partial_rotary_factor: 0.7 rotates 67"),
+    (dict(preset_info("phi-4-mini")["config"], rope_parameters={"partial_rotary_factor": 0.5}),
+     "partial_rotary_factor: 0.75 differs from rope_parameters' 0.5"),
     (dict(preset_info("phi-3-mini-4k")["config"], attention_bias=True), "attention_bias: True is ignored"),
     (dict(preset_info("olmo-2-7b")["config"], sliding_window=4096), "sliding_window: 4096 is ignored"),
     (dict(preset_info("olmo-2-7b")["config"], hidden_act="gelu"), "hidden_act: 'gelu' is not modelled"),
@@ -284,6 +286,23 @@ def test_gemma3_kv_cache_at_32k_by_hand(cli):
     layer global (4 of them: all 32,768 positions), the other 22 local (their 512-token window), bf16."""
     out = json.loads(cli(["count", "gemma-3-1b", "--seq", "32768", "--json"]).out)
     assert out["memory"]["kv_cache"] == 2 * 1 * 256 * 2 * (22 * 512 + 4 * 32768)
+
+
+def test_phi4_mini_partial_rotary_by_hand():
+    """Phi-4-mini rotates int(128 × 0.75) = 96 of each head's 128 elements (partial_rotary_factor): RoPE's
+    element-wise FLOPs are 3 a rotated element of the 24 query and 8 key heads, the rest as with a whole
+    rotary; parameters (3,836,021,760: 32 layers of 3072·(24 + 2·8)·128 + 3072² + 3·3072·8192 + 2·3072, the
+    tied 200,064 × 3072 embedding, the final norm) and the bf16 KV cache (2·32·8·128·2 bytes a token) do not
+    depend on it."""
+    L, b, s = 32, 2, 100
+    assert symllm.params("phi-4-mini")["total"] == L * (3072 * 40 * 128 + 3072 ** 2 + 3 * 3072 * 8192 + 2 * 3072) \
+        + 200064 * 3072 + 3072
+    raw = preset_info("phi-4-mini")["config"]
+    whole = from_hf(dict(raw, partial_rotary_factor=1.0))
+    part, full = (costs.workload(c, batch=b, seq=s) for c in ("phi-4-mini", whole))
+    assert full["flops"]["elementwise"] - part["flops"]["elementwise"] == 3 * b * s * L * (24 + 8) * (128 - 96)
+    assert part["flops"]["prefill"] == full["flops"]["prefill"]
+    assert part["memory"]["kv_cache"] == full["memory"]["kv_cache"] == b * s * 2 * L * 8 * 128 * 2
 
 
 def test_longrope_scaling_changes_no_count():
