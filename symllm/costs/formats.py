@@ -123,7 +123,8 @@ KV_FORMATS = {"fp32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2), "fp
 GGUF_NAMES = {"embedding": "token_embd", "norm": "output_norm", "lm_head": "output",
               "attention_norm": "attn_norm", "ffn_norm": "ffn_norm", "wq": "attn_q", "wk": "attn_k",
               "wv": "attn_v", "wo": "attn_output", "w1": "ffn_gate", "w2": "ffn_down", "w3": "ffn_up",
-              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm"}
+              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm",
+              "q_a_norm": "attn_q_a_norm", "kv_a_norm": "attn_kv_a_norm"}  # llama.cpp's deepseek2 latent norms
 
 _HIGH = 2  # bf16/fp16 bytes of a weight a format leaves alone
 
