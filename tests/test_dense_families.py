@@ -156,6 +156,39 @@ def test_elementwise_conventions_by_hand():
     assert got == extra
 
 
+# --- saved activations ------------------------------------------------------------------------------
+
+def _hf_gemma_extras(raw: dict, b: int, s: int) -> int:
+    """Bytes transformers' eager Gemma (fp32) saves beyond symllm's eager stack, term by term: each RMSNorm
+    (two a layer and the final one) keeps its unweighted product and its ``1 + weight`` (a new tensor of
+    ``d``); GeGLU keeps gelu(gate_proj x) besides gate_proj's output; repeat_kv copies K and V for all ``n_h``
+    heads (no copy with one KV head and one sequence: the stride-0 view reaches bmm as is); the RoPE tables
+    (cos and sin of ``s × d_h``), once a forward; the embeddings' √d normalizer (a 0-d tensor). 4 bytes an
+    element."""
+    L, d, T, d_h = raw["num_hidden_layers"], raw["hidden_size"], b * s, raw["head_dim"]
+    n_h, n_kv = raw["num_attention_heads"], raw["num_key_value_heads"]
+    repeat = 0 if n_kv == 1 and b == 1 else 2 * (n_h - n_kv) * T * d_h
+    elements = ((2 * L + 1) * (T * d + d) + L * T * raw["intermediate_size"] + L * repeat + 2 * s * d_h + 1)
+    return 4 * elements
+
+
+@given(dense_family_configs(family="gemma"), st.integers(1, 2), st.integers(1, 5))
+def test_gemma_saved_activations_equal_transformers_saved_tensors(raw, b, s):
+    """What transformers' eager Gemma saves for backward in a training forward (fp32; saved_tensors_hooks, each
+    storage once, parameters left out) is symllm's eager stack (its GeGLU saving what SwiGLU does, its
+    (1 + weight) norms what RMSNorm does, the embeddings' scaling nothing) plus the terms of
+    _hf_gemma_extras."""
+    torch = requires("torch")
+    from .conftest import saved_during
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu").train()
+    ids = torch.randint(0, raw["vocab_size"], (b, s))
+    measured = saved_during(lambda: model(input_ids=ids), model)
+    cfg = from_hf(raw)
+    ours = costs.memory(symllm.model_for(cfg), "activations", stack="eager").subs(
+        symllm.values(cfg, batch=b, seq=s, dtype="fp32"))
+    assert measured == ours + _hf_gemma_extras(raw, b, s)
+
 # --- fused projections: LoRA, tensor parallelism ------------------------------------------------------
 
 @given(dense_family_configs(family="phi3"), st.integers(1, 16),
