@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -56,7 +57,11 @@ def _fill(folder: Path, monkeypatch) -> Path:
     return entry
 
 
-def _plant(entry: Path, change=lambda src: src.replace("3*d_ff", "4*d_ff")) -> None:
+#: the planted change: the SwiGLU's 3·d·d_ff weights become 4·d·d_ff (however the generated code writes the product)
+_PLANTED = (re.compile(r"\b3\*(d\*)?d_ff"), r"4*\1d_ff")
+
+
+def _plant(entry: Path, change=lambda src: _PLANTED[0].sub(_PLANTED[1], src)) -> None:
     """Rewrite ``entry``'s sources with ``change`` and a digest that matches, as an attacker would."""
     data = json.loads(entry.read_text())
     sources = [change(s) for s in data["sources"]]
@@ -90,7 +95,7 @@ def test_folder_writable_by_others_is_ignored(tmp_path, monkeypatch, mode):
     total, said = _attacked(monkeypatch)
     assert total == TOTAL
     assert len(said) == 1 and "writable by" in said[0]
-    assert entry.read_text().count("4*d_ff"), "symllm rewrote an entry in a folder it does not trust"
+    assert re.search(r"4\*(d\*)?d_ff", entry.read_text()), "symllm rewrote an entry in a folder it does not trust"
 
 
 @as_root

@@ -195,10 +195,7 @@ def _denominator(exprs) -> sp.Expr | None:
 
 
 class _IntegerSafePrinter(PythonCodePrinter):
-    """Python code whose floor/ceiling of rationals are integer floor divisions. Terms are printed in
-    SymPy's stored order (``order="none"``: sorting them for display was a third of a kernel's compile)."""
-
-    _default_settings = {**PythonCodePrinter._default_settings, "order": "none"}
+    """Python code whose floor/ceiling of rationals are integer floor divisions."""
 
     def _print_Float(self, expr):
         return repr(float(expr))
