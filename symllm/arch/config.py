@@ -31,7 +31,7 @@ from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
-           "meta_product_ok"]
+           "meta_width", "meta_product_ok"]
 
 
 def _positive_int(field: str, value, *, optional: bool = False):
@@ -414,6 +414,21 @@ def swiglu_width(dim):
     return SWIGLU_RATIO.numerator * dim // SWIGLU_RATIO.denominator
 
 
+def meta_width(dim: int, multiple_of: int, multiplier: float | None = None) -> int:
+    """Meta's ``d_ff`` of one config in plain Python, as ``FeedForward.__init__`` in llama/model.py computes
+    it (``int`` truncates the IEEE double product, as Meta's code does; :func:`meta_product_ok` keeps it
+    exact): what :func:`from_symllm` compares an edited ``hidden_dim`` with. The closed form is
+    :func:`symllm.arch.components.meta_hidden_dim`; tests/test_config.py checks the two agree.
+
+    >>> meta_width(4096, 1024, 1.3), meta_width(34, 1, 0.7)
+    (14336, 62)
+    """
+    hidden = swiglu_width(dim)
+    if multiplier is not None:
+        hidden = int(float(multiplier) * hidden)
+    return multiple_of * -(-hidden // multiple_of)
+
+
 def meta_product_ok(dim, multiplier):
     """Whether Meta's IEEE double product ``f·⌊8d/3⌋`` stays below 2**53, past which it is no longer exact:
     :class:`ModelConfig` refuses a config where it does not, a sweep drops such points (element-wise on
@@ -569,13 +584,23 @@ _RESOLVED_EXTRAS = ("hidden_dim_rule", "attention")
 def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
     """A config from symllm's own fields: ``symllm count --json``'s ``config`` read back gives the same
     numbers. Its ``hidden_dim`` is the resolved width; where ``hidden_dim_rule`` says Meta's rounding
-    derived it, it is derived again from the same fields, so the config keeps its rule.
-    ``attention`` must be what the heads make. A key that is not a field is refused, naming the close match.
+    derived it, it is derived again from the same fields, so the config keeps its rule. A ``hidden_dim``
+    that is not what Meta's rounding gives (an edited width, or an edited ``dim``, ``multiple_of`` or
+    ``ffn_dim_multiplier``) is refused in one line naming it: without ``hidden_dim_rule`` the width is
+    used as stated, without ``hidden_dim`` it is derived. ``attention`` must be what the heads make. A
+    key that is not a field is refused, naming the close match.
 
-    >>> cfg = from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
-    ...                    "multiple_of": 256, "hidden_dim_rule": "meta_plain", "tie_embeddings": True})
+    >>> raw = {"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
+    ...        "multiple_of": 256, "hidden_dim_rule": "meta_plain", "tie_embeddings": True}
+    >>> cfg = from_symllm(raw)
     >>> cfg.hidden_dim, cfg.tie_embeddings
     (None, True)
+    >>> from_symllm({**raw, "hidden_dim": 512})
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: hidden_dim: 512 is not Meta's rounding (256); drop hidden_dim_rule to use it
+    >>> from_symllm({k: v for k, v in {**raw, "hidden_dim": 512}.items() if k != "hidden_dim_rule"}).hidden_dim
+    512
     >>> from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "tie_embedding": True})
     Traceback (most recent call last):
     ...
@@ -602,9 +627,14 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
     if vocab_size is not None:
         fields["vocab_size"] = vocab_size
     rule = raw.get("hidden_dim_rule")
-    if rule in ("meta", "meta_plain"):  # Meta's rounding made hidden_dim: derived again from the same fields
-        fields.pop("hidden_dim", None)
-    cfg = ModelConfig(**fields)
+    stated = fields.pop("hidden_dim", None) if rule in ("meta", "meta_plain") else None
+    cfg = ModelConfig(**fields)  # Meta's rounding made hidden_dim: derived again from the same fields
+    if stated is not None and cfg.hidden_rule == rule:
+        stated = positive_int("hidden_dim", stated)
+        derived = meta_width(cfg.dim, cfg.multiple_of, cfg.ffn_dim_multiplier if rule == "meta" else None)
+        if stated != derived:
+            raise SymllmError(f"hidden_dim: {stated} is not Meta's rounding ({derived}); drop hidden_dim_rule "
+                              "to use it")
     if rule is not None and cfg.hidden_rule != rule:
         raise SymllmError(f"hidden_dim_rule: {rule!r} does not match the fields (they give {cfg.hidden_rule!r})")
     if "attention" in raw and raw["attention"] != cfg.attention_kind:
