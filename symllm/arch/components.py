@@ -32,7 +32,7 @@ import sympy as sp
 from symllm.arch.config import swiglu_width
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
-from symllm.validate import boolean
+from symllm.validate import boolean, listed, short
 from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
 from symllm.arch.layers import LATENT
 from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
@@ -1092,7 +1092,7 @@ def component(name: str, whole: Component | None = None) -> Component:
     (1, d)
     """
     if name not in COMPONENTS:
-        raise SymllmError(f"component: unknown {name!r} (known: {', '.join(COMPONENTS)})")
+        raise SymllmError(f"component: unknown {short(name, 20)} (known: {listed(COMPONENTS, 50)})")
     whole = whole if whole is not None else model()
     path = COMPONENTS[name]
     if not path.startswith("block"):

@@ -26,6 +26,7 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import integer as _integer
 from symllm.validate import positive_number as _positive_float
+from symllm.validate import listed as _listed
 from symllm.validate import short as _short
 from symllm.files import read_json
 
@@ -213,7 +214,7 @@ class ModelConfig:
         for field in ("sliding_window", "attention_chunk"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
         if self.sliding_window is not None and self.attention_chunk is not None:
-            raise SymllmError(f"attention_chunk: {self.attention_chunk} given with sliding_window "
+            raise SymllmError(f"attention_chunk: {self.attention_chunk} with sliding_window "
                               f"{self.sliding_window}; a layer has one or the other")
         self._check_layers(put)
         self._check_latent(put)
@@ -237,8 +238,8 @@ class ModelConfig:
             if self.qk_rope_head_dim % 2:
                 raise SymllmError(f"qk_rope_head_dim: {self.qk_rope_head_dim} is odd; RoPE rotates pairs of elements")
             if self.n_kv_heads != self.n_heads:
-                raise SymllmError(f"num_key_value_heads: {self.n_kv_heads} differs from num_attention_heads "
-                                  f"{self.n_heads}; a latent attention's keys and values have every head")
+                raise SymllmError(f"num_key_value_heads: {self.n_kv_heads}, not num_attention_heads "
+                                  f"{self.n_heads}: latent attention has every head")
             for field, off in (("qkv_bias", False), ("qk_norm", None), ("sliding_window", None),
                                ("attention_chunk", None), ("partial_rotary_factor", None)):
                 if getattr(self, field) != off:
@@ -257,8 +258,8 @@ class ModelConfig:
             rotated = int(self.head_dim * float(f)) if float(f) <= 1 else None
             if rotated is None or rotated < 2 or rotated % 2:
                 what = "is more than 1" if rotated is None else f"rotates {rotated} of head_dim {self.head_dim}"
-                raise SymllmError(f"partial_rotary_factor: {_short(f)} {what}; RoPE needs an even, positive part "
-                                  "of the head")
+                raise SymllmError(f"partial_rotary_factor: {_short(f, 20)} {what}; RoPE needs an even, "
+                                  "positive part")
             if float(f) == 1:
                 put("partial_rotary_factor", None)
 
@@ -509,7 +510,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
     >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1})
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: vocab_size: -1 in params.json (Meta's tokenizer sets it); give the vocabulary size (--vocab-size)
+    symllm.errors.SymllmError: vocab_size: -1 in params.json (Meta's tokenizer sets it); give --vocab-size
     >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1}, vocab_size=100).vocab_size
     100
     """
@@ -521,8 +522,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
             raise SymllmError(f"{shown}: unknown key in a Meta params.json{hint}")
     V = vocab_size if vocab_size is not None else _require(raw, "vocab_size", "Meta")
     if V == -1:
-        raise SymllmError("vocab_size: -1 in params.json (Meta's tokenizer sets it); "
-                          "give the vocabulary size (--vocab-size)")
+        raise SymllmError("vocab_size: -1 in params.json (Meta's tokenizer sets it); give --vocab-size")
     for key in ("head_dim", "hidden_dim"):
         if key in raw and raw[key] is None:
             positive_int(key, None)  # refused: the one message
@@ -680,8 +680,8 @@ def preset_info(name: str) -> dict:
     presets = _presets()
     if name not in presets:
         close = difflib.get_close_matches(name, presets, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else " (symllm presets lists them)"
-        raise SymllmError(f"model: unknown preset {name!r}{hint}")
+        hint = f"; did you mean {_listed(close, 34)}?" if close else " (symllm presets lists them)"
+        raise SymllmError(f"model: unknown preset {_short(name, 30)}{hint}")
     return presets[name]
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from symllm.errors import SymllmError
 from symllm.files import parse_json, read_json
+from symllm.validate import short, shown_path
 
 __all__ = ["SAFETENSORS_DTYPES", "HF_NAMES", "QUANTIZED", "read_safetensors", "read_gguf", "read", "has_weights",
            "config_of", "expected", "difference", "weight_format", "check"]
@@ -82,7 +83,7 @@ _MAX_STRING = 1 << 24
 
 
 def _fail(path, what: str):
-    raise SymllmError(f"checkpoint: {str(path)!r}: {what}")
+    raise SymllmError(f"checkpoint: {shown_path(path, 26)}: {what}")
 
 
 def read_safetensors(path) -> dict[str, dict]:
@@ -99,7 +100,7 @@ def read_safetensors(path) -> dict[str, dict]:
     >>> read_safetensors(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: checkpoint: '...m.safetensors': header length 1099511627776 is past the end of the file (... bytes)
+    symllm.errors.SymllmError: checkpoint: '...m.safetensors': header length ... is past the file's end
     """
     try:
         with open(path, "rb") as fh:
@@ -109,17 +110,17 @@ def read_safetensors(path) -> dict[str, dict]:
                 _fail(path, f"{len(head)} bytes: not a safetensors file (no header length)")
             (n,) = struct.unpack("<Q", head)
             if n > size - 8:
-                _fail(path, f"header length {n} is past the end of the file ({size} bytes)")
+                _fail(path, f"header length {short(n, 10)} is past the file's end")
             if n > _MAX_HEADER:
                 _fail(path, f"header length {n} is more than safetensors' {_MAX_HEADER:,} bytes")
             raw = fh.read(n)
     except OSError as e:
-        raise SymllmError(f"checkpoint: cannot read {str(path)!r}: {e.strerror or e}") from None
+        raise SymllmError(f"checkpoint: cannot read {shown_path(path)}: {e.strerror or e}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         _fail(path, f"the header is not UTF-8 (byte {e.start})")
-    header = parse_json(text, "checkpoint", repr(str(path)))
+    header = parse_json(text, "checkpoint", shown_path(path))
     if not isinstance(header, dict):
         _fail(path, "the header is not a JSON object")
     data = size - 8 - n
@@ -156,7 +157,7 @@ class _Reader:
 
     def take(self, n: int) -> bytes:
         if n > self.size - self.pos:
-            _fail(self.path, f"a length of {n} at byte {self.pos} is past the end of the file ({self.size} bytes)")
+            _fail(self.path, f"length {short(n, 12)} at byte {self.pos:,} is past the end of the file")
         data = self.fh.read(n)
         if len(data) != n:
             _fail(self.path, f"file ended at byte {self.pos + len(data)}")
@@ -210,7 +211,7 @@ def read_gguf(path) -> tuple[dict, dict[str, dict]]:
     try:
         fh = open(path, "rb")
     except OSError as e:
-        raise SymllmError(f"checkpoint: cannot read {str(path)!r}: {e.strerror or e}") from None
+        raise SymllmError(f"checkpoint: cannot read {shown_path(path)}: {e.strerror or e}") from None
     with fh:
         r = _Reader(fh, os.fstat(fh.fileno()).st_size, path)
         if r.size < 24 or r.take(4) != b"GGUF":
@@ -308,8 +309,8 @@ def read(model) -> dict:
     else:
         folder = hub.model_folder(model)
         if folder is None:
-            raise SymllmError(f"checkpoint: {str(model)!r} is not a folder, a .safetensors or .gguf file, or a Hub "
-                              "id in the local cache")
+            raise SymllmError(f"checkpoint: {shown_path(model, 30)} is no folder, .safetensors, .gguf or cached "
+                              "Hub id")
         kind, files = _weights_of(folder)
         if not files:
             _fail(folder, "holds no weights (model.safetensors.index.json, *.safetensors or *.gguf)")
@@ -520,9 +521,9 @@ def check(model) -> dict:
         q = raw.get("quantization_config")
         dtype = _dtype(raw)
         if isinstance(q, dict) and fmt is None:
-            raise SymllmError(f"checkpoint: quantization {str(q.get('quant_method'))[:30]!r} (bits "
-                              f"{q.get('bits')}, group {q.get('group_size')}) is not modelled: its tensors "
-                              f"cannot be checked (modelled: {', '.join(QUANTIZED)} with 4 or 8 bits, group 128)")
+            raise SymllmError(f"checkpoint: quantization {str(q.get('quant_method'))[:12]!r} (bits "
+                              f"{short(q.get('bits'), 6)}, group {short(q.get('group_size'), 6)}) is not modelled "
+                              f"(see --help)")
         want = expected(config, str(raw.get("model_type", "llama")),
                         "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if fmt in formats.QUANTIZES else None)

@@ -52,7 +52,7 @@ from symllm.costs import zero
 from symllm.costs.workloads import COMPONENT_STACKS, STACKS
 from symllm.costs.workloads import check_stack as check_name
 from symllm.errors import SymllmError
-from symllm.validate import choice
+from symllm.validate import choice, listed
 
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
     from symllm.arch.components import Component
@@ -90,7 +90,8 @@ def _check(stack: str, mdl: Component | None = None) -> None:
         raise SymllmError(f"stack: {stack} is modelled for the whole model, not for {mdl.name!r}")
     missing = list(dict.fromkeys(c.rules.label or c.name for c in _unmodelled(mdl, stack)))
     if missing:
-        raise SymllmError(f"stack: {stack} models LlamaForCausalLM; not modelled for it yet: {', '.join(missing)}")
+        names = missing if len(", ".join(missing)) <= 50 else [m.split(" (")[0] for m in missing]  # the labels' names
+        raise SymllmError(f"stack: {stack} does not model {listed(names, 50)} yet")
 
 
 def _unmodelled(comp: Component, stack: str):
@@ -116,7 +117,7 @@ def saved_terms(stack: str) -> tuple[Term, ...]:
     """
     _check(stack)
     if stack in COMPONENT_STACKS:
-        raise SymllmError(f"stack: {stack}'s saved bytes are the components' own (symllm.costs.phases.activations)")
+        raise SymllmError(f"stack: {stack}'s saved bytes are the components' own (phases.activations)")
     T, d, d_ff, V, n_h, n_kv, d_h = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h
 
     def norm(where):
@@ -307,7 +308,7 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
     """
     _check(stack)
     if stack in COMPONENT_STACKS:
-        raise SymllmError(f"stack: {stack}'s training peak is a convention (symllm.costs.phases.memory), not moments")
+        raise SymllmError(f"stack: {stack}'s training peak is a convention (phases.memory), not moments")
     T, d, d_ff, V, n_h, n_kv, d_h, L = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.L
     saved = saved_terms(stack)
     emb, attn_norm, qkv, core, o_proj, rope, ffn_norm, ffn, norm, head, loss = saved
