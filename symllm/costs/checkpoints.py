@@ -92,7 +92,7 @@ _MAX_STRING = 1 << 24
 
 
 def _fail(path, what: str):
-    raise SymllmError(f"checkpoint: {shown_path(path, 26)}: {what}")
+    raise SymllmError(f"checkpoint: {shown_path(path, 24)}: {what}")
 
 
 def read_safetensors(path) -> dict[str, dict]:
@@ -148,8 +148,7 @@ def read_safetensors(path) -> dict[str, dict]:
         if (not isinstance(offsets, list) or len(offsets) != 2 or not all(
                 isinstance(x, int) and not isinstance(x, bool) for x in offsets)
                 or not 0 <= offsets[0] <= offsets[1] <= data):
-            _fail(path, f"tensor {name[:80]!r}: data offsets {str(offsets)[:40]} are outside the file's {data} "
-                        "data bytes")
+            _fail(path, f"tensor {short(name, 12)}: offsets {str(offsets)[:16]} outside the file ({data} B)")
         nbytes = prod(shape) * SAFETENSORS_DTYPES[dtype]
         if offsets[1] - offsets[0] != nbytes:
             _fail(path, f"tensor {name[:80]!r}: {offsets[1] - offsets[0]} data bytes for {dtype} {shape} "
@@ -179,7 +178,7 @@ class _Reader:
     def string(self, limit: int = _MAX_STRING) -> str:
         n = self.num("Q")
         if n > limit:
-            _fail(self.path, f"a string of {n} bytes at byte {self.pos} is longer than {limit:,}")
+            _fail(self.path, f"a string of {short(n, 14)} B is longer than {limit:,} B")
         try:
             return self.take(n).decode("utf-8")
         except UnicodeDecodeError:
@@ -197,7 +196,7 @@ def _gguf_value(r: _Reader, vtype: int, depth: int = 0):
     if vtype == 9 and depth < 2:
         inner, count = r.num("I"), r.num("Q")
         if count > r.size - r.pos:
-            _fail(r.path, f"an array of {count} values at byte {r.pos} is longer than the file")
+            _fail(r.path, f"an array of {short(count, 14)} values at byte {r.pos:,} is longer than the file")
         values = [_gguf_value(r, inner, depth + 1) for _ in range(count)]
         return values if count <= 64 else ("array", count)
     _fail(r.path, f"unknown GGUF value type {vtype} before byte {r.pos}")

@@ -407,10 +407,9 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     if gguf:
         pure = fmt.removeprefix("gguf:") if fmt.startswith("gguf:") else None
         if pure is not None and pure not in GGML_TYPES:
-            raise SymllmError(f"weight_format: unknown GGML type {pure!r} (known: {', '.join(GGML_TYPES)})")
+            raise SymllmError(f"weight_format: unknown GGML type {short(pure, 20)} (known: {listed(GGML_TYPES)})")
         if not gguf_types_modelled(spec, fmt):
-            raise SymllmError(f"weight_format: llama.cpp's {fmt} is modelled for dense models; a mixture of "
-                              "experts in F16, BF16 or gguf:TYPE")
+            raise SymllmError(f"weight_format: llama.cpp's {fmt} is for dense models; MoE: F16, BF16 or gguf:TYPE")
         cfg = spec.config
         n_layers = cfg.n_layers
         has_output = any(t["kind"] == "head" for t in ts)

@@ -170,7 +170,7 @@ def integer(raw: dict, key: str, default=REQUIRED, *, nullable: bool = False, mi
     >>> integer({"num_experts": 2**64}, "num_experts")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: num_experts: expected a positive integer up to 2**63 - 1, got 18446744073709551616
+    symllm.errors.SymllmError: num_experts: expected an integer <= 2**63 - 1, got 18446744073709551616
     """
     if key not in raw:
         if default is REQUIRED:
@@ -182,7 +182,7 @@ def integer(raw: dict, key: str, default=REQUIRED, *, nullable: bool = False, mi
     value = _integer(key, value, low=minimum)  # an int, not a bool nor a float (transformers' strict type)
     if value > maximum:
         bound = {MAX_SIZE: "2**63 - 1", MAX_LAYERS: "2**20"}.get(maximum, str(maximum))
-        raise SymllmError(f"{key}: expected a positive integer up to {bound}, got {short(value, 24)}")
+        raise SymllmError(f"{key}: expected an integer <= {bound}, got {short(value, 24)}")
     return value
 
 
