@@ -15,7 +15,7 @@ low-precision element) with fp32 master weights; inference in the workload's dty
 
 >>> from symllm.arch.components import feed_forward
 >>> feed_forward().rules.stacks["hf-sdpa"]("hf-sdpa").saved[0].bytes
-8*b*d*s + 12*d*d_ff + 16*b*d_ff*s
+4*b*d*s + 8*b*d_ff*s + 6*d*d_ff
 """
 from __future__ import annotations
 
