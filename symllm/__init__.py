@@ -43,6 +43,8 @@ _NAMES = {
         "Component", "attention", "block", "component", "embedding", "feed_forward", "linear", "lm_head",
         "meta_hidden_dim", "model", "rmsnorm", "rope", "swiglu")},
     **{name: ("numbers.kernels", name) for name in ("compile_expr", "substitute", "evaluate")},
+    # decisions: symllm.plan(...) is symllm plan (docs/plan.md)
+    **{name: ("numbers.plans", name) for name in ("plan", "max_batch", "max_context", "fewest_gpus")},
 }
 
 __getattr__, _dir = attributes(__name__, _NAMES)

@@ -442,7 +442,9 @@ def plan_lines(p, top: int) -> list[str]:
     w = p.workload
     what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
             else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
-    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu} ({what}; {w['stack']} stack, {w['dtype']}): {p.layouts:,} "
+    kv = f", KV cache {w['kv_format']}" if w.get("kv_format") else ""
+    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu} ({what}; {w['stack']} stack, {w.get('weight_format') or w['dtype']}"
+                 f"{kv}): {p.layouts:,} "
                  f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
     if p.rows:
@@ -633,7 +635,10 @@ def cmd_verify(args) -> int:
             where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
         print(_wrap(where))
         print(_wrap(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
-                                                "every tensor's name, shape and dtype agrees with the component tree")))
+                                                "every tensor's name, shape and dtype agrees with the component tree"
+                                                if c["dtypes_checked"] else "every tensor's name and shape agrees "
+                                                "with the component tree (its GGML types are not modelled: "
+                                                "not checked)")))
         return 1 if c["difference"] else 0
     config = _load(args)
     try:

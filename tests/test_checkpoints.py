@@ -1,12 +1,15 @@
 """Real artifacts, offline (symllm.arch.hub, symllm.costs.checkpoints), against files the real tools write:
 
-* tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases) and ``MixtralForCausalLM`` (per-expert
-  ``w1/w2/w3``) saved by transformers' ``save_pretrained`` as sharded safetensors (a small
-  ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
+* tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases), ``MixtralForCausalLM`` (per-expert
+  ``w1/w2/w3``), ``Qwen3MoeForCausalLM`` and ``Qwen2MoeForCausalLM`` (a gated shared expert; its
+  ``sliding_window`` 0 without ``use_sliding_window``) saved by transformers' ``save_pretrained`` as sharded
+  safetensors (a small ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
   with links into ``blobs/``) under ``tmp_path`` with ``HF_HUB_CACHE`` / ``HF_HOME`` pointed at it;
   expected names, shapes and bytes are torch's own ``state_dict()``;
 * a GGUF file written by ``gguf.GGUFWriter`` (Q8_0 tensors by ``gguf.quants.quantize``), read back with
-  ``gguf.GGUFReader``;
+  ``gguf.GGUFReader``; Mixtral, Qwen3-MoE, Qwen2 and Qwen3 GGUFs from transformers' classes, named by
+  gguf-py's ``TensorNameMap`` (the experts merged per layer, as llama.cpp's converter stores them);
+* bitsandbytes (NF4, LLM.int8) and compressed-tensors (W4A16, W8A16) checkpoints their own CPU packers write;
 * AWQ, GPTQ and FP8 (128x128 block scales) checkpoints' tensors by hand from their packers' layouts
   (:data:`QUANTIZED_LAYOUTS`): no packer runs on this CPU;
 * malformed headers, lengths past the file, links out of the folder: one line, exit 2.
@@ -46,13 +49,19 @@ def _save(tmp: Path, cls, config, **kw) -> tuple[Path, dict]:
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """The three families, saved once per module."""
+    """The five families, saved once per module."""
     out = {}
     for name, cls, cfg in (
             ("llama", transformers.LlamaForCausalLM, transformers.LlamaConfig(**TINY)),
             ("qwen2", transformers.Qwen2ForCausalLM, transformers.Qwen2Config(**TINY)),
             ("mixtral", transformers.MixtralForCausalLM,
-             transformers.MixtralConfig(**TINY, num_local_experts=3, num_experts_per_tok=2))):
+             transformers.MixtralConfig(**TINY, num_local_experts=3, num_experts_per_tok=2)),
+            ("qwen3_moe", transformers.Qwen3MoeForCausalLM,  # q/k norms, every layer routed
+             transformers.Qwen3MoeConfig(**TINY, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                                         head_dim=8)),
+            ("qwen2_moe", transformers.Qwen2MoeForCausalLM,  # a gated shared expert, q/k/v biases
+             transformers.Qwen2MoeConfig(**TINY, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                                         shared_expert_intermediate_size=24))):
         out[name] = _save(tmp_path_factory.mktemp(name), cls, cfg)
     return out
 
@@ -72,7 +81,7 @@ def _as_cache(root: Path, repo: str, folder: Path, commit: str = "0" * 40) -> Pa
     return snap
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe"])
 def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     """verify: every tensor of a save_pretrained checkpoint (sharded through its index, whose weight_map
     transformers wrote) agrees, exit 0; count --json: the checkpoint's bytes are torch's (numel × element
@@ -224,6 +233,99 @@ def test_gguf_file_verified_and_counted(tmp_path, cli):
     assert r.code == 1 and "wrong dtype: blk.0.attn_v.weight is F16, the config says Q8_0" in r.out
 
 
+#: the GGUFs written: transformers' class and config, gguf-py's architecture, its extra metadata
+GGUF_MODELS = {
+    "mixtral": ("MixtralForCausalLM", dict(num_local_experts=3, num_experts_per_tok=2), "LLAMA", {}),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", dict(num_experts=3, num_experts_per_tok=2, moe_intermediate_size=16,
+                                              head_dim=8), "QWEN3MOE",
+                  {"add_key_length": 8, "add_value_length": 8, "add_expert_feed_forward_length": 16}),
+    "qwen2": ("Qwen2ForCausalLM", {}, "QWEN2", {}),  # q/k/v biases (attn_q.bias ..., F32)
+    "qwen3": ("Qwen3ForCausalLM", dict(head_dim=8), "QWEN3", {"add_key_length": 8, "add_value_length": 8}),
+}
+GGUF_MOES = ["mixtral", "qwen3_moe"]
+
+
+def _gguf_moe(path: Path, family: str = "mixtral", *, file_type=None, router=None) -> tuple[Path, int]:
+    """A tiny mixture of experts as llama.cpp's converter writes it: transformers' class's state dict (meta
+    device), each tensor named by gguf-py's TensorNameMap of the architecture (the experts merged:
+    ``mlp.experts.gate_proj`` -> ``ffn_gate_exps``, stored ``(n_e, rows, row)``), F32 for vectors and the
+    router (convert_hf_to_gguf's rule; ``router`` overrides), F16 for the rest. Returns the file and torch's
+    parameter count."""
+    np = __import__("numpy")
+    cls, extra, arch, meta = GGUF_MODELS[family]
+    cls = getattr(transformers, cls)
+    cfg = cls.config_class(**TINY, **extra)
+    with torch.device("meta"):
+        sd = cls(cfg).state_dict()
+    names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch), cfg.num_hidden_layers)
+    w = gguf.GGUFWriter(str(path), gguf.MODEL_ARCH_NAMES[getattr(gguf.MODEL_ARCH, arch)])
+    w.add_embedding_length(32), w.add_block_count(2), w.add_head_count(4), w.add_head_count_kv(2)
+    w.add_feed_forward_length(48), w.add_context_length(64)
+    if family in GGUF_MOES:
+        w.add_expert_count(3), w.add_expert_used_count(2)
+    for method, value in meta.items():
+        getattr(w, method)(value)
+    w.add_file_type(file_type or gguf.LlamaFileType.MOSTLY_F16)
+    w.add_token_list([f"t{i}" for i in range(64)])
+    parts = {}
+    for k, v in sd.items():
+        if k.endswith("experts.gate_up_proj"):  # transformers 5 fuses gate and up: the converter splits them
+            half = v.shape[1] // 2
+            parts[k.replace("gate_up_proj", "gate_proj")] = (v.shape[0], half, v.shape[2])
+            parts[k.replace("gate_up_proj", "up_proj")] = (v.shape[0], half, v.shape[2])
+        else:
+            parts[k] = tuple(v.shape)
+    for k, shape in parts.items():
+        name = names.get_name(k, try_suffixes=(".weight", ".bias"))
+        assert name is not None, k
+        name += "" if name.endswith((".weight", ".bias")) else ".weight"  # merged experts: no suffix in the key
+        f32 = len(shape) == 1 or name.endswith("ffn_gate_inp.weight")
+        dtype = router if router is not None and "ffn_gate_inp" in name else ("float32" if f32 else "float16")
+        w.add_tensor(name, np.zeros(shape, dtype=dtype))
+    w.write_header_to_file(), w.write_kv_data_to_file(), w.write_tensors_to_file(), w.close()
+    return path, sum(int(np.prod(s)) for s in parts.values())
+
+
+@pytest.mark.parametrize("family", GGUF_MOES)
+def test_gguf_mixture_of_experts_verified_and_counted(tmp_path, cli, family):
+    """A Mixtral GGUF (the llama architecture with experts) and a Qwen3-MoE one (qwen3moe: q/k norms), F16,
+    the experts merged per layer: verify agrees, exit 0; the config comes from the metadata (expert_count,
+    expert_used_count: torch's parameter count); count's bytes are GGUFReader's and the formula's; a router
+    stored F16 is named; a Q4_K_M-labelled MoE file has its names and shapes checked, its types not
+    (llama.cpp's MoE choices are not modelled), and no formula."""
+    path, numel = _gguf_moe(tmp_path / "tiny-moe-F16.gguf", family)
+    r = cli(["verify", path])
+    assert r.code == 0 and "name, shape and dtype agrees" in " ".join(r.out.split()), r.out + r.err
+    reader = gguf.GGUFReader(str(path))
+    got = json.loads(cli(["count", path, "--json"]).out)
+    ck = got["checkpoint"]
+    assert ck["bytes"] == ck["formula_bytes"] == sum(int(t.n_bytes) for t in reader.tensors)
+    per_layer = 10 + (2 if family == "qwen3_moe" else 0)  # 2 norms, 4 attention, router, 3 experts (+ q/k norms)
+    assert ck["weight_format"] == "F16" and ck["tensors"] == len(reader.tensors) == 2 * per_layer + 3
+    assert got["params"]["total"] == numel
+    bad, _ = _gguf_moe(tmp_path / "bad.gguf", family, router="float16")
+    r = cli(["verify", bad])
+    assert r.code == 1 and "wrong dtype: blk.0.ffn_gate_inp.weight is F16, the config says F32" in r.out
+    q4, _ = _gguf_moe(tmp_path / "q4.gguf", family, file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    r = cli(["verify", q4])
+    assert r.code == 0 and "types are not modelled" in " ".join(r.out.split()), r.out
+    assert json.loads(cli(["count", q4, "--json"]).out)["checkpoint"]["formula_bytes"] is None
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3"])
+def test_gguf_of_other_architectures(tmp_path, cli, family):
+    """GGUF files of the qwen2 (q/k/v biases, F32) and qwen3 (q/k norms) architectures, F16: the config is
+    read from their own metadata keys, every tensor agrees, the bytes are GGUFReader's, the parameters
+    torch's."""
+    path, numel = _gguf_moe(tmp_path / f"tiny-{family}.gguf", family)
+    r = cli(["verify", path])
+    assert r.code == 0 and "name, shape and dtype agrees" in " ".join(r.out.split()), r.out + r.err
+    got = json.loads(cli(["count", path, "--json"]).out)
+    assert got["checkpoint"]["bytes"] == got["checkpoint"]["formula_bytes"] == sum(
+        int(t.n_bytes) for t in gguf.GGUFReader(str(path)).tensors)
+    assert got["params"]["total"] == numel
+
+
 #: each method's tensors for one linear ``fan_in -> fan_out`` (torch dtype, shape), by hand from its packer:
 #: AutoAWQ's WQLinear_GEMM buffers; GPTQModel's / AutoGPTQ's QuantLinear (4 bits: 8 per int32, along the
 #: input for qweight, along the output for qzeros; g_idx one int32 per input); DeepSeek-V3's FP8 checkpoint
@@ -273,6 +375,90 @@ def test_quantized_checkpoint_layout_and_bytes(tmp_path, cli, method):
     save_file(t, tmp_path / "model.safetensors")
     r = cli(["verify", tmp_path])
     assert r.code == 1 and f"wrong shape: {wrong} is [3, 3]" in r.out
+
+
+@pytest.fixture(scope="module")
+def bf16_llama(tmp_path_factory):
+    """A tiny bf16 Llama whose linears hold whole NF4 blocks (d 128, d_ff 256), saved once per module."""
+    folder = tmp_path_factory.mktemp("bf16")
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=128, intermediate_size=256, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=1)
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(folder)
+    return folder
+
+
+BNB_CONFIGS = {"nf4": dict(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True),
+               "nf4-nodq": dict(load_in_4bit=True, bnb_4bit_quant_type="nf4"), "int8": dict(load_in_8bit=True)}
+
+
+@pytest.mark.parametrize("kind", list(BNB_CONFIGS))
+def test_bitsandbytes_checkpoint_read(bf16_llama, tmp_path, cli, kind):
+    """A checkpoint bitsandbytes' own CPU packer wrote (transformers' from_pretrained with a
+    BitsAndBytesConfig, then save_pretrained): verify agrees (packed uint8 or int8 weights, absmax, codes,
+    SCB), count's bytes are the safetensors' (torch's numel × element size) and the formula's bytes differ
+    by what it leaves out: the JSON quant state bitsandbytes serialises per linear (4-bit; NF4 with double
+    quantization keeps its fp32 offset, which the formula counts, in it) and int8's format byte. A quant
+    type symllm has no formula for is one line naming the key, exit 2."""
+    requires("bitsandbytes")
+    from safetensors import safe_open
+    q = transformers.BitsAndBytesConfig(**BNB_CONFIGS[kind])
+    model = transformers.AutoModelForCausalLM.from_pretrained(bf16_llama, quantization_config=q, device_map="cpu",
+                                                              dtype=torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        sizes = {k: f.get_slice(k).get_shape() for k in f.keys()}
+        found = {k: (f.get_tensor(k).numel() * f.get_tensor(k).element_size()) for k in f.keys()}
+    r = cli(["verify", tmp_path])
+    assert r.code == 0, r.out + r.err
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    assert ck["weight_format"] == kind and ck["bytes"] == sum(found.values()) and ck["tensors"] == len(sizes)
+    extra = sum(b for k, b in found.items() if k.endswith(("quant_state.bitsandbytes__nf4", ".weight_format")))
+    linears = 7
+    assert ck["formula_bytes"] == ck["bytes"] - extra + (4 * linears if kind == "nf4" else 0)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["quantization_config"]["bnb_4bit_quant_type" if kind != "int8" else "llm_int8_has_fp16_weight"] = (
+        "fp4" if kind != "int8" else True)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = cli(["verify", tmp_path])
+    _one_line_refusal(r)
+    assert ("bnb_4bit_quant_type='fp4' is not modelled" if kind != "int8" else
+            "llm_int8_has_fp16_weight=True is not modelled") in r.err
+
+
+#: llm-compressor's preset schemes -> the weight format symllm names them
+CT_SCHEMES = {"W4A16": "w4a16", "W4A16_ASYM": "w4a16-asym", "W8A16": "w8a16", "FP8": None}
+
+
+@pytest.mark.parametrize("scheme", list(CT_SCHEMES))
+def test_compressed_tensors_checkpoint_read(bf16_llama, tmp_path, cli, scheme):
+    """A checkpoint compressed-tensors' own packer wrote on the CPU (its preset scheme on every Linear but the
+    lm_head, ModelCompressor.compress_model, save_pretrained, update_config): verify agrees (weight_packed
+    int32, weight_scale, weight_shape, zero points when asymmetric) and count's bytes are the safetensors'
+    and the formula's; FP8 (format float-quantized, not modelled) is one line naming the key, exit 2."""
+    requires("compressed_tensors")
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
+    from safetensors import safe_open
+    model = transformers.AutoModelForCausalLM.from_pretrained(bf16_llama, dtype=torch.bfloat16)
+    apply_quantization_config(model, QuantizationConfig(
+        config_groups={"group_0": preset_name_to_scheme(scheme, ["Linear"])}, ignore=["lm_head"]))
+    compressor = ModelCompressor.from_pretrained_model(model)
+    compressor.compress_model(model)
+    model.save_pretrained(tmp_path)
+    compressor.update_config(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        found = sum(f.get_tensor(k).numel() * f.get_tensor(k).element_size() for k in f.keys())
+    if CT_SCHEMES[scheme] is None:
+        for command in ("verify", "count"):
+            r = cli([command, tmp_path])
+            _one_line_refusal(r)
+            assert "quantization_config format='float-quantized' is not modelled" in r.err
+        return
+    r = cli(["verify", tmp_path])
+    assert r.code == 0, r.out + r.err
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    assert ck["weight_format"] == CT_SCHEMES[scheme] and ck["bytes"] == ck["formula_bytes"] == found
 
 
 def _one_line_refusal(r):

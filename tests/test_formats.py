@@ -202,7 +202,7 @@ def test_bad_formats_refused():
         F.weight_bytes("llama3.1-8b", "q4")
     with pytest.raises(SymllmError, match="weight_format: unknown 'gguf:Q9_K'"):
         F.weight_bytes("llama3.1-8b", "gguf:Q9_K")
-    with pytest.raises(SymllmError, match="dense llama models only"):
+    with pytest.raises(SymllmError, match="^weight_format: llama.cpp's Q4_K_M is modelled for dense models"):
         F.weight_bytes("mixtral-8x7b", "Q4_K_M")
     with pytest.raises(SymllmError, match="^weight_format: awq needs rows"):
         F.tensor_bytes("awq", 100, 4096)
@@ -232,7 +232,21 @@ def test_count_shows_weight_format(cli):
     assert r.code == 0 and "weights in Q8_0" in r.out and "7.95 GiB" in r.out
     r = cli(["count", "mixtral-8x7b", "--weight-format", "Q4_K_M"])
     assert r.code == 2 and r.err.strip().splitlines() == [
-        "symllm: error: weight_format: GGUF file types are modelled for dense llama models only"]
+        "symllm: error: weight_format: llama.cpp's Q4_K_M is modelled for dense models; a mixture of experts in "
+        "F16, BF16 or gguf:TYPE"]
+
+
+def test_gguf_mixture_of_experts_bytes_by_hand():
+    """Mixtral-8x7B in GGUF F16 and Q8_0 --pure: 2 bytes (34 per 32) a weight, the norms and the router F32
+    (4 bytes), the experts one tensor per layer of 8 x 14336 x 4096; by hand from the config's sizes."""
+    V, d, L, n_kv, d_h, d_ff, n_e = 32000, 4096, 32, 8, 128, 14336, 8
+    matrices = 2 * V * d + L * (2 * d * d + 2 * d * n_kv * d_h + 3 * n_e * d * d_ff)
+    f32 = L * (2 * d + n_e * d) + d
+    r = F.weight_bytes("mixtral-8x7b", "F16")
+    assert r["total"] == 2 * matrices + 4 * f32 and r["elements"] == matrices + f32 == 46702792704
+    assert r["tensors"]["blk.31.ffn_down_exps.weight"] == dict(type="F16", count=1, elements=n_e * d * d_ff,
+                                                               bytes=2 * n_e * d * d_ff)
+    assert F.weight_bytes("mixtral-8x7b", "gguf:Q8_0")["total"] == matrices // 32 * 34 + 4 * f32
 
 
 _ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}

@@ -136,6 +136,17 @@ def test_scalar_inputs_broadcast_and_numpy_scalars_are_exact():
     assert compile_expr(S.d ** 3)(d=np.int64(3 * 10**6)) == 27 * 10**18
 
 
+def test_fraction_inputs_stay_exact_over_arrays():
+    """A Fraction scalar or object array (a weight format's bytes per weight) gives exact values, whole ones
+    as ints, never float64 (symllm plan --weight-format): each point is the rational arithmetic by hand."""
+    from fractions import Fraction
+    kernel = compile_expr(S.beta_w * S.N + sp.ceiling(S.b / S.N_t))
+    for beta in (Fraction(1, 3), np.array([Fraction(1, 3)] * 3, dtype=object)):
+        got = kernel.vector(beta_w=beta, N=np.array([3, 4, 10 ** 30]), b=np.array([1, 3, 5]), N_t=2)
+        assert got.tolist() == [2, Fraction(4, 3) + 2, Fraction(10 ** 30, 3) + 3]
+        assert [type(v) for v in got.tolist()] == [int, Fraction, Fraction]
+
+
 def test_bad_inputs():
     """Missing symbols, unknown overflow modes and non-numeric arrays are SymllmErrors."""
     kernel = compile_expr(S.V * S.d)

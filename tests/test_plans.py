@@ -225,3 +225,61 @@ def test_cli_plan(cli):
 def test_cli_count_shows_the_inverse_answers(cli):
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "8192"])
     assert "largest context" in r.out and "172,882 tokens" in r.out and "up to batch 21)" in r.out
+
+
+def q4_k_m_70b_bytes() -> int:
+    """Llama-3.1-70B's Q4_K_M file by hand, llama.cpp's per-tensor choice (src/llama-quant.cpp, no imatrix):
+    GGML blocks of 256 weights, Q4_K 144 bytes, Q5_K 176, Q6_K 210; token_embd Q4_K, output Q6_K, norms F32;
+    attn_v Q6_K in the layers use_more_bits picks (i < L/8, i >= 7L/8, (i - L/8) % 3 == 2), else Q5_K (the
+    70B rule); ffn_down Q6_K in those layers, else Q4_K; the rest Q4_K. llama-bench prints 39.59 GiB."""
+    V, d, L, n_kv, d_h, d_ff = 128256, 8192, 80, 8, 128, 28672
+    q4, q5, q6 = Fraction(144, 256), Fraction(176, 256), Fraction(210, 256)
+    total = V * d * q4 + V * d * q6 + 4 * d
+    for i in range(L):
+        more = i < L // 8 or i >= 7 * L // 8 or (i - L // 8) % 3 == 2
+        total += (2 * d * d + d * n_kv * d_h) * q4 + d * n_kv * d_h * (q6 if more else q5)
+        total += 2 * d * d_ff * q4 + d_ff * d * (q6 if more else q4) + 2 * d * 4
+    assert total.denominator == 1 and round(total / GiB, 2) == Fraction("39.59")
+    return int(total)
+
+
+def llama70b_peak(weights: int, b: int, s: int, kv_bytes) -> int:
+    """The fused stack's inference peak of Llama-3.1-70B by hand (small_peak's convention): the weights, the
+    KV cache of s tokens, bf16 activations: the residual stream and normed input with the largest live set
+    (here the logits, b·s·V)."""
+    V, d, L, n_h, n_kv, d_h, d_ff = 128256, 8192, 80, 64, 8, 128, 28672
+    live = max(V * b * s, 3 * b * d_ff * s, 2 * b * d_h * n_h * s + 2 * b * n_h * s)
+    return weights + kv_bytes * 2 * L * n_kv * d_h * b * s + 2 * (2 * b * s * d + live)
+
+
+def test_plan_takes_the_weight_and_kv_formats():
+    """Issue 23 item 4: Llama-3.1-70B on one 48 GiB GPU serving 8,192-token prompts fits only quantized. In
+    bf16 nothing fits (2N bytes of weights alone exceed it); in Q4_K_M the batches whose hand-written peak
+    fits are the plan's rows, each with that peak; an fp8 KV cache (1 byte an element) lets one more batch
+    in. fewest_gpus and max_batch read the same formats."""
+    cap, seq = 48 * GiB, 8192
+    n = 2 * 128256 * 8192 + 8192 + 80 * (2 * 8192 ** 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192)
+    opts = {"gpu": "l40s", "gpu_memory": 48, "seq": seq}
+    q4 = q4_k_m_70b_bytes()
+    bf16 = plans.plan("llama3.1-70b", 1, **opts)
+    assert 2 * n > cap and not bf16.rows and bf16.dropped == {"inference peak > 48 GiB per GPU": 9}
+    for kv_format, kv_bytes, fit in ((None, 2, [1]), ("fp8", 1, [1, 2])):
+        p = symllm.plan("llama3.1-70b", 1, weight_format="Q4_K_M", kv_format=kv_format, **opts)
+        hand = {b: llama70b_peak(q4, b, seq, kv_bytes) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)}
+        assert [b for b, peak in hand.items() if peak <= cap] == fit
+        assert sorted(r["batch"] for r in p.rows) == fit and all(r["peak"] == hand[r["batch"]] for r in p.rows)
+        assert len(p.drops) == 9 - len(fit) and p.workload["weight_format"] == "Q4_K_M"
+        _check_row("llama3.1-70b", p.rows[0], {**opts, "weight_format": "Q4_K_M", "kv_format": kv_format}, False)
+        assert plans.max_batch("llama3.1-70b", weight_format="Q4_K_M", kv_format=kv_format, **opts) == fit[-1]
+    one = plans.fewest_gpus("llama3.1-70b", training=False, weight_format="Q4_K_M", **opts)
+    assert one == {"tp": 1, "pp": 1, "dp": 1, "gpus": 1, "peak": llama70b_peak(q4, 1, seq, 2)}
+    assert plans.fewest_gpus("llama3.1-70b", training=False, **opts)["gpus"] > 1
+
+
+def test_cli_plan_names_the_formats(cli):
+    r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--gpu-memory", "48", "--seq", "8192",
+             "--weight-format", "Q4_K_M", "--kv-format", "fp8"])
+    assert r.code == 0 and "Q4_K_M, KV cache fp8): 9 layouts, 2 fit" in " ".join(r.out.split())
+    assert max(map(len, r.out.splitlines())) <= 100
+    r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--weight-format", "Q3_K_XXL"])
+    assert r.code == 2 and r.err.startswith("symllm: error: weight_format: ") and r.err.count("\n") == 1

@@ -25,7 +25,9 @@ fan_out/8)``, ``scales`` fp16 ``(fan_in/g, fan_out)``; GPTQ ``qweight`` int32 ``
 ``qzeros`` ``(fan_in/g, fan_out·b/32)``, ``scales`` fp16, ``g_idx`` int32 ``(fan_in,)``; FP8 with block
 scales (``quant_method: fp8``, ``weight_block_size``) ``weight`` F8_E4M3 and ``weight_scale_inv`` fp32
 ``(⌈fan_out/128⌉, ⌈fan_in/128⌉)``. GGUF names: :data:`symllm.costs.formats.GGUF_NAMES`, shapes
-``ne = (row, rows)``, and the GGML type llama.cpp's file type (``general.file_type``) chooses;
+``ne = (row, rows)`` (a mixture of experts: ``ffn_gate_inp`` F32, ``ffn_{gate,up,down}_exps``
+``(row, rows, n_e)``), and the GGML type llama.cpp's file type (``general.file_type``) chooses (for a
+mixture of experts only F16, BF16: other file types' names and shapes are checked, not their types);
 ``rope_freqs.weight`` (Llama 3.1's RoPE scaling factors, not a parameter) is allowed.
 
 >>> expected("llama3.2-1b")["model.layers.0.self_attn.k_proj.weight"]
@@ -60,6 +62,8 @@ GGML_IDS = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "
 #: values per block, bytes per block
 _GGML_OTHER = {"Q8_1": (32, 40), "Q8_K": (256, 292), "I8": (1, 1), "I16": (1, 2), "I32": (1, 4), "I64": (1, 8),
                "F64": (1, 8)}
+#: GGUF ``general.architecture`` -> the HF ``model_type`` its metadata is read as (llama.cpp's LLM_ARCH names)
+_GGUF_ARCHS = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3moe": "qwen3_moe"}
 #: llama.cpp's ``general.file_type`` (``enum llama_ftype``) -> the file types symllm models
 _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M",
                18: "Q6_K", 32: "BF16"}
@@ -68,14 +72,19 @@ _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K
 #: own name is the HF name it declares for LoRA (``rules.lora``); per ``model_type`` overrides below
 HF_NAMES = {"attention": "self_attn", "feed_forward": "mlp", "moe": "mlp", "attention_norm": "input_layernorm",
             "ffn_norm": "post_attention_layernorm", "q_norm": "q_norm", "k_norm": "k_norm", "router": "gate",
-            "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+            "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj",
+            "shared_expert": "shared_expert"}
 _HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
 #: the top-level components' full names
 _HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
 
 #: quantization_config ``quant_method`` -> the weight format of :mod:`symllm.costs.formats` whose layout
-#: :func:`expected` writes and whose bytes count compares (bits and block size decide between some)
-QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block"}
+#: :func:`expected` writes and whose bytes count compares (bits, block size, double quantization decide
+#: between some: :func:`weight_format`)
+QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block", "bitsandbytes": "nf4", "compressed-tensors": "w4a16"}
+#: bitsandbytes' per-linear tensors that are not in symllm's bytes formula: the quant state serialised as
+#: JSON bytes (4-bit; its length varies) and the 8-bit layout's format byte
+_BNB_EXTRA = ("quant_state.bitsandbytes__nf4", "weight_format")
 
 _MAX_HEADER = 100_000_000  # safetensors refuses longer headers (MAX_HEADER_SIZE)
 _MAX_STRING = 1 << 24
@@ -343,9 +352,11 @@ def read(model) -> dict:
 
 def config_of(ckpt: dict):
     """The :class:`~symllm.arch.config.ModelConfig` of a checkpoint read by :func:`read`: its
-    config.json, or a GGUF's own metadata (llama architecture: ``llama.embedding_length``,
-    ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``, ``feed_forward_length``,
-    the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``)."""
+    config.json, or a GGUF's own metadata (architectures llama, qwen2, qwen3, qwen3moe:
+    ``{arch}.embedding_length``, ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``, ``feed_forward_length``,
+    the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``; with
+    ``llama.expert_count`` a Mixtral, and qwen3moe, read ``expert_count`` routed experts, ``expert_used_count``
+    per token and qwen3moe's ``expert_feed_forward_length``)."""
     from symllm.arch.config import from_dict
     name = Path(ckpt["path"]).name.split("--")[-1].removesuffix(".gguf")
     if ckpt["format"] != "gguf":
@@ -354,47 +365,118 @@ def config_of(ckpt: dict):
         return from_dict(ckpt["config"], name=name)
     meta, tensors = ckpt["metadata"], ckpt["tensors"]
     arch = meta.get("general.architecture")
-    if arch != "llama":
-        raise SymllmError(f"checkpoint: GGUF architecture {str(arch)[:30]!r} is not read yet (llama is)")
+    if arch not in _GGUF_ARCHS:
+        raise SymllmError(f"checkpoint: GGUF architecture {str(arch)[:30]!r} is not read yet (known: "
+                          f"{', '.join(_GGUF_ARCHS)})")
 
     def key(k, default=None):
-        v = meta.get(f"llama.{k}", default)
+        v = meta.get(f"{arch}.{k}", default)
         if v is None or isinstance(v, (bool, float, str, list, tuple)):
-            raise SymllmError(f"checkpoint: {ckpt['path']!r}: llama.{k} is {str(v)[:20]}, not an integer")
+            raise SymllmError(f"checkpoint: {ckpt['path']!r}: {arch}.{k} is {str(v)[:20]}, not an integer")
         return v
     if "token_embd.weight" not in tensors:
         raise SymllmError(f"checkpoint: {ckpt['path']!r} has no token_embd.weight")
-    raw = {"model_type": "llama", "hidden_size": key("embedding_length"), "num_hidden_layers": key("block_count"),
-           "num_attention_heads": key("attention.head_count"),
-           "num_key_value_heads": key("attention.head_count_kv", meta.get("llama.attention.head_count")),
-           "intermediate_size": key("feed_forward_length"), "vocab_size": tensors["token_embd.weight"]["shape"][1],
+    raw = {"model_type": _GGUF_ARCHS[arch], "hidden_size": key("embedding_length"),
+           "num_hidden_layers": key("block_count"), "num_attention_heads": key("attention.head_count"),
+           "num_key_value_heads": key("attention.head_count_kv", meta.get(f"{arch}.attention.head_count")),
+           "vocab_size": tensors["token_embd.weight"]["shape"][1],
            "tie_word_embeddings": "output.weight" not in tensors}
-    if "llama.attention.key_length" in meta:
+    if f"{arch}.feed_forward_length" in meta or arch != "qwen3moe":
+        raw["intermediate_size"] = key("feed_forward_length")
+    if f"{arch}.attention.key_length" in meta:
         raw["head_dim"] = key("attention.key_length")
+    if arch == "qwen3moe":  # every layer routed (decoder_sparse_step 1, no mlp_only_layers)
+        raw.update(num_experts=key("expert_count"), num_experts_per_tok=key("expert_used_count"),
+                   moe_intermediate_size=key("expert_feed_forward_length"))
+    elif meta.get("llama.expert_count"):  # Mixtral as llama.cpp converts it: the llama architecture with experts
+        raw.update(model_type="mixtral", num_local_experts=key("expert_count"),
+                   num_experts_per_tok=key("expert_used_count"), sliding_window=None)
     return from_dict(raw, name=name)
 
 
 def weight_format(ckpt: dict) -> str | None:
     """The weight format (:mod:`symllm.costs.formats`) of a checkpoint: a GGUF's llama.cpp file type,
-    a quantization_config's method (:data:`QUANTIZED`; GPTQ with 8 bits: ``gptq-8bit``), else its
-    tensors' float dtype (``bf16``, ``fp16``, ``fp32``); None when symllm has no formula for it (another
-    quantization method, a group size other than 128, a file type it does not model)."""
+    a quantization_config's method (:data:`QUANTIZED`; GPTQ with 8 bits: ``gptq-8bit``; bitsandbytes:
+    ``nf4``, ``nf4-nodq`` or ``int8``), else its tensors' float dtype (``bf16``, ``fp16``, ``fp32``); None
+    when symllm has no formula for it (:func:`unmodelled` says which key)."""
     if ckpt["format"] == "gguf":
         return _FILE_TYPES.get(ckpt["metadata"].get("general.file_type"))
     q = (ckpt["config"] or {}).get("quantization_config")
     if isinstance(q, dict):
-        method = q.get("quant_method")
-        if method not in QUANTIZED or q.get("group_size", 128) not in (128, -1) and method != "fp8":
+        if unmodelled(q) is not None:
             return None
+        method = q.get("quant_method")
         if method == "gptq" and q.get("bits") == 8:
             return "gptq-8bit"
-        if method == "gptq" and q.get("bits", 4) != 4 or method == "awq" and q.get("bits", 4) != 4:
-            return None
-        if method == "fp8" and q.get("weight_block_size") != [128, 128]:
-            return None
+        if method == "bitsandbytes":
+            return "int8" if q.get("load_in_8bit") else "nf4" if q.get("bnb_4bit_use_double_quant") else "nf4-nodq"
+        if method == "compressed-tensors":
+            w = next(iter(q["config_groups"].values()))["weights"]
+            return f"w{w['num_bits']}a16" + ("" if w.get("symmetric", True) else "-asym")
         return QUANTIZED[method]
     dtype = _dtype(ckpt["config"])
     return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype)
+
+
+def unmodelled(q: dict) -> str | None:
+    """The first key of a ``quantization_config`` whose value symllm has no layout and formula for, as
+    ``key=value``; None when every key is modelled.
+
+    >>> unmodelled({"quant_method": "marlin"}), unmodelled({"quant_method": "awq", "bits": 3})
+    ("quant_method='marlin'", 'bits=3')
+    >>> unmodelled({"quant_method": "compressed-tensors", "format": "float-quantized"})
+    "format='float-quantized'"
+    >>> unmodelled({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"})
+    "bnb_4bit_quant_type='fp4'"
+    """
+    method = q.get("quant_method")
+    if method not in QUANTIZED:
+        return f"quant_method={method!r}"
+    if method == "bitsandbytes":
+        four, eight = q.get("load_in_4bit", False), q.get("load_in_8bit", False)
+        wanted = {"load_in_4bit": (True,), "bnb_4bit_quant_type": ("nf4",), "bnb_4bit_quant_storage": ("uint8",),
+                  "bnb_4bit_use_double_quant": (True, False)} if four and not eight else \
+            {"load_in_8bit": (True,), "llm_int8_has_fp16_weight": (False,)}
+        wanted["llm_int8_skip_modules"] = (None, [], ["lm_head"])  # transformers' default: the lm_head stays
+        for key, ok in wanted.items():
+            if q.get(key) not in ok:
+                return f"{key}={q.get(key)!r}"
+        return None
+    if method == "compressed-tensors":
+        return _unmodelled_ct(q)
+    if method in ("awq", "gptq"):
+        if q.get("bits", 4) not in ((4, 8) if method == "gptq" else (4,)):
+            return f"bits={q.get('bits')!r}"
+        if q.get("group_size", 128) not in (128, -1):
+            return f"group_size={q.get('group_size')!r}"
+    if method == "fp8" and q.get("weight_block_size") != [128, 128]:
+        return f"weight_block_size={q.get('weight_block_size')!r}"
+    return None
+
+
+def _unmodelled_ct(q: dict) -> str | None:
+    """:func:`unmodelled` for compressed-tensors: one group of integer weights, packed (llm-compressor's
+    W4A16 / W8A16, group 128), on every Linear but the lm_head, compressed, nothing else."""
+    top = {"format": ("pack-quantized",), "quantization_status": ("compressed",), "ignore": (["lm_head"],),
+           "kv_cache_scheme": (None,), "sparsity_config": (None, {}), "transform_config": (None, {})}
+    for key, ok in top.items():
+        if q.get(key) not in ok:
+            return f"{key}={q.get(key)!r}"
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1:
+        return f"config_groups={str(groups)[:40]} (one group is modelled)"
+    (name, g), = groups.items()
+    if not isinstance(g, dict):
+        return f"config_groups.{name}={str(g)[:40]}"
+    for key, ok in (("targets", (["Linear"],)), ("input_activations", (None,)), ("output_activations", (None,))):
+        if g.get(key) not in ok:
+            return f"config_groups.{name}.{key}={str(g.get(key))[:40]}"
+    w = g.get("weights") if isinstance(g.get("weights"), dict) else {}
+    for key, ok in (("type", ("int",)), ("num_bits", (4, 8)), ("strategy", ("group",)), ("group_size", (128,)),
+                    ("dynamic", (False,)), ("symmetric", (True, False))):
+        if w.get(key) not in ok:
+            return f"config_groups.{name}.weights.{key}={w.get(key)!r}"
+    return None
 
 
 def _dtype(raw) -> str | None:
@@ -424,9 +506,18 @@ def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str) ->
     return ".".join(out) + f".{suffix}"
 
 
-def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128) -> dict[str, dict]:
-    """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``)."""
+def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype: str | None = None) -> dict[str, dict]:
+    """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``);
+    ``dtype``: the checkpoint's float dtype (compressed-tensors' scales)."""
     base = name.removesuffix(".weight")
+    if fmt in ("w4a16", "w4a16-asym", "w8a16", "w8a16-asym"):  # compressed-tensors pack-quantized
+        bits = 8 if fmt.startswith("w8") else 4
+        out = {f"{base}.weight_packed": {"dtype": "I32", "shape": [rows, ceil(row * bits / 32)]},
+               f"{base}.weight_scale": {"dtype": dtype, "shape": [rows, row // group]},
+               f"{base}.weight_shape": {"dtype": "I64", "shape": [2]}}
+        if fmt.endswith("-asym"):
+            out[f"{base}.weight_zero_point"] = {"dtype": "I32", "shape": [ceil(rows * bits / 32), row // group]}
+        return out
     if fmt == "awq":
         return {f"{base}.qweight": {"dtype": "I32", "shape": [row, rows // 8]},
                 f"{base}.qzeros": {"dtype": "I32", "shape": [row // group, rows // 8]},
@@ -437,6 +528,22 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128) -> di
                 f"{base}.qzeros": {"dtype": "I32", "shape": [row // group, rows * bits // 32]},
                 f"{base}.scales": {"dtype": "F16", "shape": [row // group, rows]},
                 f"{base}.g_idx": {"dtype": "I32", "shape": [row]}}
+    if fmt == "int8":  # bitsandbytes' Int8Params: int8 rows, an fp32 scale per row (SCB), a format byte
+        return {name: {"dtype": "I8", "shape": [rows, row]}, f"{base}.SCB": {"dtype": "F32", "shape": [rows]},
+                f"{base}.weight_format": {"dtype": "U8", "shape": []}}
+    if fmt in ("nf4", "nf4-nodq"):  # bitsandbytes' Params4bit: packed bytes, absmax per 64, the code, the state
+        n = row * rows
+        blocks = ceil(n / 64)
+        out = {name: {"dtype": "U8", "shape": [ceil(n / 2), 1]}}
+        if fmt == "nf4":
+            out.update({f"{name}.absmax": {"dtype": "U8", "shape": [blocks]},
+                        f"{name}.nested_absmax": {"dtype": "F32", "shape": [ceil(blocks / 256)]},
+                        f"{name}.nested_quant_map": {"dtype": "F32", "shape": [256]}})
+        else:
+            out[f"{name}.absmax"] = {"dtype": "F32", "shape": [blocks]}
+        out[f"{name}.quant_map"] = {"dtype": "F32", "shape": [16]}
+        out[f"{name}.quant_state.bitsandbytes__nf4"] = {"dtype": "U8", "shape": None}  # JSON: any length
+        return out
     return {name: {"dtype": "F8_E4M3", "shape": [rows, row]},
             f"{base}.weight_scale_inv": {"dtype": "F32", "shape": [ceil(rows / 128), ceil(row / 128)]}}
 
@@ -458,11 +565,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     out: dict[str, dict] = {}
     if gguf is not None:
         types = formats.weight_bytes(spec, gguf)["tensors"] if gguf else None
-        for t in ts:
-            for i in ([None] if t["layer"] is None else range(t["layer"], t["layer"] + t["count"])):
-                name = formats._gguf_name(t, i)
-                shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
-                out[name] = {"dtype": types[name]["type"] if types else None, "shape": shape}
+        for t in formats.gguf_tensors(spec):
+            out[t["name"]] = {"dtype": types[t["name"]]["type"] if types else None, "shape": t["shape"]}
         return out
     quantizes = formats.QUANTIZES.get(fmt, ()) if fmt else ()
     n_e = spec.config.n_experts or 1
@@ -474,7 +578,7 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
                 name = _hf_name(t, i, e, model_type)
                 shape = [t["rows"], t["row"]] if t["ndim"] == 2 else [t["row"]]
                 if t["ndim"] == 2 and t["kind"] in quantizes:
-                    out.update(_quantized(fmt, name, t["row"], t["rows"]))
+                    out.update(_quantized(fmt, name, t["row"], t["rows"], dtype=dtype))
                 else:
                     out[name] = {"dtype": dtype, "shape": shape}
     return out
@@ -495,7 +599,7 @@ def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
         f = found.get(name)
         if f is None:
             return f"missing: {name} ({w['dtype'] or 'any dtype'} {w['shape']})"
-        if list(f["shape"]) != w["shape"]:
+        if w["shape"] is not None and list(f["shape"]) != w["shape"]:
             return f"wrong shape: {name} is {list(f['shape'])}, the config says {w['shape']}"
         if w["dtype"] is not None and f["dtype"] != w["dtype"]:
             return f"wrong dtype: {name} is {f['dtype']}, the config says {w['dtype']}"
@@ -513,20 +617,22 @@ def check(model) -> dict:
     ckpt = read(model)
     config = config_of(ckpt)
     fmt = weight_format(ckpt)
+    typed = True
     if ckpt["format"] == "gguf":
-        want = expected(config, gguf=fmt if fmt in formats.FILE_TYPES else "")
+        typed = fmt is not None and formats.gguf_types_modelled(config, fmt)
+        want = expected(config, gguf=fmt if typed else "")
     else:
         raw = ckpt["config"] or {}
         q = raw.get("quantization_config")
         dtype = _dtype(raw)
         if isinstance(q, dict) and fmt is None:
-            raise SymllmError(f"checkpoint: quantization {str(q.get('quant_method'))[:30]!r} (bits "
-                              f"{q.get('bits')}, group {q.get('group_size')}) is not modelled: its tensors "
-                              f"cannot be checked (modelled: {', '.join(QUANTIZED)} with 4 or 8 bits, group 128)")
+            raise SymllmError(f"checkpoint: quantization_config {str(unmodelled(q))[:60]} is not modelled: its "
+                              f"tensors cannot be checked (modelled: {', '.join(QUANTIZED)}; docs/checkpoints.md)")
         want = expected(config, str(raw.get("model_type", "llama")),
                         "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if fmt in formats.QUANTIZES else None)
-    formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None else None
+    formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None and typed else None
     return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
             "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,
-            "formula_bytes": formula, "difference": difference(want, ckpt["tensors"]), "config": config}
+            "formula_bytes": formula, "difference": difference(want, ckpt["tensors"]), "config": config,
+            "dtypes_checked": typed}

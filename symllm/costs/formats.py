@@ -16,9 +16,9 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
   lm_head is in ``modules_to_not_convert`` (transformers' ``get_keys_to_not_convert``), embeddings and
   norms are not ``nn.Linear``; the router and fused experts are kept (QLoRA's base weights,
   :data:`symllm.costs.finetune.FORMATS`, read this rule).
-* ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``: the linear projections and the routed experts (AutoAWQ, GPTQModel,
-  DeepSeek-V3's and ModelOpt's checkpoints quantize each expert's projections, keep the router ``gate``,
-  the embeddings, the norms and the lm_head in bf16).
+* ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``, ``w4a16``, ``w8a16`` (and ``-asym``): the linear projections and
+  the routed experts (AutoAWQ, GPTQModel, DeepSeek-V3's, ModelOpt's and llm-compressor's checkpoints quantize
+  each expert's projections, keep the router ``gate``, the embeddings, the norms and the lm_head in bf16).
 * ``mxfp4``: the routed experts only (gpt-oss: ``mlp1``/``mlp2`` experts in MXFP4, attention, router,
   embedding and unembedding in bf16); a dense model keeps every weight in bf16.
 * GGUF: every weight of two or more dimensions (llama.cpp's ``llama_model_quantize_impl``: a tensor is
@@ -37,6 +37,10 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
   ``(r/g, o/8)``, ``scales`` fp16 ``(r/g, o)``.
 * GPTQ (AutoGPTQ / GPTQModel, ``b`` bits, ``g`` = 128): ``qweight`` int32 ``(r·b/32, o)``, ``qzeros`` int32
   ``(r/g, o·b/32)``, ``scales`` fp16 ``(r/g, o)``, ``g_idx`` int32 ``(r,)``.
+* compressed-tensors ``pack-quantized`` (llm-compressor's W4A16 / W8A16: ``b``-bit integers, group ``g`` =
+  128): ``weight_packed`` int32 ``(o, r·b/32)``, ``weight_scale`` 2 bytes (the model's bf16/fp16)
+  ``(o, r/g)``, ``weight_shape`` int64 ``(2,)``; ``-asym`` adds ``weight_zero_point`` int32
+  ``(⌈o·b/32⌉, r/g)``.
 * FP8 E4M3: ``n`` bytes plus fp32 scales: one per tensor (``fp8``), one per output row (``fp8-channel``), or
   one per 128×128 block, ``ceil(o/128)·ceil(r/128)`` (``fp8-block``, DeepSeek-V3's ``weight_scale_inv``);
   static activation scales (``input_scale``, one fp32 per linear) are not weights and are not counted.
@@ -72,12 +76,13 @@ adds its metadata (the tokenizer) and up to 31 bytes of alignment per tensor; Ll
 from __future__ import annotations
 
 from fractions import Fraction
-from math import ceil
+from math import ceil, prod
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 
-__all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "tensors",
+__all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
+           "gguf_tensors", "gguf_types_modelled",
            "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "bytes_per_weight",
            "kv_bytes_per_element"]
 
@@ -107,6 +112,8 @@ QUANTIZES = {
     "awq": ("linear", "experts"), "gptq": ("linear", "experts"), "gptq-8bit": ("linear", "experts"),
     "fp8": ("linear", "experts"), "fp8-channel": ("linear", "experts"), "fp8-block": ("linear", "experts"),
     "nvfp4": ("linear", "experts"), "mxfp4": ("experts",),
+    "w4a16": ("linear", "experts"), "w4a16-asym": ("linear", "experts"), "w8a16": ("linear", "experts"),
+    "w8a16-asym": ("linear", "experts"),
     "gguf": ("embedding", "linear", "head", "experts"),  # every 2-D weight but the router
 }
 
@@ -123,7 +130,10 @@ KV_FORMATS = {"fp32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2), "fp
 GGUF_NAMES = {"embedding": "token_embd", "norm": "output_norm", "lm_head": "output",
               "attention_norm": "attn_norm", "ffn_norm": "ffn_norm", "wq": "attn_q", "wk": "attn_k",
               "wv": "attn_v", "wo": "attn_output", "w1": "ffn_gate", "w2": "ffn_down", "w3": "ffn_up",
-              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm"}
+              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "router": "ffn_gate_inp"}
+#: the routed experts' GGUF tensors (gguf-py ``FFN_GATE_EXP`` ...): one 3-D tensor per layer, ``ne = (row, rows,
+#: n_e)``, as llama.cpp's converter merges them
+GGUF_EXPERTS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps"}
 
 _HIGH = 2  # bf16/fp16 bytes of a weight a format leaves alone
 
@@ -209,7 +219,7 @@ def check_format(fmt, field: str = "weight_format") -> str:
     >>> check_format("Q4_K_L")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, gptq, gptq-8bit, fp8, fp8-channel, fp8-block, nvfp4, mxfp4, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, bf16, fp16, fp32, gguf:TYPE)
+    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, gptq, gptq-8bit, fp8, fp8-channel, fp8-block, nvfp4, mxfp4, w4a16, w4a16-asym, w8a16, w8a16-asym, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, bf16, fp16, fp32, gguf:TYPE)
     """
     if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES):
         return fmt
@@ -301,6 +311,13 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
         scales = 2 * groups * rows
         g_idx = 4 * row if fmt != "awq" else 0
         return f"{fmt.split('-')[0]}-int{bits}", packed + zeros + scales + g_idx
+    if fmt in ("w4a16", "w4a16-asym", "w8a16", "w8a16-asym"):  # compressed-tensors pack-quantized
+        bits = 8 if fmt.startswith("w8") else 4
+        if row % group:
+            raise SymllmError(f"weight_format: {fmt} needs rows of a multiple of {group}, not {row}")
+        groups = row // group
+        zeros = 4 * ceil(rows * bits / 32) * groups if fmt.endswith("-asym") else 0
+        return f"int{bits}", 4 * rows * ceil(row * bits / 32) + 2 * rows * groups + 16 + zeros
     if fmt == "fp8":
         return "fp8_e4m3", n + 4
     if fmt == "fp8-channel":
@@ -323,10 +340,50 @@ def _gguf_name(t: dict, i: int | None) -> str:
     leaf = parts[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     leaf = leaf.removesuffix(".bias")
-    if leaf not in GGUF_NAMES:
-        raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (llama architecture, dense models)")
-    name = f"{GGUF_NAMES[leaf]}.{suffix}"
+    names = GGUF_EXPERTS if t["kind"] == "experts" else GGUF_NAMES
+    if leaf not in names:
+        raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (llama architecture, with or "
+                          "without routed experts)")
+    name = f"{names[leaf]}.{suffix}"
     return f"blk.{i}.{name}" if i is not None else name
+
+
+def gguf_tensors(config) -> list[dict]:
+    """The tensors of a config's model as a GGUF file stores them, in model order: ``name``
+    (``blk.3.attn_v.weight``), ``shape`` (``ne``, the row first), ``row``, ``elements``, ``layer`` (or None)
+    and ``kind`` (:func:`tensors`); the routed experts one 3-D tensor per layer (:data:`GGUF_EXPERTS`).
+
+    >>> [(t["name"], t["shape"]) for t in gguf_tensors("mixtral-8x7b") if t["name"].startswith("blk.0.ffn_")][1:3]
+    [('blk.0.ffn_gate_inp.weight', [4096, 8]), ('blk.0.ffn_gate_exps.weight', [4096, 14336, 8])]
+    """
+    spec = _spec(config)
+    n_e = spec.config.n_experts or 1
+    out = []
+    for t in tensors(spec):
+        experts = t["kind"] == "experts"
+        copies = t["count"] // n_e if experts else t["count"]
+        shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
+        if experts:
+            shape.append(n_e)
+        for i in [None] if t["layer"] is None else range(t["layer"], t["layer"] + copies):
+            out.append(dict(name=_gguf_name(t, i), shape=list(shape), row=t["row"], elements=prod(shape), layer=i,
+                            kind=t["kind"], ndim=t["ndim"]))
+    return out
+
+
+def gguf_types_modelled(config, fmt: str) -> bool:
+    """Whether :func:`weight_bytes` knows the GGML type of every tensor of ``config`` in the GGUF format
+    ``fmt``: a dense model in any file type (:data:`FILE_TYPES`) or ``gguf:TYPE``; a mixture of experts in
+    ``gguf:TYPE``, F16 or BF16 only (llama.cpp's per-tensor choices for experts in Q4_K_M, ... are not
+    modelled: names and shapes are still checked).
+
+    >>> gguf_types_modelled("mixtral-8x7b", "F16"), gguf_types_modelled("mixtral-8x7b", "Q4_K_M")
+    (True, False)
+    """
+    if not (fmt in FILE_TYPES or fmt.startswith("gguf:")):
+        return False
+    return (fmt.startswith("gguf:") or FILE_TYPES[fmt] in ("F16", "BF16")
+            or not any(t["kind"] in ("experts", "router") for t in tensors(_spec(config))))
 
 
 def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
@@ -350,25 +407,23 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
         pure = fmt.removeprefix("gguf:") if fmt.startswith("gguf:") else None
         if pure is not None and pure not in GGML_TYPES:
             raise SymllmError(f"weight_format: unknown GGML type {pure!r} (known: {', '.join(GGML_TYPES)})")
-        if any(t["kind"] in ("experts", "router") for t in ts):
-            raise SymllmError("weight_format: GGUF file types are modelled for dense llama models only")
+        if not gguf_types_modelled(spec, fmt):
+            raise SymllmError(f"weight_format: llama.cpp's {fmt} is modelled for dense models; a mixture of "
+                              "experts in F16, BF16 or gguf:TYPE")
         cfg = spec.config
         n_layers = cfg.n_layers
         has_output = any(t["kind"] == "head" for t in ts)
         is_70b = n_layers == 80 and cfg.n_heads != cfg.n_kv_heads
-        for t in ts:
-            copies = [None] if t["layer"] is None else range(t["layer"], t["layer"] + t["count"])
-            for i in copies:
-                name = _gguf_name(t, i)
-                n = t["row"] * t["rows"]
-                if t["ndim"] < 2 or t["kind"] not in QUANTIZES["gguf"]:
-                    kind = "F32"
-                elif pure is not None:
-                    kind = pure if t["row"] % GGML_TYPES[pure][0] == 0 else "F16"
-                else:
-                    kind = file_type_choice(fmt, name.split(".", 2)[-1] if i is not None else name, t["row"],
-                                            i, n_layers, has_output=has_output, is_70b=is_70b)
-                out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
+        for t in gguf_tensors(spec):
+            name, i, n = t["name"], t["layer"], t["elements"]
+            if t["ndim"] < 2 or t["kind"] not in QUANTIZES["gguf"]:
+                kind = "F32"  # norms, biases, the router (convert_hf_to_gguf and llama-quantize keep them F32)
+            elif pure is not None:
+                kind = pure if t["row"] % GGML_TYPES[pure][0] == 0 else "F16"
+            else:
+                kind = file_type_choice(fmt, name.split(".", 2)[-1] if i is not None else name, t["row"],
+                                        i, n_layers, has_output=has_output, is_70b=is_70b)
+            out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
     else:
         plain = {"bf16": 2, "fp16": 2, "fp32": 4}
         if fmt not in QUANTIZES and fmt not in plain:

@@ -197,8 +197,8 @@ def _magnitude(x) -> float:
         if _is_array(x):
             if not x.size:
                 return 0.0
-            if x.dtype == object:
-                return float(abs(x).max())
+            if x.dtype == object:  # (a 0-d one too: numpy unwraps abs() of it to the bare object)
+                return float(max(abs(v) for v in x.flat))
             # two read-only reductions: abs(x) would first write a whole array (as costly as a kernel op)
             hi, lo = float(x.max()), float(x.min())
             if hi != hi:  # NaN
@@ -216,6 +216,11 @@ def _all_ints(x) -> bool:
     """Whether an object array holds only (Python or numpy) integers: exact in int64 once bounded."""
     np = _numpy()
     return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x.flat)
+
+
+def _whole(x):
+    """A Fraction that is whole as its int (what :func:`evaluate` gives), anything else as it is."""
+    return x.numerator if type(x) is Fraction and x.denominator == 1 else x
 
 
 def _as_python(x):
@@ -436,6 +441,10 @@ class Kernel:
 
     def _vector(self, vals, shape, overflow: str):
         np = _numpy()
+        if any(v.dtype == object and not _all_ints(v) for v in vals):  # Fractions (a weight format's bytes)
+            out = np.broadcast_to(np.asarray(self._fn(*(np.broadcast_to(v, shape).astype(object) for v in vals)),
+                                             dtype=object), shape)  # exact, never float64; whole values as ints
+            return np.asarray(_object_ufunc(_whole)(out), dtype=object)
         if self._bound(*map(_magnitude, vals)) < INT64_SAFE:
             return self._fast(vals, shape)
         mags = [_object_ufunc(_magnitude)(v).astype(np.float64) if v.dtype == object

@@ -125,7 +125,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     positive_int("limit", limit)
     kind = "training_peak" if training else "inference_peak"
     mdl = spc.model(work.attention)
-    vals = {**spc.values(), **work.values()}
+    vals = costs.values(spc, work)  # β_w of a --weight-format, β_kv of a --kv-format: the one place
 
     def peak(tp: int, pp: int, dp: int):
         at = work.replace(tp=tp, pp=pp, dp=dp)
@@ -268,7 +268,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     reason where its per-GPU peak does not fit, the rest ranked (module docstring): for ``training`` by step
     time of ``global_batch`` sequences (default: one per GPU) of the workload's ``seq``, for serving by
     decode tokens/s at the workload's context. ``options`` are :class:`Workload` options shared by every
-    layout (``seq``, ``gen``, ``dtype``, ``stack``, ``network``, ``tokens``, ``price``, ...).
+    layout (``seq``, ``gen``, ``dtype``, ``weight_format``, ``kv_format``, ``stack``, ``network``, ``tokens``,
+    ``price``, ...); a weight format's bytes are spread evenly over each GPU's parameters, as ``workload()``'s.
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.dropped
@@ -300,7 +301,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     if n == 0:
         return out
     mdl = spc.model(work.attention)
-    base = {sym.name: v for sym, v in {**spc.values(), **work.values()}.items()}
+    base = {sym.name: v for sym, v in costs.values(spc, work).items()}  # with a weight format's β_w
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}
     fit_peak = np.zeros(n, dtype=object)

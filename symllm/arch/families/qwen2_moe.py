@@ -30,7 +30,7 @@ def _window(raw: dict, n_layers: int) -> tuple[int | None, list]:
     """The window and each layer's (``"sliding"`` or None), as ``Qwen2MoeConfig.__post_init__`` derives
     ``layer_types``."""
     on = flag(raw, "use_sliding_window", False)
-    window = integer(raw, "sliding_window", _DEFAULTS["sliding_window"], nullable=True)
+    window = integer(raw, "sliding_window", _DEFAULTS["sliding_window"], nullable=True, minimum=1 if on else 0)
     top = integer(raw, "max_window_layers", _DEFAULTS["max_window_layers"], minimum=0)
     types = raw.get("layer_types")  # names and length checked with every family's (hf._check)
     if types is None:
