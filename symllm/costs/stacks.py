@@ -11,7 +11,9 @@ symllm's own memory model is the component tree's (each component's ``saved``, `
   ``eager_saved`` and ``eager_live``).
 
 People often run transformers' ``LlamaForCausalLM``, which saves and holds more, and in fp32 in places. A
-stack here states, per component and in closed form, what that code keeps, each with its one-line reason:
+stack states, per component and in closed form, what that code keeps, each with its one-line reason; the
+component declares it (``Rules.stacks``: its rule in :mod:`symllm.arch.keeps`) and this module walks the model
+and adds the terms up (per layer inside the groups of layers, from their repeats; once where a term says so):
 
 * ``hf-eager``: ``LlamaForCausalLM`` with ``attn_implementation="eager"``;
 * ``hf-sdpa``: the same with ``"sdpa"`` (``F.scaled_dot_product_attention``; what is stated is what its
