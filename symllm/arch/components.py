@@ -87,8 +87,9 @@ _T = b * s  # token rows in one forward pass
 #: "column" (a linear's output features: ``ColwiseParallel``), "row" (its input features, a bias replicated:
 #: ``RowwiseParallel``), "vocab" (the embedding's rows), "sequence" (a replicated weight whose saved
 #: activations sequence parallelism splits along the sequence: ``SequenceParallel``), "replicated", "expert"
-#: (not tensor-split: divided over the expert-parallel ranks)
-SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert")
+#: (not tensor-split: divided over the expert-parallel ranks), "heads" (a vector of one number per query
+#: head, split with the heads: ``Shard(0)``, transformers' ``local_rowwise``; gpt-oss's sinks)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
 #: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
@@ -111,7 +112,7 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: column, row, vocab, sequence, replicated, expert)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: column, row, vocab, sequence, replicated, expert, heads)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
@@ -130,6 +131,9 @@ class Rules:
     #: LoRA targets (symllm names) under which PEFT adapts it in a way symllm does not model (Qwen3-MoE's
     #: fused experts, from gate_proj/up_proj/down_proj): a workload naming one is refused
     refused: tuple[str, ...] = ()
+    #: the projections (symllm names) a fused linear holds (Phi-3's wqkv: wq, wk, wv): the default LoRA
+    #: targets (wq, wv: PEFT's q_proj, v_proj) adapt it in a model that has no linear of theirs
+    holds: tuple[str, ...] = ()
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
@@ -139,7 +143,7 @@ class Rules:
             if isinstance(self.stacks, tuple) and self.stacks:
                 raise SymllmError(f"stacks: expected stack name -> rule (symllm.arch.keeps), got {self.stacks!r}")
             object.__setattr__(self, "stacks", keeps.StackRules(self.stacks))
-        for field_ in ("lora", "refused"):
+        for field_ in ("lora", "refused", "holds"):
             value = getattr(self, field_)
             if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
                 raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
@@ -558,11 +562,12 @@ def sinks() -> Component:
     >>> sinks().params, sinks().elementwise
     (n_h, 5*b*n_h*s)
     """
-    # kept whole on every tensor rank (n_h numbers a layer; an engine splitting heads keeps its heads' share);
-    # no LoRA target; a vector, kept in the model's dtype by every weight format
+    # split with the query heads under tensor parallelism (transformers' GptOssConfig plan: "local_rowwise";
+    # vLLM's GptOssAttention holds num_attention_heads // tp_size of them); no LoRA target; a vector, kept
+    # in the model's dtype by every weight format
     return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
-                     rules=Rules("replicated", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
+                     rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
 
 
 def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
@@ -609,7 +614,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
-                                          label="fused projections (Phi-3)")),)
+                                          label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
     else:
         projections = (
             linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
@@ -716,9 +721,12 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
         "attention",
         rules=Rules("replicated", lora=(), **_MLA),
         kv_cache=b * held * (r_kv + d_hr),
-        # saved for backward (not checked against torch): the normed input; q; the latent and the RoPE key;
-        # the decompressed keys and values; the attention output
-        saved=beta_a * (_T * d + _T * n_h * d_qk + _T * (r_kv + d_hr) + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
+        # saved for backward (tests/test_mla.py: transformers' DeepseekV3 under saved_tensors_hooks): the normed
+        # input of wq_a (or wq) and wkv_a; the normed query latent, wq_b's input; q after RoPE; the normed KV
+        # latent, wkv_b's input; the decompressed keys (RoPE key included) and values; the attention output,
+        # wo's input (the latents' norms save their own inputs; RoPE saves only its cos/sin tables)
+        saved=beta_a * (_T * d + (_T * r_q if queries == "q_lora" else 0) + _T * n_h * d_qk + _T * r_kv
+                        + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
         children=(
             *q,
             linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
@@ -788,7 +796,7 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
     act = variant.activation
     if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
         fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
-                      label="fused projections (Phi-3)")
+                      label="fused projections (Phi-3)", holds=("w1", "w3"))
         projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
                               "intermediate_size)  # gate, up = chunk(2)", rules=fused),
                        linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
