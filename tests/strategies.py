@@ -695,6 +695,7 @@ DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text")
 def dense_family_configs(draw, family: str | None = None, window: int | None = None) -> dict:
     """A small config.json of Phi-3, OLMo 2 or Gemma 1, 2, 3 (``family`` pins one) as transformers writes it:
     GQA/MQA/MHA; Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
+    Phi-3's partial rotary (``partial_rotary_factor``, Phi-4-mini's 0.75, or 1);
     OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
     Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off, their local layers
     from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``). Windows (Phi-3's,
@@ -716,6 +717,12 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
     window = draw(st.integers(2, 8)) if window is None else window
     if kind == "phi3":
         raw["sliding_window"] = draw(st.sampled_from([None, window]))
+        # Phi-4-mini's partial rotary (0.75), at the top level or in rope_parameters: a whole, even part of a head
+        factor = draw(st.sampled_from([f for f in (0.25, 0.5, 0.75, 1.0) if int(hd * f) >= 2 and int(hd * f) % 2 == 0]))
+        if draw(st.booleans()):
+            raw["partial_rotary_factor"] = factor
+        else:
+            raw["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
     if kind != "phi3":
         raw["attention_bias"] = draw(st.booleans())
     if kind == "gemma":

@@ -47,9 +47,16 @@ def _save(tmp: Path, cls, config, **kw) -> tuple[Path, dict]:
     return tmp, {k: ("BF16", list(v.shape), v.numel() * v.element_size()) for k, v in sd.items()}
 
 
+#: DeepSeek-V2-Lite's layout at tiny widths: latent attention without query compression (q_proj), its
+#: kv_a_layernorm, the first layer dense, then routed and shared experts
+TINY_MLA = dict(TINY, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=6, qk_rope_head_dim=4,
+                qk_nope_head_dim=4, v_head_dim=2, moe_intermediate_size=8, n_routed_experts=4, num_experts_per_tok=2,
+                n_shared_experts=2, first_k_dense_replace=1, n_group=1, topk_group=1)
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """The five families, saved once per module."""
+    """The families (DeepSeek-V3's query compression too), saved once per module."""
     out = {}
     for name, cls, cfg in (
             ("llama", transformers.LlamaForCausalLM, transformers.LlamaConfig(**TINY)),
@@ -61,7 +68,11 @@ def saved(tmp_path_factory):
                                          head_dim=8)),
             ("qwen2_moe", transformers.Qwen2MoeForCausalLM,  # a gated shared expert, q/k/v biases
              transformers.Qwen2MoeConfig(**TINY, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
-                                         shared_expert_intermediate_size=24))):
+                                         shared_expert_intermediate_size=24)),
+            ("deepseek_v2", transformers.DeepseekV2ForCausalLM,
+             transformers.DeepseekV2Config(**TINY_MLA, topk_method="greedy")),
+            ("deepseek_v3", transformers.DeepseekV3ForCausalLM, transformers.DeepseekV3Config(
+                **dict(TINY_MLA, q_lora_rank=8)))):
         out[name] = _save(tmp_path_factory.mktemp(name), cls, cfg)
     return out
 
@@ -81,7 +92,7 @@ def _as_cache(root: Path, repo: str, folder: Path, commit: str = "0" * 40) -> Pa
     return snap
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2"])
 def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     """verify: every tensor of a save_pretrained checkpoint (sharded through its index, whose weight_map
     transformers wrote) agrees, exit 0; count --json: the checkpoint's bytes are torch's (numel × element
@@ -98,6 +109,17 @@ def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     total = sum(b for _, _, b in torch_tensors.values())
     assert ck["bytes"] == ck["formula_bytes"] == total and ck["weight_format"] == "bf16"
     assert json.loads(r.out)["params"]["total"] == total // 2
+
+
+def test_verify_a_saved_deepseek_v3_checkpoint(saved, cli):
+    """DeepSeek-V3's layout (q_a_proj, q_a_layernorm, q_b_proj; kv_a_layernorm): verify finds every tensor;
+    the router's e_score_correction_bias, a buffer transformers saves (and DeepSeek's checkpoints hold), is
+    no parameter: the file's bytes are the parameters' plus those n_e bf16 values per MoE layer."""
+    folder, torch_tensors = saved["deepseek_v3"]
+    r = cli(["verify", folder])
+    assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+    ck = json.loads(cli(["count", folder, "--json"]).out)["checkpoint"]
+    assert ck["bytes"] == sum(b for _, _, b in torch_tensors.values()) == ck["formula_bytes"] + 1 * 4 * 2
 
 
 def test_hub_id_found_in_the_local_cache(saved, tmp_path, monkeypatch, cli):

@@ -156,6 +156,39 @@ def test_elementwise_conventions_by_hand():
     assert got == extra
 
 
+# --- saved activations ------------------------------------------------------------------------------
+
+def _hf_gemma_extras(raw: dict, b: int, s: int) -> int:
+    """Bytes transformers' eager Gemma (fp32) saves beyond symllm's eager stack, term by term: each RMSNorm
+    (two a layer and the final one) keeps its unweighted product and its ``1 + weight`` (a new tensor of
+    ``d``); GeGLU keeps gelu(gate_proj x) besides gate_proj's output; repeat_kv copies K and V for all ``n_h``
+    heads (no copy with one KV head and one sequence: the stride-0 view reaches bmm as is); the RoPE tables
+    (cos and sin of ``s × d_h``), once a forward; the embeddings' √d normalizer (a 0-d tensor). 4 bytes an
+    element."""
+    L, d, T, d_h = raw["num_hidden_layers"], raw["hidden_size"], b * s, raw["head_dim"]
+    n_h, n_kv = raw["num_attention_heads"], raw["num_key_value_heads"]
+    repeat = 0 if n_kv == 1 and b == 1 else 2 * (n_h - n_kv) * T * d_h
+    elements = ((2 * L + 1) * (T * d + d) + L * T * raw["intermediate_size"] + L * repeat + 2 * s * d_h + 1)
+    return 4 * elements
+
+
+@given(dense_family_configs(family="gemma"), st.integers(1, 2), st.integers(1, 5))
+def test_gemma_saved_activations_equal_transformers_saved_tensors(raw, b, s):
+    """What transformers' eager Gemma saves for backward in a training forward (fp32; saved_tensors_hooks, each
+    storage once, parameters left out) is symllm's eager stack (its GeGLU saving what SwiGLU does, its
+    (1 + weight) norms what RMSNorm does, the embeddings' scaling nothing) plus the terms of
+    _hf_gemma_extras."""
+    torch = requires("torch")
+    from .conftest import saved_during
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu").train()
+    ids = torch.randint(0, raw["vocab_size"], (b, s))
+    measured = saved_during(lambda: model(input_ids=ids), model)
+    cfg = from_hf(raw)
+    ours = costs.memory(symllm.model_for(cfg), "activations", stack="eager").subs(
+        symllm.values(cfg, batch=b, seq=s, dtype="fp32"))
+    assert measured == ours + _hf_gemma_extras(raw, b, s)
+
 # --- fused projections: LoRA, tensor parallelism ------------------------------------------------------
 
 @given(dense_family_configs(family="phi3"), st.integers(1, 16),
@@ -169,6 +202,23 @@ def test_lora_on_fused_projections_equals_peft(raw, rank, targets):
     model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=rank, target_modules=targets))
     ours = finetune.lora(from_hf(raw), lora_rank=rank, lora_targets=",".join(targets))["params"]["trainable"]
     assert ours == model.get_nb_trainable_parameters()[0]
+
+
+def test_default_lora_targets_adapt_the_fused_qkv_proj():
+    """PEFT has no default target for Phi-3 (get_peft_model without target_modules refuses it: its q_proj and
+    v_proj do not exist); symllm's default (wq,wv: PEFT's q_proj,v_proj for Llama) adapts the fused linear
+    that holds them, qkv_proj: PEFT's trainable count with target_modules=["qkv_proj"], on the preset's
+    config (two layers) on the meta device."""
+    peft = requires("peft")
+    from symllm.costs import finetune
+    raw = dict(preset_info("phi-3-mini-4k")["config"], num_hidden_layers=2)
+    with pytest.raises(ValueError, match="target_modules"):
+        peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=8))
+    model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=8, target_modules=["qkv_proj"]))
+    ours = finetune.lora(from_hf(raw), lora_rank=8)["params"]["trainable"]
+    assert ours == model.get_nb_trainable_parameters()[0] == 2 * 8 * (3072 + 3 * 3072)
+    with pytest.raises(symllm.SymllmError, match="no linear layer of this model is named 'wq'"):
+        finetune.lora(from_hf(raw), lora_rank=8, lora_targets="q_proj")  # named, a target stays strict
 
 
 def test_split_rules_are_transformers_plans():
@@ -242,7 +292,9 @@ def test_gemma3_multimodal_config_counts_its_text_config(cli, tmp_path):
 
 
 @pytest.mark.parametrize("raw, start", [
-    (dict(preset_info("phi-3-mini-4k")["config"], partial_rotary_factor=0.75), "partial_rotary_factor: 0.75"),
+    (dict(preset_info("phi-3-mini-4k")["config"], partial_rotary_factor=0.7), "partial_rotary_factor: 0.7 rotates 67"),
+    (dict(preset_info("phi-4-mini")["config"], rope_parameters={"partial_rotary_factor": 0.5}),
+     "partial_rotary_factor: 0.75 differs from rope_parameters' 0.5"),
     (dict(preset_info("phi-3-mini-4k")["config"], attention_bias=True), "attention_bias: True is ignored"),
     (dict(preset_info("olmo-2-7b")["config"], sliding_window=4096), "sliding_window: 4096 is ignored"),
     (dict(preset_info("olmo-2-7b")["config"], hidden_act="gelu"), "hidden_act: 'gelu' is not modelled"),
@@ -267,6 +319,23 @@ def test_gemma3_kv_cache_at_32k_by_hand(cli):
     layer global (4 of them: all 32,768 positions), the other 22 local (their 512-token window), bf16."""
     out = json.loads(cli(["count", "gemma-3-1b", "--seq", "32768", "--json"]).out)
     assert out["memory"]["kv_cache"] == 2 * 1 * 256 * 2 * (22 * 512 + 4 * 32768)
+
+
+def test_phi4_mini_partial_rotary_by_hand():
+    """Phi-4-mini rotates int(128 × 0.75) = 96 of each head's 128 elements (partial_rotary_factor): RoPE's
+    element-wise FLOPs are 3 a rotated element of the 24 query and 8 key heads, the rest as with a whole
+    rotary; parameters (3,836,021,760: 32 layers of 3072·(24 + 2·8)·128 + 3072² + 3·3072·8192 + 2·3072, the
+    tied 200,064 × 3072 embedding, the final norm) and the bf16 KV cache (2·32·8·128·2 bytes a token) do not
+    depend on it."""
+    L, b, s = 32, 2, 100
+    assert symllm.params("phi-4-mini")["total"] == L * (3072 * 40 * 128 + 3072 ** 2 + 3 * 3072 * 8192 + 2 * 3072) \
+        + 200064 * 3072 + 3072
+    raw = preset_info("phi-4-mini")["config"]
+    whole = from_hf(dict(raw, partial_rotary_factor=1.0))
+    part, full = (costs.workload(c, batch=b, seq=s) for c in ("phi-4-mini", whole))
+    assert full["flops"]["elementwise"] - part["flops"]["elementwise"] == 3 * b * s * L * (24 + 8) * (128 - 96)
+    assert part["flops"]["prefill"] == full["flops"]["prefill"]
+    assert part["memory"]["kv_cache"] == full["memory"]["kv_cache"] == b * s * 2 * L * 8 * 128 * 2
 
 
 def test_longrope_scaling_changes_no_count():

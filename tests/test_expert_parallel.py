@@ -94,12 +94,16 @@ def _expert_parallel(model, mesh) -> None:
 
 
 def _sharded_reference(cfg, mesh):
+    from torch.distributed.tensor import Shard, distribute_tensor
     from torch.distributed.tensor.parallel import parallelize_module
     model = reference.build(cfg, device="meta")
     tied = model.output.weight is model.tok_embeddings.weight
     parallelize_module(model, mesh["tp"], _plan(model))
     if tied:  # parallelize_module gives each its own DTensor; both split the vocabulary rows
         model.output.weight = model.tok_embeddings.weight
+    for layer in model.layers:  # gpt-oss's sinks, one per query head: Shard(0) (GptOssConfig's "local_rowwise")
+        if layer.attention.sinks is not None:
+            layer.attention.sinks = torch.nn.Parameter(distribute_tensor(layer.attention.sinks, mesh["tp"], [Shard(0)]))
     _expert_parallel(model, mesh)
     return model
 

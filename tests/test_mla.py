@@ -146,6 +146,47 @@ def test_latent_cache_is_what_inference_engines_keep_and_decompressed_is_larger(
     assert decompressed_kv_cache().subs(sizes).subs({b: 1, s: 1, t: 0}) == 40_960
 
 
+
+def _hf_latent_extras(raw: dict, b: int, s: int) -> int:
+    """Bytes transformers' eager DeepSeek model (fp32, its layers dense) saves beyond symllm's eager stack,
+    term by term: each RMSNorm (two a layer, the final one, and the latents' q_a_layernorm and
+    kv_a_layernorm) keeps its unweighted product ``x·rsqrt(...)`` besides its input; kv_a_layernorm's input is
+    a view of kv_a_proj_with_mqa's whole output, so that storage keeps the RoPE key's ``d_hr`` columns too;
+    silu(gate_proj x) is kept besides gate_proj's output; the RoPE tables, computed once a forward (V3: cos
+    and sin of ``s × d_hr``; V2: one complex64 table of ``s × d_hr/2``); and where ``b``, ``s`` or ``n_h`` is
+    1, the values reach A·V's matmul as a view of kv_b_proj's output (no copy: the batch and head dimensions
+    merge), whose storage holds the keys' ``d_hn`` columns too. 4 bytes an element."""
+    L, d, T, d_hr = raw["num_hidden_layers"], raw["hidden_size"], b * s, raw["qk_rope_head_dim"]
+    n_h = raw["num_attention_heads"]
+    latent_norms = raw["kv_lora_rank"] + (raw["q_lora_rank"] or 0)
+    elements = ((2 * L + 1) * T * d + L * T * latent_norms  # unweighted products
+                + L * T * d_hr  # the RoPE key in the latent norm's input storage
+                + L * T * raw["intermediate_size"]  # SiLU's output
+                # the RoPE tables: V3's cos and sin; V2's s × d_hr/2 complex numbers, two floats each
+                + (2 if raw["model_type"] == "deepseek_v3" else 1) * s * d_hr
+                + (L * T * n_h * raw["qk_nope_head_dim"] if 1 in (b, s, n_h) else 0))  # the values' view
+    return 4 * elements
+
+
+@given(deepseek_configs(), st.integers(1, 2), st.integers(1, 5))
+def test_saved_activations_equal_transformers_saved_tensors(raw, b, s):
+    """What transformers' eager DeepSeek-V2/V3 saves for backward in a training forward (fp32, every layer
+    dense: the latent path alone; saved_tensors_hooks, each storage once, parameters left out) is symllm's
+    eager stack — the normed input, the query latent's norm and its output (wq_b's input), q, the KV latent's
+    norm and its output (wkv_b's input), the decompressed keys and values, the probabilities, wo's input —
+    plus the named terms of _hf_latent_extras."""
+    torch = requires("torch")
+    from .conftest import saved_during
+    raw = {**raw, "first_k_dense_replace": raw["num_hidden_layers"]}
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu").train()
+    ids = torch.randint(0, raw["vocab_size"], (b, s))
+    measured = saved_during(lambda: model(input_ids=ids), model)
+    cfg = from_hf(raw)
+    ours = costs.memory(symllm.model_for(cfg), "activations", stack="eager").subs(
+        symllm.values(cfg, batch=b, seq=s, dtype="fp32"))  # the closed form count composes
+    assert measured == ours + _hf_latent_extras(raw, b, s)
+
 # --- published figures and the multi-token-prediction module ----------------------------------------
 
 def test_deepseek_v3_main_model_and_mtp_are_the_published_671b_and_685b():

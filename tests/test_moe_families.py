@@ -79,7 +79,9 @@ def _rank0(name: str, shape: tuple, tp: int, ep: int) -> int:
         return ceil(shape[0], tp) * (shape[1] if len(shape) == 2 else 1)
     if parts[-2] in _ROW:
         return shape[0] * ceil(shape[1], tp) if len(shape) == 2 else numel
-    return numel  # norms, the router, the shared expert's gate, the sinks: whole on every rank
+    if parts[-1] == "sinks":  # one per query head, split with the heads (GptOssConfig's plan: local_rowwise)
+        return ceil(shape[0], tp)
+    return numel  # norms, the router, the shared expert's gate: whole on every rank
 
 
 @pytest.mark.parametrize("name,seq", [(QWEN2_MOE[0], 512), (GPT_OSS[0], 64)])

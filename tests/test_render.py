@@ -714,12 +714,14 @@ QWEN25_72B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hid
 
 def _paper_outputs(folder: Path) -> dict[str, str]:
     """The LaTeX outputs a paper \\inputs, written into ``folder``: reports of an MoE, Llama 4, Qwen2.5-72B
-    (a config file) and data parallelism on a GPU (roofline, per-GPU and communication tables); derivations of
+    (a config file), DeepSeek-V3 and Kimi-K2 (latent attention; Kimi's
+    ``moe_block/moe/shared_experts/w1`` row ran 5pt past a two-column paper's first column, unbroken at
+    ``_``) and data parallelism on a GPU (roofline, per-GPU and communication tables); derivations of
     each component and quantity and of the roofline quantities."""
     qwen = folder / "qwen2.5-72b.json"
     qwen.write_text(json.dumps(QWEN25_72B))
     outputs = {f"report-{Path(m).stem}": derivation.report(m).render("latex")
-               for m in ("mixtral-8x7b", "llama4-maverick-17b-128e", str(qwen))}
+               for m in ("mixtral-8x7b", "llama4-maverick-17b-128e", str(qwen), "deepseek-v3", "kimi-k2")}
     outputs["report-layout"] = derivation.report("llama3.2-1b", gpu="h100-sxm", dp=2).render("latex")
     for comp in ("attention", "feed_forward", "block", "model"):
         for quantity in QUANTITIES:

@@ -28,7 +28,8 @@ scales (``quant_method: fp8``, ``weight_block_size``) ``weight`` F8_E4M3 and ``w
 ``ne = (row, rows)`` (a mixture of experts: ``ffn_gate_inp`` F32, ``ffn_{gate,up,down}_exps``
 ``(row, rows, n_e)``), and the GGML type llama.cpp's file type (``general.file_type``) chooses (for a
 mixture of experts only F16, BF16: other file types' names and shapes are checked, not their types);
-``rope_freqs.weight`` (Llama 3.1's RoPE scaling factors, not a parameter) is allowed.
+``rope_freqs.weight`` (Llama 3.1's RoPE scaling factors, not a parameter) is allowed, and so is DeepSeek-V3's and
+GLM-4.5's router ``e_score_correction_bias`` (a buffer the checkpoint stores).
 
 >>> expected("llama3.2-1b")["model.layers.0.self_attn.k_proj.weight"]
 {'dtype': 'BF16', 'shape': [512, 2048]}
@@ -74,7 +75,8 @@ _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K
 HF_NAMES = {"attention": "self_attn", "feed_forward": "mlp", "moe": "mlp", "attention_norm": "input_layernorm",
             "ffn_norm": "post_attention_layernorm", "q_norm": "q_norm", "k_norm": "k_norm", "router": "gate",
             "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj",
-            "shared_expert": "shared_expert"}
+            "q_a_norm": "q_a_layernorm", "kv_a_norm": "kv_a_layernorm",  # multi-head latent attention's
+            "shared_experts": "shared_experts", "shared_expert": "shared_expert"}
 _HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
 #: the top-level components' full names
 _HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
@@ -584,8 +586,10 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     return out
 
 
-#: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors)
+#: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors);
+#: and by the end of their names: DeepSeek-V3's and GLM-4.5's router score-correction bias (a buffer)
 _EXTRA = ("rope_freqs.weight",)
+_EXTRA_ENDS = (".mlp.gate.e_score_correction_bias",)
 
 
 def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
@@ -604,7 +608,7 @@ def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
         if w["dtype"] is not None and f["dtype"] != w["dtype"]:
             return f"wrong dtype: {name} is {f['dtype']}, the config says {w['dtype']}"
     for name in found:
-        if name not in want and name not in _EXTRA:
+        if name not in want and name not in _EXTRA and not name.endswith(_EXTRA_ENDS):
             return f"unexpected: {name} ({found[name]['dtype']} {list(found[name]['shape'])})"
     return None
 

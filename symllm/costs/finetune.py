@@ -57,7 +57,7 @@ from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
 from symllm.validate import short
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import Workload, lora_targets
+from symllm.costs.workloads import DEFAULT_LORA_TARGETS, Workload, lora_targets
 
 __all__ = ["NF4_BITS", "FORMATS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trainable", "quantized", "memory",
            "closed_forms", "lora"]
@@ -98,14 +98,18 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     """``mdl`` with a LoRA adapter (children ``lora_A``, ``lora_B``) under every linear that declares one
     of ``targets`` (a comma list, symllm or HF names) among its LoRA names. As PEFT, a target the model
     has no linear of adapts nothing (Mixtral's experts are fused, not linears: ``w1`` there adapts
-    nothing); when no target has a linear, it is an error.
+    nothing); when no target has a linear, it is an error. The default ``wq,wv`` (PEFT's ``q_proj,v_proj``)
+    adapts, in a model with neither, the fused linear that holds them (``Rules.holds``: Phi-3's
+    ``qkv_proj``, which PEFT must be told by name: it has no default for Phi-3).
 
-    >>> from symllm.arch.components import block
+    >>> from symllm.arch.components import Variant, block
     >>> a = adapt(block(), "q_proj")
     >>> [c.name for c in a.child("attention/wq").children]
     ['lora_A', 'lora_B']
     >>> a.breakdown()["attention/wq/lora_B"]
     d_h*n_h*r_lora
+    >>> [c.name for c in adapt(block(variant=Variant(fused=True))).child("attention/wqkv").children]
+    ['lora_A', 'lora_B']
     """
     names = set(lora_targets(targets).split(","))
     found = set()
@@ -121,6 +125,9 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
         return c.replace(children=tuple(walk(x) for x in c.children)) if c.children else c
 
     out = walk(mdl)
+    if not found and names == set(DEFAULT_LORA_TARGETS.split(",")):  # the fused linears holding wq or wv
+        names = {c.rules.lora[0] for c in mdl.walk() if c.shape and c.rules.lora and names & set(c.rules.holds)}
+        out = walk(mdl)
     if not found:
         raise SymllmError(f"lora_targets: no linear layer of this model is named {short(lora_targets(targets), 16)} "
                           "(an expert is not one)")

@@ -131,7 +131,8 @@ KV_FORMATS = {"fp32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2), "fp
 GGUF_NAMES = {"embedding": "token_embd", "norm": "output_norm", "lm_head": "output",
               "attention_norm": "attn_norm", "ffn_norm": "ffn_norm", "wq": "attn_q", "wk": "attn_k",
               "wv": "attn_v", "wo": "attn_output", "w1": "ffn_gate", "w2": "ffn_down", "w3": "ffn_up",
-              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "router": "ffn_gate_inp"}
+              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "router": "ffn_gate_inp",
+              "q_a_norm": "attn_q_a_norm", "kv_a_norm": "attn_kv_a_norm"}  # llama.cpp's deepseek2 latent norms
 #: the routed experts' GGUF tensors (gguf-py ``FFN_GATE_EXP`` ...): one 3-D tensor per layer, ``ne = (row, rows,
 #: n_e)``, as llama.cpp's converter merges them
 GGUF_EXPERTS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps"}

@@ -326,9 +326,14 @@ def weights_read(mdl) -> sp.Expr:
     V*d
     """
     active = mdl.total("active")
-    if mdl.child("lm_head").total("params") == 0:  # tied: the lm_head multiplies by the whole table
+    if _tied(mdl):  # tied: the lm_head multiplies by the whole table
         return active
-    return active - mdl.child("embedding").total("active")
+    return active - sum((c.total("active") for c in mdl.children if c.rules.weight == "embedding"), sp.S.Zero)
+
+
+def _tied(mdl) -> bool:
+    """Whether the model's output head (its rules' weight "head") is tied to the embedding: it owns no parameter."""
+    return all(c.total("params") == 0 for c in mdl.children if c.rules.weight == "head")
 
 
 def bytes_moved(mdl, phase: str) -> sp.Expr:
@@ -427,7 +432,7 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     """:func:`bytes_moved` for a pipeline stage as tensor rank 0 holds it (:func:`symllm.costs.parallel.stages`):
     its weights (a look-up reads none of an embedding table: untied, or tied on a stage without the head),
     its KV cache, and the logits (rank 0's vocabulary share) where ``head`` is 1."""
-    lookups = sum((c.total("active") for c in stage.children if c.name == "embedding"), sp.S.Zero)
+    lookups = sum((c.total("active") for c in stage.children if c.rules.weight == "embedding"), sp.S.Zero)
     weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
     kv = stage.total("kv_cache")
     rows = S.b * S.s if phase == "prefill" else S.b
@@ -454,7 +459,7 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, pha
     from symllm.costs import parallel
 
     defs = dict(mdl.definitions)
-    tied = mdl.child("lm_head").total("params") == 0
+    tied = _tied(mdl)
     stages = parallel.stages(mdl, sp_) if laid else (mdl,)
     heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
     per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank

@@ -7,7 +7,8 @@ Conventions, stated once (docs/parallel.md):
   ``split``), which for LLaMA is the standard plan of torch's DTensor: ``wq``, ``wk``, ``wv``, ``w1``,
   ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
   split, a bias replicated), the embedding split over the vocabulary, every other component (the norms,
-  QK-norms, a mixture-of-experts router) replicated. A split dimension that ``N_t`` does not divide is
+  QK-norms, a mixture-of-experts router) replicated; gpt-oss's attention sinks, one per query head, split
+  with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not divide is
   split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
   element, so ``⌈n_h·d_h/N_t⌉`` columns of ``wq``; a head split across ranks cannot run attention, so
   choose ``N_t`` dividing ``n_kv`` for real runs). Per-GPU numbers are tensor rank 0's.
@@ -170,6 +171,8 @@ def _sharded(comp: Component, seq: bool) -> Component:
         own["params"] = _split_weight(comp) if comp.shape and comp.params != 0 else comp.params.xreplace(sizes)
         if comp.active is not None:
             own["active"] = comp.active.xreplace(sizes)
+    elif split == "heads":  # one number per query head, Shard(0): rank 0 holds ⌈n_h/N_t⌉ of them
+        own["params"] = comp.params.xreplace({S.n_h: _split(S.n_h)})
     if seq and split == "sequence":
         own["saved"] = own["saved"].xreplace(rows)
     checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint

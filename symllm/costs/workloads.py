@@ -26,7 +26,7 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, listed, short, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
-           "lora_targets"]
+           "lora_targets", "DEFAULT_LORA_TARGETS"]
 
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
@@ -91,8 +91,9 @@ def _above_one(ranks: int) -> bool:
     return ranks > 1
 
 
-#: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order
-_DEFAULT_TARGETS = "wq,wv"
+#: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order (in a model with
+#: neither, the fused linear holding them: symllm.costs.finetune.adapt)
+DEFAULT_LORA_TARGETS = "wq,wv"
 
 
 def lora_targets(value) -> str:
@@ -107,7 +108,7 @@ def lora_targets(value) -> str:
     ...
     symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: q_proj, k_proj, v_proj, o_proj, gate_proj, ...)
     """
-    if value == _DEFAULT_TARGETS:  # already in symllm's names and order (tests/test_rules.py checks it)
+    if value == DEFAULT_LORA_TARGETS:  # already in symllm's names and order (tests/test_rules.py checks it)
         return value
     if not isinstance(value, str) or not value.strip():
         raise SymllmError(f"lora_targets: expected a comma list of linear names, got {value!r}")
@@ -179,7 +180,7 @@ class Workload:
     lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*)",
                                  training=True)
     #: the linears LoRA adapts (symllm or HF names), stored as symllm names; PEFT's Llama default
-    lora_targets: str = _opt(_DEFAULT_TARGETS, "linears LoRA adapts, by symllm or HF name (wq,wv or q_proj,v_proj; "
+    lora_targets: str = _opt(DEFAULT_LORA_TARGETS, "linears LoRA adapts, by symllm or HF name (wq,wv or q_proj,v_proj; "
                              "an unknown name lists them)", training=True)
     #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.costs.finetune)
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",

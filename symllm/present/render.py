@@ -770,8 +770,10 @@ def _filters(kind: str, names: dict) -> dict:
         return packed((("+ " if i else "") + label_ for i, label_ in enumerate(map(str, labels))), lead)
 
     def ttpath(value):
-        """A component's path (``block/attention/wq``) in typewriter type, breakable after each ``/``."""
-        return Safe(r"\texttt{" + escape_latex(value).replace("/", r"/\allowbreak{}") + "}")
+        """A component's path (``block/attention/wq``) in typewriter type, breakable after each ``/`` and
+        ``_`` (``shared_experts/`` alone is wider than a two-column paper's narrowest first column)."""
+        return Safe(r"\texttt{" + escape_latex(value).replace("/", r"/\allowbreak{}").replace("\\_", r"\_\allowbreak{}")
+                    + "}")
 
     def meaning(value):
         """A symbol's description for LaTeX text, its symbol names (``n_h``, ``d_ff``) as math."""

@@ -14,30 +14,15 @@ SwiGLU experts of ``moe_intermediate_size`` and run ``n_shared_experts`` shared 
 (True, 0.5, [('dense', 1), ('moe', 1)], 1)
 """
 from symllm.arch.families.deepseek import moe_fields
-from symllm.arch.families.hf import Family, flag, integer, register
-from symllm.errors import SymllmError
-from symllm.validate import short
+from symllm.arch.families.hf import Family, flag, integer, register, rotary_factor
 
 __all__ = ["GLM4_MOE"]
-
-
-def _factor(raw: dict):
-    """partial_rotary_factor at the top level or in rope_parameters (transformers moves it there); 0.5 absent."""
-    rope = raw.get("rope_parameters")
-    inner = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
-    outer = raw.get("partial_rotary_factor")
-    if inner is not None and outer is not None and inner != outer:
-        raise SymllmError(f"partial_rotary_factor: {short(outer)} differs from rope_parameters' {short(inner)}")
-    value = outer if outer is not None else inner if inner is not None else 0.5
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SymllmError(f"partial_rotary_factor: expected a number, got {short(value)}")
-    return value
 
 
 def _fields(raw: dict, n_layers: int) -> dict:
     out = {"attention_bias": False, "qkv_bias": flag(raw, "attention_bias", False),
            "qk_norm": "rmsnorm" if flag(raw, "use_qk_norm", False) else None,
-           "partial_rotary_factor": _factor(raw),
+           "partial_rotary_factor": rotary_factor(raw, 0.5),
            "n_mtp_layers": integer(raw, "num_nextn_predict_layers", 1, minimum=0)}
     out.update(moe_fields(raw, n_layers, GLM4_MOE.defaults))
     return out

@@ -30,6 +30,7 @@ from symllm.validate import boolean, listed, short
 from symllm.validate import integer as _integer
 
 __all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
+           "rotary_factor",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
 #: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
@@ -195,6 +196,25 @@ def flag(raw: dict, key: str, default: bool) -> bool:
     symllm.errors.SymllmError: use_sliding_window: expected True or False, got 'false'
     """
     return boolean(key, raw.get(key, default))
+
+
+def rotary_factor(raw: dict, default: float):
+    """``partial_rotary_factor`` at the top level or in ``rope_parameters`` (transformers 5 moves it there;
+    Phi-3's class takes the top-level one unless its ``rope_scaling`` states one), ``default`` absent; the
+    two disagreeing is refused. Phi-4-mini rotates 0.75 of each head, GLM-4.5 0.5.
+
+    >>> rotary_factor({"rope_parameters": {"partial_rotary_factor": 0.75}}, 1.0), rotary_factor({}, 0.5)
+    (0.75, 0.5)
+    """
+    rope = raw.get("rope_parameters") or raw.get("rope_scaling")
+    inner = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
+    outer = raw.get("partial_rotary_factor")
+    if inner is not None and outer is not None and inner != outer:
+        raise SymllmError(f"partial_rotary_factor: {short(outer)} differs from rope_parameters' {short(inner)}")
+    value = outer if outer is not None else inner if inner is not None else default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SymllmError(f"partial_rotary_factor: expected a number, got {short(value)}")
+    return value
 
 
 def groups(kinds) -> dict:

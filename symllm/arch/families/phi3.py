@@ -7,23 +7,25 @@ splits them column-wise with the output gathered (``colwise_gather_output``; ``o
 row-wise). No biases (``attention_bias`` and ``mlp_bias`` are not read: refused when true). Absent or null
 ``num_key_value_heads`` is ``num_attention_heads``; ``sliding_window`` (null by default) is in every layer
 when set, as Mistral's. ``rope_scaling`` (``longrope``, ``su``, ``yarn``) rescales RoPE's frequencies: no
-parameter, no FLOP symllm counts; ``partial_rotary_factor`` other than 1 (Phi-4-mini) is refused.
+parameter, no FLOP symllm counts; ``partial_rotary_factor`` (Phi-4-mini: 0.75; at the top level or in
+``rope_parameters``) rotates ``int(head_dim × partial_rotary_factor)`` of each head: element-wise work only.
 
 >>> _fields({"intermediate_size": 8192, "sliding_window": 2047}, 32)
-{'hidden_dim': 8192, 'sliding_window': 2047, 'fused': True}
+{'hidden_dim': 8192, 'sliding_window': 2047, 'fused': True, 'partial_rotary_factor': 1.0}
 """
-from symllm.arch.families.hf import Family, integer, register
+from symllm.arch.families.hf import Family, integer, register, rotary_factor
 
 __all__ = ["PHI3"]
 
 
 def _fields(raw: dict, n_layers: int) -> dict:
     return {"hidden_dim": integer(raw, "intermediate_size", 8192),
-            "sliding_window": integer(raw, "sliding_window", None, nullable=True), "fused": True}
+            "sliding_window": integer(raw, "sliding_window", None, nullable=True), "fused": True,
+            "partial_rotary_factor": rotary_factor(raw, 1.0)}
 
 
 PHI3 = register(Family(
-    model_type="phi3", fields=_fields, nullable=("num_key_value_heads",),
+    model_type="phi3", fields=_fields, nullable=("num_key_value_heads",), models=("partial_rotary_factor",),
     names={"hidden_dim": "intermediate_size"},
     presets="config.json of microsoft/Phi-3-mini-4k-instruct, microsoft/Phi-3-medium-4k-instruct, "
-            "microsoft/Phi-3.5-mini-instruct, microsoft/phi-4"))
+            "microsoft/Phi-3.5-mini-instruct, microsoft/phi-4, microsoft/Phi-4-mini-instruct"))
