@@ -48,6 +48,7 @@ from fractions import Fraction  # noqa: E402
 from symllm.arch import config as cfgmod  # noqa: E402
 from symllm.errors import SymllmError  # noqa: E402
 from symllm.files import write_atomic  # noqa: E402
+from symllm import validate  # noqa: E402
 from symllm.present.format import digits, grouped, human, human_bytes  # noqa: E402
 from symllm.costs.workloads import Workload, options as workload_options  # noqa: E402
 
@@ -117,7 +118,15 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2."""
 
     def error(self, message):
-        self.exit(2, f"symllm: error: {message}\n")
+        """One line within :data:`WIDTH` columns: a long list of choices is cut (``--help`` has it whole)."""
+        room = WIDTH - len("symllm: error: ")
+        choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
+        if len(message) > room and choices:  # the house style of validate.choice, the list cut to fit
+            field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22 else choices[2][:19] + "...")
+            start = f"{field}: unknown {value} (known: "
+            names = [n.strip("'") for n in choices[3].split(", ")]
+            message = f"{start}{validate.listed(names, room - len(start) - 13)}; see --help)"
+        self.exit(2, f"symllm: error: {_fit(message, room)}\n")
 
     def add_argument(self, *args, **kwargs):
         choices = kwargs.get("choices")
@@ -170,8 +179,8 @@ def _checkpoint_lines(c: dict) -> str:
     return out
 
 
-#: the columns terminal output fits (tables, wrapped lines, help)
-WIDTH = 100
+#: the columns terminal output fits (tables, wrapped lines, help, error lines: symllm.validate.WIDTH)
+WIDTH = validate.WIDTH
 
 
 def _wrap(text: str, indent: str = "  ") -> str:
@@ -737,7 +746,7 @@ def cmd_sweep(args) -> int:
             sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
             result = sweep.stats
     rows = result.points - result.invalid - result.filtered
-    why = f"; dropped: {sw.dropped_text(result.reasons)}" if result.reasons else ""
+    why = "".join(f"\n  {line}" for line in sw.dropped_text(result.reasons).splitlines())
     where = args.output if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
@@ -921,6 +930,14 @@ def _on_signal(signum, frame):
     raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
 
+def _fit(message: str, room: int) -> str:
+    """``message`` on one line of at most ``room`` columns: the messages are written to fit (lists and paths
+    cut by :func:`symllm.validate.listed` and :func:`~symllm.validate.shown_path`); one that does not (an odd
+    value echoed back) is cut to "..." rather than run past the terminal's 100 columns."""
+    message = " ".join(message.split())
+    return message if len(message) <= room else message[:room - 3] + "..."
+
+
 def _fail(message: str, code: int = 2) -> int:
     try:
         print(f"symllm: {message}", file=sys.stderr, flush=True)
@@ -945,7 +962,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     """symllm's own warnings (an untrusted cache, :class:`symllm.numbers.cache.CacheWarning`) as one line
     ``symllm: warning: ...`` on stderr; any other as Python shows it."""
     if category.__module__.startswith("symllm."):
-        print(f"symllm: warning: {message}", file=sys.stderr)
+        print(f"symllm: warning: {_fit(str(message), WIDTH - len('symllm: warning: '))}", file=sys.stderr)
     else:
         warnings._showwarnmsg_impl(warnings.WarningMessage(message, category, filename, lineno, file, line))
 
@@ -973,7 +990,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a full device fails here, not in the interpreter's flush at exit
         return code
     except SymllmError as e:
-        return _fail(f"error: {e}")
+        return _fail(f"error: {_fit(str(e), WIDTH - len('symllm: error: '))}")
     except BrokenPipeError:  # `symllm ... | head`: the reader has all it wanted
         _silence_stdout()
         return 0

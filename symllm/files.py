@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Callable, Union
 
 from symllm.errors import SymllmError
+from symllm.validate import shown_path
 
 __all__ = ["read_text", "read_json", "parse_json", "write_atomic"]
 
@@ -76,13 +77,13 @@ def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
         with os.fdopen(fd, "rb") as fh:
             data = fh.read() if limit is None else fh.read(limit + 1)
     except OSError as e:
-        raise SymllmError(f"{what}: cannot read {str(path)!r}: {e.strerror or e}") from None
+        raise SymllmError(f"{what}: cannot read {shown_path(path)}: {e.strerror or e}") from None
     if limit is not None and len(data) > limit:
-        raise SymllmError(f"{what}: {str(path)!r} is larger than {limit:,} bytes")
+        raise SymllmError(f"{what}: {shown_path(path)} is larger than {limit:,} bytes")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SymllmError(f"{what}: {str(path)!r} is not UTF-8 text (byte {e.start})") from None
+        raise SymllmError(f"{what}: {shown_path(path)} is not UTF-8 text (byte {e.start})") from None
 
 
 def read_json(path, what: str, *, limit: int | None = MAX_INPUT_BYTES):
@@ -101,7 +102,7 @@ def read_json(path, what: str, *, limit: int | None = MAX_INPUT_BYTES):
     ...
     symllm.errors.SymllmError: config: '...c.json' is not valid JSON (nested too deeply)
     """
-    return parse_json(read_text(path, what, limit=limit), what, repr(str(path)))
+    return parse_json(read_text(path, what, limit=limit), what, shown_path(path))
 
 
 def parse_json(text: str, what: str, where: str, *, parse_float=None):
@@ -114,16 +115,22 @@ def parse_json(text: str, what: str, where: str, *, parse_float=None):
     >>> parse_json("9" * 5000, "table", "'t.jsonl' line 3")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: table: 't.jsonl' line 3: a number is too long (Exceeds the limit ...)
+    symllm.errors.SymllmError: table: 't.jsonl' line 3: a number is too long (over 4,300 digits)
     """
     try:
         return json.loads(text, parse_float=parse_float)
     except json.JSONDecodeError as e:
-        raise SymllmError(f"{what}: {where} is not valid JSON ({e.msg} at line {e.lineno})") from None
+        raise SymllmError(f"{what}: {where} is not valid JSON (line {e.lineno}, column {e.colno})") from None
     except RecursionError:
         raise SymllmError(f"{what}: {where} is not valid JSON (nested too deeply)") from None
-    except ValueError as e:  # int('9' * 5000): Python refuses integers over sys.get_int_max_str_digits()
-        raise SymllmError(f"{what}: {where}: a number is too long ({str(e).split(';')[0]})") from None
+    except ValueError:  # int('9' * 5000): Python refuses integers over sys.get_int_max_str_digits()
+        raise SymllmError(f"{what}: {where}: a number is too long (over {_max_digits():,} digits)") from None
+
+
+def _max_digits() -> int:
+    """The most digits Python reads into an int (``sys.get_int_max_str_digits``; 4,300 by default)."""
+    import sys
+    return getattr(sys, "get_int_max_str_digits", lambda: 4300)()
 
 
 def _umask() -> int:
@@ -137,7 +144,7 @@ TEMP_PREFIX, TEMP_SUFFIX = ".symllm-", ".tmp"
 
 
 def _oserror(path, e: OSError) -> SymllmError:
-    return SymllmError(f"output: cannot write {str(path)!r}: {e.strerror or e}")
+    return SymllmError(f"output: cannot write {shown_path(path)}: {e.strerror or e}")
 
 
 def _target(path: Path) -> Path:
@@ -147,7 +154,7 @@ def _target(path: Path) -> Path:
     try:
         return Path(os.path.realpath(path, strict=False))
     except (OSError, RuntimeError) as e:  # a symlink loop
-        raise SymllmError(f"output: cannot write {str(path)!r}: {getattr(e, 'strerror', None) or e}") from None
+        raise SymllmError(f"output: cannot write {shown_path(path)}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
@@ -311,21 +318,21 @@ def write_atomic(path, content: Union[str, bytes, Callable], *, newline: str = "
     except OSError as e:
         raise _oserror(raw, e) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
-        raise SymllmError(f"output: {raw!r} is a directory")
+        raise SymllmError(f"output: {shown_path(raw)} is a directory")
     if isinstance(raw, str) and raw.endswith(("/", os.sep)):  # "out.txt/": pathlib drops the slash, open does not
         code = errno.ENOTDIR if st is not None else errno.EISDIR
-        raise SymllmError(f"output: cannot write {raw!r}: {os.strerror(code)}")
+        raise SymllmError(f"output: cannot write {shown_path(raw)}: {os.strerror(code)}")
     if st is not None and not stat.S_ISREG(st.st_mode):
         return _write_direct(path, content, newline, binary)  # a FIFO, a device, a socket (open refuses it)
     if st is not None and (not st.st_mode & 0o222 or not os.access(path, os.W_OK)):
-        raise SymllmError(f"output: cannot write {raw!r}: the file is read-only")
+        raise SymllmError(f"output: cannot write {shown_path(raw)}: the file is read-only")
     try:  # a regular file behind a link realpath cannot follow (/dev/stdout redirected to a file): in place
         through_proc = st is not None and not _same_file(os.stat(target), st)
     except OSError:
         through_proc = st is not None
     folder = target.parent
     if st is None and not folder.is_dir():
-        raise SymllmError(f"output: directory {str(folder)!r} does not exist")
+        raise SymllmError(f"output: directory {shown_path(folder)} does not exist")
     fd, tmp = None, None
     try:
         try:

@@ -16,7 +16,7 @@ import math
 
 from symllm.errors import SymllmError
 
-__all__ = ["MAX_FLOAT_INT", "ZERO_STAGES", "short", "positive_int", "integer", "positive_number", "boolean",
+__all__ = ["WIDTH", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "short", "shown_path", "positive_int", "integer", "positive_number", "boolean",
            "choice", "zero_stage"]
 
 #: the largest float accepted for an integer read from a file (``4096.0``): past 2**53 a double no longer
@@ -27,15 +27,64 @@ MAX_FLOAT_INT = 2**53
 ZERO_STAGES = (0, 1, 2, 3)
 
 
-def short(value) -> str:
-    """``repr(value)``, cut to one short line (a 4,000-digit integer is not echoed in full).
+#: the widest line symllm prints on a terminal (tables, derivations, help), an error line included: "symllm:
+#: error: " and a message of at most 85 characters (a list of names or a path is cut to fit: listed, shown_path)
+WIDTH = 100
 
-    >>> short(2**300)
-    'an integer of 301 bits'
+
+def listed(names, room: int = 40) -> str:
+    """``names`` joined by ", ", as many as fit in ``room`` characters, then "...": the known names a one-line
+    message shows (the message says where the whole list is when it is cut).
+
+    >>> listed(["dense", "causal"])
+    'dense, causal'
+    >>> listed(["h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "a100-40gb", "a100-80gb"])
+    'h100-sxm, h100-pcie, h100-nvl, h200, ...'
+    """
+    names = [str(n) for n in names]
+    text = ", ".join(names)
+    if len(text) <= room:
+        return text
+    out = []
+    for name in names:
+        if len(", ".join(out + [name, "..."])) > room:
+            break
+        out.append(name)
+    return ", ".join(out + ["..."])
+
+
+def shown_path(path, room: int = 32) -> str:
+    """A path as a message quotes it (``repr``), in at most ``room`` characters: past that its start is cut
+    to "..." (the file's name and the folders nearest it stay).
+
+    >>> shown_path("/tmp/a.json")
+    "'/tmp/a.json'"
+    >>> shown_path("/tmp/pytest-of-root/pytest-293/popen-gw1/test_hostile_config_files_are_0/c.json")
+    "'.../c.json'"
+    >>> shown_path("/home/me/models/llama/config.json")
+    "'.../llama/config.json'"
+    """
+    text = repr(str(path))
+    if len(text) <= room:
+        return text
+    keep = room - 6  # room for the quotes and ".../"
+    while keep > 1 and len(repr(str(path)[-keep:])) > room - 4:  # escapes (\x08) take more than a column
+        keep -= 1
+    tail = str(path)[-keep:]
+    cut = tail.find("/")
+    return repr(".../" + (tail[cut + 1:] if 0 <= cut < len(tail) - 1 else tail))
+
+
+def short(value, room: int = 40) -> str:
+    """``repr(value)``, cut to one short line of at most ``room`` characters (a 4,000-digit integer is not
+    echoed in full).
+
+    >>> short(2**300), short("x" * 100, 10)
+    ('an integer of 301 bits', "'xxxxxx...")
     """
     text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else \
         f"an integer of {value.bit_length()} bits"
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= room else text[:room - 3] + "..."
 
 
 def integer(field: str, value, *, low: int = 1, optional: bool = False, floats: bool = False):
@@ -97,7 +146,7 @@ def choice(field: str, value, known):
     except TypeError:  # an unhashable value asked of a dict
         ok = False
     if not ok:
-        raise SymllmError(f"{field}: unknown {short(value)} (known: {', '.join(map(str, known))})")
+        raise SymllmError(f"{field}: unknown {short(value)} (known: {listed(known, 50)})")
     return value
 
 

@@ -117,8 +117,11 @@ def cli(capsys):
 
     Output printed before the call is discarded, so each result holds that call's output alone; an
     argparse exit (``--help``, a bad choice) is returned as its status rather than raised. Draining
-    capsys around each call also makes the fixture safe to reuse across Hypothesis examples."""
+    capsys around each call also makes the fixture safe to reuse across Hypothesis examples. Every call checks
+    that no line on stderr (an error, a warning, a summary) is over 100 columns, so each test of an error line
+    checks its width too."""
     from symllm.cli import main
+    from symllm.validate import WIDTH
 
     def run(argv) -> CliResult:
         capsys.readouterr()
@@ -129,6 +132,8 @@ def cli(capsys):
         out, err = capsys.readouterr()
         if code is None:
             code = 0
+        long = [line for line in err.splitlines() if len(line) > WIDTH]
+        assert not long, f"stderr lines over {WIDTH} columns (symllm.validate.WIDTH): {long}"
         return CliResult(code, out, err)
     return run
 

@@ -5,7 +5,7 @@ import math
 
 from hypothesis import strategies as st
 
-from symllm.arch.config import ModelConfig
+from symllm.arch.config import ModelConfig, swiglu_width
 from symllm.arch.layers import LayerKind, runs
 
 
@@ -750,3 +750,14 @@ def any_configs() -> st.SearchStrategy[ModelConfig]:
     return st.one_of(configs(), hf_configs().map(from_hf), qwen3_moe_configs().map(from_hf),
                      moe_layouts().map(lambda pair: pair[0]), dense_family_configs().map(from_hf),
                      deepseek_configs().map(from_hf), glm4_moe_configs().map(from_hf))
+
+
+@st.composite
+def edited_widths(draw) -> tuple[ModelConfig, int]:
+    """A config whose d_ff Meta's rounding derives (a preset whose params.json has no hidden_dim, or a drawn
+    config) and another width for it, as a user edits count --json's "hidden_dim" (tests/test_config.py)."""
+    from symllm.arch.config import load, preset_info, preset_names
+    meta = [n for n in preset_names()
+            if preset_info(n)["format"] == "meta" and "hidden_dim" not in preset_info(n)["config"]]
+    cfg = draw(st.one_of(st.sampled_from(meta).map(load), configs(stated_hidden=False)))
+    return cfg, draw(st.integers(1, 3 * swiglu_width(cfg.dim) + 600))

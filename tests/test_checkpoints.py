@@ -142,7 +142,7 @@ def test_hub_id_found_in_the_local_cache(saved, tmp_path, monkeypatch, cli):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "HF_HUB_CACHE"))
     r = cli(["count", "org/absent"])
     assert r.code == 2 and len(r.err.splitlines()) == 1
-    assert "not in the local Hugging Face cache" in r.err and "models--org--absent" in r.err
+    assert "nor in the HF cache" in r.err and "models--org--absent" in r.err
 
 
 def test_hub_lookup_needs_no_network_module(saved, tmp_path):
@@ -503,7 +503,7 @@ def test_malformed_files_are_refused_in_one_line(saved, tmp_path, cli):
         return d
     header = json.dumps({"w": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 800]}}).encode()
     for name, raw, what in (
-            ("huge", struct.pack("<Q", 2**63) + b"{}", "past the end of the file"),
+            ("huge", struct.pack("<Q", 2**63) + b"{}", "past the file's end"),
             ("notjson", struct.pack("<Q", 3) + b"{x]", "not valid JSON"),
             ("offsets", struct.pack("<Q", len(header)) + header + bytes(8), "outside the file"),
             ("short", b"\x01", "not a safetensors file")):

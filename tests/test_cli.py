@@ -88,9 +88,9 @@ def _measured_component(m: dict, component: str, layers: int) -> int:
                                        "rope", "lm_head", "block", "model"])
 def test_derive_every_component(component, cli, preset_numel):
     """Every component has a derivation, which ends with the number of parameters the reference model
-    holds for it (Llama-2-7B, built on the meta device)."""
+    holds for it (Llama-2-7B, built on the meta device), in lines of at most 100 columns."""
     r = cli(["derive", "--component", component, "--model", "llama2-7b"])
-    assert r.code == 0 and r.err == ""
+    assert r.code == 0 and r.err == "" and max(map(len, r.out.splitlines())) <= 100
     last = re.search(r"= ([\d,]+) \(", r.out.strip().splitlines()[-1])
     assert int(last.group(1).replace(",", "")) == _measured_component(preset_numel("llama2-7b"), component, 32)
 
@@ -328,14 +328,36 @@ CLI_LINES = [["count", "llama3.2-1b", "--gpu", "l40s"],
              ["count", "llama3.1-8b", "tinyllama-1.1b", "llama3.2-1b", "llama2-7b", "codellama-7b", "llama3-8b"]]
 
 
+#: the other terminal outputs (text, not a file format): derive of each component and quantity, a report's
+#: plain-text counterpart (count --gpu --serve), plan, the sweep's summary, presets, every --help, and errors
+#: whose lists of known names or paths were long
+TEXT_LINES = [*(["derive", "--component", c, "--model", m] for c, m in (  # the dense ones: test_derive_every_component
+                  ("moe", "mixtral-8x7b"), ("router", "mixtral-8x7b"), ("experts", "mixtral-8x7b"),
+                  ("sinks", "gpt-oss-20b"))),
+              *(["derive", "--quantity", q, "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "2"]
+                for q in ("params", "flops", "memory", "comm", "ridge")),
+              ["count", "llama3.1-70b", "--serve", "--gpu", "h100-sxm", "--tp", "4", "--seq", "131072"],
+              ["plan", "llama3.1-70b", "--gpus", "8xh100-sxm", "--train"], ["plan", "llama3.1-8b", "--gpus", "2xh100-sxm"],
+              ["sweep", "--base", "llama3.1-8b", "--seq", "1024,2048", "--quantity", "params", "--n-layers", "0,2"],
+              ["presets"], ["--help"], *([cmd, "--help"] for cmd in ("count", "derive", "report", "presets", "verify",
+                                                                    "plan", "sweep", "plot")),
+              ["derive", "--component", "nope"], ["count", "llama3.1-8b", "--gpu", "h100"],
+              ["count", "llama3.1-8b", "--weight-format", "Q4_K_L"], ["count", "llama3.1-8b", "--gpu-memory", "24"],
+              ["count", "llama3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8"], ["count", "llama3.1-8"],
+              ["count", "/no/such/folder/with/a/rather/long/name/below/the/working/directory/config.json"],
+              ["derive", "--notation", "n.toml", "--model", "llama3.1-8b"]]
+
+
 def test_terminal_output_fits_100_columns(cli):
-    """No line of count (every preset), of the long derivations and error lines the issue names, or of a
-    comparison is over 100 columns; bytes per second are in bytes units (it said 864.00BB/s)."""
+    """No line of count (every preset), of the long derivations and error lines the issue names, of a
+    comparison, or of any other text output (TEXT_LINES) is over 100 columns; bytes per second are in bytes
+    units (it said 864.00BB/s), and no output says BB."""
     from symllm.arch.config import preset_names
     outputs = [cli(["count", name]) for name in preset_names()] + [cli(argv) for argv in CLI_LINES]
-    for r in outputs:
+    for r in outputs + [cli(argv) for argv in TEXT_LINES]:
         long = [line for line in (r.out + r.err).splitlines() if len(line) > 100]
         assert not long, long
+        assert not re.search(r"\dBB\b|BB/s", r.out + r.err)
     l40s = outputs[len(preset_names())].out
     assert "BB/s" not in l40s and "864 GB/s" in l40s  # NVIDIA's L40S datasheet, in bytes units
     assert outputs[-2].err.startswith("symllm: error: decode_batch: memory-bound at any batch")

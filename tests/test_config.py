@@ -7,9 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import symllm
-from symllm.arch.config import from_dict, from_hf, from_meta, load, preset_info
+from symllm.arch.config import from_dict, from_hf, from_meta, load, meta_width, preset_info
 
-from .strategies import any_configs, bad_configs, hf_configs
+from .meta_formulas import meta_hidden_dim
+from .strategies import any_configs, bad_configs, configs, edited_widths, hf_configs
 from .test_family import _hf_counts
 
 HF_8B = {  # meta-llama/Llama-3.1-8B config.json, the fields that matter
@@ -253,6 +254,56 @@ def test_read_back_config_equals_transformers_numel(raw):
     """Spot check: a drawn HF config.json, through count --json's "config" and back, counts what
     transformers' own class built from the original config.json holds (numel on the meta device)."""
     assert symllm.params(_read_back(from_hf(raw)))["total"] == _hf_counts(raw)["total"]
+
+
+@given(configs(stated_hidden=False))
+def test_meta_width_is_metas_code(cfg):
+    """meta_width (what an edited hidden_dim is compared with) is Meta's FeedForward arithmetic
+    (tests/meta_formulas.py) and the width the spec's closed form derives."""
+    f = cfg.ffn_dim_multiplier
+    width = meta_hidden_dim(cfg.dim, cfg.multiple_of, f)
+    assert meta_width(cfg.dim, cfg.multiple_of, f) == width == symllm.spec(cfg).hidden_dim
+
+
+@given(edited_widths())
+def test_edited_hidden_dim_is_used_or_refused(pair):
+    """An edited "hidden_dim" in count --json's config (Meta's rounding derived it) is never ignored: the
+    width Meta's rounding gives reads back as before; another is refused in one line naming hidden_dim
+    until hidden_dim_rule is dropped, and then counted: the feed-forward's w1, w2, w3 (and biases) grow by
+    L·Δ·(3d + 2·bias) parameters, by hand."""
+    cfg, width = pair
+    saved = json.loads(json.dumps(symllm.resolved_config(cfg)))
+    old = saved["hidden_dim"]
+    edited = {**saved, "hidden_dim": width}
+    if width == old:
+        _same_numbers(cfg, from_dict(edited))
+        return
+    with pytest.raises(symllm.SymllmError) as info:
+        from_dict(edited)
+    assert str(info.value) == (f"hidden_dim: {width} is not Meta's rounding ({old}); "
+                               "drop hidden_dim_rule to use it")
+    back = from_dict({k: v for k, v in edited.items() if k != "hidden_dim_rule"})
+    assert back.hidden_dim == symllm.spec(back).hidden_dim == width
+    bias = 2 if cfg.mlp_bias else 0
+    grow = cfg.n_layers * (width - old) * (3 * cfg.dim + bias)
+    assert symllm.params(back)["total"] == symllm.params(cfg)["total"] + grow
+
+
+def test_edited_hidden_dim_on_the_command_line(cli, tmp_path):
+    """The same through symllm count: the refusal is one line on stderr, exit 2; without the rule the file
+    counts Llama-3-8B with d_ff 16384 (2,048 more a layer than 14,336: 32·2048·3·4096 parameters more)."""
+    saved = json.loads(cli(["count", "llama3-8b", "--json"]).out)["config"]
+    path = tmp_path / "saved.json"
+    path.write_text(json.dumps({**saved, "hidden_dim": 16384}))
+    r = cli(["count", str(path)])
+    assert (r.code, r.out) == (2, "")
+    assert r.err == "symllm: error: hidden_dim: 16384 is not Meta's rounding (14336); drop hidden_dim_rule to use it\n"
+    del saved["hidden_dim_rule"]
+    path.write_text(json.dumps({**saved, "hidden_dim": 16384}))
+    r = cli(["count", str(path), "--json"])
+    assert r.code == 0, r.err
+    from .conftest import PUBLISHED
+    assert json.loads(r.out)["params"]["total"] == PUBLISHED["llama3-8b"]["total"] + 32 * 2048 * 3 * 4096
 
 
 def test_symllm_config_refuses_unknown_keys_and_mismatches():

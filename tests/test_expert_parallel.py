@@ -234,12 +234,12 @@ def test_dp_comm_reduces_experts_over_their_group():
 # --- refusals and the command line -------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, message", [
-    (["llama3.1-8b", "--dp", "2", "--ep", "2"], "ep: expert parallelism needs a mixture-of-experts model; "
-                                               "llama3.1-8b has no routed experts (got ep 2)"),
+    (["llama3.1-8b", "--dp", "2", "--ep", "2"], "ep: 2 expert-parallel ranks need routed experts; llama3.1-8b "
+                                               "has none"),
     (["mixtral-8x7b", "--dp", "6", "--ep", "3"], "ep: 3 expert-parallel ranks do not divide the 8 experts"),
     (["mixtral-8x7b", "--ep", "2"], "ep: 2 expert-parallel ranks must divide the 1 data-parallel ranks"),
     (["mixtral-8x7b", "--ep", "0"], "ep: expected a positive integer, got 0"),
-    (["llama3.1-8b", "--sp"], "sp: sequence parallelism splits the sequence over the tensor-parallel ranks"),
+    (["llama3.1-8b", "--sp"], "sp: sequence parallelism splits over the tensor-parallel ranks; give --tp > 1"),
 ])
 def test_refusals_are_one_line(cli, argv, message):
     """ep on a dense model, ep not dividing the experts (DeepSpeed-MoE and Megatron-LM assert it) or the

@@ -269,11 +269,11 @@ def test_absent_kv_heads_take_the_class_default():
 
 
 @pytest.mark.parametrize("raw,start", [
-    (dict(_LLAMA4_TEXT, num_hidden_layers=9007199254740993), "num_hidden_layers: expected a positive integer of at most"),
+    (dict(_LLAMA4_TEXT, num_hidden_layers=9007199254740993), "num_hidden_layers: expected an integer <="),
     ({"model_type": "llama4", "text_config": dict(_LLAMA4_TEXT, num_hidden_layers=2**40)},
-     "text_config.num_hidden_layers: expected a positive integer of at most"),
-    (dict(_QWEN2_WINDOW, num_hidden_layers=2147483648), "num_hidden_layers: expected a positive integer of at most"),
-    (dict(_SMALL, num_attention_heads=2**64), "num_attention_heads: expected a positive integer of at most 2**63 - 1"),
+     "text_config.num_hidden_layers: expected an integer <="),
+    (dict(_QWEN2_WINDOW, num_hidden_layers=2147483648), "num_hidden_layers: expected an integer <="),
+    (dict(_SMALL, num_attention_heads=2**64), "num_attention_heads: expected an integer <= 2**63 - 1"),
 ])
 def test_huge_counts_are_refused_before_anything_is_built(tmp_path, raw, start):
     """Layer counts past 2**20 (transformers builds one module per layer) and sizes past int64 are one

@@ -232,8 +232,7 @@ def test_count_shows_weight_format(cli):
     assert r.code == 0 and "weights in Q8_0" in r.out and "7.95 GiB" in r.out
     r = cli(["count", "mixtral-8x7b", "--weight-format", "Q4_K_M"])
     assert r.code == 2 and r.err.strip().splitlines() == [
-        "symllm: error: weight_format: llama.cpp's Q4_K_M is modelled for dense models; a mixture of experts in "
-        "F16, BF16 or gguf:TYPE"]
+        "symllm: error: weight_format: llama.cpp's Q4_K_M is for dense models; MoE: F16, BF16 or gguf:TYPE"]
 
 
 def test_gguf_mixture_of_experts_bytes_by_hand():

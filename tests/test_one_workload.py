@@ -287,5 +287,5 @@ def test_sweep_drops_points_with_too_few_blocks_for_the_stages():
     """pp 3 over n_layers 2, 3, 4: the 2-block point is dropped with count's own line, the others kept."""
     result = Sweep("llama3.2-1b", {"n_layers": [2, 3, 4]}, workload={"pp": 3, "dp": 1}).run()
     line = _refusal(lambda: symllm.workload(symllm.load("llama3.2-1b").replace(n_layers=2), pp=3))
-    assert line == "pp: 3 pipeline stages for the 2 blocks of llama3.2-1b; a stage holds at least one block"
+    assert line == "pp: 3 pipeline stages for the 2 blocks of llama3.2-1b: too many"
     assert (result.rows, result.invalid, result.reasons) == (2, 1, {"pp": (1, line)})

@@ -360,7 +360,7 @@ def test_more_stages_than_blocks_are_refused(cli):
     assert r.code == 2 and r.out == "" and r.err.startswith("symllm: error: pp: 33 pipeline stages for the 32 blocks")
     assert cli(["count", "llama3.1-8b", "--pp", "32"]).code == 0
     r = cli(["sweep", "--base", "llama3.1-8b", "--n-layers", "8,16", "--pp", "12", "--quantity", "params_per_gpu"])
-    assert [row.split(",")[0] for row in r.out.splitlines()[1:]] == ["16"] and "1 pp (first: pp: 12" in r.err
+    assert [row.split(",")[0] for row in r.out.splitlines()[1:]] == ["16"] and "\n  1 dropped, the first: pp: 12" in r.err
 
 
 @pytest.mark.parametrize("option", [["--lora-rank", "8"], ["--tp", "2"], ["--pp", "2"]])

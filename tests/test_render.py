@@ -613,7 +613,7 @@ def test_accepted_notation_compiles(tmp_path):
     ("{{ 'x' * 10 ** 12 }}", "would exceed"),
     ("{{ [0] * 10 ** 12 }}", "would exceed"),
     ("{{ 10 ** 5000 }}", "4300"),
-    ("{{ range(10 ** 9)|list }}", "MAX_RANGE"),
+    ("{{ range(10 ** 9)|list }}", "Range too big"),
     ("{{ {}['missing'] }}", "missing"),
     ("{{ ''.join }}", ""),
 ])
@@ -698,9 +698,12 @@ def test_where_line_typesets_symbol_names_as_math():
 # --------------------------------------------------------------------------- LaTeX inside papers
 
 #: the document classes a report or derivation is \input into: article in one and two columns (default
-#: margins), and two conference classes of TeX Live (Debian's texlive-publishers: IEEEtran, llncs)
+#: margins), and three conference classes of TeX Live (Debian's texlive-publishers: IEEEtran, llncs, and
+#: acmart's sigconf, which needs a \title for its running heads; without texlive-fonts-extra it sets
+#: Computer Modern in place of Libertine and newtxmath, in its own column width)
 PAPER_CLASSES = {"article": r"\documentclass{article}", "article-twocolumn": r"\documentclass[twocolumn]{article}",
-                 "IEEEtran": r"\documentclass[conference]{IEEEtran}", "llncs": r"\documentclass{llncs}"}
+                 "IEEEtran": r"\documentclass[conference]{IEEEtran}", "llncs": r"\documentclass{llncs}",
+                 "acmart": "\\documentclass[sigconf]{acmart}\n\\title{symllm}"}
 #: Qwen2.5-72B's config.json (Qwen/Qwen2.5-72B on the Hugging Face Hub): its Table 2 was 16pt too wide
 QWEN25_72B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 8192,
               "intermediate_size": 29568, "num_attention_heads": 64, "num_hidden_layers": 80,
@@ -744,9 +747,25 @@ def _paper_log(cls: str, folder: Path, names) -> str | None:
     return _run_pdflatex(doc, folder, f"paper-{cls}")
 
 
+def _reruns(log: str) -> set[str]:
+    """The warnings of a pdflatex log that ask for another pass (acmart's hyperref and its own labels ask
+    for one in an empty document too: only those the outputs add count)."""
+    return {line for line in log.splitlines() if "Rerun" in line and not line.startswith("Package:")}
+
+
+def _empty_paper_log(cls: str, folder: Path, log: str) -> str:
+    """The log of a document of class ``cls`` holding one word (its own folder), where ``log`` asks for a
+    rerun."""
+    if not _reruns(log):
+        return ""
+    (folder / "empty").mkdir(exist_ok=True)
+    doc = PAPER_CLASSES[cls] + "\n\\usepackage{amsmath}\n\\usepackage{booktabs}\n\\begin{document}\nx\n\\end{document}\n"
+    return _run_pdflatex(doc, folder / "empty", f"paper-{cls}")
+
+
 def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
-    """Every report and derivation \\input into article (one and two columns), IEEEtran and llncs
-    compiles in one pass with no overfull box (long equations are broken, tables fit the column); in a
+    """Every report and derivation \\input into article (one and two columns), IEEEtran, llncs and acmart
+    (sigconf) compiles in one pass with no overfull box (long equations are broken, tables fit the column); in a
     report the glossary and Meta's d_ff rounding appear once, each result is named for its quantity,
     products of symbols are spaced, and nothing refers to the README. (One test: the outputs are
     rendered once, each class's document compiled once.)"""
@@ -765,7 +784,7 @@ def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
             if line.startswith("Overfull"):
                 overfull.append(f"{cls}, {snippet}: {line}")
         assert not overfull, "\n".join(overfull)
-        assert "Rerun" not in log and "undefined" not in log
+        assert "undefined" not in log and not _reruns(log) - _reruns(_empty_paper_log(cls, tmp_path, log))
     assert compiled[:2] == ["article", "article-twocolumn"]
     tex = outputs["report-qwen2.5-72b"]
     assert tex.count("\\subsection*{Notation}") == 1 and "\nwhere " not in tex

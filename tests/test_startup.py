@@ -240,3 +240,24 @@ def test_report_cache_knows_a_given_context(tmp_path, monkeypatch):
     given = quick.report("llama2-7b", fmt="markdown", context=2048)
     assert "one decode step at context s (matmuls)" in implied
     assert "one decode step at context t = 2,048 (matmuls)" in given
+
+
+def test_a_hit_binds_group_counts_as_the_symbols_table_says(cache, monkeypatch):
+    """A hit binds each kernel argument to what its symbol binds (symllm.arch.symbols.SymbolInfo.binds: a
+    field, or the count of a group of layers), with nothing computed again: 3 dense + 1 MoE layers and
+    1 dense + 3 MoE, each its total (hand arithmetic) cold and warm."""
+    from symllm.arch.layers import LayerKind
+
+    V, d, n_h, n_kv, d_h, d_ff, d_fd, n_e, k = 100, 16, 4, 2, 4, 8, 24, 4, 2
+    def cfg(dense, sparse):
+        return config.ModelConfig(vocab_size=V, dim=d, n_layers=dense + sparse, n_heads=n_h, n_kv_heads=n_kv,
+                                  hidden_dim=d_ff, dense_hidden_dim=d_fd, n_experts=n_e, experts_per_token=k,
+                                  layers=((LayerKind(), dense), (LayerKind(ffn="moe"), sparse)))
+    attn_norms = 2 * d * d_h * (n_h + n_kv) + 2 * d
+    dense, moe = attn_norms + 3 * d * d_fd, attn_norms + d * n_e + n_e * 3 * d * d_ff
+    expected = lambda a, b: 2 * V * d + d + a * dense + b * moe  # noqa: E731  (untied table and head, final norm)
+    pairs = ((3, 1), (1, 3))
+    assert [quick.params(cfg(a, b))[0]["total"] for a, b in pairs] == [expected(a, b) for a, b in pairs]
+    quick._compiled.cache_clear()
+    monkeypatch.setattr(quick, "_from_api", lambda config: pytest.fail("a hit computed the counts again"))
+    assert [quick.params(cfg(a, b))[0]["total"] for a, b in pairs] == [expected(a, b) for a, b in pairs]

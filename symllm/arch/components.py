@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import sympy as sp
 
 from symllm.arch.config import swiglu_width
+from symllm.arch import keeps
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
-from symllm.validate import boolean
+from symllm.validate import boolean, listed, short
 from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
 from symllm.arch.layers import LATENT
 from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
@@ -93,9 +94,6 @@ SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
 #: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
 WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "none")
-#: the named software stacks that state what LlamaForCausalLM keeps (symllm.costs.stacks.STACKS; fused and eager
-#: are the component tree's own)
-_HF = ("hf-eager", "hf-sdpa")
 
 #: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
 LLAMA = Variant()
@@ -108,9 +106,9 @@ class Rules:
     downstream looks a component up by its name. ``None`` is "not declared": :func:`linear` refuses a
     linear without its split, its LoRA names and its stacks.
 
-    >>> r = Rules("column", lora=("wq", "q_proj"), weight="linear", stacks=("hf-eager",))
-    >>> r.split, r.lora, "hf-eager" in r.stacks
-    ('column', ('wq', 'q_proj'), True)
+    >>> r = Rules("column", lora=("wq", "q_proj"), weight="linear", stacks=keeps.hf_rules(keeps.nothing))
+    >>> r.split, r.lora, "hf-eager" in r.stacks, Rules(stacks=()).stacks
+    ('column', ('wq', 'q_proj'), True, StackRules())
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
@@ -124,9 +122,10 @@ class Rules:
     lora: tuple[str, ...] | None = None
     #: what its weight is, for the weight formats (:data:`WEIGHTS`)
     weight: str = "none"
-    #: the named stacks (symllm.costs.stacks) that state what they keep for it; any other stack refuses a
-    #: model holding it (None, not declared: every named stack refuses it)
-    stacks: tuple[str, ...] | None = None
+    #: each named stack (symllm.costs.stacks) that models it -> what that stack keeps for it
+    #: (:class:`symllm.arch.keeps.Rule`: its saved and inference terms, in closed form); any other stack refuses
+    #: a model holding it (``()``: none; None, not declared: every named stack refuses it)
+    stacks: keeps.StackRules | None = None
     #: how a stack's refusal names it ("a sliding window (Mistral v0.1)"); "": the component's name
     label: str = ""
     #: LoRA targets (symllm names) under which PEFT adapts it in a way symllm does not model (Qwen3-MoE's
@@ -140,7 +139,11 @@ class Rules:
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
             if value is not None and value not in known:
                 raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
-        for field_ in ("lora", "stacks", "refused", "holds"):
+        if self.stacks is not None and not isinstance(self.stacks, keeps.StackRules):
+            if isinstance(self.stacks, tuple) and self.stacks:
+                raise SymllmError(f"stacks: expected stack name -> rule (symllm.arch.keeps), got {self.stacks!r}")
+            object.__setattr__(self, "stacks", keeps.StackRules(self.stacks))
+        for field_ in ("lora", "refused", "holds"):
             value = getattr(self, field_)
             if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
                 raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
@@ -350,8 +353,8 @@ def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc
 
 def _rules(split: str, *lora: str) -> Rules:
     """The rules of one of LLaMA's projections: its split, its LoRA names (symllm's, HF's), a "linear"
-    weight, and LlamaForCausalLM's stacks."""
-    return Rules(split, lora=lora, weight="linear", stacks=_HF)
+    weight, and LlamaForCausalLM's stacks (which state its casts with its attention's or feed-forward's)."""
+    return Rules(split, lora=lora, weight="linear", stacks=keeps.hf_rules(keeps.nothing))
 
 
 def embedding(*, scale: bool = False) -> Component:
@@ -366,7 +369,8 @@ def embedding(*, scale: bool = False) -> Component:
     _switches(scale=scale)
     out = Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
-                    rules=Rules("vocab", lora=(), weight="embedding", stacks=_HF))  # VocabParallelEmbedding
+                    # VocabParallelEmbedding
+                    rules=Rules("vocab", lora=(), weight="embedding", stacks=keeps.hf_rules(keeps.embedding)))
     if not scale:
         return out
     return out.replace(elementwise=ELEMENTWISE["scale"] * _T * d,
@@ -374,10 +378,17 @@ def embedding(*, scale: bool = False) -> Component:
                        rules=dataclasses.replace(out.rules, stacks=(), label="embeddings scaled by sqrt(d) (Gemma)"))
 
 
-#: a part without a weight that LlamaForCausalLM has
-_NO_WEIGHT = Rules("replicated", lora=(), stacks=_HF)
+def _no_weight(keep=keeps.nothing) -> Rules:
+    """The rules of a part without a weight that LlamaForCausalLM has: replicated, what its stacks keep ``keep``."""
+    return Rules("replicated", lora=(), stacks=keeps.hf_rules(keep))
+
+
+#: a part without a weight of LlamaForCausalLM that keeps nothing of its own
+_NO_WEIGHT = _no_weight()
 #: a norm of the residual stream: replicated, its saved input split along the sequence under sequence parallelism
-_STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=_HF)
+_STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=keeps.hf_rules(keeps.stream_norm))
+#: the norm of the residual sum (ffn_norm): the same, and an inference moment of LlamaForCausalLM's stacks
+_SUM_NORM = dataclasses.replace(_STREAM_NORM, stacks=keeps.hf_rules(keeps.stream_norm, moment=True))
 
 
 def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
@@ -445,7 +456,7 @@ def rope(heads: sp.Expr = n_h + n_kv, width: sp.Expr = d_h) -> Component:
     (0, 3*b*d_h*s*(n_h + n_kv))
     """
     return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * heads * width,
-                     doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=_NO_WEIGHT)
+                     doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=_no_weight(keeps.rope))
 
 
 class _WindowPairs(sp.Function):
@@ -597,7 +608,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     norms = qk_norms(qk_norm, variant.norm_offset and qk_norm != "full") if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
     per_score = ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
-    scores_rules = _NO_WEIGHT if not variant.attn_softcap else Rules(
+    scores_rules = _no_weight(keeps.scores) if not variant.attn_softcap else Rules(
         "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
     if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
         projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
@@ -614,7 +625,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                    rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
         )
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
-    rules = _NO_WEIGHT if window is None else Rules(
+    rules = _no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
     return Component(
         "attention",
@@ -648,7 +659,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                       doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"
                           + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else ""),
                       rules=scores_rules),
-            Component("context", flops=core, doc="output = torch.matmul(scores, values)", rules=_NO_WEIGHT),
+            Component("context", flops=core, doc="output = torch.matmul(scores, values)",
+                      rules=_no_weight(keeps.context)),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )
@@ -656,6 +668,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
 
 #: the stacks of LlamaForCausalLM keep a GQA cache: a latent attention is none of theirs
 _MLA = dict(stacks=(), label="multi-head latent attention (DeepSeek)")
+#: its attention core (no stack models it: the latent attention holding it is refused first)
+_MLA_CORE = Rules("replicated", lora=(), **_MLA)
 
 
 def _mla_rules(split: str, ours: str, hf: str) -> Rules:
@@ -727,9 +741,9 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
                       live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
                       eager_saved=beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2, 2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
-                      doc="scores = torch.einsum('bshd,bthd->bsht', q, k) * self.softmax_scale", rules=_NO_WEIGHT),
+                      doc="scores = torch.einsum('bshd,bthd->bsht', q, k) * self.softmax_scale", rules=_MLA_CORE),
             Component("context", flops=matmul(b * n_h, d_hv, 1) * pairs,
-                      doc="x = torch.einsum('bsht,bthd->bshd', scores, v)", rules=_NO_WEIGHT),
+                      doc="x = torch.einsum('bsht,bthd->bshd', scores, v)", rules=_MLA_CORE),
         ),
         doc="MLA(args) (DeepSeek-V3 inference/model.py, attn_impl 'naive'; transformers' DeepseekV3Attention)",
     )
@@ -805,7 +819,8 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
         children=projections,
         doc=("FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))" if act == "silu" else
              "GemmaMLP: down_proj(gelu_pytorch_tanh(gate_proj(x)) * up_proj(x))"),
-        rules=_NO_WEIGHT if act == "silu" else Rules("replicated", lora=(), stacks=(), label="GeGLU (Gemma)"),
+        rules=_no_weight(keeps.feed_forward) if act == "silu" else Rules("replicated", lora=(), stacks=(),
+                                                                         label="GeGLU (Gemma)"),
     )
 
 
@@ -940,7 +955,7 @@ def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
     # keeps the output embedding out of bitsandbytes' quantization
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
-                 rules=Rules("column", lora=(), weight="head", stacks=_HF))
+                 rules=Rules("column", lora=(), weight="head", stacks=keeps.hf_rules(keeps.lm_head)))
     out = out.replace(saved=beta_a * _T * d, live=(_T * V,))  # saves its input; the logits are live
     if softcap:  # logits = tanh(logits / cap) * cap: element-wise, after the matmul
         out = out.replace(elementwise=ELEMENTWISE["softcap"] * _T * V, doc=out.doc + "; soft-capped logits",
@@ -988,7 +1003,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         attn,
         *([rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual add",
                    rules=post, offset=off)] if after else []),
-        *([rmsnorm("ffn_norm", offset=off)] if pre else []),
+        *([rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off)] if pre else []),
         ffn,
         *([rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
                    rules=post, offset=off)] if after else []),
@@ -1000,7 +1015,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         resident=2 * _T * d,  # the residual stream and the normed input
         children=children,
         doc="TransformerBlock(layer_id, args)",
-        rules=_NO_WEIGHT,
+        rules=_no_weight(keeps.block),
     )
 
 
@@ -1100,7 +1115,7 @@ def component(name: str, whole: Component | None = None) -> Component:
     (1, d)
     """
     if name not in COMPONENTS:
-        raise SymllmError(f"component: unknown {name!r} (known: {', '.join(COMPONENTS)})")
+        raise SymllmError(f"component: unknown {short(name, 20)} (known: {listed(COMPONENTS, 50)})")
     whole = whole if whole is not None else model()
     path = COMPONENTS[name]
     if not path.startswith("block"):

@@ -26,12 +26,13 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import integer as _integer
 from symllm.validate import positive_number as _positive_float
+from symllm.validate import listed as _listed
 from symllm.validate import short as _short
 from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
-           "meta_product_ok"]
+           "meta_width", "meta_product_ok"]
 
 
 def _positive_int(field: str, value, *, optional: bool = False):
@@ -213,7 +214,7 @@ class ModelConfig:
         for field in ("sliding_window", "attention_chunk"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
         if self.sliding_window is not None and self.attention_chunk is not None:
-            raise SymllmError(f"attention_chunk: {self.attention_chunk} given with sliding_window "
+            raise SymllmError(f"attention_chunk: {self.attention_chunk} with sliding_window "
                               f"{self.sliding_window}; a layer has one or the other")
         self._check_layers(put)
         self._check_latent(put)
@@ -237,8 +238,8 @@ class ModelConfig:
             if self.qk_rope_head_dim % 2:
                 raise SymllmError(f"qk_rope_head_dim: {self.qk_rope_head_dim} is odd; RoPE rotates pairs of elements")
             if self.n_kv_heads != self.n_heads:
-                raise SymllmError(f"num_key_value_heads: {self.n_kv_heads} differs from num_attention_heads "
-                                  f"{self.n_heads}; a latent attention's keys and values have every head")
+                raise SymllmError(f"num_key_value_heads: {self.n_kv_heads}, not num_attention_heads "
+                                  f"{self.n_heads}: latent attention has every head")
             for field, off in (("qkv_bias", False), ("qk_norm", None), ("sliding_window", None),
                                ("attention_chunk", None), ("partial_rotary_factor", None)):
                 if getattr(self, field) != off:
@@ -257,8 +258,8 @@ class ModelConfig:
             rotated = int(self.head_dim * float(f)) if float(f) <= 1 else None
             if rotated is None or rotated < 2 or rotated % 2:
                 what = "is more than 1" if rotated is None else f"rotates {rotated} of head_dim {self.head_dim}"
-                raise SymllmError(f"partial_rotary_factor: {_short(f)} {what}; RoPE needs an even, positive part "
-                                  "of the head")
+                raise SymllmError(f"partial_rotary_factor: {_short(f, 20)} {what}; RoPE needs an even, "
+                                  "positive part")
             if float(f) == 1:
                 put("partial_rotary_factor", None)
 
@@ -414,6 +415,21 @@ def swiglu_width(dim):
     return SWIGLU_RATIO.numerator * dim // SWIGLU_RATIO.denominator
 
 
+def meta_width(dim: int, multiple_of: int, multiplier: float | None = None) -> int:
+    """Meta's ``d_ff`` of one config in plain Python, as ``FeedForward.__init__`` in llama/model.py computes
+    it (``int`` truncates the IEEE double product, as Meta's code does; :func:`meta_product_ok` keeps it
+    exact): what :func:`from_symllm` compares an edited ``hidden_dim`` with. The closed form is
+    :func:`symllm.arch.components.meta_hidden_dim`; tests/test_config.py checks the two agree.
+
+    >>> meta_width(4096, 1024, 1.3), meta_width(34, 1, 0.7)
+    (14336, 62)
+    """
+    hidden = swiglu_width(dim)
+    if multiplier is not None:
+        hidden = int(float(multiplier) * hidden)
+    return multiple_of * -(-hidden // multiple_of)
+
+
 def meta_product_ok(dim, multiplier):
     """Whether Meta's IEEE double product ``f·⌊8d/3⌋`` stays below 2**53, past which it is no longer exact:
     :class:`ModelConfig` refuses a config where it does not, a sweep drops such points (element-wise on
@@ -494,7 +510,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
     >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1})
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: vocab_size: -1 in params.json (Meta's tokenizer sets it); give the vocabulary size (--vocab-size)
+    symllm.errors.SymllmError: vocab_size: -1 in params.json (Meta's tokenizer sets it); give --vocab-size
     >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1}, vocab_size=100).vocab_size
     100
     """
@@ -506,8 +522,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
             raise SymllmError(f"{shown}: unknown key in a Meta params.json{hint}")
     V = vocab_size if vocab_size is not None else _require(raw, "vocab_size", "Meta")
     if V == -1:
-        raise SymllmError("vocab_size: -1 in params.json (Meta's tokenizer sets it); "
-                          "give the vocabulary size (--vocab-size)")
+        raise SymllmError("vocab_size: -1 in params.json (Meta's tokenizer sets it); give --vocab-size")
     for key in ("head_dim", "hidden_dim"):
         if key in raw and raw[key] is None:
             positive_int(key, None)  # refused: the one message
@@ -569,13 +584,23 @@ _RESOLVED_EXTRAS = ("hidden_dim_rule", "attention")
 def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
     """A config from symllm's own fields: ``symllm count --json``'s ``config`` read back gives the same
     numbers. Its ``hidden_dim`` is the resolved width; where ``hidden_dim_rule`` says Meta's rounding
-    derived it, it is derived again from the same fields, so the config keeps its rule.
-    ``attention`` must be what the heads make. A key that is not a field is refused, naming the close match.
+    derived it, it is derived again from the same fields, so the config keeps its rule. A ``hidden_dim``
+    that is not what Meta's rounding gives (an edited width, or an edited ``dim``, ``multiple_of`` or
+    ``ffn_dim_multiplier``) is refused in one line naming it: without ``hidden_dim_rule`` the width is
+    used as stated, without ``hidden_dim`` it is derived. ``attention`` must be what the heads make. A
+    key that is not a field is refused, naming the close match.
 
-    >>> cfg = from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
-    ...                    "multiple_of": 256, "hidden_dim_rule": "meta_plain", "tie_embeddings": True})
+    >>> raw = {"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
+    ...        "multiple_of": 256, "hidden_dim_rule": "meta_plain", "tie_embeddings": True}
+    >>> cfg = from_symllm(raw)
     >>> cfg.hidden_dim, cfg.tie_embeddings
     (None, True)
+    >>> from_symllm({**raw, "hidden_dim": 512})
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: hidden_dim: 512 is not Meta's rounding (256); drop hidden_dim_rule to use it
+    >>> from_symllm({k: v for k, v in {**raw, "hidden_dim": 512}.items() if k != "hidden_dim_rule"}).hidden_dim
+    512
     >>> from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "tie_embedding": True})
     Traceback (most recent call last):
     ...
@@ -602,9 +627,14 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
     if vocab_size is not None:
         fields["vocab_size"] = vocab_size
     rule = raw.get("hidden_dim_rule")
-    if rule in ("meta", "meta_plain"):  # Meta's rounding made hidden_dim: derived again from the same fields
-        fields.pop("hidden_dim", None)
-    cfg = ModelConfig(**fields)
+    stated = fields.pop("hidden_dim", None) if rule in ("meta", "meta_plain") else None
+    cfg = ModelConfig(**fields)  # Meta's rounding made hidden_dim: derived again from the same fields
+    if stated is not None and cfg.hidden_rule == rule:
+        stated = positive_int("hidden_dim", stated)
+        derived = meta_width(cfg.dim, cfg.multiple_of, cfg.ffn_dim_multiplier if rule == "meta" else None)
+        if stated != derived:
+            raise SymllmError(f"hidden_dim: {stated} is not Meta's rounding ({derived}); drop hidden_dim_rule "
+                              "to use it")
     if rule is not None and cfg.hidden_rule != rule:
         raise SymllmError(f"hidden_dim_rule: {rule!r} does not match the fields (they give {cfg.hidden_rule!r})")
     if "attention" in raw and raw["attention"] != cfg.attention_kind:
@@ -650,8 +680,8 @@ def preset_info(name: str) -> dict:
     presets = _presets()
     if name not in presets:
         close = difflib.get_close_matches(name, presets, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else " (symllm presets lists them)"
-        raise SymllmError(f"model: unknown preset {name!r}{hint}")
+        hint = f"; did you mean {_listed(close, 34)}?" if close else " (symllm presets lists them)"
+        raise SymllmError(f"model: unknown preset {_short(name, 30)}{hint}")
     return presets[name]
 
 

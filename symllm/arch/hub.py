@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from symllm.errors import SymllmError
+from symllm.validate import short, shown_path
 
 __all__ = ["cache_dir", "is_repo_id", "snapshot", "repo_root", "member", "model_folder"]
 
@@ -69,32 +70,31 @@ def snapshot(repo_id: str, revision: str = "main") -> Path:
     >>> snapshot("nobody/nothing")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: model: 'nobody/nothing' is not a preset and not in the local Hugging Face cache (...models--nobody--nothing); symllm reads no network: download it first (hf download nobody/nothing config.json)
+    symllm.errors.SymllmError: model: 'nobody/nothing' is not a preset, nor in the HF cache (...models--nobody--nothing)
     """
     if not is_repo_id(repo_id):
         raise SymllmError(f"model: {repo_id!r} is not a Hub repository id (org/name)")
     repo = cache_dir() / f"models--{repo_id.replace('/', '--')}"
     snaps = repo / "snapshots"
     if not snaps.is_dir():
-        raise SymllmError(f"model: {repo_id!r} is not a preset and not in the local Hugging Face cache "
-                          f"({repo}); symllm reads no network: download it first (hf download {repo_id} "
-                          "config.json)")
+        raise SymllmError(f"model: {short(repo_id, 30)} is not a preset, nor in the HF cache "
+                          f"({shown_path(repo, 34)[1:-1]})")
     ref = repo / "refs" / revision
     commit = revision if re.fullmatch(r"[0-9a-f]{40}", revision) else None
     if ref.is_file():
         try:
             commit = ref.read_text(encoding="ascii").strip()
         except (OSError, UnicodeDecodeError) as e:
-            raise SymllmError(f"model: cannot read {str(ref)!r}: {getattr(e, 'strerror', None) or e}") from None
+            raise SymllmError(f"model: cannot read {shown_path(ref)}: {getattr(e, 'strerror', None) or e}") from None
     if commit is not None:
         if not re.fullmatch(r"[0-9A-Za-z._-]{1,96}", commit) or not (snaps / commit).is_dir():
-            raise SymllmError(f"model: {str(ref)!r} names {commit[:60]!r}, which is not a snapshot in {snaps}")
+            raise SymllmError(f"model: {shown_path(ref)} names {short(commit, 16)}, not a snapshot here")
         return snaps / commit
     found = sorted(p.name for p in snaps.iterdir() if p.is_dir())
     if len(found) == 1:
         return snaps / found[0]
-    raise SymllmError(f"model: {repo_id!r} has no refs/{revision} in the local Hugging Face cache and "
-                      f"{len(found)} snapshots ({', '.join(found[:4]) or 'none'}): give the snapshot folder")
+    raise SymllmError(f"model: {short(repo_id, 30)} has no refs/{short(revision, 12)} in the local cache and "
+                      f"{len(found)} snapshots: give the snapshot folder")
 
 
 def repo_root(folder: Path) -> Path:
@@ -129,9 +129,9 @@ def member(folder, name: str, what: str = "checkpoint") -> Path:
     root = os.path.realpath(repo_root(folder))
     real = os.path.realpath(path)
     if os.path.commonpath([root, real]) != root:
-        raise SymllmError(f"{what}: {str(path)!r} links out of its folder (to {real!r}): refused")
+        raise SymllmError(f"{what}: {shown_path(path)} links out of its folder (to {real!r}): refused")
     if not os.path.isfile(real):
-        raise SymllmError(f"{what}: {str(path)!r} is not a file" if os.path.lexists(path)
+        raise SymllmError(f"{what}: {shown_path(path)} is not a file" if os.path.lexists(path)
                           else f"{what}: {str(folder)!r} has no {name}")
     return path
 

@@ -235,7 +235,7 @@ class Structure:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
                                         or any(k.window or not k.rotary for k in self.kinds)):
-            raise SymllmError("latent: a latent attention has no q/k/v biases, QK-norm, window, partial or absent RoPE")
+            raise SymllmError("latent: latent attention has no q/k/v bias, QK-norm, window, partial or absent RoPE")
         if self.qk_norm not in QK_NORMS:
             raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full)")
         if not isinstance(self.variant, Variant):

@@ -115,10 +115,10 @@ class Spec:
 
     @cached_property
     def _values(self) -> dict:
-        out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
-               if info.kind == "model" and getattr(self, info.code) is not None}
-        out.update(zip(S.GROUP_COUNTS, self.counts[1:]))
-        return out
+        field = lambda code: getattr(self, code)  # noqa: E731
+        values = {info.symbol: info.value(self.counts, field) for kind in ("model", "layers")
+                  for info in S.SYMBOLS.values() if info.kind == kind}
+        return {symbol: v for symbol, v in values.items() if v is not None}
 
     def values(self) -> dict:
         """Symbol -> number for every model symbol (``f`` only when the config has a multiplier; a count

@@ -39,6 +39,32 @@ class SymbolInfo:
     description: str
     #: "model", "workload", "bytes", "scaling" or "hardware" (bound by Workload.values() when --gpu is given)
     kind: str
+    #: a group count (kind "layers"): the position of the group of layers whose count it binds, in
+    #: ``ModelConfig.groups`` and ``Spec.counts`` (its ``code`` names no field); None for every other symbol
+    group: int | None = None
+
+    @property
+    def binds(self) -> tuple[str, str | int]:
+        """What this symbol binds in a model: ``("group", i)``, the count of its group of layers (position
+        ``i`` of the counts per group), or ``("field", code)``, a config's or spec's field (a JSON-able pair:
+        symllm.numbers.quick stores it beside a compiled kernel and reads it back without SymPy).
+
+        >>> SYMBOLS[GROUP_COUNTS[0]].binds, SYMBOLS[d].binds
+        (('group', 1), ('field', 'dim'))
+        """
+        return ("group", self.group) if self.group is not None else ("field", self.code)
+
+    def value(self, counts: tuple, fields):
+        """The number this symbol binds (:attr:`binds`): its group's count in ``counts`` (a config's or spec's
+        counts per group of layers; None where the model has no such group), else its field, ``fields(code)``.
+
+        >>> SYMBOLS[GROUP_COUNTS[0]].value((30, 18), None), SYMBOLS[d].value((48,), {"dim": 8}.get)
+        (18, 8)
+        """
+        kind, what = self.binds
+        if kind == "group":
+            return counts[what] if what < len(counts) else None
+        return fields(what)
 
 
 _size = dict(integer=True, positive=True)
@@ -116,7 +142,8 @@ _TABLE = [
                "SwiGLU width of a shared expert of its own width (Qwen2-MoE's gated shared_expert_intermediate_size; "
                "DeepSeek's shared experts, n_shared_experts x moe_intermediate_size)", "model"),
     *(SymbolInfo(count, f"n_layers_{i}", f"L_{{{i}}}", f"blocks of the group of identical layers numbered {i} "
-                 "(one group per kind of layer, in model order; the first has the rest of the L)", "layers")
+                 "(one group per kind of layer, in model order; the first has the rest of the L)", "layers",
+                 group=i - 1)
       for i, count in enumerate(GROUP_COUNTS, start=2)),
     SymbolInfo(W, "window", "W", "keys a query may see: the sliding window, or the attention chunk", "model"),
     SymbolInfo(r_q, "q_lora_rank", "r_q", "rank of the compressed query of latent attention (MLA)", "model"),

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from symllm.errors import SymllmError
 from symllm.files import parse_json, read_json
+from symllm.validate import short, shown_path
 
 __all__ = ["SAFETENSORS_DTYPES", "HF_NAMES", "QUANTIZED", "read_safetensors", "read_gguf", "read", "has_weights",
            "config_of", "expected", "difference", "weight_format", "check"]
@@ -93,7 +94,7 @@ _MAX_STRING = 1 << 24
 
 
 def _fail(path, what: str):
-    raise SymllmError(f"checkpoint: {str(path)!r}: {what}")
+    raise SymllmError(f"checkpoint: {shown_path(path, 24)}: {what}")
 
 
 def read_safetensors(path) -> dict[str, dict]:
@@ -110,7 +111,7 @@ def read_safetensors(path) -> dict[str, dict]:
     >>> read_safetensors(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: checkpoint: '...m.safetensors': header length 1099511627776 is past the end of the file (... bytes)
+    symllm.errors.SymllmError: checkpoint: '...m.safetensors': header length ... is past the file's end
     """
     try:
         with open(path, "rb") as fh:
@@ -120,17 +121,17 @@ def read_safetensors(path) -> dict[str, dict]:
                 _fail(path, f"{len(head)} bytes: not a safetensors file (no header length)")
             (n,) = struct.unpack("<Q", head)
             if n > size - 8:
-                _fail(path, f"header length {n} is past the end of the file ({size} bytes)")
+                _fail(path, f"header length {short(n, 10)} is past the file's end")
             if n > _MAX_HEADER:
                 _fail(path, f"header length {n} is more than safetensors' {_MAX_HEADER:,} bytes")
             raw = fh.read(n)
     except OSError as e:
-        raise SymllmError(f"checkpoint: cannot read {str(path)!r}: {e.strerror or e}") from None
+        raise SymllmError(f"checkpoint: cannot read {shown_path(path)}: {e.strerror or e}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         _fail(path, f"the header is not UTF-8 (byte {e.start})")
-    header = parse_json(text, "checkpoint", repr(str(path)))
+    header = parse_json(text, "checkpoint", shown_path(path))
     if not isinstance(header, dict):
         _fail(path, "the header is not a JSON object")
     data = size - 8 - n
@@ -149,8 +150,7 @@ def read_safetensors(path) -> dict[str, dict]:
         if (not isinstance(offsets, list) or len(offsets) != 2 or not all(
                 isinstance(x, int) and not isinstance(x, bool) for x in offsets)
                 or not 0 <= offsets[0] <= offsets[1] <= data):
-            _fail(path, f"tensor {name[:80]!r}: data offsets {str(offsets)[:40]} are outside the file's {data} "
-                        "data bytes")
+            _fail(path, f"tensor {short(name, 12)}: offsets {str(offsets)[:16]} outside the file ({data} B)")
         nbytes = prod(shape) * SAFETENSORS_DTYPES[dtype]
         if offsets[1] - offsets[0] != nbytes:
             _fail(path, f"tensor {name[:80]!r}: {offsets[1] - offsets[0]} data bytes for {dtype} {shape} "
@@ -167,7 +167,7 @@ class _Reader:
 
     def take(self, n: int) -> bytes:
         if n > self.size - self.pos:
-            _fail(self.path, f"a length of {n} at byte {self.pos} is past the end of the file ({self.size} bytes)")
+            _fail(self.path, f"length {short(n, 12)} at byte {self.pos:,} is past the end of the file")
         data = self.fh.read(n)
         if len(data) != n:
             _fail(self.path, f"file ended at byte {self.pos + len(data)}")
@@ -180,7 +180,7 @@ class _Reader:
     def string(self, limit: int = _MAX_STRING) -> str:
         n = self.num("Q")
         if n > limit:
-            _fail(self.path, f"a string of {n} bytes at byte {self.pos} is longer than {limit:,}")
+            _fail(self.path, f"a string of {short(n, 14)} B is longer than {limit:,} B")
         try:
             return self.take(n).decode("utf-8")
         except UnicodeDecodeError:
@@ -198,7 +198,7 @@ def _gguf_value(r: _Reader, vtype: int, depth: int = 0):
     if vtype == 9 and depth < 2:
         inner, count = r.num("I"), r.num("Q")
         if count > r.size - r.pos:
-            _fail(r.path, f"an array of {count} values at byte {r.pos} is longer than the file")
+            _fail(r.path, f"an array of {short(count, 14)} values at byte {r.pos:,} is longer than the file")
         values = [_gguf_value(r, inner, depth + 1) for _ in range(count)]
         return values if count <= 64 else ("array", count)
     _fail(r.path, f"unknown GGUF value type {vtype} before byte {r.pos}")
@@ -221,7 +221,7 @@ def read_gguf(path) -> tuple[dict, dict[str, dict]]:
     try:
         fh = open(path, "rb")
     except OSError as e:
-        raise SymllmError(f"checkpoint: cannot read {str(path)!r}: {e.strerror or e}") from None
+        raise SymllmError(f"checkpoint: cannot read {shown_path(path)}: {e.strerror or e}") from None
     with fh:
         r = _Reader(fh, os.fstat(fh.fileno()).st_size, path)
         if r.size < 24 or r.take(4) != b"GGUF":
@@ -319,8 +319,8 @@ def read(model) -> dict:
     else:
         folder = hub.model_folder(model)
         if folder is None:
-            raise SymllmError(f"checkpoint: {str(model)!r} is not a folder, a .safetensors or .gguf file, or a Hub "
-                              "id in the local cache")
+            raise SymllmError(f"checkpoint: {shown_path(model, 30)} is no folder, .safetensors, .gguf or cached "
+                              "Hub id")
         kind, files = _weights_of(folder)
         if not files:
             _fail(folder, "holds no weights (model.safetensors.index.json, *.safetensors or *.gguf)")
@@ -630,8 +630,8 @@ def check(model) -> dict:
         q = raw.get("quantization_config")
         dtype = _dtype(raw)
         if isinstance(q, dict) and fmt is None:
-            raise SymllmError(f"checkpoint: quantization_config {str(unmodelled(q))[:60]} is not modelled: its "
-                              f"tensors cannot be checked (modelled: {', '.join(QUANTIZED)}; docs/checkpoints.md)")
+            raise SymllmError(f"checkpoint: quantization_config {str(unmodelled(q))[:30]} is not modelled "
+                              "(docs: checkpoints)")
         want = expected(config, str(raw.get("model_type", "llama")),
                         "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if fmt in formats.QUANTIZES else None)

@@ -60,11 +60,9 @@ def _experts_divide_ok(f):
 #: every workload-vs-model check, in the order a scalar check reports the first failure
 CHECKS = (
     Check("pp", ("pp", "n_layers"), lambda f: f["n_layers"] is None or f["pp"] <= f["n_layers"],
-          lambda f: f"pp: {f['pp']} pipeline stages for the {f['n_layers']} blocks of {f['name']}; "
-                    "a stage holds at least one block"),
+          lambda f: f"pp: {f['pp']} pipeline stages for the {f['n_layers']} blocks of {f['name']}: too many"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
-          lambda f: f"ep: expert parallelism needs a mixture-of-experts model; {f['name']} has no routed "
-                    f"experts (got ep {f['ep']})"),
+          lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks do not divide the {f['n_experts']} experts of "
                     f"{f['name']}"),
@@ -120,7 +118,7 @@ def check(model, work) -> None:
     >>> check(spec("llama3.2-1b"), Workload(pp=17))
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: pp: 17 pipeline stages for the 16 blocks of llama3.2-1b; a stage holds at least one block
+    symllm.errors.SymllmError: pp: 17 pipeline stages for the 16 blocks of llama3.2-1b: too many
     """
     fields = {**model_fields(model), **workload_fields(work)}
     failed = failures(fields)

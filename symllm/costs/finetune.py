@@ -55,6 +55,7 @@ from symllm.costs import checks, zero
 from symllm.costs.formats import QUANTIZES
 from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
+from symllm.validate import short
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import DEFAULT_LORA_TARGETS, Workload, lora_targets
 
@@ -117,9 +118,7 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
         if names & set(c.rules.refused):
             hf = {v: k for k, v in lora_names().items() if k != v}
             given = ",".join(sorted(hf.get(x, x) for x in names & set(c.rules.refused)))
-            raise SymllmError(f"lora_targets: PEFT adapts this model's fused {c.name} under {given} (a LoRA of each "
-                              "3-D expert tensor), which symllm does not model; target the attention "
-                              "(q_proj,k_proj,v_proj,o_proj)")
+            raise SymllmError(f"lora_targets: {short(given, 30)} adapt fused {c.name} in PEFT: not modelled")
         if c.shape and c.rules.lora and c.rules.lora[0] in names:
             found.add(c.rules.lora[0])
             return c.replace(children=c.children + _pair(*c.shape, sp.sympify(rank)))
@@ -130,8 +129,8 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
         names = {c.rules.lora[0] for c in mdl.walk() if c.shape and c.rules.lora and names & set(c.rules.holds)}
         out = walk(mdl)
     if not found:
-        raise SymllmError(f"lora_targets: no linear layer of this model is named {lora_targets(targets)!r} "
-                          f"(a mixture-of-experts layer's experts are not linears)")
+        raise SymllmError(f"lora_targets: no linear layer of this model is named {short(lora_targets(targets), 16)} "
+                          "(an expert is not one)")
     return out
 
 

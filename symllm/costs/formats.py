@@ -80,6 +80,7 @@ from math import ceil, prod
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
+from symllm.validate import listed, short
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
@@ -220,11 +221,11 @@ def check_format(fmt, field: str = "weight_format") -> str:
     >>> check_format("Q4_K_L")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, gptq, gptq-8bit, fp8, fp8-channel, fp8-block, nvfp4, mxfp4, w4a16, w4a16-asym, w8a16, w8a16-asym, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, F16, BF16, bf16, fp16, fp32, gguf:TYPE)
+    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, ..., gguf:TYPE)
     """
     if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES):
         return fmt
-    raise SymllmError(f"{field}: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+    raise SymllmError(f"{field}: unknown {short(fmt, 20)} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
 
 
 def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
@@ -234,7 +235,7 @@ def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
     (9437184, 68)
     """
     if ggml_type not in GGML_TYPES:
-        raise SymllmError(f"weight_format: unknown GGML type {ggml_type!r} (known: {', '.join(GGML_TYPES)})")
+        raise SymllmError(f"weight_format: unknown GGML type {short(ggml_type, 20)} (known: {listed(GGML_TYPES)})")
     block, size = GGML_TYPES[ggml_type]
     if (row or n) % block or n % (row or n):
         raise SymllmError(f"weight_format: rows of {row or n} do not hold whole {ggml_type} blocks of {block}")
@@ -256,7 +257,7 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
     ('Q6_K', 'Q8_0')
     """
     if ftype not in FILE_TYPES:
-        raise SymllmError(f"weight_format: unknown file type {ftype!r} (known: {', '.join(FILE_TYPES)})")
+        raise SymllmError(f"weight_format: unknown file type {short(ftype, 20)} (known: {listed(FILE_TYPES)})")
     new = FILE_TYPES[ftype]
     if new in ("F16", "BF16"):
         return new
@@ -305,7 +306,7 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
     if fmt in ("awq", "gptq", "gptq-8bit"):
         bits = 8 if fmt == "gptq-8bit" else 4
         if row % group or (rows * bits) % 32 or (row * bits) % 32:
-            raise SymllmError(f"weight_format: {fmt} needs rows of a multiple of {group} and 32/{bits}-aligned sizes")
+            raise SymllmError(f"weight_format: {fmt} needs rows of a multiple of {group}, sizes 32/{bits}-aligned")
         groups = row // group
         packed = n * bits // 8
         zeros = groups * rows * bits // 8
@@ -333,7 +334,7 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
         if row % 16:
             raise SymllmError(f"weight_format: nvfp4 needs rows of a multiple of 16, not {row}")
         return "nvfp4", n // 16 * 9 + 4
-    raise SymllmError(f"weight_format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+    raise SymllmError(f"weight_format: unknown {fmt!r} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
 
 
 def _gguf_name(t: dict, i: int | None) -> str:
@@ -407,10 +408,9 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     if gguf:
         pure = fmt.removeprefix("gguf:") if fmt.startswith("gguf:") else None
         if pure is not None and pure not in GGML_TYPES:
-            raise SymllmError(f"weight_format: unknown GGML type {pure!r} (known: {', '.join(GGML_TYPES)})")
+            raise SymllmError(f"weight_format: unknown GGML type {short(pure, 20)} (known: {listed(GGML_TYPES)})")
         if not gguf_types_modelled(spec, fmt):
-            raise SymllmError(f"weight_format: llama.cpp's {fmt} is modelled for dense models; a mixture of "
-                              "experts in F16, BF16 or gguf:TYPE")
+            raise SymllmError(f"weight_format: llama.cpp's {fmt} is for dense models; MoE: F16, BF16 or gguf:TYPE")
         cfg = spec.config
         n_layers = cfg.n_layers
         has_output = any(t["kind"] == "head" for t in ts)
@@ -428,7 +428,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     else:
         plain = {"bf16": 2, "fp16": 2, "fp32": 4}
         if fmt not in QUANTIZES and fmt not in plain:
-            raise SymllmError(f"weight_format: unknown {fmt!r} (known: {', '.join(FORMATS)}, gguf:TYPE)")
+            raise SymllmError(f"weight_format: unknown {fmt!r} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
         for t in ts:
             n = t["row"] * t["rows"]
             if fmt in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[fmt]:

@@ -47,7 +47,7 @@ counted.
 >>> peak_flops("a100-80gb", "fp8")
 Traceback (most recent call last):
 ...
-symllm.errors.SymllmError: dtype: a100-80gb has no fp8 tensor cores (NVIDIA A100 Tensor Core GPU datasheet lists none); use bf16 or fp16
+symllm.errors.SymllmError: dtype: a100-80gb has no fp8 tensor cores (its datasheet lists none); use bf16 or fp16
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 
 from symllm._lazy import module
 from symllm.errors import SymllmError
-from symllm.validate import choice
+from symllm.validate import choice, listed, short
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -121,12 +121,12 @@ class GPU:
     def peak(self, dtype: str) -> int:
         """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8)."""
         if dtype not in ("bf16", "fp16", "fp8"):
-            raise SymllmError(f"dtype: roofline time needs bf16, fp16 or fp8 matmuls, got {dtype!r} "
-                              f"(the table holds tensor-core peaks only)")
+            raise SymllmError(f"dtype: roofline time needs bf16, fp16 or fp8 matmuls (tensor-core peaks), "
+                              f"got {short(dtype, 12)}")
         value = getattr(self, dtype)
         if value is None:
             other = "fp16" if self.fp16 is not None and dtype != "fp16" else "bf16"
-            raise SymllmError(f"dtype: {self.name} has no {dtype} tensor cores ({self.source} lists none); "
+            raise SymllmError(f"dtype: {self.name} has no {dtype} tensor cores (its datasheet lists none); "
                               f"use {'bf16 or fp16' if self.bf16 and self.fp16 else other}")
         return value
 
@@ -207,14 +207,13 @@ def gpu(name) -> GPU:
     >>> gpu("h100")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h100-sxm, h100-pcie, h100-nvl, h200, ...)
+    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h100-sxm, h100-pcie, h100-nvl, h200, ...; see --help)
     """
     if isinstance(name, GPU):
         return name
     known = _catalogue()[0]
     if not isinstance(name, str) or name not in known:
-        raise SymllmError(f"gpu: unknown {name!r} (known: {', '.join(known)}; or give --gpu-memory, "
-                          "--gpu-bandwidth and --gpu-flops)")
+        raise SymllmError(f"gpu: unknown {short(name, 20)} (known: {listed(known)}; see --help)")
     return known[name]
 
 
@@ -231,13 +230,13 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
     >>> custom(memory=24)
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu_bandwidth: an accelerator outside the catalogue needs --gpu-memory, --gpu-bandwidth and --gpu-flops (or --gpu NAME to change some of a known one's)
+    symllm.errors.SymllmError: gpu_bandwidth: a GPU outside the catalogue needs --gpu-memory, -bandwidth and -flops
     """
     if base is None:
         for field_, value in (("gpu_memory", memory), ("gpu_bandwidth", bandwidth), ("gpu_flops", flops)):
             if value is None:
-                raise SymllmError(f"{field_}: an accelerator outside the catalogue needs --gpu-memory, "
-                                  "--gpu-bandwidth and --gpu-flops (or --gpu NAME to change some of a known one's)")
+                raise SymllmError(f"{field_}: a GPU outside the catalogue needs --gpu-memory, -bandwidth and "
+                                  "-flops")
         g = GPU("custom", "an accelerator given by --gpu-memory, --gpu-bandwidth, --gpu-flops", bf16=None,
                 fp16=None, fp8=None, bandwidth=1, memory=1, source="the command line", url="")
     else:
@@ -300,7 +299,7 @@ def peak_flops(name, dtype: str = "bf16", act_dtype: str | None = None) -> int:
     >>> peak_flops("h100-sxm", "fp32")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: dtype: roofline time needs bf16, fp16 or fp8 matmuls, got 'fp32' (the table holds tensor-core peaks only)
+    symllm.errors.SymllmError: dtype: roofline time needs bf16, fp16 or fp8 matmuls (tensor-core peaks), got 'fp32'
     """
     return gpu(name).peak(compute_dtype(dtype, act_dtype))
 
@@ -327,9 +326,14 @@ def weights_read(mdl) -> sp.Expr:
     V*d
     """
     active = mdl.total("active")
-    if mdl.child("lm_head").total("params") == 0:  # tied: the lm_head multiplies by the whole table
+    if _tied(mdl):  # tied: the lm_head multiplies by the whole table
         return active
-    return active - mdl.child("embedding").total("active")
+    return active - sum((c.total("active") for c in mdl.children if c.rules.weight == "embedding"), sp.S.Zero)
+
+
+def _tied(mdl) -> bool:
+    """Whether the model's output head (its rules' weight "head") is tied to the embedding: it owns no parameter."""
+    return all(c.total("params") == 0 for c in mdl.children if c.rules.weight == "head")
 
 
 def bytes_moved(mdl, phase: str) -> sp.Expr:
@@ -428,7 +432,7 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     """:func:`bytes_moved` for a pipeline stage as tensor rank 0 holds it (:func:`symllm.costs.parallel.stages`):
     its weights (a look-up reads none of an embedding table: untied, or tied on a stage without the head),
     its KV cache, and the logits (rank 0's vocabulary share) where ``head`` is 1."""
-    lookups = sum((c.total("active") for c in stage.children if c.name == "embedding"), sp.S.Zero)
+    lookups = sum((c.total("active") for c in stage.children if c.rules.weight == "embedding"), sp.S.Zero)
     weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
     kv = stage.total("kv_cache")
     rows = S.b * S.s if phase == "prefill" else S.b
@@ -455,7 +459,7 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, pha
     from symllm.costs import parallel
 
     defs = dict(mdl.definitions)
-    tied = mdl.child("lm_head").total("params") == 0
+    tied = _tied(mdl)
     stages = parallel.stages(mdl, sp_) if laid else (mdl,)
     heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
     per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank

@@ -267,7 +267,7 @@ def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int =
     >>> list(training_peak_parts(model())), list(training_peak_parts(model(), "hf-sdpa"))
     (['training_states', 'activations', 'logits_gradient'], ['weights_and_moments', 'largest_moment'])
     """
-    if comp.name != "model":
+    if not stacks.is_whole(comp):
         raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {comp.name!r}")
     if stack in stacks.COMPONENT_STACKS:
         return {"training_states": _memory(comp, "training_states", zero_stage, recompute, False, optimizer),

@@ -26,7 +26,7 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.arch.resolved import model_for, params, resolve
-from symllm.arch.components import model
+from symllm.arch.components import component, model
 from symllm.arch.config import SWIGLU_RATIO, ModelConfig
 from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
@@ -621,8 +621,9 @@ def attention_ffn_crossover(*, causal: bool = False, phase: str = "prefill") -> 
     3*d*d_ff/(d_h*n_h) - 1
     """
     mdl = model(causal=causal)
-    core = mdl.child("block/attention/scores").flops + mdl.child("block/attention/context").flops
-    ffn = mdl.child("block/feed_forward").total("flops")
+    # the core: the attention's matmuls that are not its linear layers (the components without a shape)
+    core = sum((c.flops for c in component("attention", mdl).walk() if not c.shape), sp.S.Zero)
+    ffn = component("feed_forward", mdl).total("flops")
     if phase == "prefill":
         eq, var = sp.Eq(core.subs(S.t, 0), ffn.subs(S.t, 0)), S.s
     elif phase == "decode":

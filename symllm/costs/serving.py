@@ -76,10 +76,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     work = Workload.of(work, **options)
     gpu = hardware.of(work)
     if gpu is None:
-        raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory with --gpu-bandwidth and --gpu-flops)")
+        raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
-        raise SymllmError("serve: modelled for tensor parallelism (--tp) only; pipeline, data and expert "
-                          "parallelism are not")
+        raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     integer("block_size", block_size)

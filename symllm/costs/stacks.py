@@ -11,7 +11,9 @@ symllm's own memory model is the component tree's (each component's ``saved``, `
   ``eager_saved`` and ``eager_live``).
 
 People often run transformers' ``LlamaForCausalLM``, which saves and holds more, and in fp32 in places. A
-stack here states, per component and in closed form, what that code keeps, each with its one-line reason:
+stack states, per component and in closed form, what that code keeps, each with its one-line reason; the
+component declares it (``Rules.stacks``: its rule in :mod:`symllm.arch.keeps`) and this module walks the model
+and adds the terms up (per layer inside the groups of layers, from their repeats; once where a term says so):
 
 * ``hf-eager``: ``LlamaForCausalLM`` with ``attn_implementation="eager"``;
 * ``hf-sdpa``: the same with ``"sdpa"`` (``F.scaled_dot_product_attention``; what is stated is what its
@@ -41,6 +43,7 @@ storage and without the parameters themselves, for saved bytes; ``MemTracker`` f
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,11 +51,12 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, FP32, INT64
+from symllm.arch.keeps import Keeps, Term
 from symllm.costs import zero
 from symllm.costs.workloads import COMPONENT_STACKS, STACKS
 from symllm.costs.workloads import check_stack as check_name
 from symllm.errors import SymllmError
-from symllm.validate import choice
+from symllm.validate import choice, listed
 
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
     from symllm.arch.components import Component
@@ -62,7 +66,6 @@ __all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "Term", "saved_terms", "i
 
 
 _T = S.b * S.s            # token rows
-_SCORES = S.b * S.n_h * S.s ** 2  # attention scores of a prefill
 _LOW = BF16               # bytes of autocast's bf16/fp16 copies
 _FP32 = FP32
 _INDEX = INT64            # int64 token ids and labels
@@ -70,27 +73,26 @@ _P_BLOCK = sp.Symbol("P_block", positive=True)  # one block's parameters (traini
 _P_LARGEST = sp.Symbol("P_largest", positive=True)  # the largest parameter tensor's elements (likewise)
 
 
-@dataclass(frozen=True)
-class Term:
-    """Bytes one component of a stack keeps, and why."""
-
-    #: where it sits in the model ("block/attention"; "block/..." terms repeat per layer)
-    component: str
-    #: the bytes, a closed form in symllm.arch.symbols
-    bytes: sp.Expr
-    #: one line: which tensors, in which dtype, and which code line keeps them
-    reason: str
-
-
 def _check(stack: str, mdl: Component | None = None) -> None:
     check_name(stack)
     if mdl is None or stack in COMPONENT_STACKS:
         return
-    if mdl.name != "model":
+    if not is_whole(mdl):
         raise SymllmError(f"stack: {stack} is modelled for the whole model, not for {mdl.name!r}")
     missing = list(dict.fromkeys(c.rules.label or c.name for c in _unmodelled(mdl, stack)))
     if missing:
-        raise SymllmError(f"stack: {stack} models LlamaForCausalLM; not modelled for it yet: {', '.join(missing)}")
+        names = missing if len(", ".join(missing)) <= 50 else [m.split(" (")[0] for m in missing]  # the labels' names
+        raise SymllmError(f"stack: {stack} does not model {listed(names, 50)} yet")
+
+
+def is_whole(mdl: Component) -> bool:
+    """Whether ``mdl`` is a whole model: it holds the groups of layers (each a recomputation checkpoint).
+
+    >>> from symllm.arch.components import model
+    >>> is_whole(model()), is_whole(model().children[1])
+    (True, False)
+    """
+    return any(c.checkpoint != 0 for c in mdl.children)
 
 
 def _unmodelled(comp: Component, stack: str):
@@ -108,147 +110,106 @@ def _unmodelled(comp: Component, stack: str):
         yield from _unmodelled(c, stack)
 
 
-def saved_terms(stack: str) -> tuple[Term, ...]:
-    """What a training step's forward saves for backward under ``stack`` (``hf-eager``, ``hf-sdpa``).
+@dataclass(frozen=True)
+class _Kept:
+    """What ``stack`` keeps for one component of a model, and where the walk found it."""
+
+    #: its path in the model ("block/attention"), the label of its terms
+    path: str
+    #: its rule's closed forms (symllm.arch.keeps.Keeps)
+    keeps: Keeps
+    #: how many times the model holds it (the repeats above it and its own: L inside the layers)
+    times: sp.Expr
+    #: the group of layers it sits in (a component the model repeats, a recomputation checkpoint); None: outside
+    layer: Component | None
+
+    def terms(self, kind: str) -> tuple[Term, ...]:
+        """Its ``saved``, ``resident`` or ``moments`` terms, labelled with its path where they name none."""
+        return tuple(t if t.component else dataclasses.replace(t, component=self.path)
+                     for t in getattr(self.keeps, kind))
+
+    def count(self, term: Term) -> sp.Expr:
+        """How many of ``term`` the model holds: one per occurrence, or one (``per`` "once", "input")."""
+        return self.times if term.per == "each" else sp.S.One
+
+
+def _walk(mdl: Component, stack: str) -> list[_Kept]:
+    """What ``stack`` keeps for every component of ``mdl`` (each declares it: ``Rules.stacks``), in model order.
+
+    >>> from symllm.arch.components import model
+    >>> [(k.path, k.times) for k in _walk(model(), "hf-sdpa")][:3]
+    [('model', 1), ('embedding', 1), ('block', L)]
+    """
+    _check(stack, mdl)
+    out = []
+
+    def visit(c, path, times, layer):
+        times = times * c.repeat
+        layer = c if layer is None and c.checkpoint != 0 else layer
+        out.append(_Kept(path or c.name, c.rules.stacks[stack](stack), times, layer))
+        for child in c.children:
+            visit(child, f"{path}/{child.name}" if path else child.name, times, layer)
+
+    visit(mdl, "", sp.S.One, None)
+    return out
+
+
+def _default(mdl: Component | None) -> Component:
+    from symllm.arch.components import model  # LLaMA's, as LlamaForCausalLM has it
+
+    return model() if mdl is None else mdl
+
+
+def _hf_only(stack: str, what: str, where: str) -> None:
+    check_name(stack)
+    if stack in COMPONENT_STACKS:
+        raise SymllmError(f"stack: {stack}'s {what} (phases.{where})")
+
+
+def saved_terms(stack: str, mdl: Component | None = None) -> tuple[Term, ...]:
+    """What a training step's forward saves for backward under ``stack`` (``hf-eager``, ``hf-sdpa``), for
+    ``mdl`` (default: LLaMA's model), each component's in model order (``per``: how many the model holds).
 
     >>> [t.component for t in saved_terms("hf-sdpa")][:3]
     ['embedding', 'block/attention_norm', 'block/attention']
     """
-    _check(stack)
-    if stack in COMPONENT_STACKS:
-        raise SymllmError(f"stack: {stack}'s saved bytes are the components' own (symllm.costs.phases.activations)")
-    T, d, d_ff, V, n_h, n_kv, d_h = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h
-
-    def norm(where):
-        return Term(where, _FP32 * (2 * T * d + T),
-                    "LlamaRMSNorm: its fp32 input (the fp32 residual stream; pow and x*rsqrt save it), the fp32 "
-                    "1/rms per row, and the fp32 normalised x that weight * x saves")
-
-    if stack == "hf-eager":
-        core = Term("block/attention", _LOW * 3 * T * n_h * d_h + (_FP32 + _LOW) * _SCORES,
-                    "eager_attention_forward: Q·Kᵀ saves bf16 casts of the fp32 RoPE'd q and of k repeated to n_h "
-                    "heads; softmax(dtype=fp32) saves its fp32 output; A·V saves the bf16 probabilities and v "
-                    "repeated to n_h heads")
-    else:
-        core = Term("block/attention", _LOW * T * d_h * (2 * n_h + 2 * n_kv) + _FP32 * S.b * n_h * S.s,
-                    "SDPA's flash kernel saves bf16 q, k and v (enable_gqa: n_kv heads, not repeated), its output "
-                    "(also o_proj's input: no copy) and the fp32 log-sum-exp per query and head")
-    return (
-        Term("embedding", _INDEX * T, "nn.Embedding saves the int64 token ids"),
-        norm("block/attention_norm"),
-        Term("block/attention", _LOW * (3 * T * d + d * d_h * (2 * n_h + 2 * n_kv)),
-             "q_proj, k_proj, v_proj: autocast casts the fp32 normed input once per linear (3 bf16 copies), "
-             "and each saves its bf16 weight copy"),
-        core,
-        Term("block/attention", _LOW * T * n_h * d_h * (1 if stack == "hf-eager" else 0),
-             "o_proj saves its bf16 input (eager: attn_output.transpose(1, 2).contiguous() is a copy)"),
-        Term("block/attention/rope", _FP32 * 2 * S.s * d_h,
-             "apply_rotary_pos_emb: q * cos and rotate_half(q) * sin save cos and sin, fp32 (the residual "
-             "stream's dtype), one table shared by every layer"),
-        norm("block/ffn_norm"),
-        Term("block/feed_forward", _LOW * (2 * T * d + 4 * T * d_ff + 3 * d * d_ff),
-             "gate_proj and up_proj each save their own bf16 cast of the fp32 normed input; SiLU saves the "
-             "gate, the product saves SiLU's output and up's; down_proj saves the product; 3 bf16 weight copies"),
-        norm("norm"),
-        Term("lm_head", _LOW * (T * d + V * d),
-             "lm_head saves the bf16 cast of the fp32 final norm and the bf16 weight copy (tied or not)"),
-        Term("loss", _FP32 * T * V + _INDEX * T + _FP32,
-             "ForCausalLMLoss: logits.float(); log_softmax saves its fp32 output, nll_loss the int64 shifted "
-             "labels and the fp32 total weight"),
-    )
+    _hf_only(stack, "saved bytes are the components' own", "activations")
+    return tuple(t for k in _walk(_default(mdl), stack) for t in k.terms("saved"))
 
 
-def inference_terms(stack: str) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
-    """``(resident, moments)`` of a prefill that returns every logit: bytes held while the layers run
-    (besides weights and KV cache; the token ids are held throughout) and the candidates for the largest
-    transient set (one moment at a time; the ``lm_head`` moment comes after the layers' residents are freed).
+def inference_terms(stack: str, mdl: Component | None = None) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
+    """``(resident, moments)`` of a prefill that returns every logit, for ``mdl`` (default: LLaMA's model):
+    bytes held while the layers run (besides weights and KV cache; the token ids, ``per="input"``, are held
+    throughout) and the candidates for the largest transient set (one moment at a time; a moment outside the
+    layers, the ``lm_head``'s, comes after the layers' residents are freed).
 
     >>> [t.component for t in inference_terms("hf-eager")[1]][:3]
-    ['block/attention', 'block/attention/context', 'block/attention/rope']
+    ['block/attention/rope', 'block/attention/scores', 'block/attention/context']
     """
-    _check(stack)
-    if stack in COMPONENT_STACKS:
-        raise SymllmError(f"stack: {stack}'s working set is the components' own (symllm.costs.phases.memory)")
-    T, d, d_ff, V, n_h, n_kv, d_h, ba = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.beta_a
-    not_fp32 = sp.Min(1, (ba - _FP32) ** 2)  # 1 unless the model runs in fp32 (then .to(fp32) is no copy)
-    resident = [
-        Term("embedding", _INDEX * T + ba * T * d + _INDEX * S.s,
-             "the int64 input ids, inputs_embeds and the int64 position_ids, which LlamaModel.forward holds "
-             "until it returns"),
-        Term("block", ba * T * d * sp.Min(1, S.L - 1),
-             "the last layer's input, held by the layer loop (it is inputs_embeds itself when L = 1)"),
-        Term("block/attention/rope", ba * (2 * S.s * d_h + d_h),
-             "cos and sin for every position, and the inv_freq buffers"),
-    ]
-    if stack == "hf-eager":
-        resident.append(Term("block/attention", ba * S.b * S.s ** 2,
-                             "create_causal_mask's 4-D additive mask for eager attention, held for the whole pass"))
-        core = Term("block/attention",
-                    ba * T * d + ba * T * n_h * d_h
-                    + 2 * ba * T * n_h * d_h * sp.Min(1, n_h - n_kv) * sp.Min(1, n_kv - 1)
-                    + _SCORES * (ba + _FP32 + _FP32 * not_fp32),
-                    "at softmax(dtype=fp32): the normed input, RoPE'd q, repeat_kv's copies of k and v (GQA; MHA and "
-                    "MQA repeat by views), "
-                    "the masked scores, their fp32 copy and the fp32 probabilities")
-    else:
-        core = Term("block/attention", ba * T * d + 2 * ba * T * n_h * d_h + _FP32 * S.b * n_h * S.s,
-                    "SDPA: the normed input, RoPE'd q, the output and the kernel's fp32 log-sum-exp (no s² tensor)")
-    # eager: the decoder layer's `hidden_states, _ = self.self_attn(...)` keeps the bf16 probabilities
-    # (returned as attn_weights) alive in `_` until the layer ends: through ffn_norm and the MLP
-    probs = ba * _SCORES if stack == "hf-eager" else sp.S.Zero
-    context = ()
-    if stack == "hf-eager":  # short prompts: the output's contiguous copy outweighs the fp32 scores
-        context = (Term("block/attention/context",
-                        ba * T * d + ba * T * n_h * d_h * (3 + 2 * sp.Min(1, n_h - n_kv) * sp.Min(1, n_kv - 1))
-                        + ba * _SCORES,
-                        "at attn_output.transpose(1, 2).contiguous(): the normed input, RoPE'd q, repeat_kv's "
-                        "copies, the probabilities, A·V's output and its contiguous copy"),)
-    moments = (
-        core,
-        *context,
-        Term("block/attention/rope", ba * (T * d + T * d_h * sp.Max(4 * n_h + 2 * n_kv, 2 * n_h + 5 * n_kv))
-             - S.beta_kv * 2 * S.b * (S.s + S.n) * n_kv * d_h,
-             "at rotate_half(q) * sin: the normed input, q, k, v, q * cos, rotate_half(q) and its product; or, "
-             "when k's heads weigh more (n_kv > 2n_h/3), at rotate_half(k) * sin: q still held by the caller, "
-             "q_embed, k, v, k * cos, rotate_half(k) and its product; the last layer's KV cache is not written yet"),
-        Term("block/feed_forward", 2 * ba * T * d + 3 * ba * T * d_ff + probs,
-             "at silu(gate) * up: the residual sum and its normed input, SiLU's output, up's and their product "
-             "(eager: and the probabilities attention returned)"),
-        Term("block/ffn_norm", ba * T * d + _FP32 * T * d * (1 + not_fp32) + 2 * _FP32 * T + probs,
-             "inside LlamaRMSNorm: x (the residual sum), its fp32 copy, the fp32 x*rsqrt (or x**2), and the fp32 "
-             "variance and its rsqrt per row (eager: and the probabilities)"),
-        Term("lm_head", ba * T * (d + V), "after LlamaModel returns (its inputs_embeds, layer input, cos/sin "
-             "and mask freed): the final normed hidden states and the logits at every position"),
-    )
-    return tuple(resident), moments
-
-
-def _total(terms, where=lambda t: True) -> sp.Expr:
-    """The terms' bytes, ``block/...`` terms (except the shared RoPE table) times ``L``."""
-    out = sp.S.Zero
-    for t in terms:
-        if where(t):
-            per_layer = t.component.startswith("block") and t.component != "block/attention/rope"
-            out += S.L * t.bytes if per_layer and t.component != "block" else t.bytes
-    return out
+    _hf_only(stack, "working set is the components' own", "memory")
+    kept = _walk(_default(mdl), stack)
+    return (tuple(t for k in kept for t in k.terms("resident")), tuple(t for k in kept for t in k.terms("moments")))
 
 
 def activations(mdl: Component, stack: str, recompute: bool = False) -> sp.Expr:
     """Bytes a training forward saves for backward under ``stack`` (an HF stack); with ``recompute``
-    (gradient checkpointing) the peak during backward: one fp32 checkpoint per layer, one layer's saved
-    tensors recomputed, and what lies outside the layers.
+    (gradient checkpointing) the peak during backward: each layer's checkpoint, one layer's saved tensors
+    recomputed, and what lies outside the layers.
 
     >>> from symllm.arch.components import model
     >>> sp.expand(activations(model(), "hf-eager", recompute=True)).coeff(S.L)
     4*b*d*s
     """
-    _check(stack, mdl)
-    terms = saved_terms(stack)
+    kept = _walk(mdl, stack)
     if not recompute:
-        return _total(terms)
-    in_block = lambda t: t.component.startswith("block/") and t.component != "block/attention/rope"  # noqa: E731
-    once = sum((t.bytes for t in terms if in_block(t)), sp.S.Zero)
-    return S.L * _FP32 * _T * S.d + once + _total(terms, lambda t: not in_block(t))
+        return sum((k.count(t) * t.bytes for k in kept for t in k.terms("saved")), sp.S.Zero)
+    in_layer = lambda k, t: k.layer is not None and t.per == "each"  # noqa: E731
+    groups = list(dict.fromkeys(k.layer for k in kept if k.layer is not None))
+    checkpoints = sum((k.times * k.keeps.checkpoint for k in kept if k.keeps.checkpoint != 0), sp.S.Zero)
+    one = sp.Max(*(sum((t.bytes for k in kept if k.layer is g for t in k.terms("saved") if in_layer(k, t)),
+                       sp.S.Zero) for g in groups))
+    rest = sum((k.count(t) * t.bytes for k in kept for t in k.terms("saved") if not in_layer(k, t)), sp.S.Zero)
+    return checkpoints + one + rest
 
 
 def inference_peak(mdl: Component, stack: str) -> sp.Expr:
@@ -259,14 +220,14 @@ def inference_peak(mdl: Component, stack: str) -> sp.Expr:
     >>> inference_peak(model(), "hf-sdpa").has(S.beta_w, S.beta_kv)
     True
     """
-    _check(stack, mdl)
-    resident, moments = inference_terms(stack)
+    kept = _walk(mdl, stack)
     kv = S.beta_kv * sp.factor(mdl.total("kv_cache").subs(S.t, S.n))
-    held = sum((t.bytes for t in resident if t.component != "embedding"), sp.S.Zero)
-    ids, embeds = _INDEX * _T, S.beta_a * _T * S.d + _INDEX * S.s  # the embedding's term: ids stay to the end
-    layers = [held + embeds + t.bytes for t in moments if t.component != "lm_head"]
-    head = [t.bytes for t in moments if t.component == "lm_head"]
-    return S.beta_w * mdl.total("params") + kv + ids + sp.Max(*layers, *head)
+    resident = [(k, t) for k in kept for t in k.terms("resident")]
+    inputs = sum((t.bytes for _, t in resident if t.per == "input"), sp.S.Zero)  # the ids stay to the end
+    held = sum((k.count(t) * t.bytes for k, t in resident if t.per != "input"), sp.S.Zero)
+    layers = [held + t.bytes for k in kept if k.layer is not None for t in k.terms("moments")]
+    after = [t.bytes for k in kept if k.layer is None for t in k.terms("moments")]
+    return S.beta_w * mdl.total("params") + kv + inputs + sp.Max(*layers, *after)
 
 
 def training_states(mdl: Component, stack: str, zero_stage: int = 0, optimizer: str = "adamw") -> sp.Expr:
@@ -285,10 +246,11 @@ def training_states(mdl: Component, stack: str, zero_stage: int = 0, optimizer: 
 # --------------------------------------------------------------------------- the training step's peak
 
 def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
-                   optimizer: str = "adamw") -> tuple[Term, ...]:
+                   optimizer: str = "adamw", mdl: Component | None = None) -> tuple[Term, ...]:
     """The candidates for the highest point of one steady-state training step under ``stack`` (``hf-eager``,
-    ``hf-sdpa``): each Term is everything live at that moment except the fp32 master weights ``4N`` and
-    AdamW's moments ``8N`` (held throughout). ``component`` names the moment; ``N`` is the parameter count.
+    ``hf-sdpa``) for ``mdl`` (default: LLaMA's model): each Term is everything live at that moment except the
+    fp32 master weights ``4N`` and AdamW's moments ``8N`` (held throughout). ``component`` names the moment;
+    ``N`` is the parameter count.
 
     The loop (docs/stacks.md, "Training peak"): ``optimizer.zero_grad(set_to_none=True)``; ``loss =
     model(input_ids=ids, labels=labels).loss`` under autocast (the output, with its logits and KV cache,
@@ -296,26 +258,32 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
     torch's default on a GPU, ``foreach`` AdamW. The batch (int64 ids and labels, ``16·b·s``) is held
     throughout. Step 2 onwards: the moments exist; the gradients of the previous step were freed. ZeRO
     shards as :func:`training_states` does (the optimizer step's gradients from stage 2, its temporary from
-    stage 1); the backward's gradients are counted whole, as they are produced.
+    stage 1); the backward's gradients are counted whole, as they are produced. The moments inside a layer
+    are its components' (``Keeps.steps``), in model order, each in the last and in the first layer.
 
     >>> [t.component for t in training_terms("hf-eager")][:5]
-    ['forward end', 'backward start', 'optimizer step', 'last layer MLP backward', 'first layer MLP backward']
+    ['forward end', 'backward start', 'optimizer step', 'last layer forward', 'last layer backward']
     >>> [t.component for t in training_terms("hf-eager")][5:]
-    ['last layer forward', 'last layer backward', 'first layer backward']
+    ['first layer backward', 'last layer MLP backward', 'first layer MLP backward']
     >>> len(training_terms("hf-sdpa", recompute=True)), len(training_terms("hf-eager", recompute=True))
     (7, 11)
     """
-    _check(stack)
-    if stack in COMPONENT_STACKS:
-        raise SymllmError(f"stack: {stack}'s training peak is a convention (symllm.costs.phases.memory), not moments")
-    T, d, d_ff, V, n_h, n_kv, d_h, L = _T, S.d, S.d_ff, S.V, S.n_h, S.n_kv, S.d_h, S.L
-    saved = saved_terms(stack)
-    emb, attn_norm, qkv, core, o_proj, rope, ffn_norm, ffn, norm, head, loss = saved
-    block = sum((t.bytes for t in saved if t.component.startswith("block/") and t is not rope), sp.S.Zero)
+    _hf_only(stack, "training peak is a convention", "memory), not moments (")
+    kept = _walk(_default(mdl), stack)
+    groups = list(dict.fromkeys(k.layer for k in kept if k.layer is not None))
+    if len(groups) != 1:  # every kind of layer but LLaMA's refuses these stacks (symllm.arch.keeps)
+        raise SymllmError(f"stack: {stack} models one group of identical layers, not {len(groups)}")
+    group = groups[0]
+    T, d, n_kv, d_h, V, L = _T, S.d, S.n_kv, S.d_h, S.V, group.repeat
+    saved = [(k, t) for k in kept for t in k.terms("saved")]
+    # a layer's saves (its components', one each); what every layer shares (RoPE's table); what lies outside
+    block = sum((t.bytes for k, t in saved if k.layer is group and t.per == "each"), sp.S.Zero)
+    shared = sum((t.bytes for k, t in saved if k.layer is group and t.per != "each"), sp.S.Zero)
+    checkpoint = sum((k.keeps.checkpoint for k in kept if k.layer is group), sp.S.Zero)
     # the forward's saved bytes: every block (or, with recompute, its fp32 input: one checkpoint a layer)
     # and what lies outside the blocks; the int64 ids the embedding saves are the batch's (counted there)
-    layers = L * (_FP32 * T * d if recompute else block)
-    outside = rope.bytes + norm.bytes + head.bytes + loss.bytes
+    layers = L * (checkpoint if recompute else block)
+    outside = shared + sum((t.bytes for k, t in saved if k.layer is None and t.per != "input"), sp.S.Zero)
     batch = 2 * _INDEX * T
     kv = 0 if recompute else 2 * _FP32 * L * T * n_kv * d_h
     N = S.N
@@ -340,51 +308,28 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
     # Inside a layer. Going down the backward, each layer frees its saves and adds its fp32 gradients, so a
     # moment inside a layer is highest in the last layer (the layers below still saved) or in the first (the
     # gradients of all above made): both are candidates. With recompute every layer runs its forward again
-    # there, after the head's backward, with only the fp32 inputs (and eager's mask) of the layers below held.
+    # there, after the head's backward, with only the fp32 inputs (and what the layers declare held: eager's
+    # mask) of the layers below held.
     head_grads = _FP32 * (V * d + d)  # lm_head's (tied: the shared table's) and the final norm's
-    mask = _FP32 * S.b * S.s ** 2 if stack == "hf-eager" else 0  # eager's 4-D fp32 mask
-    ends = {"last": ((L - 1) * (_FP32 * T * d if recompute else block), sp.S.Zero),
+    again = sum((k.keeps.held for k in kept), sp.S.Zero) if recompute else 0
+    ends = {"last": ((L - 1) * (checkpoint if recompute else block), sp.S.Zero),
             "first": (sp.S.Zero, (L - 1) * _FP32 * _P_BLOCK)}
-    held = batch + rope.bytes + head_grads + _FP32 * T * d + (mask if recompute else 0)  # residual's gradient
-    for where, (below, above) in ends.items():
-        out.append(Term(f"{where} layer MLP backward", held + below + above + block + 2 * _LOW * T * d_ff
-                        + _FP32 * d * d_ff,
-                        f"at silu(gate) * up's backward in the {where} layer: the layers below saved (recompute: "
-                        "their fp32 inputs), the fp32 gradients of the head and of the layers above, the residual "
-                        "stream's, the layer's saves, the bf16 gradient of down_proj's input and one of its two "
-                        "products, down_proj's fp32 gradient"))
-    if recompute:  # RoPE in a layer run again (in the forward itself the forward end holds more)
-        X = T * n_h * d_h
-        for where, (below, above) in ends.items():
-            out.append(Term(f"{where} layer RoPE", held + below + above + attn_norm.bytes + qkv.bytes + _FP32 * T * d
-                            + 2 * _LOW * T * n_kv * d_h + _LOW * X + 3 * _FP32 * X,
-                            f"at q * cos + rotate_half(q) * sin in the {where} layer, run again: as its MLP "
-                            "backward's moment, with its norm and q/k/v saves, the fp32 normed input, bf16 q, k and v, "
-                            "and three fp32 b·s·n_h·d_h tensors (q * cos, the rotated product, their sum)"))
-    if stack != "hf-eager":
-        return tuple(out)
-    scores = _SCORES
-    gqa = sp.Min(1, n_h - n_kv) * sp.Min(1, n_kv - 1)  # repeat_kv copies (MHA, MQA: views)
-    qk = _LOW * 2 * T * n_h * d_h  # Q·Kᵀ's bf16 casts of q and of the repeated k
-    to_core = attn_norm.bytes + qkv.bytes + qk  # a layer's saves up to the softmax
-    core_fwd = (mask + _FP32 * T * d + _FP32 * T * n_h * d_h * (1 + 2 * gqa) + 2 * _FP32 * scores)
-    if not recompute:  # in the forward itself, the last layer: its KV cache and the mask held, no gradients
-        out.append(Term("last layer forward", batch + (L - 1) * block + rope.bytes + to_core + kv + core_fwd,
-                        "at the last layer's softmax: the layers below, its norm, q/k/v and Q·Kᵀ saves, the KV "
-                        "cache, the eager 4-D fp32 mask, the fp32 normed input and RoPE'd q, repeat_kv's fp32 "
-                        "copies of k and v, the masked fp32 scores and the fp32 probabilities"))
-    else:
-        for where, (below, above) in ends.items():
-            out.append(Term(f"{where} layer forward", held - mask + below + above + to_core + core_fwd,
-                            f"at the {where} layer's softmax, run again: as its MLP backward's moment, with its saves "
-                            "up to the softmax, the mask, the fp32 normed input and RoPE'd q, repeat_kv's fp32 copies, "
-                            "the masked fp32 scores and the fp32 probabilities"))
-    for where, (below, above) in ends.items():
-        out.append(Term(f"{where} layer backward", held + below + above + to_core + _FP32 * scores
-                        + _FP32 * (3 * d * d_ff + d + n_h * d_h * d) + 2 * _FP32 * scores + _FP32 * T * n_h * d_h,
-                        f"at the {where} layer's softmax backward: as its MLP backward's moment, with its saves up "
-                        "to the fp32 probabilities, the fp32 gradients of its MLP, ffn_norm and o_proj, two fp32 "
-                        "b·n_h·s² gradients and v's fp32 gradient waiting"))
+    held = batch + shared + head_grads + _FP32 * T * d + again  # residual's gradient
+    before = sp.S.Zero  # the layer's saves made before the component walked
+    for k in kept:
+        if k.layer is not group:
+            continue
+        for step in k.keeps.steps:
+            if step.recompute is not None and step.recompute != bool(recompute):
+                continue
+            if step.forward:  # in the forward itself, the last layer: its KV cache held, no gradients
+                out.append(Term(f"last layer {step.name}", batch + ends["last"][0] + shared + kv + before + step.bytes,
+                                step.reason.format(where="last")))
+                continue
+            for where, (below, above) in ends.items():
+                out.append(Term(f"{where} layer {step.name}", held + below + above + before + step.bytes,
+                                step.reason.format(where=where)))
+        before += sum((t.bytes for t in k.terms("saved") if t.per == "each"), sp.S.Zero)
     return tuple(out)
 
 
@@ -411,7 +356,7 @@ def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zer
     ['weights_and_moments', 'largest_moment']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    largest = sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage, optimizer)))
+    largest = sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)))
     return {"weights_and_moments": held, "largest_moment": largest}
 
 
@@ -454,4 +399,4 @@ def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int
     ['forward end', 'backward start']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    return [(t, held + t.bytes.subs(sizes)) for t in training_terms(stack, recompute, zero_stage, optimizer)]
+    return [(t, held + t.bytes.subs(sizes)) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)]

@@ -23,7 +23,7 @@ from fractions import Fraction
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice, integer, zero_stage
+from symllm.validate import boolean, choice, integer, listed, short, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS"]
@@ -35,8 +35,7 @@ COMPONENT_STACKS = ("fused", "eager")
 #: the stacks symllm knows
 STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
 #: names no longer taken, and what to say instead
-_RENAMED = {"ideal": "renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, "
-                     "what 'ideal' computed)"}
+_RENAMED = {"ideal": "renamed: 'fused' (SDPA, default) or 'eager' (as 'ideal' was)"}
 _FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
 
 
@@ -47,7 +46,7 @@ def check_stack(stack) -> None:
     >>> check_stack("ideal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: stack: 'ideal' was renamed: 'fused' (FlashAttention/SDPA, the default) or 'eager' (the s² scores kept, what 'ideal' computed)
+    symllm.errors.SymllmError: stack: 'ideal' was renamed: 'fused' (SDPA, default) or 'eager' (as 'ideal' was)
     """
     if stack in _RENAMED:
         raise SymllmError(f"stack: {stack!r} was {_RENAMED[stack]}")
@@ -107,7 +106,7 @@ def lora_targets(value) -> str:
     >>> lora_targets("qkv")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: wq, wk, wv, wo, w1, w2, w3, ...)
+    symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: q_proj, k_proj, v_proj, o_proj, gate_proj, ...)
     """
     if value == DEFAULT_LORA_TARGETS:  # already in symllm's names and order (tests/test_rules.py checks it)
         return value
@@ -117,7 +116,10 @@ def lora_targets(value) -> str:
     known = lora_names()
     names = set()
     for name in (x.strip() for x in value.split(",")):
-        names.add(known[choice("lora_targets", name, known)])
+        if name not in known:  # PEFT's names first: what a user of PEFT writes (symllm's wq, w1... too)
+            hf = [k for k, v in known.items() if k != v]
+            raise SymllmError(f"lora_targets: unknown {short(name, 20)} (known: {listed(hf, 46)})")
+        names.add(known[name])
     return ",".join(x for x in dict.fromkeys(known.values()) if x in names)
 
 
@@ -223,11 +225,10 @@ class Workload:
         choice("optimizer", self.optimizer, OPTIMIZERS)
         boolean("sp", self.sp)
         if self.sp and self.tp == 1:
-            raise SymllmError("sp: sequence parallelism splits the sequence over the tensor-parallel ranks; "
-                              "give tp > 1 (--tp), got tp 1")
+            raise SymllmError("sp: sequence parallelism splits over the tensor-parallel ranks; give --tp > 1")
         if self.dp % self.ep:  # symllm.costs.parallel: expert-parallel groups are carved out of the data-parallel ranks
-            raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel ranks "
-                              "(--dp) they are carved out of")
+            raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel "
+                              "ranks (--dp)")
         choice("dtype", self.dtype, DTYPES)
         put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
         choice("kv_dtype", self.kv_dtype, DTYPES)
@@ -262,8 +263,8 @@ class Workload:
         if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
                                                    or self.ep > 1):
             # LoRA's and the per-GPU memory use the component tree's tensors: refused rather than mixed
-            raise SymllmError(f"stack: {self.stack} is not modelled with LoRA or a parallel layout yet "
-                              "(--lora-rank, --tp, --pp, --ep take the fused or the eager stack)")
+            raise SymllmError(f"stack: {self.stack} is not modelled with LoRA, --tp, --pp or --ep (fused and "
+                              "eager are)")
 
     @classmethod
     def of(cls, workload: Workload | None = None, **options) -> Workload:
@@ -280,7 +281,7 @@ class Workload:
         names = cls.names()
         unknown = sorted(set(options) - set(names))
         if unknown:
-            raise SymllmError(f"workload: unknown option {unknown[0]!r} (known: {', '.join(names)})")
+            raise SymllmError(f"workload: unknown option {short(unknown[0], 20)} (known: {listed(names)})")
         given = {k: v for k, v in options.items() if v is not None}
         return workload.replace(**given) if workload is not None else cls(**given)
 

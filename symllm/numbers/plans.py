@@ -59,8 +59,7 @@ REASONS = {"training_peak": "training peak > {capacity} per GPU",
 def _time(config, work: Workload | None, options: dict) -> dict:
     work = Workload.of(work, **options)
     if hardware.of(work) is None:
-        raise SymllmError("gpu: an inverse question needs an accelerator (gpu=NAME, or gpu_memory, "
-                          "gpu_bandwidth and gpu_flops)")
+        raise SymllmError("gpu: an inverse question needs an accelerator (gpu=NAME or gpu_memory, ...)")
     return costs.workload(config, work)["time"]
 
 
@@ -116,8 +115,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     work = Workload.of(work, **options)
     g = hardware.of(work)
     if g is None:
-        raise SymllmError("gpu: fewest_gpus needs an accelerator (gpu=NAME, or gpu_memory, gpu_bandwidth and "
-                          "gpu_flops)")
+        raise SymllmError("gpu: fewest_gpus needs an accelerator (gpu=NAME or gpu_memory, ...)")
     ranks = (ranks,) if isinstance(ranks, str) else tuple(ranks)
     for r in ranks:
         if r not in inverse.LAYOUT_RANKS:

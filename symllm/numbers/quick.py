@@ -52,12 +52,17 @@ def _key(config: ModelConfig) -> str:
     return cache_key(fields)
 
 
-def _number(config: ModelConfig, code: str):
-    """The number a kernel argument takes, named by its symbol's code: a config field, or the count of a
-    group of layers after the first (``n_layers_2``: :data:`symllm.arch.symbols.GROUP_COUNTS`)."""
-    if code.startswith("n_layers_"):
-        return config.groups[int(code.removeprefix("n_layers_")) - 1][1]
-    return getattr(config, code)
+def _number(config: ModelConfig, binds: list):
+    """The number a kernel argument takes: what its symbol binds, as the symbols table says it and the cache
+    entry stores it (:attr:`symllm.arch.symbols.SymbolInfo.binds`): a config field, or the count of a group
+    of layers.
+
+    >>> cfg = load("llama4-maverick-17b-128e")
+    >>> _number(cfg, ["field", "dim"]), _number(cfg, ["group", 1]) == cfg.groups[1][1]
+    (5120, True)
+    """
+    kind, what = binds
+    return config.groups[what][1] if kind == "group" else getattr(config, what)
 
 
 @lru_cache(maxsize=64)
@@ -75,13 +80,13 @@ def _from_api(config: ModelConfig) -> tuple[dict, int, tuple]:
 
     spec = resolved.spec(config)
     table = resolved._params_table(spec.structure)
-    code = lambda args: json.dumps([S.SYMBOLS[a].code for a in args])  # noqa: E731
+    binds = lambda args: json.dumps([S.SYMBOLS[a].binds for a in args])  # noqa: E731
     if spec.hidden_rule == "explicit":
         hidden = ("", "")
     else:
         kernel = hidden_dim_kernel(spec.hidden_rule)
-        hidden = (code(kernel.args), kernel.source)
-    return resolved.params(spec), spec.hidden_dim, (*hidden, code(table.args), json.dumps(table.names), table.source)
+        hidden = (binds(kernel.args), kernel.source)
+    return resolved.params(spec), spec.hidden_dim, (*hidden, binds(table.args), json.dumps(table.names), table.source)
 
 
 def params(config: ModelConfig) -> tuple[dict, int]:
@@ -100,8 +105,8 @@ def params(config: ModelConfig) -> tuple[dict, int]:
                 d_ff = config.hidden_dim
             else:
                 args, kernel = hidden
-                d_ff = kernel(*(getattr(config, a) for a in args))
-            values = [d_ff if a == "hidden_dim" else _number(config, a) for a in table_args]
+                d_ff = kernel(*(_number(config, a) for a in args))
+            values = [d_ff if a == ["field", "hidden_dim"] else _number(config, a) for a in table_args]
             counts = dict(zip(names, table(*values), strict=True))
             if type(counts.get("total")) is int and type(d_ff) is int:
                 return counts, d_ff

@@ -62,7 +62,7 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
-from symllm.validate import positive_int
+from symllm.validate import listed, positive_int, short, shown_path
 from symllm.numbers.kernels import compile_expr
 from symllm.files import parse_json, read_text, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
@@ -134,7 +134,7 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     if path and base in ("params", "flops", "elementwise"):
         terms = mdl.breakdown(base)
         if path not in terms:
-            raise SymllmError(f"quantity: no term {path!r} in {base} (known: {', '.join(terms)})")
+            raise SymllmError(f"quantity: no term {short(path, 24)} in {base} (known: {listed(terms)})")
         return terms[path]
     if not path and name in quantity_names():
         if name in ("params", "flops", "elementwise"):
@@ -179,7 +179,7 @@ def parse_number(text: str, field: str):
         raise SymllmError(f"{field}: expected a finite number, got {text!r}")
     if value and value.adjusted() >= MAX_DIGITS:  # 1e9999999 would be ten million digits: refused at once
         raise SymllmError(f"{field}: {text[:20]!r}{'...' if len(text) > 20 else ''} has more than "
-                          f"{MAX_DIGITS:,} digits (the most a config file may give)")
+                          f"{MAX_DIGITS:,} digits (a config file's most)")
     return int(value) if value == value.to_integral_value() else float(value)
 
 
@@ -378,11 +378,11 @@ def _csv_rows(text: str, path: Path) -> Iterator[dict]:
             if not row:
                 continue
             if len(row) != len(header):
-                raise SymllmError(f"table: {str(path)!r} line {reader.line_num} has "
+                raise SymllmError(f"table: {shown_path(path)} line {reader.line_num} has "
                                   f"{'more' if len(row) > len(header) else 'fewer'} fields than the header")
             yield {k: v.strip() if k in NAME_COLUMNS else parse_number(v, k) for k, v in zip(header, row)}
     except csv.Error as e:
-        raise SymllmError(f"table: {str(path)!r} is not valid CSV ({e})") from None
+        raise SymllmError(f"table: {shown_path(path)} is not valid CSV ({e})") from None
 
 
 def _exact(value):
@@ -397,11 +397,11 @@ def _json_rows(text: str, path: Path) -> Iterator[dict]:
     if stripped.startswith("["):
         items = _json_array(stripped, path)
     else:
-        items = ((parse_json(line, "table", f"{str(path)!r} line {number}", parse_float=decimal.Decimal),
+        items = ((parse_json(line, "table", f"{shown_path(path)} line {number}", parse_float=decimal.Decimal),
                   f"line {number}") for number, line in enumerate(_lines(text), 1) if line.strip())
     for row, at in items:
         if not isinstance(row, dict):
-            raise SymllmError(f"table: {str(path)!r} {at} is not a JSON object of fields, got {row!r:.40}")
+            raise SymllmError(f"table: {shown_path(path)} {at} is not a JSON object of fields, got {row!r:.40}")
         for k in NAME_COLUMNS:
             if k in row and not isinstance(row[k], str):
                 raise SymllmError(f"{k}: expected a preset name or a config path (a string), got {row[k]!r:.40}")
@@ -411,7 +411,7 @@ def _json_rows(text: str, path: Path) -> Iterator[dict]:
 def _json_array(text: str, path: Path) -> Iterator[tuple]:
     """The items of the JSON array ``text``, one at a time (json.loads would build every row at once)."""
     decoder = json.JSONDecoder(parse_float=decimal.Decimal)
-    where = repr(str(path))
+    where = shown_path(path)
     pos, number, end = 1, 0, len(text)
     ws = re.compile(r"[ \t\n\r]*")
     pos = ws.match(text, pos).end()
@@ -422,11 +422,11 @@ def _json_array(text: str, path: Path) -> Iterator[tuple]:
         try:
             item, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as e:
-            raise SymllmError(f"table: {where} is not valid JSON ({e.msg} at line {e.lineno})") from None
+            raise SymllmError(f"table: {where} is not valid JSON (line {e.lineno}, column {e.colno})") from None
         except RecursionError:
             raise SymllmError(f"table: {where} is not valid JSON (nested too deeply)") from None
-        except ValueError as e:
-            raise SymllmError(f"table: {where}: a number is too long ({str(e).split(';')[0]})") from None
+        except ValueError:  # an integer over sys.get_int_max_str_digits() digits
+            raise SymllmError(f"table: {where} item {number}: a number is too long") from None
         yield item, f"item {number}"
         pos = ws.match(text, pos).end()
         if text.startswith(",", pos):
@@ -435,7 +435,7 @@ def _json_array(text: str, path: Path) -> Iterator[tuple]:
         if text.startswith("]", pos) and not text[pos + 1:].strip():
             return
         line = text.count("\n", 0, pos) + 1
-        raise SymllmError(f"table: {where} is not valid JSON (Expecting ',' delimiter at line {line})")
+        raise SymllmError(f"table: {where} is not valid JSON (line {line}: expected ',' or ']')")
 
 
 # ---------------------------------------------------------------- the sweep
@@ -467,14 +467,15 @@ class SweepResult:
 
 
 def dropped_text(reasons: dict) -> str:
-    """Why points were dropped (:attr:`SweepResult.reasons`), most frequent check first, each with its
-    first point's error line.
+    """Why points were dropped (:attr:`SweepResult.reasons`), most frequent check first, a line each: how
+    many, and the first such point's error line (within 100 columns, as the error line is).
 
-    >>> dropped_text({"head_dim": (1, "head_dim: 3 is odd"), "n_heads": (4, "n_heads: ...")})
-    '4 n_heads (first: n_heads: ...); 1 head_dim (first: head_dim: 3 is odd)'
+    >>> print(dropped_text({"head_dim": (1, "head_dim: 3 is odd"), "n_heads": (4, "n_heads: ...")}))
+    4 dropped, the first: n_heads: ...
+    1 dropped, the first: head_dim: 3 is odd
     """
     ranked = sorted(reasons.items(), key=lambda kv: -kv[1][0])
-    return "; ".join(f"{n:,} {k} (first: {line})" for k, (n, line) in ranked)
+    return "\n".join(f"{n:,} dropped, the first: {line}" for k, (n, line) in ranked)
 
 
 @dataclass
@@ -628,7 +629,7 @@ class Sweep:
             self.shape = tuple(len(v) if not isinstance(v, _RangeAxis) else v.count for v in self.axes.values())
         self.size = int(np.prod(self.shape, dtype=object)) if self.shape else 1
         if self.size >= 2**62:  # positions are int64 (np.unravel_index); no sweep that large could finish
-            raise SymllmError(f"sweep: {self.size:,} points is more than a sweep can enumerate (at most 2**62)")
+            raise SymllmError(f"sweep: {self.size:.3g} points is more than a sweep can enumerate (2**62)")
         self.constants = {k: getattr(base_cfg, k) for k in CONFIG_FIELDS}
         self.constants.update({k: getattr(work, k) for k in WORKLOAD_AXES})
 
@@ -651,8 +652,8 @@ class Sweep:
         if work.weight_format is not None:  # β_w: the format's bytes over the weights of the one model it prices
             varied = [k for k in self.axes if k in CONFIG_FIELDS]
             if varied:
-                raise SymllmError(f"weight_format: its bytes are per tensor of one model; a sweep with it varies "
-                                  f"workload axes only (--{varied[0].replace('_', '-')} varies the model)")
+                raise SymllmError(f"weight_format: its bytes are per tensor of one model; a sweep cannot vary "
+                                  f"--{varied[0].replace('_', '-')}")
             from symllm.costs import formats
             fixed[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
         layers = self.axes.get("n_layers", [base_cfg.n_layers])  # the base's alone: nothing varies
@@ -775,8 +776,7 @@ class Sweep:
             try:
                 cols, valid, keep = self._evaluate(start, stop)
             except MemoryError:  # numpy's ArrayMemoryError too
-                raise SymllmError(f"chunk_size: {stop - start:,} points at once need more memory than there is "
-                                  "(give a smaller chunk size)") from None
+                raise SymllmError(f"chunk_size: {stop - start:,} points at once need more memory than there is") from None
             self.stats.invalid += int(np.count_nonzero(~valid))
             self.stats.filtered += int(np.count_nonzero(~keep))
             if progress is not None:
@@ -841,8 +841,7 @@ class Sweep:
 
         def column(name, values):
             if values.dtype.kind == "O" and any(type(v) is Fraction for v in values.tolist()):
-                raise SymllmError(f"parquet: {name} has values that are not whole (e.g. int4 bytes); "
-                                  "write csv or jsonl for the exact p/q")
+                raise SymllmError(f"parquet: {name} has values that are not whole; write csv or jsonl")
             try:
                 if values.dtype.kind in "iu" and name in wide:
                     return pa.array(values).cast(types[name])

@@ -30,6 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from symllm.errors import SymllmError
+from symllm.validate import shown_path
 
 __all__ = ["KINDS", "FORMATS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
 
@@ -275,7 +276,7 @@ def roofline(config, gpu=None, **workload):
     work = phases.workload(config, **options)
     t = work.get("time")
     if t is None:
-        raise SymllmError("gpu: a roofline needs a GPU (--gpu NAME, or --gpu-memory, --gpu-bandwidth and --gpu-flops)")
+        raise SymllmError("gpu: a roofline needs a GPU (--gpu NAME, or --gpu-memory, -bandwidth, -flops)")
     if t["gpus"] > 1:
         raise SymllmError(f"gpu: a roofline is for one GPU, not {t['gpus']} (no --tp, --pp, --dp, --ep)")
     peak, bandwidth = _float(t["peak_flops"]), _float(t["bandwidth"])
@@ -406,7 +407,7 @@ def _format(path, fmt: str | None) -> str:
         return fmt
     suffix = Path(str(path)).suffix.lower()
     if suffix not in FORMATS:
-        raise SymllmError(f"output: {str(path)!r}: name a .png, .svg, .pdf or .tex (pgfplots) file")
+        raise SymllmError(f"output: {shown_path(path)}: name a .png, .svg, .pdf or .tex (pgfplots) file")
     return FORMATS[suffix]
 
 

@@ -44,6 +44,7 @@ from sympy.printing.str import StrPrinter
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
+from symllm.validate import listed, short, shown_path
 from symllm.present.format import _LINE_BREAKS, digits, escape_latex, grouped, human, human_bytes
 
 __all__ = [
@@ -115,8 +116,8 @@ def _symbol_for(key) -> sp.Symbol:
         for info in S.SYMBOLS.values():
             if key in (info.symbol.name, info.code, info.latex):
                 return info.symbol
-    known = ", ".join(sym.name for sym in S.SYMBOLS)
-    raise SymllmError(f"notation: unknown symbol {str(key)!r} (known: {known})")
+    known = listed([sym.name for sym in S.SYMBOLS], 30)
+    raise SymllmError(f"notation: unknown symbol {short(str(key), 20)} (known: {known})")
 
 
 _GREEK = ("alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi "
@@ -194,7 +195,7 @@ class _TexChecker:
         while self.peek(math=False) in _TEX_TEXT_CHARS:
             self.take(math=False)
         if self.take(math=False) != "}":
-            raise _TexRefused("a text command takes plain words only (letters, digits, spaces, .,:;()/+-)")
+            raise _TexRefused("a text command takes plain words (letters, digits, .,:;()/+-)")
 
     def command(self, tok, depth, *, as_arg=False):
         name = tok[1:]
@@ -209,13 +210,12 @@ class _TexChecker:
         elif len(name) == 1:
             raise _TexRefused(f"'{tok}' is not allowed")
         else:
-            raise _TexRefused(f"'{tok}' is not allowed (allowed: Greek letters, symbols such as \\ell, "
-                              f"\\mathrm and other math fonts, accents such as \\hat, \\text)")
+            raise _TexRefused(f"'{tok[:12]}' is not allowed")
 
     def arg(self, depth, simple=False):
         tok = self.peek()
         if tok is None or tok == "}":
-            raise _TexRefused("a script or command is missing its argument")
+            raise _TexRefused("an argument is missing")
         if tok == "{":
             return self.group(depth)
         self.take()
@@ -225,7 +225,7 @@ class _TexChecker:
                 raise _TexRefused(f"'{tok}' cannot be an argument unbraced; use braces")
             return self.command(tok, depth, as_arg=True)
         if not tok.isalnum() or not tok.isascii():
-            raise _TexRefused(f"{tok!r} cannot be a script's or a command's argument; use braces")
+            raise _TexRefused(f"{short(tok, 12)} cannot be an argument unbraced")
 
     def item(self, depth):
         tok = self.peek()
@@ -238,7 +238,7 @@ class _TexChecker:
             if tok.startswith("\\") and len(tok) > 1:
                 self.command(tok, depth)
             elif tok not in _TEX_CHARS:
-                raise _TexRefused(f"the character {tok!r} is not allowed")
+                raise _TexRefused(f"{short(tok, 8)} is not allowed")
         if tok.startswith("\\") and (tok[1:] in TEX_SPACES or tok[1:] in tuple(",;:! ")):  # spacing: no scripts
             if self.peek() in ("_", "^", "'"):
                 raise _TexRefused(f"{self.peek()!r} must follow a symbol, not spacing")
@@ -275,7 +275,7 @@ def tex_refusal(tex: str) -> str | None:
     >>> tex_refusal(r"d_\mathrm{model}"), tex_refusal(r"\lvert\mathcal{V}\rvert"), tex_refusal("h'")
     (None, None, None)
     >>> print(tex_refusal(r"\input{/etc/passwd}"))  # doctest: +ELLIPSIS
-    '\input' is not allowed (allowed: Greek letters, ...)
+    '\input' is not allowed
     >>> print(tex_refusal(r"d\\}"))
     '\\' is not allowed
     >>> print(tex_refusal("a_b_c"))
@@ -312,8 +312,7 @@ def notation(mapping=None) -> dict[sp.Symbol, str]:
         symbol = _symbol_for(key)
         why = tex_refusal(value)
         if why is not None:
-            shown = repr(value) if len(repr(value)) <= 120 else repr(value)[:117] + "..."
-            raise SymllmError(f"notation: {symbol.name}: {shown} is not accepted LaTeX: {why}")
+            raise SymllmError(f"notation: {symbol.name}: {short(value, 16)} is not accepted: {why}")
         out[symbol] = value.strip()
     return out
 
@@ -342,12 +341,12 @@ def load_notation(path) -> dict[sp.Symbol, str]:
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
-            raise SymllmError(f"notation: {str(path)!r} is not valid TOML ({e})") from None
+            raise SymllmError(f"notation: {shown_path(path)} is not valid TOML ({e})") from None
         except (RecursionError, ValueError):  # nested too deep; an integer over 4,300 digits
-            raise SymllmError(f"notation: {str(path)!r} is not valid TOML "
+            raise SymllmError(f"notation: {shown_path(path)} is not valid TOML "
                               "(nested too deeply or a number too long)") from None
     if not isinstance(raw, dict):
-        raise SymllmError(f"notation: {str(path)!r} must map symbols to LaTeX strings")
+        raise SymllmError(f"notation: {shown_path(path)} must map symbols to LaTeX strings")
     return notation(raw)
 
 
@@ -1075,7 +1074,7 @@ def _bounded_output(chunks, name: str) -> str:
 
 def _one_line(e: BaseException) -> str:
     text = " ".join(str(e).split())
-    return text if len(text) <= 200 else text[:197] + "..."
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # --------------------------------------------------------------------------- layout helpers

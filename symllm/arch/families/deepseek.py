@@ -25,6 +25,7 @@ build (:attr:`ModelConfig.n_mtp_layers`, reported apart).
 """
 from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
 from symllm.errors import SymllmError
+from symllm.validate import short
 
 __all__ = ["DEEPSEEK_V2", "DEEPSEEK_V3", "moe_fields"]
 
@@ -54,8 +55,8 @@ def _fields(raw: dict, n_layers: int, family: Family) -> dict:
     rope = integer(raw, "qk_rope_head_dim", defaults["qk_rope_head_dim"])
     stated = raw.get("head_dim")
     if stated is not None and stated != rope:
-        raise SymllmError(f"head_dim: {stated!r} differs from qk_rope_head_dim {rope}; transformers overwrites "
-                          "it with qk_rope_head_dim (remove the key)")
+        raise SymllmError(f"head_dim: {short(stated, 12)} is not qk_rope_head_dim {rope}, which transformers "
+                          "uses (remove it)")
     q_rank = integer(raw, "q_lora_rank", defaults["q_lora_rank"], nullable=True)
     out = {"kv_lora_rank": integer(raw, "kv_lora_rank", defaults["kv_lora_rank"]), "q_lora_rank": q_rank,
            "qk_rope_head_dim": rope, "qk_nope_head_dim": integer(raw, "qk_nope_head_dim", defaults["qk_nope_head_dim"]),

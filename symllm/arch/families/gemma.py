@@ -34,11 +34,11 @@ def _check_common(raw: dict, kind: str, read: str, ignored: str) -> None:
     """A true use_bidirectional_attention is refused; the activation key the class ignores may only say
     gelu_pytorch_tanh (what it reads)."""
     if raw.get("use_bidirectional_attention") not in (None, False):
-        raise SymllmError(f"use_bidirectional_attention: {short(raw['use_bidirectional_attention'])} "
-                          "(attention without the causal mask) is not modelled by symllm")
+        raise SymllmError(f"use_bidirectional_attention: {short(raw['use_bidirectional_attention'], 20)} "
+                          "(no causal mask) is not modelled")
     if ignored in raw and raw[ignored] is not None and raw[ignored] != "gelu_pytorch_tanh":
-        raise SymllmError(f"{ignored}: {short(raw[ignored])} is ignored by transformers' {kind} model, which reads "
-                          f"{read}; symllm refuses the ambiguous config (remove the key)")
+        raise SymllmError(f"{ignored}: {short(raw[ignored], 20)} is ignored by {kind}, which reads {read} "
+                          "(remove it)")
 
 
 def _softcap(raw: dict, key: str, default):
@@ -80,8 +80,8 @@ def _gemma3(raw: dict, n_layers: int) -> dict:
     every = integer(raw, "sliding_window_pattern", 6)
     types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
     if raw.get("layer_types") is not None and "sliding_window_pattern" in raw and raw["layer_types"] != types:
-        raise SymllmError(f"layer_types: {short(raw['layer_types'])} differs from what sliding_window_pattern "
-                          f"{every} implies; transformers reads layer_types, symllm refuses the ambiguous config")
+        raise SymllmError(f"layer_types: {short(raw['layer_types'], 24)} is not what sliding_window_pattern "
+                          f"{every} implies")
     return {"hidden_dim": integer(raw, "intermediate_size", 9216), **_sandwich(raw, "gemma3_text", (None, None)),
             **_local(raw, n_layers, types), "qk_norm": "rmsnorm"}
 

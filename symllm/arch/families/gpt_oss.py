@@ -27,7 +27,7 @@ def _experts(raw: dict) -> int:
     given = {k: integer(raw, k) for k in ("num_local_experts", "num_experts") if k in raw}
     if len(set(given.values())) > 1:
         raise SymllmError(f"num_experts: {given['num_experts']} differs from num_local_experts "
-                          f"{given['num_local_experts']} (one attribute in transformers)")
+                          f"{given['num_local_experts']} (one attribute)")
     return next(iter(given.values()), 128)
 
 
@@ -41,7 +41,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
     sliding = [kind == "sliding_attention" for kind in types]
     window = integer(raw, "sliding_window", 128, nullable=True)
     if any(sliding) and window is None:
-        raise SymllmError("sliding_window: null with sliding_attention layers; symllm refuses the ambiguous config")
+        raise SymllmError("sliding_window: null with sliding_attention layers (ambiguous: refused)")
     out = dict(n_experts=_experts(raw), experts_per_token=integer(raw, "num_experts_per_tok", 4),
                hidden_dim=integer(raw, "intermediate_size", 2880), moe_bias=True, clamped_swiglu=True,
                attention_sinks=True,

@@ -26,7 +26,7 @@ from typing import Callable
 
 from symllm.arch.layers import LayerKind, runs as _runs
 from symllm.errors import SymllmError
-from symllm.validate import boolean, short
+from symllm.validate import boolean, listed, short
 from symllm.validate import integer as _integer
 
 __all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
@@ -150,12 +150,13 @@ def family_of(kind) -> Family:
     >>> family_of("gpt2")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (symllm reads ...)
+    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (reads ...)
     """
     families = registry()
     if not isinstance(kind, str) or kind not in families:
         what = f" ({HF_NOT_YET[kind]})" if isinstance(kind, str) and kind in HF_NOT_YET else ""
-        raise SymllmError(f"model_type: {short(kind)}{what} is not modelled (symllm reads {', '.join(sorted(families))})")
+        raise SymllmError(f"model_type: {short(kind, 24)}{what} is not modelled (reads "
+                          f"{listed(sorted(families), 30)})")
     return families[kind]
 
 
@@ -170,7 +171,7 @@ def integer(raw: dict, key: str, default=REQUIRED, *, nullable: bool = False, mi
     >>> integer({"num_experts": 2**64}, "num_experts")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: num_experts: expected a positive integer of at most 2**63 - 1, got 18446744073709551616
+    symllm.errors.SymllmError: num_experts: expected an integer <= 2**63 - 1, got 18446744073709551616
     """
     if key not in raw:
         if default is REQUIRED:
@@ -181,8 +182,8 @@ def integer(raw: dict, key: str, default=REQUIRED, *, nullable: bool = False, mi
         return None
     value = _integer(key, value, low=minimum)  # an int, not a bool nor a float (transformers' strict type)
     if value > maximum:
-        bound = {MAX_SIZE: "2**63 - 1", MAX_LAYERS: f"{MAX_LAYERS:,} (2**20)"}.get(maximum, str(maximum))
-        raise SymllmError(f"{key}: expected a positive integer of at most {bound}, got {short(value)}")
+        bound = {MAX_SIZE: "2**63 - 1", MAX_LAYERS: "2**20"}.get(maximum, str(maximum))
+        raise SymllmError(f"{key}: expected an integer <= {bound}, got {short(value, 24)}")
     return value
 
 
@@ -265,8 +266,7 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
         raise SymllmError(f"architectures: expected a list of class names, got {short(archs)}")
     for arch in archs:
         if not (isinstance(arch, str) and arch.endswith("ForCausalLM")):
-            raise SymllmError(f"architectures: {short(arch)} is not modelled "
-                              "(symllm counts a causal LM with its lm_head, *ForCausalLM)")
+            raise SymllmError(f"architectures: {short(arch, 24)} is not modelled (only *ForCausalLM)")
     for key, what in HF_UNMODELLED.items():
         if key in raw and key not in family.models and not _neutral(key, raw[key]):
             raise SymllmError(f"{key}: {short(raw[key])} ({what}) is not modelled by symllm")
@@ -278,8 +278,7 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
     ignored = {**{k: False for k in ("attention_bias", "mlp_bias") if k not in family.reads}, **family.ignored}
     for key, neutral in ignored.items():
         if key in raw and raw[key] is not neutral:
-            raise SymllmError(f"{key}: {short(raw[key])} is ignored by transformers' {kind} model; "
-                              "symllm refuses the ambiguous config (remove the key)")
+            raise SymllmError(f"{key}: {short(raw[key], 20)} is ignored by transformers' {kind} (remove it)")
     types = raw.get("layer_types")
     if types is None:
         return
@@ -287,8 +286,8 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
         raise SymllmError(f"layer_types: expected a list of layer types, got {short(types)}")
     for name in types:
         if name not in LAYER_TYPES:
-            raise SymllmError(f"layer_types: unknown {short(name)} (transformers refuses it; known: "
-                              f"{', '.join(LAYER_TYPES[:3])}, ...)")
+            raise SymllmError(f"layer_types: unknown {short(name, 24)} (transformers refuses it; known: "
+                              f"{listed(LAYER_TYPES, 36)})")
     if len(types) != n_layers:
         raise SymllmError(f"layer_types: {len(types)} entries for {n_layers} layers (transformers refuses "
                           "the mismatch)")

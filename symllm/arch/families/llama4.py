@@ -30,12 +30,12 @@ def _fields(raw: dict, n_layers: int) -> dict:
         every = integer(raw, "no_rope_layer_interval", 4)
         ropes = [int((i + 1) % every != 0) for i in range(L)]
     if not isinstance(ropes, list) or len(ropes) != L or any(type(r) is not int or r not in (0, 1) for r in ropes):
-        raise SymllmError(f"no_rope_layers: expected {L} flags of 0 or 1 (1: the layer uses RoPE), got {short(ropes)}")
+        raise SymllmError(f"no_rope_layers: expected {L} flags of 0 or 1 (1: RoPE), got {short(ropes, 30)}")
     types = raw.get("layer_types")
     derived = ["chunked_attention" if r else "full_attention" for r in ropes]
     if types is not None and types != derived:
-        raise SymllmError(f"layer_types: {short(types)} differs from what no_rope_layers implies; "
-                          "symllm models chunked attention in exactly the layers with RoPE")
+        raise SymllmError(f"layer_types: {short(types, 16)} is not what no_rope_layers implies (chunked "
+                          "where RoPE)")
     all_moe = len(set(moe)) == L
     chunk = integer(raw, "attention_chunk_size", 8192, nullable=True)
     moe = set(moe)

@@ -25,7 +25,7 @@ def _experts(raw: dict) -> int:
     given = {k: integer(raw, k, minimum=0) for k in ("num_experts", "num_local_experts") if k in raw}
     if len(set(given.values())) > 1:
         raise SymllmError(f"num_local_experts: {given['num_local_experts']} differs from num_experts "
-                          f"{given['num_experts']} (one attribute in transformers)")
+                          f"{given['num_experts']} (one attribute)")
     return next(iter(given.values()), 128)
 
 
