@@ -747,7 +747,7 @@ def cmd_sweep(args) -> int:
             result = sweep.stats
     rows = result.points - result.invalid - result.filtered
     why = "".join(f"\n  {line}" for line in sw.dropped_text(result.reasons).splitlines())
-    where = args.output if args.output not in (None, "-") else "stdout"
+    where = validate.shown_path(args.output, 24).strip("'") if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
     return 0

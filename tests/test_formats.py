@@ -202,7 +202,7 @@ def test_bad_formats_refused():
         F.weight_bytes("llama3.1-8b", "q4")
     with pytest.raises(SymllmError, match="weight_format: unknown 'gguf:Q9_K'"):
         F.weight_bytes("llama3.1-8b", "gguf:Q9_K")
-    with pytest.raises(SymllmError, match="^weight_format: llama.cpp's Q4_K_M is modelled for dense models"):
+    with pytest.raises(SymllmError, match="^weight_format: llama.cpp's Q4_K_M is for dense models"):
         F.weight_bytes("mixtral-8x7b", "Q4_K_M")
     with pytest.raises(SymllmError, match="^weight_format: awq needs rows"):
         F.tensor_bytes("awq", 100, 4096)

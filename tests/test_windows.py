@@ -154,4 +154,4 @@ def test_hf_stacks_refuse_a_window(cli, stack):
     refused in one line rather than given that cache."""
     r = cli(["count", "mistral-7b-v0.1", "--stack", stack])
     assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
-    assert r.err.startswith(f"symllm: error: stack: {stack} models") and "sliding window" in r.err
+    assert r.err.startswith(f"symllm: error: stack: {stack} does not model") and "sliding window" in r.err

@@ -258,8 +258,7 @@ class ModelConfig:
             rotated = int(self.head_dim * float(f)) if float(f) <= 1 else None
             if rotated is None or rotated < 2 or rotated % 2:
                 what = "is more than 1" if rotated is None else f"rotates {rotated} of head_dim {self.head_dim}"
-                raise SymllmError(f"partial_rotary_factor: {_short(f, 20)} {what}; RoPE needs an even, "
-                                  "positive part")
+                raise SymllmError(f"partial_rotary_factor: {_short(f, 20)} {what}; RoPE needs an even part")
             if float(f) == 1:
                 put("partial_rotary_factor", None)
 

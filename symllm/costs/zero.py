@@ -63,8 +63,8 @@ def sharded(part: str, zero_stage: int) -> bool:
 
 
 def share(total: sp.Expr, ranks: sp.Expr) -> sp.Expr:
-    """Rank 0's padded share of ``total`` split over ``ranks``: ``⌈total/ranks⌉``, the one place a count is
-    divided among ranks. A symbolic share (a model's parameter or byte count over ``N_d``) is never a whole
+    """Rank 0's padded share of ``total`` split over ``ranks``: ``⌈total/ranks⌉`` (ZeRO's shards, a ring's
+    chunks). A symbolic share (a model's parameter or byte count over ``N_d``) is never a whole
     number SymPy can prove, so its ceiling is built as is: evaluating one asks every term of the count
     whether it is an integer, seconds for a large model's.
 

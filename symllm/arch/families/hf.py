@@ -293,8 +293,8 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
                           "the mismatch)")
     for name in types:
         if name not in family.layer_types:
-            raise SymllmError(f"layer_types: {short(name)} is not acted on by transformers' {kind} model "
-                              f"({', '.join(family.layer_types)}); symllm refuses the ambiguous config")
+            raise SymllmError(f"layer_types: {short(name, 20)} is not a {kind} layer "
+                              f"({listed(family.layer_types, 28)})")
 
 
 def read(raw: dict, build: Callable):
