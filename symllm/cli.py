@@ -44,6 +44,7 @@ import textwrap  # noqa: E402
 import typing  # noqa: E402
 import warnings  # noqa: E402
 from fractions import Fraction  # noqa: E402
+from functools import lru_cache  # noqa: E402
 
 from symllm.arch import config as cfgmod  # noqa: E402
 from symllm.errors import SymllmError  # noqa: E402
@@ -243,6 +244,12 @@ def _given(args, names=Workload.names()) -> dict:
     return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
 
 
+@lru_cache(maxsize=1)
+def _workload_hints() -> dict:
+    """Workload's field types, resolved once (every subcommand's parser asks)."""
+    return typing.get_type_hints(Workload)
+
+
 def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> None:
     """Add one option per :class:`~symllm.costs.workloads.Workload` field to ``group``, generated from the
     field's metadata: its flag, its help with the default appended, its type (an int, a string, a
@@ -255,7 +262,7 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
     >>> Workload.of(**_given(a)).to_dict()["zero_stage"], a.seq, a.batch
     (2, 512, None)
     """
-    hints = typing.get_type_hints(Workload)
+    hints = _workload_hints()
     for name, (fld, opt) in workload_options().items():
         if name in exclude:
             continue
