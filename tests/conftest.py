@@ -186,3 +186,19 @@ def saved_during(forward, model) -> int:
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         forward()
     return sum(seen.values())
+
+
+def saved_and_eager(model, raw: dict, batch: int, seq: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` saved activation bytes of a training forward in fp32 over ``batch`` random
+    sequences of ``seq`` tokens: what ``model`` (transformers' class built from the config.json ``raw``)
+    saves (:func:`saved_during`), and symllm's eager stack for ``raw`` (the closed form count composes)."""
+    torch = requires("torch")
+    import symllm
+    from symllm.arch.config import from_hf
+    from symllm.costs import phases
+    ids = torch.randint(0, raw["vocab_size"], (batch, seq))
+    measured = saved_during(lambda: model(input_ids=ids), model)
+    cfg = from_hf(raw)
+    ours = phases.memory(symllm.model_for(cfg), "activations", stack="eager").subs(
+        symllm.values(cfg, batch=batch, seq=seq, dtype="fp32"))
+    return measured, ours

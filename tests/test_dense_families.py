@@ -179,14 +179,9 @@ def test_gemma_saved_activations_equal_transformers_saved_tensors(raw, b, s):
     (1 + weight) norms what RMSNorm does, the embeddings' scaling nothing) plus the terms of
     _hf_gemma_extras."""
     torch = requires("torch")
-    from .conftest import saved_during
+    from .conftest import saved_and_eager
     torch.manual_seed(0)
-    model = _hf_model(raw, "cpu").train()
-    ids = torch.randint(0, raw["vocab_size"], (b, s))
-    measured = saved_during(lambda: model(input_ids=ids), model)
-    cfg = from_hf(raw)
-    ours = costs.memory(symllm.model_for(cfg), "activations", stack="eager").subs(
-        symllm.values(cfg, batch=b, seq=s, dtype="fp32"))
+    measured, ours = saved_and_eager(_hf_model(raw, "cpu").train(), raw, b, s)
     assert measured == ours + _hf_gemma_extras(raw, b, s)
 
 # --- fused projections: LoRA, tensor parallelism ------------------------------------------------------

@@ -176,15 +176,10 @@ def test_saved_activations_equal_transformers_saved_tensors(raw, b, s):
     norm and its output (wkv_b's input), the decompressed keys and values, the probabilities, wo's input —
     plus the named terms of _hf_latent_extras."""
     torch = requires("torch")
-    from .conftest import saved_during
+    from .conftest import saved_and_eager
     raw = {**raw, "first_k_dense_replace": raw["num_hidden_layers"]}
     torch.manual_seed(0)
-    model = _hf_model(raw, "cpu").train()
-    ids = torch.randint(0, raw["vocab_size"], (b, s))
-    measured = saved_during(lambda: model(input_ids=ids), model)
-    cfg = from_hf(raw)
-    ours = costs.memory(symllm.model_for(cfg), "activations", stack="eager").subs(
-        symllm.values(cfg, batch=b, seq=s, dtype="fp32"))  # the closed form count composes
+    measured, ours = saved_and_eager(_hf_model(raw, "cpu").train(), raw, b, s)
     assert measured == ours + _hf_latent_extras(raw, b, s)
 
 # --- published figures and the multi-token-prediction module ----------------------------------------
