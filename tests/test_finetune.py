@@ -65,11 +65,15 @@ def _peft_trainable(raw: dict, rank: int, targets: list[str] | None) -> int:
 def test_peft_published_llama2_7b_figure(cli):
     """PEFT's print_trainable_parameters() says "trainable params: 4,194,304" for Llama-2-7B with r=8 on
     q_proj and v_proj (the figure issue 12 quotes), and so does `symllm count --json`; PEFT run here on the
-    meta device agrees."""
+    meta device agrees: on one of the 32 identical decoder layers, times 32 (``_one_period``: the targets
+    sit only in decoder layers, so the count is the same as on the whole model, without building 32 of
+    them)."""
     r = cli(["count", "llama2-7b", "--lora-rank", "8", "--lora-targets", "q_proj,v_proj", "--json"])
     assert r.code == 0, r.err
     assert json.loads(r.out)["params"]["trainable"] == 4_194_304
-    assert _peft_trainable(_hf("llama2-7b"), 8, ["q_proj", "v_proj"]) == 4_194_304
+    cut, repeats = _one_period(_hf("llama2-7b"))
+    assert (cut["num_hidden_layers"], repeats) == (1, 32)
+    assert repeats * _peft_trainable(cut, 8, ["q_proj", "v_proj"]) == 4_194_304
 
 
 def test_default_targets_are_pefts_llama_default():
