@@ -58,12 +58,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from symllm._lazy import module
 from symllm.errors import SymllmError
 from symllm.validate import choice, listed, short
 
+TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
 if TYPE_CHECKING:
     import sympy as sp
 
