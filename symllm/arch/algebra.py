@@ -185,20 +185,22 @@ def substitute(expr: sp.Expr, mapping: dict) -> sp.Expr:
     out = sp.sympify(expr)
     if not all(k.is_Symbol for k in mapping):
         return out.subs(mapping)
+    if not any(v.free_symbols & mapping.keys() for v in mapping.values()):  # one after another = all at once
+        return _rebuild(out, mapping, {})
     for key in sorted(mapping, key=sp.default_sort_key):  # subs' order for keys of one node each
-        out = _rebuild(out, key, mapping[key], {})
+        out = _rebuild(out, {key: mapping[key]}, {})
     return out
 
 
-def _rebuild(e: sp.Expr, key: sp.Symbol, value: sp.Expr, seen: dict) -> sp.Expr:
-    if e == key:
-        return value
+def _rebuild(e: sp.Expr, mapping: dict, seen: dict) -> sp.Expr:
+    if e in mapping:
+        return mapping[e]
     if not e.args:
         return e
     hit = seen.get(e)
     if hit is not None:
         return hit
-    args = [_rebuild(a, key, value, seen) for a in e.args]
+    args = [_rebuild(a, mapping, seen) for a in e.args]
     if all(a is b for a, b in zip(args, e.args)):
         out = e
     elif isinstance(e, sp.Max):
