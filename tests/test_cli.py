@@ -361,7 +361,7 @@ MARKDOWN_LINES = [*(["report", m] for m in ("deepseek-v3", "kimi-k2", "llama4-ma
                   ["derive", "--component", "sinks", "--model", "gpt-oss-20b"],
                   ["derive", "--model", "deepseek-v3"],
                   *(["derive", "--quantity", q, "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "2"]
-                    for q in ("flops", "memory", "comm", "ridge")),
+                    for q in ("flops", "memory", "ridge")),  # comm: in the layout report
                   ["derive", "--quantity", "memory", "--model", "llama3.1-405b", "--memory", "inference_peak"],
                   ["count", "llama3.1-8b", "tinyllama-1.1b", "llama3.2-1b", "llama2-7b", "codellama-7b", "llama3-8b"]]
 
