@@ -35,6 +35,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from symllm.arch.algebra import maximum, substitute
 from symllm.arch import resolved
 from symllm.costs import checks, hardware
 from symllm.costs import parallel
@@ -189,7 +190,7 @@ def _activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Ex
     if not checkpointed:
         raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
     kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
-    once = sp.Max(*(c.replace(repeat=1).total(saved) for c in checkpointed))
+    once = maximum(*(c.replace(repeat=1).total(saved) for c in checkpointed))
     outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
     return comp.repeat * (kept + once + outside)
 
@@ -199,11 +200,11 @@ def _working_set(comp: Component, eager: bool = False) -> sp.Expr:
     candidate any component of the tree holds (live sets are not repeated: layers run one at a time);
     ``eager``: each component's ``eager_live`` where it declares one."""
     parts = list(comp.walk())
-    resident = sp.Max(*(c.resident for c in parts))
+    resident = maximum(*(c.resident for c in parts))
     if resident == 0:
         raise SymllmError(f"kind: inference_peak is for a block or the model, not {comp.name!r}")
     live = [x for c in parts for x in (c.eager_live if eager and c.eager_live is not None else c.live)]
-    return resident + sp.Max(*live)
+    return resident + maximum(*live)
 
 
 def memory(component="model", kind: str = "inference", *, attention: str = "dense", zero_stage: int = 0,
@@ -243,12 +244,12 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     stacks.check_name(stack)
     choice("optimizer", optimizer, zero.OPTIMIZERS)
     if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; docs/stacks.md, "Training peak")
-        return _training_peak(comp, stack, zero_stage, bool(recompute), optimizer).subs(dict(comp.definitions))
+        return substitute(_training_peak(comp, stack, zero_stage, bool(recompute), optimizer), dict(comp.definitions))
     if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage, optimizer),
                "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
-        return out.subs(dict(comp.definitions))
+        return substitute(out, dict(comp.definitions))
     return _memory(comp, kind, zero_stage, bool(recompute), stack == "eager", optimizer)
 
 
@@ -294,7 +295,7 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager:
         out = _activations(comp, recompute, eager)
     else:
         out = weights + kv + S.beta_a * _working_set(comp, eager)
-    return out.subs(dict(comp.definitions))
+    return substitute(out, dict(comp.definitions))
 
 
 def closed_form(component, quantity: str, **options) -> sp.Expr:
@@ -313,10 +314,10 @@ def closed_form(component, quantity: str, **options) -> sp.Expr:
         if options:
             raise SymllmError(f"options: params takes none, got {', '.join(options)}")
         comp = _component(component, "dense")
-        return comp.total("params").subs(dict(comp.definitions))
+        return substitute(comp.total("params"), dict(comp.definitions))
     if quantity == "flops":
         comp = _component(component, options.get("attention", "dense"))
-        return flops(comp, **{k: v for k, v in options.items() if k != "attention"}).subs(dict(comp.definitions))
+        return substitute(flops(comp, **{k: v for k, v in options.items() if k != "attention"}), dict(comp.definitions))
     if quantity == "memory":
         return memory(component, **options)
     raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory)")
@@ -417,7 +418,7 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     own = memory(Component("local_experts", params=experts), kind, **opt)
     whole = memory(Component("stage", params=st.total("params")), kind, **opt)
     rest = memory(Component("rest", params=st.total("params") - experts), kind, **opt)
-    return mem - whole + rest + own.subs(S.N_d, S.N_d / S.N_e)
+    return mem - whole + rest + substitute(own, {S.N_d: S.N_d / S.N_e})
 
 
 def workload(config, work: Workload | None = None, **options) -> dict:
