@@ -92,7 +92,7 @@ def _decode_sum(step: sp.Expr) -> sp.Expr:
     step = sp.expand(step.replace(lambda e: isinstance(e, sp.Min) and e.has(S.t), _first_difference))
     windows = sorted((a for a in step.atoms(_WindowPairs) if a.has(S.t)), key=sp.default_sort_key)
     rest = step.subs({a: 0 for a in windows})
-    total = sp.factor(sp.summation(sp.expand(rest.subs(S.t, S.s + _i)), (_i, 0, S.n - 1)))
+    total = _summed_steps(sp.expand(rest))
     groups: dict = {}  # (class, window) -> {shift a of P(t + a): its coefficient}
     for a in windows:
         x, w = a.args
@@ -108,6 +108,53 @@ def _decode_sum(step: sp.Expr) -> sp.Expr:
         if carried != 0:
             raise SymllmError("generation: a window's pairs do not telescope over decode steps")
     return total
+
+
+def _summed_steps(step: sp.Expr) -> sp.Expr:
+    """``Σ_{t=s}^{s+n-1} step(t)`` for a polynomial ``step`` (expanded), as ``factor`` writes it.
+
+    A step linear in ``t``, ``A + B·t`` with ``B`` one term, sums to ``n·(2A - B + 2B·s + B·n)/2``; the
+    sum's only factors are ``n``, the terms' common monomial ``g`` (it divides ``B``, so it is the content
+    of the part linear in ``s`` and ``n``) and that part divided by ``g`` (a primitive polynomial of degree
+    one in ``s`` and ``n``: irreducible). Written so, it is the expression ``sp.factor`` gives (when every
+    coefficient is positive: no sign to normalise) without factoring a polynomial of dozens of terms (most of
+    a cold generation phase); any other step goes through SymPy's ``summation`` and ``factor``.
+
+    >>> _summed_steps(2 * S.d * S.t + 4 * S.d)
+    d*n*(n + 2*s + 3)
+    >>> _ == sp.factor(sp.summation((2 * S.d * S.t + 4 * S.d).subs(S.t, S.s + _i), (_i, 0, S.n - 1)))
+    True
+    """
+    slope = step.coeff(S.t)
+    const = step.subs(S.t, 0)
+    if sp.expand(const + slope * S.t) == step and slope != 0:
+        part = sp.expand(2 * const - slope + 2 * slope * S.s + slope * S.n)
+        terms = sp.Add.make_args(part)
+        if all(t.as_coeff_Mul()[0].is_Integer for t in terms):
+            if len(sp.Add.make_args(slope)) == 1:
+                common = _monomial_gcd(terms)
+                rest = sp.Add(*(t / common for t in terms))
+            else:
+                common = sp.factor(sp.gcd(sp.expand(2 * const - slope), slope))  # a factor of the (short) slope
+                rest = sp.expand(sp.quo(part, common))
+            sign = -1 if sp.Poly(rest).LC() < 0 else 1  # factor's normal form: a positive leading coefficient
+            return sp.Mul(S.n, sp.Rational(sign, 2), common, sign * rest)
+    return sp.factor(sp.summation(sp.expand(step.subs(S.t, S.s + _i)), (_i, 0, S.n - 1)))
+
+
+def _monomial_gcd(terms) -> sp.Expr:
+    """The greatest common divisor of ``terms`` (integer coefficients times products of powers): the
+    coefficients' gcd times each base to its least power.
+
+    >>> _monomial_gcd((6 * S.d ** 2 * S.L, 4 * S.d * S.L * S.s, 2 * S.d * S.L))
+    2*L*d
+    """
+    powers = [t.as_powers_dict() for t in terms]
+    coeffs = [t.as_coeff_Mul()[0] for t in terms]
+    common = {b for b in powers[0] if not b.is_Number}
+    for p in powers[1:]:
+        common &= {b for b in p if not b.is_Number}
+    return sp.Mul(sp.igcd(*coeffs), *(b ** min(p[b] for p in powers) for b in sorted(common, key=sp.default_sort_key)))
 
 
 @lru_cache(maxsize=256)
