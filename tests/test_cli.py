@@ -162,7 +162,7 @@ PRETTY = [argv + ["--format", "pretty"] for argv in WIDE if argv[0] == "derive"]
 
 @pytest.mark.parametrize("argv", WIDE + PRETTY + [[c, "--help"] for c in ["count", "derive", "report", "presets",
                                                                           "verify", "sweep"]] + [["--help"]])
-def test_terminal_output_fits_100_columns(argv, cli, monkeypatch):
+def test_help_and_text_fit_100_columns_on_a_wide_terminal(argv, cli, monkeypatch):
     """count, presets, derive (text and pretty) and every --help fit 100 columns, even on a wider
     terminal (they printed 103-273)."""
     monkeypatch.setenv("COLUMNS", "250")
