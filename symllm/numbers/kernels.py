@@ -123,7 +123,7 @@ def _fraction(arg: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
 def over_common_denominator(exprs, expand: bool = False) -> tuple[list, sp.Expr]:
     """``(numerators, denominator)``: ``exprs`` over one positive common denominator, no division left in a
     numerator outside a function's argument (a ``ceiling`` keeps its own), the numerators expanded where
-    ``expand`` is set or the denominator is not 1. Where every denominator is an integer or a power of a
+    ``expand`` is set or the denominator is not a number. Where every denominator is an integer or a power of a
     symbol (``N_d``, ``N_e``, ``d_h``: all that symllm's formulas divide by), one walk of the trees finds it
     and the terms it divides are cancelled; otherwise SymPy's ``together`` (much slower on a large model's
     byte counts).
@@ -137,6 +137,10 @@ def over_common_denominator(exprs, expand: bool = False) -> tuple[list, sp.Expr]
     den = _denominator(exprs)
     if den == 1:
         return [sp.expand(e) for e in exprs] if expand else exprs, sp.S.One
+    if den is not None and den.is_Integer and not expand:  # a number multiplies through without expanding
+        nums = [den * e for e in exprs]  # (n·(...)/2 times 2 is n·(...): expanding it was most of a kernel's build)
+        if _denominator(nums) == 1:
+            return nums, den
     if den is not None:
         nums = [sp.expand(den * e) for e in exprs]
         if _denominator(nums) == 1:
