@@ -336,7 +336,7 @@ def _cached_functions(kind: str, text: str, make, names: tuple) -> tuple[tuple, 
         except ValueError:  # not generated code: generated again below
             pass
     sources = tuple(make())
-    functions = tuple(_define(src, name) for src, name in zip(sources, names, strict=True))
+    functions = tuple(define(src, name, generated_here=True) for src, name in zip(sources, names, strict=True))
     cache_put(kind, key, sources)
     return sources, functions
 
