@@ -39,9 +39,6 @@ if _is_program():  # as early as it can be, before the imports below (~0.2 s); m
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import json  # noqa: E402
-import shutil  # noqa: E402
-import textwrap  # noqa: E402
-import typing  # noqa: E402
 import warnings  # noqa: E402
 from fractions import Fraction  # noqa: E402
 from functools import lru_cache  # noqa: E402
@@ -107,11 +104,25 @@ class _Choices:
         return iter(self._get())
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it ($COLUMNS, then standard output, then
+    80), without importing shutil (bz2, lzma): argparse makes a formatter for every option it adds."""
+    try:
+        if int(os.environ["COLUMNS"]) > 0:
+            return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Help at most :data:`WIDTH` columns wide (argparse takes the whole terminal), examples as written."""
 
     def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
-        width = min(width or shutil.get_terminal_size().columns - 2, WIDTH)
+        width = min(width or _columns() - 2, WIDTH)
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
@@ -186,6 +197,7 @@ WIDTH = validate.WIDTH
 
 def _wrap(text: str, indent: str = "  ") -> str:
     """``text`` wrapped to :data:`WIDTH` columns, continuation lines indented."""
+    import textwrap
     return textwrap.fill(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
 
 
@@ -202,6 +214,7 @@ def _natural(name: str) -> tuple:
 def _table(rows, header, text_columns=(), wrap=None) -> str:
     """Rows in aligned columns; column ``wrap`` (text) is wrapped so that lines fit :data:`WIDTH`."""
     if wrap is not None:
+        import textwrap
         others = sum(max(len(str(r[i])) for r in rows + [header]) + 2 for i in range(len(header)) if i != wrap)
         room = max(WIDTH - others, 20)
         wrapped = []
@@ -244,10 +257,25 @@ def _given(args, names=Workload.names()) -> dict:
     return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
 
 
+#: the types a Workload field's annotation may name (its annotations are strings: ``from __future__ import
+#: annotations``); resolving them here spares a count the import of ``typing``
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "Fraction": Fraction, "None": type(None)}
+
+
 @lru_cache(maxsize=1)
-def _workload_hints() -> dict:
-    """Workload's field types, resolved once (every subcommand's parser asks)."""
-    return typing.get_type_hints(Workload)
+def _workload_types() -> dict[str, set]:
+    """Each Workload option's types but ``None``, from its annotation (``"int | None"`` -> ``{int}``).
+
+    >>> _workload_types()["seq"], _workload_types()["recompute"]
+    ({<class 'int'>}, {<class 'bool'>})
+    """
+    out = {}
+    for name, (fld, _) in workload_options().items():
+        names = [t.strip() for t in str(fld.type).split("|")]
+        if not set(names) <= _TYPES.keys():
+            raise TypeError(f"Workload.{name}: annotation {fld.type!r} names a type the CLI does not know")
+        out[name] = {_TYPES[t] for t in names} - {type(None)}
+    return out
 
 
 def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> None:
@@ -262,12 +290,12 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
     >>> Workload.of(**_given(a)).to_dict()["zero_stage"], a.seq, a.batch
     (2, 512, None)
     """
-    hints = _workload_hints()
+    types = _workload_types()
     for name, (fld, opt) in workload_options().items():
         if name in exclude:
             continue
         flag = opt.flag or "--" + name.replace("_", "-")
-        kind = (set(typing.get_args(hints[name])) or {hints[name]}) - {type(None)}
+        kind = set(types[name])
         help_ = opt.help if fld.default is None or kind == {bool} else f"{opt.help} (default {fld.default})"
         if axes_as_values and opt.axis:
             group.add_argument(flag, dest=name, metavar="VALUES", help=help_)
@@ -831,17 +859,7 @@ def _sweep_parser(p) -> None:
     p.set_defaults(func=cmd_sweep)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="symllm", description="Closed-form parameters, FLOPs and memory of LLaMA-family models.",
-                     epilog="examples:\n  symllm count llama3.1-8b\n  symllm derive --component attention --gqa\n"
-                            "  symllm presets", formatter_class=_Formatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-
-    def add(name, help_):
-        return sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name],
-                              formatter_class=_Formatter)
-
-    p = add("count", "exact parameter counts of a preset or a config file; several: side by side")
+def _count_args(p) -> None:
     p.add_argument("model", metavar="MODEL", nargs="+",
                    help="a preset name (symllm presets) or a config.json / params.json; several are compared")
     p.add_argument("--vocab-size", type=int, default=None,
@@ -861,7 +879,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default 0)")
     p.set_defaults(func=cmd_count)
 
-    p = add("derive", "the derivation of a component's closed form (and its numbers with --model)")
+
+def _derive_args(p) -> None:
     p.add_argument("--component", choices=_Choices("arch.components", "COMPONENTS"), default="model", metavar="NAME",
                    help="which component (default: model): %(choices)s")
     kind = p.add_mutually_exclusive_group()
@@ -883,20 +902,24 @@ def build_parser() -> argparse.ArgumentParser:
     _output_args(p, "text")
     p.set_defaults(func=cmd_derive)
 
-    p = add("report", "a whole report: configuration, each component's formula and value, totals, FLOPs, memory")
+
+def _report_args(p) -> None:
     _model_arg(p)
     _workload_args(p, derive=False)
     _output_args(p, "markdown")
     p.set_defaults(func=cmd_report)
 
-    p = add("presets", "list the shipped presets with their totals")
+
+def _presets_args(p) -> None:
     p.set_defaults(func=cmd_presets)
 
-    p = add("verify", "a checkpoint's tensor headers, or a config's torch meta model, against the component tree")
+
+def _verify_args(p) -> None:
     _model_arg(p)
     p.set_defaults(func=cmd_verify)
 
-    p = add("plan", "rank every layout of N GPUs for training or serving: what fits, and how fast")
+
+def _plan_args(p) -> None:
     _model_arg(p)
     p.add_argument("--gpus", required=True, metavar="NxGPU",
                    help="how many of which accelerator, e.g. 16xh100-sxm (nodes as the catalogue says, "
@@ -911,9 +934,39 @@ def build_parser() -> argparse.ArgumentParser:
     add_workload_options(p.add_argument_group("workload shared by every layout"), exclude=PLAN_ENUMERATES)
     p.set_defaults(func=cmd_plan)
 
-    _sweep_parser(add("sweep", "quantities over a grid or a table of configs, to CSV or JSON lines"))
-    _plot_parser(add("plot", "plots (PNG, SVG, PDF, pgfplots): memory, context, flops, roofline, sweep "
-                             "(needs matplotlib)"))
+
+#: the subcommands: name, one line of help, what adds their arguments (in the order ``symllm -h`` lists them)
+COMMANDS = (
+    ("count", "exact parameter counts of a preset or a config file; several: side by side", _count_args),
+    ("derive", "the derivation of a component's closed form (and its numbers with --model)", _derive_args),
+    ("report",
+     "a whole report: configuration, each component's formula and value, totals, FLOPs, memory",
+     _report_args),
+    ("presets", "list the shipped presets with their totals", _presets_args),
+    ("verify",
+     "a checkpoint's tensor headers, or a config's torch meta model, against the component tree",
+     _verify_args),
+    ("plan", "rank every layout of N GPUs for training or serving: what fits, and how fast", _plan_args),
+    ("sweep", "quantities over a grid or a table of configs, to CSV or JSON lines", _sweep_parser),
+    ("plot", "plots (PNG, SVG, PDF, pgfplots): memory, context, flops, roofline, sweep (needs matplotlib)",
+     _plot_parser),
+)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``only`` (a subcommand's name), that subcommand's alone: what
+    ``main`` parses a command with (every parser argparse builds costs a warm count about a millisecond).
+
+    >>> build_parser("count").parse_args(["count", "llama3.1-8b", "--seq", "512"]).seq
+    512
+    """
+    parser = _Parser(prog="symllm", description="Closed-form parameters, FLOPs and memory of LLaMA-family models.",
+                     epilog="examples:\n  symllm count llama3.1-8b\n  symllm derive --component attention --gqa\n"
+                            "  symllm presets", formatter_class=_Formatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for name, help_, fill in COMMANDS:
+        if only is None or name == only:
+            fill(sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name], formatter_class=_Formatter))
     return parser
 
 
@@ -990,7 +1043,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError):  # not the main thread: leave signals alone
         previous = None
     try:
-        args = build_parser().parse_args(argv)
+        given = sys.argv[1:] if argv is None else argv
+        named = given[0] if given and given[0] in EXAMPLES else None  # a subcommand: only its parser
+        args = build_parser(named).parse_args(given)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             code = args.func(args)

@@ -35,9 +35,8 @@ import errno
 import json
 import os
 import stat
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Union
 
 from symllm.errors import SymllmError
 from symllm.validate import shown_path
@@ -228,6 +227,7 @@ def _write_direct(path: Path, content, newline: str, binary: bool = False) -> Pa
 
 def _anonymous() -> int:
     """A new file with no name (nothing to remove, even after SIGKILL), open for reading and writing."""
+    import tempfile  # only when a file is written: a count writes none
     with tempfile.TemporaryFile() as fh:
         return os.dup(fh.fileno())
 
@@ -263,7 +263,7 @@ def _temporary_name(folder: Path) -> str:
     return os.path.join(folder, f"{TEMP_PREFIX}{os.urandom(4).hex()}{TEMP_SUFFIX}")
 
 
-def write_atomic(path, content: Union[str, bytes, Callable], *, newline: str = "\n",
+def write_atomic(path, content: str | bytes | Callable, *, newline: str = "\n",
                  binary: bool = False) -> Path:
     """Write ``content`` (a string, or a function that writes to the open text file) to ``path`` as a
     plain write would, atomically for new files: through a symlink to its target, directly to a FIFO

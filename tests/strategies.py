@@ -771,3 +771,27 @@ def edited_widths(draw) -> tuple[ModelConfig, int]:
             if preset_info(n)["format"] == "meta" and "hidden_dim" not in preset_info(n)["config"]]
     cfg = draw(st.one_of(st.sampled_from(meta).map(load), configs(stated_hidden=False)))
     return cfg, draw(st.integers(1, 3 * swiglu_width(cfg.dim) + 600))
+
+
+#: the count symbols (positive integers) and a dtype width (positive) the closed forms are made of
+_POSITIVE = ("b", "s", "n", "d", "d_ff", "V", "n_h", "L", "W", "beta_a")
+
+
+@st.composite
+def closed_form_terms(draw, *, signed: bool = True):
+    """A sum of products of symllm's positive symbols, as the closed forms hold them: a few monomials with
+    small rational coefficients, at times a constant, at times times one more symbol (a product of a sum);
+    ``signed`` allows negative coefficients and constants (differences such as ``W - 1``)."""
+    from sympy import Add, Integer, Mul, Rational
+    from symllm.arch import symbols as S
+    names = st.lists(st.sampled_from(_POSITIVE), max_size=3)
+    coeff = st.sampled_from([Integer(1), Integer(2), Integer(3), Rational(1, 2)] + ([Integer(-1)] if signed else []))
+    terms = [draw(coeff) * Mul(*(getattr(S, n) for n in draw(names))) for _ in range(draw(st.integers(1, 4)))]
+    e = Add(*terms, draw(st.integers(-2 if signed else 0, 6)))
+    return getattr(S, draw(st.sampled_from(_POSITIVE))) * e if draw(st.booleans()) else e
+
+
+def positive_points() -> st.SearchStrategy[dict]:
+    """Values for every symbol of :func:`closed_form_terms`: positive integers, a dtype width 1 to 8."""
+    from symllm.arch import symbols as S
+    return st.fixed_dictionaries({getattr(S, n): st.integers(1, 8 if n == "beta_a" else 5000) for n in _POSITIVE})

@@ -5,7 +5,8 @@ layers as groups of kinds, the ``Structure``), :mod:`~symllm.arch.components` (o
 component, each with its own rules), :mod:`~symllm.arch.keeps` (what each named software stack keeps for a
 component: its rule under that stack), :mod:`~symllm.arch.config` (``ModelConfig``, presets, HF and Meta
 files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved),
-:mod:`~symllm.arch.dtypes` (bytes per element, one table),
+:mod:`~symllm.arch.dtypes` (bytes per element, one table), :mod:`~symllm.arch.algebra` (``Max``, ``Min`` and
+``subs`` without SymPy's pairwise search on large closed forms),
 :mod:`~symllm.arch.resolved` (any config, preset name or path to its spec, model and parameter counts),
 :mod:`~symllm.arch.families` (how each HF ``model_type`` reads its config.json, one module per family),
 :mod:`~symllm.arch.hub` (a model folder, or a Hub id in the local Hugging Face cache: no network).
@@ -13,4 +14,5 @@ files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field r
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "layers", "components", "keeps", "config",
-                                                                     "specs", "resolved", "dtypes", "families", "hub")})
+                                                                     "specs", "resolved", "dtypes", "families", "hub",
+                                                                     "algebra")})

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from symllm.arch.algebra import substitute
 from symllm.arch.config import swiglu_width
 from symllm.arch import keeps
 from symllm.arch.dtypes import FP32, INT64
@@ -267,7 +268,7 @@ class Component:
         >>> model(hidden="meta").closed_form().has(sp.ceiling)
         True
         """
-        return self.total(quantity).subs(dict(self.definitions))
+        return substitute(self.total(quantity), dict(self.definitions))
 
     def child(self, path: str) -> Component:
         """The descendant at ``path`` ("block/attention"), relative to this component."""

@@ -11,7 +11,6 @@ validation, and the presets shipped in ``symllm/presets/``.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 from fractions import Fraction
@@ -514,7 +513,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
     """
     for key in raw:
         if key not in META_KEYS:
-            close = difflib.get_close_matches(str(key), META_KEYS, n=1, cutoff=0.6)
+            close = _close(str(key), META_KEYS, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else " (symllm does not model it)"
             shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
             raise SymllmError(f"{shown}: unknown key in a Meta params.json{hint}")
@@ -607,7 +606,7 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
     known = [f.name for f in dataclasses.fields(ModelConfig) if f.init]
     for key in raw:
         if key not in known and key not in _RESOLVED_EXTRAS:
-            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            close = _close(str(key), known, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
             raise SymllmError(f"{shown}: unknown key in a symllm config{hint}")
@@ -654,11 +653,15 @@ def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> Mo
     raise SymllmError("config: neither a HF config.json (hidden_size) nor a Meta params.json (dim)")
 
 
+#: the shipped presets, one file each, named for the preset (``llama3.1-8b.json``)
+_PRESETS = Path(__file__).resolve().parent.parent / "presets"
+
+
 @lru_cache(maxsize=None)
 def _presets() -> dict[str, dict]:
     out = {}
     # the presets ship as files inside the package (importlib.resources' reader cost a warm count 6 ms)
-    for entry in (Path(__file__).resolve().parent.parent / "presets").iterdir():
+    for entry in _PRESETS.iterdir():
         if entry.name.endswith(".json"):
             data = json.loads(entry.read_text(encoding="utf-8"))
             out[data["name"]] = data
@@ -674,11 +677,29 @@ def preset_names() -> list[str]:
     return list(_presets())
 
 
+def _close(word: str, among, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The known words closest to a misspelt one (difflib loads only when something is misspelt)."""
+    import difflib
+    return difflib.get_close_matches(word, among, n=n, cutoff=cutoff)
+
+
 def preset_info(name: str) -> dict:
-    """The preset's data file: ``name``, ``description``, ``source``, ``format``, ``config``."""
+    """The preset's data file: ``name``, ``description``, ``source``, ``format``, ``config``.
+
+    >>> preset_info("llama3.1-8b")["config"]["dim"]
+    4096
+    """
+    # one preset's own file when the name is one (a warm count reads one file, not all 58)
+    if name and name.strip(".-_").replace(".", "").replace("-", "").replace("_", "").isalnum():
+        try:
+            data = json.loads((_PRESETS / f"{name}.json").read_text(encoding="utf-8"))
+        except (FileNotFoundError, NotADirectoryError):
+            data = None
+        if data is not None and data.get("name") == name:
+            return data
     presets = _presets()
     if name not in presets:
-        close = difflib.get_close_matches(name, presets, n=3, cutoff=0.5)
+        close = _close(name, presets, n=3, cutoff=0.5)
         hint = f"; did you mean {_listed(close, 34)}?" if close else " (symllm presets lists them)"
         raise SymllmError(f"model: unknown preset {_short(name, 30)}{hint}")
     return presets[name]

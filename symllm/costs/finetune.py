@@ -48,6 +48,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from symllm.arch.algebra import substitute
 from symllm.costs import phases as costs
 from symllm.arch import resolved
 from symllm.arch import symbols as S
@@ -200,7 +201,7 @@ def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recom
     }
     out["lora_total"] = sum(out.values(), sp.S.Zero)
     defs = dict(mdl.definitions)
-    return {k: v.subs(defs) for k, v in out.items()}
+    return {k: substitute(v, defs) for k, v in out.items()}
 
 
 def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
@@ -214,9 +215,9 @@ def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
     if work.lora_rank is None:
         raise SymllmError("lora_rank: LoRA needs a rank (--lora-rank R), got None")
     rank = {S.r_lora: work.lora_rank}
-    out = {"trainable_params": trainable(mdl, work.lora_targets).subs(dict(mdl.definitions)),
+    out = {"trainable_params": substitute(trainable(mdl, work.lora_targets), dict(mdl.definitions)),
            **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=work.recompute)}
-    return {k: sp.expand(v.subs(rank)) if k == "trainable_params" else v.subs(rank) for k, v in out.items()}
+    return {k: sp.expand(substitute(v, rank)) if k == "trainable_params" else substitute(v, rank) for k, v in out.items()}
 
 
 def lora(config, work: Workload | None = None, **options) -> dict:

@@ -149,8 +149,8 @@ def _spec(config):
 
 
 def _int(expr, values) -> int:
-    import sympy as sp  # lazily: the CLI's fast paths import this module without SymPy
-    v = sp.sympify(expr).subs(values)
+    from symllm.arch.algebra import substitute  # lazily (SymPy): the CLI's fast paths import this module without it
+    v = substitute(expr, values)
     if not v.is_Integer:
         raise SymllmError(f"weight_format: {expr} is not a whole number for this config ({v})")
     return int(v)

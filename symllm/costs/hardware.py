@@ -58,18 +58,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from symllm._lazy import module
 from symllm.errors import SymllmError
 from symllm.validate import choice, listed, short
 
+TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
 if TYPE_CHECKING:
     import sympy as sp
 
-    from symllm.arch import symbols as S
+    from symllm.arch import algebra, symbols as S
 else:  # the closed forms' SymPy, imported on first use: a workload (``symllm count``) reads the table without it
-    sp, S = module("sympy"), module("symllm.arch.symbols")
+    sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "largest_fitting"]
@@ -465,15 +465,15 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, pha
     per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank
     out = []
     for stage, head in zip(stages, heads):
-        terms = {"training_flops": phase_flops(stage, "training", recompute=recompute).subs(defs)}
+        terms = {"training_flops": algebra.substitute(phase_flops(stage, "training", recompute=recompute), defs)}
         blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
-            terms[f"{phase}_flops"] = phase_flops(stage, phase).subs(defs)
-            terms[f"{phase}_bytes"] = (_stage_bytes(stage, phase, tied, head) if laid
-                                       else bytes_moved(mdl, phase)).subs(defs)
-            terms[f"{phase}_tp"] = (per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
-                                    + head * (S.N_t - 1) / S.N_t * S.beta_a * rows * S.V).subs(defs)
+            terms[f"{phase}_flops"] = algebra.substitute(phase_flops(stage, phase), defs)
+            terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
+                                                         else bytes_moved(mdl, phase), defs)
+            terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
+                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * rows * S.V, defs)
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}

@@ -70,6 +70,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from symllm.arch.algebra import substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
 from symllm.costs import zero
@@ -281,7 +282,7 @@ def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True)
     if not pp_stages:
         return shard(mdl, sp_).closed_form("params")
     first, last = stages(mdl, sp_)
-    return largest(first.total("params"), last.total("params")).subs(dict(mdl.definitions))
+    return substitute(largest(first.total("params"), last.total("params")), dict(mdl.definitions))
 
 
 def _only_experts(comp: Component, unit: bool = False) -> Component:
@@ -391,4 +392,4 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
         out["dp"] = largest(dp(first), dp(last))
         out["ep"] = messages * ring(tokens, S.N_e) * maximum(*(_only_experts(st, unit=True).total("params")
                                                                        for st in (first, last)))
-    return {k: v.subs(dict(mdl.definitions)) for k, v in out.items()}
+    return {k: substitute(v, dict(mdl.definitions)) for k, v in out.items()}

@@ -35,6 +35,7 @@ from functools import lru_cache
 
 import sympy as sp
 
+from symllm.arch.algebra import maximum, substitute
 from symllm.arch import resolved
 from symllm.costs import checks, hardware
 from symllm.costs import parallel
@@ -91,7 +92,7 @@ def _decode_sum(step: sp.Expr) -> sp.Expr:
     step = sp.expand(step.replace(lambda e: isinstance(e, sp.Min) and e.has(S.t), _first_difference))
     windows = sorted((a for a in step.atoms(_WindowPairs) if a.has(S.t)), key=sp.default_sort_key)
     rest = step.subs({a: 0 for a in windows})
-    total = sp.factor(sp.summation(sp.expand(rest.subs(S.t, S.s + _i)), (_i, 0, S.n - 1)))
+    total = _summed_steps(sp.expand(rest))
     groups: dict = {}  # (class, window) -> {shift a of P(t + a): its coefficient}
     for a in windows:
         x, w = a.args
@@ -107,6 +108,53 @@ def _decode_sum(step: sp.Expr) -> sp.Expr:
         if carried != 0:
             raise SymllmError("generation: a window's pairs do not telescope over decode steps")
     return total
+
+
+def _summed_steps(step: sp.Expr) -> sp.Expr:
+    """``Σ_{t=s}^{s+n-1} step(t)`` for a polynomial ``step`` (expanded), as ``factor`` writes it.
+
+    A step linear in ``t``, ``A + B·t`` with ``B`` one term, sums to ``n·(2A - B + 2B·s + B·n)/2``; the
+    sum's only factors are ``n``, the terms' common monomial ``g`` (it divides ``B``, so it is the content
+    of the part linear in ``s`` and ``n``) and that part divided by ``g`` (a primitive polynomial of degree
+    one in ``s`` and ``n``: irreducible). Written so, it is the expression ``sp.factor`` gives (when every
+    coefficient is positive: no sign to normalise) without factoring a polynomial of dozens of terms (most of
+    a cold generation phase); any other step goes through SymPy's ``summation`` and ``factor``.
+
+    >>> _summed_steps(2 * S.d * S.t + 4 * S.d)
+    d*n*(n + 2*s + 3)
+    >>> _ == sp.factor(sp.summation((2 * S.d * S.t + 4 * S.d).subs(S.t, S.s + _i), (_i, 0, S.n - 1)))
+    True
+    """
+    slope = step.coeff(S.t)
+    const = step.subs(S.t, 0)
+    if sp.expand(const + slope * S.t) == step and slope != 0:
+        part = sp.expand(2 * const - slope + 2 * slope * S.s + slope * S.n)
+        terms = sp.Add.make_args(part)
+        if all(t.as_coeff_Mul()[0].is_Integer for t in terms):
+            if len(sp.Add.make_args(slope)) == 1:
+                common = _monomial_gcd(terms)
+                rest = sp.Add(*(t / common for t in terms))
+            else:
+                common = sp.factor(sp.gcd(sp.expand(2 * const - slope), slope))  # a factor of the (short) slope
+                rest = sp.expand(sp.quo(part, common))
+            sign = -1 if sp.Poly(rest).LC() < 0 else 1  # factor's normal form: a positive leading coefficient
+            return sp.Mul(S.n, sp.Rational(sign, 2), common, sign * rest)
+    return sp.factor(sp.summation(sp.expand(step.subs(S.t, S.s + _i)), (_i, 0, S.n - 1)))
+
+
+def _monomial_gcd(terms) -> sp.Expr:
+    """The greatest common divisor of ``terms`` (integer coefficients times products of powers): the
+    coefficients' gcd times each base to its least power.
+
+    >>> _monomial_gcd((6 * S.d ** 2 * S.L, 4 * S.d * S.L * S.s, 2 * S.d * S.L))
+    2*L*d
+    """
+    powers = [t.as_powers_dict() for t in terms]
+    coeffs = [t.as_coeff_Mul()[0] for t in terms]
+    common = {b for b in powers[0] if not b.is_Number}
+    for p in powers[1:]:
+        common &= {b for b in p if not b.is_Number}
+    return sp.Mul(sp.igcd(*coeffs), *(b ** min(p[b] for p in powers) for b in sorted(common, key=sp.default_sort_key)))
 
 
 @lru_cache(maxsize=256)
@@ -189,7 +237,7 @@ def _activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Ex
     if not checkpointed:
         raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
     kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
-    once = sp.Max(*(c.replace(repeat=1).total(saved) for c in checkpointed))
+    once = maximum(*(c.replace(repeat=1).total(saved) for c in checkpointed))
     outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
     return comp.repeat * (kept + once + outside)
 
@@ -199,11 +247,11 @@ def _working_set(comp: Component, eager: bool = False) -> sp.Expr:
     candidate any component of the tree holds (live sets are not repeated: layers run one at a time);
     ``eager``: each component's ``eager_live`` where it declares one."""
     parts = list(comp.walk())
-    resident = sp.Max(*(c.resident for c in parts))
+    resident = maximum(*(c.resident for c in parts))
     if resident == 0:
         raise SymllmError(f"kind: inference_peak is for a block or the model, not {comp.name!r}")
     live = [x for c in parts for x in (c.eager_live if eager and c.eager_live is not None else c.live)]
-    return resident + sp.Max(*live)
+    return resident + maximum(*live)
 
 
 def memory(component="model", kind: str = "inference", *, attention: str = "dense", zero_stage: int = 0,
@@ -243,12 +291,12 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     stacks.check_name(stack)
     choice("optimizer", optimizer, zero.OPTIMIZERS)
     if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; docs/stacks.md, "Training peak")
-        return _training_peak(comp, stack, zero_stage, bool(recompute), optimizer).subs(dict(comp.definitions))
+        return substitute(_training_peak(comp, stack, zero_stage, bool(recompute), optimizer), dict(comp.definitions))
     if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage, optimizer),
                "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
-        return out.subs(dict(comp.definitions))
+        return substitute(out, dict(comp.definitions))
     return _memory(comp, kind, zero_stage, bool(recompute), stack == "eager", optimizer)
 
 
@@ -294,7 +342,7 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager:
         out = _activations(comp, recompute, eager)
     else:
         out = weights + kv + S.beta_a * _working_set(comp, eager)
-    return out.subs(dict(comp.definitions))
+    return substitute(out, dict(comp.definitions))
 
 
 def closed_form(component, quantity: str, **options) -> sp.Expr:
@@ -313,10 +361,10 @@ def closed_form(component, quantity: str, **options) -> sp.Expr:
         if options:
             raise SymllmError(f"options: params takes none, got {', '.join(options)}")
         comp = _component(component, "dense")
-        return comp.total("params").subs(dict(comp.definitions))
+        return substitute(comp.total("params"), dict(comp.definitions))
     if quantity == "flops":
         comp = _component(component, options.get("attention", "dense"))
-        return flops(comp, **{k: v for k, v in options.items() if k != "attention"}).subs(dict(comp.definitions))
+        return substitute(flops(comp, **{k: v for k, v in options.items() if k != "attention"}), dict(comp.definitions))
     if quantity == "memory":
         return memory(component, **options)
     raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory)")
@@ -417,7 +465,7 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     own = memory(Component("local_experts", params=experts), kind, **opt)
     whole = memory(Component("stage", params=st.total("params")), kind, **opt)
     rest = memory(Component("rest", params=st.total("params") - experts), kind, **opt)
-    return mem - whole + rest + own.subs(S.N_d, S.N_d / S.N_e)
+    return mem - whole + rest + substitute(own, {S.N_d: S.N_d / S.N_e})
 
 
 def workload(config, work: Workload | None = None, **options) -> dict:

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
+from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, FP32, INT64
 from symllm.arch.keeps import Keeps, Term
@@ -206,7 +207,7 @@ def activations(mdl: Component, stack: str, recompute: bool = False) -> sp.Expr:
     in_layer = lambda k, t: k.layer is not None and t.per == "each"  # noqa: E731
     groups = list(dict.fromkeys(k.layer for k in kept if k.layer is not None))
     checkpoints = sum((k.times * k.keeps.checkpoint for k in kept if k.keeps.checkpoint != 0), sp.S.Zero)
-    one = sp.Max(*(sum((t.bytes for k in kept if k.layer is g for t in k.terms("saved") if in_layer(k, t)),
+    one = maximum(*(sum((t.bytes for k in kept if k.layer is g for t in k.terms("saved") if in_layer(k, t)),
                        sp.S.Zero) for g in groups))
     rest = sum((k.count(t) * t.bytes for k in kept for t in k.terms("saved") if not in_layer(k, t)), sp.S.Zero)
     return checkpoints + one + rest
@@ -227,7 +228,7 @@ def inference_peak(mdl: Component, stack: str) -> sp.Expr:
     held = sum((k.count(t) * t.bytes for k, t in resident if t.per != "input"), sp.S.Zero)
     layers = [held + t.bytes for k in kept if k.layer is not None for t in k.terms("moments")]
     after = [t.bytes for k in kept if k.layer is None for t in k.terms("moments")]
-    return S.beta_w * mdl.total("params") + kv + inputs + sp.Max(*layers, *after)
+    return S.beta_w * mdl.total("params") + kv + inputs + maximum(*layers, *after)
 
 
 def training_states(mdl: Component, stack: str, zero_stage: int = 0, optimizer: str = "adamw") -> sp.Expr:
@@ -356,7 +357,7 @@ def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zer
     ['weights_and_moments', 'largest_moment']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    largest = sp.Max(*(t.bytes.subs(sizes) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)))
+    largest = maximum(*(substitute(t.bytes, sizes) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)))
     return {"weights_and_moments": held, "largest_moment": largest}
 
 
@@ -386,7 +387,7 @@ def largest_tensor(mdl: Component) -> sp.Expr:
             sizes.add(sp.expand(c.shape[0] * c.shape[1]))
         elif c.rules.weight == "embedding" and c.params != 0:
             sizes.add(c.params)
-    return sp.Max(*sizes)
+    return maximum(*sizes)
 
 
 def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int = 0,
@@ -399,4 +400,4 @@ def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int
     ['forward end', 'backward start']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    return [(t, held + t.bytes.subs(sizes)) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)]
+    return [(t, held + substitute(t.bytes, sizes)) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)]

@@ -216,6 +216,25 @@ def _open_folder(create: bool) -> tuple[Path, int] | None:
     return None if fd is None else (path, fd)
 
 
+def _sources(root: str, prefix: str = ""):
+    """Every ``.py`` file under ``root``: (its path relative to ``root``, with ``/``; its ``stat``), in
+    sorted order; walked with ``os.scandir`` (``Path.rglob`` took a warm count 10 ms).
+
+    >>> rels = [rel for rel, _ in _sources(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))]
+    >>> "numbers/cache.py" in rels, rels == sorted(rels)
+    (True, True)
+    """
+    with os.scandir(root) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    out = []
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            out.extend(_sources(e.path, f"{prefix}{e.name}/"))
+        elif e.name.endswith(".py"):
+            out.append((prefix + e.name, e.stat()))
+    return sorted(out)
+
+
 @lru_cache(maxsize=1)
 def source_digest() -> str:
     """A hash of what generated code and formulas depend on: symllm's source files (each one's path, size
@@ -226,10 +245,8 @@ def source_digest() -> str:
     128
     """
     h = _blake2b()
-    root = Path(__file__).resolve().parents[1]
-    for path in sorted(root.rglob("*.py")):
-        st = path.stat()
-        h.update(f"{path.relative_to(root).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    for rel, st in _sources(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))):
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     spec = find_spec("sympy")
     if spec is not None and spec.origin:
         release = Path(spec.origin).with_name("release.py")

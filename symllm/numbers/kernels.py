@@ -207,8 +207,8 @@ class _IntegerSafePrinter(PythonCodePrinter):
         return self._print_Rational(expr)
 
     def _rounding(self, arg, ceil: bool):
-        if _float_valued(arg):
-            return f"_{'ceil' if ceil else 'floor'}({self._print(arg)})"
+        if _float_valued(arg):  # IEEE sums depend on their order: SymPy's canonical one, as ever
+            return f"_{'ceil' if ceil else 'floor'}({_IntegerSafePrinter().doprint(arg)})"
         num, den = _fraction(arg)
         num, den = self._print(num), self._print(den)
         return f"(-((-({num})) // ({den})))" if ceil else f"(({num}) // ({den}))"
@@ -310,7 +310,10 @@ def _as_python(x):
 def _code(expr: sp.Expr) -> str:
     """Integer-safe Python code of ``expr``: a rational total is one exact division at the end."""
     num, den = _fraction(expr)
-    printer = _IntegerSafePrinter()
+    # terms in the order they are held, not sorted (sorting was most of the printing): exact integer and
+    # Fraction sums do not depend on the order, and a kernel's magnitude bound (_bound_code) covers every
+    # partial sum in any order; an expression with a float outside any rounding keeps SymPy's order
+    printer = _IntegerSafePrinter() if _float_valued(expr) else _IntegerSafePrinter({"order": "none"})
     return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
 
 

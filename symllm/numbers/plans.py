@@ -39,6 +39,7 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
+from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, hardware, inverse, parallel, stacks
@@ -348,7 +349,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     kept = np.flatnonzero(keep)
     secs = seconds[kept]
     if training:
-        prefill = costs.flops(mdl, "prefill").subs(dict(mdl.definitions))  # the whole model's, per micro-batch
+        prefill = substitute(costs.flops(mdl, "prefill"), dict(mdl.definitions))  # the whole model's, per micro-batch
         model_flops = 3 * cols["dp"] * cols["accum"] * _float(_vector(prefill, args, n))
         tokens = global_batch * work.seq
         figures = {"step_s": secs, "tokens_per_s": tokens / secs,
@@ -379,7 +380,7 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
     defs = dict(mdl.definitions)
     stages = parallel.stages(mdl, seq_par)
     terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops)
-    out = {"peaks": tuple(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer).subs(defs)
+    out = {"peaks": tuple(substitute(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer), defs)
                           for i in range(len(stages)))}
     if training:
         comm = parallel.comm(mdl, seq_par, rec, zero)

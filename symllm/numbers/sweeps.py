@@ -54,6 +54,7 @@ from typing import Callable, Iterator
 import numpy as np
 import sympy as sp
 
+from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.costs import checks
 from symllm.costs import phases as costs
@@ -682,7 +683,7 @@ class Sweep:
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
         if len(set(self.quantities)) < len(self.quantities):
             raise SymllmError(f"quantity: a name is repeated in {', '.join(self.quantities)}")
-        self.kernels = {q: compile_expr(sp.sympify(_quantity_expr(q, mdl, work)).subs(fixed))
+        self.kernels = {q: compile_expr(substitute(_quantity_expr(q, mdl, work), fixed))
                         for q in self.quantities}
         unknown = {a for k in self.kernels.values() for a in k.args} - set(_SYMBOL.values())
         if unknown:

@@ -20,9 +20,8 @@ symllm.errors.SymllmError: num_hidden_layers: expected a positive integer, got 4
 from __future__ import annotations
 
 import importlib
-import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from symllm.arch.layers import LayerKind, runs as _runs
 from symllm.errors import SymllmError
@@ -134,8 +133,7 @@ def registry() -> dict[str, Family]:
     ('num_local_experts', 'num_experts_per_tok')
     """
     if not _LOADED:
-        package = importlib.import_module("symllm.arch.families")
-        for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__)):
+        for module in importlib.import_module("symllm.arch.families").MODULES:
             if module != "hf":
                 importlib.import_module(f"symllm.arch.families.{module}")
         _LOADED.append(True)

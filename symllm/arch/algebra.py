@@ -1,0 +1,213 @@
+"""SymPy's ``Max``, ``Min`` and ``subs``, without their cost on large closed forms.
+
+``Max(*args)`` asks SymPy's assumptions whether ``a >= b`` holds for every pair of arguments, first of
+the difference as it is and then of its ``factor_terms``; on the byte counts of a memory peak (sums of
+dozens of products of positive symbols) that took most of a cold ``symllm.workload()`` and much of the
+test suite's time, and ``subs`` pays it again for every ``Max`` it rebuilds. :func:`maximum` and
+:func:`minimum` drop an argument when the difference is of one sign term by term (each term a
+coefficient times a product known to be nonnegative; a product of counts is at least 1, so ``W - 1 >= 0``),
+expanded if need be, or once divided by its one term of the other sign (``2·d_h·s - d_h`` is
+``d_h·(2·s - 1)``); :func:`substitute` rebuilds an expression with them. On the closed forms symllm
+builds they give SymPy's own expressions (compared on every call while composing 8 presets under 6
+stacks and layouts, and by tests/test_algebra.py); elsewhere an argument neither can order stays, which
+changes no value.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+__all__ = ["maximum", "minimum", "substitute"]
+
+
+def _nonnegative(e: sp.Expr) -> bool:
+    """Whether ``e >= 0`` follows from its shape and its symbols' assumptions alone (a product, sum or
+    power of such, a rounding, a ``Max`` with one such argument, a ``Min`` of such), without SymPy's
+    assumption system on the whole expression.
+
+    >>> from symllm.arch import symbols as S
+    >>> _nonnegative(S.b * sp.ceiling(S.V / S.N_t) * sp.Max(4, S.beta_a)), _nonnegative(S.d - S.s)
+    (True, False)
+    """
+    if e.is_Number:
+        return bool(e >= 0)
+    if e.is_Symbol:
+        return bool(e.is_nonnegative)
+    if e.is_Mul or e.is_Add or isinstance(e, (sp.floor, sp.ceiling, sp.Min)):
+        return all(_nonnegative(a) for a in e.args)
+    if e.is_Pow:
+        return _nonnegative(e.base) or bool(e.exp.is_even)
+    if isinstance(e, sp.Max):
+        return any(_nonnegative(a) for a in e.args)
+    return bool(e.is_nonnegative)
+
+
+def _at_least(e: sp.Expr) -> int:
+    """A lower bound of a nonnegative ``e`` from its shape: 1 for a product of positive integers (a count
+    of layers, heads, tokens), else 0.
+
+    >>> from symllm.arch import symbols as S
+    >>> _at_least(S.W * S.s ** 2), _at_least(S.beta_a * S.s)
+    (1, 0)
+    """
+    factors = sp.Mul.make_args(e)
+    one = all((f.base if f.is_Pow and f.exp.is_positive and f.exp.is_integer else f).is_Symbol for f in factors)
+    return int(one and all(f.is_integer and f.is_positive for f in factors))
+
+
+def _signs(d: sp.Expr):
+    """The sign ``d`` provably has from its terms (1, -1 or 0 for neither), and whether each of its
+    non-constant terms is a positive or negative coefficient times a nonnegative product."""
+    if d.is_Number:
+        return (1 if d >= 0 else -1), True
+    low = high = sp.S.Zero  # bounds of d from the terms: sum of (coefficient x lower bound) per sign
+    pos = neg = False
+    for t in sp.Add.make_args(d):
+        if t.is_Number:
+            low, high = low + t, high + t
+            continue
+        coeff, rest = t.as_coeff_Mul()
+        if not _nonnegative(rest):
+            return 0, False
+        if coeff > 0:
+            pos, low = True, low + coeff * _at_least(rest)
+        else:
+            neg, high = True, high + coeff * _at_least(rest)
+    if not neg and low >= 0:
+        return 1, True
+    if not pos and high <= 0:
+        return -1, True
+    return 0, not (pos and neg)
+
+
+def _sign(d: sp.Expr, expanded=None) -> int:
+    """1 when ``d >= 0`` is proved, -1 when ``d <= 0`` is, 0 when neither is: of ``d`` term by term, of
+    ``d`` expanded, and of ``d`` divided by its one term of the other sign (``2·d_h·s - d_h`` is
+    ``d_h·(2·s - 1)``: what ``Max`` finds with ``factor_terms``).
+
+    >>> from symllm.arch import symbols as S
+    >>> _sign(S.b * S.d * S.s), _sign(-2 * S.d - S.s), _sign(S.d - S.s), _sign(S.W - 1)
+    (1, -1, 0, 1)
+    >>> _sign(S.b * S.s * (S.d + 3 * S.d_ff) - 3 * S.b * S.d_ff * S.s), _sign(2 * S.d_h * S.s - S.d_h)
+    (1, 1)
+    """
+    sign, _ = _signs(d)
+    if sign:
+        return sign
+    terms = sp.Add.make_args(d)
+    if any(f.is_Add for t in terms for f in sp.Mul.make_args(t)):  # products of sums: expand them
+        d = sp.expand(d) if expanded is None else expanded()
+        sign, _ = _signs(d)
+        if sign:
+            return sign
+        terms = sp.Add.make_args(d)
+    split = [t.as_coeff_Mul() for t in terms]
+    up = [(c, r) for c, r in split if c > 0]
+    down = [(c, r) for c, r in split if c < 0]
+    if not up or not down or min(len(up), len(down)) > 1:
+        return 0
+    (c0, r0), others = (down[0], up) if len(down) == 1 else (up[0], down)
+    if not _nonnegative(r0):
+        return 0
+    inner = [c0]
+    for c, r in others:
+        q = r / r0
+        if q.as_numer_denom()[1] != 1:
+            return 0
+        inner.append(c * q)
+    sign, _ = _signs(sp.Add(*inner))
+    return sign
+
+
+def _extreme(cls, args) -> sp.Expr:
+    """``cls(*args)`` (``sp.Max`` or ``sp.Min``): nested ones flattened, repeats merged, an argument the
+    others provably bound dropped."""
+    flat = []
+    for e in args:
+        e = sp.sympify(e)
+        flat.extend(e.args if isinstance(e, cls) else (e,))
+    up = 1 if cls is sp.Max else -1
+    kept: list = []
+    expanded: dict = {}  # each argument expanded once, when a difference needs it
+
+    def ex(e):
+        if e not in expanded:
+            expanded[e] = sp.expand(e)
+        return expanded[e]
+
+    for x in dict.fromkeys(flat):
+        beaten = False
+        for i, y in enumerate(kept):
+            s = _sign(x - y, lambda: ex(x) - ex(y)) * up  # noqa: B023 (called at once)
+            if s > 0:
+                kept[i] = None
+            elif s < 0:
+                beaten = True
+                break
+        kept = [k for k in kept if k is not None]
+        if not beaten:
+            kept.append(x)
+    return kept[0] if len(kept) == 1 else cls(*kept, evaluate=False)
+
+
+def maximum(*args) -> sp.Expr:
+    """``Max(*args)``, as SymPy writes it, without its pairwise search on large arguments.
+
+    >>> from symllm.arch import symbols as S
+    >>> maximum(S.b * S.s * S.V, 3 * S.b * S.s * S.d_ff, S.b * S.s * (S.d + 3 * S.d_ff), 0)
+    Max(V*b*s, b*s*(d + 3*d_ff))
+    >>> maximum(4, S.beta_a) == sp.Max(4, S.beta_a), maximum(S.d, 2 * S.d), maximum(3)
+    (True, 2*d, 3)
+    """
+    return _extreme(sp.Max, args)
+
+
+def minimum(*args) -> sp.Expr:
+    """``Min(*args)``, as SymPy writes it, without its pairwise search on large arguments.
+
+    >>> from symllm.arch import symbols as S
+    >>> minimum(S.W, 1), minimum(S.W, S.n + S.s)
+    (1, Min(W, n + s))
+    """
+    return _extreme(sp.Min, args)
+
+
+def substitute(expr: sp.Expr, mapping: dict) -> sp.Expr:
+    """``expr.subs(mapping)`` for symbols as keys, every ``Max`` and ``Min`` rebuilt by :func:`maximum` /
+    :func:`minimum`; the keys are applied one after another in the order ``subs`` applies them.
+
+    >>> from symllm.arch import symbols as S
+    >>> substitute(sp.Max(S.d * S.s, S.V) + S.d, {S.d: 2 * S.d_h, S.V: S.d_h})
+    2*d_h*s + 2*d_h
+    >>> _ == (sp.Max(S.d * S.s, S.V) + S.d).subs({S.d: 2 * S.d_h, S.V: S.d_h})
+    True
+    """
+    mapping = {sp.sympify(k): sp.sympify(v) for k, v in mapping.items()}
+    out = sp.sympify(expr)
+    if not all(k.is_Symbol for k in mapping):
+        return out.subs(mapping)
+    if not any(v.free_symbols & mapping.keys() for v in mapping.values()):  # one after another = all at once
+        return _rebuild(out, mapping, {})
+    for key in sorted(mapping, key=sp.default_sort_key):  # subs' order for keys of one node each
+        out = _rebuild(out, {key: mapping[key]}, {})
+    return out
+
+
+def _rebuild(e: sp.Expr, mapping: dict, seen: dict) -> sp.Expr:
+    if e in mapping:
+        return mapping[e]
+    if not e.args:
+        return e
+    hit = seen.get(e)
+    if hit is not None:
+        return hit
+    args = [_rebuild(a, mapping, seen) for a in e.args]
+    if all(a is b for a, b in zip(args, e.args)):
+        out = e
+    elif isinstance(e, sp.Max):
+        out = maximum(*args)
+    elif isinstance(e, sp.Min):
+        out = minimum(*args)
+    else:
+        out = e.func(*args)
+    seen[e] = out
+    return out

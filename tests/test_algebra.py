@@ -1,0 +1,82 @@
+"""symllm.arch.algebra: Max, Min and subs without SymPy's pairwise search, checked against SymPy's own."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import sympy as sp
+from hypothesis import given, strategies as st
+
+from symllm.arch import algebra, symbols as S
+from tests.strategies import closed_form_terms, positive_points
+
+
+@given(st.lists(closed_form_terms(), min_size=1, max_size=5), positive_points())
+def test_maximum_and_minimum_have_the_value_of_max_and_min(args, point):
+    """At any point, the value is Python's max/min of the arguments' values: an argument is dropped only
+    when another provably bounds it."""
+    values = [a.xreplace(point) for a in args]
+    assert algebra.maximum(*args).xreplace(point) == max(values)
+    assert algebra.minimum(*args).xreplace(point) == min(values)
+
+
+def test_the_drops_max_finds_in_symllms_forms():
+    """The drops SymPy's ``Max`` and ``Min`` make on the forms symllm builds (found by comparing both on every
+    call while composing 8 presets under 6 stacks and layouts), each written out by hand."""
+    big = S.b * S.d * S.s + 3 * S.b * S.d_ff * S.s
+    assert algebra.maximum(3 * S.b * S.d_ff * S.s, big, S.V * S.b * S.s) == sp.Max(big, S.V * S.b * S.s)
+    assert algebra.maximum(2 * S.b * S.d * S.s, 0) == 2 * S.b * S.d * S.s  # b, d, s positive
+    assert algebra.minimum(S.W, 1) == 1  # a window of at least one position
+    assert algebra.maximum(S.d_h, 2 * S.d_h * S.s) == 2 * S.d_h * S.s  # d_h (2s - 1) >= 0 for s >= 1
+    assert algebra.maximum(4, S.beta_a) == sp.Max(4, S.beta_a)  # neither bounds the other: both stay
+
+
+@given(closed_form_terms(), closed_form_terms(signed=False), closed_form_terms(), positive_points())
+def test_substitute_is_subs(a, b, value, point):
+    """substitute(e, m) == e.subs(m) for symbols as keys (several keys: applied in subs' order), also
+    through Max and Min (there: the same value at any point)."""
+    plain = a * b + a
+    mapping = {S.d: value, S.s: S.n + 1}
+    assert algebra.substitute(plain, mapping) == plain.subs(mapping)
+    peaked = a + sp.Max(b, 2 * S.d * S.s) * sp.Min(S.W, S.n + S.s)
+    ours, theirs = algebra.substitute(peaked, mapping), peaked.subs(mapping)
+    assert ours.xreplace(point) == theirs.xreplace(point)
+
+
+_SYMPY_OWN = r"""
+import json, sys, sympy as sp
+from symllm.arch import algebra
+if sys.argv[1] == "sympy":  # SymPy's own Max/Min (and subs, rebuilt through them)
+    algebra._extreme = lambda cls, args: cls(*args)
+from symllm.arch import resolved
+from symllm.costs import phases
+from symllm.costs.workloads import Workload
+out = {}
+for opts in ({"stack": "eager"}, {"stack": "hf-eager", "dp": 2}, {"tp": 2, "pp": 2}):
+    q = phases.quantities(resolved.model_for("llama3.2-1b"), Workload(**opts))
+    out.update({f"{opts} {g}.{k}": sp.srepr(v) for g, d in q.items() for k, v in d.items()})
+print(json.dumps(out))
+"""
+
+
+def test_closed_forms_are_sympys_own(tmp_path):
+    """Every composed quantity of a preset under the eager and an HF stack and a tp/pp layout is the
+    same expression (srepr) as when SymPy's own Max, Min and subs build it (a fresh process each, its own
+    empty cache)."""
+    env = {"SYMLLM_CACHE_DIR": str(tmp_path / "cache"), "PATH": ""}
+    run = lambda how: json.loads(subprocess.run(  # noqa: E731
+        [sys.executable, "-c", _SYMPY_OWN, how], check=True, capture_output=True, text=True,
+        env={**env, "PYTHONPATH": ":".join(sys.path)}).stdout)
+    ours, theirs = run("ours"), run("sympy")
+    assert len(ours) > 40 and ours == theirs
+
+
+@given(closed_form_terms(), closed_form_terms())
+def test_summed_decode_steps_are_sympys_factored_sum(const, slope):
+    """The n decode steps' sum of a step linear in the context t, ``const + slope·t``, is the expression
+    SymPy's ``factor(summation(...))`` gives (its normal form: the same factors, the same signs)."""
+    from symllm.costs import phases
+    step = sp.expand(const + slope * S.t)
+    theirs = sp.factor(sp.summation(step.subs(S.t, S.s + phases._i), (phases._i, 0, S.n - 1)))
+    assert phases._summed_steps(step) == theirs
