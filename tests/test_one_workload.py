@@ -87,9 +87,7 @@ def test_sweep_rows_equal_count(cfg, options, data):
     """A one-point grid or table built from the config's own fields (some of them, so the rest is
     derived per point) and the workload (its axis fields in the grid or fixed) gives count's numbers;
     with a weight format (priced per tensor of one model) only workload axes vary, and with a KV-cache
-    format its bytes per element are count's too. The same draw through the command line: `symllm count
-    FILE --json` and `symllm sweep --base FILE --dim D -o row.csv` agree (:func:`_cli_sweep_row_equals_count`;
-    one property for both paths, so that each drawn structure and workload is composed once, not twice)."""
+    format its bytes per element are count's too."""
     if options.get("pp", 1) > cfg.n_layers:  # a stage holds at least one block (count refuses more stages)
         options = {**options, "pp": cfg.n_layers}
     work = symllm.workload(cfg, **options)
@@ -112,7 +110,6 @@ def test_sweep_rows_equal_count(cfg, options, data):
     assert (row["head_dim"], row["hidden_dim"]) == (cfg.head_dim, symllm.hidden_dim(cfg))
     for q in quantities:
         _assert_same(q, row[q], _expected(counted, q))
-    _cli_sweep_row_equals_count(cfg, options)
 
 
 #: Llama 3.1 8B's decode step after a 4096-token prompt, by hand from its params.json (d 4096, 32 layers,
@@ -205,9 +202,12 @@ def _count_vs_sweep(model, options: dict, folder: Path, grid=()) -> None:
         _assert_same(q, _number(row[q]), _expected(counted, q))
 
 
-def _cli_sweep_row_equals_count(cfg: ModelConfig, options: dict) -> None:
-    """`symllm count FILE --json` and `symllm sweep --base FILE --dim D -o row.csv` agree, for the config
-    written as a file (a Meta params.json or a HF config.json) and the workload options as flags."""
+@given(sweep_bases(), workloads())
+def test_cli_sweep_rows_equal_count_json(cfg, options):
+    """`symllm count FILE --json` and `symllm sweep --base FILE --dim D -o row.csv` agree, for random
+    config files and workload options."""
+    if options.get("pp", 1) > cfg.n_layers:  # a stage holds at least one block (count refuses more stages)
+        options = {**options, "pp": cfg.n_layers}
     with tempfile.TemporaryDirectory() as tmp:
         path = _config_file(cfg, Path(tmp))
         assert symllm.params(symllm.resolve(path)) == symllm.params(cfg)
