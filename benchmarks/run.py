@@ -121,11 +121,12 @@ def bench_vector(n: int, repeat: int) -> list[dict]:
     return rows
 
 
-def _configs_405b(k: int):
+def _configs_405b(k: int, layers: int | None = None):
     """k variants of Llama 3.1 405B (n_layers 126, 127, ...): distinct inputs, so neither SymPy's cache
-    nor ours can answer from memory."""
+    nor ours can answer from memory; ``layers``: from that many layers up instead (--quick: the same code on
+    a model torch builds in a hundredth of the time)."""
     base = symllm.resolve("llama3.1-405b")
-    return [base.replace(n_layers=base.n_layers + i) for i in range(k)]
+    return [base.replace(n_layers=(layers or base.n_layers) + i) for i in range(k)]
 
 
 def bench_scalar(repeat: int) -> dict:
@@ -156,13 +157,13 @@ def bench_scalar(repeat: int) -> dict:
             "detail": f"{t_sympy * 1e6:.0f} us vs {t_ours * 1e6:.1f} us per config"}
 
 
-def bench_torch(repeat: int) -> dict | None:
+def bench_torch(repeat: int, quick: bool = False) -> dict | None:
     try:
         import torch  # noqa: F401
         from symllm import reference
     except ImportError:
         return None
-    cfgs = _configs_405b(20)
+    cfgs = _configs_405b(20, layers=1 if quick else None)
     closed = symllm.model_for(cfgs[0]).closed_form("params")
     vals = [values(c) for c in cfgs]
 
@@ -183,13 +184,13 @@ def bench_torch(repeat: int) -> dict | None:
             "detail": f"{t_torch * 1e3:.0f} ms vs {t_ours * 1e6:.1f} us"}
 
 
-def _interleaved(cmds: list, runs: int, env: dict) -> list[float]:
+def _interleaved(cmds: list, runs: int, env: dict, warm_up: bool = True) -> list[float]:
     def run(cmd):
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
         return time.perf_counter() - t0
 
-    for cmd in cmds:  # warm the file cache, the bytecode and symllm's kernel cache
+    for cmd in cmds if warm_up else ():  # warm the file cache, the bytecode and symllm's kernel cache
         run(cmd)
     times = [[] for _ in cmds]
     for _ in range(runs):  # interleaved, so all see the same load
@@ -198,12 +199,16 @@ def _interleaved(cmds: list, runs: int, env: dict) -> list[float]:
     return [statistics.median(t) for t in times]
 
 
-def bench_startup(runs: int) -> list[dict]:
+def bench_startup(runs: int, quick: bool = False) -> list[dict]:
     """symllm count and symllm report against ``import sympy``, each a fresh process; the kernel cache
-    (symllm.numbers.cache.cache_dir) is a fresh folder, filled by the warm-up run, as after a user's first count."""
+    (symllm.numbers.cache.cache_dir) is a fresh folder, filled by the warm-up run, as after a user's first count
+    (``quick``: no warm-up run, each command timed once, with the bytecode Python has already cached rather than
+    a fresh bytecode folder: compiling SymPy's bytecode again took most of a quick run's start-up rows)."""
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "SYMLLM_CACHE_DIR": cache, "PYTHONPYCACHEPREFIX": str(Path(cache) / "pycache"),
+        env = {**os.environ, "SYMLLM_CACHE_DIR": cache,
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        if not quick:
+            env["PYTHONPYCACHEPREFIX"] = str(Path(cache) / "pycache")
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode cached (for every command compared)
         count = [sys.executable, "-m", "symllm", "count", "llama3.1-405b"]
         report = [sys.executable, "-m", "symllm", "report", "llama3.1-405b", "--format", "latex"]
@@ -215,7 +220,8 @@ def bench_startup(runs: int) -> list[dict]:
         outputs = [subprocess.run(cmd, check=True, capture_output=True, env=env).stdout for cmd in (report, report,
                                                                                                    rendered)]
         assert outputs[0] == outputs[1] == outputs[2], "the report read back differs from a rendered one"
-        t_count, t_report, t_rendered, t_base, t_bare = _interleaved([count, report, rendered, base, bare], runs, env)
+        t_count, t_report, t_rendered, t_base, t_bare = _interleaved([count, report, rendered, base, bare], runs, env,
+                                                                   warm_up=not quick)
     return [{"name": "start-up: warm symllm count llama3.1-405b / python -c pass", "ratio": t_count / t_bare,
              "goal": "<= 3x", "ok": t_count / t_bare <= 3,
              "detail": f"{t_count * 1e3:.0f} ms vs {t_bare * 1e3:.0f} ms (median of {runs})"},
@@ -352,12 +358,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
     args = parser.parse_args(argv)
-    n, rows_csv, repeat, runs = (10**4, 10**4, 2, 2) if args.quick else (10**7, 10**6, 5, 9)
+    n, rows_csv, repeat, runs = (10**4, 10**4, 2, 1) if args.quick else (10**7, 10**6, 5, 9)
     rows = [*bench_vector(n, repeat), bench_scalar(repeat)]
-    torch_row = bench_torch(repeat)
+    torch_row = bench_torch(repeat, args.quick)
     rows.append(torch_row or {"name": "405B: torch meta build + numel / exact kernel", "ratio": float("nan"),
                               "goal": ">= 100,000x", "ok": None, "detail": "skipped: torch not installed"})
-    rows.extend(bench_startup(runs))
+    rows.extend(bench_startup(runs, args.quick))
     rows.append(bench_params(repeat))
     rows.append(bench_sweep_csv(rows_csv, max(2, repeat // 2)))
     if args.quick:  # composing the per-GPU forms of a layout takes seconds: one preset, one layout

@@ -40,6 +40,7 @@ Gemma 2's sandwich norms (``norms="sandwich"``) and soft-capped scores and logit
 Only this module imports torch; nothing else in symllm imports it at import time.
 """
 
+import contextlib
 import math
 from typing import Optional
 
@@ -474,11 +475,27 @@ class Transformer(nn.Module):
 def build(args, device="meta", dtype=torch.float32) -> Transformer:
     """Construct a ``Transformer`` from ``args`` directly on ``device`` in ``dtype``.
 
-    On ``"meta"`` nothing is allocated, so even the 405B config builds instantly.
+    On ``"meta"`` nothing is allocated and nothing initialised (there are no values: the random
+    initialisation of every linear only dispatched ops, two thirds of a mixture of experts' build), so even
+    the 405B config builds instantly.
     """
-    with torch.device(device):
+    bare = _uninitialised() if torch.device(device).type == "meta" else contextlib.nullcontext()
+    with torch.device(device), bare:
         model = Transformer(args)
     return model.to(dtype=dtype)
+
+
+@contextlib.contextmanager
+def _uninitialised():
+    """``nn.Linear`` and ``nn.Embedding`` constructed without ``reset_parameters`` (restored after)."""
+    saved = {cls: cls.reset_parameters for cls in (nn.Linear, nn.Embedding)}
+    try:
+        for cls in saved:
+            cls.reset_parameters = lambda self: None
+        yield
+    finally:
+        for cls, reset in saved.items():
+            cls.reset_parameters = reset
 
 
 def count(model: Transformer) -> dict:

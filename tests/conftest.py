@@ -163,11 +163,43 @@ def meta_model(torch, reference):
     return build
 
 
+def numel_by_layers(reference, cfg) -> dict:
+    """torch's numel per breakdown key (``reference.count``) of ``cfg``'s reference model at its full depth,
+    from builds of a few layers: pure arithmetic on torch's own counts, so as independent of symllm as a full
+    build (a DeepSeek or Kimi build of 60 MoE layers took 10-20 s; this takes a tenth).
+
+    Why it is exact: the reference builds every layer of one kind (``cfg.layer_kinds()``, the same list its
+    full build reads) alike (``reference.TransformerBlock`` reads a layer's index only to look up its kind),
+    and ``count`` sums over layers, so each key is ``outside + Σ_k n_k · per_layer_k``. Built: one layer of
+    each kind (the model's mix, so a dense layer of an MoE model keeps its own width) and, for each kind
+    with more than one layer, the same with one more of it; the difference is that kind's layer.
+    ``tests/test_hypothesis.py`` checks the result equal to a full build's count on small models of
+    several kinds."""
+    from collections import Counter
+    from symllm.arch.layers import runs
+    kinds = cfg.layer_kinds()
+    count, order = Counter(kinds), list(dict.fromkeys(kinds))
+
+    def measure(layers: list) -> dict:
+        small = cfg.replace(n_layers=len(layers), layers=runs(layers))
+        return reference.count(reference.build(small, device="meta"))
+
+    one_each = measure(order)
+    out = dict(one_each)
+    for i, kind in enumerate(order):
+        if count[kind] > 1:
+            more = measure(order[:i + 1] + [kind] + order[i + 1:])
+            for key in more:
+                out[key] = out.get(key, 0) + (count[kind] - 1) * (more[key] - one_each.get(key, 0))
+    return out
+
+
 @pytest.fixture(scope="session")
-def preset_numel(reference, meta_model):
+def preset_numel(reference):
     """``preset_numel(name)``: the reference model's numel per symllm breakdown key (and "total") for a
-    preset, counted once per test process."""
-    return functools.lru_cache(maxsize=None)(lambda name: reference.count(meta_model(name)))
+    preset at its full depth (:func:`numel_by_layers`), counted once per test process."""
+    import symllm
+    return functools.lru_cache(maxsize=None)(lambda name: numel_by_layers(reference, symllm.load(name)))
 
 
 def saved_during(forward, model) -> int:

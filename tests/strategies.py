@@ -752,6 +752,16 @@ def any_configs() -> st.SearchStrategy[ModelConfig]:
                      deepseek_configs().map(from_hf), glm4_moe_configs().map(from_hf))
 
 
+def layered_configs() -> st.SearchStrategy[ModelConfig]:
+    """Small configs whose layers are of several kinds, as each family states them: dense and MoE layers
+    (Llama 4, Qwen2/3-MoE, DeepSeek, GLM-4.5, moe_layouts' interleaving), layers without RoPE (Llama 4),
+    windowed and full ones (Mistral, Qwen2/3, gpt-oss, Gemma 2/3), latent attention (DeepSeek)."""
+    from symllm.arch.config import from_hf
+    raws = st.one_of(moe_configs(), qwen3_moe_configs(), qwen2_moe_configs(), gpt_oss_configs(), deepseek_configs(),
+                     glm4_moe_configs(), windowed().map(lambda drawn: drawn[0]), dense_family_configs())
+    return st.one_of(raws.map(from_hf), moe_layouts().map(lambda pair: pair[0]))
+
+
 @st.composite
 def edited_widths(draw) -> tuple[ModelConfig, int]:
     """A config whose d_ff Meta's rounding derives (a preset whose params.json has no hidden_dim, or a drawn

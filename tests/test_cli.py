@@ -162,7 +162,7 @@ PRETTY = [argv + ["--format", "pretty"] for argv in WIDE if argv[0] == "derive"]
 
 @pytest.mark.parametrize("argv", WIDE + PRETTY + [[c, "--help"] for c in ["count", "derive", "report", "presets",
                                                                           "verify", "sweep"]] + [["--help"]])
-def test_terminal_output_fits_100_columns(argv, cli, monkeypatch):
+def test_help_and_text_fit_100_columns_on_a_wide_terminal(argv, cli, monkeypatch):
     """count, presets, derive (text and pretty) and every --help fit 100 columns, even on a wider
     terminal (they printed 103-273)."""
     monkeypatch.setenv("COLUMNS", "250")
@@ -348,16 +348,37 @@ TEXT_LINES = [*(["derive", "--component", c, "--model", m] for c, m in (  # the 
               ["derive", "--notation", "n.toml", "--model", "llama3.1-8b"]]
 
 
+#: --format markdown, read in a terminal too: reports of models with many kinds of layers (latent attention,
+#: 384 experts, interleaved MoE, sinks and windows; layout, roofline and LoRA sections: they printed 22-63
+#: lines over 100, up to 2,993 columns), derive of each component and quantity (display math and the
+#: 100-column prose of its list and notes), a comparison of six models (156 columns: split into tables)
+MARKDOWN_LINES = [*(["report", m] for m in ("deepseek-v3", "kimi-k2", "llama4-maverick-17b-128e", "gpt-oss-120b",
+                                           "qwen3-235b-a22b")),
+                  ["report", "llama3.2-1b", "--gpu", "h100-sxm", "--dp", "2", "--lora-rank", "16"],
+                  *(["derive", "--component", c] for c in ("embedding", "attention", "feed_forward", "swiglu",
+                                                           "rmsnorm", "rope", "lm_head", "block", "model")),
+                  *(["derive", "--component", c, "--model", "mixtral-8x7b"] for c in ("moe", "router", "experts")),
+                  ["derive", "--component", "sinks", "--model", "gpt-oss-20b"],
+                  ["derive", "--model", "deepseek-v3"],
+                  *(["derive", "--quantity", q, "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "2"]
+                    for q in ("flops", "memory", "ridge")),  # comm: in the layout report
+                  ["derive", "--quantity", "memory", "--model", "llama3.1-405b", "--memory", "inference_peak"],
+                  ["count", "llama3.1-8b", "tinyllama-1.1b", "llama3.2-1b", "llama2-7b", "codellama-7b", "llama3-8b"]]
+
+
 def test_terminal_output_fits_100_columns(cli):
     """No line of count (every preset), of the long derivations and error lines the issue names, of a
-    comparison, or of any other text output (TEXT_LINES) is over 100 columns; bytes per second are in bytes
-    units (it said 864.00BB/s), and no output says BB."""
+    comparison, of any other text output (TEXT_LINES) or of a --format markdown output (MARKDOWN_LINES) is
+    over 100 columns; bytes per second are in bytes units (it said 864.00BB/s), and no output says BB."""
     from symllm.arch.config import preset_names
     outputs = [cli(["count", name]) for name in preset_names()] + [cli(argv) for argv in CLI_LINES]
-    for r in outputs + [cli(argv) for argv in TEXT_LINES]:
+    markdown = [cli([*argv, "--format", "markdown"]) for argv in MARKDOWN_LINES]
+    for r in outputs + [cli(argv) for argv in TEXT_LINES] + markdown:
         long = [line for line in (r.out + r.err).splitlines() if len(line) > 100]
         assert not long, long
         assert not re.search(r"\dBB\b|BB/s", r.out + r.err)
+    assert all(r.code == 0 and r.out.count("\n") > 5 for r in markdown)
+    assert markdown[-1].out.count("| quantity |") == 2  # six models: two tables, each within 100 columns
     l40s = outputs[len(preset_names())].out
     assert "BB/s" not in l40s and "864 GB/s" in l40s  # NVIDIA's L40S datasheet, in bytes units
     assert outputs[-2].err.startswith("symllm: error: decode_batch: memory-bound at any batch")

@@ -329,20 +329,26 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager:
             optimizer: str = "adamw") -> sp.Expr:
     N = comp.total("params")
     weights = S.beta_w * N
-    kv = S.beta_kv * sp.factor(comp.total("kv_cache").subs(S.t, S.n))
     if kind == "weights":
         out = weights
     elif kind == "kv_cache":
-        out = kv
+        out = _kv_bytes(comp)
     elif kind == "inference":
-        out = weights + kv
+        out = weights + _kv_bytes(comp)
     elif kind == "training_states":
         out = zero.optimizer_states(comp, zero_stage, optimizer)  # mixed precision, ZeRO-sharded
     elif kind == "activations":
         out = _activations(comp, recompute, eager)
     else:
-        out = weights + kv + S.beta_a * _working_set(comp, eager)
+        out = weights + _kv_bytes(comp) + S.beta_a * _working_set(comp, eager)
     return substitute(out, dict(comp.definitions))
+
+
+@lru_cache(maxsize=256)
+def _kv_bytes(comp: Component) -> sp.Expr:
+    """The KV cache's bytes after a prefill of ``s`` and ``n`` decode steps, factored (once per component:
+    the kinds that hold no cache never ask)."""
+    return S.beta_kv * sp.factor(comp.total("kv_cache").subs(S.t, S.n))
 
 
 def closed_form(component, quantity: str, **options) -> sp.Expr:

@@ -123,7 +123,7 @@ def _fraction(arg: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
 def over_common_denominator(exprs, expand: bool = False) -> tuple[list, sp.Expr]:
     """``(numerators, denominator)``: ``exprs`` over one positive common denominator, no division left in a
     numerator outside a function's argument (a ``ceiling`` keeps its own), the numerators expanded where
-    ``expand`` is set or the denominator is not 1. Where every denominator is an integer or a power of a
+    ``expand`` is set or the denominator is not a number. Where every denominator is an integer or a power of a
     symbol (``N_d``, ``N_e``, ``d_h``: all that symllm's formulas divide by), one walk of the trees finds it
     and the terms it divides are cancelled; otherwise SymPy's ``together`` (much slower on a large model's
     byte counts).
@@ -137,6 +137,10 @@ def over_common_denominator(exprs, expand: bool = False) -> tuple[list, sp.Expr]
     den = _denominator(exprs)
     if den == 1:
         return [sp.expand(e) for e in exprs] if expand else exprs, sp.S.One
+    if den is not None and den.is_Integer and not expand:  # a number multiplies through without expanding
+        nums = [den * e for e in exprs]  # (n·(...)/2 times 2 is n·(...): expanding it was most of a kernel's build)
+        if _denominator(nums) == 1:
+            return nums, den
     if den is not None:
         nums = [sp.expand(den * e) for e in exprs]
         if _denominator(nums) == 1:
@@ -207,8 +211,8 @@ class _IntegerSafePrinter(PythonCodePrinter):
         return self._print_Rational(expr)
 
     def _rounding(self, arg, ceil: bool):
-        if _float_valued(arg):
-            return f"_{'ceil' if ceil else 'floor'}({self._print(arg)})"
+        if _float_valued(arg):  # IEEE sums depend on their order: SymPy's canonical one, as ever
+            return f"_{'ceil' if ceil else 'floor'}({_IntegerSafePrinter().doprint(arg)})"
         num, den = _fraction(arg)
         num, den = self._print(num), self._print(den)
         return f"(-((-({num})) // ({den})))" if ceil else f"(({num}) // ({den}))"
@@ -310,7 +314,10 @@ def _as_python(x):
 def _code(expr: sp.Expr) -> str:
     """Integer-safe Python code of ``expr``: a rational total is one exact division at the end."""
     num, den = _fraction(expr)
-    printer = _IntegerSafePrinter()
+    # terms in the order they are held, not sorted (sorting was most of the printing): exact integer and
+    # Fraction sums do not depend on the order, and a kernel's magnitude bound (_bound_code) covers every
+    # partial sum in any order; an expression with a float outside any rounding keeps SymPy's order
+    printer = _IntegerSafePrinter() if _float_valued(expr) else _IntegerSafePrinter({"order": "none"})
     return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
 
 
@@ -329,7 +336,7 @@ def _cached_functions(kind: str, text: str, make, names: tuple) -> tuple[tuple, 
         except ValueError:  # not generated code: generated again below
             pass
     sources = tuple(make())
-    functions = tuple(_define(src, name) for src, name in zip(sources, names, strict=True))
+    functions = tuple(define(src, name, generated_here=True) for src, name in zip(sources, names, strict=True))
     cache_put(kind, key, sources)
     return sources, functions
 

@@ -127,11 +127,28 @@ def human_bytes(value) -> str:
     return _scaled(value, _BYTE_UNITS, " ", plain="bytes")
 
 
+def _fitting(names, fits) -> list[list]:
+    """``names`` cut into runs, in order, as many to a run as ``fits(run)`` allows (a comparison split
+    into several tables that each fit the width; a name alone always makes a run).
+
+    >>> _fitting(["a", "b", "c"], lambda run: len(run) <= 2)
+    [['a', 'b'], ['c']]
+    """
+    chunks, current = [], []
+    for n in names:
+        if current and not fits(current + [n]):
+            chunks.append(current)
+            current = []
+        current.append(n)
+    chunks.append(current)
+    return chunks
+
+
 def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> str:
     """A table with a column per model: ``rows`` (key, label, unit) as
     :data:`symllm.costs.comparison.ROWS`, ``names`` the models, ``values[name][key]`` the numbers (a row no
     model has is left out). ``text``: human units, split into several tables so that each line fits
-    ``width`` columns; ``csv``: exact numbers; ``markdown``: exact, grouped; ``latex``: a booktabs
+    ``width`` columns; ``csv``: exact numbers; ``markdown``: exact, grouped, split like ``text``; ``latex``: a booktabs
     tabular in human units.
 
     >>> print(side_by_side([("params", "parameters", "count"), ("fits", "fits", "flag")], ["a", "b"],
@@ -164,14 +181,18 @@ def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> st
         writer.writerow(["quantity", *names])
         writer.writerows([key, *(shown(n, key, unit, True) for n in names)] for key, _, unit in rows)
         return buf.getvalue().rstrip("\n")
-    if fmt == "markdown":
+    if fmt == "markdown":  # exact numbers; as many models per table as fit the width ("| a | b |")
         def cell(text):
             return str(text).replace("|", "\\|")
-        lines = ["| quantity | " + " | ".join(cell(n) for n in names) + " |",
-                 "|---|" + "---:|" * len(names)]
-        lines += ["| " + label + " | " + " | ".join(shown(n, key, unit, True) for n in names) + " |"
-                  for key, label, unit in rows]
-        return "\n".join(lines)
+        cells = {n: [cell(n)] + [shown(n, key, unit, True) for key, _, unit in rows] for n in names}
+        labels = ["quantity"] + [label for _, label, _ in rows]
+
+        def table(chunk):
+            return ["| " + label + " | " + " | ".join(cells[n][i] for n in chunk) + " |"
+                    for i, label in enumerate(labels)]
+        return "\n\n".join("\n".join([lines[0], "|---|" + "---:|" * len(chunk), *lines[1:]])
+                            for chunk in _fitting(names, lambda c: max(map(len, table(c))) <= width)
+                            for lines in [table(chunk)])
     if fmt == "latex":
         lines = [r"\begin{tabular}{@{}l" + "r" * len(names) + "@{}}", r"\toprule",
                  " & ".join(["quantity", *(escape_latex(n) for n in names)]) + r" \\", r"\midrule"]
@@ -183,15 +204,8 @@ def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> st
     label_w = max(len(label) for _, label, _ in rows)
     cells = {n: [shown(n, key, unit, False) for key, _, unit in rows] for n in names}
     col_w = {n: max([len(n)] + [len(c) for c in cells[n]]) for n in names}
-    chunks, current = [], []
-    for n in names:  # as many models per table as fit the width
-        if current and label_w + sum(col_w[m] + 2 for m in current + [n]) > width:
-            chunks.append(current)
-            current = []
-        current.append(n)
-    chunks.append(current)
     out = []
-    for chunk in chunks:
+    for chunk in _fitting(names, lambda c: label_w + sum(col_w[m] + 2 for m in c) <= width):
         header = [" " * label_w] + [n.rjust(col_w[n]) for n in chunk] if len(names) > 1 else None
         lines = (["  ".join(header).rstrip()] if header else []) + [
             "  ".join([label.ljust(label_w)] + [cells[n][i].rjust(col_w[n]) for n in chunk]).rstrip()

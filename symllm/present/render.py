@@ -51,7 +51,7 @@ __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
     "render_template", "standalone", "template_dir", "write_atomic", "escape_latex", "escape_markdown",
     "latex", "num_latex", "label", "math_delimiters", "tex_refusal", "tex_width", "LATEX_WIDTH", "em_width",
-    "pcol",
+    "pcol", "wrap_markdown",
 ]
 
 #: output formats of derive (report: latex and markdown)
@@ -429,9 +429,10 @@ class Formula:
         """Plain text (SymPy's ``str``)."""
         return _NamedStrPrinter({k: _num_text(v) for k, v in self._numbers.items()}).doprint(self._expr)
 
-    def latex_lines(self, names=None, width: float = None, first: float = None) -> list[str]:
-        """The LaTeX broken into lines of at most ``width`` points (estimated; default
-        :data:`LATEX_WIDTH`; ``first``: the first line's, where the line starts with a label): between the
+    def latex_lines(self, names=None, width: float = None, first: float = None, measure=None) -> list[str]:
+        """The LaTeX broken into lines of at most ``width`` points (estimated by ``measure``, default
+        :func:`tex_width`; default width :data:`LATEX_WIDTH`; ``first``: the first line's, where the line
+        starts with a label; ``measure=len``: characters of source, as Markdown's display math counts): between the
         terms of a sum and the factors of a product, at any depth (a sum inside a product that must break
         gets ``\\bigl( … \\bigr)``, which may span lines; a quotient whose denominator does not fit is
         written ``\\bigl(num\\bigr) / \\bigl(den\\bigr)``, each broken).
@@ -447,7 +448,7 @@ class Formula:
             names.update({k: num_latex(v) for k, v in self._numbers.items()})
             settings["mul_symbol"] = "dot"
         width = LATEX_WIDTH if width is None else width
-        return _lines(self._expr, lambda e: _latex(e, symbol_names=names, **settings), tex_width, width,
+        return _lines(self._expr, lambda e: _latex(e, symbol_names=names, **settings), measure or tex_width, width,
                       r" \cdot " if self._numbers else r" \, ", r"\bigl(", r"\bigr)",
                       first=width if first is None else first)
 
@@ -722,46 +723,59 @@ def _filters(kind: str, names: dict) -> dict:
 
     #: display math is flush left in one column of ``align`` (``&`` first on every line): a statement's first
     #: line starts with its label, a broken formula goes on ``\\qquad`` in, the next step of a chain on
-    #: ``\\quad =``; every line fits :data:`LATEX_WIDTH` (a label is not an alignment column that narrows the rest)
+    #: ``\\quad =``; every line fits the format's width (:func:`_display_width`; a label is not an alignment
+    #: column that narrows the rest)
+    measure, width = _display_width(kind)
     nonumber = " \\nonumber" if kind == "latex" else ""
     break_line = nonumber + " \\\\\n&\\qquad "
     break_eq = nonumber + " \\\\\n&\\quad = "
-    rest = LATEX_WIDTH - tex_width("\\qquad ")
+    rest = width - measure("\\qquad ")
+
+    def fold(line, room):
+        """Markdown: a display line still wider than ``room`` (an unbreakable nest of ceilings and fractions)
+        continued on the next source line (:func:`_fold_source`: the typeset math is unchanged)."""
+        return _fold_source(line, room) if kind == "markdown" else line
+
+    def joined(lines, room):
+        return break_line.join(fold(line, room if i == 0 else rest) for i, line in enumerate(lines))
 
     def texlines(value, tail=None, lead=""):
-        """Display math broken across lines that fit :data:`LATEX_WIDTH` (continuation lines start
+        """Display math broken across lines that fit the format's width (continuation lines start
         ``&\\qquad``); ``lead``: what precedes it on its first line (``N_{\\mathrm{wq}} =``), whose width
         the first line leaves; ``tail``, a number, follows as `` = tail``."""
         if isinstance(value, sp.Basic):
             value = Formula(value)
-        first = LATEX_WIDTH - tex_width(str(lead) + " = ")
-        lines = value.latex_lines(names, rest, first) if isinstance(value, Formula) else [escape_latex(value)]
+        first = width - measure(str(lead) + " = ")
+        lines = (value.latex_lines(names, rest, first, measure) if isinstance(value, Formula)
+                 else [escape_latex(value)])
         if tail is not None:
             end = num_latex(tail)
             room = first if len(lines) == 1 else rest
-            if tex_width(lines[-1] + " = " + end) <= room:
+            if measure(lines[-1] + " = " + end) <= room:
                 lines[-1] += " = " + end
             else:
-                return Safe(break_line.join(lines) + break_eq + end)
-        return Safe(break_line.join(lines))
+                return Safe(joined(lines, first) + break_eq + end)
+        return Safe(joined(lines, first))
 
     def packed(parts, lead=""):
         """LaTeX pieces filled into lines as wide as :func:`texlines` allows (the second line, after
         ``lead =``, is narrower), joined by its line break."""
         lines = []
+        first = width - measure(str(lead) + " = ")
         for part in parts:
-            room = LATEX_WIDTH - tex_width(str(lead) + " = ") if len(lines) == 1 else rest
-            if lines and tex_width(lines[-1] + " " + part) <= room:
+            room = first if len(lines) == 1 else rest
+            if lines and measure(lines[-1] + " " + part) <= room:
                 lines[-1] += " " + part
             else:
                 lines.append(part)
-        return Safe(break_line.join(lines))
+        return Safe(joined(lines, first))
 
     def texsum(values, lead=""):
         """Formulas joined by ``+`` as display math, broken across lines like :func:`texlines`."""
         parts = []
         for i, value in enumerate(values):
-            pieces = (value if isinstance(value, Formula) else Formula(value)).latex_lines(names, rest)
+            pieces = (value if isinstance(value, Formula) else Formula(value)).latex_lines(names, rest,
+                                                                                            measure=measure)
             parts += [("+ " if i else "") + pieces[0], *pieces[1:]]
         return packed(parts, lead)
 
@@ -782,6 +796,7 @@ def _filters(kind: str, names: dict) -> dict:
                             for i, p in enumerate(parts)))
 
     return {"tex": tex, "text": text, "pretty": pretty, "show": show, "num": num, "esc": esc,
+            "mdwrap": lambda value, width=TEXT_WIDTH: Safe(wrap_markdown(value, width)),
             "texlines": texlines, "texsum": texsum, "texjoin": texjoin, "pcol": pcol, "ttpath": ttpath, "meaning": meaning, "joinlines": joinlines,
             "grouped": plain, "human": lambda v, flops=False: Safe(human(v, flops)),
             "human_bytes": lambda v: Safe(human_bytes(v)),
@@ -794,6 +809,95 @@ TEXT_WIDTH = 100
 _SYMBOL_BY_NAME = {sym.name: sym for sym in S.SYMBOLS if "_" in sym.name}
 _SYMBOL_NAME_RE = re.compile(r"(?<![A-Za-z0-9_\\])(" + "|".join(
     re.escape(n) for n in sorted(_SYMBOL_BY_NAME, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
+
+
+def _display_width(kind: str):
+    """How a display line of math is measured, and how wide it may be, in ``kind``: LaTeX's typeset width
+    in points (:func:`tex_width`, :data:`LATEX_WIDTH`); Markdown's source in columns (a ```` ```math ````
+    block is read in a terminal too: :data:`TEXT_WIDTH` less the ``&`` a line starts with and the
+    `` \\\\`` it ends with).
+
+    >>> _display_width("markdown") == (len, 96), _display_width("latex")[1] == LATEX_WIDTH
+    (True, True)
+    """
+    if kind == "markdown":
+        return len, TEXT_WIDTH - len("&") - len(" \\\\")
+    return tex_width, LATEX_WIDTH
+
+
+#: a space of LaTeX source where a line may end (not the space of a control space ``\ ``)
+_TEX_SOURCE_SPACE = re.compile(r"(?<!\\) ")
+
+
+def _fold_source(tex: str, room: int, indent: str = "  ") -> str:
+    r"""LaTeX math source longer than ``room`` columns continued on further lines at its spaces (TeX and
+    MathJax read a line end in math as a space, so the typeset math is the same); a piece without a
+    space stays whole.
+
+    >>> print(_fold_source(r"\left\lceil{\frac{a + b}{m}}\right\rceil", 20))
+    \left\lceil{\frac{a
+      + b}{m}}\right\rceil
+    """
+    if len(tex) <= room:
+        return tex
+    lines = []
+    for word in _TEX_SOURCE_SPACE.split(tex):
+        if lines and len(lines[-1]) + 1 + len(word) <= room:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return ("\n" + indent).join(lines)
+
+
+#: a Markdown "word" a line may not break inside: escapes, inline math (``$`…`$``, ``$…$``), code spans
+#: and the characters between spaces
+_MD_WORD = re.compile(r"(?:\\.|\$`[^`]*`\$|`[^`]*`|\$[^$\s`][^$]*?\$|\S)+")
+#: what a line of a paragraph must not start with: it would start a list, quote, heading, table or fence
+_MD_BLOCK_START = re.compile(r"[-+*>#=|]|\d+[.)]|```|~~~")
+#: a list item's marker
+_MD_ITEM = re.compile(r"\s*(?:[-+*]|\d+[.)]) +")
+
+
+def wrap_markdown(text: str, width: int = TEXT_WIDTH) -> str:
+    """Markdown with its paragraphs and list items hard-wrapped at ``width`` columns (Markdown joins the
+    lines of a paragraph again, so the rendered text is the same): never inside inline math or a code
+    span, never before a word that would start a list or heading; a list item's lines continue under its
+    text. Table rows, headings and fenced blocks (```` ``` ````, ``$$``) are left as they are.
+
+    >>> print(wrap_markdown("- an item with $`x + y`$ in it", 22))
+    - an item with
+      $`x + y`$ in it
+    >>> print(wrap_markdown("some words + more", 11))
+    some
+    words +
+    more
+    """
+    out, fence = [], None
+    for line in str(text).split("\n"):
+        stripped = line.strip()
+        if fence is not None:
+            fence = None if stripped == fence else fence
+            out.append(line)
+            continue
+        if stripped.startswith(("```", "~~~")) or stripped == "$$":
+            fence = stripped[:3]
+            out.append(line)
+            continue
+        if len(line) <= width or stripped.startswith(("|", "#")):
+            out.append(line)
+            continue
+        item = _MD_ITEM.match(line)
+        lead = item.group(0) if item else line[:len(line) - len(line.lstrip())]
+        lines: list[list[str]] = [[]]
+        for word in _MD_WORD.findall(line[len(lead):]):
+            if lines[-1] and len(lead) + len(" ".join(lines[-1] + [word])) > width:
+                carried = []  # a line may not start with "+ ", "- ", "# ", "1. ": the word before comes along
+                if _MD_BLOCK_START.match(word) and len(lines[-1]) > 1:
+                    carried = [lines[-1].pop()]
+                lines.append(carried)
+            lines[-1].append(word)
+        out.extend((lead if i == 0 else " " * len(lead)) + " ".join(words) for i, words in enumerate(lines))
+    return "\n".join(out)
 
 
 def _kind_of(name: str) -> str:
