@@ -368,12 +368,14 @@ MARKDOWN_LINES = [*(["report", m] for m in ("deepseek-v3", "kimi-k2", "llama4-ma
 
 def test_terminal_output_fits_100_columns(cli):
     """No line of count (every preset), of the long derivations and error lines the issue names, of a
-    comparison, of any other text output (TEXT_LINES) or of a --format markdown output (MARKDOWN_LINES) is
-    over 100 columns; bytes per second are in bytes units (it said 864.00BB/s), and no output says BB."""
+    comparison, of any other text output (TEXT_LINES) or of a --format markdown or latex output
+    (MARKDOWN_LINES) is over 100 columns; bytes per second are in bytes units (it said 864.00BB/s), and no output says BB."""
     from symllm.arch.config import preset_names
     outputs = [cli(["count", name]) for name in preset_names()] + [cli(argv) for argv in CLI_LINES]
     markdown = [cli([*argv, "--format", "markdown"]) for argv in MARKDOWN_LINES]
-    for r in outputs + [cli(argv) for argv in TEXT_LINES] + markdown:
+    latex = [cli([*argv, "--format", "latex"]) for argv in MARKDOWN_LINES]  # LaTeX source, printed, too
+    assert all(r.code == 0 and r.out.count("\n") > 5 for r in latex)
+    for r in outputs + [cli(argv) for argv in TEXT_LINES] + markdown + latex:
         long = [line for line in (r.out + r.err).splitlines() if len(line) > 100]
         assert not long, long
         assert not re.search(r"\dBB\b|BB/s", r.out + r.err)

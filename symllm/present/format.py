@@ -144,6 +144,71 @@ def _fitting(names, fits) -> list[list]:
     return chunks
 
 
+#: spaces of LaTeX source where a line may end (not that of a control space ``\ ``), and a comment's start
+_TEX_SPACES = re.compile(r"(?<!\\) +")
+_TEX_COMMENT = re.compile(r"(?<!\\)%")
+
+
+def fold_latex(text: str, width: int = 100) -> str:
+    r"""LaTeX source whose lines longer than ``width`` columns go on over further lines, broken at their
+    spaces and indented two more columns (TeX reads a line end as a space, and a run of spaces as one, so
+    the typeset document is the same). A word longer than the width breaks after an ``{}`` (an
+    ``\allowbreak{}``) with a ``%`` ending the line (no space then); a comment line goes on as comment
+    lines; a line with a comment after its code stays whole.
+
+    >>> print(fold_latex(r"  \caption{Parameters of a model by component.}", 24))
+      \caption{Parameters of
+        a model by
+        component.}
+    >>> print(fold_latex(r"\texttt{moe\_\allowbreak{}block/\allowbreak{}wq}", 30))
+    \texttt{moe\_\allowbreak{}%
+      block/\allowbreak{}wq}
+    >>> print(fold_latex("% a comment of several words", 15))
+    % a comment of
+    % several words
+    >>> fold_latex("50\\% of a long line % a comment", 10) == "50\\% of a long line % a comment"
+    True
+    """
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        body = line.lstrip(" ")
+        indent = line[:len(line) - len(body)]
+        comment = body.startswith("%")
+        if _TEX_COMMENT.search(body) and not comment:
+            out.append(line)
+            continue
+        words = _TEX_SPACES.split(body[1:].lstrip() if comment else body)
+        lead = indent + ("% " if comment else "")
+        rest = indent + ("% " if comment else "  ")
+        pieces = [lead]
+        for word in words:
+            for part in ([word] if comment else _word_parts(word, width - len(rest))):
+                if pieces[-1] != lead and (pieces[-1].endswith("%") or len(pieces[-1]) + 1 + len(part) > width):
+                    pieces.append(rest + part)
+                else:
+                    pieces[-1] += ("" if pieces[-1] == lead else " ") + part
+        out.extend(pieces)
+    return "\n".join(out)
+
+
+def _word_parts(word: str, room: int) -> list[str]:
+    """A word of LaTeX longer than ``room`` in pieces that end after an ``{}``, each but the last with a
+    ``%`` (the line end it comes before is no space); a word with no such place stays whole."""
+    if len(word) <= room:
+        return [word]
+    cuts = [m.end() for m in re.finditer(r"\{\}", word)]
+    parts, start = [], 0
+    for i, cut in enumerate(cuts):
+        after = cuts[i + 1] if i + 1 < len(cuts) else len(word)
+        if after - start > room and cut > start:
+            parts.append(word[start:cut] + "%")
+            start = cut
+    return parts + [word[start:]]
+
+
 def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> str:
     """A table with a column per model: ``rows`` (key, label, unit) as
     :data:`symllm.costs.comparison.ROWS`, ``names`` the models, ``values[name][key]`` the numbers (a row no
@@ -198,7 +263,7 @@ def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> st
                  " & ".join(["quantity", *(escape_latex(n) for n in names)]) + r" \\", r"\midrule"]
         lines += [" & ".join([escape_latex(label), *(escape_latex(shown(n, key, unit, False)) for n in names)])
                   + r" \\" for key, label, unit in rows]
-        return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"])
+        return fold_latex("\n".join(lines + [r"\bottomrule", r"\end{tabular}"]), width)
     if fmt != "text":
         raise ValueError(fmt)
     label_w = max(len(label) for _, label, _ in rows)

@@ -45,7 +45,7 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
 from symllm.validate import listed, short, shown_path
-from symllm.present.format import _LINE_BREAKS, digits, escape_latex, grouped, human, human_bytes
+from symllm.present.format import _LINE_BREAKS, digits, escape_latex, fold_latex, grouped, human, human_bytes
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
@@ -1143,8 +1143,9 @@ def render_template(name: str, context: dict, *, template_dir=None, names=None) 
     kind = _kind_of(name)
     try:
         template = environment(kind, template_dir, names).get_template(name)
-        if template_dir is None:  # symllm's own templates only
-            return template.render(**context)
+        if template_dir is None:  # symllm's own templates only (LaTeX source within the terminal's 100 columns)
+            out = template.render(**context)
+            return fold_latex(out, TEXT_WIDTH) if kind == "latex" else out
         with _budget(name):
             return _bounded_output(template.generate(**context), name)
     except _OverTime:
