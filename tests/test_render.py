@@ -13,6 +13,7 @@ and review the diff (the published totals each golden must show are checked inde
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -722,7 +723,10 @@ def test_where_line_typesets_symbol_names_as_math():
     """The LaTeX "where" line writes the n_h and d_ff of the descriptions as math ($n_h$, $d_{ff}$), not as
     escaped text (n\\_h)."""
     tex = derivation.derive("model", config="llama3.1-8b").render("latex")
-    where = next(line for line in tex.splitlines() if line.startswith("where "))
+    lines = tex.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("where "))
+    rest = [line.strip() for line in itertools.takewhile(lambda line: line.startswith("  "), lines[first + 1:])]
+    where = " ".join([lines[first], *rest])  # the line, with its continuation lines (source within 100 columns)
     assert "($n_h$: MHA" in where and "granule for $d_{ff}$" in where
     assert "n\\_h" not in where and "d\\_ff" not in where
     tex = derivation.derive("model", config="llama3.1-8b", notation={"n_h": "h"}).render("latex")

@@ -1143,11 +1143,12 @@ def render_template(name: str, context: dict, *, template_dir=None, names=None) 
     kind = _kind_of(name)
     try:
         template = environment(kind, template_dir, names).get_template(name)
-        if template_dir is None:  # symllm's own templates only (LaTeX source within the terminal's 100 columns)
+        if template_dir is None:  # symllm's own templates only
             out = template.render(**context)
-            return fold_latex(out, TEXT_WIDTH) if kind == "latex" else out
-        with _budget(name):
-            return _bounded_output(template.generate(**context), name)
+        else:
+            with _budget(name):
+                out = _bounded_output(template.generate(**context), name)
+        return fold_latex(out, TEXT_WIDTH) if kind == "latex" else out  # LaTeX source within 100 columns
     except _OverTime:
         raise SymllmError(f"template: {name}: took longer than {TIME_LIMIT:g} s (loops inside loops?)") from None
     except _OverMemory:
