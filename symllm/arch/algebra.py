@@ -54,11 +54,11 @@ def _at_least(e: sp.Expr) -> int:
     return int(one and all(f.is_integer and f.is_positive for f in factors))
 
 
-def _signs(d: sp.Expr):
-    """The sign ``d`` provably has from its terms (1, -1 or 0 for neither), and whether each of its
-    non-constant terms is a positive or negative coefficient times a nonnegative product."""
+def _signs(d: sp.Expr) -> int:
+    """The sign ``d`` provably has from its terms: 1, -1, or 0 for neither (a term not a coefficient times
+    a nonnegative product, or terms of both signs)."""
     if d.is_Number:
-        return (1 if d >= 0 else -1), True
+        return 1 if d >= 0 else -1
     low = high = sp.S.Zero  # bounds of d from the terms: sum of (coefficient x lower bound) per sign
     pos = neg = False
     for t in sp.Add.make_args(d):
@@ -67,16 +67,16 @@ def _signs(d: sp.Expr):
             continue
         coeff, rest = t.as_coeff_Mul()
         if not _nonnegative(rest):
-            return 0, False
+            return 0
         if coeff > 0:
             pos, low = True, low + coeff * _at_least(rest)
         else:
             neg, high = True, high + coeff * _at_least(rest)
     if not neg and low >= 0:
-        return 1, True
+        return 1
     if not pos and high <= 0:
-        return -1, True
-    return 0, not (pos and neg)
+        return -1
+    return 0
 
 
 def _sign(d: sp.Expr, expanded=None) -> int:
@@ -90,13 +90,13 @@ def _sign(d: sp.Expr, expanded=None) -> int:
     >>> _sign(S.b * S.s * (S.d + 3 * S.d_ff) - 3 * S.b * S.d_ff * S.s), _sign(2 * S.d_h * S.s - S.d_h)
     (1, 1)
     """
-    sign, _ = _signs(d)
+    sign = _signs(d)
     if sign:
         return sign
     terms = sp.Add.make_args(d)
     if any(f.is_Add for t in terms for f in sp.Mul.make_args(t)):  # products of sums: expand them
         d = sp.expand(d) if expanded is None else expanded()
-        sign, _ = _signs(d)
+        sign = _signs(d)
         if sign:
             return sign
         terms = sp.Add.make_args(d)
@@ -114,8 +114,7 @@ def _sign(d: sp.Expr, expanded=None) -> int:
         if q.as_numer_denom()[1] != 1:
             return 0
         inner.append(c * q)
-    sign, _ = _signs(sp.Add(*inner))
-    return sign
+    return _signs(sp.Add(*inner))
 
 
 def _extreme(cls, args) -> sp.Expr:

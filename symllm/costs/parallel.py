@@ -70,14 +70,14 @@ from functools import lru_cache
 
 import sympy as sp
 
-from symllm.arch.algebra import substitute
+from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
 from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "maximum", "params_per_gpu", "ring",
+__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
            "expert_params", "comm"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -213,25 +213,6 @@ def largest(*exprs: sp.Expr) -> sp.Expr:
     """
     nums, den = over_common_denominator(exprs, expand=True)
     return maximum(*nums) / den
-
-
-def maximum(*exprs: sp.Expr) -> sp.Expr:
-    """``Max(*exprs)`` built without SymPy's search for arguments it can prove smaller (``Max`` asks
-    ``a >= b`` of every pair of arguments: seconds for two pipeline stages' byte counts of a large model,
-    where no argument is ever provably smaller); nested ``Max`` are flattened and equal arguments merged, as
-    ``Max`` does. The value is ``Max``'s; an argument SymPy could have dropped stays.
-
-    >>> maximum(S.d + S.L, sp.Max(2 * S.d, S.s), S.d + S.L)
-    Max(2*d, s, L + d)
-    >>> _ == sp.Max(S.d + S.L, 2 * S.d, S.s)
-    True
-    >>> maximum(S.d)
-    d
-    """
-    flat = []
-    for e in exprs:
-        flat.extend(e.args if isinstance(e, sp.Max) else (sp.sympify(e),))
-    return sp.Max(*flat, evaluate=False)
 
 
 def _only_one_stage() -> sp.Expr:
