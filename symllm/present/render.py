@@ -45,7 +45,8 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
 from symllm.validate import listed, short, shown_path
-from symllm.present.format import _LINE_BREAKS, digits, escape_latex, fold_latex, grouped, human, human_bytes
+from symllm.present.format import (_LINE_BREAKS, _TEX_SPACES, digits, escape_latex, fold_latex, grouped, human,
+                                   human_bytes)
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
@@ -825,8 +826,6 @@ def _display_width(kind: str):
     return tex_width, LATEX_WIDTH
 
 
-#: a space of LaTeX source where a line may end (not the space of a control space ``\ ``)
-_TEX_SOURCE_SPACE = re.compile(r"(?<!\\) ")
 
 
 def _fold_source(tex: str, room: int, indent: str = "  ") -> str:
@@ -841,7 +840,7 @@ def _fold_source(tex: str, room: int, indent: str = "  ") -> str:
     if len(tex) <= room:
         return tex
     lines = []
-    for word in _TEX_SOURCE_SPACE.split(tex):
+    for word in _TEX_SPACES.split(tex):  # where LaTeX source may end a line (format.fold_latex's rule)
         if lines and len(lines[-1]) + 1 + len(word) <= room:
             lines[-1] += " " + word
         else:
