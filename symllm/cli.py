@@ -108,10 +108,11 @@ def _columns() -> int:
     """The terminal's width as ``shutil.get_terminal_size`` finds it ($COLUMNS, then standard output, then
     80), without importing shutil (bz2, lzma): argparse makes a formatter for every option it adds."""
     try:
-        if int(os.environ["COLUMNS"]) > 0:
-            return int(os.environ["COLUMNS"])
+        columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
-        pass
+        columns = 0
+    if columns > 0:
+        return columns
     try:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
     except (AttributeError, ValueError, OSError):
