@@ -25,6 +25,7 @@ L*d*d_ff
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -1160,6 +1161,12 @@ def lora_names() -> dict[str, str]:
     >>> lora_names()["gate_proj"]
     'w1'
     """
+    return dict(_lora_pairs())
+
+
+@functools.cache
+def _lora_pairs() -> tuple:
+    """:func:`lora_names` as (name, symllm name) pairs, read once per process (three whole models are walked)."""
     pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART)
                           for c in model(**every).walk() if c.rules.lora)
-    return {**{ours: ours for ours, _ in pairs}, **{hf: ours for ours, hf in pairs}}
+    return (*((ours, ours) for ours, _ in pairs), *((hf, ours) for ours, hf in pairs))
