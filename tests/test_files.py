@@ -4,6 +4,7 @@ turns faults (a full device, Ctrl-C, SIGTERM, numbers of any size) into one line
 Each test names the fault it reproduces; see symllm/files.py for the rules."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,33 +64,52 @@ def test_symlink_loop_is_one_line(tmp_path):
         files.write_atomic(tmp_path / "a", "x")
 
 
+@contextlib.contextmanager
+def _fd_on(fd: int, target: int):
+    """Descriptor ``fd`` (1 or 2) of this process is ``target`` (a pipe's write end, an open file) while the
+    block runs, as a process started with its standard stream there sees it: ``/dev/stdout`` (``/dev/stderr``)
+    is ``/proc/self/fd/1`` (``2``), a link to the pipe or file. Restored afterwards."""
+    saved = os.dup(fd)
+    try:
+        os.dup2(target, fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
 @pytest.mark.skipif(not LINUX, reason="/dev/stdout, /dev/stderr and pipes")
 @pytest.mark.parametrize("argv", [["derive", "--component", "rmsnorm"],
                                   ["sweep", "--base", "llama3-8b", "--n-layers", "1:3"]])
 @pytest.mark.parametrize("target", ["/dev/stdout", "/dev/stderr", "-"])
 def test_standard_streams_are_written_to_the_stream(cli, argv, target):
     """`symllm derive --component rmsnorm -o /dev/stdout | cat` prints the derivation (it failed: "cannot
-    write in '/proc/NNN/fd'"); /dev/stderr and - too, as a plain write or printing would. (What the command
-    prints without -o is taken in-process: only the -o run needs a process of its own, whose standard streams
-    are pipes.)"""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    write in '/proc/NNN/fd'"); /dev/stderr and - too, as a plain write or printing would. (In-process: the
+    standard stream's descriptor is a pipe while the -o run writes, as in `| cat`; `-` is sys.stdout.)"""
     plain = cli(argv)
-    proc = subprocess.run([sys.executable, "-m", "symllm", *argv, "-o", target], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    got = proc.stderr if target == "/dev/stderr" else proc.stdout
-    assert plain.code == 0 and plain.out and plain.out in got, (got, proc.stderr)
+    assert plain.code == 0 and plain.out
+    read, write = os.pipe()
+    got = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(read, encoding="utf-8").read()))
+    reader.start()
+    try:
+        with _fd_on(1 if target == "/dev/stdout" else 2, write):
+            os.close(write)
+            r = cli([*argv, "-o", target])
+    finally:
+        reader.join(60)
+    assert r.code == 0, r.err
+    got = r.out if target == "-" else got[0]
+    assert plain.out in got, (got, r.err)
 
 
 @pytest.mark.skipif(not LINUX, reason="/dev/stdout")
-def test_dev_stdout_redirected_to_a_file(tmp_path):
+def test_dev_stdout_redirected_to_a_file(cli, tmp_path):
     """`symllm derive ... -o /dev/stdout > out.txt` writes out.txt (through /proc/self/fd/1), as a plain
-    write would, and leaves no temporary file."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(tmp_path / "out.txt", "w") as out:
-        proc = subprocess.run([sys.executable, "-m", "symllm", "derive", "--component", "rmsnorm", "-o",
-                               "/dev/stdout"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    write would, and leaves no temporary file. (In-process: descriptor 1 is out.txt while it runs.)"""
+    with open(tmp_path / "out.txt", "w") as out, _fd_on(1, out.fileno()):
+        r = cli(["derive", "--component", "rmsnorm", "-o", "/dev/stdout"])
+    assert r.code == 0, r.err
     assert (tmp_path / "out.txt").read_text().startswith("rmsnorm: parameters")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
 
