@@ -349,16 +349,19 @@ def test_ctrl_c_is_one_line_and_exit_130(cli, monkeypatch):
     assert r.code == 130 and r.err == "symllm: interrupted\n"
 
 
-#: a sitecustomize for the processes below: slows one step down and says when it starts, so that a signal
-#: lands exactly there (SYMLLM_TEST_SLOW: "import" the import of symllm.costs.workloads, which symllm.cli
-#: makes; "unlink" the removal of a .symllm-*.tmp file; "exit" an atexit handler after main() returned)
+#: a sitecustomize for the processes below: holds one step until the test lets it go (the file MARK.go,
+#: or 30 s) and says when it starts, so that a signal lands exactly there (SYMLLM_TEST_SLOW: "import" the
+#: import of symllm.costs.workloads, which symllm.cli makes; "unlink" the removal of a .symllm-*.tmp file;
+#: "exit" an atexit handler after main() returned)
 _SLOW_STEP = """
 import atexit, os, sys, time
 _mark, _step = os.environ["SYMLLM_TEST_MARK"], os.environ["SYMLLM_TEST_SLOW"]
 
 def _slow():
     open(_mark, "w").close()
-    time.sleep(3)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(_mark + ".go") and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 class _SlowImport:
     def find_spec(self, name, path=None, target=None):
@@ -390,6 +393,13 @@ def _slowed(tmp_path, step: str, argv: list) -> tuple[subprocess.Popen, Path]:
     proc = subprocess.Popen([sys.executable, "-m", "symllm", *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     return proc, mark
+
+
+def _let_go(mark: Path) -> None:
+    """Let the held step finish, once the signal just sent has surely reached the process (the kernel marks
+    it pending at once; it is handled before the process runs on, and the held step only polls a file)."""
+    time.sleep(0.05)
+    Path(str(mark) + ".go").touch()
 
 
 def _wait_for(proc, condition, what: str) -> None:
@@ -426,6 +436,7 @@ def test_second_signal_during_cleanup(tmp_path, first, second, code, line):
     proc.send_signal(first)
     _wait_for(proc, mark.exists, "the cleanup")
     proc.send_signal(second)
+    _let_go(mark)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (code, f"symllm: {line}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
@@ -442,6 +453,7 @@ def test_second_signal_while_exiting(tmp_path):
     proc.send_signal(signal.SIGINT)
     _wait_for(proc, mark.exists, "the exit")
     proc.send_signal(signal.SIGTERM)
+    _let_go(mark)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, "symllm: interrupted\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
