@@ -87,9 +87,7 @@ def test_sweep_rows_equal_count(cfg, options, data):
     """A one-point grid or table built from the config's own fields (some of them, so the rest is
     derived per point) and the workload (its axis fields in the grid or fixed) gives count's numbers;
     with a weight format (priced per tensor of one model) only workload axes vary, and with a KV-cache
-    format its bytes per element are count's too. On the command line too, for the same config and
-    workload (one example pays the cold closed forms once for both): `symllm count FILE --json` and
-    `symllm sweep --base FILE --dim D -o row.csv` agree (the config written as a file)."""
+    format its bytes per element are count's too."""
     if options.get("pp", 1) > cfg.n_layers:  # a stage holds at least one block (count refuses more stages)
         options = {**options, "pp": cfg.n_layers}
     work = symllm.workload(cfg, **options)
@@ -112,11 +110,6 @@ def test_sweep_rows_equal_count(cfg, options, data):
     assert (row["head_dim"], row["hidden_dim"]) == (cfg.head_dim, symllm.hidden_dim(cfg))
     for q in quantities:
         _assert_same(q, row[q], _expected(counted, q))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = _config_file(cfg, Path(tmp))
-        assert symllm.params(symllm.resolve(path)) == symllm.params(cfg)
-        # under a weight format the sweep varies no model field (its bytes are per tensor of one model)
-        _count_vs_sweep(path, options, Path(tmp), grid=["--dim", cfg.dim] if "weight_format" not in options else [])
 
 
 #: Llama 3.1 8B's decode step after a 4096-token prompt, by hand from its params.json (d 4096, 32 layers,
@@ -207,6 +200,19 @@ def _count_vs_sweep(model, options: dict, folder: Path, grid=()) -> None:
     assert _number(row["hidden_dim"]) == counted["config"]["hidden_dim"]
     for q in quantities:
         _assert_same(q, _number(row[q]), _expected(counted, q))
+
+
+@given(sweep_bases(), workloads())
+def test_cli_sweep_rows_equal_count_json(cfg, options):
+    """`symllm count FILE --json` and `symllm sweep --base FILE --dim D -o row.csv` agree, for random
+    config files and workload options."""
+    if options.get("pp", 1) > cfg.n_layers:  # a stage holds at least one block (count refuses more stages)
+        options = {**options, "pp": cfg.n_layers}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _config_file(cfg, Path(tmp))
+        assert symllm.params(symllm.resolve(path)) == symllm.params(cfg)
+        # under a weight format the sweep varies no model field (its bytes are per tensor of one model)
+        _count_vs_sweep(path, options, Path(tmp), grid=["--dim", cfg.dim] if "weight_format" not in options else [])
 
 
 #: the presets whose structure the random config files above never have (experts, windows, the Llama 4 mix)
