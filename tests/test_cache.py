@@ -305,17 +305,18 @@ def _symllm(argv, folder: Path) -> subprocess.CompletedProcess:
 
 
 def _forget() -> None:
-    """Drop everything this process keeps in memory in front of the on-disk cache (every ``lru_cache`` of
-    symllm's modules, the kernels kept per expression object, and the warnings already given), so that the
-    next command reads its entries from the folder as a fresh process would (SymPy's own cache stays warm:
-    the cheap part of the test). The test checks that every entry was read again (the damaged ones are
-    rewritten): a new memo in front of the disk makes it fail, naming the entry, rather than pass unread."""
+    """Drop what this process keeps in memory in front of the on-disk cache (the compiled count, params
+    table, d_ff rounding and kernels, the kernels kept per expression object, and the warnings already
+    given), so that the next command reads its entries from the folder as a fresh process would. The closed
+    forms behind the cache stay in memory (building them again is not what is tested, and later tests of
+    this process use them). The tests check that every damaged entry was read again (it is rewritten): a
+    new memo in front of the disk makes them fail, naming the entry, rather than pass unread."""
+    from symllm.arch import resolved, specs
     from symllm.numbers import kernels
-    for name, module in list(sys.modules.items()):
-        if name == "symllm" or name.startswith("symllm."):
-            for value in list(vars(module).values()):
-                if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name:
-                    value.cache_clear()
+    quick._compiled.cache_clear()
+    resolved._params_table.cache_clear()
+    specs.hidden_dim_kernel.cache_clear()
+    kernels.compile_expr.cache_clear()
     kernels._BY_ID.clear()
     kernels._FAST.clear()
     cache._WARNED.clear()
@@ -355,15 +356,24 @@ def _assert_rewritten(now: dict, damaged: dict, whole: dict) -> None:
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory) -> dict:
-    """Per command: a cache folder its first run (a fresh process) filled, that run's output and the entries
-    it wrote."""
+    """Per command: a cache folder its first run filled, that run's output and the entries it wrote (run
+    in-process with nothing in memory in front of the disk, :func:`_forget`, so that it writes every entry a
+    fresh process writes)."""
+    import contextlib
+    import io
+
+    from symllm.cli import main
     out = {}
     for name, argv in COMMANDS.items():
         folder = tmp_path_factory.mktemp(f"filled-{name}")
-        done = _symllm(argv, folder)
-        assert done.returncode == 0, done.stderr
-        assert f"{TOTAL:,}" in done.stdout or str(TOTAL) in done.stdout
-        out[name] = (folder, done.stdout, _entries(folder))
+        printed, said = io.StringIO(), io.StringIO()
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed), contextlib.redirect_stderr(said):
+            mp.setenv("SYMLLM_CACHE_DIR", str(folder))
+            _forget()
+            code = main(argv)
+        assert code == 0, said.getvalue()
+        assert f"{TOTAL:,}" in printed.getvalue() or str(TOTAL) in printed.getvalue()
+        out[name] = (folder, printed.getvalue(), _entries(folder))
     return out
 
 
@@ -373,8 +383,8 @@ def test_damaged_entries_are_rebuilt(filled, tmp_path, monkeypatch, cli, within_
     """Every entry damaged one way: the command still prints the exact numbers (no traceback, no hang,
     no wrong number), and the entries are whole again afterwards: each written again (which also shows it
     was read from the folder, not from this process's memory), and read back without a warning.
-    (In-process, with what sits in front of the disk forgotten; the folder was filled by a fresh process,
-    and test_damaged_entry_in_a_fresh_process runs one on damaged entries.)"""
+    (In-process, with what sits in front of the disk forgotten; test_damaged_entry_in_a_fresh_process runs
+    a fresh process on damaged entries.)"""
     source, expected, whole = filled[command]
     folder = tmp_path / "c"
     shutil.copytree(source, folder)
@@ -405,9 +415,11 @@ def test_damaged_entry_in_a_fresh_process(filled, tmp_path):
     for damage in ("flipped byte", "a FIFO"):
         for path in sorted(folder.glob("*.json")):
             DAMAGE[damage](path)
+        damaged = _entries(folder)
         done = _symllm(COMMANDS["count"], folder)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-        assert done.stdout == expected and _entries(folder) == whole
+        assert done.stdout == expected
+        _assert_rewritten(_entries(folder), damaged, whole)
 
 
 def test_concurrent_writers(tmp_path, monkeypatch):
