@@ -174,7 +174,8 @@ def test_benchmarks_run_in_quick_mode(capsys):
     capsys.readouterr()
     assert run.main(["--quick"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    for name in ("vector:", "scalar:", "405B:", "start-up:", "report:", "params:", "sweep to CSV", "start-up: warm symllm count", "warm symllm.workload", "plan:", "plan per layout"):
+    for name in ("vector:", "scalar:", "405B:", "start-up:", "report:", "params:", "sweep to CSV",
+                 "start-up: warm symllm count", "warm symllm.workload", "plan:", "plan per layout"):
         row = next((line for line in lines if line.startswith(name)), None)
         assert row is not None, (name, lines)
         ratio = float(re.findall(r"\s(\S+)x\s{2}", row)[0])  # the ratio column (the goal's "x" comes after)
