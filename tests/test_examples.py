@@ -1,4 +1,5 @@
-"""Every example runs: notebooks executed with nbclient (an ipykernel in this interpreter), scripts
+"""Every example runs: notebooks executed with nbclient (one ipykernel in this interpreter, names reset
+between notebooks), scripts
 in-process as ``__main__``; plots land as PNG in a temporary folder (SYMLLM_EXAMPLES_OUT), never in the
 repository."""
 import json
@@ -50,19 +51,40 @@ def test_there_are_examples():
     assert len(SCRIPTS) >= 3
 
 
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """One kernel for the module's notebooks (an ipykernel start-up imports IPython, SymPy, numpy and
+    matplotlib: seconds of CPU each time); each notebook starts with every name of the one before it
+    removed (``%reset -f``), in its own working and output folder."""
+    requires("nbformat")
+    requires("nbclient")
+    requires("ipykernel")
+    tmp = tmp_path_factory.mktemp("kernel")
+    km = _kernel_manager(tmp, tmp)
+    km.start_kernel(cwd=str(tmp))
+    yield km
+    km.shutdown_kernel(now=True)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path, tmp_path):
+def test_notebook_runs(path, tmp_path, kernel):
     """The notebook executes top to bottom without an error; a plotting notebook writes its PNGs."""
     nbformat = requires("nbformat")
     nbclient = requires("nbclient")
-    requires("ipykernel")
     out = tmp_path / "out"
     out.mkdir()
     book = nbformat.read(path, as_version=4)
     assert all(not c.get("outputs") for c in book.cells if c.cell_type == "code"), "commit notebooks without outputs"
-    client = nbclient.NotebookClient(book, km=_kernel_manager(tmp_path, out), timeout=BUDGET_SECONDS,
-                                     resources={"metadata": {"path": str(out)}})
-    client.execute()
+    # no name of an earlier notebook (nor of this cell) is left for this one to use by mistake
+    book.cells.insert(0, nbformat.v4.new_code_cell(
+        f"%reset -f\n__import__('os').chdir({str(out)!r})\n"
+        f"__import__('os').environ['SYMLLM_EXAMPLES_OUT'] = {str(out)!r}"))
+    client = nbclient.NotebookClient(book, km=kernel, timeout=BUDGET_SECONDS)
+    try:
+        client.execute()
+    finally:
+        if client.kc is not None:
+            client.kc.stop_channels()
     errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     if "savefig" in "".join(c.source for c in book.cells):
