@@ -304,37 +304,122 @@ def _symllm(argv, folder: Path) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def _forget() -> None:
+    """Drop what this process keeps in memory in front of the on-disk cache (the compiled count, params
+    table, d_ff rounding and kernels, the kernels kept per expression object, and the warnings already
+    given), so that the next command reads its entries from the folder as a fresh process would. The closed
+    forms behind the cache stay in memory (building them again is not what is tested, and later tests of
+    this process use them). The tests check that every damaged entry was read again (it is rewritten): a
+    new memo in front of the disk makes them fail, naming the entry, rather than pass unread."""
+    from symllm.arch import resolved, specs
+    from symllm.numbers import kernels
+    quick._compiled.cache_clear()
+    resolved._params_table.cache_clear()
+    specs.hidden_dim_kernel.cache_clear()
+    kernels.compile_expr.cache_clear()
+    kernels._BY_ID.clear()
+    kernels._FAST.clear()
+    cache._WARNED.clear()
+
+
+@pytest.fixture
+def within_a_minute():
+    """Fails the test, rather than hanging the suite, if a command waits on an entry (a FIFO) for a minute."""
+    import signal
+
+    def hung(signum, frame):
+        raise AssertionError("the command hung for 60 s")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _entries(folder: Path) -> dict[str, bytes | str]:
+    """The folder's entries: name -> bytes (a FIFO, which reading would wait on: "FIFO")."""
+    return {p.name: "FIFO" if p.is_fifo() else p.read_bytes() for p in sorted(folder.glob("*.json"))}
+
+
+def _assert_rewritten(now: dict, damaged: dict, whole: dict) -> None:
+    """Each damaged entry was written again: not its damaged self, and what the first run wrote, or (where
+    this process prints a kernel's terms in another order) a whole entry for the same key, same length. (An
+    entry the damage left as it was, "invalid code" in an entry holding no code, stays as it was.)"""
+    assert now.keys() == whole.keys()
+    for name, data in now.items():
+        assert data != damaged[name] or damaged[name] == whole[name], f"{name} was not read again"
+        if data != whole[name]:
+            got, first = json.loads(data), json.loads(whole[name])
+            assert (got["key"], len(got["sources"])) == (first["key"], len(first["sources"])), name
+            assert got["digest"] == cache.digest(got["key"], got["sources"]), name
+
+
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory) -> dict:
-    """Per command: a cache folder its first run filled, and that run's output."""
+    """Per command: a cache folder its first run filled, that run's output and the entries it wrote (run
+    in-process with nothing in memory in front of the disk, :func:`_forget`, so that it writes every entry a
+    fresh process writes)."""
+    import contextlib
+    import io
+
+    from symllm.cli import main
     out = {}
     for name, argv in COMMANDS.items():
         folder = tmp_path_factory.mktemp(f"filled-{name}")
-        done = _symllm(argv, folder)
-        assert done.returncode == 0, done.stderr
-        assert f"{TOTAL:,}" in done.stdout or str(TOTAL) in done.stdout
-        out[name] = (folder, done.stdout)
+        printed, said = io.StringIO(), io.StringIO()
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed), contextlib.redirect_stderr(said):
+            mp.setenv("SYMLLM_CACHE_DIR", str(folder))
+            _forget()
+            code = main(argv)
+        assert code == 0, said.getvalue()
+        assert f"{TOTAL:,}" in printed.getvalue() or str(TOTAL) in printed.getvalue()
+        out[name] = (folder, printed.getvalue(), _entries(folder))
     return out
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
 @pytest.mark.parametrize("command", COMMANDS)
-def test_damaged_entries_are_rebuilt(filled, tmp_path, command, damage):
+def test_damaged_entries_are_rebuilt(filled, tmp_path, monkeypatch, cli, within_a_minute, command, damage):
     """Every entry damaged one way: the command still prints the exact numbers (no traceback, no hang,
-    no wrong number), and the entries are whole again afterwards."""
-    source, expected = filled[command]
+    no wrong number), and the entries are whole again afterwards: each written again (which also shows it
+    was read from the folder, not from this process's memory), and read back without a warning.
+    (In-process, with what sits in front of the disk forgotten; test_damaged_entry_in_a_fresh_process runs
+    a fresh process on damaged entries.)"""
+    source, expected, whole = filled[command]
     folder = tmp_path / "c"
     shutil.copytree(source, folder)
     entries = sorted(folder.glob("*.json"))
     assert entries
     for path in entries:
         DAMAGE[damage](path)
-    done = _symllm(COMMANDS[command], folder)
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
-    assert done.stdout == expected
-    again = _symllm(COMMANDS[command], folder)
-    assert again.stdout == expected and "warning" not in again.stderr and "Traceback" not in again.stderr
+    damaged = _entries(folder)
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(folder))
+    _forget()
+    done = cli(COMMANDS[command])
+    assert done.code == 0, done.err
+    assert "Traceback" not in done.err
+    assert done.out == expected
+    _assert_rewritten(_entries(folder), damaged, whole)
+    _forget()
+    again = cli(COMMANDS[command])
+    assert again.out == expected and "warning" not in again.err and "Traceback" not in again.err
+
+
+def test_damaged_entry_in_a_fresh_process(filled, tmp_path):
+    """The same in a fresh process (nothing in memory; its real standard streams): the count's entries
+    flipped, then replaced by FIFOs, each time the exact output and no traceback, and the entries whole
+    again."""
+    source, expected, whole = filled["count"]
+    folder = tmp_path / "c"
+    shutil.copytree(source, folder)
+    for damage in ("flipped byte", "a FIFO"):
+        for path in sorted(folder.glob("*.json")):
+            DAMAGE[damage](path)
+        damaged = _entries(folder)
+        done = _symllm(COMMANDS["count"], folder)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        assert done.stdout == expected
+        _assert_rewritten(_entries(folder), damaged, whole)
 
 
 def test_concurrent_writers(tmp_path, monkeypatch):

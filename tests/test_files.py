@@ -4,6 +4,7 @@ turns faults (a full device, Ctrl-C, SIGTERM, numbers of any size) into one line
 Each test names the fault it reproduces; see symllm/files.py for the rules."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,33 +64,52 @@ def test_symlink_loop_is_one_line(tmp_path):
         files.write_atomic(tmp_path / "a", "x")
 
 
+@contextlib.contextmanager
+def _fd_on(fd: int, target: int):
+    """Descriptor ``fd`` (1 or 2) of this process is ``target`` (a pipe's write end, an open file) while the
+    block runs, as a process started with its standard stream there sees it: ``/dev/stdout`` (``/dev/stderr``)
+    is ``/proc/self/fd/1`` (``2``), a link to the pipe or file. Restored afterwards."""
+    saved = os.dup(fd)
+    try:
+        os.dup2(target, fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
 @pytest.mark.skipif(not LINUX, reason="/dev/stdout, /dev/stderr and pipes")
 @pytest.mark.parametrize("argv", [["derive", "--component", "rmsnorm"],
                                   ["sweep", "--base", "llama3-8b", "--n-layers", "1:3"]])
 @pytest.mark.parametrize("target", ["/dev/stdout", "/dev/stderr", "-"])
 def test_standard_streams_are_written_to_the_stream(cli, argv, target):
     """`symllm derive --component rmsnorm -o /dev/stdout | cat` prints the derivation (it failed: "cannot
-    write in '/proc/NNN/fd'"); /dev/stderr and - too, as a plain write or printing would. (What the command
-    prints without -o is taken in-process: only the -o run needs a process of its own, whose standard streams
-    are pipes.)"""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    write in '/proc/NNN/fd'"); /dev/stderr and - too, as a plain write or printing would. (In-process: the
+    standard stream's descriptor is a pipe while the -o run writes, as in `| cat`; `-` is sys.stdout.)"""
     plain = cli(argv)
-    proc = subprocess.run([sys.executable, "-m", "symllm", *argv, "-o", target], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    got = proc.stderr if target == "/dev/stderr" else proc.stdout
-    assert plain.code == 0 and plain.out and plain.out in got, (got, proc.stderr)
+    assert plain.code == 0 and plain.out
+    read, write = os.pipe()
+    got = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(read, encoding="utf-8").read()))
+    reader.start()
+    try:
+        with _fd_on(1 if target == "/dev/stdout" else 2, write):
+            os.close(write)
+            r = cli([*argv, "-o", target])
+    finally:
+        reader.join(60)
+    assert r.code == 0, r.err
+    got = r.out if target == "-" else got[0]
+    assert plain.out in got, (got, r.err)
 
 
 @pytest.mark.skipif(not LINUX, reason="/dev/stdout")
-def test_dev_stdout_redirected_to_a_file(tmp_path):
+def test_dev_stdout_redirected_to_a_file(cli, tmp_path):
     """`symllm derive ... -o /dev/stdout > out.txt` writes out.txt (through /proc/self/fd/1), as a plain
-    write would, and leaves no temporary file."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(tmp_path / "out.txt", "w") as out:
-        proc = subprocess.run([sys.executable, "-m", "symllm", "derive", "--component", "rmsnorm", "-o",
-                               "/dev/stdout"], stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    write would, and leaves no temporary file. (In-process: descriptor 1 is out.txt while it runs.)"""
+    with open(tmp_path / "out.txt", "w") as out, _fd_on(1, out.fileno()):
+        r = cli(["derive", "--component", "rmsnorm", "-o", "/dev/stdout"])
+    assert r.code == 0, r.err
     assert (tmp_path / "out.txt").read_text().startswith("rmsnorm: parameters")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
 
@@ -329,16 +349,19 @@ def test_ctrl_c_is_one_line_and_exit_130(cli, monkeypatch):
     assert r.code == 130 and r.err == "symllm: interrupted\n"
 
 
-#: a sitecustomize for the processes below: slows one step down and says when it starts, so that a signal
-#: lands exactly there (SYMLLM_TEST_SLOW: "import" the import of symllm.costs.workloads, which symllm.cli
-#: makes; "unlink" the removal of a .symllm-*.tmp file; "exit" an atexit handler after main() returned)
+#: a sitecustomize for the processes below: holds one step until the test lets it go (the file MARK.go,
+#: or 30 s) and says when it starts, so that a signal lands exactly there (SYMLLM_TEST_SLOW: "import" the
+#: import of symllm.costs.workloads, which symllm.cli makes; "unlink" the removal of a .symllm-*.tmp file;
+#: "exit" an atexit handler after main() returned)
 _SLOW_STEP = """
 import atexit, os, sys, time
 _mark, _step = os.environ["SYMLLM_TEST_MARK"], os.environ["SYMLLM_TEST_SLOW"]
 
 def _slow():
     open(_mark, "w").close()
-    time.sleep(3)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(_mark + ".go") and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 class _SlowImport:
     def find_spec(self, name, path=None, target=None):
@@ -370,6 +393,13 @@ def _slowed(tmp_path, step: str, argv: list) -> tuple[subprocess.Popen, Path]:
     proc = subprocess.Popen([sys.executable, "-m", "symllm", *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     return proc, mark
+
+
+def _let_go(mark: Path) -> None:
+    """Let the held step finish, once the signal just sent has surely reached the process (the kernel marks
+    it pending at once; it is handled before the process runs on, and the held step only polls a file)."""
+    time.sleep(0.05)
+    Path(str(mark) + ".go").touch()
 
 
 def _wait_for(proc, condition, what: str) -> None:
@@ -406,6 +436,7 @@ def test_second_signal_during_cleanup(tmp_path, first, second, code, line):
     proc.send_signal(first)
     _wait_for(proc, mark.exists, "the cleanup")
     proc.send_signal(second)
+    _let_go(mark)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (code, f"symllm: {line}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
@@ -422,6 +453,7 @@ def test_second_signal_while_exiting(tmp_path):
     proc.send_signal(signal.SIGINT)
     _wait_for(proc, mark.exists, "the exit")
     proc.send_signal(signal.SIGTERM)
+    _let_go(mark)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, "symllm: interrupted\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
