@@ -18,7 +18,7 @@ from symllm.costs import finetune
 from symllm.arch.config import preset_info
 from symllm.errors import SymllmError
 
-from .conftest import requires, saved_during
+from .conftest import one_per_shape, requires, saved_during
 from .strategies import configs, hf_configs
 
 HF_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -125,27 +125,10 @@ def test_one_period_cuts_only_repeating_patterns():
     assert _one_period(_hf("llama2-7b"))[1] == 32
 
 
-def _one_per_shape() -> list[str]:
-    """One preset of each family and shape: presets whose config.json differ only in sizes (every field that
-    is a number the same up to zero or not, the same flags and words, the same kinds of layers in the same
-    order) run the same code path with other numbers (Llama 3.1 405B stands for the Meta LLaMA-2/3 ones).
-    Read from the loaded configs at collection (a tenth of a second for every preset)."""
-    import dataclasses
-    groups = {}
-    for name in sorted(symllm.preset_names(), key=lambda n: n != "llama3.1-405b"):
-        cfg = symllm.load(name)
-        shape = tuple((f.name, v if v is None or isinstance(v, (bool, str)) else bool(v))
-                      for f in dataclasses.fields(cfg) if f.name not in ("name", "layers")
-                      for v in [getattr(cfg, f.name)])
-        groups.setdefault((preset_info(name)["config"].get("model_type"), shape,
-                           tuple(kind for kind, _ in cfg.groups)), name)
-    return sorted(groups.values())
-
-
-@pytest.mark.parametrize("name", _one_per_shape())
+@pytest.mark.parametrize("name", one_per_shape(symllm.preset_names(), first="llama3.1-405b"))
 def test_presets_equal_peft(name):
-    """One preset of each shape (``_one_per_shape``), LoRA r=16 on all seven linears: symllm's count equals
-    PEFT's, PEFT run on transformers' model of one period of the preset's layers (every width as published;
+    """One preset of each shape (``conftest.one_per_shape``: 27 of 58; Llama 3.1 405B for Meta's LLaMA-2/3),
+    LoRA r=16 on all seven linears: symllm's count equals PEFT's, PEFT run on transformers' model of one period of the preset's layers (every width as published;
     a dense model's one layer, Llama 4 Maverick's four) and multiplied by its repeats (``_one_period``).
     Qwen3-MoE: the SwiGLU targets are refused in one line, the attention's equal PEFT's."""
     raw = _hf(name)

@@ -16,7 +16,7 @@ from symllm.arch.config import from_hf, preset_info
 
 from symllm.api import by_kind as kinds
 
-from .conftest import requires
+from .conftest import one_per_shape, requires
 from .strategies import gpt_oss_configs, moe_configs, qwen2_moe_configs, qwen3_moe_configs
 
 MIXTRAL = ("mixtral-8x7b", "mixtral-8x22b")
@@ -88,11 +88,12 @@ def test_qwen3_moe_published_totals_and_active():
 
 # --- transformers' own classes -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", MIXTRAL + LLAMA4 + QWEN3_MOE + QWEN2_MOE + GPT_OSS)
+@pytest.mark.parametrize("name", one_per_shape(MIXTRAL + LLAMA4 + QWEN3_MOE + QWEN2_MOE + GPT_OSS))
 def test_moe_presets_equal_transformers_on_meta(name):
     """Each kind of parameter (router, experts, shared expert, dense SwiGLU, attention, norms) and the
     total equal transformers' model built from the preset's config.json on the meta device; the active
-    count equals the total less the (E - k)/E of the expert weights a token does not use."""
+    count equals the total less the (E - k)/E of the expert weights a token does not use. One preset of
+    each shape (``conftest.one_per_shape``: the others differ only in sizes)."""
     raw = preset_info(name)["config"]
     measured = _hf_kinds(_hf_model(raw))
     measured["active"] = _active_from_hf(raw, measured)
