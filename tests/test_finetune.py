@@ -18,7 +18,7 @@ from symllm.costs import finetune
 from symllm.arch.config import preset_info
 from symllm.errors import SymllmError
 
-from .conftest import requires, saved_during
+from .conftest import one_per_shape, requires, saved_during
 from .strategies import configs, hf_configs
 
 HF_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -125,12 +125,12 @@ def test_one_period_cuts_only_repeating_patterns():
     assert _one_period(_hf("llama2-7b"))[1] == 32
 
 
-@pytest.mark.parametrize("name", symllm.preset_names())
+@pytest.mark.parametrize("name", one_per_shape(symllm.preset_names(), first="llama3.1-405b"))
 def test_presets_equal_peft(name):
-    """Every preset, LoRA r=16 on all seven linears: symllm's count equals PEFT's, PEFT run on
-    transformers' model of one period of the preset's layers (every width as published; a dense model's
-    one layer, Llama 4 Maverick's four) and multiplied by its repeats (``_one_period``). Qwen3-MoE: the
-    SwiGLU targets are refused in one line, the attention's equal PEFT's."""
+    """One preset of each shape (``conftest.one_per_shape``: 27 of 58; Llama 3.1 405B for Meta's LLaMA-2/3),
+    LoRA r=16 on all seven linears: symllm's count equals PEFT's, PEFT run on transformers' model of one period of the preset's layers (every width as published;
+    a dense model's one layer, Llama 4 Maverick's four) and multiplied by its repeats (``_one_period``).
+    Qwen3-MoE: the SwiGLU targets are refused in one line, the attention's equal PEFT's."""
     raw = _hf(name)
     targets = HF_TARGETS
     if name in _PEFT_ADAPTS_FUSED_EXPERTS:

@@ -23,6 +23,10 @@ torch = requires("torch")  # the reference model is torch: skipped without it, a
 from symllm import reference  # noqa: E402  (needs torch)
 
 TORCH_DTYPES = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+#: three presets measured whole (weights in every dtype, training states under ZeRO): ZeRO's sharding looks
+#: only at the total Ψ, so its property draws the stage and the ranks over these (every preset's Ψ is
+#: measured in tests/test_hypothesis.py; drawing from all 58 compiled a workload per preset, seconds each)
+PRESETS = ["llama3.2-1b", "llama2-13b", "llama3.1-405b"]
 
 
 def _vals(cfg, **workload):
@@ -73,7 +77,7 @@ def test_fp16_kv_cache_is_4_bytes_per_layer_kv_head_dim_and_token(name, b, s, n)
 # --- weights and training states -------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["fp64", "fp32", "bf16", "fp16", "fp8", "int8"])
-@pytest.mark.parametrize("name", ["llama3.2-1b", "llama2-13b", "llama3.1-405b"])
+@pytest.mark.parametrize("name", PRESETS)
 def test_weight_bytes_equal_the_reference_storage(preset_numel, name, dtype):
     """Weights in bytes equal the reference model's numel × the element size torch gives that dtype."""
     cfg = symllm.load(name)
@@ -90,7 +94,7 @@ def test_int4_weights_are_half_a_byte_plus_fp16_group_scales():
     assert costs.workload(cfg, dtype="int4", group_size=32)["memory"]["weights"] == Fraction(N, 2) + Fraction(2 * N, 32)
 
 
-@given(st.sampled_from(symllm.preset_names()), st.integers(0, 3), st.integers(1, 4096))
+@given(st.sampled_from(PRESETS), st.integers(0, 3), st.integers(1, 4096))
 def test_training_states_follow_the_zero_paper(preset_numel, name, stage, dp):
     """Per-rank model states = the ZeRO paper's (2 + 2 + K)Ψ with K = 12, sharded by stage over N_d; a rank
     holds ⌈Ψ/N_d⌉ parameters of each sharded part (DeepSpeed pads its flat partition to a multiple of N_d)."""

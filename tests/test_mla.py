@@ -16,7 +16,7 @@ from symllm.api import by_kind
 from symllm.arch.config import from_hf, preset_info
 from symllm.costs import phases as costs
 
-from .conftest import CI, requires
+from .conftest import CI, one_per_shape, requires
 from .strategies import deepseek_configs, glm4_moe_configs
 
 DEEPSEEK = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3", "deepseek-r1", "kimi-k2")
@@ -65,11 +65,12 @@ def _hf_kinds(model, raw: dict) -> dict:
 
 # --- transformers on the meta device: every preset, random configs ---------------------------------------
 
-@pytest.mark.parametrize("name", DEEPSEEK + GLM)
+@pytest.mark.parametrize("name", one_per_shape(DEEPSEEK + GLM))
 def test_presets_equal_transformers_on_meta(name):
     """Each kind of parameter (MLA's wq_a/wq_b/wkv_a/wkv_b/wo and their norms, GQA's projections with
     biases and QK-norm, router, routed experts, shared experts, the first dense layers), the total and the
-    active count equal transformers' model built from the preset's config.json on the meta device."""
+    active count equal transformers' model built from the preset's config.json on the meta device (one
+    preset of each shape, ``conftest.one_per_shape``: DeepSeek-R1 is DeepSeek-V3's)."""
     raw = preset_info(name)["config"]
     assert by_kind(symllm.params(name)) == _hf_kinds(_hf_model(raw), raw)
 
@@ -91,47 +92,42 @@ def _run(model, tokens, cache=None):
 
 
 @given(st.one_of(deepseek_configs(), glm4_moe_configs()), st.integers(1, 2), st.integers(1, 5), st.integers(1, 3))
-def test_prefill_decode_and_training_flops_equal_flopcountermode(raw, b, s, steps):
+def test_prefill_decode_training_flops_and_kv_cache_equal_transformers(raw, b, s, steps):
     """transformers' eager model on CPU: the prefill of b × s tokens, each of ``steps`` decode steps after it
     (context s, s + 1, ...: MLA decompresses its whole latent cache with kv_b_proj on every pass, as symllm
     counts it), their sum (generation of ``steps`` tokens) and a training step have symllm's matmul FLOPs
     (dense attention). transformers' eager experts
-    run each token through its k routed experts only, as symllm counts."""
+    run each token through its k routed experts only, as symllm counts. After the prefill and after each
+    step, the elements of the cache transformers returns (MLA: its latent, kv_lora_rank + qk_rope_head_dim per
+    token and layer, one shared head; GLM: keys and values of n_kv heads) equal symllm's kv_cache_elements at
+    that context (the same runs: one model build and one pass per step serve both counts)."""
     torch = requires("torch")
     from torch.utils.flop_counter import FlopCounterMode
     torch.manual_seed(0)
     model = _hf_model(raw, "cpu")
     cfg = from_hf(raw)
     mdl = symllm.model_for(cfg)  # the closed forms count composes (a workload compiles far more than needed)
+    kv = costs.memory(mdl, "kv_cache")
+
+    def held_bytes(cache, n):  # fp32: 4 bytes an element (the cache after s + n tokens, as count reports it)
+        held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+        assert kv.subs(symllm.values(cfg, batch=b, seq=s, gen=n, kv_dtype="fp32")) == 4 * held
+
     tokens = torch.randint(0, raw["vocab_size"], (b, s))
     flops, cache = _run(model, tokens)
     assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == flops
+    held_bytes(cache, 0)
     generated = flops
     for step in range(steps):
         flops, cache = _run(model, torch.randint(0, raw["vocab_size"], (b, 1)), cache)
         assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s + step)) == flops
+        held_bytes(cache, step + 1)
         generated += flops
     # generation: the prefill and the steps, summed in closed form over the decode steps
     assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps)) == generated
     with FlopCounterMode(display=False) as train:
         model(tokens).logits.float().sum().backward()
     assert costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s)) == train.get_total_flops()
-
-
-@given(st.one_of(deepseek_configs(), glm4_moe_configs()), st.integers(1, 2), st.integers(1, 5), st.integers(0, 3))
-def test_kv_cache_equals_the_cache_transformers_returns(raw, b, s, n):
-    """After a prefill of s tokens and n decode steps, the elements of the cache transformers returns (MLA:
-    its latent, kv_lora_rank + qk_rope_head_dim per token and layer, one shared head; GLM: keys and values of
-    n_kv heads) equal symllm's kv_cache_elements at context s + n."""
-    torch = requires("torch")
-    model = _hf_model(raw, "cpu")
-    _, cache = _run(model, torch.zeros(b, s, dtype=torch.long))
-    for _ in range(n):
-        _, cache = _run(model, torch.zeros(b, 1, dtype=torch.long), cache)
-    held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
-    cfg = from_hf(raw)
-    kv = costs.memory(symllm.model_for(cfg), "kv_cache").subs(symllm.values(cfg, batch=b, seq=s, gen=n, kv_dtype="fp32"))
-    assert kv == 4 * held  # fp32: 4 bytes an element (the cache after s + n tokens, as count reports it)
 
 
 def test_latent_cache_is_what_inference_engines_keep_and_decompressed_is_larger():

@@ -3,14 +3,14 @@
 The expected numbers come from torch's own tracker, never from symllm: ``MemTracker``'s peak over one
 steady-state training step of transformers' LlamaForCausalLM on the CPU (the loop docs/stacks.md, "Training peak"
 states: ``zero_grad(set_to_none=True)``, forward under ``torch.autocast(bf16)`` with fp32 master weights,
-``loss = model(...).loss``, ``loss.backward()``, ``AdamW(foreach=True).step()``; a first step runs before
-the tracker so that AdamW's moments exist). The batch (ids and labels) and the optimizer are tracked as
+``loss = model(...).loss``, ``loss.backward()``, ``AdamW(foreach=True).step()``; an optimizer step on zero
+gradients runs before the tracker so that AdamW's moments exist, as after a first training step). The batch (ids and labels) and the optimizer are tracked as
 external state. Goal (issue 11): within 10%; the ratios are printed (run with ``-s``).
 """
 import json
 
 import pytest
-from hypothesis import example, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
@@ -31,11 +31,15 @@ def _step(model, opt, ids, labels, torch):
 
 
 def measured_peak(model, ids, labels) -> int:
-    """MemTracker's peak over the second training step (the first creates AdamW's moments)."""
+    """MemTracker's peak over a steady-state training step: AdamW's moments made first by one optimizer step
+    on zero gradients (the state a first training step leaves, without its forward and backward: the
+    tracked peaks were byte-identical on the four stack x recompute settings)."""
     torch = requires("torch")
     mem_tracker = requires("torch.distributed._tools.mem_tracker")
     opt = torch.optim.AdamW(model.parameters(), foreach=True)  # what torch picks on a GPU
-    _step(model, opt, ids, labels, torch)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
     tracker = mem_tracker.MemTracker()
     tracker.track_external(model, opt, ids, labels)
     with tracker:
@@ -47,25 +51,6 @@ def _predicted(cfg: dict, **work) -> int:
     return symllm.workload(ModelConfig(**cfg), **work)["memory"]["training_peak"]
 
 
-#: one small model per stack and recompute setting, run on top of the drawn examples: each of the four is
-#: checked on every run, however the draws fall (GQA untied, MHA tied, MQA untied with one layer, GQA tied)
-_EVERY_SETTING = [("eager", False, (dict(vocab_size=120, dim=24, n_layers=2, n_heads=3, n_kv_heads=1, head_dim=8,
-                                        hidden_dim=40, tie_embeddings=False), 2, 17)),
-                  ("eager", True, (dict(vocab_size=64, dim=32, n_layers=2, n_heads=2, n_kv_heads=2, head_dim=16,
-                                       hidden_dim=72, tie_embeddings=True), 3, 9)),
-                  ("sdpa", False, (dict(vocab_size=200, dim=16, n_layers=1, n_heads=2, n_kv_heads=1, head_dim=12,
-                                       hidden_dim=24, tie_embeddings=False), 1, 33)),
-                  ("sdpa", True, (dict(vocab_size=90, dim=48, n_layers=3, n_heads=4, n_kv_heads=2, head_dim=8,
-                                      hidden_dim=100, tie_embeddings=True), 2, 24))]
-
-
-def _every_setting(test):
-    for impl, recompute, data in _EVERY_SETTING:
-        test = example(impl=impl, recompute=recompute, data=data)(test)
-    return test
-
-
-@_every_setting
 @given(impl=st.sampled_from(["eager", "sdpa"]), recompute=st.booleans(), data=small())
 def test_training_peak_matches_memtracker(impl, recompute, data):
     """memory.training_peak of --stack hf-IMPL (with and without --recompute: transformers' gradient
@@ -73,8 +58,8 @@ def test_training_peak_matches_memtracker(impl, recompute, data):
 
     The stack and the recompute setting are drawn with the model (one property, the profile's example
     count in all), not one property per setting (four times the training steps under MemTracker, the
-    file's costliest part): each setting still runs on every run through the explicit examples above, and
-    the ``long`` profile draws hundreds of each."""
+    file's costliest part): each of the four settings is also measured on every run, however the draws fall,
+    by test_small_vocabulary_many_heads (within 3%), and the ``long`` profile draws hundreds of each."""
     torch = requires("torch")
     cfg, b, s = data
     torch.manual_seed(0)
