@@ -321,12 +321,40 @@ def _code(expr: sp.Expr) -> str:
     return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
 
 
+def fingerprint(expr: sp.Basic) -> str:
+    """A text naming ``expr`` exactly (the kernel cache's key): each atom's ``srepr``, each other node its
+    class and its arguments' texts, sorted where the order is no part of the value (a sum, a product, a max
+    or min: an expression rebuilt unevaluated from a cache entry holds them in another order than one
+    built evaluated). Two expressions share it only when they are the same up to that order. ``srepr``
+    sorts terms by SymPy's printing order, which took a third of a kernel's build.
+
+    >>> fingerprint(2 * S.d + S.V) == fingerprint(sp.Add(S.V, 2 * S.d, evaluate=False))
+    True
+    >>> fingerprint(S.d - S.V)
+    "Add(Mul(Integer(-1),Symbol('V', integer=True, positive=True)),Symbol('d', integer=True, positive=True))"
+    """
+    memo: dict = {}
+    unordered = (sp.Add, sp.Mul, sp.Max, sp.Min)
+
+    def walk(e):
+        hit = memo.get(id(e))
+        if hit is None:
+            if not e.args:
+                text = sp.srepr(e)
+            else:
+                args = [walk(a) for a in e.args]
+                text = f"{type(e).__name__}({','.join(sorted(args) if isinstance(e, unordered) else args)})"
+            hit = memo[id(e)] = (e, text)  # e held: its id is not reused while the walk runs
+        return hit[1]
+    return walk(sp.sympify(expr))
+
+
 def _cached_functions(kind: str, text: str, make, names: tuple) -> tuple[tuple, tuple]:
-    """``(sources, functions)``: the source strings ``make()`` generates for an expression whose ``srepr``
-    is ``text`` and the functions ``names`` they define, one per string. The sources are read back from
-    the cache (:mod:`symllm.numbers.cache`) when an earlier process stored them, so the first ``symllm
-    count`` of a process compiles nothing; otherwise (no entry, a damaged one, or one whose code is not
-    of the generated shape) they are generated and stored. The cache can make a start faster, never a
+    """``(sources, functions)``: the source strings ``make()`` generates for an expression whose
+    :func:`fingerprint` is ``text`` and the functions ``names`` they define, one per string. The sources are
+    read back from the cache (:mod:`symllm.numbers.cache`) when an earlier process stored them, so the first
+    ``symllm count`` of a process compiles nothing; otherwise (no entry, a damaged one, or one whose code is
+    not of the generated shape) they are generated and stored. The cache can make a start faster, never a
     number different."""
     key = f"{source_digest()}\0{text}"
     sources = cache_get(kind, key)
@@ -376,7 +404,7 @@ class Kernel:
         #: the argument names, for fast look-ups
         self.names = frozenset(a.name for a in self.args)
         (self.source, self.bound_source), (self._fn, self._bound) = _cached_functions(
-            "kernel", sp.srepr(self.expr), self._generate, ("kernel", "bound"))
+            "kernel", fingerprint(self.expr), self._generate, ("kernel", "bound"))
         #: the same code with scalar helpers (``math.floor`` for ``_floor``: what ``_floor`` does for a
         #: non-array), for inputs that are all Python ints, floats or bools
         self._scalar = types.FunctionType(self._fn.__code__, {**self._fn.__globals__, **SCALAR_HELPERS})
@@ -586,7 +614,7 @@ class TableKernel:
             body = ", ".join(_code(e) for e in exprs.values())
             return (f"def table({', '.join(a.name for a in self.args)}):\n    return ({body},)\n",)
 
-        text = "\0".join(f"{k}\0{sp.srepr(e)}" for k, e in exprs.items())
+        text = "\0".join(f"{k}\0{fingerprint(e)}" for k, e in exprs.items())
         (self.source,), (self._fn,) = _cached_functions("table", text, generate, ("table",))
 
     @classmethod

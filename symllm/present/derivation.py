@@ -37,7 +37,7 @@ from symllm.arch.components import Component, LayerKind, collected, component, m
 from symllm.errors import SymllmError
 from symllm.validate import choice, listed, short
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
-from symllm.numbers.kernels import evaluate
+from symllm.numbers.kernels import evaluate, fingerprint
 from symllm.present.format import grouped
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
@@ -113,7 +113,7 @@ def _collected(total: sp.Expr) -> sp.Expr:
     >>> _collected(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
     2*d*d_h*(n_h + n_kv)
     """
-    key = cache_key(sp.srepr(total))
+    key = cache_key(fingerprint(total))
     hit = cache_get("collected", key)
     if hit is not None and len(hit) == 1:
         try:
