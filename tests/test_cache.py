@@ -306,13 +306,15 @@ def _symllm(argv, folder: Path) -> subprocess.CompletedProcess:
 
 def _forget() -> None:
     """Drop what this process keeps in memory in front of the on-disk cache (the compiled count, params
-    table, d_ff rounding and kernels, the kernels kept per expression object, and the warnings already
-    given), so that the next command reads its entries from the folder as a fresh process would. The closed
+    table, d_ff rounding and kernels, the kernels kept per expression object, the derivations' formulas and
+    the warnings already given), so that the next command reads its entries from the folder as a fresh process would. The closed
     forms behind the cache stay in memory (building them again is not what is tested, and later tests of
     this process use them). The tests check that every damaged entry was read again (it is rewritten): a
     new memo in front of the disk makes them fail, naming the entry, rather than pass unread."""
     from symllm.arch import resolved, specs
     from symllm.numbers import kernels
+    from symllm.present import derivation
+    derivation._SYMBOLIC.clear()
     quick._compiled.cache_clear()
     resolved._params_table.cache_clear()
     specs.hidden_dim_kernel.cache_clear()

@@ -430,12 +430,17 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     else:
         key = cache_key(spec.shape() if spec is not None else None, name, quantity, kind_key, work.shape(),
                         sorted(options.items()))
+    if key is not None and key in _SYMBOLIC:  # this process built or read them already
+        leaves, total, closed, definitions = _SYMBOLIC[key]
+        return dict(leaves), total, closed, definitions
     hit = cache_get("derive", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         try:
             data = json.loads(hit[0])
-            return ({k: _rebuilt(v) for k, v in data["leaves"]}, _rebuilt(data["total"]),
-                    _rebuilt(data["closed"]), tuple((_rebuilt(a), _rebuilt(b)) for a, b in data["definitions"]))
+            out = ({k: _rebuilt(v) for k, v in data["leaves"]}, _rebuilt(data["total"]),
+                   _rebuilt(data["closed"]), tuple((_rebuilt(a), _rebuilt(b)) for a, b in data["definitions"]))
+            _keep(key, out)
+            return dict(out[0]), *out[1:]
         except Exception:  # noqa: BLE001 (a damaged entry: built again below)
             pass
     comp, definitions = _component_for(name, spec, work)
@@ -450,7 +455,19 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
         cache_put("derive", key, (json.dumps({
             "leaves": [[k, sp.srepr(v)] for k, v in leaves.items()], "total": sp.srepr(total),
             "closed": sp.srepr(closed), "definitions": [[sp.srepr(a), sp.srepr(b)] for a, b in definitions]}),))
-    return leaves, total, closed, definitions
+        _keep(key, (leaves, total, closed, definitions))
+    return dict(leaves), total, closed, definitions
+
+
+#: :func:`_symbolic`'s formulas by their cache key, for this process (a report in two formats, or the same
+#: sub-derivation in several reports, read and rebuilt its entries again each time); at most 512 kept
+_SYMBOLIC: dict = {}
+
+
+def _keep(key: str, formulas: tuple) -> None:
+    if len(_SYMBOLIC) >= 512:
+        _SYMBOLIC.clear()
+    _SYMBOLIC[key] = formulas
 
 
 def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work: Workload,
