@@ -30,6 +30,7 @@ from symllm.present import render
 from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
+from . import outputs
 from .conftest import PUBLISHED
 
 HERE = Path(__file__).parent
@@ -130,9 +131,10 @@ def test_every_latex_output_compiles(tmp_path):
     snippets = _derive_outputs()
     assert any(k.startswith("derive attention params") for k in snippets)
     assert sum(k.startswith("derive ") and " flops " in k for k in snippets) >= 10
-    for name in PRESETS:
-        snippets[f"report {name}"] = derivation.report(name).render("latex")
-        snippets[f"report {name} markdown math"] = markdown_as_latex(derivation.report(name).render("markdown"))
+    for name in PRESETS:  # through the command line, as tests/outputs.py renders them: each text once
+        snippets[f"report {name}"] = outputs.run("report", name, "--format", "latex").out
+        snippets[f"report {name} markdown math"] = markdown_as_latex(outputs.run("report", name, "--format",
+                                                                                 "markdown").out)
     odd = symllm.resolve("llama3.2-1b").replace(name="my_model 100% & #1 {x} ~^$\\", attention_bias=True)
     snippets["report awkward name"] = derivation.report(odd).render("latex")
     snippets["report notation"] = derivation.report("llama3.1-8b", notation=PAPER).render("latex")
@@ -170,17 +172,18 @@ def _pdf_text(pdf: Path) -> str:
     return " ".join(text.split())
 
 
-@pytest.mark.parametrize("options", [["--stack", "hf-eager"], [],
-                                     ["--stack", "hf-sdpa", "--recompute", "--gpu", "h100-sxm"]],
-                         ids=["hf-eager", "fused", "hf-sdpa-recompute-gpu"])
+@pytest.mark.parametrize("options", [[], ["--stack", "hf-sdpa", "--recompute", "--gpu", "h100-sxm"]],
+                         ids=["fused", "hf-sdpa-recompute-gpu"])
 def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatch):
     """A standalone report shows the inference and the training peak of the workload's stack with their
     derivations (and, for an HF stack, the moments of the step; with --gpu the roofline time); pdflatex
     compiles it and the PDF shows count's training_peak; the Markdown report shows it too.
 
-    Each stack once (fused, hf-eager stored, hf-sdpa with recompute and a GPU): a report of a new stack and
-    recompute setting is a cold derivation of its peaks (seconds of SymPy), and the roofline section is the
-    same for any stack, so it rides along with hf-sdpa rather than costing a report of its own."""
+    One report per path of the templates: the fused stack, and an HF stack (with recompute and a GPU): a report
+    of a new stack and recompute setting is a cold derivation of its peaks (seconds of SymPy); the templates
+    name the stack and show its moments alike for every HF stack (hf-eager's numbers are torch's in
+    tests/test_training_peak.py), and the roofline section is the same for any stack, so it rides along with
+    hf-sdpa rather than costing a report of its own."""
     monkeypatch.chdir(tmp_path)
     assert cli.main(["report", "llama3.2-1b", "--format", "latex", "--standalone", "-o", "r.tex", *options]) == 0
     source = (tmp_path / "r.tex").read_text()
@@ -667,24 +670,14 @@ def test_template_runtime_errors_are_one_line(template, message, cli, tmp_path):
 
 # --------------------------------------------------------------------------- what a reader sees
 
+#: standalone documents of each command: the reports and derivations whose lines once ran into the margin are
+#: PAPER_REPORTS / PAPER_DERIVATIONS (tests/outputs.py), \input into narrower columns than a standalone page's
+#: (test_outputs_input_into_papers_compile_without_overfull_boxes); these are what only a standalone document
+#: has (its title, one pass to the finished PDF), for a report and for a derivation
 FIT_THE_PAGE = [
     ["report", "llama3.1-8b"],
-    ["report", "llama3.1-405b", "--seq", "131072"],
-    ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation"],
     ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation", "--model", "llama3.1-405b",
      "--seq", "131072", "--gen", "4096", "--attention", "causal"],
-    ["derive", "--component", "model", "--quantity", "memory", "--model", "llama3.1-405b", "--memory",
-     "inference_peak", "--batch", "64"],
-    ["report", "mixtral-8x7b"],
-    ["report", "llama4-scout-17b-16e"],
-    ["report", "llama4-maverick-17b-128e", "--seq", "8000"],
-    ["derive", "--component", "moe", "--model", "llama4-maverick-17b-128e"],
-    ["derive", "--component", "model", "--model", "llama4-maverick-17b-128e"],
-    ["report", "mistral-7b-v0.1", "--seq", "32768", "--gen", "100"],  # past the window: Min in the sums
-    ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation", "--model",
-     "llama4-scout-17b-16e", "--seq", "131072", "--gen", "100", "--attention", "causal"],  # chunks: floor
-    ["report", "tinyllama-1.1b", "--dtype", "int4", "--batch", "1024", "--seq", "131072", "--gen", "131072",
-     "--zero", "3", "--dp", "1000", "--recompute"],
 ]
 
 
@@ -742,35 +735,14 @@ def test_where_line_typesets_symbol_names_as_math():
 PAPER_CLASSES = {"article": r"\documentclass{article}", "article-twocolumn": r"\documentclass[twocolumn]{article}",
                  "IEEEtran": r"\documentclass[conference]{IEEEtran}", "llncs": r"\documentclass{llncs}",
                  "acmart": "\\documentclass[sigconf]{acmart}\n\\title{symllm}"}
-#: Qwen2.5-72B's config.json (Qwen/Qwen2.5-72B on the Hugging Face Hub): its Table 2 was 16pt too wide
-QWEN25_72B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 8192,
-              "intermediate_size": 29568, "num_attention_heads": 64, "num_hidden_layers": 80,
-              "num_key_value_heads": 8, "vocab_size": 152064, "tie_word_embeddings": False,
-              "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-              "hidden_act": "silu", "torch_dtype": "bfloat16"}
-
-
 def _paper_outputs(folder: Path) -> dict[str, str]:
-    """The LaTeX outputs a paper \\inputs, written into ``folder``: reports of an MoE, Llama 4, Qwen2.5-72B
-    (a config file), DeepSeek-V3 and Kimi-K2 (latent attention; Kimi's
-    ``moe_block/moe/shared_experts/w1`` row ran 5pt past a two-column paper's first column, unbroken at
-    ``_``) and data parallelism on a GPU (roofline, per-GPU and communication tables); derivations of
-    each component and quantity and of the roofline quantities."""
-    qwen = folder / "qwen2.5-72b.json"
-    qwen.write_text(json.dumps(QWEN25_72B))
-    outputs = {f"report-{Path(m).stem}": derivation.report(m).render("latex")
-               for m in ("mixtral-8x7b", "llama4-maverick-17b-128e", str(qwen), "deepseek-v3", "kimi-k2")}
-    outputs["report-layout"] = derivation.report("llama3.2-1b", gpu="h100-sxm", dp=2).render("latex")
-    for comp in ("attention", "feed_forward", "block", "model"):
-        for quantity in QUANTITIES:
-            outputs[f"derive-{comp}-{quantity}"] = derivation.derive(comp, quantity, config="llama3.1-8b").render("latex")
-    outputs["derive-moe"] = derivation.derive("moe", config="mixtral-8x7b").render("latex")
-    outputs["derive-decode-batch"] = derivation.derive("model", "decode_batch", config="llama3.1-8b",
-                                                       gpu="h100-sxm", context=390).render("latex")
-    outputs["derive-ridge"] = derivation.derive("model", "ridge", gpu="h100-sxm").render("latex")
-    for name, text in outputs.items():
+    """The LaTeX outputs a paper \\inputs (tests/outputs.py: reports of each kind of model and workload whose
+    lines once ran into the margin, derivations of each component and quantity, of the roofline quantities and
+    of the longest sums), written into ``folder``."""
+    texts = outputs.latex_outputs()
+    for name, text in texts.items():
         (folder / f"{name}.tex").write_text(text, encoding="utf-8")
-    return outputs
+    return texts
 
 
 def _paper_log(cls: str, folder: Path, names) -> str | None:
@@ -809,14 +781,14 @@ def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
     products of symbols are spaced, and nothing refers to the README. (One test: the outputs are
     rendered once, each class's document compiled once.)"""
     _pdflatex()
-    outputs = _paper_outputs(tmp_path)
+    texts = _paper_outputs(tmp_path)
     compiled = []
     for cls in PAPER_CLASSES:
-        log = _paper_log(cls, tmp_path, outputs)
+        log = _paper_log(cls, tmp_path, texts)
         if log is None:
             continue
         compiled.append(cls)
-        assert log.count("SNIPPET:") == len(outputs)
+        assert log.count("SNIPPET:") == len(texts)
         overfull, snippet = [], "?"
         for line in log.splitlines():
             snippet = line[len("SNIPPET: "):] if line.startswith("SNIPPET: ") else snippet
@@ -825,15 +797,15 @@ def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
         assert not overfull, "\n".join(overfull)
         assert "undefined" not in log and not _reruns(log) - _reruns(_empty_paper_log(cls, tmp_path, log))
     assert compiled[:2] == ["article", "article-twocolumn"]
-    tex = outputs["report-qwen2.5-72b"]
+    tex = texts["report-qwen2.5-72b"]
     assert tex.count("\\subsection*{Notation}") == 1 and "\nwhere " not in tex
-    assert outputs["report-layout"].count("&d_{ff} = ") == 1  # the worked rounding (Meta's), once
+    assert texts["report-layout"].count("&d_{ff} = ") == 1  # the worked rounding (Meta's), once
     for name in ("prefill", "inference", "inference\\ peak", "training\\ peak"):
         assert f"&{'F' if name == 'prefill' else 'M'}_{{\\mathrm{{{name}}}}} = " in tex, name
     assert "M_{\\mathrm{model}}" not in tex and "F_{\\mathrm{model}}" not in tex
     assert r"d \, d_h \, n_h" in tex and "d d_h n_h" not in tex
-    assert "R_{\\mathrm{ridge}} = \\frac{P}{B_{\\mathrm{mem}}}" in outputs["derive-ridge"]
-    for name, text in outputs.items():
+    assert "R_{\\mathrm{ridge}} = \\frac{P}{B_{\\mathrm{mem}}}" in texts["derive-ridge"]
+    for name, text in texts.items():
         assert "README" not in text, name
 
 
