@@ -105,10 +105,10 @@ def latex_outputs() -> dict[str, str]:
     out = {}
     for name in PAPER_REPORTS:
         r = run(*report_argv(name), "--format", "latex")
-        assert r.code == 0, (name, r.err)
+        assert (r.code, r.err) == (0, ""), name
         out[f"report-{name}"] = r.out
     for name, args in PAPER_DERIVATIONS.items():
         r = run("derive", *args, "--format", "latex")
-        assert r.code == 0, (name, r.err)
+        assert (r.code, r.err) == (0, ""), name
         out[f"derive-{name}"] = r.out
     return out

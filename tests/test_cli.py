@@ -12,7 +12,6 @@ import sympy as sp
 from symllm.arch import symbols as S
 
 from .conftest import CI
-from .outputs import report_argv, run
 
 COMMANDS = ["count", "derive", "report", "sweep", "presets", "verify"]
 
@@ -349,14 +348,11 @@ TEXT_LINES = [*(["derive", "--component", c, "--model", m] for c, m in (  # the 
               ["derive", "--notation", "n.toml", "--model", "llama3.1-8b"]]
 
 
-#: --format markdown, read in a terminal too: reports of models with many kinds of layers (latent attention,
-#: 384 experts, interleaved MoE, sinks and windows; layout, roofline and LoRA sections: they printed 22-63
-#: lines over 100, up to 2,993 columns), derive of each component and quantity (display math and the
-#: 100-column prose of its list and notes), a comparison of six models (156 columns: split into tables). The
-#: reports are tests/outputs.py's, whose LaTeX tests/test_render.py compiles: each is rendered once.
-MARKDOWN_LINES = [*(list(report_argv(m)) for m in ("deepseek-v3", "kimi-k2", "llama4-maverick-17b-128e",
-                                                   "gpt-oss-120b", "qwen3-235b-a22b", "layout")),
-                  *(["derive", "--component", c] for c in ("embedding", "attention", "feed_forward", "swiglu",
+#: --format markdown, read in a terminal too: derive of each component and quantity (display math and the
+#: 100-column prose of its list and notes), a comparison of six models (156 columns: split into tables); the
+#: reports' Markdown and LaTeX: tests/test_render.py's test_report_sources_fit_100_columns (the reports
+#: tests/outputs.py renders once for it and for the papers they are \input into)
+MARKDOWN_LINES = [*(["derive", "--component", c] for c in ("embedding", "attention", "feed_forward", "swiglu",
                                                            "rmsnorm", "rope", "lm_head", "block", "model")),
                   *(["derive", "--component", c, "--model", "mixtral-8x7b"] for c in ("moe", "router", "experts")),
                   ["derive", "--component", "sinks", "--model", "gpt-oss-20b"],
@@ -370,11 +366,12 @@ MARKDOWN_LINES = [*(list(report_argv(m)) for m in ("deepseek-v3", "kimi-k2", "ll
 def test_terminal_output_fits_100_columns(cli):
     """No line of count (every preset), of the long derivations and error lines the issue names, of a
     comparison, of any other text output (TEXT_LINES) or of a --format markdown or latex output
-    (MARKDOWN_LINES) is over 100 columns; bytes per second are in bytes units (it said 864.00BB/s), and no output says BB."""
+    (MARKDOWN_LINES; the reports': tests/test_render.py) is over 100 columns; bytes per second are in bytes
+    units (it said 864.00BB/s), and no output says BB."""
     from symllm.arch.config import preset_names
     outputs = [cli(["count", name]) for name in preset_names()] + [cli(argv) for argv in CLI_LINES]
-    markdown = [run(*argv, "--format", "markdown") for argv in MARKDOWN_LINES]
-    latex = [run(*argv, "--format", "latex") for argv in MARKDOWN_LINES]  # LaTeX source, printed, too
+    markdown = [cli([*argv, "--format", "markdown"]) for argv in MARKDOWN_LINES]
+    latex = [cli([*argv, "--format", "latex"]) for argv in MARKDOWN_LINES]  # LaTeX source, printed, too
     assert all(r.code == 0 and r.out.count("\n") > 5 for r in latex)
     for r in outputs + [cli(argv) for argv in TEXT_LINES] + markdown + latex:
         long = [line for line in (r.out + r.err).splitlines() if len(line) > 100]

@@ -566,14 +566,13 @@ def test_wheel_ships_templates_and_report_runs_from_anywhere(tmp_path):
                            check=True, capture_output=True, text=True, env=run_env).stdout
     assert str(env) in where  # the installed copy, not the checkout
     exe = env / "bin" / "symllm"
-    proc = subprocess.run([str(exe), "report", "llama2-7b"], cwd=elsewhere, capture_output=True, text=True,
-                          env=run_env, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "6,738,415,616" in proc.stdout
+    # one run of the installed command finds the templates: report.tex.j2 inside standalone.tex.j2 (both read
+    # from the one folder render.template_dir() finds; the wheel's list above holds the Markdown one too)
     proc = subprocess.run([str(exe), "report", "llama2-7b", "--format", "latex", "--standalone", "-o", "r.tex"],
                           cwd=elsewhere, capture_output=True, text=True, env=run_env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "\\begin{document}" in (elsewhere / "r.tex").read_text()
+    tex = (elsewhere / "r.tex").read_text()
+    assert "\\begin{document}" in tex and "6,738,415,616" in tex
 
 
 # --------------------------------------------------------------------------- hostile notation and templates
@@ -807,6 +806,26 @@ def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
     assert "R_{\\mathrm{ridge}} = \\frac{P}{B_{\\mathrm{mem}}}" in texts["derive-ridge"]
     for name, text in texts.items():
         assert "README" not in text, name
+
+
+#: reports of models with many kinds of layers (latent attention, 384 experts, interleaved MoE, sinks and windows)
+#: and with the layout, roofline and LoRA sections: their Markdown printed 22-63 lines over 100 columns, up to 2,993
+TERMINAL_REPORTS = ("deepseek-v3", "kimi-k2", "llama4-maverick-17b-128e", "gpt-oss-120b", "qwen3-235b-a22b", "layout")
+
+
+def test_report_sources_fit_100_columns():
+    """A report read in a terminal: no line of the Markdown of TERMINAL_REPORTS, nor of the LaTeX source of any
+    report or derivation the papers test compiles (tests/outputs.py), is over 100 columns, and none says BB
+    (bytes units: it said 864.00BB/s). (tests/test_cli.py's width test: every other output.)"""
+    texts = {f"{name} markdown": outputs.run(*outputs.report_argv(name), "--format", "markdown")
+             for name in TERMINAL_REPORTS}
+    assert all(r.code == 0 and r.out.count("\n") > 5 for r in texts.values())
+    texts = {name: r.out + r.err for name, r in texts.items()}
+    texts.update(outputs.latex_outputs())  # the papers test's: rendered once
+    for name, text in texts.items():
+        long = [line for line in text.splitlines() if len(line) > 100]
+        assert not long, (name, long)
+        assert not re.search(r"\dBB\b|BB/s", text), name
 
 
 def test_substituted_numbers_leave_out_zero_terms():
