@@ -348,8 +348,8 @@ TEXT_LINES = [*(["derive", "--component", c, "--model", m] for c, m in (  # the 
 
 #: --format markdown, read in a terminal too: derive of each component and quantity (display math and the
 #: 100-column prose of its list and notes), a comparison of six models (156 columns: split into tables); the
-#: reports' Markdown and LaTeX: tests/test_render.py's test_report_sources_fit_100_columns (the reports
-#: tests/outputs.py renders once for it and for the papers they are \input into)
+#: reports' Markdown and LaTeX: tests/test_render.py's papers test (tests/outputs.py renders them once, for the
+#: papers they are \input into and for a terminal)
 MARKDOWN_LINES = [*(["derive", "--component", c] for c in ("embedding", "attention", "feed_forward", "swiglu",
                                                            "rmsnorm", "rope", "lm_head", "block", "model")),
                   *(["derive", "--component", c, "--model", "mixtral-8x7b"] for c in ("moe", "router", "experts")),

@@ -774,15 +774,29 @@ def _empty_paper_log(cls: str, folder: Path, log: str) -> str:
     return _run_pdflatex(doc, folder / "empty", f"paper-{cls}")
 
 
+#: reports of models with many kinds of layers (latent attention, 384 experts, interleaved MoE, sinks and windows)
+#: and with the layout, roofline and LoRA sections: their Markdown printed 22-63 lines over 100 columns, up to 2,993
+TERMINAL_REPORTS = ("deepseek-v3", "kimi-k2", "llama4-maverick-17b-128e", "gpt-oss-120b", "qwen3-235b-a22b", "layout")
+
+
 def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
     """Every report and derivation \\input into article (one and two columns), IEEEtran, llncs and acmart
     (sigconf) compiles in one pass with no overfull box and no float taller than the page (long equations are
     broken, tables fit the column: Kimi-K2's parameter table was 327pt too tall in two columns); in a
     report the glossary and Meta's d_ff rounding appear once, each result is named for its quantity,
-    products of symbols are spaced, and nothing refers to the README. (One test: the outputs are
-    rendered once, each class's document compiled once.)"""
+    products of symbols are spaced, and nothing refers to the README. Read in a terminal, no line of these
+    LaTeX sources nor of the Markdown of TERMINAL_REPORTS is over 100 columns, and none says BB (bytes units: it
+    said 864.00BB/s; tests/test_cli.py's width test reads every other output). (One test, so that one xdist
+    worker renders the outputs, once: tests/outputs.py; each class's document is compiled once.)"""
     _pdflatex()
     texts = _paper_outputs(tmp_path)
+    terminal = {f"{name} markdown": outputs.run(*outputs.report_argv(name), "--format", "markdown")
+                for name in TERMINAL_REPORTS}
+    assert all(r.code == 0 and r.err == "" and r.out.count("\n") > 5 for r in terminal.values())
+    for name, text in {**texts, **{name: r.out for name, r in terminal.items()}}.items():
+        long = [line for line in text.splitlines() if len(line) > 100]
+        assert not long, (name, long)
+        assert not re.search(r"\dBB\b|BB/s", text), name
     compiled = []
     for cls in PAPER_CLASSES:
         log = _paper_log(cls, tmp_path, texts)
@@ -808,26 +822,6 @@ def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
     assert "R_{\\mathrm{ridge}} = \\frac{P}{B_{\\mathrm{mem}}}" in texts["derive-ridge"]
     for name, text in texts.items():
         assert "README" not in text, name
-
-
-#: reports of models with many kinds of layers (latent attention, 384 experts, interleaved MoE, sinks and windows)
-#: and with the layout, roofline and LoRA sections: their Markdown printed 22-63 lines over 100 columns, up to 2,993
-TERMINAL_REPORTS = ("deepseek-v3", "kimi-k2", "llama4-maverick-17b-128e", "gpt-oss-120b", "qwen3-235b-a22b", "layout")
-
-
-def test_report_sources_fit_100_columns():
-    """A report read in a terminal: no line of the Markdown of TERMINAL_REPORTS, nor of the LaTeX source of any
-    report or derivation the papers test compiles (tests/outputs.py), is over 100 columns, and none says BB
-    (bytes units: it said 864.00BB/s). (tests/test_cli.py's width test: every other output.)"""
-    texts = {f"{name} markdown": outputs.run(*outputs.report_argv(name), "--format", "markdown")
-             for name in TERMINAL_REPORTS}
-    assert all(r.code == 0 and r.out.count("\n") > 5 for r in texts.values())
-    texts = {name: r.out + r.err for name, r in texts.items()}
-    texts.update(outputs.latex_outputs())  # the papers test's: rendered once
-    for name, text in texts.items():
-        long = [line for line in text.splitlines() if len(line) > 100]
-        assert not long, (name, long)
-        assert not re.search(r"\dBB\b|BB/s", text), name
 
 
 def test_substituted_numbers_leave_out_zero_terms():
