@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["maximum", "minimum", "substitute"]
+__all__ = ["maximum", "minimum", "rename", "substitute"]
 
 
 def _nonnegative(e: sp.Expr) -> bool:
@@ -189,6 +189,39 @@ def substitute(expr: sp.Expr, mapping: dict) -> sp.Expr:
     for key in sorted(mapping, key=sp.default_sort_key):  # subs' order for keys of one node each
         out = _rebuild(out, {key: mapping[key]}, {})
     return out
+
+
+def rename(expr: sp.Expr, mapping: dict) -> sp.Expr:
+    """``expr.xreplace(mapping)`` for a one-to-one renaming of symbols (to symbols or dummies), a ``Max`` or
+    ``Min`` rebuilt as it was: distinct arguments stay distinct, and a pair SymPy could order without the
+    symbols' assumptions was ordered when the expression was built, so its pairwise search (what
+    ``xreplace`` pays for every one rebuilt) has nothing to find.
+
+    >>> from symllm.arch import symbols as S
+    >>> x = sp.Dummy("d")
+    >>> e = sp.Max(S.d * S.s, S.V) + S.d
+    >>> rename(e, {S.d: x}) == e.xreplace({S.d: x})
+    True
+    """
+    seen: dict = {}
+
+    def walk(e):
+        if e in mapping:
+            return mapping[e]
+        if not e.args:
+            return e
+        hit = seen.get(e)
+        if hit is None:
+            args = [walk(a) for a in e.args]
+            if all(a is b for a, b in zip(args, e.args)):
+                hit = e
+            elif isinstance(e, (sp.Max, sp.Min)):
+                hit = e.func(*args, evaluate=False)
+            else:
+                hit = e.func(*args)
+            seen[e] = hit
+        return hit
+    return walk(sp.sympify(expr))
 
 
 def _rebuild(e: sp.Expr, mapping: dict, seen: dict) -> sp.Expr:

@@ -25,11 +25,12 @@ L*d*d_ff
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
 
-from symllm.arch.algebra import substitute
+from symllm.arch.algebra import minimum, substitute
 from symllm.arch.config import swiglu_width
 from symllm.arch import keeps
 from symllm.arch.dtypes import FP32, INT64
@@ -604,7 +605,9 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     variant = structure.variant
     qk_norm = None if not rotary and structure.qk_norm == "l2" else structure.qk_norm  # Llama 4: RoPE layers only
     pairs = _pairs(causal, window)
-    held = t + s if window is None else sp.Min(t + s, W)  # positions in the cache after the pass
+    def holds(positions):  # what the cache holds after ``positions`` tokens: all, or the window's last W
+        return positions if window is None else minimum(positions, W)
+    held = holds(t + s)  # positions in the cache after the pass
     in_bias = bias or qkv_bias
     norms = qk_norms(qk_norm, variant.norm_offset and qk_norm != "full") if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
@@ -656,7 +659,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                       live=(2 * _T * n_h * d_h + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
                       eager_saved=(2 if variant.attn_softcap else 1) * beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2,
-                                  2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
+                                  2 * b * n_h * holds(s + n)),  # a decode step: 1 query at context s + n - 1
                       doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"
                           + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else ""),
                       rules=scores_rules),
@@ -741,7 +744,7 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
                       elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs, saved=STAT_BYTES * b * n_h * s,
                       live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
                       eager_saved=beta_a * b * n_h * s ** 2,
-                      eager_live=(2 * b * n_h * s ** 2, 2 * b * n_h * held.subs({s: 1, t: s + n - 1}, simultaneous=True)),
+                      eager_live=(2 * b * n_h * s ** 2, 2 * b * n_h * (s + n)),  # a decode step: t + s at s=1, t=s+n-1
                       doc="scores = torch.einsum('bshd,bthd->bsht', q, k) * self.softmax_scale", rules=_MLA_CORE),
             Component("context", flops=matmul(b * n_h, d_hv, 1) * pairs,
                       doc="x = torch.einsum('bsht,bthd->bshd', scores, v)", rules=_MLA_CORE),
@@ -1160,6 +1163,12 @@ def lora_names() -> dict[str, str]:
     >>> lora_names()["gate_proj"]
     'w1'
     """
+    return dict(_lora_pairs())
+
+
+@functools.cache
+def _lora_pairs() -> tuple:
+    """:func:`lora_names` as (name, symllm name) pairs, read once per process (three whole models are walked)."""
     pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART)
                           for c in model(**every).walk() if c.rules.lora)
-    return {**{ours: ours for ours, _ in pairs}, **{hf: ours for ours, hf in pairs}}
+    return (*((ours, ours) for ours, _ in pairs), *((hf, ours) for ours, hf in pairs))

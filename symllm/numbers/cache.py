@@ -372,7 +372,7 @@ def cache_put(kind: str, key: str, sources) -> None:
             except OSError:
                 pass
             raise
-        _trim(fd)
+        _trim(fd, str(folder))
     except (OSError, ValueError, NotImplementedError):
         pass
     finally:
@@ -397,10 +397,26 @@ def _ours(fd: int, name: str) -> float | None:
         os.close(entry)
 
 
-def _trim(fd: int) -> None:
-    """Past :data:`CACHE_ENTRIES` of symllm's entries in the folder ``fd``, delete the least recently used
-    half of them; nothing else."""
-    names = [e.name for e in os.scandir(fd) if _NAME.fullmatch(e.name)]
+#: folder -> (CACHE_ENTRIES, how many more writes of this process cannot pass it): a folder of n files
+#: can take CACHE_ENTRIES - n more entries before it needs trimming, so it is listed again only then
+#: (listing it on every write was quadratic in the entries written)
+_ROOM: dict[str, tuple[int, int]] = {}
+
+
+def _trim(fd: int, folder: str = "") -> None:
+    """Past :data:`CACHE_ENTRIES` of symllm's entries in the folder ``fd`` (at ``folder``), delete the least
+    recently used half of them; nothing else. Called after each write; lists the folder only when the
+    writes since it was last listed may have filled it (other processes' writes can pass the limit until
+    one of them lists it: at most one limit's worth each)."""
+    limit, room = _ROOM.get(folder, (CACHE_ENTRIES, 0))
+    if limit == CACHE_ENTRIES and room > 0:
+        _ROOM[folder] = (limit, room - 1)
+        return
+    names = os.listdir(fd)
+    _ROOM[folder] = (CACHE_ENTRIES, CACHE_ENTRIES - len(names))
+    if len(names) <= CACHE_ENTRIES:
+        return
+    names = [n for n in names if _NAME.fullmatch(n)]
     if len(names) <= CACHE_ENTRIES:
         return
     entries = sorted((t, n) for n in names if (t := _ours(fd, n)) is not None)

@@ -27,6 +27,7 @@ from functools import lru_cache
 import sympy as sp
 
 from symllm.arch import resolved
+from symllm.arch.algebra import rename
 from symllm.costs import checks
 from symllm.costs import phases as costs
 from symllm.costs import hardware
@@ -180,7 +181,7 @@ def _substituted_at(expr, given: tuple) -> Formula:
         dummy = sp.Dummy(symbol.name)
         stand_ins[symbol] = dummy
         numbers[dummy] = value
-    return Formula(_without_zeros(expr.xreplace(stand_ins), numbers), numbers)
+    return Formula(_without_zeros(rename(expr, stand_ins), numbers), numbers)
 
 
 def _without_zeros(expr: sp.Basic, numbers: dict) -> sp.Basic:

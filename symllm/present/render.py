@@ -375,7 +375,19 @@ def _latex(expr, **settings) -> str:
     >>> _latex(S.n_h * S.n_kv * 2)
     '2 \\\\, n_{h} \\\\, n_{kv}'
     """
-    return _SpacedLatexPrinter(settings).doprint(expr)
+    frozen = tuple((k, isinstance(v, dict), tuple(v.items()) if isinstance(v, dict) else v)
+                   for k, v in sorted(settings.items()))
+    try:
+        return _latex_of(expr, frozen)
+    except TypeError:  # a setting that cannot be a key
+        return _SpacedLatexPrinter(settings).doprint(expr)
+
+
+@lru_cache(maxsize=4096)
+def _latex_of(expr, frozen: tuple) -> str:
+    """:func:`_latex` once per expression and settings in a process: a report prints most of its formulas
+    twice or more (a line-breaking trial, each format of one report, a sub-term shown again)."""
+    return _SpacedLatexPrinter({k: dict(v) if was_dict else v for k, was_dict, v in frozen}).doprint(expr)
 
 
 class _NamedStrPrinter(StrPrinter):
