@@ -80,3 +80,31 @@ def test_summed_decode_steps_are_sympys_factored_sum(const, slope):
     step = sp.expand(const + slope * S.t)
     theirs = sp.factor(sp.summation(step.subs(S.t, S.s + phases._i), (phases._i, 0, S.n - 1)))
     assert phases._summed_steps(step) == theirs
+
+
+@given(closed_form_terms(), closed_form_terms(), closed_form_terms(signed=False), closed_form_terms(),
+       positive_points())
+def test_factored_and_expanded_are_sympys_factor_and_expand(a, b, c, e, point):
+    """Polynomials (products of closed-form sums, repeated factors, over a denominator): factored/expanded
+    are SymPy's own factor/expand (srepr). Through a Max or Min the value is theirs at any point (the
+    argument maximum() drops where SymPy cannot prove it bounded, ``Max(2, s·(b + 1))``, is the one
+    difference; symllm's own forms are SymPy's, as the next test and the commit's 265 forms show)."""
+    for expr in (a * b, a * b * c + a * b * e, a * a * b, (a * b + c) / 2):
+        assert sp.srepr(algebra.factored(expr)) == sp.srepr(sp.factor(expr)), expr
+        assert sp.srepr(algebra.expanded(expr)) == sp.srepr(sp.expand(expr)), expr
+    for expr in (a * c * sp.Max(b, 2 * S.d * S.s) + c * e * sp.Min(S.W, S.n + S.s), c * (sp.Max(a * c, b * c) + e)):
+        assert algebra.factored(expr).xreplace(point) == expr.xreplace(point)
+        assert algebra.expanded(expr).xreplace(point) == expr.xreplace(point)
+
+
+def test_a_reports_collected_forms_are_sympys():
+    """A report's training peak (a Max of sums in a dozen symbols, where SymPy's factor took seconds)
+    factored and expanded as SymPy's factor and expand write it."""
+    from symllm.arch import resolved
+    from symllm.costs.workloads import Workload
+    from symllm.present.derivation import OPTIONS, _symbolic
+    _, total, _, _ = _symbolic("model", "memory", "gqa", resolved.spec("llama3.2-1b"), Workload(),
+                               {**OPTIONS, "memory": "training_peak"})
+    assert total.has(sp.Max)
+    assert sp.srepr(algebra.factored(total)) == sp.srepr(sp.factor(total))
+    assert sp.srepr(algebra.expanded(total)) == sp.srepr(sp.expand(total))

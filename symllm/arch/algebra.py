@@ -7,7 +7,9 @@ test suite's time, and ``subs`` pays it again for every ``Max`` it rebuilds. :fu
 :func:`minimum` drop an argument when the difference is of one sign term by term (each term a
 coefficient times a product known to be nonnegative; a product of counts is at least 1, so ``W - 1 >= 0``),
 expanded if need be, or once divided by its one term of the other sign (``2·d_h·s - d_h`` is
-``d_h·(2·s - 1)``); :func:`substitute` rebuilds an expression with them. On the closed forms symllm
+``d_h·(2·s - 1)``); :func:`substitute` rebuilds an expression with them. :func:`factored` and
+:func:`expanded` give ``sp.factor`` and ``sp.expand`` of the closed forms (a report's collected forms)
+without rebuilding a ``Max`` through that search, and factor by a route that suits their polynomials. On the closed forms symllm
 builds they give SymPy's own expressions (compared on every call while composing 8 presets under 6
 stacks and layouts, and by tests/test_algebra.py); elsewhere an argument neither can order stays, which
 changes no value.
@@ -15,8 +17,9 @@ changes no value.
 from __future__ import annotations
 
 import sympy as sp
+from sympy.core.mul import _keep_coeff
 
-__all__ = ["maximum", "minimum", "rename", "substitute"]
+__all__ = ["expanded", "factored", "maximum", "minimum", "rename", "substitute"]
 
 
 def _nonnegative(e: sp.Expr) -> bool:
@@ -242,4 +245,147 @@ def _rebuild(e: sp.Expr, mapping: dict, seen: dict) -> sp.Expr:
     else:
         out = e.func(*args)
     seen[e] = out
+    return out
+
+
+# --------------------------------------------------------------------------- factor and expand
+
+def _masked(expr: sp.Expr, table: dict) -> sp.Expr:
+    """``expr`` with each outermost ``Max`` / ``Min`` replaced by a ``Dummy``: the one of its rebuilt node (its
+    arguments :func:`expanded`, then :func:`maximum` / :func:`minimum`), ``table`` mapping each rebuilt node
+    to its dummy (one dummy per distinct node). ``sp.expand`` and ``sp.factor`` rebuild every ``Max`` from its
+    arguments expanded, through SymPy's search; masked, they treat it as the atom it is in their result."""
+    seen: dict = {}
+
+    def walk(e):
+        if not e.args:
+            return e
+        hit = seen.get(e)
+        if hit is None:
+            if isinstance(e, (sp.Max, sp.Min)):
+                node = (maximum if isinstance(e, sp.Max) else minimum)(*(expanded(a) for a in e.args))
+                if isinstance(node, (sp.Max, sp.Min)):
+                    hit = table.setdefault(node, sp.Dummy("extreme"))
+                else:  # one argument bounds the others: it stands in the sum as itself
+                    hit = walk(node)
+            else:
+                args = [walk(a) for a in e.args]
+                hit = e if all(a is b for a, b in zip(args, e.args)) else e.func(*args)
+            seen[e] = hit
+        return hit
+    return walk(expr)
+
+
+def _mask(expr: sp.Expr) -> tuple[sp.Expr, dict]:
+    """``(masked, back)``: :func:`_masked` ``expr`` and the dummies' nodes (``masked.xreplace(back)`` unmasks)."""
+    expr = sp.sympify(expr)
+    if not expr.has(sp.Max, sp.Min):
+        return expr, {}
+    table: dict = {}
+    masked = _masked(expr, table)
+    return masked, {v: k for k, v in table.items()}
+
+
+def expanded(expr: sp.Expr) -> sp.Expr:
+    """``sp.expand(expr)``, each ``Max`` / ``Min`` rebuilt by :func:`maximum` / :func:`minimum` (SymPy's search
+    on every one rebuilt was most of a report's ``expand``).
+
+    >>> from symllm.arch import symbols as S
+    >>> e = S.b * (S.s + 1) * sp.Max(S.d * (S.s + 1), S.V) + S.d * (S.n + 1)
+    >>> expanded(e) == sp.expand(e)
+    True
+    """
+    masked, back = _mask(expr)
+    return sp.expand(masked).xreplace(back) if back else sp.expand(masked)
+
+
+def factored(expr: sp.Expr) -> sp.Expr:
+    """``sp.factor(expr)``, found another way. SymPy factors a multivariate polynomial by Wang's algorithm on
+    a dense representation (seconds on a report's peak in twenty symbols). symllm's closed forms are linear in
+    some symbol ``x``: ``p = a·x + b`` then factors as ``gcd(a, b)`` (free of ``x``, factored the same way)
+    times ``p / gcd(a, b)``, which is irreducible (a factor free of ``x`` would divide both ``a`` and ``b``), so
+    the factorisation is complete, and normalised as SymPy normalises its factors (primitive, positive leading
+    coefficient in its generators' order) it is SymPy's own (unique factorisation). Gcds run on sparse
+    polynomials. A polynomial of no such symbol, or over another domain than the integers, goes to
+    ``sp.factor``.
+
+    >>> from symllm.arch import symbols as S
+    >>> factored(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
+    2*d*d_h*(n_h + n_kv)
+    >>> e = S.b * S.s * (S.d + S.n_h * S.s) * sp.Max(S.V, S.d * S.s) / 2 + S.b * S.s * S.V * (S.d + S.n_h * S.s)
+    >>> factored(e) == sp.factor(e)
+    True
+    """
+    expr = sp.sympify(expr)
+    masked, back = _mask(expr)
+    whole = sp.together(masked)
+    coeff, powers = sp.S.One, {}
+    for arg in sp.Mul.make_args(whole.xreplace(back) if back else whole):
+        if arg.is_Number:
+            coeff *= arg
+            continue
+        base, exp = arg.as_base_exp() if arg.is_Pow else (arg, sp.S.One)
+        if not exp.is_Integer:
+            return sp.factor(expr)
+        if base.is_Number:
+            coeff *= arg
+            continue
+        try:
+            poly = sp.Poly(base)
+        except sp.PolynomialError:
+            powers[base] = powers.get(base, 0) + exp
+            continue
+        if poly.domain != sp.ZZ:
+            return sp.factor(expr)
+        ring = sp.polys.rings.PolyRing(poly.gens, sp.ZZ, sp.polys.orderings.lex)
+        content, prim = ring.from_dict(dict(poly.as_dict())).primitive()
+        if prim.LC < 0:
+            content, prim = -content, -prim
+        factors = _factors(prim, ring)
+        if factors is None:
+            return sp.factor(expr)
+        coeff *= sp.Integer(content) ** exp
+        for f, k in factors:
+            e = sp.Poly.from_dict(dict(f), *poly.gens, domain=sp.ZZ).as_expr()
+            powers[e] = powers.get(e, 0) + k * exp
+    return _keep_coeff(coeff, sp.Mul(*(e ** k for e, k in powers.items())))
+
+
+def _factors(p, ring) -> list | None:
+    """The irreducible factors ``(f, multiplicity)`` of a primitive sparse polynomial ``p`` with a positive
+    leading coefficient, each primitive with one: its monomial content, symbol by symbol, then
+    :func:`_split`; None when a part is linear in no symbol."""
+    low = tuple(map(min, zip(*p.itermonoms())))
+    out = [(x, k) for x, k in zip(ring.gens, low) if k]
+    if any(low):
+        p = ring.from_dict({tuple(a - b for a, b in zip(m, low)): c for m, c in p.items()})
+    if p.is_ground:
+        return out
+    rest = _split(p, ring)
+    return None if rest is None else out + rest
+
+
+def _split(p, ring) -> list | None:
+    """:func:`_factors` of ``p`` (no monomial content, not a number): ``p = a·x + b`` in the symbol ``x`` of
+    degree one that the fewest terms hold (the smallest ``a``, the cheapest gcd), ``p / gcd(a, b)`` irreducible
+    and ``gcd(a, b)`` factored again; None when ``p`` is linear in no symbol."""
+    best = None
+    for i, x in enumerate(ring.gens):
+        if p.degree(x) == 1:
+            n = sum(1 for m in p.itermonoms() if m[i])
+            if best is None or n < best[0]:
+                best = (n, x)
+    if best is None:
+        return None
+    x = best[1]
+    a = p.diff(x)
+    g = a.gcd(p - a * x)
+    if g.LC < 0:
+        g = -g
+    out = [(p.exquo(g), 1)]
+    if not g.is_ground:
+        rest = _factors(g, ring)
+        if rest is None:
+            return None
+        out.extend(rest)
     return out

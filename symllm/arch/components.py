@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from symllm.arch.algebra import minimum, substitute
+from symllm.arch.algebra import expanded, factored, minimum, substitute
 from symllm.arch.config import swiglu_width
 from symllm.arch import keeps
 from symllm.arch.dtypes import FP32, INT64
@@ -313,7 +313,7 @@ def collected(expr: sp.Expr) -> sp.Expr:
     >>> collected(2 * d * d_h * n_h + 2 * d * d_h * n_kv)
     2*d*d_h*(n_h + n_kv)
     """
-    return min([sp.factor(expr), sp.expand(expr)], key=sp.count_ops)
+    return min([factored(expr), expanded(expr)], key=sp.count_ops)  # SymPy's factor and expand, faster
 
 
 def matmul(rows: sp.Expr, inner: sp.Expr, cols: sp.Expr) -> sp.Expr:

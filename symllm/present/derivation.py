@@ -38,7 +38,6 @@ from symllm.errors import SymllmError
 from symllm.validate import choice, listed, short
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import evaluate
-from symllm.numbers.runtime import define
 from symllm.present.format import grouped
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
@@ -130,8 +129,9 @@ def _workload_numbers(spec, work: Workload) -> dict:
     """:func:`symllm.costs.phases.workload` of ``spec`` and ``work``, from a table kernel an earlier process
     compiled when :func:`symllm.numbers.cache.cache_dir` holds one for this structure and these training
     options (building the closed forms is most of a report's time); keyed like :mod:`symllm.numbers.quick`'s
-    entries. On a miss the numbers are :func:`symllm.costs.phases.workload`'s own, and the kernel of the same
-    closed forms is stored.
+    entries. On a miss the kernel is compiled from the closed forms and stored (one kernel for the whole
+    table: evaluating each quantity on its own compiled each a second time). The groups are the
+    composed quantities' (no ``time`` or ``weight_format``: the report reads those elsewhere).
 
     >>> w = _workload_numbers(resolved.spec("llama3.1-8b"), Workload.of(seq=4096))
     >>> w == costs.workload("llama3.1-8b", seq=4096)
@@ -140,24 +140,24 @@ def _workload_numbers(spec, work: Workload) -> dict:
     key = cache_key(spec.shape(), work.shape())
     checks.check(spec, work)
     vals = costs.values(spec, work)  # β_w of a weight format included
+    from symllm.numbers.kernels import TableKernel
     hit = cache_get("workload", key)
+    table = None
     if hit is not None and len(hit) == 3:
         try:
-            args, names = json.loads(hit[0]), json.loads(hit[1])
-            by_name = {sym.name: v for sym, v in vals.items()}
-            out = define(hit[2], "table")(*(by_name[a] for a in args))
-            numbers = {"workload": work.to_dict(), "flops": {}, "memory": {}}
-            for name, v in zip(names, out, strict=True):
-                group, k = name.split("/", 1)
-                numbers.setdefault(group, {})[k] = v.numerator if type(v) is Fraction and v.denominator == 1 else v
-            return numbers
-        except Exception:  # noqa: BLE001 (a damaged entry: computed again below)
-            pass
-    numbers = costs.workload(spec, work)
-    exprs = costs.quantities(spec.model(work.attention), work)
-    from symllm.numbers.kernels import TableKernel
-    table = TableKernel({f"{group}/{k}": e for group, terms in exprs.items() for k, e in terms.items()})
-    cache_put("workload", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
+            by_name = {sym.name: sym for sym in vals}
+            table = TableKernel.from_source(tuple(by_name[a] for a in json.loads(hit[0])), tuple(json.loads(hit[1])),
+                                            hit[2])
+        except Exception:  # noqa: BLE001 (a damaged entry: compiled again below)
+            table = None
+    if table is None:
+        exprs = costs.quantities(spec.model(work.attention), work)
+        table = TableKernel({f"{group}/{k}": e for group, terms in exprs.items() for k, e in terms.items()})
+        cache_put("workload", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
+    numbers = {"workload": work.to_dict(), "flops": {}, "memory": {}}
+    for name, v in table(vals).items():
+        group, k = name.split("/", 1)
+        numbers.setdefault(group, {})[k] = v.numerator if type(v) is Fraction and v.denominator == 1 else v
     return numbers
 
 
