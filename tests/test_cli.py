@@ -139,10 +139,8 @@ def test_console_script_when_installed():
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
-def test_cli_does_not_import_torch():
-    """Importing the command line does not import torch (only verify needs it)."""
-    code = "import sys, symllm.cli; sys.exit('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+# The command line does not import torch (only verify needs it): tests/test_startup.py's
+# test_warm_count_builds_no_formula runs `symllm count` in fresh processes and finds no torch in either.
 
 
 # --- what a reader sees in a terminal -------------------------------------------------------------------
@@ -348,14 +346,11 @@ TEXT_LINES = [*(["derive", "--component", c, "--model", m] for c, m in (  # the 
               ["derive", "--notation", "n.toml", "--model", "llama3.1-8b"]]
 
 
-#: --format markdown, read in a terminal too: reports of models with many kinds of layers (latent attention,
-#: 384 experts, interleaved MoE, sinks and windows; layout, roofline and LoRA sections: they printed 22-63
-#: lines over 100, up to 2,993 columns), derive of each component and quantity (display math and the
-#: 100-column prose of its list and notes), a comparison of six models (156 columns: split into tables)
-MARKDOWN_LINES = [*(["report", m] for m in ("deepseek-v3", "kimi-k2", "llama4-maverick-17b-128e", "gpt-oss-120b",
-                                           "qwen3-235b-a22b")),
-                  ["report", "llama3.2-1b", "--gpu", "h100-sxm", "--dp", "2", "--lora-rank", "16"],
-                  *(["derive", "--component", c] for c in ("embedding", "attention", "feed_forward", "swiglu",
+#: --format markdown, read in a terminal too: derive of each component and quantity (display math and the
+#: 100-column prose of its list and notes), a comparison of six models (156 columns: split into tables); the
+#: reports' Markdown and LaTeX: tests/test_render.py's papers test (tests/outputs.py renders them once, for the
+#: papers they are \input into and for a terminal)
+MARKDOWN_LINES = [*(["derive", "--component", c] for c in ("embedding", "attention", "feed_forward", "swiglu",
                                                            "rmsnorm", "rope", "lm_head", "block", "model")),
                   *(["derive", "--component", c, "--model", "mixtral-8x7b"] for c in ("moe", "router", "experts")),
                   ["derive", "--component", "sinks", "--model", "gpt-oss-20b"],
@@ -369,7 +364,8 @@ MARKDOWN_LINES = [*(["report", m] for m in ("deepseek-v3", "kimi-k2", "llama4-ma
 def test_terminal_output_fits_100_columns(cli):
     """No line of count (every preset), of the long derivations and error lines the issue names, of a
     comparison, of any other text output (TEXT_LINES) or of a --format markdown or latex output
-    (MARKDOWN_LINES) is over 100 columns; bytes per second are in bytes units (it said 864.00BB/s), and no output says BB."""
+    (MARKDOWN_LINES; the reports': tests/test_render.py) is over 100 columns; bytes per second are in bytes
+    units (it said 864.00BB/s), and no output says BB."""
     from symllm.arch.config import preset_names
     outputs = [cli(["count", name]) for name in preset_names()] + [cli(argv) for argv in CLI_LINES]
     markdown = [cli([*argv, "--format", "markdown"]) for argv in MARKDOWN_LINES]

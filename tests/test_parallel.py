@@ -386,8 +386,9 @@ def test_report_has_the_layout_section_only_for_a_layout():
     """symllm report with --tp/--pp/--dp/--sp adds a "parallel training" section showing count's per-GPU
     numbers and bytes sent; with --gpu whether a step's peak (states + activations + the logits' gradient) fits,
     80 GB read as 80 GiB for an H100 SXM (the vendor's binary-sized HBM stacks); without an option, none."""
+    from symllm.numbers import quick  # the text test_hardware's verdict test reads too: rendered once
     options = dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1, seq=4096, gpu="h100-sxm")
-    md = symllm.report("llama3.1-70b", **options).render("markdown")
+    md = quick.report("llama3.1-70b", fmt="markdown", **options)
     counted = symllm.workload("llama3.1-70b", **options)
     assert "## llama3.1-70b: parallel training" in md and "64 GPUs" in md
     assert f"| parameters | {counted['params']['per_gpu']:,} |" in md
@@ -413,7 +414,8 @@ def test_report_has_the_lora_section_only_with_a_rank():
 
 
 @pytest.mark.parametrize("argv", [
-    ["report", "llama3.1-70b", "--tp", "8", "--pp", "4", "--dp", "2", "--sp", "--zero", "1", "--gpu", "h100-sxm"],
+    ["report", "llama3.1-70b", "--tp", "8", "--pp", "4", "--dp", "2", "--sp", "--zero", "1", "--gpu", "h100-sxm",
+     "--seq", "4096"],  # test_report_has_the_layout_section_only_for_a_layout's workload: its formulas built once
     ["report", "mixtral-8x7b", "--tp", "2", "--pp", "2", "--dp", "8", "--ep", "4", "--recompute"],
     ["report", "llama2-7b", "--lora-rank", "16", "--qlora", "--lora-targets", "wq,wk,wv,wo"],
     ["derive", "--quantity", "comm", "--model", "llama3.1-70b", "--tp", "8", "--pp", "4", "--dp", "2", "--sp"],
@@ -431,5 +433,5 @@ def test_layout_and_lora_reports_compile_and_fit_the_page(argv, tmp_path, monkey
         assert "16,777,216" in text  # 32 layers x 4 matrices x 16 x (4096 + 4096)
     elif argv[0] == "report":
         options = {"mixtral-8x7b": dict(tp=2, pp=2, dp=8, ep=4, recompute=True),
-                   "llama3.1-70b": dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1)}[argv[1]]
+                   "llama3.1-70b": dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1, seq=4096)}[argv[1]]
         assert f"{symllm.workload(argv[1], **options)['params']['per_gpu']:,}" in text

@@ -1,15 +1,13 @@
 """Plots (symllm.present.plots, ``symllm plot``): the data in each Figure's artists equals the quantities
 worked out by hand for a tiny config (Meta's formulas, the bytes per element), or symllm.workload()'s
 where the plot only redraws them; the files are PNG, SVG, PDF and pgfplots that pdflatex compiles; -o
-is atomic; ``symllm count`` never imports matplotlib."""
+is atomic; ``symllm count`` never imports matplotlib (tests/test_startup.py)."""
 import csv
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -228,10 +226,5 @@ def test_cli_errors_are_one_line_and_leave_files_alone(tiny, cli, tmp_path):
     assert r.code == 0 and "roofline" in r.out and max(map(len, r.out.splitlines())) <= 100
 
 
-def test_count_never_imports_matplotlib():
-    """`symllm count` starts without matplotlib (plots import it on first use)."""
-    code = ("import sys; from symllm.cli import main; main(['count', 'llama3.1-8b']); "
-            "print('matplotlib' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parent.parent)
-    assert done.stdout.splitlines()[-1] == "False", done.stderr
+# `symllm count` never imports matplotlib: tests/test_startup.py's test_warm_count_builds_no_formula (its
+# cold and its warm process)

@@ -30,12 +30,15 @@ from symllm.present import render
 from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
+from . import outputs
 from .conftest import PUBLISHED
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
 QUANTITIES = ("params", "flops", "memory")
-PRESETS = ("llama3.1-8b", "llama2-7b", "llama3.2-1b", "mistral-7b", "tinyllama-1.1b", "mixtral-8x7b")
+#: reports compiled whole (test_every_latex_output_compiles): Meta's rounding (untied, MHA, tied), a config.json
+#: that states d_ff (Mistral; TinyLlama's is tests/outputs.py's, in int4), an MoE
+PRESETS = ("llama3.1-8b", "llama2-7b", "llama3.2-1b", "mistral-7b", "mixtral-8x7b")
 PAPER = {"d": r"d_\mathrm{model}", "n_h": "h", "n_kv": "g", "d_ff": r"d_\mathrm{ff}", "V": r"\lvert\mathcal{V}\rvert"}
 PREAMBLE = "\\documentclass{article}\n\\usepackage[margin=2cm]{geometry}\n\\usepackage{amsmath}\n\\usepackage{booktabs}\n"
 
@@ -130,9 +133,10 @@ def test_every_latex_output_compiles(tmp_path):
     snippets = _derive_outputs()
     assert any(k.startswith("derive attention params") for k in snippets)
     assert sum(k.startswith("derive ") and " flops " in k for k in snippets) >= 10
-    for name in PRESETS:
-        snippets[f"report {name}"] = derivation.report(name).render("latex")
-        snippets[f"report {name} markdown math"] = markdown_as_latex(derivation.report(name).render("markdown"))
+    for name in PRESETS:  # through the command line, as tests/outputs.py renders them: each text once
+        snippets[f"report {name}"] = outputs.run("report", name, "--format", "latex").out
+        snippets[f"report {name} markdown math"] = markdown_as_latex(outputs.run("report", name, "--format",
+                                                                                 "markdown").out)
     odd = symllm.resolve("llama3.2-1b").replace(name="my_model 100% & #1 {x} ~^$\\", attention_bias=True)
     snippets["report awkward name"] = derivation.report(odd).render("latex")
     snippets["report notation"] = derivation.report("llama3.1-8b", notation=PAPER).render("latex")
@@ -145,7 +149,7 @@ def test_every_latex_output_compiles(tmp_path):
     assert log.count("SNIPPET:") == len(snippets)
 
 
-@pytest.mark.parametrize("name", ["llama3.1-8b", "llama3.2-1b"])
+@pytest.mark.parametrize("name", ["llama3.1-8b"])  # the tied llama3.2-1b: test_report_peaks_compile_and_show_the_numbers
 def test_standalone_report_compiles_through_the_cli(name, tmp_path, monkeypatch):
     """symllm report NAME --format latex --standalone -o r.tex writes a document pdflatex compiles, and
     it prints the published total with thousands separators."""
@@ -170,17 +174,18 @@ def _pdf_text(pdf: Path) -> str:
     return " ".join(text.split())
 
 
-@pytest.mark.parametrize("options", [["--stack", "hf-eager"], [],
-                                     ["--stack", "hf-sdpa", "--recompute", "--gpu", "h100-sxm"]],
-                         ids=["hf-eager", "fused", "hf-sdpa-recompute-gpu"])
+@pytest.mark.parametrize("options", [[], ["--stack", "hf-sdpa", "--recompute", "--gpu", "h100-sxm"]],
+                         ids=["fused", "hf-sdpa-recompute-gpu"])
 def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatch):
     """A standalone report shows the inference and the training peak of the workload's stack with their
     derivations (and, for an HF stack, the moments of the step; with --gpu the roofline time); pdflatex
     compiles it and the PDF shows count's training_peak; the Markdown report shows it too.
 
-    Each stack once (fused, hf-eager stored, hf-sdpa with recompute and a GPU): a report of a new stack and
-    recompute setting is a cold derivation of its peaks (seconds of SymPy), and the roofline section is the
-    same for any stack, so it rides along with hf-sdpa rather than costing a report of its own."""
+    One report per path of the templates: the fused stack, and an HF stack (with recompute and a GPU): a report
+    of a new stack and recompute setting is a cold derivation of its peaks (seconds of SymPy); the templates
+    name the stack and show its moments alike for every HF stack (hf-eager's numbers are torch's in
+    tests/test_training_peak.py), and the roofline section is the same for any stack, so it rides along with
+    hf-sdpa rather than costing a report of its own."""
     monkeypatch.chdir(tmp_path)
     assert cli.main(["report", "llama3.2-1b", "--format", "latex", "--standalone", "-o", "r.tex", *options]) == 0
     source = (tmp_path / "r.tex").read_text()
@@ -193,6 +198,11 @@ def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatc
     assert ("Roofline time on" in source) == (gpu is not None)
     _run_pdflatex(source, tmp_path, "r")
     assert f"{memory['training_peak']:,}" in _pdf_text(tmp_path / "r.pdf")
+    if not options:  # the document test_standalone_report_compiles_through_the_cli would compile for llama3.2-1b
+        total = PUBLISHED["llama3.2-1b"]["total"]
+        assert source.startswith("\\documentclass") and "\\end{document}" in source
+        assert f"{total:,}" in source and f"{total:,}".replace(",", "{,}") in source
+        assert f"{total:,}" in _pdf_text(tmp_path / "r.pdf")
     md = derivation.report("llama3.2-1b", stack=stack, recompute=recompute, gpu=gpu).render("markdown")
     assert f"{memory['training_peak']:,}" in md and f"{memory['inference_peak']:,}" in md
     assert "README" not in md and md.count("### Notation") == 1
@@ -563,14 +573,13 @@ def test_wheel_ships_templates_and_report_runs_from_anywhere(tmp_path):
                            check=True, capture_output=True, text=True, env=run_env).stdout
     assert str(env) in where  # the installed copy, not the checkout
     exe = env / "bin" / "symllm"
-    proc = subprocess.run([str(exe), "report", "llama2-7b"], cwd=elsewhere, capture_output=True, text=True,
-                          env=run_env, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "6,738,415,616" in proc.stdout
+    # one run of the installed command finds the templates: report.tex.j2 inside standalone.tex.j2 (both read
+    # from the one folder render.template_dir() finds; the wheel's list above holds the Markdown one too)
     proc = subprocess.run([str(exe), "report", "llama2-7b", "--format", "latex", "--standalone", "-o", "r.tex"],
                           cwd=elsewhere, capture_output=True, text=True, env=run_env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "\\begin{document}" in (elsewhere / "r.tex").read_text()
+    tex = (elsewhere / "r.tex").read_text()
+    assert "\\begin{document}" in tex and "6,738,415,616" in tex
 
 
 # --------------------------------------------------------------------------- hostile notation and templates
@@ -667,24 +676,14 @@ def test_template_runtime_errors_are_one_line(template, message, cli, tmp_path):
 
 # --------------------------------------------------------------------------- what a reader sees
 
+#: standalone documents of each command: the reports and derivations whose lines once ran into the margin are
+#: PAPER_REPORTS / PAPER_DERIVATIONS (tests/outputs.py), \input into narrower columns than a standalone page's
+#: (test_outputs_input_into_papers_compile_without_overfull_boxes); these are what only a standalone document
+#: has (its title, one pass to the finished PDF), for a report and for a derivation
 FIT_THE_PAGE = [
     ["report", "llama3.1-8b"],
-    ["report", "llama3.1-405b", "--seq", "131072"],
-    ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation"],
     ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation", "--model", "llama3.1-405b",
      "--seq", "131072", "--gen", "4096", "--attention", "causal"],
-    ["derive", "--component", "model", "--quantity", "memory", "--model", "llama3.1-405b", "--memory",
-     "inference_peak", "--batch", "64"],
-    ["report", "mixtral-8x7b"],
-    ["report", "llama4-scout-17b-16e"],
-    ["report", "llama4-maverick-17b-128e", "--seq", "8000"],
-    ["derive", "--component", "moe", "--model", "llama4-maverick-17b-128e"],
-    ["derive", "--component", "model", "--model", "llama4-maverick-17b-128e"],
-    ["report", "mistral-7b-v0.1", "--seq", "32768", "--gen", "100"],  # past the window: Min in the sums
-    ["derive", "--component", "model", "--quantity", "flops", "--phase", "generation", "--model",
-     "llama4-scout-17b-16e", "--seq", "131072", "--gen", "100", "--attention", "causal"],  # chunks: floor
-    ["report", "tinyllama-1.1b", "--dtype", "int4", "--batch", "1024", "--seq", "131072", "--gen", "131072",
-     "--zero", "3", "--dp", "1000", "--recompute"],
 ]
 
 
@@ -742,35 +741,14 @@ def test_where_line_typesets_symbol_names_as_math():
 PAPER_CLASSES = {"article": r"\documentclass{article}", "article-twocolumn": r"\documentclass[twocolumn]{article}",
                  "IEEEtran": r"\documentclass[conference]{IEEEtran}", "llncs": r"\documentclass{llncs}",
                  "acmart": "\\documentclass[sigconf]{acmart}\n\\title{symllm}"}
-#: Qwen2.5-72B's config.json (Qwen/Qwen2.5-72B on the Hugging Face Hub): its Table 2 was 16pt too wide
-QWEN25_72B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 8192,
-              "intermediate_size": 29568, "num_attention_heads": 64, "num_hidden_layers": 80,
-              "num_key_value_heads": 8, "vocab_size": 152064, "tie_word_embeddings": False,
-              "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-              "hidden_act": "silu", "torch_dtype": "bfloat16"}
-
-
 def _paper_outputs(folder: Path) -> dict[str, str]:
-    """The LaTeX outputs a paper \\inputs, written into ``folder``: reports of an MoE, Llama 4, Qwen2.5-72B
-    (a config file), DeepSeek-V3 and Kimi-K2 (latent attention; Kimi's
-    ``moe_block/moe/shared_experts/w1`` row ran 5pt past a two-column paper's first column, unbroken at
-    ``_``) and data parallelism on a GPU (roofline, per-GPU and communication tables); derivations of
-    each component and quantity and of the roofline quantities."""
-    qwen = folder / "qwen2.5-72b.json"
-    qwen.write_text(json.dumps(QWEN25_72B))
-    outputs = {f"report-{Path(m).stem}": derivation.report(m).render("latex")
-               for m in ("mixtral-8x7b", "llama4-maverick-17b-128e", str(qwen), "deepseek-v3", "kimi-k2")}
-    outputs["report-layout"] = derivation.report("llama3.2-1b", gpu="h100-sxm", dp=2).render("latex")
-    for comp in ("attention", "feed_forward", "block", "model"):
-        for quantity in QUANTITIES:
-            outputs[f"derive-{comp}-{quantity}"] = derivation.derive(comp, quantity, config="llama3.1-8b").render("latex")
-    outputs["derive-moe"] = derivation.derive("moe", config="mixtral-8x7b").render("latex")
-    outputs["derive-decode-batch"] = derivation.derive("model", "decode_batch", config="llama3.1-8b",
-                                                       gpu="h100-sxm", context=390).render("latex")
-    outputs["derive-ridge"] = derivation.derive("model", "ridge", gpu="h100-sxm").render("latex")
-    for name, text in outputs.items():
+    """The LaTeX outputs a paper \\inputs (tests/outputs.py: reports of each kind of model and workload whose
+    lines once ran into the margin, derivations of each component and quantity, of the roofline quantities and
+    of the longest sums), written into ``folder``."""
+    texts = outputs.latex_outputs()
+    for name, text in texts.items():
         (folder / f"{name}.tex").write_text(text, encoding="utf-8")
-    return outputs
+    return texts
 
 
 def _paper_log(cls: str, folder: Path, names) -> str | None:
@@ -801,22 +779,36 @@ def _empty_paper_log(cls: str, folder: Path, log: str) -> str:
     return _run_pdflatex(doc, folder / "empty", f"paper-{cls}")
 
 
+#: reports of models with many kinds of layers (latent attention, 384 experts, interleaved MoE, sinks and windows)
+#: and with the layout, roofline and LoRA sections: their Markdown printed 22-63 lines over 100 columns, up to 2,993
+TERMINAL_REPORTS = ("deepseek-v3", "kimi-k2", "llama4-maverick-17b-128e", "gpt-oss-120b", "qwen3-235b-a22b", "layout")
+
+
 def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
     """Every report and derivation \\input into article (one and two columns), IEEEtran, llncs and acmart
     (sigconf) compiles in one pass with no overfull box and no float taller than the page (long equations are
     broken, tables fit the column: Kimi-K2's parameter table was 327pt too tall in two columns); in a
     report the glossary and Meta's d_ff rounding appear once, each result is named for its quantity,
-    products of symbols are spaced, and nothing refers to the README. (One test: the outputs are
-    rendered once, each class's document compiled once.)"""
+    products of symbols are spaced, and nothing refers to the README. Read in a terminal, no line of these
+    LaTeX sources nor of the Markdown of TERMINAL_REPORTS is over 100 columns, and none says BB (bytes units: it
+    said 864.00BB/s; tests/test_cli.py's width test reads every other output). (One test, so that one xdist
+    worker renders the outputs, once: tests/outputs.py; each class's document is compiled once.)"""
     _pdflatex()
-    outputs = _paper_outputs(tmp_path)
+    texts = _paper_outputs(tmp_path)
+    terminal = {f"{name} markdown": outputs.run(*outputs.report_argv(name), "--format", "markdown")
+                for name in TERMINAL_REPORTS}
+    assert all(r.code == 0 and r.err == "" and r.out.count("\n") > 5 for r in terminal.values())
+    for name, text in {**texts, **{name: r.out for name, r in terminal.items()}}.items():
+        long = [line for line in text.splitlines() if len(line) > 100]
+        assert not long, (name, long)
+        assert not re.search(r"\dBB\b|BB/s", text), name
     compiled = []
     for cls in PAPER_CLASSES:
-        log = _paper_log(cls, tmp_path, outputs)
+        log = _paper_log(cls, tmp_path, texts)
         if log is None:
             continue
         compiled.append(cls)
-        assert log.count("SNIPPET:") == len(outputs)
+        assert log.count("SNIPPET:") == len(texts)
         overfull, snippet = [], "?"
         for line in log.splitlines():
             snippet = line[len("SNIPPET: "):] if line.startswith("SNIPPET: ") else snippet
@@ -825,15 +817,15 @@ def test_outputs_input_into_papers_compile_without_overfull_boxes(tmp_path):
         assert not overfull, "\n".join(overfull)
         assert "undefined" not in log and not _reruns(log) - _reruns(_empty_paper_log(cls, tmp_path, log))
     assert compiled[:2] == ["article", "article-twocolumn"]
-    tex = outputs["report-qwen2.5-72b"]
+    tex = texts["report-qwen2.5-72b"]
     assert tex.count("\\subsection*{Notation}") == 1 and "\nwhere " not in tex
-    assert outputs["report-layout"].count("&d_{ff} = ") == 1  # the worked rounding (Meta's), once
+    assert texts["report-layout"].count("&d_{ff} = ") == 1  # the worked rounding (Meta's), once
     for name in ("prefill", "inference", "inference\\ peak", "training\\ peak"):
         assert f"&{'F' if name == 'prefill' else 'M'}_{{\\mathrm{{{name}}}}} = " in tex, name
     assert "M_{\\mathrm{model}}" not in tex and "F_{\\mathrm{model}}" not in tex
     assert r"d \, d_h \, n_h" in tex and "d d_h n_h" not in tex
-    assert "R_{\\mathrm{ridge}} = \\frac{P}{B_{\\mathrm{mem}}}" in outputs["derive-ridge"]
-    for name, text in outputs.items():
+    assert "R_{\\mathrm{ridge}} = \\frac{P}{B_{\\mathrm{mem}}}" in texts["derive-ridge"]
+    for name, text in texts.items():
         assert "README" not in text, name
 
 

@@ -107,26 +107,31 @@ def test_cache_is_trimmed(cache, monkeypatch):
     assert disk.cache_get("kernel", "expr 24") == ("x",)
 
 
-def _cold_then_warm(argv: list, modules: tuple, tmp_path) -> None:
+def _cold_then_warm(argv: list, modules: tuple, tmp_path, never: tuple = ()) -> None:
     """Run ``symllm ARGV`` twice in fresh processes sharing a cache: the first imports some of ``modules``,
-    the second none of them, and both print the same (with the 405B's published total)."""
+    the second none of them, neither imports any of ``never``, and both print the same (with the 405B's
+    published total)."""
     code = ("import io, sys, contextlib\nfrom symllm.cli import main\n"
             f"with contextlib.redirect_stdout(io.StringIO()) as out:\n    assert main({argv!r}) == 0\n"
-            f"print(sorted(m for m in {modules!r} if m in sys.modules))\nprint(out.getvalue())")
+            f"print(sorted(m for m in {modules!r} if m in sys.modules))\n"
+            f"print(sorted(m for m in {never!r} if m in sys.modules))\nprint(out.getvalue())")
     cold = _python(code, tmp_path)
     warm = _python(code, tmp_path)
     assert cold.splitlines()[0] != "[]"
     assert warm.splitlines()[0] == "[]"
-    assert cold.splitlines()[1:] == warm.splitlines()[1:]
+    assert cold.splitlines()[1] == warm.splitlines()[1] == "[]"
+    assert cold.splitlines()[2:] == warm.splitlines()[2:]
     assert f"{PUBLISHED['llama3.1-405b']['total']:,}" in warm
 
 
 def test_warm_count_builds_no_formula(tmp_path):
     """The second ``symllm count`` of a structure imports neither the components, SymPy itself, jinja2
     nor numpy; the first stored what it needs. Nor the standard modules only a write, a help text or a
-    misspelt name needs (the start-up benchmark's 3x of ``python -c pass`` has no room for them)."""
+    misspelt name needs (the start-up benchmark's 3x of ``python -c pass`` has no room for them). Neither
+    count, cold or warm, imports torch (only verify needs it) or matplotlib (plots import it on first use)."""
     _cold_then_warm(["count", "llama3.1-405b"], ("symllm.arch.components", "sympy", "jinja2", "numpy", "difflib",
-                                                 "tempfile", "shutil", "pkgutil"), tmp_path)
+                                                 "tempfile", "shutil", "pkgutil"), tmp_path,
+                    never=("torch", "matplotlib"))
 
 
 def test_import_symllm_is_lazy_and_complete(tmp_path):
@@ -171,7 +176,7 @@ def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
     from symllm.present import derivation
     paper = tmp_path / "paper.json"
     paper.write_text('{"d": "d_\\\\mathrm{model}"}')
-    cases = [dict(model="llama3.1-405b"), dict(model="llama3.1-405b", fmt="markdown", seq=4096),
+    cases = [dict(model="llama2-7b"), dict(model="llama2-7b", fmt="markdown", seq=4096),  # one structure: built once
              dict(model="llama2-7b", standalone=True, notation=str(paper)),
              dict(model="llama2-7b", vocab_size=32001)]
     cold = [quick.report(**case) for case in cases]
@@ -185,7 +190,7 @@ def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
         patched.setattr(derivation, "report", refuse)
         warm = [quick.report(**case) for case in cases]
     assert warm == cold
-    assert f"{PUBLISHED['llama3.1-405b']['total']:,}" in cold[0]
+    assert f"{PUBLISHED['llama2-7b']['total']:,}" in cold[0]
     assert r"d_\mathrm{model}" in cold[2]
     for case, text in zip(cases, warm):
         case = dict(case)
