@@ -417,13 +417,16 @@ def _trim(fd: int, folder: str = "") -> None:
     if len(names) <= CACHE_ENTRIES:
         return
     names = [n for n in names if _NAME.fullmatch(n)]
+    _ROOM[folder] = (CACHE_ENTRIES, CACHE_ENTRIES - len(names))  # other files in the folder take no room
     if len(names) <= CACHE_ENTRIES:
         return
     entries = sorted((t, n) for n in names if (t := _ours(fd, n)) is not None)
     if len(entries) <= CACHE_ENTRIES:
         return
-    for _, name in entries[:len(entries) // 2]:
+    gone = entries[:len(entries) // 2]
+    for _, name in gone:
         try:
             os.unlink(name, dir_fd=fd)
         except OSError:
             pass
+    _ROOM[folder] = (CACHE_ENTRIES, CACHE_ENTRIES - (len(names) - len(gone)))
