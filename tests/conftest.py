@@ -69,20 +69,21 @@ def llama_blocks(name: str) -> bool:
 
 def one_per_shape(names, first: str | None = None) -> list[str]:
     """One preset of each family and shape among ``names`` (``first`` first, then in order): presets whose
-    config.json differ only in sizes (every field that is a number the same up to zero or not, the same flags
-    and words, the same kinds of layers in the same order) run the same code path with other numbers, so a
-    per-preset check of a code path needs one of them. Read from the loaded configs (a tenth of a second for
-    every preset, at collection)."""
+    config.json differ only in sizes (the same keys stated, so a default transformers fills in is filled in
+    for all of them; every field that is a number the same up to zero or not, the same flags, words and
+    derived fields; a head width equal to ``d / n_h`` or not; the same kinds of layers in the same order)
+    run the same code path with other numbers, so a per-preset check of a code path needs one of them. Read
+    from the preset files and the loaded configs (a tenth of a second for every preset, at collection)."""
     import dataclasses
     import symllm
     from symllm.arch.config import preset_info
     groups = {}
     for name in sorted(names, key=lambda n: n != first):
-        cfg = symllm.load(name)
-        shape = tuple((f.name, v if v is None or isinstance(v, (bool, str)) else bool(v))
-                      for f in dataclasses.fields(cfg) if f.name not in ("name", "layers")
+        cfg, raw = symllm.load(name), preset_info(name)["config"]
+        shape = tuple((f.name, v if v is None or isinstance(v, (bool, str, frozenset)) else bool(v))
+                      for f in dataclasses.fields(cfg) if f.name not in ("name", "layers", "note")
                       for v in [getattr(cfg, f.name)])
-        groups.setdefault((preset_info(name)["config"].get("model_type"), shape,
+        groups.setdefault((raw.get("model_type"), frozenset(raw), shape, cfg.head_dim * cfg.n_heads == cfg.dim,
                            tuple(kind for kind, _ in cfg.groups)), name)
     return [n for n in names if n in groups.values()]
 

@@ -127,7 +127,7 @@ def test_one_period_cuts_only_repeating_patterns():
 
 @pytest.mark.parametrize("name", one_per_shape(symllm.preset_names(), first="llama3.1-405b"))
 def test_presets_equal_peft(name):
-    """One preset of each shape (``conftest.one_per_shape``: 27 of 58; Llama 3.1 405B for Meta's LLaMA-2/3),
+    """One preset of each shape (``conftest.one_per_shape``: 34 of 58; Llama 3.1 405B for Meta's LLaMA-2/3),
     LoRA r=16 on all seven linears: symllm's count equals PEFT's, PEFT run on transformers' model of one period of the preset's layers (every width as published;
     a dense model's one layer, Llama 4 Maverick's four) and multiplied by its repeats (``_one_period``).
     Qwen3-MoE: the SwiGLU targets are refused in one line, the attention's equal PEFT's."""
