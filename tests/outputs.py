@@ -10,10 +10,12 @@ and workload whose lines once ran into the margin.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import io
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -30,7 +32,9 @@ QWEN25_72B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hid
 @functools.lru_cache(maxsize=None)
 def qwen_config() -> str:
     """The path of QWEN25_72B written as ``qwen2.5-72b.json`` (a config file, not a preset), once per process."""
-    path = Path(tempfile.mkdtemp(prefix="symllm-outputs-")) / "qwen2.5-72b.json"
+    folder = tempfile.mkdtemp(prefix="symllm-outputs-")
+    atexit.register(shutil.rmtree, folder, True)  # removed when the test process ends
+    path = Path(folder) / "qwen2.5-72b.json"
     path.write_text(json.dumps(QWEN25_72B))
     return str(path)
 
@@ -96,7 +100,7 @@ def run(*argv: str) -> CliResult:
         try:
             code = main([str(a) for a in argv])
         except SystemExit as exc:
-            code = exc.code
+            code = exc.code if isinstance(exc.code, int) or exc.code is None else 1  # sys.exit("text"): 1
     return CliResult(0 if code is None else code, out.getvalue(), err.getvalue())
 
 
