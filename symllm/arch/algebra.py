@@ -1,4 +1,4 @@
-"""SymPy's ``Max``, ``Min`` and ``subs``, without their cost on large closed forms.
+"""SymPy's ``Max``, ``Min``, ``subs``, ``factor`` and ``expand``, without their cost on large closed forms.
 
 ``Max(*args)`` asks SymPy's assumptions whether ``a >= b`` holds for every pair of arguments, first of
 the difference as it is and then of its ``factor_terms``; on the byte counts of a memory peak (sums of
@@ -7,12 +7,12 @@ test suite's time, and ``subs`` pays it again for every ``Max`` it rebuilds. :fu
 :func:`minimum` drop an argument when the difference is of one sign term by term (each term a
 coefficient times a product known to be nonnegative; a product of counts is at least 1, so ``W - 1 >= 0``),
 expanded if need be, or once divided by its one term of the other sign (``2·d_h·s - d_h`` is
-``d_h·(2·s - 1)``); :func:`substitute` rebuilds an expression with them. :func:`factored` and
-:func:`expanded` give ``sp.factor`` and ``sp.expand`` of the closed forms (a report's collected forms)
-without rebuilding a ``Max`` through that search, and factor by a route that suits their polynomials. On the closed forms symllm
-builds they give SymPy's own expressions (compared on every call while composing 8 presets under 6
-stacks and layouts, and by tests/test_algebra.py); elsewhere an argument neither can order stays, which
-changes no value.
+``d_h·(2·s - 1)``); :func:`substitute` and :func:`rename` rebuild an expression with them. On the closed
+forms symllm builds they give SymPy's own expressions (compared on every call while composing 8 presets
+under 6 stacks and layouts, and by tests/test_algebra.py); elsewhere an argument neither can order stays
+(or one SymPy cannot order goes), which changes no value. :func:`factored` and :func:`expanded` give
+``sp.factor`` and ``sp.expand`` of a report's collected forms without that search, factoring through the
+gcd of a form linear in some symbol (SymPy's results on the 265 forms of every preset's reports).
 """
 from __future__ import annotations
 
