@@ -47,29 +47,30 @@ def test_substitute_is_subs(a, b, value, point):
 _SYMPY_OWN = r"""
 import json, sys, sympy as sp
 from symllm.arch import algebra
-if sys.argv[1] == "sympy":  # SymPy's own Max/Min (and subs, rebuilt through them)
-    algebra._extreme = lambda cls, args: cls(*args)
+algebra._extreme = lambda cls, args: cls(*args)  # SymPy's own Max/Min (and subs, rebuilt through them)
 from symllm.arch import resolved
 from symllm.costs import phases
 from symllm.costs.workloads import Workload
-out = {}
-for opts in ({"stack": "hf-eager", "dp": 2},):
-    q = phases.quantities(resolved.model_for("llama3.2-1b"), Workload(**opts))
-    out.update({f"{opts} {g}.{k}": sp.srepr(v) for g, d in q.items() for k, v in d.items()})
-print(json.dumps(out))
+q = phases.quantities(resolved.model_for("llama3.2-1b"), Workload(**json.loads(sys.argv[1])))
+print(json.dumps({f"{g}.{k}": sp.srepr(v) for g, d in q.items() for k, v in d.items()}))
 """
 
 
 def test_closed_forms_are_sympys_own(tmp_path):
     """Every composed quantity of a preset under an HF stack (the most Max of any: every training moment's
     peak) and data parallelism is the same expression (srepr) as when SymPy's own Max, Min and subs build it
-    (a fresh process each, its own empty cache; 8 presets under 6 stacks and layouts were compared so once)."""
-    env = {"SYMLLM_CACHE_DIR": str(tmp_path / "cache"), "PATH": ""}
-    run = lambda how: json.loads(subprocess.run(  # noqa: E731
-        [sys.executable, "-c", _SYMPY_OWN, how], check=True, capture_output=True, text=True,
-        env={**env, "PYTHONPATH": ":".join(sys.path)}).stdout)
-    ours, theirs = run("ours"), run("sympy")
-    assert "{'stack': 'hf-eager', 'dp': 2} memory.training_peak" in ours and ours == theirs
+    (those in a fresh process with its own empty cache; 8 presets under 6 stacks and layouts were compared
+    so once)."""
+    from symllm.arch import resolved
+    from symllm.costs import phases
+    from symllm.costs.workloads import Workload
+    opts = {"stack": "hf-eager", "dp": 2}
+    q = phases.quantities(resolved.model_for("llama3.2-1b"), Workload(**opts))
+    ours = {f"{g}.{k}": sp.srepr(v) for g, d in q.items() for k, v in d.items()}
+    theirs = json.loads(subprocess.run(
+        [sys.executable, "-c", _SYMPY_OWN, json.dumps(opts)], check=True, capture_output=True, text=True,
+        env={"SYMLLM_CACHE_DIR": str(tmp_path / "cache"), "PATH": "", "PYTHONPATH": ":".join(sys.path)}).stdout)
+    assert "memory.training_peak" in ours and ours == theirs
 
 
 @given(closed_form_terms(), closed_form_terms())
