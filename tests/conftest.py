@@ -106,9 +106,10 @@ def requires(name: str) -> ModuleType:
         pytest.skip(f"{name} is not installed ({e})", allow_module_level=True)
 
 
-def assert_refused_in_one_line(cli, folder: Path, raw: dict, start: str) -> None:
-    """``from_hf(raw)`` raises a one-line SymllmError starting with ``start``, and ``symllm count`` of ``raw``
-    written as a config.json prints exactly that line on stderr, nothing on stdout, and exits 2."""
+def assert_refused_in_one_line(cli, folder: Path, raw: dict, start: str, command: str = "count") -> None:
+    """``from_hf(raw)`` raises a one-line SymllmError starting with ``start``, and ``symllm count`` (or
+    ``command``) of ``raw`` written as a config.json prints exactly that line on stderr, nothing on stdout,
+    and exits 2."""
     import symllm
     from symllm.arch.config import from_hf
     with pytest.raises(symllm.SymllmError) as info:
@@ -116,7 +117,7 @@ def assert_refused_in_one_line(cli, folder: Path, raw: dict, start: str) -> None
     assert str(info.value).startswith(start) and "\n" not in str(info.value)
     path = folder / "config.json"
     path.write_text(json.dumps(raw))
-    r = cli(["count", str(path)])
+    r = cli([command, str(path)])
     assert (r.code, r.out) == (2, "") and r.err == f"symllm: error: {info.value}\n"
 
 

@@ -275,19 +275,11 @@ def test_absent_kv_heads_take_the_class_default():
     (dict(_QWEN2_WINDOW, num_hidden_layers=2147483648), "num_hidden_layers: expected an integer <="),
     (dict(_SMALL, num_attention_heads=2**64), "num_attention_heads: expected an integer <= 2**63 - 1"),
 ])
-def test_huge_counts_are_refused_before_anything_is_built(tmp_path, raw, start):
+def test_huge_counts_are_refused_before_anything_is_built(tmp_path, cli, raw, start):
     """Layer counts past 2**20 (transformers builds one module per layer) and sizes past int64 are one
-    line, at once: no MemoryError building per-layer lists, no report that never ends."""
-    import subprocess
-    import sys
-    with pytest.raises(symllm.SymllmError) as info:
-        from_hf(raw)
-    assert str(info.value).startswith(start)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    done = subprocess.run([sys.executable, "-m", "symllm", "report", str(path)], capture_output=True, text=True,
-                          timeout=60)
-    assert (done.returncode, done.stdout) == (2, "") and done.stderr == f"symllm: error: {info.value}\n"
+    line, at once: no MemoryError building per-layer lists, no report that never ends (``symllm report`` of
+    the config file, in-process: the config is refused before anything is built)."""
+    assert_refused_in_one_line(cli, tmp_path, raw, start, command="report")
 
 
 def test_qwen3_moe_window_is_in_every_layer():
