@@ -413,20 +413,17 @@ def _trim(fd: int, folder: str = "") -> None:
         _ROOM[folder] = (limit, room - 1)
         return
     names = os.listdir(fd)
-    _ROOM[folder] = (CACHE_ENTRIES, CACHE_ENTRIES - len(names))
-    if len(names) <= CACHE_ENTRIES:
-        return
-    names = [n for n in names if _NAME.fullmatch(n)]
-    _ROOM[folder] = (CACHE_ENTRIES, CACHE_ENTRIES - len(names))  # other files in the folder take no room
-    if len(names) <= CACHE_ENTRIES:
-        return
-    entries = sorted((t, n) for n in names if (t := _ours(fd, n)) is not None)
-    if len(entries) <= CACHE_ENTRIES:
-        return
-    gone = entries[:len(entries) // 2]
-    for _, name in gone:
-        try:
-            os.unlink(name, dir_fd=fd)
-        except OSError:
-            pass
-    _ROOM[folder] = (CACHE_ENTRIES, CACHE_ENTRIES - (len(names) - len(gone)))
+    if len(names) > CACHE_ENTRIES:
+        names = [n for n in names if _NAME.fullmatch(n)]  # other files in the folder take no room
+    kept = len(names)
+    if kept > CACHE_ENTRIES:
+        entries = sorted((t, n) for n in names if (t := _ours(fd, n)) is not None)
+        if len(entries) > CACHE_ENTRIES:
+            gone = entries[:len(entries) // 2]
+            for _, name in gone:
+                try:
+                    os.unlink(name, dir_fd=fd)
+                except OSError:
+                    pass
+            kept -= len(gone)
+    _ROOM[folder] = (CACHE_ENTRIES, CACHE_ENTRIES - kept)
