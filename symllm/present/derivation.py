@@ -37,7 +37,7 @@ from symllm.arch.components import Component, LayerKind, collected, component, m
 from symllm.errors import SymllmError
 from symllm.validate import choice, listed, short
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
-from symllm.numbers.kernels import evaluate, fingerprint
+from symllm.numbers.kernels import TableKernel, evaluate, fingerprint
 from symllm.present.format import grouped
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
@@ -140,7 +140,6 @@ def _workload_numbers(spec, work: Workload) -> dict:
     key = cache_key(spec.shape(), work.shape())
     checks.check(spec, work)
     vals = costs.values(spec, work)  # β_w of a weight format included
-    from symllm.numbers.kernels import TableKernel
     hit = cache_get("workload", key)
     table = None
     if hit is not None and len(hit) == 3:
