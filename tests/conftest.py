@@ -3,7 +3,7 @@ locally but fail under CI, and the Hypothesis profiles.
 
 Test modules import the plain helpers with ``from .conftest import PUBLISHED, requires``; the
 fixtures (``published``, ``cli``, ``torch``, ``reference``, ``meta_model``, ``preset_numel``,
-``symllm_cache``) are requested by name as usual.
+``symllm_cache``, ``within_a_minute``) are requested by name as usual.
 """
 from __future__ import annotations
 
@@ -119,6 +119,21 @@ def assert_refused_in_one_line(cli, folder: Path, raw: dict, start: str, command
     path.write_text(json.dumps(raw))
     r = cli([command, str(path)])
     assert (r.code, r.out) == (2, "") and r.err == f"symllm: error: {info.value}\n"
+
+
+@pytest.fixture
+def within_a_minute():
+    """Fails the test, rather than hanging the suite, if an in-process command runs for a minute (waits on a
+    cache entry that is a FIFO, builds a model of 2**40 layers, never ends a report)."""
+    import signal
+
+    def hung(signum, frame):
+        raise AssertionError("the command hung for 60 s")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture(scope="session")

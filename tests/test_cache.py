@@ -324,20 +324,6 @@ def _forget() -> None:
     cache._WARNED.clear()
 
 
-@pytest.fixture
-def within_a_minute():
-    """Fails the test, rather than hanging the suite, if a command waits on an entry (a FIFO) for a minute."""
-    import signal
-
-    def hung(signum, frame):
-        raise AssertionError("the command hung for 60 s")
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
-
-
 def _entries(folder: Path) -> dict[str, bytes | str]:
     """The folder's entries: name -> bytes (a FIFO, which reading would wait on: "FIFO")."""
     return {p.name: "FIFO" if p.is_fifo() else p.read_bytes() for p in sorted(folder.glob("*.json"))}
