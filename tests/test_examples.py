@@ -29,7 +29,8 @@ def test_there_are_examples():
 def shell(tmp_path_factory):
     """One IPython shell for the module's notebooks (what a Jupyter kernel runs cells in: a kernel of its own
     took seconds of CPU to start and composed every closed form again, cold), its history and profile in a
-    temporary folder, never the user's ``~/.ipython``."""
+    temporary folder, never the user's ``~/.ipython``; no output cache (no notebook reads ``Out``, and
+    each reset would flush it with a full garbage collection of the suite's heap)."""
     requires("nbformat")
     requires("IPython")
     from IPython.core.interactiveshell import InteractiveShell
@@ -37,6 +38,7 @@ def shell(tmp_path_factory):
     ipython_dir = tmp_path_factory.mktemp("ipython")
     config = Config()
     config.HistoryManager.enabled = False
+    config.InteractiveShell.cache_size = 0  # no Out[] cache: its flush at each reset is a full gc.collect()
     sh = InteractiveShell.instance(config=config, ipython_dir=str(ipython_dir))
     yield sh
     sh.reset(new_session=False)
