@@ -11,7 +11,7 @@ tests' own fixtures and the Hypothesis profiles).
   process holds torch, transformers and thousands of composed closed forms (about 30 such, half a second
   each, were 6% of a one-process run). The test processes run one after a thousand collections of the
   middle generation instead (about once per run); the two younger generations keep Python's thresholds, and
-  nothing the suite measures runs in them (peak memory and timings are measured in subprocesses).
+  the peak memory and timings the suite checks are measured in subprocesses, which keep Python's defaults.
 * **A larger SymPy cache.** SymPy memoises its constructors and assumption queries in an LRU of 1,000
   entries (``SYMPY_CACHE_SIZE``); composing one large model's closed forms overflows it, so the same
   ``ceiling`` or ``Max`` was evaluated again and again. The test processes (and the subprocesses they
