@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 import symllm
 from symllm import cli
@@ -32,6 +33,7 @@ from symllm.errors import SymllmError
 
 from . import outputs
 from .conftest import PUBLISHED
+from .strategies import closed_form_terms, positive_points
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
@@ -716,6 +718,48 @@ def test_latex_lines_break_between_terms_and_keep_the_formula():
         # doit(): the components keep some Max unevaluated (STAT_BYTES), which parse_expr evaluates
         assert sp.expand((parse_expr(" ".join(lines), local_dict=names) - expr).doit()) == 0
         assert all(render.tex_width(line) <= render.LATEX_WIDTH for line in formula.latex_lines())
+
+
+def _breakable_forms(a, b, c):
+    """Sums, products, a Max, a ceiling and quotients of three closed-form terms: every kind of node the
+    line breaker splits."""
+    import sympy as sp
+
+    from symllm.arch import symbols as S
+    return [a * b + c, sp.Max(a, b * c) + c, sp.ceiling(a / (b + 1)) * c, (a + c) / (b * S.N_d), a ** 2 * b * c]
+
+
+def _printers(numbers: dict):
+    """(doprint, measure) pairs as reports use them: LaTeX measured by tex_width and by characters
+    (Markdown's display math), LaTeX with numbers in place of some symbols, and plain text."""
+    from symllm.arch import symbols as S
+    names = dict(S.LATEX)
+    with_numbers = {**names, **{k: render.num_latex(v) for k, v in numbers.items()}}
+    text = render._NamedStrPrinter({k: render._num_text(v) for k, v in numbers.items()}).doprint
+    return [(lambda e: render._latex(e, symbol_names=names), render.tex_width),
+            (lambda e: render._latex(e, symbol_names=names), len),
+            (lambda e: render._latex(e, symbol_names=with_numbers, mul_symbol="dot"), render.tex_width),
+            (text, len)]
+
+
+@given(closed_form_terms(), closed_form_terms(signed=False), closed_form_terms(), positive_points())
+def test_line_breaking_skips_only_prints_that_cannot_fit(a, b, c, point):
+    """The line breaker's lower bound of a printed width (render._narrowest, which spares printing a sum
+    that cannot fit) is at most the width of the print, for every node of the forms, in every printer; and
+    the lines broken with it are the lines broken with every node printed (a bound of 0), at several widths."""
+    import sympy as sp
+    numbers = dict(list(point.items())[:3])
+    for doprint, measure in _printers(numbers):
+        narrowest = render._narrowest(doprint, measure)
+        for form in _breakable_forms(a, b, c):
+            for node in sp.preorder_traversal(form):
+                assert narrowest(node) <= measure(doprint(node)), (node, doprint(node))
+    formulas = [render.Formula(form, numbers) for form in _breakable_forms(a, b, c)]
+    widths = (40.0, 120.0, render.LATEX_WIDTH)
+    skipping = [[f.latex_lines(width=w) for w in widths] + [f.text_lines(30)] for f in formulas]
+    with pytest.MonkeyPatch.context() as printing_all:
+        printing_all.setattr(render, "_narrowest", lambda doprint, measure: lambda e: 0.0)
+        assert skipping == [[f.latex_lines(width=w) for w in widths] + [f.text_lines(30)] for f in formulas]
 
 
 def test_where_line_typesets_symbol_names_as_math():

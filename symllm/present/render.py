@@ -529,30 +529,54 @@ def tex_width(tex: str) -> float:
     return width
 
 
+def _narrowest(doprint, measure):
+    """A function giving a lower bound of ``measure(doprint(e))``: 0.7 (a script's scale in :func:`tex_width`)
+    times the widths of the symbols ``e`` prints, each as often as it occurs (the printers write every
+    occurrence of a symbol, with its name as printed alone, and nothing has a negative width). It rules
+    out a fit without printing what cannot fit (the outer sums of a long formula, each printed whole, were
+    a quarter of a report's line breaking)."""
+    memo: dict = {}
+
+    def narrowest(e):
+        hit = memo.get(e)
+        if hit is None:
+            hit = 0.7 * measure(doprint(e)) if e.is_Symbol else sum(narrowest(a) for a in e.args)
+            memo[e] = hit
+        return hit
+    return narrowest
+
+
 def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0,
-            split=False) -> list[tuple[str, str]]:
+            split=False, narrowest=None) -> list[tuple[str, str]]:
     """``expr`` printed as (glue, text) pieces; a line may break before any piece but the first (the
     glue joins a piece to the one before it on the same line). ``split``: break even if it fits (a sum
-    whose factors make the product too wide)."""
-    whole = doprint(expr)
-    if (measure(whole) <= width and not split) or depth > 6:
-        return [("", whole)]
+    whose factors make the product too wide). ``narrowest``: :func:`_narrowest` of ``doprint`` and
+    ``measure`` (one per formula)."""
+    narrowest = narrowest or _narrowest(doprint, measure)
+    if depth > 6:
+        return [("", doprint(expr))]
+    if not split and narrowest(expr) <= width:
+        whole = doprint(expr)
+        if measure(whole) <= width:
+            return [("", whole)]
+    sub_pieces = functools.partial(_pieces, narrowest=narrowest)
     if isinstance(expr, sp.Add):
         out = []
         for i, term in enumerate(expr.as_ordered_terms()):
             neg = term.could_extract_minus_sign()
             sign = "- " if neg else "+ " if i else ""
-            sub = _pieces(-term if neg else term, doprint, measure, width - measure(sign), mul, open_, close_,
+            sub = sub_pieces(-term if neg else term, doprint, measure, width - measure(sign), mul, open_, close_,
                           glue_mul, depth + 1)
             out += [(" " if i else "", sign + sub[0][1])] + sub[1:]
         return out
     if isinstance(expr, (sp.Max, sp.Min)):  # max(a, b, ...): breaks between its arguments
+        whole = doprint(expr)
         name = whole[:whole.index("(")]
         name = name[:-len("\\left")] if name.endswith("\\left") else name
         args = sorted(expr.args, key=sp.default_sort_key)
         out = []
         for i, arg in enumerate(args):
-            sub = _pieces(arg, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1)
+            sub = sub_pieces(arg, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1)
             first = (name + open_ if i == 0 else "") + sub[0][1]
             sub = [("" if i == 0 else " ", first)] + sub[1:]
             sub[-1] = (sub[-1][0], sub[-1][1] + ("," if i < len(args) - 1 else close_))
@@ -561,10 +585,10 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
     if isinstance(expr, (sp.floor, sp.ceiling)):  # a long ⌊…⌋ or ⌈…⌉: its argument broken inside
         kind = "floor" if isinstance(expr, sp.floor) else "ceil"
         left, right = ((rf"\bigl\l{kind} ", rf" \bigr\r{kind}") if open_.startswith("\\")
-                       else (whole[:whole.index("(") + 1], ")"))
+                       else (doprint(expr)[:doprint(expr).index("(") + 1], ")"))
         arg = expr.args[0]
         neg = not isinstance(arg, sp.Add) and arg.could_extract_minus_sign()
-        sub = _pieces(-arg if neg else arg, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1,
+        sub = sub_pieces(-arg if neg else arg, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1,
                       split=True)
         sub[0] = (sub[0][0], left + ("-" if neg else "") + sub[0][1])
         sub[-1] = (sub[-1][0], sub[-1][1] + right)
@@ -573,9 +597,9 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         num, den = sp.fraction(expr)
         if den != 1 and measure(doprint(den)) > width:  # (num) / (den), each broken between its terms
             slash = r" \big/ " if open_.startswith("\\") else "/"
-            top = _pieces(num, doprint, measure, width - measure(open_ + close_ + slash), mul, open_, close_,
+            top = sub_pieces(num, doprint, measure, width - measure(open_ + close_ + slash), mul, open_, close_,
                           glue_mul, depth + 1)
-            bottom = _pieces(den, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
+            bottom = sub_pieces(den, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
             top[0] = (top[0][0], open_ + top[0][1])
             top[-1] = (top[-1][0], top[-1][1] + close_ + slash)
             bottom[0] = ("", open_ + bottom[0][1])
@@ -583,7 +607,7 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
             return top + bottom
         # a long quotient of a sum or a max: 1/den first, the numerator broken
         if den != 1 and num != 1 and any(isinstance(f, (sp.Add, sp.Max, sp.Min)) for f in sp.Mul.make_args(num)):
-            sub = _pieces(num, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
+            sub = sub_pieces(num, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1, split=True)
             paren = isinstance(num, sp.Add)  # max(...) brings its own parentheses
             sub[0] = (sub[0][0], doprint(1 / den) + mul + (open_ if paren else "") + sub[0][1])
             sub[-1] = (sub[-1][0], sub[-1][1] + (close_ if paren else ""))
@@ -599,7 +623,7 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
             sep = mul if i else ""
             if isinstance(factor, groups):  # (the width left after what precedes it on the line)
                 lead = measure(out[-1][1] + sep + open_)
-                sub = _pieces(factor, doprint, measure, max(width - lead, width / 2), mul, open_, close_, glue_mul,
+                sub = sub_pieces(factor, doprint, measure, max(width - lead, width / 2), mul, open_, close_, glue_mul,
                               depth + 1, split=True)
                 paren = isinstance(factor, sp.Add)  # max(...) brings its own parentheses
                 out[-1] = (out[-1][0], out[-1][1] + sep + (open_ if paren else "") + sub[0][1])
@@ -608,24 +632,26 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
             else:
                 out[-1] = (out[-1][0], out[-1][1] + sep + doprint(factor))
         return out
-    return [("", whole)]
+    return [("", doprint(expr))]
 
 
 def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ", first=None) -> list[str]:
     """``expr`` printed and broken greedily into lines no wider than ``width`` (the first line: ``first``)
     where it can be."""
     first = width if first is None else first
-    whole = doprint(expr)
-    if measure(whole) <= first:
-        return [whole]
+    narrowest = _narrowest(doprint, measure)
+    if narrowest(expr) <= first:
+        whole = doprint(expr)
+        if measure(whole) <= first:
+            return [whole]
     lines = []
     for glue, text in _pieces(expr, doprint, measure, min(width, first), mul, open_,
-                              close_, glue_mul):
+                              close_, glue_mul, narrowest=narrowest):
         if lines and measure(lines[-1] + glue + text) <= (first if len(lines) == 1 else width):
             lines[-1] += glue + text
         else:
             lines.append(text)
-    return lines if len(lines) > 1 else [whole]
+    return lines if len(lines) > 1 else [doprint(expr)]
 
 
 def _num_text(value) -> str:
