@@ -584,8 +584,11 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         return out
     if isinstance(expr, (sp.floor, sp.ceiling)):  # a long ⌊…⌋ or ⌈…⌉: its argument broken inside
         kind = "floor" if isinstance(expr, sp.floor) else "ceil"
-        left, right = ((rf"\bigl\l{kind} ", rf" \bigr\r{kind}") if open_.startswith("\\")
-                       else (doprint(expr)[:doprint(expr).index("(") + 1], ")"))
+        if open_.startswith("\\"):
+            left, right = rf"\bigl\l{kind} ", rf" \bigr\r{kind}"
+        else:  # the function's name as printed, with its parenthesis
+            whole = doprint(expr)
+            left, right = whole[:whole.index("(") + 1], ")"
         arg = expr.args[0]
         neg = not isinstance(arg, sp.Add) and arg.could_extract_minus_sign()
         sub = sub_pieces(-arg if neg else arg, doprint, measure, width, mul, open_, close_, glue_mul, depth + 1,
@@ -639,7 +642,7 @@ def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ", firs
     """``expr`` printed and broken greedily into lines no wider than ``width`` (the first line: ``first``)
     where it can be."""
     first = width if first is None else first
-    narrowest = _narrowest(doprint, measure)
+    narrowest, whole = _narrowest(doprint, measure), None
     if narrowest(expr) <= first:
         whole = doprint(expr)
         if measure(whole) <= first:
@@ -651,7 +654,7 @@ def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ", firs
             lines[-1] += glue + text
         else:
             lines.append(text)
-    return lines if len(lines) > 1 else [doprint(expr)]
+    return lines if len(lines) > 1 else [doprint(expr) if whole is None else whole]
 
 
 def _num_text(value) -> str:
