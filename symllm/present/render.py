@@ -547,14 +547,14 @@ def _narrowest(doprint, measure):
 
 
 def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0,
-            split=False, narrowest=None) -> list[tuple[str, str]]:
+            split=False, *, narrowest) -> list[tuple[str, str]]:
     """``expr`` printed as (glue, text) pieces; a line may break before any piece but the first (the
     glue joins a piece to the one before it on the same line). ``split``: break even if it fits (a sum
     whose factors make the product too wide). ``narrowest``: :func:`_narrowest` of ``doprint`` and
     ``measure`` (one per formula)."""
-    narrowest = narrowest or _narrowest(doprint, measure)
     if depth > 6:
         return [("", doprint(expr))]
+    whole = None  # expr printed whole, where the check below printed it (the branches reuse it)
     if not split and narrowest(expr) <= width:
         whole = doprint(expr)
         if measure(whole) <= width:
@@ -570,7 +570,7 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
             out += [(" " if i else "", sign + sub[0][1])] + sub[1:]
         return out
     if isinstance(expr, (sp.Max, sp.Min)):  # max(a, b, ...): breaks between its arguments
-        whole = doprint(expr)
+        whole = whole or doprint(expr)
         name = whole[:whole.index("(")]
         name = name[:-len("\\left")] if name.endswith("\\left") else name
         args = sorted(expr.args, key=sp.default_sort_key)
@@ -587,7 +587,7 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         if open_.startswith("\\"):
             left, right = rf"\bigl\l{kind} ", rf" \bigr\r{kind}"
         else:  # the function's name as printed, with its parenthesis
-            whole = doprint(expr)
+            whole = whole or doprint(expr)
             left, right = whole[:whole.index("(") + 1], ")"
         arg = expr.args[0]
         neg = not isinstance(arg, sp.Add) and arg.could_extract_minus_sign()
@@ -635,7 +635,7 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
             else:
                 out[-1] = (out[-1][0], out[-1][1] + sep + doprint(factor))
         return out
-    return [("", doprint(expr))]
+    return [("", whole or doprint(expr))]
 
 
 def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ", first=None) -> list[str]:
