@@ -48,6 +48,7 @@ _SYMPY_OWN = r"""
 import json, sys, sympy as sp
 from symllm.arch import algebra
 algebra._extreme = lambda cls, args: cls(*args)  # SymPy's own Max/Min (and subs, rebuilt through them)
+algebra.factored = sp.factor  # and its own factor (before the modules that import it by name)
 from symllm.arch import resolved
 from symllm.costs import phases
 from symllm.costs.workloads import Workload
@@ -58,9 +59,9 @@ print(json.dumps({f"{g}.{k}": sp.srepr(v) for g, d in q.items() for k, v in d.it
 
 def test_closed_forms_are_sympys_own(tmp_path):
     """Every composed quantity of a preset under an HF stack (the most Max of any: every training moment's
-    peak) and data parallelism is the same expression (srepr) as when SymPy's own Max, Min and subs build it
-    (those in a fresh process with its own empty cache; 8 presets under 6 stacks and layouts were compared
-    so once)."""
+    peak) and data parallelism is the same expression (srepr) as when SymPy's own Max, Min, subs and factor
+    build it (those in a fresh process with its own empty cache; 8 presets under 6 stacks and layouts were
+    compared so once)."""
     from symllm.arch import resolved
     from symllm.costs import phases
     from symllm.costs.workloads import Workload

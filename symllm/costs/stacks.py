@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 
 import sympy as sp
 
-from symllm.arch.algebra import maximum, substitute
+from symllm.arch.algebra import factored, maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, FP32, INT64
 from symllm.arch.keeps import Keeps, Term
@@ -222,7 +222,7 @@ def inference_peak(mdl: Component, stack: str) -> sp.Expr:
     True
     """
     kept = _walk(mdl, stack)
-    kv = S.beta_kv * sp.factor(mdl.total("kv_cache").subs(S.t, S.n))
+    kv = S.beta_kv * factored(mdl.total("kv_cache").subs(S.t, S.n))
     resident = [(k, t) for k in kept for t in k.terms("resident")]
     inputs = sum((t.bytes for _, t in resident if t.per == "input"), sp.S.Zero)  # the ids stay to the end
     held = sum((k.count(t) * t.bytes for k, t in resident if t.per != "input"), sp.S.Zero)
