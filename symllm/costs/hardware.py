@@ -365,6 +365,7 @@ def ridge() -> sp.Expr:
     return S.P / S.B_mem
 
 
+@lru_cache(maxsize=256)
 def decode_batch(flops: sp.Expr, moved: sp.Expr) -> sp.Expr:
     """The batch ``b*`` at which a decode step turns compute-bound: FLOPs ``b·f`` (proportional to the
     batch) and bytes ``W + b·k`` (weights, then per sequence) meet, ``b·f / P = (W + b·k) / B_mem``:
@@ -401,8 +402,13 @@ def decode_batch_exists(expr: sp.Expr, vals: dict) -> bool:
     """
     from symllm.numbers.kernels import evaluate  # evaluate loads with costs; this module stays light for workload.py
 
-    _, denominator = sp.fraction(sp.together(expr))
-    return evaluate(denominator, vals) > 0
+    return evaluate(_denominator(expr), vals) > 0
+
+
+@lru_cache(maxsize=256)
+def _denominator(expr: sp.Expr) -> sp.Expr:
+    """``expr``'s denominator over one common denominator (once per closed form: every roofline asks)."""
+    return sp.fraction(sp.together(expr))[1]
 
 
 def _number(value) -> Fraction:
