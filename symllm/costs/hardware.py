@@ -462,6 +462,14 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, pha
     >>> len(t["stages"]), t["decode_handoff"]
     (2, b*beta_a*d)
     """
+    built = _stage_times(mdl, laid, sp_, recompute, phase_flops)
+    return {**built, "stages": tuple(dict(terms) for terms in built["stages"])}  # the caller's own to change
+
+
+@lru_cache(maxsize=64)
+def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> dict:
+    """:func:`stage_times`, built once per model and layout shape (every roofline of a sweep or plan asks;
+    substituting the definitions into a dozen closed forms was half a warm roofline). Never changed."""
     from symllm.costs import parallel
 
     defs = dict(mdl.definitions)
