@@ -494,3 +494,15 @@ def test_generated_kernel_source_passes_the_check_the_cache_applies():
                 runtime.define(k.bound_source, "bound")
                 seen += 1
     assert seen > 40
+
+
+def test_data_files_are_part_of_every_key(tmp_path):
+    """symllm reads its accelerator table (costs/gpus.json) and presets as data: every cache key hashes them
+    with the source (their size and modification time), so an edited peak or bandwidth is not answered from a
+    report or roofline stored before the edit. Other files (bytecode, notes) are not part of it."""
+    (tmp_path / "costs" / "__pycache__").mkdir(parents=True)
+    for rel in ("a.py", "costs/gpus.json", "costs/__pycache__/a.cpython-311.pyc", "notes.txt"):
+        (tmp_path / rel).write_text("{}")
+    assert [rel for rel, _ in cache._sources(str(tmp_path))] == ["a.py", "costs/gpus.json"]
+    package = [rel for rel, _ in cache._sources(str(ROOT / "symllm"))]
+    assert {"costs/gpus.json", "presets/llama3.1-8b.json", "numbers/cache.py"} <= set(package)

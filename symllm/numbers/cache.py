@@ -13,7 +13,7 @@ what it needs instead (slower): it never reads, runs or deletes what another use
   user does not own (``sudo -E`` keeps the caller's) is replaced by the user's own home from the password
   database, so root never uses another user's cache.
 * Entries: ``<kind>-<32 hex digits>.json``, named by a hash of what determines them (the caller's key, which
-  includes :func:`source_digest`: symllm's source, SymPy's version, Python's). Each holds a header, its
+  includes :func:`source_digest`: symllm's source and data files, SymPy's version, Python's). Each holds a header, its
   full key and a digest of its contents, checked before use: a damaged entry (a flipped byte, a changed
   digit, a truncated file) is a miss, computed again and replaced. What symllm runs from an entry is
   checked again by its reader (kernel source by :func:`symllm.numbers.runtime.define`).
@@ -217,8 +217,9 @@ def _open_folder(create: bool) -> tuple[Path, int] | None:
 
 
 def _sources(root: str, prefix: str = ""):
-    """Every ``.py`` file under ``root``: (its path relative to ``root``, with ``/``; its ``stat``), in
-    sorted order; walked with ``os.scandir`` (``Path.rglob`` took a warm count 10 ms).
+    """Every ``.py`` and ``.json`` file under ``root`` (the code, and the data it reads: presets, the accelerator
+    table): (its path relative to ``root``, with ``/``; its ``stat``), in sorted order; walked with
+    ``os.scandir`` (``Path.rglob`` took a warm count 10 ms).
 
     >>> rels = [rel for rel, _ in _sources(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))]
     >>> "numbers/cache.py" in rels, rels == sorted(rels)
@@ -230,15 +231,15 @@ def _sources(root: str, prefix: str = ""):
     for e in entries:
         if e.is_dir(follow_symlinks=False):
             out.extend(_sources(e.path, f"{prefix}{e.name}/"))
-        elif e.name.endswith(".py"):
+        elif e.name.endswith((".py", ".json")):
             out.append((prefix + e.name, e.stat()))
     return sorted(out)
 
 
 @lru_cache(maxsize=1)
 def source_digest() -> str:
-    """A hash of what generated code and formulas depend on: symllm's source files (each one's path, size
-    and modification time, what Python's own bytecode cache trusts, so a start-up reads none of them),
+    """A hash of what generated code and formulas depend on: symllm's source and data files (each one's path,
+    size and modification time, what Python's own bytecode cache trusts, so a start-up reads none of them),
     SymPy's version (its ``release.py``, read without importing SymPy) and Python's. Part of every key.
 
     >>> len(source_digest())

@@ -5,8 +5,8 @@ rounding) once per process; for one count that is most of the command's time aft
 :func:`params` gives the same numbers from the same generated code, kept in
 :func:`symllm.numbers.cache.cache_dir` (with the arguments' field names) and keyed by
 
-* a hash of symllm's own source files (any change to a formula, the spec or the code generator is a
-  miss), with the SymPy and Python versions (:mod:`symllm.numbers.kernels`'s key), and
+* a hash of symllm's own source and data files (any change to a formula, the spec, the code generator or
+  a preset is a miss), with the SymPy and Python versions (:mod:`symllm.numbers.kernels`'s key), and
 * the config's fields that are not sizes: every field but the name and the nine sizes a kernel takes
   (``vocab_size`` … ``ffn_dim_multiplier``), of which only whether each is given counts. What decides
   the tree's structure (tying, biases, where ``d_ff`` comes from, any field added later) is in the key.
