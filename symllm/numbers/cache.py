@@ -13,9 +13,9 @@ what it needs instead (slower): it never reads, runs or deletes what another use
   user does not own (``sudo -E`` keeps the caller's) is replaced by the user's own home from the password
   database, so root never uses another user's cache.
 * Entries: ``<kind>-<32 hex digits>.json``, named by a hash of what determines them (the caller's key, which
-  includes :func:`source_digest`: symllm's source and data files, SymPy's version, Python's). Each holds a header, its
-  full key and a digest of its contents, checked before use: a damaged entry (a flipped byte, a changed
-  digit, a truncated file) is a miss, computed again and replaced. What symllm runs from an entry is
+  includes :func:`source_digest`: symllm's source and data files, SymPy's version, Python's). Each holds a
+  header, its full key and a digest of its contents, checked before use: a damaged entry (a flipped byte, a
+  changed digit, a truncated file) is a miss, computed again and replaced. What symllm runs from an entry is
   checked again by its reader (kernel source by :func:`symllm.numbers.runtime.define`).
 * Trimming: past :data:`CACHE_ENTRIES` entries the least recently used half is deleted, counting and
   deleting only files whose name and header are symllm's: other files in the folder are never touched.
