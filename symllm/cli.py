@@ -711,10 +711,10 @@ def _workload_args(p, *, derive: bool) -> None:
     phase and memory kind)."""
     w = p.add_argument_group("workload (FLOPs and memory)")
     if derive:
-        w.add_argument("--phase", choices=_Choices("costs.phases", "PHASES"), metavar="PHASE",
+        w.add_argument("--phase", choices=_Choices("costs.workloads", "PHASES"), metavar="PHASE",
                        help="FLOPs of the prefill (default), a forward pass at --context, one decode step, "
                             "prefill + --gen steps, or a training step: %(choices)s")
-        w.add_argument("--memory", choices=_Choices("costs.phases", "MEMORY_KINDS"), metavar="KIND",
+        w.add_argument("--memory", choices=_Choices("costs.workloads", "MEMORY_KINDS"), metavar="KIND",
                        help="which memory (default inference: weights + KV cache): %(choices)s")
     add_workload_options(w)
 
@@ -882,13 +882,13 @@ def _count_args(p) -> None:
 
 
 def _derive_args(p) -> None:
-    p.add_argument("--component", choices=_Choices("arch.components", "COMPONENTS"), default="model", metavar="NAME",
+    p.add_argument("--component", choices=_Choices("arch.layers", "COMPONENTS"), default="model", metavar="NAME",
                    help="which component (default: model): %(choices)s")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--gqa", action="store_true", help="n_kv key/value heads (the general form; default)")
     kind.add_argument("--mha", action="store_true", help="n_kv = n_h")
     kind.add_argument("--mqa", action="store_true", help="n_kv = 1")
-    p.add_argument("--format", choices=_Choices("present.render", "FORMATS"), default="text",
+    p.add_argument("--format", choices=_Choices("present.format", "FORMATS"), default="text",
                    help="text (default), pretty (Unicode), latex (an align environment) or markdown")
     p.add_argument("--quantity", choices=("params", "flops", "memory", "comm", "ridge", "decode_batch"),
                    default="params",

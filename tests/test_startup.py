@@ -148,16 +148,30 @@ def test_import_symllm_is_lazy_and_complete(tmp_path):
     assert set(symllm.__all__) <= set(dir(symllm))
 
 
-def test_parser_choices_are_read_on_use(cli):
-    """derive's choices come from the modules that define them (no copy), read only when used."""
-    from symllm.arch import components
+def test_parser_choices_are_read_on_use(cli, tmp_path):
+    """derive's choices are the ones the formulas accept (the same objects: no copy), read only when used,
+    from modules that load neither SymPy nor jinja2: ``symllm derive --help`` and a misspelt choice answer
+    in a fresh process without them (both took half a second importing SymPy)."""
+    from symllm.arch import components, layers
     from symllm.costs import phases as costs
+    from symllm.costs import workloads
+    from symllm.present import format as fmt
     from symllm.present import render
+    assert components.COMPONENTS is layers.COMPONENTS and render.FORMATS is fmt.FORMATS
+    assert costs.PHASES is workloads.PHASES and costs.MEMORY_KINDS is workloads.MEMORY_KINDS
     assert cli(["derive", "--component", "nope"]).code == 2
     help_text = cli(["derive", "--help"]).out
     for name in list(components.COMPONENTS) + list(render.FORMATS) + list(costs.PHASES):
         assert name in help_text
     assert cli(["derive", "--component", "rmsnorm", "--phase", "decode", "--quantity", "flops"]).code == 0
+    code = ("import contextlib, io, sys; from symllm.cli import main\n"
+            "for argv in (['derive', '--help'], ['derive', '--component', 'nope'], ['derive', '--format', 'nope'],"
+            " ['derive', '--phase', 'nope'], ['derive', '--memory', 'nope']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            "        try: code = main(argv)\n"
+            "        except SystemExit as e: code = e.code\n"
+            "    print(code, 'sympy' in sys.modules, 'jinja2' in sys.modules)")
+    assert _python(code, tmp_path).split("\n")[:-1] == ["0 False False"] + ["2 False False"] * 4
 
 
 def _fresh_report(model, *, fmt="latex", standalone=False, notation=None, **workload) -> str:

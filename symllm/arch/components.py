@@ -37,7 +37,7 @@ from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean, listed, short
 from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
-from symllm.arch.layers import LATENT
+from symllm.arch.layers import COMPONENTS, LATENT
 from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
                                  d_hv, d_se, f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
@@ -1088,25 +1088,6 @@ def mtp(whole: Component) -> Component:
                          rules=Rules("replicated", lora=(), weight="linear", stacks=(), label="multi-token prediction")),
                   last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
         doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=_NO_WEIGHT)
-
-
-#: component names the CLI and derive() accept -> where each sits in the model ("" is the model itself;
-#: ``block`` is one block, its L repeats undone; ``rmsnorm`` is the final norm)
-COMPONENTS = {
-    "embedding": "embedding",
-    "attention": "block/attention",
-    "feed_forward": "block/feed_forward",
-    "swiglu": "block/feed_forward",
-    "rmsnorm": "norm",
-    "rope": "block/attention/rope",
-    "lm_head": "lm_head",
-    "moe": "block/moe",
-    "router": "block/moe/router",
-    "experts": "block/moe/experts",
-    "sinks": "block/attention/sinks",
-    "block": "block",
-    "model": "",
-}
 
 
 def component(name: str, whole: Component | None = None) -> Component:

@@ -23,7 +23,26 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean
 
 __all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
-           "LATENT", "MAX_GROUPS", "runs", "groups", "group_names"]
+           "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
+
+#: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
+#: SymPy: the command line checks them) -> where each sits in the model ("" is the model itself;
+#: ``block`` is one block, its L repeats undone; ``rmsnorm`` is the final norm)
+COMPONENTS = {
+    "embedding": "embedding",
+    "attention": "block/attention",
+    "feed_forward": "block/feed_forward",
+    "swiglu": "block/feed_forward",
+    "rmsnorm": "norm",
+    "rope": "block/attention/rope",
+    "lm_head": "lm_head",
+    "moe": "block/moe",
+    "router": "block/moe/router",
+    "experts": "block/moe/experts",
+    "sinks": "block/attention/sinks",
+    "block": "block",
+    "model": "",
+}
 
 #: what a layer's feed-forward is: a dense SwiGLU ("dense"; of width ``d_fd`` in a model that also has MoE
 #: layers, ``d_ff`` otherwise), or a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe")

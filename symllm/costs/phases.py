@@ -46,18 +46,12 @@ from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import ATTENTION, DTYPES, Workload, dtype_bytes
+from symllm.costs.workloads import ATTENTION, DTYPES, MEMORY_KINDS, PHASES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
     "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory",
 ]
-
-#: the FLOP phases flops() knows
-PHASES = ("forward", "prefill", "decode", "generation", "training")
-#: the memory kinds memory() knows
-MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
-                "training_peak")
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
 

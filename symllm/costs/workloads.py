@@ -26,7 +26,13 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, listed, short, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
-           "lora_targets", "DEFAULT_LORA_TARGETS"]
+           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS"]
+
+#: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
+PHASES = ("forward", "prefill", "decode", "generation", "training")
+#: the memory kinds :func:`symllm.costs.phases.memory` knows
+MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
+                "training_peak")
 
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")

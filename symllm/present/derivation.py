@@ -505,7 +505,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
 def derive(component: str = "model", quantity: str = "params", *, kind: str | None = None, config=None,
            notation=None, vocab_size: int | None = None, **workload) -> Derivation:
     """The derivation of ``quantity`` (``params``, ``flops``, ``memory``) for ``component``
-    (``attention``, ``feed_forward``, ``model``, …; see :data:`symllm.arch.components.COMPONENTS`).
+    (``attention``, ``feed_forward``, ``model``, …; see :data:`symllm.arch.layers.COMPONENTS`).
 
     ``kind`` writes the attention for ``"mha"`` (``n_kv = n_h``), ``"mqa"`` (``n_kv = 1``) or
     ``"gqa"`` (the general form, the default). With ``config`` (a preset name, a path, a

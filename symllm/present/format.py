@@ -14,7 +14,11 @@ import re
 from fractions import Fraction
 from numbers import Rational
 
-__all__ = ["digits", "grouped", "human", "human_bytes", "side_by_side", "escape_latex"]
+__all__ = ["FORMATS", "digits", "grouped", "human", "human_bytes", "side_by_side", "escape_latex"]
+
+#: the formats a formula or derivation renders in (derive; a report: latex and markdown), in
+#: :mod:`symllm.present.render` (here, without SymPy or jinja2: the command line checks them)
+FORMATS = ("text", "pretty", "latex", "markdown")
 
 _UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")]
 _FLOP_UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]

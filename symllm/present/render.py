@@ -45,8 +45,8 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
 from symllm.validate import listed, short, shown_path
-from symllm.present.format import (_LINE_BREAKS, _TEX_SPACES, digits, escape_latex, fold_latex, grouped, human,
-                                   human_bytes)
+from symllm.present.format import (_LINE_BREAKS, _TEX_SPACES, FORMATS, digits, escape_latex, fold_latex, grouped,
+                                   human, human_bytes)
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
@@ -55,8 +55,6 @@ __all__ = [
     "pcol", "wrap_markdown",
 ]
 
-#: output formats of derive (report: latex and markdown)
-FORMATS = ("text", "pretty", "latex", "markdown")
 #: the file ending of each format's templates
 EXTENSIONS = {"text": "txt", "pretty": "txt", "latex": "tex", "markdown": "md"}
 #: what each quantity is called, and the letter its equations use
