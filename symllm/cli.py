@@ -722,7 +722,7 @@ def _workload_args(p, *, derive: bool) -> None:
 def _output_args(p, default_format: str) -> None:
     o = p.add_argument_group("output")
     if default_format == "markdown":
-        o.add_argument("--format", choices=("latex", "markdown"), default="markdown",
+        o.add_argument("--format", choices=_Choices("present.format", "REPORT_FORMATS"), default="markdown",
                        help="GitHub Markdown (default) or LaTeX (booktabs tables, amsmath)")
     o.add_argument("--standalone", action="store_true", help="LaTeX: a complete document (default: a fragment to \\input)")
     o.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; - is stdout) instead of printing")
@@ -833,7 +833,7 @@ def _plot_parser(p) -> None:
     p.add_argument("--y", metavar="COLUMN[,COLUMN...]", help="sweep: the columns drawn (default: all others)")
     p.add_argument("-o", "--output", metavar="FILE", required=True,
                    help="FILE.png, .svg, .pdf, or .tex (pgfplots to \\input), written atomically")
-    p.add_argument("--format", choices=("png", "svg", "pdf", "tex"),
+    p.add_argument("--format", choices=_Choices("present.plots", "FORMATS"),
                    help="default: from the file's ending (needed with -o -)")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; context and flops vary --seq)"))
     p.set_defaults(func=cmd_plot)
@@ -854,7 +854,7 @@ def _sweep_parser(p) -> None:
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
     p.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; default or -: CSV on stdout)")
-    p.add_argument("--format", choices=("csv", "jsonl", "parquet"),
+    p.add_argument("--format", choices=_Choices("files", "TABLE_FORMATS"),
                    help="default: from the file suffix (.jsonl, .parquet), else csv; parquet needs -o FILE and pyarrow")
     p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")
     p.set_defaults(func=cmd_sweep)
@@ -866,7 +866,7 @@ def _count_args(p) -> None:
     p.add_argument("--vocab-size", type=int, default=None,
                    help="vocabulary size, for Meta params.json files that say -1")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--format", choices=("text", "csv", "markdown", "latex"), default=None,
+    p.add_argument("--format", choices=_Choices("present.format", "COMPARISON_FORMATS"), default=None,
                    help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
     s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; context --seq + --gen)")
@@ -890,8 +890,7 @@ def _derive_args(p) -> None:
     kind.add_argument("--mqa", action="store_true", help="n_kv = 1")
     p.add_argument("--format", choices=_Choices("present.format", "FORMATS"), default="text",
                    help="text (default), pretty (Unicode), latex (an align environment) or markdown")
-    p.add_argument("--quantity", choices=("params", "flops", "memory", "comm", "ridge", "decode_batch"),
-                   default="params",
+    p.add_argument("--quantity", choices=_Choices("present.format", "QUANTITIES"), default="params",
                    help="parameters (default), prefill matmul FLOPs, memory in bytes (weights + KV cache), "
                         "bytes one GPU sends per training step under --tp/--pp/--dp/--ep/--sp (comm), "
                         "the ridge point FLOP/byte or the batch at which a decode step turns compute-bound "

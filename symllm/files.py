@@ -41,10 +41,25 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import shown_path
 
-__all__ = ["read_text", "read_json", "parse_json", "write_atomic"]
+__all__ = ["read_text", "read_json", "parse_json", "write_atomic", "TABLE_FORMATS", "table_format"]
 
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20
+
+#: the formats of the tables a sweep writes and reads (:mod:`symllm.numbers.sweeps`, ``symllm sweep
+#: --format``), each with the file endings that choose it when no format is given (any other ending: csv)
+TABLE_FORMATS = {"csv": (".csv",), "jsonl": (".jsonl", ".json", ".ndjson"), "parquet": (".parquet", ".pq")}
+
+
+def table_format(path) -> str:
+    """The format of the table file ``path`` when none is given: the one its ending chooses
+    (:data:`TABLE_FORMATS`), else csv.
+
+    >>> table_format("grid.ndjson"), table_format("grid.pq"), table_format("grid.txt")
+    ('jsonl', 'parquet', 'csv')
+    """
+    suffix = Path(path).suffix
+    return next((fmt for fmt, endings in TABLE_FORMATS.items() if suffix in endings), "csv")
 
 
 def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:

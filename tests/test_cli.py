@@ -23,6 +23,41 @@ def test_help_has_examples(command, cli):
     assert r.code == 0 and "examples:" in r.out and f"symllm {command or ''}" in r.out
 
 
+def test_every_choice_is_read_from_the_module_that_checks_it(cli):
+    """No option spells its choices: each is read (on use) from the table the code behind it validates
+    against, so the command line cannot accept what the API refuses, nor refuse what it accepts (--quantity,
+    the sweep's, plot's, report's and count's --format were literal copies). A choice the API refuses is one
+    line from both."""
+    import argparse
+    import importlib
+
+    from symllm import cli as command_line
+    from symllm.errors import SymllmError
+    from symllm.present import derivation
+    from symllm.present.format import side_by_side
+    parsers = [command_line.build_parser()]
+    with_choices = []
+    while parsers:
+        for action in parsers.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif action.choices is not None:
+                with_choices.append(action)
+    assert len(with_choices) >= 10
+    for action in with_choices:
+        assert isinstance(action.choices, command_line._Choices), action.option_strings
+        table = getattr(importlib.import_module(f"symllm.{action.choices.module}"), action.choices.name)
+        assert tuple(action.choices) == tuple(table) and table, action.option_strings
+    with pytest.raises(SymllmError, match=r"^format: unknown 'docx' \(known: latex, markdown\)$"):
+        derivation.report("llama3.2-1b").render("docx")
+    with pytest.raises(SymllmError, match=r"^format: unknown 'tsv' \(known: text, csv, markdown, latex\)$"):
+        side_by_side([("params", "parameters", "count")], ["a"], {"a": {"params": 1}}, "tsv")
+    for argv in (["report", "llama3.2-1b", "--format", "docx"], ["count", "llama3.2-1b", "--format", "tsv"]):
+        r = cli(argv)
+        assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
+        assert re.search(rf"format: (unknown|invalid choice:) {argv[-1]!r}", r.err), r.err
+
+
 def test_count_table_shows_exact_and_human_total(cli):
     """The total row shows the exact count with thousands separators and a rounded one."""
     r = cli(["count", "llama2-13b"])

@@ -216,10 +216,15 @@ def test_cli_errors_are_one_line_and_leave_files_alone(tiny, cli, tmp_path):
              (["plot", "context", tiny, "--contexts", "0", "-o", out], "symllm: error: seq:"),
              (["plot", "memory", tiny, "--contexts", "64", "-o", out], "symllm: error: contexts:"),
              (["plot", "memory", tiny, "--lora-rank", "8", "-o", out], "symllm: error: lora_rank: not drawn"),
-             (["plot", "context", tiny, "-o", tmp_path / "missing" / "c.png"], "symllm: error: output:")]
+             (["plot", "context", tiny, "-o", tmp_path / "missing" / "c.png"], "symllm: error: output:"),
+             (["plot", "context", tiny, "--format", "gif", "-o", out], "symllm: error: argument --format: invalid "
+                                                                        "choice: 'gif' (choose from 'png', 'svg', 'pdf', 'tex')")]
     for argv, start in cases:
         r = cli(argv)
         assert r.code == 2 and r.err.startswith(start) and r.err.count("\n") == 1, (argv, r.err)
+    from symllm.errors import SymllmError
+    with pytest.raises(SymllmError, match=r"^format: unknown 'gif' \(known: png, svg, pdf, tex\)$"):
+        plots.save(plots.sweep({"dim": [64, 128], "params": [N, 4 * N]}, "dim"), out, "gif")
     assert out.read_bytes() == b"old"
     assert not list(tmp_path.glob(".symllm-*"))
     r = cli(["plot", "--help"])

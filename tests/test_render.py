@@ -32,7 +32,7 @@ from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
 from . import outputs
-from .conftest import PUBLISHED
+from .conftest import PUBLISHED, PUBLISHED_ABOUT
 from .strategies import closed_form_terms, positive_points
 
 HERE = Path(__file__).parent
@@ -261,6 +261,21 @@ def test_derive_formats_and_variants(capsys):
     assert "```math" in md and markdown_math(md)
     assert cli.main(["derive", "--component", "attention", "--mha", "--model", "llama3.1-8b"]) == 2
     assert "GQA" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("quantity", ["active", "elementwise", "kv_cache", "Params"])
+def test_derive_refuses_a_quantity_it_cannot_show(quantity, cli):
+    """derive() takes only the quantities a derivation can render (the command line's choices): ``active``
+    gave a value, then a KeyError traceback when rendered; a params derivation carries the active total."""
+    with pytest.raises(SymllmError) as info:
+        derivation.derive("model", quantity, config="mixtral-8x7b")
+    assert str(info.value) == (f"quantity: unknown {quantity!r} (known: params, flops, memory, comm, ridge, "
+                               "decode_batch)")
+    r = cli(["derive", "--quantity", quantity])
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and f"quantity: unknown '{quantity}'" in r.err
+    about = PUBLISHED_ABOUT[("mixtral-8x7b", "active")]  # "12.9B parameters per token"
+    active = derivation.derive("model", config="mixtral-8x7b").active_value
+    assert abs(active - about["value"]) <= about["within"] * about["value"]
 
 
 def test_derive_numbers_equal_the_torch_reference(reference):

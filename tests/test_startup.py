@@ -159,19 +159,20 @@ def test_parser_choices_are_read_on_use(cli, tmp_path):
     from symllm.present import render
     assert components.COMPONENTS is layers.COMPONENTS and render.FORMATS is fmt.FORMATS
     assert costs.PHASES is workloads.PHASES and costs.MEMORY_KINDS is workloads.MEMORY_KINDS
+    assert render.QUANTITIES is fmt.QUANTITIES
     assert cli(["derive", "--component", "nope"]).code == 2
     help_text = cli(["derive", "--help"]).out
-    for name in list(components.COMPONENTS) + list(render.FORMATS) + list(costs.PHASES):
+    for name in list(components.COMPONENTS) + list(render.FORMATS) + list(costs.PHASES) + list(fmt.QUANTITIES):
         assert name in help_text
     assert cli(["derive", "--component", "rmsnorm", "--phase", "decode", "--quantity", "flops"]).code == 0
     code = ("import contextlib, io, sys; from symllm.cli import main\n"
             "for argv in (['derive', '--help'], ['derive', '--component', 'nope'], ['derive', '--format', 'nope'],"
-            " ['derive', '--phase', 'nope'], ['derive', '--memory', 'nope']):\n"
+            " ['derive', '--phase', 'nope'], ['derive', '--memory', 'nope'], ['derive', '--quantity', 'nope']):\n"
             "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             "        try: code = main(argv)\n"
             "        except SystemExit as e: code = e.code\n"
             "    print(code, 'sympy' in sys.modules, 'jinja2' in sys.modules)")
-    assert _python(code, tmp_path).split("\n")[:-1] == ["0 False False"] + ["2 False False"] * 4
+    assert _python(code, tmp_path).split("\n")[:-1] == ["0 False False"] + ["2 False False"] * 5
 
 
 def _fresh_report(model, *, fmt="latex", standalone=False, notation=None, **workload) -> str:

@@ -172,6 +172,32 @@ def test_written_csv_and_jsonl_round_trip(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["g.csv", "g.jsonl", "keep.csv"]
 
 
+def test_file_endings_choose_the_format_and_a_bad_format_is_one_line(tmp_path, cli):
+    """A sweep (one base or several) writes JSON lines to .json/.ndjson/.jsonl and CSV to any other ending, and
+    reads its tables back by the same rule; an unknown --format is one line naming it, from the API and the
+    command line alike, and writes nothing."""
+    from symllm.numbers.sweeps import Sweeps, read_table
+    sw = Sweep("llama2-7b", {"n_layers": [1, 2]})
+    expected = sw.run().records()
+    for name in ("g.json", "g.ndjson", "g.jsonl"):
+        sw.write(tmp_path / name)
+        assert [json.loads(line) for line in (tmp_path / name).read_text().splitlines()] == expected
+        assert read_table(tmp_path / name) == expected
+    sw.write(tmp_path / "g.txt")
+    with open(tmp_path / "g.txt", newline="") as fh:
+        assert [{k: int(v) for k, v in r.items()} for r in csv.DictReader(fh)] == expected
+    assert read_table(tmp_path / "g.txt") == expected
+    several = Sweeps(["llama2-7b", "llama3-8b"], {"n_layers": [1]})
+    several.write(tmp_path / "s.ndjson")
+    assert [json.loads(line)["base"] for line in (tmp_path / "s.ndjson").read_text().splitlines()] == [
+        "llama2-7b", "llama3-8b"]
+    with pytest.raises(SymllmError, match=r"^format: unknown 'xlsx' \(known: csv, jsonl, parquet\)$"):
+        sw.write(tmp_path / "g.xlsx", "xlsx")
+    r = cli(["sweep", "--base", "llama2-7b", "--format", "xlsx", "-o", str(tmp_path / "c.xlsx")])
+    assert r.code == 2 and r.err.count("\n") == 1 and "--format: invalid choice: 'xlsx'" in r.err
+    assert not (tmp_path / "g.xlsx").exists() and not (tmp_path / "c.xlsx").exists()
+
+
 def test_dask_blocks_equal_numpy():
     """The same kernels on dask.array blocks (local synchronous scheduler) give the numpy rows."""
     requires("dask.array")  # skipped without dask, a failure under CI=true

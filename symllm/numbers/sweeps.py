@@ -63,9 +63,9 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
-from symllm.validate import listed, positive_int, short, shown_path
+from symllm.validate import choice, listed, positive_int, short, shown_path
 from symllm.numbers.kernels import compile_expr
-from symllm.files import parse_json, read_text, write_atomic
+from symllm.files import TABLE_FORMATS, parse_json, read_text, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
 from symllm.costs.workloads import Workload, options as workload_options
 
@@ -312,7 +312,7 @@ def read_table(path, *, columns: bool = False):
     """
     path = Path(path)
     text = read_text(path, "table", limit=TABLE_BYTES)
-    rows = _json_rows(text, path) if path.suffix in (".jsonl", ".json", ".ndjson") else _csv_rows(text, path)
+    rows = _json_rows(text, path) if table_format(path) == "jsonl" else _csv_rows(text, path)
     if not columns:
         return [dict(row) for row in rows]
     built: dict[str, _Column] = {}
@@ -807,10 +807,7 @@ class Sweep:
         (2, '1,32,128,11008,464531456')
         """
         path = Path(path)
-        fmt = fmt or ("jsonl" if path.suffix in (".jsonl", ".json", ".ndjson")
-                      else "parquet" if path.suffix in (".parquet", ".pq") else "csv")
-        if fmt not in ("csv", "jsonl", "parquet"):
-            raise SymllmError(f"format: expected csv, jsonl or parquet, got {fmt!r}")
+        fmt = choice("format", fmt or table_format(path), TABLE_FORMATS)
         if fmt == "parquet":
             return self.write_parquet(path, progress)
         write_atomic(path, lambda out: self.write_to(out, fmt, progress), newline="")
@@ -1073,8 +1070,7 @@ class Sweeps:
     def write(self, path, fmt: str | None = None, progress=None) -> SweepResult:
         """Stream the rows to ``path`` as CSV or JSON lines, atomically (as :meth:`Sweep.write`)."""
         path = Path(path)
-        fmt = fmt or ("jsonl" if path.suffix in (".jsonl", ".json", ".ndjson") else
-                      "parquet" if path.suffix in (".parquet", ".pq") else "csv")
+        fmt = fmt or table_format(path)
         if fmt not in ("csv", "jsonl"):
             raise SymllmError(f"format: {fmt} is not written for several bases (csv or jsonl)")
         write_atomic(path, lambda out: self.write_to(out, fmt, progress), newline="")

@@ -38,7 +38,7 @@ from symllm.errors import SymllmError
 from symllm.validate import choice, listed, short
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import TableKernel, evaluate, fingerprint
-from symllm.present.format import grouped
+from symllm.present.format import REPORT_FORMATS, grouped
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
 from symllm.present.render import standalone as standalone_document
@@ -357,8 +357,9 @@ class Derivation:
 
 
 def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
-    """The sub-terms and the total of ``quantity`` for ``comp``; FLOPs and memory come from
-    :mod:`symllm.costs.phases` (sub-terms: the leaves for FLOPs, the memory kinds for memory)."""
+    """The sub-terms and the total of ``quantity`` (one of :data:`QUANTITIES`, checked by :func:`derive`, or
+    ``active``) for ``comp``; FLOPs and memory come from :mod:`symllm.costs.phases` (sub-terms: the leaves for
+    FLOPs, the memory kinds for memory)."""
     if quantity in ("params", "active"):  # active: the parameters one token uses (MoE: k of n_e experts)
         return comp.breakdown(quantity), comp.total(quantity)
     bare = comp.replace(definitions=())  # d_ff stays a symbol; its definition is shown on its own
@@ -376,9 +377,6 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         checks.check(bare, work)
         leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
-    if quantity not in ("flops", "memory"):
-        raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory, comm, "
-                          f"{', '.join(ROOFLINE)})")
     if quantity == "flops":
         opts = dict(bucket=options["bucket"], macs=options["macs"], recompute=work.recompute)
         own = "flops" if options["bucket"] == "matmul" else "elementwise"
@@ -525,6 +523,7 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
     ...
     symllm.errors.SymllmError: kind: llama3.1-8b is GQA (n_kv_heads 8), not MHA
     """
+    choice("quantity", quantity, QUANTITIES)  # ("active" is a params derivation's second total, not its own)
     known = (*OPTIONS, *Workload.names())
     unknown = sorted(set(workload) - set(known))
     if unknown:
@@ -771,8 +770,7 @@ class Report:
     def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
                template: str | None = None, flavor: str = "github") -> str:
         """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown."""
-        if fmt not in ("latex", "markdown"):
-            raise SymllmError(f"format: unknown {fmt!r} for a report (latex, markdown)")
+        choice("format", fmt, REPORT_FORMATS)
         return _laid_out(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir), self.names, fmt,
                          standalone, f"{self.config.name}: parameters, FLOPs and memory", template, template_dir)
 

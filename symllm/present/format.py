@@ -14,11 +14,24 @@ import re
 from fractions import Fraction
 from numbers import Rational
 
-__all__ = ["FORMATS", "digits", "grouped", "human", "human_bytes", "side_by_side", "escape_latex"]
+from symllm.validate import choice
 
-#: the formats a formula or derivation renders in (derive; a report: latex and markdown), in
+__all__ = ["FORMATS", "REPORT_FORMATS", "COMPARISON_FORMATS", "QUANTITIES", "digits", "grouped", "human",
+           "human_bytes", "side_by_side", "escape_latex"]
+
+#: the formats a formula or derivation renders in (derive; a report: :data:`REPORT_FORMATS`), in
 #: :mod:`symllm.present.render` (here, without SymPy or jinja2: the command line checks them)
 FORMATS = ("text", "pretty", "latex", "markdown")
+#: the formats a whole-model report renders in (:class:`symllm.present.derivation.Report`, ``symllm report``)
+REPORT_FORMATS = ("latex", "markdown")
+#: the formats of a table with a column per model (:func:`side_by_side`, ``symllm count A B --format``)
+COMPARISON_FORMATS = ("text", "csv", "markdown", "latex")
+#: the quantities a derivation shows (``derive --quantity``; a report's parameters), what each is called and
+#: the letter its equations use (here, without SymPy or jinja2: the command line checks them)
+QUANTITIES = {"params": ("parameters", "N"), "flops": ("FLOPs", "F"), "memory": ("bytes", "M"),
+              "comm": ("bytes one GPU sends per training step", "C"),
+              "ridge": ("ridge point, FLOP per byte", "R"),
+              "decode_batch": ("batch at which a decode step turns compute-bound (negative: none does)", "b")}
 
 _UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")]
 _FLOP_UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]
@@ -227,7 +240,12 @@ def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> st
     >>> print(side_by_side([("params", "parameters", "count")], ["a"], {"a": {"params": 1024}}, "csv"))
     quantity,a
     params,1024
+    >>> side_by_side([("params", "parameters", "count")], ["a"], {"a": {"params": 1024}}, "tsv")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: format: unknown 'tsv' (known: text, csv, markdown, latex)
     """
+    choice("format", fmt, COMPARISON_FORMATS)
     rows = [r for r in rows if any(r[0] in values[n] for n in names)]
 
     def shown(name, key, unit, exact):
@@ -268,8 +286,6 @@ def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> st
         lines += [" & ".join([escape_latex(label), *(escape_latex(shown(n, key, unit, False)) for n in names)])
                   + r" \\" for key, label, unit in rows]
         return fold_latex("\n".join(lines + [r"\bottomrule", r"\end{tabular}"]), width)
-    if fmt != "text":
-        raise ValueError(fmt)
     label_w = max(len(label) for _, label, _ in rows)
     cells = {n: [shown(n, key, unit, False) for key, _, unit in rows] for n in names}
     col_w = {n: max([len(n)] + [len(c) for c in cells[n]]) for n in names}

@@ -30,14 +30,14 @@ from fractions import Fraction
 from pathlib import Path
 
 from symllm.errors import SymllmError
-from symllm.validate import shown_path
+from symllm.validate import choice, shown_path
 
 __all__ = ["KINDS", "FORMATS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
 
 #: what ``symllm plot KIND`` draws -> the function drawing it
 KINDS = ("memory", "context", "flops", "roofline", "sweep")
-#: file ending -> format (``tex``: pgfplots)
-FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".tex": "tex"}
+#: the formats a plot is written in (``tex``: pgfplots) -> the file ending that chooses it
+FORMATS = {"png": ".png", "svg": ".svg", "pdf": ".pdf", "tex": ".tex"}
 #: bytes per GiB, the unit every byte axis is drawn in
 GIB = 2 ** 30
 #: default context lengths: 1K to 128K tokens
@@ -402,13 +402,12 @@ def sweep(data, x: str, y=None, *, log: bool = True):
 
 def _format(path, fmt: str | None) -> str:
     if fmt is not None:
-        if fmt not in FORMATS.values():
-            raise SymllmError(f"format: {fmt!r} is not one of {', '.join(FORMATS.values())}")
-        return fmt
+        return choice("format", fmt, FORMATS)
     suffix = Path(str(path)).suffix.lower()
-    if suffix not in FORMATS:
-        raise SymllmError(f"output: {shown_path(path)}: name a .png, .svg, .pdf or .tex (pgfplots) file")
-    return FORMATS[suffix]
+    for fmt, ending in FORMATS.items():
+        if suffix == ending:
+            return fmt
+    raise SymllmError(f"output: {shown_path(path)}: name a .png, .svg, .pdf or .tex (pgfplots) file")
 
 
 def save(fig, path, fmt: str | None = None):

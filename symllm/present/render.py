@@ -45,8 +45,8 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
 from symllm.validate import listed, short, shown_path
-from symllm.present.format import (_LINE_BREAKS, _TEX_SPACES, FORMATS, digits, escape_latex, fold_latex, grouped,
-                                   human, human_bytes)
+from symllm.present.format import (_LINE_BREAKS, _TEX_SPACES, FORMATS, QUANTITIES, digits, escape_latex, fold_latex,
+                                   grouped, human, human_bytes)
 
 __all__ = [
     "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
@@ -57,12 +57,6 @@ __all__ = [
 
 #: the file ending of each format's templates
 EXTENSIONS = {"text": "txt", "pretty": "txt", "latex": "tex", "markdown": "md"}
-#: what each quantity is called, and the letter its equations use
-QUANTITIES = {"params": ("parameters", "N"), "flops": ("FLOPs", "F"), "memory": ("bytes", "M"),
-             "comm": ("bytes one GPU sends per training step", "C"),
-             "elementwise": ("element-wise FLOPs", "E"), "kv_cache": ("KV-cache elements", "K"),
-             "ridge": ("ridge point, FLOP per byte", "R"),
-             "decode_batch": ("batch at which a decode step turns compute-bound (negative: none does)", "b")}
 
 
 # --------------------------------------------------------------------------- templates, escaping
