@@ -794,7 +794,7 @@ def cmd_plot(args) -> int:
     given = _given(args)
     if args.kind == "sweep":
         if len(args.models) != 1 or args.x is None:
-            raise SymllmError("sweep: give one CSV or JSON-lines file symllm sweep wrote, and --x COLUMN")
+            raise SymllmError("sweep: give one file symllm sweep wrote (CSV, JSON lines, Parquet), and --x COLUMN")
         if given:
             raise SymllmError(f"{next(iter(given))}: a sweep's plot draws its file's columns (no workload options)")
         fig = plots.sweep(args.models[0], args.x, args.y.split(",") if args.y else None)
@@ -822,8 +822,8 @@ def _plot_parser(p) -> None:
                         "context), flops (per token against context), roofline (on --gpu), sweep (a sweep's "
                         "columns)")
     p.add_argument("models", nargs="+", metavar="MODEL",
-                   help="presets or config files (context and flops take several); for sweep, the CSV or "
-                        "JSON-lines file symllm sweep wrote")
+                   help="presets or config files (context and flops take several); for sweep, the file "
+                        "symllm sweep wrote (CSV, JSON lines or Parquet)")
     p.add_argument("--vocab-size", type=int, default=None, help="vocabulary size, for Meta params.json files "
                                                                 "that say -1")
     p.add_argument("--contexts", metavar="VALUES", help="context lengths for context and flops: a comma list "
@@ -849,7 +849,7 @@ def _sweep_parser(p) -> None:
         g.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="VALUES")
     add_workload_options(p.add_argument_group("workload (VALUES: comma lists and ranges, as above)"),
                          axes_as_values=True)
-    p.add_argument("--table", metavar="FILE", help="one point per row of a CSV or JSON-lines file instead of a grid")
+    p.add_argument("--table", metavar="FILE", help="one point per row of a CSV, JSON-lines or Parquet file instead of a grid")
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
@@ -947,7 +947,7 @@ COMMANDS = (
      "a checkpoint's tensor headers, or a config's torch meta model, against the component tree",
      _verify_args),
     ("plan", "rank every layout of N GPUs for training or serving: what fits, and how fast", _plan_args),
-    ("sweep", "quantities over a grid or a table of configs, to CSV or JSON lines", _sweep_parser),
+    ("sweep", "quantities over a grid or a table of configs, to CSV, JSON lines or Parquet", _sweep_parser),
     ("plot", "plots (PNG, SVG, PDF, pgfplots): memory, context, flops, roofline, sweep (needs matplotlib)",
      _plot_parser),
 )

@@ -41,7 +41,7 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import shown_path
 
-__all__ = ["read_text", "read_json", "parse_json", "write_atomic", "TABLE_FORMATS", "table_format"]
+__all__ = ["read_bytes", "read_text", "read_json", "parse_json", "write_atomic", "TABLE_FORMATS", "table_format"]
 
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20
@@ -62,22 +62,16 @@ def table_format(path) -> str:
     return next((fmt for fmt, endings in TABLE_FORMATS.items() if suffix in endings), "csv")
 
 
-def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
-    """The UTF-8 text of the file at ``path``; ``what`` (``config``, ``notation``, ``table``) starts
-    the one-line error. Line endings are kept as they are. At most ``limit`` bytes are read: a larger
-    file (or an endless one, such as ``/dev/zero``) is refused rather than read into memory. A FIFO
-    that nobody has opened for writing reads as empty instead of waiting forever.
+def read_bytes(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the file at ``path``; ``what`` (``config``, ``notation``, ``table``) starts the one-line
+    error. At most ``limit`` bytes are read: a larger file (or an endless one, such as ``/dev/zero``) is
+    refused rather than read into memory. A FIFO that nobody has opened for writing reads as empty instead
+    of waiting forever.
 
-    >>> import pathlib, tempfile
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
-    >>> _ = p.write_bytes(b'{"dim": 4096}')
-    >>> read_text(p, "config")
-    '{"dim": 4096}'
-    >>> _ = p.write_bytes(b"\\xff")
-    >>> read_text(p, "config")  # doctest: +ELLIPSIS
+    >>> read_bytes("/dev/zero", "table", limit=1024)
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: config: '...c.json' is not UTF-8 text (byte 0)
+    symllm.errors.SymllmError: table: '/dev/zero' is larger than 1,024 bytes
     """
     path = Path(path)
     try:
@@ -94,6 +88,25 @@ def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
         raise SymllmError(f"{what}: cannot read {shown_path(path)}: {e.strerror or e}") from None
     if limit is not None and len(data) > limit:
         raise SymllmError(f"{what}: {shown_path(path)} is larger than {limit:,} bytes")
+    return data
+
+
+def read_text(path, what: str, *, limit: int | None = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of the file at ``path``, read with :func:`read_bytes` (its limits, its errors); line
+    endings are kept as they are.
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_bytes(b'{"dim": 4096}')
+    >>> read_text(p, "config")
+    '{"dim": 4096}'
+    >>> _ = p.write_bytes(b"\\xff")
+    >>> read_text(p, "config")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: config: '...c.json' is not UTF-8 text (byte 0)
+    """
+    data = read_bytes(path, what, limit=limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -233,3 +233,39 @@ def test_cli_errors_are_one_line_and_leave_files_alone(tiny, cli, tmp_path):
 
 # `symllm count` never imports matplotlib: tests/test_startup.py's test_warm_count_builds_no_formula (its
 # cold and its warm process)
+
+
+def test_sweep_plots_every_format_a_sweep_writes(tiny, cli, tmp_path):
+    """plot sweep reads a sweep's file in each format the sweep writes, with the sweep's own reader: JSON lines
+    in a .json file (read as CSV and refused before), int4's byte counts that are not whole (``p/q``) exactly,
+    and Parquet; a table of several models (its base column) is one line, a single model's base column is
+    not drawn."""
+    from fractions import Fraction
+
+    import symllm
+    pq = requires("pyarrow.parquet")
+    int4 = ["--dim", "128,64,96", "--quantity", "weights", "--dtype", "int4", "--group-size", "100"]
+    assert cli(["sweep", "--base", tiny, *int4, "-o", tmp_path / "w.csv"]).code == 0
+    rows = sorted(csv.DictReader((tmp_path / "w.csv").open()), key=lambda r: int(r["dim"]))
+    weights = [Fraction(r["weights"]) for r in rows]
+    assert any(w.denominator != 1 for w in weights)
+    assert cli(["sweep", "--base", tiny, *int4, "-o", tmp_path / "w.json"]).code == 0
+    assert (tmp_path / "w.json").read_text().startswith("{")  # JSON lines
+    for name in ("w.csv", "w.json"):
+        line = plots.sweep(tmp_path / name, "dim", "weights").axes[0].lines[0]
+        assert list(line.get_xdata()) == [64, 96, 128], name
+        assert [_gib(y) for y in line.get_ydata()] == pytest.approx([float(w) for w in weights], rel=1e-12), name
+    assert cli(["sweep", "--base", tiny, "--dim", "128,64", "-o", tmp_path / "p.parquet"]).code == 0
+    theirs = sorted(pq.read_table(tmp_path / "p.parquet").to_pylist(), key=lambda r: r["dim"])
+    line = plots.sweep(tmp_path / "p.parquet", "dim", "params").axes[0].lines[0]
+    assert list(line.get_ydata()) == [r["params"] for r in theirs] and theirs[0]["params"] == N
+    r = cli(["plot", "sweep", tmp_path / "p.parquet", "--x", "dim", "-o", tmp_path / "p.png"])
+    assert r.code == 0 and (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    from symllm.numbers.sweeps import Sweeps
+    several = Sweeps(["llama2-7b", "llama3-8b"], {"n_layers": [1, 2]}).run()
+    with pytest.raises(symllm.SymllmError, match="^table: its base column names several models"):
+        plots.sweep(several, "n_layers")
+    one = {"base": ["llama2-7b"] * 2, "n_layers": [1, 2], "params": [3, 4]}
+    assert [ln.get_label() for ln in plots.sweep(one, "n_layers").axes[0].lines] == ["params"]
+    with pytest.raises(symllm.SymllmError, match="^y: base names the model, not a number$"):
+        plots.sweep(one, "n_layers", "base")

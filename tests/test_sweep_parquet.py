@@ -97,3 +97,50 @@ def test_parquet_refuses_more_than_38_digits(tmp_path):
     with pytest.raises(SymllmError, match="^parquet: training_flops has a value of more than 38 digits"):
         sw.write(tmp_path / "big.parquet")
     assert os.listdir(tmp_path) == []
+
+
+def test_parquet_tables_read_back(tmp_path, cli, monkeypatch):
+    """read_table (a sweep's --table, plot sweep) reads Parquet as pyarrow does: a sweep's own file (the
+    wide column's decimals as the exact ints), and a table of configs written by pyarrow itself (int64,
+    decimal128, float64, a string base column) as the same numbers as the CSV written by hand, which the
+    sweep then runs alike. Bytes that are not Parquet, an empty cell and a missing pyarrow are one line
+    each, a NaN as in CSV. (A .parquet file was read as UTF-8 text: symllm wrote Parquet it could not read back.)"""
+    import decimal
+
+    from symllm.numbers.sweeps import read_table
+    pa = requires("pyarrow")
+    pq = requires("pyarrow.parquet")
+    sw = _grid()
+    sw.write(tmp_path / "g.parquet")
+    theirs = [{k: int(v) for k, v in row.items()} for row in pq.read_table(tmp_path / "g.parquet").to_pylist()]
+    assert max(row["training_flops"] for row in theirs) >= 2**63
+    ours = read_table(tmp_path / "g.parquet")
+    assert ours == theirs and all(type(v) is int for row in ours for v in row.values())
+    assert {k: v.tolist() for k, v in read_table(tmp_path / "g.parquet", columns=True).items()} == {
+        c: [row[c] for row in theirs] for c in sw.columns}
+    configs = pa.table({"base": ["llama3-8b", "llama3-8b"], "dim": pa.array([2048, 4096], pa.int64()),
+                        "n_layers": pa.array([decimal.Decimal(16), decimal.Decimal(32)], pa.decimal128(38, 0)),
+                        "ffn_dim_multiplier": pa.array([1.3, 1.5], pa.float64())})
+    pq.write_table(configs, tmp_path / "configs.pq")
+    (tmp_path / "configs.csv").write_text("base,dim,n_layers,ffn_dim_multiplier\n"
+                                          "llama3-8b,2048,16,1.3\nllama3-8b,4096,32,1.5\n")
+    expected = [{"base": "llama3-8b", "dim": 2048, "n_layers": 16, "ffn_dim_multiplier": 1.3},
+                {"base": "llama3-8b", "dim": 4096, "n_layers": 32, "ffn_dim_multiplier": 1.5}]
+    assert read_table(tmp_path / "configs.pq") == expected == read_table(tmp_path / "configs.csv")
+    assert type(read_table(tmp_path / "configs.pq")[0]["n_layers"]) is int
+    runs = [cli(["sweep", "--table", tmp_path / name, "--quantity", "params"]) for name in ("configs.pq", "configs.csv")]
+    assert runs[0].code == 0 and runs[0].out == runs[1].out and runs[0].out.count("\n") == 3
+    (tmp_path / "text.parquet").write_text("dim\n2048\n")
+    pq.write_table(pa.table({"dim": pa.array([2048, None], pa.int64())}), tmp_path / "hole.parquet")
+    with pytest.raises(SymllmError, match=r"^table: '.*text\.parquet' is not a Parquet file symllm can read \(.+\)$"):
+        read_table(tmp_path / "text.parquet")
+    with pytest.raises(SymllmError, match=r"^dim: expected a number in every table row, got an empty cell$"):
+        read_table(tmp_path / "hole.parquet")
+    pq.write_table(pa.table({"dim": pa.array([2048.0, float("nan")], pa.float64())}), tmp_path / "nan.parquet")
+    with pytest.raises(SymllmError, match=r"^dim: expected a finite number, got nan$"):  # as CSV's 'nan'
+        read_table(tmp_path / "nan.parquet")
+    r = cli(["sweep", "--base", "llama3-8b", "--table", tmp_path / "text.parquet"])
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "is not a Parquet file" in r.err
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now raises ImportError
+    with pytest.raises(SymllmError, match=r"^parquet: pyarrow is not installed \(pip install 'symllm\[parquet\]'\)$"):
+        read_table(tmp_path / "g.parquet")

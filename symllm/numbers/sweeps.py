@@ -65,7 +65,7 @@ from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
 from symllm.validate import choice, listed, positive_int, short, shown_path
 from symllm.numbers.kernels import compile_expr
-from symllm.files import TABLE_FORMATS, parse_json, read_text, table_format, write_atomic
+from symllm.files import TABLE_FORMATS, parse_json, read_bytes, read_text, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
 from symllm.costs.workloads import Workload, options as workload_options
 
@@ -295,12 +295,15 @@ def parse_where(text: str | None) -> tuple[_Condition, ...]:
     return tuple(out)
 
 
-def read_table(path, *, columns: bool = False):
-    r"""The rows of a table file for :class:`Sweep` (``table=``): CSV with a header row, or (``.jsonl``,
-    ``.ndjson``, ``.json``) one JSON object per line or one JSON array of objects. Numbers are read
-    exactly (:func:`parse_number`; a JSON ``1e30`` is the integer 10**30). With ``columns=True`` the
-    table comes as column name -> array, read row by row into compact arrays (int64 while the values
-    fit): memory a small multiple of the file's size, where a list of dicts takes some 36 times it.
+def read_table(path, *, columns: bool = False, quotients: bool = False):
+    r"""The rows of a table file, in any format a sweep writes (:data:`symllm.files.TABLE_FORMATS`, chosen by
+    the file's ending): CSV with a header row, (``.jsonl``, ``.ndjson``, ``.json``) one JSON object per line
+    or one JSON array of objects, or (``.parquet``, ``.pq``; needs pyarrow) Parquet. :class:`Sweep` reads its
+    ``table=`` with it, and :func:`symllm.plot.sweep` the files a sweep wrote. Numbers are read exactly
+    (:func:`parse_number`; a JSON ``1e30`` is the integer 10**30); ``quotients``: a ``p/q`` cell (a sweep's
+    byte count that is not whole, int4) is the exact Fraction. With ``columns=True`` the table comes as
+    column name -> array, read row by row into compact arrays (int64 while the values fit): memory a small
+    multiple of the file's size, where a list of dicts takes some 36 times it.
 
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
@@ -311,8 +314,13 @@ def read_table(path, *, columns: bool = False):
     {'dim': [4096], 'n_layers': [32]}
     """
     path = Path(path)
-    text = read_text(path, "table", limit=TABLE_BYTES)
-    rows = _json_rows(text, path) if table_format(path) == "jsonl" else _csv_rows(text, path)
+    fmt = table_format(path)
+    text = None
+    if fmt == "parquet":
+        rows = _parquet_rows(read_bytes(path, "table", limit=TABLE_BYTES), path, quotients)
+    else:
+        text = read_text(path, "table", limit=TABLE_BYTES)
+        rows = _json_rows(text, path, quotients) if fmt == "jsonl" else _csv_rows(text, path, quotients)
     if not columns:
         return [dict(row) for row in rows]
     built: dict[str, _Column] = {}
@@ -328,6 +336,16 @@ def read_table(path, *, columns: bool = False):
     return {k: c.array() for k, c in built.items()}
 
 
+def _cell(text: str, field: str, quotients: bool):
+    """A number written as text in a table: :func:`parse_number`'s, or (``quotients``) the exact ``p/q``."""
+    if quotients and isinstance(text, str) and "/" in text:
+        try:
+            return Fraction(text.strip())
+        except (ValueError, ZeroDivisionError):
+            raise SymllmError(f"{field}: expected a number, got {text!r}") from None
+    return parse_number(text, field)
+
+
 class _Column:
     """One table column being read: an int64 ``array`` while every value fits, else a list of numbers."""
 
@@ -341,7 +359,7 @@ class _Column:
                 self.values, self.ints = [], None
             self.values.append(v)
             return
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
             raise SymllmError(f"{self.name}: expected a number in every table row, got {v!r}")
         if self.values is None:
             if type(v) is int and -2**63 <= v < 2**63:
@@ -369,7 +387,7 @@ def _lines(text: str) -> Iterator[str]:
         start = stop
 
 
-def _csv_rows(text: str, path: Path) -> Iterator[dict]:
+def _csv_rows(text: str, path: Path, quotients: bool = False) -> Iterator[dict]:
     try:
         reader = csv.reader(_lines(text))
         header = next(reader, None)
@@ -381,7 +399,7 @@ def _csv_rows(text: str, path: Path) -> Iterator[dict]:
             if len(row) != len(header):
                 raise SymllmError(f"table: {shown_path(path)} line {reader.line_num} has "
                                   f"{'more' if len(row) > len(header) else 'fewer'} fields than the header")
-            yield {k: v.strip() if k in NAME_COLUMNS else parse_number(v, k) for k, v in zip(header, row)}
+            yield {k: v.strip() if k in NAME_COLUMNS else _cell(v, k, quotients) for k, v in zip(header, row)}
     except csv.Error as e:
         raise SymllmError(f"table: {shown_path(path)} is not valid CSV ({e})") from None
 
@@ -393,7 +411,7 @@ def _exact(value):
     return value
 
 
-def _json_rows(text: str, path: Path) -> Iterator[dict]:
+def _json_rows(text: str, path: Path, quotients: bool = False) -> Iterator[dict]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         items = _json_array(stripped, path)
@@ -406,7 +424,47 @@ def _json_rows(text: str, path: Path) -> Iterator[dict]:
         for k in NAME_COLUMNS:
             if k in row and not isinstance(row[k], str):
                 raise SymllmError(f"{k}: expected a preset name or a config path (a string), got {row[k]!r:.40}")
-        yield {k: v if k in NAME_COLUMNS else _exact(v) for k, v in row.items()}
+        yield {k: v if k in NAME_COLUMNS else _cell(v, k, True) if quotients and isinstance(v, str) else _exact(v)
+               for k, v in row.items()}
+
+
+def _parquet_rows(data: bytes, path: Path, quotients: bool = False) -> Iterator[dict]:
+    """The rows of a Parquet file's bytes, a row group at a time: integers and floats as they are, decimals
+    (a sweep's columns that may pass int64) exactly, text in a number column as a CSV cell."""
+    pa, pq = _pyarrow()
+    where = shown_path(path)
+    try:
+        batches = pq.ParquetFile(pa.BufferReader(data)).iter_batches()
+        for batch in batches:
+            for row in batch.to_pylist():
+                for k, v in row.items():
+                    if k in NAME_COLUMNS:
+                        if not isinstance(v, str):
+                            raise SymllmError(f"{k}: expected a preset name or a config path (a string), "
+                                              f"got {v!r:.40}")
+                    elif v is None:
+                        raise SymllmError(f"{k}: expected a number in every table row, got an empty cell")
+                    elif isinstance(v, str):
+                        row[k] = _cell(v, k, quotients)
+                    elif isinstance(v, decimal.Decimal):
+                        row[k] = _exact(v)
+                    elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                        raise SymllmError(f"{k}: expected a finite number, got {short(v)}")
+                yield row
+    except (pa.ArrowException, OSError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        first = first if len(first) <= 60 else first[:57] + "..."
+        raise SymllmError(f"table: {where} is not a Parquet file symllm can read ({first})") from None
+
+
+def _pyarrow():
+    """pyarrow and pyarrow.parquet (the optional ``parquet`` extra), or one line saying how to install it."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SymllmError("parquet: pyarrow is not installed (pip install 'symllm[parquet]')") from None
+    return pa, pq
 
 
 def _json_array(text: str, path: Path) -> Iterator[tuple]:
@@ -827,11 +885,7 @@ class Sweep:
         >>> pq.read_table(p).column("params").to_pylist()
         [464531456, 666914816]
         """
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise SymllmError("parquet: pyarrow is not installed (pip install 'symllm[parquet]')") from None
+        pa, pq = _pyarrow()
         wide = self._may_widen()
         types = {c: pa.decimal128(38, 0) if c in wide else pa.float64() if c == "ffn_dim_multiplier"
                  else pa.int64() for c in self.columns}

@@ -22,7 +22,6 @@ True
 """
 from __future__ import annotations
 
-import csv
 import io
 import math
 import re
@@ -309,45 +308,17 @@ def roofline(config, gpu=None, **workload):
 
 def _columns(data) -> dict:
     """Column name -> list of numbers, from a :class:`~symllm.numbers.sweeps.SweepResult`, a dict of
-    columns, or the path of a CSV or JSON-lines file ``symllm sweep`` wrote (``p/q`` read exactly)."""
+    columns, or the path of a table file ``symllm sweep`` wrote (CSV, JSON lines or Parquet, read by
+    :func:`symllm.numbers.sweeps.read_table`: ``p/q`` exactly)."""
     if hasattr(data, "columns") and isinstance(data.columns, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.columns.items()}
     if isinstance(data, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.items()}
-    from symllm import files
-    from symllm.numbers.sweeps import TABLE_BYTES
-    text = files.read_text(data, "table", limit=TABLE_BYTES)
-    if Path(str(data)).suffix in (".jsonl", ".ndjson"):
-        rows = [files.parse_json(line, "table", f"line {i}") for i, line in enumerate(text.splitlines(), 1)
-                if line.strip()]
-        if not rows or not all(isinstance(r, dict) for r in rows):
-            raise SymllmError("table: expected one JSON object per line")
-        return {k: [_number(r.get(k), f"line {i + 1}") for i, r in enumerate(rows)] for k in rows[0]}
-    reader = list(csv.reader(io.StringIO(text)))
-    if len(reader) < 2:
-        raise SymllmError("table: expected a header and at least one row")
-    header = reader[0]
-    return {k: [_number(r[j] if j < len(r) else None, f"row {i}") for i, r in enumerate(reader[1:], 1)]
-            for j, k in enumerate(header)}
-
-
-def _number(value, where: str):
-    """A sweep cell: an int, a float, the exact ``p/q`` of a non-integral byte count.
-
-    >>> _number("12", "row 1"), _number("3/2", "row 1"), _number(1.5, "row 1")
-    (12, Fraction(3, 2), 1.5)
-    """
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            try:
-                return Fraction(value) if "/" in value else float(value)
-            except (ValueError, ZeroDivisionError):
-                pass
-    raise SymllmError(f"table: {where}: expected a number, got {value!r}")
+    from symllm.numbers.sweeps import read_table
+    cols = read_table(data, columns=True, quotients=True)
+    if not cols or not len(next(iter(cols.values()))):
+        raise SymllmError(f"table: {shown_path(data)} has no rows")
+    return {k: v.tolist() for k, v in cols.items()}
 
 
 def _bytes_column(name: str) -> bool:
@@ -359,21 +330,28 @@ def _bytes_column(name: str) -> bool:
 
 def sweep(data, x: str, y=None, *, log: bool = True):
     """Columns ``y`` (default: every column but ``x``) of a sweep against its column ``x``: ``data`` is
-    a :class:`~symllm.numbers.sweeps.SweepResult` (``Sweep(...).run()``), a dict of columns, or a CSV or
-    JSON-lines file ``symllm sweep`` wrote. Byte columns are drawn in GiB (all of ``y`` must then be
+    a :class:`~symllm.numbers.sweeps.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
+    ``symllm sweep`` wrote (CSV, JSON lines, Parquet; a column naming the model is not drawn). Byte columns are drawn in GiB (all of ``y`` must then be
     bytes, or none), points sorted by ``x``; ``log`` puts both axes on log scales.
 
     >>> fig = sweep({"dim": [2048, 4096], "params": [1.4e9, 5.1e9]}, "dim")
     >>> fig.axes[0].lines[0].get_label(), fig.axes[0].get_ylabel()
     ('params', 'count')
     """
+    from symllm.numbers.sweeps import NAME_COLUMNS
     cols = _columns(data)
     if x not in cols:
         raise SymllmError(f"x: no column {x!r} (columns: {', '.join(cols)})")
-    ys = [c for c in cols if c != x] if y is None else ([y] if isinstance(y, str) else list(y))
+    named = [c for c in cols if c in NAME_COLUMNS]  # Sweeps: the model of each row
+    if any(len(set(cols[c])) > 1 for c in named):
+        raise SymllmError(f"table: its {named[0]} column names several models; plot one model's sweep at a time")
+    ys = [c for c in cols if c != x and c not in named] if y is None else ([y] if isinstance(y, str) else list(y))
     for c in ys:
         if c not in cols:
             raise SymllmError(f"y: no column {c!r} (columns: {', '.join(cols)})")
+    for axis, c in (("x", x), *(("y", c) for c in ys)):
+        if c in named:
+            raise SymllmError(f"{axis}: {c} names the model, not a number")
     if not ys or not cols[x]:
         raise SymllmError("y: nothing to plot")
     in_bytes = {_bytes_column(c) for c in ys}
