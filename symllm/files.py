@@ -53,12 +53,12 @@ TABLE_FORMATS = {"csv": (".csv",), "jsonl": (".jsonl", ".json", ".ndjson"), "par
 
 def table_format(path) -> str:
     """The format of the table file ``path`` when none is given: the one its ending chooses
-    (:data:`TABLE_FORMATS`), else csv.
+    (:data:`TABLE_FORMATS`, in any case), else csv.
 
-    >>> table_format("grid.ndjson"), table_format("grid.pq"), table_format("grid.txt")
+    >>> table_format("grid.ndjson"), table_format("GRID.PQ"), table_format("grid.txt")
     ('jsonl', 'parquet', 'csv')
     """
-    suffix = Path(path).suffix
+    suffix = Path(path).suffix.lower()
     return next((fmt for fmt, endings in TABLE_FORMATS.items() if suffix in endings), "csv")
 
 
