@@ -286,6 +286,13 @@ def _weights_of(folder: Path) -> tuple[str, list[str]]:
     return "", []
 
 
+def _weights_file(path: Path) -> str:
+    """The format of the weights file ``path`` (``safetensors``, ``gguf``), or "" when it is no such file
+    (a folder, a Hub id, a config)."""
+    kind = path.suffix[1:]
+    return kind if kind in ("gguf", "safetensors") and path.is_file() else ""
+
+
 def has_weights(model) -> bool:
     """Whether ``model`` (a path, or a Hub id in the local cache) is a checkpoint with weights: a
     ``.safetensors`` or ``.gguf`` file, or a folder holding them.
@@ -294,8 +301,7 @@ def has_weights(model) -> bool:
     False
     """
     from symllm.arch import hub
-    path = Path(str(model))
-    if path.suffix in (".gguf", ".safetensors") and path.is_file():
+    if _weights_file(Path(str(model))):
         return True
     try:
         folder = hub.model_folder(model)
@@ -312,8 +318,9 @@ def read(model) -> dict:
     from symllm.arch import hub
     path = Path(str(model))
     config, meta = None, {}
-    if path.suffix in (".gguf", ".safetensors") and path.is_file():
-        folder, kind, files = path.parent, path.suffix[1:], [path.name]
+    single = _weights_file(path)
+    if single:
+        folder, kind, files = path.parent, single, [path.name]
         if kind == "gguf":
             folder = None  # a GGUF file stands alone: its header holds the config
     else:
@@ -328,7 +335,6 @@ def read(model) -> dict:
     if kind == "gguf":
         meta, tensors = read_gguf(path if folder is None else hub.member(folder, files[0]))
     else:
-        single = path.suffix == ".safetensors" and path.is_file()
         wm = None
         if not single and os.path.lexists(folder / "model.safetensors.index.json"):
             wm = read_json(hub.member(folder, "model.safetensors.index.json"), "checkpoint")["weight_map"]
