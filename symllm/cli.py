@@ -849,7 +849,8 @@ def _sweep_parser(p) -> None:
         g.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="VALUES")
     add_workload_options(p.add_argument_group("workload (VALUES: comma lists and ranges, as above)"),
                          axes_as_values=True)
-    p.add_argument("--table", metavar="FILE", help="one point per row of a CSV, JSON-lines or Parquet file instead of a grid")
+    p.add_argument("--table", metavar="FILE",
+                   help="one point per row of a CSV, JSON-lines or Parquet file instead of a grid")
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')

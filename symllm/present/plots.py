@@ -331,8 +331,9 @@ def _bytes_column(name: str) -> bool:
 def sweep(data, x: str, y=None, *, log: bool = True):
     """Columns ``y`` (default: every column but ``x``) of a sweep against its column ``x``: ``data`` is
     a :class:`~symllm.numbers.sweeps.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
-    ``symllm sweep`` wrote (CSV, JSON lines, Parquet; a column naming the model is not drawn). Byte columns are drawn in GiB (all of ``y`` must then be
-    bytes, or none), points sorted by ``x``; ``log`` puts both axes on log scales.
+    ``symllm sweep`` wrote (CSV, JSON lines, Parquet; a column naming the model is not drawn). Byte columns
+    are drawn in GiB (all of ``y`` must then be bytes, or none), points sorted by ``x``; ``log`` puts both
+    axes on log scales.
 
     >>> fig = sweep({"dim": [2048, 4096], "params": [1.4e9, 5.1e9]}, "dim")
     >>> fig.axes[0].lines[0].get_label(), fig.axes[0].get_ylabel()
@@ -343,8 +344,9 @@ def sweep(data, x: str, y=None, *, log: bool = True):
     if x not in cols:
         raise SymllmError(f"x: no column {x!r} (columns: {', '.join(cols)})")
     named = [c for c in cols if c in NAME_COLUMNS]  # Sweeps: the model of each row
-    if any(len(set(cols[c])) > 1 for c in named):
-        raise SymllmError(f"table: its {named[0]} column names several models; plot one model's sweep at a time")
+    for c in named:
+        if len(set(cols[c])) > 1:
+            raise SymllmError(f"table: its {c} column names several models; plot one model's sweep at a time")
     ys = [c for c in cols if c != x and c not in named] if y is None else ([y] if isinstance(y, str) else list(y))
     for c in ys:
         if c not in cols:
