@@ -336,6 +336,12 @@ def read_table(path, *, columns: bool = False, quotients: bool = False):
     return {k: c.array() for k, c in built.items()}
 
 
+def _name_cell(field: str, value) -> None:
+    """Refuses a cell of a column naming each row's model (:data:`NAME_COLUMNS`) that is not text."""
+    if not isinstance(value, str):
+        raise SymllmError(f"{field}: expected a preset name or a config path (a string), got {value!r:.40}")
+
+
 def _cell(text: str, field: str, quotients: bool):
     """A number written as text in a table: :func:`parse_number`'s, or (``quotients``) the exact ``p/q``."""
     if quotients and isinstance(text, str) and "/" in text:
@@ -422,8 +428,8 @@ def _json_rows(text: str, path: Path, quotients: bool = False) -> Iterator[dict]
         if not isinstance(row, dict):
             raise SymllmError(f"table: {shown_path(path)} {at} is not a JSON object of fields, got {row!r:.40}")
         for k in NAME_COLUMNS:
-            if k in row and not isinstance(row[k], str):
-                raise SymllmError(f"{k}: expected a preset name or a config path (a string), got {row[k]!r:.40}")
+            if k in row:
+                _name_cell(k, row[k])
         yield {k: v if k in NAME_COLUMNS else _cell(v, k, True) if quotients and isinstance(v, str) else _exact(v)
                for k, v in row.items()}
 
@@ -439,9 +445,7 @@ def _parquet_rows(data: bytes, path: Path, quotients: bool = False) -> Iterator[
             for row in batch.to_pylist():
                 for k, v in row.items():
                     if k in NAME_COLUMNS:
-                        if not isinstance(v, str):
-                            raise SymllmError(f"{k}: expected a preset name or a config path (a string), "
-                                              f"got {v!r:.40}")
+                        _name_cell(k, v)
                     elif v is None:
                         raise SymllmError(f"{k}: expected a number in every table row, got an empty cell")
                     elif isinstance(v, str):
