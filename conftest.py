@@ -17,6 +17,18 @@ tests' own fixtures and the Hypothesis profiles).
   ``ceiling`` or ``Max`` was evaluated again and again. The test processes (and the subprocesses they
   start) get 100,000, set here before anything imports SymPy: a memo, so no result changes (the 91
   reports and derivations of the cold-path benchmark are byte-identical), 8% less CPU on cold reports.
+* **One torch thread.** torch runs its CPU kernels on one OpenMP thread per core, and those threads keep
+  spinning a while after each parallel region, waiting for more work: on the 2-core machine that spin was
+  about 5% of the one-process run's CPU time (and two xdist workers each had two threads on two cores). The
+  suite's models are a few layers wide, and the oracles it reads from torch (FlopCounterMode, MemTracker,
+  saved tensors, numel) count; they do not depend on threads. ``OMP_NUM_THREADS`` is set to 1 here, before
+  anything imports torch, unless the environment sets it; subprocesses inherit it.
+* **No collection at exit.** When the interpreter shuts down it collects garbage over every object still
+  alive, several times while it tears modules down: 3-4 CPU-seconds after the last test, for nothing. An
+  exit handler registered here (so run after the later ones, pytest's own reports and cleanup long done)
+  moves every object to the permanent generation (``gc.freeze``), which those collections skip; the
+  objects are still freed by reference counting, and the process's memory goes back to the system anyway.
+  pytest's own collection at the end, which reports exceptions raised in ``__del__``, runs before.
 * **Doctests of modules that need an optional package** (symllm/reference.py needs torch): without
   the package, and only outside CI, their collection is reported as skipped, naming the package; under
   ``CI=true`` a module that cannot be imported is an error, as every other one is (no doctest is dropped
@@ -24,6 +36,7 @@ tests' own fixtures and the Hypothesis profiles).
 """
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 import os
@@ -43,6 +56,10 @@ _ENV = "SYMLLM_CACHE_DIR"
 
 #: SymPy's memo size for the suite (see the module docstring); read once, when SymPy is first imported
 os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
+#: torch's CPU threads for the suite (see the module docstring); read when torch is first imported
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+#: the interpreter's collections at exit walk nothing (see the module docstring)
+atexit.register(gc.freeze)
 
 
 #: set by the pytest process that starts the xdist workers: the suite's cache folder, which they share
