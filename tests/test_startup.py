@@ -148,6 +148,27 @@ def test_import_symllm_is_lazy_and_complete(tmp_path):
     assert set(symllm.__all__) <= set(dir(symllm))
 
 
+
+#: reports, from an exit handler registered before symllm.cli is imported (so run after symllm's own), how
+#: many objects the process's collector has been told to skip (gc.freeze) and whether gc still runs
+_FREEZE_PROBE = ("import atexit, gc, sys; atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, "
+                 "gc.isenabled(), file=sys.stderr))")
+
+
+def test_only_the_symllm_process_skips_the_collections_at_exit(tmp_path):
+    """The ``symllm`` process freezes its objects (``gc.freeze``) after its last exit handler, so that the
+    interpreter's collections at exit skip them; a program that imports symllm.cli, or calls its main(),
+    keeps its own collector as it was (freezing there would keep its garbage alive)."""
+    env = {**os.environ, "SYMLLM_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    program = subprocess.run([sys.executable, "-c", _FREEZE_PROBE + "; import runpy; sys.argv = ['symllm', 'presets'];"
+                              "runpy.run_module('symllm', run_name='__main__', alter_sys=True)"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    imported = subprocess.run([sys.executable, "-c", _FREEZE_PROBE + "; import symllm.cli as c; c.main(['presets'])"],
+                              capture_output=True, text=True, env=env, timeout=120)
+    assert (program.returncode, program.stderr) == (0, "frozen True True\n")
+    assert "llama3.1-405b" in program.stdout
+    assert (imported.returncode, imported.stderr) == (0, "frozen False True\n")
 def test_parser_choices_are_read_on_use(cli, tmp_path):
     """derive's choices are the ones the formulas accept (the same objects: no copy), read only when used,
     from modules that load neither SymPy nor jinja2: ``symllm derive --help`` and a misspelt choice answer
