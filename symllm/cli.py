@@ -669,10 +669,10 @@ def cmd_report(args) -> int:
 
 
 def cmd_presets(args) -> int:
+    from symllm.numbers import quick  # kernels an earlier process compiled: no formula built (start-up)
     rows = []
     for name in sorted(cfgmod.preset_names(), key=_natural):
-        from symllm import api
-        total = api.params(name)["total"]
+        total = quick.params(cfgmod.load(name))[0]["total"]
         rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
     print(_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
     return 0

@@ -52,6 +52,19 @@ def test_quick_counts_are_the_published_totals_cold_and_warm(name, cache):
     assert warm[0]["total"] == PUBLISHED[name]["total"]
 
 
+def test_every_preset_is_read_back_warm(cache, monkeypatch):
+    """Every preset's second count runs the kernels the first one stored, and gives its numbers (DeepSeek's
+    shared experts, n_shared x d_ff wide, were bound to the config's own shared_hidden_dim, None: each count
+    of an MLA model, and each `symllm presets`, built the formulas again)."""
+    from symllm import api
+    cold = {name: quick.params(config.load(name)) for name in config.preset_names()}
+    quick._compiled.cache_clear()
+    monkeypatch.setattr(quick, "_from_api", lambda cfg: pytest.fail(f"{cfg.name}: computed again"))
+    for name, (counts, d_ff) in cold.items():
+        assert quick.params(config.load(name)) == (counts, d_ff), name
+        assert (counts, d_ff) == (api.params(name), api.hidden_dim(name)), name
+
+
 def test_quick_key_separates_structures(cache):
     """Configs that differ only in what shapes the tree (tying, a stated d_ff, biases) never share an
     entry: each equals the count written out by hand."""

@@ -277,6 +277,15 @@ class ModelConfig:
             return int(self.head_dim * self.partial_rotary_factor)
         return None
 
+    @property
+    def shared_width(self) -> int | None:
+        """The shared expert's width as the components take it (a spec's ``shared_hidden_dim``): DeepSeek's
+        ``n_shared_experts`` experts of width hidden_dim side by side, or Qwen2-MoE's own
+        ``shared_hidden_dim``; else None."""
+        if self.n_shared_experts is not None:
+            return self.n_shared_experts * self.hidden_dim
+        return self.shared_hidden_dim
+
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
@@ -395,6 +404,12 @@ class ModelConfig:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         out["layers"] = [{**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
         return out
+
+
+#: the spec's fields (:class:`symllm.arch.specs.Spec`) whose value a config gives under another name, a derived
+#: property: what :func:`symllm.arch.specs.spec_of` reads, and what :mod:`symllm.numbers.quick` binds a stored
+#: kernel's argument to (a symbol binds the spec's field, :attr:`symllm.arch.symbols.SymbolInfo.binds`)
+SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim"}
 
 
 #: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the

@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
-from symllm.arch.config import ModelConfig, load
+from symllm.arch.config import SPEC_FIELDS, ModelConfig, load
 from symllm.arch.layers import LayerKind, Structure, Variant
 from symllm.numbers.kernels import compile_expr
 
@@ -165,8 +165,8 @@ def spec_of(config: ModelConfig) -> Spec:
                 structure=structure, config=config, counts=tuple(count for _, count in config.groups),
                 n_experts=config.n_experts, experts_per_token=config.experts_per_token,
                 dense_hidden_dim=config.dense_hidden_dim, window=config.window,
-                q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank, qk_rope_head_dim=config.rope_dim,
+                q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank,
+                qk_rope_head_dim=getattr(config, SPEC_FIELDS["qk_rope_head_dim"]),
                 qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
                 n_mtp_layers=config.n_mtp_layers or None,
-                shared_hidden_dim=(config.n_shared_experts * config.hidden_dim if config.n_shared_experts is not None
-                                   else config.shared_hidden_dim))
+                shared_hidden_dim=getattr(config, SPEC_FIELDS["shared_hidden_dim"]))

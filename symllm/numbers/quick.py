@@ -30,7 +30,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from symllm.arch.config import ModelConfig, load  # noqa: F401  (load: the doctest)
+from symllm.arch.config import SPEC_FIELDS, ModelConfig, load  # noqa: F401  (load: the doctest)
 from symllm.errors import SymllmError
 from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
 from symllm.numbers.runtime import define
@@ -54,15 +54,15 @@ def _key(config: ModelConfig) -> str:
 
 def _number(config: ModelConfig, binds: list):
     """The number a kernel argument takes: what its symbol binds, as the symbols table says it and the cache
-    entry stores it (:attr:`symllm.arch.symbols.SymbolInfo.binds`): a config field, or the count of a group
-    of layers.
+    entry stores it (:attr:`symllm.arch.symbols.SymbolInfo.binds`): a spec's field, read from the config as
+    the spec reads it (:data:`symllm.arch.config.SPEC_FIELDS`), or the count of a group of layers.
 
     >>> cfg = load("llama4-maverick-17b-128e")
     >>> _number(cfg, ["field", "dim"]), _number(cfg, ["group", 1]) == cfg.groups[1][1]
     (5120, True)
     """
     kind, what = binds
-    return config.groups[what][1] if kind == "group" else getattr(config, what)
+    return config.groups[what][1] if kind == "group" else getattr(config, SPEC_FIELDS.get(what, what))
 
 
 @lru_cache(maxsize=64)
