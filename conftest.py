@@ -23,12 +23,16 @@ tests' own fixtures and the Hypothesis profiles).
   suite's models are a few layers wide, and the oracles it reads from torch (FlopCounterMode, MemTracker,
   saved tensors, numel) count; they do not depend on threads. ``OMP_NUM_THREADS`` is set to 1 here, before
   anything imports torch, unless the environment sets it; subprocesses inherit it.
-* **No collection at exit.** When the interpreter shuts down it collects garbage over every object still
-  alive, several times while it tears modules down: 3-4 CPU-seconds after the last test, for nothing. An
-  exit handler registered here (so run after the later ones, pytest's own reports and cleanup long done)
-  moves every object to the permanent generation (``gc.freeze``), which those collections skip; the
-  objects are still freed by reference counting, and the process's memory goes back to the system anyway.
-  pytest's own collection at the end, which reports exceptions raised in ``__del__``, runs before.
+* **One full collection at the end, none at exit.** When the interpreter shuts down it collects garbage
+  over every object still alive, several times while it tears modules down: 3-4 CPU-seconds after the last
+  test, for nothing. An exit handler registered here (so run after the later ones, pytest's own reports and
+  cleanup long done) moves every object to the permanent generation (``gc.freeze``), which those
+  collections skip; the objects are still freed by reference counting, and the process's memory goes back
+  to the system anyway. Before that, pytest collects twice after the last test so that an exception raised
+  in a ``__del__`` is reported: here one collection does that (at the end of the session, pytest's hook for
+  such exceptions still in place) and the heap is frozen after it, so pytest's two find nothing left to
+  walk. The objects alive once the tests are collected (torch's, transformers', SymPy's modules) are frozen
+  too: every full collection of the run skips them.
 * **Doctests of modules that need an optional package** (symllm/reference.py needs torch): without
   the package, and only outside CI, their collection is reported as skipped, naming the package; under
   ``CI=true`` a module that cannot be imported is an error, as every other one is (no doctest is dropped
@@ -86,6 +90,19 @@ def pytest_configure(config):
         return
     config._symllm_cache = (os.environ.get(_ENV), tempfile.mkdtemp(prefix="symllm-cache-"))
     os.environ[_ENV] = os.environ[_SUITE] = config._symllm_cache[1]
+
+
+def pytest_collection_finish(session):
+    """Freeze what collection left alive (see the module docstring)."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """The run's last full collection, then a frozen heap (see the module docstring)."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_unconfigure(config):
