@@ -161,7 +161,6 @@ def test_import_symllm_is_lazy_and_complete(tmp_path):
     assert set(symllm.__all__) <= set(dir(symllm))
 
 
-
 #: reports, from an exit handler registered before symllm.cli is imported (so run after symllm's own), how
 #: many objects the process's collector has been told to skip (gc.freeze) and whether gc still runs
 _FREEZE_PROBE = ("import atexit, gc, sys; atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, "
@@ -182,6 +181,8 @@ def test_only_the_symllm_process_skips_the_collections_at_exit(tmp_path):
     assert (program.returncode, program.stderr) == (0, "frozen True True\n")
     assert "llama3.1-405b" in program.stdout
     assert (imported.returncode, imported.stderr) == (0, "frozen False True\n")
+
+
 def test_parser_choices_are_read_on_use(cli, tmp_path):
     """derive's choices are the ones the formulas accept (the same objects: no copy), read only when used,
     from modules that load neither SymPy nor jinja2: ``symllm derive --help`` and a misspelt choice answer
