@@ -23,16 +23,15 @@ tests' own fixtures and the Hypothesis profiles).
   suite's models are a few layers wide, and the oracles it reads from torch (FlopCounterMode, MemTracker,
   saved tensors, numel) count; they do not depend on threads. ``OMP_NUM_THREADS`` is set to 1 here, before
   anything imports torch, unless the environment sets it; subprocesses inherit it.
-* **One full collection at the end, none at exit.** When the interpreter shuts down it collects garbage
-  over every object still alive, several times while it tears modules down: 3-4 CPU-seconds after the last
-  test, for nothing. An exit handler registered here (so run after the later ones, pytest's own reports and
-  cleanup long done) moves every object to the permanent generation (``gc.freeze``), which those
-  collections skip; the objects are still freed by reference counting, and the process's memory goes back
-  to the system anyway. Before that, pytest collects twice after the last test so that an exception raised
-  in a ``__del__`` is reported: here one collection does that (at the end of the session, pytest's hook for
-  such exceptions still in place) and the heap is frozen after it, so pytest's two find nothing left to
-  walk. The objects alive once the tests are collected (torch's, transformers', SymPy's modules) are frozen
-  too: every full collection of the run skips them.
+* **One full collection at the end, none at exit.** After the last test pytest collects garbage twice, so
+  that an exception raised in a ``__del__`` is reported, and the interpreter, shutting down, collects again
+  several times while it tears modules down: each walks the 1.6 million objects a test process holds, 3-4
+  CPU-seconds for nothing. Here one collection at the end of the session does what pytest's do (its hook
+  for such exceptions is still in place), then every object is moved to the permanent generation
+  (``gc.freeze``), which all those later collections skip; the objects are still freed by reference
+  counting, and the process's memory goes back to the system anyway. The objects alive once the tests are
+  collected (torch's, transformers', SymPy's modules) are frozen too: every full collection of the run
+  skips them.
 * **Doctests of modules that need an optional package** (symllm/reference.py needs torch): without
   the package, and only outside CI, their collection is reported as skipped, naming the package; under
   ``CI=true`` a module that cannot be imported is an error, as every other one is (no doctest is dropped
@@ -40,7 +39,6 @@ tests' own fixtures and the Hypothesis profiles).
 """
 from __future__ import annotations
 
-import atexit
 import gc
 import importlib
 import os
@@ -62,8 +60,6 @@ _ENV = "SYMLLM_CACHE_DIR"
 os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
 #: torch's CPU threads for the suite (see the module docstring); read when torch is first imported
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-#: the interpreter's collections at exit walk nothing (see the module docstring)
-atexit.register(gc.freeze)
 
 
 #: set by the pytest process that starts the xdist workers: the suite's cache folder, which they share

@@ -166,7 +166,6 @@ def spec_of(config: ModelConfig) -> Spec:
                 n_experts=config.n_experts, experts_per_token=config.experts_per_token,
                 dense_hidden_dim=config.dense_hidden_dim, window=config.window,
                 q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank,
-                qk_rope_head_dim=getattr(config, SPEC_FIELDS["qk_rope_head_dim"]),
                 qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
                 n_mtp_layers=config.n_mtp_layers or None,
-                shared_hidden_dim=getattr(config, SPEC_FIELDS["shared_hidden_dim"]))
+                **{field: getattr(config, attr) for field, attr in SPEC_FIELDS.items()})
