@@ -547,24 +547,32 @@ def serve_lines(r: dict) -> str:
 
 def time_lines(t: dict, w: dict) -> list[str]:
     """count's fit and time section from ``workload()["time"]`` (``t``) and its ``workload`` (``w``): the
-    per-GPU verdicts and times of :func:`symllm.costs.hardware.roofline`, nothing computed here."""
+    per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`);
+    nothing computed here."""
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
-    rows = [("inference peak", human_bytes(t["inference_peak"]),
+    e = t["expected"]
+    rows = [("inference peak", human_bytes(t["inference_peak"]), "",
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
-            ("largest context", f"{t['max_context']:,} tokens", f"seq + gen at batch {w['batch']:,}"),
-            ("training peak", human_bytes(t["training_peak"]),
+            ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}"),
+            ("training peak", human_bytes(t["training_peak"]), "",
              f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
              f"seq {t['training_max_seq']:,})"),
-            ("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
-            ("decode step", f"{_g(t['decode_token_s'])} s", f"{t['decode_token_bound']}-bound"),
-            ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), f"batch {w['batch']} x {w['dp']} replica(s)"),
-            ("training step", f"{_g(t['training_step_s'])} s", f"MFU {_f(t['mfu'], '.1%')}"),
-            ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"), "")]
+            ("prefill", f"{_g(t['prefill_s'])} s", f"{_g(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
+            ("decode step", f"{_g(t['decode_token_s'])} s", f"{_g(e['decode_token_s'])} s",
+             f"{t['decode_token_bound']}-bound"),
+            ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), _f(e['tokens_per_s'], ",.1f"),
+             f"batch {w['batch']} x {w['dp']} replica(s)"),
+            ("training step", f"{_g(t['training_step_s'])} s", f"{_g(e['training_step_s'])} s",
+             f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"),
+            ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"),
+             _f(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
+             f"{_f(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]
     if "training_s" in t:
         rows.append((f"{w['tokens']:,} tokens", f"{_f(t['training_s'] / 86400, ',.2f')} days",
-                     f"{_f(t['gpu_hours'], ',.0f')} GPU-hours" + (f", cost {_f(t['cost'], ',.2f')}" if "cost" in t
-                                                                   else "")))
-    out = [_table(rows, (f"on {t['gpu']} ({per})", "", ""), text_columns=(1, 2))]
+                     f"{_f(e['training_s'] / 86400, ',.2f')} days", f"{_f(e['gpu_hours'], ',.0f')} GPU-hours expected"))
+        if "cost" in t:
+            rows.append(("cost", _f(t["cost"], ",.2f"), _f(e["cost"], ",.2f"), f"at {w['price']:g} a GPU-hour"))
+    out = [_table(rows, (f"on {t['gpu']} ({per})", "bound", "expected", ""), text_columns=(3,))]
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
@@ -573,7 +581,8 @@ def time_lines(t: dict, w: dict) -> list[str]:
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))
-                     + ". Times: roofline per GPU plus communication, not overlapped (an estimate)."))
+                     + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
+                     f"(training {e['training_engine']}) conventions (docs/efficiency.md)."))
     return out
 
 

@@ -795,3 +795,22 @@ def positive_points() -> st.SearchStrategy[dict]:
     """Values for every symbol of :func:`closed_form_terms`: positive integers, a dtype width 1 to 8."""
     from symllm.arch import symbols as S
     return st.fixed_dictionaries({getattr(S, n): st.integers(1, 8 if n == "beta_a" else 5000) for n in _POSITIVE})
+
+
+# --- expected times (tests/test_efficiency.py) ---
+
+def timed_workloads() -> st.SearchStrategy[dict]:
+    """:func:`workload_options` on an accelerator (``gpu``; fp8 matmuls only where it has them), with the
+    expected times' own options: an engine, the matmul dtype, micro-batches and the pipeline schedule."""
+    from symllm.costs import efficiency
+
+    def on_gpu(pair):
+        options, extra = pair
+        if options.get("dtype") in ("fp32", "fp64") or options.get("act_dtype") in ("fp32", "fp64"):
+            options = {k: v for k, v in options.items() if k not in ("dtype", "act_dtype")}
+        return {**options, **extra}
+    return st.tuples(workload_options(), st.fixed_dictionaries(
+        {"gpu": st.sampled_from(["h100-sxm", "h200", "l40s", "rtx4090", "b200"])},
+        optional={"engine": st.sampled_from(list(efficiency.ENGINES)),
+                  "compute_dtype": st.sampled_from(["bf16", "fp16"]), "micro_batches": st.integers(1, 16),
+                  "schedule": st.sampled_from(list(efficiency.SCHEDULES))})).map(on_gpu)

@@ -481,9 +481,12 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> di
     for stage, head in zip(stages, heads):
         terms = {"training_flops": algebra.substitute(phase_flops(stage, "training", recompute=recompute), defs)}
         blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
+        terms["layers"] = algebra.substitute(blocks, defs)
+        core = _core(stage)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             terms[f"{phase}_flops"] = algebra.substitute(phase_flops(stage, phase), defs)
+            terms[f"{phase}_core_flops"] = algebra.substitute(phase_flops(core, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
             terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
@@ -491,6 +494,23 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> di
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
+
+
+def _core(comp):
+    """The attention core of ``comp``: a component holding the matmul FLOPs that grow with the context ``t``
+    (the scores and the weighted values of every attention layer, read off the closed forms, not names);
+    the expected time (:mod:`symllm.costs.efficiency`) runs them at the attention kernel's efficiency.
+
+    >>> from symllm.arch.components import model
+    >>> _core(model()).total("flops")
+    4*L*b*d_h*n_h*s*(s + t)
+    """
+    from symllm.arch.components import Component
+
+    def grows(c) -> sp.Expr:
+        own = c.flops if S.t in c.flops.free_symbols or c.flops.has(sp.Min) else sp.S.Zero
+        return c.repeat * (own + sum((grows(x) for x in c.children), sp.S.Zero))
+    return Component("core", flops=grows(comp))
 
 
 def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
@@ -542,7 +562,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     peak, bandwidth = vals[S.P], vals[S.B_mem]
     laid = parallel.laid_out(work)
     out = {"gpu": g.name, "title": g.title, "peak_flops": peak,
-           "peak_dtype": compute_dtype(work.dtype, work.act_dtype), "bandwidth": bandwidth,
+           "peak_dtype": work.matmul_dtype, "bandwidth": bandwidth,
            "capacity": g.memory, "ridge": float(Fraction(peak, bandwidth)), "gpus": work.tp * work.pp * work.dp}
     route = links(work, g)
     out["links"] = {k: {"topology": name, "bandwidth": bw} for k, (name, bw) in route.items()
@@ -553,6 +573,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
 
     terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops)
     seconds = {}
+    parts = {}  # the busiest stage's numbers, for the expected times (symllm.costs.efficiency)
     for name, phase in (("prefill", "prefill"), ("decode_token", "decode")):
         worst = None
         for st in terms["stages"]:
@@ -560,7 +581,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
             moved = ev(st[f"{phase}_bytes"])
             comm = over("tp", ev(st[f"{phase}_tp"])) if work.tp > 1 else Fraction(0)
             compute, memory = fl / peak, moved / bandwidth
-            key = (max(compute, memory) + comm, compute >= memory, moved, comm)
+            key = (max(compute, memory) + comm, compute >= memory, moved, comm, st)
             worst = key if worst is None or key[0] > worst[0] else worst
         handoff = over("pp", ev(terms[f"{phase}_handoff"])) * (work.pp - 1)
         seconds[name] = work.pp * worst[0] + handoff
@@ -569,6 +590,11 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
         out[f"{name}_s"] = _seconds(seconds[name])
         out[f"{name}_bound"] = "compute" if worst[1] else "memory"
         out[f"{name}_comm_s"] = _seconds(work.pp * worst[3] + handoff)
+        busiest = worst[4]
+        parts.update({f"{phase}_flops": ev(busiest[f"{phase}_flops"]), f"{phase}_bytes": worst[2],
+                      f"{phase}_core_flops": ev(busiest[f"{phase}_core_flops"]),
+                      f"{phase}_tp_bytes": ev(busiest[f"{phase}_tp"]) if work.tp > 1 else 0,
+                      f"{phase}_handoff": ev(terms[f"{phase}_handoff"]), "layers": int(ev(busiest["layers"]))})
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
     per_gpu = exprs["memory_per_gpu"]
     inference, training = ev(per_gpu["inference_peak"]), ev(per_gpu["training_peak"])
@@ -591,6 +617,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
+    out["expected"] = _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev, step)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens
         out["training_s"] = _seconds(run)
@@ -598,6 +625,27 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
         if work.price is not None:
             out["cost"] = _seconds(run * out["gpus"] / 3600 * Fraction(str(work.price)))
     return out
+
+
+def _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev, step) -> dict:
+    """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms: the attention
+    core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill rectangle),
+    model FLOPs (3× the forward's, attention causal) and hardware FLOPs (recomputation's forward too)."""
+    from symllm.costs import efficiency
+
+    dense = work.attention == "dense"
+    core = parts["prefill_core_flops"]
+    causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
+    forward = ev(exprs["flops"]["prefill"])  # the whole model's, the workload's attention convention
+    copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
+    model = 3 * work.dp * (forward - (core - causal) * copies)
+    parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get(S.d_h, 128)),
+                  "compute_dtype": work.matmul_dtype,
+                  "training_flops": max(ev(st["training_flops"]) for st in terms["stages"]),
+                  "training_handoff": ev(terms["training_handoff"]), "comm": comm,
+                  "training_model_flops": model,
+                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1)})
+    return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})
 
 
 def _whole(value: Fraction):

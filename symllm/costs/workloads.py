@@ -215,6 +215,18 @@ class Workload:
     #: a KV-cache format (symllm.costs.formats.KV_FORMATS: block scales included); None: --kv-dtype
     kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, ... (bytes per element with block "
                                  "scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store it)")
+    #: the matmuls' dtype (None: the weights', bf16 under 8- and 4-bit weight-only formats): fp8 runs bf16
+    #: weights' GEMMs in fp8 (TransformerEngine, torchao), against the fp8 peak
+    compute_dtype: str | None = _opt(None, "matmul dtype: bf16, fp16 or fp8 (fp8 training of bf16 weights, as "
+                                     "TransformerEngine and torchao run it; default: the weights')")
+    #: the engine whose conventions the expected times use (symllm.costs.efficiency); None: the defaults
+    engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
+                              "megatron, torchtitan, ... (default: vllm for inference, megatron for training)")
+    #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
+    micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
+                              "tokens per step)", training=True)
+    #: the pipeline schedule (symllm.costs.efficiency.bubble)
+    schedule: str = _opt("1f1b", "pipeline schedule: 1f1b or interleaved (two chunks a stage)", training=True)
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -247,9 +259,16 @@ class Workload:
         boolean("qlora", self.qlora)
         if self.qlora and self.lora_rank is None:
             raise SymllmError("qlora: QLoRA trains LoRA adapters; give lora_rank (--lora-rank) too")
+        if self.compute_dtype is not None:
+            choice("compute_dtype", self.compute_dtype, ("bf16", "fp16", "fp8"))
+        integer("micro_batches", self.micro_batches)
+        from symllm.costs import efficiency  # its figures, read on first use (no SymPy)
+        choice("schedule", self.schedule, efficiency.SCHEDULES)
+        if self.engine is not None:
+            put("engine", efficiency.engine(self.engine)["name"])
         accelerator = hardware.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:
-            accelerator.peak(hardware.compute_dtype(self.dtype, self.act_dtype))
+            accelerator.peak(self.matmul_dtype)
         hardware.network(self.network)
         if self.tokens is not None:
             integer("tokens", self.tokens)
@@ -323,6 +342,15 @@ class Workload:
         return dtype_bytes(self.dtype, self.group_size)
 
     @property
+    def matmul_dtype(self) -> str:
+        """The dtype the matmuls run in: ``compute_dtype``, else :func:`symllm.costs.hardware.compute_dtype`.
+
+        >>> Workload(dtype="int4").matmul_dtype, Workload(compute_dtype="fp8").matmul_dtype
+        ('bf16', 'fp8')
+        """
+        return self.compute_dtype or hardware.compute_dtype(self.dtype, self.act_dtype)
+
+    @property
     def kv_bytes(self):
         """Bytes per KV-cache element: the ``kv_format``'s (block scales included) when one is given.
 
@@ -358,7 +386,7 @@ class Workload:
                if info.kind in ("workload", "bytes")}
         accelerator = hardware.of(self)
         if accelerator is not None:  # P and B_mem (symllm.costs.hardware)
-            out.update(hardware.values(accelerator, self.dtype, self.act_dtype))
+            out.update(hardware.values(accelerator, self.matmul_dtype))
         return out
 
     def to_dict(self) -> dict:

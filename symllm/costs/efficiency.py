@@ -1,0 +1,251 @@
+"""Expected times: the roofline bound's closed forms, evaluated, then slowed by what GPUs and engines achieve.
+
+The roofline (:func:`symllm.costs.hardware.roofline`) is a bound: every FLOP at the dense peak, every byte
+at the datasheet bandwidth, nothing else. An expected time keeps its closed forms (FLOPs, bytes, bytes
+sent: symbolic, exact) and puts a numeric layer on top, read from ``efficiency.json`` beside this module,
+each figure with its source:
+
+* **GEMMs** reach a fraction ``η_gemm(M)`` of the dtype's dense peak that grows with the token rows ``M``
+  (bf16 and fp8 tables, measured); below the table's first ``M`` a product is bound by its weights' bytes.
+* **The attention core** of a prefill reaches ``η_attn(s)`` of the bf16 peak on its causal FLOPs (the
+  unmasked pairs: FlashAttention skips the masked blocks), measured by head width.
+* **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; weight-only int4/int8 kernels
+  a further ``dequant`` fraction (they unpack what they read).
+* **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
+  host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
+  cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus its
+  bytes at a fraction of the link's bandwidth.
+* **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer);
+  data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
+  its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
+  interleaved over ``v`` chunks).
+
+Every expected time is at or above its bound: each efficiency is at most 1 and every fixed cost is
+non-negative; a training step, whose bound adds its communication unoverlapped, is never expected faster
+than that bound (``floor`` below). **MFU** is model FLOPs (3× the forward's matmul FLOPs, the attention core causal) per second
+over ``gpus × the compute dtype's dense peak``; **HFU** counts the FLOPs the hardware runs (recomputation
+included) over the same denominator.
+
+>>> float(gemm("bf16", 4096)), float(gemm("bf16", 100))
+(0.721, 0.401)
+>>> engine("vllm")["cuda_graphs"], engine(None, "training")["name"]
+(True, 'megatron')
+"""
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+
+from symllm.errors import SymllmError
+
+__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "attention_prefill", "stream", "bubble",
+           "allreduce_s", "expected"]
+
+#: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
+SCHEDULES = ("1f1b", "interleaved")
+
+
+@lru_cache(maxsize=1)
+def data() -> dict:
+    """The shipped figures (``efficiency.json``), decimal strings read as exact fractions."""
+    raw = json.loads((Path(__file__).parent / "efficiency.json").read_text(encoding="utf-8"))
+    return raw
+
+
+def _x(text) -> Fraction:
+    return Fraction(str(text))
+
+
+def __getattr__(name):  # ENGINES: read on first use
+    if name == "ENGINES":
+        return tuple(k for k in data()["engines"] if k != "about")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def engine(name: str | None, kind: str = "inference") -> dict:
+    """An engine's conventions (``--engine``), by name; None: the default engine for ``kind`` (inference,
+    training). The dict holds ``name`` too.
+
+    >>> engine("hf")["kernels_per_layer"], engine(None)["name"]
+    (90, 'vllm')
+    >>> engine("vLLM")["name"]
+    'vllm'
+    >>> engine("tensorflow")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: engine: unknown 'tensorflow' (known: vllm, sglang, trtllm, lmdeploy, llama.cpp, ...
+    """
+    table = data()["engines"]
+    if name is None:
+        name = data()["defaults"][kind]
+    key = name.lower() if isinstance(name, str) else name
+    if key not in table or key == "about":
+        known = ", ".join(k for k in table if k != "about")
+        raise SymllmError(f"engine: unknown {name!r} (known: {known})")
+    return {"name": key, **table[key]}
+
+
+def _interpolate(table, x) -> Fraction:
+    """Linear in log2(x) between the table's points; flat beyond its ends."""
+    points = [(int(a), _x(b)) for a, b in table]
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            f = Fraction(math.log2(x) - math.log2(x0)) / Fraction(math.log2(x1) - math.log2(x0))
+            return y0 + (y1 - y0) * f
+    return points[-1][1]
+
+
+def gemm(dtype: str, m) -> Fraction:
+    """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8 for fp8,
+    int8 for int8 W8A8, bf16's table otherwise).
+
+    >>> round(float(gemm("fp8", 16384)), 3), float(gemm("bf16", 10 ** 9))
+    (0.625, 0.711)
+    """
+    tables = data()["gemm"]
+    return _interpolate(tables["fp8" if dtype in ("fp8", "int8") else "bf16"], max(1, m))
+
+
+def attention_prefill(s, head_dim: int = 128) -> Fraction:
+    """``η_attn``: the fraction of the bf16 dense peak the causal attention core of a prefill of ``s``
+    tokens reaches (the measured head width nearest ``head_dim``).
+
+    >>> float(attention_prefill(8192)), float(attention_prefill(8192, 64))
+    (0.588, 0.392)
+    """
+    t = data()["attention_prefill"]
+    return _interpolate(t["d64"] if head_dim <= 96 else t["d128"], max(1, s))
+
+
+def stream(weight_dtype: str = "bf16") -> Fraction:
+    """``η_mem``: the fraction of the memory bandwidth a stream of weights in ``weight_dtype`` reaches
+    (weight-only int4/int8 unpack what they read).
+
+    >>> stream(), stream("int4")
+    (Fraction(22, 25), Fraction(33, 50))
+    """
+    base = _x(data()["memory_stream"]["value"])
+    extra = data()["dequant"].get(weight_dtype)
+    return base * (_x(extra) if extra is not None and weight_dtype in ("int4", "int8") else 1)
+
+
+def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int = 2) -> Fraction:
+    """The pipeline bubble as a fraction of the ideal step: ``(p-1)/m`` for 1F1B over ``m`` micro-batches
+    (idle time ``(p-1)/(m+p-1)`` of the whole), ``(p-1)/(v·m)`` interleaved over ``v`` chunks a stage.
+
+    >>> bubble(4, 8), bubble(4, 8, "interleaved"), bubble(1, 1)
+    (Fraction(3, 8), Fraction(3, 16), Fraction(0, 1))
+    """
+    if schedule not in SCHEDULES:
+        raise SymllmError(f"schedule: unknown {schedule!r} (known: {', '.join(SCHEDULES)})")
+    v = chunks if schedule == "interleaved" else 1
+    return Fraction(stages - 1, v * micro_batches)
+
+
+def _link_kind(topology: str) -> str:
+    t = topology.lower()
+    if "nvlink" in t:
+        return "nvlink"
+    if "infinity" in t:
+        return "infinity-fabric"
+    if "pcie" in t:
+        return "pcie"
+    return "network"
+
+
+def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
+    """Seconds ``calls`` ring all-reduces take that together send ``sent_bytes`` per GPU over ``link``
+    (topology, bytes/s one way): each call's latency plus the bytes at the link's achieved fraction.
+
+    >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9)))
+    2.4e-05
+    """
+    if link is None or (not calls and not sent_bytes):
+        return Fraction(0)
+    c = data()["collectives"][_link_kind(link[0])]
+    return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
+
+
+def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
+    """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
+    ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
+    ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
+    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``*_handoff``, ``training_flops``,
+    ``training_model_flops``, ``comm``), the workload, the peak FLOP/s of the compute dtype, the bandwidth
+    and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. Seconds as floats.
+    """
+    serve = engine(getattr(work, "engine", None), "inference")
+    if serve.get("kind") != "inference":
+        serve = engine(None, "inference")
+    train = engine(getattr(work, "engine", None), "training")
+    if "train_factor" not in train:
+        train = engine(None, "training")
+    compute = parts["compute_dtype"]
+    pp = work.pp
+    tp_link = route.get("tp") if work.tp > 1 else None
+    layers = parts["layers"]
+    kernels = layers * serve["kernels_per_layer"]
+    graph, host = _x(data()["kernel"]["graph_s"]), _x(data()["kernel"]["host_s"])
+    mem = stream(work.dtype) * bandwidth
+    out = {"engine": serve["name"], "training_engine": train["name"]}
+
+    def step(gpu_s: Fraction) -> Fraction:
+        """A stage's GPU time plus its kernels' fixed cost, or the host's pace without a CUDA graph."""
+        if serve["cuda_graphs"]:
+            return gpu_s + kernels * graph
+        return max(gpu_s + kernels * graph, kernels * host)
+
+    rows = work.batch * work.seq
+    # prefill: GEMMs at M = b·s rows, the attention core at its causal FLOPs, weights at least once
+    core = parts["prefill_core_flops"]
+    gemm_s = (parts["prefill_flops"] - core) / (gemm(compute, rows) * peak)
+    attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
+    gpu_s = max(gemm_s + attn_s, parts["prefill_bytes"] / mem)
+    prefill = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link))
+               + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]))
+    # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower
+    gpu_s = max(parts["decode_flops"] / (gemm(compute, work.batch) * peak), parts["decode_bytes"] / mem)
+    decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
+              + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
+    out["prefill_s"] = float(prefill)
+    out["decode_token_s"] = float(decode)
+    out["tokens_per_s"] = float(work.dp * work.batch / decode)
+    # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
+    eta = gemm(compute, 16384) * _x(train["train_factor"])
+    micro = getattr(work, "micro_batches", 1) or 1
+    compute_s = parts["training_flops"] / (eta * peak) * micro
+    comm = parts["comm"]
+    tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
+    ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") else Fraction(0)
+    dp_s = allreduce_s(1, comm.get("dp", 0), route.get("dp")) if work.dp > 1 else Fraction(0)
+    hidden = _x(train["overlap"])
+    ideal = pp * (compute_s + tp_s + ep_s)
+    schedule = getattr(work, "schedule", "1f1b") or "1f1b"
+    exposed = max(dp_s * (1 - hidden), dp_s - ideal)  # what overlap cannot hide: at most the compute's length
+    training = ideal * (1 + bubble(pp, micro, schedule)) + _handoff(parts, "training", route, pp) * micro + exposed
+    if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
+        training = max(training, Fraction(floor["training_step_s"]) * micro)
+    tokens = work.dp * work.batch * work.seq * micro
+    gpus = work.tp * work.pp * work.dp
+    out["training_step_s"] = float(training)
+    out["training_tokens_per_s_per_gpu"] = float(Fraction(tokens) / training / gpus)
+    out["mfu"] = float(parts["training_model_flops"] * micro / (training * gpus * peak))
+    out["hfu"] = float(parts["training_hardware_flops"] * micro / (training * gpus * peak))
+    if work.tokens is not None:  # a token budget: its time, GPU-hours and cost at the expected step
+        run = Fraction(work.tokens) * training / tokens
+        out["training_s"] = float(run)
+        out["gpu_hours"] = float(run * gpus / 3600)
+        if work.price is not None:
+            out["cost"] = float(run * gpus / 3600 * Fraction(str(work.price)))
+    return out
+
+
+def _handoff(parts: dict, phase: str, route: dict, pp: int) -> Fraction:
+    if pp == 1:
+        return Fraction(0)
+    return (pp - 1) * allreduce_s(1, parts[f"{phase}_handoff"], route.get("pp")) / 1

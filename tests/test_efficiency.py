@@ -1,0 +1,117 @@
+"""Expected times (symllm.costs.efficiency): never faster than the roofline bound, composed as documented
+(hand arithmetic from the figures in efficiency.json), and checked against measurements: the H200 runs of
+benchmarks/gpu_efficiency.py (docs/data/h200-2026-11-28.json) and the published runs in
+tests/data/published_runs.json."""
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+import symllm
+from symllm.costs import efficiency
+from symllm.errors import SymllmError
+from tests.strategies import timed_workloads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _time(model, **options) -> dict:
+    return symllm.workload(model, **options)["time"]
+
+
+# --- never below the bound ---------------------------------------------------------------------------
+
+@given(st.sampled_from(["llama3.2-1b", "llama2-7b", "mixtral-8x7b", "gemma-2-2b"]), timed_workloads())
+def test_expected_is_never_faster_than_the_bound(model, options):
+    """Every expected time is at or above its roofline bound, and every expected rate at or below it."""
+    try:
+        t = _time(model, **options)
+    except SymllmError:  # a combination count refuses (a layout, a format the shape does not take)
+        return
+    e = t["expected"]
+    for key in ("prefill_s", "decode_token_s", "training_step_s"):
+        assert e[key] >= t[key] * (1 - 1e-12), key
+    assert e["tokens_per_s"] <= t["tokens_per_s"] * (1 + 1e-12)
+    assert 0 < e["mfu"] <= e["hfu"] <= 1
+
+
+# --- composed as documented: hand arithmetic -------------------------------------------------------------
+
+def test_decode_step_by_hand():
+    """llama2-7b on one H100 SXM at batch 1, context 2048, vLLM's conventions: the bytes a step reads
+    (weights less the embedding table, the cache of 2,049 tokens, the logits) at 0.88 of 3,350 GB/s, plus 14
+    kernels a layer at 4.9 us and 0.3 ms a step."""
+    weights = 2 * (6_738_415_616 - 32_000 * 4096)   # bf16, every parameter but the embedding look-up
+    kv = 2049 * (2 * 32 * 32 * 128 * 2)             # K and V, 32 layers x 32 heads x 128, bf16
+    logits = 2 * 32_000                              # one position's logits, bf16
+    seconds = Fraction(weights + kv + logits) / (Fraction(88, 100) * 3_350 * 10 ** 9)
+    seconds += 32 * 14 * Fraction(49, 10 ** 7) + Fraction(3, 10 ** 4)
+    t = _time("llama2-7b", gpu="h100-sxm")
+    assert t["decode_token_bytes"] == weights + kv + logits
+    assert t["expected"]["decode_token_s"] == pytest.approx(float(seconds), rel=1e-12)
+    assert t["expected"]["tokens_per_s"] == pytest.approx(float(1 / seconds), rel=1e-12)
+
+
+def test_eager_engine_is_paced_by_the_host():
+    """Without CUDA graphs (transformers' eager decode) a step takes at least 90 kernels a layer at 24 us of
+    host time: 32 x 90 x 24 us + 1 ms = 70.12 ms for llama2-7b, whatever the GPU."""
+    for gpu in ("h100-sxm", "a100-80gb"):
+        e = _time("llama2-7b", gpu=gpu, engine="hf")["expected"]
+        assert e["decode_token_s"] == pytest.approx(32 * 90 * 24e-6 + 1e-3, rel=1e-12)
+
+
+def test_pipeline_bubble_and_micro_batches():
+    """1F1B's bubble is (p-1)/m of the ideal step; interleaving two chunks halves it; more micro-batches
+    mean more tokens a step and a higher MFU."""
+    assert efficiency.bubble(8, 4) == Fraction(7, 4)
+    assert efficiency.bubble(8, 4, "interleaved") == Fraction(7, 8)
+    one = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096)["expected"]
+    many = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16)["expected"]
+    inter = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16,
+                  schedule="interleaved")["expected"]
+    assert one["mfu"] < many["mfu"] < inter["mfu"]
+
+
+def test_fp8_training_runs_against_the_fp8_peak():
+    """--compute-dtype fp8 multiplies bf16 weights in fp8: the peak (and MFU's denominator) is the fp8
+    one, 1,978.9 TFLOP/s on an H100 SXM, and the step is faster than in bf16."""
+    bf16 = _time("llama3.1-8b", gpu="h100-sxm", seq=8192)
+    fp8 = _time("llama3.1-8b", gpu="h100-sxm", seq=8192, compute_dtype="fp8")
+    assert (bf16["peak_flops"], fp8["peak_flops"]) == (989_400 * 10 ** 9, 1_978_900 * 10 ** 9)
+    assert fp8["peak_dtype"] == "fp8"
+    assert fp8["expected"]["training_step_s"] < bf16["expected"]["training_step_s"]
+
+
+def test_recomputation_counts_in_hfu_not_mfu():
+    """Full recomputation runs the forward twice: HFU counts its FLOPs (4/3 of the model's), MFU does not."""
+    e = _time("llama3.2-1b", gpu="h100-sxm", recompute=True)["expected"]
+    assert e["hfu"] == pytest.approx(e["mfu"] * 4 / 3, rel=1e-12)
+
+
+def test_unknown_engine_is_one_line():
+    with pytest.raises(SymllmError, match=r"^engine: unknown 'tensorflow' \(known: vllm, "):
+        symllm.workload("llama3.2-1b", engine="tensorflow")
+
+
+# --- against the H200 measurements of benchmarks/gpu_efficiency.py ------------------------------------------
+
+H200 = json.loads((ROOT / "docs" / "data" / "h200-2026-11-28.json").read_text())
+
+
+@pytest.mark.parametrize("row", [r for r in H200["graph_decode"] if r["b"] == 1], ids=lambda r: f"{r['model']}-{r['context']}")
+def test_graph_decode_steps_on_the_h200(row):
+    """symllm's own decode step replayed from a CUDA graph (the runs kernel.graph_s was read from) is
+    expected within 8% at batch 1: bytes at the measured copy rate plus a fixed cost per kernel."""
+    e = _time(row["model"], gpu="h200", seq=row["context"], engine="torch")["expected"]
+    assert e["decode_token_s"] == pytest.approx(row["graph_decode_token_s"], rel=0.08)
+
+
+@pytest.mark.parametrize("row", [r for r in H200["graph_decode"] if r["b"] > 1], ids=lambda r: f"{r['model']}-b{r['b']}-{r['context']}")
+def test_batched_graph_decode_steps_on_the_h200(row):
+    """The batched steps of the same runs, which calibrated nothing: within 15%."""
+    e = _time(row["model"], gpu="h200", seq=row["context"], batch=row["b"], engine="torch")["expected"]
+    assert e["decode_token_s"] == pytest.approx(row["graph_decode_token_s"], rel=0.15)
