@@ -224,12 +224,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") else Fraction(0)
     dp_s = allreduce_s(1, comm.get("dp", 0), route.get("dp")) if work.dp > 1 else Fraction(0)
     hidden = _x(train["overlap"])
-    ideal = pp * (compute_s + tp_s + ep_s)
+    ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
     exposed = max(dp_s * (1 - hidden), dp_s - ideal)  # what overlap cannot hide: at most the compute's length
-    training = ideal * (1 + bubble(pp, micro, schedule)) + _handoff(parts, "training", route, pp) * micro + exposed
+    training = ideal * (1 + bubble(pp, micro, schedule)) + _handoff(parts, "training", route, pp) + exposed
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
-        training = max(training, Fraction(floor["training_step_s"]) * micro)
+        training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro
     gpus = work.tp * work.pp * work.dp
     out["training_step_s"] = float(training)

@@ -538,11 +538,12 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     * ``tokens_per_s``: ``N_d·b / decode_token_s`` (``N_d`` replicas), at context ``t``;
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
-    * training: ``training_step_s``: ``N_p`` × (the busiest stage's training FLOPs / P + its tensor- and
-      expert-parallel bytes sent / their link's bandwidth) + the pipeline's ``2(N_p-1)`` hand-offs + the
-      data-parallel gradient traffic (``comm``), one micro-batch of ``b`` sequences per data-parallel rank,
+    * training: ``training_step_s``: ``(m + N_p - 1)`` × (the busiest stage's training FLOPs / P + its tensor-
+      and expert-parallel bytes sent / their link's bandwidth) + the pipeline's ``2(N_p-1)`` hand-offs + the
+      data-parallel gradient traffic (``comm``), ``m`` (``micro_batches``) micro-batches of ``b`` sequences
+      per data-parallel rank,
       communication not overlapped with compute (an estimate, not a bound); ``training_tokens_per_s``
-      (``N_d·b·s`` a step), ``mfu`` (model FLOPs, ``3×`` the forward's, over ``gpus·P``); with ``tokens``:
+      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, ``3×`` the forward's, over ``gpus·P``); with ``tokens``:
       ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
 
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact.
@@ -607,13 +608,15 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
         crossing = decode_batch(exprs["flops"]["decode_token"], bytes_moved(mdl, "decode"))
         out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
                                       if decode_batch_exists(crossing, vals) else None)
-    # training: one step of b sequences per data-parallel rank
+    # training: one step of m micro-batches of b sequences per data-parallel rank; the pipeline's last
+    # micro-batch leaves the first stage after m stage-times and the last after m + N_p - 1
+    m = work.micro_batches
     worst = max(ev(st["training_flops"]) for st in terms["stages"]) / peak
     comm = {k: ev(v) for k, v in exprs["comm"].items()}
-    step = (work.pp * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
+    step = ((m + work.pp - 1) * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
             + over("pp", ev(terms["training_handoff"])) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
-    tokens = work.dp * work.batch * work.seq
-    model_flops = 3 * work.dp * ev(exprs["flops"]["prefill"])  # recomputation is not model FLOPs
+    tokens = work.dp * work.batch * work.seq * m
+    model_flops = 3 * work.dp * m * ev(exprs["flops"]["prefill"])  # recomputation is not model FLOPs
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))

@@ -704,13 +704,18 @@ class Report:
             return None
         first = t["compute_bound_batch"]
         per = f" (per GPU of {t['gpus']})" if t["gpus"] > 1 else ""
-        rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound"),
-                ("one decode step", f"{t['decode_token_s']:.4g} s", f"{t['decode_token_bound']}-bound"),
-                ("decode tokens/s", f"{t['tokens_per_s']:,.1f}", f"at batch {work.batch:,} x {work.dp} replica(s)"),
+        e = t["expected"]  # the expected time beside each bound (symllm.costs.efficiency)
+        rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound; expected {e['prefill_s']:.4g} s"),
+                ("one decode step", f"{t['decode_token_s']:.4g} s",
+                 f"{t['decode_token_bound']}-bound; expected {e['decode_token_s']:.4g} s ({e['engine']})"),
+                ("decode tokens/s", f"{t['tokens_per_s']:,.1f}",
+                 f"at batch {work.batch:,} x {work.dp} replica(s); expected {e['tokens_per_s']:,.1f}"),
                 ("inference peak fits" + per, "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
                 ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack"),
-                ("training step", f"{t['training_step_s']:.4g} s", f"MFU {t['mfu']:.1%}"),
-                ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}", f"{t['gpus']} GPU(s)")]
+                ("training step", f"{t['training_step_s']:.4g} s",
+                 f"MFU {t['mfu']:.1%}; expected {e['training_step_s']:.4g} s, MFU {e['mfu']:.1%} ({e['training_engine']})"),
+                ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
+                 f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")]
         if "training_s" in t:
             rows.append((f"{work.tokens:,} training tokens", f"{t['training_s'] / 86400:,.2f} days",
                          f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))

@@ -1,0 +1,125 @@
+"""symllm's expected times against the published runs in tests/data/published_runs.json (issue 40's
+validation table: engine and version, hardware, model, precision, layout, workload, figure, source).
+
+Nothing in symllm/costs/efficiency.json was fitted to these rows: its figures come from the H200
+measurements of benchmarks/gpu_efficiency.py or are marked as assumed. The test prints predicted against
+measured for every row it can predict, and holds the median and worst relative error where they stand
+today (docs/efficiency.md shows the table); rows of a kind symllm does not predict yet (serving under load,
+vLLM's KV capacity) are listed as such."""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+import symllm
+from symllm.costs.formats import check_format
+
+ROWS = json.loads((Path(__file__).parent / "data" / "published_runs.json").read_text())["rows"]
+
+#: engines the table names under another name: NVIDIA NIM runs TensorRT-LLM; gpt-fast is plain PyTorch with
+#: torch.compile and CUDA graphs; Meta's Llama 3 training stack is 4D-parallel like Megatron
+ENGINE = {"nim": "trtllm", "gpt-fast": "torch", "meta-internal": "megatron"}
+#: kinds predicted from count's time group, and the expected key each is compared with
+KINDS = {"decode_tokens_per_s": "tokens_per_s", "itl_s": "decode_token_s", "ttft_s": "prefill_s",
+         "prefill_s": "prefill_s", "training_tokens_per_s_per_gpu": "training_tokens_per_s_per_gpu",
+         "mfu": "mfu"}
+
+
+def _weights(text: str) -> dict:
+    """The row's weights as workload options: a dtype, or a quantized format symllm knows."""
+    name = text.split(" ")[0]
+    if name in ("bf16", "fp16", "fp8"):
+        return {"dtype": name}
+    if name.startswith("gguf:"):
+        return {"weight_format": name[5:]}
+    if name.startswith("int4"):
+        return {"dtype": "int4", "group_size": 32 if "g32" in name else 128}
+    check_format(name)
+    return {"weight_format": name}
+
+
+def options(row: dict) -> dict | None:
+    """The workload options of a row, or None where symllm has no prediction for its kind or model."""
+    if row["kind"] not in KINDS or row["model"] is None or row.get("preset") is None:
+        return None  # a kind not predicted yet, or a model or GPU symllm has no entry for (a 500 W H100 96GB)
+    w, lay = row["workload"], row["layout"]
+    out = {"gpu": row["gpu"], "engine": ENGINE.get(row["engine"], row["engine"]), **_weights(row["weights"]),
+           "tp": lay["tp"], "pp": lay["pp"]}
+    if row["kind"] in ("training_tokens_per_s_per_gpu", "mfu"):
+        dp = row["gpus"] // (lay["tp"] * lay["pp"])
+        micro = w.get("micro_batch") or 1
+        tokens = w.get("global_batch_tokens")
+        steps = max(1, tokens // (w["seq"] * micro * dp)) if tokens else 1
+        out.update(seq=w["seq"], batch=micro, dp=dp, micro_batches=steps, recompute=w.get("recompute") == "full",
+                   zero_stage=3 if lay.get("fsdp") else 1, compute_dtype=row["compute"])
+        out.pop("dtype", None)
+        return out
+    prompt = max(1, w.get("input_len") or 1)
+    out.update(batch=w.get("batch") or 1, seq=prompt)
+    if row["kind"] in ("decode_tokens_per_s", "itl_s"):
+        out["context"] = prompt + (w.get("output_len") or 0) // 2  # the mean context of the decode steps
+    return out
+
+
+def predictions() -> list[tuple[dict, float | None, str]]:
+    """(row, predicted value or None, why not)."""
+    out = []
+    for row in ROWS:
+        opts = options(row)
+        if opts is None:
+            why = (f"{row['kind']}: not predicted yet" if row["kind"] not in KINDS
+                   else "model or GPU not in symllm's presets or catalogue")
+            out.append((row, None, why))
+            continue
+        e = symllm.workload(row["model"], **opts)["time"]["expected"]
+        out.append((row, e[KINDS[row["kind"]]], ""))
+    return out
+
+
+def _error(row, predicted) -> float:
+    return predicted / row["value"] - 1
+
+
+def test_the_table_is_whole():
+    """At least 25 rows, each with its source, engine, hardware, model, precision, layout and workload."""
+    assert len(ROWS) >= 25
+    for row in ROWS:
+        for key in ("engine", "gpu", "weights", "layout", "workload", "value", "as_published"):
+            assert row[key] is not None, (row["id"], key)
+        assert row["source"]["url"].startswith("http") and row["source"]["where"], row["id"]
+
+
+def test_expected_against_published_runs(capsys):
+    """Predicted against measured, by row; the median and worst relative errors stay where they are today
+    (docs/efficiency.md, "Checked against published runs")."""
+    rows = predictions()
+    errors = {}
+    with capsys.disabled():
+        print(f"\n{'run':58} {'kind':31} {'published':>11} {'expected':>11} {'error':>7}")
+        for row, predicted, why in rows:
+            if predicted is None:
+                print(f"{row['id'][:58]:58} {row['kind']:31} {row['value']:>11.4g} {'-':>11} {why}")
+                continue
+            errors[row["id"]] = _error(row, predicted)
+            print(f"{row['id'][:58]:58} {row['kind']:31} {row['value']:>11.4g} {predicted:>11.4g} "
+                  f"{errors[row['id']]:>+7.1%}")
+        size = sorted(abs(e) for e in errors.values())
+        print(f"{len(errors)} rows predicted: median |error| {statistics.median(size):.1%}, worst {size[-1]:.1%}")
+        kinds = {r["id"]: r["kind"] for r in ROWS}
+        for group, members in GROUPS.items():
+            part = sorted(abs(e) for k, e in errors.items() if kinds[k] in members)
+            print(f"  {group}: {len(part)} rows, median {statistics.median(part):.1%}, worst {part[-1]:.1%}")
+            assert statistics.median(part) <= BOUNDS[group][0] and part[-1] <= BOUNDS[group][1], group
+    assert len(errors) >= 25
+    assert statistics.median(size) <= MEDIAN and size[-1] <= WORST
+
+
+GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
+          "training": ("training_tokens_per_s_per_gpu", "mfu")}
+#: where the errors stand on 2026-11-28 (issue 40 asks for a median under 15% and a worst under 35%: met by
+#: neither group's worst, nor by training's median; docs/efficiency.md says which rows and why)
+MEDIAN, WORST = 0.21, 5.2
+BOUNDS = {"inference": (0.11, 0.90), "training": (0.34, 5.2)}
