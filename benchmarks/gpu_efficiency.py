@@ -176,6 +176,54 @@ def attention(prefill_cases, decode_cases) -> list:
     return out
 
 
+def int4_gemm(ms, shapes, group: int = 128) -> list:
+    """Weight-only int4 (torch's tinygemm kernel, ``_weight_int4pack_mm``, bf16 activations) against the same
+    product in bf16: the bytes streamed are the packed weights plus their bf16 scales and zeros."""
+    out = []
+    for n, k in shapes:
+        copies = 8
+        packed, scales = [], []
+        for _ in range(copies):
+            q = torch.randint(0, 16, (n, k), dtype=torch.int32, device=DEV)
+            q8 = (q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8)
+            packed.append(torch._convert_weight_to_int4pack(q8, 8))
+            scales.append(torch.rand(k // group, n, 2, device=DEV, dtype=torch.bfloat16))
+        for m in ms:
+            x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
+            i = [0]
+
+            def fn():
+                j = i[0] % copies
+                i[0] += 1
+                return torch._weight_int4pack_mm(x, packed[j], group, scales[j])
+            try:
+                t = bench(fn, reps=30)
+            except Exception as e:  # noqa: BLE001
+                out.append({"m": m, "n": n, "k": k, "error": repr(e)[:300]})
+                continue
+            moved = n * k // 2 + (k // group) * n * 4 + m * k * 2 + m * n * 2
+            out.append({"m": m, "n": n, "k": k, "dtype": "int4", "group": group, "s": t, "bytes": moved,
+                        "bytes_per_s": moved / t, "flops_per_s": 2 * m * n * k / t})
+        del packed, scales
+        torch.cuda.empty_cache()
+    return out
+
+
+def graph_prefill(name, lengths) -> list:
+    """A whole prefill (one forward of s tokens, batch 1) of transformers' LlamaForCausalLM with SDPA,
+    logits for the last position only (what an engine computes), timed by CUDA events."""
+    model = hf_model(name)
+    out = []
+    with torch.no_grad():
+        for s_ in lengths:
+            ids = torch.randint(0, 1000, (1, s_), device=DEV)
+            t = bench(lambda: model(input_ids=ids, use_cache=False, logits_to_keep=1), warmup=2, reps=5)
+            out.append({"model": name, "engine": "hf-sdpa", "b": 1, "s": s_, "prefill_s": t})
+    del model
+    torch.cuda.empty_cache()
+    return out
+
+
 def launch() -> dict:
     x = torch.zeros(1, device=DEV)
     n = 2000
@@ -204,6 +252,7 @@ SHAPES = {  # name: (V, d, L, n_h, n_kv, d_ff, tied) as the presets give them
     "llama3.2-3b": (128256, 3072, 28, 24, 8, 8192, True),
     "llama2-7b": (32000, 4096, 32, 32, 32, 11008, False),
     "llama3.1-8b": (128256, 4096, 32, 32, 8, 14336, False),
+    "qwen2.5-7b": (152064, 3584, 28, 28, 4, 18944, False),
 }
 
 
@@ -345,6 +394,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "gpu_measurements.json"))
     ap.add_argument("--quick", action="store_true", help="a few cases of each, to check the script")
+    ap.add_argument("--second", action="store_true", help="the held-out runs (int4, other shapes, prefill)")
     args = ap.parse_args(argv)
     q = args.quick
     result = {"env": env()}
@@ -353,7 +403,17 @@ def main(argv=None) -> int:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
 
-    sections = [
+    if args.second:  # the held-out runs: shapes and kinds the first run's figures were not read from
+        sections = [
+            ("int4_gemm", lambda: int4_gemm([1, 16, 64, 256, 1024], [(4096, 4096), (28672, 4096), (4096, 14336),
+                                                                     (8192, 8192)])),
+            ("graph_decode", lambda: graph_decode("llama3.2-3b", [1, 16], 2048) + graph_decode("qwen2.5-7b", [1, 16], 4096)),
+            ("prefill", lambda: graph_prefill("llama3.1-8b", [512, 2048, 8192]) + graph_prefill("llama3.2-3b", [2048])),
+            ("train", lambda: [train("llama3.2-3b", 2, 4096), train("qwen2.5-7b", 1, 4096)]),
+        ]
+    else:
+        sections = []
+    sections = sections or [
         ("launch", launch),
         ("copy", lambda: copy([2 ** 20, 2 ** 24] if q else [2 ** p for p in range(20, 33, 2)])),
         ("gemm_bf16", lambda: gemm([1, 64] if q else [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
@@ -410,7 +470,7 @@ def summary(r) -> None:
                 continue
             print(f"{row['dtype']} M={row['m']:>6} N={row['n']:>6} K={row['k']:>6}  {row['s'] * 1e6:9.1f} us "
                   f"{row['flops_per_s'] / 1e12:7.1f} TF/s {row['bytes_per_s'] / 1e12:5.2f} TB/s")
-    for key in ("attention", "decode", "graph_decode", "train"):
+    for key in ("int4_gemm", "attention", "decode", "graph_decode", "prefill", "train"):
         rows = r.get(key)
         if not isinstance(rows, list):
             print(key, rows)

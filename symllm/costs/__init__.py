@@ -5,7 +5,8 @@ Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default
 :mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``), :mod:`~symllm.costs.stacks`,
 :mod:`~symllm.costs.parallel`, :mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.formats` (weight and
 KV-cache formats as exact bytes), :mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree),
-:mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency), :mod:`~symllm.costs.hardware`,
+:mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency), :mod:`~symllm.costs.hardware`
+(fit and roofline bounds), :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines),
 :mod:`~symllm.costs.scaling`, :mod:`~symllm.costs.checks` (whether a workload fits a model),
 :mod:`~symllm.costs.zero` (training states per optimizer and ZeRO sharding), :mod:`~symllm.costs.inverse`
 (the largest batch or context that fits, in closed form), :mod:`~symllm.costs.comparison` (models side by
@@ -14,5 +15,5 @@ side), :mod:`~symllm.costs.shares` (memory per component).
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "stacks", "parallel", "finetune", "formats", "checkpoints", "serving", "hardware",
+    "workloads", "phases", "stacks", "parallel", "finetune", "formats", "checkpoints", "serving", "hardware", "efficiency",
     "scaling", "checks", "zero", "shares", "comparison", "inverse")})
