@@ -39,6 +39,7 @@ from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
+from symllm.costs.hardware import _seconds  # a time as a float, or exact past a float's range (as the bound's)
 from symllm.errors import SymllmError
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "attention_prefill", "stream", "bubble",
@@ -194,7 +195,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     mem = stream(work.dtype) * bandwidth
     out = {"engine": serve["name"], "training_engine": train["name"]}
 
-    def step(gpu_s: Fraction) -> Fraction:
+    def step(gpu_s: Fraction, kernels: int = kernels) -> Fraction:
         """A stage's GPU time plus its kernels' fixed cost, or the host's pace without a CUDA graph."""
         if serve["cuda_graphs"]:
             return gpu_s + kernels * graph
@@ -205,16 +206,18 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     core = parts["prefill_core_flops"]
     gemm_s = (parts["prefill_flops"] - core) / (gemm(compute, rows) * peak)
     attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
-    gpu_s = max(gemm_s + attn_s, parts["prefill_bytes"] / mem)
-    prefill = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link))
+    # never below the bound's compute term (its attention convention may count more than causal pairs)
+    gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
+    prefill = (pp * (step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]))
+                     + allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link))
                + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]))
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower
     gpu_s = max(parts["decode_flops"] / (gemm(compute, work.batch) * peak), parts["decode_bytes"] / mem)
     decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
-    out["prefill_s"] = float(prefill)
-    out["decode_token_s"] = float(decode)
-    out["tokens_per_s"] = float(work.dp * work.batch / decode)
+    out["prefill_s"] = _seconds(prefill)
+    out["decode_token_s"] = _seconds(decode)
+    out["tokens_per_s"] = _seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
     eta = gemm(compute, 16384) * _x(train["train_factor"])
     micro = getattr(work, "micro_batches", 1) or 1
@@ -232,16 +235,16 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro
     gpus = work.tp * work.pp * work.dp
-    out["training_step_s"] = float(training)
-    out["training_tokens_per_s_per_gpu"] = float(Fraction(tokens) / training / gpus)
-    out["mfu"] = float(parts["training_model_flops"] * micro / (training * gpus * peak))
-    out["hfu"] = float(parts["training_hardware_flops"] * micro / (training * gpus * peak))
+    out["training_step_s"] = _seconds(training)
+    out["training_tokens_per_s_per_gpu"] = _seconds(Fraction(tokens) / training / gpus)
+    out["mfu"] = _seconds(parts["training_model_flops"] * micro / (training * gpus * peak))
+    out["hfu"] = _seconds(parts["training_hardware_flops"] * micro / (training * gpus * peak))
     if work.tokens is not None:  # a token budget: its time, GPU-hours and cost at the expected step
         run = Fraction(work.tokens) * training / tokens
-        out["training_s"] = float(run)
-        out["gpu_hours"] = float(run * gpus / 3600)
+        out["training_s"] = _seconds(run)
+        out["gpu_hours"] = _seconds(run * gpus / 3600)
         if work.price is not None:
-            out["cost"] = float(run * gpus / 3600 * Fraction(str(work.price)))
+            out["cost"] = _seconds(run * gpus / 3600 * Fraction(str(work.price)))
     return out
 
 
