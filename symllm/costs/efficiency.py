@@ -39,11 +39,10 @@ from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
-from symllm.costs.hardware import _seconds  # a time as a float, or exact past a float's range (as the bound's)
 from symllm.errors import SymllmError
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "attention_prefill", "stream", "bubble",
-           "allreduce_s", "expected"]
+           "allreduce_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -146,6 +145,23 @@ def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int 
         raise SymllmError(f"schedule: unknown {schedule!r} (known: {', '.join(SCHEDULES)})")
     v = chunks if schedule == "interleaved" else 1
     return Fraction(stages - 1, v * micro_batches)
+
+
+def seconds(value):
+    """A time (or rate) as a float, or the exact Fraction when it is past a float's range (a 300-digit
+    ``--seq``: float() raised OverflowError); JSON prints that one as "p/q", the command line in scientific
+    notation. Bounds and expected times alike.
+
+    >>> seconds(Fraction(3, 2)), seconds(Fraction(10 ** 400, 3)) == Fraction(10 ** 400, 3)
+    (1.5, True)
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        return Fraction(value)
+
+
+_seconds = seconds
 
 
 def _link_kind(topology: str) -> str:

@@ -60,6 +60,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from symllm._lazy import module
+from symllm.costs.efficiency import seconds as _seconds  # a time: a float, exact past a float's range
 from symllm.errors import SymllmError
 from symllm.validate import choice, listed, short
 
@@ -653,19 +654,6 @@ def _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev,
 
 def _whole(value: Fraction):
     return int(value) if value.denominator == 1 else value
-
-
-def _seconds(value):
-    """A time as a float, or the exact Fraction when it is past a float's range (a 300-digit --seq: float()
-    raised OverflowError); JSON prints that one as "p/q", the command line in scientific notation.
-
-    >>> _seconds(Fraction(3, 2)), _seconds(Fraction(10 ** 400, 3)) == Fraction(10 ** 400, 3)
-    (1.5, True)
-    """
-    try:
-        return float(value)
-    except OverflowError:
-        return Fraction(value)
 
 
 def largest_fitting(per_gpu: dict, vals: dict, capacity: int, gen: int = 0) -> dict:
