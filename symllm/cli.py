@@ -358,6 +358,12 @@ def cmd_count(args) -> int:
         if "non_torch" in serve:
             serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
         work["serving"] = serving.capacity(config, **given, **serve)
+        if args.concurrency is not None or args.request_rate is not None:  # under load (symllm.costs.traffic)
+            from symllm.costs import traffic
+            work["serving"]["load"] = traffic.under_load(config, concurrency=args.concurrency,
+                                                      request_rate=args.request_rate, **given, **serve)
+    elif args.concurrency is not None or args.request_rate is not None:
+        raise SymllmError("concurrency: serving under load applies to --serve")
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
@@ -542,7 +548,17 @@ def serve_lines(r: dict) -> str:
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
              "fits" if r["fits"] else "one request does not fit")]
-    return _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2))
+    out = _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2))
+    if "load" in r:
+        x = r["load"]
+        at = f"{x['running']:,} running" + (f", {x['queued']:,} queued" if x["queued"] else "")
+        rows = [("concurrency", f"{x['concurrency']:,}", at + (" (saturated)" if x["saturated"] else "")),
+                ("time to first token", f"{_g(x['ttft_s'])} s", f"prompt {x['seq']:,} tokens"),
+                ("inter-token latency", f"{_g(x['itl_s'] * 1000)} ms", f"{x['gen']:,} tokens generated"),
+                ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"), f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
+                ("saturates at", f"{x['saturation_concurrency']:,}", f"of {x['kv_sequences']:,} the KV cache holds")]
+        out += "\n\n" + _table(rows, (f"under load (expected, {x['engine']})", "", ""), text_columns=(1, 2))
+    return out
 
 
 def time_lines(t: dict, w: dict) -> list[str]:
@@ -895,6 +911,11 @@ def _count_args(p) -> None:
     s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default 0)")
+    s.add_argument("--concurrency", type=int, default=None, metavar="C",
+                   help="under load: C requests at a time of --seq prompt and --gen output tokens: TTFT, ITL, "
+                        "output tokens/s (symllm.costs.traffic)")
+    s.add_argument("--request-rate", type=float, default=None, metavar="R",
+                   help="under load: R requests a second (instead of --concurrency)")
     p.set_defaults(func=cmd_count)
 
 

@@ -190,7 +190,8 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fractio
 
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
-    ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
+    ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
+    into), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``*_handoff``, ``training_flops``,
     ``training_model_flops``, ``comm``), the workload, the peak FLOP/s of the compute dtype, the bandwidth
@@ -232,6 +233,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
     out["prefill_s"] = _seconds(prefill)
+    out["prefill_compute_s"] = _seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
     out["decode_token_s"] = _seconds(decode)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline

@@ -1,0 +1,130 @@
+"""Serving under load: time to first token, inter-token latency and output tokens/s at a concurrency or a
+request rate, as an engine with continuous batching and chunked prefill schedules it.
+
+Requests of ``s`` prompt tokens (``seq``) that generate ``n`` tokens each (``gen``) run ``C`` at a time
+(``concurrency``; a closed loop: each finished request is replaced at once). Every engine step decodes one
+token of each running sequence and, in the same step, prefills prompt chunks of the requests that joined,
+up to ``max_num_batched_tokens`` tokens a step (vLLM's chunked prefill; SGLang and TensorRT-LLM schedule
+alike). In the steady state ``C/n`` requests finish a step, so ``C·s/n`` prompt tokens ride along each step:
+
+    step time  T(C) = decode step at batch C and the mean context s + n/2  +  (C/n) · p,
+
+where ``p`` is one prompt's GEMMs and attention at the expected efficiencies (``prefill_compute_s`` of
+:mod:`symllm.costs.efficiency`; its weights are already being read by the decode step). Then
+
+* inter-token latency ``ITL = T(C)``;
+* time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks of ``chunk =
+  max_num_batched_tokens − C`` tokens, one a step), plus the wait in the queue when more requests are
+  sent than the KV cache holds;
+* end-to-end ``E2E = TTFT + (n − 1) · ITL``; output tokens/s ``= C · n / E2E``.
+
+At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
+KV cache); requests beyond them wait. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
+solved over ``C``; past ``R / E2E(R)`` the queue grows without bound (``saturated``). The **saturation
+concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those at ``R``.
+
+>>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=1000, gen=1000, concurrency=64)
+>>> r["running"], r["itl_s"] > 0, r["ttft_s"] < r["e2e_s"]
+(64, True, True)
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from math import ceil
+
+from symllm.errors import SymllmError
+from symllm.validate import integer
+
+__all__ = ["under_load", "SATURATION"]
+
+#: the share of the largest throughput that counts as saturated
+SATURATION = Fraction(95, 100)
+
+
+def under_load(config, work=None, *, concurrency: int | None = None, request_rate=None, **options) -> dict:
+    """``config`` served under load (module docstring): ``concurrency`` sequences at a time, or
+    ``request_rate`` requests a second; ``options`` are workload options (``seq``: the prompt, ``gen``: the
+    output, ``gpu``, ``tp``, ``engine``, dtypes and formats) and :func:`symllm.costs.serving.capacity`'s
+    (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``). Returns
+    ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
+    "requests_per_s", "kv_sequences", "saturation_concurrency", "saturated", "engine"}``.
+
+    >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
+    >>> r["running"], round(r["requests_per_s"], 2), r["saturated"]  # the fewest running that serve 2 a second
+    (3, 2.88, False)
+    """
+    from symllm.arch import resolved
+    from symllm.costs import phases, serving
+    from symllm.costs.workloads import Workload
+
+    keys = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch", "kv_cache_bytes")
+    serve = {k: options.pop(k) for k in keys if options.get(k) is not None}
+    work = Workload.of(work, **options)
+    if work.gen < 1:
+        raise SymllmError("gen: serving under load needs the tokens each request generates (--gen 1 or more)")
+    if (concurrency is None) == (request_rate is None):
+        raise SymllmError("concurrency: give the concurrency or the request rate (one of them)")
+    if concurrency is not None:
+        integer("concurrency", concurrency)
+    else:
+        rate = serving._fraction("request_rate", request_rate)
+    spec = resolved.spec(config)
+    cap = serving.capacity(spec, work, **serve)
+    s, n = work.seq, work.gen
+    most = cap["kv_tokens"] // (s + n)  # sequences whose whole context the KV cache holds
+    if most < 1:
+        raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
+                          f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
+    budget = cap["max_num_batched_tokens"]
+    prompt = _expected(phases, spec, work.replace(batch=1, context=None))["prefill_compute_s"]
+    cache = {}
+
+    def at(c: int) -> dict:
+        """The steady state with ``c`` sequences running (``c <= most``)."""
+        if c not in cache:
+            decode = _expected(phases, spec, work.replace(batch=c, context=s + n // 2))
+            step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * Fraction(prompt)
+            ttft = ceil(s / max(1, budget - c)) * step + Fraction(prompt)
+            e2e = ttft + (n - 1) * step
+            cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e, "engine": decode["engine"]}
+        return cache[c]
+
+    top = at(most)
+    if concurrency is None:  # Little's law: the concurrency whose request rate is the one asked for
+        saturated = rate > top["rate"]
+        c = most if saturated else _smallest(lambda k: at(k)["rate"] >= rate, 1, most)
+        point = at(c)
+        sent = c
+    else:
+        saturated = concurrency > most
+        c = min(concurrency, most)
+        point = at(c)
+        sent = concurrency
+    queued = max(0, sent - most)
+    wait = Fraction(queued) / point["rate"] if queued else Fraction(0)  # the queue ahead, at the running rate
+    knee = _smallest(lambda k: at(k)["rate"] >= SATURATION * top["rate"], 1, most)
+    return {"concurrency": sent, "running": c, "queued": queued, "ttft_s": float(point["ttft"] + wait),
+            "itl_s": float(point["itl"]), "e2e_s": float(point["e2e"] + wait),
+            "output_tokens_per_s": float(point["rate"] * n), "requests_per_s": float(point["rate"]),
+            "kv_sequences": most, "saturation_concurrency": knee, "saturated": saturated,
+            "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget}
+
+
+def _expected(phases, spec, work) -> dict:
+    return phases.workload(spec, work)["time"]["expected"]
+
+
+def _smallest(holds, low: int, high: int) -> int:
+    """The smallest ``k`` in ``[low, high]`` where ``holds(k)`` (monotone; ``high`` if none before it),
+    by bisection.
+
+    >>> _smallest(lambda k: k * k >= 50, 1, 100)
+    8
+    """
+    while low < high:
+        mid = (low + high) // 2
+        if holds(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
