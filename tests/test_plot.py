@@ -130,7 +130,7 @@ def test_roofline_points_lie_on_the_roof():
     3.35 TB/s; the ridge is P / B."""
     import symllm
     ax = plots.roofline("llama3.2-1b", "h100-sxm", batch=4).axes[0]
-    roof, prefill, decode, ridge = ax.lines
+    roof, prefill, decode, prefill_expected, decode_expected, ridge = ax.lines
     peak, bandwidth = 989.4e12, 3.35e12
     assert max(roof.get_ydata()) * 1e12 == pytest.approx(peak)
     assert ridge.get_xdata()[0] == pytest.approx(peak / bandwidth)
@@ -140,6 +140,13 @@ def test_roofline_points_lie_on_the_roof():
     w = symllm.workload("llama3.2-1b", batch=4, gpu="h100-sxm")
     assert decode.get_xdata()[0] == pytest.approx(w["flops"]["decode_token"] / w["time"]["decode_token_bytes"])
     assert decode.get_xdata()[0] < peak / bandwidth < prefill.get_xdata()[0]  # memory- and compute-bound
+    # the expected points: at the same intensity, at FLOPs / the expected time (under the roof)
+    e = w["time"]["expected"]
+    for bound, point, key, flops in ((prefill, prefill_expected, "prefill_s", w["flops"]["prefill"]),
+                                     (decode, decode_expected, "decode_token_s", w["flops"]["decode_token"])):
+        assert point.get_xdata()[0] == bound.get_xdata()[0]
+        assert point.get_ydata()[0] * 1e12 == pytest.approx(flops / e[key], rel=1e-9)
+        assert point.get_ydata()[0] < bound.get_ydata()[0]
     with pytest.raises(symllm.SymllmError, match="^gpu: a roofline is for one GPU"):
         plots.roofline("llama3.2-1b", "h100-sxm", tp=2)
 

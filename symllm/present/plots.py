@@ -261,12 +261,13 @@ def flops(models, *, contexts=CONTEXTS, **workload):
 def roofline(config, gpu=None, **workload):
     """A workload's prefill and decode step on one GPU's roofline: attainable FLOP/s
     ``min(P, I·B_mem)`` against arithmetic intensity ``I`` (FLOPs per byte moved), and each phase at its
-    intensity and its roofline rate (FLOPs / time), from :func:`symllm.workload`'s ``time`` group.
+    intensity and its roofline rate (FLOPs / time), from :func:`symllm.workload`'s ``time`` group, each
+    also at its expected time (hollow: :mod:`symllm.costs.efficiency`, ``--engine``).
     One GPU only (the multi-GPU times add communication: ``symllm count --gpu``).
 
     >>> fig = roofline("llama3.2-1b", "h100-sxm", batch=8)
-    >>> [line.get_label() for line in fig.axes[0].lines][1:3]
-    ['prefill', 'decode step']
+    >>> [line.get_label() for line in fig.axes[0].lines][1:5]
+    ['prefill', 'decode step', 'prefill, expected (vllm)', 'decode step, expected (vllm)']
     """
     from symllm.costs import phases
     options = _workload_options(workload, ())
@@ -289,9 +290,14 @@ def roofline(config, gpu=None, **workload):
     fig, (ax,) = _figure()
     ax.plot(xs, [min(peak, x * bandwidth) / 1e12 for x in xs], color="black",
             label=f"{t['title']}: {peak / 1e12:,g} TFLOP/s {t['peak_dtype']}, {bandwidth / 1e9:,g} GB/s")
+    e = t["expected"]  # the expected times (symllm.costs.efficiency): hollow, below each bound
     for i, ((label, f, _, seconds), x) in enumerate(zip(points, intensities)):
         ax.plot([x], [_float(f) / _float(seconds) / 1e12], linestyle="none", marker="o", markersize=7,
                 color=COLOURS[i + 1], label=label)
+    for i, ((label, f, _, _), x) in enumerate(zip(points, intensities)):
+        expected = e["prefill_s" if label == "prefill" else "decode_token_s"]
+        ax.plot([x], [_float(f) / _float(expected) / 1e12], linestyle="none", marker="o", markersize=7,
+                markerfacecolor="none", color=COLOURS[i + 1], label=f"{label}, expected ({e['engine']})")
     ax.axvline(ridge, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
     _plain(ax.xaxis)
