@@ -395,6 +395,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "gpu_measurements.json"))
     ap.add_argument("--quick", action="store_true", help="a few cases of each, to check the script")
     ap.add_argument("--second", action="store_true", help="the held-out runs (int4, other shapes, prefill)")
+    ap.add_argument("--h100", action="store_true", help="another card's tables and predicted steps")
     args = ap.parse_args(argv)
     q = args.quick
     result = {"env": env()}
@@ -403,7 +404,19 @@ def main(argv=None) -> int:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
 
-    if args.second:  # the held-out runs: shapes and kinds the first run's figures were not read from
+    if args.h100:  # another card: the same tables, and whole steps predicted before the run
+        sections = [
+            ("launch", launch),
+            ("copy", lambda: copy([2 ** p for p in range(24, 33, 2)])),
+            ("gemm_bf16", lambda: gemm([256, 1024, 4096, 16384], [(4096, 4096), (28672, 4096), (4096, 14336),
+                                                                  (8192, 8192)], False)),
+            ("gemm_fp8", lambda: gemm([256, 1024, 4096, 16384], [(4096, 4096), (28672, 4096), (4096, 14336),
+                                                                 (8192, 8192)], True)),
+            ("graph_decode", lambda: graph_decode("llama3.2-1b", [1], 1024) + graph_decode("llama3.1-8b", [1, 16], 2048)),
+            ("prefill", lambda: graph_prefill("llama3.1-8b", [2048, 8192])),
+            ("train", lambda: [train("llama3.2-3b", 2, 4096)]),
+        ]
+    elif args.second:  # the held-out runs: shapes and kinds the first run's figures were not read from
         sections = [
             ("int4_gemm", lambda: int4_gemm([1, 16, 64, 256, 1024], [(4096, 4096), (28672, 4096), (4096, 14336),
                                                                      (8192, 8192)])),
