@@ -92,6 +92,18 @@ def test_recomputation_counts_in_hfu_not_mfu():
     assert e["hfu"] == pytest.approx(e["mfu"] * 4 / 3, rel=1e-12)
 
 
+def test_eager_attention_materialises_the_scores():
+    """llama3.1-8b, one prompt of 8,192 tokens on an H100 SXM: SDPA runs the causal pairs' 2.26e12 FLOPs at the
+    measured 0.588 of the peak; eager writes and reads its 32 x 32 x 8,192^2 bf16 scores four times at 0.88 of
+    3.35 TB/s. The prefills differ by exactly that (the GEMMs are the same)."""
+    causal = 4 * 32 * 128 * (8192 * 8193 // 2) * 32           # scores and context over the unmasked pairs
+    sdpa = causal / (0.588 * 989.4e12)
+    eager = 4 * (32 * 32 * 8192 * 8192) * 2 / (0.88 * 3.35e12)  # four passes over the bf16 scores
+    fused = _time("llama3.1-8b", gpu="h100-sxm", seq=8192)["expected"]["prefill_s"]
+    unfused = _time("llama3.1-8b", gpu="h100-sxm", seq=8192, stack="eager")["expected"]["prefill_s"]
+    assert unfused - fused == pytest.approx(eager - sdpa, rel=1e-9)
+
+
 def test_unknown_engine_is_one_line():
     with pytest.raises(SymllmError, match=r"^engine: unknown 'tensorflow' \(known: vllm, "):
         symllm.workload("llama3.2-1b", engine="tensorflow")

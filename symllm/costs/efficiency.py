@@ -8,7 +8,9 @@ each figure with its source:
 * **GEMMs** reach a fraction ``η_gemm(M)`` of the dtype's dense peak that grows with the token rows ``M``
   (bf16 and fp8 tables, measured); below the table's first ``M`` a product is bound by its weights' bytes.
 * **The attention core** of a prefill reaches ``η_attn(s)`` of the bf16 peak on its causal FLOPs (the
-  unmasked pairs: FlashAttention skips the masked blocks), measured by head width.
+  unmasked pairs: FlashAttention skips the masked blocks), measured by head width. Under the ``eager`` and
+  ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at GEMM efficiency, or its
+  scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the slower.
 * **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; weight-only int4/int8 kernels
   a further ``dequant`` fraction (they unpack what they read).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
@@ -223,6 +225,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     core = parts["prefill_core_flops"]
     gemm_s = (parts["prefill_flops"] - core) / (gemm(compute, rows) * peak)
     attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
+    if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
+        scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
+        attn_s = max(Fraction(core) / (gemm(compute, work.seq) * peak),
+                     4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * (step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]))
