@@ -104,6 +104,17 @@ def test_eager_attention_materialises_the_scores():
     assert unfused - fused == pytest.approx(eager - sdpa, rel=1e-9)
 
 
+def test_a_batch_touches_more_experts():
+    """Mixtral 8x7B (2 of 8 experts a token) over two H100s: one token's decode step reads a quarter of the
+    experts, below the time to stream every weight a GPU holds; 64 tokens touch 1 - (3/4)^64 of them, so
+    the step takes at least that time (every weight at 0.88 of 3.35 TB/s)."""
+    w = symllm.workload("mixtral-8x7b", gpu="h100-sxm", tp=2)
+    every = w["memory_per_gpu"]["weights"] / (0.88 * 3.35e12)
+    assert w["time"]["expected"]["decode_token_s"] < every
+    many = _time("mixtral-8x7b", gpu="h100-sxm", tp=2, batch=64)["expected"]["decode_token_s"]
+    assert many > every * (1 - 0.75 ** 64) * 0.99
+
+
 def test_unknown_engine_is_one_line():
     with pytest.raises(SymllmError, match=r"^engine: unknown 'tensorflow' \(known: vllm, "):
         symllm.workload("llama3.2-1b", engine="tensorflow")

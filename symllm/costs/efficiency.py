@@ -17,6 +17,9 @@ each figure with its source:
   host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
   cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus its
   bytes at a fraction of the link's bandwidth.
+* **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
+  rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
+  routing), not the ``k/n_e`` of the bound.
 * **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
@@ -221,9 +224,16 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         return max(gpu_s + kernels * graph, kernels * host)
 
     rows = work.batch * work.seq
+    # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
+    share = Fraction(parts["expert_active"]) / parts["expert_params"] if parts.get("expert_params") else Fraction(1)
+
+    def gemms(flops, experts, m) -> Fraction:
+        """GEMMs of ``m`` token rows, of which the routed experts' see ``share`` of them."""
+        return (Fraction(flops - experts) / (gemm(compute, m) * peak)
+                + (Fraction(experts) / (gemm(compute, m * share) * peak) if experts else 0))
     # prefill: GEMMs at M = b·s rows, the attention core at its causal FLOPs, weights at least once
     core = parts["prefill_core_flops"]
-    gemm_s = (parts["prefill_flops"] - core) / (gemm(compute, rows) * peak)
+    gemm_s = gemms(parts["prefill_flops"] - core, parts.get("prefill_expert_flops", 0), rows)
     attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
@@ -234,8 +244,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     prefill = (pp * (step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]))
                      + allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link))
                + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]))
-    # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower
-    gpu_s = max(parts["decode_flops"] / (gemm(compute, work.batch) * peak), parts["decode_bytes"] / mem)
+    # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
+    # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
+    moved = Fraction(parts["decode_bytes"])
+    if parts.get("expert_params") and share < 1:
+        touched = 1 - (1 - share) ** min(work.batch, 10 ** 6)
+        moved += parts["beta_w"] * (parts["expert_params"] * touched - parts["expert_active"])
+    gpu_s = max(gemms(parts["decode_flops"], parts.get("decode_expert_flops", 0), work.batch), moved / mem)
     decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
     out["prefill_s"] = _seconds(prefill)
@@ -243,9 +258,11 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     out["decode_token_s"] = _seconds(decode)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
-    eta = gemm(compute, 16384) * _x(train["train_factor"])
+    factor = _x(train["train_factor"])
     micro = getattr(work, "micro_batches", 1) or 1
-    compute_s = parts["training_flops"] / (eta * peak) * micro
+    experts = parts.get("training_expert_flops", 0)
+    compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384) * factor * peak)
+                 + (Fraction(experts) / (gemm(compute, rows * share) * factor * peak) if experts else 0)) * micro
     comm = parts["comm"]
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") else Fraction(0)

@@ -483,11 +483,15 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> di
         terms = {"training_flops": algebra.substitute(phase_flops(stage, "training", recompute=recompute), defs)}
         blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
         terms["layers"] = algebra.substitute(blocks, defs)
-        core = _core(stage)
+        core, routed = _core(stage), _routed(stage)
+        terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
+        terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
+        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             terms[f"{phase}_flops"] = algebra.substitute(phase_flops(stage, phase), defs)
             terms[f"{phase}_core_flops"] = algebra.substitute(phase_flops(core, phase), defs)
+            terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
             terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
@@ -512,6 +516,25 @@ def _core(comp):
         own = c.flops if S.t in c.flops.free_symbols or c.flops.has(sp.Min) else sp.S.Zero
         return c.repeat * (own + sum((grows(x) for x in c.children), sp.S.Zero))
     return Component("core", flops=grows(comp))
+
+
+def _routed(comp):
+    """The routed experts of ``comp``: a component holding the parameters, active parameters and matmul FLOPs
+    of every part whose tokens use only some of its parameters (``active`` set: a mixture's experts); their
+    GEMMs see only the tokens routed to each expert (:mod:`symllm.costs.efficiency`).
+
+    >>> from symllm import api
+    >>> r = _routed(api.spec("mixtral-8x7b").model())
+    >>> r.total("active") / r.total("params")
+    k/n_e
+    """
+    from symllm.arch.components import Component
+
+    def grows(c, q) -> sp.Expr:
+        own = (c.own(q) if q != "flops" else c.flops) if c.active is not None else sp.S.Zero
+        return c.repeat * (own + sum((grows(x, q) for x in c.children), sp.S.Zero))
+    return Component("routed", params=grows(comp, "params"), active=grows(comp, "active"),
+                     flops=grows(comp, "flops"))
 
 
 def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
@@ -595,6 +618,9 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
         busiest = worst[4]
         parts.update({f"{phase}_flops": ev(busiest[f"{phase}_flops"]), f"{phase}_bytes": worst[2],
                       f"{phase}_core_flops": ev(busiest[f"{phase}_core_flops"]),
+                      f"{phase}_expert_flops": ev(busiest[f"{phase}_expert_flops"]),
+                      "expert_params": ev(busiest["expert_params"]), "expert_active": ev(busiest["expert_active"]),
+                      "training_expert_flops": ev(busiest["training_expert_flops"]),
                       f"{phase}_tp_bytes": ev(busiest[f"{phase}_tp"]) if work.tp > 1 else 0,
                       f"{phase}_handoff": ev(terms[f"{phase}_handoff"]), "layers": int(ev(busiest["layers"]))})
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
@@ -644,6 +670,7 @@ def _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev,
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get(S.d_h, 128)),
+                  "beta_w": _number(vals[S.beta_w]),
                   "compute_dtype": work.matmul_dtype,
                   "training_flops": max(ev(st["training_flops"]) for st in terms["stages"]),
                   "training_handoff": ev(terms["training_handoff"]), "comm": comm,
