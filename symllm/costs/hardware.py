@@ -118,6 +118,18 @@ class GPU:
     link_bandwidth: int | None = None
     #: GPUs one such link joins (an NVLink domain; 8 cards of one PCIe server, assumed)
     node: int = 1
+    #: the memory the driver reports to torch (``total_memory``), bytes, where measured: less than ``memory``
+    #: (what engines such as vLLM take their share of); None: not measured, ``memory`` is used
+    reported: int | None = None
+
+    @property
+    def usable(self) -> int:
+        """The memory an engine sees: :attr:`reported` where measured, else the capacity.
+
+        >>> gpu("h100-sxm").usable, gpu("a100-80gb").usable == gpu("a100-80gb").memory
+        (85017493504, True)
+        """
+        return self.reported if self.reported is not None else self.memory
 
     def peak(self, dtype: str) -> int:
         """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8)."""
@@ -153,6 +165,15 @@ def _exact(text, unit: int) -> int | None:
     return int(value)
 
 
+def _reported(entry) -> int | None:
+    """A catalogue entry's reported memory in bytes: exact ``bytes``, or ``gib`` as a log prints it."""
+    if entry is None:
+        return None
+    if "bytes" in entry:
+        return int(entry["bytes"])
+    return int(Fraction(str(entry["gib"])) * GiB)
+
+
 @lru_cache(maxsize=1)
 def _catalogue() -> tuple[dict, dict]:
     """The shipped catalogue (``gpus.json``): name -> :class:`GPU`, name -> :class:`Network`."""
@@ -165,7 +186,7 @@ def _catalogue() -> tuple[dict, dict]:
             fp8=_exact(e["fp8"], _T), int8=_exact(e.get("int8"), _T), bandwidth=_exact(e["bandwidth"], _G),
             memory=e["memory"] * GiB, source=e["source"], url=e["url"], note=e.get("note", ""),
             link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
-            node=link["gpus"] if link else 1)
+            node=link["gpus"] if link else 1, reported=_reported(e.get("reported")))
     networks = {n["name"]: Network(n["name"], n["title"], _exact(n["bandwidth"], _G), n["source"], n["url"])
                 for n in raw["networks"]}
     return gpus, networks
