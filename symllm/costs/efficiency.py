@@ -11,8 +11,9 @@ each figure with its source:
   unmasked pairs: FlashAttention skips the masked blocks), measured by head width. Under the ``eager`` and
   ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at GEMM efficiency, or its
   scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the slower.
-* **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; weight-only int4/int8 kernels
-  a further ``dequant`` fraction (they unpack what they read).
+* **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; weight-only ``--dtype int4`` and
+  ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A ``--weight-format``
+  streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured apart.
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
   cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus its
@@ -292,4 +293,4 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 def _handoff(parts: dict, phase: str, route: dict, pp: int) -> Fraction:
     if pp == 1:
         return Fraction(0)
-    return (pp - 1) * allreduce_s(1, parts[f"{phase}_handoff"], route.get("pp")) / 1
+    return (pp - 1) * allreduce_s(1, parts[f"{phase}_handoff"], route.get("pp"))  # one send a stage boundary
