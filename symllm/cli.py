@@ -329,6 +329,18 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _stated_format(config, given: dict) -> str:
+    """The line saying which weight format a quantized config.json states, and whether --weight-format
+    overrides it (symllm.arch.quantization)."""
+    if config.weight_format is None:
+        return ""
+    over = given.get("weight_format")
+    if over is not None and over != config.weight_format:
+        return f"--weight-format {over} overrides the config's {config.weight_format} ({config.weight_format_source})"
+    return (f"weights in {config.weight_format}, read from the config's {config.weight_format_source}; "
+            "--weight-format overrides it")
+
+
 def cmd_count(args) -> int:
     if len(args.model) > 1 or args.format is not None:
         return cmd_compare(args)
@@ -424,7 +436,8 @@ def cmd_count(args) -> int:
                                           f" in {windowed} of {config.n_layers} layers"
                                           if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
-                                      (config.note, config.note)) if on]
+                                      (config.note, config.note),
+                                      (config.weight_format, _stated_format(config, given))) if on]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
     if config.n_experts is None and len(config.groups) == 1:
@@ -793,6 +806,10 @@ def cmd_sweep(args) -> int:
     where = validate.shown_path(args.output, 24).strip("'") if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
+    configs = [s.base for s in sweep.sweeps] if hasattr(sweep, "sweeps") else [sweep.base]
+    stated = [b for b in configs if b.weight_format]
+    for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
+        print(_wrap(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)
     return 0
 
 
