@@ -450,7 +450,8 @@ def test_bitsandbytes_checkpoint_read(bf16_llama, tmp_path, cli, kind):
 
 #: llm-compressor's preset schemes -> the weight format symllm names them
 CT_SCHEMES = {"W4A16": "w4a16", "W4A16_ASYM": "w4a16-asym", "W8A16": "w8a16", "W8A8": "w8a8",
-              "FP8_DYNAMIC": "w8a8-fp8", "FP8_BLOCK": "w8a8-fp8-block", "NVFP4": None}
+              "FP8_DYNAMIC": "w8a8-fp8", "FP8_BLOCK": "w8a8-fp8-block", "NVFP4": None,
+              "W4A16 group 32": "w4a16-g32", "W8A16 per channel": "w8a16-channel"}
 
 
 @pytest.mark.parametrize("scheme", list(CT_SCHEMES))
@@ -465,8 +466,14 @@ def test_compressed_tensors_checkpoint_read(bf16_llama, tmp_path, cli, scheme):
     from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
     from safetensors import safe_open
     model = transformers.AutoModelForCausalLM.from_pretrained(bf16_llama, dtype=torch.bfloat16)
-    apply_quantization_config(model, QuantizationConfig(
-        config_groups={"group_0": preset_name_to_scheme(scheme, ["Linear"])}, ignore=["lm_head"]))
+    if " " in scheme:  # W4A16 with another group, W8A16 per channel: the scheme's weights by hand
+        from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
+        bits, group = (4, 32) if "group" in scheme else (8, None)
+        scheme_of = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(
+            num_bits=bits, type="int", symmetric=True, strategy="group" if group else "channel", group_size=group))
+    else:
+        scheme_of = preset_name_to_scheme(scheme, ["Linear"])
+    apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme_of}, ignore=["lm_head"]))
     compressor = ModelCompressor.from_pretrained_model(model)
     compressor.compress_model(model)
     model.save_pretrained(tmp_path)

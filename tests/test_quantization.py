@@ -131,6 +131,22 @@ def test_gptq_bytes_by_hand(cli, tmp_path):
     assert out["weight_format"]["format"] == "gptq" and out["memory"]["weights"] == want
 
 
+@pytest.mark.parametrize("group, bits, name", [(32, 4, "gptq-g32"), (-1, 4, "gptq-channel"), (64, 8, "gptq-8bit-g64")])
+def test_gptq_group_sizes_by_hand(cli, tmp_path, group, bits, name):
+    """TheBloke's other branches (gptq-4bit-32g-actorder_True, group_size -1, 8-bit 64g): the group size names
+    the format and prices qzeros (r/g · o·b/32 int32) and fp16 scales (r/g · o) per group of g inputs (a
+    whole row when -1), qweight r·b/32 · o int32, g_idx r int32."""
+    block = {**BLOCKS["gptq"]["quantization_config"], "group_size": group, "bits": bits}
+    d, V, L = 4096, 32000, 32
+    def per_linear(o, r):
+        g = r if group == -1 else group
+        return o * r * bits // 8 + (r // g) * (o * bits // 32) * 4 + (r // g) * o * 2 + 4 * r
+    want = 2 * (2 * V * d + (2 * L + 1) * d) + L * sum(per_linear(o, r) for o, r in _linears(d, 32, 32, 128, 11008))
+    out = json.loads(cli(["count", _write(tmp_path, {**LLAMA2_7B, "quantization_config": block}), "--json"]).out)
+    assert out["weight_format"]["format"] == name and out["memory"]["weights"] == want
+    assert json.loads(cli(["count", "llama2-7b", "--weight-format", name, "--json"]).out)["memory"]["weights"] == want
+
+
 def test_fp8_block_bytes_by_hand(cli, tmp_path):
     """Qwen3-8B-FP8's block (128×128): one byte per weight and an fp32 weight_scale_inv per block of every
     projection; embeddings, lm_head, norms and the per-head q/k norms (128 each) in bf16."""
@@ -164,7 +180,9 @@ def test_gpt_oss_mxfp4_is_openais_checkpoint_size(name, gib):
 @pytest.mark.parametrize("block, line", [
     ({"quant_method": "hqq", "nbits": 4}, "quantization_config.quant_method: 'hqq'"),
     ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "quantization_config.bits: 3"),
-    ({"quant_method": "awq", "bits": 4, "group_size": 64}, "quantization_config.group_size: 64"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 48}, "quantization_config.group_size: 48"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {"-:.*lm_head": {}}},
+     "quantization_config.dynamic: "),
     ({"quant_method": "fp8", "weight_block_size": [64, 64]}, "quantization_config.weight_block_size: [64, 64]"),
     ({"quant_method": "awq", "bits": 4, "group_size": 128, "modules_to_not_convert": ["model.layers.1.mlp"]},
      "quantization_config.modules_to_not_convert: 'model.layers.1.mlp'"),

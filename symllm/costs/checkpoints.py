@@ -425,11 +425,12 @@ def unmodelled(q: dict) -> str | None:
     ('quantization_config.bits: 3 (awq: symllm prices 4)', "mxfp4's tensors are not laid out")
     """
     from symllm.arch import quantization
+    from symllm.arch.quantization import split_group
     try:
         fmt = quantization.read(q)[0]
     except SymllmError as e:
         return str(e)
-    return None if fmt in QUANTIZED else f"{fmt}'s tensors are not laid out"
+    return None if split_group(fmt)[0] in QUANTIZED else f"{fmt}'s tensors are not laid out"
 
 
 def _dtype(raw) -> str | None:
@@ -463,6 +464,10 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype
     """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``);
     ``dtype``: the checkpoint's float dtype (compressed-tensors' scales)."""
     base = name.removesuffix(".weight")
+    from symllm.arch.quantization import split_group
+    plain, named = split_group(fmt)
+    if plain != fmt:  # a grouped format named for its group (gptq-g32; w4a16-channel: one group per row)
+        fmt, group = plain, row if named == -1 else named
     if fmt in ("w8a8", "w8a8-fp8", "w8a8-fp8-block"):  # compressed-tensors int-/float-quantized: scales in dtype
         scales = [ceil(rows / 128), ceil(row / 128)] if fmt.endswith("-block") else [rows, 1]
         return {name: {"dtype": "I8" if fmt == "w8a8" else "F8_E4M3", "shape": [rows, row]},
@@ -525,7 +530,7 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
         for t in formats.gguf_tensors(spec):
             out[t["name"]] = {"dtype": types[t["name"]]["type"] if types else None, "shape": t["shape"]}
         return out
-    quantizes = formats.QUANTIZES.get(fmt, ()) if fmt else ()
+    quantizes = formats.QUANTIZES.get(formats._base(fmt)[0], ()) if fmt else ()
     n_e = spec.config.n_experts or 1
     for t in ts:
         experts = t["kind"] == "experts"
@@ -586,9 +591,10 @@ def check(model) -> dict:
         dtype = _dtype(raw)
         if q is not None and unmodelled(q) is not None:
             raise SymllmError(f"checkpoint: {unmodelled(q)} (docs: checkpoints)")
+        base = formats._base(fmt)[0] if fmt is not None else None
         want = expected(config, str(raw.get("model_type", "llama")),
-                        "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
-                        fmt if fmt in formats.QUANTIZES else None)
+                        "F16" if base in ("awq", "gptq", "gptq-8bit") else dtype,
+                        fmt if base in formats.QUANTIZES else None)
     formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None and typed else None
     return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
             "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,

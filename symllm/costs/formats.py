@@ -126,7 +126,8 @@ QUANTIZES = {
     "gguf": ("embedding", "linear", "head", "experts"),  # every 2-D weight but the router
 }
 
-#: every format name weight_bytes() takes (besides ``gguf:TYPE``)
+#: every format name weight_bytes() takes (besides ``gguf:TYPE``, and a grouped format named for another group:
+#: ``gptq-g32``, ``awq-g64``, ``w4a16-channel``: :func:`symllm.arch.quantization.grouped`)
 FORMATS = tuple(f for f in QUANTIZES if f != "gguf") + tuple(FILE_TYPES) + ("bf16", "fp16", "fp32")
 
 #: KV-cache format -> bytes per cached element: fp16/bf16, fp8 (E4M3/E5M2; a per-layer fp32 scale is not
@@ -221,6 +222,12 @@ def _own(comp, path, count, layer, values) -> list[dict]:
     return [dict(base, row=n, rows=1, ndim=1)]
 
 
+def _base(fmt: str) -> tuple[str, int]:
+    """A format's base name and group (:func:`symllm.arch.quantization.split_group`: ``gptq-g32``)."""
+    from symllm.arch.quantization import split_group
+    return split_group(fmt)
+
+
 def check_format(fmt, field: str = "weight_format") -> str:
     """``fmt`` if it is a weight format :func:`weight_bytes` knows (:data:`FORMATS` or ``gguf:TYPE``).
 
@@ -231,7 +238,8 @@ def check_format(fmt, field: str = "weight_format") -> str:
     ...
     symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, ..., gguf:TYPE)
     """
-    if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES):
+    if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES
+                                 or _base(fmt)[0] != fmt):
         return fmt
     raise SymllmError(f"{field}: unknown {short(fmt, 20)} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
 
@@ -317,8 +325,13 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
     ('awq-int4', 8716288)
     >>> tensor_bytes("nf4", 4096, 4096)[1] == 4096 * 4096 // 2 + 4096 * 4096 // 64 + 4 * 1024 + 64 + 1024 + 4
     True
+    >>> tensor_bytes("gptq-channel", 4096, 4096)  # n/2 + qzeros (1 · o/8 int32) + scales (1 · o fp16) + g_idx
+    ('gptq-int4', 8415232)
     """
     n = row * rows
+    base, named = _base(fmt)
+    if base != fmt:  # a grouped format named for its group (awq-g64; gptq-channel: one group per row)
+        fmt, group = base, row if named == -1 else named
     if fmt in ("nf4", "nf4-nodq", "fp4", "fp4-nodq"):
         blocks = ceil(n / 64)
         extra = 4 * blocks if fmt.endswith("-nodq") else blocks + 4 * ceil(blocks / 256) + 1024 + 4
@@ -452,14 +465,15 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
             out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
     else:
         plain = {"bf16": 2, "fp16": 2, "fp32": 4}
-        if fmt not in QUANTIZES and fmt not in plain:
+        base = _base(fmt)[0]  # a grouped format's kinds are its base's (gptq-g32: gptq's)
+        if base not in QUANTIZES and fmt not in plain:
             raise SymllmError(f"weight_format: unknown {fmt!r} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
         for t in ts:
             n = t["row"] * t["rows"]
-            if fmt in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[fmt]:
+            if base in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[base]:
                 kind, each = tensor_bytes(fmt, t["row"], t["rows"])
             else:
-                kind, each = ("bf16", _HIGH * n) if fmt in QUANTIZES else (fmt, plain[fmt] * n)
+                kind, each = ("bf16", _HIGH * n) if base in QUANTIZES else (fmt, plain[fmt] * n)
             out[t["path"]] = dict(type=kind, count=t["count"], elements=n * t["count"], bytes=each * t["count"])
     total = sum(v["bytes"] for v in out.values())
     elements = sum(v["elements"] for v in out.values())
