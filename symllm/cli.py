@@ -329,6 +329,13 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _weight_table(fmt: str, total: int, bits) -> str:
+    """count's table of a weight format's bytes and bits per weight."""
+    return _table([(f"weights in {fmt}", grouped(total), human_bytes(total)),
+                   ("bits per weight", f"{float(bits):.4f}", "")],
+                  ("weight format (symllm.costs.formats)", "bytes", "rounded"))
+
+
 def _stated_format(config, given: dict) -> str:
     """The line saying which weight format a quantized config.json states, and whether --weight-format
     overrides it (symllm.arch.quantization)."""
@@ -446,6 +453,10 @@ def cmd_count(args) -> int:
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
     print(_table(rows, ("component", "parameters", "rounded")))
+    if config.weight_format is not None and not given:  # a quantized config.json: its weights' bytes too
+        from symllm.costs import formats
+        f = formats.weight_bytes(config, config.weight_format)
+        print("\n" + _weight_table(f["format"], f["total"], f["bits_per_weight"]))
     if ckpt:
         print("\n" + _checkpoint_lines(ckpt))
     if given:
@@ -461,9 +472,7 @@ def cmd_count(args) -> int:
         print(_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
-            print("\n" + _table([(f"weights in {f['format']}", grouped(f["bytes"]), human_bytes(f["bytes"])),
-                                 ("bits per weight", f"{float(f['bits_per_weight']):.4f}", "")],
-                                ("weight format (symllm.costs.formats)", "bytes", "rounded")))
+            print("\n" + _weight_table(f["format"], f["bytes"], f["bits_per_weight"]))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]

@@ -84,6 +84,10 @@ def test_awq_config_sets_bytes_everywhere(cli, tmp_path):
     assert out["weight_format"]["source"].startswith("quantization_config: quant_method awq")
     text = cli(["count", path]).out
     assert "weights in awq, read from the config's quantization_config" in text
+    assert f"weights in awq                        {want:,}" in text  # plain count shows the bytes too
+    back = tmp_path / "back.json"  # count --json's config reads back with its format
+    back.write_text(json.dumps(out["config"]))
+    assert json.loads(cli(["count", back, "--json"]).out)["memory"]["weights"] == want
     assert symllm.workload(str(path))["memory"]["weights"] == want
     assert symllm.workload(_with(LLAMA31_8B, "awq"))["memory"]["weights"] == want
     plan = cli(["plan", path, "--gpus", "1xh100-sxm"])
