@@ -507,6 +507,8 @@ def cmd_plan(args) -> int:
         return 0
     for line in plan_lines(result, args.top or 10):
         print(line)
+    if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
+        print(_wrap(f"({_stated_format(config, given)})"))
     return 0
 
 

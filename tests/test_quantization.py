@@ -92,6 +92,7 @@ def test_awq_config_sets_bytes_everywhere(cli, tmp_path):
     assert symllm.workload(_with(LLAMA31_8B, "awq"))["memory"]["weights"] == want
     plan = cli(["plan", path, "--gpus", "1xh100-sxm"])
     assert plan.code == 0 and "awq" in plan.out.splitlines()[1], plan.out + plan.err
+    assert "weights in awq, read from the config's quantization_config" in " ".join(plan.out.split())
 
 
 def test_awq_config_in_derive_report_and_sweep(cli, tmp_path):
