@@ -10,11 +10,13 @@ from math import ceil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
 import symllm
 from symllm.arch import quantization
 from symllm.arch.config import from_dict
 from symllm.errors import SymllmError
+from .strategies import quantization_configs
 
 DATA = Path(__file__).parent / "data"
 BLOCKS = {k: v for k, v in json.loads((DATA / "quantization_configs.json").read_text()).items() if k != "_about"}
@@ -200,3 +202,18 @@ def test_not_understood_is_one_line(cli, tmp_path, block, line):
     assert r.code == 2 and r.err.startswith("symllm: error: " + line) and len(r.err.strip().splitlines()) == 1
     with pytest.raises(SymllmError, match="^" + line.replace("[", r"\[").replace("]", r"\]")):
         from_dict({**LLAMA31_8B, "quantization_config": block})
+
+
+@given(quantization_configs([b["quantization_config"] for b in BLOCKS.values()]))
+def test_any_block_reads_as_a_format_or_one_line(q):
+    """Any quantization_config (published blocks with keys changed, dropped or hostile, any JSON value) reads
+    as a format weight_bytes knows, or is refused in one line of at most 85 columns (100 with count's
+    "symllm: error: ") naming a quantization_config key; nothing else is raised."""
+    from symllm.costs.formats import check_format
+    try:
+        fmt, said = quantization.read(q)
+    except SymllmError as e:
+        line = str(e)
+        assert line.startswith("quantization_config") and "\n" not in line and len(line) <= 85, line
+    else:
+        assert check_format(fmt) == fmt and said.startswith("quantization_config: quant_method ")

@@ -192,8 +192,9 @@ def scheme_of(q: dict) -> tuple[str, str, int | None]:
         _want(q, "bits", (4,), method, q.get("w_bit"))
         group = _want(q, "group_size", GROUPS + (-1,), method, q.get("q_group_size"))
         _want(q, "zero_point", (True,), method, True)
-        if str(q.get("version", "gemm")).lower() != "gemm":
-            _fail("version", q.get("version"), "awq: symllm has the GEMM layout")
+        version = q.get("version", "gemm")
+        if not (isinstance(version, str) and version.lower() == "gemm"):
+            _fail("version", version, "awq: symllm prices the GEMM layout")
         return method, "int4", group
     if method == "gptq":
         bits = _want(q, "bits", (4, 8), method)
