@@ -329,6 +329,25 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _weight_table(fmt: str, total: int, bits) -> str:
+    """count's table of a weight format's bytes and bits per weight."""
+    return _table([(f"weights in {fmt}", grouped(total), human_bytes(total)),
+                   ("bits per weight", f"{float(bits):.4f}", "")],
+                  ("weight format (symllm.costs.formats)", "bytes", "rounded"))
+
+
+def _stated_format(config, given: dict) -> str:
+    """The line saying which weight format a quantized config.json states, and whether --weight-format
+    overrides it (symllm.arch.quantization)."""
+    if config.weight_format is None:
+        return ""
+    over = given.get("weight_format")
+    if over is not None and over != config.weight_format:
+        return f"--weight-format {over} overrides the config's {config.weight_format} ({config.weight_format_source})"
+    return (f"weights in {config.weight_format}, read from the config's {config.weight_format_source}; "
+            "--weight-format overrides it")
+
+
 def cmd_count(args) -> int:
     if len(args.model) > 1 or args.format is not None:
         return cmd_compare(args)
@@ -430,7 +449,8 @@ def cmd_count(args) -> int:
                                           f" in {windowed} of {config.n_layers} layers"
                                           if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
-                                      (config.note, config.note)) if on]
+                                      (config.note, config.note),
+                                      (config.weight_format, _stated_format(config, given))) if on]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
     if config.n_experts is None and len(config.groups) == 1:
@@ -439,6 +459,10 @@ def cmd_count(args) -> int:
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
     print(_table(rows, ("component", "parameters", "rounded")))
+    if config.weight_format is not None and not given:  # a quantized config.json: its weights' bytes too
+        from symllm.costs import formats
+        f = formats.weight_bytes(config, config.weight_format)
+        print("\n" + _weight_table(f["format"], f["total"], f["bits_per_weight"]))
     if ckpt:
         print("\n" + _checkpoint_lines(ckpt))
     if given:
@@ -454,9 +478,7 @@ def cmd_count(args) -> int:
         print(_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
-            print("\n" + _table([(f"weights in {f['format']}", grouped(f["bytes"]), human_bytes(f["bytes"])),
-                                 ("bits per weight", f"{float(f['bits_per_weight']):.4f}", "")],
-                                ("weight format (symllm.costs.formats)", "bytes", "rounded")))
+            print("\n" + _weight_table(f["format"], f["bytes"], f["bits_per_weight"]))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
@@ -491,6 +513,8 @@ def cmd_plan(args) -> int:
         return 0
     for line in plan_lines(result, args.top or 10):
         print(line)
+    if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
+        print(_wrap(f"({_stated_format(config, given)})"))
     return 0
 
 
@@ -818,6 +842,10 @@ def cmd_sweep(args) -> int:
     where = validate.shown_path(args.output, 24).strip("'") if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
+    configs = [s.base for s in sweep.sweeps] if hasattr(sweep, "sweeps") else [sweep.base]
+    stated = [b for b in configs if b.weight_format]
+    for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
+        print(_wrap(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)
     return 0
 
 

@@ -189,7 +189,8 @@ def workload_options() -> st.SearchStrategy[dict]:
         # symllm.costs.formats: KV-cache formats, and weight formats any shape takes (AWQ, GPTQ and GGUF need
         # rows of whole groups or blocks)
         "kv_format": st.sampled_from(["fp8", "q8_0", "q4_0", "fp16"]),
-        "weight_format": st.sampled_from(["bf16", "fp32", "nf4", "nf4-nodq", "int8", "fp8", "fp8-channel", "fp8-block"]),
+        "weight_format": st.sampled_from(["bf16", "fp32", "nf4", "nf4-nodq", "int8", "fp8", "fp8-channel", "fp8-block",
+                                          "fp4", "w8a8", "w8a8-fp8", "w8a8-fp8-tensor", "w8a8-fp8-block"]),
     }).map(_one_memory_model)
 
 
@@ -390,6 +391,36 @@ def hostile_json_values(max_leaves: int = 12) -> st.SearchStrategy:
     return st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                         st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                         max_leaves=max_leaves)
+
+
+#: a compressed-tensors block of the shape llm-compressor writes (W4A16), for quantization_configs()
+_CT_BLOCK = {"quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
+             "ignore": ["lm_head"], "kv_cache_scheme": None,
+             "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None, "output_activations": None,
+                                           "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                                                       "strategy": "group", "group_size": 128, "dynamic": False}}}}
+
+
+@st.composite
+def quantization_configs(draw, blocks) -> dict:
+    """A ``quantization_config``: one of ``blocks`` (published ones) or a compressed-tensors block, with up to
+    three keys (its own, its weights' or another block's) set to hostile JSON values or dropped; or any JSON
+    value."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(hostile_json_values())
+    q = json.loads(json.dumps(draw(st.sampled_from([*blocks, _CT_BLOCK]))))
+    keys = sorted({k for b in [*blocks, _CT_BLOCK] for k in b} | {"bits", "group_size", "weight_block_size"})
+    for _ in range(draw(st.integers(0, 3))):
+        target, groups = q, q.get("config_groups")
+        group = groups.get("group_0") if isinstance(groups, dict) else None
+        if isinstance(group, dict) and isinstance(group.get("weights"), dict) and draw(st.booleans()):
+            target = group["weights"]
+        key = draw(st.sampled_from(keys + ["num_bits", "strategy", "type", "symmetric"]))
+        if draw(st.integers(0, 4)) == 0:
+            target.pop(key, None)
+        else:
+            target[key] = draw(hostile_json_values(4))
+    return q
 
 
 @st.composite

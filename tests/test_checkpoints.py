@@ -439,17 +439,19 @@ def test_bitsandbytes_checkpoint_read(bf16_llama, tmp_path, cli, kind):
     linears = 7
     assert ck["formula_bytes"] == ck["bytes"] - extra + (4 * linears if kind == "nf4" else 0)
     cfg = json.loads((tmp_path / "config.json").read_text())
-    cfg["quantization_config"]["bnb_4bit_quant_type" if kind != "int8" else "llm_int8_has_fp16_weight"] = (
-        "fp4" if kind != "int8" else True)
+    cfg["quantization_config"]["bnb_4bit_quant_storage" if kind != "int8" else "llm_int8_has_fp16_weight"] = (
+        "bfloat16" if kind != "int8" else True)
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     r = cli(["verify", tmp_path])
     _one_line_refusal(r)
-    assert ("bnb_4bit_quant_type='fp4' is not modelled" if kind != "int8" else
-            "llm_int8_has_fp16_weight=True is not modelled") in r.err
+    assert ("quantization_config.bnb_4bit_quant_storage: 'bfloat16'" if kind != "int8" else
+            "quantization_config.llm_int8_has_fp16_weight: True") in r.err
 
 
 #: llm-compressor's preset schemes -> the weight format symllm names them
-CT_SCHEMES = {"W4A16": "w4a16", "W4A16_ASYM": "w4a16-asym", "W8A16": "w8a16", "FP8": None}
+CT_SCHEMES = {"W4A16": "w4a16", "W4A16_ASYM": "w4a16-asym", "W8A16": "w8a16", "W8A8": "w8a8",
+              "FP8_DYNAMIC": "w8a8-fp8", "FP8_BLOCK": "w8a8-fp8-block", "NVFP4": None,
+              "W4A16 group 32": "w4a16-g32", "W8A16 per channel": "w8a16-channel"}
 
 
 @pytest.mark.parametrize("scheme", list(CT_SCHEMES))
@@ -457,14 +459,21 @@ def test_compressed_tensors_checkpoint_read(bf16_llama, tmp_path, cli, scheme):
     """A checkpoint compressed-tensors' own packer wrote on the CPU (its preset scheme on every Linear but the
     lm_head, ModelCompressor.compress_model, save_pretrained, update_config): verify agrees (weight_packed
     int32, weight_scale, weight_shape, zero points when asymmetric) and count's bytes are the safetensors'
-    and the formula's; FP8 (format float-quantized, not modelled) is one line naming the key, exit 2."""
+    and the formula's, and count reads the format from the config the packer wrote (its bf16 scales: W8A8 int8
+    and FP8 per channel or in 128×128 blocks); NVFP4 (priced, its tensors not laid out) is one line, exit 2."""
     requires("compressed_tensors")
     from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
     from safetensors import safe_open
     model = transformers.AutoModelForCausalLM.from_pretrained(bf16_llama, dtype=torch.bfloat16)
-    apply_quantization_config(model, QuantizationConfig(
-        config_groups={"group_0": preset_name_to_scheme(scheme, ["Linear"])}, ignore=["lm_head"]))
+    if " " in scheme:  # W4A16 with another group, W8A16 per channel: the scheme's weights by hand
+        from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
+        bits, group = (4, 32) if "group" in scheme else (8, None)
+        scheme_of = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(
+            num_bits=bits, type="int", symmetric=True, strategy="group" if group else "channel", group_size=group))
+    else:
+        scheme_of = preset_name_to_scheme(scheme, ["Linear"])
+    apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme_of}, ignore=["lm_head"]))
     compressor = ModelCompressor.from_pretrained_model(model)
     compressor.compress_model(model)
     model.save_pretrained(tmp_path)
@@ -475,12 +484,14 @@ def test_compressed_tensors_checkpoint_read(bf16_llama, tmp_path, cli, scheme):
         for command in ("verify", "count"):
             r = cli([command, tmp_path])
             _one_line_refusal(r)
-            assert "quantization_config format='float-quantized' is not modelled" in r.err
+            assert "checkpoint: nvfp4's tensors are not laid out" in r.err
         return
     r = cli(["verify", tmp_path])
     assert r.code == 0, r.out + r.err
-    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    out = json.loads(cli(["count", tmp_path, "--json"]).out)
+    ck = out["checkpoint"]
     assert ck["weight_format"] == CT_SCHEMES[scheme] and ck["bytes"] == ck["formula_bytes"] == found
+    assert out["weight_format"]["format"] == CT_SCHEMES[scheme] and out["weight_format"]["bytes"] == found
 
 
 def _one_line_refusal(r):

@@ -170,6 +170,11 @@ class ModelConfig:
     layers: tuple | None = None
     #: what a reader should know about what was counted (e.g. a vision encoder that is not)
     note: str | None = None
+    #: the weight format the config.json's ``quantization_config`` states (:mod:`symllm.arch.quantization`; a name
+    #: of :data:`symllm.costs.formats.FORMATS`): β_w unless a workload's weight_format overrides it; None: none
+    weight_format: str | None = None
+    #: what was read to set weight_format (the line the outputs show)
+    weight_format_source: str | None = None
     #: RMSNorm epsilon (no effect on counts)
     norm_eps: float = 1e-5
     #: RoPE base (no effect on counts)
@@ -403,6 +408,9 @@ class ModelConfig:
         """
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         out["layers"] = [{**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
+        for key in ("weight_format", "weight_format_source"):  # only a quantized config says them
+            if out[key] is None:
+                del out[key]
         return out
 
 
@@ -629,8 +637,8 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
     for key in ("vocab_size", "dim", "n_layers", "n_heads"):
         if key not in fields and not (key == "vocab_size" and vocab_size is not None):
             raise SymllmError(f"{key}: missing in a symllm config")
-    for key in ("name", "note"):
-        if key in fields and not isinstance(fields[key], str) and not (key == "note" and fields[key] is None):
+    for key in ("name", "note", "weight_format", "weight_format_source"):
+        if key in fields and not isinstance(fields[key], str) and not (key != "name" and fields[key] is None):
             raise SymllmError(f"{key}: expected a string, got {_short(fields[key])}")
     for key in ("moe_layers", "nope_layers", "window_layers"):
         if isinstance(fields.get(key), list):

@@ -22,7 +22,7 @@ from symllm.numbers.kernels import TableKernel
 
 __all__ = ["resolve", "spec", "model_for", "hidden_dim", "params", "by_kind", "resolved_config", "Config"]
 
-Config = ModelConfig | str | Path | Spec
+Config = ModelConfig | str | Path | Spec | dict
 
 
 @lru_cache(maxsize=256)
@@ -31,11 +31,18 @@ def _preset(name: str, vocab_size: int | None) -> ModelConfig:
 
 
 def resolve(config: Config, *, vocab_size: int | None = None) -> ModelConfig:
-    """A :class:`ModelConfig` from a config, a spec, a preset name or a JSON path.
+    """A :class:`ModelConfig` from a config, a spec, a preset name, a JSON path or a config's dict (a
+    ``config.json`` read whole, its ``quantization_config`` included).
 
     >>> resolve("llama2-13b").dim
     5120
+    >>> resolve({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+    ...          "vocab_size": 100, "quantization_config": {"quant_method": "mxfp4"}}).weight_format
+    'mxfp4'
     """
+    if isinstance(config, dict):
+        from symllm.arch.config import from_dict
+        return from_dict(config, vocab_size=vocab_size)
     if isinstance(config, Spec):
         config = config.config
     if isinstance(config, ModelConfig):

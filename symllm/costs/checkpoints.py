@@ -81,13 +81,13 @@ _HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3"
 #: the top-level components' full names
 _HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
 
-#: quantization_config ``quant_method`` -> the weight format of :mod:`symllm.costs.formats` whose layout
-#: :func:`expected` writes and whose bytes count compares (bits, block size, double quantization decide
-#: between some: :func:`weight_format`)
-QUANTIZED = {"awq": "awq", "gptq": "gptq", "fp8": "fp8-block", "bitsandbytes": "nf4", "compressed-tensors": "w4a16"}
+#: the weight formats (read from a quantization_config by :mod:`symllm.arch.quantization`, the one table) whose
+#: tensors :func:`expected` lays out; a checkpoint in another (nvfp4, mxfp4, AutoFP8's fp8) is refused in one line
+QUANTIZED = ("awq", "gptq", "gptq-8bit", "fp8-block", "nf4", "nf4-nodq", "fp4", "fp4-nodq", "int8", "w4a16",
+             "w4a16-asym", "w8a16", "w8a16-asym", "w8a8", "w8a8-fp8", "w8a8-fp8-block")
 #: bitsandbytes' per-linear tensors that are not in symllm's bytes formula: the quant state serialised as
 #: JSON bytes (4-bit; its length varies) and the 8-bit layout's format byte
-_BNB_EXTRA = ("quant_state.bitsandbytes__nf4", "weight_format")
+_BNB_EXTRA = ("quant_state.bitsandbytes__nf4", "quant_state.bitsandbytes__fp4", "weight_format")
 
 _MAX_HEADER = 100_000_000  # safetensors refuses longer headers (MAX_HEADER_SIZE)
 _MAX_STRING = 1 << 24
@@ -404,87 +404,33 @@ def config_of(ckpt: dict):
 
 def weight_format(ckpt: dict) -> str | None:
     """The weight format (:mod:`symllm.costs.formats`) of a checkpoint: a GGUF's llama.cpp file type,
-    a quantization_config's method (:data:`QUANTIZED`; GPTQ with 8 bits: ``gptq-8bit``; bitsandbytes:
-    ``nf4``, ``nf4-nodq`` or ``int8``), else its tensors' float dtype (``bf16``, ``fp16``, ``fp32``); None
-    when symllm has no formula for it (:func:`unmodelled` says which key)."""
+    the one its quantization_config states (:func:`symllm.arch.quantization.read`), else its tensors' float
+    dtype (``bf16``, ``fp16``, ``fp32``); None when symllm has no formula for it (:func:`unmodelled` says why)."""
     if ckpt["format"] == "gguf":
         return _FILE_TYPES.get(ckpt["metadata"].get("general.file_type"))
     q = (ckpt["config"] or {}).get("quantization_config")
-    if isinstance(q, dict):
-        if unmodelled(q) is not None:
-            return None
-        method = q.get("quant_method")
-        if method == "gptq" and q.get("bits") == 8:
-            return "gptq-8bit"
-        if method == "bitsandbytes":
-            return "int8" if q.get("load_in_8bit") else "nf4" if q.get("bnb_4bit_use_double_quant") else "nf4-nodq"
-        if method == "compressed-tensors":
-            w = next(iter(q["config_groups"].values()))["weights"]
-            return f"w{w['num_bits']}a16" + ("" if w.get("symmetric", True) else "-asym")
-        return QUANTIZED[method]
+    if q is not None:
+        from symllm.arch import quantization
+        return quantization.read(q)[0]
     dtype = _dtype(ckpt["config"])
     return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype)
 
 
 def unmodelled(q: dict) -> str | None:
-    """The first key of a ``quantization_config`` whose value symllm has no layout and formula for, as
-    ``key=value``; None when every key is modelled.
+    """Why :func:`expected` cannot lay out a checkpoint with this ``quantization_config``: the key and value
+    symllm has no format for (:mod:`symllm.arch.quantization`), or the format whose tensors are not laid out
+    (:data:`QUANTIZED`); None when it can.
 
-    >>> unmodelled({"quant_method": "marlin"}), unmodelled({"quant_method": "awq", "bits": 3})
-    ("quant_method='marlin'", 'bits=3')
-    >>> unmodelled({"quant_method": "compressed-tensors", "format": "float-quantized"})
-    "format='float-quantized'"
-    >>> unmodelled({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"})
-    "bnb_4bit_quant_type='fp4'"
+    >>> unmodelled({"quant_method": "awq", "bits": 3}), unmodelled({"quant_method": "mxfp4"})
+    ('quantization_config.bits: 3 (awq: symllm prices 4)', "mxfp4's tensors are not laid out")
     """
-    method = q.get("quant_method")
-    if method not in QUANTIZED:
-        return f"quant_method={method!r}"
-    if method == "bitsandbytes":
-        four, eight = q.get("load_in_4bit", False), q.get("load_in_8bit", False)
-        wanted = {"load_in_4bit": (True,), "bnb_4bit_quant_type": ("nf4",), "bnb_4bit_quant_storage": ("uint8",),
-                  "bnb_4bit_use_double_quant": (True, False)} if four and not eight else \
-            {"load_in_8bit": (True,), "llm_int8_has_fp16_weight": (False,)}
-        wanted["llm_int8_skip_modules"] = (None, [], ["lm_head"])  # transformers' default: the lm_head stays
-        for key, ok in wanted.items():
-            if q.get(key) not in ok:
-                return f"{key}={q.get(key)!r}"
-        return None
-    if method == "compressed-tensors":
-        return _unmodelled_ct(q)
-    if method in ("awq", "gptq"):
-        if q.get("bits", 4) not in ((4, 8) if method == "gptq" else (4,)):
-            return f"bits={q.get('bits')!r}"
-        if q.get("group_size", 128) not in (128, -1):
-            return f"group_size={q.get('group_size')!r}"
-    if method == "fp8" and q.get("weight_block_size") != [128, 128]:
-        return f"weight_block_size={q.get('weight_block_size')!r}"
-    return None
-
-
-def _unmodelled_ct(q: dict) -> str | None:
-    """:func:`unmodelled` for compressed-tensors: one group of integer weights, packed (llm-compressor's
-    W4A16 / W8A16, group 128), on every Linear but the lm_head, compressed, nothing else."""
-    top = {"format": ("pack-quantized",), "quantization_status": ("compressed",), "ignore": (["lm_head"],),
-           "kv_cache_scheme": (None,), "sparsity_config": (None, {}), "transform_config": (None, {})}
-    for key, ok in top.items():
-        if q.get(key) not in ok:
-            return f"{key}={q.get(key)!r}"
-    groups = q.get("config_groups")
-    if not isinstance(groups, dict) or len(groups) != 1:
-        return f"config_groups={str(groups)[:40]} (one group is modelled)"
-    (name, g), = groups.items()
-    if not isinstance(g, dict):
-        return f"config_groups.{name}={str(g)[:40]}"
-    for key, ok in (("targets", (["Linear"],)), ("input_activations", (None,)), ("output_activations", (None,))):
-        if g.get(key) not in ok:
-            return f"config_groups.{name}.{key}={str(g.get(key))[:40]}"
-    w = g.get("weights") if isinstance(g.get("weights"), dict) else {}
-    for key, ok in (("type", ("int",)), ("num_bits", (4, 8)), ("strategy", ("group",)), ("group_size", (128,)),
-                    ("dynamic", (False,)), ("symmetric", (True, False))):
-        if w.get(key) not in ok:
-            return f"config_groups.{name}.weights.{key}={w.get(key)!r}"
-    return None
+    from symllm.arch import quantization
+    from symllm.arch.quantization import split_group
+    try:
+        fmt = quantization.read(q)[0]
+    except SymllmError as e:
+        return str(e)
+    return None if split_group(fmt)[0] in QUANTIZED else f"{fmt}'s tensors are not laid out"
 
 
 def _dtype(raw) -> str | None:
@@ -518,6 +464,14 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype
     """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``);
     ``dtype``: the checkpoint's float dtype (compressed-tensors' scales)."""
     base = name.removesuffix(".weight")
+    from symllm.arch.quantization import split_group
+    plain, named = split_group(fmt)
+    if plain != fmt:  # a grouped format named for its group (gptq-g32; w4a16-channel: one group per row)
+        fmt, group = plain, row if named == -1 else named
+    if fmt in ("w8a8", "w8a8-fp8", "w8a8-fp8-block"):  # compressed-tensors int-/float-quantized: scales in dtype
+        scales = [ceil(rows / 128), ceil(row / 128)] if fmt.endswith("-block") else [rows, 1]
+        return {name: {"dtype": "I8" if fmt == "w8a8" else "F8_E4M3", "shape": [rows, row]},
+                f"{base}.weight_scale": {"dtype": dtype, "shape": scales}}
     if fmt in ("w4a16", "w4a16-asym", "w8a16", "w8a16-asym"):  # compressed-tensors pack-quantized
         bits = 8 if fmt.startswith("w8") else 4
         out = {f"{base}.weight_packed": {"dtype": "I32", "shape": [rows, ceil(row * bits / 32)]},
@@ -539,18 +493,18 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype
     if fmt == "int8":  # bitsandbytes' Int8Params: int8 rows, an fp32 scale per row (SCB), a format byte
         return {name: {"dtype": "I8", "shape": [rows, row]}, f"{base}.SCB": {"dtype": "F32", "shape": [rows]},
                 f"{base}.weight_format": {"dtype": "U8", "shape": []}}
-    if fmt in ("nf4", "nf4-nodq"):  # bitsandbytes' Params4bit: packed bytes, absmax per 64, the code, the state
+    if fmt in ("nf4", "nf4-nodq", "fp4", "fp4-nodq"):  # bitsandbytes' Params4bit: packed bytes, absmax per 64, the code, the state
         n = row * rows
         blocks = ceil(n / 64)
         out = {name: {"dtype": "U8", "shape": [ceil(n / 2), 1]}}
-        if fmt == "nf4":
+        if not fmt.endswith("-nodq"):
             out.update({f"{name}.absmax": {"dtype": "U8", "shape": [blocks]},
                         f"{name}.nested_absmax": {"dtype": "F32", "shape": [ceil(blocks / 256)]},
                         f"{name}.nested_quant_map": {"dtype": "F32", "shape": [256]}})
         else:
             out[f"{name}.absmax"] = {"dtype": "F32", "shape": [blocks]}
         out[f"{name}.quant_map"] = {"dtype": "F32", "shape": [16]}
-        out[f"{name}.quant_state.bitsandbytes__nf4"] = {"dtype": "U8", "shape": None}  # JSON: any length
+        out[f"{name}.quant_state.bitsandbytes__{fmt[:3]}"] = {"dtype": "U8", "shape": None}  # JSON: any length
         return out
     return {name: {"dtype": "F8_E4M3", "shape": [rows, row]},
             f"{base}.weight_scale_inv": {"dtype": "F32", "shape": [ceil(rows / 128), ceil(row / 128)]}}
@@ -576,7 +530,7 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
         for t in formats.gguf_tensors(spec):
             out[t["name"]] = {"dtype": types[t["name"]]["type"] if types else None, "shape": t["shape"]}
         return out
-    quantizes = formats.QUANTIZES.get(fmt, ()) if fmt else ()
+    quantizes = formats.QUANTIZES.get(formats._base(fmt)[0], ()) if fmt else ()
     n_e = spec.config.n_experts or 1
     for t in ts:
         experts = t["kind"] == "experts"
@@ -635,12 +589,12 @@ def check(model) -> dict:
         raw = ckpt["config"] or {}
         q = raw.get("quantization_config")
         dtype = _dtype(raw)
-        if isinstance(q, dict) and fmt is None:
-            raise SymllmError(f"checkpoint: quantization_config {str(unmodelled(q))[:30]} is not modelled "
-                              "(docs: checkpoints)")
+        if q is not None and unmodelled(q) is not None:
+            raise SymllmError(f"checkpoint: {unmodelled(q)} (docs: checkpoints)")
+        base = formats._base(fmt)[0] if fmt is not None else None
         want = expected(config, str(raw.get("model_type", "llama")),
-                        "F16" if fmt in ("awq", "gptq", "gptq-8bit") else dtype,
-                        fmt if fmt in formats.QUANTIZES else None)
+                        "F16" if base in ("awq", "gptq", "gptq-8bit") else dtype,
+                        fmt if base in formats.QUANTIZES else None)
     formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None and typed else None
     return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
             "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,

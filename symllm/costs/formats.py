@@ -16,7 +16,8 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
   lm_head is in ``modules_to_not_convert`` (transformers' ``get_keys_to_not_convert``), embeddings and
   norms are not ``nn.Linear``; the router and fused experts are kept (QLoRA's base weights,
   :data:`symllm.costs.finetune.FORMATS`, read this rule).
-* ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``, ``w4a16``, ``w8a16`` (and ``-asym``): the linear projections and
+* ``fp4``, ``fp4-nodq`` (bitsandbytes' FP4): as ``nf4``.
+* ``awq``, ``gptq``, ``fp8-*``, ``nvfp4``, ``w4a16``, ``w8a16`` (and ``-asym``), ``w8a8*``: the linear projections and
   the routed experts (AutoAWQ, GPTQModel, DeepSeek-V3's, ModelOpt's and llm-compressor's checkpoints quantize
   each expert's projections, keep the router ``gate``, the embeddings, the norms and the lm_head in bf16).
 * ``mxfp4``: the routed experts only (gpt-oss: ``mlp1``/``mlp2`` experts in MXFP4, attention, router,
@@ -32,6 +33,7 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
 * NF4 (bitsandbytes ``quantize_4bit``, blocksize 64): ``n/2`` packed bytes, an fp32 absmax per 64 values and
   the 16-entry fp32 code (64 bytes); with double quantization the absmax is one byte per block, plus an fp32
   absmax per 256 blocks, the nested 256-entry fp32 code (1024 bytes) and an fp32 offset (4 bytes).
+  bitsandbytes' FP4 (``fp4``, ``fp4-nodq``) stores the same: only the 16 code values differ.
 * LLM.int8 (``Linear8bitLt``): ``n`` int8 bytes and an fp32 scale per output row (``SCB``).
 * AWQ (AutoAWQ GEMM, 4 bits, ``g`` = 128): ``qweight`` int32 ``(r, o/8)`` = ``n/2`` bytes, ``qzeros`` int32
   ``(r/g, o/8)``, ``scales`` fp16 ``(r/g, o)``.
@@ -41,6 +43,10 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
   128): ``weight_packed`` int32 ``(o, r·b/32)``, ``weight_scale`` 2 bytes (the model's bf16/fp16)
   ``(o, r/g)``, ``weight_shape`` int64 ``(2,)``; ``-asym`` adds ``weight_zero_point`` int32
   ``(⌈o·b/32⌉, r/g)``.
+* compressed-tensors ``int-quantized`` / ``float-quantized`` (llm-compressor's W8A8 int8 and FP8 schemes):
+  ``n`` bytes (``weight`` int8 or F8_E4M3) and a ``weight_scale`` in the model's 2-byte dtype (compressed-tensors
+  makes scales in the weight's dtype): one per output row (``w8a8``, ``w8a8-fp8``: ``(o, 1)``), one per tensor
+  (``w8a8-fp8-tensor``) or one per 128×128 block (``w8a8-fp8-block``); symmetric, so no zero point is stored.
 * FP8 E4M3: ``n`` bytes plus fp32 scales: one per tensor (``fp8``), one per output row (``fp8-channel``), or
   one per 128×128 block, ``ceil(o/128)·ceil(r/128)`` (``fp8-block``, DeepSeek-V3's ``weight_scale_inv``);
   static activation scales (``input_scale``, one fp32 per linear) are not weights and are not counted.
@@ -84,7 +90,7 @@ from symllm.validate import listed, short
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
-           "check_format", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "bytes_per_weight",
+           "check_format", "effective", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "bytes_per_weight",
            "kv_bytes_per_element"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
@@ -114,11 +120,14 @@ QUANTIZES = {
     "fp8": ("linear", "experts"), "fp8-channel": ("linear", "experts"), "fp8-block": ("linear", "experts"),
     "nvfp4": ("linear", "experts"), "mxfp4": ("experts",),
     "w4a16": ("linear", "experts"), "w4a16-asym": ("linear", "experts"), "w8a16": ("linear", "experts"),
-    "w8a16-asym": ("linear", "experts"),
+    "w8a16-asym": ("linear", "experts"), "w8a8": ("linear", "experts"), "w8a8-fp8": ("linear", "experts"),
+    "w8a8-fp8-tensor": ("linear", "experts"), "w8a8-fp8-block": ("linear", "experts"),
+    "fp4": ("linear",), "fp4-nodq": ("linear",),
     "gguf": ("embedding", "linear", "head", "experts"),  # every 2-D weight but the router
 }
 
-#: every format name weight_bytes() takes (besides ``gguf:TYPE``)
+#: every format name weight_bytes() takes (besides ``gguf:TYPE``, and a grouped format named for another group:
+#: ``gptq-g32``, ``awq-g64``, ``w4a16-channel``: :func:`symllm.arch.quantization.grouped`)
 FORMATS = tuple(f for f in QUANTIZES if f != "gguf") + tuple(FILE_TYPES) + ("bf16", "fp16", "fp32")
 
 #: KV-cache format -> bytes per cached element: fp16/bf16, fp8 (E4M3/E5M2; a per-layer fp32 scale is not
@@ -213,6 +222,12 @@ def _own(comp, path, count, layer, values) -> list[dict]:
     return [dict(base, row=n, rows=1, ndim=1)]
 
 
+def _base(fmt: str) -> tuple[str, int]:
+    """A format's base name and group (:func:`symllm.arch.quantization.split_group`: ``gptq-g32``)."""
+    from symllm.arch.quantization import split_group
+    return split_group(fmt)
+
+
 def check_format(fmt, field: str = "weight_format") -> str:
     """``fmt`` if it is a weight format :func:`weight_bytes` knows (:data:`FORMATS` or ``gguf:TYPE``).
 
@@ -223,9 +238,24 @@ def check_format(fmt, field: str = "weight_format") -> str:
     ...
     symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, ..., gguf:TYPE)
     """
-    if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES):
+    if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES
+                                 or _base(fmt)[0] != fmt):
         return fmt
     raise SymllmError(f"{field}: unknown {short(fmt, 20)} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
+
+
+def effective(config, fmt: str | None = None) -> str | None:
+    """The weight format that prices a config's weights: ``fmt`` (a workload's ``weight_format``, which
+    overrides), else the one its config.json's ``quantization_config`` states (``ModelConfig.weight_format``,
+    :mod:`symllm.arch.quantization`), else None (``--dtype``).
+
+    >>> effective("llama3.1-8b"), effective("llama3.1-8b", "nf4")
+    (None, 'nf4')
+    """
+    if fmt is not None:
+        return fmt
+    spec = _spec(config)
+    return spec.config.weight_format
 
 
 def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
@@ -295,12 +325,17 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
     ('awq-int4', 8716288)
     >>> tensor_bytes("nf4", 4096, 4096)[1] == 4096 * 4096 // 2 + 4096 * 4096 // 64 + 4 * 1024 + 64 + 1024 + 4
     True
+    >>> tensor_bytes("gptq-channel", 4096, 4096)  # n/2 + qzeros (1 · o/8 int32) + scales (1 · o fp16) + g_idx
+    ('gptq-int4', 8415232)
     """
     n = row * rows
-    if fmt in ("nf4", "nf4-nodq"):
+    base, named = _base(fmt)
+    if base != fmt:  # a grouped format named for its group (awq-g64; gptq-channel: one group per row)
+        fmt, group = base, row if named == -1 else named
+    if fmt in ("nf4", "nf4-nodq", "fp4", "fp4-nodq"):
         blocks = ceil(n / 64)
-        extra = blocks + 4 * ceil(blocks / 256) + 1024 + 4 if fmt == "nf4" else 4 * blocks
-        return "nf4", ceil(n / 2) + extra + 64
+        extra = 4 * blocks if fmt.endswith("-nodq") else blocks + 4 * ceil(blocks / 256) + 1024 + 4
+        return fmt[:3], ceil(n / 2) + extra + 64
     if fmt == "int8":
         return "int8", n + 4 * rows
     if fmt in ("awq", "gptq", "gptq-8bit"):
@@ -322,6 +357,9 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
         return f"int{bits}", 4 * rows * ceil(row * bits / 32) + 2 * rows * groups + 16 + zeros
     if fmt == "fp8":
         return "fp8_e4m3", n + 4
+    if fmt in ("w8a8", "w8a8-fp8", "w8a8-fp8-tensor", "w8a8-fp8-block"):  # compressed-tensors: 2-byte scales
+        scales = {"w8a8-fp8-tensor": 1, "w8a8-fp8-block": ceil(rows / 128) * ceil(row / 128)}.get(fmt, rows)
+        return "int8" if fmt == "w8a8" else "fp8_e4m3", n + 2 * scales
     if fmt == "fp8-channel":
         return "fp8_e4m3", n + 4 * rows
     if fmt == "fp8-block":
@@ -427,14 +465,15 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
             out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
     else:
         plain = {"bf16": 2, "fp16": 2, "fp32": 4}
-        if fmt not in QUANTIZES and fmt not in plain:
+        base = _base(fmt)[0]  # a grouped format's kinds are its base's (gptq-g32: gptq's)
+        if base not in QUANTIZES and fmt not in plain:
             raise SymllmError(f"weight_format: unknown {fmt!r} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
         for t in ts:
             n = t["row"] * t["rows"]
-            if fmt in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[fmt]:
+            if base in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[base]:
                 kind, each = tensor_bytes(fmt, t["row"], t["rows"])
             else:
-                kind, each = ("bf16", _HIGH * n) if fmt in QUANTIZES else (fmt, plain[fmt] * n)
+                kind, each = ("bf16", _HIGH * n) if base in QUANTIZES else (fmt, plain[fmt] * n)
             out[t["path"]] = dict(type=kind, count=t["count"], elements=n * t["count"], bytes=each * t["count"])
     total = sum(v["bytes"] for v in out.values())
     elements = sum(v["elements"] for v in out.values())

@@ -474,7 +474,9 @@ def workload(config, work: Workload | None = None, **options) -> dict:
 
     ``work`` is a :class:`Workload`, or give its options by name (``batch`` 1, ``seq`` 2048, ``gen`` 0,
     ``context`` (default ``seq``), ``dtype`` bf16, ``attention`` dense, ``zero_stage`` 0, ``dp`` 1,
-    ``recompute``, ``group_size`` 128, ...).
+    ``recompute``, ``group_size`` 128, ...). ``config``: a preset name, a config.json path or folder, a
+    :class:`~symllm.arch.config.ModelConfig` or a config.json's dict; its ``quantization_config`` sets
+    ``weight_format`` (``weight_format`` in the output says where it was read; one given overrides it).
 
     ``flops``: ``prefill`` (``batch`` prompts of ``seq`` tokens, logits everywhere), ``decode_token`` (one
     step with ``context`` tokens cached), ``generation`` (prefill + ``gen`` steps), ``training_step``
@@ -492,6 +494,9 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     """
     spec = resolved.spec(config)
     work = Workload.of(work, **options)
+    stated = spec.config.weight_format  # a quantized config.json's format (symllm.arch.quantization)
+    if stated is not None and work.weight_format is None:
+        work = work.replace(weight_format=stated)
     checks.check(spec, work)
     vals = values(spec, work)
     fmt = None
@@ -502,7 +507,10 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     out = {"workload": work.to_dict(),
            **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
     if fmt is not None:
-        out["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
+        source = spec.config.weight_format_source if fmt["format"] == stated else "--weight-format" + (
+            f" (overrides the config's {stated}: {spec.config.weight_format_source})" if stated else "")
+        out["weight_format"] = {"format": fmt["format"], "source": source,
+                                "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
                                 "dtype_weights_bytes": evaluate(exprs["memory"]["weights"], {**vals, S.beta_w: work.weight_bytes})}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops)
@@ -523,9 +531,10 @@ def values(config, workload: Workload | None = None, **options) -> dict:
     if workload is not None or options:
         work = Workload.of(workload, **options)
         out.update(work.values())
-        if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
+        fmt = work.weight_format or spec.config.weight_format  # given, else the config's quantization_config
+        if fmt is not None:  # β_w: the format's exact bytes over the model's weights
             from symllm.costs import formats
-            out[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
+            out[S.beta_w] = formats.bytes_per_weight(spec, fmt)
     return out
 
 

@@ -209,9 +209,11 @@ class Workload:
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
     stack: str = _opt("fused", f"memory of this stack: {', '.join(STACKS)} (fused: FlashAttention/SDPA, no s² "
                       "scores; eager: the s² scores kept; both all in --act-dtype)", shapes=True)
-    #: a quantized weight format (symllm.costs.formats: GGUF file types, awq, gptq, nf4, fp8, ...); None: --dtype only
+    #: a quantized weight format (symllm.costs.formats: GGUF file types, awq, gptq, nf4, fp8, ...); None: the one a
+    #: config.json's quantization_config states (symllm.arch.quantization), else --dtype only
     weight_format: str | None = _opt(None, "weights in this format too: exact bytes and bits per weight "
-                                     "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, nf4, int8, fp8-block, nvfp4, mxfp4, ...)")
+                                     "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, gptq-g32, nf4, int8, fp8-block, w8a8, "
+                                     "nvfp4, mxfp4, ...); overrides a config.json's quantization_config")
     #: a KV-cache format (symllm.costs.formats.KV_FORMATS: block scales included); None: --kv-dtype
     kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, ... (bytes per element with block "
                                  "scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store it)")

@@ -283,6 +283,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         if options.get(k) is not None:
             raise SymllmError(f"{k}: plan enumerates the layouts itself; give the workload without it")
     work = Workload.of(work, **options)
+    if work.weight_format is None and spc.config.weight_format is not None:  # the config's quantization_config
+        work = work.replace(weight_format=spc.config.weight_format)
     checks.check(spc, work)
     g = hardware.of(work)
     if g is None:

@@ -712,6 +712,8 @@ class Sweep:
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
         fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
+        if work.weight_format is None and base_cfg.weight_format is not None:  # the config's quantization_config
+            self.workload = work = work.replace(weight_format=base_cfg.weight_format)
         if work.weight_format is not None:  # β_w: the format's bytes over the weights of the one model it prices
             varied = [k for k in self.axes if k in CONFIG_FIELDS]
             if varied:

@@ -262,6 +262,15 @@ class Derivation:
     #: the workload FLOPs and memory were derived for, and derive()'s options (None, () for parameters)
     workload: Workload | None = None
     options: tuple = ()
+    #: what β_w means under a weight format (its name, and where it was read: --weight-format or the config's
+    #: quantization_config); None: the dtype's bytes
+    weights: str | None = None
+
+    def meaning(self, sym) -> str:
+        """A symbol's meaning in this derivation (β_w names its weight format)."""
+        if sym == S.beta_w and self.weights:
+            return self.weights
+        return S.SYMBOLS[sym].description
 
     def symbols(self) -> list[sp.Symbol]:
         """The symbols the derivation uses, in symllm's table order."""
@@ -316,7 +325,7 @@ class Derivation:
                        if definitions]
         used = self.symbols()
         symbols = [{"symbol": Formula(sym), "name": sym.name, "code": S.SYMBOLS[sym].code,
-                    "meaning": S.SYMBOLS[sym].description,
+                    "meaning": self.meaning(sym),
                     "value": vals.get(sym) if evaluated else None} for sym in used if glossary]
         return {
             "component": self.component, "quantity": self.quantity, "quantity_title": title,
@@ -497,7 +506,19 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
         value=evaluate(total, vals) if vals is not None else None,
         term_values=tuple(evaluate(e, vals) for _, e in terms) if vals is not None else (),
         names=tuple(names.items()), workload=work if quantity != "params" else None,
-        options=tuple(options.items()) if quantity != "params" else ())
+        options=tuple(options.items()) if quantity != "params" else (), weights=_weights_meaning(spec, work))
+
+
+def _weights_meaning(spec, work: Workload) -> str | None:
+    """β_w's meaning under a weight format: given (``--weight-format``, which overrides the config's), or
+    read from the config's ``quantization_config`` (symllm.arch.quantization); None without one."""
+    stated = spec.config.weight_format if spec is not None else None
+    if work.weight_format is not None:
+        over = f", overriding the config's {stated}" if stated and stated != work.weight_format else ""
+        return f"bytes per weight in {work.weight_format} (--weight-format{over})"
+    if stated is not None:
+        return f"bytes per weight in {stated} (read from the config's quantization_config)"
+    return None
 
 
 def derive(component: str = "model", quantity: str = "params", *, kind: str | None = None, config=None,
@@ -624,12 +645,14 @@ class Report:
     def _glossary(derivations) -> list[dict]:
         """The symbols every derivation of the report uses, in symllm's table order, each once with its
         meaning and value (the derivations inside a report print no "where" list of their own)."""
-        values, used = {}, set()
+        values, used, meanings = {}, set(), {}
         for dv in derivations:
             used.update(dv.symbols())
             values.update(dv.values or {})
+            meanings.update({sym: dv.meaning(sym) for sym in dv.symbols() if sym == S.beta_w and dv.weights})
         return [{"symbol": Formula(sym), "name": sym.name, "code": S.SYMBOLS[sym].code,
-                 "meaning": S.SYMBOLS[sym].description, "value": values.get(sym)} for sym in S.SYMBOLS if sym in used]
+                 "meaning": meanings.get(sym, S.SYMBOLS[sym].description), "value": values.get(sym)}
+                for sym in S.SYMBOLS if sym in used]
 
     def _costs(self, fmt, flavor, template_dir, shown: list) -> dict:
         """The FLOPs and memory sections: symllm.costs.phases.workload's numbers and two derivations (each

@@ -301,6 +301,10 @@ def read(raw: dict, build: Callable):
     (``text_config.num_hidden_layers`` inside a multimodal wrapper)."""
     kind = raw.get("model_type", "llama")
     family = family_of(kind)
+    quantized = {}
+    if raw.get("quantization_config") is not None:  # the weight format it states (read whole, or refused)
+        from symllm.arch import quantization
+        quantized = dict(zip(("weight_format", "weight_format_source"), quantization.read(raw["quantization_config"])))
     prefix, note = "", None
     if kind != family.model_type:  # a multimodal wrapper: the language model is its text_config
         inner = raw.get("text_config")
@@ -313,7 +317,7 @@ def read(raw: dict, build: Callable):
         fields = _fields(raw, family)
         if note:
             fields["note"] = note
-        return build(**fields)
+        return build(**fields, **quantized)
     except SymllmError as e:  # name the field as the user's file does
         key, _, rest = str(e).partition(":")
         names = {**HF_NAMES, **family.names}
