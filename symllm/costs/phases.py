@@ -493,6 +493,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     spec = resolved.spec(config)
     work = Workload.of(work, **options)
     checks.check(spec, work)
+    checks.warn_past_window(spec, work)
     vals = values(spec, work)
     fmt = None
     if work.weight_format is not None:
@@ -505,7 +506,8 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         out["weight_format"] = {"format": fmt["format"], "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
                                 "dtype_weights_bytes": evaluate(exprs["memory"]["weights"], {**vals, S.beta_w: work.weight_bytes})}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
-        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops)
+        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops,
+                                        window=spec.config.max_positions)
     return out
 
 

@@ -94,7 +94,7 @@ def _divisors(n: int) -> list[int]:
 
 def _tp_choices(spc) -> list[int]:
     """Tensor-parallel ranks that split whole heads: dividing the query and the key/value heads."""
-    return [t for t in _divisors(spc.n_kv_heads) if spc.n_heads % t == 0]
+    return [t for t in _divisors(spc.n_kv_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)]
 
 
 def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training: bool = True,
@@ -284,6 +284,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             raise SymllmError(f"{k}: plan enumerates the layouts itself; give the workload without it")
     work = Workload.of(work, **options)
     checks.check(spc, work)
+    checks.warn_past_window(spc, work)
     g = hardware.of(work)
     if g is None:
         raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")
