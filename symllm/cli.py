@@ -490,6 +490,8 @@ def plan_lines(p, top: int) -> list[str]:
     if p.dropped:
         out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
                                                   sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    out.append(_wrap(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
+                     f"(it assumes {p.assumes}); nothing that does not fit is timed."))
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once." if p.training

@@ -459,3 +459,14 @@ def test_label_prefix_is_checked_and_reaches_reports(capsys):
         assert main(["derive", "--component", "rmsnorm", "--format", "latex", "--label-prefix", bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith("symllm: error: label_prefix: ") and err.count("\n") == 1
+
+
+def test_plan_says_what_its_fit_assumes(capsys):
+    """plan's verdict (which layouts fit) carries the same clause as count's, serving and training, in its
+    text and its --json."""
+    from symllm.costs import hardware
+    assert symllm.plan("llama3.1-8b", 2, "h100-sxm").to_dict()["assumes"] == hardware.ASSUMES["fits"]
+    assert main(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--global-batch", "2", "--seq", "512"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("A layout fits when its per-GPU training peak does (it assumes training states + activations of one "
+            "micro-batch; no allocator overhead); nothing that does not fit is timed.") in text

@@ -201,10 +201,17 @@ class Plan:
     #: the workload every layout shares (its batch is the global batch for training)
     workload: dict = field(default_factory=dict)
 
+    @property
+    def assumes(self) -> str:
+        """What a layout's fit assumes: the per-GPU training or inference peak's clause."""
+        return hardware.ASSUMES["training_fits" if self.training else "fits"]
+
     def to_dict(self, top: int | None = None) -> dict:
-        """JSON-ready: the first ``top`` rows (all by default), the drop counts."""
+        """JSON-ready: the first ``top`` rows (all by default), the drop counts, what the fit verdict
+        assumes (:data:`symllm.costs.hardware.ASSUMES`)."""
         return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "training": self.training,
                 "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
+                "assumes": self.assumes,
                 "workload": self.workload, "rows": self.rows[:top] if top else list(self.rows)}
 
 
