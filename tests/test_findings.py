@@ -470,3 +470,16 @@ def test_plan_says_what_its_fit_assumes(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert ("A layout fits when its per-GPU training peak does (it assumes training states + activations of one "
             "micro-batch; no allocator overhead); nothing that does not fit is timed.") in text
+
+
+def test_sweep_warns_once_for_its_longest_context(capsys):
+    """A sweep over seq 1,024 and 200,000 of llama3.1-8b (131,072 positions): one warning line for the
+    longest, 200,000 > 131,072, and both rows (counted as given: 131,072 bytes a token of KV cache, so
+    200,000 tokens are 26,214,400,000 bytes); a grid within the window warns nothing."""
+    assert main(["sweep", "--base", "llama3.1-8b", "--seq", "1024,200000", "--quantity", "kv_cache"]) == 0
+    out, err = _err_line(capsys)
+    assert err.splitlines()[0] == ("symllm: warning: seq + gen: 200,000 > 131,072 trained positions "
+                                   "(counted: RoPE scaling can run it)")
+    assert out.splitlines()[-1].endswith(f",{131_072 * 200_000}") and err.count("warning") == 1
+    assert main(["sweep", "--base", "llama3.1-8b", "--seq", "1024,2048", "--quantity", "kv_cache"]) == 0
+    assert "warning" not in _err_line(capsys)[1]

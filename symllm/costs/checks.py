@@ -190,12 +190,13 @@ def past_window(model, tokens: int) -> int | None:
     return window if window is not None and tokens > window else None
 
 
-def warn_past_window(model, work) -> None:
-    """Warn (:class:`~symllm.errors.ContextWarning`, one line) when the workload's ``seq + gen`` is past the
-    positions the model was trained for: flagged, not refused (RoPE scaling runs a model past them)."""
-    window = past_window(model, work.seq + work.gen)
+def warn_past_window(model, tokens: int) -> None:
+    """Warn (:class:`~symllm.errors.ContextWarning`, one line) when ``tokens`` (a workload's ``seq + gen``; a
+    sweep's largest) is past the positions the model was trained for: flagged, not refused (RoPE scaling
+    runs a model past them). ``count``, ``plan``, ``sweep`` and :func:`symllm.workload` ask it."""
+    window = past_window(model, tokens)
     if window is not None:
         import warnings
         from symllm.errors import ContextWarning
-        warnings.warn(ContextWarning(f"seq + gen: {work.seq + work.gen:,} > {window:,} trained positions "
+        warnings.warn(ContextWarning(f"seq + gen: {tokens:,} > {window:,} trained positions "
                                      "(counted: RoPE scaling can run it)"), stacklevel=3)

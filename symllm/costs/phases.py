@@ -493,7 +493,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     spec = resolved.spec(config)
     work = Workload.of(work, **options)
     checks.check(spec, work)
-    checks.warn_past_window(spec, work)
+    checks.warn_past_window(spec, work.seq + work.gen)
     vals = values(spec, work)
     fmt = None
     if work.weight_format is not None:

@@ -291,7 +291,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             raise SymllmError(f"{k}: plan enumerates the layouts itself; give the workload without it")
     work = Workload.of(work, **options)
     checks.check(spc, work)
-    checks.warn_past_window(spc, work)
+    checks.warn_past_window(spc, work.seq + work.gen)
     g = hardware.of(work)
     if g is None:
         raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")

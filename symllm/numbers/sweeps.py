@@ -726,6 +726,8 @@ class Sweep:
         spec = resolved.spec(base_cfg)
         mdl = spec.model(work.attention).replace(definitions=())
         checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
+        checks.warn_past_window(spec, sum(_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
+                                          for k in ("seq", "gen")))  # the grid's longest, once
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
         fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
