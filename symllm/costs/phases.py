@@ -484,7 +484,10 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     ``activations`` (``act_dtype``) and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte
     count is not integral (int4). With ``gpu`` (a name in :data:`symllm.costs.hardware.GPUS`) a ``time`` group
     too: roofline ``prefill_s``, ``decode_token_s``, ``tokens_per_s``, ``fits``, ``max_batch``, ...
-    (:func:`symllm.costs.hardware.roofline`).
+    (:func:`symllm.costs.hardware.roofline`; a time whose verdict is "does not fit" is None, and
+    ``assumes`` says what each verdict assumes). A ``seq + gen`` past the positions the model was trained
+    for is counted with a :class:`~symllm.errors.ContextWarning`; a layout that cannot run (``tp`` not
+    dividing the heads) is refused (:mod:`symllm.costs.checks`).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
