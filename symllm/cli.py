@@ -9,39 +9,9 @@ import re
 import signal
 import sys
 
+from symllm import _is_program, _start_program
 
-def _exit_at_once(signum, frame):  # pragma: no cover -- runs in a process being started
-    """Ctrl-C or SIGTERM while the command line is still importing: nothing is written yet, so one line
-    and the signal's exit status at once (Python printed a 30-line KeyboardInterrupt traceback)."""
-    try:
-        os.write(2, b"symllm: interrupted\n" if signum == signal.SIGINT else b"symllm: terminated\n")
-    finally:
-        os._exit(128 + signum)
-
-
-def _is_program() -> bool:
-    """Whether this process is the ``symllm`` command (``python -m symllm`` or the console script),
-    not a program that imports symllm.cli (whose signal handlers are left alone)."""
-    main_module = sys.modules.get("__main__")
-    spec = getattr(main_module, "__spec__", None)
-    script = os.path.basename(getattr(main_module, "__file__", None) or "")
-    return getattr(spec, "name", None) == "symllm.__main__" or bool(
-        re.match(r"symllm(-script\.pyw?|\.exe)?$", script))
-
-
-if _is_program():  # as early as it can be, before the imports below (~0.2 s); main() installs its own
-    import atexit
-    import gc
-    # At exit the interpreter collects garbage over every object still alive, several times while it tears
-    # the modules down: with SymPy's closed forms loaded, a quarter of a warm `symllm count --seq 9`. This
-    # handler, the first registered and so the last to run, moves them all to the permanent generation,
-    # which those collections skip; they are still freed by reference counting (symllm closes its files).
-    atexit.register(gc.freeze)
-    try:
-        for _sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(_sig, _exit_at_once)
-    except (ValueError, OSError):  # not the main thread
-        pass
+_start_program()  # (done already when importing symllm started the command: its Ctrl-C handler)
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
@@ -52,7 +22,7 @@ from functools import lru_cache  # noqa: E402
 
 from symllm.arch import config as cfgmod  # noqa: E402
 from symllm.errors import SymllmError  # noqa: E402
-from symllm.files import write_atomic  # noqa: E402
+from symllm.files import check_output, write_atomic  # noqa: E402
 from symllm import validate  # noqa: E402
 from symllm.present.format import digits, grouped, human, human_bytes  # noqa: E402
 from symllm.costs.workloads import Workload, options as workload_options  # noqa: E402
@@ -550,6 +520,8 @@ def plan_lines(p, top: int) -> list[str]:
     if p.dropped:
         out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
                                                   sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    out.append(_wrap(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
+                     f"(it assumes {p.assumes}); nothing that does not fit is timed."))
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once." if p.training
@@ -591,28 +563,40 @@ def time_lines(t: dict, w: dict) -> list[str]:
     nothing computed here."""
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     e = t["expected"]
+    unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
     rows = [("inference peak", human_bytes(t["inference_peak"]), "",
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
-            ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}"),
+            ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}" + (
+                f"; past the {t['window']:,} positions trained" if t["max_context_past_window"] else "")),
             ("training peak", human_bytes(t["training_peak"]), "",
              f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
-             f"seq {t['training_max_seq']:,})"),
-            ("prefill", f"{_g(t['prefill_s'])} s", f"{_g(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
-            ("decode step", f"{_g(t['decode_token_s'])} s", f"{_g(e['decode_token_s'])} s",
-             f"{t['decode_token_bound']}-bound"),
-            ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), _f(e['tokens_per_s'], ",.1f"),
-             f"batch {w['batch']} x {w['dp']} replica(s)"),
-            ("training step", f"{_g(t['training_step_s'])} s", f"{_g(e['training_step_s'])} s",
-             f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"),
-            ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"),
-             _f(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
-             f"{_f(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]
-    if "training_s" in t:
-        rows.append((f"{w['tokens']:,} tokens", f"{_f(t['training_s'] / 86400, ',.2f')} days",
-                     f"{_f(e['training_s'] / 86400, ',.2f')} days", f"{_f(e['gpu_hours'], ',.0f')} GPU-hours expected"))
-        if "cost" in t:
-            rows.append(("cost", _f(t["cost"], ",.2f"), _f(e["cost"], ",.2f"), f"at {w['price']:g} a GPU-hour"))
-    out = [_table(rows, (f"on {t['gpu']} ({per})", "bound", "expected", ""), text_columns=(3,))]
+             f"seq {t['training_max_seq']:,})")]
+    if t["fits"]:
+        rows += [("prefill", f"{_g(t['prefill_s'])} s", f"{_g(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
+                 ("decode step", f"{_g(t['decode_token_s'])} s", f"{_g(e['decode_token_s'])} s",
+                  f"{t['decode_token_bound']}-bound"),
+                 ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), _f(e['tokens_per_s'], ",.1f"),
+                  f"batch {w['batch']} x {w['dp']} replica(s)")]
+    else:
+        rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
+    if t["training_fits"]:
+        rows += [("training step", f"{_g(t['training_step_s'])} s", f"{_g(e['training_step_s'])} s",
+                  f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"),
+                 ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"),
+                  _f(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
+                  f"{_f(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]
+        if "training_s" in t:
+            rows.append((f"{w['tokens']:,} tokens", f"{_f(t['training_s'] / 86400, ',.2f')} days",
+                         f"{_f(e['training_s'] / 86400, ',.2f')} days",
+                         f"{_f(e['gpu_hours'], ',.0f')} GPU-hours expected"))
+            if "cost" in t:
+                rows.append(("cost", _f(t["cost"], ",.2f"), _f(e["cost"], ",.2f"), f"at {w['price']:g} a GPU-hour"))
+    else:
+        rows += [("training step", *unfit), ("training tokens/s", *unfit)]
+    out = [_table(rows, (f"on {t['gpu']} ({per})", "bound", "expected", ""), text_columns=(3,), wrap=3)]
+    a = t["assumes"]
+    out.append(_wrap(f"Verdicts assume: inference peak: {a['fits']}; training peak: {a['training_fits']}; "
+                     f"largest context: {a['max_context']}."))
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
@@ -647,7 +631,7 @@ def _f(value, spec: str) -> str:
 
 
 def _render_opts(args) -> dict:
-    return {"template_dir": args.template_dir, "template": args.template}
+    return {"template_dir": args.template_dir, "template": args.template, "label_prefix": args.label_prefix}
 
 
 def _emit(text: str, args) -> None:
@@ -785,6 +769,8 @@ def _output_args(p, default_format: str) -> None:
     o.add_argument("--notation", metavar="FILE", help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}'")
     o.add_argument("--template-dir", metavar="DIR", help="user templates (sandboxed) that override or add to symllm's")
     o.add_argument("--template", metavar="NAME", help="render this template (e.g. one from --template-dir)")
+    o.add_argument("--label-prefix", metavar="PREFIX", help="LaTeX: each numbered equation's \\label is "
+                   "PREFIX:<model>:<component>:<quantity>[:<phase or kind>] (default eq:symllm)")
 
 
 def _progress_bar(done: int, total: int) -> None:
@@ -1056,6 +1042,15 @@ def _on_signal(signum, frame):
     raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
 
+def _unraisable(unraisable) -> None:
+    """The signal's exception raised where Python cannot pass it on (a weakref callback of the import
+    system, a ``__del__``) is not shown ("Exception ignored in ..." and a traceback): main() reports the
+    signal when the command returns. Any other is shown as Python shows it."""
+    if isinstance(unraisable.exc_value, (KeyboardInterrupt, _Terminated)) and _Signals.first is not None:
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def _fit(message: str, room: int) -> str:
     """``message`` on one line of at most ``room`` columns: the messages are written to fit (lists and paths
     cut by :func:`symllm.validate.listed` and :func:`~symllm.validate.shown_path`); one that does not (an odd
@@ -1108,14 +1103,19 @@ def main(argv: list[str] | None = None) -> int:
         previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     except (ValueError, OSError):  # not the main thread: leave signals alone
         previous = None
+    hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
         given = sys.argv[1:] if argv is None else argv
         named = given[0] if given and given[0] in EXAMPLES else None  # a subcommand: only its parser
         args = build_parser(named).parse_args(given)
+        if getattr(args, "output", None) is not None:  # every -o: one rule, before anything is computed
+            check_output(args.output)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             code = args.func(args)
         sys.stdout.flush()  # a full device fails here, not in the interpreter's flush at exit
+        if _Signals.first is not None:  # raised where it could not be passed on (_unraisable): reported now
+            raise KeyboardInterrupt() if _Signals.first == signal.SIGINT else _Terminated()
         return code
     except SymllmError as e:
         return _fail(f"error: {_fit(str(e), WIDTH - len('symllm: error: '))}")
@@ -1134,6 +1134,7 @@ def main(argv: list[str] | None = None) -> int:
     except _Terminated:
         return _fail("terminated", 143)
     finally:
+        sys.unraisablehook = hook
         if previous is not None and _Signals.first is not None and argv is None and _is_program():
             for sig in previous:  # exiting because of a signal: another one must not kill the exit
                 signal.signal(sig, signal.SIG_IGN)

@@ -1,6 +1,6 @@
 """The one error type symllm raises for bad input."""
 
-__all__ = ["SymllmError"]
+__all__ = ["SymllmError", "ContextWarning"]
 
 
 class SymllmError(ValueError):
@@ -13,3 +13,9 @@ class SymllmError(ValueError):
     ...
     symllm.errors.SymllmError: n_heads: 7 does not divide dim 4096
     """
+
+
+class ContextWarning(UserWarning):
+    """A context past the positions the model was trained for (``max_position_embeddings``): counted as
+    given, never refused (RoPE scaling, YaRN and the like, runs a model past its window); the command
+    line shows it as one line ``symllm: warning: ...``."""

@@ -41,7 +41,8 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import shown_path
 
-__all__ = ["read_bytes", "read_text", "read_json", "parse_json", "write_atomic", "TABLE_FORMATS", "table_format"]
+__all__ = ["read_bytes", "read_text", "read_json", "parse_json", "check_output", "write_atomic", "TABLE_FORMATS",
+           "table_format"]
 
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20
@@ -291,6 +292,44 @@ def _temporary_name(folder: Path) -> str:
     return os.path.join(folder, f"{TEMP_PREFIX}{os.urandom(4).hex()}{TEMP_SUFFIX}")
 
 
+def _preflight(raw) -> tuple[Path, os.stat_result | None]:
+    """:func:`check_output`'s checks; returns where a plain write lands and the existing file's stat."""
+    path = Path(raw)
+    target = _target(path)
+    try:
+        st = os.stat(path)  # through every link, /proc/self/fd/N ones included (/dev/stdout)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise _oserror(raw, e) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise SymllmError(f"output: {shown_path(raw)} is a directory")
+    if isinstance(raw, str) and raw.endswith(("/", os.sep)):  # "out.txt/": pathlib drops the slash, open does not
+        code = errno.ENOTDIR if st is not None else errno.EISDIR
+        raise SymllmError(f"output: cannot write {shown_path(raw)}: {os.strerror(code)}")
+    if st is not None and stat.S_ISREG(st.st_mode) and (not st.st_mode & 0o222 or not os.access(path, os.W_OK)):
+        raise SymllmError(f"output: cannot write {shown_path(raw)}: the file is read-only")
+    if st is None and not target.parent.is_dir():
+        raise SymllmError(f"output: directory {shown_path(target.parent)} does not exist")
+    return target, st
+
+
+def check_output(path) -> None:
+    """Refuse, in one line, an output path that :func:`write_atomic` would refuse before writing anything
+    (a directory, a name ending in ``/``, a read-only file, a missing folder); ``"-"`` (standard output)
+    passes. The one rule every ``-o`` goes through: the command line asks it before computing anything,
+    and :func:`write_atomic` asks it again (the Python door).
+
+    >>> check_output("-")
+    >>> check_output("out.txt/")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: output: cannot write 'out.txt/': Is a directory
+    """
+    if not (isinstance(path, str) and path == "-"):
+        _preflight(os.fspath(path))
+
+
 def write_atomic(path, content: str | bytes | Callable, *, newline: str = "\n",
                  binary: bool = False) -> Path:
     """Write ``content`` (a string, or a function that writes to the open text file) to ``path`` as a
@@ -338,29 +377,14 @@ def write_atomic(path, content: str | bytes | Callable, *, newline: str = "\n",
         return Path(path)
     raw = os.fspath(path)
     path = Path(path)
-    target = _target(path)
-    try:
-        st = os.stat(path)  # through every link, /proc/self/fd/N ones included (/dev/stdout)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise _oserror(raw, e) from None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise SymllmError(f"output: {shown_path(raw)} is a directory")
-    if isinstance(raw, str) and raw.endswith(("/", os.sep)):  # "out.txt/": pathlib drops the slash, open does not
-        code = errno.ENOTDIR if st is not None else errno.EISDIR
-        raise SymllmError(f"output: cannot write {shown_path(raw)}: {os.strerror(code)}")
+    target, st = _preflight(raw)
     if st is not None and not stat.S_ISREG(st.st_mode):
         return _write_direct(path, content, newline, binary)  # a FIFO, a device, a socket (open refuses it)
-    if st is not None and (not st.st_mode & 0o222 or not os.access(path, os.W_OK)):
-        raise SymllmError(f"output: cannot write {shown_path(raw)}: the file is read-only")
     try:  # a regular file behind a link realpath cannot follow (/dev/stdout redirected to a file): in place
         through_proc = st is not None and not _same_file(os.stat(target), st)
     except OSError:
         through_proc = st is not None
     folder = target.parent
-    if st is None and not folder.is_dir():
-        raise SymllmError(f"output: directory {shown_path(folder)} does not exist")
     fd, tmp = None, None
     try:
         try:

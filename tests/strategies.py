@@ -194,6 +194,20 @@ def workload_options() -> st.SearchStrategy[dict]:
     }).map(_one_memory_model)
 
 
+def runnable(cfg, options: dict) -> dict:
+    """``options`` (from :func:`workloads`, drawn without the config) made a layout ``cfg`` can run, as
+    count requires (symllm.costs.checks): at most ``n_layers`` pipeline stages, and ``tp`` the largest
+    number of ranks up to the drawn one that divides both the query and the key/value heads (a split head
+    cannot run: docs/parallel.md); sp dropped where tp became 1."""
+    options = dict(options)
+    if options.get("pp", 1) > cfg.n_layers:
+        options["pp"] = cfg.n_layers
+    if options.get("tp", 1) > 1:
+        n_kv = cfg.n_kv_heads or cfg.n_heads  # unstated: MHA
+        options["tp"] = max(t for t in range(1, options["tp"] + 1) if cfg.n_heads % t == 0 and n_kv % t == 0)
+    return _one_memory_model(options)
+
+
 def _one_memory_model(options: dict) -> dict:
     """An HF stack is not modelled with a parallel layout (Workload refuses it): such draws keep the layout
     and drop the HF stack. Sequence parallelism needs tensor parallelism (Workload refuses sp with tp 1):
@@ -211,8 +225,8 @@ def _one_memory_model(options: dict) -> dict:
 def checked_cases(draw) -> tuple[ModelConfig, dict]:
     """A config and workload options around each workload-vs-model check (symllm.costs.checks): dense or
     a mixture of experts (1 to 8), a sliding window in some layers or none, pipeline stages up to twice
-    the blocks, expert-parallel ranks dividing the data-parallel ones (Workload's own rule) but not always
-    the experts, prompts, generated tokens and contexts on either side of the window."""
+    the blocks, tensor-parallel ranks dividing the heads or not, expert-parallel ranks dividing the
+    data-parallel ones (Workload's own rule) but not always the experts, prompts, generated tokens and contexts on either side of the window."""
     fields = draw(meta_style())
     n_layers = fields["n_layers"] = draw(st.integers(1, 4))
     if draw(st.booleans()):
@@ -226,6 +240,7 @@ def checked_cases(draw) -> tuple[ModelConfig, dict]:
                                    for i in range(n_layers)])
     ep = draw(st.integers(1, 4))
     options = {"pp": draw(st.integers(1, 2 * n_layers)), "ep": ep, "dp": ep * draw(st.integers(1, 2)),
+               "tp": draw(st.integers(1, 4)),  # dividing the heads or not (docs/parallel.md)
                "seq": draw(st.integers(1, 24)), "gen": draw(st.integers(0, 8))}
     if draw(st.booleans()):
         options["context"] = draw(st.integers(0, 24))
@@ -622,7 +637,7 @@ def moe_layouts(draw):
             fields["shared_hidden_dim"] = draw(st.integers(1, 24))
     # stages of blocks of several kinds are exact when every stage has the same mix (symllm.costs.parallel)
     stages = st.sampled_from([p for p in (1, 2) if periods % p == 0]) if interleaved else st.integers(1, layers)
-    degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.integers(1, 3)), pp=draw(stages),
+    degrees = dict(ep=ep, dp=ep * draw(st.integers(1, 2)), tp=draw(st.sampled_from([1, n_kv])), pp=draw(stages),
                    zero_stage=draw(st.integers(0, 3)))
     return ModelConfig(**fields), degrees
 

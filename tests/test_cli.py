@@ -283,13 +283,15 @@ def test_model_name_with_blank_lines_makes_a_latex_document(cli, tmp_path):
 
 
 def test_roofline_times_of_any_size_print(cli):
-    """count --gpu with a 300-digit --seq: the roofline times print (float() of the exact time raised
-    OverflowError); in JSON a time past a float is the exact "p/q"."""
-    seq = "9" * 300
-    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", seq])
+    """count --gpu with --tokens of 400 digits on a training step that fits (llama3.2-1b at seq 128): the
+    days print (float() of the exact time raised OverflowError); in JSON a time past a float is the exact
+    "p/q". A 300-digit --seq fits nowhere, so it has no time at all (nothing is timed that does not fit),
+    and its peaks print in scientific notation."""
+    tokens = "9" * 400  # 1e400 tokens: days past a float's range
+    r = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--seq", "128", "--tokens", tokens])
     assert r.code == 0, r.err
-    assert "e+" in next(line for line in r.out.splitlines() if line.startswith("prefill "))
-    r = cli(["count", "llama3.1-8b", "--json", "--gpu", "h100-sxm", "--seq", seq])
+    assert "e+" in next(line for line in r.out.splitlines() if line.startswith("9,999,999,"))
+    r = cli(["count", "llama3.2-1b", "--json", "--gpu", "h100-sxm", "--seq", "128", "--tokens", tokens])
     assert r.code == 0, r.err
     limit = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
@@ -297,8 +299,13 @@ def test_roofline_times_of_any_size_print(cli):
         time = json.loads(r.out)["time"]
     finally:
         sys.set_int_max_str_digits(limit)
-    p, q = map(int, time["prefill_s"].split("/"))
-    assert p // q > 10 ** 400  # 2 N s / P: about 1.6e10 * 1e300 / 1e15
+    assert time["training_fits"]
+    p, q = map(int, time["training_s"].split("/"))
+    assert p // q > 10 ** 390  # 1e400 tokens at under 1e10 tokens/s
+    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "9" * 300])
+    assert r.code == 0, r.err
+    lines = {line.split("  ")[0]: line for line in r.out.splitlines()}
+    assert "e+" in lines["inference peak"] and lines["prefill"].endswith("does not fit")
 
 
 @pytest.mark.parametrize("stack", ["hf-sdpa", "hf-eager"])

@@ -34,9 +34,10 @@ def test_expected_is_never_faster_than_the_bound(model, options):
         return
     e = t["expected"]
     for key in ("prefill_s", "decode_token_s", "training_step_s"):
-        assert e[key] >= t[key] * (1 - 1e-12), key
-    assert e["tokens_per_s"] <= t["tokens_per_s"] * (1 + 1e-12)
-    assert 0 < e["mfu"] <= e["hfu"] <= 1
+        assert (e[key] is None) == (t[key] is None), key  # not timed where it does not fit, bound or expected
+        assert e[key] is None or e[key] >= t[key] * (1 - 1e-12), key
+    assert e["tokens_per_s"] is None or e["tokens_per_s"] <= t["tokens_per_s"] * (1 + 1e-12)
+    assert e["mfu"] is None or 0 < e["mfu"] <= e["hfu"] <= 1
 
 
 # --- composed as documented: hand arithmetic -------------------------------------------------------------
@@ -79,8 +80,9 @@ def test_pipeline_bubble_and_micro_batches():
 def test_fp8_training_runs_against_the_fp8_peak():
     """--compute-dtype fp8 multiplies bf16 weights in fp8: the peak (and MFU's denominator) is the fp8
     one, 1,978.9 TFLOP/s on an H100 SXM, and the step is faster than in bf16."""
-    bf16 = _time("llama3.1-8b", gpu="h100-sxm", seq=8192)
-    fp8 = _time("llama3.1-8b", gpu="h100-sxm", seq=8192, compute_dtype="fp8")
+    layout = dict(gpu="h100-sxm", seq=8192, dp=8, zero_stage=3, recompute=True)  # a step that fits
+    bf16 = _time("llama3.1-8b", **layout)
+    fp8 = _time("llama3.1-8b", **layout, compute_dtype="fp8")
     assert (bf16["peak_flops"], fp8["peak_flops"]) == (989_400 * 10 ** 9, 1_978_900 * 10 ** 9)
     assert fp8["peak_dtype"] == "fp8"
     assert fp8["expected"]["training_step_s"] < bf16["expected"]["training_step_s"]
@@ -105,13 +107,13 @@ def test_eager_attention_materialises_the_scores():
 
 
 def test_a_batch_touches_more_experts():
-    """Mixtral 8x7B (2 of 8 experts a token) over two H100s: one token's decode step reads a quarter of the
+    """Mixtral 8x7B (2 of 8 experts a token) over two H200s: one token's decode step reads a quarter of the
     experts, below the time to stream every weight a GPU holds; 64 tokens touch 1 - (3/4)^64 of them, so
-    the step takes at least that time (every weight at 0.88 of 3.35 TB/s)."""
-    w = symllm.workload("mixtral-8x7b", gpu="h100-sxm", tp=2)
-    every = w["memory_per_gpu"]["weights"] / (0.88 * 3.35e12)
+    the step takes at least that time (every weight at 0.88 of 4.8 TB/s)."""
+    w = symllm.workload("mixtral-8x7b", gpu="h200", tp=2, seq=1, context=2048)
+    every = w["memory_per_gpu"]["weights"] / (0.88 * 4.8e12)
     assert w["time"]["expected"]["decode_token_s"] < every
-    many = _time("mixtral-8x7b", gpu="h100-sxm", tp=2, batch=64)["expected"]["decode_token_s"]
+    many = _time("mixtral-8x7b", gpu="h200", tp=2, batch=64, seq=1, context=2048)["expected"]["decode_token_s"]
     assert many > every * (1 - 0.75 ** 64) * 0.99
 
 

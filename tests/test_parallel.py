@@ -29,7 +29,7 @@ import symllm
 from symllm.cli import main
 
 from .conftest import PUBLISHED, requires
-from .strategies import configs
+from .strategies import configs, runnable
 
 torch = requires("torch")
 dist = requires("torch.distributed")
@@ -143,6 +143,7 @@ def test_per_gpu_params_equal_dtensor_shards_of_the_largest_stage(cfg, ranks, st
     """params.per_gpu is the largest, over every pipeline stage, of what tensor rank 0 holds after
     torch's parallelize_module (rank 0 holds the ceiling of an uneven split, as DTensor chunks)."""
     stages = min(stages, cfg.n_layers)  # a stage holds at least one block (more stages are refused)
+    ranks = runnable(cfg, {"tp": ranks})["tp"]  # whole heads a rank (a split head is refused)
     with fake_group(ranks) as mesh:
         model = _parallel_reference(cfg, ranks, mesh)
         split = _stages(cfg.n_layers, stages)
@@ -152,7 +153,7 @@ def test_per_gpu_params_equal_dtensor_shards_of_the_largest_stage(cfg, ranks, st
     assert symllm.workload(cfg, tp=ranks, pp=stages)["params"]["per_gpu"] == largest
 
 
-@pytest.mark.parametrize("name, ranks", [("llama3.1-8b", 8), ("llama3.2-1b", 3), ("llama2-7b", 4)])
+@pytest.mark.parametrize("name, ranks", [("llama3.1-8b", 8), ("llama3.2-1b", 2), ("llama2-7b", 4)])
 def test_per_gpu_params_equal_transformers_llama_under_dtensor(name, ranks):
     """The same plan, with transformers' module names, on LlamaForCausalLM built on the meta device."""
     transformers = requires("transformers")
@@ -314,10 +315,12 @@ def test_dp_comm_in_whole_bytes_when_the_ranks_do_not_divide_the_model(zero, pas
 
 
 def test_uneven_layout_counts_whole_bytes_everywhere():
-    """count --json under tp 3, dp 7, pp 3 (no int4): every params, memory_per_gpu and comm figure is an int."""
+    """count --json under tp 3 (on 48 query and 24 key/value heads, the rest of the model as it is), dp 7,
+    pp 3 (no int4): every params, memory_per_gpu and comm figure is an int."""
     for name in ("llama3.1-8b", "mixtral-8x7b"):
+        cfg = symllm.resolve(name).replace(n_heads=48, n_kv_heads=24, head_dim=128)
         for zero in range(4):
-            out = symllm.workload(name, tp=3, dp=7, pp=3, zero_stage=zero, sp=zero % 2 == 1)
+            out = symllm.workload(cfg, tp=3, dp=7, pp=3, zero_stage=zero, sp=zero % 2 == 1)
             for group in ("params", "memory_per_gpu", "comm"):
                 assert all(isinstance(v, int) for v in out[group].values()), (name, zero, group, out[group])
 

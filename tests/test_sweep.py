@@ -37,8 +37,7 @@ def _row_config(base: ModelConfig, fields: dict) -> ModelConfig:
 @given(configs(), sweep_axes())
 def test_every_row_equals_params_of_its_config(base, axes):
     """Each kept row's params and derived fields equal api.params of the row's config; the points
-    dropped are exactly those ModelConfig rejects."""
-    result = sweep(base, axes, quantities=["params", "params:block/attention/wk"])
+    dropped are exactly those ModelConfig rejects; a grid of no valid point is refused in one line."""
     expected_rows, invalid = [], 0
     for combo in itertools.product(*axes.values()):
         fields = dict(zip(axes, combo))
@@ -51,6 +50,11 @@ def test_every_row_equals_params_of_its_config(base, axes):
         expected_rows.append({**fields, "n_kv_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim,
                               "hidden_dim": symllm.hidden_dim(cfg), "params": counts["total"],
                               "params:block/attention/wk": counts["block/attention/wk"]})
+    if not expected_rows:  # every point invalid
+        with pytest.raises(SymllmError, match=r"^sweep: every point is invalid: "):
+            sweep(base, axes, quantities=["params", "params:block/attention/wk"])
+        return
+    result = sweep(base, axes, quantities=["params", "params:block/attention/wk"])
     assert result.invalid == invalid
     got = result.records()
     assert len(got) == len(expected_rows)
@@ -395,11 +399,9 @@ def test_a_multiplier_count_rejects_is_dropped(capsys):
 def test_enormous_dims_give_one_line(value, message, capsys):
     code = main(["sweep", "--base", "llama3-8b", "--dim", value])
     out, err = capsys.readouterr()
-    assert len(err.strip().splitlines()) == (1 if message else 2)  # an error; or the summary and why dropped
-    if message:
-        assert code == 2 and message in err
-    else:  # 1.3·⌊8d/3⌋ is past a double: the config is refused, so the point is dropped
-        assert code == 0 and "1 invalid dropped" in err and out.splitlines()[1:] == []
+    assert len(err.strip().splitlines()) == 1 and code == 2 and out == ""  # one line, no table
+    # 1e400: 1.3·⌊8d/3⌋ is past a double, so the config is refused and the grid's one point is invalid
+    assert (message or "sweep: every point is invalid: ffn_dim_multiplier: 1.3 makes hidden_dim") in err
 
 
 def test_dropped_points_say_why_as_count_would(cli):

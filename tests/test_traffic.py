@@ -19,8 +19,8 @@ def _expected(**options) -> dict:
 def test_one_request_at_a_time_by_hand():
     """At concurrency 1 a step is count's decode step at the mean context 2,000 + 100 plus a 200th of the
     prompt's compute; the first token takes one step plus the prompt (2,000 tokens fit one chunk of 8,191)."""
-    prompt = _expected(**RUN)["prefill_compute_s"]
-    step = _expected(**RUN, context=2100)["decode_token_s"] + prompt / 200
+    prompt = _expected(**{**RUN, "gen": 0})["prefill_compute_s"]
+    step = _expected(**{**RUN, "seq": 1, "gen": 0}, context=2100)["decode_token_s"] + prompt / 200
     r = under_load("llama3.1-8b", **RUN, concurrency=1)
     assert r["itl_s"] == pytest.approx(step, rel=1e-9)
     assert r["ttft_s"] == pytest.approx(step + prompt, rel=1e-9)

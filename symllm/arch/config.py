@@ -179,6 +179,10 @@ class ModelConfig:
     norm_eps: float = 1e-5
     #: RoPE base (no effect on counts)
     rope_theta: float = 10000.0
+    #: the positions the model was trained for (HF ``max_position_embeddings``; a Meta preset's published
+    #: window; None: not stated). No effect on counts: a context past it is flagged, never refused (RoPE
+    #: scaling, YaRN and the like, runs a model past it)
+    max_positions: int | None = None
     #: a name for reports
     name: str = "custom"
     #: which of n_kv_heads / head_dim were derived rather than given (replace() derives them again)
@@ -204,6 +208,7 @@ class ModelConfig:
                 raise SymllmError(f"ffn_dim_multiplier: {_short(f)} makes hidden_dim larger than 2**53")
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
+        put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
                       "embed_scale", "attention_sinks"):
             boolean(field, getattr(self, field))
@@ -749,4 +754,7 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
     if path.suffix == ".json" or path.exists():
         return from_dict(read_json(path, "config"), vocab_size=vocab_size, name=path.stem)
     info = preset_info(str(model))
-    return from_dict(info["config"], vocab_size=vocab_size, name=info["name"])
+    config = from_dict(info["config"], vocab_size=vocab_size, name=info["name"])
+    if "max_positions" in info and config.max_positions is None:  # a Meta params.json does not say it
+        config = config.replace(max_positions=info["max_positions"])
+    return config

@@ -4,8 +4,12 @@
 What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` naming its field):
 
 * ``pp``: more pipeline stages than blocks (a stage holds at least one block);
+* ``tp``: tensor-parallel ranks that do not divide both the query heads and the key/value heads (a head
+  split across ranks cannot run attention: docs/parallel.md; ``plan`` tries only the ``tp`` that pass);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
-  the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`).
+  the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
+* ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
+  sliding window, routed experts): :func:`check_structure`, which reads the component tree, not numbers.
 
 A window in some layers only (Qwen's ``max_window_layers``) is counted at any length: those layers are
 a group of their own (:mod:`symllm.arch.layers`).
@@ -27,12 +31,14 @@ symllm.errors.SymllmError: ep: 3 expert-parallel ranks do not divide the 8 exper
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from symllm.errors import SymllmError
 
-__all__ = ["Check", "CHECKS", "check", "failures", "model_fields", "workload_fields"]
+__all__ = ["Check", "CHECKS", "check", "check_structure", "past_window", "warn_past_window", "failures",
+           "splits_heads", "model_fields", "workload_fields"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,20 @@ def _no_experts_ok(f):
     return f["experts"] or f["ep"] == 1
 
 
+def splits_heads(tp, n_heads, n_kv_heads):
+    """Whether ``tp`` tensor-parallel ranks split whole heads: dividing the query and the key/value heads
+    (scalars or arrays; what ``plan`` tries and count, sweeps and :func:`symllm.workload` allow).
+
+    >>> splits_heads(3, 32, 8), splits_heads(8, 32, 8), splits_heads(16, 32, 8)
+    (False, True, False)
+    """
+    return (n_heads % tp == 0) & (n_kv_heads % tp == 0)
+
+
+def _tp_heads_ok(f):
+    return f["n_heads"] is None or splits_heads(f["tp"], f["n_heads"], f["n_kv_heads"])
+
+
 def _experts_divide_ok(f):
     return f["n_experts"] is None or f["n_experts"] % f["ep"] == 0
 
@@ -61,6 +81,9 @@ def _experts_divide_ok(f):
 CHECKS = (
     Check("pp", ("pp", "n_layers"), lambda f: f["n_layers"] is None or f["pp"] <= f["n_layers"],
           lambda f: f"pp: {f['pp']} pipeline stages for the {f['n_layers']} blocks of {f['name']}: too many"),
+    Check("tp", ("tp", "n_heads", "n_kv_heads"), _tp_heads_ok,
+          lambda f: f"tp: {f['tp']} ranks do not divide the {f['n_heads']} query and {f['n_kv_heads']} KV heads "
+                    "(a split head cannot run)"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
@@ -83,14 +106,33 @@ def model_fields(model) -> dict:
     if not isinstance(model, Component):
         model = spec(model)
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
-                "n_experts": model.n_experts}
+                "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads}
     from symllm.costs.parallel import has_experts
-    return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None}
+    return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
+            "n_heads": None, "n_kv_heads": None}
 
 
 def workload_fields(work) -> dict:
     """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`."""
-    return {k: getattr(work, k) for k in ("pp", "ep")}
+    return {k: getattr(work, k) for k in ("pp", "ep", "tp")}
+
+
+def check_structure(tree, work) -> None:
+    """Refuse, in one line, a named stack (``work.stack``) that does not model every part of the whole
+    model ``tree`` (a component tree; a part of one is left to the quantities that read the stack): what
+    ``symllm count``, :func:`symllm.workload` and :class:`symllm.Sweep` refuse alike, whichever quantity
+    is asked for.
+
+    >>> from symllm.arch.resolved import spec
+    >>> from symllm.costs.workloads import Workload
+    >>> check_structure(spec("mistral-7b-v0.1").model(), Workload(stack="hf-sdpa"))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: stack: hf-sdpa does not model a sliding window (Mistral v0.1) yet
+    """
+    from symllm.costs import stacks  # (SymPy; this module stays light)
+    if work.stack not in stacks.COMPONENT_STACKS and stacks.is_whole(tree):
+        stacks.check_model(work.stack, tree)
 
 
 def failures(fields: Mapping) -> list[Check]:
@@ -98,7 +140,8 @@ def failures(fields: Mapping) -> list[Check]:
     :data:`CHECKS` order. A sweep drops the points where ``check.ok(fields)`` is false, each with
     ``check.line`` of that point's fields.
 
-    >>> failures({"name": "m", "n_layers": 2, "experts": False, "n_experts": None, "pp": 3, "ep": 1})[0].field
+    >>> failures({"name": "m", "n_layers": 2, "experts": False, "n_experts": None, "n_heads": 4, "n_kv_heads": 2,
+    ...           "pp": 3, "ep": 1, "tp": 1})[0].field
     'pp'
     """
     out = []
@@ -124,3 +167,36 @@ def check(model, work) -> None:
     failed = failures(fields)
     if failed:
         raise SymllmError(failed[0].line(fields))
+    from symllm.arch.components import Component
+    from symllm.costs.workloads import COMPONENT_STACKS
+    if work.stack not in COMPONENT_STACKS:  # (the component stacks model every part: no tree to build)
+        if not isinstance(model, Component):
+            from symllm.arch.resolved import spec
+            model = spec(model).model(work.attention)
+        check_structure(model, work)
+
+
+def past_window(model, tokens: int) -> int | None:
+    """The positions ``model`` (any config; a bare component tree knows none) was trained for when
+    ``tokens`` is past them, else None.
+
+    >>> past_window("llama3.1-8b", 131073), past_window("llama3.1-8b", 131072)
+    (131072, None)
+    """
+    if isinstance(model, (str, os.PathLike)):  # a preset name or a path (a Spec or a ModelConfig: as it is)
+        from symllm.arch.resolved import resolve
+        model = resolve(model)
+    window = getattr(getattr(model, "config", model), "max_positions", None)  # (a component tree has none)
+    return window if window is not None and tokens > window else None
+
+
+def warn_past_window(model, tokens: int) -> None:
+    """Warn (:class:`~symllm.errors.ContextWarning`, one line) when ``tokens`` (a workload's ``seq + gen``; a
+    sweep's largest) is past the positions the model was trained for: flagged, not refused (RoPE scaling
+    runs a model past them). ``count``, ``plan``, ``sweep`` and :func:`symllm.workload` ask it."""
+    window = past_window(model, tokens)
+    if window is not None:
+        import warnings
+        from symllm.errors import ContextWarning
+        warnings.warn(ContextWarning(f"seq + gen: {tokens:,} > {window:,} trained positions "
+                                     "(counted: RoPE scaling can run it)"), stacklevel=3)

@@ -73,7 +73,8 @@ else:  # the closed forms' SymPy, imported on first use: a workload (``symllm co
     sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
-           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "largest_fitting"]
+           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "largest_fitting",
+           "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 #: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
 GiB = 2 ** 30
@@ -558,7 +559,7 @@ def _routed(comp):
                      flops=grows(comp, "flops"))
 
 
-def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
+def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | None = None) -> dict:
     """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator (:func:`of`):
     ``mdl`` is the model component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs``
     the closed forms of :func:`symllm.costs.phases.quantities`, ``phase_flops`` :func:`symllm.costs.phases.flops`
@@ -591,7 +592,12 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
       (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, ``3×`` the forward's, over ``gpus·P``); with ``tokens``:
       ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
 
-    Seconds, rates and the ridge are floats (of exact fractions); bytes are exact.
+    Seconds, rates and the ridge are floats (of exact fractions); bytes are exact. **Nothing is timed that
+    does not fit** (:func:`blank_unfit`): where ``fits`` is false the inference times (prefill, decode,
+    tokens/s, their bounds) are None, where ``training_fits`` is false the training ones (step, tokens/s,
+    MFU, days, GPU-hours, cost). ``assumes``: what each verdict assumes (:data:`ASSUMES`). ``window``: the
+    positions the model was trained for (``window``, from its config; None: not stated), and
+    ``max_context_past_window``: whether ``max_context`` (what memory allows) is past them.
 
     >>> from symllm.costs.phases import workload
     >>> t = workload("llama3.1-8b", gpu="h100-sxm")["time"]
@@ -650,6 +656,9 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
     out.update(largest_fitting(per_gpu, vals, g.memory, work.gen))
+    # the model's trained positions: a largest context past them is flagged (kept: RoPE scaling exists)
+    out["window"] = window
+    out["max_context_past_window"] = window is not None and out["max_context"] > window
     if laid:
         out["compute_bound_batch"] = None
     else:
@@ -675,7 +684,48 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops) -> dict:
         out["gpu_hours"] = _seconds(run * out["gpus"] / 3600)
         if work.price is not None:
             out["cost"] = _seconds(run * out["gpus"] / 3600 * Fraction(str(work.price)))
-    return out
+    out["assumes"] = dict(ASSUMES)
+    return blank_unfit(out)
+
+
+#: nothing is timed that does not fit: each verdict of the ``time`` group -> the entries that time what it
+#: judges, set to None (JSON null) by :func:`blank_unfit` where the verdict is false. Every entry of the
+#: group is in one of these or in :data:`UNTIMED` (tests/test_findings.py checks it): a new time (an
+#: expected time beside the roofline bound) goes here, and the rule covers it.
+TIMED_BY = {
+    "fits": ("prefill_s", "prefill_bound", "prefill_comm_s", "decode_token_s", "decode_token_bound",
+             "decode_token_comm_s", "tokens_per_s", "prefill_compute_s"),
+    "training_fits": ("training_step_s", "training_tokens_per_s", "mfu", "training_s", "gpu_hours", "cost",
+                      "training_tokens_per_s_per_gpu", "hfu"),
+}
+#: the ``time`` group's entries that are not times: the accelerator, the verdicts and the sizes they judge
+UNTIMED = ("gpu", "title", "peak_flops", "peak_dtype", "bandwidth", "capacity", "ridge", "gpus", "links",
+           "prefill_bytes", "decode_token_bytes", "inference_peak", "training_peak", "fits", "training_fits",
+           "max_batch", "max_context", "training_max_batch", "training_max_seq", "compute_bound_batch",
+           "assumes", "window", "max_context_past_window", "expected", "engine", "training_engine")
+
+#: what each verdict assumes, one short clause each (``time["assumes"]``; count, reports and docs say it)
+ASSUMES = {
+    "fits": "weights + KV cache of b(s + n) tokens + one layer's working set; no engine overhead",
+    "training_fits": "training states + activations of one micro-batch; no allocator overhead",
+    "max_context": "s + n at batch b, on the inference peak",
+}
+
+
+def blank_unfit(time: dict) -> dict:
+    """``time`` with every entry :data:`TIMED_BY` a false verdict set to None (in place; returned): a
+    workload that does not fit has no prefill, decode or training time, tokens/s or MFU.
+
+    >>> blank_unfit({"fits": True, "prefill_s": 1.0, "training_fits": False, "mfu": 1.0})
+    {'fits': True, 'prefill_s': 1.0, 'training_fits': False, 'mfu': None}
+    >>> blank_unfit({"fits": False, "expected": {"engine": "vllm", "prefill_s": 2.0}})["expected"]
+    {'engine': 'vllm', 'prefill_s': None}
+    """
+    for verdict, entries in TIMED_BY.items():
+        if verdict in time and not time[verdict]:
+            for group in (time, time.get("expected") or {}):  # the bounds and the expected times alike
+                group.update({k: None for k in entries if k in group})
+    return time
 
 
 def _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev, step) -> dict:

@@ -486,7 +486,10 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     ``activations`` (``act_dtype``) and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte
     count is not integral (int4). With ``gpu`` (a name in :data:`symllm.costs.hardware.GPUS`) a ``time`` group
     too: roofline ``prefill_s``, ``decode_token_s``, ``tokens_per_s``, ``fits``, ``max_batch``, ...
-    (:func:`symllm.costs.hardware.roofline`).
+    (:func:`symllm.costs.hardware.roofline`; a time whose verdict is "does not fit" is None, and
+    ``assumes`` says what each verdict assumes). A ``seq + gen`` past the positions the model was trained
+    for is counted with a :class:`~symllm.errors.ContextWarning`; a layout that cannot run (``tp`` not
+    dividing the heads) is refused (:mod:`symllm.costs.checks`).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
@@ -498,6 +501,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     if stated is not None and work.weight_format is None:
         work = work.replace(weight_format=stated)
     checks.check(spec, work)
+    checks.warn_past_window(spec, work.seq + work.gen)
     vals = values(spec, work)
     fmt = None
     if work.weight_format is not None:
@@ -513,7 +517,8 @@ def workload(config, work: Workload | None = None, **options) -> dict:
                                 "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
                                 "dtype_weights_bytes": evaluate(exprs["memory"]["weights"], {**vals, S.beta_w: work.weight_bytes})}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
-        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops)
+        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops,
+                                        window=spec.config.max_positions)
     return out
 
 

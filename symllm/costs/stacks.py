@@ -62,7 +62,8 @@ from symllm.validate import choice, listed
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
     from symllm.arch.components import Component
 
-__all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
+__all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "check_model", "is_whole",
+           "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
            "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
 
@@ -74,7 +75,9 @@ _P_BLOCK = sp.Symbol("P_block", positive=True)  # one block's parameters (traini
 _P_LARGEST = sp.Symbol("P_largest", positive=True)  # the largest parameter tensor's elements (likewise)
 
 
-def _check(stack: str, mdl: Component | None = None) -> None:
+def check_model(stack: str, mdl: Component | None = None) -> None:
+    """Refuse, in one line, a ``stack`` that does not model ``mdl`` (a whole model: every part of it; a
+    part of one: only the component stacks) (:func:`symllm.costs.checks.check_structure` asks it)."""
     check_name(stack)
     if mdl is None or stack in COMPONENT_STACKS:
         return
@@ -141,7 +144,7 @@ def _walk(mdl: Component, stack: str) -> list[_Kept]:
     >>> [(k.path, k.times) for k in _walk(model(), "hf-sdpa")][:3]
     [('model', 1), ('embedding', 1), ('block', L)]
     """
-    _check(stack, mdl)
+    check_model(stack, mdl)
     out = []
 
     def visit(c, path, times, layer):
@@ -240,7 +243,7 @@ def training_states(mdl: Component, stack: str, zero_stage: int = 0, optimizer: 
     >>> training_states(model(), "hf-eager", 1) == 8 * N + 8 * sp.ceiling(N / S.N_d)   # rank 0's padded shard
     True
     """
-    _check(stack, mdl)
+    check_model(stack, mdl)
     return zero.optimizer_states(mdl, zero_stage, optimizer, master=False)  # other optimizers: symllm.costs.zero
 
 
@@ -364,7 +367,7 @@ def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zer
 def _held(mdl: Component, stack: str, zero_stage: int, optimizer: str = "adamw"):
     """fp32 master weights and the optimizer's states (ZeRO-sharded: the gradients are freed before each step),
     and the sizes the moments' symbols stand for."""
-    _check(stack, mdl)
+    check_model(stack, mdl)
     N = mdl.total("params")
     held = zero.optimizer_states(mdl, zero_stage, optimizer, master=False) \
         - zero.training_states(N, zero_stage, {"gradients": zero.FP32_ADAMW["gradients"]})

@@ -76,13 +76,16 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
     budget = cap["max_num_batched_tokens"]
-    prompt = _expected(phases, spec, work.replace(batch=1, context=None))["prefill_compute_s"]
+    prompt = _expected(phases, spec, work.replace(batch=1, gen=0, context=None))["prefill_compute_s"]
+    if prompt is None:  # one prompt's prefill does not fit the GPU (count says why)
+        raise SymllmError(f"seq: one prompt of {s:,} tokens does not fit on {cap['gpu']} (symllm count says why)")
     cache = {}
 
     def at(c: int) -> dict:
         """The steady state with ``c`` sequences running (``c <= most``)."""
         if c not in cache:
-            decode = _expected(phases, spec, work.replace(batch=c, context=s + n // 2))
+            # a decode step alone (its memory is the KV cache's, which the capacity above already holds)
+            decode = _expected(phases, spec, work.replace(batch=c, seq=1, gen=0, context=s + n // 2))
             step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * Fraction(prompt)
             ttft = ceil(s / max(1, budget - c)) * step + Fraction(prompt)
             e2e = ttft + (n - 1) * step

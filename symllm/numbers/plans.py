@@ -94,7 +94,7 @@ def _divisors(n: int) -> list[int]:
 
 def _tp_choices(spc) -> list[int]:
     """Tensor-parallel ranks that split whole heads: dividing the query and the key/value heads."""
-    return [t for t in _divisors(spc.n_kv_heads) if spc.n_heads % t == 0]
+    return [t for t in _divisors(spc.n_kv_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)]
 
 
 def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training: bool = True,
@@ -201,10 +201,17 @@ class Plan:
     #: the workload every layout shares (its batch is the global batch for training)
     workload: dict = field(default_factory=dict)
 
+    @property
+    def assumes(self) -> str:
+        """What a layout's fit assumes: the per-GPU training or inference peak's clause."""
+        return hardware.ASSUMES["training_fits" if self.training else "fits"]
+
     def to_dict(self, top: int | None = None) -> dict:
-        """JSON-ready: the first ``top`` rows (all by default), the drop counts."""
+        """JSON-ready: the first ``top`` rows (all by default), the drop counts, what the fit verdict
+        assumes (:data:`symllm.costs.hardware.ASSUMES`)."""
         return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "training": self.training,
                 "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
+                "assumes": self.assumes,
                 "workload": self.workload, "rows": self.rows[:top] if top else list(self.rows)}
 
 
@@ -286,6 +293,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     if work.weight_format is None and spc.config.weight_format is not None:  # the config's quantization_config
         work = work.replace(weight_format=spc.config.weight_format)
     checks.check(spc, work)
+    checks.warn_past_window(spc, work.seq + work.gen)
     g = hardware.of(work)
     if g is None:
         raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")

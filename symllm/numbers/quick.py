@@ -149,7 +149,7 @@ def _render_digest() -> str | None:
 
 
 def _report_key(model, fmt, standalone, template, template_dir, flavor, notation, vocab_size,
-                workload) -> str | None:
+                workload, label_prefix=None) -> str | None:
     """The cache key of a report, or ``None`` where it is not cached: user templates (``template_dir``),
     a notation that is not a file, an option or input that is refused (the report itself then raises
     its own error) or an unreadable file."""
@@ -157,7 +157,8 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
 
     if template_dir is not None or not set(workload) <= set(Workload.names()):
         return None
-    if not (isinstance(template, (str, type(None))) and isinstance(fmt, str) and isinstance(flavor, str)):
+    if not (isinstance(template, (str, type(None))) and isinstance(fmt, str) and isinstance(flavor, str)
+            and isinstance(label_prefix, (str, type(None)))):
         return None
     try:
         if isinstance(model, ModelConfig):
@@ -179,12 +180,13 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
         return None
     if rendering is None:
         return None
-    return cache_key(rendering, config, work, sorted(work.derived), names, fmt, bool(standalone), template, flavor)
+    return cache_key(rendering, config, work, sorted(work.derived), names, fmt, bool(standalone), template, flavor,
+                     label_prefix)
 
 
 def report(model, *, fmt: str = "latex", standalone: bool = False, template: str | None = None,
            template_dir=None, flavor: str = "github", notation=None, vocab_size: int | None = None,
-           **workload) -> str:
+           label_prefix: str | None = None, **workload) -> str:
     """``symllm.report(model, notation=..., vocab_size=..., **workload).render(fmt, ...)``: the text of a
     report, read back from :func:`symllm.numbers.cache.cache_dir` when an earlier process rendered the same
     report (see the module docstring), rendered and stored otherwise. User templates
@@ -194,14 +196,16 @@ def report(model, *, fmt: str = "latex", standalone: bool = False, template: str
     >>> "6,738,415,616" in text, text == report("llama2-7b", fmt="markdown")
     (True, True)
     """
-    key = _report_key(model, fmt, standalone, template, template_dir, flavor, notation, vocab_size, workload)
+    key = _report_key(model, fmt, standalone, template, template_dir, flavor, notation, vocab_size, workload,
+                      label_prefix)
     hit = cache_get("report", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         return hit[0]
     from symllm.present import derivation
 
     text = derivation.report(model, notation=notation, vocab_size=vocab_size, **workload).render(
-        fmt, standalone=standalone, template_dir=template_dir, template=template, flavor=flavor)
+        fmt, standalone=standalone, template_dir=template_dir, template=template, flavor=flavor,
+        label_prefix=label_prefix)
     if key is not None:
         cache_put("report", key, (text,))
     return text

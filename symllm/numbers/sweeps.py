@@ -69,7 +69,8 @@ from symllm.files import TABLE_FORMATS, parse_json, read_bytes, read_text, table
 from symllm.arch.specs import hidden_dim_kernel
 from symllm.costs.workloads import Workload, options as workload_options
 
-__all__ = ["Sweep", "Sweeps", "SweepResult", "sweep", "parse_axis", "parse_where", "parse_number", "read_table",
+__all__ = ["Sweep", "Sweeps", "SweepResult", "sweep", "check_some_valid", "parse_axis", "parse_where", "parse_number",
+           "read_table",
            "quantity_names", "dropped_text", "CONFIG_FIELDS", "WORKLOAD_AXES", "NAME_COLUMNS"]
 
 #: a table column with one of these names holds the base of its row (a preset name or a config path, a
@@ -541,6 +542,21 @@ def dropped_text(reasons: dict) -> str:
     return "\n".join(f"{n:,} dropped, the first: {line}" for k, (n, line) in ranked)
 
 
+def check_some_valid(stats) -> None:
+    """Refuse, in one line, a sweep whose every point was invalid (a grid of points ``symllm count``
+    refuses, each for a reason of its own), with the most frequent reason's first line: a table of no
+    rows for that is a mistake, not a result (a sweep whose rows ``where`` filters out is one).
+
+    >>> check_some_valid(_Stats(points=2, invalid=2, reasons={"pp": (2, "pp: 9 pipeline stages ...")}))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: sweep: every point is invalid: pp: 9 pipeline stages ...
+    """
+    if stats.points and stats.invalid == stats.points:
+        first = dropped_text(stats.reasons).splitlines()[0].split(", the first: ", 1)[1]
+        raise SymllmError(f"sweep: every point is invalid: {first}")
+
+
 @dataclass
 class _Stats:
     points: int = 0
@@ -709,6 +725,9 @@ class Sweep:
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
         spec = resolved.spec(base_cfg)
         mdl = spec.model(work.attention).replace(definitions=())
+        checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
+        checks.warn_past_window(spec, sum(_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
+                                          for k in ("seq", "gen")))  # the grid's longest, once
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
         fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
@@ -811,7 +830,7 @@ class Sweep:
         if self.context_follows_seq:
             f["context"] = f["seq"]
         fields = {**self.model_fields, **checks.workload_fields(self.workload),
-                  **{k: f[k] for k in ("n_layers", "seq", "gen", "context")}}
+                  **{k: f[k] for k in ("n_layers", "seq", "gen", "context", "n_heads", "n_kv_heads")}}
         for c in checks.CHECKS:  # what count refuses of the workload on this point's model (symllm.costs.checks)
             ok = np.broadcast_to(np.asarray(c.ok(fields), dtype=bool), valid.shape)
             self.stats.drop(c.field, valid & ~ok, lambda i: c.line({k: _item(v, i) for k, v in fields.items()}))
@@ -834,7 +853,12 @@ class Sweep:
 
     def chunks(self, progress: Callable[[int, int], None] | None = None) -> Iterator[dict[str, np.ndarray]]:
         """The kept rows, one dict of column arrays per chunk of ``chunk_size`` points; counts go to
-        :attr:`stats`. ``progress(done, total)`` is called after each chunk."""
+        :attr:`stats`. ``progress(done, total)`` is called after each chunk. A grid whose every point is
+        invalid raises after the last chunk (:func:`check_some_valid`)."""
+        yield from self._chunks(progress)
+        check_some_valid(self.stats)
+
+    def _chunks(self, progress=None) -> Iterator[dict[str, np.ndarray]]:
         self.stats = _Stats(points=self.size)
         for start in range(0, self.size, self.chunk_size):
             stop = min(start + self.chunk_size, self.size)
@@ -870,8 +894,7 @@ class Sweep:
         >>> Sweep("llama2-7b", {"n_layers": [1, 2]}).write(p).points, p.read_text().splitlines()[1]
         (2, '1,32,128,11008,464531456')
         """
-        path = Path(path)
-        fmt = choice("format", fmt or table_format(path), TABLE_FORMATS)
+        fmt = choice("format", fmt or table_format(path), TABLE_FORMATS)  # path as given: "out.csv/" is refused
         if fmt == "parquet":
             return self.write_parquet(path, progress)
         write_atomic(path, lambda out: self.write_to(out, fmt, progress), newline="")
@@ -913,7 +936,7 @@ class Sweep:
                 for cols in self.chunks(progress):
                     if len(cols[self.columns[0]]):
                         writer.write_table(pa.table([column(c, cols[c]) for c in self.columns], schema=schema))
-        write_atomic(Path(path), write, binary=True)
+        write_atomic(path, write, binary=True)
         return SweepResult({}, self.stats.points, self.stats.invalid, self.stats.filtered, self.stats.reasons)
 
     def write_to(self, out, fmt: str = "csv", progress=None) -> None:
@@ -923,11 +946,12 @@ class Sweep:
         if fmt not in ("csv", "jsonl"):
             raise SymllmError(f"format: {fmt} needs a file (-o FILE); on a stream give csv or jsonl")
         names = self.columns
-        if fmt == "csv":
-            out.write(",".join(names) + "\n")
-        for cols in self.chunks(progress):
+        header = ",".join(names) + "\n" if fmt == "csv" else ""  # written with the first row, or at the end:
+        for cols in self.chunks(progress):                      # nothing at all for a grid refused there
             if len(cols[names[0]]):
-                out.write(_format_rows([cols[c] for c in names], names, fmt))
+                out.write(header + _format_rows([cols[c] for c in names], names, fmt))
+                header = ""
+        out.write(header)
 
     def _block(self, start: int, stop: int) -> dict:
         """The kept rows of points start..stop-1, every column at once (one :meth:`_evaluate`)."""
@@ -1095,11 +1119,12 @@ class Sweeps:
         done = 0
         for base, sweep in zip(self.bases, self.sweeps):
             step = (lambda d, t, off=done: progress(off + d, self.size)) if progress is not None else None
-            for cols in sweep.chunks(step):
+            for cols in sweep._chunks(step):  # one base may be all invalid; the table may not
                 n = len(next(iter(cols.values()))) if cols else 0
                 yield {"base": np.asarray([base] * n, dtype=object), **cols}
             self._gather(sweep)
             done += sweep.size
+        check_some_valid(self.stats)
 
     def run(self, progress=None) -> SweepResult:
         """Every kept row in memory; a column a base lacks holds ``None`` in its rows."""
@@ -1115,8 +1140,7 @@ class Sweeps:
         if fmt not in ("csv", "jsonl"):
             raise SymllmError(f"format: {fmt} is not written for several bases (csv or jsonl)")
         names = self.columns
-        if fmt == "csv":
-            out.write(",".join(names) + "\n")
+        header = ",".join(names) + "\n" if fmt == "csv" else ""  # with the first row (Sweep.write_to)
         for cols in self.chunks(progress):
             n = len(cols["base"])
             if not n:
@@ -1125,11 +1149,12 @@ class Sweeps:
             base = [_csv_cell(b) if fmt == "csv" else json.dumps(b) for b in cols["base"].tolist()]
             columns = [np.asarray(base, dtype=object)] + [
                 cols[c] if c in cols else np.asarray([filler] * n, dtype=object) for c in names[1:]]
-            out.write(_format_rows(columns, names, fmt))
+            out.write(header + _format_rows(columns, names, fmt))
+            header = ""
+        out.write(header)
 
     def write(self, path, fmt: str | None = None, progress=None) -> SweepResult:
         """Stream the rows to ``path`` as CSV or JSON lines, atomically (as :meth:`Sweep.write`)."""
-        path = Path(path)
         fmt = fmt or table_format(path)
         if fmt not in ("csv", "jsonl"):
             raise SymllmError(f"format: {fmt} is not written for several bases (csv or jsonl)")

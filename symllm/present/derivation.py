@@ -57,6 +57,44 @@ ROOFLINE = ("ridge", "decode_batch")
 _KINDS = {"gqa": None, "mha": S.n_h, "mqa": sp.S.One}
 
 
+#: the default prefix of the ``\label`` on each numbered equation symllm writes (:func:`equation_label`)
+LABEL_PREFIX = "eq:symllm"
+_LABEL_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9:._-]{0,63}")
+
+
+def equation_label(prefix: str | None, model: str | None, component: str, quantity: str, options=(),
+                   kind: str = "") -> str:
+    """The ``\label`` of a derivation's numbered equation (its total), stable and unique per question:
+    ``<prefix>:<model>:<component>:<quantity>[:<phase or memory kind>][:elementwise][:macs]``, the model
+    ``generic`` (or the attention variant, ``gqa``) where no config is given; the model's name is kept to
+    letters, digits, ``.`` and ``-`` (any other character becomes ``-``). ``prefix`` (default
+    :data:`LABEL_PREFIX`): letters, digits and ``:._-``, starting with a letter (``--label-prefix``); two
+    workloads of one model in one paper need two prefixes.
+
+    >>> equation_label(None, "llama3.1-8b", "attention", "params")
+    'eq:symllm:llama3.1-8b:attention:params'
+    >>> equation_label("eq:paper", "my model", "model", "flops", {"phase": "decode", "bucket": "matmul"})
+    'eq:paper:my-model:model:flops:decode'
+    >>> equation_label("1x", None, "model", "params")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: label_prefix: '1x' is not a LaTeX label prefix (a letter, then letters, digits, :._-)
+    """
+    prefix = LABEL_PREFIX if prefix is None else prefix
+    if not isinstance(prefix, str) or not _LABEL_PREFIX.fullmatch(prefix):
+        raise SymllmError(f"label_prefix: {short(prefix, 30)} is not a LaTeX label prefix "
+                          "(a letter, then letters, digits, :._-)")
+    opts = dict(options)
+    detail = []
+    if quantity == "flops":
+        detail = ([opts.get("phase", "prefill")] + (["elementwise"] if opts.get("bucket", "matmul") != "matmul" else [])
+                  + (["macs"] if opts.get("macs") else []))
+    elif quantity == "memory":
+        detail = [opts.get("memory", "inference")]
+    who = re.sub(r"[^A-Za-z0-9.-]", "-", model) if model else (kind.lower() or "generic")
+    return ":".join([prefix, who, component, quantity, *detail])
+
+
 # --------------------------------------------------------------------------- cached between processes
 
 def _mul(*args, **options):
@@ -307,10 +345,10 @@ class Derivation:
         return name, None if self.component == "model" else self.component
 
     def context(self, fmt: str = "latex", flavor: str = "github", *, glossary: bool = True,
-                definitions: bool = True) -> dict:
+                definitions: bool = True, label_prefix: str | None = None) -> dict:
         """What the templates are handed (plain data and numbers, formulas wrapped in :class:`Formula`);
         ``glossary`` and ``definitions`` False leave out the symbols' list and the definitions (a report
-        shows each once)."""
+        shows each once); ``eqlabel`` is the numbered equation's ``\label`` (:func:`equation_label`)."""
         title, letter = QUANTITIES[self.quantity]
         result, of = self.result()
         vals = self.values or {}
@@ -339,20 +377,24 @@ class Derivation:
             "active": Formula(self.active) if self.active is not None else None, "active_value": self.active_value,
             "active_subst": _substituted(self.active, vals) if evaluated and self.active is not None else None,
             "math": math_delimiters(flavor), "format": fmt,
+            "eqlabel": Safe(equation_label(label_prefix, self.model, self.component, self.quantity, self.options,
+                                           self.kind if {S.n_kv, S.n_h} & set(used) else "")),
         }
 
     def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
                template: str | None = None, flavor: str = "github", glossary: bool = True,
-               definitions: bool = True) -> str:
-        """The derivation as ``text``, ``pretty``, ``latex`` (an ``align`` environment) or ``markdown``;
-        ``glossary`` and ``definitions``: see :meth:`context`.
+               definitions: bool = True, label_prefix: str | None = None) -> str:
+        """The derivation as ``text``, ``pretty``, ``latex`` (an ``align`` environment whose one numbered
+        equation, the total, carries ``\label{<label_prefix>:...}``: :func:`equation_label`) or
+        ``markdown``; ``glossary`` and ``definitions``: see :meth:`context`.
 
         >>> print(derive("embedding").render("latex").split("\\n")[1])
         \\begingroup\\allowdisplaybreaks\\begin{align}
         """
         choice("format", fmt, FORMATS)
         return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2",
-                         self.context(fmt, flavor, glossary=glossary, definitions=definitions), self.names, fmt,
+                         self.context(fmt, flavor, glossary=glossary, definitions=definitions,
+                                      label_prefix=label_prefix), self.names, fmt,
                          standalone, f"{self.component}: {QUANTITIES[self.quantity][0]}", template, template_dir)
 
     def __str__(self):
@@ -596,13 +638,14 @@ class Report:
         counts = resolved.params(self.spec)
         return [{"name": name, "formula": Formula(e), "value": counts[name]} for name, e in self.params.terms]
 
-    def context(self, fmt: str = "latex", flavor: str = "github", template_dir=None) -> dict:
+    def context(self, fmt: str = "latex", flavor: str = "github", template_dir=None,
+                label_prefix: str | None = None) -> dict:
         """What the report templates are handed."""
         spec, names = self.spec, dict(self.names)
         counts = resolved.params(spec)
         dv = self.params.context(fmt, flavor)
         shown = []  # the derivations the FLOPs, memory and layout sections render (for the glossary)
-        costs_part = self._costs(fmt, flavor, template_dir, shown)
+        costs_part = self._costs(fmt, flavor, template_dir, shown, label_prefix)
         block = _derive("block", "params", None, spec, names, self.workload, OPTIONS)
         config_rows = [
             ("vocabulary size", S.V, spec.vocab_size), ("model width", S.d, spec.dim),
@@ -636,7 +679,8 @@ class Report:
             "block_closed": Formula(block.closed), "block_label": label("N", "block"), "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
-            "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False)),
+            "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,
+                                                  label_prefix=label_prefix)),
             "math": math_delimiters(flavor), "format": fmt, **costs_part,
             "glossary": self._glossary([self.params, block, *shown]),
         }
@@ -654,7 +698,7 @@ class Report:
                  "meaning": meanings.get(sym, S.SYMBOLS[sym].description), "value": values.get(sym)}
                 for sym in S.SYMBOLS if sym in used]
 
-    def _costs(self, fmt, flavor, template_dir, shown: list) -> dict:
+    def _costs(self, fmt, flavor, template_dir, shown: list, label_prefix: str | None = None) -> dict:
         """The FLOPs and memory sections: symllm.costs.phases.workload's numbers and two derivations (each
         derivation rendered is appended to ``shown``; none repeats the glossary or the definitions)."""
         spec, work, names = self.spec, self.workload, dict(self.names)
@@ -662,7 +706,8 @@ class Report:
         fl = _derive("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
         mem = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": "inference"})
         shown += [fl, mem]
-        once = {"template_dir": template_dir, "flavor": flavor, "glossary": False, "definitions": False}
+        once = {"template_dir": template_dir, "flavor": flavor, "glossary": False, "definitions": False,
+                "label_prefix": label_prefix}
         context = "s" if "context" in work.derived else f"t = {grouped(work.context)}"
         flops_titles = {"prefill": "prefill (matmuls)",
                         "decode_token": f"one decode step at context {context} (matmuls)",
@@ -681,11 +726,11 @@ class Report:
             "flops_derivation": Safe(fl.render(fmt, **once)),
             "memory_derivation": Safe(mem.render(fmt, **once)),
             "flops_value": numbers["flops"]["prefill"], "memory_value": memory["weights"] + memory["kv_cache"],
-            **self._training(numbers, fmt, flavor, template_dir, shown),
-            **self._peaks(fmt, flavor, template_dir, shown),
+            **self._training(numbers, fmt, flavor, template_dir, shown, label_prefix),
+            **self._peaks(fmt, flavor, template_dir, shown, label_prefix),
         }
 
-    def _peaks(self, fmt, flavor, template_dir, shown: list) -> dict:
+    def _peaks(self, fmt, flavor, template_dir, shown: list, label_prefix: str | None = None) -> dict:
         """The peak-memory section: the derivations of ``inference_peak`` and ``training_peak`` under the
         workload's stack, and for an HF stack each moment of the training step with its bytes
         (:func:`symllm.costs.stacks.moments`)."""
@@ -697,6 +742,7 @@ class Report:
             dv = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": kind})
             shown.append(dv)
             out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor,
+                                                                     label_prefix=label_prefix,
                                                                      glossary=False, definitions=False))})
         rows = []
         if work.stack not in stacks.COMPONENT_STACKS:
@@ -715,7 +761,8 @@ class Report:
         if getattr(self, "_time_group", None) is None:
             mdl = spec.model(work.attention)
             vals = {**spec.values(), **work.values()}
-            group = hardware.roofline(mdl, work, vals, costs.quantities(mdl, work), costs.flops)
+            group = hardware.roofline(mdl, work, vals, costs.quantities(mdl, work), costs.flops,
+                                      window=spec.config.max_positions)
             object.__setattr__(self, "_time_group", group)
         return self._time_group
 
@@ -728,27 +775,32 @@ class Report:
         first = t["compute_bound_batch"]
         per = f" (per GPU of {t['gpus']})" if t["gpus"] > 1 else ""
         e = t["expected"]  # the expected time beside each bound (symllm.costs.efficiency)
+        unfit = ("does not fit", "")  # nothing is timed that does not fit (hardware.blank_unfit)
         rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound; expected {e['prefill_s']:.4g} s"),
                 ("one decode step", f"{t['decode_token_s']:.4g} s",
                  f"{t['decode_token_bound']}-bound; expected {e['decode_token_s']:.4g} s ({e['engine']})"),
                 ("decode tokens/s", f"{t['tokens_per_s']:,.1f}",
-                 f"at batch {work.batch:,} x {work.dp} replica(s); expected {e['tokens_per_s']:,.1f}"),
-                ("inference peak fits" + per, "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
-                ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack"),
-                ("training step", f"{t['training_step_s']:.4g} s",
-                 f"MFU {t['mfu']:.1%}; expected {e['training_step_s']:.4g} s, MFU {e['mfu']:.1%} ({e['training_engine']})"),
-                ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
-                 f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")]
-        if "training_s" in t:
+                 f"at batch {work.batch:,} x {work.dp} replica(s); expected {e['tokens_per_s']:,.1f}")
+                ] if t["fits"] else [("prefill", *unfit), ("one decode step", *unfit), ("decode tokens/s", *unfit)]
+        rows += [("inference peak fits" + per, "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
+                 ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack")]
+        rows += [("training step", f"{t['training_step_s']:.4g} s",
+                  f"MFU {t['mfu']:.1%}; expected {e['training_step_s']:.4g} s, MFU {e['mfu']:.1%} "
+                  f"({e['training_engine']})"),
+                 ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
+                  f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
+                 ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
+        if t["training_fits"] and "training_s" in t:
             rows.append((f"{work.tokens:,} training tokens", f"{t['training_s'] / 86400:,.2f} days",
                          f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))
         if t["gpus"] == 1:
             rows.append(("decode compute-bound", f"from batch {first:,}" if first else "never",
                          f"at context {work.context:,}"))
         return {"title": t["title"], "ridge": f"{t['ridge']:.1f}", "peak_dtype": t["peak_dtype"],
-                "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows]}
+                "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows],
+                "assumes": {"inference": t["assumes"]["fits"], "training": t["assumes"]["training_fits"]}}
 
-    def _training(self, numbers: dict, fmt, flavor, template_dir, shown: list) -> dict:
+    def _training(self, numbers: dict, fmt, flavor, template_dir, shown: list, label_prefix: str | None = None) -> dict:
         """The parallel-layout section (only for a layout: :func:`symllm.costs.parallel.laid_out`): count's
         ``params.per_gpu``, ``memory_per_gpu`` and ``comm`` with the derivation of the communication, and
         whether a training step fits on ``--gpu``; the LoRA section (only with ``lora_rank``): count's
@@ -781,6 +833,7 @@ class Report:
                               for k, v in numbers["comm"].items()],
                 "comm_total": sum(numbers["comm"].values()),
                 "comm_derivation": Safe(comm.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,
+                                                    label_prefix=label_prefix,
                                                     definitions=False)),
             }
         if work.lora_rank is not None:
@@ -796,10 +849,12 @@ class Report:
         return out
 
     def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
-               template: str | None = None, flavor: str = "github") -> str:
-        """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown."""
+               template: str | None = None, flavor: str = "github", label_prefix: str | None = None) -> str:
+        """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown; each
+        derivation's numbered equation carries a ``\label`` (``label_prefix``: :func:`equation_label`)."""
         choice("format", fmt, REPORT_FORMATS)
-        return _laid_out(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir), self.names, fmt,
+        return _laid_out(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir, label_prefix),
+                         self.names, fmt,
                          standalone, f"{self.config.name}: parameters, FLOPs and memory", template, template_dir)
 
     def __str__(self):

@@ -280,9 +280,9 @@ def roofline(config, gpu=None, **workload):
     if t["gpus"] > 1:
         raise SymllmError(f"gpu: a roofline is for one GPU, not {t['gpus']} (no --tp, --pp, --dp, --ep)")
     peak, bandwidth = _float(t["peak_flops"]), _float(t["bandwidth"])
-    points = [("prefill", work["flops"]["prefill"], t["prefill_bytes"], t["prefill_s"]),
-              ("decode step", work["flops"]["decode_token"], t["decode_token_bytes"], t["decode_token_s"])]
-    intensities = [_float(Fraction(f, m)) for _, f, m, _ in points]
+    points = [("prefill", work["flops"]["prefill"], t["prefill_bytes"]),
+              ("decode step", work["flops"]["decode_token"], t["decode_token_bytes"])]
+    intensities = [_float(Fraction(f, m)) for _, f, m in points]
     ridge = _float(t["ridge"])
     low = 2 ** math.floor(math.log2(min(intensities + [ridge]) / 4))
     high = 2 ** math.ceil(math.log2(max(intensities + [ridge]) * 4))
@@ -291,11 +291,13 @@ def roofline(config, gpu=None, **workload):
     ax.plot(xs, [min(peak, x * bandwidth) / 1e12 for x in xs], color="black",
             label=f"{t['title']}: {peak / 1e12:,g} TFLOP/s {t['peak_dtype']}, {bandwidth / 1e9:,g} GB/s")
     e = t["expected"]  # the expected times (symllm.costs.efficiency): hollow, below each bound
-    for i, ((label, f, _, seconds), x) in enumerate(zip(points, intensities)):
-        ax.plot([x], [_float(f) / _float(seconds) / 1e12], linestyle="none", marker="o", markersize=7,
+    for i, ((label, f, _), x) in enumerate(zip(points, intensities)):  # on one GPU: FLOPs / max(F/P, M/B)
+        ax.plot([x], [min(peak, x * bandwidth) / 1e12], linestyle="none", marker="o", markersize=7,
                 color=COLOURS[i + 1], label=label)
-    for i, ((label, f, _, _), x) in enumerate(zip(points, intensities)):
+    for i, ((label, f, _), x) in enumerate(zip(points, intensities)):
         expected = e["prefill_s" if label == "prefill" else "decode_token_s"]
+        if expected is None:  # does not fit: not timed (symllm.costs.hardware.blank_unfit)
+            continue
         ax.plot([x], [_float(f) / _float(expected) / 1e12], linestyle="none", marker="o", markersize=7,
                 markerfacecolor="none", color=COLOURS[i + 1], label=f"{label}, expected ({e['engine']})")
     ax.axvline(ridge, color="grey", linestyle=":", linewidth=1)

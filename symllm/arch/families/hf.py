@@ -68,7 +68,8 @@ HF_NOT_YET: dict[str, str] = {}
 #: ModelConfig's field names -> the config.json keys they are read from (errors name the user's key)
 HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
             "n_kv_heads": "num_key_value_heads", "hidden_dim": "intermediate_size",
-            "tie_embeddings": "tie_word_embeddings", "norm_eps": "rms_norm_eps"}
+            "tie_embeddings": "tie_word_embeddings", "norm_eps": "rms_norm_eps",
+            "max_positions": "max_position_embeddings"}
 
 #: the keys every family reads into ModelConfig's sizes, and their default when absent (``REQUIRED``: must
 #: be given; ``None``: derived, ``n_kv_heads = n_heads``, ``head_dim = dim // n_heads``)
@@ -337,7 +338,8 @@ def _fields(raw: dict, family: Family) -> dict:
                tie_embeddings=flag(raw, "tie_word_embeddings", family.defaults.get("tie_word_embeddings", False)),
                qkv_bias=family.qkv_bias, qk_norm=family.qk_norm,
                activation=family.activation[1][raw.get(family.activation[0], next(iter(family.activation[1])))],
-               norm_eps=raw.get("rms_norm_eps", 1e-6), rope_theta=theta)
+               norm_eps=raw.get("rms_norm_eps", 1e-6), rope_theta=theta,
+               max_positions=raw.get("max_position_embeddings"))
     for key in family.reads:
         out[key] = flag(raw, key, family.defaults.get(key, False))
     out.update(family.fields(raw, L))
