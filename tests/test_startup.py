@@ -386,3 +386,23 @@ def test_a_read_back_answer_follows_every_input(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("SYMLLM_CACHE_DIR", "")
     assert damaged == [cli(argv).out for argv in cases[:-1]] == [r.out for r in first[:-1]]
     assert changed == cli(cases[-1]).out != first[-1].out
+
+
+def test_warm_params_reads_what_it_kept_and_counts_the_same(monkeypatch):
+    """A warm ``symllm.params(cfg)`` resolves no name through the lazy import, hashes no config (the spec is
+    kept on the config) and looks up no symbol (the table's arguments are kept on the spec): with spec_of
+    and the symbol look-up refused, the same config counts again, its total by hand arithmetic; a table
+    compiled again (its cache cleared) reads the spec's values again rather than trusting the kept ones."""
+    from symllm.arch import resolved, specs
+    cfg = config.ModelConfig(vocab_size=1000, dim=64, n_layers=3, n_heads=4, n_kv_heads=2, hidden_dim=96)
+    total = 2 * 1000 * 64 + 3 * (2 * 64 * 16 * (4 + 2) + 3 * 64 * 96 + 2 * 64) + 64  # untied, d_h = 16
+    assert symllm.params(cfg)["total"] == total
+    assert "params" in vars(symllm)  # found directly next time, not through symllm.__getattr__
+    monkeypatch.setattr(resolved, "spec_of", lambda c: pytest.fail("the spec computed again"))
+    monkeypatch.setattr(specs.Spec, "_values", property(lambda s: pytest.fail("a symbol looked up")))
+    assert symllm.params(cfg)["total"] == total
+    monkeypatch.undo()
+    resolved._params_table.cache_clear()
+    bigger = cfg.replace(n_layers=4)
+    assert symllm.params(cfg)["total"] == total
+    assert symllm.params(bigger)["total"] == total + (2 * 64 * 16 * 6 + 3 * 64 * 96 + 2 * 64)
