@@ -14,7 +14,8 @@
    same report rendered again from the cached derivations (``--template-dir`` of an empty folder: user
    templates are never read back, the built-in ones fill in);
 5. a warm ``symllm.params(cfg)`` (the whole breakdown of a config seen before) vs a hand-written Python
-   function returning the same dict: goal <= 10x;
+   function returning the same dict: goal <= 10x; and, for
+   information, a warm ``symllm.workload(cfg, gpu=...)`` per call, on one GPU and at tp 8;
 6. a sweep of 10**6 rows to CSV (evaluation included) vs ``np.savetxt`` of the same integers: goal <= 0.5x;
 7. a warm ``symllm count llama3.1-405b`` (kernels read back from a fresh cache) vs ``python -c pass``: goal
    <= 3x (it imports no SymPy); and warm counts with ``--gpu``, a layout (``--tp``, ``--pp``, ``--dp``) and
@@ -335,6 +336,22 @@ def bench_params(repeat: int) -> dict:
             "detail": f"{t_ours * 1e6:.1f} us vs {t_hand * 1e6:.1f} us per config"}
 
 
+def bench_workload_gpu(repeat: int) -> list[dict]:
+    """A warm ``symllm.workload(cfg, gpu=...)`` per call (the whole dict: FLOPs, memory, per GPU, the time group
+    with its fit searches and expected times), on one GPU and at tp 8: for information. The goal of issue 41
+    (<= 10x a hand-written function returning the same dict) has no hand-written time group to compare with."""
+    cfg = symllm.resolve("llama3.1-8b")
+    rows = []
+    for layout in ({}, {"tp": 8}):
+        first = symllm.workload(cfg, gpu="h100-sxm", **layout)
+        assert symllm.workload(cfg, gpu="h100-sxm", **layout) == first
+        t = best(lambda: symllm.workload(cfg, gpu="h100-sxm", **layout), repeat, number=20)
+        where = "one GPU" if not layout else "tp 8"
+        rows.append({"name": f"warm symllm.workload(llama3.1-8b, gpu='h100-sxm'), {where}, per call / 1 ms",
+                     "ratio": t / 1e-3, "goal": "-", "ok": None, "detail": f"{t * 1e3:.2f} ms"})
+    return rows
+
+
 #: the parallel layouts of the warm-workload benchmark (those a preset refuses, an ep its experts do not
 #: divide, are left out)
 LAYOUTS = ({"dp": 8}, {"tp": 8, "pp": 2, "dp": 2}, {"tp": 4, "sp": True, "zero_stage": 3, "dp": 4}, {"dp": 8, "ep": 8})
@@ -406,6 +423,7 @@ def main(argv=None) -> int:
     rows.extend(bench_startup(runs, args.quick))
     rows.append(bench_params(repeat))
     rows.append(bench_sweep_csv(rows_csv, max(2, repeat // 2)))
+    rows.extend(bench_workload_gpu(repeat))
     if args.quick:  # composing the per-GPU forms of a layout takes seconds: one preset, one layout
         rows.append(bench_workload(("llama3.2-1b",), repeat, LAYOUTS[:1]))
     else:

@@ -356,9 +356,30 @@ def cmd_count(args) -> int:
 
 
 def _answer_options(args) -> list:
-    """Every option of ``args`` but the subcommand's function, by name: with the resolved config and a
-    checkpoint's bytes, what ``count``'s output is made from (the key of :func:`symllm.numbers.quick.answer`)."""
-    return sorted((k, v) for k, v in vars(args).items() if k != "func")
+    """Every option of ``args`` but the subcommand's function, by name, and the bytes of the model's files
+    where it is a local file or folder (its ``.json`` files: a ``config.json`` and whatever sits beside it):
+    with the resolved config and a checkpoint's bytes, what ``count``'s output is made from (the key of
+    :func:`symllm.numbers.quick.answer`)."""
+    from symllm.numbers.cache import _blake2b
+
+    files = []
+    try:
+        if os.path.isfile(args.model):
+            paths = [args.model]
+        elif os.path.isdir(args.model):
+            paths = sorted(os.path.join(args.model, n) for n in os.listdir(args.model) if n.endswith(".json"))
+        else:
+            paths = []
+        for path in paths:
+            if os.path.getsize(path) <= 1 << 24:
+                with open(path, "rb") as f:
+                    files.append((os.path.basename(path), _blake2b(f.read()).hexdigest()))
+            else:  # a weights file (.gguf, .safetensors): the checkpoint's own summary is in the key
+                st = os.stat(path)
+                files.append((os.path.basename(path), st.st_size, st.st_mtime_ns))
+    except OSError:
+        files.append(("unreadable", os.urandom(16).hex()))  # never read back
+    return sorted((k, v) for k, v in vars(args).items() if k != "func") + [("files", files)]
 
 
 def _count(args, config, given: dict, ckpt: dict | None) -> int:

@@ -350,7 +350,7 @@ def test_warm_count_with_a_workload_imports_no_sympy(tmp_path):
     code = _ANSWER_ALL.replace("ARGV", repr(ANSWERED))
     cold_outs, cold_modules = json.loads(_python(code, tmp_path / "cache"))
     warm_outs, warm_modules = json.loads(_python(code, tmp_path / "cache"))
-    off_outs, _ = json.loads(_python(code, Path("")))  # SYMLLM_CACHE_DIR="": no cache at all
+    off_outs, _ = json.loads(_python(code, ""))  # SYMLLM_CACHE_DIR="": no cache at all
     assert "sympy" in cold_modules
     assert warm_modules == []
     assert [c for c, _ in cold_outs] == [0] * len(ANSWERED)

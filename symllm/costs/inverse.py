@@ -178,7 +178,8 @@ def largest(expr: sp.Expr, x: sp.Symbol, vals: dict, capacity: int, low: int = 1
     >>> largest(S.b ** 2 + 1, S.b, {}, 101), largest(S.b ** 2 + 1, S.b, {}, 1)
     (10, 0)
     """
-    at = {k: v for k, v in vals.items() if k != x}
+    at = dict(vals)
+    at.pop(x, None)  # by hash (comparing every key with != walked SymPy's __eq__)
 
     def peak(value: int) -> Fraction:
         return Fraction(evaluate(expr, {**at, x: value}))
