@@ -20,7 +20,9 @@ def attributes(package: str, names: dict[str, tuple[str, str | None]]):
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module, attr = names[name]
         mod = importlib.import_module(f"{package}.{module}")
-        return mod if attr is None else getattr(mod, attr)
+        value = mod if attr is None else getattr(mod, attr)
+        sys.modules[package].__dict__.setdefault(name, value)  # found directly next time (3 us a call)
+        return value
 
     def __dir__():
         return sorted(names)

@@ -15,6 +15,7 @@ _start_program()  # (done already when importing symllm started the command: its
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import warnings  # noqa: E402
 from fractions import Fraction  # noqa: E402
@@ -324,6 +325,55 @@ def cmd_count(args) -> int:
     args.model = args.model[0]
     config = _load(args)
     given = _given(args)
+    ckpt = _checkpoint(args)
+    if not (given or args.json or args.serve):  # only the parameters: kernels read back (symllm.numbers.quick)
+        return _count(args, config, given, ckpt)
+    # a workload, --json or --serve: the answer printed before for the same inputs is read back (no SymPy)
+    from symllm.numbers import quick
+    key = quick.answer_key("count", config, _answer_options(args), ckpt)
+    text = quick.answer(key)
+    if text is None:
+        with warnings.catch_warnings(record=True) as seen, contextlib.redirect_stdout(io.StringIO()) as out:
+            _count(args, config, given, ckpt)
+        text = out.getvalue()
+        for w in seen:  # shown as they would have been; an answer that warned is computed again next time
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        if not seen:
+            quick.keep_answer(key, text)
+    sys.stdout.write(text)
+    return 0
+
+
+def _answer_options(args) -> list:
+    """Every option of ``args`` but the subcommand's function, by name, and the bytes of the model's files
+    where it is a local file or folder (its ``.json`` files: a ``config.json`` and whatever sits beside it):
+    with the resolved config and a checkpoint's bytes, what ``count``'s output is made from (the key of
+    :func:`symllm.numbers.quick.answer`)."""
+    from symllm.numbers.cache import _blake2b
+
+    files = []
+    try:
+        if os.path.isfile(args.model):
+            paths = [args.model]
+        elif os.path.isdir(args.model):
+            paths = sorted(os.path.join(args.model, n) for n in os.listdir(args.model) if n.endswith(".json"))
+        else:
+            paths = []
+        for path in paths:
+            if os.path.getsize(path) <= 1 << 24:
+                with open(path, "rb") as f:
+                    files.append((os.path.basename(path), _blake2b(f.read()).hexdigest()))
+            else:  # a weights file (.gguf, .safetensors): the checkpoint's own summary is in the key
+                st = os.stat(path)
+                files.append((os.path.basename(path), st.st_size, st.st_mtime_ns))
+    except OSError:
+        files.append(("unreadable", os.urandom(16).hex()))  # never read back
+    return sorted((k, v) for k, v in vars(args).items() if k != "func") + [("files", files)]
+
+
+def _count(args, config, given: dict, ckpt: dict | None) -> int:
+    """``count`` of one model (``config``, the workload options ``given``, a checkpoint's bytes ``ckpt``),
+    printed."""
     if given or args.json:
         from symllm import api
         from symllm.costs import phases as costs
@@ -338,7 +388,6 @@ def cmd_count(args) -> int:
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
-    ckpt = _checkpoint(args)
     serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
     if serve and not args.serve:
         raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")

@@ -283,3 +283,17 @@ def test_cli_plan_names_the_formats(cli):
     assert max(map(len, r.out.splitlines())) <= 100
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--weight-format", "Q3_K_XXL"])
     assert r.code == 2 and r.err.startswith("symllm: error: weight_format: ") and r.err.count("\n") == 1
+
+
+@given(st.integers(0, 50), st.integers(0, 9), st.integers(0, 3), st.integers(1, 9), st.integers(1, 10 ** 4),
+       st.integers(0, 10 ** 7), st.integers(1, 5))
+def test_secant_guesses_give_the_largest_that_fits(a, b, c, k, w, capacity, low):
+    """The secant-guided search (what a peak without a closed form takes: a window's Min, ceilings) returns
+    what counting up from ``low`` gives, for growing peaks with steps (ceilings), a plateau's corner (Min)
+    and curvature; or None, leaving it to the doubling search. The brute force is the definition itself."""
+    def peak(x):
+        return Fraction(a + b * x + c * x * x + -(-x // k) + 7 * min(x, w) + x * x // w)
+    got = inverse._secant(peak, capacity, low)
+    if got is None:
+        return
+    assert got == low - 1 if peak(low) > capacity else (got >= low and peak(got) <= capacity < peak(got + 1))

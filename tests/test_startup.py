@@ -32,7 +32,7 @@ def cache(tmp_path, monkeypatch):
     return folder
 
 
-def _python(code: str, cache_dir: Path) -> str:
+def _python(code: str, cache_dir) -> str:
     env = {**os.environ, "SYMLLM_CACHE_DIR": str(cache_dir),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -318,3 +318,91 @@ def test_a_hit_binds_group_counts_as_the_symbols_table_says(cache, monkeypatch):
     quick._compiled.cache_clear()
     monkeypatch.setattr(quick, "_from_api", lambda config: pytest.fail("a hit computed the counts again"))
     assert [quick.params(cfg(a, b))[0]["total"] for a, b in pairs] == [expected(a, b) for a, b in pairs]
+
+
+#: counts with a workload, an accelerator, a layout, serving or JSON: several presets (dense, GQA, MoE, MLA),
+#: accelerators and layouts (tp, pp, dp, ep)
+ANSWERED = (["count", "llama3.1-8b", "--gpu", "h100-sxm"],
+            ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "8"],
+            ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--json"],
+            ["count", "llama3.1-8b", "--json"],
+            ["count", "llama2-7b", "--seq", "4096", "--batch", "4"],
+            ["count", "llama3.1-70b", "--gpu", "a100-80gb", "--tp", "4", "--pp", "2", "--dp", "2", "--json"],
+            ["count", "mixtral-8x7b", "--gpu", "h200", "--tp", "2", "--dp", "4", "--ep", "4"],
+            ["count", "deepseek-v2-lite", "--gpu", "h100-sxm", "--seq", "8192", "--json"],
+            ["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "8192"])
+
+#: runs each of ANSWERED in one process: prints whether each succeeded, its output, and at the end whether
+#: SymPy, the components, the workload's formulas, the fit searches or numpy were imported
+_ANSWER_ALL = ("import contextlib, io, json, sys\nfrom symllm.cli import main\nouts = []\n"
+               "for argv in ARGV:\n"
+               "    with contextlib.redirect_stdout(io.StringIO()) as out:\n        code = main(argv)\n"
+               "    outs.append([code, out.getvalue()])\n"
+               "print(json.dumps([outs, sorted(m for m in ('sympy', 'symllm.arch.components', 'symllm.costs.phases',"
+               " 'symllm.costs.inverse', 'numpy') if m in sys.modules)]))")
+
+
+def test_warm_count_with_a_workload_imports_no_sympy(tmp_path):
+    """A count with a workload, ``--gpu`` (with and without a layout), ``--serve`` or ``--json`` asked a second
+    time, in a fresh process, prints the answer the first one printed (byte for byte) without importing SymPy,
+    the formulas, the fit searches or numpy; and that answer is the one computed with the cache off (the formulas,
+    built in that process). The 405B-independent check: llama3.1-8b's total is its published one."""
+    code = _ANSWER_ALL.replace("ARGV", repr(ANSWERED))
+    cold_outs, cold_modules = json.loads(_python(code, tmp_path / "cache"))
+    warm_outs, warm_modules = json.loads(_python(code, tmp_path / "cache"))
+    off_outs, _ = json.loads(_python(code, ""))  # SYMLLM_CACHE_DIR="": no cache at all
+    assert "sympy" in cold_modules
+    assert warm_modules == []
+    assert [c for c, _ in cold_outs] == [0] * len(ANSWERED)
+    assert warm_outs == cold_outs == off_outs
+    assert json.loads(warm_outs[2][1])["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"]
+    assert "on h100-sxm (per GPU of 8)" in warm_outs[1][1] and "on h100-sxm (one GPU)" in warm_outs[0][1]
+
+
+def test_a_read_back_answer_follows_every_input(cli, tmp_path, monkeypatch):
+    """The answer read back is the one of these very inputs: another --seq, another accelerator, another
+    layout, a changed config file or --json each print what the formulas give (cache off), never a stored
+    answer of other inputs; a damaged entry is computed again."""
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = tmp_path / "config.json"
+    data = {k: v for k, v in config.load("llama3.1-8b").to_dict().items() if k != "layers"}
+    cfg.write_text(json.dumps(data))
+    cases = [["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2048"],
+             ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "4096"],
+             ["count", "llama3.1-8b", "--gpu", "h200", "--seq", "4096"],
+             ["count", "llama3.1-8b", "--gpu", "h200", "--seq", "4096", "--tp", "2"],
+             ["count", "llama3.1-8b", "--gpu", "h200", "--seq", "4096", "--tp", "2", "--json"],
+             ["count", str(cfg), "--gpu", "h100-sxm", "--batch", "2"]]
+    first = [cli(argv) for argv in cases]
+    again = [cli(argv) for argv in cases]
+    assert len(list((tmp_path / "cache").glob("answer-*.json"))) == len(cases)
+    assert [r.out for r in again] == [r.out for r in first]
+    assert len({r.out for r in first}) == len(cases)
+    cfg.write_text(json.dumps({**data, "n_layers": 31}))  # the same path, another model
+    changed = cli(cases[-1]).out
+    for entry in (tmp_path / "cache").glob("answer-*.json"):
+        entry.write_text(entry.read_text().replace("GiB", "TiB"))  # the digest no longer matches
+    damaged = [cli(argv).out for argv in cases[:-1]]
+    monkeypatch.setenv("SYMLLM_CACHE_DIR", "")
+    assert damaged == [cli(argv).out for argv in cases[:-1]] == [r.out for r in first[:-1]]
+    assert changed == cli(cases[-1]).out != first[-1].out
+
+
+def test_warm_params_reads_what_it_kept_and_counts_the_same(monkeypatch):
+    """A warm ``symllm.params(cfg)`` resolves no name through the lazy import, hashes no config (the spec is
+    kept on the config) and looks up no symbol (the table's arguments are kept on the spec): with spec_of
+    and the symbol look-up refused, the same config counts again, its total by hand arithmetic; a table
+    compiled again (its cache cleared) reads the spec's values again rather than trusting the kept ones."""
+    from symllm.arch import resolved, specs
+    cfg = config.ModelConfig(vocab_size=1000, dim=64, n_layers=3, n_heads=4, n_kv_heads=2, hidden_dim=96)
+    total = 2 * 1000 * 64 + 3 * (2 * 64 * 16 * (4 + 2) + 3 * 64 * 96 + 2 * 64) + 64  # untied, d_h = 16
+    assert symllm.params(cfg)["total"] == total
+    assert "params" in vars(symllm)  # found directly next time, not through symllm.__getattr__
+    monkeypatch.setattr(resolved, "spec_of", lambda c: pytest.fail("the spec computed again"))
+    monkeypatch.setattr(specs.Spec, "_values", property(lambda s: pytest.fail("a symbol looked up")))
+    assert symllm.params(cfg)["total"] == total
+    monkeypatch.undo()
+    resolved._params_table.cache_clear()
+    bigger = cfg.replace(n_layers=4)
+    assert symllm.params(cfg)["total"] == total
+    assert symllm.params(bigger)["total"] == total + (2 * 64 * 16 * 6 + 3 * 64 * 96 + 2 * 64)

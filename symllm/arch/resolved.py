@@ -58,8 +58,15 @@ def spec(config: Config, *, vocab_size: int | None = None) -> Spec:
     >>> spec("llama3.2-1b").hidden_dim, spec("llama3.2-1b").structure.tied
     (8192, True)
     """
-    if isinstance(config, Spec) and vocab_size is None:
-        return config
+    if vocab_size is None:
+        if isinstance(config, Spec):
+            return config
+        if isinstance(config, ModelConfig):  # kept on the config: a warm params() hashed its 45 fields each call
+            hit = config.__dict__.get("_spec")
+            if hit is None:
+                hit = spec_of(config)
+                object.__setattr__(config, "_spec", hit)  # frozen; not a field (neither compared nor printed)
+            return hit
     return spec_of(resolve(config, vocab_size=vocab_size))
 
 
@@ -124,7 +131,13 @@ def params(config: Config) -> dict[str, int]:
     (46702792704, 12879925248)
     """
     sp_ = spec(config)
-    return _params_table(sp_.structure)(sp_._values)
+    table = _params_table(sp_.structure)
+    args = sp_.__dict__.get("_params_args")  # the table's arguments, read off the spec's values once
+    if args is None or args[0] is not table.args:
+        counts = table(sp_._values)  # a symbol left unset is refused here
+        object.__setattr__(sp_, "_params_args", (table.args, tuple(sp_._values[a] for a in table.args)))
+        return counts
+    return table.at(args[1])
 
 
 def by_kind(counts: dict) -> dict:

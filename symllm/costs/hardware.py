@@ -429,6 +429,13 @@ def decode_batch_exists(expr: sp.Expr, vals: dict) -> bool:
 
 
 @lru_cache(maxsize=256)
+def _crossing(mdl, flops: sp.Expr) -> sp.Expr:
+    """:func:`decode_batch` of the model ``mdl`` whose decode step's FLOPs are ``flops``, built once per model
+    (building :func:`bytes_moved` again was half a warm roofline)."""
+    return decode_batch(flops, bytes_moved(mdl, "decode"))
+
+
+@lru_cache(maxsize=256)
 def _denominator(expr: sp.Expr) -> sp.Expr:
     """``expr``'s denominator over one common denominator (once per closed form: every roofline asks)."""
     return sp.fraction(sp.together(expr))[1]
@@ -662,7 +669,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     if laid:
         out["compute_bound_batch"] = None
     else:
-        crossing = decode_batch(exprs["flops"]["decode_token"], bytes_moved(mdl, "decode"))
+        crossing = _crossing(mdl, exprs["flops"]["decode_token"])
         out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
                                       if decode_batch_exists(crossing, vals) else None)
     # training: one step of m micro-batches of b sequences per data-parallel rank; the pipeline's last

@@ -10,7 +10,9 @@ workload shape); the answer is the floor of the smallest root, evaluated at the 
 then checked exactly: the peak at the answer fits, at the answer + 1 it does not (:func:`largest` moves it
 by one where a square root's float rounding put it one off). Where no closed form exists (a window's
 ``Min``, a ceiling of ``s/N_t`` under sequence parallelism, a degree above 2) :func:`largest` searches
-the integers exactly instead (doubling, then bisection), the same predicate deciding.
+the integers exactly instead (secants through exact values, each guess kept inside the bracket of what
+fits and what does not, then bisection; doubling where no guess passes the answer), the same predicate
+deciding.
 
 >>> largest(S.b * 3 + 10, S.b, {}, 100)   # 3b + 10 <= 100
 30
@@ -176,10 +178,14 @@ def largest(expr: sp.Expr, x: sp.Symbol, vals: dict, capacity: int, low: int = 1
     >>> largest(S.b ** 2 + 1, S.b, {}, 101), largest(S.b ** 2 + 1, S.b, {}, 1)
     (10, 0)
     """
-    at = {k: v for k, v in vals.items() if k != x}
+    at = dict(vals)
+    at.pop(x, None)  # by hash (comparing every key with != walked SymPy's __eq__)
+
+    def peak(value: int) -> Fraction:
+        return Fraction(evaluate(expr, {**at, x: value}))
 
     def fits(value: int) -> bool:
-        return Fraction(evaluate(expr, {**at, x: value})) <= capacity
+        return peak(value) <= capacity
 
     sol = solution(expr, x)
     if sol is not None:
@@ -202,4 +208,46 @@ def largest(expr: sp.Expr, x: sp.Symbol, vals: dict, capacity: int, low: int = 1
             answer = max(low - 1, answer)
             if (answer < low or fits(answer)) and not fits(answer + 1):
                 return answer
-    return _search(fits, low)
+    guided = _secant(peak, capacity, low)
+    return guided if guided is not None else _search(fits, low)
+
+
+def _secant(peak, capacity: int, low: int, tries: int = 8) -> int | None:
+    """The largest ``x >= low`` with ``peak(x) <= capacity`` for a ``peak`` that grows with ``x``: guesses by
+    secants through exact values (a ceiling's steps or a window's ``Min`` leave a peak nearly linear or
+    quadratic: a few guesses where doubling and bisection take dozens), each kept inside the bracket of
+    the largest value known to fit and the smallest known not to, then bisection of that bracket; ``low - 1``
+    when ``low`` does not fit, ``None`` when no guess passed the answer (the search decides).
+
+    >>> peak = lambda x: Fraction(3 * x + 10 + (x + 6) // 7)
+    >>> _secant(peak, 1000, 1), peak(315), peak(316)   # 945 + 10 + 45 = 1000; 948 + 10 + 46 = 1004
+    (315, Fraction(1000, 1), Fraction(1004, 1))
+    >>> _secant(lambda x: Fraction(5), 10, 1) is None, _secant(peak, 13, 1)
+    (True, 0)
+    """
+    a, pa = low, peak(low)
+    if pa > capacity:
+        return low - 1
+    good, bad = low, None  # peak(good) <= capacity < peak(bad)
+    b = low + 1
+    pb = peak(b)
+    for _ in range(tries):
+        if pb <= capacity:
+            good = max(good, b)
+        else:
+            bad = b if bad is None else min(bad, b)
+        if bad is not None and bad - good <= 1:
+            return good
+        if pb <= pa:
+            break
+        guess = a + math.floor((capacity - pa) * (b - a) / (pb - pa))
+        guess = max(good + 1, guess if bad is None else min(bad - 1, guess))
+        if guess > 2 ** 64:
+            break
+        a, pa, b, pb = b, pb, guess, peak(guess)
+    if bad is None:
+        return None
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if peak(mid) <= capacity else (good, mid)
+    return good

@@ -631,6 +631,15 @@ class TableKernel:
         self._fn = _define(source, "table")
         return self
 
+    def at(self, args: tuple) -> dict:
+        """The table at the numbers ``args``, given in the order of :attr:`args` (no dict look-ups).
+
+        >>> k = TableKernel({"wq": S.d * S.n_h})
+        >>> k.args, k.at((4, 2))
+        ((d, n_h), {'wq': 8})
+        """
+        return dict(zip(self.names, self._fn(*args)))
+
     def __call__(self, vals: dict) -> dict:
         try:
             out = self._fn(*[vals[a] for a in self.args])

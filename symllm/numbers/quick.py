@@ -22,6 +22,11 @@ compiled is stored for the next process. So the cache can make a start faster, n
 from (symllm's source files, its built-in templates, the jinja2 and markupsafe in use, the resolved
 config, the workload, the notation file's bytes, the output options), so a report rendered before is
 read back without building a formula, printing LaTeX or loading jinja2.
+
+:func:`answer` does the same for ``symllm count`` with a workload, ``--gpu``, a layout, ``--serve`` or
+``--json``: the printed text is kept by everything it is made from (symllm's source and data files, the
+resolved config with every field, every option of the command, a checkpoint's bytes), so a count asked
+before is printed again without importing SymPy (a new workload point, another ``--seq``, is computed).
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from symllm.errors import SymllmError
 from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
 from symllm.numbers.runtime import define
 
-__all__ = ["params", "report", "SIZE_FIELDS"]
+__all__ = ["params", "report", "answer", "answer_key", "keep_answer", "SIZE_FIELDS"]
 
 #: the config fields kernels take as numbers; the key holds only whether each is given
 SIZE_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
@@ -209,3 +214,41 @@ def report(model, *, fmt: str = "latex", standalone: bool = False, template: str
     if key is not None:
         cache_put("report", key, (text,))
     return text
+
+
+def answer_key(command: str, config: ModelConfig, options, *extra) -> str:
+    """The cache key of ``command``'s printed answer for ``config`` (every field, what was derived too) and
+    its ``options`` (every option, by name) and ``extra`` inputs (a checkpoint's bytes): with
+    :func:`symllm.numbers.cache.source_digest`, everything the text is made from.
+
+    >>> cfg = load("llama3.1-8b")
+    >>> answer_key("count", cfg, [("seq", 1)]) == answer_key("count", cfg, [("seq", 1)])
+    True
+    >>> answer_key("count", cfg, [("seq", 1)]) != answer_key("count", cfg.replace(n_layers=31), [("seq", 1)])
+    True
+    """
+    fields = [(fld.name, repr(getattr(config, fld.name)) if fld.name != "derived" else sorted(config.derived))
+              for fld in dataclasses.fields(config)]
+    return cache_key(command, type(config).__name__, fields, list(options), *extra)
+
+
+def answer(key: str) -> str | None:
+    """The text :func:`keep_answer` stored for ``key``, or ``None`` (not stored, the cache off or untrusted,
+    a damaged entry: see :mod:`symllm.numbers.cache`).
+
+    >>> import os, tempfile
+    >>> from unittest import mock
+    >>> with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": tmp}):
+    ...     k = answer_key("count", load("llama2-7b"), [("json", True)])
+    ...     before = answer(k)
+    ...     keep_answer(k, "{}\\n")
+    ...     before, answer(k)
+    (None, '{}\\n')
+    """
+    hit = cache_get("answer", key)
+    return hit[0] if hit is not None and len(hit) == 1 else None
+
+
+def keep_answer(key: str, text: str) -> None:
+    """Store ``text``, the answer printed for ``key`` (:func:`answer_key`), for the next process."""
+    cache_put("answer", key, (text,))

@@ -48,6 +48,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -1033,8 +1034,8 @@ def _format_rows(columns: list, names: list, fmt: str) -> str:
     not a Python call per cell): ``%d`` for integer columns, ``%r`` for floats, ``%s`` for exact
     objects (Python ints past int64, and Fractions, which JSON lines quote)."""
     rows = len(columns[0])
-    specs, cells = [], np.empty((rows, len(columns)), dtype=object)
-    for j, col in enumerate(columns):
+    specs, cells = [], []
+    for col in columns:
         values = col.tolist()
         if col.dtype.kind in "iub":
             specs.append("%d")
@@ -1044,12 +1045,12 @@ def _format_rows(columns: list, names: list, fmt: str) -> str:
             specs.append("%s")
             if fmt != "csv" and any(type(v) is Fraction for v in values):
                 values = [f'"{v}"' if type(v) is Fraction else v for v in values]
-        cells[:, j] = values
+        cells.append(values)
     if fmt == "csv":
         row = ",".join(specs) + "\n"
     else:
         row = "{" + ", ".join(f"{json.dumps(c)}: {spec}" for c, spec in zip(names, specs)) + "}\n"
-    return (row * rows) % tuple(cells.ravel().tolist())
+    return (row * rows) % tuple(chain.from_iterable(zip(*cells)))  # row by row, without an object array
 
 
 def _text(value) -> str:
