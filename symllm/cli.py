@@ -588,7 +588,7 @@ def serve_lines(r: dict) -> str:
             ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
             ("- activation peak", human_bytes(r["activation_peak"]),
              f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
-            ("- non-torch memory", human_bytes(r["non_torch"]), "as given (--non-torch-memory)"),
+            ("- non-torch memory", human_bytes(r["non_torch"]), "the engine's, or --non-torch-memory"),
             ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"),
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
@@ -973,7 +973,8 @@ def _count_args(p) -> None:
                    help="tokens of vLLM's profile run, whose activation peak is reserved (default 8192)")
     s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
-                   help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default 0)")
+                   help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "
+                        "0.35)")
     s.add_argument("--concurrency", type=int, default=None, metavar="C",
                    help="under load: C requests at a time of --seq prompt and --gen output tokens: TTFT, ITL, "
                         "output tokens/s (symllm.costs.traffic)")

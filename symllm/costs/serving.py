@@ -14,15 +14,17 @@ and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per
 
 Conventions (each an estimate of what vLLM measures, not derives):
 
-* GPU memory: the accelerator's capacity (:mod:`symllm.costs.hardware`: the vendor's "GB" read as GiB;
-  ``--gpu-memory`` sets it; torch reports somewhat less, an H100 80GB as 79.19 GiB);
+* GPU memory: what the driver reports to torch where it was measured (:attr:`symllm.costs.hardware.GPU.usable`:
+  an H100 80GB 79.18 GiB, an H200 139.80 GiB, an RTX 3090 23.58 GiB), else the accelerator's capacity (the
+  vendor's "GB" read as GiB; ``--gpu-memory`` sets it);
 * weights: the workload's weights per GPU (``--dtype`` or ``--weight-format``, :mod:`symllm.costs.formats`);
 * activation peak: what the profile run holds above weights and KV cache: one prefill of
   ``max_num_batched_tokens`` tokens (vLLM V1's profile run; 8192 is ``vllm serve``'s default) in the
   fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1),
   logits for every position included (an upper bound: vLLM computes the sampled positions' logits only);
-* non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, 0
-  unless given (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is
+* non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
+  engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) unless given
+  (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is
   allocated and are not subtracted).
 
 >>> r = capacity("llama3.1-8b", gpu="h100-sxm", seq=131072)
@@ -40,9 +42,10 @@ from symllm.validate import integer
 __all__ = ["DEFAULTS", "capacity"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` 8192 (``vllm serve``),
+#: (``non_torch`` None: the engine's, :func:`symllm.costs.efficiency.engine`)
 #: ``block_size`` 16; non-torch memory 0 (not modelled unless given)
 DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": 8192, "block_size": 16,
-            "non_torch": 0}
+            "non_torch": None}
 
 
 def _fraction(field: str, value, low=0, high=None) -> Fraction:
@@ -82,6 +85,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     integer("block_size", block_size)
+    if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
+        from symllm.costs import efficiency
+        non_torch = Fraction(efficiency.engine(work.engine, "inference").get("non_torch_gib", "0")) * 2 ** 30
     non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
     spec = resolved.spec(config)
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
@@ -93,13 +99,13 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     weights = profile["memory_per_gpu"]["weights"]
     kv_profile = Fraction(profile["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile
-    usable = util * gpu.memory
+    usable = util * gpu.usable  # the memory the driver reports, where measured
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
                                                                                           kv_cache_bytes)
     blocks = max(int(kv // (block_size * per_token)), 0)
     tokens = blocks * block_size
     context = work.seq + work.gen
-    return {"gpu": gpu.name, "memory": gpu.memory, "gpu_memory_utilization": util, "usable": usable,
+    return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
             "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
             "context": context, "max_concurrency": Fraction(tokens, context), "fits": tokens >= context,
