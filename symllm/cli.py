@@ -138,14 +138,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2."""
 
     def error(self, message):
-        """One line within :data:`WIDTH` columns: a long list of choices is cut (``--help`` has it whole)."""
+        """One line within :data:`WIDTH` columns: a long list of choices is never cut short but pointed to
+        (``--help`` has it whole: :func:`symllm.validate.listed`); an option reader's refusal (``--seq 1.3k``)
+        is its own line, naming the field."""
         room = WIDTH - len("symllm: error: ")
+        own = re.fullmatch(r"argument \S+: ([a-z_]+: .*)", message)  # a SymllmError of an option's reader
+        if own:
+            message = own[1]
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
-        if len(message) > room and choices:  # the house style of validate.choice, the list cut to fit
+        if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
             field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22 else choices[2][:19] + "...")
             start = f"{field}: unknown {value} (known: "
             names = [n.strip("'") for n in choices[3].split(", ")]
-            message = f"{start}{validate.listed(names, room - len(start) - 13)}; see --help)"
+            message = f"{start}{validate.listed(names, room - len(start) - 1, near=choices[2].strip(chr(39)))})"
         self.exit(2, f"symllm: error: {_fit(message, room)}\n")
 
     def add_argument(self, *args, **kwargs):
@@ -309,8 +314,28 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
             group.add_argument(flag, dest=name, metavar="VALUES", help=help_)
         elif kind == {bool}:
             group.add_argument(flag, dest=name, action="store_true", default=None, help=help_)
+        elif opt.suffixes is not None:  # 128k, 15T, 1e12 (symllm.validate.token_count)
+            group.add_argument(flag, dest=name, type=_token_reader(name, opt.suffixes), metavar=name.upper(),
+                               help=help_)
         else:
             group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
+
+
+def _token_reader(name: str, suffixes: str):
+    """argparse's reader of a count of tokens (:func:`symllm.validate.token_count`): ``"length"`` in binary
+    (``--seq 128k`` = 131,072), ``"tokens"`` in decimal (``--tokens 15T``); a refusal is one line naming the
+    field (``_Parser.error``).
+
+    >>> _token_reader("seq", "length")("128k"), _token_reader("tokens", "tokens")("1e12")
+    (131072, 1000000000000)
+    """
+    def read(text: str) -> int:
+        try:
+            return validate.token_count(name, text, binary=suffixes == "length", low=None)  # range: Workload's
+        except SymllmError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    read.__name__ = name
+    return read
 
 
 def cmd_compare(args) -> int:
@@ -752,7 +777,9 @@ def cmd_sweep(args) -> int:
         text = getattr(args, name)
         if text is None:
             continue
-        values = sw.parse_axis(text, name)
+        suffixes = workload_options()[name][1].suffixes if name in sw.WORKLOAD_AXES else None
+        values = sw.parse_axis(text, name, None if suffixes is None else (  # --seq 2k:8k:2k (validate.token_count)
+            lambda part, field: validate.token_count(field, part, binary=suffixes == "length", low=None)))
         if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
                                          else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]
@@ -999,11 +1026,19 @@ def _on_signal(signum, frame):
 
 
 def _fit(message: str, room: int) -> str:
-    """``message`` on one line of at most ``room`` columns: the messages are written to fit (lists and paths
-    cut by :func:`symllm.validate.listed` and :func:`~symllm.validate.shown_path`); one that does not (an odd
-    value echoed back) is cut to "..." rather than run past the terminal's 100 columns."""
+    """``message`` on one line of at most ``room`` columns: the messages are written to fit (a list whole or
+    pointed to by :func:`symllm.validate.listed`, a path cut by :func:`~symllm.validate.shown_path`); one
+    that does not (an odd value echoed back) is cut after its last whole word to "..." rather than run past
+    the terminal's 100 columns.
+
+    >>> _fit("model: unknown preset 'abcdefgh'", 30)
+    'model: unknown preset...'
+    """
     message = " ".join(message.split())
-    return message if len(message) <= room else message[:room - 3] + "..."
+    if len(message) <= room:
+        return message
+    cut = message.rfind(" ", 0, room - 2)  # the last whole word that leaves room for "..."
+    return (message[:cut] if cut > room // 2 else message[:room - 3]) + "..."
 
 
 def _fail(message: str, code: int = 2) -> int:

@@ -63,7 +63,7 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
-from symllm.validate import choice, listed, positive_int, short, shown_path
+from symllm.validate import choice, positive_int, short, shown_path, with_list
 from symllm.numbers.kernels import compile_expr
 from symllm.files import TABLE_FORMATS, parse_json, read_bytes, read_text, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
@@ -135,7 +135,8 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     if path and base in ("params", "flops", "elementwise"):
         terms = mdl.breakdown(base)
         if path not in terms:
-            raise SymllmError(f"quantity: no term {short(path, 24)} in {base} (known: {listed(terms)})")
+            raise SymllmError(with_list(f"quantity: no term {short(path, 24)} in {base} (known: ", terms,
+                                        see="count --json", near=path))
         return terms[path]
     if not path and name in quantity_names():
         if name in ("params", "flops", "elementwise"):
@@ -156,7 +157,8 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
                                 optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
         return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=work.recompute)
-    raise SymllmError(f"quantity: unknown {name!r} (known: {', '.join(quantity_names())})")
+    raise SymllmError(with_list(f"quantity: unknown {short(name, 20)} (known: ", quantity_names(),
+                                see="docs/sweeps.md", near=name))
 
 
 # ---------------------------------------------------------------- parsing
@@ -184,8 +186,10 @@ def parse_number(text: str, field: str):
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-def parse_axis(text: str, field: str) -> list:
-    """The values of one sweep axis: numbers and inclusive ``start:stop[:step]`` ranges, by commas.
+def parse_axis(text: str, field: str, number=None) -> list:
+    """The values of one sweep axis: numbers and inclusive ``start:stop[:step]`` ranges, by commas; each
+    number read by ``number(text, field)`` (default :func:`parse_number`; the command line reads the
+    token counts ``--seq`` and friends with their suffixes, ``2k:8k:2k``).
 
     >>> parse_axis("2048:8192:2048", "dim")  # one integer range stays a lazy range: streamed, never built
     range(2048, 8193, 2048)
@@ -196,6 +200,7 @@ def parse_axis(text: str, field: str) -> list:
     ...
     symllm.errors.SymllmError: n_heads: empty range '8:1'
     """
+    parse_number_ = parse_number if number is None else number
     out: list = []
     parts = str(text).split(",")
     for part in parts:
@@ -203,13 +208,13 @@ def parse_axis(text: str, field: str) -> list:
         if not part:
             raise SymllmError(f"{field}: empty value in {text!r}")
         if ":" not in part:
-            out.append(parse_number(part, field))
+            out.append(parse_number_(part, field))
             continue
         bits = part.split(":")
         if len(bits) not in (2, 3):
             raise SymllmError(f"{field}: expected start:stop[:step], got {part!r}")
-        start, stop = parse_number(bits[0], field), parse_number(bits[1], field)
-        step = parse_number(bits[2], field) if len(bits) == 3 else 1
+        start, stop = parse_number_(bits[0], field), parse_number_(bits[1], field)
+        step = parse_number_(bits[2], field) if len(bits) == 3 else 1
         if step <= 0:
             raise SymllmError(f"{field}: step must be positive, got {part!r}")
         if stop < start:
