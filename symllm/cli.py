@@ -45,16 +45,15 @@ if _is_program():  # as early as it can be, before the imports below (~0.2 s); m
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import json  # noqa: E402
 import warnings  # noqa: E402
 from fractions import Fraction  # noqa: E402
 from functools import lru_cache  # noqa: E402
 
 from symllm.arch import config as cfgmod  # noqa: E402
 from symllm.errors import SymllmError  # noqa: E402
-from symllm.files import write_atomic  # noqa: E402
+from symllm.files import json_text, write_atomic  # noqa: E402
 from symllm import validate  # noqa: E402
-from symllm.present.format import digits, grouped, human, human_bytes  # noqa: E402
+from symllm.present.format import grouped, human, human_bytes  # noqa: E402
 from symllm.costs.workloads import Workload, options as workload_options  # noqa: E402
 
 EXAMPLES = {
@@ -242,14 +241,6 @@ def _table(rows, header, text_columns=(), wrap=None) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
-def _json_number(value):
-    """JSON for an exact number: ints stay ints (a whole Fraction too); a non-integral Fraction (int4
-    bytes) is the exact string "p/q" (docs/conventions.md, "FLOPs and memory")."""
-    if isinstance(value, Fraction):
-        return value.numerator if value.denominator == 1 else f"{digits(value.numerator)}/{digits(value.denominator)}"
-    raise TypeError(f"not JSON serialisable: {value!r}")
-
-
 @contextlib.contextmanager
 def _any_int_digits():
     """Lift Python's 4,300-digit limit on int -> str while writing output (inputs keep the limit)."""
@@ -346,7 +337,7 @@ def cmd_compare(args) -> int:
     out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
     if args.json:
         with _any_int_digits():
-            print(json.dumps(out, indent=2, default=_json_number))
+            print(json_text(out))
         return 0
     names = list(out["models"])
     with _any_int_digits():
@@ -386,8 +377,8 @@ def cmd_count(args) -> int:
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
-            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work,
-                              **({"checkpoint": ckpt} if ckpt else {})}, indent=2, default=_json_number))
+            print(json_text({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work,
+                             **({"checkpoint": ckpt} if ckpt else {})}))
         return 0
     rows = [(k, grouped(v), human(v)) for k, v in counts.items()
             if k not in ("total", "block", "active", "trainable", "mtp")]
@@ -506,7 +497,8 @@ def cmd_plan(args) -> int:
     result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
                         concurrency=args.concurrency, **given)
     if args.json:
-        print(json.dumps(result.to_dict(args.top), indent=2, default=_json_number))
+        with _any_int_digits():  # exact numbers of any length
+            print(json_text(result.to_dict(args.top)))
         return 0
     for line in plan_lines(result, args.top or 10):
         print(line)
@@ -695,10 +687,17 @@ def cmd_report(args) -> int:
 
 def cmd_presets(args) -> int:
     from symllm.numbers import quick  # kernels an earlier process compiled: no formula built (start-up)
-    rows = []
+    rows, data = [], []
     for name in sorted(cfgmod.preset_names(), key=_natural):
-        total = quick.params(cfgmod.load(name))[0]["total"]
-        rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
+        counts = quick.params(cfgmod.load(name))[0]
+        info = cfgmod.preset_info(name)
+        rows.append((name, grouped(counts["total"]), human(counts["total"]), info["description"]))
+        data.append({"name": name, "params": counts["total"], "active": counts["active"],
+                     "description": info["description"], "source": info.get("source"),
+                     "hub": cfgmod.preset_hub(name)})
+    if args.json:  # docs/json.md, symllm/output.schema.json ($defs/presets)
+        print(json_text(data))
+        return 0
     print(_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
     return 0
 
@@ -707,6 +706,11 @@ def cmd_verify(args) -> int:
     from symllm.costs import checkpoints
     if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
         c = checkpoints.check(args.model)
+        if args.json:  # docs/json.md, symllm/output.schema.json ($defs/verify)
+            keys = ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference")
+            print(json_text({"model": c["config"].name, "agrees": not c["difference"],
+                             "checkpoint": {k: c[k] for k in keys}}))
+            return 1 if c["difference"] else 0
         where = f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), {grouped(c['bytes'])} bytes"
         if c["formula_bytes"] is not None:
             where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
@@ -733,6 +737,10 @@ def cmd_verify(args) -> int:
         ok = mine == value
         bad += not ok
         rows.append((key, grouped(mine) if mine is not None else "-", grouped(value), "ok" if ok else "DIFFERS"))
+    if args.json:  # docs/json.md, symllm/output.schema.json ($defs/verify)
+        print(json_text({"model": config.name, "agrees": not bad,
+                         "components": {k: {"symllm": ours.get(k), "torch": v} for k, v in measured.items()}}))
+        return 1 if bad else 0
     print(_table(rows, ("component", "symllm", "torch numel", "")))
     print(f"\n{config.name}: {'all components agree' if not bad else f'{bad} component(s) differ'}")
     return 1 if bad else 0
@@ -946,11 +954,15 @@ def _report_args(p) -> None:
 
 
 def _presets_args(p) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON array (name, params, active, description, "
+                                                       "source, hub)")
     p.set_defaults(func=cmd_presets)
 
 
 def _verify_args(p) -> None:
     _model_arg(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object (agrees, and each component's "
+                                                       "counts or the checkpoint's bytes)")
     p.set_defaults(func=cmd_verify)
 
 

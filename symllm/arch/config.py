@@ -57,7 +57,8 @@ def _layer_groups(value, n_layers: int) -> tuple:
         raise SymllmError(f"layers: {kinds} kinds of layer; symllm models at most {MAX_GROUPS}")
     total = sum(count for _, count in out)
     if total != n_layers:
-        raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers}")
+        raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers} (edit the groups' "
+                          "counts too)")
     return tuple(out)
 
 
@@ -395,13 +396,22 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         """The fields as a plain dict (JSON-ready: ``layers`` as one ``{"ffn", "rotary", "window", "count"}``
-        per group, which ``ModelConfig(**...)`` reads back).
+        per run, which ``ModelConfig(**...)`` reads back). Where every layer is the kind the other fields
+        make (``layers`` None derives it: MoE when ``n_experts`` is given, the window when one is), ``layers``
+        is None, so that the dict still reads with an edited ``n_layers``; the runs are written only where
+        they say what no other field does (layers of several kinds).
 
-        >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).to_dict()["layers"]
-        [{'ffn': 'dense', 'rotary': True, 'window': None, 'count': 2}]
+        >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).to_dict()["layers"] is None
+        True
+        >>> from symllm.arch.layers import LayerKind
+        >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2, sliding_window=4,
+        ...             layers=((LayerKind(window="sliding"), 1), (LayerKind(), 1))).to_dict()["layers"][1]
+        {'ffn': 'dense', 'rotary': True, 'window': None, 'count': 1}
         """
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
-        out["layers"] = [{**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
+        alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
+        out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
+            {**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
         return out
 
 

@@ -65,7 +65,7 @@ from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
 from symllm.validate import choice, positive_int, short, shown_path, with_list
 from symllm.numbers.kernels import compile_expr
-from symllm.files import TABLE_FORMATS, parse_json, read_bytes, read_text, table_format, write_atomic
+from symllm.files import TABLE_FORMATS, json_value, parse_json, read_bytes, read_text, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
 from symllm.costs.workloads import Workload, options as workload_options
 
@@ -922,7 +922,8 @@ class Sweep:
     def write_to(self, out, fmt: str = "csv", progress=None) -> None:
         """Stream the rows to a text stream (CSV with a header, or JSON lines). Numbers are exact: ints
         as integers, ``ffn_dim_multiplier`` as Python's ``repr`` of the float, a byte count that is not
-        whole (int4) as the exact ``"p/q"`` (a string in JSON; ``Fraction("p/q")`` reads it back)."""
+        whole (int4) as the exact ``p/q`` in CSV (``Fraction("p/q")`` reads it back) and a JSON number in JSON
+        lines (``null`` past a double's range: docs/json.md)."""
         if fmt not in ("csv", "jsonl"):
             raise SymllmError(f"format: {fmt} needs a file (-o FILE); on a stream give csv or jsonl")
         names = self.columns
@@ -1010,25 +1011,33 @@ def _item(value, i):
 def _format_rows(columns: list, names: list, fmt: str) -> str:
     """The rows of one chunk as text, formatted in one ``%`` operation over all its cells (a C loop,
     not a Python call per cell): ``%d`` for integer columns, ``%r`` for floats, ``%s`` for exact
-    objects (Python ints past int64, and Fractions, which JSON lines quote)."""
+    objects (Python ints past int64, and Fractions: the exact ``p/q`` in CSV, a JSON number in JSON
+    lines, as every JSON output writes it: :func:`symllm.files.json_value`, ``null`` past a double)."""
     rows = len(columns[0])
     specs, cells = [], np.empty((rows, len(columns)), dtype=object)
     for j, col in enumerate(columns):
         values = col.tolist()
         if col.dtype.kind in "iub":
             specs.append("%d")
-        elif col.dtype.kind == "f":
+        elif col.dtype.kind == "f" and (fmt == "csv" or np.isfinite(col).all()):
             specs.append("%r")
         else:
             specs.append("%s")
-            if fmt != "csv" and any(type(v) is Fraction for v in values):
-                values = [f'"{v}"' if type(v) is Fraction else v for v in values]
+            if fmt != "csv" and any(type(v) in (Fraction, float) for v in values):
+                values = [_json_cell(v) if type(v) in (Fraction, float) else v for v in values]
         cells[:, j] = values
     if fmt == "csv":
         row = ",".join(specs) + "\n"
     else:
         row = "{" + ", ".join(f"{json.dumps(c)}: {spec}" for c, spec in zip(names, specs)) + "}\n"
     return (row * rows) % tuple(cells.ravel().tolist())
+
+
+def _json_cell(value) -> str:
+    """A number that is not an integer as a JSON-lines cell: the float's ``repr``, or ``null`` where it
+    has none (past a double's range, not finite)."""
+    value = json_value(value)
+    return "null" if value is None else repr(value)
 
 
 def _text(value) -> str:
