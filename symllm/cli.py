@@ -16,16 +16,15 @@ _start_program()  # (done already when importing symllm started the command: its
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import io  # noqa: E402
-import json  # noqa: E402
 import warnings  # noqa: E402
 from fractions import Fraction  # noqa: E402
 from functools import lru_cache  # noqa: E402
 
 from symllm.arch import config as cfgmod  # noqa: E402
 from symllm.errors import SymllmError  # noqa: E402
-from symllm.files import check_output, write_atomic  # noqa: E402
+from symllm.files import check_output, json_text, write_atomic  # noqa: E402
 from symllm import validate  # noqa: E402
-from symllm.present.format import digits, grouped, human, human_bytes  # noqa: E402
+from symllm.present.format import grouped, human, human_bytes  # noqa: E402
 from symllm.costs.workloads import Workload, options as workload_options  # noqa: E402
 
 EXAMPLES = {
@@ -109,14 +108,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2."""
 
     def error(self, message):
-        """One line within :data:`WIDTH` columns: a long list of choices is cut (``--help`` has it whole)."""
+        """One line within :data:`WIDTH` columns: a long list of choices is never cut short but pointed to
+        (``--help`` has it whole: :func:`symllm.validate.listed`); an option reader's refusal (``--seq 1.3k``)
+        is its own line, naming the field."""
         room = WIDTH - len("symllm: error: ")
+        own = re.fullmatch(r"argument \S+: ([a-z_]+: .*)", message)  # a SymllmError of an option's reader
+        if own:
+            message = own[1]
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
-        if len(message) > room and choices:  # the house style of validate.choice, the list cut to fit
+        if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
             field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22 else choices[2][:19] + "...")
             start = f"{field}: unknown {value} (known: "
             names = [n.strip("'") for n in choices[3].split(", ")]
-            message = f"{start}{validate.listed(names, room - len(start) - 13)}; see --help)"
+            message = f"{start}{validate.listed(names, room - len(start) - 1, near=choices[2].strip(chr(39)))})"
         self.exit(2, f"symllm: error: {_fit(message, room)}\n")
 
     def add_argument(self, *args, **kwargs):
@@ -208,14 +212,6 @@ def _table(rows, header, text_columns=(), wrap=None) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
-def _json_number(value):
-    """JSON for an exact number: ints stay ints (a whole Fraction too); a non-integral Fraction (int4
-    bytes) is the exact string "p/q" (docs/conventions.md, "FLOPs and memory")."""
-    if isinstance(value, Fraction):
-        return value.numerator if value.denominator == 1 else f"{digits(value.numerator)}/{digits(value.denominator)}"
-    raise TypeError(f"not JSON serialisable: {value!r}")
-
-
 @contextlib.contextmanager
 def _any_int_digits():
     """Lift Python's 4,300-digit limit on int -> str while writing output (inputs keep the limit)."""
@@ -280,8 +276,28 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
             group.add_argument(flag, dest=name, metavar="VALUES", help=help_)
         elif kind == {bool}:
             group.add_argument(flag, dest=name, action="store_true", default=None, help=help_)
+        elif opt.suffixes is not None:  # 128k, 15T, 1e12 (symllm.validate.token_count)
+            group.add_argument(flag, dest=name, type=_token_reader(name, opt.suffixes), metavar=name.upper(),
+                               help=help_)
         else:
             group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
+
+
+def _token_reader(name: str, suffixes: str):
+    """argparse's reader of a count of tokens (:func:`symllm.validate.token_count`): ``"length"`` in binary
+    (``--seq 128k`` = 131,072), ``"tokens"`` in decimal (``--tokens 15T``); a refusal is one line naming the
+    field (``_Parser.error``).
+
+    >>> _token_reader("seq", "length")("128k"), _token_reader("tokens", "tokens")("1e12")
+    (131072, 1000000000000)
+    """
+    def read(text: str) -> int:
+        try:
+            return validate.token_count(name, text, binary=suffixes == "length", low=None)  # range: Workload's
+        except SymllmError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    read.__name__ = name
+    return read
 
 
 def cmd_compare(args) -> int:
@@ -292,7 +308,7 @@ def cmd_compare(args) -> int:
     out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
     if args.json:
         with _any_int_digits():
-            print(json.dumps(out, indent=2, default=_json_number))
+            print(json_text(out))
         return 0
     names = list(out["models"])
     with _any_int_digits():
@@ -405,8 +421,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)
-            print(json.dumps({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work,
-                              **({"checkpoint": ckpt} if ckpt else {})}, indent=2, default=_json_number))
+            print(json_text({"model": config.name, "params": {**counts, **extra}, "config": resolved, **work,
+                             **({"checkpoint": ckpt} if ckpt else {})}))
         return 0
     rows = [(k, grouped(v), human(v)) for k, v in counts.items()
             if k not in ("total", "block", "active", "trainable", "mtp")]
@@ -528,7 +544,8 @@ def cmd_plan(args) -> int:
     result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
                         concurrency=args.concurrency, **given)
     if args.json:
-        print(json.dumps(result.to_dict(args.top), indent=2, default=_json_number))
+        with _any_int_digits():  # exact numbers of any length
+            print(json_text(result.to_dict(args.top)))
         return 0
     for line in plan_lines(result, args.top or 10):
         print(line)
@@ -752,10 +769,17 @@ def cmd_report(args) -> int:
 
 def cmd_presets(args) -> int:
     from symllm.numbers import quick  # kernels an earlier process compiled: no formula built (start-up)
-    rows = []
+    rows, data = [], []
     for name in sorted(cfgmod.preset_names(), key=_natural):
-        total = quick.params(cfgmod.load(name))[0]["total"]
-        rows.append((name, grouped(total), human(total), cfgmod.preset_info(name)["description"]))
+        counts = quick.params(cfgmod.load(name))[0]
+        info = cfgmod.preset_info(name)
+        rows.append((name, grouped(counts["total"]), human(counts["total"]), info["description"]))
+        data.append({"name": name, "params": counts["total"], "active": counts["active"],
+                     "description": info["description"], "source": info.get("source"),
+                     "hub": cfgmod.preset_hub(name)})
+    if args.json:  # docs/json.md, symllm/output.schema.json ($defs/presets)
+        print(json_text(data))
+        return 0
     print(_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
     return 0
 
@@ -764,6 +788,11 @@ def cmd_verify(args) -> int:
     from symllm.costs import checkpoints
     if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
         c = checkpoints.check(args.model)
+        if args.json:  # docs/json.md, symllm/output.schema.json ($defs/verify)
+            keys = ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference")
+            print(json_text({"model": c["config"].name, "agrees": not c["difference"],
+                             "checkpoint": {k: c[k] for k in keys}}))
+            return 1 if c["difference"] else 0
         where = f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), {grouped(c['bytes'])} bytes"
         if c["formula_bytes"] is not None:
             where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
@@ -790,6 +819,10 @@ def cmd_verify(args) -> int:
         ok = mine == value
         bad += not ok
         rows.append((key, grouped(mine) if mine is not None else "-", grouped(value), "ok" if ok else "DIFFERS"))
+    if args.json:  # docs/json.md, symllm/output.schema.json ($defs/verify)
+        print(json_text({"model": config.name, "agrees": not bad,
+                         "components": {k: {"symllm": ours.get(k), "torch": v} for k, v in measured.items()}}))
+        return 1 if bad else 0
     print(_table(rows, ("component", "symllm", "torch numel", "")))
     print(f"\n{config.name}: {'all components agree' if not bad else f'{bad} component(s) differ'}")
     return 1 if bad else 0
@@ -836,7 +869,9 @@ def cmd_sweep(args) -> int:
         text = getattr(args, name)
         if text is None:
             continue
-        values = sw.parse_axis(text, name)
+        suffixes = workload_options()[name][1].suffixes if name in sw.WORKLOAD_AXES else None
+        values = sw.parse_axis(text, name, None if suffixes is None else (  # --seq 2k:8k:2k (validate.token_count)
+            lambda part, field: validate.token_count(field, part, binary=suffixes == "length", low=None)))
         if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
                                          else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]
@@ -1013,11 +1048,15 @@ def _report_args(p) -> None:
 
 
 def _presets_args(p) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON array (name, params, active, description, "
+                                                       "source, hub)")
     p.set_defaults(func=cmd_presets)
 
 
 def _verify_args(p) -> None:
     _model_arg(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object (agrees, and each component's "
+                                                       "counts or the checkpoint's bytes)")
     p.set_defaults(func=cmd_verify)
 
 
@@ -1102,11 +1141,19 @@ def _unraisable(unraisable) -> None:
 
 
 def _fit(message: str, room: int) -> str:
-    """``message`` on one line of at most ``room`` columns: the messages are written to fit (lists and paths
-    cut by :func:`symllm.validate.listed` and :func:`~symllm.validate.shown_path`); one that does not (an odd
-    value echoed back) is cut to "..." rather than run past the terminal's 100 columns."""
+    """``message`` on one line of at most ``room`` columns: the messages are written to fit (a list whole or
+    pointed to by :func:`symllm.validate.listed`, a path cut by :func:`~symllm.validate.shown_path`); one
+    that does not (an odd value echoed back) is cut after its last whole word to "..." rather than run past
+    the terminal's 100 columns.
+
+    >>> _fit("model: unknown preset 'abcdefgh'", 30)
+    'model: unknown preset...'
+    """
     message = " ".join(message.split())
-    return message if len(message) <= room else message[:room - 3] + "..."
+    if len(message) <= room:
+        return message
+    cut = message.rfind(" ", 0, room - 2)  # the last whole word that leaves room for "..."
+    return (message[:cut] if cut > room // 2 else message[:room - 3]) + "..."
 
 
 def _fail(message: str, code: int = 2) -> int:

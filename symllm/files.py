@@ -42,7 +42,11 @@ from symllm.errors import SymllmError
 from symllm.validate import shown_path
 
 __all__ = ["read_bytes", "read_text", "read_json", "parse_json", "check_output", "write_atomic", "TABLE_FORMATS",
-           "table_format"]
+           "table_format", "json_value", "json_text", "JSON_SCHEMA"]
+
+#: the JSON Schema of every machine-readable output (``count --json``, ``plan --json``, ``presets --json``,
+#: ``verify --json``, a sweep's JSON lines): shipped in the package, described in docs/json.md
+JSON_SCHEMA = Path(__file__).resolve().parent / "output.schema.json"
 
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20
@@ -153,6 +157,44 @@ def parse_json(text: str, what: str, where: str, *, parse_float=None):
         raise SymllmError(f"{what}: {where} is not valid JSON (nested too deeply)") from None
     except ValueError:  # int('9' * 5000): Python refuses integers over sys.get_int_max_str_digits()
         raise SymllmError(f"{what}: {where}: a number is too long (over {_max_digits():,} digits)") from None
+
+
+def json_value(value):
+    """``value`` as symllm's JSON outputs write it (docs/json.md): an exact integer (an int, a whole
+    Fraction) is a JSON integer of any length; every other number is a JSON number (a float: int4 bytes,
+    times, shares); a number past a double's range (about 1.8e308, or not finite) is ``null``, never a
+    string; dicts, lists and tuples are converted throughout. A bool stays a bool.
+
+    >>> from fractions import Fraction
+    >>> json_value({"w": Fraction(9, 10), "n": Fraction(8, 2), "t": (2 ** 64, Fraction(10 ** 400, 3)), "b": True})
+    {'w': 0.9, 'n': 4, 't': [18446744073709551616, None], 'b': True}
+    """
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if type(value).__name__ == "Fraction" and value.denominator == 1:  # fractions loads only where one is made
+        return value.numerator
+    if getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u", "b"):  # a numpy integer or bool scalar
+        return value.item()
+    try:
+        out = float(value)
+    except OverflowError:  # an exact number past a double's range
+        return None
+    except (TypeError, ValueError):
+        raise TypeError(f"not JSON serialisable: {value!r}") from None
+    return out if out - out == 0 else None  # inf and nan: not JSON
+
+
+def json_text(value, *, indent: int | None = 2) -> str:
+    """``value`` as JSON text (:func:`json_value`'s numbers; strict JSON: never ``NaN`` or ``Infinity``).
+
+    >>> json_text({"ratio": float("inf"), "n": 3}, indent=None)
+    '{"ratio": null, "n": 3}'
+    """
+    return json.dumps(json_value(value), indent=indent, allow_nan=False)
 
 
 def _max_digits() -> int:

@@ -16,7 +16,7 @@ import math
 
 from symllm.errors import SymllmError
 
-__all__ = ["WIDTH", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "short", "shown_path", "positive_int", "integer", "positive_number", "boolean",
+__all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number", "boolean",
            "choice", "zero_stage"]
 
 #: the largest float accepted for an integer read from a file (``4096.0``): past 2**53 a double no longer
@@ -32,25 +32,63 @@ ZERO_STAGES = (0, 1, 2, 3)
 WIDTH = 100
 
 
-def listed(names, room: int = 40) -> str:
-    """``names`` joined by ", ", as many as fit in ``room`` characters, then "...": the known names a one-line
-    message shows (the message says where the whole list is when it is cut).
+#: the room a message has on its one line: :data:`WIDTH` less the ``symllm: error: `` the command line puts first
+ROOM = WIDTH - len("symllm: error: ")
+
+
+def listed(names, room: int = 40, *, see: str | None = "--help", near=None) -> str:
+    """``names`` joined by ", " where the whole list fits in ``room`` characters; else never a list cut
+    short (which would leave a reader unable to tell whether a name is in it): how many there are and
+    ``see``, where the whole list is (``--help``, ``symllm presets``, a docs page), after the names closest
+    to ``near`` (the misspelt value) that fit. ``see`` None (a list that is no list of choices, such as the
+    parts a stack does not model): the first whole names that fit and how many more.
 
     >>> listed(["dense", "causal"])
     'dense, causal'
     >>> listed(["h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "a100-40gb", "a100-80gb"])
-    'h100-sxm, h100-pcie, h100-nvl, h200, ...'
+    'all 8: see --help'
+    >>> listed(["h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "a100-40gb", "a100-80gb"], see=None)
+    'h100-sxm, h100-pcie, h100-nvl and 5 more'
+    >>> listed(["h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "a100-40gb", "a100-80gb"],
+    ...        near="h100", room=50)
+    'h200, h100-sxm, h100-nvl; all 8: see --help'
     """
     names = [str(n) for n in names]
     text = ", ".join(names)
     if len(text) <= room:
         return text
-    out = []
-    for name in names:
-        if len(", ".join(out + [name, "..."])) > room:
-            break
-        out.append(name)
-    return ", ".join(out + ["..."])
+    if see is None:
+        shown = []
+        while len(", ".join(names[:len(shown) + 1]) + f" and {len(names) - len(shown) - 1} more") <= room:
+            shown = names[:len(shown) + 1]
+        return ", ".join(shown) + f" and {len(names) - len(shown)} more" if shown else f"{len(names)} of them"
+    close = []
+    if isinstance(near, str) and near:
+        import difflib  # only for a message
+        close = difflib.get_close_matches(near, names, n=3, cutoff=0.5)
+    while close and len(", ".join(close) + f"; all {len(names)}: see {see}") > room:
+        close.pop()
+    return ", ".join(close) + f"; all {len(names)}: see {see}" if close else f"all {len(names)}: see {see}"
+
+
+def with_list(start: str, names, *, see: str = "--help", near=None, end: str = ")") -> str:
+    """``start``, then :func:`listed` names in the room the line has left, then ``end``: a message
+    that ends with a list of known names, fitting one error line.
+
+    >>> with_list("dtype: unknown 'x' (known: ", ["bf16", "fp16"])
+    "dtype: unknown 'x' (known: bf16, fp16)"
+    """
+    return f"{start}{listed(names, max(ROOM - len(start) - len(end), 24), see=see, near=near)}{end}"
+
+
+def fitting(*messages: str, room: int = ROOM) -> str:
+    """The first of ``messages`` (the most explicit first) that fits on the one line an error has, else the
+    last (the shortest wording).
+
+    >>> fitting("a message far too long for its room", "a shorter one", room=20)
+    'a shorter one'
+    """
+    return next((m for m in messages if len(m) <= room), messages[-1])
 
 
 def shown_path(path, room: int = 32) -> str:
@@ -105,6 +143,51 @@ def integer(field: str, value, *, low: int = 1, optional: bool = False, floats: 
     return value
 
 
+#: the suffixes a count of tokens may carry on the command line (any case), as powers of the base
+SUFFIXES = {"k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def token_count(field: str, text: str, *, binary: bool, low: int | None = 1) -> int:
+    """A count of tokens as people write it: digits (``_`` between them), a ``k``/``M``/``G``/``T`` suffix
+    (any case) and a decimal point or exponent (``1.5k``, ``1e12``), as long as the value is a whole number
+    of at least ``low`` (None: any integer; the command line leaves the range to the workload's check). ``binary``: a length (a prompt, a context window), where ``128k`` is 128·1024 =
+    131,072 as a model's window is meant; else a token budget in decimal, ``15T`` = 15·10^12.
+
+    >>> token_count("seq", "128k", binary=True), token_count("tokens", "15T", binary=False)
+    (131072, 15000000000000)
+    >>> token_count("tokens", "1e12", binary=False), token_count("seq", "1.5K", binary=True), token_count("gen", "0", binary=True, low=0)
+    (1000000000000, 1536, 0)
+    >>> token_count("seq", "1.3k", binary=True)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: seq: '1.3k' is 1331.2 tokens, not a whole number
+    """
+    text = str(text).strip()
+    base = 1024 if binary else 1000
+    power = SUFFIXES.get(text[-1:].lower(), 0)
+    number = text[:-1] if power else text
+    if number.isdigit():  # the plain integer (any length Python reads): exact, no decimal arithmetic
+        try:
+            value = int(number) * base ** power
+        except ValueError:  # past Python's 4,300 digits
+            raise SymllmError(f"{field}: {short(text, 24)} has more than 4,300 digits") from None
+    else:
+        import decimal  # only for a decimal point or an exponent
+        try:
+            exact = decimal.Decimal(number.replace("_", "")) if number.strip("0123456789_.eE+-") == "" else None
+        except decimal.InvalidOperation:
+            exact = None
+        if exact is None or not exact.is_finite() or abs(exact.adjusted()) > 4000:
+            raise SymllmError(f"{field}: expected a whole number of tokens (e.g. 4096, 128k, 1e12), got {short(text)}")
+        with decimal.localcontext() as ctx:
+            ctx.prec = 5000
+            scaled = exact * base ** power
+        if scaled != scaled.to_integral_value():
+            raise SymllmError(f"{field}: {short(text)} is {scaled.normalize():f} tokens, not a whole number")
+        value = int(scaled)
+    return value if low is None else integer(field, value, low=low)
+
+
 def positive_int(field: str, value, *, optional: bool = False, floats: bool = False):
     """:func:`integer` of at least 1."""
     return integer(field, value, optional=optional, floats=floats)
@@ -146,7 +229,7 @@ def choice(field: str, value, known):
     except TypeError:  # an unhashable value asked of a dict
         ok = False
     if not ok:
-        raise SymllmError(f"{field}: unknown {short(value)} (known: {listed(known, 50)})")
+        raise SymllmError(with_list(f"{field}: unknown {short(value)} (known: ", known, near=value))
     return value
 
 

@@ -3,7 +3,7 @@ notations, user templates and -o targets.
 
 Whatever the input, the command line either succeeds or prints ONE line ``symllm: error: ...`` on stderr
 and exits 2: never a traceback, never another status, never a file left behind (no partial output, no
-``.symllm-*.tmp``), and the numbers of ``count --json`` are exact (ints, or ``"p/q"`` strings).
+``.symllm-*.tmp``), and the numbers of ``count --json`` are JSON numbers (exact ints, or floats; never strings).
 
 Examples per test come from the Hypothesis profile (tests/conftest.py): few and derandomised under
 CI=true, as many drawn at random locally, and 1,000 per test (5,000 cases) with ``SYMLLM_PROFILE=long``.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import stat
 import sys
@@ -44,13 +45,14 @@ def assert_clean(r) -> None:
 
 
 def assert_exact(value) -> None:
-    """Every number of count --json's params, flops and memory is an int or an exact "p/q" string."""
+    """Every number of count --json's params, flops and memory is a JSON number: an int, or a finite float
+    where the value is not whole (docs/json.md), never a string."""
     if isinstance(value, dict):
         for v in value.values():
             assert_exact(v)
     else:
         assert isinstance(value, int) and not isinstance(value, bool) or \
-            isinstance(value, str) and value.replace("/", "", 1).isdigit(), value
+            isinstance(value, float) and math.isfinite(value), value
 
 
 def left_behind(folder: Path, expected: set[str]) -> set[str]:

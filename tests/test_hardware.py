@@ -251,7 +251,7 @@ def test_cli_count_json_has_time(cli):
 
 
 @pytest.mark.parametrize("argv, start", [
-    (["count", "llama3.1-8b", "--gpu", "h100"], "symllm: error: gpu: unknown 'h100' (known: h100-sxm, "),
+    (["count", "llama3.1-8b", "--gpu", "h100"], "symllm: error: gpu: unknown 'h100' (known: h200, h100-sxm, "),
     (["count", "llama3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--json"],
      "symllm: error: dtype: a100-80gb has no fp8 tensor cores"),
     (["derive", "--quantity", "ridge", "--gpu", "tpu"], "symllm: error: gpu: unknown 'tpu'"),

@@ -372,7 +372,8 @@ def test_blocks_of_a_chunk_widen_alone():
 
 
 def test_int4_bytes_are_exact_fractions(capsys):
-    """int4 weights are N·(1/2 + 2/128) bytes: "p/q" in CSV and a JSON string, never a float."""
+    """int4 weights are N·(1/2 + 2/128) bytes: the exact "p/q" in CSV, a JSON number in JSON lines (as every
+    JSON output: docs/json.md), an exact Fraction in Python."""
     args = ["sweep", "--base", "llama2-7b", "--vocab-size", "3", "--dim", "2", "--n-heads", "1", "--n-layers", "1",
             "--quantity", "params,weights", "--dtype", "int4"]
     n = _llama_params(3, 2, 1, 1, 1, 2, 256)  # d_ff: 8·2/3 rounded up to 256
@@ -380,7 +381,7 @@ def test_int4_bytes_are_exact_fractions(capsys):
     row = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert int(row["params"]) == n and row["weights"] == "25905/32" == str(Fraction(n * 33, 64))
     assert main(args + ["--format", "jsonl"]) == 0
-    assert json.loads(capsys.readouterr().out)["weights"] == "25905/32"
+    assert json.loads(capsys.readouterr().out)["weights"] == 809.53125  # 25905 / 32, exact in binary
     got = sweep("llama2-7b", {"dim": [2], "vocab_size": [3], "n_heads": [1]}, quantities=["weights"],
                 workload={"dtype": "int4"}).columns["weights"].tolist()[0]
     assert got == Fraction(_llama_params(3, 2, 32, 1, 1, 2, 256) * 33, 64) and type(got) is Fraction

@@ -35,7 +35,7 @@ from symllm.arch.config import swiglu_width
 from symllm.arch import keeps
 from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
-from symllm.validate import boolean, listed, short
+from symllm.validate import boolean, short, with_list
 from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
 from symllm.arch.layers import COMPONENTS, LATENT
 from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
@@ -1100,7 +1100,8 @@ def component(name: str, whole: Component | None = None) -> Component:
     (1, d)
     """
     if name not in COMPONENTS:
-        raise SymllmError(f"component: unknown {short(name, 20)} (known: {listed(COMPONENTS, 50)})")
+        raise SymllmError(with_list(f"component: unknown {short(name, 20)} (known: ", COMPONENTS,
+                                    see="symllm derive --help", near=name))
     whole = whole if whole is not None else model()
     path = COMPONENTS[name]
     if not path.startswith("block"):

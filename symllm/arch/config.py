@@ -24,7 +24,6 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import integer as _integer
 from symllm.validate import positive_number as _positive_float
-from symllm.validate import listed as _listed
 from symllm.validate import short as _short
 from symllm.files import read_json
 
@@ -58,7 +57,8 @@ def _layer_groups(value, n_layers: int) -> tuple:
         raise SymllmError(f"layers: {kinds} kinds of layer; symllm models at most {MAX_GROUPS}")
     total = sum(count for _, count in out)
     if total != n_layers:
-        raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers}")
+        raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers} (edit the groups' "
+                          "counts too)")
     return tuple(out)
 
 
@@ -406,13 +406,22 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         """The fields as a plain dict (JSON-ready: ``layers`` as one ``{"ffn", "rotary", "window", "count"}``
-        per group, which ``ModelConfig(**...)`` reads back).
+        per run, which ``ModelConfig(**...)`` reads back). Where every layer is the kind the other fields
+        make (``layers`` None derives it: MoE when ``n_experts`` is given, the window when one is), ``layers``
+        is None, so that the dict still reads with an edited ``n_layers``; the runs are written only where
+        they say what no other field does (layers of several kinds).
 
-        >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).to_dict()["layers"]
-        [{'ffn': 'dense', 'rotary': True, 'window': None, 'count': 2}]
+        >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).to_dict()["layers"] is None
+        True
+        >>> from symllm.arch.layers import LayerKind
+        >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2, sliding_window=4,
+        ...             layers=((LayerKind(window="sliding"), 1), (LayerKind(), 1))).to_dict()["layers"][1]
+        {'ffn': 'dense', 'rotary': True, 'window': None, 'count': 1}
         """
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
-        out["layers"] = [{**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
+        alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
+        out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
+            {**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
         for key in ("weight_format", "weight_format_source"):  # only a quantized config says them
             if out[key] is None:
                 del out[key]
@@ -705,6 +714,36 @@ def preset_names() -> list[str]:
     return list(_presets())
 
 
+def _hub_ids(source: str) -> list[str]:
+    """The Hub repository ids (``org/name``) a preset's ``source`` names, e.g. ``meta-llama/Llama-3.1-8B
+    original/params.json`` -> ``["meta-llama/Llama-3.1-8B"]`` (a file path inside one is not an id)."""
+    from symllm.arch import hub
+    words = (w.strip(",;:()") for w in source.split())
+    return [w for w in words if hub.is_repo_id(w) and not w.endswith(".json") and w.split("/")[0] != "original"
+            and w[:1].isalpha()]
+
+
+def preset_hub(name: str) -> str | None:
+    """The Hub repository a preset was read from, as its ``source`` names it first (None: not from the Hub).
+
+    >>> preset_hub("llama3.1-8b"), preset_hub("llama1-7b")
+    ('meta-llama/Llama-3.1-8B', None)
+    """
+    ids = _hub_ids(preset_info(name).get("source", ""))
+    return ids[0] if ids else None
+
+
+def preset_for_hub(repo_id: str) -> str | None:
+    """The shipped preset whose ``source`` names the Hub repository ``repo_id`` (in any case), or None.
+
+    >>> preset_for_hub("meta-llama/Llama-3.1-8B"), preset_for_hub("codellama/CodeLlama-7b-hf"), preset_for_hub("a/b")
+    ('llama3.1-8b', 'codellama-7b', None)
+    """
+    wanted = repo_id.casefold()
+    return next((name for name, data in _presets().items()
+                 if any(i.casefold() == wanted for i in _hub_ids(data.get("source", "")))), None)
+
+
 def _close(word: str, among, n: int = 1, cutoff: float = 0.6) -> list[str]:
     """The known words closest to a misspelt one (difflib loads only when something is misspelt)."""
     import difflib
@@ -728,7 +767,9 @@ def preset_info(name: str) -> dict:
     presets = _presets()
     if name not in presets:
         close = _close(name, presets, n=3, cutoff=0.5)
-        hint = f"; did you mean {_listed(close, 34)}?" if close else " (symllm presets lists them)"
+        while len(", ".join(close)) > 40:  # whole names only, as many as fit the line
+            close.pop()
+        hint = f"; did you mean {' or '.join(close)}?" if close else " (symllm presets lists them)"
         raise SymllmError(f"model: unknown preset {_short(name, 30)}{hint}")
     return presets[name]
 
@@ -744,6 +785,8 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
     """
     path = Path(model)
     from symllm.arch import hub  # a folder, or a Hub id in the local cache (no network, no huggingface_hub)
+    if path.suffix != ".json" and hub.is_repo_id(str(model)) and not path.exists() and not hub.in_cache(str(model)):
+        raise SymllmError(hub.not_cached(str(model), preset_for_hub(str(model))))
     folder = hub.model_folder(model) if path.suffix != ".json" else None
     if folder is not None:
         name = hub.repo_root(folder).name.split("--")[-1] if hub.repo_root(folder) != folder else folder.name

@@ -27,9 +27,9 @@ import re
 from pathlib import Path
 
 from symllm.errors import SymllmError
-from symllm.validate import short, shown_path
+from symllm.validate import fitting, short, shown_path
 
-__all__ = ["cache_dir", "is_repo_id", "snapshot", "repo_root", "member", "model_folder"]
+__all__ = ["cache_dir", "is_repo_id", "in_cache", "not_cached", "snapshot", "repo_root", "member", "model_folder"]
 
 #: a Hub repository id as huggingface_hub validates it (``validate_repo_id``): ``name`` or ``org/name``
 _REPO_ID = re.compile(r"^(?:[\w\-.]{1,96}/)?[\w\-.]{1,96}$")
@@ -63,6 +63,15 @@ def is_repo_id(name) -> bool:
             and ".." not in name and "--" not in name and not name.startswith(("-", ".")))
 
 
+def in_cache(repo_id: str) -> bool:
+    """Whether the local cache holds snapshots of the Hub repository ``repo_id`` (nothing is downloaded).
+
+    >>> in_cache("nobody/nothing")
+    False
+    """
+    return is_repo_id(repo_id) and (cache_dir() / f"models--{repo_id.replace('/', '--')}" / "snapshots").is_dir()
+
+
 def snapshot(repo_id: str, revision: str = "main") -> Path:
     """The snapshot folder of ``repo_id`` at ``revision`` (a branch name or a commit hash) in the local
     cache; one line naming where it looked when it is not there (nothing is downloaded).
@@ -70,15 +79,14 @@ def snapshot(repo_id: str, revision: str = "main") -> Path:
     >>> snapshot("nobody/nothing")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: model: 'nobody/nothing' is not a preset, nor in the HF cache (...models--nobody--nothing)
+    symllm.errors.SymllmError: model: 'nobody/nothing': not a preset, not in the HF cache (nothing is downloaded)
     """
     if not is_repo_id(repo_id):
         raise SymllmError(f"model: {repo_id!r} is not a Hub repository id (org/name)")
     repo = cache_dir() / f"models--{repo_id.replace('/', '--')}"
     snaps = repo / "snapshots"
     if not snaps.is_dir():
-        raise SymllmError(f"model: {short(repo_id, 30)} is not a preset, nor in the HF cache "
-                          f"({shown_path(repo, 34)[1:-1]})")
+        raise SymllmError(not_cached(repo_id))
     ref = repo / "refs" / revision
     commit = revision if re.fullmatch(r"[0-9a-f]{40}", revision) else None
     if ref.is_file():
@@ -95,6 +103,28 @@ def snapshot(repo_id: str, revision: str = "main") -> Path:
         return snaps / found[0]
     raise SymllmError(f"model: {short(repo_id, 30)} has no refs/{short(revision, 12)} in the local cache and "
                       f"{len(found)} snapshots: give the snapshot folder")
+
+
+def not_cached(repo_id: str, preset: str | None = None) -> str:
+    """The one line for a Hub id that is not in the local cache: symllm downloads nothing, and the shipped
+    preset of that repository (``preset``: :func:`symllm.arch.config.preset_for_hub`) is named when there is
+    one; the most explicit wording that fits the line (:func:`symllm.validate.fitting`).
+
+    >>> not_cached("meta-llama/Llama-3.1-8B", "llama3.1-8b")
+    'model: not in the local HF cache (symllm downloads nothing); use preset llama3.1-8b'
+    >>> not_cached("org/absent")
+    "model: 'org/absent': not a preset nor in the local HF cache (nothing is downloaded)"
+    """
+    name = short(repo_id, 30)
+    if preset is not None:
+        return fitting(f"model: {name} is not in the local HF cache (symllm downloads nothing); preset {preset}",
+                       f"model: not in the local HF cache (symllm downloads nothing); use preset {preset}",
+                       f"model: not in the local HF cache (nothing is downloaded); preset {preset}",
+                       f"model: not in the HF cache (nothing is downloaded); preset {preset}")
+    return fitting(f"model: {name}: not a preset, nor in the local HF cache (symllm downloads nothing)",
+                   f"model: {name}: not a preset nor in the local HF cache (nothing is downloaded)",
+                   f"model: {name}: not a preset, not in the HF cache (nothing is downloaded)",
+                   f"model: {short(repo_id, 24)}: not a preset, not cached (symllm downloads nothing)")
 
 
 def repo_root(folder: Path) -> Path:

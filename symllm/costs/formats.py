@@ -86,7 +86,7 @@ from math import ceil, prod
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
-from symllm.validate import listed, short
+from symllm.validate import short, with_list
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
@@ -229,19 +229,34 @@ def _base(fmt: str) -> tuple[str, int]:
 
 
 def check_format(fmt, field: str = "weight_format") -> str:
-    """``fmt`` if it is a weight format :func:`weight_bytes` knows (:data:`FORMATS` or ``gguf:TYPE``).
+    """``fmt`` as :func:`weight_bytes` names it, if it is a weight format it knows (:data:`FORMATS` or
+    ``gguf:TYPE``), spelt in any case as llama-quantize and Ollama take them (``q4_k_m``, ``AWQ``), and a
+    llama.cpp file type also with the ``gguf:`` prefix (``gguf:Q4_K_M`` is ``Q4_K_M``; ``gguf:`` and a
+    GGML type, ``gguf:IQ4_XS``, is every matrix in that type: ``llama-quantize --pure``).
 
-    >>> check_format("gguf:IQ4_XS")
-    'gguf:IQ4_XS'
+    >>> check_format("gguf:IQ4_XS"), check_format("gguf:iq4_xs"), check_format("q4_k_m"), check_format("AWQ")
+    ('gguf:IQ4_XS', 'gguf:IQ4_XS', 'Q4_K_M', 'awq')
+    >>> check_format("gguf:Q4_K_M"), check_format("gguf:Q8_0"), check_format("q8_0")
+    ('Q4_K_M', 'gguf:Q8_0', 'Q8_0')
     >>> check_format("Q4_K_L")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: nf4, nf4-nodq, int8, awq, ..., gguf:TYPE)
+    symllm.errors.SymllmError: weight_format: unknown 'Q4_K_L' (known: Q4_K_S, Q4_K_M; all 34: see docs/formats.md)
     """
-    if isinstance(fmt, str) and (fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES
-                                 or _base(fmt)[0] != fmt):
-        return fmt
-    raise SymllmError(f"{field}: unknown {short(fmt, 20)} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
+    if isinstance(fmt, str):
+        if fmt in FORMATS or fmt.startswith("gguf:") and fmt[5:] in GGML_TYPES or _base(fmt)[0] != fmt:
+            return fmt  # a grouped format (awq-g64) is its base's with another group size
+        folded = fmt.strip().casefold()
+        ggml = {t.casefold(): t for t in GGML_TYPES}
+        if folded.startswith("gguf:") and folded[5:] in ggml:
+            return "gguf:" + ggml[folded[5:]]
+        names = {f.casefold(): f for f in FORMATS}
+        if folded.startswith("gguf:") and folded[5:] in names and names[folded[5:]] in FILE_TYPES:
+            return names[folded[5:]]
+        if folded in names:
+            return names[folded]
+    raise SymllmError(with_list(f"{field}: unknown {short(fmt, 20)} (known: ", FORMATS + ("gguf:TYPE",),
+                                see="docs/formats.md", near=fmt))
 
 
 def effective(config, fmt: str | None = None) -> str | None:
@@ -265,7 +280,8 @@ def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
     (9437184, 68)
     """
     if ggml_type not in GGML_TYPES:
-        raise SymllmError(f"weight_format: unknown GGML type {short(ggml_type, 20)} (known: {listed(GGML_TYPES)})")
+        raise SymllmError(with_list(f"weight_format: unknown GGML type {short(ggml_type, 20)} (known: ", GGML_TYPES,
+                                    see="docs/formats.md", near=ggml_type))
     block, size = GGML_TYPES[ggml_type]
     if (row or n) % block or n % (row or n):
         raise SymllmError(f"weight_format: rows of {row or n} do not hold whole {ggml_type} blocks of {block}")
@@ -287,7 +303,8 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
     ('Q6_K', 'Q8_0')
     """
     if ftype not in FILE_TYPES:
-        raise SymllmError(f"weight_format: unknown file type {short(ftype, 20)} (known: {listed(FILE_TYPES)})")
+        raise SymllmError(with_list(f"weight_format: unknown file type {short(ftype, 20)} (known: ", FILE_TYPES,
+                                    see="docs/formats.md", near=ftype))
     new = FILE_TYPES[ftype]
     if new in ("F16", "BF16"):
         return new
@@ -372,7 +389,8 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
         if row % 16:
             raise SymllmError(f"weight_format: nvfp4 needs rows of a multiple of 16, not {row}")
         return "nvfp4", n // 16 * 9 + 4
-    raise SymllmError(f"weight_format: unknown {fmt!r} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
+    check_format(fmt)  # an unknown name: its one line
+    raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes (a file type: weight_bytes)")
 
 
 def _gguf_name(t: dict, i: int | None) -> str:
@@ -438,7 +456,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     >>> weight_bytes("llama3.2-1b", "bf16")["total"] == 2 * 1235814400
     True
     """
-    check_format(fmt)
+    fmt = check_format(fmt)
     spec = _spec(config)
     ts = tensors(spec)
     out: dict[str, dict] = {}
@@ -446,7 +464,8 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     if gguf:
         pure = fmt.removeprefix("gguf:") if fmt.startswith("gguf:") else None
         if pure is not None and pure not in GGML_TYPES:
-            raise SymllmError(f"weight_format: unknown GGML type {short(pure, 20)} (known: {listed(GGML_TYPES)})")
+            raise SymllmError(with_list(f"weight_format: unknown GGML type {short(pure, 20)} (known: ", GGML_TYPES,
+                                        see="docs/formats.md", near=pure))
         if not gguf_types_modelled(spec, fmt):
             raise SymllmError(f"weight_format: llama.cpp's {fmt} is for dense models; MoE: F16, BF16 or gguf:TYPE")
         cfg = spec.config
@@ -467,7 +486,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
         plain = {"bf16": 2, "fp16": 2, "fp32": 4}
         base = _base(fmt)[0]  # a grouped format's kinds are its base's (gptq-g32: gptq's)
         if base not in QUANTIZES and fmt not in plain:
-            raise SymllmError(f"weight_format: unknown {fmt!r} (known: {listed(FORMATS, 34)}, gguf:TYPE)")
+            raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes")
         for t in ts:
             n = t["row"] * t["rows"]
             if base in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[base]:

@@ -62,7 +62,7 @@ from pathlib import Path
 from symllm._lazy import module
 from symllm.costs.efficiency import seconds as _seconds  # a time: a float, exact past a float's range
 from symllm.errors import SymllmError
-from symllm.validate import choice, listed, short
+from symllm.validate import choice, short, with_list
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
 if TYPE_CHECKING:
@@ -230,13 +230,13 @@ def gpu(name) -> GPU:
     >>> gpu("h100")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h100-sxm, h100-pcie, h100-nvl, h200, ...; see --help)
+    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h200, h100-sxm, h100-nvl; all ...: see --help)
     """
     if isinstance(name, GPU):
         return name
     known = _catalogue()[0]
     if not isinstance(name, str) or name not in known:
-        raise SymllmError(f"gpu: unknown {short(name, 20)} (known: {listed(known)}; see --help)")
+        raise SymllmError(with_list(f"gpu: unknown {short(name, 20)} (known: ", known, near=name))
     return known[name]
 
 

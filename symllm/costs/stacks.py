@@ -57,7 +57,7 @@ from symllm.costs import zero
 from symllm.costs.workloads import COMPONENT_STACKS, STACKS
 from symllm.costs.workloads import check_stack as check_name
 from symllm.errors import SymllmError
-from symllm.validate import choice, listed
+from symllm.validate import ROOM, choice, listed
 
 if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
     from symllm.arch.components import Component
@@ -86,7 +86,11 @@ def check_model(stack: str, mdl: Component | None = None) -> None:
     missing = list(dict.fromkeys(c.rules.label or c.name for c in _unmodelled(mdl, stack)))
     if missing:
         names = missing if len(", ".join(missing)) <= 50 else [m.split(" (")[0] for m in missing]  # the labels' names
-        raise SymllmError(f"stack: {stack} does not model {listed(names, 50)} yet")
+        start = f"stack: {stack} does not model "
+        whole = ", ".join(names)
+        if len(start + whole + " yet") <= ROOM:
+            raise SymllmError(f"{start}{whole} yet")
+        raise SymllmError(start + listed(names, ROOM - len(start), see=None))  # whole names, and how many more
 
 
 def is_whole(mdl: Component) -> bool:

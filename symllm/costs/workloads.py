@@ -23,7 +23,7 @@ from fractions import Fraction
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice, integer, listed, short, zero_stage
+from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS"]
@@ -89,6 +89,10 @@ class Option:
     #: what of the field shapes the closed forms (:meth:`Workload.shape`, the key of every cache of
     #: formulas): nothing (False), its value (True), or a function of it (a layout's ranks: above 1 or not)
     shapes: object = False
+    #: how the command line reads a count of tokens with a suffix (:func:`symllm.validate.token_count`):
+    #: ``"length"`` in binary (a context window: ``128k`` = 131,072), ``"tokens"`` in decimal (a token budget:
+    #: ``15T`` = 15·10^12); None: a plain integer
+    suffixes: str | None = None
 
 
 def _above_one(ranks: int) -> bool:
@@ -112,7 +116,7 @@ def lora_targets(value) -> str:
     >>> lora_targets("qkv")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: q_proj, k_proj, v_proj, o_proj, gate_proj, ...)
+    symllm.errors.SymllmError: lora_targets: unknown 'qkv' (known: qkv_proj; all ...: see docs/finetuning.md)
     """
     if value == DEFAULT_LORA_TARGETS:  # already in symllm's names and order (tests/test_rules.py checks it)
         return value
@@ -124,7 +128,8 @@ def lora_targets(value) -> str:
     for name in (x.strip() for x in value.split(",")):
         if name not in known:  # PEFT's names first: what a user of PEFT writes (symllm's wq, w1... too)
             hf = [k for k, v in known.items() if k != v]
-            raise SymllmError(f"lora_targets: unknown {short(name, 20)} (known: {listed(hf, 46)})")
+            raise SymllmError(with_list(f"lora_targets: unknown {short(name, 20)} (known: ", hf,
+                                        see="docs/finetuning.md", near=name))
         names.add(known[name])
     return ",".join(x for x in dict.fromkeys(known.values()) if x in names)
 
@@ -148,11 +153,12 @@ class Workload:
     #: sequences in a batch, b
     batch: int = _opt(1, "sequences b", axis=True)
     #: new tokens per sequence in a forward pass (the prompt), s
-    seq: int = _opt(2048, "prompt length s in tokens", axis=True)
+    seq: int = _opt(2048, "prompt length s in tokens (128k = 131072)", axis=True, suffixes="length")
     #: tokens generated per sequence, n
-    gen: int = _opt(0, "tokens generated n per sequence", axis=True)
+    gen: int = _opt(0, "tokens generated n per sequence (1k = 1024)", axis=True, suffixes="length")
     #: tokens already cached when one decode step runs, t (None: seq, the step after the prompt)
-    context: int | None = _opt(None, "cached tokens t of a decode step (default: the prompt length)", axis=True)
+    context: int | None = _opt(None, "cached tokens t of a decode step (default: the prompt length; 32k = 32768)",
+                               axis=True, suffixes="length")
     #: weights dtype (activations too when they are floating point)
     dtype: str = _opt("bf16", _DTYPE_HELP)
     #: KV-cache dtype (None: dtype)
@@ -202,8 +208,8 @@ class Workload:
     #: the network between nodes (symllm.costs.hardware: its bandwidth per GPU)
     network: str = _opt("ib-ndr", "network between nodes: ib-ndr, ib-hdr, eth-400g, eth-100g (per GPU)")
     #: tokens D a training run sees (time and GPU-hours for them); None: none asked
-    tokens: int | None = _opt(None, "training tokens D: time, GPU-hours (and cost with --price) for them",
-                              training=True)
+    tokens: int | None = _opt(None, "training tokens D: time, GPU-hours (and cost with --price) for them "
+                              "(decimal: 15T = 15e12)", training=True, suffixes="tokens")
     #: price of one GPU-hour (any currency), for the cost of D tokens
     price: float | None = _opt(None, "price of one GPU-hour, for the cost of --tokens", training=True)
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
@@ -280,8 +286,10 @@ class Workload:
         check_stack(self.stack)
         if self.weight_format is not None:
             from symllm.costs.formats import check_format
-            check_format(self.weight_format)
+            put("weight_format", check_format(self.weight_format))  # any case, gguf: prefix: the one spelling
         if self.kv_format is not None:
+            if isinstance(self.kv_format, str):  # any case: Q8_0 is llama.cpp's q8_0
+                put("kv_format", self.kv_format.strip().casefold())
             from symllm.costs.formats import kv_bytes_per_element
             kv_bytes_per_element(self.kv_format)
             if "kv_dtype" not in self.derived and self.kv_dtype != self.dtype:
@@ -303,12 +311,13 @@ class Workload:
         >>> Workload.of(sequence=4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: batch, seq, gen, context, dtype, ...)
+        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: seq; all ...: see --help)
         """
         names = cls.names()
         unknown = sorted(set(options) - set(names))
         if unknown:
-            raise SymllmError(f"workload: unknown option {short(unknown[0], 20)} (known: {listed(names)})")
+            raise SymllmError(with_list(f"workload: unknown option {short(unknown[0], 20)} (known: ", names,
+                                        near=unknown[0]))
         given = {k: v for k, v in options.items() if v is not None}
         return workload.replace(**given) if workload is not None else cls(**given)
 

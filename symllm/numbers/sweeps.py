@@ -64,9 +64,9 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
-from symllm.validate import choice, listed, positive_int, short, shown_path
+from symllm.validate import choice, positive_int, short, shown_path, with_list
 from symllm.numbers.kernels import compile_expr
-from symllm.files import TABLE_FORMATS, parse_json, read_bytes, read_text, table_format, write_atomic
+from symllm.files import TABLE_FORMATS, json_value, parse_json, read_bytes, read_text, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
 from symllm.costs.workloads import Workload, options as workload_options
 
@@ -137,7 +137,8 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     if path and base in ("params", "flops", "elementwise"):
         terms = mdl.breakdown(base)
         if path not in terms:
-            raise SymllmError(f"quantity: no term {short(path, 24)} in {base} (known: {listed(terms)})")
+            raise SymllmError(with_list(f"quantity: no term {short(path, 24)} in {base} (known: ", terms,
+                                        see="count --json", near=path))
         return terms[path]
     if not path and name in quantity_names():
         if name in ("params", "flops", "elementwise"):
@@ -158,7 +159,8 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
                                 optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
         return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=work.recompute)
-    raise SymllmError(f"quantity: unknown {name!r} (known: {', '.join(quantity_names())})")
+    raise SymllmError(with_list(f"quantity: unknown {short(name, 20)} (known: ", quantity_names(),
+                                see="docs/sweeps.md", near=name))
 
 
 # ---------------------------------------------------------------- parsing
@@ -186,8 +188,10 @@ def parse_number(text: str, field: str):
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-def parse_axis(text: str, field: str) -> list:
-    """The values of one sweep axis: numbers and inclusive ``start:stop[:step]`` ranges, by commas.
+def parse_axis(text: str, field: str, number=None) -> list:
+    """The values of one sweep axis: numbers and inclusive ``start:stop[:step]`` ranges, by commas; each
+    number read by ``number(text, field)`` (default :func:`parse_number`; the command line reads the
+    token counts ``--seq`` and friends with their suffixes, ``2k:8k:2k``).
 
     >>> parse_axis("2048:8192:2048", "dim")  # one integer range stays a lazy range: streamed, never built
     range(2048, 8193, 2048)
@@ -198,6 +202,7 @@ def parse_axis(text: str, field: str) -> list:
     ...
     symllm.errors.SymllmError: n_heads: empty range '8:1'
     """
+    parse_number_ = parse_number if number is None else number
     out: list = []
     parts = str(text).split(",")
     for part in parts:
@@ -205,13 +210,13 @@ def parse_axis(text: str, field: str) -> list:
         if not part:
             raise SymllmError(f"{field}: empty value in {text!r}")
         if ":" not in part:
-            out.append(parse_number(part, field))
+            out.append(parse_number_(part, field))
             continue
         bits = part.split(":")
         if len(bits) not in (2, 3):
             raise SymllmError(f"{field}: expected start:stop[:step], got {part!r}")
-        start, stop = parse_number(bits[0], field), parse_number(bits[1], field)
-        step = parse_number(bits[2], field) if len(bits) == 3 else 1
+        start, stop = parse_number_(bits[0], field), parse_number_(bits[1], field)
+        step = parse_number_(bits[2], field) if len(bits) == 3 else 1
         if step <= 0:
             raise SymllmError(f"{field}: step must be positive, got {part!r}")
         if stop < start:
@@ -943,7 +948,8 @@ class Sweep:
     def write_to(self, out, fmt: str = "csv", progress=None) -> None:
         """Stream the rows to a text stream (CSV with a header, or JSON lines). Numbers are exact: ints
         as integers, ``ffn_dim_multiplier`` as Python's ``repr`` of the float, a byte count that is not
-        whole (int4) as the exact ``"p/q"`` (a string in JSON; ``Fraction("p/q")`` reads it back)."""
+        whole (int4) as the exact ``p/q`` in CSV (``Fraction("p/q")`` reads it back) and a JSON number in JSON
+        lines (``null`` past a double's range: docs/json.md)."""
         if fmt not in ("csv", "jsonl"):
             raise SymllmError(f"format: {fmt} needs a file (-o FILE); on a stream give csv or jsonl")
         names = self.columns
@@ -1032,25 +1038,33 @@ def _item(value, i):
 def _format_rows(columns: list, names: list, fmt: str) -> str:
     """The rows of one chunk as text, formatted in one ``%`` operation over all its cells (a C loop,
     not a Python call per cell): ``%d`` for integer columns, ``%r`` for floats, ``%s`` for exact
-    objects (Python ints past int64, and Fractions, which JSON lines quote)."""
+    objects (Python ints past int64, and Fractions: the exact ``p/q`` in CSV, a JSON number in JSON
+    lines, as every JSON output writes it: :func:`symllm.files.json_value`, ``null`` past a double)."""
     rows = len(columns[0])
     specs, cells = [], []
     for col in columns:
         values = col.tolist()
         if col.dtype.kind in "iub":
             specs.append("%d")
-        elif col.dtype.kind == "f":
+        elif col.dtype.kind == "f" and (fmt == "csv" or np.isfinite(col).all()):
             specs.append("%r")
         else:
             specs.append("%s")
-            if fmt != "csv" and any(type(v) is Fraction for v in values):
-                values = [f'"{v}"' if type(v) is Fraction else v for v in values]
+            if fmt != "csv" and any(type(v) in (Fraction, float) for v in values):
+                values = [_json_cell(v) if type(v) in (Fraction, float) else v for v in values]
         cells.append(values)
     if fmt == "csv":
         row = ",".join(specs) + "\n"
     else:
         row = "{" + ", ".join(f"{json.dumps(c)}: {spec}" for c, spec in zip(names, specs)) + "}\n"
     return (row * rows) % tuple(chain.from_iterable(zip(*cells)))  # row by row, without an object array
+
+
+def _json_cell(value) -> str:
+    """A number that is not an integer as a JSON-lines cell: the float's ``repr``, or ``null`` where it
+    has none (past a double's range, not finite)."""
+    value = json_value(value)
+    return "null" if value is None else repr(value)
 
 
 def _text(value) -> str:

@@ -35,7 +35,7 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, LayerKind, collected, component, model
 from symllm.errors import SymllmError
-from symllm.validate import choice, listed, short
+from symllm.validate import choice, short, with_list
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import TableKernel, evaluate, fingerprint
 from symllm.present.format import REPORT_FORMATS, grouped
@@ -590,7 +590,8 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
     known = (*OPTIONS, *Workload.names())
     unknown = sorted(set(workload) - set(known))
     if unknown:
-        raise SymllmError(f"workload: unknown option {short(unknown[0], 20)} (known: {listed(known)})")
+        raise SymllmError(with_list(f"workload: unknown option {short(unknown[0], 20)} (known: ", known,
+                                    see="symllm derive --help", near=unknown[0]))
     options = {**OPTIONS, **{k: v for k, v in workload.items() if k in OPTIONS and v is not None}}
     work = Workload.of(**{k: v for k, v in workload.items() if k not in OPTIONS})
     spec = resolved.spec(config, vocab_size=vocab_size) if config is not None else None

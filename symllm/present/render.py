@@ -44,7 +44,7 @@ from sympy.printing.str import StrPrinter
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import read_json, read_text, write_atomic
-from symllm.validate import listed, short, shown_path
+from symllm.validate import short, shown_path, with_list
 from symllm.present.format import (_LINE_BREAKS, _TEX_SPACES, FORMATS, QUANTITIES, digits, escape_latex, fold_latex,
                                    grouped, human, human_bytes)
 
@@ -109,8 +109,8 @@ def _symbol_for(key) -> sp.Symbol:
         for info in S.SYMBOLS.values():
             if key in (info.symbol.name, info.code, info.latex):
                 return info.symbol
-    known = listed([sym.name for sym in S.SYMBOLS], 30)
-    raise SymllmError(f"notation: unknown symbol {short(str(key), 20)} (known: {known})")
+    raise SymllmError(with_list(f"notation: unknown symbol {short(str(key), 20)} (known: ",
+                                [sym.name for sym in S.SYMBOLS], see="symllm.arch.symbols", near=str(key)))
 
 
 _GREEK = ("alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi "
@@ -296,7 +296,7 @@ def notation(mapping=None) -> dict[sp.Symbol, str]:
     >>> notation({"x": "y"})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: notation: unknown symbol 'x' (known: V, d, L, n_h, ...)
+    symllm.errors.SymllmError: notation: unknown symbol 'x' (known: all ...: see symllm.arch.symbols)
     """
     if isinstance(mapping, (str, Path)):
         return load_notation(mapping)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from symllm.arch.layers import LayerKind, runs as _runs
 from symllm.errors import SymllmError
-from symllm.validate import boolean, listed, short
+from symllm.validate import boolean, short, with_list
 from symllm.validate import integer as _integer
 
 __all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
@@ -149,13 +149,13 @@ def family_of(kind) -> Family:
     >>> family_of("gpt2")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (reads ...)
+    symllm.errors.SymllmError: model_type: 'gpt2' is not modelled (known: ...)
     """
     families = registry()
     if not isinstance(kind, str) or kind not in families:
         what = f" ({HF_NOT_YET[kind]})" if isinstance(kind, str) and kind in HF_NOT_YET else ""
-        raise SymllmError(f"model_type: {short(kind, 24)}{what} is not modelled (reads "
-                          f"{listed(sorted(families), 30)})")
+        raise SymllmError(with_list(f"model_type: {short(kind, 24)}{what} is not modelled (known: ", sorted(families),
+                                    see="docs/families.md", near=kind))
     return families[kind]
 
 
@@ -285,15 +285,15 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
         raise SymllmError(f"layer_types: expected a list of layer types, got {short(types)}")
     for name in types:
         if name not in LAYER_TYPES:
-            raise SymllmError(f"layer_types: unknown {short(name, 24)} (transformers refuses it; known: "
-                              f"{listed(LAYER_TYPES, 36)})")
+            raise SymllmError(with_list(f"layer_types: unknown {short(name, 16)} (", LAYER_TYPES,
+                                        see="transformers' ALLOWED_LAYER_TYPES", near=name))
     if len(types) != n_layers:
         raise SymllmError(f"layer_types: {len(types)} entries for {n_layers} layers (transformers refuses "
                           "the mismatch)")
     for name in types:
         if name not in family.layer_types:
-            raise SymllmError(f"layer_types: {short(name, 20)} is not a {kind} layer "
-                              f"({listed(family.layer_types, 28)})")
+            raise SymllmError(with_list(f"layer_types: {short(name, 20)} not in {kind}'s (",
+                                        family.layer_types, see="docs/families.md", near=name))
 
 
 def read(raw: dict, build: Callable):
