@@ -1230,6 +1230,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", 130)
     except _Terminated:
         return _fail("terminated", 143)
+    except Exception:
+        if _Signals.first is None:
+            raise
+        # the signal surfaced as another error: numpy's C import turns the KeyboardInterrupt raised inside it
+        # into "ImportError: PyCapsule_Import could not import module ..."; it is still the signal
+        return _fail("interrupted", 130) if _Signals.first == signal.SIGINT else _fail("terminated", 143)
     finally:
         sys.unraisablehook = hook
         if previous is not None and _Signals.first is not None and argv is None and _is_program():

@@ -62,6 +62,8 @@ COUNT_DOORS = [
      "--lora-rank", "8"],
     ["count", "gemma-2-2b", "--json", "--dtype", "int4", "--seq", "4k"],
     ["count", "mixtral-8x7b", "--json", "--gpu", "h100-sxm", "--serve", "--gpu-memory-utilization", "0.85"],
+    ["count", "llama3.1-8b", "--json", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
+     "--concurrency", "16"],
 ]
 
 
