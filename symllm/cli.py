@@ -340,11 +340,8 @@ def cmd_count(args) -> int:
         from symllm.costs import phases as costs
         work = costs.workload(config, **given)
         counts, resolved = api.params(config), api.resolved_config(config)
-        if given.get("lora_rank") is not None:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
-            from symllm.costs import finetune
-            tuned = finetune.lora(config, **given)
-            counts = {**counts, **tuned["params"]}
-            work["memory"].update(tuned["memory"])
+        if "trainable" in work["params"]:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
+            counts = {**counts, "trainable": work["params"].pop("trainable")}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
@@ -444,7 +441,8 @@ def cmd_count(args) -> int:
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
                 for k, v in work["flops"].items()]
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
-        rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
+        rows = [(_MEMORY_LABELS.get(k, k) if "full_finetune_peak" in work["memory"] else k, grouped(v),
+                 human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
@@ -463,6 +461,10 @@ def cmd_count(args) -> int:
         if "serving" in work:
             print("\n" + serve_lines(work["serving"]))
     return 0
+
+
+#: count's memory rows under LoRA: the training peak is LoRA's, full fine-tuning's a line of its own
+_MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak": "training_peak (full fine-tuning)"}
 
 
 #: the workload options ``plan`` enumerates (or takes from --gpus) rather than reads
@@ -552,7 +554,7 @@ def time_lines(t: dict, w: dict) -> list[str]:
     rows = [("inference peak", human_bytes(t["inference_peak"]),
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
             ("largest context", f"{t['max_context']:,} tokens", f"seq + gen at batch {w['batch']:,}"),
-            ("training peak", human_bytes(t["training_peak"]),
+            ("training peak (LoRA)" if w.get("lora_rank") else "training peak", human_bytes(t["training_peak"]),
              f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
              f"seq {t['training_max_seq']:,})"),
             ("prefill", f"{_g(t['prefill_s'])} s", f"{t['prefill_bound']}-bound"),

@@ -37,7 +37,7 @@ import sympy as sp
 
 from symllm.arch.algebra import factored, maximum, substitute
 from symllm.arch import resolved
-from symllm.costs import checks, hardware
+from symllm.costs import checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
 from symllm.arch import symbols as S
@@ -221,20 +221,8 @@ def activations(component="model", *, recompute: bool = False, stack: str = "fus
     return _activations(_component(component, "dense"), bool(recompute), stack == "eager")
 
 
-@lru_cache(maxsize=256)
-def _activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Expr:
-    saved = "eager_saved" if eager else "saved"
-    if not recompute:
-        return comp.total(saved)
-    if comp.checkpoint != 0:
-        return comp.repeat * comp.checkpoint
-    checkpointed = [c for c in comp.children if c.checkpoint != 0]
-    if not checkpointed:
-        raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
-    kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
-    once = maximum(*(c.replace(repeat=1).total(saved) for c in checkpointed))
-    outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
-    return comp.repeat * (kept + once + outside)
+#: the component stacks' saved bytes (symllm.costs.stacks.component_activations: LoRA's reads them too)
+_activations = stacks.component_activations
 
 
 def _working_set(comp: Component, eager: bool = False) -> sp.Expr:
@@ -412,7 +400,30 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
 
 
 def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
-    """:func:`quantities`, built: reads only what :meth:`Workload.shape` holds."""
+    """:func:`quantities`, built: reads only what :meth:`Workload.shape` holds; under LoRA with the LoRA
+    numbers in (:func:`_with_lora`)."""
+    out = _compose_model(mdl, work)
+    return out if work.lora_rank is None else _with_lora(out, finetune.closed_forms(mdl, work))
+
+
+def _with_lora(out: dict, lora: dict) -> dict:
+    """The quantities of a LoRA (QLoRA) fine-tuning: ``params.trainable`` and ``memory.lora_*``
+    (:func:`symllm.costs.finetune.closed_forms`), and the training peak is LoRA's (``lora_total``, in
+    ``memory`` and ``memory_per_gpu``: the fit verdicts and the largest batch read it; LoRA's memory is one
+    GPU's, not divided over a layout: an upper bound per GPU); full fine-tuning's stays as
+    ``memory.full_finetune_peak``."""
+    memory = {}
+    for kind, expr in out["memory"].items():
+        memory[kind] = lora["lora_total"] if kind == "training_peak" else expr
+        if kind == "training_peak":
+            memory["full_finetune_peak"] = expr
+    memory.update({k: lora[k] for k in finetune.MEMORY_KEYS})
+    return {**out, "params": {**out["params"], "trainable": lora["trainable_params"]}, "memory": memory,
+            "memory_per_gpu": {**out["memory_per_gpu"], "training_peak": lora["lora_total"]}}
+
+
+def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
+    """The model's own quantities (full fine-tuning's training peak)."""
     out = {
         "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import sympy as sp
@@ -63,7 +64,7 @@ if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) with
     from symllm.arch.components import Component
 
 __all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
-           "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
+           "training_states", "component_activations", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
 
 _T = S.b * S.s            # token rows
@@ -72,6 +73,32 @@ _FP32 = FP32
 _INDEX = INT64            # int64 token ids and labels
 _P_BLOCK = sp.Symbol("P_block", positive=True)  # one block's parameters (training_peak substitutes them)
 _P_LARGEST = sp.Symbol("P_largest", positive=True)  # the largest parameter tensor's elements (likewise)
+
+
+@lru_cache(maxsize=256)
+def component_activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Expr:
+    """Bytes a training forward saves for backward in the component stacks (:data:`COMPONENT_STACKS`): every
+    component's ``saved`` (``eager``: its ``eager_saved`` where it declares one); with ``recompute`` the
+    checkpoints plus one checkpointed component's activations and what lies outside them
+    (:func:`symllm.costs.phases.activations` states the convention; :mod:`symllm.costs.finetune` reads it for
+    the adapted model).
+
+    >>> from symllm.arch.components import feed_forward
+    >>> component_activations(feed_forward(), False)
+    beta_a*(b*d*s + 3*b*d_ff*s)
+    """
+    saved = "eager_saved" if eager else "saved"
+    if not recompute:
+        return comp.total(saved)
+    if comp.checkpoint != 0:
+        return comp.repeat * comp.checkpoint
+    checkpointed = [c for c in comp.children if c.checkpoint != 0]
+    if not checkpointed:
+        raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
+    kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
+    once = maximum(*(c.replace(repeat=1).total(saved) for c in checkpointed))
+    outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
+    return comp.repeat * (kept + once + outside)
 
 
 def _check(stack: str, mdl: Component | None = None) -> None:

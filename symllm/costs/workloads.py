@@ -183,14 +183,14 @@ class Workload:
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
-    lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*)",
-                                 training=True)
+    lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*; the "
+                                 "training peak is then LoRA's)", training=True, shapes=True)
     #: the linears LoRA adapts (symllm or HF names), stored as symllm names; PEFT's Llama default
     lora_targets: str = _opt(DEFAULT_LORA_TARGETS, "linears LoRA adapts, by symllm or HF name (wq,wv or q_proj,v_proj; "
-                             "an unknown name lists them)", training=True)
+                             "an unknown name lists them)", training=True, shapes=True)
     #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.costs.finetune)
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
-                       training=True)
+                       training=True, shapes=True)
     #: the accelerator of the roofline time (symllm.costs.hardware); None: no time is computed
     gpu: str | None = _opt(None, "fit and roofline time on this accelerator, a name from symllm/costs/gpus.json "
                            "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, apple-m2-ultra, ...)")

@@ -123,7 +123,8 @@ _PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
                 for kind in costs.PER_GPU_MEMORY + costs.PER_GPU_PEAKS},
              **{f"comm_{kind}": ("comm", kind) for kind in parallel.COMM_KINDS}}
 #: LoRA quantities (symllm.costs.finetune; they need --lora-rank): count's params.trainable and memory.lora_*
-_LORA = ("trainable_params", *finetune.MEMORY_KEYS)
+#: and full fine-tuning's training peak (count's memory.full_finetune_peak; under LoRA, training_peak is LoRA's)
+_LORA = ("trainable_params", *finetune.MEMORY_KEYS, "full_finetune_peak")
 
 
 def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
@@ -142,8 +143,12 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
             return mdl.total(name)
         if name == "kv_cache_elements":
             return mdl.total("kv_cache")
-        if name in _LORA:
-            return finetune.closed_forms(mdl, work)[name]
+        if name in _LORA or (name == "training_peak" and work.lora_rank is not None):
+            # under LoRA the training peak is LoRA's, as count's (symllm.costs.phases.quantities)
+            if work.lora_rank is None:
+                finetune.closed_forms(mdl, work)  # refuses: LoRA needs a rank
+            out = costs.quantities(mdl, work)
+            return out["params"]["trainable"] if name == "trainable_params" else out["memory"][name]
         if name in _PARALLEL:
             group, key = _PARALLEL[name]
             out = costs.quantities(mdl, work)[group]
