@@ -468,8 +468,7 @@ _MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak":
 
 
 #: the workload options ``plan`` enumerates (or takes from --gpus) rather than reads
-PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "gpu", "lora_rank",
-                   "lora_targets", "qlora")
+PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "gpu")
 
 
 def cmd_plan(args) -> int:
@@ -522,6 +521,7 @@ def plan_lines(p, top: int) -> list[str]:
     if p.dropped:
         out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
                                                   sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    out.append(_wrap(f"Pipeline splits: {p.splits}."))
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once." if p.training
@@ -636,8 +636,8 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
                "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
-               # LoRA's numbers are count's and the sweep's (symllm.costs.finetune); derive shows none of them yet
-               "lora_rank": "count", "lora_targets": "count", "qlora": "count",
+               # LoRA (symllm.costs.finetune): derive shows its training peak (--memory training_peak)
+               "lora_rank": "memory", "lora_targets": "memory", "qlora": "memory",
                "weight_format": "memory", "kv_format": "memory"}  # β_w, β_kv of a format (symllm.costs.formats)
 
 

@@ -10,7 +10,9 @@ Conventions, stated once (docs/conventions.md, "FLOPs and memory"):
   Phases: ``prefill`` is ``t = 0``; ``decode`` is one step ``s = 1`` at context ``t``; ``generation`` is
   the prefill plus ``n`` decode steps at contexts ``s, s+1, …, s+n-1`` (summed in closed form);
   ``training`` is forward + backward of the prefill, ``3×`` its matmul FLOPs (``4×`` with full activation
-  recomputation: the forward runs twice). Logits are computed at every position.
+  recomputation: the forward runs twice). **Logits**: an inference forward computes those of ``s_o`` positions
+  per sequence (``Workload.logits``: ``last``, the default, ``s_o = 1`` as serving engines and HF ``generate``;
+  ``all``, ``s_o = s``; :func:`logit_rows`); a decode step its one position's; training every position's.
 * ``attention="dense"`` counts every score of the ``s × (t+s)`` rectangle (eager/SDPA kernels,
   ``FlopCounterMode``); ``"causal"`` only the unmasked pairs ``s·t + s(s+1)/2``. Never silently halved.
 * **Bytes per element** (:data:`DTYPES`): fp64 8, fp32 4, bf16/fp16 2, fp8/int8 1, int4 ½ plus one fp16
@@ -46,11 +48,11 @@ from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import ATTENTION, DTYPES, MEMORY_KINDS, PHASES, Workload, dtype_bytes
+from symllm.costs.workloads import ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
-    "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory",
+    "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory", "logit_rows",
 ]
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
@@ -155,7 +157,7 @@ def _monomial_gcd(terms) -> sp.Expr:
 @lru_cache(maxsize=256)
 def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr:
     forward = comp.total("flops" if bucket == "matmul" else "elementwise")
-    step = forward.subs(S.s, 1)  # one decode step at context t
+    step = forward.subs({S.s: 1, S.s_o: 1})  # one decode step at context t: its one position's logits
     if phase == "forward":
         return expand_windows(forward)
     if phase == "prefill":
@@ -171,7 +173,21 @@ def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr
         return expand_windows(total)
     if bucket != "matmul":
         raise SymllmError("bucket: training FLOPs are counted for the matmul bucket only")
-    return expand_windows((4 if recompute else 3) * forward.subs(S.t, 0))
+    # training: the loss reads every position's logits
+    return expand_windows((4 if recompute else 3) * forward.subs({S.t: 0, S.s_o: S.s}))
+
+
+def logit_rows(expr: sp.Expr, logits: str = "last") -> sp.Expr:
+    """``expr`` with ``s_o`` (the positions per sequence whose logits an inference forward computes) set by
+    ``logits`` (:data:`symllm.costs.workloads.LOGITS`): ``last`` 1, ``all`` ``s``. :func:`flops` and
+    :func:`memory` keep ``s_o`` (a derivation shows it); :func:`quantities` sets it, so what a workload, a
+    sweep or an inverse question evaluates holds ``s`` alone.
+
+    >>> logit_rows(flops("lm_head")), logit_rows(flops("lm_head"), "all")
+    (2*V*b*d, 2*V*b*d*s)
+    """
+    choice("logits", logits, LOGITS)
+    return expr.xreplace({S.s_o: sp.S.One if logits == "last" else S.s})
 
 
 def flops(component="model", phase: str = "prefill", *, attention: str = "dense", bucket: str = "matmul",
@@ -403,6 +419,7 @@ def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     """:func:`quantities`, built: reads only what :meth:`Workload.shape` holds; under LoRA with the LoRA
     numbers in (:func:`_with_lora`)."""
     out = _compose_model(mdl, work)
+    out = {group: {k: logit_rows(e, work.logits) for k, e in terms.items()} for group, terms in out.items()}
     return out if work.lora_rank is None else _with_lora(out, finetune.closed_forms(mdl, work))
 
 
@@ -487,7 +504,8 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     ``context`` (default ``seq``), ``dtype`` bf16, ``attention`` dense, ``zero_stage`` 0, ``dp`` 1,
     ``recompute``, ``group_size`` 128, ...).
 
-    ``flops``: ``prefill`` (``batch`` prompts of ``seq`` tokens, logits everywhere), ``decode_token`` (one
+    ``flops``: ``prefill`` (``batch`` prompts of ``seq`` tokens, the logits of ``logits``' positions: the last by
+    default), ``decode_token`` (one
     step with ``context`` tokens cached), ``generation`` (prefill + ``gen`` steps), ``training_step``
     (forward + backward over ``batch × seq``) — matmuls only — and ``elementwise`` (the prefill's
     element-wise bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, for

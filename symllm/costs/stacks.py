@@ -21,7 +21,8 @@ and adds the terms up (per layer inside the groups of layers, from their repeats
   flash kernel's inputs, output and fp32 log-sum-exp likewise).
 
 Inference runs in the workload's dtype (``model.to(dtype)``, ``torch.no_grad()``, ``use_cache=True``,
-logits at every position). Training runs under ``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per
+logits at every position: a plain forward, what was measured, so an HF stack's inference peak holds every
+position's logits whatever ``--logits`` says; the FLOPs and bytes moved follow ``--logits``). Training runs under ``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per
 low-precision element, whatever ``--act-dtype`` says) with fp32 master weights, fp32 gradients and
 ``torch.optim.AdamW`` (two fp32 moments), and the loss on the fp32-upcast logits (transformers'
 ``ForCausalLMLoss``). ``recompute`` is transformers' gradient checkpointing (one checkpoint per decoder

@@ -129,7 +129,12 @@ _LORA = ("trainable_params", *finetune.MEMORY_KEYS, "full_finetune_peak")
 
 def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     """The closed form of quantity ``name`` for the model component ``mdl`` (``d_ff`` a symbol) under
-    ``work``'s training options, as :func:`symllm.costs.phases.quantities` builds it for ``count``."""
+    ``work``'s training options, as :func:`symllm.costs.phases.quantities` builds it for ``count``: the logits'
+    positions ``s_o`` set by ``work.logits`` (:func:`symllm.costs.phases.logit_rows`)."""
+    return costs.logit_rows(_quantity_form(name, mdl, work), work.logits)
+
+
+def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
     base, _, path = name.partition(":")
     if base == "params" and path == "active":  # what one token uses (count's params.active)
         return mdl.total("active")
