@@ -300,3 +300,31 @@ def test_cli_plan_names_the_formats(cli):
     assert max(map(len, r.out.splitlines())) <= 100
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--weight-format", "Q3_K_XXL"])
     assert r.code == 2 and r.err.startswith("symllm: error: weight_format: ") and r.err.count("\n") == 1
+
+
+def test_plan_considers_uneven_pipeline_splits():
+    """llama3.2-1b has 16 blocks: on 3 GPUs plan tries pp 3 (6, 5 and 5 blocks; the first stage holds
+    ⌈16/3⌉ = 6 and the embedding) beside pp 1, and its rows equal workload() at pp 3, which lays the stages
+    out the same way; the output says which splits it considered."""
+    opts = {"gpu": "l4", "seq": 2048}
+    p = plans.plan("llama3.2-1b", 3, training=True, global_batch=3, **opts)
+    assert {r["pp"] for r in p.rows + p.drops} == {1, 3}
+    uneven = [r for r in p.rows if r["pp"] == 3]
+    assert uneven
+    for row in uneven[:2]:
+        _check_row("llama3.2-1b", row, opts, True, global_batch=3)
+    assert "ceil(L/pp)" in p.to_dict()["splits"]
+
+
+def test_cli_plan_trains_lora(cli):
+    """plan --train takes the LoRA options: every kept layout's peak is LoRA's training peak (one GPU's
+    whole, as count's), below full fine-tuning's."""
+    r = cli(["plan", "llama2-7b", "--gpus", "2xh100-sxm", "--train", "--seq", "1024", "--lora-rank", "16",
+             "--qlora", "--json"])
+    assert r.code == 0, r.err
+    got = json.loads(r.out)
+    assert got["rows"]
+    for batch in (1, 2):  # micro-batches of the global batch of 2 (one per GPU)
+        lora = symllm.workload("llama2-7b", seq=1024, batch=batch, lora_rank=16, qlora=True)["memory"]
+        peaks = {row["peak"] for row in got["rows"] if not row["recompute"] and row["batch"] == batch}
+        assert peaks == {lora["lora_total"]} and lora["lora_total"] < lora["full_finetune_peak"]
