@@ -395,11 +395,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         from symllm.costs import phases as costs
         work = costs.workload(config, **given)
         counts, resolved = api.params(config), api.resolved_config(config)
-        if given.get("lora_rank") is not None:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
-            from symllm.costs import finetune
-            tuned = finetune.lora(config, **given)
-            counts = {**counts, **tuned["params"]}
-            work["memory"].update(tuned["memory"])
+        if "trainable" in work["params"]:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
+            counts = {**counts, "trainable": work["params"].pop("trainable")}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
         from symllm.numbers import quick
         work, (counts, d_ff) = {}, quick.params(config)
@@ -509,7 +506,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
                 for k, v in work["flops"].items()]
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
-        rows = [(k, grouped(v), human_bytes(v)) for k, v in work["memory"].items()]
+        rows = [(_MEMORY_LABELS.get(k, k) if "full_finetune_peak" in work["memory"] else k, grouped(v),
+                 human_bytes(v)) for k, v in work["memory"].items()]
         print(_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
@@ -528,9 +526,12 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     return 0
 
 
+#: count's memory rows under LoRA: the training peak is LoRA's, full fine-tuning's a line of its own
+_MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak": "training_peak (full fine-tuning)"}
+
+
 #: the workload options ``plan`` enumerates (or takes from --gpus) rather than reads
-PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "gpu", "lora_rank",
-                   "lora_targets", "qlora")
+PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "gpu")
 
 
 def cmd_plan(args) -> int:
@@ -588,6 +589,7 @@ def plan_lines(p, top: int) -> list[str]:
                                                   sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
     out.append(_wrap(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
                      f"(it assumes {p.assumes}); nothing that does not fit is timed."))
+    out.append(_wrap(f"Pipeline splits: {p.splits}."))
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once." if p.training
@@ -634,7 +636,7 @@ def time_lines(t: dict, w: dict) -> list[str]:
              f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
             ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}" + (
                 f"; past the {t['window']:,} positions trained" if t["max_context_past_window"] else "")),
-            ("training peak", human_bytes(t["training_peak"]), "",
+            ("training peak (LoRA)" if w.get("lora_rank") else "training peak", human_bytes(t["training_peak"]), "",
              f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
              f"seq {t['training_max_seq']:,})")]
     if t["fits"]:
@@ -733,8 +735,8 @@ _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtyp
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
                "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
-               # LoRA's numbers are count's and the sweep's (symllm.costs.finetune); derive shows none of them yet
-               "lora_rank": "count", "lora_targets": "count", "qlora": "count",
+               # LoRA (symllm.costs.finetune): derive shows its training peak (--memory training_peak)
+               "lora_rank": "memory", "lora_targets": "memory", "qlora": "memory",
                "weight_format": "memory", "kv_format": "memory"}  # β_w, β_kv of a format (symllm.costs.formats)
 
 

@@ -15,7 +15,8 @@ fairscale's parallel layers.  It follows Meta line for line in:
   softmax (no ``scaled_dot_product_attention``, so FLOP counters see both);
 * ``FeedForward``: hidden size rule and ``w2(silu(w1(x)) * w3(x))``;
 * ``TransformerBlock`` / ``Transformer``: module names, pre-norm residuals and
-  ``output(norm(h)).float()`` logits for every position.
+  ``output(norm(h)).float()`` logits for every position (or the last ``logits_to_keep``, as
+  transformers' ``LlamaForCausalLM``).
 
 Deliberate differences from Meta: optional biases (``attention_bias`` on
 wq/wk/wv/wo as in HF ``LlamaAttention``, ``qkv_bias`` on wq/wk/wv only as in
@@ -429,8 +430,11 @@ class Transformer(nn.Module):
         if cfg.tie_embeddings:
             self.output.weight = self.tok_embeddings.weight  # one shared Parameter
 
-    def forward(self, tokens: torch.Tensor, start_pos: int = 0, use_cache: bool = False) -> torch.Tensor:
-        """Logits (b, s, V) for every position of ``tokens`` (b, s).
+    def forward(self, tokens: torch.Tensor, start_pos: int = 0, use_cache: bool = False,
+                logits_to_keep: int = 0) -> torch.Tensor:
+        """Logits (b, s, V) for every position of ``tokens`` (b, s); with ``logits_to_keep`` k > 0 for the
+        last k positions only (b, k, V), as transformers' ``LlamaForCausalLM.forward(logits_to_keep=...)``
+        slices the hidden states before its ``lm_head`` (what ``generate`` and serving engines compute).
 
         ``start_pos`` is the absolute position of ``tokens[:, 0]`` (RoPE offset).
         With ``use_cache=True`` the new keys/values are appended to each layer's
@@ -452,7 +456,9 @@ class Transformer(nn.Module):
         for layer in self.layers:
             h = layer(h, start_pos, cos, sin, mask, use_cache)  # (b, s, d)
         h = self.norm(h)  # (b, s, d)
-        logits = _upcast(self.output(h))  # (b, s, V)
+        if logits_to_keep:  # transformers: hidden_states[:, slice(-logits_to_keep, None), :]
+            h = h[:, -logits_to_keep:, :]  # (b, k, d)
+        logits = _upcast(self.output(h))  # (b, s, V) or (b, k, V)
         if self.cfg.final_softcap is not None:  # Gemma 2: c * tanh(logits / c)
             logits = torch.tanh(logits / self.cfg.final_softcap) * self.cfg.final_softcap
         return logits

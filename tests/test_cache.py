@@ -448,7 +448,7 @@ def test_workload_shape_is_what_the_closed_forms_read():
     spec = symllm.spec("llama3.1-8b")
     base = phases._compose(spec.model(), Workload())
     unmarked = {"batch": 3, "seq": 77, "gen": 5, "context": 9, "dtype": "fp8", "kv_dtype": "int8",
-                "act_dtype": "fp32", "group_size": 32, "lora_rank": 4, "lora_targets": "wo", "qlora": False,
+                "act_dtype": "fp32", "group_size": 32,
                 "gpu": "h100-sxm", "gpu_memory": 48.0, "gpu_bandwidth": 1000.0, "gpu_flops": 100.0,
                 "network": "eth-100g", "tokens": 10**9, "price": 2.5, "weight_format": "Q4_K_M",
                     "kv_format": "q8_0",
@@ -456,24 +456,32 @@ def test_workload_shape_is_what_the_closed_forms_read():
     #: what an option needs beside it to be valid on its own
     needs = {"gpu_memory": {"gpu": "h100-sxm"}, "gpu_bandwidth": {"gpu": "h100-sxm"},
              "gpu_flops": {"gpu": "h100-sxm"}, "network": {"gpu": "h100-sxm"}, "tokens": {"gpu": "h100-sxm"},
-             "price": {"gpu": "h100-sxm", "tokens": 10**9}}
+             "price": {"gpu": "h100-sxm", "tokens": 10**9}, "lora_targets": {"lora_rank": 4},
+             "qlora": {"lora_rank": 4}}
     marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
-              "recompute": True, "stack": "hf-eager", "optimizer": "sgd"}
+              "recompute": True, "stack": "hf-eager", "optimizer": "sgd", "lora_rank": 4, "lora_targets": "wo",
+              "qlora": True, "logits": "all"}
     fields = {f.name: f.metadata["option"].shapes for f in dataclasses.fields(Workload) if "option" in f.metadata}
     assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
-                                                               "sp", "recompute", "stack", "optimizer"}
+                                                               "sp", "recompute", "stack", "optimizer",
+                                                               "lora_rank", "lora_targets", "qlora", "logits"}
     assert set(unmarked) | set(marked) == set(fields)
     for name, value in unmarked.items():
         work = Workload(**{name: value, **needs.get(name, {})})
         assert work.shape() == Workload().shape()
         assert phases._compose(spec.model(work.attention), work) == base, name
     changed = {"attention": {}, "zero_stage": {}, "dp": {}, "tp": {}, "pp": {}, "recompute": {}, "stack": {},
-               "optimizer": {},
-               "sp": {"tp": 2, "sp": True}}
+               "optimizer": {}, "lora_rank": {}, "logits": {},  # LoRA: its numbers in, and the training peak is LoRA's
+               "sp": {"tp": 2, "sp": True}, "lora_targets": {"lora_rank": 4, "lora_targets": "wo"},
+               "qlora": {"lora_rank": 4, "qlora": True}}
     for name, extra in changed.items():
         work = Workload(**{name: marked[name], **extra}) if not extra else Workload(**extra)
         assert work.shape() != Workload().shape()
         assert phases._compose(spec.model(work.attention), work) != base, name
+    lora = Workload(lora_rank=4)  # the LoRA options beside a rank: each changes LoRA's forms
+    for work in (lora.replace(lora_rank=8), lora.replace(lora_targets="wo"), lora.replace(qlora=True)):
+        assert work.shape() != lora.shape()
+        assert phases._compose(spec.model(), work) != phases._compose(spec.model(), lora)
 
 
 def test_generated_kernel_source_passes_the_check_the_cache_applies():

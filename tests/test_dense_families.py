@@ -117,7 +117,8 @@ def test_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
     next step's own key completes it)."""
     steps, held, sliding = _generate(raw, b, s, n)
     cfg = from_hf(raw)
-    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32")
+    # transformers' loop runs the prompt as a plain forward: every position's logits (--logits all)
+    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
     assert work["flops"]["prefill"] == steps[0]
     assert work["flops"]["generation"] == sum(steps)
     if n:
@@ -133,7 +134,7 @@ def test_phi3_sliding_window_passed_equals_transformers():
     raw = {"model_type": "phi3", "vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 4, "pad_token_id": 0}
     steps, held, sliding = _generate(raw, 1, 7, 3)
-    work = costs.workload(from_hf(raw), batch=1, seq=7, gen=3, dtype="fp32", kv_dtype="fp32")
+    work = costs.workload(from_hf(raw), batch=1, seq=7, gen=3, dtype="fp32", kv_dtype="fp32", logits="all")  # a plain forward
     assert sliding == 2 and work["flops"]["generation"] == sum(steps)
     assert work["memory"]["kv_cache"] == 4 * (held + 2 * 2 * 2 * 4)  # one position more per layer, K and V
 
@@ -142,7 +143,7 @@ def test_elementwise_conventions_by_hand():
     """Gemma 2's element-wise FLOPs over a LLaMA of the same sizes, by hand: GeGLU's gelu_pytorch_tanh is 9 per
     element (x³: 2, ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5) against SiLU's 4; soft-capping 3 per score and
     per logit (÷c, tanh, ×c); √d on every embedded element; two more RMSNorms a block (4 per element); every
-    norm's (1 + weight) once per call."""
+    norm's (1 + weight) once per call. The prefill computes the last position's logits (the default), b·V."""
     sizes = {"vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4}
     gemma2 = from_hf(dict(sizes, model_type="gemma2", sliding_window=64))
@@ -153,7 +154,7 @@ def test_elementwise_conventions_by_hand():
                  + 3 * b * n_h * s * s  # soft-capped scores: the dense s × s rectangle of a prefill
                  + 2 * 4 * T * d  # the post-attention and post-feed-forward norms
                  + 4 * d)  # (1 + weight) of the block's four norms, once each
-    extra = L * per_block + 3 * T * V + T * d + d  # soft-capped logits, × √d, the final norm's (1 + weight)
+    extra = L * per_block + 3 * b * V + T * d + d  # soft-capped last logits, × √d, the final norm's (1 + weight)
     got = (costs.workload(gemma2, batch=b, seq=s)["flops"]["elementwise"]
            - costs.workload(llama, batch=b, seq=s)["flops"]["elementwise"])
     assert got == extra

@@ -295,3 +295,51 @@ def test_count_without_lora_has_no_lora_numbers(cli):
     """Without --lora-rank count --json shows neither params.trainable nor memory.lora_*."""
     out = json.loads(cli(["count", "llama2-7b", "--json"]).out)
     assert "trainable" not in out["params"] and not [k for k in out["memory"] if k.startswith("lora_")]
+
+
+# --- one answer through every door (issue 41) ----------------------------------------------------
+
+def test_python_api_gives_counts_lora_numbers(cli):
+    """symllm.workload under LoRA gives the keys and numbers count --json prints (params.trainable,
+    memory.lora_*), and the training peak is LoRA's: Llama-2-7B, QLoRA r=16 on wq and wv, batch 1 x 2048.
+
+    By hand: 32 blocks x 2 adapted 4096 x 4096 matrices x 16 x (4096 + 4096) = 8,388,608 trainable; NF4 on the
+    32 x (4·4096² + 3·4096·11008) = 6,476,005,376 linear weights at 4 + 8/64 + 32/16384 = 2113/512 bits, the
+    other 6,738,415,616 − 6,476,005,376 parameters in bf16; adapters 2 + 2 + 8 bytes each; activations: full
+    training's (checked against torch in tests/test_memory.py) plus 32 x 2 adapters' r-wide bf16 intermediate
+    2 x 2048 x 16 bytes. The total is 11.77 GiB, against full fine-tuning's 108.60 GiB."""
+    api = symllm.workload("llama2-7b", lora_rank=16, qlora=True)
+    printed = json.loads(cli(["count", "llama2-7b", "--lora-rank", "16", "--qlora", "--json"]).out)
+    assert api["params"]["trainable"] == printed["params"]["trainable"] == 32 * 2 * 16 * (4096 + 4096)
+    assert api["memory"] == printed["memory"]
+    n, linears = 6_738_415_616, 32 * (4 * 4096 ** 2 + 3 * 4096 * 11008)
+    base = Fraction(linears * 2113, 512 * 8) + 2 * (n - linears)
+    full = symllm.workload("llama2-7b")["memory"]  # no LoRA: full fine-tuning's figures
+    hand = {"lora_base_weights": base, "lora_adapter_weights": 2 * 8_388_608,
+            "lora_adapter_gradients": 2 * 8_388_608, "lora_optimizer_states": 8 * 8_388_608,
+            "lora_activations": full["activations"] + 32 * 2 * 2 * 2048 * 16}
+    hand["lora_total"] = sum(hand.values())
+    assert {k: api["memory"][k] for k in hand} == hand
+    assert api["memory"]["training_peak"] == hand["lora_total"] == 12_636_430_336  # 11.77 GiB
+    assert api["memory"]["full_finetune_peak"] == full["training_peak"] == 116_611_702_784  # 108.60 GiB
+    assert api["memory_per_gpu"]["training_peak"] == hand["lora_total"]
+
+
+def test_lora_training_peak_is_the_headline_and_the_fit(cli):
+    """count's text under LoRA: the training peak row and the --gpu fit verdict are LoRA's (11.77 GiB),
+    full fine-tuning's is a line labelled as such; the largest training batch is LoRA's: the largest b with
+    base + adapters + b x (activations and intermediates of one sequence) <= 80 GiB (the peak is affine in b)."""
+    text = cli(["count", "llama2-7b", "--lora-rank", "16", "--qlora", "--gpu", "h100-sxm"]).out
+    rows = {" ".join(x.split()[:-3]): x.split()[-3:] for x in text.splitlines() if x.startswith("training_peak")}
+    assert rows == {"training_peak (LoRA)": ["12,636,430,336", "11.77", "GiB"],
+                    "training_peak (full fine-tuning)": ["116,611,702,784", "108.60", "GiB"]}
+    line = next(x for x in text.splitlines() if x.startswith("training peak (LoRA)"))
+    assert "11.77 GiB" in line and "fits" in line
+    t = symllm.workload("llama2-7b", lora_rank=16, qlora=True, gpu="h100-sxm")["time"]
+    one = symllm.workload("llama2-7b", lora_rank=16, qlora=True)["memory"]
+    two = symllm.workload("llama2-7b", lora_rank=16, qlora=True, batch=2)["memory"]
+    per_sequence = two["lora_total"] - one["lora_total"]
+    fixed = one["lora_total"] - per_sequence
+    assert t["training_peak"] == one["lora_total"] and t["training_fits"]
+    assert t["training_max_batch"] == (80 * 2 ** 30 - fixed) // per_sequence
+    assert f"up to batch {t['training_max_batch']:,}" in line

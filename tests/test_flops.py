@@ -24,14 +24,15 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 from symllm import reference  # noqa: E402  (needs torch)
 
 
-def measured(model, tokens, *, start_pos=0, use_cache=False, backward=False) -> int:
-    """FLOPs torch counts for one forward (and backward) of the reference model."""
+def measured(model, tokens, *, start_pos=0, use_cache=False, backward=False, logits_to_keep=0) -> int:
+    """FLOPs torch counts for one forward (and backward) of the reference model; ``logits_to_keep`` 1: the
+    last position's logits only (transformers' ``LlamaForCausalLM`` argument: what generate computes)."""
     with FlopCounterMode(display=False) as counter:
         if backward:
-            model(tokens, start_pos=start_pos, use_cache=use_cache).sum().backward()
+            model(tokens, start_pos=start_pos, use_cache=use_cache, logits_to_keep=logits_to_keep).sum().backward()
         else:
             with torch.no_grad():
-                model(tokens, start_pos=start_pos, use_cache=use_cache)
+                model(tokens, start_pos=start_pos, use_cache=use_cache, logits_to_keep=logits_to_keep)
     return counter.get_total_flops()
 
 
@@ -39,7 +40,7 @@ def tokens(batch, seq, device="meta"):
     return torch.zeros(batch, seq, dtype=torch.long, device=device)
 
 
-def measured_by_layers(name: str, seq: int, *, backward=False) -> int:
+def measured_by_layers(name: str, seq: int, *, backward=False, logits_to_keep=0) -> int:
     """FlopCounterMode's count for a preset's whole reference model (bf16, meta device, batch 1), from builds
     of 1 and 2 of its layers: the reference builds every layer of a one-kind model alike and FLOPs add up
     over layers, so the whole model's count is ``one + (L - 1) · (two - one)``, torch's own arithmetic as
@@ -48,22 +49,26 @@ def measured_by_layers(name: str, seq: int, *, backward=False) -> int:
     cfg = symllm.load(name)
     assert len(cfg.groups) == 1, name  # one kind of layer
     one, two = (measured(reference.build(cfg.replace(n_layers=k), device="meta", dtype=torch.bfloat16),
-                         tokens(1, seq), backward=backward) for k in (1, 2))
+                         tokens(1, seq), backward=backward, logits_to_keep=logits_to_keep) for k in (1, 2))
     return one + (cfg.n_layers - 1) * (two - one)
 
 
 @given(configs(variant=None), generation_workloads())
 def test_prefill_and_training_flops_equal_flopcountermode(cfg, w):
-    """Dense prefill FLOPs (logits everywhere) and the training step's equal FlopCounterMode's count of the
-    reference forward, and forward plus backward (biases and QK-norm, drawn too, add no matmul FLOPs)."""
+    """Dense prefill FLOPs equal FlopCounterMode's count of the reference forward with the last position's
+    logits (the default, ``logits_to_keep=1``) or every position's (``--logits all``), and the training step's
+    its forward (every position's logits: the loss reads them) plus backward (biases and QK-norm, drawn too,
+    add no matmul FLOPs)."""
     model = reference.build(cfg, device="meta")
     work = costs.workload(cfg, batch=w["batch"], seq=w["seq"], attention="dense")["flops"]
+    every = costs.workload(cfg, batch=w["batch"], seq=w["seq"], attention="dense", logits="all")["flops"]
     with FlopCounterMode(display=False) as forward:  # one forward counted, then its backward
         loss = model(tokens(w["batch"], w["seq"]), start_pos=0, use_cache=False).sum()
     with FlopCounterMode(display=False) as backward:
         loss.backward()
-    assert work["prefill"] == forward.get_total_flops()
-    assert work["training_step"] == forward.get_total_flops() + backward.get_total_flops()
+    assert work["prefill"] == measured(model, tokens(w["batch"], w["seq"]), logits_to_keep=1)
+    assert every["prefill"] == forward.get_total_flops()
+    assert work["training_step"] == every["training_step"] == forward.get_total_flops() + backward.get_total_flops()
 
 
 @given(configs(variant=None), generation_workloads())
@@ -74,7 +79,7 @@ def test_decode_steps_and_generation_equal_flopcountermode(cfg, w):
     mdl = symllm.model_for(cfg)
     vals = symllm.values(cfg, batch=b, seq=s, gen=n)
     vals[S.d_ff] = symllm.hidden_dim(cfg)
-    prefill = measured(model, tokens(b, s), use_cache=True)
+    prefill = measured(model, tokens(b, s), use_cache=True, logits_to_keep=1)  # generate's prefill: the last logits
     steps = [measured(model, tokens(b, 1), start_pos=s + i, use_cache=True) for i in range(max(n, 1))]
     for i, step in enumerate(steps):
         assert step == evaluate(costs.flops(mdl, "decode"), {**vals, S.t: s + i})
@@ -125,24 +130,27 @@ def test_one_token_llama2_13b_is_about_2n():
     ("llama3.2-1b", 8192, True), ("llama2-70b", 4096, False), ("mistral-7b", 32768, False),
 ])
 def test_presets_on_meta_at_long_sequences(name, seq, backward):
-    """Large presets on the meta device: dense prefill (and training) FLOPs equal FlopCounterMode's
-    (``measured_by_layers``)."""
+    """Large presets on the meta device: dense prefill (the last position's logits) and training FLOPs equal
+    FlopCounterMode's (``measured_by_layers``)."""
     cfg = symllm.load(name)
     flops = costs.workload(cfg, batch=1, seq=seq)["flops"]
     key = "training_step" if backward else "prefill"
-    assert flops[key] == measured_by_layers(name, seq, backward=backward)
+    assert flops[key] == measured_by_layers(name, seq, backward=backward, logits_to_keep=0 if backward else 1)
 
 
 def test_405b_at_131072_tokens(cli):
     """`count llama3.1-405b --seq 131072 ... --json`: exact KV cache, prefill = FlopCounterMode on meta
-    (``measured_by_layers``)."""
+    (``measured_by_layers``, the last position's logits); ``--logits all`` adds the lm_head over the other
+    131,071 positions by hand: 2 × 131,071 × d 16,384 × V 128,256 FLOPs."""
     r = cli(["count", "llama3.1-405b", "--seq", "131072", "--batch", "1", "--dtype", "bf16",
              "--kv-dtype", "bf16", "--attention", "dense", "--json"])
     assert r.code == 0
     out = json.loads(r.out)
     assert out["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
-    assert out["flops"]["prefill"] == measured_by_layers("llama3.1-405b", 131072)
+    assert out["flops"]["prefill"] == measured_by_layers("llama3.1-405b", 131072, logits_to_keep=1)
     assert set(out) >= {"params", "config", "flops", "memory"}
+    every = json.loads(cli(["count", "llama3.1-405b", "--seq", "131072", "--logits", "all", "--json"]).out)
+    assert every["flops"]["prefill"] - out["flops"]["prefill"] == 2 * 131071 * 16384 * 128256
 
 
 def test_mfu_from_measured_training_flops(meta_model):

@@ -97,8 +97,8 @@ def _bytes_and_flops(torch, reference, cfg, batch, seq):
     weights = sum(p.numel() * p.element_size() for p in read.values())
     tokens = torch.zeros(batch, seq, dtype=torch.long, device="meta")
     with torch.no_grad():
-        with FlopCounterMode(display=False) as fc:
-            logits = model(tokens, use_cache=True)
+        with FlopCounterMode(display=False) as fc:  # the last position's logits (--logits last, the default)
+            logits = model(tokens, use_cache=True, logits_to_keep=1)
         prefill_flops, written = fc.get_total_flops(), model.kv_cache_bytes()
         prefill_bytes = weights + written + logits.numel() * two
         with FlopCounterMode(display=False) as fc:
@@ -272,11 +272,13 @@ def test_decode_batch_is_for_the_model():
 
 
 def test_bytes_moved_by_a_tied_model_read_the_whole_matrix():
-    """Tied embeddings: the lm_head multiplies by the whole table, so every parameter is read."""
+    """Tied embeddings: the lm_head multiplies by the whole table, so every parameter is read; the prefill
+    writes the last position's 100 bf16 logits (``--logits all``: the 4 positions')."""
     cfg = ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, hidden_dim=96, tie_embeddings=True)
-    t = symllm.workload(cfg, batch=1, seq=4, gpu="h100-sxm")["time"]
     kv = 2 * 2 * 4 * 16 * 2  # K and V, 2 layers, 4 heads of 16, bf16
-    assert t["prefill_bytes"] == 2 * symllm.params(cfg)["total"] + kv * 4 + 4 * 100 * 2
+    for logits, rows in (("last", 1), ("all", 4)):
+        t = symllm.workload(cfg, batch=1, seq=4, gpu="h100-sxm", logits=logits)["time"]
+        assert t["prefill_bytes"] == 2 * symllm.params(cfg)["total"] + kv * 4 + rows * 100 * 2
 
 
 def test_sweep_warns_that_gpu_does_not_apply(cli):
@@ -377,9 +379,13 @@ def test_report_has_one_training_verdict_per_layout():
 
 def test_training_time_tokens_and_cost_by_hand():
     """One H100, compute-bound: the step is 3 × the forward's FLOPs / peak (FlopCounterMode's count of a
-    forward is what test_flops checks); D tokens take D / (b·s) steps; GPU-hours and cost follow."""
+    forward is what test_flops checks), the forward computing every position's logits (the loss reads them:
+    the default prefill's, for the last position, plus the lm_head over the other 4,095, 2·4095·d·V by hand);
+    D tokens take D / (b·s) steps; GPU-hours and cost follow."""
     w = symllm.workload("llama3.2-1b", gpu="h100-sxm", seq=4096, tokens=10 ** 9, price=2)
-    step = Fraction(3 * w["flops"]["prefill"], 989_400 * TERA // 1000)
+    forward = w["flops"]["prefill"] + 2 * 4095 * 2048 * 128256
+    assert symllm.workload("llama3.2-1b", seq=4096, logits="all")["flops"]["prefill"] == forward
+    step = Fraction(3 * forward, 989_400 * TERA // 1000)
     assert w["time"]["training_step_s"] == pytest.approx(float(step))
     assert w["time"]["training_s"] == pytest.approx(float(step * 10 ** 9 / 4096))
     assert w["time"]["gpu_hours"] == pytest.approx(float(step * 10 ** 9 / 4096 / 3600))

@@ -205,9 +205,10 @@ def test_inference_peak_is_weights_kv_and_largest_working_set():
     set itself is a convention (a fused kernel's, or an eager one's), not measured against torch."""
     cfg = symllm.load("llama3.1-8b")
     b, s, n, beta = 1, 8192, 256, 2
-    eager = costs.workload(cfg, batch=b, seq=s, gen=n, stack="eager")["memory"]
-    fused = costs.workload(cfg, batch=b, seq=s, gen=n)["memory"]
-    live = max(2 * b * cfg.n_heads * s * s, 2 * b * cfg.n_heads * (s + n), 3 * b * s * 14336, b * s * cfg.vocab_size)
-    assert eager["inference_peak"] == eager["weights"] + eager["kv_cache"] + beta * (2 * b * s * cfg.dim + live)
-    live = max(2 * b * s * cfg.n_heads * 128 + 2 * b * cfg.n_heads * s, 3 * b * s * 14336, b * s * cfg.vocab_size)
-    assert fused["inference_peak"] == fused["weights"] + fused["kv_cache"] + beta * (2 * b * s * cfg.dim + live)
+    for logits, rows in (("last", b), ("all", b * s)):  # the logits of the last position, or of every one
+        eager = costs.workload(cfg, batch=b, seq=s, gen=n, stack="eager", logits=logits)["memory"]
+        fused = costs.workload(cfg, batch=b, seq=s, gen=n, logits=logits)["memory"]
+        live = max(2 * b * cfg.n_heads * s * s, 2 * b * cfg.n_heads * (s + n), 3 * b * s * 14336, rows * cfg.vocab_size)
+        assert eager["inference_peak"] == eager["weights"] + eager["kv_cache"] + beta * (2 * b * s * cfg.dim + live)
+        live = max(2 * b * s * cfg.n_heads * 128 + 2 * b * cfg.n_heads * s, 3 * b * s * 14336, rows * cfg.vocab_size)
+        assert fused["inference_peak"] == fused["weights"] + fused["kv_cache"] + beta * (2 * b * s * cfg.dim + live)

@@ -115,7 +115,7 @@ def test_prefill_decode_training_flops_and_kv_cache_equal_transformers(raw, b, s
 
     tokens = torch.randint(0, raw["vocab_size"], (b, s))
     flops, cache = _run(model, tokens)
-    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == flops
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s, logits="all")) == flops  # a plain forward
     held_bytes(cache, 0)
     generated = flops
     for step in range(steps):
@@ -124,7 +124,7 @@ def test_prefill_decode_training_flops_and_kv_cache_equal_transformers(raw, b, s
         held_bytes(cache, step + 1)
         generated += flops
     # generation: the prefill and the steps, summed in closed form over the decode steps
-    assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps)) == generated
+    assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps, logits="all")) == generated
     with FlopCounterMode(display=False) as train:
         model(tokens).logits.float().sum().backward()
     assert costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s)) == train.get_total_flops()
@@ -304,7 +304,7 @@ def test_reference_latent_attention_flops_and_cache_equal_flopcountermode(torch,
         model(torch.zeros(b, s, dtype=torch.long), 0, use_cache=True)
     with FlopCounterMode(display=False) as decode, torch.no_grad():
         model(torch.zeros(b, 1, dtype=torch.long), s, use_cache=True)
-    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s)) == prefill.get_total_flops()
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s, logits="all")) == prefill.get_total_flops()
     assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s)) == decode.get_total_flops()
     kv = costs.memory(mdl, "kv_cache").subs(symllm.values(cfg, batch=b, seq=s, gen=1, kv_dtype="fp32"))
     assert kv == model.kv_cache_bytes()

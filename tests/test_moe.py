@@ -129,7 +129,7 @@ def test_moe_prefill_and_training_flops_equal_flopcountermode(raw, b, s):
     if raw["model_type"] == "llama4_text":
         E, k = raw["num_local_experts"], raw["num_experts_per_tok"]
         extra = (E - k) * 6 * b * s * raw["hidden_size"] * raw["intermediate_size"] * cfg.n_moe_layers
-    work = costs.workload(cfg, batch=b, seq=s)["flops"]
+    work = costs.workload(cfg, batch=b, seq=s, logits="all")["flops"]  # a plain forward: every position's logits
     assert work["prefill"] + extra == forward.get_total_flops()
     assert work["training_step"] + 3 * extra == forward.get_total_flops() + backward.get_total_flops()
 
@@ -158,7 +158,7 @@ def test_inside_the_window_flops_equal_flopcountermode(b, s):
     model = _hf_model(raw, "cpu")
     with FlopCounterMode(display=False) as forward, torch.no_grad():
         model(torch.zeros(b, s, dtype=torch.long))
-    assert costs.workload(from_hf(raw), batch=b, seq=s)["flops"]["prefill"] == forward.get_total_flops()
+    assert costs.workload(from_hf(raw), batch=b, seq=s, logits="all")["flops"]["prefill"] == forward.get_total_flops()
 
 
 # --- the command line -----------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_reference_moe_flops_equal_flopcountermode(torch, reference, raw, b, s):
         loss = model(tokens).sum()
     with FlopCounterMode(display=False) as backward:
         loss.backward()
-    work = costs.workload(cfg, batch=b, seq=s)["flops"]
+    work = costs.workload(cfg, batch=b, seq=s, logits="all")["flops"]  # model(tokens): every position's logits
     assert (work["prefill"], work["training_step"]) == \
         (forward.get_total_flops(), forward.get_total_flops() + backward.get_total_flops())
 

@@ -37,7 +37,7 @@ def test_generation_flops_and_kv_cache_equal_transformers(raw, b, s, n):
     is full, the next step's own key completing it), every position in the full layers."""
     flops, held = _generate(raw, b, s, n)
     cfg = from_hf(raw)
-    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32")
+    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")  # a plain forward
     assert work["flops"]["generation"] == flops
     sliding = sum(count for kind, count in cfg.groups if kind.window == "sliding")
     per_position = 2 * b * cfg.n_kv_heads * cfg.head_dim

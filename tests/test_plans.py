@@ -187,10 +187,11 @@ def test_every_dropped_layout_really_does_not_fit():
     assert set(p.dropped) == {"training peak > 16 GiB per GPU", "dp does not divide the global batch of 3"}
     for row in p.drops + p.rows:
         _check_row("llama3.2-1b", row, opts, True, global_batch=3)
-    serve = plans.plan("llama3.2-1b", 2, concurrency=64, **opts)
+    serve = plans.plan("llama3.2-1b", 2, concurrency=64, **{**opts, "seq": 8192})
     for row in serve.drops + serve.rows:
-        _check_row("llama3.2-1b", row, opts, False)
+        _check_row("llama3.2-1b", row, {**opts, "seq": 8192}, False)
     assert sum(serve.dropped.values()) == len(serve.drops) > 0
+    assert sorted({r["batch"] for r in serve.rows + serve.drops}) == list(range(1, 65))  # every batch tried
 
 
 def test_plan_refuses_what_it_enumerates():
@@ -205,10 +206,12 @@ def test_plan_refuses_what_it_enumerates():
 def test_cli_plan(cli):
     """plan --help, a table (at most 100 columns), --json and --top, and bad input as one line."""
     assert cli(["plan", "--help"]).code == 0
-    r = cli(["plan", "llama3.2-1b", "--gpus", "2xl4", "--gpu-memory", "16", "--seq", "2048", "--concurrency", "64",
+    r = cli(["plan", "llama3.2-1b", "--gpus", "2xl4", "--gpu-memory", "16", "--seq", "8192", "--concurrency", "64",
              "--top", "3"])
     assert r.code == 0 and max(map(len, r.out.splitlines())) <= 100
-    assert "dropped: 5 inference peak > 16 GiB per GPU" in r.out and len(r.out.splitlines()) > 5
+    dropped = plans.plan("llama3.2-1b", 2, "l4", gpu_memory=16, seq=8192, concurrency=64).dropped
+    assert f"dropped: {dropped['inference peak > 16 GiB per GPU']:,} inference peak > 16 GiB per GPU" in r.out
+    assert "Pipeline splits: every number of pipeline stages" in r.out and len(r.out.splitlines()) > 5
     r = cli(["plan", "llama3.2-1b", "--gpus", "2xl4", "--gpu-memory", "16", "--train", "--global-batch", "3",
              "--seq", "2048", "--json", "--top", "2"])
     got = json.loads(r.out)
@@ -223,8 +226,16 @@ def test_cli_plan(cli):
 
 
 def test_cli_count_shows_the_inverse_answers(cli):
+    """llama3.1-8b on an H100 (80 GiB) by hand: bf16 weights 2 × 8,030,261,248 bytes; per token the KV cache
+    2·32·8·128·2 = 131,072 bytes and, bf16, the residual stream and normed input 2·4096 plus the largest live
+    set, the SwiGLU's 3·14,336 (above the last position's 128,256 logits from 3 tokens on, and above the
+    fused attention's 2·32·128 + 2·32): 233,472 bytes a token. The largest b·s is ⌊(80 GiB − weights) /
+    233,472⌋ = 299,131: the largest context at batch 1, and batch ⌊299,131 / 8,192⌋ = 36 at 8,192 tokens."""
+    per_token = 2 * 32 * 8 * 128 * 2 + 2 * (2 * 4096 + 3 * 14336)
+    tokens = (80 * GiB - 2 * 8_030_261_248) // per_token
+    assert (tokens, tokens // 8192) == (299_131, 36)
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "8192"])
-    assert "largest context" in r.out and "172,882 tokens" in r.out and "up to batch 21)" in r.out
+    assert "largest context" in r.out and f"{tokens:,} tokens" in r.out and f"up to batch {tokens // 8192})" in r.out
 
 
 def q4_k_m_70b_bytes() -> int:
@@ -246,40 +257,46 @@ def q4_k_m_70b_bytes() -> int:
 def llama70b_peak(weights: int, b: int, s: int, kv_bytes) -> int:
     """The fused stack's inference peak of Llama-3.1-70B by hand (small_peak's convention): the weights, the
     KV cache of s tokens, bf16 activations: the residual stream and normed input with the largest live set
-    (here the logits, b·s·V)."""
+    (here the SwiGLU's 3·b·s·d_ff; the last position's logits are b·V)."""
     V, d, L, n_h, n_kv, d_h, d_ff = 128256, 8192, 80, 64, 8, 128, 28672
-    live = max(V * b * s, 3 * b * d_ff * s, 2 * b * d_h * n_h * s + 2 * b * n_h * s)
+    live = max(V * b, 3 * b * d_ff * s, 2 * b * d_h * n_h * s + 2 * b * n_h * s)
     return weights + kv_bytes * 2 * L * n_kv * d_h * b * s + 2 * (2 * b * s * d + live)
 
 
 def test_plan_takes_the_weight_and_kv_formats():
     """Issue 23 item 4: Llama-3.1-70B on one 48 GiB GPU serving 8,192-token prompts fits only quantized. In
-    bf16 nothing fits (2N bytes of weights alone exceed it); in Q4_K_M the batches whose hand-written peak
-    fits are the plan's rows, each with that peak; an fp8 KV cache (1 byte an element) lets one more batch
-    in. fewest_gpus and max_batch read the same formats."""
+    bf16 nothing fits (2N bytes of weights alone exceed it); in Q4_K_M the batches (every one up to the
+    concurrency, 256) whose hand-written peak fits are the plan's rows, each with that peak; an fp8 KV cache
+    (1 byte an element) lowers each peak by b·s·2·80·8·128 bytes (not enough for a third sequence: its
+    activations alone are 4.69 GiB). fewest_gpus and max_batch read the same formats."""
     cap, seq = 48 * GiB, 8192
     n = 2 * 128256 * 8192 + 8192 + 80 * (2 * 8192 ** 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192)
     opts = {"gpu": "l40s", "gpu_memory": 48, "seq": seq}
     q4 = q4_k_m_70b_bytes()
     bf16 = plans.plan("llama3.1-70b", 1, **opts)
-    assert 2 * n > cap and not bf16.rows and bf16.dropped == {"inference peak > 48 GiB per GPU": 9}
-    for kv_format, kv_bytes, fit in ((None, 2, [1]), ("fp8", 1, [1, 2])):
+    assert 2 * n > cap and not bf16.rows and bf16.dropped == {"inference peak > 48 GiB per GPU": 256}
+    peaks = {}
+    for kv_format, kv_bytes, fit in ((None, 2, [1, 2]), ("fp8", 1, [1, 2])):
         p = symllm.plan("llama3.1-70b", 1, weight_format="Q4_K_M", kv_format=kv_format, **opts)
-        hand = {b: llama70b_peak(q4, b, seq, kv_bytes) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)}
+        hand = {b: llama70b_peak(q4, b, seq, kv_bytes) for b in range(1, 257)}
         assert [b for b, peak in hand.items() if peak <= cap] == fit
         assert sorted(r["batch"] for r in p.rows) == fit and all(r["peak"] == hand[r["batch"]] for r in p.rows)
-        assert len(p.drops) == 9 - len(fit) and p.workload["weight_format"] == "Q4_K_M"
+        assert len(p.drops) == 256 - len(fit) and p.workload["weight_format"] == "Q4_K_M"
+        peaks[kv_bytes] = {r["batch"]: r["peak"] for r in p.rows}
         _check_row("llama3.1-70b", p.rows[0], {**opts, "weight_format": "Q4_K_M", "kv_format": kv_format}, False)
         assert plans.max_batch("llama3.1-70b", weight_format="Q4_K_M", kv_format=kv_format, **opts) == fit[-1]
+    assert all(peaks[2][b] - peaks[1][b] == b * seq * 2 * 80 * 8 * 128 for b in (1, 2))
     one = plans.fewest_gpus("llama3.1-70b", training=False, weight_format="Q4_K_M", **opts)
     assert one == {"tp": 1, "pp": 1, "dp": 1, "gpus": 1, "peak": llama70b_peak(q4, 1, seq, 2)}
     assert plans.fewest_gpus("llama3.1-70b", training=False, **opts)["gpus"] > 1
 
 
 def test_cli_plan_names_the_formats(cli):
+    """The formats in plan's heading; every batch up to the concurrency (256) tried, the two of
+    test_plan_takes_the_weight_and_kv_formats' hand-written peaks fit."""
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--gpu-memory", "48", "--seq", "8192",
              "--weight-format", "Q4_K_M", "--kv-format", "fp8"])
-    assert r.code == 0 and "Q4_K_M, KV cache fp8): 9 layouts, 2 fit" in " ".join(r.out.split())
+    assert r.code == 0 and "Q4_K_M, KV cache fp8): 256 layouts, 2 fit" in " ".join(r.out.split())
     assert max(map(len, r.out.splitlines())) <= 100
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--weight-format", "Q3_K_XXL"])
     assert r.code == 2 and r.err.startswith("symllm: error: weight_format: ") and r.err.count("\n") == 1
@@ -297,3 +314,31 @@ def test_secant_guesses_give_the_largest_that_fits(a, b, c, k, w, capacity, low)
     if got is None:
         return
     assert got == low - 1 if peak(low) > capacity else (got >= low and peak(got) <= capacity < peak(got + 1))
+
+
+def test_plan_considers_uneven_pipeline_splits():
+    """llama3.2-1b has 16 blocks: on 3 GPUs plan tries pp 3 (6, 5 and 5 blocks; the first stage holds
+    ⌈16/3⌉ = 6 and the embedding) beside pp 1, and its rows equal workload() at pp 3, which lays the stages
+    out the same way; the output says which splits it considered."""
+    opts = {"gpu": "l4", "seq": 2048}
+    p = plans.plan("llama3.2-1b", 3, training=True, global_batch=3, **opts)
+    assert {r["pp"] for r in p.rows + p.drops} == {1, 3}
+    uneven = [r for r in p.rows if r["pp"] == 3]
+    assert uneven
+    for row in uneven[:2]:
+        _check_row("llama3.2-1b", row, opts, True, global_batch=3)
+    assert "ceil(L/pp)" in p.to_dict()["splits"]
+
+
+def test_cli_plan_trains_lora(cli):
+    """plan --train takes the LoRA options: every kept layout's peak is LoRA's training peak (one GPU's
+    whole, as count's), below full fine-tuning's."""
+    r = cli(["plan", "llama2-7b", "--gpus", "2xh100-sxm", "--train", "--seq", "1024", "--lora-rank", "16",
+             "--qlora", "--json"])
+    assert r.code == 0, r.err
+    got = json.loads(r.out)
+    assert got["rows"]
+    for batch in (1, 2):  # micro-batches of the global batch of 2 (one per GPU)
+        lora = symllm.workload("llama2-7b", seq=1024, batch=batch, lora_rank=16, qlora=True)["memory"]
+        peaks = {row["peak"] for row in got["rows"] if not row["recompute"] and row["batch"] == batch}
+        assert peaks == {lora["lora_total"]} and lora["lora_total"] < lora["full_finetune_peak"]

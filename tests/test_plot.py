@@ -113,14 +113,15 @@ def test_context_curves_and_capacity(tiny):
 
 def test_flops_per_token_is_the_hand_count(tiny):
     """One decode step with t cached: 2 FLOPs per weight multiplied plus 2·2·L·n_h·d_h per key (t + 1
-    keys); a dense prefill of s tokens: the same weights plus s keys per query, per token."""
+    keys); a dense prefill of s tokens: the same weights but the lm_head's, plus s keys per query, per token,
+    and the lm_head's 2·V·d once for the last position's logits (the default)."""
     contexts = [16, 128]
     ax = plots.flops(tiny, contexts=contexts).axes[0]
     prefill, decode = ax.lines
     assert [y * 1e9 for y in decode.get_ydata()] == pytest.approx(
         [2 * MATMUL_WEIGHTS + 4 * L * NH * DH * (t + 1) for t in contexts], rel=1e-12)
     assert [y * 1e9 for y in prefill.get_ydata()] == pytest.approx(
-        [2 * MATMUL_WEIGHTS + 4 * L * NH * DH * s for s in contexts], rel=1e-12)
+        [2 * (MATMUL_WEIGHTS - V * D) + 2 * V * D / s + 4 * L * NH * DH * s for s in contexts], rel=1e-12)
     assert "dense attention" in ax.get_title()
 
 

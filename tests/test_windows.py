@@ -51,7 +51,7 @@ def test_generation_past_the_window_equals_transformers(args):
     the window is full (the next step's own key completes it), and every position in full-attention layers."""
     raw, b, s, n = args
     flops, held = _generate(raw, b, s, n)
-    work = costs.workload(from_hf(raw), batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32")
+    work = costs.workload(from_hf(raw), batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")  # a plain forward
     assert work["flops"]["generation"] == flops
     window = raw.get("sliding_window") or raw["attention_chunk_size"]
     per_position = 2 * b * raw["num_key_value_heads"] * (raw.get("head_dim") or 4)

@@ -38,7 +38,7 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, short, with_list
 from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
 from symllm.arch.layers import COMPONENTS, LATENT
-from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
+from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, s_o, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
                                  d_hv, d_se, f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
 __all__ = [
@@ -945,11 +945,14 @@ def _switches(**flags) -> None:
 
 def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     """The output projection ``d -> V``: ``V·d`` parameters untied, 0 tied (counted once, in the
-    embedding), and ``2·b·s·d·V`` FLOPs either way (logits at every position); with ``softcap`` (Gemma 2)
-    each logit is soft-capped, ``ELEMENTWISE['softcap']`` FLOPs per logit.
+    embedding), and ``2·b·s_o·d·V`` FLOPs either way over the ``s_o`` positions of each sequence whose logits
+    are computed (``--logits``: 1, the last, by default at inference, as vLLM, SGLang, TensorRT-LLM and HF
+    ``generate`` do: ``logits_to_keep``; ``s``, every position, in training: :mod:`symllm.costs.phases`), the
+    ``b·s_o·V`` logits live; with ``softcap`` (Gemma 2) each logit is soft-capped,
+    ``ELEMENTWISE['softcap']`` FLOPs per logit.
 
-    >>> lm_head(tied=True).params, lm_head(tied=True).flops
-    (0, 2*V*b*d*s)
+    >>> lm_head(tied=True).params, lm_head(tied=True).flops, lm_head().live
+    (0, 2*V*b*d*s_o, (V*b*s_o,))
     >>> lm_head(tied="no")
     Traceback (most recent call last):
     ...
@@ -960,9 +963,11 @@ def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     # keeps the output embedding out of bitsandbytes' quantization
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
                  rules=Rules("column", lora=(), weight="head", stacks=keeps.hf_rules(keeps.lm_head)))
-    out = out.replace(saved=beta_a * _T * d, live=(_T * V,))  # saves its input; the logits are live
+    rows = b * s_o  # the positions whose logits are computed (hidden_states[:, -logits_to_keep:, :])
+    # saves its input (training: every position); the logits are live
+    out = out.replace(flops=matmul(rows, d, V), saved=beta_a * _T * d, live=(rows * V,))
     if softcap:  # logits = tanh(logits / cap) * cap: element-wise, after the matmul
-        out = out.replace(elementwise=ELEMENTWISE["softcap"] * _T * V, doc=out.doc + "; soft-capped logits",
+        out = out.replace(elementwise=ELEMENTWISE["softcap"] * rows * V, doc=out.doc + "; soft-capped logits",
                           saved=out.saved + beta_a * _T * V,  # tanh's backward keeps its output
                           rules=dataclasses.replace(out.rules, stacks=(), label="soft-capped final logits (Gemma 2)"))
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out

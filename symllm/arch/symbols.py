@@ -20,7 +20,7 @@ __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp",
-    "b", "s", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
+    "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
 
@@ -98,6 +98,7 @@ d_hv = sp.Symbol("d_hv", **_size)
 L_mtp = sp.Symbol("L_mtp", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
+s_o = sp.Symbol("s_o", **_size)  # positions per sequence whose logits a forward computes
 t = sp.Symbol("t", integer=True, nonnegative=True)
 n = sp.Symbol("n", integer=True, nonnegative=True)
 beta_w = sp.Symbol("beta_w", positive=True)
@@ -157,6 +158,8 @@ _TABLE = [
                "multi-token-prediction modules the checkpoint stores (DeepSeek-V3, GLM-4.5; not in the model)", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
+    SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "
+               "(--logits: 1, the last, as serving engines and generate do; s, every one)", "workload"),
     SymbolInfo(t, "context", "t", "tokens already in the KV cache", "workload"),
     SymbolInfo(n, "gen", "n", "tokens generated per sequence", "workload"),
     SymbolInfo(beta_w, "weight_bytes", r"\beta_w", "bytes per weight", "bytes"),

@@ -49,10 +49,9 @@ from functools import lru_cache
 import sympy as sp
 
 from symllm.arch.algebra import substitute
-from symllm.costs import phases as costs
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import checks, zero
+from symllm.costs import checks, stacks, zero
 from symllm.costs.formats import QUANTIZES
 from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
@@ -197,7 +196,7 @@ def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recom
         "lora_adapter_weights": weight * n_trainable,
         "lora_adapter_gradients": grad * n_trainable,
         "lora_optimizer_states": optim * n_trainable,
-        "lora_activations": costs.activations(adapt(mdl, targets, rank), recompute=recompute),
+        "lora_activations": stacks.component_activations(adapt(mdl, targets, rank), bool(recompute)),
     }
     out["lora_total"] = sum(out.values(), sp.S.Zero)
     defs = dict(mdl.definitions)

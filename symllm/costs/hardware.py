@@ -24,7 +24,8 @@ least once, every intermediate assumed to stay on chip (which is what makes the 
 
 * ``prefill`` (``b`` prompts of ``s`` tokens, nothing cached): the weights read once,
   ``β_w·N_read``; the KV cache written, ``β_kv·K(s)`` (``K``: the model's KV-cache elements); the
-  logits written, ``β_a·b·s·V`` (a prefill returns every position's logits, as FLOPs count them).
+  logits written, ``β_a·b·s_o·V`` (the ``s_o`` positions whose logits are computed, as FLOPs count them:
+  the last of each sequence by default, every one with ``--logits all``).
 * ``decode`` (one step of ``b`` sequences at context ``t``): the weights read once, ``β_w·N_read``; the
   cached keys and values read, ``β_kv·K(t)``; the new token's written, ``β_kv·K(1)``; the logits
   written, ``β_a·b·V``.
@@ -366,12 +367,12 @@ def bytes_moved(mdl, phase: str) -> sp.Expr:
     >>> sp.expand(bytes_moved(model(tied=True), "decode")).coeff(S.t)
     2*L*b*beta_kv*d_h*n_kv
     >>> sp.expand(bytes_moved(model(), "prefill")).coeff(S.beta_a)
-    V*b*s
+    V*b*s_o
     """
     kv = mdl.total("kv_cache")  # elements held after b sequences of s new tokens at context t
     weights = S.beta_w * weights_read(mdl)
     if phase == "prefill":
-        return weights + S.beta_kv * kv.subs(S.t, 0) + S.beta_a * S.b * S.s * S.V
+        return weights + S.beta_kv * kv.subs(S.t, 0) + S.beta_a * S.b * S.s_o * S.V
     if phase == "decode":
         new = kv.subs({S.s: 1, S.t: 0})  # the new token's keys and values, written
         cached = kv.subs(S.s, 1) - new    # those already cached at context t, read
@@ -471,7 +472,7 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     lookups = sum((c.total("active") for c in stage.children if c.rules.weight == "embedding"), sp.S.Zero)
     weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
     kv = stage.total("kv_cache")
-    rows = S.b * S.s if phase == "prefill" else S.b
+    rows = S.b * S.s_o if phase == "prefill" else S.b  # the positions whose logits are computed
     logits = head * S.beta_a * rows * sp.ceiling(S.V / S.N_t)
     if phase == "prefill":
         return weights + S.beta_kv * kv.subs(S.t, 0) + logits
@@ -518,13 +519,14 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> di
         terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
+            logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
             terms[f"{phase}_flops"] = algebra.substitute(phase_flops(stage, phase), defs)
             terms[f"{phase}_core_flops"] = algebra.substitute(phase_flops(core, phase), defs)
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
             terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
-                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * rows * S.V, defs)
+                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V, defs)
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
@@ -609,7 +611,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     >>> from symllm.costs.phases import workload
     >>> t = workload("llama3.1-8b", gpu="h100-sxm")["time"]
     >>> t["decode_token_bound"], t["fits"], round(t["tokens_per_s"]), t["max_batch"]
-    ('memory', True, 219, 84)
+    ('memory', True, 219, 146)
     """
     from symllm.costs import parallel  # parallel builds components: loaded only with a time asked for
     from symllm.numbers.kernels import evaluate
@@ -680,7 +682,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     step = ((m + work.pp - 1) * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
             + over("pp", ev(terms["training_handoff"])) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
-    model_flops = 3 * work.dp * m * ev(exprs["flops"]["prefill"])  # recomputation is not model FLOPs
+    # model FLOPs: forward and backward over every position (recomputation is not model FLOPs: 3 of its 4)
+    model_flops = work.dp * m * ev(exprs["flops"]["training_step"]) * (Fraction(3, 4) if work.recompute else 1)
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
@@ -744,7 +747,8 @@ def _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev,
     dense = work.attention == "dense"
     core = parts["prefill_core_flops"]
     causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
-    forward = ev(exprs["flops"]["prefill"])  # the whole model's, the workload's attention convention
+    # the whole model's forward over every position (training's logits), the workload's attention convention
+    forward = ev(exprs["flops"]["training_step"]) / (4 if work.recompute else 3)
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get(S.d_h, 128)),
@@ -772,7 +776,7 @@ def largest_fitting(per_gpu: dict, vals: dict, capacity: int, gen: int = 0) -> d
     >>> from symllm.costs.phases import workload
     >>> t = workload("llama3.1-8b", gpu="h100-sxm", seq=8192)["time"]
     >>> t["max_batch"], t["max_context"], t["training_max_batch"], t["training_max_seq"]
-    (21, 172882, 0, 0)
+    (36, 299131, 0, 0)
     """
     from symllm.costs import inverse  # SymPy's solver: loaded only with a fit asked for
 

@@ -10,7 +10,9 @@ Conventions, stated once (docs/conventions.md, "FLOPs and memory"):
   Phases: ``prefill`` is ``t = 0``; ``decode`` is one step ``s = 1`` at context ``t``; ``generation`` is
   the prefill plus ``n`` decode steps at contexts ``s, s+1, …, s+n-1`` (summed in closed form);
   ``training`` is forward + backward of the prefill, ``3×`` its matmul FLOPs (``4×`` with full activation
-  recomputation: the forward runs twice). Logits are computed at every position.
+  recomputation: the forward runs twice). **Logits**: an inference forward computes those of ``s_o`` positions
+  per sequence (``Workload.logits``: ``last``, the default, ``s_o = 1`` as serving engines and HF ``generate``;
+  ``all``, ``s_o = s``; :func:`logit_rows`); a decode step its one position's; training every position's.
 * ``attention="dense"`` counts every score of the ``s × (t+s)`` rectangle (eager/SDPA kernels,
   ``FlopCounterMode``); ``"causal"`` only the unmasked pairs ``s·t + s(s+1)/2``. Never silently halved.
 * **Bytes per element** (:data:`DTYPES`): fp64 8, fp32 4, bf16/fp16 2, fp8/int8 1, int4 ½ plus one fp16
@@ -37,7 +39,7 @@ import sympy as sp
 
 from symllm.arch.algebra import factored, maximum, substitute
 from symllm.arch import resolved
-from symllm.costs import checks, hardware
+from symllm.costs import checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
 from symllm.arch import symbols as S
@@ -46,11 +48,11 @@ from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import ATTENTION, DTYPES, MEMORY_KINDS, PHASES, Workload, dtype_bytes
+from symllm.costs.workloads import ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
-    "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory",
+    "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory", "logit_rows",
 ]
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
@@ -155,7 +157,7 @@ def _monomial_gcd(terms) -> sp.Expr:
 @lru_cache(maxsize=256)
 def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr:
     forward = comp.total("flops" if bucket == "matmul" else "elementwise")
-    step = forward.subs(S.s, 1)  # one decode step at context t
+    step = forward.subs({S.s: 1, S.s_o: 1})  # one decode step at context t: its one position's logits
     if phase == "forward":
         return expand_windows(forward)
     if phase == "prefill":
@@ -171,7 +173,21 @@ def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr
         return expand_windows(total)
     if bucket != "matmul":
         raise SymllmError("bucket: training FLOPs are counted for the matmul bucket only")
-    return expand_windows((4 if recompute else 3) * forward.subs(S.t, 0))
+    # training: the loss reads every position's logits
+    return expand_windows((4 if recompute else 3) * forward.subs({S.t: 0, S.s_o: S.s}))
+
+
+def logit_rows(expr: sp.Expr, logits: str = "last") -> sp.Expr:
+    """``expr`` with ``s_o`` (the positions per sequence whose logits an inference forward computes) set by
+    ``logits`` (:data:`symllm.costs.workloads.LOGITS`): ``last`` 1, ``all`` ``s``. :func:`flops` and
+    :func:`memory` keep ``s_o`` (a derivation shows it); :func:`quantities` sets it, so what a workload, a
+    sweep or an inverse question evaluates holds ``s`` alone.
+
+    >>> logit_rows(flops("lm_head")), logit_rows(flops("lm_head"), "all")
+    (2*V*b*d, 2*V*b*d*s)
+    """
+    choice("logits", logits, LOGITS)
+    return expr.xreplace({S.s_o: sp.S.One if logits == "last" else S.s})
 
 
 def flops(component="model", phase: str = "prefill", *, attention: str = "dense", bucket: str = "matmul",
@@ -221,20 +237,8 @@ def activations(component="model", *, recompute: bool = False, stack: str = "fus
     return _activations(_component(component, "dense"), bool(recompute), stack == "eager")
 
 
-@lru_cache(maxsize=256)
-def _activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Expr:
-    saved = "eager_saved" if eager else "saved"
-    if not recompute:
-        return comp.total(saved)
-    if comp.checkpoint != 0:
-        return comp.repeat * comp.checkpoint
-    checkpointed = [c for c in comp.children if c.checkpoint != 0]
-    if not checkpointed:
-        raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
-    kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
-    once = maximum(*(c.replace(repeat=1).total(saved) for c in checkpointed))
-    outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
-    return comp.repeat * (kept + once + outside)
+#: the component stacks' saved bytes (symllm.costs.stacks.component_activations: LoRA's reads them too)
+_activations = stacks.component_activations
 
 
 def _working_set(comp: Component, eager: bool = False) -> sp.Expr:
@@ -412,7 +416,31 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
 
 
 def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
-    """:func:`quantities`, built: reads only what :meth:`Workload.shape` holds."""
+    """:func:`quantities`, built: reads only what :meth:`Workload.shape` holds; under LoRA with the LoRA
+    numbers in (:func:`_with_lora`)."""
+    out = _compose_model(mdl, work)
+    out = {group: {k: logit_rows(e, work.logits) for k, e in terms.items()} for group, terms in out.items()}
+    return out if work.lora_rank is None else _with_lora(out, finetune.closed_forms(mdl, work))
+
+
+def _with_lora(out: dict, lora: dict) -> dict:
+    """The quantities of a LoRA (QLoRA) fine-tuning: ``params.trainable`` and ``memory.lora_*``
+    (:func:`symllm.costs.finetune.closed_forms`), and the training peak is LoRA's (``lora_total``, in
+    ``memory`` and ``memory_per_gpu``: the fit verdicts and the largest batch read it; LoRA's memory is one
+    GPU's, not divided over a layout: an upper bound per GPU); full fine-tuning's stays as
+    ``memory.full_finetune_peak``."""
+    memory = {}
+    for kind, expr in out["memory"].items():
+        memory[kind] = lora["lora_total"] if kind == "training_peak" else expr
+        if kind == "training_peak":
+            memory["full_finetune_peak"] = expr
+    memory.update({k: lora[k] for k in finetune.MEMORY_KEYS})
+    return {**out, "params": {**out["params"], "trainable": lora["trainable_params"]}, "memory": memory,
+            "memory_per_gpu": {**out["memory_per_gpu"], "training_peak": lora["lora_total"]}}
+
+
+def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
+    """The model's own quantities (full fine-tuning's training peak)."""
     out = {
         "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
@@ -478,7 +506,8 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     :class:`~symllm.arch.config.ModelConfig` or a config.json's dict; its ``quantization_config`` sets
     ``weight_format`` (``weight_format`` in the output says where it was read; one given overrides it).
 
-    ``flops``: ``prefill`` (``batch`` prompts of ``seq`` tokens, logits everywhere), ``decode_token`` (one
+    ``flops``: ``prefill`` (``batch`` prompts of ``seq`` tokens, the logits of ``logits``' positions: the last by
+    default), ``decode_token`` (one
     step with ``context`` tokens cached), ``generation`` (prefill + ``gen`` steps), ``training_step``
     (forward + backward over ``batch × seq``) — matmuls only — and ``elementwise`` (the prefill's
     element-wise bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, for

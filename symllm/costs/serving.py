@@ -20,8 +20,11 @@ Conventions (each an estimate of what vLLM measures, not derives):
 * weights: the workload's weights per GPU (``--dtype`` or ``--weight-format``, :mod:`symllm.costs.formats`);
 * activation peak: what the profile run holds above weights and KV cache: one prefill of
   ``max_num_batched_tokens`` tokens (vLLM V1's profile run; 8192 is ``vllm serve``'s default) in the
-  fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1),
-  logits for every position included (an upper bound: vLLM computes the sampled positions' logits only);
+  fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1 with
+  ``logits="all"``, whatever the workload's ``--logits``): the profile run is not one request's prefill
+  (vLLM's dummy sampler run after it holds up to ``max_num_seqs`` rows of fp32 logits and the sampler's
+  temporaries), so every position's logits stand in for them, an upper bound that keeps the logged vLLM
+  start-ups of tests/data/vllm_serving_logs.json within their tolerance (the last position's alone does not);
 * non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
   engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) unless given
   (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is
@@ -91,7 +94,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
     spec = resolved.spec(config)
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
-    profile = phases.workload(spec, work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, **bare))
+    profile = phases.workload(spec, work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="all",
+                                                 **bare))
     one = phases.workload(spec, work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
     n_kv = spec.config.n_kv_heads
     per_token = Fraction(one["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv  # one rank's share of the heads

@@ -21,7 +21,8 @@ and adds the terms up (per layer inside the groups of layers, from their repeats
   flash kernel's inputs, output and fp32 log-sum-exp likewise).
 
 Inference runs in the workload's dtype (``model.to(dtype)``, ``torch.no_grad()``, ``use_cache=True``,
-logits at every position). Training runs under ``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per
+logits at every position: a plain forward, what was measured, so an HF stack's inference peak holds every
+position's logits whatever ``--logits`` says; the FLOPs and bytes moved follow ``--logits``). Training runs under ``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per
 low-precision element, whatever ``--act-dtype`` says) with fp32 master weights, fp32 gradients and
 ``torch.optim.AdamW`` (two fp32 moments), and the loss on the fp32-upcast logits (transformers'
 ``ForCausalLMLoss``). ``recompute`` is transformers' gradient checkpointing (one checkpoint per decoder
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import sympy as sp
@@ -63,7 +65,7 @@ if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) with
     from symllm.arch.components import Component
 
 __all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "check_model", "is_whole",
-           "Term", "saved_terms", "inference_terms", "activations", "inference_peak",
+           "Term", "saved_terms", "inference_terms", "activations", "inference_peak", "component_activations",
            "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
 
@@ -73,6 +75,32 @@ _FP32 = FP32
 _INDEX = INT64            # int64 token ids and labels
 _P_BLOCK = sp.Symbol("P_block", positive=True)  # one block's parameters (training_peak substitutes them)
 _P_LARGEST = sp.Symbol("P_largest", positive=True)  # the largest parameter tensor's elements (likewise)
+
+
+@lru_cache(maxsize=256)
+def component_activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Expr:
+    """Bytes a training forward saves for backward in the component stacks (:data:`COMPONENT_STACKS`): every
+    component's ``saved`` (``eager``: its ``eager_saved`` where it declares one); with ``recompute`` the
+    checkpoints plus one checkpointed component's activations and what lies outside them
+    (:func:`symllm.costs.phases.activations` states the convention; :mod:`symllm.costs.finetune` reads it for
+    the adapted model).
+
+    >>> from symllm.arch.components import feed_forward
+    >>> component_activations(feed_forward(), False)
+    beta_a*(b*d*s + 3*b*d_ff*s)
+    """
+    saved = "eager_saved" if eager else "saved"
+    if not recompute:
+        return comp.total(saved)
+    if comp.checkpoint != 0:
+        return comp.repeat * comp.checkpoint
+    checkpointed = [c for c in comp.children if c.checkpoint != 0]
+    if not checkpointed:
+        raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
+    kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
+    once = maximum(*(c.replace(repeat=1).total(saved) for c in checkpointed))
+    outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
+    return comp.repeat * (kept + once + outside)
 
 
 def check_model(stack: str, mdl: Component | None = None) -> None:

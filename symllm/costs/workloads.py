@@ -25,7 +25,7 @@ from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes pe
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
@@ -36,6 +36,8 @@ MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activati
 
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
+#: the positions whose logits an inference forward computes (Workload.logits): the last of each sequence, or all
+LOGITS = ("last", "all")
 #: the stacks whose memory is the component tree's own (symllm.costs.phases); ``fused`` is the default
 COMPONENT_STACKS = ("fused", "eager")
 #: the stacks symllm knows
@@ -168,6 +170,10 @@ class Workload:
     #: attention-core FLOPs: every score of the rectangle (dense) or only the unmasked pairs (causal)
     attention: str = _opt("dense", "attention-core FLOPs: every score (dense) or only the unmasked pairs (causal)",
                           shapes=True)
+    #: the positions whose logits an inference forward computes: the last of each sequence (what serving
+    #: engines and HF generate compute), or all of them (a plain forward's; training always computes all)
+    logits: str = _opt("last", "logits an inference forward computes: last (one position a sequence, as vLLM, "
+                       "SGLang, TensorRT-LLM and HF generate) or all (every position, a plain forward)", shapes=True)
     #: ZeRO stage 0-3 for the training states
     zero_stage: int = _opt(0, "ZeRO stage 0-3 of the training states", flag="--zero", training=True, shapes=True)
     #: data-parallel ranks the ZeRO stage shards over, N_d
@@ -189,14 +195,14 @@ class Workload:
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
-    lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*)",
-                                 training=True)
+    lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*; the "
+                                 "training peak is then LoRA's)", training=True, shapes=True)
     #: the linears LoRA adapts (symllm or HF names), stored as symllm names; PEFT's Llama default
     lora_targets: str = _opt(DEFAULT_LORA_TARGETS, "linears LoRA adapts, by symllm or HF name (wq,wv or q_proj,v_proj; "
-                             "an unknown name lists them)", training=True)
+                             "an unknown name lists them)", training=True, shapes=True)
     #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.costs.finetune)
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
-                       training=True)
+                       training=True, shapes=True)
     #: the accelerator of the roofline time (symllm.costs.hardware); None: no time is computed
     gpu: str | None = _opt(None, "fit and roofline time on this accelerator, a name from symllm/costs/gpus.json "
                            "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, apple-m2-ultra, ...)")
@@ -246,6 +252,7 @@ class Workload:
         integer("gen", self.gen, low=0)
         put("context", self.seq if self.context is None else integer("context", self.context, low=0))
         choice("attention", self.attention, ATTENTION)
+        choice("logits", self.logits, LOGITS)
         zero_stage(self.zero_stage)
         boolean("recompute", self.recompute)
         choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -377,6 +384,15 @@ class Workload:
     def activation_bytes(self):
         """Bytes per activation element."""
         return dtype_bytes(self.act_dtype, self.group_size, field="act_dtype")
+
+    @property
+    def logit_positions(self) -> int:
+        """``s_o``: the positions per sequence whose logits an inference forward computes (``logits``).
+
+        >>> Workload(seq=512).logit_positions, Workload(seq=512, logits="all").logit_positions
+        (1, 512)
+        """
+        return 1 if self.logits == "last" else self.seq
 
     @property
     def causal(self) -> bool:

@@ -5,9 +5,10 @@
 * :func:`fewest_gpus`: the smallest product of the ranks a layout family may grow (``tp``, ``pp``, ``dp``)
   whose per-GPU peak fits, the other ranks as the workload gives them;
 * :func:`plan`: every layout of ``N`` GPUs (tensor-parallel ranks dividing the query and key/value heads,
-  pipeline stages dividing the layers, the rest data-parallel; for a mixture of experts expert-parallel
+  any number of pipeline stages up to the layers, split unevenly where it does not divide them (:data:`SPLITS`),
+  the rest data-parallel; for a mixture of experts expert-parallel
   ranks dividing the experts and the data-parallel ranks; for training ZeRO 0-3 and full recomputation
-  or none; for serving the batch per replica), each dropped with its reason where it does not fit, the
+  or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not fit, the
   rest ranked by the roofline model of :func:`symllm.costs.hardware.roofline` (training: step time at the
   global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
   and evaluated over every layout at once in compiled kernels (:mod:`symllm.numbers.kernels`), with the
@@ -21,8 +22,10 @@ without its gradient reduction, which runs once per step (so ``step = accum × (
 data-parallel traffic``; memory is one micro-batch's, as ``workload()``'s: a pipeline schedule's micro-batches
 in flight are not multiplied in); a layout whose ``dp`` does not divide the global batch is dropped.
 Sequence parallelism is tried with every ``tp > 1``; ZeRO stages above 0 only with more than one
-data-parallel rank (they shard nothing otherwise). Serving tries the batches 1, 2, 4, ... up to
-``concurrency`` per replica, every replica (``dp``) serving its own.
+data-parallel rank (they shard nothing otherwise). Serving tries every batch 1, 2, 3, ... up to
+``concurrency`` per replica (so the largest that fits is a row, exactly), every replica (``dp``) serving its
+own. Under LoRA (``lora_rank``) a training layout's peak is LoRA's (:mod:`symllm.costs.finetune`: one GPU's
+whole, not divided over the layout), as ``workload()``'s.
 
 >>> p = plan("llama3.1-8b", 8, "h100-sxm", training=True, global_batch=8, seq=4096)
 >>> p.layouts, len(p.rows) + sum(p.dropped.values()) == p.layouts
@@ -70,7 +73,7 @@ def max_batch(config, work: Workload | None = None, *, training: bool = False, *
     exists, checked exactly (:mod:`symllm.costs.inverse`).
 
     >>> max_batch("llama3.1-8b", gpu="h100-sxm", seq=8192), max_batch("llama3.1-8b", gpu="h100-sxm", tp=4, training=True)
-    (21, 13)
+    (36, 13)
     """
     return _time(config, work, options)["training_max_batch" if training else "max_batch"]
 
@@ -81,7 +84,7 @@ def max_context(config, work: Workload | None = None, *, training: bool = False,
     ``seq``; 0 when none does.
 
     >>> max_context("llama3.1-8b", gpu="h100-sxm"), max_context("llama3.1-8b", gpu="h100-sxm", gen=1000, batch=8)
-    (172882, 22285)
+    (299131, 37830)
     """
     return _time(config, work, options)["training_max_seq" if training else "max_context"]
 
@@ -90,6 +93,25 @@ def max_context(config, work: Workload | None = None, *, training: bool = False,
 
 def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _stage_choices(spc, ranks: int | None = None) -> list[int]:
+    """Pipeline stages that run: any number up to the blocks ``L`` (each stage holds one at least; where
+    ``N_p`` does not divide ``L`` the split is uneven, ``⌈L/N_p⌉`` blocks on the first stage and ``⌊L/N_p⌋``
+    on the last: :func:`symllm.costs.parallel.stages`), dividing ``ranks`` (the GPUs a tensor group leaves)
+    when given.
+
+    >>> _stage_choices(resolved.spec("llama3.2-1b"), 12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    top = spc.n_layers if ranks is None else min(spc.n_layers, ranks)
+    return [p for p in range(1, top + 1) if ranks is None or ranks % p == 0]
+
+
+#: what :func:`plan` says of the pipeline splits it considered
+SPLITS = ("every number of pipeline stages up to the {L} blocks that divides the GPUs a tensor group leaves; "
+          "where it does not divide {L}, the first stage holds ceil(L/pp) blocks and the embedding, the last "
+          "floor(L/pp) and the head (symllm.costs.parallel.stages)")
 
 
 def _tp_choices(spc) -> list[int]:
@@ -101,7 +123,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
                 limit: int = 1 << 16, **options) -> dict | None:
     """The layout with the fewest GPUs whose per-GPU training peak (or inference peak: ``training=False``)
     fits the workload's accelerator, growing only ``ranks`` (any of ``tp``, ``pp``, ``dp``: tensor ranks
-    dividing the heads and key/value heads, pipeline stages dividing the layers, data-parallel ranks that
+    dividing the heads and key/value heads, any number of pipeline stages up to the layers (:data:`SPLITS`), data-parallel ranks that
     ZeRO shards over); the other ranks stay the workload's. ``{"tp", "pp", "dp", "gpus", "peak"}``, the
     smallest ``tp·pp·dp`` (ties: fewer tensor ranks, then fewer stages), or None when none of at most
     ``limit`` GPUs fits. An exact search: the per-GPU peak has ceilings in the ranks (no closed form), and
@@ -133,7 +155,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
                         {**vals, S.N_t: tp, S.N_p: pp, S.N_d: dp})
 
     tps = _tp_choices(spc) if "tp" in ranks else [work.tp]
-    pps = _divisors(spc.n_layers) if "pp" in ranks else [work.pp]
+    pps = _stage_choices(spc) if "pp" in ranks else [work.pp]
     best = None
     for tp in tps:
         for pp in pps:
@@ -200,6 +222,8 @@ class Plan:
     drops: list = field(default_factory=list)
     #: the workload every layout shares (its batch is the global batch for training)
     workload: dict = field(default_factory=dict)
+    #: the pipeline splits considered (:data:`SPLITS`)
+    splits: str = ""
 
     @property
     def assumes(self) -> str:
@@ -211,8 +235,8 @@ class Plan:
         assumes (:data:`symllm.costs.hardware.ASSUMES`)."""
         return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "training": self.training,
                 "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
-                "assumes": self.assumes,
-                "workload": self.workload, "rows": self.rows[:top] if top else list(self.rows)}
+                "assumes": self.assumes, "splits": self.splits, "workload": self.workload,
+                "rows": self.rows[:top] if top else list(self.rows)}
 
 
 #: a layout's columns, in :func:`plan`'s rows
@@ -225,9 +249,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     experts = spc.n_experts
     cols = {k: [] for k in _KEYS}
     columns = list(cols.values())
-    batches = [1 << i for i in range(concurrency.bit_length()) if 1 << i <= concurrency]
-    if batches[-1] != concurrency:
-        batches.append(concurrency)
+    batches = range(1, concurrency + 1)  # every batch: the largest that fits is a row, exactly
 
     def add(*values):
         for column, v in zip(columns, values):
@@ -236,9 +258,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     for tp in _tp_choices(spc):
         if gpus % tp:
             continue
-        for pp in _divisors(spc.n_layers):
-            if (gpus // tp) % pp:
-                continue
+        for pp in _stage_choices(spc, gpus // tp):
             dp = gpus // (tp * pp)
             eps = [e for e in _divisors(dp) if experts % e == 0] if experts else [1]
             for ep in eps:
@@ -279,7 +299,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.dropped
-    ((8, 1, 2, 128), {'inference peak > 80 GiB per GPU': 42})
+    ((8, 1, 2, 174), {'inference peak > 80 GiB per GPU': 2236})
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
@@ -306,7 +326,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     cols = _layouts(spc, gpus, training, concurrency, global_batch)
     n = len(cols["tp"])
     out = Plan(spc.name, g.name, gpus, training, n,
-               workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})})
+               workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},
+               splits=SPLITS.format(L=spc.n_layers))
     if n == 0:
         return out
     mdl = spc.model(work.attention)
@@ -323,6 +344,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
         forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer)
+        if training and work.lora_rank is not None:  # LoRA's peak, as workload()'s (one GPU's whole)
+            lora = costs.quantities(mdl, work.replace(zero_stage=zero, recompute=rec))["memory"]["training_peak"]
+            forms = {**forms, "peaks": (lora,)}
         peaks = [_vector(e, sub, m) for e in forms["peaks"]]
         peak = peaks[0]
         for p in peaks[1:]:
@@ -359,8 +383,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     kept = np.flatnonzero(keep)
     secs = seconds[kept]
     if training:
-        prefill = substitute(costs.flops(mdl, "prefill"), dict(mdl.definitions))  # the whole model's, per micro-batch
-        model_flops = 3 * cols["dp"] * cols["accum"] * _float(_vector(prefill, args, n))
+        # model FLOPs: the whole model's forward and backward over every position, per micro-batch
+        step = substitute(costs.flops(mdl, "training"), dict(mdl.definitions))
+        model_flops = cols["dp"] * cols["accum"] * _float(_vector(step, args, n))
         tokens = global_batch * work.seq
         figures = {"step_s": secs, "tokens_per_s": tokens / secs,
                    "mfu": model_flops[kept] / (secs * gpus * base["P"])}

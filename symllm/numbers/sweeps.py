@@ -125,12 +125,18 @@ _PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
                 for kind in costs.PER_GPU_MEMORY + costs.PER_GPU_PEAKS},
              **{f"comm_{kind}": ("comm", kind) for kind in parallel.COMM_KINDS}}
 #: LoRA quantities (symllm.costs.finetune; they need --lora-rank): count's params.trainable and memory.lora_*
-_LORA = ("trainable_params", *finetune.MEMORY_KEYS)
+#: and full fine-tuning's training peak (count's memory.full_finetune_peak; under LoRA, training_peak is LoRA's)
+_LORA = ("trainable_params", *finetune.MEMORY_KEYS, "full_finetune_peak")
 
 
 def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     """The closed form of quantity ``name`` for the model component ``mdl`` (``d_ff`` a symbol) under
-    ``work``'s training options, as :func:`symllm.costs.phases.quantities` builds it for ``count``."""
+    ``work``'s training options, as :func:`symllm.costs.phases.quantities` builds it for ``count``: the logits'
+    positions ``s_o`` set by ``work.logits`` (:func:`symllm.costs.phases.logit_rows`)."""
+    return costs.logit_rows(_quantity_form(name, mdl, work), work.logits)
+
+
+def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
     base, _, path = name.partition(":")
     if base == "params" and path == "active":  # what one token uses (count's params.active)
         return mdl.total("active")
@@ -145,8 +151,12 @@ def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
             return mdl.total(name)
         if name == "kv_cache_elements":
             return mdl.total("kv_cache")
-        if name in _LORA:
-            return finetune.closed_forms(mdl, work)[name]
+        if name in _LORA or (name == "training_peak" and work.lora_rank is not None):
+            # under LoRA the training peak is LoRA's, as count's (symllm.costs.phases.quantities)
+            if work.lora_rank is None:
+                finetune.closed_forms(mdl, work)  # refuses: LoRA needs a rank
+            out = costs.quantities(mdl, work)
+            return out["params"]["trainable"] if name == "trainable_params" else out["memory"][name]
         if name in _PARALLEL:
             group, key = _PARALLEL[name]
             out = costs.quantities(mdl, work)[group]

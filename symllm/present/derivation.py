@@ -438,6 +438,11 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     if options["memory"] == "training_peak":  # its parts: states held, activations or the step's largest moment
         if bare.name != "model":
             raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {bare.name!r}")
+        if work.lora_rank is not None:  # LoRA's training peak, as count's (symllm.costs.finetune): its parts
+            from symllm.costs import finetune
+            forms = finetune.closed_forms(bare, work)
+            leaves = {k: forms[k] for k in finetune.MEMORY_KEYS if k != "lora_total"}
+            return leaves, forms["lora_total"]
         leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, bool(work.recompute), work.optimizer)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     kinds = ("weights", "kv_cache") if options["memory"] == "inference" else (options["memory"],)
@@ -718,8 +723,11 @@ class Report:
         memory_titles = {"weights": "weights", "kv_cache": "KV cache after s + n tokens",
                          "training_states": "training states per rank (mixed-precision Adam)",
                          "activations": "activations saved for backward", "inference_peak": "inference peak",
-                         "training_peak": "training peak (one step's highest point)"}
-        memory = numbers["memory"]
+                         "training_peak": "training peak (one step's highest point)",
+                         "full_finetune_peak": "full fine-tuning's training peak"}
+        if work.lora_rank is not None:  # LoRA's training peak (its parts: the LoRA section)
+            memory_titles["training_peak"] = "training peak (LoRA)"
+        memory = {k: v for k, v in numbers["memory"].items() if not k.startswith("lora_")}
         return {
             "costs": True, "workload": numbers["workload"],
             "flops_rows": [{"name": flops_titles.get(k, k), "value": v} for k, v in numbers["flops"].items()],

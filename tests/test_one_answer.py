@@ -1,0 +1,128 @@
+"""One question, one answer (issue 41 item 2): the same workload gives the same number, to the byte, through
+every door that gives it: ``symllm.workload``, ``count --json``, ``count --serve --json``, ``plan`` (serving and
+training), a one-point ``sweep``, ``derive`` and ``report``, for a dense GQA model, a mixture of experts, LoRA,
+fp8 weights and a tensor-parallel layout.
+
+The reference number of each quantity is the Python API's; what is asserted is that no door computes its own
+variant of it (a default, a convention such as the logits' positions, LoRA's training peak, a layout's per-GPU
+share). Where a door answers a neighbouring question its relation is asserted instead: ``plan``'s largest fitting
+serving batch is ``count``'s "up to batch", and ``--serve``'s weights per GPU are ``count``'s.
+"""
+import json
+from fractions import Fraction
+
+import pytest
+
+import symllm
+from symllm.numbers import plans
+
+GPU = "h100-sxm"
+
+#: (model, workload options): dense GQA, MoE, LoRA (QLoRA), fp8 weights, a tensor-parallel layout
+CASES = [
+    ("llama3.1-8b", {"seq": 4096}),
+    ("qwen1.5-moe-a2.7b", {"seq": 2048}),
+    ("llama2-7b", {"seq": 1024, "lora_rank": 16, "qlora": True}),
+    ("llama3.1-8b", {"seq": 2048, "dtype": "fp8"}),
+    ("llama3.1-70b", {"seq": 8192, "dtype": "fp8", "tp": 4}),
+]
+IDS = ["dense-gqa", "moe", "qlora", "fp8", "tp4"]
+
+
+def _flags(options: dict) -> list[str]:
+    out = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        out += [flag] if value is True else [flag, str(value)]
+    return out
+
+
+def _number(value):
+    """A JSON number, or a fraction printed as "p/q", as an exact number."""
+    return Fraction(value) if isinstance(value, str) else value
+
+
+@pytest.mark.parametrize("model, options", CASES, ids=IDS)
+def test_count_json_and_the_python_api_agree(cli, model, options):
+    """count --json prints symllm.workload's numbers, every group, LoRA's included."""
+    api = symllm.workload(model, gpu=GPU, **options)
+    printed = json.loads(cli(["count", model, "--gpu", GPU, *_flags(options), "--json"]).out)
+    for group in ("flops", "memory", "memory_per_gpu", "comm"):
+        assert {k: _number(v) for k, v in printed[group].items()} == api[group], group
+    assert printed["params"]["per_gpu"] == api["params"]["per_gpu"]
+    if "lora_rank" in options:
+        assert printed["params"]["trainable"] == api["params"]["trainable"]
+        assert api["memory"]["training_peak"] == api["memory"]["lora_total"]
+    for key in ("inference_peak", "training_peak", "max_batch", "max_context", "training_max_batch"):
+        assert _number(printed["time"][key]) == api["time"][key], key
+    assert api["time"]["inference_peak"] == api["memory_per_gpu"]["inference_peak"]
+    assert api["time"]["training_peak"] == api["memory_per_gpu"]["training_peak"]
+
+
+@pytest.mark.parametrize("model, options", CASES, ids=IDS)
+def test_a_one_point_sweep_gives_counts_numbers(model, options):
+    """A sweep of one point computes each quantity on its own path (compiled kernels): the same bytes."""
+    api = symllm.workload(model, **options)
+    names = {"prefill_flops": api["flops"]["prefill"], "generation_flops": api["flops"]["generation"],
+             "training_flops": api["flops"]["training_step"], "weights": api["memory"]["weights"],
+             "inference_peak": api["memory"]["inference_peak"], "training_peak": api["memory"]["training_peak"],
+             "inference_peak_per_gpu": api["memory_per_gpu"]["inference_peak"],
+             "training_peak_per_gpu": api["memory_per_gpu"]["training_peak"]}
+    rest = {k: v for k, v in options.items() if k != "seq"}
+    got = symllm.Sweep(model, {"seq": [options["seq"]]}, quantities=list(names), workload=rest).run().records()
+    assert len(got) == 1
+    assert {k: _number(got[0][k]) for k in names} == names
+
+
+@pytest.mark.parametrize("model, options", CASES, ids=IDS)
+def test_derive_and_report_give_counts_numbers(model, options):
+    """derive's value and report's tables: the prefill FLOPs, the inference peak and the training peak (LoRA's
+    under LoRA) of the whole model."""
+    api = symllm.workload(model, **options)
+    derived = {"prefill": symllm.derive("model", "flops", config=model, phase="prefill", **options).value,
+               "inference_peak": symllm.derive("model", "memory", config=model, memory="inference_peak",
+                                               **options).value,
+               "training_peak": symllm.derive("model", "memory", config=model, memory="training_peak",
+                                              **options).value}
+    assert derived == {"prefill": api["flops"]["prefill"], "inference_peak": api["memory"]["inference_peak"],
+                       "training_peak": api["memory"]["training_peak"]}
+    text = symllm.report(model, **options).render("markdown")
+    for label, value in (("prefill (matmuls)", api["flops"]["prefill"]),
+                         ("inference peak", api["memory"]["inference_peak"])):
+        assert f"| {label} | {value:,} |" in text, label
+
+
+@pytest.mark.parametrize("model, options", CASES, ids=IDS)
+def test_plan_rows_are_counts_numbers(model, options):
+    """plan at count's layout: a serving row's peak is count's per-GPU inference peak at its batch, the largest
+    batch plan keeps is count's "up to batch" (every batch up to the concurrency tried); a training row's peak
+    is count's per-GPU training peak (LoRA's under LoRA), or the layout is dropped exactly when count says it
+    does not fit."""
+    tp = options.get("tp", 1)
+    shared = {k: v for k, v in options.items() if k not in ("tp", "lora_rank", "qlora", "lora_targets")}
+    t = symllm.workload(model, gpu=GPU, **options)["time"]
+    serve = plans.plan(model, tp, GPU, concurrency=t["max_batch"] + 1, **shared)
+    mine = [r for r in serve.rows if (r["tp"], r["pp"], r["dp"]) == (tp, 1, 1)]
+    assert max(r["batch"] for r in mine) == t["max_batch"]
+    for row in mine[:3]:
+        at = symllm.workload(model, batch=row["batch"], **options)["memory_per_gpu"]["inference_peak"]
+        assert row["peak"] == at
+    lora = {k: v for k, v in options.items() if k in ("lora_rank", "qlora", "lora_targets")}
+    train = plans.plan(model, tp, GPU, training=True, global_batch=1, **shared, **lora)
+    layout = (tp, 1, 1, False, 0, False)
+    rows = [r for r in train.rows if (r["tp"], r["pp"], r["dp"], r["sp"], r["zero"], r["recompute"]) == layout]
+    dropped = [r for r in train.drops if (r["tp"], r["pp"], r["dp"], r["sp"], r["zero"], r["recompute"]) == layout]
+    if t["training_fits"]:
+        assert [r["peak"] for r in rows] == [t["training_peak"]] and not dropped
+    else:
+        assert not rows and [r["reason"] for r in dropped] == ["training peak > 80 GiB per GPU"]
+
+
+@pytest.mark.parametrize("model, options", [c for c in CASES if "lora_rank" not in c[1]],
+                         ids=[i for c, i in zip(CASES, IDS) if "lora_rank" not in c[1]])
+def test_serve_weights_are_counts_per_gpu_weights(cli, model, options):
+    """count --serve's weights per GPU are count's memory_per_gpu.weights at the same tensor-parallel layout."""
+    printed = json.loads(cli(["count", model, "--gpu", GPU, *_flags(options), "--serve", "--json"]).out)
+    api = symllm.workload(model, **options)
+    assert _number(printed["serving"]["weights"]) == api["memory_per_gpu"]["weights"]
+    assert printed["serving"]["tp"] == options.get("tp", 1)
