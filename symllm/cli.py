@@ -570,18 +570,21 @@ def plan_lines(p, top: int) -> list[str]:
         rows = []
         for i, r in enumerate(p.rows[:top], 1):
             lay = [str(i), r["tp"], r["pp"], r["dp"]] + ([r["ep"]] if moe else [])
+            e = r.get("expected")  # the best rows' expected times (plans.EXPECTED_ROWS); "-" past them
             if p.training:
                 rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
                                    f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
-                                   _g(r["step_s"]), _f(r["tokens_per_s"], ",.0f"), _f(r["mfu"], ".1%")]
+                                   _g(r["step_s"]), _g(e["training_step_s"]) if e else "-",
+                                   _f(r["mfu"], ".1%"), _f(e["mfu"], ".1%") if e else "-"]
                             + ([f"{_f(r['training_s'] / 86400, ',.1f')}"] if "training_s" in r else []))
             else:
                 rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
-                                   _f(r["tokens_per_s"], ",.0f")])
+                                   _g(e["decode_token_s"] * 1000) if e else "-", _f(r["tokens_per_s"], ",.0f"),
+                                   _f(e["tokens_per_s"], ",.0f") if e else "-"])
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
-        head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "tokens/s", "MFU"]
+        head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
                  + (["days"] if "training_s" in p.rows[0] else []) if p.training
-                 else ["batch", "peak/GPU", "decode ms", "tokens/s"])
+                 else ["batch", "peak/GPU", "decode ms", "exp. ms", "tokens/s", "exp."])
         text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
         out += ["", _table(rows, tuple(head), text_columns=text)]
     if p.dropped:
@@ -590,7 +593,8 @@ def plan_lines(p, top: int) -> list[str]:
     out.append(_wrap(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
                      f"(it assumes {p.assumes}); nothing that does not fit is timed."))
     out.append(_wrap(f"Pipeline splits: {p.splits}."))
-    out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (an estimate); "
+    out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
+                     "measured efficiencies, docs/efficiency.md) for the best rows; "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once." if p.training
                         else "tokens/s = replicas x batch / decode step.")))

@@ -51,7 +51,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
     >>> r["running"], round(r["requests_per_s"], 2), r["saturated"]  # the fewest running that serve 2 a second
-    (3, 2.88, False)
+    (3, 2.89, False)
     """
     from symllm.arch import resolved
     from symllm.costs import phases, serving

@@ -358,8 +358,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         if training:
             worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
             sent = {k: _float(_vector(e, sub, m)) for k, e in forms["comm"].items()}
-            micro_step = pp * (worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]) + handoff
-            seconds[at] = cols["accum"][at] * micro_step + sent["dp"] / bw["dp"]
+            # as count's bound: the last of m micro-batches leaves the last stage after m + N_p - 1 stage-times
+            stage = worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]
+            seconds[at] = (cols["accum"][at] + pp - 1) * stage + handoff + sent["dp"] / bw["dp"]
         else:
             tp_on = sub["N_t"] > 1
             worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
@@ -401,8 +402,26 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
+    for r in rows[:EXPECTED_ROWS]:  # the expected times beside the bounds, for the rows a table shows
+        r["expected"] = _expected(spc, work, r, training)
     out.rows = rows
     return out
+
+
+#: the best rows of a plan that carry expected times (``row["expected"]``: symllm.costs.efficiency)
+EXPECTED_ROWS = 10
+
+
+def _expected(spc, work: Workload, row: dict, training: bool) -> dict:
+    """A plan row's expected times: ``workload()``'s at its layout (its ``time.expected``), training with the
+    row's micro-batches; the keys its table shows."""
+    layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "batch": max(1, row["batch"])}
+    if training:
+        layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"], micro_batches=row["accum"])
+    e = costs.workload(spc, work.replace(**layout))["time"]["expected"]
+    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu") if training
+            else ("decode_token_s", "tokens_per_s"))
+    return {k: e[k] for k in keys}
 
 
 @lru_cache(maxsize=64)
