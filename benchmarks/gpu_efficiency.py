@@ -209,6 +209,44 @@ def int4_gemm(ms, shapes, group: int = 128) -> list:
     return out
 
 
+def graph_gemv(shapes, ms=(1, 8), group: int = 128, copies: int = 16) -> list:
+    """Weight-only int4 (tinygemm) and bf16 products of a few token rows, ``copies`` different weights one
+    after another replayed from one CUDA graph (no launch gaps, no L2 reuse): bytes streamed per second."""
+    out = []
+    for n, k in shapes:
+        packed, scales, dense = [], [], []
+        for _ in range(copies):
+            q = torch.randint(0, 16, (n, k), dtype=torch.int32, device=DEV)
+            packed.append(torch._convert_weight_to_int4pack((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), 8))
+            scales.append(torch.rand(k // group, n, 2, device=DEV, dtype=torch.bfloat16))
+            dense.append(torch.randn(n, k, device=DEV, dtype=torch.bfloat16))
+        for m in ms:
+            x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
+            for kind in ("int4", "bf16"):
+                def run():
+                    for j in range(copies):
+                        if kind == "int4":
+                            torch._weight_int4pack_mm(x, packed[j], group, scales[j])
+                        else:
+                            F.linear(x, dense[j])
+                try:
+                    run()
+                    torch.cuda.synchronize()
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g):
+                        run()
+                    t = bench(g.replay, warmup=3, reps=20) / copies
+                except Exception as e:  # noqa: BLE001
+                    out.append({"kind": kind, "m": m, "n": n, "k": k, "error": repr(e)[:300]})
+                    continue
+                moved = (n * k // 2 + (k // group) * n * 4) if kind == "int4" else n * k * 2
+                out.append({"kind": kind, "m": m, "n": n, "k": k, "group": group, "s": t, "weight_bytes": moved,
+                            "bytes_per_s": moved / t})
+        del packed, scales, dense
+        torch.cuda.empty_cache()
+    return out
+
+
 def graph_prefill(name, lengths) -> list:
     """A whole prefill (one forward of s tokens, batch 1) of transformers' LlamaForCausalLM with SDPA,
     logits for the last position only (what an engine computes), timed by CUDA events."""
@@ -396,6 +434,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a few cases of each, to check the script")
     ap.add_argument("--second", action="store_true", help="the held-out runs (int4, other shapes, prefill)")
     ap.add_argument("--h100", action="store_true", help="another card's tables and predicted steps")
+    ap.add_argument("--gemv", action="store_true", help="int4 and bf16 weight streams from a CUDA graph")
     args = ap.parse_args(argv)
     q = args.quick
     result = {"env": env()}
@@ -404,7 +443,10 @@ def main(argv=None) -> int:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
 
-    if args.h100:  # another card: the same tables, and whole steps predicted before the run
+    if args.gemv:  # weight streams replayed from a graph: int4 tinygemm against bf16 (the dequant fraction)
+        sections = [("graph_gemv", lambda: graph_gemv([(4096, 4096), (14336, 4096), (4096, 14336), (28672, 4096),
+                                                        (8192, 8192)]))]
+    elif args.h100:  # another card: the same tables, and whole steps predicted before the run
         sections = [
             ("launch", launch),
             ("copy", lambda: copy([2 ** p for p in range(24, 33, 2)])),
@@ -483,7 +525,7 @@ def summary(r) -> None:
                 continue
             print(f"{row['dtype']} M={row['m']:>6} N={row['n']:>6} K={row['k']:>6}  {row['s'] * 1e6:9.1f} us "
                   f"{row['flops_per_s'] / 1e12:7.1f} TF/s {row['bytes_per_s'] / 1e12:5.2f} TB/s")
-    for key in ("int4_gemm", "attention", "decode", "graph_decode", "prefill", "train"):
+    for key in ("int4_gemm", "graph_gemv", "attention", "decode", "graph_decode", "prefill", "train"):
         rows = r.get(key)
         if not isinstance(rows, list):
             print(key, rows)
