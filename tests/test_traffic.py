@@ -55,6 +55,7 @@ def test_request_rate_is_littles_law():
     ({"concurrency": 4, "gen": 0}, r"^gen: serving under load needs"),
     ({}, r"^concurrency: give the concurrency or the request rate"),
     ({"concurrency": 0}, r"^concurrency: expected a positive integer, got 0"),
+    ({"request_rate": -1}, r"^request_rate: expected a positive number, got -1"),
     ({"concurrency": 1, "seq": 10 ** 7}, r"^seq: one request of 10,000,200 tokens does not fit the KV cache"),
 ])
 def test_bad_load_is_one_line(options, message):

@@ -33,7 +33,7 @@ from fractions import Fraction
 from math import ceil
 
 from symllm.errors import SymllmError
-from symllm.validate import integer
+from symllm.validate import integer, positive_number
 
 __all__ = ["under_load", "SATURATION"]
 
@@ -67,7 +67,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if concurrency is not None:
         integer("concurrency", concurrency)
     else:
-        rate = serving._fraction("request_rate", request_rate)
+        rate = Fraction(str(positive_number("request_rate", request_rate)))
     spec = resolved.spec(config)
     cap = serving.capacity(spec, work, **serve)
     s, n = work.seq, work.gen
