@@ -167,9 +167,6 @@ def seconds(value):
         return Fraction(value)
 
 
-_seconds = seconds
-
-
 def _link_kind(topology: str) -> str:
     t = topology.lower()
     if "nvlink" in t:
@@ -254,10 +251,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     gpu_s = max(gemms(parts["decode_flops"], parts.get("decode_expert_flops", 0), work.batch), moved / mem)
     decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
-    out["prefill_s"] = _seconds(prefill)
-    out["prefill_compute_s"] = _seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
-    out["decode_token_s"] = _seconds(decode)
-    out["tokens_per_s"] = _seconds(work.dp * work.batch / decode)
+    out["prefill_s"] = seconds(prefill)
+    out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
+    out["decode_token_s"] = seconds(decode)
+    out["tokens_per_s"] = seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
     factor = _x(train["train_factor"])
     micro = getattr(work, "micro_batches", 1) or 1
@@ -277,16 +274,16 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro
     gpus = work.tp * work.pp * work.dp
-    out["training_step_s"] = _seconds(training)
-    out["training_tokens_per_s_per_gpu"] = _seconds(Fraction(tokens) / training / gpus)
-    out["mfu"] = _seconds(parts["training_model_flops"] * micro / (training * gpus * peak))
-    out["hfu"] = _seconds(parts["training_hardware_flops"] * micro / (training * gpus * peak))
+    out["training_step_s"] = seconds(training)
+    out["training_tokens_per_s_per_gpu"] = seconds(Fraction(tokens) / training / gpus)
+    out["mfu"] = seconds(parts["training_model_flops"] * micro / (training * gpus * peak))
+    out["hfu"] = seconds(parts["training_hardware_flops"] * micro / (training * gpus * peak))
     if work.tokens is not None:  # a token budget: its time, GPU-hours and cost at the expected step
         run = Fraction(work.tokens) * training / tokens
-        out["training_s"] = _seconds(run)
-        out["gpu_hours"] = _seconds(run * gpus / 3600)
+        out["training_s"] = seconds(run)
+        out["gpu_hours"] = seconds(run * gpus / 3600)
         if work.price is not None:
-            out["cost"] = _seconds(run * gpus / 3600 * Fraction(str(work.price)))
+            out["cost"] = seconds(run * gpus / 3600 * Fraction(str(work.price)))
     return out
 
 

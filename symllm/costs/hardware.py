@@ -532,40 +532,41 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> di
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
 
 
+def _part(comp, name: str, keep):
+    """A component holding the parameters, active parameters and matmul FLOPs that the parts of ``comp`` for
+    which ``keep(part)`` holds own themselves, repeats included: what the expected time
+    (:mod:`symllm.costs.efficiency`) runs at an efficiency of its own, chosen by what the closed forms say,
+    not by names (:func:`_core`, :func:`_routed`)."""
+    from symllm.arch.components import Component
+
+    def grows(c, q) -> sp.Expr:
+        own = (c.flops if q == "flops" else c.own(q)) if keep(c) else sp.S.Zero
+        return c.repeat * (own + sum((grows(x, q) for x in c.children), sp.S.Zero))
+    return Component(name, params=grows(comp, "params"), active=grows(comp, "active"), flops=grows(comp, "flops"))
+
+
 def _core(comp):
-    """The attention core of ``comp``: a component holding the matmul FLOPs that grow with the context ``t``
-    (the scores and the weighted values of every attention layer, read off the closed forms, not names);
-    the expected time (:mod:`symllm.costs.efficiency`) runs them at the attention kernel's efficiency.
+    """The attention core of ``comp``: the matmul FLOPs that grow with the context ``t`` (the scores and the
+    weighted values of every attention layer); the expected time runs them at the attention kernel's
+    efficiency.
 
     >>> from symllm.arch.components import model
     >>> _core(model()).total("flops")
     4*L*b*d_h*n_h*s*(s + t)
     """
-    from symllm.arch.components import Component
-
-    def grows(c) -> sp.Expr:
-        own = c.flops if S.t in c.flops.free_symbols or c.flops.has(sp.Min) else sp.S.Zero
-        return c.repeat * (own + sum((grows(x) for x in c.children), sp.S.Zero))
-    return Component("core", flops=grows(comp))
+    return _part(comp, "core", lambda c: S.t in c.flops.free_symbols or c.flops.has(sp.Min))
 
 
 def _routed(comp):
-    """The routed experts of ``comp``: a component holding the parameters, active parameters and matmul FLOPs
-    of every part whose tokens use only some of its parameters (``active`` set: a mixture's experts); their
-    GEMMs see only the tokens routed to each expert (:mod:`symllm.costs.efficiency`).
+    """The routed experts of ``comp``: every part whose tokens use only some of its parameters (``active``
+    set: a mixture's experts); their GEMMs see only the tokens routed to each expert.
 
     >>> from symllm import api
     >>> r = _routed(api.spec("mixtral-8x7b").model())
     >>> r.total("active") / r.total("params")
     k/n_e
     """
-    from symllm.arch.components import Component
-
-    def grows(c, q) -> sp.Expr:
-        own = (c.own(q) if q != "flops" else c.flops) if c.active is not None else sp.S.Zero
-        return c.repeat * (own + sum((grows(x, q) for x in c.children), sp.S.Zero))
-    return Component("routed", params=grows(comp, "params"), active=grows(comp, "active"),
-                     flops=grows(comp, "flops"))
+    return _part(comp, "routed", lambda c: c.active is not None)
 
 
 def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | None = None) -> dict:
