@@ -1,0 +1,211 @@
+"""Components composed: a :func:`block` of a kind, the :func:`model` of a structure (one group of blocks
+per kind), DeepSeek's :func:`mtp` modules, :func:`component` by name, and the LoRA vocabulary read from a
+model with every part (:data:`EVERY_PART`, :func:`lora_names`)."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import sympy as sp
+
+from symllm.arch import keeps
+from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SUM_NORM, _switches, _T, Component,
+                                         ELEMENTWISE, linear, Rules)
+from symllm.arch.components.embeddings import embedding, lm_head
+from symllm.arch.components.gqa import attention
+from symllm.arch.components.latent import latent_attention
+from symllm.arch.components.mixture import moe
+from symllm.arch.components.mlp import feed_forward, meta_hidden_dim
+from symllm.arch.components.norms import rmsnorm
+from symllm.arch.layers import COMPONENTS, group_names, LayerKind, Structure, Variant
+from symllm.arch.symbols import beta_a, d, d_fd, d_ff, GROUP_COUNTS, L, L_mtp
+from symllm.errors import SymllmError
+from symllm.validate import short, with_list
+
+
+def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
+          name: str = "block", **options) -> Component:
+    """One pre-norm transformer block of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of
+    ``options``): ``h = x + attention(attention_norm(x))``, ``out = h + feed_forward(ffn_norm(h))``. A kind
+    with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert or DeepSeek's
+    shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
+    The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
+    The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
+    before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
+    post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block.
+
+    >>> [c.name for c in block().children], [c.name for c in block(kind=LayerKind(ffn="moe")).children][-1]
+    (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
+    >>> [c.name for c in block(variant=Variant(norms="post")).children]
+    ['attention', 'post_attention_norm', 'feed_forward', 'post_ffn_norm']
+    """
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    variant = structure.variant
+    if kind.ffn == "moe":
+        ffn = moe(shared=structure.shared_expert, gated=structure.shared_gate, bias=structure.moe_bias,
+                  clamped=structure.clamped, fused_lora=structure.fused_lora, shared_experts=structure.shared_experts,
+                  shared_bias=structure.mlp_bias and structure.shared_experts)
+    else:
+        ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
+    if structure.latent is not None:
+        attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
+    else:
+        attn = attention(structure, kind, causal=causal)
+    off = variant.norm_offset
+    post = Rules("sequence", lora=(), weight="norm", stacks=(), label="norms after attention and feed-forward "
+                 "(OLMo 2, Gemma 2 and 3)")
+    pre = variant.norms in ("pre", "sandwich")
+    after = variant.norms in ("post", "sandwich")
+    children = (
+        *([rmsnorm("attention_norm", offset=off)] if pre else []),
+        attn,
+        *([rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual add",
+                   rules=post, offset=off)] if after else []),
+        *([rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off)] if pre else []),
+        ffn,
+        *([rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
+                   rules=post, offset=off)] if after else []),
+    )
+    return Component(
+        name,
+        elementwise=2 * ELEMENTWISE["residual"] * _T * d,
+        checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
+        resident=2 * _T * d,  # the residual stream and the normed input
+        children=children,
+        doc="TransformerBlock(layer_id, args)",
+        rules=_no_weight(keeps.block),
+    )
+
+
+def group_counts(groups: int) -> tuple[sp.Expr, ...]:
+    """The blocks of each of ``groups`` groups: ``L`` for one; ``L - L_2 - ...`` then ``L_2``, ... for more
+    (:data:`symllm.arch.symbols.GROUP_COUNTS`, bound to the spec's counts).
+
+    >>> group_counts(1), group_counts(3)
+    ((L,), (L - L_2 - L_3, L_2, L_3))
+    """
+    rest = GROUP_COUNTS[:groups - 1]
+    return (L,) if groups == 1 else (L - sum(rest), *rest)
+
+
+def model(structure: Structure | None = None, *, causal: bool = False, **options) -> Component:
+    """The whole model of ``structure`` (or of a :class:`Structure` of ``options``): embedding, one group of
+    identical blocks per kind of layer (``structure.kinds``, each repeated by its count: :func:`group_counts`,
+    named by :func:`symllm.arch.layers.group_names`), the final norm and the lm_head.
+
+    ``hidden`` says where ``d_ff`` comes from: ``"explicit"`` (a stated ``hidden_dim`` /
+    ``intermediate_size``, never re-rounded), ``"meta"`` (Meta's rounding with a multiplier ``f``) or
+    ``"meta_plain"`` (Meta's rounding without one).
+    The structure's ``variant`` (:class:`Variant`) is what Phi-3, OLMo 2 and Gemma change of LLaMA's block, in
+    every layer.
+
+    >>> sp.expand(model(hidden="explicit").total())
+    3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
+    >>> kinds = (LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe", rotary=False))
+    >>> [(c.name, c.repeat) for c in model(kinds=kinds).children[1:-2]]
+    [('block', L - L_2 - L_3), ('moe_block', L_2), ('nope_block', L_3)]
+    """
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    hidden = structure.hidden
+    definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
+    variant = structure.variant
+    groups = tuple(block(structure, kind, causal=causal, name=name).replace(repeat=count)
+                   for kind, name, count in zip(structure.kinds, group_names(structure.kinds),
+                                                group_counts(len(structure.kinds))))
+    return Component(
+        "model",
+        children=(embedding(scale=variant.embed_scale), *groups, rmsnorm("norm", offset=variant.norm_offset),
+                  lm_head(tied=structure.tied, softcap=variant.final_softcap)),
+        definitions=definitions,
+        doc="Transformer(params)",
+        rules=_NO_WEIGHT,
+    )
+
+
+def mtp(whole: Component) -> Component:
+    """The ``L_mtp`` multi-token-prediction modules a DeepSeek-V3 or GLM-4.5 checkpoint stores after the
+    last layer (``model.layers.{L}``: DeepSeek-V3's ``MTP`` of its ``inference/model.py`` and paper §2.2), as
+    the checkpoint holds them: its own copies of the embedding and the output head (``embed_tokens``,
+    ``shared_head.head``; the paper shares them with the main model), ``enorm`` and ``hnorm`` (RMSNorms of
+    ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last ones and ``shared_head.norm``.
+    transformers does not build them: their parameters are reported apart (``mtp``), never in the total.
+
+    >>> sp.expand(mtp(model()).total("params") - L_mtp * block().total("params"))
+    2*L_mtp*V*d + 2*L_mtp*d**2 + 3*L_mtp*d
+    """
+    last = [c for c in whole.children if c.checkpoint != 0][-1]
+    return Component(
+        "mtp", repeat=L_mtp,
+        children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"),
+                  linear("eh_proj", 2 * d, d, doc="self.eh_proj = nn.Linear(2 * dim, dim, bias=False)",
+                         rules=Rules("replicated", lora=(), weight="linear", stacks=(), label="multi-token prediction")),
+                  last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
+        doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=_NO_WEIGHT)
+
+
+def component(name: str, whole: Component | None = None) -> Component:
+    """The component called ``name`` (see :data:`COMPONENTS`; ``swiglu`` is ``feed_forward``) as it sits
+    in the model ``whole`` (default: :func:`model` with default options); ``block`` is one block.
+
+    >>> component("swiglu").name
+    'feed_forward'
+    >>> component("block").repeat, component("rmsnorm").total("params")
+    (1, d)
+    """
+    if name not in COMPONENTS:
+        raise SymllmError(with_list(f"component: unknown {short(name, 20)} (known: ", COMPONENTS,
+                                    see="symllm derive --help", near=name))
+    whole = whole if whole is not None else model()
+    path = COMPONENTS[name]
+    if not path.startswith("block"):
+        comp = whole.child(path)
+    else:  # the first group of blocks that has it (Maverick's MoE is its second group)
+        for group in (c for c in whole.children if c.checkpoint != 0):
+            try:
+                comp = group.child(path.partition("/")[2])
+                break
+            except SymllmError:
+                continue
+        else:
+            raise SymllmError(f"component: this model has no {name!r}")
+    return comp.replace(repeat=1) if comp.repeat != 1 else comp
+
+
+#: model() with every structural option switched on: every factory's parts, each at least once
+#: (:func:`lora_names` reads the declarations from it; a new option belongs here)
+EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
+                  partial_rope=True,
+                  kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
+                         LayerKind(ffn="moe", rotary=False)),
+                  variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
+                                  attn_softcap=True, final_softcap=True),
+                  shared_gate=True, sinks=True, moe_bias=True, clamped=True, fused_lora=True)
+#: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
+#: :func:`lora_names` reads, after :data:`EVERY_PART`'s
+EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True))
+#: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
+#: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
+EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, shared_experts=True, latent="q_lora",
+                         kinds=(LayerKind(), LayerKind(ffn="moe")))
+
+
+def lora_names() -> dict[str, str]:
+    """Every name LoRA may target -> its symllm name, read from the linears' :class:`Rules` (symllm's
+    names first, in model order, then HF/PEFT's): the vocabulary of ``--lora-targets``.
+
+    >>> list(lora_names())[:7]
+    ['wq', 'wk', 'wv', 'wo', 'w1', 'w2', 'w3']
+    >>> lora_names()["gate_proj"]
+    'w1'
+    """
+    return dict(_lora_pairs())
+
+
+@functools.cache
+def _lora_pairs() -> tuple:
+    """:func:`lora_names` as (name, symllm name) pairs, read once per process (three whole models are walked)."""
+    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART)
+                          for c in model(**every).walk() if c.rules.lora)
+    return (*((ours, ours) for ours, _ in pairs), *((hf, ours) for ours, hf in pairs))

@@ -1,0 +1,364 @@
+"""What every component is built of: :class:`Component` (closed forms for what a part owns, and its
+children), its :class:`Rules` (split, LoRA names, weight kind, stacks), :func:`matmul` (the one place a
+multiply-add is 2 FLOPs), :func:`linear`, and the per-element counts :data:`ELEMENTWISE`."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import sympy as sp
+
+from symllm.arch import keeps
+from symllm.arch.algebra import expanded, factored, substitute
+from symllm.arch.dtypes import FP32, INT64
+from symllm.arch.layers import Structure, Variant
+from symllm.arch.symbols import b, beta_a, d, d_ff, d_h, LATEX, n_h, n_kv, s
+from symllm.errors import SymllmError
+from symllm.validate import boolean
+
+
+#: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
+QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved")
+
+#: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
+ELEMENTWISE = {
+    "rmsnorm": 4,   # square, accumulate, scale by 1/rms, multiply by the weight (per-row rsqrt dropped)
+    "silu": 4,      # x / (1 + exp(-x)): negate, exp, add, divide
+    "gate": 1,      # silu(w1 x) * (w3 x)
+    "rope": 3,      # per rotated element: 2 multiplies and 1 add of the 2x2 rotation
+    "softmax": 5,   # per score: scale by 1/sqrt(d_h), subtract max, exp, accumulate, divide
+    "residual": 1,  # per element of each residual add
+    "bias": 1,      # per output element of a linear with a bias
+    "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
+    "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
+    "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
+    "sigmoid": 4,   # 1 / (1 + exp(-x)): negate, exp, add, divide (Qwen2-MoE's shared-expert gate)
+    # gpt-oss's clamped SwiGLU per element of d_ff: clamp the gate from above (1), the up projection on both
+    # sides (2), scale the gate by alpha = 1.702 (1), its sigmoid (4), gate * sigmoid (1), up + 1 (1), the product (1)
+    "clamped_glu": 11,
+    # GeGLU's gelu_pytorch_tanh, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): x³ (2 multiplies), times
+    # 0.044715, add x, times √(2/π), tanh, add 1, times x, times 0.5
+    "gelu_tanh": 9,
+    "softcap": 3,   # Gemma 2's soft-capping c·tanh(x / c) per score or logit: divide, tanh, multiply
+    "offset": 1,    # Gemma's RMSNorm scales by (1 + weight): one add per weight element, once per call
+}
+
+#: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
+#: ``promote_types(activation dtype, fp32)`` (Meta's ``x.float()``; fp64 stays fp64), so max(4, β_a)
+STAT_BYTES = sp.Max(FP32, beta_a, evaluate=False)  # the same Max (no comparison made, so import time builds no sum)
+#: bytes of one token id saved by the embedding's backward (int64)
+INDEX_BYTES = INT64
+
+_T = b * s  # token rows in one forward pass
+
+#: how tensor parallelism splits a component (:mod:`symllm.costs.parallel`; torch DTensor's plan styles):
+#: "column" (a linear's output features: ``ColwiseParallel``), "row" (its input features, a bias replicated:
+#: ``RowwiseParallel``), "vocab" (the embedding's rows), "sequence" (a replicated weight whose saved
+#: activations sequence parallelism splits along the sequence: ``SequenceParallel``), "replicated", "expert"
+#: (not tensor-split: divided over the expert-parallel ranks), "heads" (a vector of one number per query
+#: head, split with the heads: ``Shard(0)``, transformers' ``local_rowwise``; gpt-oss's sinks)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
+#: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
+#: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
+#: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "none")
+
+#: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
+LLAMA = Variant()
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a component declares for the code that splits, adapts, stores and runs it, set where the
+    layer is defined (as Meta's ``ColumnParallelLinear`` / ``RowParallelLinear`` say it): nothing
+    downstream looks a component up by its name. ``None`` is "not declared": :func:`linear` refuses a
+    linear without its split, its LoRA names and its stacks.
+
+    >>> r = Rules("column", lora=("wq", "q_proj"), weight="linear", stacks=keeps.hf_rules(keeps.nothing))
+    >>> r.split, r.lora, "hf-eager" in r.stacks, Rules(stacks=()).stacks
+    ('column', ('wq', 'q_proj'), True, StackRules())
+    >>> Rules("diagonal")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: column, row, vocab, sequence, replicated, expert, heads)
+    """
+
+    #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
+    split: str | None = None
+    #: the names LoRA adapts it by, symllm's then HF/PEFT's ``target_modules`` (("wq", "q_proj")); ():
+    #: LoRA never adapts it; None: not declared
+    lora: tuple[str, ...] | None = None
+    #: what its weight is, for the weight formats (:data:`WEIGHTS`)
+    weight: str = "none"
+    #: each named stack (symllm.costs.stacks) that models it -> what that stack keeps for it
+    #: (:class:`symllm.arch.keeps.Rule`: its saved and inference terms, in closed form); any other stack refuses
+    #: a model holding it (``()``: none; None, not declared: every named stack refuses it)
+    stacks: keeps.StackRules | None = None
+    #: how a stack's refusal names it ("a sliding window (Mistral v0.1)"); "": the component's name
+    label: str = ""
+    #: LoRA targets (symllm names) under which PEFT adapts it in a way symllm does not model (Qwen3-MoE's
+    #: fused experts, from gate_proj/up_proj/down_proj): a workload naming one is refused
+    refused: tuple[str, ...] = ()
+    #: the projections (symllm names) a fused linear holds (Phi-3's wqkv: wq, wk, wv): the default LoRA
+    #: targets (wq, wv: PEFT's q_proj, v_proj) adapt it in a model that has no linear of theirs
+    holds: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
+            if value is not None and value not in known:
+                raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
+        if self.stacks is not None and not isinstance(self.stacks, keeps.StackRules):
+            if isinstance(self.stacks, tuple) and self.stacks:
+                raise SymllmError(f"stacks: expected stack name -> rule (symllm.arch.keeps), got {self.stacks!r}")
+            object.__setattr__(self, "stacks", keeps.StackRules(self.stacks))
+        for field_ in ("lora", "refused", "holds"):
+            value = getattr(self, field_)
+            if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
+                raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
+        if self.lora and len(self.lora) != 2:
+            raise SymllmError(f"lora: expected (symllm name, HF name), got {self.lora!r}")
+
+
+@dataclass(frozen=True, repr=False)
+class Component:
+    """A part of the model with closed-form expressions for what it owns, and its children.
+
+    Every cost lives on the component that owns it: parameters, matmul and element-wise FLOPs, KV-cache
+    elements, the bytes a training forward saves for backward, and what an inference pass keeps live;
+    and so do its :class:`Rules` (tensor-parallel split, LoRA names, kind of weight, stacks).
+    :mod:`symllm.costs.phases` only composes these (phases, dtypes, memory kinds); it never looks at names.
+
+    >>> from symllm.arch.components import attention, rmsnorm
+    >>> c = rmsnorm("attention_norm")
+    >>> c.params, c.total("params")
+    (d, d)
+    >>> attention()
+    Component(attention: params 2*d*d_h*n_h + 2*d*d_h*n_kv; children wq, wk, wv, wo, rope, scores, context)
+    """
+
+    #: short name; breakdown keys join names with "/"
+    name: str
+    #: parameters this component owns itself (children excluded)
+    params: sp.Expr = sp.S.Zero
+    #: of those, what one token uses (None: all of them; routed experts: the k it is sent to)
+    active: sp.Expr | None = None
+    #: matmul FLOPs of one forward pass (b sequences, s new tokens, t cached)
+    flops: sp.Expr = sp.S.Zero
+    #: element-wise FLOPs of that forward pass (see ELEMENTWISE)
+    elementwise: sp.Expr = sp.S.Zero
+    #: KV-cache elements held after that forward pass
+    kv_cache: sp.Expr = sp.S.Zero
+    #: bytes a training forward over b × s tokens saves for backward (β_a per activation element)
+    saved: sp.Expr = sp.S.Zero
+    #: bytes kept per repeat when this component is a recomputation checkpoint (its input); 0: not one
+    checkpoint: sp.Expr = sp.S.Zero
+    #: activation elements live throughout an inference pass through this component (the residual stream)
+    resident: sp.Expr = sp.S.Zero
+    #: activation elements this component holds live at its peak, one candidate per situation
+    #: (the inference working set is the resident stream plus the largest candidate of the whole tree)
+    live: tuple = ()
+    #: the ``eager`` stack's ``saved`` and ``live`` where they differ (None: the same): ``saved`` and ``live``
+    #: are the default ``fused`` stack's (FlashAttention / SDPA: no s² tensor), these an unfused attention
+    #: core's (its s² probabilities kept for backward, its scores and probabilities live)
+    eager_saved: sp.Expr | None = None
+    eager_live: tuple | None = None
+    #: sub-components
+    children: tuple[Component, ...] = ()
+    #: how many times this component occurs in its parent
+    repeat: sp.Expr = sp.S.One
+    #: definitions substituted by closed_form(), e.g. d_ff := Meta's rounding of d
+    definitions: tuple[tuple[sp.Symbol, sp.Expr], ...] = ()
+    #: what this component is, and the line of Meta's llama/model.py it models
+    doc: str = ""
+    #: a linear layer's (fan_in, fan_out); () for anything else (LoRA adapts by it: symllm.costs.finetune)
+    shape: tuple = ()
+    #: its tensor-parallel split, LoRA names, weight kind and stacks (:class:`Rules`)
+    rules: Rules = Rules()
+
+    def __post_init__(self):
+        for q in QUANTITIES + ("checkpoint", "resident", "repeat"):
+            if getattr(self, q) is not None or q != "active":
+                object.__setattr__(self, q, sp.sympify(getattr(self, q)))
+        object.__setattr__(self, "live", tuple(sp.sympify(x) for x in self.live))
+        if self.eager_saved is not None:
+            object.__setattr__(self, "eager_saved", sp.sympify(self.eager_saved))
+        if self.eager_live is not None:
+            object.__setattr__(self, "eager_live", tuple(sp.sympify(x) for x in self.eager_live))
+
+    def own(self, quantity: str) -> sp.Expr:
+        """What this component owns of ``quantity``, children excluded."""
+        if quantity == "eager_saved":  # the eager stack's saved bytes: its own where it declares them
+            return self.saved if self.eager_saved is None else self.eager_saved
+        if quantity not in QUANTITIES:
+            raise SymllmError(f"quantity: unknown {quantity!r} (known: {', '.join(QUANTITIES)})")
+        if quantity == "active" and self.active is None:
+            return self.params
+        return getattr(self, quantity)
+
+    def total(self, quantity: str = "params") -> sp.Expr:
+        """``quantity`` summed over this component and its children, times ``repeat``.
+
+        >>> from symllm.arch.components import block
+        >>> block().total("params")
+        3*d*d_ff + 2*d*d_h*n_h + 2*d*d_h*n_kv + 2*d
+        """
+        inner = self.own(quantity) + sum((c.total(quantity) for c in self.children), sp.S.Zero)
+        return self.repeat * inner
+
+    def breakdown(self, quantity: str = "params") -> dict[str, sp.Expr]:
+        """Leaf path -> that leaf's total over every repeat of it, in model order.
+
+        >>> from symllm.arch.components import attention
+        >>> list(attention().breakdown())
+        ['wq', 'wk', 'wv', 'wo', 'rope', 'scores', 'context']
+        """
+        if not self.children:
+            return {self.name: self.total(quantity)}
+        out: dict[str, sp.Expr] = {}
+        if self.own(quantity) != 0:
+            out[self.name] = self.repeat * self.own(quantity)
+        for c in self.children:
+            for path, expr in c.breakdown(quantity).items():
+                out[path if path == c.name else f"{c.name}/{path}"] = self.repeat * expr
+        return out
+
+    def walk(self):
+        """This component and every descendant, depth first, in model order.
+
+        >>> from symllm.arch.components import feed_forward
+        >>> [c.name for c in feed_forward().walk()]
+        ['feed_forward', 'w1', 'w2', 'w3']
+        """
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def closed_form(self, quantity: str = "params") -> sp.Expr:
+        """The total with this component's definitions substituted (e.g. Meta's d_ff rounding).
+
+        >>> from symllm.arch.components import model
+        >>> model(hidden="meta").closed_form().has(sp.ceiling)
+        True
+        """
+        return substitute(self.total(quantity), dict(self.definitions))
+
+    def child(self, path: str) -> Component:
+        """The descendant at ``path`` ("block/attention"), relative to this component."""
+        node = self
+        for part in filter(None, path.split("/")):
+            found = [c for c in node.children if c.name == part]
+            if not found:
+                raise SymllmError(f"component: no {part!r} in {node.name!r}")
+            node = found[0]
+        return node
+
+    def replace(self, **changes) -> Component:
+        """A copy with some fields changed (components are immutable)."""
+        return dataclasses.replace(self, **changes)
+
+    def __repr__(self):
+        kids = f"; children {', '.join(c.name for c in self.children)}" if self.children else ""
+        times = f" x {self.repeat}" if self.repeat != 1 else ""
+        return f"Component({self.name}{times}: params {self.total('params') / self.repeat}{kids})"
+
+    def _repr_latex_(self) -> str:
+        """Jupyter: each non-zero parameter sub-term and the collected total, as typeset math.
+
+        >>> from symllm.arch.components import rmsnorm
+        >>> rmsnorm()._repr_latex_()
+        '$$\\\\begin{aligned}N_{\\\\mathrm{rmsnorm}} &= d\\\\end{aligned}$$'
+        """
+        def label(name):
+            leaf = name.rsplit("/", 1)[-1].replace("_", r"\_")
+            return rf"N_{{\mathrm{{{leaf}}}}}"
+        terms = [(k, v) for k, v in self.breakdown("params").items() if v != 0]
+        lines = [rf"{label(k)} &= {sp.latex(v, symbol_names=LATEX)}" for k, v in terms] if len(terms) > 1 else []
+        lines.append(rf"{label(self.name)} &= {sp.latex(collected(self.total('params')), symbol_names=LATEX)}")
+        return "$$\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}$$"
+
+    _repr_markdown_ = _repr_latex_  # Jupyter's Markdown renders the same $$ math
+
+
+def collected(expr: sp.Expr) -> sp.Expr:
+    """The shorter of the factored and the expanded form (readability, not a new formula).
+
+    >>> collected(2 * d * d_h * n_h + 2 * d * d_h * n_kv)
+    2*d*d_h*(n_h + n_kv)
+    """
+    return min([factored(expr), expanded(expr)], key=sp.count_ops)  # SymPy's factor and expand, faster
+
+
+def matmul(rows: sp.Expr, inner: sp.Expr, cols: sp.Expr) -> sp.Expr:
+    """FLOPs of a ``rows × inner`` by ``inner × cols`` product: the one place a multiply-add is 2 FLOPs.
+
+    >>> matmul(b * s, d, d_ff)
+    2*b*d*d_ff*s
+    """
+    return 2 * rows * inner * cols
+
+
+def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc: str = "", *,
+           rules: Rules) -> Component:
+    """A bias-optional linear layer over the ``b·s`` token rows, with its :class:`Rules` (a split, its LoRA
+    names and its stacks must be declared).
+
+    Parameters ``fan_in·fan_out`` (+ ``fan_out`` bias); FLOPs ``2·b·s·fan_in·fan_out``.
+
+    >>> linear("wq", d, n_h * d_h, rules=_rules("column", "wq", "q_proj")).flops
+    2*b*d*d_h*n_h*s
+    >>> linear("wz", d, d, rules=Rules("column"))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: linear: wz declares no LoRA decision (Rules.lora)
+    """
+    for field_, what in (("split", "tensor-parallel split"), ("lora", "LoRA decision"), ("stacks", "stack rule")):
+        if getattr(rules, field_) is None:
+            raise SymllmError(f"linear: {name} declares no {what} (Rules.{field_})")
+    return Component(
+        name,
+        params=fan_in * fan_out + (fan_out if bias else 0),
+        flops=matmul(_T, fan_in, fan_out),
+        elementwise=ELEMENTWISE["bias"] * _T * fan_out if bias else 0,
+        doc=doc or f"nn.Linear({fan_in}, {fan_out}, bias={bias})",
+        shape=(sp.sympify(fan_in), sp.sympify(fan_out)),
+        rules=rules,
+    )
+
+
+def _rules(split: str, *lora: str) -> Rules:
+    """The rules of one of LLaMA's projections: its split, its LoRA names (symllm's, HF's), a "linear"
+    weight, and LlamaForCausalLM's stacks (which state its casts with its attention's or feed-forward's)."""
+    return Rules(split, lora=lora, weight="linear", stacks=keeps.hf_rules(keeps.nothing))
+
+
+def _no_weight(keep=keeps.nothing) -> Rules:
+    """The rules of a part without a weight that LlamaForCausalLM has: replicated, what its stacks keep ``keep``."""
+    return Rules("replicated", lora=(), stacks=keeps.hf_rules(keep))
+
+
+#: a part without a weight of LlamaForCausalLM that keeps nothing of its own
+_NO_WEIGHT = _no_weight()
+#: a norm of the residual stream: replicated, its saved input split along the sequence under sequence parallelism
+_STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=keeps.hf_rules(keeps.stream_norm))
+#: the norm of the residual sum (ffn_norm): the same, and an inference moment of LlamaForCausalLM's stacks
+_SUM_NORM = dataclasses.replace(_STREAM_NORM, stacks=keeps.hf_rules(keeps.stream_norm, moment=True))
+
+
+def _structure(structure: Structure | None, options: dict) -> Structure:
+    """The structure a factory builds for: ``structure``, or a :class:`Structure` of ``options`` (its fields
+    as keywords: ``model(tied=True)``); never both."""
+    if structure is None:
+        unknown = sorted(set(options) - set(Structure.__dataclass_fields__))
+        if unknown:
+            known = ", ".join(Structure.__dataclass_fields__)
+            raise SymllmError(f"{unknown[0]}: not a structural option (known: {known})")
+        return Structure(**options)
+    if not isinstance(structure, Structure) or options:
+        raise SymllmError("structure: give a Structure or its fields as keywords, not both")
+    return structure
+
+
+def _switches(**flags) -> None:
+    """Refuse a switch that is not a bool (``tied="no"`` is truthy; it must not count as tied)."""
+    for name, value in flags.items():
+        boolean(name, value)

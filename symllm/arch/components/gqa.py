@@ -1,0 +1,221 @@
+"""Grouped-query attention (MHA, GQA, MQA) and its parts: :func:`rope`, gpt-oss's :func:`sinks`, and
+the query-key pairs of full, sliding and chunked attention (:class:`SlidingPairs`, :class:`ChunkedPairs`)."""
+from __future__ import annotations
+
+import sympy as sp
+
+from symllm.arch import keeps
+from symllm.arch.algebra import minimum
+from symllm.arch.components.base import (_no_weight, _rules, _structure, _switches, _T, Component, ELEMENTWISE,
+                                         linear, matmul, Rules, STAT_BYTES)
+from symllm.arch.components.norms import qk_norms
+from symllm.arch.layers import LayerKind, Structure, WINDOWS
+from symllm.arch.symbols import b, beta_a, d, d_h, d_hr, n, n_h, n_kv, s, t, W
+from symllm.errors import SymllmError
+
+
+def rope(heads: sp.Expr = n_h + n_kv, width: sp.Expr = d_h) -> Component:
+    """Rotary position embedding: no parameters (``freqs_cis`` is a buffer); rotates ``width`` elements
+    of each of ``heads`` query and key heads (a partial rotary, GLM-4.5: ``d_hr`` of ``d_h``; MLA: its
+    ``d_hr``-wide RoPE part of ``n_h`` query heads and one shared key head).
+
+    >>> rope().params, rope().elementwise
+    (0, 3*b*d_h*s*(n_h + n_kv))
+    """
+    return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * heads * width,
+                     doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=_no_weight(keeps.rope))
+
+
+class _WindowPairs(sp.Function):
+    """``P(x, W)``: the unmasked query-key pairs of the first ``x`` positions of a sequence under a window
+    ``W`` (a sum over positions of the keys each sees). Kept unevaluated inside a component's FLOPs so
+    that a sum over decode steps telescopes (``P(t+1) - P(t)`` summed over ``t`` is two terms);
+    :func:`expand_windows` writes it out with ``Min`` / ``floor`` (what ``costs`` hands on)."""
+
+    @classmethod
+    def eval(cls, x, w):
+        if x == 0:
+            return sp.S.Zero
+        if x.is_Integer and w.is_Integer:
+            return cls.explicit(x, w)
+        return None
+
+    @staticmethod
+    def explicit(x, w):  # pragma: no cover - each subclass states its own
+        raise NotImplementedError
+
+
+class SlidingPairs(_WindowPairs):
+    """``Σ_{j=1}^{x} min(j, W)``: position ``j`` (1-based) sees the last ``min(j, W)`` positions.
+
+    >>> SlidingPairs(10, 4), sum(min(j, 4) for j in range(1, 11))
+    (34, 34)
+    >>> SlidingPairs.explicit(s, W)
+    W*(s - Min(W, s)) + (Min(W, s) + 1)*Min(W, s)/2
+    """
+
+    @staticmethod
+    def explicit(x, w):
+        low = sp.Min(x, w)
+        return low * (low + 1) / 2 + (x - low) * w
+
+
+class ChunkedPairs(_WindowPairs):
+    """``Σ_{j=1}^{x} ((j - 1) mod W + 1)``: position ``j`` sees the positions of its own chunk up to itself.
+
+    >>> ChunkedPairs(10, 4), sum((j - 1) % 4 + 1 for j in range(1, 11))
+    (23, 23)
+    """
+
+    @staticmethod
+    def explicit(x, w):
+        chunks = sp.floor(x / w)
+        rest = x - w * chunks
+        return chunks * w * (w + 1) / 2 + rest * (rest + 1) / 2
+
+
+def expand_windows(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with every :class:`SlidingPairs` / :class:`ChunkedPairs` written out in ``Min`` / ``floor``.
+
+    >>> expand_windows(SlidingPairs(s, W) - SlidingPairs(s - 1, W)).subs({s: 9, W: 4})
+    4
+    """
+    if not expr.has(_WindowPairs):
+        return expr
+    return expr.replace(lambda e: isinstance(e, _WindowPairs), lambda e: type(e).explicit(*e.args))
+
+
+def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
+    """Query-key pairs per sequence and head of a pass of ``s`` new queries after ``t`` cached tokens.
+
+    Full attention: the dense rectangle ``s·(t + s)`` or the unmasked causal pairs. With a window the
+    dense rectangle is what transformers computes: ``s`` queries × the keys it holds, the last
+    ``min(t, W - 1)`` cached ones and the ``s`` new ones (its ``DynamicSlidingWindowLayer``, used for
+    sliding and chunked layers alike); causal counts the pairs the mask keeps, ``P(t + s) - P(t)``.
+
+    >>> _pairs(False, "sliding").subs({t: 100, s: 1, W: 8}), _pairs(True, "chunked").subs({t: 0, s: 10, W: 4})
+    (8, 23)
+    """
+    if window not in WINDOWS:
+        raise SymllmError(f"window: unknown {window!r} (known: {', '.join(map(str, WINDOWS))})")
+    if window is None:
+        return s * t + s * (s + 1) / 2 if causal else s * (t + s)
+    if not causal:
+        return s * (sp.Min(t + 1, W) + s - 1)  # min(t, W - 1) + s keys, written so decode steps telescope
+    pairs = SlidingPairs if window == "sliding" else ChunkedPairs
+    return pairs(t + s, W) - pairs(t, W)
+
+
+def sinks() -> Component:
+    """gpt-oss's attention sinks: one learned logit per query head (``n_h`` parameters per layer), appended to
+    every row of scores before the softmax and dropped after it, so that a query may attend to "nothing".
+    No matmul; the softmax runs over one more entry per query and head (``ELEMENTWISE['softmax']`` each),
+    and nothing enters the KV cache.
+
+    >>> sinks().params, sinks().elementwise
+    (n_h, 5*b*n_h*s)
+    """
+    # split with the query heads under tensor parallelism (transformers' GptOssConfig plan: "local_rowwise";
+    # vLLM's GptOssAttention holds num_attention_heads // tp_size of them); no LoRA target; a vector, kept
+    # in the model's dtype by every weight format
+    return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
+                     doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
+                     rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
+
+
+def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
+              **options) -> Component:
+    """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core, of a layer
+    of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of ``options``).
+
+    ``wq: d -> n_h·d_h``, ``wk, wv: d -> n_kv·d_h``, ``wo: n_h·d_h -> d``; ``QKᵀ`` and ``A·V`` each
+    cost ``2·b·n_h·d_h`` FLOPs per query-key pair (``causal`` picks which pairs count).
+    The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``attention_bias`` puts a bias on
+    all four projections, ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2); ``qk_norm="rmsnorm"`` adds
+    Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's (in its layers with RoPE).
+    A kind without ``rotary`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of
+    its queries. The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
+    :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
+    ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
+    ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
+    adds gpt-oss's attention sinks (:func:`sinks`).
+    The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
+    ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
+    saves the capped scores' tanh for backward), Gemma's ``1 + weight`` QK-norms.
+
+    >>> sp.factor(attention().total("params"))
+    2*d*d_h*(n_h + n_kv)
+    >>> sp.expand(attention(qkv_bias=True).total("params") - attention().total("params"))
+    d_h*n_h + 2*d_h*n_kv
+    """
+    structure = _structure(structure, options)
+    _switches(causal=causal)
+    if not isinstance(kind, LayerKind):
+        raise SymllmError(f"kind: expected a LayerKind, got {kind!r}")
+    bias, qkv_bias, rotary, window = structure.attention_bias, structure.qkv_bias, kind.rotary, kind.window
+    variant = structure.variant
+    qk_norm = None if not rotary and structure.qk_norm == "l2" else structure.qk_norm  # Llama 4: RoPE layers only
+    pairs = _pairs(causal, window)
+    def holds(positions):  # what the cache holds after ``positions`` tokens: all, or the window's last W
+        return positions if window is None else minimum(positions, W)
+    held = holds(t + s)  # positions in the cache after the pass
+    in_bias = bias or qkv_bias
+    norms = qk_norms(qk_norm, variant.norm_offset and qk_norm != "full") if qk_norm is not None else ()
+    core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
+    per_score = ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
+    scores_rules = _no_weight(keeps.scores) if not variant.attn_softcap else Rules(
+        "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
+    if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
+        projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
+                              "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
+                              rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
+                                          label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
+    else:
+        projections = (
+            linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
+                   rules=_rules("column", "wq", "q_proj")),  # ColumnParallelLinear
+            linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wk", "k_proj")),  # ColumnParallelLinear
+            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+                   rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
+        )
+    # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
+    rules = _no_weight(keeps.attention) if window is None else Rules(
+        "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
+    return Component(
+        "attention",
+        rules=rules,
+        kv_cache=2 * b * held * n_kv * d_h,
+        # saved for backward: the normed input of wq/wk/wv; Q and K after RoPE and V (n_kv heads: GQA
+        # saves them unrepeated); the attention output (the core's, and the input of wo); the core's own
+        # (the fused kernel's log-sum-exp, or eager's probabilities) sits on `scores`
+        saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h),
+        children=(
+            *projections,
+            linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
+                   rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
+            *norms,
+            *((sinks(),) if structure.sinks else ()),
+            (rope(width=d_hr) if structure.partial_rope else rope()) if rotary else Component(
+                "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
+                doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
+                rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)")),
+            # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and
+            # head, and holds live q and the output (k and v are the cache's) and that log-sum-exp (in whole
+            # activation elements: exact but for int4 activations, 4.125 bytes a row); the scores
+            # are recomputed tile by tile in backward. Eager: saves the probabilities b·n_h·s·s (A·V's left
+            # operand), and holds live a prefill's scores and probabilities, or a decode step's at context s + n
+            Component("scores", flops=core, elementwise=per_score * b * n_h * pairs,
+                      saved=STAT_BYTES * b * n_h * s,
+                      live=(2 * _T * n_h * d_h + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
+                      eager_saved=(2 if variant.attn_softcap else 1) * beta_a * b * n_h * s ** 2,
+                      eager_live=(2 * b * n_h * s ** 2,
+                                  2 * b * n_h * holds(s + n)),  # a decode step: 1 query at context s + n - 1
+                      doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"
+                          + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else ""),
+                      rules=scores_rules),
+            Component("context", flops=core, doc="output = torch.matmul(scores, values)",
+                      rules=_no_weight(keeps.context)),
+        ),
+        doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
+    )

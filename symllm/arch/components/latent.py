@@ -1,0 +1,106 @@
+"""DeepSeek's multi-head latent attention (:func:`latent_attention`) and its decompressed cache."""
+from __future__ import annotations
+
+import sympy as sp
+
+from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules, STAT_BYTES
+from symllm.arch.components.gqa import _pairs, rope
+from symllm.arch.components.norms import rmsnorm
+from symllm.arch.layers import LATENT
+from symllm.arch.symbols import b, beta_a, d, d_hn, d_hr, d_hv, n, n_h, r_kv, r_q, s, t
+from symllm.errors import SymllmError
+
+
+#: the stacks of LlamaForCausalLM keep a GQA cache: a latent attention is none of theirs
+_MLA = dict(stacks=(), label="multi-head latent attention (DeepSeek)")
+#: its attention core (no stack models it: the latent attention holding it is refused first)
+_MLA_CORE = Rules("replicated", lora=(), **_MLA)
+
+
+def _mla_rules(split: str, ours: str, hf: str) -> Rules:
+    """An MLA projection: its split, DeepSeek's name (``inference/model.py``) and HF's (LoRA targets)."""
+    return Rules(split, lora=(ours, hf), weight="linear", **_MLA)
+
+
+def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: bool = False) -> Component:
+    """Multi-head latent attention (DeepSeek-V2, V3), as transformers' ``DeepseekV3Attention`` computes it.
+
+    Queries: ``wq_a: d -> r_q``, an RMSNorm of ``r_q``, ``wq_b: r_q -> n_h·(d_hn + d_hr)`` (``queries=
+    "q_proj"``: one ``wq: d -> n_h·(d_hn + d_hr)``). Keys and values: ``wkv_a: d -> r_kv + d_hr`` (the latent
+    and one RoPE key shared by every head), an RMSNorm of ``r_kv``, ``wkv_b: r_kv -> n_h·(d_hn + d_hv)``
+    (the decompression), ``wo: n_h·d_hv -> d``. ``bias`` (HF ``attention_bias``) is on ``wq_a``, ``wkv_a``
+    and ``wo``. The cache holds the latent, ``b·(t + s)·(r_kv + d_hr)`` elements a layer (what transformers
+    5's ``DynamicCache`` and the inference engines keep; :func:`decompressed_kv_cache` is the cache of a
+    plain implementation). FLOPs are transformers': ``wkv_b`` decompresses every cached position on every
+    pass (``b·(t + s)`` rows), and ``QKᵀ`` costs ``2·(d_hn + d_hr)``, ``A·V`` ``2·d_hv`` per head and pair.
+
+    >>> a = latent_attention()
+    >>> sp.expand(a.total("params"))
+    d*d_hr + d*d_hv*n_h + d*r_kv + d*r_q + d_hn*n_h*r_kv + d_hn*n_h*r_q + d_hr*n_h*r_q + d_hv*n_h*r_kv + r_kv + r_q
+    >>> a.total("kv_cache")
+    b*(d_hr + r_kv)*(s + t)
+    """
+    if queries not in LATENT[1:]:
+        raise SymllmError(f"latent: unknown {queries!r} (known: {', '.join(LATENT[1:])})")
+    _switches(bias=bias, causal=causal)
+    pairs = _pairs(causal)
+    held = t + s
+    d_qk = d_hn + d_hr  # a query/key head: its part without RoPE and its RoPE part
+    # the latents' norms act on the replicated latent: replicated, no LoRA
+    norm = Rules("replicated", lora=(), weight="norm", **_MLA)
+    if queries == "q_lora":
+        q = (linear("wq_a", d, r_q, bias, "self.wq_a = Linear(self.dim, self.q_lora_rank)",
+                    rules=_mla_rules("replicated", "wq_a", "q_a_proj")),  # in no TP plan of transformers
+             rmsnorm("q_a_norm", r_q, doc="self.q_norm = RMSNorm(self.q_lora_rank)", rules=norm),
+             linear("wq_b", r_q, n_h * d_qk, doc="self.wq_b = ColumnParallelLinear(self.q_lora_rank, self.n_heads * "
+                    "self.qk_head_dim)", rules=_mla_rules("column", "wq_b", "q_b_proj")))
+    else:
+        q = (linear("wq", d, n_h * d_qk, doc="self.wq = ColumnParallelLinear(self.dim, self.n_heads * self.qk_head_dim)",
+                    rules=_mla_rules("column", "wq", "q_proj")),)
+    wkv_b = linear("wkv_b", r_kv, n_h * (d_hn + d_hv),
+                   doc="self.wkv_b = ColumnParallelLinear(self.kv_lora_rank, self.n_heads * (self.qk_nope_head_dim "
+                       "+ self.v_head_dim))", rules=_mla_rules("column", "wkv_b", "kv_b_proj"))
+    # transformers decompresses the whole cache (b·(t + s) latents) on every pass, not only the s new ones
+    wkv_b = wkv_b.replace(flops=matmul(b * held, r_kv, n_h * (d_hn + d_hv)))
+    return Component(
+        "attention",
+        rules=Rules("replicated", lora=(), **_MLA),
+        kv_cache=b * held * (r_kv + d_hr),
+        # saved for backward (tests/test_mla.py: transformers' DeepseekV3 under saved_tensors_hooks): the normed
+        # input of wq_a (or wq) and wkv_a; the normed query latent, wq_b's input; q after RoPE; the normed KV
+        # latent, wkv_b's input; the decompressed keys (RoPE key included) and values; the attention output,
+        # wo's input (the latents' norms save their own inputs; RoPE saves only its cos/sin tables)
+        saved=beta_a * (_T * d + (_T * r_q if queries == "q_lora" else 0) + _T * n_h * d_qk + _T * r_kv
+                        + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
+        children=(
+            *q,
+            linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
+                   "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa")),
+            rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm),
+            wkv_b,
+            linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",
+                   rules=_mla_rules("row", "wo", "o_proj")),
+            rope(n_h + 1, d_hr),  # the RoPE part of every query head and the one shared key
+            Component("scores", flops=matmul(b * n_h, d_qk, 1) * pairs,
+                      elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs, saved=STAT_BYTES * b * n_h * s,
+                      live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
+                      eager_saved=beta_a * b * n_h * s ** 2,
+                      eager_live=(2 * b * n_h * s ** 2, 2 * b * n_h * (s + n)),  # a decode step: t + s at s=1, t=s+n-1
+                      doc="scores = torch.einsum('bshd,bthd->bsht', q, k) * self.softmax_scale", rules=_MLA_CORE),
+            Component("context", flops=matmul(b * n_h, d_hv, 1) * pairs,
+                      doc="x = torch.einsum('bsht,bthd->bshd', scores, v)", rules=_MLA_CORE),
+        ),
+        doc="MLA(args) (DeepSeek-V3 inference/model.py, attn_impl 'naive'; transformers' DeepseekV3Attention)",
+    )
+
+
+def decompressed_kv_cache() -> sp.Expr:
+    """The KV-cache elements one latent-attention layer holds when the keys and values are kept
+    decompressed (DeepSeek's ``attn_impl="naive"``, transformers 4's ``DeepseekV3Attention``): ``n_h``
+    keys of ``d_hn + d_hr`` and values of ``d_hv`` per position, against the latent's ``r_kv + d_hr``
+    (:func:`latent_attention`).
+
+    >>> decompressed_kv_cache().subs({n_h: 128, d_hn: 128, d_hr: 64, d_hv: 128, b: 1, s: 1, t: 0})
+    40960
+    """
+    return b * (t + s) * n_h * (d_hn + d_hr + d_hv)

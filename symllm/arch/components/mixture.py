@@ -1,0 +1,116 @@
+"""Mixture-of-experts layers: the :func:`router`, the routed :func:`experts`, and :func:`moe` with its
+shared experts (Llama 4's, Qwen2-MoE's gated one, DeepSeek's)."""
+from __future__ import annotations
+
+import sympy as sp
+
+from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules
+from symllm.arch.components.mlp import feed_forward
+from symllm.arch.symbols import beta_a, d, d_ff, d_se, k, n_e
+from symllm.errors import SymllmError
+
+
+def router(*, bias: bool = False) -> Component:
+    """The router of a mixture-of-experts layer: ``d -> n_e`` logits per token (``bias``: gpt-oss's), and
+    their softmax (Mixtral; Llama 4 takes a sigmoid of the top k, gpt-oss a softmax of the top k: the same
+    per-logit count is used).
+
+    >>> router().params, router().flops, router(bias=True).params
+    (d*n_e, 2*b*d*n_e*s, d*n_e + n_e)
+    """
+    # replicated on every tensor rank (torch's plan for Mixtral and Llama 4 leaves the gate out); PEFT's
+    # LoRA for them targets the projections, not the gate; QLoRA keeps it in the model's dtype
+    out = linear("router", d, n_e, bias, doc=f"self.gate = nn.Linear(hidden_size, num_local_experts, bias={bias})",
+                 rules=Rules("replicated", lora=(), weight="router", stacks=(), label="a mixture-of-experts router"))
+    return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
+
+
+def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = False) -> Component:
+    """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
+
+    Parameters ``3·d·d_ff`` per expert, all ``n_e`` of them (``active``: the ``k`` a token uses); FLOPs
+    the ``k`` experts' three matmuls per token (the model's FLOPs: an implementation that runs every
+    expert on every token, as transformers' Llama 4 does, computes ``n_e / k`` times as many). ``bias``:
+    gpt-oss's biases, ``2·d_ff`` on the fused gate/up projection and ``d`` on the down projection of each
+    expert; ``clamped``: gpt-oss's clamped SwiGLU (``ELEMENTWISE['clamped_glu']`` per element of ``d_ff``).
+    ``fused_lora``: PEFT adapts these fused tensors under the SwiGLU's LoRA names (Qwen3-MoE), which symllm
+    does not model: those targets are refused (``Rules.refused``).
+
+    >>> e = experts()
+    >>> e.params, e.active, e.flops
+    (3*d*d_ff*n_e, 3*d*d_ff*k, 6*b*d*d_ff*k*s)
+    >>> sp.factor(experts(bias=True).params - e.params)
+    n_e*(d + 2*d_ff)
+    """
+    rows = k * _T  # token-expert pairs: each token's row goes through k experts
+    per = 3 * d * d_ff + ((2 * d_ff + d) if bias else 0)  # one expert's weights (and biases)
+    glu = ELEMENTWISE["clamped_glu"] if clamped else ELEMENTWISE["silu"] + ELEMENTWISE["gate"]
+    return Component(
+        "experts", params=per * n_e, active=per * k,
+        flops=2 * matmul(rows, d, d_ff) + matmul(rows, d_ff, d),
+        elementwise=rows * (glu * d_ff + ELEMENTWISE["combine"] * d
+                            + (ELEMENTWISE["bias"] * (2 * d_ff + d) if bias else 0)),
+        # saved: each pair's gathered input, its w1 and w3 outputs, the w2 input, the w2 output (scaled)
+        saved=beta_a * rows * (2 * d + 3 * d_ff),
+        # experts run one after another: the largest expert's w1/w3 outputs and gated product (every token
+        # routed to it), and the output being summed
+        live=(3 * _T * d_ff + _T * d,),
+        doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
+             else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
+        # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
+        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts",
+                    refused=("w1", "w2", "w3") if fused_lora else ()),
+    )
+
+
+def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
+        fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False) -> Component:
+    """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
+    ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
+    it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
+    ``d -> 1`` linear. ``bias`` and ``clamped`` are gpt-oss's router and expert biases and clamped SwiGLU
+    (:func:`router`, :func:`experts`); ``fused_lora`` is :func:`experts`'. ``shared_experts``: DeepSeek's
+    (one SwiGLU of width ``d_se``, ``n_shared_experts × moe_intermediate_size``, every token runs;
+    ``shared_bias``: DeepSeek-V2's ``mlp_bias`` on it).
+
+    >>> moe().total("params"), moe().total("active")
+    (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
+    >>> sp.expand(moe(shared=True).total("params") - moe().total("params"))
+    3*d*d_ff
+    >>> sp.expand(moe(shared=True, gated=True).total("params") - moe().total("params"))
+    3*d*d_se + d
+    >>> sp.expand(moe(shared_experts=True).total("params") - moe().total("params"))
+    3*d*d_se
+    """
+    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
+              shared_experts=shared_experts, shared_bias=shared_bias)
+    if gated and not shared:
+        raise SymllmError("gated: a gate without a shared expert (gated=True needs shared=True)")
+    if shared and shared_experts:
+        raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
+    extra = ()
+    if shared:
+        width = d_se if gated else d_ff
+        ffn = feed_forward(name="shared_expert", width=width)
+        extra = (ffn.replace(saved=beta_a * 3 * _T * width,  # its input is the router's, counted once here
+                             doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
+                             "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
+    if shared_experts:
+        ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias)
+        extra = (ffn.replace(saved=beta_a * 3 * _T * d_se,  # its input is the router's, counted once here
+                             doc="self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)"
+                                 "  # every token"),)
+    if gated:
+        # F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output: a d -> 1 linear (replicated on every
+        # tensor rank, as transformers' plan leaves it; PEFT adapts it only when named), its sigmoid, the product
+        gate = linear("shared_expert_gate", d, 1, doc="self.shared_expert_gate = torch.nn.Linear(hidden_size, 1, bias=False)",
+                      rules=Rules("replicated", lora=("shared_expert_gate", "shared_expert_gate"), weight="linear",
+                                  stacks=(), label="a gated shared expert (Qwen2-MoE)"))
+        extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
+                               saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
+    return Component(
+        "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
+        children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora), *extra),
+        doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
+        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)"),
+    )

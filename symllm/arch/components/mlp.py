@@ -1,0 +1,76 @@
+"""The dense feed-forward: LLaMA's SwiGLU (Gemma's GeGLU, Phi-3's fused ``w13``) and Meta's width rule."""
+from __future__ import annotations
+
+import sympy as sp
+
+from symllm.arch import keeps
+from symllm.arch.components.base import _no_weight, _rules, _T, Component, ELEMENTWISE, linear, LLAMA, Rules
+from symllm.arch.config import swiglu_width
+from symllm.arch.layers import Variant
+from symllm.arch.symbols import beta_a, d, d_fd, d_ff, f, m
+
+
+def meta_hidden_dim(multiplier: bool = True) -> sp.Expr:
+    """Meta's SwiGLU width, ``d_ff = m·⌈⌊f·⌊8d/3⌋⌋ / m⌉`` (the ``f`` step only with a multiplier).
+
+    Models ``FeedForward.__init__`` in llama/model.py: ``hidden_dim = int(2 * (4 * dim) / 3)``, then
+    ``int(ffn_dim_multiplier * hidden_dim)``, then rounding up to ``multiple_of``. Evaluate it with ``f``
+    as a 53-bit ``Float`` and the product truncates exactly as Meta's IEEE double product does.
+
+    >>> meta_hidden_dim()
+    m*ceiling(floor(f*floor(8*d/3))/m)
+    >>> meta_hidden_dim().subs({d: 4096, m: 1024, f: sp.Float(1.3)})
+    14336
+    """
+    hidden = swiglu_width(d)
+    if multiplier:
+        hidden = sp.floor(f * hidden)
+    return m * sp.ceiling(hidden / m)
+
+
+def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed_forward",
+                 variant: Variant = LLAMA) -> Component:
+    """The SwiGLU feed-forward ``w2(silu(w1 x) * w3 x)``: ``3·d·d_ff`` parameters without biases
+    (``width`` is ``d_ff``; the dense layers of a model that interleaves MoE layers have ``d_fd``).
+    ``variant``: GeGLU (Gemma's ``gelu_pytorch_tanh`` in place of SiLU, :data:`ELEMENTWISE`), or Phi-3's
+    ``w13`` (``gate_up_proj``: ``w1`` and ``w3`` in one linear of ``2·d_ff`` outputs, chunked after).
+
+    >>> feed_forward().total("params"), feed_forward(width=d_fd).total("params")
+    (3*d*d_ff, 3*d*d_fd)
+    >>> [c.name for c in feed_forward(variant=Variant(fused=True)).children]
+    ['w13', 'w2']
+    >>> feed_forward(variant=Variant(activation="gelu_tanh")).elementwise
+    10*b*d_ff*s
+    """
+    act = variant.activation
+    if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
+        fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
+                      label="fused projections (Phi-3)", holds=("w1", "w3"))
+        projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
+                              "intermediate_size)  # gate, up = chunk(2)", rules=fused),
+                       linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
+                              rules=_rules("row", "w2", "down_proj")))
+    else:
+        projections = (
+            linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)",
+                   rules=_rules("column", "w1", "gate_proj")),  # ColumnParallelLinear
+            linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)",
+                   rules=_rules("row", "w2", "down_proj")),  # RowParallelLinear
+            linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)",
+                   rules=_rules("column", "w3", "up_proj")),  # ColumnParallelLinear
+        )
+    return Component(
+        name,
+        elementwise=(ELEMENTWISE[act] + ELEMENTWISE["gate"]) * _T * width,
+        # saved: the normed input of w1/w3, the w1 and w3 outputs (the activation's and gate's backward), the w2 input
+        saved=beta_a * (_T * d + 3 * _T * width),
+        live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
+        children=projections,
+        doc=("FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))" if act == "silu" else
+             "GemmaMLP: down_proj(gelu_pytorch_tanh(gate_proj(x)) * up_proj(x))"),
+        rules=_no_weight(keeps.feed_forward) if act == "silu" else Rules("replicated", lora=(), stacks=(),
+                                                                         label="GeGLU (Gemma)"),
+    )
+
+
+swiglu = feed_forward
