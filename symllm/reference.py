@@ -114,6 +114,7 @@ class _Config:
             self.moe_layers = set(range(self.n_layers))
         self.dense_hidden_dim = getattr(args, "dense_hidden_dim", None)
         self.nope_layers = {i for i, kind in enumerate(kinds) if not kind.rotary}
+        self.temperature_layers = {i for i, kind in enumerate(kinds) if kind.temperature}  # Llama 4's
         # DeepSeek: shared experts of n_shared_experts x hidden_dim, multi-head latent attention
         self.n_shared_experts = getattr(args, "n_shared_experts", None)
         self.kv_lora_rank = getattr(args, "kv_lora_rank", None)
@@ -182,9 +183,10 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 class Attention(nn.Module):
     """Grouped-query attention with RoPE and an optional growing KV cache."""
 
-    def __init__(self, cfg: _Config, rope: bool = True):
+    def __init__(self, cfg: _Config, rope: bool = True, temperature: bool = False):
         super().__init__()
         self.rope = rope
+        self.temperature = temperature
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.n_rep = self.n_heads // self.n_kv_heads
         bias, in_bias = cfg.attention_bias, cfg.attention_bias or cfg.qkv_bias
@@ -230,7 +232,7 @@ class Attention(nn.Module):
             xq, xk = self.q_norm(xq), self.k_norm(xk)  # (b, s, n_h, hd), (b, s, n_kv, hd)
         if self.rope:
             xq, xk = apply_rotary_emb(xq, cos, sin), apply_rotary_emb(xk, cos, sin)
-        else:  # Llama 4's temperature scaling of the queries of a layer without RoPE (a per-position factor)
+        if self.temperature:  # Llama 4's temperature scaling of the queries of a layer without RoPE (per position)
             positions = torch.arange(start_pos, start_pos + seqlen, device=x.device, dtype=torch.float32)
             scale = torch.log(torch.floor((positions + 1.0) / 8192.0) + 1.0) * 0.1 + 1.0
             xq = (xq * scale[None, :, None, None].to(xq.dtype)).to(xq.dtype)
@@ -393,7 +395,8 @@ class TransformerBlock(nn.Module):
     def __init__(self, layer_id: int, cfg: _Config):
         super().__init__()
         self.layer_id = layer_id
-        self.attention = (Attention(cfg, rope=layer_id not in cfg.nope_layers) if cfg.kv_lora_rank is None
+        self.attention = (Attention(cfg, rope=layer_id not in cfg.nope_layers,
+                                     temperature=layer_id in cfg.temperature_layers) if cfg.kv_lora_rank is None
                           else LatentAttention(cfg))
         if layer_id in cfg.moe_layers:
             self.feed_forward = MoE(cfg)

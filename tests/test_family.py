@@ -303,3 +303,21 @@ def test_each_hf_preset_comes_from_its_family(name):
     info = preset_info(name)
     family = family_of(info["config"].get("model_type", "llama"))
     assert info["source"].split()[0].split("/")[-1] in family.presets
+
+
+def test_query_temperature_is_its_own_axis():
+    """A layer without RoPE does no rotation and, unless it has the query temperature, no scaling: per layer of
+    b·s tokens, RoPE rotates (n_h + n_kv)·d_h elements at 3 FLOPs each (2 multiplies, 1 add), the temperature
+    multiplies the n_h·d_h query elements once. Llama 4 sets the temperature on its layers without RoPE, as
+    Llama4TextAttention does (``attn_temperature_tuning and not use_rope``), and not where tuning is off."""
+    from symllm.arch.layers import LayerKind
+    b, s, n_h, n_kv, d_h = S.b, S.s, S.n_h, S.n_kv, S.d_h
+    rope = attention(kind=LayerKind()).total("elementwise")
+    nope = attention(kind=LayerKind(rotary=False)).total("elementwise")
+    tempered = attention(kind=LayerKind(rotary=False, temperature=True)).total("elementwise")
+    assert sp.expand(rope - nope - 3 * b * s * (n_h + n_kv) * d_h) == 0
+    assert sp.expand(tempered - nope - b * s * n_h * d_h) == 0
+    ropes = [1, 1, 1, 0]  # transformers' naming: 0 is a layer without RoPE
+    for tuning in (True, False):
+        kinds = from_hf(dict(_LLAMA4_TEXT, no_rope_layers=ropes, attn_temperature_tuning=tuning)).layer_kinds()
+        assert [k.temperature for k in kinds] == [False, False, False, tuning]

@@ -27,8 +27,10 @@ OPTIONS = {
     "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "shared_expert": (True,),
     "partial_rope": (True,),
     # every value of every LayerKind field, alone and beside a dense layer (d_fd) and a layer without RoPE
-    "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding")),
-              (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False))),
+    # (with Llama 4's temperature, and without: EXAONE 4's)
+    "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding"),
+                                          C.LayerKind(rotary=False)),
+              (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True))),
     "shared_gate": (True,), "sinks": (True,), "moe_bias": (True,), "clamped": (True,), "fused_lora": (True,),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
                 norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True)),
@@ -55,7 +57,7 @@ def test_options_cover_every_model_switch():
     kinds = {kind for choice in OPTIONS["kinds"] for kind in choice}
     for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
-            {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS}[field])}, field
+            {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False)}[field])}, field
 
 
 def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():

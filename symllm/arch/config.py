@@ -406,7 +406,7 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         """The fields as a plain dict (JSON-ready: ``layers`` as one ``{"ffn", "rotary", "window", "count"}``
-        per run, which ``ModelConfig(**...)`` reads back). Where every layer is the kind the other fields
+        per run, and ``"temperature": true`` where it has one, which ``ModelConfig(**...)`` reads back). Where every layer is the kind the other fields
         make (``layers`` None derives it: MoE when ``n_experts`` is given, the window when one is), ``layers``
         is None, so that the dict still reads with an edited ``n_layers``; the runs are written only where
         they say what no other field does (layers of several kinds).
@@ -421,7 +421,8 @@ class ModelConfig:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
-            {**dataclasses.asdict(kind), "count": count} for kind, count in self.layers]
+            {**{k: v for k, v in dataclasses.asdict(kind).items() if k != "temperature" or v}, "count": count}
+            for kind, count in self.layers]  # the temperature only where a layer has it (Llama 4's)
         for key in ("weight_format", "weight_format_source"):  # only a quantized config says them
             if out[key] is None:
                 del out[key]

@@ -10,8 +10,9 @@ symbol per group (:data:`symllm.arch.symbols.GROUP_COUNTS`); a model with one gr
 This module loads no SymPy (config files are read with it).
 
 >>> dense, moe = LayerKind(), LayerKind(ffn="moe")
->>> groups([dense, moe, dense, moe])
-((LayerKind(ffn='dense', rotary=True, window=None), 2), (LayerKind(ffn='moe', rotary=True, window=None), 2))
+>>> groups([dense, moe, dense, moe])  # doctest: +NORMALIZE_WHITESPACE
+((LayerKind(ffn='dense', rotary=True, window=None, temperature=False), 2),
+ (LayerKind(ffn='moe', rotary=True, window=None, temperature=False), 2))
 >>> group_names([LayerKind(window="chunked"), LayerKind(ffn="moe", window="chunked"), LayerKind(ffn="moe", rotary=False)])
 ('block', 'moe_block', 'nope_block')
 """
@@ -75,8 +76,8 @@ class LayerKind:
     different attention) is a new field here with its default the plain LLaMA layer's, a tag in
     :meth:`tags`, and its use in :func:`symllm.arch.components.block`.
 
-    >>> LayerKind(ffn="moe", rotary=False).tags()
-    ('moe', 'nope', 'full')
+    >>> LayerKind(ffn="moe", rotary=False).tags(), LayerKind(rotary=False, temperature=True).tags()
+    (('moe', 'nope', 'full'), ('dense', 'nope', 'full', 'tempered'))
     >>> LayerKind(ffn="sparse")
     Traceback (most recent call last):
     ...
@@ -85,20 +86,26 @@ class LayerKind:
 
     #: the feed-forward (:data:`FFNS`)
     ffn: str = "dense"
-    #: the layer rotates q and k (False: Llama 4's layers without RoPE, with their query temperature)
+    #: the layer rotates q and k (False: a layer without RoPE, as Llama 4's and EXAONE 4's full-attention ones)
     rotary: bool = True
     #: its attention window (:data:`WINDOWS`)
     window: str | None = None
+    #: the layer scales its queries by a per-position temperature (Llama 4's layers without RoPE,
+    #: ``attn_temperature_tuning``): one multiply per query element
+    temperature: bool = False
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS)):
             if not (value is None or isinstance(value, str)) or value not in known:
                 raise SymllmError(f"{name}: unknown {value!r} (known: {', '.join(map(str, known))})")
         boolean("rotary", self.rotary)
+        boolean("temperature", self.temperature)
 
     def tags(self) -> tuple[str, ...]:
-        """One word per field, saying its value: what names a group (:func:`group_names`)."""
-        return (self.ffn, "rope" if self.rotary else "nope", self.window or "full")
+        """One word per field, saying its value: what names a group (:func:`group_names`); the temperature's
+        only where a layer has it ("tempered")."""
+        return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
+                *(("tempered",) if self.temperature else ()))
 
 
 def runs(kinds) -> tuple[tuple[LayerKind, int], ...]:
@@ -124,7 +131,7 @@ def groups(kinds) -> tuple[tuple[LayerKind, int], ...]:
     in the order each kind first appears (totals sum over groups; the position of a layer changes no count).
 
     >>> groups([LayerKind()] * 3)
-    ((LayerKind(ffn='dense', rotary=True, window=None), 3),)
+    ((LayerKind(ffn='dense', rotary=True, window=None, temperature=False), 3),)
     """
     counts: dict[LayerKind, int] = {}
     for item in kinds:

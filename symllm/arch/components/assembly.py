@@ -102,7 +102,7 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
 
     >>> sp.expand(model(hidden="explicit").total())
     3*L*d*d_ff + 2*L*d*d_h*n_h + 2*L*d*d_h*n_kv + 2*L*d + 2*V*d + d
-    >>> kinds = (LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe", rotary=False))
+    >>> kinds = (LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe", rotary=False, temperature=True))
     >>> [(c.name, c.repeat) for c in model(kinds=kinds).children[1:-2]]
     [('block', L - L_2 - L_3), ('moe_block', L_2), ('nope_block', L_3)]
     """
@@ -178,7 +178,7 @@ def component(name: str, whole: Component | None = None) -> Component:
 EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
                   partial_rope=True,
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
-                         LayerKind(ffn="moe", rotary=False)),
+                         LayerKind(ffn="moe", rotary=False, temperature=True)),
                   variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
                                   attn_softcap=True, final_softcap=True),
                   shared_gate=True, sinks=True, moe_bias=True, clamped=True, fused_lora=True)

@@ -30,7 +30,7 @@ ELEMENTWISE = {
     "residual": 1,  # per element of each residual add
     "bias": 1,      # per output element of a linear with a bias
     "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
-    "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
+    "scale": 1,     # one multiply per element: Llama 4's query temperature, Gemma's embedding scale
     "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
     "sigmoid": 4,   # 1 / (1 + exp(-x)): negate, exp, add, divide (Qwen2-MoE's shared-expert gate)
     # gpt-oss's clamped SwiGLU per element of d_ff: clamp the gate from above (1), the up projection on both

@@ -106,6 +106,18 @@ def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
     return pairs(t + s, W) - pairs(t, W)
 
 
+def temperature() -> Component:
+    """Llama 4's attention temperature: the queries of a layer scaled by a per-position factor
+    (``attn_temperature_tuning``), one multiply per query element; no parameter (the factor is computed).
+
+    >>> temperature().elementwise
+    b*d_h*n_h*s
+    """
+    return Component("temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
+                     doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
+                     rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)"))
+
+
 def sinks() -> Component:
     """gpt-oss's attention sinks: one learned logit per query head (``n_h`` parameters per layer), appended to
     every row of scores before the softmax and dropped after it, so that a query may attend to "nothing".
@@ -133,8 +145,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     The KV cache holds ``2·b·(t + s)·n_kv·d_h`` elements after the pass. ``attention_bias`` puts a bias on
     all four projections, ``qkv_bias`` on ``wq``, ``wk``, ``wv`` only (Qwen2); ``qk_norm="rmsnorm"`` adds
     Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's (in its layers with RoPE).
-    A kind without ``rotary`` is a Llama 4 layer without RoPE: no rotation, and the temperature scaling of
-    its queries. The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
+    A kind without ``rotary`` has no rotation; one with ``temperature`` scales its queries (Llama 4's layers
+    without RoPE). The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
     :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
     ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
     ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
@@ -196,10 +208,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks else ()),
-            (rope(width=d_hr) if structure.partial_rope else rope()) if rotary else Component(
-                "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
-                doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
-                rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)")),
+            *(((rope(width=d_hr) if structure.partial_rope else rope()),) if rotary else ()),
+            *((temperature(),) if kind.temperature else ()),
             # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and
             # head, and holds live q and the output (k and v are the cache's) and that log-sum-exp (in whole
             # activation elements: exact but for int4 activations, 4.125 bytes a row); the scores

@@ -223,7 +223,7 @@ def groups(kinds) -> dict:
     layers differ.
 
     >>> groups([LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe")])["layers"][1]
-    (LayerKind(ffn='moe', rotary=True, window=None), 2)
+    (LayerKind(ffn='moe', rotary=True, window=None, temperature=False), 2)
     """
     return {"layers": _runs(kinds)}
 

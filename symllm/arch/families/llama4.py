@@ -7,7 +7,8 @@ Every absent key takes the class's default (``vocab_size`` 202048, ``intermediat
 class wants an int is refused, as transformers refuses it. MoE layers are ``moe_layers`` or every
 ``interleave_moe_layer_step``-th (a positive int: 0 is refused), each with a shared expert; the layers
 without RoPE are the zeros of ``no_rope_layers`` (or every ``no_rope_layer_interval``-th); the others have
-the L2 QK-norm (``use_qk_norm``) and chunked attention (``attention_chunk_size``; null: none).
+the L2 QK-norm (``use_qk_norm``) and chunked attention (``attention_chunk_size``; null: none); the layers
+without RoPE scale their queries by a temperature (``attn_temperature_tuning``, default true).
 
 >>> f = _fields({"interleave_moe_layer_step": 2}, 4)
 >>> [(k.ffn, k.rotary, k.window, n) for k, n in f["layers"]], f["dense_hidden_dim"]  # runs, in model order
@@ -39,8 +40,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
     all_moe = len(set(moe)) == L
     chunk = integer(raw, "attention_chunk_size", 8192, nullable=True)
     moe = set(moe)
+    tuning = flag(raw, "attn_temperature_tuning", True)  # Llama4TextAttention: in the layers without RoPE
     kinds = [LayerKind(ffn="moe" if i in moe else "dense", rotary=bool(rope),
-                       window="chunked" if rope and chunk is not None else None) for i, rope in enumerate(ropes)]
+                       window="chunked" if rope and chunk is not None else None, temperature=tuning and not rope)
+             for i, rope in enumerate(ropes)]
     return dict(n_experts=integer(raw, "num_local_experts", 16),
                 experts_per_token=integer(raw, "num_experts_per_tok", 1),
                 shared_expert=True, **groups(kinds),
