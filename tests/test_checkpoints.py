@@ -72,7 +72,11 @@ def saved(tmp_path_factory):
             ("deepseek_v2", transformers.DeepseekV2ForCausalLM,
              transformers.DeepseekV2Config(**TINY_MLA, topk_method="greedy")),
             ("deepseek_v3", transformers.DeepseekV3ForCausalLM, transformers.DeepseekV3Config(
-                **dict(TINY_MLA, q_lora_rank=8)))):
+                **dict(TINY_MLA, q_lora_rank=8))),
+            # norms after attention and feed-forward (post_attention_layernorm, post_feedforward_layernorm),
+            # OLMo 2's q/k norms over the whole width; Gemma 2's four norms a block (pre_feedforward_layernorm)
+            ("olmo2", transformers.Olmo2ForCausalLM, transformers.Olmo2Config(**TINY)),
+            ("gemma2", transformers.Gemma2ForCausalLM, transformers.Gemma2Config(**TINY, head_dim=8))):
         out[name] = _save(tmp_path_factory.mktemp(name), cls, cfg)
     return out
 
@@ -92,7 +96,8 @@ def _as_cache(root: Path, repo: str, folder: Path, commit: str = "0" * 40) -> Pa
     return snap
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2", "olmo2",
+                                    "gemma2"])
 def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     """verify: every tensor of a save_pretrained checkpoint (sharded through its index, whose weight_map
     transformers wrote) agrees, exit 0; count --json: the checkpoint's bytes are torch's (numel × element

@@ -63,7 +63,7 @@ def test_options_cover_every_model_switch():
 def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
     """With every option switched on, each linear (anything with a shape) declares how tensor parallelism
     splits it, whether and under which names LoRA adapts it, and which stacks model it; anything holding
-    parameters declares a split and a kind of weight; every named stack exists."""
+    parameters declares a split, a kind of weight and its Hugging Face name; every named stack exists."""
     seen = set()
     for mdl in _every_model():
         for c in mdl.walk():
@@ -75,6 +75,8 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
                 assert c.rules.stacks is not None, where
             if c.params != 0:
                 assert c.rules.split is not None and c.rules.weight != "none", where
+                # a checkpoint names it: its own Hugging Face module name, or the HF name a linear gives LoRA
+                assert c.rules.hf or (c.shape and c.rules.lora), where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b"}
@@ -267,8 +269,7 @@ def _dispatches_on_a_name(node, names: set[str]) -> str | None:
 def test_no_cost_rule_dispatches_on_a_component_name():
     """No code in symllm/costs picks a component by its name or path (docstrings aside): what a cost rule
     needs of a component is declared by it (Rules: split, LoRA names, weight kind, stacks and what each
-    keeps) or read from the tree's structure. The naming tables of file formats (checkpoints.HF_NAMES,
-    formats.GGUF_NAMES: symllm's name -> a checkpoint's tensor name) translate names; they pick no rule."""
+    keeps) or read from the tree's structure, its file-format names too (Rules.hf, Rules.gguf)."""
     import ast
     from pathlib import Path
 

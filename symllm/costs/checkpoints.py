@@ -70,16 +70,14 @@ _GGUF_ARCHS = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3moe":
 _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M",
                18: "Q6_K", 32: "BF16"}
 
-#: component name -> the Hugging Face module name (LlamaForCausalLM's ``named_parameters``); a linear's
-#: own name is the HF name it declares for LoRA (``rules.lora``); per ``model_type`` overrides below
-HF_NAMES = {"attention": "self_attn", "feed_forward": "mlp", "moe": "mlp", "attention_norm": "input_layernorm",
-            "ffn_norm": "post_attention_layernorm", "q_norm": "q_norm", "k_norm": "k_norm", "router": "gate",
-            "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj",
-            "q_a_norm": "q_a_layernorm", "kv_a_norm": "kv_a_layernorm",  # multi-head latent attention's
-            "shared_experts": "shared_experts", "shared_expert": "shared_expert"}
+#: component name -> the Hugging Face module name (LlamaForCausalLM's ``named_parameters``): each component
+#: declares its own where it is defined (``Rules.hf``; a linear's is the HF name it declares for LoRA,
+#: ``rules.lora``), and this table is read from them (:func:`symllm.costs.formats._declared`); per
+#: ``model_type`` overrides below
+HF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
 _HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
-#: the top-level components' full names
-_HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
+#: the routed experts' tensors (one per expert), which are not components: their HF names
+_HF_EXPERTS = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 
 #: the weight formats (read from a quantization_config by :mod:`symllm.arch.quantization`, the one table) whose
 #: tensors :func:`expected` lays out; a checkpoint in another (nvfp4, mxfp4, AutoFP8's fp8) is refused in one line
@@ -440,24 +438,33 @@ def _dtype(raw) -> str | None:
 
 
 def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str) -> str:
-    names = {**HF_NAMES, **_HF_OVERRIDES.get(model_type, {})}
+    """A tensor's Hugging Face name, from the names the components on its path declare (``t["hf"]``:
+    :func:`symllm.costs.formats.tensors`), a ``model_type``'s overrides, and the experts' own tensors."""
+    overrides = _HF_OVERRIDES.get(model_type, {})
     parts = t["path"].split("/")
     leaf = parts[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     parts[-1] = leaf.removesuffix(".bias")
+    declared = t["hf"]
     if layer is None:
-        if parts[0] not in _HF_TOP:
+        if not declared[0]:
             raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r}")
-        return f"{_HF_TOP[parts[0]]}.{suffix}"
+        return f"{declared[0]}.{suffix}"
     out = [f"model.layers.{layer}"]
     for i, p in enumerate(parts[1:], 1):
-        if i == len(parts) - 1 and t["names"]:
-            out.append(t["names"][1])  # the HF name the linear declares (rules.lora)
-        elif p in names:
-            out.append(names[p] if p != "experts" else f"{names[p]}.{expert}")
-        else:
+        name = overrides.get(p) or (declared[i] if i < len(declared) else _HF_EXPERTS.get(p, ""))
+        if not name:
             raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r} ({model_type})")
+        out.append(name if p != "experts" else f"{name}.{expert}")
     return ".".join(out) + f".{suffix}"
+
+
+def __getattr__(name: str):
+    if name == "HF_NAMES":  # built on first use: the components' own names, and the experts' tensors
+        from symllm.costs.formats import _declared
+        globals()[name] = value = {**_declared("hf"), **_HF_EXPERTS}
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype: str | None = None) -> dict[str, dict]:

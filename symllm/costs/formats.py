@@ -135,13 +135,10 @@ FORMATS = tuple(f for f in QUANTIZES if f != "gguf") + tuple(FILE_TYPES) + ("bf1
 KV_FORMATS = {"fp32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2), "fp8": Fraction(1),
               "q8_0": Fraction(34, 32), "q4_0": Fraction(18, 32)}
 
-#: symllm component name -> GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES`` for MODEL_ARCH.LLAMA;
-#: the format's own vocabulary: llama.cpp chooses a type by this name)
-GGUF_NAMES = {"embedding": "token_embd", "norm": "output_norm", "lm_head": "output",
-              "attention_norm": "attn_norm", "ffn_norm": "ffn_norm", "wq": "attn_q", "wk": "attn_k",
-              "wv": "attn_v", "wo": "attn_output", "w1": "ffn_gate", "w2": "ffn_down", "w3": "ffn_up",
-              "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "router": "ffn_gate_inp",
-              "q_a_norm": "attn_q_a_norm", "kv_a_norm": "attn_kv_a_norm"}  # llama.cpp's deepseek2 latent norms
+#: symllm component name -> GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``; the format's own
+#: vocabulary: llama.cpp chooses a type by this name): each component declares its own (``Rules.gguf``, where
+#: the component is defined); this table is read from the components of every part (:func:`_declared`)
+GGUF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
 #: the routed experts' GGUF tensors (gguf-py ``FFN_GATE_EXP`` ...): one 3-D tensor per layer, ``ne = (row, rows,
 #: n_e)``, as llama.cpp's converter merges them
 GGUF_EXPERTS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps"}
@@ -170,7 +167,8 @@ def tensors(config) -> list[dict]:
     (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's and HF's, or
     ``()``), ``row`` (elements per row), ``rows`` per copy,
     ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
-    each copy's first layer, or None) and ``ndim``.
+    each copy's first layer, or None), ``ndim``, ``hf`` (the Hugging Face module name each component on its
+    path declares, ``Rules.hf``, or a linear's LoRA HF name; "" where none) and ``gguf`` (``Rules.gguf``).
 
     >>> [(t["path"], t["rows"], t["row"], t["count"]) for t in tensors("llama3.2-1b")][:3]
     [('embedding', 128256, 2048, 1), ('block/attention_norm', 1, 2048, 16), ('block/attention/wq', 2048, 2048, 16)]
@@ -179,21 +177,22 @@ def tensors(config) -> list[dict]:
     values = spec.values()
     out: list[dict] = []
 
-    def visit(comp, path, count, layer):
+    def visit(comp, path, count, layer, hf):
+        hf = (*hf, comp.rules.hf or (comp.rules.lora[1] if comp.rules.lora else ""))  # its module's HF name
         if comp.rules.weight != "none" and _int(comp.params, values):
-            out.extend(_own(comp, path, count, layer, values))
+            out.extend(dict(t, hf=hf, gguf=comp.rules.gguf) for t in _own(comp, path, count, layer, values))
         for c in comp.children:
-            visit(c, f"{path}/{c.name}", count * _int(c.repeat, values), layer)
+            visit(c, f"{path}/{c.name}", count * _int(c.repeat, values), layer, hf)
 
     mdl = spec.model("dense")
     first = 0  # the model's groups of blocks hold layers first .. first + repeat - 1, in order
     for c in mdl.children:
         rep = _int(c.repeat, values)
         if c.children:
-            visit(c, c.name, rep, first)
+            visit(c, c.name, rep, first, ())
             first += rep
         else:
-            visit(c, c.name, rep, None)
+            visit(c, c.name, rep, None, ())
     return out
 
 
@@ -398,11 +397,11 @@ def _gguf_name(t: dict, i: int | None) -> str:
     leaf = parts[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     leaf = leaf.removesuffix(".bias")
-    names = GGUF_EXPERTS if t["kind"] == "experts" else GGUF_NAMES
-    if leaf not in names:
+    own = GGUF_EXPERTS.get(leaf) if t["kind"] == "experts" else t["gguf"]  # a component's own (Rules.gguf)
+    if not own:
         raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (llama architecture, with or "
                           "without routed experts)")
-    name = f"{names[leaf]}.{suffix}"
+    name = f"{own}.{suffix}"
     return f"blk.{i}.{name}" if i is not None else name
 
 
@@ -523,3 +522,27 @@ def kv_bytes_per_element(fmt: str) -> Fraction:
     if fmt not in KV_FORMATS:
         raise SymllmError(f"kv_format: unknown {fmt!r} (known: {', '.join(KV_FORMATS)})")
     return KV_FORMATS[fmt]
+
+
+def _declared(field: str) -> dict[str, str]:
+    """symllm component name -> the name it declares (``Rules.hf`` or ``Rules.gguf``), read from LLaMA's model
+    and then from the models with every part (:data:`symllm.arch.components.EVERY_PART`, ...): where a name
+    depends on the structure (``ffn_norm`` is Gemma 2's ``pre_feedforward_layernorm``), LLaMA's is listed.
+
+    >>> _declared("gguf")["wq"], _declared("hf")["post_ffn_norm"]
+    ('attn_q', 'post_feedforward_layernorm')
+    """
+    from symllm.arch import components as C  # lazily (SymPy)
+    out: dict[str, str] = {}
+    for every in ({}, C.EVERY_PART, C.EVERY_FUSED, C.EVERY_LATENT_PART):
+        for c in C.model(**every).walk():
+            if getattr(c.rules, field):
+                out.setdefault(c.name, getattr(c.rules, field))
+    return out
+
+
+def __getattr__(name: str):
+    if name == "GGUF_NAMES":  # built on first use: the components' own names
+        globals()[name] = value = _declared("gguf")
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ import sympy as sp
 
 from symllm.arch import keeps
 from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SUM_NORM, _switches, _T, Component,
-                                         ELEMENTWISE, linear, Rules)
+                                         ELEMENTWISE, linear, named, Rules)
 from symllm.arch.components.embeddings import embedding, lm_head
 from symllm.arch.components.gqa import attention
 from symllm.arch.components.latent import latent_attention
@@ -57,15 +57,18 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                  "(OLMo 2, Gemma 2 and 3)")
     pre = variant.norms in ("pre", "sandwich")
     after = variant.norms in ("post", "sandwich")
+    # each norm's Hugging Face name (LlamaDecoderLayer's, Olmo2's, Gemma2's) and GGUF name (gguf-py's)
     children = (
-        *([rmsnorm("attention_norm", offset=off)] if pre else []),
+        *([named(rmsnorm("attention_norm", offset=off), "input_layernorm", "attn_norm")] if pre else []),
         attn,
-        *([rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual add",
-                   rules=post, offset=off)] if after else []),
-        *([rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off)] if pre else []),
+        *([named(rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual "
+                         "add", rules=post, offset=off), "post_attention_layernorm", "post_attention_norm")]
+          if after else []),
+        *([named(rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off),
+                 "pre_feedforward_layernorm" if after else "post_attention_layernorm", "ffn_norm")] if pre else []),
         ffn,
-        *([rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
-                   rules=post, offset=off)] if after else []),
+        *([named(rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
+                         rules=post, offset=off), "post_feedforward_layernorm", "post_ffw_norm")] if after else []),
     )
     return Component(
         name,
@@ -116,7 +119,7 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
                                                 group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(scale=variant.embed_scale), *groups, rmsnorm("norm", offset=variant.norm_offset),
+        children=(embedding(scale=variant.embed_scale), *groups, named(rmsnorm("norm", offset=variant.norm_offset), "model.norm", "output_norm"),
                   lm_head(tied=structure.tied, softcap=variant.final_softcap)),
         definitions=definitions,
         doc="Transformer(params)",

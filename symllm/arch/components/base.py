@@ -102,6 +102,12 @@ class Rules:
     #: the projections (symllm names) a fused linear holds (Phi-3's wqkv: wq, wk, wv): the default LoRA
     #: targets (wq, wv: PEFT's q_proj, v_proj) adapt it in a model that has no linear of theirs
     holds: tuple[str, ...] = ()
+    #: its Hugging Face module name in its parent (``self_attn``, ``input_layernorm``; a top-level part its full
+    #: name, ``model.embed_tokens``), as ``named_parameters`` has it; a linear's is its LoRA HF name (``lora``);
+    #: "": none (``symllm verify`` refuses a checkpoint holding it, in one line)
+    hf: str = ""
+    #: its GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``: ``attn_q``, ``post_ffw_norm``); "": none
+    gguf: str = ""
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
@@ -115,6 +121,9 @@ class Rules:
             value = getattr(self, field_)
             if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
                 raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")
+        for field_ in ("hf", "gguf"):
+            if not isinstance(getattr(self, field_), str):
+                raise SymllmError(f"{field_}: expected a name, got {getattr(self, field_)!r}")
         if self.lora and len(self.lora) != 2:
             raise SymllmError(f"lora: expected (symllm name, HF name), got {self.lora!r}")
 
@@ -325,10 +334,19 @@ def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc
     )
 
 
-def _rules(split: str, *lora: str) -> Rules:
-    """The rules of one of LLaMA's projections: its split, its LoRA names (symllm's, HF's), a "linear"
-    weight, and LlamaForCausalLM's stacks (which state its casts with its attention's or feed-forward's)."""
-    return Rules(split, lora=lora, weight="linear", stacks=keeps.hf_rules(keeps.nothing))
+def _rules(split: str, ours: str, hf: str, gguf: str = "") -> Rules:
+    """The rules of one of LLaMA's projections: its split, its LoRA names (symllm's, HF's), its GGUF name, a
+    "linear" weight, and LlamaForCausalLM's stacks (which state its casts with its attention's or feed-forward's)."""
+    return Rules(split, lora=(ours, hf), weight="linear", stacks=keeps.hf_rules(keeps.nothing), gguf=gguf)
+
+
+def named(comp: Component, hf: str, gguf: str = "") -> Component:
+    """``comp`` with its Hugging Face and GGUF names declared (:attr:`Rules.hf`, :attr:`Rules.gguf`).
+
+    >>> named(Component("norm"), "model.norm", "output_norm").rules.hf
+    'model.norm'
+    """
+    return comp.replace(rules=dataclasses.replace(comp.rules, hf=hf, gguf=gguf))
 
 
 def _no_weight(keep=keeps.nothing) -> Rules:

@@ -21,7 +21,8 @@ def embedding(*, scale: bool = False) -> Component:
     out = Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
                     # VocabParallelEmbedding
-                    rules=Rules("vocab", lora=(), weight="embedding", stacks=keeps.hf_rules(keeps.embedding)))
+                    rules=Rules("vocab", lora=(), weight="embedding", stacks=keeps.hf_rules(keeps.embedding),
+                                hf="model.embed_tokens", gguf="token_embd"))
     if not scale:
         return out
     return out.replace(elementwise=ELEMENTWISE["scale"] * _T * d,
@@ -48,7 +49,8 @@ def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
     # keeps the output embedding out of bitsandbytes' quantization
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
-                 rules=Rules("column", lora=(), weight="head", stacks=keeps.hf_rules(keeps.lm_head)))
+                 rules=Rules("column", lora=(), weight="head", stacks=keeps.hf_rules(keeps.lm_head), hf="lm_head",
+                             gguf="output"))
     rows = b * s_o  # the positions whose logits are computed (hidden_states[:, -logits_to_keep:, :])
     # saves its input (training: every position); the logits are live
     out = out.replace(flops=matmul(rows, d, V), saved=beta_a * _T * d, live=(rows * V,))

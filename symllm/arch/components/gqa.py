@@ -2,6 +2,8 @@
 the query-key pairs of full, sliding and chunked attention (:class:`SlidingPairs`, :class:`ChunkedPairs`)."""
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from symllm.arch import keeps
@@ -132,7 +134,8 @@ def sinks() -> Component:
     # in the model's dtype by every weight format
     return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
-                     rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
+                     rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)",
+                                 hf="sinks"))
 
 
 def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
@@ -185,15 +188,16 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     else:
         projections = (
             linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
-                   rules=_rules("column", "wq", "q_proj")),  # ColumnParallelLinear
+                   rules=_rules("column", "wq", "q_proj", "attn_q")),  # ColumnParallelLinear
             linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wk", "k_proj")),  # ColumnParallelLinear
+                   rules=_rules("column", "wk", "k_proj", "attn_k")),  # ColumnParallelLinear
             linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wv", "v_proj")),  # ColumnParallelLinear
+                   rules=_rules("column", "wv", "v_proj", "attn_v")),  # ColumnParallelLinear
         )
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
+    rules = dataclasses.replace(rules, hf="self_attn")
     return Component(
         "attention",
         rules=rules,
@@ -205,7 +209,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         children=(
             *projections,
             linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
-                   rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
+                   rules=_rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks else ()),
             *(((rope(width=d_hr) if structure.partial_rope else rope()),) if rotary else ()),

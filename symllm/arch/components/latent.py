@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules, STAT_BYTES
+from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, named, Rules, STAT_BYTES
 from symllm.arch.components.gqa import _pairs, rope
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import LATENT
@@ -51,7 +51,8 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     if queries == "q_lora":
         q = (linear("wq_a", d, r_q, bias, "self.wq_a = Linear(self.dim, self.q_lora_rank)",
                     rules=_mla_rules("replicated", "wq_a", "q_a_proj")),  # in no TP plan of transformers
-             rmsnorm("q_a_norm", r_q, doc="self.q_norm = RMSNorm(self.q_lora_rank)", rules=norm),
+             named(rmsnorm("q_a_norm", r_q, doc="self.q_norm = RMSNorm(self.q_lora_rank)", rules=norm), "q_a_layernorm",
+                   "attn_q_a_norm"),
              linear("wq_b", r_q, n_h * d_qk, doc="self.wq_b = ColumnParallelLinear(self.q_lora_rank, self.n_heads * "
                     "self.qk_head_dim)", rules=_mla_rules("column", "wq_b", "q_b_proj")))
     else:
@@ -64,7 +65,7 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     wkv_b = wkv_b.replace(flops=matmul(b * held, r_kv, n_h * (d_hn + d_hv)))
     return Component(
         "attention",
-        rules=Rules("replicated", lora=(), **_MLA),
+        rules=Rules("replicated", lora=(), hf="self_attn", **_MLA),
         kv_cache=b * held * (r_kv + d_hr),
         # saved for backward (tests/test_mla.py: transformers' DeepseekV3 under saved_tensors_hooks): the normed
         # input of wq_a (or wq) and wkv_a; the normed query latent, wq_b's input; q after RoPE; the normed KV
@@ -76,7 +77,8 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
             *q,
             linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
                    "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa")),
-            rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm),
+            named(rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm), "kv_a_layernorm",
+                  "attn_kv_a_norm"),
             wkv_b,
             linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",
                    rules=_mla_rules("row", "wo", "o_proj")),

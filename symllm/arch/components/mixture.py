@@ -21,7 +21,8 @@ def router(*, bias: bool = False) -> Component:
     # replicated on every tensor rank (torch's plan for Mixtral and Llama 4 leaves the gate out); PEFT's
     # LoRA for them targets the projections, not the gate; QLoRA keeps it in the model's dtype
     out = linear("router", d, n_e, bias, doc=f"self.gate = nn.Linear(hidden_size, num_local_experts, bias={bias})",
-                 rules=Rules("replicated", lora=(), weight="router", stacks=(), label="a mixture-of-experts router"))
+                 rules=Rules("replicated", lora=(), weight="router", stacks=(), label="a mixture-of-experts router",
+                             hf="gate", gguf="ffn_gate_inp"))
     return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
 
 
@@ -58,7 +59,7 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
         doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
              else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
         # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
-        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts",
+        rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts", hf="experts",
                     refused=("w1", "w2", "w3") if fused_lora else ()),
     )
 
@@ -112,5 +113,6 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
         children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora), *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
-        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)"),
+        rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)",
+                    hf="mlp"),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sympy as sp
 
 from symllm.arch import keeps
-from symllm.arch.components.base import _no_weight, _rules, _T, Component, ELEMENTWISE, linear, LLAMA, Rules
+from symllm.arch.components.base import _no_weight, _rules, _T, Component, ELEMENTWISE, linear, LLAMA, named, Rules
 from symllm.arch.config import swiglu_width
 from symllm.arch.layers import Variant
 from symllm.arch.symbols import beta_a, d, d_fd, d_ff, f, m
@@ -49,17 +49,17 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
         projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
                               "intermediate_size)  # gate, up = chunk(2)", rules=fused),
                        linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
-                              rules=_rules("row", "w2", "down_proj")))
+                              rules=_rules("row", "w2", "down_proj", "ffn_down")))
     else:
         projections = (
             linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)",
-                   rules=_rules("column", "w1", "gate_proj")),  # ColumnParallelLinear
+                   rules=_rules("column", "w1", "gate_proj", "ffn_gate")),  # ColumnParallelLinear
             linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)",
-                   rules=_rules("row", "w2", "down_proj")),  # RowParallelLinear
+                   rules=_rules("row", "w2", "down_proj", "ffn_down")),  # RowParallelLinear
             linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)",
-                   rules=_rules("column", "w3", "up_proj")),  # ColumnParallelLinear
+                   rules=_rules("column", "w3", "up_proj", "ffn_up")),  # ColumnParallelLinear
         )
-    return Component(
+    return named(Component(
         name,
         elementwise=(ELEMENTWISE[act] + ELEMENTWISE["gate"]) * _T * width,
         # saved: the normed input of w1/w3, the w1 and w3 outputs (the activation's and gate's backward), the w2 input
@@ -70,7 +70,7 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
              "GemmaMLP: down_proj(gelu_pytorch_tanh(gate_proj(x)) * up_proj(x))"),
         rules=_no_weight(keeps.feed_forward) if act == "silu" else Rules("replicated", lora=(), stacks=(),
                                                                          label="GeGLU (Gemma)"),
-    )
+    ), "mlp" if name == "feed_forward" else name)  # a shared expert is its own module
 
 
 swiglu = feed_forward

@@ -5,7 +5,8 @@ import dataclasses
 
 import sympy as sp
 
-from symllm.arch.components.base import _STREAM_NORM, _switches, _T, Component, ELEMENTWISE, Rules, STAT_BYTES
+from symllm.arch.components.base import (_STREAM_NORM, _switches, _T, Component, ELEMENTWISE, named, Rules,
+                                         STAT_BYTES)
 from symllm.arch.symbols import b, beta_a, d, d_h, n_h, n_kv, s
 from symllm.errors import SymllmError
 
@@ -35,15 +36,21 @@ def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: 
 
 
 def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Component]:
-    """A norm on every query head and every key head: Qwen3's ``q_norm`` and ``k_norm`` (``"rmsnorm"``:
-    RMSNorms of width ``d_h``, ``2·d_h`` parameters per layer, before RoPE; Gemma 3's scale by ``1 +
-    weight``: ``offset``) or Llama 4's ``"l2"`` norm (no weight, after RoPE), over ``b·s·n_h`` and
-    ``b·s·n_kv`` rows; or OLMo 2's ``"full"``: one RMSNorm over the whole query width ``n_h·d_h`` and one
-    over the whole key width ``n_kv·d_h``, per token, before RoPE.
+    """A norm on every query head and every key head (:func:`_qk_norms`), named ``q_norm`` and ``k_norm`` in
+    Hugging Face's checkpoints and ``attn_q_norm``, ``attn_k_norm`` in GGUF's.
 
     >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")], [c.params for c in qk_norms("full")]
     ([d_h, d_h], [0, 0], [d_h*n_h, d_h*n_kv])
     """
+    return tuple(named(c, c.name, f"attn_{c.name}") for c in _qk_norms(kind, offset))
+
+
+def _qk_norms(kind: str, offset: bool) -> tuple[Component, Component]:
+    """A norm on every query head and every key head: Qwen3's ``q_norm`` and ``k_norm`` (``"rmsnorm"``:
+    RMSNorms of width ``d_h``, ``2·d_h`` parameters per layer, before RoPE; Gemma 3's scale by ``1 +
+    weight``: ``offset``) or Llama 4's ``"l2"`` norm (no weight, after RoPE), over ``b·s·n_h`` and
+    ``b·s·n_kv`` rows; or OLMo 2's ``"full"``: one RMSNorm over the whole query width ``n_h·d_h`` and one
+    over the whole key width ``n_kv·d_h``, per token, before RoPE."""
     if kind == "full":
         # transformers' plan gathers q_proj's and k_proj's outputs for these norms: replicated on every rank
         rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="QK-norms over the whole q and k (OLMo 2)")
