@@ -436,53 +436,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
                 f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
                 f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
-    windowed = sum(count for kind, count in config.groups if kind.window == "sliding")
-    variants = [text for on, text in ((config.attention_bias, "biases on wq, wk, wv, wo"),
-                                      (config.qkv_bias and not config.attention_bias, "biases on wq, wk, wv"),
-                                      (config.mlp_bias, "biases on w1, w2, w3"),
-                                      (config.qk_norm == "rmsnorm", "QK-norm (rmsnorm of width d_h)"),
-                                      (config.qk_norm == "l2", "QK-norm (weightless L2, in the RoPE layers)"),
-                                      (config.qk_norm == "full", "QK-norm over the whole q and k (rmsnorm of "
-                                       "n_h*d_h and n_kv*d_h)"),
-                                      (config.fused, "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)"),
-                                      (config.norms == "post", "norms after attention and feed-forward"),
-                                      (config.norms == "sandwich", "norms before and after attention and "
-                                       "feed-forward"),
-                                      (config.activation == "gelu_tanh", "GeGLU (gelu_pytorch_tanh)"),
-                                      (config.norm_offset, "RMSNorm by (1 + weight)"),
-                                      (config.embed_scale, "embeddings scaled by sqrt(d)"),
-                                      (config.attn_softcap, f"attention scores soft-capped at {config.attn_softcap:g}"
-                                       if config.attn_softcap else ""),
-                                      (config.final_softcap, f"final logits soft-capped at {config.final_softcap:g}"
-                                       if config.final_softcap else ""),
-                                      (config.n_experts, f"mixture of experts: {config.n_experts} experts, "
-                                       f"{config.experts_per_token} per token, in {config.n_moe_layers} of "
-                                       f"{config.n_layers} layers" + (
-                                           f"; a gated shared expert of width {config.shared_hidden_dim}"
-                                           if config.shared_hidden_dim else "; a shared expert"
-                                           if config.shared_expert else "")),
-                                      (config.n_shared_experts, f"{config.n_shared_experts} shared experts of width "
-                                       f"{config.hidden_dim}"),
-                                      (config.moe_bias, "biases on the router and the experts"),
-                                      (config.clamped_swiglu, "clamped SwiGLU experts"),
-                                      (config.attention_sinks, "attention sinks"),
-                                      (config.dense_hidden_dim, f"dense layers of width {config.dense_hidden_dim}"),
-                                      (config.kv_lora_rank, f"multi-head latent attention: kv_lora_rank "
-                                       f"{config.kv_lora_rank}, q_lora_rank {config.q_lora_rank}, head widths "
-                                       f"{config.qk_nope_head_dim} + {config.qk_rope_head_dim} (RoPE), values "
-                                       f"{config.v_head_dim}; the KV cache holds the latent, "
-                                       f"{(config.kv_lora_rank or 0) + (config.qk_rope_head_dim or 0)} a token and layer"),
-                                      (config.partial_rotary_factor, f"RoPE on {config.rope_dim} of each head's "
-                                       f"{config.head_dim}"),
-                                      (config.n_mtp_layers, f"{config.n_mtp_layers} multi-token prediction "
-                                       "module(s) in the checkpoint, counted apart (transformers does not build them)"),
-                                      (config.n_nope_layers, f"{config.n_nope_layers} layers without RoPE"),
-                                      (config.sliding_window, f"sliding window {config.sliding_window}" + (
-                                          f" in {windowed} of {config.n_layers} layers"
-                                          if 0 < windowed < config.n_layers else "")),
-                                      (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
-                                      (config.note, config.note),
-                                      (config.weight_format, _stated_format(config, given))) if on]
+    from symllm.arch.part_options import described  # what each part option adds to LLaMA's block, declared once
+    variants = [*described(config), *(text for on, text in ((config.note, config.note),
+                                                            (config.weight_format, _stated_format(config, given)))
+                                      if on)]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
     if config.n_experts is None and len(config.groups) == 1:

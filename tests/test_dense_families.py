@@ -44,9 +44,11 @@ def _hf_model(raw: dict, device: str = "meta"):
 
 def _hf_kinds(raw: dict) -> dict:
     """numel per symllm kind of transformers' model for ``raw`` (meta device), and the total."""
-    post_norm = raw["model_type"] in ("olmo2", "gemma2", "gemma3_text")
     model = _hf_model(raw)
     out = {"total": sum(p.numel() for p in model.parameters())}  # a tied matrix once
+    # a block with a norm after its feed-forward (OLMo 2, Gemma 2, 3) has one after attention too: its
+    # post_attention_layernorm is that one, not the pre-feed-forward norm (read off transformers' own modules)
+    post_norm = any(name.endswith("post_feedforward_layernorm.weight") for name, _ in model.named_parameters())
     for name, p in model.named_parameters():
         leaf = name.split(".")[-2]
         kind = ("post_attention_norm" if post_norm else "ffn_norm") if leaf == "post_attention_layernorm" \

@@ -15,31 +15,30 @@ import sympy as sp
 from symllm.arch import components as C
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, Rules, linear
+from symllm.arch.part_options import OPTIONS as REGISTRY
 from symllm.costs import finetune, parallel, stacks
 from symllm.costs.workloads import Workload, lora_targets
 from symllm.errors import SymllmError
 
 from .conftest import requires
 
-#: every structural option of components.model(), each switched on (its choices where it has several)
+#: every structural option of components.model(), each switched on (its choices where it has several): the
+#: registry's (symllm.arch.part_options), with the kinds and the variants that draw each value of theirs
 OPTIONS = {
-    "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
-    "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "shared_expert": (True,),
-    "partial_rope": (True,),
+    **{o.field: o.choices for o in REGISTRY if o.axis == "structure" and o.models in ("gqa", "both")},
+    "causal": (True,),
     # every value of every LayerKind field, alone and beside a dense layer (d_fd) and a layer without RoPE
     # (with Llama 4's temperature, and without: EXAONE 4's)
     "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding"),
                                           C.LayerKind(rotary=False)),
               (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True))),
-    "shared_gate": (True,), "sinks": (True,), "moe_bias": (True,), "clamped": (True,), "fused_lora": (True,),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
                 norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True)),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
 #: QK-norm, windows, Llama 4's shared expert and layers without RoPE)
-LATENT_OPTIONS = {"tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "causal": (True,),
-                  "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe"))),
-                  "shared_experts": (True,), "latent": ("q_lora", "q_proj"), "mtp": (True,)}
+LATENT_OPTIONS = {**{o.field: o.choices for o in REGISTRY if o.axis == "structure" and o.models in ("latent", "both")},
+                  "causal": (True,), "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe")))}
 
 
 def _every_model():
@@ -58,6 +57,9 @@ def test_options_cover_every_model_switch():
     for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
             {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False)}[field])}, field
+    for o in REGISTRY:  # each variant option's every choice is in a variant OPTIONS draws
+        if o.axis == "variant":
+            assert {getattr(v, o.field) for v in OPTIONS["variant"]} >= set(o.choices), o.name
 
 
 def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():

@@ -10,10 +10,11 @@ files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field r
 :mod:`~symllm.arch.resolved` (any config, preset name or path to its spec, model and parameter counts),
 :mod:`~symllm.arch.families` (how each HF ``model_type`` reads its config.json, one module per family),
 :mod:`~symllm.arch.hub` (a model folder, or a Hub id in the local Hugging Face cache: no network),
-:mod:`~symllm.arch.quantization` (a config.json's ``quantization_config`` read whole: its weight format).
+:mod:`~symllm.arch.quantization` (a config.json's ``quantization_config`` read whole: its weight format),
+:mod:`~symllm.arch.part_options` (each part option declared once: its config fields, axis, parts, reference).
 """
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "layers", "components", "keeps", "config",
                                                                      "specs", "resolved", "dtypes", "families", "hub",
-                                                                     "algebra", "quantization")})
+                                                                     "algebra", "quantization", "part_options")})

@@ -21,6 +21,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
 from symllm.arch.config import SPEC_FIELDS, ModelConfig, load
 from symllm.arch.layers import LayerKind, Structure, Variant
+from symllm.arch.part_options import structure_options, variant_options
 from symllm.numbers.kernels import compile_expr
 
 __all__ = ["Spec", "Structure", "LayerKind", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model"]
@@ -131,14 +132,13 @@ class Spec:
 
 
 def variant_of(config: ModelConfig) -> Variant:
-    """The :class:`~symllm.arch.components.Variant` of a config's blocks (LLaMA's unless a family says otherwise).
+    """The :class:`~symllm.arch.components.Variant` of a config's blocks (LLaMA's unless a family says otherwise):
+    each variant option's value (:data:`symllm.arch.part_options.OPTIONS`).
 
     >>> variant_of(load("llama3-8b")) == Variant()
     True
     """
-    return Variant(fused=config.fused, norms=config.norms, activation=config.activation,
-                   norm_offset=config.norm_offset, embed_scale=config.embed_scale,
-                   attn_softcap=config.attn_softcap is not None, final_softcap=config.final_softcap is not None)
+    return Variant(**variant_options(config))
 
 
 @lru_cache(maxsize=4096)
@@ -151,13 +151,8 @@ def spec_of(config: ModelConfig) -> Spec:
         args = {"d": config.dim, "m": config.multiple_of, "f": config.ffn_dim_multiplier}
         kernel = hidden_dim_kernel(rule)
         d_ff = kernel(**{a.name: args[a.name] for a in kernel.args})
-    structure = Structure(tied=config.tie_embeddings, attention_bias=config.attention_bias,
-                          mlp_bias=config.mlp_bias, qkv_bias=config.qkv_bias, qk_norm=config.qk_norm, hidden=rule,
-                          shared_expert=config.shared_expert, kinds=tuple(kind for kind, _ in config.groups),
-                          latent=config.latent, shared_experts=config.n_shared_experts is not None,
-                          partial_rope=config.partial_rotary_factor is not None, mtp=config.n_mtp_layers > 0,
-                          shared_gate=config.shared_hidden_dim is not None, sinks=config.attention_sinks,
-                          moe_bias=config.moe_bias, clamped=config.clamped_swiglu, fused_lora=config.peft_fused_experts,
+    # every structural option as the registry reads it (symllm.arch.part_options); the kinds are the family's
+    structure = Structure(**structure_options(config), kinds=tuple(kind for kind, _ in config.groups),
                           variant=variant_of(config))
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,

@@ -18,6 +18,7 @@ from symllm.arch.components.mixture import moe
 from symllm.arch.components.mlp import feed_forward, meta_hidden_dim
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import COMPONENTS, group_names, LayerKind, Structure, Variant
+from symllm.arch.part_options import OPTIONS, every_part
 from symllm.arch.symbols import beta_a, d, d_fd, d_ff, GROUP_COUNTS, L, L_mtp
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
@@ -177,21 +178,18 @@ def component(name: str, whole: Component | None = None) -> Component:
 
 
 #: model() with every structural option switched on: every factory's parts, each at least once
-#: (:func:`lora_names` reads the declarations from it; a new option belongs here)
-EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
-                  partial_rope=True,
+#: (:func:`lora_names` reads the declarations from it): each option's value with every part on
+#: (:attr:`symllm.arch.part_options.Option.on`), and a kind of layer for each way layers differ
+EVERY_PART = dict(every_part(),
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
                          LayerKind(ffn="moe", rotary=False, temperature=True)),
-                  variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
-                                  attn_softcap=True, final_softcap=True),
-                  shared_gate=True, sinks=True, moe_bias=True, clamped=True, fused_lora=True)
+                  variant=Variant(**{o.field: o.on for o in OPTIONS if o.axis == "variant" and o.on is not None}))
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s
 EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True))
 #: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
 #: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
-EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, shared_experts=True, latent="q_lora",
-                         kinds=(LayerKind(), LayerKind(ffn="moe")))
+EVERY_LATENT_PART = dict(every_part(latent=True), kinds=(LayerKind(), LayerKind(ffn="moe")))
 
 
 def lora_names() -> dict[str, str]:

@@ -1,0 +1,295 @@
+"""The part options, declared once each: what a config field sets in the component tree.
+
+An :class:`Option` says, for one way a model differs from LLaMA's: the :class:`~symllm.arch.config.ModelConfig`
+field(s) it is read from and their default, the axis it sets (a :class:`~symllm.arch.layers.Structure`
+field, a :class:`~symllm.arch.layers.Variant` field, or a :class:`~symllm.arch.layers.LayerKind` field that
+a family states per layer), the components it contributes (each declares its own Hugging Face, GGUF and
+LoRA names on its :class:`~symllm.arch.components.Rules`), its value with every part switched on (what the
+LoRA vocabulary and tests/test_rules.py build), what the torch reference (:mod:`symllm.reference`) does
+with it, and the line ``symllm count`` prints for it. From :data:`OPTIONS` come the structure of a config
+(:func:`structure_options`, :func:`variant_options`: what :func:`symllm.arch.specs.spec_of` builds), the
+lines ``count`` prints (:func:`described`), the models with every part
+(:data:`symllm.arch.components.EVERY_PART`) and the tests' lists of options.
+
+This module loads no SymPy (config files are read with it).
+
+>>> from symllm.arch.config import load
+>>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
+('rmsnorm', 'sandwich')
+>>> [o.name for o in OPTIONS if o.axis == "kind"]
+['moe', 'nope', 'temperature', 'sliding', 'chunked']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+from symllm.arch.layers import LATENT, LayerKind, Structure, Variant
+from symllm.errors import SymllmError
+
+__all__ = ["Option", "OPTIONS", "AXES", "option", "structure_options", "variant_options", "described",
+           "every_part"]
+
+#: the axes an option sets: a field every layer shares (``structure``), what a dense family changes of
+#: LLaMA's block (``variant``), a way layers differ (``kind``: a family states it per layer), or none
+#: (``size``: a width of parts another option contributes, read as a number)
+AXES = ("structure", "variant", "kind", "size")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One part option, declared once (module docstring).
+
+    >>> option("sinks").config, option("sinks").parts, option("sinks").on
+    (('attention_sinks',), ('sinks',), True)
+    """
+
+    #: its name (the axis field's, where it has one)
+    name: str
+    #: the ModelConfig field(s) it is read from
+    config: tuple[str, ...]
+    #: what those fields default to (LLaMA's block), one per field
+    default: tuple
+    #: the axis it sets (:data:`AXES`)
+    axis: str
+    #: the axis field it sets (a Structure, Variant or LayerKind field; "" for a size)
+    field: str
+    #: the value of that field for a config (default: the config field as it is)
+    value: Callable[[Any], Any] | None = None
+    #: the components it contributes to the tree (symllm's names; each declares its own names and rules)
+    parts: tuple[str, ...] = ()
+    #: the values tests/test_rules.py switches it to (its choices where it has several)
+    choices: tuple = ()
+    #: its value with every part switched on (symllm.arch.components.EVERY_PART); None: not switched on there
+    on: Any = None
+    #: the attention it goes with: "gqa" (every option but DeepSeek's), "latent" (with latent attention only,
+    #: as the tests draw it) or "both"
+    models: str = "gqa"
+    #: what the torch reference (symllm/reference.py) does with it; "": the reference does not build it
+    #: (windows, a partial rotary, ...: transformers' own classes check those)
+    reference: str = ""
+    #: the line ``symllm count`` prints for a config that has it ("" where another line says it)
+    text: Callable[[Any], str] | None = None
+    #: one line: what it is
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.axis not in AXES:
+            raise SymllmError(f"axis: unknown {self.axis!r} (known: {', '.join(AXES)})")
+        if self.models not in ("gqa", "latent", "both"):
+            raise SymllmError(f"models: unknown {self.models!r} (known: gqa, latent, both)")
+        if len(self.default) != len(self.config):
+            raise SymllmError(f"{self.name}: one default per config field ({self.config})")
+
+    def read(self, config) -> Any:
+        """The axis value for ``config`` (its first config field as it is, unless :attr:`value` says)."""
+        return self.value(config) if self.value is not None else getattr(config, self.config[0])
+
+
+def _on(field: str, doc: str, ref: str, text: str = "", *, axis: str = "structure", parts=(), config=None,
+        choices=(True,), on=True, models="gqa") -> Option:
+    """A boolean option read from the config field ``config`` (default: ``field``), False by default."""
+    name = config or field
+    return Option(field, (name,), (False,), axis, field, parts=parts, choices=choices, on=on, models=models,
+                  reference=ref, text=(lambda c: text if getattr(c, name) else "") if text else None, doc=doc)
+
+
+def _moe_text(c) -> str:
+    shared = (f"; a gated shared expert of width {c.shared_hidden_dim}" if c.shared_hidden_dim else
+              "; a shared expert" if c.shared_expert else "")
+    return (f"mixture of experts: {c.n_experts} experts, {c.experts_per_token} per token, in {c.n_moe_layers} "
+            f"of {c.n_layers} layers" + shared)
+
+
+def _window_text(c) -> str:
+    windowed = sum(count for kind, count in c.groups if kind.window == "sliding")
+    return f"sliding window {c.sliding_window}" + (f" in {windowed} of {c.n_layers} layers"
+                                                   if 0 < windowed < c.n_layers else "")
+
+
+def _latent_text(c) -> str:
+    return (f"multi-head latent attention: kv_lora_rank {c.kv_lora_rank}, q_lora_rank {c.q_lora_rank}, head widths "
+            f"{c.qk_nope_head_dim} + {c.qk_rope_head_dim} (RoPE), values {c.v_head_dim}; the KV cache holds the "
+            f"latent, {(c.kv_lora_rank or 0) + (c.qk_rope_head_dim or 0)} a token and layer")
+
+
+_QK_TEXT = {"rmsnorm": "QK-norm (rmsnorm of width d_h)", "l2": "QK-norm (weightless L2, in the RoPE layers)",
+            "full": "QK-norm over the whole q and k (rmsnorm of n_h*d_h and n_kv*d_h)"}
+_NORMS_TEXT = {"post": "norms after attention and feed-forward",
+               "sandwich": "norms before and after attention and feed-forward"}
+
+#: every part option, in the order ``symllm count`` describes them
+OPTIONS: tuple[Option, ...] = (
+    _on("attention_bias", "biases on wq, wk, wv, wo (HF attention_bias)", "nn.Linear(bias=True) on wq, wk, wv, wo",
+        "biases on wq, wk, wv, wo", models="both"),
+    Option("qkv_bias", ("qkv_bias",), (False,), "structure", "qkv_bias", choices=(True,), on=True,
+           reference="nn.Linear(bias=True) on wq, wk, wv (Qwen2Attention)",
+           text=lambda c: "biases on wq, wk, wv" if c.qkv_bias and not c.attention_bias else "",
+           doc="biases on wq, wk, wv only (Qwen2)"),
+    _on("mlp_bias", "biases on w1, w2, w3 (HF mlp_bias)", "nn.Linear(bias=True) on w1, w2, w3",
+        "biases on w1, w2, w3", models="both"),
+    Option("qk_norm", ("qk_norm",), (None,), "structure", "qk_norm", parts=("q_norm", "k_norm"),
+           choices=("rmsnorm", "l2"), on="rmsnorm",
+           reference="RMSNorm(head_dim) on each q/k head (Qwen3), over the whole q and k (OLMo 2), weightless "
+                     "L2 after RoPE (Llama 4)",
+           text=lambda c: _QK_TEXT.get(c.qk_norm, ""), doc="a norm on q and k: per head (Qwen3, Llama 4's L2) or "
+                                                           "over the whole width (OLMo 2)"),
+    _on("fused", "fused projections wqkv and w13 (Phi-3)", "wqkv sliced into q, k, v; w13 chunked into gate, up",
+        "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)", axis="variant", parts=("wqkv", "w13"), on=None),
+    Option("norms", ("norms",), ("pre",), "variant", "norms", parts=("post_attention_norm", "post_ffn_norm"),
+           choices=("post", "sandwich"), on="sandwich",
+           reference="RMSNorm of each branch's output before its residual add (post: OLMo 2; sandwich: Gemma 2, 3)",
+           text=lambda c: _NORMS_TEXT.get(c.norms, ""), doc="where a block's norms sit (NORMS)"),
+    Option("activation", ("activation",), ("silu",), "variant", "activation", choices=("gelu_tanh",),
+           on="gelu_tanh", reference="F.gelu(approximate='tanh') in place of SiLU",
+           text=lambda c: "GeGLU (gelu_pytorch_tanh)" if c.activation == "gelu_tanh" else "",
+           doc="the gated feed-forward's activation (ACTIVATIONS: Gemma's GeGLU)"),
+    _on("norm_offset", "RMSNorm scales by 1 + weight (Gemma)", "RMSNorm(offset=True): output * (1 + weight)",
+        "RMSNorm by (1 + weight)", axis="variant"),
+    _on("embed_scale", "embeddings times sqrt(d) (Gemma)", "h = embedding * sqrt(dim)",
+        "embeddings scaled by sqrt(d)", axis="variant"),
+    Option("attn_softcap", ("attn_softcap",), (None,), "variant", "attn_softcap",
+           value=lambda c: c.attn_softcap is not None, choices=(True,), on=True,
+           reference="scores = c * tanh(scores / c) before the mask",
+           text=lambda c: f"attention scores soft-capped at {c.attn_softcap:g}" if c.attn_softcap else "",
+           doc="attention scores soft-capped at the value (Gemma 2)"),
+    Option("final_softcap", ("final_softcap",), (None,), "variant", "final_softcap",
+           value=lambda c: c.final_softcap is not None, choices=(True,), on=True,
+           reference="logits = c * tanh(logits / c)",
+           text=lambda c: f"final logits soft-capped at {c.final_softcap:g}" if c.final_softcap else "",
+           doc="final logits soft-capped at the value (Gemma 2)"),
+    Option("moe", ("n_experts", "experts_per_token"), (None, None), "kind", "ffn", parts=("moe", "router", "experts"),
+           reference="MoE(router, n_experts SwiGLU experts, top-k) in the layers of kind moe",
+           text=lambda c: _moe_text(c) if c.n_experts else "",
+           doc="a mixture of experts in the layers whose kind says ffn='moe' (the family states which)"),
+    _on("shared_expert", "Llama 4's shared expert (a SwiGLU of width d_ff every token runs)",
+        "a dense SwiGLU beside the experts", parts=("shared_expert",)),
+    Option("shared_gate", ("shared_hidden_dim",), (None,), "structure", "shared_gate",
+           value=lambda c: c.shared_hidden_dim is not None, parts=("shared_expert_gate",), choices=(True,), on=True,
+           reference="the shared expert of its own width, scaled by sigmoid(shared_expert_gate(x))",
+           doc="Qwen2-MoE's gated shared expert of its own width d_se"),
+    Option("shared_experts", ("n_shared_experts",), (None,), "structure", "shared_experts",
+           value=lambda c: c.n_shared_experts is not None, parts=("shared_experts",), choices=(True,), on=None,
+           models="latent", reference="one SwiGLU of n_shared_experts x hidden_dim every token runs",
+           text=lambda c: f"{c.n_shared_experts} shared experts of width {c.hidden_dim}" if c.n_shared_experts else "",
+           doc="DeepSeek's shared experts"),
+    _on("moe_bias", "gpt-oss's biases on the router and the experts", "biases on the router and every expert",
+        "biases on the router and the experts"),
+    _on("clamped", "gpt-oss's clamped SwiGLU experts", "the clamped SwiGLU in the experts",
+        "clamped SwiGLU experts", config="clamped_swiglu"),
+    _on("sinks", "gpt-oss's attention sinks (a learned logit per query head)",
+        "a column of sink logits in the softmax, dropped after it", "attention sinks", parts=("sinks",),
+        config="attention_sinks"),
+    Option("dense_width", ("dense_hidden_dim",), (None,), "size", "",
+           text=lambda c: f"dense layers of width {c.dense_hidden_dim}" if c.dense_hidden_dim else "",
+           reference="the dense layers' SwiGLU of width dense_hidden_dim",
+           doc="the dense layers' width d_fd beside MoE layers (Llama 4's intermediate_size_mlp)"),
+    Option("latent", ("kv_lora_rank", "q_lora_rank"), (None, None), "structure", "latent",
+           value=lambda c: c.latent, parts=("wq_a", "q_a_norm", "wq_b", "wkv_a", "kv_a_norm", "wkv_b"),
+           choices=tuple(LATENT[1:]), on=None, models="latent", reference="LatentAttention (DeepSeek-V3's MLA)",
+           text=lambda c: _latent_text(c) if c.kv_lora_rank else "",
+           doc="multi-head latent attention (DeepSeek-V2, V3)"),
+    Option("partial_rope", ("partial_rotary_factor",), (None,), "structure", "partial_rope",
+           value=lambda c: c.partial_rotary_factor is not None, choices=(True,), on=True,
+           text=lambda c: (f"RoPE on {c.rope_dim} of each head's {c.head_dim}" if c.partial_rotary_factor
+                           else ""),
+           doc="RoPE on part of each head (GLM-4.5, Phi-4-mini's partial_rotary_factor)"),
+    Option("mtp", ("n_mtp_layers",), (0,), "structure", "mtp", value=lambda c: c.n_mtp_layers > 0,
+           choices=(True,), on=None, models="latent",
+           text=lambda c: (f"{c.n_mtp_layers} multi-token prediction module(s) in the checkpoint, counted apart "
+                           "(transformers does not build them)") if c.n_mtp_layers else "",
+           doc="multi-token-prediction modules the checkpoint stores (reported apart)"),
+    Option("nope", ("layers",), (None,), "kind", "rotary", reference="no rotation in the layers of kind rotary=False",
+           text=lambda c: f"{c.n_nope_layers} layers without RoPE" if c.n_nope_layers else "",
+           doc="layers without RoPE (Llama 4's, EXAONE 4's full-attention layers)"),
+    Option("temperature", ("layers",), (None,), "kind", "temperature", parts=("temperature",),
+           reference="queries scaled by log(floor((pos + 1) / 8192) + 1) * 0.1 + 1",
+           doc="Llama 4's query temperature in its layers without RoPE (attn_temperature_tuning)"),
+    Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window",
+           text=lambda c: _window_text(c) if c.sliding_window else "",
+           doc="a sliding window of W keys in the layers of kind window='sliding'"),
+    Option("chunked", ("attention_chunk", "layers"), (None, None), "kind", "window",
+           text=lambda c: f"attention chunks of {c.attention_chunk}" if c.attention_chunk else "",
+           doc="chunked attention (Llama 4's RoPE layers)"),
+    _on("tied", "lm_head shares the embedding matrix", "output.weight = tok_embeddings.weight",
+        config="tie_embeddings", choices=(False, True), on=None, models="both"),
+    Option("hidden", ("hidden_dim", "ffn_dim_multiplier"), (None, None), "structure", "hidden",
+           value=lambda c: c.hidden_rule, choices=("meta",), on=None,
+           reference="FeedForward's hidden size rule (meta_hidden_dim)",
+           doc="where d_ff comes from: a stated width, or Meta's rounding with or without a multiplier"),
+    _on("fused_lora", "PEFT adapts the fused routed experts (Qwen3-MoE): their LoRA targets are refused", "",
+        config="peft_fused_experts"),  # no part and no count: a LoRA refusal
+)
+
+
+def option(name: str) -> Option:
+    """The option called ``name``.
+
+    >>> option("norms").choices
+    ('post', 'sandwich')
+    """
+    for o in OPTIONS:
+        if o.name == name:
+            return o
+    raise SymllmError(f"option: unknown {name!r} (known: {', '.join(o.name for o in OPTIONS)})")
+
+
+def structure_options(config) -> dict:
+    """The :class:`~symllm.arch.layers.Structure` fields a config sets (the kinds and the variant aside).
+
+    >>> from symllm.arch.config import load
+    >>> structure_options(load("gemma-2b"))["tied"], structure_options(load("deepseek-v3"))["shared_experts"]
+    (True, True)
+    """
+    return {o.field: o.read(config) for o in OPTIONS if o.axis == "structure"}
+
+
+def variant_options(config) -> dict:
+    """The :class:`~symllm.arch.layers.Variant` fields a config sets.
+
+    >>> from symllm.arch.config import load
+    >>> variant_options(load("olmo-2-7b"))["norms"], variant_options(load("gemma-2-2b"))["attn_softcap"]
+    ('post', True)
+    """
+    return {o.field: o.read(config) for o in OPTIONS if o.axis == "variant"}
+
+
+def described(config) -> list[str]:
+    """The lines ``symllm count`` prints for what a config's options add to LLaMA's block, in :data:`OPTIONS`' order.
+
+    >>> from symllm.arch.config import load
+    >>> described(load("olmo-2-7b"))
+    ['QK-norm over the whole q and k (rmsnorm of n_h*d_h and n_kv*d_h)', 'norms after attention and feed-forward']
+    """
+    return [line for o in OPTIONS if o.text is not None for line in (o.text(config),) if line]
+
+
+def every_part(latent: bool = False) -> dict:
+    """The :class:`~symllm.arch.layers.Structure` options with every part switched on (those beside latent
+    attention, with ``latent``; its own ``latent`` too), the kinds and the variant aside: each option's :attr:`Option.on`.
+
+    >>> every_part()["qk_norm"], "latent" in every_part(), every_part(latent=True)["latent"]
+    ('rmsnorm', False, 'q_lora')
+    """
+    models = ("latent", "both") if latent else ("gqa", "both")
+    out = {o.field: o.on for o in OPTIONS if o.axis == "structure" and o.on is not None and o.models in models}
+    if latent:
+        out.update(latent=LATENT[1], shared_experts=True)
+    return out
+
+
+def _check() -> None:
+    """Each axis field an option names exists, and every field of the axes is some option's (or the kinds' and
+    the variant's own place in the Structure)."""
+    axes = {"structure": Structure, "variant": Variant, "kind": LayerKind}
+    for o in OPTIONS:
+        if o.axis in axes and o.field not in {f.name for f in fields(axes[o.axis])}:
+            raise SymllmError(f"{o.name}: {o.axis} has no field {o.field!r}")
+    named = {(o.axis, o.field) for o in OPTIONS}
+    for axis, cls in axes.items():
+        for f in fields(cls):
+            if (axis, f.name) not in named and not (axis == "structure" and f.name in ("kinds", "variant")):
+                raise SymllmError(f"{axis}.{f.name}: no option declares it (symllm.arch.part_options)")
+
+
+_check()
