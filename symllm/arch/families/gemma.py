@@ -102,11 +102,9 @@ GEMMA2 = register(Family(
               "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True},
     activation=("hidden_activation", _TANH),
     presets="config.json of google/gemma-2-2b, google/gemma-2-9b, google/gemma-2-27b"))
-GEMMA3_TEXT = register(Family(
-    model_type="gemma3_text", fields=_gemma3, reads=("attention_bias",), layer_types=_LAYERS, models=_SOFTCAPS,
-    wrappers=("gemma3",), qk_norm="rmsnorm",
-    defaults={"vocab_size": 262208, "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
-              "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True},
-    activation=("hidden_activation", _TANH),
+#: Gemma 2 with Gemma 3's per-head QK-norm (1 + weight), its vocabulary and its layer pattern
+GEMMA3_TEXT = register(GEMMA2.extend(
+    "gemma3_text", fields=_gemma3, wrappers=("gemma3",), qk_norm="rmsnorm",
+    defaults={**GEMMA2.defaults, "vocab_size": 262208},
     presets="config.json of google/gemma-3-1b-pt, and the text_config of google/gemma-3-4b-pt, "
             "google/gemma-3-12b-pt, google/gemma-3-27b-pt"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields as _dataclass_fields, replace
 
 from symllm.arch.layers import LayerKind, runs as _runs
 from symllm.errors import SymllmError
@@ -111,6 +111,21 @@ class Family:
     #: the key its class reads the feed-forward's activation from, and the values it models -> the
     #: activation (ModelConfig.activation); another value is refused
     activation: tuple = ("hidden_act", {"silu": "silu", "swish": "silu"})
+
+    def extend(self, model_type: str, **changes) -> Family:
+        """A family for ``model_type`` that differs from this one only by ``changes`` (each a field, replaced
+        whole), as sympy builds ``SI = MKSA.extend(...)``: a family file states what differs from its base.
+        Its wrappers are its own (none unless given).
+
+        >>> from symllm.arch.families.qwen import QWEN2
+        >>> q = QWEN2.extend("qwen2_like", presets="a test")
+        >>> (q.model_type, q.qkv_bias, q.layer_types, q.wrappers)
+        ('qwen2_like', True, ('full_attention', 'sliding_attention'), ())
+        """
+        unknown = sorted(set(changes) - {f.name for f in _dataclass_fields(self)})
+        if unknown:
+            raise SymllmError(f"{unknown[0]}: not a field of Family")
+        return replace(self, model_type=model_type, **{"wrappers": (), **changes})
 
 
 _REGISTRY: dict[str, Family] = {}

@@ -33,7 +33,8 @@ def _mixtral(raw: dict, n_layers: int) -> dict:
 MISTRAL = register(Family(
     model_type="mistral", fields=_mistral, presets=_PRESETS, nullable=("head_dim",),
     defaults={"num_key_value_heads": 8, "sliding_window": 4096}))
-MIXTRAL = register(Family(
-    model_type="mixtral", fields=_mixtral, presets=_PRESETS, nullable=("head_dim",),
+#: Mistral with a mixture of experts in every layer, and no window by default
+MIXTRAL = register(MISTRAL.extend(
+    "mixtral", fields=_mixtral,
     defaults={"num_key_value_heads": 8, "sliding_window": None, "num_local_experts": 8, "num_experts_per_tok": 2},
     models=("num_local_experts", "num_experts_per_tok")))

@@ -36,8 +36,9 @@ def _fields(raw: dict, n_layers: int) -> dict:
     return {"hidden_dim": integer(raw, "intermediate_size"), **_window(raw, n_layers)}
 
 
-_SHARED = dict(presets=_PRESETS, nullable=("num_key_value_heads",), layer_types=("full_attention", "sliding_attention"))
-QWEN2 = register(Family(model_type="qwen2", fields=_fields, qkv_bias=True,
-                        defaults={"num_key_value_heads": 32}, **_SHARED))
-QWEN3 = register(Family(model_type="qwen3", fields=_fields, reads=("attention_bias",), qk_norm="rmsnorm",
-                        defaults={"num_key_value_heads": 32, "head_dim": 128}, **_SHARED))
+QWEN2 = register(Family(model_type="qwen2", fields=_fields, qkv_bias=True, defaults={"num_key_value_heads": 32},
+                        presets=_PRESETS, nullable=("num_key_value_heads",),
+                        layer_types=("full_attention", "sliding_attention")))
+#: Qwen2 with Qwen3's per-head QK-norm, attention_bias read in place of the fixed q/k/v biases, head_dim 128
+QWEN3 = register(QWEN2.extend("qwen3", qkv_bias=False, reads=("attention_bias",), qk_norm="rmsnorm",
+                              defaults={"num_key_value_heads": 32, "head_dim": 128}))
