@@ -734,7 +734,7 @@ def checkpoint_headers(draw) -> tuple[str, bytes]:
 # --- Phi-3, OLMo 2, Gemma 1-3 as HF config.json (tests/test_dense_families.py) ---
 
 #: the dense families beyond LLaMA's block (symllm.arch.families.phi3, olmo2, gemma)
-DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text")
+DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text", "exaone4")
 
 
 @st.composite
@@ -744,8 +744,10 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
     Phi-3's partial rotary (``partial_rotary_factor``, Phi-4-mini's 0.75, or 1);
     OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
     Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off, their local layers
-    from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``). Windows (Phi-3's,
-    Gemma's local layers') of ``window`` tokens, or from 2 to 8 (None; a window of 1 is left out:
+    from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``); EXAONE 4 with
+    ``head_dim`` stated or derived, its local layers (RoPE, a window) and global ones (no RoPE) from
+    ``layer_types`` or ``sliding_window_pattern``, or no window and every layer LLaMA's. Windows (Phi-3's,
+    Gemma's and EXAONE 4's local layers') of ``window`` tokens, or from 2 to 8 (None; a window of 1 is left out:
     transformers' cache keeps ``keys[:, :, -W + 1:]``, every key for W = 1). ``pad_token_id`` 0, as a small
     vocabulary needs."""
     kind = draw(st.sampled_from(DENSE_FAMILIES)) if family is None else family
@@ -756,7 +758,7 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
     raw = {"model_type": kind, "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
            "num_attention_heads": heads, "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
            "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6, "pad_token_id": 0}
-    if kind in ("phi3", "olmo2"):
+    if kind in ("phi3", "olmo2") or (kind == "exaone4" and draw(st.booleans())):
         raw["hidden_size"] = heads * hd  # head_dim derived: hidden_size // num_attention_heads
     else:
         raw.update(hidden_size=heads * draw(st.integers(1, 6)), head_dim=hd)  # Gemma 2, 3 check n_h divides d
@@ -769,7 +771,7 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
             raw["partial_rotary_factor"] = factor
         else:
             raw["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
-    if kind != "phi3":
+    if kind not in ("phi3", "exaone4"):
         raw["attention_bias"] = draw(st.booleans())
     if kind == "gemma":
         raw["hidden_act"] = draw(st.sampled_from(["gelu", "gelu_pytorch_tanh"]))
@@ -782,6 +784,13 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
                                                min_size=L, max_size=L))
         elif kind == "gemma3_text":
             raw["sliding_window_pattern"] = draw(st.integers(1, 4))
+    if kind == "exaone4":
+        types = st.lists(st.sampled_from(["sliding_attention", "full_attention"]), min_size=L, max_size=L)
+        # no window: every layer full (transformers' cache cannot hold a sliding layer without a window)
+        raw.update(draw(st.one_of(st.fixed_dictionaries({"sliding_window": st.just(window),
+                                                         "sliding_window_pattern": st.integers(1, 4)}),
+                                  st.fixed_dictionaries({"sliding_window": st.just(window), "layer_types": types}),
+                                  st.just({"sliding_window": None, "layer_types": ["full_attention"] * L}))))
     return raw
 
 

@@ -76,7 +76,10 @@ def saved(tmp_path_factory):
             # norms after attention and feed-forward (post_attention_layernorm, post_feedforward_layernorm),
             # OLMo 2's q/k norms over the whole width; Gemma 2's four norms a block (pre_feedforward_layernorm)
             ("olmo2", transformers.Olmo2ForCausalLM, transformers.Olmo2Config(**TINY)),
-            ("gemma2", transformers.Gemma2ForCausalLM, transformers.Gemma2Config(**TINY, head_dim=8))):
+            ("gemma2", transformers.Gemma2ForCausalLM, transformers.Gemma2Config(**TINY, head_dim=8)),
+            # EXAONE 4: OLMo 2's post-norms with Qwen3's per-head q/k norms, local and global layers
+            ("exaone4", transformers.Exaone4ForCausalLM, transformers.Exaone4Config(**TINY, sliding_window=4,
+                                                                                   sliding_window_pattern=2))):
         out[name] = _save(tmp_path_factory.mktemp(name), cls, cfg)
     return out
 
@@ -97,7 +100,7 @@ def _as_cache(root: Path, repo: str, folder: Path, commit: str = "0" * 40) -> Pa
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2", "olmo2",
-                                    "gemma2"])
+                                    "gemma2", "exaone4"])
 def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     """verify: every tensor of a save_pretrained checkpoint (sharded through its index, whose weight_map
     transformers wrote) agrees, exit 0; count --json: the checkpoint's bytes are torch's (numel × element

@@ -117,6 +117,44 @@ def test_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
     (Gemma's local layers beside its global ones); the KV cache holds what transformers' cache holds, but
     for the one position fewer it keeps in each sliding layer between steps once the window is full (the
     next step's own key completes it)."""
+    _generation_agrees(raw, b, s, n)
+
+
+@given(dense_family_configs("exaone4"), st.integers(1, 2), st.integers(1, 10), st.integers(0, 4))
+def test_exaone4_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
+    """The same for EXAONE 4 alone (its local layers with RoPE and a window beside global ones without
+    either), so that every profile draws it."""
+    _generation_agrees(raw, b, s, n)
+
+
+@given(dense_family_configs("exaone4"))
+def test_random_exaone4_configs_equal_transformers_on_meta(raw):
+    """Per kind, EXAONE 4's parameters equal Exaone4ForCausalLM's on the meta device."""
+    assert by_kind(symllm.params(from_hf(raw))) == {k: v for k, v in _hf_kinds(raw).items() if v}
+
+
+def test_exaone4_rotates_only_its_local_layers():
+    """Exaone4Attention applies RoPE in the layers with a window only (counted by wrapping transformers' own
+    apply_rotary_pos_emb over one forward), and symllm's tree has a rope in exactly those layers and no query
+    temperature anywhere (Llama 4's, which a layer without RoPE does not imply)."""
+    transformers, torch = requires("transformers"), requires("torch")
+    from unittest import mock
+    module = transformers.models.exaone4.modeling_exaone4
+    raw = {"model_type": "exaone4", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 24,
+           "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 4,
+           "sliding_window_pattern": 3, "pad_token_id": 0}
+    model = _hf_model(raw, "cpu").eval()
+    with mock.patch.object(module, "apply_rotary_pos_emb", wraps=module.apply_rotary_pos_emb) as rope, torch.no_grad():
+        model(torch.zeros(1, 5, dtype=torch.long))
+    counts = symllm.params(from_hf(raw))  # one entry per group of blocks, times its count
+    spec = symllm.spec(from_hf(raw))
+    ropes = sum(count for (kind, count) in spec.config.groups if kind.rotary)
+    assert rope.call_count == ropes == 4  # layers 0, 1, 3, 4 of 6: every third is global
+    assert not any(k.endswith("/temperature") for k in counts)
+    assert not any(c.name == "temperature" for c in spec.model().walk())
+
+
+def _generation_agrees(raw: dict, b: int, s: int, n: int) -> None:
     steps, held, sliding = _generate(raw, b, s, n)
     cfg = from_hf(raw)
     # transformers' loop runs the prompt as a plain forward: every position's logits (--logits all)
