@@ -66,6 +66,7 @@ ELEMENTWISE = {
     "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
     "scale": 1,     # Llama 4's attention temperature on the queries of a layer without RoPE
     "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
+    "shared": 1,    # per element of a shared expert's output: its add into the routed experts' sum
     "sigmoid": 4,   # 1 / (1 + exp(-x)): negate, exp, add, divide (Qwen2-MoE's shared-expert gate)
     # gpt-oss's clamped SwiGLU per element of d_ff: clamp the gate from above (1), the up projection on both
     # sides (2), scale the gate by alpha = 1.702 (1), its sigmoid (4), gate * sigmoid (1), up + 1 (1), the product (1)
@@ -558,16 +559,17 @@ def _structure(structure: Structure | None, options: dict) -> Structure:
 def sinks() -> Component:
     """gpt-oss's attention sinks: one learned logit per query head (``n_h`` parameters per layer), appended to
     every row of scores before the softmax and dropped after it, so that a query may attend to "nothing".
-    No matmul; the softmax runs over one more entry per query and head (``ELEMENTWISE['softmax']`` each),
-    and nothing enters the KV cache.
+    No matmul; the softmax runs over one more entry per query and head (``ELEMENTWISE['softmax']`` each but
+    the ``1/√d_h`` scale a learned logit never gets: 4), and nothing enters the KV cache.
 
     >>> sinks().params, sinks().elementwise
-    (n_h, 5*b*n_h*s)
+    (n_h, 4*b*n_h*s)
     """
     # split with the query heads under tensor parallelism (transformers' GptOssConfig plan: "local_rowwise";
     # vLLM's GptOssAttention holds num_attention_heads // tp_size of them); no LoRA target; a vector, kept
     # in the model's dtype by every weight format
-    return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
+    # the sink entry is a learned logit, never scaled by 1/sqrt(d_h): the softmax's work on it but that scale
+    return Component("sinks", params=n_h, elementwise=(ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
                      rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)"))
 
@@ -911,11 +913,13 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         width = d_se if gated else d_ff
         ffn = feed_forward(name="shared_expert", width=width)
         extra = (ffn.replace(saved=beta_a * 3 * _T * width,  # its input is the router's, counted once here
+                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * _T * d,  # added to the routed sum
                              doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
                              "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
     if shared_experts:
         ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias)
         extra = (ffn.replace(saved=beta_a * 3 * _T * d_se,  # its input is the router's, counted once here
+                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * _T * d,  # added to the routed sum
                              doc="self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)"
                                  "  # every token"),)
     if gated:
