@@ -180,3 +180,35 @@ def test_elementwise_prefill_equals_the_oracle(kind, data, b, s):
     model = _model(raw)
     assert symllm.params(from_hf(raw))["total"] == sum(p.numel() for p in model.parameters())
     assert _symllm(raw, b, s) == _convention(_count(model, b, s), model, raw, b, s)
+
+
+# --- every family registered is tested against transformers ---------------------------------------------
+
+#: registered model types without a transformers class in the installed transformers -> why they are exempt
+#: from the transformers tests (each must really be missing from transformers' CONFIG_MAPPING)
+EXEMPT: dict[str, str] = {}
+
+
+def _params_properties() -> set[str]:
+    """The families the per-kind parameter properties draw (each parametrized by family)."""
+    from . import test_dense_families, test_family, test_mla, test_moe
+    return {*test_family.KINDS, *test_moe.KINDS, *test_mla.KINDS, *test_dense_families.KINDS}
+
+
+def test_every_registered_family_has_transformers_tests():
+    """Every model type symllm reads (the family registry: symllm/arch/families/, a family added later
+    included) is drawn by a parameter property against transformers' class (per kind of parameter) and by the
+    element-wise property above, or is in :data:`EXEMPT` with its reason because the installed transformers has
+    no class for it. A wrapper (``llama4``, ``gemma3``: a multimodal config whose ``text_config`` symllm reads)
+    is its family's text model, covered with it."""
+    from symllm.arch.families.hf import registry
+    families = {family.model_type for family in registry().values()}
+    params, elementwise = _params_properties(), set(FAMILIES)
+    missing = {kind: [what for what, covered in (("params", params), ("element-wise", elementwise))
+                      if kind not in covered] for kind in sorted(families - set(EXEMPT))}
+    gaps = {kind: tests for kind, tests in missing.items() if tests}
+    assert not gaps, f"registered families without a transformers test (model type: what is missing): {gaps}"
+    assert params <= families and elementwise <= families  # nothing tested that symllm does not read
+    if EXEMPT:
+        transformers = requires("transformers")
+        assert not set(EXEMPT) & set(transformers.CONFIG_MAPPING), "exempt, yet transformers has the class"
