@@ -7,7 +7,7 @@ under one written convention, :data:`WEIGHTS`. It reads nothing of symllm (no La
 ELEMENTWISE table): what it counts is what transformers computes, so a term symllm gives a layer that the
 layer never computes (or leaves out) shows as a difference.
 
-The convention (docs/conventions.md, "Element-wise work"), stated here in aten terms:
+The convention (docs/conventions.md: the `elementwise` bucket of "FLOPs and memory"), stated here in aten terms:
 
 - an arithmetic op (``add``, ``sub``, ``mul``, ``div``, ``pow`` by 2, ``rsqrt``, ``exp``, ``tanh``, ...) is
   1 FLOP per output element; a complex ``mul`` (Llama 4's RoPE) 6 per complex element (4 multiplies, 2 adds);
