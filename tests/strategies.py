@@ -744,7 +744,8 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
     GQA/MQA/MHA; Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
     Phi-3's partial rotary (``partial_rotary_factor``, Phi-4-mini's 0.75, or 1);
     OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
-    Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off, their local layers
+    Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off (Gemma 3's final logits
+    only: its class never caps the scores, and symllm refuses a value there), their local layers
     from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``). Windows (Phi-3's,
     Gemma's local layers') of ``window`` tokens, or from 2 to 8 (None; a window of 1 is left out:
     transformers' cache keeps ``keys[:, :, -W + 1:]``, every key for W = 1). ``pad_token_id`` 0, as a small
@@ -776,7 +777,7 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
         raw["hidden_act"] = draw(st.sampled_from(["gelu", "gelu_pytorch_tanh"]))
     if kind in ("gemma2", "gemma3_text"):
         caps = st.one_of(st.none(), st.floats(1.0, 100.0))
-        raw.update(sliding_window=window, attn_logit_softcapping=draw(caps),
+        raw.update(sliding_window=window, attn_logit_softcapping=draw(caps) if kind == "gemma2" else None,
                    final_logit_softcapping=draw(caps), query_pre_attn_scalar=draw(st.integers(1, 300)))
         if draw(st.booleans()):
             raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),

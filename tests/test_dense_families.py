@@ -307,6 +307,10 @@ def test_gemma3_multimodal_config_counts_its_text_config(cli, tmp_path):
     (dict(preset_info("gemma-2-2b")["config"], hidden_activation="silu"), "hidden_activation: 'silu' is not"),
     (dict(preset_info("gemma-2-2b")["config"], attn_logit_softcapping=-1.0), "attn_logit_softcapping: "),
     (dict(preset_info("gemma-3-1b")["config"], use_bidirectional_attention=True), "use_bidirectional_attention"),
+    # Gemma3Attention never passes its attn_logit_softcapping to the attention (the element-wise oracle saw no
+    # capped score): a value there is refused, not counted as 3 FLOPs a score transformers never computes
+    (dict(preset_info("gemma-3-1b")["config"], attn_logit_softcapping=50.0),
+     "attn_logit_softcapping: 50.0 is ignored by transformers' gemma3_text"),
     (dict(preset_info("gemma-3-1b")["config"], layer_types=["full_attention"] * 26),
      "layer_types: ['full_attention'"),
     (dict(preset_info("gemma-3-1b")["config"], layer_types=["chunked_attention"] * 26), "layer_types: 'chunked"),

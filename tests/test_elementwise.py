@@ -153,6 +153,23 @@ def test_sinks_cost_a_softmax_entry_without_the_scale():
     assert _symllm(raw, b, s) == _convention(counter, model, raw, b, s)
 
 
+def test_oracle_counts_gemma2_over_llama_by_hand():
+    """Gemma 2's element-wise work over a LLaMA of the same sizes, by hand (as tests/test_dense_families.py
+    writes it for symllm): GeGLU's gelu_pytorch_tanh 9 per element of d_ff against SiLU's 4; soft-capping 3 per
+    score of the dense s × s rectangle and per last-position logit (÷c, tanh, ×c); √d on every embedded element;
+    two more RMSNorms a block (4 per element); every norm's (1 + weight) once per call, d each (a weight-only
+    add, counted). The oracle's count of transformers' two models differs by exactly that."""
+    sizes = {"vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4}
+    b, s = 2, 5
+    T, d, V, L, d_ff, n_h = b * s, 16, 40, 2, 24, 4
+    per_block = T * d_ff * (9 - 4) + 3 * b * n_h * s * s + 2 * 4 * T * d + 4 * d
+    extra = L * per_block + 3 * b * V + T * d + d
+    gemma2 = _count(_model(dict(sizes, model_type="gemma2", sliding_window=64)), b, s).total
+    llama = _count(_model(dict(sizes, model_type="llama")), b, s).total
+    assert gemma2 - llama == extra
+
+
 def test_oracle_refuses_an_op_it_has_no_weight_for():
     """An op on activations that the convention does not name (erf, the exact GELU's) is an error naming it,
     never counted as nothing; the same op on a constant (positions) is not counted at all."""

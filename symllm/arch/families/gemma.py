@@ -8,8 +8,9 @@ SiLU; Gemma 1's legacy ``"gelu"`` is read as it, as transformers converts it), R
 embeddings by default. Gemma 2 and 3 add sandwich norms (before and after the attention and the
 feed-forward: four a block), ``query_pre_attn_scalar`` in place of ``head_dim`` in the score scale (no
 count), soft-capping of the attention scores and the final logits when set (``attn_logit_softcapping``,
-``final_logit_softcapping``; Gemma 2's class sets 50 and 30, Gemma 3's none), and local layers with a
-sliding window among global ones: ``layer_types``, or Gemma 2's alternation (even layers slide) and Gemma
+``final_logit_softcapping``; Gemma 2's class sets 50 and 30, Gemma 3's none; transformers' Gemma 3 never
+caps its scores, whatever ``attn_logit_softcapping`` says, so a value there is refused as ignored), and local
+layers with a sliding window among global ones: ``layer_types``, or Gemma 2's alternation (even layers slide) and Gemma
 3's ``sliding_window_pattern`` (every 6th layer global). The two RoPE bases of Gemma 3 (``rope_theta``,
 ``rope_local_base_freq``) change no count. Gemma 3 has an RMSNorm of width ``head_dim`` (``1 + weight``) on
 every query and key head. Every absent key takes the class's default; a true ``use_bidirectional_attention``
@@ -103,7 +104,8 @@ GEMMA2 = register(Family(
     activation=("hidden_activation", _TANH),
     presets="config.json of google/gemma-2-2b, google/gemma-2-9b, google/gemma-2-27b"))
 GEMMA3_TEXT = register(Family(
-    model_type="gemma3_text", fields=_gemma3, reads=("attention_bias",), layer_types=_LAYERS, models=_SOFTCAPS,
+    model_type="gemma3_text", fields=_gemma3, reads=("attention_bias",), layer_types=_LAYERS,
+    models=_SOFTCAPS, ignored={"attn_logit_softcapping": None},  # known, but Gemma3Attention never caps: refused
     wrappers=("gemma3",), qk_norm="rmsnorm",
     defaults={"vocab_size": 262208, "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
               "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True},
