@@ -272,13 +272,14 @@ def report_names() -> st.SearchStrategy[str]:
 # --- the LLaMA family: biases, QK-norm, HF model types (tests/test_family.py) ---
 
 @st.composite
-def hf_configs(draw) -> dict:
-    """A small HF config.json as transformers writes it for model_type llama, mistral, qwen2 or qwen3:
+def hf_configs(draw, kind: str | None = None) -> dict:
+    """A small HF config.json as transformers writes it for model_type llama, mistral, qwen2 or qwen3 (``kind``
+    pins one):
     GQA/MQA/MHA, head_dim stated (any even width; hidden_size a multiple of the heads, as transformers 5
     checks) or left to the class's default (qwen3's is 128), tied or untied, the
     bias keys each class reads (llama: attention_bias, mlp_bias; qwen3: attention_bias), and the
     sliding-window keys in their disabled form (mistral null; qwen use_sliding_window false)."""
-    kind = draw(st.sampled_from(["llama", "mistral", "qwen2", "qwen3"]))
+    kind = draw(st.sampled_from(["llama", "mistral", "qwen2", "qwen3"])) if kind is None else kind
     n_kv = draw(st.integers(1, 4))
     n_heads = n_kv * draw(st.integers(1, 3))
     hd = 2 * draw(st.integers(1, 8))
@@ -541,11 +542,11 @@ def output_names() -> st.SearchStrategy[str]:
 # --- mixtures of experts and windows, as HF config.json (tests/test_moe.py, tests/test_windows.py) ---
 
 @st.composite
-def moe_configs(draw) -> dict:
-    """A small Mixtral or Llama 4 text config.json as transformers writes it: experts, top-k, GQA; for
-    Llama 4 MoE in every layer or every step-th (the others dense of intermediate_size_mlp), layers
+def moe_configs(draw, kind: str | None = None) -> dict:
+    """A small Mixtral or Llama 4 text config.json (``kind`` pins one) as transformers writes it: experts, top-k,
+    GQA; for Llama 4 MoE in every layer or every step-th (the others dense of intermediate_size_mlp), layers
     without RoPE among either, the L2 QK-norm on or off, attention biases, tied or untied."""
-    kind = draw(st.sampled_from(["mixtral", "llama4_text"]))
+    kind = draw(st.sampled_from(["mixtral", "llama4_text"])) if kind is None else kind
     n_kv = draw(st.integers(1, 3))
     heads = n_kv * draw(st.integers(1, 3))
     hd = 2 * draw(st.integers(1, 6))
@@ -743,7 +744,8 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
     GQA/MQA/MHA; Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
     Phi-3's partial rotary (``partial_rotary_factor``, Phi-4-mini's 0.75, or 1);
     OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
-    Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off, their local layers
+    Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off (Gemma 3's final logits
+    only: its class never caps the scores, and symllm refuses a value there), their local layers
     from ``layer_types`` or the class's pattern (Gemma 3: ``sliding_window_pattern``); EXAONE 4 with
     ``head_dim`` stated or derived, its local layers (RoPE, a window) and global ones (no RoPE) from
     ``layer_types`` or ``sliding_window_pattern``, or no window and every layer LLaMA's. Windows (Phi-3's,
@@ -777,7 +779,7 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
         raw["hidden_act"] = draw(st.sampled_from(["gelu", "gelu_pytorch_tanh"]))
     if kind in ("gemma2", "gemma3_text"):
         caps = st.one_of(st.none(), st.floats(1.0, 100.0))
-        raw.update(sliding_window=window, attn_logit_softcapping=draw(caps),
+        raw.update(sliding_window=window, attn_logit_softcapping=draw(caps) if kind == "gemma2" else None,
                    final_logit_softcapping=draw(caps), query_pre_attn_scalar=draw(st.integers(1, 300)))
         if draw(st.booleans()):
             raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
@@ -792,6 +794,22 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
                                   st.fixed_dictionaries({"sliding_window": st.just(window), "layer_types": types}),
                                   st.just({"sliding_window": None, "layer_types": ["full_attention"] * L}))))
     return raw
+
+
+# --- every family, one at a time (the transformers properties: tests/test_elementwise.py and the params ones) ---
+
+def family_configs() -> dict[str, st.SearchStrategy[dict]]:
+    """Every HF ``model_type`` these strategies draw -> the strategy of its small config.json as transformers
+    writes it (each family's strategy above, pinned to that type), so that a property parametrized by family
+    draws each one under every profile (CI's few examples of a strategy over several families reach only some).
+    tests/test_elementwise.py checks that every family symllm reads is here."""
+    out = {kind: hf_configs(kind) for kind in ("llama", "mistral", "qwen2", "qwen3")}
+    out.update({kind: moe_configs(kind) for kind in ("mixtral", "llama4_text")})
+    out.update(qwen3_moe=qwen3_moe_configs(), qwen2_moe=qwen2_moe_configs(), gpt_oss=gpt_oss_configs(),
+               glm4_moe=glm4_moe_configs())
+    out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
+    out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})
+    return out
 
 
 # --- every kind of config, for round trips (tests/test_config.py) ---

@@ -17,10 +17,12 @@ from symllm.arch.config import from_hf, preset_info
 from symllm.costs import phases as costs
 
 from .conftest import CI, one_per_shape, requires
-from .strategies import deepseek_configs, glm4_moe_configs
+from .strategies import deepseek_configs, family_configs, glm4_moe_configs
 
 DEEPSEEK = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3", "deepseek-r1", "kimi-k2")
 GLM = ("glm-4.5", "glm-4.5-air")
+#: the model types the transformers property draws one at a time (each under every profile)
+KINDS = ("deepseek_v2", "deepseek_v3", "glm4_moe")
 
 #: transformers' module names -> symllm's kinds (attention/..., feed_forward/..., moe/...)
 _ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo", "q_a_proj": "wq_a", "q_b_proj": "wq_b",
@@ -75,9 +77,11 @@ def test_presets_equal_transformers_on_meta(name):
     assert by_kind(symllm.params(name)) == _hf_kinds(_hf_model(raw), raw)
 
 
-@given(st.one_of(deepseek_configs(), glm4_moe_configs()))
-def test_random_configs_equal_transformers_on_meta(raw):
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_random_configs_equal_transformers_on_meta(kind, data):
     """Per kind of parameter, the total and the active count, for random DeepSeek-V2, V3 and GLM-4.5 configs."""
+    raw = data.draw(family_configs()[kind])
     assert by_kind(symllm.params(from_hf(raw))) == _hf_kinds(_hf_model(raw), raw)
 
 

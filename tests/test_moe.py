@@ -17,7 +17,7 @@ from symllm.arch.config import from_hf, preset_info
 from symllm.api import by_kind as kinds
 
 from .conftest import one_per_shape, requires
-from .strategies import gpt_oss_configs, moe_configs, qwen2_moe_configs, qwen3_moe_configs
+from .strategies import family_configs, gpt_oss_configs, moe_configs, qwen2_moe_configs, qwen3_moe_configs
 
 MIXTRAL = ("mixtral-8x7b", "mixtral-8x22b")
 LLAMA4 = ("llama4-scout-17b-16e", "llama4-maverick-17b-128e")
@@ -26,6 +26,8 @@ QWEN2_MOE = ("qwen1.5-moe-a2.7b", "qwen2-57b-a14b")
 GPT_OSS = ("gpt-oss-20b", "gpt-oss-120b")
 #: every MoE family's random config.json files
 MOE_FAMILIES = st.one_of(moe_configs(), qwen3_moe_configs(), qwen2_moe_configs(), gpt_oss_configs())
+#: their model types, which the transformers property draws one at a time (each under every profile)
+KINDS = ("mixtral", "llama4_text", "qwen3_moe", "qwen2_moe", "gpt_oss")
 _W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
 _ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo"}
 
@@ -100,10 +102,12 @@ def test_moe_presets_equal_transformers_on_meta(name):
     assert kinds(symllm.params(name)) == measured
 
 
-@given(MOE_FAMILIES)
-def test_random_moe_configs_equal_transformers_on_meta(raw):
-    """Per kind of parameter, the total and the active count, for random Mixtral, Llama 4 and Qwen3-MoE
-    configs."""
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_random_moe_configs_equal_transformers_on_meta(kind, data):
+    """Per kind of parameter, the total and the active count, for random Mixtral, Llama 4, Qwen3-MoE,
+    Qwen2-MoE and gpt-oss configs (each family drawn under every profile)."""
+    raw = data.draw(family_configs()[kind])
     measured = _hf_kinds(_hf_model(raw))
     measured["active"] = _active_from_hf(raw, measured)
     assert kinds(symllm.params(from_hf(raw))) == measured

@@ -32,6 +32,7 @@ ELEMENTWISE = {
     "l2norm": 3,    # Llama 4's weightless QK-norm: square, accumulate, scale by 1/rms
     "scale": 1,     # one multiply per element: Llama 4's query temperature, Gemma's embedding scale
     "combine": 2,   # per element of each routed expert's output: scale by its routing weight, add into the sum
+    "shared": 1,    # per element of a shared expert's output: its add into the routed experts' sum
     "sigmoid": 4,   # 1 / (1 + exp(-x)): negate, exp, add, divide (Qwen2-MoE's shared-expert gate)
     # gpt-oss's clamped SwiGLU per element of d_ff: clamp the gate from above (1), the up projection on both
     # sides (2), scale the gate by alpha = 1.702 (1), its sigmoid (4), gate * sigmoid (1), up + 1 (1), the product (1)

@@ -123,16 +123,17 @@ def temperature() -> Component:
 def sinks() -> Component:
     """gpt-oss's attention sinks: one learned logit per query head (``n_h`` parameters per layer), appended to
     every row of scores before the softmax and dropped after it, so that a query may attend to "nothing".
-    No matmul; the softmax runs over one more entry per query and head (``ELEMENTWISE['softmax']`` each),
-    and nothing enters the KV cache.
+    No matmul; the softmax runs over one more entry per query and head (``ELEMENTWISE['softmax']`` each but
+    the ``1/√d_h`` scale a learned logit never gets: 4), and nothing enters the KV cache.
 
     >>> sinks().params, sinks().elementwise
-    (n_h, 5*b*n_h*s)
+    (n_h, 4*b*n_h*s)
     """
     # split with the query heads under tensor parallelism (transformers' GptOssConfig plan: "local_rowwise";
     # vLLM's GptOssAttention holds num_attention_heads // tp_size of them); no LoRA target; a vector, kept
     # in the model's dtype by every weight format
-    return Component("sinks", params=n_h, elementwise=ELEMENTWISE["softmax"] * b * n_h * s,
+    # the sink entry is a learned logit, never scaled by 1/sqrt(d_h): the softmax's work on it but that scale
+    return Component("sinks", params=n_h, elementwise=(ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
                      rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)",
                                  hf="sinks"))

@@ -94,11 +94,13 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         width = d_se if gated else d_ff
         ffn = feed_forward(name="shared_expert", width=width)
         extra = (ffn.replace(saved=beta_a * 3 * _T * width,  # its input is the router's, counted once here
+                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * _T * d,  # added to the routed sum
                              doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
                              "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
     if shared_experts:
         ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias)
         extra = (ffn.replace(saved=beta_a * 3 * _T * d_se,  # its input is the router's, counted once here
+                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * _T * d,  # added to the routed sum
                              doc="self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)"
                                  "  # every token"),)
     if gated:

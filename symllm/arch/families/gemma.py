@@ -8,8 +8,9 @@ SiLU; Gemma 1's legacy ``"gelu"`` is read as it, as transformers converts it), R
 embeddings by default. Gemma 2 and 3 add sandwich norms (before and after the attention and the
 feed-forward: four a block), ``query_pre_attn_scalar`` in place of ``head_dim`` in the score scale (no
 count), soft-capping of the attention scores and the final logits when set (``attn_logit_softcapping``,
-``final_logit_softcapping``; Gemma 2's class sets 50 and 30, Gemma 3's none), and local layers with a
-sliding window among global ones: ``layer_types``, or Gemma 2's alternation (even layers slide) and Gemma
+``final_logit_softcapping``; Gemma 2's class sets 50 and 30, Gemma 3's none; transformers' Gemma 3 never
+caps its scores, whatever ``attn_logit_softcapping`` says, so a value there is refused as ignored), and local
+layers with a sliding window among global ones: ``layer_types``, or Gemma 2's alternation (even layers slide) and Gemma
 3's ``sliding_window_pattern`` (every 6th layer global). The two RoPE bases of Gemma 3 (``rope_theta``,
 ``rope_local_base_freq``) change no count. Gemma 3 has an RMSNorm of width ``head_dim`` (``1 + weight``) on
 every query and key head. Every absent key takes the class's default; a true ``use_bidirectional_attention``
@@ -102,9 +103,11 @@ GEMMA2 = register(Family(
               "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True},
     activation=("hidden_activation", _TANH),
     presets="config.json of google/gemma-2-2b, google/gemma-2-9b, google/gemma-2-27b"))
-#: Gemma 2 with Gemma 3's per-head QK-norm (1 + weight), its vocabulary and its layer pattern
+#: Gemma 2 with Gemma 3's per-head QK-norm (1 + weight), its vocabulary and its layer pattern; its
+#: attention score cap is known but Gemma3Attention never caps, so a value is refused as ignored
 GEMMA3_TEXT = register(GEMMA2.extend(
     "gemma3_text", fields=_gemma3, wrappers=("gemma3",), qk_norm="rmsnorm",
+    ignored={"attn_logit_softcapping": None},
     defaults={**GEMMA2.defaults, "vocab_size": 262208},
     presets="config.json of google/gemma-3-1b-pt, and the text_config of google/gemma-3-4b-pt, "
             "google/gemma-3-12b-pt, google/gemma-3-27b-pt"))

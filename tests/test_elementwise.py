@@ -1,0 +1,231 @@
+"""Element-wise FLOPs against an independent count, and every family symllm reads checked against transformers.
+
+The expected numbers come from transformers' own model classes (tiny configs, CPU, float32, eager attention
+and experts) run under tests/elementwise_oracle.py's ``TorchDispatchMode``, which counts each aten op's
+element-wise FLOPs under the convention written there (docs/conventions.md's, in aten terms) and reads
+nothing of symllm; and from hand arithmetic written out here. symllm's torch reference (symllm/reference.py)
+reads the same ``LayerKind`` as the closed forms, so a shared misreading is invisible to it: a layer given
+work it never does (issue 38: a layer without RoPE given Llama 4's query temperature) is not.
+
+Where transformers' code and symllm's convention cannot match op for op, :func:`_convention` says how the
+oracle's count is mapped and why; everything else is compared as counted.
+"""
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import symllm
+from symllm.arch.config import from_hf
+from symllm.costs import phases as costs
+
+from .conftest import requires
+from .strategies import family_configs
+
+FAMILIES = family_configs()
+
+
+def _model(raw: dict):
+    """transformers' model for the config.json ``raw`` on the CPU, float32, eager attention and experts."""
+    transformers, torch = requires("transformers"), requires("torch")
+    config = transformers.AutoConfig.for_model(**raw, attn_implementation="eager", experts_implementation="eager")
+    torch.manual_seed(0)
+    with torch.device("cpu"):
+        return transformers.AutoModelForCausalLM.from_config(config).eval()
+
+
+def _count(model, b: int, s: int):
+    """The oracle over a prefill of ``b`` prompts of ``s`` tokens, the last position's logits (symllm's
+    default prefill; ``logits_to_keep=1`` is what ``generate`` asks for), no cache."""
+    torch = requires("torch")
+    from .elementwise_oracle import count
+    return count(model, torch.zeros(b, s, dtype=torch.long), use_cache=False, logits_to_keep=1)
+
+
+def _convention(counter, model, raw: dict, b: int, s: int) -> int:
+    """The oracle's count of transformers' prefill, mapped to symllm's convention where the two cannot match
+    op for op (each mapping with its reason):
+
+    - **routers**: symllm counts a router's probabilities as a softmax's 5 FLOPs per logit (b·s·n_e a layer,
+      ``components.router``), whatever the router computes: Mixtral's and Qwen's softmax and top-k
+      renormalisation, Llama 4's sigmoid of the top k, DeepSeek-V3's and GLM's sigmoid, correction bias,
+      group selection, renormalisation and scaling, gpt-oss's softmax over the top k. The oracle's count
+      inside each router module (every class whose name ends in ``Router``) is replaced by 5 per logit
+      (transformers' router weight: ``n_e`` rows), its bias add (gpt-oss's, 1 per logit) kept;
+    - **gpt-oss's attention** subtracts each row's max itself before ``F.softmax`` (which subtracts it again):
+      the same subtraction twice, which the convention counts once (in the softmax's 4): its explicit
+      subtraction is left out;
+    - **Llama 4's experts**: transformers runs every expert on every token (scaling each token's input by its
+      routing weight, zero for the experts it does not choose, and summing the ``n_e`` outputs), so its
+      routed work is ``n_e / k`` times the model's (as the matmul test of tests/test_moe.py adds): ``k / n_e``
+      of it is compared.
+    """
+    total = counter.total
+    routers = [m for m in model.modules() if type(m).__name__.endswith("Router")]
+    names = {type(m).__name__ for m in routers}
+    if routers:
+        total += (5 * b * s * sum(m.weight.shape[0] for m in routers)
+                  - counter.within(*names) + counter.within(*names, ops=("addmm",)))
+    total -= counter.within("GptOssAttention", ops=("sub",), statistic=True)
+    if raw["model_type"] == "llama4_text":
+        E, k = raw["num_local_experts"], raw["num_experts_per_tok"]
+        routed = counter.within("Llama4TextExperts") + counter.within("Llama4TextMoe", ops=("mul", "sum"), direct=True)
+        assert routed * k % E == 0
+        total += routed * k // E - routed
+    return total
+
+
+def _symllm(raw: dict, b: int, s: int) -> int:
+    return costs.workload(from_hf(raw), batch=b, seq=s)["flops"]["elementwise"]
+
+
+# --- the oracle itself, by hand ------------------------------------------------------------------------
+
+def test_oracle_counts_a_llama_by_hand():
+    """On a LLaMA of L = 2 blocks (d = 8, n_h = 2, n_kv = 1, d_h = 4, d_ff = 6), b = 2, s = 3, the oracle counts
+    what the convention says, written out: each RMSNorm (2 a block and the final one) 4 per element of b·s·d
+    (square, mean, scale by 1/rms, weight; the per-row ``+ eps`` and rsqrt left out); RoPE 3 per element of
+    the query and key heads (2 multiplies, 1 add; rotate_half's cat and sign flip none); the scores'
+    1/√d_h scale 1 and softmax 4 over the dense s × s rectangle of each head (the causal mask's add none);
+    SiLU 4 and the gating product 1 per element of d_ff; two residual adds per element of d a block. The
+    cos/sin tables and the mask are built from positions alone: none."""
+    raw = {"model_type": "llama", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 6}
+    b, s, L, d, n_h, n_kv, d_h, d_ff = 2, 3, 2, 8, 2, 1, 4, 6
+    T = b * s
+    per_block = (2 * 4 * T * d + 3 * T * (n_h + n_kv) * d_h + 5 * b * n_h * s * s + 5 * T * d_ff + 2 * T * d)
+    counter = _count(_model(raw), b, s)
+    assert counter.total == L * per_block + 4 * T * d
+    assert counter.by_op["_softmax"] == L * 4 * b * n_h * s * s and counter.by_op["silu"] == L * 4 * T * d_ff
+
+
+def test_oracle_sees_the_temperature_only_where_transformers_computes_it():
+    """Llama 4's layers without RoPE (no_rope_layers 0) multiply their queries by a per-position temperature
+    (1 per query element, the factor itself built from positions: none); its RoPE layers rotate q and k
+    instead (a complex multiply, 6 per pair of elements: 3 an element). The oracle tells them apart from
+    transformers' code alone: the difference between a model whose one layer has RoPE and one whose layer has
+    none is RoPE's 3·b·s·(n_h + n_kv)·d_h less the temperature's b·s·n_h·d_h, by hand. (A family that read a
+    layer without RoPE as symllm's Llama 4 kind, as EXAONE 4's first draft did, gains that temperature in
+    symllm's count and not in this one.)"""
+    base = {"model_type": "llama4_text", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 6,
+            "intermediate_size_mlp": 6, "num_local_experts": 1, "num_experts_per_tok": 1,
+            "interleave_moe_layer_step": 1, "use_qk_norm": False, "attention_chunk_size": 64}
+    b, s, n_h, n_kv, d_h = 1, 5, 2, 1, 4
+    rope = _count(_model(dict(base, no_rope_layers=[1])), b, s).total
+    nope = _count(_model(dict(base, no_rope_layers=[0])), b, s).total
+    assert rope - nope == 3 * b * s * (n_h + n_kv) * d_h - b * s * n_h * d_h
+    for ropes in ([1], [0]):
+        raw = dict(base, no_rope_layers=ropes)
+        model = _model(raw)
+        assert _symllm(raw, b, s) == _convention(_count(model, b, s), model, raw, b, s)
+
+
+def test_shared_experts_add_their_output_into_the_routed_sum():
+    """A shared expert's output is added to the routed experts' sum, 1 FLOP per element of b·s·d in every MoE
+    layer (Qwen2-MoE's ``shared_expert_output + routed``, DeepSeek's ``hidden_states + shared_experts(...)``):
+    the oracle finds exactly that add in the MoE block's own code, and symllm counts it (it did not before the
+    oracle: issue 38 item 6)."""
+    raw = {"model_type": "qwen2_moe", "vocab_size": 16, "hidden_size": 6, "num_hidden_layers": 2,
+           "num_attention_heads": 3, "num_key_value_heads": 1, "intermediate_size": 8, "moe_intermediate_size": 5,
+           "shared_expert_intermediate_size": 7, "num_experts": 3, "num_experts_per_tok": 2,
+           "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": False, "qkv_bias": False}
+    b, s, d, L = 2, 3, 6, 2
+    model = _model(raw)
+    counter = _count(model, b, s)
+    # the MoE block's own adds: the sigmoid gate's product is a mul, so its one add is the shared output's
+    assert counter.within("Qwen2MoeSparseMoeBlock", ops=("add",), direct=True) == L * b * s * d
+    assert _symllm(raw, b, s) == _convention(counter, model, raw, b, s)
+
+
+def test_sinks_cost_a_softmax_entry_without_the_scale():
+    """gpt-oss's sink is one more entry of each softmax row, a learned logit never scaled by 1/√d_h: 4 FLOPs
+    per row (subtract the max, exp, accumulate, divide), so per head and query the row costs 5·s + 4 against
+    a plain attention's 5·s, by hand: the oracle's softmax counts s + 1 entries a row, and its scale s."""
+    raw = {"model_type": "gpt_oss", "vocab_size": 16, "hidden_size": 4, "num_hidden_layers": 1,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 2, "intermediate_size": 3,
+           "num_local_experts": 2, "num_experts_per_tok": 1, "sliding_window": 8,
+           "layer_types": ["full_attention"]}
+    b, s, n_h = 2, 3, 2
+    model = _model(raw)
+    counter = _count(model, b, s)
+    assert counter.within("GptOssAttention", ops=("_softmax",)) == 4 * b * n_h * s * (s + 1)
+    assert counter.within("GptOssAttention", ops=("sub",), statistic=True) == b * n_h * s * (s + 1)  # the twice
+    assert _symllm(raw, b, s) == _convention(counter, model, raw, b, s)
+
+
+def test_oracle_counts_gemma2_over_llama_by_hand():
+    """Gemma 2's element-wise work over a LLaMA of the same sizes, by hand (as tests/test_dense_families.py
+    writes it for symllm): GeGLU's gelu_pytorch_tanh 9 per element of d_ff against SiLU's 4; soft-capping 3 per
+    score of the dense s × s rectangle and per last-position logit (÷c, tanh, ×c); √d on every embedded element;
+    two more RMSNorms a block (4 per element); every norm's (1 + weight) once per call, d each (a weight-only
+    add, counted). The oracle's count of transformers' two models differs by exactly that."""
+    sizes = {"vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4}
+    b, s = 2, 5
+    T, d, V, L, d_ff, n_h = b * s, 16, 40, 2, 24, 4
+    per_block = T * d_ff * (9 - 4) + 3 * b * n_h * s * s + 2 * 4 * T * d + 4 * d
+    extra = L * per_block + 3 * b * V + T * d + d
+    gemma2 = _count(_model(dict(sizes, model_type="gemma2", sliding_window=64)), b, s).total
+    llama = _count(_model(dict(sizes, model_type="llama")), b, s).total
+    assert gemma2 - llama == extra
+
+
+def test_oracle_refuses_an_op_it_has_no_weight_for():
+    """An op on activations that the convention does not name (erf, the exact GELU's) is an error naming it,
+    never counted as nothing; the same op on a constant (positions) is not counted at all."""
+    torch = requires("torch")
+    from .elementwise_oracle import ElementwiseCount
+    layer = torch.nn.Linear(3, 3)
+    x = torch.ones(2, 3)
+    with pytest.raises(AssertionError, match="aten.erf"), torch.no_grad(), ElementwiseCount(layer, x):
+        torch.erf(layer(x))
+    with torch.no_grad(), ElementwiseCount(layer, x) as counter:
+        torch.erf(torch.arange(4.0))
+        torch.nn.functional.silu(layer(x))
+    assert dict(counter.by_op) == {"addmm": 6, "silu": 24}
+
+
+# --- every family: symllm's element-wise prefill against the oracle ---------------------------------------
+
+@pytest.mark.parametrize("kind", sorted(FAMILIES))
+@given(data=st.data(), b=st.integers(1, 2), s=st.integers(1, 6))
+def test_elementwise_prefill_equals_the_oracle(kind, data, b, s):
+    """For a random config.json of each family transformers builds (tiny, CPU), symllm's element-wise prefill
+    of b × s tokens equals the oracle's count of transformers' forward (mapped by :func:`_convention`), and
+    the model's parameters are symllm's total (each kind of parameter: the family's own property)."""
+    raw = data.draw(FAMILIES[kind])
+    model = _model(raw)
+    assert symllm.params(from_hf(raw))["total"] == sum(p.numel() for p in model.parameters())
+    assert _symllm(raw, b, s) == _convention(_count(model, b, s), model, raw, b, s)
+
+
+# --- every family registered is tested against transformers ---------------------------------------------
+
+#: registered model types without a transformers class in the installed transformers -> why they are exempt
+#: from the transformers tests (each must really be missing from transformers' CONFIG_MAPPING)
+EXEMPT: dict[str, str] = {}
+
+
+def _params_properties() -> set[str]:
+    """The families the per-kind parameter properties draw (each parametrized by family)."""
+    from . import test_dense_families, test_family, test_mla, test_moe
+    return {*test_family.KINDS, *test_moe.KINDS, *test_mla.KINDS, *test_dense_families.KINDS}
+
+
+def test_every_registered_family_has_transformers_tests():
+    """Every model type symllm reads (the family registry: symllm/arch/families/, a family added later
+    included) is drawn by a parameter property against transformers' class (per kind of parameter) and by the
+    element-wise property above, or is in :data:`EXEMPT` with its reason because the installed transformers has
+    no class for it. A wrapper (``llama4``, ``gemma3``: a multimodal config whose ``text_config`` symllm reads)
+    is its family's text model, covered with it."""
+    from symllm.arch.families.hf import registry
+    families = {family.model_type for family in registry().values()}
+    params, elementwise = _params_properties(), set(FAMILIES)
+    missing = {kind: [what for what, covered in (("params", params), ("element-wise", elementwise))
+                      if kind not in covered] for kind in sorted(families - set(EXEMPT))}
+    gaps = {kind: tests for kind, tests in missing.items() if tests}
+    assert not gaps, f"registered families without a transformers test (model type: what is missing): {gaps}"
+    assert params <= families and elementwise <= families  # nothing tested that symllm does not read
+    if EXEMPT:
+        transformers = requires("transformers")
+        assert not set(EXEMPT) & set(transformers.CONFIG_MAPPING), "exempt, yet transformers has the class"
