@@ -334,6 +334,29 @@ def qwen3_moe_configs(draw) -> dict:
 
 
 @st.composite
+def minimax_m2_configs(draw) -> dict:
+    """A small MiniMax-M2 config.json (model_type minimax_m2) as MiniMax publishes it: every layer a mixture of
+    num_local_experts SwiGLU experts of intermediate_size, top-k, the QK-norm over the whole q and k width,
+    RoPE on rotary_dim of each head (any even part, the whole head included), tied or untied; the keys of
+    MiniMax's own code the class never reads (attn_type_list, use_qk_norm, qk_norm_type, scoring_func,
+    use_routing_bias, shared_intermediate_size, the MTP ones) present at what it builds, or absent."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 3)), draw(st.integers(1, 6))
+    head_dim = 2 * draw(st.integers(1, 6))
+    raw = {"model_type": "minimax_m2", "architectures": ["MiniMaxM2ForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "head_dim": head_dim, "hidden_size": draw(st.integers(1, 24)),
+           "intermediate_size": draw(st.integers(1, 48)), "num_local_experts": E,
+           "num_experts_per_tok": draw(st.integers(1, E)), "rotary_dim": 2 * draw(st.integers(1, head_dim // 2)),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
+    extras = {"attn_type_list": [1] * L, "use_qk_norm": True, "qk_norm_type": "per_layer", "scoring_func": "sigmoid",
+              "use_routing_bias": True, "shared_intermediate_size": 0, "use_mtp": True, "num_mtp_modules": 3,
+              "mtp_transformer_layers": 1}
+    return raw | {k: v for k, v in extras.items() if draw(st.booleans())}
+
+
+@st.composite
 def qwen2_moe_configs(draw) -> dict:
     """A small Qwen2-MoE config.json (model_type qwen2_moe) as transformers writes it: top-k of E experts
     (E may be 0: every layer dense), a gated shared expert of its own width, a MoE layer every

@@ -77,7 +77,9 @@ HF_NAMES = {"attention": "self_attn", "feed_forward": "mlp", "moe": "mlp", "atte
             "experts": "experts", "gate": "gate_proj", "up": "up_proj", "down": "down_proj",
             "q_a_norm": "q_a_layernorm", "kv_a_norm": "kv_a_layernorm",  # multi-head latent attention's
             "shared_experts": "shared_experts", "shared_expert": "shared_expert"}
-_HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
+_HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"},
+                 # MiniMax-M2's checkpoints (and transformers' save_pretrained of it) keep Mixtral's layout
+                 "minimax_m2": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
 #: the top-level components' full names
 _HF_TOP = {"embedding": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
 
@@ -547,9 +549,10 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
 
 
 #: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors);
-#: and by the end of their names: DeepSeek-V3's and GLM-4.5's router score-correction bias (a buffer)
+#: and by the end of their names: DeepSeek-V3's, GLM-4.5's and MiniMax-M2's router score-correction bias (a
+#: buffer)
 _EXTRA = ("rope_freqs.weight",)
-_EXTRA_ENDS = (".mlp.gate.e_score_correction_bias",)
+_EXTRA_ENDS = (".mlp.gate.e_score_correction_bias", ".block_sparse_moe.e_score_correction_bias")
 
 
 def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
