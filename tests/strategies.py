@@ -697,6 +697,21 @@ def deepseek_configs(draw, kind: str | None = None) -> dict:
 
 
 @st.composite
+def kimi_configs(draw) -> dict:
+    """A small Kimi config.json as Moonshot publishes them: Kimi-K2's own (a DeepSeek-V3 config whose
+    model_type is kimi_k2, with its auto_map), or Kimi-K2.5's multimodal wrapper (model_type kimi_k25) around
+    a DeepSeek-V3 text_config saying kimi_k2 or deepseek_v3, the wrapper's tie_word_embeddings true, false
+    or absent (its class's default: true), the text_config's drawn apart."""
+    text = draw(deepseek_configs("deepseek_v3"))
+    if draw(st.booleans()):
+        return {**text, "model_type": "kimi_k2", "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}}
+    raw = {"model_type": "kimi_k25", "architectures": ["KimiK25ForConditionalGeneration"],
+           "text_config": {**text, "model_type": draw(st.sampled_from(["kimi_k2", "deepseek_v3"]))}}
+    tie = draw(st.sampled_from([True, False, None]))
+    return raw if tie is None else {**raw, "tie_word_embeddings": tie}
+
+
+@st.composite
 def glm4_moe_configs(draw) -> dict:
     """A small GLM-4.5 config.json (model_type glm4_moe): GQA/MQA/MHA with q/k/v biases or none, QK-norm or
     none, RoPE on half or all of each head (partial_rotary_factor in rope_parameters or at the top level),

@@ -21,7 +21,7 @@ from symllm.costs import phases as costs
 
 from .conftest import requires
 from .test_mla import _hf_kinds as _mla_kinds, _hf_model
-from .strategies import minimax_m2_configs
+from .strategies import kimi_configs, minimax_m2_configs
 from .test_moe import _active_from_hf, _hf_kinds as _moe_kinds
 from .test_windows import _generate
 
@@ -150,6 +150,20 @@ def test_kimi_k25_counts_the_language_model_transformers_builds(tie):
     assert cfg.tie_embeddings is (tie is not False) and "vision encoder" in cfg.note
 
 
+@given(kimi_configs())
+def test_random_kimi_configs_equal_transformers(raw):
+    """Random Kimi-K2 configs (model_type kimi_k2) and Kimi-K2.5 wrappers (text_config kimi_k2 or deepseek_v3,
+    the wrapper's tie_word_embeddings true, false or absent, the text_config's drawn apart): kimi_k2 counts
+    per kind as DeepseekV3ForCausalLM of the same dict; kimi_k25 counts what Kimi_K25ForConditionalGeneration
+    builds outside its vision tower and projector (meta device)."""
+    cfg = from_hf(raw)
+    if raw["model_type"] == "kimi_k2":
+        as_v3 = {k: v for k, v in raw.items() if k != "auto_map"} | {"model_type": "deepseek_v3"}
+        assert by_kind(symllm.params(cfg)) == _mla_kinds(_hf_model(as_v3), as_v3)
+    else:
+        assert symllm.params(cfg)["total"] == _kimi_k25_text(raw)
+
+
 def test_kimi_k25_preset_equals_transformers_and_says_the_vision_tower_is_not_counted(cli):
     """The kimi-k2.5 preset (the published config.json, 61 layers of 384 experts) equals transformers' language
     model on the meta device, and count says the vision encoder is not counted."""
@@ -254,3 +268,15 @@ def test_verify_a_saved_minimax_m2_checkpoint(tmp_path, cli):
     out = json.loads(cli(["count", str(tmp_path), "--json"]).out)
     assert out["params"]["total"] == sum(p.numel() for p in model.parameters())
     assert out["checkpoint"]["bytes"] == 2 * (out["params"]["total"] + 2 * 4)
+
+
+def test_command_r_is_refused_naming_what_is_missing(cli, tmp_path):
+    """Command-R (model_type cohere: attention and feed-forward in parallel under one LayerNorm, scaled
+    logits; transformers' CohereDecoderLayer) is not modelled yet: refused in one line that says why."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "cohere", "architectures": ["CohereForCausalLM"], "hidden_size": 8192,
+                                "num_hidden_layers": 40, "num_attention_heads": 64, "vocab_size": 256000,
+                                "logit_scale": 0.0625}))
+    r = cli(["count", str(path)])
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
+    assert r.err.startswith("symllm: error: model_type: 'cohere' (Command-R's parallel block) is not modelled")
