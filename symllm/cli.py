@@ -448,6 +448,12 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
                                       (config.norms == "post", "norms after attention and feed-forward"),
                                       (config.norms == "sandwich", "norms before and after attention and "
                                        "feed-forward"),
+                                      (config.norms == "parallel", "attention and feed-forward in parallel "
+                                       "under one norm"),
+                                      (config.layernorm, "LayerNorm (mean subtracted, no bias)"),
+                                      (config.qk_norm == "layernorm", "QK-norm (a LayerNorm per head)"),
+                                      (config.logit_scale, f"logits scaled by {config.logit_scale:g}"
+                                       if config.logit_scale else ""),
                                       (config.activation == "gelu_tanh", "GeGLU (gelu_pytorch_tanh)"),
                                       (config.norm_offset, "RMSNorm by (1 + weight)"),
                                       (config.embed_scale, "embeddings scaled by sqrt(d)"),

@@ -53,11 +53,12 @@ def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=
     plus Qwen2's q/k/v-only biases (``qkv_bias``), Qwen3's QK-norm (``qk_norm``: an RMSNorm of width
     head_dim on every query and key head; ``"rmsnorm"`` or False) and the model's ``name`` (True: a name
     awkward for LaTeX and Markdown, False: the default). ``variant``: what Phi-3, OLMo 2 and Gemma change of
-    LLaMA's block (fused projections, post and sandwich norms, GeGLU, (1 + weight) norms, scaled embeddings,
-    soft-capping, OLMo 2's QK-norm over the whole q and k), drawn only when None (False, the default: LLaMA's
+    LLaMA's block (fused projections, post, sandwich and parallel norms, GeGLU, (1 + weight) norms, scaled
+    embeddings, soft-capping, OLMo 2's QK-norm over the whole q and k, Command-R's LayerNorms, per-head
+    LayerNorm QK-norm and scaled logits), drawn only when None (False, the default: LLaMA's
     block, which every other property is about). Mixtures of experts and windows are drawn as
     HF config.json (moe_configs, windowed)."""
-    norms = [None, "rmsnorm", "full"] if variant is None else [None, "rmsnorm"]
+    norms = [None, "rmsnorm", "full", "layernorm"] if variant is None else [None, "rmsnorm"]
     extra = {
         "qkv_bias": st.booleans() if qkv_bias is None else st.just(qkv_bias),
         "qk_norm": (st.sampled_from(norms) if qk_norm is None
@@ -65,9 +66,10 @@ def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=
     }
     if variant is None:
         caps = st.one_of(st.none(), st.floats(1.0, 100.0))
-        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich"]),
+        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich", "parallel"]),
                      activation=st.sampled_from(["silu", "gelu_tanh"]), norm_offset=st.booleans(),
-                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps)
+                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps, layernorm=st.booleans(),
+                     logit_scale=st.one_of(st.none(), st.floats(0.01, 10.0)))
     if name is None:
         extra["name"] = st.one_of(st.just("custom"), report_names())
     elif name:
@@ -354,6 +356,24 @@ def minimax_m2_configs(draw) -> dict:
               "use_routing_bias": True, "shared_intermediate_size": 0, "use_mtp": True, "num_mtp_modules": 3,
               "mtp_transformer_layers": 1}
     return raw | {k: v for k, v in extras.items() if draw(st.booleans())}
+
+
+@st.composite
+def cohere_configs(draw) -> dict:
+    """A small Command-R config.json (model_type cohere) as Cohere publishes them: MHA, GQA or MQA, head_dim
+    derived or stated, attention biases or none, Command-R+'s per-head LayerNorm QK-norm (use_qk_norm) or
+    none, logit_scale stated or the class's default, tied (the default) or untied."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    raw = {"model_type": "cohere", "architectures": ["CohereForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": draw(st.integers(1, 3)),
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "attention_bias": draw(st.booleans()), "use_qk_norm": draw(st.booleans()), "layer_norm_eps": 1e-5}
+    if draw(st.booleans()):
+        raw["logit_scale"] = draw(st.sampled_from([0.0625, 0.125, 0.8333333333333334]))
+    if draw(st.booleans()):
+        raw["tie_word_embeddings"] = draw(st.booleans())
+    return raw | _hf_head_widths(draw, heads)
 
 
 @st.composite

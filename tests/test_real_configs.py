@@ -21,7 +21,7 @@ from symllm.costs import phases as costs
 
 from .conftest import requires
 from .test_mla import _hf_kinds as _mla_kinds, _hf_model
-from .strategies import kimi_configs, minimax_m2_configs
+from .strategies import cohere_configs, kimi_configs, minimax_m2_configs
 from .test_moe import _active_from_hf, _hf_kinds as _moe_kinds
 from .test_windows import _generate
 
@@ -270,13 +270,93 @@ def test_verify_a_saved_minimax_m2_checkpoint(tmp_path, cli):
     assert out["checkpoint"]["bytes"] == 2 * (out["params"]["total"] + 2 * 4)
 
 
-def test_command_r_is_refused_naming_what_is_missing(cli, tmp_path):
-    """Command-R (model_type cohere: attention and feed-forward in parallel under one LayerNorm, scaled
-    logits; transformers' CohereDecoderLayer) is not modelled yet: refused in one line that says why."""
+# --- Command-R --------------------------------------------------------------------------------------
+
+#: CohereForAI/c4ai-command-r-v01 config.json (the command-r-v01 preset ships it)
+COMMAND_R = preset_info("command-r-v01")["config"]
+#: transformers' CohereForCausalLM module names -> symllm's kinds
+_COHERE = {"q_proj": "attention/wq", "k_proj": "attention/wk", "v_proj": "attention/wv", "o_proj": "attention/wo",
+           "q_norm": "attention/q_norm", "k_norm": "attention/k_norm", "gate_proj": "feed_forward/w1",
+           "down_proj": "feed_forward/w2", "up_proj": "feed_forward/w3", "input_layernorm": "attention_norm",
+           "embed_tokens": "embedding", "norm": "norm", "lm_head": "lm_head"}
+
+
+def _cohere_kinds(raw: dict) -> dict:
+    """numel per symllm kind of CohereForCausalLM for ``raw`` on the meta device (a tied matrix once), the
+    total, and the active count (dense: the total)."""
+    model = _hf_model(raw)
+    out = {"total": sum(p.numel() for p in model.parameters())}
+    for name, p in model.named_parameters():
+        parts = name.split(".")
+        kind = _COHERE[parts[-2]]
+        out[kind] = out.get(kind, 0) + p.numel()
+    out["active"] = out["total"]
+    return out
+
+
+def test_command_r_equals_transformers_and_its_published_size():
+    """c4ai-command-r-v01 as published: each kind of parameter (one input_layernorm a block, no
+    post_attention_layernorm), the total and the active count equal CohereForCausalLM on the meta device;
+    the total is Cohere's '35 billion parameter' model (tests/data/published_params.json)."""
+    assert by_kind(symllm.params("command-r-v01")) == _cohere_kinds(COMMAND_R)
+    assert round(symllm.params("command-r-v01")["total"] / 1e9) == 35
+
+
+@given(cohere_configs(), st.integers(1, 2), st.integers(1, 6), st.integers(0, 3))
+def test_random_command_r_equals_transformers(raw, b, s, n):
+    """Random Command-R configs (MHA/GQA/MQA, attention biases, Command-R+'s per-head LayerNorm QK-norm with
+    its (heads, head_dim) weights, tied or not): parameters per kind equal CohereForCausalLM's on the meta
+    device; a prefill of s tokens and n decode steps through its own cache have symllm's matmul FLOPs (the
+    parallel block, the LayerNorms and the logit scale add none), and the cache holds what symllm counts."""
+    cfg = from_hf(raw)
+    assert by_kind(symllm.params(cfg)) == _cohere_kinds(raw)
+    flops, held = _generate(raw, b, s, n)
+    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
+    assert work["flops"]["generation"] == flops and work["memory"]["kv_cache"] == 4 * held
+
+
+@given(cohere_configs(), st.integers(1, 2), st.integers(1, 5))
+def test_random_command_r_training_flops_equal_transformers(torch, raw, b, s):
+    """A training step of CohereForCausalLM (forward with every position's logits, then backward) on CPU has
+    symllm's training matmul FLOPs under FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu")
+    tokens = torch.randint(0, raw["vocab_size"], (b, s))
+    with FlopCounterMode(display=False) as counter:
+        model(tokens).logits.sum().backward()
+    work = costs.workload(from_hf(raw), batch=b, seq=s, logits="all")["flops"]
+    assert work["training_step"] == counter.get_total_flops()
+
+
+def test_command_r_block_by_hand():
+    """One Command-R block's parameters by hand: 4 d² attention weights (MHA), 3 d·d_ff SwiGLU weights and
+    one LayerNorm weight of d, no bias (c4ai-command-r-v01: d 8192, d_ff 22528); the model: 40 of them, the
+    tied embedding V·d and the final LayerNorm d."""
+    d, f, V, L = 8192, 22528, 256000, 40
+    counts = symllm.params("command-r-v01")
+    assert counts["block"] == 4 * d * d + 3 * d * f + d
+    assert counts["total"] == L * (4 * d * d + 3 * d * f + d) + V * d + d
+
+
+def test_command_r_refuses_a_null_logit_scale(cli, tmp_path):
+    """transformers multiplies the logits by logit_scale: a null one is refused in one line, naming it."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "cohere", "architectures": ["CohereForCausalLM"], "hidden_size": 8192,
-                                "num_hidden_layers": 40, "num_attention_heads": 64, "vocab_size": 256000,
-                                "logit_scale": 0.0625}))
+    path.write_text(json.dumps({**COMMAND_R, "logit_scale": None}))
     r = cli(["count", str(path)])
-    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
-    assert r.err.startswith("symllm: error: model_type: 'cohere' (Command-R's parallel block) is not modelled")
+    assert r.code == 2 and r.out == "" and r.err.startswith("symllm: error: logit_scale: null") and r.err.count("\n") == 1
+
+
+def test_verify_a_saved_command_r_checkpoint(tmp_path, cli):
+    """transformers' save_pretrained of a tiny Command-R (tied, GQA): verify finds every tensor
+    (input_layernorm only, no post_attention_layernorm), and the file's bytes are the parameters' in bf16."""
+    transformers, torch = requires("transformers"), requires("torch")
+    raw = {**COMMAND_R, "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 16, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**raw)).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    r = cli(["verify", str(tmp_path)])
+    assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+    out = json.loads(cli(["count", str(tmp_path), "--json"]).out)
+    assert out["checkpoint"]["bytes"] == 2 * out["params"]["total"] == 2 * sum(p.numel() for p in model.parameters())

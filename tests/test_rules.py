@@ -24,14 +24,15 @@ from .conftest import requires
 #: every structural option of components.model(), each switched on (its choices where it has several)
 OPTIONS = {
     "tied": (False, True), "attention_bias": (True,), "mlp_bias": (True,), "qkv_bias": (True,),
-    "qk_norm": ("rmsnorm", "l2"), "hidden": ("meta",), "causal": (True,), "shared_expert": (True,),
+    "qk_norm": ("rmsnorm", "l2", "layernorm"), "hidden": ("meta",), "causal": (True,), "shared_expert": (True,),
     "partial_rope": (True,),
     # every value of every LayerKind field, alone and beside a dense layer (d_fd) and a layer without RoPE
     "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding")),
               (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False))),
     "shared_gate": (True,), "sinks": (True,), "moe_bias": (True,), "clamped": (True,), "fused_lora": (True,),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
-                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True)),
+                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True),
+                C.Variant(norms="parallel", layernorm=True, logit_scale=True)),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
 #: QK-norm, windows, Llama 4's shared expert and layers without RoPE)

@@ -75,6 +75,9 @@ ELEMENTWISE = {
     "gelu_tanh": 9,
     "softcap": 3,   # Gemma 2's soft-capping c·tanh(x / c) per score or logit: divide, tanh, multiply
     "offset": 1,    # Gemma's RMSNorm scales by (1 + weight): one add per weight element, once per call
+    # Cohere's LayerNorm: accumulate the mean, subtract it, square, accumulate, scale by 1/std, multiply by the
+    # weight (per-row rsqrt dropped, as RMSNorm's)
+    "layernorm": 6,
 }
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
@@ -394,7 +397,7 @@ _SUM_NORM = dataclasses.replace(_STREAM_NORM, stacks=keeps.hf_rules(keeps.stream
 
 
 def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
-            rules: Rules = _STREAM_NORM, offset: bool = False) -> Component:
+            rules: Rules = _STREAM_NORM, offset: bool = False, mean: bool = False) -> Component:
     """RMSNorm: a weight of ``width`` (``d``; no bias) over ``rows`` rows (the ``b·s`` tokens),
     ``ELEMENTWISE['rmsnorm']`` FLOPs per element; by default a norm of the residual stream (``rules``).
     With ``offset`` (Gemma) it scales by ``1 + weight``: the same parameters, and the ``width`` adds of
@@ -406,8 +409,19 @@ def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: 
     (d, 4*b*d_h*n_h*s)
     >>> rmsnorm(offset=True).elementwise - rmsnorm().elementwise
     d
+    >>> rmsnorm(mean=True).elementwise, rmsnorm(mean=True).params
+    (6*b*d*s, d)
+
+    With ``mean`` it is Cohere's LayerNorm (Command-R): the mean subtracted first, a weight and no bias (the
+    same parameters), ``ELEMENTWISE['layernorm']`` FLOPs per element, and the per-row mean saved beside
+    1/std; the named stacks (LlamaForCausalLM's tensors) do not model it.
     """
-    _switches(offset=offset)
+    _switches(offset=offset, mean=mean)
+    if mean:
+        return Component(name, params=width, elementwise=ELEMENTWISE["layernorm"] * rows * width,
+                         saved=beta_a * rows * width + 2 * STAT_BYTES * rows,  # its input, the mean and 1/std
+                         doc=(doc or "CohereLayerNorm(hidden_size)") + "  # mean subtracted; weight, no bias",
+                         rules=dataclasses.replace(rules, stacks=(), label="Cohere's LayerNorm (Command-R)"))
     if offset:
         doc = (doc or "GemmaRMSNorm(dim)") + "  # output * (1.0 + self.weight)"
         rules = dataclasses.replace(rules, stacks=(), label="RMSNorm scaling by (1 + weight) (Gemma)")
@@ -426,7 +440,20 @@ def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Co
 
     >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")], [c.params for c in qk_norms("full")]
     ([d_h, d_h], [0, 0], [d_h*n_h, d_h*n_kv])
+
+    ``"layernorm"`` is Command-R+'s: Cohere's LayerNorm over each query and key head's ``d_h``, with a weight
+    of its own per head (``CohereLayerNorm((n_h, d_h))``: ``n_h·d_h`` and ``n_kv·d_h`` parameters), before RoPE.
+
+    >>> [c.params for c in qk_norms("layernorm")]
+    [d_h*n_h, d_h*n_kv]
     """
+    if kind == "layernorm":
+        # transformers' plan leaves them out: every rank holds every head's weight
+        rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="per-head LayerNorms (Command-R+)")
+        return tuple(rmsnorm(name, d_h, _T * heads, f"self.{name} = CohereLayerNorm(({what}, head_dim))", rules,
+                             mean=True).replace(params=heads * d_h)
+                     for name, heads, what in (("q_norm", n_h, "num_attention_heads"),
+                                               ("k_norm", n_kv, "num_key_value_heads")))
     if kind == "full":
         # transformers' plan gathers q_proj's and k_proj's outputs for these norms: replicated on every rank
         rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="QK-norms over the whole q and k (OLMo 2)")
@@ -442,7 +469,7 @@ def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Co
                          params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
-        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2, full)")
+        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2, full, layernorm)")
     return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules,
                     offset),
             rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules,
@@ -943,7 +970,7 @@ def _switches(**flags) -> None:
         boolean(name, value)
 
 
-def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
+def lm_head(*, tied: bool = False, softcap: bool = False, scale: bool = False) -> Component:
     """The output projection ``d -> V``: ``V·d`` parameters untied, 0 tied (counted once, in the
     embedding), and ``2·b·s_o·d·V`` FLOPs either way over the ``s_o`` positions of each sequence whose logits
     are computed (``--logits``: 1, the last, by default at inference, as vLLM, SGLang, TensorRT-LLM and HF
@@ -957,8 +984,14 @@ def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: tied: expected True or False, got 'no'
+
+    With ``scale`` (Command-R's ``logit_scale``) each logit is multiplied by a constant: one FLOP a logit,
+    nothing saved (the product by a Python number keeps no tensor for backward).
+
+    >>> lm_head(scale=True).elementwise
+    V*b*s_o
     """
-    _switches(tied=tied, softcap=softcap)
+    _switches(tied=tied, softcap=softcap, scale=scale)
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
     # keeps the output embedding out of bitsandbytes' quantization
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
@@ -970,6 +1003,9 @@ def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
         out = out.replace(elementwise=ELEMENTWISE["softcap"] * rows * V, doc=out.doc + "; soft-capped logits",
                           saved=out.saved + beta_a * _T * V,  # tanh's backward keeps its output
                           rules=dataclasses.replace(out.rules, stacks=(), label="soft-capped final logits (Gemma 2)"))
+    if scale:  # logits = logits * self.logit_scale
+        out = out.replace(elementwise=out.elementwise + ELEMENTWISE["scale"] * rows * V,
+                          doc=out.doc + "; logits * logit_scale")
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
 
 
@@ -982,12 +1018,17 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
     The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
     before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
-    post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block.
+    post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block;
+    ``"parallel"`` (Command-R) has one norm whose output both read, ``out = x + attention(n) +
+    feed_forward(n)`` with ``n = attention_norm(x)``: the same two residual adds, and the normed input saved
+    once for both branches. ``variant.layernorm`` makes every norm Cohere's LayerNorm (``rmsnorm(mean=True)``).
 
     >>> [c.name for c in block().children], [c.name for c in block(kind=LayerKind(ffn="moe")).children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
     >>> [c.name for c in block(variant=Variant(norms="post")).children]
     ['attention', 'post_attention_norm', 'feed_forward', 'post_ffn_norm']
+    >>> [c.name for c in block(variant=Variant(norms="parallel", layernorm=True)).children]
+    ['attention_norm', 'attention', 'feed_forward']
     """
     structure = _structure(structure, options)
     _switches(causal=causal)
@@ -1002,20 +1043,32 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
     else:
         attn = attention(structure, kind, causal=causal)
-    off = variant.norm_offset
+    off, mean = variant.norm_offset, variant.layernorm
+    if variant.norms == "parallel":  # Command-R: CohereDecoderLayer
+        return Component(
+            name,
+            elementwise=2 * ELEMENTWISE["residual"] * _T * d,  # residual + attention + feed-forward
+            checkpoint=beta_a * _T * d,
+            resident=2 * _T * d,
+            # the feed-forward reads the tensor the attention already saves: kept once
+            children=(rmsnorm("attention_norm", doc="self.input_layernorm", offset=off, mean=mean), attn,
+                      ffn.replace(saved=ffn.saved - beta_a * _T * d) if kind.ffn == "dense" else ffn),
+            doc="CohereDecoderLayer: x + self_attn(input_layernorm(x)) + mlp(input_layernorm(x))",
+            rules=Rules("replicated", lora=(), stacks=(), label="a parallel attention/feed-forward block (Command-R)"),
+        )
     post = Rules("sequence", lora=(), weight="norm", stacks=(), label="norms after attention and feed-forward "
                  "(OLMo 2, Gemma 2 and 3)")
     pre = variant.norms in ("pre", "sandwich")
     after = variant.norms in ("post", "sandwich")
     children = (
-        *([rmsnorm("attention_norm", offset=off)] if pre else []),
+        *([rmsnorm("attention_norm", offset=off, mean=mean)] if pre else []),
         attn,
         *([rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual add",
-                   rules=post, offset=off)] if after else []),
-        *([rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off)] if pre else []),
+                   rules=post, offset=off, mean=mean)] if after else []),
+        *([rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off, mean=mean)] if pre else []),
         ffn,
         *([rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
-                   rules=post, offset=off)] if after else []),
+                   rules=post, offset=off, mean=mean)] if after else []),
     )
     return Component(
         name,
@@ -1066,8 +1119,9 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
                                                 group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(scale=variant.embed_scale), *groups, rmsnorm("norm", offset=variant.norm_offset),
-                  lm_head(tied=structure.tied, softcap=variant.final_softcap)),
+        children=(embedding(scale=variant.embed_scale), *groups,
+                  rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm),
+                  lm_head(tied=structure.tied, softcap=variant.final_softcap, scale=variant.logit_scale)),
         definitions=definitions,
         doc="Transformer(params)",
         rules=_NO_WEIGHT,
@@ -1130,7 +1184,7 @@ EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rm
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
                          LayerKind(ffn="moe", rotary=False)),
                   variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
-                                  attn_softcap=True, final_softcap=True),
+                                  attn_softcap=True, final_softcap=True, layernorm=True, logit_scale=True),
                   shared_gate=True, sinks=True, moe_bias=True, clamped=True, fused_lora=True)
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s

@@ -138,7 +138,8 @@ def variant_of(config: ModelConfig) -> Variant:
     """
     return Variant(fused=config.fused, norms=config.norms, activation=config.activation,
                    norm_offset=config.norm_offset, embed_scale=config.embed_scale,
-                   attn_softcap=config.attn_softcap is not None, final_softcap=config.final_softcap is not None)
+                   attn_softcap=config.attn_softcap is not None, final_softcap=config.final_softcap is not None,
+                   layernorm=config.layernorm, logit_scale=config.logit_scale is not None)
 
 
 @lru_cache(maxsize=4096)

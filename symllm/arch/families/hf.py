@@ -63,9 +63,7 @@ HF_UNMODELLED = {
 }
 
 #: model types of the LLaMA family symllm knows but does not model yet, and why
-HF_NOT_YET: dict[str, str] = {
-    "cohere": "Command-R's parallel block",
-}
+HF_NOT_YET: dict[str, str] = {}
 
 #: ModelConfig's field names -> the config.json keys they are read from (errors name the user's key)
 HF_NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
