@@ -347,12 +347,15 @@ def test_command_r_refuses_a_null_logit_scale(cli, tmp_path):
     assert r.code == 2 and r.out == "" and r.err.startswith("symllm: error: logit_scale: null") and r.err.count("\n") == 1
 
 
-def test_verify_a_saved_command_r_checkpoint(tmp_path, cli):
-    """transformers' save_pretrained of a tiny Command-R (tied, GQA): verify finds every tensor
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_verify_a_saved_command_r_checkpoint(tmp_path, cli, qk_norm):
+    """transformers' save_pretrained of a tiny Command-R (tied, GQA), and of Command-R+'s layout (use_qk_norm:
+    q_norm and k_norm stored as (heads, head_dim) tensors): verify finds every tensor, name and shape
     (input_layernorm only, no post_attention_layernorm), and the file's bytes are the parameters' in bf16."""
     transformers, torch = requires("transformers"), requires("torch")
     raw = {**COMMAND_R, "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "intermediate_size": 16, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+           "num_key_value_heads": 2, "intermediate_size": 16, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+           "use_qk_norm": qk_norm}
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**raw)).to(torch.bfloat16)
     model.save_pretrained(tmp_path)

@@ -97,8 +97,9 @@ _T = b * s  # token rows in one forward pass
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
-#: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
-WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "none")
+#: "norm", "head_norm" (Command-R+'s per-head QK-norm, a (heads, head_dim) tensor), "router", "experts" (fused
+#: routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "head_norm", "router", "experts", "sinks", "none")
 
 #: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
 LLAMA = Variant()
@@ -449,7 +450,8 @@ def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Co
     """
     if kind == "layernorm":
         # transformers' plan leaves them out: every rank holds every head's weight
-        rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="per-head LayerNorms (Command-R+)")
+        rules = Rules("replicated", lora=(), weight="head_norm", stacks=(), label="per-head LayerNorms (Command-R+)")
+        # weight "head_norm": stored as transformers holds it, a (heads, head_dim) tensor (symllm.costs.formats)
         return tuple(rmsnorm(name, d_h, _T * heads, f"self.{name} = CohereLayerNorm(({what}, head_dim))", rules,
                              mean=True).replace(params=heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "num_attention_heads"),
