@@ -88,10 +88,12 @@ class _Config:
         self.mlp_bias = bool(getattr(args, "mlp_bias", False))
         self.qkv_bias = bool(getattr(args, "qkv_bias", False))
         self.qk_norm = getattr(args, "qk_norm", None)
-        assert self.qk_norm in (None, "rmsnorm", "l2", "full"), f"unknown qk_norm {self.qk_norm!r}"
+        assert self.qk_norm in (None, "rmsnorm", "l2", "full", "layernorm"), f"unknown qk_norm {self.qk_norm!r}"
         self.fused = bool(getattr(args, "fused", False))
         self.norms = getattr(args, "norms", "pre")
-        assert self.norms in ("pre", "post", "sandwich"), f"unknown norms {self.norms!r}"
+        assert self.norms in ("pre", "post", "sandwich", "parallel"), f"unknown norms {self.norms!r}"
+        self.layernorm = bool(getattr(args, "layernorm", False))  # Command-R: Cohere's LayerNorm everywhere
+        self.logit_scale = getattr(args, "logit_scale", None)
         self.activation = getattr(args, "activation", "silu")
         assert self.activation in ("silu", "gelu_tanh"), f"unknown activation {self.activation!r}"
         self.norm_offset = bool(getattr(args, "norm_offset", False))
@@ -144,6 +146,26 @@ class RMSNorm(nn.Module):
         if self.offset:  # Gemma computes (x * (1 + w)) in float32, then casts
             return (self._norm(_upcast(x)) * (1.0 + _upcast(self.weight))).type_as(x)
         return self._norm(_upcast(x)).type_as(x) * self.weight
+
+
+class LayerNorm(nn.Module):
+    """Cohere's LayerNorm: the mean subtracted, scaled by 1/std and a learnable ``weight`` of ``shape``, no
+    bias (``shape`` ``(heads, head_dim)``: a weight per head, normalising each head's last axis)."""
+
+    def __init__(self, shape, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(shape))
+
+    def forward(self, x):
+        xf = _upcast(x)
+        centred = xf - xf.mean(-1, keepdim=True)
+        return (centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+
+
+def _norm(cfg, dim: int) -> nn.Module:
+    """The model's norm of width ``dim``: Cohere's LayerNorm (Command-R) or an RMSNorm."""
+    return LayerNorm(dim, eps=cfg.norm_eps) if cfg.layernorm else RMSNorm(dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
 
 
 def rope_cos_sin(head_dim: int, start: int, seqlen: int, theta: float, device, dtype):
@@ -203,6 +225,9 @@ class Attention(nn.Module):
         if cfg.qk_norm == "rmsnorm":  # Qwen3: one RMSNorm(head_dim) shared by the heads, on q and on k
             self.q_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
             self.k_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
+        elif cfg.qk_norm == "layernorm":  # Command-R+: a LayerNorm per head, each head with its own weight
+            self.q_norm = LayerNorm((self.n_heads, self.head_dim), eps=cfg.norm_eps)
+            self.k_norm = LayerNorm((self.n_kv_heads, self.head_dim), eps=cfg.norm_eps)
         elif self.full_qk_norm:  # OLMo 2: one RMSNorm over all of q and one over all of k
             self.q_norm = RMSNorm(self.n_heads * self.head_dim, eps=cfg.norm_eps)
             self.k_norm = RMSNorm(self.n_kv_heads * self.head_dim, eps=cfg.norm_eps)
@@ -404,14 +429,18 @@ class TransformerBlock(nn.Module):
             width = cfg.hidden_dim if not cfg.moe_layers else cfg.dense_hidden_dim
             self.feed_forward = FeedForward(cfg.dim, width, bias=cfg.mlp_bias, fused=cfg.fused,
                                             activation=cfg.activation)
-        norm = lambda: RMSNorm(cfg.dim, eps=cfg.norm_eps, offset=cfg.norm_offset)  # noqa: E731
+        norm = lambda: _norm(cfg, cfg.dim)  # noqa: E731
         pre, post = cfg.norms in ("pre", "sandwich"), cfg.norms in ("post", "sandwich")
-        self.attention_norm = norm() if pre else None
+        self.parallel = cfg.norms == "parallel"  # Command-R: one norm, both branches read it
+        self.attention_norm = norm() if pre or self.parallel else None
         self.ffn_norm = norm() if pre else None
         self.post_attention_norm = norm() if post else None  # OLMo 2, Gemma 2/3: each branch's output
         self.post_ffn_norm = norm() if post else None
 
     def forward(self, x, start_pos, cos, sin, mask, use_cache):
+        if self.parallel:  # x + attention(n) + feed_forward(n), n = norm(x)
+            n = self.attention_norm(x)  # (b, s, d)
+            return x + self.attention(n, start_pos, cos, sin, mask, use_cache) + self.feed_forward(n)
         keep = lambda f, y: y if f is None else f(y)  # noqa: E731  (a norm that is not there)
         attn = self.attention(keep(self.attention_norm, x), start_pos, cos, sin, mask, use_cache)  # (b, s, d)
         h = x + keep(self.post_attention_norm, attn)  # (b, s, d)
@@ -428,7 +457,7 @@ class Transformer(nn.Module):
         self.vocab_size, self.n_layers = cfg.vocab_size, cfg.n_layers
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.layers = nn.ModuleList(TransformerBlock(i, cfg) for i in range(cfg.n_layers))
-        self.norm = RMSNorm(cfg.dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
+        self.norm = _norm(cfg, cfg.dim)
         self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.output.weight = self.tok_embeddings.weight  # one shared Parameter
@@ -464,6 +493,8 @@ class Transformer(nn.Module):
         logits = _upcast(self.output(h))  # (b, s, V) or (b, k, V)
         if self.cfg.final_softcap is not None:  # Gemma 2: c * tanh(logits / c)
             logits = torch.tanh(logits / self.cfg.final_softcap) * self.cfg.final_softcap
+        if self.cfg.logit_scale is not None:  # Command-R: logits * logit_scale
+            logits = logits * self.cfg.logit_scale
         return logits
 
     def reset_cache(self) -> None:

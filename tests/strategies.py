@@ -53,11 +53,12 @@ def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=
     plus Qwen2's q/k/v-only biases (``qkv_bias``), Qwen3's QK-norm (``qk_norm``: an RMSNorm of width
     head_dim on every query and key head; ``"rmsnorm"`` or False) and the model's ``name`` (True: a name
     awkward for LaTeX and Markdown, False: the default). ``variant``: what Phi-3, OLMo 2 and Gemma change of
-    LLaMA's block (fused projections, post and sandwich norms, GeGLU, (1 + weight) norms, scaled embeddings,
-    soft-capping, OLMo 2's QK-norm over the whole q and k), drawn only when None (False, the default: LLaMA's
+    LLaMA's block (fused projections, post, sandwich and parallel norms, GeGLU, (1 + weight) norms, scaled
+    embeddings, soft-capping, OLMo 2's QK-norm over the whole q and k, Command-R's LayerNorms, per-head
+    LayerNorm QK-norm and scaled logits), drawn only when None (False, the default: LLaMA's
     block, which every other property is about). Mixtures of experts and windows are drawn as
     HF config.json (moe_configs, windowed)."""
-    norms = [None, "rmsnorm", "full"] if variant is None else [None, "rmsnorm"]
+    norms = [None, "rmsnorm", "full", "layernorm"] if variant is None else [None, "rmsnorm"]
     extra = {
         "qkv_bias": st.booleans() if qkv_bias is None else st.just(qkv_bias),
         "qk_norm": (st.sampled_from(norms) if qk_norm is None
@@ -65,9 +66,10 @@ def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=
     }
     if variant is None:
         caps = st.one_of(st.none(), st.floats(1.0, 100.0))
-        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich"]),
+        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich", "parallel"]),
                      activation=st.sampled_from(["silu", "gelu_tanh"]), norm_offset=st.booleans(),
-                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps)
+                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps, layernorm=st.booleans(),
+                     logit_scale=st.one_of(st.none(), st.floats(0.01, 10.0)))
     if name is None:
         extra["name"] = st.one_of(st.just("custom"), report_names())
     elif name:
@@ -331,6 +333,47 @@ def qwen3_moe_configs(draw) -> dict:
            "mlp_only_layers": draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)),
            "norm_topk_prob": draw(st.booleans()), "attention_bias": draw(st.booleans()),
            "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
+    return raw | _hf_head_widths(draw, heads)
+
+
+@st.composite
+def minimax_m2_configs(draw) -> dict:
+    """A small MiniMax-M2 config.json (model_type minimax_m2) as MiniMax publishes it: every layer a mixture of
+    num_local_experts SwiGLU experts of intermediate_size, top-k, the QK-norm over the whole q and k width,
+    RoPE on rotary_dim of each head (any even part, the whole head included), tied or untied; the keys of
+    MiniMax's own code the class never reads (attn_type_list, use_qk_norm, qk_norm_type, scoring_func,
+    use_routing_bias, shared_intermediate_size, the MTP ones) present at what it builds, or absent."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    L, E = draw(st.integers(1, 3)), draw(st.integers(1, 6))
+    head_dim = 2 * draw(st.integers(1, 6))
+    raw = {"model_type": "minimax_m2", "architectures": ["MiniMaxM2ForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": n_kv, "head_dim": head_dim, "hidden_size": draw(st.integers(1, 24)),
+           "intermediate_size": draw(st.integers(1, 48)), "num_local_experts": E,
+           "num_experts_per_tok": draw(st.integers(1, E)), "rotary_dim": 2 * draw(st.integers(1, head_dim // 2)),
+           "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
+    extras = {"attn_type_list": [1] * L, "use_qk_norm": True, "qk_norm_type": "per_layer", "scoring_func": "sigmoid",
+              "use_routing_bias": True, "shared_intermediate_size": 0, "use_mtp": True, "num_mtp_modules": 3,
+              "mtp_transformer_layers": 1}
+    return raw | {k: v for k, v in extras.items() if draw(st.booleans())}
+
+
+@st.composite
+def cohere_configs(draw) -> dict:
+    """A small Command-R config.json (model_type cohere) as Cohere publishes them: MHA, GQA or MQA, head_dim
+    derived or stated, attention biases or none, Command-R+'s per-head LayerNorm QK-norm (use_qk_norm) or
+    none, logit_scale stated or the class's default, tied (the default) or untied."""
+    n_kv = draw(st.integers(1, 3))
+    heads = n_kv * draw(st.integers(1, 3))
+    raw = {"model_type": "cohere", "architectures": ["CohereForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": draw(st.integers(1, 3)),
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "intermediate_size": draw(st.integers(1, 48)),
+           "attention_bias": draw(st.booleans()), "use_qk_norm": draw(st.booleans()), "layer_norm_eps": 1e-5}
+    if draw(st.booleans()):
+        raw["logit_scale"] = draw(st.sampled_from([0.0625, 0.125, 0.8333333333333334]))
+    if draw(st.booleans()):
+        raw["tie_word_embeddings"] = draw(st.booleans())
     return raw | _hf_head_widths(draw, heads)
 
 
@@ -675,6 +718,21 @@ def deepseek_configs(draw, kind: str | None = None) -> dict:
 
 
 @st.composite
+def kimi_configs(draw) -> dict:
+    """A small Kimi config.json as Moonshot publishes them: Kimi-K2's own (a DeepSeek-V3 config whose
+    model_type is kimi_k2, with its auto_map), or Kimi-K2.5's multimodal wrapper (model_type kimi_k25) around
+    a DeepSeek-V3 text_config saying kimi_k2 or deepseek_v3, the wrapper's tie_word_embeddings true, false
+    or absent (its class's default: true), the text_config's drawn apart."""
+    text = draw(deepseek_configs("deepseek_v3"))
+    if draw(st.booleans()):
+        return {**text, "model_type": "kimi_k2", "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}}
+    raw = {"model_type": "kimi_k25", "architectures": ["KimiK25ForConditionalGeneration"],
+           "text_config": {**text, "model_type": draw(st.sampled_from(["kimi_k2", "deepseek_v3"]))}}
+    tie = draw(st.sampled_from([True, False, None]))
+    return raw if tie is None else {**raw, "tie_word_embeddings": tie}
+
+
+@st.composite
 def glm4_moe_configs(draw) -> dict:
     """A small GLM-4.5 config.json (model_type glm4_moe): GQA/MQA/MHA with q/k/v biases or none, QK-norm or
     none, RoPE on half or all of each head (partial_rotary_factor in rope_parameters or at the top level),
@@ -806,7 +864,7 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
     out = {kind: hf_configs(kind) for kind in ("llama", "mistral", "qwen2", "qwen3")}
     out.update({kind: moe_configs(kind) for kind in ("mixtral", "llama4_text")})
     out.update(qwen3_moe=qwen3_moe_configs(), qwen2_moe=qwen2_moe_configs(), gpt_oss=gpt_oss_configs(),
-               glm4_moe=glm4_moe_configs())
+               glm4_moe=glm4_moe_configs(), minimax_m2=minimax_m2_configs(), cohere=cohere_configs())
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
     out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})
     return out

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.costs import finetune
 from symllm.arch.config import preset_info
+from symllm.arch.families.hf import family_of
 from symllm.errors import SymllmError
 
 from .conftest import one_per_shape, requires, saved_during
@@ -33,10 +34,16 @@ NF4_BITS_PER_WEIGHT = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
 
 
 def _hf(name: str) -> dict:
-    """A preset as an HF config.json: as kept, or (a Meta params.json preset) written as a llama one."""
+    """A preset as an HF config.json: as kept (a multimodal wrapper's: its language model, the text_config as
+    the family transformers builds it as: what symllm counts), or (a Meta params.json preset) written as a
+    llama one."""
     info = preset_info(name)
     if info["format"] == "hf":
-        return dict(info["config"])
+        raw = info["config"]
+        family = family_of(raw.get("model_type", "llama"))
+        if raw.get("model_type") in family.wrappers:
+            return {**raw["text_config"], "model_type": family.model_type}
+        return dict(raw)
     cfg = symllm.resolved_config(name)
     return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": cfg["vocab_size"],
             "hidden_size": cfg["dim"], "intermediate_size": cfg["hidden_dim"], "num_hidden_layers": cfg["n_layers"],
@@ -89,8 +96,8 @@ def test_default_targets_are_pefts_llama_default():
 #: Qwen2-MoE's and gpt-oss's fused experts alone, and so does symllm). The same for DeepSeek-V2/V3 and
 #: GLM-4.5 (fused experts too), where PEFT with transformers 5 also leaves the dense and shared SwiGLUs'
 #: gate_proj/up_proj/down_proj alone (their names go to the experts).
-_PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if preset_info(n)["config"].get("model_type")
-                              in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe")}
+_PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if _hf(n).get("model_type")
+                              in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "minimax_m2")}
 
 
 def _one_period(raw: dict) -> tuple[dict, int]:

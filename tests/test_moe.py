@@ -17,17 +17,19 @@ from symllm.arch.config import from_hf, preset_info
 from symllm.api import by_kind as kinds
 
 from .conftest import one_per_shape, requires
-from .strategies import family_configs, gpt_oss_configs, moe_configs, qwen2_moe_configs, qwen3_moe_configs
+from .strategies import family_configs, gpt_oss_configs, minimax_m2_configs, moe_configs, qwen2_moe_configs, qwen3_moe_configs
 
 MIXTRAL = ("mixtral-8x7b", "mixtral-8x22b")
 LLAMA4 = ("llama4-scout-17b-16e", "llama4-maverick-17b-128e")
-QWEN3_MOE = ("qwen3-30b-a3b", "qwen3-235b-a22b")
+QWEN3_MOE = ("qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b")
 QWEN2_MOE = ("qwen1.5-moe-a2.7b", "qwen2-57b-a14b")
 GPT_OSS = ("gpt-oss-20b", "gpt-oss-120b")
+MINIMAX = ("minimax-m2.5",)
 #: every MoE family's random config.json files
-MOE_FAMILIES = st.one_of(moe_configs(), qwen3_moe_configs(), qwen2_moe_configs(), gpt_oss_configs())
+MOE_FAMILIES = st.one_of(moe_configs(), qwen3_moe_configs(), qwen2_moe_configs(), gpt_oss_configs(),
+                         minimax_m2_configs())
 #: their model types, which the transformers property draws one at a time (each under every profile)
-KINDS = ("mixtral", "llama4_text", "qwen3_moe", "qwen2_moe", "gpt_oss")
+KINDS = ("mixtral", "llama4_text", "qwen3_moe", "qwen2_moe", "gpt_oss", "minimax_m2")
 _W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
 _ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo"}
 
@@ -90,7 +92,7 @@ def test_qwen3_moe_published_totals_and_active():
 
 # --- transformers' own classes -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", one_per_shape(MIXTRAL + LLAMA4 + QWEN3_MOE + QWEN2_MOE + GPT_OSS))
+@pytest.mark.parametrize("name", one_per_shape(MIXTRAL + LLAMA4 + QWEN3_MOE + QWEN2_MOE + GPT_OSS + MINIMAX))
 def test_moe_presets_equal_transformers_on_meta(name):
     """Each kind of parameter (router, experts, shared expert, dense SwiGLU, attention, norms) and the
     total equal transformers' model built from the preset's config.json on the meta device; the active
@@ -106,7 +108,7 @@ def test_moe_presets_equal_transformers_on_meta(name):
 @given(data=st.data())
 def test_random_moe_configs_equal_transformers_on_meta(kind, data):
     """Per kind of parameter, the total and the active count, for random Mixtral, Llama 4, Qwen3-MoE,
-    Qwen2-MoE and gpt-oss configs (each family drawn under every profile)."""
+    Qwen2-MoE, gpt-oss and MiniMax-M2 configs (each family drawn under every profile)."""
     raw = data.draw(family_configs()[kind])
     measured = _hf_kinds(_hf_model(raw))
     measured["active"] = _active_from_hf(raw, measured)

@@ -17,14 +17,14 @@ from symllm.arch.config import from_hf, preset_info
 from symllm.costs import finetune, phases as costs
 
 from .conftest import requires
-from .strategies import gpt_oss_configs, qwen2_moe_configs
+from .strategies import gpt_oss_configs, minimax_m2_configs, qwen2_moe_configs
 from .test_finetune import HF_TARGETS, _peft_trainable
 from .test_one_workload import _count_vs_sweep
 from .test_windows import _generate
 
 QWEN2_MOE = ("qwen1.5-moe-a2.7b", "qwen2-57b-a14b")
 GPT_OSS = ("gpt-oss-20b", "gpt-oss-120b")
-FAMILIES = st.one_of(qwen2_moe_configs(), gpt_oss_configs())
+FAMILIES = st.one_of(qwen2_moe_configs(), gpt_oss_configs(), minimax_m2_configs())
 
 
 @given(FAMILIES, st.integers(1, 2), st.integers(1, 8), st.integers(0, 4))
@@ -41,7 +41,7 @@ def test_generation_flops_and_kv_cache_equal_transformers(raw, b, s, n):
     assert work["flops"]["generation"] == flops
     sliding = sum(count for kind, count in cfg.groups if kind.window == "sliding")
     per_position = 2 * b * cfg.n_kv_heads * cfg.head_dim
-    dropped = sliding * per_position * (s + n >= raw["sliding_window"])
+    dropped = sliding * per_position * (s + n >= raw.get("sliding_window", 0))
     assert work["memory"]["kv_cache"] == 4 * (held + dropped)
 
 

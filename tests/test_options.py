@@ -58,7 +58,8 @@ def test_structure_of_each_preset_is_read_from_the_options(name):
     assert s.variant == Variant(fused=config.fused, norms=config.norms, activation=config.activation,
                                 norm_offset=config.norm_offset, embed_scale=config.embed_scale,
                                 attn_softcap=config.attn_softcap is not None,
-                                final_softcap=config.final_softcap is not None)
+                                final_softcap=config.final_softcap is not None, layernorm=config.layernorm,
+                                logit_scale=config.logit_scale is not None)
 
 
 def test_each_option_adds_the_parts_it_declares():

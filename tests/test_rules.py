@@ -33,7 +33,8 @@ OPTIONS = {
                                           C.LayerKind(rotary=False)),
               (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True))),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
-                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True)),
+                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True),
+                C.Variant(norms="parallel", layernorm=True, logit_scale=True)),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
 #: QK-norm, windows, Llama 4's shared expert and layers without RoPE)

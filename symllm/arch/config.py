@@ -111,7 +111,8 @@ class ModelConfig:
     #: Phi-3's fused projections: q, k and v in one linear (qkv_proj), gate and up in one (gate_up_proj)
     fused: bool = False
     #: where each block's norms sit: "pre" (LLaMA), "post" (OLMo 2: after attention and feed-forward,
-    #: before the residual adds) or "sandwich" (Gemma 2 and 3: both)
+    #: before the residual adds), "sandwich" (Gemma 2 and 3: both) or "parallel" (Command-R: one norm,
+    #: attention and feed-forward both reading it)
     norms: str = "pre"
     #: the gated feed-forward's activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU, gelu_pytorch_tanh: Gemma)
     activation: str = "silu"
@@ -123,6 +124,10 @@ class ModelConfig:
     attn_softcap: float | None = None
     #: final logits soft-capped at this value (Gemma 2; None: not capped)
     final_softcap: float | None = None
+    #: every norm is Cohere's LayerNorm (mean subtracted, weight only; Command-R)
+    layernorm: bool = False
+    #: the logits are multiplied by this constant (Command-R; None: not scaled)
+    logit_scale: float | None = None
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -210,12 +215,14 @@ class ModelConfig:
             put(field, _positive_float(field, getattr(self, field)))
         put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
-                      "embed_scale", "attention_sinks"):
+                      "embed_scale", "attention_sinks", "layernorm"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
         choice("norms", self.norms, NORM_PLACES)
+        if self.norms == "parallel" and self.n_experts is not None:  # no family has one; saved is a dense block's
+            raise SymllmError("norms: a parallel block with a mixture of experts is not modelled")
         choice("activation", self.activation, ACTIVATIONS)
-        for field in ("attn_softcap", "final_softcap"):
+        for field in ("attn_softcap", "final_softcap", "logit_scale"):
             if getattr(self, field) is not None:
                 put(field, _positive_float(field, getattr(self, field)))
         self._check_moe(put)

@@ -55,11 +55,13 @@ WINDOWS = (None, "sliding", "chunked")
 #: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
 HIDDEN_RULES = ("explicit", "meta", "meta_plain")
 #: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, Llama 4's
-#: weightless L2 norm (in its RoPE layers), or OLMo 2's RMSNorm over the whole q and k width ("full")
-QK_NORMS = (None, "rmsnorm", "l2", "full")
+#: weightless L2 norm (in its RoPE layers), OLMo 2's RMSNorm over the whole q and k width ("full"), or
+#: Command-R+'s LayerNorm on every query and key head with a weight of d_h per head ("layernorm")
+QK_NORMS = (None, "rmsnorm", "l2", "full", "layernorm")
 #: where a block's norms sit: before attention and feed-forward ("pre": LLaMA), after them on the residual
-#: branch ("post": OLMo 2), or both ("sandwich": Gemma 2 and 3)
-NORMS = ("pre", "post", "sandwich")
+#: branch ("post": OLMo 2), or both ("sandwich": Gemma 2 and 3); or one norm whose output attention and
+#: feed-forward both read, their outputs added to the residual together ("parallel": Command-R)
+NORMS = ("pre", "post", "sandwich", "parallel")
 #: the gated feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma)
 ACTIVATIONS = ("silu", "gelu_tanh")
 #: how a latent attention (MLA, DeepSeek-V2/V3) makes its queries: None (not latent: GQA), "q_lora"
@@ -164,7 +166,7 @@ def group_names(kinds) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Variant:
-    """What a dense family changes of LLaMA's block, the same in every layer (Phi-3, OLMo 2, Gemma 1-3):
+    """What a dense family changes of LLaMA's block, the same in every layer (Phi-3, OLMo 2, Gemma 1-3, Command-R):
     none of it is a new size, so a variant changes the shape of the closed forms and no symbol.
 
     >>> Variant(norms="sandwich", activation="gelu_tanh").norms
@@ -172,7 +174,7 @@ class Variant:
     >>> Variant(norms="middle")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: norms: unknown 'middle' (known: pre, post, sandwich)
+    symllm.errors.SymllmError: norms: unknown 'middle' (known: pre, post, sandwich, parallel)
     """
 
     #: Phi-3's fused projections: ``wqkv`` (HF ``qkv_proj``: q, k and v in one linear) and ``w13``
@@ -190,12 +192,18 @@ class Variant:
     attn_softcap: bool = False
     #: final logits soft-capped the same way (Gemma 2)
     final_softcap: bool = False
+    #: every norm is Cohere's LayerNorm: the mean subtracted, a weight and no bias (Command-R; the same
+    #: parameters as an RMSNorm, more element-wise work and one more statistic a row)
+    layernorm: bool = False
+    #: the logits are multiplied by a constant (Command-R's ``logit_scale``: one multiply a logit)
+    logit_scale: bool = False
 
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
             if value not in known:
                 raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
-        for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap"):
+        for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
+                       "logit_scale"):
             boolean(field_, getattr(self, field_))
 
 
@@ -263,7 +271,7 @@ class Structure:
                                         or any(k.window or not k.rotary for k in self.kinds)):
             raise SymllmError("latent: latent attention has no q/k/v bias, QK-norm, window, partial or absent RoPE")
         if self.qk_norm not in QK_NORMS:
-            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full)")
+            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full, layernorm)")
         if not isinstance(self.variant, Variant):
             raise SymllmError(f"variant: expected a Variant, got {self.variant!r}")
         if self.hidden not in HIDDEN_RULES:

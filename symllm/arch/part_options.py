@@ -114,9 +114,11 @@ def _latent_text(c) -> str:
 
 
 _QK_TEXT = {"rmsnorm": "QK-norm (rmsnorm of width d_h)", "l2": "QK-norm (weightless L2, in the RoPE layers)",
-            "full": "QK-norm over the whole q and k (rmsnorm of n_h*d_h and n_kv*d_h)"}
+            "full": "QK-norm over the whole q and k (rmsnorm of n_h*d_h and n_kv*d_h)",
+            "layernorm": "QK-norm (a LayerNorm per head)"}
 _NORMS_TEXT = {"post": "norms after attention and feed-forward",
-               "sandwich": "norms before and after attention and feed-forward"}
+               "sandwich": "norms before and after attention and feed-forward",
+               "parallel": "attention and feed-forward in parallel under one norm"}
 
 #: every part option, in the order ``symllm count`` describes them
 OPTIONS: tuple[Option, ...] = (
@@ -129,17 +131,24 @@ OPTIONS: tuple[Option, ...] = (
     _on("mlp_bias", "biases on w1, w2, w3 (HF mlp_bias)", "nn.Linear(bias=True) on w1, w2, w3",
         "biases on w1, w2, w3", models="both"),
     Option("qk_norm", ("qk_norm",), (None,), "structure", "qk_norm", parts=("q_norm", "k_norm"),
-           choices=("rmsnorm", "l2"), on="rmsnorm",
+           choices=("rmsnorm", "l2", "layernorm"), on="rmsnorm",
            reference="RMSNorm(head_dim) on each q/k head (Qwen3), over the whole q and k (OLMo 2), weightless "
-                     "L2 after RoPE (Llama 4)",
-           text=lambda c: _QK_TEXT.get(c.qk_norm, ""), doc="a norm on q and k: per head (Qwen3, Llama 4's L2) or "
-                                                           "over the whole width (OLMo 2)"),
+                     "L2 after RoPE (Llama 4), a LayerNorm per head with its own weight (Command-R+)",
+           text=lambda c: _QK_TEXT.get(c.qk_norm, ""), doc="a norm on q and k: per head (Qwen3, Llama 4's L2, "
+                                                           "Command-R+'s LayerNorm) or over the whole width (OLMo 2)"),
     _on("fused", "fused projections wqkv and w13 (Phi-3)", "wqkv sliced into q, k, v; w13 chunked into gate, up",
         "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)", axis="variant", parts=("wqkv", "w13"), on=None),
     Option("norms", ("norms",), ("pre",), "variant", "norms", parts=("post_attention_norm", "post_ffn_norm"),
-           choices=("post", "sandwich"), on="sandwich",
-           reference="RMSNorm of each branch's output before its residual add (post: OLMo 2; sandwich: Gemma 2, 3)",
+           choices=("post", "sandwich", "parallel"), on="sandwich",
+           reference="RMSNorm of each branch's output before its residual add (post: OLMo 2; sandwich: Gemma 2, "
+                     "3); parallel: x + attn(n) + ffn(n), n = norm(x) (Command-R)",
            text=lambda c: _NORMS_TEXT.get(c.norms, ""), doc="where a block's norms sit (NORMS)"),
+    _on("layernorm", "every norm is Cohere's LayerNorm: mean subtracted, a weight, no bias (Command-R)",
+        "CohereLayerNorm: the mean subtracted, weight only", "LayerNorm (mean subtracted, no bias)", axis="variant"),
+    Option("logit_scale", ("logit_scale",), (None,), "variant", "logit_scale",
+           value=lambda c: c.logit_scale is not None, choices=(True,), on=True, reference="logits * logit_scale",
+           text=lambda c: f"logits scaled by {c.logit_scale:g}" if c.logit_scale else "",
+           doc="the logits multiplied by a constant (Command-R's logit_scale)"),
     Option("activation", ("activation",), ("silu",), "variant", "activation", choices=("gelu_tanh",),
            on="gelu_tanh", reference="F.gelu(approximate='tanh') in place of SiLU",
            text=lambda c: "GeGLU (gelu_pytorch_tanh)" if c.activation == "gelu_tanh" else "",
@@ -226,7 +235,7 @@ def option(name: str) -> Option:
     """The option called ``name``.
 
     >>> option("norms").choices
-    ('post', 'sandwich')
+    ('post', 'sandwich', 'parallel')
     """
     for o in OPTIONS:
         if o.name == name:

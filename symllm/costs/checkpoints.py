@@ -75,7 +75,9 @@ _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K
 #: ``rules.lora``), and this table is read from them (:func:`symllm.costs.formats._declared`); per
 #: ``model_type`` overrides below
 HF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
-_HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
+_HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"},
+                 # MiniMax-M2's checkpoints (and transformers' save_pretrained of it) keep Mixtral's layout
+                 "minimax_m2": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
 #: the routed experts' tensors (one per expert), which are not components: their HF names
 _HF_EXPERTS = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 
@@ -554,9 +556,10 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
 
 
 #: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors);
-#: and by the end of their names: DeepSeek-V3's and GLM-4.5's router score-correction bias (a buffer)
+#: and by the end of their names: DeepSeek-V3's, GLM-4.5's and MiniMax-M2's router score-correction bias (a
+#: buffer)
 _EXTRA = ("rope_freqs.weight",)
-_EXTRA_ENDS = (".mlp.gate.e_score_correction_bias",)
+_EXTRA_ENDS = (".mlp.gate.e_score_correction_bias", ".block_sparse_moe.e_score_correction_bias")
 
 
 def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:

@@ -209,6 +209,9 @@ def _own(comp, path, count, layer, values) -> list[dict]:
     if kind == "embedding":
         d = _int(S.d, values)
         return [dict(base, row=d, rows=n // d, ndim=2)]
+    if kind == "head_norm":  # Command-R+'s per-head QK-norm: a (heads, head_dim) tensor
+        d_h = _int(S.d_h, values)
+        return [dict(base, row=d_h, rows=n // d_h, ndim=2)]
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
         biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert

@@ -33,12 +33,17 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
     The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
     before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
-    post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block.
+    post_ffn_norm(feed_forward(h))``; ``"sandwich"`` (Gemma 2, 3) has both, four norms a block;
+    ``"parallel"`` (Command-R) has one norm whose output both read, ``out = x + attention(n) +
+    feed_forward(n)`` with ``n = attention_norm(x)``: the same two residual adds, and the normed input saved
+    once for both branches. ``variant.layernorm`` makes every norm Cohere's LayerNorm (``rmsnorm(mean=True)``).
 
     >>> [c.name for c in block().children], [c.name for c in block(kind=LayerKind(ffn="moe")).children][-1]
     (['attention_norm', 'attention', 'ffn_norm', 'feed_forward'], 'moe')
     >>> [c.name for c in block(variant=Variant(norms="post")).children]
     ['attention', 'post_attention_norm', 'feed_forward', 'post_ffn_norm']
+    >>> [c.name for c in block(variant=Variant(norms="parallel", layernorm=True)).children]
+    ['attention_norm', 'attention', 'feed_forward']
     """
     structure = _structure(structure, options)
     _switches(causal=causal)
@@ -53,23 +58,36 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
     else:
         attn = attention(structure, kind, causal=causal)
-    off = variant.norm_offset
+    off, mean = variant.norm_offset, variant.layernorm
+    if variant.norms == "parallel":  # Command-R: CohereDecoderLayer
+        return Component(
+            name,
+            elementwise=2 * ELEMENTWISE["residual"] * _T * d,  # residual + attention + feed-forward
+            checkpoint=beta_a * _T * d,
+            resident=2 * _T * d,
+            # the feed-forward reads the tensor the attention already saves: kept once
+            children=(named(rmsnorm("attention_norm", doc="self.input_layernorm", offset=off, mean=mean),
+                            "input_layernorm", "attn_norm"), attn,
+                      ffn.replace(saved=ffn.saved - beta_a * _T * d) if kind.ffn == "dense" else ffn),
+            doc="CohereDecoderLayer: x + self_attn(input_layernorm(x)) + mlp(input_layernorm(x))",
+            rules=Rules("replicated", lora=(), stacks=(), label="a parallel attention/feed-forward block (Command-R)"),
+        )
     post = Rules("sequence", lora=(), weight="norm", stacks=(), label="norms after attention and feed-forward "
                  "(OLMo 2, Gemma 2 and 3)")
     pre = variant.norms in ("pre", "sandwich")
     after = variant.norms in ("post", "sandwich")
     # each norm's Hugging Face name (LlamaDecoderLayer's, Olmo2's, Gemma2's) and GGUF name (gguf-py's)
     children = (
-        *([named(rmsnorm("attention_norm", offset=off), "input_layernorm", "attn_norm")] if pre else []),
+        *([named(rmsnorm("attention_norm", offset=off, mean=mean), "input_layernorm", "attn_norm")] if pre else []),
         attn,
         *([named(rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual "
-                         "add", rules=post, offset=off), "post_attention_layernorm", "post_attention_norm")]
+                         "add", rules=post, offset=off, mean=mean), "post_attention_layernorm", "post_attention_norm")]
           if after else []),
-        *([named(rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off),
+        *([named(rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off, mean=mean),
                  "pre_feedforward_layernorm" if after else "post_attention_layernorm", "ffn_norm")] if pre else []),
         ffn,
         *([named(rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
-                         rules=post, offset=off), "post_feedforward_layernorm", "post_ffw_norm")] if after else []),
+                         rules=post, offset=off, mean=mean), "post_feedforward_layernorm", "post_ffw_norm")] if after else []),
     )
     return Component(
         name,
@@ -120,8 +138,8 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
                                                 group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(scale=variant.embed_scale), *groups, named(rmsnorm("norm", offset=variant.norm_offset), "model.norm", "output_norm"),
-                  lm_head(tied=structure.tied, softcap=variant.final_softcap)),
+        children=(embedding(scale=variant.embed_scale), *groups, named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm), "model.norm", "output_norm"),
+                  lm_head(tied=structure.tied, softcap=variant.final_softcap, scale=variant.logit_scale)),
         definitions=definitions,
         doc="Transformer(params)",
         rules=_NO_WEIGHT,

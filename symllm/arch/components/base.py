@@ -42,6 +42,9 @@ ELEMENTWISE = {
     "gelu_tanh": 9,
     "softcap": 3,   # Gemma 2's soft-capping c·tanh(x / c) per score or logit: divide, tanh, multiply
     "offset": 1,    # Gemma's RMSNorm scales by (1 + weight): one add per weight element, once per call
+    # Cohere's LayerNorm: accumulate the mean, subtract it, square, accumulate, scale by 1/std, multiply by the
+    # weight (per-row rsqrt dropped, as RMSNorm's)
+    "layernorm": 6,
 }
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
@@ -61,8 +64,9 @@ _T = b * s  # token rows in one forward pass
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
-#: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
-WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "none")
+#: "norm", "head_norm" (Command-R+'s per-head QK-norm, a (heads, head_dim) tensor), "router", "experts" (fused
+#: routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "head_norm", "router", "experts", "sinks", "none")
 
 #: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
 LLAMA = Variant()

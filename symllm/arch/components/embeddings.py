@@ -30,7 +30,7 @@ def embedding(*, scale: bool = False) -> Component:
                        rules=dataclasses.replace(out.rules, stacks=(), label="embeddings scaled by sqrt(d) (Gemma)"))
 
 
-def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
+def lm_head(*, tied: bool = False, softcap: bool = False, scale: bool = False) -> Component:
     """The output projection ``d -> V``: ``V·d`` parameters untied, 0 tied (counted once, in the
     embedding), and ``2·b·s_o·d·V`` FLOPs either way over the ``s_o`` positions of each sequence whose logits
     are computed (``--logits``: 1, the last, by default at inference, as vLLM, SGLang, TensorRT-LLM and HF
@@ -44,8 +44,14 @@ def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: tied: expected True or False, got 'no'
+
+    With ``scale`` (Command-R's ``logit_scale``) each logit is multiplied by a constant: one FLOP a logit,
+    nothing saved (the product by a Python number keeps no tensor for backward).
+
+    >>> lm_head(scale=True).elementwise
+    V*b*s_o
     """
-    _switches(tied=tied, softcap=softcap)
+    _switches(tied=tied, softcap=softcap, scale=scale)
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
     # keeps the output embedding out of bitsandbytes' quantization
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
@@ -58,4 +64,7 @@ def lm_head(*, tied: bool = False, softcap: bool = False) -> Component:
         out = out.replace(elementwise=ELEMENTWISE["softcap"] * rows * V, doc=out.doc + "; soft-capped logits",
                           saved=out.saved + beta_a * _T * V,  # tanh's backward keeps its output
                           rules=dataclasses.replace(out.rules, stacks=(), label="soft-capped final logits (Gemma 2)"))
+    if scale:  # logits = logits * self.logit_scale
+        out = out.replace(elementwise=out.elementwise + ELEMENTWISE["scale"] * rows * V,
+                          doc=out.doc + "; logits * logit_scale")
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out

@@ -12,7 +12,7 @@ from symllm.errors import SymllmError
 
 
 def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
-            rules: Rules = _STREAM_NORM, offset: bool = False) -> Component:
+            rules: Rules = _STREAM_NORM, offset: bool = False, mean: bool = False) -> Component:
     """RMSNorm: a weight of ``width`` (``d``; no bias) over ``rows`` rows (the ``b·s`` tokens),
     ``ELEMENTWISE['rmsnorm']`` FLOPs per element; by default a norm of the residual stream (``rules``).
     With ``offset`` (Gemma) it scales by ``1 + weight``: the same parameters, and the ``width`` adds of
@@ -24,8 +24,19 @@ def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: 
     (d, 4*b*d_h*n_h*s)
     >>> rmsnorm(offset=True).elementwise - rmsnorm().elementwise
     d
+    >>> rmsnorm(mean=True).elementwise, rmsnorm(mean=True).params
+    (6*b*d*s, d)
+
+    With ``mean`` it is Cohere's LayerNorm (Command-R): the mean subtracted first, a weight and no bias (the
+    same parameters), ``ELEMENTWISE['layernorm']`` FLOPs per element, and the per-row mean saved beside
+    1/std; the named stacks (LlamaForCausalLM's tensors) do not model it.
     """
-    _switches(offset=offset)
+    _switches(offset=offset, mean=mean)
+    if mean:
+        return Component(name, params=width, elementwise=ELEMENTWISE["layernorm"] * rows * width,
+                         saved=beta_a * rows * width + 2 * STAT_BYTES * rows,  # its input, the mean and 1/std
+                         doc=(doc or "CohereLayerNorm(hidden_size)") + "  # mean subtracted; weight, no bias",
+                         rules=dataclasses.replace(rules, stacks=(), label="Cohere's LayerNorm (Command-R)"))
     if offset:
         doc = (doc or "GemmaRMSNorm(dim)") + "  # output * (1.0 + self.weight)"
         rules = dataclasses.replace(rules, stacks=(), label="RMSNorm scaling by (1 + weight) (Gemma)")
@@ -41,6 +52,12 @@ def qk_norms(kind: str = "rmsnorm", offset: bool = False) -> tuple[Component, Co
 
     >>> [c.params for c in qk_norms()], [c.params for c in qk_norms("l2")], [c.params for c in qk_norms("full")]
     ([d_h, d_h], [0, 0], [d_h*n_h, d_h*n_kv])
+
+    ``"layernorm"`` is Command-R+'s: Cohere's LayerNorm over each query and key head's ``d_h``, with a weight
+    of its own per head (``CohereLayerNorm((n_h, d_h))``: ``n_h·d_h`` and ``n_kv·d_h`` parameters), before RoPE.
+
+    >>> [c.params for c in qk_norms("layernorm")]
+    [d_h*n_h, d_h*n_kv]
     """
     return tuple(named(c, c.name, f"attn_{c.name}") for c in _qk_norms(kind, offset))
 
@@ -51,6 +68,14 @@ def _qk_norms(kind: str, offset: bool) -> tuple[Component, Component]:
     weight``: ``offset``) or Llama 4's ``"l2"`` norm (no weight, after RoPE), over ``b·s·n_h`` and
     ``b·s·n_kv`` rows; or OLMo 2's ``"full"``: one RMSNorm over the whole query width ``n_h·d_h`` and one
     over the whole key width ``n_kv·d_h``, per token, before RoPE."""
+    if kind == "layernorm":
+        # transformers' plan leaves them out: every rank holds every head's weight
+        rules = Rules("replicated", lora=(), weight="head_norm", stacks=(), label="per-head LayerNorms (Command-R+)")
+        # weight "head_norm": stored as transformers holds it, a (heads, head_dim) tensor (symllm.costs.formats)
+        return tuple(rmsnorm(name, d_h, _T * heads, f"self.{name} = CohereLayerNorm(({what}, head_dim))", rules,
+                             mean=True).replace(params=heads * d_h)
+                     for name, heads, what in (("q_norm", n_h, "num_attention_heads"),
+                                               ("k_norm", n_kv, "num_key_value_heads")))
     if kind == "full":
         # transformers' plan gathers q_proj's and k_proj's outputs for these norms: replicated on every rank
         rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="QK-norms over the whole q and k (OLMo 2)")
@@ -66,7 +91,7 @@ def _qk_norms(kind: str, offset: bool) -> tuple[Component, Component]:
                          params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
-        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2, full)")
+        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2, full, layernorm)")
     return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules,
                     offset),
             rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules,

@@ -19,6 +19,14 @@ its ``n_routed_experts`` floats a MoE layer), group-limited routing (``n_group``
 none). ``num_nextn_predict_layers`` (V3) is read as the multi-token-prediction modules transformers does not
 build (:attr:`ModelConfig.n_mtp_layers`, reported apart).
 
+Kimi-K2 (``model_type: kimi_k2``) is DeepSeek-V3: its ``auto_map`` loads DeepSeek's own ``DeepseekV3Config``
+and ``DeepseekV3ForCausalLM`` under ``trust_remote_code`` (transformers has no ``kimi_k2`` class; its
+Kimi_K25Config rewrites a ``kimi_k2`` text_config to ``deepseek_v3``), so it is read as ``deepseek_v3``.
+Kimi-K2.5 (``kimi_k25``) is a multimodal wrapper: transformers' ``Kimi_K25ForConditionalGeneration`` builds
+its text_config as DeepSeek-V3 (``deepseek_v3`` or ``kimi_k2``; another model type is refused) under a
+vision tower and projector, which are not counted, and ties the lm_head by the wrapper's own
+``tie_word_embeddings`` (default true), not the text_config's.
+
 >>> f = _fields({"first_k_dense_replace": 1, "n_routed_experts": 4, "num_experts_per_tok": 2}, 3, DEEPSEEK_V3)
 >>> [(k.ffn, n) for k, n in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"], f["n_shared_experts"]
 ([('dense', 1), ('moe', 2)], 2048, 18432, 1)
@@ -97,4 +105,7 @@ DEEPSEEK_V3 = register(Family(
               "moe_intermediate_size": 2048, "num_experts_per_tok": 8, "norm_topk_prob": True,
               "num_nextn_predict_layers": 1},
     models=_MODELS + ("num_nextn_predict_layers",), ignored={"moe_layer_freq": 1}, names=_NAMES,
-    presets="config.json of deepseek-ai/DeepSeek-V3, deepseek-ai/DeepSeek-R1, moonshotai/Kimi-K2-Instruct"))
+    aliases=("kimi_k2",), wrappers=("kimi_k25",), typed=("kimi_k25",),
+    outer={"kimi_k25": {"tie_word_embeddings": True}},
+    presets="config.json of deepseek-ai/DeepSeek-V3, deepseek-ai/DeepSeek-R1, moonshotai/Kimi-K2-Instruct, "
+            "and the text_config of moonshotai/Kimi-K2.5"))

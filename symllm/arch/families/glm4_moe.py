@@ -8,6 +8,8 @@ level), and DeepSeek's mixture of experts (:func:`symllm.arch.families.deepseek.
 SwiGLU experts of ``moe_intermediate_size`` and run ``n_shared_experts`` shared ones; the router's
 ``e_score_correction_bias`` is a buffer (not counted), ``n_group``/``topk_group`` add no parameters.
 ``num_nextn_predict_layers`` is read as the multi-token-prediction modules transformers does not build.
+``decoder_sparse_step`` is never read by the class: 1 (GLM-4.5-Air's, what it builds) is accepted, another
+value refused.
 
 >>> f = _fields({"num_attention_heads": 4, "hidden_size": 64, "attention_bias": True}, 2)
 >>> f["qkv_bias"], f["partial_rotary_factor"], [(k.ffn, n) for k, n in f["layers"]], f["n_shared_experts"]
@@ -35,7 +37,11 @@ GLM4_MOE = register(Family(
               "num_experts_per_tok": 8, "n_shared_experts": 1, "n_routed_experts": 128, "first_k_dense_replace": 1,
               "norm_topk_prob": True},
     models=("n_routed_experts", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok",
-            "first_k_dense_replace", "use_qk_norm", "partial_rotary_factor", "num_nextn_predict_layers"),
+            "first_k_dense_replace", "use_qk_norm", "partial_rotary_factor", "num_nextn_predict_layers",
+            "decoder_sparse_step"),
+    # GLM-4.5-Air's config.json states decoder_sparse_step 1 (every layer from first_k_dense_replace on is
+    # MoE, as the class builds it); Glm4MoeConfig keeps it and the model never reads it
+    ignored={"decoder_sparse_step": 1},
     names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
            "n_experts": "n_routed_experts", "experts_per_token": "num_experts_per_tok",
            "n_mtp_layers": "num_nextn_predict_layers", "qkv_bias": "attention_bias", "qk_norm": "use_qk_norm"},

@@ -100,12 +100,24 @@ class Family:
     qk_norm: str | None = None
     #: keys of :data:`HF_UNMODELLED` it models
     models: tuple = ()
-    #: keys its class ignores -> their neutral value; another value is refused as ambiguous
+    #: keys its class ignores -> their neutral value (of that type: ``true`` is not 1); another value is refused
+    #: as ambiguous
     ignored: dict = field(default_factory=dict)
     #: the ``layer_types`` names its model acts on; another (known to transformers) is refused as ignored
     layer_types: tuple = ("full_attention",)
     #: model types whose ``text_config`` is read as this one (the multimodal wrapper: ``llama4``)
     wrappers: tuple = ()
+    #: wrappers whose ``text_config`` transformers builds by its own ``model_type``: it must be absent, this
+    #: family's or one of its ``aliases`` (Kimi-K2.5's ``SubConfigSpec(AutoConfig, model_type="deepseek_v3")``)
+    typed: tuple = ()
+    #: per wrapper, the keys its own class reads at the top level -> their default when absent; they replace
+    #: the text_config's (Kimi_K25ForConditionalGeneration ties its lm_head by its own ``tie_word_embeddings``,
+    #: default true)
+    outer: dict = field(default_factory=dict)
+    #: model types transformers builds as this one, the same config read the same way (``kimi_k2``: its
+    #: ``auto_map`` loads DeepSeek's own ``DeepseekV3Config`` under ``trust_remote_code``, and transformers'
+    #: Kimi_K25Config rewrites a ``kimi_k2`` text_config to ``deepseek_v3``)
+    aliases: tuple = ()
     #: ModelConfig field -> config.json key, where it differs from :data:`HF_NAMES`
     names: dict = field(default_factory=dict)
     #: the key its class reads the feed-forward's activation from, and the values it models -> the
@@ -134,10 +146,11 @@ _LOADED = []
 
 def register(family: Family) -> Family:
     """Add a family to the registry, refusing a model type (or wrapper) already read by another."""
-    for kind in (family.model_type, *family.wrappers):
+    kinds = (family.model_type, *family.wrappers, *family.aliases)
+    for kind in kinds:
         if kind in _REGISTRY and _REGISTRY[kind] is not family:
             raise ValueError(f"model_type {kind!r} is read by two families")
-    for kind in (family.model_type, *family.wrappers):
+    for kind in kinds:
         _REGISTRY[kind] = family
     return family
 
@@ -291,7 +304,7 @@ def _check(raw: dict, family: Family, n_layers: int) -> None:
         raise SymllmError(f"{key}: {short(act)} is not modelled (symllm models {what})")
     ignored = {**{k: False for k in ("attention_bias", "mlp_bias") if k not in family.reads}, **family.ignored}
     for key, neutral in ignored.items():
-        if key in raw and raw[key] is not neutral:
+        if key in raw and not (type(raw[key]) is type(neutral) and raw[key] == neutral):  # 1 is not True
             raise SymllmError(f"{key}: {short(raw[key], 20)} is ignored by transformers' {kind} (remove it)")
     types = raw.get("layer_types")
     if types is None:
@@ -322,11 +335,22 @@ def read(raw: dict, build: Callable):
         from symllm.arch import quantization
         quantized = dict(zip(("weight_format", "weight_format_source"), quantization.read(raw["quantization_config"])))
     prefix, note = "", None
-    if kind != family.model_type:  # a multimodal wrapper: the language model is its text_config
+    if kind in family.aliases:  # built as this family, config and all
+        raw = {**raw, "model_type": family.model_type}
+        note = f"model_type {kind} is read as {family.model_type}, as transformers builds it"
+    elif kind != family.model_type:  # a multimodal wrapper: the language model is its text_config
         inner = raw.get("text_config")
         if not isinstance(inner, dict):
             raise SymllmError(f"text_config: expected the language model's config (an object), got {short(inner)}")
-        raw = {**inner, "model_type": family.model_type}  # transformers builds this family whatever it says
+        said = inner.get("model_type", family.model_type)
+        if kind in family.typed and said not in (family.model_type, *family.aliases):
+            raise SymllmError(f"text_config.model_type: {short(said, 24)} is not modelled inside {kind} "
+                              f"(symllm reads {', '.join((family.model_type, *family.aliases))})")
+        outer = {key: raw.get(key, default) for key, default in family.outer.get(kind, {}).items()}
+        for key, value in outer.items():  # checked here, so that an error names the key where it is
+            if isinstance(family.outer[kind][key], bool):
+                boolean(key, value)
+        raw = {**inner, **outer, "model_type": family.model_type}  # transformers builds this family
         prefix = "text_config."
         note = "the language model (text_config) is counted; the vision encoder and projector are not"
     try:

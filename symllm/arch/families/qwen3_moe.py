@@ -8,6 +8,9 @@ of width ``moe_intermediate_size``, with no shared expert; ``norm_topk_prob`` re
 (no parameters, no matmul). The other layers are a dense SwiGLU of ``intermediate_size``. Unlike Qwen3, an
 absent ``head_dim`` is ``hidden_size // num_attention_heads``, absent ``num_key_value_heads`` is 4, and
 ``use_sliding_window`` puts the window in every layer (this class has no ``max_window_layers``).
+The class always has the QK-norm and never reads ``use_qk_norm``, ``qkv_bias`` or
+``shared_expert_intermediate_size`` (Qwen3-Coder-480B-A35B-Instruct's and Tongyi-DeepResearch-30B-A3B's
+config.json state them): true, false and 0, what it builds, are accepted; another value is refused.
 
 >>> f = _fields({"num_experts": 4, "num_experts_per_tok": 2, "mlp_only_layers": [0], "intermediate_size": 64,
 ...              "moe_intermediate_size": 16}, 3)
@@ -53,9 +56,12 @@ def _fields(raw: dict, n_layers: int) -> dict:
 
 QWEN3_MOE = register(Family(
     model_type="qwen3_moe", fields=_fields, reads=("attention_bias",), qk_norm="rmsnorm",
-    defaults={"num_key_value_heads": 4}, ignored={"layer_types": None},
+    defaults={"num_key_value_heads": 4},
+    # keys Qwen3MoeConfig keeps and Qwen3MoeForCausalLM never reads: Qwen3-Coder-480B-A35B-Instruct states the
+    # QK-norm it always has, no q/k/v bias and no shared expert (read as it builds; the other value refused)
+    ignored={"layer_types": None, "use_qk_norm": True, "qkv_bias": False, "shared_expert_intermediate_size": 0},
     models=("num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
-            "decoder_sparse_step", "mlp_only_layers"),
+            "decoder_sparse_step", "mlp_only_layers", "use_qk_norm"),
     names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
            "n_experts": "num_experts", "experts_per_token": "num_experts_per_tok"},
-    presets="config.json of Qwen/Qwen3-30B-A3B, Qwen/Qwen3-235B-A22B"))
+    presets="config.json of Qwen/Qwen3-30B-A3B, Qwen/Qwen3-235B-A22B, Qwen/Qwen3-Coder-480B-A35B-Instruct"))
