@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 from dataclasses import dataclass
 
 import sympy as sp
@@ -37,7 +38,7 @@ from symllm.arch.dtypes import FP32, INT64
 from symllm.errors import SymllmError
 from symllm.validate import boolean, short, with_list
 from symllm.arch.layers import ACTIVATIONS, FFNS, NORMS, WINDOWS, LayerKind, Structure, Variant, group_names
-from symllm.arch.layers import COMPONENTS, LATENT
+from symllm.arch.layers import COMPONENTS, LATENT, MIXERS
 from symllm.arch.symbols import (GROUP_COUNTS, L, LATEX, L_mtp, V, W, b, beta_a, s_o, d, d_fd, d_ff, d_se, d_h, d_hn, d_hr,
                                  d_hv, d_se, f, k, m, n, n_e, n_h, n_kv, r_kv, r_q, s, t)
 
@@ -48,11 +49,11 @@ __all__ = [
     "router", "experts", "moe", "sinks", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
     "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
-    "Variant", "NORMS", "ACTIVATIONS",
+    "Variant", "NORMS", "ACTIVATIONS", "MIXERS", "MIXER_FACTORIES", "mixer",
 ]
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
-QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved")
+QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved", "state_cache")
 
 #: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
 ELEMENTWISE = {
@@ -94,8 +95,9 @@ _T = b * s  # token rows in one forward pass
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
-#: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
-WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "none")
+#: "norm", "router", "experts" (fused routed experts), "sinks" (gpt-oss's per-head attention sinks), "conv" (a
+#: Gated DeltaNet's depthwise convolution), "decay" (its A_log and dt_bias), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "router", "experts", "sinks", "conv", "decay", "none")
 
 #: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
 LLAMA = Variant()
@@ -179,8 +181,11 @@ class Component:
     flops: sp.Expr = sp.S.Zero
     #: element-wise FLOPs of that forward pass (see ELEMENTWISE)
     elementwise: sp.Expr = sp.S.Zero
-    #: KV-cache elements held after that forward pass
+    #: KV-cache elements held after that forward pass (keys and values of attention layers only)
     kv_cache: sp.Expr = sp.S.Zero
+    #: bytes of every other per-sequence cache held after that pass (a Gated DeltaNet's recurrent and
+    #: convolution states: symllm.arch.linear_attention), constant in the context
+    state_cache: sp.Expr = sp.S.Zero
     #: bytes a training forward over b × s tokens saves for backward (β_a per activation element)
     saved: sp.Expr = sp.S.Zero
     #: bytes kept per repeat when this component is a recomputation checkpoint (its input); 0: not one
@@ -619,6 +624,13 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
                                           label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
+    elif structure.output_gate:  # Qwen3-Next, Qwen3.5: q_proj also makes the output gate, one per query element
+        projections = (
+            linear("wq", d, 2 * n_h * d_h, in_bias, "self.q_proj = nn.Linear(hidden_size, num_attention_heads * "
+                   "head_dim * 2)  # query, gate = chunk(2)", rules=_rules("column", "wq", "q_proj")),
+            *(linear(name, d, n_kv * d_h, in_bias, doc, rules=_rules("column", name, hf))
+              for name, hf, doc in (("wk", "k_proj", "self.k_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"),
+                                    ("wv", "v_proj", "self.v_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"))))
     else:
         projections = (
             linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
@@ -645,6 +657,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                    rules=_rules("row", "wo", "o_proj")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks else ()),
+            *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * d_h,
+                         saved=beta_a * _T * n_h * d_h,  # the gate, for the product's backward
+                         doc="attn_output = attn_output * torch.sigmoid(gate)",
+                         rules=Rules("replicated", lora=(), stacks=(), label="a gated attention output (Qwen3-Next, "
+                                     "Qwen3.5)")),) if structure.output_gate else ()),
             (rope(width=d_hr) if structure.partial_rope else rope()) if rotary else Component(
                 "temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
                 doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
@@ -998,7 +1015,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   shared_bias=structure.mlp_bias and structure.shared_experts)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
-    if structure.latent is not None:
+    if kind.mixer != "attention":  # a token mixer of its own module (symllm.arch.linear_attention)
+        attn = mixer(kind.mixer)(structure, kind)
+    elif structure.latent is not None:
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
     else:
         attn = attention(structure, kind, causal=causal)
@@ -1026,6 +1045,26 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         doc="TransformerBlock(layer_id, args)",
         rules=_no_weight(keeps.block),
     )
+
+
+#: token mixer (a LayerKind's ``mixer`` other than attention) -> its factory ``(structure, kind) -> Component``,
+#: registered by its own module, which imports this one (so this one names it only as a string)
+MIXER_FACTORIES: dict = {}
+#: the module that registers each mixer's factory
+_MIXER_MODULES = {"linear_attention": "symllm.arch.linear_attention"}
+
+
+def mixer(name: str):
+    """The factory of the token mixer ``name`` (:data:`MIXER_FACTORIES`), its module imported on first use.
+
+    >>> mixer("linear_attention").__name__
+    'gated_deltanet'
+    """
+    if name not in MIXER_FACTORIES:
+        if name not in _MIXER_MODULES:
+            raise SymllmError(f"mixer: unknown {name!r} (known: attention, {', '.join(_MIXER_MODULES)})")
+        importlib.import_module(_MIXER_MODULES[name])
+    return MIXER_FACTORIES[name]
 
 
 def group_counts(groups: int) -> tuple[sp.Expr, ...]:
@@ -1128,13 +1167,14 @@ def component(name: str, whole: Component | None = None) -> Component:
 EVERY_PART = dict(attention_bias=True, mlp_bias=True, qkv_bias=True, qk_norm="rmsnorm", shared_expert=True,
                   partial_rope=True,
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
-                         LayerKind(ffn="moe", rotary=False)),
+                         LayerKind(ffn="moe", rotary=False), LayerKind(mixer="linear_attention")),
+                  output_gate=True,
                   variant=Variant(norms="sandwich", activation="gelu_tanh", norm_offset=True, embed_scale=True,
                                   attn_softcap=True, final_softcap=True),
                   shared_gate=True, sinks=True, moe_bias=True, clamped=True, fused_lora=True)
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s
-EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True))
+EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True), delta_split=True)
 #: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
 #: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
 EVERY_LATENT_PART = dict(attention_bias=True, mlp_bias=True, shared_experts=True, latent="q_lora",

@@ -89,6 +89,12 @@ class Spec:
     v_head_dim: int | None = None
     #: multi-token-prediction modules the checkpoint stores (None: none)
     n_mtp_layers: int | None = None
+    #: the Gated DeltaNet's sizes (None: no linear-attention layer; symllm.arch.linear_attention)
+    linear_key_heads: int | None = None
+    linear_value_heads: int | None = None
+    linear_key_dim: int | None = None
+    linear_value_dim: int | None = None
+    conv_kernel: int | None = None
 
     @property
     def hidden_rule(self) -> str:
@@ -158,7 +164,7 @@ def spec_of(config: ModelConfig) -> Spec:
                           partial_rope=config.partial_rotary_factor is not None, mtp=config.n_mtp_layers > 0,
                           shared_gate=config.shared_hidden_dim is not None, sinks=config.attention_sinks,
                           moe_bias=config.moe_bias, clamped=config.clamped_swiglu, fused_lora=config.peft_fused_experts,
-                          variant=variant_of(config))
+                          output_gate=config.output_gate, delta_split=config.delta_split, variant=variant_of(config))
     return Spec(name=config.name, vocab_size=config.vocab_size, dim=config.dim, n_layers=config.n_layers,
                 n_heads=config.n_heads, n_kv_heads=config.n_kv_heads, head_dim=config.head_dim, hidden_dim=d_ff,
                 multiple_of=config.multiple_of, ffn_dim_multiplier=config.ffn_dim_multiplier,
