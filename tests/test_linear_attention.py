@@ -156,3 +156,62 @@ def test_refusals_name_the_key():
         from_hf({"model_type": "qwen3_5_text", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
                  "num_attention_heads": 4, "attn_output_gate": False})
 
+
+# --- the preset of the published checkpoint ---------------------------------------------------------------
+
+def test_preset_params_equal_transformers_on_meta():
+    """qwen3-next-80b-a3b (its config.json as published): transformers' Qwen3NextForCausalLM built on the meta
+    device holds exactly symllm's total (79,674,391,296; the card's "80B": tests/data/published_params.json)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    import json
+    from pathlib import Path
+    preset = json.loads((Path(symllm.__file__).parent / "presets" / "qwen3-next-80b-a3b.json").read_text())["config"]
+    config = transformers.Qwen3NextConfig(**{k: v for k, v in preset.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.Qwen3NextForCausalLM(config)
+    assert symllm.params("qwen3-next-80b-a3b")["total"] == sum(p.numel() for p in model.parameters())
+
+
+def test_preset_caches_by_hand():
+    """Hand arithmetic for qwen3-next-80b-a3b at a 32,768-token prompt, bf16: 12 full-attention layers keep
+    2 heads of 256 for keys and values (2·12·2·256·2 = 24,576 bytes a token); 36 Gated DeltaNet layers keep,
+    per sequence, 32 fp32 states of 128 x 128 and the last 4 inputs of 2·16·128 + 32·128 = 8,192 channels."""
+    memory = symllm.workload("qwen3-next-80b-a3b", seq=32768)["memory"]
+    assert memory["kv_cache"] == 24576 * 32768
+    assert memory["state_cache"] == 36 * (4 * 32 * 128 * 128 + 2 * 4 * 8192) == 77_856_768
+
+
+def test_preset_serving_holds_a_state_per_sequence():
+    """count --serve with a measured KV-cache budget: each sequence holds its 2,048 blocks of 16 tokens
+    (24,576 bytes a token) and its 77,856,768-byte state; at tp 2 the heads, and so the state and the KV
+    heads (2 of them: one a rank), halve."""
+    from symllm.costs import serving
+    budget = 100 * 2**30
+    one = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget)
+    per_sequence = 2048 * 16 * 24576 + 77_856_768
+    assert one["state_bytes_per_sequence"] == 77_856_768
+    assert float(one["max_concurrency"]) == pytest.approx(budget / per_sequence)
+    sequences = budget // per_sequence
+    assert one["kv_tokens"] == (budget - sequences * 77_856_768) // (16 * 24576) * 16
+    two = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget, tp=2)
+    assert two["state_bytes_per_sequence"] == 77_856_768 // 2 and two["kv_bytes_per_token"] == 24576 // 2
+
+
+def test_preset_lora_targets_by_hand():
+    """LoRA of rank 8 on the DeltaNet's in_proj_qkvz (2,048 -> 12,288) and out_proj (4,096 -> 2,048) in its
+    36 layers: 8·36·(2048 + 12288 + 4096 + 2048) trainable; the fused experts' gate_proj is refused."""
+    work = symllm.workload("qwen3-next-80b-a3b", lora_rank=8, lora_targets="in_proj_qkvz,out_proj")
+    assert work["params"]["trainable"] == 8 * 36 * (2048 + 12288 + 4096 + 2048)
+    with pytest.raises(SymllmError, match="gate_proj|w1"):
+        symllm.workload("qwen3-next-80b-a3b", lora_rank=8, lora_targets="gate_proj")
+
+
+def test_what_is_not_modelled_is_refused_in_one_line(cli):
+    """verify against the torch reference (which has no Gated DeltaNet) and a checkpoint's tensor layout are
+    refused in one line, never a wrong "DIFFERS"."""
+    requires("torch")
+    r = cli(["verify", "qwen3-next-80b-a3b"])
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "Gated DeltaNet" in r.err
+    from symllm.costs import checkpoints
+    with pytest.raises(SymllmError, match="^checkpoint: Gated DeltaNet tensors are not modelled$"):
+        checkpoints.expected("qwen3-next-80b-a3b")
