@@ -231,3 +231,12 @@ def test_roofline_traffic_reads_and_writes_the_state():
     logits = 2 * 151936  # bf16
     assert moved("decode", 3) - moved("decode", 1) == 2 * (kv_per_sequence + logits + 2 * 77_856_768)
     assert moved("prefill", 3) - moved("prefill", 1) == 2 * (24576 * 1000 + logits + 77_856_768)
+
+
+def test_comparison_shows_the_state_of_the_hybrid_only():
+    """count A B: the hybrid's state cache (77,856,768 bytes a sequence, by hand above) has its row; a model
+    without one has no value in it."""
+    from symllm.costs import comparison
+    out = comparison.compare(["qwen3-next-80b-a3b", "qwen3-30b-a3b"], batch=2, seq=100)["models"]
+    assert out["qwen3-next-80b-a3b"]["state_cache"] == 2 * 77_856_768 and "state_cache" not in out["qwen3-30b-a3b"]
+    assert "state_cache" in [key for key, _, _ in comparison.ROWS]
