@@ -569,6 +569,8 @@ def serve_lines(r: dict) -> str:
             ("- activation peak", human_bytes(r["activation_peak"]),
              f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
             ("- non-torch memory", human_bytes(r["non_torch"]), "the engine's, or --non-torch-memory"),
+            *([("- state cache", human_bytes(r["state_cache_bytes"]),
+                f"{human_bytes(r['state_bytes_per_sequence'])} a sequence")] if "state_cache_bytes" in r else []),
             ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"),
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",

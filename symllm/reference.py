@@ -111,6 +111,10 @@ class _Config:
         self.attention_sinks = bool(getattr(args, "attention_sinks", False))
         # the kind of each layer, in model order (symllm.arch.layers.LayerKind)
         kinds = args.layer_kinds() if hasattr(args, "layer_kinds") else ()
+        if any(getattr(kind, "mixer", "attention") != "attention" for kind in kinds):
+            from symllm.errors import SymllmError
+            # transformers' own classes check them instead (tests/test_linear_attention.py)
+            raise SymllmError("verify: the torch reference has no Gated DeltaNet layers")
         self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
         if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE
             self.moe_layers = set(range(self.n_layers))

@@ -403,6 +403,42 @@ def qwen2_moe_configs(draw) -> dict:
 
 
 @st.composite
+def gated_deltanet_configs(draw, kind: str | None = None) -> dict:
+    """A small config.json of a Gated DeltaNet hybrid (model_type qwen3_next, qwen3_5_text or
+    qwen3_5_moe_text) as transformers writes it: each layer linear or full attention (layer_types drawn, or
+    derived from full_attention_interval), value heads a multiple of the key heads, head widths and the
+    convolution's kernel drawn, RoPE on an even part of each head (partial_rotary_factor), Qwen3-Next's MoE
+    (E may be 0: every layer dense) with mlp_only_layers / decoder_sparse_step, tied or untied."""
+    kind = kind or draw(st.sampled_from(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")))
+    L = draw(st.integers(1, 5))
+    n_kv = draw(st.integers(1, 2))
+    n_gk = draw(st.integers(1, 3))
+    head = 8 * draw(st.integers(1, 2))  # RoPE on an even part of it at each drawn factor
+    raw = {"model_type": kind, "vocab_size": draw(st.integers(1, 100)), "hidden_size": draw(st.integers(4, 48)),
+           "num_hidden_layers": L, "num_attention_heads": n_kv * draw(st.integers(1, 3)), "num_key_value_heads": n_kv,
+           "head_dim": head, "partial_rotary_factor": draw(st.sampled_from((0.25, 0.5, 1.0))),
+           "intermediate_size": draw(st.integers(1, 48)),
+           "linear_num_key_heads": n_gk, "linear_num_value_heads": n_gk * draw(st.integers(1, 3)),
+           "linear_key_head_dim": draw(st.integers(1, 12)), "linear_value_head_dim": draw(st.integers(1, 12)),
+           "linear_conv_kernel_dim": draw(st.integers(1, 4)), "tie_word_embeddings": draw(st.booleans()),
+           "rms_norm_eps": 1e-6}
+    if draw(st.booleans()):
+        raw["layer_types"] = draw(st.lists(st.sampled_from(("linear_attention", "full_attention")), min_size=L,
+                                           max_size=L))
+    else:
+        raw["full_attention_interval"] = draw(st.integers(1, 4))
+    if kind != "qwen3_5_text":
+        E = draw(st.integers(0 if kind == "qwen3_next" else 1, 5))
+        raw.update(num_experts=E, num_experts_per_tok=draw(st.integers(1, max(E, 1))),
+                   moe_intermediate_size=draw(st.integers(1, 24)),
+                   shared_expert_intermediate_size=draw(st.integers(1, 24)))
+    if kind == "qwen3_next":
+        raw.update(decoder_sparse_step=draw(st.integers(1, L)),
+                   mlp_only_layers=draw(st.lists(st.integers(0, L - 1), unique=True, max_size=L)))
+    return raw
+
+
+@st.composite
 def gpt_oss_configs(draw) -> dict:
     """A small gpt-oss config.json (model_type gpt_oss) as transformers writes it: top-k of E experts with
     biases and the clamped SwiGLU in every layer, attention sinks, attention biases on or off, GQA with
@@ -865,6 +901,7 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
     out.update({kind: moe_configs(kind) for kind in ("mixtral", "llama4_text")})
     out.update(qwen3_moe=qwen3_moe_configs(), qwen2_moe=qwen2_moe_configs(), gpt_oss=gpt_oss_configs(),
                glm4_moe=glm4_moe_configs(), minimax_m2=minimax_m2_configs(), cohere=cohere_configs())
+    out.update({kind: gated_deltanet_configs(kind) for kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
     out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})
     return out

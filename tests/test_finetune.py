@@ -97,7 +97,8 @@ def test_default_targets_are_pefts_llama_default():
 #: GLM-4.5 (fused experts too), where PEFT with transformers 5 also leaves the dense and shared SwiGLUs'
 #: gate_proj/up_proj/down_proj alone (their names go to the experts).
 _PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if _hf(n).get("model_type")
-                              in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "minimax_m2")}
+                              in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "minimax_m2",
+                                 "qwen3_next")}
 
 
 def _one_period(raw: dict) -> tuple[dict, int]:
@@ -111,7 +112,8 @@ def _one_period(raw: dict) -> tuple[dict, int]:
     flags = {key: [int(i in raw[key]) for i in range(L)] for key in ("moe_layers", "mlp_only_layers")
              if isinstance(raw.get(key), list)}
     flags |= {key: list(raw[key]) for key in ("no_rope_layers", "layer_types") if isinstance(raw.get(key), list)}
-    steps = [raw.get(k) or 1 for k in ("interleave_moe_layer_step", "decoder_sparse_step", "no_rope_layer_interval")]
+    steps = [raw.get(k) or 1 for k in ("interleave_moe_layer_step", "decoder_sparse_step", "no_rope_layer_interval",
+                                       "full_attention_interval")]
     for p in (p for p in range(1, L + 1) if L % p == 0 and all(p % s == 0 for s in steps)):
         if all(v == v[:p] * (L // p) for v in flags.values()):
             cut = {**raw, "num_hidden_layers": p}

@@ -231,6 +231,10 @@ def test_cli_sweep_rows_equal_count_json(cfg, options):
     # the window, soft-capping and sandwich norms, with ZeRO
     ("phi-3-mini-4k", {"seq": 1024, "gen": 8, "lora_rank": 8, "lora_targets": "qkv_proj,gate_up_proj", "tp": 4}),
     ("gemma-2-2b", {"batch": 2, "seq": 8192, "gen": 64, "zero_stage": 2, "dp": 4, "recompute": True}),
+    # Qwen3-Next's Gated DeltaNet layers (chunked prefill, recurrent decode, the state cache) under tensor
+    # parallelism and LoRA on the DeltaNet's projections
+    ("qwen3-next-80b-a3b", {"batch": 2, "seq": 1000, "gen": 8, "tp": 2, "lora_rank": 8,
+                            "lora_targets": "in_proj_qkvz,out_proj,q_proj"}),
 ])
 def test_cli_presets(model, options, tmp_path):
     """The same round trip for presets; for llama3.1-8b at --seq 4096 the CLI sweep's decode_flops is

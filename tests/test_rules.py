@@ -31,7 +31,9 @@ OPTIONS = {
     # (with Llama 4's temperature, and without: EXAONE 4's)
     "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding"),
                                           C.LayerKind(rotary=False)),
-              (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True))),
+              (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True)),
+              (C.LayerKind(mixer="linear_attention"), C.LayerKind(ffn="moe"))),
+    "delta_split": (False, True),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
                 norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True),
                 C.Variant(norms="parallel", layernorm=True, logit_scale=True)),
@@ -57,7 +59,8 @@ def test_options_cover_every_model_switch():
     kinds = {kind for choice in OPTIONS["kinds"] for kind in choice}
     for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
-            {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False)}[field])}, field
+            {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False),
+             "mixer": C.MIXERS}[field])}, field
     for o in REGISTRY:  # each variant option's every choice is in a variant OPTIONS draws
         if o.axis == "variant":
             assert {getattr(v, o.field) for v in OPTIONS["variant"]} >= set(o.choices), o.name
@@ -82,7 +85,8 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
                 assert c.rules.hf or (c.shape and c.rules.lora), where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
-                    "wq_a", "wq_b", "wkv_a", "wkv_b"}
+                    "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
+                    "in_proj_b", "in_proj_a", "out_proj"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -125,7 +129,8 @@ def test_declared_splits_are_transformers_tensor_parallel_plans(torch):
 def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
     LlamaForCausalLM, Phi3ForCausalLM (its fused qkv_proj and gate_up_proj), Qwen2MoeForCausalLM (its
-    shared_expert_gate) and DeepseekV3ForCausalLM (its latent attention) but their lm_head (which PEFT leaves
+    shared_expert_gate), DeepseekV3ForCausalLM (its latent attention), Qwen3NextForCausalLM and
+    Qwen3_5ForCausalLM (their Gated DeltaNet's projections) but their lm_head (which PEFT leaves
     alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
     sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
@@ -139,7 +144,12 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
     for cls, config in ((transformers.LlamaForCausalLM, transformers.LlamaConfig),
                         (transformers.Phi3ForCausalLM, transformers.Phi3Config),
                         (transformers.Qwen2MoeForCausalLM, lambda **kw: transformers.Qwen2MoeConfig(**kw, num_experts=2)),
-                        (transformers.DeepseekV3ForCausalLM, mla)):
+                        (transformers.DeepseekV3ForCausalLM, mla),
+                        (transformers.Qwen3NextForCausalLM, lambda **kw: transformers.Qwen3NextConfig(
+                            **{**kw, "num_hidden_layers": 2}, full_attention_interval=2, num_experts=2,
+                            num_experts_per_tok=1)),
+                        (transformers.Qwen3_5ForCausalLM, lambda **kw: transformers.Qwen3_5TextConfig(
+                            **{**kw, "num_hidden_layers": 2}, full_attention_interval=2))):
         with torch.device("meta"):
             hf = cls(config(**sizes))
         leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}

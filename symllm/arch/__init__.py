@@ -3,7 +3,8 @@
 Modules: :mod:`~symllm.arch.symbols` (every symbol, once), :mod:`~symllm.arch.layers` (what one layer is,
 layers as groups of kinds, the ``Structure``), :mod:`~symllm.arch.components` (one factory per
 component, each with its own rules), :mod:`~symllm.arch.keeps` (what each named software stack keeps for a
-component: its rule under that stack), :mod:`~symllm.arch.config` (``ModelConfig``, presets, HF and Meta
+component: its rule under that stack), :mod:`~symllm.arch.components.deltanet` (the Gated DeltaNet token mixer of
+Qwen3-Next and Qwen3.5), :mod:`~symllm.arch.config` (``ModelConfig``, presets, HF and Meta
 files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved),
 :mod:`~symllm.arch.dtypes` (bytes per element, one table), :mod:`~symllm.arch.algebra` (``Max``, ``Min`` and
 ``subs`` without SymPy's pairwise search on large closed forms),

@@ -169,6 +169,18 @@ class ModelConfig:
     #: multi-token-prediction modules the checkpoint stores after the last layer (DeepSeek-V3, GLM-4.5);
     #: transformers does not build them: reported apart, never in the model's total
     n_mtp_layers: int = 0
+    #: the attention output gated by a sigmoid of a second half of q_proj (Qwen3-Next, Qwen3.5)
+    output_gate: bool = False
+    #: Gated DeltaNet layers (the layers whose kind's mixer is "linear_attention"; Qwen3-Next, Qwen3.5): query/key
+    #: heads, value heads, their widths and the short convolution's kernel (None: no such layer)
+    linear_key_heads: int | None = None
+    linear_value_heads: int | None = None
+    linear_key_dim: int | None = None
+    linear_value_dim: int | None = None
+    conv_kernel: int | None = None
+    #: Qwen3.5's four input projections of the Gated DeltaNet (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a);
+    #: False: Qwen3-Next's two (in_proj_qkvz, in_proj_ba)
+    delta_split: bool = False
     #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
     #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
     #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
@@ -233,6 +245,27 @@ class ModelConfig:
                               f"{self.sliding_window}; a layer has one or the other")
         self._check_layers(put)
         self._check_latent(put)
+        self._check_linear(put)
+
+    def _check_linear(self, put) -> None:
+        """The Gated DeltaNet's sizes: all five with a linear-attention layer, none without; its value heads a
+        whole multiple of its key heads (transformers' grouped value attention repeats each key head)."""
+        sizes = ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "conv_kernel")
+        for field in sizes:
+            put(field, _positive_int(field, getattr(self, field), optional=True))
+        for field in ("output_gate", "delta_split"):
+            boolean(field, getattr(self, field))
+        linear = any(kind.mixer == "linear_attention" for kind, _ in self.layers)
+        for field in sizes:
+            if linear and getattr(self, field) is None:
+                raise SymllmError(f"{field}: missing (a layer is a Gated DeltaNet)")
+            if not linear and getattr(self, field) is not None:
+                raise SymllmError(f"{field}: {getattr(self, field)} given but no layer is a Gated DeltaNet")
+        if linear and self.linear_value_heads % self.linear_key_heads:
+            raise SymllmError(f"linear_value_heads: {self.linear_value_heads} is not a multiple of the "
+                              f"{self.linear_key_heads} key heads")
+        if linear and self.latent is not None:
+            raise SymllmError("layers: Gated DeltaNet layers are not modelled with a latent attention")
 
     def _check_latent(self, put) -> None:
         """MLA's sizes: all four with kv_lora_rank (q_lora_rank optional), none without; its keys and values
@@ -428,8 +461,9 @@ class ModelConfig:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
-            {**{k: v for k, v in dataclasses.asdict(kind).items() if k != "temperature" or v}, "count": count}
-            for kind, count in self.layers]  # the temperature only where a layer has it (Llama 4's)
+            {**{k: v for k, v in dataclasses.asdict(kind).items()
+                if (k != "temperature" or v) and (k != "mixer" or v != "attention")}, "count": count}
+            for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
         for key in ("weight_format", "weight_format_source"):  # only a quantized config says them
             if out[key] is None:
                 del out[key]
@@ -439,7 +473,9 @@ class ModelConfig:
 #: the spec's fields (:class:`symllm.arch.specs.Spec`) whose value a config gives under another name, a derived
 #: property: what :func:`symllm.arch.specs.spec_of` reads, and what :mod:`symllm.numbers.quick` binds a stored
 #: kernel's argument to (a symbol binds the spec's field, :attr:`symllm.arch.symbols.SymbolInfo.binds`)
-SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim"}
+SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim",
+               **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
+                                 "conv_kernel")}}
 
 
 #: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the

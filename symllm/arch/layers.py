@@ -18,12 +18,13 @@ This module loads no SymPy (config files are read with it).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from itertools import zip_longest
 
 from symllm.errors import SymllmError
 from symllm.validate import boolean
 
-__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -52,6 +53,10 @@ FFNS = ("dense", "moe")
 #: Mistral v0.1, Qwen's layers from max_window_layers on), or the positions of its own chunk of ``W``
 #: ("chunked": Llama 4's RoPE layers)
 WINDOWS = (None, "sliding", "chunked")
+#: a layer's token mixer: attention (softmax attention over the KV cache), or a Gated DeltaNet
+#: ("linear_attention": Qwen3-Next's and Qwen3.5's linear-attention layers, a recurrent state per sequence in
+#: place of keys and values: :mod:`symllm.arch.components.deltanet`)
+MIXERS = ("attention", "linear_attention")
 #: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
 HIDDEN_RULES = ("explicit", "meta", "meta_plain")
 #: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, Llama 4's
@@ -95,9 +100,12 @@ class LayerKind:
     #: the layer scales its queries by a per-position temperature (Llama 4's layers without RoPE,
     #: ``attn_temperature_tuning``): one multiply per query element
     temperature: bool = False
+    #: its token mixer (:data:`MIXERS`; left out of the repr where it is attention, as in every model without one)
+    mixer: str = field(default="attention", repr=False)
 
     def __post_init__(self):
-        for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS)):
+        for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
+                                   ("mixer", self.mixer, MIXERS)):
             if not (value is None or isinstance(value, str)) or value not in known:
                 raise SymllmError(f"{name}: unknown {value!r} (known: {', '.join(map(str, known))})")
         boolean("rotary", self.rotary)
@@ -105,9 +113,19 @@ class LayerKind:
 
     def tags(self) -> tuple[str, ...]:
         """One word per field, saying its value: what names a group (:func:`group_names`); the temperature's
-        only where a layer has it ("tempered")."""
+        only where a layer has it ("tempered"), the mixer's only where it is not attention (``linear``).
+
+        >>> LayerKind(mixer="linear_attention").tags()
+        ('dense', 'rope', 'full', 'linear')
+        """
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
-                *(("tempered",) if self.temperature else ()))
+                *(("tempered",) if self.temperature else ()),
+                *(("linear",) if self.mixer == "linear_attention" else ()))
+
+    def __repr__(self):
+        extra = "" if self.mixer == "attention" else f", mixer={self.mixer!r}"
+        return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
+                f"temperature={self.temperature!r}{extra})")
 
 
 def runs(kinds) -> tuple[tuple[LayerKind, int], ...]:
@@ -158,7 +176,7 @@ def group_names(kinds) -> tuple[str, ...]:
     names: list[str] = []
     first = kinds[0].tags() if kinds else ()
     for i, kind in enumerate(kinds):
-        differ = [tag for tag, base in zip(kind.tags(), first) if tag != base]
+        differ = [tag for tag, base in zip_longest(kind.tags(), first, fillvalue="attention") if tag != base]
         candidates = [*differ, "_".join(differ), "_".join(kind.tags()), f"group{i + 1}"] if names else [""]
         names.append(next(f"{c}_block".lstrip("_") for c in candidates if f"{c}_block".lstrip("_") not in names))
     return tuple(names)
@@ -247,6 +265,12 @@ class Structure:
     clamped: bool = False
     #: PEFT adapts the fused routed experts (Qwen3-MoE): their LoRA targets are refused
     fused_lora: bool = False
+    #: the attention's output is gated, ``o_proj(attn · sigmoid(gate))`` with the gate from a doubled ``q_proj``
+    #: (Qwen3-Next, Qwen3.5)
+    output_gate: bool = False
+    #: the Gated DeltaNet's input projections are Qwen3.5's four (``in_proj_qkv``, ``in_proj_z``, ``in_proj_b``,
+    #: ``in_proj_a``); False: Qwen3-Next's two (``in_proj_qkvz``, ``in_proj_ba``)
+    delta_split: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -261,7 +285,8 @@ class Structure:
         if len(kinds) > MAX_GROUPS:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
-                     "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora"):
+                     "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
+                     "delta_split"):
             boolean(name, getattr(self, name))
         if self.latent not in LATENT:
             raise SymllmError(f"latent: unknown {self.latent!r} (known: {', '.join(map(str, LATENT))})")
@@ -276,6 +301,11 @@ class Structure:
             raise SymllmError(f"variant: expected a Variant, got {self.variant!r}")
         if self.hidden not in HIDDEN_RULES:
             raise SymllmError(f"hidden: unknown rule {self.hidden!r} ({', '.join(HIDDEN_RULES)})")
+
+    @property
+    def has_linear(self) -> bool:
+        """Whether some layer's token mixer is a Gated DeltaNet (:data:`MIXERS`)."""
+        return any(k.mixer == "linear_attention" for k in self.kinds)
 
     @property
     def has_moe(self) -> bool:

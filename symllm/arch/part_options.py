@@ -17,7 +17,7 @@ This module loads no SymPy (config files are read with it).
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
 >>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'nope', 'temperature', 'sliding', 'chunked']
+['moe', 'linear_attention', 'nope', 'temperature', 'sliding', 'chunked']
 """
 from __future__ import annotations
 
@@ -105,6 +105,11 @@ def _window_text(c) -> str:
     windowed = sum(count for kind, count in c.groups if kind.window == "sliding")
     return f"sliding window {c.sliding_window}" + (f" in {windowed} of {c.n_layers} layers"
                                                    if 0 < windowed < c.n_layers else "")
+
+
+def _linear_text(c) -> str:
+    linear = sum(count for kind, count in c.groups if kind.mixer == "linear_attention")
+    return f"Gated DeltaNet (linear attention) in {linear} of {c.n_layers} layers" if linear else ""
 
 
 def _latent_text(c) -> str:
@@ -208,6 +213,15 @@ OPTIONS: tuple[Option, ...] = (
            text=lambda c: (f"{c.n_mtp_layers} multi-token prediction module(s) in the checkpoint, counted apart "
                            "(transformers does not build them)") if c.n_mtp_layers else "",
            doc="multi-token-prediction modules the checkpoint stores (reported apart)"),
+    _on("output_gate", "a gated attention output: o_proj(attn * sigmoid(gate)), the gate from a doubled q_proj "
+        "(Qwen3-Next, Qwen3.5)", "", "gated attention output", parts=("output_gate",)),
+    Option("linear_attention", ("layers",), (None,), "kind", "mixer",
+           parts=("in_proj_qkvz", "in_proj_ba", "conv1d", "decay", "delta_rule", "out_proj"),
+           text=lambda c: _linear_text(c),
+           doc="Gated DeltaNet token mixers in the layers of kind mixer='linear_attention' (Qwen3-Next, Qwen3.5)"),
+    _on("delta_split", "the Gated DeltaNet's four input projections (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, "
+        "in_proj_a); False: Qwen3-Next's two", "", parts=("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
+        on=None),
     Option("nope", ("layers",), (None,), "kind", "rotary", reference="no rotation in the layers of kind rotary=False",
            text=lambda c: f"{c.n_nope_layers} layers without RoPE" if c.n_nope_layers else "",
            doc="layers without RoPE (Llama 4's, EXAONE 4's full-attention layers)"),

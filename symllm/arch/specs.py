@@ -90,6 +90,12 @@ class Spec:
     v_head_dim: int | None = None
     #: multi-token-prediction modules the checkpoint stores (None: none)
     n_mtp_layers: int | None = None
+    #: the Gated DeltaNet's sizes (None: no linear-attention layer; symllm.arch.components.deltanet)
+    linear_key_heads: int | None = None
+    linear_value_heads: int | None = None
+    linear_key_dim: int | None = None
+    linear_value_dim: int | None = None
+    conv_kernel: int | None = None
 
     @property
     def hidden_rule(self) -> str:

@@ -19,7 +19,7 @@ import sympy as sp
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
-    "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp",
+    "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -96,6 +96,12 @@ d_hr = sp.Symbol("d_hr", **_size)
 d_hn = sp.Symbol("d_hn", **_size)
 d_hv = sp.Symbol("d_hv", **_size)
 L_mtp = sp.Symbol("L_mtp", **_size)
+# Gated DeltaNet (Qwen3-Next, Qwen3.5: symllm.arch.components.deltanet)
+n_gk = sp.Symbol("n_gk", **_size)
+n_gv = sp.Symbol("n_gv", **_size)
+d_gk = sp.Symbol("d_gk", **_size)
+d_gv = sp.Symbol("d_gv", **_size)
+K_c = sp.Symbol("K_c", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 s_o = sp.Symbol("s_o", **_size)  # positions per sequence whose logits a forward computes
@@ -156,6 +162,12 @@ _TABLE = [
     SymbolInfo(d_hv, "v_head_dim", r"d_h^{v}", "width of a value head (MLA)", "model"),
     SymbolInfo(L_mtp, "n_mtp_layers", r"L_{\mathrm{mtp}}",
                "multi-token-prediction modules the checkpoint stores (DeepSeek-V3, GLM-4.5; not in the model)", "model"),
+    SymbolInfo(n_gk, "linear_key_heads", r"n_{k}^{\Delta}", "query/key heads of a Gated DeltaNet layer", "model"),
+    SymbolInfo(n_gv, "linear_value_heads", r"n_{v}^{\Delta}",
+               "value heads of a Gated DeltaNet layer (one recurrent state each)", "model"),
+    SymbolInfo(d_gk, "linear_key_dim", r"d_{k}^{\Delta}", "width of a Gated DeltaNet query/key head", "model"),
+    SymbolInfo(d_gv, "linear_value_dim", r"d_{v}^{\Delta}", "width of a Gated DeltaNet value head", "model"),
+    SymbolInfo(K_c, "conv_kernel", "K_c", "width of the Gated DeltaNet's short causal convolution", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "

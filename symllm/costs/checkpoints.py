@@ -532,6 +532,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     """
     from symllm.costs import formats
     spec = formats._spec(config)
+    if spec.structure.has_linear:
+        raise SymllmError("checkpoint: Gated DeltaNet tensors are not modelled")
     ts = formats.tensors(spec)
     out: dict[str, dict] = {}
     if gguf is not None:

@@ -27,6 +27,7 @@ ROWS = (("params", "parameters", "count"), ("active", "active parameters (per to
         ("prefill_flops", "prefill FLOPs (b x s tokens)", "flops"),
         ("kv_cache_per_token", "KV cache per token (bytes)", "bytes"),
         ("weights", "weights", "bytes"), ("kv_cache", "KV cache (b x (s + n) tokens)", "bytes"),
+        ("state_cache", "state cache (b sequences)", "bytes"),
         ("training_states", "training states", "bytes"), ("activations", "activations", "bytes"),
         ("inference_peak", "inference peak", "bytes"), ("training_peak", "training peak", "bytes"),
         ("fits", "inference peak fits", "flag"), ("max_batch", "largest batch that fits", "count"),

@@ -29,6 +29,8 @@ least once, every intermediate assumed to stay on chip (which is what makes the 
 * ``decode`` (one step of ``b`` sequences at context ``t``): the weights read once, ``β_w·N_read``; the
   cached keys and values read, ``β_kv·K(t)``; the new token's written, ``β_kv·K(1)``; the logits
   written, ``β_a·b·V``.
+* a model with a per-sequence state (``memory.state_cache``, ``S`` bytes: a Gated DeltaNet's recurrent and
+  convolution states) writes it in a prefill (``+S``) and reads and writes it in each decode step (``+2·S``).
 
 ``N_read`` is the parameters a matmul multiplies by: every parameter (norm weights too), except an
 untied embedding table, of which a look-up reads only its tokens' rows (``b·s·d`` elements, left out:
@@ -371,12 +373,13 @@ def bytes_moved(mdl, phase: str) -> sp.Expr:
     """
     kv = mdl.total("kv_cache")  # elements held after b sequences of s new tokens at context t
     weights = S.beta_w * weights_read(mdl)
+    state = mdl.total("state_cache")  # a Gated DeltaNet's states (bytes): written by a prefill, read and written by a step
     if phase == "prefill":
-        return weights + S.beta_kv * kv.subs(S.t, 0) + S.beta_a * S.b * S.s_o * S.V
+        return weights + S.beta_kv * kv.subs(S.t, 0) + S.beta_a * S.b * S.s_o * S.V + state
     if phase == "decode":
         new = kv.subs({S.s: 1, S.t: 0})  # the new token's keys and values, written
         cached = kv.subs(S.s, 1) - new    # those already cached at context t, read
-        return weights + S.beta_kv * (cached + new) + S.beta_a * S.b * S.V
+        return weights + S.beta_kv * (cached + new) + S.beta_a * S.b * S.V + 2 * state
     raise SymllmError(f"phase: roofline bytes are for prefill or decode, got {phase!r}")
 
 
@@ -472,11 +475,13 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     lookups = sum((c.total("active") for c in stage.children if c.rules.weight == "embedding"), sp.S.Zero)
     weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
     kv = stage.total("kv_cache")
+    state = stage.total("state_cache")  # a Gated DeltaNet's states: written by a prefill, read and written by a step
     rows = S.b * S.s_o if phase == "prefill" else S.b  # the positions whose logits are computed
     logits = head * S.beta_a * rows * sp.ceiling(S.V / S.N_t)
     if phase == "prefill":
-        return weights + S.beta_kv * kv.subs(S.t, 0) + logits
-    return weights + S.beta_kv * kv.subs(S.s, 1) + logits  # the cache read at context t, the new token's written
+        return weights + S.beta_kv * kv.subs(S.t, 0) + logits + state
+    # the cache read at context t, the new token's written; the states read and written
+    return weights + S.beta_kv * kv.subs(S.s, 1) + logits + 2 * state
 
 
 def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, phase_flops=None) -> dict:

@@ -137,7 +137,9 @@ def _sizes() -> dict:
     # (Qwen2-MoE's gated one, DeepSeek's shared experts)
     # (a latent attention's n_h heads are split as a GQA's: rank 0's share of n_h·d_h, d_h its RoPE width)
     return {S.n_h: _split(S.n_h * S.d_h) / S.d_h, S.n_kv: _split(S.n_kv * S.d_h) / S.d_h,
-            S.d_ff: _split(S.d_ff), S.d_fd: _split(S.d_fd), S.d_se: _split(S.d_se), S.V: _split(S.V)}
+            S.d_ff: _split(S.d_ff), S.d_fd: _split(S.d_fd), S.d_se: _split(S.d_se), S.V: _split(S.V),
+            # a Gated DeltaNet's heads (vLLM splits them over the ranks; its recurrent states with them)
+            S.n_gk: _split(S.n_gk), S.n_gv: _split(S.n_gv)}
 
 
 def _whole(expr: sp.Expr) -> sp.Expr:
@@ -167,7 +169,7 @@ def _sharded(comp: Component, seq: bool) -> Component:
         return comp.replace(params=comp.params.xreplace({S.n_e: sp.ceiling(S.n_e / S.N_e)}))
     if comp.shape and split is None:
         raise SymllmError(f"tp: the linear {comp.name} declares no tensor-parallel split")
-    own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved")}
+    own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved", "state_cache")}
     own["saved"] = _whole(own["saved"])
     if split in _SPLIT_WEIGHTS:
         own["params"] = _split_weight(comp) if comp.shape and comp.params != 0 else comp.params.xreplace(sizes)

@@ -51,7 +51,7 @@ from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes
 
 __all__ = [
-    "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
+    "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
     "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory", "logit_rows",
 ]
 
@@ -258,13 +258,15 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     """Bytes of ``kind`` (see :data:`MEMORY_KINDS`) for ``component``, as a closed form.
 
     * ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv`` × the cache elements after a prefill of ``s`` and ``n``
-      decode steps; ``inference`` weights + KV cache.
+      decode steps (the keys and values of attention layers only); ``state_cache`` the bytes of every other
+      per-sequence cache (a Gated DeltaNet's recurrent and convolution states: symllm.arch.components.deltanet),
+      constant in the context; ``inference`` weights + KV cache + state cache.
     * ``training_states`` per data-parallel rank, mixed-precision Adam: 2N bf16/fp16 weights, 2N
       gradients, 12N fp32 optimizer state (master weights, first and second moments) = 16N at ZeRO stage
       0. Stage 1 shards the 12N optimizer state over the ``N_d`` ranks, stage 2 also the gradients,
       stage 3 also the weights (16⌈N/N_d⌉, rank 0's padded shard).
     * ``activations``: :func:`activations`.
-    * ``inference_peak`` (block or model): weights + KV cache + the largest working set live at once:
+    * ``inference_peak`` (block or model): weights + KV cache + state cache + the largest working set live at once:
       ``β_a`` × (the components' ``resident`` elements, the residual stream and the normed input
       ``2·b·s·d``, + the largest ``live`` candidate: a fused attention's q and output ``2·b·s·n_h·d_h``
       (and its log-sum-exp), the SwiGLU's three ``b·s·d_ff`` tensors, and (model) the logits ``b·s·V``;
@@ -332,14 +334,16 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager:
         out = weights
     elif kind == "kv_cache":
         out = _kv_bytes(comp)
+    elif kind == "state_cache":
+        out = comp.total("state_cache")
     elif kind == "inference":
-        out = weights + _kv_bytes(comp)
+        out = weights + _kv_bytes(comp) + comp.total("state_cache")
     elif kind == "training_states":
         out = zero.optimizer_states(comp, zero_stage, optimizer)  # mixed precision, ZeRO-sharded
     elif kind == "activations":
         out = _activations(comp, recompute, eager)
     else:
-        out = weights + _kv_bytes(comp) + S.beta_a * _working_set(comp, eager)
+        out = weights + _kv_bytes(comp) + comp.total("state_cache") + S.beta_a * _working_set(comp, eager)
     return substitute(out, dict(comp.definitions))
 
 
@@ -380,6 +384,18 @@ WORKLOAD_FLOPS = {"prefill": ("prefill", "matmul"), "decode_token": ("decode", "
                   "generation": ("generation", "matmul"), "training_step": ("training", "matmul"),
                   "elementwise": ("prefill", "elementwise")}
 WORKLOAD_MEMORY = ("weights", "kv_cache", "training_states", "activations", "inference_peak", "training_peak")
+
+
+def memory_kinds(mdl: Component) -> tuple[str, ...]:
+    """The memory kinds ``workload()`` shows for the model ``mdl``: :data:`WORKLOAD_MEMORY`, and
+    ``state_cache`` where some layer holds a per-sequence state (a Gated DeltaNet).
+
+    >>> memory_kinds(model())[-1]
+    'training_peak'
+    """
+    return WORKLOAD_MEMORY + (("state_cache",) if mdl.total("state_cache") != 0 else ())
+
+
 #: the memory kinds ``workload()`` shows per GPU under ``tp``/``pp``/``dp`` (symllm.costs.parallel)
 PER_GPU_MEMORY = ("weights", "training_states", "activations")
 #: the peaks ``workload()`` shows per GPU too: what the fit verdicts compare with the accelerator's memory
@@ -446,7 +462,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
         "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack,
                                 optimizer=work.optimizer)
-                   for kind in WORKLOAD_MEMORY},
+                   for kind in memory_kinds(mdl)},
     }
     laid = parallel.laid_out(work)
     if not laid or work.stack not in stacks.COMPONENT_STACKS:

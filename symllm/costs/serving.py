@@ -10,6 +10,11 @@ and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V
     bytes per token = 2 · L · n_kv · d_h · β_kv per tensor-parallel rank (⌈n_kv / N_t⌉ heads: vLLM
     replicates KV heads when there are more ranks than heads),
 
+and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
+convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
+block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
+what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states,
+
 and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
 
 Conventions (each an estimate of what vLLM measures, not derives):
@@ -62,6 +67,17 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
     return out
 
 
+def _state_per_sequence(spec, work, one: dict):
+    """One sequence's state cache (a Gated DeltaNet's recurrent and convolution states) on tensor rank 0:
+    the whole model's at one GPU, else the sharded tree's (its heads split over the ranks) at ``work``'s numbers."""
+    if work.tp == 1:
+        return one["memory"]["state_cache"]
+    from symllm.costs import parallel, phases
+    expr = parallel.shard(spec.model()).total("state_cache")
+    value = expr.subs(phases.values(spec, work.replace(batch=1, seq=1, gen=0, context=None)))
+    return int(value) if value.is_Integer else Fraction(str(value))
+
+
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
              max_num_batched_tokens: int = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, **options) -> dict:
@@ -102,15 +118,22 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     per_token = int(per_token) if per_token.denominator == 1 else per_token
     weights = profile["memory_per_gpu"]["weights"]
     kv_profile = Fraction(profile["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv
-    activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile
+    state = _state_per_sequence(spec, work, one) if "state_cache" in one["memory"] else 0
+    activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
     usable = util * gpu.usable  # the memory the driver reports, where measured
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
                                                                                           kv_cache_bytes)
+    context = work.seq + work.gen
+    if state:  # a hybrid model: each sequence holds its state beside its KV blocks (vLLM allocates it per sequence)
+        sequences = max(int(kv // (ceil(context / block_size) * block_size * per_token + state)), 0)
+        kv = kv - sequences * state
     blocks = max(int(kv // (block_size * per_token)), 0)
     tokens = blocks * block_size
-    context = work.seq + work.gen
-    return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
+    extra = {"state_bytes_per_sequence": state, "state_cache_bytes": sequences * state} if state else {}
+    concurrency = Fraction(tokens, context) if not state else max(Fraction(
+        kv + sequences * state, ceil(context / block_size) * block_size * per_token + state), Fraction(0))
+    return {**extra, "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
             "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
-            "context": context, "max_concurrency": Fraction(tokens, context), "fits": tokens >= context,
+            "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context,
             "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp}

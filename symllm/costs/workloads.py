@@ -32,7 +32,7 @@ __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPT
 PHASES = ("forward", "prefill", "decode", "generation", "training")
 #: the memory kinds :func:`symllm.costs.phases.memory` knows
 MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
-                "training_peak")
+                "training_peak", "state_cache")
 
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")

@@ -724,7 +724,8 @@ class Report:
                          "training_states": "training states per rank (mixed-precision Adam)",
                          "activations": "activations saved for backward", "inference_peak": "inference peak",
                          "training_peak": "training peak (one step's highest point)",
-                         "full_finetune_peak": "full fine-tuning's training peak"}
+                         "full_finetune_peak": "full fine-tuning's training peak",
+                         "state_cache": "recurrent and convolution states (Gated DeltaNet)"}
         if work.lora_rank is not None:  # LoRA's training peak (its parts: the LoRA section)
             memory_titles["training_peak"] = "training peak (LoRA)"
         memory = {k: v for k, v in numbers["memory"].items() if not k.startswith("lora_")}

@@ -32,8 +32,8 @@ package re-exports them.
 """
 from __future__ import annotations
 
-from symllm.arch.components.assembly import (EVERY_FUSED, EVERY_LATENT_PART, EVERY_PART, block, component,
-                                             group_counts, lora_names, model, mtp)
+from symllm.arch.components.assembly import (EVERY_FUSED, EVERY_LATENT_PART, EVERY_PART, MIXER_FACTORIES, block,
+                                             component, group_counts, lora_names, mixer, model, mtp)
 from symllm.arch.components.base import (ELEMENTWISE, INDEX_BYTES, LLAMA, QUANTITIES, SPLITS, STAT_BYTES, WEIGHTS,
                                          Component, Rules, collected, linear, matmul)
 from symllm.arch.components.embeddings import embedding, lm_head
@@ -43,7 +43,7 @@ from symllm.arch.components.latent import decompressed_kv_cache, latent_attentio
 from symllm.arch.components.mixture import experts, moe, router
 from symllm.arch.components.mlp import feed_forward, meta_hidden_dim, swiglu
 from symllm.arch.components.norms import qk_norms, rmsnorm
-from symllm.arch.layers import (ACTIVATIONS, COMPONENTS, FFNS, LATENT, NORMS, WINDOWS, LayerKind, Structure,
+from symllm.arch.layers import (ACTIVATIONS, COMPONENTS, FFNS, LATENT, MIXERS, NORMS, WINDOWS, LayerKind, Structure,
                                 Variant)
 
 __all__ = [
@@ -53,5 +53,5 @@ __all__ = [
     "router", "experts", "moe", "sinks", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
     "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
-    "Variant", "NORMS", "ACTIVATIONS",
+    "Variant", "NORMS", "ACTIVATIONS", "MIXERS", "MIXER_FACTORIES", "mixer",
 ]

@@ -11,6 +11,7 @@ import sympy as sp
 from symllm.arch import keeps
 from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SUM_NORM, _switches, _T, Component,
                                          ELEMENTWISE, linear, named, Rules)
+from symllm.arch.components.deltanet import gated_deltanet
 from symllm.arch.components.embeddings import embedding, lm_head
 from symllm.arch.components.gqa import attention
 from symllm.arch.components.latent import latent_attention
@@ -54,7 +55,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   shared_bias=structure.mlp_bias and structure.shared_experts)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
-    if structure.latent is not None:
+    if kind.mixer != "attention":  # a token mixer other than attention (symllm.arch.components.deltanet)
+        attn = mixer(kind.mixer)(structure, kind)
+    elif structure.latent is not None:
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
     else:
         attn = attention(structure, kind, causal=causal)
@@ -98,6 +101,21 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         doc="TransformerBlock(layer_id, args)",
         rules=_no_weight(keeps.block),
     )
+
+
+#: token mixer (a LayerKind's ``mixer`` other than attention) -> its factory ``(structure, kind) -> Component``
+MIXER_FACTORIES = {"linear_attention": gated_deltanet}
+
+
+def mixer(name: str):
+    """The factory of the token mixer ``name`` (:data:`MIXER_FACTORIES`).
+
+    >>> mixer("linear_attention").__name__
+    'gated_deltanet'
+    """
+    if name not in MIXER_FACTORIES:
+        raise SymllmError(f"mixer: unknown {name!r} (known: attention, {', '.join(MIXER_FACTORIES)})")
+    return MIXER_FACTORIES[name]
 
 
 def group_counts(groups: int) -> tuple[sp.Expr, ...]:
@@ -200,11 +218,11 @@ def component(name: str, whole: Component | None = None) -> Component:
 #: (:attr:`symllm.arch.part_options.Option.on`), and a kind of layer for each way layers differ
 EVERY_PART = dict(every_part(),
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
-                         LayerKind(ffn="moe", rotary=False, temperature=True)),
+                         LayerKind(ffn="moe", rotary=False, temperature=True), LayerKind(mixer="linear_attention")),
                   variant=Variant(**{o.field: o.on for o in OPTIONS if o.axis == "variant" and o.on is not None}))
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s
-EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True))
+EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True), delta_split=True)
 #: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
 #: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
 EVERY_LATENT_PART = dict(every_part(latent=True), kinds=(LayerKind(), LayerKind(ffn="moe")))

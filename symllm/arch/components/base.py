@@ -18,7 +18,7 @@ from symllm.validate import boolean
 
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
-QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved")
+QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved", "state_cache")
 
 #: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
 ELEMENTWISE = {
@@ -65,8 +65,9 @@ SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
 #: "norm", "head_norm" (Command-R+'s per-head QK-norm, a (heads, head_dim) tensor), "router", "experts" (fused
-#: routed experts), "sinks" (gpt-oss's per-head attention sinks), "none" (no weight)
-WEIGHTS = ("linear", "head", "embedding", "norm", "head_norm", "router", "experts", "sinks", "none")
+#: routed experts), "sinks" (gpt-oss's per-head attention sinks), "conv" (a Gated DeltaNet's depthwise
+#: convolution), "decay" (its A_log and dt_bias), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "head_norm", "router", "experts", "sinks", "conv", "decay", "none")
 
 #: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
 LLAMA = Variant()
@@ -160,8 +161,11 @@ class Component:
     flops: sp.Expr = sp.S.Zero
     #: element-wise FLOPs of that forward pass (see ELEMENTWISE)
     elementwise: sp.Expr = sp.S.Zero
-    #: KV-cache elements held after that forward pass
+    #: KV-cache elements held after that forward pass (keys and values of attention layers only)
     kv_cache: sp.Expr = sp.S.Zero
+    #: bytes of every other per-sequence cache held after that pass (a Gated DeltaNet's recurrent and
+    #: convolution states: symllm.arch.components.deltanet), constant in the context
+    state_cache: sp.Expr = sp.S.Zero
     #: bytes a training forward over b × s tokens saves for backward (β_a per activation element)
     saved: sp.Expr = sp.S.Zero
     #: bytes kept per repeat when this component is a recomputation checkpoint (its input); 0: not one

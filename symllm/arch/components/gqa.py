@@ -186,6 +186,14 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
                                           label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
+    elif structure.output_gate:  # Qwen3-Next, Qwen3.5: q_proj also makes the output gate, one per query element
+        projections = (
+            linear("wq", d, 2 * n_h * d_h, in_bias, "self.q_proj = nn.Linear(hidden_size, num_attention_heads * "
+                   "head_dim * 2)  # query, gate = chunk(2)", rules=_rules("column", "wq", "q_proj", "attn_q")),
+            *(linear(name, d, n_kv * d_h, in_bias, doc, rules=_rules("column", name, hf, gguf))
+              for name, hf, gguf, doc in (
+                  ("wk", "k_proj", "attn_k", "self.k_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"),
+                  ("wv", "v_proj", "attn_v", "self.v_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"))))
     else:
         projections = (
             linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
@@ -213,6 +221,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                    rules=_rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks else ()),
+            *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * d_h,
+                         saved=beta_a * _T * n_h * d_h,  # the gate, for the product's backward
+                         doc="attn_output = attn_output * torch.sigmoid(gate)",
+                         rules=Rules("replicated", lora=(), stacks=(), label="a gated attention output (Qwen3-Next, "
+                                     "Qwen3.5)")),) if structure.output_gate else ()),
             *(((rope(width=d_hr) if structure.partial_rope else rope()),) if rotary else ()),
             *((temperature(),) if kind.temperature else ()),
             # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and

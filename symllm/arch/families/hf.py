@@ -43,7 +43,7 @@ REQUIRED = object()
 #: the names transformers 5 accepts in ``layer_types`` (``ALLOWED_ATTN_LAYER_TYPES``); any other is refused
 LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "window_attention", "indexed_attention",
                "compressed_sparse_attention", "heavily_compressed_attention", "minimax_m3_sparse", "conv", "moe",
-               "hybrid", "hybrid_sliding")
+               "hybrid", "hybrid_sliding", "reference_sliding_attention", "linear_attention")
 
 #: keys that change the architecture in ways symllm does not model: key -> what it is. Refused unless
 #: absent or neutral (null, false, 0, an empty list; ``partial_rotary_factor`` 1), or modelled by the family

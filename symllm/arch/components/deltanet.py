@@ -1,0 +1,183 @@
+"""Gated DeltaNet (Qwen3-Next, Qwen3.5): the linear-attention token mixer, as transformers builds it
+(``Qwen3NextGatedDeltaNet``, ``Qwen3_5GatedDeltaNet``), and the gated output of their full-attention layers.
+
+A Gated DeltaNet layer holds no keys and values: each sequence carries, per value head, a recurrent state of
+``d_gk × d_gv`` and the last ``K_c`` inputs of its short causal convolution. Its parts:
+
+* input projections: Qwen3-Next's ``in_proj_qkvz: d -> 2·n_gk·d_gk + 2·n_gv·d_gv`` and ``in_proj_ba: d -> 2·n_gv``;
+  Qwen3.5's ``in_proj_qkv: d -> 2·n_gk·d_gk + n_gv·d_gv``, ``in_proj_z: d -> n_gv·d_gv``, ``in_proj_b`` and
+  ``in_proj_a: d -> n_gv`` (the same parameters, split four ways);
+* ``conv1d``: a depthwise causal convolution of kernel ``K_c`` over the ``2·n_gk·d_gk + n_gv·d_gv`` channels of
+  q, k and v (no bias), then SiLU;
+* ``A_log`` and ``dt_bias``: one number each per value head (the decay ``g = -exp(A_log)·softplus(a + dt_bias)``);
+* the delta rule itself (no parameters; below);
+* ``norm``: a gated RMSNorm of width ``d_gv`` on each value head, ``rmsnorm(o)·silu(z)``;
+* ``out_proj: n_gv·d_gv -> d``.
+
+Conventions (docs/conventions.md, "Linear attention"):
+
+* **FLOPs** are transformers' torch fallback's, what ``FlopCounterMode`` counts. A pass of more than one token
+  runs the **chunked** form (``torch_chunk_gated_delta_rule``, chunk
+  ``C = 64`` positions, the sequence padded up to a whole number of chunks): per value head and chunk
+  ``4·C²·d_gk + 2·C²·d_gv + 6·C·d_gk·d_gv`` matmul FLOPs (the two ``C × C`` products of keys with keys and
+  queries with keys, the ``C × C`` product with the new values, and three products with the state; the
+  triangular solves are not matmuls and ``FlopCounterMode`` does not count them), ``⌈s/C⌉`` chunks a sequence.
+  A pass of one token (a decode step) is the **recurrent** form (``torch_recurrent_gated_delta_rule``):
+  broadcast multiplies and sums, no matmul, so its matmul FLOPs are 0 and its ``7·d_gk·d_gv`` per value head
+  (decay, read, delta, update, output) are element-wise work, constant in the context. (transformers runs a
+  one-token *prompt*, with no state yet, through the chunked form, one padded chunk; symllm counts every
+  one-token pass as the step it is in generation.) The convolution is a matmul-like count as ``FlopCounterMode`` counts ``conv1d``: ``2·K_c``
+  per channel and output position: ``s + K_c − 1`` positions in a sequence's first pass (padded on the left,
+  the last ``K_c − 1`` dropped after; transformers pads a prompt shorter than ``K_c`` to ``K_c`` when it keeps a
+  cache, which this does not count), ``2`` in a decode step (the ``K_c`` cached inputs and the new one, no padding) and ``s + 2·K_c − 1``
+  in a later pass over ``s > 1`` tokens (the cached inputs, then padding again).
+* **State** (``state_cache``, in bytes, per sequence and layer, constant in the context): the recurrent
+  state ``n_gv·d_gk·d_gv`` in fp32 (4 bytes: the torch paths compute and return it in float32 and
+  transformers' ``LinearAttentionLayer`` keeps that tensor; Qwen3.5's config states ``mamba_ssm_dtype:
+  float32`` for vLLM), and the convolution state, the last ``K_c`` inputs of the ``2·n_gk·d_gk + n_gv·d_gv``
+  channels in the activations' dtype (``β_a``), as transformers caches it.
+
+>>> from symllm.arch.layers import Structure, LayerKind
+>>> from symllm.arch.symbols import d, n_gk, n_gv, d_gk, d_gv, K_c
+>>> g = gated_deltanet(Structure(kinds=(LayerKind(mixer="linear_attention"),)))
+>>> sp.expand(g.total("params") - (d * (2*n_gk*d_gk + 2*n_gv*d_gv) + 2*d*n_gv + (2*n_gk*d_gk + n_gv*d_gv)*K_c
+...                                 + 2*n_gv + d_gv + n_gv*d_gv*d))
+0
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
+from symllm.arch.components.norms import rmsnorm
+from symllm.arch.dtypes import FP32
+from symllm.arch.layers import LayerKind, Structure
+from symllm.arch.symbols import K_c, b, beta_a, d, d_gk, d_gv, n_gk, n_gv, s, t  # noqa: F401 (t: doctests)
+
+__all__ = ["gated_deltanet", "CHUNK", "conv_channels", "recurrent_state", "conv_state"]
+
+#: the chunk of transformers' torch_chunk_gated_delta_rule (its default, as the Qwen3-Next and Qwen3.5 layers call it)
+CHUNK = 64
+
+_T = b * s
+#: the stacks model none of it: a stack's refusal names this
+_LABEL = "a Gated DeltaNet (Qwen3-Next, Qwen3.5)"
+
+
+def conv_channels() -> sp.Expr:
+    """The channels of the short convolution: q, k and v side by side.
+
+    >>> conv_channels()
+    2*d_gk*n_gk + d_gv*n_gv
+    """
+    return 2 * n_gk * d_gk + n_gv * d_gv
+
+
+def recurrent_state() -> sp.Expr:
+    """Bytes of one sequence's recurrent state in one layer: ``n_gv`` matrices of ``d_gk × d_gv``, fp32.
+
+    >>> recurrent_state()
+    4*d_gk*d_gv*n_gv
+    """
+    return FP32 * n_gv * d_gk * d_gv
+
+
+def conv_state() -> sp.Expr:
+    """Bytes of one sequence's convolution state in one layer: the last ``K_c`` inputs of every channel, in
+    the activations' dtype.
+
+    >>> conv_state()
+    K_c*beta_a*(2*d_gk*n_gk + d_gv*n_gv)
+    """
+    return beta_a * K_c * conv_channels()
+
+
+def _rules(split: str, name: str) -> Rules:
+    """A projection of the Gated DeltaNet: its split, its name (PEFT adapts it under the module's name), a
+    linear weight, and no stack."""
+    return Rules(split, lora=(name, name), weight="linear", stacks=(), label=_LABEL)
+
+
+def _one_token() -> sp.Expr:
+    """1 for a pass of one token (``s = 1``: the recurrent form), 0 for more (the chunked form), written with
+    ``Min`` (what the compiled kernels evaluate over arrays; ``s`` is a positive integer).
+
+    >>> [_one_token().subs(s, x) for x in (1, 2, 64)]
+    [1, 0, 0]
+    """
+    return 1 - sp.Min(s - 1, 1)
+
+
+def _chunks(positions: sp.Expr) -> sp.Expr:
+    """Matmul FLOPs of the chunked delta rule over ``positions`` of one sequence, per value head."""
+    C = CHUNK
+    per_chunk = 4 * C ** 2 * d_gk + 2 * C ** 2 * d_gv + 6 * C * d_gk * d_gv
+    return sp.ceiling(positions / C) * per_chunk
+
+
+def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer="linear_attention"),
+                   **_) -> Component:
+    """A Gated DeltaNet layer (module docstring) of a model of ``structure`` (``delta_split``: Qwen3.5's four
+    input projections; else Qwen3-Next's two).
+
+    >>> g = gated_deltanet()
+    >>> [c.name for c in g.children]
+    ['in_proj_qkvz', 'in_proj_ba', 'conv1d', 'decay', 'delta_rule', 'norm', 'out_proj']
+    >>> rule = g.child("delta_rule").flops  # a prefill of 100: two chunks of 4·64² + 2·64² + 6·64
+    >>> g.total("kv_cache"), rule.subs({s: 1, t: 5}), rule.subs({s: 100, t: 0, d_gk: 1, d_gv: 1, n_gv: 1, b: 1})
+    (0, 0, 49920)
+    """
+    split = structure is not None and structure.delta_split
+    width = conv_channels()
+    if split:
+        projections = (
+            linear("in_proj_qkv", d, width, doc="self.in_proj_qkv = nn.Linear(hidden_size, key_dim * 2 + value_dim)",
+                   rules=_rules("column", "in_proj_qkv")),
+            linear("in_proj_z", d, n_gv * d_gv, doc="self.in_proj_z = nn.Linear(hidden_size, value_dim)",
+                   rules=_rules("column", "in_proj_z")),
+            linear("in_proj_b", d, n_gv, doc="self.in_proj_b = nn.Linear(hidden_size, num_v_heads)",
+                   rules=_rules("column", "in_proj_b")),
+            linear("in_proj_a", d, n_gv, doc="self.in_proj_a = nn.Linear(hidden_size, num_v_heads)",
+                   rules=_rules("column", "in_proj_a")))
+    else:
+        projections = (
+            linear("in_proj_qkvz", d, width + n_gv * d_gv,
+                   doc="self.in_proj_qkvz = nn.Linear(hidden_size, key_dim * 2 + value_dim * 2)",
+                   rules=_rules("column", "in_proj_qkvz")),
+            linear("in_proj_ba", d, 2 * n_gv, doc="self.in_proj_ba = nn.Linear(hidden_size, num_v_heads * 2)",
+                   rules=_rules("column", "in_proj_ba")))
+    # FlopCounterMode's conv1d: 2·K_c per channel and output position (module docstring)
+    one, first = _one_token(), 1 - sp.Min(t, 1)  # 1 for a one-token pass; 1 for a sequence's first pass (t = 0)
+    positions = 2 * one + (1 - one) * (first * (s + K_c - 1) + (1 - first) * (s + 2 * K_c - 1))
+    conv = Component("conv1d", params=width * K_c,
+                     flops=2 * K_c * b * width * positions,
+                     elementwise=ELEMENTWISE["silu"] * _T * width,
+                     doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, kernel_size, groups=conv_dim, bias=False)",
+                     rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d"))
+    decay = Component("decay", params=2 * n_gv,
+                      # g = -exp(A_log) * softplus(a + dt_bias): add, softplus (exp, add, log), exp, multiply,
+                      # negate; beta = sigmoid(b)
+                      elementwise=(7 + ELEMENTWISE["sigmoid"]) * _T * n_gv,
+                      doc="self.dt_bias = nn.Parameter(torch.ones(num_v_heads)); "
+                          "self.A_log = nn.Parameter(torch.log(A))",
+                      # two per-head vectors beside each other in the module, named by the first (A_log, dt_bias)
+                      rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL, hf="A_log"))
+    # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
+    rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s),
+                     elementwise=b * n_gv * one * 7 * d_gk * d_gv,
+                     doc="torch_chunk_gated_delta_rule (chunk_size=64) / torch_recurrent_gated_delta_rule",
+                     rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
+    norm = rmsnorm("norm", d_gv, _T * n_gv, "self.norm = Qwen3NextRMSNormGated(head_v_dim)  # norm(o) * silu(z)",
+                   Rules("replicated", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm"))
+    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * n_gv * d_gv)
+    out = linear("out_proj", n_gv * d_gv, d, doc="self.out_proj = nn.Linear(value_dim, hidden_size)",
+                 rules=_rules("row", "out_proj"))
+    return Component(
+        "linear_attention",
+        state_cache=b * (recurrent_state() + conv_state()),
+        children=(*projections, conv, decay, rule, norm, out),
+        doc="Qwen3_5GatedDeltaNet" if split else "Qwen3NextGatedDeltaNet",
+        rules=Rules("replicated", lora=(), stacks=(), label=_LABEL, hf="linear_attn"),
+    )
+
+

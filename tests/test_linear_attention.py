@@ -1,0 +1,249 @@
+"""The Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5, Qwen3.5-MoE) against transformers' own classes:
+parameters on the meta device (per group of layers and in total, drawn configs), matmul FLOPs under
+torch's FlopCounterMode on small CPU models through the torch fallback paths (chunked prefill, recurrent
+decode), and the cache a real prefill leaves: its keys and values (memory.kv_cache) and its convolution and
+recurrent states (memory.state_cache), byte for byte."""
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import symllm
+from symllm.arch.config import from_hf
+from symllm.errors import SymllmError
+from tests.conftest import requires
+from tests.strategies import gated_deltanet_configs
+
+_CLASSES = {"qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM"),
+            "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM"),
+            "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM")}
+
+
+def _hf_model(raw: dict, device: str = "meta"):
+    transformers, torch = requires("transformers"), requires("torch")
+    config_cls, model_cls = (getattr(transformers, name) for name in _CLASSES[raw["model_type"]])
+    options = {k: v for k, v in raw.items() if k not in ("model_type", "partial_rotary_factor")}
+    options["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0,
+                                  "partial_rotary_factor": raw.get("partial_rotary_factor", 0.25)}
+    config = config_cls(**options, attn_implementation="eager", experts_implementation="eager")
+    with torch.device(device):
+        return model_cls(config)
+
+
+#: the model types whose per-kind parameter property is here, each drawn under every profile
+#: (tests/test_elementwise.py checks every family symllm reads has one)
+KINDS = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_params_equal_transformers_on_meta(kind, data):
+    """The total, and the linear-attention and attention parameters, equal numel of
+    transformers' class built on the meta device."""
+    raw = data.draw(gated_deltanet_configs(kind))
+    model = _hf_model(raw)
+    measured = {"total": 0, "linear_attn": 0, "self_attn": 0}
+    for name, p in model.named_parameters():
+        measured["total"] += p.numel()
+        for part in ("linear_attn", "self_attn"):
+            if f".{part}." in name:
+                measured[part] += p.numel()
+    out = symllm.params(from_hf(raw))
+    ours = {"total": out["total"], "linear_attn": 0, "self_attn": 0}
+    for key, value in out.items():
+        if key.endswith("block") or "/" not in key:
+            continue
+        if "/linear_attention/" in key:
+            ours["linear_attn"] += value
+        elif "/attention/" in key:
+            ours["self_attn"] += value
+    assert ours == measured
+
+
+def _cache_bytes(cache, names):
+    torch = requires("torch")
+    total = 0
+    for layer in cache.layers:
+        for name in names:
+            value = getattr(layer, name, None)
+            for x in (value.values() if isinstance(value, dict) else [value]):
+                if isinstance(x, torch.Tensor):
+                    total += x.numel() * x.element_size()
+    return total
+
+
+@pytest.mark.parametrize("kind", ["qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"])
+@pytest.mark.parametrize("b, s", [(1, 5), (2, 70)])
+def test_flops_and_caches_equal_transformers_cpu(kind, b, s):
+    """A prefill of s tokens (the last position's logits: chunked delta rule, 64-position chunks, the second
+    case over two chunks), a decode step (the recurrent form) and a generation of two tokens (the sum of
+    the prefill and two steps, summed in closed form) equal FlopCounterMode; after the prefill
+    transformers' cache holds exactly memory.kv_cache in its keys and values and memory.state_cache in its
+    conv and recurrent states (fp32 run: the state is fp32 whatever the model's dtype)."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    raw = {"model_type": kind, "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 4,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 40,
+           "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 6,
+           "linear_value_head_dim": 10, "linear_conv_kernel_dim": 4, "full_attention_interval": 2,
+           "partial_rotary_factor": 0.25}
+    if kind != "qwen3_5_text":
+        raw.update(num_experts=3, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=20)
+    if kind == "qwen3_next":
+        raw["mlp_only_layers"] = [1]
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu").eval()
+    ids = torch.randint(0, 50, (b, s))
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as prefill:
+            out = model(ids, use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        kv, state = _cache_bytes(cache, ("keys", "values")), _cache_bytes(cache, ("conv_states", "recurrent_states"))
+        with FlopCounterMode(display=False) as decode:
+            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+        with FlopCounterMode(display=False) as second:
+            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+    cfg = from_hf(raw)
+    work = symllm.workload(cfg, batch=b, seq=s, dtype="fp32")
+    assert work["flops"]["prefill"] == prefill.get_total_flops()
+    assert work["flops"]["decode_token"] == decode.get_total_flops()
+    generation = symllm.workload(cfg, batch=b, seq=s, gen=2, dtype="fp32")["flops"]["generation"]
+    assert generation == prefill.get_total_flops() + decode.get_total_flops() + second.get_total_flops()
+    assert (work["memory"]["kv_cache"], work["memory"]["state_cache"]) == (kv, state)
+
+
+@given(gated_deltanet_configs(), st.integers(1, 2), st.integers(4, 70))
+def test_random_configs_flops_and_caches_equal_transformers_cpu(raw, b, s):
+    """For drawn configs of the three families (prompts of at least 4 tokens: transformers pads a shorter one
+    to the convolution's kernel, which symllm does not count), the prefill's and a decode step's matmul
+    FLOPs equal FlopCounterMode, and the cache after the prefill holds memory.kv_cache in keys and values
+    and memory.state_cache in states."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    L = raw["num_hidden_layers"]
+    types = raw.get("layer_types") or ["linear_attention" if (i + 1) % raw["full_attention_interval"] else
+                                       "full_attention" for i in range(L)]
+    if "full_attention" not in types:  # transformers' cache cannot take a decode step without an attention layer
+        raw = {k: v for k, v in raw.items() if k != "full_attention_interval"} | {
+            "layer_types": types[:-1] + ["full_attention"]}
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu").eval()
+    ids = torch.randint(0, raw["vocab_size"], (b, s))
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as prefill:
+            cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
+        kv, state = _cache_bytes(cache, ("keys", "values")), _cache_bytes(cache, ("conv_states", "recurrent_states"))
+        with FlopCounterMode(display=False) as decode:
+            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+    work = symllm.workload(from_hf(raw), batch=b, seq=s, dtype="fp32")
+    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill.get_total_flops(),
+                                                                           decode.get_total_flops())
+    assert (work["memory"]["kv_cache"], work["memory"].get("state_cache", 0)) == (kv, state)
+
+
+def test_state_is_constant_in_context_and_kv_only_attention():
+    """Hand arithmetic: one Gated DeltaNet layer of 4 value heads of 8 x 10 (fp32, 4 bytes) and a kernel of
+    4 over 2·2·8 + 4·10 = 72 channels (bf16) per sequence; the one attention layer's keys and values."""
+    raw = {"model_type": "qwen3_next", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "linear_num_key_heads": 2,
+           "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 10,
+           "linear_conv_kernel_dim": 4, "full_attention_interval": 2, "num_experts": 2, "num_experts_per_tok": 1,
+           "moe_intermediate_size": 8, "shared_expert_intermediate_size": 8}
+    state = 3 * (4 * 4 * 8 * 10 + 2 * 4 * 72)
+    for seq in (10, 1000):
+        memory = symllm.workload(from_hf(raw), batch=3, seq=seq)["memory"]
+        assert memory["state_cache"] == state
+        assert memory["kv_cache"] == 2 * 3 * seq * 2 * 8 * 2
+
+
+def test_refusals_name_the_key():
+    with pytest.raises(SymllmError, match="linear_num_value_heads: 3 is not a multiple of the 2 key heads"):
+        from_hf({"model_type": "qwen3_next", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
+                 "num_attention_heads": 4, "linear_num_key_heads": 2, "linear_num_value_heads": 3})
+    with pytest.raises(SymllmError, match="attn_output_gate"):
+        from_hf({"model_type": "qwen3_5_text", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
+                 "num_attention_heads": 4, "attn_output_gate": False})
+
+
+# --- the preset of the published checkpoint ---------------------------------------------------------------
+
+def test_preset_params_equal_transformers_on_meta():
+    """qwen3-next-80b-a3b (its config.json as published): transformers' Qwen3NextForCausalLM built on the meta
+    device holds exactly symllm's total (79,674,391,296; the card's "80B": tests/data/published_params.json)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    import json
+    from pathlib import Path
+    preset = json.loads((Path(symllm.__file__).parent / "presets" / "qwen3-next-80b-a3b.json").read_text())["config"]
+    config = transformers.Qwen3NextConfig(**{k: v for k, v in preset.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.Qwen3NextForCausalLM(config)
+    assert symllm.params("qwen3-next-80b-a3b")["total"] == sum(p.numel() for p in model.parameters())
+
+
+def test_preset_caches_by_hand():
+    """Hand arithmetic for qwen3-next-80b-a3b at a 32,768-token prompt, bf16: 12 full-attention layers keep
+    2 heads of 256 for keys and values (2·12·2·256·2 = 24,576 bytes a token); 36 Gated DeltaNet layers keep,
+    per sequence, 32 fp32 states of 128 x 128 and the last 4 inputs of 2·16·128 + 32·128 = 8,192 channels."""
+    memory = symllm.workload("qwen3-next-80b-a3b", seq=32768)["memory"]
+    assert memory["kv_cache"] == 24576 * 32768
+    assert memory["state_cache"] == 36 * (4 * 32 * 128 * 128 + 2 * 4 * 8192) == 77_856_768
+
+
+def test_preset_serving_holds_a_state_per_sequence():
+    """count --serve with a measured KV-cache budget: each sequence holds its 2,048 blocks of 16 tokens
+    (24,576 bytes a token) and its 77,856,768-byte state; at tp 2 the heads, and so the state and the KV
+    heads (2 of them: one a rank), halve."""
+    from symllm.costs import serving
+    budget = 100 * 2**30
+    one = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget)
+    per_sequence = 2048 * 16 * 24576 + 77_856_768
+    assert one["state_bytes_per_sequence"] == 77_856_768
+    assert float(one["max_concurrency"]) == pytest.approx(budget / per_sequence)
+    sequences = budget // per_sequence
+    assert one["kv_tokens"] == (budget - sequences * 77_856_768) // (16 * 24576) * 16
+    two = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget, tp=2)
+    assert two["state_bytes_per_sequence"] == 77_856_768 // 2 and two["kv_bytes_per_token"] == 24576 // 2
+
+
+def test_preset_lora_targets_by_hand():
+    """LoRA of rank 8 on the DeltaNet's in_proj_qkvz (2,048 -> 12,288) and out_proj (4,096 -> 2,048) in its
+    36 layers: 8·36·(2048 + 12288 + 4096 + 2048) trainable; the fused experts' gate_proj is refused."""
+    work = symllm.workload("qwen3-next-80b-a3b", lora_rank=8, lora_targets="in_proj_qkvz,out_proj")
+    assert work["params"]["trainable"] == 8 * 36 * (2048 + 12288 + 4096 + 2048)
+    with pytest.raises(SymllmError, match="gate_proj|w1"):
+        symllm.workload("qwen3-next-80b-a3b", lora_rank=8, lora_targets="gate_proj")
+
+
+def test_what_is_not_modelled_is_refused_in_one_line(cli):
+    """verify against the torch reference (which has no Gated DeltaNet) and a checkpoint's tensor layout are
+    refused in one line, never a wrong "DIFFERS"."""
+    requires("torch")
+    r = cli(["verify", "qwen3-next-80b-a3b"])
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "Gated DeltaNet" in r.err
+    from symllm.costs import checkpoints
+    with pytest.raises(SymllmError, match="^checkpoint: Gated DeltaNet tensors are not modelled$"):
+        checkpoints.expected("qwen3-next-80b-a3b")
+
+
+def test_roofline_traffic_reads_and_writes_the_state():
+    """A decode step of qwen3-next-80b-a3b reads and writes each sequence's 77,856,768-byte state (by hand
+    above) besides its weights and KV cache: the bytes moved at batch 3 exceed those at batch 1 by the two
+    sequences' KV cache, logits and 2 x their states; a prefill writes the state once."""
+    from symllm.arch import symbols as S
+    from symllm.costs import hardware, phases
+    spec = symllm.spec("qwen3-next-80b-a3b")
+    mdl = spec.model()
+    def moved(phase, batch):
+        return hardware.bytes_moved(mdl, phase).subs(phases.values(spec, batch=batch, seq=1000, dtype="bf16"))
+    kv_per_sequence = 24576 * 1001  # 12 layers' keys and values at context 1000, then the new token's
+    logits = 2 * 151936  # bf16
+    assert moved("decode", 3) - moved("decode", 1) == 2 * (kv_per_sequence + logits + 2 * 77_856_768)
+    assert moved("prefill", 3) - moved("prefill", 1) == 2 * (24576 * 1000 + logits + 77_856_768)
+
+
+def test_comparison_shows_the_state_of_the_hybrid_only():
+    """count A B: the hybrid's state cache (77,856,768 bytes a sequence, by hand above) has its row; a model
+    without one has no value in it."""
+    from symllm.costs import comparison
+    out = comparison.compare(["qwen3-next-80b-a3b", "qwen3-30b-a3b"], batch=2, seq=100)["models"]
+    assert out["qwen3-next-80b-a3b"]["state_cache"] == 2 * 77_856_768 and "state_cache" not in out["qwen3-30b-a3b"]
+    assert "state_cache" in [key for key, _, _ in comparison.ROWS]
