@@ -390,11 +390,10 @@ def _answer_options(args) -> list:
 def _count(args, config, given: dict, ckpt: dict | None) -> int:
     """``count`` of one model (``config``, the workload options ``given``, a checkpoint's bytes ``ckpt``),
     printed."""
-    if given or args.json:
-        from symllm import api
-        from symllm.costs import phases as costs
-        work = costs.workload(config, **given)
-        counts, resolved = api.params(config), api.resolved_config(config)
+    if given or args.json:  # kernels an earlier process kept for this workload's shape: a new point without SymPy
+        from symllm.numbers import quick
+        work, resolved = quick.workload(config, given)
+        counts = quick.params(config)[0]
         if "trainable" in work["params"]:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
             counts = {**counts, "trainable": work["params"].pop("trainable")}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)

@@ -84,9 +84,11 @@ from __future__ import annotations
 from fractions import Fraction
 from math import ceil, prod
 
-from symllm.arch import symbols as S
+from symllm._lazy import module
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
+
+S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload names a format without them
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",

@@ -26,7 +26,7 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
-           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS"]
+           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "workload_numbers"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
 PHASES = ("forward", "prefill", "decode", "generation", "training")
@@ -426,3 +426,37 @@ class Workload:
 def options() -> dict[str, tuple[dataclasses.Field, Option]]:
     """Field name -> (the dataclass field, its :class:`Option`): what the CLI generates flags from."""
     return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(Workload) if f.init}
+
+
+def with_stated(work: Workload, config) -> Workload:
+    """``work`` with what a config.json states for the workload where ``work`` does not say it: the weight format
+    of its ``quantization_config`` (``ModelConfig.weight_format``, :mod:`symllm.arch.quantization`) unless a
+    ``weight_format`` is given.
+
+    >>> from symllm.arch.config import ModelConfig
+    >>> cfg = ModelConfig(vocab_size=8, dim=8, n_layers=1, n_heads=1, hidden_dim=8, weight_format="awq")
+    >>> with_stated(Workload(), cfg).weight_format, with_stated(Workload(weight_format="nf4"), cfg).weight_format
+    ('awq', 'nf4')
+    """
+    stated = getattr(config, "weight_format", None)
+    if stated is not None and work.weight_format is None:
+        work = work.replace(weight_format=stated)
+    return work
+
+
+def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None) -> dict:
+    """:func:`symllm.costs.phases.workload` from the numbers of :func:`symllm.costs.phases.workload_forms` (``ev``:
+    a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
+    ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
+    :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
+    (:mod:`symllm.numbers.quick`)."""
+    out = {"workload": work.to_dict(), **{group: {} for group in groups}}
+    for name in ev.forms:
+        group, _, key = name.partition(".")
+        if group in groups:
+            out[group][key] = ev(name)
+    if fmt is not None:
+        out["weight_format"] = {**fmt, "dtype_weights_bytes": ev("memory.weights", beta_w=work.weight_bytes)}
+    if "stage0.layers" in ev:  # an accelerator: fit and time (symllm.costs.hardware)
+        out["time"] = hardware.roofline_numbers(work, ev, window=window)
+    return out
