@@ -49,7 +49,7 @@ from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes,
-                                    with_stated, workload_numbers)
+                                    grouped, with_stated, workload_numbers)
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
@@ -536,7 +536,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         forms, groups = workload_forms(spec, work)
         if len(_FORMS) >= 512:
             _FORMS.clear()
-        hit = _FORMS[key] = (mdl, forms, groups, table(forms))  # holding mdl keeps its id from being reused
+        hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)))  # holding mdl keeps its id from being reused
     _, forms, groups, compiled = hit
     return workload_numbers(work, evaluated(forms, values(spec, work), compiled), groups, _format(spec, work),
                             window=spec.config.max_positions)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
@@ -326,6 +327,8 @@ class Workload:
             raise SymllmError(with_list(f"workload: unknown option {short(unknown[0], 20)} (known: ", names,
                                         near=unknown[0]))
         given = {k: v for k, v in options.items() if v is not None}
+        if workload is not None and not given:
+            return workload  # frozen: the same workload (a copy validated it all again)
         return workload.replace(**given) if workload is not None else cls(**given)
 
     def shape(self) -> tuple:
@@ -336,18 +339,20 @@ class Workload:
         >>> Workload(seq=8, tp=2).shape() == Workload(seq=4096, tp=8).shape() != Workload().shape()
         True
         """
+        kept = self.__dict__.get("_shape")
+        if kept is not None:
+            return kept
         out = []
-        for f in dataclasses.fields(self):
-            mark = f.metadata["option"].shapes if "option" in f.metadata else False
-            if mark is not False:
-                value = getattr(self, f.name)
-                out.append((f.name, value if mark is True else mark(value)))
-        return tuple(out)
+        for name, mark in _marks():
+            value = getattr(self, name)
+            out.append((name, value if mark is True else mark(value)))
+        object.__setattr__(self, "_shape", tuple(out))  # frozen: computed once (each workload() asks twice)
+        return self._shape
 
     @staticmethod
     def names() -> tuple[str, ...]:
         """The option names, in declaration order."""
-        return tuple(f.name for f in dataclasses.fields(Workload) if f.init)
+        return _names()
 
     def replace(self, **changes) -> Workload:
         """A copy with some fields changed, validated again; what was derived is derived again."""
@@ -407,10 +412,7 @@ class Workload:
         >>> v[S.b], v[S.s], v[S.t], v[S.beta_w], v[S.N_d]
         (2, 8, 8, 4, 1)
         """
-        from symllm.arch import symbols as S  # SymPy: a workload is made (``symllm count``) without it
-
-        out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
-               if info.kind in ("workload", "bytes")}
+        out = {symbol: getattr(self, code) for symbol, code in _symbols()}
         accelerator = hardware.of(self)
         if accelerator is not None:  # P and B_mem (symllm.costs.hardware)
             out.update(hardware.values(accelerator, self.matmul_dtype))
@@ -418,9 +420,30 @@ class Workload:
 
     def to_dict(self) -> dict:
         """The resolved fields, JSON-ready (``group_size`` as ``int4_group_size``)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        out = {name: getattr(self, name) for name in _names()}
         out["int4_group_size"] = out.pop("group_size")
         return out
+
+
+@lru_cache(maxsize=1)
+def _symbols() -> tuple:
+    """(symbol, the workload's attribute it binds) of every workload and bytes symbol (the symbols table's
+    ``code`` names): what :meth:`Workload.values` reads."""
+    from symllm.arch import symbols as S  # SymPy: a workload is made (``symllm count``) without it
+
+    return tuple((info.symbol, info.code) for info in S.SYMBOLS.values() if info.kind in ("workload", "bytes"))
+
+
+@lru_cache(maxsize=1)
+def _names() -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(Workload) if f.init)
+
+
+@lru_cache(maxsize=1)
+def _marks() -> tuple:
+    """(field, its ``shapes`` mark) of the fields that shape the closed forms (:meth:`Workload.shape`)."""
+    return tuple((f.name, f.metadata["option"].shapes) for f in dataclasses.fields(Workload)
+                 if "option" in f.metadata and f.metadata["option"].shapes is not False)
 
 
 def options() -> dict[str, tuple[dataclasses.Field, Option]]:
@@ -451,10 +474,25 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
     (:mod:`symllm.numbers.quick`)."""
     out = {"workload": work.to_dict(), **{group: {} for group in groups}}
+    if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
+        for name, value in ev.table().items():
+            group, _, key = name.partition(".")
+            out[group][key] = value
+        return _with_format_and_time(out, work, ev, fmt, window)
     for name in ev.forms:
         group, _, key = name.partition(".")
         if group in groups:
             out[group][key] = ev(name)
+    return _with_format_and_time(out, work, ev, fmt, window)
+
+
+def grouped(forms, groups: tuple) -> list:
+    """The names of ``forms`` in one of ``groups`` (``flops.prefill``: the ``flops`` group), in order: what
+    :func:`workload_numbers` reads in one call."""
+    return [name for name in forms if name.partition(".")[0] in groups]
+
+
+def _with_format_and_time(out: dict, work: Workload, ev, fmt: dict | None, window: int | None) -> dict:
     if fmt is not None:
         out["weight_format"] = {**fmt, "dtype_weights_bytes": ev("memory.weights", beta_w=work.weight_bytes)}
     if "stage0.layers" in ev:  # an accelerator: fit and time (symllm.costs.hardware)

@@ -40,7 +40,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
-from symllm.numbers.runtime import SCALAR_HELPERS, Numbers, _is_array, compiled, _numpy, _object_ufunc, define
+from symllm.numbers.runtime import SCALAR_HELPERS, Numbers, _is_array, _numpy, _object_ufunc, define, joined
 
 __all__ = ["substitute", "compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel", "INT64_SAFE"]
 
@@ -744,10 +744,15 @@ def _kernels(forms: dict) -> dict:
     return {name: _kernel_for(e if isinstance(e, sp.Basic) else sp.sympify(e)) for name, e in forms.items()}
 
 
-def table(forms: dict) -> dict:
+def table(forms: dict, together=()) -> dict:
     """The closed forms ``forms`` (name -> expression) compiled for :class:`symllm.numbers.runtime.Numbers`
-    (:func:`symllm.numbers.runtime.compiled`), each through its cached kernel."""
-    return compiled({name: (k._fn, tuple(a.name for a in k.args)) for name, k in _kernels(forms).items()})
+    (:func:`symllm.numbers.runtime.compiled`, ``together`` joined into one function), each through its cached
+    kernel's source."""
+    kernels = _kernels(forms)
+    out = {name: (k._fn, k._scalar, tuple(a.name for a in k.args)) for name, k in kernels.items()}
+    if together:
+        out["*"] = joined({n: (kernels[n].source, out[n][2]) for n in together}, together, generated_here=True)
+    return out
 
 
 def evaluated(forms: dict, vals: dict, compiled_forms: dict | None = None) -> Numbers:

@@ -314,7 +314,7 @@ def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:
     (True, True, 14336)
     """
     from symllm.costs import checks, hardware
-    from symllm.costs.workloads import COMPONENT_STACKS, Workload, with_stated, workload_numbers
+    from symllm.costs.workloads import COMPONENT_STACKS, Workload, grouped, with_stated, workload_numbers
 
     work = with_stated(Workload.of(**given), config)
     fields = {**_model_fields(config), **checks.workload_fields(work)}
@@ -339,8 +339,9 @@ def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:
             if fmt is not None:
                 vals["beta_w"] = _decode(data["beta_w"])
                 fmt = {**fmt, "bytes": _decode(fmt["bytes"]), "bits_per_weight": _decode(fmt["bits_per_weight"])}
-            ev = Numbers(compiled(data["forms"]), vals)
-            return (workload_numbers(work, ev, tuple(data["groups"]), fmt, window=window), data["resolved"])
+            groups = tuple(data["groups"])
+            ev = Numbers(compiled(data["forms"], grouped(data["forms"], groups)), vals)
+            return workload_numbers(work, ev, groups, fmt, window=window), data["resolved"]
         except (ValueError, KeyError, TypeError, AttributeError, SymllmError):
             pass  # an entry of another shape: computed again below
     return _keep_workload(config, given, key)

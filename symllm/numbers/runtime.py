@@ -23,7 +23,7 @@ import types
 from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["define", "HELPERS", "SCALAR_HELPERS", "Numbers", "compiled"]
+__all__ = ["define", "HELPERS", "SCALAR_HELPERS", "Numbers", "compiled", "joined"]
 
 
 def _numpy():
@@ -102,8 +102,15 @@ def _exact_div(num, den):
 HELPERS = {"_Fraction": Fraction, "_floor": _floor, "_ceil": _ceil, "_max": _max, "_min": _min,
            "_max1": _max1, "_inf": math.inf, "_exact_div": _exact_div}
 
-#: the kernels' helpers for Python-number inputs: what each helper itself does for a non-array
-SCALAR_HELPERS = {"_floor": math.floor, "_ceil": math.ceil}
+def _scalar_div(num, den):
+    q, r = divmod(num, den)
+    return q if r == 0 else Fraction(num, den)
+
+
+#: the kernels' helpers for Python-number inputs: what each helper itself does for a non-array (no array
+#: checks: a third of a small kernel's time)
+SCALAR_HELPERS = {"_floor": math.floor, "_ceil": math.ceil, "_max": lambda *xs: max(xs),
+                  "_min": lambda *xs: min(xs), "_max1": lambda x: max(x, 1.0), "_exact_div": _scalar_div}
 
 #: the syntax generated kernels use: arithmetic on names and numbers, tuples of results, helper calls
 _NODES = (ast.Module, ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.Tuple, ast.BinOp, ast.UnaryOp,
@@ -175,16 +182,36 @@ def _python(x):
     return x
 
 
-def compiled(forms: dict) -> dict:
-    """``name -> (function, its scalar twin, argument names)`` of ``forms`` (``name -> (kernel source or the
-    function it defines, argument names)``): source through :func:`define` (generated arithmetic only); the
-    scalar twin runs ``math.floor`` where the kernel's ``_floor`` would (what it does for a non-array).
-    What :class:`Numbers` evaluates; made once per set of forms."""
+def _twin(fn):
+    return types.FunctionType(fn.__code__, {**fn.__globals__, **SCALAR_HELPERS})
+
+
+def compiled(forms: dict, together=(), *, generated_here: bool = False) -> dict:
+    """``name -> (function, its scalar twin, argument names)`` of ``forms`` (``name -> (kernel source, argument
+    names)``): each source through :func:`define` (generated arithmetic only; ``generated_here``: source this
+    process printed); the scalar twin runs ``math.floor`` where the kernel's ``_floor`` would (what it does for
+    a non-array). The forms named in ``together`` are also joined into one function returning all of them,
+    under the name ``"*"`` (with the names and each one's arguments): :meth:`Numbers.table` evaluates them in
+    one call. What :class:`Numbers` evaluates; made once per set of forms."""
     out = {}
     for name, (source, args) in forms.items():
-        fn = source if callable(source) else define(source, "kernel")
-        out[name] = (fn, types.FunctionType(fn.__code__, {**fn.__globals__, **SCALAR_HELPERS}), tuple(args))
+        fn = define(source, "kernel", generated_here=generated_here)
+        out[name] = (fn, _twin(fn), tuple(args))
+    if together:
+        out["*"] = joined(forms, together, generated_here=generated_here)
     return out
+
+
+def joined(forms: dict, names, *, generated_here: bool = False) -> tuple:
+    """The forms ``names`` of ``forms`` (``name -> (kernel source, argument names)``) as one function returning
+    them all: ``(function, its scalar twin, its arguments, ((name, that form's arguments), ...))``, the entry
+    ``"*"`` of :func:`compiled`. The source joins the generated return expressions (checked by :func:`define`
+    like any kernel read back)."""
+    names = tuple(names)
+    args = tuple(sorted({a for n in names for a in forms[n][1]}))
+    body = ", ".join(forms[n][0].split("\n    return ", 1)[1].rstrip("\n") for n in names)
+    fn = define(f"def kernel({', '.join(args)}):\n    return ({body},)\n", "kernel", generated_here=generated_here)
+    return fn, _twin(fn), args, tuple((n, frozenset(forms[n][1])) for n in names)
 
 
 class Numbers:
@@ -194,9 +221,11 @@ class Numbers:
     (plain ints and floats run the scalar code; a Fraction input gives a whole result as an int).
     ``ev(name, b=4)`` evaluates with ``b`` put in. ``forms``: :func:`compiled`'s table.
 
-    >>> n = Numbers(compiled({"half": ("def kernel(d):\n    return _exact_div(d, 2)\n", ("d",))}), {"d": 8})
-    >>> n("half"), n("half", d=3), "half" in n
-    (4, Fraction(3, 2), True)
+    >>> forms = {"half": ("def kernel(d):\n    return _exact_div(d, 2)\n", ("d",)),
+    ...          "sum": ("def kernel(d, e):\n    return d + e\n", ("d", "e"))}
+    >>> n = Numbers(compiled(forms, ("half", "sum")), {"d": 8, "e": 1})
+    >>> n("half"), n("half", d=3), "half" in n, n.table()
+    (4, Fraction(3, 2), True, {'half': 4, 'sum': 9})
     """
 
     __slots__ = ("forms", "vals")
@@ -222,3 +251,16 @@ class Numbers:
                 out = fn(*map(_python, xs))
                 return out.numerator if type(out) is Fraction and out.denominator == 1 else out
         return scalar(*xs)
+
+    def table(self) -> dict:
+        """The forms :func:`compiled` joined (``together``), by name, from one call: the numbers each gives
+        alone (a form whose own arguments are plain runs as the scalar code would; one with a Fraction
+        argument gives a whole result as an int)."""
+        fn, scalar, args, members = self.forms["*"]
+        vals = self.vals
+        xs = [vals[a] for a in args]
+        if all(type(x) in _PLAIN for x in xs):
+            return dict(zip((n for n, _ in members), scalar(*xs)))
+        other = {a for a, x in zip(args, xs) if type(x) not in _PLAIN}
+        return {n: v.numerator if type(v) is Fraction and v.denominator == 1 and not other.isdisjoint(own) else v
+                for (n, own), v in zip(members, fn(*map(_python, xs)))}
