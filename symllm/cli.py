@@ -335,6 +335,16 @@ def _stated_format(config, given: dict) -> str:
             "--weight-format overrides it")
 
 
+def _stated_kv(config, given: dict) -> str:
+    """The line saying which KV cache dtype a config.json's ``quantization_config`` states, and whether
+    ``--kv-dtype`` or ``--kv-format`` overrides it (symllm.arch.quantization.kv_dtype)."""
+    over = given.get("kv_format") or given.get("kv_dtype")
+    if over is not None and over != config.kv_dtype:
+        return f"KV cache: --kv-{'format' if given.get('kv_format') else 'dtype'} {over} overrides the config's " \
+               f"{config.kv_dtype} ({config.kv_dtype_source})"
+    return f"KV cache in {config.kv_dtype}, read from the config's {config.kv_dtype_source}; --kv-dtype overrides it"
+
+
 def cmd_count(args) -> int:
     if len(args.model) > 1 or args.format is not None:
         return cmd_compare(args)
@@ -481,7 +491,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
                                           if 0 < windowed < config.n_layers else "")),
                                       (config.attention_chunk, f"attention chunks of {config.attention_chunk}"),
                                       (config.note, config.note),
-                                      (config.weight_format, _stated_format(config, given))) if on]
+                                      (config.weight_format, _stated_format(config, given)),
+                                      (config.kv_dtype, _stated_kv(config, given))) if on]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
     if config.n_experts is None and len(config.groups) == 1:

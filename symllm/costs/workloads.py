@@ -165,7 +165,7 @@ class Workload:
     #: weights dtype (activations too when they are floating point)
     dtype: str = _opt("bf16", _DTYPE_HELP)
     #: KV-cache dtype (None: dtype)
-    kv_dtype: str | None = _opt(None, "KV-cache dtype (default: --dtype)")
+    kv_dtype: str | None = _opt(None, "KV-cache dtype (default: the config's kv_cache_scheme, else --dtype)")
     #: activations dtype (None: dtype, or bf16 for fp8/int8/int4 weights)
     act_dtype: str | None = _opt(None, "activations dtype (default: --dtype; bf16 for 8- and 4-bit weights)")
     #: attention-core FLOPs: every score of the rectangle (dense) or only the unmasked pairs (causal)
@@ -454,16 +454,22 @@ def options() -> dict[str, tuple[dataclasses.Field, Option]]:
 def with_stated(work: Workload, config) -> Workload:
     """``work`` with what a config.json states for the workload where ``work`` does not say it: the weight format
     of its ``quantization_config`` (``ModelConfig.weight_format``, :mod:`symllm.arch.quantization`) unless a
-    ``weight_format`` is given.
+    ``weight_format`` is given, and the KV cache dtype it states (``ModelConfig.kv_dtype``) unless a
+    ``kv_dtype`` or a ``kv_format`` is given.
 
     >>> from symllm.arch.config import ModelConfig
-    >>> cfg = ModelConfig(vocab_size=8, dim=8, n_layers=1, n_heads=1, hidden_dim=8, weight_format="awq")
+    >>> cfg = ModelConfig(vocab_size=8, dim=8, n_layers=1, n_heads=1, hidden_dim=8, weight_format="awq", kv_dtype="fp8")
     >>> with_stated(Workload(), cfg).weight_format, with_stated(Workload(weight_format="nf4"), cfg).weight_format
     ('awq', 'nf4')
+    >>> with_stated(Workload(), cfg).kv_dtype, with_stated(Workload(kv_dtype="bf16"), cfg).kv_dtype
+    ('fp8', 'bf16')
     """
     stated = getattr(config, "weight_format", None)
     if stated is not None and work.weight_format is None:
         work = work.replace(weight_format=stated)
+    kv = getattr(config, "kv_dtype", None)  # a checkpoint's KV cache (compressed-tensors' kv_cache_scheme)
+    if kv is not None and "kv_dtype" in work.derived and work.kv_format is None and work.kv_dtype != kv:
+        work = work.replace(kv_dtype=kv)
     return work
 
 

@@ -305,7 +305,7 @@ def read(raw: dict, build: Callable):
     quantized = {}
     if raw.get("quantization_config") is not None:  # the weight format it states (read whole, or refused)
         from symllm.arch import quantization
-        quantized = dict(zip(("weight_format", "weight_format_source"), quantization.read(raw["quantization_config"])))
+        quantized = quantization.fields(raw["quantization_config"])
     prefix, note = "", None
     if kind != family.model_type:  # a multimodal wrapper: the language model is its text_config
         inner = raw.get("text_config")
