@@ -562,6 +562,8 @@ def cmd_plan(args) -> int:
         print(line)
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
         print(_wrap(f"({_stated_format(config, given)})"))
+    if config.kv_dtype is not None:  # its KV cache (kv_cache_scheme)
+        print(_wrap(f"({_stated_kv(config, given)})"))
     return 0
 
 
@@ -932,6 +934,8 @@ def cmd_sweep(args) -> int:
     stated = [b for b in configs if b.weight_format]
     for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
         print(_wrap(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)
+    for base in (b for b in configs if b.kv_dtype):  # and its KV cache (kv_cache_scheme)
+        print(_wrap(f"symllm: sweep: {base.name}: {_stated_kv(base, workload)}"), file=sys.stderr)
     return 0
 
 

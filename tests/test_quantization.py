@@ -323,6 +323,9 @@ def test_kv_cache_scheme_sets_the_kv_cache_dtype(cli, tmp_path):
     assert symllm.workload({**LLAMA31_8B, "quantization_config": FP8_KV}, seq=4096)["memory"]["kv_cache"] == kv
     r = cli(["sweep", "--base", path, "--seq", "4096", "--quantity", "kv_cache", "--format", "jsonl"])
     assert r.code == 0 and json.loads(r.out)["kv_cache"] == kv, r.err
+    assert "KV cache in fp8, read from the config's" in " ".join(r.err.split())
+    plan = cli(["plan", path, "--gpus", "1xh100-sxm", "--seq", "4096"])
+    assert plan.code == 0 and "KV cache in fp8, read from the config's" in " ".join(plan.out.split()), plan.err
     serve = json.loads(cli(["count", path, "--serve", "--gpu", "h100-sxm", "--json"]).out)["serving"]
     assert serve["kv_bytes_per_token"] == 2 * 32 * 8 * 128
     back = tmp_path / "back.json"  # count --json's config reads back with its KV cache dtype
