@@ -41,14 +41,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
 from symllm.arch.config import SPEC_FIELDS, ModelConfig, load  # noqa: F401  (load: the doctest)
 from symllm.errors import SymllmError
 from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
-from fractions import Fraction
-
 from symllm.numbers.runtime import Numbers, compiled, define
 
 __all__ = ["params", "workload", "report", "answer", "answer_key", "keep_answer", "SIZE_FIELDS"]
@@ -371,8 +370,8 @@ def _keep_workload(config: ModelConfig, given: dict, key: str | None) -> tuple[d
                      "resolved": resolved}
             if fmt is not None:
                 entry["beta_w"] = _encode(vals[S.beta_w])
-            text = json.dumps(entry)
-            if json.loads(text)["resolved"] == resolved:  # (what reads back as it is)
+            text = json.dumps(entry)  # the resolved config prints as JSON (a tuple reads back as a list)
+            if json.dumps(json.loads(text)["resolved"]) == json.dumps(resolved):
                 cache_put("workload", key, (text,))
         except (TypeError, ValueError):
             pass
