@@ -49,7 +49,7 @@ from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes,
-                                    grouped, with_stated, workload_numbers)
+                                    grouped, named_values, with_stated, workload_numbers)
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory",
@@ -526,7 +526,8 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
     True
     """
-    from symllm.numbers.kernels import evaluated, table
+    from symllm.numbers.kernels import table
+    from symllm.numbers.runtime import Numbers
 
     spec, work = resolved_workload(config, work, **options)
     mdl = spec.model(work.attention)
@@ -538,8 +539,27 @@ def workload(config, work: Workload | None = None, **options) -> dict:
             _FORMS.clear()
         hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)))  # holding mdl keeps its id from being reused
     _, forms, groups, compiled = hit
-    return workload_numbers(work, evaluated(forms, values(spec, work), compiled), groups, _format(spec, work),
+    return workload_numbers(work, Numbers(compiled, _named(spec, work)), groups, _format(spec, work),
                             window=spec.config.max_positions)
+
+
+def _named(spec, work: Workload) -> dict:
+    """:func:`values` by symbol name (what :class:`~symllm.numbers.runtime.Numbers` reads), the spec's part
+    named once per spec."""
+    hit = _NAMED.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_NAMED) >= 512:
+            _NAMED.clear()
+        hit = _NAMED[id(spec)] = (spec, {sym.name: v for sym, v in spec.values().items()})  # spec held: id kept
+    out = {**hit[1], **named_values(work)}
+    if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
+        from symllm.costs import formats
+        out["beta_w"] = formats.bytes_per_weight(spec, work.weight_format)
+    return out
+
+
+#: id(spec) -> (spec, its values by symbol name)
+_NAMED: dict[int, tuple] = {}
 
 
 #: (id of the model component, the workload's shape, whether an accelerator is asked) -> (the component,

@@ -27,7 +27,8 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
-           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "workload_numbers"]
+           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "workload_numbers",
+           "named_values", "symbol_codes"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
 PHASES = ("forward", "prefill", "decode", "generation", "training")
@@ -432,6 +433,29 @@ def _symbols() -> tuple:
     from symllm.arch import symbols as S  # SymPy: a workload is made (``symllm count``) without it
 
     return tuple((info.symbol, info.code) for info in S.SYMBOLS.values() if info.kind in ("workload", "bytes"))
+
+
+@lru_cache(maxsize=1)
+def symbol_codes() -> tuple:
+    """(symbol name, the workload's attribute it binds) of every workload and bytes symbol: what
+    :func:`named_values` reads (a count read back from stored kernels keeps this table with them)."""
+    return tuple((symbol.name, code) for symbol, code in _symbols())
+
+
+def named_values(work: Workload, codes=None) -> dict:
+    """:meth:`Workload.values` by symbol name (``codes``: :func:`symbol_codes`, or the table a stored entry
+    kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
+
+    >>> v = named_values(Workload(batch=2, gpu="a100-40gb"))
+    >>> v["b"], v["beta_w"], v["P"], v["B_mem"]
+    (2, 2, 312000000000000, 1555000000000)
+    """
+    out = {name: getattr(work, code) for name, code in (symbol_codes() if codes is None else codes)}
+    accelerator = hardware.of(work)
+    if accelerator is not None:  # P and B_mem (symllm.costs.hardware.values)
+        out["P"] = hardware.peak_flops(accelerator, work.matmul_dtype)
+        out["B_mem"] = hardware.gpu(accelerator).bandwidth
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -312,8 +312,9 @@ def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:
     >>> out["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 4096, out["time"]["fits"], resolved["hidden_dim"]
     (True, True, 14336)
     """
-    from symllm.costs import checks, hardware
-    from symllm.costs.workloads import COMPONENT_STACKS, Workload, grouped, with_stated, workload_numbers
+    from symllm.costs import checks
+    from symllm.costs.workloads import (COMPONENT_STACKS, Workload, grouped, named_values, with_stated,
+                                        workload_numbers)
 
     work = with_stated(Workload.of(**given), config)
     fields = {**_model_fields(config), **checks.workload_fields(work)}
@@ -326,14 +327,9 @@ def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:
         try:
             data = json.loads(hit[0])
             vals = {name: _decode(v) for name, v in data["vals"].items()}
-            for name, code in data["codes"]:
-                if not (code.isidentifier() and not code.startswith("_")):
-                    raise ValueError(code)
-                vals[name] = getattr(work, code)
-            accelerator = hardware.of(work)
-            if accelerator is not None:  # P and B_mem (hardware.values)
-                vals["P"] = hardware.peak_flops(accelerator, work.matmul_dtype)
-                vals["B_mem"] = hardware.gpu(accelerator).bandwidth
+            if not all(code.isidentifier() and not code.startswith("_") for _, code in data["codes"]):
+                raise ValueError("codes")
+            vals.update(named_values(work, data["codes"]))
             fmt = data["fmt"]
             if fmt is not None:
                 vals["beta_w"] = _decode(data["beta_w"])
@@ -351,6 +347,7 @@ def _keep_workload(config: ModelConfig, given: dict, key: str | None) -> tuple[d
     from symllm.arch import resolved as R
     from symllm.arch import symbols as S
     from symllm.costs import phases
+    from symllm.costs.workloads import symbol_codes
     from symllm.numbers.kernels import evaluated, sources
 
     spec, work = phases.resolved_workload(config, **given)
@@ -361,7 +358,7 @@ def _keep_workload(config: ModelConfig, given: dict, key: str | None) -> tuple[d
     resolved = R.resolved_config(config)
     if key is not None:
         try:
-            codes = [[info.symbol.name, info.code] for info in S.SYMBOLS.values() if info.kind in ("workload", "bytes")]
+            codes = [list(pair) for pair in symbol_codes()]
             named = {sym.name: v for sym, v in spec.values().items()}
             entry = {"vals": {name: _encode(v) for name, v in named.items()}, "codes": codes,
                      "forms": {name: list(pair) for name, pair in sources(forms).items()}, "groups": list(groups),
