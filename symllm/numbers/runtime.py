@@ -189,17 +189,28 @@ def _twin(fn):
 def compiled(forms: dict, together=(), *, generated_here: bool = False) -> dict:
     """``name -> (function, its scalar twin, argument names)`` of ``forms`` (``name -> (kernel source, argument
     names)``): each source through :func:`define` (generated arithmetic only; ``generated_here``: source this
-    process printed); the scalar twin runs ``math.floor`` where the kernel's ``_floor`` would (what it does for
+    process printed), on first use; the scalar twin runs ``math.floor`` where the kernel's ``_floor`` would (what it does for
     a non-array). The forms named in ``together`` are also joined into one function returning all of them,
     under the name ``"*"`` (with the names and each one's arguments): :meth:`Numbers.table` evaluates them in
     one call. What :class:`Numbers` evaluates; made once per set of forms."""
-    out = {}
-    for name, (source, args) in forms.items():
-        fn = define(source, "kernel", generated_here=generated_here)
-        out[name] = (fn, _twin(fn), tuple(args))
+    out = {name: _Pending(source, tuple(args), generated_here) for name, (source, args) in forms.items()}
     if together:
         out["*"] = joined(forms, together, generated_here=generated_here)
     return out
+
+
+class _Pending:
+    """A form of :func:`compiled` not defined yet: :class:`Numbers` defines it (:func:`define`) on first use (a
+    count reads the groups' forms through their joined function only, and defining is most of a count read back)."""
+
+    __slots__ = ("source", "args", "here")
+
+    def __init__(self, source: str, args: tuple, here: bool):
+        self.source, self.args, self.here = source, args, here
+
+    def define(self) -> tuple:
+        fn = define(self.source, "kernel", generated_here=self.here)
+        return fn, _twin(fn), self.args
 
 
 def joined(forms: dict, names, *, generated_here: bool = False) -> tuple:
@@ -238,7 +249,10 @@ class Numbers:
         return name in self.forms
 
     def __call__(self, name: str, **put):
-        fn, scalar, args = self.forms[name]
+        entry = self.forms[name]
+        if type(entry) is _Pending:
+            entry = self.forms[name] = entry.define()
+        fn, scalar, args = entry
         vals = self.vals
         try:
             xs = [put[a] if a in put else vals[a] for a in args] if put else [vals[a] for a in args]
