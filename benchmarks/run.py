@@ -14,12 +14,15 @@
    same report rendered again from the cached derivations (``--template-dir`` of an empty folder: user
    templates are never read back, the built-in ones fill in);
 5. a warm ``symllm.params(cfg)`` (the whole breakdown of a config seen before) vs a hand-written Python
-   function returning the same dict: goal <= 10x; and, for
+   function returning the same dict: goal <= 10x; a warm ``symllm.workload(cfg, batch=, seq=)`` (FLOPs, memory,
+   per GPU, the workload's fields) vs a hand-written function returning the same dict: goal <= 10x; and, for
    information, a warm ``symllm.workload(cfg, gpu=...)`` per call, on one GPU and at tp 8;
 6. a sweep of 10**6 rows to CSV (evaluation included) vs ``np.savetxt`` of the same integers: goal <= 0.5x;
 7. a warm ``symllm count llama3.1-405b`` (kernels read back from a fresh cache) vs ``python -c pass``: goal
    <= 3x (it imports no SymPy); and warm counts with ``--gpu``, a layout (``--tp``, ``--pp``, ``--dp``) and
    ``--json`` (:data:`DOORS`; the answer read back, checked byte for byte against the cache off): goal <= 5x;
+   and each of them at a ``--seq`` never asked before (the kernels kept for the workload's shape evaluated,
+   ``symllm.numbers.quick.workload``; checked against the cache off): goal <= 5x;
 8. a warm ``symllm.workload(preset, ...)`` under parallel layouts, the slowest over every preset and layout,
    against a 5 ms budget: goal <= 1x (the composed closed forms are kept in memory by their shape);
 9. ``symllm.numbers.plans.plan`` ranking every training layout of a mixture of experts on 1,024 GPUs
@@ -249,6 +252,21 @@ def bench_startup(runs: int, quick: bool = False) -> list[dict]:
                 outputs.append(subprocess.run(cmd, check=True, capture_output=True, env=env).stdout)
                 door_took.append(time.perf_counter() - t0)
             assert outputs == [off, off], f"{cmd[4:]}: the answer read back differs from the computed one"
+        # each door at workload points never asked before (its shape counted above): the kernels kept by
+        # shape evaluated, no answer read back; the same bytes as with the cache off
+        for i, cmd in enumerate(doors):
+            point = [*cmd, "--seq", str(1000 + i)]
+            off = subprocess.run(point, check=True, capture_output=True, env={**env, "SYMLLM_CACHE_DIR": ""}).stdout
+            assert subprocess.run(point, check=True, capture_output=True, env=env).stdout == off, \
+                f"{point[4:]}: the count at a new point differs from the computed one"
+        new_took = [[] for _ in doors]
+        for r in range(runs):
+            for i, cmd in enumerate(doors):  # --seq 2000 + ...: a point no run asked
+                t0 = time.perf_counter()
+                subprocess.run([*cmd, "--seq", str(2000 + 10 * r + i)], check=True, stdout=subprocess.DEVNULL,
+                               env=env)
+                new_took[i].append(time.perf_counter() - t0)
+        t_new = [statistics.median(t) for t in new_took]
         if quick:  # the read-back report is timed once by the run that compared it, the rendered one by the first
             t_count, t_base, t_bare = _interleaved([count, base, bare], runs, env, warm_up=False)
             t_rendered, t_report = took
@@ -263,6 +281,10 @@ def bench_startup(runs: int, quick: bool = False) -> list[dict]:
                "goal": "<= 5x", "ok": t / t_bare <= 5,
                "detail": f"{t * 1e3:.0f} ms vs {t_bare * 1e3:.0f} ms (median of {runs})"}
               for argv, t in zip(DOORS, t_doors)),
+            *({"name": f"start-up: warm symllm count {' '.join(argv)} at a new --seq / python -c pass",
+               "ratio": t / t_bare, "goal": "<= 5x", "ok": t / t_bare <= 5,
+               "detail": f"{t * 1e3:.0f} ms vs {t_bare * 1e3:.0f} ms (median of {runs}, each a new point)"}
+              for argv, t in zip(DOORS, t_new)),
             {"name": "start-up: symllm count llama3.1-405b / import sympy", "ratio": t_count / t_base,
              "goal": "<= 1.2x", "ok": t_count / t_base <= 1.2,
              "detail": f"{t_count * 1e3:.0f} ms vs {t_base * 1e3:.0f} ms (median of {runs})"},
@@ -335,6 +357,67 @@ def bench_params(repeat: int) -> dict:
     return {"name": "params: warm symllm.params(cfg) / hand-written Python", "ratio": t_ours / t_hand,
             "goal": "<= 10x", "ok": t_ours / t_hand <= 10,
             "detail": f"{t_ours * 1e6:.1f} us vs {t_hand * 1e6:.1f} us per config"}
+
+
+def hand_written_workload(cfg, d_ff: int, batch: int, seq: int, template: dict) -> dict:
+    """What ``symllm.workload(cfg, batch=, seq=)`` returns for a dense untied LLaMA config with the default
+    workload (bf16, dense attention, the last position's logits, AdamW, one GPU), written out by hand: the
+    whole dict, the workload's own fields copied from ``template`` (``Workload().to_dict()``)."""
+    V, d, L, n_h, n_kv, d_h = cfg.vocab_size, cfg.dim, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    b, s, t, n, bw, bkv, ba = batch, seq, seq, 0, 2, 2, 2
+    N = L * (2 * d * d_h * (n_h + n_kv) + 3 * d * d_ff + 2 * d) + 2 * V * d + d
+    dense = 6 * b * d * d_ff * s + 4 * b * d * d_h * (n_h + n_kv) * s + 4 * b * d_h * n_h * s * s
+    prefill = L * dense + 2 * V * b * d
+    decode = L * (6 * b * d * d_ff + 4 * b * d * d_h * (n_h + n_kv) + 4 * b * d_h * n_h * (t + 1)) + 2 * V * b * d
+    generation = prefill + 2 * b * n * (L * (3 * d * d_ff + 2 * d * d_h * (n_h + n_kv) + d_h * n_h * (n + 2 * s + 1))
+                                        + V * d)
+    kv = 2 * L * b * bkv * d_h * n_kv * (n + s)
+    big = max(4, ba)
+    acts = (L * (2 * b * ba * d * s + b * n_h * s * big + 2 * b * s * big + ba * (b * d * s + 3 * b * d_ff * s)
+                 + ba * (b * d * s + b * d_h * n_h * s + b * d_h * s * (n_h + 2 * n_kv)))
+            + 2 * b * ba * d * s + b * s * big + 8 * b * s)
+    weights = bw * N
+    peak = kv + ba * (2 * b * d * s + max(V * b, 3 * b * d_ff * s,
+                                          2 * b * d_h * n_h * s + b * n_h * s * -(-big // ba))) + weights
+    train = 16 * N + acts + V * b * ba * s
+    per_gpu = {"weights": weights, "training_states": 16 * N, "activations": acts, "inference_peak": peak,
+               "training_peak": train}
+    return {"workload": {**template, "batch": b, "seq": s, "context": t},
+            "params": {"per_gpu": N},
+            "flops": {"prefill": prefill, "decode_token": decode, "generation": generation,
+                      "training_step": 3 * L * dense + 6 * V * b * d * s,
+                      "elementwise": L * (10 * b * d * s + 5 * b * d_ff * s + 3 * b * d_h * s * (n_h + n_kv)
+                                          + 5 * b * n_h * s * s) + 4 * b * d * s},
+            "memory": {"weights": weights, "kv_cache": kv, "training_states": 16 * N, "activations": acts,
+                       "inference_peak": peak, "training_peak": train},
+            "memory_per_gpu": per_gpu, "comm": {"tp": 0, "pp": 0, "dp": 0}}
+
+
+def bench_workload_hand(repeat: int) -> dict:
+    """A warm ``symllm.workload(cfg, batch=, seq=)`` (a config seen before: FLOPs, memory, per GPU, the
+    workload's fields) vs :func:`hand_written_workload` returning the same dict: goal <= 10x (issue 41)."""
+    from symllm.costs.workloads import Workload
+
+    cfgs = _configs_405b(20)
+    d_ff = [symllm.hidden_dim(c) for c in cfgs]
+    template = Workload().to_dict()
+    points = [(1 + i % 4, 1024 * (1 + i % 8)) for i in range(len(cfgs))]
+    assert all(symllm.workload(c, batch=b, seq=s) == hand_written_workload(c, h, b, s, template)
+               for c, h, (b, s) in zip(cfgs, d_ff, points))
+
+    def ours():
+        for c, (b, s) in zip(cfgs, points):
+            symllm.workload(c, batch=b, seq=s)
+
+    def theirs():
+        for c, h, (b, s) in zip(cfgs, d_ff, points):
+            hand_written_workload(c, h, b, s, template)
+
+    t_ours = best(ours, repeat, number=20) / len(cfgs)
+    t_hand = best(theirs, repeat, number=20) / len(cfgs)
+    return {"name": "workload: warm symllm.workload(cfg, batch, seq) / hand-written Python",
+            "ratio": t_ours / t_hand, "goal": "<= 10x", "ok": t_ours / t_hand <= 10,
+            "detail": f"{t_ours * 1e6:.1f} us vs {t_hand * 1e6:.1f} us per call"}
 
 
 def bench_workload_gpu(repeat: int) -> list[dict]:
@@ -423,6 +506,7 @@ def main(argv=None) -> int:
                               "goal": ">= 100,000x", "ok": None, "detail": "skipped: torch not installed"})
     rows.extend(bench_startup(runs, args.quick))
     rows.append(bench_params(repeat))
+    rows.append(bench_workload_hand(repeat))
     rows.append(bench_sweep_csv(rows_csv, max(2, repeat // 2)))
     rows.extend(bench_workload_gpu(repeat))
     if args.quick:  # composing the per-GPU forms of a layout takes seconds: one preset, one layout

@@ -335,6 +335,16 @@ def _stated_format(config, given: dict) -> str:
             "--weight-format overrides it")
 
 
+def _stated_kv(config, given: dict) -> str:
+    """The line saying which KV cache dtype a config.json's ``quantization_config`` states, and whether
+    ``--kv-dtype`` or ``--kv-format`` overrides it (symllm.arch.quantization.kv_dtype)."""
+    over = given.get("kv_format") or given.get("kv_dtype")
+    if over is not None and over != config.kv_dtype:
+        return f"KV cache: --kv-{'format' if given.get('kv_format') else 'dtype'} {over} overrides the config's " \
+               f"{config.kv_dtype} ({config.kv_dtype_source})"
+    return f"KV cache in {config.kv_dtype}, read from the config's {config.kv_dtype_source}; --kv-dtype overrides it"
+
+
 def cmd_count(args) -> int:
     if len(args.model) > 1 or args.format is not None:
         return cmd_compare(args)
@@ -390,11 +400,10 @@ def _answer_options(args) -> list:
 def _count(args, config, given: dict, ckpt: dict | None) -> int:
     """``count`` of one model (``config``, the workload options ``given``, a checkpoint's bytes ``ckpt``),
     printed."""
-    if given or args.json:
-        from symllm import api
-        from symllm.costs import phases as costs
-        work = costs.workload(config, **given)
-        counts, resolved = api.params(config), api.resolved_config(config)
+    if given or args.json:  # kernels an earlier process kept for this workload's shape: a new point without SymPy
+        from symllm.numbers import quick
+        work, resolved = quick.workload(config, given)
+        counts = quick.params(config)[0]
         if "trainable" in work["params"]:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
             counts = {**counts, "trainable": work["params"].pop("trainable")}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
@@ -438,7 +447,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
                 f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
     from symllm.arch.part_options import described  # what each part option adds to LLaMA's block, declared once
     variants = [*described(config), *(text for on, text in ((config.note, config.note),
-                                                            (config.weight_format, _stated_format(config, given)))
+                                                            (config.weight_format, _stated_format(config, given)),
+                                                            (config.kv_dtype, _stated_kv(config, given)))
                                       if on)]
     if variants:
         print(_wrap(f"({'; '.join(variants)})"))
@@ -509,6 +519,8 @@ def cmd_plan(args) -> int:
         print(line)
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
         print(_wrap(f"({_stated_format(config, given)})"))
+    if config.kv_dtype is not None:  # its KV cache (kv_cache_scheme)
+        print(_wrap(f"({_stated_kv(config, given)})"))
     return 0
 
 
@@ -881,6 +893,8 @@ def cmd_sweep(args) -> int:
     stated = [b for b in configs if b.weight_format]
     for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
         print(_wrap(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)
+    for base in (b for b in configs if b.kv_dtype):  # and its KV cache (kv_cache_scheme)
+        print(_wrap(f"symllm: sweep: {base.name}: {_stated_kv(base, workload)}"), file=sys.stderr)
     return 0
 
 

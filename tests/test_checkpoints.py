@@ -458,8 +458,10 @@ def test_bitsandbytes_checkpoint_read(bf16_llama, tmp_path, cli, kind):
 
 #: llm-compressor's preset schemes -> the weight format symllm names them
 CT_SCHEMES = {"W4A16": "w4a16", "W4A16_ASYM": "w4a16-asym", "W8A16": "w8a16", "W8A8": "w8a8",
-              "FP8_DYNAMIC": "w8a8-fp8", "FP8_BLOCK": "w8a8-fp8-block", "NVFP4": None,
-              "W4A16 group 32": "w4a16-g32", "W8A16 per channel": "w8a16-channel"}
+              "FP8_DYNAMIC": "w8a8-fp8", "FP8_BLOCK": "w8a8-fp8-block", "NVFP4": "nvfp4", "NVFP4A16": "nvfp4",
+              "FP8": "w8a8-fp8-tensor", "W4A16 group 32": "w4a16-g32", "W8A16 per channel": "w8a16-channel"}
+#: the activation scales a scheme's checkpoint stores (not weights: the weight formula leaves them out)
+_INPUT_SCALES = (".input_scale", ".input_global_scale")
 
 
 @pytest.mark.parametrize("scheme", list(CT_SCHEMES))
@@ -467,8 +469,10 @@ def test_compressed_tensors_checkpoint_read(bf16_llama, tmp_path, cli, scheme):
     """A checkpoint compressed-tensors' own packer wrote on the CPU (its preset scheme on every Linear but the
     lm_head, ModelCompressor.compress_model, save_pretrained, update_config): verify agrees (weight_packed
     int32, weight_scale, weight_shape, zero points when asymmetric) and count's bytes are the safetensors'
-    and the formula's, and count reads the format from the config the packer wrote (its bf16 scales: W8A8 int8
-    and FP8 per channel or in 128×128 blocks); NVFP4 (priced, its tensors not laid out) is one line, exit 2."""
+    and the formula's (but the activation scales static schemes store: NVFP4's input_global_scale, FP8's
+    input_scale), and count reads the format from the config the packer wrote (its bf16 scales: W8A8 int8 and
+    FP8 per tensor, per channel or in 128×128 blocks; NVFP4's packed bytes, E4M3 scales per 16 and fp32 global
+    scales, with and without activations); a file missing an activation scale is named."""
     requires("compressed_tensors")
     from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
@@ -488,18 +492,24 @@ def test_compressed_tensors_checkpoint_read(bf16_llama, tmp_path, cli, scheme):
     compressor.update_config(tmp_path)
     with safe_open(tmp_path / "model.safetensors", "pt") as f:
         found = sum(f.get_tensor(k).numel() * f.get_tensor(k).element_size() for k in f.keys())
-    if CT_SCHEMES[scheme] is None:
-        for command in ("verify", "count"):
-            r = cli([command, tmp_path])
-            _one_line_refusal(r)
-            assert "checkpoint: nvfp4's tensors are not laid out" in r.err
-        return
+        inputs = sum(f.get_tensor(k).numel() * f.get_tensor(k).element_size() for k in f.keys()
+                     if k.endswith(_INPUT_SCALES))
+    assert bool(inputs) == (scheme in ("NVFP4", "FP8"))  # static activation scales: NVFP4's global, FP8's
     r = cli(["verify", tmp_path])
     assert r.code == 0, r.out + r.err
     out = json.loads(cli(["count", tmp_path, "--json"]).out)
     ck = out["checkpoint"]
-    assert ck["weight_format"] == CT_SCHEMES[scheme] and ck["bytes"] == ck["formula_bytes"] == found
-    assert out["weight_format"]["format"] == CT_SCHEMES[scheme] and out["weight_format"]["bytes"] == found
+    assert ck["weight_format"] == CT_SCHEMES[scheme] and ck["bytes"] == found
+    assert ck["formula_bytes"] == found - inputs
+    assert out["weight_format"]["format"] == CT_SCHEMES[scheme] and out["weight_format"]["bytes"] == found - inputs
+    if inputs:  # a checkpoint without an activation scale its config states: that tensor is the difference
+        from safetensors.torch import load_file, save_file
+        tensors = load_file(tmp_path / "model.safetensors")
+        gone = sorted(k for k in tensors if k.endswith(_INPUT_SCALES))[0]
+        del tensors[gone]
+        save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+        r = cli(["verify", tmp_path])
+        assert r.code == 1 and f"missing: {gone}" in r.out, r.out + r.err
 
 
 def _one_line_refusal(r):
@@ -583,3 +593,27 @@ def test_damaged_headers_never_raise(case, tmp_path_factory):
     assert code in (0, 1, 2)
     if code == 2:
         assert err.getvalue().startswith("symllm: error: ") and len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_bitsandbytes_checkpoint_with_kept_modules(bf16_llama, tmp_path, cli):
+    """unsloth's dynamic 4-bit shape, written by bitsandbytes' own packer (llm_int8_skip_modules keeps layer
+    0's down_proj in bf16): verify expects that projection as a plain bf16 weight and agrees, and the
+    formula's bytes are the file's but the JSON quant states (one per packed linear, six of seven)."""
+    requires("bitsandbytes")
+    from safetensors import safe_open
+    q = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                        llm_int8_skip_modules=["lm_head", "model.layers.0.mlp.down_proj"])
+    model = transformers.AutoModelForCausalLM.from_pretrained(bf16_llama, quantization_config=q, device_map="cpu",
+                                                              dtype=torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        found = {k: (f.get_tensor(k).numel() * f.get_tensor(k).element_size(), str(f.get_tensor(k).dtype))
+                 for k in f.keys()}
+    assert found["model.layers.0.mlp.down_proj.weight"][1] == "torch.bfloat16"
+    r = cli(["verify", tmp_path])
+    assert r.code == 0, r.out + r.err
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    states = sum(b for k, (b, _) in found.items() if k.endswith("quant_state.bitsandbytes__nf4"))
+    assert sum(k.endswith("quant_state.bitsandbytes__nf4") for k in found) == 6
+    assert ck["weight_format"] == "nf4" and ck["bytes"] == sum(b for b, _ in found.values())
+    assert ck["formula_bytes"] == ck["bytes"] - states + 4 * 6  # the formula's fp32 offset per packed linear

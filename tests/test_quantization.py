@@ -191,8 +191,9 @@ def test_gpt_oss_mxfp4_is_openais_checkpoint_size(name, gib):
     ({"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {"-:.*lm_head": {}}},
      "quantization_config.dynamic: "),
     ({"quant_method": "fp8", "weight_block_size": [64, 64]}, "quantization_config.weight_block_size: [64, 64]"),
-    ({"quant_method": "awq", "bits": 4, "group_size": 128, "modules_to_not_convert": ["model.layers.1.mlp"]},
-     "quantization_config.modules_to_not_convert: 'model.layers.1.mlp'"),
+    ({"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {"g": {
+        "targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}},
+      "kv_cache_scheme": {"num_bits": 4, "type": "float"}}, "quantization_config.kv_cache_scheme: "),
 ])
 def test_not_understood_is_one_line(cli, tmp_path, block, line):
     """A method, a bit width, a group or an exception symllm has no format for: one line naming the key and
@@ -217,3 +218,127 @@ def test_any_block_reads_as_a_format_or_one_line(q):
         assert line.startswith("quantization_config") and "\n" not in line and len(line) <= 85, line
     else:
         assert check_format(fmt) == fmt and said.startswith("quantization_config: quant_method ")
+
+
+def _nf4(o, r):
+    """bitsandbytes NF4 with double quantization (blocks of 64; fp32 per 256 blocks; codes 64 + 1024 + 4)."""
+    n = o * r
+    return n // 2 + n // 64 + 4 * ceil(n / 64 / 256) + 64 + 1024 + 4
+
+
+#: unsloth's dynamic 4-bit keeps some projections in bf16 (its llm_int8_skip_modules): a block of that shape
+UNSLOTH_DYNAMIC = {"_load_in_4bit": True, "_load_in_8bit": False, "bnb_4bit_compute_dtype": "bfloat16",
+                   "bnb_4bit_quant_storage": "uint8", "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+                   "llm_int8_enable_fp32_cpu_offload": False, "llm_int8_has_fp16_weight": False,
+                   "llm_int8_skip_modules": ["lm_head", "multi_modal_projector", "merger", "modality_projection",
+                                             "model.layers.1.mlp", "model.layers.3.self_attn.o_proj",
+                                             "model.layers.31.mlp.down_proj"],
+                   "llm_int8_threshold": 6.0, "load_in_4bit": True, "load_in_8bit": False,
+                   "quant_method": "bitsandbytes"}
+
+
+def test_kept_modules_are_priced_in_bf16_by_hand(cli, tmp_path):
+    """Issue 41 item 1: modules a quantization_config keeps unquantized are priced, not refused: on Llama-3.1-8B
+    NF4 with layer 1's MLP (three projections), layer 3's o_proj and layer 31's down_proj kept, those five
+    projections weigh two bytes a weight and the other 219 NF4's bytes; the output says so. The same total
+    from count, the Python API and a sweep; --weight-format awq (another format) prices them all in AWQ."""
+    d, d_ff = 4096, 14336
+    kept = [(d_ff, d), (d_ff, d), (d, d_ff), (d, 32 * 128), (d, d_ff)]  # gate, up, down of layer 1; o; down
+    want = _llama31_bytes(_nf4) + sum(2 * o * r - _nf4(o, r) for o, r in kept)
+    path = _write(tmp_path, {**LLAMA31_8B, "quantization_config": UNSLOTH_DYNAMIC})
+    out = json.loads(cli(["count", path, "--json"]).out)
+    assert out["weight_format"]["format"] == "nf4" and out["memory"]["weights"] == want
+    assert "priced in bf16" in out["weight_format"]["source"] and "'model.layers.1.mlp'" in out["weight_format"]["source"]
+    assert symllm.workload({**LLAMA31_8B, "quantization_config": UNSLOTH_DYNAMIC})["memory"]["weights"] == want
+    r = cli(["sweep", "--base", path, "--seq", "1024", "--quantity", "weights", "--format", "jsonl"])
+    assert r.code == 0 and json.loads(r.out)["weights"] == want, r.err
+    assert "priced in bf16" in " ".join(cli(["count", path]).out.split())
+    awq = _llama31_bytes(lambda o, r: o * r // 2 + (r // 128) * (o // 8) * 4 + (r // 128) * o * 2)
+    assert json.loads(cli(["count", path, "--weight-format", "awq", "--json"]).out)["memory"]["weights"] == awq
+    from symllm.costs import formats
+    tensors = formats.weight_bytes(symllm.resolve(str(path)), "nf4")["tensors"]
+    assert tensors["block/feed_forward/w2"]["type"] == "nf4 (2 of 32 layers bf16)"
+
+
+@pytest.mark.parametrize("entry", ["model.layers.1.mlp", "model.layers.1", "layers.1.mlp.up_proj", "up_proj",
+                                   r"model.layers.\d+.self_attn", "model.layers.*.mlp", "mlp.gate",
+                                   "model.layers.11.mlp.down_proj", "o_proj"])
+def test_kept_modules_match_as_transformers_matches_them(entry):
+    """The exemptions of modules_to_not_convert / llm_int8_skip_modules match the module names transformers'
+    own should_convert_module leaves unconverted (layer.1 is not layer.11; mlp.gate is not mlp.gate_proj)."""
+    import re
+    from transformers.quantizers.quantizers_utils import should_convert_module
+    from symllm.costs import formats
+    names = [n for t in formats.tensors(symllm.resolve(LLAMA31_8B)) for n in formats.hf_modules(t) or ()]
+    assert len(names) == 7 * 32
+    q = {"quant_method": "bitsandbytes", "load_in_4bit": True, "llm_int8_skip_modules": [entry]}
+    patterns = quantization.kept_patterns(q)  # none where the entry names what is kept anyway (mlp.gate: a router)
+    ours = [n for n in names if any(re.match(p, n) for p in patterns)]
+    assert ours == [n for n in names if not should_convert_module(n, [entry])]
+    assert bool(ours) == (entry != "mlp.gate")
+
+
+def test_compressed_tensors_ignore_matches_names_and_re_patterns(cli, tmp_path):
+    """compressed-tensors' ignore: an exact module name or a ``re:`` pattern (llm-compressor's recipes:
+    ``re:.*down_proj$``); W8A8-FP8 per channel (one byte a weight and a bf16 scale per output row: compressed-tensors
+    keeps scales in the checkpoint's dtype) with every down_proj and layer 0's q_proj kept: 33 projections in bf16."""
+    block = {"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+             "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                 "num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False}}},
+             "ignore": ["lm_head", "re:.*down_proj$", "model.layers.0.self_attn.q_proj"]}
+    d, d_ff = 4096, 14336
+    fp8 = lambda o, r: o * r + 2 * o  # noqa: E731
+    kept = [(d, d_ff)] * 32 + [(32 * 128, d)]
+    want = _llama31_bytes(fp8) + sum(2 * o * r - fp8(o, r) for o, r in kept)
+    out = json.loads(cli(["count", _write(tmp_path, {**LLAMA31_8B, "quantization_config": block}), "--json"]).out)
+    assert out["weight_format"]["format"] == "w8a8-fp8" and out["memory"]["weights"] == want
+
+
+#: llm-compressor's FP8 KV cache (its quantization_kv_cache example): compressed-tensors' kv_cache_scheme
+FP8_KV = {"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+          "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+              "num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False},
+              "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True,
+                                    "symmetric": True}}},
+          "ignore": ["lm_head"],
+          "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False,
+                              "symmetric": True}}
+
+
+def test_kv_cache_scheme_sets_the_kv_cache_dtype(cli, tmp_path):
+    """Issue 41 item 1: a checkpoint's kv_cache_scheme (FP8, one byte a cached element) is the KV cache dtype
+    unless --kv-dtype or --kv-format is given, through count, the Python API, a sweep and --serve; the output
+    says where it was read. Llama-3.1-8B at 4,096 tokens: 2 x 32 layers x 8 KV heads x 128 x 4,096 x 1 byte."""
+    path = _write(tmp_path, {**LLAMA31_8B, "quantization_config": FP8_KV})
+    kv = 2 * 32 * 8 * 128 * 4096
+    out = json.loads(cli(["count", path, "--seq", "4096", "--json"]).out)
+    assert out["memory"]["kv_cache"] == kv and out["workload"]["kv_dtype"] == "fp8"
+    assert out["config"]["kv_dtype"] == "fp8"
+    assert json.loads(cli(["count", path, "--seq", "4096", "--kv-dtype", "bf16", "--json"]).out)[
+        "memory"]["kv_cache"] == 2 * kv
+    assert json.loads(cli(["count", path, "--seq", "4096", "--kv-format", "q8_0", "--json"]).out)[
+        "memory"]["kv_cache"] == kv * 17 // 16  # q8_0: 34 bytes per block of 32
+    text = " ".join(cli(["count", path, "--seq", "4096"]).out.split())
+    assert "KV cache in fp8, read from the config's quantization_config.kv_cache_scheme" in text
+    assert symllm.workload({**LLAMA31_8B, "quantization_config": FP8_KV}, seq=4096)["memory"]["kv_cache"] == kv
+    r = cli(["sweep", "--base", path, "--seq", "4096", "--quantity", "kv_cache", "--format", "jsonl"])
+    assert r.code == 0 and json.loads(r.out)["kv_cache"] == kv, r.err
+    assert "KV cache in fp8, read from the config's" in " ".join(r.err.split())
+    plan = cli(["plan", path, "--gpus", "1xh100-sxm", "--seq", "4096"])
+    assert plan.code == 0 and "KV cache in fp8, read from the config's" in " ".join(plan.out.split()), plan.err
+    serve = json.loads(cli(["count", path, "--serve", "--gpu", "h100-sxm", "--json"]).out)["serving"]
+    assert serve["kv_bytes_per_token"] == 2 * 32 * 8 * 128
+    back = tmp_path / "back.json"  # count --json's config reads back with its KV cache dtype
+    back.write_text(json.dumps(out["config"]))
+    assert json.loads(cli(["count", back, "--seq", "4096", "--json"]).out)["memory"]["kv_cache"] == kv
+
+
+def test_a_kept_module_symllm_cannot_name_is_one_line(cli, tmp_path):
+    """An exemption that matches no projection symllm names (a typo, a module of another architecture) is one
+    line when the weights are priced (count exits 2, the Python API raises), never a silently bf16-free total."""
+    block = {"quant_method": "awq", "bits": 4, "group_size": 128, "modules_to_not_convert": ["model.layers.1.mlpx"]}
+    r = cli(["count", _write(tmp_path, {**LLAMA31_8B, "quantization_config": block})])
+    assert r.code == 2 and r.err.startswith("symllm: error: quantization_config: a module kept unquantized")
+    assert len(r.err.strip().splitlines()) == 1
+    with pytest.raises(SymllmError, match="^quantization_config: a module kept unquantized"):
+        symllm.workload({**LLAMA31_8B, "quantization_config": block})

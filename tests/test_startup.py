@@ -406,3 +406,76 @@ def test_warm_params_reads_what_it_kept_and_counts_the_same(monkeypatch):
     bigger = cfg.replace(n_layers=4)
     assert symllm.params(cfg)["total"] == total
     assert symllm.params(bigger)["total"] == total + (2 * 64 * 16 * 6 + 3 * 64 * 96 + 2 * 64)
+
+
+#: counts of several workload shapes (one GPU, a layout, a pipeline, experts, LoRA, a weight format, JSON)...
+SHAPES = (["count", "llama3.1-8b", "--seq", "4096", "--json"],
+          ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "8"],
+          ["count", "llama3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--pp", "2", "--dp", "2", "--json"],
+          ["count", "mixtral-8x7b", "--gpu", "h200", "--tp", "2", "--dp", "4", "--ep", "4"],
+          ["count", "llama2-7b", "--lora-rank", "16", "--qlora", "--gpu", "a100-80gb", "--json"],
+          ["count", "mistral-7b-v0.1", "--gpu", "h100-sxm", "--weight-format", "awq", "--seq", "2048"])
+#: ...and each at a point never asked before: another --seq, --batch, --tp, --pp, --dp, --ep, accelerator
+NEW_POINTS = (["count", "llama3.1-8b", "--seq", "3000", "--batch", "3", "--json"],
+              ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "2", "--seq", "5000", "--batch", "7"],
+              ["count", "llama3.1-70b", "--gpu", "h200", "--tp", "2", "--pp", "4", "--dp", "3", "--json"],
+              ["count", "mixtral-8x7b", "--gpu", "h200", "--tp", "4", "--dp", "2", "--ep", "2", "--seq", "999"],
+              ["count", "llama2-7b", "--lora-rank", "16", "--qlora", "--gpu", "a100-80gb", "--json", "--seq", "512"],
+              ["count", "mistral-7b-v0.1", "--gpu", "h100-sxm", "--weight-format", "awq", "--seq", "1000"])
+
+
+def test_a_count_at_a_new_workload_point_imports_no_sympy(tmp_path):
+    """Issue 41 item 5: once a model was counted at a workload of some shape, a count at a point never asked
+    before (another length, batch, layout or accelerator) evaluates the kept kernels: a fresh process imports
+    neither SymPy, the formulas, the fit searches nor numpy, and prints what the formulas give with the cache
+    off, byte for byte. Hand arithmetic: llama3.1-8b's KV cache at batch 3 and 3,000 tokens is
+    2 (K and V) x 32 layers x 8 KV heads x 128 x 2 bytes x 3 x 3,000."""
+    cold_outs, cold_modules = json.loads(_python(_ANSWER_ALL.replace("ARGV", repr(SHAPES)), tmp_path / "cache"))
+    assert "sympy" in cold_modules and [c for c, _ in cold_outs] == [0] * len(SHAPES)
+    code = _ANSWER_ALL.replace("ARGV", repr(NEW_POINTS))
+    warm_outs, warm_modules = json.loads(_python(code, tmp_path / "cache"))
+    off_outs, off_modules = json.loads(_python(code, ""))
+    assert warm_modules == [] and "sympy" in off_modules
+    assert warm_outs == off_outs
+    assert [c for c, _ in warm_outs] == [0] * len(NEW_POINTS)
+    first = json.loads(warm_outs[0][1])
+    assert first["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 3 * 3000
+    assert first["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"]
+    assert json.loads(warm_outs[2][1])["time"]["gpus"] == 2 * 4 * 3
+    assert "on h100-sxm (per GPU of 2)" in warm_outs[1][1]
+
+
+def _workload_entry(folder: Path) -> tuple[Path, dict]:
+    (entry,) = folder.glob("workload-*.json")
+    return entry, json.loads(json.loads(entry.read_text())["sources"][0])
+
+
+def _replant(entry: Path, inner: dict) -> None:
+    """``entry`` holding ``inner`` with a digest that matches, as an attacker would write it."""
+    data = json.loads(entry.read_text())
+    sources = [json.dumps(inner)]
+    data.update(sources=sources, digest=disk.digest(data["key"], sources))
+    entry.write_text(json.dumps(data))
+
+
+def test_a_kept_workload_entry_is_data_its_code_never_run(cache, tmp_path):
+    """The workload kernels a count keeps are read back only as generated arithmetic: the control (an
+    arithmetic change with a consistent digest, the user's own edit in a trusted folder) changes the number,
+    so the entry is what a new point evaluates; code that is not generated arithmetic is refused and the
+    count computed again (the formulas' number); a damaged entry too."""
+    cfg = config.load("llama3.1-8b")
+    quick.workload(cfg, {"seq": 1024})
+    entry, inner = _workload_entry(cache)
+    kv = 2 * 32 * 8 * 128 * 2 * 2000  # K and V x layers x KV heads x d_h x bf16 bytes x tokens
+    assert quick.workload(cfg, {"seq": 2000})[0]["memory"]["kv_cache"] == kv
+    source, args = inner["forms"]["memory.kv_cache"]
+    _replant(entry, {**inner, "forms": {**inner["forms"], "memory.kv_cache": [
+        source.replace("return ", "return 3*", 1), args]}})
+    assert quick.workload(cfg, {"seq": 2000})[0]["memory"]["kv_cache"] == 3 * kv  # the control
+    marker = tmp_path / "ran"
+    _replant(entry, {**inner, "forms": {**inner["forms"], "memory.kv_cache": [
+        source.replace("return ", f"return __import__('os').mkdir({str(marker)!r}) or ", 1), args]}})
+    assert quick.workload(cfg, {"seq": 2000})[0]["memory"]["kv_cache"] == kv
+    assert not marker.exists()
+    entry.write_text(entry.read_text().replace("kv_cache", "kv_cachf"))  # the digest no longer matches
+    assert quick.workload(cfg, {"seq": 2000})[0]["memory"]["kv_cache"] == kv

@@ -192,6 +192,14 @@ class ModelConfig:
     weight_format: str | None = None
     #: what was read to set weight_format (the line the outputs show)
     weight_format_source: str | None = None
+    #: the modules ``quantization_config`` keeps unquantized that weight_format would quantize, as patterns for
+    #: ``re.match`` on a module's full name (:func:`symllm.arch.quantization.kept_patterns`): two bytes a weight
+    weight_format_kept: tuple | None = None
+    #: the KV cache dtype the config.json states (compressed-tensors' ``kv_cache_scheme``:
+    #: :func:`symllm.arch.quantization.kv_dtype`): the workload's unless it gives one; None: none stated
+    kv_dtype: str | None = None
+    #: what was read to set kv_dtype (the line the outputs show)
+    kv_dtype_source: str | None = None
     #: RMSNorm epsilon (no effect on counts)
     norm_eps: float = 1e-5
     #: RoPE base (no effect on counts)
@@ -230,6 +238,9 @@ class ModelConfig:
                       "embed_scale", "attention_sinks", "layernorm"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
+        if self.kv_dtype is not None:
+            from symllm.arch.dtypes import DTYPES
+            choice("kv_dtype", self.kv_dtype, DTYPES)
         choice("norms", self.norms, NORM_PLACES)
         if self.norms == "parallel" and self.n_experts is not None:  # no family has one; saved is a dense block's
             raise SymllmError("norms: a parallel block with a mixture of experts is not modelled")
@@ -464,7 +475,8 @@ class ModelConfig:
             {**{k: v for k, v in dataclasses.asdict(kind).items()
                 if (k != "temperature" or v) and (k != "mixer" or v != "attention")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
-        for key in ("weight_format", "weight_format_source"):  # only a quantized config says them
+        for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
+                    "kv_dtype_source"):  # only a quantized config says them
             if out[key] is None:
                 del out[key]
         return out
@@ -695,7 +707,12 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
     for key in ("vocab_size", "dim", "n_layers", "n_heads"):
         if key not in fields and not (key == "vocab_size" and vocab_size is not None):
             raise SymllmError(f"{key}: missing in a symllm config")
-    for key in ("name", "note", "weight_format", "weight_format_source"):
+    if isinstance(fields.get("weight_format_kept"), list):
+        fields["weight_format_kept"] = tuple(fields["weight_format_kept"])
+    kept = fields.get("weight_format_kept")
+    if kept is not None and not (isinstance(kept, tuple) and all(isinstance(k, str) for k in kept)):
+        raise SymllmError(f"weight_format_kept: expected a list of patterns, got {_short(kept)}")
+    for key in ("name", "note", "weight_format", "weight_format_source", "kv_dtype", "kv_dtype_source"):
         if key in fields and not isinstance(fields[key], str) and not (key != "name" and fields[key] is None):
             raise SymllmError(f"{key}: expected a string, got {_short(fields[key])}")
     for key in ("moe_layers", "nope_layers", "window_layers"):

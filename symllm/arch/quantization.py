@@ -22,11 +22,16 @@ the scheme is what decides the stored bytes, read from the method's own keys by 
 
 Activation scales (``input_scale``, static or dynamic activations) are not weights: the activation scheme does
 not change the format. **Modules kept unquantized** (``modules_to_not_convert``, ``llm_int8_skip_modules``,
-compressed-tensors' ``ignore``, ModelOpt's ``ignore`` / ``exclude_modules``): each entry must name a module the
-format keeps in bf16 anyway (:data:`KEPT`: the lm_head, the embeddings, norms, the MoE router, and for MXFP4
-the attention; or a part symllm does not count: a vision tower, a projector, multi-token prediction); an
-entry that would keep a quantized projection in bf16 (``model.layers.1.mlp``) is refused in one line: symllm
-has no per-module exceptions. They are listed in :func:`read`'s ``source``.
+compressed-tensors' ``ignore``, ModelOpt's ``ignore`` / ``exclude_modules``) are listed in :func:`read`'s
+``source``. An entry naming a module the format keeps in bf16 anyway (:data:`KEPT`: the lm_head, the
+embeddings, norms, the MoE router, and for MXFP4 the attention) or a part symllm does not count (a vision
+tower, a projector, multi-token prediction) changes nothing; any other entry (unsloth's dynamic 4-bit keeps
+``model.layers.1.mlp``) is **priced**: the projections it matches keep two bytes a weight, the rest the format's
+bytes (:func:`kept_patterns`, matched as the loader matches them: transformers' ``should_convert_module`` for
+``modules_to_not_convert`` and ``llm_int8_skip_modules``, compressed-tensors' exact names and ``re:`` patterns
+for ``ignore``; :func:`symllm.costs.formats.weight_bytes`). **The KV cache** a checkpoint states
+(compressed-tensors' ``kv_cache_scheme``, ModelOpt's ``kv_cache_quant_algo``) is read by :func:`kv_dtype`:
+the KV cache dtype unless the workload gives one.
 
 >>> read({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"})[0]
 'awq'
@@ -46,7 +51,8 @@ import re
 from symllm.errors import SymllmError
 from symllm.validate import short
 
-__all__ = ["SCHEMES", "KEPT", "GROUPED", "GROUPS", "grouped", "split_group", "scheme_of", "read"]
+__all__ = ["SCHEMES", "KEPT", "GROUPED", "GROUPS", "grouped", "split_group", "scheme_of", "read", "kept_patterns",
+           "kv_dtype", "fields"]
 
 #: the weight formats stored with one scale (and zero point) per group of inputs: 128 by name, ``FORMAT-gN``
 #: another group of :data:`GROUPS`, ``FORMAT-channel`` one group per row (GPTQ's ``group_size: -1``,
@@ -238,8 +244,10 @@ def scheme_of(q: dict) -> tuple[str, str, int | None]:
 _KEEP_KEYS = ("modules_to_not_convert", "llm_int8_skip_modules", "ignore", "exclude_modules")
 
 
-def _kept(q: dict, fmt: str) -> list[str]:
-    out = []
+def _kept(q: dict, fmt: str) -> tuple[list[str], list[str]]:
+    """``(entries, patterns)``: every module the block keeps unquantized, as written, and the patterns
+    (:func:`re.match` on a module's full name) of those the format would quantize (priced at two bytes)."""
+    out, priced = [], []
     for key in _KEEP_KEYS:
         entries = q.get(key)
         if entries is None:
@@ -251,9 +259,97 @@ def _kept(q: dict, fmt: str) -> list[str]:
             last = plain.split(".")[-1]
             kept = KEPT + (r"|self_attn" if fmt == "mxfp4" else "")
             if not (re.fullmatch(kept, last) or re.search(_UNCOUNTED, plain)):
-                _fail(key, entry, f"keeps bf16 a module {fmt} quantizes: not modelled")
+                priced.append(_pattern(key, entry, q.get("quant_method")))
             out.append(entry)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out)), list(dict.fromkeys(priced))
+
+
+def _pattern(key: str, entry: str, method) -> str:
+    """A module exemption as a regular expression for :func:`re.match` on a module's full name, as its loader
+    matches it: compressed-tensors' ``ignore`` an exact name or a ``re:`` pattern (``match_name``); ModelOpt's
+    lists shell wildcards (``fnmatch``); transformers' ``should_convert_module`` for the others (from the start to a
+    module boundary, as a regular expression with that boundary, or as a suffix)."""
+    if key == "ignore" and method == "compressed-tensors":
+        pattern = entry[3:] if entry.startswith("re:") else re.escape(entry) + "$"
+    elif method == "modelopt":
+        import fnmatch
+        pattern = fnmatch.translate(entry)
+    else:
+        pattern = rf"(?:(?:{entry})(?:(?<=\.)|(?=\.|$))|.*{re.escape(entry)}$)"
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        _fail(key, entry, "not a regular expression")
+    return pattern
+
+
+def kept_patterns(q: dict) -> tuple[str, ...]:
+    """The modules a ``quantization_config`` keeps unquantized that its format would quantize, as patterns for
+    :func:`re.match` on a module's full name (``model.layers.1.mlp.down_proj``): what
+    :func:`symllm.costs.formats.weight_bytes` prices at two bytes a weight.
+
+    >>> p, = kept_patterns({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+    ...                     "llm_int8_skip_modules": ["lm_head", "model.layers.1.mlp"]})
+    >>> [bool(re.match(p, m)) for m in ("model.layers.1.mlp.up_proj", "model.layers.11.mlp.up_proj")]
+    [True, False]
+    """
+    method, scheme, group = scheme_of(q)
+    fmt = SCHEMES[(method, scheme)]
+    return tuple(_kept(q, grouped(fmt, group) if group is not None else fmt)[1])
+
+
+#: compressed-tensors' KV cache schemes symllm prices: (type, num_bits) -> the KV cache dtype
+_KV_SCHEMES = {("float", 8): "fp8", ("int", 8): "int8"}
+
+
+def kv_dtype(q: dict) -> tuple[str, str] | None:
+    """``(dtype, source)``: the KV cache dtype a ``quantization_config`` states (compressed-tensors'
+    ``kv_cache_scheme``, an llm-compressor FP8 KV cache; ModelOpt's ``kv_cache_quant_algo``), or None; a scheme
+    symllm has no dtype for is refused in one line. The cache's per-tensor (or per-head) scales are weights of
+    the checkpoint, not cache.
+
+    >>> kv_dtype({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float",
+    ...           "strategy": "tensor", "dynamic": False, "symmetric": True}})
+    ('fp8', 'quantization_config.kv_cache_scheme: float 8 bits')
+    """
+    if not isinstance(q, dict):
+        return None
+    scheme = q.get("kv_cache_scheme")
+    if scheme is not None:
+        if not isinstance(scheme, dict):
+            _fail("kv_cache_scheme", scheme, "an object (compressed-tensors' QuantizationArgs)")
+        kind, bits = scheme.get("type"), scheme.get("num_bits")
+        if (kind, bits) not in _KV_SCHEMES:
+            _fail("kv_cache_scheme", {"type": kind, "num_bits": bits}, "symllm prices float or int, 8 bits")
+        if scheme.get("dynamic") not in (None, False):
+            _fail("kv_cache_scheme.dynamic", scheme.get("dynamic"), "static scales are modelled")
+        return _KV_SCHEMES[(kind, bits)], f"quantization_config.kv_cache_scheme: {kind} {bits} bits"
+    algo = q.get("kv_cache_quant_algo")
+    if algo is not None:
+        if algo != "FP8":
+            _fail("kv_cache_quant_algo", algo, "symllm prices FP8")
+        return "fp8", "quantization_config.kv_cache_quant_algo: FP8"
+    return None
+
+
+def fields(q: dict) -> dict:
+    """The config fields a ``quantization_config`` sets (:class:`symllm.arch.config.ModelConfig`):
+    ``weight_format`` and ``weight_format_source`` (:func:`read`), ``weight_format_kept`` where it keeps
+    modules the format quantizes (:func:`kept_patterns`), ``kv_dtype`` and ``kv_dtype_source`` where it states
+    the KV cache (:func:`kv_dtype`).
+
+    >>> sorted(fields({"quant_method": "fp8", "weight_block_size": [128, 128]}))
+    ['weight_format', 'weight_format_source']
+    """
+    fmt, said = read(q)
+    out = {"weight_format": fmt, "weight_format_source": said}
+    kept = kept_patterns(q)
+    if kept:
+        out["weight_format_kept"] = kept
+    kv = kv_dtype(q)
+    if kv is not None:
+        out["kv_dtype"], out["kv_dtype_source"] = kv
+    return out
 
 
 def read(q: dict) -> tuple[str, str]:
@@ -268,8 +364,9 @@ def read(q: dict) -> tuple[str, str]:
     if group is not None:
         fmt = grouped(fmt, group)
         scheme += f" {'per channel' if group == -1 else f'g{group}'}"
-    kept = _kept(q, fmt)
+    kept, priced = _kept(q, fmt)
     said = f"quantization_config: quant_method {method}" + (f", {scheme}" if scheme != method else "")
     if kept:
-        said += f" (kept unquantized: {', '.join(repr(k) for k in kept)})"
+        said += f" (kept unquantized: {', '.join(repr(k) for k in kept)}" + (
+            "; the projections they match priced in bf16)" if priced else ")")
     return fmt, said

@@ -82,9 +82,13 @@ _HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3"
 _HF_EXPERTS = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 
 #: the weight formats (read from a quantization_config by :mod:`symllm.arch.quantization`, the one table) whose
-#: tensors :func:`expected` lays out; a checkpoint in another (nvfp4, mxfp4, AutoFP8's fp8) is refused in one line
+#: tensors :func:`expected` lays out (compressed-tensors' NVFP4 and per-tensor FP8 as its compressors write them);
+#: a checkpoint in another (mxfp4: gpt-oss's fused experts; ModelOpt's and AutoFP8's, whose tensors symllm has no
+#: packer to check against) is refused in one line
 QUANTIZED = ("awq", "gptq", "gptq-8bit", "fp8-block", "nf4", "nf4-nodq", "fp4", "fp4-nodq", "int8", "w4a16",
-             "w4a16-asym", "w8a16", "w8a16-asym", "w8a8", "w8a8-fp8", "w8a8-fp8-block")
+             "w4a16-asym", "w8a16", "w8a16-asym", "w8a8", "w8a8-fp8", "w8a8-fp8-block", "w8a8-fp8-tensor", "nvfp4")
+#: the methods whose layout of a format :func:`expected` is (ModelOpt's nvfp4 and fp8 name their tensors otherwise)
+_LAID_OUT_BY = {"nvfp4": ("compressed-tensors",)}
 #: bitsandbytes' per-linear tensors that are not in symllm's bytes formula: the quant state serialised as
 #: JSON bytes (4-bit; its length varies) and the 8-bit layout's format byte
 _BNB_EXTRA = ("quant_state.bitsandbytes__nf4", "quant_state.bitsandbytes__fp4", "weight_format")
@@ -430,7 +434,24 @@ def unmodelled(q: dict) -> str | None:
         fmt = quantization.read(q)[0]
     except SymllmError as e:
         return str(e)
-    return None if split_group(fmt)[0] in QUANTIZED else f"{fmt}'s tensors are not laid out"
+    base = split_group(fmt)[0]
+    if base in QUANTIZED and q.get("quant_method") in _LAID_OUT_BY.get(base, (q.get("quant_method"),)):
+        return None
+    return f"{fmt}'s tensors are not laid out" + (f" ({q.get('quant_method')}'s)" if base in QUANTIZED else "")
+
+
+def static_inputs(q: dict | None) -> bool:
+    """Whether a compressed-tensors ``quantization_config`` stores activation scales (``input_scale``,
+    ``input_global_scale``): a config group whose ``input_activations`` are not dynamic (static FP8; NVFP4's
+    ``local`` global scale).
+
+    >>> static_inputs({"config_groups": {"g": {"input_activations": {"dynamic": False}}}})
+    True
+    """
+    groups = (q or {}).get("config_groups")
+    return isinstance(groups, dict) and any(
+        isinstance(g, dict) and isinstance(g.get("input_activations"), dict)
+        and g["input_activations"].get("dynamic") is not True for g in groups.values())
 
 
 def _dtype(raw) -> str | None:
@@ -469,14 +490,28 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype: str | None = None) -> dict[str, dict]:
+def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype: str | None = None,
+               inputs: bool = False) -> dict[str, dict]:
     """The tensors a format stores for the weight ``name`` (``rows × row``, torch's ``(fan_out, fan_in)``);
-    ``dtype``: the checkpoint's float dtype (compressed-tensors' scales)."""
+    ``dtype``: the checkpoint's float dtype (compressed-tensors' scales); ``inputs``: static activation scales
+    stored too (:func:`static_inputs`)."""
     base = name.removesuffix(".weight")
     from symllm.arch.quantization import split_group
     plain, named = split_group(fmt)
     if plain != fmt:  # a grouped format named for its group (gptq-g32; w4a16-channel: one group per row)
         fmt, group = plain, row if named == -1 else named
+    if fmt == "nvfp4":  # compressed-tensors' NVFP4PackedCompressor: two values a byte, an E4M3 scale per 16
+        out = {f"{base}.weight_packed": {"dtype": "U8", "shape": [rows, ceil(row / 2)]},
+               f"{base}.weight_scale": {"dtype": "F8_E4M3", "shape": [rows, ceil(row / 16)]},
+               f"{base}.weight_global_scale": {"dtype": "F32", "shape": [1]}}
+        if inputs:
+            out[f"{base}.input_global_scale"] = {"dtype": "F32", "shape": [1]}
+        return out
+    if fmt == "w8a8-fp8-tensor":  # compressed-tensors float-quantized, one scale per tensor
+        out = {name: {"dtype": "F8_E4M3", "shape": [rows, row]}, f"{base}.weight_scale": {"dtype": dtype, "shape": [1]}}
+        if inputs:
+            out[f"{base}.input_scale"] = {"dtype": dtype, "shape": [1]}
+        return out
     if fmt in ("w8a8", "w8a8-fp8", "w8a8-fp8-block"):  # compressed-tensors int-/float-quantized: scales in dtype
         scales = [ceil(rows / 128), ceil(row / 128)] if fmt.endswith("-block") else [rows, 1]
         return {name: {"dtype": "I8" if fmt == "w8a8" else "F8_E4M3", "shape": [rows, row]},
@@ -520,7 +555,7 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype
 
 
 def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt: str | None = None,
-             gguf: str | None = None) -> dict[str, dict]:
+             gguf: str | None = None, inputs: bool = False) -> dict[str, dict]:
     """``name -> {"dtype", "shape"}`` of every tensor a checkpoint of ``config`` stores, in model order:
     Hugging Face names and ``dtype`` (None: unchecked) with the layout of the quantized format ``fmt``
     (:data:`QUANTIZED`'s values), or with ``gguf`` (a llama.cpp file type, or ``""`` when it is not
@@ -543,6 +578,9 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
         return out
     quantizes = formats.QUANTIZES.get(formats._base(fmt)[0], ()) if fmt else ()
     n_e = spec.config.n_experts or 1
+    kept = spec.config.weight_format_kept if fmt and fmt == spec.config.weight_format else None
+    if kept:  # modules the quantization_config keeps unquantized (symllm.arch.quantization.kept_patterns)
+        import re
     for t in ts:
         experts = t["kind"] == "experts"
         layers = t["count"] // n_e if experts else t["count"]
@@ -550,8 +588,9 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
             for e in (range(n_e) if experts else [None]):
                 name = _hf_name(t, i, e, model_type)
                 shape = [t["rows"], t["row"]] if t["ndim"] == 2 else [t["row"]]
-                if t["ndim"] == 2 and t["kind"] in quantizes:
-                    out.update(_quantized(fmt, name, t["row"], t["rows"], dtype=dtype))
+                held = kept and any(re.match(p, name.removesuffix(".weight")) for p in kept)
+                if t["ndim"] == 2 and t["kind"] in quantizes and not held:
+                    out.update(_quantized(fmt, name, t["row"], t["rows"], dtype=dtype, inputs=inputs))
                 else:
                     out[name] = {"dtype": dtype, "shape": shape}
     return out
@@ -606,7 +645,8 @@ def check(model) -> dict:
         base = formats._base(fmt)[0] if fmt is not None else None
         want = expected(config, str(raw.get("model_type", "llama")),
                         "F16" if base in ("awq", "gptq", "gptq-8bit") else dtype,
-                        fmt if base in formats.QUANTIZES else None)
+                        fmt if base in formats.QUANTIZES else None,
+                        inputs=base in ("nvfp4", "w8a8-fp8-tensor") and static_inputs(q))
     formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None and typed else None
     return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
             "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,

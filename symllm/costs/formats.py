@@ -84,9 +84,11 @@ from __future__ import annotations
 from fractions import Fraction
 from math import ceil, prod
 
-from symllm.arch import symbols as S
+from symllm._lazy import module
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
+
+S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload names a format without them
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
@@ -167,8 +169,9 @@ def tensors(config) -> list[dict]:
     (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's and HF's, or
     ``()``), ``row`` (elements per row), ``rows`` per copy,
     ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
-    each copy's first layer, or None), ``ndim``, ``hf`` (the Hugging Face module name each component on its
-    path declares, ``Rules.hf``, or a linear's LoRA HF name; "" where none) and ``gguf`` (``Rules.gguf``).
+    each copy's first layer, or None), ``layers`` (the layers of its group of blocks, or None), ``ndim``,
+    ``hf`` (the Hugging Face module name each component on its path declares, ``Rules.hf``, or a linear's LoRA HF
+    name; "" where none) and ``gguf`` (``Rules.gguf``).
 
     >>> [(t["path"], t["rows"], t["row"], t["count"]) for t in tensors("llama3.2-1b")][:3]
     [('embedding', 128256, 2048, 1), ('block/attention_norm', 1, 2048, 16), ('block/attention/wq', 2048, 2048, 16)]
@@ -177,23 +180,42 @@ def tensors(config) -> list[dict]:
     values = spec.values()
     out: list[dict] = []
 
-    def visit(comp, path, count, layer, hf):
+    def visit(comp, path, count, layer, layers, hf):
         hf = (*hf, comp.rules.hf or (comp.rules.lora[1] if comp.rules.lora else ""))  # its module's HF name
         if comp.rules.weight != "none" and _int(comp.params, values):
-            out.extend(dict(t, hf=hf, gguf=comp.rules.gguf) for t in _own(comp, path, count, layer, values))
+            out.extend(dict(t, layers=layers, hf=hf, gguf=comp.rules.gguf) for t in _own(comp, path, count, layer, values))
         for c in comp.children:
-            visit(c, f"{path}/{c.name}", count * _int(c.repeat, values), layer, hf)
+            visit(c, f"{path}/{c.name}", count * _int(c.repeat, values), layer, layers, hf)
 
     mdl = spec.model("dense")
     first = 0  # the model's groups of blocks hold layers first .. first + repeat - 1, in order
     for c in mdl.children:
         rep = _int(c.repeat, values)
         if c.children:
-            visit(c, c.name, rep, first, ())
+            visit(c, c.name, rep, first, rep, ())
             first += rep
         else:
-            visit(c, c.name, rep, None, ())
+            visit(c, c.name, rep, None, None, ())
     return out
+
+
+#: the HF module holding a projection, by the part of symllm's tree holding it (transformers' LlamaDecoderLayer)
+HF_PARENTS = {"attention": "self_attn", "feed_forward": "mlp"}
+
+
+def hf_modules(t: dict) -> list[str] | None:
+    """The full HF module names (``model.layers.3.self_attn.q_proj``) of a tensor of :func:`tensors`, one per
+    layer of its group, where symllm names it (a projection of the attention or the MLP, transformers' LLaMA
+    names); None otherwise.
+
+    >>> hf_modules(tensors("llama3.2-1b")[2])[:2]
+    ['model.layers.0.self_attn.q_proj', 'model.layers.1.self_attn.q_proj']
+    """
+    parts = t["path"].split("/")
+    if t["layer"] is None or len(t["names"]) != 2 or len(parts) < 2 or parts[-2] not in HF_PARENTS:
+        return None
+    return [f"model.layers.{i}.{HF_PARENTS[parts[-2]]}.{t['names'][1]}"
+            for i in range(t["layer"], t["layer"] + t["layers"])]
 
 
 def _own(comp, path, count, layer, values) -> list[dict]:
@@ -489,17 +511,46 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
         base = _base(fmt)[0]  # a grouped format's kinds are its base's (gptq-g32: gptq's)
         if base not in QUANTIZES and fmt not in plain:
             raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes")
+        cfg = spec.config
+        kept = cfg.weight_format_kept if fmt == cfg.weight_format and cfg.weight_format_kept else ()
+        matched: set = set()
         for t in ts:
             n = t["row"] * t["rows"]
             if base in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[base]:
                 kind, each = tensor_bytes(fmt, t["row"], t["rows"])
+                held = _kept_layers(t, kept, matched) if kept else 0
+                if held:  # the config's quantization_config keeps them unquantized (symllm.arch.quantization)
+                    copies = t["count"] // t["layers"] * held
+                    out[t["path"]] = dict(type=f"{kind} ({held} of {t['layers']} layers bf16)", count=t["count"],
+                                          elements=n * t["count"],
+                                          bytes=each * (t["count"] - copies) + _HIGH * n * copies)
+                    continue
             else:
                 kind, each = ("bf16", _HIGH * n) if base in QUANTIZES else (fmt, plain[fmt] * n)
             out[t["path"]] = dict(type=kind, count=t["count"], elements=n * t["count"], bytes=each * t["count"])
+        for pattern in kept:
+            if pattern not in matched:
+                raise SymllmError(f"quantization_config: a module kept unquantized ({short(pattern, 40)}) matches "
+                                  "no attention or MLP projection symllm names (model.layers.N.self_attn.q_proj, ...)")
     total = sum(v["bytes"] for v in out.values())
     elements = sum(v["elements"] for v in out.values())
     return {"format": fmt, "total": total, "elements": elements,
             "bits_per_weight": Fraction(8 * total, elements), "tensors": out}
+
+
+def _kept_layers(t: dict, patterns, matched: set) -> int:
+    """How many layers of tensor ``t`` (:func:`tensors`) a pattern of ``patterns`` keeps unquantized (0 where
+    symllm has no HF name for it); each pattern that matches is added to ``matched``."""
+    import re
+    names = hf_modules(t)
+    if names is None:
+        return 0
+    held = 0
+    for name in names:
+        hits = [p for p in patterns if re.match(p, name)]
+        matched.update(hits)
+        held += bool(hits)
+    return held
 
 
 def bytes_per_weight(config, fmt: str) -> Fraction:

@@ -76,7 +76,8 @@ else:  # the closed forms' SymPy, imported on first use: a workload (``symllm co
     sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
-           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "largest_fitting",
+           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "largest_fitting",
+           "largest_numbers",
            "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 #: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
@@ -619,15 +620,54 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     >>> t["decode_token_bound"], t["fits"], round(t["tokens_per_s"]), t["max_batch"]
     ('memory', True, 219, 146)
     """
-    from symllm.costs import parallel  # parallel builds components: loaded only with a time asked for
-    from symllm.numbers.kernels import evaluate
+    from symllm.numbers.kernels import evaluated
 
-    def ev(expr, at=vals):
-        return _number(evaluate(expr, at))
+    return roofline_numbers(work, evaluated(roofline_forms(mdl, work, exprs, phase_flops), vals), window=window)
 
-    g = of(work)
-    peak, bandwidth = vals[S.P], vals[S.B_mem]
+
+def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
+    """The closed forms :func:`roofline_numbers` reads, by name: each pipeline stage's terms
+    (:func:`stage_times`: ``stage0.prefill_flops``, ...), the hand-offs (``prefill_handoff``, ...), the
+    ``flops``, ``memory_per_gpu`` and ``comm`` groups of ``exprs`` (``memory_per_gpu.inference_peak``, ...),
+    the compute-bound batch and its denominator without a layout (``crossing``, ``crossing.denominator``)
+    and each inverse question's closed-form coefficients (``solve.inference_peak.b.0.1``: of the first
+    candidate, ``c1``; :func:`symllm.costs.inverse.solution`). What they are depends on the model's structure
+    and the workload's shape only (:meth:`symllm.costs.workloads.Workload.shape`): a count at another point
+    evaluates the same forms (:mod:`symllm.numbers.quick` keeps their kernels).
+
+    >>> from symllm import api
+    >>> from symllm.costs.phases import flops, quantities
+    >>> from symllm.costs.workloads import Workload
+    >>> mdl, work = api.spec("llama3.2-1b").model(), Workload(gpu="h100-sxm")
+    >>> f = roofline_forms(mdl, work, quantities(mdl, work), flops)
+    >>> f["decode_handoff"], "stage1.layers" in f, f["solve.inference_peak.b.0.0"] == f["solve.inference_peak.s.0.0"]
+    (b*beta_a*d, False, False)
+    """
+    from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
+
     laid = parallel.laid_out(work)
+    terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops)
+    forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
+    forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
+    forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
+    if not laid:
+        crossing = _crossing(mdl, exprs["flops"]["decode_token"])
+        forms["crossing"], forms["crossing.denominator"] = crossing, _denominator(crossing)
+    for kind in ("inference_peak", "training_peak"):
+        for x in (S.b, S.s):
+            for j, cs in enumerate(inverse.solution(exprs["memory_per_gpu"][kind], x) or ()):
+                forms.update({f"solve.{kind}.{x.name}.{j}.{k}": c for k, c in enumerate(cs)})
+    return forms
+
+
+def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
+    """:func:`roofline` from the numbers of :func:`roofline_forms` (``ev(name)``, ``ev(name, b=...)``: a
+    :class:`symllm.numbers.runtime.Numbers`, whose ``vals`` hold ``P``, ``B_mem``, ``beta_w``, ``d_h``): no SymPy.
+    What :func:`roofline` runs, and what a count read back from stored kernels runs."""
+    g = of(work)
+    vals = ev.vals
+    peak, bandwidth = vals["P"], vals["B_mem"]
+    stages = [f"stage{i}." for i in range(2) if f"stage{i}.layers" in ev]
     out = {"gpu": g.name, "title": g.title, "peak_flops": peak,
            "peak_dtype": work.matmul_dtype, "bandwidth": bandwidth,
            "capacity": g.memory, "ridge": float(Fraction(peak, bandwidth)), "gpus": work.tp * work.pp * work.dp}
@@ -635,22 +675,24 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     out["links"] = {k: {"topology": name, "bandwidth": bw} for k, (name, bw) in route.items()
                     if {"tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep}[k] > 1}
 
+    def num(name, **put) -> Fraction:
+        return _number(ev(name, **put))
+
     def over(kind, sent) -> Fraction:
         return _number(sent) / route[kind][1] if sent else Fraction(0)
 
-    terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops)
     seconds = {}
     parts = {}  # the busiest stage's numbers, for the expected times (symllm.costs.efficiency)
     for name, phase in (("prefill", "prefill"), ("decode_token", "decode")):
         worst = None
-        for st in terms["stages"]:
-            fl = ev(st[f"{phase}_flops"])
-            moved = ev(st[f"{phase}_bytes"])
-            comm = over("tp", ev(st[f"{phase}_tp"])) if work.tp > 1 else Fraction(0)
+        for st in stages:
+            fl = num(f"{st}{phase}_flops")
+            moved = num(f"{st}{phase}_bytes")
+            comm = over("tp", num(f"{st}{phase}_tp")) if work.tp > 1 else Fraction(0)
             compute, memory = fl / peak, moved / bandwidth
             key = (max(compute, memory) + comm, compute >= memory, moved, comm, st)
             worst = key if worst is None or key[0] > worst[0] else worst
-        handoff = over("pp", ev(terms[f"{phase}_handoff"])) * (work.pp - 1)
+        handoff = over("pp", num(f"{phase}_handoff")) * (work.pp - 1)
         seconds[name] = work.pp * worst[0] + handoff
         out[f"{name}_bytes"] = worst[2] if not isinstance(worst[2], Fraction) or worst[2].denominator != 1 \
             else int(worst[2])
@@ -658,42 +700,40 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
         out[f"{name}_bound"] = "compute" if worst[1] else "memory"
         out[f"{name}_comm_s"] = _seconds(work.pp * worst[3] + handoff)
         busiest = worst[4]
-        parts.update({f"{phase}_flops": ev(busiest[f"{phase}_flops"]), f"{phase}_bytes": worst[2],
-                      f"{phase}_core_flops": ev(busiest[f"{phase}_core_flops"]),
-                      f"{phase}_expert_flops": ev(busiest[f"{phase}_expert_flops"]),
-                      "expert_params": ev(busiest["expert_params"]), "expert_active": ev(busiest["expert_active"]),
-                      "training_expert_flops": ev(busiest["training_expert_flops"]),
-                      f"{phase}_tp_bytes": ev(busiest[f"{phase}_tp"]) if work.tp > 1 else 0,
-                      f"{phase}_handoff": ev(terms[f"{phase}_handoff"]), "layers": int(ev(busiest["layers"]))})
+        parts.update({f"{phase}_flops": num(f"{busiest}{phase}_flops"), f"{phase}_bytes": worst[2],
+                      f"{phase}_core_flops": num(f"{busiest}{phase}_core_flops"),
+                      f"{phase}_expert_flops": num(f"{busiest}{phase}_expert_flops"),
+                      "expert_params": num(f"{busiest}expert_params"), "expert_active": num(f"{busiest}expert_active"),
+                      "training_expert_flops": num(f"{busiest}training_expert_flops"),
+                      f"{phase}_tp_bytes": num(f"{busiest}{phase}_tp") if work.tp > 1 else 0,
+                      f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers"))})
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
-    per_gpu = exprs["memory_per_gpu"]
-    inference, training = ev(per_gpu["inference_peak"]), ev(per_gpu["training_peak"])
+    inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
-    out.update(largest_fitting(per_gpu, vals, g.memory, work.gen))
+    out.update(largest_numbers(ev, g.memory, work.gen))
     # the model's trained positions: a largest context past them is flagged (kept: RoPE scaling exists)
     out["window"] = window
     out["max_context_past_window"] = window is not None and out["max_context"] > window
-    if laid:
+    if "crossing" not in ev:  # a layout: not asked
         out["compute_bound_batch"] = None
     else:
-        crossing = _crossing(mdl, exprs["flops"]["decode_token"])
-        out["compute_bound_batch"] = (max(1, math.ceil(evaluate(crossing, vals)))
-                                      if decode_batch_exists(crossing, vals) else None)
+        out["compute_bound_batch"] = (max(1, math.ceil(ev("crossing")))
+                                      if ev("crossing.denominator") > 0 else None)
     # training: one step of m micro-batches of b sequences per data-parallel rank; the pipeline's last
     # micro-batch leaves the first stage after m stage-times and the last after m + N_p - 1
     m = work.micro_batches
-    worst = max(ev(st["training_flops"]) for st in terms["stages"]) / peak
-    comm = {k: ev(v) for k, v in exprs["comm"].items()}
+    worst = max(num(f"{st}training_flops") for st in stages) / peak
+    comm = {k.removeprefix("comm."): num(k) for k in ev.forms if k.startswith("comm.")}
     step = ((m + work.pp - 1) * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
-            + over("pp", ev(terms["training_handoff"])) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
+            + over("pp", num("training_handoff")) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
     # model FLOPs: forward and backward over every position (recomputation is not model FLOPs: 3 of its 4)
-    model_flops = work.dp * m * ev(exprs["flops"]["training_step"]) * (Fraction(3, 4) if work.recompute else 1)
+    model_flops = work.dp * m * num("flops.training_step") * (Fraction(3, 4) if work.recompute else 1)
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
-    out["expected"] = _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev, step)
+    out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens
         out["training_s"] = _seconds(run)
@@ -744,24 +784,25 @@ def blank_unfit(time: dict) -> dict:
     return time
 
 
-def _expected(parts, work, vals, exprs, terms, comm, route, peak, bandwidth, ev, step) -> dict:
-    """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms: the attention
-    core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill rectangle),
-    model FLOPs (3× the forward's, attention causal) and hardware FLOPs (recomputation's forward too)."""
+def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step) -> dict:
+    """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
+    attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
+    rectangle), model FLOPs (3× the forward's, attention causal) and hardware FLOPs (recomputation's forward too);
+    ``vals``: symbol name -> number."""
     from symllm.costs import efficiency
 
     dense = work.attention == "dense"
     core = parts["prefill_core_flops"]
     causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
     # the whole model's forward over every position (training's logits), the workload's attention convention
-    forward = ev(exprs["flops"]["training_step"]) / (4 if work.recompute else 3)
+    forward = num("flops.training_step") / (4 if work.recompute else 3)
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
-    parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get(S.d_h, 128)),
-                  "beta_w": _number(vals[S.beta_w]),
+    parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
+                  "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
-                  "training_flops": max(ev(st["training_flops"]) for st in terms["stages"]),
-                  "training_handoff": ev(terms["training_handoff"]), "comm": comm,
+                  "training_flops": max(num(f"{st}training_flops") for st in stages),
+                  "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
                   "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1)})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})
@@ -785,10 +826,32 @@ def largest_fitting(per_gpu: dict, vals: dict, capacity: int, gen: int = 0) -> d
     (36, 299131, 0, 0)
     """
     from symllm.costs import inverse  # SymPy's solver: loaded only with a fit asked for
+    from symllm.numbers.kernels import evaluated
 
-    inference, training = per_gpu["inference_peak"], per_gpu["training_peak"]
-    prompt = inverse.largest(inference, S.s, vals, capacity)
-    return {"max_batch": inverse.largest(inference, S.b, vals, capacity),
+    forms = {f"memory_per_gpu.{k}": per_gpu[k] for k in ("inference_peak", "training_peak")}
+    for kind in ("inference_peak", "training_peak"):
+        for x in (S.b, S.s):
+            for j, cs in enumerate(inverse.solution(per_gpu[kind], x) or ()):
+                forms.update({f"solve.{kind}.{x.name}.{j}.{k}": c for k, c in enumerate(cs)})
+    return largest_numbers(evaluated(forms, vals), capacity, gen)
+
+
+def largest_numbers(ev, capacity: int, gen: int = 0) -> dict:
+    """:func:`largest_fitting` from named numbers (``ev``: a :class:`symllm.numbers.runtime.Numbers` of
+    ``memory_per_gpu.inference_peak``, ``memory_per_gpu.training_peak`` and their ``solve.*`` coefficients,
+    :func:`roofline_forms`): no SymPy."""
+    from symllm.costs.search import largest_of
+
+    def ask(kind: str, x: str) -> int:
+        name = f"memory_per_gpu.{kind}"
+        solved = []
+        while f"solve.{kind}.{x}.{len(solved)}.0" in ev:
+            j = len(solved)
+            solved.append([(lambda c=f"solve.{kind}.{x}.{j}.{k}": ev(c)) for k in range(3)])
+        return largest_of(lambda value: ev(name, **{x: value}), solved or None, capacity)
+
+    prompt = ask("inference_peak", "s")
+    return {"max_batch": ask("inference_peak", "b"),
             "max_context": prompt + gen if prompt >= 1 else 0,
-            "training_max_batch": inverse.largest(training, S.b, vals, capacity),
-            "training_max_seq": inverse.largest(training, S.s, vals, capacity)}
+            "training_max_batch": ask("training_peak", "b"),
+            "training_max_seq": ask("training_peak", "s")}

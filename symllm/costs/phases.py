@@ -48,11 +48,13 @@ from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes
+from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes,
+                                    grouped, named_values, with_stated, workload_numbers)
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
     "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory", "logit_rows",
+    "resolved_workload", "workload_forms", "workload_numbers",
 ]
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps
@@ -540,31 +542,87 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
     True
     """
+    from symllm.numbers.kernels import table
+    from symllm.numbers.runtime import Numbers
+
+    spec, work = resolved_workload(config, work, **options)
+    mdl = spec.model(work.attention)
+    key = (id(mdl), work.shape(), hardware.of(work) is not None)
+    hit = _FORMS.get(key)
+    if hit is None or hit[0] is not mdl:
+        forms, groups = workload_forms(spec, work)
+        if len(_FORMS) >= 512:
+            _FORMS.clear()
+        hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)))  # holding mdl keeps its id from being reused
+    _, forms, groups, compiled = hit
+    return workload_numbers(work, Numbers(compiled, _named(spec, work)), groups, _format(spec, work),
+                            window=spec.config.max_positions)
+
+
+def _named(spec, work: Workload) -> dict:
+    """:func:`values` by symbol name (what :class:`~symllm.numbers.runtime.Numbers` reads), the spec's part
+    named once per spec."""
+    hit = _NAMED.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_NAMED) >= 512:
+            _NAMED.clear()
+        hit = _NAMED[id(spec)] = (spec, {sym.name: v for sym, v in spec.values().items()})  # spec held: id kept
+    out = {**hit[1], **named_values(work)}
+    if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
+        from symllm.costs import formats
+        out["beta_w"] = formats.bytes_per_weight(spec, work.weight_format)
+    return out
+
+
+#: id(spec) -> (spec, its values by symbol name)
+_NAMED: dict[int, tuple] = {}
+
+
+#: (id of the model component, the workload's shape, whether an accelerator is asked) -> (the component,
+#: :func:`workload_forms`' forms and groups, their compiled table): a warm workload() only evaluates
+_FORMS: dict[tuple, tuple] = {}
+
+
+def resolved_workload(config, work: Workload | None = None, **options) -> tuple:
+    """``(spec, workload)`` as :func:`workload` counts them: the config's stated weight format applied
+    (a quantized config.json's ``quantization_config``, unless ``weight_format`` is given), the workload
+    checked against the model (one line) and a context past the model's window flagged."""
     spec = resolved.spec(config)
-    work = Workload.of(work, **options)
-    stated = spec.config.weight_format  # a quantized config.json's format (symllm.arch.quantization)
-    if stated is not None and work.weight_format is None:
-        work = work.replace(weight_format=stated)
+    work = with_stated(Workload.of(work, **options), spec.config)
     checks.check(spec, work)
     checks.warn_past_window(spec, work.seq + work.gen)
-    vals = values(spec, work)
-    fmt = None
-    if work.weight_format is not None:
-        from symllm.costs import formats
-        fmt = formats.weight_bytes(spec, work.weight_format)
-    exprs = quantities(spec.model(work.attention), work)
-    out = {"workload": work.to_dict(),
-           **{group: {k: evaluate(e, vals) for k, e in terms.items()} for group, terms in exprs.items()}}
-    if fmt is not None:
-        source = spec.config.weight_format_source if fmt["format"] == stated else "--weight-format" + (
-            f" (overrides the config's {stated}: {spec.config.weight_format_source})" if stated else "")
-        out["weight_format"] = {"format": fmt["format"], "source": source,
-                                "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"],
-                                "dtype_weights_bytes": evaluate(exprs["memory"]["weights"], {**vals, S.beta_w: work.weight_bytes})}
+    return spec, work
+
+
+def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
+    """``(forms, groups)``: every closed form :func:`workload_numbers` reads, by name (``flops.prefill``,
+    ``memory.weights``, ...: each group of :func:`quantities` (``groups``, in order), and with an accelerator
+    the roofline's, :func:`symllm.costs.hardware.roofline_forms`). They depend on the model's structure and
+    the workload's shape only; a count at another point of that shape evaluates the same forms.
+
+    >>> forms, groups = workload_forms(resolved.spec("llama3.2-1b"), Workload())
+    >>> groups, forms["memory.kv_cache"]
+    (('params', 'flops', 'memory', 'memory_per_gpu', 'comm'), 2*L*b*beta_kv*d_h*n_kv*(n + s))
+    """
+    mdl = spec.model(work.attention)
+    exprs = quantities(mdl, work)
+    forms = {f"{group}.{k}": e for group, terms in exprs.items() for k, e in terms.items()}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
-        out["time"] = hardware.roofline(spec.model(work.attention), work, vals, exprs, flops,
-                                        window=spec.config.max_positions)
-    return out
+        forms.update(hardware.roofline_forms(mdl, work, exprs, flops))
+    return forms, tuple(exprs)
+
+
+def _format(spec, work: Workload) -> dict | None:
+    """The ``weight_format`` group of :func:`workload` but its ``dtype_weights_bytes``: the format's bytes and
+    where it was read (None: no weight format)."""
+    if work.weight_format is None:
+        return None
+    from symllm.costs import formats
+    fmt = formats.weight_bytes(spec, work.weight_format)
+    stated = spec.config.weight_format
+    source = spec.config.weight_format_source if fmt["format"] == stated else "--weight-format" + (
+        f" (overrides the config's {stated}: {spec.config.weight_format_source})" if stated else "")
+    return {"format": fmt["format"], "source": source, "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"]}
 
 
 def values(config, workload: Workload | None = None, **options) -> dict:

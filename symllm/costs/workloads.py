@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
@@ -26,7 +27,8 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
-           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS"]
+           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "workload_numbers",
+           "named_values", "symbol_codes"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
 PHASES = ("forward", "prefill", "decode", "generation", "training")
@@ -164,7 +166,7 @@ class Workload:
     #: weights dtype (activations too when they are floating point)
     dtype: str = _opt("bf16", _DTYPE_HELP)
     #: KV-cache dtype (None: dtype)
-    kv_dtype: str | None = _opt(None, "KV-cache dtype (default: --dtype)")
+    kv_dtype: str | None = _opt(None, "KV-cache dtype (default: the config's kv_cache_scheme, else --dtype)")
     #: activations dtype (None: dtype, or bf16 for fp8/int8/int4 weights)
     act_dtype: str | None = _opt(None, "activations dtype (default: --dtype; bf16 for 8- and 4-bit weights)")
     #: attention-core FLOPs: every score of the rectangle (dense) or only the unmasked pairs (causal)
@@ -326,6 +328,8 @@ class Workload:
             raise SymllmError(with_list(f"workload: unknown option {short(unknown[0], 20)} (known: ", names,
                                         near=unknown[0]))
         given = {k: v for k, v in options.items() if v is not None}
+        if workload is not None and not given:
+            return workload  # frozen: the same workload (a copy validated it all again)
         return workload.replace(**given) if workload is not None else cls(**given)
 
     def shape(self) -> tuple:
@@ -336,18 +340,20 @@ class Workload:
         >>> Workload(seq=8, tp=2).shape() == Workload(seq=4096, tp=8).shape() != Workload().shape()
         True
         """
+        kept = self.__dict__.get("_shape")
+        if kept is not None:
+            return kept
         out = []
-        for f in dataclasses.fields(self):
-            mark = f.metadata["option"].shapes if "option" in f.metadata else False
-            if mark is not False:
-                value = getattr(self, f.name)
-                out.append((f.name, value if mark is True else mark(value)))
-        return tuple(out)
+        for name, mark in _marks():
+            value = getattr(self, name)
+            out.append((name, value if mark is True else mark(value)))
+        object.__setattr__(self, "_shape", tuple(out))  # frozen: computed once (each workload() asks twice)
+        return self._shape
 
     @staticmethod
     def names() -> tuple[str, ...]:
         """The option names, in declaration order."""
-        return tuple(f.name for f in dataclasses.fields(Workload) if f.init)
+        return _names()
 
     def replace(self, **changes) -> Workload:
         """A copy with some fields changed, validated again; what was derived is derived again."""
@@ -407,10 +413,7 @@ class Workload:
         >>> v[S.b], v[S.s], v[S.t], v[S.beta_w], v[S.N_d]
         (2, 8, 8, 4, 1)
         """
-        from symllm.arch import symbols as S  # SymPy: a workload is made (``symllm count``) without it
-
-        out = {info.symbol: getattr(self, info.code) for info in S.SYMBOLS.values()
-               if info.kind in ("workload", "bytes")}
+        out = {symbol: getattr(self, code) for symbol, code in _symbols()}
         accelerator = hardware.of(self)
         if accelerator is not None:  # P and B_mem (symllm.costs.hardware)
             out.update(hardware.values(accelerator, self.matmul_dtype))
@@ -418,11 +421,110 @@ class Workload:
 
     def to_dict(self) -> dict:
         """The resolved fields, JSON-ready (``group_size`` as ``int4_group_size``)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        out = {name: getattr(self, name) for name in _names()}
         out["int4_group_size"] = out.pop("group_size")
         return out
+
+
+@lru_cache(maxsize=1)
+def _symbols() -> tuple:
+    """(symbol, the workload's attribute it binds) of every workload and bytes symbol (the symbols table's
+    ``code`` names): what :meth:`Workload.values` reads."""
+    from symllm.arch import symbols as S  # SymPy: a workload is made (``symllm count``) without it
+
+    return tuple((info.symbol, info.code) for info in S.SYMBOLS.values() if info.kind in ("workload", "bytes"))
+
+
+@lru_cache(maxsize=1)
+def symbol_codes() -> tuple:
+    """(symbol name, the workload's attribute it binds) of every workload and bytes symbol: what
+    :func:`named_values` reads (a count read back from stored kernels keeps this table with them)."""
+    return tuple((symbol.name, code) for symbol, code in _symbols())
+
+
+def named_values(work: Workload, codes=None) -> dict:
+    """:meth:`Workload.values` by symbol name (``codes``: :func:`symbol_codes`, or the table a stored entry
+    kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
+
+    >>> v = named_values(Workload(batch=2, gpu="a100-40gb"))
+    >>> v["b"], v["beta_w"], v["P"], v["B_mem"]
+    (2, 2, 312000000000000, 1555000000000)
+    """
+    out = {name: getattr(work, code) for name, code in (symbol_codes() if codes is None else codes)}
+    accelerator = hardware.of(work)
+    if accelerator is not None:  # P and B_mem (symllm.costs.hardware.values)
+        out["P"] = hardware.peak_flops(accelerator, work.matmul_dtype)
+        out["B_mem"] = hardware.gpu(accelerator).bandwidth
+    return out
+
+
+@lru_cache(maxsize=1)
+def _names() -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(Workload) if f.init)
+
+
+@lru_cache(maxsize=1)
+def _marks() -> tuple:
+    """(field, its ``shapes`` mark) of the fields that shape the closed forms (:meth:`Workload.shape`)."""
+    return tuple((f.name, f.metadata["option"].shapes) for f in dataclasses.fields(Workload)
+                 if "option" in f.metadata and f.metadata["option"].shapes is not False)
 
 
 def options() -> dict[str, tuple[dataclasses.Field, Option]]:
     """Field name -> (the dataclass field, its :class:`Option`): what the CLI generates flags from."""
     return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(Workload) if f.init}
+
+
+def with_stated(work: Workload, config) -> Workload:
+    """``work`` with what a config.json states for the workload where ``work`` does not say it: the weight format
+    of its ``quantization_config`` (``ModelConfig.weight_format``, :mod:`symllm.arch.quantization`) unless a
+    ``weight_format`` is given, and the KV cache dtype it states (``ModelConfig.kv_dtype``) unless a
+    ``kv_dtype`` or a ``kv_format`` is given.
+
+    >>> from symllm.arch.config import ModelConfig
+    >>> cfg = ModelConfig(vocab_size=8, dim=8, n_layers=1, n_heads=1, hidden_dim=8, weight_format="awq", kv_dtype="fp8")
+    >>> with_stated(Workload(), cfg).weight_format, with_stated(Workload(weight_format="nf4"), cfg).weight_format
+    ('awq', 'nf4')
+    >>> with_stated(Workload(), cfg).kv_dtype, with_stated(Workload(kv_dtype="bf16"), cfg).kv_dtype
+    ('fp8', 'bf16')
+    """
+    stated = getattr(config, "weight_format", None)
+    if stated is not None and work.weight_format is None:
+        work = work.replace(weight_format=stated)
+    kv = getattr(config, "kv_dtype", None)  # a checkpoint's KV cache (compressed-tensors' kv_cache_scheme)
+    if kv is not None and "kv_dtype" in work.derived and work.kv_format is None and work.kv_dtype != kv:
+        work = work.replace(kv_dtype=kv)
+    return work
+
+
+def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None) -> dict:
+    """:func:`symllm.costs.phases.workload` from the numbers of :func:`symllm.costs.phases.workload_forms` (``ev``:
+    a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
+    ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
+    :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
+    (:mod:`symllm.numbers.quick`)."""
+    out = {"workload": work.to_dict(), **{group: {} for group in groups}}
+    if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
+        for name, value in ev.table().items():
+            group, _, key = name.partition(".")
+            out[group][key] = value
+        return _with_format_and_time(out, work, ev, fmt, window)
+    for name in ev.forms:
+        group, _, key = name.partition(".")
+        if group in groups:
+            out[group][key] = ev(name)
+    return _with_format_and_time(out, work, ev, fmt, window)
+
+
+def grouped(forms, groups: tuple) -> list:
+    """The names of ``forms`` in one of ``groups`` (``flops.prefill``: the ``flops`` group), in order: what
+    :func:`workload_numbers` reads in one call."""
+    return [name for name in forms if name.partition(".")[0] in groups]
+
+
+def _with_format_and_time(out: dict, work: Workload, ev, fmt: dict | None, window: int | None) -> dict:
+    if fmt is not None:
+        out["weight_format"] = {**fmt, "dtype_weights_bytes": ev("memory.weights", beta_w=work.weight_bytes)}
+    if "stage0.layers" in ev:  # an accelerator: fit and time (symllm.costs.hardware)
+        out["time"] = hardware.roofline_numbers(work, ev, window=window)
+    return out

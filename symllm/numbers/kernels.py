@@ -40,9 +40,9 @@ from sympy.printing.pycode import PythonCodePrinter
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
-from symllm.numbers.runtime import SCALAR_HELPERS, _is_array, _numpy, _object_ufunc, define
+from symllm.numbers.runtime import SCALAR_HELPERS, Numbers, _is_array, _numpy, _object_ufunc, define, joined
 
-__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE"]
+__all__ = ["substitute", "compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel", "INT64_SAFE"]
 
 #: points per block of :meth:`Kernel.vector`: 2**14 int64 temporaries (128 KiB each) stay in the CPU cache
 BLOCK = 1 << 14
@@ -738,3 +738,40 @@ def _evaluate(expr, vals: dict):
                 _FAST.clear()
             _FAST[id(expr)] = _LAST = (expr, reader)
     return out
+
+
+def _kernels(forms: dict) -> dict:
+    return {name: _kernel_for(e if isinstance(e, sp.Basic) else sp.sympify(e)) for name, e in forms.items()}
+
+
+def table(forms: dict, together=()) -> dict:
+    """The closed forms ``forms`` (name -> expression) compiled for :class:`symllm.numbers.runtime.Numbers`
+    (:func:`symllm.numbers.runtime.compiled`, ``together`` joined into one function), each through its cached
+    kernel's source."""
+    kernels = _kernels(forms)
+    out = {name: (k._fn, k._scalar, tuple(a.name for a in k.args)) for name, k in kernels.items()}
+    if together:
+        out["*"] = joined({n: (kernels[n].source, out[n][2]) for n in together}, together, generated_here=True)
+    return out
+
+
+def evaluated(forms: dict, vals: dict, compiled_forms: dict | None = None) -> Numbers:
+    """The closed forms ``forms`` (name -> expression) at ``vals`` (symbol -> number) as a
+    :class:`symllm.numbers.runtime.Numbers`: each through its compiled kernel, the numbers :func:`evaluate` gives
+    (``compiled_forms``: :func:`table` of ``forms``, made before).
+
+    >>> n = evaluated({"kv": 2 * S.L * S.d}, {S.L: 32, S.d: 4096})
+    >>> n("kv"), n("kv", L=1)
+    (262144, 8192)
+    """
+    return Numbers(table(forms) if compiled_forms is None else compiled_forms, {sym.name: v for sym, v in vals.items()})
+
+
+def sources(forms: dict) -> dict:
+    """``name -> (kernel source, argument names)`` of the closed forms ``forms``: what
+    :class:`symllm.numbers.runtime.Numbers` is made from in a process that builds no formula.
+
+    >>> sources({"two_d": 2 * S.d})["two_d"]
+    ('def kernel(d):\\n    return 2*d\\n', ('d',))
+    """
+    return {name: (k.source, tuple(a.name for a in k.args)) for name, k in _kernels(forms).items()}

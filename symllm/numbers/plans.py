@@ -47,7 +47,7 @@ from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, hardware, inverse, parallel, stacks
 from symllm.costs import phases as costs
-from symllm.costs.workloads import Workload
+from symllm.costs.workloads import Workload, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
 from symllm.validate import positive_int
@@ -309,9 +309,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     for k in ("tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "batch"):
         if options.get(k) is not None:
             raise SymllmError(f"{k}: plan enumerates the layouts itself; give the workload without it")
-    work = Workload.of(work, **options)
-    if work.weight_format is None and spc.config.weight_format is not None:  # the config's quantization_config
-        work = work.replace(weight_format=spc.config.weight_format)
+    work = with_stated(Workload.of(work, **options), spc.config)  # the config's quantization_config (weights, KV)
     checks.check(spc, work)
     checks.warn_past_window(spc, work.seq + work.gen)
     g = hardware.of(work)

@@ -26,21 +26,31 @@ read back without building a formula, printing LaTeX or loading jinja2.
 :func:`answer` does the same for ``symllm count`` with a workload, ``--gpu``, a layout, ``--serve`` or
 ``--json``: the printed text is kept by everything it is made from (symllm's source and data files, the
 resolved config with every field, every option of the command, a checkpoint's bytes), so a count asked
-before is printed again without importing SymPy (a new workload point, another ``--seq``, is computed).
+before is printed again without importing SymPy.
+
+:func:`workload` does the same for the numbers of a count at a workload point never asked before (another
+``--seq``, ``--batch``, ``--tp``, ``--pp``, another accelerator): the closed forms of a workload depend on the
+model and on the workload's shape only (:meth:`~symllm.costs.workloads.Workload.shape`: whether there is a
+layout, ZeRO, LoRA, ...), so their kernels' source is kept by the config (every field), that shape, the
+accelerator's presence and the weight format, with the config's own numbers; a new point of that shape only
+evaluates the kept kernels (:class:`symllm.numbers.runtime.Numbers`, whose :func:`~symllm.numbers.runtime.define`
+accepts generated arithmetic only) and runs the numbers' half of the searches
+(:func:`symllm.costs.workloads.workload_numbers`).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
 from symllm.arch.config import SPEC_FIELDS, ModelConfig, load  # noqa: F401  (load: the doctest)
 from symllm.errors import SymllmError
 from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
-from symllm.numbers.runtime import define
+from symllm.numbers.runtime import Numbers, compiled, define
 
-__all__ = ["params", "report", "answer", "answer_key", "keep_answer", "SIZE_FIELDS"]
+__all__ = ["params", "workload", "report", "answer", "answer_key", "keep_answer", "SIZE_FIELDS"]
 
 #: the config fields kernels take as numbers; the key holds only whether each is given
 SIZE_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
@@ -252,3 +262,114 @@ def answer(key: str) -> str | None:
 def keep_answer(key: str, text: str) -> None:
     """Store ``text``, the answer printed for ``key`` (:func:`answer_key`), for the next process."""
     cache_put("answer", key, (text,))
+
+
+def _encode(value):
+    """A number of a workload entry as JSON (exact: ints and Fractions as digits, floats by ``repr``)."""
+    if type(value) is bool:
+        return ["b", int(value)]
+    if type(value) is int:
+        return ["i", str(value)]
+    if type(value) is float:
+        return ["f", repr(value)]
+    if type(value) is Fraction:
+        return ["q", str(value.numerator), str(value.denominator)]
+    raise TypeError(type(value).__name__)
+
+
+def _decode(item):
+    kind, *text = item
+    if kind == "b":
+        return bool(text[0])
+    if kind == "i":
+        return int(text[0])
+    if kind == "f":
+        return float(text[0])
+    if kind == "q":
+        return Fraction(int(text[0]), int(text[1]))
+    raise ValueError(kind)
+
+
+def _workload_key(config: ModelConfig, work) -> str:
+    from symllm.costs import hardware
+    return answer_key("workload", config, [("shape", work.shape()), ("gpu", hardware.of(work) is not None),
+                                           ("weight_format", work.weight_format)])
+
+
+def _model_fields(config: ModelConfig) -> dict:
+    """:func:`symllm.costs.checks.model_fields` of a config, read off the config (no spec built)."""
+    return {"name": config.name, "n_layers": config.n_layers, "experts": config.n_experts is not None,
+            "n_experts": config.n_experts, "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads}
+
+
+def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:
+    """``(symllm.costs.phases.workload(config, **given), symllm.arch.resolved.resolved_config(config))``, without
+    building a formula where an earlier process kept this config's kernels for a workload of this shape (see
+    the module docstring); computed, and the kernels kept, otherwise.
+
+    >>> cfg = load("llama3.1-8b")
+    >>> out, resolved = workload(cfg, {"seq": 4096, "gpu": "h100-sxm"})
+    >>> out["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 4096, out["time"]["fits"], resolved["hidden_dim"]
+    (True, True, 14336)
+    """
+    from symllm.costs import checks
+    from symllm.costs.workloads import (COMPONENT_STACKS, Workload, grouped, named_values, with_stated,
+                                        workload_numbers)
+
+    work = with_stated(Workload.of(**given), config)
+    fields = {**_model_fields(config), **checks.workload_fields(work)}
+    window = config.max_positions
+    plain = (work.stack in COMPONENT_STACKS and not checks.failures(fields)
+             and not (window is not None and work.seq + work.gen > window))  # else: refused or warned, as computed
+    key = _workload_key(config, work) if plain else None
+    hit = cache_get("workload", key) if key is not None else None
+    if hit is not None and len(hit) == 1:
+        try:
+            data = json.loads(hit[0])
+            vals = {name: _decode(v) for name, v in data["vals"].items()}
+            if not all(code.isidentifier() and not code.startswith("_") for _, code in data["codes"]):
+                raise ValueError("codes")
+            vals.update(named_values(work, data["codes"]))
+            fmt = data["fmt"]
+            if fmt is not None:
+                vals["beta_w"] = _decode(data["beta_w"])
+                fmt = {**fmt, "bytes": _decode(fmt["bytes"]), "bits_per_weight": _decode(fmt["bits_per_weight"])}
+            groups = tuple(data["groups"])
+            ev = Numbers(compiled(data["forms"], grouped(data["forms"], groups)), vals)
+            return workload_numbers(work, ev, groups, fmt, window=window), data["resolved"]
+        except (ValueError, KeyError, TypeError, AttributeError, SymllmError):
+            pass  # an entry of another shape: computed again below
+    return _keep_workload(config, given, key)
+
+
+def _keep_workload(config: ModelConfig, given: dict, key: str | None) -> tuple[dict, dict]:
+    """:func:`workload` computed (the formulas built), its kernels and the config's numbers kept under ``key``."""
+    from symllm.arch import resolved as R
+    from symllm.arch import symbols as S
+    from symllm.costs import phases
+    from symllm.costs.workloads import symbol_codes
+    from symllm.numbers.kernels import evaluated, sources
+
+    spec, work = phases.resolved_workload(config, **given)
+    forms, groups = phases.workload_forms(spec, work)
+    vals = phases.values(spec, work)
+    fmt = phases._format(spec, work)
+    out = phases.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions)
+    resolved = R.resolved_config(config)
+    if key is not None:
+        try:
+            codes = [list(pair) for pair in symbol_codes()]
+            named = {sym.name: v for sym, v in spec.values().items()}
+            entry = {"vals": {name: _encode(v) for name, v in named.items()}, "codes": codes,
+                     "forms": {name: list(pair) for name, pair in sources(forms).items()}, "groups": list(groups),
+                     "fmt": None if fmt is None else {**fmt, "bytes": _encode(fmt["bytes"]),
+                                                      "bits_per_weight": _encode(fmt["bits_per_weight"])},
+                     "resolved": resolved}
+            if fmt is not None:
+                entry["beta_w"] = _encode(vals[S.beta_w])
+            text = json.dumps(entry)  # the resolved config prints as JSON (a tuple reads back as a list)
+            if json.dumps(json.loads(text)["resolved"]) == json.dumps(resolved):
+                cache_put("workload", key, (text,))
+        except (TypeError, ValueError):
+            pass
+    return out, resolved

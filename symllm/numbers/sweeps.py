@@ -68,7 +68,7 @@ from symllm.validate import choice, positive_int, short, shown_path, with_list
 from symllm.numbers.kernels import compile_expr
 from symllm.files import TABLE_FORMATS, json_value, parse_json, read_bytes, read_text, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
-from symllm.costs.workloads import Workload, options as workload_options
+from symllm.costs.workloads import Workload, options as workload_options, with_stated
 
 __all__ = ["Sweep", "Sweeps", "SweepResult", "sweep", "check_some_valid", "parse_axis", "parse_where", "parse_number",
            "read_table",
@@ -744,11 +744,11 @@ class Sweep:
         checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
         checks.warn_past_window(spec, sum(_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
                                           for k in ("seq", "gen")))  # the grid's longest, once
+        # the config's quantization_config: its weight format and KV cache, unless given (as count reads them)
+        self.workload = work = with_stated(work, base_cfg)
         fixed = {sym: v for sym, v in work.values().items() if S.SYMBOLS[sym].code not in WORKLOAD_AXES}
         # every model number a sweep cannot vary (experts, the window, the groups of layers) stays the base's
         fixed.update({sym: v for sym, v in spec.values().items() if S.SYMBOLS[sym].code not in CONFIG_FIELDS})
-        if work.weight_format is None and base_cfg.weight_format is not None:  # the config's quantization_config
-            self.workload = work = work.replace(weight_format=base_cfg.weight_format)
         if work.weight_format is not None:  # β_w: the format's bytes over the weights of the one model it prices
             varied = [k for k in self.axes if k in CONFIG_FIELDS]
             if varied:

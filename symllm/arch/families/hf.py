@@ -333,7 +333,7 @@ def read(raw: dict, build: Callable):
     quantized = {}
     if raw.get("quantization_config") is not None:  # the weight format it states (read whole, or refused)
         from symllm.arch import quantization
-        quantized = dict(zip(("weight_format", "weight_format_source"), quantization.read(raw["quantization_config"])))
+        quantized = quantization.fields(raw["quantization_config"])
     prefix, note = "", None
     if kind in family.aliases:  # built as this family, config and all
         raw = {**raw, "model_type": family.model_type}
