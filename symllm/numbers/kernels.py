@@ -37,7 +37,6 @@ from functools import lru_cache
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
 from symllm.numbers.runtime import SCALAR_HELPERS, _is_array, _numpy, _object_ufunc, define
@@ -50,6 +49,24 @@ BLOCK = 1 << 14
 #: a kernel runs in int64 only where its magnitude bound stays below this (2**62: a factor 2 of
 #: headroom under 2**63 absorbs the bound's own float64 rounding)
 INT64_SAFE = float(2 ** 62)
+
+#: the symbols whose values are IEEE doubles, each declared by :func:`float_symbol` where it is created (Meta's
+#: ``ffn_dim_multiplier``, :data:`symllm.arch.symbols.f`): a rounding of a product holding one truncates a double
+FLOAT_SYMBOLS: set = set()
+
+
+def float_symbol(name: str, **assumptions) -> sp.Symbol:
+    """A SymPy symbol whose values are Python floats, as ``sp.Symbol(name, **assumptions)`` (the same
+    symbol), recorded in :data:`FLOAT_SYMBOLS` so that the kernels round a product holding it as an IEEE
+    double product (the kernels sit below the model's symbols and name none).
+
+    >>> x = float_symbol("x_example", positive=True)
+    >>> x == sp.Symbol("x_example", positive=True), x in FLOAT_SYMBOLS
+    (True, True)
+    """
+    symbol = sp.Symbol(name, **assumptions)
+    FLOAT_SYMBOLS.add(symbol)
+    return symbol
 
 
 def _sympify_value(value):
@@ -78,6 +95,7 @@ def substitute(expr: sp.Expr, vals: dict) -> int | Fraction | float:
     (``Float(1.9) * 80`` is 151.99999999999999, the double product is 152.0), so those products are
     formed in Python before SymPy sees them.
 
+    >>> from symllm.arch import symbols as S
     >>> substitute(S.d * (S.d + 1) / 2, {S.d: 3})
     6
     >>> substitute(sp.floor(S.f * S.d), {S.f: 1.9, S.d: 80})
@@ -94,10 +112,11 @@ def substitute(expr: sp.Expr, vals: dict) -> int | Fraction | float:
 
 
 def _float_valued(arg: sp.Expr) -> bool:
-    """Whether ``arg`` has a float (``f`` or a ``Float``) outside any inner floor/ceiling, so its
+    """Whether ``arg`` has a float (a :data:`FLOAT_SYMBOLS` symbol, ``f``, or a ``Float``) outside any inner floor/ceiling, so its
     rounding must truncate an IEEE double; otherwise it is rational and rounds as integers (a walk
     that rebuilds nothing: substituting the inner roundings re-evaluated every Max and Min around them).
 
+    >>> from symllm.arch import symbols as S
     >>> _float_valued(sp.floor(S.f * S.d) + S.d), _float_valued(S.f * sp.floor(S.d / 3))
     (False, True)
     """
@@ -106,7 +125,7 @@ def _float_valued(arg: sp.Expr) -> bool:
         e = todo.pop()
         if isinstance(e, (sp.floor, sp.ceiling)):
             continue
-        if e.is_Float or e == S.f:
+        if e.is_Float or e in FLOAT_SYMBOLS:
             return True
         todo.extend(e.args)
     return False
@@ -128,6 +147,7 @@ def over_common_denominator(exprs, expand: bool = False) -> tuple[list, sp.Expr]
     and the terms it divides are cancelled; otherwise SymPy's ``together`` (much slower on a large model's
     byte counts).
 
+    >>> from symllm.arch import symbols as S
     >>> over_common_denominator([S.d / S.N_d + 1, 2 * S.d / S.N_d])
     ([N_d + d, 2*d], N_d)
     >>> over_common_denominator([S.d * (S.L / S.N_d + 1) / S.d_h ** 2])   # d·L/N_d + d over d_h²: N_d·d_h²
@@ -158,6 +178,7 @@ def _common_factor(polys, den: sp.Expr) -> sp.Expr:
     """The largest factor of ``den`` (an integer times powers of symbols) that divides every term of the
     expanded ``polys``.
 
+    >>> from symllm.arch import symbols as S
     >>> _common_factor([2 * S.d * S.N_d ** 2 + 4 * S.N_d * S.L], 4 * S.N_d ** 2)
     2*N_d
     """
@@ -175,6 +196,7 @@ def _denominator(exprs) -> sp.Expr | None:
     inside it) when every denominator there is a power of a symbol or an integer (as the parallel layout's
     ``N_d``, ``N_e`` are): one walk of the trees, where ``together`` would rebuild them; None otherwise.
 
+    >>> from symllm.arch import symbols as S
     >>> _denominator([S.d / S.N_d + sp.Rational(1, 2), sp.ceiling(S.d / S.N_t) / S.N_d ** 2])
     2*N_d**2
     """
@@ -328,6 +350,7 @@ def fingerprint(expr: sp.Basic) -> str:
     built evaluated). Two expressions share it only when they are the same up to that order. ``srepr``
     sorts terms by SymPy's printing order, which took a third of a kernel's build.
 
+    >>> from symllm.arch import symbols as S
     >>> fingerprint(2 * S.d + S.V) == fingerprint(sp.Add(S.V, 2 * S.d, evaluate=False))
     True
     >>> fingerprint(S.d - S.V)
@@ -390,6 +413,7 @@ class Kernel:
     Called with numbers it returns exact Python numbers; called with any numpy array it runs
     :meth:`vector`.
 
+    >>> from symllm.arch import symbols as S
     >>> import numpy as np
     >>> k = Kernel(6 * S.d * S.L * S.s)
     >>> k(d=4096, L=32, s=10**14)          # Python ints: exact, whatever the size
@@ -510,6 +534,7 @@ class Kernel:
         A result that is not an integer everywhere is an object array of Python ints and (where the
         value is not whole, e.g. int4 bytes) ``Fraction`` objects: exact, never float64.
 
+        >>> from symllm.arch import symbols as S
         >>> import numpy as np
         >>> from symllm.arch.components import meta_hidden_dim
         >>> compile_expr(meta_hidden_dim()).vector(d=np.array([34, 4096]), m=np.array([1, 1024]), f=np.array([0.7, 1.3]))
@@ -589,6 +614,7 @@ class Kernel:
 def compile_expr(expr: sp.Expr) -> Kernel:
     """The cached integer-safe kernel of ``expr`` (see the module docstring).
 
+    >>> from symllm.arch import symbols as S
     >>> compile_expr(S.s * (S.s + 1) / 2)(s=10**12)
     500000000000500000000000
     """
@@ -600,6 +626,7 @@ class TableKernel:
     ``kernel(vals)`` (symbol -> number) gives a dict of name -> exact number. One call evaluates a whole
     breakdown, which is what makes a warm ``symllm.params(cfg)`` cost microseconds.
 
+    >>> from symllm.arch import symbols as S
     >>> k = TableKernel({"wq": S.d * S.n_h * S.d_h, "half": S.d / 2})
     >>> k({S.d: 4096, S.n_h: 32, S.d_h: 128, S.L: 1})
     {'wq': 16777216, 'half': 2048}
@@ -622,6 +649,7 @@ class TableKernel:
         """The table kernel whose arguments (symbols), names and generated ``source`` an earlier
         :class:`TableKernel` had (its ``args``, ``names``, ``source``): no expression is built.
 
+        >>> from symllm.arch import symbols as S
         >>> k = TableKernel({"wq": S.d * S.n_h})
         >>> TableKernel.from_source(k.args, k.names, k.source)({S.d: 4, S.n_h: 2})
         {'wq': 8}
@@ -634,6 +662,7 @@ class TableKernel:
     def at(self, args: tuple) -> dict:
         """The table at the numbers ``args``, given in the order of :attr:`args` (no dict look-ups).
 
+        >>> from symllm.arch import symbols as S
         >>> k = TableKernel({"wq": S.d * S.n_h})
         >>> k.args, k.at((4, 2))
         ((d, n_h), {'wq': 8})
@@ -674,6 +703,7 @@ def evaluate(expr: sp.Expr, vals: dict):
     one order, values of the same plain types) on, the kernel reads the dict itself
     (:meth:`Kernel._reader`); anything else takes the general path, which gives the same numbers.
 
+    >>> from symllm.arch import symbols as S
     >>> evaluate(2 * S.d * S.d_h * (S.n_h + S.n_kv), {S.d: 4096, S.d_h: 128, S.n_h: 32, S.n_kv: 8})
     41943040
     >>> evaluate(S.d ** 5, {S.d: 10**6})     # Python ints: exact past int64
