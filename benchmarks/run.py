@@ -10,7 +10,7 @@
    goal >= 100,000x faster (needs torch; skipped without it);
 4. CLI start-up, ``symllm count llama3.1-405b`` vs ``python -c "import sympy"``: goal <= 1.2x; and
    ``symllm report llama3.1-405b --format latex`` vs the same: goal <= 1.5x (a fresh kernel cache,
-   filled by one warm-up run, so the report is read back: ``symllm.numbers.quick.report``); for information, the
+   filled by one warm-up run, so the report is read back: ``symllm.present.rendered.report``); for information, the
    same report rendered again from the cached derivations (``--template-dir`` of an empty folder: user
    templates are never read back, the built-in ones fill in);
 5. a warm ``symllm.params(cfg)`` (the whole breakdown of a config seen before) vs a hand-written Python

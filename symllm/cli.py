@@ -767,9 +767,9 @@ def _uses(quantities) -> tuple:
 
 
 def cmd_report(args) -> int:
-    from symllm.numbers import quick  # a report rendered before is read back: no formula built, no jinja2 (start-up)
-    _emit(quick.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
-                       vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
+    from symllm.present import rendered  # a report rendered before is read back: no formula built, no jinja2 (start-up)
+    _emit(rendered.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
+                          vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
     return 0
 
 
