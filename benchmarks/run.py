@@ -22,7 +22,7 @@
    ``--json`` (:data:`DOORS`; the answer read back, checked byte for byte against the cache off): goal <= 5x;
 8. a warm ``symllm.workload(preset, ...)`` under parallel layouts, the slowest over every preset and layout,
    against a 5 ms budget: goal <= 1x (the composed closed forms are kept in memory by their shape);
-9. ``symllm.numbers.plans.plan`` ranking every training layout of a mixture of experts on 1,024 GPUs
+9. ``symllm.studies.plans.plan`` ranking every training layout of a mixture of experts on 1,024 GPUs
    (thousands: TP, PP, DP, EP, SP, ZeRO, recomputation, micro-batches), warm, against a 1 s budget: goal
    <= 0.5x (well under a second); and per layout against a warm ``symllm.workload`` at the same layouts (a sample): goal <= 0.01x.
    The first plan of a process builds and compiles the closed forms (seconds; shown for information).
@@ -55,7 +55,7 @@ from symllm.arch import symbols as S  # noqa: E402
 from symllm.api import values  # noqa: E402
 from symllm.costs import phases as costs  # noqa: E402
 from symllm.numbers.kernels import compile_expr, evaluate, substitute  # noqa: E402
-from symllm.numbers.sweeps import Sweep  # noqa: E402
+from symllm.studies.sweeps import Sweep  # noqa: E402
 
 
 #: whether :func:`best` collects garbage before it times (off under --quick: each collection walks torch's and
@@ -385,7 +385,7 @@ def bench_workload(presets, repeat: int, layouts=LAYOUTS) -> dict:
 
 
 def bench_plan(repeat: int, quick: bool) -> list[dict]:
-    from symllm.numbers.plans import plan
+    from symllm.studies.plans import plan
 
     model, gpus, batch = ("llama3.2-1b", 8, 8) if quick else ("qwen3-30b-a3b", 1024, 1024)
     t0 = time.perf_counter()

@@ -3,9 +3,11 @@
 The headline: :func:`params` (exact counts), :func:`workload` (FLOPs, bytes and time of a
 :class:`Workload`), :func:`derive` and :func:`report` (derivations and reports), :class:`Sweep`
 (quantities over grids of configs), :func:`spec` and :func:`load` (a config resolved) and
-:mod:`symllm.scaling` (scaling-law tools). The layers below are subpackages: :mod:`symllm.arch` (symbols,
+:mod:`symllm.scaling` (scaling-law tools). The layers below are subpackages, each importing only those
+before it: :mod:`symllm.numbers` (compiled kernels, the on-disk cache), :mod:`symllm.arch` (symbols,
 components, configs, specs), :mod:`symllm.costs` (phases, stacks, parallel layouts, LoRA, hardware,
-scaling), :mod:`symllm.numbers` (kernels, cache, sweeps), :mod:`symllm.present` (derivations, rendering).
+scaling), :mod:`symllm.studies` (sweeps, plans, ``count``'s fast path), :mod:`symllm.present`
+(derivations, rendering).
 
 >>> import symllm
 >>> symllm.params("llama3.1-8b")["total"]
@@ -89,10 +91,10 @@ __all__ = ["params", "workload", "derive", "report", "Sweep", "spec", "load", "W
 _NAMES = {
     "params": ("api", "params"), "spec": ("api", "spec"), "workload": ("costs.phases", "workload"),
     "derive": ("present.derivation", "derive"), "report": ("present.derivation", "report"),
-    "Sweep": ("numbers.sweeps", "Sweep"), "load": ("arch.config", "load"), "Workload": ("costs.workloads", "Workload"),
+    "Sweep": ("studies.sweeps", "Sweep"), "load": ("arch.config", "load"), "Workload": ("costs.workloads", "Workload"),
     "ModelConfig": ("arch.config", "ModelConfig"), "SymllmError": ("errors", "SymllmError"),
     # the layers, and scaling (a headline module) by its short name
-    **{name: (name, None) for name in ("api", "arch", "costs", "numbers", "present", "errors", "files", "validate",
+    **{name: (name, None) for name in ("api", "arch", "costs", "numbers", "studies", "present", "errors", "files", "validate",
                                             "cli")},
     "scaling": ("costs.scaling", None),
     "plot": ("present.plots", None),  # symllm.plot.memory(...), .context, .flops, .roofline, .sweep
@@ -104,7 +106,7 @@ _NAMES = {
         "meta_hidden_dim", "model", "rmsnorm", "rope", "swiglu")},
     **{name: ("numbers.kernels", name) for name in ("compile_expr", "substitute", "evaluate")},
     # decisions: symllm.plan(...) is symllm plan (docs/plan.md)
-    **{name: ("numbers.plans", name) for name in ("plan", "max_batch", "max_context", "fewest_gpus")},
+    **{name: ("studies.plans", name) for name in ("plan", "max_batch", "max_context", "fewest_gpus")},
 }
 
 __getattr__, _dir = attributes(__name__, _NAMES)

@@ -342,10 +342,10 @@ def cmd_count(args) -> int:
     config = _load(args)
     given = _given(args)
     ckpt = _checkpoint(args)
-    if not (given or args.json or args.serve):  # only the parameters: kernels read back (symllm.numbers.quick)
+    if not (given or args.json or args.serve):  # only the parameters: kernels read back (symllm.studies.quick)
         return _count(args, config, given, ckpt)
     # a workload, --json or --serve: the answer printed before for the same inputs is read back (no SymPy)
-    from symllm.numbers import quick
+    from symllm.studies import quick
     key = quick.answer_key("count", config, _answer_options(args), ckpt)
     text = quick.answer(key)
     if text is None:
@@ -364,7 +364,7 @@ def _answer_options(args) -> list:
     """Every option of ``args`` but the subcommand's function, by name, and the bytes of the model's files
     where it is a local file or folder (its ``.json`` files: a ``config.json`` and whatever sits beside it):
     with the resolved config and a checkpoint's bytes, what ``count``'s output is made from (the key of
-    :func:`symllm.numbers.quick.answer`)."""
+    :func:`symllm.studies.quick.answer`)."""
     from symllm.numbers.cache import _blake2b
 
     files = []
@@ -398,7 +398,7 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         if "trainable" in work["params"]:  # LoRA: params.trainable and memory.lora_* (symllm.costs.finetune)
             counts = {**counts, "trainable": work["params"].pop("trainable")}
     else:  # only the parameters: kernels an earlier process compiled, no formula built (start-up)
-        from symllm.numbers import quick
+        from symllm.studies import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
     serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
@@ -535,7 +535,7 @@ PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompu
 
 
 def cmd_plan(args) -> int:
-    from symllm.numbers import plans
+    from symllm.studies import plans
 
     config = _load(args)
     count, gpu = plans.parse_gpus(args.gpus)
@@ -556,7 +556,7 @@ def cmd_plan(args) -> int:
 
 
 def plan_lines(p, top: int) -> list[str]:
-    """``plan``'s table from a :class:`symllm.numbers.plans.Plan`: the best ``top`` layouts, the drop
+    """``plan``'s table from a :class:`symllm.studies.plans.Plan`: the best ``top`` layouts, the drop
     counts; nothing computed here."""
     w = p.workload
     what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
@@ -774,7 +774,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    from symllm.numbers import quick  # kernels an earlier process compiled: no formula built (start-up)
+    from symllm.studies import quick  # kernels an earlier process compiled: no formula built (start-up)
     rows, data = [], []
     for name in sorted(cfgmod.preset_names(), key=_natural):
         counts = quick.params(cfgmod.load(name))[0]
@@ -869,7 +869,7 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from symllm.numbers import sweeps as sw
+    from symllm.studies import sweeps as sw
     grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
     for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:
         text = getattr(args, name)
@@ -895,7 +895,7 @@ def cmd_sweep(args) -> int:
     named = table is not None and any(k in sw.NAME_COLUMNS for k in table)
     if named and bases:
         raise SymllmError("base: the table names each row's base (its name column); give no --base")
-    if len(bases) > 1 or named:  # one table, a base column first (symllm.numbers.sweeps.Sweeps)
+    if len(bases) > 1 or named:  # one table, a base column first (symllm.studies.sweeps.Sweeps)
         sweep = sw.Sweeps(bases, grid, table=table, **options)
     elif bases:
         sweep = sw.Sweep(bases[0], grid, table=table, **options)
@@ -943,7 +943,7 @@ def cmd_plot(args) -> int:
         if args.contexts is not None and args.kind not in ("context", "flops"):
             raise SymllmError(f"contexts: for plot context and plot flops, not plot {args.kind}")
         if args.kind in ("context", "flops"):
-            from symllm.numbers import sweeps
+            from symllm.studies import sweeps
             contexts = sweeps.parse_axis(args.contexts, "contexts") if args.contexts else plots.CONTEXTS
             fig = getattr(plots, args.kind)(models, contexts=contexts, **given)
         else:

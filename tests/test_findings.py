@@ -21,7 +21,7 @@ import pytest
 import symllm
 from symllm.cli import main
 from symllm.errors import SymllmError
-from symllm.numbers.sweeps import Sweep, Sweeps
+from symllm.studies.sweeps import Sweep, Sweeps
 
 ROOT = Path(__file__).parent.parent
 LINUX = sys.platform.startswith("linux")
@@ -223,7 +223,7 @@ COMMAND = ["sweep", "--base", "llama3-8b", "--dim", "2048,4096", "--quantity", "
 
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
-@pytest.mark.parametrize("module", ["symllm._lazy", "symllm.cli", "numpy", "sympy", "symllm.numbers.sweeps"])
+@pytest.mark.parametrize("module", ["symllm._lazy", "symllm.cli", "numpy", "sympy", "symllm.studies.sweeps"])
 def test_ctrl_c_during_an_import_of_the_start_up(tmp_path, entry, module):
     """SIGINT exactly when the start-up begins to import ``module`` (numpy's import printed its
     traceback): exit 130 and the one line ``symllm: interrupted``, nothing on stdout."""

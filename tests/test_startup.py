@@ -14,7 +14,7 @@ import symllm
 import symllm.numbers.kernels  # noqa: F401  (the module: symllm.numbers.kernels is the function)
 from symllm.arch import config
 from symllm.numbers import cache as disk
-from symllm.numbers import quick
+from symllm.studies import quick
 from symllm.present import rendered
 from symllm.arch import symbols as S
 

@@ -429,7 +429,7 @@ class ModelConfig:
 
 
 #: the spec's fields (:class:`symllm.arch.specs.Spec`) whose value a config gives under another name, a derived
-#: property: what :func:`symllm.arch.specs.spec_of` reads, and what :mod:`symllm.numbers.quick` binds a stored
+#: property: what :func:`symllm.arch.specs.spec_of` reads, and what :mod:`symllm.studies.quick` binds a stored
 #: kernel's argument to (a symbol binds the spec's field, :attr:`symllm.arch.symbols.SymbolInfo.binds`)
 SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim"}
 

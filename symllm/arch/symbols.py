@@ -49,7 +49,7 @@ class SymbolInfo:
     def binds(self) -> tuple[str, str | int]:
         """What this symbol binds in a model: ``("group", i)``, the count of its group of layers (position
         ``i`` of the counts per group), or ``("field", code)``, a config's or spec's field (a JSON-able pair:
-        symllm.numbers.quick stores it beside a compiled kernel and reads it back without SymPy).
+        symllm.studies.quick stores it beside a compiled kernel and reads it back without SymPy).
 
         >>> SYMBOLS[GROUP_COUNTS[0]].binds, SYMBOLS[d].binds
         (('group', 1), ('field', 'dim'))

@@ -166,7 +166,7 @@ def _collected(total: sp.Expr) -> sp.Expr:
 def _workload_numbers(spec, work: Workload) -> dict:
     """:func:`symllm.costs.phases.workload` of ``spec`` and ``work``, from a table kernel an earlier process
     compiled when :func:`symllm.numbers.cache.cache_dir` holds one for this structure and these training
-    options (building the closed forms is most of a report's time); keyed like :mod:`symllm.numbers.quick`'s
+    options (building the closed forms is most of a report's time); keyed like :mod:`symllm.studies.quick`'s
     entries. On a miss the kernel is compiled from the closed forms and stored (one kernel for the whole
     table: evaluating each quantity on its own compiled each a second time). The groups are the
     composed quantities' (no ``time`` or ``weight_format``: the report reads those elsewhere).

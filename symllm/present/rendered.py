@@ -4,7 +4,7 @@
 built-in templates, the jinja2 and markupsafe in use, the resolved config, the workload, the notation
 file's bytes, the output options), in :func:`symllm.numbers.cache.cache_dir`, so a report rendered before is
 read back without building a formula, printing LaTeX or loading jinja2 (:mod:`symllm.present.derivation`
-is imported only on a miss). :func:`symllm.numbers.quick.answer` does the same for ``symllm count``.
+is imported only on a miss). :func:`symllm.studies.quick.answer` does the same for ``symllm count``.
 """
 from __future__ import annotations
 
