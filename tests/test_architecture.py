@@ -13,21 +13,18 @@ import symllm
 
 PACKAGE = Path(symllm.__file__).resolve().parent
 
-#: each layer and the layers it may import (besides itself); the foundation modules may be imported by all
+#: the foundation modules, which every layer may import (they import only each other)
 FOUNDATION = {"errors", "files", "_lazy", "validate"}
-LAYERS = {
-    "arch": {"numbers"},                       # specs compile Meta's d_ff rounding (numbers.kernels)
-    "numbers": {"arch", "costs"},              # kernels are pure maths (below); the sweep evaluates costs
-    "costs": {"arch", "numbers"},
-    "studies": {"arch", "costs", "numbers"},
-    "present": {"arch", "costs", "numbers", "studies"},
-    "api": {"arch", "costs", "numbers"},
-    "cli": {"arch", "costs", "numbers", "studies", "present", "api", "reference"},  # verify builds the torch reference
-    "reference": {"arch"},
-}
-#: edges that break the layering today, each to be removed (never added to)
-KNOWN = {  # count's and report's fast path reads a rendered report back
-         ("studies.quick", "present.derivation")}
+#: the layers, lowest first: each imports only the foundation, itself and the layers before it (no exceptions)
+ORDER = ("numbers",    # compiled kernels and the on-disk cache: SymPy expressions and numbers, no model
+         "arch",       # symbols, components, configs, specs (the specs compile Meta's d_ff rounding)
+         "costs",      # phases, stacks, parallel layouts, hardware
+         "studies",    # sweeps, plans, count's fast path: the costs over many points
+         "present",    # derivations, reports, plots
+         "api",        # the public face (symllm/api.py)
+         "reference",  # the independent torch model (verify builds it)
+         "cli")
+LAYERS = {layer: set(ORDER[:i]) for i, layer in enumerate(ORDER)}
 
 
 def _name(path: Path) -> str:
@@ -77,24 +74,24 @@ def test_module_graph_is_acyclic():
 
 
 def test_layers_import_downwards():
-    """arch < numbers.kernels; costs < present < api < cli: each module imports only its layer's allowed
-    layers (and the foundation), so a component never reaches for a cost rule or a printer."""
+    """numbers < arch < costs < studies < present < api < reference < cli: each module imports only the
+    layers below its own (and the foundation), so a component never reaches for a cost rule or a printer,
+    and what compiles and caches closed forms never reaches for a model. No exceptions."""
     wrong = set()
     for mod, deps in _graph().items():
         layer = mod.split(".")[0]
-        if layer in FOUNDATION or mod == "symllm" or layer == "":
+        if layer in FOUNDATION:
             continue
+        assert layer in LAYERS, f"symllm.{mod}: in no layer of ORDER"
         for dep in deps:
             top = dep.split(".")[0]
-            if top in FOUNDATION or top == layer or top in LAYERS.get(layer, set()) or dep in ("arch", "costs",
-                                                                                              "numbers", "present"):
+            if top in FOUNDATION or top == layer or top in LAYERS[layer]:
                 continue
             wrong.add((mod, dep))
-    assert wrong <= KNOWN, sorted(wrong - KNOWN)
+    assert not wrong, sorted(wrong)
     # the foundation imports only the foundation (validate: only errors)
+    assert all(_graph()[mod] <= FOUNDATION for mod in FOUNDATION), {m: _graph()[m] for m in FOUNDATION}
     assert _graph()["validate"] <= {"errors"}
-    # below costs: the kernels know expressions and numbers, not configs, components or costs
-    assert _graph()["numbers.kernels"] <= FOUNDATION | {"arch.symbols", "numbers.runtime", "numbers.cache"}
     # what a warm `symllm count` runs from disk: the cache and the kernels' runtime stand on the foundation alone
     assert _graph()["numbers.cache"] <= FOUNDATION and _graph()["numbers.runtime"] <= FOUNDATION
 
