@@ -54,7 +54,7 @@ import symllm  # noqa: E402
 from symllm.arch import symbols as S  # noqa: E402
 from symllm.api import values  # noqa: E402
 from symllm.costs import phases as costs  # noqa: E402
-from symllm.numbers.kernels import compile_expr, evaluate, substitute  # noqa: E402
+from symllm.numbers.kernels import compile_expr, evaluate, sympy_value  # noqa: E402
 from symllm.studies.sweeps import Sweep  # noqa: E402
 
 
@@ -121,7 +121,7 @@ def bench_vector(n: int, repeat: int) -> list[dict]:
         for i in some.tolist():
             point = {sym: (float(inputs[sym.name][i]) if sym.name == "f" else int(inputs[sym.name][i]))
                      for sym in kernel.args}
-            assert substitute(closed, point) == int(ours[i])
+            assert sympy_value(closed, point) == int(ours[i])
         t_kernel = best(lambda: kernel.vector(**{a.name: inputs[a.name] for a in kernel.args}), repeat)
         t_hand = best(lambda: hand(**inputs), repeat)
         rows.append({"name": f"vector: {name} kernel / hand-written numpy ({n:,} configs)",

@@ -104,7 +104,7 @@ _NAMES = {
     **{name: ("arch.components", name) for name in (
         "Component", "attention", "block", "component", "embedding", "feed_forward", "linear", "lm_head",
         "meta_hidden_dim", "model", "rmsnorm", "rope", "swiglu")},
-    **{name: ("numbers.kernels", name) for name in ("compile_expr", "substitute", "evaluate")},
+    **{name: ("numbers.kernels", name) for name in ("compile_expr", "sympy_value", "evaluate")},
     # decisions: symllm.plan(...) is symllm plan (docs/plan.md)
     **{name: ("studies.plans", name) for name in ("plan", "max_batch", "max_context", "fewest_gpus")},
 }

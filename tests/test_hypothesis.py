@@ -9,7 +9,7 @@ from symllm.arch.config import ModelConfig
 from symllm.present import derivation
 from symllm.api import by_kind as kinds
 from symllm.api import values
-from symllm.numbers.kernels import substitute
+from symllm.numbers.kernels import sympy_value
 from symllm.arch import symbols as S
 
 from .conftest import numel_by_layers
@@ -60,7 +60,7 @@ def test_every_report_row_equals_torch_numel(reference, cfg):
 def test_closed_form_through_sympy_equals_compiled(cfg):
     """The model's closed form (Meta rounding included) gives the same total through SymPy and the kernel."""
     closed = symllm.model_for(cfg).closed_form("params")
-    assert substitute(closed, values(cfg)) == symllm.params(cfg)["total"]
+    assert sympy_value(closed, values(cfg)) == symllm.params(cfg)["total"]
 
 
 @given(cfg=configs(variant=None))
@@ -115,4 +115,4 @@ def test_meta_rounding_at_real_widths(dim, multiple_of, multiplier):
     vals = {S.d: dim, S.m: multiple_of} | ({S.f: multiplier} if multiplier is not None else {})
     expected = meta_hidden_py(dim, multiple_of, multiplier)
     assert evaluate(expr, vals) == expected
-    assert substitute(expr, vals) == expected
+    assert sympy_value(expr, vals) == expected

@@ -1,7 +1,7 @@
 """Numbers from closed forms: exact and compiled kernels and the on-disk cache, the layer below
 :mod:`symllm.arch` (it knows SymPy expressions and numbers, no model).
 
-Modules: :mod:`~symllm.numbers.kernels` (``substitute``, ``compile_expr``, ``evaluate``),
+Modules: :mod:`~symllm.numbers.kernels` (``compile_expr``, ``evaluate``, ``sympy_value``),
 :mod:`~symllm.numbers.runtime` (what generated kernels run with; no SymPy), :mod:`~symllm.numbers.cache`
 (the on-disk cache and its trust model). What uses the costs over many points (sweeps, plans, ``symllm
 count``'s fast path) is :mod:`symllm.studies`.

@@ -2,7 +2,7 @@
 
 Two ways to evaluate, which the tests hold equal:
 
-* :func:`substitute` — SymPy itself (``xreplace``): slow, exact, the ground truth for the kernels.
+* :func:`sympy_value` — SymPy itself (``xreplace``): slow, exact, the ground truth for the kernels.
 * :func:`compile_expr` — a cached Python function of the expression's free symbols. Its code is
   integer-safe: ``floor``/``ceiling`` of a rational become ``//`` on integers (``lambdify`` would print
   ``Rational(8, 3)*d`` as ``(8/3)*d`` and let a float land on the wrong side of an integer), and a
@@ -14,7 +14,7 @@ Two ways to evaluate, which the tests hold equal:
   :class:`~symllm.errors.SymllmError` is raised (``overflow="raise"``).
 
 Meta's ``int(ffn_dim_multiplier * hidden)`` truncates an IEEE double product; ``f`` is therefore a
-Python float in kernels and a 53-bit SymPy ``Float`` in :func:`substitute`, whose products round
+Python float in kernels and a 53-bit SymPy ``Float`` in :func:`sympy_value`, whose products round
 exactly like doubles, so both agree with the model Meta's code builds.
 
 >>> from symllm.arch.symbols import d, m, f
@@ -41,7 +41,7 @@ from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
 from symllm.numbers.runtime import SCALAR_HELPERS, _is_array, _numpy, _object_ufunc, define
 
-__all__ = ["substitute", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE"]
+__all__ = ["sympy_value", "compile_expr", "evaluate", "Kernel", "TableKernel", "INT64_SAFE"]
 
 #: points per block of :meth:`Kernel.vector`: 2**14 int64 temporaries (128 KiB each) stay in the CPU cache
 BLOCK = 1 << 14
@@ -87,8 +87,9 @@ def _to_python(value: sp.Expr):
     raise SymllmError(f"evaluate: symbols left unset: {', '.join(sorted(map(str, value.free_symbols)))}")
 
 
-def substitute(expr: sp.Expr, vals: dict) -> int | Fraction | float:
-    """Evaluate ``expr`` with SymPy itself: exact, slow, the reference for :func:`compile_expr`.
+def sympy_value(expr: sp.Expr, vals: dict) -> int | Fraction | float:
+    """The number ``expr`` is at ``vals``, evaluated by SymPy itself: exact, slow, the reference for
+    :func:`compile_expr` (:func:`symllm.arch.algebra.substitute` replaces symbols and returns an expression).
 
     A float value (Meta's ``ffn_dim_multiplier``) times an integer is one IEEE double product, as in
     Meta's ``int(ffn_dim_multiplier * hidden_dim)``: SymPy's own ``Float * Integer`` keeps extra bits
@@ -96,9 +97,9 @@ def substitute(expr: sp.Expr, vals: dict) -> int | Fraction | float:
     formed in Python before SymPy sees them.
 
     >>> from symllm.arch import symbols as S
-    >>> substitute(S.d * (S.d + 1) / 2, {S.d: 3})
+    >>> sympy_value(S.d * (S.d + 1) / 2, {S.d: 3})
     6
-    >>> substitute(sp.floor(S.f * S.d), {S.f: 1.9, S.d: 80})
+    >>> sympy_value(sp.floor(S.f * S.d), {S.f: 1.9, S.d: 80})
     152
     """
     floats = {k: v for k, v in vals.items() if isinstance(v, float)}
