@@ -365,7 +365,7 @@ def _answer_options(args) -> list:
     where it is a local file or folder (its ``.json`` files: a ``config.json`` and whatever sits beside it):
     with the resolved config and a checkpoint's bytes, what ``count``'s output is made from (the key of
     :func:`symllm.studies.quick.answer`)."""
-    from symllm.numbers.cache import _blake2b
+    from symllm.numbers.cache import bytes_digest
 
     files = []
     try:
@@ -378,7 +378,7 @@ def _answer_options(args) -> list:
         for path in paths:
             if os.path.getsize(path) <= 1 << 24:
                 with open(path, "rb") as f:
-                    files.append((os.path.basename(path), _blake2b(f.read()).hexdigest()))
+                    files.append((os.path.basename(path), bytes_digest(f.read())))
             else:  # a weights file (.gguf, .safetensors): the checkpoint's own summary is in the key
                 st = os.stat(path)
                 files.append((os.path.basename(path), st.st_size, st.st_mtime_ns))

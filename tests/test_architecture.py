@@ -1,9 +1,13 @@
 """The package's shape: layers that import downwards only, an acyclic module graph, presentation that
-computes nothing, a short headline surface, and every documented submodule reachable as an attribute."""
+computes nothing, one public face (symllm.__all__ is all dir(symllm) offers besides modules, each name with a
+runnable example), and every documented submodule reachable as an attribute."""
 import ast
+import doctest
 import functools
+import io
 import subprocess
 import sys
+import types
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -122,14 +126,86 @@ def test_import_symllm_loads_neither_jinja_nor_numpy():
     assert done.stdout.strip() == "[]", done.stderr
 
 
-def test_headline_surface_is_short_and_resolves():
-    """symllm.__all__ is a short headline (einops keeps nine names); each name resolves, and dir() shows no
-    implementation detail (importlib, sys, types)."""
-    assert len(symllm.__all__) <= 12
-    for name in symllm.__all__:
-        assert getattr(symllm, name) is not None
+def _modules_offered() -> set[str]:
+    """The names ``dir(symllm)`` gives that are modules (the layers and the foundation by their own names,
+    ``scaling`` and ``plot`` by short ones)."""
+    return {n for n in dir(symllm) if isinstance(getattr(symllm, n), types.ModuleType)}
+
+
+def test_public_face_is_all_of_dir():
+    """symllm.__all__ is everything dir(symllm) offers besides its modules and dunders, defined once
+    (symllm.api.FACE: symllm.api offers the same names, each the same object); dir() shows no
+    implementation detail (importlib, sys, types, the lazy-attribute helper)."""
+    offered = {n for n in dir(symllm) if not n.startswith("__")} - _modules_offered()
+    assert len(symllm.__all__) == len(set(symllm.__all__))
+    assert set(symllm.__all__) == offered
+    assert symllm.api.__all__ == symllm.__all__
+    assert all(getattr(symllm.api, n) is getattr(symllm, n) for n in symllm.__all__)
+    assert _modules_offered() == set(symllm.api.MODULES)
     assert not {"importlib", "sys", "types", "attributes"} & set(dir(symllm))
     assert callable(symllm.scaling.chinchilla_optimum)  # a lazy attribute of a lazy module (test_scaling calls it)
+
+
+@pytest.mark.parametrize("name", sorted(symllm.__all__))
+def test_every_public_name_has_a_runnable_example(name):
+    """Each name of the face carries its own docstring with a ``>>>`` example, and the example runs (with
+    its module's globals, as the doctests do) and prints what it shows."""
+    obj = getattr(symllm, name)
+    doc = obj.__doc__ if isinstance(obj, type) else getattr(obj, "__wrapped__", obj).__doc__
+    assert doc and ">>>" in doc, f"symllm.{name}: no example in its docstring"
+    module = sys.modules[getattr(obj, "__module__", None) or obj.__name__]
+    test = doctest.DocTestParser().get_doctest(doc, dict(vars(module)), f"symllm.{name}", module.__file__, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    out = io.StringIO()
+    result = runner.run(test, out=out.write)
+    assert result.attempted and not result.failed, out.getvalue()
+
+
+#: the package's start-up hooks (symllm/__init__.py), which the command runs again (runpy imports the package
+#: before it makes symllm.__main__ the main module)
+STARTUP = {"_is_program", "_start_program"}
+
+
+def _public(mod: str) -> set[str]:
+    """The names module ``mod`` (below symllm) declares public: its literal ``__all__`` (read, not imported:
+    symllm.reference needs torch)."""
+    if mod == "api":
+        return set(symllm.api.__all__)
+    for node in _tree(_modules()[mod]).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def test_cli_uses_the_face_and_documented_modules_only():
+    """symllm/cli.py imports the face (``symllm``, ``symllm.api``) or the modules symllm.api.DOCUMENTED
+    names (listed in docs/api.md), and uses from each module only names in its ``__all__``."""
+    known = set(_modules())
+    tree = _tree(PACKAGE / "cli.py")
+    bound, wrong = {}, set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "symllm"):
+            assert not (isinstance(node, ast.Import) and any(a.name.startswith("symllm") for a in node.names))
+            continue
+        base = node.module[len("symllm."):] if node.module != "symllm" else ""
+        for alias in node.names:
+            sub = f"{base}.{alias.name}" if base else alias.name
+            if sub in known:  # a module: the names it is asked for are checked below
+                if sub not in symllm.api.DOCUMENTED and sub != "api":
+                    wrong.add(f"symllm.{sub}")
+                bound[alias.asname or alias.name] = sub
+            elif base == "":
+                if alias.name not in set(symllm.__all__) | STARTUP:
+                    wrong.add(f"symllm.{alias.name}")
+            elif base not in symllm.api.DOCUMENTED or alias.name not in _public(base):
+                wrong.add(f"{node.module}.{alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            if node.attr not in _public(bound[node.value.id]):
+                wrong.add(f"symllm.{bound[node.value.id]}.{node.attr}")
+    assert not wrong, sorted(wrong)
+    documented = (PACKAGE.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    assert [m for m in symllm.api.DOCUMENTED if f"`symllm.{m}`" not in documented] == []
 
 
 def test_every_submodule_is_an_attribute():

@@ -31,7 +31,7 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import choice, shown_path
 
-__all__ = ["KINDS", "FORMATS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
+__all__ = ["KINDS", "FORMATS", "CONTEXTS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
 
 #: what ``symllm plot KIND`` draws -> the function drawing it
 KINDS = ("memory", "context", "flops", "roofline", "sweep")
