@@ -112,10 +112,12 @@ def test_each_module_imports_alone_in_dependency_order():
 
 
 def test_presentation_computes_nothing():
-    """present.render lays out what it is handed: it never imports the modules that compute."""
+    """present.render (and the printers and notation it lays out with) lays out what it is handed: it never
+    imports the modules that compute."""
     computing = {m for m in _graph() if m.split(".")[0] in ("costs", "numbers", "api")} | {
         "arch.components", "arch.specs", "present.derivation"}
-    assert _graph()["present.render"] & computing == set()
+    for layout in ("present.render", "present.printers", "present.notations"):
+        assert _graph()[layout] & computing == set(), layout
 
 
 def test_import_symllm_loads_neither_jinja_nor_numpy():

@@ -28,6 +28,7 @@ import symllm
 from symllm import cli
 from symllm.present import derivation
 from symllm.present import render
+from symllm.present import printers
 from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
@@ -754,22 +755,22 @@ def _printers(numbers: dict):
     from symllm.arch import symbols as S
     names = dict(S.LATEX)
     with_numbers = {**names, **{k: render.num_latex(v) for k, v in numbers.items()}}
-    text = render._NamedStrPrinter({k: render._num_text(v) for k, v in numbers.items()}).doprint
-    return [(lambda e: render._latex(e, symbol_names=names), render.tex_width),
-            (lambda e: render._latex(e, symbol_names=names), len),
-            (lambda e: render._latex(e, symbol_names=with_numbers, mul_symbol="dot"), render.tex_width),
+    text = printers._NamedStrPrinter({k: printers._num_text(v) for k, v in numbers.items()}).doprint
+    return [(lambda e: printers._latex(e, symbol_names=names), render.tex_width),
+            (lambda e: printers._latex(e, symbol_names=names), len),
+            (lambda e: printers._latex(e, symbol_names=with_numbers, mul_symbol="dot"), render.tex_width),
             (text, len)]
 
 
 @given(closed_form_terms(), closed_form_terms(signed=False), closed_form_terms(), positive_points())
 def test_line_breaking_skips_only_prints_that_cannot_fit(a, b, c, point):
-    """The line breaker's lower bound of a printed width (render._narrowest, which spares printing a sum
+    """The line breaker's lower bound of a printed width (printers._narrowest, which spares printing a sum
     that cannot fit) is at most the width of the print, for every node of the forms, in every printer; and
     the lines broken with it are the lines broken with every node printed (a bound of 0), at several widths."""
     import sympy as sp
     numbers = dict(list(point.items())[:3])
     for doprint, measure in _printers(numbers):
-        narrowest = render._narrowest(doprint, measure)
+        narrowest = printers._narrowest(doprint, measure)
         for form in _breakable_forms(a, b, c):
             for node in sp.preorder_traversal(form):
                 assert narrowest(node) <= measure(doprint(node)), (node, doprint(node))
@@ -777,7 +778,7 @@ def test_line_breaking_skips_only_prints_that_cannot_fit(a, b, c, point):
     widths = (40.0, 120.0, render.LATEX_WIDTH)
     skipping = [[f.latex_lines(width=w) for w in widths] + [f.text_lines(30)] for f in formulas]
     with pytest.MonkeyPatch.context() as printing_all:
-        printing_all.setattr(render, "_narrowest", lambda doprint, measure: lambda e: 0.0)
+        printing_all.setattr(printers, "_narrowest", lambda doprint, measure: lambda e: 0.0)
         assert skipping == [[f.latex_lines(width=w) for w in widths] + [f.text_lines(30)] for f in formulas]
 
 
