@@ -18,7 +18,7 @@ from symllm._lazy import attributes
 FACE = {
     # the headline: counts, workloads, derivations and reports, sweeps, configs
     "params": ("arch.resolved", "params"), "workload": ("costs.phases", "workload"),
-    "derive": ("present.derivation", "derive"), "report": ("present.derivation", "report"),
+    "derive": ("present.derivation", "derive"), "report": ("present.reports", "report"),
     "Sweep": ("studies.sweeps", "Sweep"), "spec": ("arch.resolved", "spec"), "load": ("arch.config", "load"),
     "Workload": ("costs.workloads", "Workload"), "ModelConfig": ("arch.config", "ModelConfig"),
     "SymllmError": ("errors", "SymllmError"),
@@ -51,7 +51,7 @@ MODULES = {
 DOCUMENTED = ("errors", "files", "validate", "arch.config", "costs.workloads", "costs.phases",
               "costs.checkpoints", "costs.comparison", "costs.formats", "costs.serving", "costs.traffic",
               "numbers.cache", "studies.quick", "studies.plans", "studies.sweeps", "present.format",
-              "present.derivation", "present.rendered", "present.plots", "reference")
+              "present.derivation", "present.reports", "present.rendered", "present.plots", "reference")
 
 __all__ = list(FACE)
 

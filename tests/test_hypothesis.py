@@ -6,7 +6,7 @@ from hypothesis import example, given, strategies as st
 
 import symllm
 from symllm.arch.config import ModelConfig
-from symllm.present import derivation
+from symllm.present import reports
 from symllm.api import by_kind as kinds
 from symllm.api import values
 from symllm.numbers.kernels import sympy_value
@@ -49,11 +49,11 @@ def test_every_report_row_equals_torch_numel(reference, cfg):
     """Every number the Markdown report's parameter table prints equals the reference model's numel sums (no
     "active" line for a dense model), its math is balanced, and the LaTeX report shows the total."""
     measured = reference.count(reference.build(cfg, device="meta"))
-    md = derivation.report(cfg).render("markdown")
+    md = reports.report(cfg).render("markdown")
     assert _markdown_rows(md) == {k: v for k, v in measured.items() if (v or k == "total") and k != "active"}
     assert measured["active"] == measured["total"] and "active" not in md  # dense: no "active" line
     markdown_math(md)
-    assert f"{measured['total']:,}" in derivation.report(cfg).render("latex")
+    assert f"{measured['total']:,}" in reports.report(cfg).render("latex")
 
 
 @given(configs(variant=None))

@@ -215,16 +215,16 @@ def _fresh_report(model, *, fmt="latex", standalone=False, notation=None, **work
     """The report rendered from the formulas, with the cache off."""
     from unittest import mock
 
-    from symllm.present import derivation
+    from symllm.present import reports
     with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": ""}):
-        return derivation.report(model, notation=notation, **workload).render(fmt, standalone=standalone)
+        return reports.report(model, notation=notation, **workload).render(fmt, standalone=standalone)
 
 
 def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
     """rendered.report stores a rendered report and reads it back (no formula built, no template run) for the
     same inputs; each read-back text equals a render from the formulas, and any input that changes the
     text (notation file, workload, format, vocabulary) is a different entry."""
-    from symllm.present import derivation
+    from symllm.present import reports
     paper = tmp_path / "paper.json"
     paper.write_text('{"d": "d_\\\\mathrm{model}"}')
     cases = [dict(model="llama2-7b"), dict(model="llama2-7b", fmt="markdown", seq=4096),  # one structure: built once
@@ -238,7 +238,7 @@ def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
         raise AssertionError("rendered again")
 
     with monkeypatch.context() as patched:
-        patched.setattr(derivation, "report", refuse)
+        patched.setattr(reports, "report", refuse)
         warm = [rendered.report(**case) for case in cases]
     assert warm == cold
     assert f"{PUBLISHED['llama2-7b']['total']:,}" in cold[0]
@@ -279,7 +279,7 @@ def test_damaged_report_entry_is_rendered_again(cache):
 def test_warm_report_renders_nothing(tmp_path):
     """The second ``symllm report`` of the same inputs loads neither jinja2 nor the derivations; its output
     is the first one's."""
-    _cold_then_warm(["report", "llama3.1-405b", "--format", "latex"], ("jinja2", "symllm.present.derivation", "symllm.present.render"),
+    _cold_then_warm(["report", "llama3.1-405b", "--format", "latex"], ("jinja2", "symllm.present.derivation", "symllm.present.reports", "symllm.present.render"),
                     tmp_path)
 
 

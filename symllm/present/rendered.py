@@ -3,7 +3,7 @@
 :func:`report` keeps a report's rendered text by everything it is made from (symllm's source files, its
 built-in templates, the jinja2 and markupsafe in use, the resolved config, the workload, the notation
 file's bytes, the output options), in :func:`symllm.numbers.cache.cache_dir`, so a report rendered before is
-read back without building a formula, printing LaTeX or loading jinja2 (:mod:`symllm.present.derivation`
+read back without building a formula, printing LaTeX or loading jinja2 (:mod:`symllm.present.reports`
 is imported only on a miss). :func:`symllm.studies.quick.answer` does the same for ``symllm count``.
 """
 from __future__ import annotations
@@ -102,9 +102,9 @@ def report(model, *, fmt: str = "latex", standalone: bool = False, template: str
     hit = cache_get("report", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         return hit[0]
-    from symllm.present import derivation
+    from symllm.present import reports
 
-    text = derivation.report(model, notation=notation, vocab_size=vocab_size, **workload).render(
+    text = reports.report(model, notation=notation, vocab_size=vocab_size, **workload).render(
         fmt, standalone=standalone, template_dir=template_dir, template=template, flavor=flavor,
         label_prefix=label_prefix)
     if key is not None:
