@@ -31,7 +31,7 @@ def test_every_choice_is_read_from_the_module_that_checks_it(cli):
     import argparse
     import importlib
 
-    from symllm import cli as command_line
+    from symllm.cli import parser as command_line
     from symllm.errors import SymllmError
     from symllm.present import reports
     from symllm.present.format import side_by_side

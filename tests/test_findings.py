@@ -267,6 +267,7 @@ def test_signal_swallowed_by_python_is_still_reported(capsys, monkeypatch):
     printed "Exception ignored in ..." and a traceback, and the command exited 0): not shown, and main()
     returns 130 with its one line once the command returns."""
     from symllm import cli as cli_module
+    from symllm.cli import parser as cli_parser
 
     class Unraisable:  # what Python hands sys.unraisablehook
         exc_type, exc_value, exc_traceback, err_msg, object = KeyboardInterrupt, KeyboardInterrupt(), None, None, None
@@ -276,7 +277,7 @@ def test_signal_swallowed_by_python_is_still_reported(capsys, monkeypatch):
         sys.unraisablehook(Unraisable())           # hands the exception to sys.unraisablehook
         print("whole output")
         return 0
-    monkeypatch.setattr(cli_module, "cmd_presets", swallowed)
+    monkeypatch.setattr(cli_parser, "cmd_presets", swallowed)  # the parser binds each subcommand
     assert main(["presets"]) == 130
     out, err = _err_line(capsys)
     assert err == "symllm: interrupted\n"
