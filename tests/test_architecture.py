@@ -254,3 +254,13 @@ def test_api_only_re_exports():
     defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     assert defined == []
     assert not any(dep == "api" for mod, deps in _graph().items() if mod.split(".")[0] != "cli" for dep in deps)
+
+
+def test_every_package_ships_in_the_wheel():
+    """pyproject.toml lists its packages by hand: every folder of symllm with an ``__init__.py`` is among them
+    (symllm.studies and symllm.cli were once left out, and the installed ``symllm`` failed to import)."""
+    import tomllib
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    folders = {".".join(("symllm",) + p.parent.relative_to(PACKAGE).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()
