@@ -10,7 +10,7 @@
    goal >= 100,000x faster (needs torch; skipped without it);
 4. CLI start-up, ``symllm count llama3.1-405b`` vs ``python -c "import sympy"``: goal <= 1.2x; and
    ``symllm report llama3.1-405b --format latex`` vs the same: goal <= 1.5x (a fresh kernel cache,
-   filled by one warm-up run, so the report is read back: ``symllm.numbers.quick.report``); for information, the
+   filled by one warm-up run, so the report is read back: ``symllm.present.rendered.report``); for information, the
    same report rendered again from the cached derivations (``--template-dir`` of an empty folder: user
    templates are never read back, the built-in ones fill in);
 5. a warm ``symllm.params(cfg)`` (the whole breakdown of a config seen before) vs a hand-written Python
@@ -22,10 +22,10 @@
    <= 3x (it imports no SymPy); and warm counts with ``--gpu``, a layout (``--tp``, ``--pp``, ``--dp``) and
    ``--json`` (:data:`DOORS`; the answer read back, checked byte for byte against the cache off): goal <= 5x;
    and each of them at a ``--seq`` never asked before (the kernels kept for the workload's shape evaluated,
-   ``symllm.numbers.quick.workload``; checked against the cache off): goal <= 5x;
+   ``symllm.studies.quick.workload``; checked against the cache off): goal <= 5x;
 8. a warm ``symllm.workload(preset, ...)`` under parallel layouts, the slowest over every preset and layout,
    against a 5 ms budget: goal <= 1x (the composed closed forms are kept in memory by their shape);
-9. ``symllm.numbers.plans.plan`` ranking every training layout of a mixture of experts on 1,024 GPUs
+9. ``symllm.studies.plans.plan`` ranking every training layout of a mixture of experts on 1,024 GPUs
    (thousands: TP, PP, DP, EP, SP, ZeRO, recomputation, micro-batches), warm, against a 1 s budget: goal
    <= 0.5x (well under a second); and per layout against a warm ``symllm.workload`` at the same layouts (a sample): goal <= 0.01x.
    The first plan of a process builds and compiles the closed forms (seconds; shown for information).
@@ -57,8 +57,8 @@ import symllm  # noqa: E402
 from symllm.arch import symbols as S  # noqa: E402
 from symllm.api import values  # noqa: E402
 from symllm.costs import phases as costs  # noqa: E402
-from symllm.numbers.kernels import compile_expr, evaluate, substitute  # noqa: E402
-from symllm.numbers.sweeps import Sweep  # noqa: E402
+from symllm.numbers.kernels import compile_expr, evaluate, sympy_value  # noqa: E402
+from symllm.studies.sweeps import Sweep  # noqa: E402
 
 
 #: whether :func:`best` collects garbage before it times (off under --quick: each collection walks torch's and
@@ -124,7 +124,7 @@ def bench_vector(n: int, repeat: int) -> list[dict]:
         for i in some.tolist():
             point = {sym: (float(inputs[sym.name][i]) if sym.name == "f" else int(inputs[sym.name][i]))
                      for sym in kernel.args}
-            assert substitute(closed, point) == int(ours[i])
+            assert sympy_value(closed, point) == int(ours[i])
         t_kernel = best(lambda: kernel.vector(**{a.name: inputs[a.name] for a in kernel.args}), repeat)
         t_hand = best(lambda: hand(**inputs), repeat)
         rows.append({"name": f"vector: {name} kernel / hand-written numpy ({n:,} configs)",
@@ -468,7 +468,7 @@ def bench_workload(presets, repeat: int, layouts=LAYOUTS) -> dict:
 
 
 def bench_plan(repeat: int, quick: bool) -> list[dict]:
-    from symllm.numbers.plans import plan
+    from symllm.studies.plans import plan
 
     model, gpus, batch = ("llama3.2-1b", 8, 8) if quick else ("qwen3-30b-a3b", 1024, 1024)
     t0 = time.perf_counter()

@@ -6,9 +6,9 @@ import importlib
 import sys
 
 
-def attributes(package: str, names: dict[str, tuple[str, str | None]]):
-    """``__getattr__`` and ``__dir__`` for ``package``: ``names`` maps a public name to (module below
-    ``package``, attribute; None for the module itself).
+def attributes(package: str, names: dict[str, tuple[str, str | None]], base: str | None = None):
+    """``__getattr__`` and ``__dir__`` for the module ``package``: ``names`` maps a public name to (module
+    below ``base``, by default ``package`` itself; attribute, None for the module itself).
 
     >>> getattr_, dir_ = attributes("symllm", {"errors": ("errors", None)})
     >>> getattr_("errors").__name__
@@ -19,7 +19,7 @@ def attributes(package: str, names: dict[str, tuple[str, str | None]]):
         if name not in names:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module, attr = names[name]
-        mod = importlib.import_module(f"{package}.{module}")
+        mod = importlib.import_module(f"{base or package}.{module}")
         value = mod if attr is None else getattr(mod, attr)
         sys.modules[package].__dict__.setdefault(name, value)  # found directly next time (3 us a call)
         return value

@@ -51,7 +51,7 @@ JSON_SCHEMA = Path(__file__).resolve().parent / "output.schema.json"
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20
 
-#: the formats of the tables a sweep writes and reads (:mod:`symllm.numbers.sweeps`, ``symllm sweep
+#: the formats of the tables a sweep writes and reads (:mod:`symllm.studies.sweeps`, ``symllm sweep
 #: --format``), each with the file endings that choose it when no format is given (any other ending: csv)
 TABLE_FORMATS = {"csv": (".csv",), "jsonl": (".jsonl", ".json", ".ndjson"), "parquet": (".parquet", ".pq")}
 

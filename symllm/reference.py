@@ -49,6 +49,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+__all__ = ["build", "count", "Transformer", "meta_hidden_dim"]
+
 
 def meta_hidden_dim(dim: int, multiple_of: int, ffn_dim_multiplier: Optional[float]) -> int:
     """SwiGLU hidden size exactly as Meta's ``FeedForward.__init__`` computes it."""

@@ -4,7 +4,7 @@ A report of a new model or workload is seconds of cold SymPy, and rendering the 
 second of LaTeX printing; the same text is checked several ways: read in a terminal for its width
 (tests/test_cli.py), ``\\input`` into papers and compiled by pdflatex with no overfull box
 (tests/test_render.py). :func:`run` runs the command line once per argument list and process (a report
-through ``symllm.numbers.quick``, so the other xdist worker reads the text back from the suite's cache), and
+through ``symllm.studies.quick``, so the other xdist worker reads the text back from the suite's cache), and
 :data:`PAPER_REPORTS` / :data:`PAPER_DERIVATIONS` are the one agreed set of LaTeX outputs: each kind of model
 and workload whose lines once ran into the margin.
 """

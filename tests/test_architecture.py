@@ -1,9 +1,13 @@
 """The package's shape: layers that import downwards only, an acyclic module graph, presentation that
-computes nothing, a short headline surface, and every documented submodule reachable as an attribute."""
+computes nothing, one public face (symllm.__all__ is all dir(symllm) offers besides modules, each name with a
+runnable example), and every documented submodule reachable as an attribute."""
 import ast
+import doctest
 import functools
+import io
 import subprocess
 import sys
+import types
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -13,20 +17,18 @@ import symllm
 
 PACKAGE = Path(symllm.__file__).resolve().parent
 
-#: each layer and the layers it may import (besides itself); the foundation modules may be imported by all
+#: the foundation modules, which every layer may import (they import only each other)
 FOUNDATION = {"errors", "files", "_lazy", "validate"}
-LAYERS = {
-    "arch": {"numbers"},                       # specs compile Meta's d_ff rounding (numbers.kernels)
-    "numbers": {"arch", "costs"},              # kernels are pure maths (below); the sweep evaluates costs
-    "costs": {"arch", "numbers"},
-    "present": {"arch", "costs", "numbers"},
-    "api": {"arch", "costs", "numbers"},
-    "cli": {"arch", "costs", "numbers", "present", "api", "reference"},  # verify builds the torch reference
-    "reference": {"arch"},
-}
-#: edges that break the layering today, each to be removed (never added to)
-KNOWN = {  # count's and report's fast path reads a rendered report back
-         ("numbers.quick", "present.derivation")}
+#: the layers, lowest first: each imports only the foundation, itself and the layers before it (no exceptions)
+ORDER = ("numbers",    # compiled kernels and the on-disk cache: SymPy expressions and numbers, no model
+         "arch",       # symbols, components, configs, specs (the specs compile Meta's d_ff rounding)
+         "costs",      # phases, stacks, parallel layouts, hardware
+         "studies",    # sweeps, plans, count's fast path: the costs over many points
+         "present",    # derivations, reports, plots
+         "api",        # the public face (symllm/api.py)
+         "reference",  # the independent torch model (verify builds it)
+         "cli")
+LAYERS = {layer: set(ORDER[:i]) for i, layer in enumerate(ORDER)}
 
 
 def _name(path: Path) -> str:
@@ -76,24 +78,24 @@ def test_module_graph_is_acyclic():
 
 
 def test_layers_import_downwards():
-    """arch < numbers.kernels; costs < present < api < cli: each module imports only its layer's allowed
-    layers (and the foundation), so a component never reaches for a cost rule or a printer."""
+    """numbers < arch < costs < studies < present < api < reference < cli: each module imports only the
+    layers below its own (and the foundation), so a component never reaches for a cost rule or a printer,
+    and what compiles and caches closed forms never reaches for a model. No exceptions."""
     wrong = set()
     for mod, deps in _graph().items():
         layer = mod.split(".")[0]
-        if layer in FOUNDATION or mod == "symllm" or layer == "":
+        if layer in FOUNDATION:
             continue
+        assert layer in LAYERS, f"symllm.{mod}: in no layer of ORDER"
         for dep in deps:
             top = dep.split(".")[0]
-            if top in FOUNDATION or top == layer or top in LAYERS.get(layer, set()) or dep in ("arch", "costs",
-                                                                                              "numbers", "present"):
+            if top in FOUNDATION or top == layer or top in LAYERS[layer]:
                 continue
             wrong.add((mod, dep))
-    assert wrong <= KNOWN, sorted(wrong - KNOWN)
+    assert not wrong, sorted(wrong)
     # the foundation imports only the foundation (validate: only errors)
+    assert all(_graph()[mod] <= FOUNDATION for mod in FOUNDATION), {m: _graph()[m] for m in FOUNDATION}
     assert _graph()["validate"] <= {"errors"}
-    # below costs: the kernels know expressions and numbers, not configs, components or costs
-    assert _graph()["numbers.kernels"] <= FOUNDATION | {"arch.symbols", "numbers.runtime", "numbers.cache"}
     # what a warm `symllm count` runs from disk: the cache and the kernels' runtime stand on the foundation alone
     assert _graph()["numbers.cache"] <= FOUNDATION and _graph()["numbers.runtime"] <= FOUNDATION
 
@@ -110,10 +112,12 @@ def test_each_module_imports_alone_in_dependency_order():
 
 
 def test_presentation_computes_nothing():
-    """present.render lays out what it is handed: it never imports the modules that compute."""
+    """present.render (and the printers and notation it lays out with) lays out what it is handed: it never
+    imports the modules that compute."""
     computing = {m for m in _graph() if m.split(".")[0] in ("costs", "numbers", "api")} | {
         "arch.components", "arch.specs", "present.derivation"}
-    assert _graph()["present.render"] & computing == set()
+    for layout in ("present.render", "present.printers", "present.notations"):
+        assert _graph()[layout] & computing == set(), layout
 
 
 def test_import_symllm_loads_neither_jinja_nor_numpy():
@@ -124,14 +128,90 @@ def test_import_symllm_loads_neither_jinja_nor_numpy():
     assert done.stdout.strip() == "[]", done.stderr
 
 
-def test_headline_surface_is_short_and_resolves():
-    """symllm.__all__ is a short headline (einops keeps nine names); each name resolves, and dir() shows no
-    implementation detail (importlib, sys, types)."""
-    assert len(symllm.__all__) <= 12
-    for name in symllm.__all__:
-        assert getattr(symllm, name) is not None
+def _modules_offered() -> set[str]:
+    """The names ``dir(symllm)`` gives that are modules (the layers and the foundation by their own names,
+    ``scaling`` and ``plot`` by short ones)."""
+    return {n for n in dir(symllm) if isinstance(getattr(symllm, n), types.ModuleType)}
+
+
+def test_public_face_is_all_of_dir():
+    """symllm.__all__ is everything dir(symllm) offers besides its modules and dunders, defined once
+    (symllm.api.FACE: symllm.api offers the same names, each the same object); dir() shows no
+    implementation detail (importlib, sys, types, the lazy-attribute helper)."""
+    offered = {n for n in dir(symllm) if not n.startswith("__")} - _modules_offered()
+    assert len(symllm.__all__) == len(set(symllm.__all__))
+    assert set(symllm.__all__) == offered
+    assert symllm.api.__all__ == symllm.__all__
+    assert all(getattr(symllm.api, n) is getattr(symllm, n) for n in symllm.__all__)
+    assert _modules_offered() == set(symllm.api.MODULES)
     assert not {"importlib", "sys", "types", "attributes"} & set(dir(symllm))
     assert callable(symllm.scaling.chinchilla_optimum)  # a lazy attribute of a lazy module (test_scaling calls it)
+
+
+@pytest.mark.parametrize("name", sorted(symllm.__all__))
+def test_every_public_name_has_a_runnable_example(name):
+    """Each name of the face carries its own docstring with a ``>>>`` example, and the example runs (with
+    its module's globals, as the doctests do) and prints what it shows."""
+    obj = getattr(symllm, name)
+    doc = obj.__doc__ if isinstance(obj, type) else getattr(obj, "__wrapped__", obj).__doc__
+    assert doc and ">>>" in doc, f"symllm.{name}: no example in its docstring"
+    module = sys.modules[getattr(obj, "__module__", None) or obj.__name__]
+    test = doctest.DocTestParser().get_doctest(doc, dict(vars(module)), f"symllm.{name}", module.__file__, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    out = io.StringIO()
+    result = runner.run(test, out=out.write)
+    assert result.attempted and not result.failed, out.getvalue()
+
+
+#: the package's start-up hooks (symllm/__init__.py), which the command runs again (runpy imports the package
+#: before it makes symllm.__main__ the main module)
+STARTUP = {"_is_program", "_start_program"}
+
+
+def _public(mod: str) -> set[str]:
+    """The names module ``mod`` (below symllm) declares public: its literal ``__all__`` (read, not imported:
+    symllm.reference needs torch)."""
+    if mod == "api":
+        return set(symllm.api.__all__)
+    for node in _tree(_modules()[mod]).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+@pytest.mark.parametrize("mod", sorted(m for m in _modules() if m.split(".")[0] == "cli"))
+def test_cli_uses_the_face_and_documented_modules_only(mod):
+    """The command line (symllm/cli/) imports the face (``symllm``, ``symllm.api``), the modules
+    symllm.api.DOCUMENTED names (listed in docs/api.md) or its own modules, and uses from each module only
+    names in its ``__all__``."""
+    known = set(_modules())
+    tree = _tree(_modules()[mod])
+    bound, wrong = {}, set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "symllm"):
+            assert not (isinstance(node, ast.Import) and any(a.name.startswith("symllm") for a in node.names))
+            continue
+        base = node.module[len("symllm."):] if node.module != "symllm" else ""
+        for alias in node.names:
+            sub = f"{base}.{alias.name}" if base else alias.name
+            if sub.split(".")[0] == "cli":  # its own modules
+                continue
+            if sub in known:  # a module: the names it is asked for are checked below
+                if sub not in symllm.api.DOCUMENTED and sub != "api":
+                    wrong.add(f"symllm.{sub}")
+                bound[alias.asname or alias.name] = sub
+            elif base == "":
+                if alias.name not in set(symllm.__all__) | STARTUP:
+                    wrong.add(f"symllm.{alias.name}")
+            elif base not in symllm.api.DOCUMENTED or alias.name not in _public(base):
+                wrong.add(f"{node.module}.{alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            if node.attr not in _public(bound[node.value.id]):
+                wrong.add(f"symllm.{bound[node.value.id]}.{node.attr}")
+    assert not wrong, sorted(wrong)
+    documented = (PACKAGE.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    assert [m for m in symllm.api.DOCUMENTED if f"`symllm.{m}`" not in documented] == []
 
 
 def test_every_submodule_is_an_attribute():
@@ -160,7 +240,7 @@ def test_no_module_is_named_like_a_function():
 def test_library_never_prints():
     """Only the command line writes to stdout/stderr: no print() anywhere else in the library."""
     for mod, path in _modules().items():
-        if mod == "cli":
+        if mod.split(".")[0] == "cli":
             continue
         calls = [n for n in ast.walk(_tree(path))
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"]
@@ -173,4 +253,14 @@ def test_api_only_re_exports():
     tree = _tree(PACKAGE / "api.py")
     defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     assert defined == []
-    assert not any(dep == "api" for mod, deps in _graph().items() if mod not in ("cli", "symllm") for dep in deps)
+    assert not any(dep == "api" for mod, deps in _graph().items() if mod.split(".")[0] != "cli" for dep in deps)
+
+
+def test_every_package_ships_in_the_wheel():
+    """pyproject.toml lists its packages by hand: every folder of symllm with an ``__init__.py`` is among them
+    (symllm.studies and symllm.cli were once left out, and the installed ``symllm`` failed to import)."""
+    import tomllib
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    folders = {".".join(("symllm",) + p.parent.relative_to(PACKAGE).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders - listed == set()

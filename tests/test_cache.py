@@ -24,7 +24,8 @@ import pytest
 
 import symllm
 from symllm.arch import config
-from symllm.numbers import cache, quick
+from symllm.numbers import cache
+from symllm.studies import quick
 
 from .conftest import PUBLISHED
 

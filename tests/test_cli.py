@@ -31,9 +31,9 @@ def test_every_choice_is_read_from_the_module_that_checks_it(cli):
     import argparse
     import importlib
 
-    from symllm import cli as command_line
+    from symllm.cli import parser as command_line
     from symllm.errors import SymllmError
-    from symllm.present import derivation
+    from symllm.present import reports
     from symllm.present.format import side_by_side
     parsers = [command_line.build_parser()]
     with_choices = []
@@ -49,7 +49,7 @@ def test_every_choice_is_read_from_the_module_that_checks_it(cli):
         table = getattr(importlib.import_module(f"symllm.{action.choices.module}"), action.choices.name)
         assert tuple(action.choices) == tuple(table) and table, action.option_strings
     with pytest.raises(SymllmError, match=r"^format: unknown 'docx' \(known: latex, markdown\)$"):
-        derivation.report("llama3.2-1b").render("docx")
+        reports.report("llama3.2-1b").render("docx")
     with pytest.raises(SymllmError, match=r"^format: unknown 'tsv' \(known: text, csv, markdown, latex\)$"):
         side_by_side([("params", "parameters", "count")], ["a"], {"a": {"params": 1}}, "tsv")
     for argv in (["report", "llama3.2-1b", "--format", "docx"], ["count", "llama3.2-1b", "--format", "tsv"]):

@@ -140,7 +140,7 @@ def test_workload_names_every_bad_option():
         with pytest.raises(SymllmError, match=f"^(workload: unknown option )?'?{field}"):
             Workload.of(**bad)
     with pytest.raises(SymllmError, match="^dp"):
-        symllm.numbers.sweeps.Sweep("llama3-8b", {"n_layers": [1]}, options={"dp": 0})
+        symllm.studies.sweeps.Sweep("llama3-8b", {"n_layers": [1]}, options={"dp": 0})
 
 
 # --- report only takes what it uses --------------------------------------------------------------------

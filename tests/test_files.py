@@ -340,11 +340,11 @@ def test_closed_pipe_is_quiet():
 
 def test_ctrl_c_is_one_line_and_exit_130(cli, monkeypatch):
     """KeyboardInterrupt during a command: `symllm: interrupted`, exit 130 (a 27-line traceback)."""
-    from symllm import cli as cli_module
+    from symllm.cli import parser as cli_parser  # binds each subcommand to its cmd_NAME
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(cli_module, "cmd_count", interrupted)
+    monkeypatch.setattr(cli_parser, "cmd_count", interrupted)
     r = cli(["count", "llama3.1-8b"])
     assert r.code == 130 and r.err == "symllm: interrupted\n"
 

@@ -21,7 +21,7 @@ import pytest
 import symllm
 from symllm.cli import main
 from symllm.errors import SymllmError
-from symllm.numbers.sweeps import Sweep, Sweeps
+from symllm.studies.sweeps import Sweep, Sweeps
 
 ROOT = Path(__file__).parent.parent
 LINUX = sys.platform.startswith("linux")
@@ -223,7 +223,7 @@ COMMAND = ["sweep", "--base", "llama3-8b", "--dim", "2048,4096", "--quantity", "
 
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
-@pytest.mark.parametrize("module", ["symllm._lazy", "symllm.cli", "numpy", "sympy", "symllm.numbers.sweeps"])
+@pytest.mark.parametrize("module", ["symllm._lazy", "symllm.cli", "numpy", "sympy", "symllm.studies.sweeps"])
 def test_ctrl_c_during_an_import_of_the_start_up(tmp_path, entry, module):
     """SIGINT exactly when the start-up begins to import ``module`` (numpy's import printed its
     traceback): exit 130 and the one line ``symllm: interrupted``, nothing on stdout."""
@@ -267,6 +267,7 @@ def test_signal_swallowed_by_python_is_still_reported(capsys, monkeypatch):
     printed "Exception ignored in ..." and a traceback, and the command exited 0): not shown, and main()
     returns 130 with its one line once the command returns."""
     from symllm import cli as cli_module
+    from symllm.cli import parser as cli_parser
 
     class Unraisable:  # what Python hands sys.unraisablehook
         exc_type, exc_value, exc_traceback, err_msg, object = KeyboardInterrupt, KeyboardInterrupt(), None, None, None
@@ -276,7 +277,7 @@ def test_signal_swallowed_by_python_is_still_reported(capsys, monkeypatch):
         sys.unraisablehook(Unraisable())           # hands the exception to sys.unraisablehook
         print("whole output")
         return 0
-    monkeypatch.setattr(cli_module, "cmd_presets", swallowed)
+    monkeypatch.setattr(cli_parser, "cmd_presets", swallowed)  # the parser binds each subcommand
     assert main(["presets"]) == 130
     out, err = _err_line(capsys)
     assert err == "symllm: interrupted\n"

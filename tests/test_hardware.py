@@ -358,17 +358,17 @@ def test_fit_is_per_gpu_of_the_layout_and_one_verdict():
 
 
 #: a layout on which a training step of llama3.1-70b fits an H100 (tests/test_parallel.py's report of it: the
-#: text is rendered once, through symllm.numbers.quick) and one on which it does not (35B parameters a GPU)
+#: text is rendered once, through symllm.present.rendered) and one on which it does not (35B parameters a GPU)
 VERDICT_LAYOUTS = (dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1, seq=4096), dict(tp=2))
 
 
 def test_report_has_one_training_verdict_per_layout():
     """A report of a layout on an H100 says the same thing about a training step in its roofline table and in
     its parallel section (issue 22: they once disagreed), where it fits and where it does not."""
-    from symllm.numbers import quick
+    from symllm.present import rendered
     verdicts = []
     for options in VERDICT_LAYOUTS:
-        md = quick.report("llama3.1-70b", fmt="markdown", gpu="h100-sxm", **options)
+        md = rendered.report("llama3.1-70b", fmt="markdown", gpu="h100-sxm", **options)
         fits = symllm.workload("llama3.1-70b", gpu="h100-sxm", **options)["time"]["training_fits"]
         gpus = options["tp"] * options.get("pp", 1) * options.get("dp", 1)
         assert f"| training peak fits (per GPU of {gpus}) | {'yes' if fits else 'no'}" in md

@@ -6,10 +6,10 @@ from hypothesis import example, given, strategies as st
 
 import symllm
 from symllm.arch.config import ModelConfig
-from symllm.present import derivation
+from symllm.present import reports
 from symllm.api import by_kind as kinds
 from symllm.api import values
-from symllm.numbers.kernels import substitute
+from symllm.numbers.kernels import sympy_value
 from symllm.arch import symbols as S
 
 from .conftest import numel_by_layers
@@ -49,18 +49,18 @@ def test_every_report_row_equals_torch_numel(reference, cfg):
     """Every number the Markdown report's parameter table prints equals the reference model's numel sums (no
     "active" line for a dense model), its math is balanced, and the LaTeX report shows the total."""
     measured = reference.count(reference.build(cfg, device="meta"))
-    md = derivation.report(cfg).render("markdown")
+    md = reports.report(cfg).render("markdown")
     assert _markdown_rows(md) == {k: v for k, v in measured.items() if (v or k == "total") and k != "active"}
     assert measured["active"] == measured["total"] and "active" not in md  # dense: no "active" line
     markdown_math(md)
-    assert f"{measured['total']:,}" in derivation.report(cfg).render("latex")
+    assert f"{measured['total']:,}" in reports.report(cfg).render("latex")
 
 
 @given(configs(variant=None))
 def test_closed_form_through_sympy_equals_compiled(cfg):
     """The model's closed form (Meta rounding included) gives the same total through SymPy and the kernel."""
     closed = symllm.model_for(cfg).closed_form("params")
-    assert substitute(closed, values(cfg)) == symllm.params(cfg)["total"]
+    assert sympy_value(closed, values(cfg)) == symllm.params(cfg)["total"]
 
 
 @given(cfg=configs(variant=None))
@@ -122,4 +122,4 @@ def test_meta_rounding_at_real_widths(dim, multiple_of, multiplier):
     vals = {S.d: dim, S.m: multiple_of} | ({S.f: multiplier} if multiplier is not None else {})
     expected = meta_hidden_py(dim, multiple_of, multiplier)
     assert evaluate(expr, vals) == expected
-    assert substitute(expr, vals) == expected
+    assert sympy_value(expr, vals) == expected

@@ -1,6 +1,6 @@
 """Compiled kernels against exact SymPy evaluation: scalars, numpy vectors, the int64 overflow guard.
 
-Expected numbers come from SymPy's exact ``substitute`` (the ground truth the kernels must match),
+Expected numbers come from SymPy's exact ``sympy_value`` (the ground truth the kernels must match),
 Meta's FeedForward arithmetic run as plain Python, and published parameter totals.
 """
 from pathlib import Path
@@ -16,7 +16,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import QUANTITIES, meta_hidden_dim
 from symllm.errors import SymllmError
 from symllm.api import values
-from symllm.numbers.kernels import INT64_SAFE, compile_expr, substitute
+from symllm.numbers.kernels import INT64_SAFE, compile_expr, sympy_value
 
 from .meta_formulas import meta_hidden_dim as meta_hidden_py
 from .strategies import configs, workloads
@@ -38,7 +38,7 @@ def test_scalar_kernel_equals_sympy(cfg, work, causal):
     every breakdown term) is an exact Python int equal to SymPy's exact evaluation."""
     vals = values(cfg, **work)
     for name, expr in _closed_forms(cfg, causal).items():
-        exact = substitute(expr, vals)
+        exact = sympy_value(expr, vals)
         got = compile_expr(expr)(**{k.name: v for k, v in vals.items()})
         assert got == exact and type(got) is type(exact), name
 
@@ -71,7 +71,7 @@ def test_vector_kernel_equals_sympy_pointwise(cfgs, data, big):
         assert got.shape == (len(cfgs),)
         for i in range(len(cfgs)):
             point = {k: v[i].item() for k, v in cols.items()}
-            assert got[i] == substitute(expr, point), (name, i)
+            assert got[i] == sympy_value(expr, point), (name, i)
         if got.dtype != object:
             assert got.dtype == np.int64 and max(abs(int(x)) for x in got) < INT64_SAFE
 
@@ -218,7 +218,7 @@ def test_evaluate_fast_path_gives_the_general_paths_numbers():
     assert list(reordered)[:2] == [S.d, S.V]
     assert evaluate(closed, reordered) == want(reordered)
     assert evaluate(closed, {**base, S.L: 7, S.s: 3}) == want({**base, S.L: 7})  # an extra key
-    assert evaluate(closed, {**base, S.f: 1}) == substitute(closed, {**base, S.f: 1})  # an int where a float was
+    assert evaluate(closed, {**base, S.f: 1}) == sympy_value(closed, {**base, S.f: 1})  # an int where a float was
     assert evaluate(closed, {**base, S.L: True}) == want({**base, S.L: 1})
     with pytest.raises(SymllmError, match="unset: L"):
         evaluate(closed, {k: v for k, v in base.items() if k != S.L})

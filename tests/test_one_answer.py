@@ -14,7 +14,7 @@ from fractions import Fraction
 import pytest
 
 import symllm
-from symllm.numbers import plans
+from symllm.studies import plans
 
 GPU = "h100-sxm"
 

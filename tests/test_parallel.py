@@ -389,9 +389,9 @@ def test_report_has_the_layout_section_only_for_a_layout():
     """symllm report with --tp/--pp/--dp/--sp adds a "parallel training" section showing count's per-GPU
     numbers and bytes sent; with --gpu whether a step's peak (states + activations + the logits' gradient) fits,
     80 GB read as 80 GiB for an H100 SXM (the vendor's binary-sized HBM stacks); without an option, none."""
-    from symllm.numbers import quick  # the text test_hardware's verdict test reads too: rendered once
+    from symllm.present import rendered  # the text test_hardware's verdict test reads too: rendered once
     options = dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1, seq=4096, gpu="h100-sxm")
-    md = quick.report("llama3.1-70b", fmt="markdown", **options)
+    md = rendered.report("llama3.1-70b", fmt="markdown", **options)
     counted = symllm.workload("llama3.1-70b", **options)
     assert "## llama3.1-70b: parallel training" in md and "64 GPUs" in md
     assert f"| parameters | {counted['params']['per_gpu']:,} |" in md

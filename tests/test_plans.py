@@ -17,7 +17,7 @@ import symllm
 from symllm.arch.config import ModelConfig
 from symllm.costs import inverse
 from symllm.errors import SymllmError
-from symllm.numbers import plans
+from symllm.studies import plans
 
 from .strategies import configs
 

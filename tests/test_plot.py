@@ -269,7 +269,7 @@ def test_sweep_plots_every_format_a_sweep_writes(tiny, cli, tmp_path):
     assert list(line.get_ydata()) == [r["params"] for r in theirs] and theirs[0]["params"] == N
     r = cli(["plot", "sweep", tmp_path / "p.parquet", "--x", "dim", "-o", tmp_path / "p.png"])
     assert r.code == 0 and (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
-    from symllm.numbers.sweeps import Sweeps
+    from symllm.studies.sweeps import Sweeps
     several = Sweeps(["llama2-7b", "llama3-8b"], {"n_layers": [1, 2]}).run()
     with pytest.raises(symllm.SymllmError, match="^table: its base column names several models"):
         plots.sweep(several, "n_layers")

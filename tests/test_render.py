@@ -26,8 +26,9 @@ from hypothesis import given
 
 import symllm
 from symllm import cli
-from symllm.present import derivation
+from symllm.present import derivation, reports
 from symllm.present import render
+from symllm.present import printers
 from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
 
@@ -140,8 +141,8 @@ def test_every_latex_output_compiles(tmp_path):
         snippets[f"report {name} markdown math"] = markdown_as_latex(outputs.run("report", name, "--format",
                                                                                  "markdown").out)
     odd = symllm.resolve("llama3.2-1b").replace(name="my_model 100% & #1 {x} ~^$\\", attention_bias=True)
-    snippets["report awkward name"] = derivation.report(odd).render("latex")
-    snippets["report notation"] = derivation.report("llama3.1-8b", notation=PAPER).render("latex")
+    snippets["report awkward name"] = reports.report(odd).render("latex")
+    snippets["report notation"] = reports.report("llama3.1-8b", notation=PAPER).render("latex")
     snippets["derive markdown math"] = markdown_as_latex(
         derivation.derive("model", "flops", config="llama3.1-8b").render("markdown"))
     snippets["repr attention"] = attention()._repr_latex_().replace("$$", "\\[", 1).replace("$$", "\\]", 1)
@@ -205,7 +206,7 @@ def test_report_peaks_compile_and_show_the_numbers(options, tmp_path, monkeypatc
         assert source.startswith("\\documentclass") and "\\end{document}" in source
         assert f"{total:,}" in source and f"{total:,}".replace(",", "{,}") in source
         assert f"{total:,}" in _pdf_text(tmp_path / "r.pdf")
-    md = derivation.report("llama3.2-1b", stack=stack, recompute=recompute, gpu=gpu).render("markdown")
+    md = reports.report("llama3.2-1b", stack=stack, recompute=recompute, gpu=gpu).render("markdown")
     assert f"{memory['training_peak']:,}" in md and f"{memory['inference_peak']:,}" in md
     assert "README" not in md and md.count("### Notation") == 1
     if gpu is not None:
@@ -327,7 +328,7 @@ def test_report_markdown_is_github_markdown():
     """The Markdown report: a heading, GitHub tables, ```math blocks and $`…`$ spans, the published total;
     the table holds names and numbers, one block's closed form follows as display math (by hand:
     d (3 d_ff + 2 d_h n_h + 2 d_h n_kv + 2) = 4,096 · 53,250)."""
-    md = derivation.report("llama3.1-8b").render("markdown")
+    md = reports.report("llama3.1-8b").render("markdown")
     assert md.startswith("## llama3.1-8b")
     assert "| component | parameters | share (%) |" in md
     assert "**8,030,261,248**" in md
@@ -361,8 +362,8 @@ def test_wrapped_markdown_reads_the_same():
 def test_report_escapes_user_text():
     """A model name with LaTeX/Markdown specials is escaped in both formats."""
     cfg = symllm.resolve("llama2-7b").replace(name="a_b%c&d#e")
-    assert "a\\_b\\%c\\&d\\#e" in derivation.report(cfg).render("latex")
-    assert "a\\_b%c\\&d\\#e" in derivation.report(cfg).render("markdown")
+    assert "a\\_b\\%c\\&d\\#e" in reports.report(cfg).render("latex")
+    assert "a\\_b%c\\&d\\#e" in reports.report(cfg).render("markdown")
 
 
 def _cost_rows(md: str, header: str) -> list[tuple[str, int]]:
@@ -400,10 +401,10 @@ def test_report_numbers_equal_count_json(capsys):
 # --------------------------------------------------------------------------- golden files
 
 _GOLDEN_CASES = {
-    "report-llama3.1-8b.md": lambda: derivation.report("llama3.1-8b").render("markdown"),
-    "report-llama3.1-8b.tex": lambda: derivation.report("llama3.1-8b").render("latex", standalone=True),
-    "report-llama2-13b.md": lambda: derivation.report("llama2-13b").render("markdown"),
-    "report-llama3.2-1b.tex": lambda: derivation.report("llama3.2-1b").render("latex"),
+    "report-llama3.1-8b.md": lambda: reports.report("llama3.1-8b").render("markdown"),
+    "report-llama3.1-8b.tex": lambda: reports.report("llama3.1-8b").render("latex", standalone=True),
+    "report-llama2-13b.md": lambda: reports.report("llama2-13b").render("markdown"),
+    "report-llama3.2-1b.tex": lambda: reports.report("llama3.2-1b").render("latex"),
     "derive-attention-gqa.tex": lambda: derivation.derive("attention").render("latex"),
     "derive-model-llama2-7b.txt": lambda: derivation.derive("model", config="llama2-7b").render("text"),
 }
@@ -434,7 +435,7 @@ def test_notation_renames_symbols_everywhere():
     """A notation dict renames symbols in derive and report outputs, by symbol name or code name."""
     tex = derivation.derive("attention", notation={"d": r"d_\mathrm{model}", "n_heads": "h"}).render("latex")
     assert r"2 \, d_\mathrm{model} \, d_h \, \left(h + n_{kv}\right)" in tex
-    md = derivation.report("llama2-7b", notation={"n_h": "h"}).render("markdown")
+    md = reports.report("llama2-7b", notation={"n_h": "h"}).render("markdown")
     assert "$`h`$" in md and "n_h`$" not in md
 
 
@@ -534,7 +535,7 @@ def test_notebook_reprs():
     dv = derivation.derive("model", config="llama3.1-8b")
     assert "8{,}030{,}261{,}248" in dv._repr_latex_()
     assert "8,030,261,248" in str(dv) and "\\" not in str(dv)
-    assert "8,030,261,248" in derivation.report("llama3.1-8b")._repr_markdown_()
+    assert "8,030,261,248" in reports.report("llama3.1-8b")._repr_markdown_()
     assert "$$" in model()._repr_markdown_()
 
 
@@ -660,7 +661,7 @@ def test_accepted_notation_compiles(tmp_path):
         names = {**S.LATEX, S.d: value}
         body = " \\quad ".join(f"${sp.latex(e, symbol_names=names)}$" for e in exprs)
         snippets[f"notation {i}: {value!r}"] = f"${value}$ \\quad {body}\n\\begin{{align}}{value} &= 1\\end{{align}}"
-    snippets["report with notation"] = derivation.report(
+    snippets["report with notation"] = reports.report(
         "llama3.2-1b", notation={"d": "x'^2", "n_h": r"\text{heads}", "V": r"\hat{\mathcal{V}}_1"}).render("latex")
     log = compile_snippets({k.replace("\\", "/").replace("{", "(").replace("}", ")").replace("%", "pct")
                             .replace("#", "hash").replace("$", "dollar").replace("~", "tilde")
@@ -754,22 +755,22 @@ def _printers(numbers: dict):
     from symllm.arch import symbols as S
     names = dict(S.LATEX)
     with_numbers = {**names, **{k: render.num_latex(v) for k, v in numbers.items()}}
-    text = render._NamedStrPrinter({k: render._num_text(v) for k, v in numbers.items()}).doprint
-    return [(lambda e: render._latex(e, symbol_names=names), render.tex_width),
-            (lambda e: render._latex(e, symbol_names=names), len),
-            (lambda e: render._latex(e, symbol_names=with_numbers, mul_symbol="dot"), render.tex_width),
+    text = printers._NamedStrPrinter({k: printers._num_text(v) for k, v in numbers.items()}).doprint
+    return [(lambda e: printers._latex(e, symbol_names=names), render.tex_width),
+            (lambda e: printers._latex(e, symbol_names=names), len),
+            (lambda e: printers._latex(e, symbol_names=with_numbers, mul_symbol="dot"), render.tex_width),
             (text, len)]
 
 
 @given(closed_form_terms(), closed_form_terms(signed=False), closed_form_terms(), positive_points())
 def test_line_breaking_skips_only_prints_that_cannot_fit(a, b, c, point):
-    """The line breaker's lower bound of a printed width (render._narrowest, which spares printing a sum
+    """The line breaker's lower bound of a printed width (printers._narrowest, which spares printing a sum
     that cannot fit) is at most the width of the print, for every node of the forms, in every printer; and
     the lines broken with it are the lines broken with every node printed (a bound of 0), at several widths."""
     import sympy as sp
     numbers = dict(list(point.items())[:3])
     for doprint, measure in _printers(numbers):
-        narrowest = render._narrowest(doprint, measure)
+        narrowest = printers._narrowest(doprint, measure)
         for form in _breakable_forms(a, b, c):
             for node in sp.preorder_traversal(form):
                 assert narrowest(node) <= measure(doprint(node)), (node, doprint(node))
@@ -777,7 +778,7 @@ def test_line_breaking_skips_only_prints_that_cannot_fit(a, b, c, point):
     widths = (40.0, 120.0, render.LATEX_WIDTH)
     skipping = [[f.latex_lines(width=w) for w in widths] + [f.text_lines(30)] for f in formulas]
     with pytest.MonkeyPatch.context() as printing_all:
-        printing_all.setattr(render, "_narrowest", lambda doprint, measure: lambda e: 0.0)
+        printing_all.setattr(printers, "_narrowest", lambda doprint, measure: lambda e: 0.0)
         assert skipping == [[f.latex_lines(width=w) for w in widths] + [f.text_lines(30)] for f in formulas]
 
 

@@ -14,7 +14,8 @@ import symllm
 import symllm.numbers.kernels  # noqa: F401  (the module: symllm.numbers.kernels is the function)
 from symllm.arch import config
 from symllm.numbers import cache as disk
-from symllm.numbers import quick
+from symllm.studies import quick
+from symllm.present import rendered
 from symllm.arch import symbols as S
 
 from .conftest import PUBLISHED
@@ -214,22 +215,22 @@ def _fresh_report(model, *, fmt="latex", standalone=False, notation=None, **work
     """The report rendered from the formulas, with the cache off."""
     from unittest import mock
 
-    from symllm.present import derivation
+    from symllm.present import reports
     with mock.patch.dict(os.environ, {"SYMLLM_CACHE_DIR": ""}):
-        return derivation.report(model, notation=notation, **workload).render(fmt, standalone=standalone)
+        return reports.report(model, notation=notation, **workload).render(fmt, standalone=standalone)
 
 
 def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
-    """quick.report stores a rendered report and reads it back (no formula built, no template run) for the
+    """rendered.report stores a rendered report and reads it back (no formula built, no template run) for the
     same inputs; each read-back text equals a render from the formulas, and any input that changes the
     text (notation file, workload, format, vocabulary) is a different entry."""
-    from symllm.present import derivation
+    from symllm.present import reports
     paper = tmp_path / "paper.json"
     paper.write_text('{"d": "d_\\\\mathrm{model}"}')
     cases = [dict(model="llama2-7b"), dict(model="llama2-7b", fmt="markdown", seq=4096),  # one structure: built once
              dict(model="llama2-7b", standalone=True, notation=str(paper)),
              dict(model="llama2-7b", vocab_size=32001)]
-    cold = [quick.report(**case) for case in cases]
+    cold = [rendered.report(**case) for case in cases]
     assert len(set(cold)) == len(cases)
     assert len(list(cache.glob("report-*.json"))) == len(cases)
 
@@ -237,8 +238,8 @@ def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
         raise AssertionError("rendered again")
 
     with monkeypatch.context() as patched:
-        patched.setattr(derivation, "report", refuse)
-        warm = [quick.report(**case) for case in cases]
+        patched.setattr(reports, "report", refuse)
+        warm = [rendered.report(**case) for case in cases]
     assert warm == cold
     assert f"{PUBLISHED['llama2-7b']['total']:,}" in cold[0]
     assert r"d_\mathrm{model}" in cold[2]
@@ -248,53 +249,53 @@ def test_report_read_back_equals_a_fresh_render(cache, tmp_path, monkeypatch):
         model = case.pop("model")
         assert text == _fresh_report(model if vocab is None else config.load(model, vocab_size=vocab), **case)
     paper.write_text('{"d": "D"}')  # the same file name, new contents: rendered again
-    assert quick.report(**cases[2]) == _fresh_report("llama2-7b", standalone=True, notation=str(paper)) != cold[2]
+    assert rendered.report(**cases[2]) == _fresh_report("llama2-7b", standalone=True, notation=str(paper)) != cold[2]
 
 
 def test_report_errors_and_user_templates_are_not_cached(cache, tmp_path):
     """A refused option raises the report's own error, and user templates are rendered every time."""
     with pytest.raises(symllm.SymllmError, match="'phase' is an option of derive"):
-        quick.report("llama2-7b", phase="decode")
+        rendered.report("llama2-7b", phase="decode")
     with pytest.raises(symllm.SymllmError, match="seq"):
-        quick.report("llama2-7b", seq=0)
+        rendered.report("llama2-7b", seq=0)
     mine = tmp_path / "templates"
     mine.mkdir()
     (mine / "report.md.j2").write_text("{{ model }} has {{ total|grouped }} parameters\n")
-    assert quick.report("llama2-7b", fmt="markdown", template_dir=mine) == "llama2-7b has 6,738,415,616 parameters\n"
+    assert rendered.report("llama2-7b", fmt="markdown", template_dir=mine) == "llama2-7b has 6,738,415,616 parameters\n"
     (mine / "report.md.j2").write_text("{{ model }}!\n")
-    assert quick.report("llama2-7b", fmt="markdown", template_dir=mine) == "llama2-7b!\n"
+    assert rendered.report("llama2-7b", fmt="markdown", template_dir=mine) == "llama2-7b!\n"
     assert not list(cache.glob("report-*.json"))
 
 
 def test_damaged_report_entry_is_rendered_again(cache):
-    text = quick.report("llama2-7b", fmt="markdown")
+    text = rendered.report("llama2-7b", fmt="markdown")
     (entry,) = cache.glob("report-*.json")
     entry.write_text('{"key": "x", "sources": ["forged"]}')
-    assert quick.report("llama2-7b", fmt="markdown") == text
+    assert rendered.report("llama2-7b", fmt="markdown") == text
     entry.write_text('{"key": ')
-    assert quick.report("llama2-7b", fmt="markdown") == text
+    assert rendered.report("llama2-7b", fmt="markdown") == text
 
 
 def test_warm_report_renders_nothing(tmp_path):
     """The second ``symllm report`` of the same inputs loads neither jinja2 nor the derivations; its output
     is the first one's."""
-    _cold_then_warm(["report", "llama3.1-405b", "--format", "latex"], ("jinja2", "symllm.present.derivation", "symllm.present.render"),
+    _cold_then_warm(["report", "llama3.1-405b", "--format", "latex"], ("jinja2", "symllm.present.derivation", "symllm.present.reports", "symllm.present.render"),
                     tmp_path)
 
 
 def test_report_cache_finds_the_built_in_templates():
-    """quick hashes the folder render.template_dir() reads (it finds it without importing jinja2)."""
+    """rendered hashes the folder render.template_dir() reads (it finds it without importing jinja2)."""
     from symllm.present import render
-    assert quick._template_folder() == render.template_dir()
+    assert rendered._template_folder() == render.template_dir()
 
 
 def test_report_cache_knows_a_given_context(tmp_path, monkeypatch):
     """`--context 2048` and no --context give the same numbers for a 2048-token prompt but not the same
     text (the decode row names t = 2,048 or s): the read-back report follows what was given."""
     monkeypatch.setenv("SYMLLM_CACHE_DIR", str(tmp_path))
-    from symllm.numbers import quick
-    implied = quick.report("llama2-7b", fmt="markdown")
-    given = quick.report("llama2-7b", fmt="markdown", context=2048)
+    from symllm.present import rendered
+    implied = rendered.report("llama2-7b", fmt="markdown")
+    given = rendered.report("llama2-7b", fmt="markdown", context=2048)
     assert "one decode step at context s (matmuls)" in implied
     assert "one decode step at context t = 2,048 (matmuls)" in given
 

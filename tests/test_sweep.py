@@ -1,4 +1,4 @@
-"""symllm.numbers.sweeps and `symllm sweep`: rows equal the counts of each row's own config.
+"""symllm.studies.sweeps and `symllm sweep`: rows equal the counts of each row's own config.
 
 Expected numbers: `symllm.api.params` / `symllm count` of a ModelConfig built for the row by
 ModelConfig's own derivation rules, the torch reference's numel on the meta device, and Meta's
@@ -21,7 +21,7 @@ import symllm
 from symllm.cli import main
 from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
-from symllm.numbers.sweeps import Sweep, parse_axis, parse_where, sweep
+from symllm.studies.sweeps import Sweep, parse_axis, parse_where, sweep
 
 from .conftest import requires
 from .strategies import configs, sweep_axes
@@ -180,7 +180,7 @@ def test_file_endings_choose_the_format_and_a_bad_format_is_one_line(tmp_path, c
     """A sweep (one base or several) writes JSON lines to .json/.ndjson/.jsonl and CSV to any other ending, and
     reads its tables back by the same rule; an unknown --format is one line naming it, from the API and the
     command line alike, and writes nothing."""
-    from symllm.numbers.sweeps import Sweeps, read_table
+    from symllm.studies.sweeps import Sweeps, read_table
     sw = Sweep("llama2-7b", {"n_layers": [1, 2]})
     expected = sw.run().records()
     for name in ("g.json", "g.ndjson", "g.jsonl"):

@@ -28,7 +28,7 @@ from symllm.validate import short as _short
 from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
-           "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
+           "preset_hub", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
            "meta_width", "meta_product_ok"]
 
 
@@ -483,7 +483,7 @@ class ModelConfig:
 
 
 #: the spec's fields (:class:`symllm.arch.specs.Spec`) whose value a config gives under another name, a derived
-#: property: what :func:`symllm.arch.specs.spec_of` reads, and what :mod:`symllm.numbers.quick` binds a stored
+#: property: what :func:`symllm.arch.specs.spec_of` reads, and what :mod:`symllm.studies.quick` binds a stored
 #: kernel's argument to (a symbol binds the spec's field, :attr:`symllm.arch.symbols.SymbolInfo.binds`)
 SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim",
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",

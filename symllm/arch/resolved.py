@@ -93,7 +93,7 @@ def _params_table(structure: Structure) -> TableKernel:
     """One compiled function giving every breakdown term, one block and the total, per structure.
 
     Its generated code is kept in :func:`symllm.numbers.cache.cache_dir` by the structure and a hash of
-    symllm's source files (as :mod:`symllm.numbers.quick` keeps a count's), so a later process builds no
+    symllm's source files (as :mod:`symllm.studies.quick` keeps a count's), so a later process builds no
     component tree for it; a miss or a damaged entry builds the tree.
     """
     key = cache_key(structure)

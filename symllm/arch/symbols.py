@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from symllm.numbers.kernels import float_symbol
+
 __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
@@ -47,7 +49,7 @@ class SymbolInfo:
     def binds(self) -> tuple[str, str | int]:
         """What this symbol binds in a model: ``("group", i)``, the count of its group of layers (position
         ``i`` of the counts per group), or ``("field", code)``, a config's or spec's field (a JSON-able pair:
-        symllm.numbers.quick stores it beside a compiled kernel and reads it back without SymPy).
+        symllm.studies.quick stores it beside a compiled kernel and reads it back without SymPy).
 
         >>> SYMBOLS[GROUP_COUNTS[0]].binds, SYMBOLS[d].binds
         (('group', 1), ('field', 'dim'))
@@ -77,7 +79,7 @@ n_kv = sp.Symbol("n_kv", **_size)
 d_h = sp.Symbol("d_h", **_size)
 d_ff = sp.Symbol("d_ff", **_size)
 m = sp.Symbol("m", **_size)
-f = sp.Symbol("f", positive=True, finite=True)
+f = float_symbol("f", positive=True, finite=True)  # its values are doubles: the kernels round it as one
 # mixture of experts (Mixtral, Llama 4)
 n_e = sp.Symbol("n_e", **_size)
 k = sp.Symbol("k", **_size)

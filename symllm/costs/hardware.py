@@ -633,7 +633,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     and each inverse question's closed-form coefficients (``solve.inference_peak.b.0.1``: of the first
     candidate, ``c1``; :func:`symllm.costs.inverse.solution`). What they are depends on the model's structure
     and the workload's shape only (:meth:`symllm.costs.workloads.Workload.shape`): a count at another point
-    evaluates the same forms (:mod:`symllm.numbers.quick` keeps their kernels).
+    evaluates the same forms (:mod:`symllm.studies.quick` keeps their kernels).
 
     >>> from symllm import api
     >>> from symllm.costs.phases import flops, quantities

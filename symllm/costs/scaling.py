@@ -31,7 +31,7 @@ from symllm.arch.config import SWIGLU_RATIO, ModelConfig
 from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
 from symllm.costs.phases import flops, values
-from symllm.numbers.kernels import substitute
+from symllm.numbers.kernels import sympy_value
 
 __all__ = [
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta",
@@ -102,9 +102,9 @@ class Approximation:
         0.0067
         """
         vals = _values(config, **workload)
-        exact = substitute(self.exact, vals)
-        approx = substitute(self.approx, vals)
-        dropped = substitute(self.dropped, vals)
+        exact = sympy_value(self.exact, vals)
+        approx = sympy_value(self.approx, vals)
+        dropped = sympy_value(self.dropped, vals)
         error = exact - approx
         return {"exact": exact, "approx": float(approx), "dropped": float(dropped),
                 "error": float(error), "relative_error": float(error) / float(exact)}
@@ -315,7 +315,7 @@ def compare(first: str, second: str, *, quantity: str = "training", configs=(), 
     for cfg in configs:
         config = resolve(cfg)
         vals = _values(config, batch=1, seq=seq)
-        nums = [substitute(getattr(convention(n, config), quantity), vals) for n in (first, second)]
+        nums = [sympy_value(getattr(convention(n, config), quantity), vals) for n in (first, second)]
         out[config.name] = {"first": nums[0], "second": nums[1], "difference": nums[0] - nums[1],
                             "relative": float(Fraction(nums[0]) / Fraction(nums[1]) - 1)
                             if not isinstance(nums[0], float) else nums[0] / nums[1] - 1}
@@ -484,7 +484,7 @@ class Family:
         config = self.config(width)
         if quantity == "params":
             return params(config)["total"]
-        return substitute(training_flops_per_token(model_for(config)), _values(config, batch=1, seq=self.seq))
+        return sympy_value(training_flops_per_token(model_for(config)), _values(config, batch=1, seq=self.seq))
 
 
 def _bisect(fn, lo: float, hi: float, iters: int = 200) -> float:
@@ -666,8 +666,8 @@ def crossovers(config: ModelConfig | str | Path, *, batch: int = 1, weight_bytes
     t_kv = sp.solve(sp.Eq(mdl.total("kv_cache").subs(S.t, _T - S.s) * S.beta_kv,
                           mdl.closed_form("params") * S.beta_w), _T)[0]
     return {
-        "attention_ffn_prefill": substitute(attention_ffn_crossover(), vals),
-        "attention_ffn_prefill_causal": substitute(attention_ffn_crossover(causal=True), vals),
-        "attention_ffn_decode": substitute(attention_ffn_crossover(phase="decode"), vals),
-        "kv_outweighs_weights": substitute(t_kv, vals),
+        "attention_ffn_prefill": sympy_value(attention_ffn_crossover(), vals),
+        "attention_ffn_prefill_causal": sympy_value(attention_ffn_crossover(causal=True), vals),
+        "attention_ffn_decode": sympy_value(attention_ffn_crossover(phase="decode"), vals),
+        "kv_outweighs_weights": sympy_value(t_kv, vals),
     }

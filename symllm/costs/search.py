@@ -1,7 +1,7 @@
 """The numbers' half of :mod:`symllm.costs.inverse`, without SymPy: the largest integer whose peak fits, from a
 function giving the peak at a point and the closed form's coefficients as numbers (exact: Fractions, integer
 square roots, exact searches). :func:`symllm.costs.inverse.largest` runs it on evaluated closed forms; a count
-read back from stored kernels (:mod:`symllm.numbers.quick`) runs it on those.
+read back from stored kernels (:mod:`symllm.studies.quick`) runs it on those.
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def largest_of(peak, coefficients, capacity: int, low: int = 1) -> int:
     """:func:`symllm.costs.inverse.largest` from numbers, without SymPy: ``peak(x)`` is the expression at ``x``; ``coefficients``
     is :func:`solution`'s, each ``(c0, c1, c2)`` a triple of functions giving the number (None: no closed form).
     What :func:`symllm.costs.inverse.largest` runs, and what a count read back from stored kernels runs
-    (:mod:`symllm.numbers.quick`).
+    (:mod:`symllm.studies.quick`).
 
     >>> largest_of(lambda b: 3 * b + 10, [[lambda: 10, lambda: 3, lambda: 0]], 100)
     30

@@ -502,7 +502,7 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
     ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
     :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
-    (:mod:`symllm.numbers.quick`)."""
+    (:mod:`symllm.studies.quick`)."""
     out = {"workload": work.to_dict(), **{group: {} for group in groups}}
     if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
         for name, value in ev.table().items():

@@ -1,11 +1,11 @@
-"""Numbers from closed forms: exact and compiled kernels, the on-disk cache, ``count``'s fast path, sweeps.
+"""Numbers from closed forms: exact and compiled kernels and the on-disk cache, the layer below
+:mod:`symllm.arch` (it knows SymPy expressions and numbers, no model).
 
-Modules: :mod:`~symllm.numbers.kernels` (``substitute``, ``compile_expr``, ``evaluate``),
+Modules: :mod:`~symllm.numbers.kernels` (``compile_expr``, ``evaluate``, ``sympy_value``),
 :mod:`~symllm.numbers.runtime` (what generated kernels run with; no SymPy), :mod:`~symllm.numbers.cache`
-(the on-disk cache and its trust model),
-:mod:`~symllm.numbers.quick` (``symllm count`` without building a formula), :mod:`~symllm.numbers.sweeps`,
-:mod:`~symllm.numbers.plans` (the largest batch and context, the fewest GPUs, ``symllm plan``).
+(the on-disk cache and its trust model). What uses the costs over many points (sweeps, plans, ``symllm
+count``'s fast path) is :mod:`symllm.studies`.
 """
 from symllm._lazy import attributes
 
-__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("kernels", "runtime", "cache", "quick", "sweeps", "plans")})
+__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("kernels", "runtime", "cache")})

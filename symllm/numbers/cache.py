@@ -44,7 +44,7 @@ try:  # hashlib would load OpenSSL (3 ms of every start-up); BLAKE2 is built int
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "key", "digest", "CacheWarning", "CACHE_ENTRIES"]
+__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "key", "digest", "bytes_digest", "CacheWarning", "CACHE_ENTRIES"]
 
 #: entries kept in :func:`cache_dir`; past this the least recently used half of symllm's entries is removed
 CACHE_ENTRIES = 2048
@@ -273,6 +273,15 @@ def digest(key: str, sources) -> str:
     True
     """
     return _blake2b(json.dumps([key, list(sources)]).encode()).hexdigest()
+
+
+def bytes_digest(data: bytes) -> str:
+    """The hex digest the cache's keys hold for ``data`` (a file's bytes, where a key depends on a file).
+
+    >>> bytes_digest(b"config") == bytes_digest(b"config") != bytes_digest(b"config ")
+    True
+    """
+    return _blake2b(data).hexdigest()
 
 
 def _name(kind: str, key: str) -> str:

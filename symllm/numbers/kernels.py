@@ -2,7 +2,7 @@
 
 Two ways to evaluate, which the tests hold equal:
 
-* :func:`substitute` — SymPy itself (``xreplace``): slow, exact, the ground truth for the kernels.
+* :func:`sympy_value` — SymPy itself (``xreplace``): slow, exact, the ground truth for the kernels.
 * :func:`compile_expr` — a cached Python function of the expression's free symbols. Its code is
   integer-safe: ``floor``/``ceiling`` of a rational become ``//`` on integers (``lambdify`` would print
   ``Rational(8, 3)*d`` as ``(8/3)*d`` and let a float land on the wrong side of an integer), and a
@@ -14,7 +14,7 @@ Two ways to evaluate, which the tests hold equal:
   :class:`~symllm.errors.SymllmError` is raised (``overflow="raise"``).
 
 Meta's ``int(ffn_dim_multiplier * hidden)`` truncates an IEEE double product; ``f`` is therefore a
-Python float in kernels and a 53-bit SymPy ``Float`` in :func:`substitute`, whose products round
+Python float in kernels and a 53-bit SymPy ``Float`` in :func:`sympy_value`, whose products round
 exactly like doubles, so both agree with the model Meta's code builds.
 
 >>> from symllm.arch.symbols import d, m, f
@@ -37,12 +37,12 @@ from functools import lru_cache
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
 from symllm.numbers.runtime import SCALAR_HELPERS, Numbers, _is_array, _numpy, _object_ufunc, define, joined
 
-__all__ = ["substitute", "compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel", "INT64_SAFE"]
+__all__ = ["sympy_value", "compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel",
+           "INT64_SAFE"]
 
 #: points per block of :meth:`Kernel.vector`: 2**14 int64 temporaries (128 KiB each) stay in the CPU cache
 BLOCK = 1 << 14
@@ -50,6 +50,24 @@ BLOCK = 1 << 14
 #: a kernel runs in int64 only where its magnitude bound stays below this (2**62: a factor 2 of
 #: headroom under 2**63 absorbs the bound's own float64 rounding)
 INT64_SAFE = float(2 ** 62)
+
+#: the symbols whose values are IEEE doubles, each declared by :func:`float_symbol` where it is created (Meta's
+#: ``ffn_dim_multiplier``, :data:`symllm.arch.symbols.f`): a rounding of a product holding one truncates a double
+FLOAT_SYMBOLS: set = set()
+
+
+def float_symbol(name: str, **assumptions) -> sp.Symbol:
+    """A SymPy symbol whose values are Python floats, as ``sp.Symbol(name, **assumptions)`` (the same
+    symbol), recorded in :data:`FLOAT_SYMBOLS` so that the kernels round a product holding it as an IEEE
+    double product (the kernels sit below the model's symbols and name none).
+
+    >>> x = float_symbol("x_example", positive=True)
+    >>> x == sp.Symbol("x_example", positive=True), x in FLOAT_SYMBOLS
+    (True, True)
+    """
+    symbol = sp.Symbol(name, **assumptions)
+    FLOAT_SYMBOLS.add(symbol)
+    return symbol
 
 
 def _sympify_value(value):
@@ -70,17 +88,19 @@ def _to_python(value: sp.Expr):
     raise SymllmError(f"evaluate: symbols left unset: {', '.join(sorted(map(str, value.free_symbols)))}")
 
 
-def substitute(expr: sp.Expr, vals: dict) -> int | Fraction | float:
-    """Evaluate ``expr`` with SymPy itself: exact, slow, the reference for :func:`compile_expr`.
+def sympy_value(expr: sp.Expr, vals: dict) -> int | Fraction | float:
+    """The number ``expr`` is at ``vals``, evaluated by SymPy itself: exact, slow, the reference for
+    :func:`compile_expr` (:func:`symllm.arch.algebra.substitute` replaces symbols and returns an expression).
 
     A float value (Meta's ``ffn_dim_multiplier``) times an integer is one IEEE double product, as in
     Meta's ``int(ffn_dim_multiplier * hidden_dim)``: SymPy's own ``Float * Integer`` keeps extra bits
     (``Float(1.9) * 80`` is 151.99999999999999, the double product is 152.0), so those products are
     formed in Python before SymPy sees them.
 
-    >>> substitute(S.d * (S.d + 1) / 2, {S.d: 3})
+    >>> from symllm.arch import symbols as S
+    >>> sympy_value(S.d * (S.d + 1) / 2, {S.d: 3})
     6
-    >>> substitute(sp.floor(S.f * S.d), {S.f: 1.9, S.d: 80})
+    >>> sympy_value(sp.floor(S.f * S.d), {S.f: 1.9, S.d: 80})
     152
     """
     floats = {k: v for k, v in vals.items() if isinstance(v, float)}
@@ -94,10 +114,11 @@ def substitute(expr: sp.Expr, vals: dict) -> int | Fraction | float:
 
 
 def _float_valued(arg: sp.Expr) -> bool:
-    """Whether ``arg`` has a float (``f`` or a ``Float``) outside any inner floor/ceiling, so its
+    """Whether ``arg`` has a float (a :data:`FLOAT_SYMBOLS` symbol, ``f``, or a ``Float``) outside any inner floor/ceiling, so its
     rounding must truncate an IEEE double; otherwise it is rational and rounds as integers (a walk
     that rebuilds nothing: substituting the inner roundings re-evaluated every Max and Min around them).
 
+    >>> from symllm.arch import symbols as S
     >>> _float_valued(sp.floor(S.f * S.d) + S.d), _float_valued(S.f * sp.floor(S.d / 3))
     (False, True)
     """
@@ -106,7 +127,7 @@ def _float_valued(arg: sp.Expr) -> bool:
         e = todo.pop()
         if isinstance(e, (sp.floor, sp.ceiling)):
             continue
-        if e.is_Float or e == S.f:
+        if e.is_Float or e in FLOAT_SYMBOLS:
             return True
         todo.extend(e.args)
     return False
@@ -128,6 +149,7 @@ def over_common_denominator(exprs, expand: bool = False) -> tuple[list, sp.Expr]
     and the terms it divides are cancelled; otherwise SymPy's ``together`` (much slower on a large model's
     byte counts).
 
+    >>> from symllm.arch import symbols as S
     >>> over_common_denominator([S.d / S.N_d + 1, 2 * S.d / S.N_d])
     ([N_d + d, 2*d], N_d)
     >>> over_common_denominator([S.d * (S.L / S.N_d + 1) / S.d_h ** 2])   # d·L/N_d + d over d_h²: N_d·d_h²
@@ -158,6 +180,7 @@ def _common_factor(polys, den: sp.Expr) -> sp.Expr:
     """The largest factor of ``den`` (an integer times powers of symbols) that divides every term of the
     expanded ``polys``.
 
+    >>> from symllm.arch import symbols as S
     >>> _common_factor([2 * S.d * S.N_d ** 2 + 4 * S.N_d * S.L], 4 * S.N_d ** 2)
     2*N_d
     """
@@ -175,6 +198,7 @@ def _denominator(exprs) -> sp.Expr | None:
     inside it) when every denominator there is a power of a symbol or an integer (as the parallel layout's
     ``N_d``, ``N_e`` are): one walk of the trees, where ``together`` would rebuild them; None otherwise.
 
+    >>> from symllm.arch import symbols as S
     >>> _denominator([S.d / S.N_d + sp.Rational(1, 2), sp.ceiling(S.d / S.N_t) / S.N_d ** 2])
     2*N_d**2
     """
@@ -328,6 +352,7 @@ def fingerprint(expr: sp.Basic) -> str:
     built evaluated). Two expressions share it only when they are the same up to that order. ``srepr``
     sorts terms by SymPy's printing order, which took a third of a kernel's build.
 
+    >>> from symllm.arch import symbols as S
     >>> fingerprint(2 * S.d + S.V) == fingerprint(sp.Add(S.V, 2 * S.d, evaluate=False))
     True
     >>> fingerprint(S.d - S.V)
@@ -390,6 +415,7 @@ class Kernel:
     Called with numbers it returns exact Python numbers; called with any numpy array it runs
     :meth:`vector`.
 
+    >>> from symllm.arch import symbols as S
     >>> import numpy as np
     >>> k = Kernel(6 * S.d * S.L * S.s)
     >>> k(d=4096, L=32, s=10**14)          # Python ints: exact, whatever the size
@@ -510,6 +536,7 @@ class Kernel:
         A result that is not an integer everywhere is an object array of Python ints and (where the
         value is not whole, e.g. int4 bytes) ``Fraction`` objects: exact, never float64.
 
+        >>> from symllm.arch import symbols as S
         >>> import numpy as np
         >>> from symllm.arch.components import meta_hidden_dim
         >>> compile_expr(meta_hidden_dim()).vector(d=np.array([34, 4096]), m=np.array([1, 1024]), f=np.array([0.7, 1.3]))
@@ -589,6 +616,7 @@ class Kernel:
 def compile_expr(expr: sp.Expr) -> Kernel:
     """The cached integer-safe kernel of ``expr`` (see the module docstring).
 
+    >>> from symllm.arch import symbols as S
     >>> compile_expr(S.s * (S.s + 1) / 2)(s=10**12)
     500000000000500000000000
     """
@@ -600,6 +628,7 @@ class TableKernel:
     ``kernel(vals)`` (symbol -> number) gives a dict of name -> exact number. One call evaluates a whole
     breakdown, which is what makes a warm ``symllm.params(cfg)`` cost microseconds.
 
+    >>> from symllm.arch import symbols as S
     >>> k = TableKernel({"wq": S.d * S.n_h * S.d_h, "half": S.d / 2})
     >>> k({S.d: 4096, S.n_h: 32, S.d_h: 128, S.L: 1})
     {'wq': 16777216, 'half': 2048}
@@ -622,6 +651,7 @@ class TableKernel:
         """The table kernel whose arguments (symbols), names and generated ``source`` an earlier
         :class:`TableKernel` had (its ``args``, ``names``, ``source``): no expression is built.
 
+        >>> from symllm.arch import symbols as S
         >>> k = TableKernel({"wq": S.d * S.n_h})
         >>> TableKernel.from_source(k.args, k.names, k.source)({S.d: 4, S.n_h: 2})
         {'wq': 8}
@@ -634,6 +664,7 @@ class TableKernel:
     def at(self, args: tuple) -> dict:
         """The table at the numbers ``args``, given in the order of :attr:`args` (no dict look-ups).
 
+        >>> from symllm.arch import symbols as S
         >>> k = TableKernel({"wq": S.d * S.n_h})
         >>> k.args, k.at((4, 2))
         ((d, n_h), {'wq': 8})
@@ -674,6 +705,7 @@ def evaluate(expr: sp.Expr, vals: dict):
     one order, values of the same plain types) on, the kernel reads the dict itself
     (:meth:`Kernel._reader`); anything else takes the general path, which gives the same numbers.
 
+    >>> from symllm.arch import symbols as S
     >>> evaluate(2 * S.d * S.d_h * (S.n_h + S.n_kv), {S.d: 4096, S.d_h: 128, S.n_h: 32, S.n_kv: 8})
     41943040
     >>> evaluate(S.d ** 5, {S.d: 10**6})     # Python ints: exact past int64
@@ -760,7 +792,8 @@ def evaluated(forms: dict, vals: dict, compiled_forms: dict | None = None) -> Nu
     :class:`symllm.numbers.runtime.Numbers`: each through its compiled kernel, the numbers :func:`evaluate` gives
     (``compiled_forms``: :func:`table` of ``forms``, made before).
 
-    >>> n = evaluated({"kv": 2 * S.L * S.d}, {S.L: 32, S.d: 4096})
+    >>> L, d = sp.symbols("L d", integer=True, positive=True)
+    >>> n = evaluated({"kv": 2 * L * d}, {L: 32, d: 4096})
     >>> n("kv"), n("kv", L=1)
     (262144, 8192)
     """
@@ -771,7 +804,7 @@ def sources(forms: dict) -> dict:
     """``name -> (kernel source, argument names)`` of the closed forms ``forms``: what
     :class:`symllm.numbers.runtime.Numbers` is made from in a process that builds no formula.
 
-    >>> sources({"two_d": 2 * S.d})["two_d"]
+    >>> sources({"two_d": 2 * sp.Symbol("d", integer=True, positive=True)})["two_d"]
     ('def kernel(d):\\n    return 2*d\\n', ('d',))
     """
     return {name: (k.source, tuple(a.name for a in k.args)) for name, k in _kernels(forms).items()}

@@ -1,12 +1,10 @@
-"""Derivations and reports: assembled and evaluated here, laid out by :mod:`symllm.present.render`.
+"""Derivations: assembled and evaluated here, laid out by :mod:`symllm.present.render`.
 
 A :class:`Derivation` is one total worked through: its symbols, one equation per sub-term, their sum,
-the collected closed form and, for a config, the numbers substituted and evaluated. A :class:`Report`
-is a whole model: configuration, parameters by component, FLOPs and memory of a
-:class:`~symllm.costs.workloads.Workload`, with their derivations. Everything is computed here (formulas
-through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.arch.resolved.params` and
-:func:`symllm.costs.phases.workload` with the report's one workload, so a report shows the numbers
-``symllm count --json`` prints); the templates are handed plain data and wrapped formulas.
+the collected closed form and, for a config, the numbers substituted and evaluated. Everything is computed
+here (formulas through :mod:`symllm.costs.phases`; the closed forms kept between processes by
+:mod:`symllm.present.forms`); the templates are handed plain data and wrapped formulas. A whole model's
+report, made of derivations, is :mod:`symllm.present.reports`.
 
 >>> derive("attention").render("text").splitlines()[-1].strip()
 '= 2*d*d_h*(n_h + n_kv)'
@@ -17,10 +15,9 @@ through :mod:`symllm.costs.phases`, the report's tables through :func:`symllm.ar
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
@@ -37,15 +34,15 @@ from symllm.arch.components import Component, LayerKind, collected, component, m
 from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
-from symllm.numbers.kernels import TableKernel, evaluate, fingerprint
-from symllm.present.format import REPORT_FORMATS, grouped
+from symllm.numbers.kernels import evaluate
 from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
                      render_template)
 from symllm.present.render import standalone as standalone_document
 from symllm.present.render import notation as notation_of
 from symllm.costs.workloads import Workload
+from symllm.present.forms import _collected, _rebuilt
 
-__all__ = ["OPTIONS", "Derivation", "Report", "derive", "report", "repr_latex", "repr_markdown"]
+__all__ = ["OPTIONS", "Derivation", "derive", "repr_latex", "repr_markdown"]
 
 #: options of derive() beyond the :class:`~symllm.costs.workloads.Workload` fields, with their defaults: which
 #: FLOPs (phase, bucket, MACs) and which memory kind a derivation shows (a report shows them all)
@@ -93,109 +90,6 @@ def equation_label(prefix: str | None, model: str | None, component: str, quanti
         detail = [opts.get("memory", "inference")]
     who = re.sub(r"[^A-Za-z0-9.-]", "-", model) if model else (kind.lower() or "generic")
     return ":".join([prefix, who, component, quantity, *detail])
-
-
-# --------------------------------------------------------------------------- cached between processes
-
-def _mul(*args, **options):
-    """``Mul`` as ``srepr`` wrote it, but a negative coefficient is one number again: ``srepr`` writes
-    ``-2*L`` as ``Mul(Integer(-1), Integer(2), L)``, which unevaluated prints ``-1*2*L``."""
-    if len(args) > 1 and args[0] == -1 and args[1].is_Number:
-        args = (-args[1], *args[2:])
-    return sp.Mul(*args, **options)
-
-
-#: what an ``srepr`` read back may call: SymPy's own expression classes (``Symbol``, ``Integer``, ``Mul``, ...),
-#: never a function (``sympify``, ``parse_expr``, ``lambdify`` would evaluate strings)
-_SREPR_CALLS = frozenset(name for name, value in vars(sp).items()
-                         if isinstance(value, type) and issubclass(value, sp.Basic))
-_SREPR_NODES = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, ast.keyword, ast.Tuple, ast.List,
-                ast.UnaryOp, ast.USub)
-
-
-def _rebuilt(text: str) -> sp.Basic:
-    """The expression whose ``srepr`` is ``text``, rebuilt node by node as it was (no evaluation, so the
-    tree, and what it prints, is the one ``srepr`` was taken of). ``text`` is data: only calls of SymPy's
-    expression classes on literals are accepted (ValueError otherwise), so a cache entry can at worst
-    give a wrong formula, which its digest catches (:mod:`symllm.numbers.cache`).
-
-    >>> _rebuilt("Mul(Integer(2), Symbol('d'))")
-    2*d
-    >>> _rebuilt("Symbol('d').__class__")
-    Traceback (most recent call last):
-    ...
-    ValueError: srepr: Attribute is not an expression's srepr
-    """
-    tree = ast.parse(text, mode="eval")
-    for node in ast.walk(tree):
-        if not isinstance(node, _SREPR_NODES):
-            raise ValueError(f"srepr: {type(node).__name__} is not an expression's srepr")
-        if isinstance(node, ast.Name) and node.id not in _SREPR_CALLS:
-            raise ValueError(f"srepr: {node.id!r} is not a SymPy expression class")
-        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
-            raise ValueError("srepr: a call of something other than a SymPy expression class")
-    with sp.evaluate(False):
-        out = eval(compile(tree, "<srepr>", "eval"), {**{k: getattr(sp, k) for k in _SREPR_CALLS}, "Mul": _mul,  # noqa: S307
-                                                      "__builtins__": {}})
-    if not isinstance(out, sp.Basic):
-        raise TypeError(type(out).__name__)
-    return out
-
-
-def _collected(total: sp.Expr) -> sp.Expr:
-    """:func:`symllm.arch.components.collected` of ``total`` (a ``factor``, tens of milliseconds), kept in
-    :func:`symllm.numbers.cache.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
-    so a report's closed forms are factored once, not in every process. A miss or a damaged entry
-    factors again.
-
-    >>> _collected(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
-    2*d*d_h*(n_h + n_kv)
-    """
-    key = cache_key(fingerprint(total))
-    hit = cache_get("collected", key)
-    if hit is not None and len(hit) == 1:
-        try:
-            return _rebuilt(hit[0])
-        except Exception:  # noqa: BLE001 (a damaged entry: factored again below)
-            pass
-    out = collected(total)
-    cache_put("collected", key, (sp.srepr(out),))
-    return out
-
-
-def _workload_numbers(spec, work: Workload) -> dict:
-    """:func:`symllm.costs.phases.workload` of ``spec`` and ``work``, from a table kernel an earlier process
-    compiled when :func:`symllm.numbers.cache.cache_dir` holds one for this structure and these training
-    options (building the closed forms is most of a report's time); keyed like :mod:`symllm.numbers.quick`'s
-    entries. On a miss the kernel is compiled from the closed forms and stored (one kernel for the whole
-    table: evaluating each quantity on its own compiled each a second time). The groups are the
-    composed quantities' (no ``time`` or ``weight_format``: the report reads those elsewhere).
-
-    >>> w = _workload_numbers(resolved.spec("llama3.1-8b"), Workload.of(seq=4096))
-    >>> w == costs.workload("llama3.1-8b", seq=4096)
-    True
-    """
-    key = cache_key(spec.shape(), work.shape())
-    checks.check(spec, work)
-    vals = costs.values(spec, work)  # β_w of a weight format included
-    hit = cache_get("workload", key)
-    table = None
-    if hit is not None and len(hit) == 3:
-        try:
-            by_name = {sym.name: sym for sym in vals}
-            table = TableKernel.from_source(tuple(by_name[a] for a in json.loads(hit[0])), tuple(json.loads(hit[1])),
-                                            hit[2])
-        except Exception:  # noqa: BLE001 (a damaged entry: compiled again below)
-            table = None
-    if table is None:
-        exprs = costs.quantities(spec.model(work.attention), work)
-        table = TableKernel({f"{group}/{k}": e for group, terms in exprs.items() for k, e in terms.items()})
-        cache_put("workload", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
-    numbers = {"workload": work.to_dict(), "flops": {}, "memory": {}}
-    for name, v in table(vals).items():
-        group, k = name.split("/", 1)
-        numbers.setdefault(group, {})[k] = v.numerator if type(v) is Fraction and v.denominator == 1 else v
-    return numbers
 
 
 # --------------------------------------------------------------------------- derivations
@@ -603,304 +497,6 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
     if spec is not None:  # too many stages, expert parallelism its experts do not allow, a window's limit
         checks.check(spec, work)
     return _derive(component, quantity, kind, spec, notation_of(notation), work, options)
-
-
-# --------------------------------------------------------------------------- reports
-
-@dataclass(frozen=True)
-class Report:
-    """A whole-model report: configuration, each component's formula and value, the totals, FLOPs and
-    memory of one workload, and the conventions. Render with :meth:`render` (``latex`` fragment or
-    standalone, ``markdown``).
-
-    >>> r = report("llama3.1-8b")
-    >>> r.total
-    8030261248
-    >>> "8{,}030{,}261{,}248" in r.render("latex")
-    True
-    """
-
-    #: the resolved ModelConfig
-    config: object
-    #: the whole-model parameter derivation (with the config's numbers)
-    params: Derivation
-    #: notation, symbol -> LaTeX
-    names: tuple = ()
-    #: the workload of the FLOPs and memory sections
-    workload: Workload = field(default_factory=Workload)
-
-    @property
-    def spec(self):
-        """The config's resolved :class:`~symllm.arch.specs.Spec`."""
-        return resolved.spec(self.config)
-
-    @property
-    def total(self) -> int:
-        """The model's parameter count."""
-        return resolved.params(self.spec)["total"]
-
-    def rows(self) -> list[dict]:
-        """One row per non-zero leaf of the parameter breakdown, with its formula and value."""
-        counts = resolved.params(self.spec)
-        return [{"name": name, "formula": Formula(e), "value": counts[name]} for name, e in self.params.terms]
-
-    def context(self, fmt: str = "latex", flavor: str = "github", template_dir=None,
-                label_prefix: str | None = None) -> dict:
-        """What the report templates are handed."""
-        spec, names = self.spec, dict(self.names)
-        counts = resolved.params(spec)
-        dv = self.params.context(fmt, flavor)
-        shown = []  # the derivations the FLOPs, memory and layout sections render (for the glossary)
-        costs_part = self._costs(fmt, flavor, template_dir, shown, label_prefix)
-        block = _derive("block", "params", None, spec, names, self.workload, OPTIONS)
-        config_rows = [
-            ("vocabulary size", S.V, spec.vocab_size), ("model width", S.d, spec.dim),
-            ("blocks", S.L, spec.n_layers), ("query heads", S.n_h, spec.n_heads),
-            ("key/value heads", S.n_kv, spec.n_kv_heads), ("head width", S.d_h, spec.head_dim),
-            ("SwiGLU width", S.d_ff, spec.hidden_dim),
-        ]
-        if spec.shared_hidden_dim is not None:
-            config_rows.append(("shared expert width", S.d_se, spec.shared_hidden_dim))
-        if spec.hidden_rule != "explicit":
-            config_rows.append(("rounding granule", S.m, spec.multiple_of))
-        if spec.hidden_rule == "meta":
-            config_rows.append(("width multiplier", S.f, spec.ffn_dim_multiplier))
-        rule = {"explicit": "stated in the config (never re-rounded)",
-                "meta": "Meta's rounding with the multiplier f",
-                "meta_plain": "Meta's rounding without a multiplier"}[spec.hidden_rule]
-        return {
-            "model": spec.name, "kind": spec.attention_kind, "tied": spec.structure.tied,
-            "attention_bias": spec.structure.attention_bias, "mlp_bias": spec.structure.mlp_bias,
-            "qkv_bias": spec.structure.qkv_bias, "qk_norm": spec.structure.qk_norm,
-            "hidden_rule": rule,
-            "config": [{"field": f, "symbol": Formula(sym), "code": S.SYMBOLS[sym].code, "value": v}
-                       for f, sym, v in config_rows],
-            "params": dv, "rows": [{**t, "value": counts[t["name"]]} for t in dv["terms"]],
-            "total": counts["total"], "block_value": counts["block"],
-            "active": counts["active"] if counts["active"] != counts["total"] else None,
-            "experts": spec.n_experts, "experts_per_token": spec.experts_per_token,
-            "grouped": len(spec.structure.kinds) > 1,
-            # a narrower table where the block's formula is long (OLMo 2's six terms ran into the margin)
-            "compact": len(sp.Add.make_args(sp.expand(block.closed))) > 5,
-            "block_closed": Formula(block.closed), "block_label": label("N", "block"), "block_subst": _substituted(block.closed, block.values),
-            "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
-            "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
-            "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,
-                                                  label_prefix=label_prefix)),
-            "math": math_delimiters(flavor), "format": fmt, **costs_part,
-            "glossary": self._glossary([self.params, block, *shown]),
-        }
-
-    @staticmethod
-    def _glossary(derivations) -> list[dict]:
-        """The symbols every derivation of the report uses, in symllm's table order, each once with its
-        meaning and value (the derivations inside a report print no "where" list of their own)."""
-        values, used, meanings = {}, set(), {}
-        for dv in derivations:
-            used.update(dv.symbols())
-            values.update(dv.values or {})
-            meanings.update({sym: dv.meaning(sym) for sym in dv.symbols() if sym == S.beta_w and dv.weights})
-        return [{"symbol": Formula(sym), "name": sym.name, "code": S.SYMBOLS[sym].code,
-                 "meaning": meanings.get(sym, S.SYMBOLS[sym].description), "value": values.get(sym)}
-                for sym in S.SYMBOLS if sym in used]
-
-    def _costs(self, fmt, flavor, template_dir, shown: list, label_prefix: str | None = None) -> dict:
-        """The FLOPs and memory sections: symllm.costs.phases.workload's numbers and two derivations (each
-        derivation rendered is appended to ``shown``; none repeats the glossary or the definitions)."""
-        spec, work, names = self.spec, self.workload, dict(self.names)
-        numbers = _workload_numbers(spec, work)
-        fl = _derive("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
-        mem = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": "inference"})
-        shown += [fl, mem]
-        once = {"template_dir": template_dir, "flavor": flavor, "glossary": False, "definitions": False,
-                "label_prefix": label_prefix}
-        context = "s" if "context" in work.derived else f"t = {grouped(work.context)}"
-        flops_titles = {"prefill": "prefill (matmuls)",
-                        "decode_token": f"one decode step at context {context} (matmuls)",
-                        "generation": "prefill + n decode steps (matmuls)",
-                        "training_step": "training step, forward + backward (matmuls)",
-                        "elementwise": "prefill, element-wise work"}
-        memory_titles = {"weights": "weights", "kv_cache": "KV cache after s + n tokens",
-                         "training_states": "training states per rank (mixed-precision Adam)",
-                         "activations": "activations saved for backward", "inference_peak": "inference peak",
-                         "training_peak": "training peak (one step's highest point)",
-                         "full_finetune_peak": "full fine-tuning's training peak",
-                         "state_cache": "recurrent and convolution states (Gated DeltaNet)"}
-        if work.lora_rank is not None:  # LoRA's training peak (its parts: the LoRA section)
-            memory_titles["training_peak"] = "training peak (LoRA)"
-        memory = {k: v for k, v in numbers["memory"].items() if not k.startswith("lora_")}
-        return {
-            "costs": True, "workload": numbers["workload"],
-            "flops_rows": [{"name": flops_titles.get(k, k), "value": v} for k, v in numbers["flops"].items()],
-            "memory_rows": [{"name": memory_titles.get(k, k), "value": v} for k, v in memory.items()],
-            "flops_derivation": Safe(fl.render(fmt, **once)),
-            "memory_derivation": Safe(mem.render(fmt, **once)),
-            "flops_value": numbers["flops"]["prefill"], "memory_value": memory["weights"] + memory["kv_cache"],
-            **self._training(numbers, fmt, flavor, template_dir, shown, label_prefix),
-            **self._peaks(fmt, flavor, template_dir, shown, label_prefix),
-        }
-
-    def _peaks(self, fmt, flavor, template_dir, shown: list, label_prefix: str | None = None) -> dict:
-        """The peak-memory section: the derivations of ``inference_peak`` and ``training_peak`` under the
-        workload's stack, and for an HF stack each moment of the training step with its bytes
-        (:func:`symllm.costs.stacks.moments`)."""
-        from symllm.costs import stacks
-
-        spec, work, names = self.spec, self.workload, dict(self.names)
-        out = []
-        for kind, title in (("inference_peak", "Inference peak"), ("training_peak", "Training peak")):
-            dv = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": kind})
-            shown.append(dv)
-            out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor,
-                                                                     label_prefix=label_prefix,
-                                                                     glossary=False, definitions=False))})
-        rows = []
-        if work.stack not in stacks.COMPONENT_STACKS:
-            vals = costs.values(spec, work)
-            mdl = spec.model(work.attention)
-            rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
-                    for t, e in stacks.moments(mdl, work.stack, bool(work.recompute), work.zero_stage)]
-        return {"peak_derivations": out, "training_moments": rows, "stack": work.stack, "roofline": self._roofline()}
-
-    def _time(self) -> dict | None:
-        """count's ``time`` group (:func:`symllm.costs.hardware.roofline`), once per report; None without an
-        accelerator."""
-        spec, work = self.spec, self.workload
-        if hardware.of(work) is None:
-            return None
-        if getattr(self, "_time_group", None) is None:
-            mdl = spec.model(work.attention)
-            vals = {**spec.values(), **work.values()}
-            group = hardware.roofline(mdl, work, vals, costs.quantities(mdl, work), costs.flops,
-                                      window=spec.config.max_positions)
-            object.__setattr__(self, "_time_group", group)
-        return self._time_group
-
-    def _roofline(self) -> dict | None:
-        """With an accelerator: count's ``time`` group as table rows (:func:`symllm.costs.hardware.roofline`),
-        its fit verdicts per GPU of the layout included (the parallel section shows the same ones)."""
-        t, work = self._time(), self.workload
-        if t is None:
-            return None
-        first = t["compute_bound_batch"]
-        per = f" (per GPU of {t['gpus']})" if t["gpus"] > 1 else ""
-        e = t["expected"]  # the expected time beside each bound (symllm.costs.efficiency)
-        unfit = ("does not fit", "")  # nothing is timed that does not fit (hardware.blank_unfit)
-        rows = [("prefill", f"{t['prefill_s']:.4g} s", f"{t['prefill_bound']}-bound; expected {e['prefill_s']:.4g} s"),
-                ("one decode step", f"{t['decode_token_s']:.4g} s",
-                 f"{t['decode_token_bound']}-bound; expected {e['decode_token_s']:.4g} s ({e['engine']})"),
-                ("decode tokens/s", f"{t['tokens_per_s']:,.1f}",
-                 f"at batch {work.batch:,} x {work.dp} replica(s); expected {e['tokens_per_s']:,.1f}")
-                ] if t["fits"] else [("prefill", *unfit), ("one decode step", *unfit), ("decode tokens/s", *unfit)]
-        rows += [("inference peak fits" + per, "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
-                 ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack")]
-        rows += [("training step", f"{t['training_step_s']:.4g} s",
-                  f"MFU {t['mfu']:.1%}; expected {e['training_step_s']:.4g} s, MFU {e['mfu']:.1%} "
-                  f"({e['training_engine']})"),
-                 ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
-                  f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
-                 ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
-        if t["training_fits"] and "training_s" in t:
-            rows.append((f"{work.tokens:,} training tokens", f"{t['training_s'] / 86400:,.2f} days",
-                         f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))
-        if t["gpus"] == 1:
-            rows.append(("decode compute-bound", f"from batch {first:,}" if first else "never",
-                         f"at context {work.context:,}"))
-        return {"title": t["title"], "ridge": f"{t['ridge']:.1f}", "peak_dtype": t["peak_dtype"],
-                "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows],
-                "assumes": {"inference": t["assumes"]["fits"], "training": t["assumes"]["training_fits"]}}
-
-    def _training(self, numbers: dict, fmt, flavor, template_dir, shown: list, label_prefix: str | None = None) -> dict:
-        """The parallel-layout section (only for a layout: :func:`symllm.costs.parallel.laid_out`): count's
-        ``params.per_gpu``, ``memory_per_gpu`` and ``comm`` with the derivation of the communication, and
-        whether a training step fits on ``--gpu``; the LoRA section (only with ``lora_rank``): count's
-        ``params.trainable`` and ``memory.lora_*`` (:func:`symllm.costs.finetune.lora`)."""
-        spec, work = self.spec, self.workload
-        out = {"layout": None, "lora": None}
-        if parallel.laid_out(work):
-            mem = {k: v for k, v in numbers["memory_per_gpu"].items() if k != "training_peak"}
-            step = numbers["memory_per_gpu"]["training_peak"]
-            titles = {"weights": "weights (part of the training states)",
-                      "training_states": "training states (mixed-precision Adam, ZeRO)",
-                      "activations": "activations saved for backward (one micro-batch)",
-                      "inference_peak": "inference peak (serving on this layout)"}
-            fits = None
-            t = self._time()
-            if t is not None:  # the accelerator's memory: the time group's verdict (one per question)
-                fits = {"gpu": t["title"], "capacity": t["capacity"], "fits": t["training_fits"]}
-            comm = _derive("model", "comm", None, spec, dict(self.names), work, OPTIONS)
-            shown.append(comm)
-            comm_titles = {"tp": "tensor parallel (all-reduce, or reduce-scatter and all-gather)",
-                           "pp": "pipeline parallel (point-to-point)",
-                           "dp": "data parallel (gradients; ZeRO's all-gathers)",
-                           "ep": "expert parallel (all-to-all)"}
-            out["layout"] = {
-                "tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep, "sp": work.sp,
-                "zero": work.zero_stage, "gpus": work.tp * work.pp * work.dp,
-                "params": numbers["params"]["per_gpu"],
-                "rows": [{"name": titles[k], "value": v} for k, v in mem.items()], "step": step, "fits": fits,
-                "comm_rows": [{"name": comm_titles.get(k, k), "key": k, "value": v}
-                              for k, v in numbers["comm"].items()],
-                "comm_total": sum(numbers["comm"].values()),
-                "comm_derivation": Safe(comm.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,
-                                                    label_prefix=label_prefix,
-                                                    definitions=False)),
-            }
-        if work.lora_rank is not None:
-            from symllm.costs import finetune  # (builds the adapted tree: only for a LoRA report)
-            tuned = finetune.lora(spec, work)
-            titles = {"lora_base_weights": "frozen base weights" + (" (NF4 linears)" if work.qlora else ""),
-                      "lora_adapter_weights": "adapter weights", "lora_adapter_gradients": "adapter gradients",
-                      "lora_optimizer_states": "adapter optimizer states (Adam)",
-                      "lora_activations": "activations saved for backward", "lora_total": "total"}
-            out["lora"] = {"rank": work.lora_rank, "targets": work.lora_targets.replace(",", ", "),
-                           "qlora": work.qlora, "trainable": tuned["params"]["trainable"],
-                           "rows": [{"name": titles.get(k, k), "value": v} for k, v in tuned["memory"].items()]}
-        return out
-
-    def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
-               template: str | None = None, flavor: str = "github", label_prefix: str | None = None) -> str:
-        """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown; each
-        derivation's numbered equation carries a ``\label`` (``label_prefix``: :func:`equation_label`)."""
-        choice("format", fmt, REPORT_FORMATS)
-        return _laid_out(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir, label_prefix),
-                         self.names, fmt,
-                         standalone, f"{self.config.name}: parameters, FLOPs and memory", template, template_dir)
-
-    def __str__(self):
-        return self.render("markdown", flavor="jupyter")
-
-    def _repr_latex_(self):
-        return None  # a report is a document: notebooks show its Markdown
-
-    def _repr_markdown_(self):
-        return self.render("markdown", flavor="jupyter")
-
-
-def report(config, *, notation=None, vocab_size: int | None = None, **workload) -> Report:
-    """The report of a preset name, a config path, a :class:`~symllm.arch.config.ModelConfig` or a
-    :class:`~symllm.arch.specs.Spec`; ``workload`` (the :class:`~symllm.costs.workloads.Workload` fields: ``batch``,
-    ``seq``, ``gen``, ``context``, ``dtype``, ``kv_dtype``, ``attention``, …) sets what the FLOPs and
-    memory sections count. A report shows every phase and memory kind, so derive()'s :data:`OPTIONS`
-    (``phase``, ``memory``, …) are not options here.
-
-    >>> report("llama2-7b").total
-    6738415616
-    >>> "one decode step at context t = 4,096" in report("llama2-7b", context=4096).render("markdown")
-    True
-    >>> report("llama2-7b", phase="decode")
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: workload: a report shows every phase and memory kind; 'phase' is an option of derive
-    """
-    for key in sorted(workload):
-        if key in OPTIONS:
-            raise SymllmError(f"workload: a report shows every phase and memory kind; {key!r} is an option of derive")
-    work = Workload.of(**workload)
-    spec = resolved.spec(config, vocab_size=vocab_size)
-    names = notation_of(notation)
-    return Report(config=spec.config, params=_derive("model", "params", None, spec, names, work, OPTIONS),
-                  names=tuple(names.items()), workload=work)
 
 
 # --------------------------------------------------------------------------- notebooks

@@ -22,7 +22,7 @@ __all__ = ["FORMATS", "REPORT_FORMATS", "COMPARISON_FORMATS", "QUANTITIES", "dig
 #: the formats a formula or derivation renders in (derive; a report: :data:`REPORT_FORMATS`), in
 #: :mod:`symllm.present.render` (here, without SymPy or jinja2: the command line checks them)
 FORMATS = ("text", "pretty", "latex", "markdown")
-#: the formats a whole-model report renders in (:class:`symllm.present.derivation.Report`, ``symllm report``)
+#: the formats a whole-model report renders in (:class:`symllm.present.reports.Report`, ``symllm report``)
 REPORT_FORMATS = ("latex", "markdown")
 #: the formats of a table with a column per model (:func:`side_by_side`, ``symllm count A B --format``)
 COMPARISON_FORMATS = ("text", "csv", "markdown", "latex")

@@ -1,6 +1,6 @@
 """Plots of symllm's numbers as matplotlib Figures (``pip install "symllm[plot]"``): each function takes
 its numbers from the public API (:func:`symllm.workload`, :func:`symllm.costs.shares.memory_by_component`,
-a :class:`~symllm.numbers.sweeps.Sweep`'s columns) and only draws them. Bytes are drawn in GiB
+a :class:`~symllm.studies.sweeps.Sweep`'s columns) and only draws them. Bytes are drawn in GiB
 (2**30 bytes), FLOPs in GFLOP / TFLOP/s, context lengths on a log2 axis.
 
 * :func:`memory` -- the memory kinds of a workload, and each component's share of them;
@@ -31,7 +31,7 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import choice, shown_path
 
-__all__ = ["KINDS", "FORMATS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
+__all__ = ["KINDS", "FORMATS", "CONTEXTS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
 
 #: what ``symllm plot KIND`` draws -> the function drawing it
 KINDS = ("memory", "context", "flops", "roofline", "sweep")
@@ -315,14 +315,14 @@ def roofline(config, gpu=None, **workload):
 
 
 def _columns(data) -> dict:
-    """Column name -> list of numbers, from a :class:`~symllm.numbers.sweeps.SweepResult`, a dict of
+    """Column name -> list of numbers, from a :class:`~symllm.studies.sweeps.SweepResult`, a dict of
     columns, or the path of a table file ``symllm sweep`` wrote (CSV, JSON lines or Parquet, read by
-    :func:`symllm.numbers.sweeps.read_table`: ``p/q`` exactly)."""
+    :func:`symllm.studies.sweeps.read_table`: ``p/q`` exactly)."""
     if hasattr(data, "columns") and isinstance(data.columns, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.columns.items()}
     if isinstance(data, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.items()}
-    from symllm.numbers.sweeps import read_table
+    from symllm.studies.sweeps import read_table
     cols = read_table(data, columns=True, quotients=True)
     if not cols or not len(next(iter(cols.values()))):
         raise SymllmError(f"table: {shown_path(data)} has no rows")
@@ -338,7 +338,7 @@ def _bytes_column(name: str) -> bool:
 
 def sweep(data, x: str, y=None, *, log: bool = True):
     """Columns ``y`` (default: every column but ``x``) of a sweep against its column ``x``: ``data`` is
-    a :class:`~symllm.numbers.sweeps.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
+    a :class:`~symllm.studies.sweeps.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
     ``symllm sweep`` wrote (CSV, JSON lines, Parquet; a column naming the model is not drawn). Byte columns
     are drawn in GiB (all of ``y`` must then be bytes, or none), points sorted by ``x``; ``log`` puts both
     axes on log scales.
@@ -347,7 +347,7 @@ def sweep(data, x: str, y=None, *, log: bool = True):
     >>> fig.axes[0].lines[0].get_label(), fig.axes[0].get_ylabel()
     ('params', 'count')
     """
-    from symllm.numbers.sweeps import NAME_COLUMNS
+    from symllm.studies.sweeps import NAME_COLUMNS
     cols = _columns(data)
     if x not in cols:
         raise SymllmError(f"x: no column {x!r} (columns: {', '.join(cols)})")

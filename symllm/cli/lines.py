@@ -1,0 +1,237 @@
+"""What the command line prints, laid out: the tables and lines of ``count``, ``plan`` and the serving and time
+rows (:func:`plan_lines`, :func:`serve_lines`, :func:`time_lines`), fitted to :data:`WIDTH` columns. Nothing is
+computed here: each takes the numbers a command was handed.
+"""
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from symllm import validate
+from symllm.present.format import grouped, human_bytes
+
+
+def _checkpoint_lines(c: dict) -> str:
+    rows = [(f"checkpoint ({c['format']}, {c['files']} file(s), {c['tensors']} tensors)", grouped(c["bytes"]),
+             human_bytes(c["bytes"]))]
+    if c["formula_bytes"] is not None:
+        rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))
+    out = _table(rows, ("weights on disk (headers; symllm verify compares them)", "bytes", ""))
+    if c["formula_bytes"] is None:
+        out += "\n(no formula for this checkpoint's format)"
+    if c["difference"] is not None:
+        out += "\n" + _wrap(f"differs from the component tree: {c['difference']}")
+    return out
+
+
+#: the columns terminal output fits (tables, wrapped lines, help, error lines: symllm.validate.WIDTH)
+WIDTH = validate.WIDTH
+
+
+def _wrap(text: str, indent: str = "  ") -> str:
+    """``text`` wrapped to :data:`WIDTH` columns, continuation lines indented."""
+    import textwrap
+    return textwrap.fill(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+
+
+def _natural(name: str) -> tuple:
+    """Sort key with numbers compared as numbers: codellama-7b before codellama-13b, llama3 before llama3.1.
+
+    >>> sorted(["codellama-13b", "llama3.1-8b", "codellama-7b", "llama3-8b", "llama3.1-405b"], key=_natural)
+    ['codellama-7b', 'codellama-13b', 'llama3-8b', 'llama3.1-8b', 'llama3.1-405b']
+    """
+    parts = re.split(r"(\d+(?:\.\d+)*)", name)
+    return tuple(tuple(int(x) for x in p.split(".")) if i % 2 else (p,) for i, p in enumerate(parts))
+
+
+def _table(rows, header, text_columns=(), wrap=None) -> str:
+    """Rows in aligned columns; column ``wrap`` (text) is wrapped so that lines fit :data:`WIDTH`."""
+    if wrap is not None:
+        import textwrap
+        others = sum(max(len(str(r[i])) for r in rows + [header]) + 2 for i in range(len(header)) if i != wrap)
+        room = max(WIDTH - others, 20)
+        wrapped = []
+        for r in rows:
+            for j, part in enumerate(textwrap.wrap(str(r[wrap]), room) or [""]):
+                wrapped.append(tuple(part if i == wrap else (c if j == 0 else "") for i, c in enumerate(r)))
+        rows = wrapped
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "  ".join(  # noqa: E731
+        str(c).ljust(w) if i == 0 or i in text_columns else str(c).rjust(w)
+        for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
+
+
+def _weight_table(fmt: str, total: int, bits) -> str:
+    """count's table of a weight format's bytes and bits per weight."""
+    return _table([(f"weights in {fmt}", grouped(total), human_bytes(total)),
+                   ("bits per weight", f"{float(bits):.4f}", "")],
+                  ("weight format (symllm.costs.formats)", "bytes", "rounded"))
+
+
+_MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak": "training_peak (full fine-tuning)"}
+
+
+def plan_lines(p, top: int) -> list[str]:
+    """``plan``'s table from a :class:`symllm.studies.plans.Plan`: the best ``top`` layouts, the drop
+    counts; nothing computed here."""
+    w = p.workload
+    what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
+            else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
+    kv = f", KV cache {w['kv_format']}" if w.get("kv_format") else ""
+    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu} ({what}; {w['stack']} stack, {w.get('weight_format') or w['dtype']}"
+                 f"{kv}): {p.layouts:,} "
+                 f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
+    moe = any(r["ep"] > 1 for r in p.rows + p.drops)
+    if p.rows:
+        rows = []
+        for i, r in enumerate(p.rows[:top], 1):
+            lay = [str(i), r["tp"], r["pp"], r["dp"]] + ([r["ep"]] if moe else [])
+            e = r.get("expected")  # the best rows' expected times (plans.EXPECTED_ROWS); "-" past them
+            if p.training:
+                rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
+                                   f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
+                                   _g(r["step_s"]), _g(e["training_step_s"]) if e else "-",
+                                   _f(r["mfu"], ".1%"), _f(e["mfu"], ".1%") if e else "-"]
+                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}"] if "training_s" in r else []))
+            else:
+                rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
+                                   _g(e["decode_token_s"] * 1000) if e else "-", _f(r["tokens_per_s"], ",.0f"),
+                                   _f(e["tokens_per_s"], ",.0f") if e else "-"])
+        head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
+        head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
+                 + (["days"] if "training_s" in p.rows[0] else []) if p.training
+                 else ["batch", "peak/GPU", "decode ms", "exp. ms", "tokens/s", "exp."])
+        text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
+        out += ["", _table(rows, tuple(head), text_columns=text)]
+    if p.dropped:
+        out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
+                                                  sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    out.append(_wrap(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
+                     f"(it assumes {p.assumes}); nothing that does not fit is timed."))
+    out.append(_wrap(f"Pipeline splits: {p.splits}."))
+    out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
+                     "measured efficiencies, docs/efficiency.md) for the best rows; "
+                     + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
+                        "another (micro x acc), then reduces gradients once." if p.training
+                        else "tokens/s = replicas x batch / decode step.")))
+    return out
+
+
+#: count's options for --serve (symllm.costs.serving.capacity's keywords)
+_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch")
+
+
+def serve_lines(r: dict) -> str:
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here)."""
+    rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
+            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
+            ("- activation peak", human_bytes(r["activation_peak"]),
+             f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
+            ("- non-torch memory", human_bytes(r["non_torch"]), "the engine's, or --non-torch-memory"),
+            *([("- state cache", human_bytes(r["state_cache_bytes"]),
+                f"{human_bytes(r['state_bytes_per_sequence'])} a sequence")] if "state_cache_bytes" in r else []),
+            ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"),
+            ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
+            (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
+             "fits" if r["fits"] else "one request does not fit")]
+    out = _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2))
+    if "load" in r:
+        x = r["load"]
+        at = f"{x['running']:,} running" + (f", {x['queued']:,} queued" if x["queued"] else "")
+        rows = [("concurrency", f"{x['concurrency']:,}", at + (" (saturated)" if x["saturated"] else "")),
+                ("time to first token", f"{_g(x['ttft_s'])} s", f"prompt {x['seq']:,} tokens"),
+                ("inter-token latency", f"{_g(x['itl_s'] * 1000)} ms", f"{x['gen']:,} tokens generated"),
+                ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"), f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
+                ("saturates at", f"{x['saturation_concurrency']:,}", f"of {x['kv_sequences']:,} the KV cache holds")]
+        out += "\n\n" + _table(rows, (f"under load (expected, {x['engine']})", "", ""), text_columns=(1, 2))
+    return out
+
+
+def time_lines(t: dict, w: dict) -> list[str]:
+    """count's fit and time section from ``workload()["time"]`` (``t``) and its ``workload`` (``w``): the
+    per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`);
+    nothing computed here."""
+    per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
+    e = t["expected"]
+    unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
+    rows = [("inference peak", human_bytes(t["inference_peak"]), "",
+             f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
+            ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}" + (
+                f"; past the {t['window']:,} positions trained" if t["max_context_past_window"] else "")),
+            ("training peak (LoRA)" if w.get("lora_rank") else "training peak", human_bytes(t["training_peak"]), "",
+             f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
+             f"seq {t['training_max_seq']:,})")]
+    if t["fits"]:
+        rows += [("prefill", f"{_g(t['prefill_s'])} s", f"{_g(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
+                 ("decode step", f"{_g(t['decode_token_s'])} s", f"{_g(e['decode_token_s'])} s",
+                  f"{t['decode_token_bound']}-bound"),
+                 ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), _f(e['tokens_per_s'], ",.1f"),
+                  f"batch {w['batch']} x {w['dp']} replica(s)")]
+    else:
+        rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
+    if t["training_fits"]:
+        rows += [("training step", f"{_g(t['training_step_s'])} s", f"{_g(e['training_step_s'])} s",
+                  f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"),
+                 ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"),
+                  _f(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
+                  f"{_f(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]
+        if "training_s" in t:
+            rows.append((f"{w['tokens']:,} tokens", f"{_f(t['training_s'] / 86400, ',.2f')} days",
+                         f"{_f(e['training_s'] / 86400, ',.2f')} days",
+                         f"{_f(e['gpu_hours'], ',.0f')} GPU-hours expected"))
+            if "cost" in t:
+                rows.append(("cost", _f(t["cost"], ",.2f"), _f(e["cost"], ",.2f"), f"at {w['price']:g} a GPU-hour"))
+    else:
+        rows += [("training step", *unfit), ("training tokens/s", *unfit)]
+    out = [_table(rows, (f"on {t['gpu']} ({per})", "bound", "expected", ""), text_columns=(3,), wrap=3)]
+    a = t["assumes"]
+    out.append(_wrap(f"Verdicts assume: inference peak: {a['fits']}; training peak: {a['training_fits']}; "
+                     f"largest context: {a['max_context']}."))
+    first = t["compute_bound_batch"]
+    links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
+                      for k, v in t["links"].items())
+    out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
+                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
+                     + (f"; {links}" if links else "")
+                     + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
+                                                                     else "is memory-bound at any batch"))
+                     + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
+                     f"(training {e['training_engine']}) conventions (docs/efficiency.md)."))
+    return out
+
+
+def _g(value) -> str:
+    """``value`` with 4 significant digits; an exact Fraction past a float's range too (roofline times of
+    any size).
+
+    >>> _g(0.000123456), _g(Fraction(10 ** 400, 3))
+    ('0.0001235', '3.333e+399')
+    """
+    if isinstance(value, Fraction):
+        import decimal
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.Emax, ctx.Emin = 28, decimal.MAX_EMAX, decimal.MIN_EMIN
+            return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), ".4g")
+    return format(value, ".4g")
+
+
+def _f(value, spec: str) -> str:
+    """``value`` formatted by ``spec``; an exact Fraction past a float's range in :func:`_g`'s notation."""
+    return _g(value) if isinstance(value, Fraction) else format(value, spec)
+
+
+def _fit(message: str, room: int) -> str:
+    """``message`` on one line of at most ``room`` columns: the messages are written to fit (a list whole or
+    pointed to by :func:`symllm.validate.listed`, a path cut by :func:`~symllm.validate.shown_path`); one
+    that does not (an odd value echoed back) is cut after its last whole word to "..." rather than run past
+    the terminal's 100 columns.
+
+    >>> _fit("model: unknown preset 'abcdefgh'", 30)
+    'model: unknown preset...'
+    """
+    message = " ".join(message.split())
+    if len(message) <= room:
+        return message
+    cut = message.rfind(" ", 0, room - 2)  # the last whole word that leaves room for "..."
+    return (message[:cut] if cut > room // 2 else message[:room - 3]) + "..."
