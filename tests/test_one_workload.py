@@ -292,3 +292,18 @@ def test_sweep_drops_points_with_too_few_blocks_for_the_stages():
     line = _refusal(lambda: symllm.workload(symllm.load("llama3.2-1b").replace(n_layers=2), pp=3))
     assert line == "pp: 3 pipeline stages for the 2 blocks of llama3.2-1b: too many"
     assert (result.rows, result.invalid, result.reasons) == (2, 1, {"pp": (1, line)})
+
+
+@pytest.mark.parametrize("bad, shown", [(True, "True"), (1.0, "1.0"), ("1", "'1'"), (0, "0")])
+def test_a_workload_kept_for_its_options_still_refuses_a_lookalike_value(bad, shown):
+    """Workload.of keeps the workload made from a set of options (a warm symllm.workload validates once): a value
+    equal to a kept one but of another type (True == 1 == 1.0 in Python) is still checked, and refused in the
+    same one line every time (a refusal is never kept)."""
+    from symllm.costs.workloads import Workload
+
+    ok = Workload.of(batch=1, seq=64)
+    assert Workload.of(batch=1, seq=64) == ok and ok.batch == 1 and type(ok.batch) is int
+    for _ in range(2):
+        with pytest.raises(SymllmError) as err:
+            symllm.workload("llama3.2-1b", batch=bad, seq=64)
+        assert str(err.value) == f"batch: expected a positive integer, got {shown}"

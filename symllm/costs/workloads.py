@@ -330,7 +330,19 @@ class Workload:
         given = {k: v for k, v in options.items() if v is not None}
         if workload is not None and not given:
             return workload  # frozen: the same workload (a copy validated it all again)
-        return workload.replace(**given) if workload is not None else cls(**given)
+        if workload is not None:
+            return workload.replace(**given)
+        if cls is not Workload or not all(type(v) in _PLAIN for v in given.values()):
+            return cls(**given)
+        # frozen and validated from these options alone: the same options give the same workload (the key holds
+        # each value's type, so True, 1 and 1.0 stay apart; a bad value raises and is never kept)
+        key = tuple((k, type(v), v) for k, v in given.items())
+        hit = _OF.get(key)
+        if hit is None:
+            if len(_OF) >= 1024:
+                _OF.clear()
+            hit = _OF[key] = cls(**given)
+        return hit
 
     def shape(self) -> tuple:
         """What of this workload shapes the closed forms, read off the fields marked ``shapes``: the key of
@@ -473,6 +485,12 @@ def _marks() -> tuple:
 def options() -> dict[str, tuple[dataclasses.Field, Option]]:
     """Field name -> (the dataclass field, its :class:`Option`): what the CLI generates flags from."""
     return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(Workload) if f.init}
+
+
+#: the value types :meth:`Workload.of` keeps a workload for (immutable, compared by value)
+_PLAIN = frozenset((int, float, str, bool))
+#: ((option, type, value), ...) -> the :class:`Workload` :meth:`Workload.of` made from those options alone
+_OF: dict[tuple, Workload] = {}
 
 
 def with_stated(work: Workload, config) -> Workload:
