@@ -583,13 +583,28 @@ _NAMED: dict[int, tuple] = {}
 _FORMS: dict[tuple, tuple] = {}
 
 
+#: (id of a spec, a workload that passed :func:`symllm.costs.checks.check` on it) -> the spec: a warm
+#: workload() checks a (config, workload) pair once
+_CHECKED: dict[tuple, object] = {}
+
+
 def resolved_workload(config, work: Workload | None = None, **options) -> tuple:
     """``(spec, workload)`` as :func:`workload` counts them: the config's stated weight format applied
     (a quantized config.json's ``quantization_config``, unless ``weight_format`` is given), the workload
     checked against the model (one line) and a context past the model's window flagged."""
     spec = resolved.spec(config)
     work = with_stated(Workload.of(work, **options), spec.config)
-    checks.check(spec, work)
+    key = (id(spec), work)  # frozen workload, compared by value
+    try:
+        hit = _CHECKED.get(key)
+    except TypeError:  # an option that cannot be hashed (accelerator figures given as a dict): checked each time
+        key = hit = None
+    if hit is None or hit is not spec:
+        checks.check(spec, work)  # raises: nothing kept
+        if key is not None:
+            if len(_CHECKED) >= 1024:
+                _CHECKED.clear()
+            _CHECKED[key] = spec  # spec held: its id is not reused
     checks.warn_past_window(spec, work.seq + work.gen)
     return spec, work
 
