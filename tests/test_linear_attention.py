@@ -247,3 +247,124 @@ def test_comparison_shows_the_state_of_the_hybrid_only():
     out = comparison.compare(["qwen3-next-80b-a3b", "qwen3-30b-a3b"], batch=2, seq=100)["models"]
     assert out["qwen3-next-80b-a3b"]["state_cache"] == 2 * 77_856_768 and "state_cache" not in out["qwen3-30b-a3b"]
     assert "state_cache" in [key for key, _, _ in comparison.ROWS]
+
+
+# --- saved activations of one Gated DeltaNet, against transformers' own module -------------------------
+
+def _one_linear_layer(raw: dict) -> dict:
+    """``raw`` with one layer, a Gated DeltaNet (its other keys, the DeltaNet's shapes, as drawn)."""
+    raw = {k: v for k, v in raw.items() if k != "full_attention_interval"}
+    raw.update(num_hidden_layers=1, layer_types=["linear_attention"])
+    if raw["model_type"] == "qwen3_next":
+        raw.update(decoder_sparse_step=1, mlp_only_layers=[])
+    return raw
+
+
+def _saved_by(module, x) -> int:
+    """Bytes of the distinct storages that ``module(x)``'s autograd graph holds for backward once the forward
+    has returned (saved_tensors_hooks, each storage once, parameters left out). A storage saved by a node
+    that the forward then drops is not held: transformers computes the last chunk's state update and
+    discards it (no final state asked for), so what that node alone saved is freed before any backward."""
+    import gc
+    import weakref
+    torch = requires("torch")
+    params = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    packed = []
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in params:
+            packed.append(weakref.ref(t))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = module(x)
+    gc.collect()
+    held = {}
+    for ref in packed:
+        t = ref()
+        if t is not None:
+            held[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    del out
+    return sum(held.values())
+
+
+def _linear_attention(raw: dict):
+    """``(transformers' DeltaNet module, symllm's linear_attention component)`` of the one-layer ``raw``."""
+    mdl = symllm.model_for(from_hf(raw))
+    ours = next(c for c in mdl.walk() if c.name == "linear_attention")
+    return _hf_model(raw, "cpu").train().model.layers[0].linear_attn, ours
+
+
+def _saved_case(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` saved bytes of one DeltaNet's training forward over ``b × s`` random fp32
+    inputs (CPU; the torch fallback path, chunked)."""
+    torch = requires("torch")
+    torch.manual_seed(0)
+    module, ours = _linear_attention(raw)
+    measured = _saved_by(module, torch.randn(b, s, raw["hidden_size"], requires_grad=True))
+    values = symllm.values(from_hf(raw), batch=b, seq=s, dtype="fp32")
+    return measured, int(ours.total("saved").subs(values))
+
+
+def _unrepeated(raw: dict, b: int, s: int) -> int:
+    """What transformers saves beyond symllm's convention when the key and value heads are as many
+    (``n_gk = n_gv``): ``repeat_interleave`` is skipped, so the l2 norms' inputs are views of the
+    convolution's output (its ``b·s·(2·n_gk·d_gk + n_gv·d_gv)`` elements in place of q's and k's own
+    ``2·b·n_gv·s·d_gk``), and in Qwen3-Next the gate z stays a view of in_proj_qkvz's whole output (in place
+    of z's own ``b·s·n_gv·d_gv``). symllm counts q, k and z at their own sizes, as for grouped heads (the
+    published checkpoints: 16 key heads, 32 or 48 value heads)."""
+    n_gk, n_gv = raw["linear_num_key_heads"], raw["linear_num_value_heads"]
+    if n_gk != n_gv:
+        return 0
+    d_gk, d_gv = raw["linear_key_head_dim"], raw["linear_value_head_dim"]
+    conv = b * s * (2 * n_gk * d_gk + n_gv * d_gv)
+    extra = conv - 2 * b * n_gv * s * d_gk
+    if raw["model_type"] == "qwen3_next":
+        extra += b * s * (conv // (b * s) + n_gv * d_gv) - b * s * n_gv * d_gv
+    return 4 * extra
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data(), b=st.integers(2, 3), s=st.integers(2, 140).filter(lambda s: s % 64))
+def test_saved_activations_equal_transformers_saved_tensors(kind, data, b, s):
+    """What transformers' Gated DeltaNet (its torch fallback: the chunked delta rule, the causal convolution's
+    reference path) holds for backward after a training forward (CPU, fp32) is symllm's ``saved`` of the
+    linear_attention component, but for :func:`_unrepeated`'s views. The convention is torch's general case:
+    more than one sequence of more than one token, padded by at least one position to whole chunks. (With
+    ``s`` a whole number of chunks, one sequence, or one token, torch's transposes and reshapes of tensors
+    that are already contiguous return views where the general case copies, so storages are shared: a few
+    ``b·n_gv·S``-sized storages more or less, an artefact of the reference no implementation's memory
+    depends on; those shapes are not drawn.)"""
+    raw = _one_linear_layer(data.draw(gated_deltanet_configs(kind)))
+    measured, ours = _saved_case(raw, b, s)
+    assert measured == ours + _unrepeated(raw, b, s)
+
+
+def test_saved_activations_by_hand():
+    """Qwen3-Next's DeltaNet, d = 8, 1 key head and 2 value heads (d_gk = 3, d_gv = 5), K_c = 4, over 2
+    sequences of 70 tokens (two chunks of 64, the second padded), fp32; what the torch path saves, tensor by
+    tensor (transformers' modeling_qwen3_next.py), in elements:
+
+    - in_proj_qkvz's and in_proj_ba's input: b·s·d = 2·70·8 = 1120
+    - conv1d's input (b, 16 channels, 70) and its output over 70 + 3 positions (SiLU's input): 2·16·(70 + 73) = 4576
+    - sigmoid(b), softplus's input and output (b·s·n_gv = 280 each), exp(A_log) and its negation (2 each): 844
+    - the l2 norms: q and k (b·n_gv·s·d_gk = 840 each) and their 1/norms (280 each): 2240
+    - padded to S = 128, per value head (b·n_gv = 4): beta and three exps of g's cumulative sum (4·S),
+      k padded, the two chunk matmuls' folded copies, the solve's output, q and k decayed (saved by the
+      second chunk's scan: 6·S·d_gk), v padded, the solve's output, the scan's two v_new (3·S·d_gv), the pairwise decays,
+      k·kᵀ and q·kᵀ, the UT system, the intra-chunk scores (5·S·64): 4·128·(4 + 18 + 15 + 320) = 182784
+    - per chunk: its decay and the state it starts from (1 + 15): 4·2·16 = 128
+    - the gated norm (280 rows of 5): its input, normalised, weighted, the gate, SiLU(gate) and out_proj's
+      input (6·5), and 1/rms (1): 280·31 = 8680
+
+    1120 + 4576 + 844 + 2240 + 182784 + 128 + 8680 = 200372 elements × 4 bytes = 801488, and the 64 × 64
+    bool mask (4096 bytes): 805584."""
+    raw = {"model_type": "qwen3_next", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+           "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 4,
+           "linear_num_key_heads": 1, "linear_num_value_heads": 2, "linear_key_head_dim": 3,
+           "linear_value_head_dim": 5, "linear_conv_kernel_dim": 4, "tie_word_embeddings": False,
+           "rms_norm_eps": 1e-6, "layer_types": ["linear_attention"], "num_experts": 0, "num_experts_per_tok": 1,
+           "moe_intermediate_size": 4, "shared_expert_intermediate_size": 4, "decoder_sparse_step": 1,
+           "mlp_only_layers": []}
+    assert (1120 + 4576 + 844 + 2240 + 182784 + 128 + 8680) * 4 + 64 * 64 == 805584
+    assert _saved_case(raw, 2, 70) == (805584, 805584)

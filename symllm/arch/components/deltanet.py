@@ -36,6 +36,11 @@ Conventions (docs/conventions.md, "Linear attention"):
   transformers' ``LinearAttentionLayer`` keeps that tensor; Qwen3.5's config states ``mamba_ssm_dtype:
   float32`` for vLLM), and the convolution state, the last ``K_c`` inputs of the ``2·n_gk·d_gk + n_gv·d_gv``
   channels in the activations' dtype (``β_a``), as transformers caches it.
+* **Saved** (``saved``, a training forward): what transformers' torch path holds for backward, each part on
+  the component that saves it (the projections' input on the layer; :func:`_rule_saved`, :func:`_norm_saved`);
+  the chunked rule works in fp32 over the padded sequence. **Live** (the inference working set): the
+  projections' and convolution's outputs, and the chunked rule's fp32 tensors through its scan
+  (:func:`_rule_live`).
 
 >>> from symllm.arch.layers import Structure, LayerKind
 >>> from symllm.arch.symbols import d, n_gk, n_gv, d_gk, d_gv, K_c
@@ -115,6 +120,50 @@ def _chunks(positions: sp.Expr) -> sp.Expr:
     return sp.ceiling(positions / C) * per_chunk
 
 
+def _padded() -> sp.Expr:
+    """Positions of one sequence after transformers pads it to a whole number of chunks, ``C·⌈s/C⌉``."""
+    return CHUNK * sp.ceiling(s / CHUNK)
+
+
+def _rule_saved() -> sp.Expr:
+    """Bytes a training forward of ``torch_chunk_gated_delta_rule`` saves for backward (module docstring,
+    "Saved"): everything in fp32 (the rule casts q, k, v, beta and g to float32), but the causal mask.
+
+    >>> _rule_saved().subs({b: 1, n_gv: 1, d_gk: 1, d_gv: 1, s: 1})  # 4·(2·2 + 64·(4 + 4 + 3 + 5·64) + 2) + 64²
+    88856
+    """
+    C, S, N = CHUNK, _padded(), sp.ceiling(s / CHUNK)
+    later = sp.Min(N - 1, 1)  # 1 when there is a second chunk: the scan then saves q and k for the state's gradient
+    heads = b * n_gv
+    return (FP32 * heads * (2 * s * (d_gk + 1)  # the l2 norms' inputs (q and k) and their 1/norms
+                            + S * (4 + (4 + 2 * later) * d_gk + 3 * d_gv + 5 * C)  # per padded position
+                            + N * (1 + d_gk * d_gv))  # per chunk: its decay, the state it starts from
+            + C * C)  # the strictly-upper mask, bool
+
+
+def _rule_live() -> sp.Expr:
+    """Activation elements live through the chunked rule's scan: the layer's projections' and convolution's
+    outputs, beta and g (``b·s·(2·W + n_gv·d_gv + 4·n_gv)``, ``W`` the convolution's channels), and the rule's
+    fp32 tensors (in whole activation elements): per value head and padded position the three ``C``-wide
+    products (pairwise decays, the UT system, the intra-chunk scores), q, k, ``k·β``, the decayed ``k·β`` and
+    its solve (``5·d_gk``), v, ``v·β``, the new values and the output (``4·d_gv``), beta, g and its cumulative
+    sum (3). Read off transformers' code, not measured.
+
+    >>> _rule_live().subs({b: 1, s: 1, n_gv: 1, n_gk: 1, d_gk: 1, d_gv: 1, beta_a: 2})
+    26123
+    """
+    return (_T * (2 * conv_channels() + n_gv * d_gv + 4 * n_gv)
+            + sp.ceiling(FP32 / beta_a) * b * n_gv * _padded() * (3 * CHUNK + 5 * d_gk + 4 * d_gv + 3))
+
+
+def _norm_saved() -> sp.Expr:
+    """Bytes the gated norm and out_proj save, per row (``b·s·n_gv`` rows of ``d_gv``): the norm's fp32
+    input and 1/rms, its normalised output and the weighted product (activations' dtype), the gate as fp32 and
+    its SiLU, and out_proj's input."""
+    rows = _T * n_gv
+    return FP32 * rows * (3 * d_gv + 1) + beta_a * rows * 3 * d_gv
+
+
 def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer="linear_attention"),
                    **_) -> Component:
     """A Gated DeltaNet layer (module docstring) of a model of ``structure`` (``delta_split``: Qwen3.5's four
@@ -152,12 +201,18 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
     conv = Component("conv1d", params=width * K_c,
                      flops=2 * K_c * b * width * positions,
                      elementwise=ELEMENTWISE["silu"] * _T * width,
+                     # saved: its input (conv1d's backward) and its output over the s + K_c - 1 padded
+                     # positions (SiLU's input; the slice to s positions is a view of it)
+                     saved=beta_a * b * width * (2 * s + K_c - 1),
                      doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, kernel_size, groups=conv_dim, bias=False)",
                      rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d"))
     decay = Component("decay", params=2 * n_gv,
                       # g = -exp(A_log) * softplus(a + dt_bias): add, softplus (exp, add, log), exp, multiply,
                       # negate; beta = sigmoid(b)
                       elementwise=(7 + ELEMENTWISE["sigmoid"]) * _T * n_gv,
+                      # saved: beta = sigmoid(b) (its output), softplus's input a.float() + dt_bias and its
+                      # output, and exp(A_log) and its negation (fp32: the .float())
+                      saved=beta_a * _T * n_gv + FP32 * (2 * _T * n_gv + 2 * n_gv),
                       doc="self.dt_bias = nn.Parameter(torch.ones(num_v_heads)); "
                           "self.A_log = nn.Parameter(torch.log(A))",
                       # two per-head vectors beside each other in the module, named by the first (A_log, dt_bias)
@@ -165,16 +220,20 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
     # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
     rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s),
                      elementwise=b * n_gv * one * 7 * d_gk * d_gv,
+                     saved=_rule_saved(), live=(_rule_live(),),
                      doc="torch_chunk_gated_delta_rule (chunk_size=64) / torch_recurrent_gated_delta_rule",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_gv, _T * n_gv, "self.norm = Qwen3NextRMSNormGated(head_v_dim)  # norm(o) * silu(z)",
                    Rules("replicated", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm"))
-    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * n_gv * d_gv)
+    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * n_gv * d_gv,
+                        saved=_norm_saved())
     out = linear("out_proj", n_gv * d_gv, d, doc="self.out_proj = nn.Linear(value_dim, hidden_size)",
                  rules=_rules("row", "out_proj"))
     return Component(
         "linear_attention",
         state_cache=b * (recurrent_state() + conv_state()),
+        # saved: the normed input of the input projections (each of them reads it)
+        saved=beta_a * _T * d,
         children=(*projections, conv, decay, rule, norm, out),
         doc="Qwen3_5GatedDeltaNet" if split else "Qwen3NextGatedDeltaNet",
         rules=Rules("replicated", lora=(), stacks=(), label=_LABEL, hf="linear_attn"),
