@@ -264,3 +264,25 @@ def test_every_package_ships_in_the_wheel():
                  ["tool"]["setuptools"]["packages"])
     folders = {".".join(("symllm",) + p.parent.relative_to(PACKAGE).parts) for p in PACKAGE.rglob("__init__.py")}
     assert folders - listed == set()
+
+
+#: modules allowed over the 600-line limit, each with its reason (issue 38 item 5: a reader holds a module)
+LONG_MODULES = {
+    "arch/config.py": "another change adds config fields to it now; split after it lands",
+    "costs/hardware.py": "split by concern pending (issue 38)",
+    "numbers/kernels.py": "split by concern pending (issue 38)",
+    "costs/scaling.py": "split by concern pending (issue 38)",
+    "costs/phases.py": "split by concern pending (issue 38)",
+    "costs/checkpoints.py": "split by concern pending (issue 38)",
+    "costs/formats.py": "split by concern pending (issue 38)",
+}
+
+
+def test_no_module_is_over_600_lines_but_the_named_ones():
+    """Every module under symllm/ is at most 600 lines, except LONG_MODULES (each with its reason); an entry
+    that is no longer long is removed, so the list stays the truth."""
+    package = Path(__file__).resolve().parent.parent / "symllm"
+    long = {p.relative_to(package).as_posix(): n for p in package.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert set(long) <= set(LONG_MODULES), f"over 600 lines, not named: {sorted(set(long) - set(LONG_MODULES))}"
+    assert set(LONG_MODULES) <= set(long), f"named but no longer long: {sorted(set(LONG_MODULES) - set(long))}"

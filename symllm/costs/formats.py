@@ -85,6 +85,7 @@ from fractions import Fraction
 from math import ceil, prod
 
 from symllm._lazy import module
+from symllm.arch.dtypes import BYTES
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
@@ -134,7 +135,7 @@ FORMATS = tuple(f for f in QUANTIZES if f != "gguf") + tuple(FILE_TYPES) + ("bf1
 
 #: KV-cache format -> bytes per cached element: fp16/bf16, fp8 (E4M3/E5M2; a per-layer fp32 scale is not
 #: counted), llama.cpp's ``--cache-type-k/-v`` q8_0 and q4_0 (block of 32: 34 and 18 bytes)
-KV_FORMATS = {"fp32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2), "fp8": Fraction(1),
+KV_FORMATS = {**{d: Fraction(BYTES[d]) for d in ("fp32", "fp16", "bf16", "fp8")},
               "q8_0": Fraction(34, 32), "q4_0": Fraction(18, 32)}
 
 #: symllm component name -> GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``; the format's own
@@ -145,7 +146,7 @@ GGUF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymP
 #: n_e)``, as llama.cpp's converter merges them
 GGUF_EXPERTS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps"}
 
-_HIGH = 2  # bf16/fp16 bytes of a weight a format leaves alone
+_HIGH = BYTES["bf16"]  # bf16/fp16 bytes of a weight a format leaves alone
 
 
 def _spec(config):
@@ -507,7 +508,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
                                         i, n_layers, has_output=has_output, is_70b=is_70b)
             out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
     else:
-        plain = {"bf16": 2, "fp16": 2, "fp32": 4}
+        plain = {d: BYTES[d] for d in ("bf16", "fp16", "fp32")}
         base = _base(fmt)[0]  # a grouped format's kinds are its base's (gptq-g32: gptq's)
         if base not in QUANTIZES and fmt not in plain:
             raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes")
