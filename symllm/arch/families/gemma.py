@@ -97,10 +97,12 @@ GEMMA = register(Family(
     activation=("hidden_act", {"gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu_tanh"}),
     ignored={"sliding_window": None},
     presets="config.json of google/gemma-2b, google/gemma-7b"))
-GEMMA2 = register(Family(
-    model_type="gemma2", fields=_gemma2, reads=("attention_bias",), layer_types=_LAYERS, models=_SOFTCAPS,
-    defaults={"vocab_size": 256000, "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
-              "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True},
+#: Gemma with sandwich norms, score and logit caps, sliding layers beside full ones, read its activation from
+#: hidden_activation, and Gemma 2 2B's sizes
+GEMMA2 = register(GEMMA.extend(
+    "gemma2", fields=_gemma2, layer_types=_LAYERS, models=_SOFTCAPS, ignored={},
+    defaults={**GEMMA.defaults, "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
+              "num_key_value_heads": 4},
     activation=("hidden_activation", _TANH),
     presets="config.json of google/gemma-2-2b, google/gemma-2-9b, google/gemma-2-27b"))
 #: Gemma 2 with Gemma 3's per-head QK-norm (1 + weight), its vocabulary and its layer pattern; its

@@ -10,7 +10,8 @@ parameters per block. ``attention_bias`` puts a bias on q, k, v and o; absent or
 >>> _fields({"intermediate_size": 11008}, 32)
 {'hidden_dim': 11008, 'norms': 'post'}
 """
-from symllm.arch.families.hf import Family, integer, register
+from symllm.arch.families.hf import integer, register
+from symllm.arch.families.llama import LLAMA
 
 __all__ = ["OLMO2"]
 
@@ -19,7 +20,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
     return {"hidden_dim": integer(raw, "intermediate_size", 11008), "norms": "post"}
 
 
-OLMO2 = register(Family(
-    model_type="olmo2", fields=_fields, nullable=("num_key_value_heads",), reads=("attention_bias",), qk_norm="full",
-    ignored={"sliding_window": None},
+#: LLaMA with OLMo 2's whole-width QK-norm and post-norms; only attention_bias read; head_dim never null
+OLMO2 = register(LLAMA.extend(
+    "olmo2", fields=_fields, nullable=("num_key_value_heads",), reads=("attention_bias",), qk_norm="full",
     presets="config.json of allenai/OLMo-2-1124-7B, allenai/OLMo-2-1124-13B, allenai/OLMo-2-0325-32B"))

@@ -40,12 +40,22 @@ def _window(raw: dict, n_layers: int) -> tuple[int | None, list]:
     return window, ["sliding" if kind == "sliding_attention" else None for kind in types]
 
 
+def moe_layers(raw: dict, n_layers: int, experts: int) -> set:
+    """The layers with a mixture of experts, as Qwen2MoE and Qwen3MoE decoder layers choose them: none when
+    ``experts`` is 0, else those off ``mlp_only_layers`` with ``(i + 1) % decoder_sparse_step == 0``.
+
+    >>> sorted(moe_layers({"decoder_sparse_step": 2, "mlp_only_layers": [3]}, 6, 4))
+    [1, 5]
+    """
+    step = integer(raw, "decoder_sparse_step", 1)
+    dense_only = set(indices(raw, "mlp_only_layers", n_layers, default=[]))
+    return {i for i in range(n_layers) if i not in dense_only and experts > 0 and (i + 1) % step == 0}
+
+
 def _fields(raw: dict, n_layers: int) -> dict:
     flag(raw, "norm_topk_prob", False)  # checked only: it changes no count
     E = integer(raw, "num_experts", _DEFAULTS["num_experts"], minimum=0)
-    step = integer(raw, "decoder_sparse_step", 1)
-    dense_only = set(indices(raw, "mlp_only_layers", n_layers, default=[]))
-    moe = {i for i in range(n_layers) if i not in dense_only and E > 0 and (i + 1) % step == 0}
+    moe = moe_layers(raw, n_layers, E)
     window, windows = _window(raw, n_layers)
     out = {"sliding_window": window} if window is not None and "sliding" in windows else {}
     out.update(groups([LayerKind(ffn="moe" if i in moe else "dense", window=w) for i, w in enumerate(windows)]))

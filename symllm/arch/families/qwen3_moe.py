@@ -17,7 +17,8 @@ config.json state them): true, false and 0, what it builds, are accepted; anothe
 >>> [(k.ffn, count) for k, count in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"]
 ([('dense', 1), ('moe', 2)], 16, 64)
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register
+from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.families.qwen2_moe import moe_layers
 from symllm.errors import SymllmError
 
 __all__ = ["QWEN3_MOE"]
@@ -35,15 +36,12 @@ def _experts(raw: dict) -> int:
 def _fields(raw: dict, n_layers: int) -> dict:
     flag(raw, "norm_topk_prob", False)  # checked only: it changes no count
     E = _experts(raw)
-    step = integer(raw, "decoder_sparse_step", 1)
-    dense_only = set(indices(raw, "mlp_only_layers", n_layers, default=[]))
-    moe = [i for i in range(n_layers) if i not in dense_only and E > 0 and (i + 1) % step == 0]
+    moe = moe_layers(raw, n_layers, E)
     window = integer(raw, "sliding_window", 4096, nullable=True) if flag(raw, "use_sliding_window", False) else None
     out = {"sliding_window": window}
     if not moe:  # every layer dense
         return {**out, "hidden_dim": integer(raw, "intermediate_size", 6144)}
     window = None if window is None else "sliding"
-    moe = set(moe)
     # PEFT adapts Qwen3MoeExperts' fused gate_up_proj/down_proj under gate_proj/up_proj/down_proj (transformers'
     # weight-conversion mapping): peft_fused_experts refuses those targets rather than count them wrong
     out.update(n_experts=E, experts_per_token=integer(raw, "num_experts_per_tok", 8),
