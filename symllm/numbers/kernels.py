@@ -29,7 +29,6 @@ from __future__ import annotations
 import keyword
 import math
 import operator
-import sys
 import types
 from fractions import Fraction
 from functools import lru_cache
@@ -39,7 +38,8 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
-from symllm.numbers.runtime import SCALAR_HELPERS, Numbers, _is_array, _numpy, _object_ufunc, define, joined
+from symllm.numbers.runtime import (SCALAR_HELPERS, Numbers, _is_array, _numpy, _object_ufunc, _python, define,
+                                   joined)
 
 __all__ = ["sympy_value", "compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel",
            "INT64_SAFE"]
@@ -326,15 +326,6 @@ def _whole(x):
     return x.numerator if type(x) is Fraction and x.denominator == 1 else x
 
 
-def _as_python(x):
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(x, np.integer):
-        return int(x)
-    if np is not None and isinstance(x, np.floating):
-        return float(x)
-    return x
-
-
 def _code(expr: sp.Expr) -> str:
     """Integer-safe Python code of ``expr``: a rational total is one exact division at the end."""
     num, den = _fraction(expr)
@@ -514,7 +505,7 @@ class Kernel:
         if not set(map(type, vals)) <= _PLAIN:  # arrays, numpy scalars, Fractions
             if any(map(_is_array, vals)):
                 return self.vector(**{a.name: v for a, v in zip(self.args, vals)})
-            vals = map(_as_python, vals)
+            vals = map(_python, vals)
             out = self._fn(*vals)
             # Fraction inputs (int4 bytes) keep Fraction type even when the value is whole
             return out.numerator if type(out) is Fraction and out.denominator == 1 else out
