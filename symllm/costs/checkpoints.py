@@ -75,9 +75,9 @@ _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K
 #: ``rules.lora``), and this table is read from them (:func:`symllm.costs.formats._declared`); per
 #: ``model_type`` overrides below
 HF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
-_HF_OVERRIDES = {"mixtral": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"},
-                 # MiniMax-M2's checkpoints (and transformers' save_pretrained of it) keep Mixtral's layout
-                 "minimax_m2": {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}}
+_MIXTRAL_LAYOUT = {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}
+#: MiniMax-M2's checkpoints (and transformers' save_pretrained of it) keep Mixtral's layout
+_HF_OVERRIDES = {"mixtral": _MIXTRAL_LAYOUT, "minimax_m2": _MIXTRAL_LAYOUT}
 #: the routed experts' tensors (one per expert), which are not components: their HF names
 _HF_EXPERTS = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 

@@ -15,20 +15,11 @@ YaRN-scaled (``rope_parameters``): no parameters.
 >>> [(k.ffn, k.window, n) for k, n in f["layers"]]  # runs, in model order
 [('moe', 'sliding', 1), ('moe', None, 1), ('moe', 'sliding', 1), ('moe', None, 1)]
 """
-from symllm.arch.families.hf import Family, LayerKind, groups, integer, register
+from symllm.arch.families.hf import Family, LayerKind, groups, integer, local_experts, register
 from symllm.errors import SymllmError
 from symllm.validate import short
 
 __all__ = ["GPT_OSS"]
-
-
-def _experts(raw: dict) -> int:
-    """``num_local_experts``, or ``num_experts`` (GptOssConfig's ``attribute_map``: the same attribute)."""
-    given = {k: integer(raw, k) for k in ("num_local_experts", "num_experts") if k in raw}
-    if len(set(given.values())) > 1:
-        raise SymllmError(f"num_experts: {given['num_experts']} differs from num_local_experts "
-                          f"{given['num_local_experts']} (one attribute)")
-    return next(iter(given.values()), 128)
 
 
 def _fields(raw: dict, n_layers: int) -> dict:
@@ -42,7 +33,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
     window = integer(raw, "sliding_window", 128, nullable=True)
     if any(sliding) and window is None:
         raise SymllmError("sliding_window: null with sliding_attention layers (ambiguous: refused)")
-    out = dict(n_experts=_experts(raw), experts_per_token=integer(raw, "num_experts_per_tok", 4),
+    out = dict(n_experts=local_experts(raw, 128), experts_per_token=integer(raw, "num_experts_per_tok", 4),
                hidden_dim=integer(raw, "intermediate_size", 2880), moe_bias=True, clamped_swiglu=True,
                attention_sinks=True,
                **groups([LayerKind(ffn="moe", window="sliding" if on else None) for on in sliding]))

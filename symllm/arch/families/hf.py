@@ -29,7 +29,7 @@ from symllm.validate import boolean, short, with_list
 from symllm.validate import integer as _integer
 
 __all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
-           "rotary_factor",
+           "rotary_factor", "local_experts",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
 #: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
@@ -223,6 +223,20 @@ def flag(raw: dict, key: str, default: bool) -> bool:
     symllm.errors.SymllmError: use_sliding_window: expected True or False, got 'false'
     """
     return boolean(key, raw.get(key, default))
+
+
+def local_experts(raw: dict, default: int) -> int:
+    """``num_local_experts``, or ``num_experts`` (gpt-oss's and MiniMax-M2's config classes map one attribute to
+    both names: an ``attribute_map``), ``default`` absent; the two disagreeing is refused.
+
+    >>> local_experts({"num_experts": 8}, 128), local_experts({}, 128)
+    (8, 128)
+    """
+    given = {k: integer(raw, k) for k in ("num_local_experts", "num_experts") if k in raw}
+    if len(set(given.values())) > 1:
+        raise SymllmError(f"num_experts: {given['num_experts']} differs from num_local_experts "
+                          f"{given['num_local_experts']} (one attribute)")
+    return next(iter(given.values()), default)
 
 
 def rotary_factor(raw: dict, default: float):

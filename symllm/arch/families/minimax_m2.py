@@ -28,20 +28,11 @@ Traceback (most recent call last):
 ...
 symllm.errors.SymllmError: attn_type_list: [1, 0] has lightning-attention layers (0), which transformers' minimax_m2 does not build
 """
-from symllm.arch.families.hf import Family, integer, register, rotary_factor
+from symllm.arch.families.hf import Family, integer, local_experts, register, rotary_factor
 from symllm.errors import SymllmError
 from symllm.validate import short
 
 __all__ = ["MINIMAX_M2"]
-
-
-def _experts(raw: dict) -> int:
-    """``num_local_experts``, or ``num_experts`` (the class's ``attribute_map`` names the same attribute)."""
-    given = {k: integer(raw, k) for k in ("num_local_experts", "num_experts") if k in raw}
-    if len(set(given.values())) > 1:
-        raise SymllmError(f"num_experts: {given['num_experts']} differs from num_local_experts "
-                          f"{given['num_local_experts']} (one attribute)")
-    return next(iter(given.values()), MINIMAX_M2.defaults["num_local_experts"])
 
 
 def _fields(raw: dict, n_layers: int) -> dict:
@@ -61,7 +52,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
     if raw.get("rotary_dim") is not None and factor != default:
         raise SymllmError(f"partial_rotary_factor: {short(factor)} disagrees with rotary_dim {raw['rotary_dim']} "
                           f"of head_dim {head_dim}")
-    E = _experts(raw)
+    E = local_experts(raw, MINIMAX_M2.defaults["num_local_experts"])
     return {"hidden_dim": integer(raw, "intermediate_size", MINIMAX_M2.defaults["intermediate_size"]),
             "n_experts": E, "qk_norm": "full", "partial_rotary_factor": factor,
             "experts_per_token": integer(raw, "num_experts_per_tok", MINIMAX_M2.defaults["num_experts_per_tok"]),
