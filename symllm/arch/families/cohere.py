@@ -18,7 +18,8 @@ Traceback (most recent call last):
 ...
 symllm.errors.SymllmError: logit_scale: null (transformers multiplies the logits by it; state a number)
 """
-from symllm.arch.families.hf import Family, flag, integer, register
+from symllm.arch.families.hf import flag, integer, register
+from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -36,8 +37,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
             "norm_eps": raw.get("layer_norm_eps", 1e-5)}
 
 
-COHERE = register(Family(
-    model_type="cohere", fields=_fields, reads=("attention_bias",), nullable=("num_key_value_heads",),
+#: LLaMA with a parallel block (its fields), only attention_bias read, head_dim never null, use_qk_norm modelled,
+#: no sliding_window refusal, and Command-R's sizes and tied embeddings when absent
+COHERE = register(LLAMA.extend(
+    "cohere", fields=_fields, reads=("attention_bias",), nullable=("num_key_value_heads",), ignored={},
     defaults={"vocab_size": 256000, "hidden_size": 8192, "num_hidden_layers": 40, "num_attention_heads": 64,
               "tie_word_embeddings": True},
     models=("use_qk_norm",),

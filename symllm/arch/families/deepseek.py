@@ -32,6 +32,7 @@ vision tower and projector, which are not counted, and ties the lm_head by the w
 ([('dense', 1), ('moe', 2)], 2048, 18432, 1)
 """
 from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -89,22 +90,26 @@ _NAMES = {"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermedia
           "experts_per_token": "num_experts_per_tok", "n_mtp_layers": "num_nextn_predict_layers"}
 _MLA = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
 
-DEEPSEEK_V2 = register(Family(
-    model_type="deepseek_v2", fields=_v2, reads=("attention_bias", "mlp_bias"), nullable=("num_key_value_heads",),
+#: LLaMA's bias keys with latent attention and DeepSeek's experts (its fields), head_dim never null, the MoE and MLA
+#: keys modelled, moe_layer_freq ignored at 1, and DeepSeek-V2's sizes when absent
+DEEPSEEK_V2 = register(LLAMA.extend(
+    "deepseek_v2", fields=_v2, nullable=("num_key_value_heads",),
     defaults={"vocab_size": 102400, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
               "intermediate_size": 11008, "q_lora_rank": 1536, **_MLA, "first_k_dense_replace": 0,
               "n_routed_experts": 64, "n_shared_experts": 2, "moe_intermediate_size": 1407,
               "num_experts_per_tok": None},
     models=_MODELS, ignored={"moe_layer_freq": 1}, names=_NAMES,
     presets="config.json of deepseek-ai/DeepSeek-V2, deepseek-ai/DeepSeek-V2-Lite"))
-DEEPSEEK_V3 = register(Family(
-    model_type="deepseek_v3", fields=_v3, reads=("attention_bias",), nullable=("num_key_value_heads",),
+#: DeepSeek-V2 without mlp_bias, with multi-token-prediction layers, V3's sizes, Kimi-K2 read as it and Kimi-K2.5's
+#: text_config inside its wrapper
+DEEPSEEK_V3 = register(DEEPSEEK_V2.extend(
+    "deepseek_v3", fields=_v3, reads=("attention_bias",),
     defaults={"vocab_size": 129280, "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128,
               "num_key_value_heads": 128, "intermediate_size": 18432, "q_lora_rank": 1536, **_MLA,
               "first_k_dense_replace": 3, "n_routed_experts": 256, "n_shared_experts": 1,
               "moe_intermediate_size": 2048, "num_experts_per_tok": 8, "norm_topk_prob": True,
               "num_nextn_predict_layers": 1},
-    models=_MODELS + ("num_nextn_predict_layers",), ignored={"moe_layer_freq": 1}, names=_NAMES,
+    models=_MODELS + ("num_nextn_predict_layers",),
     aliases=("kimi_k2",), wrappers=("kimi_k25",), typed=("kimi_k25",),
     outer={"kimi_k25": {"tie_word_embeddings": True}},
     presets="config.json of deepseek-ai/DeepSeek-V3, deepseek-ai/DeepSeek-R1, moonshotai/Kimi-K2-Instruct, "

@@ -20,7 +20,8 @@ every query and key head. Every absent key takes the class's default; a true ``u
 >>> f["sliding_window"], [(kind.window, count) for kind, count in f["layers"]], f["qk_norm"]
 (512, [('sliding', 5), (None, 1), ('sliding', 1)], 'rmsnorm')
 """
-from symllm.arch.families.hf import Family, LayerKind, groups, integer, register
+from symllm.arch.families.hf import LayerKind, groups, integer, register
+from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import positive_number, short
 
@@ -90,12 +91,13 @@ def _gemma3(raw: dict, n_layers: int) -> dict:
 _LAYERS = ("full_attention", "sliding_attention")
 _SOFTCAPS = ("attn_logit_softcapping", "final_logit_softcapping")
 
-GEMMA = register(Family(
-    model_type="gemma", fields=_gemma, reads=("attention_bias",),
+#: LLaMA with GeGLU (Gemma's "gelu" read as gelu_pytorch_tanh), only attention_bias read, no nullable size, and
+#: Gemma 7B's sizes and tied embeddings when absent (its norms, embedding scale and d_ff: _gemma)
+GEMMA = register(LLAMA.extend(
+    "gemma", fields=_gemma, reads=("attention_bias",), nullable=(),
     defaults={"vocab_size": 256000, "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
               "num_key_value_heads": 16, "head_dim": 256, "tie_word_embeddings": True},
     activation=("hidden_act", {"gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu_tanh"}),
-    ignored={"sliding_window": None},
     presets="config.json of google/gemma-2b, google/gemma-7b"))
 #: Gemma with sandwich norms, score and logit caps, sliding layers beside full ones, read its activation from
 #: hidden_activation, and Gemma 2 2B's sizes

@@ -15,8 +15,8 @@ value refused.
 >>> f["qkv_bias"], f["partial_rotary_factor"], [(k.ffn, n) for k, n in f["layers"]], f["n_shared_experts"]
 (True, 0.5, [('dense', 1), ('moe', 1)], 1)
 """
-from symllm.arch.families.deepseek import moe_fields
-from symllm.arch.families.hf import Family, flag, integer, register, rotary_factor
+from symllm.arch.families.deepseek import DEEPSEEK_V3, moe_fields
+from symllm.arch.families.hf import flag, integer, register, rotary_factor
 
 __all__ = ["GLM4_MOE"]
 
@@ -30,8 +30,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
     return out
 
 
-GLM4_MOE = register(Family(
-    model_type="glm4_moe", fields=_fields, reads=("attention_bias",),
+#: DeepSeek-V3's experts and multi-token prediction with GQA in place of latent attention (q/k/v biases, an
+#: optional per-head QK-norm, a partial rotary), GLM-4.5's sizes, no nullable size, decoder_sparse_step ignored at 1
+GLM4_MOE = register(DEEPSEEK_V3.extend(
+    "glm4_moe", fields=_fields, nullable=(),
     defaults={"vocab_size": 151552, "hidden_size": 4096, "num_hidden_layers": 46, "num_attention_heads": 96,
               "num_key_value_heads": 8, "intermediate_size": 10944, "moe_intermediate_size": 1408,
               "num_experts_per_tok": 8, "n_shared_experts": 1, "n_routed_experts": 128, "first_k_dense_replace": 1,
@@ -42,7 +44,5 @@ GLM4_MOE = register(Family(
     # GLM-4.5-Air's config.json states decoder_sparse_step 1 (every layer from first_k_dense_replace on is
     # MoE, as the class builds it); Glm4MoeConfig keeps it and the model never reads it
     ignored={"decoder_sparse_step": 1},
-    names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
-           "n_experts": "n_routed_experts", "experts_per_token": "num_experts_per_tok",
-           "n_mtp_layers": "num_nextn_predict_layers", "qkv_bias": "attention_bias", "qk_norm": "use_qk_norm"},
+    names={**DEEPSEEK_V3.names, "qkv_bias": "attention_bias", "qk_norm": "use_qk_norm"},
     presets="config.json of zai-org/GLM-4.5, zai-org/GLM-4.5-Air"))

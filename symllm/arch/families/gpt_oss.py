@@ -15,7 +15,8 @@ YaRN-scaled (``rope_parameters``): no parameters.
 >>> [(k.ffn, k.window, n) for k, n in f["layers"]]  # runs, in model order
 [('moe', 'sliding', 1), ('moe', None, 1), ('moe', 'sliding', 1), ('moe', None, 1)]
 """
-from symllm.arch.families.hf import Family, LayerKind, groups, integer, local_experts, register
+from symllm.arch.families.hf import LayerKind, groups, integer, local_experts, register
+from symllm.arch.families.mistral import MIXTRAL
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -42,8 +43,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
     return out
 
 
-GPT_OSS = register(Family(
-    model_type="gpt_oss", fields=_fields, reads=("attention_bias",),
+#: Mixtral's experts in every layer (num_experts its other name; biased, clamped: its fields) with attention
+#: biases (default on), sinks, sliding layers beside full ones, gpt-oss-120b's sizes and no nullable size
+GPT_OSS = register(MIXTRAL.extend(
+    "gpt_oss", fields=_fields, reads=("attention_bias",), nullable=(),
     defaults={"vocab_size": 201088, "hidden_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64,
               "num_key_value_heads": 8, "head_dim": 64, "attention_bias": True},
     layer_types=("full_attention", "sliding_attention"),

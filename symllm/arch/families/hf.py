@@ -127,7 +127,7 @@ class Family:
     def extend(self, model_type: str, **changes) -> Family:
         """A family for ``model_type`` that differs from this one only by ``changes`` (each a field, replaced
         whole), as sympy builds ``SI = MKSA.extend(...)``: a family file states what differs from its base.
-        Its wrappers are its own (none unless given).
+        The other model types it reads are its own (no wrappers, aliases, typed wrappers or outer keys unless given).
 
         >>> from symllm.arch.families.qwen import QWEN2
         >>> q = QWEN2.extend("qwen2_like", presets="a test")
@@ -137,7 +137,8 @@ class Family:
         unknown = sorted(set(changes) - {f.name for f in _dataclass_fields(self)})
         if unknown:
             raise SymllmError(f"{unknown[0]}: not a field of Family")
-        return replace(self, model_type=model_type, **{"wrappers": (), **changes})
+        own = {"wrappers": (), "aliases": (), "typed": (), "outer": {}}
+        return replace(self, model_type=model_type, **{**own, **changes})
 
 
 _REGISTRY: dict[str, Family] = {}

@@ -14,7 +14,8 @@ without RoPE scale their queries by a temperature (``attn_temperature_tuning``, 
 >>> [(k.ffn, k.rotary, k.window, n) for k, n in f["layers"]], f["dense_hidden_dim"]  # runs, in model order
 ([('dense', True, 'chunked', 1), ('moe', True, 'chunked', 1), ('dense', True, 'chunked', 1), ('moe', False, None, 1)], 16384)
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register
+from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register
+from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -52,8 +53,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
                 attention_chunk=chunk, hidden_dim=integer(raw, "intermediate_size", 8192))
 
 
-LLAMA4 = register(Family(
-    model_type="llama4_text", fields=_fields, wrappers=("llama4",), reads=("attention_bias",),
+#: LLaMA with experts, chunked layers and layers without RoPE (its fields), read inside the llama4 wrapper too;
+#: only attention_bias read, no nullable size, no sliding_window refusal
+LLAMA4 = register(LLAMA.extend(
+    "llama4_text", fields=_fields, wrappers=("llama4",), reads=("attention_bias",), nullable=(), ignored={},
     defaults={"vocab_size": 202048, "num_key_value_heads": 8, "head_dim": 128},
     layer_types=("full_attention", "chunked_attention"),
     models=("num_local_experts", "num_experts_per_tok", "interleave_moe_layer_step", "moe_layers",

@@ -28,7 +28,8 @@ Traceback (most recent call last):
 ...
 symllm.errors.SymllmError: attn_type_list: [1, 0] has lightning-attention layers (0), which transformers' minimax_m2 does not build
 """
-from symllm.arch.families.hf import Family, integer, local_experts, register, rotary_factor
+from symllm.arch.families.hf import integer, local_experts, register, rotary_factor
+from symllm.arch.families.mistral import MIXTRAL
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -61,8 +62,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
             "peft_fused_experts": True}
 
 
-MINIMAX_M2 = register(Family(
-    model_type="minimax_m2", fields=_fields,
+#: Mixtral's experts in every layer (num_experts its other name) with OLMo 2's whole-width QK-norm and a partial
+#: rotary (its fields), MiniMax-M2's sizes, no nullable size, and MiniMax's own keys accepted at what the class builds
+MINIMAX_M2 = register(MIXTRAL.extend(
+    "minimax_m2", fields=_fields, nullable=(),
     defaults={"vocab_size": 200064, "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62,
               "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 256,
               "num_experts_per_tok": 8},

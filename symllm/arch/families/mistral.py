@@ -8,7 +8,8 @@ token routed to ``num_experts_per_tok`` (default 2). Neither reads ``attention_b
 >>> MISTRAL.defaults["sliding_window"], MIXTRAL.defaults["sliding_window"]
 (4096, None)
 """
-from symllm.arch.families.hf import Family, integer, register
+from symllm.arch.families.hf import integer, register
+from symllm.arch.families.llama import LLAMA
 
 __all__ = ["MISTRAL", "MIXTRAL"]
 
@@ -30,8 +31,9 @@ def _mixtral(raw: dict, n_layers: int) -> dict:
             "experts_per_token": integer(raw, "num_experts_per_tok", MIXTRAL.defaults["num_experts_per_tok"])}
 
 
-MISTRAL = register(Family(
-    model_type="mistral", fields=_mistral, presets=_PRESETS, nullable=("head_dim",),
+#: LLaMA with a sliding window in every layer, 8 KV heads when absent, only head_dim nullable, no bias keys
+MISTRAL = register(LLAMA.extend(
+    "mistral", fields=_mistral, presets=_PRESETS, nullable=("head_dim",), reads=(), ignored={},
     defaults={"num_key_value_heads": 8, "sliding_window": 4096}))
 #: Mistral with a mixture of experts in every layer, and no window by default
 MIXTRAL = register(MISTRAL.extend(

@@ -13,7 +13,8 @@ parameter, no FLOP symllm counts; ``partial_rotary_factor`` (Phi-4-mini: 0.75; a
 >>> _fields({"intermediate_size": 8192, "sliding_window": 2047}, 32)
 {'hidden_dim': 8192, 'sliding_window': 2047, 'fused': True, 'partial_rotary_factor': 1.0}
 """
-from symllm.arch.families.hf import Family, integer, register, rotary_factor
+from symllm.arch.families.hf import integer, register, rotary_factor
+from symllm.arch.families.mistral import MISTRAL
 
 __all__ = ["PHI3"]
 
@@ -24,8 +25,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
             "partial_rotary_factor": rotary_factor(raw, 1.0)}
 
 
-PHI3 = register(Family(
-    model_type="phi3", fields=_fields, nullable=("num_key_value_heads",), models=("partial_rotary_factor",),
+#: Mistral's window in every layer (null by default) with fused projections and a partial rotary; the class's
+#: defaults for absent heads (num_key_value_heads: num_attention_heads, nullable)
+PHI3 = register(MISTRAL.extend(
+    "phi3", fields=_fields, defaults={}, nullable=("num_key_value_heads",), models=("partial_rotary_factor",),
     names={"hidden_dim": "intermediate_size"},
     presets="config.json of microsoft/Phi-3-mini-4k-instruct, microsoft/Phi-3-medium-4k-instruct, "
             "microsoft/Phi-3.5-mini-instruct, microsoft/phi-4, microsoft/Phi-4-mini-instruct"))

@@ -10,7 +10,8 @@ derived: layer ``max_window_layers`` on).
 >>> [(k.window, count) for k, count in _window({"use_sliding_window": True, "max_window_layers": 2}, 4)["layers"]]
 [(None, 2), ('sliding', 2)]
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.mistral import MISTRAL
 
 __all__ = ["QWEN2", "QWEN3"]
 
@@ -36,9 +37,11 @@ def _fields(raw: dict, n_layers: int) -> dict:
     return {"hidden_dim": integer(raw, "intermediate_size"), **_window(raw, n_layers)}
 
 
-QWEN2 = register(Family(model_type="qwen2", fields=_fields, qkv_bias=True, defaults={"num_key_value_heads": 32},
-                        presets=_PRESETS, nullable=("num_key_value_heads",),
-                        layer_types=("full_attention", "sliding_attention")))
+#: Mistral with biases on q/k/v, 32 KV heads when absent (null: num_attention_heads), and the window only in
+#: the layers use_sliding_window / layer_types / max_window_layers say
+QWEN2 = register(MISTRAL.extend("qwen2", fields=_fields, qkv_bias=True, defaults={"num_key_value_heads": 32},
+                                presets=_PRESETS, nullable=("num_key_value_heads",),
+                                layer_types=("full_attention", "sliding_attention")))
 #: Qwen2 with Qwen3's per-head QK-norm, attention_bias read in place of the fixed q/k/v biases, head_dim 128
 QWEN3 = register(QWEN2.extend("qwen3", qkv_bias=False, reads=("attention_bias",), qk_norm="rmsnorm",
                               defaults={"num_key_value_heads": 32, "head_dim": 128}))

@@ -17,7 +17,8 @@ layers (``(i + 1) % 2``) below ``max_window_layers``.
 >>> [(k.window, n) for k, n in _fields({"use_sliding_window": True, "max_window_layers": 3, "num_experts": 0}, 4)["layers"]]
 [('sliding', 1), (None, 1), ('sliding', 1), (None, 1)]
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register
+from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register
+from symllm.arch.families.qwen import QWEN2
 
 __all__ = ["QWEN2_MOE"]
 
@@ -71,11 +72,12 @@ def _fields(raw: dict, n_layers: int) -> dict:
     return out
 
 
-QWEN2_MOE = register(Family(
-    model_type="qwen2_moe", fields=_fields, reads=("qkv_bias",),
+#: Qwen2's attention and windows with experts and a gated shared expert (its fields), its q/k/v biases read from
+#: qkv_bias (default on), Qwen1.5-MoE-A2.7B's sizes, no nullable size
+QWEN2_MOE = register(QWEN2.extend(
+    "qwen2_moe", fields=_fields, reads=("qkv_bias",), qkv_bias=False, nullable=(),
     defaults={"vocab_size": 151936, "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16,
               "num_key_value_heads": 16, "qkv_bias": True},
-    layer_types=("full_attention", "sliding_attention"),
     models=("num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"),
     names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
            "shared_hidden_dim": "shared_expert_intermediate_size", "n_experts": "num_experts",

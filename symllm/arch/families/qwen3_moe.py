@@ -17,7 +17,8 @@ config.json state them): true, false and 0, what it builds, are accepted; anothe
 >>> [(k.ffn, count) for k, count in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"]
 ([('dense', 1), ('moe', 2)], 16, 64)
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.qwen import QWEN3
 from symllm.arch.families.qwen2_moe import moe_layers
 from symllm.errors import SymllmError
 
@@ -52,9 +53,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
     return out
 
 
-QWEN3_MOE = register(Family(
-    model_type="qwen3_moe", fields=_fields, reads=("attention_bias",), qk_norm="rmsnorm",
-    defaults={"num_key_value_heads": 4},
+#: Qwen3's attention (its per-head QK-norm, attention_bias read) with experts (its fields), 4 KV heads when absent,
+#: no nullable size, the window in every layer (no layer_types), and the keys Qwen3-Coder states accepted
+QWEN3_MOE = register(QWEN3.extend(
+    "qwen3_moe", fields=_fields, defaults={"num_key_value_heads": 4}, nullable=(), layer_types=("full_attention",),
     # keys Qwen3MoeConfig keeps and Qwen3MoeForCausalLM never reads: Qwen3-Coder-480B-A35B-Instruct states the
     # QK-norm it always has, no q/k/v bias and no shared expert (read as it builds; the other value refused)
     ignored={"layer_types": None, "use_qk_norm": True, "qkv_bias": False, "shared_expert_intermediate_size": 0},

@@ -18,7 +18,8 @@ checkpoints store (``mtp_num_hidden_layers``) are not built by transformers and 
 >>> [(k.mixer, k.ffn, n) for k, n in f["layers"]], f["linear_value_heads"]
 ([('linear_attention', 'moe', 3), ('attention', 'moe', 1)], 32)
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, indices, integer, register, rotary_factor
+from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register, rotary_factor
+from symllm.arch.families.qwen2_moe import QWEN2_MOE
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -89,30 +90,32 @@ def _reader(kind: str):
 
 
 _MOE_KEYS = ("num_experts", "num_experts_per_tok", "moe_intermediate_size", "partial_rotary_factor")
-_NAMES = {"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
-          "shared_hidden_dim": "shared_expert_intermediate_size", "n_experts": "num_experts",
-          "experts_per_token": "num_experts_per_tok",
-          **{f: key for key, (f, _) in _LINEAR.items()}}
-_SHARED = dict(reads=("attention_bias",), layer_types=("full_attention", "linear_attention"))
 
-QWEN3_NEXT = register(Family(
-    model_type="qwen3_next", fields=_reader("qwen3_next"), **_SHARED,
+#: Qwen2-MoE's experts and gated shared expert, with Gated DeltaNet layers beside gated full attention (its
+#: fields: the per-head QK-norm, (1 + weight) norms, a partial rotary), attention_bias read in place of the
+#: q/k/v biases, its own linear-attention keys' names and Qwen3-Next-80B-A3B's sizes
+QWEN3_NEXT = register(QWEN2_MOE.extend(
+    "qwen3_next", fields=_reader("qwen3_next"), reads=("attention_bias",),
+    layer_types=("full_attention", "linear_attention"),
     defaults={"vocab_size": 151936, "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 16,
               "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 5632, "num_experts": 512,
               "num_experts_per_tok": 10},
-    models=(*_MOE_KEYS, "decoder_sparse_step", "mlp_only_layers"), names=_NAMES,
+    models=(*_MOE_KEYS, "decoder_sparse_step", "mlp_only_layers"),
+    names={**QWEN2_MOE.names, **{f: key for key, (f, _) in _LINEAR.items()}},
     presets="config.json of Qwen/Qwen3-Next-80B-A3B-Instruct"))
-QWEN3_5 = register(Family(
-    model_type="qwen3_5_text", fields=_reader("qwen3_5_text"), wrappers=("qwen3_5",), **_SHARED,
+#: Qwen3-Next with a dense SwiGLU in every layer, read inside the qwen3_5 wrapper too, and Qwen3.5's sizes
+QWEN3_5 = register(QWEN3_NEXT.extend(
+    "qwen3_5_text", fields=_reader("qwen3_5_text"), wrappers=("qwen3_5",),
     defaults={"vocab_size": 248320, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 16,
               "num_key_value_heads": 4, "head_dim": 256},
-    models=("partial_rotary_factor",), names={**_NAMES, "hidden_dim": "intermediate_size"},
+    models=("partial_rotary_factor",), names={**QWEN3_NEXT.names, "hidden_dim": "intermediate_size"},
     presets="the text_config of a Qwen3.5 config.json (no preset shipped: no citable copy was found)"))
-QWEN3_5_MOE = register(Family(
-    model_type="qwen3_5_moe_text", fields=_reader("qwen3_5_moe_text"), wrappers=("qwen3_5_moe",), **_SHARED,
+#: Qwen3-Next with experts in every layer, read inside the qwen3_5_moe wrapper too, and Qwen3.5-MoE's sizes
+QWEN3_5_MOE = register(QWEN3_NEXT.extend(
+    "qwen3_5_moe_text", fields=_reader("qwen3_5_moe_text"), wrappers=("qwen3_5_moe",),
     defaults={"vocab_size": 248320, "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 16,
               "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 512, "num_experts": 256,
               "num_experts_per_tok": 8},
-    models=_MOE_KEYS, names=_NAMES,
+    models=_MOE_KEYS,
     presets="the text_config of a Qwen3.5-MoE config.json (no preset shipped: no citable copy was found)"))
 _FAMILIES = {"qwen3_next": QWEN3_NEXT, "qwen3_5_text": QWEN3_5, "qwen3_5_moe_text": QWEN3_5_MOE}
