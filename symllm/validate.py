@@ -222,14 +222,22 @@ def boolean(field: str, value) -> bool:
     return value
 
 
-def choice(field: str, value, known):
-    """``value`` if it is one of ``known``."""
+def choice(field: str, value, known, *, see: str = "--help"):
+    """``value`` if it is one of ``known``; else one line naming the field, the value and the known names (a
+    list too long for the line: the names closest to the value and ``see``, where the whole list is).
+
+    >>> choice("split", "diagonal", ("column", "row", "vocab", "sequence", "replicated", "expert", "heads"),
+    ...        see="components.SPLITS")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 7: see components.SPLITS)
+    """
     try:
         ok = value in known
     except TypeError:  # an unhashable value asked of a dict
         ok = False
     if not ok:
-        raise SymllmError(with_list(f"{field}: unknown {short(value)} (known: ", known, near=value))
+        raise SymllmError(with_list(f"{field}: unknown {short(value)} (known: ", known, see=see, near=value))
     return value
 
 

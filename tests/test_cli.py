@@ -548,6 +548,38 @@ def test_listed_never_cuts_a_list():
         assert all(n in names for n in shown.split(", ") if n), text
 
 
+
+def _refusals():
+    from symllm.arch import layers, part_options
+    from symllm.costs import scaling
+    family = scaling.Family(aspect=128, head_dim=128, gqa=4)
+    # (what is refused, the line expected, written out: validate.choice's "FIELD: unknown 'VALUE' (known: ...)")
+    return [
+        (lambda: layers.Structure(qk_norm="l3"),
+         r"qk_norm: unknown 'l3' \(known: None, rmsnorm, l2, full, layernorm\)"),
+        (lambda: layers.Structure(hidden="metaa"), r"hidden: unknown 'metaa' \(known: explicit, meta, meta_plain\)"),
+        (lambda: scaling.size_for(1e9, family, solve_for="breadth"),
+         r"solve_for: unknown 'breadth' \(known: width, depth\)"),
+        (lambda: scaling.size_for(1e9, family, quantity="flops"),
+         r"quantity: unknown 'flops' \(known: params, weight_bytes, training\)"),
+        (lambda: scaling.approximate(1, drop=("lower", "bias")), r"drop: unknown 'bias' \(known: lower, vocab\)"),
+        (lambda: scaling.convention("kaplan"), r"convention: unknown 'kaplan' \(known: .*kaplan2020.*\)"),
+        # a list too long for the line: the names nearest the value, and where the whole list is
+        (lambda: part_options.option("bias"),
+         r"option: unknown 'bias' \(known: qkv_bias[a-z_, ]*; all \d+: see part_options.OPTIONS\)"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_unknown_names_are_validate_choice_lines(case):
+    """What was refused by a message written by hand ("unknown 'x' (a, b)", "(known: rmsnorm, l2, ...)") is
+    validate.choice's line: the field, the value quoted, "known:" and the names, whole or pointed to."""
+    from symllm.errors import SymllmError
+    refuse, line = _refusals()[case]
+    with pytest.raises(SymllmError) as e:
+        refuse()
+    assert re.fullmatch(line, str(e.value)), str(e.value)
+
 def test_a_hub_id_not_cached_says_nothing_is_downloaded(cli, tmp_path, monkeypatch):
     """A Hub id not in the local cache: one line saying nothing is downloaded, naming the preset read from
     that repository (in any case) where there is one; none for an unknown repository."""

@@ -118,8 +118,11 @@ def test_a_batch_touches_more_experts():
 
 
 def test_unknown_engine_is_one_line():
-    with pytest.raises(SymllmError, match=r"^engine: unknown 'tensorflow' \(known: vllm, "):
+    """validate.choice's line: no engine near 'tensorflow', the closest to 'vlm' (vLLM) named, and where the list is."""
+    with pytest.raises(SymllmError, match=r"^engine: unknown 'tensorflow' \(known: all \d+: see docs/efficiency.md\)$"):
         symllm.workload("llama3.2-1b", engine="tensorflow")
+    with pytest.raises(SymllmError, match=r"^engine: unknown 'vlm' \(known: vllm; all \d+: see docs/efficiency.md\)$"):
+        symllm.workload("llama3.2-1b", engine="vlm")
 
 
 # --- against the H200 measurements of benchmarks/gpu_efficiency.py ------------------------------------------

@@ -27,6 +27,7 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, FP32, INT64
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 __all__ = ["HF", "PER", "Term", "Step", "Keeps", "Rule", "StackRules", "hf_rules", "nothing", "embedding",
            "stream_norm", "attention", "rope", "scores", "context", "feed_forward", "block", "lm_head"]
@@ -59,8 +60,7 @@ class Term:
     per: str = "each"
 
     def __post_init__(self):
-        if self.per not in PER:
-            raise SymllmError(f"per: unknown {self.per!r} (known: {', '.join(PER)})")
+        choice("per", self.per, PER)
 
 
 @dataclass(frozen=True)

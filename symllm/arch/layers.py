@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from itertools import zip_longest
 
 from symllm.errors import SymllmError
-from symllm.validate import boolean
+from symllm.validate import boolean, choice
 
 __all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
@@ -106,8 +106,7 @@ class LayerKind:
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
                                    ("mixer", self.mixer, MIXERS)):
-            if not (value is None or isinstance(value, str)) or value not in known:
-                raise SymllmError(f"{name}: unknown {value!r} (known: {', '.join(map(str, known))})")
+            choice(name, value, known)
         boolean("rotary", self.rotary)
         boolean("temperature", self.temperature)
 
@@ -218,8 +217,7 @@ class Variant:
 
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
-            if value not in known:
-                raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
+            choice(field_, value, known)
         for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
                        "logit_scale"):
             boolean(field_, getattr(self, field_))
@@ -288,19 +286,16 @@ class Structure:
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
                      "delta_split"):
             boolean(name, getattr(self, name))
-        if self.latent not in LATENT:
-            raise SymllmError(f"latent: unknown {self.latent!r} (known: {', '.join(map(str, LATENT))})")
+        choice("latent", self.latent, LATENT)
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
                                         or any(k.window or not k.rotary for k in self.kinds)):
             raise SymllmError("latent: latent attention has no q/k/v bias, QK-norm, window, partial or absent RoPE")
-        if self.qk_norm not in QK_NORMS:
-            raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full, layernorm)")
+        choice("qk_norm", self.qk_norm, QK_NORMS)
         if not isinstance(self.variant, Variant):
             raise SymllmError(f"variant: expected a Variant, got {self.variant!r}")
-        if self.hidden not in HIDDEN_RULES:
-            raise SymllmError(f"hidden: unknown rule {self.hidden!r} ({', '.join(HIDDEN_RULES)})")
+        choice("hidden", self.hidden, HIDDEN_RULES)
 
     @property
     def has_linear(self) -> bool:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from symllm.arch.layers import LATENT, LayerKind, Structure, Variant
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 __all__ = ["Option", "OPTIONS", "AXES", "option", "structure_options", "variant_options", "described",
            "every_part"]
@@ -74,10 +75,8 @@ class Option:
     doc: str = ""
 
     def __post_init__(self):
-        if self.axis not in AXES:
-            raise SymllmError(f"axis: unknown {self.axis!r} (known: {', '.join(AXES)})")
-        if self.models not in ("gqa", "latent", "both"):
-            raise SymllmError(f"models: unknown {self.models!r} (known: gqa, latent, both)")
+        choice("axis", self.axis, AXES)
+        choice("models", self.models, ("gqa", "latent", "both"))
         if len(self.default) != len(self.config):
             raise SymllmError(f"{self.name}: one default per config field ({self.config})")
 
@@ -254,7 +253,7 @@ def option(name: str) -> Option:
     for o in OPTIONS:
         if o.name == name:
             return o
-    raise SymllmError(f"option: unknown {name!r} (known: {', '.join(o.name for o in OPTIONS)})")
+    choice("option", name, [o.name for o in OPTIONS], see="part_options.OPTIONS")
 
 
 def structure_options(config) -> dict:

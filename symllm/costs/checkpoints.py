@@ -45,7 +45,7 @@ from pathlib import Path
 
 from symllm.errors import SymllmError
 from symllm.files import parse_json, read_json
-from symllm.validate import short, shown_path
+from symllm.validate import short, shown_path, with_list
 
 __all__ = ["SAFETENSORS_DTYPES", "HF_NAMES", "QUANTIZED", "read_safetensors", "read_gguf", "read", "has_weights",
            "config_of", "expected", "difference", "weight_format", "check"]
@@ -378,8 +378,8 @@ def config_of(ckpt: dict):
     meta, tensors = ckpt["metadata"], ckpt["tensors"]
     arch = meta.get("general.architecture")
     if arch not in _GGUF_ARCHS:
-        raise SymllmError(f"checkpoint: GGUF architecture {str(arch)[:30]!r} is not read yet (known: "
-                          f"{', '.join(_GGUF_ARCHS)})")
+        raise SymllmError(with_list(f"checkpoint: GGUF architecture {short(arch, 30)} is not read yet (known: ",
+                                    _GGUF_ARCHS, near=arch, see="docs/checkpoints.md"))
 
     def key(k, default=None):
         v = meta.get(f"{arch}.{k}", default)

@@ -46,6 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "attention_prefill", "stream", "bubble",
            "allreduce_s", "expected", "seconds"]
@@ -82,15 +83,14 @@ def engine(name: str | None, kind: str = "inference") -> dict:
     >>> engine("tensorflow")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: engine: unknown 'tensorflow' (known: vllm, sglang, trtllm, lmdeploy, llama.cpp, ...
+    symllm.errors.SymllmError: engine: unknown 'tensorflow' (known: all ...: see docs/efficiency.md)
     """
     table = data()["engines"]
     if name is None:
         name = data()["defaults"][kind]
     key = name.lower() if isinstance(name, str) else name
     if key not in table or key == "about":
-        known = ", ".join(k for k in table if k != "about")
-        raise SymllmError(f"engine: unknown {name!r} (known: {known})")
+        choice("engine", name, [k for k in table if k != "about"], see="docs/efficiency.md")
     return {"name": key, **table[key]}
 
 
@@ -147,8 +147,7 @@ def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int 
     >>> bubble(4, 8), bubble(4, 8, "interleaved"), bubble(1, 1)
     (Fraction(3, 8), Fraction(3, 16), Fraction(0, 1))
     """
-    if schedule not in SCHEDULES:
-        raise SymllmError(f"schedule: unknown {schedule!r} (known: {', '.join(SCHEDULES)})")
+    choice("schedule", schedule, SCHEDULES)
     v = chunks if schedule == "interleaved" else 1
     return Fraction(stages - 1, v * micro_batches)
 

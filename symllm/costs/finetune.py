@@ -55,7 +55,7 @@ from symllm.costs import checks, stacks, zero
 from symllm.costs.formats import QUANTIZES
 from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
-from symllm.validate import short
+from symllm.validate import choice, short
 from symllm.numbers.kernels import evaluate
 from symllm.costs.workloads import DEFAULT_LORA_TARGETS, Workload, lora_targets
 
@@ -164,9 +164,7 @@ def quantized(mdl: Component, fmt: str = "nf4") -> sp.Expr:
     ...     - model().child("embedding").params - 2 * S.L * S.d - S.d)
     True
     """
-    if fmt not in FORMATS:
-        raise SymllmError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)})")
-    kinds = FORMATS[fmt]
+    kinds = FORMATS[choice("format", fmt, FORMATS)]
     return sp.expand(sum((n * c.shape[0] * c.shape[1] for n, c in _linears(mdl) if c.rules.weight in kinds),
                          sp.S.Zero))
 

@@ -87,7 +87,7 @@ from math import ceil, prod
 from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
 from symllm.errors import SymllmError
-from symllm.validate import short, with_list
+from symllm.validate import choice, short, with_list
 
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload names a format without them
 
@@ -574,9 +574,7 @@ def kv_bytes_per_element(fmt: str) -> Fraction:
     >>> kv_bytes_per_element("q8_0"), kv_bytes_per_element("q4_0")
     (Fraction(17, 16), Fraction(9, 16))
     """
-    if fmt not in KV_FORMATS:
-        raise SymllmError(f"kv_format: unknown {fmt!r} (known: {', '.join(KV_FORMATS)})")
-    return KV_FORMATS[fmt]
+    return KV_FORMATS[choice("kv_format", fmt, KV_FORMATS)]
 
 
 def _declared(field: str) -> dict[str, str]:

@@ -378,7 +378,7 @@ def closed_form(component, quantity: str, **options) -> sp.Expr:
         return substitute(flops(comp, **{k: v for k, v in options.items() if k != "attention"}), dict(comp.definitions))
     if quantity == "memory":
         return memory(component, **options)
-    raise SymllmError(f"quantity: unknown {quantity!r} (known: params, flops, memory)")
+    choice("quantity", quantity, ("params", "flops", "memory"))
 
 
 #: what ``workload()`` reports: name -> (phase, bucket) for FLOPs; the memory kinds it shows

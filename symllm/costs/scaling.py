@@ -30,6 +30,7 @@ from symllm.arch.components import component, model
 from symllm.arch.config import SWIGLU_RATIO, ModelConfig
 from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
+from symllm.validate import choice
 from symllm.costs.phases import flops, values
 from symllm.numbers.kernels import sympy_value
 
@@ -138,9 +139,8 @@ def approximate(expr: sp.Expr, *, rounding: bool = False, head_dim: bool = True,
     >>> a.approx, a.dropped
     (12*L*d**2, 2*L*d + 2*V*d + d)
     """
-    unknown = set(drop) - {"lower", "vocab"}
-    if unknown:
-        raise SymllmError(f"drop: unknown {sorted(unknown)[0]!r} (lower, vocab)")
+    for name in drop:
+        choice("drop", name, ("lower", "vocab"))
     exact = sp.sympify(expr)
     out = exact
     substitutions: dict = {}
@@ -283,9 +283,7 @@ def convention(name: str, config: ModelConfig | str | None = None) -> Convention
             training=training_flops_per_token(mdl), forward=training_flops_per_token(mdl, passes=1),
             params=mdl.total("params"),
             notes="dense attention rectangle; lm_head logits at every position; element-wise excluded")
-    if name not in CONVENTIONS:
-        raise SymllmError(f"convention: unknown {name!r} (known: {', '.join(sorted(CONVENTIONS))}, symllm)")
-    return CONVENTIONS[name].expand(mdl)
+    return CONVENTIONS[choice("convention", name, (*sorted(CONVENTIONS), "symllm"))].expand(mdl)
 
 
 def compare(first: str, second: str, *, quantity: str = "training", configs=(), seq: int = 2048,
@@ -302,8 +300,7 @@ def compare(first: str, second: str, *, quantity: str = "training", configs=(), 
     ...       ["llama3.2-1b"]["relative"], 4)
     -0.3484
     """
-    if quantity not in ("training", "forward", "params"):
-        raise SymllmError(f"quantity: unknown {quantity!r} (training, forward, params)")
+    choice("quantity", quantity, ("training", "forward", "params"))
     pair = [convention(first), convention(second)]
     exprs = [getattr(c, quantity) for c in pair]
     if any(e is None for e in exprs):
@@ -470,8 +467,7 @@ class Family:
         mdl = self._model()
         expr = mdl.closed_form("params") if quantity == "params" else \
             training_flops_per_token(mdl).subs(dict(mdl.definitions))
-        if quantity not in ("params", "training"):
-            raise SymllmError(f"quantity: unknown {quantity!r} (params, training)")
+        choice("quantity", quantity, ("params", "training"))
         subs = {S.V: self.vocab_size, S.d_h: self.head_dim, S.n_h: S.d / self.head_dim,
                 S.n_kv: S.d / (self.head_dim * self.gqa), S.m: self.multiple_of, S.s: self.seq,
                 S.f: sp.Rational(str(self.ffn_dim_multiplier)) if self.ffn_dim_multiplier else 1,
@@ -558,8 +554,7 @@ def size_for(budget: float, family: Family, *, quantity: str = "params", solve_f
     >>> round(s.continuous), s.candidates[0][0].dim, s.candidates[0][1]
     (4106, 4096, 8030261248)
     """
-    if quantity not in ("params", "weight_bytes", "training"):
-        raise SymllmError(f"quantity: unknown {quantity!r} (params, weight_bytes, training)")
+    choice("quantity", quantity, ("params", "weight_bytes", "training"))
     target = sp.Symbol("budget", positive=True)
     scale = sp.Rational(str(bytes_per_param)) if quantity == "weight_bytes" else 1
     num_scale = Fraction(str(bytes_per_param)) if quantity == "weight_bytes" else 1
@@ -583,7 +578,7 @@ def size_for(budget: float, family: Family, *, quantity: str = "params", solve_f
                                     if isinstance(v, Fraction) else v for k_, v in vals.items()}) * scale)
         var = S.L
     else:
-        raise SymllmError(f"solve_for: unknown {solve_for!r} (width, depth)")
+        choice("solve_for", solve_for, ("width", "depth"))
     equation = sp.Eq(expr, target)
     roots = sp.solve(equation, var)
     chosen = None
@@ -629,7 +624,7 @@ def attention_ffn_crossover(*, causal: bool = False, phase: str = "prefill") -> 
     elif phase == "decode":
         eq, var = sp.Eq(core.subs(S.s, 1), ffn.subs(S.s, 1)), S.t
     else:
-        raise SymllmError(f"phase: unknown {phase!r} (prefill, decode)")
+        choice("phase", phase, ("prefill", "decode"))
     roots = [x for x in sp.solve(eq, var) if x != 0]
     return sp.expand(roots[0]) if len(roots) == 1 else roots[0]
 

@@ -60,8 +60,7 @@ def check_stack(stack) -> None:
     """
     if stack in _RENAMED:
         raise SymllmError(f"stack: {stack!r} was {_RENAMED[stack]}")
-    if stack not in STACKS:
-        raise SymllmError(f"stack: unknown {stack!r} (known: {', '.join(STACKS)})")
+    choice("stack", stack, STACKS)
 
 
 def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> int | Fraction:

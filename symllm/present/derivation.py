@@ -423,7 +423,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     one :class:`Workload` and derive()'s options."""
     kind_key = (kind or "gqa").lower()
     if kind_key not in _KINDS:
-        raise SymllmError(f"kind: unknown {kind!r} (gqa, mha, mqa)")
+        choice("kind", kind, tuple(_KINDS))
     if spec is not None and kind is not None and kind_key != "gqa" and spec.attention_kind.lower() != kind_key:
         raise SymllmError(f"kind: {spec.name} is {spec.attention_kind} (n_kv_heads {spec.n_kv_heads}), "
                           f"not {kind_key.upper()}")

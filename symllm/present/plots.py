@@ -29,7 +29,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from symllm.errors import SymllmError
-from symllm.validate import choice, shown_path
+from symllm.validate import choice, short, shown_path, with_list
 
 __all__ = ["KINDS", "FORMATS", "CONTEXTS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
 
@@ -350,7 +350,7 @@ def sweep(data, x: str, y=None, *, log: bool = True):
     from symllm.studies.sweeps import NAME_COLUMNS
     cols = _columns(data)
     if x not in cols:
-        raise SymllmError(f"x: no column {x!r} (columns: {', '.join(cols)})")
+        raise SymllmError(with_list(f"x: no column {short(x, 20)} (columns: ", cols, near=x, see="the table's header"))
     named = [c for c in cols if c in NAME_COLUMNS]  # Sweeps: the model of each row
     for c in named:
         if len(set(cols[c])) > 1:
@@ -358,7 +358,8 @@ def sweep(data, x: str, y=None, *, log: bool = True):
     ys = [c for c in cols if c != x and c not in named] if y is None else ([y] if isinstance(y, str) else list(y))
     for c in ys:
         if c not in cols:
-            raise SymllmError(f"y: no column {c!r} (columns: {', '.join(cols)})")
+            raise SymllmError(with_list(f"y: no column {short(c, 20)} (columns: ", cols, near=c,
+                                        see="the table's header"))
     for axis, c in (("x", x), *(("y", c) for c in ys)):
         if c in named:
             raise SymllmError(f"{axis}: {c} names the model, not a number")

@@ -50,7 +50,7 @@ from symllm.costs import phases as costs
 from symllm.costs.workloads import Workload, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
-from symllm.validate import positive_int
+from symllm.validate import choice, positive_int
 
 __all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "parse_gpus", "REASONS"]
 
@@ -141,8 +141,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
         raise SymllmError("gpu: fewest_gpus needs an accelerator (gpu=NAME or gpu_memory, ...)")
     ranks = (ranks,) if isinstance(ranks, str) else tuple(ranks)
     for r in ranks:
-        if r not in inverse.LAYOUT_RANKS:
-            raise SymllmError(f"ranks: unknown {r!r} (known: {', '.join(inverse.LAYOUT_RANKS)})")
+        choice("ranks", r, inverse.LAYOUT_RANKS)
     positive_int("limit", limit)
     kind = "training_peak" if training else "inference_peak"
     mdl = spc.model(work.attention)

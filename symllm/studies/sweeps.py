@@ -54,7 +54,7 @@ from symllm.costs import checks
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
-from symllm.validate import choice, positive_int
+from symllm.validate import choice, positive_int, short, with_list
 from symllm.numbers.kernels import compile_expr
 from symllm.files import TABLE_FORMATS, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
@@ -119,7 +119,8 @@ class Sweep:
         axes = dict(grid if grid is not None else (table or {}))
         for name in axes:
             if name not in CONFIG_FIELDS + WORKLOAD_AXES:
-                raise SymllmError(f"sweep: cannot vary {name!r} (fields: {', '.join(CONFIG_FIELDS + WORKLOAD_AXES)})")
+                raise SymllmError(with_list(f"sweep: cannot vary {short(name, 20)} (fields: ",
+                                            CONFIG_FIELDS + WORKLOAD_AXES, near=name))
         self.axes = {k: _as_values(k, v, work) for k, v in axes.items()}
         self.is_table = table is not None
         if self.is_table:
@@ -202,7 +203,8 @@ class Sweep:
         self.where = parse_where(where) if isinstance(where, (str, type(None))) else tuple(where)
         for cond in self.where:
             if cond.column not in self.columns:
-                raise SymllmError(f"where: unknown column {cond.column!r} (columns: {', '.join(self.columns)})")
+                raise SymllmError(with_list(f"where: unknown column {short(cond.column, 20)} (columns: ", self.columns,
+                                            near=cond.column, see="the sweep's columns"))
         self.stats = _Stats()
 
     # -- evaluation

@@ -22,7 +22,7 @@ from symllm.arch.layers import COMPONENTS, group_names, LayerKind, Structure, Va
 from symllm.arch.part_options import OPTIONS, every_part
 from symllm.arch.symbols import beta_a, d, d_fd, d_ff, GROUP_COUNTS, L, L_mtp
 from symllm.errors import SymllmError
-from symllm.validate import short, with_list
+from symllm.validate import choice, short, with_list
 
 
 def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
@@ -113,9 +113,7 @@ def mixer(name: str):
     >>> mixer("linear_attention").__name__
     'gated_deltanet'
     """
-    if name not in MIXER_FACTORIES:
-        raise SymllmError(f"mixer: unknown {name!r} (known: attention, {', '.join(MIXER_FACTORIES)})")
-    return MIXER_FACTORIES[name]
+    return MIXER_FACTORIES[choice("mixer", name, tuple(MIXER_FACTORIES))]
 
 
 def group_counts(groups: int) -> tuple[sp.Expr, ...]:

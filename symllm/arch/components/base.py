@@ -14,7 +14,7 @@ from symllm.arch.dtypes import FP32, INT64
 from symllm.arch.layers import Structure, Variant
 from symllm.arch.symbols import b, beta_a, d, d_ff, d_h, LATEX, n_h, n_kv, s
 from symllm.errors import SymllmError
-from symllm.validate import boolean
+from symllm.validate import boolean, choice, with_list
 
 
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
@@ -86,7 +86,7 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: column, row, vocab, sequence, replicated, expert, heads)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 7: see components.SPLITS)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
@@ -117,8 +117,8 @@ class Rules:
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
-            if value is not None and value not in known:
-                raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
+            if value is not None:
+                choice(field_, value, known, see=f"components.{field_.upper()}S")
         if self.stacks is not None and not isinstance(self.stacks, keeps.StackRules):
             if isinstance(self.stacks, tuple) and self.stacks:
                 raise SymllmError(f"stacks: expected stack name -> rule (symllm.arch.keeps), got {self.stacks!r}")
@@ -207,8 +207,7 @@ class Component:
         """What this component owns of ``quantity``, children excluded."""
         if quantity == "eager_saved":  # the eager stack's saved bytes: its own where it declares them
             return self.saved if self.eager_saved is None else self.eager_saved
-        if quantity not in QUANTITIES:
-            raise SymllmError(f"quantity: unknown {quantity!r} (known: {', '.join(QUANTITIES)})")
+        choice("quantity", quantity, QUANTITIES)
         if quantity == "active" and self.active is None:
             return self.params
         return getattr(self, quantity)
@@ -377,8 +376,8 @@ def _structure(structure: Structure | None, options: dict) -> Structure:
     if structure is None:
         unknown = sorted(set(options) - set(Structure.__dataclass_fields__))
         if unknown:
-            known = ", ".join(Structure.__dataclass_fields__)
-            raise SymllmError(f"{unknown[0]}: not a structural option (known: {known})")
+            raise SymllmError(with_list(f"{unknown[0]}: not a structural option (known: ",
+                                        tuple(Structure.__dataclass_fields__), near=unknown[0]))
         return Structure(**options)
     if not isinstance(structure, Structure) or options:
         raise SymllmError("structure: give a Structure or its fields as keywords, not both")

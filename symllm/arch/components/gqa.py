@@ -14,6 +14,7 @@ from symllm.arch.components.norms import qk_norms
 from symllm.arch.layers import LayerKind, Structure, WINDOWS
 from symllm.arch.symbols import b, beta_a, d, d_h, d_hr, n, n_h, n_kv, s, t, W
 from symllm.errors import SymllmError
+from symllm.validate import choice
 
 
 def rope(heads: sp.Expr = n_h + n_kv, width: sp.Expr = d_h) -> Component:
@@ -98,8 +99,7 @@ def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
     >>> _pairs(False, "sliding").subs({t: 100, s: 1, W: 8}), _pairs(True, "chunked").subs({t: 0, s: 10, W: 4})
     (8, 23)
     """
-    if window not in WINDOWS:
-        raise SymllmError(f"window: unknown {window!r} (known: {', '.join(map(str, WINDOWS))})")
+    choice("window", window, WINDOWS)
     if window is None:
         return s * t + s * (s + 1) / 2 if causal else s * (t + s)
     if not causal:

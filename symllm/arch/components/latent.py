@@ -8,7 +8,7 @@ from symllm.arch.components.gqa import _pairs, rope
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import LATENT
 from symllm.arch.symbols import b, beta_a, d, d_hn, d_hr, d_hv, n, n_h, r_kv, r_q, s, t
-from symllm.errors import SymllmError
+from symllm.validate import choice
 
 
 #: the stacks of LlamaForCausalLM keep a GQA cache: a latent attention is none of theirs
@@ -40,8 +40,7 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     >>> a.total("kv_cache")
     b*(d_hr + r_kv)*(s + t)
     """
-    if queries not in LATENT[1:]:
-        raise SymllmError(f"latent: unknown {queries!r} (known: {', '.join(LATENT[1:])})")
+    choice("latent", queries, LATENT[1:])
     _switches(bias=bias, causal=causal)
     pairs = _pairs(causal)
     held = t + s

@@ -7,8 +7,9 @@ import sympy as sp
 
 from symllm.arch.components.base import (_STREAM_NORM, _switches, _T, Component, ELEMENTWISE, named, Rules,
                                          STAT_BYTES)
+from symllm.arch.layers import QK_NORMS
 from symllm.arch.symbols import b, beta_a, d, d_h, n_h, n_kv, s
-from symllm.errors import SymllmError
+from symllm.validate import choice
 
 
 def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
@@ -91,7 +92,7 @@ def _qk_norms(kind: str, offset: bool) -> tuple[Component, Component]:
                          params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
-        raise SymllmError(f"qk_norm: unknown {kind!r} (known: rmsnorm, l2, full, layernorm)")
+        choice("qk_norm", kind, QK_NORMS[1:])
     return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules,
                     offset),
             rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules,
