@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from symllm.arch.config import ModelConfig, swiglu_width
 from symllm.arch.layers import LayerKind, runs
+from symllm.arch.part_options import OPTIONS as PART_OPTIONS, option
 
 
 @st.composite
@@ -46,30 +47,42 @@ def meta_style(draw, *, bias=None, tied=None, stated_hidden=None) -> dict:
     return fields
 
 
+def option_draws(axis: str) -> dict:
+    """ModelConfig field -> a strategy, for every part option of ``axis`` in the registry
+    (:data:`symllm.arch.part_options.OPTIONS`) beside GQA: its default or one of its test choices
+    (``Option.choices``); a field of which the option reads only whether it is set (``Option.value`` given,
+    default None: a soft-cap, a logit scale) draws None or a positive number. A new option is drawn here
+    without an edit."""
+    out = {}
+    for o in PART_OPTIONS:
+        if o.axis != axis or o.models not in ("gqa", "both"):
+            continue
+        if o.value is None:
+            out[o.config[0]] = st.sampled_from((o.default[0], *o.choices))
+        elif o.default == (None,):
+            out[o.config[0]] = st.one_of(st.none(), st.floats(0.01, 100.0))
+    return out
+
+
 def configs(*, bias=None, qkv_bias=None, qk_norm=None, tied=None, stated_hidden=None,
             name=None, variant=False) -> st.SearchStrategy[ModelConfig]:
     """Valid ModelConfigs: the one config strategy every property draws from (attrs' style: each keyword
     None draws, a value pins it). Fields as meta_style draws them (``bias``, ``tied``, ``stated_hidden``),
     plus Qwen2's q/k/v-only biases (``qkv_bias``), Qwen3's QK-norm (``qk_norm``: an RMSNorm of width
     head_dim on every query and key head; ``"rmsnorm"`` or False) and the model's ``name`` (True: a name
-    awkward for LaTeX and Markdown, False: the default). ``variant``: what Phi-3, OLMo 2 and Gemma change of
-    LLaMA's block (fused projections, post, sandwich and parallel norms, GeGLU, (1 + weight) norms, scaled
-    embeddings, soft-capping, OLMo 2's QK-norm over the whole q and k, Command-R's LayerNorms, per-head
-    LayerNorm QK-norm and scaled logits), drawn only when None (False, the default: LLaMA's
-    block, which every other property is about). Mixtures of experts and windows are drawn as
-    HF config.json (moe_configs, windowed)."""
-    norms = [None, "rmsnorm", "full", "layernorm"] if variant is None else [None, "rmsnorm"]
+    awkward for LaTeX and Markdown, False: the default). ``variant``: what Phi-3, OLMo 2, Gemma and Command-R
+    change of LLaMA's block, every variant option of the registry (:func:`option_draws`), with every QK-norm
+    the registry's qk_norm option switches to, drawn only when None (False, the default: LLaMA's block,
+    which every other property is about). Mixtures of experts and windows are drawn as HF config.json
+    (moe_configs, windowed)."""
+    norms = [None, *option("qk_norm").choices] if variant is None else [None, "rmsnorm"]
     extra = {
         "qkv_bias": st.booleans() if qkv_bias is None else st.just(qkv_bias),
         "qk_norm": (st.sampled_from(norms) if qk_norm is None
                     else st.just(qk_norm or None)),
     }
     if variant is None:
-        caps = st.one_of(st.none(), st.floats(1.0, 100.0))
-        extra.update(fused=st.booleans(), norms=st.sampled_from(["pre", "post", "sandwich", "parallel"]),
-                     activation=st.sampled_from(["silu", "gelu_tanh"]), norm_offset=st.booleans(),
-                     embed_scale=st.booleans(), attn_softcap=caps, final_softcap=caps, layernorm=st.booleans(),
-                     logit_scale=st.one_of(st.none(), st.floats(0.01, 10.0)))
+        extra.update(option_draws("variant"))
     if name is None:
         extra["name"] = st.one_of(st.just("custom"), report_names())
     elif name:

@@ -15,6 +15,7 @@ import sympy as sp
 from symllm.arch import components as C
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, Rules, linear
+from symllm.arch.layers import ACTIVATIONS, NORMS
 from symllm.arch.part_options import OPTIONS as REGISTRY
 from symllm.costs import finetune, parallel, stacks
 from symllm.costs.workloads import Workload, lora_targets
@@ -22,26 +23,32 @@ from symllm.errors import SymllmError
 
 from .conftest import requires
 
+def _kinds(models: tuple) -> tuple:
+    """The layer kinds to build, from the registry's kind options (symllm.arch.part_options) that go with
+    ``models``: each of an option's choices as one layer beside a plain dense one (a dense width d_fd beside
+    MoE; a window, a layer without RoPE, a temperature, a linear-attention mixer in a model with attention)."""
+    return tuple((C.LayerKind(), C.LayerKind(**{o.field: c})) for o in REGISTRY
+                 if o.axis == "kind" and o.models in models for c in o.choices)
+
+
+def _variants() -> tuple:
+    """The variants to build, from the registry's variant options: the i-th sets every option to its i-th
+    choice (cycling through shorter lists), so each choice of each option is in one of them."""
+    options = [o for o in REGISTRY if o.axis == "variant"]
+    return tuple(C.Variant(**{o.field: o.choices[i % len(o.choices)] for o in options})
+                 for i in range(max(len(o.choices) for o in options)))
+
+
 #: every structural option of components.model(), each switched on (its choices where it has several): the
-#: registry's (symllm.arch.part_options), with the kinds and the variants that draw each value of theirs
+#: registry's (symllm.arch.part_options), with the kinds and the variants derived from it as well
 OPTIONS = {
     **{o.field: o.choices for o in REGISTRY if o.axis == "structure" and o.models in ("gqa", "both")},
-    "causal": (True,),
-    # every value of every LayerKind field, alone and beside a dense layer (d_fd) and a layer without RoPE
-    # (with Llama 4's temperature, and without: EXAONE 4's)
-    "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding"),
-                                          C.LayerKind(rotary=False)),
-              (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True)),
-              (C.LayerKind(mixer="linear_attention"), C.LayerKind(ffn="moe"))),
-    "delta_split": (False, True),
-    "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
-                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True),
-                C.Variant(norms="parallel", layernorm=True, logit_scale=True)),
+    "causal": (True,), "kinds": _kinds(("gqa", "both")), "variant": _variants(),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
 #: QK-norm, windows, Llama 4's shared expert and layers without RoPE)
 LATENT_OPTIONS = {**{o.field: o.choices for o in REGISTRY if o.axis == "structure" and o.models in ("latent", "both")},
-                  "causal": (True,), "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe")))}
+                  "causal": (True,), "kinds": _kinds(("latent", "both"))}
 
 
 def _every_model():
@@ -53,7 +60,8 @@ def _every_model():
 
 
 def test_options_cover_every_model_switch():
-    """A new option of model() fails here until OPTIONS switches it on (so the walk below sees its parts)."""
+    """A new option of model() fails here until OPTIONS switches it on (so the walk below sees its parts): a
+    structural option, a layer kind's value or a variant's is switched on by its test choices in the registry."""
     options = set(C.Structure.__dataclass_fields__) | {"causal"}
     assert options == set(OPTIONS) | set(LATENT_OPTIONS) and options >= set(C.EVERY_PART)
     kinds = {kind for choice in OPTIONS["kinds"] for kind in choice}
@@ -61,9 +69,12 @@ def test_options_cover_every_model_switch():
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
             {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False),
              "mixer": C.MIXERS}[field])}, field
-    for o in REGISTRY:  # each variant option's every choice is in a variant OPTIONS draws
-        if o.axis == "variant":
-            assert {getattr(v, o.field) for v in OPTIONS["variant"]} >= set(o.choices), o.name
+    for field, known in (("norms", NORMS), ("activation", ACTIVATIONS)):  # a new value of a variant's: drawn too
+        assert {getattr(C.Variant(), field)} | {getattr(v, field) for v in OPTIONS["variant"]} == set(known), field
+    for o in REGISTRY:  # each kind and variant option switches its field away from LLaMA's layer in some model
+        plain = {"kind": C.LayerKind(), "variant": C.Variant()}.get(o.axis)
+        if plain is not None:
+            assert set(o.choices) - {getattr(plain, o.field)}, o.name
 
 
 def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():

@@ -59,7 +59,8 @@ class Option:
     value: Callable[[Any], Any] | None = None
     #: the components it contributes to the tree (symllm's names; each declares its own names and rules)
     parts: tuple[str, ...] = ()
-    #: the values tests/test_rules.py switches it to (its choices where it has several)
+    #: the values the tests switch it to (its choices where it has several): tests/test_rules.py builds a model
+    #: with each (a kind's: one layer of it beside a plain one), tests/strategies.py draws a variant's
     choices: tuple = ()
     #: its value with every part switched on (symllm.arch.components.EVERY_PART); None: not switched on there
     on: Any = None
@@ -135,7 +136,7 @@ OPTIONS: tuple[Option, ...] = (
     _on("mlp_bias", "biases on w1, w2, w3 (HF mlp_bias)", "nn.Linear(bias=True) on w1, w2, w3",
         "biases on w1, w2, w3", models="both"),
     Option("qk_norm", ("qk_norm",), (None,), "structure", "qk_norm", parts=("q_norm", "k_norm"),
-           choices=("rmsnorm", "l2", "layernorm"), on="rmsnorm",
+           choices=("rmsnorm", "l2", "full", "layernorm"), on="rmsnorm",
            reference="RMSNorm(head_dim) on each q/k head (Qwen3), over the whole q and k (OLMo 2), weightless "
                      "L2 after RoPE (Llama 4), a LayerNorm per head with its own weight (Command-R+)",
            text=lambda c: _QK_TEXT.get(c.qk_norm, ""), doc="a norm on q and k: per head (Qwen3, Llama 4's L2, "
@@ -172,6 +173,7 @@ OPTIONS: tuple[Option, ...] = (
            text=lambda c: f"final logits soft-capped at {c.final_softcap:g}" if c.final_softcap else "",
            doc="final logits soft-capped at the value (Gemma 2)"),
     Option("moe", ("n_experts", "experts_per_token"), (None, None), "kind", "ffn", parts=("moe", "router", "experts"),
+           choices=("moe",), models="both",
            reference="MoE(router, n_experts SwiGLU experts, top-k) in the layers of kind moe",
            text=lambda c: _moe_text(c) if c.n_experts else "",
            doc="a mixture of experts in the layers whose kind says ffn='moe' (the family states which)"),
@@ -216,21 +218,23 @@ OPTIONS: tuple[Option, ...] = (
         "(Qwen3-Next, Qwen3.5)", "", "gated attention output", parts=("output_gate",)),
     Option("linear_attention", ("layers",), (None,), "kind", "mixer",
            parts=("in_proj_qkvz", "in_proj_ba", "conv1d", "decay", "delta_rule", "out_proj"),
+           choices=("linear_attention",),
            text=lambda c: _linear_text(c),
            doc="Gated DeltaNet token mixers in the layers of kind mixer='linear_attention' (Qwen3-Next, Qwen3.5)"),
     _on("delta_split", "the Gated DeltaNet's four input projections (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, "
         "in_proj_a); False: Qwen3-Next's two", "", parts=("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
-        on=None),
-    Option("nope", ("layers",), (None,), "kind", "rotary", reference="no rotation in the layers of kind rotary=False",
+        choices=(False, True), on=None),  # False too: Qwen3-Next's in_proj_qkvz and in_proj_ba
+    Option("nope", ("layers",), (None,), "kind", "rotary", choices=(False,),
+           reference="no rotation in the layers of kind rotary=False",
            text=lambda c: f"{c.n_nope_layers} layers without RoPE" if c.n_nope_layers else "",
            doc="layers without RoPE (Llama 4's, EXAONE 4's full-attention layers)"),
-    Option("temperature", ("layers",), (None,), "kind", "temperature", parts=("temperature",),
+    Option("temperature", ("layers",), (None,), "kind", "temperature", parts=("temperature",), choices=(True,),
            reference="queries scaled by log(floor((pos + 1) / 8192) + 1) * 0.1 + 1",
            doc="Llama 4's query temperature in its layers without RoPE (attn_temperature_tuning)"),
-    Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window",
+    Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window", choices=("sliding",),
            text=lambda c: _window_text(c) if c.sliding_window else "",
            doc="a sliding window of W keys in the layers of kind window='sliding'"),
-    Option("chunked", ("attention_chunk", "layers"), (None, None), "kind", "window",
+    Option("chunked", ("attention_chunk", "layers"), (None, None), "kind", "window", choices=("chunked",),
            text=lambda c: f"attention chunks of {c.attention_chunk}" if c.attention_chunk else "",
            doc="chunked attention (Llama 4's RoPE layers)"),
     _on("tied", "lm_head shares the embedding matrix", "output.weight = tok_embeddings.weight",

@@ -133,6 +133,10 @@ class Family:
         >>> q = QWEN2.extend("qwen2_like", presets="a test")
         >>> (q.model_type, q.qkv_bias, q.layer_types, q.wrappers)
         ('qwen2_like', True, ('full_attention', 'sliding_attention'), ())
+        >>> from symllm.arch.families.deepseek import DEEPSEEK_V3  # Kimi's names stay DeepSeek-V3's
+        >>> v = DEEPSEEK_V3.extend("v3_like", presets="a test")
+        >>> (v.aliases, v.wrappers, v.typed, v.outer, v.names == DEEPSEEK_V3.names)
+        ((), (), (), {}, True)
         """
         unknown = sorted(set(changes) - {f.name for f in _dataclass_fields(self)})
         if unknown:
