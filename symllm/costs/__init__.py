@@ -8,7 +8,9 @@ KV-cache formats as exact bytes), :mod:`~symllm.costs.checkpoints` (a checkpoint
 :mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds), :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines),
 :mod:`~symllm.costs.traffic` (serving under load: TTFT, ITL, throughput at a concurrency or request rate),
-:mod:`~symllm.costs.scaling`, :mod:`~symllm.costs.checks` (whether a workload fits a model),
+:mod:`~symllm.costs.scaling` (over :mod:`~symllm.costs.approximation`, smooth forms and FLOP conventions, and
+:mod:`~symllm.costs.optimal`, compute-optimal and inverse sizing), :mod:`~symllm.costs.checks` (whether a
+workload fits a model),
 :mod:`~symllm.costs.zero` (training states per optimizer and ZeRO sharding), :mod:`~symllm.costs.inverse`
 (the largest batch or context that fits, in closed form), :mod:`~symllm.costs.comparison` (models side by
 side), :mod:`~symllm.costs.shares` (memory per component).
@@ -17,4 +19,4 @@ from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "phases", "stacks", "parallel", "finetune", "formats", "checkpoints", "serving", "hardware", "efficiency", "traffic",
-    "scaling", "checks", "zero", "shares", "comparison", "inverse")})
+    "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse")})
