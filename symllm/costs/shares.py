@@ -16,6 +16,7 @@ from symllm.costs import phases, stacks
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
+from symllm.validate import short, with_list
 
 __all__ = ["KINDS", "memory_by_component"]
 
@@ -38,7 +39,8 @@ def memory_by_component(config, work: Workload | None = None, *, kinds=KINDS, **
     work = Workload.of(work, **options)
     for kind in kinds:
         if kind not in KINDS:
-            raise SymllmError(f"kind: {kind!r} does not add up over components (one of: {', '.join(KINDS)})")
+            raise SymllmError(with_list(f"kind: {short(kind, 20)} does not add up over components (one of: ", KINDS,
+                                        see="shares.KINDS", near=kind))
     if work.stack not in stacks.COMPONENT_STACKS:
         raise SymllmError(f"stack: memory per component is modelled for {', '.join(stacks.COMPONENT_STACKS)}, "
                           f"not {work.stack}")

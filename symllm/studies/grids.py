@@ -99,8 +99,8 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
             group, key = _PARALLEL[name]
             out = costs.quantities(mdl, work)[group]
             if key not in out:  # comm_ep: expert parallelism sends nothing in a dense model
-                raise SymllmError(f"quantity: {name} is for a mixture-of-experts model (known here: "
-                                  f"{', '.join(f'comm_{k}' for k in out)})")
+                raise SymllmError(with_list(f"quantity: {name} is for a mixture-of-experts model (known here: ",
+                                            [f"comm_{k}" for k in out], see="docs/sweeps.md", near=name))
             return out[key]
         if name in costs.MEMORY_KINDS:
             return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack,
