@@ -62,10 +62,13 @@ def test_fp16_kv_cache_is_4_bytes_per_layer_kv_head_dim_and_token(name, b, s, n)
     2·b·L·(r_kv + d_hr)·(s+n), the latent transformers caches); a layer
     with a sliding window or attention chunk of W (Mistral; Llama 4's layers with RoPE; Gemma's and gpt-oss's
     local layers) holds min(s+n, W); which layers have it is what the config says layer by layer
-    (``ModelConfig.groups``: each kind of layer and how many)."""
+    (``ModelConfig.groups``: each kind of layer and how many); a linear-attention layer holds none."""
     cfg = symllm.load(name)
-    windowed = 0 if cfg.window is None else sum(count for kind, count in cfg.groups if kind.window)
-    positions = (cfg.n_layers - windowed) * (s + n) + windowed * min(s + n, cfg.window or 0)
+    # only attention layers cache keys and values (a Gated DeltaNet layer keeps a state, not a KV cache)
+    attending = [(kind, count) for kind, count in cfg.groups if kind.mixer == "attention"]
+    windowed = 0 if cfg.window is None else sum(count for kind, count in attending if kind.window)
+    positions = (sum(count for _, count in attending) - windowed) * (s + n) + \
+        windowed * min(s + n, cfg.window or 0)
     # per position and layer: K and V of n_kv heads of d_h, or multi-head latent attention's one latent of
     # kv_lora_rank plus its decoupled RoPE key of qk_rope_head_dim (DeepSeek: 512 + 64), 2 bytes each
     per_position = 2 * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) if cfg.kv_lora_rank else \
