@@ -430,7 +430,7 @@ def cmd_sweep(args) -> int:
             continue
         suffixes = workload_options()[name][1].suffixes if name in sw.WORKLOAD_AXES else None
         values = sw.parse_axis(text, name, None if suffixes is None else (  # --seq 2k:8k:2k (validate.token_count)
-            lambda part, field: validate.token_count(field, part, binary=suffixes == "length", low=None)))
+            lambda part, field: validate.suffixed_count(field, part, suffixes)))
         if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
                                          else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]

@@ -95,7 +95,7 @@ class Option:
     shapes: object = False
     #: how the command line reads a count of tokens with a suffix (:func:`symllm.validate.token_count`):
     #: ``"length"`` in binary (a context window: ``128k`` = 131,072), ``"tokens"`` in decimal (a token budget:
-    #: ``15T`` = 15·10^12); None: a plain integer
+    #: ``15T`` = 15·10^12), ``"sequences"`` in decimal (a batch: ``1k`` = 1,000); None: a plain integer
     suffixes: str | None = None
 
 
@@ -155,7 +155,7 @@ class Workload:
     """
 
     #: sequences in a batch, b
-    batch: int = _opt(1, "sequences b", axis=True)
+    batch: int = _opt(1, "sequences b (1k = 1000)", axis=True, suffixes="sequences")
     #: new tokens per sequence in a forward pass (the prompt), s
     seq: int = _opt(2048, "prompt length s in tokens (128k = 131072)", axis=True, suffixes="length")
     #: tokens generated per sequence, n
@@ -264,6 +264,10 @@ class Workload:
         if self.dp % self.ep:  # symllm.costs.parallel: expert-parallel groups are carved out of the data-parallel ranks
             raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel "
                               "ranks (--dp)")
+        for key in ("dtype", "kv_dtype", "act_dtype", "compute_dtype"):  # any case: BF16 is bf16
+            value = getattr(self, key)
+            if isinstance(value, str) and value.strip().casefold() in DTYPES:  # else refused as given
+                put(key, value.strip().casefold())
         choice("dtype", self.dtype, DTYPES)
         put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
         choice("kv_dtype", self.kv_dtype, DTYPES)
