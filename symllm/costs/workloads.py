@@ -126,8 +126,7 @@ def lora_targets(value) -> str:
         return value
     if not isinstance(value, str) or not value.strip():
         raise SymllmError(f"lora_targets: expected a comma list of linear names, got {value!r}")
-    from symllm.arch.components import lora_names
-    known = lora_names()
+    known = _lora_vocabulary()
     names = set()
     for name in (x.strip() for x in value.split(",")):
         if name not in known:  # PEFT's names first: what a user of PEFT writes (symllm's wq, w1... too)
@@ -136,6 +135,36 @@ def lora_targets(value) -> str:
                                         see="docs/finetuning.md", near=name))
         names.add(known[name])
     return ",".join(x for x in dict.fromkeys(known.values()) if x in names)
+
+
+def _lora_vocabulary() -> dict[str, str]:
+    """:func:`symllm.arch.components.lora_names`, read back from the cache (:mod:`symllm.numbers.cache`, keyed by
+    symllm's source like every entry) where an earlier process walked the components for it: a count with
+    ``--lora-targets`` then imports no SymPy. The entry is data, names only: a pair that is not two
+    identifiers, or a symllm name that is not a name itself, and the components are walked again.
+
+    >>> _lora_vocabulary()["q_proj"], list(_lora_vocabulary())[:3]
+    ('wq', ['wq', 'wk', 'wv'])
+    """
+    import json
+    from symllm.numbers.cache import cache_get, cache_put, key
+    entry = key("lora_names")
+    hit = cache_get("lora", entry)
+    if hit is not None and len(hit) == 1:
+        try:
+            pairs = json.loads(hit[0])
+        except ValueError:
+            pairs = None
+        if isinstance(pairs, list) and pairs and all(
+                isinstance(p, list) and len(p) == 2 and all(type(x) is str and x.isidentifier() for x in p)
+                for p in pairs):
+            known = dict(pairs)
+            if all(known.get(ours) == ours for ours in known.values()):
+                return known
+    from symllm.arch.components import lora_names
+    known = lora_names()
+    cache_put("lora", entry, (json.dumps([list(p) for p in known.items()]),))
+    return known
 
 
 def _opt(default, help_: str, **kw):
