@@ -423,7 +423,8 @@ NEW_POINTS = (["count", "llama3.1-8b", "--seq", "3000", "--batch", "3", "--json"
               ["count", "llama3.1-70b", "--gpu", "h200", "--tp", "2", "--pp", "4", "--dp", "3", "--json"],
               ["count", "mixtral-8x7b", "--gpu", "h200", "--tp", "4", "--dp", "2", "--ep", "2", "--seq", "999"],
               ["count", "llama2-7b", "--lora-rank", "16", "--qlora", "--gpu", "a100-80gb", "--json", "--seq", "512"],
-              ["count", "mistral-7b-v0.1", "--gpu", "h100-sxm", "--weight-format", "awq", "--seq", "1000"])
+              ["count", "mistral-7b-v0.1", "--gpu", "h100-sxm", "--weight-format", "awq", "--seq", "1000"],
+              ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "16", "--json"])  # KV heads replicated
 
 
 def test_a_count_at_a_new_workload_point_imports_no_sympy(tmp_path):
@@ -445,6 +446,8 @@ def test_a_count_at_a_new_workload_point_imports_no_sympy(tmp_path):
     assert first["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"]
     assert json.loads(warm_outs[2][1])["time"]["gpus"] == 2 * 4 * 3
     assert "on h100-sxm (per GPU of 2)" in warm_outs[1][1]
+    # tp 16 on 8 KV heads: one a rank, replicated (tests/test_parallel.py's hand count of rank 0's parameters)
+    assert json.loads(warm_outs[6][1])["params"]["per_gpu"] == 518_918_144
 
 
 #: the doors issue 41 left computed at a new point: --serve (and under load), --lora-targets other than PEFT's

@@ -23,10 +23,11 @@ from functools import lru_cache
 
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
+from symllm.costs.replication import ReplicatedKV, kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "workload_numbers",
            "named_values", "symbol_codes"]
 
@@ -553,7 +554,11 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
     ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
     :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
-    (:mod:`symllm.studies.quick`)."""
+    (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
+    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`)."""
+    n_kv = ev.vals.get("n_kv")
+    if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
+        ev = ReplicatedKV(ev, work.tp)
     out = {"workload": work.to_dict(), **{group: {} for group in groups}}
     if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
         for name, value in ev.table().items():
