@@ -16,7 +16,7 @@ import math
 
 from symllm.errors import SymllmError
 
-__all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number", "boolean",
+__all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count", "suffixed_count", "COUNT_KINDS", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number", "boolean",
            "choice", "zero_stage"]
 
 #: the largest float accepted for an integer read from a file (``4096.0``): past 2**53 a double no longer
@@ -147,11 +147,12 @@ def integer(field: str, value, *, low: int = 1, optional: bool = False, floats: 
 SUFFIXES = {"k": 1, "m": 2, "g": 3, "t": 4}
 
 
-def token_count(field: str, text: str, *, binary: bool, low: int | None = 1) -> int:
+def token_count(field: str, text: str, *, binary: bool, low: int | None = 1, unit: str = "tokens") -> int:
     """A count of tokens as people write it: digits (``_`` between them), a ``k``/``M``/``G``/``T`` suffix
     (any case) and a decimal point or exponent (``1.5k``, ``1e12``), as long as the value is a whole number
     of at least ``low`` (None: any integer; the command line leaves the range to the workload's check). ``binary``: a length (a prompt, a context window), where ``128k`` is 128·1024 =
-    131,072 as a model's window is meant; else a token budget in decimal, ``15T`` = 15·10^12.
+    131,072 as a model's window is meant; else a token budget in decimal, ``15T`` = 15·10^12. ``unit`` names
+    what is counted in a refusal (``sequences`` for a batch, read in decimal: ``--batch 1k`` = 1,000).
 
     >>> token_count("seq", "128k", binary=True), token_count("tokens", "15T", binary=False)
     (131072, 15000000000000)
@@ -161,6 +162,8 @@ def token_count(field: str, text: str, *, binary: bool, low: int | None = 1) -> 
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: seq: '1.3k' is 1331.2 tokens, not a whole number
+    >>> token_count("batch", "2k", binary=False, unit="sequences")
+    2000
     """
     text = str(text).strip()
     base = 1024 if binary else 1000
@@ -178,14 +181,31 @@ def token_count(field: str, text: str, *, binary: bool, low: int | None = 1) -> 
         except decimal.InvalidOperation:
             exact = None
         if exact is None or not exact.is_finite() or abs(exact.adjusted()) > 4000:
-            raise SymllmError(f"{field}: expected a whole number of tokens (e.g. 4096, 128k, 1e12), got {short(text)}")
+            raise SymllmError(f"{field}: expected a whole number of {unit} (e.g. 4096, 128k, 1e12), got {short(text)}")
         with decimal.localcontext() as ctx:
             ctx.prec = 5000
             scaled = exact * base ** power
         if scaled != scaled.to_integral_value():
-            raise SymllmError(f"{field}: {short(text)} is {scaled.normalize():f} tokens, not a whole number")
+            raise SymllmError(f"{field}: {short(text)} is {scaled.normalize():f} {unit}, not a whole number")
         value = int(scaled)
     return value if low is None else integer(field, value, low=low)
+
+
+#: how each kind of count a workload option takes is read (:attr:`symllm.costs.workloads.Option.suffixes`):
+#: whether its suffixes are binary, and what it counts
+COUNT_KINDS = {"length": (True, "tokens"), "tokens": (False, "tokens"), "sequences": (False, "sequences")}
+
+
+def suffixed_count(field: str, text: str, kind: str) -> int:
+    """:func:`token_count` of an option whose suffixes are read as ``kind`` says (:data:`COUNT_KINDS`): a
+    ``length`` in binary (``128k`` = 131,072), a token budget (``tokens``) or a batch (``sequences``) in decimal
+    (``15T`` = 15·10^12, ``1k`` = 1,000); any integer (the range is the workload's check).
+
+    >>> suffixed_count("seq", "128k", "length"), suffixed_count("batch", "1k", "sequences")
+    (131072, 1000)
+    """
+    binary, unit = COUNT_KINDS[kind]
+    return token_count(field, text, binary=binary, low=None, unit=unit)
 
 
 def positive_int(field: str, value, *, optional: bool = False, floats: bool = False):

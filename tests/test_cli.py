@@ -481,6 +481,8 @@ def test_weight_formats_in_any_case_and_with_the_gguf_prefix(cli, spelling, name
     ("--tokens", "1e12", 10 ** 12),
     ("--tokens", "2.5M", 2500000),
     ("--tokens", "300B", None),               # B is not a suffix (billion or bytes?): refused
+    ("--batch", "1k", 1000),                  # a batch of sequences: decimal, 1,000
+    ("--batch", "2K", 2000),
 ])
 def test_token_counts_take_suffixes(cli, flag, text, expected):
     """k/M/G/T and exponents: lengths in binary (128k = 131,072, as a model's window is meant), token budgets
@@ -505,11 +507,42 @@ def test_token_counts_take_suffixes(cli, flag, text, expected):
     ("--context", "abc", "context: expected a whole number of tokens"),
     ("--tokens", "1e-3", "tokens: '1e-3' is 0.001 tokens, not a whole number"),
     ("--gen", "-1", "gen: expected a non-negative integer, got -1"),
+    ("--batch", "1.5", "batch: '1.5' is 1.5 sequences, not a whole number"),
+    ("--batch", "0k", "batch: expected a positive integer, got 0"),
 ])
 def test_bad_token_counts_are_one_line_naming_the_field(cli, flag, text, message):
     """A count that is not whole, negative or not a number: one line naming the field, exit 2."""
     r = cli(["count", "llama3.1-8b", f"{flag}={text}"])
     assert r.code == 2 and r.err.startswith(f"symllm: error: {message}") and r.err.count("\n") == 1, r.err
+
+
+def test_batch_takes_suffixes_in_a_sweep_too(cli):
+    """A sweep's --batch values take the suffix as count's --batch does: 1k and 2k are 1,000 and 2,000."""
+    r = cli(["sweep", "--base", "llama3.1-8b", "--batch", "1k,2k", "--quantity", "kv_cache"])
+    assert r.code == 0, r.err
+    rows = [line.split(",") for line in r.out.splitlines()[1:]]
+    header = r.out.splitlines()[0].split(",")
+    assert [int(row[header.index("batch")]) for row in rows] == [1000, 2000]
+    kv = [int(row[header.index("kv_cache")]) for row in rows]
+    assert kv == [2 * 32 * 8 * 128 * 2 * 2048 * b for b in (1000, 2000)]  # K,V x L x n_kv x d_h x bf16 x s x b
+
+
+@pytest.mark.parametrize("flags", [("--dtype", "FP8"), ("--dtype", "Fp8"), ("--kv-dtype", "FP8"),
+                                   ("--act-dtype", "BF16"), ("--compute-dtype", "FP8")])
+def test_dtypes_are_read_in_any_case(cli, flags):
+    """--dtype FP8 is fp8, as --weight-format AWQ is awq: the JSON's workload names the lower-case dtype, and
+    fp8 weights are one byte each: 8,030,261,248 parameters (Meta's published 8B total), one byte each."""
+    r = cli(["count", "llama3.1-8b", "--json", *flags])
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    field = flags[0][2:].replace("-", "_")
+    assert data["workload"][field] == flags[1].lower()
+    if flags[0] == "--dtype":
+        assert data["memory"]["weights"] == 8030261248 * 1
+    if flags[0] == "--kv-dtype":
+        assert data["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 1 * 2048  # fp8: one byte an element
+    r = cli(["count", "llama3.1-8b", flags[0], "FP9"])
+    assert r.code == 2 and r.err.count("\n") == 1 and "'FP9'" in r.err, r.err
 
 
 def test_lists_of_choices_are_whole_or_pointed_to(cli, tmp_path):

@@ -34,7 +34,7 @@ def _fails(capsys, argv, field) -> str:
     (["--seq", "-1"], "seq"), (["--gen", "-1"], "gen"), (["--dp", "0"], "dp"),
     (["--dtype", "int3"], "dtype"), (["--kv-dtype", "float16"], "kv_dtype"),
     (["--attention", "sparse"], "attention"), (["--zero", "4"], "zero_stage"), (["--zero", "-1"], "zero_stage"),
-    (["--batch", "x"], "--batch"),
+    (["--batch", "x"], "batch"),  # one line naming the field, as --seq x (validate.suffixed_count)
 ])
 def test_bad_workload_is_one_line_and_exit_2(capsys, argv, field):
     """Bad workload input: exit status 2 and one stderr line naming the field."""

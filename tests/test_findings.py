@@ -135,15 +135,16 @@ def test_bases_of_which_one_is_all_invalid(capsys):
 
 # --- tensor parallelism that splits a head (docs/parallel.md) ---
 
-#: llama3.1-8b: 32 query heads, 8 KV heads (its params.json)
-TP_CASES = [(1, True), (2, True), (3, False), (4, True), (6, False), (8, True), (16, False), (32, False)]
+#: llama3.1-8b: 32 query heads, 8 KV heads (its params.json); 16 and 32 are multiples of the 8 KV heads: one KV
+#: head a rank, replicated (vLLM's QKVParallelLinear)
+TP_CASES = [(1, True), (2, True), (3, False), (4, True), (6, False), (8, True), (16, True), (32, True)]
 
 
 @pytest.mark.parametrize("tp, runs", TP_CASES)
 def test_tp_must_divide_the_query_and_kv_heads_at_every_door(tp, runs, capsys):
-    """32 % tp and 8 % tp both 0 for tp 1, 2, 4, 8; 3 and 6 divide neither; 16 and 32 divide 32 but not
-    8. count, the Python API, a sweep and count --serve refuse the others with one line naming tp and the
-    heads (count accepted --tp 3 without a word)."""
+    """32 % tp and 8 % tp both 0 for tp 1, 2, 4, 8; 3 and 6 divide neither; 16 and 32 divide 32 and are
+    multiples of 8 (the KV heads replicated). count, the Python API, a sweep and count --serve refuse the others
+    with one line naming tp and the heads (count accepted --tp 3 without a word)."""
     line = f"tp: {tp} ranks do not divide the 32 query and 8 KV heads (a split head cannot run)"
     code = main(["count", "llama3.1-8b", "--tp", str(tp)])
     out, err = _err_line(capsys)
@@ -163,21 +164,32 @@ def test_tp_must_divide_the_query_and_kv_heads_at_every_door(tp, runs, capsys):
 
 
 def test_plan_tries_only_tp_that_split_whole_heads():
-    """On 6 GPUs: tp 1 or 2 (6 = 2·3; 3 and 6 do not divide 8 KV heads), never 3 or 6."""
+    """On 6 GPUs: tp 1 or 2 (6 = 2·3; 3 and 6 do not divide 8 KV heads), never 3 or 6; on 16, tp 16 too (a
+    multiple of the 8 KV heads: one a rank, replicated)."""
     result = symllm.plan("llama3.1-8b", 6, "h100-sxm").to_dict()
     assert {r["tp"] for r in result["rows"]} == {1, 2}
+    result = symllm.plan("llama3.1-8b", 16, "h100-sxm").to_dict()
+    assert {r["tp"] for r in result["rows"]} == {1, 2, 4, 8, 16}
 
 
 def test_sweep_drops_points_whose_heads_tp_does_not_divide():
-    """--tp 4 over n_kv_heads 2 and 4 (32 query heads): 4 does not divide 2, so that point is dropped with
-    count's own line; 4 divides 4 and 32, so that point is kept."""
+    """--tp 4 over n_kv_heads 6 and 8 (48 query heads): 4 neither divides 6 nor is a multiple of it (a KV head
+    would be split), so that point is dropped with count's own line; 4 divides 8 and 48, so that point is
+    kept; over n_kv_heads 2 and 4 both are kept (4 is a multiple of 2: one KV head a rank, replicated)."""
+    base = symllm.resolve("llama3.1-8b").replace(dim=6144, n_heads=48, n_kv_heads=8)
+    result = Sweep(base, {"n_kv_heads": [6, 8]}, quantities=["params_per_gpu"], workload={"tp": 4}).run()
+    with pytest.raises(SymllmError) as counted:
+        symllm.workload(base.replace(n_kv_heads=6), tp=4)
+    assert str(counted.value) == "tp: 4 ranks do not divide the 48 query and 6 KV heads (a split head cannot run)"
+    assert (result.rows, result.invalid) == (1, 1) and result.records()[0]["n_kv_heads"] == 8
+    assert [line for _, line in result.reasons.values()] == [str(counted.value)]
     base = symllm.resolve("llama3.1-8b")
     result = Sweep(base, {"n_kv_heads": [2, 4]}, quantities=["params_per_gpu"], workload={"tp": 4}).run()
+    assert (result.rows, result.invalid) == (2, 0)
     with pytest.raises(SymllmError) as counted:
-        symllm.workload(base.replace(n_kv_heads=2), tp=4)
-    assert str(counted.value) == "tp: 4 ranks do not divide the 32 query and 2 KV heads (a split head cannot run)"
-    assert (result.rows, result.invalid) == (1, 1) and result.records()[0]["n_kv_heads"] == 4
-    assert [line for _, line in result.reasons.values()] == [str(counted.value)]
+        symllm.workload(base.replace(dim=6144, n_heads=48, n_kv_heads=6), tp=8)  # 48 % 8 == 0, 8 % 6 == 2
+    assert str(counted.value) == ("tp: 8 ranks are more than the 6 KV heads but not a multiple of them (a split head "
+                                  "cannot run; a multiple holds one KV head a rank, replicated)")
 
 
 # --- Ctrl-C anywhere in the start-up: exit 130, one line, no traceback ---

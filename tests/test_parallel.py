@@ -438,3 +438,52 @@ def test_layout_and_lora_reports_compile_and_fit_the_page(argv, tmp_path, monkey
         options = {"mixtral-8x7b": dict(tp=2, pp=2, dp=8, ep=4, recompute=True),
                    "llama3.1-70b": dict(tp=8, pp=4, dp=2, sp=True, zero_stage=1, seq=4096)}[argv[1]]
         assert f"{symllm.workload(argv[1], **options)['params']['per_gpu']:,}" in text
+
+
+# --- KV heads replicated where tp is a multiple of them (vLLM's QKVParallelLinear) ---
+
+def _vllm_kv_heads(tp_size: int, total_num_kv_heads: int) -> tuple[int, int]:
+    """vLLM's rule, as QKVParallelLinear.__init__ states it (vllm/model_executor/layers/linear.py):
+    ``if tp_size >= total_num_kv_heads: num_kv_heads = 1; num_kv_head_replicas = divide(tp_size,
+    total_num_kv_heads)`` else ``num_kv_heads = divide(total_num_kv_heads, tp_size); num_kv_head_replicas = 1``
+    (``divide`` asserts the division is exact): the KV heads one rank holds, and on how many ranks each is."""
+    if tp_size >= total_num_kv_heads:
+        assert tp_size % total_num_kv_heads == 0
+        return 1, tp_size // total_num_kv_heads
+    assert total_num_kv_heads % tp_size == 0
+    return total_num_kv_heads // tp_size, 1
+
+
+def test_kv_heads_replicated_when_tp_is_a_multiple_of_them(capsys):
+    """llama3.1-8b (V 128,256, d 4,096, L 32, 32 query and 8 KV heads of 128, d_ff 14,336, untied) at tp 16: each
+    rank holds 2 query heads and, by vLLM's rule, 1 KV head (replicated on 2 ranks). Hand count of rank 0's
+    parameters: embedding and head 128,256/16 x 4,096 each; per layer wq and wo 4,096 x 2 x 128, wk and wv
+    4,096 x 1 x 128 (the one KV head, whole), w1 w2 w3 4,096 x 14,336/16, two norms of 4,096; a final norm.
+    The same number through count, the API, a sweep and plan; vLLM's KV cache a token per rank is one head's,
+    2 (K, V) x 32 layers x 128 x 2 bytes; the whole model's parameters and KV cache stay the model's own."""
+    heads, replicas = _vllm_kv_heads(16, 8)
+    assert (heads, replicas) == (1, 2)
+    per_layer = 2 * 4096 * 2 * 128 + 2 * 4096 * heads * 128 + 3 * 4096 * (14336 // 16) + 2 * 4096
+    per_gpu = 2 * (128256 // 16) * 4096 + 32 * per_layer + 4096
+    assert per_gpu == 518_918_144
+    api = symllm.workload("llama3.1-8b", tp=16, seq=1000)
+    assert api["params"]["per_gpu"] == per_gpu
+    assert api["memory_per_gpu"]["weights"] == 2 * per_gpu  # bf16
+    assert api["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 1000  # the model's 8 heads, whole
+    assert symllm.params("llama3.1-8b")["total"] == 8_030_261_248
+    assert main(["count", "llama3.1-8b", "--tp", "16", "--seq", "1000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["per_gpu"] == per_gpu
+    assert main(["count", "llama3.1-8b", "--tp", "16", "--serve", "--gpu", "h100-sxm", "--json"]) == 0
+    served = json.loads(capsys.readouterr().out)["serving"]
+    assert served["kv_bytes_per_token"] == 2 * 32 * heads * 128 * 2
+    assert served["weights"] == 2 * per_gpu
+    sweep = symllm.Sweep("llama3.1-8b", {"seq": [1000]}, quantities=["params_per_gpu"], workload={"tp": 16}).run()
+    assert sweep.records()[0]["params_per_gpu"] == per_gpu
+    rows = [r for r in symllm.plan("llama3.1-8b", 16, "h100-sxm", seq=1000).to_dict()["rows"] if r["tp"] == 16]
+    assert rows and all(r["peak"] == symllm.workload("llama3.1-8b", tp=16, seq=1000, batch=r["batch"],
+                                                     gpu="h100-sxm")["memory_per_gpu"]["inference_peak"]
+                        for r in rows[:3])
+    # MQA (one KV head) at tp 4 on 8 query heads: that head on every rank; at tp 2 of 8 KV heads, 4 a rank
+    mqa = symllm.resolve("llama3.1-8b").replace(dim=1024, n_heads=8, n_kv_heads=1, head_dim=128, n_layers=2)
+    one = symllm.workload(mqa, tp=4)["params"]["per_gpu"] - symllm.workload(mqa.replace(n_kv_heads=4), tp=4)["params"]["per_gpu"]
+    assert one == 0  # one KV head a rank either way: 1 replicated on 4, or 4 split over 4

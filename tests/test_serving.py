@@ -69,9 +69,9 @@ def test_predicted_kv_cache_within_the_stated_tolerance(model):
 def test_capacity_by_hand():
     """KV bytes = utilization x memory (what torch reports: 85,017,493,504 bytes on an H100 80GB, measured
     2026-11-28) - weights - activation peak - non-torch, in whole blocks of the
-    per-rank bytes a token: tensor parallelism splits the 8 KV heads (8 ranks: one each; 16 ranks, which
-    vLLM would run by replicating them, are refused as every door refuses a split head: docs/parallel.md);
-    an fp8 cache is 1 byte an element."""
+    per-rank bytes a token: tensor parallelism splits the 8 KV heads (8 ranks: one each; 16 ranks: one each,
+    replicated on 2 ranks, as vLLM's QKVParallelLinear runs it; 3 ranks, a split head, refused as every door
+    refuses it: docs/parallel.md); an fp8 cache is 1 byte an element."""
     r = serving.capacity("llama3.1-70b", gpu="h100-sxm", tp=4, seq=8192, kv_format="fp8", non_torch=GiB,
                          gpu_memory_utilization=Fraction(9, 10), max_num_batched_tokens=4096, block_size=32)
     assert r["kv_bytes_per_token"] == 2 * 80 * 2 * 128 * 1
@@ -80,8 +80,9 @@ def test_capacity_by_hand():
     assert r["blocks"] == r["kv_cache_bytes"] // (32 * r["kv_bytes_per_token"]) and r["kv_tokens"] == 32 * r["blocks"]
     assert r["max_concurrency"] == Fraction(r["kv_tokens"], 8192)
     assert serving.capacity("llama3.1-70b", gpu="h100-sxm", tp=8, seq=64)["kv_bytes_per_token"] == 2 * 80 * 1 * 128 * 2
-    with pytest.raises(SymllmError, match=r"^tp: 16 ranks do not divide the 64 query and 8 KV heads"):
-        serving.capacity("llama3.1-70b", gpu="h100-sxm", tp=16, seq=64)
+    assert serving.capacity("llama3.1-70b", gpu="h100-sxm", tp=16, seq=64)["kv_bytes_per_token"] == 2 * 80 * 1 * 128 * 2
+    with pytest.raises(SymllmError, match=r"^tp: 3 ranks do not divide the 64 query and 8 KV heads"):
+        serving.capacity("llama3.1-70b", gpu="h100-sxm", tp=3, seq=64)
     small = serving.capacity("llama3.1-8b", gpu="rtx4090", seq=8192, gpu_memory_utilization=0.5)
     assert small["blocks"] == 0 and not small["fits"]  # 12 GiB cannot hold 15 GiB of weights
 

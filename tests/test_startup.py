@@ -337,8 +337,9 @@ ANSWERED = (["count", "llama3.1-8b", "--gpu", "h100-sxm"],
 #: SymPy, the components, the workload's formulas, the fit searches or numpy were imported
 _ANSWER_ALL = ("import contextlib, io, json, sys\nfrom symllm.cli import main\nouts = []\n"
                "for argv in ARGV:\n"
-               "    with contextlib.redirect_stdout(io.StringIO()) as out:\n        code = main(argv)\n"
-               "    outs.append([code, out.getvalue()])\n"
+               "    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:\n"
+               "        code = main(argv)\n"
+               "    outs.append([code, out.getvalue(), err.getvalue()])\n"
                "print(json.dumps([outs, sorted(m for m in ('sympy', 'symllm.arch.components', 'symllm.costs.phases',"
                " 'symllm.costs.inverse', 'numpy') if m in sys.modules)]))")
 
@@ -354,7 +355,7 @@ def test_warm_count_with_a_workload_imports_no_sympy(tmp_path):
     off_outs, _ = json.loads(_python(code, ""))  # SYMLLM_CACHE_DIR="": no cache at all
     assert "sympy" in cold_modules
     assert warm_modules == []
-    assert [c for c, _ in cold_outs] == [0] * len(ANSWERED)
+    assert [c for c, *_ in cold_outs] == [0] * len(ANSWERED)
     assert warm_outs == cold_outs == off_outs
     assert json.loads(warm_outs[2][1])["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"]
     assert "on h100-sxm (per GPU of 8)" in warm_outs[1][1] and "on h100-sxm (one GPU)" in warm_outs[0][1]
@@ -422,7 +423,8 @@ NEW_POINTS = (["count", "llama3.1-8b", "--seq", "3000", "--batch", "3", "--json"
               ["count", "llama3.1-70b", "--gpu", "h200", "--tp", "2", "--pp", "4", "--dp", "3", "--json"],
               ["count", "mixtral-8x7b", "--gpu", "h200", "--tp", "4", "--dp", "2", "--ep", "2", "--seq", "999"],
               ["count", "llama2-7b", "--lora-rank", "16", "--qlora", "--gpu", "a100-80gb", "--json", "--seq", "512"],
-              ["count", "mistral-7b-v0.1", "--gpu", "h100-sxm", "--weight-format", "awq", "--seq", "1000"])
+              ["count", "mistral-7b-v0.1", "--gpu", "h100-sxm", "--weight-format", "awq", "--seq", "1000"],
+              ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "16", "--json"])  # KV heads replicated
 
 
 def test_a_count_at_a_new_workload_point_imports_no_sympy(tmp_path):
@@ -432,18 +434,66 @@ def test_a_count_at_a_new_workload_point_imports_no_sympy(tmp_path):
     off, byte for byte. Hand arithmetic: llama3.1-8b's KV cache at batch 3 and 3,000 tokens is
     2 (K and V) x 32 layers x 8 KV heads x 128 x 2 bytes x 3 x 3,000."""
     cold_outs, cold_modules = json.loads(_python(_ANSWER_ALL.replace("ARGV", repr(SHAPES)), tmp_path / "cache"))
-    assert "sympy" in cold_modules and [c for c, _ in cold_outs] == [0] * len(SHAPES)
+    assert "sympy" in cold_modules and [c for c, *_ in cold_outs] == [0] * len(SHAPES)
     code = _ANSWER_ALL.replace("ARGV", repr(NEW_POINTS))
     warm_outs, warm_modules = json.loads(_python(code, tmp_path / "cache"))
     off_outs, off_modules = json.loads(_python(code, ""))
     assert warm_modules == [] and "sympy" in off_modules
     assert warm_outs == off_outs
-    assert [c for c, _ in warm_outs] == [0] * len(NEW_POINTS)
+    assert [c for c, *_ in warm_outs] == [0] * len(NEW_POINTS)
     first = json.loads(warm_outs[0][1])
     assert first["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 3 * 3000
     assert first["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"]
     assert json.loads(warm_outs[2][1])["time"]["gpus"] == 2 * 4 * 3
     assert "on h100-sxm (per GPU of 2)" in warm_outs[1][1]
+    # tp 16 on 8 KV heads: one a rank, replicated (tests/test_parallel.py's hand count of rank 0's parameters)
+    assert json.loads(warm_outs[6][1])["params"]["per_gpu"] == 518_918_144
+
+
+#: the doors issue 41 left computed at a new point: --serve (and under load), --lora-targets other than PEFT's
+#: default, a named HF stack, a context past the model's window; each counted once...
+DOORS = (["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "8192"],
+         ["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "1000", "--gen", "1000",
+          "--concurrency", "64", "--json"],
+         ["count", "llama2-7b", "--lora-rank", "8", "--lora-targets", "q_proj,k_proj,v_proj,o_proj", "--seq", "1024",
+          "--json"],
+         ["count", "llama3.1-8b", "--stack", "hf-sdpa", "--seq", "8192", "--json"],
+         ["count", "llama2-7b", "--gpu", "h100-sxm", "--seq", "8192"])
+#: ...then each at a point never asked before
+DOOR_POINTS = (["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "5000", "--gen", "100", "--json"],
+               ["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "1500", "--gen", "500",
+                "--concurrency", "32", "--json"],
+               ["count", "llama2-7b", "--lora-rank", "8", "--lora-targets", "q_proj,k_proj,v_proj,o_proj",
+                "--seq", "3000", "--batch", "2", "--json"],
+               ["count", "llama3.1-8b", "--stack", "hf-sdpa", "--seq", "4000", "--batch", "3", "--json"],
+               ["count", "llama2-7b", "--gpu", "h100-sxm", "--seq", "9000", "--json"])
+
+
+def test_every_door_at_a_new_point_imports_no_sympy(tmp_path):
+    """Issue 41 item 5, the doors left: once a count of each shape kept its kernels, a fresh process counts
+    ``--serve`` (with and without load), ``--lora-targets`` other than the default, an HF stack and a context
+    past the window at new points without importing SymPy, the components, the formulas, the searches or
+    numpy, and prints what the formulas print with the cache off, byte for byte (the past-window warning on
+    stderr too). Hand arithmetic: llama3.1-8b's KV bytes a token 2 x 32 x 8 x 128 x 2 (K and V, layers, KV heads,
+    d_h, bf16); PEFT's LoRA of rank 8 on llama2-7b's q, k, v and o: 32 layers x 4 x 8 x (4096 + 4096)
+    = 8,388,608 trainable parameters; the KV cache at batch 3 of 4,000 tokens; llama2-7b's 4,096 positions."""
+    cold_outs, cold_modules = json.loads(_python(_ANSWER_ALL.replace("ARGV", repr(DOORS)), tmp_path / "cache"))
+    assert "sympy" in cold_modules and [c for c, *_ in cold_outs] == [0] * len(DOORS)
+    code = _ANSWER_ALL.replace("ARGV", repr(DOOR_POINTS))
+    warm_outs, warm_modules = json.loads(_python(code, tmp_path / "cache"))
+    off_outs, off_modules = json.loads(_python(code, ""))
+    assert warm_modules == [] and "sympy" in off_modules
+    assert warm_outs == off_outs
+    assert [c for c, *_ in warm_outs] == [0] * len(DOOR_POINTS)
+    serve, load, lora, hf, past = (json.loads(out) for _, out, _ in warm_outs)
+    assert serve["serving"]["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
+    assert serve["serving"]["context"] == 5100
+    assert load["serving"]["load"]["concurrency"] == 32 and load["serving"]["context"] == 2000
+    assert lora["params"]["trainable"] == 32 * 4 * 8 * (4096 + 4096)
+    assert hf["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 3 * 4000
+    assert past["memory"]["kv_cache"] == 2 * 32 * 32 * 128 * 2 * 9000
+    assert warm_outs[-1][2] == "symllm: warning: seq + gen: 9,000 > 4,096 trained positions (counted: RoPE " \
+                               "scaling can run it)\n"
 
 
 def _workload_entry(folder: Path) -> tuple[Path, dict]:
@@ -480,3 +530,30 @@ def test_a_kept_workload_entry_is_data_its_code_never_run(cache, tmp_path):
     assert not marker.exists()
     entry.write_text(entry.read_text().replace("kv_cache", "kv_cachf"))  # the digest no longer matches
     assert quick.workload(cfg, {"seq": 2000})[0]["memory"]["kv_cache"] == kv
+
+
+def test_a_kept_lora_vocabulary_is_data(cache):
+    """The LoRA target names a count keeps (so that ``--lora-targets`` needs no component built) are read back
+    as names only: the control (q_proj mapped to wk, a consistent digest: the user's own edit) changes what
+    q_proj means, so the entry is what is read; pairs that are not names are refused and the components walked
+    again (PEFT's q_proj is symllm's wq, as the linears' rules say); a damaged entry too."""
+    from symllm.arch.components import lora_names
+    from symllm.costs import workloads
+    assert workloads._lora_vocabulary() == lora_names()
+    (entry,) = cache.glob("lora-*.json")
+    pairs = json.loads(json.loads(entry.read_text())["sources"][0])
+
+    def plant(new_pairs):
+        data = json.loads(entry.read_text())
+        sources = [json.dumps(new_pairs)]
+        data.update(sources=sources, digest=disk.digest(data["key"], sources))
+        entry.write_text(json.dumps(data))
+
+    plant([[a, "wk" if a == "q_proj" else b] for a, b in pairs])
+    assert workloads.lora_targets("q_proj") == "wk"  # the control
+    plant([["__import__('os')", "wq"], *pairs])
+    assert workloads.lora_targets("q_proj") == "wq"
+    plant([[a, "nowhere" if a == "q_proj" else b] for a, b in pairs])  # a target that is not a name of its own
+    assert workloads.lora_targets("q_proj") == "wq"
+    entry.write_text(entry.read_text().replace("q_proj", "q_prok"))  # the digest no longer matches
+    assert workloads.lora_targets("q_proj") == "wq"

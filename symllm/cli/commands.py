@@ -172,15 +172,18 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
     if serve and not args.serve:
         raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
-    if args.serve:  # vLLM's paged KV cache (symllm.costs.serving)
+    if args.serve:  # vLLM's paged KV cache (symllm.costs.serving), each point through the kept kernels
         from symllm.costs import serving
+        from symllm.studies import quick
         if "non_torch" in serve:
             serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
-        work["serving"] = serving.capacity(config, **given, **serve)
+        evaluate = quick.evaluator(config)
+        work["serving"] = serving.capacity(config, **given, **serve, evaluate=evaluate)
         if args.concurrency is not None or args.request_rate is not None:  # under load (symllm.costs.traffic)
             from symllm.costs import traffic
             work["serving"]["load"] = traffic.under_load(config, concurrency=args.concurrency,
-                                                      request_rate=args.request_rate, **given, **serve)
+                                                      request_rate=args.request_rate, **given, **serve,
+                                                      evaluate=evaluate)
     elif args.concurrency is not None or args.request_rate is not None:
         raise SymllmError("concurrency: serving under load applies to --serve")
     if args.json:
@@ -430,7 +433,7 @@ def cmd_sweep(args) -> int:
             continue
         suffixes = workload_options()[name][1].suffixes if name in sw.WORKLOAD_AXES else None
         values = sw.parse_axis(text, name, None if suffixes is None else (  # --seq 2k:8k:2k (validate.token_count)
-            lambda part, field: validate.token_count(field, part, binary=suffixes == "length", low=None)))
+            lambda part, field: validate.suffixed_count(field, part, suffixes)))
         if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
                                          else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]

@@ -184,16 +184,18 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
 
 
 def _token_reader(name: str, suffixes: str):
-    """argparse's reader of a count of tokens (:func:`symllm.validate.token_count`): ``"length"`` in binary
-    (``--seq 128k`` = 131,072), ``"tokens"`` in decimal (``--tokens 15T``); a refusal is one line naming the
-    field (``_Parser.error``).
+    """argparse's reader of a count with a suffix (:func:`symllm.validate.suffixed_count`): ``"length"`` in
+    binary (``--seq 128k`` = 131,072), ``"tokens"`` and ``"sequences"`` in decimal (``--tokens 15T``, ``--batch
+    1k``); a refusal is one line naming the field (``_Parser.error``).
 
     >>> _token_reader("seq", "length")("128k"), _token_reader("tokens", "tokens")("1e12")
     (131072, 1000000000000)
+    >>> _token_reader("batch", "sequences")("2k")
+    2000
     """
     def read(text: str) -> int:
         try:
-            return validate.token_count(name, text, binary=suffixes == "length", low=None)  # range: Workload's
+            return validate.suffixed_count(name, text, suffixes)  # the range: Workload's
         except SymllmError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
     read.__name__ = name

@@ -13,10 +13,11 @@ KV-cache formats as exact bytes), :mod:`~symllm.costs.checkpoints` (a checkpoint
 workload fits a model),
 :mod:`~symllm.costs.zero` (training states per optimizer and ZeRO sharding), :mod:`~symllm.costs.inverse`
 (the largest batch or context that fits, in closed form), :mod:`~symllm.costs.comparison` (models side by
-side), :mod:`~symllm.costs.shares` (memory per component).
+side), :mod:`~symllm.costs.shares` (memory per component), :mod:`~symllm.costs.replication` (key/value heads
+replicated over tensor-parallel ranks).
 """
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "phases", "stacks", "parallel", "finetune", "formats", "checkpoints", "serving", "hardware", "efficiency", "traffic",
-    "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse")})
+    "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

@@ -4,8 +4,10 @@
 What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` naming its field):
 
 * ``pp``: more pipeline stages than blocks (a stage holds at least one block);
-* ``tp``: tensor-parallel ranks that do not divide both the query heads and the key/value heads (a head
-  split across ranks cannot run attention: docs/parallel.md; ``plan`` tries only the ``tp`` that pass);
+* ``tp``: tensor-parallel ranks that do not divide the query heads, or that neither divide the key/value heads
+  nor are a multiple of them (a head split across ranks cannot run attention: docs/parallel.md; a multiple of
+  ``n_kv`` holds one key/value head a rank, replicated, as vLLM's ``QKVParallelLinear`` does:
+  :func:`symllm.costs.workloads.kv_heads_split`; ``plan`` tries only the ``tp`` that pass);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -60,13 +62,15 @@ def _no_experts_ok(f):
 
 
 def splits_heads(tp, n_heads, n_kv_heads):
-    """Whether ``tp`` tensor-parallel ranks split whole heads: dividing the query and the key/value heads
-    (scalars or arrays; what ``plan`` tries and count, sweeps and :func:`symllm.workload` allow).
+    """Whether ``tp`` tensor-parallel ranks split whole heads: dividing the query heads, and dividing the
+    key/value heads or a multiple of them (each rank then holds one key/value head, replicated over ``tp /
+    n_kv`` ranks: vLLM's ``QKVParallelLinear``), scalars or arrays; what ``plan`` tries and count, sweeps and
+    :func:`symllm.workload` allow.
 
-    >>> splits_heads(3, 32, 8), splits_heads(8, 32, 8), splits_heads(16, 32, 8)
-    (False, True, False)
+    >>> splits_heads(3, 32, 8), splits_heads(8, 32, 8), splits_heads(16, 32, 8), splits_heads(4, 48, 6)
+    (False, True, True, False)
     """
-    return (n_heads % tp == 0) & (n_kv_heads % tp == 0)
+    return (n_heads % tp == 0) & ((n_kv_heads % tp == 0) | (tp % n_kv_heads == 0))
 
 
 def _tp_heads_ok(f):
@@ -83,7 +87,9 @@ CHECKS = (
           lambda f: f"pp: {f['pp']} pipeline stages for the {f['n_layers']} blocks of {f['name']}: too many"),
     Check("tp", ("tp", "n_heads", "n_kv_heads"), _tp_heads_ok,
           lambda f: f"tp: {f['tp']} ranks do not divide the {f['n_heads']} query and {f['n_kv_heads']} KV heads "
-                    "(a split head cannot run)"),
+                    "(a split head cannot run)" if f["n_heads"] % f["tp"] or f["tp"] < f["n_kv_heads"] else
+                    f"tp: {f['tp']} ranks are more than the {f['n_kv_heads']} KV heads but not a multiple of them "
+                    "(a split head cannot run; a multiple holds one KV head a rank, replicated)"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,

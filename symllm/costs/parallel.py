@@ -11,7 +11,9 @@ Conventions, stated once (docs/parallel.md):
   with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not divide is
   split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
   element, so ``⌈n_h·d_h/N_t⌉`` columns of ``wq``; a head split across ranks cannot run attention, so
-  choose ``N_t`` dividing ``n_kv`` for real runs). Per-GPU numbers are tensor rank 0's.
+  :mod:`symllm.costs.checks` refuses it; an ``N_t`` that is a multiple of ``n_kv`` holds one key/value head a
+  rank, replicated: these forms at ``n_kv = N_t``, :mod:`symllm.costs.replication`). Per-GPU numbers are tensor
+  rank 0's.
 * **Pipeline parallelism**: stages of contiguous blocks, ``⌈L/N_p⌉`` on the first ``L mod N_p``
   stages and ``⌊L/N_p⌋`` on the rest (all ``L/N_p`` when ``N_p`` divides ``L``); the embedding on the
   first stage, the final norm and the head on the last (a tied head keeps a copy of the embedding

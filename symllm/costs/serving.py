@@ -67,12 +67,14 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
     return out
 
 
-def _state_per_sequence(spec, work, one: dict):
+def _state_per_sequence(config, work, one: dict):
     """One sequence's state cache (a Gated DeltaNet's recurrent and convolution states) on tensor rank 0:
     the whole model's at one GPU, else the sharded tree's (its heads split over the ranks) at ``work``'s numbers."""
     if work.tp == 1:
         return one["memory"]["state_cache"]
+    from symllm.arch import resolved
     from symllm.costs import parallel, phases
+    spec = resolved.spec(config)
     expr = parallel.shard(spec.model()).total("state_cache")
     value = expr.subs(phases.values(spec, work.replace(batch=1, seq=1, gen=0, context=None)))
     return int(value) if value.is_Integer else Fraction(str(value))
@@ -80,20 +82,21 @@ def _state_per_sequence(spec, work, one: dict):
 
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
              max_num_batched_tokens: int = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
-             non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, **options) -> dict:
+             non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None, **options) -> dict:
     """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
     ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
     is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
     "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
     "fits"}``, bytes per GPU (module docstring). ``kv_cache_bytes`` replaces the estimate by a measured
-    figure (vLLM's "Available KV cache memory").
+    figure (vLLM's "Available KV cache memory"). ``evaluate``: ``work -> symllm.costs.phases.workload(config,
+    work)`` by other means (``config`` then a ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the
+    kernels an earlier count kept); None: the formulas.
 
     >>> r = capacity("llama3.1-70b", gpu="h100-sxm", tp=4, seq=8192, kv_format="fp8")
     >>> r["kv_bytes_per_token"], r["fits"]
     (40960, True)
     """
-    from symllm.arch import resolved
-    from symllm.costs import hardware, phases
+    from symllm.costs import hardware
     from symllm.costs.workloads import Workload
     work = Workload.of(work, **options)
     gpu = hardware.of(work)
@@ -108,17 +111,20 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         from symllm.costs import efficiency
         non_torch = Fraction(efficiency.engine(work.engine, "inference").get("non_torch_gib", "0")) * 2 ** 30
     non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
-    spec = resolved.spec(config)
+    if evaluate is None:  # the formulas (SymPy)
+        from symllm.arch import resolved
+        from symllm.costs import phases
+        config = resolved.spec(config)
+        evaluate = lambda w: phases.workload(config, w)  # noqa: E731
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
-    profile = phases.workload(spec, work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="all",
-                                                 **bare))
-    one = phases.workload(spec, work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
-    n_kv = spec.config.n_kv_heads
+    profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="all", **bare))
+    one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
+    n_kv = getattr(config, "config", config).n_kv_heads  # (a Spec's config, or the ModelConfig itself)
     per_token = Fraction(one["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv  # one rank's share of the heads
     per_token = int(per_token) if per_token.denominator == 1 else per_token
     weights = profile["memory_per_gpu"]["weights"]
     kv_profile = Fraction(profile["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv
-    state = _state_per_sequence(spec, work, one) if "state_cache" in one["memory"] else 0
+    state = _state_per_sequence(config, work, one) if "state_cache" in one["memory"] else 0
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
     usable = util * gpu.usable  # the memory the driver reports, where measured
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",

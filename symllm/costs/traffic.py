@@ -41,20 +41,21 @@ __all__ = ["under_load", "SATURATION"]
 SATURATION = Fraction(95, 100)
 
 
-def under_load(config, work=None, *, concurrency: int | None = None, request_rate=None, **options) -> dict:
+def under_load(config, work=None, *, concurrency: int | None = None, request_rate=None, evaluate=None,
+               **options) -> dict:
     """``config`` served under load (module docstring): ``concurrency`` sequences at a time, or
     ``request_rate`` requests a second; ``options`` are workload options (``seq``: the prompt, ``gen``: the
     output, ``gpu``, ``tp``, ``engine``, dtypes and formats) and :func:`symllm.costs.serving.capacity`'s
     (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
-    "requests_per_s", "kv_sequences", "saturation_concurrency", "saturated", "engine"}``.
+    "requests_per_s", "kv_sequences", "saturation_concurrency", "saturated", "engine"}``. ``evaluate``: as
+    :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
     >>> r["running"], round(r["requests_per_s"], 2), r["saturated"]  # the fewest running that serve 2 a second
     (3, 2.89, False)
     """
-    from symllm.arch import resolved
-    from symllm.costs import phases, serving
+    from symllm.costs import serving
     from symllm.costs.workloads import Workload
 
     keys = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch", "kv_cache_bytes")
@@ -68,15 +69,19 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         integer("concurrency", concurrency)
     else:
         rate = Fraction(str(positive_number("request_rate", request_rate)))
-    spec = resolved.spec(config)
-    cap = serving.capacity(spec, work, **serve)
+    if evaluate is None:  # the formulas (SymPy)
+        from symllm.arch import resolved
+        from symllm.costs import phases
+        config = resolved.spec(config)
+        evaluate = lambda w: phases.workload(config, w)  # noqa: E731
+    cap = serving.capacity(config, work, evaluate=evaluate, **serve)
     s, n = work.seq, work.gen
     most = cap["kv_tokens"] // (s + n)  # sequences whose whole context the KV cache holds
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
     budget = cap["max_num_batched_tokens"]
-    prompt = _expected(phases, spec, work.replace(batch=1, gen=0, context=None))["prefill_compute_s"]
+    prompt = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]["prefill_compute_s"]
     if prompt is None:  # one prompt's prefill does not fit the GPU (count says why)
         raise SymllmError(f"seq: one prompt of {s:,} tokens does not fit on {cap['gpu']} (symllm count says why)")
     cache = {}
@@ -85,7 +90,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         """The steady state with ``c`` sequences running (``c <= most``)."""
         if c not in cache:
             # a decode step alone (its memory is the KV cache's, which the capacity above already holds)
-            decode = _expected(phases, spec, work.replace(batch=c, seq=1, gen=0, context=s + n // 2))
+            decode = evaluate(work.replace(batch=c, seq=1, gen=0, context=s + n // 2))["time"]["expected"]
             step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * Fraction(prompt)
             ttft = ceil(s / max(1, budget - c)) * step + Fraction(prompt)
             e2e = ttft + (n - 1) * step
@@ -111,10 +116,6 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             "output_tokens_per_s": float(point["rate"] * n), "requests_per_s": float(point["rate"]),
             "kv_sequences": most, "saturation_concurrency": knee, "saturated": saturated,
             "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget}
-
-
-def _expected(phases, spec, work) -> dict:
-    return phases.workload(spec, work)["time"]["expected"]
 
 
 def _smallest(holds, low: int, high: int) -> int:

@@ -23,10 +23,11 @@ from functools import lru_cache
 
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
+from symllm.costs.replication import ReplicatedKV, kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "options",
+__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "workload_numbers",
            "named_values", "symbol_codes"]
 
@@ -94,7 +95,7 @@ class Option:
     shapes: object = False
     #: how the command line reads a count of tokens with a suffix (:func:`symllm.validate.token_count`):
     #: ``"length"`` in binary (a context window: ``128k`` = 131,072), ``"tokens"`` in decimal (a token budget:
-    #: ``15T`` = 15·10^12); None: a plain integer
+    #: ``15T`` = 15·10^12), ``"sequences"`` in decimal (a batch: ``1k`` = 1,000); None: a plain integer
     suffixes: str | None = None
 
 
@@ -125,8 +126,7 @@ def lora_targets(value) -> str:
         return value
     if not isinstance(value, str) or not value.strip():
         raise SymllmError(f"lora_targets: expected a comma list of linear names, got {value!r}")
-    from symllm.arch.components import lora_names
-    known = lora_names()
+    known = _lora_vocabulary()
     names = set()
     for name in (x.strip() for x in value.split(",")):
         if name not in known:  # PEFT's names first: what a user of PEFT writes (symllm's wq, w1... too)
@@ -135,6 +135,36 @@ def lora_targets(value) -> str:
                                         see="docs/finetuning.md", near=name))
         names.add(known[name])
     return ",".join(x for x in dict.fromkeys(known.values()) if x in names)
+
+
+def _lora_vocabulary() -> dict[str, str]:
+    """:func:`symllm.arch.components.lora_names`, read back from the cache (:mod:`symllm.numbers.cache`, keyed by
+    symllm's source like every entry) where an earlier process walked the components for it: a count with
+    ``--lora-targets`` then imports no SymPy. The entry is data, names only: a pair that is not two
+    identifiers, or a symllm name that is not a name itself, and the components are walked again.
+
+    >>> _lora_vocabulary()["q_proj"], list(_lora_vocabulary())[:3]
+    ('wq', ['wq', 'wk', 'wv'])
+    """
+    import json
+    from symllm.numbers.cache import cache_get, cache_put, key
+    entry = key("lora_names")
+    hit = cache_get("lora", entry)
+    if hit is not None and len(hit) == 1:
+        try:
+            pairs = json.loads(hit[0])
+        except ValueError:
+            pairs = None
+        if isinstance(pairs, list) and pairs and all(
+                isinstance(p, list) and len(p) == 2 and all(type(x) is str and x.isidentifier() for x in p)
+                for p in pairs):
+            known = dict(pairs)
+            if all(known.get(ours) == ours for ours in known.values()):
+                return known
+    from symllm.arch.components import lora_names
+    known = lora_names()
+    cache_put("lora", entry, (json.dumps([list(p) for p in known.items()]),))
+    return known
 
 
 def _opt(default, help_: str, **kw):
@@ -154,7 +184,7 @@ class Workload:
     """
 
     #: sequences in a batch, b
-    batch: int = _opt(1, "sequences b", axis=True)
+    batch: int = _opt(1, "sequences b (1k = 1000)", axis=True, suffixes="sequences")
     #: new tokens per sequence in a forward pass (the prompt), s
     seq: int = _opt(2048, "prompt length s in tokens (128k = 131072)", axis=True, suffixes="length")
     #: tokens generated per sequence, n
@@ -263,6 +293,10 @@ class Workload:
         if self.dp % self.ep:  # symllm.costs.parallel: expert-parallel groups are carved out of the data-parallel ranks
             raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel "
                               "ranks (--dp)")
+        for key in ("dtype", "kv_dtype", "act_dtype", "compute_dtype"):  # any case: BF16 is bf16
+            value = getattr(self, key)
+            if isinstance(value, str) and value.strip().casefold() in DTYPES:  # else refused as given
+                put(key, value.strip().casefold())
         choice("dtype", self.dtype, DTYPES)
         put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
         choice("kv_dtype", self.kv_dtype, DTYPES)
@@ -519,7 +553,11 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
     ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
     :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
-    (:mod:`symllm.studies.quick`)."""
+    (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
+    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`)."""
+    n_kv = ev.vals.get("n_kv")
+    if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
+        ev = ReplicatedKV(ev, work.tp)
     out = {"workload": work.to_dict(), **{group: {} for group in groups}}
     if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
         for name, value in ev.table().items():

@@ -39,7 +39,7 @@ from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Saf
                      render_template)
 from symllm.present.render import standalone as standalone_document
 from symllm.present.render import notation as notation_of
-from symllm.costs.workloads import Workload
+from symllm.costs.workloads import Workload, kv_heads_split
 from symllm.present.forms import _collected, _rebuilt
 
 __all__ = ["OPTIONS", "Derivation", "derive", "repr_latex", "repr_markdown"]
@@ -432,6 +432,8 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     vals = costs.values(spec, work) if spec is not None else None
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
         vals = None if hardware.of(work) is None else work.values() if quantity == "ridge" else vals
+    if vals is not None and quantity in ("comm", "decode_batch") and S.n_kv in vals:  # one GPU's: one KV head a
+        vals = {**vals, S.n_kv: kv_heads_split(vals[S.n_kv], work.tp)}  # rank where tp is a multiple (replicated)
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):
         raise SymllmError(f"decode_batch: memory-bound at any batch on {work.gpu} at t = {work.context:,}")
     shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"

@@ -4,7 +4,8 @@
   closed form where one exists (:mod:`symllm.costs.inverse`; what ``symllm count --gpu`` shows);
 * :func:`fewest_gpus`: the smallest product of the ranks a layout family may grow (``tp``, ``pp``, ``dp``)
   whose per-GPU peak fits, the other ranks as the workload gives them;
-* :func:`plan`: every layout of ``N`` GPUs (tensor-parallel ranks dividing the query and key/value heads,
+* :func:`plan`: every layout of ``N`` GPUs (tensor-parallel ranks dividing the query heads, and the key/value
+  heads or a multiple of them (one a rank, replicated),
   any number of pipeline stages up to the layers, split unevenly where it does not divide them (:data:`SPLITS`),
   the rest data-parallel; for a mixture of experts expert-parallel
   ranks dividing the experts and the data-parallel ranks; for training ZeRO 0-3 and full recomputation
@@ -47,7 +48,7 @@ from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, hardware, inverse, parallel, stacks
 from symllm.costs import phases as costs
-from symllm.costs.workloads import Workload, with_stated
+from symllm.costs.workloads import Workload, kv_heads_split, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
 from symllm.validate import choice, positive_int
@@ -115,15 +116,20 @@ SPLITS = ("every number of pipeline stages up to the {L} blocks that divides the
 
 
 def _tp_choices(spc) -> list[int]:
-    """Tensor-parallel ranks that split whole heads: dividing the query and the key/value heads."""
-    return [t for t in _divisors(spc.n_kv_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)]
+    """Tensor-parallel ranks that split whole heads: dividing the query heads, and dividing the key/value
+    heads or a multiple of them (one key/value head a rank, replicated: :func:`checks.splits_heads`).
+
+    >>> _tp_choices(resolved.spec("llama3.1-8b"))  # 32 query heads, 8 KV heads
+    [1, 2, 4, 8, 16, 32]
+    """
+    return [t for t in _divisors(spc.n_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)]
 
 
 def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training: bool = True,
                 limit: int = 1 << 16, **options) -> dict | None:
     """The layout with the fewest GPUs whose per-GPU training peak (or inference peak: ``training=False``)
     fits the workload's accelerator, growing only ``ranks`` (any of ``tp``, ``pp``, ``dp``: tensor ranks
-    dividing the heads and key/value heads, any number of pipeline stages up to the layers (:data:`SPLITS`), data-parallel ranks that
+    splitting whole heads (:func:`_tp_choices`), any number of pipeline stages up to the layers (:data:`SPLITS`), data-parallel ranks that
     ZeRO shards over); the other ranks stay the workload's. ``{"tp", "pp", "dp", "gpus", "peak"}``, the
     smallest ``tp·pp·dp`` (ties: fewer tensor ranks, then fewer stages), or None when none of at most
     ``limit`` GPUs fits. An exact search: the per-GPU peak has ceilings in the ranks (no closed form), and
@@ -150,8 +156,8 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     def peak(tp: int, pp: int, dp: int):
         at = work.replace(tp=tp, pp=pp, dp=dp)
         checks.check(spc, at)
-        return evaluate(costs.quantities(mdl, at)["memory_per_gpu"][kind],
-                        {**vals, S.N_t: tp, S.N_p: pp, S.N_d: dp})
+        return evaluate(costs.quantities(mdl, at)["memory_per_gpu"][kind],  # (KV heads replicated: kv_heads_split)
+                        {**vals, S.N_t: tp, S.N_p: pp, S.N_d: dp, S.n_kv: kv_heads_split(vals[S.n_kv], tp)})
 
     tps = _tp_choices(spc) if "tp" in ranks else [work.tp]
     pps = _stage_choices(spc) if "pp" in ranks else [work.pp]
@@ -298,7 +304,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.dropped
-    ((8, 1, 2, 174), {'inference peak > 80 GiB per GPU': 2236})
+    ((8, 1, 2, 174), {'inference peak > 80 GiB per GPU': 2270})
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
@@ -331,6 +337,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     base = {sym.name: v for sym, v in costs.values(spc, work).items()}  # with a weight format's β_w
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}
+    whole = args  # the model's own key/value heads (its model FLOPs); one GPU's forms: one head a rank where
+    args = {**args, "n_kv": kv_heads_split(base["n_kv"], cols["tp"])}  # tp is a multiple of them, replicated
     fit_peak = np.zeros(n, dtype=object)
     seconds = np.zeros(n)
     links = _links(cols, work, g)
@@ -383,7 +391,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     if training:
         # model FLOPs: the whole model's forward and backward over every position, per micro-batch
         step = substitute(costs.flops(mdl, "training"), dict(mdl.definitions))
-        model_flops = cols["dp"] * cols["accum"] * _float(_vector(step, args, n))
+        model_flops = cols["dp"] * cols["accum"] * _float(_vector(step, whole, n))
         tokens = global_batch * work.seq
         figures = {"step_s": secs, "tokens_per_s": tokens / secs,
                    "mfu": model_flops[kept] / (secs * gpus * base["P"])}

@@ -44,7 +44,7 @@ from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.runtime import Numbers, compiled, define
 
-__all__ = ["params", "workload", "answer", "answer_key", "keep_answer", "SIZE_FIELDS"]
+__all__ = ["params", "workload", "workload_of", "evaluator", "answer", "answer_key", "keep_answer", "SIZE_FIELDS"]
 
 #: the config fields kernels take as numbers; the key holds only whether each is given
 SIZE_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
@@ -212,37 +212,78 @@ def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:
     >>> out["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 4096, out["time"]["fits"], resolved["hidden_dim"]
     (True, True, 14336)
     """
-    from symllm.costs import checks
-    from symllm.costs.workloads import (COMPONENT_STACKS, Workload, grouped, named_values, with_stated,
-                                        workload_numbers)
+    from symllm.costs.workloads import Workload
+    return workload_of(config, Workload.of(**given))
 
-    work = with_stated(Workload.of(**given), config)
+
+def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
+    """:func:`workload` of a :class:`~symllm.costs.workloads.Workload`: what ``--serve`` evaluates at the
+    points it reads (vLLM's profile run, one token, a decode step at each concurrency; :func:`evaluator`). A
+    context past the model's window is counted with the same :class:`~symllm.errors.ContextWarning` as the
+    formulas give; a named stack's check of the model's parts (``--stack hf-sdpa``) passed when the kernels
+    were kept (a refused workload keeps none), and the stack is in the workload's shape.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> workload_of(load("llama3.1-8b"), Workload(seq=1000, stack="hf-sdpa"))[0]["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 1000
+    True
+    """
+    from symllm.costs import checks
+    from symllm.costs.workloads import named_values, with_stated, workload_numbers
+
+    work = with_stated(work, config)
     fields = {**_model_fields(config), **checks.workload_fields(work)}
-    window = config.max_positions
-    plain = (work.stack in COMPONENT_STACKS and not checks.failures(fields)
-             and not (window is not None and work.seq + work.gen > window))  # else: refused or warned, as computed
-    key = _workload_key(config, work) if plain else None
+    key = _workload_key(config, work) if not checks.failures(fields) else None  # else: refused, as computed
     hit = cache_get("workload", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         try:
-            data = json.loads(hit[0])
-            vals = {name: _decode(v) for name, v in data["vals"].items()}
-            if not all(code.isidentifier() and not code.startswith("_") for _, code in data["codes"]):
-                raise ValueError("codes")
-            vals.update(named_values(work, data["codes"]))
-            fmt = data["fmt"]
-            if fmt is not None:
-                vals["beta_w"] = _decode(data["beta_w"])
-                fmt = {**fmt, "bytes": _decode(fmt["bytes"]), "bits_per_weight": _decode(fmt["bits_per_weight"])}
-            groups = tuple(data["groups"])
-            ev = Numbers(compiled(data["forms"], grouped(data["forms"], groups)), vals)
-            return workload_numbers(work, ev, groups, fmt, window=window), data["resolved"]
+            base, codes, fmt, beta_w, groups, forms, resolved = _read_workload(hit[0])
+            vals = {**base, **named_values(work, codes)}
+            if fmt is not None:  # β_w: the format's exact bytes over the model's weights, not the dtype's
+                vals["beta_w"] = beta_w
+            ev = Numbers(forms, vals)
+            out = workload_numbers(work, ev, groups, fmt, window=config.max_positions)
         except (ValueError, KeyError, TypeError, AttributeError, SymllmError):
             pass  # an entry of another shape: computed again below
-    return _keep_workload(config, given, key)
+        else:
+            checks.warn_past_window(config, work.seq + work.gen)  # flagged, as the formulas flag it
+            return out, resolved
+    return _keep_workload(config, work, key)
 
 
-def _keep_workload(config: ModelConfig, given: dict, key: str | None) -> tuple[dict, dict]:
+@lru_cache(maxsize=32)
+def _read_workload(text: str) -> tuple:
+    """A kept workload entry's numbers and kernels, read once per process (``--serve`` under load evaluates
+    one shape at many points): ``(values, codes, weight format, its β_w, groups, compiled forms, resolved config)``.
+    The forms are generated arithmetic only (:func:`symllm.numbers.runtime.define`), else ``ValueError``."""
+    from symllm.costs.workloads import grouped
+
+    data = json.loads(text)
+    vals = {name: _decode(v) for name, v in data["vals"].items()}
+    codes = data["codes"]
+    if not all(code.isidentifier() and not code.startswith("_") for _, code in codes):
+        raise ValueError("codes")
+    fmt = data["fmt"]
+    beta_w = None  # the format's bytes a weight (put in after the workload's values)
+    if fmt is not None:
+        beta_w = _decode(data["beta_w"])
+        fmt = {**fmt, "bytes": _decode(fmt["bytes"]), "bits_per_weight": _decode(fmt["bits_per_weight"])}
+    groups = tuple(data["groups"])
+    return vals, codes, fmt, beta_w, groups, compiled(data["forms"], grouped(data["forms"], groups)), data["resolved"]
+
+
+def evaluator(config: ModelConfig):
+    """``work -> symllm.costs.phases.workload(config, work)`` through :func:`workload_of` (kept kernels, no
+    SymPy once a workload of each shape was counted): what ``count --serve`` hands
+    :func:`symllm.costs.serving.capacity` and :func:`symllm.costs.traffic.under_load`.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> evaluator(load("llama3.1-8b"))(Workload(seq=10))["memory"]["kv_cache"]
+    1310720
+    """
+    return lambda work: workload_of(config, work)[0]
+
+
+def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, dict]:
     """:func:`workload` computed (the formulas built), its kernels and the config's numbers kept under ``key``."""
     from symllm.arch import resolved as R
     from symllm.arch import symbols as S
@@ -250,7 +291,7 @@ def _keep_workload(config: ModelConfig, given: dict, key: str | None) -> tuple[d
     from symllm.costs.workloads import symbol_codes
     from symllm.numbers.kernels import evaluated, sources
 
-    spec, work = phases.resolved_workload(config, **given)
+    spec, work = phases.resolved_workload(config, work)
     forms, groups = phases.workload_forms(spec, work)
     vals = phases.values(spec, work)
     fmt = phases._format(spec, work)

@@ -58,8 +58,8 @@ from symllm.validate import choice, positive_int, short, with_list
 from symllm.numbers.kernels import compile_expr
 from symllm.files import TABLE_FORMATS, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
-from symllm.costs.workloads import Workload, with_stated
-from symllm.studies.grids import (_SYMBOL, CONFIG_FIELDS, WORKLOAD_AXES, SweepResult, _as_values, _extreme,
+from symllm.costs.workloads import Workload, kv_heads_split, with_stated
+from symllm.studies.grids import (_PARALLEL, _SYMBOL, CONFIG_FIELDS, WORKLOAD_AXES, SweepResult, _as_values, _extreme,
                                    _quantity_expr, _RangeAxis, _Stats, check_some_valid, dropped_text,
                                    quantity_names)
 from symllm.studies.tables import (NAME_COLUMNS, _column, _csv_cell, _format_rows, _item, _pyarrow, parse_axis,
@@ -267,8 +267,12 @@ class Sweep:
             f["hidden_dim"] = self.hidden_kernel.vector(**{a.name: args[a.name] for a in self.hidden_kernel.args})
         rows = int(np.count_nonzero(valid))
         sym_values = {_SYMBOL[k].name: v for k, v in f.items() if v is not None}
+        per_gpu = sym_values
+        if self.workload.tp > 1 and "n_kv" in sym_values:  # one GPU's quantities: one KV head a rank where tp
+            per_gpu = {**sym_values, "n_kv": kv_heads_split(sym_values["n_kv"], self.workload.tp)}  # is a multiple
         for q, kernel in self.kernels.items():
-            out = kernel.vector(**{a.name: sym_values[a.name] for a in kernel.args})
+            values = per_gpu if q in _PARALLEL else sym_values
+            out = kernel.vector(**{a.name: values[a.name] for a in kernel.args})
             f[q] = out if out.shape == (rows,) else np.broadcast_to(out, (rows,))
         cols = {c: f[c] for c in self.columns}
         keep = np.ones(rows, dtype=bool)
