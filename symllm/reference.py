@@ -117,6 +117,10 @@ class _Config:
             from symllm.errors import SymllmError
             # transformers' own classes check them instead (tests/test_linear_attention.py)
             raise SymllmError("verify: the torch reference has no Gated DeltaNet layers")
+        if any(getattr(kind, "heads", "model") != "model" or getattr(kind, "k_eq_v", False) for kind in kinds):
+            from symllm.errors import SymllmError
+            # transformers' own classes check them instead (tests/test_gemma4.py)
+            raise SymllmError("verify: the torch reference has no layers with their own head shape or k_eq_v")
         self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
         if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE
             self.moe_layers = set(range(self.n_layers))

@@ -24,7 +24,7 @@ from itertools import zip_longest
 from symllm.errors import SymllmError
 from symllm.validate import boolean
 
-__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -57,6 +57,10 @@ WINDOWS = (None, "sliding", "chunked")
 #: ("linear_attention": Qwen3-Next's and Qwen3.5's linear-attention layers, a recurrent state per sequence in
 #: place of keys and values: :mod:`symllm.arch.components.deltanet`)
 MIXERS = ("attention", "linear_attention")
+#: the head shape of a layer's attention: the model's (``n_h`` query heads, ``n_kv`` key/value heads of width
+#: ``d_h``), or the second shape some kinds of layer have ("own": ``n_ha``, ``n_kva``, ``d_ha``; Gemma 4's
+#: full-attention layers, with their ``global_head_dim`` and ``num_global_key_value_heads``)
+HEADS = ("model", "own")
 #: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
 HIDDEN_RULES = ("explicit", "meta", "meta_plain")
 #: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, Llama 4's
@@ -102,14 +106,23 @@ class LayerKind:
     temperature: bool = False
     #: its token mixer (:data:`MIXERS`; left out of the repr where it is attention, as in every model without one)
     mixer: str = field(default="attention", repr=False)
+    #: its attention's head shape (:data:`HEADS`; left out of the repr where it is the model's)
+    heads: str = field(default="model", repr=False)
+    #: its keys are its values: no ``wv``, the values made by ``wk`` (Gemma 4's ``attention_k_eq_v`` full
+    #: layers; the cache still holds a key and a value tensor, as transformers' does)
+    k_eq_v: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
-                                   ("mixer", self.mixer, MIXERS)):
+                                   ("mixer", self.mixer, MIXERS), ("heads", self.heads, HEADS)):
             if not (value is None or isinstance(value, str)) or value not in known:
                 raise SymllmError(f"{name}: unknown {value!r} (known: {', '.join(map(str, known))})")
         boolean("rotary", self.rotary)
         boolean("temperature", self.temperature)
+        boolean("k_eq_v", self.k_eq_v)
+        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v):
+            raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
+                              f"{self.mixer})")
 
     def tags(self) -> tuple[str, ...]:
         """One word per field, saying its value: what names a group (:func:`group_names`); the temperature's
@@ -293,7 +306,8 @@ class Structure:
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
-                                        or any(k.window or not k.rotary for k in self.kinds)):
+                                        or any(k.window or not k.rotary or k.heads != "model" or k.k_eq_v
+                                               for k in self.kinds)):
             raise SymllmError("latent: latent attention has no q/k/v bias, QK-norm, window, partial or absent RoPE")
         if self.qk_norm not in QK_NORMS:
             raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full, layernorm)")
@@ -306,6 +320,11 @@ class Structure:
     def has_linear(self) -> bool:
         """Whether some layer's token mixer is a Gated DeltaNet (:data:`MIXERS`)."""
         return any(k.mixer == "linear_attention" for k in self.kinds)
+
+    @property
+    def has_own_heads(self) -> bool:
+        """Whether some layer's attention has the second head shape (:data:`HEADS`)."""
+        return any(k.heads == "own" for k in self.kinds)
 
     @property
     def has_moe(self) -> bool:

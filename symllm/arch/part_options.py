@@ -17,7 +17,7 @@ This module loads no SymPy (config files are read with it).
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
 >>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'nope', 'temperature', 'sliding', 'chunked']
+['moe', 'linear_attention', 'nope', 'temperature', 'own_heads', 'k_eq_v', 'sliding', 'chunked']
 """
 from __future__ import annotations
 
@@ -110,6 +110,17 @@ def _window_text(c) -> str:
 def _linear_text(c) -> str:
     linear = sum(count for kind, count in c.groups if kind.mixer == "linear_attention")
     return f"Gated DeltaNet (linear attention) in {linear} of {c.n_layers} layers" if linear else ""
+
+
+def _heads_text(c) -> str:
+    own = sum(count for kind, count in c.groups if kind.heads == "own")
+    return (f"{own} of {c.n_layers} layers with {c.alt_heads} query heads, {c.alt_kv_heads} key/value heads of width "
+            f"{c.alt_head_dim}" if own else "")
+
+
+def _k_eq_v_text(c) -> str:
+    shared = sum(count for kind, count in c.groups if kind.k_eq_v)
+    return f"{shared} of {c.n_layers} layers without wv (keys used as values)" if shared else ""
 
 
 def _latent_text(c) -> str:
@@ -228,6 +239,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("temperature", ("layers",), (None,), "kind", "temperature", parts=("temperature",),
            reference="queries scaled by log(floor((pos + 1) / 8192) + 1) * 0.1 + 1",
            doc="Llama 4's query temperature in its layers without RoPE (attn_temperature_tuning)"),
+    Option("own_heads", ("alt_heads", "alt_kv_heads", "alt_head_dim", "layers"), (None, None, None, None), "kind",
+           "heads", text=lambda c: _heads_text(c),
+           doc="a second head shape (n_ha, n_kva, d_ha) in the layers of kind heads='own' (Gemma 4's full layers)"),
+    Option("k_eq_v", ("layers",), (None,), "kind", "k_eq_v",
+           text=lambda c: _k_eq_v_text(c),
+           doc="no wv in the layers of kind k_eq_v=True: the values are wk's output (Gemma 4's attention_k_eq_v)"),
     Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window",
            text=lambda c: _window_text(c) if c.sliding_window else "",
            doc="a sliding window of W keys in the layers of kind window='sliding'"),

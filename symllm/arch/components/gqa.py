@@ -12,7 +12,7 @@ from symllm.arch.components.base import (_no_weight, _rules, _structure, _switch
                                          linear, matmul, Rules, STAT_BYTES)
 from symllm.arch.components.norms import qk_norms
 from symllm.arch.layers import LayerKind, Structure, WINDOWS
-from symllm.arch.symbols import b, beta_a, d, d_h, d_hr, n, n_h, n_kv, s, t, W
+from symllm.arch.symbols import b, beta_a, d, d_h, d_ha, d_hr, n, n_h, n_ha, n_kv, n_kva, s, t, W
 from symllm.errors import SymllmError
 
 
@@ -139,6 +139,29 @@ def sinks() -> Component:
                                  hf="sinks"))
 
 
+#: the model's head shape -> the second one (a kind whose ``heads`` is "own": :data:`symllm.arch.layers.HEADS`)
+_OWN_HEADS = {n_h: n_ha, n_kv: n_kva, d_h: d_ha}
+
+
+def reshaped(comp: Component, sizes: dict) -> Component:
+    """``comp`` and its whole tree with the symbols of ``sizes`` replaced (every quantity, a linear's shape):
+    the attention of a layer with its own head shape is the model's with ``n_ha``, ``n_kva``, ``d_ha``.
+
+    >>> reshaped(attention(), _OWN_HEADS).total("params")
+    2*d*d_ha*n_ha + 2*d*d_ha*n_kva
+    """
+    def sub(x):
+        return x.xreplace(sizes) if isinstance(x, sp.Basic) else x
+    changes = {q: sub(getattr(comp, q)) for q in ("params", "flops", "elementwise", "kv_cache", "state_cache",
+                                                 "saved", "checkpoint", "resident")}
+    changes.update(active=None if comp.active is None else sub(comp.active),
+                   live=tuple(map(sub, comp.live)), shape=tuple(map(sub, comp.shape)),
+                   eager_saved=None if comp.eager_saved is None else sub(comp.eager_saved),
+                   eager_live=None if comp.eager_live is None else tuple(map(sub, comp.eager_live)),
+                   children=tuple(reshaped(c, sizes) for c in comp.children))
+    return comp.replace(**changes)
+
+
 def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
               **options) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core, of a layer
@@ -154,7 +177,9 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
     ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
     ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
-    adds gpt-oss's attention sinks (:func:`sinks`).
+    adds gpt-oss's attention sinks (:func:`sinks`). A kind whose ``heads`` is "own" has the second head shape
+    (``n_ha``, ``n_kva``, ``d_ha`` for ``n_h``, ``n_kv``, ``d_h``: :func:`reshaped`); one with ``k_eq_v`` has no
+    ``wv`` (its values are ``wk``'s output; the cache still holds keys and values, as transformers' does).
     The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
     ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
     saves the capped scores' tanh for backward), Gemma's ``1 + weight`` QK-norms.
@@ -182,7 +207,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     scores_rules = _no_weight(keeps.scores) if not variant.attn_softcap else Rules(
         "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
     if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
-        projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
+        projections = (linear("wqkv", d, (n_h + (1 if kind.k_eq_v else 2) * n_kv) * d_h, in_bias,
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
                                           label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
@@ -203,11 +228,13 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
                    rules=_rules("column", "wv", "v_proj", "attn_v")),  # ColumnParallelLinear
         )
+    if kind.k_eq_v:  # Gemma 4: value_states = key_states, before k_norm, v_norm and RoPE
+        projections = tuple(p for p in projections if p.name != "wv")
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
     rules = dataclasses.replace(rules, hf="self_attn")
-    return Component(
+    comp = Component(
         "attention",
         rules=rules,
         kv_cache=2 * b * held * n_kv * d_h,
@@ -247,3 +274,4 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )
+    return reshaped(comp, _OWN_HEADS) if kind.heads == "own" else comp
