@@ -126,17 +126,26 @@ class LayerKind:
 
     def tags(self) -> tuple[str, ...]:
         """One word per field, saying its value: what names a group (:func:`group_names`); the temperature's
-        only where a layer has it ("tempered"), the mixer's only where it is not attention (``linear``).
+        only where a layer has it ("tempered"), the mixer's only where it is not attention (``linear``), the
+        head shape's and k_eq_v's only where a layer has its own (``heads``, ``kv``).
 
-        >>> LayerKind(mixer="linear_attention").tags()
-        ('dense', 'rope', 'full', 'linear')
+        >>> LayerKind(mixer="linear_attention").tags(), LayerKind(heads="own", k_eq_v=True).tags()
+        (('dense', 'rope', 'full', 'linear'), ('dense', 'rope', 'full', 'heads', 'kv'))
         """
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
                 *(("tempered",) if self.temperature else ()),
-                *(("linear",) if self.mixer == "linear_attention" else ()))
+                *(("linear",) if self.mixer == "linear_attention" else ()),
+                *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()))
 
     def __repr__(self):
+        """Every field that is not its default (the repr keys the caches of formulas: symllm.numbers.cache).
+
+        >>> LayerKind(heads="own", k_eq_v=True)
+        LayerKind(ffn='dense', rotary=True, window=None, temperature=False, heads='own', k_eq_v=True)
+        """
         extra = "" if self.mixer == "attention" else f", mixer={self.mixer!r}"
+        extra += "" if self.heads == "model" else f", heads={self.heads!r}"
+        extra += ", k_eq_v=True" if self.k_eq_v else ""
         return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
                 f"temperature={self.temperature!r}{extra})")
 
