@@ -51,7 +51,7 @@ def test_per_layer_config_as_transformers_writes_it(raw):
     assert "per_layer_config" in written and "global_head_dim" not in written
     kept = {k: v for k, v in written.items() if k in raw or k in ("per_layer_config", "layer_types")}
     kept["model_type"] = "gemma4_text"
-    model = _hf({k: v for k, v in kept.items() if k != "per_layer_config"} | {"per_layer_config": kept["per_layer_config"]})
+    model = _hf(kept)
     assert symllm.params(from_hf(kept))["total"] == sum(p.numel() for p in model.parameters())
 
 

@@ -59,7 +59,8 @@ def test_structure_of_each_preset_is_read_from_the_options(name):
                                 norm_offset=config.norm_offset, embed_scale=config.embed_scale,
                                 attn_softcap=config.attn_softcap is not None,
                                 final_softcap=config.final_softcap is not None, layernorm=config.layernorm,
-                                logit_scale=config.logit_scale is not None)
+                                logit_scale=config.logit_scale is not None, value_norm=config.value_norm,
+                                layer_scalar=config.layer_scalar)
 
 
 def test_each_option_adds_the_parts_it_declares():

@@ -37,7 +37,8 @@ OPTIONS = {
               (C.LayerKind(window="sliding"), C.LayerKind(heads="own", k_eq_v=True))),
     "delta_split": (False, True),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
-                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True),
+                norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True,
+                value_norm=True, layer_scalar=True),
                 C.Variant(norms="parallel", layernorm=True, logit_scale=True)),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,

@@ -128,6 +128,10 @@ class ModelConfig:
     layernorm: bool = False
     #: the logits are multiplied by this constant (Command-R; None: not scaled)
     logit_scale: float | None = None
+    #: the values pass a weightless RMSNorm (Gemma 4's v_norm; element-wise only)
+    value_norm: bool = False
+    #: each block's output is multiplied by a one-element buffer (Gemma 4's layer_scalar; element-wise only)
+    layer_scalar: bool = False
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -240,7 +244,7 @@ class ModelConfig:
             put(field, _positive_float(field, getattr(self, field)))
         put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
-                      "embed_scale", "attention_sinks", "layernorm"):
+                      "embed_scale", "attention_sinks", "layernorm", "value_norm", "layer_scalar"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if self.kv_dtype is not None:

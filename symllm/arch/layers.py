@@ -237,13 +237,18 @@ class Variant:
     layernorm: bool = False
     #: the logits are multiplied by a constant (Command-R's ``logit_scale``: one multiply a logit)
     logit_scale: bool = False
+    #: the values pass a weightless RMSNorm (Gemma 4's ``v_norm``: element-wise work, no parameter)
+    value_norm: bool = False
+    #: each block's output is multiplied by its ``layer_scalar`` buffer (Gemma 4: one multiply an element, no
+    #: parameter)
+    layer_scalar: bool = False
 
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
             if value not in known:
                 raise SymllmError(f"{field_}: unknown {value!r} (known: {', '.join(known)})")
         for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
-                       "logit_scale"):
+                       "logit_scale", "value_norm", "layer_scalar"):
             boolean(field_, getattr(self, field_))
 
 

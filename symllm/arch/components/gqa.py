@@ -248,6 +248,10 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                    rules=_rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks else ()),
+            *((Component("v_norm", elementwise=(ELEMENTWISE["rmsnorm"] - 1) * _T * n_kv * d_h,
+                         doc="value_states = self.v_norm(value_states)  # Gemma4RMSNorm(with_scale=False)",
+                         rules=Rules("replicated", lora=(), stacks=(), label="a weightless norm on the values "
+                                     "(Gemma 4)")),) if variant.value_norm else ()),
             *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * d_h,
                          saved=beta_a * _T * n_h * d_h,  # the gate, for the product's backward
                          doc="attn_output = attn_output * torch.sigmoid(gate)",

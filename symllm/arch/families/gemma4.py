@@ -5,7 +5,8 @@ Gemma 3's block (sandwich norms, GeGLU, embeddings times ``√d``, an RMSNorm of
 query and key head, sliding layers beside full ones, tied embeddings) with what Gemma 4 changes:
 
 - its RMSNorms scale by ``weight`` (``Gemma4RMSNorm``), not ``1 + weight``; the values get a weightless
-  RMSNorm (``v_norm``: no parameter) and the scores are not scaled (``scaling = 1.0``: no count);
+  RMSNorm (``v_norm``, ``Variant.value_norm``: element-wise work, no parameter), each block's output is
+  multiplied by its ``layer_scalar`` buffer (``Variant.layer_scalar``), and the scores are scaled by 1;
 - the full-attention layers have their own head shape (``LayerKind.heads`` "own"): width ``global_head_dim``
   (default 512) and, with ``attention_k_eq_v``, ``num_global_key_value_heads`` key/value heads, as
   ``Gemma4TextConfig`` writes them into ``per_layer_config`` (read as it is where a config states it: only
@@ -102,7 +103,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
                        heads="own" if shapes.get(i, model_shape) != model_shape else "model",
                        k_eq_v=k_eq_v and kind != "sliding_attention") for i, kind in enumerate(types)]
     out = {"hidden_dim": integer(raw, "intermediate_size", 9216), "norms": "sandwich", "embed_scale": True,
-           "norm_offset": False, "qk_norm": "rmsnorm", "attn_softcap": None,
+           "norm_offset": False, "qk_norm": "rmsnorm", "attn_softcap": None, "value_norm": True, "layer_scalar": True,
            "final_softcap": _softcap(raw, "final_logit_softcapping", None), **groups(kinds)}
     window = integer(raw, "sliding_window", 512)
     if "sliding_attention" in types:
