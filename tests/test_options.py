@@ -55,6 +55,7 @@ def test_structure_of_each_preset_is_read_from_the_options(name):
         config.attention_sinks)
     assert (s.moe_bias, s.clamped, s.fused_lora) == (config.moe_bias, config.clamped_swiglu,
                                                      config.peft_fused_experts)
+    assert s.value_width == (config.kv_lora_rank is None and config.v_head_dim is not None)
     assert s.variant == Variant(fused=config.fused, norms=config.norms, activation=config.activation,
                                 norm_offset=config.norm_offset, embed_scale=config.embed_scale,
                                 attn_softcap=config.attn_softcap is not None,

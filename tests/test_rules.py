@@ -34,7 +34,9 @@ OPTIONS = {
               (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True)),
               (C.LayerKind(mixer="linear_attention"), C.LayerKind(ffn="moe")),
               # Gemma 4: sliding layers of the model's head shape beside full ones of their own, keys as values
-              (C.LayerKind(window="sliding"), C.LayerKind(heads="own", k_eq_v=True))),
+              (C.LayerKind(window="sliding"), C.LayerKind(heads="own", k_eq_v=True)),
+              # MiMo-V2-Flash: sliding layers of their own shape with sinks beside full ones
+              (C.LayerKind(window="sliding", heads="own", sinks=True), C.LayerKind(ffn="moe"))),
     "delta_split": (False, True),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
                 norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True,
@@ -63,7 +65,8 @@ def test_options_cover_every_model_switch():
     for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
             {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False),
-             "mixer": C.MIXERS, "heads": C.HEADS, "k_eq_v": (True, False)}[field])}, field
+             "mixer": C.MIXERS, "heads": C.HEADS, "k_eq_v": (True, False),
+             "sinks": (True, False)}[field])}, field
     for o in REGISTRY:  # each variant option's every choice is in a variant OPTIONS draws
         if o.axis == "variant":
             assert {getattr(v, o.field) for v in OPTIONS["variant"]} >= set(o.choices), o.name

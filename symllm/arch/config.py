@@ -311,8 +311,8 @@ class ModelConfig:
         for field in ("kv_lora_rank", "q_lora_rank") + mla:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         put("n_mtp_layers", _integer("n_mtp_layers", self.n_mtp_layers, low=0, floats=True))
-        if self.kv_lora_rank is None:
-            for field in ("q_lora_rank",) + mla:
+        if self.kv_lora_rank is None:  # v_head_dim alone: GQA values of their own width (MiMo-V2-Flash)
+            for field in ("q_lora_rank",) + mla[:2]:
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without kv_lora_rank")
         else:
@@ -498,7 +498,7 @@ class ModelConfig:
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
             {**{k: v for k, v in dataclasses.asdict(kind).items()
-                if (k not in ("temperature", "k_eq_v") or v) and (k != "mixer" or v != "attention")
+                if (k not in ("temperature", "k_eq_v", "sinks") or v) and (k != "mixer" or v != "attention")
                 and (k != "heads" or v != "model")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",

@@ -111,6 +111,9 @@ class LayerKind:
     #: its keys are its values: no ``wv``, the values made by ``wk`` (Gemma 4's ``attention_k_eq_v`` full
     #: layers; the cache still holds a key and a value tensor, as transformers' does)
     k_eq_v: bool = field(default=False, repr=False)
+    #: its attention has gpt-oss's sinks (one learned logit per query head) where the model's other layers have
+    #: none (MiMo-V2-Flash's sliding layers; gpt-oss's every layer is the structure's ``sinks``)
+    sinks: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
@@ -120,7 +123,8 @@ class LayerKind:
         boolean("rotary", self.rotary)
         boolean("temperature", self.temperature)
         boolean("k_eq_v", self.k_eq_v)
-        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v):
+        boolean("sinks", self.sinks)
+        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks):
             raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
                               f"{self.mixer})")
 
@@ -135,7 +139,8 @@ class LayerKind:
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
                 *(("tempered",) if self.temperature else ()),
                 *(("linear",) if self.mixer == "linear_attention" else ()),
-                *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()))
+                *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
+                *(("sinks",) if self.sinks else ()))
 
     def __repr__(self):
         """Every field that is not its default (the repr keys the caches of formulas: symllm.numbers.cache).
@@ -146,6 +151,7 @@ class LayerKind:
         extra = "" if self.mixer == "attention" else f", mixer={self.mixer!r}"
         extra += "" if self.heads == "model" else f", heads={self.heads!r}"
         extra += ", k_eq_v=True" if self.k_eq_v else ""
+        extra += ", sinks=True" if self.sinks else ""
         return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
                 f"temperature={self.temperature!r}{extra})")
 
@@ -298,6 +304,8 @@ class Structure:
     #: the Gated DeltaNet's input projections are Qwen3.5's four (``in_proj_qkv``, ``in_proj_z``, ``in_proj_b``,
     #: ``in_proj_a``); False: Qwen3-Next's two (``in_proj_qkvz``, ``in_proj_ba``)
     delta_split: bool = False
+    #: the values have heads of their own width ``d_hv`` (MiMo-V2-Flash's ``v_head_dim``; not latent attention's)
+    value_width: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -313,7 +321,7 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split"):
+                     "delta_split", "value_width"):
             boolean(name, getattr(self, name))
         if self.latent not in LATENT:
             raise SymllmError(f"latent: unknown {self.latent!r} (known: {', '.join(map(str, LATENT))})")
@@ -323,6 +331,8 @@ class Structure:
                                         or any(k.window or not k.rotary or k.heads != "model" or k.k_eq_v
                                                for k in self.kinds)):
             raise SymllmError("latent: latent attention has no q/k/v bias, QK-norm, window, partial or absent RoPE")
+        if self.value_width and self.latent is not None:
+            raise SymllmError("value_width: latent attention's values have their own width already")
         if self.qk_norm not in QK_NORMS:
             raise SymllmError(f"qk_norm: unknown {self.qk_norm!r} (known: rmsnorm, l2, full, layernorm)")
         if not isinstance(self.variant, Variant):

@@ -17,7 +17,7 @@ This module loads no SymPy (config files are read with it).
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
 >>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'nope', 'temperature', 'own_heads', 'k_eq_v', 'sliding', 'chunked']
+['moe', 'linear_attention', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'sliding', 'chunked']
 """
 from __future__ import annotations
 
@@ -116,6 +116,11 @@ def _heads_text(c) -> str:
     own = sum(count for kind, count in c.groups if kind.heads == "own")
     return (f"{own} of {c.n_layers} layers with {c.alt_heads} query heads, {c.alt_kv_heads} key/value heads of width "
             f"{c.alt_head_dim}" if own else "")
+
+
+def _sinks_text(c) -> str:
+    with_sinks = sum(count for kind, count in c.groups if kind.sinks)
+    return f"attention sinks in {with_sinks} of {c.n_layers} layers" if with_sinks else ""
 
 
 def _k_eq_v_text(c) -> str:
@@ -245,6 +250,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("own_heads", ("alt_heads", "alt_kv_heads", "alt_head_dim", "layers"), (None, None, None, None), "kind",
            "heads", text=lambda c: _heads_text(c),
            doc="a second head shape (n_ha, n_kva, d_ha) in the layers of kind heads='own' (Gemma 4's full layers)"),
+    Option("layer_sinks", ("layers",), (None,), "kind", "sinks", text=lambda c: _sinks_text(c),
+           doc="gpt-oss's attention sinks in the layers of kind sinks=True only (MiMo-V2-Flash's sliding layers)"),
+    Option("value_width", ("v_head_dim", "kv_lora_rank"), (None, None), "structure", "value_width",
+           value=lambda c: c.kv_lora_rank is None and c.v_head_dim is not None, choices=(True,), on=None,
+           reference="refused beside GQA (transformers' classes check it); MLA's v_head_dim as LatentAttention's",
+           text=lambda c: f"value heads of width {c.v_head_dim}" if c.kv_lora_rank is None and c.v_head_dim else "",
+           doc="values of their own head width d_hv beside GQA's queries and keys (MiMo-V2-Flash's v_head_dim)"),
     Option("k_eq_v", ("layers",), (None,), "kind", "k_eq_v",
            text=lambda c: _k_eq_v_text(c),
            doc="no wv in the layers of kind k_eq_v=True: the values are wk's output (Gemma 4's attention_k_eq_v)"),
