@@ -117,6 +117,10 @@ class _Config:
             from symllm.errors import SymllmError
             # transformers' own classes check them instead (tests/test_linear_attention.py)
             raise SymllmError("verify: the torch reference has no Gated DeltaNet layers")
+        if any(getattr(kind, "heads", "model") != "model" or getattr(kind, "k_eq_v", False) for kind in kinds):
+            from symllm.errors import SymllmError
+            # transformers' own classes check them instead (tests/test_gemma4.py)
+            raise SymllmError("verify: the torch reference has no layers with their own head shape or k_eq_v")
         self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
         if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE
             self.moe_layers = set(range(self.n_layers))
@@ -130,6 +134,10 @@ class _Config:
         self.qk_rope_head_dim = getattr(args, "qk_rope_head_dim", None)
         self.qk_nope_head_dim = getattr(args, "qk_nope_head_dim", None)
         self.v_head_dim = getattr(args, "v_head_dim", None)
+        if self.kv_lora_rank is None and self.v_head_dim is not None:
+            from symllm.errors import SymllmError
+            # transformers' own classes check them instead (tests/test_mimo.py)
+            raise SymllmError("verify: the torch reference has no GQA values of their own width (v_head_dim)")
         self.norm_eps = float(getattr(args, "norm_eps", 1e-5))
         self.rope_theta = float(getattr(args, "rope_theta", 10000.0))
         assert self.n_heads % self.n_kv_heads == 0, "n_heads must be a multiple of n_kv_heads"

@@ -473,6 +473,34 @@ def gpt_oss_configs(draw) -> dict:
     return raw
 
 
+@st.composite
+def mimo_configs(draw) -> dict:
+    """A small MiMo-V2-Flash config.json (model_type mimo_v2_flash) as transformers writes it: values of their
+    own width (v_head_dim) beside queries and keys of head_dim, sliding layers with twice the key/value heads and
+    attention sinks (layer_types drawn or the class's default), dense and MoE layers (mlp_layer_types drawn or
+    the first dense), RoPE on an even part of each head (rope_parameters per layer type), q/k/v biases or
+    none, a window of 2 to 8, tied or untied."""
+    n_kv = draw(st.integers(1, 2))
+    heads = 2 * n_kv * draw(st.integers(1, 2))  # the sliding layers' 2 * n_kv key/value heads divide them
+    # at least 2 experts: the router's group scores take the top 2 of each group (topk(2))
+    L, E, hd = draw(st.integers(1, 4)), draw(st.integers(2, 5)), 2 * draw(st.integers(1, 6))
+    factor = draw(st.sampled_from([f for f in (0.25, 0.5, 1.0) if int(hd * f) >= 2 and int(hd * f) % 2 == 0]))
+    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+            for kind in ("full_attention", "sliding_attention")}
+    raw = {"model_type": "mimo_v2_flash", "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "head_dim": hd,
+           "v_head_dim": draw(st.integers(1, 8)), "hidden_size": draw(st.integers(2, 40)),
+           "intermediate_size": draw(st.integers(1, 48)), "moe_intermediate_size": draw(st.integers(1, 24)),
+           "n_routed_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "attention_bias": draw(st.booleans()), "sliding_window": draw(st.integers(2, 8)),
+           "tie_word_embeddings": draw(st.booleans()), "rope_parameters": rope, "rms_norm_eps": 1e-5,
+           "pad_token_id": 0}
+    for key, names in (("layer_types", ["sliding_attention", "full_attention"]), ("mlp_layer_types", ["dense", "sparse"])):
+        if draw(st.booleans()):
+            raw[key] = draw(st.lists(st.sampled_from(names), min_size=L, max_size=L))
+    return raw
+
+
 # --- hostile command-line input (tests/test_fuzz.py) ---
 
 import json  # noqa: E402  (this section's own import, kept with it)
@@ -842,13 +870,14 @@ def checkpoint_headers(draw) -> tuple[str, bytes]:
 # --- Phi-3, OLMo 2, Gemma 1-3 as HF config.json (tests/test_dense_families.py) ---
 
 #: the dense families beyond LLaMA's block (symllm.arch.families.phi3, olmo2, gemma)
-DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text", "exaone4")
+DENSE_FAMILIES = ("phi3", "olmo2", "gemma", "gemma2", "gemma3_text", "exaone4", "gemma4_text")
 
 
 @st.composite
 def dense_family_configs(draw, family: str | None = None, window: int | None = None) -> dict:
     """A small config.json of Phi-3, OLMo 2 or Gemma 1, 2, 3 (``family`` pins one) as transformers writes it:
-    GQA/MQA/MHA; Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
+    GQA/MQA/MHA (Gemma 4's full layers with a head width and key/value heads of their own, keys as values or
+    not, its last layer full whatever ``layer_types`` says); Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
     Phi-3's partial rotary (``partial_rotary_factor``, Phi-4-mini's 0.75, or 1);
     OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
     Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off (Gemma 3's final logits
@@ -893,6 +922,15 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
                                                min_size=L, max_size=L))
         elif kind == "gemma3_text":
             raw["sliding_window_pattern"] = draw(st.integers(1, 4))
+    if kind == "gemma4_text":  # per-layer embeddings off (symllm refuses them); full layers of their own shape
+        raw.update(sliding_window=window, final_logit_softcapping=draw(st.one_of(st.none(), st.floats(1.0, 100.0))),
+                   hidden_size_per_layer_input=0, attention_k_eq_v=draw(st.booleans()),
+                   global_head_dim=2 * draw(st.integers(1, 6)),
+                   num_global_key_value_heads=draw(st.sampled_from(
+                       [None] + [x for x in range(1, heads + 1) if heads % x == 0])))
+        if draw(st.booleans()):
+            raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
+                                               min_size=L, max_size=L))
     if kind == "exaone4":
         types = st.lists(st.sampled_from(["sliding_attention", "full_attention"]), min_size=L, max_size=L)
         # no window: every layer full (transformers' cache cannot hold a sliding layer without a window)
@@ -913,7 +951,8 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
     out = {kind: hf_configs(kind) for kind in ("llama", "mistral", "qwen2", "qwen3")}
     out.update({kind: moe_configs(kind) for kind in ("mixtral", "llama4_text")})
     out.update(qwen3_moe=qwen3_moe_configs(), qwen2_moe=qwen2_moe_configs(), gpt_oss=gpt_oss_configs(),
-               glm4_moe=glm4_moe_configs(), minimax_m2=minimax_m2_configs(), cohere=cohere_configs())
+               glm4_moe=glm4_moe_configs(), minimax_m2=minimax_m2_configs(), cohere=cohere_configs(),
+               mimo_v2_flash=mimo_configs())
     out.update({kind: gated_deltanet_configs(kind) for kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
     out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})

@@ -132,6 +132,13 @@ def test_exaone4_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
     _generation_agrees(raw, b, s, n)
 
 
+@given(dense_family_configs("gemma4_text"), st.integers(1, 2), st.integers(1, 10), st.integers(0, 4))
+def test_gemma4_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
+    """The same for Gemma 4 alone (full layers of their own head width and key/value heads, without v_proj
+    under attention_k_eq_v, beside sliding ones of the model's shape), so that every profile draws it."""
+    _generation_agrees(raw, b, s, n)
+
+
 @given(dense_family_configs("exaone4"))
 def test_random_exaone4_configs_equal_transformers_on_meta(raw):
     """Per kind, EXAONE 4's parameters equal Exaone4ForCausalLM's on the meta device."""

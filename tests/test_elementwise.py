@@ -197,6 +197,8 @@ def test_oracle_refuses_an_op_it_has_no_weight_for():
 #: is expected to fail for them (strict: it fails the day they agree, so the entry is then removed)
 KNOWN_SHORT = {kind: "the chunked delta rule's element-wise work (decays, masks, the l2 norms of q and k) is not "
                      "counted yet (issue 39)" for kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")}
+KNOWN_SHORT["mimo_v2_flash"] = ("MiMo-V2-Flash's value scale (attention_value_scale, one multiply a value element) "
+                                "is not counted, and the rest of its element-wise gap is not traced yet (issue 39)")
 
 
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(reason=KNOWN_SHORT[k], strict=True))

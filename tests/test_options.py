@@ -55,11 +55,13 @@ def test_structure_of_each_preset_is_read_from_the_options(name):
         config.attention_sinks)
     assert (s.moe_bias, s.clamped, s.fused_lora) == (config.moe_bias, config.clamped_swiglu,
                                                      config.peft_fused_experts)
+    assert s.value_width == (config.kv_lora_rank is None and config.v_head_dim is not None)
     assert s.variant == Variant(fused=config.fused, norms=config.norms, activation=config.activation,
                                 norm_offset=config.norm_offset, embed_scale=config.embed_scale,
                                 attn_softcap=config.attn_softcap is not None,
                                 final_softcap=config.final_softcap is not None, layernorm=config.layernorm,
-                                logit_scale=config.logit_scale is not None)
+                                logit_scale=config.logit_scale is not None, value_norm=config.value_norm,
+                                layer_scalar=config.layer_scalar)
 
 
 def test_each_option_adds_the_parts_it_declares():

@@ -43,7 +43,13 @@ def _variants() -> tuple:
 #: registry's (symllm.arch.part_options), with the kinds and the variants derived from it as well
 OPTIONS = {
     **{o.field: o.choices for o in REGISTRY if o.axis == "structure" and o.models in ("gqa", "both")},
-    "causal": (True,), "kinds": _kinds(("gqa", "both")), "variant": _variants(),
+    "causal": (True,),
+    "kinds": _kinds(("gqa", "both")) + (
+        # Gemma 4: sliding layers of the model's head shape beside full ones of their own, keys as values
+        (C.LayerKind(window="sliding"), C.LayerKind(heads="own", k_eq_v=True)),
+        # MiMo-V2-Flash: sliding layers of their own shape with sinks beside full ones
+        (C.LayerKind(window="sliding", heads="own", sinks=True), C.LayerKind(ffn="moe"))),
+    "variant": _variants(),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
 #: QK-norm, windows, Llama 4's shared expert and layers without RoPE)
@@ -68,7 +74,8 @@ def test_options_cover_every_model_switch():
     for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
             {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False),
-             "mixer": C.MIXERS}[field])}, field
+             "mixer": C.MIXERS, "heads": C.HEADS, "k_eq_v": (True, False),
+             "sinks": (True, False)}[field])}, field
     for field, known in (("norms", NORMS), ("activation", ACTIVATIONS)):  # a new value of a variant's: drawn too
         assert {getattr(C.Variant(), field)} | {getattr(v, field) for v in OPTIONS["variant"]} == set(known), field
     for o in REGISTRY:  # each kind and variant option switches its field away from LLaMA's layer in some model

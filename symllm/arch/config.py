@@ -128,6 +128,10 @@ class ModelConfig:
     layernorm: bool = False
     #: the logits are multiplied by this constant (Command-R; None: not scaled)
     logit_scale: float | None = None
+    #: the values pass a weightless RMSNorm (Gemma 4's v_norm; element-wise only)
+    value_norm: bool = False
+    #: each block's output is multiplied by a one-element buffer (Gemma 4's layer_scalar; element-wise only)
+    layer_scalar: bool = False
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -181,6 +185,11 @@ class ModelConfig:
     #: Qwen3.5's four input projections of the Gated DeltaNet (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a);
     #: False: Qwen3-Next's two (in_proj_qkvz, in_proj_ba)
     delta_split: bool = False
+    #: the second head shape of the layers whose kind's heads is "own" (Gemma 4's full-attention layers):
+    #: query heads, key/value heads and head width (None: no such layer)
+    alt_heads: int | None = None
+    alt_kv_heads: int | None = None
+    alt_head_dim: int | None = None
     #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
     #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
     #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
@@ -235,7 +244,7 @@ class ModelConfig:
             put(field, _positive_float(field, getattr(self, field)))
         put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
-                      "embed_scale", "attention_sinks", "layernorm"):
+                      "embed_scale", "attention_sinks", "layernorm", "value_norm", "layer_scalar"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if self.kv_dtype is not None:
@@ -257,6 +266,22 @@ class ModelConfig:
         self._check_layers(put)
         self._check_latent(put)
         self._check_linear(put)
+        self._check_alt_heads(put)
+
+    def _check_alt_heads(self, put) -> None:
+        """The second head shape: all three sizes with a layer whose kind's heads is "own", none without; its
+        query heads a whole multiple of its key/value heads (transformers' repeat_kv)."""
+        sizes = ("alt_heads", "alt_kv_heads", "alt_head_dim")
+        for field in sizes:
+            put(field, _positive_int(field, getattr(self, field), optional=True))
+        own = any(kind.heads == "own" for kind, _ in self.layers)
+        for field in sizes:
+            if own and getattr(self, field) is None:
+                raise SymllmError(f"{field}: missing (a layer has its own head shape)")
+            if not own and getattr(self, field) is not None:
+                raise SymllmError(f"{field}: {getattr(self, field)} given but no layer has its own head shape")
+        if own and self.alt_heads % self.alt_kv_heads:
+            raise SymllmError(f"alt_kv_heads: {self.alt_kv_heads} does not divide the {self.alt_heads} query heads")
 
     def _check_linear(self, put) -> None:
         """The Gated DeltaNet's sizes: all five with a linear-attention layer, none without; its value heads a
@@ -286,8 +311,8 @@ class ModelConfig:
         for field in ("kv_lora_rank", "q_lora_rank") + mla:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         put("n_mtp_layers", _integer("n_mtp_layers", self.n_mtp_layers, low=0, floats=True))
-        if self.kv_lora_rank is None:
-            for field in ("q_lora_rank",) + mla:
+        if self.kv_lora_rank is None:  # v_head_dim alone: GQA values of their own width (MiMo-V2-Flash)
+            for field in ("q_lora_rank",) + mla[:2]:
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without kv_lora_rank")
         else:
@@ -473,7 +498,8 @@ class ModelConfig:
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
             {**{k: v for k, v in dataclasses.asdict(kind).items()
-                if (k != "temperature" or v) and (k != "mixer" or v != "attention")}, "count": count}
+                if (k not in ("temperature", "k_eq_v", "sinks") or v) and (k != "mixer" or v != "attention")
+                and (k != "heads" or v != "model")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
                     "kv_dtype_source"):  # only a quantized config says them
@@ -487,7 +513,7 @@ class ModelConfig:
 #: kernel's argument to (a symbol binds the spec's field, :attr:`symllm.arch.symbols.SymbolInfo.binds`)
 SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim",
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
-                                 "conv_kernel")}}
+                                 "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim")}}
 
 
 #: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the

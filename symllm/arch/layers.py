@@ -24,7 +24,7 @@ from itertools import zip_longest
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice
 
-__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -57,6 +57,10 @@ WINDOWS = (None, "sliding", "chunked")
 #: ("linear_attention": Qwen3-Next's and Qwen3.5's linear-attention layers, a recurrent state per sequence in
 #: place of keys and values: :mod:`symllm.arch.components.deltanet`)
 MIXERS = ("attention", "linear_attention")
+#: the head shape of a layer's attention: the model's (``n_h`` query heads, ``n_kv`` key/value heads of width
+#: ``d_h``), or the second shape some kinds of layer have ("own": ``n_ha``, ``n_kva``, ``d_ha``; Gemma 4's
+#: full-attention layers, with their ``global_head_dim`` and ``num_global_key_value_heads``)
+HEADS = ("model", "own")
 #: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
 HIDDEN_RULES = ("explicit", "meta", "meta_plain")
 #: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, Llama 4's
@@ -102,27 +106,51 @@ class LayerKind:
     temperature: bool = False
     #: its token mixer (:data:`MIXERS`; left out of the repr where it is attention, as in every model without one)
     mixer: str = field(default="attention", repr=False)
+    #: its attention's head shape (:data:`HEADS`; left out of the repr where it is the model's)
+    heads: str = field(default="model", repr=False)
+    #: its keys are its values: no ``wv``, the values made by ``wk`` (Gemma 4's ``attention_k_eq_v`` full
+    #: layers; the cache still holds a key and a value tensor, as transformers' does)
+    k_eq_v: bool = field(default=False, repr=False)
+    #: its attention has gpt-oss's sinks (one learned logit per query head) where the model's other layers have
+    #: none (MiMo-V2-Flash's sliding layers; gpt-oss's every layer is the structure's ``sinks``)
+    sinks: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
-                                   ("mixer", self.mixer, MIXERS)):
+                                   ("mixer", self.mixer, MIXERS), ("heads", self.heads, HEADS)):
             choice(name, value, known)
         boolean("rotary", self.rotary)
         boolean("temperature", self.temperature)
+        boolean("k_eq_v", self.k_eq_v)
+        boolean("sinks", self.sinks)
+        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks):
+            raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
+                              f"{self.mixer})")
 
     def tags(self) -> tuple[str, ...]:
         """One word per field, saying its value: what names a group (:func:`group_names`); the temperature's
-        only where a layer has it ("tempered"), the mixer's only where it is not attention (``linear``).
+        only where a layer has it ("tempered"), the mixer's only where it is not attention (``linear``), the
+        head shape's and k_eq_v's only where a layer has its own (``heads``, ``kv``).
 
-        >>> LayerKind(mixer="linear_attention").tags()
-        ('dense', 'rope', 'full', 'linear')
+        >>> LayerKind(mixer="linear_attention").tags(), LayerKind(heads="own", k_eq_v=True).tags()
+        (('dense', 'rope', 'full', 'linear'), ('dense', 'rope', 'full', 'heads', 'kv'))
         """
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
                 *(("tempered",) if self.temperature else ()),
-                *(("linear",) if self.mixer == "linear_attention" else ()))
+                *(("linear",) if self.mixer == "linear_attention" else ()),
+                *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
+                *(("sinks",) if self.sinks else ()))
 
     def __repr__(self):
+        """Every field that is not its default (the repr keys the caches of formulas: symllm.numbers.cache).
+
+        >>> LayerKind(heads="own", k_eq_v=True)
+        LayerKind(ffn='dense', rotary=True, window=None, temperature=False, heads='own', k_eq_v=True)
+        """
         extra = "" if self.mixer == "attention" else f", mixer={self.mixer!r}"
+        extra += "" if self.heads == "model" else f", heads={self.heads!r}"
+        extra += ", k_eq_v=True" if self.k_eq_v else ""
+        extra += ", sinks=True" if self.sinks else ""
         return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
                 f"temperature={self.temperature!r}{extra})")
 
@@ -214,12 +242,17 @@ class Variant:
     layernorm: bool = False
     #: the logits are multiplied by a constant (Command-R's ``logit_scale``: one multiply a logit)
     logit_scale: bool = False
+    #: the values pass a weightless RMSNorm (Gemma 4's ``v_norm``: element-wise work, no parameter)
+    value_norm: bool = False
+    #: each block's output is multiplied by its ``layer_scalar`` buffer (Gemma 4: one multiply an element, no
+    #: parameter)
+    layer_scalar: bool = False
 
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
             choice(field_, value, known)
         for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
-                       "logit_scale"):
+                       "logit_scale", "value_norm", "layer_scalar"):
             boolean(field_, getattr(self, field_))
 
 
@@ -269,6 +302,8 @@ class Structure:
     #: the Gated DeltaNet's input projections are Qwen3.5's four (``in_proj_qkv``, ``in_proj_z``, ``in_proj_b``,
     #: ``in_proj_a``); False: Qwen3-Next's two (``in_proj_qkvz``, ``in_proj_ba``)
     delta_split: bool = False
+    #: the values have heads of their own width ``d_hv`` (MiMo-V2-Flash's ``v_head_dim``; not latent attention's)
+    value_width: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -284,14 +319,17 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split"):
+                     "delta_split", "value_width"):
             boolean(name, getattr(self, name))
         choice("latent", self.latent, LATENT)
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
-                                        or any(k.window or not k.rotary for k in self.kinds)):
+                                        or any(k.window or not k.rotary or k.heads != "model" or k.k_eq_v
+                                               for k in self.kinds)):
             raise SymllmError("latent: latent attention has no q/k/v bias, QK-norm, window, partial or absent RoPE")
+        if self.value_width and self.latent is not None:
+            raise SymllmError("value_width: latent attention's values have their own width already")
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if not isinstance(self.variant, Variant):
             raise SymllmError(f"variant: expected a Variant, got {self.variant!r}")
@@ -301,6 +339,11 @@ class Structure:
     def has_linear(self) -> bool:
         """Whether some layer's token mixer is a Gated DeltaNet (:data:`MIXERS`)."""
         return any(k.mixer == "linear_attention" for k in self.kinds)
+
+    @property
+    def has_own_heads(self) -> bool:
+        """Whether some layer's attention has the second head shape (:data:`HEADS`)."""
+        return any(k.heads == "own" for k in self.kinds)
 
     @property
     def has_moe(self) -> bool:

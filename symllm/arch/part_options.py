@@ -17,7 +17,7 @@ This module loads no SymPy (config files are read with it).
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
 >>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'nope', 'temperature', 'sliding', 'chunked']
+['moe', 'linear_attention', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'sliding', 'chunked']
 """
 from __future__ import annotations
 
@@ -112,6 +112,22 @@ def _linear_text(c) -> str:
     return f"Gated DeltaNet (linear attention) in {linear} of {c.n_layers} layers" if linear else ""
 
 
+def _heads_text(c) -> str:
+    own = sum(count for kind, count in c.groups if kind.heads == "own")
+    return (f"{own} of {c.n_layers} layers with {c.alt_heads} query heads, {c.alt_kv_heads} key/value heads of width "
+            f"{c.alt_head_dim}" if own else "")
+
+
+def _sinks_text(c) -> str:
+    with_sinks = sum(count for kind, count in c.groups if kind.sinks)
+    return f"attention sinks in {with_sinks} of {c.n_layers} layers" if with_sinks else ""
+
+
+def _k_eq_v_text(c) -> str:
+    shared = sum(count for kind, count in c.groups if kind.k_eq_v)
+    return f"{shared} of {c.n_layers} layers without wv (keys used as values)" if shared else ""
+
+
 def _latent_text(c) -> str:
     return (f"multi-head latent attention: kv_lora_rank {c.kv_lora_rank}, q_lora_rank {c.q_lora_rank}, head widths "
             f"{c.qk_nope_head_dim} + {c.qk_rope_head_dim} (RoPE), values {c.v_head_dim}; the KV cache holds the "
@@ -158,6 +174,9 @@ OPTIONS: tuple[Option, ...] = (
            on="gelu_tanh", reference="F.gelu(approximate='tanh') in place of SiLU",
            text=lambda c: "GeGLU (gelu_pytorch_tanh)" if c.activation == "gelu_tanh" else "",
            doc="the gated feed-forward's activation (ACTIVATIONS: Gemma's GeGLU)"),
+    _on("value_norm", "a weightless RMSNorm on the values (Gemma 4's v_norm)", "", "", axis="variant",
+        parts=("v_norm",)),
+    _on("layer_scalar", "each block's output times its layer_scalar buffer (Gemma 4)", "", "", axis="variant"),
     _on("norm_offset", "RMSNorm scales by 1 + weight (Gemma)", "RMSNorm(offset=True): output * (1 + weight)",
         "RMSNorm by (1 + weight)", axis="variant"),
     _on("embed_scale", "embeddings times sqrt(d) (Gemma)", "h = embedding * sqrt(dim)",
@@ -231,6 +250,19 @@ OPTIONS: tuple[Option, ...] = (
     Option("temperature", ("layers",), (None,), "kind", "temperature", parts=("temperature",), choices=(True,),
            reference="queries scaled by log(floor((pos + 1) / 8192) + 1) * 0.1 + 1",
            doc="Llama 4's query temperature in its layers without RoPE (attn_temperature_tuning)"),
+    Option("own_heads", ("alt_heads", "alt_kv_heads", "alt_head_dim", "layers"), (None, None, None, None), "kind",
+           "heads", choices=("own",), text=lambda c: _heads_text(c),
+           doc="a second head shape (n_ha, n_kva, d_ha) in the layers of kind heads='own' (Gemma 4's full layers)"),
+    Option("layer_sinks", ("layers",), (None,), "kind", "sinks", choices=(True,), text=lambda c: _sinks_text(c),
+           doc="gpt-oss's attention sinks in the layers of kind sinks=True only (MiMo-V2-Flash's sliding layers)"),
+    Option("value_width", ("v_head_dim", "kv_lora_rank"), (None, None), "structure", "value_width",
+           value=lambda c: c.kv_lora_rank is None and c.v_head_dim is not None, choices=(True,), on=None,
+           reference="refused beside GQA (transformers' classes check it); MLA's v_head_dim as LatentAttention's",
+           text=lambda c: f"value heads of width {c.v_head_dim}" if c.kv_lora_rank is None and c.v_head_dim else "",
+           doc="values of their own head width d_hv beside GQA's queries and keys (MiMo-V2-Flash's v_head_dim)"),
+    Option("k_eq_v", ("layers",), (None,), "kind", "k_eq_v", choices=(True,),
+           text=lambda c: _k_eq_v_text(c),
+           doc="no wv in the layers of kind k_eq_v=True: the values are wk's output (Gemma 4's attention_k_eq_v)"),
     Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window", choices=("sliding",),
            text=lambda c: _window_text(c) if c.sliding_window else "",
            doc="a sliding window of W keys in the layers of kind window='sliding'"),

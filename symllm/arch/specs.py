@@ -96,6 +96,10 @@ class Spec:
     linear_key_dim: int | None = None
     linear_value_dim: int | None = None
     conv_kernel: int | None = None
+    #: the second head shape (None: no layer has it; LayerKind.heads "own")
+    alt_heads: int | None = None
+    alt_kv_heads: int | None = None
+    alt_head_dim: int | None = None
 
     @property
     def hidden_rule(self) -> str:

@@ -141,13 +141,15 @@ def _sizes() -> dict:
     return {S.n_h: _split(S.n_h * S.d_h) / S.d_h, S.n_kv: _split(S.n_kv * S.d_h) / S.d_h,
             S.d_ff: _split(S.d_ff), S.d_fd: _split(S.d_fd), S.d_se: _split(S.d_se), S.V: _split(S.V),
             # a Gated DeltaNet's heads (vLLM splits them over the ranks; its recurrent states with them)
-            S.n_gk: _split(S.n_gk), S.n_gv: _split(S.n_gv)}
+            S.n_gk: _split(S.n_gk), S.n_gv: _split(S.n_gv),
+            # the heads of the layers with their own head shape (LayerKind.heads "own"), of d_ha columns each
+            S.n_ha: _split(S.n_ha * S.d_ha) / S.d_ha, S.n_kva: _split(S.n_kva * S.d_ha) / S.d_ha}
 
 
 def _whole(expr: sp.Expr) -> sp.Expr:
     """A sharded count with a denominator (a per-head statistic of rank 0's ``⌈n_h·d_h/N_t⌉/d_h`` heads)
     rounded up to the heads rank 0 holds a piece of: whole, so compiled kernels stay exact."""
-    return sp.ceiling(expr) if over_common_denominator((expr,))[1].has(S.d_h) else expr
+    return sp.ceiling(expr) if over_common_denominator((expr,))[1].has(S.d_h, S.d_ha) else expr
 
 
 def _split_weight(comp: Component) -> sp.Expr:
@@ -178,7 +180,7 @@ def _sharded(comp: Component, seq: bool) -> Component:
         if comp.active is not None:
             own["active"] = comp.active.xreplace(sizes)
     elif split == "heads":  # one number per query head, Shard(0): rank 0 holds ⌈n_h/N_t⌉ of them
-        own["params"] = comp.params.xreplace({S.n_h: _split(S.n_h)})
+        own["params"] = comp.params.xreplace({S.n_h: _split(S.n_h), S.n_ha: _split(S.n_ha)})
     if seq and split == "sequence":
         own["saved"] = own["saved"].xreplace(rows)
     checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint

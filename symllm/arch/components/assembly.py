@@ -94,7 +94,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     )
     return Component(
         name,
-        elementwise=2 * ELEMENTWISE["residual"] * _T * d,
+        # Gemma 4: hidden_states *= self.layer_scalar, one multiply an element of the block's output
+        elementwise=(2 * ELEMENTWISE["residual"] + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
         children=children,

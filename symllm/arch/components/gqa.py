@@ -12,7 +12,7 @@ from symllm.arch.components.base import (_no_weight, _rules, _structure, _switch
                                          linear, matmul, Rules, STAT_BYTES)
 from symllm.arch.components.norms import qk_norms
 from symllm.arch.layers import LayerKind, Structure, WINDOWS
-from symllm.arch.symbols import b, beta_a, d, d_h, d_hr, n, n_h, n_kv, s, t, W
+from symllm.arch.symbols import b, beta_a, d, d_h, d_ha, d_hr, d_hv, n, n_h, n_ha, n_kv, n_kva, s, t, W
 from symllm.errors import SymllmError
 from symllm.validate import choice
 
@@ -139,6 +139,29 @@ def sinks() -> Component:
                                  hf="sinks"))
 
 
+#: the model's head shape -> the second one (a kind whose ``heads`` is "own": :data:`symllm.arch.layers.HEADS`)
+_OWN_HEADS = {n_h: n_ha, n_kv: n_kva, d_h: d_ha}
+
+
+def reshaped(comp: Component, sizes: dict) -> Component:
+    """``comp`` and its whole tree with the symbols of ``sizes`` replaced (every quantity, a linear's shape):
+    the attention of a layer with its own head shape is the model's with ``n_ha``, ``n_kva``, ``d_ha``.
+
+    >>> reshaped(attention(), _OWN_HEADS).total("params")
+    2*d*d_ha*n_ha + 2*d*d_ha*n_kva
+    """
+    def sub(x):
+        return x.xreplace(sizes) if isinstance(x, sp.Basic) else x
+    changes = {q: sub(getattr(comp, q)) for q in ("params", "flops", "elementwise", "kv_cache", "state_cache",
+                                                 "saved", "checkpoint", "resident")}
+    changes.update(active=None if comp.active is None else sub(comp.active),
+                   live=tuple(map(sub, comp.live)), shape=tuple(map(sub, comp.shape)),
+                   eager_saved=None if comp.eager_saved is None else sub(comp.eager_saved),
+                   eager_live=None if comp.eager_live is None else tuple(map(sub, comp.eager_live)),
+                   children=tuple(reshaped(c, sizes) for c in comp.children))
+    return comp.replace(**changes)
+
+
 def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, causal: bool = False,
               **options) -> Component:
     """Attention for MHA, GQA and MQA alike (``n_kv`` decides), with RoPE and the attention core, of a layer
@@ -154,7 +177,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
     ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
     ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
-    adds gpt-oss's attention sinks (:func:`sinks`).
+    adds gpt-oss's attention sinks (:func:`sinks`), a kind's ``sinks`` the same in its layers only (MiMo-V2-Flash's
+    sliding ones). The structure's ``value_width`` gives the values heads of their own width ``d_hv``
+    (MiMo-V2-Flash's ``v_head_dim``): ``wv``, ``wo``, ``A·V`` and the cache's values. A kind whose ``heads`` is "own" has the second head shape
+    (``n_ha``, ``n_kva``, ``d_ha`` for ``n_h``, ``n_kv``, ``d_h``: :func:`reshaped`); one with ``k_eq_v`` has no
+    ``wv`` (its values are ``wk``'s output; the cache still holds keys and values, as transformers' does).
     The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
     ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
     saves the capped scores' tanh for backward), Gemma's ``1 + weight`` QK-norms.
@@ -178,19 +205,23 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     in_bias = bias or qkv_bias
     norms = qk_norms(qk_norm, variant.norm_offset and qk_norm != "full") if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
+    dv = d_hv if structure.value_width else d_h  # a value head's width (MiMo-V2-Flash: its own, v_head_dim)
     per_score = ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
     scores_rules = _no_weight(keeps.scores) if not variant.attn_softcap else Rules(
         "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
     if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
-        projections = (linear("wqkv", d, (n_h + 2 * n_kv) * d_h, in_bias,
+        width = ((n_h + (1 if kind.k_eq_v else 2) * n_kv) * d_h if dv == d_h
+                 else (n_h + n_kv) * d_h + (0 if kind.k_eq_v else n_kv * dv))
+        projections = (linear("wqkv", d, width, in_bias,
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
                                           label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
     elif structure.output_gate:  # Qwen3-Next, Qwen3.5: q_proj also makes the output gate, one per query element
         projections = (
-            linear("wq", d, 2 * n_h * d_h, in_bias, "self.q_proj = nn.Linear(hidden_size, num_attention_heads * "
+            linear("wq", d, 2 * n_h * d_h if dv == d_h else n_h * (d_h + dv), in_bias,
+                   "self.q_proj = nn.Linear(hidden_size, num_attention_heads * "
                    "head_dim * 2)  # query, gate = chunk(2)", rules=_rules("column", "wq", "q_proj", "attn_q")),
-            *(linear(name, d, n_kv * d_h, in_bias, doc, rules=_rules("column", name, hf, gguf))
+            *(linear(name, d, n_kv * (dv if name == "wv" else d_h), in_bias, doc, rules=_rules("column", name, hf, gguf))
               for name, hf, gguf, doc in (
                   ("wk", "k_proj", "attn_k", "self.k_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"),
                   ("wv", "v_proj", "attn_v", "self.v_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"))))
@@ -200,29 +231,36 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                    rules=_rules("column", "wq", "q_proj", "attn_q")),  # ColumnParallelLinear
             linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
                    rules=_rules("column", "wk", "k_proj", "attn_k")),  # ColumnParallelLinear
-            linear("wv", d, n_kv * d_h, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
+            linear("wv", d, n_kv * dv, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
                    rules=_rules("column", "wv", "v_proj", "attn_v")),  # ColumnParallelLinear
         )
+    if kind.k_eq_v:  # Gemma 4: value_states = key_states, before k_norm, v_norm and RoPE
+        projections = tuple(p for p in projections if p.name != "wv")
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
     rules = dataclasses.replace(rules, hf="self_attn")
-    return Component(
+    comp = Component(
         "attention",
         rules=rules,
-        kv_cache=2 * b * held * n_kv * d_h,
+        kv_cache=2 * b * held * n_kv * d_h if dv == d_h else b * held * n_kv * (d_h + dv),
         # saved for backward: the normed input of wq/wk/wv; Q and K after RoPE and V (n_kv heads: GQA
         # saves them unrepeated); the attention output (the core's, and the input of wo); the core's own
         # (the fused kernel's log-sum-exp, or eager's probabilities) sits on `scores`
-        saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h),
+        saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h) if dv == d_h else
+        beta_a * (_T * d + _T * d_h * (n_h + n_kv) + _T * dv * (n_kv + n_h)),
         children=(
             *projections,
-            linear("wo", n_h * d_h, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
+            linear("wo", n_h * dv, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=_rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
-            *((sinks(),) if structure.sinks else ()),
-            *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * d_h,
-                         saved=beta_a * _T * n_h * d_h,  # the gate, for the product's backward
+            *((sinks(),) if structure.sinks or kind.sinks else ()),
+            *((Component("v_norm", elementwise=(ELEMENTWISE["rmsnorm"] - 1) * _T * n_kv * dv,
+                         doc="value_states = self.v_norm(value_states)  # Gemma4RMSNorm(with_scale=False)",
+                         rules=Rules("replicated", lora=(), stacks=(), label="a weightless norm on the values "
+                                     "(Gemma 4)")),) if variant.value_norm else ()),
+            *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * dv,
+                         saved=beta_a * _T * n_h * dv,  # the gate, for the product's backward
                          doc="attn_output = attn_output * torch.sigmoid(gate)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a gated attention output (Qwen3-Next, "
                                      "Qwen3.5)")),) if structure.output_gate else ()),
@@ -235,15 +273,18 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             # operand), and holds live a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=per_score * b * n_h * pairs,
                       saved=STAT_BYTES * b * n_h * s,
-                      live=(2 * _T * n_h * d_h + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
+                      live=((2 * _T * n_h * d_h if dv == d_h else _T * n_h * (d_h + dv))
+                            + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
                       eager_saved=(2 if variant.attn_softcap else 1) * beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2,
                                   2 * b * n_h * holds(s + n)),  # a decode step: 1 query at context s + n - 1
                       doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"
                           + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else ""),
                       rules=scores_rules),
-            Component("context", flops=core, doc="output = torch.matmul(scores, values)",
+            Component("context", flops=core if dv == d_h else matmul(b * n_h, dv, 1) * pairs,
+                      doc="output = torch.matmul(scores, values)",
                       rules=_no_weight(keeps.context)),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )
+    return reshaped(comp, _OWN_HEADS) if kind.heads == "own" else comp

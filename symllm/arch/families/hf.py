@@ -369,9 +369,11 @@ def read(raw: dict, build: Callable):
         for key, value in outer.items():  # checked here, so that an error names the key where it is
             if isinstance(family.outer[kind][key], bool):
                 boolean(key, value)
+        towers = ("the vision and audio encoders and their projectors are" if raw.get("audio_config") is not None
+                  else "the vision encoder and projector are")  # Gemma 4's wrapper has both
         raw = {**inner, **outer, "model_type": family.model_type}  # transformers builds this family
         prefix = "text_config."
-        note = "the language model (text_config) is counted; the vision encoder and projector are not"
+        note = f"the language model (text_config) is counted; {towers} not"
     try:
         fields = _fields(raw, family)
         if note:

@@ -1,0 +1,92 @@
+"""Gemma 4 (gemma4_text, and the gemma4 multimodal wrapper) against transformers' own classes: what sets it
+apart (full layers with their own head shape, keys as values without v_proj, per_layer_config as transformers
+writes it) and what symllm refuses in one line. Drawn configs are checked per kind of parameter, for FLOPs and
+the KV cache with tests/test_dense_families.py's properties (gemma4_text is one of its DENSE_FAMILIES)."""
+import json
+
+import pytest
+from hypothesis import given
+
+import symllm
+from symllm.arch.config import from_hf
+
+from .conftest import assert_refused_in_one_line, requires
+from .strategies import dense_family_configs
+
+#: a small Gemma 4: 4 sliding layers of 4 query heads and 2 key/value heads of width 8, and 2 full layers
+#: (every 6th, the last forced) of width 16 with 1 key/value head and keys as values
+_RAW = {"model_type": "gemma4_text", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+        "num_hidden_layers": 7, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+        "global_head_dim": 16, "num_global_key_value_heads": 1, "attention_k_eq_v": True,
+        "hidden_size_per_layer_input": 0, "sliding_window": 4}
+
+
+def _hf(raw: dict, device: str = "meta"):
+    transformers, torch = requires("transformers"), requires("torch")
+    config = transformers.Gemma4TextConfig(**{k: v for k, v in raw.items() if k != "model_type"})
+    with torch.device(device):
+        return transformers.Gemma4ForCausalLM(config)
+
+
+def test_k_eq_v_layers_have_no_v_proj_as_transformers_builds_them():
+    """transformers builds a v_proj in the 5 sliding layers only (its full layers 5 and 6 reuse k_proj's output);
+    symllm's wv is in its sliding group only, and each group's k_proj width is transformers' (2*8 and 1*16)."""
+    model = _hf(_RAW)
+    v_layers = sorted(int(name.split(".")[2]) for name, _ in model.named_parameters() if "v_proj" in name)
+    assert v_layers == [0, 1, 2, 3, 4]
+    k_width = {int(n.split(".")[2]): p.shape[0] for n, p in model.named_parameters() if "k_proj" in n}
+    assert k_width == {0: 16, 1: 16, 2: 16, 3: 16, 4: 16, 5: 16, 6: 16}  # 2 heads of 8; 1 head of 16
+    out = symllm.params(from_hf(_RAW))
+    assert out["block/attention/wv"] == 5 * 32 * 16 and "full_block/attention/wv" not in out
+    assert out["full_block/attention/wk"] == 2 * 32 * 16 and out["full_block/attention/wq"] == 2 * 32 * 4 * 16
+    assert out["total"] == sum(p.numel() for p in model.parameters())
+
+
+@given(dense_family_configs("gemma4_text"))
+def test_per_layer_config_as_transformers_writes_it(raw):
+    """A config.json saved by transformers (Gemma4TextConfig.to_dict: global_head_dim dropped, the full layers'
+    overrides written into per_layer_config) counts what transformers builds from it."""
+    requires("transformers")
+    written = _hf(raw).config.to_dict()
+    assert "per_layer_config" in written and "global_head_dim" not in written
+    kept = {k: v for k, v in written.items() if k in raw or k in ("per_layer_config", "layer_types")}
+    kept["model_type"] = "gemma4_text"
+    model = _hf(kept)
+    assert symllm.params(from_hf(kept))["total"] == sum(p.numel() for p in model.parameters())
+
+
+def test_multimodal_config_counts_its_text_config(cli, tmp_path):
+    """A gemma4 checkpoint's config.json (text_config, vision_config, audio_config) counts the language model
+    (Gemma4ForCausalLM of its text_config on the meta device), saying the vision and audio towers are not."""
+    raw = {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"],
+           "text_config": {k: v for k, v in _RAW.items() if k != "model_type"},
+           "vision_config": {"model_type": "gemma4_vision"}, "audio_config": {"model_type": "gemma4_audio"}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    r = cli(["count", str(path), "--seq", "16", "--json"])
+    out = json.loads(r.out)
+    assert r.code == 0 and out["params"]["total"] == sum(p.numel() for p in _hf(_RAW).parameters())
+    assert "vision and audio encoders" in out["config"]["note"]
+
+
+@pytest.mark.parametrize("change, start", [
+    ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input: 256 (per-layer embeddings"),
+    ({"hidden_size_per_layer_input": None}, None),  # null: no per-layer embeddings, counted
+    ({"num_kv_shared_layers": 2}, "num_kv_shared_layers: 2"),
+    ({"enable_moe_block": True}, "enable_moe_block: true"),
+    ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention: 'all'"),
+    ({"per_layer_config": {"5": {"head_dim": 16}, "6": {"head_dim": 32}}}, "per_layer_config: 2 head shapes"),
+    ({"per_layer_config": {"5": {"intermediate_size": 16}}}, "per_layer_config: {'intermediate_size': 16}"),
+    ({"per_layer_config": {"9": {"head_dim": 16}}}, "per_layer_config: '9' is not a layer index"),
+])
+def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path, change, start):
+    """Per-layer embeddings (on by default: a config without the key has them), layers sharing another's keys
+    and values, the MoE block, bidirectional attention and per-layer overrides symllm does not model are one
+    line and exit 2, never counted as another model."""
+    raw = {**_RAW, **change}
+    if start is None:
+        assert symllm.params(from_hf(raw))["total"] > 0
+        return
+    assert_refused_in_one_line(cli, tmp_path, raw, start)
+    absent = {k: v for k, v in _RAW.items() if k != "hidden_size_per_layer_input"}
+    assert_refused_in_one_line(cli, tmp_path, absent, "hidden_size_per_layer_input: 256")
