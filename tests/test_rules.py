@@ -32,11 +32,13 @@ OPTIONS = {
     "kinds": ((C.LayerKind(ffn="moe"),), (C.LayerKind(), C.LayerKind(ffn="moe", window="sliding"),
                                           C.LayerKind(rotary=False)),
               (C.LayerKind(window="chunked"), C.LayerKind(ffn="moe", rotary=False, temperature=True)),
-              (C.LayerKind(mixer="linear_attention"), C.LayerKind(ffn="moe"))),
+              (C.LayerKind(mixer="linear_attention"), C.LayerKind(ffn="moe")),
+              # Nemotron-H's one-sublayer blocks: a Mamba-2 mixer, an attention without RoPE, an MLP
+              (C.LayerKind(mixer="mamba", ffn="none"), C.LayerKind(rotary=False, ffn="none"), C.LayerKind(mixer="none"))),
     "delta_split": (False, True),
     "variant": (C.Variant(fused=True, norms="post"), C.Variant(norms="sandwich", activation="gelu_tanh",
                 norm_offset=True, embed_scale=True, attn_softcap=True, final_softcap=True),
-                C.Variant(norms="parallel", layernorm=True, logit_scale=True)),
+                C.Variant(norms="parallel", layernorm=True, logit_scale=True, activation="relu2")),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
 #: QK-norm, windows, Llama 4's shared expert and layers without RoPE)
@@ -86,7 +88,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
-                    "in_proj_b", "in_proj_a", "out_proj"}
+                    "in_proj_b", "in_proj_a", "out_proj", "in_proj"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -130,7 +132,7 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
     LlamaForCausalLM, Phi3ForCausalLM (its fused qkv_proj and gate_up_proj), Qwen2MoeForCausalLM (its
     shared_expert_gate), DeepseekV3ForCausalLM (its latent attention), Qwen3NextForCausalLM and
-    Qwen3_5ForCausalLM (their Gated DeltaNet's projections) but their lm_head (which PEFT leaves
+    Qwen3_5ForCausalLM (their Gated DeltaNet's projections), NemotronHForCausalLM (its Mamba-2 in_proj) but their lm_head (which PEFT leaves
     alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
     sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
@@ -149,7 +151,11 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
                             **{**kw, "num_hidden_layers": 2}, full_attention_interval=2, num_experts=2,
                             num_experts_per_tok=1)),
                         (transformers.Qwen3_5ForCausalLM, lambda **kw: transformers.Qwen3_5TextConfig(
-                            **{**kw, "num_hidden_layers": 2}, full_attention_interval=2))):
+                            **{**kw, "num_hidden_layers": 2}, full_attention_interval=2)),
+                        (transformers.NemotronHForCausalLM, lambda **kw: transformers.NemotronHConfig(
+                            **{k: v for k, v in kw.items() if k != "num_hidden_layers"}, head_dim=8,
+                            hybrid_override_pattern="M*-", mamba_num_heads=4, mamba_head_dim=8, n_groups=2,
+                            ssm_state_size=4))):
         with torch.device("meta"):
             hf = cls(config(**sizes))
         leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}

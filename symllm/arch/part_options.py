@@ -17,7 +17,7 @@ This module loads no SymPy (config files are read with it).
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
 >>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'nope', 'temperature', 'sliding', 'chunked']
+['moe', 'linear_attention', 'mamba', 'nope', 'temperature', 'sliding', 'chunked']
 """
 from __future__ import annotations
 
@@ -110,6 +110,12 @@ def _window_text(c) -> str:
 def _linear_text(c) -> str:
     linear = sum(count for kind, count in c.groups if kind.mixer == "linear_attention")
     return f"Gated DeltaNet (linear attention) in {linear} of {c.n_layers} layers" if linear else ""
+
+
+def _mamba_text(c) -> str:
+    mamba = sum(count for kind, count in c.groups if kind.mixer == "mamba")
+    return (f"Mamba-2 mixers in {mamba} of {c.n_layers} layers: {c.mamba_heads} heads of {c.mamba_head_dim}, "
+            f"state {c.ssm_state}, {c.mamba_groups} groups" if mamba else "")
 
 
 def _latent_text(c) -> str:
@@ -222,6 +228,12 @@ OPTIONS: tuple[Option, ...] = (
     _on("delta_split", "the Gated DeltaNet's four input projections (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, "
         "in_proj_a); False: Qwen3-Next's two", "", parts=("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
         on=None),
+    Option("mamba", ("layers",), (None,), "kind", "mixer",
+           parts=("in_proj", "conv1d", "A_log", "D", "dt_bias", "ssd_scan", "out_proj"),
+           text=lambda c: _mamba_text(c),
+           doc="Mamba-2 token mixers in the layers of kind mixer='mamba' (Nemotron-H)"),
+    _on("conv_bias", "a bias on the Mamba-2 convolution (Nemotron-H's use_conv_bias)", ""),
+    _on("mamba_bias", "biases on the Mamba-2 in_proj and out_proj (Nemotron-H's use_bias)", ""),
     Option("nope", ("layers",), (None,), "kind", "rotary", reference="no rotation in the layers of kind rotary=False",
            text=lambda c: f"{c.n_nope_layers} layers without RoPE" if c.n_nope_layers else "",
            doc="layers without RoPE (Llama 4's, EXAONE 4's full-attention layers)"),

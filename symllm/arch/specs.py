@@ -96,6 +96,12 @@ class Spec:
     linear_key_dim: int | None = None
     linear_value_dim: int | None = None
     conv_kernel: int | None = None
+    #: the Mamba-2 mixer's sizes (None: no Mamba layer; symllm.arch.components.mamba)
+    mamba_heads: int | None = None
+    mamba_head_dim: int | None = None
+    ssm_state: int | None = None
+    mamba_groups: int | None = None
+    ssm_chunk: int | None = None
 
     @property
     def hidden_rule(self) -> str:
