@@ -452,6 +452,32 @@ def gated_deltanet_configs(draw, kind: str | None = None) -> dict:
 
 
 @st.composite
+def nemotron_h_configs(draw) -> dict:
+    """A small Nemotron-H config.json (model_type nemotron_h) as transformers writes it: a pattern of Mamba-2
+    (M), attention (*) and squared-ReLU MLP (-) layers, as hybrid_override_pattern or layers_block_type;
+    Mamba heads a multiple of the groups, head width, state, kernel and chunk drawn (state and chunk at least 2:
+    torch.einsum turns a contraction over one element into an element-wise product, which FlopCounterMode does
+    not count, where symllm counts the scan's einsum); the convolution's bias,
+    the Mamba projections' biases and the MLP's biases on or off; GQA with an even head_dim stated (symllm's
+    one head rule asks an even width of every attention, though Nemotron-H's rotates nothing)."""
+    L = draw(st.integers(1, 5))
+    pattern = "".join(draw(st.lists(st.sampled_from("M*-"), min_size=L, max_size=L)))
+    n_kv, groups = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    raw = {"model_type": "nemotron_h", "vocab_size": draw(st.integers(1, 100)), "hidden_size": draw(st.integers(4, 48)),
+           "num_hidden_layers": L, "num_attention_heads": n_kv * draw(st.integers(1, 3)), "num_key_value_heads": n_kv,
+           "head_dim": 2 * draw(st.integers(1, 6)), "intermediate_size": draw(st.integers(1, 48)),
+           "mamba_num_heads": groups * draw(st.integers(1, 3)), "mamba_head_dim": draw(st.integers(1, 12)),
+           "ssm_state_size": draw(st.integers(2, 12)), "n_groups": groups, "conv_kernel": draw(st.integers(1, 4)),
+           "chunk_size": draw(st.integers(2, 16)), "use_conv_bias": draw(st.booleans()),
+           "use_bias": draw(st.booleans()), "mlp_bias": draw(st.booleans()), "layer_norm_epsilon": 1e-5}
+    if draw(st.booleans()):
+        raw["hybrid_override_pattern"] = pattern
+    else:
+        raw["layers_block_type"] = [{"M": "linear_attention", "*": "full_attention", "-": "mlp"}[c] for c in pattern]
+    return raw
+
+
+@st.composite
 def gpt_oss_configs(draw) -> dict:
     """A small gpt-oss config.json (model_type gpt_oss) as transformers writes it: top-k of E experts with
     biases and the clamped SwiGLU in every layer, attention sinks, attention biases on or off, GQA with
@@ -954,6 +980,7 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
                glm4_moe=glm4_moe_configs(), minimax_m2=minimax_m2_configs(), cohere=cohere_configs(),
                mimo_v2_flash=mimo_configs())
     out.update({kind: gated_deltanet_configs(kind) for kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
+    out.update(nemotron_h=nemotron_h_configs())
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
     out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})
     return out

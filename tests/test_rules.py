@@ -48,7 +48,9 @@ OPTIONS = {
         # Gemma 4: sliding layers of the model's head shape beside full ones of their own, keys as values
         (C.LayerKind(window="sliding"), C.LayerKind(heads="own", k_eq_v=True)),
         # MiMo-V2-Flash: sliding layers of their own shape with sinks beside full ones
-        (C.LayerKind(window="sliding", heads="own", sinks=True), C.LayerKind(ffn="moe"))),
+        (C.LayerKind(window="sliding", heads="own", sinks=True), C.LayerKind(ffn="moe")),
+        # Nemotron-H's one-sublayer blocks: a Mamba-2 mixer, an attention without RoPE, an MLP
+        (C.LayerKind(mixer="mamba", ffn="none"), C.LayerKind(rotary=False, ffn="none"), C.LayerKind(mixer="none"))),
     "variant": _variants(),
 }
 #: the options of a model with latent attention (DeepSeek), which excludes some of OPTIONS' (q/k/v biases,
@@ -104,7 +106,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
-                    "in_proj_b", "in_proj_a", "out_proj"}
+                    "in_proj_b", "in_proj_a", "out_proj", "in_proj"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
@@ -148,7 +150,7 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
     LlamaForCausalLM, Phi3ForCausalLM (its fused qkv_proj and gate_up_proj), Qwen2MoeForCausalLM (its
     shared_expert_gate), DeepseekV3ForCausalLM (its latent attention), Qwen3NextForCausalLM and
-    Qwen3_5ForCausalLM (their Gated DeltaNet's projections) but their lm_head (which PEFT leaves
+    Qwen3_5ForCausalLM (their Gated DeltaNet's projections), NemotronHForCausalLM (its Mamba-2 in_proj) but their lm_head (which PEFT leaves
     alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
     sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
@@ -167,7 +169,11 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
                             **{**kw, "num_hidden_layers": 2}, full_attention_interval=2, num_experts=2,
                             num_experts_per_tok=1)),
                         (transformers.Qwen3_5ForCausalLM, lambda **kw: transformers.Qwen3_5TextConfig(
-                            **{**kw, "num_hidden_layers": 2}, full_attention_interval=2))):
+                            **{**kw, "num_hidden_layers": 2}, full_attention_interval=2)),
+                        (transformers.NemotronHForCausalLM, lambda **kw: transformers.NemotronHConfig(
+                            **{k: v for k, v in kw.items() if k != "num_hidden_layers"}, head_dim=8,
+                            hybrid_override_pattern="M*-", mamba_num_heads=4, mamba_head_dim=8, n_groups=2,
+                            ssm_state_size=4))):
         with torch.device("meta"):
             hf = cls(config(**sizes))
         leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}

@@ -182,6 +182,16 @@ class ModelConfig:
     linear_key_dim: int | None = None
     linear_value_dim: int | None = None
     conv_kernel: int | None = None
+    #: Mamba-2 layers (the layers whose kind's mixer is "mamba"; Nemotron-H): heads, head width, SSM state size,
+    #: groups of B and C, the SSD scan's chunk (conv_kernel is their convolution's kernel; None: no such layer)
+    mamba_heads: int | None = None
+    mamba_head_dim: int | None = None
+    ssm_state: int | None = None
+    mamba_groups: int | None = None
+    ssm_chunk: int | None = None
+    #: the Mamba-2 convolution's bias (use_conv_bias), the in_proj and out_proj biases (use_bias)
+    conv_bias: bool = False
+    mamba_bias: bool = False
     #: Qwen3.5's four input projections of the Gated DeltaNet (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a);
     #: False: Qwen3-Next's two (in_proj_qkvz, in_proj_ba)
     delta_split: bool = False
@@ -289,19 +299,43 @@ class ModelConfig:
         sizes = ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "conv_kernel")
         for field in sizes:
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        for field in ("output_gate", "delta_split"):
+        for field in ("output_gate", "delta_split", "conv_bias", "mamba_bias"):
             boolean(field, getattr(self, field))
         linear = any(kind.mixer == "linear_attention" for kind, _ in self.layers)
-        for field in sizes:
+        mamba = any(kind.mixer == "mamba" for kind, _ in self.layers)
+        for field in sizes[:-1]:
             if linear and getattr(self, field) is None:
                 raise SymllmError(f"{field}: missing (a layer is a Gated DeltaNet)")
             if not linear and getattr(self, field) is not None:
                 raise SymllmError(f"{field}: {getattr(self, field)} given but no layer is a Gated DeltaNet")
+        if (linear or mamba) and self.conv_kernel is None:
+            raise SymllmError("conv_kernel: missing (a layer is a Gated DeltaNet or a Mamba-2 mixer)")
+        if not (linear or mamba) and self.conv_kernel is not None:
+            raise SymllmError(f"conv_kernel: {self.conv_kernel} given but no layer has a short convolution")
+        self._check_mamba(put, mamba)
         if linear and self.linear_value_heads % self.linear_key_heads:
             raise SymllmError(f"linear_value_heads: {self.linear_value_heads} is not a multiple of the "
                               f"{self.linear_key_heads} key heads")
         if linear and self.latent is not None:
             raise SymllmError("layers: Gated DeltaNet layers are not modelled with a latent attention")
+
+    def _check_mamba(self, put, mamba: bool) -> None:
+        """The Mamba-2 mixer's sizes: all five with a Mamba layer, none without (its biases off); its heads a
+        whole multiple of its groups (transformers repeats each group's B and C over its heads)."""
+        sizes = ("mamba_heads", "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk")
+        for field in sizes:
+            put(field, _positive_int(field, getattr(self, field), optional=True))
+            if mamba and getattr(self, field) is None:
+                raise SymllmError(f"{field}: missing (a layer is a Mamba-2 mixer)")
+            if not mamba and getattr(self, field) is not None:
+                raise SymllmError(f"{field}: {getattr(self, field)} given but no layer is a Mamba-2 mixer")
+        for field in ("conv_bias", "mamba_bias"):
+            if not mamba and getattr(self, field):
+                raise SymllmError(f"{field}: true but no layer is a Mamba-2 mixer")
+        if mamba and self.mamba_heads % self.mamba_groups:
+            raise SymllmError(f"mamba_heads: {self.mamba_heads} is not a multiple of the {self.mamba_groups} groups")
+        if mamba and self.latent is not None:
+            raise SymllmError("layers: Mamba-2 layers are not modelled with a latent attention")
 
     def _check_latent(self, put) -> None:
         """MLA's sizes: all four with kv_lora_rank (q_lora_rank optional), none without; its keys and values
@@ -513,7 +547,8 @@ class ModelConfig:
 #: kernel's argument to (a symbol binds the spec's field, :attr:`symllm.arch.symbols.SymbolInfo.binds`)
 SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim",
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
-                                 "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim")}}
+                                 "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
+                                 "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk")}}
 
 
 #: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the

@@ -47,16 +47,19 @@ COMPONENTS = {
 }
 
 #: what a layer's feed-forward is: a dense SwiGLU ("dense"; of width ``d_fd`` in a model that also has MoE
-#: layers, ``d_ff`` otherwise), or a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe")
-FFNS = ("dense", "moe")
+#: layers, ``d_ff`` otherwise), a mixture of ``n_e`` SwiGLU experts of width ``d_ff`` ("moe"), or none ("none":
+#: a Nemotron-H layer whose one sublayer is its token mixer)
+FFNS = ("dense", "moe", "none")
 #: how far a query of a layer sees back: full attention (None), the last ``W`` positions ("sliding":
 #: Mistral v0.1, Qwen's layers from max_window_layers on), or the positions of its own chunk of ``W``
 #: ("chunked": Llama 4's RoPE layers)
 WINDOWS = (None, "sliding", "chunked")
 #: a layer's token mixer: attention (softmax attention over the KV cache), or a Gated DeltaNet
 #: ("linear_attention": Qwen3-Next's and Qwen3.5's linear-attention layers, a recurrent state per sequence in
-#: place of keys and values: :mod:`symllm.arch.components.deltanet`)
-MIXERS = ("attention", "linear_attention")
+#: place of keys and values: :mod:`symllm.arch.components.deltanet`), a Mamba-2 mixer ("mamba": Nemotron-H's,
+#: an SSM state and a convolution state per sequence: :mod:`symllm.arch.components.mamba`), or none ("none": a
+#: Nemotron-H layer whose one sublayer is its feed-forward)
+MIXERS = ("attention", "linear_attention", "mamba", "none")
 #: the head shape of a layer's attention: the model's (``n_h`` query heads, ``n_kv`` key/value heads of width
 #: ``d_h``), or the second shape some kinds of layer have ("own": ``n_ha``, ``n_kva``, ``d_ha``; Gemma 4's
 #: full-attention layers, with their ``global_head_dim`` and ``num_global_key_value_heads``)
@@ -71,8 +74,9 @@ QK_NORMS = (None, "rmsnorm", "l2", "full", "layernorm")
 #: branch ("post": OLMo 2), or both ("sandwich": Gemma 2 and 3); or one norm whose output attention and
 #: feed-forward both read, their outputs added to the residual together ("parallel": Command-R)
 NORMS = ("pre", "post", "sandwich", "parallel")
-#: the gated feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma)
-ACTIVATIONS = ("silu", "gelu_tanh")
+#: the feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma), both gated; or the squared
+#: ReLU of an ungated two-matrix MLP (``relu2``: Nemotron-H's ``up_proj``, ``relu(x)²``, ``down_proj``)
+ACTIVATIONS = ("silu", "gelu_tanh", "relu2")
 #: how a latent attention (MLA, DeepSeek-V2/V3) makes its queries: None (not latent: GQA), "q_lora"
 #: (compressed through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``) or "q_proj" (one ``wq``:
 #: DeepSeek-V2-Lite, ``q_lora_rank`` null)
@@ -92,7 +96,7 @@ class LayerKind:
     >>> LayerKind(ffn="sparse")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: ffn: unknown 'sparse' (known: dense, moe)
+    symllm.errors.SymllmError: ffn: unknown 'sparse' (known: dense, moe, none)
     """
 
     #: the feed-forward (:data:`FFNS`)
@@ -126,18 +130,20 @@ class LayerKind:
         if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks):
             raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
                               f"{self.mixer})")
+        if self.mixer == "none" and self.ffn == "none":
+            raise SymllmError("mixer: a layer without a token mixer needs a feed-forward (ffn is 'none')")
 
     def tags(self) -> tuple[str, ...]:
         """One word per field, saying its value: what names a group (:func:`group_names`); the temperature's
-        only where a layer has it ("tempered"), the mixer's only where it is not attention (``linear``), the
-        head shape's and k_eq_v's only where a layer has its own (``heads``, ``kv``).
+        only where a layer has it ("tempered"), the mixer's only where it is not attention (``linear``, ``mamba``,
+        ``no_mixer``), the head shape's and k_eq_v's only where a layer has its own (``heads``, ``kv``).
 
         >>> LayerKind(mixer="linear_attention").tags(), LayerKind(heads="own", k_eq_v=True).tags()
         (('dense', 'rope', 'full', 'linear'), ('dense', 'rope', 'full', 'heads', 'kv'))
         """
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
                 *(("tempered",) if self.temperature else ()),
-                *(("linear",) if self.mixer == "linear_attention" else ()),
+                *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",)}.get(self.mixer, ())),
                 *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
                 *(("sinks",) if self.sinks else ()))
 
@@ -304,6 +310,10 @@ class Structure:
     delta_split: bool = False
     #: the values have heads of their own width ``d_hv`` (MiMo-V2-Flash's ``v_head_dim``; not latent attention's)
     value_width: bool = False
+    #: the Mamba-2 mixer's convolution has a bias (Nemotron-H's ``use_conv_bias``)
+    conv_bias: bool = False
+    #: the Mamba-2 mixer's ``in_proj`` and ``out_proj`` have biases (Nemotron-H's ``use_bias``)
+    mamba_bias: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -319,7 +329,7 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width"):
+                     "delta_split", "value_width", "conv_bias", "mamba_bias"):
             boolean(name, getattr(self, name))
         choice("latent", self.latent, LATENT)
         if self.shared_expert and self.shared_experts:
@@ -344,6 +354,11 @@ class Structure:
     def has_own_heads(self) -> bool:
         """Whether some layer's attention has the second head shape (:data:`HEADS`)."""
         return any(k.heads == "own" for k in self.kinds)
+
+    @property
+    def has_mamba(self) -> bool:
+        """Whether some layer's token mixer is a Mamba-2 mixer (:data:`MIXERS`)."""
+        return any(k.mixer == "mamba" for k in self.kinds)
 
     @property
     def has_moe(self) -> bool:

@@ -17,7 +17,7 @@ This module loads no SymPy (config files are read with it).
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
 >>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'sliding', 'chunked']
+['moe', 'linear_attention', 'mamba', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'sliding', 'chunked']
 """
 from __future__ import annotations
 
@@ -128,6 +128,12 @@ def _k_eq_v_text(c) -> str:
     return f"{shared} of {c.n_layers} layers without wv (keys used as values)" if shared else ""
 
 
+def _mamba_text(c) -> str:
+    mamba = sum(count for kind, count in c.groups if kind.mixer == "mamba")
+    return (f"Mamba-2 mixers in {mamba} of {c.n_layers} layers: {c.mamba_heads} heads of {c.mamba_head_dim}, "
+            f"state {c.ssm_state}, {c.mamba_groups} groups" if mamba else "")
+
+
 def _latent_text(c) -> str:
     return (f"multi-head latent attention: kv_lora_rank {c.kv_lora_rank}, q_lora_rank {c.q_lora_rank}, head widths "
             f"{c.qk_nope_head_dim} + {c.qk_rope_head_dim} (RoPE), values {c.v_head_dim}; the KV cache holds the "
@@ -170,10 +176,11 @@ OPTIONS: tuple[Option, ...] = (
            value=lambda c: c.logit_scale is not None, choices=(True,), on=True, reference="logits * logit_scale",
            text=lambda c: f"logits scaled by {c.logit_scale:g}" if c.logit_scale else "",
            doc="the logits multiplied by a constant (Command-R's logit_scale)"),
-    Option("activation", ("activation",), ("silu",), "variant", "activation", choices=("gelu_tanh",),
+    Option("activation", ("activation",), ("silu",), "variant", "activation", choices=("gelu_tanh", "relu2"),
            on="gelu_tanh", reference="F.gelu(approximate='tanh') in place of SiLU",
-           text=lambda c: "GeGLU (gelu_pytorch_tanh)" if c.activation == "gelu_tanh" else "",
-           doc="the gated feed-forward's activation (ACTIVATIONS: Gemma's GeGLU)"),
+           text=lambda c: {"gelu_tanh": "GeGLU (gelu_pytorch_tanh)",
+                           "relu2": "an ungated MLP with squared ReLU (relu2)"}.get(c.activation, ""),
+           doc="the feed-forward's activation (ACTIVATIONS: Gemma's GeGLU, Nemotron-H's ungated relu2)"),
     _on("value_norm", "a weightless RMSNorm on the values (Gemma 4's v_norm)", "", "", axis="variant",
         parts=("v_norm",)),
     _on("layer_scalar", "each block's output times its layer_scalar buffer (Gemma 4)", "", "", axis="variant"),
@@ -243,6 +250,12 @@ OPTIONS: tuple[Option, ...] = (
     _on("delta_split", "the Gated DeltaNet's four input projections (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, "
         "in_proj_a); False: Qwen3-Next's two", "", parts=("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
         choices=(False, True), on=None),  # False too: Qwen3-Next's in_proj_qkvz and in_proj_ba
+    Option("mamba", ("layers",), (None,), "kind", "mixer", choices=("mamba",),
+           parts=("in_proj", "conv1d", "A_log", "D", "dt_bias", "ssd_scan", "out_proj"),
+           text=lambda c: _mamba_text(c),
+           doc="Mamba-2 token mixers in the layers of kind mixer='mamba' (Nemotron-H)"),
+    _on("conv_bias", "a bias on the Mamba-2 convolution (Nemotron-H's use_conv_bias)", ""),
+    _on("mamba_bias", "biases on the Mamba-2 in_proj and out_proj (Nemotron-H's use_bias)", ""),
     Option("nope", ("layers",), (None,), "kind", "rotary", choices=(False,),
            reference="no rotation in the layers of kind rotary=False",
            text=lambda c: f"{c.n_nope_layers} layers without RoPE" if c.n_nope_layers else "",

@@ -100,6 +100,12 @@ class Spec:
     alt_heads: int | None = None
     alt_kv_heads: int | None = None
     alt_head_dim: int | None = None
+    #: the Mamba-2 mixer's sizes (None: no Mamba layer; symllm.arch.components.mamba)
+    mamba_heads: int | None = None
+    mamba_head_dim: int | None = None
+    ssm_state: int | None = None
+    mamba_groups: int | None = None
+    ssm_chunk: int | None = None
 
     @property
     def hidden_rule(self) -> str:

@@ -22,7 +22,7 @@ __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
-    "n_ha", "n_kva", "d_ha",
+    "n_ha", "n_kva", "d_ha", "n_m", "d_m", "d_s", "n_g", "Q_c",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -109,6 +109,12 @@ K_c = sp.Symbol("K_c", **_size)
 n_ha = sp.Symbol("n_ha", **_size)
 n_kva = sp.Symbol("n_kva", **_size)
 d_ha = sp.Symbol("d_ha", **_size)
+#: Mamba-2 (Nemotron-H): heads, head width, SSM state size, groups of B and C, the SSD scan's chunk
+n_m = sp.Symbol("n_m", **_size)
+d_m = sp.Symbol("d_m", **_size)
+d_s = sp.Symbol("d_s", **_size)
+n_g = sp.Symbol("n_g", **_size)
+Q_c = sp.Symbol("Q_c", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 s_o = sp.Symbol("s_o", **_size)  # positions per sequence whose logits a forward computes
@@ -174,11 +180,16 @@ _TABLE = [
                "value heads of a Gated DeltaNet layer (one recurrent state each)", "model"),
     SymbolInfo(d_gk, "linear_key_dim", r"d_{k}^{\Delta}", "width of a Gated DeltaNet query/key head", "model"),
     SymbolInfo(d_gv, "linear_value_dim", r"d_{v}^{\Delta}", "width of a Gated DeltaNet value head", "model"),
-    SymbolInfo(K_c, "conv_kernel", "K_c", "width of the Gated DeltaNet's short causal convolution", "model"),
+    SymbolInfo(K_c, "conv_kernel", "K_c", "width of the short causal convolution (Gated DeltaNet, Mamba-2)", "model"),
     SymbolInfo(n_ha, "alt_heads", r"n_h'", "query heads of the layers with their own head shape", "model"),
     SymbolInfo(n_kva, "alt_kv_heads", r"n_{kv}'", "key/value heads of the layers with their own head shape",
                "model"),
     SymbolInfo(d_ha, "alt_head_dim", r"d_h'", "head width of the layers with their own head shape", "model"),
+    SymbolInfo(n_m, "mamba_heads", r"n_{m}", "heads of a Mamba-2 mixer (one SSM state of d_m x d_s each)", "model"),
+    SymbolInfo(d_m, "mamba_head_dim", r"d_{m}", "width of a Mamba-2 head", "model"),
+    SymbolInfo(d_s, "ssm_state", r"d_{s}", "SSM state size of a Mamba-2 mixer (ssm_state_size)", "model"),
+    SymbolInfo(n_g, "mamba_groups", r"n_{g}", "groups of a Mamba-2 mixer's B and C (n_groups)", "model"),
+    SymbolInfo(Q_c, "ssm_chunk", r"Q_{c}", "positions per chunk of the Mamba-2 SSD scan (chunk_size)", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "

@@ -569,6 +569,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     spec = formats._spec(config)
     if spec.structure.has_linear:
         raise SymllmError("checkpoint: Gated DeltaNet tensors are not modelled")
+    if any(k.mixer in ("mamba", "none") or k.ffn == "none" for k in spec.structure.kinds):
+        raise SymllmError("checkpoint: Nemotron-H (Mamba-2) tensors are not modelled")
     ts = formats.tensors(spec)
     out: dict[str, dict] = {}
     if gguf is not None:

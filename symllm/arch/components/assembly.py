@@ -15,6 +15,7 @@ from symllm.arch.components.deltanet import gated_deltanet
 from symllm.arch.components.embeddings import embedding, lm_head
 from symllm.arch.components.gqa import attention
 from symllm.arch.components.latent import latent_attention
+from symllm.arch.components.mamba import mamba2
 from symllm.arch.components.mixture import moe
 from symllm.arch.components.mlp import feed_forward, meta_hidden_dim
 from symllm.arch.components.norms import rmsnorm
@@ -49,19 +50,34 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     structure = _structure(structure, options)
     _switches(causal=causal)
     variant = structure.variant
-    if kind.ffn == "moe":
+    if kind.ffn == "none":
+        ffn = None
+    elif kind.ffn == "moe":
         ffn = moe(shared=structure.shared_expert, gated=structure.shared_gate, bias=structure.moe_bias,
                   clamped=structure.clamped, fused_lora=structure.fused_lora, shared_experts=structure.shared_experts,
                   shared_bias=structure.mlp_bias and structure.shared_experts)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
-    if kind.mixer != "attention":  # a token mixer other than attention (symllm.arch.components.deltanet)
+    if kind.mixer == "none":
+        attn = None
+    elif kind.mixer != "attention":  # a token mixer other than attention (deltanet, mamba)
         attn = mixer(kind.mixer)(structure, kind)
     elif structure.latent is not None:
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
     else:
         attn = attention(structure, kind, causal=causal)
     off, mean = variant.norm_offset, variant.layernorm
+    if attn is None or ffn is None:  # Nemotron-H: one sublayer a block (its mixer), under one norm
+        return Component(
+            name,
+            elementwise=ELEMENTWISE["residual"] * _T * d,
+            checkpoint=beta_a * _T * d,
+            resident=2 * _T * d,
+            children=(named(rmsnorm("norm", doc="self.norm = NemotronHRMSNorm(hidden_size)", offset=off, mean=mean),
+                            "norm", "attn_norm" if ffn is None else "ffn_norm"), attn if ffn is None else ffn),
+            doc="NemotronHBlock: hidden_states = residual + mixer(norm(hidden_states))",
+            rules=Rules("replicated", lora=(), stacks=(), label="a block of one sublayer under one norm (Nemotron-H)"),
+        )
     if variant.norms == "parallel":  # Command-R: CohereDecoderLayer
         return Component(
             name,
@@ -105,7 +121,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
 
 
 #: token mixer (a LayerKind's ``mixer`` other than attention) -> its factory ``(structure, kind) -> Component``
-MIXER_FACTORIES = {"linear_attention": gated_deltanet}
+MIXER_FACTORIES = {"linear_attention": gated_deltanet, "mamba": mamba2}
 
 
 def mixer(name: str):
@@ -217,7 +233,8 @@ def component(name: str, whole: Component | None = None) -> Component:
 #: (:attr:`symllm.arch.part_options.Option.on`), and a kind of layer for each way layers differ
 EVERY_PART = dict(every_part(),
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
-                         LayerKind(ffn="moe", rotary=False, temperature=True), LayerKind(mixer="linear_attention")),
+                         LayerKind(ffn="moe", rotary=False, temperature=True), LayerKind(mixer="linear_attention"),
+                         LayerKind(mixer="mamba", ffn="none"), LayerKind(mixer="none")),
                   variant=Variant(**{o.field: o.on for o in OPTIONS if o.axis == "variant" and o.on is not None}))
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s

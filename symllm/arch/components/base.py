@@ -45,6 +45,7 @@ ELEMENTWISE = {
     # Cohere's LayerNorm: accumulate the mean, subtract it, square, accumulate, scale by 1/std, multiply by the
     # weight (per-row rsqrt dropped, as RMSNorm's)
     "layernorm": 6,
+    "relu2": 2,     # Nemotron-H's squared ReLU per element: relu, square
 }
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in

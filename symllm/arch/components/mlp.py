@@ -43,6 +43,8 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
     10*b*d_ff*s
     """
     act = variant.activation
+    if act == "relu2":
+        return _relu2(bias, width, name)
     if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
         fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
                       label="fused projections (Phi-3)", holds=("w1", "w3"))
@@ -71,6 +73,33 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
         rules=_no_weight(keeps.feed_forward) if act == "silu" else Rules("replicated", lora=(), stacks=(),
                                                                          label="GeGLU (Gemma)"),
     ), "mlp" if name == "feed_forward" else name)  # a shared expert is its own module
+
+
+def _relu2(bias: bool, width: sp.Expr, name: str) -> Component:
+    """Nemotron-H's ungated MLP ``down_proj(relu(up_proj(x))²)`` (``NemotronHMLP``, ``mlp_hidden_act: relu2``):
+    ``2·d·width`` parameters without biases; its up projection is ``w3`` (HF ``up_proj``, GGUF ``ffn_up``), its
+    down projection ``w2``; the squared ReLU is 2 element-wise FLOPs per element of ``width``.
+
+    >>> _relu2(False, d_ff, "feed_forward").total("params")
+    2*d*d_ff
+    """
+    label = "a squared-ReLU MLP (Nemotron-H)"
+    projections = (
+        linear("w3", d, width, bias, "self.up_proj = nn.Linear(hidden_size, intermediate_size)",
+               rules=Rules("column", lora=("w3", "up_proj"), weight="linear", stacks=(), label=label, gguf="ffn_up")),
+        linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
+               rules=Rules("row", lora=("w2", "down_proj"), weight="linear", stacks=(), label=label,
+                           gguf="ffn_down")))
+    return named(Component(
+        name,
+        elementwise=ELEMENTWISE["relu2"] * _T * width,
+        # saved: the normed input of up_proj, its output (relu's backward) and the squared output (down_proj's input)
+        saved=beta_a * (_T * d + 2 * _T * width),
+        live=(2 * _T * width,),
+        children=projections,
+        doc="NemotronHMLP: down_proj(relu(up_proj(x)) ** 2)",
+        rules=Rules("replicated", lora=(), stacks=(), label=label),
+    ), "mixer" if name == "feed_forward" else name)
 
 
 swiglu = feed_forward

@@ -1,0 +1,183 @@
+"""The Mamba-2 mixer (Nemotron-H), as transformers builds it (``NemotronHMamba2Mixer``, after
+``Zamba2MambaMixer``).
+
+A Mamba-2 layer holds no keys and values: each sequence carries, per head, an SSM state of ``d_m × d_s`` and
+the last inputs of its short causal convolution. With ``d_i = n_m·d_m`` (transformers' ``intermediate_size``,
+``mamba_num_heads × mamba_head_dim``; ``expand`` is not read) and the convolution's channels
+``W = d_i + 2·n_g·d_s`` (x, B and C side by side), its parts:
+
+* ``in_proj: d -> d_i + W + n_m``, split after into the gate ``z`` (``d_i``), ``xBC`` (``W``) and ``dt`` (``n_m``);
+  a bias with ``use_bias``;
+* ``conv1d``: a depthwise causal convolution of kernel ``K_c`` over the ``W`` channels, a bias with
+  ``use_conv_bias`` (``nn.Conv1d(W, W, K_c, groups=W, bias=use_conv_bias)``), then SiLU;
+* ``A_log``, ``D`` and ``dt_bias``: one number each per head;
+* the SSD scan itself (no parameters; below);
+* ``norm``: a gated RMSNorm of width ``d_i`` in ``n_g`` groups of ``d_i / n_g``, ``rmsnorm(y·silu(z))``
+  (``NemotronHRMSNormGated``; its weight is ``d_i``);
+* ``out_proj: d_i -> d``, a bias with ``use_bias``.
+
+Conventions (docs/conventions.md, "Mamba-2"):
+
+* **FLOPs** are transformers' torch fallback's, what ``FlopCounterMode`` counts. A pass over more than one
+  token runs the chunked SSD scan (``mamba2_chunk_scan``, chunks of ``Q_c`` positions, the sequence padded to a
+  whole number ``c = ⌈s/Q_c⌉`` of chunks), five einsums per sequence:
+  ``2·n_m·(c·Q_c²·(d_s + d_m) + 2·c·Q_c·d_m·d_s + (c + 1)²·d_m·d_s)`` (the ``Q_c × Q_c`` scores of C with B
+  and their product with x, each chunk's state, the chunk-to-chunk recurrence over ``c + 1`` states (the
+  first the zero or cached state), and C with each chunk's starting state). A pass over one token (a decode
+  step) is the recurrent update (``mamba2_selective_state_update``): one ``bmm`` of the state with C,
+  ``2·n_m·d_m·d_s`` a sequence. The convolution counts as ``FlopCounterMode`` counts ``conv1d`` (its bias
+  add inside the op not counted): ``2·K_c`` per channel and output position, ``s + K_c − 1`` positions in a
+  sequence's first pass, ``2`` in a decode step, ``s + 2·K_c − 1`` in a later pass of ``s > 1`` tokens (as the
+  Gated DeltaNet's: :mod:`symllm.arch.components.deltanet`).
+* **Element-wise** work counted: the convolution's SiLU, the gated norm (SiLU of the gate, the product, the
+  RMSNorm), biases. The scan's own element-wise work (softplus of dt, the discretisation, the decays and
+  their segment sums) is **not counted** yet (tests/test_elementwise.py lists the family as known short).
+* **State** (``state_cache``, bytes per sequence and layer, constant in the context): the SSM state
+  ``n_m·d_m·d_s`` in fp32 (the scan works in float32 and transformers' cache keeps its final state as it
+  comes; Nemotron-H's ``mamba_ssm_cache_dtype`` is float32), and the convolution state, the last ``K_c``
+  inputs of the ``W`` channels, in the activations' dtype.
+* **Saved** and **live** (training, the inference working set): what the layer's projections and
+  convolution hold, as the Gated DeltaNet's are counted; the scan's intermediate tensors are not modelled
+  and no named stack models the layer (each refuses it).
+
+>>> from symllm.arch.layers import Structure, LayerKind
+>>> from symllm.arch.symbols import d
+>>> m = mamba2(Structure(kinds=(LayerKind(mixer="mamba", ffn="none"),)))
+>>> [c.name for c in m.children]
+['in_proj', 'conv1d', 'A_log', 'D', 'dt_bias', 'ssd_scan', 'norm', 'out_proj']
+>>> sp.expand(m.total("params") - (d * (2*n_m*d_m + 2*n_g*d_s + n_m) + (n_m*d_m + 2*n_g*d_s)*K_c
+...                                 + 3*n_m + n_m*d_m + n_m*d_m*d))
+0
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
+from symllm.arch.components.norms import rmsnorm
+from symllm.arch.dtypes import FP32
+from symllm.arch.layers import LayerKind, Structure
+from symllm.arch.symbols import K_c, Q_c, b, beta_a, d, d_m, d_s, n_g, n_m, s, t
+
+__all__ = ["mamba2", "inner", "conv_channels", "ssm_state", "conv_state"]
+
+_T = b * s
+#: the stacks model none of it: a stack's refusal names this
+_LABEL = "a Mamba-2 mixer (Nemotron-H)"
+
+
+def inner() -> sp.Expr:
+    """The mixer's inner width ``d_i = n_m·d_m`` (transformers' ``intermediate_size``).
+
+    >>> inner()
+    d_m*n_m
+    """
+    return n_m * d_m
+
+
+def conv_channels() -> sp.Expr:
+    """The channels of the short convolution: x, B and C side by side.
+
+    >>> conv_channels()
+    d_m*n_m + 2*d_s*n_g
+    """
+    return inner() + 2 * n_g * d_s
+
+
+def ssm_state() -> sp.Expr:
+    """Bytes of one sequence's SSM state in one layer: ``n_m`` matrices of ``d_m × d_s``, fp32.
+
+    >>> ssm_state()
+    4*d_m*d_s*n_m
+    """
+    return FP32 * n_m * d_m * d_s
+
+
+def conv_state() -> sp.Expr:
+    """Bytes of one sequence's convolution state in one layer: the last ``K_c`` inputs of every channel, in
+    the activations' dtype.
+
+    >>> conv_state()
+    K_c*beta_a*(d_m*n_m + 2*d_s*n_g)
+    """
+    return beta_a * K_c * conv_channels()
+
+
+def _rules(split: str, name: str, gguf: str) -> Rules:
+    """A projection of the mixer: its split, its name (PEFT adapts it under the module's name), its GGUF
+    name (llama.cpp's ``ssm_in`` / ``ssm_out``), a linear weight, and no stack."""
+    return Rules(split, lora=(name, name), weight="linear", stacks=(), label=_LABEL, gguf=gguf)
+
+
+def _one_token() -> sp.Expr:
+    """1 for a pass of one token (``s = 1``: the recurrent update), 0 for more (the chunked scan).
+
+    >>> [_one_token().subs(s, x) for x in (1, 2, 200)]
+    [1, 0, 0]
+    """
+    return 1 - sp.Min(s - 1, 1)
+
+
+def _scan(positions: sp.Expr) -> sp.Expr:
+    """Matmul FLOPs of the chunked SSD scan over ``positions`` of one sequence (module docstring).
+
+    >>> _scan(s).subs({s: 5, Q_c: 4, n_m: 1, d_m: 1, d_s: 1})  # 2·(2·16·2 + 2·2·4 + 3²)
+    178
+    """
+    c = sp.ceiling(positions / Q_c)
+    return 2 * n_m * (c * Q_c ** 2 * (d_s + d_m) + 2 * c * Q_c * d_m * d_s + (c + 1) ** 2 * d_m * d_s)
+
+
+def _parameter(name: str, gguf: str, doc: str) -> Component:
+    """One of the per-head vectors ``A_log``, ``D``, ``dt_bias``."""
+    return Component(name, params=n_m, doc=doc,
+                     rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL, hf=name, gguf=gguf))
+
+
+def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer="mamba", ffn="none"),
+           **_) -> Component:
+    """A Mamba-2 mixer (module docstring) of a model of ``structure`` (``conv_bias``: the convolution's bias;
+    ``mamba_bias``: biases on ``in_proj`` and ``out_proj``).
+
+    >>> m = mamba2()
+    >>> m.total("kv_cache"), m.child("ssd_scan").flops.subs({s: 1, t: 3})
+    (0, 2*b*d_m*d_s*n_m)
+    """
+    conv_bias = structure is not None and structure.conv_bias
+    bias = structure is not None and structure.mamba_bias
+    width, d_i = conv_channels(), inner()
+    project = linear("in_proj", d, d_i + width + n_m, bias,
+                     doc="self.in_proj = nn.Linear(hidden_size, intermediate_size + conv_dim + num_heads)",
+                     rules=_rules("column", "in_proj", "ssm_in"))
+    one, first = _one_token(), 1 - sp.Min(t, 1)
+    positions = 2 * one + (1 - one) * (first * (s + K_c - 1) + (1 - first) * (s + 2 * K_c - 1))
+    conv = Component("conv1d", params=width * K_c + (width if conv_bias else 0),
+                     flops=2 * K_c * b * width * positions,
+                     elementwise=ELEMENTWISE["silu"] * _T * width,
+                     saved=beta_a * b * width * (2 * s + K_c - 1),
+                     doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, conv_kernel, groups=conv_dim, "
+                         "bias=use_conv_bias)",
+                     rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d",
+                                 gguf="ssm_conv1d"))
+    scan = Component("ssd_scan", flops=b * ((1 - one) * _scan(s) + one * 2 * n_m * d_m * d_s),
+                     doc="mamba2_chunk_scan (chunk_size) / mamba2_selective_state_update",
+                     rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
+    norm = rmsnorm("norm", d_i, _T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "
+                   "// n_groups)  # rmsnorm(y * silu(z)) per group",
+                   Rules("column", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm"))
+    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_i,
+                        saved=FP32 * _T * (3 * d_i + n_g) + beta_a * _T * d_i)
+    out = linear("out_proj", d_i, d, bias, doc="self.out_proj = nn.Linear(intermediate_size, hidden_size)",
+                 rules=_rules("row", "out_proj", "ssm_out"))
+    return Component(
+        "mamba",
+        state_cache=b * (ssm_state() + conv_state()),
+        saved=beta_a * _T * d,  # the normed input of in_proj
+        live=(_T * (d_i + width + n_m) + sp.ceiling(FP32 / beta_a) * b * n_m * Q_c * sp.ceiling(s / Q_c) * (2 * d_m + Q_c),),
+        children=(project, conv, _parameter("A_log", "ssm_a", "self.A_log = nn.Parameter(torch.log(A))"),
+                  _parameter("D", "ssm_d", "self.D = nn.Parameter(torch.ones(num_heads))"),
+                  _parameter("dt_bias", "ssm_dt", "self.dt_bias = nn.Parameter(torch.ones(num_heads))"),
+                  scan, norm, out),
+        doc="NemotronHMamba2Mixer",
+        rules=Rules("replicated", lora=(), stacks=(), label=_LABEL, hf="mixer"),
+    )

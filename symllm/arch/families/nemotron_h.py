@@ -1,0 +1,99 @@
+"""Nemotron-H (``nemotron_h``: transformers' ``NemotronHForCausalLM``): a hybrid whose every layer is ONE
+sublayer under one RMSNorm, ``x + mixer(norm(x))``, the mixer one of a Mamba-2 mixer (``M``,
+``linear_attention``: :mod:`symllm.arch.components.mamba`), an attention without RoPE and without biases
+(``*``, ``full_attention``), a squared-ReLU MLP (``-``, ``mlp``: ``up_proj``, ``relu(x)²``, ``down_proj``), or
+a mixture of experts (``E``, ``moe``), as ``layers_block_type`` says or, absent, ``hybrid_override_pattern``
+(the config class converts the pattern; without either it defaults to ``["linear_attention", "moe",
+"full_attention", "mlp"]``). The number of layers is the pattern's length (transformers ignores
+``num_hidden_layers``, warning where it differs). The lm_head is never tied (the class declares no tied
+weights: ``tie_word_embeddings`` changes nothing). Mamba-2's inner width is ``mamba_num_heads ×
+mamba_head_dim`` (``expand`` is not read).
+
+Not modelled yet, refused in one line: the MoE layers (``E``: Nemotron-3's non-gated experts, sigmoid router
+and latent projections) and the multi-token-prediction layers (``num_nextn_predict_layers``).
+
+>>> f = _fields({"hybrid_override_pattern": "M-M*"}, 4)
+>>> [(k.mixer, k.ffn, k.rotary, n) for k, n in f["layers"]], f["mamba_heads"], f["conv_bias"]
+([('mamba', 'none', True, 1), ('none', 'dense', True, 1), ('mamba', 'none', True, 1), ('attention', 'none', False, 1)], 128, True)
+"""
+from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.errors import SymllmError
+from symllm.validate import short
+
+__all__ = ["NEMOTRON_H"]
+
+#: the pattern's letters -> layers_block_type's names (NemotronHConfig._pattern_to_list)
+_PATTERN = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
+#: each layer type -> its kind (the attention has no RoPE: NemotronHAttention rotates nothing)
+_KINDS = {"linear_attention": LayerKind(mixer="mamba", ffn="none"),
+          "full_attention": LayerKind(rotary=False, ffn="none"),
+          "mlp": LayerKind(mixer="none")}
+#: the Mamba-2 keys (and their older names, which the config class renames) -> (field, default)
+_MAMBA = {"mamba_num_heads": ("mamba_heads", 128), "mamba_head_dim": ("mamba_head_dim", 64),
+          "ssm_state_size": ("ssm_state", 128), "n_groups": ("mamba_groups", 8),
+          "conv_kernel": ("conv_kernel", 4), "chunk_size": ("ssm_chunk", 128)}
+_OLD = {"mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel", "mamba_chunk_size": "chunk_size",
+        "mamba_conv_bias": "use_conv_bias"}
+
+
+def _types(raw: dict) -> list[str]:
+    """Each layer's type, as the config class reads it."""
+    for key in ("layers_block_type", "layer_types"):  # layer_types is layers_block_type (attribute_map)
+        if raw.get(key) is not None:
+            types = raw[key]
+            if not isinstance(types, list) or not types:
+                raise SymllmError(f"{key}: expected a list of layer types, got {short(types)}")
+            for name in types:
+                if name not in _PATTERN.values():
+                    raise SymllmError(f"{key}: unknown {short(name, 20)} (known: {', '.join(_PATTERN.values())})")
+            return types
+    pattern = raw.get("hybrid_override_pattern")
+    if pattern is None:
+        return ["linear_attention", "moe", "full_attention", "mlp"]
+    if not isinstance(pattern, str) or not pattern:
+        raise SymllmError(f"hybrid_override_pattern: expected a string of M, E, * and -, got {short(pattern)}")
+    for char in pattern:
+        if char not in _PATTERN:
+            raise SymllmError(f"hybrid_override_pattern: unknown layer {short(char)} (known: M, E, *, -)")
+    return [_PATTERN[char] for char in pattern]
+
+
+def _fields(raw: dict, n_layers: int) -> dict:
+    raw = {_OLD.get(key, key): value for key, value in raw.items()}
+    types = _types(raw)
+    if "moe" in types:
+        raise SymllmError("layers_block_type: 'moe' layers (E) are not modelled by symllm yet")
+    if integer(raw, "num_nextn_predict_layers", 0, minimum=0):
+        raise SymllmError(f"num_nextn_predict_layers: {raw['num_nextn_predict_layers']} (multi-token prediction "
+                          "layers) is not modelled by symllm")
+    for key, want in (("mamba_hidden_act", "silu"), ("mlp_hidden_act", "relu2")):
+        if raw.get(key, want) != want:
+            raise SymllmError(f"{key}: {short(raw[key])} is not modelled (symllm models {want})")
+    if raw.get("sliding_window") is not None:
+        raise SymllmError(f"sliding_window: {short(raw['sliding_window'])} is not modelled for nemotron_h")
+    out = dict(n_layers=len(types), tie_embeddings=False, activation="relu2",
+               hidden_dim=integer(raw, "intermediate_size", 21504),
+               **groups([_KINDS[name] for name in types]))
+    if "linear_attention" in types:
+        out.update({f: integer(raw, key, default) for key, (f, default) in _MAMBA.items()})
+        out.update(conv_bias=flag(raw, "use_conv_bias", True), mamba_bias=flag(raw, "use_bias", False))
+    else:
+        flag(raw, "use_conv_bias", True), flag(raw, "use_bias", False)  # checked only: no Mamba layer
+    return out
+
+
+NEMOTRON_H = register(Family(
+    model_type="nemotron_h", fields=_fields, reads=("mlp_bias",),
+    defaults={"vocab_size": 131072, "hidden_size": 4096, "num_hidden_layers": 4, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "head_dim": 128},
+    # the MoE keys the config class always has (defaults 8, 2, 7688, ...) build nothing without an E layer
+    models=("n_routed_experts", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok",
+            "num_nextn_predict_layers"),
+    # NemotronHAttention's projections have no bias whatever attention_bias says; the lm_head is never tied
+    ignored={"attention_bias": False},
+    layer_types=("full_attention", "linear_attention", "moe"),
+    activation=("mlp_hidden_act", {"relu2": "relu2"}),
+    names={"mamba_heads": "mamba_num_heads", "mamba_head_dim": "mamba_head_dim", "ssm_state": "ssm_state_size",
+           "mamba_groups": "n_groups", "conv_kernel": "conv_kernel", "ssm_chunk": "chunk_size",
+           "conv_bias": "use_conv_bias", "mamba_bias": "use_bias"},
+    presets="config.json of nvidia/Nemotron-H checkpoints (no preset shipped yet)"))

@@ -1,0 +1,164 @@
+"""Nemotron-H (Mamba-2, attention without RoPE, squared-ReLU MLP layers) against transformers' own classes:
+parameters on the meta device (per kind of layer and in total, drawn configs), matmul FLOPs under torch's
+FlopCounterMode on small CPU models through the torch fallback paths (the chunked SSD scan for a prefill, the
+recurrent update for a decode step), and the cache a real prefill leaves: its keys and values
+(memory.kv_cache) and its convolution and SSM states (memory.state_cache), byte for byte."""
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import symllm
+from symllm.arch.config import from_hf
+from symllm.errors import SymllmError
+from tests.conftest import requires
+from tests.strategies import nemotron_h_configs
+
+#: the model types whose per-kind parameter property is here, each drawn under every profile
+#: (tests/test_elementwise.py checks every family symllm reads has one)
+KINDS = ("nemotron_h",)
+
+
+def _hf_model(raw: dict, device: str = "meta"):
+    transformers, torch = requires("transformers"), requires("torch")
+    options = {k: v for k, v in raw.items() if k != "model_type"}
+    config = transformers.NemotronHConfig(**options, attn_implementation="eager")
+    torch.manual_seed(0)
+    with torch.device(device):
+        return transformers.NemotronHForCausalLM(config)
+
+
+#: transformers' module of each layer type -> symllm's component holding it
+_PARTS = {"linear_attention": "/mamba/", "full_attention": "/attention/", "mlp": "/feed_forward/"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_params_equal_transformers_on_meta(kind, data):
+    """The total, and the Mamba-2, attention and MLP mixers' parameters, equal numel of transformers'
+    NemotronHForCausalLM built on the meta device."""
+    raw = data.draw(nemotron_h_configs())
+    model = _hf_model(raw)
+    types = model.config.layers_block_type
+    measured = dict.fromkeys(("total", *_PARTS), 0)
+    for name, p in model.named_parameters():
+        measured["total"] += p.numel()
+        if ".mixer." in name:
+            measured[types[int(name.split(".")[2])]] += p.numel()
+    out = symllm.params(from_hf(raw))
+    ours = dict.fromkeys(("total", *_PARTS), 0)
+    ours["total"] = out["total"]
+    for key, value in out.items():
+        if key.endswith("block") or "/" not in key:
+            continue
+        for part, path in _PARTS.items():
+            if path in key:
+                ours[part] += value
+    assert ours == measured
+
+
+def test_mamba_parts_by_hand():
+    """One Mamba-2 layer, written out from NemotronHMamba2Mixer.__init__ (d = 16, 4 heads of 6, state 5, 2
+    groups, kernel 3, both biases): d_i = 24, conv_dim = 24 + 2·2·5 = 44; in_proj 16·(24 + 44 + 4) + 72 = 1224,
+    conv1d 44·3 + 44 = 176, A_log, D, dt_bias 4 each, norm 24, out_proj 24·16 + 16 = 400."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 16, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": 4, "mamba_head_dim": 6, "ssm_state_size": 5,
+           "n_groups": 2, "conv_kernel": 3, "use_bias": True, "hybrid_override_pattern": "M"}
+    out = symllm.params(from_hf(raw))
+    assert {k.split("/")[-1]: v for k, v in out.items() if k.startswith("block/mamba/")} == {
+        "in_proj": 1224, "conv1d": 176, "A_log": 4, "D": 4, "dt_bias": 4, "ssd_scan": 0, "norm": 24, "out_proj": 400}
+    assert out["total"] == 10 * 16 * 2 + 16 + 1224 + 176 + 12 + 24 + 400 + 16  # embed, lm_head, norms
+
+
+def _cache_bytes(cache, names):
+    torch = requires("torch")
+    total = 0
+    for layer in cache.layers:
+        for name in names:
+            value = getattr(layer, name, None)
+            for x in (value.values() if isinstance(value, dict) else [value]):
+                if isinstance(x, torch.Tensor):
+                    total += x.numel() * x.element_size()
+    return total
+
+
+@given(nemotron_h_configs(), st.integers(1, 2), st.integers(4, 40))
+def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
+    """For drawn configs (prompts of at least 4 tokens: transformers pads a shorter one to the convolution's
+    kernel, which symllm does not count; an attention layer appended where the pattern has none, since
+    transformers' cache cannot take a decode step without one), a prefill's matmul FLOPs (the chunked SSD
+    scan over chunks of chunk_size, the last position's logits) and a decode step's (the recurrent update)
+    equal FlopCounterMode, and after the prefill transformers' cache holds memory.kv_cache in its keys and
+    values and memory.state_cache in its conv and recurrent states (an fp32 run)."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    pattern = raw.pop("hybrid_override_pattern", None)
+    types = raw.pop("layers_block_type", None) or [{"M": "linear_attention", "*": "full_attention", "-": "mlp"}[c]
+                                                   for c in pattern]
+    if "full_attention" not in types:
+        types = [*types, "full_attention"]
+    raw = {**raw, "layers_block_type": types, "num_hidden_layers": len(types)}
+    model = _hf_model(raw, "cpu").eval()
+    ids = torch.randint(0, raw["vocab_size"], (b, s))
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as prefill:
+            cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
+        kv, state = _cache_bytes(cache, ("keys", "values")), _cache_bytes(cache, ("conv_states", "recurrent_states"))
+        with FlopCounterMode(display=False) as decode:
+            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+    work = symllm.workload(from_hf(raw), batch=b, seq=s, dtype="fp32")
+    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill.get_total_flops(),
+                                                                           decode.get_total_flops())
+    assert (work["memory"]["kv_cache"], work["memory"].get("state_cache", 0)) == (kv, state)
+
+
+def test_scan_flops_by_hand():
+    """The chunked SSD scan of one sequence of s = 5 over chunks of Q = 4 (c = 2 chunks, the second padded), one
+    head of width p = 1, state n = 1, written from mamba2_chunk_scan's five einsums: C·Bᵀ scores 2·c·Q²·n = 64,
+    their product with x 2·c·Q²·p = 64, the chunk states 2·c·Q·p·n = 16, the chunk-to-chunk recurrence over
+    c + 1 = 3 states 2·3²·p·n = 18, C with the starting states 2·c·Q·n·p = 16: 178 (symllm.arch.components.mamba's
+    doctest holds it)."""
+    from symllm.arch.components.mamba import _scan
+    from symllm.arch.symbols import Q_c, d_m, d_s, n_m, s
+    assert _scan(s).subs({s: 5, Q_c: 4, n_m: 1, d_m: 1, d_s: 1}) == 64 + 64 + 16 + 18 + 16
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"hybrid_override_pattern": "ME"}, "'moe' layers (E) are not modelled"),
+    ({"hybrid_override_pattern": "MX"}, "hybrid_override_pattern: unknown layer 'X'"),
+    ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act: 'gelu' is not modelled"),
+    ({"mlp_hidden_act": "silu"}, "mlp_hidden_act: 'silu' is not modelled"),
+    ({"num_nextn_predict_layers": 1}, "num_nextn_predict_layers: 1"),
+    ({"attention_bias": True}, "attention_bias: True is ignored by transformers' nemotron_h"),
+    ({"mamba_num_heads": 3, "n_groups": 2}, "mamba_num_heads: 3 is not a multiple of the 2 groups"),
+])
+def test_refusals_name_the_key(change, message):
+    """What symllm does not model (MoE layers, multi-token prediction, another activation) or transformers would
+    not build is refused in one line naming the config key."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 16, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": 4, "mamba_head_dim": 6, "ssm_state_size": 5,
+           "n_groups": 2, "conv_kernel": 3, "hybrid_override_pattern": "M*-"} | change
+    with pytest.raises(SymllmError, match=message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        from_hf(raw)
+
+
+def test_nemotron_h_8b_layout_equals_transformers_on_meta():
+    """The Nemotron-H-8B layout (52 layers ``M-M-M-M*-...``, d = 4096, MLP 21504, 32 query and 8 key-value heads
+    of 128, 128 Mamba heads of 64, state 128, 8 groups, kernel 4: NVIDIA's Megatron-Bridge documentation,
+    docs/models/llm/nemotronh.md, and its test fixture of the checkpoint's config.json, keys as the checkpoint
+    writes them: ``attention_head_dim``, ``rms_norm_eps``, ``mamba_proj_bias`` beside transformers' own) counts
+    what transformers' NemotronHForCausalLM builds on the meta device, 8,100,852,736. No preset is shipped: no
+    citable copy of the checkpoint's own config.json was found."""
+    transformers, torch = requires("transformers"), requires("torch")
+    raw = {"architectures": ["NemotronHForCausalLM"], "attention_bias": False, "attention_head_dim": 128,
+           "chunk_size": 128, "conv_kernel": 4, "expand": 2, "hidden_size": 4096,
+           "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+           "intermediate_size": 21504, "layer_norm_epsilon": 1e-05, "mamba_head_dim": 64, "mamba_hidden_act": "silu",
+           "mamba_num_heads": 128, "mamba_proj_bias": False, "max_position_embeddings": 8192, "mlp_bias": False,
+           "mlp_hidden_act": "relu2", "model_type": "nemotron_h", "n_groups": 8, "num_attention_heads": 32,
+           "num_hidden_layers": 52, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "ssm_state_size": 128,
+           "tie_word_embeddings": False, "use_bias": False, "use_conv_bias": True, "vocab_size": 131072}
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    built = sum(p.numel() for p in model.parameters())
+    assert symllm.params(from_hf(raw))["total"] == built == 8_100_852_736
