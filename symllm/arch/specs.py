@@ -96,6 +96,10 @@ class Spec:
     linear_key_dim: int | None = None
     linear_value_dim: int | None = None
     conv_kernel: int | None = None
+    #: DeepSeek Sparse Attention's indexer sizes (None: no indexer; symllm.arch.components.latent.indexer)
+    index_heads: int | None = None
+    index_head_dim: int | None = None
+    index_topk: int | None = None
 
     @property
     def hidden_rule(self) -> str:

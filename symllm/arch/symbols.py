@@ -22,6 +22,7 @@ __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
+    "n_I", "d_I", "K_I",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -104,6 +105,10 @@ n_gv = sp.Symbol("n_gv", **_size)
 d_gk = sp.Symbol("d_gk", **_size)
 d_gv = sp.Symbol("d_gv", **_size)
 K_c = sp.Symbol("K_c", **_size)
+# DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5: symllm.arch.components.latent.indexer)
+n_I = sp.Symbol("n_I", **_size)
+d_I = sp.Symbol("d_I", **_size)
+K_I = sp.Symbol("K_I", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 s_o = sp.Symbol("s_o", **_size)  # positions per sequence whose logits a forward computes
@@ -170,6 +175,11 @@ _TABLE = [
     SymbolInfo(d_gk, "linear_key_dim", r"d_{k}^{\Delta}", "width of a Gated DeltaNet query/key head", "model"),
     SymbolInfo(d_gv, "linear_value_dim", r"d_{v}^{\Delta}", "width of a Gated DeltaNet value head", "model"),
     SymbolInfo(K_c, "conv_kernel", "K_c", "width of the Gated DeltaNet's short causal convolution", "model"),
+    SymbolInfo(n_I, "index_heads", r"n_{I}", "query heads of the sparse-attention indexer (DSA: index_n_heads)", "model"),
+    SymbolInfo(d_I, "index_head_dim", r"d_{I}",
+               "width of an indexer query head and of its one cached key a token (DSA: index_head_dim)", "model"),
+    SymbolInfo(K_I, "index_topk", r"K_{I}", "keys each query attends under sparse attention (DSA: index_topk)",
+               "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "
