@@ -81,7 +81,7 @@ def indexer(*, causal: bool = False) -> Component:
             Component("index_k_norm", params=2 * d_I,
                       elementwise=(ELEMENTWISE["layernorm"] + ELEMENTWISE["bias"]) * rows * d_I,
                       doc="self.k_norm = nn.LayerNorm(self.head_dim, eps=1e-6)  # weight and bias",
-                      rules=_dsa_rules("k_norm", "norm")),
+                      rules=_dsa_rules("k_norm", "biased_norm")),
             linear("index_weights", d, n_I, doc="self.weights_proj = nn.Linear(self.hidden_size, self.n_heads, "
                    "bias=False)", rules=_dsa_rules("weights_proj")),
             rope(n_I + 1, d_hr).replace(name="index_rope", rules=Rules("replicated", lora=(), **_DSA)),
