@@ -376,3 +376,34 @@ def test_sparse_attention_core_is_top_k_of_the_context_by_hand():
         assert core.subs(sizes).subs(S.t, t) == 2 * 128 * (192 + 128) * 2048
         assert attn.child("indexer/index_scores").flops.subs(sizes).subs(S.t, t) == 2 * 64 * 129 * (t + 1)
     assert core.subs(sizes).subs(S.t, 99) == 2 * 128 * (192 + 128) * 100
+
+
+def _v32_exp() -> dict:
+    """DeepSeek-V3.2-Exp as transformers reads it: DeepSeek-V3's config.json (the preset) with the model type and
+    the indexer's sizes of deepseek-ai/DeepSeek-V3.2-Exp's inference/config_671B_v3.2.json (index_n_heads 64,
+    index_head_dim 128, index_topk 2048; its other sizes are DeepSeek-V3's: dim 7168, 61 layers, 3 dense,
+    q_lora_rank 1536, kv_lora_rank 512, heads 128 of 128 + 64, values 128, 256 experts of 2048, 8 per token)."""
+    raw = dict(preset_info("deepseek-v3")["config"], model_type="deepseek_v32",
+               architectures=["DeepseekV32ForCausalLM"], index_n_heads=64, index_head_dim=128, index_topk=2048)
+    return raw
+
+
+def test_deepseek_v32_exp_is_deepseek_v3_plus_the_indexer_by_hand():
+    """DeepSeek-V3.2-Exp's sizes (DeepSeek's inference/config_671B_v3.2.json) count DeepSeek-V3's parameters
+    plus, in each of the 61 layers, the indexer: wq_b 1536 × 64·128, wk 7168 × 128, k_norm's weight and bias
+    2 × 128, weights_proj 7168 × 64 (hand arithmetic); its state cache after 1,000 tokens at bf16 is
+    61 × 1,000 × 128 × 2 bytes, beside the unchanged latent KV cache 61 × 1,000 × 576 × 2; and count --serve
+    refuses it in one line (vLLM pages the indexer's keys per token: not modelled yet)."""
+    cfg = from_hf(_v32_exp())
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert symllm.params(cfg)["total"] == symllm.params("deepseek-v3")["total"] + 61 * indexer
+    memory = costs.workload(cfg, batch=1, seq=1000, gen=0, kv_dtype="bf16")["memory"]
+    assert memory["state_cache"] == 61 * 1000 * 128 * 2 and memory["kv_cache"] == 61 * 1000 * 576 * 2
+
+
+def test_serve_refuses_a_sparse_attention_model(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_v32_exp()))
+    r = cli(["count", str(path), "--gpu", "h200", "--serve"])
+    assert r.code == 2 and r.err.strip().endswith("serve: a sparse-attention indexer's keys (paged per token) are "
+                                                  "not modelled yet"), r.err

@@ -109,6 +109,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         non_torch = Fraction(efficiency.engine(work.engine, "inference").get("non_torch_gib", "0")) * 2 ** 30
     non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
     spec = resolved.spec(config)
+    if spec.config.index_topk is not None:  # its state cache grows with the context: vLLM pages it per token
+        raise SymllmError("serve: a sparse-attention indexer's keys (paged per token) are not modelled yet")
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
     profile = phases.workload(spec, work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="all",
                                                  **bare))
