@@ -15,7 +15,9 @@ The convention (docs/conventions.md: the `elementwise` bucket of "FLOPs and memo
 - a fused activation is what it computes per element: ``silu`` and ``sigmoid`` 4 (negate, exp, add, divide),
   ``gelu`` with ``approximate="tanh"`` 9 (x³: 2, ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5), ``_softmax``
   4 per score (subtract the max, exp, accumulate, divide; a scale before it is its own ``mul``);
-- a clamp 1 per bound per element (gpt-oss's up projection clamped on both sides: 2);
+- a clamp 1 per bound per element (gpt-oss's up projection clamped on both sides: 2); a ``relu`` 1;
+- ``native_layer_norm`` (``nn.LayerNorm``) 5 per element (the mean, subtract it, square, accumulate, scale by
+  1/std; the per-row rsqrt dropped, as RMSNorm's), and 1 each for its weight's multiply and its bias's add;
 - a linear's fused bias (``addmm``) 1 per output element;
 - ``index_add`` (the routed experts' outputs summed into their tokens' rows) 1 per added element;
 - copies and selections are no arithmetic: ``cat``, ``stack``, ``clone``, casts, views, ``where``,
@@ -53,6 +55,7 @@ WEIGHTS = {
     "add": 1, "sub": 1, "rsub": 1, "mul": 1, "div": 1, "pow": 1, "rsqrt": 1, "sqrt": 1, "reciprocal": 1,
     "exp": 1, "log": 1, "log1p": 1, "tanh": 1, "abs": 1, "floor": 1,
     "silu": 4, "sigmoid": 4, "_softmax": 4,
+    "relu": 1,  # max(x, 0), as clamp_min (DeepSeek Sparse Attention's indexer scores)
     "addmm": 1,  # nn.Linear with a bias: the bias add (the matmul is FlopCounterMode's)
     "index_add": 1,  # per element of the source rows added in
     # the only neg of these models is rotate_half's sign flip, which the 2×2 rotation's subtract absorbs
@@ -208,6 +211,9 @@ class ElementwiseCount(TorchDispatchMode):
             return len(bounds) * elements
         if base in ("clamp_min", "clamp_max", "minimum", "maximum"):
             return elements
+        if base == "native_layer_norm":  # nn.LayerNorm: mean, subtract, square, accumulate, scale by 1/std (5);
+            weight, bias = (list(args) + [None] * 4)[2:4]  # its weight's multiply and its bias's add, 1 each
+            return (5 + (weight is not None) + (bias is not None)) * elements
         if base == "index_add":
             source = args[3] if len(args) > 3 else kwargs["source"]
             return source.numel()

@@ -821,6 +821,26 @@ def deepseek_configs(draw, kind: str | None = None) -> dict:
 
 
 @st.composite
+def dsa_configs(draw, kind: str | None = None) -> dict:
+    """A small DeepSeek-V3.2 or GLM-5 config.json (model_type deepseek_v32 / glm_moe_dsa) as transformers reads
+    it: a DeepSeek-V3 config (deepseek_configs) with a query latent (the classes' q_lora_rank is an integer) and
+    DeepSeek Sparse Attention's indexer: index_n_heads, index_head_dim (at least the RoPE part it rotates),
+    index_topk (from 1, below or above the contexts the properties run). GLM-5's layers all run their indexer
+    (index_topk_freq 1, its default, or absent); multi-token prediction is its checkpoint's (transformers' classes
+    have no key for it: drawn absent)."""
+    kind = kind or draw(st.sampled_from(["deepseek_v32", "glm_moe_dsa"]))
+    raw = draw(deepseek_configs("deepseek_v3"))
+    raw.pop("num_nextn_predict_layers", None)
+    raw.update(model_type=kind, architectures=["DeepseekV32ForCausalLM" if kind == "deepseek_v32"
+                                               else "GlmMoeDsaForCausalLM"],
+               q_lora_rank=draw(st.integers(1, 12)), index_n_heads=draw(st.integers(1, 4)),
+               index_head_dim=raw["qk_rope_head_dim"] + draw(st.integers(0, 6)), index_topk=draw(st.integers(1, 8)))
+    if kind == "glm_moe_dsa" and draw(st.booleans()):
+        raw["index_topk_freq"] = 1
+    return raw
+
+
+@st.composite
 def kimi_configs(draw) -> dict:
     """A small Kimi config.json as Moonshot publishes them: Kimi-K2's own (a DeepSeek-V3 config whose
     model_type is kimi_k2, with its auto_map), or Kimi-K2.5's multimodal wrapper (model_type kimi_k25) around
@@ -982,6 +1002,7 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
     out.update({kind: gated_deltanet_configs(kind) for kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
     out.update(nemotron_h=nemotron_h_configs())
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
+    out.update({kind: dsa_configs(kind) for kind in ("deepseek_v32", "glm_moe_dsa")})
     out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})
     return out
 
@@ -996,7 +1017,7 @@ def any_configs() -> st.SearchStrategy[ModelConfig]:
     from symllm.arch.config import from_hf
     return st.one_of(configs(), hf_configs().map(from_hf), qwen3_moe_configs().map(from_hf),
                      moe_layouts().map(lambda pair: pair[0]), dense_family_configs().map(from_hf),
-                     deepseek_configs().map(from_hf), glm4_moe_configs().map(from_hf))
+                     deepseek_configs().map(from_hf), glm4_moe_configs().map(from_hf), dsa_configs().map(from_hf))
 
 
 def layered_configs() -> st.SearchStrategy[ModelConfig]:

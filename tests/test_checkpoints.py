@@ -73,6 +73,11 @@ def saved(tmp_path_factory):
              transformers.DeepseekV2Config(**TINY_MLA, topk_method="greedy")),
             ("deepseek_v3", transformers.DeepseekV3ForCausalLM, transformers.DeepseekV3Config(
                 **dict(TINY_MLA, q_lora_rank=8))),
+            # DeepSeek Sparse Attention: every layer's indexer (wq_b, wk, k_norm's weight and bias, weights_proj)
+            ("deepseek_v32", transformers.DeepseekV32ForCausalLM, transformers.DeepseekV32Config(
+                **dict(TINY_MLA, q_lora_rank=8), index_n_heads=2, index_head_dim=6, index_topk=4)),
+            ("glm_moe_dsa", transformers.GlmMoeDsaForCausalLM, transformers.GlmMoeDsaConfig(
+                **dict(TINY_MLA, q_lora_rank=8), index_n_heads=2, index_head_dim=6, index_topk=4)),
             # norms after attention and feed-forward (post_attention_layernorm, post_feedforward_layernorm),
             # OLMo 2's q/k norms over the whole width; Gemma 2's four norms a block (pre_feedforward_layernorm)
             ("olmo2", transformers.Olmo2ForCausalLM, transformers.Olmo2Config(**TINY)),
@@ -124,6 +129,20 @@ def test_verify_a_saved_deepseek_v3_checkpoint(saved, cli):
     the router's e_score_correction_bias, a buffer transformers saves (and DeepSeek's checkpoints hold), is
     no parameter: the file's bytes are the parameters' plus those n_e bf16 values per MoE layer."""
     folder, torch_tensors = saved["deepseek_v3"]
+    r = cli(["verify", folder])
+    assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+    ck = json.loads(cli(["count", folder, "--json"]).out)["checkpoint"]
+    assert ck["bytes"] == sum(b for _, _, b in torch_tensors.values()) == ck["formula_bytes"] + 1 * 4 * 2
+
+
+@pytest.mark.parametrize("family", ["deepseek_v32", "glm_moe_dsa"])
+def test_verify_a_saved_sparse_attention_checkpoint(saved, family, cli):
+    """DeepSeek-V3.2's and GLM-5's layout: DeepSeek-V3's, and in each layer the indexer's self_attn.indexer.wq_b,
+    wk, k_norm (a LayerNorm: its weight and its bias, 6 each) and weights_proj: verify finds every tensor with
+    its shape; the file's bytes are the parameters' plus the router's e_score_correction_bias (4 bf16 values in
+    the one MoE layer), as for DeepSeek-V3."""
+    folder, torch_tensors = saved[family]
+    assert "model.layers.1.self_attn.indexer.k_norm.bias" in torch_tensors
     r = cli(["verify", folder])
     assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
     ck = json.loads(cli(["count", folder, "--json"]).out)["checkpoint"]

@@ -60,7 +60,13 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
       of it is compared;
     - **Cohere's LayerNorm** computes ``hidden_states - mean`` twice (once for the variance, once for the
       output): the same subtraction, which the convention (6 an element) counts once: half of its subtractions
-      are left out.
+      are left out;
+    - **DeepSeek Sparse Attention** (DeepSeek-V3.2, GLM-5): transformers' eager attention scales and softmaxes
+      (1 + 4 per score) every one of the ``s`` keys of each query and masks those its indexer did not select;
+      symllm counts the ``min(index_topk, s)`` keys each query attends (a sparse kernel's work,
+      docs/conventions.md): the other ``s - min(index_topk, s)`` scores of each query and head are left out;
+      and the mask that hides them, built from the indexer's top-k (an activation to the oracle), is added to
+      every score, ``b·n_h·s·s`` a layer: a mask, which a kernel applies by skipping (as the causal mask), left out.
     """
     total = counter.total
     routers = [m for m in model.modules() if type(m).__name__.endswith("Router")]
@@ -72,6 +78,9 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
     twice = counter.within("CohereLayerNorm", ops=("sub",))
     assert twice % 2 == 0
     total -= twice // 2
+    if "index_topk" in raw:
+        unselected = s - min(raw["index_topk"], s)
+        total -= b * raw["num_attention_heads"] * s * (5 * unselected + s) * raw["num_hidden_layers"]
     if raw["model_type"] == "llama4_text":
         E, k = raw["num_local_experts"], raw["num_experts_per_tok"]
         routed = counter.within("Llama4TextExperts") + counter.within("Llama4TextMoe", ops=("mul", "sum"), direct=True)

@@ -17,18 +17,20 @@ from symllm.arch.config import from_hf, preset_info
 from symllm.costs import phases as costs
 
 from .conftest import CI, one_per_shape, requires
-from .strategies import deepseek_configs, family_configs, glm4_moe_configs
+from .strategies import deepseek_configs, dsa_configs, family_configs, glm4_moe_configs
 
 DEEPSEEK = ("deepseek-v2", "deepseek-v2-lite", "deepseek-v3", "deepseek-r1", "kimi-k2")
 GLM = ("glm-4.5", "glm-4.5-air")
 #: the model types the transformers property draws one at a time (each under every profile)
-KINDS = ("deepseek_v2", "deepseek_v3", "glm4_moe")
+KINDS = ("deepseek_v2", "deepseek_v3", "glm4_moe", "deepseek_v32", "glm_moe_dsa")
 
 #: transformers' module names -> symllm's kinds (attention/..., feed_forward/..., moe/...)
 _ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo", "q_a_proj": "wq_a", "q_b_proj": "wq_b",
          "kv_a_proj_with_mqa": "wkv_a", "kv_b_proj": "wkv_b", "q_a_layernorm": "q_a_norm",
          "kv_a_layernorm": "kv_a_norm", "q_norm": "q_norm", "k_norm": "k_norm"}
 _W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+#: DeepSeek Sparse Attention's indexer (transformers' DeepseekV32Indexer) -> symllm's attention/indexer/...
+_INDEXER = {"wq_b": "index_wq_b", "wk": "index_wk", "k_norm": "index_k_norm", "weights_proj": "index_weights"}
 
 
 def _hf_model(raw: dict, device: str = "meta"):
@@ -50,6 +52,8 @@ def _hf_kinds(model, raw: dict) -> dict:
             kind = "moe/router"
         elif "shared_experts" in parts:
             kind = "moe/shared_expert"
+        elif "indexer" in parts:
+            kind = f"attention/indexer/{_INDEXER[parts[-2]]}"
         elif parts[-2] in _ATTN:
             kind = f"attention/{_ATTN[parts[-2]]}"
         elif parts[-2] in _W:
@@ -312,3 +316,94 @@ def test_reference_latent_attention_flops_and_cache_equal_flopcountermode(torch,
     assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s)) == decode.get_total_flops()
     kv = costs.memory(mdl, "kv_cache").subs(symllm.values(cfg, batch=b, seq=s, gen=1, kv_dtype="fp32"))
     assert kv == model.kv_cache_bytes()
+
+
+# --- DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the indexer's FLOPs, its top-k and its key cache -------
+
+@given(dsa_configs(), st.integers(1, 2), st.integers(1, 5), st.integers(1, 3))
+def test_sparse_attention_flops_kv_and_state_cache_equal_transformers(raw, b, s, steps):
+    """transformers' eager DeepSeek-V3.2 / GLM-5 on CPU, under FlopCounterMode: the prefill of b × s tokens and
+    each of ``steps`` decode steps have symllm's matmul FLOPs (the indexer's wq_b, wk, weights_proj, its
+    scores ``2·n_I·d_I`` and head-weighted sum ``2·n_I`` per query and cached key) once the attention core's
+    convention is stated: eager scores every one of the ``T`` keys a query holds and masks those the indexer
+    did not select; symllm counts the ``min(index_topk, T)`` it attends, so the eager count is symllm's plus
+    ``2·n_h·(d_hn + d_hr + d_hv)`` per unselected query-key pair and layer (hand arithmetic: QKᵀ and A·V).
+    The generation's closed form is their sum. After each pass the latent cache transformers returns is
+    symllm's kv_cache and its indexer keys (``indexer_keys``, index_head_dim a token and layer) symllm's
+    state_cache, in bytes at fp32."""
+    torch = requires("torch")
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu")
+    cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)
+    kv, state = costs.memory(mdl, "kv_cache"), costs.memory(mdl, "state_cache")
+    L, n_h, K = raw["num_hidden_layers"], raw["num_attention_heads"], raw["index_topk"]
+    per_pair = 2 * n_h * (raw["qk_nope_head_dim"] + raw["qk_rope_head_dim"] + raw["v_head_dim"])
+
+    def unselected(queries, keys):  # eager's pairs beyond the top-k, all layers
+        return L * per_pair * b * queries * (keys - min(K, keys))
+
+    def held(cache, n):
+        values = symllm.values(cfg, batch=b, seq=s, gen=n, kv_dtype="fp32")
+        assert kv.subs(values) == 4 * sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+        assert state.subs(values) == 4 * sum(layer.indexer_keys.numel() for layer in cache.layers)
+
+    tokens = torch.randint(0, raw["vocab_size"], (b, s))
+    flops, cache = _run(model, tokens)
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s, logits="all")) == flops - unselected(s, s)
+    held(cache, 0)
+    generated = flops - unselected(s, s)
+    for step in range(steps):
+        flops, cache = _run(model, torch.randint(0, raw["vocab_size"], (b, 1)), cache)
+        ours = costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s + step))
+        assert ours == flops - unselected(1, s + step + 1)
+        held(cache, step + 1)
+        generated += ours
+    assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps, logits="all")) == generated
+
+
+def test_sparse_attention_core_is_top_k_of_the_context_by_hand():
+    """The attention core of one DSA layer at decode: each query attends min(K_I, t + 1) keys, so a step past
+    the top-k costs the same whatever the context (DeepSeek-V3.2-Exp's sizes: n_h = 128, d_hn + d_hr = 192,
+    d_hv = 128: 2·128·(192 + 128)·2048 FLOPs for K_I = 2048), while the indexer's scoring grows with it,
+    2·n_I·(d_I + 1) per cached key (n_I = 64, d_I = 128): hand arithmetic."""
+    from symllm.arch import components as C
+    from symllm.arch import symbols as S
+    attn = C.latent_attention(sparse=True)
+    core = attn.child("scores").flops + attn.child("context").flops
+    sizes = {S.b: 1, S.s: 1, S.n_h: 128, S.d_hn: 128, S.d_hr: 64, S.d_hv: 128, S.K_I: 2048, S.n_I: 64, S.d_I: 128}
+    for t in (4095, 100_000):
+        assert core.subs(sizes).subs(S.t, t) == 2 * 128 * (192 + 128) * 2048
+        assert attn.child("indexer/index_scores").flops.subs(sizes).subs(S.t, t) == 2 * 64 * 129 * (t + 1)
+    assert core.subs(sizes).subs(S.t, 99) == 2 * 128 * (192 + 128) * 100
+
+
+def _v32_exp() -> dict:
+    """DeepSeek-V3.2-Exp as transformers reads it: DeepSeek-V3's config.json (the preset) with the model type and
+    the indexer's sizes of deepseek-ai/DeepSeek-V3.2-Exp's inference/config_671B_v3.2.json (index_n_heads 64,
+    index_head_dim 128, index_topk 2048; its other sizes are DeepSeek-V3's: dim 7168, 61 layers, 3 dense,
+    q_lora_rank 1536, kv_lora_rank 512, heads 128 of 128 + 64, values 128, 256 experts of 2048, 8 per token)."""
+    raw = dict(preset_info("deepseek-v3")["config"], model_type="deepseek_v32",
+               architectures=["DeepseekV32ForCausalLM"], index_n_heads=64, index_head_dim=128, index_topk=2048)
+    return raw
+
+
+def test_deepseek_v32_exp_is_deepseek_v3_plus_the_indexer_by_hand():
+    """DeepSeek-V3.2-Exp's sizes (DeepSeek's inference/config_671B_v3.2.json) count DeepSeek-V3's parameters
+    plus, in each of the 61 layers, the indexer: wq_b 1536 × 64·128, wk 7168 × 128, k_norm's weight and bias
+    2 × 128, weights_proj 7168 × 64 (hand arithmetic); its state cache after 1,000 tokens at bf16 is
+    61 × 1,000 × 128 × 2 bytes, beside the unchanged latent KV cache 61 × 1,000 × 576 × 2; and count --serve
+    refuses it in one line (vLLM pages the indexer's keys per token: not modelled yet)."""
+    cfg = from_hf(_v32_exp())
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert symllm.params(cfg)["total"] == symllm.params("deepseek-v3")["total"] + 61 * indexer
+    memory = costs.workload(cfg, batch=1, seq=1000, gen=0, kv_dtype="bf16")["memory"]
+    assert memory["state_cache"] == 61 * 1000 * 128 * 2 and memory["kv_cache"] == 61 * 1000 * 576 * 2
+
+
+def test_serve_refuses_a_sparse_attention_model(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_v32_exp()))
+    r = cli(["count", str(path), "--gpu", "h200", "--serve"])
+    assert r.code == 2 and r.err.strip().endswith("serve: a sparse-attention indexer's keys (paged per token) are "
+                                                  "not modelled yet"), r.err

@@ -170,6 +170,12 @@ class ModelConfig:
     v_head_dim: int | None = None
     #: the fraction of each head RoPE rotates (GLM-4.5: 0.5; None: all of it); int(head_dim × it) are rotated
     partial_rotary_factor: float | None = None
+    #: DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) on a latent attention with a query latent: the indexer's
+    #: query heads (index_n_heads), their width and its one cached key's a token (index_head_dim), and the keys
+    #: each query attends (index_topk); None: no indexer (symllm.arch.components.latent.indexer)
+    index_heads: int | None = None
+    index_head_dim: int | None = None
+    index_topk: int | None = None
     #: multi-token-prediction modules the checkpoint stores after the last layer (DeepSeek-V3, GLM-4.5);
     #: transformers does not build them: reported apart, never in the model's total
     n_mtp_layers: int = 0
@@ -275,6 +281,7 @@ class ModelConfig:
                               f"{self.sliding_window}; a layer has one or the other")
         self._check_layers(put)
         self._check_latent(put)
+        self._check_indexer(put)
         self._check_linear(put)
         self._check_alt_heads(put)
 
@@ -292,6 +299,25 @@ class ModelConfig:
                 raise SymllmError(f"{field}: {getattr(self, field)} given but no layer has its own head shape")
         if own and self.alt_heads % self.alt_kv_heads:
             raise SymllmError(f"alt_kv_heads: {self.alt_kv_heads} does not divide the {self.alt_heads} query heads")
+
+    def _check_indexer(self, put) -> None:
+        """DSA's indexer: all three sizes or none; it reads the query latent (``q_lora_rank``) and rotates the
+        first ``qk_rope_head_dim`` of its ``index_head_dim`` (transformers' DeepseekV32Indexer splits them)."""
+        sizes = ("index_heads", "index_head_dim", "index_topk")
+        for field in sizes:
+            put(field, _positive_int(field, getattr(self, field), optional=True))
+        given = [field for field in sizes if getattr(self, field) is not None]
+        if not given:
+            return
+        for field in sizes:
+            if getattr(self, field) is None:
+                raise SymllmError(f"{field}: missing (a sparse-attention indexer has {given[0]})")
+        if self.latent != "q_lora":
+            raise SymllmError(f"index_topk: {self.index_topk} without a latent attention with q_lora_rank (the "
+                              "indexer reads the query latent)")
+        if self.index_head_dim < self.qk_rope_head_dim:
+            raise SymllmError(f"index_head_dim: {self.index_head_dim} is less than qk_rope_head_dim "
+                              f"{self.qk_rope_head_dim}, the part the indexer rotates")
 
     def _check_linear(self, put) -> None:
         """The Gated DeltaNet's sizes: all five with a linear-attention layer, none without; its value heads a
@@ -548,7 +574,8 @@ class ModelConfig:
 SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_dim",
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
                                  "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
-                                 "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk")}}
+                                 "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk", "index_heads",
+                                 "index_head_dim", "index_topk")}}
 
 
 #: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the

@@ -286,6 +286,9 @@ class Structure:
     shared_expert: bool = False
     #: every attention is a multi-head latent attention (DeepSeek): None, "q_lora" or "q_proj" (:data:`LATENT`)
     latent: str | None = None
+    #: the latent attention has DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5): each query attends
+    #: the top K_I of its keys (symllm.arch.components.latent.indexer)
+    indexer: bool = False
     #: the MoE layers have DeepSeek's shared experts (one SwiGLU of width d_se)
     shared_experts: bool = False
     #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
@@ -329,9 +332,11 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width", "conv_bias", "mamba_bias"):
+                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer"):
             boolean(name, getattr(self, name))
         choice("latent", self.latent, LATENT)
+        if self.indexer and self.latent != "q_lora":
+            raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope

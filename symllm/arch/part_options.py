@@ -230,6 +230,13 @@ OPTIONS: tuple[Option, ...] = (
            choices=tuple(LATENT[1:]), on=None, models="latent", reference="LatentAttention (DeepSeek-V3's MLA)",
            text=lambda c: _latent_text(c) if c.kv_lora_rank else "",
            doc="multi-head latent attention (DeepSeek-V2, V3)"),
+    Option("indexer", ("index_topk",), (None,), "structure", "indexer", value=lambda c: c.index_topk is not None,
+           parts=("indexer", "index_wq_b", "index_wk", "index_k_norm", "index_weights", "index_rope", "index_scores"),
+           choices=(True,), on=True, models="latent",
+           text=lambda c: (f"DeepSeek Sparse Attention: an indexer of {c.index_heads} heads of {c.index_head_dim}; "
+                           f"each query attends its top {c.index_topk} keys; the indexer's keys, "
+                           f"{c.index_head_dim} a token and layer, in the state cache") if c.index_topk else "",
+           doc="DeepSeek Sparse Attention's indexer on a latent attention (DeepSeek-V3.2, GLM-5)"),
     Option("partial_rope", ("partial_rotary_factor",), (None,), "structure", "partial_rope",
            value=lambda c: c.partial_rotary_factor is not None, choices=(True,), on=True,
            text=lambda c: (f"RoPE on {c.rope_dim} of each head's {c.head_dim}" if c.partial_rotary_factor

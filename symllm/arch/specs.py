@@ -106,6 +106,10 @@ class Spec:
     ssm_state: int | None = None
     mamba_groups: int | None = None
     ssm_chunk: int | None = None
+    #: DeepSeek Sparse Attention's indexer sizes (None: no indexer; symllm.arch.components.latent.indexer)
+    index_heads: int | None = None
+    index_head_dim: int | None = None
+    index_topk: int | None = None
 
     @property
     def hidden_rule(self) -> str:

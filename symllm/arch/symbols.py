@@ -22,7 +22,7 @@ __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
-    "n_ha", "n_kva", "d_ha", "n_m", "d_m", "d_s", "n_g", "Q_c",
+    "n_ha", "n_kva", "d_ha", "n_m", "d_m", "d_s", "n_g", "Q_c", "n_I", "d_I", "K_I",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -115,6 +115,10 @@ d_m = sp.Symbol("d_m", **_size)
 d_s = sp.Symbol("d_s", **_size)
 n_g = sp.Symbol("n_g", **_size)
 Q_c = sp.Symbol("Q_c", **_size)
+# DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5: symllm.arch.components.latent.indexer)
+n_I = sp.Symbol("n_I", **_size)
+d_I = sp.Symbol("d_I", **_size)
+K_I = sp.Symbol("K_I", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 s_o = sp.Symbol("s_o", **_size)  # positions per sequence whose logits a forward computes
@@ -190,6 +194,11 @@ _TABLE = [
     SymbolInfo(d_s, "ssm_state", r"d_{s}", "SSM state size of a Mamba-2 mixer (ssm_state_size)", "model"),
     SymbolInfo(n_g, "mamba_groups", r"n_{g}", "groups of a Mamba-2 mixer's B and C (n_groups)", "model"),
     SymbolInfo(Q_c, "ssm_chunk", r"Q_{c}", "positions per chunk of the Mamba-2 SSD scan (chunk_size)", "model"),
+    SymbolInfo(n_I, "index_heads", r"n_{I}", "query heads of the sparse-attention indexer (DSA: index_n_heads)", "model"),
+    SymbolInfo(d_I, "index_head_dim", r"d_{I}",
+               "width of an indexer query head and of its one cached key a token (DSA: index_head_dim)", "model"),
+    SymbolInfo(K_I, "index_topk", r"K_{I}", "keys each query attends under sparse attention (DSA: index_topk)",
+               "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "

@@ -235,6 +235,9 @@ def _own(comp, path, count, layer, values) -> list[dict]:
     if kind == "head_norm":  # Command-R+'s per-head QK-norm: a (heads, head_dim) tensor
         d_h = _int(S.d_h, values)
         return [dict(base, row=d_h, rows=n // d_h, ndim=2)]
+    if kind == "biased_norm":  # nn.LayerNorm with a bias: its weight and its bias, half the parameters each
+        return [dict(base, row=n // 2, rows=1, ndim=1), dict(base, path=path + ".bias", kind="bias", row=n // 2,
+                                                             rows=1, ndim=1)]
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
         biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert

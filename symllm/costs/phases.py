@@ -261,8 +261,8 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
 
     * ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv`` × the cache elements after a prefill of ``s`` and ``n``
       decode steps (the keys and values of attention layers only); ``state_cache`` the bytes of every other
-      per-sequence cache (a Gated DeltaNet's recurrent and convolution states: symllm.arch.components.deltanet),
-      constant in the context; ``inference`` weights + KV cache + state cache.
+      per-sequence cache (a Gated DeltaNet's recurrent and convolution states: symllm.arch.components.deltanet,
+      constant in the context; DeepSeek Sparse Attention's indexer keys, growing with it); ``inference`` weights + KV cache + state cache.
     * ``training_states`` per data-parallel rank, mixed-precision Adam: 2N bf16/fp16 weights, 2N
       gradients, 12N fp32 optimizer state (master weights, first and second moments) = 16N at ZeRO stage
       0. Stage 1 shards the 12N optimizer state over the ``N_d`` ranks, stage 2 also the gradients,
@@ -337,16 +337,22 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager:
     elif kind == "kv_cache":
         out = _kv_bytes(comp)
     elif kind == "state_cache":
-        out = comp.total("state_cache")
+        out = _state_bytes(comp)
     elif kind == "inference":
-        out = weights + _kv_bytes(comp) + comp.total("state_cache")
+        out = weights + _kv_bytes(comp) + _state_bytes(comp)
     elif kind == "training_states":
         out = zero.optimizer_states(comp, zero_stage, optimizer)  # mixed precision, ZeRO-sharded
     elif kind == "activations":
         out = _activations(comp, recompute, eager)
     else:
-        out = weights + _kv_bytes(comp) + comp.total("state_cache") + S.beta_a * _working_set(comp, eager)
+        out = weights + _kv_bytes(comp) + _state_bytes(comp) + S.beta_a * _working_set(comp, eager)
     return substitute(out, dict(comp.definitions))
+
+
+def _state_bytes(comp: Component) -> sp.Expr:
+    """The state cache's bytes after a prefill of ``s`` and ``n`` decode steps: a Gated DeltaNet's states are
+    constant in the context; DeepSeek Sparse Attention's indexer keys grow with it, as the KV cache does."""
+    return comp.total("state_cache").subs(S.t, S.n)
 
 
 @lru_cache(maxsize=256)

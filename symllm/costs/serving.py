@@ -116,6 +116,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         from symllm.costs import phases
         config = resolved.spec(config)
         evaluate = lambda w: phases.workload(config, w)  # noqa: E731
+    if getattr(getattr(config, "config", config), "index_topk", None) is not None:
+        # its state cache grows with the context: vLLM pages it per token
+        raise SymllmError("serve: a sparse-attention indexer's keys (paged per token) are not modelled yet")
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="all", **bare))
     one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))

@@ -63,7 +63,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     elif kind.mixer != "attention":  # a token mixer other than attention (deltanet, mamba)
         attn = mixer(kind.mixer)(structure, kind)
     elif structure.latent is not None:
-        attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal)
+        attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal,
+                                sparse=structure.indexer)
     else:
         attn = attention(structure, kind, causal=causal)
     off, mean = variant.norm_offset, variant.layernorm

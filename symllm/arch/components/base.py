@@ -67,8 +67,10 @@ SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
 #: "norm", "head_norm" (Command-R+'s per-head QK-norm, a (heads, head_dim) tensor), "router", "experts" (fused
 #: routed experts), "sinks" (gpt-oss's per-head attention sinks), "conv" (a Gated DeltaNet's depthwise
-#: convolution), "decay" (its A_log and dt_bias), "none" (no weight)
-WEIGHTS = ("linear", "head", "embedding", "norm", "head_norm", "router", "experts", "sinks", "conv", "decay", "none")
+#: convolution), "decay" (its A_log and dt_bias), "biased_norm" (a LayerNorm's weight and bias, two vectors of half
+#: its parameters each: DeepSeek Sparse Attention's indexer k_norm), "none" (no weight)
+WEIGHTS = ("linear", "head", "embedding", "norm", "head_norm", "router", "experts", "sinks", "conv", "decay",
+           "biased_norm", "none")
 
 #: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
 LLAMA = Variant()

@@ -1,13 +1,15 @@
-"""DeepSeek's multi-head latent attention (:func:`latent_attention`) and its decompressed cache."""
+"""DeepSeek's multi-head latent attention (:func:`latent_attention`), its decompressed cache, and DeepSeek
+Sparse Attention's lightning indexer (:func:`indexer`: DeepSeek-V3.2, GLM-5)."""
 from __future__ import annotations
 
 import sympy as sp
 
 from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, named, Rules, STAT_BYTES
-from symllm.arch.components.gqa import _pairs, rope
+from symllm.arch.components.gqa import SlidingPairs, _pairs, rope
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import LATENT
-from symllm.arch.symbols import b, beta_a, d, d_hn, d_hr, d_hv, n, n_h, r_kv, r_q, s, t
+from symllm.arch.symbols import K_I, b, beta_a, beta_kv, d, d_I, d_hn, d_hr, d_hv, n, n_I, n_h, r_kv, r_q, s, t
+from symllm.errors import SymllmError
 from symllm.validate import choice
 
 
@@ -22,7 +24,80 @@ def _mla_rules(split: str, ours: str, hf: str) -> Rules:
     return Rules(split, lora=(ours, hf), weight="linear", **_MLA)
 
 
-def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: bool = False) -> Component:
+#: the indexer: in no stack's tensors, in no tensor-parallel plan of transformers (replicated), and never adapted by
+#: LoRA (transformers runs it under ``torch.no_grad``: an adapter there would get no gradient)
+_DSA = dict(stacks=(), label="DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5)")
+
+
+def _dsa_rules(hf: str, weight: str = "linear") -> Rules:
+    return Rules("replicated", lora=(), weight=weight, hf=hf, **_DSA)
+
+
+def sparse_pairs(causal: bool) -> sp.Expr:
+    """Query-key pairs per sequence and head that a sparse attention's core computes: each of the ``s`` queries
+    attends the top ``K_I`` keys its indexer selects, ``min(K_I, t + s)`` (transformers' ``topk =
+    min(index_topk, T)`` over the ``T = t + s`` keys of the pass; DeepSeek's sparse kernels gather those), or,
+    ``causal``, ``min(K_I, j)`` for the query at position ``j``: ``P(t + s) - P(t)`` with ``P`` the sliding
+    window's pairs at width ``K_I`` (:class:`~symllm.arch.components.gqa.SlidingPairs`).
+
+    >>> sparse_pairs(False).subs({t: 100, s: 1, K_I: 8}), sparse_pairs(True).subs({t: 0, s: 10, K_I: 4})
+    (8, 34)
+    """
+    if causal:
+        return SlidingPairs(t + s, K_I) - SlidingPairs(t, K_I)
+    return s * sp.Min(t + s, K_I)
+
+
+def indexer(*, causal: bool = False) -> Component:
+    """DeepSeek Sparse Attention's lightning indexer, as transformers' ``DeepseekV32Indexer`` builds it.
+
+    ``wq_b: r_q -> n_I·d_I`` reads the attention's normed query latent; ``wk: d -> d_I`` one key a token,
+    through a LayerNorm of ``d_I`` with weight and bias (``k_norm``); ``weights_proj: d -> n_I`` a weight per
+    head. RoPE rotates the first ``d_hr`` of each query head and of the key. Each query scores every cached
+    key, ``relu(q·k)`` per head, summed with the head weights: ``2·n_I·d_I`` and ``2·n_I`` FLOPs a query-key
+    pair over the ``t + s`` keys it holds (transformers' eager scores, a dense rectangle; ``causal``: the pairs
+    the mask keeps); the top ``K_I`` become the attention's keys (:func:`sparse_pairs`). The keys are cached,
+    ``d_I`` a token and layer (``DynamicIndexedLayer.indexer_keys``, in the cache's dtype ``β_kv``): the
+    state cache, in bytes, growing with the context. transformers runs it under ``torch.no_grad`` (nothing
+    saved for backward); the top-k selection itself is comparisons, no FLOPs.
+
+    >>> i = indexer()
+    >>> sp.expand(i.total("params"))
+    d*d_I + d*n_I + d_I*n_I*r_q + 2*d_I
+    >>> i.total("state_cache")
+    b*beta_kv*d_I*(s + t)
+    """
+    _switches(causal=causal)
+    pairs = _pairs(causal)
+    rows = b * s  # the tokens of the pass
+    return Component(
+        "indexer",
+        state_cache=beta_kv * b * (t + s) * d_I,
+        rules=_dsa_rules("indexer", "none"),
+        children=(
+            linear("index_wq_b", r_q, n_I * d_I, doc="self.wq_b = nn.Linear(self.q_lora_rank, self.n_heads * "
+                   "self.head_dim, bias=False)", rules=_dsa_rules("wq_b")),
+            linear("index_wk", d, d_I, doc="self.wk = nn.Linear(self.hidden_size, self.head_dim, bias=False)",
+                   rules=_dsa_rules("wk")),
+            Component("index_k_norm", params=2 * d_I,
+                      elementwise=(ELEMENTWISE["layernorm"] + ELEMENTWISE["bias"]) * rows * d_I,
+                      doc="self.k_norm = nn.LayerNorm(self.head_dim, eps=1e-6)  # weight and bias",
+                      rules=_dsa_rules("k_norm", "biased_norm")),
+            linear("index_weights", d, n_I, doc="self.weights_proj = nn.Linear(self.hidden_size, self.n_heads, "
+                   "bias=False)", rules=_dsa_rules("weights_proj")),
+            rope(n_I + 1, d_hr).replace(name="index_rope", rules=Rules("replicated", lora=(), **_DSA)),
+            Component("index_scores", flops=(matmul(b * n_I, d_I, 1) + matmul(b, n_I, 1)) * pairs,
+                      # per head and pair: the scale and the relu; per pair the mask; the head weights' scale
+                      elementwise=(2 * b * n_I + b) * pairs + ELEMENTWISE["scale"] * rows * n_I,
+                      doc="index_scores = weights @ relu(q @ k.T * softmax_scale); index_scores.topk(topk)",
+                      rules=Rules("replicated", lora=(), **_DSA)),
+        ),
+        doc="DeepseekV32Indexer (transformers; DeepSeek-V3.2-Exp inference/model.py Indexer)",
+    )
+
+
+def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: bool = False,
+                     sparse: bool = False) -> Component:
     """Multi-head latent attention (DeepSeek-V2, V3), as transformers' ``DeepseekV3Attention`` computes it.
 
     Queries: ``wq_a: d -> r_q``, an RMSNorm of ``r_q``, ``wq_b: r_q -> n_h·(d_hn + d_hr)`` (``queries=
@@ -33,6 +108,8 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     5's ``DynamicCache`` and the inference engines keep; :func:`decompressed_kv_cache` is the cache of a
     plain implementation). FLOPs are transformers': ``wkv_b`` decompresses every cached position on every
     pass (``b·(t + s)`` rows), and ``QKᵀ`` costs ``2·(d_hn + d_hr)``, ``A·V`` ``2·d_hv`` per head and pair.
+    ``sparse`` (DeepSeek Sparse Attention; ``queries="q_lora"``) adds the :func:`indexer` and each query
+    attends its top ``K_I`` keys (:func:`sparse_pairs`) in place of all of them.
 
     >>> a = latent_attention()
     >>> sp.expand(a.total("params"))
@@ -41,8 +118,10 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     b*(d_hr + r_kv)*(s + t)
     """
     choice("latent", queries, LATENT[1:])
-    _switches(bias=bias, causal=causal)
-    pairs = _pairs(causal)
+    _switches(bias=bias, causal=causal, sparse=sparse)
+    if sparse and queries != "q_lora":
+        raise SymllmError("latent: the sparse-attention indexer reads the query latent (queries='q_lora')")
+    pairs = sparse_pairs(causal) if sparse else _pairs(causal)
     held = t + s
     d_qk = d_hn + d_hr  # a query/key head: its part without RoPE and its RoPE part
     # the latents' norms act on the replicated latent: replicated, no LoRA
@@ -82,6 +161,7 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
             linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",
                    rules=_mla_rules("row", "wo", "o_proj")),
             rope(n_h + 1, d_hr),  # the RoPE part of every query head and the one shared key
+            *((indexer(causal=causal),) if sparse else ()),
             Component("scores", flops=matmul(b * n_h, d_qk, 1) * pairs,
                       elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs, saved=STAT_BYTES * b * n_h * s,
                       live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),

@@ -1,0 +1,88 @@
+"""The ``deepseek_v32`` and ``glm_moe_dsa`` families: transformers' ``DeepseekV32ForCausalLM`` (DeepSeek-V3.2-Exp,
+DeepSeek-V3.2) and ``GlmMoeDsaForCausalLM`` (GLM-5), DeepSeek-V3 with DeepSeek Sparse Attention.
+
+Each layer's latent attention (always with a query latent: ``q_lora_rank`` is an integer in both classes) has a
+lightning indexer (:func:`symllm.arch.components.latent.indexer`) of ``index_n_heads`` heads of
+``index_head_dim``, whose top ``index_topk`` keys each query attends; everything else is DeepSeek-V3's
+(:mod:`symllm.arch.families.deepseek`: MLA, the first ``first_k_dense_replace`` layers dense, routed and shared
+experts). ``layer_types`` may only say ``indexed_attention`` (what the classes derive); ``mlp_layer_types``,
+when given, must be the pattern ``first_k_dense_replace`` derives (another is refused). GLM-5's
+``indexer_types`` (or ``index_topk_pattern``, ``index_topk_freq`` with ``index_skip_topk_offset``, read as
+``GlmMoeDsaConfig`` derives them) may only make every layer ``full``: a layer reusing a previous layer's top-k
+(``shared``, no indexer of its own) is refused.
+
+>>> f = _fields({"first_k_dense_replace": 1, "index_topk": 4}, 2, DEEPSEEK_V32)
+>>> f["index_heads"], f["index_head_dim"], f["index_topk"], f["q_lora_rank"]
+(64, 128, 4, 1536)
+>>> _indexer_types({"index_topk_freq": 4}, 6)
+['full', 'full', 'shared', 'shared', 'shared', 'full']
+"""
+from symllm.arch.families.deepseek import DEEPSEEK_V3, _fields as _mla_fields
+from symllm.arch.families.hf import Family, integer, register
+from symllm.errors import SymllmError
+from symllm.validate import short
+
+__all__ = ["DEEPSEEK_V32", "GLM_MOE_DSA"]
+
+
+def _indexer_types(raw: dict, n_layers: int) -> list:
+    """GLM-5's per-layer indexer modes, as ``GlmMoeDsaConfig.__post_init__`` derives them."""
+    types = raw.get("indexer_types")
+    if types is not None:
+        return types
+    pattern = raw.get("index_topk_pattern")
+    if pattern is not None:
+        if isinstance(pattern, str) and set(pattern) <= {"F", "S"}:
+            return [{"F": "full", "S": "shared"}[c] for c in pattern]
+        return pattern if isinstance(pattern, list) else [pattern]
+    freq = max(integer(raw, "index_topk_freq", 1, minimum=0), 1)
+    offset = integer(raw, "index_skip_topk_offset", 2, minimum=0)
+    return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+
+
+def _fields(raw: dict, n_layers: int, family: Family) -> dict:
+    out = _mla_fields(raw, n_layers, family)
+    if out["q_lora_rank"] is None:
+        raise SymllmError(f"q_lora_rank: null ({family.model_type}'s is an integer: the indexer reads the query "
+                          "latent)")
+    mlp = raw.get("mlp_layer_types")
+    if mlp is not None:
+        first = integer(raw, "first_k_dense_replace", family.defaults["first_k_dense_replace"], minimum=0)
+        derived = ["dense"] * min(first, n_layers) + ["sparse"] * max(n_layers - first, 0)
+        if mlp != derived:
+            raise SymllmError(f"mlp_layer_types: {short(mlp, 30)} is not the pattern first_k_dense_replace {first} "
+                              "makes (another is not modelled)")
+    if family.model_type == "glm_moe_dsa":
+        types = _indexer_types(raw, n_layers)
+        if not isinstance(types, list) or len(types) != n_layers or any(x not in ("full", "shared") for x in types):
+            raise SymllmError(f"indexer_types: {short(types, 30)} is not one of full/shared per layer")
+        if "shared" in types:
+            raise SymllmError(f"indexer_types: {types.count('shared')} layers reuse a previous layer's top-k "
+                              "('shared'), which is not modelled")
+    defaults = family.defaults
+    return {**out, "index_heads": integer(raw, "index_n_heads", defaults["index_n_heads"]),
+            "index_head_dim": integer(raw, "index_head_dim", defaults["index_head_dim"]),
+            "index_topk": integer(raw, "index_topk", defaults["index_topk"])}
+
+
+def _v32(raw: dict, n_layers: int) -> dict:
+    return _fields(raw, n_layers, DEEPSEEK_V32)
+
+
+def _glm(raw: dict, n_layers: int) -> dict:
+    return _fields(raw, n_layers, GLM_MOE_DSA)
+
+
+#: DeepseekV32Config's defaults: DeepSeek-V3's sizes, no multi-token-prediction key (the class has none), the indexer's
+_V32 = {**DEEPSEEK_V3.defaults, "num_nextn_predict_layers": 0, "index_n_heads": 64, "index_head_dim": 128,
+        "index_topk": 2048}
+
+DEEPSEEK_V32 = register(DEEPSEEK_V3.extend(
+    "deepseek_v32", fields=_v32, defaults=_V32, layer_types=("indexed_attention",), aliases=(), typed=(), outer={},
+    presets="none yet"))
+GLM_MOE_DSA = register(DEEPSEEK_V32.extend(
+    "glm_moe_dsa", fields=_glm,
+    defaults={**_V32, "vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 12288,
+              "num_hidden_layers": 78, "num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 2048,
+              "v_head_dim": 256, "qk_nope_head_dim": 192, "index_n_heads": 32},
+    presets="none yet"))
