@@ -2,7 +2,8 @@
 
 * tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases), ``MixtralForCausalLM`` (per-expert
   ``w1/w2/w3``), ``Qwen3MoeForCausalLM`` and ``Qwen2MoeForCausalLM`` (a gated shared expert; its
-  ``sliding_window`` 0 without ``use_sliding_window``) saved by transformers' ``save_pretrained`` as sharded
+  ``sliding_window`` 0 without ``use_sliding_window``), the Gated DeltaNet hybrids (``Qwen3NextForCausalLM``,
+  ``Qwen3_5ForCausalLM``, ``Qwen3_5MoeForCausalLM``) saved by transformers' ``save_pretrained`` as sharded
   safetensors (a small ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
   with links into ``blobs/``) under ``tmp_path`` with ``HF_HUB_CACHE`` / ``HF_HOME`` pointed at it;
   expected names, shapes and bytes are torch's own ``state_dict()``;
@@ -15,6 +16,7 @@
 * malformed headers, lengths past the file, links out of the folder: one line, exit 2.
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -26,7 +28,7 @@ import pytest
 from hypothesis import given
 
 from .conftest import requires
-from .strategies import checkpoint_headers, hf_configs
+from .strategies import checkpoint_headers, gated_deltanet_configs, hf_configs
 
 torch = requires("torch")
 transformers = requires("transformers")
@@ -54,6 +56,12 @@ TINY_MLA = dict(TINY, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=6, q
                 n_shared_experts=2, first_k_dense_replace=1, n_group=1, topk_group=1)
 
 
+#: a Gated DeltaNet layer then a full-attention layer (2 key heads, 4 value heads, a kernel of 3), and experts
+DELTANET = dict(head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=4,
+                linear_value_head_dim=6, linear_conv_kernel_dim=3, layer_types=["linear_attention", "full_attention"])
+EXPERTS = dict(num_experts=3, num_experts_per_tok=2, moe_intermediate_size=8, shared_expert_intermediate_size=12)
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """The families (DeepSeek-V3's query compression too), saved once per module."""
@@ -79,7 +87,14 @@ def saved(tmp_path_factory):
             ("gemma2", transformers.Gemma2ForCausalLM, transformers.Gemma2Config(**TINY, head_dim=8)),
             # EXAONE 4: OLMo 2's post-norms with Qwen3's per-head q/k norms, local and global layers
             ("exaone4", transformers.Exaone4ForCausalLM, transformers.Exaone4Config(**TINY, sliding_window=4,
-                                                                                   sliding_window_pattern=2))):
+                                                                                   sliding_window_pattern=2)),
+            # Gated DeltaNet hybrids: conv1d (channels, 1, K_c), A_log and dt_bias bare on linear_attn, the
+            # gated q_proj of the attention layer; Qwen3-Next's and Qwen3.5-MoE's experts, Qwen3.5's four
+            # input projections
+            ("qwen3_next", transformers.Qwen3NextForCausalLM, transformers.Qwen3NextConfig(**TINY, **DELTANET, **EXPERTS)),
+            ("qwen3_5_text", transformers.Qwen3_5ForCausalLM, transformers.Qwen3_5TextConfig(**TINY, **DELTANET)),
+            ("qwen3_5_moe_text", transformers.Qwen3_5MoeForCausalLM,
+             transformers.Qwen3_5MoeTextConfig(**TINY, **DELTANET, **EXPERTS))):
         out[name] = _save(tmp_path_factory.mktemp(name), cls, cfg)
     return out
 
@@ -100,7 +115,7 @@ def _as_cache(root: Path, repo: str, folder: Path, commit: str = "0" * 40) -> Pa
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2", "olmo2",
-                                    "gemma2", "exaone4"])
+                                    "gemma2", "exaone4", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"])
 def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     """verify: every tensor of a save_pretrained checkpoint (sharded through its index, whose weight_map
     transformers wrote) agrees, exit 0; count --json: the checkpoint's bytes are torch's (numel × element
@@ -572,6 +587,33 @@ def test_expected_names_and_shapes_are_transformers_state_dict(raw):
           if not (k == "lm_head.weight" and raw["tie_word_embeddings"])}
     mine = checkpoints.expected(from_dict(raw), raw["model_type"], dtype=None)
     assert {k: v["shape"] for k, v in mine.items()} == sd
+
+
+@given(raw=gated_deltanet_configs())
+def test_expected_deltanet_names_and_shapes_are_transformers_state_dict(raw):
+    """Every generated Gated DeltaNet hybrid (qwen3_next, qwen3_5_text, qwen3_5_moe_text): the tensors verify
+    expects are the state dict transformers builds on the meta device, name for name and shape for shape (a
+    tied lm_head is not saved), but for the routed experts, which transformers 5 holds fused
+    (``experts.gate_up_proj``, ``experts.down_proj``) and save_pretrained writes one by one (the saved
+    checkpoints above): there the elements of each layer's experts agree."""
+    from symllm.arch.config import from_dict
+    from symllm.costs import checkpoints
+    options = {k: v for k, v in raw.items() if k != "partial_rotary_factor"}
+    config = transformers.AutoConfig.for_model(**options)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    sd = {k: list(v.shape) for k, v in model.state_dict().items()
+          if not (k == "lm_head.weight" and raw["tie_word_embeddings"])}
+    mine = {k: v["shape"] for k, v in checkpoints.expected(from_dict(raw), raw["model_type"], dtype=None).items()}
+    experts = lambda shapes: {k.split(".experts.")[0]: 0 for k in shapes if ".experts." in k}  # noqa: E731
+    fused, ours = experts(sd), experts(mine)
+    for table, sums in ((sd, fused), (mine, ours)):
+        for k, shape in table.items():
+            if ".experts." in k:
+                sums[k.split(".experts.")[0]] += math.prod(shape)
+    assert fused == ours
+    assert {k: v for k, v in mine.items() if ".experts." not in k} == {k: v for k, v in sd.items()
+                                                                       if ".experts." not in k}
 
 
 @given(case=checkpoint_headers())

@@ -16,7 +16,9 @@ folder, a file that links out of it (a cache snapshot: out of its repository) is
 **Expected tensors.** :func:`expected` names each stored tensor of the component tree
 (:func:`symllm.costs.formats.tensors`) as the format does. Hugging Face names: ``model.embed_tokens``,
 ``model.layers.{i}.`` + the module path (:data:`HF_NAMES`, and for a linear the HF name it declares
-for LoRA, ``q_proj``), ``model.norm``, ``lm_head`` (absent when tied), each ``.weight`` or ``.bias``;
+for LoRA, ``q_proj``; ``i`` the layer's index in the model, whichever group of layers holds it), ``model.norm``,
+``lm_head`` (absent when tied), each ``.weight`` or ``.bias`` (a parameter bare on its module, the Gated
+DeltaNet's ``A_log`` and ``dt_bias``, by its own name: ``Rules.hf_params``);
 shapes as torch stores them (``(fan_out, fan_in)``); the dtype the config.json names (``torch_dtype`` /
 ``dtype``; none named: not checked). A quantized checkpoint (``quantization_config``) stores each
 tensor its format quantizes (:data:`symllm.costs.formats.QUANTIZES`) as that format's tensors
@@ -460,15 +462,19 @@ def _dtype(raw) -> str | None:
     return _TORCH_DTYPES.get(name) if isinstance(name, str) else None
 
 
-def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str) -> str:
+def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, param: str | None = None) -> str:
     """A tensor's Hugging Face name, from the names the components on its path declare (``t["hf"]``:
-    :func:`symllm.costs.formats.tensors`), a ``model_type``'s overrides, and the experts' own tensors."""
+    :func:`symllm.costs.formats.tensors`), a ``model_type``'s overrides, and the experts' own tensors;
+    ``param``: one of the parameters the component declares bare on its parent's module (``Rules.hf_params``),
+    named by it after the parent's name."""
     overrides = _HF_OVERRIDES.get(model_type, {})
     parts = t["path"].split("/")
     leaf = parts[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     parts[-1] = leaf.removesuffix(".bias")
     declared = t["hf"]
+    if param is not None:  # no module of its own: its parent's, then the parameter's name
+        parts, declared, suffix = parts[:-1], declared[:-1], param
     if layer is None:
         if not declared[0]:
             raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r}")
@@ -567,8 +573,6 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     """
     from symllm.costs import formats
     spec = formats._spec(config)
-    if spec.structure.has_linear:
-        raise SymllmError("checkpoint: Gated DeltaNet tensors are not modelled")
     ts = formats.tensors(spec)
     out: dict[str, dict] = {}
     if gguf is not None:
@@ -581,19 +585,39 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     kept = spec.config.weight_format_kept if fmt and fmt == spec.config.weight_format else None
     if kept:  # modules the quantization_config keeps unquantized (symllm.arch.quantization.kept_patterns)
         import re
+    values = spec.values()
     for t in ts:
         experts = t["kind"] == "experts"
-        layers = t["count"] // n_e if experts else t["count"]
-        for i in ([None] if t["layer"] is None else range(t["layer"], t["layer"] + layers)):
+        if t["layer"] is not None and len(t["positions"]) != (t["count"] // n_e if experts else t["count"]):
+            raise SymllmError(f"checkpoint: {t['path']!r} is not one tensor a layer")  # pragma: no cover
+        for i in ([None] if t["layer"] is None else t["positions"]):
             for e in (range(n_e) if experts else [None]):
+                if t["hf_params"]:  # parameters bare on the parent's module, an equal share each
+                    for param in t["hf_params"]:
+                        out[_hf_name(t, i, e, model_type, param)] = {
+                            "dtype": dtype, "shape": [t["row"] // len(t["hf_params"])]}
+                    continue
                 name = _hf_name(t, i, e, model_type)
-                shape = [t["rows"], t["row"]] if t["ndim"] == 2 else [t["row"]]
+                shape = _stored_shape(t, values)
                 held = kept and any(re.match(p, name.removesuffix(".weight")) for p in kept)
                 if t["ndim"] == 2 and t["kind"] in quantizes and not held:
                     out.update(_quantized(fmt, name, t["row"], t["rows"], dtype=dtype, inputs=inputs))
                 else:
                     out[name] = {"dtype": dtype, "shape": shape}
     return out
+
+
+def _stored_shape(t: dict, values: dict) -> list[int]:
+    """The shape torch stores a tensor of :func:`symllm.costs.formats.tensors` in: ``(fan_out, fan_in)`` for a
+    matrix, a depthwise convolution's ``(channels, 1, K_c)`` (``nn.Conv1d(groups=channels)``: the Gated
+    DeltaNet's ``conv1d``), else its elements."""
+    if t["ndim"] == 2:
+        return [t["rows"], t["row"]]
+    if t["kind"] == "conv":
+        from symllm.arch.symbols import K_c
+        kernel = int(values[K_c])
+        return [t["row"] // kernel, 1, kernel]
+    return [t["row"]]
 
 
 #: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors);

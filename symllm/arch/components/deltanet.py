@@ -256,8 +256,9 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                       saved=beta_a * _T * n_gv + FP32 * (2 * _T * n_gv + 2 * n_gv),
                       doc="self.dt_bias = nn.Parameter(torch.ones(num_v_heads)); "
                           "self.A_log = nn.Parameter(torch.log(A))",
-                      # two per-head vectors beside each other in the module, named by the first (A_log, dt_bias)
-                      rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL, hf="A_log"))
+                      # two per-head vectors, parameters of the DeltaNet's own module
+                      rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL,
+                                  hf_params=("A_log", "dt_bias")))
     # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
     rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s),
                      elementwise=b * n_gv * ((1 - one) * _chunked_elementwise() + one * _recurrent_elementwise()),
