@@ -659,3 +659,97 @@ def test_bitsandbytes_checkpoint_with_kept_modules(bf16_llama, tmp_path, cli):
     assert sum(k.endswith("quant_state.bitsandbytes__nf4") for k in found) == 6
     assert ck["weight_format"] == "nf4" and ck["bytes"] == sum(b for b, _ in found.values())
     assert ck["formula_bytes"] == ck["bytes"] - states + 4 * 6  # the formula's fp32 offset per packed linear
+
+
+# --- multimodal wrappers: the language model under a prefix ------------------------------------------------
+
+_WRAP_TEXT = dict(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=8)
+_QWEN_VISION = dict(depth=1, hidden_size=16, intermediate_size=24, num_heads=2, out_hidden_size=16)
+
+
+def _wrapper(kind: str):
+    """A tiny multimodal wrapper of transformers (bf16) and the prefixes of its language model's modules."""
+    torch.manual_seed(0)
+    if kind == "gemma3":
+        model = transformers.Gemma3ForConditionalGeneration(transformers.Gemma3Config(
+            text_config=dict(_WRAP_TEXT, model_type="gemma3_text"), mm_tokens_per_image=4,
+            vision_config=dict(hidden_size=16, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                               image_size=28, patch_size=14)))
+    elif kind == "qwen3_5":
+        model = transformers.Qwen3_5ForConditionalGeneration(transformers.Qwen3_5Config(
+            text_config=dict(_WRAP_TEXT, **{k: v for k, v in DELTANET.items() if k != "head_dim"}),
+            vision_config=_QWEN_VISION))
+    else:
+        model = transformers.Qwen3_5MoeForConditionalGeneration(transformers.Qwen3_5MoeConfig(
+            text_config=dict(_WRAP_TEXT, **{k: v for k, v in DELTANET.items() if k != "head_dim"}, **EXPERTS),
+            vision_config=_QWEN_VISION))
+    return model.to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("kind", ["gemma3", "qwen3_5", "qwen3_5_moe"])
+def test_verify_a_wrapper_reads_its_language_model_under_its_prefix(kind, tmp_path, cli):
+    """save_pretrained of a multimodal wrapper (Gemma 3: ``language_model.model.``, its llava mapping reverted;
+    Qwen3.5: ``model.language_model.``): verify agrees on the language model and says how many tensors, of how
+    many bytes, lie outside it (vision tower, projector): those of transformers' own state dict outside
+    ``model.language_model.`` and ``lm_head``; count --json's formula bytes are the language model's."""
+    model = _wrapper(kind)
+    model.save_pretrained(tmp_path)
+    sd = model.state_dict()
+    outside = {k: v for k, v in sd.items() if not k.startswith(("model.language_model.", "lm_head."))}
+    inside_bytes = sum(v.numel() * v.element_size() for k, v in sd.items() if k not in outside
+                       and not (k == "lm_head.weight" and model.config.tie_word_embeddings))
+    r = cli(["verify", tmp_path])
+    assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+    text = r.out.replace("\n  ", " ")
+    assert f"{len(outside)} tensors ({sum(v.numel() * 2 for v in outside.values()):,} bytes)" in text
+    assert "not counted" in text
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    assert ck["not_counted"] == {"tensors": len(outside), "bytes": sum(v.numel() * 2 for v in outside.values())}
+    assert ck["formula_bytes"] == inside_bytes == ck["bytes"] - ck["not_counted"]["bytes"]
+
+
+def test_verify_kimi_k25_in_its_published_layout(tmp_path, cli):
+    """Kimi-K2.5's checkpoints hold the language model as ``language_model.model.`` and
+    ``language_model.lm_head.`` (transformers 5.23's save_pretrained of the wrapper writes another, broken
+    layout, so this one is written here: the wrapper's vision tower and projector from its state dict, the
+    language model as save_pretrained writes DeepseekV3ForCausalLM of its text_config, experts one by one,
+    under that prefix): the names transformers' own conversion mapping for kimi_k25 renames to its modules'
+    (``model.language_model.``, ``lm_head.``); verify agrees, the vision tower and projector not counted.
+    Under the modules' own names, it agrees too."""
+    import re
+    from safetensors.torch import save_file
+    from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+    text = dict(_WRAP_TEXT, num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=6, qk_rope_head_dim=4,
+                qk_nope_head_dim=4, v_head_dim=2, moe_intermediate_size=8, n_routed_experts=4,
+                num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
+                model_type="deepseek_v3")
+    text.pop("head_dim")
+    config = transformers.Kimi_K25Config(text_config=text, tie_word_embeddings=False, vision_config=dict(
+        hidden_size=16, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2, pos_emb_height=4,
+        pos_emb_width=4))
+    torch.manual_seed(0)
+    model = transformers.Kimi_K25ForConditionalGeneration(config).to(torch.bfloat16)
+    sd = {k: v.contiguous() for k, v in model.state_dict().items()}
+    outside = {k: v for k, v in sd.items() if not k.startswith(("model.language_model.", "lm_head."))}
+    transformers.DeepseekV3ForCausalLM(config.text_config).to(torch.bfloat16).save_pretrained(tmp_path / "text")
+    from safetensors.torch import load_file
+    lm = load_file(tmp_path / "text" / "model.safetensors")
+    published = {**outside, **{re.sub(r"^model\.", "language_model.model.",
+                                      re.sub(r"^lm_head\.", "language_model.lm_head.", k)): v for k, v in lm.items()}}
+    own = {**outside, **{re.sub(r"^model\.", "model.language_model.", k): v for k, v in lm.items()}}
+    renames = [(m.source_patterns[0], m.target_patterns[0]) for m in get_checkpoint_conversion_mapping("kimi_k25")[:2]]
+    loaded = set()
+    for name in published:
+        for source, target in renames:
+            name = re.sub(source, target, name)
+        loaded.add(name)
+    assert loaded == set(own)  # transformers reads the published layout onto its modules' names
+    for layout in (published, own):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        save_file(layout, folder / "model.safetensors")
+        config.save_pretrained(folder)
+        r = cli(["verify", folder])
+        assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+        assert f"{len(outside)} tensors" in r.out.replace("\n  ", " ")

@@ -620,6 +620,40 @@ def _stored_shape(t: dict, values: dict) -> list[int]:
     return [t["row"]]
 
 
+#: a multimodal wrapper (config.json's ``model_type``) -> the layouts transformers 5 reads its language model from, each
+#: (the prefix standing for the text model's ``model.``, the one for its ``lm_head.``): its modules' own names
+#: (Qwen3.5's and Kimi-K2.5's ``model.language_model.`` and ``lm_head.``, Llama 4's ``language_model.model.`` and
+#: ``language_model.lm_head.``), and those its ``conversion_mapping`` renames to them on loading (Gemma 3's llava
+#: mapping and Kimi-K2.5's: ``language_model.model.``, ``language_model.lm_head.``, what save_pretrained writes
+#: back and the published checkpoints hold). The rest of such a checkpoint (vision encoder, projector, Qwen3.5's
+#: multi-token-prediction ``mtp.``) is not counted.
+_WRAPPED = {"gemma3": (("model.language_model.", "lm_head."), ("language_model.model.", "language_model.lm_head.")),
+            "kimi_k25": (("model.language_model.", "lm_head."), ("language_model.model.", "language_model.lm_head.")),
+            "llama4": (("language_model.model.", "language_model.lm_head."),),
+            "qwen3_5": (("model.language_model.", "lm_head."),),
+            "qwen3_5_moe": (("model.language_model.", "lm_head."),)}
+
+
+def _language_model(model_type: str, want: dict, found: dict) -> tuple[dict, dict, dict]:
+    """``(want, found, outside)``: for a multimodal wrapper (:data:`_WRAPPED`), the expected tensors renamed to
+    the layout the checkpoint uses (the first whose embedding it holds, else the first), the tensors under it,
+    and those outside its language model (not counted); for any other model, as given and nothing outside.
+
+    >>> w, f, out = _language_model("llama4", {"model.norm.weight": 1, "lm_head.weight": 2},
+    ...                             {"language_model.model.norm.weight": 1, "vision_model.x": 3})
+    >>> w, out
+    ({'language_model.model.norm.weight': 1, 'language_model.lm_head.weight': 2}, {'vision_model.x': 3})
+    """
+    layouts = _WRAPPED.get(model_type)
+    if layouts is None:
+        return want, found, {}
+    text, head = next((x for x in layouts if f"{x[0]}embed_tokens.weight" in found), layouts[0])
+    renamed = {(text + k.removeprefix("model.") if k.startswith("model.") else head + k.removeprefix("lm_head.")): v
+               for k, v in want.items()}
+    inside = {k: v for k, v in found.items() if k.startswith((text, head))}
+    return renamed, inside, {k: v for k, v in found.items() if k not in inside}
+
+
 #: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors);
 #: and by the end of their names: DeepSeek-V3's, GLM-4.5's and MiniMax-M2's router score-correction bias (a
 #: buffer)
@@ -651,7 +685,8 @@ def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
 def check(model) -> dict:
     """Read a checkpoint (:func:`read`) and compare it with its config's component tree: ``{"path",
     "format", "files", "tensors" (count), "bytes" (actual), "weight_format", "formula_bytes" (of that
-    format, or None), "difference" (:func:`difference`, or None)}``."""
+    format, or None), "difference" (:func:`difference`, or None), "not_counted" (a multimodal wrapper's
+    tensors outside its language model, ``{"tensors", "bytes"}``, or None)}``."""
     from symllm.costs import formats
     ckpt = read(model)
     config = config_of(ckpt)
@@ -671,8 +706,13 @@ def check(model) -> dict:
                         "F16" if base in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if base in formats.QUANTIZES else None,
                         inputs=base in ("nvfp4", "w8a8-fp8-tensor") and static_inputs(q))
+    found, outside = ckpt["tensors"], {}
+    if ckpt["format"] != "gguf":
+        want, found, outside = _language_model(str((ckpt["config"] or {}).get("model_type")), want, found)
     formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None and typed else None
     return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
             "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,
-            "formula_bytes": formula, "difference": difference(want, ckpt["tensors"]), "config": config,
-            "dtypes_checked": typed}
+            "formula_bytes": formula, "difference": difference(want, found), "config": config,
+            "dtypes_checked": typed,
+            "not_counted": {"tensors": len(outside), "bytes": sum(t["bytes"] for t in outside.values())}
+            if outside else None}
