@@ -753,3 +753,21 @@ def test_verify_kimi_k25_in_its_published_layout(tmp_path, cli):
         r = cli(["verify", folder])
         assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
         assert f"{len(outside)} tensors" in r.out.replace("\n  ", " ")
+
+
+def test_verify_leaves_out_the_multi_token_prediction_layers_transformers_skips(saved, tmp_path, cli):
+    """Qwen3-Next's published checkpoints hold multi-token-prediction layers (``mtp.``) that
+    Qwen3NextForCausalLM does not build and skips on loading (its ``_keys_to_ignore_on_load_unexpected``):
+    verify agrees and says the one ``mtp.`` tensor added here (2 bf16 values) is not counted; in a Llama the
+    same tensor is unexpected."""
+    assert any(p.startswith("^mtp") for p in transformers.Qwen3NextForCausalLM._keys_to_ignore_on_load_unexpected)
+    folder, _ = saved["qwen3_next"]
+    extra = _rewrite(folder, tmp_path / "mtp", lambda f: None)
+    _shard_with(extra, "model.norm.weight", add="mtp.fc.weight")
+    r = cli(["verify", extra])
+    assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+    assert "1 tensors (4 bytes) are outside the language model" in r.out.replace("\n  ", " ")
+    llama = _rewrite(saved["llama"][0], tmp_path / "llama", lambda f: None)
+    _shard_with(llama, "model.norm.weight", add="mtp.fc.weight")
+    r = cli(["verify", llama])
+    assert r.code == 1 and "unexpected: mtp.fc.weight (BF16 [2])" in r.out

@@ -387,7 +387,8 @@ def cmd_verify(args) -> int:
         print(_wrap(where))
         if c["not_counted"]:
             print(_wrap(f"{c['not_counted']['tensors']:,} tensors ({grouped(c['not_counted']['bytes'])} bytes) are "
-                        "outside the language model (vision encoder, projector, ...): not counted"))
+                        "outside the language model transformers builds (vision encoder, projector, multi-token "
+                        "prediction layers): not counted"))
         print(_wrap(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
                                                 "every tensor's name, shape and dtype agrees with the component tree"
                                                 if c["dtypes_checked"] else "every tensor's name and shape agrees "

@@ -634,10 +634,17 @@ _WRAPPED = {"gemma3": (("model.language_model.", "lm_head."), ("language_model.m
             "qwen3_5_moe": (("model.language_model.", "lm_head."),)}
 
 
+#: model type -> the prefixes of tensors its checkpoints hold that transformers' class does not build and skips
+#: on loading (``_keys_to_ignore_on_load_unexpected``): the multi-token-prediction layers of Qwen3-Next's and
+#: Qwen3.5's published checkpoints; not counted, as a wrapper's vision tower is not
+_UNBUILT = {"qwen3_next": ("mtp.",), "qwen3_5_text": ("mtp.",), "qwen3_5_moe_text": ("mtp.",)}
+
+
 def _language_model(model_type: str, want: dict, found: dict) -> tuple[dict, dict, dict]:
     """``(want, found, outside)``: for a multimodal wrapper (:data:`_WRAPPED`), the expected tensors renamed to
     the layout the checkpoint uses (the first whose embedding it holds, else the first), the tensors under it,
-    and those outside its language model (not counted); for any other model, as given and nothing outside.
+    and those outside its language model (not counted); for a model type of :data:`_UNBUILT`, the tensors
+    transformers does not build outside; for any other model, as given and nothing outside.
 
     >>> w, f, out = _language_model("llama4", {"model.norm.weight": 1, "lm_head.weight": 2},
     ...                             {"language_model.model.norm.weight": 1, "vision_model.x": 3})
@@ -646,7 +653,9 @@ def _language_model(model_type: str, want: dict, found: dict) -> tuple[dict, dic
     """
     layouts = _WRAPPED.get(model_type)
     if layouts is None:
-        return want, found, {}
+        unbuilt = _UNBUILT.get(model_type, ())
+        return want, {k: v for k, v in found.items() if not k.startswith(unbuilt)}, {
+            k: v for k, v in found.items() if unbuilt and k.startswith(unbuilt)}
     text, head = next((x for x in layouts if f"{x[0]}embed_tokens.weight" in found), layouts[0])
     renamed = {(text + k.removeprefix("model.") if k.startswith("model.") else head + k.removeprefix("lm_head.")): v
                for k, v in want.items()}
@@ -685,8 +694,9 @@ def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
 def check(model) -> dict:
     """Read a checkpoint (:func:`read`) and compare it with its config's component tree: ``{"path",
     "format", "files", "tensors" (count), "bytes" (actual), "weight_format", "formula_bytes" (of that
-    format, or None), "difference" (:func:`difference`, or None), "not_counted" (a multimodal wrapper's
-    tensors outside its language model, ``{"tensors", "bytes"}``, or None)}``."""
+    format, or None), "difference" (:func:`difference`, or None), "not_counted" (the tensors outside the
+    language model transformers builds: a multimodal wrapper's vision tower and projector, multi-token
+    prediction layers; ``{"tensors", "bytes"}``, or None)}``."""
     from symllm.costs import formats
     ckpt = read(model)
     config = config_of(ckpt)
