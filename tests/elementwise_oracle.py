@@ -15,12 +15,16 @@ The convention (docs/conventions.md: the `elementwise` bucket of "FLOPs and memo
 - a fused activation is what it computes per element: ``silu`` and ``sigmoid`` 4 (negate, exp, add, divide),
   ``gelu`` with ``approximate="tanh"`` 9 (x³: 2, ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5), ``_softmax``
   4 per score (subtract the max, exp, accumulate, divide; a scale before it is its own ``mul``);
+- ``softplus`` 3 (exp, add, log; the Gated DeltaNet's decay); ``cumsum`` 1 per element (one add each);
 - a clamp 1 per bound per element (gpt-oss's up projection clamped on both sides: 2); a ``relu`` 1;
 - ``native_layer_norm`` (``nn.LayerNorm``) 5 per element (the mean, subtract it, square, accumulate, scale by
   1/std; the per-row rsqrt dropped, as RMSNorm's), and 1 each for its weight's multiply and its bias's add;
 - a linear's fused bias (``addmm``) 1 per output element;
 - ``index_add`` (the routed experts' outputs summed into their tokens' rows) 1 per added element;
-- copies and selections are no arithmetic: ``cat``, ``stack``, ``clone``, casts, views, ``where``,
+- a convolution is a matmul (FlopCounterMode's bucket, as ``mm``); a triangular solve
+  (``linalg_solve_triangular``, the chunked delta rule's) is in neither bucket (docs/conventions.md, "Linear
+  attention"): not counted here;
+- copies and selections are no arithmetic: ``cat``, ``stack``, ``clone``, padding, casts, views, ``where``,
   ``topk``, ``scatter``, ``gather``, indexing; nor is an op whose output is not floating point (positions,
   masks, indices).
 
@@ -56,6 +60,7 @@ WEIGHTS = {
     "exp": 1, "log": 1, "log1p": 1, "tanh": 1, "abs": 1, "floor": 1,
     "silu": 4, "sigmoid": 4, "_softmax": 4,
     "relu": 1,  # max(x, 0), as clamp_min (DeepSeek Sparse Attention's indexer scores)
+    "softplus": 3, "cumsum": 1,
     "addmm": 1,  # nn.Linear with a bias: the bias add (the matmul is FlopCounterMode's)
     "index_add": 1,  # per element of the source rows added in
     # the only neg of these models is rotate_half's sign flip, which the 2×2 rotation's subtract absorbs
@@ -76,9 +81,12 @@ FREE = {
     "bitwise_or", "bitwise_not", "logical_and", "logical_or", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
     "one_hot", "_unsafe_index", "index_put", "index_put_", "empty", "zeros", "ones", "full", "arange",
     "scalar_tensor", "_assert_tensor_metadata", "set_", "resize_", "new_ones", "new_full", "any", "all",
+    "constant_pad_nd",
 }
 #: matmuls: FlopCounterMode's bucket, not this one
-MATMULS = {"mm", "bmm", "matmul", "linear", "einsum", "baddbmm", "_grouped_mm", "addbmm", "dot"}
+MATMULS = {"mm", "bmm", "matmul", "linear", "einsum", "baddbmm", "_grouped_mm", "addbmm", "dot", "convolution"}
+#: in neither bucket (the module docstring)
+UNCOUNTED = {"linalg_solve_triangular"}
 
 ACT, PARAM, STAT, CONST = "activation", "weight", "statistic", "constant"
 _RANK = {ACT: 3, STAT: 2, PARAM: 1, CONST: 0}
@@ -176,7 +184,8 @@ class ElementwiseCount(TorchDispatchMode):
                 setattr(o, _TAG, tag_out)
             except (AttributeError, RuntimeError):  # pragma: no cover - a tensor that takes no attribute
                 pass
-        if not floating or tag in (CONST, STAT) or base in FREE or base in MATMULS or not REDUCTIONS.get(base, 1):
+        if (not floating or tag in (CONST, STAT) or base in FREE or base in MATMULS or base in UNCOUNTED
+                or not REDUCTIONS.get(base, 1)):
             return out
         flops = self._flops(func, base, args, kwargs, inputs, tags, floating[0])
         if flops:

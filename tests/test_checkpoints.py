@@ -2,7 +2,8 @@
 
 * tiny ``LlamaForCausalLM``, ``Qwen2ForCausalLM`` (q/k/v biases), ``MixtralForCausalLM`` (per-expert
   ``w1/w2/w3``), ``Qwen3MoeForCausalLM`` and ``Qwen2MoeForCausalLM`` (a gated shared expert; its
-  ``sliding_window`` 0 without ``use_sliding_window``) saved by transformers' ``save_pretrained`` as sharded
+  ``sliding_window`` 0 without ``use_sliding_window``), the Gated DeltaNet hybrids (``Qwen3NextForCausalLM``,
+  ``Qwen3_5ForCausalLM``, ``Qwen3_5MoeForCausalLM``) saved by transformers' ``save_pretrained`` as sharded
   safetensors (a small ``max_shard_size``), laid out as a Hugging Face cache (``models--org--name/refs/main``, ``snapshots/<commit>``
   with links into ``blobs/``) under ``tmp_path`` with ``HF_HUB_CACHE`` / ``HF_HOME`` pointed at it;
   expected names, shapes and bytes are torch's own ``state_dict()``;
@@ -15,6 +16,7 @@
 * malformed headers, lengths past the file, links out of the folder: one line, exit 2.
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -26,7 +28,7 @@ import pytest
 from hypothesis import given
 
 from .conftest import requires
-from .strategies import checkpoint_headers, hf_configs
+from .strategies import checkpoint_headers, gated_deltanet_configs, hf_configs
 
 torch = requires("torch")
 transformers = requires("transformers")
@@ -52,6 +54,12 @@ def _save(tmp: Path, cls, config, **kw) -> tuple[Path, dict]:
 TINY_MLA = dict(TINY, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=6, qk_rope_head_dim=4,
                 qk_nope_head_dim=4, v_head_dim=2, moe_intermediate_size=8, n_routed_experts=4, num_experts_per_tok=2,
                 n_shared_experts=2, first_k_dense_replace=1, n_group=1, topk_group=1)
+
+
+#: a Gated DeltaNet layer then a full-attention layer (2 key heads, 4 value heads, a kernel of 3), and experts
+DELTANET = dict(head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=4,
+                linear_value_head_dim=6, linear_conv_kernel_dim=3, layer_types=["linear_attention", "full_attention"])
+EXPERTS = dict(num_experts=3, num_experts_per_tok=2, moe_intermediate_size=8, shared_expert_intermediate_size=12)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +92,14 @@ def saved(tmp_path_factory):
             ("gemma2", transformers.Gemma2ForCausalLM, transformers.Gemma2Config(**TINY, head_dim=8)),
             # EXAONE 4: OLMo 2's post-norms with Qwen3's per-head q/k norms, local and global layers
             ("exaone4", transformers.Exaone4ForCausalLM, transformers.Exaone4Config(**TINY, sliding_window=4,
-                                                                                   sliding_window_pattern=2))):
+                                                                                   sliding_window_pattern=2)),
+            # Gated DeltaNet hybrids: conv1d (channels, 1, K_c), A_log and dt_bias bare on linear_attn, the
+            # gated q_proj of the attention layer; Qwen3-Next's and Qwen3.5-MoE's experts, Qwen3.5's four
+            # input projections
+            ("qwen3_next", transformers.Qwen3NextForCausalLM, transformers.Qwen3NextConfig(**TINY, **DELTANET, **EXPERTS)),
+            ("qwen3_5_text", transformers.Qwen3_5ForCausalLM, transformers.Qwen3_5TextConfig(**TINY, **DELTANET)),
+            ("qwen3_5_moe_text", transformers.Qwen3_5MoeForCausalLM,
+             transformers.Qwen3_5MoeTextConfig(**TINY, **DELTANET, **EXPERTS))):
         out[name] = _save(tmp_path_factory.mktemp(name), cls, cfg)
     return out
 
@@ -105,7 +120,7 @@ def _as_cache(root: Path, repo: str, folder: Path, commit: str = "0" * 40) -> Pa
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2", "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2", "olmo2",
-                                    "gemma2", "exaone4"])
+                                    "gemma2", "exaone4", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"])
 def test_verify_and_count_a_saved_checkpoint(saved, family, cli):
     """verify: every tensor of a save_pretrained checkpoint (sharded through its index, whose weight_map
     transformers wrote) agrees, exit 0; count --json: the checkpoint's bytes are torch's (numel × element
@@ -593,6 +608,33 @@ def test_expected_names_and_shapes_are_transformers_state_dict(raw):
     assert {k: v["shape"] for k, v in mine.items()} == sd
 
 
+@given(raw=gated_deltanet_configs())
+def test_expected_deltanet_names_and_shapes_are_transformers_state_dict(raw):
+    """Every generated Gated DeltaNet hybrid (qwen3_next, qwen3_5_text, qwen3_5_moe_text): the tensors verify
+    expects are the state dict transformers builds on the meta device, name for name and shape for shape (a
+    tied lm_head is not saved), but for the routed experts, which transformers 5 holds fused
+    (``experts.gate_up_proj``, ``experts.down_proj``) and save_pretrained writes one by one (the saved
+    checkpoints above): there the elements of each layer's experts agree."""
+    from symllm.arch.config import from_dict
+    from symllm.costs import checkpoints
+    options = {k: v for k, v in raw.items() if k != "partial_rotary_factor"}
+    config = transformers.AutoConfig.for_model(**options)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    sd = {k: list(v.shape) for k, v in model.state_dict().items()
+          if not (k == "lm_head.weight" and raw["tie_word_embeddings"])}
+    mine = {k: v["shape"] for k, v in checkpoints.expected(from_dict(raw), raw["model_type"], dtype=None).items()}
+    experts = lambda shapes: {k.split(".experts.")[0]: 0 for k in shapes if ".experts." in k}  # noqa: E731
+    fused, ours = experts(sd), experts(mine)
+    for table, sums in ((sd, fused), (mine, ours)):
+        for k, shape in table.items():
+            if ".experts." in k:
+                sums[k.split(".experts.")[0]] += math.prod(shape)
+    assert fused == ours
+    assert {k: v for k, v in mine.items() if ".experts." not in k} == {k: v for k, v in sd.items()
+                                                                       if ".experts." not in k}
+
+
 @given(case=checkpoint_headers())
 def test_damaged_headers_never_raise(case, tmp_path_factory):
     """Any damaged safetensors or GGUF header read by verify: one `symllm: error:` line and exit 2, or a
@@ -636,3 +678,115 @@ def test_bitsandbytes_checkpoint_with_kept_modules(bf16_llama, tmp_path, cli):
     assert sum(k.endswith("quant_state.bitsandbytes__nf4") for k in found) == 6
     assert ck["weight_format"] == "nf4" and ck["bytes"] == sum(b for b, _ in found.values())
     assert ck["formula_bytes"] == ck["bytes"] - states + 4 * 6  # the formula's fp32 offset per packed linear
+
+
+# --- multimodal wrappers: the language model under a prefix ------------------------------------------------
+
+_WRAP_TEXT = dict(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2,
+                  num_key_value_heads=1, head_dim=8)
+_QWEN_VISION = dict(depth=1, hidden_size=16, intermediate_size=24, num_heads=2, out_hidden_size=16)
+
+
+def _wrapper(kind: str):
+    """A tiny multimodal wrapper of transformers (bf16) and the prefixes of its language model's modules."""
+    torch.manual_seed(0)
+    if kind == "gemma3":
+        model = transformers.Gemma3ForConditionalGeneration(transformers.Gemma3Config(
+            text_config=dict(_WRAP_TEXT, model_type="gemma3_text"), mm_tokens_per_image=4,
+            vision_config=dict(hidden_size=16, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                               image_size=28, patch_size=14)))
+    elif kind == "qwen3_5":
+        model = transformers.Qwen3_5ForConditionalGeneration(transformers.Qwen3_5Config(
+            text_config=dict(_WRAP_TEXT, **{k: v for k, v in DELTANET.items() if k != "head_dim"}),
+            vision_config=_QWEN_VISION))
+    else:
+        model = transformers.Qwen3_5MoeForConditionalGeneration(transformers.Qwen3_5MoeConfig(
+            text_config=dict(_WRAP_TEXT, **{k: v for k, v in DELTANET.items() if k != "head_dim"}, **EXPERTS),
+            vision_config=_QWEN_VISION))
+    return model.to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("kind", ["gemma3", "qwen3_5", "qwen3_5_moe"])
+def test_verify_a_wrapper_reads_its_language_model_under_its_prefix(kind, tmp_path, cli):
+    """save_pretrained of a multimodal wrapper (Gemma 3: ``language_model.model.``, its llava mapping reverted;
+    Qwen3.5: ``model.language_model.``): verify agrees on the language model and says how many tensors, of how
+    many bytes, lie outside it (vision tower, projector): those of transformers' own state dict outside
+    ``model.language_model.`` and ``lm_head``; count --json's formula bytes are the language model's."""
+    model = _wrapper(kind)
+    model.save_pretrained(tmp_path)
+    sd = model.state_dict()
+    outside = {k: v for k, v in sd.items() if not k.startswith(("model.language_model.", "lm_head."))}
+    inside_bytes = sum(v.numel() * v.element_size() for k, v in sd.items() if k not in outside
+                       and not (k == "lm_head.weight" and model.config.tie_word_embeddings))
+    r = cli(["verify", tmp_path])
+    assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+    text = r.out.replace("\n  ", " ")
+    assert f"{len(outside)} tensors ({sum(v.numel() * 2 for v in outside.values()):,} bytes)" in text
+    assert "not counted" in text
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    assert ck["not_counted"] == {"tensors": len(outside), "bytes": sum(v.numel() * 2 for v in outside.values())}
+    assert ck["formula_bytes"] == inside_bytes == ck["bytes"] - ck["not_counted"]["bytes"]
+
+
+def test_verify_kimi_k25_in_its_published_layout(tmp_path, cli):
+    """Kimi-K2.5's checkpoints hold the language model as ``language_model.model.`` and
+    ``language_model.lm_head.`` (transformers 5.23's save_pretrained of the wrapper writes another, broken
+    layout, so this one is written here: the wrapper's vision tower and projector from its state dict, the
+    language model as save_pretrained writes DeepseekV3ForCausalLM of its text_config, experts one by one,
+    under that prefix): the names transformers' own conversion mapping for kimi_k25 renames to its modules'
+    (``model.language_model.``, ``lm_head.``); verify agrees, the vision tower and projector not counted.
+    Under the modules' own names, it agrees too."""
+    import re
+    from safetensors.torch import save_file
+    from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+    text = dict(_WRAP_TEXT, num_key_value_heads=2, q_lora_rank=None, kv_lora_rank=6, qk_rope_head_dim=4,
+                qk_nope_head_dim=4, v_head_dim=2, moe_intermediate_size=8, n_routed_experts=4,
+                num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
+                model_type="deepseek_v3")
+    text.pop("head_dim")
+    config = transformers.Kimi_K25Config(text_config=text, tie_word_embeddings=False, vision_config=dict(
+        hidden_size=16, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2, pos_emb_height=4,
+        pos_emb_width=4))
+    torch.manual_seed(0)
+    model = transformers.Kimi_K25ForConditionalGeneration(config).to(torch.bfloat16)
+    sd = {k: v.contiguous() for k, v in model.state_dict().items()}
+    outside = {k: v for k, v in sd.items() if not k.startswith(("model.language_model.", "lm_head."))}
+    transformers.DeepseekV3ForCausalLM(config.text_config).to(torch.bfloat16).save_pretrained(tmp_path / "text")
+    from safetensors.torch import load_file
+    lm = load_file(tmp_path / "text" / "model.safetensors")
+    published = {**outside, **{re.sub(r"^model\.", "language_model.model.",
+                                      re.sub(r"^lm_head\.", "language_model.lm_head.", k)): v for k, v in lm.items()}}
+    own = {**outside, **{re.sub(r"^model\.", "model.language_model.", k): v for k, v in lm.items()}}
+    renames = [(m.source_patterns[0], m.target_patterns[0]) for m in get_checkpoint_conversion_mapping("kimi_k25")[:2]]
+    loaded = set()
+    for name in published:
+        for source, target in renames:
+            name = re.sub(source, target, name)
+        loaded.add(name)
+    assert loaded == set(own)  # transformers reads the published layout onto its modules' names
+    for layout in (published, own):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        save_file(layout, folder / "model.safetensors")
+        config.save_pretrained(folder)
+        r = cli(["verify", folder])
+        assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+        assert f"{len(outside)} tensors" in r.out.replace("\n  ", " ")
+
+
+def test_verify_leaves_out_the_multi_token_prediction_layers_transformers_skips(saved, tmp_path, cli):
+    """Qwen3-Next's published checkpoints hold multi-token-prediction layers (``mtp.``) that
+    Qwen3NextForCausalLM does not build and skips on loading (its ``_keys_to_ignore_on_load_unexpected``):
+    verify agrees and says the one ``mtp.`` tensor added here (2 bf16 values) is not counted; in a Llama the
+    same tensor is unexpected."""
+    assert any(p.startswith("^mtp") for p in transformers.Qwen3NextForCausalLM._keys_to_ignore_on_load_unexpected)
+    folder, _ = saved["qwen3_next"]
+    extra = _rewrite(folder, tmp_path / "mtp", lambda f: None)
+    _shard_with(extra, "model.norm.weight", add="mtp.fc.weight")
+    r = cli(["verify", extra])
+    assert r.code == 0 and "agrees with the component tree" in r.out, r.out + r.err
+    assert "1 tensors (4 bytes) are outside the language model" in r.out.replace("\n  ", " ")
+    llama = _rewrite(saved["llama"][0], tmp_path / "llama", lambda f: None)
+    _shard_with(llama, "model.norm.weight", add="mtp.fc.weight")
+    r = cli(["verify", llama])
+    assert r.code == 1 and "unexpected: mtp.fc.weight (BF16 [2])" in r.out

@@ -214,14 +214,27 @@ def test_preset_lora_targets_by_hand():
 
 
 def test_what_is_not_modelled_is_refused_in_one_line(cli):
-    """verify against the torch reference (which has no Gated DeltaNet) and a checkpoint's tensor layout are
-    refused in one line, never a wrong "DIFFERS"."""
+    """verify against the torch reference (which has no Gated DeltaNet) is refused in one line, never a wrong
+    "DIFFERS"."""
     requires("torch")
     r = cli(["verify", "qwen3-next-80b-a3b"])
     assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "Gated DeltaNet" in r.err
+
+
+def test_checkpoint_names_of_the_published_deltanet_by_hand():
+    """A checkpoint of qwen3-next-80b-a3b holds, in each Gated DeltaNet layer (layer 0 is one), the depthwise
+    conv1d as torch stores nn.Conv1d(groups=channels): (2·16·128 + 32·128 = 8192 channels, 1, a kernel of 4);
+    A_log and dt_bias bare on linear_attn, 32 values each; in_proj_qkvz (2·16·128 + 2·32·128 = 12288 rows of
+    2048) and in_proj_ba (2·32 = 64 rows); its full-attention layers (3 is one) a gated q_proj of 2·16·256 rows."""
     from symllm.costs import checkpoints
-    with pytest.raises(SymllmError, match="^checkpoint: Gated DeltaNet tensors are not modelled$"):
-        checkpoints.expected("qwen3-next-80b-a3b")
+    want = checkpoints.expected("qwen3-next-80b-a3b")
+    layer = "model.layers.0.linear_attn."
+    assert want[layer + "conv1d.weight"]["shape"] == [8192, 1, 4]
+    assert want[layer + "A_log"]["shape"] == want[layer + "dt_bias"]["shape"] == [32]
+    assert want[layer + "in_proj_qkvz.weight"]["shape"] == [12288, 2048]
+    assert want[layer + "in_proj_ba.weight"]["shape"] == [64, 2048]
+    assert want["model.layers.3.self_attn.q_proj.weight"]["shape"] == [2 * 16 * 256, 2048]
+    assert not any(name.startswith("model.layers.3.linear_attn") for name in want)
 
 
 def test_roofline_traffic_reads_and_writes_the_state():

@@ -104,8 +104,9 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
                 assert c.rules.stacks is not None, where
             if c.params != 0:
                 assert c.rules.split is not None and c.rules.weight != "none", where
-                # a checkpoint names it: its own Hugging Face module name, or the HF name a linear gives LoRA
-                assert c.rules.hf or (c.shape and c.rules.lora), where
+                # a checkpoint names it: its own Hugging Face module name, the HF name a linear gives LoRA, or
+                # its parameters' names on its parent's module
+                assert c.rules.hf or (c.shape and c.rules.lora) or c.rules.hf_params, where
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",

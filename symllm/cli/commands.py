@@ -39,7 +39,8 @@ def _checkpoint(args) -> dict | None:
     if not checkpoints.has_weights(args.model):
         return None
     c = checkpoints.check(args.model)
-    return {k: c[k] for k in ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference")}
+    return {k: c[k] for k in ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference",
+                              "not_counted")}
 
 
 @contextlib.contextmanager
@@ -378,7 +379,8 @@ def cmd_verify(args) -> int:
     if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
         c = checkpoints.check(args.model)
         if args.json:  # docs/json.md, symllm/output.schema.json ($defs/verify)
-            keys = ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference")
+            keys = ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference",
+                    "not_counted")
             print(json_text({"model": c["config"].name, "agrees": not c["difference"],
                              "checkpoint": {k: c[k] for k in keys}}))
             return 1 if c["difference"] else 0
@@ -386,6 +388,10 @@ def cmd_verify(args) -> int:
         if c["formula_bytes"] is not None:
             where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
         print(_wrap(where))
+        if c["not_counted"]:
+            print(_wrap(f"{c['not_counted']['tensors']:,} tensors ({grouped(c['not_counted']['bytes'])} bytes) are "
+                        "outside the language model transformers builds (vision encoder, projector, multi-token "
+                        "prediction layers): not counted"))
         print(_wrap(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
                                                 "every tensor's name, shape and dtype agrees with the component tree"
                                                 if c["dtypes_checked"] else "every tensor's name and shape agrees "

@@ -16,6 +16,9 @@ def _checkpoint_lines(c: dict) -> str:
              human_bytes(c["bytes"]))]
     if c["formula_bytes"] is not None:
         rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))
+    if c.get("not_counted"):
+        rows.append((f"outside the language model ({c['not_counted']['tensors']} tensors): not counted",
+                     grouped(c["not_counted"]["bytes"]), human_bytes(c["not_counted"]["bytes"])))
     out = _table(rows, ("weights on disk (headers; symllm verify compares them)", "bytes", ""))
     if c["formula_bytes"] is None:
         out += "\n(no formula for this checkpoint's format)"

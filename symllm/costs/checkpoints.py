@@ -16,7 +16,9 @@ folder, a file that links out of it (a cache snapshot: out of its repository) is
 **Expected tensors.** :func:`expected` names each stored tensor of the component tree
 (:func:`symllm.costs.formats.tensors`) as the format does. Hugging Face names: ``model.embed_tokens``,
 ``model.layers.{i}.`` + the module path (:data:`HF_NAMES`, and for a linear the HF name it declares
-for LoRA, ``q_proj``), ``model.norm``, ``lm_head`` (absent when tied), each ``.weight`` or ``.bias``;
+for LoRA, ``q_proj``; ``i`` the layer's index in the model, whichever group of layers holds it), ``model.norm``,
+``lm_head`` (absent when tied), each ``.weight`` or ``.bias`` (a parameter bare on its module, the Gated
+DeltaNet's ``A_log`` and ``dt_bias``, by its own name: ``Rules.hf_params``);
 shapes as torch stores them (``(fan_out, fan_in)``); the dtype the config.json names (``torch_dtype`` /
 ``dtype``; none named: not checked). A quantized checkpoint (``quantization_config``) stores each
 tensor its format quantizes (:data:`symllm.costs.formats.QUANTIZES`) as that format's tensors
@@ -460,15 +462,19 @@ def _dtype(raw) -> str | None:
     return _TORCH_DTYPES.get(name) if isinstance(name, str) else None
 
 
-def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str) -> str:
+def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, param: str | None = None) -> str:
     """A tensor's Hugging Face name, from the names the components on its path declare (``t["hf"]``:
-    :func:`symllm.costs.formats.tensors`), a ``model_type``'s overrides, and the experts' own tensors."""
+    :func:`symllm.costs.formats.tensors`), a ``model_type``'s overrides, and the experts' own tensors;
+    ``param``: one of the parameters the component declares bare on its parent's module (``Rules.hf_params``),
+    named by it after the parent's name."""
     overrides = _HF_OVERRIDES.get(model_type, {})
     parts = t["path"].split("/")
     leaf = parts[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     parts[-1] = leaf.removesuffix(".bias")
     declared = t["hf"]
+    if param is not None:  # no module of its own: its parent's, then the parameter's name
+        parts, declared, suffix = parts[:-1], declared[:-1], param
     if layer is None:
         if not declared[0]:
             raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r}")
@@ -567,8 +573,6 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     """
     from symllm.costs import formats
     spec = formats._spec(config)
-    if spec.structure.has_linear:
-        raise SymllmError("checkpoint: Gated DeltaNet tensors are not modelled")
     if any(k.mixer in ("mamba", "none") or k.ffn == "none" for k in spec.structure.kinds):
         raise SymllmError("checkpoint: Nemotron-H (Mamba-2) tensors are not modelled")
     ts = formats.tensors(spec)
@@ -583,19 +587,82 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     kept = spec.config.weight_format_kept if fmt and fmt == spec.config.weight_format else None
     if kept:  # modules the quantization_config keeps unquantized (symllm.arch.quantization.kept_patterns)
         import re
+    values = spec.values()
     for t in ts:
         experts = t["kind"] == "experts"
-        layers = t["count"] // n_e if experts else t["count"]
-        for i in ([None] if t["layer"] is None else range(t["layer"], t["layer"] + layers)):
+        if t["layer"] is not None and len(t["positions"]) != (t["count"] // n_e if experts else t["count"]):
+            raise SymllmError(f"checkpoint: {t['path']!r} is not one tensor a layer")  # pragma: no cover
+        for i in ([None] if t["layer"] is None else t["positions"]):
             for e in (range(n_e) if experts else [None]):
+                if t["hf_params"]:  # parameters bare on the parent's module, an equal share each
+                    for param in t["hf_params"]:
+                        out[_hf_name(t, i, e, model_type, param)] = {
+                            "dtype": dtype, "shape": [t["row"] // len(t["hf_params"])]}
+                    continue
                 name = _hf_name(t, i, e, model_type)
-                shape = [t["rows"], t["row"]] if t["ndim"] == 2 else [t["row"]]
+                shape = _stored_shape(t, values)
                 held = kept and any(re.match(p, name.removesuffix(".weight")) for p in kept)
                 if t["ndim"] == 2 and t["kind"] in quantizes and not held:
                     out.update(_quantized(fmt, name, t["row"], t["rows"], dtype=dtype, inputs=inputs))
                 else:
                     out[name] = {"dtype": dtype, "shape": shape}
     return out
+
+
+def _stored_shape(t: dict, values: dict) -> list[int]:
+    """The shape torch stores a tensor of :func:`symllm.costs.formats.tensors` in: ``(fan_out, fan_in)`` for a
+    matrix, a depthwise convolution's ``(channels, 1, K_c)`` (``nn.Conv1d(groups=channels)``: the Gated
+    DeltaNet's ``conv1d``), else its elements."""
+    if t["ndim"] == 2:
+        return [t["rows"], t["row"]]
+    if t["kind"] == "conv":
+        from symllm.arch.symbols import K_c
+        kernel = int(values[K_c])
+        return [t["row"] // kernel, 1, kernel]
+    return [t["row"]]
+
+
+#: a multimodal wrapper (config.json's ``model_type``) -> the layouts transformers 5 reads its language model from, each
+#: (the prefix standing for the text model's ``model.``, the one for its ``lm_head.``): its modules' own names
+#: (Qwen3.5's and Kimi-K2.5's ``model.language_model.`` and ``lm_head.``, Llama 4's ``language_model.model.`` and
+#: ``language_model.lm_head.``), and those its ``conversion_mapping`` renames to them on loading (Gemma 3's llava
+#: mapping and Kimi-K2.5's: ``language_model.model.``, ``language_model.lm_head.``, what save_pretrained writes
+#: back and the published checkpoints hold). The rest of such a checkpoint (vision encoder, projector, Qwen3.5's
+#: multi-token-prediction ``mtp.``) is not counted.
+_WRAPPED = {"gemma3": (("model.language_model.", "lm_head."), ("language_model.model.", "language_model.lm_head.")),
+            "kimi_k25": (("model.language_model.", "lm_head."), ("language_model.model.", "language_model.lm_head.")),
+            "llama4": (("language_model.model.", "language_model.lm_head."),),
+            "qwen3_5": (("model.language_model.", "lm_head."),),
+            "qwen3_5_moe": (("model.language_model.", "lm_head."),)}
+
+
+#: model type -> the prefixes of tensors its checkpoints hold that transformers' class does not build and skips
+#: on loading (``_keys_to_ignore_on_load_unexpected``): the multi-token-prediction layers of Qwen3-Next's and
+#: Qwen3.5's published checkpoints; not counted, as a wrapper's vision tower is not
+_UNBUILT = {"qwen3_next": ("mtp.",), "qwen3_5_text": ("mtp.",), "qwen3_5_moe_text": ("mtp.",)}
+
+
+def _language_model(model_type: str, want: dict, found: dict) -> tuple[dict, dict, dict]:
+    """``(want, found, outside)``: for a multimodal wrapper (:data:`_WRAPPED`), the expected tensors renamed to
+    the layout the checkpoint uses (the first whose embedding it holds, else the first), the tensors under it,
+    and those outside its language model (not counted); for a model type of :data:`_UNBUILT`, the tensors
+    transformers does not build outside; for any other model, as given and nothing outside.
+
+    >>> w, f, out = _language_model("llama4", {"model.norm.weight": 1, "lm_head.weight": 2},
+    ...                             {"language_model.model.norm.weight": 1, "vision_model.x": 3})
+    >>> w, out
+    ({'language_model.model.norm.weight': 1, 'language_model.lm_head.weight': 2}, {'vision_model.x': 3})
+    """
+    layouts = _WRAPPED.get(model_type)
+    if layouts is None:
+        unbuilt = _UNBUILT.get(model_type, ())
+        return want, {k: v for k, v in found.items() if not k.startswith(unbuilt)}, {
+            k: v for k, v in found.items() if unbuilt and k.startswith(unbuilt)}
+    text, head = next((x for x in layouts if f"{x[0]}embed_tokens.weight" in found), layouts[0])
+    renamed = {(text + k.removeprefix("model.") if k.startswith("model.") else head + k.removeprefix("lm_head.")): v
+               for k, v in want.items()}
+    inside = {k: v for k, v in found.items() if k.startswith((text, head))}
+    return renamed, inside, {k: v for k, v in found.items() if k not in inside}
 
 
 #: tensors a file may hold that are no parameter of the tree: GGUF's rope_freqs (Llama 3.1's RoPE factors);
@@ -629,7 +696,9 @@ def difference(want: dict[str, dict], found: dict[str, dict]) -> str | None:
 def check(model) -> dict:
     """Read a checkpoint (:func:`read`) and compare it with its config's component tree: ``{"path",
     "format", "files", "tensors" (count), "bytes" (actual), "weight_format", "formula_bytes" (of that
-    format, or None), "difference" (:func:`difference`, or None)}``."""
+    format, or None), "difference" (:func:`difference`, or None), "not_counted" (the tensors outside the
+    language model transformers builds: a multimodal wrapper's vision tower and projector, multi-token
+    prediction layers; ``{"tensors", "bytes"}``, or None)}``."""
     from symllm.costs import formats
     ckpt = read(model)
     config = config_of(ckpt)
@@ -649,8 +718,13 @@ def check(model) -> dict:
                         "F16" if base in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if base in formats.QUANTIZES else None,
                         inputs=base in ("nvfp4", "w8a8-fp8-tensor") and static_inputs(q))
+    found, outside = ckpt["tensors"], {}
+    if ckpt["format"] != "gguf":
+        want, found, outside = _language_model(str((ckpt["config"] or {}).get("model_type")), want, found)
     formula = formats.weight_bytes(config, fmt)["total"] if fmt is not None and typed else None
     return {"path": ckpt["path"], "format": ckpt["format"], "files": len(ckpt["files"]),
             "tensors": len(ckpt["tensors"]), "bytes": ckpt["bytes"], "weight_format": fmt,
-            "formula_bytes": formula, "difference": difference(want, ckpt["tensors"]), "config": config,
-            "dtypes_checked": typed}
+            "formula_bytes": formula, "difference": difference(want, found), "config": config,
+            "dtypes_checked": typed,
+            "not_counted": {"tensors": len(outside), "bytes": sum(t["bytes"] for t in outside.values())}
+            if outside else None}

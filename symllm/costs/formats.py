@@ -170,9 +170,12 @@ def tensors(config) -> list[dict]:
     (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's and HF's, or
     ``()``), ``row`` (elements per row), ``rows`` per copy,
     ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
-    each copy's first layer, or None), ``layers`` (the layers of its group of blocks, or None), ``ndim``,
+    each copy's first layer, or None), ``layers`` (the layers of its group of blocks, or None), ``positions``
+    (those layers' indices in the model, in order: a group's layers need not be consecutive, Qwen3-Next's
+    Gated DeltaNet layers are three of every four; or None), ``ndim``,
     ``hf`` (the Hugging Face module name each component on its path declares, ``Rules.hf``, or a linear's LoRA HF
-    name; "" where none) and ``gguf`` (``Rules.gguf``).
+    name; "" where none), ``hf_params`` (``Rules.hf_params``: its parameters' own names where they sit bare on
+    its parent's module) and ``gguf`` (``Rules.gguf``).
 
     >>> [(t["path"], t["rows"], t["row"], t["count"]) for t in tensors("llama3.2-1b")][:3]
     [('embedding', 128256, 2048, 1), ('block/attention_norm', 1, 2048, 16), ('block/attention/wq', 2048, 2048, 16)]
@@ -181,19 +184,26 @@ def tensors(config) -> list[dict]:
     values = spec.values()
     out: list[dict] = []
 
-    def visit(comp, path, count, layer, layers, hf):
+    def visit(comp, path, count, layer, layers, hf, positions=None):
         hf = (*hf, comp.rules.hf or (comp.rules.lora[1] if comp.rules.lora else ""))  # its module's HF name
         if comp.rules.weight != "none" and _int(comp.params, values):
-            out.extend(dict(t, layers=layers, hf=hf, gguf=comp.rules.gguf) for t in _own(comp, path, count, layer, values))
+            out.extend(dict(t, layers=layers, positions=positions, hf=hf, hf_params=comp.rules.hf_params,
+                            gguf=comp.rules.gguf)
+                       for t in _own(comp, path, count, layer, values))
         for c in comp.children:
-            visit(c, f"{path}/{c.name}", count * _int(c.repeat, values), layer, layers, hf)
+            visit(c, f"{path}/{c.name}", count * _int(c.repeat, values), layer, layers, hf, positions)
 
     mdl = spec.model("dense")
+    kinds = spec.config.layer_kinds()  # one a layer, in model order
+    group_kinds = iter(kind for kind, _ in spec.config.groups)  # the tree's groups of blocks, in its order
     first = 0  # the model's groups of blocks hold layers first .. first + repeat - 1, in order
     for c in mdl.children:
         rep = _int(c.repeat, values)
         if c.children:
-            visit(c, c.name, rep, first, rep, ())
+            kind = next(group_kinds, None)
+            positions = tuple(i for i, k in enumerate(kinds) if k == kind)
+            visit(c, c.name, rep, first, rep, (),
+                  positions if len(positions) == rep else tuple(range(first, first + rep)))
             first += rep
         else:
             visit(c, c.name, rep, None, None, ())
@@ -215,8 +225,7 @@ def hf_modules(t: dict) -> list[str] | None:
     parts = t["path"].split("/")
     if t["layer"] is None or len(t["names"]) != 2 or len(parts) < 2 or parts[-2] not in HF_PARENTS:
         return None
-    return [f"model.layers.{i}.{HF_PARENTS[parts[-2]]}.{t['names'][1]}"
-            for i in range(t["layer"], t["layer"] + t["layers"])]
+    return [f"model.layers.{i}.{HF_PARENTS[parts[-2]]}.{t['names'][1]}" for i in t["positions"]]
 
 
 def _own(comp, path, count, layer, values) -> list[dict]:

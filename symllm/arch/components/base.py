@@ -115,6 +115,10 @@ class Rules:
     #: name, ``model.embed_tokens``), as ``named_parameters`` has it; a linear's is its LoRA HF name (``lora``);
     #: "": none (``symllm verify`` refuses a checkpoint holding it, in one line)
     hf: str = ""
+    #: the Hugging Face names of its parameters where they sit bare on its parent's module, with no module of
+    #: their own (the Gated DeltaNet's ``A_log`` and ``dt_bias``: ``linear_attn.A_log``, no ``.weight``), each an
+    #: equal share of its parameters; (): a module of its own (``hf``)
+    hf_params: tuple[str, ...] = ()
     #: its GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``: ``attn_q``, ``post_ffw_norm``); "": none
     gguf: str = ""
 
@@ -126,7 +130,7 @@ class Rules:
             if isinstance(self.stacks, tuple) and self.stacks:
                 raise SymllmError(f"stacks: expected stack name -> rule (symllm.arch.keeps), got {self.stacks!r}")
             object.__setattr__(self, "stacks", keeps.StackRules(self.stacks))
-        for field_ in ("lora", "refused", "holds"):
+        for field_ in ("lora", "refused", "holds", "hf_params"):
             value = getattr(self, field_)
             if value is not None and (not isinstance(value, tuple) or not all(isinstance(x, str) for x in value)):
                 raise SymllmError(f"{field_}: expected a tuple of names, got {value!r}")

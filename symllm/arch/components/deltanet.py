@@ -23,14 +23,26 @@ Conventions (docs/conventions.md, "Linear attention"):
   queries with keys, the ``C × C`` product with the new values, and three products with the state; the
   triangular solves are not matmuls and ``FlopCounterMode`` does not count them), ``⌈s/C⌉`` chunks a sequence.
   A pass of one token (a decode step) is the **recurrent** form (``torch_recurrent_gated_delta_rule``):
-  broadcast multiplies and sums, no matmul, so its matmul FLOPs are 0 and its ``7·d_gk·d_gv`` per value head
-  (decay, read, delta, update, output) are element-wise work, constant in the context. (transformers runs a
+  broadcast multiplies and sums, no matmul, so its matmul FLOPs are 0 and its work is element-wise (below),
+  constant in the context. (transformers runs a
   one-token *prompt*, with no state yet, through the chunked form, one padded chunk; symllm counts every
   one-token pass as the step it is in generation.) The convolution is a matmul-like count as ``FlopCounterMode`` counts ``conv1d``: ``2·K_c``
   per channel and output position: ``s + K_c − 1`` positions in a sequence's first pass (padded on the left,
   the last ``K_c − 1`` dropped after; transformers pads a prompt shorter than ``K_c`` to ``K_c`` when it keeps a
   cache, which this does not count), ``2`` in a decode step (the ``K_c`` cached inputs and the new one, no padding) and ``s + 2·K_c − 1``
   in a later pass over ``s > 1`` tokens (the cached inputs, then padding again).
+* **Element-wise** FLOPs (the ``elementwise`` bucket, docs/conventions.md's weights: ``exp``, a multiply, an add
+  1, a sum 1 per input element, ``sigmoid`` and SiLU 4, ``softplus`` 3; tests/test_elementwise.py counts
+  transformers' torch paths op by op): per token and value head the decay's add, softplus and multiply and
+  beta's sigmoid (``9``), and ``exp(A_log)`` once per head a pass (its weights alone); SiLU on the
+  convolution's ``2·n_gk·d_gk + n_gv·d_gv`` outputs; the gated norm ``9`` per element of ``n_gv·d_gv`` (its
+  RMSNorm's 4, SiLU of the gate, the product). The chunked rule, per value head of a sequence
+  (:func:`_chunked_elementwise`): ``7·s·d_gk`` (the l2 norms of q and k in the rule, 3 an element each, and the queries' ``1/√d_gk``) +
+  ``S·(4·C + 4·d_gk + 3·d_gv + 5)`` over the ``S = C·⌈s/C⌉`` padded positions (the pairwise decays and their
+  two products with the ``C × C`` matmuls, the β-weighted and decayed keys and values, the scan's
+  corrections and outputs) + ``⌈s/C⌉·(1 + 2·d_gk·d_gv)`` per chunk (the state's decay and update). The
+  recurrent step, per value head: ``7·d_gk·d_gv + 7·d_gk + 2·d_gv + 1`` (:func:`_recurrent_elementwise`). The
+  triangular solves are neither matmuls ``FlopCounterMode`` counts nor element-wise: not counted.
 * **State** (``state_cache``, in bytes, per sequence and layer, constant in the context): the recurrent
   state ``n_gv·d_gk·d_gv`` in fp32 (4 bytes: the torch paths compute and return it in float32 and
   transformers' ``LinearAttentionLayer`` keeps that tensor; Qwen3.5's config states ``mamba_ssm_dtype:
@@ -120,6 +132,34 @@ def _chunks(positions: sp.Expr) -> sp.Expr:
     return sp.ceiling(positions / C) * per_chunk
 
 
+def _chunked_elementwise() -> sp.Expr:
+    """Element-wise FLOPs of ``torch_chunk_gated_delta_rule`` over one sequence, per value head (module
+    docstring, "Element-wise"): the l2 norms of q and k and the queries' ``1/√d_gk`` over the ``s`` positions
+    (``7·s·d_gk``); per padded position ``β·v`` and ``β·k`` (``d_gv + d_gk``), the cumulative decay (1), the
+    pairwise decays' subtraction and ``exp`` and their products with the two ``C × C`` products (``4·C``),
+    the decayed ``k·β``, queries and keys (``3·d_gk``, their ``exp`` and the keys' subtraction: 4), the
+    scan's new values and output (``2·d_gv``); per chunk its decay's ``exp`` and the state's decay and update
+    (``1 + 2·d_gk·d_gv``).
+
+    >>> _chunked_elementwise().subs({s: 65, d_gk: 1, d_gv: 1})  # 7·65 + 128·(4·64 + 4 + 3 + 5) + 2·(1 + 2)
+    34765
+    """
+    C, S, N = CHUNK, _padded(), sp.ceiling(s / CHUNK)
+    return 7 * s * d_gk + S * (4 * C + 4 * d_gk + 3 * d_gv + 5) + N * (1 + 2 * d_gk * d_gv)
+
+
+def _recurrent_elementwise() -> sp.Expr:
+    """Element-wise FLOPs of ``torch_recurrent_gated_delta_rule`` over one token, per value head: the l2 norms
+    of q and k and the queries' ``1/√d_gk`` (``7·d_gk``), the decay's ``exp`` (1), the state's decay, read
+    (a multiply and a sum), update (a multiply and an add) and output (a multiply and a sum), ``7·d_gk·d_gv``,
+    and the delta ``(v − read)·β`` (``2·d_gv``).
+
+    >>> _recurrent_elementwise()
+    7*d_gk*d_gv + 7*d_gk + 2*d_gv + 1
+    """
+    return 7 * d_gk * d_gv + 7 * d_gk + 2 * d_gv + 1
+
+
 def _padded() -> sp.Expr:
     """Positions of one sequence after transformers pads it to a whole number of chunks, ``C·⌈s/C⌉``."""
     return CHUNK * sp.ceiling(s / CHUNK)
@@ -207,19 +247,21 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                      doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, kernel_size, groups=conv_dim, bias=False)",
                      rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d"))
     decay = Component("decay", params=2 * n_gv,
-                      # g = -exp(A_log) * softplus(a + dt_bias): add, softplus (exp, add, log), exp, multiply,
-                      # negate; beta = sigmoid(b)
-                      elementwise=(7 + ELEMENTWISE["sigmoid"]) * _T * n_gv,
+                      # g = -exp(A_log) * softplus(a + dt_bias): per token and head the add, softplus (exp, add,
+                      # log) and the multiply; exp(A_log) once per head (its weights alone; the negation is the
+                      # multiply's sign); beta = sigmoid(b)
+                      elementwise=(5 + ELEMENTWISE["sigmoid"]) * _T * n_gv + n_gv,
                       # saved: beta = sigmoid(b) (its output), softplus's input a.float() + dt_bias and its
                       # output, and exp(A_log) and its negation (fp32: the .float())
                       saved=beta_a * _T * n_gv + FP32 * (2 * _T * n_gv + 2 * n_gv),
                       doc="self.dt_bias = nn.Parameter(torch.ones(num_v_heads)); "
                           "self.A_log = nn.Parameter(torch.log(A))",
-                      # two per-head vectors beside each other in the module, named by the first (A_log, dt_bias)
-                      rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL, hf="A_log"))
+                      # two per-head vectors, parameters of the DeltaNet's own module
+                      rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL,
+                                  hf_params=("A_log", "dt_bias")))
     # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
     rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s),
-                     elementwise=b * n_gv * one * 7 * d_gk * d_gv,
+                     elementwise=b * n_gv * ((1 - one) * _chunked_elementwise() + one * _recurrent_elementwise()),
                      saved=_rule_saved(), live=(_rule_live(),),
                      doc="torch_chunk_gated_delta_rule (chunk_size=64) / torch_recurrent_gated_delta_rule",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
