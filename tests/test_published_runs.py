@@ -123,8 +123,23 @@ def predictions() -> list[tuple[dict, float | None, str]]:
             out.append((row, None, why))
             continue
         e = symllm.workload(row["model"], **opts)["time"]["expected"]
+        if row["kind"] == "mfu" and (row.get("mfu_definition") or "").startswith("torchtitan"):
+            out.append((row, source_mfu(row, e), ""))  # the source's definition, not symllm's
+            continue
         out.append((row, e[KINDS[row["kind"]]], ""))
     return out
+
+
+def source_mfu(row: dict, expected: dict) -> float:
+    """MFU as the source defines it, from the predicted tokens/s per GPU: torchtitan's is tokens/s x (6N +
+    12·L·H·Q·T) / 312e12 (N every parameter, embeddings included; attention over the whole T x T rectangle,
+    not causal; the row's notes quote it), where symllm's counts the causal pairs and no embedding lookup.
+    Checked: 2,973 tokens/s of Llama 3 8B give the published 58.2%, 331 of Llama 3 70B 51.7%
+    (test_source_mfu_reproduces_the_published_figures)."""
+    c = symllm.spec(row["model"]).config
+    n = symllm.workload(row["model"])["params"]["per_gpu"]
+    per_token = 6 * n + 12 * c.n_layers * c.n_heads * c.head_dim * row["workload"]["seq"]
+    return expected["training_tokens_per_s_per_gpu"] * per_token / 312e12
 
 
 def _error(row, predicted) -> float:
@@ -138,6 +153,14 @@ def test_the_table_is_whole():
         for key in ("engine", "gpu", "weights", "layout", "workload", "value", "as_published"):
             assert row[key] is not None, (row["id"], key)
         assert row["source"]["url"].startswith("http") and row["source"]["where"], row["id"]
+
+
+@pytest.mark.parametrize("rid,tokens", [("torchtitan-llama3-8b-a100x64-fsdp-mfu", 2973),
+                                         ("torchtitan-llama3-70b-a100x64-fsdp-mfu", 331)])
+def test_source_mfu_reproduces_the_published_figures(rid, tokens):
+    """torchtitan's formula at the tokens/s per GPU its page prints gives the MFU it prints (to 0.1%)."""
+    row = next(r for r in ROWS if r["id"] == rid)
+    assert round(source_mfu(row, {"training_tokens_per_s_per_gpu": tokens}), 3) == row["value"]
 
 
 def test_expected_against_published_runs(capsys):
@@ -172,5 +195,5 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: where the errors stand on 2026-11-28 (issue 40 asks for a median under 15% and a worst under 35%: met by
 #: the KV-capacity rows; not by the inference, serving and training groups' worst, nor by training's median;
 #: docs/efficiency.md says which rows and why)
-MEDIAN, WORST = 0.15, 3.4
-BOUNDS = {"inference": (0.09, 0.90), "serving": (0.17, 0.30), "memory": (0.08, 0.10), "training": (0.23, 3.4)}
+MEDIAN, WORST = 0.14, 3.4
+BOUNDS = {"inference": (0.09, 0.90), "serving": (0.17, 0.30), "memory": (0.08, 0.10), "training": (0.22, 3.4)}
