@@ -4,8 +4,8 @@ validation table: engine and version, hardware, model, precision, layout, worklo
 Nothing in symllm/costs/efficiency.json was fitted to these rows: its figures come from the H200
 measurements of benchmarks/gpu_efficiency.py or are marked as assumed. The test prints predicted against
 measured for every row it can predict, and holds the median and worst relative error where they stand
-today (docs/efficiency.md shows the table); rows of a kind symllm does not predict yet (serving under load,
-vLLM's KV capacity) are listed as such."""
+today (docs/efficiency.md shows the table); rows symllm cannot predict yet (a model or GPU not in its
+catalogue, a mixture's KV capacity under --tp, serving lengths not stated) are listed with the reason."""
 from __future__ import annotations
 
 import json
@@ -195,5 +195,5 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: where the errors stand on 2026-11-28 (issue 40 asks for a median under 15% and a worst under 35%: met by
 #: the KV-capacity rows; not by the inference, serving and training groups' worst, nor by training's median;
 #: docs/efficiency.md says which rows and why)
-MEDIAN, WORST = 0.14, 3.4
-BOUNDS = {"inference": (0.09, 0.90), "serving": (0.17, 0.30), "memory": (0.08, 0.10), "training": (0.22, 3.4)}
+MEDIAN, WORST = 0.13, 3.4
+BOUNDS = {"inference": (0.09, 0.90), "serving": (0.11, 0.30), "memory": (0.08, 0.10), "training": (0.22, 3.4)}
