@@ -95,6 +95,13 @@ def test_pipeline_bubble_and_micro_batches():
     inter = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16,
                   schedule="interleaved")["expected"]
     assert one["mfu"] < many["mfu"] < inter["mfu"]
+    # Narayanan et al. 2021 (Megatron-LM, sec. 2.2.2): v chunks a stage cut the bubble to (p-1)/(v·m) of the
+    # stage's work w, the hand-offs unchanged: v = 2, 4, 8 idle 3/32, 3/64, 3/128 of w, so the step saves
+    # 3/64 of w from v = 2 to 4 and 9/128 from 2 to 8: one and a half times as much
+    steps = [_time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16, schedule="interleaved",
+                   virtual_stages=v)["expected"]["training_step_s"] for v in (2, 4, 8)]
+    assert steps[0] == inter["training_step_s"]
+    assert (steps[0] - steps[2]) / (steps[0] - steps[1]) == pytest.approx(1.5, rel=1e-9)
 
 
 def test_fp8_training_runs_against_the_fp8_peak():

@@ -277,7 +277,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
     exposed = max(dp_s * (1 - hidden), dp_s - ideal)  # what overlap cannot hide: at most the compute's length
-    training = ideal * (1 + bubble(pp, micro, schedule)) + _handoff(parts, "training", route, pp) + exposed
+    chunks = getattr(work, "virtual_stages", 2) or 2
+    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + _handoff(parts, "training", route, pp) + exposed
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro
