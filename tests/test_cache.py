@@ -453,7 +453,8 @@ def test_workload_shape_is_what_the_closed_forms_read():
                 "gpu": "h100-sxm", "gpu_memory": 48.0, "gpu_bandwidth": 1000.0, "gpu_flops": 100.0,
                 "network": "eth-100g", "tokens": 10**9, "price": 2.5, "weight_format": "Q4_K_M",
                     "kv_format": "q8_0",
-                "compute_dtype": "fp8", "engine": "hf", "micro_batches": 4, "schedule": "interleaved"}
+                "compute_dtype": "fp8", "engine": "hf", "micro_batches": 4, "schedule": "interleaved",
+                "virtual_stages": 4}
     #: what an option needs beside it to be valid on its own
     needs = {"gpu_memory": {"gpu": "h100-sxm"}, "gpu_bandwidth": {"gpu": "h100-sxm"},
              "gpu_flops": {"gpu": "h100-sxm"}, "network": {"gpu": "h100-sxm"}, "tokens": {"gpu": "h100-sxm"},

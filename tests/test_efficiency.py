@@ -57,6 +57,26 @@ def test_decode_step_by_hand():
     assert t["expected"]["tokens_per_s"] == pytest.approx(float(1 / seconds), rel=1e-12)
 
 
+def test_a_large_batch_decode_step_is_its_gemms_then_its_cache():
+    """Each kernel at its own roofline (the per-operator roofline: Yuan et al., arXiv 2402.16363): llama2-7b
+    on one H100 SXM, 256 sequences of 256 tokens. Its GEMMs (2 FLOPs a weight a sequence, every weight but the
+    embedding look-up and the 65 RMSNorm vectors) at the bf16 table's 0.401 at M = 256 take longer than their
+    weights' bytes (the norms' read too); the
+    attention then reads 257 tokens of cache a sequence (and the logits are written) at 0.88 of 3,350 GB/s,
+    its FLOPs (4 x 32 heads x 128 x 257 a layer and sequence) at the dense peak the shorter; plus 14 kernels a
+    layer at 4.9 us and 0.3 ms. Not max(GEMMs, every byte): the cache's kernels do not run under the GEMMs'."""
+    b, n = 256, 6_738_415_616 - 32_000 * 4096
+    peak, stream = Fraction(9894, 10) * 10 ** 12, Fraction(88, 100) * 3_350 * 10 ** 9
+    gemm_s = max(Fraction(2 * (n - 65 * 4096) * b) / (Fraction(401, 1000) * peak), Fraction(2 * n) / stream)
+    cache = b * 257 * (2 * 32 * 32 * 128 * 2) + b * 2 * 32_000   # K and V of 257 tokens, one position's logits
+    attention_s = max(Fraction(4 * b * 32 * 128 * 257 * 32) / peak, Fraction(cache) / stream)
+    seconds = gemm_s + attention_s + 32 * 14 * Fraction(49, 10 ** 7) + Fraction(3, 10 ** 4)
+    t = _time("llama2-7b", gpu="h100-sxm", batch=b, seq=256)
+    assert t["decode_token_bytes"] == 2 * n + cache
+    assert t["expected"]["decode_token_s"] == pytest.approx(float(seconds), rel=1e-12)
+    assert float(seconds) > float(max(gemm_s, Fraction(2 * n + cache) / stream)) * 1.2
+
+
 def test_eager_engine_is_paced_by_the_host():
     """Without CUDA graphs (transformers' eager decode) a step takes at least 90 kernels a layer at 24 us of
     host time: 32 x 90 x 24 us + 1 ms = 70.12 ms for llama2-7b, whatever the GPU."""
@@ -75,6 +95,13 @@ def test_pipeline_bubble_and_micro_batches():
     inter = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16,
                   schedule="interleaved")["expected"]
     assert one["mfu"] < many["mfu"] < inter["mfu"]
+    # Narayanan et al. 2021 (Megatron-LM, sec. 2.2.2): v chunks a stage cut the bubble to (p-1)/(v·m) of the
+    # stage's work w, the hand-offs unchanged: v = 2, 4, 8 idle 3/32, 3/64, 3/128 of w, so the step saves
+    # 3/64 of w from v = 2 to 4 and 9/128 from 2 to 8: one and a half times as much
+    steps = [_time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16, schedule="interleaved",
+                   virtual_stages=v)["expected"]["training_step_s"] for v in (2, 4, 8)]
+    assert steps[0] == inter["training_step_s"]
+    assert (steps[0] - steps[2]) / (steps[0] - steps[1]) == pytest.approx(1.5, rel=1e-9)
 
 
 def test_fp8_training_runs_against_the_fp8_peak():
@@ -118,10 +145,10 @@ def test_a_batch_touches_more_experts():
 
 
 def test_unknown_engine_is_one_line():
-    """validate.choice's line: no engine near 'tensorflow', the closest to 'vlm' (vLLM) named, and where the list is."""
+    """validate.choice's line: no engine near 'tensorflow', the closest to 'vlm' (vLLM, and its V0 engine) named, and where the list is."""
     with pytest.raises(SymllmError, match=r"^engine: unknown 'tensorflow' \(known: all \d+: see docs/efficiency.md\)$"):
         symllm.workload("llama3.2-1b", engine="tensorflow")
-    with pytest.raises(SymllmError, match=r"^engine: unknown 'vlm' \(known: vllm; all \d+: see docs/efficiency.md\)$"):
+    with pytest.raises(SymllmError, match=r"^engine: unknown 'vlm' \(known: vllm, vllm-v0; all \d+: see docs/efficiency.md\)$"):
         symllm.workload("llama3.2-1b", engine="vlm")
 
 

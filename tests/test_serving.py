@@ -87,6 +87,20 @@ def test_capacity_by_hand():
     assert small["blocks"] == 0 and not small["fits"]  # 12 GiB cannot hold 15 GiB of weights
 
 
+def test_vllm_v0_profiles_the_last_positions_logits():
+    """vLLM's V0 engine profiles through execute_model, which computes logits for each dummy prompt's last
+    position only (vllm/worker/model_runner.py, GPUModelRunnerBase.profile_run): the activation peak of a
+    Llama-3.1-8B profile of 20,000 tokens is then its MLP's, by hand from vLLM's LlamaMLP and decoder layer:
+    the residual and the normed input (2 x 4,096), the gate_up output (2 x 14,336) and its SiluAndMul
+    product (14,336), bf16, per token. The vLLM V0 log of vllm#10517 (tests/data/published_runs.json, RTX 3090,
+    --max-model-len 20000) shows peak_torch_memory 17.06 GiB over weights of 14.9888 GiB: 2.07 GiB, within 10%."""
+    v0 = serving.capacity("llama3.1-8b", gpu="rtx3090", seq=20000, max_num_batched_tokens=20000, engine="vllm-v0")
+    assert v0["activation_peak"] == 20000 * (2 * 4096 + 3 * 14336) * 2
+    assert abs(v0["activation_peak"] / (Fraction("2.07") * GiB) - 1) < Fraction(10, 100)
+    v1 = serving.capacity("llama3.1-8b", gpu="rtx3090", seq=20000, max_num_batched_tokens=20000)
+    assert v1["activation_peak"] > v0["activation_peak"]  # every position's logits: the newer engine's bound
+
+
 def test_count_serve(cli):
     """count --serve prints the allocation and the concurrency (--json: the same numbers); its options
     without --serve, no GPU, a utilization above 1 and a pipeline layout are one line each, exit 2."""

@@ -11,7 +11,9 @@ each figure with its source:
   unmasked pairs: FlashAttention skips the masked blocks), measured by head width. Under the ``eager`` and
   ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at GEMM efficiency, or its
   scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the slower.
-* **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; weight-only ``--dtype int4`` and
+* **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; a decode step runs each kernel at its
+  own roofline: its GEMMs take the slower of their FLOPs and the weights' bytes, its attention reads the
+  KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype int4`` and
   ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A ``--weight-format``
   streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured apart.
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
@@ -247,7 +249,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     if parts.get("expert_params") and share < 1:
         touched = 1 - (1 - share) ** min(work.batch, 10 ** 6)
         moved += parts["beta_w"] * (parts["expert_params"] * touched - parts["expert_active"])
-    gpu_s = max(gemms(parts["decode_flops"], parts.get("decode_expert_flops", 0), work.batch), moved / mem)
+    # per kernel: the GEMMs stream the weights (the slower of their FLOPs and those bytes); attention reads
+    # each sequence's cache in kernels of its own, after them (the slower of its FLOPs and the cache's bytes)
+    weights = min(Fraction(parts.get("decode_weight_bytes", moved)), moved)
+    weights += moved - Fraction(parts["decode_bytes"]) if parts.get("expert_params") and share < 1 else 0
+    core = Fraction(parts.get("decode_core_flops", 0))
+    gpu_s = (max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch), weights / mem)
+             + max(core / peak, (moved - weights) / mem))
     decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
     out["prefill_s"] = seconds(prefill)
@@ -268,7 +276,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
     exposed = max(dp_s * (1 - hidden), dp_s - ideal)  # what overlap cannot hide: at most the compute's length
-    training = ideal * (1 + bubble(pp, micro, schedule)) + _handoff(parts, "training", route, pp) + exposed
+    chunks = getattr(work, "virtual_stages", 2) or 2
+    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + _handoff(parts, "training", route, pp) + exposed
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro

@@ -705,6 +705,8 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       "training_expert_flops": num(f"{busiest}training_expert_flops"),
                       f"{phase}_tp_bytes": num(f"{busiest}{phase}_tp") if work.tp > 1 else 0,
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers"))})
+        if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
+            parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
     inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)

@@ -29,7 +29,10 @@ Conventions (each an estimate of what vLLM measures, not derives):
   ``logits="all"``, whatever the workload's ``--logits``): the profile run is not one request's prefill
   (vLLM's dummy sampler run after it holds up to ``max_num_seqs`` rows of fp32 logits and the sampler's
   temporaries), so every position's logits stand in for them, an upper bound that keeps the logged vLLM
-  start-ups of tests/data/vllm_serving_logs.json within their tolerance (the last position's alone does not);
+  start-ups of tests/data/vllm_serving_logs.json within their tolerance (the last position's alone does not).
+  vLLM's V0 engine (``--engine vllm-v0``: before 0.8) profiles through its model runner's ``execute_model``,
+  which computes logits for each dummy prompt's last position only: its activation peak is the forward's
+  working set with the last position's logits (the engine's ``profile_logits``, efficiency.json);
 * non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
   engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) unless given
   (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is
@@ -107,9 +110,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     integer("block_size", block_size)
+    from symllm.costs import efficiency
+    conventions = efficiency.engine(work.engine, "inference")
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
-        from symllm.costs import efficiency
-        non_torch = Fraction(efficiency.engine(work.engine, "inference").get("non_torch_gib", "0")) * 2 ** 30
+        non_torch = Fraction(conventions.get("non_torch_gib", "0")) * 2 ** 30
     non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
     if evaluate is None:  # the formulas (SymPy)
         from symllm.arch import resolved
@@ -120,7 +124,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         # its state cache grows with the context: vLLM pages it per token
         raise SymllmError("serve: a sparse-attention indexer's keys (paged per token) are not modelled yet")
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
-    profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="all", **bare))
+    logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
+    profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
     one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
     n_kv = getattr(config, "config", config).n_kv_heads  # (a Spec's config, or the ModelConfig itself)
     per_token = Fraction(one["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv  # one rank's share of the heads

@@ -271,7 +271,11 @@ class Workload:
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
                               "tokens per step)", training=True)
     #: the pipeline schedule (symllm.costs.efficiency.bubble)
-    schedule: str = _opt("1f1b", "pipeline schedule: 1f1b or interleaved (two chunks a stage)", training=True)
+    schedule: str = _opt("1f1b", "pipeline schedule: 1f1b or interleaved (--virtual-stages chunks a stage)",
+                         training=True)
+    #: model chunks a pipeline stage runs under the interleaved schedule (Megatron's virtual pipeline size)
+    virtual_stages: int = _opt(2, "model chunks a pipeline stage runs under --schedule interleaved (Megatron's "
+                               "virtual pipeline size)", training=True)
     #: the fields that were derived rather than given
     derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -314,6 +318,7 @@ class Workload:
         integer("micro_batches", self.micro_batches)
         from symllm.costs import efficiency  # its figures, read on first use (no SymPy)
         choice("schedule", self.schedule, efficiency.SCHEDULES)
+        integer("virtual_stages", self.virtual_stages)
         if self.engine is not None:
             put("engine", efficiency.engine(self.engine)["name"])
         accelerator = hardware.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
