@@ -97,7 +97,7 @@ class _Config:
         self.layernorm = bool(getattr(args, "layernorm", False))  # Command-R: Cohere's LayerNorm everywhere
         self.logit_scale = getattr(args, "logit_scale", None)
         self.activation = getattr(args, "activation", "silu")
-        assert self.activation in ("silu", "gelu_tanh"), f"unknown activation {self.activation!r}"
+        assert self.activation in ("silu", "gelu_tanh", "relu2"), f"unknown activation {self.activation!r}"
         self.norm_offset = bool(getattr(args, "norm_offset", False))
         self.embed_scale = bool(getattr(args, "embed_scale", False))
         self.attn_softcap = getattr(args, "attn_softcap", None)
@@ -361,13 +361,17 @@ class LatentAttention(nn.Module):
 class FeedForward(nn.Module):
     """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``; GeGLU with ``activation="gelu_tanh"``; with ``fused`` the
     gate and up projections are one ``w13``, chunked (Phi-3); ``clamp``: gpt-oss's clamped SwiGLU,
-    ``w2((clamp(w3 x, ±limit) + 1) · g · sigmoid(1.702 g))`` with ``g = min(w1 x, limit)``."""
+    ``w2((clamp(w3 x, ±limit) + 1) · g · sigmoid(1.702 g))`` with ``g = min(w1 x, limit)``; ``activation="relu2"``:
+    Nemotron-H's ungated MLP, ``w2(relu(w3 x)²)`` (an up and a down projection, no gate; nothing to fuse)."""
 
     def __init__(self, dim: int, hidden_dim: int, bias: bool = False, fused: bool = False,
                  activation: str = "silu", clamp: Optional[float] = None):
         super().__init__()
-        self.fused = fused
-        if fused:
+        self.ungated = activation == "relu2"
+        self.fused = fused and not self.ungated
+        if self.ungated:
+            self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
+        elif fused:
             self.w13 = nn.Linear(dim, 2 * hidden_dim, bias=bias)
         else:
             self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
@@ -377,6 +381,8 @@ class FeedForward(nn.Module):
         self.act = F.silu if activation == "silu" else (lambda x: F.gelu(x, approximate="tanh"))
 
     def forward(self, x):
+        if self.ungated:  # Nemotron-H
+            return self.w2(F.relu(self.w3(x)).square())  # (b, s, d)
         gate, up = self.w13(x).chunk(2, dim=-1) if self.fused else (self.w1(x), self.w3(x))  # (b, s, d_ff) each
         if self.clamp is not None:  # gpt-oss
             gate, up = gate.clamp(max=self.clamp), up.clamp(min=-self.clamp, max=self.clamp)  # (T, d_ff) each
