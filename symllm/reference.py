@@ -359,22 +359,19 @@ class LatentAttention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``; GeGLU with ``activation="gelu_tanh"``; with ``fused`` the
-    gate and up projections are one ``w13``, chunked (Phi-3); ``clamp``: gpt-oss's clamped SwiGLU,
-    ``w2((clamp(w3 x, ±limit) + 1) · g · sigmoid(1.702 g))`` with ``g = min(w1 x, limit)``; ``activation="relu2"``:
-    Nemotron-H's ungated MLP, ``w2(relu(w3 x)²)`` (an up and a down projection, no gate; nothing to fuse)."""
+    """SwiGLU MLP: ``w2(silu(w1(x)) * w3(x))``; GeGLU with ``activation="gelu_tanh"``, "relu2": ``w2(relu(w3 x)²)``;
+    with ``fused`` the gate and up projections are one ``w13``, chunked (Phi-3); ``clamp``: gpt-oss's clamped
+    SwiGLU, ``w2((clamp(w3 x, ±limit) + 1) · g · sigmoid(1.702 g))`` with ``g = min(w1 x, limit)``."""
 
     def __init__(self, dim: int, hidden_dim: int, bias: bool = False, fused: bool = False,
                  activation: str = "silu", clamp: Optional[float] = None):
         super().__init__()
-        self.ungated = activation == "relu2"
-        self.fused = fused and not self.ungated
-        if self.ungated:
-            self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
-        elif fused:
+        self.ungated, self.fused = activation == "relu2", fused and activation != "relu2"
+        if self.fused:
             self.w13 = nn.Linear(dim, 2 * hidden_dim, bias=bias)
         else:
-            self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
+            if not self.ungated:  # (Nemotron-H's ungated MLP: the up projection w3 and the down projection only)
+                self.w1 = nn.Linear(dim, hidden_dim, bias=bias)
             self.w3 = nn.Linear(dim, hidden_dim, bias=bias)
         self.w2 = nn.Linear(hidden_dim, dim, bias=bias)
         self.clamp = clamp
