@@ -458,7 +458,8 @@ DOORS = (["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "8192
          ["count", "llama2-7b", "--lora-rank", "8", "--lora-targets", "q_proj,k_proj,v_proj,o_proj", "--seq", "1024",
           "--json"],
          ["count", "llama3.1-8b", "--stack", "hf-sdpa", "--seq", "8192", "--json"],
-         ["count", "llama2-7b", "--gpu", "h100-sxm", "--seq", "8192"])
+         ["count", "llama2-7b", "--gpu", "h100-sxm", "--seq", "8192"],
+         ["count", "qwen3-next-80b-a3b", "--serve", "--gpu", "h200", "--tp", "4", "--seq", "8192"])
 #: ...then each at a point never asked before
 DOOR_POINTS = (["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "5000", "--gen", "100", "--json"],
                ["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "1500", "--gen", "500",
@@ -466,13 +467,14 @@ DOOR_POINTS = (["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq",
                ["count", "llama2-7b", "--lora-rank", "8", "--lora-targets", "q_proj,k_proj,v_proj,o_proj",
                 "--seq", "3000", "--batch", "2", "--json"],
                ["count", "llama3.1-8b", "--stack", "hf-sdpa", "--seq", "4000", "--batch", "3", "--json"],
-               ["count", "llama2-7b", "--gpu", "h100-sxm", "--seq", "9000", "--json"])
+               ["count", "llama2-7b", "--gpu", "h100-sxm", "--seq", "9000", "--json"],
+               ["count", "qwen3-next-80b-a3b", "--serve", "--gpu", "h200", "--tp", "4", "--seq", "3000", "--json"])
 
 
 def test_every_door_at_a_new_point_imports_no_sympy(tmp_path):
     """Issue 41 item 5, the doors left: once a count of each shape kept its kernels, a fresh process counts
-    ``--serve`` (with and without load), ``--lora-targets`` other than the default, an HF stack and a context
-    past the window at new points without importing SymPy, the components, the formulas, the searches or
+    ``--serve`` (with and without load, and a hybrid model's on several tensor ranks), ``--lora-targets`` other
+    than the default, an HF stack and a context past the window at new points without importing SymPy, the components, the formulas, the searches or
     numpy, and prints what the formulas print with the cache off, byte for byte (the past-window warning on
     stderr too). Hand arithmetic: llama3.1-8b's KV bytes a token 2 x 32 x 8 x 128 x 2 (K and V, layers, KV heads,
     d_h, bf16); PEFT's LoRA of rank 8 on llama2-7b's q, k, v and o: 32 layers x 4 x 8 x (4096 + 4096)
@@ -485,15 +487,19 @@ def test_every_door_at_a_new_point_imports_no_sympy(tmp_path):
     assert warm_modules == [] and "sympy" in off_modules
     assert warm_outs == off_outs
     assert [c for c, *_ in warm_outs] == [0] * len(DOOR_POINTS)
-    serve, load, lora, hf, past = (json.loads(out) for _, out, _ in warm_outs)
+    serve, load, lora, hf, past, hybrid = (json.loads(out) for _, out, _ in warm_outs)
     assert serve["serving"]["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
     assert serve["serving"]["context"] == 5100
     assert load["serving"]["load"]["concurrency"] == 32 and load["serving"]["context"] == 2000
     assert lora["params"]["trainable"] == 32 * 4 * 8 * (4096 + 4096)
     assert hf["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 3 * 4000
     assert past["memory"]["kv_cache"] == 2 * 32 * 32 * 128 * 2 * 9000
-    assert warm_outs[-1][2] == "symllm: warning: seq + gen: 9,000 > 4,096 trained positions (counted: RoPE " \
+    assert warm_outs[-2][2] == "symllm: warning: seq + gen: 9,000 > 4,096 trained positions (counted: RoPE " \
                                "scaling can run it)\n"
+    # a hybrid's state per sequence on one of 4 tensor ranks: Qwen3-Next's 36 Gated DeltaNet layers, each a
+    # recurrent state of 32 value heads x 128 x 128 in fp32 and a convolution state of 4 positions x
+    # (2 x 16 x 128 + 32 x 128) channels in bf16, the heads split over the 4 ranks
+    assert hybrid["serving"]["state_bytes_per_sequence"] == 36 * (32 * 128 * 128 * 4 + 4 * 8192 * 2) // 4
 
 
 def _workload_entry(folder: Path) -> tuple[Path, dict]:

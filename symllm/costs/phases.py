@@ -480,15 +480,21 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
         comm = (parallel.comm(mdl, work.sp, work.recompute, work.zero_stage) if laid
                 else {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)})
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
-                "memory_per_gpu": {kind: out["memory"][kind] for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
+                "memory_per_gpu": {kind: out["memory"][kind] for kind in _per_gpu_kinds(out["memory"])},
                 "comm": comm}
     stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,
             "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, work.recompute,
                                                                      work.stack, work.optimizer)
                                                         for i in range(len(stages))))
-                               for kind in PER_GPU_MEMORY + PER_GPU_PEAKS},
+                               for kind in _per_gpu_kinds(out["memory"])},
             "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage)}
+
+
+def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:
+    """The memory kinds given per GPU: :data:`PER_GPU_MEMORY`, the state cache where a model has one (one
+    sequence's recurrent and convolution states on tensor rank 0: what serving reserves a sequence), the peaks."""
+    return PER_GPU_MEMORY + (("state_cache",) if "state_cache" in memory_ else ()) + PER_GPU_PEAKS
 
 
 def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recompute: bool = False,

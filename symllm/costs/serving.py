@@ -70,19 +70,6 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
     return out
 
 
-def _state_per_sequence(config, work, one: dict):
-    """One sequence's state cache (a Gated DeltaNet's recurrent and convolution states) on tensor rank 0:
-    the whole model's at one GPU, else the sharded tree's (its heads split over the ranks) at ``work``'s numbers."""
-    if work.tp == 1:
-        return one["memory"]["state_cache"]
-    from symllm.arch import resolved
-    from symllm.costs import parallel, phases
-    spec = resolved.spec(config)
-    expr = parallel.shard(spec.model()).total("state_cache")
-    value = expr.subs(phases.values(spec, work.replace(batch=1, seq=1, gen=0, context=None)))
-    return int(value) if value.is_Integer else Fraction(str(value))
-
-
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
              max_num_batched_tokens: int = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None, **options) -> dict:
@@ -132,7 +119,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     per_token = int(per_token) if per_token.denominator == 1 else per_token
     weights = profile["memory_per_gpu"]["weights"]
     kv_profile = Fraction(profile["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv
-    state = _state_per_sequence(config, work, one) if "state_cache" in one["memory"] else 0
+    # one sequence's state cache (a hybrid's recurrent and convolution states, constant in the context) on
+    # tensor rank 0: the profile's batch is that one sequence
+    state = profile["memory_per_gpu"].get("state_cache", 0)
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
     usable = util * gpu.usable  # the memory the driver reports, where measured
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
