@@ -19,14 +19,15 @@ FACE = {
     # the headline: counts, workloads, derivations and reports, sweeps, configs
     "params": ("arch.resolved", "params"), "workload": ("costs.phases", "workload"),
     "derive": ("present.derivation", "derive"), "report": ("present.reports", "report"),
-    "Sweep": ("studies.sweeps", "Sweep"), "spec": ("arch.resolved", "spec"), "load": ("arch.config", "load"),
+    "Sweep": ("studies.sweeps", "Sweep"), "spec": ("arch.resolved", "spec"), "load": ("arch.catalogue", "load"),
     "Workload": ("costs.workloads", "Workload"), "ModelConfig": ("arch.config", "ModelConfig"),
     "SymllmError": ("errors", "SymllmError"),
     # configs and specs resolved, their symbol values and parameter counts by kind
     **{name: ("arch.resolved", name) for name in ("hidden_dim", "model_for", "resolve", "resolved_config",
                                                    "by_kind")},
     "values": ("costs.phases", "values"),
-    **{name: ("arch.config", name) for name in ("from_hf", "from_meta", "preset_names")},
+    **{name: ("arch.readers", name) for name in ("from_hf", "from_meta")},
+    "preset_names": ("arch.catalogue", "preset_names"),
     # the components by their short names
     **{name: ("arch.components", name) for name in (
         "Component", "attention", "block", "component", "embedding", "feed_forward", "linear", "lm_head",

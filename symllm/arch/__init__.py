@@ -4,8 +4,10 @@ Modules: :mod:`~symllm.arch.symbols` (every symbol, once), :mod:`~symllm.arch.la
 layers as groups of kinds, the ``Structure``), :mod:`~symllm.arch.components` (one factory per
 component, each with its own rules), :mod:`~symllm.arch.keeps` (what each named software stack keeps for a
 component: its rule under that stack), :mod:`~symllm.arch.components.deltanet` (the Gated DeltaNet token mixer of
-Qwen3-Next and Qwen3.5), :mod:`~symllm.arch.config` (``ModelConfig``, presets, HF and Meta
-files), :mod:`~symllm.arch.specs` (``Spec``: a config with every derived field resolved),
+Qwen3-Next and Qwen3.5), :mod:`~symllm.arch.config` (``ModelConfig`` and its checks, over
+:mod:`~symllm.arch.widths`: Meta's rounding, heads), :mod:`~symllm.arch.readers` (HF, Meta and symllm config
+files), :mod:`~symllm.arch.catalogue` (the presets, ``load``), :mod:`~symllm.arch.specs` (``Spec``: a config with
+every derived field resolved),
 :mod:`~symllm.arch.dtypes` (bytes per element, one table), :mod:`~symllm.arch.algebra` (``Max``, ``Min`` and
 ``subs`` without SymPy's pairwise search on large closed forms),
 :mod:`~symllm.arch.resolved` (any config, preset name or path to its spec, model and parameter counts),
@@ -18,4 +20,5 @@ from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "layers", "components", "keeps", "config",
                                                                      "specs", "resolved", "dtypes", "families", "hub",
-                                                                     "algebra", "quantization", "part_options")})
+                                                                     "algebra", "quantization", "part_options", "widths", "readers",
+                                                                     "catalogue")})

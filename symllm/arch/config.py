@@ -1,31 +1,27 @@
-"""Model configurations: :class:`ModelConfig`, HF ``config.json`` and Meta ``params.json`` loading,
-validation, and the presets shipped in ``symllm/presets/``.
+"""Model configurations: :class:`ModelConfig` and its validation, and the width rules it derives
+(Meta's SwiGLU rounding, heads). Reading a file is :mod:`symllm.arch.readers` (``from_hf``, ``from_meta``,
+``from_dict``), the presets and :func:`load` are :mod:`symllm.arch.catalogue`; their names are offered here
+too, loaded on first use.
 
->>> cfg = load("llama3.1-8b")
->>> cfg.dim, cfg.n_kv_heads, cfg.hidden_dim is None, cfg.ffn_dim_multiplier
-(4096, 8, True, 1.3)
->>> from_hf({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-...          "intermediate_size": 172, "vocab_size": 100}).hidden_dim
-172
+>>> ModelConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, n_kv_heads=2).attention_kind
+'GQA'
+>>> from symllm.arch.config import load
+>>> load("llama3.1-8b").ffn_dim_multiplier
+1.3
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-from fractions import Fraction
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
-from symllm.arch.families.hf import HF_UNMODELLED, read as _read_hf
+from symllm.arch.families.hf import HF_UNMODELLED
 from symllm.arch.layers import ACTIVATIONS, MAX_GROUPS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups
+from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int
 from symllm.validate import integer as _integer
 from symllm.validate import positive_number as _positive_float
 from symllm.validate import short as _short
-from symllm.files import read_json
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "preset_hub", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
@@ -578,375 +574,16 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                                  "index_head_dim", "index_topk")}}
 
 
-#: SwiGLU's width before Meta's multiplier and rounding, as a fraction of ``dim``: three matrices with the
-#: parameters of a ``4·dim`` two-matrix MLP (llama/model.py: ``hidden_dim = int(2 * (4 * dim) / 3)``)
-SWIGLU_RATIO = Fraction(8, 3)
+#: names that live in the readers and the catalogue, offered here as well (PEP 562: loaded on first use, so
+#: ``from symllm.arch.config import load`` keeps working and config.py stays one concern)
+_ELSEWHERE = {**{name: "symllm.arch.readers" for name in ("META_KEYS", "SYMLLM_KEYS", "from_meta", "from_hf",
+                                                           "from_symllm", "from_dict")},
+              **{name: "symllm.arch.catalogue" for name in ("preset_names", "preset_info", "preset_hub",
+                                                             "preset_for_hub", "load", "_presets")}}
 
 
-def swiglu_width(dim):
-    """``⌊8·dim/3⌋`` (:data:`SWIGLU_RATIO`), the one statement of the rule: on an int, a numpy integer
-    array (a sweep) or a SymPy symbol (Meta's ``d_ff`` formula, :func:`symllm.arch.components.meta_hidden_dim`).
-
-    >>> swiglu_width(4096)
-    10922
-    """
-    return SWIGLU_RATIO.numerator * dim // SWIGLU_RATIO.denominator
-
-
-def meta_width(dim: int, multiple_of: int, multiplier: float | None = None) -> int:
-    """Meta's ``d_ff`` of one config in plain Python, as ``FeedForward.__init__`` in llama/model.py computes
-    it (``int`` truncates the IEEE double product, as Meta's code does; :func:`meta_product_ok` keeps it
-    exact): what :func:`from_symllm` compares an edited ``hidden_dim`` with. The closed form is
-    :func:`symllm.arch.components.meta_hidden_dim`; tests/test_config.py checks the two agree.
-
-    >>> meta_width(4096, 1024, 1.3), meta_width(34, 1, 0.7)
-    (14336, 62)
-    """
-    hidden = swiglu_width(dim)
-    if multiplier is not None:
-        hidden = int(float(multiplier) * hidden)
-    return multiple_of * -(-hidden // multiple_of)
-
-
-def meta_product_ok(dim, multiplier):
-    """Whether Meta's IEEE double product ``f·⌊8d/3⌋`` stays below 2**53, past which it is no longer exact:
-    :class:`ModelConfig` refuses a config where it does not, a sweep drops such points (element-wise on
-    numpy arrays).
-
-    >>> meta_product_ok(4096, 1.3), meta_product_ok(10**17, 1.3)
-    (True, False)
-    """
-    def ok(d, f) -> bool:
-        try:
-            return float(f) * swiglu_width(int(d)) < 2**53
-        except OverflowError:  # dim beyond a double's range
-            return False
-
-    if not hasattr(dim, "shape") and not hasattr(multiplier, "shape"):
-        return ok(dim, multiplier)
-    import numpy as np  # a sweep's arrays (numpy is loaded already)
-
-    dim, mult = np.asarray(dim), np.asarray(multiplier, dtype=np.float64)
-    if dim.dtype != object and (not dim.size or dim.max() < 2**59):
-        return mult * swiglu_width(dim.astype(np.int64)).astype(np.float64) < 2.0 ** 53
-    return np.frompyfunc(ok, 2, 1)(dim, mult).astype(bool)
-
-
-def derive_heads(dim, n_heads, n_kv_heads=None, head_dim=None):
-    """``n_kv_heads`` and ``head_dim`` as a config derives them (``None``: not stated), and the checks
-    they must pass as ``(field, ok, message)`` (``message()`` is the error line). The one statement of the rule: :class:`ModelConfig`
-    raises on the first failed check, a sweep drops the points that fail. Works element-wise on numpy
-    integer arrays too.
-
-    * ``n_kv_heads`` defaults to ``n_heads`` (MHA) and must divide it;
-    * ``head_dim`` defaults to ``dim // n_heads``, which must then divide exactly;
-    * ``head_dim`` must be even (RoPE rotates pairs of elements).
-
-    >>> heads, checks = derive_heads(4096, 32, 8)
-    >>> heads, [ok for _, ok, _ in checks]
-    ({'n_kv_heads': 8, 'head_dim': 128}, [True, True, True])
-    >>> [m() for _, ok, m in derive_heads(64, 5)[1] if not ok][0]
-    'n_heads: 5 does not divide dim 64 (give head_dim explicitly)'
-    """
-    n_kv = n_heads if n_kv_heads is None else n_kv_heads
-    hd = dim // n_heads if head_dim is None else head_dim
-    checks = [
-        ("n_kv_heads", n_heads % n_kv == 0, lambda: f"n_kv_heads: {n_kv} does not divide n_heads {n_heads}"),
-        ("n_heads", dim % n_heads == 0 if head_dim is None else True,
-         lambda: f"n_heads: {n_heads} does not divide dim {dim} (give head_dim explicitly)"),
-        ("head_dim", hd % 2 == 0, lambda: f"head_dim: {hd} is odd; RoPE rotates pairs of elements"),
-    ]
-    return {"n_kv_heads": n_kv, "head_dim": hd}, checks
-
-
-def _require(raw: dict, key: str, kind: str):
-    if key not in raw:
-        raise SymllmError(f"{key}: missing from the {kind} config")
-    return raw[key]
-
-
-#: the keys a Meta ``params.json`` may hold: ``ModelArgs``' fields (``head_dim`` and ``hidden_dim`` used
-#: as stated), ``tie_word_embeddings`` (symllm's addition), and those that change no count
-#: (``use_scaled_rope``, ``max_seq_len``, …). Any other key is refused, naming the close match.
-META_KEYS = ("dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "multiple_of", "ffn_dim_multiplier",
-             "norm_eps", "rope_theta", "head_dim", "hidden_dim", "tie_word_embeddings", "use_scaled_rope",
-             "rope_scaling_factor", "max_batch_size", "max_seq_len")
-
-
-def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
-    """A config from Meta's ``params.json`` fields (``dim``, ``n_layers``, ``multiple_of``, …).
-
-    LLaMA 1 and 2 ``params.json`` say ``"vocab_size": -1`` (the tokenizer sets it): pass the real
-    size as ``vocab_size``. ``head_dim`` and ``hidden_dim`` are used as stated; a key outside
-    :data:`META_KEYS` is refused, naming the close match.
-
-    >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_head": 2, "vocab_size": 100})
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: n_kv_head: unknown key in a Meta params.json; did you mean 'n_kv_heads'?
-
-    >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1})
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: vocab_size: -1 in params.json (Meta's tokenizer sets it); give --vocab-size
-    >>> from_meta({"dim": 64, "n_layers": 2, "n_heads": 4, "vocab_size": -1}, vocab_size=100).vocab_size
-    100
-    """
-    for key in raw:
-        if key not in META_KEYS:
-            close = _close(str(key), META_KEYS, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else " (symllm does not model it)"
-            shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
-            raise SymllmError(f"{shown}: unknown key in a Meta params.json{hint}")
-    V = vocab_size if vocab_size is not None else _require(raw, "vocab_size", "Meta")
-    if V == -1:
-        raise SymllmError("vocab_size: -1 in params.json (Meta's tokenizer sets it); give --vocab-size")
-    for key in ("head_dim", "hidden_dim"):
-        if key in raw and raw[key] is None:
-            positive_int(key, None)  # refused: the one message
-    return ModelConfig(
-        vocab_size=V,
-        dim=_require(raw, "dim", "Meta"),
-        n_layers=_require(raw, "n_layers", "Meta"),
-        n_heads=_require(raw, "n_heads", "Meta"),
-        n_kv_heads=raw.get("n_kv_heads"),
-        head_dim=raw.get("head_dim"),
-        hidden_dim=raw.get("hidden_dim"),
-        multiple_of=raw.get("multiple_of", 256),
-        ffn_dim_multiplier=raw.get("ffn_dim_multiplier"),
-        tie_embeddings=raw.get("tie_word_embeddings", False),
-        norm_eps=raw.get("norm_eps", 1e-5),
-        rope_theta=raw.get("rope_theta", 10000.0),
-        name=name,
-    )
-
-
-def from_hf(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
-    """A config from a HuggingFace ``config.json``, read as transformers' class for its ``model_type`` reads
-    it (none: ``llama``). Each model type is read by its family, one module of :mod:`symllm.arch.families`
-    (the keys it reads, their defaults, what it refuses); another model type, a key that changes the
-    architecture in a way symllm does not model (:data:`HF_UNMODELLED`), or a value transformers would
-    refuse (``4.0`` layers, ``"false"`` for a flag) is refused in one line naming it. ``intermediate_size``
-    is the SwiGLU width as is: it is never re-rounded.
-
-    >>> from_hf({"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
-    ...          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 172}).sliding_window
-    4096
-    >>> from_hf({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
-    ...          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 172}).n_moe_layers
-    2
-
-    >>> from_hf({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-    ...          "num_key_value_heads": 2, "intermediate_size": 172, "vocab_size": 100,
-    ...          "tie_word_embeddings": True}).attention_kind
-    'GQA'
-    """
-    if not isinstance(raw, dict):
-        raise SymllmError(f"config: expected a JSON object, got {type(raw).__name__}")
-
-    def build(**fields):
-        if vocab_size is not None:
-            fields["vocab_size"] = vocab_size
-        return ModelConfig(**fields, name=name)
-
-    return _read_hf(raw, build)
-
-
-#: the keys of symllm's own config (``symllm count --json``'s ``config``: :meth:`ModelConfig.to_dict` and what
-#: :func:`symllm.arch.resolved.resolved_config` adds) that no Meta or HF file has; one of them tells it apart
-SYMLLM_KEYS = ("tie_embeddings", "hidden_dim_rule")
-#: what :func:`symllm.arch.resolved.resolved_config` adds to the fields: read back as checks, not as fields
-_RESOLVED_EXTRAS = ("hidden_dim_rule", "attention")
-
-
-def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
-    """A config from symllm's own fields: ``symllm count --json``'s ``config`` read back gives the same
-    numbers. Its ``hidden_dim`` is the resolved width; where ``hidden_dim_rule`` says Meta's rounding
-    derived it, it is derived again from the same fields, so the config keeps its rule. A ``hidden_dim``
-    that is not what Meta's rounding gives (an edited width, or an edited ``dim``, ``multiple_of`` or
-    ``ffn_dim_multiplier``) is refused in one line naming it: without ``hidden_dim_rule`` the width is
-    used as stated, without ``hidden_dim`` it is derived. ``attention`` must be what the heads make. A
-    key that is not a field is refused, naming the close match.
-
-    >>> raw = {"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
-    ...        "multiple_of": 256, "hidden_dim_rule": "meta_plain", "tie_embeddings": True}
-    >>> cfg = from_symllm(raw)
-    >>> cfg.hidden_dim, cfg.tie_embeddings
-    (None, True)
-    >>> from_symllm({**raw, "hidden_dim": 512})
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: hidden_dim: 512 is not Meta's rounding (256); drop hidden_dim_rule to use it
-    >>> from_symllm({k: v for k, v in {**raw, "hidden_dim": 512}.items() if k != "hidden_dim_rule"}).hidden_dim
-    512
-    >>> from_symllm({"vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4, "tie_embedding": True})
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: tie_embedding: unknown key in a symllm config; did you mean 'tie_embeddings'?
-    """
-    known = [f.name for f in dataclasses.fields(ModelConfig) if f.init]
-    for key in raw:
-        if key not in known and key not in _RESOLVED_EXTRAS:
-            close = _close(str(key), known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
-            raise SymllmError(f"{shown}: unknown key in a symllm config{hint}")
-    fields = {k: v for k, v in raw.items() if k in known}
-    for key in ("vocab_size", "dim", "n_layers", "n_heads"):
-        if key not in fields and not (key == "vocab_size" and vocab_size is not None):
-            raise SymllmError(f"{key}: missing in a symllm config")
-    if isinstance(fields.get("weight_format_kept"), list):
-        fields["weight_format_kept"] = tuple(fields["weight_format_kept"])
-    kept = fields.get("weight_format_kept")
-    if kept is not None and not (isinstance(kept, tuple) and all(isinstance(k, str) for k in kept)):
-        raise SymllmError(f"weight_format_kept: expected a list of patterns, got {_short(kept)}")
-    for key in ("name", "note", "weight_format", "weight_format_source", "kv_dtype", "kv_dtype_source"):
-        if key in fields and not isinstance(fields[key], str) and not (key != "name" and fields[key] is None):
-            raise SymllmError(f"{key}: expected a string, got {_short(fields[key])}")
-    for key in ("moe_layers", "nope_layers", "window_layers"):
-        if isinstance(fields.get(key), list):
-            fields[key] = tuple(fields[key])
-    fields.setdefault("name", name)
-    if vocab_size is not None:
-        fields["vocab_size"] = vocab_size
-    rule = raw.get("hidden_dim_rule")
-    stated = fields.pop("hidden_dim", None) if rule in ("meta", "meta_plain") else None
-    cfg = ModelConfig(**fields)  # Meta's rounding made hidden_dim: derived again from the same fields
-    if stated is not None and cfg.hidden_rule == rule:
-        stated = positive_int("hidden_dim", stated)
-        derived = meta_width(cfg.dim, cfg.multiple_of, cfg.ffn_dim_multiplier if rule == "meta" else None)
-        if stated != derived:
-            raise SymllmError(f"hidden_dim: {stated} is not Meta's rounding ({derived}); drop hidden_dim_rule "
-                              "to use it")
-    if rule is not None and cfg.hidden_rule != rule:
-        raise SymllmError(f"hidden_dim_rule: {rule!r} does not match the fields (they give {cfg.hidden_rule!r})")
-    if "attention" in raw and raw["attention"] != cfg.attention_kind:
-        raise SymllmError(f"attention: {raw['attention']!r} does not match the heads (they give {cfg.attention_kind!r})")
-    return cfg
-
-
-def from_dict(raw, *, vocab_size: int | None = None, name: str = "custom") -> ModelConfig:
-    """A config from any of the three formats, told apart by their keys (``hidden_size``… HF, ``dim``… Meta,
-    ``tie_embeddings`` or ``hidden_dim_rule``: symllm's own, :func:`from_symllm`)."""
-    if not isinstance(raw, dict):
-        raise SymllmError(f"config: expected a JSON object, got {type(raw).__name__}")
-    if raw.keys() & set(SYMLLM_KEYS) and not raw.keys() & {"hidden_size", "model_type"}:
-        return from_symllm(raw, vocab_size=vocab_size, name=name)
-    if raw.keys() & {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "model_type"}:
-        return from_hf(raw, vocab_size=vocab_size, name=name)
-    if raw.keys() & {"dim", "n_layers", "n_heads"}:
-        return from_meta(raw, vocab_size=vocab_size, name=name)
-    raise SymllmError("config: neither a HF config.json (hidden_size) nor a Meta params.json (dim)")
-
-
-#: the shipped presets, one file each, named for the preset (``llama3.1-8b.json``)
-_PRESETS = Path(__file__).resolve().parent.parent / "presets"
-
-
-@lru_cache(maxsize=None)
-def _presets() -> dict[str, dict]:
-    out = {}
-    # the presets ship as files inside the package (importlib.resources' reader cost a warm count 6 ms)
-    for entry in _PRESETS.iterdir():
-        if entry.name.endswith(".json"):
-            data = json.loads(entry.read_text(encoding="utf-8"))
-            out[data["name"]] = data
-    return dict(sorted(out.items()))
-
-
-def preset_names() -> list[str]:
-    """The names of the shipped presets.
-
-    >>> "llama3.1-405b" in preset_names()
-    True
-    """
-    return list(_presets())
-
-
-def _hub_ids(source: str) -> list[str]:
-    """The Hub repository ids (``org/name``) a preset's ``source`` names, e.g. ``meta-llama/Llama-3.1-8B
-    original/params.json`` -> ``["meta-llama/Llama-3.1-8B"]`` (a file path inside one is not an id)."""
-    from symllm.arch import hub
-    words = (w.strip(",;:()") for w in source.split())
-    return [w for w in words if hub.is_repo_id(w) and not w.endswith(".json") and w.split("/")[0] != "original"
-            and w[:1].isalpha()]
-
-
-def preset_hub(name: str) -> str | None:
-    """The Hub repository a preset was read from, as its ``source`` names it first (None: not from the Hub).
-
-    >>> preset_hub("llama3.1-8b"), preset_hub("llama1-7b")
-    ('meta-llama/Llama-3.1-8B', None)
-    """
-    ids = _hub_ids(preset_info(name).get("source", ""))
-    return ids[0] if ids else None
-
-
-def preset_for_hub(repo_id: str) -> str | None:
-    """The shipped preset whose ``source`` names the Hub repository ``repo_id`` (in any case), or None.
-
-    >>> preset_for_hub("meta-llama/Llama-3.1-8B"), preset_for_hub("codellama/CodeLlama-7b-hf"), preset_for_hub("a/b")
-    ('llama3.1-8b', 'codellama-7b', None)
-    """
-    wanted = repo_id.casefold()
-    return next((name for name, data in _presets().items()
-                 if any(i.casefold() == wanted for i in _hub_ids(data.get("source", "")))), None)
-
-
-def _close(word: str, among, n: int = 1, cutoff: float = 0.6) -> list[str]:
-    """The known words closest to a misspelt one (difflib loads only when something is misspelt)."""
-    import difflib
-    return difflib.get_close_matches(word, among, n=n, cutoff=cutoff)
-
-
-def preset_info(name: str) -> dict:
-    """The preset's data file: ``name``, ``description``, ``source``, ``format``, ``config``.
-
-    >>> preset_info("llama3.1-8b")["config"]["dim"]
-    4096
-    """
-    # one preset's own file when the name is one (a warm count reads one file, not all 58)
-    if name and name.strip(".-_").replace(".", "").replace("-", "").replace("_", "").isalnum():
-        try:
-            data = json.loads((_PRESETS / f"{name}.json").read_text(encoding="utf-8"))
-        except (FileNotFoundError, NotADirectoryError):
-            data = None
-        if data is not None and data.get("name") == name:
-            return data
-    presets = _presets()
-    if name not in presets:
-        close = _close(name, presets, n=3, cutoff=0.5)
-        while len(", ".join(close)) > 40:  # whole names only, as many as fit the line
-            close.pop()
-        hint = f"; did you mean {' or '.join(close)}?" if close else " (symllm presets lists them)"
-        raise SymllmError(f"model: unknown preset {_short(name, 30)}{hint}")
-    return presets[name]
-
-
-def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
-    """A preset name, the path of a ``config.json`` / ``params.json``, a folder holding one (a checkpoint,
-    a snapshot), or a Hub id ``org/name`` found in the local Hugging Face cache (:mod:`symllm.arch.hub`).
-
-    >>> load("no-such-model")
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: model: unknown preset 'no-such-model' (symllm presets lists them)
-    """
-    path = Path(model)
-    from symllm.arch import hub  # a folder, or a Hub id in the local cache (no network, no huggingface_hub)
-    if path.suffix != ".json" and hub.is_repo_id(str(model)) and not path.exists() and not hub.in_cache(str(model)):
-        raise SymllmError(hub.not_cached(str(model), preset_for_hub(str(model))))
-    folder = hub.model_folder(model) if path.suffix != ".json" else None
-    if folder is not None:
-        name = hub.repo_root(folder).name.split("--")[-1] if hub.repo_root(folder) != folder else folder.name
-        config = "config.json" if os.path.lexists(folder / "config.json") or not os.path.lexists(
-            folder / "params.json") else "params.json"
-        return from_dict(read_json(hub.member(folder, config, "config"), "config"), vocab_size=vocab_size,
-                         name=name)
-    if path.suffix == ".json" or path.exists():
-        return from_dict(read_json(path, "config"), vocab_size=vocab_size, name=path.stem)
-    info = preset_info(str(model))
-    config = from_dict(info["config"], vocab_size=vocab_size, name=info["name"])
-    if "max_positions" in info and config.max_positions is None:  # a Meta params.json does not say it
-        config = config.replace(max_positions=info["max_positions"])
-    return config
+def __getattr__(name: str):
+    if name in _ELSEWHERE:
+        import importlib
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
