@@ -21,7 +21,8 @@ KINDS = ("nemotron_h",)
 def _hf_model(raw: dict, device: str = "meta"):
     transformers, torch = requires("transformers"), requires("torch")
     options = {k: v for k, v in raw.items() if k != "model_type"}
-    config = transformers.NemotronHConfig(**options, attn_implementation="eager")
+    # eager experts: the per-expert loop of NemotronHExperts.forward (the grouped_mm path counts otherwise)
+    config = transformers.NemotronHConfig(**options, attn_implementation="eager", experts_implementation="eager")
     torch.manual_seed(0)
     with torch.device(device):
         return transformers.NemotronHForCausalLM(config)
@@ -87,10 +88,12 @@ def _cache_bytes(cache, names):
 
 @given(nemotron_h_configs(), st.integers(1, 2), st.integers(4, 40))
 def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
-    """For drawn configs without their MoE layers (prompts of at least 4 tokens: transformers pads a shorter one to the convolution's
+    """For drawn configs (prompts of at least 4 tokens: transformers pads a shorter one to the convolution's
     kernel, which symllm does not count; an attention layer appended where the pattern has none, since
     transformers' cache cannot take a decode step without one), a prefill's matmul FLOPs (the chunked SSD
-    scan over chunks of chunk_size, the last position's logits) and a decode step's (the recurrent update)
+    scan over chunks of chunk_size, the last position's logits; each token's router logits and its k routed
+    experts through transformers' eager experts loop, and the shared expert) and a decode step's (the
+    recurrent update)
     equal FlopCounterMode, and after the prefill transformers' cache holds memory.kv_cache in its keys and
     values and memory.state_cache in its conv and recurrent states (an fp32 run)."""
     torch = requires("torch")
@@ -98,7 +101,6 @@ def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
     pattern = raw.pop("hybrid_override_pattern", None)
     types = raw.pop("layers_block_type", None) or [{"M": "linear_attention", "*": "full_attention", "-": "mlp",
                                                     "E": "moe"}[c] for c in pattern]
-    types = [name for name in types if name != "moe"]  # the MoE layers' FLOPs are not checked here yet
     if "full_attention" not in types:
         types = [*types, "full_attention"]
     raw = {**raw, "layers_block_type": types, "num_hidden_layers": len(types)}
