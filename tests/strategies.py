@@ -454,14 +454,16 @@ def gated_deltanet_configs(draw, kind: str | None = None) -> dict:
 @st.composite
 def nemotron_h_configs(draw) -> dict:
     """A small Nemotron-H config.json (model_type nemotron_h) as transformers writes it: a pattern of Mamba-2
-    (M), attention (*) and squared-ReLU MLP (-) layers, as hybrid_override_pattern or layers_block_type;
+    (M), attention (*), squared-ReLU MLP (-) and mixture-of-experts (E: routed and shared relu2 experts, the
+    routed experts' count a multiple, at least twice, of the router's n_group, topk_group of them kept) layers, as
+    hybrid_override_pattern or layers_block_type;
     Mamba heads a multiple of the groups, head width, state, kernel and chunk drawn (state and chunk at least 2:
     torch.einsum turns a contraction over one element into an element-wise product, which FlopCounterMode does
     not count, where symllm counts the scan's einsum); the convolution's bias,
     the Mamba projections' biases and the MLP's biases on or off; GQA with an even head_dim stated (symllm's
     one head rule asks an even width of every attention, though Nemotron-H's rotates nothing)."""
     L = draw(st.integers(1, 5))
-    pattern = "".join(draw(st.lists(st.sampled_from("M*-"), min_size=L, max_size=L)))
+    pattern = "".join(draw(st.lists(st.sampled_from("M*-E"), min_size=L, max_size=L)))
     n_kv, groups = draw(st.integers(1, 2)), draw(st.integers(1, 3))
     raw = {"model_type": "nemotron_h", "vocab_size": draw(st.integers(1, 100)), "hidden_size": draw(st.integers(4, 48)),
            "num_hidden_layers": L, "num_attention_heads": n_kv * draw(st.integers(1, 3)), "num_key_value_heads": n_kv,
@@ -470,10 +472,16 @@ def nemotron_h_configs(draw) -> dict:
            "ssm_state_size": draw(st.integers(2, 12)), "n_groups": groups, "conv_kernel": draw(st.integers(1, 4)),
            "chunk_size": draw(st.integers(2, 16)), "use_conv_bias": draw(st.booleans()),
            "use_bias": draw(st.booleans()), "mlp_bias": draw(st.booleans()), "layer_norm_epsilon": 1e-5}
+    n_group = draw(st.integers(1, 2))
+    experts = n_group * draw(st.integers(2, 3))  # the router sums each group's top 2 scores
+    raw.update(n_routed_experts=experts, num_experts_per_tok=draw(st.integers(1, experts)), n_group=n_group,
+               topk_group=draw(st.integers(1, n_group)), moe_intermediate_size=draw(st.integers(1, 24)),
+               moe_shared_expert_intermediate_size=draw(st.integers(1, 24)))
     if draw(st.booleans()):
         raw["hybrid_override_pattern"] = pattern
     else:
-        raw["layers_block_type"] = [{"M": "linear_attention", "*": "full_attention", "-": "mlp"}[c] for c in pattern]
+        raw["layers_block_type"] = [{"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}[c]
+                                    for c in pattern]
     return raw
 
 

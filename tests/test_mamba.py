@@ -21,32 +21,37 @@ KINDS = ("nemotron_h",)
 def _hf_model(raw: dict, device: str = "meta"):
     transformers, torch = requires("transformers"), requires("torch")
     options = {k: v for k, v in raw.items() if k != "model_type"}
-    config = transformers.NemotronHConfig(**options, attn_implementation="eager")
+    # eager experts: the per-expert loop of NemotronHExperts.forward (the grouped_mm path counts otherwise)
+    config = transformers.NemotronHConfig(**options, attn_implementation="eager", experts_implementation="eager")
     torch.manual_seed(0)
     with torch.device(device):
         return transformers.NemotronHForCausalLM(config)
 
 
 #: transformers' module of each layer type -> symllm's component holding it
-_PARTS = {"linear_attention": "/mamba/", "full_attention": "/attention/", "mlp": "/feed_forward/"}
+_PARTS = {"linear_attention": "/mamba/", "full_attention": "/attention/", "mlp": "/feed_forward/", "moe": "/moe/"}
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @given(data=st.data())
 def test_params_equal_transformers_on_meta(kind, data):
-    """The total, and the Mamba-2, attention and MLP mixers' parameters, equal numel of transformers'
-    NemotronHForCausalLM built on the meta device."""
+    """The total, the active (the total less, in each MoE layer, the routed experts a token does not run:
+    (n_routed_experts - num_experts_per_tok) of its experts.up_proj and down_proj's per-expert slices), and the
+    Mamba-2, attention, MLP and MoE mixers' parameters, equal numel of transformers' NemotronHForCausalLM built
+    on the meta device."""
     raw = data.draw(nemotron_h_configs())
     model = _hf_model(raw)
     types = model.config.layers_block_type
-    measured = dict.fromkeys(("total", *_PARTS), 0)
+    measured = dict.fromkeys(("total", "active", *_PARTS), 0)
     for name, p in model.named_parameters():
         measured["total"] += p.numel()
+        unused = model.config.n_routed_experts - model.config.num_experts_per_tok
+        measured["active"] += p.numel() - (unused * p[0].numel() if ".mixer.experts." in name else 0)
         if ".mixer." in name:
             measured[types[int(name.split(".")[2])]] += p.numel()
     out = symllm.params(from_hf(raw))
-    ours = dict.fromkeys(("total", *_PARTS), 0)
-    ours["total"] = out["total"]
+    ours = dict.fromkeys(("total", "active", *_PARTS), 0)
+    ours["total"], ours["active"] = out["total"], out.get("active", out["total"])
     for key, value in out.items():
         if key.endswith("block") or "/" not in key:
             continue
@@ -86,14 +91,16 @@ def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
     """For drawn configs (prompts of at least 4 tokens: transformers pads a shorter one to the convolution's
     kernel, which symllm does not count; an attention layer appended where the pattern has none, since
     transformers' cache cannot take a decode step without one), a prefill's matmul FLOPs (the chunked SSD
-    scan over chunks of chunk_size, the last position's logits) and a decode step's (the recurrent update)
+    scan over chunks of chunk_size, the last position's logits; each token's router logits and its k routed
+    experts through transformers' eager experts loop, and the shared expert) and a decode step's (the
+    recurrent update)
     equal FlopCounterMode, and after the prefill transformers' cache holds memory.kv_cache in its keys and
     values and memory.state_cache in its conv and recurrent states (an fp32 run)."""
     torch = requires("torch")
     from torch.utils.flop_counter import FlopCounterMode
     pattern = raw.pop("hybrid_override_pattern", None)
-    types = raw.pop("layers_block_type", None) or [{"M": "linear_attention", "*": "full_attention", "-": "mlp"}[c]
-                                                   for c in pattern]
+    types = raw.pop("layers_block_type", None) or [{"M": "linear_attention", "*": "full_attention", "-": "mlp",
+                                                    "E": "moe"}[c] for c in pattern]
     if "full_attention" not in types:
         types = [*types, "full_attention"]
     raw = {**raw, "layers_block_type": types, "num_hidden_layers": len(types)}
@@ -123,7 +130,8 @@ def test_scan_flops_by_hand():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"hybrid_override_pattern": "ME"}, "'moe' layers (E) are not modelled"),
+    ({"hybrid_override_pattern": "ME", "moe_latent_size": 8}, "moe_latent_size: 8 (the experts' latent projections)"),
+    ({"hybrid_override_pattern": "ME", "n_routed_experts": 3, "n_group": 2}, "n_group: 2 does not divide the 3"),
     ({"hybrid_override_pattern": "MX"}, "hybrid_override_pattern: unknown layer 'X'"),
     ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act: 'gelu' is not modelled"),
     ({"mlp_hidden_act": "silu"}, "mlp_hidden_act: 'silu' is not modelled"),

@@ -423,8 +423,8 @@ class ModelConfig:
     def shared_width(self) -> int | None:
         """The shared expert's width as the components take it (a spec's ``shared_hidden_dim``): DeepSeek's
         ``n_shared_experts`` experts of width hidden_dim side by side, or Qwen2-MoE's own
-        ``shared_hidden_dim``; else None."""
-        if self.n_shared_experts is not None:
+        ``shared_hidden_dim`` (Nemotron-H's shared experts of their own width: both given); else None."""
+        if self.n_shared_experts is not None and self.shared_hidden_dim is None:
             return self.n_shared_experts * self.hidden_dim
         return self.shared_hidden_dim
 
@@ -433,7 +433,7 @@ class ModelConfig:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts"):
             boolean(field, getattr(self, field))
-        if self.shared_hidden_dim is not None and not self.shared_expert:
+        if self.shared_hidden_dim is not None and not self.shared_expert and self.n_shared_experts is None:
             raise SymllmError(f"shared_hidden_dim: {self.shared_hidden_dim} given without shared_expert")
         if self.n_experts is None:
             for field in ("experts_per_token", "dense_hidden_dim"):
@@ -461,9 +461,10 @@ class ModelConfig:
             raise SymllmError(f"n_experts: {self.n_experts} given but no layer is a mixture of experts")
         if self.n_experts is None and any(kind.ffn == "moe" for kind, _ in self.layers):
             raise SymllmError("n_experts: missing; some layers are a mixture of experts")
-        if moe and moe < self.n_layers and self.dense_hidden_dim is None:
+        dense = sum(n for kind, n in self.layers if kind.ffn == "dense")  # Nemotron-H's other layers have none
+        if moe and dense and self.dense_hidden_dim is None:
             raise SymllmError("dense_hidden_dim: missing; the layers outside the MoE ones are dense")
-        if moe == self.n_layers and self.dense_hidden_dim is not None:
+        if moe and not dense and self.dense_hidden_dim is not None:
             raise SymllmError(f"dense_hidden_dim: {self.dense_hidden_dim} given but every layer is MoE")
         windows = {kind.window for kind, _ in self.layers} - {None}
         for window, size, field in (("sliding", self.sliding_window, "sliding_window"),

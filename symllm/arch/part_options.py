@@ -95,7 +95,8 @@ def _on(field: str, doc: str, ref: str, text: str = "", *, axis: str = "structur
 
 
 def _moe_text(c) -> str:
-    shared = (f"; a gated shared expert of width {c.shared_hidden_dim}" if c.shared_hidden_dim else
+    shared = (f"; a gated shared expert of width {c.shared_hidden_dim}" if c.shared_hidden_dim
+              and c.n_shared_experts is None else
               "; a shared expert" if c.shared_expert else "")
     return (f"mixture of experts: {c.n_experts} experts, {c.experts_per_token} per token, in {c.n_moe_layers} "
             f"of {c.n_layers} layers" + shared)
@@ -206,13 +207,15 @@ OPTIONS: tuple[Option, ...] = (
     _on("shared_expert", "Llama 4's shared expert (a SwiGLU of width d_ff every token runs)",
         "a dense SwiGLU beside the experts", parts=("shared_expert",)),
     Option("shared_gate", ("shared_hidden_dim",), (None,), "structure", "shared_gate",
-           value=lambda c: c.shared_hidden_dim is not None, parts=("shared_expert_gate",), choices=(True,), on=True,
+           value=lambda c: c.shared_hidden_dim is not None and c.n_shared_experts is None,
+           parts=("shared_expert_gate",), choices=(True,), on=True,
            reference="the shared expert of its own width, scaled by sigmoid(shared_expert_gate(x))",
            doc="Qwen2-MoE's gated shared expert of its own width d_se"),
     Option("shared_experts", ("n_shared_experts",), (None,), "structure", "shared_experts",
            value=lambda c: c.n_shared_experts is not None, parts=("shared_experts",), choices=(True,), on=None,
            models="latent", reference="one SwiGLU of n_shared_experts x hidden_dim every token runs",
-           text=lambda c: f"{c.n_shared_experts} shared experts of width {c.hidden_dim}" if c.n_shared_experts else "",
+           text=lambda c: (f"{c.n_shared_experts} shared experts of width {c.hidden_dim}" if c.shared_hidden_dim is None
+                           else f"a shared expert of width {c.shared_hidden_dim}") if c.n_shared_experts else "",
            doc="DeepSeek's shared experts"),
     _on("moe_bias", "gpt-oss's biases on the router and the experts", "biases on the router and every expert",
         "biases on the router and the experts"),

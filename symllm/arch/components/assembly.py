@@ -55,7 +55,11 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     elif kind.ffn == "moe":
         ffn = moe(shared=structure.shared_expert, gated=structure.shared_gate, bias=structure.moe_bias,
                   clamped=structure.clamped, fused_lora=structure.fused_lora, shared_experts=structure.shared_experts,
-                  shared_bias=structure.mlp_bias and structure.shared_experts)
+                  shared_bias=structure.mlp_bias and structure.shared_experts,
+                  # Nemotron-H's relu2 experts; gpt-oss's and Qwen's expert options (no family sets them with relu2:
+                  # tests/test_rules.py's every-part models do) keep the SwiGLU experts they describe
+                  activation="silu" if structure.moe_bias or structure.clamped or structure.fused_lora
+                  else variant.activation)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
     if kind.mixer == "none":

@@ -6,6 +6,7 @@ import sympy as sp
 
 from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules
 from symllm.arch.components.mlp import feed_forward
+from symllm.arch.layers import Variant
 from symllm.arch.symbols import beta_a, d, d_ff, d_se, k, n_e
 from symllm.errors import SymllmError
 
@@ -26,7 +27,8 @@ def router(*, bias: bool = False) -> Component:
     return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
 
 
-def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = False) -> Component:
+def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = False,
+            activation: str = "silu") -> Component:
     """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
 
     Parameters ``3·d·d_ff`` per expert, all ``n_e`` of them (``active``: the ``k`` a token uses); FLOPs
@@ -35,15 +37,31 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
     gpt-oss's biases, ``2·d_ff`` on the fused gate/up projection and ``d`` on the down projection of each
     expert; ``clamped``: gpt-oss's clamped SwiGLU (``ELEMENTWISE['clamped_glu']`` per element of ``d_ff``).
     ``fused_lora``: PEFT adapts these fused tensors under the SwiGLU's LoRA names (Qwen3-MoE), which symllm
-    does not model: those targets are refused (``Rules.refused``).
+    does not model: those targets are refused (``Rules.refused``). ``activation="relu2"``: Nemotron-H's ungated
+    experts ``down_proj(relu(up_proj(x))²)`` (``NemotronHExperts``), ``2·d·d_ff`` each, two matmuls per pair.
 
     >>> e = experts()
     >>> e.params, e.active, e.flops
     (3*d*d_ff*n_e, 3*d*d_ff*k, 6*b*d*d_ff*k*s)
     >>> sp.factor(experts(bias=True).params - e.params)
     n_e*(d + 2*d_ff)
+    >>> experts(activation="relu2").params, experts(activation="relu2").flops
+    (2*d*d_ff*n_e, 4*b*d*d_ff*k*s)
     """
     rows = k * _T  # token-expert pairs: each token's row goes through k experts
+    if activation == "relu2":
+        if bias or clamped or fused_lora:
+            raise SymllmError("activation: relu2 experts have no biases, clamp or fused LoRA names")
+        return Component(
+            "experts", params=2 * d * d_ff * n_e, active=2 * d * d_ff * k,
+            flops=matmul(rows, d, d_ff) + matmul(rows, d_ff, d),
+            elementwise=rows * (ELEMENTWISE["relu2"] * d_ff + ELEMENTWISE["combine"] * d),
+            # saved: each pair's gathered input, its up_proj output and squared output, the down_proj output
+            saved=beta_a * rows * (2 * d + 2 * d_ff),
+            live=(2 * _T * d_ff + _T * d,),
+            doc="NemotronHExperts: n_e x (up_proj [d_ff, d], down_proj [d, d_ff]); relu(x)**2, no gate",
+            rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts", hf="experts"),
+        )
     per = 3 * d * d_ff + ((2 * d_ff + d) if bias else 0)  # one expert's weights (and biases)
     glu = ELEMENTWISE["clamped_glu"] if clamped else ELEMENTWISE["silu"] + ELEMENTWISE["gate"]
     return Component(
@@ -65,14 +83,16 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
 
 
 def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
-        fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False) -> Component:
+        fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False,
+        activation: str = "silu") -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
     ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
     it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
     ``d -> 1`` linear. ``bias`` and ``clamped`` are gpt-oss's router and expert biases and clamped SwiGLU
     (:func:`router`, :func:`experts`); ``fused_lora`` is :func:`experts`'. ``shared_experts``: DeepSeek's
     (one SwiGLU of width ``d_se``, ``n_shared_experts × moe_intermediate_size``, every token runs;
-    ``shared_bias``: DeepSeek-V2's ``mlp_bias`` on it).
+    ``shared_bias``: DeepSeek-V2's ``mlp_bias`` on it). ``activation="relu2"``: Nemotron-H's ``NemotronHMoE``,
+    ungated relu2 experts and shared expert (of width ``d_se``, ``moe_shared_expert_intermediate_size``).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
@@ -82,6 +102,8 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     3*d*d_se + d
     >>> sp.expand(moe(shared_experts=True).total("params") - moe().total("params"))
     3*d*d_se
+    >>> sp.expand(moe(shared_experts=True, activation="relu2").total("params"))
+    2*d*d_ff*n_e + 2*d*d_se + d*n_e
     """
     _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
               shared_experts=shared_experts, shared_bias=shared_bias)
@@ -98,8 +120,9 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                              doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
                              "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
     if shared_experts:
-        ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias)
-        extra = (ffn.replace(saved=beta_a * 3 * _T * d_se,  # its input is the router's, counted once here
+        ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias, variant=Variant(activation=activation))
+        kept = 2 if activation == "relu2" else 3  # relu2: up_proj's output and its square; SwiGLU: w1, w3, w2's input
+        extra = (ffn.replace(saved=beta_a * kept * _T * d_se,  # its input is the router's, counted once here
                              elementwise=ffn.elementwise + ELEMENTWISE["shared"] * _T * d,  # added to the routed sum
                              doc="self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)"
                                  "  # every token"),)
@@ -113,7 +136,7 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                                saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
-        children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora), *extra),
+        children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora, activation=activation), *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)",
                     hf="mlp"),

@@ -9,8 +9,15 @@ a mixture of experts (``E``, ``moe``), as ``layers_block_type`` says or, absent,
 weights: ``tie_word_embeddings`` changes nothing). Mamba-2's inner width is ``mamba_num_heads ×
 mamba_head_dim`` (``expand`` is not read).
 
-Not modelled yet, refused in one line: the MoE layers (``E``: Nemotron-3's non-gated experts, sigmoid router
-and latent projections) and the multi-token-prediction layers (``num_nextn_predict_layers``).
+An ``E`` layer is ``NemotronHMoE``: a router of ``n_e × d`` weights (sigmoid scores, grouped top-k; its
+``e_score_correction_bias`` is a buffer, no parameter), ``n_routed_experts`` ungated relu2 experts of
+``moe_intermediate_size`` (``k`` = ``num_experts_per_tok`` a token) and one shared relu2 MLP of
+``moe_shared_expert_intermediate_size``; the dense ``-`` layers keep ``intermediate_size`` (``d_fd`` beside
+them).
+
+Not modelled yet, refused in one line: the experts' latent projections (``moe_latent_size``: Nemotron-3
+Super's ``fc1_latent_proj``/``fc2_latent_proj``) and the multi-token-prediction layers
+(``num_nextn_predict_layers``).
 
 >>> f = _fields({"hybrid_override_pattern": "M-M*"}, 4)
 >>> [(k.mixer, k.ffn, k.rotary, n) for k, n in f["layers"]], f["mamba_heads"], f["conv_bias"]
@@ -27,7 +34,7 @@ _PATTERN = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "ml
 #: each layer type -> its kind (the attention has no RoPE: NemotronHAttention rotates nothing)
 _KINDS = {"linear_attention": LayerKind(mixer="mamba", ffn="none"),
           "full_attention": LayerKind(rotary=False, ffn="none"),
-          "mlp": LayerKind(mixer="none")}
+          "mlp": LayerKind(mixer="none"), "moe": LayerKind(mixer="none", ffn="moe")}
 #: the Mamba-2 keys (and their older names, which the config class renames) -> (field, default)
 _MAMBA = {"mamba_num_heads": ("mamba_heads", 128), "mamba_head_dim": ("mamba_head_dim", 64),
           "ssm_state_size": ("ssm_state", 128), "n_groups": ("mamba_groups", 8),
@@ -61,8 +68,6 @@ def _types(raw: dict) -> list[str]:
 def _fields(raw: dict, n_layers: int) -> dict:
     raw = {_OLD.get(key, key): value for key, value in raw.items()}
     types = _types(raw)
-    if "moe" in types:
-        raise SymllmError("layers_block_type: 'moe' layers (E) are not modelled by symllm yet")
     if integer(raw, "num_nextn_predict_layers", 0, minimum=0):
         raise SymllmError(f"num_nextn_predict_layers: {raw['num_nextn_predict_layers']} (multi-token prediction "
                           "layers) is not modelled by symllm")
@@ -74,11 +79,35 @@ def _fields(raw: dict, n_layers: int) -> dict:
     out = dict(n_layers=len(types), tie_embeddings=False, activation="relu2",
                hidden_dim=integer(raw, "intermediate_size", 21504),
                **groups([_KINDS[name] for name in types]))
+    if "moe" in types:
+        out.update(_moe(raw, out.pop("hidden_dim") if "mlp" in types else None))
     if "linear_attention" in types:
         out.update({f: integer(raw, key, default) for key, (f, default) in _MAMBA.items()})
         out.update(conv_bias=flag(raw, "use_conv_bias", True), mamba_bias=flag(raw, "use_bias", False))
     else:
         flag(raw, "use_conv_bias", True), flag(raw, "use_bias", False)  # checked only: no Mamba layer
+    return out
+
+
+def _moe(raw: dict, dense: int | None) -> dict:
+    """The E layers' fields (NemotronHMoE): routed experts of ``moe_intermediate_size``, one shared relu2 MLP of
+    ``moe_shared_expert_intermediate_size`` (``n_shared_experts`` is not read: it builds one), the dense layers'
+    ``intermediate_size`` beside them; the router's grouping, scaling and score-correction buffer add no
+    parameter. ``moe_latent_size`` (Nemotron-3 Super's latent projections) is refused."""
+    if raw.get("moe_latent_size") is not None:
+        raise SymllmError(f"moe_latent_size: {short(raw['moe_latent_size'])} (the experts' latent projections) is "
+                          "not modelled by symllm yet")
+    experts = integer(raw, "n_routed_experts", 8)
+    k = integer(raw, "num_experts_per_tok", 2)
+    if k > experts:
+        raise SymllmError(f"num_experts_per_tok: {k} is more than the {experts} experts (n_routed_experts)")
+    group = integer(raw, "n_group", 1)
+    if experts % group:
+        raise SymllmError(f"n_group: {group} does not divide the {experts} experts (n_routed_experts)")
+    out = dict(n_experts=experts, experts_per_token=k, hidden_dim=integer(raw, "moe_intermediate_size", 7688),
+               n_shared_experts=1, shared_hidden_dim=integer(raw, "moe_shared_expert_intermediate_size", 7688))
+    if dense is not None:
+        out.update(dense_hidden_dim=dense)
     return out
 
 
@@ -88,7 +117,8 @@ NEMOTRON_H = register(Family(
               "num_key_value_heads": 8, "head_dim": 128},
     # the MoE keys the config class always has (defaults 8, 2, 7688, ...) build nothing without an E layer
     models=("n_routed_experts", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok",
-            "num_nextn_predict_layers"),
+            "num_nextn_predict_layers", "moe_shared_expert_intermediate_size", "moe_latent_size", "n_group",
+            "topk_group", "routed_scaling_factor", "norm_topk_prob", "moe_shared_expert_overlap"),
     # NemotronHAttention's projections have no bias whatever attention_bias says; the lm_head is never tied
     ignored={"attention_bias": False},
     layer_types=("full_attention", "linear_attention", "moe"),
