@@ -51,9 +51,9 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
       group selection, renormalisation and scaling, gpt-oss's softmax over the top k. The oracle's count
       inside each router module (every class whose name ends in ``Router``) is replaced by 5 per logit
       (transformers' router weight: ``n_e`` rows), its bias add (gpt-oss's, 1 per logit) kept;
-    - **gpt-oss's attention** subtracts each row's max itself before ``F.softmax`` (which subtracts it again):
-      the same subtraction twice, which the convention counts once (in the softmax's 4): its explicit
-      subtraction is left out;
+    - **gpt-oss's and MiMo-V2-Flash's attention** subtract each row's max themselves before ``F.softmax`` (which
+      subtracts it again): the same subtraction twice, which the convention counts once (in the softmax's 4):
+      the explicit subtraction is left out;
     - **Llama 4's experts**: transformers runs every expert on every token (scaling each token's input by its
       routing weight, zero for the experts it does not choose, and summing the ``n_e`` outputs), so its
       routed work is ``n_e / k`` times the model's (as the matmul test of tests/test_moe.py adds): ``k / n_e``
@@ -80,7 +80,7 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
     if routers:
         total += (5 * b * s * sum(m.weight.shape[0] for m in routers)
                   - counter.within(*names) + counter.within(*names, ops=("addmm",)))
-    total -= counter.within("GptOssAttention", ops=("sub",), statistic=True)
+    total -= counter.within("GptOssAttention", "MiMoV2FlashAttention", ops=("sub",), statistic=True)
     twice = counter.within("CohereLayerNorm", ops=("sub",))
     assert twice % 2 == 0
     total -= twice // 2
@@ -212,6 +212,31 @@ def test_oracle_counts_gemma2_over_llama_by_hand():
     assert gemma2 - llama == extra
 
 
+def test_oracle_counts_mimo_v2_flash_over_its_own_llama_by_hand():
+    """MiMo-V2-Flash's attention over LLaMA's, by hand from transformers' modeling_mimo_v2_flash.py, in one
+    full layer (n_kv = 1) and one sliding layer (twice the key/value heads, n_kv = 2, and a sink per head):
+    the values, of their own width d_hv = 3, multiplied by ``attention_value_scale`` (``* self.v_scale``, done
+    even when the scale is 1.0), 1 per value element: b·s·(1 + 2)·3; and each score row's max subtracted
+    before ``F.softmax`` over the s keys (and the sink's one more entry in the sliding layer), which
+    ``F.softmax`` subtracts again: b·n_h·s·(s + s + 1). The oracle finds exactly those two in the attention's
+    own code; symllm counts the first, and the second is the convention's twice (:func:`_convention`)."""
+    raw = {"model_type": "mimo_v2_flash", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 4, "v_head_dim": 3,
+           "intermediate_size": 6, "moe_intermediate_size": 5, "n_routed_experts": 2, "num_experts_per_tok": 1,
+           "layer_types": ["full_attention", "sliding_attention"], "mlp_layer_types": ["dense", "dense"],
+           "sliding_window": 8, "partial_rotary_factor": 0.5}
+    b, s, n_h, d_hv = 2, 3, 4, 3
+    for scale in (0.707, 1.0):
+        model = _model(dict(raw, attention_value_scale=scale))
+        counter = _count(model, b, s)
+        # its multiplies: the value scale; the scores' 1/√d_h, s × s a head in both layers; RoPE's two per
+        # rotated element (2 of each head's 4) of the query and key heads, 4 + 1 and 4 + 2
+        values, scores, rope = b * s * (1 + 2) * d_hv, 2 * b * n_h * s * s, 2 * b * s * 2 * ((4 + 1) + (4 + 2))
+        assert counter.within("MiMoV2FlashAttention", ops=("mul",)) == values + scores + rope == 54 + 144 + 264
+        assert counter.within("MiMoV2FlashAttention", ops=("sub",), statistic=True) == b * n_h * s * (2 * s + 1)
+        assert _symllm(raw, b, s) == _convention(counter, model, raw, b, s)
+
+
 def _deltanet_classes(model) -> tuple[str, ...]:
     """The class names of transformers' Gated DeltaNet layers in ``model``."""
     return tuple({type(m).__name__ for m in model.modules() if type(m).__name__.endswith("GatedDeltaNet")})
@@ -320,8 +345,6 @@ def test_oracle_refuses_an_op_it_has_no_weight_for():
 #: families whose element-wise count is known to fall short of the oracle's, each with the reason: the property
 #: is expected to fail for them (strict: it fails the day they agree, so the entry is then removed)
 KNOWN_SHORT: dict[str, str] = {}
-KNOWN_SHORT["mimo_v2_flash"] = ("MiMo-V2-Flash's value scale (attention_value_scale, one multiply a value element) "
-                                "is not counted, and the rest of its element-wise gap is not traced yet (issue 39)")
 KNOWN_SHORT["nemotron_h"] = ("the Mamba-2 SSD scan's element-wise work (softplus of dt, the discretisation, the decays and "
                              "their segment sums, the D skip) is not counted yet (issue 39)")
 
