@@ -305,6 +305,35 @@ def test_oracle_counts_a_mamba2_scan_by_hand():
     assert flops(component, "prefill", bucket="elementwise").subs(values) == 650
 
 
+def test_a_mamba2_decode_step_equals_the_oracle_by_hand():
+    """One decode step of b = 2 sequences after a prompt of s = 5 through transformers' cache (an attention
+    layer beside the Mamba-2 one, without which the cache takes no step): the mixer (n_m = 2, d_m = 3, d_s = 4,
+    W = 6 + 2·4 = 14 channels) runs the recurrent step, by hand: A's exp 2 once, and per sequence the scan's
+    6·6 + 6·24 = 180 (as :func:`test_oracle_counts_a_mamba2_scan_by_hand`), the convolution's SiLU 4·14 and the
+    gated norm 9·6: 2 + 2·(180 + 56 + 54) = 582. The oracle over transformers' step and symllm's decode step
+    of the mixer both say so."""
+    torch = requires("torch")
+    from symllm.costs.phases import flops
+    from .elementwise_oracle import ElementwiseCount
+    raw = {"model_type": "nemotron_h", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2,
+           "hybrid_override_pattern": "M*", "mamba_num_heads": 2, "mamba_head_dim": 3, "ssm_state_size": 4,
+           "n_groups": 1, "conv_kernel": 2, "chunk_size": 4, "mamba_hidden_act": "silu", "intermediate_size": 6,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4}
+    b, s = 2, 5
+    model = _model(raw)
+    ids = torch.zeros(b, s, dtype=torch.long)
+    step = ids[:, -1:].clone()
+    with torch.no_grad():
+        cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
+        with ElementwiseCount(model, step) as counter:
+            model(step, past_key_values=cache, use_cache=True)
+    assert 2 + 2 * (180 + 4 * 14 + 9 * 6) == 582
+    assert counter.within("NemotronHMamba2Mixer") == 582
+    config = from_hf(raw)
+    mixer = next(c for c in symllm.model_for(config).walk() if c.name == "mamba")
+    assert flops(mixer, "decode", bucket="elementwise").subs(symllm.values(config, batch=b, seq=s)) == 582
+
+
 def _deltanet_classes(model) -> tuple[str, ...]:
     """The class names of transformers' Gated DeltaNet layers in ``model``."""
     return tuple({type(m).__name__ for m in model.modules() if type(m).__name__.endswith("GatedDeltaNet")})
