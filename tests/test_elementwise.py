@@ -51,9 +51,9 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
       group selection, renormalisation and scaling, gpt-oss's softmax over the top k. The oracle's count
       inside each router module (every class whose name ends in ``Router``) is replaced by 5 per logit
       (transformers' router weight: ``n_e`` rows), its bias add (gpt-oss's, 1 per logit) kept;
-    - **gpt-oss's attention** subtracts each row's max itself before ``F.softmax`` (which subtracts it again):
-      the same subtraction twice, which the convention counts once (in the softmax's 4): its explicit
-      subtraction is left out;
+    - **gpt-oss's and MiMo-V2-Flash's attention** subtract each row's max themselves before ``F.softmax`` (which
+      subtracts it again): the same subtraction twice, which the convention counts once (in the softmax's 4):
+      the explicit subtraction is left out;
     - **Llama 4's experts**: transformers runs every expert on every token (scaling each token's input by its
       routing weight, zero for the experts it does not choose, and summing the ``n_e`` outputs), so its
       routed work is ``n_e / k`` times the model's (as the matmul test of tests/test_moe.py adds): ``k / n_e``
@@ -67,6 +67,11 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
     - **Cohere's LayerNorm** computes ``hidden_states - mean`` twice (once for the variance, once for the
       output): the same subtraction, which the convention (6 an element) counts once: half of its subtractions
       are left out;
+    - **a one-token prompt through a Mamba-2 mixer** (Nemotron-H), as through a Gated DeltaNet: transformers runs
+      it, with no state yet, through the chunked scan (one chunk of ``chunk_size`` positions); symllm counts
+      the recurrent step. For ``s = 1`` the oracle's count of ``mamba2_chunk_scan`` in each Mamba-2 layer is
+      replaced by its count of ``mamba2_selective_state_update`` over inputs of the shapes the layer gives each
+      (:func:`_scan_count`; both are transformers' functions from the layer's own module);
     - **DeepSeek Sparse Attention** (DeepSeek-V3.2, GLM-5): transformers' eager attention scales and softmaxes
       (1 + 4 per score) every one of the ``s`` keys of each query and masks those its indexer did not select;
       symllm counts the ``min(index_topk, s)`` keys each query attends (a sparse kernel's work,
@@ -80,7 +85,7 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
     if routers:
         total += (5 * b * s * sum(m.weight.shape[0] for m in routers)
                   - counter.within(*names) + counter.within(*names, ops=("addmm",)))
-    total -= counter.within("GptOssAttention", ops=("sub",), statistic=True)
+    total -= counter.within("GptOssAttention", "MiMoV2FlashAttention", ops=("sub",), statistic=True)
     twice = counter.within("CohereLayerNorm", ops=("sub",))
     assert twice % 2 == 0
     total -= twice // 2
@@ -91,6 +96,10 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
     if deltanets and s == 1:
         layer = deltanets[0]  # every DeltaNet layer of a model has the same sizes
         total += len(deltanets) * (_rule_count(layer, "recurrent", b) - _rule_count(layer, "chunk", b))
+    mambas = [m for m in model.modules() if type(m).__name__.endswith("Mamba2Mixer")]
+    if mambas and s == 1:
+        layer = mambas[0]  # every Mamba-2 layer of a model has the same sizes
+        total += len(mambas) * (_scan_count(layer, "recurrent", b) - _scan_count(layer, "chunk", b))
     if raw["model_type"] == "llama4_text":
         E, k = raw["num_local_experts"], raw["num_experts_per_tok"]
         routed = counter.within("Llama4TextExperts") + counter.within("Llama4TextMoe", ops=("mul", "sum"), direct=True)
@@ -113,6 +122,31 @@ def _rule_count(layer, form: str, b: int, s: int = 1) -> int:
     g, beta = -torch.rand(b, s, layer.num_v_heads), torch.rand(b, s, layer.num_v_heads)
     with torch.no_grad(), ElementwiseCount(torch.nn.Module(), q, k, v, g, beta) as counter:
         rule(q, k, v, g=g, beta=beta, initial_state=None, output_final_state=False, use_qk_l2norm_in_kernel=True)
+    return counter.total
+
+
+def _scan_count(layer, form: str, b: int) -> int:
+    """The oracle's count of transformers' Mamba-2 scan over ``b`` sequences of one token of the mixer ``layer``'s
+    heads, as the layer calls it (``form``: ``chunk``, ``mamba2_chunk_scan``, or ``recurrent``,
+    ``mamba2_selective_state_update`` with every head's dt, A, D and dt_bias broadcast over its elements)."""
+    import sys
+    torch = requires("torch")
+    from .elementwise_oracle import ElementwiseCount
+    module = sys.modules[type(layer).__module__]
+    H, P, G, N = layer.num_heads, layer.head_dim, layer.n_groups, layer.ssm_state_size
+    torch.manual_seed(0)
+    x, dt = torch.randn(b, 1, H, P), torch.randn(b, 1, H)
+    B, C = torch.randn(b, 1, G, N), torch.randn(b, 1, G, N)
+    A, D, bias = -torch.rand(H), torch.rand(H), torch.rand(H)
+    with torch.no_grad(), ElementwiseCount(torch.nn.Module(), x, dt, B, C) as counter:
+        if form == "chunk":
+            module.mamba2_chunk_scan(x, dt, A, B, C, chunk_size=layer.chunk_size, D=D, dt_bias=bias,
+                                     dt_softplus=True, dt_limit=layer.time_step_limit)
+        else:
+            module.mamba2_selective_state_update(
+                torch.zeros(b, H, P, N), x[:, 0], dt[:, 0, :, None].expand(-1, -1, P),
+                A[:, None, None].expand(-1, P, N), B[:, 0], C[:, 0], D[:, None].expand(-1, P),
+                dt_bias=bias[:, None].expand(-1, P), dt_softplus=True)
     return counter.total
 
 
@@ -210,6 +244,94 @@ def test_oracle_counts_gemma2_over_llama_by_hand():
     gemma2 = _count(_model(dict(sizes, model_type="gemma2", sliding_window=64)), b, s).total
     llama = _count(_model(dict(sizes, model_type="llama")), b, s).total
     assert gemma2 - llama == extra
+
+
+def test_oracle_counts_mimo_v2_flash_over_its_own_llama_by_hand():
+    """MiMo-V2-Flash's attention over LLaMA's, by hand from transformers' modeling_mimo_v2_flash.py, in one
+    full layer (n_kv = 1) and one sliding layer (twice the key/value heads, n_kv = 2, and a sink per head):
+    the values, of their own width d_hv = 3, multiplied by ``attention_value_scale`` (``* self.v_scale``, done
+    even when the scale is 1.0), 1 per value element: b·s·(1 + 2)·3; and each score row's max subtracted
+    before ``F.softmax`` over the s keys (and the sink's one more entry in the sliding layer), which
+    ``F.softmax`` subtracts again: b·n_h·s·(s + s + 1). The oracle finds exactly those two in the attention's
+    own code; symllm counts the first, and the second is the convention's twice (:func:`_convention`)."""
+    raw = {"model_type": "mimo_v2_flash", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 4, "v_head_dim": 3,
+           "intermediate_size": 6, "moe_intermediate_size": 5, "n_routed_experts": 2, "num_experts_per_tok": 1,
+           "layer_types": ["full_attention", "sliding_attention"], "mlp_layer_types": ["dense", "dense"],
+           "sliding_window": 8, "partial_rotary_factor": 0.5}
+    b, s, n_h, d_hv = 2, 3, 4, 3
+    for scale in (0.707, 1.0):
+        model = _model(dict(raw, attention_value_scale=scale))
+        counter = _count(model, b, s)
+        # its multiplies: the value scale; the scores' 1/√d_h, s × s a head in both layers; RoPE's two per
+        # rotated element (2 of each head's 4) of the query and key heads, 4 + 1 and 4 + 2
+        values, scores, rope = b * s * (1 + 2) * d_hv, 2 * b * n_h * s * s, 2 * b * s * 2 * ((4 + 1) + (4 + 2))
+        assert counter.within("MiMoV2FlashAttention", ops=("mul",)) == values + scores + rope == 54 + 144 + 264
+        assert counter.within("MiMoV2FlashAttention", ops=("sub",), statistic=True) == b * n_h * s * (2 * s + 1)
+        assert _symllm(raw, b, s) == _convention(counter, model, raw, b, s)
+
+
+def test_oracle_counts_a_mamba2_scan_by_hand():
+    """Nemotron-H's Mamba-2 scan (n_m = 2 heads of d_m = 3, d_s = 4, one group, chunks of Q_c = 4) over one
+    prompt of s = 5 tokens: c = 2 chunks, S = 8 padded positions. By hand from transformers'
+    modeling_nemotron_h.py (``mamba2_chunk_scan``), per op: ``A = -exp(A_log)`` 2 (once a pass); per token and
+    head dt + dt_bias, softplus (3), the clamp (2), A·dt: 7·5·2 = 70; x·dt 5·6 = 30; per padded position and
+    element of a head the D skip (multiply, add), Y_off's decay, Y_diag + Y_off: 4·8·6 = 192; per padded position
+    and head cumsum(A), last − cum, its exp, exp(cum): 4·8·2 = 64; B's decay 8·2·4 = 64; per chunk and head the
+    segment sum's cumsum, exp and G·L over 4 × 4: 3·2·2·16 = 192; the chunk decays over 3 × 3 (cumsum, exp) per
+    head: 2·2·9 = 36. In all 650. A decode step (``mamba2_selective_state_update``) per sequence: per element of a
+    head dt + dt_bias, softplus, the D skip (6·6), per state element dt·A, exp, dt·B, ·x, the decay and update
+    (6·24), and A's exp 2: 182. symllm counts both, and the whole prefill equals the oracle's."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 1,
+           "hybrid_override_pattern": "M", "mamba_num_heads": 2, "mamba_head_dim": 3, "ssm_state_size": 4,
+           "n_groups": 1, "conv_kernel": 2, "chunk_size": 4, "mamba_hidden_act": "silu", "intermediate_size": 6,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4}
+    b, s = 1, 5
+    model = _model(raw)
+    counter = _count(model, b, s)
+    scan = 2 + 70 + 30 + 192 + 64 + 64 + 192 + 36
+    assert scan == 650 and counter.by_op["softplus"] == 3 * 5 * 2 and counter.by_op["cumsum"] == 16 + 64 + 18
+    # the rest of the mixer: the convolution's SiLU over W = 6 + 2·4 = 14 channels, the gated norm (SiLU of the
+    # gate, the product, square, mean, ·rsqrt, ·weight) over d_i = 6
+    assert counter.within("NemotronHMamba2Mixer") == scan + 4 * 5 * 14 + 9 * 5 * 6
+    assert _symllm(raw, b, s) == _convention(counter, model, raw, b, s)
+    layer = model.model.layers[0].mixer
+    assert _scan_count(layer, "recurrent", b) == 6 * 6 + 6 * 24 == 180  # A's exp is the mixer's, outside
+    from symllm.costs.phases import flops
+    config = from_hf(raw)
+    component = next(c for c in symllm.model_for(config).walk() if c.name == "ssd_scan")
+    values = symllm.values(config, batch=b, seq=s)
+    assert flops(component, "decode", bucket="elementwise").subs(values) == 182
+    assert flops(component, "prefill", bucket="elementwise").subs(values) == 650
+
+
+def test_a_mamba2_decode_step_equals_the_oracle_by_hand():
+    """One decode step of b = 2 sequences after a prompt of s = 5 through transformers' cache (an attention
+    layer beside the Mamba-2 one, without which the cache takes no step): the mixer (n_m = 2, d_m = 3, d_s = 4,
+    W = 6 + 2·4 = 14 channels) runs the recurrent step, by hand: A's exp 2 once, and per sequence the scan's
+    6·6 + 6·24 = 180 (as :func:`test_oracle_counts_a_mamba2_scan_by_hand`), the convolution's SiLU 4·14 and the
+    gated norm 9·6: 2 + 2·(180 + 56 + 54) = 582. The oracle over transformers' step and symllm's decode step
+    of the mixer both say so."""
+    torch = requires("torch")
+    from symllm.costs.phases import flops
+    from .elementwise_oracle import ElementwiseCount
+    raw = {"model_type": "nemotron_h", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2,
+           "hybrid_override_pattern": "M*", "mamba_num_heads": 2, "mamba_head_dim": 3, "ssm_state_size": 4,
+           "n_groups": 1, "conv_kernel": 2, "chunk_size": 4, "mamba_hidden_act": "silu", "intermediate_size": 6,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4}
+    b, s = 2, 5
+    model = _model(raw)
+    ids = torch.zeros(b, s, dtype=torch.long)
+    step = ids[:, -1:].clone()
+    with torch.no_grad():
+        cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
+        with ElementwiseCount(model, step) as counter:
+            model(step, past_key_values=cache, use_cache=True)
+    assert 2 + 2 * (180 + 4 * 14 + 9 * 6) == 582
+    assert counter.within("NemotronHMamba2Mixer") == 582
+    config = from_hf(raw)
+    mixer = next(c for c in symllm.model_for(config).walk() if c.name == "mamba")
+    assert flops(mixer, "decode", bucket="elementwise").subs(symllm.values(config, batch=b, seq=s)) == 582
 
 
 def _deltanet_classes(model) -> tuple[str, ...]:
@@ -320,10 +442,6 @@ def test_oracle_refuses_an_op_it_has_no_weight_for():
 #: families whose element-wise count is known to fall short of the oracle's, each with the reason: the property
 #: is expected to fail for them (strict: it fails the day they agree, so the entry is then removed)
 KNOWN_SHORT: dict[str, str] = {}
-KNOWN_SHORT["mimo_v2_flash"] = ("MiMo-V2-Flash's value scale (attention_value_scale, one multiply a value element) "
-                                "is not counted, and the rest of its element-wise gap is not traced yet (issue 39)")
-KNOWN_SHORT["nemotron_h"] = ("the Mamba-2 SSD scan's element-wise work (softplus of dt, the discretisation, the decays and "
-                             "their segment sums, the D skip) is not counted yet (issue 39)")
 
 
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(reason=KNOWN_SHORT[k], strict=True))

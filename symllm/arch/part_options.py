@@ -282,7 +282,8 @@ OPTIONS: tuple[Option, ...] = (
            value=lambda c: c.kv_lora_rank is None and c.v_head_dim is not None, choices=(True,), on=None,
            reference="refused beside GQA (transformers' classes check it); MLA's v_head_dim as LatentAttention's",
            text=lambda c: f"value heads of width {c.v_head_dim}" if c.kv_lora_rank is None and c.v_head_dim else "",
-           doc="values of their own head width d_hv beside GQA's queries and keys (MiMo-V2-Flash's v_head_dim)"),
+           doc="values of their own head width d_hv beside GQA's queries and keys, scaled by attention_value_scale "
+               "(MiMo-V2-Flash's v_head_dim)"),
     Option("k_eq_v", ("layers",), (None,), "kind", "k_eq_v", choices=(True,),
            text=lambda c: _k_eq_v_text(c),
            doc="no wv in the layers of kind k_eq_v=True: the values are wk's output (Gemma 4's attention_k_eq_v)"),

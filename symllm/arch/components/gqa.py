@@ -179,7 +179,9 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
     adds gpt-oss's attention sinks (:func:`sinks`), a kind's ``sinks`` the same in its layers only (MiMo-V2-Flash's
     sliding ones). The structure's ``value_width`` gives the values heads of their own width ``d_hv``
-    (MiMo-V2-Flash's ``v_head_dim``): ``wv``, ``wo``, ``A·V`` and the cache's values. A kind whose ``heads`` is "own" has the second head shape
+    (MiMo-V2-Flash's ``v_head_dim``): ``wv``, ``wo``, ``A·V`` and the cache's values, and MiMo-V2-Flash's
+    value scale (``attention_value_scale``, one multiply per new value element, which transformers' class does
+    even by 1.0). A kind whose ``heads`` is "own" has the second head shape
     (``n_ha``, ``n_kva``, ``d_ha`` for ``n_h``, ``n_kv``, ``d_h``: :func:`reshaped`); one with ``k_eq_v`` has no
     ``wv`` (its values are ``wk``'s output; the cache still holds keys and values, as transformers' does).
     The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
@@ -259,6 +261,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                          doc="value_states = self.v_norm(value_states)  # Gemma4RMSNorm(with_scale=False)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a weightless norm on the values "
                                      "(Gemma 4)")),) if variant.value_norm else ()),
+            *((Component("value_scale", elementwise=ELEMENTWISE["scale"] * _T * n_kv * dv,
+                         doc="value_states = self.v_proj(hidden_states)... * self.v_scale  # MiMoV2FlashAttention: "
+                             "attention_value_scale, 1.0 when None, multiplied all the same",
+                         rules=Rules("replicated", lora=(), stacks=(), label="scaled values (MiMo-V2-Flash)")),)
+              if structure.value_width else ()),
             *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * dv,
                          saved=beta_a * _T * n_h * dv,  # the gate, for the product's backward
                          doc="attn_output = attn_output * torch.sigmoid(gate)",

@@ -30,8 +30,9 @@ Conventions (docs/conventions.md, "Mamba-2"):
   sequence's first pass, ``2`` in a decode step, ``s + 2·K_c − 1`` in a later pass of ``s > 1`` tokens (as the
   Gated DeltaNet's: :mod:`symllm.arch.components.deltanet`).
 * **Element-wise** work counted: the convolution's SiLU, the gated norm (SiLU of the gate, the product, the
-  RMSNorm), biases. The scan's own element-wise work (softplus of dt, the discretisation, the decays and
-  their segment sums) is **not counted** yet (tests/test_elementwise.py lists the family as known short).
+  RMSNorm), biases, and the scan's own (softplus of dt, its clamp, the discretisation, the decays and their
+  segment sums, the D skip), op by op as the torch fallback does it: the chunked scan's over the padded
+  chunks for ``s > 1``, the recurrent step's for ``s = 1`` (:func:`_scan_elementwise`).
 * **State** (``state_cache``, bytes per sequence and layer, constant in the context): the SSM state
   ``n_m·d_m·d_s`` in fp32 (the scan works in float32 and transformers' cache keeps its final state as it
   comes; Nemotron-H's ``mamba_ssm_cache_dtype`` is float32), and the convolution state, the last ``K_c``
@@ -128,6 +129,35 @@ def _scan(positions: sp.Expr) -> sp.Expr:
     return 2 * n_m * (c * Q_c ** 2 * (d_s + d_m) + 2 * c * Q_c * d_m * d_s + (c + 1) ** 2 * d_m * d_s)
 
 
+def _scan_elementwise() -> sp.Expr:
+    """Element-wise FLOPs of the SSD scan in one pass of ``b`` sequences of ``s`` tokens, transformers' torch
+    fallback op by op (the module docstring): ``A = -exp(A_log)`` once a pass (``n_m``), then per sequence
+
+    * the chunked scan (``s > 1``; ``c = ⌈s/Q_c⌉`` chunks, ``S = c·Q_c`` padded positions): per token and head
+      ``dt + dt_bias``, softplus (3), the clamp to ``time_step_limit`` (2) and ``A·dt`` (7); per token and
+      element of a head ``x·dt`` (1); per padded position and element of a head the ``D`` skip's product and
+      add, ``Y_off``'s decay and ``Y_diag + Y_off`` (4); per padded position and head the decays' cumulative
+      sum, ``last − cum`` and its exp, ``exp(cum)`` (4); per padded position, head and state element ``B``'s
+      decay (1); per chunk and head the segment sum's ``Q_c × Q_c`` cumulative sum, its exp and ``G·L`` (3·Q_c²);
+      per head the chunk-to-chunk decays over ``c + 1`` states, cumulative sum and exp (2·(c + 1)²);
+    * the recurrent step (``s = 1``, ``mamba2_selective_state_update``, every head's ``dt``, ``A``, ``D``
+      broadcast over its ``d_m`` elements): per element of a head ``dt + dt_bias``, softplus and the ``D`` skip's
+      product and add (6); per element of the state ``dt·A``, its exp, ``dt·B``, ``·x``, the state's decay and
+      update (6).
+
+    >>> _scan_elementwise().subs({b: 1, s: 5, Q_c: 4, n_m: 2, d_m: 3, d_s: 4})  # tests/test_elementwise.py by hand
+    650
+    >>> _scan_elementwise().subs({b: 1, s: 1, n_m: 2, d_m: 3, d_s: 4})  # 2 + 6·6 + 6·24
+    182
+    """
+    c = sp.ceiling(s / Q_c)
+    padded = c * Q_c
+    chunked = (7 * s * n_m + s * n_m * d_m + 4 * padded * n_m * d_m + 4 * padded * n_m + padded * n_m * d_s
+               + 3 * n_m * c * Q_c ** 2 + 2 * n_m * (c + 1) ** 2)
+    one = _one_token()
+    return n_m + b * ((1 - one) * chunked + one * 6 * n_m * d_m * (1 + d_s))
+
+
 def _parameter(name: str, gguf: str, doc: str) -> Component:
     """One of the per-head vectors ``A_log``, ``D``, ``dt_bias``."""
     return Component(name, params=n_m, doc=doc,
@@ -160,6 +190,7 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
                      rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d",
                                  gguf="ssm_conv1d"))
     scan = Component("ssd_scan", flops=b * ((1 - one) * _scan(s) + one * 2 * n_m * d_m * d_s),
+                     elementwise=_scan_elementwise(),
                      doc="mamba2_chunk_scan (chunk_size) / mamba2_selective_state_update",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_i, _T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "

@@ -5,7 +5,8 @@ GLM-4.5's attention biases (``attention_bias`` on q, k and v; ``o_proj`` has non
 adds no parameter), with what MiMo-V2-Flash changes:
 
 - values of their own head width ``v_head_dim`` (default 128) beside queries and keys of ``head_dim``
-  (default 192): ``v_proj``, ``o_proj``, ``A·V`` and the cache's values (``Structure.value_width``);
+  (default 192): ``v_proj``, ``o_proj``, ``A·V`` and the cache's values (``Structure.value_width``), each new
+  value multiplied by ``attention_value_scale`` (one FLOP an element; the class multiplies by 1.0 too);
 - sliding layers (``layer_types``; default: the first and every 6th layer full) with twice the key/value heads
   (their own head shape, ``LayerKind.heads``) and gpt-oss's attention sinks (``LayerKind.sinks``), seeing the
   last ``sliding_window`` keys (``sliding_window_size + 1`` where a config states that key, as the class sets it);
