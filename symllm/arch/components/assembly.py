@@ -55,7 +55,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     elif kind.ffn == "moe":
         ffn = moe(shared=structure.shared_expert, gated=structure.shared_gate, bias=structure.moe_bias,
                   clamped=structure.clamped, fused_lora=structure.fused_lora, shared_experts=structure.shared_experts,
-                  shared_bias=structure.mlp_bias and structure.shared_experts)
+                  shared_bias=structure.mlp_bias and structure.shared_experts,
+                  score_bias=structure.router_score_bias)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
     if kind.mixer == "none":
