@@ -535,6 +535,37 @@ def mimo_configs(draw) -> dict:
     return raw
 
 
+@st.composite
+def laguna_configs(draw) -> dict:
+    """A small Laguna config.json (model_type laguna) as transformers writes it: query heads per layer from two
+    counts (num_attention_heads_per_layer drawn or absent), a softplus output gate per head or per element,
+    sliding and full layers (layer_types drawn or absent), dense and MoE layers (mlp_layer_types drawn or the
+    first dense), a shared expert a whole multiple of the routed width, RoPE on an even part of each head (one
+    factor for both layer types), attention biases or none, tied or untied."""
+    n_kv = draw(st.integers(1, 2))
+    heads, other = (n_kv * draw(st.integers(1, 3)) for _ in range(2))
+    L, E, hd = draw(st.integers(1, 4)), draw(st.integers(1, 5)), 2 * draw(st.integers(1, 6))
+    width = draw(st.integers(1, 12))
+    factor = draw(st.sampled_from([f for f in (0.25, 0.5, 1.0) if int(hd * f) >= 2 and int(hd * f) % 2 == 0]))
+    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+            for kind in ("full_attention", "sliding_attention")}
+    raw = {"model_type": "laguna", "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
+           "num_attention_heads": heads, "num_key_value_heads": n_kv, "head_dim": hd,
+           "hidden_size": draw(st.integers(2, 40)), "intermediate_size": draw(st.integers(1, 48)),
+           "moe_intermediate_size": width, "shared_expert_intermediate_size": width * draw(st.integers(1, 2)),
+           "num_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "gating": draw(st.sampled_from([True, "per-head", "per-element"])),
+           "attention_bias": draw(st.booleans()), "sliding_window": draw(st.integers(2, 8)),
+           "tie_word_embeddings": draw(st.booleans()), "rope_parameters": rope, "rms_norm_eps": 1e-5,
+           "pad_token_id": 0}
+    if draw(st.booleans()):
+        raw["num_attention_heads_per_layer"] = draw(st.lists(st.sampled_from([heads, other]), min_size=L, max_size=L))
+    for key, names in (("layer_types", ["sliding_attention", "full_attention"]), ("mlp_layer_types", ["dense", "sparse"])):
+        if draw(st.booleans()):
+            raw[key] = draw(st.lists(st.sampled_from(names), min_size=L, max_size=L))
+    return raw
+
+
 # --- hostile command-line input (tests/test_fuzz.py) ---
 
 import json  # noqa: E402  (this section's own import, kept with it)
@@ -1009,7 +1040,7 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
     out.update({kind: moe_configs(kind) for kind in ("mixtral", "llama4_text")})
     out.update(qwen3_moe=qwen3_moe_configs(), qwen2_moe=qwen2_moe_configs(), gpt_oss=gpt_oss_configs(),
                glm4_moe=glm4_moe_configs(), minimax_m2=minimax_m2_configs(), cohere=cohere_configs(),
-               mimo_v2_flash=mimo_configs())
+               mimo_v2_flash=mimo_configs(), laguna=laguna_configs())
     out.update({kind: gated_deltanet_configs(kind) for kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
     out.update(nemotron_h=nemotron_h_configs())
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})

@@ -30,9 +30,9 @@ MINIMAX = ("minimax-m2.5",)
 MOE_FAMILIES = st.one_of(moe_configs(), qwen3_moe_configs(), qwen2_moe_configs(), gpt_oss_configs(),
                          minimax_m2_configs())
 #: their model types, which the transformers property draws one at a time (each under every profile)
-KINDS = ("mixtral", "llama4_text", "qwen3_moe", "qwen2_moe", "gpt_oss", "minimax_m2", "mimo_v2_flash")
+KINDS = ("mixtral", "llama4_text", "qwen3_moe", "qwen2_moe", "gpt_oss", "minimax_m2", "mimo_v2_flash", "laguna")
 _W = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
-_ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo"}
+_ATTN = {"q_proj": "wq", "k_proj": "wk", "v_proj": "wv", "o_proj": "wo", "g_proj": "wg"}  # g_proj: Laguna's gate
 
 
 def _hf_model(raw: dict, device: str = "meta"):
@@ -54,7 +54,7 @@ def _hf_kinds(model) -> dict:
             kind = "moe/router"
         elif "experts" in parts:  # gate_up_proj and down_proj of every routed expert
             kind = "moe/experts"
-        elif "shared_expert" in parts:
+        elif "shared_expert" in parts or "shared_experts" in parts:  # Laguna's (DeepSeek-like) shared_experts
             kind = "moe/shared_expert"
         elif parts[-2] in _W:
             kind = f"feed_forward/{_W[parts[-2]]}"

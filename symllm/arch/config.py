@@ -177,6 +177,12 @@ class ModelConfig:
     n_mtp_layers: int = 0
     #: the attention output gated by a sigmoid of a second half of q_proj (Qwen3-Next, Qwen3.5)
     output_gate: bool = False
+    #: Laguna's output gate o_proj(attn · softplus(g_proj(x))): g_proj a d -> n_h ("head": one gate a head) or a
+    #: d -> n_h·d_h ("element") linear without a bias; None: none
+    gate_proj: str | None = None
+    #: Laguna's router: e_score_correction_bias is a parameter (n_e numbers a MoE layer), not a buffer; the routed
+    #: sum is multiplied by moe_routed_scaling_factor (element-wise only)
+    router_score_bias: bool = False
     #: Gated DeltaNet layers (the layers whose kind's mixer is "linear_attention"; Qwen3-Next, Qwen3.5): query/key
     #: heads, value heads, their widths and the short convolution's kernel (None: no such layer)
     linear_key_heads: int | None = None
@@ -431,15 +437,19 @@ class ModelConfig:
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts"):
+        for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
             boolean(field, getattr(self, field))
+        if self.gate_proj not in (None, "head", "element"):
+            raise SymllmError(f"gate_proj: expected head or element, got {_short(self.gate_proj)}")
+        if self.gate_proj is not None and self.output_gate:
+            raise SymllmError("gate_proj: given with output_gate; an attention output has one gate")
         if self.shared_hidden_dim is not None and not self.shared_expert and self.n_shared_experts is None:
             raise SymllmError(f"shared_hidden_dim: {self.shared_hidden_dim} given without shared_expert")
         if self.n_experts is None:
             for field in ("experts_per_token", "dense_hidden_dim"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
-            for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts"):
+            for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
                 if getattr(self, field):
                     raise SymllmError(f"{field}: true given without n_experts")
             return

@@ -308,6 +308,11 @@ class Structure:
     #: the attention's output is gated, ``o_proj(attn · sigmoid(gate))`` with the gate from a doubled ``q_proj``
     #: (Qwen3-Next, Qwen3.5)
     output_gate: bool = False
+    #: Laguna's output gate ``o_proj(attn · softplus(g_proj(x)))``, g_proj one gate a head ("head") or a query
+    #: element ("element"); None: none
+    gate_proj: str | None = None
+    #: Laguna's router holds ``e_score_correction_bias`` as a parameter (n_e numbers)
+    router_score_bias: bool = False
     #: the Gated DeltaNet's input projections are Qwen3.5's four (``in_proj_qkv``, ``in_proj_z``, ``in_proj_b``,
     #: ``in_proj_a``); False: Qwen3-Next's two (``in_proj_qkvz``, ``in_proj_ba``)
     delta_split: bool = False
@@ -332,8 +337,10 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer"):
+                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias"):
             boolean(name, getattr(self, name))
+        if self.gate_proj not in (None, "head", "element"):
+            raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")
         choice("latent", self.latent, LATENT)
         if self.indexer and self.latent != "q_lora":
             raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")

@@ -252,6 +252,12 @@ OPTIONS: tuple[Option, ...] = (
            doc="multi-token-prediction modules the checkpoint stores (reported apart)"),
     _on("output_gate", "a gated attention output: o_proj(attn * sigmoid(gate)), the gate from a doubled q_proj "
         "(Qwen3-Next, Qwen3.5)", "", "gated attention output", parts=("output_gate",)),
+    Option("gate_proj", ("gate_proj",), (None,), "structure", "gate_proj", parts=("wg", "output_gate"),
+           choices=("head", "element"), on="head",
+           text=lambda c: f"a softplus output gate (g_proj) per {c.gate_proj}" if c.gate_proj else "",
+           doc="Laguna's output gate o_proj(attn * softplus(g_proj(x))), one gate a head or a query element"),
+    _on("router_score_bias", "the router's e_score_correction_bias held as a parameter, n_e numbers (Laguna)", "",
+        on=None),
     Option("linear_attention", ("layers",), (None,), "kind", "mixer",
            parts=("in_proj_qkvz", "in_proj_ba", "conv1d", "decay", "delta_rule", "out_proj"),
            choices=("linear_attention",),

@@ -59,7 +59,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   # Nemotron-H's relu2 experts; gpt-oss's and Qwen's expert options (no family sets them with relu2:
                   # tests/test_rules.py's every-part models do) keep the SwiGLU experts they describe
                   activation="silu" if structure.moe_bias or structure.clamped or structure.fused_lora
-                  else variant.activation)
+                  else variant.activation,
+                  score_bias=structure.router_score_bias)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
     if kind.mixer == "none":

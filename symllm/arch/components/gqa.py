@@ -236,6 +236,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             linear("wv", d, n_kv * dv, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
                    rules=_rules("column", "wv", "v_proj", "attn_v")),  # ColumnParallelLinear
         )
+    if structure.gate_proj is not None:  # Laguna: a separate g_proj, one gate a head or a query element
+        projections += (linear("wg", d, n_h if structure.gate_proj == "head" else n_h * dv, False,
+                               "self.g_proj = nn.Linear(hidden_size, num_heads if gate_per_head else "
+                               "num_heads * head_dim, bias=False)", rules=Rules("column", lora=(), weight="linear", stacks=(), label="a softplus output gate (Laguna)",
+                                           hf="g_proj")),)
     if kind.k_eq_v:  # Gemma 4: value_states = key_states, before k_norm, v_norm and RoPE
         projections = tuple(p for p in projections if p.name != "wv")
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
@@ -271,6 +276,11 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                          doc="attn_output = attn_output * torch.sigmoid(gate)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a gated attention output (Qwen3-Next, "
                                      "Qwen3.5)")),) if structure.output_gate else ()),
+            *((Component("output_gate", elementwise=3 * _T * (n_h if structure.gate_proj == "head" else n_h * dv)
+                         + ELEMENTWISE["gate"] * _T * n_h * dv,  # softplus (exp, add, log) of each gate; the product
+                         saved=beta_a * _T * n_h * dv, doc="attn_output = attn_output * F.softplus(gate)",
+                         rules=Rules("replicated", lora=(), stacks=(), label="a softplus-gated attention output "
+                                     "(Laguna)")),) if structure.gate_proj is not None else ()),
             *(((rope(width=d_hr) if structure.partial_rope else rope()),) if rotary else ()),
             *((temperature(),) if kind.temperature else ()),
             # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and

@@ -84,7 +84,7 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
 
 def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
         fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False,
-        activation: str = "silu") -> Component:
+        activation: str = "silu", score_bias: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
     ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
     it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
@@ -93,6 +93,9 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     (one SwiGLU of width ``d_se``, ``n_shared_experts × moe_intermediate_size``, every token runs;
     ``shared_bias``: DeepSeek-V2's ``mlp_bias`` on it). ``activation="relu2"``: Nemotron-H's ``NemotronHMoE``,
     ungated relu2 experts and shared expert (of width ``d_se``, ``moe_shared_expert_intermediate_size``).
+    ``score_bias``: Laguna's router, whose
+    ``e_score_correction_bias`` is a parameter of ``n_e`` numbers (its add is in the router's 5 per logit), and
+    its routed sum scaled by ``moe_routed_scaling_factor`` (one multiply an element, always: 1.0 too).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
@@ -106,7 +109,7 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     2*d*d_ff*n_e + 2*d*d_se + d*n_e
     """
     _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
-              shared_experts=shared_experts, shared_bias=shared_bias)
+              shared_experts=shared_experts, shared_bias=shared_bias, score_bias=score_bias)
     if gated and not shared:
         raise SymllmError("gated: a gate without a shared expert (gated=True needs shared=True)")
     if shared and shared_experts:
@@ -134,9 +137,13 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                                   stacks=(), label="a gated shared expert (Qwen2-MoE)"))
         extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
                                saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
+    _router = router(bias=bias)
+    if score_bias:  # Laguna: self.e_score_correction_bias = nn.Parameter(torch.zeros(num_experts))
+        _router = _router.replace(params=_router.params + n_e)
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
-        children=(router(bias=bias), experts(bias=bias, clamped=clamped, fused_lora=fused_lora, activation=activation), *extra),
+        elementwise=ELEMENTWISE["scale"] * _T * d if score_bias else 0,  # Laguna: routed sum * routed_scaling_factor
+        children=(_router, experts(bias=bias, clamped=clamped, fused_lora=fused_lora, activation=activation), *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)",
                     hf="mlp"),
