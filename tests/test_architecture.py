@@ -273,7 +273,6 @@ LONG_MODULES = {
     "numbers/kernels.py": "split by concern pending (issue 38)",
     "costs/phases.py": "split by concern pending (issue 38)",
     "costs/checkpoints.py": "split by concern pending (issue 38)",
-    "costs/formats.py": "split by concern pending (issue 38)",
 }
 
 
