@@ -272,7 +272,6 @@ LONG_MODULES = {
     "costs/hardware.py": "split by concern pending (issue 38)",
     "numbers/kernels.py": "split by concern pending (issue 38)",
     "costs/phases.py": "split by concern pending (issue 38)",
-    "costs/checkpoints.py": "split by concern pending (issue 38)",
 }
 
 

@@ -86,7 +86,7 @@ from math import ceil, prod
 
 from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
-from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes  # the GGUF half (re-exported)
+from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes  # re-exported
 from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 
