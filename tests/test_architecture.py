@@ -271,7 +271,6 @@ LONG_MODULES = {
     "arch/config.py": "another change adds config fields to it now; split after it lands",
     "costs/hardware.py": "split by concern pending (issue 38)",
     "numbers/kernels.py": "split by concern pending (issue 38)",
-    "costs/phases.py": "split by concern pending (issue 38)",
 }
 
 
