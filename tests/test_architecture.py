@@ -269,7 +269,6 @@ def test_every_package_ships_in_the_wheel():
 #: modules allowed over the 600-line limit, each with its reason (issue 38 item 5: a reader holds a module)
 LONG_MODULES = {
     "arch/config.py": "another change adds config fields to it now; split after it lands",
-    "numbers/kernels.py": "split by concern pending (issue 38)",
 }
 
 
