@@ -78,10 +78,10 @@ def test_closed_forms_are_sympys_own(tmp_path):
 def test_summed_decode_steps_are_sympys_factored_sum(const, slope):
     """The n decode steps' sum of a step linear in the context t, ``const + slope·t``, is the expression
     SymPy's ``factor(summation(...))`` gives (its normal form: the same factors, the same signs)."""
-    from symllm.costs import phases
+    from symllm.costs import decoding
     step = sp.expand(const + slope * S.t)
-    theirs = sp.factor(sp.summation(step.subs(S.t, S.s + phases._i), (phases._i, 0, S.n - 1)))
-    assert phases._summed_steps(step) == theirs
+    theirs = sp.factor(sp.summation(step.subs(S.t, S.s + decoding._i), (decoding._i, 0, S.n - 1)))
+    assert decoding._summed_steps(step) == theirs
 
 
 @given(closed_form_terms(), closed_form_terms(), closed_form_terms(signed=False), closed_form_terms(),

@@ -2,11 +2,14 @@
 accelerators and scaling laws.
 
 Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default and its check),
-:mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``), :mod:`~symllm.costs.stacks`,
+:mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``;
+:mod:`~symllm.costs.decoding`: one phase's FLOPs, decode steps summed in closed form), :mod:`~symllm.costs.stacks`,
 :mod:`~symllm.costs.parallel`, :mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.formats` (weight and
-KV-cache formats as exact bytes), :mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree),
+KV-cache formats as exact bytes; :mod:`~symllm.costs.ggml`: llama.cpp's GGML types and file types),
+:mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree; :mod:`~symllm.costs.headers` reads
+them),
 :mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency), :mod:`~symllm.costs.hardware`
-(fit and roofline bounds), :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines),
+(fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name), :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines),
 :mod:`~symllm.costs.traffic` (serving under load: TTFT, ITL, throughput at a concurrency or request rate),
 :mod:`~symllm.costs.scaling` (over :mod:`~symllm.costs.approximation`, smooth forms and FLOP conventions, and
 :mod:`~symllm.costs.optimal`, compute-optimal and inverse sizing), :mod:`~symllm.costs.checks` (whether a
@@ -19,5 +22,5 @@ replicated over tensor-parallel ranks).
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "stacks", "parallel", "finetune", "formats", "checkpoints", "serving", "hardware", "efficiency", "traffic",
+    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "traffic",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

@@ -1,0 +1,308 @@
+"""Accelerators by name: the catalogue of their peak FLOP/s, memory bandwidth, capacity and links, the
+networks between nodes, and which peak a workload's matmuls run at; :mod:`symllm.costs.hardware` times a
+workload on them (roofline bounds).
+
+**The catalogue** (:data:`GPUS`, read from ``gpus.json`` beside this module on first use) gives each
+accelerator's vendor-published peak *dense* (no 2:4 sparsity) tensor-core FLOP/s in bf16, fp16 and fp8 and
+int8 OP/s, its memory bandwidth and capacity, the link between the GPUs of a node, and the source each number
+is read from. Units, exactly: a TFLOPS is ``10**12`` FLOP/s; bandwidth in TB/s is ``10**12`` bytes/s (GB/s:
+``10**9``); memory capacity, which vendors write "80GB", is built from binary-sized DRAM stacks, so it is
+taken as GiB (``80 * 2**30`` bytes; ``nvidia-smi`` shows an H100 80GB as 81,559 MiB usable). Where a
+datasheet prints only the with-sparsity figure, the dense one is half of it (NVIDIA's footnote: "shown with
+sparsity; specifications 1/2 lower without sparsity"). A card without a dtype's tensor cores (fp8 on an A100,
+bf16 on a T4) is refused for it. Links: the vendor's per-GPU figure counts both directions; a ring sends one
+way, so half of it is used. Any other card: :func:`custom` (``--gpu-memory``, ``--gpu-bandwidth``,
+``--gpu-flops``); networks between nodes: :data:`NETWORKS` (``--network``).
+
+**Which peak**: the matmuls' dtype. bf16 and fp16 weights multiply in their own dtype; fp8 weights in fp8
+(fp8 GEMMs, as TransformerEngine and vLLM run fp8 checkpoints); int8 and int4 weights are weight-only
+quantisation, dequantised in the kernel and multiplied in the activations' dtype (``act_dtype``, bf16 by
+default), so theirs is the ``act_dtype`` peak. fp32 and fp64 matmuls have no entry (the table holds tensor
+core peaks): refused with one line.
+
+>>> gpu("h100-sxm").bf16, gpu("h100-sxm").bandwidth
+(989400000000000, 3350000000000)
+>>> peak_flops("a100-80gb", "int4")   # weight-only int4: bf16 matmuls
+312000000000000
+>>> peak_flops("a100-80gb", "fp8")
+Traceback (most recent call last):
+...
+symllm.errors.SymllmError: dtype: a100-80gb has no fp8 tensor cores (its datasheet lists none); use bf16 or fp16
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+
+from symllm._lazy import module
+from symllm.errors import SymllmError
+from symllm.validate import choice, short, with_list
+
+S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload reads the table without them
+
+__all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype",
+           "peak_flops", "values"]
+
+#: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
+GiB = 2 ** 30
+_T = 10 ** 12  # tera: TFLOPS and TB/s
+_G = 10 ** 9   # giga: GB/s
+
+_CATALOGUE = "gpus.json"  # beside this module; read on first use
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator: peak dense FLOP/s per dtype, bandwidth (bytes/s), capacity (bytes), the link between
+    GPUs of one node, its source.
+
+    >>> g = gpu("mi300x")
+    >>> g.bf16, g.fp8, g.bandwidth, g.memory == 192 * GiB
+    (1307400000000000, 2614900000000000, 5300000000000, True)
+    """
+
+    #: the name ``--gpu`` takes
+    name: str
+    #: the product as the vendor names it
+    title: str
+    #: peak dense tensor-core FLOP/s in bf16, fp16 and fp8 (None: no such tensor cores)
+    bf16: int | None
+    fp16: int | None
+    fp8: int | None
+    #: peak memory bandwidth, bytes/s (10**12 per TB/s)
+    bandwidth: int
+    #: memory capacity, bytes (the vendor's "GB" read as GiB)
+    memory: int
+    #: the datasheet's title and address
+    source: str
+    url: str
+    #: how the numbers are read from it (the vendor's own words, dense vs sparse)
+    note: str = ""
+    #: peak dense int8 tensor-core OP/s (W8A8 kernels; weight-only int8 runs at the activations' peak)
+    int8: int | None = None
+    #: the link between the GPUs of one node (NVLink, Infinity Fabric, PCIe; None: a single device)
+    link: str | None = None
+    #: its bandwidth one way, bytes/s per GPU (the vendor's both-ways figure halved: a ring sends one way)
+    link_bandwidth: int | None = None
+    #: GPUs one such link joins (an NVLink domain; 8 cards of one PCIe server, assumed)
+    node: int = 1
+    #: the memory the driver reports to torch (``total_memory``), bytes, where measured: less than ``memory``
+    #: (what engines such as vLLM take their share of); None: not measured, ``memory`` is used
+    reported: int | None = None
+
+    @property
+    def usable(self) -> int:
+        """The memory an engine sees: :attr:`reported` where measured, else the capacity.
+
+        >>> gpu("h100-sxm").usable, gpu("a100-80gb").usable == gpu("a100-80gb").memory
+        (85017493504, True)
+        """
+        return self.reported if self.reported is not None else self.memory
+
+    def peak(self, dtype: str) -> int:
+        """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8)."""
+        if dtype not in ("bf16", "fp16", "fp8"):
+            raise SymllmError(f"dtype: roofline time needs bf16, fp16 or fp8 matmuls (tensor-core peaks), "
+                              f"got {short(dtype, 12)}")
+        value = getattr(self, dtype)
+        if value is None:
+            other = "fp16" if self.fp16 is not None and dtype != "fp16" else "bf16"
+            raise SymllmError(f"dtype: {self.name} has no {dtype} tensor cores (its datasheet lists none); "
+                              f"use {'bf16 or fp16' if self.bf16 and self.fp16 else other}")
+        return value
+
+
+@dataclass(frozen=True)
+class Network:
+    """A network between nodes: its name (``--network``), title, bandwidth one way per GPU (bytes/s), source."""
+
+    name: str
+    title: str
+    bandwidth: int
+    source: str
+    url: str
+
+
+def _exact(text, unit: int) -> int | None:
+    """A catalogue figure (a decimal string) times ``unit``, exactly; refused unless it is a whole number."""
+    if text is None:
+        return None
+    value = Fraction(str(text)) * unit
+    if value.denominator != 1 or value <= 0:
+        raise SymllmError(f"gpu: catalogue figure {text!r} is not a positive whole number of units")
+    return int(value)
+
+
+def _reported(entry) -> int | None:
+    """A catalogue entry's reported memory in bytes: exact ``bytes``, or ``gib`` as a log prints it."""
+    if entry is None:
+        return None
+    if "bytes" in entry:
+        return int(entry["bytes"])
+    return int(Fraction(str(entry["gib"])) * GiB)
+
+
+@lru_cache(maxsize=1)
+def _catalogue() -> tuple[dict, dict]:
+    """The shipped catalogue (``gpus.json``): name -> :class:`GPU`, name -> :class:`Network`."""
+    raw = json.loads((Path(__file__).parent / _CATALOGUE).read_text(encoding="utf-8"))
+    gpus = {}
+    for e in raw["gpus"]:
+        link = e.get("interconnect")
+        gpus[e["name"]] = GPU(
+            e["name"], e["title"], bf16=_exact(e["bf16"], _T), fp16=_exact(e["fp16"], _T),
+            fp8=_exact(e["fp8"], _T), int8=_exact(e.get("int8"), _T), bandwidth=_exact(e["bandwidth"], _G),
+            memory=e["memory"] * GiB, source=e["source"], url=e["url"], note=e.get("note", ""),
+            link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
+            node=link["gpus"] if link else 1, reported=_reported(e.get("reported")))
+    networks = {n["name"]: Network(n["name"], n["title"], _exact(n["bandwidth"], _G), n["source"], n["url"])
+                for n in raw["networks"]}
+    return gpus, networks
+
+
+def __getattr__(name):  # GPUS, read on first use (symllm count starts without it)
+    if name == "GPUS":
+        return dict(_catalogue()[0])
+    if name == "NETWORKS":
+        return dict(_catalogue()[1])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def names() -> tuple[str, ...]:
+    """The accelerator names ``--gpu`` takes, in catalogue order.
+
+    >>> names()[:3]
+    ('h100-sxm', 'h100-pcie', 'h100-nvl')
+    """
+    return tuple(_catalogue()[0])
+
+
+def network(name: str) -> Network:
+    """The network between nodes called ``name`` (``--network``).
+
+    >>> network("ib-ndr").bandwidth
+    50000000000
+    """
+    known = _catalogue()[1]
+    return known[choice("network", name, known)]
+
+
+def gpu(name) -> GPU:
+    """The :class:`GPU` called ``name`` (a GPU is returned as it is).
+
+    >>> gpu("l40s").memory // GiB
+    48
+    >>> gpu("h100")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h200, h100-sxm, h100-nvl; all ...: see --help)
+    """
+    if isinstance(name, GPU):
+        return name
+    known = _catalogue()[0]
+    if not isinstance(name, str) or name not in known:
+        raise SymllmError(with_list(f"gpu: unknown {short(name, 20)} (known: ", known, near=name))
+    return known[name]
+
+
+def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) -> GPU:
+    """An accelerator the catalogue lacks, or a catalogue one with some figures changed: ``memory`` in GiB,
+    ``bandwidth`` in GB/s (10**9 bytes/s), ``flops`` dense TFLOPS for every matmul dtype it has (all three
+    needed without ``base``). Decimal values are read exactly (``165.2`` is 165.2·10**12).
+
+    >>> g = custom(memory=24, bandwidth=1008, flops=165.2)
+    >>> g.name, g.bf16, g.memory == 24 * GiB, g.fp8
+    ('custom', 165200000000000, True, None)
+    >>> custom("rtx4090", memory=48).memory // GiB, custom("rtx4090", memory=48).bandwidth
+    (48, 1008000000000)
+    >>> custom(memory=24)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpu_bandwidth: a GPU outside the catalogue needs --gpu-memory, -bandwidth and -flops
+    """
+    if base is None:
+        for field_, value in (("gpu_memory", memory), ("gpu_bandwidth", bandwidth), ("gpu_flops", flops)):
+            if value is None:
+                raise SymllmError(f"{field_}: a GPU outside the catalogue needs --gpu-memory, -bandwidth and "
+                                  "-flops")
+        g = GPU("custom", "an accelerator given by --gpu-memory, --gpu-bandwidth, --gpu-flops", bf16=None,
+                fp16=None, fp8=None, bandwidth=1, memory=1, source="the command line", url="")
+    else:
+        g = gpu(base)
+    changes = {}
+    if memory is not None:
+        changes["memory"] = _given("gpu_memory", memory, GiB)
+    if bandwidth is not None:
+        changes["bandwidth"] = _given("gpu_bandwidth", bandwidth, _G)
+    if flops is not None:
+        peak = _given("gpu_flops", flops, _T)
+        changes.update({k: peak for k in ("bf16", "fp16") if base is None or getattr(g, k) is not None})
+        if base is not None and g.fp8 is not None:
+            changes["fp8"] = peak
+    if base is not None and changes:
+        changes["note"] = f"{g.note}; changed on the command line: {', '.join(sorted(changes))}"
+    return dataclasses.replace(g, **changes)
+
+
+def _given(field_: str, value, unit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0:
+        raise SymllmError(f"{field_}: expected a positive number, got {value!r}")
+    return int(Fraction(str(value)) * unit)  # str: 165.2 is the decimal the user typed, not its binary double
+
+
+def of(work) -> GPU:
+    """The accelerator a :class:`~symllm.costs.workloads.Workload` names: ``gpu`` (a catalogue name) with
+    ``gpu_memory``, ``gpu_bandwidth``, ``gpu_flops`` applied (:func:`custom`); None without any.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> of(Workload(gpu="t4", dtype="fp16")).fp16, of(Workload()) is None
+    (65000000000000, True)
+    """
+    extra = dict(memory=work.gpu_memory, bandwidth=work.gpu_bandwidth, flops=work.gpu_flops)
+    if work.gpu is None and all(v is None for v in extra.values()):
+        return None
+    if all(v is None for v in extra.values()):
+        return gpu(work.gpu)
+    return custom(work.gpu, **extra)
+
+
+def compute_dtype(dtype: str = "bf16", act_dtype: str | None = None) -> str:
+    """The dtype the matmuls run in for weights in ``dtype`` (see the module docstring): the weights' own
+    for bf16, fp16 and fp8; ``act_dtype`` (default bf16) for int8 and int4 (weight-only quantisation).
+
+    >>> compute_dtype("fp8"), compute_dtype("int4"), compute_dtype("int8", "fp16")
+    ('fp8', 'bf16', 'fp16')
+    """
+    if dtype in ("int8", "int4"):
+        return act_dtype or "bf16"
+    return dtype
+
+
+def peak_flops(name, dtype: str = "bf16", act_dtype: str | None = None) -> int:
+    """Peak dense FLOP/s of accelerator ``name`` for weights in ``dtype`` (:func:`compute_dtype` picks the
+    matmuls' dtype).
+
+    >>> peak_flops("h100-sxm"), peak_flops("h100-sxm", "fp8"), peak_flops("mi300x", "int8")
+    (989400000000000, 1978900000000000, 1307400000000000)
+    >>> peak_flops("h100-sxm", "fp32")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: dtype: roofline time needs bf16, fp16 or fp8 matmuls (tensor-core peaks), got 'fp32'
+    """
+    return gpu(name).peak(compute_dtype(dtype, act_dtype))
+
+
+def values(name, dtype: str = "bf16", act_dtype: str | None = None) -> dict:
+    """The hardware symbols bound: ``P`` (peak FLOP/s in the matmuls' dtype) and ``B_mem`` (bytes/s).
+
+    >>> values("a100-40gb")
+    {P: 312000000000000, B_mem: 1555000000000}
+    """
+    return {S.P: peak_flops(name, dtype, act_dtype), S.B_mem: gpu(name).bandwidth}
+
+
+# --------------------------------------------------------------------------- closed forms

@@ -1,0 +1,96 @@
+"""llama.cpp's GGML types and named file types: bytes per block (:data:`GGML_TYPES`) and the type
+``llama_tensor_get_type`` picks for each tensor of a file type (:data:`FILE_TYPES`, :func:`file_type_choice`).
+
+The rules are :mod:`symllm.costs.formats`' (its docstring, "llama.cpp's named file types"), which prices a
+model's GGUF tensors with them; this module holds the tables and the per-tensor choice, which need no model.
+
+>>> ggml_bytes("Q6_K", 256), file_type_choice("Q4_K_M", "ffn_down.weight", 4096, 0, 32)
+(210, 'Q6_K')
+"""
+from __future__ import annotations
+
+from symllm.errors import SymllmError
+from symllm.validate import short, with_list
+
+__all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "file_type_choice"]
+
+#: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
+#: ``GGML_QUANT_SIZES``)
+GGML_TYPES = {
+    "F32": (1, 4), "F16": (1, 2), "BF16": (1, 2),
+    "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24), "Q8_0": (32, 34),
+    "Q2_K": (256, 84), "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210),
+    "IQ2_XXS": (256, 66), "IQ2_XS": (256, 74), "IQ2_S": (256, 82), "IQ3_XXS": (256, 98), "IQ3_S": (256, 110),
+    "IQ1_S": (256, 50), "IQ1_M": (256, 56), "IQ4_NL": (32, 18), "IQ4_XS": (256, 136),
+    "TQ1_0": (256, 54), "TQ2_0": (256, 66), "MXFP4": (32, 17),
+}
+
+#: llama.cpp file type -> its base type (``llama_model_quantize_impl``'s switch on ``ftype``)
+FILE_TYPES = {"Q4_K_M": "Q4_K", "Q4_K_S": "Q4_K", "Q5_K_M": "Q5_K", "Q5_K_S": "Q5_K", "Q6_K": "Q6_K",
+              "Q8_0": "Q8_0", "Q4_0": "Q4_0", "F16": "F16", "BF16": "BF16"}
+
+#: ``llama_tensor_get_type``'s fallback when a row does not hold whole blocks of the chosen type
+_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "TQ1_0": "Q4_0", "TQ2_0": "Q4_0",
+             **{t: "IQ4_NL" for t in ("Q2_K", "Q3_K", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S",
+                                      "IQ1_S", "IQ1_M", "IQ4_XS")}}
+
+
+def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
+    """Bytes of ``n`` values in the GGML type (:data:`GGML_TYPES`), in rows of ``row`` (default ``n``).
+
+    >>> ggml_bytes("Q4_K", 4096 * 4096), ggml_bytes("Q8_0", 64)
+    (9437184, 68)
+    """
+    if ggml_type not in GGML_TYPES:
+        raise SymllmError(with_list(f"weight_format: unknown GGML type {short(ggml_type, 20)} (known: ", GGML_TYPES,
+                                    see="docs/formats.md", near=ggml_type))
+    block, size = GGML_TYPES[ggml_type]
+    if (row or n) % block or n % (row or n):
+        raise SymllmError(f"weight_format: rows of {row or n} do not hold whole {ggml_type} blocks of {block}")
+    return n // block * size
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layers: int, *,
+                     has_output: bool = True, is_70b: bool = False) -> str:
+    """The GGML type llama.cpp's ``llama_tensor_get_type`` picks for the tensor ``name`` (a GGUF name,
+    ``blk.{layer}.`` stripped) in the file type ``ftype`` (module docstring).
+
+    >>> [file_type_choice("Q4_K_M", "attn_v.weight", 4096, i, 32) for i in (0, 4, 6, 31)]
+    ['Q6_K', 'Q4_K', 'Q6_K', 'Q6_K']
+    >>> file_type_choice("Q4_K_M", "output.weight", 4096, None, 32), file_type_choice("Q8_0", "output.weight", 4096, None, 32)
+    ('Q6_K', 'Q8_0')
+    """
+    if ftype not in FILE_TYPES:
+        raise SymllmError(with_list(f"weight_format: unknown file type {short(ftype, 20)} (known: ", FILE_TYPES,
+                                    see="docs/formats.md", near=ftype))
+    new = FILE_TYPES[ftype]
+    if new in ("F16", "BF16"):
+        return new
+    if name == "output.weight" or (not has_output and name == "token_embd.weight"):
+        if row % GGML_TYPES[new][0]:
+            new = "Q8_0"
+        elif new != "Q8_0":
+            new = "Q6_K"
+    elif name == "token_embd.weight":
+        pass
+    elif name == "attn_v.weight":
+        if ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(layer, n_layers):
+            new = "Q6_K"
+        elif ftype == "Q4_K_S" and layer < 4:
+            new = "Q5_K"
+        if is_70b and new in ("Q3_K", "Q4_K"):
+            new = "Q5_K"
+    elif name == "ffn_down.weight":
+        if ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(layer, n_layers):
+            new = "Q6_K"
+        elif ftype == "Q4_K_S" and layer < n_layers // 8:
+            new = "Q5_K"
+    if row % GGML_TYPES[new][0]:
+        new = _FALLBACK.get(new, "F16")
+        if row % GGML_TYPES[new][0]:
+            new = "F16"
+    return new
