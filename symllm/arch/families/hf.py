@@ -29,7 +29,7 @@ from symllm.validate import boolean, short, with_list
 from symllm.validate import integer as _integer
 
 __all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
-           "rotary_factor", "local_experts",
+           "rotary_factor", "local_experts", "type_list",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
 #: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
@@ -242,6 +242,21 @@ def local_experts(raw: dict, default: int) -> int:
         raise SymllmError(f"num_experts: {given['num_experts']} differs from num_local_experts "
                           f"{given['num_local_experts']} (one attribute)")
     return next(iter(given.values()), default)
+
+
+def type_list(raw: dict, key: str, n_layers: int, default: list, known: tuple) -> list:
+    """A per-layer list of type names (``layer_types``, ``mlp_layer_types``) as MiMo-V2-Flash's and Laguna's
+    config classes take it: one of ``known`` per layer, ``default`` absent; anything else refused in one line.
+
+    >>> type_list({"mlp_layer_types": ["dense", "sparse"]}, "mlp_layer_types", 2, [], ("dense", "sparse"))
+    ['dense', 'sparse']
+    """
+    value = raw.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, list) or len(value) != n_layers or any(v not in known for v in value):
+        raise SymllmError(f"{key}: expected {n_layers} of {', '.join(known)}, got {short(value)}")
+    return value
 
 
 def rotary_factor(raw: dict, default: float):

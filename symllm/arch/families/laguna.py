@@ -23,6 +23,7 @@ experts, with what Laguna changes:
 >>> [(k.heads, k.ffn, n) for k, n in f["layers"]], f["alt_heads"], f["gate_proj"], f["partial_rotary_factor"]
 ([('model', 'dense', 1), ('own', 'moe', 1), ('model', 'moe', 1)], 64, 'head', 0.5)
 """
+from symllm.arch.families import hf
 from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
 from symllm.arch.families.qwen3_moe import QWEN3_MOE
 from symllm.errors import SymllmError
@@ -36,15 +37,6 @@ _DEFAULTS = {"vocab_size": 100352, "hidden_size": 2048, "num_hidden_layers": 40,
              "shared_expert_intermediate_size": 512, "num_experts": 256, "num_experts_per_tok": 8}
 #: LagunaConfig's default partial rotary factor per layer type
 _ROTARY = {"full_attention": 0.5, "sliding_attention": 1.0}
-
-
-def _types(raw: dict, key: str, n_layers: int, default: list, known: tuple) -> list:
-    value = raw.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, list) or len(value) != n_layers or any(v not in known for v in value):
-        raise SymllmError(f"{key}: expected {n_layers} of {', '.join(known)}, got {short(value)}")
-    return value
 
 
 def _rotary(raw: dict, types: list):
@@ -82,9 +74,9 @@ def _fields(raw: dict, n_layers: int) -> dict:
     gating = raw.get("gating", True)
     if gating not in (True, "per-head", "per-element"):
         raise SymllmError(f"gating: expected true, per-head or per-element, got {short(gating)}")
-    types = _types(raw, "layer_types", n_layers, ["full_attention"] * n_layers,
+    types = hf.type_list(raw, "layer_types", n_layers, ["full_attention"] * n_layers,
                    ("full_attention", "sliding_attention"))
-    mlps = _types(raw, "mlp_layer_types", n_layers, ["dense"] + ["sparse"] * (n_layers - 1), ("dense", "sparse"))
+    mlps = hf.type_list(raw, "mlp_layer_types", n_layers, ["dense"] + ["sparse"] * (n_layers - 1), ("dense", "sparse"))
     heads, kv = (integer(raw, k, _DEFAULTS[k]) for k in ("num_attention_heads", "num_key_value_heads"))
     head_dim = integer(raw, "head_dim", _DEFAULTS["head_dim"])
     per_layer = _heads(raw, n_layers, heads, kv)

@@ -20,6 +20,7 @@ adds no parameter), with what MiMo-V2-Flash changes:
 ([(None, 'model', False, 'dense', 1), ('sliding', 'own', True, 'moe', 4), (None, 'model', False, 'moe', 1)], 4, 128)
 """
 from symllm.arch.families.glm4_moe import GLM4_MOE
+from symllm.arch.families import hf
 from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
 from symllm.errors import SymllmError
 from symllm.validate import short
@@ -30,15 +31,6 @@ __all__ = ["MIMO_V2_FLASH"]
 _DEFAULTS = {"vocab_size": 152576, "hidden_size": 4096, "num_hidden_layers": 48, "num_attention_heads": 64,
              "num_key_value_heads": 4, "head_dim": 192, "intermediate_size": 16384, "moe_intermediate_size": 2048,
              "num_experts_per_tok": 8, "n_routed_experts": 256, "norm_topk_prob": True}
-
-
-def _types(raw: dict, key: str, n_layers: int, default: list, known: tuple) -> list:
-    value = raw.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, list) or len(value) != n_layers or any(v not in known for v in value):
-        raise SymllmError(f"{key}: expected {n_layers} of {', '.join(known)}, got {short(value)}")
-    return value
 
 
 def _rotary(raw: dict):
@@ -60,10 +52,10 @@ def _rotary(raw: dict):
 
 
 def _fields(raw: dict, n_layers: int) -> dict:
-    types = _types(raw, "layer_types", n_layers, ["full_attention" if i == 0 or not (i + 1) % 6 else
+    types = hf.type_list(raw, "layer_types", n_layers, ["full_attention" if i == 0 or not (i + 1) % 6 else
                                                   "sliding_attention" for i in range(n_layers)],
                    ("full_attention", "sliding_attention"))
-    mlps = _types(raw, "mlp_layer_types", n_layers, ["dense"] + ["sparse"] * (n_layers - 1), ("dense", "sparse"))
+    mlps = hf.type_list(raw, "mlp_layer_types", n_layers, ["dense"] + ["sparse"] * (n_layers - 1), ("dense", "sparse"))
     window = integer(raw, "sliding_window", 129)
     if raw.get("sliding_window_size") is not None:  # MiMoV2FlashConfig: sliding_window = sliding_window_size + 1
         window = integer(raw, "sliding_window_size", minimum=0) + 1
