@@ -482,18 +482,19 @@ class ModelConfig:
             if window in windows and size is None:
                 raise SymllmError(f"{field}: missing; some layers have a {window} window")
 
-    def _count(self, test) -> int | None:
-        return sum(count for kind, count in self.layers if test(kind)) or None
+    def count_layers(self, test) -> int:
+        """How many layers ``test(kind)`` holds for (0: none; ``count`` states the options by it)."""
+        return sum(count for kind, count in self.layers if test(kind))
 
     @property
     def n_moe_layers(self) -> int | None:
         """How many layers are MoE (None: a dense model)."""
-        return self._count(lambda kind: kind.ffn == "moe")
+        return self.count_layers(lambda kind: kind.ffn == "moe") or None
 
     @property
     def n_nope_layers(self) -> int | None:
         """How many layers have no RoPE (None: none)."""
-        return self._count(lambda kind: not kind.rotary)
+        return self.count_layers(lambda kind: not kind.rotary) or None
 
     @property
     def groups(self) -> tuple:
@@ -585,8 +586,7 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                                  "index_head_dim", "index_topk")}}
 
 
-#: names that live in the readers and the catalogue, offered here as well (PEP 562: loaded on first use, so
-#: ``from symllm.arch.config import load`` keeps working and config.py stays one concern)
+#: names of the readers and the catalogue offered here too, loaded on first use (PEP 562): old imports keep working
 _ELSEWHERE = {**{name: "symllm.arch.readers" for name in ("META_KEYS", "SYMLLM_KEYS", "from_meta", "from_hf",
                                                            "from_symllm", "from_dict")},
               **{name: "symllm.arch.catalogue" for name in ("preset_names", "preset_info", "preset_hub",

@@ -103,34 +103,34 @@ def _moe_text(c) -> str:
 
 
 def _window_text(c) -> str:
-    windowed = sum(count for kind, count in c.groups if kind.window == "sliding")
+    windowed = c.count_layers(lambda kind: kind.window == "sliding")
     return f"sliding window {c.sliding_window}" + (f" in {windowed} of {c.n_layers} layers"
                                                    if 0 < windowed < c.n_layers else "")
 
 
 def _linear_text(c) -> str:
-    linear = sum(count for kind, count in c.groups if kind.mixer == "linear_attention")
+    linear = c.count_layers(lambda kind: kind.mixer == "linear_attention")
     return f"Gated DeltaNet (linear attention) in {linear} of {c.n_layers} layers" if linear else ""
 
 
 def _heads_text(c) -> str:
-    own = sum(count for kind, count in c.groups if kind.heads == "own")
+    own = c.count_layers(lambda kind: kind.heads == "own")
     return (f"{own} of {c.n_layers} layers with {c.alt_heads} query heads, {c.alt_kv_heads} key/value heads of width "
             f"{c.alt_head_dim}" if own else "")
 
 
 def _sinks_text(c) -> str:
-    with_sinks = sum(count for kind, count in c.groups if kind.sinks)
+    with_sinks = c.count_layers(lambda kind: kind.sinks)
     return f"attention sinks in {with_sinks} of {c.n_layers} layers" if with_sinks else ""
 
 
 def _k_eq_v_text(c) -> str:
-    shared = sum(count for kind, count in c.groups if kind.k_eq_v)
+    shared = c.count_layers(lambda kind: kind.k_eq_v)
     return f"{shared} of {c.n_layers} layers without wv (keys used as values)" if shared else ""
 
 
 def _mamba_text(c) -> str:
-    mamba = sum(count for kind, count in c.groups if kind.mixer == "mamba")
+    mamba = c.count_layers(lambda kind: kind.mixer == "mamba")
     return (f"Mamba-2 mixers in {mamba} of {c.n_layers} layers: {c.mamba_heads} heads of {c.mamba_head_dim}, "
             f"state {c.ssm_state}, {c.mamba_groups} groups" if mamba else "")
 
