@@ -106,6 +106,40 @@ def requires(name: str) -> ModuleType:
         pytest.skip(f"{name} is not installed ({e})", allow_module_level=True)
 
 
+def cache_bytes(cache, names) -> int:
+    """Bytes of the tensors transformers' ``cache`` holds under ``names`` in each layer (a tensor, or a dict of
+    them: ``keys``, ``values``, ``conv_states``, ``recurrent_states``)."""
+    torch = requires("torch")
+    total = 0
+    for layer in cache.layers:
+        for name in names:
+            value = getattr(layer, name, None)
+            for x in (value.values() if isinstance(value, dict) else [value]):
+                if isinstance(x, torch.Tensor):
+                    total += x.numel() * x.element_size()
+    return total
+
+
+def prefill_and_steps(model, ids, steps: int = 1) -> tuple[list[int], int, int]:
+    """What torch measures of a generation with transformers' ``model``: FlopCounterMode's FLOPs of a prefill
+    of ``ids`` (the last position's logits) and of each of ``steps`` decode steps through its cache, and the
+    bytes the cache holds after the prefill in keys and values and in other states (convolution and
+    recurrent): ``([prefill, step, ...], kv, state)``."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    flops = []
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as prefill:
+            cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
+        flops.append(prefill.get_total_flops())
+        kv, state = cache_bytes(cache, ("keys", "values")), cache_bytes(cache, ("conv_states", "recurrent_states"))
+        for _ in range(steps):
+            with FlopCounterMode(display=False) as step:
+                model(ids[:, -1:], past_key_values=cache, use_cache=True)
+            flops.append(step.get_total_flops())
+    return flops, kv, state
+
+
 def assert_refused_in_one_line(cli, folder: Path, raw: dict, start: str, command: str = "count") -> None:
     """``from_hf(raw)`` raises a one-line SymllmError starting with ``start``, and ``symllm count`` (or
     ``command``) of ``raw`` written as a config.json prints exactly that line on stderr, nothing on stdout,

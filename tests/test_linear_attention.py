@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import requires
+from tests.conftest import prefill_and_steps, requires
 from tests.strategies import gated_deltanet_configs
 
 _CLASSES = {"qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM"),
@@ -59,18 +59,6 @@ def test_params_equal_transformers_on_meta(kind, data):
     assert ours == measured
 
 
-def _cache_bytes(cache, names):
-    torch = requires("torch")
-    total = 0
-    for layer in cache.layers:
-        for name in names:
-            value = getattr(layer, name, None)
-            for x in (value.values() if isinstance(value, dict) else [value]):
-                if isinstance(x, torch.Tensor):
-                    total += x.numel() * x.element_size()
-    return total
-
-
 @pytest.mark.parametrize("kind", ["qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"])
 @pytest.mark.parametrize("b, s", [(1, 5), (2, 70)])
 def test_flops_and_caches_equal_transformers_cpu(kind, b, s):
@@ -80,7 +68,6 @@ def test_flops_and_caches_equal_transformers_cpu(kind, b, s):
     transformers' cache holds exactly memory.kv_cache in its keys and values and memory.state_cache in its
     conv and recurrent states (fp32 run: the state is fp32 whatever the model's dtype)."""
     torch = requires("torch")
-    from torch.utils.flop_counter import FlopCounterMode
     raw = {"model_type": kind, "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 4,
            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 40,
            "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 6,
@@ -93,21 +80,13 @@ def test_flops_and_caches_equal_transformers_cpu(kind, b, s):
     torch.manual_seed(0)
     model = _hf_model(raw, "cpu").eval()
     ids = torch.randint(0, 50, (b, s))
-    with torch.no_grad():
-        with FlopCounterMode(display=False) as prefill:
-            out = model(ids, use_cache=True, logits_to_keep=1)
-        cache = out.past_key_values
-        kv, state = _cache_bytes(cache, ("keys", "values")), _cache_bytes(cache, ("conv_states", "recurrent_states"))
-        with FlopCounterMode(display=False) as decode:
-            model(ids[:, -1:], past_key_values=cache, use_cache=True)
-        with FlopCounterMode(display=False) as second:
-            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+    (prefill, decode, second), kv, state = prefill_and_steps(model, ids, steps=2)
     cfg = from_hf(raw)
     work = symllm.workload(cfg, batch=b, seq=s, dtype="fp32")
-    assert work["flops"]["prefill"] == prefill.get_total_flops()
-    assert work["flops"]["decode_token"] == decode.get_total_flops()
+    assert work["flops"]["prefill"] == prefill
+    assert work["flops"]["decode_token"] == decode
     generation = symllm.workload(cfg, batch=b, seq=s, gen=2, dtype="fp32")["flops"]["generation"]
-    assert generation == prefill.get_total_flops() + decode.get_total_flops() + second.get_total_flops()
+    assert generation == prefill + decode + second
     assert (work["memory"]["kv_cache"], work["memory"]["state_cache"]) == (kv, state)
 
 
@@ -118,7 +97,6 @@ def test_random_configs_flops_and_caches_equal_transformers_cpu(raw, b, s):
     FLOPs equal FlopCounterMode, and the cache after the prefill holds memory.kv_cache in keys and values
     and memory.state_cache in states."""
     torch = requires("torch")
-    from torch.utils.flop_counter import FlopCounterMode
     L = raw["num_hidden_layers"]
     types = raw.get("layer_types") or ["linear_attention" if (i + 1) % raw["full_attention_interval"] else
                                        "full_attention" for i in range(L)]
@@ -128,15 +106,9 @@ def test_random_configs_flops_and_caches_equal_transformers_cpu(raw, b, s):
     torch.manual_seed(0)
     model = _hf_model(raw, "cpu").eval()
     ids = torch.randint(0, raw["vocab_size"], (b, s))
-    with torch.no_grad():
-        with FlopCounterMode(display=False) as prefill:
-            cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
-        kv, state = _cache_bytes(cache, ("keys", "values")), _cache_bytes(cache, ("conv_states", "recurrent_states"))
-        with FlopCounterMode(display=False) as decode:
-            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+    (prefill, decode), kv, state = prefill_and_steps(model, ids)
     work = symllm.workload(from_hf(raw), batch=b, seq=s, dtype="fp32")
-    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill.get_total_flops(),
-                                                                           decode.get_total_flops())
+    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill, decode)
     assert (work["memory"]["kv_cache"], work["memory"].get("state_cache", 0)) == (kv, state)
 
 

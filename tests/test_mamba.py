@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import requires
+from tests.conftest import prefill_and_steps, requires
 from tests.strategies import nemotron_h_configs
 
 #: the model types whose per-kind parameter property is here, each drawn under every profile
@@ -74,18 +74,6 @@ def test_mamba_parts_by_hand():
     assert out["total"] == 10 * 16 * 2 + 16 + 1224 + 176 + 12 + 24 + 400 + 16  # embed, lm_head, norms
 
 
-def _cache_bytes(cache, names):
-    torch = requires("torch")
-    total = 0
-    for layer in cache.layers:
-        for name in names:
-            value = getattr(layer, name, None)
-            for x in (value.values() if isinstance(value, dict) else [value]):
-                if isinstance(x, torch.Tensor):
-                    total += x.numel() * x.element_size()
-    return total
-
-
 @given(nemotron_h_configs(), st.integers(1, 2), st.integers(4, 40))
 def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
     """For drawn configs (prompts of at least 4 tokens: transformers pads a shorter one to the convolution's
@@ -97,7 +85,6 @@ def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
     equal FlopCounterMode, and after the prefill transformers' cache holds memory.kv_cache in its keys and
     values and memory.state_cache in its conv and recurrent states (an fp32 run)."""
     torch = requires("torch")
-    from torch.utils.flop_counter import FlopCounterMode
     pattern = raw.pop("hybrid_override_pattern", None)
     types = raw.pop("layers_block_type", None) or [{"M": "linear_attention", "*": "full_attention", "-": "mlp",
                                                     "E": "moe"}[c] for c in pattern]
@@ -106,15 +93,9 @@ def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
     raw = {**raw, "layers_block_type": types, "num_hidden_layers": len(types)}
     model = _hf_model(raw, "cpu").eval()
     ids = torch.randint(0, raw["vocab_size"], (b, s))
-    with torch.no_grad():
-        with FlopCounterMode(display=False) as prefill:
-            cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
-        kv, state = _cache_bytes(cache, ("keys", "values")), _cache_bytes(cache, ("conv_states", "recurrent_states"))
-        with FlopCounterMode(display=False) as decode:
-            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+    (prefill, decode), kv, state = prefill_and_steps(model, ids)
     work = symllm.workload(from_hf(raw), batch=b, seq=s, dtype="fp32")
-    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill.get_total_flops(),
-                                                                           decode.get_total_flops())
+    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill, decode)
     assert (work["memory"]["kv_cache"], work["memory"].get("state_cache", 0)) == (kv, state)
 
 
