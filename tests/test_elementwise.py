@@ -312,14 +312,25 @@ def test_a_mamba2_decode_step_equals_the_oracle_by_hand():
     6·6 + 6·24 = 180 (as :func:`test_oracle_counts_a_mamba2_scan_by_hand`), the convolution's SiLU 4·14 and the
     gated norm 9·6: 2 + 2·(180 + 56 + 54) = 582. The oracle over transformers' step and symllm's decode step
     of the mixer both say so."""
-    torch = requires("torch")
     from symllm.costs.phases import flops
-    from .elementwise_oracle import ElementwiseCount
     raw = {"model_type": "nemotron_h", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 2,
            "hybrid_override_pattern": "M*", "mamba_num_heads": 2, "mamba_head_dim": 3, "ssm_state_size": 4,
            "n_groups": 1, "conv_kernel": 2, "chunk_size": 4, "mamba_hidden_act": "silu", "intermediate_size": 6,
            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4}
     b, s = 2, 5
+    _, counter = _counted_step(raw, b, s)
+    assert 2 + 2 * (180 + 4 * 14 + 9 * 6) == 582
+    assert counter.within("NemotronHMamba2Mixer") == 582
+    config = from_hf(raw)
+    mixer = next(c for c in symllm.model_for(config).walk() if c.name == "mamba")
+    assert flops(mixer, "decode", bucket="elementwise").subs(symllm.values(config, batch=b, seq=s)) == 582
+
+
+def _counted_step(raw: dict, b: int, s: int):
+    """``(model, counter)``: transformers' model of ``raw`` and the oracle's count of one decode step of ``b``
+    sequences after a prefill of ``s`` tokens through its cache."""
+    torch = requires("torch")
+    from .elementwise_oracle import ElementwiseCount
     model = _model(raw)
     ids = torch.zeros(b, s, dtype=torch.long)
     step = ids[:, -1:].clone()
@@ -327,11 +338,7 @@ def test_a_mamba2_decode_step_equals_the_oracle_by_hand():
         cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
         with ElementwiseCount(model, step) as counter:
             model(step, past_key_values=cache, use_cache=True)
-    assert 2 + 2 * (180 + 4 * 14 + 9 * 6) == 582
-    assert counter.within("NemotronHMamba2Mixer") == 582
-    config = from_hf(raw)
-    mixer = next(c for c in symllm.model_for(config).walk() if c.name == "mamba")
-    assert flops(mixer, "decode", bucket="elementwise").subs(symllm.values(config, batch=b, seq=s)) == 582
+    return model, counter
 
 
 def _deltanet_classes(model) -> tuple[str, ...]:
@@ -344,16 +351,8 @@ def _deltanet_decode(raw: dict, b: int, s: int) -> tuple[int, int]:
     sequences after a prefill of ``s`` tokens through transformers' cache (the recurrent rule; ``raw`` holds a
     full-attention layer, without which transformers' cache takes no step). symllm's: the linear_attention
     component's decode step, once per DeltaNet layer."""
-    torch = requires("torch")
     from symllm.costs.phases import flops
-    from .elementwise_oracle import ElementwiseCount
-    model = _model(raw)
-    ids = torch.zeros(b, s, dtype=torch.long)
-    step = ids[:, -1:].clone()
-    with torch.no_grad():
-        cache = model(ids, use_cache=True, logits_to_keep=1).past_key_values
-        with ElementwiseCount(model, step) as counter:
-            model(step, past_key_values=cache, use_cache=True)
+    model, counter = _counted_step(raw, b, s)
     classes = _deltanet_classes(model)
     layers = sum(type(m).__name__ in classes for m in model.modules())
     config = from_hf(raw)
