@@ -121,6 +121,50 @@ def test_recomputation_counts_in_hfu_not_mfu():
     assert e["hfu"] == pytest.approx(e["mfu"] * 4 / 3, rel=1e-12)
 
 
+# --- each card's GEMMs: the measured curve scaled by its Maximum Achievable Matmul FLOPS ---------------------
+
+#: Stas Bekman's ml-engineering book, compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison
+#: table" (commit 744d01e, read 2026-11-28): MAMF and the theory it divides by, TFLOPS, typed as printed
+MAMF = {("bf16", "h100-sxm"): (794.5, 989), ("bf16", "h200"): (794.5, 989),  # the H100 row: "H200 is the same"
+        ("bf16", "a100-80gb"): (271.2, 312), ("bf16", "a100-80gb-pcie"): (252.9, 312),
+        ("bf16", "b200"): (1745.0, 2250), ("bf16", "gb200"): (1822.0, 2500),
+        ("bf16", "mi300x"): (668.4, 1300), ("bf16", "mi325x"): (784.9, 1300),
+        ("fp8", "h100-sxm"): (1402.6, 1979), ("fp8", "h200"): (1453.4, 1979),
+        ("fp8", "b200"): (3432.5, 4500), ("fp8", "gb200"): (3615.6, 5000)}
+
+
+@pytest.mark.parametrize("dtype,card", MAMF)
+def test_a_cards_gemms_scale_by_its_mamf(dtype, card):
+    """η_gemm on a card = the H200's measured curve × (the card's MAMF / theory) / (the H200's), both from the
+    one table: an A100 SXM's bf16 GEMM at M = 4,096 reaches 0.721 × 0.8692 / 0.8033 = 0.780 of 312 TFLOP/s."""
+    mamf, theory = MAMF[dtype, card]
+    ref_mamf, ref_theory = MAMF[dtype, "h200"]
+    scale = (mamf / theory) / (ref_mamf / ref_theory)
+    for m, measured in ((4096, {"bf16": 0.721, "fp8": 0.594}[dtype]), (10 ** 9, {"bf16": 0.711, "fp8": 0.625}[dtype])):
+        assert float(efficiency.gemm(dtype, m, card)) == pytest.approx(measured * scale, rel=1e-12)
+    assert float(efficiency.gemm("bf16", 4096, "a100-80gb")) == pytest.approx(0.780, abs=5e-4)
+
+
+@pytest.mark.parametrize("card", ["l40s", "h100-pcie", "a100-40gb", "rtx4090", None])
+def test_a_card_without_a_figure_keeps_the_measured_curve(card):
+    """No MAMF figure (or no card): the H200's fractions as measured (0.721 at M = 4,096, fp8 0.594); an A100
+    has no fp8 figure, an MI300X none in fp8 (its row is empty)."""
+    assert efficiency.gemm("bf16", 4096, card) == Fraction("0.721")
+    assert efficiency.gemm("fp8", 4096, card) == Fraction("0.594")
+    assert efficiency.gemm("fp8", 4096, "mi300x") == efficiency.gemm("int8", 4096, "a100-80gb") == Fraction("0.594")
+
+
+def test_an_a100_training_step_is_faster_by_its_mamf_ratio():
+    """llama3.2-1b trained on one A100 SXM (no communication, no bubble): the step is FLOPs over the GEMM
+    efficiency, so the catalogue card runs it (271.2 / 312) / (794.5 / 989) = 1.0820 times faster than the same
+    312 TFLOP/s given on the command line (--gpu-flops: no card's figure applies)."""
+    card = _time("llama3.2-1b", gpu="a100-80gb", seq=4096, engine="torchtitan")["expected"]
+    given = _time("llama3.2-1b", gpu="a100-80gb", gpu_flops=312, seq=4096, engine="torchtitan")["expected"]
+    ratio = (271.2 / 312) / (794.5 / 989)
+    assert given["training_step_s"] / card["training_step_s"] == pytest.approx(ratio, rel=1e-12)
+    assert card["mfu"] / given["mfu"] == pytest.approx(ratio, rel=1e-12)
+
+
 def test_eager_attention_materialises_the_scores():
     """llama3.1-8b, one prompt of 8,192 tokens on an H100 SXM: SDPA runs the causal pairs' 2.26e12 FLOPs at the
     measured 0.588 of the peak; eager writes and reads its 32 x 32 x 8,192^2 bf16 scores four times at 0.88 of

@@ -6,7 +6,9 @@ sent: symbolic, exact) and puts a numeric layer on top, read from ``efficiency.j
 each figure with its source:
 
 * **GEMMs** reach a fraction ``η_gemm(M)`` of the dtype's dense peak that grows with the token rows ``M``
-  (bf16 and fp8 tables, measured); below the table's first ``M`` a product is bound by its weights' bytes.
+  (bf16 and fp8 tables, measured on an H200), scaled on another card by its published Maximum Achievable
+  Matmul FLOPS efficiency over the H200's (``gemm_cards``; 1 where it has none: :func:`card_scale`); below the
+  table's first ``M`` a product is bound by its weights' bytes.
 * **The attention core** of a prefill reaches ``η_attn(s)`` of the bf16 peak on its causal FLOPs (the
   unmasked pairs: FlashAttention skips the masked blocks), measured by head width. Under the ``eager`` and
   ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at GEMM efficiency, or its
@@ -50,7 +52,7 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "attention_prefill", "stream", "bubble",
+__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "attention_prefill", "stream", "bubble",
            "allreduce_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
@@ -108,15 +110,36 @@ def _interpolate(table, x) -> Fraction:
     return points[-1][1]
 
 
-def gemm(dtype: str, m) -> Fraction:
-    """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8 for fp8,
-    int8 for int8 W8A8, bf16's table otherwise).
+def gemm(dtype: str, m, card: str | None = None) -> Fraction:
+    """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8's table for
+    fp8 and int8 W8A8, bf16's otherwise), on ``card`` (a catalogue name: the measured curve times
+    :func:`card_scale`; None: the curve as measured).
 
     >>> round(float(gemm("fp8", 16384)), 3), float(gemm("bf16", 10 ** 9))
     (0.625, 0.711)
+    >>> round(float(gemm("bf16", 16384, "a100-80gb")), 4)
+    0.7693
     """
-    tables = data()["gemm"]
-    return _interpolate(tables["fp8" if dtype in ("fp8", "int8") else "bf16"], max(1, m))
+    table = "fp8" if dtype in ("fp8", "int8") else "bf16"
+    return min(Fraction(1), _interpolate(data()["gemm"][table], max(1, m)) * card_scale(table, card))
+
+
+def card_scale(table: str, card: str | None) -> Fraction:
+    """How much more (or less) of its dense peak ``card``'s GEMMs reach than the reference card's (the H200,
+    where the ``gemm`` tables were measured): the ratio of their Maximum Achievable Matmul FLOPS efficiencies
+    (``gemm_cards`` in efficiency.json, one published table for both); 1 for a card without a figure.
+
+    >>> card_scale("bf16", "a100-80gb"), card_scale("bf16", "h100-sxm"), card_scale("bf16", "l40s")
+    (Fraction(111757, 103285), Fraction(1, 1), Fraction(1, 1))
+    """
+    figures = data()["gemm_cards"]
+    rows = figures[table]
+    if card not in rows:
+        return Fraction(1)
+
+    def efficiency(row) -> Fraction:
+        return _x(row["mamf"]) / _x(row["theory"])
+    return efficiency(rows[card]) / efficiency(rows[figures["reference"]])
 
 
 def attention_prefill(s, head_dim: int = 128) -> Fraction:
@@ -192,14 +215,16 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fractio
     return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
 
 
-def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
+def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None,
+             card: str | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
     ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
     into), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``*_handoff``, ``training_flops``,
     ``training_model_flops``, ``comm``), the workload, the peak FLOP/s of the compute dtype, the bandwidth
-    and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. Seconds as floats.
+    and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times; ``card``: the catalogue
+    card whose GEMM efficiency applies (:func:`gemm`; None: the measured curve). Seconds as floats.
     """
     serve = engine(getattr(work, "engine", None), "inference")
     if serve.get("kind") != "inference":
@@ -228,15 +253,15 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     def gemms(flops, experts, m) -> Fraction:
         """GEMMs of ``m`` token rows, of which the routed experts' see ``share`` of them."""
-        return (Fraction(flops - experts) / (gemm(compute, m) * peak)
-                + (Fraction(experts) / (gemm(compute, m * share) * peak) if experts else 0))
+        return (Fraction(flops - experts) / (gemm(compute, m, card) * peak)
+                + (Fraction(experts) / (gemm(compute, m * share, card) * peak) if experts else 0))
     # prefill: GEMMs at M = b·s rows, the attention core at its causal FLOPs, weights at least once
     core = parts["prefill_core_flops"]
     gemm_s = gemms(parts["prefill_flops"] - core, parts.get("prefill_expert_flops", 0), rows)
     attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
-        attn_s = max(Fraction(core) / (gemm(compute, work.seq) * peak),
+        attn_s = max(Fraction(core) / (gemm(compute, work.seq, card) * peak),
                      4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
@@ -266,8 +291,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     factor = _x(train["train_factor"])
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
-    compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384) * factor * peak)
-                 + (Fraction(experts) / (gemm(compute, rows * share) * factor * peak) if experts else 0)) * micro
+    compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384, card) * factor * peak)
+                 + (Fraction(experts) / (gemm(compute, rows * share, card) * factor * peak) if experts else 0)) * micro
     comm = parts["comm"]
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") else Fraction(0)

@@ -455,7 +455,8 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
-    out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
+    card = g.name if work.gpu_flops is None else None  # a peak given on the command line: no card's figure
+    out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step, card)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens
         out["training_s"] = _seconds(run)
@@ -506,7 +507,7 @@ def blank_unfit(time: dict) -> dict:
     return time
 
 
-def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step) -> dict:
+def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step, card=None) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
     rectangle), model FLOPs (3× the forward's, attention causal) and hardware FLOPs (recomputation's forward too);
@@ -527,7 +528,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
                   "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1)})
-    return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})
+    return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step}, card=card)
 
 
 def _whole(value: Fraction):
