@@ -145,7 +145,7 @@ def test_a_cards_gemms_scale_by_its_mamf(dtype, card):
     assert float(efficiency.gemm("bf16", 4096, "a100-80gb")) == pytest.approx(0.780, abs=5e-4)
 
 
-@pytest.mark.parametrize("card", ["l40s", "h100-pcie", "a100-40gb", "rtx4090", None])
+@pytest.mark.parametrize("card", ["l40s", "h100-pcie", "h100-sxm-hbm2e", "a100-40gb", "rtx4090", None])
 def test_a_card_without_a_figure_keeps_the_measured_curve(card):
     """No MAMF figure (or no card): the H200's fractions as measured (0.721 at M = 4,096, fp8 0.594); an A100
     has no fp8 figure, an MI300X none in fp8 (its row is empty)."""

@@ -303,6 +303,8 @@ MORE = {
     "rtx4090": ("165.2", "165.2", "330.3", "660.6", 1008 * GIGA, 24 * GiB),
     "rtx5090": ("209.5", "209.5", "419", "838", 1792 * GIGA, 32 * GiB),
     "apple-m2-ultra": ("27.2", "27.2", None, None, 800 * GIGA, 192 * GiB),
+    # torchtitan's benchmark page: 96GB HBM2e at 2.4 TB/s, 500 W; no NVIDIA sheet: the H100 SXM's peaks
+    "h100-sxm-hbm2e": ("989.4", "989.4", "1978.9", "1978.9", Fraction("2.4") * TERA, 96 * GiB),
 }
 
 
