@@ -43,7 +43,9 @@ def _weights(text: str) -> dict:
     if name.startswith("gguf:"):
         return {"weight_format": name[5:]}
     if name.startswith("int4"):
-        return {"dtype": "int4", "group_size": 32 if "g32" in name else 128}
+        # MLC's q4f16_1 groups 32 weights a scale (mlc_llm/quantization/quantization.py, GroupQuantize
+        # "q4f16_1": group_size=32); an int4 row that names no group is read as 128
+        return {"dtype": "int4", "group_size": 32 if "g32" in name or "q4f16_1" in name else 128}
     check_format(name)
     return {"weight_format": name}
 

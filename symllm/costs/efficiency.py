@@ -18,6 +18,10 @@ each figure with its source:
   KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype int4`` and
   ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A ``--weight-format``
   streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured apart.
+* **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
+  of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
+  its 2024 batch-1 fp16 mat-vec streams ``f16_gemv_hbm`` times slower on a card with HBM memory
+  (:func:`memory_kind`: the memory its catalogue note names).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
   cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus its
@@ -52,8 +56,8 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "attention_prefill", "stream", "bubble",
-           "allreduce_s", "expected", "seconds"]
+__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "attention_prefill", "stream",
+           "memory_kind", "fp16_accumulate_peak", "bubble", "allreduce_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -165,6 +169,36 @@ def stream(weight_dtype: str = "bf16") -> Fraction:
     return base * (_x(extra) if extra is not None and weight_dtype in ("int4", "int8") else 1)
 
 
+def memory_kind(gpu) -> str | None:
+    """A card's memory (``hbm``, ``gddr``, ``unified``) as the datasheet note of its catalogue entry names
+    it (``memory_kinds`` in efficiency.json); None where the note names none. ``gpu``: a name or a GPU.
+
+    >>> memory_kind("a100-80gb"), memory_kind("rtx4090"), memory_kind("apple-m2-ultra")
+    ('hbm', 'gddr', 'unified')
+    """
+    from symllm.costs.accelerators import gpu as lookup
+    g = lookup(gpu)
+    text = f"{g.title} {g.note}"
+    return next((kind for kind, word in data()["memory_kinds"]["patterns"] if word in text), None)
+
+
+def fp16_accumulate_peak(gpu) -> int | None:
+    """Dense fp16 FLOP/s with fp16 accumulation where the card's whitepaper lists it faster than the
+    catalogue's fp16 peak (fp32 accumulation: GeForce cards), else None.
+
+    >>> fp16_accumulate_peak("rtx4090"), fp16_accumulate_peak("a100-80gb")
+    (330300000000000, None)
+    """
+    from symllm.costs.accelerators import gpu as lookup
+    value = data()["fp16_accumulate"].get(lookup(gpu).name)
+    return int(_x(value) * 10 ** 12) if value is not None else None
+
+
+def _catalogued(name) -> bool:
+    from symllm.costs.accelerators import names
+    return isinstance(name, str) and name in names()
+
+
 def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int = 2) -> Fraction:
     """The pipeline bubble as a fraction of the ideal step: ``(p-1)/m`` for 1F1B over ``m`` micro-batches
     (idle time ``(p-1)/(m+p-1)`` of the whole), ``(p-1)/(v·m)`` interleaved over ``v`` chunks a stage.
@@ -239,6 +273,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     kernels = layers * serve["kernels_per_layer"]
     graph, host = _x(data()["kernel"]["graph_s"]), _x(data()["kernel"]["host_s"])
     mem = stream(work.dtype) * bandwidth
+    named = getattr(work, "gpu", None) if _catalogued(getattr(work, "gpu", None)) else None  # its memory, its fp16
+    plain_fp16 = work.dtype == "fp16" and getattr(work, "weight_format", None) is None and compute == "fp16"
+    # llama.cpp's 2024 batch-1 fp16 mat-vec reads with scalar loads: 1.27x slower on HBM cards (PR #9816)
+    gemv = (_x(serve["f16_gemv_hbm"]) if serve.get("f16_gemv_hbm") and plain_fp16 and work.batch == 1
+            and named is not None and memory_kind(named) == "hbm" else 1)
+    # fp16 prompt GEMMs accumulated in fp16 (cuBLAS CUBLAS_COMPUTE_16F) where the card runs that faster
+    fast16 = fp16_accumulate_peak(named) if serve.get("fp16_accumulate") and plain_fp16 and named else None
     out = {"engine": serve["name"], "training_engine": train["name"]}
 
     def step(gpu_s: Fraction, kernels: int = kernels) -> Fraction:
@@ -251,13 +292,15 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
     share = Fraction(parts["expert_active"]) / parts["expert_params"] if parts.get("expert_params") else Fraction(1)
 
-    def gemms(flops, experts, m) -> Fraction:
+    def gemms(flops, experts, m, peak=peak) -> Fraction:
         """GEMMs of ``m`` token rows, of which the routed experts' see ``share`` of them."""
         return (Fraction(flops - experts) / (gemm(compute, m, card) * peak)
                 + (Fraction(experts) / (gemm(compute, m * share, card) * peak) if experts else 0))
-    # prefill: GEMMs at M = b·s rows, the attention core at its causal FLOPs, weights at least once
+    # prefill: GEMMs at M = b·s rows (an engine's micro-batch at most), the attention core at its causal
+    # FLOPs, weights at least once
     core = parts["prefill_core_flops"]
-    gemm_s = gemms(parts["prefill_flops"] - core, parts.get("prefill_expert_flops", 0), rows)
+    gemm_s = gemms(parts["prefill_flops"] - core, parts.get("prefill_expert_flops", 0),
+                   min(rows, serve["ubatch"]) if serve.get("ubatch") else rows, fast16 or peak)
     attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
@@ -279,7 +322,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     weights = min(Fraction(parts.get("decode_weight_bytes", moved)), moved)
     weights += moved - Fraction(parts["decode_bytes"]) if parts.get("expert_params") and share < 1 else 0
     core = Fraction(parts.get("decode_core_flops", 0))
-    gpu_s = (max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch), weights / mem)
+    gpu_s = (max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
+                 weights * gemv / mem)
              + max(core / peak, (moved - weights) / mem))
     decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))

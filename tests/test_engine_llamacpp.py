@@ -1,0 +1,124 @@
+"""llama.cpp's conventions in the expected times (efficiency.json ``engines.llama.cpp``), by hand arithmetic
+from sources independent of the published runs (tests/data/published_runs.json):
+
+- its 2024 batch-1 fp16 mat-vec (ggml-cuda/dmmv.cu) reads with scalar loads; vectorising them gave 1.27x the
+  tokens/s of Llama-3-8B F16 on an HBM card and 1.01x on GDDR cards (llama.cpp PR #9816), so fp16 weights
+  stream 1.27x slower on HBM cards at batch 1;
+- a prompt runs in micro-batches of n_ubatch = 512 tokens (llama.cpp PR #6017), its fp16 GEMMs through
+  cuBLAS with fp16 accumulation (ggml_cuda_op_mul_mat_cublas, CUBLAS_COMPUTE_16F), which a GeForce card runs at
+  twice its fp32-accumulate peak (NVIDIA's Ada and GA102 whitepapers: 330.3 and 142 TFLOP/s dense).
+
+Llama 3 8B (meta-llama/Meta-Llama-3-8B config.json): 32 layers, width 4,096, 32 query and 8 KV heads of 128,
+MLP 14,336, vocabulary 128,256, untied output; 8,030,261,248 parameters."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+import symllm
+from symllm.costs import efficiency
+
+PARAMS, VOCAB, DIM, LAYERS = 8_030_261_248, 128_256, 4096, 32
+KV_PER_TOKEN = 2 * LAYERS * 8 * 128 * 2        # K and V, 8 KV heads of 128, fp16
+GRAPH, STEP = Fraction(49, 10 ** 7), Fraction(5, 10 ** 4)   # kernel.graph_s; llama.cpp's step_s
+ETA = Fraction(88, 100)                          # memory_stream
+
+
+def _expected(gpu: str, **options) -> dict:
+    return symllm.workload("llama3-8b", gpu=gpu, engine="llama.cpp", **options)["time"]["expected"]
+
+
+def _decode_by_hand(bandwidth_gbs: int, gemv: Fraction) -> Fraction:
+    """A batch-1 fp16 step at context 513 (514 positions cached): the weights but the embedding table at
+    ``gemv`` x their streaming time, the cache and one position's logits at memory_stream, 16 kernels a layer
+    at kernel.graph_s and the step's fixed cost."""
+    weights = 2 * (PARAMS - VOCAB * DIM)
+    rest = 514 * KV_PER_TOKEN + 2 * VOCAB
+    bandwidth = ETA * bandwidth_gbs * 10 ** 9
+    return (weights * gemv + rest) / bandwidth + LAYERS * 16 * GRAPH + STEP
+
+
+@pytest.mark.parametrize("gpu,gbs,gemv", [("a100-80gb", 2039, Fraction(127, 100)),
+                                          ("h100-pcie", 2000, Fraction(127, 100)),
+                                          ("rtx4090", 1008, Fraction(1))])
+def test_fp16_decode_streams_slower_on_hbm_cards(gpu, gbs, gemv):
+    """fp16 weights at batch 1: 1.27x their streaming time on the HBM cards (A100, H100 PCIe), as they
+    were on a GDDR6X card (RTX 4090)."""
+    e = _expected(gpu, dtype="fp16", batch=1, seq=1, context=513)
+    assert e["decode_token_s"] == pytest.approx(float(_decode_by_hand(gbs, gemv)), rel=1e-12)
+
+
+def test_the_slow_fp16_gemv_is_llamacpps_at_batch_one_only():
+    """Other engines, a batch of two (cuBLAS, not the mat-vec kernel) and quantized weights (MMVQ) stream at
+    memory_stream alone."""
+    by_hand = _decode_by_hand(2039, Fraction(1))
+    vllm = symllm.workload("llama3-8b", gpu="a100-80gb", engine="vllm", dtype="fp16", batch=1, seq=1,
+                           context=513)["time"]["expected"]
+    # vLLM: 14 kernels a layer and 0.3 ms a step, the same bytes at memory_stream
+    assert vllm["decode_token_s"] == pytest.approx(
+        float(by_hand - LAYERS * 2 * GRAPH - STEP + Fraction(3, 10 ** 4)), rel=1e-12)
+    two = _expected("a100-80gb", dtype="fp16", batch=2, seq=1, context=513)
+    one = _expected("a100-80gb", dtype="fp16", batch=1, seq=1, context=513)
+    # a second sequence adds its cache and logits only, yet the step is faster: the weights at memory_stream
+    assert two["decode_token_s"] < one["decode_token_s"]
+    q4 = _expected("a100-80gb", weight_format="Q4_K_M", batch=1, seq=1, context=513)
+    q4_gddr_like = symllm.workload("llama3-8b", gpu="a100-80gb", engine="vllm", weight_format="Q4_K_M", batch=1,
+                                   seq=1, context=513)["time"]["expected"]
+    assert q4["decode_token_s"] == pytest.approx(
+        q4_gddr_like["decode_token_s"] + float(LAYERS * 2 * GRAPH + STEP - Fraction(3, 10 ** 4)), rel=1e-12)
+
+
+def test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak():
+    """A 1,024-token fp16 prompt on an RTX 4090: its GEMMs (every linear layer over every
+    position, the output head over the last: llama-bench asks the last position's logits) at the bf16 GEMM
+    table's 512-row fraction (0.528) of 330.3 TFLOP/s, the causal attention
+    core at the 1,024-token flash fraction (0.153) of the catalogue's 165.2, plus 16 kernels a layer and the
+    step's fixed cost."""
+    linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
+    flops = 2 * 1024 * linear + 2 * VOCAB * DIM
+    gemm_s = Fraction(flops) / (Fraction(528, 1000) * Fraction(3303, 10) * 10 ** 12)
+    causal = 4 * LAYERS * 32 * 128 * 1024 * 1024 * Fraction(1025, 2048)   # QK^T and PV over the causal pairs
+    attn_s = causal / (Fraction(153, 1000) * Fraction(1652, 10) * 10 ** 12)
+    by_hand = gemm_s + attn_s + LAYERS * 16 * GRAPH + STEP
+    e = _expected("rtx4090", dtype="fp16", batch=1, seq=1024)
+    assert e["prefill_compute_s"] == pytest.approx(float(gemm_s + attn_s), rel=1e-9)
+    assert e["prefill_s"] == pytest.approx(float(by_hand), rel=1e-9)
+
+
+def test_micro_batches_and_fp16_accumulation_are_llamacpps():
+    """vLLM's prompt of 1,024 tokens runs its GEMMs at 1,024 rows (0.620) of the catalogue's 165.2 TFLOP/s;
+    llama.cpp's on an A100 at 512 rows (0.528) of 312 (one rate for both accumulations)."""
+    linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
+    flops = Fraction(2 * 1024 * linear + 2 * VOCAB * DIM)   # the output head over the last position
+    vllm = symllm.workload("llama3-8b", gpu="rtx4090", engine="vllm", dtype="fp16", seq=1024)["time"]["expected"]
+    llama = _expected("rtx4090", dtype="fp16", seq=1024)
+    attn = llama["prefill_compute_s"] - float(flops / (Fraction(528, 1000) * Fraction(3303, 10) * 10 ** 12))
+    assert vllm["prefill_compute_s"] == pytest.approx(
+        float(flops / (Fraction(62, 100) * Fraction(1652, 10) * 10 ** 12)) + attn, rel=1e-9)
+    a100 = _expected("a100-80gb", dtype="fp16", seq=1024)
+    a100_attn = float(4 * LAYERS * 32 * 128 * 1024 * 1024 * Fraction(1025, 2048)
+                      / (Fraction(153, 1000) * 312 * 10 ** 12))
+    assert a100["prefill_compute_s"] == pytest.approx(
+        float(flops / (Fraction(528, 1000) * 312 * 10 ** 12)) + a100_attn, rel=1e-9)
+
+
+@pytest.mark.parametrize("kind,cards", [
+    ("hbm", ["h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "a100-40gb", "a100-80gb",
+             "a100-80gb-pcie", "mi250x", "mi300x", "mi325x"]),
+    ("gddr", ["l40s", "l4", "a10", "t4", "rtx3090", "rtx4090", "rtx5090"]),
+    ("unified", ["apple-m2-ultra", "apple-m4-max"])])
+def test_memory_kind_is_the_datasheets(kind, cards):
+    """HBM on the data-centre accelerators, GDDR6/6X/7 on the GeForce and L-series cards, Apple's unified
+    memory: as their datasheets state (each card's catalogue note quotes its datasheet)."""
+    assert {c: efficiency.memory_kind(c) for c in cards} == {c: kind for c in cards}
+
+
+def test_fp16_accumulate_peaks_are_the_whitepapers():
+    """330.3 (RTX 4090) and 142 (RTX 3090) dense TFLOP/s with fp16 accumulation, twice the catalogue's
+    fp32-accumulate peaks; none for a card that lists one rate."""
+    from symllm.costs.accelerators import gpu
+    assert efficiency.fp16_accumulate_peak("rtx4090") == 330_300 * 10 ** 9
+    assert efficiency.fp16_accumulate_peak("rtx4090") / gpu("rtx4090").fp16 == pytest.approx(2, rel=1e-3)
+    assert efficiency.fp16_accumulate_peak("rtx3090") == 142 * 10 ** 12 == 2 * gpu("rtx3090").fp16
+    assert efficiency.fp16_accumulate_peak("l40s") is None
