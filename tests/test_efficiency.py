@@ -188,6 +188,71 @@ def test_a_batch_touches_more_experts():
     assert many > every * (1 - 0.75 ** 64) * 0.99
 
 
+# --- collectives by link and message size (efficiency.json's collectives, read from nccl-tests tables) -----
+
+def test_allreduce_by_link_and_message_size():
+    """One all-reduce of a 16 KiB message (one token's 8,192 fp16 activations) over four ranks sends
+    2 x 3/4 x 16,384 = 24,576 B a rank: NCCL's small-message latency plus those bytes at the link's bus
+    bandwidth, by hand from the figures' sources: NVLink 4 at 10 us and 0.82 of 450 = 369 GB/s (NCCL's
+    maintainer's "370GB/s", nccl-tests #212), NVLink 3 at 10 us and 208 of 300 GB/s (nccl-tests #178), PCIe Gen4 at 20 us and 0.58 of 32 GB/s."""
+    sent = 2 * Fraction(3, 4) * 16384
+    for topology, one_way, seconds in (("NVLink 4", 450, Fraction(1, 10 ** 5) + sent / (369 * 10 ** 9)),
+                                       ("NVLink 3", 300, Fraction(1, 10 ** 5) + sent / Fraction(207 * 10 ** 9)),
+                                       ("PCIe Gen4 x16", 32, Fraction(2, 10 ** 5) + sent / Fraction(1856 * 10 ** 7))):
+        assert efficiency.allreduce_s(1, sent, (topology, one_way * 10 ** 9)) == seconds
+    # a large message is its bytes: 64 MiB over 8 NVLink 4 ranks at 369 GB/s of bus bandwidth, 0.32 ms
+    big = 2 * Fraction(7, 8) * 64 * 2 ** 20
+    assert efficiency.allreduce_s(1, big, ("NVLink 4", 450 * 10 ** 9)) == Fraction(1, 10 ** 5) + big / (369 * 10 ** 9)
+
+
+@pytest.mark.parametrize("kib,measured_us,within", [(4, 19.4, 0.07), (16, 22.3, 0.02), (32, 24.2, 0.05),
+                                                     (128, 51.8, 0.21), (384, 83.5, 0.01)])
+def test_pcie_allreduce_reproduces_the_table_it_was_read_from(kib, measured_us, within):
+    """NCCL's all-reduce over four PCIe Gen3 GPUs behind one switch, in a CUDA graph (haohervchb/sglang-V100 PR
+    #2's table, fp16): the pcie figures (20 us, 0.58 of 16 GB/s one way) give each size within 7%, but 128 KB:
+    41 us against 51.8 (-20%; the straight line of latency plus bytes misses the bump where NCCL leaves its
+    low-latency protocol)."""
+    sent = 2 * Fraction(3, 4) * kib * 1024
+    predicted = float(efficiency.allreduce_s(1, sent, ("PCIe Gen3 x16", 16 * 10 ** 9))) * 1e6
+    assert predicted == pytest.approx(measured_us, rel=within)
+
+
+def test_engines_own_allreduce_replaces_nccl_over_nvlink_only():
+    """TensorRT-LLM's and SGLang's one-shot all-reduce (4.8 us at 32 KB over four H100s, sglang PR #2904) and
+    vLLM's (9.2 us) replace NCCL's 10 us over NVLink; over PCIe (vLLM's own is off beyond two PCIe GPUs) and
+    for an engine without one (vLLM before v0.2.6) NCCL's latency stays."""
+    nvlink, pcie = ("NVLink 4", 450 * 10 ** 9), ("PCIe Gen4 x16", 32 * 10 ** 9)
+    assert efficiency.allreduce_s(10, 0, nvlink, efficiency.engine("trtllm")) == Fraction(48, 10 ** 6)
+    assert efficiency.allreduce_s(10, 0, nvlink, efficiency.engine("vllm")) == Fraction(92, 10 ** 6)
+    assert efficiency.allreduce_s(10, 0, nvlink, efficiency.engine("vllm-v0.2")) == Fraction(100, 10 ** 6)
+    assert efficiency.allreduce_s(10, 0, pcie, efficiency.engine("trtllm")) == Fraction(200, 10 ** 6)
+
+
+def test_old_vllm_tp4_decode_over_pcie_by_hand():
+    """Llama-2-70B fp16 over four A100 PCIe at batch 1 (context 135) under vLLM before v0.2.6: no CUDA graphs,
+    so the step is paced by the host, 80 layers x 14 kernels x 24 us = 26.88 ms (the GPU's 34.37 GB a rank, its
+    weights, cache and logits, at 0.88 of 1,935 GB/s plus 1,120 kernels at 4.9 us take 25.7 ms, less); then 161 NCCL all-reduces
+    (two a layer and the embedding's) at 20 us each, the bytes they send (24,576 B each, and the logits'
+    all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s, and 0.3 ms a step."""
+    host = 80 * 14 * Fraction(24, 10 ** 6)
+    gpu_s = Fraction(34_370_387_584) / (Fraction(88, 100) * 1935 * 10 ** 9) + 80 * 14 * Fraction(49, 10 ** 7)
+    assert gpu_s < host
+    sent = 161 * 24_576 + 48_000
+    seconds = host + 161 * Fraction(2, 10 ** 5) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9) + Fraction(3, 10 ** 4)
+    e = _time("llama2-70b", gpu="a100-80gb-pcie", engine="vllm-v0.2", dtype="fp16", tp=4, seq=7, context=135)["expected"]
+    assert e["decode_token_s"] == pytest.approx(float(seconds), rel=1e-12)
+
+
+@pytest.mark.parametrize("gpu", ["a100-80gb", "a100-40gb", "h100-sxm"])
+def test_old_vllm_single_gpu_eager_decode_against_its_pr(gpu):
+    """vLLM PR #1440 (2023-10-20, the vLLM of that month): Llama-2-7B on one GPU, batch 1, 5 tokens in and 100
+    out, took 1.2 s without CUDA graphs (the GPU not stated). vllm-v0.2's host-paced step (32 x 14 kernels at
+    24 us, 0.3 ms) gives 1.12-1.23 s on an A100 or H100: within 8%, so the eager single-GPU step is what the
+    host paces; what the TP4 row of the published runs adds (docs/efficiency.md) is beyond one GPU."""
+    e = _time("llama2-7b", gpu=gpu, engine="vllm-v0.2", dtype="fp16", seq=5, context=55)["expected"]
+    assert e["prefill_s"] + 100 * e["decode_token_s"] == pytest.approx(1.2, rel=0.08)
+
+
 def test_unknown_engine_is_one_line():
     """validate.choice's line: no engine near 'tensorflow', the closest to 'vlm' (vLLM, and its V0 engine) named, and where the list is."""
     with pytest.raises(SymllmError, match=r"^engine: unknown 'tensorflow' \(known: all \d+: see docs/efficiency.md\)$"):

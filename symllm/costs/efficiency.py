@@ -24,8 +24,9 @@ each figure with its source:
   (:func:`memory_kind`: the memory its catalogue note names).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
-  cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus its
-  bytes at a fraction of the link's bandwidth.
+  cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus the
+  bytes each rank sends at the link's bus bandwidth (:func:`collective`: nccl-tests tables by link), or the
+  engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
   routing), not the ``k/n_e`` of the bound.
@@ -57,7 +58,7 @@ from symllm.errors import SymllmError
 from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "attention_prefill", "stream",
-           "memory_kind", "fp16_accumulate_peak", "bubble", "allreduce_s", "expected", "seconds"]
+           "memory_kind", "fp16_accumulate_peak", "bubble", "allreduce_s", "collective", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -236,17 +237,37 @@ def _link_kind(topology: str) -> str:
     return "network"
 
 
-def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
+def collective(topology: str) -> dict:
+    """The all-reduce figures of a link (``collectives`` in efficiency.json): by its exact name where
+    measured (``NVLink 3``, ``NVLink 4``), else by its kind (nvlink, pcie, infinity-fabric, network).
+
+    >>> collective("NVLink 3")["efficiency"], collective("PCIe Gen4 x16")["latency_s"]
+    ('0.69', '0.00002')
+    """
+    table = data()["collectives"]
+    return table[topology] if topology in table else table[_link_kind(topology)]
+
+
+def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dict | None = None) -> Fraction:
     """Seconds ``calls`` ring all-reduces take that together send ``sent_bytes`` per GPU over ``link``
-    (topology, bytes/s one way): each call's latency plus the bytes at the link's achieved fraction.
+    (topology, bytes/s one way): each call's latency plus the bytes at the link's bus bandwidth
+    (:func:`collective`). An inference engine ``serve`` whose own one-shot all-reduce replaces NCCL's over
+    NVLink (``custom_allreduce_s``) pays that latency instead.
 
     >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9)))
-    2.4e-05
+    2e-05
+    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)  # 20 us + 24,576 B at 0.58 x 32 GB/s
+    21.3241
+    >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9), engine("trtllm")))
+    9.6e-06
     """
     if link is None or (not calls and not sent_bytes):
         return Fraction(0)
-    c = data()["collectives"][_link_kind(link[0])]
-    return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
+    c = collective(link[0])
+    latency = c["latency_s"]
+    if serve is not None and serve.get("custom_allreduce_s") and _link_kind(link[0]) == "nvlink":
+        latency = serve["custom_allreduce_s"]
+    return calls * _x(latency) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
 
 
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None,
@@ -309,7 +330,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * (step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]))
-                     + allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link))
+                     + allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link, serve))
                + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]))
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
     # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
@@ -325,7 +346,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     gpu_s = (max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
                  weights * gemv / mem)
              + max(core / peak, (moved - weights) / mem))
-    decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link))
+    decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link, serve))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
