@@ -90,3 +90,47 @@ def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path, change, start):
     assert_refused_in_one_line(cli, tmp_path, raw, start)
     absent = {k: v for k, v in _RAW.items() if k != "hidden_size_per_layer_input"}
     assert_refused_in_one_line(cli, tmp_path, absent, "hidden_size_per_layer_input: 256")
+
+
+def test_verify_a_saved_checkpoint(cli, tmp_path):
+    """verify of Gemma4ForCausalLM's save_pretrained (sharded, bf16): every tensor agrees, the per-layer
+    ``layer_scalar`` buffer included (one element a layer, saved beside the parameters); the file's bytes are
+    torch's state dict, the formula's are its parameters alone (a buffer is not a parameter); and a missing
+    buffer is named."""
+    torch = requires("torch")
+    torch.manual_seed(0)
+    model = _hf(_RAW, "cpu").to(torch.bfloat16)
+    model.save_pretrained(tmp_path, max_shard_size="20KB")
+    buffers = {n: b for n, b in model.named_buffers() if n.endswith("layer_scalar")}
+    assert len(buffers) == _RAW["num_hidden_layers"] and {tuple(b.shape) for b in buffers.values()} == {(1,)}
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    state = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied: saved once
+    assert ck["bytes"] == sum(v.numel() * v.element_size() for v in state.values())
+    assert ck["formula_bytes"] == 2 * sum(p.numel() for p in model.parameters())
+    index = tmp_path / "model.safetensors.index.json"
+    written = json.loads(index.read_text())
+    del written["weight_map"]["model.layers.3.layer_scalar"]
+    index.write_text(json.dumps(written))
+    r = cli(["verify", tmp_path])
+    assert r.code != 0 and "model.layers.3.layer_scalar" in r.out + r.err
+
+
+def test_verify_a_saved_multimodal_checkpoint(cli, tmp_path):
+    """verify of Gemma4ForConditionalGeneration's save_pretrained: the language model under
+    ``model.language_model.`` agrees (transformers' own module names), the vision tower's tensors are reported
+    as not counted, their number and bytes torch's."""
+    torch, transformers = requires("torch"), requires("transformers")
+    text = {k: v for k, v in _RAW.items() if k != "model_type"}
+    config = transformers.Gemma4Config(text_config=text, audio_config=None, vision_config=dict(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+        head_dim=8))
+    model = transformers.Gemma4ForConditionalGeneration(config).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    outside = {k: v for k, v in model.state_dict().items() if not k.startswith(("model.language_model.", "lm_head."))}
+    assert ck["not_counted"] == {"tensors": len(outside),
+                                 "bytes": sum(v.numel() * v.element_size() for v in outside.values())}
