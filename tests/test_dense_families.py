@@ -105,13 +105,18 @@ def _generate(raw: dict, b: int, s: int, n: int):
     torch.manual_seed(0)
     model = _hf_model(raw, "cpu").eval()
     cache, steps = transformers.DynamicCache(config=model.config), []
+    # every position's logits, as a slice: Gemma 4's forward otherwise slices per_layer_inputs before its
+    # KV-shared layers, None without per-layer embeddings (a TypeError in transformers' own code)
+    every = {"logits_to_keep": slice(0, None)} if raw["model_type"] == "gemma4_text" else {}
     with torch.no_grad():
         for tokens in [s] + [1] * n:
             with FlopCounterMode(display=False) as counter:
-                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True)
+                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True, **every)
             steps.append(counter.get_total_flops())
     sliding = sum(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in cache.layers)
-    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers), sliding
+    # a layer sharing another's keys and values holds none (a DummyLayer: keys and values None)
+    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers
+                      if layer.keys is not None), sliding
 
 
 @given(dense_family_configs(), st.integers(1, 2), st.integers(1, 10), st.integers(0, 4))

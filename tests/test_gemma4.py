@@ -72,7 +72,10 @@ def test_multimodal_config_counts_its_text_config(cli, tmp_path):
 @pytest.mark.parametrize("change, start", [
     ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input: 256 (per-layer embeddings"),
     ({"hidden_size_per_layer_input": None}, None),  # null: no per-layer embeddings, counted
-    ({"num_kv_shared_layers": 2}, "num_kv_shared_layers: 2"),
+    # layers 5 and 6 are the only full ones: none would make the keys and values the last 2 share
+    ({"num_kv_shared_layers": 2}, "num_kv_shared_layers: 2 leaves no earlier full_attention layer to share from"),
+    ({"num_kv_shared_layers": 7}, "num_kv_shared_layers: 7 leaves no earlier full_attention layer"),
+    ({"num_kv_shared_layers": 1}, None),  # layer 6 shares layer 5's: counted
     ({"enable_moe_block": True}, "enable_moe_block: true"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention: 'all'"),
     ({"per_layer_config": {"5": {"head_dim": 16}, "6": {"head_dim": 32}}}, "per_layer_config: 2 head shapes"),
@@ -80,8 +83,8 @@ def test_multimodal_config_counts_its_text_config(cli, tmp_path):
     ({"per_layer_config": {"9": {"head_dim": 16}}}, "per_layer_config: '9' is not a layer index"),
 ])
 def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path, change, start):
-    """Per-layer embeddings (on by default: a config without the key has them), layers sharing another's keys
-    and values, the MoE block, bidirectional attention and per-layer overrides symllm does not model are one
+    """Per-layer embeddings (on by default: a config without the key has them), layers sharing keys and values
+    no earlier layer of their type makes (transformers' kv_sharing_modes raises), the MoE block, bidirectional attention and per-layer overrides symllm does not model are one
     line and exit 2, never counted as another model."""
     raw = {**_RAW, **change}
     if start is None:
@@ -134,3 +137,46 @@ def test_verify_a_saved_multimodal_checkpoint(cli, tmp_path):
     outside = {k: v for k, v in model.state_dict().items() if not k.startswith(("model.language_model.", "lm_head."))}
     assert ck["not_counted"] == {"tensors": len(outside),
                                  "bytes": sum(v.numel() * v.element_size() for v in outside.values())}
+
+
+#: _RAW's widths with sliding and full layers alternating, the last three sharing keys and values (layer 4 the
+#: sliding layer 2's, layers 5 and 6 the full layer 3's), their MLP doubled
+_SHARED = {**_RAW, "layer_types": ["sliding_attention", "full_attention"] * 3 + ["full_attention"],
+           "num_kv_shared_layers": 3, "use_double_wide_mlp": True}
+
+
+def test_kv_shared_layers_as_transformers_builds_and_caches_them():
+    """Layers 4-6 have no k_proj, v_proj, k_norm (transformers builds none), their MLP is 2 x 48 wide; the KV
+    cache after a prefill of 6 tokens (window 4) is the producing layers' alone, by hand: sliding layers 0 and 2
+    hold 4 positions of 2 heads of 8, full layers 1 and 3 hold 6 of 1 head of 16, a key and a value each:
+    2·2·4·2·8 + 2·2·6·1·16 = 640 elements; transformers' cache holds a DummyLayer for each sharing layer and one
+    position fewer in each sliding layer between steps (3 = W - 1: 2·2·1·2·8 = 64 fewer)."""
+    torch = requires("torch")
+    from symllm.costs import phases as costs
+    model = _hf(_SHARED, "cpu").eval()
+    names = [n for n, _ in model.named_parameters()]
+    for i in (4, 5, 6):
+        assert not [n for n in names if f"layers.{i}.self_attn." in n and ("k_" in n or "v_" in n)]
+        assert model.model.layers[i].mlp.gate_proj.weight.shape == (96, 32)
+    cfg = from_hf(_SHARED)
+    assert symllm.params(cfg)["total"] == sum(p.numel() for p in model.parameters())
+    work = costs.workload(cfg, batch=1, seq=6, gen=0, dtype="fp32", kv_dtype="fp32")
+    assert work["memory"]["kv_cache"] == 4 * 640
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():  # every position: without per-layer embeddings transformers' own slicing fails
+        model(torch.zeros(1, 6, dtype=torch.long), past_key_values=cache, use_cache=True, logits_to_keep=slice(0, None))
+    dummies = [i for i, layer in enumerate(cache.layers) if type(layer).__name__ == "DummyLayer"]
+    assert dummies == [4, 5, 6]
+    held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers if layer.keys is not None)
+    assert held == 640 - 64
+
+
+def test_kv_shared_layers_count_and_describe(cli, tmp_path):
+    """count says which layers share keys and values and how wide their MLP is (the config's own numbers)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_SHARED))
+    r = cli(["count", str(path)])
+    assert r.code == 0, r.err
+    out = " ".join(r.out.split())  # the lines wrap
+    assert "3 of 7 layers reuse an earlier layer's keys and values" in out and "feed-forward 96 wide" in out

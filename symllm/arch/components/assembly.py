@@ -31,7 +31,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     """One pre-norm transformer block of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of
     ``options``): ``h = x + attention(attention_norm(x))``, ``out = h + feed_forward(ffn_norm(h))``. A kind
     with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert or DeepSeek's
-    shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
+    shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers
+    (twice that in a kind with ``wide_ffn``: Gemma 4's ``use_double_wide_mlp``).
     The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
     The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
     before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
@@ -62,7 +63,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   else variant.activation,
                   score_bias=structure.router_score_bias)
     else:
-        ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
+        width = d_fd if structure.has_moe else d_ff
+        # Gemma 4's use_double_wide_mlp: intermediate_size * 2 in its KV-shared layers (Gemma4TextMLP)
+        ffn = feed_forward(bias=structure.mlp_bias, width=2 * width if kind.wide_ffn else width, variant=variant)
     if kind.mixer == "none":
         attn = None
     elif kind.mixer != "attention":  # a token mixer other than attention (deltanet, mamba)
