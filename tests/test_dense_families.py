@@ -35,7 +35,11 @@ _KINDS = {"embed_tokens": "embedding", "q_proj": "attention/wq", "k_proj": "atte
           "q_norm": "attention/q_norm", "k_norm": "attention/k_norm", "gate_proj": "feed_forward/w1",
           "up_proj": "feed_forward/w3", "down_proj": "feed_forward/w2", "gate_up_proj": "feed_forward/w13",
           "input_layernorm": "attention_norm", "pre_feedforward_layernorm": "ffn_norm",
-          "post_feedforward_layernorm": "post_ffn_norm", "norm": "norm", "lm_head": "lm_head"}
+          "post_feedforward_layernorm": "post_ffn_norm", "norm": "norm", "lm_head": "lm_head",
+          # Gemma 4's per-layer embeddings: the model's table, projection and norm, each layer's gate, projection, norm
+          "embed_tokens_per_layer": "per_layer_embedding", "per_layer_model_projection": "per_layer_model_projection",
+          "per_layer_projection_norm": "per_layer_norm", "per_layer_input_gate": "per_layer_gate",
+          "per_layer_projection": "per_layer_projection", "post_per_layer_input_norm": "post_per_layer_norm"}
 
 
 def _hf_model(raw: dict, device: str = "meta"):

@@ -70,8 +70,8 @@ def test_multimodal_config_counts_its_text_config(cli, tmp_path):
 
 
 @pytest.mark.parametrize("change, start", [
-    ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input: 256 (per-layer embeddings"),
     ({"hidden_size_per_layer_input": None}, None),  # null: no per-layer embeddings, counted
+    ({"hidden_size_per_layer_input": -1}, "hidden_size_per_layer_input: "),
     # layers 5 and 6 are the only full ones: none would make the keys and values the last 2 share
     ({"num_kv_shared_layers": 2}, "num_kv_shared_layers: 2 leaves no earlier full_attention layer to share from"),
     ({"num_kv_shared_layers": 7}, "num_kv_shared_layers: 7 leaves no earlier full_attention layer"),
@@ -83,16 +83,15 @@ def test_multimodal_config_counts_its_text_config(cli, tmp_path):
     ({"per_layer_config": {"9": {"head_dim": 16}}}, "per_layer_config: '9' is not a layer index"),
 ])
 def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path, change, start):
-    """Per-layer embeddings (on by default: a config without the key has them), layers sharing keys and values
-    no earlier layer of their type makes (transformers' kv_sharing_modes raises), the MoE block, bidirectional attention and per-layer overrides symllm does not model are one
+    """A negative per-layer width, layers sharing keys and values no earlier layer of their type makes
+    (transformers' kv_sharing_modes raises), the MoE block, bidirectional attention and per-layer overrides
+    symllm does not model are one
     line and exit 2, never counted as another model."""
     raw = {**_RAW, **change}
     if start is None:
         assert symllm.params(from_hf(raw))["total"] > 0
         return
     assert_refused_in_one_line(cli, tmp_path, raw, start)
-    absent = {k: v for k, v in _RAW.items() if k != "hidden_size_per_layer_input"}
-    assert_refused_in_one_line(cli, tmp_path, absent, "hidden_size_per_layer_input: 256")
 
 
 def test_verify_a_saved_checkpoint(cli, tmp_path):
@@ -180,3 +179,44 @@ def test_kv_shared_layers_count_and_describe(cli, tmp_path):
     assert r.code == 0, r.err
     out = " ".join(r.out.split())  # the lines wrap
     assert "3 of 7 layers reuse an earlier layer's keys and values" in out and "feed-forward 96 wide" in out
+
+
+#: an E2B-shaped tiny model: per-layer inputs of 6 from a table of 40 rows, beside _SHARED's shared layers
+_PLE = {**_SHARED, "hidden_size_per_layer_input": 6, "vocab_size_per_layer_input": 40}
+
+
+def test_per_layer_embeddings_by_hand_and_as_transformers_builds_them():
+    """Per-layer embeddings add, by hand (d = 32, L = 7, d_p = 6, V_p = 40): the table 40·7·6 = 1,680, the model's
+    projection 32·7·6 = 1,344, its norm 6, and in each of the 7 layers a gate and a projection of 32·6 and a norm
+    of 32: 7·416 = 2,912; 5,942 in all, what Gemma4ForCausalLM's parameters grow by; each kind is transformers'."""
+    with_ple, without = symllm.params(from_hf(_PLE)), symllm.params(from_hf(_SHARED))
+    assert with_ple["total"] - without["total"] == 1680 + 1344 + 6 + 7 * (2 * 32 * 6 + 32) == 5942
+    model = _hf(_PLE)
+    assert with_ple["total"] == sum(p.numel() for p in model.parameters())
+    hf = {n: p.numel() for n, p in model.named_parameters()}
+    assert with_ple["per_layer_embedding"] == hf["model.embed_tokens_per_layer.weight"] == 1680
+    assert with_ple["per_layer_model_projection"] == hf["model.per_layer_model_projection.weight"]
+    assert sum(v for k, v in with_ple.items() if k.endswith("/per_layer_gate")) == sum(
+        v for k, v in hf.items() if k.endswith("per_layer_input_gate.weight")) == 7 * 192
+
+
+def test_verify_a_saved_checkpoint_with_per_layer_inputs_and_shared_layers(cli, tmp_path):
+    """verify of save_pretrained of the E2B-shaped model: the per-layer table, projection and norms under their
+    Hugging Face names, no k_proj/v_proj/k_norm in the sharing layers, every tensor agreeing."""
+    torch = requires("torch")
+    model = _hf(_PLE, "cpu").to(torch.bfloat16)
+    model.save_pretrained(tmp_path, max_shard_size="20KB")
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    assert ck["formula_bytes"] == 2 * sum(p.numel() for p in model.parameters())
+
+
+def test_per_layer_embeddings_are_described(cli, tmp_path):
+    """count says the per-layer table's shape and each layer's input width."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_PLE))
+    r = cli(["count", str(path)])
+    assert r.code == 0, r.err
+    assert "per-layer embeddings: a table of 40 x 7*6 and a projection give each layer an input of 6" in " ".join(
+        r.out.split())

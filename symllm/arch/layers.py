@@ -335,6 +335,9 @@ class Structure:
     conv_bias: bool = False
     #: the Mamba-2 mixer's ``in_proj`` and ``out_proj`` have biases (Nemotron-H's ``use_bias``)
     mamba_bias: bool = False
+    #: per-layer embeddings (Gemma 4 E2B/E4B): a table of ``V_p × L·d_p`` and a projection ``d -> L·d_p`` give each
+    #: layer an input of ``d_p``, which a gate ``d -> d_p``, a projection ``d_p -> d`` and a norm add to its output
+    per_layer_input: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -350,7 +353,8 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias"):
+                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias",
+                     "per_layer_input"):
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")

@@ -313,6 +313,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("chunked", ("attention_chunk", "layers"), (None, None), "kind", "window", choices=("chunked",),
            text=lambda c: f"attention chunks of {c.attention_chunk}" if c.attention_chunk else "",
            doc="chunked attention (Llama 4's RoPE layers)"),
+    Option("per_layer_input", ("per_layer_dim", "per_layer_vocab"), (None, None), "structure", "per_layer_input",
+           value=lambda c: c.per_layer_dim is not None,
+           parts=("per_layer_embedding", "per_layer_model_projection", "per_layer_norm", "per_layer_gate",
+                  "per_layer_projection", "post_per_layer_norm"), choices=(True,), on=True,
+           text=lambda c: (f"per-layer embeddings: a table of {c.per_layer_vocab} x {c.n_layers}*{c.per_layer_dim} "
+                           f"and a projection give each layer an input of {c.per_layer_dim}") if c.per_layer_dim else "",
+           doc="Gemma 4's per-layer embeddings (hidden_size_per_layer_input, vocab_size_per_layer_input: E2B, E4B)"),
     _on("tied", "lm_head shares the embedding matrix", "output.weight = tok_embeddings.weight",
         config="tie_embeddings", choices=(False, True), on=None, models="both"),
     Option("hidden", ("hidden_dim", "ffn_dim_multiplier"), (None, None), "structure", "hidden",

@@ -22,9 +22,14 @@ query and key head, sliding layers beside full ones, tied embeddings) with what 
   forward does (``generate``'s prefill runs only the kept positions through them:
   ``Gemma4TextModel._maybe_slice_kv_shared_inputs``, not modelled).
 
-Not modelled, refused in one line naming the key: per-layer embeddings (``hidden_size_per_layer_input``, on by
-default: Gemma 4 E2B/E4B), the MoE block beside the dense MLP (``enable_moe_block``: 26B-A4B), bidirectional
-attention over every token (``use_bidirectional_attention: "all"``; ``"vision"`` leaves text tokens causal).
+- per-layer embeddings (``hidden_size_per_layer_input``, on by default, 256; 0 or null: none; E2B/E4B):
+  ``Structure.per_layer_input``, a table of ``vocab_size_per_layer_input`` rows of ``num_hidden_layers ×
+  hidden_size_per_layer_input`` and its projection, norm, and in every layer a gate, a projection and a norm
+  (:func:`symllm.arch.components.embeddings.per_layer_embedding`, ``per_layer_input``).
+
+Not modelled, refused in one line naming the key: the MoE block beside the dense MLP (``enable_moe_block``:
+26B-A4B), bidirectional attention over every token (``use_bidirectional_attention: "all"``; ``"vision"`` leaves
+text tokens causal).
 
 >>> f = _fields({"hidden_size_per_layer_input": 0, "attention_k_eq_v": True, "num_global_key_value_heads": 1,
 ...              "global_head_dim": 64}, 7)
@@ -47,9 +52,6 @@ _OVERRIDES = ("head_dim", "num_key_value_heads")
 
 
 def _refuse_unmodelled(raw: dict) -> None:
-    ple = integer(raw, "hidden_size_per_layer_input", 256, nullable=True, minimum=0)
-    if ple:
-        raise SymllmError(f"hidden_size_per_layer_input: {ple} (per-layer embeddings) is not modelled by symllm")
     if flag(raw, "enable_moe_block", False):
         raise SymllmError("enable_moe_block: true (Gemma 4's MoE block) is not modelled by symllm")
     bidirectional = raw.get("use_bidirectional_attention")
@@ -127,6 +129,9 @@ def _fields(raw: dict, n_layers: int) -> dict:
     out = {"hidden_dim": integer(raw, "intermediate_size", 9216), "norms": "sandwich", "embed_scale": True,
            "norm_offset": False, "qk_norm": "rmsnorm", "attn_softcap": None, "value_norm": True, "layer_scalar": True,
            "final_softcap": _softcap(raw, "final_logit_softcapping", None), **groups(kinds)}
+    per_layer = integer(raw, "hidden_size_per_layer_input", 256, nullable=True, minimum=0)
+    if per_layer:  # 0 or null: none (Gemma4TextModel builds them where it is truthy)
+        out.update(per_layer_dim=per_layer, per_layer_vocab=integer(raw, "vocab_size_per_layer_input", 262144))
     window = integer(raw, "sliding_window", 512)
     if "sliding_attention" in types:
         out["sliding_window"] = window
