@@ -117,10 +117,10 @@ class _Config:
             from symllm.errors import SymllmError
             # transformers' own classes check them instead (tests/test_linear_attention.py)
             raise SymllmError("verify: the torch reference has no Gated DeltaNet layers")
-        if any(getattr(kind, "heads", "model") != "model" or getattr(kind, "k_eq_v", False) for kind in kinds):
-            from symllm.errors import SymllmError
-            # transformers' own classes check them instead (tests/test_gemma4.py)
-            raise SymllmError("verify: the torch reference has no layers with their own head shape or k_eq_v")
+        if getattr(args, "per_layer_dim", None) or any(k.heads != "model" or k.k_eq_v or k.kv_shared or k.wide_ffn for k in kinds):
+            from symllm.errors import SymllmError  # transformers' own classes check them instead (tests/test_gemma4.py)
+            raise SymllmError("verify: the torch reference has no Gemma 4 layers (own head shapes, k_eq_v, shared keys "
+                              "and values, a doubled MLP, per-layer inputs)")
         self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}
         if not kinds and self.n_experts is not None:  # Meta's ModelArgs-like object: every layer MoE
             self.moe_layers = set(range(self.n_layers))

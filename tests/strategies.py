@@ -965,7 +965,8 @@ REFERENCE_DENSE_FAMILIES = tuple(f for f in DENSE_FAMILIES if f != "gemma4_text"
 def dense_family_configs(draw, family: str | None = None, window: int | None = None) -> dict:
     """A small config.json of Phi-3, OLMo 2 or Gemma 1, 2, 3 (``family`` pins one) as transformers writes it:
     GQA/MQA/MHA (Gemma 4's full layers with a head width and key/value heads of their own, keys as values or
-    not, its last layer full whatever ``layer_types`` says); Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
+    not, its last layer full whatever ``layer_types`` says, its last layers sharing keys and values or not, their
+    MLP doubled or not, per-layer embeddings or none); Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
     Phi-3's partial rotary (``partial_rotary_factor``, Phi-4-mini's 0.75, or 1);
     OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
     Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off (Gemma 3's final logits
@@ -1010,15 +1011,23 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
                                                min_size=L, max_size=L))
         elif kind == "gemma3_text":
             raw["sliding_window_pattern"] = draw(st.integers(1, 4))
-    if kind == "gemma4_text":  # per-layer embeddings off (symllm refuses them); full layers of their own shape
+    if kind == "gemma4_text":  # per-layer embeddings or none (0); full layers of their own shape
         raw.update(sliding_window=window, final_logit_softcapping=draw(st.one_of(st.none(), st.floats(1.0, 100.0))),
-                   hidden_size_per_layer_input=0, attention_k_eq_v=draw(st.booleans()),
+                   hidden_size_per_layer_input=draw(st.sampled_from([0, 1, 2, 5])),
+                   vocab_size_per_layer_input=draw(st.integers(1, 100)), attention_k_eq_v=draw(st.booleans()),
                    global_head_dim=2 * draw(st.integers(1, 6)),
                    num_global_key_value_heads=draw(st.sampled_from(
                        [None] + [x for x in range(1, heads + 1) if heads % x == 0])))
         if draw(st.booleans()):
             raw["layer_types"] = draw(st.lists(st.sampled_from(["sliding_attention", "full_attention"]),
                                                min_size=L, max_size=L))
+        # the last layers reuse the keys and values of an earlier layer of their type (one of each type must stay
+        # before them: Gemma4TextConfig.kv_sharing_modes), their MLP doubled or not
+        types = list(raw.get("layer_types") or ["sliding_attention" if (i + 1) % 6 else "full_attention"
+                                                for i in range(L)])
+        types[-1] = "full_attention"
+        raw.update(num_kv_shared_layers=draw(st.sampled_from([k for k in range(L) if set(types[:L - k]) == set(types)])),
+                   use_double_wide_mlp=draw(st.booleans()))
     if kind == "exaone4":
         types = st.lists(st.sampled_from(["sliding_attention", "full_attention"]), min_size=L, max_size=L)
         # no window: every layer full (transformers' cache cannot hold a sliding layer without a window)

@@ -35,7 +35,11 @@ _KINDS = {"embed_tokens": "embedding", "q_proj": "attention/wq", "k_proj": "atte
           "q_norm": "attention/q_norm", "k_norm": "attention/k_norm", "gate_proj": "feed_forward/w1",
           "up_proj": "feed_forward/w3", "down_proj": "feed_forward/w2", "gate_up_proj": "feed_forward/w13",
           "input_layernorm": "attention_norm", "pre_feedforward_layernorm": "ffn_norm",
-          "post_feedforward_layernorm": "post_ffn_norm", "norm": "norm", "lm_head": "lm_head"}
+          "post_feedforward_layernorm": "post_ffn_norm", "norm": "norm", "lm_head": "lm_head",
+          # Gemma 4's per-layer embeddings: the model's table, projection and norm, each layer's gate, projection, norm
+          "embed_tokens_per_layer": "per_layer_embedding", "per_layer_model_projection": "per_layer_model_projection",
+          "per_layer_projection_norm": "per_layer_norm", "per_layer_input_gate": "per_layer_gate",
+          "per_layer_projection": "per_layer_projection", "post_per_layer_input_norm": "post_per_layer_norm"}
 
 
 def _hf_model(raw: dict, device: str = "meta"):
@@ -105,13 +109,18 @@ def _generate(raw: dict, b: int, s: int, n: int):
     torch.manual_seed(0)
     model = _hf_model(raw, "cpu").eval()
     cache, steps = transformers.DynamicCache(config=model.config), []
+    # every position's logits, as a slice: Gemma 4's forward otherwise slices per_layer_inputs before its
+    # KV-shared layers, None without per-layer embeddings (a TypeError in transformers' own code)
+    every = {"logits_to_keep": slice(0, None)} if raw["model_type"] == "gemma4_text" else {}
     with torch.no_grad():
         for tokens in [s] + [1] * n:
             with FlopCounterMode(display=False) as counter:
-                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True)
+                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True, **every)
             steps.append(counter.get_total_flops())
     sliding = sum(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in cache.layers)
-    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers), sliding
+    # a layer sharing another's keys and values holds none (a DummyLayer: keys and values None)
+    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers
+                      if layer.keys is not None), sliding
 
 
 @given(dense_family_configs(), st.integers(1, 2), st.integers(1, 10), st.integers(0, 4))

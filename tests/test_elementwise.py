@@ -38,7 +38,13 @@ def _count(model, b: int, s: int):
     default prefill; ``logits_to_keep=1`` is what ``generate`` asks for), no cache."""
     torch = requires("torch")
     from .elementwise_oracle import count
-    return count(model, torch.zeros(b, s, dtype=torch.long), use_cache=False, logits_to_keep=1)
+    # Gemma 4 with layers sharing keys and values: generate's prefill runs only the kept position through them
+    # (Gemma4TextModel._maybe_slice_kv_shared_inputs; a TypeError without per-layer embeddings), symllm's
+    # convention every position, as a forward does; output_hidden_states turns that slicing off (it records
+    # tensors, no element-wise op), the logits still the last position's
+    shared = getattr(model.config, "num_kv_shared_layers", 0)
+    return count(model, torch.zeros(b, s, dtype=torch.long), use_cache=False, logits_to_keep=1,
+                 **({"output_hidden_states": True} if shared else {}))
 
 
 def _convention(counter, model, raw: dict, b: int, s: int) -> int:

@@ -70,9 +70,12 @@ def test_multimodal_config_counts_its_text_config(cli, tmp_path):
 
 
 @pytest.mark.parametrize("change, start", [
-    ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input: 256 (per-layer embeddings"),
     ({"hidden_size_per_layer_input": None}, None),  # null: no per-layer embeddings, counted
-    ({"num_kv_shared_layers": 2}, "num_kv_shared_layers: 2"),
+    ({"hidden_size_per_layer_input": -1}, "hidden_size_per_layer_input: "),
+    # layers 5 and 6 are the only full ones: none would make the keys and values the last 2 share
+    ({"num_kv_shared_layers": 2}, "num_kv_shared_layers: 2 leaves no earlier full_attention layer to share from"),
+    ({"num_kv_shared_layers": 7}, "num_kv_shared_layers: 7 leaves no earlier full_attention layer"),
+    ({"num_kv_shared_layers": 1}, None),  # layer 6 shares layer 5's: counted
     ({"enable_moe_block": True}, "enable_moe_block: true"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention: 'all'"),
     ({"per_layer_config": {"5": {"head_dim": 16}, "6": {"head_dim": 32}}}, "per_layer_config: 2 head shapes"),
@@ -80,13 +83,140 @@ def test_multimodal_config_counts_its_text_config(cli, tmp_path):
     ({"per_layer_config": {"9": {"head_dim": 16}}}, "per_layer_config: '9' is not a layer index"),
 ])
 def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path, change, start):
-    """Per-layer embeddings (on by default: a config without the key has them), layers sharing another's keys
-    and values, the MoE block, bidirectional attention and per-layer overrides symllm does not model are one
+    """A negative per-layer width, layers sharing keys and values no earlier layer of their type makes
+    (transformers' kv_sharing_modes raises), the MoE block, bidirectional attention and per-layer overrides
+    symllm does not model are one
     line and exit 2, never counted as another model."""
     raw = {**_RAW, **change}
     if start is None:
         assert symllm.params(from_hf(raw))["total"] > 0
         return
     assert_refused_in_one_line(cli, tmp_path, raw, start)
-    absent = {k: v for k, v in _RAW.items() if k != "hidden_size_per_layer_input"}
-    assert_refused_in_one_line(cli, tmp_path, absent, "hidden_size_per_layer_input: 256")
+
+
+def test_verify_a_saved_checkpoint(cli, tmp_path):
+    """verify of Gemma4ForCausalLM's save_pretrained (sharded, bf16): every tensor agrees, the per-layer
+    ``layer_scalar`` buffer included (one element a layer, saved beside the parameters); the file's bytes are
+    torch's state dict, the formula's are its parameters alone (a buffer is not a parameter); and a missing
+    buffer is named."""
+    torch = requires("torch")
+    torch.manual_seed(0)
+    model = _hf(_RAW, "cpu").to(torch.bfloat16)
+    model.save_pretrained(tmp_path, max_shard_size="20KB")
+    buffers = {n: b for n, b in model.named_buffers() if n.endswith("layer_scalar")}
+    assert len(buffers) == _RAW["num_hidden_layers"] and {tuple(b.shape) for b in buffers.values()} == {(1,)}
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    state = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied: saved once
+    assert ck["bytes"] == sum(v.numel() * v.element_size() for v in state.values())
+    assert ck["formula_bytes"] == 2 * sum(p.numel() for p in model.parameters())
+    index = tmp_path / "model.safetensors.index.json"
+    written = json.loads(index.read_text())
+    del written["weight_map"]["model.layers.3.layer_scalar"]
+    index.write_text(json.dumps(written))
+    r = cli(["verify", tmp_path])
+    assert r.code != 0 and "model.layers.3.layer_scalar" in r.out + r.err
+
+
+def test_verify_a_saved_multimodal_checkpoint(cli, tmp_path):
+    """verify of Gemma4ForConditionalGeneration's save_pretrained: the language model under
+    ``model.language_model.`` agrees (transformers' own module names), the vision tower's tensors are reported
+    as not counted, their number and bytes torch's."""
+    torch, transformers = requires("torch"), requires("transformers")
+    text = {k: v for k, v in _RAW.items() if k != "model_type"}
+    config = transformers.Gemma4Config(text_config=text, audio_config=None, vision_config=dict(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+        head_dim=8))
+    model = transformers.Gemma4ForConditionalGeneration(config).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    outside = {k: v for k, v in model.state_dict().items() if not k.startswith(("model.language_model.", "lm_head."))}
+    assert ck["not_counted"] == {"tensors": len(outside),
+                                 "bytes": sum(v.numel() * v.element_size() for v in outside.values())}
+
+
+#: _RAW's widths with sliding and full layers alternating, the last three sharing keys and values (layer 4 the
+#: sliding layer 2's, layers 5 and 6 the full layer 3's), their MLP doubled
+_SHARED = {**_RAW, "layer_types": ["sliding_attention", "full_attention"] * 3 + ["full_attention"],
+           "num_kv_shared_layers": 3, "use_double_wide_mlp": True}
+
+
+def test_kv_shared_layers_as_transformers_builds_and_caches_them():
+    """Layers 4-6 have no k_proj, v_proj, k_norm (transformers builds none), their MLP is 2 x 48 wide; the KV
+    cache after a prefill of 6 tokens (window 4) is the producing layers' alone, by hand: sliding layers 0 and 2
+    hold 4 positions of 2 heads of 8, full layers 1 and 3 hold 6 of 1 head of 16, a key and a value each:
+    2·2·4·2·8 + 2·2·6·1·16 = 640 elements; transformers' cache holds a DummyLayer for each sharing layer and one
+    position fewer in each sliding layer between steps (3 = W - 1: 2·2·1·2·8 = 64 fewer)."""
+    torch = requires("torch")
+    from symllm.costs import phases as costs
+    model = _hf(_SHARED, "cpu").eval()
+    names = [n for n, _ in model.named_parameters()]
+    for i in (4, 5, 6):
+        assert not [n for n in names if f"layers.{i}.self_attn." in n and ("k_" in n or "v_" in n)]
+        assert model.model.layers[i].mlp.gate_proj.weight.shape == (96, 32)
+    cfg = from_hf(_SHARED)
+    assert symllm.params(cfg)["total"] == sum(p.numel() for p in model.parameters())
+    work = costs.workload(cfg, batch=1, seq=6, gen=0, dtype="fp32", kv_dtype="fp32")
+    assert work["memory"]["kv_cache"] == 4 * 640
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():  # every position: without per-layer embeddings transformers' own slicing fails
+        model(torch.zeros(1, 6, dtype=torch.long), past_key_values=cache, use_cache=True, logits_to_keep=slice(0, None))
+    dummies = [i for i, layer in enumerate(cache.layers) if type(layer).__name__ == "DummyLayer"]
+    assert dummies == [4, 5, 6]
+    held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers if layer.keys is not None)
+    assert held == 640 - 64
+
+
+def test_kv_shared_layers_count_and_describe(cli, tmp_path):
+    """count says which layers share keys and values and how wide their MLP is (the config's own numbers)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_SHARED))
+    r = cli(["count", str(path)])
+    assert r.code == 0, r.err
+    out = " ".join(r.out.split())  # the lines wrap
+    assert "3 of 7 layers reuse an earlier layer's keys and values" in out and "feed-forward 96 wide" in out
+
+
+#: an E2B-shaped tiny model: per-layer inputs of 6 from a table of 40 rows, beside _SHARED's shared layers
+_PLE = {**_SHARED, "hidden_size_per_layer_input": 6, "vocab_size_per_layer_input": 40}
+
+
+def test_per_layer_embeddings_by_hand_and_as_transformers_builds_them():
+    """Per-layer embeddings add, by hand (d = 32, L = 7, d_p = 6, V_p = 40): the table 40·7·6 = 1,680, the model's
+    projection 32·7·6 = 1,344, its norm 6, and in each of the 7 layers a gate and a projection of 32·6 and a norm
+    of 32: 7·416 = 2,912; 5,942 in all, what Gemma4ForCausalLM's parameters grow by; each kind is transformers'."""
+    with_ple, without = symllm.params(from_hf(_PLE)), symllm.params(from_hf(_SHARED))
+    assert with_ple["total"] - without["total"] == 1680 + 1344 + 6 + 7 * (2 * 32 * 6 + 32) == 5942
+    model = _hf(_PLE)
+    assert with_ple["total"] == sum(p.numel() for p in model.parameters())
+    hf = {n: p.numel() for n, p in model.named_parameters()}
+    assert with_ple["per_layer_embedding"] == hf["model.embed_tokens_per_layer.weight"] == 1680
+    assert with_ple["per_layer_model_projection"] == hf["model.per_layer_model_projection.weight"]
+    assert sum(v for k, v in with_ple.items() if k.endswith("/per_layer_gate")) == sum(
+        v for k, v in hf.items() if k.endswith("per_layer_input_gate.weight")) == 7 * 192
+
+
+def test_verify_a_saved_checkpoint_with_per_layer_inputs_and_shared_layers(cli, tmp_path):
+    """verify of save_pretrained of the E2B-shaped model: the per-layer table, projection and norms under their
+    Hugging Face names, no k_proj/v_proj/k_norm in the sharing layers, every tensor agreeing."""
+    torch = requires("torch")
+    model = _hf(_PLE, "cpu").to(torch.bfloat16)
+    model.save_pretrained(tmp_path, max_shard_size="20KB")
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    assert ck["formula_bytes"] == 2 * sum(p.numel() for p in model.parameters())
+
+
+def test_per_layer_embeddings_are_described(cli, tmp_path):
+    """count says the per-layer table's shape and each layer's input width."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_PLE))
+    r = cli(["count", str(path)])
+    assert r.code == 0, r.err
+    assert "per-layer embeddings: a table of 40 x 7*6 and a projection give each layer an input of 6" in " ".join(
+        r.out.split())

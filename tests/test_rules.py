@@ -47,6 +47,9 @@ OPTIONS = {
     "kinds": _kinds(("gqa", "both")) + (
         # Gemma 4: sliding layers of the model's head shape beside full ones of their own, keys as values
         (C.LayerKind(window="sliding"), C.LayerKind(heads="own", k_eq_v=True)),
+        # Gemma 4 E2B/E4B: its last layers reuse earlier ones' keys and values, their MLP doubled
+        (C.LayerKind(window="sliding"), C.LayerKind(heads="own"), C.LayerKind(window="sliding", kv_shared=True,
+                                                                              wide_ffn=True)),
         # MiMo-V2-Flash: sliding layers of their own shape with sinks beside full ones
         (C.LayerKind(window="sliding", heads="own", sinks=True), C.LayerKind(ffn="moe")),
         # Nemotron-H's one-sublayer blocks: a Mamba-2 mixer, an attention without RoPE, an MLP
@@ -80,7 +83,7 @@ def test_options_cover_every_model_switch():
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
             {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False),
              "mixer": C.MIXERS, "heads": C.HEADS, "k_eq_v": (True, False),
-             "sinks": (True, False)}[field])}, field
+             "sinks": (True, False), "kv_shared": (True, False), "wide_ffn": (True, False)}[field])}, field
     for field, known in (("norms", NORMS), ("activation", ACTIVATIONS)):  # a new value of a variant's: drawn too
         assert {getattr(C.Variant(), field)} | {getattr(v, field) for v in OPTIONS["variant"]} == set(known), field
     for o in REGISTRY:  # each kind and variant option switches its field away from LLaMA's layer in some model
@@ -110,7 +113,8 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
-                    "in_proj_b", "in_proj_a", "out_proj", "in_proj", "index_wq_b", "index_wk", "index_weights", "wg"}
+                    "in_proj_b", "in_proj_a", "out_proj", "in_proj", "index_wq_b", "index_wk", "index_weights", "wg",
+                    "per_layer_model_projection", "per_layer_gate", "per_layer_projection", "per_layer_embedding"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():

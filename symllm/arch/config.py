@@ -100,15 +100,11 @@ class ModelConfig:
     mlp_bias: bool = False
     #: q/k/v projections have biases and wo has none (Qwen2; attention_bias puts one on all four)
     qkv_bias: bool = False
-    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE),
-    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE) or "full" (OLMo 2: one RMSNorm over
-    #: the whole query width n_heads·head_dim and one over the key width n_kv_heads·head_dim)
+    #: a norm on each query and key head (symllm.arch.layers.QK_NORMS: Qwen3's, Llama 4's, OLMo 2's, Command-R+'s)
     qk_norm: str | None = None
     #: Phi-3's fused projections: q, k and v in one linear (qkv_proj), gate and up in one (gate_up_proj)
     fused: bool = False
-    #: where each block's norms sit: "pre" (LLaMA), "post" (OLMo 2: after attention and feed-forward,
-    #: before the residual adds), "sandwich" (Gemma 2 and 3: both) or "parallel" (Command-R: one norm,
-    #: attention and feed-forward both reading it)
+    #: where each block's norms sit (symllm.arch.layers.NORMS: pre, post, sandwich, parallel)
     norms: str = "pre"
     #: the gated feed-forward's activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU, gelu_pytorch_tanh: Gemma)
     activation: str = "silu"
@@ -208,6 +204,9 @@ class ModelConfig:
     alt_heads: int | None = None
     alt_kv_heads: int | None = None
     alt_head_dim: int | None = None
+    #: per-layer embeddings (Gemma 4 E2B/E4B): each layer's input width d_p and the table's rows V_p (None: none)
+    per_layer_dim: int | None = None
+    per_layer_vocab: int | None = None
     #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
     #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
     #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
@@ -231,9 +230,8 @@ class ModelConfig:
     norm_eps: float = 1e-5
     #: RoPE base (no effect on counts)
     rope_theta: float = 10000.0
-    #: the positions the model was trained for (HF ``max_position_embeddings``; a Meta preset's published
-    #: window; None: not stated). No effect on counts: a context past it is flagged, never refused (RoPE
-    #: scaling, YaRN and the like, runs a model past it)
+    #: the positions the model was trained for (HF ``max_position_embeddings``; a Meta preset's published window;
+    #: None: not stated). No effect on counts: a context past it is flagged, never refused (RoPE scaling runs past it)
     max_positions: int | None = None
     #: a name for reports
     name: str = "custom"
@@ -276,8 +274,10 @@ class ModelConfig:
             if getattr(self, field) is not None:
                 put(field, _positive_float(field, getattr(self, field)))
         self._check_moe(put)
-        for field in ("sliding_window", "attention_chunk"):
+        for field in ("sliding_window", "attention_chunk", "per_layer_dim", "per_layer_vocab"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
+        if (self.per_layer_dim is None) != (self.per_layer_vocab is None):
+            raise SymllmError("per_layer_vocab: per-layer embeddings need both per_layer_dim and per_layer_vocab")
         if self.sliding_window is not None and self.attention_chunk is not None:
             raise SymllmError(f"attention_chunk: {self.attention_chunk} with sliding_window "
                               f"{self.sliding_window}; a layer has one or the other")
@@ -566,7 +566,7 @@ class ModelConfig:
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
             {**{k: v for k, v in dataclasses.asdict(kind).items()
-                if (k not in ("temperature", "k_eq_v", "sinks") or v) and (k != "mixer" or v != "attention")
+                if (k not in ("temperature", "k_eq_v", "sinks", "kv_shared", "wide_ffn") or v) and (k != "mixer" or v != "attention")
                 and (k != "heads" or v != "model")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
@@ -583,7 +583,7 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
                                  "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
                                  "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk", "index_heads",
-                                 "index_head_dim", "index_topk")}}
+                                 "index_head_dim", "index_topk", "per_layer_dim", "per_layer_vocab")}}
 
 
 #: names of the readers and the catalogue offered here too, loaded on first use (PEP 562): old imports keep working

@@ -118,6 +118,12 @@ class LayerKind:
     #: its attention has gpt-oss's sinks (one learned logit per query head) where the model's other layers have
     #: none (MiMo-V2-Flash's sliding layers; gpt-oss's every layer is the structure's ``sinks``)
     sinks: bool = field(default=False, repr=False)
+    #: its attention reuses the keys and values an earlier layer of the same window made (Gemma 4's last
+    #: ``num_kv_shared_layers``): no ``wk``, ``wv``, ``k_norm`` or value norm, no key rotation, no KV cache of
+    #: its own (transformers' cache holds a ``DummyLayer`` for it)
+    kv_shared: bool = field(default=False, repr=False)
+    #: its dense feed-forward is ``2·d_ff`` wide (Gemma 4's ``use_double_wide_mlp``, in its KV-shared layers)
+    wide_ffn: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
@@ -127,7 +133,11 @@ class LayerKind:
         boolean("temperature", self.temperature)
         boolean("k_eq_v", self.k_eq_v)
         boolean("sinks", self.sinks)
-        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks):
+        boolean("kv_shared", self.kv_shared)
+        boolean("wide_ffn", self.wide_ffn)
+        if self.wide_ffn and self.ffn != "dense":
+            raise SymllmError(f"wide_ffn: a doubled width is a dense feed-forward's (the ffn is {self.ffn})")
+        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks or self.kv_shared):
             raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
                               f"{self.mixer})")
         if self.mixer == "none" and self.ffn == "none":
@@ -145,7 +155,8 @@ class LayerKind:
                 *(("tempered",) if self.temperature else ()),
                 *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",)}.get(self.mixer, ())),
                 *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
-                *(("sinks",) if self.sinks else ()))
+                *(("sinks",) if self.sinks else ()), *(("shared",) if self.kv_shared else ()),
+                *(("wide",) if self.wide_ffn else ()))
 
     def __repr__(self):
         """Every field that is not its default (the repr keys the caches of formulas: symllm.numbers.cache).
@@ -157,6 +168,8 @@ class LayerKind:
         extra += "" if self.heads == "model" else f", heads={self.heads!r}"
         extra += ", k_eq_v=True" if self.k_eq_v else ""
         extra += ", sinks=True" if self.sinks else ""
+        extra += ", kv_shared=True" if self.kv_shared else ""
+        extra += ", wide_ffn=True" if self.wide_ffn else ""
         return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
                 f"temperature={self.temperature!r}{extra})")
 
@@ -322,6 +335,9 @@ class Structure:
     conv_bias: bool = False
     #: the Mamba-2 mixer's ``in_proj`` and ``out_proj`` have biases (Nemotron-H's ``use_bias``)
     mamba_bias: bool = False
+    #: per-layer embeddings (Gemma 4 E2B/E4B): a table of ``V_p × L·d_p`` and a projection ``d -> L·d_p`` give each
+    #: layer an input of ``d_p``, which a gate ``d -> d_p``, a projection ``d_p -> d`` and a norm add to its output
+    per_layer_input: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -337,7 +353,8 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias"):
+                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias",
+                     "per_layer_input"):
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")
@@ -348,7 +365,7 @@ class Structure:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
                                         or any(k.window or not k.rotary or k.heads != "model" or k.k_eq_v
-                                               for k in self.kinds)):
+                                               or k.kv_shared for k in self.kinds)):
             raise SymllmError("latent: latent attention has no q/k/v bias, QK-norm, window, partial or absent RoPE")
         if self.value_width and self.latent is not None:
             raise SymllmError("value_width: latent attention's values have their own width already")

@@ -17,7 +17,7 @@ This module loads no SymPy (config files are read with it).
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
 >>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'mamba', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'sliding', 'chunked']
+['moe', 'linear_attention', 'mamba', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'kv_shared', 'wide_ffn', 'sliding', 'chunked']
 """
 from __future__ import annotations
 
@@ -127,6 +127,14 @@ def _sinks_text(c) -> str:
 def _k_eq_v_text(c) -> str:
     shared = c.count_layers(lambda kind: kind.k_eq_v)
     return f"{shared} of {c.n_layers} layers without wv (keys used as values)" if shared else ""
+
+
+def _kv_shared_text(c) -> str:
+    shared = c.count_layers(lambda kind: kind.kv_shared)
+    wide = c.count_layers(lambda kind: kind.wide_ffn)
+    return ((f"{shared} of {c.n_layers} layers reuse an earlier layer's keys and values (no wk, wv, no KV cache of "
+             "their own)" if shared else "")
+            + (f"; their feed-forward {2 * c.hidden_dim} wide" if wide else ""))
 
 
 def _mamba_text(c) -> str:
@@ -293,12 +301,25 @@ OPTIONS: tuple[Option, ...] = (
     Option("k_eq_v", ("layers",), (None,), "kind", "k_eq_v", choices=(True,),
            text=lambda c: _k_eq_v_text(c),
            doc="no wv in the layers of kind k_eq_v=True: the values are wk's output (Gemma 4's attention_k_eq_v)"),
+    Option("kv_shared", ("layers",), (None,), "kind", "kv_shared", choices=(True,), text=lambda c: _kv_shared_text(c),
+           doc="layers reusing the keys and values an earlier layer of their window made: no wk, wv, k_norm, no KV "
+               "cache of their own (Gemma 4's num_kv_shared_layers)"),
+    Option("wide_ffn", ("layers",), (None,), "kind", "wide_ffn", choices=(True,),
+           doc="a dense feed-forward 2*d_ff wide in the layers of kind wide_ffn=True (Gemma 4's use_double_wide_mlp, "
+               "in its KV-shared layers)"),
     Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window", choices=("sliding",),
            text=lambda c: _window_text(c) if c.sliding_window else "",
            doc="a sliding window of W keys in the layers of kind window='sliding'"),
     Option("chunked", ("attention_chunk", "layers"), (None, None), "kind", "window", choices=("chunked",),
            text=lambda c: f"attention chunks of {c.attention_chunk}" if c.attention_chunk else "",
            doc="chunked attention (Llama 4's RoPE layers)"),
+    Option("per_layer_input", ("per_layer_dim", "per_layer_vocab"), (None, None), "structure", "per_layer_input",
+           value=lambda c: c.per_layer_dim is not None,
+           parts=("per_layer_embedding", "per_layer_model_projection", "per_layer_norm", "per_layer_gate",
+                  "per_layer_projection", "post_per_layer_norm"), choices=(True,), on=True,
+           text=lambda c: (f"per-layer embeddings: a table of {c.per_layer_vocab} x {c.n_layers}*{c.per_layer_dim} "
+                           f"and a projection give each layer an input of {c.per_layer_dim}") if c.per_layer_dim else "",
+           doc="Gemma 4's per-layer embeddings (hidden_size_per_layer_input, vocab_size_per_layer_input: E2B, E4B)"),
     _on("tied", "lm_head shares the embedding matrix", "output.weight = tok_embeddings.weight",
         config="tie_embeddings", choices=(False, True), on=None, models="both"),
     Option("hidden", ("hidden_dim", "ffn_dim_multiplier"), (None, None), "structure", "hidden",

@@ -100,6 +100,9 @@ class Spec:
     alt_heads: int | None = None
     alt_kv_heads: int | None = None
     alt_head_dim: int | None = None
+    #: per-layer embeddings' sizes (None: none; Structure.per_layer_input)
+    per_layer_dim: int | None = None
+    per_layer_vocab: int | None = None
     #: the Mamba-2 mixer's sizes (None: no Mamba layer; symllm.arch.components.mamba)
     mamba_heads: int | None = None
     mamba_head_dim: int | None = None

@@ -22,7 +22,7 @@ __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
-    "n_ha", "n_kva", "d_ha", "n_m", "d_m", "d_s", "n_g", "Q_c", "n_I", "d_I", "K_I",
+    "n_ha", "n_kva", "d_ha", "d_p", "V_p", "n_m", "d_m", "d_s", "n_g", "Q_c", "n_I", "d_I", "K_I",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -105,6 +105,9 @@ n_gv = sp.Symbol("n_gv", **_size)
 d_gk = sp.Symbol("d_gk", **_size)
 d_gv = sp.Symbol("d_gv", **_size)
 K_c = sp.Symbol("K_c", **_size)
+# per-layer embeddings (Gemma 4 E2B/E4B: symllm.arch.components.embeddings.per_layer_embedding)
+d_p = sp.Symbol("d_p", **_size)
+V_p = sp.Symbol("V_p", **_size)
 # the second head shape of some kinds of layer (LayerKind.heads "own": Gemma 4's full-attention layers)
 n_ha = sp.Symbol("n_ha", **_size)
 n_kva = sp.Symbol("n_kva", **_size)
@@ -189,6 +192,10 @@ _TABLE = [
     SymbolInfo(n_kva, "alt_kv_heads", r"n_{kv}'", "key/value heads of the layers with their own head shape",
                "model"),
     SymbolInfo(d_ha, "alt_head_dim", r"d_h'", "head width of the layers with their own head shape", "model"),
+    SymbolInfo(d_p, "per_layer_dim", r"d_{p}", "width of each layer's per-layer input (Gemma 4's "
+               "hidden_size_per_layer_input)", "model"),
+    SymbolInfo(V_p, "per_layer_vocab", r"V_{p}", "rows of the per-layer embedding table (Gemma 4's "
+               "vocab_size_per_layer_input)", "model"),
     SymbolInfo(n_m, "mamba_heads", r"n_{m}", "heads of a Mamba-2 mixer (one SSM state of d_m x d_s each)", "model"),
     SymbolInfo(d_m, "mamba_head_dim", r"d_{m}", "width of a Mamba-2 head", "model"),
     SymbolInfo(d_s, "ssm_state", r"d_{s}", "SSM state size of a Mamba-2 mixer (ssm_state_size)", "model"),

@@ -269,6 +269,12 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype
             f"{base}.weight_scale_inv": {"dtype": "F32", "shape": [ceil(rows / 128), ceil(row / 128)]}}
 
 
+#: ModelConfig field -> the one-element buffer each layer of such a model holds and save_pretrained writes
+#: (``nn.Buffer``, persistent): Gemma 4's ``layer_scalar`` (``Gemma4TextDecoderLayer``); not a parameter, so
+#: not in the formula's bytes
+_BUFFERS = {"layer_scalar": "layer_scalar"}
+
+
 def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt: str | None = None,
              gguf: str | None = None, inputs: bool = False) -> dict[str, dict]:
     """``name -> {"dtype", "shape"}`` of every tensor a checkpoint of ``config`` stores, in model order:
@@ -315,6 +321,10 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
                     out.update(_quantized(fmt, name, t["row"], t["rows"], dtype=dtype, inputs=inputs))
                 else:
                     out[name] = {"dtype": dtype, "shape": shape}
+    for field, buffer in _BUFFERS.items():  # per-layer buffers transformers saves beside the parameters
+        if getattr(spec.config, field):
+            out.update({f"model.layers.{i}.{buffer}": {"dtype": dtype, "shape": [1]}
+                        for i in range(spec.config.n_layers)})
     return out
 
 
@@ -340,6 +350,7 @@ def _stored_shape(t: dict, values: dict) -> list[int]:
 #: multi-token-prediction ``mtp.``) is not counted.
 _WRAPPED = {"gemma3": (("model.language_model.", "lm_head."), ("language_model.model.", "language_model.lm_head.")),
             "kimi_k25": (("model.language_model.", "lm_head."), ("language_model.model.", "language_model.lm_head.")),
+            "gemma4": (("model.language_model.", "lm_head."),),
             "llama4": (("language_model.model.", "language_model.lm_head."),),
             "qwen3_5": (("model.language_model.", "lm_head."),),
             "qwen3_5_moe": (("model.language_model.", "lm_head."),)}

@@ -12,7 +12,7 @@ from symllm.arch import keeps
 from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SUM_NORM, _switches, _T, Component,
                                          ELEMENTWISE, linear, named, Rules)
 from symllm.arch.components.deltanet import gated_deltanet
-from symllm.arch.components.embeddings import embedding, lm_head
+from symllm.arch.components.embeddings import embedding, lm_head, per_layer_embedding, per_layer_input
 from symllm.arch.components.gqa import attention
 from symllm.arch.components.latent import latent_attention
 from symllm.arch.components.mamba import mamba2
@@ -31,7 +31,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     """One pre-norm transformer block of ``kind`` in a model of ``structure`` (or of a :class:`Structure` of
     ``options``): ``h = x + attention(attention_norm(x))``, ``out = h + feed_forward(ffn_norm(h))``. A kind
     with ``ffn="moe"`` has a mixture of experts (:func:`moe`, with the structure's shared expert or DeepSeek's
-    shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers.
+    shared experts); a dense one a SwiGLU of width ``d_ff``, or ``d_fd`` in a model that also has MoE layers
+    (twice that in a kind with ``wide_ffn``: Gemma 4's ``use_double_wide_mlp``).
     The structure's ``latent`` makes its attention a multi-head latent attention (:func:`latent_attention`).
     The structure's ``variant.norms`` moves the norms: ``"post"`` (OLMo 2) normalises each branch's output
     before its residual add, ``h = x + post_attention_norm(attention(x))``, ``out = h +
@@ -62,7 +63,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   else variant.activation,
                   score_bias=structure.router_score_bias)
     else:
-        ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
+        width = d_fd if structure.has_moe else d_ff
+        # Gemma 4's use_double_wide_mlp: intermediate_size * 2 in its KV-shared layers (Gemma4TextMLP)
+        ffn = feed_forward(bias=structure.mlp_bias, width=2 * width if kind.wide_ffn else width, variant=variant)
     if kind.mixer == "none":
         attn = None
     elif kind.mixer != "attention":  # a token mixer other than attention (deltanet, mamba)
@@ -113,11 +116,14 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         ffn,
         *([named(rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
                          rules=post, offset=off, mean=mean), "post_feedforward_layernorm", "post_ffw_norm")] if after else []),
+        *(per_layer_input(variant.activation, off) if structure.per_layer_input else ()),
     )
     return Component(
         name,
         # Gemma 4: hidden_states *= self.layer_scalar, one multiply an element of the block's output
-        elementwise=(2 * ELEMENTWISE["residual"] + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
+        # Gemma 4's per-layer input: its own residual add
+        elementwise=((2 + structure.per_layer_input) * ELEMENTWISE["residual"]
+                     + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
         children=children,
@@ -177,7 +183,8 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
                                                 group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(scale=variant.embed_scale), *groups, named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm), "model.norm", "output_norm"),
+        children=(embedding(scale=variant.embed_scale),
+                  *(per_layer_embedding() if structure.per_layer_input else ()), *groups, named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm), "model.norm", "output_norm"),
                   lm_head(tied=structure.tied, softcap=variant.final_softcap, scale=variant.logit_scale)),
         definitions=definitions,
         doc="Transformer(params)",

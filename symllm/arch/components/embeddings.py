@@ -5,7 +5,7 @@ import dataclasses
 
 from symllm.arch import keeps
 from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules
-from symllm.arch.symbols import b, beta_a, d, s_o, V
+from symllm.arch.symbols import b, beta_a, d, d_p, L, s_o, V, V_p
 
 
 def embedding(*, scale: bool = False) -> Component:
@@ -68,3 +68,71 @@ def lm_head(*, tied: bool = False, softcap: bool = False, scale: bool = False) -
         out = out.replace(elementwise=out.elementwise + ELEMENTWISE["scale"] * rows * V,
                           doc=out.doc + "; logits * logit_scale")
     return out.replace(params=0, doc=out.doc + " (tied to tok_embeddings)") if tied else out
+
+
+_PER_LAYER = "per-layer embeddings (Gemma 4)"
+
+
+def _per_layer_rules(weight: str, hf: str, gguf: str) -> Rules:
+    """Per-layer embeddings' parts: in no tensor-parallel plan of transformers' Gemma4TextConfig (replicated), no
+    LoRA target, no named stack; their Hugging Face and GGUF (gguf-py's ``PER_LAYER_*``) names."""
+    return Rules("replicated", lora=(), weight=weight, stacks=(), label=_PER_LAYER, hf=hf, gguf=gguf)
+
+
+def per_layer_embedding() -> tuple[Component, Component, Component]:
+    """Gemma 4's per-layer embeddings, the model's part (``Gemma4TextModel``): a table of ``V_p`` rows of
+    ``L·d_p`` (``embed_tokens_per_layer``, the rows looked up times ``√d_p``), a projection ``d -> L·d_p`` of the
+    scaled token embeddings (``per_layer_model_projection``, times ``d^-1/2``), an RMSNorm of ``d_p`` over each
+    layer's slice (``per_layer_projection_norm``), the two summed and times ``2^-1/2``: each layer's input of
+    ``d_p`` (:func:`per_layer_input`). Element-wise: the three scales and the add, one each an element of
+    ``b·s·L·d_p``, beside the norm's.
+
+    >>> [c.params for c in per_layer_embedding()]
+    [L*V_p*d_p, L*d*d_p, d_p]
+    >>> sum(c.elementwise for c in per_layer_embedding())
+    8*L*b*d_p*s
+    """
+    from symllm.arch.components.norms import rmsnorm
+    rows = _T * L * d_p
+    # its shape (fan_in, fan_out) as a checkpoint stores it: V_p rows of L·d_p (not the token table's rows of d)
+    table = Component("per_layer_embedding", params=V_p * L * d_p, elementwise=ELEMENTWISE["scale"] * rows,
+                      shape=(L * d_p, V_p),
+                      doc="self.embed_tokens_per_layer = Gemma4TextScaledWordEmbedding(vocab_size_per_layer_input, "
+                          "num_hidden_layers * hidden_size_per_layer_input)  # rows * sqrt(d_p)",
+                      rules=_per_layer_rules("embedding", "model.embed_tokens_per_layer", "per_layer_token_embd"))
+    projection = linear("per_layer_model_projection", d, L * d_p,
+                        doc="self.per_layer_model_projection = nn.Linear(hidden_size, num_hidden_layers * "
+                            "hidden_size_per_layer_input)  # * hidden_size**-0.5",
+                        rules=_per_layer_rules("linear", "model.per_layer_model_projection", "per_layer_model_proj"))
+    projection = projection.replace(elementwise=ELEMENTWISE["scale"] * rows, saved=beta_a * _T * d)  # its input
+    norm = rmsnorm("per_layer_norm", d_p, _T * L, "self.per_layer_projection_norm = Gemma4RMSNorm("
+                   "hidden_size_per_layer_input); (projection + per_layer_inputs) * 2**-0.5",
+                   _per_layer_rules("norm", "model.per_layer_projection_norm", "per_layer_proj_norm"))
+    # (per_layer_projection + per_layer_inputs) * per_layer_input_scale: an add and a multiply an element
+    return table, projection, norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["residual"]
+                                                                           + ELEMENTWISE["scale"]) * rows)
+
+
+def per_layer_input(activation: str = "gelu_tanh", offset: bool = False) -> tuple[Component, Component, Component]:
+    """Gemma 4's per-layer embeddings, a layer's part (``Gemma4TextDecoderLayer``, after the feed-forward's
+    residual add): ``h + post_per_layer_input_norm(per_layer_projection(act(per_layer_input_gate(h)) * p))``,
+    ``p`` the layer's input of ``d_p`` (:func:`per_layer_embedding`): a gate ``d -> d_p``, the model's activation
+    and the product (element-wise on ``b·s·d_p``), a projection ``d_p -> d`` and an RMSNorm of ``d`` (the residual
+    add is the block's). Saved for backward: the gate's input, the activation's input and output, ``p``, the
+    projection's input.
+
+    >>> [c.params for c in per_layer_input()], per_layer_input()[0].elementwise
+    ([d*d_p, d*d_p, d], 10*b*d_p*s)
+    """
+    from symllm.arch.components.norms import rmsnorm
+    gate = linear("per_layer_gate", d, d_p, doc="self.per_layer_input_gate = nn.Linear(hidden_size, "
+                  "hidden_size_per_layer_input, bias=False)  # act_fn(...) * per_layer_input",
+                  rules=_per_layer_rules("linear", "per_layer_input_gate", "inp_gate"))
+    gate = gate.replace(elementwise=(ELEMENTWISE[activation] + ELEMENTWISE["gate"]) * _T * d_p,
+                        saved=beta_a * _T * (d + 4 * d_p))
+    projection = linear("per_layer_projection", d_p, d, doc="self.per_layer_projection = nn.Linear("
+                        "hidden_size_per_layer_input, hidden_size, bias=False)",
+                        rules=_per_layer_rules("linear", "per_layer_projection", "proj"))
+    norm = rmsnorm("post_per_layer_norm", doc="self.post_per_layer_input_norm = Gemma4RMSNorm(hidden_size)",
+                   rules=_per_layer_rules("norm", "post_per_layer_input_norm", "post_norm"), offset=offset)
+    return gate, projection, norm

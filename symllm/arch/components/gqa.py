@@ -183,7 +183,10 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     value scale (``attention_value_scale``, one multiply per new value element, which transformers' class does
     even by 1.0). A kind whose ``heads`` is "own" has the second head shape
     (``n_ha``, ``n_kva``, ``d_ha`` for ``n_h``, ``n_kv``, ``d_h``: :func:`reshaped`); one with ``k_eq_v`` has no
-    ``wv`` (its values are ``wk``'s output; the cache still holds keys and values, as transformers' does).
+    ``wv`` (its values are ``wk``'s output; the cache still holds keys and values, as transformers' does). One
+    with ``kv_shared`` reuses the keys and values an earlier layer made (Gemma 4's last ``num_kv_shared_layers``):
+    no ``wk``, ``wv``, ``k_norm`` or value norm, only its queries rotated, nothing cached; it attends the same
+    query-key pairs as a layer of its window.
     The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
     ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
     saves the capped scores' tanh for backward), Gemma's ``1 + weight`` QK-norms.
@@ -212,8 +215,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     scores_rules = _no_weight(keeps.scores) if not variant.attn_softcap else Rules(
         "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
     if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
-        width = ((n_h + (1 if kind.k_eq_v else 2) * n_kv) * d_h if dv == d_h
-                 else (n_h + n_kv) * d_h + (0 if kind.k_eq_v else n_kv * dv))
+        width = (n_h * d_h if kind.kv_shared else (n_h + (1 if kind.k_eq_v else 2) * n_kv) * d_h if dv == d_h
+                 else (n_h + n_kv) * d_h + (0 if kind.k_eq_v else n_kv * dv))  # a shared layer: its queries only
         projections = (linear("wqkv", d, width, in_bias,
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
@@ -243,6 +246,10 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                                            hf="g_proj")),)
     if kind.k_eq_v:  # Gemma 4: value_states = key_states, before k_norm, v_norm and RoPE
         projections = tuple(p for p in projections if p.name != "wv")
+    shared = kind.kv_shared  # Gemma 4: key_states, value_states = shared_kv_states[self.layer_type]
+    if shared:  # no k_proj, v_proj, k_norm, v_norm (Gemma4TextAttention builds none), keys not rotated here
+        projections = tuple(p for p in projections if p.name not in ("wk", "wv"))
+        norms = tuple(c for c in norms if c.name != "k_norm")
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
@@ -250,11 +257,14 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     comp = Component(
         "attention",
         rules=rules,
-        kv_cache=2 * b * held * n_kv * d_h if dv == d_h else b * held * n_kv * (d_h + dv),
+        # a layer sharing keys and values holds none of its own (transformers' DummyLayer)
+        kv_cache=0 if shared else 2 * b * held * n_kv * d_h if dv == d_h else b * held * n_kv * (d_h + dv),
         # saved for backward: the normed input of wq/wk/wv; Q and K after RoPE and V (n_kv heads: GQA
-        # saves them unrepeated); the attention output (the core's, and the input of wo); the core's own
-        # (the fused kernel's log-sum-exp, or eager's probabilities) sits on `scores`
-        saved=beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h) if dv == d_h else
+        # saves them unrepeated; a layer sharing them reads the tensors the layer that made them saved); the
+        # attention output (the core's, and the input of wo); the core's own (the fused kernel's log-sum-exp,
+        # or eager's probabilities) sits on `scores`
+        saved=beta_a * (_T * d + _T * d_h * n_h + _T * n_h * dv) if shared else
+        beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h) if dv == d_h else
         beta_a * (_T * d + _T * d_h * (n_h + n_kv) + _T * dv * (n_kv + n_h)),
         children=(
             *projections,
@@ -265,12 +275,12 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             *((Component("v_norm", elementwise=(ELEMENTWISE["rmsnorm"] - 1) * _T * n_kv * dv,
                          doc="value_states = self.v_norm(value_states)  # Gemma4RMSNorm(with_scale=False)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a weightless norm on the values "
-                                     "(Gemma 4)")),) if variant.value_norm else ()),
+                                     "(Gemma 4)")),) if variant.value_norm and not shared else ()),
             *((Component("value_scale", elementwise=ELEMENTWISE["scale"] * _T * n_kv * dv,
                          doc="value_states = self.v_proj(hidden_states)... * self.v_scale  # MiMoV2FlashAttention: "
                              "attention_value_scale, 1.0 when None, multiplied all the same",
                          rules=Rules("replicated", lora=(), stacks=(), label="scaled values (MiMo-V2-Flash)")),)
-              if structure.value_width else ()),
+              if structure.value_width and not shared else ()),
             *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * dv,
                          saved=beta_a * _T * n_h * dv,  # the gate, for the product's backward
                          doc="attn_output = attn_output * torch.sigmoid(gate)",
@@ -281,7 +291,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                          saved=beta_a * _T * n_h * dv, doc="attn_output = attn_output * F.softplus(gate)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a softplus-gated attention output "
                                      "(Laguna)")),) if structure.gate_proj is not None else ()),
-            *(((rope(width=d_hr) if structure.partial_rope else rope()),) if rotary else ()),
+            *((rope(n_h if shared else n_h + n_kv, d_hr if structure.partial_rope else d_h),) if rotary else ()),
             *((temperature(),) if kind.temperature else ()),
             # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and
             # head, and holds live q and the output (k and v are the cache's) and that log-sum-exp (in whole

@@ -14,12 +14,22 @@ query and key head, sliding layers beside full ones, tied embeddings) with what 
 - with ``attention_k_eq_v`` the full layers have no ``v_proj``: their values are ``k_proj``'s output
   (``LayerKind.k_eq_v``; the cache still holds keys and values);
 - ``layer_types`` (default: every 6th layer full), the last layer always full (transformers forces it);
-  the full layers' proportional RoPE changes no count.
+  the full layers' proportional RoPE changes no count;
+- the last ``num_kv_shared_layers`` layers reuse the keys and values of the last earlier layer of their type
+  (``LayerKind.kv_shared``): transformers builds no ``k_proj``, ``v_proj``, ``k_norm``, ``v_norm`` in them
+  and its cache holds nothing for them (a ``DummyLayer``); with ``use_double_wide_mlp`` their MLP is
+  ``2 × intermediate_size`` wide (``LayerKind.wide_ffn``). FLOPs count every position through them, as a
+  forward does (``generate``'s prefill runs only the kept positions through them:
+  ``Gemma4TextModel._maybe_slice_kv_shared_inputs``, not modelled).
 
-Not modelled, refused in one line naming the key: per-layer embeddings (``hidden_size_per_layer_input``, on by
-default: Gemma 4 E2B/E4B), layers sharing another's keys and values (``num_kv_shared_layers``), the MoE block
-beside the dense MLP (``enable_moe_block``: 26B-A4B), bidirectional attention over every token
-(``use_bidirectional_attention: "all"``; ``"vision"`` leaves text tokens causal).
+- per-layer embeddings (``hidden_size_per_layer_input``, on by default, 256; 0 or null: none; E2B/E4B):
+  ``Structure.per_layer_input``, a table of ``vocab_size_per_layer_input`` rows of ``num_hidden_layers ×
+  hidden_size_per_layer_input`` and its projection, norm, and in every layer a gate, a projection and a norm
+  (:func:`symllm.arch.components.embeddings.per_layer_embedding`, ``per_layer_input``).
+
+Not modelled, refused in one line naming the key: the MoE block beside the dense MLP (``enable_moe_block``:
+26B-A4B), bidirectional attention over every token (``use_bidirectional_attention: "all"``; ``"vision"`` leaves
+text tokens causal).
 
 >>> f = _fields({"hidden_size_per_layer_input": 0, "attention_k_eq_v": True, "num_global_key_value_heads": 1,
 ...              "global_head_dim": 64}, 7)
@@ -42,15 +52,8 @@ _OVERRIDES = ("head_dim", "num_key_value_heads")
 
 
 def _refuse_unmodelled(raw: dict) -> None:
-    ple = integer(raw, "hidden_size_per_layer_input", 256, nullable=True, minimum=0)
-    if ple:
-        raise SymllmError(f"hidden_size_per_layer_input: {ple} (per-layer embeddings) is not modelled by symllm")
-    shared = integer(raw, "num_kv_shared_layers", 0, minimum=0)
-    if shared:
-        raise SymllmError(f"num_kv_shared_layers: {shared} (layers sharing keys and values) is not modelled")
     if flag(raw, "enable_moe_block", False):
         raise SymllmError("enable_moe_block: true (Gemma 4's MoE block) is not modelled by symllm")
-    flag(raw, "use_double_wide_mlp", False)  # widens only the layers that share keys and values: none here
     bidirectional = raw.get("use_bidirectional_attention")
     if bidirectional not in (None, "vision"):
         raise SymllmError(f"use_bidirectional_attention: {short(bidirectional, 20)} (no causal mask) is not "
@@ -84,6 +87,22 @@ def _overrides(raw: dict, types: list, k_eq_v: bool) -> dict:
     return out
 
 
+def _first_shared(raw: dict, types: list) -> int:
+    """The index of the first layer that reuses an earlier layer's keys and values (``num_kv_shared_layers``
+    from the end; ``len(types)``: none), as ``Gemma4TextConfig.kv_sharing_modes`` reads it: each kind of layer
+    among the sharing ones needs one before them that makes its keys and values.
+
+    >>> _first_shared({"num_kv_shared_layers": 2}, ["sliding_attention", "full_attention"] * 2)
+    2
+    """
+    shared = integer(raw, "num_kv_shared_layers", 0, minimum=0)
+    first = len(types) - shared
+    missing = sorted(set(types) - set(types[:max(first, 0)]))
+    if shared and missing:
+        raise SymllmError(f"num_kv_shared_layers: {shared} leaves no earlier {missing[0]} layer to share from")
+    return first
+
+
 def _fields(raw: dict, n_layers: int) -> dict:
     _refuse_unmodelled(raw)
     k_eq_v = flag(raw, "attention_k_eq_v", False)
@@ -91,6 +110,8 @@ def _fields(raw: dict, n_layers: int) -> dict:
     types = list(types) if types is not None else [
         "sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n_layers)]
     types[-1] = "full_attention"  # Gemma4TextConfig forces the last layer full
+    first_shared = _first_shared(raw, types)
+    wide = flag(raw, "use_double_wide_mlp", False)  # Gemma4TextMLP: only in the layers sharing keys and values
     heads, kv_heads = (integer(raw, key, _DEFAULTS[key]) for key in ("num_attention_heads", "num_key_value_heads"))
     head_dim = integer(raw, "head_dim", _DEFAULTS["head_dim"])
     model_shape = (kv_heads, head_dim)
@@ -99,12 +120,18 @@ def _fields(raw: dict, n_layers: int) -> dict:
     own = {shape for shape in shapes.values() if shape != model_shape}
     if len(own) > 1:
         raise SymllmError(f"per_layer_config: {len(own)} head shapes besides the model's; symllm models one")
+    # a layer sharing keys and values has no k_proj nor v_proj: k_eq_v changes nothing there
     kinds = [LayerKind(window="sliding" if kind == "sliding_attention" else None,
                        heads="own" if shapes.get(i, model_shape) != model_shape else "model",
-                       k_eq_v=k_eq_v and kind != "sliding_attention") for i, kind in enumerate(types)]
+                       k_eq_v=k_eq_v and kind != "sliding_attention" and i < first_shared,
+                       kv_shared=i >= first_shared, wide_ffn=wide and i >= first_shared)
+             for i, kind in enumerate(types)]
     out = {"hidden_dim": integer(raw, "intermediate_size", 9216), "norms": "sandwich", "embed_scale": True,
            "norm_offset": False, "qk_norm": "rmsnorm", "attn_softcap": None, "value_norm": True, "layer_scalar": True,
            "final_softcap": _softcap(raw, "final_logit_softcapping", None), **groups(kinds)}
+    per_layer = integer(raw, "hidden_size_per_layer_input", 256, nullable=True, minimum=0)
+    if per_layer:  # 0 or null: none (Gemma4TextModel builds them where it is truthy)
+        out.update(per_layer_dim=per_layer, per_layer_vocab=integer(raw, "vocab_size_per_layer_input", 262144))
     window = integer(raw, "sliding_window", 512)
     if "sliding_attention" in types:
         out["sliding_window"] = window
