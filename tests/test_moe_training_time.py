@@ -104,3 +104,54 @@ def test_expert_parallel_group_crosses_nodes_only_when_it_is_wider_than_one(layo
     (Megatron-LM's order): an EP group is tp x ep consecutive ranks, on NVLink while they fit an 8-GPU node."""
     assert links(Workload(**layout), gpu("h100-sxm"))["ep"][0].startswith(link)
 
+
+
+# --- wired into the expected training step ----------------------------------------------------------------
+
+#: Qwen3-30B-A3B (48 MoE layers, d 2048, 128 experts of d_ff 768, top 8) on 8 H200s, EP 8 inside the node
+#: (NVLink 4, 450 GB/s one way), FP8, Megatron's conventions, 4 micro-batches of 2 x 4,096 tokens, no pipeline
+QWEN = dict(gpu="h200", engine="megatron", seq=4096, batch=2, dp=8, ep=8, micro_batches=4, compute_dtype="fp8",
+            zero_stage=1)
+
+
+def _step(monkeypatch, path, value) -> float:
+    """The expected training step with one figure of efficiency.json set to ``value`` (``path``: its keys)."""
+    import symllm
+
+    with monkeypatch.context() as m:
+        table = efficiency.data()
+        for key in path[:-1]:
+            table = table[key]
+        m.setitem(table, path[-1], value)
+        return symllm.workload("qwen3-30b-a3b", **QWEN)["time"]["expected"]["training_step_s"]
+
+
+@pytest.mark.parametrize("path,before,after,delta", [
+    # the all-to-alls: 4 a layer x 48 layers, each of 2·4096·8·2048 bf16 bytes of which 7/8 leave the GPU,
+    # 4 micro-batches; at half DeepEP's NVLink fraction they take twice as long
+    (("moe", "alltoall", "nvlink"), "0.765", "0.3825",
+     4 * (4 * 48 * (2 * 4096 * 8 * 2048 * 2 * 7 // 8)) / (0.765 * 450e9)),
+    # the permutation: 4 more passes a layer of 9 x 8,192 rows of 2,048 bf16 values at 0.88 of 4.8 TB/s
+    (("moe", "permute_passes"), 4, 8, 4 * 4 * 48 * 9 * 8192 * 2048 * 2 / (0.88 * 4800e9)),
+    # the router: 6 more passes a layer over 8,192 x 128 fp32 scores
+    (("moe", "router_passes"), 6, 12, 4 * 6 * 48 * 8192 * 128 * 4 / (0.88 * 4800e9)),
+])
+def test_each_mechanism_is_in_the_step(monkeypatch, path, before, after, delta):
+    """Changing one figure moves the expected step by that mechanism's hand arithmetic (no pipeline: no bubble;
+    the data-parallel traffic's exposed part does not depend on it)."""
+    assert _step(monkeypatch, path, after) - _step(monkeypatch, path, before) == pytest.approx(delta, rel=1e-9)
+
+
+def test_the_experts_gemms_run_at_their_own_widths(monkeypatch):
+    """The experts' 6 x 8,192 x 8 x (3 x 2,048 x 768) FLOPs a layer and micro-batch run at the fp8 table's 0.594
+    (4,096 rows an expert: 8,192 x 8 x 8 / 128), Megatron's train_factor 0.8, times the mean loss of K = 2,048,
+    768 and 4,096 against the table's K (k0 = 1978.9 / 4.8 = 412.27 on an H200); with the table's K read as
+    2,048 instead, only K = 768 still loses."""
+    flops = 4 * 48 * 6 * 8192 * 8 * 3 * 2048 * 768
+    k0 = 1978.9 / 4.8
+
+    def mean_loss(k_ref):
+        return sum(max(1.0, (1 + k0 / k) / (1 + k0 / k_ref)) for k in (2048, 768, 4096)) / 3
+    seconds = flops / (0.594 * 0.8 * 1978.9e12)
+    delta = seconds * (mean_loss(4096) - mean_loss(2048))
+    assert _step(monkeypatch, ("gemm", "k"), 4096) - _step(monkeypatch, ("gemm", "k"), 2048) == pytest.approx(delta, rel=1e-9)
