@@ -29,7 +29,11 @@ each figure with its source:
   engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
-  routing), not the ``k/n_e`` of the bound.
+  routing), not the ``k/n_e`` of the bound. In training (:func:`moe_training_s`) an expert's GEMMs of
+  reduction width ``K`` below the GEMM table's lose the time their output takes to write
+  (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
+  group's link (:func:`alltoall_s`), its token permutation and unpermutation and its router's scores as
+  memory-bound passes.
 * **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
@@ -57,8 +61,9 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "attention_prefill", "stream",
-           "memory_kind", "fp16_accumulate_peak", "bubble", "allreduce_s", "collective", "expected", "seconds"]
+__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill",
+           "stream", "memory_kind", "fp16_accumulate_peak", "bubble", "allreduce_s", "collective", "alltoall_s",
+           "moe_training_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -145,6 +150,26 @@ def card_scale(table: str, card: str | None) -> Fraction:
     def efficiency(row) -> Fraction:
         return _x(row["mamf"]) / _x(row["theory"])
     return efficiency(rows[card]) / efficiency(rows[figures["reference"]])
+
+
+def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
+    """The fraction of ``dtype``'s dense peak a routed expert's GEMMs of ``m`` token rows reach, run once at
+    each reduction width in ``ks`` (equal FLOPs each): :func:`gemm` at ``m``, less the time each product's
+    bf16 output takes to write where its ``K`` is below the table's (``gemm.k`` in efficiency.json): a
+    product of ``2MNK`` FLOPs writes ``2MN`` bytes, so ``1/(1 + k0/K)`` of its time is compute,
+    ``k0 = ridge`` (the GPU's peak FLOP/s over its bandwidth), relative to the same at the table's ``K``
+    (never above 1: the table holds at its own widths and above). The mean is of times, not of fractions.
+
+    >>> ridge = Fraction(19789, 10) / Fraction(335, 100)  # H100 SXM fp8: 1978.9 TFLOP/s over 3.35 TB/s
+    >>> round(float(grouped_gemm("fp8", 4096, [4096], ridge)), 3), round(float(grouped_gemm("fp8", 4096, [768], ridge)), 3)
+    (0.594, 0.384)
+    """
+    base = gemm(dtype, m, card)
+    k_ref = int(data()["gemm"]["k"])
+
+    def loss(k) -> Fraction:  # the time at K over the time at the table's K (at least 1)
+        return max(Fraction(1), (1 + Fraction(ridge) / max(1, k)) / (1 + Fraction(ridge) / k_ref))
+    return base * len(ks) / sum(loss(k) for k in ks)
 
 
 def attention_prefill(s, head_dim: int = 128) -> Fraction:
@@ -270,6 +295,44 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
     return calls * _x(latency) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
 
 
+def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
+    """Seconds ``calls`` all-to-alls take that together send ``sent_bytes`` per GPU over ``link`` (topology,
+    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the fraction of
+    the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is given).
+
+    >>> float(alltoall_s(4, 765 * 10 ** 6, ("NVLink 4", 10 ** 12)))   # 4 x 10 us + 765 MB at 0.765 TB/s
+    0.00104
+    """
+    if link is None or (not calls and not sent_bytes):
+        return Fraction(0)
+    c = collective(link[0])
+    eff = data()["moe"]["alltoall"].get(_link_kind(link[0]), c["efficiency"])
+    return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(eff) * link[1])
+
+
+def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,
+                   recompute: bool = False) -> dict:
+    """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
+    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`alltoall_s`, 4 calls a layer: dispatch and combine
+    in forward and backward; 6 with full recomputation), ``permute`` (``moe.permute_passes`` passes a layer, each
+    of ``(1 + k)·rows`` rows of ``d`` activations of ``act_bytes``; 6 with recomputation) and ``router``
+    (``moe.router_passes`` passes over ``rows·n_e`` fp32 scores), both at :func:`stream`'s fraction of
+    ``bandwidth``.
+
+    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, bandwidth=10 ** 12)
+    >>> float(t["permute"]), float(t["router"]), t["alltoall"]   # 2·4·9000·1024·2 and 2·6·1000·64·4 bytes at 0.88 TB/s
+    (0.00016756363636363637, 3.490909090909091e-06, Fraction(0, 1))
+    """
+    moe = data()["moe"]
+    again = Fraction(3, 2) if recompute else 1  # the forward's passes (half of them) run again
+    mem = stream() * bandwidth
+    permute = again * moe["permute_passes"] * layers * (1 + k) * rows * d * act_bytes / mem
+    router = again * moe["router_passes"] * layers * rows * n_e * 4 / mem
+    calls = (6 if recompute else 4) * layers
+    return {"alltoall": alltoall_s(calls, ep_bytes, link) if ep_bytes else Fraction(0),
+            "permute": Fraction(permute), "router": Fraction(router)}
+
+
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None,
              card: str | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
@@ -277,7 +340,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     into), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``*_handoff``, ``training_flops``,
-    ``training_model_flops``, ``comm``), the workload, the peak FLOP/s of the compute dtype, the bandwidth
+    ``training_model_flops``, ``comm``; a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
+    ``beta_a`` for :func:`moe_training_s`), the workload, the peak FLOP/s of the compute dtype, the bandwidth
     and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times; ``card``: the catalogue
     card whose GEMM efficiency applies (:func:`gemm`; None: the measured curve). Seconds as floats.
     """
@@ -356,11 +420,23 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     factor = _x(train["train_factor"])
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
-    compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384, card) * factor * peak)
-                 + (Fraction(experts) / (gemm(compute, rows * share, card) * factor * peak) if experts else 0)) * micro
     comm = parts["comm"]
+    moe_layers = parts.get("expert_layers") or 0
+    if experts and moe_layers and all(x in parts for x in ("d", "d_ff", "n_e", "k", "beta_a")):
+        # an expert's GEMMs at its widths: K = d and d_ff (forward and input gradient), its rows (weight gradient)
+        m = rows * share
+        eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), card)
+        moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
+                             act_bytes=parts["beta_a"], bandwidth=bandwidth, ep_bytes=comm.get("ep", 0),
+                             link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute)
+        moe_s = sum(moe.values())
+    else:
+        eta, moe_s = (gemm(compute, rows * share, card) if experts else 1), Fraction(0)
+    compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384, card) * factor * peak)
+                 + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s) * micro
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
-    ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") else Fraction(0)
+    # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
+    ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     dp_s = allreduce_s(1, comm.get("dp", 0), route.get("dp")) if work.dp > 1 else Fraction(0)
     hidden = _x(train["overlap"])
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back

@@ -172,19 +172,21 @@ def _number(value) -> Fraction:
 
 def links(work, g: GPU) -> dict[str, tuple[str, int]]:
     """The link each parallel group's traffic crosses, ``kind -> (topology, bytes/s one way per GPU)``: ranks
-    are numbered tensor-parallel first, then data-parallel (expert-parallel inside it), then pipeline stages
-    (Megatron-LM's order), so a group stays on the node's link (NVLink, Infinity Fabric, PCIe) while its
-    ranks fit in one node of ``g.node`` GPUs, and crosses the network between nodes (``work.network``)
-    otherwise.
+    are numbered tensor-parallel first, then data-parallel (expert-parallel inside it: an expert-parallel
+    group is ``N_t·N_e`` consecutive ranks), then pipeline stages (Megatron-LM's order), so a group stays on
+    the node's link (NVLink, Infinity Fabric, PCIe) while its ranks fit in one node of ``g.node`` GPUs, and
+    crosses the network between nodes (``work.network``) otherwise.
 
     >>> from symllm.costs.workloads import Workload
     >>> sorted(links(Workload(tp=8, dp=4), gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
-    [('dp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('ep', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)),
+    [('dp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('ep', ('NVLink 4', 450000000000)),
      ('pp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('tp', ('NVLink 4', 450000000000))]
+    >>> links(Workload(dp=16, ep=8), gpu("h100-sxm"))["ep"], links(Workload(dp=16, ep=16), gpu("h100-sxm"))["ep"][1]
+    (('NVLink 4', 450000000000), 50000000000)
     """
     net = network(work.network)
     node = (g.link, g.link_bandwidth) if g.link is not None else None
-    spans = {"tp": work.tp, "dp": work.tp * work.dp, "ep": work.tp * work.dp, "pp": work.tp * work.dp * work.pp}
+    spans = {"tp": work.tp, "dp": work.tp * work.dp, "ep": work.tp * work.ep, "pp": work.tp * work.dp * work.pp}
     return {k: node if node is not None and span <= g.node else (net.title, net.bandwidth)
             for k, span in spans.items()}
 
@@ -243,6 +245,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> di
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
         terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute), defs)
+        terms["expert_layers"] = algebra.substitute(_moe_layers(stage), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -281,6 +284,16 @@ def _core(comp):
     4*L*b*d_h*n_h*s*(s + t)
     """
     return _part(comp, "core", lambda c: S.t in c.flops.free_symbols or c.flops.has(sp.Min))
+
+
+def _moe_layers(comp) -> sp.Expr:
+    """The routed-experts parts of ``comp`` (:func:`_routed`'s), repeats included: a stage's MoE layers.
+
+    >>> from symllm import api
+    >>> _moe_layers(api.spec("mixtral-8x7b").model())
+    L
+    """
+    return comp.repeat * (int(comp.active is not None) + sum((_moe_layers(c) for c in comp.children), sp.S.Zero))
 
 
 def _routed(comp):
@@ -525,6 +538,9 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
                   "training_flops": max(num(f"{st}training_flops") for st in stages),
+                  # a mixture's training extras (efficiency.moe_training_s): the busiest stage's MoE layers, widths
+                  "expert_layers": max(num(f"{st}expert_layers") for st in stages),
+                  **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
                   "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1)})

@@ -454,9 +454,10 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
 
 def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:
     """Each layout's link bandwidth per parallel group (:func:`symllm.costs.hardware.links`), as arrays."""
-    keys, where = np.unique(np.stack([cols["tp"], cols["pp"], cols["dp"]], axis=1), axis=0, return_inverse=True)
-    per_key = [hardware.links(types.SimpleNamespace(tp=tp, pp=pp, dp=dp, network=work.network), g)
-               for tp, pp, dp in keys.tolist()]
+    keys, where = np.unique(np.stack([cols["tp"], cols["pp"], cols["dp"], cols["ep"]], axis=1), axis=0,
+                            return_inverse=True)
+    per_key = [hardware.links(types.SimpleNamespace(tp=tp, pp=pp, dp=dp, ep=ep, network=work.network), g)
+               for tp, pp, dp, ep in keys.tolist()]
     return {k: np.asarray([links[k][1] for links in per_key], dtype=np.float64)[where.reshape(-1)]
             for k in parallel.COMM_KINDS}
 

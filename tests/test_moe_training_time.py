@@ -1,0 +1,158 @@
+"""A mixture of experts' expected training time beyond its GEMMs (symllm.costs.efficiency: grouped_gemm,
+alltoall_s, moe_training_s; issue 40's Qwen3-30B-A3B Megatron-Bridge row): each mechanism by hand arithmetic
+from the figures in efficiency.json, and those figures against the published tables they come from
+(DeepEP's dispatch and combine bandwidths, DeepGEMM's FP8 GEMM throughputs by shape)."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from symllm.costs import efficiency
+from symllm.costs.accelerators import gpu
+from symllm.costs.hardware import links
+from symllm.costs.workloads import Workload
+
+#: H100 SXM (and H800 SXM, the same chip and HBM3): dense FP8 1,978.9 TFLOP/s over 3.35 TB/s
+RIDGE_FP8 = Fraction(19789, 10) / Fraction(335, 100)
+
+
+# --- the figures, against their sources -------------------------------------------------------------------
+
+def test_alltoall_fractions_are_deepeps():
+    """DeepEP's V1 normal kernels (docs/legacy.md): intranode EP 8 dispatch at 153 GB/s of the H800's 200 GB/s
+    one-way NVLink (400 both ways); internode EP 16 at 43 GB/s of a 400 Gb/s (50 GB/s) CX7 NIC."""
+    moe = efficiency.data()["moe"]["alltoall"]
+    assert Fraction(moe["nvlink"]) == Fraction(153, 200)
+    assert Fraction(moe["network"]) == Fraction(43, 50)
+
+
+@pytest.mark.parametrize("k_small,k_large,measured", [
+    (512, 2048, Fraction(590, 1025)),    # DeepGEMM dense M=4096: N 32768 K 512 590 TFLOPS; N 7168 K 2048 1025
+    (1536, 2048, Fraction(990, 1025)),   # N 24576 K 1536 990 TFLOPS
+])
+def test_the_output_write_loss_reproduces_deepgemms_k_ratios(k_small, k_large, measured):
+    """Below the GEMM table's K, an FP8 product's throughput at two reduction widths (same M) stands in the
+    ratio DeepGEMM's README measured on an H800 SXM5 (FP8, M = 4096), to 5%: the mechanism, not a fit."""
+    small = efficiency.grouped_gemm("fp8", 4096, [k_small], RIDGE_FP8)
+    large = efficiency.grouped_gemm("fp8", 4096, [k_large], RIDGE_FP8)
+    assert float(small / large) == pytest.approx(float(measured), rel=0.05)
+
+
+def test_the_table_k_is_its_median_shape():
+    """gemm.k is the median K of the shapes the GEMM table was measured at (its 'about' lists them)."""
+    g = efficiency.data()["gemm"]
+    assert "4096x4096, 6144x4096, 28672x4096, 4096x14336, 8192x8192" in g["about"]
+    assert g["k"] == sorted([4096, 4096, 4096, 14336, 8192])[2]
+
+
+# --- each mechanism by hand -------------------------------------------------------------------------------
+
+def test_grouped_gemm_by_hand():
+    """Qwen3-30B-A3B's experts (d 2048, d_ff 768) at 4,096 rows an expert in FP8 on an H100 SXM: the fp8 table
+    at M 4096 (0.594), the time at K 2048 and 768 over that at the table's 4096 by (1 + k0/K) / (1 + k0/4096),
+    k0 = 590.716, the weight gradient (K = 4096 rows) at the table's."""
+    k0 = 1978.9 / 3.35
+    loss = [(1 + k0 / k) / (1 + k0 / 4096) for k in (2048, 768, 4096)]   # 1.126041, 1.546176, 1
+    assert loss[0] == pytest.approx(1.126041, rel=1e-6) and loss[1] == pytest.approx(1.546176, rel=1e-6)
+    eta = 0.594 * 3 / sum(loss)                                          # the mean of the three times
+    assert float(efficiency.grouped_gemm("fp8", 4096, [2048, 768, 4096], RIDGE_FP8)) == pytest.approx(eta, rel=1e-9)
+    # at or above the table's K, the table's own fraction (never above it)
+    assert efficiency.grouped_gemm("fp8", 4096, [4096, 14336], RIDGE_FP8) == efficiency.gemm("fp8", 4096)
+
+
+def test_alltoall_by_hand():
+    """96 all-to-alls sending 22.5 GB a GPU over NVLink 4 (450 GB/s one way): 10 us each (the link's latency,
+    nccl-tests issue #331) plus the bytes at 0.765 of the link; over InfiniBand NDR (50 GB/s): 20 us each
+    (nccl-tests issue #150), 0.86 of it."""
+    nvlink = efficiency.alltoall_s(96, 22_500_000_000, ("NVLink 4", 450 * 10 ** 9))
+    assert float(nvlink) == pytest.approx(96 * 10e-6 + 22.5e9 / (0.765 * 450e9), rel=1e-12)
+    ib = efficiency.alltoall_s(96, 22_500_000_000, ("InfiniBand NDR, 400 Gb/s per GPU", 50 * 10 ** 9))
+    assert float(ib) == pytest.approx(96 * 20e-6 + 22.5e9 / (0.86 * 50e9), rel=1e-12)
+    assert efficiency.alltoall_s(0, 0, ("NVLink 4", 450 * 10 ** 9)) == 0
+
+
+def test_permutation_and_router_passes_by_hand():
+    """Qwen3-30B-A3B, one pipeline stage of 24 MoE layers, a micro-batch of 2 x 4,096 tokens on an H100 SXM:
+    the permutation's 4 passes of (1 + 8) x 8,192 rows of 2,048 bf16 values a layer, the router's 6 passes over
+    8,192 x 128 fp32 scores, at 0.88 of 3,350 GB/s; full recomputation runs the forward's half again; the
+    all-to-alls: 4 calls a layer (6 recomputing)."""
+    mem = 0.88 * 3350e9
+    permute = 4 * 24 * 9 * 8192 * 2048 * 2        # 28,991,029,248 bytes
+    router = 6 * 24 * 8192 * 128 * 4               # 603,979,776 bytes
+    assert permute == 28_991_029_248 and router == 603_979_776
+    args = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, bandwidth=3350 * 10 ** 9)
+    t = efficiency.moe_training_s(**args)
+    assert float(t["permute"]) == pytest.approx(permute / mem, rel=1e-12)   # 9.83 ms
+    assert float(t["router"]) == pytest.approx(router / mem, rel=1e-12)     # 0.20 ms
+    assert t["alltoall"] == 0                                               # no expert parallelism
+    link = ("NVLink 4", 450 * 10 ** 9)
+    r = efficiency.moe_training_s(**args, ep_bytes=10 ** 9, link=link, recompute=True)
+    assert float(r["permute"]) == pytest.approx(1.5 * permute / mem, rel=1e-12)
+    assert float(r["alltoall"]) == pytest.approx(6 * 24 * 10e-6 + 1e9 / (0.765 * 450e9), rel=1e-12)
+
+
+# --- the expert-parallel group's link ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout,link", [
+    (dict(dp=16, ep=8), "NVLink 4"),             # 8 consecutive ranks: one node
+    (dict(tp=2, dp=8, ep=4), "NVLink 4"),        # tensor ranks first: 2 x 4 = 8, one node
+    (dict(tp=2, dp=8, ep=8), "InfiniBand"),      # 16 ranks: two nodes
+    (dict(dp=16, ep=16), "InfiniBand"),
+])
+def test_expert_parallel_group_crosses_nodes_only_when_it_is_wider_than_one(layout, link):
+    """Ranks run tensor-parallel first, then data-parallel with the expert-parallel groups inside it
+    (Megatron-LM's order): an EP group is tp x ep consecutive ranks, on NVLink while they fit an 8-GPU node."""
+    assert links(Workload(**layout), gpu("h100-sxm"))["ep"][0].startswith(link)
+
+
+
+# --- wired into the expected training step ----------------------------------------------------------------
+
+#: Qwen3-30B-A3B (48 MoE layers, d 2048, 128 experts of d_ff 768, top 8) on 8 H200s, EP 8 inside the node
+#: (NVLink 4, 450 GB/s one way), FP8, Megatron's conventions, 4 micro-batches of 2 x 4,096 tokens, no pipeline
+QWEN = dict(gpu="h200", engine="megatron", seq=4096, batch=2, dp=8, ep=8, micro_batches=4, compute_dtype="fp8",
+            zero_stage=1)
+
+
+def _step(monkeypatch, path, value) -> float:
+    """The expected training step with one figure of efficiency.json set to ``value`` (``path``: its keys)."""
+    import symllm
+
+    with monkeypatch.context() as m:
+        table = efficiency.data()
+        for key in path[:-1]:
+            table = table[key]
+        m.setitem(table, path[-1], value)
+        return symllm.workload("qwen3-30b-a3b", **QWEN)["time"]["expected"]["training_step_s"]
+
+
+@pytest.mark.parametrize("path,before,after,delta", [
+    # the all-to-alls: 4 a layer x 48 layers, each of 2·4096·8·2048 bf16 bytes of which 7/8 leave the GPU,
+    # 4 micro-batches; at half DeepEP's NVLink fraction they take twice as long
+    (("moe", "alltoall", "nvlink"), "0.765", "0.3825",
+     4 * (4 * 48 * (2 * 4096 * 8 * 2048 * 2 * 7 // 8)) / (0.765 * 450e9)),
+    # the permutation: 4 more passes a layer of 9 x 8,192 rows of 2,048 bf16 values at 0.88 of 4.8 TB/s
+    (("moe", "permute_passes"), 4, 8, 4 * 4 * 48 * 9 * 8192 * 2048 * 2 / (0.88 * 4800e9)),
+    # the router: 6 more passes a layer over 8,192 x 128 fp32 scores
+    (("moe", "router_passes"), 6, 12, 4 * 6 * 48 * 8192 * 128 * 4 / (0.88 * 4800e9)),
+])
+def test_each_mechanism_is_in_the_step(monkeypatch, path, before, after, delta):
+    """Changing one figure moves the expected step by that mechanism's hand arithmetic (no pipeline: no bubble;
+    the data-parallel traffic's exposed part does not depend on it)."""
+    assert _step(monkeypatch, path, after) - _step(monkeypatch, path, before) == pytest.approx(delta, rel=1e-9)
+
+
+def test_the_experts_gemms_run_at_their_own_widths(monkeypatch):
+    """The experts' 6 x 8,192 x 8 x (3 x 2,048 x 768) FLOPs a layer and micro-batch run at the fp8 table's 0.594
+    (4,096 rows an expert: 8,192 x 8 x 8 / 128), Megatron's train_factor 0.8, times the mean loss of K = 2,048,
+    768 and 4,096 against the table's K (k0 = 1978.9 / 4.8 = 412.27 on an H200); with the table's K read as
+    2,048 instead, only K = 768 still loses."""
+    flops = 4 * 48 * 6 * 8192 * 8 * 3 * 2048 * 768
+    k0 = 1978.9 / 4.8
+
+    def mean_loss(k_ref):
+        return sum(max(1.0, (1 + k0 / k) / (1 + k0 / k_ref)) for k in (2048, 768, 4096)) / 3
+    seconds = flops / (0.594 * 0.8 * 1978.9e12)
+    delta = seconds * (mean_loss(4096) - mean_loss(2048))
+    assert _step(monkeypatch, ("gemm", "k"), 4096) - _step(monkeypatch, ("gemm", "k"), 2048) == pytest.approx(delta, rel=1e-9)
