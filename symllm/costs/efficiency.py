@@ -134,14 +134,16 @@ def attention_prefill(s, head_dim: int = 128) -> Fraction:
     return _interpolate(t["d64"] if head_dim <= 96 else t["d128"], max(1, s))
 
 
-def stream(weight_dtype: str = "bf16") -> Fraction:
+def stream(weight_dtype: str = "bf16", kind: str | None = None) -> Fraction:
     """``η_mem``: the fraction of the memory bandwidth a stream of weights in ``weight_dtype`` reaches
-    (weight-only int4/int8 unpack what they read).
+    (weight-only int4/int8 unpack what they read) on memory of ``kind`` (:func:`memory_kind`: its own
+    figure where ``memory_kinds.stream`` has one, memory_stream's otherwise).
 
-    >>> stream(), stream("int4")
-    (Fraction(22, 25), Fraction(33, 50))
+    >>> stream(), stream("int4"), stream(kind="unified")
+    (Fraction(22, 25), Fraction(33, 50), Fraction(17, 20))
     """
-    base = _x(data()["memory_stream"]["value"])
+    own = data()["memory_kinds"]["stream"].get(kind)
+    base = _x(own if own is not None else data()["memory_stream"]["value"])
     extra = data()["dequant"].get(weight_dtype)
     return base * (_x(extra) if extra is not None and weight_dtype in ("int4", "int8") else 1)
 
@@ -247,18 +249,23 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     layers = parts["layers"]
     kernels = layers * serve["kernels_per_layer"]
     graph, host = _x(data()["kernel"]["graph_s"]), _x(data()["kernel"]["host_s"])
-    mem = stream(work.dtype) * bandwidth
     card = getattr(work, "gpu", None) if _catalogued(getattr(work, "gpu", None)) else None
+    kind = memory_kind(card) if card is not None else None
+    mem = stream(work.dtype, kind) * bandwidth
+    # an engine's fixed cost a layer on Apple's GPUs (no CUDA graph there), in place of its kernels'
+    metal = _x(serve["metal_layer_s"]) if serve.get("metal_layer_s") and kind == "unified" else None
     plain_fp16 = work.dtype == "fp16" and getattr(work, "weight_format", None) is None and compute == "fp16"
     # llama.cpp's 2024 batch-1 fp16 mat-vec reads with scalar loads: 1.27x slower on HBM cards (PR #9816)
     gemv = (_x(serve["f16_gemv_hbm"]) if serve.get("f16_gemv_hbm") and plain_fp16 and work.batch == 1
-            and card is not None and memory_kind(card) == "hbm" else 1)
+            and kind == "hbm" else 1)
     # fp16 prompt GEMMs accumulated in fp16 (cuBLAS CUBLAS_COMPUTE_16F) where the card runs that faster
     fast16 = fp16_accumulate_peak(card) if serve.get("fp16_accumulate") and plain_fp16 and card else None
     out = {"engine": serve["name"], "training_engine": train["name"]}
 
     def step(gpu_s: Fraction, kernels: int = kernels) -> Fraction:
         """A stage's GPU time plus its kernels' fixed cost, or the host's pace without a CUDA graph."""
+        if metal is not None:
+            return gpu_s + layers * metal
         if serve["cuda_graphs"]:
             return gpu_s + kernels * graph
         return max(gpu_s + kernels * graph, kernels * host)
