@@ -19,7 +19,9 @@ each figure with its source:
 * **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
   of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
   its 2024 batch-1 fp16 mat-vec streams ``f16_gemv_hbm`` times slower on a card with HBM memory
-  (:func:`memory_kind`: the memory its catalogue note names).
+  (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every stream runs at
+  ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
+  kernels' (no CUDA graph there).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
   cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus its
