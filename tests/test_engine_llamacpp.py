@@ -125,3 +125,37 @@ def test_fp16_accumulate_peaks_are_the_whitepapers():
     assert efficiency.fp16_accumulate_peak("rtx4090") / gpu("rtx4090").fp16 == pytest.approx(2, rel=1e-3)
     assert efficiency.fp16_accumulate_peak("rtx3090") == 142 * 10 ** 12 == 2 * gpu("rtx3090").fp16
     assert efficiency.fp16_accumulate_peak("l40s") is None
+
+
+def test_apple_decode_streams_at_the_unified_figure_with_a_cost_a_layer():
+    """On an M2 Ultra (800 GB/s): the fp16 weights but the embedding table, the cache and one position's
+    logits at 0.85 of 800 GB/s (llama.cpp's Metal decode of LLaMA 7B in three quantizations, PR #2917: 679
+    GB/s), no 1.27x (not HBM), and 0.165 ms a layer in place of 16 kernels at kernel.graph_s."""
+    weights = 2 * (PARAMS - VOCAB * DIM)
+    rest = 514 * KV_PER_TOKEN + 2 * VOCAB
+    by_hand = Fraction(weights + rest) / (Fraction(85, 100) * 800 * 10 ** 9) + LAYERS * Fraction(165, 10 ** 6) + STEP
+    e = _expected("apple-m2-ultra", dtype="fp16", batch=1, seq=1, context=513)
+    assert e["decode_token_s"] == pytest.approx(float(by_hand), rel=1e-12)
+    # another engine on the same card streams at the same figure, with its own kernels' cost
+    vllm = symllm.workload("llama3-8b", gpu="apple-m2-ultra", engine="vllm", dtype="fp16", batch=1, seq=1,
+                           context=513)["time"]["expected"]
+    assert vllm["decode_token_s"] == pytest.approx(
+        float(by_hand - LAYERS * Fraction(165, 10 ** 6) - STEP + LAYERS * 14 * GRAPH + Fraction(3, 10 ** 4)),
+        rel=1e-12)
+
+
+def test_the_unified_figure_reproduces_its_source():
+    """PR #2917's three M2 Ultra rows (LLaMA 7B, 32,000 x 4,096 embeddings at the file's type: Q8_0 34 bytes,
+    Q4_0 18, Q4_1 20 a block of 32): 679 GB/s and 5.77 ms from Q8_0 and Q4_0 put Q4_1 within 1% of its
+    11.96 ms; efficiency.json keeps 0.85 of 800 GB/s and (5.77 - 0.5) / 32 = 0.165 ms a layer."""
+    gib, emb = 2 ** 30, 32_000 * 4096
+    rows = [(Fraction(667, 100) * gib - emb * Fraction(34, 32), Fraction(100, 6205)),
+            (Fraction(356, 100) * gib - emb * Fraction(18, 32), Fraction(100, 8854)),
+            (Fraction(395, 100) * gib - emb * Fraction(20, 32), Fraction(100, 8363))]
+    (b1, t1), (b2, t2), (b3, t3) = rows
+    bandwidth = (b1 - b2) / (t1 - t2)
+    fixed = t2 - b2 / bandwidth
+    assert float(b3 / bandwidth + fixed) == pytest.approx(float(t3), rel=0.01)
+    assert float(bandwidth / (800 * 10 ** 9)) == pytest.approx(float(efficiency.stream(kind="unified")), abs=0.005)
+    layer = Fraction(efficiency.data()["engines"]["llama.cpp"]["metal_layer_s"])
+    assert float((fixed - STEP) / 32) == pytest.approx(float(layer), abs=5e-7)

@@ -21,7 +21,9 @@ each figure with its source:
 * **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
   of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
   its 2024 batch-1 fp16 mat-vec streams ``f16_gemv_hbm`` times slower on a card with HBM memory
-  (:func:`memory_kind`: the memory its catalogue note names).
+  (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every stream runs at
+  ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
+  kernels' (no CUDA graph there).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
   cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus the
@@ -183,14 +185,16 @@ def attention_prefill(s, head_dim: int = 128) -> Fraction:
     return _interpolate(t["d64"] if head_dim <= 96 else t["d128"], max(1, s))
 
 
-def stream(weight_dtype: str = "bf16") -> Fraction:
+def stream(weight_dtype: str = "bf16", kind: str | None = None) -> Fraction:
     """``η_mem``: the fraction of the memory bandwidth a stream of weights in ``weight_dtype`` reaches
-    (weight-only int4/int8 unpack what they read).
+    (weight-only int4/int8 unpack what they read) on memory of ``kind`` (:func:`memory_kind`: its own
+    figure where ``memory_kinds.stream`` has one, memory_stream's otherwise).
 
-    >>> stream(), stream("int4")
-    (Fraction(22, 25), Fraction(33, 50))
+    >>> stream(), stream("int4"), stream(kind="unified")
+    (Fraction(22, 25), Fraction(33, 50), Fraction(17, 20))
     """
-    base = _x(data()["memory_stream"]["value"])
+    own = data()["memory_kinds"]["stream"].get(kind)
+    base = _x(own if own is not None else data()["memory_stream"]["value"])
     extra = data()["dequant"].get(weight_dtype)
     return base * (_x(extra) if extra is not None and weight_dtype in ("int4", "int8") else 1)
 
@@ -357,18 +361,23 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     layers = parts["layers"]
     kernels = layers * serve["kernels_per_layer"]
     graph, host = _x(data()["kernel"]["graph_s"]), _x(data()["kernel"]["host_s"])
-    mem = stream(work.dtype) * bandwidth
     named = getattr(work, "gpu", None) if _catalogued(getattr(work, "gpu", None)) else None  # its memory, its fp16
+    kind = memory_kind(named) if named is not None else None
+    mem = stream(work.dtype, kind) * bandwidth
+    # an engine's fixed cost a layer on Apple's GPUs (no CUDA graph there), in place of its kernels'
+    metal = _x(serve["metal_layer_s"]) if serve.get("metal_layer_s") and kind == "unified" else None
     plain_fp16 = work.dtype == "fp16" and getattr(work, "weight_format", None) is None and compute == "fp16"
     # llama.cpp's 2024 batch-1 fp16 mat-vec reads with scalar loads: 1.27x slower on HBM cards (PR #9816)
     gemv = (_x(serve["f16_gemv_hbm"]) if serve.get("f16_gemv_hbm") and plain_fp16 and work.batch == 1
-            and named is not None and memory_kind(named) == "hbm" else 1)
+            and kind == "hbm" else 1)
     # fp16 prompt GEMMs accumulated in fp16 (cuBLAS CUBLAS_COMPUTE_16F) where the card runs that faster
     fast16 = fp16_accumulate_peak(named) if serve.get("fp16_accumulate") and plain_fp16 and named else None
     out = {"engine": serve["name"], "training_engine": train["name"]}
 
     def step(gpu_s: Fraction, kernels: int = kernels) -> Fraction:
         """A stage's GPU time plus its kernels' fixed cost, or the host's pace without a CUDA graph."""
+        if metal is not None:
+            return gpu_s + layers * metal
         if serve["cuda_graphs"]:
             return gpu_s + kernels * graph
         return max(gpu_s + kernels * graph, kernels * host)
