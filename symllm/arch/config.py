@@ -100,17 +100,15 @@ class ModelConfig:
     mlp_bias: bool = False
     #: q/k/v projections have biases and wo has none (Qwen2; attention_bias puts one on all four)
     qkv_bias: bool = False
-    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE),
-    #: "l2" (Llama 4: no weight, after RoPE, in the layers with RoPE) or "full" (OLMo 2: one RMSNorm over
-    #: the whole query width n_heads·head_dim and one over the key width n_kv_heads·head_dim)
+    #: a norm on each query and key head: None, "rmsnorm" (Qwen3: weight of d_h each, before RoPE), "l2" (Llama 4:
+    #: no weight, after RoPE, in the RoPE layers) or "full" (OLMo 2: RMSNorms over the whole q and k widths)
     qk_norm: str | None = None
     #: Phi-3's fused projections: q, k and v in one linear (qkv_proj), gate and up in one (gate_up_proj)
     fused: bool = False
-    #: where each block's norms sit: "pre" (LLaMA), "post" (OLMo 2: after attention and feed-forward,
-    #: before the residual adds), "sandwich" (Gemma 2 and 3: both) or "parallel" (Command-R: one norm,
-    #: attention and feed-forward both reading it)
+    #: where each block's norms sit: "pre" (LLaMA), "post" (OLMo 2: after attention and feed-forward, before the
+    #: residual adds), "sandwich" (Gemma 2 and 3: both) or "parallel" (Command-R: one norm both branches read)
     norms: str = "pre"
-    #: the gated feed-forward's activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU, gelu_pytorch_tanh: Gemma)
+    #: the feed-forward's activation: gated "silu" (SwiGLU), "gelu_tanh" (GeGLU); ungated "relu2", "gelu" (MPT)
     activation: str = "silu"
     #: RMSNorms scale by (1 + weight) (Gemma; the same parameters)
     norm_offset: bool = False
@@ -128,6 +126,8 @@ class ModelConfig:
     value_norm: bool = False
     #: each block's output is multiplied by a one-element buffer (Gemma 4's layer_scalar; element-wise only)
     layer_scalar: bool = False
+    #: ALiBi: each head's slope times the query-key distance added to every score (MPT; element-wise only)
+    alibi: bool = False
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -262,7 +262,7 @@ class ModelConfig:
             put(field, _positive_float(field, getattr(self, field)))
         put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
-                      "embed_scale", "attention_sinks", "layernorm", "value_norm", "layer_scalar"):
+                      "embed_scale", "attention_sinks", "layernorm", "value_norm", "layer_scalar", "alibi"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if self.kv_dtype is not None:
