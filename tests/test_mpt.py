@@ -144,3 +144,17 @@ def test_ignored_and_bad_keys_are_refused_naming_the_key(cli, tmp_path, change, 
     path.write_text(json.dumps({**MPT_7B, **change}))
     r = cli(["count", str(path)])
     assert r.code == 2 and r.out == "" and r.err.startswith(f"symllm: error: {key}") and r.err.count("\n") == 1
+
+
+def test_verify_a_saved_mpt_checkpoint_reads_its_config(tmp_path, cli):
+    """transformers' save_pretrained of a tiny MPT writes attn_config with PreTrainedConfig's own keys beside
+    MptAttentionConfig's (_name_or_path, id2label, ...): symllm reads that config.json, and its count equals the
+    saved model's parameters (numel of MptForCausalLM, the tied matrix once)."""
+    transformers, torch = requires("transformers"), requires("torch")
+    model = transformers.MptForCausalLM(transformers.MptConfig(d_model=32, n_heads=4, n_layers=2, vocab_size=64))
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert "_name_or_path" in saved["attn_config"]  # what this test is about
+    r = cli(["count", str(tmp_path / "config.json"), "--json"])
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["params"]["total"] == sum(p.numel() for p in model.parameters())

@@ -38,6 +38,11 @@ __all__ = ["MPT"]
 _ATTENTION = {"attn_type": "multihead_attention", "attn_pdrop": 0, "attn_impl": "torch", "clip_qkv": None,
               "softmax_scale": None, "prefix_lm": False, "qk_ln": False, "attn_uses_sequence_id": False,
               "alibi": True, "alibi_bias_max": 8}
+#: what transformers 5's save_pretrained writes into attn_config beside them (PreTrainedConfig's own attributes of
+#: the sub-config, none of which MptAttention reads): accepted, counting nothing
+_SUBCONFIG = {"_name_or_path", "architectures", "chunk_size_feed_forward", "dtype", "torch_dtype", "id2label",
+              "label2id", "is_encoder_decoder", "model_type", "output_attentions", "output_hidden_states",
+              "problem_type", "return_dict", "transformers_version", "tie_word_embeddings"}
 #: the flags MptAttention never acts on -> the value that states what it builds
 _IGNORED_FLAGS = {"prefix_lm": (False, "it is always causal"), "qk_ln": (False, "it builds no QK LayerNorm"),
                   "attn_uses_sequence_id": (False, "it masks no sequence ids"),
@@ -64,6 +69,8 @@ def _attention(raw: dict) -> None:
         raise SymllmError(f"attn_config: expected an object of MptAttentionConfig's keys, got {short(attn)}")
     for key, value in attn.items():
         name = f"attn_config.{key}"
+        if key in _SUBCONFIG:
+            continue
         if key not in _ATTENTION:
             raise SymllmError(f"{name}: not a key of transformers' MptAttentionConfig (not modelled by symllm)")
         if key == "attn_type" and value != "multihead_attention":
