@@ -1,34 +1,27 @@
 """Independent numeric reference model for symllm: a plain-torch LLaMA.
 
-symllm derives parameter counts, FLOPs and memory in closed form with SymPy;
-this module is what the tests check those formulas against.  It shares no code
-with the symbolic side: it is a re-implementation of Meta's ``llama/model.py``
-(meta-llama/llama3) with plain ``nn.Linear`` / ``nn.Embedding`` instead of
-fairscale's parallel layers.  It follows Meta line for line in:
+symllm derives parameter counts, FLOPs and memory in closed form with SymPy; this module is what the tests
+check those formulas against.  It shares no code with the symbolic side: it is a re-implementation of Meta's
+``llama/model.py`` (meta-llama/llama3) with plain ``nn.Linear`` / ``nn.Embedding`` instead of fairscale's
+parallel layers.  It follows Meta line for line in:
 
 * ``RMSNorm``: ``self._norm(x.float()).type_as(x) * self.weight``;
-* ``precompute_freqs_cis`` (theta = ``rope_theta``) and ``apply_rotary_emb``
-  (rotating the pairs (2i, 2i+1)), written with real cos/sin arithmetic instead
-  of complex tensors so that it also runs on the ``meta`` device;
-* ``repeat_kv`` and ``Attention.forward``: two explicit ``torch.matmul`` calls
-  (QK^T / sqrt(hd) and scores @ V), an additive causal mask and a float32
-  softmax (no ``scaled_dot_product_attention``, so FLOP counters see both);
+* ``precompute_freqs_cis`` (theta = ``rope_theta``) and ``apply_rotary_emb`` (rotating the pairs (2i, 2i+1)),
+  written with real cos/sin arithmetic instead of complex tensors so that it also runs on the ``meta`` device;
+* ``repeat_kv`` and ``Attention.forward``: two explicit ``torch.matmul`` calls (QK^T / sqrt(hd) and scores @ V),
+  an additive causal mask and a float32 softmax (no ``scaled_dot_product_attention``, so FLOP counters see both);
 * ``FeedForward``: hidden size rule and ``w2(silu(w1(x)) * w3(x))``;
-* ``TransformerBlock`` / ``Transformer``: module names, pre-norm residuals and
-  ``output(norm(h)).float()`` logits for every position (or the last ``logits_to_keep``, as
-  transformers' ``LlamaForCausalLM``).
+* ``TransformerBlock`` / ``Transformer``: module names, pre-norm residuals and ``output(norm(h)).float()`` logits
+  for every position (or the last ``logits_to_keep``, as transformers' ``LlamaForCausalLM``).
 
-Deliberate differences from Meta: optional biases (``attention_bias`` on
-wq/wk/wv/wo as in HF ``LlamaAttention``, ``qkv_bias`` on wq/wk/wv only as in
-HF ``Qwen2Attention``, ``mlp_bias`` on w1/w2/w3), an optional QK-norm
-(``qk_norm="rmsnorm"``: an ``RMSNorm(head_dim)`` on every query and key head
-before RoPE, as in HF ``Qwen3Attention``), an
-explicit ``head_dim``, tied embeddings, a KV cache that grows by concatenation
-(so its size equals the tokens actually stored, no max_batch/max_seq
-preallocation), no ``inference_mode`` decorator (backward passes can be
-traced), and the "float32" upcasts are ``promote_types(dtype, float32)`` so a
-float64 model is never downcast (identical to Meta for fp32/fp16/bf16).
-Llama 3.1 RoPE frequency scaling is not implemented (it changes no count).
+Deliberate differences from Meta: optional biases (``attention_bias`` on wq/wk/wv/wo as in HF ``LlamaAttention``,
+``qkv_bias`` on wq/wk/wv only as in HF ``Qwen2Attention``, ``mlp_bias`` on w1/w2/w3), an optional QK-norm
+(``qk_norm="rmsnorm"``: an ``RMSNorm(head_dim)`` on every query and key head before RoPE, as in HF
+``Qwen3Attention``), an explicit ``head_dim``, tied embeddings, a KV cache that grows by concatenation (so its
+size equals the tokens actually stored, no max_batch/max_seq preallocation), no ``inference_mode`` decorator
+(backward passes can be traced), and the "float32" upcasts are ``promote_types(dtype, float32)`` so a float64
+model is never downcast (identical to Meta for fp32/fp16/bf16). Llama 3.1 RoPE frequency scaling is not
+implemented (it changes no count).
 
 The dense families beyond LLaMA's block, each an option read from ``args``: Phi-3's fused projections
 (``fused``: ``wqkv`` sliced into q, k, v; ``w13`` chunked into gate and up, as ``Phi3Attention`` /
@@ -36,7 +29,7 @@ The dense families beyond LLaMA's block, each an option read from ``args``: Phi-
 and feed-forward (``norms="post"``), Gemma's GeGLU (``activation="gelu_tanh"``: ``F.gelu(approximate=
 "tanh")``), RMSNorm by ``1 + weight`` (``norm_offset``), embeddings times ``sqrt(dim)`` (``embed_scale``),
 Gemma 2's sandwich norms (``norms="sandwich"``) and soft-capped scores and logits (``attn_softcap``,
-``final_softcap``: ``c * tanh(x / c)``).
+``final_softcap``: ``c * tanh(x / c)``), MPT's ALiBi (``alibi``) and ungated exact-GELU MLP (``activation="gelu"``).
 
 Only this module imports torch; nothing else in symllm imports it at import time.
 """
@@ -97,7 +90,8 @@ class _Config:
         self.layernorm = bool(getattr(args, "layernorm", False))  # Command-R: Cohere's LayerNorm everywhere
         self.logit_scale = getattr(args, "logit_scale", None)
         self.activation = getattr(args, "activation", "silu")
-        assert self.activation in ("silu", "gelu_tanh", "relu2"), f"unknown activation {self.activation!r}"
+        assert self.activation in ("silu", "gelu_tanh", "relu2", "gelu"), f"unknown activation {self.activation!r}"
+        self.alibi = bool(getattr(args, "alibi", False))  # MPT: slope_h·(j - i) added to every score
         self.norm_offset = bool(getattr(args, "norm_offset", False))
         self.embed_scale = bool(getattr(args, "embed_scale", False))
         self.attn_softcap = getattr(args, "attn_softcap", None)
@@ -183,10 +177,8 @@ def _norm(cfg, dim: int) -> nn.Module:
 
 
 def rope_cos_sin(head_dim: int, start: int, seqlen: int, theta: float, device, dtype):
-    """cos/sin tables (seqlen, head_dim//2) for positions start..start+seqlen-1.
-
-    Same angles as Meta's ``precompute_freqs_cis(head_dim, end, theta)[start:start+seqlen]``.
-    """
+    """cos/sin tables (seqlen, head_dim//2) for positions start..start+seqlen-1: Meta's
+    ``precompute_freqs_cis(head_dim, end, theta)[start:start+seqlen]``'s angles."""
     exponents = torch.arange(0, head_dim, 2, device=device)[: head_dim // 2].to(dtype) / head_dim  # (hd/2,)
     freqs = 1.0 / (theta ** exponents)  # (hd/2,)
     t = torch.arange(start, start + seqlen, device=device, dtype=dtype)  # (s,)
@@ -198,8 +190,7 @@ def apply_rotary_emb(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> t
     """Rotate pairs (2i, 2i+1) of ``x`` (b, s, h, hd); Meta's complex product in real form."""
     xf = _upcast(x).reshape(*x.shape[:-1], -1, 2)  # (b, s, h, hd/2, 2)
     x0, x1 = xf[..., 0], xf[..., 1]  # (b, s, h, hd/2) each
-    cos = cos[None, :, None, :]  # (1, s, 1, hd/2)
-    sin = sin[None, :, None, :]  # (1, s, 1, hd/2)
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]  # (1, s, 1, hd/2) each
     out = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)  # (b, s, h, hd/2, 2)
     return out.flatten(3).type_as(x)  # (b, s, h, hd)
 
@@ -209,11 +200,8 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     bs, slen, n_kv_heads, head_dim = x.shape
     if n_rep == 1:
         return x
-    return (
-        x[:, :, :, None, :]
-        .expand(bs, slen, n_kv_heads, n_rep, head_dim)
-        .reshape(bs, slen, n_kv_heads * n_rep, head_dim)
-    )  # (b, slen, n_h, hd)
+    return x[:, :, :, None, :].expand(bs, slen, n_kv_heads, n_rep, head_dim).reshape(
+        bs, slen, n_kv_heads * n_rep, head_dim)  # (b, slen, n_h, hd)
 
 
 class Attention(nn.Module):
@@ -235,6 +223,7 @@ class Attention(nn.Module):
             self.wv = nn.Linear(cfg.dim, self.n_kv_heads * self.head_dim, bias=in_bias)
         self.wo = nn.Linear(self.n_heads * self.head_dim, cfg.dim, bias=bias)
         self.softcap = cfg.attn_softcap
+        self.alibi = _alibi_slopes(self.n_heads) if cfg.alibi else None  # MPT: (n_h,), a buffer, no parameter
         self.full_qk_norm = cfg.qk_norm == "full"
         if cfg.qk_norm == "rmsnorm":  # Qwen3: one RMSNorm(head_dim) shared by the heads, on q and on k
             self.q_norm = RMSNorm(self.head_dim, eps=cfg.norm_eps, offset=cfg.norm_offset)
@@ -293,6 +282,9 @@ class Attention(nn.Module):
         scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)  # (b, n_h, s, kv_len)
         if self.softcap is not None:  # Gemma 2: c * tanh(scores / c), before the mask
             scores = torch.tanh(scores / self.softcap) * self.softcap
+        if self.alibi is not None:  # MPT: slope_h * (j - i) on the score of query i and key j, before the mask
+            j_i = torch.arange(keys.shape[2])[None, :] - torch.arange(start_pos, start_pos + seqlen)[:, None]
+            scores = scores + self.alibi.to(scores)[:, None, None] * j_i.to(scores)  # (b, n_h, s, kv_len)
         if mask is not None:
             scores = scores + mask  # (b, n_h, s, kv_len)
         if self.sinks is not None:  # (b, n_h, s, kv_len + 1), the sink's column dropped after the softmax
@@ -366,7 +358,8 @@ class FeedForward(nn.Module):
     def __init__(self, dim: int, hidden_dim: int, bias: bool = False, fused: bool = False,
                  activation: str = "silu", clamp: Optional[float] = None):
         super().__init__()
-        self.ungated, self.fused = activation == "relu2", fused and activation != "relu2"
+        self.ungated, self.activation = activation in ("relu2", "gelu"), activation  # Nemotron-H's, MPT's MLP
+        self.fused = fused and not self.ungated
         if self.fused:
             self.w13 = nn.Linear(dim, 2 * hidden_dim, bias=bias)
         else:
@@ -378,13 +371,21 @@ class FeedForward(nn.Module):
         self.act = F.silu if activation == "silu" else (lambda x: F.gelu(x, approximate="tanh"))
 
     def forward(self, x):
-        if self.ungated:  # Nemotron-H
-            return self.w2(F.relu(self.w3(x)).square())  # (b, s, d)
+        if self.ungated:  # Nemotron-H: relu(x)²; MPT: the exact GELU
+            return self.w2(F.relu(self.w3(x)).square() if self.activation == "relu2" else F.gelu(self.w3(x)))
         gate, up = self.w13(x).chunk(2, dim=-1) if self.fused else (self.w1(x), self.w3(x))  # (b, s, d_ff) each
         if self.clamp is not None:  # gpt-oss
             gate, up = gate.clamp(max=self.clamp), up.clamp(min=-self.clamp, max=self.clamp)  # (T, d_ff) each
             return self.w2((up + 1) * gate * torch.sigmoid(1.702 * gate))  # (T, d)
         return self.w2(self.act(gate) * up)  # (b, s, d)
+
+
+def _alibi_slopes(heads: int) -> torch.Tensor:
+    """MPT's ALiBi slopes (``build_mpt_alibi_tensor``): ``2**(-8·i / n)``, ``i = 1..n``, ``n`` the heads rounded up
+    to a power of 2, interleaved and cut to ``heads`` when they are not one."""
+    n = 2 ** math.ceil(math.log2(heads))
+    slopes = 2.0 ** (-torch.arange(1, n + 1, dtype=torch.float32) * (8 / n))
+    return torch.cat([slopes[1::2], slopes[::2]])[:heads] if n != heads else slopes
 
 
 def _l2(x: torch.Tensor, eps: float) -> torch.Tensor:

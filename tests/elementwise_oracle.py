@@ -13,7 +13,8 @@ The convention (docs/conventions.md: the `elementwise` bucket of "FLOPs and memo
   1 FLOP per output element; a complex ``mul`` (Llama 4's RoPE) 6 per complex element (4 multiplies, 2 adds);
 - a reduction (``mean``, ``sum``) is 1 per *input* element (the accumulation);
 - a fused activation is what it computes per element: ``silu`` and ``sigmoid`` 4 (negate, exp, add, divide),
-  ``gelu`` with ``approximate="tanh"`` 9 (x³: 2, ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5), ``_softmax``
+  ``gelu`` with ``approximate="tanh"`` 9 (x³: 2, ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5), the exact ``gelu``
+  5 (÷√2, erf, +1, ×x, ×0.5), ``_softmax``
   4 per score (subtract the max, exp, accumulate, divide; a scale before it is its own ``mul``);
 - ``softplus`` 3 (exp, add, log; the Gated DeltaNet's decay); ``cumsum`` 1 per element (one add each);
 - a clamp 1 per bound per element (gpt-oss's up projection clamped on both sides: 2); a ``relu`` 1;
@@ -36,7 +37,8 @@ output tagged from its inputs):
 - **constants** (what is computed from neither: positions, RoPE's cos/sin tables, Llama 4's per-position
   temperature factor, the causal mask) do not: a table is built once per forward whatever the batch, and
   symllm's convention counts per token. Adding such a tensor to the activations inside an attention module
-  is the attention mask, which a fused kernel applies by skipping the masked pairs: 0 (every other op of a
+  is the attention mask, which a fused kernel applies by skipping the masked pairs: 0 (but in the classes of
+  :data:`POSITION_BIASES`, whose constant so added is a bias: MPT's ALiBi, 1 an element; every other op of a
   constant with an activation counts: Llama 4 multiplies its queries by the temperature, and that multiply
   is 1);
 - **per-row statistics** (the output of a reduction, and what is computed from such outputs and constants
@@ -87,6 +89,9 @@ FREE = {
 MATMULS = {"mm", "bmm", "matmul", "linear", "einsum", "baddbmm", "_grouped_mm", "addbmm", "dot", "convolution"}
 #: in neither bucket (the module docstring)
 UNCOUNTED = {"linalg_solve_triangular"}
+
+#: attention classes whose one add of a constant to the scores is a position bias, not the mask -> what it is
+POSITION_BIASES = {"MptAttention": "ALiBi's bias (MptAttention applies its mask with masked_fill, no add)"}
 
 ACT, PARAM, STAT, CONST = "activation", "weight", "statistic", "constant"
 _RANK = {ACT: 3, STAT: 2, PARAM: 1, CONST: 0}
@@ -199,8 +204,9 @@ class ElementwiseCount(TorchDispatchMode):
 
     def _flops(self, func, base, args, kwargs, inputs, tags, out) -> int:
         elements = out.numel()
+        module = self.classes[self._stack[-1] if self._stack else ""]
         if (base in ("add", "sub") and any(t == CONST and x.dim() > 0 for t, x in zip(tags, inputs))
-                and "Attention" in self.classes[self._stack[-1] if self._stack else ""]):
+                and "Attention" in module and module not in POSITION_BIASES):
             return 0  # the attention mask (a constant tensor added to the scores): a fused kernel skips, not adds
         if base in REDUCTIONS:
             return REDUCTIONS[base] * inputs[0].numel()
@@ -211,10 +217,8 @@ class ElementwiseCount(TorchDispatchMode):
             if exponent != 2:
                 raise AssertionError(f"element-wise oracle: pow by {exponent!r} has no weight in the convention")
             return elements
-        if base == "gelu":
-            if kwargs.get("approximate", "none") != "tanh":
-                raise AssertionError("element-wise oracle: erf GELU has no weight in the convention")
-            return 9 * elements
+        if base == "gelu":  # tanh: 9; the exact GELU 0.5·x·(1 + erf(x / √2)): ÷√2, erf, +1, ×x, ×0.5 (5)
+            return (9 if kwargs.get("approximate", "none") == "tanh" else 5) * elements
         if base in ("clamp", "clamp_"):
             bounds = [b for b in (list(args[1:3]) + [kwargs.get("min"), kwargs.get("max")]) if b is not None]
             return len(bounds) * elements

@@ -391,6 +391,31 @@ def cohere_configs(draw) -> dict:
 
 
 @st.composite
+def mpt_configs(draw) -> dict:
+    """A small MPT config.json (model_type mpt) as MosaicML publishes them: its own key names (d_model, n_heads,
+    n_layers; transformers' attribute_map), multi-head attention of an even head width, tied (the default) or
+    untied, an attn_config with some of MptAttentionConfig's keys that count nothing (attn_impl, softmax_scale,
+    alibi_bias_max, attn_pdrop) or state what transformers builds (alibi true, qk_ln and prefix_lm false), the
+    keys transformers ignores at the values that state what it builds (expansion_ratio 4, no_bias true) or
+    absent; learned_pos_emb either way (nothing built beside ALiBi). max_seq_len at least 16 (transformers
+    builds the ALiBi table that long, and a longer generation would outgrow it)."""
+    heads = draw(st.integers(1, 4))
+    raw = {"model_type": "mpt", "architectures": ["MPTForCausalLM"], "vocab_size": draw(st.integers(2, 100)),
+           "d_model": heads * 2 * draw(st.integers(1, 6)), "n_heads": heads, "n_layers": draw(st.integers(1, 3)),
+           "max_seq_len": draw(st.integers(16, 64)), "learned_pos_emb": draw(st.booleans()),
+           "norm_type": draw(st.sampled_from(["low_precision_layernorm", "layernorm"])), "layer_norm_epsilon": 1e-5}
+    attn = {"attn_impl": st.sampled_from(["torch", "flash", "triton"]), "softmax_scale": st.sampled_from([None, 0.25]),
+            "alibi_bias_max": st.integers(1, 16), "attn_pdrop": st.just(0), "alibi": st.just(True),
+            "qk_ln": st.just(False), "prefix_lm": st.just(False), "clip_qkv": st.none(),
+            "attn_type": st.just("multihead_attention")}
+    if draw(st.booleans()):
+        raw["attn_config"] = {k: draw(v) for k, v in attn.items() if draw(st.booleans())}
+    extras = {"expansion_ratio": 4, "no_bias": True, "logit_scale": None,
+              "tie_word_embeddings": draw(st.booleans())}
+    return raw | {k: v for k, v in extras.items() if draw(st.booleans())}
+
+
+@st.composite
 def qwen2_moe_configs(draw) -> dict:
     """A small Qwen2-MoE config.json (model_type qwen2_moe) as transformers writes it: top-k of E experts
     (E may be 0: every layer dense), a gated shared expert of its own width, a MoE layer every
@@ -1051,7 +1076,7 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
                glm4_moe=glm4_moe_configs(), minimax_m2=minimax_m2_configs(), cohere=cohere_configs(),
                mimo_v2_flash=mimo_configs(), laguna=laguna_configs())
     out.update({kind: gated_deltanet_configs(kind) for kind in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
-    out.update(nemotron_h=nemotron_h_configs())
+    out.update(nemotron_h=nemotron_h_configs(), mpt=mpt_configs())
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
     out.update({kind: dsa_configs(kind) for kind in ("deepseek_v32", "glm_moe_dsa")})
     out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})

@@ -428,7 +428,7 @@ def test_deltanet_elementwise_over_chunks_and_steps_equals_the_oracle(kind, data
 
 
 def test_oracle_refuses_an_op_it_has_no_weight_for():
-    """An op on activations that the convention does not name (erf, the exact GELU's) is an error naming it,
+    """An op on activations that the convention does not name (a bare erf) is an error naming it,
     never counted as nothing; the same op on a constant (positions) is not counted at all."""
     torch = requires("torch")
     from .elementwise_oracle import ElementwiseCount
@@ -472,9 +472,9 @@ EXEMPT: dict[str, str] = {}
 def _params_properties() -> set[str]:
     """The families the per-kind parameter properties draw (each parametrized by family)."""
     from . import (test_dense_families, test_family, test_linear_attention, test_mamba, test_mla, test_moe,
-                   test_real_configs)
+                   test_mpt, test_real_configs)
     return {*test_family.KINDS, *test_moe.KINDS, *test_mla.KINDS, *test_dense_families.KINDS,
-            *test_real_configs.KINDS, *test_linear_attention.KINDS, *test_mamba.KINDS}
+            *test_real_configs.KINDS, *test_linear_attention.KINDS, *test_mamba.KINDS, *test_mpt.KINDS}
 
 
 def test_every_registered_family_has_transformers_tests():

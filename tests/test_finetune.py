@@ -106,7 +106,8 @@ def _one_period(raw: dict) -> tuple[dict, int]:
     MoE, dense, without RoPE, of which type), and how many times it repeats. The seven LoRA targets sit
     only in decoder layers, so PEFT's count of the whole model is that many times the cut one's (an HF
     config whose layers the cut cannot describe, e.g. Qwen's max_window_layers, is kept whole: 1 repeat)."""
-    L = raw["num_hidden_layers"]
+    layers = "n_layers" if raw.get("model_type") == "mpt" else "num_hidden_layers"  # MptConfig's own name
+    L = raw[layers]
     if raw.get("use_sliding_window") and "max_window_layers" in raw:
         return raw, 1
     flags = {key: [int(i in raw[key]) for i in range(L)] for key in ("moe_layers", "mlp_only_layers")
@@ -116,7 +117,7 @@ def _one_period(raw: dict) -> tuple[dict, int]:
                                        "full_attention_interval")]
     for p in (p for p in range(1, L + 1) if L % p == 0 and all(p % s == 0 for s in steps)):
         if all(v == v[:p] * (L // p) for v in flags.values()):
-            cut = {**raw, "num_hidden_layers": p}
+            cut = {**raw, layers: p}
             cut |= {k: [i for i in raw[k] if i < p] for k in ("moe_layers", "mlp_only_layers") if k in flags}
             cut |= {k: raw[k][:p] for k in ("no_rope_layers", "layer_types") if k in flags}
             return cut, L // p

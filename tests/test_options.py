@@ -61,7 +61,7 @@ def test_structure_of_each_preset_is_read_from_the_options(name):
                                 attn_softcap=config.attn_softcap is not None,
                                 final_softcap=config.final_softcap is not None, layernorm=config.layernorm,
                                 logit_scale=config.logit_scale is not None, value_norm=config.value_norm,
-                                layer_scalar=config.layer_scalar)
+                                layer_scalar=config.layer_scalar, alibi=config.alibi)
 
 
 def test_each_option_adds_the_parts_it_declares():

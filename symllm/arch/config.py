@@ -18,10 +18,8 @@ from symllm.arch.families.hf import HF_UNMODELLED
 from symllm.arch.layers import ACTIVATIONS, MAX_GROUPS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice, positive_int
-from symllm.validate import integer as _integer
+from symllm.validate import boolean, choice, positive_int, integer as _integer, short as _short
 from symllm.validate import positive_number as _positive_float
-from symllm.validate import short as _short
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "preset_hub", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
@@ -106,7 +104,7 @@ class ModelConfig:
     fused: bool = False
     #: where each block's norms sit (symllm.arch.layers.NORMS: pre, post, sandwich, parallel)
     norms: str = "pre"
-    #: the gated feed-forward's activation: "silu" (SwiGLU) or "gelu_tanh" (GeGLU, gelu_pytorch_tanh: Gemma)
+    #: the feed-forward's activation: gated "silu" (SwiGLU), "gelu_tanh" (GeGLU); ungated "relu2", "gelu" (MPT)
     activation: str = "silu"
     #: RMSNorms scale by (1 + weight) (Gemma; the same parameters)
     norm_offset: bool = False
@@ -124,6 +122,8 @@ class ModelConfig:
     value_norm: bool = False
     #: each block's output is multiplied by a one-element buffer (Gemma 4's layer_scalar; element-wise only)
     layer_scalar: bool = False
+    #: ALiBi: each head's slope times the query-key distance added to every score (MPT; element-wise only)
+    alibi: bool = False
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -260,7 +260,7 @@ class ModelConfig:
             put(field, _positive_float(field, getattr(self, field)))
         put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
         for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
-                      "embed_scale", "attention_sinks", "layernorm", "value_norm", "layer_scalar"):
+                      "embed_scale", "attention_sinks", "layernorm", "value_norm", "layer_scalar", "alibi"):
             boolean(field, getattr(self, field))
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if self.kv_dtype is not None:

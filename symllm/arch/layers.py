@@ -74,9 +74,10 @@ QK_NORMS = (None, "rmsnorm", "l2", "full", "layernorm")
 #: branch ("post": OLMo 2), or both ("sandwich": Gemma 2 and 3); or one norm whose output attention and
 #: feed-forward both read, their outputs added to the residual together ("parallel": Command-R)
 NORMS = ("pre", "post", "sandwich", "parallel")
-#: the feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma), both gated; or the squared
-#: ReLU of an ungated two-matrix MLP (``relu2``: Nemotron-H's ``up_proj``, ``relu(x)²``, ``down_proj``)
-ACTIVATIONS = ("silu", "gelu_tanh", "relu2")
+#: the feed-forward's activation: SiLU (SwiGLU) or gelu_pytorch_tanh (GeGLU: Gemma), both gated; or that of an
+#: ungated two-matrix MLP (``up_proj``, the activation, ``down_proj``): the squared ReLU (``relu2``: Nemotron-H's)
+#: or the exact, erf GELU (``gelu``: MPT's ``nn.GELU(approximate="none")``)
+ACTIVATIONS = ("silu", "gelu_tanh", "relu2", "gelu")
 #: how a latent attention (MLA, DeepSeek-V2/V3) makes its queries: None (not latent: GQA), "q_lora"
 #: (compressed through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``) or "q_proj" (one ``wq``:
 #: DeepSeek-V2-Lite, ``q_lora_rank`` null)
@@ -266,12 +267,15 @@ class Variant:
     #: each block's output is multiplied by its ``layer_scalar`` buffer (Gemma 4: one multiply an element, no
     #: parameter)
     layer_scalar: bool = False
+    #: ALiBi: a bias, each head's slope times the query-key distance, added to every attention score (MPT: no
+    #: parameter, one add a score)
+    alibi: bool = False
 
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
             choice(field_, value, known)
         for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
-                       "logit_scale", "value_norm", "layer_scalar"):
+                       "logit_scale", "value_norm", "layer_scalar", "alibi"):
             boolean(field_, getattr(self, field_))
 
 

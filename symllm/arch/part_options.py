@@ -172,8 +172,11 @@ OPTIONS: tuple[Option, ...] = (
                      "L2 after RoPE (Llama 4), a LayerNorm per head with its own weight (Command-R+)",
            text=lambda c: _QK_TEXT.get(c.qk_norm, ""), doc="a norm on q and k: per head (Qwen3, Llama 4's L2, "
                                                            "Command-R+'s LayerNorm) or over the whole width (OLMo 2)"),
-    _on("fused", "fused projections wqkv and w13 (Phi-3)", "wqkv sliced into q, k, v; w13 chunked into gate, up",
-        "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)", axis="variant", parts=("wqkv", "w13"), on=None),
+    Option("fused", ("fused",), (False,), "variant", "fused", parts=("wqkv", "w13"), choices=(True,),
+           reference="wqkv sliced into q, k, v; w13 chunked into gate, up",
+           text=lambda c: "" if not c.fused else "fused projections wqkv (qkv_proj) and w13 (gate_up_proj)"
+           if c.activation in ("silu", "gelu_tanh") else "q, k and v from one fused projection wqkv (MPT's Wqkv)",
+           doc="fused projections wqkv and w13 (Phi-3; wqkv alone beside an ungated MLP: MPT)"),
     Option("norms", ("norms",), ("pre",), "variant", "norms", parts=("post_attention_norm", "post_ffn_norm"),
            choices=("post", "sandwich", "parallel"), on="sandwich",
            reference="RMSNorm of each branch's output before its residual add (post: OLMo 2; sandwich: Gemma 2, "
@@ -185,11 +188,17 @@ OPTIONS: tuple[Option, ...] = (
            value=lambda c: c.logit_scale is not None, choices=(True,), on=True, reference="logits * logit_scale",
            text=lambda c: f"logits scaled by {c.logit_scale:g}" if c.logit_scale else "",
            doc="the logits multiplied by a constant (Command-R's logit_scale)"),
-    Option("activation", ("activation",), ("silu",), "variant", "activation", choices=("gelu_tanh", "relu2"),
-           on="gelu_tanh", reference="F.gelu(approximate='tanh') in place of SiLU",
+    Option("activation", ("activation",), ("silu",), "variant", "activation", choices=("gelu_tanh", "relu2", "gelu"),
+           on="gelu_tanh", reference="F.gelu(approximate='tanh') in place of SiLU; w2(relu(w3 x)²), w2(gelu(w3 x)) "
+                                     "ungated",
            text=lambda c: {"gelu_tanh": "GeGLU (gelu_pytorch_tanh)",
-                           "relu2": "an ungated MLP with squared ReLU (relu2)"}.get(c.activation, ""),
-           doc="the feed-forward's activation (ACTIVATIONS: Gemma's GeGLU, Nemotron-H's ungated relu2)"),
+                           "relu2": "an ungated MLP with squared ReLU (relu2)",
+                           "gelu": "an ungated MLP with the exact GELU"}.get(c.activation, ""),
+           doc="the feed-forward's activation (ACTIVATIONS: Gemma's GeGLU, Nemotron-H's ungated relu2, MPT's "
+               "ungated GELU)"),
+    _on("alibi", "ALiBi: each head's slope times the query-key distance added to every attention score (MPT)",
+        "scores + slope_h * (j - i), MPT's slopes", "ALiBi position bias (no parameters)", axis="variant",
+        on=None),  # not in the every-part models: MPT's Wqkv and out_proj are outside the LoRA vocabulary
     _on("value_norm", "a weightless RMSNorm on the values (Gemma 4's v_norm)", "", "", axis="variant",
         parts=("v_norm",)),
     _on("layer_scalar", "each block's output times its layer_scalar buffer (Gemma 4)", "", "", axis="variant"),

@@ -46,6 +46,10 @@ ELEMENTWISE = {
     # weight (per-row rsqrt dropped, as RMSNorm's)
     "layernorm": 6,
     "relu2": 2,     # Nemotron-H's squared ReLU per element: relu, square
+    # the exact GELU, 0.5·x·(1 + erf(x / √2)) (MPT's nn.GELU(approximate="none")): divide by √2, erf, add 1, times x,
+    # times 0.5
+    "gelu": 5,
+    "alibi": 1,     # ALiBi: its bias added to each score (the per-head table is built once a forward, as RoPE's)
 }
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in

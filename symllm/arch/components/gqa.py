@@ -189,7 +189,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     query-key pairs as a layer of its window.
     The structure's ``variant`` (:class:`Variant`): Phi-3's fused ``wqkv`` (the same parameters and FLOPs as
     ``wq``, ``wk``, ``wv``), Gemma 2's soft-capped scores (``softcap`` FLOPs per score; eager attention also
-    saves the capped scores' tanh for backward), Gemma's ``1 + weight`` QK-norms.
+    saves the capped scores' tanh for backward), MPT's ALiBi (``alibi``: its bias added to every score, one FLOP a
+    score; no parameter), Gemma's ``1 + weight`` QK-norms.
 
     >>> sp.factor(attention().total("params"))
     2*d*d_h*(n_h + n_kv)
@@ -211,16 +212,21 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     norms = qk_norms(qk_norm, variant.norm_offset and qk_norm != "full") if qk_norm is not None else ()
     core = matmul(b * n_h, d_h, 1) * pairs  # per head and query-key pair, a d_h-long dot product
     dv = d_hv if structure.value_width else d_h  # a value head's width (MiMo-V2-Flash: its own, v_head_dim)
-    per_score = ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
-    scores_rules = _no_weight(keeps.scores) if not variant.attn_softcap else Rules(
-        "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)")
+    per_score = (ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
+                 + (ELEMENTWISE["alibi"] if variant.alibi else 0))
+    scores_rules = (_no_weight(keeps.scores) if not (variant.attn_softcap or variant.alibi) else Rules(
+        "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)" if variant.attn_softcap
+        else "ALiBi attention scores (MPT)"))
+    # MPT (the ALiBi family) names its projections Wqkv and out_proj, names no other family's LoRA vocabulary
+    # holds: LoRA does not adapt them (PEFT's q_proj ... o_proj find no module there either)
+    mpt = Rules("column", lora=(), weight="linear", stacks=(), label="MPT's Wqkv", hf="Wqkv") if variant.alibi else None
     if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
         width = (n_h * d_h if kind.kv_shared else (n_h + (1 if kind.k_eq_v else 2) * n_kv) * d_h if dv == d_h
                  else (n_h + n_kv) * d_h + (0 if kind.k_eq_v else n_kv * dv))  # a shared layer: its queries only
         projections = (linear("wqkv", d, width, in_bias,
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
-                              rules=Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
-                                          label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
+                              rules=mpt or Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
+                                                 label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
     elif structure.output_gate:  # Qwen3-Next, Qwen3.5: q_proj also makes the output gate, one per query element
         projections = (
             linear("wq", d, 2 * n_h * d_h if dv == d_h else n_h * (d_h + dv), in_bias,
@@ -269,7 +275,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         children=(
             *projections,
             linear("wo", n_h * dv, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
-                   rules=_rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
+                   rules=dataclasses.replace(mpt, split="row", label="MPT's out_proj", hf="out_proj") if mpt else
+                   _rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks or kind.sinks else ()),
             *((Component("v_norm", elementwise=(ELEMENTWISE["rmsnorm"] - 1) * _T * n_kv * dv,
@@ -306,7 +313,9 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                       eager_live=(2 * b * n_h * s ** 2,
                                   2 * b * n_h * holds(s + n)),  # a decode step: 1 query at context s + n - 1
                       doc="scores = softmax(torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim))"
-                          + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else ""),
+                          + ("; softcap * tanh(scores / softcap) before the mask" if variant.attn_softcap else "")
+                          + ("; + alibi (each head's slope times the key's distance) before the mask" if variant.alibi
+                             else ""),
                       rules=scores_rules),
             Component("context", flops=core if dv == d_h else matmul(b * n_h, dv, 1) * pairs,
                       doc="output = torch.matmul(scores, values)",

@@ -43,8 +43,8 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
     10*b*d_ff*s
     """
     act = variant.activation
-    if act == "relu2":
-        return _relu2(bias, width, name)
+    if act in ("relu2", "gelu"):
+        return _ungated(act, bias, width, name)
     if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
         fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
                       label="fused projections (Phi-3)", holds=("w1", "w3"))
@@ -75,15 +75,18 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
     ), "mlp" if name == "feed_forward" else name)  # a shared expert is its own module
 
 
-def _relu2(bias: bool, width: sp.Expr, name: str) -> Component:
-    """Nemotron-H's ungated MLP ``down_proj(relu(up_proj(x))²)`` (``NemotronHMLP``, ``mlp_hidden_act: relu2``):
-    ``2·d·width`` parameters without biases; its up projection is ``w3`` (HF ``up_proj``, GGUF ``ffn_up``), its
-    down projection ``w2``; the squared ReLU is 2 element-wise FLOPs per element of ``width``.
+def _ungated(act: str, bias: bool, width: sp.Expr, name: str) -> Component:
+    """An ungated MLP ``down_proj(act(up_proj(x)))``: Nemotron-H's squared ReLU (``NemotronHMLP``, ``relu2``:
+    ``relu(x)²``, 2 element-wise FLOPs per element of ``width``) or MPT's exact GELU (``MptMLP``, ``gelu``:
+    ``nn.GELU(approximate="none")``, 5); ``2·d·width`` parameters without biases; its up projection is ``w3``
+    (HF ``up_proj``, GGUF ``ffn_up``), its down projection ``w2``.
 
-    >>> _relu2(False, d_ff, "feed_forward").total("params")
+    >>> _ungated("relu2", False, d_ff, "feed_forward").total("params")
     2*d*d_ff
+    >>> _ungated("gelu", False, d_ff, "feed_forward").elementwise
+    5*b*d_ff*s
     """
-    label = "a squared-ReLU MLP (Nemotron-H)"
+    label = "a squared-ReLU MLP (Nemotron-H)" if act == "relu2" else "an ungated GELU MLP (MPT)"
     projections = (
         linear("w3", d, width, bias, "self.up_proj = nn.Linear(hidden_size, intermediate_size)",
                rules=Rules("column", lora=("w3", "up_proj"), weight="linear", stacks=(), label=label, gguf="ffn_up")),
@@ -92,14 +95,16 @@ def _relu2(bias: bool, width: sp.Expr, name: str) -> Component:
                            gguf="ffn_down")))
     return named(Component(
         name,
-        elementwise=ELEMENTWISE["relu2"] * _T * width,
-        # saved: the normed input of up_proj, its output (relu's backward) and the squared output (down_proj's input)
+        elementwise=ELEMENTWISE[act] * _T * width,
+        # saved: the normed input of up_proj, its output (the activation's backward) and the activation's output
+        # (down_proj's input)
         saved=beta_a * (_T * d + 2 * _T * width),
         live=(2 * _T * width,),
         children=projections,
-        doc="NemotronHMLP: down_proj(relu(up_proj(x)) ** 2)",
+        doc=("NemotronHMLP: down_proj(relu(up_proj(x)) ** 2)" if act == "relu2" else
+             "MptMLP: down_proj(GELU(approximate='none')(up_proj(x)))"),
         rules=Rules("replicated", lora=(), stacks=(), label=label),
-    ), "mixer" if name == "feed_forward" else name)
+    ), ("mixer" if act == "relu2" else "ffn") if name == "feed_forward" else name)
 
 
 swiglu = feed_forward

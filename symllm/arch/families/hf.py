@@ -123,6 +123,10 @@ class Family:
     #: the key its class reads the feed-forward's activation from, and the values it models -> the
     #: activation (ModelConfig.activation); another value is refused
     activation: tuple = ("hidden_act", {"silu": "silu", "swish": "silu"})
+    #: transformers' ``attribute_map`` of its config class: a shared key -> the family's own name for it (MPT's
+    #: ``d_model`` for ``hidden_size``), read under either name; both given and differing is refused, and an
+    #: error names the key the file has
+    attribute_map: dict = field(default_factory=dict)
 
     def extend(self, model_type: str, **changes) -> Family:
         """A family for ``model_type`` that differs from this one only by ``changes`` (each a field, replaced
@@ -389,6 +393,13 @@ def read(raw: dict, build: Callable):
         raw = {**inner, **outer, "model_type": family.model_type}  # transformers builds this family
         prefix = "text_config."
         note = f"the language model (text_config) is counted; {towers} not"
+    renamed = {}
+    for shared, own in family.attribute_map.items():  # one attribute under two names (MptConfig's d_model)
+        if own in raw:
+            if shared in raw and raw[shared] != raw[own]:
+                raise SymllmError(f"{prefix}{own}: {short(raw[own], 24)} differs from {shared} {short(raw[shared], 24)} "
+                                  "(one attribute)")
+            raw, renamed[shared] = {**raw, shared: raw[own]}, own
     try:
         fields = _fields(raw, family)
         if note:
@@ -396,7 +407,7 @@ def read(raw: dict, build: Callable):
         return build(**fields, **quantized)
     except SymllmError as e:  # name the field as the user's file does
         key, _, rest = str(e).partition(":")
-        names = {**HF_NAMES, **family.names}
+        names = {**HF_NAMES, **family.names, **renamed, **{k: renamed[v] for k, v in HF_NAMES.items() if v in renamed}}
         raise SymllmError(f"{prefix}{names.get(key, key)}:{rest}") from None
 
 

@@ -1,0 +1,160 @@
+"""MPT (``mpt``: transformers' ``MptForCausalLM``): the mpt-7b preset and random MPT configs against transformers.
+
+Expected numbers come from transformers' own ``MptForCausalLM`` (built from the same config.json on the meta
+device for parameters per kind; run on small CPU models under FlopCounterMode through its own cache for FLOPs
+and the cache it holds; its ``build_mpt_alibi_tensor`` for the slopes), the published figure of
+tests/data/published_params.json (the mpt-7b model card's 6.7B) and hand arithmetic written here.
+"""
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import symllm
+from symllm.api import by_kind
+from symllm.arch.config import from_hf, preset_info
+from symllm.costs import phases as costs
+
+from .conftest import requires
+from .strategies import mpt_configs
+from .test_mla import _hf_model
+from .test_windows import _generate
+
+#: mosaicml/mpt-7b config.json (the mpt-7b preset ships it)
+MPT_7B = preset_info("mpt-7b")["config"]
+#: the model types whose per-kind parameter property against transformers lives here (tests/test_elementwise.py)
+KINDS = ("mpt",)
+#: transformers' MptForCausalLM module names -> symllm's kinds
+_MPT = {"wte": "embedding", "norm_1": "attention_norm", "Wqkv": "attention/wqkv", "out_proj": "attention/wo",
+        "norm_2": "ffn_norm", "up_proj": "feed_forward/w3", "down_proj": "feed_forward/w2", "norm_f": "norm",
+        "lm_head": "lm_head"}
+
+
+def _mpt_kinds(raw: dict) -> dict:
+    """numel per symllm kind of MptForCausalLM for ``raw`` on the meta device (a tied matrix once), the total,
+    and the active count (dense: the total)."""
+    model = _hf_model(raw)
+    out = {"total": sum(p.numel() for p in model.parameters())}
+    for name, p in model.named_parameters():
+        kind = _MPT[name.split(".")[-2]]
+        out[kind] = out.get(kind, 0) + p.numel()
+    out["active"] = out["total"]
+    return out
+
+
+def test_mpt_7b_equals_transformers_and_its_published_size():
+    """mosaicml/mpt-7b as published: each kind of parameter (a weight-only LayerNorm before attention and before
+    the MLP, one Wqkv, no bias anywhere, no position embedding), the total and the active count equal
+    MptForCausalLM on the meta device; the total is the model card's 6.7B within 1% (tests/data/published_params.json:
+    6,649,286,656 is 0.76% under it; the card's figure is not the rounding of this count, which is 6.6B)."""
+    assert by_kind(symllm.params("mpt-7b")) == _mpt_kinds(MPT_7B)
+    assert abs(symllm.params("mpt-7b")["total"] / 6.7e9 - 1) <= 0.01
+
+
+def test_mpt_7b_block_by_hand():
+    """One MPT-7B block by hand (d 4096, MHA): Wqkv 3d², out_proj d², the MLP's up and down 2·4d·d, two
+    LayerNorm weights of d; the model: 32 blocks, the tied embedding V·d (V 50432) and norm_f's d, 6,649,286,656."""
+    d, V, L = 4096, 50432, 32
+    counts = symllm.params("mpt-7b")
+    assert counts["block"] == 3 * d * d + d * d + 2 * 4 * d * d + 2 * d
+    assert counts["total"] == L * (12 * d * d + 2 * d) + V * d + d == 6_649_286_656
+
+
+@given(mpt_configs(), st.integers(1, 2), st.integers(1, 6), st.integers(0, 3))
+def test_random_mpt_equals_transformers(raw, b, s, n):
+    """Random MPT configs (MosaicML's key names, tied or not, attn_config keys that count nothing): parameters
+    per kind equal MptForCausalLM's on the meta device; a prefill of s tokens and n decode steps through its own
+    cache have symllm's matmul FLOPs (ALiBi, the LayerNorms and the GELU add none), and the cache holds what
+    symllm counts."""
+    cfg = from_hf(raw)
+    assert by_kind(symllm.params(cfg)) == _mpt_kinds(raw)
+    flops, held = _generate(raw, b, s, n)
+    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
+    assert work["flops"]["generation"] == flops and work["memory"]["kv_cache"] == 4 * held
+
+
+@given(mpt_configs(), st.integers(1, 2), st.integers(1, 5))
+def test_random_mpt_training_flops_equal_transformers(torch, raw, b, s):
+    """A training step of MptForCausalLM (forward with every position's logits, then backward) on CPU has
+    symllm's training matmul FLOPs under FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu")
+    tokens = torch.randint(0, raw["vocab_size"], (b, s))
+    with FlopCounterMode(display=False) as counter:
+        model(tokens).logits.sum().backward()
+    assert costs.workload(from_hf(raw), batch=b, seq=s, logits="all")["flops"]["training_step"] == \
+        counter.get_total_flops()
+
+
+@pytest.mark.parametrize("heads", [1, 3, 4, 6, 32])
+def test_reference_alibi_slopes_are_transformers(torch, heads):
+    """symllm's torch reference adds transformers' own ALiBi: its slopes equal those of
+    ``build_mpt_alibi_tensor`` (the bias at distance -1 of each head), for head counts a power of 2 or not."""
+    transformers = requires("transformers")
+    from symllm.reference import _alibi_slopes
+    table = transformers.models.mpt.modeling_mpt.build_mpt_alibi_tensor(heads, 4)  # (heads, 1, 4): slope·(j - 3)
+    assert torch.allclose(_alibi_slopes(heads), -table[:, 0, 2])
+
+
+def test_elementwise_of_alibi_and_the_exact_gelu_by_hand():
+    """MPT's element-wise prefill over a model with the same sizes without ALiBi (d_model 8, 2 heads, 1 layer,
+    b 1, s 3, every position's scores a dense s x s rectangle as transformers' eager attention computes them):
+    ALiBi adds 1 per score, b·n_h·s·s = 18 (the LayerNorms and the GELU are the same in both)."""
+    raw = {"model_type": "mpt", "d_model": 8, "n_heads": 2, "n_layers": 1, "vocab_size": 10}
+    cfg = from_hf(raw)
+    plain = cfg.replace(alibi=False)
+    work = lambda c: costs.workload(c, batch=1, seq=3, attention="dense")["flops"]["elementwise"]  # noqa: E731
+    assert work(cfg) - work(plain) == 1 * 2 * 3 * 3
+    gelu, relu2 = cfg, cfg.replace(activation="relu2")
+    assert work(gelu) - work(relu2) == (5 - 2) * 3 * 32  # the exact GELU 5, relu² 2, per element of 4·d = 32
+
+
+@pytest.mark.parametrize("attn, key", [
+    ({"clip_qkv": 8}, "attn_config.clip_qkv: 8 (q, k and v clamped) is not modelled"),
+    ({"qk_ln": True}, "attn_config.qk_ln: True is ignored by transformers' mpt"),
+    ({"alibi": False}, "attn_config.alibi: False is ignored by transformers' mpt"),
+    ({"attn_type": "multiquery_attention"}, "attn_config.attn_type: 'multiquery_attention' is ignored"),
+    ({"prefix_lm": True}, "attn_config.prefix_lm: True is ignored"),
+    ({"kv_n_heads": 8}, "attn_config.kv_n_heads: not a key of transformers' MptAttentionConfig"),
+    ({"attn_impl": "xformers"}, "attn_config.attn_impl: 'xformers' is not one of torch, flash, triton"),
+])
+def test_attn_config_keys_are_read_or_refused_in_one_line(cli, tmp_path, attn, key):
+    """Each attn_config key transformers' MptAttention does not act as it says (or symllm does not model) is
+    refused in one line naming it, exit 2, nothing on stdout."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**MPT_7B, "attn_config": {**MPT_7B["attn_config"], **attn}}))
+    r = cli(["count", str(path)])
+    assert r.code == 2 and r.out == "" and r.err.startswith(f"symllm: error: {key}") and r.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"expansion_ratio": 8}, "expansion_ratio: 8 is ignored by transformers' mpt"),
+    ({"no_bias": False}, "no_bias: False is ignored by transformers' mpt"),
+    ({"d_model": 4096, "hidden_size": 2048}, "d_model: 4096 differs from hidden_size 2048"),
+    ({"n_layers": 2.0}, "n_layers: expected a positive integer, got 2.0"),
+    ({"norm_type": "rmsnorm"}, "norm_type: 'rmsnorm' is ignored by transformers' mpt"),
+])
+def test_ignored_and_bad_keys_are_refused_naming_the_key(cli, tmp_path, change, key):
+    """transformers' MptMLP is 4·d_model whatever expansion_ratio says and no linear has a bias whatever no_bias
+    says: another value is refused as ignored; d_model and hidden_size are one attribute (attribute_map); an error
+    names MosaicML's key as the file has it."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**MPT_7B, **change}))
+    r = cli(["count", str(path)])
+    assert r.code == 2 and r.out == "" and r.err.startswith(f"symllm: error: {key}") and r.err.count("\n") == 1
+
+
+def test_verify_a_saved_mpt_checkpoint_reads_its_config(tmp_path, cli):
+    """transformers' save_pretrained of a tiny MPT writes attn_config with PreTrainedConfig's own keys beside
+    MptAttentionConfig's (_name_or_path, id2label, ...): symllm reads that config.json, and its count equals the
+    saved model's parameters (numel of MptForCausalLM, the tied matrix once)."""
+    transformers, torch = requires("transformers"), requires("torch")
+    model = transformers.MptForCausalLM(transformers.MptConfig(d_model=32, n_heads=4, n_layers=2, vocab_size=64))
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert "_name_or_path" in saved["attn_config"]  # what this test is about
+    r = cli(["count", str(tmp_path / "config.json"), "--json"])
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["params"]["total"] == sum(p.numel() for p in model.parameters())
