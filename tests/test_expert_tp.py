@@ -98,3 +98,12 @@ def test_plan_tries_only_widths_that_split(tmp_path):
     s = spec(_config(tmp_path, 770))
     assert 4 not in _tp_choices(s) and 2 in _tp_choices(s)
     assert 4 in _tp_choices(s, "whole")
+
+
+def test_count_says_how_the_experts_lie(cli):
+    """count's per-GPU table names the layout of a mixture's experts under tp (and a dense model's does not)."""
+    split = cli(["count", "mixtral-8x7b", "--tp", "2"]).out
+    assert "per GPU (tp 2, pp 1, dp 1; routed experts split; a training step)" in split
+    whole = cli(["count", "mixtral-8x7b", "--tp", "2", "--expert-tp", "whole"]).out
+    assert "per GPU (tp 2, pp 1, dp 1; routed experts whole; a training step)" in whole
+    assert "per GPU (tp 2, pp 1, dp 1; a training step)" in cli(["count", "llama3.1-8b", "--tp", "2"]).out
