@@ -440,7 +440,8 @@ def test_concurrent_writers(tmp_path, monkeypatch):
 def test_workload_shape_is_what_the_closed_forms_read():
     """The composed closed forms depend on a workload's fields marked ``shapes`` and on nothing else: an
     unmarked option changed leaves them as they are; each marked one has a value that changes them (but
-    ``ep``, read by the layout test ``parallel.laid_out``: ``ep > 1`` needs ``dp > 1``, already a layout)."""
+    ``ep``, read by the layout test ``parallel.laid_out``: ``ep > 1`` needs ``dp > 1``, already a layout;
+    ``expert_tp`` changes a mixture's per-GPU forms under ``tp``, checked on Mixtral)."""
     import dataclasses
 
     from symllm.costs import phases
@@ -462,11 +463,12 @@ def test_workload_shape_is_what_the_closed_forms_read():
              "qlora": {"lora_rank": 4}}
     marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
               "recompute": True, "stack": "hf-eager", "optimizer": "sgd", "lora_rank": 4, "lora_targets": "wo",
-              "qlora": True, "logits": "all"}
+              "qlora": True, "logits": "all", "expert_tp": "whole"}
     fields = {f.name: f.metadata["option"].shapes for f in dataclasses.fields(Workload) if "option" in f.metadata}
     assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
                                                                "sp", "recompute", "stack", "optimizer",
-                                                               "lora_rank", "lora_targets", "qlora", "logits"}
+                                                               "lora_rank", "lora_targets", "qlora", "logits",
+                                                               "expert_tp"}
     assert set(unmarked) | set(marked) == set(fields)
     for name, value in unmarked.items():
         work = Workload(**{name: value, **needs.get(name, {})})
@@ -480,6 +482,9 @@ def test_workload_shape_is_what_the_closed_forms_read():
         work = Workload(**{name: marked[name], **extra}) if not extra else Workload(**extra)
         assert work.shape() != Workload().shape()
         assert phases._compose(spec.model(work.attention), work) != base, name
+    moe, split = symllm.spec("mixtral-8x7b").model(), Workload(tp=2)
+    whole = split.replace(expert_tp="whole")
+    assert whole.shape() != split.shape() and phases._compose(moe, whole) != phases._compose(moe, split)
     lora = Workload(lora_rank=4)  # the LoRA options beside a rank: each changes LoRA's forms
     for work in (lora.replace(lora_rank=8), lora.replace(lora_targets="wo"), lora.replace(qlora=True)):
         assert work.shape() != lora.shape()

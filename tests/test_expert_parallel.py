@@ -10,7 +10,12 @@ Expected numbers come from torch, run in the test, or from the convention writte
   the attention, the dense feed-forwards, the shared expert, the embedding and the head over the ``tp``
   dimension; every MoE layer's routed experts stacked into ``(n_e, ...)`` tensors (torchtitan's
   ``GroupedExperts`` layout) and distributed with ``Shard(0)`` over the ``ep`` dimension (torchtitan's
-  ``ExpertParallel``); rank 0's local shards summed over the largest pipeline stage;
+  ``ExpertParallel``) and, under ``expert_tp="split"`` (the default), each expert's width split over the
+  ``tp`` dimension as vLLM's ``FusedMoE`` lays its weights out (``w13_weight`` ``(n_e, 2·d_ff/tp, d)``
+  column-wise, ``w2_weight`` ``(n_e, d, d_ff/tp)`` row-wise; a down-projection bias whole on each rank):
+  ``Shard(1)`` of the stacked gate/up weights and biases, ``Shard(2)`` of the stacked down weights, over
+  ``tp`` (under ``"whole"`` replicated over ``tp``); rank 0's local shards summed over the largest
+  pipeline stage;
 * training states: mixed-precision Adam's 16 bytes a parameter (2 + 2 + 12), ZeRO stage ``z`` sharding the
   last of them over the data-parallel ranks that hold the same tensor: all ``N_d`` for the measured
   non-expert shards, the ``N_d/N_e`` of the ``edp`` mesh dimension for the measured expert shards;
@@ -22,6 +27,7 @@ Expected numbers come from torch, run in the test, or from the convention writte
   included.
 """
 import contextlib
+import dataclasses
 import json
 from fractions import Fraction
 
@@ -72,10 +78,17 @@ def _plan(model) -> dict:
     return plan
 
 
-def _expert_parallel(model, mesh) -> None:
+def _expert_parallel(model, mesh, split: bool) -> None:
     """Each MoE layer's routed experts as three stacked (n_e, out, in) weights (and their (n_e, out) biases
-    where gpt-oss has them), Shard(0) over ``ep``."""
-    from torch.distributed.tensor import Shard, distribute_tensor
+    where gpt-oss has them), Shard(0) over ``ep``; ``split``: over ``tp`` too, w1 and w3 (and their biases)
+    along their output features, w2 along its input features (its bias replicated)."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    def placements(name, kind):
+        if not split:
+            return mesh["ep"], [Shard(0)]
+        over_tp = Shard(1) if name in ("w1", "w3") else Shard(2) if kind == "weight" else Replicate()
+        return mesh["ep", "tp"], [Shard(0), over_tp]
 
     class GroupedExperts(torch.nn.Module):
         def __init__(self, experts):
@@ -86,14 +99,15 @@ def _expert_parallel(model, mesh) -> None:
                         continue
                     with torch.no_grad():  # a leaf, as a stacked checkpoint would load it
                         stacked = torch.stack([getattr(getattr(e, name), kind) for e in experts])
-                    setattr(self, f"{name}_{kind}", torch.nn.Parameter(distribute_tensor(stacked, mesh["ep"], [Shard(0)])))
+                    setattr(self, f"{name}_{kind}",
+                            torch.nn.Parameter(distribute_tensor(stacked, *placements(name, kind))))
 
     for layer in model.layers:
         if hasattr(layer.feed_forward, "experts"):
             layer.feed_forward.experts = GroupedExperts(layer.feed_forward.experts)
 
 
-def _sharded_reference(cfg, mesh):
+def _sharded_reference(cfg, mesh, split: bool = False):
     from torch.distributed.tensor import Shard, distribute_tensor
     from torch.distributed.tensor.parallel import parallelize_module
     model = reference.build(cfg, device="meta")
@@ -104,7 +118,7 @@ def _sharded_reference(cfg, mesh):
     for layer in model.layers:  # gpt-oss's sinks, one per query head: Shard(0) (GptOssConfig's "local_rowwise")
         if layer.attention.sinks is not None:
             layer.attention.sinks = torch.nn.Parameter(distribute_tensor(layer.attention.sinks, mesh["tp"], [Shard(0)]))
-    _expert_parallel(model, mesh)
+    _expert_parallel(model, mesh, split)
     return model
 
 
@@ -112,14 +126,17 @@ def _is_expert(name: str) -> bool:
     return ".experts." in name
 
 
-@given(moe_layouts())
-def test_per_gpu_params_and_states_equal_torch_shards(layout):
+@given(moe_layouts(), st.sampled_from(["split", "whole"]))
+def test_per_gpu_params_and_states_equal_torch_shards(layout, expert_tp):
     """params.per_gpu is rank 0's local DTensor shards of the largest stage (routed experts Shard(0) over
-    the ep mesh dimension, the rest under the tensor-parallel plan); memory_per_gpu.training_states
-    shards the expert states over the N_d/N_e ranks of the edp dimension, the others over N_d."""
+    the ep mesh dimension and, under expert_tp "split", each expert's width sharded over tp; the rest under
+    the tensor-parallel plan); memory_per_gpu.training_states shards the expert states over the N_d/N_e
+    ranks of the edp dimension, the others over N_d."""
     cfg, deg = layout
+    if expert_tp == "split" and cfg.hidden_dim % deg["tp"]:  # the engines refuse it (test_refusals_are_one_line)
+        cfg = dataclasses.replace(cfg, hidden_dim=cfg.hidden_dim * deg["tp"])
     with fake_mesh(deg["dp"], deg["ep"], deg["tp"]) as mesh:
-        model = _sharded_reference(cfg, mesh)
+        model = _sharded_reference(cfg, mesh, split=expert_tp == "split")
         assert mesh["edp"].size() * mesh["ep"].size() == deg["dp"]
         split = _stages(cfg.n_layers, deg["pp"])
         stages = []
@@ -130,7 +147,7 @@ def test_per_gpu_params_and_states_equal_torch_shards(layout):
                           if _is_expert(n))
             stages.append((total, experts))
         edp = mesh["edp"].size()
-    work = symllm.workload(cfg, seq=8, **deg)
+    work = symllm.workload(cfg, seq=8, expert_tp=expert_tp, **deg)
     assert work["params"]["per_gpu"] == max(total for total, _ in stages)
     kept = {0: 16, 1: 4, 2: 2, 3: 0}[deg["zero_stage"]]  # bytes a parameter every rank keeps whole
 

@@ -215,7 +215,8 @@ def test_vendors_active_figures_leave_out_the_embedding_tables():
 def test_tensor_parallel_shards_follow_transformers_plan():
     """Under tp=2 (DeepseekV3Config.base_model_tp_plan): q_b_proj and kv_b_proj column-split, o_proj row-split,
     q_a_proj and kv_a_proj_with_mqa whole (in no plan / replicated), the shared experts split as a SwiGLU;
-    the routed experts are split over expert-parallel ranks instead (ep=2: half of them)."""
+    the routed experts are split over expert-parallel ranks (ep=2: half of them) and each expert's width over
+    the tensor ranks (tp=2: 4 of moe_intermediate_size 8, as vLLM's FusedMoE holds them), or kept whole."""
     raw = {"model_type": "deepseek_v3", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
            "moe_intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
            "q_lora_rank": 8, "kv_lora_rank": 6, "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 2,
@@ -225,16 +226,17 @@ def test_tensor_parallel_shards_follow_transformers_plan():
     whole = by_kind(symllm.params(cfg))
     from symllm.arch import symbols as S
     from symllm.costs import parallel
-    per_gpu = parallel.params_per_gpu(symllm.model_for(cfg), pp_stages=False).subs(  # tensor rank 0's
-        {**symllm.spec(cfg).values(), S.N_t: 2, S.N_e: 2})
+    per_gpu, kept = (parallel.params_per_gpu(symllm.model_for(cfg), pp_stages=False, experts=e).subs(
+        {**symllm.spec(cfg).values(), S.N_t: 2, S.N_e: 2}) for e in ("split", "whole"))  # tensor rank 0's
     d, L_moe = 32, 1
     attention = (d * 8 + 8 + 8 * 4 * 8 // 2 + d * (6 + 4) + 6 + 6 * 4 * (4 + 2) // 2 + 4 * 2 * d // 2) * 2
     shared = 3 * d * 16 // 2 * L_moe
-    experts = whole["moe/experts"] // 2
+    experts = whole["moe/experts"] // 2 // 2
     dense = 3 * d * 48 // 2
     rest = whole["embedding"] // 2 + whole["lm_head"] // 2 + whole["moe/router"] + whole["attention_norm"] + \
         whole["ffn_norm"] + whole["norm"]
     assert per_gpu == attention + shared + experts + dense + rest
+    assert kept == per_gpu + experts
 
 
 def test_lora_targets_name_mlas_projections(cli):

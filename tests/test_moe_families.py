@@ -64,15 +64,22 @@ def test_lora_targets_equal_peft(raw, rank, data):
 _COLUMN, _ROW = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"), ("o_proj", "down_proj")
 
 
-def _rank0(name: str, shape: tuple, tp: int, ep: int) -> int:
+def _rank0(name: str, shape: tuple, tp: int, ep: int, width: int | None = None) -> int:
     """Tensor-parallel rank 0's elements of one of transformers' parameters (and expert-parallel rank 0's
-    of the fused routed experts), by hand: a split dimension of n gives ⌈n/tp⌉ rows."""
+    of the fused routed experts), by hand: a split dimension of n gives ⌈n/tp⌉ rows. ``width``: the routed
+    experts' intermediate size, split over tp as vLLM's FusedMoE lays them out (w13_weight
+    ``(E, 2·I/tp, d)``, w2_weight ``(E, d, I/tp)``, a down-projection bias whole); None: not tensor-split."""
     parts, numel = name.split("."), 1
     for size in shape:
         numel *= size
     ceil = lambda n, k: -(-n // k)  # noqa: E731
-    if "experts" in parts:  # [E, ...]: E/ep experts on each expert-parallel rank, not tensor-split
-        return numel // shape[0] * ceil(shape[0], ep)
+    if "experts" in parts:  # [E, ...]: E/ep experts on each expert-parallel rank
+        local = numel // shape[0] * ceil(shape[0], ep)
+        if width is None or parts[-1] == "down_proj_bias":
+            return local
+        split = 2 * width if parts[-1].startswith("gate_up_proj") else width  # the intermediate dimension
+        assert split in shape[1:] and width % tp == 0, (name, shape, width)
+        return local // split * (split // tp)
     if parts[-2] in ("embed_tokens", "lm_head"):  # the vocabulary split
         return ceil(shape[0], tp) * shape[1]
     if parts[-2] in _COLUMN:
@@ -84,17 +91,22 @@ def _rank0(name: str, shape: tuple, tp: int, ep: int) -> int:
     return numel  # norms, the router, the shared expert's gate: whole on every rank
 
 
+@pytest.mark.parametrize("expert_tp", ["split", "whole"])
 @pytest.mark.parametrize("name,seq", [(QWEN2_MOE[0], 512), (GPT_OSS[0], 64)])
-def test_per_gpu_params_of_a_preset_by_hand(name, seq):
+def test_per_gpu_params_of_a_preset_by_hand(name, seq, expert_tp):
     """params.per_gpu under tp 2 and ep 2 (dp 2) is rank 0's share of every parameter transformers builds for
     the preset (on meta), split by hand as the plan above says; expert parallelism halves the routed experts,
-    their biases too."""
+    their biases too; each routed expert's intermediate width halved by tp as vLLM's FusedMoE holds it
+    (--expert-tp split, the default), or whole (--expert-tp whole)."""
     transformers, torch = requires("transformers"), requires("torch")
     config = transformers.AutoConfig.for_model(**preset_info(name)["config"])
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(config)
-    expected = sum(_rank0(n, tuple(p.shape), 2, 2) for n, p in model.named_parameters())
-    assert symllm.workload(name, seq=seq, tp=2, ep=2, dp=2)["params"]["per_gpu"] == expected
+    width = getattr(config, "moe_intermediate_size", None) or config.intermediate_size
+    expected = sum(_rank0(n, tuple(p.shape), 2, 2, width if expert_tp == "split" else None)
+                   for n, p in model.named_parameters())
+    got = symllm.workload(name, seq=seq, tp=2, ep=2, dp=2, expert_tp=expert_tp)["params"]["per_gpu"]
+    assert got == expected
 
 
 @pytest.mark.parametrize("name,options", [(QWEN2_MOE[0], {"seq": 512, "gen": 8, "tp": 2, "ep": 2, "dp": 2}),

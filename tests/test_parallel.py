@@ -316,11 +316,13 @@ def test_dp_comm_in_whole_bytes_when_the_ranks_do_not_divide_the_model(zero, pas
 
 def test_uneven_layout_counts_whole_bytes_everywhere():
     """count --json under tp 3 (on 48 query and 24 key/value heads, the rest of the model as it is), dp 7,
-    pp 3 (no int4): every params, memory_per_gpu and comm figure is an int."""
-    for name in ("llama3.1-8b", "mixtral-8x7b"):
-        cfg = symllm.resolve(name).replace(n_heads=48, n_kv_heads=24, head_dim=128)
+    pp 3 (no int4): every params, memory_per_gpu and comm figure is an int; Mixtral's routed experts kept
+    whole, and split over the ranks at a width of 3·4779 (14336 columns do not split over 3: refused)."""
+    for name, put, experts in (("llama3.1-8b", {}, "split"), ("mixtral-8x7b", {}, "whole"),
+                               ("mixtral-8x7b", {"hidden_dim": 3 * 4779}, "split")):
+        cfg = symllm.resolve(name).replace(n_heads=48, n_kv_heads=24, head_dim=128, **put)
         for zero in range(4):
-            out = symllm.workload(cfg, tp=3, dp=7, pp=3, zero_stage=zero, sp=zero % 2 == 1)
+            out = symllm.workload(cfg, tp=3, dp=7, pp=3, zero_stage=zero, sp=zero % 2 == 1, expert_tp=experts)
             for group in ("params", "memory_per_gpu", "comm"):
                 assert all(isinstance(v, int) for v in out[group].values()), (name, zero, group, out[group])
 

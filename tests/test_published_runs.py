@@ -5,7 +5,7 @@ Nothing in symllm/costs/efficiency.json was fitted to these rows: its figures co
 measurements of benchmarks/gpu_efficiency.py or are marked as assumed. The test prints predicted against
 measured for every row it can predict, and holds the median and worst relative error where they stand
 today (docs/efficiency.md shows the table); rows symllm cannot predict yet (a model or GPU not in its
-catalogue, a mixture's KV capacity under --tp, serving lengths not stated) are listed with the reason."""
+catalogue, serving lengths not stated) are listed with the reason."""
 from __future__ import annotations
 
 import json
@@ -140,10 +140,7 @@ def predictions() -> list[tuple[dict, float | None, str]]:
     out = []
     for row in ROWS:
         if row["kind"] == "kv_cache_tokens":
-            if symllm.spec(row["model"]).config.n_experts and row["layout"]["tp"] > 1:
-                out.append((row, None, "a mixture under --tp: symllm keeps routed experts whole on each rank"))
-            else:
-                out.append((row, _kv_tokens(row), ""))
+            out.append((row, _kv_tokens(row), ""))
             continue
         if row["kind"] == "serving_output_tokens_per_s" and row.get("preset") is not None:
             value = _under_load(row)
@@ -259,7 +256,8 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
           "memory": ("kv_cache_tokens",),
           "training": ("training_tokens_per_s_per_gpu", "mfu")}
 #: where the errors stand on 2026-11-28 (issue 40 asks for a median under 15% and a worst under 35%: met by
-#: the KV-capacity and serving rows, and by every group's median; not by the inference and training groups'
-#: worst rows: docs/efficiency.md says which rows and why)
+#: the serving rows, and by every group's median; not by the inference, memory and training groups' worst rows
+#: (memory's worst is vLLM's Qwen3-235B TP4 cache, +89%, predicted since the routed experts split over --tp):
+#: docs/efficiency.md says which rows and why)
 MEDIAN, WORST = 0.11, 2.60
-BOUNDS = {"inference": (0.08, 0.86), "serving": (0.12, 0.30), "memory": (0.08, 0.10), "training": (0.14, 2.60)}
+BOUNDS = {"inference": (0.08, 0.86), "serving": (0.12, 0.30), "memory": (0.08, 0.89), "training": (0.14, 2.60)}

@@ -246,9 +246,12 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
             rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items()]
+            moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
             print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
                                        f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
-                                       f"{', sp' if w['sp'] else ''}; a training step)", "", "")))
+                                       f"{', sp' if w['sp'] else ''}"
+                                       f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
+                                       "; a training step)", "", "")))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
             print("\n" + "\n".join(time_lines(work["time"], w)))
         if "serving" in work:

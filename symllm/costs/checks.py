@@ -8,6 +8,9 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   nor are a multiple of them (a head split across ranks cannot run attention: docs/parallel.md; a multiple of
   ``n_kv`` holds one key/value head a rank, replicated, as vLLM's ``QKVParallelLinear`` does:
   :func:`symllm.costs.workloads.kv_heads_split`; ``plan`` tries only the ``tp`` that pass);
+* ``tp`` with tensor-split routed experts (``expert_tp="split"``, the default): ranks that do not divide each
+  expert's width (``moe_intermediate_size``): vLLM's and SGLang's ``FusedMoE`` assert
+  ``intermediate_size % tp_size == 0``; ``--expert-tp whole`` keeps the experts whole on each rank;
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -77,6 +80,12 @@ def _tp_heads_ok(f):
     return f["n_heads"] is None or splits_heads(f["tp"], f["n_heads"], f["n_kv_heads"])
 
 
+def _expert_width_ok(f):
+    if f.get("expert_width") is None or f.get("expert_tp", "split") == "whole":
+        return True
+    return f["expert_width"] % f["tp"] == 0
+
+
 def _experts_divide_ok(f):
     return f["n_experts"] is None or f["n_experts"] % f["ep"] == 0
 
@@ -90,6 +99,10 @@ CHECKS = (
                     "(a split head cannot run)" if f["n_heads"] % f["tp"] or f["tp"] < f["n_kv_heads"] else
                     f"tp: {f['tp']} ranks are more than the {f['n_kv_heads']} KV heads but not a multiple of them "
                     "(a split head cannot run; a multiple holds one KV head a rank, replicated)"),
+    Check("tp", ("tp", "expert_width"), _expert_width_ok,
+          lambda f: f"tp: {f['tp']} ranks do not divide the {f['expert_width']} columns of each routed expert of "
+                    f"{f['name']} (vLLM, SGLang and Megatron split every expert over the tensor ranks; "
+                    "--expert-tp whole keeps them whole)"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
@@ -112,15 +125,16 @@ def model_fields(model) -> dict:
     if not isinstance(model, Component):
         model = spec(model)
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
-                "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads}
+                "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
+                "expert_width": model.hidden_dim if model.n_experts else None}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
-            "n_heads": None, "n_kv_heads": None}
+            "n_heads": None, "n_kv_heads": None, "expert_width": None}
 
 
 def workload_fields(work) -> dict:
     """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`."""
-    return {k: getattr(work, k) for k in ("pp", "ep", "tp")}
+    return {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp")}
 
 
 def check_structure(tree, work) -> None:

@@ -207,7 +207,8 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     return weights + S.beta_kv * kv.subs(S.s, 1) + logits + 2 * state
 
 
-def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, phase_flops=None) -> dict:
+def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, phase_flops=None,
+                experts: str = "split") -> dict:
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
@@ -221,19 +222,19 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, pha
     >>> len(t["stages"]), t["decode_handoff"]
     (2, b*beta_a*d)
     """
-    built = _stage_times(mdl, laid, sp_, recompute, phase_flops)
+    built = _stage_times(mdl, laid, sp_, recompute, phase_flops, experts)
     return {**built, "stages": tuple(dict(terms) for terms in built["stages"])}  # the caller's own to change
 
 
 @lru_cache(maxsize=64)
-def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops) -> dict:
+def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops, experts: str = "split") -> dict:
     """:func:`stage_times`, built once per model and layout shape (every roofline of a sweep or plan asks;
     substituting the definitions into a dozen closed forms was half a warm roofline). Never changed."""
     from symllm.costs import parallel
 
     defs = dict(mdl.definitions)
     tied = _tied(mdl)
-    stages = parallel.stages(mdl, sp_) if laid else (mdl,)
+    stages = parallel.stages(mdl, sp_, experts) if laid else (mdl,)
     heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
     per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank
     out = []
@@ -379,7 +380,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops)
+    terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops, work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})

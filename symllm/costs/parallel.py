@@ -21,8 +21,17 @@ Conventions, stated once (docs/parallel.md):
   holds no more than the first).
 * **Mixture of experts**: a model whose blocks are of several kinds (dense and MoE groups) puts
   ``⌈R/N_p⌉`` of each kind's ``R`` blocks on the first stage and ``⌊R/N_p⌋`` on the last (exact when
-  every stage has the same mix). The routed ``experts`` are never tensor-split and the router is
-  replicated on every tensor rank; a shared expert's ``w1 w2 w3`` are split as a dense feed-forward's.
+  every stage has the same mix). The routed ``experts`` are tensor-split by default (``experts="split"``,
+  ``--expert-tp split``) as the engines split them: every expert's gate and up projections column-wise and
+  its down projection row-wise over the ``N_t`` ranks, rank 0 holding ``⌈d_ff/N_t⌉`` of each expert's
+  width (vLLM's ``FusedMoE``: ``intermediate_size_per_partition = intermediate_size // tp_size`` unless
+  ``--enable-expert-parallel``; SGLang's ``moe_tp_size = tp_size // ep_size``; Megatron-Core's
+  ``expert_tensor_parallel_size`` defaults to the tensor-parallel size; a width the ranks do not divide is
+  refused by :mod:`symllm.costs.checks`, as all three assert it), their partial outputs summed by an
+  all-reduce; ``experts="whole"`` keeps every expert whole on each tensor rank (Megatron's
+  ``--expert-tensor-parallel-size 1``; an engine's expert parallelism holds whole experts too). The
+  router is replicated on every tensor rank; a shared expert's ``w1 w2 w3`` are split as a dense
+  feed-forward's.
 * **Expert parallelism** (``ep``, ``N_e``), as DeepSpeed-MoE and Megatron-LM do it: the ``N_e``
   expert-parallel ranks are **carved out of the** ``N_d`` **data-parallel ranks** (``N_e`` must divide
   ``N_d``; GPUs = ``N_t·N_p·N_d``), each holding ``n_e/N_e`` of every MoE layer's routed experts (a
@@ -45,7 +54,8 @@ Conventions, stated once (docs/parallel.md):
   ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce twice that. Every
   tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
-  per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3). With ``sp``:
+  per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3); tensor-split
+  routed experts are one such pair (their summed outputs forward, their input gradient backward). With ``sp``:
   per group of column-wise linears sharing an input an all-gather in forward and a reduce-scatter in
   backward; per row-wise linear and for the embedding a reduce-scatter in forward and an all-gather in
   backward. The head's loss is vocabulary-parallel (torch's ``loss_parallel``): three all-reduces of
@@ -165,12 +175,19 @@ def _split_weight(comp: Component) -> sp.Expr:
     return _split(fan_in) * fan_out + bias
 
 
-def _sharded(comp: Component, seq: bool) -> Component:
+def _sharded(comp: Component, seq: bool, experts: str) -> Component:
     sizes = _sizes()
     rows = {S.s: _split(S.s)}
     split = comp.rules.split
-    if split == "expert":  # not tensor-split; rank 0 of the expert-parallel group holds n_e/N_e
-        return comp.replace(params=comp.params.xreplace({S.n_e: sp.ceiling(S.n_e / S.N_e)}))
+    if split == "expert":  # rank 0 of the expert-parallel group holds n_e/N_e of the routed experts
+        local = {S.n_e: sp.ceiling(S.n_e / S.N_e)}
+        if experts == "whole":  # each whole on every tensor rank
+            return comp.replace(params=comp.params.xreplace(local))
+        # split as the engines split them: every expert's width d_ff over the tensor ranks (its activations,
+        # FLOPs and active parameters with it), a down-projection bias (gpt-oss) whole on each rank
+        width = {S.d_ff: _split(S.d_ff)}
+        comp = comp.replace(params=comp.params.xreplace(width).xreplace(local),
+                            active=None if comp.active is None else comp.active.xreplace(width))
     if comp.shape and split is None:
         raise SymllmError(f"tp: the linear {comp.name} declares no tensor-parallel split")
     own = {q: getattr(comp, q).xreplace(sizes) for q in ("flops", "elementwise", "kv_cache", "saved", "state_cache")}
@@ -189,25 +206,27 @@ def _sharded(comp: Component, seq: bool) -> Component:
     if comp.eager_live is not None:
         own["eager_live"] = tuple(_whole(x.xreplace(sizes)) for x in comp.eager_live)
     return comp.replace(**own, checkpoint=checkpoint, live=tuple(_whole(x.xreplace(sizes)) for x in comp.live),
-                        children=tuple(_sharded(c, seq) for c in comp.children))
+                        children=tuple(_sharded(c, seq, experts) for c in comp.children))
 
 
-def shard(comp: Component, sp_: bool = False) -> Component:
+def shard(comp: Component, sp_: bool = False, experts: str = "split") -> Component:
     """What tensor-parallel rank 0 holds of ``comp``, each component split as it declares (``rules.split``):
     the same tree, each split component's parameters, and every activation, KV-cache and FLOP term, with
     its split dimension replaced by rank 0's share; ``sp_`` also splits the saved activations of the
     ``"sequence"`` norms and the checkpoints along the sequence. The routed experts' (``"expert"``)
-    parameters are expert-parallel rank 0's ``n_e/N_e``.
+    parameters are expert-parallel rank 0's ``n_e/N_e``, each expert's width ``d_ff`` split over the tensor
+    ranks (``experts="split"``, the engines' default) or whole (``"whole"``; ``Workload.expert_tp`` checks
+    the name).
 
     >>> from symllm.arch.components import experts, feed_forward, rmsnorm
     >>> shard(feed_forward()).total("params")
     3*d*ceiling(d_ff/N_t)
-    >>> shard(experts()).params
-    3*d*d_ff*ceiling(n_e/N_e)
+    >>> shard(experts()).params, shard(experts(), experts="whole").params
+    (3*d*ceiling(n_e/N_e)*ceiling(d_ff/N_t), 3*d*d_ff*ceiling(n_e/N_e))
     >>> shard(rmsnorm("ffn_norm"), sp_=True).saved
     b*beta_a*d*ceiling(s/N_t) + b*ceiling(s/N_t)*Max(4, beta_a)
     """
-    return _sharded(comp, bool(sp_))
+    return _sharded(comp, bool(sp_), experts)
 
 
 def largest(*exprs: sp.Expr) -> sp.Expr:
@@ -227,7 +246,7 @@ def _only_one_stage() -> sp.Expr:
 
 
 @lru_cache(maxsize=64)
-def stages(mdl: Component, sp_: bool = False) -> tuple[Component, Component]:
+def stages(mdl: Component, sp_: bool = False, experts: str = "split") -> tuple[Component, Component]:
     """The first and the last pipeline stage of ``mdl`` as tensor rank 0 holds them (:func:`shard`):
     the parts before the repeated block and ``⌈L/N_p⌉`` blocks; ``⌊L/N_p⌋`` blocks and the parts after.
     With ``N_p = 1`` the first stage is the whole model (the parts after count once, there).
@@ -253,12 +272,13 @@ def stages(mdl: Component, sp_: bool = False) -> tuple[Component, Component]:
         Component("after", children=after, repeat=_only_one_stage())), definitions=mdl.definitions)
     last = Component("last_stage", children=(*(c.replace(repeat=sp.floor(c.repeat / S.N_p)) for c in blocks),
                                              *head_copy), definitions=mdl.definitions)
-    return shard(first, sp_), shard(last, sp_)
+    return shard(first, sp_, experts), shard(last, sp_, experts)
 
 
 @lru_cache(maxsize=64)
-def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True) -> sp.Expr:
-    """Parameters tensor rank 0 of the largest pipeline stage holds (``pp_stages=False``: no pipeline).
+def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True, experts: str = "split") -> sp.Expr:
+    """Parameters tensor rank 0 of the largest pipeline stage holds (``pp_stages=False``: no pipeline;
+    ``experts``: ``Workload.expert_tp``, :data:`symllm.costs.workloads.EXPERT_TP`).
 
     >>> from symllm.arch.components import model
     >>> e = params_per_gpu(model(hidden="meta_plain"))
@@ -267,8 +287,8 @@ def params_per_gpu(mdl: Component, sp_: bool = False, *, pp_stages: bool = True)
     6738415616
     """
     if not pp_stages:
-        return shard(mdl, sp_).closed_form("params")
-    first, last = stages(mdl, sp_)
+        return shard(mdl, sp_, experts).closed_form("params")
+    first, last = stages(mdl, sp_, experts)
     return substitute(largest(first.total("params"), last.total("params")), dict(mdl.definitions))
 
 
@@ -285,8 +305,8 @@ def expert_params(stage: Component) -> sp.Expr:
     >>> from symllm.arch.components import LayerKind, model
     >>> expert_params(model(kinds=(LayerKind(ffn="moe"),)))
     3*L*d*d_ff*n_e
-    >>> expert_params(stages(model(kinds=(LayerKind(ffn="moe"),)))[1])
-    3*d*d_ff*ceiling(n_e/N_e)*floor(L/N_p)
+    >>> expert_params(stages(model(kinds=(LayerKind(ffn="moe"),)))[1])   # each expert's width over N_t
+    3*d*ceiling(n_e/N_e)*ceiling(d_ff/N_t)*floor(L/N_p)
     """
     return _only_experts(stage).total("params")
 
@@ -305,7 +325,7 @@ def ring(full: sp.Expr, n: sp.Expr) -> sp.Expr:
     return zero.share((n - 1) * full, n)
 
 
-def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
+def _tp_bytes(stage: Component, seq: bool, recompute: bool, split_experts: bool = True) -> sp.Expr:
     """The whole bytes one GPU sends in the tensor-parallel collectives of ``stage`` per training step
     (:func:`ring` of each collective's full tensor, an all-reduce counted twice)."""
     # one all-gather or reduce-scatter (an all-reduce is 2) of the residual stream, what every
@@ -334,6 +354,10 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
             elif style in ("row", "vocab"):
                 # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
                 total += m * (again + 1) * M if seq else m * again * 2 * M
+            elif style == "expert" and split_experts:
+                # tensor-split experts: a column-wise pair's input (its gradient all-reduced in backward; sp:
+                # all-gathered in forward, reduce-scattered in backward) and a row-wise one's summed output
+                total += m * 2 * (again + 1) * M if seq else m * (2 + again * 2) * M
             elif c.children:
                 visit(c, mult, checkpointed)
 
@@ -342,7 +366,8 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool) -> sp.Expr:
 
 
 @lru_cache(maxsize=64)
-def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage: int = 0) -> dict[str, sp.Expr]:
+def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage: int = 0,
+         experts: str = "split") -> dict[str, sp.Expr]:
     """Bytes one GPU sends per training step (see the module docstring), the busiest stage's:
     ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point, ``dp`` data-parallel gradients
     (and ZeRO's weight all-gathers), and for a mixture-of-experts model ``ep`` the expert-parallel
@@ -358,14 +383,14 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
     >>> comm(model(kinds=(LayerKind(ffn="moe"),)))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
     4*L*ceiling(b*beta_a*d*k*s*(N_e - 1)/N_e)
     """
-    first, last = stages(mdl, sp_)
+    first, last = stages(mdl, sp_, experts)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     passes = 3 if zero.sharded("weights", zero_stage) else 2  # ZeRO 3 gathers the weights again in backward
     grad = zero.MIXED_PRECISION_ADAM["gradients"]  # bytes of a gradient (and of a gathered weight)
     out = {
-        "tp": maximum(_tp_bytes(first, sp_, recompute), _tp_bytes(last, sp_, recompute)),
+        "tp": maximum(*(_tp_bytes(st, sp_, recompute, experts == "split") for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
-        "dp": passes * ring(grad * params_per_gpu(mdl, sp_), S.N_d),
+        "dp": passes * ring(grad * params_per_gpu(mdl, sp_, experts=experts), S.N_d),
     }
     if has_experts(mdl):
         group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards

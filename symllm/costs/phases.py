@@ -363,18 +363,18 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
         # one GPU: the whole model (the workload's stack), nothing sent; an HF stack is laid out only by data
         # parallelism (Workload refuses tp, pp and ep with it): every rank holds the whole model, and the
         # model's own figures are already ZeRO-sharded over N_d
-        comm = (parallel.comm(mdl, work.sp, work.recompute, work.zero_stage) if laid
+        comm = (parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp) if laid
                 else {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)})
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
                 "memory_per_gpu": {kind: out["memory"][kind] for kind in _per_gpu_kinds(out["memory"])},
                 "comm": comm}
-    stages = parallel.stages(mdl, work.sp)  # what rank 0 of the first and the last stage holds
-    return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp)}, **out,
+    stages = parallel.stages(mdl, work.sp, work.expert_tp)  # what rank 0 of the first and the last stage holds
+    return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp, experts=work.expert_tp)}, **out,
             "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, work.recompute,
                                                                      work.stack, work.optimizer)
                                                         for i in range(len(stages))))
                                for kind in _per_gpu_kinds(out["memory"])},
-            "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage)}
+            "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp)}
 
 
 def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:

@@ -41,6 +41,9 @@ MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activati
 ATTENTION = ("dense", "causal")
 #: the positions whose logits an inference forward computes (Workload.logits): the last of each sequence, or all
 LOGITS = ("last", "all")
+#: how the routed experts lie over the tensor-parallel ranks (symllm.costs.parallel's docstring says why): each
+#: expert's width split over them (the engines' default), or every expert whole on each rank
+EXPERT_TP = ("split", "whole")
 #: the stacks whose memory is the component tree's own (symllm.costs.phases); ``fused`` is the default
 COMPONENT_STACKS = ("fused", "eager")
 #: the stacks symllm knows
@@ -216,6 +219,11 @@ class Workload:
     #: expert-parallel ranks sharing each MoE layer's routed experts, N_e, carved out of the dp ranks
     ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp)", training=True,
                    shapes=_above_one)
+    #: the routed experts under tensor parallelism (EXPERT_TP; symllm.costs.parallel): each expert's width split over
+    #: the tp ranks (vLLM's and SGLang's FusedMoE, Megatron's default expert_tensor_parallel_size), or whole on each
+    expert_tp: str = _opt("split", "routed experts under --tp: split (each expert's gate/up/down over the tensor "
+                          "ranks, as vLLM, SGLang and Megatron do by default) or whole (each rank holds them whole: "
+                          "expert parallelism, Megatron's --expert-tensor-parallel-size 1)", training=True, shapes=True)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
     #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
@@ -291,6 +299,7 @@ class Workload:
         zero_stage(self.zero_stage)
         boolean("recompute", self.recompute)
         choice("optimizer", self.optimizer, OPTIMIZERS)
+        choice("expert_tp", self.expert_tp, EXPERT_TP)
         boolean("sp", self.sp)
         if self.sp and self.tp == 1:
             raise SymllmError("sp: sequence parallelism splits over the tensor-parallel ranks; give --tp > 1")

@@ -115,14 +115,17 @@ SPLITS = ("every number of pipeline stages up to the {L} blocks that divides the
           "floor(L/pp) and the head (symllm.costs.parallel.stages)")
 
 
-def _tp_choices(spc) -> list[int]:
+def _tp_choices(spc, expert_tp: str = "split") -> list[int]:
     """Tensor-parallel ranks that split whole heads: dividing the query heads, and dividing the key/value
-    heads or a multiple of them (one key/value head a rank, replicated: :func:`checks.splits_heads`).
+    heads or a multiple of them (one key/value head a rank, replicated: :func:`checks.splits_heads`); with
+    tensor-split routed experts (``expert_tp``), dividing each expert's width too (:mod:`symllm.costs.checks`).
 
     >>> _tp_choices(resolved.spec("llama3.1-8b"))  # 32 query heads, 8 KV heads
     [1, 2, 4, 8, 16, 32]
     """
-    return [t for t in _divisors(spc.n_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)]
+    fields = {**checks.model_fields(spc), "expert_tp": expert_tp, "pp": 1, "ep": 1}
+    return [t for t in _divisors(spc.n_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)
+            and not checks.failures({**fields, "tp": t})]
 
 
 def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training: bool = True,
@@ -159,7 +162,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
         return evaluate(costs.quantities(mdl, at)["memory_per_gpu"][kind],  # (KV heads replicated: kv_heads_split)
                         {**vals, S.N_t: tp, S.N_p: pp, S.N_d: dp, S.n_kv: kv_heads_split(vals[S.n_kv], tp)})
 
-    tps = _tp_choices(spc) if "tp" in ranks else [work.tp]
+    tps = _tp_choices(spc, work.expert_tp) if "tp" in ranks else [work.tp]
     pps = _stage_choices(spc) if "pp" in ranks else [work.pp]
     best = None
     for tp in tps:
@@ -248,7 +251,8 @@ class Plan:
 _KEYS = ("tp", "pp", "dp", "ep", "sp", "zero", "recompute", "batch", "accum")
 
 
-def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int | None) -> dict[str, np.ndarray]:
+def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int | None,
+             expert_tp: str = "split") -> dict[str, np.ndarray]:
     """Every layout of ``gpus`` GPUs (module docstring), as columns (``batch`` 0: ``dp`` does not divide the
     global batch)."""
     experts = spc.n_experts
@@ -260,7 +264,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
         for column, v in zip(columns, values):
             column.append(v)
 
-    for tp in _tp_choices(spc):
+    for tp in _tp_choices(spc, expert_tp):
         if gpus % tp:
             continue
         for pp in _stage_choices(spc, gpus // tp):
@@ -326,7 +330,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
     elif global_batch is not None:
         raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
-    cols = _layouts(spc, gpus, training, concurrency, global_batch)
+    cols = _layouts(spc, gpus, training, concurrency, global_batch, work.expert_tp)
     n = len(cols["tp"])
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},
@@ -348,7 +352,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
-        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer)
+        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer, work.expert_tp)
         if training and work.lora_rank is not None:  # LoRA's peak, as workload()'s (one GPU's whole)
             lora = costs.quantities(mdl, work.replace(zero_stage=zero, recompute=rec))["memory"]["training_peak"]
             forms = {**forms, "peaks": (lora,)}
@@ -431,18 +435,18 @@ def _expected(spc, work: Workload, row: dict, training: bool) -> dict:
 
 @lru_cache(maxsize=64)
 def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool,
-           optimizer: str = "adamw") -> dict:
+           optimizer: str = "adamw", experts: str = "split") -> dict:
     """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
     per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
     (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
     :func:`symllm.costs.parallel.comm`; serving: a decode step's FLOPs, bytes and tensor-parallel bytes)."""
     defs = dict(mdl.definitions)
-    stages = parallel.stages(mdl, seq_par)
-    terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops)
+    stages = parallel.stages(mdl, seq_par, experts)
+    terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops, experts)
     out = {"peaks": tuple(substitute(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer), defs)
                           for i in range(len(stages)))}
     if training:
-        comm = parallel.comm(mdl, seq_par, rec, zero)
+        comm = parallel.comm(mdl, seq_par, rec, zero, experts)
         out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
                    comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},
                    handoff=terms["training_handoff"])
