@@ -326,6 +326,7 @@ OPTIONS: tuple[Option, ...] = (
            value=lambda c: c.per_layer_dim is not None,
            parts=("per_layer_embedding", "per_layer_model_projection", "per_layer_norm", "per_layer_gate",
                   "per_layer_projection", "post_per_layer_norm"), choices=(True,), on=True,
+           reference="refused in one line (transformers' Gemma4ForCausalLM checks it: tests/test_gemma4.py)",
            text=lambda c: (f"per-layer embeddings: a table of {c.per_layer_vocab} x {c.n_layers}*{c.per_layer_dim} "
                            f"and a projection give each layer an input of {c.per_layer_dim}") if c.per_layer_dim else "",
            doc="Gemma 4's per-layer embeddings (hidden_size_per_layer_input, vocab_size_per_layer_input: E2B, E4B)"),
