@@ -455,8 +455,9 @@ def gated_deltanet_configs(draw, kind: str | None = None) -> dict:
 def nemotron_h_configs(draw) -> dict:
     """A small Nemotron-H config.json (model_type nemotron_h) as transformers writes it: a pattern of Mamba-2
     (M), attention (*), squared-ReLU MLP (-) and mixture-of-experts (E: routed and shared relu2 experts, the
-    routed experts' count a multiple, at least twice, of the router's n_group, topk_group of them kept) layers, as
-    hybrid_override_pattern or layers_block_type;
+    routed experts' count a multiple, at least twice, of the router's n_group, topk_group of them kept; their
+    latent width moe_latent_size, Nemotron-3 Super's, drawn or absent) layers, as hybrid_override_pattern or
+    layers_block_type;
     Mamba heads a multiple of the groups, head width, state, kernel and chunk drawn (state and chunk at least 2:
     torch.einsum turns a contraction over one element into an element-wise product, which FlopCounterMode does
     not count, where symllm counts the scan's einsum); the convolution's bias,
@@ -477,6 +478,8 @@ def nemotron_h_configs(draw) -> dict:
     raw.update(n_routed_experts=experts, num_experts_per_tok=draw(st.integers(1, experts)), n_group=n_group,
                topk_group=draw(st.integers(1, n_group)), moe_intermediate_size=draw(st.integers(1, 24)),
                moe_shared_expert_intermediate_size=draw(st.integers(1, 24)))
+    if draw(st.booleans()):  # Nemotron-3 Super's latent experts (fc1_latent_proj, fc2_latent_proj)
+        raw["moe_latent_size"] = draw(st.integers(1, 24))
     if draw(st.booleans()):
         raw["hybrid_override_pattern"] = pattern
     else:

@@ -18,10 +18,8 @@ from symllm.arch.families.hf import HF_UNMODELLED
 from symllm.arch.layers import ACTIVATIONS, MAX_GROUPS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice, positive_int
-from symllm.validate import integer as _integer
-from symllm.validate import positive_number as _positive_float
-from symllm.validate import short as _short
+from symllm.validate import boolean, choice, integer as _integer, positive_int
+from symllm.validate import positive_number as _positive_float, short as _short
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
            "preset_hub", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
@@ -137,6 +135,8 @@ class ModelConfig:
     #: Qwen2-MoE's gated shared expert: the shared expert's own width (shared_expert_intermediate_size), its
     #: output scaled by a sigmoid gate (a d -> 1 linear); None: no such gate (Llama 4's, of width hidden_dim)
     shared_hidden_dim: int | None = None
+    #: Nemotron-3 Super: the routed experts' width between fc1_latent_proj and fc2_latent_proj (None: d)
+    moe_latent_size: int | None = None
     #: gpt-oss: biases on the router and on every routed expert's projections
     moe_bias: bool = False
     #: gpt-oss: the routed experts' clamped SwiGLU (swiglu_limit; no parameters, its own element-wise work)
@@ -435,7 +435,7 @@ class ModelConfig:
         return self.shared_hidden_dim
 
     def _check_moe(self, put) -> None:
-        for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
+        for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim", "moe_latent_size"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
         for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
             boolean(field, getattr(self, field))
@@ -446,7 +446,7 @@ class ModelConfig:
         if self.shared_hidden_dim is not None and not self.shared_expert and self.n_shared_experts is None:
             raise SymllmError(f"shared_hidden_dim: {self.shared_hidden_dim} given without shared_expert")
         if self.n_experts is None:
-            for field in ("experts_per_token", "dense_hidden_dim"):
+            for field in ("experts_per_token", "dense_hidden_dim", "moe_latent_size"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
             for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
@@ -583,7 +583,7 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
                                  "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
                                  "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk", "index_heads",
-                                 "index_head_dim", "index_topk")}}
+                                 "index_head_dim", "index_topk", "moe_latent_size")}}
 
 
 #: names of the readers and the catalogue offered here too, loaded on first use (PEP 562): old imports keep working

@@ -291,6 +291,8 @@ class Structure:
     indexer: bool = False
     #: the MoE layers have DeepSeek's shared experts (one SwiGLU of width d_se)
     shared_experts: bool = False
+    #: the routed experts run in a latent width d_lm between two projections (Nemotron-3 Super's moe_latent_size)
+    latent_moe: bool = False
     #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
     partial_rope: bool = False
     #: the checkpoint stores multi-token-prediction modules (reported apart: symllm.arch.components.mtp)
@@ -337,7 +339,7 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias"):
+                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias", "latent_moe"):
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")

@@ -217,6 +217,13 @@ OPTIONS: tuple[Option, ...] = (
            text=lambda c: (f"{c.n_shared_experts} shared experts of width {c.hidden_dim}" if c.shared_hidden_dim is None
                            else f"a shared expert of width {c.shared_hidden_dim}") if c.n_shared_experts else "",
            doc="DeepSeek's shared experts"),
+    Option("latent_moe", ("moe_latent_size",), (None,), "structure", "latent_moe",
+           value=lambda c: c.moe_latent_size is not None, parts=("fc1_latent_proj", "fc2_latent_proj"),
+           choices=(True,), on=True,
+           text=lambda c: (f"routed experts in a latent width of {c.moe_latent_size} (fc1_latent_proj, "
+                           "fc2_latent_proj)") if c.moe_latent_size else "",
+           doc="the routed experts run in a latent width between two projections (Nemotron-3 Super's "
+               "moe_latent_size)"),
     _on("moe_bias", "gpt-oss's biases on the router and the experts", "biases on the router and every expert",
         "biases on the router and the experts"),
     _on("clamped", "gpt-oss's clamped SwiGLU experts", "the clamped SwiGLU in the experts",

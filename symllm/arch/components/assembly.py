@@ -60,7 +60,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   # tests/test_rules.py's every-part models do) keep the SwiGLU experts they describe
                   activation="silu" if structure.moe_bias or structure.clamped or structure.fused_lora
                   else variant.activation,
-                  score_bias=structure.router_score_bias)
+                  score_bias=structure.router_score_bias, latent=structure.latent_moe,
+                  latent_bias=structure.mlp_bias and structure.latent_moe)
     else:
         ffn = feed_forward(bias=structure.mlp_bias, width=d_fd if structure.has_moe else d_ff, variant=variant)
     if kind.mixer == "none":
