@@ -867,9 +867,11 @@ def dsa_configs(draw, kind: str | None = None) -> dict:
     """A small DeepSeek-V3.2 or GLM-5 config.json (model_type deepseek_v32 / glm_moe_dsa) as transformers reads
     it: a DeepSeek-V3 config (deepseek_configs) with a query latent (the classes' q_lora_rank is an integer) and
     DeepSeek Sparse Attention's indexer: index_n_heads, index_head_dim (at least the RoPE part it rotates),
-    index_topk (from 1, below or above the contexts the properties run). GLM-5's layers all run their indexer
-    (index_topk_freq 1, its default, or absent); multi-token prediction is its checkpoint's (transformers' classes
-    have no key for it: drawn absent)."""
+    index_topk (from 1, below or above the contexts the properties run). GLM-5's indexer layers: all full
+    (index_topk_freq 1, its default, or absent), or some reusing the previous layer's top-k ('shared') as
+    index_topk_freq 2-3 after index_skip_topk_offset 1-3 derive them, or as an indexer_types list whose first
+    layer is full (transformers needs a previous top-k); multi-token prediction is its checkpoint's
+    (transformers' classes have no key for it: drawn absent)."""
     kind = kind or draw(st.sampled_from(["deepseek_v32", "glm_moe_dsa"]))
     raw = draw(deepseek_configs("deepseek_v3"))
     raw.pop("num_nextn_predict_layers", None)
@@ -877,8 +879,16 @@ def dsa_configs(draw, kind: str | None = None) -> dict:
                                                else "GlmMoeDsaForCausalLM"],
                q_lora_rank=draw(st.integers(1, 12)), index_n_heads=draw(st.integers(1, 4)),
                index_head_dim=raw["qk_rope_head_dim"] + draw(st.integers(0, 6)), index_topk=draw(st.integers(1, 8)))
-    if kind == "glm_moe_dsa" and draw(st.booleans()):
-        raw["index_topk_freq"] = 1
+    if kind == "glm_moe_dsa":
+        how = draw(st.sampled_from(["absent", "one", "freq", "types"]))
+        if how == "one":
+            raw["index_topk_freq"] = 1
+        elif how == "freq":
+            raw.update(index_topk_freq=draw(st.integers(2, 3)), index_skip_topk_offset=draw(st.integers(1, 3)))
+        elif how == "types":
+            raw["indexer_types"] = ["full"] + draw(st.lists(st.sampled_from(["full", "shared"]),
+                                                            min_size=raw["num_hidden_layers"] - 1,
+                                                            max_size=raw["num_hidden_layers"] - 1))
     return raw
 
 

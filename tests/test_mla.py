@@ -15,6 +15,7 @@ import symllm
 from symllm.api import by_kind
 from symllm.arch.config import from_hf, preset_info
 from symllm.costs import phases as costs
+from symllm.errors import SymllmError
 
 from .conftest import CI, one_per_shape, requires
 from .strategies import deepseek_configs, dsa_configs, family_configs, glm4_moe_configs
@@ -346,7 +347,8 @@ def test_sparse_attention_flops_kv_and_state_cache_equal_transformers(raw, b, s,
     def held(cache, n):
         values = symllm.values(cfg, batch=b, seq=s, gen=n, kv_dtype="fp32")
         assert kv.subs(values) == 4 * sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
-        assert state.subs(values) == 4 * sum(layer.indexer_keys.numel() for layer in cache.layers)
+        assert state.subs(values) == 4 * sum(layer.indexer_keys.numel() for layer in cache.layers
+                                             if layer.indexer_keys is not None)  # none in GLM-5's shared layers
 
     tokens = torch.randint(0, raw["vocab_size"], (b, s))
     flops, cache = _run(model, tokens)
@@ -399,6 +401,31 @@ def test_deepseek_v32_exp_is_deepseek_v3_plus_the_indexer_by_hand():
     assert symllm.params(cfg)["total"] == symllm.params("deepseek-v3")["total"] + 61 * indexer
     memory = costs.workload(cfg, batch=1, seq=1000, gen=0, kv_dtype="bf16")["memory"]
     assert memory["state_cache"] == 61 * 1000 * 128 * 2 and memory["kv_cache"] == 61 * 1000 * 576 * 2
+
+
+def test_glm5_shared_indexer_layers_by_hand_and_on_meta():
+    """GLM-5's layers that reuse the previous layer's top-k (GlmMoeDsaConfig: index_topk_freq 4 after
+    index_skip_topk_offset 2 makes layers 0, 1 and 5 of 6 'full', 2-4 'shared') have no indexer
+    (GlmMoeDsaAttention: ``self.indexer = None if self.skip_topk``): its parameters are in 3 layers, each
+    wq_b 4 × 2·4 = 32, wk 16 × 4 = 64, k_norm's weight and bias 2 × 4 = 8, weights_proj 16 × 2 = 32 (136, hand
+    arithmetic from GlmMoeDsaIndexer.__init__), as numel of transformers' model on the meta device says; its
+    cached indexer keys after 10 tokens at bf16 are 3 × 10 × 4 × 2 = 240 bytes, the latent cache of all 6
+    layers unchanged, 6 × 10 × (4 + 2) × 2 = 720; a config whose first layer is 'shared' is refused."""
+    raw = {"model_type": "glm_moe_dsa", "vocab_size": 10, "hidden_size": 16, "num_hidden_layers": 6,
+           "num_attention_heads": 2, "num_key_value_heads": 2, "q_lora_rank": 4, "kv_lora_rank": 4,
+           "qk_rope_head_dim": 2, "qk_nope_head_dim": 2, "v_head_dim": 2, "index_n_heads": 2, "index_head_dim": 4,
+           "index_topk": 3, "first_k_dense_replace": 1, "n_routed_experts": 4, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 3, "n_shared_experts": 1, "intermediate_size": 8, "index_topk_freq": 4}
+    cfg = from_hf(raw)
+    assert sum(v for k, v in symllm.params(cfg).items() if "/indexer/" in k) == 3 * 136  # every group's layers
+    assert symllm.params(cfg)["total"] == symllm.params(from_hf({**raw, "index_topk_freq": 1}))["total"] - 3 * 136
+    model = _hf_model(raw)
+    assert sum(p.numel() for n, p in model.named_parameters() if ".indexer." in n) == 3 * 136
+    assert sorted({int(n.split(".")[2]) for n, _ in model.named_parameters() if ".indexer." in n}) == [0, 1, 5]
+    memory = symllm.workload(cfg, batch=1, seq=10, kv_dtype="bf16")["memory"]
+    assert memory["state_cache"] == 240 and memory["kv_cache"] == 720
+    with pytest.raises(SymllmError, match="indexer_types: the first layer is 'shared'"):
+        from_hf({**raw, "indexer_types": ["shared"] + ["full"] * 5})
 
 
 def test_serve_refuses_a_sparse_attention_model(cli, tmp_path):

@@ -118,6 +118,9 @@ class LayerKind:
     #: its attention has gpt-oss's sinks (one learned logit per query head) where the model's other layers have
     #: none (MiMo-V2-Flash's sliding layers; gpt-oss's every layer is the structure's ``sinks``)
     sinks: bool = field(default=False, repr=False)
+    #: its sparse attention reuses the previous layer's top-k: no indexer of its own (GLM-5's ``indexer_types``
+    #: ``shared``; left out of the repr where False)
+    shared_topk: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
@@ -127,7 +130,8 @@ class LayerKind:
         boolean("temperature", self.temperature)
         boolean("k_eq_v", self.k_eq_v)
         boolean("sinks", self.sinks)
-        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks):
+        boolean("shared_topk", self.shared_topk)
+        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks or self.shared_topk):
             raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
                               f"{self.mixer})")
         if self.mixer == "none" and self.ffn == "none":
@@ -145,7 +149,7 @@ class LayerKind:
                 *(("tempered",) if self.temperature else ()),
                 *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",)}.get(self.mixer, ())),
                 *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
-                *(("sinks",) if self.sinks else ()))
+                *(("sinks",) if self.sinks else ()), *(("shared_topk",) if self.shared_topk else ()))
 
     def __repr__(self):
         """Every field that is not its default (the repr keys the caches of formulas: symllm.numbers.cache).
@@ -157,6 +161,7 @@ class LayerKind:
         extra += "" if self.heads == "model" else f", heads={self.heads!r}"
         extra += ", k_eq_v=True" if self.k_eq_v else ""
         extra += ", sinks=True" if self.sinks else ""
+        extra += ", shared_topk=True" if self.shared_topk else ""
         return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
                 f"temperature={self.temperature!r}{extra})")
 
@@ -346,6 +351,8 @@ class Structure:
         choice("latent", self.latent, LATENT)
         if self.indexer and self.latent != "q_lora":
             raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")
+        if not self.indexer and any(kind.shared_topk for kind in self.kinds):
+            raise SymllmError("shared_topk: a layer reusing another's top-k in a model without a sparse-attention indexer")
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope

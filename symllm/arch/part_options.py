@@ -16,8 +16,8 @@ This module loads no SymPy (config files are read with it).
 >>> from symllm.arch.config import load
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
->>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'mamba', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'sliding', 'chunked']
+>>> print(", ".join(o.name for o in OPTIONS if o.axis == "kind"))
+moe, linear_attention, mamba, nope, temperature, own_heads, layer_sinks, k_eq_v, shared_topk, sliding, chunked
 """
 from __future__ import annotations
 
@@ -111,6 +111,12 @@ def _window_text(c) -> str:
 def _linear_text(c) -> str:
     linear = c.count_layers(lambda kind: kind.mixer == "linear_attention")
     return f"Gated DeltaNet (linear attention) in {linear} of {c.n_layers} layers" if linear else ""
+
+
+def _shared_topk_text(c) -> str:
+    shared = c.count_layers(lambda kind: kind.shared_topk)
+    return (f"{shared} of {c.n_layers} layers reuse the previous layer's top-k (no indexer, no indexer keys)"
+            if shared else "")
 
 
 def _heads_text(c) -> str:
@@ -300,6 +306,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("k_eq_v", ("layers",), (None,), "kind", "k_eq_v", choices=(True,),
            text=lambda c: _k_eq_v_text(c),
            doc="no wv in the layers of kind k_eq_v=True: the values are wk's output (Gemma 4's attention_k_eq_v)"),
+    Option("shared_topk", ("layers",), (None,), "kind", "shared_topk", choices=(True,), models="latent",
+           text=lambda c: _shared_topk_text(c),
+           doc="a sparse attention reusing the previous layer's top-k, with no indexer of its own (GLM-5's shared "
+               "indexer layers)"),
     Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window", choices=("sliding",),
            text=lambda c: _window_text(c) if c.sliding_window else "",
            doc="a sliding window of W keys in the layers of kind window='sliding'"),

@@ -70,7 +70,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         attn = mixer(kind.mixer)(structure, kind)
     elif structure.latent is not None:
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal,
-                                sparse=structure.indexer)
+                                sparse=structure.indexer, shared_topk=kind.shared_topk)
     else:
         attn = attention(structure, kind, causal=causal)
     off, mean = variant.norm_offset, variant.layernorm
