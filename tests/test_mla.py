@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.api import by_kind
 from symllm.arch.config import from_hf, preset_info
-from symllm.costs import phases as costs
+from symllm.costs import phases as costs, serving
 from symllm.errors import SymllmError
 
 from .conftest import CI, one_per_shape, requires
@@ -394,8 +394,7 @@ def test_deepseek_v32_exp_is_deepseek_v3_plus_the_indexer_by_hand():
     """DeepSeek-V3.2-Exp's sizes (DeepSeek's inference/config_671B_v3.2.json) count DeepSeek-V3's parameters
     plus, in each of the 61 layers, the indexer: wq_b 1536 × 64·128, wk 7168 × 128, k_norm's weight and bias
     2 × 128, weights_proj 7168 × 64 (hand arithmetic); its state cache after 1,000 tokens at bf16 is
-    61 × 1,000 × 128 × 2 bytes, beside the unchanged latent KV cache 61 × 1,000 × 576 × 2; and count --serve
-    refuses it in one line (vLLM pages the indexer's keys per token: not modelled yet)."""
+    61 × 1,000 × 128 × 2 bytes, beside the unchanged latent KV cache 61 × 1,000 × 576 × 2."""
     cfg = from_hf(_v32_exp())
     indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
     assert symllm.params(cfg)["total"] == symllm.params("deepseek-v3")["total"] + 61 * indexer
@@ -428,9 +427,23 @@ def test_glm5_shared_indexer_layers_by_hand_and_on_meta():
         from_hf({**raw, "indexer_types": ["shared"] + ["full"] * 5})
 
 
-def test_serve_refuses_a_sparse_attention_model(cli, tmp_path):
+def test_serve_pages_the_indexer_keys_beside_the_latent_as_vllm(cli, tmp_path):
+    """vLLM's paged cache of DeepSeek-V3.2-Exp, per token, written out from vLLM's source
+    (vllm/model_executor/models/deepseek_v2.py): each of the 61 layers' MLA latent, kv_lora_rank + qk_rope_head_dim
+    = 512 + 64 elements at bf16 (an MLAAttentionSpec of one head), and its Indexer's DeepseekV32IndexerCache of
+    head_dim + head_dim // quant_block_size * 4 = 128 + 128 // 128 * 4 = 132 uint8 bytes (FP8 keys, one fp32
+    scale a block of 128), whatever the KV cache's dtype: 61 * (1152 + 132) = 78,324 bytes a token. With vLLM's
+    measured KV cache bytes given, its blocks of 16 tokens are that budget over 16 such tokens; and count --serve
+    prints the sum and the indexer's part."""
+    cfg = from_hf(_v32_exp())
+    budget = 10 * 2 ** 30  # a measured "Available KV cache memory"
+    r = serving.capacity(cfg, gpu="h200", seq=8192, kv_cache_bytes=budget)
+    assert r["indexer_bytes_per_token"] == 61 * 132 and r["kv_bytes_per_token"] == 61 * (576 * 2 + 132)
+    assert r["blocks"] == budget // (16 * 78_324) and r["kv_tokens"] == 16 * r["blocks"]
+    assert "state_cache_bytes" not in r  # nothing held per sequence: the indexer's keys are paged per token
+    fp8 = serving.capacity(cfg, gpu="h200", seq=8192, kv_cache_bytes=budget, kv_dtype="fp8")
+    assert fp8["kv_bytes_per_token"] == 61 * (576 + 132)  # the latent in fp8; the indexer's layout unchanged
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_v32_exp()))
-    r = cli(["count", str(path), "--gpu", "h200", "--serve"])
-    assert r.code == 2 and r.err.strip().endswith("serve: a sparse-attention indexer's keys (paged per token) are "
-                                                  "not modelled yet"), r.err
+    out = cli(["count", str(path), "--gpu", "h200", "--serve"])
+    assert out.code == 0 and "78,324 bytes a token" in out.out and "indexer keys" in out.out, out.err
