@@ -566,7 +566,7 @@ class ModelConfig:
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
             {**{k: v for k, v in dataclasses.asdict(kind).items()
-                if (k not in ("temperature", "k_eq_v", "sinks") or v) and (k != "mixer" or v != "attention")
+                if (k not in ("temperature", "k_eq_v", "sinks", "shared_topk") or v) and (k != "mixer" or v != "attention")
                 and (k != "heads" or v != "model")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
