@@ -480,8 +480,9 @@ def gated_deltanet_configs(draw, kind: str | None = None) -> dict:
 def nemotron_h_configs(draw) -> dict:
     """A small Nemotron-H config.json (model_type nemotron_h) as transformers writes it: a pattern of Mamba-2
     (M), attention (*), squared-ReLU MLP (-) and mixture-of-experts (E: routed and shared relu2 experts, the
-    routed experts' count a multiple, at least twice, of the router's n_group, topk_group of them kept) layers, as
-    hybrid_override_pattern or layers_block_type;
+    routed experts' count a multiple, at least twice, of the router's n_group, topk_group of them kept; their
+    latent width moe_latent_size, Nemotron-3 Super's, drawn or absent) layers, as hybrid_override_pattern or
+    layers_block_type;
     Mamba heads a multiple of the groups, head width, state, kernel and chunk drawn (state and chunk at least 2:
     torch.einsum turns a contraction over one element into an element-wise product, which FlopCounterMode does
     not count, where symllm counts the scan's einsum); the convolution's bias,
@@ -502,6 +503,8 @@ def nemotron_h_configs(draw) -> dict:
     raw.update(n_routed_experts=experts, num_experts_per_tok=draw(st.integers(1, experts)), n_group=n_group,
                topk_group=draw(st.integers(1, n_group)), moe_intermediate_size=draw(st.integers(1, 24)),
                moe_shared_expert_intermediate_size=draw(st.integers(1, 24)))
+    if draw(st.booleans()):  # Nemotron-3 Super's latent experts (fc1_latent_proj, fc2_latent_proj)
+        raw["moe_latent_size"] = draw(st.integers(1, 24))
     if draw(st.booleans()):
         raw["hybrid_override_pattern"] = pattern
     else:
@@ -889,9 +892,11 @@ def dsa_configs(draw, kind: str | None = None) -> dict:
     """A small DeepSeek-V3.2 or GLM-5 config.json (model_type deepseek_v32 / glm_moe_dsa) as transformers reads
     it: a DeepSeek-V3 config (deepseek_configs) with a query latent (the classes' q_lora_rank is an integer) and
     DeepSeek Sparse Attention's indexer: index_n_heads, index_head_dim (at least the RoPE part it rotates),
-    index_topk (from 1, below or above the contexts the properties run). GLM-5's layers all run their indexer
-    (index_topk_freq 1, its default, or absent); multi-token prediction is its checkpoint's (transformers' classes
-    have no key for it: drawn absent)."""
+    index_topk (from 1, below or above the contexts the properties run). GLM-5's indexer layers: all full
+    (index_topk_freq 1, its default, or absent), or some reusing the previous layer's top-k ('shared') as
+    index_topk_freq 2-3 after index_skip_topk_offset 1-3 derive them, or as an indexer_types list whose first
+    layer is full (transformers needs a previous top-k); multi-token prediction is its checkpoint's
+    (transformers' classes have no key for it: drawn absent)."""
     kind = kind or draw(st.sampled_from(["deepseek_v32", "glm_moe_dsa"]))
     raw = draw(deepseek_configs("deepseek_v3"))
     raw.pop("num_nextn_predict_layers", None)
@@ -899,8 +904,16 @@ def dsa_configs(draw, kind: str | None = None) -> dict:
                                                else "GlmMoeDsaForCausalLM"],
                q_lora_rank=draw(st.integers(1, 12)), index_n_heads=draw(st.integers(1, 4)),
                index_head_dim=raw["qk_rope_head_dim"] + draw(st.integers(0, 6)), index_topk=draw(st.integers(1, 8)))
-    if kind == "glm_moe_dsa" and draw(st.booleans()):
-        raw["index_topk_freq"] = 1
+    if kind == "glm_moe_dsa":
+        how = draw(st.sampled_from(["absent", "one", "freq", "types"]))
+        if how == "one":
+            raw["index_topk_freq"] = 1
+        elif how == "freq":
+            raw.update(index_topk_freq=draw(st.integers(2, 3)), index_skip_topk_offset=draw(st.integers(1, 3)))
+        elif how == "types":
+            raw["indexer_types"] = ["full"] + draw(st.lists(st.sampled_from(["full", "shared"]),
+                                                            min_size=raw["num_hidden_layers"] - 1,
+                                                            max_size=raw["num_hidden_layers"] - 1))
     return raw
 
 

@@ -4,7 +4,7 @@ FlopCounterMode on small CPU models through the torch fallback paths (the chunke
 recurrent update for a decode step), and the cache a real prefill leaves: its keys and values
 (memory.kv_cache) and its convolution and SSM states (memory.state_cache), byte for byte."""
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import symllm
@@ -74,7 +74,29 @@ def test_mamba_parts_by_hand():
     assert out["total"] == 10 * 16 * 2 + 16 + 1224 + 176 + 12 + 24 + 400 + 16  # embed, lm_head, norms
 
 
+#: a Nemotron-3 Super-like MoE layer in miniature: latent experts (moe_latent_size 3 of d = 16), with mlp_bias
+_LATENT = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 16, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": 4, "mamba_head_dim": 6, "ssm_state_size": 5,
+           "n_groups": 2, "conv_kernel": 3, "hybrid_override_pattern": "ME*", "n_routed_experts": 4,
+           "num_experts_per_tok": 2, "moe_intermediate_size": 6, "moe_shared_expert_intermediate_size": 5,
+           "moe_latent_size": 3, "mlp_bias": True}
+
+
+def test_latent_moe_parts_by_hand():
+    """One latent MoE layer, written out from NemotronHMoE.__init__ and NemotronHExperts.__init__ (d = 16, 4
+    experts of 6, 2 a token, shared expert of 5, moe_latent_size 3, mlp_bias): router 4·16 = 64; experts
+    4·(6·3 + 3·6) = 144 (up_proj [4, 6, 3], down_proj [4, 3, 6]: the latent width, not d); fc1_latent_proj
+    16·3 + 3 = 51; fc2_latent_proj 3·16 + 16 = 64; shared up 16·5 + 5 = 85, down 5·16 + 16 = 96. Active: the
+    total less the 2 experts a token does not run, 2·36 = 72."""
+    out = symllm.params(from_hf(_LATENT))
+    moe = {k.split("/", 2)[-1]: v for k, v in out.items() if "/moe/" in k}
+    assert moe == {"router": 64, "fc1_latent_proj": 51, "experts": 144, "fc2_latent_proj": 64,
+                   "shared_experts/w3": 85, "shared_experts/w2": 96}
+    assert out["total"] - out["active"] == 72
+
+
 @given(nemotron_h_configs(), st.integers(1, 2), st.integers(4, 40))
+@example(dict(_LATENT), 2, 5)  # the latent experts always among the drawn configs
 def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
     """For drawn configs (prompts of at least 4 tokens: transformers pads a shorter one to the convolution's
     kernel, which symllm does not count; an attention layer appended where the pattern has none, since
@@ -111,7 +133,7 @@ def test_scan_flops_by_hand():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"hybrid_override_pattern": "ME", "moe_latent_size": 8}, "moe_latent_size: 8 (the experts' latent projections)"),
+    ({"hybrid_override_pattern": "ME", "moe_latent_size": 0}, "moe_latent_size: "),
     ({"hybrid_override_pattern": "ME", "n_routed_experts": 3, "n_group": 2}, "n_group: 2 does not divide the 3"),
     ({"hybrid_override_pattern": "MX"}, "hybrid_override_pattern: unknown layer 'X'"),
     ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act: 'gelu' is not modelled"),

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import symllm
 from symllm.api import by_kind
 from symllm.arch.config import from_hf, preset_info
-from symllm.costs import phases as costs
+from symllm.costs import phases as costs, serving
+from symllm.errors import SymllmError
 
 from .conftest import CI, one_per_shape, requires
 from .strategies import deepseek_configs, dsa_configs, family_configs, glm4_moe_configs
@@ -348,7 +349,8 @@ def test_sparse_attention_flops_kv_and_state_cache_equal_transformers(raw, b, s,
     def held(cache, n):
         values = symllm.values(cfg, batch=b, seq=s, gen=n, kv_dtype="fp32")
         assert kv.subs(values) == 4 * sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
-        assert state.subs(values) == 4 * sum(layer.indexer_keys.numel() for layer in cache.layers)
+        assert state.subs(values) == 4 * sum(layer.indexer_keys.numel() for layer in cache.layers
+                                             if layer.indexer_keys is not None)  # none in GLM-5's shared layers
 
     tokens = torch.randint(0, raw["vocab_size"], (b, s))
     flops, cache = _run(model, tokens)
@@ -394,8 +396,7 @@ def test_deepseek_v32_exp_is_deepseek_v3_plus_the_indexer_by_hand():
     """DeepSeek-V3.2-Exp's sizes (DeepSeek's inference/config_671B_v3.2.json) count DeepSeek-V3's parameters
     plus, in each of the 61 layers, the indexer: wq_b 1536 × 64·128, wk 7168 × 128, k_norm's weight and bias
     2 × 128, weights_proj 7168 × 64 (hand arithmetic); its state cache after 1,000 tokens at bf16 is
-    61 × 1,000 × 128 × 2 bytes, beside the unchanged latent KV cache 61 × 1,000 × 576 × 2; and count --serve
-    refuses it in one line (vLLM pages the indexer's keys per token: not modelled yet)."""
+    61 × 1,000 × 128 × 2 bytes, beside the unchanged latent KV cache 61 × 1,000 × 576 × 2."""
     cfg = from_hf(_v32_exp())
     indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
     assert symllm.params(cfg)["total"] == symllm.params("deepseek-v3")["total"] + 61 * indexer
@@ -403,9 +404,48 @@ def test_deepseek_v32_exp_is_deepseek_v3_plus_the_indexer_by_hand():
     assert memory["state_cache"] == 61 * 1000 * 128 * 2 and memory["kv_cache"] == 61 * 1000 * 576 * 2
 
 
-def test_serve_refuses_a_sparse_attention_model(cli, tmp_path):
+def test_glm5_shared_indexer_layers_by_hand_and_on_meta():
+    """GLM-5's layers that reuse the previous layer's top-k (GlmMoeDsaConfig: index_topk_freq 4 after
+    index_skip_topk_offset 2 makes layers 0, 1 and 5 of 6 'full', 2-4 'shared') have no indexer
+    (GlmMoeDsaAttention: ``self.indexer = None if self.skip_topk``): its parameters are in 3 layers, each
+    wq_b 4 × 2·4 = 32, wk 16 × 4 = 64, k_norm's weight and bias 2 × 4 = 8, weights_proj 16 × 2 = 32 (136, hand
+    arithmetic from GlmMoeDsaIndexer.__init__), as numel of transformers' model on the meta device says; its
+    cached indexer keys after 10 tokens at bf16 are 3 × 10 × 4 × 2 = 240 bytes, the latent cache of all 6
+    layers unchanged, 6 × 10 × (4 + 2) × 2 = 720; a config whose first layer is 'shared' is refused."""
+    raw = {"model_type": "glm_moe_dsa", "vocab_size": 10, "hidden_size": 16, "num_hidden_layers": 6,
+           "num_attention_heads": 2, "num_key_value_heads": 2, "q_lora_rank": 4, "kv_lora_rank": 4,
+           "qk_rope_head_dim": 2, "qk_nope_head_dim": 2, "v_head_dim": 2, "index_n_heads": 2, "index_head_dim": 4,
+           "index_topk": 3, "first_k_dense_replace": 1, "n_routed_experts": 4, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 3, "n_shared_experts": 1, "intermediate_size": 8, "index_topk_freq": 4}
+    cfg = from_hf(raw)
+    assert sum(v for k, v in symllm.params(cfg).items() if "/indexer/" in k) == 3 * 136  # every group's layers
+    assert symllm.params(cfg)["total"] == symllm.params(from_hf({**raw, "index_topk_freq": 1}))["total"] - 3 * 136
+    model = _hf_model(raw)
+    assert sum(p.numel() for n, p in model.named_parameters() if ".indexer." in n) == 3 * 136
+    assert sorted({int(n.split(".")[2]) for n, _ in model.named_parameters() if ".indexer." in n}) == [0, 1, 5]
+    memory = symllm.workload(cfg, batch=1, seq=10, kv_dtype="bf16")["memory"]
+    assert memory["state_cache"] == 240 and memory["kv_cache"] == 720
+    with pytest.raises(SymllmError, match="indexer_types: the first layer is 'shared'"):
+        from_hf({**raw, "indexer_types": ["shared"] + ["full"] * 5})
+
+
+def test_serve_pages_the_indexer_keys_beside_the_latent_as_vllm(cli, tmp_path):
+    """vLLM's paged cache of DeepSeek-V3.2-Exp, per token, written out from vLLM's source
+    (vllm/model_executor/models/deepseek_v2.py): each of the 61 layers' MLA latent, kv_lora_rank + qk_rope_head_dim
+    = 512 + 64 elements at bf16 (an MLAAttentionSpec of one head), and its Indexer's DeepseekV32IndexerCache of
+    head_dim + head_dim // quant_block_size * 4 = 128 + 128 // 128 * 4 = 132 uint8 bytes (FP8 keys, one fp32
+    scale a block of 128), whatever the KV cache's dtype: 61 * (1152 + 132) = 78,324 bytes a token. With vLLM's
+    measured KV cache bytes given, its blocks of 16 tokens are that budget over 16 such tokens; and count --serve
+    prints the sum and the indexer's part."""
+    cfg = from_hf(_v32_exp())
+    budget = 10 * 2 ** 30  # a measured "Available KV cache memory"
+    r = serving.capacity(cfg, gpu="h200", seq=8192, kv_cache_bytes=budget)
+    assert r["indexer_bytes_per_token"] == 61 * 132 and r["kv_bytes_per_token"] == 61 * (576 * 2 + 132)
+    assert r["blocks"] == budget // (16 * 78_324) and r["kv_tokens"] == 16 * r["blocks"]
+    assert "state_cache_bytes" not in r  # nothing held per sequence: the indexer's keys are paged per token
+    fp8 = serving.capacity(cfg, gpu="h200", seq=8192, kv_cache_bytes=budget, kv_dtype="fp8")
+    assert fp8["kv_bytes_per_token"] == 61 * (576 + 132)  # the latent in fp8; the indexer's layout unchanged
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_v32_exp()))
-    r = cli(["count", str(path), "--gpu", "h200", "--serve"])
-    assert r.code == 2 and r.err.strip().endswith("serve: a sparse-attention indexer's keys (paged per token) are "
-                                                  "not modelled yet"), r.err
+    out = cli(["count", str(path), "--gpu", "h200", "--serve"])
+    assert out.code == 0 and "78,324 bytes a token" in out.out and "indexer keys" in out.out, out.err

@@ -70,6 +70,8 @@ def _every_model():
             chosen = dict(zip(options, values))
             if chosen.get("indexer") and chosen.get("latent") != "q_lora":  # DSA's indexer reads the query latent
                 continue
+            if not chosen.get("indexer") and any(k.shared_topk for k in chosen.get("kinds", ())):  # GLM-5's, with DSA
+                continue
             yield C.model(**chosen)
 
 
@@ -78,12 +80,13 @@ def test_options_cover_every_model_switch():
     structural option, a layer kind's value or a variant's is switched on by its test choices in the registry."""
     options = set(C.Structure.__dataclass_fields__) | {"causal"}
     assert options == set(OPTIONS) | set(LATENT_OPTIONS) and options >= set(C.EVERY_PART)
-    kinds = {kind for choice in OPTIONS["kinds"] for kind in choice}
+    kinds = {kind for options in (OPTIONS, LATENT_OPTIONS) for choice in options["kinds"] for kind in choice}
     for field in C.LayerKind.__dataclass_fields__:  # a new LayerKind field: OPTIONS draws each of its values
         assert {getattr(k, field) for k in kinds} >= {getattr(C.LayerKind(), field), *(
             {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False),
              "mixer": C.MIXERS, "heads": C.HEADS, "k_eq_v": (True, False),
-             "sinks": (True, False), "kv_shared": (True, False), "wide_ffn": (True, False)}[field])}, field
+             "sinks": (True, False), "kv_shared": (True, False), "wide_ffn": (True, False),
+             "shared_topk": (True, False)}[field])}, field
     for field, known in (("norms", NORMS), ("activation", ACTIVATIONS)):  # a new value of a variant's: drawn too
         assert {getattr(C.Variant(), field)} | {getattr(v, field) for v in OPTIONS["variant"]} == set(known), field
     for o in REGISTRY:  # each kind and variant option switches its field away from LLaMA's layer in some model
@@ -114,7 +117,8 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
                     "in_proj_b", "in_proj_a", "out_proj", "in_proj", "index_wq_b", "index_wk", "index_weights", "wg",
-                    "per_layer_model_projection", "per_layer_gate", "per_layer_projection", "per_layer_embedding"}
+                    "per_layer_model_projection", "per_layer_gate", "per_layer_projection", "per_layer_embedding",
+                    "fc1_latent_proj", "fc2_latent_proj"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from symllm.arch.families.hf import HF_UNMODELLED
-from symllm.arch.layers import ACTIVATIONS, MAX_GROUPS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups
+from symllm.arch.layers import ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, read_groups
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int, integer as _integer, short as _short
@@ -29,31 +29,6 @@ __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "
 def _positive_int(field: str, value, *, optional: bool = False):
     """A config's integer field: JSON's ``4096.0`` is read as 4096 (:func:`symllm.validate.integer`)."""
     return positive_int(field, value, optional=optional, floats=True)
-
-
-def _layer_groups(value, n_layers: int) -> tuple:
-    """``layers`` as a tuple of ``(LayerKind, count)`` runs in model order, the counts adding up to ``n_layers``."""
-    if not isinstance(value, (list, tuple)) or not value:
-        raise SymllmError(f"layers: expected groups of (LayerKind, count), got {_short(value)}")
-    out = []
-    for pair in value:
-        if isinstance(pair, dict):  # ModelConfig.to_dict's form: the kind's fields and the count
-            kind = {k: v for k, v in pair.items() if k != "count"}
-            unknown = sorted(set(kind) - set(LayerKind.__dataclass_fields__))
-            if unknown or "count" not in pair:
-                raise SymllmError(f"layers: expected a kind's fields and its count, got {_short(pair)}")
-            pair = (LayerKind(**kind), pair["count"])
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], LayerKind):
-            raise SymllmError(f"layers: expected (LayerKind, count) pairs, got {_short(pair)}")
-        out.append((pair[0], positive_int("layers", pair[1])))
-    kinds = len({kind for kind, _ in out})
-    if kinds > MAX_GROUPS:
-        raise SymllmError(f"layers: {kinds} kinds of layer; symllm models at most {MAX_GROUPS}")
-    total = sum(count for _, count in out)
-    if total != n_layers:
-        raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers} (edit the groups' "
-                          "counts too)")
-    return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,6 +108,8 @@ class ModelConfig:
     #: Qwen2-MoE's gated shared expert: the shared expert's own width (shared_expert_intermediate_size), its
     #: output scaled by a sigmoid gate (a d -> 1 linear); None: no such gate (Llama 4's, of width hidden_dim)
     shared_hidden_dim: int | None = None
+    #: Nemotron-3 Super: the routed experts' width between fc1_latent_proj and fc2_latent_proj (None: d)
+    moe_latent_size: int | None = None
     #: gpt-oss: biases on the router and on every routed expert's projections
     moe_bias: bool = False
     #: gpt-oss: the routed experts' clamped SwiGLU (swiglu_limit; no parameters, its own element-wise work)
@@ -435,7 +412,7 @@ class ModelConfig:
         return self.shared_hidden_dim
 
     def _check_moe(self, put) -> None:
-        for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim"):
+        for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim", "moe_latent_size"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
         for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
             boolean(field, getattr(self, field))
@@ -446,7 +423,7 @@ class ModelConfig:
         if self.shared_hidden_dim is not None and not self.shared_expert and self.n_shared_experts is None:
             raise SymllmError(f"shared_hidden_dim: {self.shared_hidden_dim} given without shared_expert")
         if self.n_experts is None:
-            for field in ("experts_per_token", "dense_hidden_dim"):
+            for field in ("experts_per_token", "dense_hidden_dim", "moe_latent_size"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
             for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
@@ -465,7 +442,7 @@ class ModelConfig:
             kind = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
             put("layers", ((kind, self.n_layers),))
         else:
-            put("layers", _layer_groups(self.layers, self.n_layers))
+            put("layers", read_groups(self.layers, self.n_layers))
         moe = self.n_moe_layers or 0
         if self.n_experts is not None and not moe:
             raise SymllmError(f"n_experts: {self.n_experts} given but no layer is a mixture of experts")
@@ -566,7 +543,7 @@ class ModelConfig:
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
             {**{k: v for k, v in dataclasses.asdict(kind).items()
-                if (k not in ("temperature", "k_eq_v", "sinks", "kv_shared", "wide_ffn") or v) and (k != "mixer" or v != "attention")
+                if (k not in ("temperature", "k_eq_v", "sinks", "kv_shared", "wide_ffn", "shared_topk") or v) and (k != "mixer" or v != "attention")
                 and (k != "heads" or v != "model")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
@@ -583,7 +560,8 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
                                  "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
                                  "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk", "index_heads",
-                                 "index_head_dim", "index_topk", "per_layer_dim", "per_layer_vocab")}}
+                                 "index_head_dim", "index_topk", "per_layer_dim", "per_layer_vocab",
+                                 "moe_latent_size")}}
 
 
 #: names of the readers and the catalogue offered here too, loaded on first use (PEP 562): old imports keep working

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, fields
 from itertools import zip_longest
 
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice
+from symllm.validate import boolean, choice, positive_int, short
 
-__all__ = ["LayerKind", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "read_groups", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -125,6 +125,9 @@ class LayerKind:
     kv_shared: bool = field(default=False, repr=False)
     #: its dense feed-forward is ``2·d_ff`` wide (Gemma 4's ``use_double_wide_mlp``, in its KV-shared layers)
     wide_ffn: bool = field(default=False, repr=False)
+    #: its sparse attention reuses the previous layer's top-k: no indexer of its own (GLM-5's ``indexer_types``
+    #: ``shared``; left out of the repr where False)
+    shared_topk: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
@@ -136,9 +139,11 @@ class LayerKind:
         boolean("sinks", self.sinks)
         boolean("kv_shared", self.kv_shared)
         boolean("wide_ffn", self.wide_ffn)
+        boolean("shared_topk", self.shared_topk)
         if self.wide_ffn and self.ffn != "dense":
             raise SymllmError(f"wide_ffn: a doubled width is a dense feed-forward's (the ffn is {self.ffn})")
-        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks or self.kv_shared):
+        if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks or self.kv_shared
+                                          or self.shared_topk):
             raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
                               f"{self.mixer})")
         if self.mixer == "none" and self.ffn == "none":
@@ -157,7 +162,8 @@ class LayerKind:
                 *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",)}.get(self.mixer, ())),
                 *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
                 *(("sinks",) if self.sinks else ()), *(("shared",) if self.kv_shared else ()),
-                *(("wide",) if self.wide_ffn else ()))
+                *(("wide",) if self.wide_ffn else ()),
+                *(("shared_topk",) if self.shared_topk else ()))
 
     def __repr__(self):
         """Every field that is not its default (the repr keys the caches of formulas: symllm.numbers.cache).
@@ -171,6 +177,7 @@ class LayerKind:
         extra += ", sinks=True" if self.sinks else ""
         extra += ", kv_shared=True" if self.kv_shared else ""
         extra += ", wide_ffn=True" if self.wide_ffn else ""
+        extra += ", shared_topk=True" if self.shared_topk else ""
         return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
                 f"temperature={self.temperature!r}{extra})")
 
@@ -191,6 +198,36 @@ def runs(kinds) -> tuple[tuple[LayerKind, int], ...]:
         else:
             out.append([kind, 1])
     return tuple((kind, count) for kind, count in out)
+
+
+def read_groups(value, n_layers: int) -> tuple:
+    """A config's ``layers`` as a tuple of ``(LayerKind, count)`` runs in model order, the counts adding up to
+    ``n_layers`` (pairs, or :meth:`ModelConfig.to_dict`'s dicts of a kind's fields and its count).
+
+    >>> read_groups([{"ffn": "moe", "count": 2}], 2)[0][1]
+    2
+    """
+    if not isinstance(value, (list, tuple)) or not value:
+        raise SymllmError(f"layers: expected groups of (LayerKind, count), got {short(value)}")
+    out = []
+    for pair in value:
+        if isinstance(pair, dict):  # ModelConfig.to_dict's form: the kind's fields and the count
+            kind = {k: v for k, v in pair.items() if k != "count"}
+            unknown = sorted(set(kind) - set(LayerKind.__dataclass_fields__))
+            if unknown or "count" not in pair:
+                raise SymllmError(f"layers: expected a kind's fields and its count, got {short(pair)}")
+            pair = (LayerKind(**kind), pair["count"])
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], LayerKind):
+            raise SymllmError(f"layers: expected (LayerKind, count) pairs, got {short(pair)}")
+        out.append((pair[0], positive_int("layers", pair[1])))
+    kinds = len({kind for kind, _ in out})
+    if kinds > MAX_GROUPS:
+        raise SymllmError(f"layers: {kinds} kinds of layer; symllm models at most {MAX_GROUPS}")
+    total = sum(count for _, count in out)
+    if total != n_layers:
+        raise SymllmError(f"layers: the groups hold {total} layers, not n_layers {n_layers} (edit the groups' "
+                          "counts too)")
+    return tuple(out)
 
 
 def groups(kinds) -> tuple[tuple[LayerKind, int], ...]:
@@ -308,6 +345,8 @@ class Structure:
     indexer: bool = False
     #: the MoE layers have DeepSeek's shared experts (one SwiGLU of width d_se)
     shared_experts: bool = False
+    #: the routed experts run in a latent width d_lm between two projections (Nemotron-3 Super's moe_latent_size)
+    latent_moe: bool = False
     #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
     partial_rope: bool = False
     #: the checkpoint stores multi-token-prediction modules (reported apart: symllm.arch.components.mtp)
@@ -358,13 +397,15 @@ class Structure:
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
                      "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias",
-                     "per_layer_input"):
+                     "per_layer_input", "latent_moe"):
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")
         choice("latent", self.latent, LATENT)
         if self.indexer and self.latent != "q_lora":
             raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")
+        if not self.indexer and any(kind.shared_topk for kind in self.kinds):
+            raise SymllmError("shared_topk: a layer reusing another's top-k in a model without a sparse-attention indexer")
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope

@@ -16,8 +16,8 @@ This module loads no SymPy (config files are read with it).
 >>> from symllm.arch.config import load
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
->>> [o.name for o in OPTIONS if o.axis == "kind"]
-['moe', 'linear_attention', 'mamba', 'nope', 'temperature', 'own_heads', 'layer_sinks', 'k_eq_v', 'kv_shared', 'wide_ffn', 'sliding', 'chunked']
+>>> print(", ".join(o.name for o in OPTIONS if o.axis == "kind"))
+moe, linear_attention, mamba, nope, temperature, own_heads, layer_sinks, k_eq_v, kv_shared, wide_ffn, shared_topk, sliding, chunked
 """
 from __future__ import annotations
 
@@ -111,6 +111,12 @@ def _window_text(c) -> str:
 def _linear_text(c) -> str:
     linear = c.count_layers(lambda kind: kind.mixer == "linear_attention")
     return f"Gated DeltaNet (linear attention) in {linear} of {c.n_layers} layers" if linear else ""
+
+
+def _shared_topk_text(c) -> str:
+    shared = c.count_layers(lambda kind: kind.shared_topk)
+    return (f"{shared} of {c.n_layers} layers reuse the previous layer's top-k (no indexer, no indexer keys)"
+            if shared else "")
 
 
 def _heads_text(c) -> str:
@@ -234,6 +240,13 @@ OPTIONS: tuple[Option, ...] = (
            text=lambda c: (f"{c.n_shared_experts} shared experts of width {c.hidden_dim}" if c.shared_hidden_dim is None
                            else f"a shared expert of width {c.shared_hidden_dim}") if c.n_shared_experts else "",
            doc="DeepSeek's shared experts"),
+    Option("latent_moe", ("moe_latent_size",), (None,), "structure", "latent_moe",
+           value=lambda c: c.moe_latent_size is not None, parts=("fc1_latent_proj", "fc2_latent_proj"),
+           choices=(True,), on=True,
+           text=lambda c: (f"routed experts in a latent width of {c.moe_latent_size} (fc1_latent_proj, "
+                           "fc2_latent_proj)") if c.moe_latent_size else "",
+           doc="the routed experts run in a latent width between two projections (Nemotron-3 Super's "
+               "moe_latent_size)"),
     _on("moe_bias", "gpt-oss's biases on the router and the experts", "biases on the router and every expert",
         "biases on the router and the experts"),
     _on("clamped", "gpt-oss's clamped SwiGLU experts", "the clamped SwiGLU in the experts",
@@ -316,6 +329,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("wide_ffn", ("layers",), (None,), "kind", "wide_ffn", choices=(True,),
            doc="a dense feed-forward 2*d_ff wide in the layers of kind wide_ffn=True (Gemma 4's use_double_wide_mlp, "
                "in its KV-shared layers)"),
+    Option("shared_topk", ("layers",), (None,), "kind", "shared_topk", choices=(True,), models="latent",
+           text=lambda c: _shared_topk_text(c),
+           doc="a sparse attention reusing the previous layer's top-k, with no indexer of its own (GLM-5's shared "
+               "indexer layers)"),
     Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window", choices=("sliding",),
            text=lambda c: _window_text(c) if c.sliding_window else "",
            doc="a sliding window of W keys in the layers of kind window='sliding'"),

@@ -80,6 +80,9 @@ class Spec:
     #: a shared expert's own width d_se (Qwen2-MoE's gated one; DeepSeek's shared experts, n_shared_experts ×
     #: hidden_dim; None: none, or Llama 4's of width hidden_dim)
     shared_hidden_dim: int | None = None
+    #: the width the routed experts run in between their latent projections d_lm (Nemotron-3 Super's
+    #: moe_latent_size; None: in d)
+    moe_latent_size: int | None = None
     #: the sliding window or the attention chunk (None: full attention)
     window: int | None = None
     #: multi-head latent attention's sizes (None: not latent); qk_rope_head_dim is also a partial rotary's width

@@ -22,7 +22,7 @@ __all__ = [
     "SymbolInfo", "SYMBOLS", "CODE_NAMES", "LATEX", "describe", "latex_name",
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
-    "n_ha", "n_kva", "d_ha", "d_p", "V_p", "n_m", "d_m", "d_s", "n_g", "Q_c", "n_I", "d_I", "K_I",
+    "n_ha", "n_kva", "d_ha", "d_p", "V_p", "n_m", "d_m", "d_s", "n_g", "Q_c", "n_I", "d_I", "K_I", "d_lm",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -87,6 +87,9 @@ k = sp.Symbol("k", **_size)
 d_fd = sp.Symbol("d_fd", **_size)
 # Qwen2-MoE's gated shared expert and DeepSeek's shared experts have their own width
 d_se = sp.Symbol("d_se", **_size)
+# Nemotron-3 Super's latent experts: the routed experts run in this width (moe_latent_size), between a d -> d_lm
+# and a d_lm -> d projection (symllm.arch.components.mixture.moe)
+d_lm = sp.Symbol("d_lm", **_size)
 #: the blocks of the 2nd, 3rd, ... group of identical layers (symllm.arch.layers: one group per kind of
 #: layer); the first group has the rest, ``L - L_2 - ...``, and a model with one group has ``L`` alone
 GROUP_COUNTS = tuple(sp.Symbol(f"L_{i}", **_size) for i in range(2, 9))
@@ -168,6 +171,9 @@ _TABLE = [
     SymbolInfo(d_se, "shared_hidden_dim", r"d_{ff}^{\mathrm{shared}}",
                "SwiGLU width of a shared expert of its own width (Qwen2-MoE's gated shared_expert_intermediate_size; "
                "DeepSeek's shared experts, n_shared_experts x moe_intermediate_size)", "model"),
+    SymbolInfo(d_lm, "moe_latent_size", r"d_{\mathrm{lat}}",
+               "width the routed experts run in, between the latent projections (Nemotron-3 Super's "
+               "moe_latent_size)", "model"),
     *(SymbolInfo(count, f"n_layers_{i}", f"L_{{{i}}}", f"blocks of the group of identical layers numbered {i} "
                  "(one group per kind of layer, in model order; the first has the rest of the L)", "layers",
                  group=i - 1)

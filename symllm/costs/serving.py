@@ -15,6 +15,15 @@ convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (
 block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
 what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states,
 
+A model with DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5: an indexer in every layer) pages, per token and
+layer, its indexer's key beside the latent: vLLM's ``Indexer`` (vllm/model_executor/models/deepseek_v2.py) caches
+it in a ``DeepseekV32IndexerCache`` of ``head_dim + head_dim // quant_block_size * 4`` bytes (``torch.uint8``,
+``quant_block_size`` 128: the key in FP8 and one fp32 scale a block of 128, "fp8 naive cache"), whose
+``get_kv_cache_spec`` is an ``MLAAttentionSpec`` with ``num_kv_heads=1`` (one key a token, on every tensor rank),
+paged in the same blocks of ``block_size`` tokens as the KV cache: 132 bytes a token and layer for
+``index_head_dim`` 128, whatever the KV cache's dtype (``indexer_bytes_per_token``; ``kv_bytes_per_token`` then
+counts both, the latent's and the indexer's),
+
 and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
 
 Conventions (each an estimate of what vLLM measures, not derives):
@@ -50,13 +59,35 @@ from math import ceil
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity"]
+__all__ = ["DEFAULTS", "capacity", "indexer_bytes_per_token"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` 8192 (``vllm serve``),
 #: (``non_torch`` None: the engine's, :func:`symllm.costs.efficiency.engine`)
 #: ``block_size`` 16; non-torch memory 0 (not modelled unless given)
 DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": 8192, "block_size": 16,
             "non_torch": None}
+
+#: vLLM's indexer cache: FP8 keys with one fp32 scale per this many elements (``Indexer.quant_block_size``, 128,
+#: vllm/model_executor/models/deepseek_v2.py; 4 bytes a scale)
+INDEXER_QUANT_BLOCK = 128
+
+
+def indexer_bytes_per_token(config) -> int:
+    """The bytes vLLM pages per token for a sparse-attention model's indexer keys (module docstring): in each
+    layer with an indexer ``index_head_dim`` FP8 values and ``index_head_dim // 128`` fp32 scales; 0 without one.
+
+    >>> from symllm.arch.config import ModelConfig
+    >>> indexer_bytes_per_token(ModelConfig(name="x", dim=64, n_layers=2, n_heads=4, n_kv_heads=4, vocab_size=8,
+    ...                                     hidden_dim=64))
+    0
+    """
+    cfg = getattr(config, "config", config)  # a Spec's config, or the ModelConfig itself
+    if getattr(cfg, "index_topk", None) is None:
+        return 0
+    # the k_cache is built by vLLM's Indexer.__init__: counted in the layers that have an indexer (GLM-5's
+    # shared layers, as transformers builds them, have none; vLLM's own GLM-5 code is not checked here)
+    indexed = cfg.count_layers(lambda kind: not kind.shared_topk)
+    return indexed * (cfg.index_head_dim + cfg.index_head_dim // INDEXER_QUANT_BLOCK * 4)
 
 
 def _fraction(field: str, value, low=0, high=None) -> Fraction:
@@ -107,9 +138,6 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         from symllm.costs import phases
         config = resolved.spec(config)
         evaluate = lambda w: phases.workload(config, w)  # noqa: E731
-    if getattr(getattr(config, "config", config), "index_topk", None) is not None:
-        # its state cache grows with the context: vLLM pages it per token
-        raise SymllmError("serve: a sparse-attention indexer's keys (paged per token) are not modelled yet")
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
@@ -123,6 +151,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     # tensor rank 0: the profile's batch is that one sequence
     state = profile["memory_per_gpu"].get("state_cache", 0)
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
+    index = indexer_bytes_per_token(config)
+    if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
+        state, per_token = 0, per_token + index
     usable = util * gpu.usable  # the memory the driver reports, where measured
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
                                                                                           kv_cache_bytes)
@@ -133,6 +164,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     blocks = max(int(kv // (block_size * per_token)), 0)
     tokens = blocks * block_size
     extra = {"state_bytes_per_sequence": state, "state_cache_bytes": sequences * state} if state else {}
+    if index:
+        extra["indexer_bytes_per_token"] = index
     concurrency = Fraction(tokens, context) if not state else max(Fraction(
         kv + sequences * state, ceil(context / block_size) * block_size * per_token + state), Fraction(0))
     return {**extra, "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,

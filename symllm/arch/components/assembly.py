@@ -61,7 +61,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   # tests/test_rules.py's every-part models do) keep the SwiGLU experts they describe
                   activation="silu" if structure.moe_bias or structure.clamped or structure.fused_lora
                   else variant.activation,
-                  score_bias=structure.router_score_bias)
+                  score_bias=structure.router_score_bias, latent=structure.latent_moe,
+                  latent_bias=structure.mlp_bias and structure.latent_moe)
     else:
         width = d_fd if structure.has_moe else d_ff
         # Gemma 4's use_double_wide_mlp: intermediate_size * 2 in its KV-shared layers (Gemma4TextMLP)
@@ -72,7 +73,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         attn = mixer(kind.mixer)(structure, kind)
     elif structure.latent is not None:
         attn = latent_attention(queries=structure.latent, bias=structure.attention_bias, causal=causal,
-                                sparse=structure.indexer)
+                                sparse=structure.indexer, shared_topk=kind.shared_topk)
     else:
         attn = attention(structure, kind, causal=causal)
     off, mean = variant.norm_offset, variant.layernorm

@@ -97,7 +97,7 @@ def indexer(*, causal: bool = False) -> Component:
 
 
 def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: bool = False,
-                     sparse: bool = False) -> Component:
+                     sparse: bool = False, shared_topk: bool = False) -> Component:
     """Multi-head latent attention (DeepSeek-V2, V3), as transformers' ``DeepseekV3Attention`` computes it.
 
     Queries: ``wq_a: d -> r_q``, an RMSNorm of ``r_q``, ``wq_b: r_q -> n_h·(d_hn + d_hr)`` (``queries=
@@ -109,7 +109,9 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     plain implementation). FLOPs are transformers': ``wkv_b`` decompresses every cached position on every
     pass (``b·(t + s)`` rows), and ``QKᵀ`` costs ``2·(d_hn + d_hr)``, ``A·V`` ``2·d_hv`` per head and pair.
     ``sparse`` (DeepSeek Sparse Attention; ``queries="q_lora"``) adds the :func:`indexer` and each query
-    attends its top ``K_I`` keys (:func:`sparse_pairs`) in place of all of them.
+    attends its top ``K_I`` keys (:func:`sparse_pairs`) in place of all of them; ``shared_topk`` (GLM-5's
+    ``indexer_types`` ``shared``: ``GlmMoeDsaAttention`` with ``skip_topk``) attends the previous layer's top
+    ``K_I`` with no indexer of its own: no indexer parameters, FLOPs or cached keys.
 
     >>> a = latent_attention()
     >>> sp.expand(a.total("params"))
@@ -118,7 +120,9 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     b*(d_hr + r_kv)*(s + t)
     """
     choice("latent", queries, LATENT[1:])
-    _switches(bias=bias, causal=causal, sparse=sparse)
+    _switches(bias=bias, causal=causal, sparse=sparse, shared_topk=shared_topk)
+    if shared_topk and not sparse:
+        raise SymllmError("latent: a layer reusing another's top-k (shared_topk) is a sparse attention's (sparse=True)")
     if sparse and queries != "q_lora":
         raise SymllmError("latent: the sparse-attention indexer reads the query latent (queries='q_lora')")
     pairs = sparse_pairs(causal) if sparse else _pairs(causal)
@@ -161,7 +165,7 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
             linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",
                    rules=_mla_rules("row", "wo", "o_proj")),
             rope(n_h + 1, d_hr),  # the RoPE part of every query head and the one shared key
-            *((indexer(causal=causal),) if sparse else ()),
+            *((indexer(causal=causal),) if sparse and not shared_topk else ()),
             Component("scores", flops=matmul(b * n_h, d_qk, 1) * pairs,
                       elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs, saved=STAT_BYTES * b * n_h * s,
                       live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),

@@ -2,12 +2,14 @@
 shared experts (Llama 4's, Qwen2-MoE's gated one, DeepSeek's)."""
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules
 from symllm.arch.components.mlp import feed_forward
 from symllm.arch.layers import Variant
-from symllm.arch.symbols import beta_a, d, d_ff, d_se, k, n_e
+from symllm.arch.symbols import beta_a, d, d_ff, d_lm, d_se, k, n_e
 from symllm.errors import SymllmError
 
 
@@ -28,7 +30,7 @@ def router(*, bias: bool = False) -> Component:
 
 
 def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = False,
-            activation: str = "silu") -> Component:
+            activation: str = "silu", width: sp.Expr = d) -> Component:
     """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
 
     Parameters ``3·d·d_ff`` per expert, all ``n_e`` of them (``active``: the ``k`` a token uses); FLOPs
@@ -39,6 +41,8 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
     ``fused_lora``: PEFT adapts these fused tensors under the SwiGLU's LoRA names (Qwen3-MoE), which symllm
     does not model: those targets are refused (``Rules.refused``). ``activation="relu2"``: Nemotron-H's ungated
     experts ``down_proj(relu(up_proj(x))²)`` (``NemotronHExperts``), ``2·d·d_ff`` each, two matmuls per pair.
+    ``width``: the width ``x`` the experts read and write (``d``; Nemotron-3 Super's latent ``d_lm``: :func:`moe`),
+    in place of ``d`` above.
 
     >>> e = experts()
     >>> e.params, e.active, e.flops
@@ -47,33 +51,36 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
     n_e*(d + 2*d_ff)
     >>> experts(activation="relu2").params, experts(activation="relu2").flops
     (2*d*d_ff*n_e, 4*b*d*d_ff*k*s)
+    >>> experts(activation="relu2", width=d_lm).params
+    2*d_ff*d_lm*n_e
     """
     rows = k * _T  # token-expert pairs: each token's row goes through k experts
+    x = width
     if activation == "relu2":
         if bias or clamped or fused_lora:
             raise SymllmError("activation: relu2 experts have no biases, clamp or fused LoRA names")
         return Component(
-            "experts", params=2 * d * d_ff * n_e, active=2 * d * d_ff * k,
-            flops=matmul(rows, d, d_ff) + matmul(rows, d_ff, d),
-            elementwise=rows * (ELEMENTWISE["relu2"] * d_ff + ELEMENTWISE["combine"] * d),
+            "experts", params=2 * x * d_ff * n_e, active=2 * x * d_ff * k,
+            flops=matmul(rows, x, d_ff) + matmul(rows, d_ff, x),
+            elementwise=rows * (ELEMENTWISE["relu2"] * d_ff + ELEMENTWISE["combine"] * x),
             # saved: each pair's gathered input, its up_proj output and squared output, the down_proj output
-            saved=beta_a * rows * (2 * d + 2 * d_ff),
-            live=(2 * _T * d_ff + _T * d,),
+            saved=beta_a * rows * (2 * x + 2 * d_ff),
+            live=(2 * _T * d_ff + _T * x,),
             doc="NemotronHExperts: n_e x (up_proj [d_ff, d], down_proj [d, d_ff]); relu(x)**2, no gate",
             rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts", hf="experts"),
         )
-    per = 3 * d * d_ff + ((2 * d_ff + d) if bias else 0)  # one expert's weights (and biases)
+    per = 3 * x * d_ff + ((2 * d_ff + x) if bias else 0)  # one expert's weights (and biases)
     glu = ELEMENTWISE["clamped_glu"] if clamped else ELEMENTWISE["silu"] + ELEMENTWISE["gate"]
     return Component(
         "experts", params=per * n_e, active=per * k,
-        flops=2 * matmul(rows, d, d_ff) + matmul(rows, d_ff, d),
-        elementwise=rows * (glu * d_ff + ELEMENTWISE["combine"] * d
-                            + (ELEMENTWISE["bias"] * (2 * d_ff + d) if bias else 0)),
+        flops=2 * matmul(rows, x, d_ff) + matmul(rows, d_ff, x),
+        elementwise=rows * (glu * d_ff + ELEMENTWISE["combine"] * x
+                            + (ELEMENTWISE["bias"] * (2 * d_ff + x) if bias else 0)),
         # saved: each pair's gathered input, its w1 and w3 outputs, the w2 input, the w2 output (scaled)
-        saved=beta_a * rows * (2 * d + 3 * d_ff),
+        saved=beta_a * rows * (2 * x + 3 * d_ff),
         # experts run one after another: the largest expert's w1/w3 outputs and gated product (every token
         # routed to it), and the output being summed
-        live=(3 * _T * d_ff + _T * d,),
+        live=(3 * _T * d_ff + _T * x,),
         doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
              else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
         # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
@@ -84,7 +91,8 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
 
 def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
         fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False,
-        activation: str = "silu", score_bias: bool = False) -> Component:
+        activation: str = "silu", score_bias: bool = False, latent: bool = False,
+        latent_bias: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
     ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
     it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
@@ -96,6 +104,9 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     ``score_bias``: Laguna's router, whose
     ``e_score_correction_bias`` is a parameter of ``n_e`` numbers (its add is in the router's 5 per logit), and
     its routed sum scaled by ``moe_routed_scaling_factor`` (one multiply an element, always: 1.0 too).
+    ``latent``: Nemotron-3 Super's latent experts (``NemotronHMoE`` with ``moe_latent_size``): the router and
+    the shared expert read ``d``, the routed experts run in ``d_lm``, between ``fc1_latent_proj`` (``d -> d_lm``)
+    and ``fc2_latent_proj`` (``d_lm -> d``), each with a bias under ``latent_bias`` (the config's ``mlp_bias``).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
@@ -107,9 +118,14 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     3*d*d_se
     >>> sp.expand(moe(shared_experts=True, activation="relu2").total("params"))
     2*d*d_ff*n_e + 2*d*d_se + d*n_e
+    >>> sp.expand(moe(activation="relu2", latent=True).total("params"))
+    2*d*d_lm + d*n_e + 2*d_ff*d_lm*n_e
     """
     _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
-              shared_experts=shared_experts, shared_bias=shared_bias, score_bias=score_bias)
+              shared_experts=shared_experts, shared_bias=shared_bias, score_bias=score_bias, latent=latent,
+              latent_bias=latent_bias)
+    if latent_bias and not latent:
+        raise SymllmError("latent_bias: biases on latent projections the layer does not have (latent=False)")
     if gated and not shared:
         raise SymllmError("gated: a gate without a shared expert (gated=True needs shared=True)")
     if shared and shared_experts:
@@ -138,12 +154,22 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
                                saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
     _router = router(bias=bias)
+    routed = (experts(bias=bias, clamped=clamped, fused_lora=fused_lora, activation=activation,
+                      width=d_lm if latent else d),)
+    if latent:  # NemotronHMoE: fc2_latent_proj(experts(fc1_latent_proj(x))); replicated (vLLM's ReplicatedLinear)
+        rules = Rules("replicated", lora=(), weight="linear", stacks=(), label="latent experts (Nemotron-3 Super)")
+        down = linear("fc2_latent_proj", d_lm, d, latent_bias, rules=dataclasses.replace(rules, hf="fc2_latent_proj"),
+                      doc=f"self.fc2_latent_proj = nn.Linear(moe_latent_size, hidden_size, bias={latent_bias})")
+        routed = (linear("fc1_latent_proj", d, d_lm, latent_bias, rules=dataclasses.replace(rules, hf="fc1_latent_proj"),
+                         doc=f"self.fc1_latent_proj = nn.Linear(hidden_size, moe_latent_size, bias={latent_bias})"),
+                  *routed,
+                  down.replace(saved=beta_a * _T * d_lm))  # its input, the routed sum in the latent width
     if score_bias:  # Laguna: self.e_score_correction_bias = nn.Parameter(torch.zeros(num_experts))
         _router = _router.replace(params=_router.params + n_e)
     return Component(
         "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
         elementwise=ELEMENTWISE["scale"] * _T * d if score_bias else 0,  # Laguna: routed sum * routed_scaling_factor
-        children=(_router, experts(bias=bias, clamped=clamped, fused_lora=fused_lora, activation=activation), *extra),
+        children=(_router, *routed, *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)",
                     hf="mlp"),

@@ -8,8 +8,10 @@ lightning indexer (:func:`symllm.arch.components.latent.indexer`) of ``index_n_h
 experts). ``layer_types`` may only say ``indexed_attention`` (what the classes derive); ``mlp_layer_types``,
 when given, must be the pattern ``first_k_dense_replace`` derives (another is refused). GLM-5's
 ``indexer_types`` (or ``index_topk_pattern``, ``index_topk_freq`` with ``index_skip_topk_offset``, read as
-``GlmMoeDsaConfig`` derives them) may only make every layer ``full``: a layer reusing a previous layer's top-k
-(``shared``, no indexer of its own) is refused.
+``GlmMoeDsaConfig`` derives them) say which layers run their own indexer (``full``) and which reuse the
+previous layer's top-k (``shared``: ``GlmMoeDsaAttention.skip_topk``, no indexer of its own, so no indexer
+parameters and no cached indexer keys: ``LayerKind.shared_topk``); the first layer must be ``full``
+(transformers raises without a previous top-k).
 
 >>> f = _fields({"first_k_dense_replace": 1, "index_topk": 4}, 2, DEEPSEEK_V32)
 >>> f["index_heads"], f["index_head_dim"], f["index_topk"], f["q_lora_rank"]
@@ -18,7 +20,8 @@ when given, must be the pattern ``first_k_dense_replace`` derives (another is re
 ['full', 'full', 'shared', 'shared', 'shared', 'full']
 """
 from symllm.arch.families.deepseek import DEEPSEEK_V3, _fields as _mla_fields
-from symllm.arch.families.hf import Family, integer, register
+from symllm.arch.families.hf import Family, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -56,9 +59,13 @@ def _fields(raw: dict, n_layers: int, family: Family) -> dict:
         types = _indexer_types(raw, n_layers)
         if not isinstance(types, list) or len(types) != n_layers or any(x not in ("full", "shared") for x in types):
             raise SymllmError(f"indexer_types: {short(types, 30)} is not one of full/shared per layer")
-        if "shared" in types:
-            raise SymllmError(f"indexer_types: {types.count('shared')} layers reuse a previous layer's top-k "
-                              "('shared'), which is not modelled")
+        if types[0] == "shared":
+            raise SymllmError("indexer_types: the first layer is 'shared' (transformers needs a previous layer's "
+                              "top-k to reuse)")
+        if "shared" in types:  # GlmMoeDsaAttention: self.indexer = None if skip_topk
+            kinds = [kind for kind, count in out.get("layers", ((LayerKind(), n_layers),)) for _ in range(count)]
+            out.update(groups([LayerKind(**{**kind.__dict__, "shared_topk": t == "shared"})
+                               for kind, t in zip(kinds, types)]))
     defaults = family.defaults
     return {**out, "index_heads": integer(raw, "index_n_heads", defaults["index_n_heads"]),
             "index_head_dim": integer(raw, "index_head_dim", defaults["index_head_dim"]),

@@ -15,9 +15,11 @@ An ``E`` layer is ``NemotronHMoE``: a router of ``n_e × d`` weights (sigmoid sc
 ``moe_shared_expert_intermediate_size``; the dense ``-`` layers keep ``intermediate_size`` (``d_fd`` beside
 them).
 
-Not modelled yet, refused in one line: the experts' latent projections (``moe_latent_size``: Nemotron-3
-Super's ``fc1_latent_proj``/``fc2_latent_proj``) and the multi-token-prediction layers
-(``num_nextn_predict_layers``).
+``moe_latent_size`` (Nemotron-3 Super) makes the routed experts run in that width: ``fc1_latent_proj``
+(``d -> moe_latent_size``) before them and ``fc2_latent_proj`` back after them, each with a bias under
+``mlp_bias``; the router and the shared expert read ``d`` (:func:`symllm.arch.components.mixture.moe`).
+
+Not modelled yet, refused in one line: the multi-token-prediction layers (``num_nextn_predict_layers``).
 
 >>> f = _fields({"hybrid_override_pattern": "M-M*"}, 4)
 >>> [(k.mixer, k.ffn, k.rotary, n) for k, n in f["layers"]], f["mamba_heads"], f["conv_bias"]
@@ -93,10 +95,7 @@ def _moe(raw: dict, dense: int | None) -> dict:
     """The E layers' fields (NemotronHMoE): routed experts of ``moe_intermediate_size``, one shared relu2 MLP of
     ``moe_shared_expert_intermediate_size`` (``n_shared_experts`` is not read: it builds one), the dense layers'
     ``intermediate_size`` beside them; the router's grouping, scaling and score-correction buffer add no
-    parameter. ``moe_latent_size`` (Nemotron-3 Super's latent projections) is refused."""
-    if raw.get("moe_latent_size") is not None:
-        raise SymllmError(f"moe_latent_size: {short(raw['moe_latent_size'])} (the experts' latent projections) is "
-                          "not modelled by symllm yet")
+    parameter. ``moe_latent_size``: the routed experts' latent width (Nemotron-3 Super)."""
     experts = integer(raw, "n_routed_experts", 8)
     k = integer(raw, "num_experts_per_tok", 2)
     if k > experts:
@@ -105,7 +104,8 @@ def _moe(raw: dict, dense: int | None) -> dict:
     if experts % group:
         raise SymllmError(f"n_group: {group} does not divide the {experts} experts (n_routed_experts)")
     out = dict(n_experts=experts, experts_per_token=k, hidden_dim=integer(raw, "moe_intermediate_size", 7688),
-               n_shared_experts=1, shared_hidden_dim=integer(raw, "moe_shared_expert_intermediate_size", 7688))
+               n_shared_experts=1, shared_hidden_dim=integer(raw, "moe_shared_expert_intermediate_size", 7688),
+               moe_latent_size=None if raw.get("moe_latent_size") is None else integer(raw, "moe_latent_size", 0))
     if dense is not None:
         out.update(dense_hidden_dim=dense)
     return out
@@ -125,5 +125,5 @@ NEMOTRON_H = register(Family(
     activation=("mlp_hidden_act", {"relu2": "relu2"}),
     names={"mamba_heads": "mamba_num_heads", "mamba_head_dim": "mamba_head_dim", "ssm_state": "ssm_state_size",
            "mamba_groups": "n_groups", "conv_kernel": "conv_kernel", "ssm_chunk": "chunk_size",
-           "conv_bias": "use_conv_bias", "mamba_bias": "use_bias"},
+           "conv_bias": "use_conv_bias", "mamba_bias": "use_bias", "moe_latent_size": "moe_latent_size"},
     presets="config.json of nvidia/Nemotron-H checkpoints (no preset shipped yet)"))
