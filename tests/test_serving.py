@@ -87,6 +87,15 @@ def test_capacity_by_hand():
     assert small["blocks"] == 0 and not small["fits"]  # 12 GiB cannot hold 15 GiB of weights
 
 
+def test_a_latent_cache_is_whole_on_every_tensor_rank():
+    """vLLM's MLA layers cache one latent a token on every tensor rank (MLAAttentionSpec with num_kv_heads=1,
+    vllm/model_executor/layers/attention: the latent is not split by heads): DeepSeek-V2-Lite's 27 layers of
+    kv_lora_rank 512 + RoPE key 64 in bf16 are 27 x 576 x 2 = 31,104 bytes a token at tp 1, 2 and 4 alike."""
+    for tp in (1, 2, 4):
+        r = serving.capacity("deepseek-v2-lite", gpu="h100-sxm", tp=tp, seq=4096)
+        assert r["kv_bytes_per_token"] == 27 * (512 + 64) * 2, tp
+
+
 def test_vllm_v0_profiles_the_last_positions_logits():
     """vLLM's V0 engine profiles through execute_model, which computes logits for each dummy prompt's last
     position only (vllm/worker/model_runner.py, GPUModelRunnerBase.profile_run): the activation peak of a

@@ -8,7 +8,8 @@ and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V
 
     KV tokens = ⌊KV cache bytes / (block_size · bytes per token)⌋ · block_size,
     bytes per token = 2 · L · n_kv · d_h · β_kv per tensor-parallel rank (⌈n_kv / N_t⌉ heads: vLLM
-    replicates KV heads when there are more ranks than heads),
+    replicates KV heads when there are more ranks than heads; a latent attention's ``L · (r_kv + d_hr) · β_kv``
+    is whole on every rank: vLLM's MLA layers cache one latent a token, ``num_kv_heads=1``, on each),
 
 and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
 convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
@@ -142,11 +143,14 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
     one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
-    n_kv = getattr(config, "config", config).n_kv_heads  # (a Spec's config, or the ModelConfig itself)
-    per_token = Fraction(one["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv  # one rank's share of the heads
+    cfg = getattr(config, "config", config)  # (a Spec's config, or the ModelConfig itself)
+    # one rank's share of the heads; a latent attention's cache is whole on every rank (vLLM's MLA layers
+    # cache one latent "head" a token, MLAAttentionSpec(num_kv_heads=1), replicated over the tensor ranks)
+    share = Fraction(1) if cfg.latent else Fraction(ceil(cfg.n_kv_heads / work.tp), cfg.n_kv_heads)
+    per_token = Fraction(one["memory"]["kv_cache"]) * share
     per_token = int(per_token) if per_token.denominator == 1 else per_token
     weights = profile["memory_per_gpu"]["weights"]
-    kv_profile = Fraction(profile["memory"]["kv_cache"]) * ceil(n_kv / work.tp) / n_kv
+    kv_profile = Fraction(profile["memory"]["kv_cache"]) * share
     # one sequence's state cache (a hybrid's recurrent and convolution states, constant in the context) on
     # tensor rank 0: the profile's batch is that one sequence
     state = profile["memory_per_gpu"].get("state_cache", 0)
