@@ -267,7 +267,9 @@ def test_every_package_ships_in_the_wheel():
 
 
 #: modules allowed over the 600-line limit, each with its reason (issue 38 item 5: a reader holds a module)
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES: dict[str, str] = {
+    "arch/config.py": "ModelConfig's fields are one dataclass; DeepSeek-V4's five sizes joined it (their checks live "
+                      "in arch/compressed_sizes.py)"}
 
 
 def test_no_module_is_over_600_lines_but_the_named_ones():

@@ -110,7 +110,9 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
             assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
-                    "in_proj_b", "in_proj_a", "out_proj", "in_proj", "index_wq_b", "index_wk", "index_weights", "wg"}
+                    "in_proj_b", "in_proj_a", "out_proj", "in_proj", "index_wq_b", "index_wk", "index_weights", "wg",
+                    # DeepSeek-V4's attention, compressors and indexer
+                    "wkv", "wo_a", "wo_b", "compress_kv", "compress_gate", "index_kv", "index_gate"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():

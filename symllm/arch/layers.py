@@ -58,8 +58,10 @@ WINDOWS = (None, "sliding", "chunked")
 #: ("linear_attention": Qwen3-Next's and Qwen3.5's linear-attention layers, a recurrent state per sequence in
 #: place of keys and values: :mod:`symllm.arch.components.deltanet`), a Mamba-2 mixer ("mamba": Nemotron-H's,
 #: an SSM state and a convolution state per sequence: :mod:`symllm.arch.components.mamba`), or none ("none": a
-#: Nemotron-H layer whose one sublayer is its feed-forward)
-MIXERS = ("attention", "linear_attention", "mamba", "none")
+#: Nemotron-H layer whose one sublayer is its feed-forward); or DeepSeek-V4's attention (shared-key-value MQA over a
+#: sliding window: "shared_kv"; with a compressor: "compressed_sparse", CSA, and "heavily_compressed", HCA:
+#: :mod:`symllm.arch.components.compressed`)
+MIXERS = ("attention", "linear_attention", "mamba", "none", "shared_kv", "compressed_sparse", "heavily_compressed")
 #: the head shape of a layer's attention: the model's (``n_h`` query heads, ``n_kv`` key/value heads of width
 #: ``d_h``), or the second shape some kinds of layer have ("own": ``n_ha``, ``n_kva``, ``d_ha``; Gemma 4's
 #: full-attention layers, with their ``global_head_dim`` and ``num_global_key_value_heads``)
@@ -143,7 +145,8 @@ class LayerKind:
         """
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
                 *(("tempered",) if self.temperature else ()),
-                *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",)}.get(self.mixer, ())),
+                *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",), "shared_kv": ("swa",),
+                   "compressed_sparse": ("csa",), "heavily_compressed": ("hca",)}.get(self.mixer, ())),
                 *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
                 *(("sinks",) if self.sinks else ()))
 
@@ -322,6 +325,9 @@ class Structure:
     conv_bias: bool = False
     #: the Mamba-2 mixer's ``in_proj`` and ``out_proj`` have biases (Nemotron-H's ``use_bias``)
     mamba_bias: bool = False
+    #: each block keeps ``n_hc`` residual streams mixed by DeepSeek-V4's hyper-connections (``attn_hc``,
+    #: ``ffn_hc``; the model's ``hc_head`` collapses them: symllm.arch.components.compressed)
+    hyper_connections: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -337,7 +343,8 @@ class Structure:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias"):
+                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias",
+                     "hyper_connections"):
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")
