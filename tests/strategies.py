@@ -888,7 +888,7 @@ def dsv4_configs(draw) -> dict:
     (compress_rates, or the legacy compress_rate_csa / compress_rate_hca), the indexer's sizes, routed experts
     with one shared expert (n_shared_experts 1 or absent), hash or learned routing per layer (mlp_layer_types or
     absent), tied or untied, multi-token prediction stated or not. RoPE rotates an even part of each head and of
-    each indexer head (qk_rope_head_dim), so that a forward runs."""
+    each indexer head (qk_rope_head_dim), so that a forward runs; the window is at least 2 (1 is refused)."""
     heads, L, E = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 6))
     rope = 2 * draw(st.integers(1, 2))
     head_dim = rope + 2 * draw(st.integers(0, 3))
@@ -899,7 +899,7 @@ def dsv4_configs(draw) -> dict:
            "num_key_value_heads": 1, "head_dim": head_dim, "qk_rope_head_dim": rope,
            "hidden_size": draw(st.integers(1, 24)), "moe_intermediate_size": draw(st.integers(1, 24)),
            "q_lora_rank": draw(st.integers(1, 12)), "o_groups": o_groups, "o_lora_rank": draw(st.integers(1, 8)),
-           "hc_mult": draw(st.integers(1, 4)), "sliding_window": draw(st.integers(1, 8)),
+           "hc_mult": draw(st.integers(1, 4)), "sliding_window": draw(st.integers(2, 8)),
            "n_routed_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
            "index_n_heads": draw(st.integers(1, 3)), "index_head_dim": rope + 2 * draw(st.integers(0, 2)),
            "index_topk": draw(st.integers(1, 8)), "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}

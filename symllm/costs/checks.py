@@ -11,7 +11,7 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``layers``: DeepSeek-V4's compressed attention and hyper-connections (:mod:`symllm.arch.components.compressed`),
-  whose FLOPs and caches are not modelled yet (its parameters are);
+  whose FLOPs are not modelled yet (its parameters and caches are: symllm.costs.phases.memory);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
   sliding window, routed experts): :func:`check_structure`, which reads the component tree, not numbers.
 
@@ -98,7 +98,7 @@ CHECKS = (
           lambda f: f"ep: {f['ep']} expert-parallel ranks do not divide the {f['n_experts']} experts of "
                     f"{f['name']}"),
     Check("layers", ("compressed",), lambda f: not f.get("compressed"),
-          lambda f: "layers: DeepSeek-V4's FLOPs and caches are not modelled yet (its parameters are)"),
+          lambda f: "layers: DeepSeek-V4's FLOPs are not modelled yet (its parameters and caches are)"),
 )
 
 

@@ -20,11 +20,14 @@ manifold-constrained hyper-connection (:func:`hyper_connection`: ``fn`` of ``(2 
 ``base`` of ``(2 + n_hc)·n_hc``, ``scale`` of 3); :func:`hyper_head` collapses them before the final norm
 (``hc_fn`` ``n_hc × n_hc·d``, ``hc_base`` ``n_hc``, ``hc_scale`` 1).
 
-Only the parameters are modelled (each part with its Hugging Face name, replicated: transformers' tensor-parallel
-plan splits only the routed experts; LoRA never adapts them here; no GGUF names: llama.cpp has none yet). The
-FLOPs of the attention core and of the compressors, the compressor buffers and compressed entries (a state
-cache) and the hyper-connections' work are not: a workload on such a model is refused in one line
-(:mod:`symllm.costs.checks`); the linears' own FLOPs are what :func:`~symllm.arch.components.base.linear` says.
+Parameters and caches are modelled (each part with its Hugging Face name, replicated: transformers'
+tensor-parallel plan splits only the routed experts; LoRA never adapts them here; no GGUF names: llama.cpp has
+none yet). ``kv_cache``: the window's last ``W - 1`` keys of the one head (transformers' sliding-window slice),
+held as keys and values in a sliding-only layer and as one tensor read as both in a compressing one. The
+compressors' buffers, compressed entries and overlap state are ``state_cache`` (:func:`_series_state`). The
+FLOPs of the attention core and of the compressors and the hyper-connections' work are not modelled: a workload
+on such a model is refused in one line (:mod:`symllm.costs.checks`); the linears' own FLOPs are what
+:func:`~symllm.arch.components.base.linear` says.
 
 >>> from symllm.arch.symbols import d, d_h, n_h, r_q
 >>> a = compressed_attention("shared_kv")
@@ -39,10 +42,15 @@ from __future__ import annotations
 
 import sympy as sp
 
+
 from symllm.arch.components.base import Component, linear, Rules
 from symllm.arch.components.norms import rmsnorm
-from symllm.arch.symbols import d, d_h, d_I, g_o, m_c, m_h, n_h, n_hc, n_I, r_o, r_q
+from symllm.arch.algebra import minimum
+from symllm.arch.symbols import W, b, beta_a, beta_kv, d, d_h, d_I, g_o, m_c, m_h, n_h, n_hc, n_I, r_o, r_q, s, t
 from symllm.validate import choice
+
+#: the positions a layer's cache has seen after a pass: the ``t`` cached and the ``s`` new
+_HELD = t + s
 
 __all__ = ["LABEL", "compressed_attention", "compressor", "hyper_connection", "hyper_head", "COMPRESSED_MIXERS"]
 
@@ -74,6 +82,20 @@ def _vector(name: str, params, hf: str, doc: str, weight: str = "bare") -> Compo
                      rules=Rules("replicated", lora=(), weight=weight, stacks=(), label=LABEL, hf_params=(hf,)))
 
 
+def _series_state(rate, width, overlap: bool) -> sp.Expr:
+    """Bytes per sequence a compressor's cache keeps for one series of ``width`` (DeepseekV4HCACache /
+    DeepseekV4CSACache after the ``t + s`` positions seen): the tokens since the last full window in
+    ``buffer_kv`` and ``buffer_gate`` (``width`` each, the activations' dtype), the ``⌊(t + s)/rate⌋`` compressed
+    entries (``compressed_kv``, half of ``width`` with two series), and, with ``overlap`` (CSA), the last
+    window's first series in ``overlap_kv`` and ``overlap_gate`` (``rate × width/2`` each) once a window closed."""
+    entries = sp.floor(_HELD / rate)
+    kept = width / 2 if overlap else width
+    state = beta_a * 2 * sp.Mod(_HELD, rate) * width + beta_kv * entries * kept
+    if overlap:
+        state += beta_a * 2 * rate * kept * minimum(entries, 1)
+    return state
+
+
 def compressor(kind: str) -> Component:
     """The compressor of a ``heavily_compressed`` (HCA: one series, ``m_h`` tokens an entry) or ``compressed_sparse``
     layer (CSA: two overlapping series of ``d_h``, ``m_c`` tokens an entry, and its lightning indexer).
@@ -90,6 +112,7 @@ def compressor(kind: str) -> Component:
             _linear("compress_gate", d, d_h, "gate_proj", "self.gate_proj = nn.Linear(hidden_size, head_dim)"),
             _vector("position_bias", m_h * d_h, "position_bias", "nn.Parameter(torch.empty(compress_rate, head_dim))"),
             _norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)")),
+            state_cache=b * _series_state(m_h, d_h, False),
             doc="DeepseekV4HCACompressor", rules=_rules("compressor", "none"))
     index = Component("indexer", children=(
         _linear("index_kv", d, 2 * d_I, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, 2 * index_head_dim)"),
@@ -101,6 +124,7 @@ def compressor(kind: str) -> Component:
                 "index_head_dim)"),
         _linear("index_weights", d, n_I, "weights_proj", "self.scorer.weights_proj = nn.Linear(hidden_size, "
                 "index_n_heads)")),
+        state_cache=b * _series_state(m_c, 2 * d_I, True),
         doc="DeepseekV4Indexer", rules=_rules("indexer", "none"))
     return Component("compressor", children=(
         _linear("compress_kv", d, 2 * d_h, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, 2 * head_dim)"),
@@ -108,7 +132,8 @@ def compressor(kind: str) -> Component:
         _vector("position_bias", m_c * 2 * d_h, "position_bias",
                 "nn.Parameter(torch.empty(compress_rate, 2 * head_dim))"),
         _norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)"),
-        index), doc="DeepseekV4CSACompressor", rules=_rules("compressor", "none"))
+        index), state_cache=b * _series_state(m_c, 2 * d_h, True),
+        doc="DeepseekV4CSACompressor", rules=_rules("compressor", "none"))
 
 
 def compressed_attention(kind: str = "shared_kv") -> Component:
@@ -118,7 +143,10 @@ def compressed_attention(kind: str = "shared_kv") -> Component:
     'compressor'
     """
     choice("mixer", kind, tuple(COMPRESSED_MIXERS))
-    return Component("attention", children=(
+    # the window's last W - 1 keys (DynamicSlidingWindowLayer's slice), one head; a sliding-only layer's cache
+    # holds them as keys and as values, a compressing layer's one tensor read as both (``self.values = self.keys``)
+    window = minimum(_HELD, W - 1) * d_h
+    return Component("attention", kv_cache=b * window * (2 if kind == "shared_kv" else 1), children=(
         _linear("wq_a", d, r_q, "q_a_proj", "self.q_a_proj = nn.Linear(hidden_size, q_lora_rank)"),
         _norm("q_a_norm", r_q, "q_a_norm", "self.q_a_norm = DeepseekV4RMSNorm(q_lora_rank)"),
         _linear("wq_b", r_q, n_h * d_h, "q_b_proj", "self.q_b_proj = nn.Linear(q_lora_rank, num_heads * head_dim)"),

@@ -26,8 +26,10 @@ legacy ``qk_rope_head_dim``). ``num_nextn_predict_layers``: the checkpoint's mul
 transformers does not build (``mtp.*`` ignored on load), are not counted (the count says so). ``mlp_bias`` (biases on
 the shared expert) is refused in one line; ``attention_bias`` is ignored by the class (refused unless false).
 
-Parameters are modelled (each kind of parameter equals transformers' on the meta device); FLOPs, the compressor
-buffers and compressed entries (a state cache) and memory are not yet: a workload is refused in one line.
+Parameters are modelled (each kind of parameter equals transformers' on the meta device) and so are the caches
+(the sliding window's keys, the compressors' buffers and entries: a state cache); FLOPs are not yet, so a workload
+is refused in one line. ``sliding_window`` 1 is refused (transformers' cache then keeps every key: its ``W - 1``
+slice is empty).
 
 >>> f = _fields({"num_hidden_layers": 4}, 4)
 >>> [(k.mixer, n) for k, n in f["layers"]], f["compress_csa"], f["compress_hca"], f["hc_mult"]
@@ -108,7 +110,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
            "hc_mult": integer(raw, "hc_mult", defaults["hc_mult"]),
            "o_groups": integer(raw, "o_groups", defaults["o_groups"]),
            "o_lora_rank": integer(raw, "o_lora_rank", defaults["o_lora_rank"]),
-           "sliding_window": integer(raw, "sliding_window", defaults["sliding_window"]),
+           "sliding_window": integer(raw, "sliding_window", defaults["sliding_window"], minimum=2),
            "compress_csa": rates["compressed_sparse_attention"] if csa else None,
            "compress_hca": rates["heavily_compressed_attention"] if "heavily_compressed_attention" in types else None,
            **groups([LayerKind(ffn="moe", window="sliding", mixer=_MIXERS[t]) for t in types])}
