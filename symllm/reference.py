@@ -107,12 +107,12 @@ class _Config:
         self.attention_sinks = bool(getattr(args, "attention_sinks", False))
         # the kind of each layer, in model order (symllm.arch.layers.LayerKind)
         kinds = args.layer_kinds() if hasattr(args, "layer_kinds") else ()
-        if any(getattr(kind, "mixer", "attention") != "attention" for kind in kinds):
-            from symllm.errors import SymllmError
-            # transformers' own classes check them instead (tests/test_linear_attention.py)
-            raise SymllmError("verify: the torch reference has no Gated DeltaNet layers")
+        mixer = next((m for m in (getattr(k, "mixer", "attention") for k in kinds) if m != "attention"), None)
+        from symllm.errors import SymllmError  # transformers' own classes check what it refuses (tests/test_*.py)
+        if mixer is not None:
+            what = {"linear_attention": "Gated DeltaNet", "mamba": "Mamba-2", "none": "MLP-only"}.get(mixer, "DeepSeek-V4 attention")
+            raise SymllmError(f"verify: the torch reference has no {what} layers")
         if getattr(args, "per_layer_dim", None) or any(k.heads != "model" or k.k_eq_v or k.kv_shared or k.wide_ffn for k in kinds):
-            from symllm.errors import SymllmError  # transformers' own classes check them instead (tests/test_gemma4.py)
             raise SymllmError("verify: the torch reference has no Gemma 4 layers (own head shapes, k_eq_v, shared keys "
                               "and values, a doubled MLP, per-layer inputs)")
         self.moe_layers = {i for i, kind in enumerate(kinds) if kind.ffn == "moe"}

@@ -918,6 +918,48 @@ def dsa_configs(draw, kind: str | None = None) -> dict:
 
 
 @st.composite
+def dsv4_configs(draw) -> dict:
+    """A small DeepSeek-V4 config.json (model_type deepseek_v4) as transformers reads it: one shared key-value head
+    (num_key_value_heads 1), queries through q_lora_rank, the grouped output projection (o_groups dividing
+    num_attention_heads x head_dim, o_lora_rank), hc_mult residual streams, every layer's attention type drawn
+    (layer_types, the legacy compress_ratios, or absent: the class's default pattern) with its compression rates
+    (compress_rates, or the legacy compress_rate_csa / compress_rate_hca), the indexer's sizes, routed experts
+    with one shared expert (n_shared_experts 1 or absent), hash or learned routing per layer (mlp_layer_types or
+    absent), tied or untied, multi-token prediction stated or not. RoPE rotates an even part of each head and of
+    each indexer head (qk_rope_head_dim), so that a forward runs; the window is at least 2 (1 is refused)."""
+    heads, L, E = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    rope = 2 * draw(st.integers(1, 2))
+    head_dim = rope + 2 * draw(st.integers(0, 3))
+    o_groups = draw(st.sampled_from([g for g in range(1, 5) if heads * head_dim % g == 0]))
+    types = ("sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention")
+    raw = {"model_type": "deepseek_v4", "architectures": ["DeepseekV4ForCausalLM"], "hidden_act": "silu",
+           "vocab_size": draw(st.integers(1, 100)), "num_hidden_layers": L, "num_attention_heads": heads,
+           "num_key_value_heads": 1, "head_dim": head_dim, "qk_rope_head_dim": rope,
+           "hidden_size": draw(st.integers(1, 24)), "moe_intermediate_size": draw(st.integers(1, 24)),
+           "q_lora_rank": draw(st.integers(1, 12)), "o_groups": o_groups, "o_lora_rank": draw(st.integers(1, 8)),
+           "hc_mult": draw(st.integers(1, 4)), "sliding_window": draw(st.integers(2, 8)),
+           "n_routed_experts": E, "num_experts_per_tok": draw(st.integers(1, E)),
+           "index_n_heads": draw(st.integers(1, 3)), "index_head_dim": rope + 2 * draw(st.integers(0, 2)),
+           "index_topk": draw(st.integers(1, 8)), "tie_word_embeddings": draw(st.booleans()), "rms_norm_eps": 1e-6}
+    how = draw(st.sampled_from(["layer_types", "compress_ratios", "default"]))
+    if how == "layer_types":
+        raw["layer_types"] = draw(st.lists(st.sampled_from(types), min_size=L, max_size=L))
+    elif how == "compress_ratios":
+        raw["compress_ratios"] = draw(st.lists(st.sampled_from([0, 4, 128]), min_size=L, max_size=L))
+    csa, hca = draw(st.integers(1, 4)), draw(st.integers(1, 8))
+    if draw(st.booleans()):
+        raw["compress_rates"] = {"compressed_sparse_attention": csa, "heavily_compressed_attention": hca}
+    else:
+        raw.update(compress_rate_csa=csa, compress_rate_hca=hca)
+    if draw(st.booleans()):
+        raw["mlp_layer_types"] = draw(st.lists(st.sampled_from(["hash_moe", "moe"]), min_size=L, max_size=L))
+    for key, values in (("n_shared_experts", [1]), ("num_nextn_predict_layers", [0, 1])):
+        if draw(st.booleans()):
+            raw[key] = draw(st.sampled_from(values))
+    return raw
+
+
+@st.composite
 def kimi_configs(draw) -> dict:
     """A small Kimi config.json as Moonshot publishes them: Kimi-K2's own (a DeepSeek-V3 config whose
     model_type is kimi_k2, with its auto_map), or Kimi-K2.5's multimodal wrapper (model_type kimi_k25) around
@@ -1092,6 +1134,7 @@ def family_configs() -> dict[str, st.SearchStrategy[dict]]:
     out.update(nemotron_h=nemotron_h_configs(), mpt=mpt_configs())
     out.update({kind: deepseek_configs(kind) for kind in ("deepseek_v2", "deepseek_v3")})
     out.update({kind: dsa_configs(kind) for kind in ("deepseek_v32", "glm_moe_dsa")})
+    out.update(deepseek_v4=dsv4_configs())
     out.update({kind: dense_family_configs(kind) for kind in DENSE_FAMILIES})
     return out
 

@@ -446,7 +446,9 @@ def test_oracle_refuses_an_op_it_has_no_weight_for():
 
 #: families whose element-wise count is known to fall short of the oracle's, each with the reason: the property
 #: is expected to fail for them (strict: it fails the day they agree, so the entry is then removed)
-KNOWN_SHORT: dict[str, str] = {}
+KNOWN_SHORT: dict[str, str] = {
+    "deepseek_v4": "DeepSeek-V4's FLOPs (compressed attention, compressors, hyper-connections) are not modelled yet: "
+                   "a workload is refused (issue 39)"}
 
 
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(reason=KNOWN_SHORT[k], strict=True))
@@ -471,10 +473,10 @@ EXEMPT: dict[str, str] = {}
 
 def _params_properties() -> set[str]:
     """The families the per-kind parameter properties draw (each parametrized by family)."""
-    from . import (test_dense_families, test_family, test_linear_attention, test_mamba, test_mla, test_moe,
+    from . import (test_dense_families, test_dsv4, test_family, test_linear_attention, test_mamba, test_mla, test_moe,
                    test_mpt, test_real_configs)
     return {*test_family.KINDS, *test_moe.KINDS, *test_mla.KINDS, *test_dense_families.KINDS,
-            *test_real_configs.KINDS, *test_linear_attention.KINDS, *test_mamba.KINDS, *test_mpt.KINDS}
+            *test_real_configs.KINDS, *test_linear_attention.KINDS, *test_mamba.KINDS, *test_mpt.KINDS, *test_dsv4.KINDS}
 
 
 def test_every_registered_family_has_transformers_tests():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from symllm.arch.compressed_sizes import check_compressed, is_compressed
 from symllm.arch.families.hf import HF_UNMODELLED
 from symllm.arch.layers import ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, read_groups
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
@@ -184,6 +185,13 @@ class ModelConfig:
     #: per-layer embeddings (Gemma 4 E2B/E4B): each layer's input width d_p and the table's rows V_p (None: none)
     per_layer_dim: int | None = None
     per_layer_vocab: int | None = None
+    #: DeepSeek-V4 (symllm.arch.components.compressed): hyper-connection streams (hc_mult), the grouped output
+    #: projection's groups and their width (o_groups, o_lora_rank), the CSA and HCA compression rates; None: none
+    hc_mult: int | None = None
+    o_groups: int | None = None
+    o_lora_rank: int | None = None
+    compress_csa: int | None = None
+    compress_hca: int | None = None
     #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
     #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
     #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
@@ -263,6 +271,7 @@ class ModelConfig:
         self._check_indexer(put)
         self._check_linear(put)
         self._check_alt_heads(put)
+        check_compressed(self, put)
 
     def _check_alt_heads(self, put) -> None:
         """The second head shape: all three sizes with a layer whose kind's heads is "own", none without; its
@@ -291,10 +300,10 @@ class ModelConfig:
         for field in sizes:
             if getattr(self, field) is None:
                 raise SymllmError(f"{field}: missing (a sparse-attention indexer has {given[0]})")
-        if self.latent != "q_lora":
+        if self.latent != "q_lora" and not is_compressed(self):  # DeepSeek-V4's: symllm.arch.compressed_sizes
             raise SymllmError(f"index_topk: {self.index_topk} without a latent attention with q_lora_rank (the "
                               "indexer reads the query latent)")
-        if self.index_head_dim < self.qk_rope_head_dim:
+        if self.qk_rope_head_dim is not None and self.index_head_dim < self.qk_rope_head_dim:
             raise SymllmError(f"index_head_dim: {self.index_head_dim} is less than qk_rope_head_dim "
                               f"{self.qk_rope_head_dim}, the part the indexer rotates")
 
@@ -351,7 +360,7 @@ class ModelConfig:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         put("n_mtp_layers", _integer("n_mtp_layers", self.n_mtp_layers, low=0, floats=True))
         if self.kv_lora_rank is None:  # v_head_dim alone: GQA values of their own width (MiMo-V2-Flash)
-            for field in ("q_lora_rank",) + mla[:2]:
+            for field in (() if is_compressed(self) else ("q_lora_rank",)) + mla[:2]:  # DeepSeek-V4's q_lora
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without kv_lora_rank")
         else:
@@ -561,7 +570,8 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                                  "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
                                  "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk", "index_heads",
                                  "index_head_dim", "index_topk", "per_layer_dim", "per_layer_vocab",
-                                 "moe_latent_size")}}
+                                 "moe_latent_size", "hc_mult", "o_groups", "o_lora_rank",
+                                 "compress_csa", "compress_hca")}}
 
 
 #: names of the readers and the catalogue offered here too, loaded on first use (PEP 562): old imports keep working

@@ -58,8 +58,10 @@ WINDOWS = (None, "sliding", "chunked")
 #: ("linear_attention": Qwen3-Next's and Qwen3.5's linear-attention layers, a recurrent state per sequence in
 #: place of keys and values: :mod:`symllm.arch.components.deltanet`), a Mamba-2 mixer ("mamba": Nemotron-H's,
 #: an SSM state and a convolution state per sequence: :mod:`symllm.arch.components.mamba`), or none ("none": a
-#: Nemotron-H layer whose one sublayer is its feed-forward)
-MIXERS = ("attention", "linear_attention", "mamba", "none")
+#: Nemotron-H layer whose one sublayer is its feed-forward); or DeepSeek-V4's attention (shared-key-value MQA over a
+#: sliding window: "shared_kv"; with a compressor: "compressed_sparse", CSA, and "heavily_compressed", HCA:
+#: :mod:`symllm.arch.components.compressed`)
+MIXERS = ("attention", "linear_attention", "mamba", "none", "shared_kv", "compressed_sparse", "heavily_compressed")
 #: the head shape of a layer's attention: the model's (``n_h`` query heads, ``n_kv`` key/value heads of width
 #: ``d_h``), or the second shape some kinds of layer have ("own": ``n_ha``, ``n_kva``, ``d_ha``; Gemma 4's
 #: full-attention layers, with their ``global_head_dim`` and ``num_global_key_value_heads``)
@@ -159,7 +161,8 @@ class LayerKind:
         """
         return (self.ffn, "rope" if self.rotary else "nope", self.window or "full",
                 *(("tempered",) if self.temperature else ()),
-                *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",)}.get(self.mixer, ())),
+                *({"linear_attention": ("linear",), "mamba": ("mamba",), "none": ("no_mixer",), "shared_kv": ("swa",),
+                   "compressed_sparse": ("csa",), "heavily_compressed": ("hca",)}.get(self.mixer, ())),
                 *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
                 *(("sinks",) if self.sinks else ()), *(("shared",) if self.kv_shared else ()),
                 *(("wide",) if self.wide_ffn else ()),
@@ -381,6 +384,9 @@ class Structure:
     #: per-layer embeddings (Gemma 4 E2B/E4B): a table of ``V_p × L·d_p`` and a projection ``d -> L·d_p`` give each
     #: layer an input of ``d_p``, which a gate ``d -> d_p``, a projection ``d_p -> d`` and a norm add to its output
     per_layer_input: bool = False
+    #: each block keeps ``n_hc`` residual streams mixed by DeepSeek-V4's hyper-connections (``attn_hc``,
+    #: ``ffn_hc``; the model's ``hc_head`` collapses them: symllm.arch.components.compressed)
+    hyper_connections: bool = False
     #: the kinds of layer, one per group of identical blocks, in model order (:func:`groups`)
     kinds: tuple[LayerKind, ...] = (LayerKind(),)
     #: what a dense family changes of LLaMA's block in every layer (Phi-3, OLMo 2, Gemma)
@@ -397,7 +403,8 @@ class Structure:
         for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
                      "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias",
-                     "per_layer_input", "latent_moe"):
+                     "per_layer_input", "latent_moe",
+                     "hyper_connections"):
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")

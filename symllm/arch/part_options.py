@@ -16,8 +16,9 @@ This module loads no SymPy (config files are read with it).
 >>> from symllm.arch.config import load
 >>> structure_options(load("qwen3-8b"))["qk_norm"], variant_options(load("gemma-2-2b"))["norms"]
 ('rmsnorm', 'sandwich')
->>> print(", ".join(o.name for o in OPTIONS if o.axis == "kind"))
-moe, linear_attention, mamba, nope, temperature, own_heads, layer_sinks, k_eq_v, kv_shared, wide_ffn, shared_topk, sliding, chunked
+>>> print(", ".join(o.name for o in OPTIONS if o.axis == "kind"))  # doctest: +NORMALIZE_WHITESPACE
+moe, linear_attention, mamba, compressed, nope, temperature, own_heads, layer_sinks, k_eq_v, kv_shared, wide_ffn,
+shared_topk, sliding, chunked
 """
 from __future__ import annotations
 
@@ -149,6 +150,18 @@ def _mamba_text(c) -> str:
             f"state {c.ssm_state}, {c.mamba_groups} groups" if mamba else "")
 
 
+def _compressed_text(c) -> str:
+    counts = {m: c.count_layers(lambda kind, m=m: kind.mixer == m)
+              for m in ("shared_kv", "compressed_sparse", "heavily_compressed")}
+    if not any(counts.values()):
+        return ""
+    return (f"DeepSeek-V4 attention: one shared key-value head, queries through q_lora_rank {c.q_lora_rank}, "
+            f"output in {c.o_groups} groups of {c.o_lora_rank}; sliding window only in {counts['shared_kv']}, "
+            f"compressed sparse (every {c.compress_csa} tokens, top {c.index_topk}) in {counts['compressed_sparse']}, "
+            f"heavily compressed (every {c.compress_hca} tokens) in {counts['heavily_compressed']} of "
+            f"{c.n_layers} layers (FLOPs not modelled yet)")
+
+
 def _latent_text(c) -> str:
     return (f"multi-head latent attention: kv_lora_rank {c.kv_lora_rank}, q_lora_rank {c.q_lora_rank}, head widths "
             f"{c.qk_nope_head_dim} + {c.qk_rope_head_dim} (RoPE), values {c.v_head_dim}; the KV cache holds the "
@@ -263,12 +276,13 @@ OPTIONS: tuple[Option, ...] = (
            choices=tuple(LATENT[1:]), on=None, models="latent", reference="LatentAttention (DeepSeek-V3's MLA)",
            text=lambda c: _latent_text(c) if c.kv_lora_rank else "",
            doc="multi-head latent attention (DeepSeek-V2, V3)"),
-    Option("indexer", ("index_topk",), (None,), "structure", "indexer", value=lambda c: c.index_topk is not None,
+    Option("indexer", ("index_topk",), (None,), "structure", "indexer",
+           value=lambda c: c.index_topk is not None and c.kv_lora_rank is not None,
            parts=("indexer", "index_wq_b", "index_wk", "index_k_norm", "index_weights", "index_rope", "index_scores"),
            choices=(True,), on=True, models="latent",
            text=lambda c: (f"DeepSeek Sparse Attention: an indexer of {c.index_heads} heads of {c.index_head_dim}; "
                            f"each query attends its top {c.index_topk} keys; the indexer's keys, "
-                           f"{c.index_head_dim} a token and layer, in the state cache") if c.index_topk else "",
+                           f"{c.index_head_dim} a token and layer, in the state cache") if c.index_topk and c.kv_lora_rank else "",
            doc="DeepSeek Sparse Attention's indexer on a latent attention (DeepSeek-V3.2, GLM-5)"),
     Option("partial_rope", ("partial_rotary_factor",), (None,), "structure", "partial_rope",
            value=lambda c: c.partial_rotary_factor is not None, choices=(True,), on=True,
@@ -300,6 +314,16 @@ OPTIONS: tuple[Option, ...] = (
            parts=("in_proj", "conv1d", "A_log", "D", "dt_bias", "ssd_scan", "out_proj"),
            text=lambda c: _mamba_text(c),
            doc="Mamba-2 token mixers in the layers of kind mixer='mamba' (Nemotron-H)"),
+    Option("compressed", ("layers",), (None,), "kind", "mixer",
+           choices=("shared_kv", "compressed_sparse", "heavily_compressed"),
+           parts=("wq_a", "q_a_norm", "wq_b", "wkv", "kv_norm", "wo_a", "wo_b", "sinks", "compressor", "indexer"),
+           text=lambda c: _compressed_text(c),
+           doc="DeepSeek-V4's attention in the layers of kind mixer='shared_kv' (sliding window only), "
+               "'compressed_sparse' (CSA) or 'heavily_compressed' (HCA)"),
+    Option("hyper_connections", ("hc_mult",), (None,), "structure", "hyper_connections",
+           value=lambda c: c.hc_mult is not None, parts=("attn_hc", "ffn_hc", "hc_head"), choices=(True,), on=True,
+           text=lambda c: f"{c.hc_mult} residual streams mixed by hyper-connections" if c.hc_mult else "",
+           doc="DeepSeek-V4's manifold-constrained hyper-connections (hc_mult residual streams)"),
     _on("conv_bias", "a bias on the Mamba-2 convolution (Nemotron-H's use_conv_bias)", ""),
     _on("mamba_bias", "biases on the Mamba-2 in_proj and out_proj (Nemotron-H's use_bias)", ""),
     Option("nope", ("layers",), (None,), "kind", "rotary", choices=(False,),

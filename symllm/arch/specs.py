@@ -116,6 +116,12 @@ class Spec:
     index_heads: int | None = None
     index_head_dim: int | None = None
     index_topk: int | None = None
+    #: DeepSeek-V4's streams, grouped output projection and compression rates (symllm.arch.components.compressed)
+    hc_mult: int | None = None
+    o_groups: int | None = None
+    o_lora_rank: int | None = None
+    compress_csa: int | None = None
+    compress_hca: int | None = None
 
     @property
     def hidden_rule(self) -> str:

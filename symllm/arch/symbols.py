@@ -23,6 +23,7 @@ __all__ = [
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
     "n_ha", "n_kva", "d_ha", "d_p", "V_p", "n_m", "d_m", "d_s", "n_g", "Q_c", "n_I", "d_I", "K_I", "d_lm",
+    "n_hc", "g_o", "r_o", "m_c", "m_h",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -125,6 +126,12 @@ Q_c = sp.Symbol("Q_c", **_size)
 n_I = sp.Symbol("n_I", **_size)
 d_I = sp.Symbol("d_I", **_size)
 K_I = sp.Symbol("K_I", **_size)
+# DeepSeek-V4 (symllm.arch.components.compressed): residual streams, the grouped output projection, compression rates
+n_hc = sp.Symbol("n_hc", **_size)
+g_o = sp.Symbol("g_o", **_size)
+r_o = sp.Symbol("r_o", **_size)
+m_c = sp.Symbol("m_c", **_size)
+m_h = sp.Symbol("m_h", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 s_o = sp.Symbol("s_o", **_size)  # positions per sequence whose logits a forward computes
@@ -212,6 +219,14 @@ _TABLE = [
                "width of an indexer query head and of its one cached key a token (DSA: index_head_dim)", "model"),
     SymbolInfo(K_I, "index_topk", r"K_{I}", "keys each query attends under sparse attention (DSA: index_topk)",
                "model"),
+    SymbolInfo(n_hc, "hc_mult", r"n_{hc}", "residual streams of DeepSeek-V4's hyper-connections (hc_mult)", "model"),
+    SymbolInfo(g_o, "o_groups", r"g_{o}", "groups of DeepSeek-V4's grouped output projection (o_groups)", "model"),
+    SymbolInfo(r_o, "o_lora_rank", r"r_{o}", "outputs per group of DeepSeek-V4's grouped output projection "
+               "(o_lora_rank)", "model"),
+    SymbolInfo(m_c, "compress_csa", r"m_{c}", "tokens pooled into one entry by DeepSeek-V4's compressed sparse "
+               "attention", "model"),
+    SymbolInfo(m_h, "compress_hca", r"m_{h}", "tokens pooled into one entry by DeepSeek-V4's heavily compressed "
+               "attention", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "

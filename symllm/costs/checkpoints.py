@@ -290,6 +290,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     spec = formats._spec(config)
     if any(k.mixer in ("mamba", "none") or k.ffn == "none" for k in spec.structure.kinds):
         raise SymllmError("checkpoint: Nemotron-H (Mamba-2) tensors are not modelled")
+    if spec.structure.hyper_connections:
+        raise SymllmError("checkpoint: DeepSeek-V4 tensors are not modelled")
     ts = formats.tensors(spec)
     out: dict[str, dict] = {}
     if gguf is not None:

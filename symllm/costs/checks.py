@@ -13,6 +13,8 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   ``intermediate_size % tp_size == 0``; ``--expert-tp whole`` keeps the experts whole on each rank;
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
+* ``layers``: DeepSeek-V4's compressed attention and hyper-connections (:mod:`symllm.arch.components.compressed`),
+  whose FLOPs are not modelled yet (its parameters and caches are: symllm.costs.phases.memory);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
   sliding window, routed experts): :func:`check_structure`, which reads the component tree, not numbers.
 
@@ -108,6 +110,8 @@ CHECKS = (
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks do not divide the {f['n_experts']} experts of "
                     f"{f['name']}"),
+    Check("layers", ("compressed",), lambda f: not f.get("compressed"),
+          lambda f: "layers: DeepSeek-V4's FLOPs are not modelled yet (its parameters and caches are)"),
 )
 
 
@@ -126,10 +130,12 @@ def model_fields(model) -> dict:
         model = spec(model)
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
                 "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
-                "expert_width": model.hidden_dim if model.n_experts else None}
+                "expert_width": model.hidden_dim if model.n_experts else None, "compressed": model.hc_mult is not None}
+    from symllm.arch.components.compressed import LABEL
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
-            "n_heads": None, "n_kv_heads": None, "expert_width": None}
+            "n_heads": None, "n_kv_heads": None, "expert_width": None,
+            "compressed": any(c.rules.label == LABEL for c in model.walk())}
 
 
 def workload_fields(work) -> dict:

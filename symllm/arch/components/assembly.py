@@ -12,6 +12,7 @@ from symllm.arch import keeps
 from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SUM_NORM, _switches, _T, Component,
                                          ELEMENTWISE, linear, named, Rules)
 from symllm.arch.components.deltanet import gated_deltanet
+from symllm.arch.components.compressed import COMPRESSED_MIXERS, compressed_attention, hyper_connection, hyper_head
 from symllm.arch.components.embeddings import embedding, lm_head, per_layer_embedding, per_layer_input
 from symllm.arch.components.gqa import attention
 from symllm.arch.components.latent import latent_attention
@@ -119,6 +120,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                          rules=post, offset=off, mean=mean), "post_feedforward_layernorm", "post_ffw_norm")] if after else []),
         *(per_layer_input(variant.activation, off) if structure.per_layer_input else ()),
     )
+    if structure.hyper_connections:  # DeepSeek-V4: the streams' mixing around attention and the feed-forward
+        children += (hyper_connection("attn_hc", "attn_hc"), hyper_connection("ffn_hc", "ffn_hc"))
     return Component(
         name,
         # Gemma 4: hidden_states *= self.layer_scalar, one multiply an element of the block's output
@@ -134,7 +137,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
 
 
 #: token mixer (a LayerKind's ``mixer`` other than attention) -> its factory ``(structure, kind) -> Component``
-MIXER_FACTORIES = {"linear_attention": gated_deltanet, "mamba": mamba2}
+MIXER_FACTORIES = {"linear_attention": gated_deltanet, "mamba": mamba2,
+                   **{name: lambda structure, kind: compressed_attention(kind.mixer) for name in COMPRESSED_MIXERS}}
 
 
 def mixer(name: str):
@@ -186,6 +190,7 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
         "model",
         children=(embedding(scale=variant.embed_scale),
                   *(per_layer_embedding() if structure.per_layer_input else ()), *groups, named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm), "model.norm", "output_norm"),
+                  *((hyper_head(),) if structure.hyper_connections else ()),
                   lm_head(tied=structure.tied, softcap=variant.final_softcap, scale=variant.logit_scale)),
         definitions=definitions,
         doc="Transformer(params)",
@@ -248,7 +253,8 @@ def component(name: str, whole: Component | None = None) -> Component:
 EVERY_PART = dict(every_part(),
                   kinds=(LayerKind(window="sliding"), LayerKind(ffn="moe", window="chunked"),
                          LayerKind(ffn="moe", rotary=False, temperature=True), LayerKind(mixer="linear_attention"),
-                         LayerKind(mixer="mamba", ffn="none"), LayerKind(mixer="none")),
+                         LayerKind(mixer="mamba", ffn="none"), LayerKind(mixer="none"),
+                         LayerKind(mixer="compressed_sparse", ffn="moe")),
                   variant=Variant(**{o.field: o.on for o in OPTIONS if o.axis == "variant" and o.on is not None}))
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s

@@ -72,9 +72,10 @@ SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
 #: "norm", "head_norm" (Command-R+'s per-head QK-norm, a (heads, head_dim) tensor), "router", "experts" (fused
 #: routed experts), "sinks" (gpt-oss's per-head attention sinks), "conv" (a Gated DeltaNet's depthwise
 #: convolution), "decay" (its A_log and dt_bias), "biased_norm" (a LayerNorm's weight and bias, two vectors of half
-#: its parameters each: DeepSeek Sparse Attention's indexer k_norm), "none" (no weight)
+#: its parameters each: DeepSeek Sparse Attention's indexer k_norm), "bare" (a parameter tensor on its parent with no
+#: module of its own: DeepSeek-V4's position biases and hyper-connection weights), "none" (no weight)
 WEIGHTS = ("linear", "head", "embedding", "norm", "head_norm", "router", "experts", "sinks", "conv", "decay",
-           "biased_norm", "none")
+           "biased_norm", "bare", "none")
 
 #: LLaMA's own block (:class:`symllm.arch.layers.Variant`)
 LLAMA = Variant()
