@@ -88,11 +88,14 @@ def options(row: dict) -> dict | None:
 
 
 #: what a predicted row ran that symllm has no option for (printed beside its error): the 500 W limit's clocks
-#: (h100-sxm-hbm2e takes the H100 SXM's peaks), torchtitan's selective op checkpointing (it recomputes every
-#: second matmul of a layer, torchtitan's parallelize_llama.py; symllm recomputes all or nothing),
-#: torch.compile's fusions (the torchtitan engine's train_factor is an uncompiled forward and backward), async
-#: tensor parallelism (symllm adds the all-reduces unoverlapped), Float8 on the linear layers only (symllm's
-#: --compute-dtype fp8 runs every matmul at the fp8 peak, attention's too)
+#: (h100-sxm-hbm2e takes the H100 SXM's peaks), torchtitan's selective op checkpointing (torchtitan 9dec370
+#: parallelize_llama.py _save_list and _custom_policy: per block it saves the outputs of SDPA, abs, max and of
+#: aten.mm except every second one, so a Llama block recomputes wk, wo and w3 -- 2T d (n_kv d_h + d + d_ff)
+#: extra FLOPs a layer, the attention core not; symllm recomputes all or nothing), torch.compile's fusions (the
+#: torchtitan engine's train_factor is an uncompiled forward and backward), async tensor parallelism (symllm
+#: adds the all-reduces unoverlapped), Float8 on the linear layers only (torchtitan 9dec370 float8.py converts
+#: every nn.Linear but the one named "output"; symllm's --compute-dtype fp8 runs every matmul at the fp8 peak,
+#: attention's and the head's too)
 _500W, _SAC, _COMPILED = "500 W clocks", "selective op AC", "torch.compile, fp8 linears only"
 UNMODELLED = {
     "torchtitan-llama3.1-8b-h100x8-fsdp-bf16": f"{_500W}, {_SAC}",
