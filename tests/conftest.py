@@ -140,6 +140,18 @@ def prefill_and_steps(model, ids, steps: int = 1) -> tuple[list[int], int, int]:
     return flops, kv, state
 
 
+def training_step_flops(model, vocab: int, b: int, s: int) -> int:
+    """FlopCounterMode's FLOPs of one training step of transformers' ``model`` on CPU: a forward of ``b``
+    random sequences of ``s`` tokens with every position's logits, then the backward of their sum."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    torch.manual_seed(0)
+    tokens = torch.randint(0, vocab, (b, s))
+    with FlopCounterMode(display=False) as counter:
+        model(tokens).logits.sum().backward()
+    return counter.get_total_flops()
+
+
 def assert_refused_in_one_line(cli, folder: Path, raw: dict, start: str, command: str = "count") -> None:
     """``from_hf(raw)`` raises a one-line SymllmError starting with ``start``, and ``symllm count`` (or
     ``command``) of ``raw`` written as a config.json prints exactly that line on stderr, nothing on stdout,

@@ -19,7 +19,7 @@ from symllm.api import by_kind
 from symllm.arch.config import from_hf, preset_info
 from symllm.costs import phases as costs
 
-from .conftest import requires
+from .conftest import requires, training_step_flops
 from .test_mla import _hf_kinds as _mla_kinds, _hf_model
 from .strategies import cohere_configs, kimi_configs, minimax_m2_configs
 from .test_moe import _active_from_hf, _hf_kinds as _moe_kinds
@@ -323,14 +323,8 @@ def test_random_command_r_equals_transformers(raw, b, s, n):
 def test_random_command_r_training_flops_equal_transformers(torch, raw, b, s):
     """A training step of CohereForCausalLM (forward with every position's logits, then backward) on CPU has
     symllm's training matmul FLOPs under FlopCounterMode."""
-    from torch.utils.flop_counter import FlopCounterMode
-    torch.manual_seed(0)
-    model = _hf_model(raw, "cpu")
-    tokens = torch.randint(0, raw["vocab_size"], (b, s))
-    with FlopCounterMode(display=False) as counter:
-        model(tokens).logits.sum().backward()
-    work = costs.workload(from_hf(raw), batch=b, seq=s, logits="all")["flops"]
-    assert work["training_step"] == counter.get_total_flops()
+    flops = training_step_flops(_hf_model(raw, "cpu"), raw["vocab_size"], b, s)
+    assert costs.workload(from_hf(raw), batch=b, seq=s, logits="all")["flops"]["training_step"] == flops
 
 
 def test_command_r_block_by_hand():
