@@ -157,3 +157,20 @@ def test_sweep_takes_formats_over_workload_axes(cli):
         assert (int(row[-2]), int(row[-1])) == (counted["weights"], counted["kv_cache"])
     r = cli(["sweep", "--base", "llama3.1-8b", "--dim", "4096,5120", "--weight-format", "Q8_0"])
     assert r.code == 2 and "weight_format: its bytes are per tensor of one model" in r.err
+
+
+def test_moe_workspace_by_hand():
+    """vLLM's fused-MoE workspace (vllm/model_executor/layers/fused_moe/fused_moe.py, fused_experts_impl:
+    cache13 of M·k·max(N, K) and intermediate_cache2 of M·k·N/2 bf16 elements, M = min(tokens, 32768)), by hand
+    for Qwen3-235B-A22B (config.json: hidden_size 4096, moe_intermediate_size 1536, num_experts_per_tok 8) at TP4
+    on vLLM V1's profile of 8192 tokens: N = 2·1536/4 = 768, so 8192·8·4096·2 + 8192·8·384·2 = 536,870,912 +
+    50,331,648 bytes; the chunk caps M at 32768; a dense model has none; vLLM V1's profile peak holds it beside
+    the forward's working set (the larger of that and the logits' peak), the V0 engine's does not add it."""
+    assert serving.moe_workspace_bytes("qwen3-235b-a22b", 8192, tp=4) == 536870912 + 50331648
+    assert serving.moe_workspace_bytes("qwen3-235b-a22b", 65536, tp=4) == 4 * (536870912 + 50331648)  # M = 32768
+    assert serving.moe_workspace_bytes("qwen3-235b-a22b", 8192, tp=1) == 8192 * 8 * 4096 * 2 + 8192 * 8 * 1536 * 2
+    assert serving.moe_workspace_bytes("llama3.1-8b", 8192) == 0
+    kw = dict(gpu="h100-sxm", tp=4, weight_format="fp8-block", seq=4096)
+    v1, v0 = serving.capacity("qwen3-235b-a22b", **kw), serving.capacity("qwen3-235b-a22b", engine="vllm-v0", **kw)
+    assert v1["moe_workspace"] == 587202560 and v0["moe_workspace"] == 0
+    assert v1["activation_peak"] >= v1["moe_workspace"] and v1["kv_tokens"] < v0["kv_tokens"] + 1

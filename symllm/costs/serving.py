@@ -42,7 +42,11 @@ Conventions (each an estimate of what vLLM measures, not derives):
   start-ups of tests/data/vllm_serving_logs.json within their tolerance (the last position's alone does not).
   vLLM's V0 engine (``--engine vllm-v0``: before 0.8) profiles through its model runner's ``execute_model``,
   which computes logits for each dummy prompt's last position only: its activation peak is the forward's
-  working set with the last position's logits (the engine's ``profile_logits``, efficiency.json);
+  working set with the last position's logits (the engine's ``profile_logits``, efficiency.json). A model
+  with routed experts adds, where the engine's ``moe_workspace`` is set (vLLM's, V0 and V1: the Triton
+  fused-MoE kernel), the workspace one MoE layer's call allocates on the profile's tokens
+  (:func:`moe_workspace_bytes`) to the forward's working set without the logits (the larger of that and the
+  peak above: the workspace is freed before the logits are computed);
 * non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
   engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) unless given
   (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is
@@ -60,7 +64,7 @@ from math import ceil
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "indexer_bytes_per_token"]
+__all__ = ["DEFAULTS", "capacity", "indexer_bytes_per_token", "moe_workspace_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` 8192 (``vllm serve``),
 #: (``non_torch`` None: the engine's, :func:`symllm.costs.efficiency.engine`)
@@ -89,6 +93,35 @@ def indexer_bytes_per_token(config) -> int:
     # shared layers, as transformers builds them, have none; vLLM's own GLM-5 code is not checked here)
     indexed = cfg.count_layers(lambda kind: not kind.shared_topk)
     return indexed * (cfg.index_head_dim + cfg.index_head_dim // INDEXER_QUANT_BLOCK * 4)
+
+
+#: vLLM's fused_moe chunk (``VLLM_FUSED_MOE_CHUNK_SIZE``: vllm/envs.py reads "32768" at run time)
+FUSED_MOE_CHUNK = 32768
+
+
+def moe_workspace_bytes(config, tokens: int, tp: int = 1, act_bytes: int = 2) -> int:
+    """The workspace vLLM's Triton fused-MoE kernel (``fused_experts_impl``, vllm/model_executor/layers/fused_moe/
+    fused_moe.py, since vllm PR #13625) allocates for one MoE layer's call on ``tokens`` tokens, per tensor rank:
+    ``cache13`` of ``M · k · max(N, K)`` and ``intermediate_cache2`` of ``M · k · N / 2`` elements in the hidden
+    states' dtype, ``M = min(tokens, 32768)`` (its chunk), ``k`` the experts per token, ``N = w13``'s rows on a rank
+    (``2 · I / tp`` for a gated expert of width ``I``: the experts split over ``--tp``), ``K = w2``'s rows (the
+    model width, or the latent width of a latent MoE); 0 without routed experts.
+
+    >>> from symllm.arch.config import ModelConfig
+    >>> moe_workspace_bytes(ModelConfig(name="x", dim=64, n_layers=2, n_heads=4, n_kv_heads=4, vocab_size=8,
+    ...                                 hidden_dim=64), 8192)
+    0
+    """
+    if isinstance(config, str):  # a preset's name
+        from symllm.arch import resolved
+        config = resolved.spec(config)
+    cfg = getattr(config, "config", config)  # a Spec's config, or the ModelConfig itself
+    if not getattr(cfg, "n_experts", None):
+        return 0
+    m, k = min(tokens, FUSED_MOE_CHUNK), cfg.experts_per_token
+    n = 2 * ceil(cfg.hidden_dim / tp)  # w13: gate and up of the rank's share of each expert
+    width = cfg.moe_latent_size or cfg.dim
+    return (m * k * max(n, width) + m * k * n // 2) * act_bytes
 
 
 def _fraction(field: str, value, low=0, high=None) -> Fraction:
@@ -155,6 +188,12 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     # tensor rank 0: the profile's batch is that one sequence
     state = profile["memory_per_gpu"].get("state_cache", 0)
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
+    moe = moe_workspace_bytes(config, max_num_batched_tokens, work.tp) if conventions.get("moe_workspace") else 0
+    if moe:  # the fused-MoE workspace, live in an MoE layer beside the forward's working set (not the logits')
+        forward = activation if logits == "last" else evaluate(work.replace(
+            batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="last", **bare))["memory_per_gpu"][
+            "inference_peak"] - weights - kv_profile - state
+        activation = max(activation, forward + moe)
     index = indexer_bytes_per_token(config)
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index
@@ -176,4 +215,4 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
             "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
             "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context,
-            "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp}
+            "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe}
