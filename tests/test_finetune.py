@@ -113,13 +113,15 @@ def _one_period(raw: dict) -> tuple[dict, int]:
     flags = {key: [int(i in raw[key]) for i in range(L)] for key in ("moe_layers", "mlp_only_layers")
              if isinstance(raw.get(key), list)}
     flags |= {key: list(raw[key]) for key in ("no_rope_layers", "layer_types") if isinstance(raw.get(key), list)}
+    if isinstance(raw.get("hybrid_override_pattern"), str):  # Nemotron-H: one character a layer
+        flags["hybrid_override_pattern"] = list(raw["hybrid_override_pattern"])
     steps = [raw.get(k) or 1 for k in ("interleave_moe_layer_step", "decoder_sparse_step", "no_rope_layer_interval",
                                        "full_attention_interval")]
     for p in (p for p in range(1, L + 1) if L % p == 0 and all(p % s == 0 for s in steps)):
         if all(v == v[:p] * (L // p) for v in flags.values()):
             cut = {**raw, layers: p}
             cut |= {k: [i for i in raw[k] if i < p] for k in ("moe_layers", "mlp_only_layers") if k in flags}
-            cut |= {k: raw[k][:p] for k in ("no_rope_layers", "layer_types") if k in flags}
+            cut |= {k: raw[k][:p] for k in ("no_rope_layers", "layer_types", "hybrid_override_pattern") if k in flags}
             return cut, L // p
     return raw, 1
 

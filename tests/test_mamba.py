@@ -173,3 +173,27 @@ def test_nemotron_h_8b_layout_equals_transformers_on_meta():
         model = transformers.AutoModelForCausalLM.from_config(config)
     built = sum(p.numel() for p in model.parameters())
     assert symllm.params(from_hf(raw))["total"] == built == 8_100_852_736
+
+
+def test_nemotron_3_nano_preset_equals_transformers_on_meta():
+    """The nemotron-3-nano-30b-a3b preset (nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's config.json as
+    published: 23 Mamba-2, 23 MoE and 6 attention layers) counts, in total and per mixer, what transformers'
+    NemotronHForCausalLM builds from that config on the meta device; the model card's rounded 31.6B total and
+    3.6B active are checked by tests/test_params.py::test_rounded_published_figures."""
+    transformers, torch = requires("transformers"), requires("torch")
+    from symllm.arch.config import preset_info
+    raw = preset_info("nemotron-3-nano-30b-a3b")["config"]
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    assert type(model).__name__ == "NemotronHForCausalLM"
+    counts = symllm.params("nemotron-3-nano-30b-a3b")
+    assert counts["total"] == sum(p.numel() for p in model.parameters())
+    built = {"mixer.in_proj": 0, "mixer.experts": 0, "mixer.q_proj": 0}
+    for name, p in model.named_parameters():
+        for key in built:
+            if key in name:
+                built[key] += p.numel()
+    assert counts["block/mamba/in_proj"] == built["mixer.in_proj"]
+    assert counts["moe_block/moe/experts"] == built["mixer.experts"]
+    assert counts["nope_block/attention/wq"] == built["mixer.q_proj"]

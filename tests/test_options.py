@@ -51,7 +51,9 @@ def test_structure_of_each_preset_is_read_from_the_options(name):
         config.hidden_rule)
     assert (s.shared_expert, s.latent, s.shared_experts, s.partial_rope, s.mtp, s.shared_gate, s.sinks) == (
         config.shared_expert, config.latent, config.n_shared_experts is not None,
-        config.partial_rotary_factor is not None, config.n_mtp_layers > 0, config.shared_hidden_dim is not None,
+        config.partial_rotary_factor is not None, config.n_mtp_layers > 0,
+            # Qwen2-MoE's gated shared expert; Nemotron-H's shared expert of its own width has no gate
+            config.shared_hidden_dim is not None and config.n_shared_experts is None,
         config.attention_sinks)
     assert (s.moe_bias, s.clamped, s.fused_lora) == (config.moe_bias, config.clamped_swiglu,
                                                      config.peft_fused_experts)

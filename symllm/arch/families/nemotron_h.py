@@ -126,4 +126,5 @@ NEMOTRON_H = register(Family(
     names={"mamba_heads": "mamba_num_heads", "mamba_head_dim": "mamba_head_dim", "ssm_state": "ssm_state_size",
            "mamba_groups": "n_groups", "conv_kernel": "conv_kernel", "ssm_chunk": "chunk_size",
            "conv_bias": "use_conv_bias", "mamba_bias": "use_bias", "moe_latent_size": "moe_latent_size"},
-    presets="config.json of nvidia/Nemotron-H checkpoints (no preset shipped yet)"))
+    presets="config.json of nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 (the other Nemotron-H checkpoints: no "
+            "citable copy of their config.json was found)"))
