@@ -118,7 +118,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
                     "in_proj_b", "in_proj_a", "out_proj", "in_proj", "index_wq_b", "index_wk", "index_weights", "wg",
                     "per_layer_model_projection", "per_layer_gate", "per_layer_projection", "per_layer_embedding",
-                    "fc1_latent_proj", "fc2_latent_proj"}
+                    "fc1_latent_proj", "fc2_latent_proj", "router_proj"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():
