@@ -1046,7 +1046,7 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
     """A small config.json of Phi-3, OLMo 2 or Gemma 1, 2, 3 (``family`` pins one) as transformers writes it:
     GQA/MQA/MHA (Gemma 4's full layers with a head width and key/value heads of their own, keys as values or
     not, its last layer full whatever ``layer_types`` says, its last layers sharing keys and values or not, their
-    MLP doubled or not, per-layer embeddings or none); Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
+    MLP doubled or not, per-layer embeddings or none, its MoE block beside the dense MLP or none); Phi-3 and OLMo 2 with ``head_dim`` derived, Gemma's stated (any even width, not d / n_h);
     Phi-3's partial rotary (``partial_rotary_factor``, Phi-4-mini's 0.75, or 1);
     OLMo 2's and Gemma's attention biases; tied or untied; Phi-3's sliding window off or in every layer;
     Gemma 1's activation spelled either way; Gemma 2 and 3 with soft-capping on or off (Gemma 3's final logits
@@ -1108,6 +1108,10 @@ def dense_family_configs(draw, family: str | None = None, window: int | None = N
         types[-1] = "full_attention"
         raw.update(num_kv_shared_layers=draw(st.sampled_from([k for k in range(L) if set(types[:L - k]) == set(types)])),
                    use_double_wide_mlp=draw(st.booleans()))
+        if draw(st.booleans()):  # 26B-A4B's MoE block: router and experts beside the dense MLP in every layer
+            experts = draw(st.integers(1, 4))
+            raw.update(enable_moe_block=True, num_experts=experts, top_k_experts=draw(st.integers(1, experts)),
+                       moe_intermediate_size=draw(st.integers(1, 24)))
     if kind == "exaone4":
         types = st.lists(st.sampled_from(["sliding_attention", "full_attention"]), min_size=L, max_size=L)
         # no window: every layer full (transformers' cache cannot hold a sliding layer without a window)

@@ -39,12 +39,20 @@ _KINDS = {"embed_tokens": "embedding", "q_proj": "attention/wq", "k_proj": "atte
           # Gemma 4's per-layer embeddings: the model's table, projection and norm, each layer's gate, projection, norm
           "embed_tokens_per_layer": "per_layer_embedding", "per_layer_model_projection": "per_layer_model_projection",
           "per_layer_projection_norm": "per_layer_norm", "per_layer_input_gate": "per_layer_gate",
-          "per_layer_projection": "per_layer_projection", "post_per_layer_input_norm": "post_per_layer_norm"}
+          "per_layer_projection": "per_layer_projection", "post_per_layer_input_norm": "post_per_layer_norm",
+          # Gemma 4's MoE block (enable_moe_block): the router's projection and its two bare vectors, the fused
+          # experts (gate_up_proj and down_proj, bare on Gemma4TextExperts), the three norms around the branches
+          "proj": "moe/router/router_proj", "router.scale": "moe/router/router_scale",
+          "router.per_expert_scale": "moe/router/per_expert_scale", "experts.gate_up_proj": "moe/experts",
+          "experts.down_proj": "moe/experts", "post_feedforward_layernorm_1": "post_ffn_norm_1",
+          "pre_feedforward_layernorm_2": "moe_norm", "post_feedforward_layernorm_2": "post_moe_norm"}
 
 
 def _hf_model(raw: dict, device: str = "meta"):
     transformers, torch = requires("transformers"), requires("torch")
-    config = transformers.AutoConfig.for_model(**raw, attn_implementation="eager")
+    # eager experts (Gemma 4's MoE block): each expert's matmuls over the tokens routed to it, which FlopCounterMode
+    # counts (the default grouped_mm kernel needs aligned strides on the CPU)
+    config = transformers.AutoConfig.for_model(**raw, attn_implementation="eager", experts_implementation="eager")
     with torch.device(device):
         return transformers.AutoModelForCausalLM.from_config(config)
 
@@ -56,12 +64,18 @@ def _hf_kinds(raw: dict) -> dict:
     # a block with a norm after its feed-forward (OLMo 2, Gemma 2, 3) has one after attention too: its
     # post_attention_layernorm is that one, not the pre-feed-forward norm (read off transformers' own modules)
     post_norm = any(name.endswith("post_feedforward_layernorm.weight") for name, _ in model.named_parameters())
+    routed = 0
     for name, p in model.named_parameters():
-        leaf = name.split(".")[-2]
+        # a module's weight by its module's name; a parameter bare on its module (Gemma 4's router and experts)
+        # by both names
+        leaf = name.split(".")[-2] if name.endswith((".weight", ".bias")) else ".".join(name.split(".")[-2:])
         kind = ("post_attention_norm" if post_norm else "ffn_norm") if leaf == "post_attention_layernorm" \
             else _KINDS[leaf]
         out[kind] = out.get(kind, 0) + p.numel()
-    out["active"] = out["total"]  # dense: every weight is used by every token
+        routed += p.numel() if leaf.startswith("experts.") else 0
+    # every weight is used by every token but the routed experts, of which a token uses top_k of num_experts
+    config = model.config
+    out["active"] = out["total"] - (routed - routed * config.top_k_experts // config.num_experts if routed else 0)
     return out
 
 

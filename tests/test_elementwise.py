@@ -56,7 +56,8 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
       renormalisation, Llama 4's sigmoid of the top k, DeepSeek-V3's and GLM's sigmoid, correction bias,
       group selection, renormalisation and scaling, gpt-oss's softmax over the top k. The oracle's count
       inside each router module (every class whose name ends in ``Router``) is replaced by 5 per logit
-      (transformers' router weight: ``n_e`` rows), its bias add (gpt-oss's, 1 per logit) kept;
+      (transformers' router weight: ``n_e`` rows; Gemma 4's ``proj``, its weightless norm, ``scale``,
+      renormalisation and ``per_expert_scale`` inside the router), its bias add (gpt-oss's, 1 per logit) kept;
     - **gpt-oss's and MiMo-V2-Flash's attention** subtract each row's max themselves before ``F.softmax`` (which
       subtracts it again): the same subtraction twice, which the convention counts once (in the softmax's 4):
       the explicit subtraction is left out;
@@ -89,7 +90,9 @@ def _convention(counter, model, raw: dict, b: int, s: int) -> int:
     routers = [m for m in model.modules() if type(m).__name__.endswith("Router")]
     names = {type(m).__name__ for m in routers}
     if routers:
-        total += (5 * b * s * sum(m.weight.shape[0] for m in routers)
+        # Gemma 4's router holds its projection as proj (its norm, scale and per-expert scale inside the router)
+        total += (5 * b * s * sum(m.weight.shape[0] if hasattr(m, "weight") else
+                                  m.proj.weight.shape[0] for m in routers)
                   - counter.within(*names) + counter.within(*names, ops=("addmm",)))
     total -= counter.within("GptOssAttention", "MiMoV2FlashAttention", ops=("sub",), statistic=True)
     twice = counter.within("CohereLayerNorm", ops=("sub",))

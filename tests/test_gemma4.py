@@ -42,6 +42,33 @@ def test_k_eq_v_layers_have_no_v_proj_as_transformers_builds_them():
     assert out["total"] == sum(p.numel() for p in model.parameters())
 
 
+def test_moe_block_as_transformers_builds_it():
+    """26B-A4B's MoE block (enable_moe_block) on _RAW: Gemma4TextDecoderLayer keeps its dense MLP (3·32·48 a layer)
+    and adds Gemma4TextRouter (proj 32·4, scale 32, per_expert_scale 4), Gemma4TextExperts (gate_up_proj 4·2·12·32,
+    down_proj 4·32·12) and three norms of 32: each kind summed over transformers' 7 layers on the meta device equals
+    symllm's, and the active count is the total less the 2 of 4 experts a token does not run."""
+    raw = {**_RAW, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 12}
+    model = _hf(raw)
+    hf = {}
+    for name, p in model.named_parameters():
+        key = ".".join(name.split(".")[3:]) if name.startswith("model.layers.") else name
+        hf[key] = hf.get(key, 0) + p.numel()
+    out = symllm.params(from_hf(raw))
+    pairs = {"router.proj.weight": "block/moe/router/router_proj", "router.scale": "block/moe/router/router_scale",
+             "router.per_expert_scale": "block/moe/router/per_expert_scale",
+             "post_feedforward_layernorm_1.weight": "block/post_ffn_norm_1",
+             "pre_feedforward_layernorm_2.weight": "block/moe_norm",
+             "post_feedforward_layernorm_2.weight": "block/post_moe_norm"}
+    for hf_name, ours in pairs.items():  # one group in symllm's tree per kind of layer: summed over both
+        assert out[ours] + out.get("full_" + ours, 0) == hf[hf_name], hf_name
+    assert hf["router.proj.weight"] == 7 * 32 * 4 and hf["experts.gate_up_proj"] == 7 * 4 * 2 * 12 * 32
+    experts = hf["experts.gate_up_proj"] + hf["experts.down_proj"]
+    assert out["block/moe/experts"] + out["full_block/moe/experts"] == experts
+    assert out["block/feed_forward/w1"] + out["full_block/feed_forward/w1"] == hf["mlp.gate_proj.weight"] == 7 * 32 * 48
+    total = sum(p.numel() for p in model.parameters())
+    assert out["total"] == total and out["active"] == total - experts // 2
+
+
 @given(dense_family_configs("gemma4_text"))
 def test_per_layer_config_as_transformers_writes_it(raw):
     """A config.json saved by transformers (Gemma4TextConfig.to_dict: global_head_dim dropped, the full layers'
@@ -76,7 +103,10 @@ def test_multimodal_config_counts_its_text_config(cli, tmp_path):
     ({"num_kv_shared_layers": 2}, "num_kv_shared_layers: 2 leaves no earlier full_attention layer to share from"),
     ({"num_kv_shared_layers": 7}, "num_kv_shared_layers: 7 leaves no earlier full_attention layer"),
     ({"num_kv_shared_layers": 1}, None),  # layer 6 shares layer 5's: counted
-    ({"enable_moe_block": True}, "enable_moe_block: true"),
+    ({"enable_moe_block": True}, "num_experts: "),  # the MoE block without its sizes
+    ({"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 8}, None),
+    ({"enable_moe_block": True, "num_experts": 2, "top_k_experts": 3, "moe_intermediate_size": 8},
+     "top_k_experts: 3 is more than"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention: 'all'"),
     ({"per_layer_config": {"5": {"head_dim": 16}, "6": {"head_dim": 32}}}, "per_layer_config: 2 head shapes"),
     ({"per_layer_config": {"5": {"intermediate_size": 16}}}, "per_layer_config: {'intermediate_size': 16}"),

@@ -120,7 +120,8 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
                     "per_layer_model_projection", "per_layer_gate", "per_layer_projection", "per_layer_embedding",
                     "fc1_latent_proj", "fc2_latent_proj",
                     # DeepSeek-V4's attention, compressors and indexer
-                    "wkv", "wo_a", "wo_b", "compress_kv", "compress_gate", "index_kv", "index_gate"}
+                    "wkv", "wo_a", "wo_b", "compress_kv", "compress_gate", "index_kv", "index_gate",
+                    "router_proj"}
 
 
 def test_a_linear_cannot_be_built_without_its_rules():

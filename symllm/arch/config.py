@@ -157,6 +157,8 @@ class ModelConfig:
     #: Laguna's router: e_score_correction_bias is a parameter (n_e numbers a MoE layer), not a buffer; the routed
     #: sum is multiplied by moe_routed_scaling_factor (element-wise only)
     router_score_bias: bool = False
+    #: Gemma 4's enable_moe_block: the MoE layers keep their dense MLP (dense_hidden_dim) beside the experts
+    moe_beside_mlp: bool = False
     #: Gated DeltaNet layers (the layers whose kind's mixer is "linear_attention"; Qwen3-Next, Qwen3.5): query/key
     #: heads, value heads, their widths and the short convolution's kernel (None: no such layer)
     linear_key_heads: int | None = None
@@ -423,7 +425,8 @@ class ModelConfig:
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim", "moe_latent_size"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
+        for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias",
+                      "moe_beside_mlp"):
             boolean(field, getattr(self, field))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {_short(self.gate_proj)}")
@@ -435,7 +438,8 @@ class ModelConfig:
             for field in ("experts_per_token", "dense_hidden_dim", "moe_latent_size"):
                 if getattr(self, field) is not None:
                     raise SymllmError(f"{field}: {_short(getattr(self, field))} given without n_experts")
-            for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias"):
+            for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias",
+                      "moe_beside_mlp"):
                 if getattr(self, field):
                     raise SymllmError(f"{field}: true given without n_experts")
             return
@@ -458,9 +462,9 @@ class ModelConfig:
         if self.n_experts is None and any(kind.ffn == "moe" for kind, _ in self.layers):
             raise SymllmError("n_experts: missing; some layers are a mixture of experts")
         dense = sum(n for kind, n in self.layers if kind.ffn == "dense")  # Nemotron-H's other layers have none
-        if moe and dense and self.dense_hidden_dim is None:
+        if (moe and dense or self.moe_beside_mlp) and self.dense_hidden_dim is None:
             raise SymllmError("dense_hidden_dim: missing; the layers outside the MoE ones are dense")
-        if moe and not dense and self.dense_hidden_dim is not None:
+        if moe and not dense and self.dense_hidden_dim is not None and not self.moe_beside_mlp:
             raise SymllmError(f"dense_hidden_dim: {self.dense_hidden_dim} given but every layer is MoE")
         windows = {kind.window for kind, _ in self.layers} - {None}
         for window, size, field in (("sliding", self.sliding_window, "sliding_window"),

@@ -142,7 +142,7 @@ class LayerKind:
         boolean("kv_shared", self.kv_shared)
         boolean("wide_ffn", self.wide_ffn)
         boolean("shared_topk", self.shared_topk)
-        if self.wide_ffn and self.ffn != "dense":
+        if self.wide_ffn and self.ffn not in ("dense", "moe"):  # moe: the dense MLP beside Gemma 4's experts
             raise SymllmError(f"wide_ffn: a doubled width is a dense feed-forward's (the ffn is {self.ffn})")
         if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks or self.kv_shared
                                           or self.shared_topk):
@@ -350,6 +350,9 @@ class Structure:
     shared_experts: bool = False
     #: the routed experts run in a latent width d_lm between two projections (Nemotron-3 Super's moe_latent_size)
     latent_moe: bool = False
+    #: Gemma 4's MoE block (``enable_moe_block``): in the MoE layers the dense MLP of width d_fd stays, and the
+    #: router (Gemma 4's, reading the residual) and the GeGLU experts (after their own norm) sit beside it
+    moe_beside_mlp: bool = False
     #: RoPE rotates d_hr of each head's d_h (GLM-4.5's partial_rotary_factor)
     partial_rope: bool = False
     #: the checkpoint stores multi-token-prediction modules (reported apart: symllm.arch.components.mtp)
@@ -404,7 +407,7 @@ class Structure:
                      "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
                      "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias",
                      "per_layer_input", "latent_moe",
-                     "hyper_connections"):
+                     "hyper_connections", "moe_beside_mlp"):
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")
@@ -415,6 +418,8 @@ class Structure:
             raise SymllmError("shared_topk: a layer reusing another's top-k in a model without a sparse-attention indexer")
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
+        if not self.moe_beside_mlp and any(kind.wide_ffn and kind.ffn == "moe" for kind in self.kinds):
+            raise SymllmError("wide_ffn: a doubled width is a dense feed-forward's (the ffn is moe)")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
                                         or any(k.window or not k.rotary or k.heads != "model" or k.k_eq_v
                                                or k.kv_shared for k in self.kinds)):

@@ -260,6 +260,10 @@ OPTIONS: tuple[Option, ...] = (
                            "fc2_latent_proj)") if c.moe_latent_size else "",
            doc="the routed experts run in a latent width between two projections (Nemotron-3 Super's "
                "moe_latent_size)"),
+    _on("moe_beside_mlp", "Gemma 4's MoE block (enable_moe_block): the dense MLP of width d_fd kept, Gemma 4's "
+        "router and GeGLU experts beside it, each branch under its own norms, their outputs summed", "",
+        "the dense MLP beside the experts (Gemma 4's MoE block: three more norms a layer)",
+        parts=("router_scale", "per_expert_scale", "post_ffn_norm_1", "moe_norm", "post_moe_norm")),
     _on("moe_bias", "gpt-oss's biases on the router and the experts", "biases on the router and every expert",
         "biases on the router and the experts"),
     _on("clamped", "gpt-oss's clamped SwiGLU experts", "the clamped SwiGLU in the experts",

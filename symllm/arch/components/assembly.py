@@ -63,7 +63,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                   activation="silu" if structure.moe_bias or structure.clamped or structure.fused_lora
                   else variant.activation,
                   score_bias=structure.router_score_bias, latent=structure.latent_moe,
-                  latent_bias=structure.mlp_bias and structure.latent_moe)
+                  latent_bias=structure.mlp_bias and structure.latent_moe, scaled=structure.moe_beside_mlp)
     else:
         width = d_fd if structure.has_moe else d_ff
         # Gemma 4's use_double_wide_mlp: intermediate_size * 2 in its KV-shared layers (Gemma4TextMLP)
@@ -105,6 +105,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     post = Rules("sequence", lora=(), weight="norm", stacks=(), label="norms after attention and feed-forward "
                  "(OLMo 2, Gemma 2 and 3)")
     pre = variant.norms in ("pre", "sandwich")
+    beside = kind.ffn == "moe" and structure.moe_beside_mlp  # Gemma 4's MoE block: the dense MLP kept
     after = variant.norms in ("post", "sandwich")
     # each norm's Hugging Face name (LlamaDecoderLayer's, Olmo2's, Gemma2's) and GGUF name (gguf-py's)
     children = (
@@ -115,7 +116,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
           if after else []),
         *([named(rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off, mean=mean),
                  "pre_feedforward_layernorm" if after else "post_attention_layernorm", "ffn_norm")] if pre else []),
-        ffn,
+        feed_forward(bias=structure.mlp_bias, width=2 * d_fd if kind.wide_ffn else d_fd, variant=variant)
+        if beside else ffn,
+        *(_beside_mlp(ffn, off) if beside else ()),
         *([named(rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
                          rules=post, offset=off, mean=mean), "post_feedforward_layernorm", "post_ffw_norm")] if after else []),
         *(per_layer_input(variant.activation, off) if structure.per_layer_input else ()),
@@ -126,7 +129,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         name,
         # Gemma 4: hidden_states *= self.layer_scalar, one multiply an element of the block's output
         # Gemma 4's per-layer input: its own residual add
-        elementwise=((2 + structure.per_layer_input) * ELEMENTWISE["residual"]
+        # Gemma 4's MoE block: the dense MLP's and the experts' outputs summed
+        elementwise=((2 + structure.per_layer_input + beside) * ELEMENTWISE["residual"]
                      + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
@@ -134,6 +138,21 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         doc="TransformerBlock(layer_id, args)",
         rules=_no_weight(keeps.block),
     )
+
+
+def _beside_mlp(moe_: Component, offset: bool) -> tuple[Component, ...]:
+    """Gemma 4's MoE block after its dense MLP (``Gemma4TextDecoderLayer`` with ``enable_moe_block``):
+    ``post_feedforward_layernorm_1`` on the MLP's output, the router reading the residual (not the MLP's input),
+    ``pre_feedforward_layernorm_2`` on the residual before the experts, ``post_feedforward_layernorm_2`` on their
+    output; the two outputs summed (the block's add) before ``post_feedforward_layernorm``."""
+    post = Rules("sequence", lora=(), weight="norm", stacks=(), label="Gemma 4's MoE block")
+    return (named(rmsnorm("post_ffn_norm_1", doc="post_feedforward_layernorm_1(mlp_output)", rules=post,
+                          offset=offset), "post_feedforward_layernorm_1"),
+            named(rmsnorm("moe_norm", doc="pre_feedforward_layernorm_2(residual), the experts' input", rules=post,
+                          offset=offset), "pre_feedforward_layernorm_2"),
+            moe_,
+            named(rmsnorm("post_moe_norm", doc="post_feedforward_layernorm_2(experts_output)", rules=post,
+                          offset=offset), "post_feedforward_layernorm_2"))
 
 
 #: token mixer (a LayerKind's ``mixer`` other than attention) -> its factory ``(structure, kind) -> Component``

@@ -29,6 +29,29 @@ def router(*, bias: bool = False) -> Component:
     return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
 
 
+def scaled_router() -> Component:
+    """Gemma 4's router (``Gemma4TextRouter``): a weightless RMSNorm of the residual, times its ``scale`` (``d``
+    numbers) and ``d^-1/2``, a ``d -> n_e`` projection ``proj``, the softmax of its logits, the top k of them
+    renormalised, each times its expert's ``per_expert_scale`` (``n_e`` numbers). Element-wise work: the
+    routers' convention, 5 per logit (:func:`router`), whatever the router computes.
+
+    >>> r = scaled_router()
+    >>> r.total("params"), r.total("flops"), r.total("elementwise")
+    (d*n_e + d + n_e, 2*b*d*n_e*s, 5*b*n_e*s)
+    """
+    rules = Rules("replicated", lora=(), weight="router", stacks=(), label="Gemma 4's router")
+    proj = linear("router_proj", d, n_e, doc="self.proj = nn.Linear(hidden_size, num_experts, bias=False)",
+                  rules=dataclasses.replace(rules, hf="proj", gguf="ffn_gate_inp"))
+    # two vectors held bare on the router's own module (nn.Parameter), in the model's dtype as the projection
+    scale = Component("router_scale", params=d, doc="self.scale = nn.Parameter(torch.ones(hidden_size))",
+                      rules=dataclasses.replace(rules, hf_params=("scale",)))
+    per_expert = Component("per_expert_scale", params=n_e,
+                           doc="self.per_expert_scale = nn.Parameter(torch.ones(num_experts))",
+                           rules=dataclasses.replace(rules, hf_params=("per_expert_scale",)))
+    return Component("router", elementwise=ELEMENTWISE["softmax"] * _T * n_e, children=(proj, scale, per_expert), doc="self.router = Gemma4TextRouter(config)",
+                     rules=dataclasses.replace(rules, hf="router"))
+
+
 def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = False,
             activation: str = "silu", width: sp.Expr = d) -> Component:
     """``n_e`` routed SwiGLU experts of width ``d_ff``; each token runs ``k`` of them.
@@ -42,7 +65,9 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
     does not model: those targets are refused (``Rules.refused``). ``activation="relu2"``: Nemotron-H's ungated
     experts ``down_proj(relu(up_proj(x))²)`` (``NemotronHExperts``), ``2·d·d_ff`` each, two matmuls per pair.
     ``width``: the width ``x`` the experts read and write (``d``; Nemotron-3 Super's latent ``d_lm``: :func:`moe`),
-    in place of ``d`` above.
+    in place of ``d`` above. ``activation="gelu_tanh"``: Gemma 4's GeGLU experts (``Gemma4TextExperts``:
+    ``gate_up_proj [n_e, 2·d_ff, d]``, ``down_proj [n_e, d, d_ff]``, ``gelu_pytorch_tanh(gate) * up``), the same
+    parameters and matmuls, GeGLU's element-wise work.
 
     >>> e = experts()
     >>> e.params, e.active, e.flops
@@ -53,6 +78,8 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
     (2*d*d_ff*n_e, 4*b*d*d_ff*k*s)
     >>> experts(activation="relu2", width=d_lm).params
     2*d_ff*d_lm*n_e
+    >>> experts(activation="gelu_tanh").params, experts(activation="gelu_tanh").elementwise
+    (3*d*d_ff*n_e, b*k*s*(2*d + 10*d_ff))
     """
     rows = k * _T  # token-expert pairs: each token's row goes through k experts
     x = width
@@ -70,7 +97,9 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
             rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts", hf="experts"),
         )
     per = 3 * x * d_ff + ((2 * d_ff + x) if bias else 0)  # one expert's weights (and biases)
-    glu = ELEMENTWISE["clamped_glu"] if clamped else ELEMENTWISE["silu"] + ELEMENTWISE["gate"]
+    if activation not in ("silu", "gelu_tanh"):
+        raise SymllmError(f"activation: {activation} experts are not modelled (silu, gelu_tanh or relu2)")
+    glu = ELEMENTWISE["clamped_glu"] if clamped else ELEMENTWISE[activation] + ELEMENTWISE["gate"]
     return Component(
         "experts", params=per * n_e, active=per * k,
         flops=2 * matmul(rows, x, d_ff) + matmul(rows, d_ff, x),
@@ -82,7 +111,8 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
         # routed to it), and the output being summed
         live=(3 * _T * d_ff + _T * x,),
         doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
-             else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
+             else "Gemma4TextExperts: n_e x GeGLU(d, d_ff) (gate_up_proj, down_proj); top-k routing"
+             if activation == "gelu_tanh" else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
         # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
         rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts", hf="experts",
                     refused=("w1", "w2", "w3") if fused_lora else ()),
@@ -92,7 +122,7 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
 def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
         fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False,
         activation: str = "silu", score_bias: bool = False, latent: bool = False,
-        latent_bias: bool = False) -> Component:
+        latent_bias: bool = False, scaled: bool = False) -> Component:
     """A mixture-of-experts feed-forward: router, ``n_e`` routed experts (``k`` per token), and with
     ``shared`` Llama 4's shared expert (a dense SwiGLU of width ``d_ff`` every token runs); ``gated`` makes
     it Qwen2-MoE's: of its own width ``d_se``, its output scaled by ``sigmoid(shared_expert_gate(x))``, a
@@ -107,6 +137,8 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     ``latent``: Nemotron-3 Super's latent experts (``NemotronHMoE`` with ``moe_latent_size``): the router and
     the shared expert read ``d``, the routed experts run in ``d_lm``, between ``fc1_latent_proj`` (``d -> d_lm``)
     and ``fc2_latent_proj`` (``d_lm -> d``), each with a bias under ``latent_bias`` (the config's ``mlp_bias``).
+    ``scaled``: Gemma 4's router (:func:`scaled_router`); its router and experts sit on the decoder layer itself
+    (``layers.N.router``, ``layers.N.experts``), beside the dense MLP (:func:`symllm.arch.components.block`).
 
     >>> moe().total("params"), moe().total("active")
     (3*d*d_ff*n_e + d*n_e, 3*d*d_ff*k + d*n_e)
@@ -120,10 +152,12 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     2*d*d_ff*n_e + 2*d*d_se + d*n_e
     >>> sp.expand(moe(activation="relu2", latent=True).total("params"))
     2*d*d_lm + d*n_e + 2*d_ff*d_lm*n_e
+    >>> moe(scaled=True, activation="gelu_tanh").total("active")
+    3*d*d_ff*k + d*n_e + d + n_e
     """
     _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
               shared_experts=shared_experts, shared_bias=shared_bias, score_bias=score_bias, latent=latent,
-              latent_bias=latent_bias)
+              latent_bias=latent_bias, scaled=scaled)
     if latent_bias and not latent:
         raise SymllmError("latent_bias: biases on latent projections the layer does not have (latent=False)")
     if gated and not shared:
@@ -153,7 +187,7 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                                   stacks=(), label="a gated shared expert (Qwen2-MoE)"))
         extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
                                saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
-    _router = router(bias=bias)
+    _router = scaled_router() if scaled else router(bias=bias)
     routed = (experts(bias=bias, clamped=clamped, fused_lora=fused_lora, activation=activation,
                       width=d_lm if latent else d),)
     if latent:  # NemotronHMoE: fc2_latent_proj(experts(fc1_latent_proj(x))); replicated (vLLM's ReplicatedLinear)
@@ -172,5 +206,5 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         children=(_router, *routed, *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)",
-                    hf="mlp"),
+                    hf="" if scaled else "mlp"),
     )

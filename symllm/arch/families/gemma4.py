@@ -27,9 +27,16 @@ query and key head, sliding layers beside full ones, tied embeddings) with what 
   hidden_size_per_layer_input`` and its projection, norm, and in every layer a gate, a projection and a norm
   (:func:`symllm.arch.components.embeddings.per_layer_embedding`, ``per_layer_input``).
 
-Not modelled, refused in one line naming the key: the MoE block beside the dense MLP (``enable_moe_block``:
-26B-A4B), bidirectional attention over every token (``use_bidirectional_attention: "all"``; ``"vision"`` leaves
-text tokens causal).
+- the MoE block (``enable_moe_block``: 26B-A4B), in every layer beside the dense MLP (which keeps
+  ``intermediate_size``, ``d_fd``): Gemma 4's router (``Gemma4TextRouter``: a weightless norm of the residual,
+  ``scale`` of ``d``, ``proj`` of ``d × num_experts``, softmax, ``top_k_experts`` renormalised, times
+  ``per_expert_scale``), ``num_experts`` GeGLU experts of ``moe_intermediate_size`` (``d_ff``; fused
+  ``gate_up_proj`` and ``down_proj``), ``post_feedforward_layernorm_1`` on the MLP's output,
+  ``pre_feedforward_layernorm_2`` and ``post_feedforward_layernorm_2`` around the experts, the two outputs
+  summed (``Structure.moe_beside_mlp``; :func:`symllm.arch.components.mixture.scaled_router`).
+
+Not modelled, refused in one line naming the key: bidirectional attention over every token
+(``use_bidirectional_attention: "all"``; ``"vision"`` leaves text tokens causal).
 
 >>> f = _fields({"hidden_size_per_layer_input": 0, "attention_k_eq_v": True, "num_global_key_value_heads": 1,
 ...              "global_head_dim": 64}, 7)
@@ -52,8 +59,6 @@ _OVERRIDES = ("head_dim", "num_key_value_heads")
 
 
 def _refuse_unmodelled(raw: dict) -> None:
-    if flag(raw, "enable_moe_block", False):
-        raise SymllmError("enable_moe_block: true (Gemma 4's MoE block) is not modelled by symllm")
     bidirectional = raw.get("use_bidirectional_attention")
     if bidirectional not in (None, "vision"):
         raise SymllmError(f"use_bidirectional_attention: {short(bidirectional, 20)} (no causal mask) is not "
@@ -121,7 +126,8 @@ def _fields(raw: dict, n_layers: int) -> dict:
     if len(own) > 1:
         raise SymllmError(f"per_layer_config: {len(own)} head shapes besides the model's; symllm models one")
     # a layer sharing keys and values has no k_proj nor v_proj: k_eq_v changes nothing there
-    kinds = [LayerKind(window="sliding" if kind == "sliding_attention" else None,
+    moe = flag(raw, "enable_moe_block", False)  # Gemma4TextDecoderLayer: router and experts in every layer
+    kinds = [LayerKind(ffn="moe" if moe else "dense", window="sliding" if kind == "sliding_attention" else None,
                        heads="own" if shapes.get(i, model_shape) != model_shape else "model",
                        k_eq_v=k_eq_v and kind != "sliding_attention" and i < first_shared,
                        kv_shared=i >= first_shared, wide_ffn=wide and i >= first_shared)
@@ -129,6 +135,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
     out = {"hidden_dim": integer(raw, "intermediate_size", 9216), "norms": "sandwich", "embed_scale": True,
            "norm_offset": False, "qk_norm": "rmsnorm", "attn_softcap": None, "value_norm": True, "layer_scalar": True,
            "final_softcap": _softcap(raw, "final_logit_softcapping", None), **groups(kinds)}
+    if moe:  # the dense MLP keeps intermediate_size; the experts are moe_intermediate_size wide
+        out.update(n_experts=integer(raw, "num_experts"), experts_per_token=integer(raw, "top_k_experts"),
+                   hidden_dim=integer(raw, "moe_intermediate_size"), dense_hidden_dim=out["hidden_dim"],
+                   moe_beside_mlp=True)
     per_layer = integer(raw, "hidden_size_per_layer_input", 256, nullable=True, minimum=0)
     if per_layer:  # 0 or null: none (Gemma4TextModel builds them where it is truthy)
         out.update(per_layer_dim=per_layer, per_layer_vocab=integer(raw, "vocab_size_per_layer_input", 262144))
@@ -144,4 +154,6 @@ def _fields(raw: dict, n_layers: int) -> dict:
 #: Gemma 3's block with Gemma 4's norms, its full layers' own head shape and keys as values
 GEMMA4_TEXT = register(GEMMA3_TEXT.extend(
     "gemma4_text", fields=_fields, wrappers=("gemma4",), defaults=_DEFAULTS,
+    models=(*GEMMA3_TEXT.models, "num_experts", "moe_intermediate_size"),
+    names={**GEMMA3_TEXT.names, "n_experts": "num_experts", "experts_per_token": "top_k_experts"},
     presets="none yet: no config.json of a published Gemma 4 checkpoint could be cited"))
