@@ -19,7 +19,7 @@ from symllm.costs import phases as costs
 from .conftest import requires, training_step_flops
 from .strategies import mpt_configs
 from .test_mla import _hf_model
-from .test_windows import _generate
+from .test_windows import generation_agrees
 
 #: mosaicml/mpt-7b config.json (the mpt-7b preset ships it)
 MPT_7B = preset_info("mpt-7b")["config"]
@@ -69,9 +69,7 @@ def test_random_mpt_equals_transformers(raw, b, s, n):
     symllm counts."""
     cfg = from_hf(raw)
     assert by_kind(symllm.params(cfg)) == _mpt_kinds(raw)
-    flops, held = _generate(raw, b, s, n)
-    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
-    assert work["flops"]["generation"] == flops and work["memory"]["kv_cache"] == 4 * held
+    generation_agrees(raw, b, s, n)
 
 
 @given(mpt_configs(), st.integers(1, 2), st.integers(1, 5))

@@ -23,7 +23,7 @@ from .conftest import requires, training_step_flops
 from .test_mla import _hf_kinds as _mla_kinds, _hf_model
 from .strategies import cohere_configs, kimi_configs, minimax_m2_configs
 from .test_moe import _active_from_hf, _hf_kinds as _moe_kinds
-from .test_windows import _generate
+from .test_windows import generation_agrees
 
 #: Qwen/Qwen3-Coder-480B-A35B-Instruct config.json (the qwen3-coder-480b-a35b preset ships it whole)
 QWEN3_CODER = preset_info("qwen3-coder-480b-a35b")["config"]
@@ -227,9 +227,7 @@ def test_random_minimax_m2_equals_transformers(raw, b, s, n):
     measured["active"] = _active_from_hf(raw, measured)
     cfg = from_hf(raw)
     assert by_kind(symllm.params(cfg)) == measured
-    flops, held = _generate(raw, b, s, n)
-    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
-    assert work["flops"]["generation"] == flops and work["memory"]["kv_cache"] == 4 * held
+    generation_agrees(raw, b, s, n)
 
 
 @pytest.mark.parametrize("change, line", [
@@ -314,9 +312,7 @@ def test_random_command_r_equals_transformers(raw, b, s, n):
     parallel block, the LayerNorms and the logit scale add none), and the cache holds what symllm counts."""
     cfg = from_hf(raw)
     assert by_kind(symllm.params(cfg)) == _cohere_kinds(raw)
-    flops, held = _generate(raw, b, s, n)
-    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
-    assert work["flops"]["generation"] == flops and work["memory"]["kv_cache"] == 4 * held
+    generation_agrees(raw, b, s, n)
 
 
 @given(cohere_configs(), st.integers(1, 2), st.integers(1, 5))

@@ -35,6 +35,14 @@ def _generate(raw: dict, b: int, s: int, n: int):
     return total, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
 
 
+def generation_agrees(raw: dict, b: int, s: int, n: int) -> None:
+    """symllm's generation FLOPs and fp32 KV cache equal what :func:`_generate` measures through transformers'
+    own cache (its prompt a plain forward: every position's logits)."""
+    flops, held = _generate(raw, b, s, n)
+    work = costs.workload(from_hf(raw), batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
+    assert work["flops"]["generation"] == flops and work["memory"]["kv_cache"] == 4 * held
+
+
 def _windowed_layers(raw: dict) -> int:
     """The layers with the window: Llama 4's RoPE layers, Qwen's from max_window_layers on (transformers'
     Qwen2Config / Qwen3Config layer_types), every Mistral layer."""
