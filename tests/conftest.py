@@ -140,6 +140,32 @@ def prefill_and_steps(model, ids, steps: int = 1) -> tuple[list[int], int, int]:
     return flops, kv, state
 
 
+def generate(raw: dict, b: int, s: int, n: int) -> tuple[list[int], int, int]:
+    """FLOPs of a prefill of ``s`` tokens, then of each of ``n`` decode steps, through transformers' own cache
+    (eager attention and experts, CPU; every position's logits), the K/V elements that cache holds afterwards
+    and its sliding layers: ``(steps, held, sliding)``."""
+    transformers, torch = requires("transformers"), requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    # eager experts (each expert's matmuls over the tokens routed to it, which FlopCounterMode counts; the
+    # default grouped_mm kernel needs aligned strides on the CPU)
+    config = transformers.AutoConfig.for_model(**raw, attn_implementation="eager", experts_implementation="eager")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    cache, steps = transformers.DynamicCache(config=model.config), []
+    # every position's logits, as a slice: Gemma 4's forward otherwise slices per_layer_inputs before its
+    # KV-shared layers, None without per-layer embeddings (a TypeError in transformers' own code)
+    every = {"logits_to_keep": slice(0, None)} if raw["model_type"] == "gemma4_text" else {}
+    with torch.no_grad():
+        for tokens in [s] + [1] * n:
+            with FlopCounterMode(display=False) as counter:
+                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True, **every)
+            steps.append(counter.get_total_flops())
+    sliding = sum(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in cache.layers)
+    # a layer sharing another's keys and values holds none (a DummyLayer: keys and values None)
+    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers
+                      if layer.keys is not None), sliding
+
+
 def training_step_flops(model, vocab: int, b: int, s: int) -> int:
     """FlopCounterMode's FLOPs of one training step of transformers' ``model`` on CPU: a forward of ``b``
     random sequences of ``s`` tokens with every position's logits, then the backward of their sum."""
@@ -150,6 +176,19 @@ def training_step_flops(model, vocab: int, b: int, s: int) -> int:
     with FlopCounterMode(display=False) as counter:
         model(tokens).logits.sum().backward()
     return counter.get_total_flops()
+
+
+def steps_and_caches_agree(model, raw: dict, b: int, s: int) -> None:
+    """symllm's prefill and decode-step FLOPs and its KV and state caches (fp32) equal what
+    :func:`prefill_and_steps` measures of transformers' ``model`` (from config.json ``raw``) on ``b`` random
+    sequences of ``s`` tokens."""
+    import symllm
+    from symllm.arch.config import from_hf
+    ids = requires("torch").randint(0, raw["vocab_size"], (b, s))
+    (prefill, decode), kv, state = prefill_and_steps(model, ids)
+    work = symllm.workload(from_hf(raw), batch=b, seq=s, dtype="fp32")
+    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill, decode)
+    assert (work["memory"]["kv_cache"], work["memory"].get("state_cache", 0)) == (kv, state)
 
 
 def assert_refused_in_one_line(cli, folder: Path, raw: dict, start: str, command: str = "count") -> None:

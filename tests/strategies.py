@@ -536,6 +536,16 @@ def gpt_oss_configs(draw) -> dict:
 
 
 @st.composite
+def _partial_rope(draw, head_dim: int) -> dict:
+    """rope_parameters per layer type (full and sliding) with one partial_rotary_factor drawn for both, rotating
+    an even part of at least 2 of each head of ``head_dim`` (MiMo-V2-Flash's and Laguna's configs)."""
+    factor = draw(st.sampled_from([f for f in (0.25, 0.5, 1.0)
+                                   if int(head_dim * f) >= 2 and int(head_dim * f) % 2 == 0]))
+    return {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+            for kind in ("full_attention", "sliding_attention")}
+
+
+@st.composite
 def mimo_configs(draw) -> dict:
     """A small MiMo-V2-Flash config.json (model_type mimo_v2_flash) as transformers writes it: values of their
     own width (v_head_dim) beside queries and keys of head_dim, sliding layers with twice the key/value heads and
@@ -546,9 +556,7 @@ def mimo_configs(draw) -> dict:
     heads = 2 * n_kv * draw(st.integers(1, 2))  # the sliding layers' 2 * n_kv key/value heads divide them
     # at least 2 experts: the router's group scores take the top 2 of each group (topk(2))
     L, E, hd = draw(st.integers(1, 4)), draw(st.integers(2, 5)), 2 * draw(st.integers(1, 6))
-    factor = draw(st.sampled_from([f for f in (0.25, 0.5, 1.0) if int(hd * f) >= 2 and int(hd * f) % 2 == 0]))
-    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
-            for kind in ("full_attention", "sliding_attention")}
+    rope = draw(_partial_rope(hd))
     raw = {"model_type": "mimo_v2_flash", "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
            "num_attention_heads": heads, "num_key_value_heads": n_kv, "head_dim": hd,
            "v_head_dim": draw(st.integers(1, 8)), "hidden_size": draw(st.integers(2, 40)),
@@ -574,9 +582,7 @@ def laguna_configs(draw) -> dict:
     heads, other = (n_kv * draw(st.integers(1, 3)) for _ in range(2))
     L, E, hd = draw(st.integers(1, 4)), draw(st.integers(1, 5)), 2 * draw(st.integers(1, 6))
     width = draw(st.integers(1, 12))
-    factor = draw(st.sampled_from([f for f in (0.25, 0.5, 1.0) if int(hd * f) >= 2 and int(hd * f) % 2 == 0]))
-    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
-            for kind in ("full_attention", "sliding_attention")}
+    rope = draw(_partial_rope(hd))
     raw = {"model_type": "laguna", "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
            "num_attention_heads": heads, "num_key_value_heads": n_kv, "head_dim": hd,
            "hidden_size": draw(st.integers(2, 40)), "intermediate_size": draw(st.integers(1, 48)),

@@ -16,7 +16,7 @@ from symllm.api import by_kind
 from symllm.arch.config import from_hf, preset_info
 from symllm.costs import phases as costs
 
-from .conftest import DATA, assert_refused_in_one_line, one_per_shape, requires
+from .conftest import DATA, assert_refused_in_one_line, generate, one_per_shape, requires
 from .strategies import DENSE_FAMILIES, dense_family_configs
 
 #: the model types the transformers property draws one at a time (each under every profile)
@@ -115,28 +115,6 @@ def test_published_figures():
 
 # --- FLOPs and the KV cache: transformers run on the CPU ----------------------------------------------
 
-def _generate(raw: dict, b: int, s: int, n: int):
-    """FLOPs of a prefill of ``s`` tokens, then of ``n`` decode steps, through transformers' own cache
-    (eager attention), the K/V elements that cache holds afterwards, and its sliding layers."""
-    transformers, torch = requires("transformers"), requires("torch")
-    from torch.utils.flop_counter import FlopCounterMode
-    torch.manual_seed(0)
-    model = _hf_model(raw, "cpu").eval()
-    cache, steps = transformers.DynamicCache(config=model.config), []
-    # every position's logits, as a slice: Gemma 4's forward otherwise slices per_layer_inputs before its
-    # KV-shared layers, None without per-layer embeddings (a TypeError in transformers' own code)
-    every = {"logits_to_keep": slice(0, None)} if raw["model_type"] == "gemma4_text" else {}
-    with torch.no_grad():
-        for tokens in [s] + [1] * n:
-            with FlopCounterMode(display=False) as counter:
-                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True, **every)
-            steps.append(counter.get_total_flops())
-    sliding = sum(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in cache.layers)
-    # a layer sharing another's keys and values holds none (a DummyLayer: keys and values None)
-    return steps, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers
-                      if layer.keys is not None), sliding
-
-
 @given(dense_family_configs(), st.integers(1, 2), st.integers(1, 10), st.integers(0, 4))
 def test_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
     """Prefill, one decode step and the whole generation (dense attention: what transformers' eager kernels
@@ -189,8 +167,12 @@ def test_exaone4_rotates_only_its_local_layers():
     assert not any(c.name == "temperature" for c in spec.model().walk())
 
 
-def _generation_agrees(raw: dict, b: int, s: int, n: int) -> None:
-    steps, held, sliding = _generate(raw, b, s, n)
+def _generation_agrees(raw: dict, b: int, s: int, n: int, slot: int | None = None) -> None:
+    """Prefill, the last decode step and the whole generation equal :func:`generate`'s FlopCounterMode counts,
+    and the fp32 KV cache what transformers' cache holds, but for the one position fewer each sliding layer
+    keeps between steps once the window is full (the next step's own key completes it): ``slot`` elements a
+    sequence (a GQA layer's 2·n_kv·d_h unless given)."""
+    steps, held, sliding = generate(raw, b, s, n)
     cfg = from_hf(raw)
     # transformers' loop runs the prompt as a plain forward: every position's logits (--logits all)
     work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
@@ -199,7 +181,7 @@ def _generation_agrees(raw: dict, b: int, s: int, n: int) -> None:
     if n:
         assert costs.workload(cfg, batch=b, seq=s + n - 1, gen=1)["flops"]["decode_token"] == steps[-1]
     full = bool(raw.get("sliding_window") and s + n >= raw["sliding_window"])
-    dropped = sliding * 2 * b * cfg.n_kv_heads * cfg.head_dim * full
+    dropped = sliding * b * (2 * cfg.n_kv_heads * cfg.head_dim if slot is None else slot) * full
     assert work["memory"]["kv_cache"] == 4 * (held + dropped)
 
 
@@ -208,7 +190,7 @@ def test_phi3_sliding_window_passed_equals_transformers():
     gives transformers' FLOPs and cache."""
     raw = {"model_type": "phi3", "vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 4, "pad_token_id": 0}
-    steps, held, sliding = _generate(raw, 1, 7, 3)
+    steps, held, sliding = generate(raw, 1, 7, 3)
     work = costs.workload(from_hf(raw), batch=1, seq=7, gen=3, dtype="fp32", kv_dtype="fp32", logits="all")  # a plain forward
     assert sliding == 2 and work["flops"]["generation"] == sum(steps)
     assert work["memory"]["kv_cache"] == 4 * (held + 2 * 2 * 2 * 4)  # one position more per layer, K and V

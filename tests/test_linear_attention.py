@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import prefill_and_steps, requires
+from tests.conftest import prefill_and_steps, requires, steps_and_caches_agree
 from tests.strategies import gated_deltanet_configs
 
 _CLASSES = {"qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM"),
@@ -104,12 +104,7 @@ def test_random_configs_flops_and_caches_equal_transformers_cpu(raw, b, s):
         raw = {k: v for k, v in raw.items() if k != "full_attention_interval"} | {
             "layer_types": types[:-1] + ["full_attention"]}
     torch.manual_seed(0)
-    model = _hf_model(raw, "cpu").eval()
-    ids = torch.randint(0, raw["vocab_size"], (b, s))
-    (prefill, decode), kv, state = prefill_and_steps(model, ids)
-    work = symllm.workload(from_hf(raw), batch=b, seq=s, dtype="fp32")
-    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill, decode)
-    assert (work["memory"]["kv_cache"], work["memory"].get("state_cache", 0)) == (kv, state)
+    steps_and_caches_agree(_hf_model(raw, "cpu").eval(), raw, b, s)
 
 
 def test_state_is_constant_in_context_and_kv_only_attention():

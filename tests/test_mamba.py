@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import prefill_and_steps, requires
+from tests.conftest import requires, steps_and_caches_agree
 from tests.strategies import nemotron_h_configs
 
 #: the model types whose per-kind parameter property is here, each drawn under every profile
@@ -106,19 +106,13 @@ def test_flops_and_caches_equal_transformers_cpu(raw, b, s):
     recurrent update)
     equal FlopCounterMode, and after the prefill transformers' cache holds memory.kv_cache in its keys and
     values and memory.state_cache in its conv and recurrent states (an fp32 run)."""
-    torch = requires("torch")
     pattern = raw.pop("hybrid_override_pattern", None)
     types = raw.pop("layers_block_type", None) or [{"M": "linear_attention", "*": "full_attention", "-": "mlp",
                                                     "E": "moe"}[c] for c in pattern]
     if "full_attention" not in types:
         types = [*types, "full_attention"]
     raw = {**raw, "layers_block_type": types, "num_hidden_layers": len(types)}
-    model = _hf_model(raw, "cpu").eval()
-    ids = torch.randint(0, raw["vocab_size"], (b, s))
-    (prefill, decode), kv, state = prefill_and_steps(model, ids)
-    work = symllm.workload(from_hf(raw), batch=b, seq=s, dtype="fp32")
-    assert (work["flops"]["prefill"], work["flops"]["decode_token"]) == (prefill, decode)
-    assert (work["memory"]["kv_cache"], work["memory"].get("state_cache", 0)) == (kv, state)
+    steps_and_caches_agree(_hf_model(raw, "cpu").eval(), raw, b, s)
 
 
 def test_scan_flops_by_hand():

@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 
 import symllm
 from symllm.arch.config import from_hf
-from symllm.costs import phases as costs
 from symllm.errors import SymllmError
 
 from .conftest import requires
 from .strategies import mimo_configs
+from .test_dense_families import _generation_agrees
 
 #: a small MiMo-V2-Flash: layer 0 full and dense, layers 1-4 sliding and MoE, layer 5 full and MoE
 _RAW = {"model_type": "mimo_v2_flash", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
@@ -62,27 +62,8 @@ def test_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
     loop (eager attention and experts, CPU); the KV cache holds what transformers' cache holds, but for the one
     position fewer each sliding layer keeps between steps once the window is full (the next step's own key
     completes it): 2*n_kv heads of head_dim + v_head_dim there."""
-    transformers, torch = requires("transformers"), requires("torch")
-    from torch.utils.flop_counter import FlopCounterMode
-    torch.manual_seed(0)
-    model = _hf(raw, "cpu").eval()
-    cache, steps = transformers.DynamicCache(config=model.config), []
-    with torch.no_grad():
-        for tokens in [s] + [1] * n:
-            with FlopCounterMode(display=False) as counter:
-                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True)
-            steps.append(counter.get_total_flops())
-    held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
-    sliding = sum(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in cache.layers)
-    cfg = from_hf(raw)
-    work = costs.workload(cfg, batch=b, seq=s, gen=n, dtype="fp32", kv_dtype="fp32", logits="all")
-    assert work["flops"]["prefill"] == steps[0]
-    assert work["flops"]["generation"] == sum(steps)
-    if n:
-        assert costs.workload(cfg, batch=b, seq=s + n - 1, gen=1)["flops"]["decode_token"] == steps[-1]
-    full = s + n >= raw["sliding_window"]
-    dropped = sliding * b * 2 * raw["num_key_value_heads"] * (raw["head_dim"] + raw["v_head_dim"]) * full
-    assert work["memory"]["kv_cache"] == 4 * (held + dropped)
+    # a sliding layer's 2*n_kv heads: keys of head_dim and values of v_head_dim
+    _generation_agrees(raw, b, s, n, slot=2 * raw["num_key_value_heads"] * (raw["head_dim"] + raw["v_head_dim"]))
 
 
 @pytest.mark.parametrize("change, start", [

@@ -427,20 +427,29 @@ NEW_POINTS = (["count", "llama3.1-8b", "--seq", "3000", "--batch", "3", "--json"
               ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "16", "--json"])  # KV heads replicated
 
 
+def _warm_answers_as_cold(first: list, points: list, cache) -> list:
+    """Answers ``first`` in a fresh process (it imports SymPy: the formulas are built and their kernels kept in
+    ``cache``), then ``points`` in two more: with that cache, importing none of SymPy, the components, the
+    formulas, the searches or numpy, and with the cache off (SymPy); both print the same, byte for byte, and
+    every answer exits 0. The warm process's ``(code, stdout, stderr)`` for each point."""
+    cold_outs, cold_modules = json.loads(_python(_ANSWER_ALL.replace("ARGV", repr(first)), cache))
+    assert "sympy" in cold_modules and [c for c, *_ in cold_outs] == [0] * len(first)
+    code = _ANSWER_ALL.replace("ARGV", repr(points))
+    warm_outs, warm_modules = json.loads(_python(code, cache))
+    off_outs, off_modules = json.loads(_python(code, ""))
+    assert warm_modules == [] and "sympy" in off_modules
+    assert warm_outs == off_outs
+    assert [c for c, *_ in warm_outs] == [0] * len(points)
+    return warm_outs
+
+
 def test_a_count_at_a_new_workload_point_imports_no_sympy(tmp_path):
     """Issue 41 item 5: once a model was counted at a workload of some shape, a count at a point never asked
     before (another length, batch, layout or accelerator) evaluates the kept kernels: a fresh process imports
     neither SymPy, the formulas, the fit searches nor numpy, and prints what the formulas give with the cache
     off, byte for byte. Hand arithmetic: llama3.1-8b's KV cache at batch 3 and 3,000 tokens is
     2 (K and V) x 32 layers x 8 KV heads x 128 x 2 bytes x 3 x 3,000."""
-    cold_outs, cold_modules = json.loads(_python(_ANSWER_ALL.replace("ARGV", repr(SHAPES)), tmp_path / "cache"))
-    assert "sympy" in cold_modules and [c for c, *_ in cold_outs] == [0] * len(SHAPES)
-    code = _ANSWER_ALL.replace("ARGV", repr(NEW_POINTS))
-    warm_outs, warm_modules = json.loads(_python(code, tmp_path / "cache"))
-    off_outs, off_modules = json.loads(_python(code, ""))
-    assert warm_modules == [] and "sympy" in off_modules
-    assert warm_outs == off_outs
-    assert [c for c, *_ in warm_outs] == [0] * len(NEW_POINTS)
+    warm_outs = _warm_answers_as_cold(SHAPES, NEW_POINTS, tmp_path / "cache")
     first = json.loads(warm_outs[0][1])
     assert first["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 3 * 3000
     assert first["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"]
@@ -479,14 +488,7 @@ def test_every_door_at_a_new_point_imports_no_sympy(tmp_path):
     stderr too). Hand arithmetic: llama3.1-8b's KV bytes a token 2 x 32 x 8 x 128 x 2 (K and V, layers, KV heads,
     d_h, bf16); PEFT's LoRA of rank 8 on llama2-7b's q, k, v and o: 32 layers x 4 x 8 x (4096 + 4096)
     = 8,388,608 trainable parameters; the KV cache at batch 3 of 4,000 tokens; llama2-7b's 4,096 positions."""
-    cold_outs, cold_modules = json.loads(_python(_ANSWER_ALL.replace("ARGV", repr(DOORS)), tmp_path / "cache"))
-    assert "sympy" in cold_modules and [c for c, *_ in cold_outs] == [0] * len(DOORS)
-    code = _ANSWER_ALL.replace("ARGV", repr(DOOR_POINTS))
-    warm_outs, warm_modules = json.loads(_python(code, tmp_path / "cache"))
-    off_outs, off_modules = json.loads(_python(code, ""))
-    assert warm_modules == [] and "sympy" in off_modules
-    assert warm_outs == off_outs
-    assert [c for c, *_ in warm_outs] == [0] * len(DOOR_POINTS)
+    warm_outs = _warm_answers_as_cold(DOORS, DOOR_POINTS, tmp_path / "cache")
     serve, load, lora, hf, past, hybrid = (json.loads(out) for _, out, _ in warm_outs)
     assert serve["serving"]["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
     assert serve["serving"]["context"] == 5100

@@ -15,24 +15,14 @@ from symllm import api
 from symllm.costs import phases as costs
 from symllm.arch.config import from_hf
 
-from .conftest import requires
+from .conftest import generate, requires
 from .strategies import MISTRAL, llama4 as _llama4, windowed
 
 def _generate(raw: dict, b: int, s: int, n: int):
     """FLOPs of a prefill of s tokens and n decode steps through transformers' own cache, and the K/V
-    elements that cache holds afterwards."""
-    transformers, torch = requires("transformers"), requires("torch")
-    from torch.utils.flop_counter import FlopCounterMode
-    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
-    cache, total = transformers.DynamicCache(config=config), 0
-    with torch.no_grad():
-        for tokens in [s] + [1] * n:
-            with FlopCounterMode(display=False) as counter:
-                model(torch.zeros(b, tokens, dtype=torch.long), past_key_values=cache, use_cache=True)
-            total += counter.get_total_flops()
-    return total, sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+    elements that cache holds afterwards (:func:`tests.conftest.generate`)."""
+    steps, held, _ = generate(raw, b, s, n)
+    return sum(steps), held
 
 
 def generation_agrees(raw: dict, b: int, s: int, n: int) -> None:
