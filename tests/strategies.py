@@ -536,12 +536,15 @@ def gpt_oss_configs(draw) -> dict:
 
 
 @st.composite
-def _partial_rope(draw, head_dim: int) -> dict:
-    """rope_parameters per layer type (full and sliding) with one partial_rotary_factor drawn for both, rotating
-    an even part of at least 2 of each head of ``head_dim`` (MiMo-V2-Flash's and Laguna's configs)."""
+def _partial_rope(draw, head_dim: int, per_kind: bool = False) -> dict:
+    """rope_parameters per layer type (full and sliding) with one partial_rotary_factor drawn, rotating an even
+    part of at least 2 of each head of ``head_dim`` (MiMo-V2-Flash's configs); ``per_kind``: each layer type's
+    factor drawn apart, that one or 1.0, the whole head (Laguna's, whose published configs rotate half of each
+    head in the full layers and all of it in the sliding ones)."""
     factor = draw(st.sampled_from([f for f in (0.25, 0.5, 1.0)
                                    if int(head_dim * f) >= 2 and int(head_dim * f) % 2 == 0]))
-    return {kind: {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": factor}
+    return {kind: {"rope_type": "default", "rope_theta": 10000.0,
+                   "partial_rotary_factor": draw(st.sampled_from([factor, 1.0])) if per_kind else factor}
             for kind in ("full_attention", "sliding_attention")}
 
 
@@ -576,13 +579,13 @@ def laguna_configs(draw) -> dict:
     """A small Laguna config.json (model_type laguna) as transformers writes it: query heads per layer from two
     counts (num_attention_heads_per_layer drawn or absent), a softplus output gate per head or per element,
     sliding and full layers (layer_types drawn or absent), dense and MoE layers (mlp_layer_types drawn or the
-    first dense), a shared expert a whole multiple of the routed width, RoPE on an even part of each head (one
-    factor for both layer types), attention biases or none, tied or untied."""
+    first dense), a shared expert a whole multiple of the routed width, RoPE on an even part of each head (a
+    factor per layer type: one drawn, or 1.0), attention biases or none, tied or untied."""
     n_kv = draw(st.integers(1, 2))
     heads, other = (n_kv * draw(st.integers(1, 3)) for _ in range(2))
     L, E, hd = draw(st.integers(1, 4)), draw(st.integers(1, 5)), 2 * draw(st.integers(1, 6))
     width = draw(st.integers(1, 12))
-    rope = draw(_partial_rope(hd))
+    rope = draw(_partial_rope(hd, per_kind=True))
     raw = {"model_type": "laguna", "vocab_size": draw(st.integers(2, 100)), "num_hidden_layers": L,
            "num_attention_heads": heads, "num_key_value_heads": n_kv, "head_dim": hd,
            "hidden_size": draw(st.integers(2, 40)), "intermediate_size": draw(st.integers(1, 48)),

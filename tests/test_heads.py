@@ -69,7 +69,7 @@ def test_every_layer_kind_field_changes_its_repr():
     differs in any one field from the plain layer must print differently, or two structures share a table."""
     other = {"ffn": "moe", "rotary": False, "window": "sliding", "temperature": True, "mixer": "linear_attention",
              "heads": "own", "k_eq_v": True, "sinks": True, "kv_shared": True, "wide_ffn": True,
-             "shared_topk": True}
+             "shared_topk": True, "rope_part": "whole"}
     assert set(other) == set(LayerKind.__dataclass_fields__)
     for field, value in other.items():
         assert repr(LayerKind(**{field: value})) != repr(LayerKind()), field

@@ -86,7 +86,7 @@ def test_options_cover_every_model_switch():
             {"ffn": C.FFNS, "rotary": (True, False), "window": C.WINDOWS, "temperature": (True, False),
              "mixer": C.MIXERS, "heads": C.HEADS, "k_eq_v": (True, False),
              "sinks": (True, False), "kv_shared": (True, False), "wide_ffn": (True, False),
-             "shared_topk": (True, False)}[field])}, field
+             "shared_topk": (True, False), "rope_part": C.ROPE_PARTS}[field])}, field
     for field, known in (("norms", NORMS), ("activation", ACTIVATIONS)):  # a new value of a variant's: drawn too
         assert {getattr(C.Variant(), field)} | {getattr(v, field) for v in OPTIONS["variant"]} == set(known), field
     for o in REGISTRY:  # each kind and variant option switches its field away from LLaMA's layer in some model

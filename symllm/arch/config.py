@@ -395,6 +395,9 @@ class ModelConfig:
                 raise SymllmError(f"partial_rotary_factor: {_short(f, 20)} {what}; RoPE needs an even part")
             if float(f) == 1:
                 put("partial_rotary_factor", None)
+        if self.partial_rotary_factor is None and any(kind.rope_part != "model" for kind, _ in self.layers):
+            raise SymllmError("layers: a layer rotates its whole head (rope_part whole) but partial_rotary_factor "
+                              "rotates all of every head already")
 
     @property
     def latent(self) -> str | None:
@@ -557,7 +560,7 @@ class ModelConfig:
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
             {**{k: v for k, v in dataclasses.asdict(kind).items()
                 if (k not in ("temperature", "k_eq_v", "sinks", "kv_shared", "wide_ffn", "shared_topk") or v) and (k != "mixer" or v != "attention")
-                and (k != "heads" or v != "model")}, "count": count}
+                and (k != "heads" or v != "model") and (k != "rope_part" or v != "model")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
                     "kv_dtype_source"):  # only a quantized config says them

@@ -24,7 +24,7 @@ from itertools import zip_longest
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int, short
 
-__all__ = ["LayerKind", "read_groups", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "read_groups", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -66,6 +66,10 @@ MIXERS = ("attention", "linear_attention", "mamba", "none", "shared_kv", "compre
 #: ``d_h``), or the second shape some kinds of layer have ("own": ``n_ha``, ``n_kva``, ``d_ha``; Gemma 4's
 #: full-attention layers, with their ``global_head_dim`` and ``num_global_key_value_heads``)
 HEADS = ("model", "own")
+#: how much of each query and key head a layer's RoPE rotates: the model's part (``d_hr`` of each head where the
+#: model has a partial rotary, all of it otherwise: "model"), or all of it where the model's other layers rotate
+#: a part ("whole": Laguna's sliding layers, ``partial_rotary_factor`` 1.0 beside the full layers' 0.5)
+ROPE_PARTS = ("model", "whole")
 #: where ``d_ff`` comes from: a stated width, Meta's rounding with a multiplier ``f``, or without one
 HIDDEN_RULES = ("explicit", "meta", "meta_plain")
 #: the QK-norms symllm models: none, Qwen3's RMSNorm of width d_h on every query and key head, Llama 4's
@@ -130,10 +134,14 @@ class LayerKind:
     #: its sparse attention reuses the previous layer's top-k: no indexer of its own (GLM-5's ``indexer_types``
     #: ``shared``; left out of the repr where False)
     shared_topk: bool = field(default=False, repr=False)
+    #: how much of each head its RoPE rotates (:data:`ROPE_PARTS`; left out of the repr where it is the model's
+    #: part): "whole" rotates all of ``d_h`` in a model whose ``partial_rotary_factor`` rotates ``d_hr`` elsewhere
+    rope_part: str = field(default="model", repr=False)
 
     def __post_init__(self):
         for name, value, known in (("ffn", self.ffn, FFNS), ("window", self.window, WINDOWS),
-                                   ("mixer", self.mixer, MIXERS), ("heads", self.heads, HEADS)):
+                                   ("mixer", self.mixer, MIXERS), ("heads", self.heads, HEADS),
+                                   ("rope_part", self.rope_part, ROPE_PARTS)):
             choice(name, value, known)
         boolean("rotary", self.rotary)
         boolean("temperature", self.temperature)
@@ -148,6 +156,8 @@ class LayerKind:
                                           or self.shared_topk):
             raise SymllmError("heads: a head shape or k_eq_v is an attention layer's (the mixer is "
                               f"{self.mixer})")
+        if self.rope_part != "model" and (not self.rotary or self.mixer != "attention"):
+            raise SymllmError("rope_part: a layer rotating its whole head is an attention layer with RoPE")
         if self.mixer == "none" and self.ffn == "none":
             raise SymllmError("mixer: a layer without a token mixer needs a feed-forward (ffn is 'none')")
 
@@ -166,7 +176,8 @@ class LayerKind:
                 *(("heads",) if self.heads != "model" else ()), *(("kv",) if self.k_eq_v else ()),
                 *(("sinks",) if self.sinks else ()), *(("shared",) if self.kv_shared else ()),
                 *(("wide",) if self.wide_ffn else ()),
-                *(("shared_topk",) if self.shared_topk else ()))
+                *(("shared_topk",) if self.shared_topk else ()),
+                *(("whole_rope",) if self.rope_part != "model" else ()))
 
     def __repr__(self):
         """Every field that is not its default (the repr keys the caches of formulas: symllm.numbers.cache).
@@ -181,6 +192,7 @@ class LayerKind:
         extra += ", kv_shared=True" if self.kv_shared else ""
         extra += ", wide_ffn=True" if self.wide_ffn else ""
         extra += ", shared_topk=True" if self.shared_topk else ""
+        extra += "" if self.rope_part == "model" else f", rope_part={self.rope_part!r}"
         return (f"LayerKind(ffn={self.ffn!r}, rotary={self.rotary!r}, window={self.window!r}, "
                 f"temperature={self.temperature!r}{extra})")
 
@@ -420,6 +432,8 @@ class Structure:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if not self.moe_beside_mlp and any(kind.wide_ffn and kind.ffn == "moe" for kind in self.kinds):
             raise SymllmError("wide_ffn: a doubled width is a dense feed-forward's (the ffn is moe)")
+        if not self.partial_rope and any(k.rope_part != "model" for k in self.kinds):
+            raise SymllmError("rope_part: a layer rotating its whole head beside no partial rotary (partial_rope)")
         if self.latent is not None and (self.qkv_bias or self.qk_norm or self.partial_rope
                                         or any(k.window or not k.rotary or k.heads != "model" or k.k_eq_v
                                                or k.kv_shared for k in self.kinds)):

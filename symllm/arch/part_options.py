@@ -18,7 +18,7 @@ This module loads no SymPy (config files are read with it).
 ('rmsnorm', 'sandwich')
 >>> print(", ".join(o.name for o in OPTIONS if o.axis == "kind"))  # doctest: +NORMALIZE_WHITESPACE
 moe, linear_attention, mamba, compressed, nope, temperature, own_heads, layer_sinks, k_eq_v, kv_shared, wide_ffn,
-shared_topk, sliding, chunked
+shared_topk, whole_rope, sliding, chunked
 """
 from __future__ import annotations
 
@@ -124,6 +124,14 @@ def _heads_text(c) -> str:
     own = c.count_layers(lambda kind: kind.heads == "own")
     return (f"{own} of {c.n_layers} layers with {c.alt_heads} query heads, {c.alt_kv_heads} key/value heads of width "
             f"{c.alt_head_dim}" if own else "")
+
+
+def _partial_rope_text(c) -> str:
+    if not c.partial_rotary_factor:
+        return ""
+    whole = c.count_layers(lambda kind: kind.rope_part == "whole")
+    return (f"RoPE on {c.rope_dim} of each head's {c.head_dim}" + (
+        f" in {c.n_layers - whole} of {c.n_layers} layers, on all of it in the others" if whole else ""))
 
 
 def _sinks_text(c) -> str:
@@ -290,8 +298,7 @@ OPTIONS: tuple[Option, ...] = (
            doc="DeepSeek Sparse Attention's indexer on a latent attention (DeepSeek-V3.2, GLM-5)"),
     Option("partial_rope", ("partial_rotary_factor",), (None,), "structure", "partial_rope",
            value=lambda c: c.partial_rotary_factor is not None, choices=(True,), on=True,
-           text=lambda c: (f"RoPE on {c.rope_dim} of each head's {c.head_dim}" if c.partial_rotary_factor
-                           else ""),
+           text=lambda c: _partial_rope_text(c),
            doc="RoPE on part of each head (GLM-4.5, Phi-4-mini's partial_rotary_factor)"),
     Option("mtp", ("n_mtp_layers",), (0,), "structure", "mtp", value=lambda c: c.n_mtp_layers > 0,
            choices=(True,), on=None, models="latent",
@@ -361,6 +368,9 @@ OPTIONS: tuple[Option, ...] = (
            text=lambda c: _shared_topk_text(c),
            doc="a sparse attention reusing the previous layer's top-k, with no indexer of its own (GLM-5's shared "
                "indexer layers)"),
+    Option("whole_rope", ("partial_rotary_factor", "layers"), (None, None), "kind", "rope_part", choices=("whole",),
+           doc="RoPE on all of each head in the layers of kind rope_part='whole', beside a partial rotary elsewhere "
+               "(Laguna's sliding layers: partial_rotary_factor per layer type; element-wise work only)"),
     Option("sliding", ("sliding_window", "layers"), (None, None), "kind", "window", choices=("sliding",),
            text=lambda c: _window_text(c) if c.sliding_window else "",
            doc="a sliding window of W keys in the layers of kind window='sliding'"),

@@ -43,8 +43,8 @@ from symllm.arch.components.latent import decompressed_kv_cache, latent_attentio
 from symllm.arch.components.mixture import experts, moe, router
 from symllm.arch.components.mlp import feed_forward, meta_hidden_dim, swiglu
 from symllm.arch.components.norms import qk_norms, rmsnorm
-from symllm.arch.layers import (ACTIVATIONS, COMPONENTS, FFNS, HEADS, LATENT, MIXERS, NORMS, WINDOWS, LayerKind,
-                                Structure, Variant)
+from symllm.arch.layers import (ACTIVATIONS, COMPONENTS, FFNS, HEADS, LATENT, MIXERS, NORMS, ROPE_PARTS, WINDOWS,
+                                LayerKind, Structure, Variant)
 
 __all__ = [
     "Component", "QUANTITIES", "ELEMENTWISE", "STAT_BYTES", "INDEX_BYTES", "matmul", "linear", "embedding",
@@ -53,5 +53,5 @@ __all__ = [
     "router", "experts", "moe", "sinks", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
     "ChunkedPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
-    "Variant", "NORMS", "ACTIVATIONS", "MIXERS", "HEADS", "MIXER_FACTORIES", "mixer",
+    "Variant", "NORMS", "ACTIVATIONS", "MIXERS", "HEADS", "ROPE_PARTS", "MIXER_FACTORIES", "mixer",
 ]

@@ -176,7 +176,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     without RoPE). The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
     :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
     ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
-    ``partial_rotary_factor``: element-wise work only). The structure's ``sinks``
+    ``partial_rotary_factor``: element-wise work only), but in a kind whose ``rope_part`` is "whole", which
+    rotates all of it (Laguna's sliding layers). The structure's ``sinks``
     adds gpt-oss's attention sinks (:func:`sinks`), a kind's ``sinks`` the same in its layers only (MiMo-V2-Flash's
     sliding ones). The structure's ``value_width`` gives the values heads of their own width ``d_hv``
     (MiMo-V2-Flash's ``v_head_dim``): ``wv``, ``wo``, ``A·V`` and the cache's values, and MiMo-V2-Flash's
@@ -298,7 +299,9 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                          saved=beta_a * _T * n_h * dv, doc="attn_output = attn_output * F.softplus(gate)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a softplus-gated attention output "
                                      "(Laguna)")),) if structure.gate_proj is not None else ()),
-            *((rope(n_h if shared else n_h + n_kv, d_hr if structure.partial_rope else d_h),) if rotary else ()),
+            # a partial rotary turns d_hr of each head, but in a layer rotating its whole head (Laguna's sliding)
+            *((rope(n_h if shared else n_h + n_kv, d_hr if structure.partial_rope and kind.rope_part == "model"
+                    else d_h),) if rotary else ()),
             *((temperature(),) if kind.temperature else ()),
             # fused (FlashAttention's forward, SDPA's flash kernel): saves one fp32 log-sum-exp per query and
             # head, and holds live q and the output (k and v are the cache's) and that log-sum-exp (in whole

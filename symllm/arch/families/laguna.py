@@ -16,7 +16,9 @@ experts, with what Laguna changes:
 - a sigmoid router whose ``e_score_correction_bias`` is an ``nn.Parameter`` (``router_score_bias``: counted),
   and the routed sum multiplied by ``moe_routed_scaling_factor`` (one multiply an element, 1.0 too);
 - RoPE on ``int(head_dim × partial_rotary_factor)`` of each head, stated per layer type in ``rope_parameters``
-  (class default: 0.5 full, 1.0 sliding); the layer types present must agree (two factors are refused).
+  (class default, and the published configs': 0.5 full, 1.0 sliding): the layers of a type whose factor is 1.0
+  rotate all of each head (``LayerKind.rope_part`` "whole") beside the others' partial factor; two factors
+  below 1 are refused in one line. The RoPE type and its scaling (the full layers' YaRN) change no count.
 
 >>> f = _fields({"num_hidden_layers": 3, "num_attention_heads_per_layer": [48, 64, 48],
 ...              "layer_types": ["full_attention"] * 3}, 3)
@@ -39,22 +41,25 @@ _DEFAULTS = {"vocab_size": 100352, "hidden_size": 2048, "num_hidden_layers": 40,
 _ROTARY = {"full_attention": 0.5, "sliding_attention": 1.0}
 
 
-def _rotary(raw: dict, types: list):
+def _rotary(raw: dict, types: list) -> tuple:
     """The partial rotary factor of the layer types present (rope_parameters per type, LagunaConfig's default
-    where absent); two different factors are refused."""
+    where absent: 0.5 full, 1.0 sliding) and the layer types rotating all of each head beside it (factor 1.0);
+    two factors below 1 are refused in one line."""
     rope = raw.get("rope_parameters")
     if rope is None:
         rope = {kind: {"partial_rotary_factor": f} for kind, f in _ROTARY.items()}
     if not isinstance(rope, dict) or any(not isinstance(rope.get(kind, {}), dict) for kind in set(types)):
         raise SymllmError(f"rope_parameters: expected an object per layer type, got {short(rope)}")
-    factors = {rope.get(kind, {}).get("partial_rotary_factor", 1.0) for kind in set(types)}
-    if len(factors) > 1:
-        raise SymllmError(f"rope_parameters: partial_rotary_factor {sorted(factors)} differs by layer type "
-                          "(not modelled)")
-    factor, = factors
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise SymllmError(f"partial_rotary_factor: expected a number in (0, 1], got {short(factor)}")
-    return None if factor == 1 else factor
+    factors = {kind: rope.get(kind, {}).get("partial_rotary_factor", 1.0) for kind in sorted(set(types))}
+    for factor in factors.values():
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+            raise SymllmError(f"partial_rotary_factor: expected a number in (0, 1], got {short(factor)}")
+    partial = sorted({f for f in factors.values() if f != 1})
+    if len(partial) > 1:
+        raise SymllmError(f"rope_parameters: partial_rotary_factor {partial} in two layer types (not modelled)")
+    if not partial:
+        return None, set()
+    return partial[0], {kind for kind, f in factors.items() if f == 1}
 
 
 def _heads(raw: dict, n_layers: int, heads: int, kv: int) -> list:
@@ -85,13 +90,14 @@ def _fields(raw: dict, n_layers: int) -> dict:
     if len(own) > 1:
         raise SymllmError(f"num_attention_heads_per_layer: {len(own) + 1} query head counts "
                           f"{[model_heads, *own]}; symllm models two")
+    factor, whole = _rotary(raw, types)
     kinds = [LayerKind(ffn="moe" if mlp == "sparse" else "dense",
                        window="sliding" if kind == "sliding_attention" else None,
-                       heads="own" if h != model_heads else "model")
+                       heads="own" if h != model_heads else "model", rope_part="whole" if kind in whole else "model")
              for kind, mlp, h in zip(types, mlps, per_layer)]
     out = {"n_heads": model_heads, "qk_norm": "rmsnorm",
            "gate_proj": "element" if gating == "per-element" else "head",
-           "partial_rotary_factor": _rotary(raw, types), **groups(kinds)}
+           "partial_rotary_factor": factor, **groups(kinds)}
     if own:
         out.update(alt_heads=own[0], alt_kv_heads=kv, alt_head_dim=head_dim)
     if "sliding_attention" in types:
