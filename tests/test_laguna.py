@@ -97,3 +97,14 @@ def test_bad_factor_is_refused(factor, start):
            "rope_parameters": {"sliding_attention": {"partial_rotary_factor": factor}}}
     with pytest.raises(symllm.SymllmError, match=r"^" + start.replace("(", r"\(").replace("]", r"\]")):
         from_hf(raw)
+
+
+def test_whole_rotation_needs_a_partial_rotary_elsewhere():
+    """A layer kind rotating its whole head says something only beside a partial rotary: without one it is refused
+    (and a config with one reads back from its dict)."""
+    from symllm.arch.layers import LayerKind
+    cfg = from_hf(_published_shape())
+    assert symllm.ModelConfig(**json.loads(json.dumps(cfg.to_dict()))) == cfg
+    layers = ((LayerKind(), 1), (LayerKind(window="sliding", rope_part="whole"), 1))
+    with pytest.raises(symllm.SymllmError, match="^layers: a layer rotates its whole head"):
+        symllm.ModelConfig(vocab_size=8, dim=8, n_layers=2, n_heads=2, sliding_window=4, layers=layers)

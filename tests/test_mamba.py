@@ -132,13 +132,16 @@ def test_scan_flops_by_hand():
     ({"hybrid_override_pattern": "MX"}, "hybrid_override_pattern: unknown layer 'X'"),
     ({"mamba_hidden_act": "gelu"}, "mamba_hidden_act: 'gelu' is not modelled"),
     ({"mlp_hidden_act": "silu"}, "mlp_hidden_act: 'silu' is not modelled"),
-    ({"num_nextn_predict_layers": 1}, "num_nextn_predict_layers: 1"),
+    # the config class's default MTP layers (attention, MoE): a MoE layer the model has none of
+    ({"num_nextn_predict_layers": 1}, "mtp_layers_block_type: a 'moe' layer is not modelled there"),
+    ({"num_nextn_predict_layers": 1, "mtp_hybrid_override_pattern": "*M"},
+     "mtp_hybrid_override_pattern: a 'linear_attention' layer is not modelled there"),
     ({"attention_bias": True}, "attention_bias: True is ignored by transformers' nemotron_h"),
     ({"mamba_num_heads": 3, "n_groups": 2}, "mamba_num_heads: 3 is not a multiple of the 2 groups"),
 ])
 def test_refusals_name_the_key(change, message):
-    """What symllm does not model (MoE layers, multi-token prediction, another activation) or transformers would
-    not build is refused in one line naming the config key."""
+    """What symllm does not model (MoE layers, multi-token-prediction layers vLLM does not build or the model has
+    none of, another activation) or transformers would not build is refused in one line naming the config key."""
     raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 16, "num_attention_heads": 2,
            "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": 4, "mamba_head_dim": 6, "ssm_state_size": 5,
            "n_groups": 2, "conv_kernel": 3, "hybrid_override_pattern": "M*-"} | change

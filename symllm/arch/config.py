@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from symllm.arch.compressed_sizes import check_compressed, is_compressed
 from symllm.arch.families.hf import HF_UNMODELLED
-from symllm.arch.layers import ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, read_groups
+from symllm.arch.layers import (ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, kind_fields,
+                                read_groups, read_mtp_kinds)
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int, integer as _integer, short as _short
@@ -149,6 +150,8 @@ class ModelConfig:
     #: multi-token-prediction modules the checkpoint stores after the last layer (DeepSeek-V3, GLM-4.5);
     #: transformers does not build them: reported apart, never in the model's total
     n_mtp_layers: int = 0
+    #: the block kinds of an MTP module sharing the model's embedding and head (components.mtp); None: DeepSeek-V3's
+    mtp_kinds: tuple | None = None
     #: the attention output gated by a sigmoid of a second half of q_proj (Qwen3-Next, Qwen3.5)
     output_gate: bool = False
     #: Laguna's output gate o_proj(attn · softplus(g_proj(x))): g_proj a d -> n_h ("head": one gate a head) or a
@@ -361,6 +364,8 @@ class ModelConfig:
         for field in ("kv_lora_rank", "q_lora_rank") + mla:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         put("n_mtp_layers", _integer("n_mtp_layers", self.n_mtp_layers, low=0, floats=True))
+        if self.mtp_kinds is not None:  # the blocks of a module with the model's embedding and head
+            put("mtp_kinds", read_mtp_kinds(self.mtp_kinds, self.n_mtp_layers, {k for k, _ in self.layers}))
         if self.kv_lora_rank is None:  # v_head_dim alone: GQA values of their own width (MiMo-V2-Flash)
             for field in (() if is_compressed(self) else ("q_lora_rank",)) + mla[:2]:  # DeepSeek-V4's q_lora
                 if getattr(self, field) is not None:
@@ -396,8 +401,7 @@ class ModelConfig:
             if float(f) == 1:
                 put("partial_rotary_factor", None)
         if self.partial_rotary_factor is None and any(kind.rope_part != "model" for kind, _ in self.layers):
-            raise SymllmError("layers: a layer rotates its whole head (rope_part whole) but partial_rotary_factor "
-                              "rotates all of every head already")
+            raise SymllmError("layers: a layer rotates its whole head (rope_part) in a model without partial rotary")
 
     @property
     def latent(self) -> str | None:
@@ -562,6 +566,7 @@ class ModelConfig:
                 if (k not in ("temperature", "k_eq_v", "sinks", "kv_shared", "wide_ffn", "shared_topk") or v) and (k != "mixer" or v != "attention")
                 and (k != "heads" or v != "model") and (k != "rope_part" or v != "model")}, "count": count}
             for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
+        out.update(mtp_kinds=[kind_fields(k) for k in self.mtp_kinds]) if self.mtp_kinds else out.pop("mtp_kinds")
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
                     "kv_dtype_source"):  # only a quantized config says them
             if out[key] is None:

@@ -24,7 +24,7 @@ from itertools import zip_longest
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int, short
 
-__all__ = ["LayerKind", "read_groups", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -245,6 +245,38 @@ def read_groups(value, n_layers: int) -> tuple:
     return tuple(out)
 
 
+def kind_fields(kind: LayerKind) -> dict:
+    """A kind's fields as a config writes them: ``ffn``, ``rotary``, ``window`` and every other that is not its
+    default (what ``LayerKind(**...)`` reads back).
+
+    >>> kind_fields(LayerKind(ffn="moe", mixer="mamba"))
+    {'ffn': 'moe', 'rotary': True, 'window': None, 'mixer': 'mamba'}
+    """
+    plain = LayerKind()
+    return {f.name: getattr(kind, f.name) for f in fields(kind)
+            if f.name in ("ffn", "rotary", "window") or getattr(kind, f.name) != getattr(plain, f.name)}
+
+
+def read_mtp_kinds(value, n_mtp: int, model: set) -> tuple:
+    """The kinds of the blocks of one multi-token-prediction module (LayerKinds, or :func:`kind_fields`' dicts):
+    given only with modules (``n_mtp`` of them), each a kind of the model's layers (``model``).
+
+    >>> read_mtp_kinds([{"ffn": "moe"}], 1, {LayerKind(ffn="moe")})[0].ffn
+    'moe'
+    """
+    if not isinstance(value, (list, tuple)) or not value:
+        raise SymllmError(f"mtp_kinds: expected the kinds of a module's blocks, got {short(value)}")
+    try:
+        kinds = tuple(k if isinstance(k, LayerKind) else LayerKind(**k) for k in value)
+    except TypeError:
+        raise SymllmError(f"mtp_kinds: expected the kinds of a module's blocks, got {short(value)}") from None
+    if not n_mtp:
+        raise SymllmError("mtp_kinds: given without multi-token-prediction modules (n_mtp_layers 0)")
+    if any(k not in model for k in kinds):
+        raise SymllmError("mtp_kinds: an MTP block of a kind no layer of the model has (not modelled)")
+    return kinds
+
+
 def groups(kinds) -> tuple[tuple[LayerKind, int], ...]:
     """A model's layers (per-layer kinds, or runs ``(kind, count)``) collapsed into groups ``(kind, count)``,
     in the order each kind first appears (totals sum over groups; the position of a layer changes no count).
@@ -369,6 +401,10 @@ class Structure:
     partial_rope: bool = False
     #: the checkpoint stores multi-token-prediction modules (reported apart: symllm.arch.components.mtp)
     mtp: bool = False
+    #: the blocks of one multi-token-prediction module whose embedding and head are the model's, by the position
+    #: of their kind in ``kinds`` (Nemotron-H's, Qwen3-Next's: symllm.arch.components.mtp); (): DeepSeek-V3's
+    #: module, its own embedding and head and one block like the last group's
+    mtp_blocks: tuple = ()
     #: the shared expert is Qwen2-MoE's: of its own width d_se, scaled by a sigmoid gate
     shared_gate: bool = False
     #: gpt-oss's attention sinks (one logit per query head)
@@ -423,6 +459,9 @@ class Structure:
             boolean(name, getattr(self, name))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")
+        if (not isinstance(self.mtp_blocks, tuple)
+                or any(type(i) is not int or not 0 <= i < len(kinds) for i in self.mtp_blocks)):
+            raise SymllmError(f"mtp_blocks: expected positions in kinds, got {self.mtp_blocks!r}")
         choice("latent", self.latent, LATENT)
         if self.indexer and self.latent != "q_lora":
             raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")

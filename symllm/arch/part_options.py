@@ -305,6 +305,13 @@ OPTIONS: tuple[Option, ...] = (
            text=lambda c: (f"{c.n_mtp_layers} multi-token prediction module(s) in the checkpoint, counted apart "
                            "(transformers does not build them)") if c.n_mtp_layers else "",
            doc="multi-token-prediction modules the checkpoint stores (reported apart)"),
+    Option("mtp_blocks", ("mtp_kinds",), (None,), "structure", "mtp_blocks",
+           value=lambda c: () if c.mtp_kinds is None else tuple(
+               [kind for kind, _ in c.groups].index(k) for k in c.mtp_kinds), choices=((0,),), on=None,
+           text=lambda c: (f"each multi-token prediction module: {len(c.mtp_kinds)} block(s) like the model's, "
+                           "its embedding and output head the model's") if c.mtp_kinds else "", models="both",
+           doc="the blocks of a multi-token-prediction module sharing the model's embedding and head (Nemotron-H's "
+               "mtp_layers_block_type, Qwen3-Next's one full-attention layer; reported apart)"),
     _on("output_gate", "a gated attention output: o_proj(attn * sigmoid(gate)), the gate from a doubled q_proj "
         "(Qwen3-Next, Qwen3.5)", "", "gated attention output", parts=("output_gate",)),
     Option("gate_proj", ("gate_proj",), (None,), "structure", "gate_proj", parts=("wg", "output_gate"),

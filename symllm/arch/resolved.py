@@ -111,7 +111,9 @@ def _params_table(structure: Structure) -> TableKernel:
     terms["active"] = mdl.total("active")  # what one token uses: all of it, but for the k of n_e experts
     if structure.mtp:  # stored by the checkpoint, not built by transformers: its own part, not in the total
         from symllm.arch.components import mtp
-        terms["mtp"] = mtp(mdl).total("params")
+        from symllm.arch.layers import group_names
+        names = group_names(structure.kinds)
+        terms["mtp"] = mtp(mdl, tuple(names[i] for i in structure.mtp_blocks)).total("params")
     table = TableKernel(terms)
     cache_put("params-table", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     return table

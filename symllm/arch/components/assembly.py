@@ -217,23 +217,41 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
     )
 
 
-def mtp(whole: Component) -> Component:
-    """The ``L_mtp`` multi-token-prediction modules a DeepSeek-V3 or GLM-4.5 checkpoint stores after the
-    last layer (``model.layers.{L}``: DeepSeek-V3's ``MTP`` of its ``inference/model.py`` and paper §2.2), as
-    the checkpoint holds them: its own copies of the embedding and the output head (``embed_tokens``,
-    ``shared_head.head``; the paper shares them with the main model), ``enorm`` and ``hnorm`` (RMSNorms of
-    ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last ones and ``shared_head.norm``.
-    transformers does not build them: their parameters are reported apart (``mtp``), never in the total.
+def mtp(whole: Component, blocks: tuple[str, ...] = ()) -> Component:
+    """The ``L_mtp`` multi-token-prediction modules a checkpoint stores beside the model, which transformers does
+    not build: their parameters are reported apart (``mtp``), never in the total.
+
+    Without ``blocks``, DeepSeek-V3's and GLM-4.5's (``model.layers.{L}``: DeepSeek-V3's ``MTP`` of its
+    ``inference/model.py`` and paper §2.2), as the checkpoint holds them: its own copies of the embedding and the
+    output head (``embed_tokens``, ``shared_head.head``; the paper shares them with the main model), ``enorm``
+    and ``hnorm`` (RMSNorms of ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last ones and
+    ``shared_head.norm``. With ``blocks`` (names of ``whole``'s groups of blocks, one a block of the module),
+    one whose embedding and head are the model's: vLLM's ``NemotronHMultiTokenPredictor`` (``mtp.layers.*``:
+    ``enorm``, ``hnorm`` and ``eh_proj`` on its first layer, ``final_layernorm`` on its last, each layer of
+    ``mtp_hybrid_override_pattern`` a Nemotron-H block) and ``Qwen3NextMultiTokenPredictor`` (``mtp.*``:
+    ``pre_fc_norm_embedding``, ``pre_fc_norm_hidden``, ``fc`` of ``2d -> d``, one full-attention layer,
+    ``norm``): two norms and a ``2d -> d`` fusion before the blocks, a norm after them.
 
     >>> sp.expand(mtp(model()).total("params") - L_mtp * block().total("params"))
     2*L_mtp*V*d + 2*L_mtp*d**2 + 3*L_mtp*d
+    >>> sp.expand(mtp(model(), ("block",)).total("params") - L_mtp * block().total("params"))
+    2*L_mtp*d**2 + 3*L_mtp*d
     """
+    fusion = linear("eh_proj", 2 * d, d, doc="self.eh_proj = nn.Linear(2 * dim, dim, bias=False)",
+                    rules=Rules("replicated", lora=(), weight="linear", stacks=(), label="multi-token prediction"))
+    if blocks:
+        counts = {name: blocks.count(name) for name in dict.fromkeys(blocks)}
+        return Component(
+            "mtp", repeat=L_mtp,
+            children=(rmsnorm("enorm"), rmsnorm("hnorm"), fusion,
+                      *(whole.child(name).replace(repeat=count) for name, count in counts.items()),
+                      rmsnorm("final_norm")),
+            doc="a multi-token-prediction module sharing the model's embedding and head (mtp.* of the checkpoint)",
+            rules=_NO_WEIGHT)
     last = [c for c in whole.children if c.checkpoint != 0][-1]
     return Component(
         "mtp", repeat=L_mtp,
-        children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"),
-                  linear("eh_proj", 2 * d, d, doc="self.eh_proj = nn.Linear(2 * dim, dim, bias=False)",
-                         rules=Rules("replicated", lora=(), weight="linear", stacks=(), label="multi-token prediction")),
+        children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"), fusion,
                   last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
         doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=_NO_WEIGHT)
 

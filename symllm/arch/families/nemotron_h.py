@@ -19,7 +19,12 @@ them).
 (``d -> moe_latent_size``) before them and ``fc2_latent_proj`` back after them, each with a bias under
 ``mlp_bias``; the router and the shared expert read ``d`` (:func:`symllm.arch.components.mixture.moe`).
 
-Not modelled yet, refused in one line: the multi-token-prediction layers (``num_nextn_predict_layers``).
+``num_nextn_predict_layers`` multi-token-prediction modules (Nemotron-3 Super's one), which transformers does
+not build, are reported apart from the total (``mtp``): each is the layers of ``mtp_layers_block_type`` (or the
+pattern ``mtp_hybrid_override_pattern``; the config class's default ``["full_attention", "moe"]``), blocks like
+the model's of those types, between ``enorm``, ``hnorm`` and ``eh_proj`` (``2d -> d``) and a
+``final_layernorm``, the embedding and head the model's (vLLM's ``NemotronHMultiTokenPredictor``, which
+builds attention and MoE layers only: any other type there is refused, as one the model has none of).
 
 >>> f = _fields({"hybrid_override_pattern": "M-M*"}, 4)
 >>> [(k.mixer, k.ffn, k.rotary, n) for k, n in f["layers"]], f["mamba_heads"], f["conv_bias"]
@@ -70,9 +75,7 @@ def _types(raw: dict) -> list[str]:
 def _fields(raw: dict, n_layers: int) -> dict:
     raw = {_OLD.get(key, key): value for key, value in raw.items()}
     types = _types(raw)
-    if integer(raw, "num_nextn_predict_layers", 0, minimum=0):
-        raise SymllmError(f"num_nextn_predict_layers: {raw['num_nextn_predict_layers']} (multi-token prediction "
-                          "layers) is not modelled by symllm")
+    mtp = integer(raw, "num_nextn_predict_layers", 0, minimum=0)
     for key, want in (("mamba_hidden_act", "silu"), ("mlp_hidden_act", "relu2")):
         if raw.get(key, want) != want:
             raise SymllmError(f"{key}: {short(raw[key])} is not modelled (symllm models {want})")
@@ -81,6 +84,8 @@ def _fields(raw: dict, n_layers: int) -> dict:
     out = dict(n_layers=len(types), tie_embeddings=False, activation="relu2",
                hidden_dim=integer(raw, "intermediate_size", 21504),
                **groups([_KINDS[name] for name in types]))
+    if mtp:
+        out.update(n_mtp_layers=mtp, mtp_kinds=_mtp_kinds(raw, types))
     if "moe" in types:
         out.update(_moe(raw, out.pop("hidden_dim") if "mlp" in types else None))
     if "linear_attention" in types:
@@ -89,6 +94,28 @@ def _fields(raw: dict, n_layers: int) -> dict:
     else:
         flag(raw, "use_conv_bias", True), flag(raw, "use_bias", False)  # checked only: no Mamba layer
     return out
+
+
+def _mtp_kinds(raw: dict, types: list[str]) -> tuple:
+    """The kinds of the blocks of one multi-token-prediction module: ``mtp_layers_block_type`` (its legacy names
+    ``attention`` and ``mamba`` as the config class renames them) or ``mtp_hybrid_override_pattern``, default
+    ``["full_attention", "moe"]``; vLLM builds attention and MoE layers only, each here a type the model has."""
+    key = "mtp_layers_block_type"
+    given = raw.get(key)
+    if given is None and raw.get("mtp_hybrid_override_pattern") is not None:
+        key, pattern = "mtp_hybrid_override_pattern", raw["mtp_hybrid_override_pattern"]
+        if not isinstance(pattern, str) or not pattern or any(char not in _PATTERN for char in pattern):
+            raise SymllmError(f"{key}: expected a string of M, E, * and -, got {short(pattern)}")
+        given = [_PATTERN[char] for char in pattern]
+    given = ["full_attention", "moe"] if given is None else given
+    if not isinstance(given, list) or not given:
+        raise SymllmError(f"{key}: expected a list of layer types, got {short(given)}")
+    mtp = [{"attention": "full_attention", "mamba": "linear_attention"}.get(name, name) for name in given]
+    for name in mtp:
+        if name not in ("full_attention", "moe") or name not in types:
+            raise SymllmError(f"{key}: a {short(name, 20)} layer is not modelled there (vLLM builds attention and "
+                              "MoE layers of the model's)")
+    return tuple(_KINDS[name] for name in mtp)
 
 
 def _moe(raw: dict, dense: int | None) -> dict:

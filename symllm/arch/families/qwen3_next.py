@@ -11,8 +11,12 @@ sigmoid output gate, RoPE on ``int(head_dim × partial_rotary_factor)`` of each 
 ``moe_intermediate_size``, a shared expert of ``shared_expert_intermediate_size`` scaled by a sigmoid gate) on
 the layers ``mlp_only_layers`` / ``decoder_sparse_step`` leave MoE, a dense SwiGLU of ``intermediate_size``
 elsewhere; Qwen3.5-MoE's is that MoE on every layer; Qwen3.5's a dense SwiGLU. Qwen3.5's DeltaNet has four
-input projections where Qwen3-Next's has two (the same parameters). The multi-token-prediction layers the
-checkpoints store (``mtp_num_hidden_layers``) are not built by transformers and not counted.
+input projections where Qwen3-Next's has two (the same parameters). The ``mtp_num_hidden_layers``
+multi-token-prediction modules the checkpoints store (``mtp.*``), which transformers does not build, are
+reported apart from the total (``mtp``), as vLLM's ``Qwen3NextMultiTokenPredictor`` lays each out: norms of the
+embedding and of the hidden state, ``fc`` (``2d -> d``), one full-attention layer (its feed-forward a MoE as layer
+0's would be: Qwen3-Next's ``decoder_sparse_step`` and ``mlp_only_layers``, Qwen3.5-MoE's always, Qwen3.5's a
+SwiGLU) and a norm, the embedding and head the model's (``mtp_use_dedicated_embeddings`` true is refused).
 
 >>> f = _fields({"num_hidden_layers": 4}, 4, "qwen3_next")
 >>> [(k.mixer, k.ffn, n) for k, n in f["layers"]], f["linear_value_heads"]
@@ -40,7 +44,25 @@ def _mixers(raw: dict, n_layers: int) -> list[str]:
     return ["linear_attention" if kind == "linear_attention" else "attention" for kind in types]
 
 
+def _mtp(raw: dict, out: dict) -> dict:
+    """``out`` with the multi-token-prediction modules: ``mtp_num_hidden_layers`` of them, each one full-attention
+    block whose feed-forward is what layer 0's would be (vLLM's Qwen3NextDecoderLayer at index 0), a kind of
+    the model's (``mtp_kinds``)."""
+    count = integer(raw, "mtp_num_hidden_layers", 0, minimum=0)
+    if not count:
+        return out
+    if flag(raw, "mtp_use_dedicated_embeddings", False):
+        raise SymllmError("mtp_use_dedicated_embeddings: true (an MTP embedding of its own) is not modelled")
+    first = next(kind for kind, _ in out["layers"])  # the groups in model order: layer 0's kind first
+    kind = LayerKind(ffn=first.ffn)  # a full-attention layer with layer 0's feed-forward
+    return {**out, "n_mtp_layers": count, "mtp_kinds": (kind,)}
+
+
 def _fields(raw: dict, n_layers: int, kind: str) -> dict:
+    return _mtp(raw, _layers(raw, n_layers, kind))
+
+
+def _layers(raw: dict, n_layers: int, kind: str) -> dict:
     mixers = _mixers(raw, n_layers)
     out = {f: integer(raw, key, default) for key, (f, default) in _LINEAR.items()}
     out.update(qk_norm="rmsnorm", norm_offset=True, output_gate=True, delta_split=kind != "qwen3_next",
