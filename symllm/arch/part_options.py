@@ -217,7 +217,7 @@ OPTIONS: tuple[Option, ...] = (
                "ungated GELU)"),
     _on("alibi", "ALiBi: each head's slope times the query-key distance added to every attention score (MPT)",
         "scores + slope_h * (j - i), MPT's slopes", "ALiBi position bias (no parameters)", axis="variant",
-        on=None),  # not in the every-part models: MPT's Wqkv and out_proj are outside the LoRA vocabulary
+        on=None),  # not in the every-part models: MPT's Wqkv replaces Phi-3's (components.EVERY_ALIBI has it)
     _on("value_norm", "a weightless RMSNorm on the values (Gemma 4's v_norm)", "", "", axis="variant",
         parts=("v_norm",)),
     _on("layer_scalar", "each block's output times its layer_scalar buffer (Gemma 4)", "", "", axis="variant"),

@@ -188,7 +188,7 @@ def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, pa
         if not declared[0]:
             raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r}")
         return f"{declared[0]}.{suffix}"
-    out = [f"model.layers.{layer}"]
+    out = [f"{declared[0] or 'model.layers'}.{layer}"]  # the group's own (LlamaModel's layers, MptModel's blocks)
     for i, p in enumerate(parts[1:], 1):
         name = overrides.get(p) or (declared[i] if i < len(declared) else _HF_EXPERTS.get(p, ""))
         if not name:
