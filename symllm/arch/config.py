@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from symllm.arch.compressed_sizes import check_compressed, is_compressed
 from symllm.arch.families.hf import HF_UNMODELLED
-from symllm.arch.layers import ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, read_groups
+from symllm.arch.layers import (ACTIVATIONS, FUSED_EXPERTS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups,
+                                read_groups)
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int, integer as _integer, short as _short
@@ -120,6 +121,9 @@ class ModelConfig:
     #: PEFT adapts the fused routed experts of transformers' class under gate_proj/up_proj/down_proj (Qwen3-MoE,
     #: through transformers' weight-conversion mapping), which symllm does not model: those LoRA targets are refused
     peft_fused_experts: bool = False
+    #: how transformers' class stores the routed experts in a checkpoint it saves: None (one tensor per expert),
+    #: "in_out" (Llama 4, gpt-oss) or "out_in" (Gemma 4) (symllm.arch.layers.FUSED_EXPERTS); no count depends on it
+    fused_experts: str | None = None
     #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
     dense_hidden_dim: int | None = None
     #: sliding-window attention: a query of a sliding layer sees at most this many keys, the last ones
@@ -430,6 +434,9 @@ class ModelConfig:
             boolean(field, getattr(self, field))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {_short(self.gate_proj)}")
+        choice("fused_experts", self.fused_experts, FUSED_EXPERTS)
+        if self.fused_experts is not None and self.n_experts is None:
+            raise SymllmError(f"fused_experts: {_short(self.fused_experts)} given without n_experts")
         if self.gate_proj is not None and self.output_gate:
             raise SymllmError("gate_proj: given with output_gate; an attention output has one gate")
         if self.shared_hidden_dim is not None and not self.shared_expert and self.n_shared_experts is None:

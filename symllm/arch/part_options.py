@@ -75,6 +75,11 @@ class Option:
     text: Callable[[Any], str] | None = None
     #: one line: what it is
     doc: str = ""
+    #: the tensors a checkpoint stores its part as, for each of its values: ``(value, ((Hugging Face name, shape),
+    #: ...))``, each size of a shape a product of :mod:`symllm.arch.symbols` names and integers (``"2*d_ff"``), a name
+    #: ending in ``_bias`` only where the part has biases; :func:`symllm.costs.checkpoints.expected` lays them out
+    #: (and checks their elements are the part's parameters); (): the part's components name their own tensors
+    names: tuple = ()
 
     def __post_init__(self):
         choice("axis", self.axis, AXES)
@@ -383,6 +388,13 @@ OPTIONS: tuple[Option, ...] = (
            doc="where d_ff comes from: a stated width, or Meta's rounding with or without a multiplier"),
     _on("fused_lora", "PEFT adapts the fused routed experts (Qwen3-MoE): their LoRA targets are refused", "",
         config="peft_fused_experts"),  # no part and no count: a LoRA refusal
+    Option("fused_experts", ("fused_experts",), (None,), "structure", "fused_experts", choices=("in_out", "out_in"),
+           names=(("in_out", (("gate_up_proj", ("n_e", "d", "2*d_ff")), ("gate_up_proj_bias", ("n_e", "2*d_ff")),
+                              ("down_proj", ("n_e", "d_ff", "d")), ("down_proj_bias", ("n_e", "d")))),
+                  ("out_in", (("gate_up_proj", ("n_e", "2*d_ff", "d")), ("down_proj", ("n_e", "d", "d_ff"))))),
+           doc="how a checkpoint stores the routed experts: fused, two 3-D tensors a layer under experts. (Llama 4's "
+               "and gpt-oss's in_out, [n_e, d, 2*d_ff] and [n_e, d_ff, d], gpt-oss's biases beside them; Gemma 4's "
+               "out_in, [n_e, 2*d_ff, d] and [n_e, d, d_ff]); no count depends on it"),
 )
 
 

@@ -136,7 +136,7 @@ def sinks() -> Component:
     return Component("sinks", params=n_h, elementwise=(ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
                      rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)",
-                                 hf="sinks"))
+                                 hf_params=("sinks",)))  # bare on the attention: self_attn.sinks, no .weight
 
 
 #: the model's head shape -> the second one (a kind whose ``heads`` is "own": :data:`symllm.arch.layers.HEADS`)
