@@ -858,3 +858,23 @@ def test_expected_fused_names_and_shapes_are_transformers_state_dict(raw):
     from symllm.costs import checkpoints
     mine = checkpoints.expected(from_dict(raw), raw["model_type"], dtype=None)
     assert {k: v["shape"] for k, v in mine.items()} == _fused_state_dict(raw)
+
+
+def test_verify_a_saved_llama4_wrapper_reads_its_fused_experts(tmp_path, cli):
+    """save_pretrained of Llama4ForConditionalGeneration (a tiny vision tower beside FUSED's Llama 4 text model):
+    its language model under ``language_model.model.`` with the fused experts agrees, exit 0; the vision tower's
+    and projector's tensors are not counted, their number and bytes torch's."""
+    text = FUSED["llama4_text"][1]().to_dict()
+    config = transformers.Llama4Config(text_config=text, vision_config=dict(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, image_size=28, patch_size=14,
+        vision_output_dim=32, projector_input_dim=32, projector_output_dim=32))
+    model = transformers.Llama4ForConditionalGeneration(config).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    state = model.state_dict()
+    assert "language_model.model.layers.1.feed_forward.experts.gate_up_proj" in state
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    outside = {k: v for k, v in state.items() if not k.startswith("language_model.")}
+    assert ck["not_counted"] == {"tensors": len(outside),
+                                 "bytes": sum(v.numel() * v.element_size() for v in outside.values())}

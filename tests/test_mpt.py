@@ -103,8 +103,27 @@ def test_elementwise_of_alibi_and_the_exact_gelu_by_hand():
     assert work(gelu) - work(relu2) == (5 - 2) * 3 * 32  # the exact GELU 5, relu² 2, per element of 4·d = 32
 
 
+@pytest.mark.parametrize("clip, clamped", [(8.0, True), (0.5, True), (0.0, False), (None, False)])
+def test_clip_qkv_is_a_clamp_of_wqkvs_output(clip, clamped, cli, tmp_path):
+    """attn_config.clip_qkv: MptAttention clamps Wqkv's output to [-c, c] when c is truthy (0.0 and null clamp
+    nothing; transformers' MptAttentionConfig takes a float, and refuses an int): no parameter and no matmul FLOP changes; the element-wise prefill gains 2 (one compare a bound) per
+    element of Wqkv's 3·d outputs, by hand over d_model 8, 1 layer, b 1, s 3: 2·1·3·24 = 144; count says so."""
+    base = {"model_type": "mpt", "d_model": 8, "n_heads": 2, "n_layers": 1, "vocab_size": 10}
+    raw = {**base, "attn_config": {"clip_qkv": clip}}
+    work = lambda r: costs.workload(from_hf(r), batch=1, seq=3, attention="dense")["flops"]  # noqa: E731
+    assert symllm.params(from_hf(raw)) == symllm.params(from_hf(base))
+    assert all(work(raw)[k] == work(base)[k] for k in ("prefill", "decode_token", "training_step"))  # matmuls
+    assert work(raw)["elementwise"] - work(base)["elementwise"] == (2 * 1 * 3 * 24 if clamped else 0)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    r = cli(["count", str(path)])
+    assert r.code == 0 and ("q, k and v clamped to" in r.out) == clamped, r.err
+    assert not clamped or f"q, k and v clamped to [-{clip:g}, {clip:g}]" in " ".join(r.out.split())
+
+
 @pytest.mark.parametrize("attn, key", [
-    ({"clip_qkv": 8}, "attn_config.clip_qkv: 8 (q, k and v clamped) is not modelled"),
+    ({"clip_qkv": 8}, "attn_config.clip_qkv: 8 is not a float (MptAttentionConfig refuses it)"),
+    ({"clip_qkv": -1.0}, "attn_config.clip_qkv: expected a non-negative number or null, got -1.0"),
     ({"qk_ln": True}, "attn_config.qk_ln: True is ignored by transformers' mpt"),
     ({"alibi": False}, "attn_config.alibi: False is ignored by transformers' mpt"),
     ({"attn_type": "multiquery_attention"}, "attn_config.attn_type: 'multiquery_attention' is ignored"),

@@ -101,6 +101,9 @@ class ModelConfig:
     layer_scalar: bool = False
     #: ALiBi: each head's slope times the query-key distance added to every score (MPT; element-wise only)
     alibi: bool = False
+    #: q, k and v clamped to [-clip_qkv, clip_qkv] after their projection (MPT's attn_config.clip_qkv; element-wise
+    #: only); None: not clamped
+    clip_qkv: float | None = None
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -261,7 +264,7 @@ class ModelConfig:
         if self.norms == "parallel" and self.n_experts is not None:  # no family has one; saved is a dense block's
             raise SymllmError("norms: a parallel block with a mixture of experts is not modelled")
         choice("activation", self.activation, ACTIVATIONS)
-        for field in ("attn_softcap", "final_softcap", "logit_scale"):
+        for field in ("attn_softcap", "final_softcap", "logit_scale", "clip_qkv"):
             if getattr(self, field) is not None:
                 put(field, _positive_float(field, getattr(self, field)))
         self._check_moe(put)

@@ -316,12 +316,14 @@ class Variant:
     #: ALiBi: a bias, each head's slope times the query-key distance, added to every attention score (MPT: no
     #: parameter, one add a score)
     alibi: bool = False
+    #: q, k and v clamped after their projection (MPT's ``clip_qkv``: two compares an element, no parameter)
+    clip_qkv: bool = False
 
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
             choice(field_, value, known)
         for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
-                       "logit_scale", "value_norm", "layer_scalar", "alibi"):
+                       "logit_scale", "value_norm", "layer_scalar", "alibi", "clip_qkv"):
             boolean(field_, getattr(self, field_))
 
 

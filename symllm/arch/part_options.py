@@ -223,6 +223,10 @@ OPTIONS: tuple[Option, ...] = (
     _on("alibi", "ALiBi: each head's slope times the query-key distance added to every attention score (MPT)",
         "scores + slope_h * (j - i), MPT's slopes", "ALiBi position bias (no parameters)", axis="variant",
         on=None),  # not in the every-part models: MPT's Wqkv replaces Phi-3's (components.EVERY_ALIBI has it)
+    Option("clip_qkv", ("clip_qkv",), (None,), "variant", "clip_qkv", value=lambda c: c.clip_qkv is not None,
+           choices=(True,), on=None,
+           text=lambda c: f"q, k and v clamped to [-{c.clip_qkv:g}, {c.clip_qkv:g}]" if c.clip_qkv else "",
+           doc="q, k and v clamped after their projection, two compares an element (MPT's attn_config.clip_qkv)"),
     _on("value_norm", "a weightless RMSNorm on the values (Gemma 4's v_norm)", "", "", axis="variant",
         parts=("v_norm",)),
     _on("layer_scalar", "each block's output times its layer_scalar buffer (Gemma 4)", "", "", axis="variant"),

@@ -50,6 +50,7 @@ ELEMENTWISE = {
     # times 0.5
     "gelu": 5,
     "alibi": 1,     # ALiBi: its bias added to each score (the per-head table is built once a forward, as RoPE's)
+    "clip": 2,      # a clamp to [-c, c] per element, one compare a bound (MPT's clip_qkv on q, k and v)
 }
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in

@@ -257,6 +257,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     if shared:  # no k_proj, v_proj, k_norm, v_norm (Gemma4TextAttention builds none), keys not rotated here
         projections = tuple(p for p in projections if p.name not in ("wk", "wv"))
         norms = tuple(c for c in norms if c.name != "k_norm")
+    # MPT's clip_qkv: mixed_qkv.clamp(min=-c, max=c), every output of the q, k and v projections (not Laguna's g_proj)
+    clipped = sum(p.shape[1] for p in projections if p.name != "wg") if variant.clip_qkv else 0
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
@@ -264,6 +266,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     comp = Component(
         "attention",
         rules=rules,
+        elementwise=ELEMENTWISE["clip"] * _T * clipped,
         # a layer sharing keys and values holds none of its own (transformers' DummyLayer)
         kv_cache=0 if shared else 2 * b * held * n_kv * d_h if dv == d_h else b * held * n_kv * (d_h + dv),
         # saved for backward: the normed input of wq/wk/wv; Q and K after RoPE and V (n_kv heads: GQA
