@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 from symllm.arch.compressed_sizes import check_compressed, is_compressed
 from symllm.arch.families.hf import HF_UNMODELLED
-from symllm.arch.layers import (ACTIVATIONS, FUSED_EXPERTS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups,
-                                read_groups)
+from symllm.arch.layers import ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, read_groups
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int, integer as _integer, short as _short
@@ -101,8 +100,7 @@ class ModelConfig:
     layer_scalar: bool = False
     #: ALiBi: each head's slope times the query-key distance added to every score (MPT; element-wise only)
     alibi: bool = False
-    #: q, k and v clamped to [-clip_qkv, clip_qkv] after their projection (MPT's attn_config.clip_qkv; element-wise
-    #: only); None: not clamped
+    #: q, k and v clamped to [-clip_qkv, clip_qkv] (MPT's attn_config.clip_qkv; element-wise only); None: not
     clip_qkv: float | None = None
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
@@ -124,8 +122,7 @@ class ModelConfig:
     #: PEFT adapts the fused routed experts of transformers' class under gate_proj/up_proj/down_proj (Qwen3-MoE,
     #: through transformers' weight-conversion mapping), which symllm does not model: those LoRA targets are refused
     peft_fused_experts: bool = False
-    #: how transformers' class stores the routed experts in a checkpoint it saves: None (one tensor per expert),
-    #: "in_out" (Llama 4, gpt-oss) or "out_in" (Gemma 4) (symllm.arch.layers.FUSED_EXPERTS); no count depends on it
+    #: how save_pretrained stores the routed experts (symllm.arch.layers.FUSED_EXPERTS); no count depends on it
     fused_experts: str | None = None
     #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
     dense_hidden_dim: int | None = None
@@ -437,9 +434,6 @@ class ModelConfig:
             boolean(field, getattr(self, field))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {_short(self.gate_proj)}")
-        choice("fused_experts", self.fused_experts, FUSED_EXPERTS)
-        if self.fused_experts is not None and self.n_experts is None:
-            raise SymllmError(f"fused_experts: {_short(self.fused_experts)} given without n_experts")
         if self.gate_proj is not None and self.output_gate:
             raise SymllmError("gate_proj: given with output_gate; an attention output has one gate")
         if self.shared_hidden_dim is not None and not self.shared_expert and self.n_shared_experts is None:
