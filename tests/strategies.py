@@ -406,7 +406,8 @@ def mpt_configs(draw) -> dict:
            "norm_type": draw(st.sampled_from(["low_precision_layernorm", "layernorm"])), "layer_norm_epsilon": 1e-5}
     attn = {"attn_impl": st.sampled_from(["torch", "flash", "triton"]), "softmax_scale": st.sampled_from([None, 0.25]),
             "alibi_bias_max": st.integers(1, 16), "attn_pdrop": st.just(0), "alibi": st.just(True),
-            "qk_ln": st.just(False), "prefix_lm": st.just(False), "clip_qkv": st.none(),
+            "qk_ln": st.just(False), "prefix_lm": st.just(False),
+            "clip_qkv": st.sampled_from([None, 0.0, 0.25, 8.0]),  # 0.0 and null clamp nothing
             "attn_type": st.just("multihead_attention")}
     if draw(st.booleans()):
         raw["attn_config"] = {k: draw(v) for k, v in attn.items() if draw(st.booleans())}

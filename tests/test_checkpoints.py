@@ -28,7 +28,8 @@ import pytest
 from hypothesis import given
 
 from .conftest import requires
-from .strategies import checkpoint_headers, gated_deltanet_configs, hf_configs
+from .strategies import (checkpoint_headers, dense_family_configs, gated_deltanet_configs, gpt_oss_configs, hf_configs,
+                         moe_configs)
 
 torch = requires("torch")
 transformers = requires("transformers")
@@ -790,3 +791,90 @@ def test_verify_leaves_out_the_multi_token_prediction_layers_transformers_skips(
     _shard_with(llama, "model.norm.weight", add="mtp.fc.weight")
     r = cli(["verify", llama])
     assert r.code == 1 and "unexpected: mtp.fc.weight (BF16 [2])" in r.out
+
+
+# --- fused experts: the checkpoints transformers' save_pretrained writes with 3-D expert tensors -------------------
+
+#: the families whose transformers 5 class stores the routed experts fused and whose save_pretrained writes them so
+#: (no weight-conversion mapping splits them per expert), each with a tiny config; Llama 4 with a dense layer (its
+#: feed_forward, intermediate_size_mlp) beside a MoE layer (feed_forward.router, experts, shared_expert)
+FUSED = {
+    "llama4_text": (lambda: transformers.Llama4ForCausalLM, lambda: transformers.Llama4TextConfig(
+        **TINY, intermediate_size_mlp=40, num_local_experts=3, num_experts_per_tok=1, head_dim=8,
+        interleave_moe_layer_step=2, no_rope_layers=[1, 0], attention_chunk_size=8)),
+    "gpt_oss": (lambda: transformers.GptOssForCausalLM, lambda: transformers.GptOssConfig(
+        **TINY, num_local_experts=3, num_experts_per_tok=2, head_dim=8, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"])),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FUSED))
+def test_verify_a_saved_fused_experts_checkpoint(family, tmp_path, cli):
+    """save_pretrained of a tiny Llama 4 / gpt-oss (bf16, sharded) writes each MoE layer's experts as two 3-D
+    tensors, ``gate_up_proj [E, d, 2·d_ff]`` and ``down_proj [E, d_ff, d]`` (gpt-oss: their biases ``[E, 2·d_ff]``,
+    ``[E, d]``): verify finds every tensor with torch's shape, exit 0; the file's bytes are the state dict's and
+    the bf16 formula's; and a file holding gate_up_proj transposed (the same elements in [E, 2·d_ff, d]) is named
+    in one line, exit 1."""
+    cls, config = FUSED[family]
+    folder, torch_tensors = _save(tmp_path / "saved", cls(), config())
+    written = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]
+    moe = "feed_forward" if family == "llama4_text" else "mlp"
+    fused = f"model.layers.1.{moe}.experts.gate_up_proj"
+    assert torch_tensors[fused][1] == [3, 32, 96] and torch_tensors[f"model.layers.1.{moe}.experts.down_proj"][1] == [3, 48, 32]
+    assert not any(".experts.0." in name for name in written)  # fused as the class holds them
+    r = cli(["verify", folder])
+    assert r.code == 0 and f"{len(written)} tensors" in r.out and "agrees with the component tree" in r.out, r.out + r.err
+    ck = json.loads(cli(["count", folder, "--json"]).out)["checkpoint"]
+    assert ck["bytes"] == ck["formula_bytes"] == sum(b for _, _, b in torch_tensors.values())
+    safetensors = requires("safetensors.torch")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((folder / "config.json").read_text())
+    state = {}
+    for f in folder.glob("*.safetensors"):
+        state.update(safetensors.load_file(f))
+    state[fused] = state[fused].transpose(1, 2).contiguous()
+    safetensors.save_file(state, bad / "model.safetensors")
+    r = cli(["verify", bad, "--json"])
+    assert r.code == 1 and json.loads(r.out)["checkpoint"]["difference"] == (
+        f"wrong shape: {fused} is [3, 96, 32], the config says [3, 32, 96]"), r.out
+
+
+def _fused_state_dict(raw: dict) -> dict:
+    """transformers' state dict on the meta device, name -> shape (a tied lm_head is not saved)."""
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    tied = getattr(config, "tie_word_embeddings", False)
+    return {k: list(v.shape) for k, v in model.state_dict().items() if not (k == "lm_head.weight" and tied)}
+
+
+@given(raw=gpt_oss_configs() | moe_configs("llama4_text") | dense_family_configs("gemma4_text"))
+def test_expected_fused_names_and_shapes_are_transformers_state_dict(raw):
+    """Every drawn Llama 4 text, gpt-oss and Gemma 4 (its MoE block or none) config: the tensors verify expects are
+    the state dict transformers' class builds on the meta device, which save_pretrained writes as it is (the
+    fused experts too: no conversion mapping splits them), name for name and shape for shape."""
+    from symllm.arch.config import from_dict
+    from symllm.costs import checkpoints
+    mine = checkpoints.expected(from_dict(raw), raw["model_type"], dtype=None)
+    assert {k: v["shape"] for k, v in mine.items()} == _fused_state_dict(raw)
+
+
+def test_verify_a_saved_llama4_wrapper_reads_its_fused_experts(tmp_path, cli):
+    """save_pretrained of Llama4ForConditionalGeneration (a tiny vision tower beside FUSED's Llama 4 text model):
+    its language model under ``language_model.model.`` with the fused experts agrees, exit 0; the vision tower's
+    and projector's tensors are not counted, their number and bytes torch's."""
+    text = FUSED["llama4_text"][1]().to_dict()
+    config = transformers.Llama4Config(text_config=text, vision_config=dict(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, image_size=28, patch_size=14,
+        vision_output_dim=32, projector_input_dim=32, projector_output_dim=32))
+    model = transformers.Llama4ForConditionalGeneration(config).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    state = model.state_dict()
+    assert "language_model.model.layers.1.feed_forward.experts.gate_up_proj" in state
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None, r.out + r.err
+    outside = {k: v for k, v in state.items() if not k.startswith("language_model.")}
+    assert ck["not_counted"] == {"tensors": len(outside),
+                                 "bytes": sum(v.numel() * v.element_size() for v in outside.values())}

@@ -250,3 +250,34 @@ def test_per_layer_embeddings_are_described(cli, tmp_path):
     assert r.code == 0, r.err
     assert "per-layer embeddings: a table of 40 x 7*6 and a projection give each layer an input of 6" in " ".join(
         r.out.split())
+
+
+def test_verify_a_saved_moe_block_checkpoint(cli, tmp_path):
+    """verify of save_pretrained of _RAW with 26B-A4B's MoE block (4 experts of 12): each layer's router
+    (``router.proj.weight [4, 32]``, ``router.scale [32]``, ``router.per_expert_scale [4]``) and fused experts
+    (``experts.gate_up_proj [4, 24, 32]``, ``experts.down_proj [4, 32, 12]``) sit on the decoder layer itself, as
+    Gemma4TextDecoderLayer holds them: every tensor agrees with torch's shape, exit 0; the file's bytes are the state
+    dict's; experts written the other way round ([4, 32, 24], Llama 4's layout) are named in one line, exit 1."""
+    torch = requires("torch")
+    safetensors = requires("safetensors.torch")
+    raw = {**_RAW, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 12}
+    torch.manual_seed(0)
+    model = _hf(raw, "cpu").to(torch.bfloat16)
+    model.save_pretrained(tmp_path / "saved", max_shard_size="20KB")
+    state = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}  # tied: saved once
+    assert [list(state[f"model.layers.6.experts.{p}"].shape) for p in ("gate_up_proj", "down_proj")] == [
+        [4, 24, 32], [4, 32, 12]]
+    assert list(state["model.layers.6.router.proj.weight"].shape) == [4, 32]
+    r = cli(["verify", tmp_path / "saved", "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None and ck["tensors"] == len(state), r.out + r.err
+    assert ck["bytes"] == sum(v.numel() * v.element_size() for v in state.values())
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((tmp_path / "saved" / "config.json").read_text())
+    state = {k: v.contiguous() for k, v in state.items()}
+    state["model.layers.2.experts.gate_up_proj"] = state["model.layers.2.experts.gate_up_proj"].transpose(1, 2).contiguous()
+    safetensors.save_file(state, bad / "model.safetensors")
+    r = cli(["verify", bad, "--json"])
+    assert r.code == 1 and json.loads(r.out)["checkpoint"]["difference"] == (
+        "wrong shape: model.layers.2.experts.gate_up_proj is [4, 32, 24], the config says [4, 24, 32]"), r.out

@@ -79,3 +79,18 @@ def test_unmodelled_or_inconsistent_keys_are_refused_in_one_line(change, start):
     with pytest.raises(SymllmError) as info:
         from_hf({**_RAW, **change})
     assert str(info.value).startswith(start) and "\n" not in str(info.value)
+
+
+def test_verify_a_saved_checkpoint(cli, tmp_path):
+    """verify of save_pretrained of _RAW: its weight-conversion mapping writes the routed experts one by one
+    (``mlp.experts.{e}.gate_proj``...) and the sliding layers' sinks as ``self_attn.attention_sink_bias`` (8, one a
+    query head), and the router's ``e_score_correction_bias`` buffer beside its gate: every tensor agrees, exit 0."""
+    import json
+    torch = requires("torch")
+    torch.manual_seed(0)
+    _hf(_RAW, "cpu").to(torch.bfloat16).save_pretrained(tmp_path, max_shard_size="20KB")
+    written = json.loads((tmp_path / "model.safetensors.index.json").read_text())["weight_map"]
+    assert "model.layers.1.self_attn.attention_sink_bias" in written and "model.layers.1.mlp.experts.3.up_proj.weight" in written
+    r = cli(["verify", tmp_path, "--json"])
+    ck = json.loads(r.out)["checkpoint"]
+    assert r.code == 0 and ck["difference"] is None and ck["tensors"] == len(written), r.out + r.err

@@ -103,8 +103,27 @@ def test_elementwise_of_alibi_and_the_exact_gelu_by_hand():
     assert work(gelu) - work(relu2) == (5 - 2) * 3 * 32  # the exact GELU 5, relu² 2, per element of 4·d = 32
 
 
+@pytest.mark.parametrize("clip, clamped", [(8.0, True), (0.5, True), (0.0, False), (None, False)])
+def test_clip_qkv_is_a_clamp_of_wqkvs_output(clip, clamped, cli, tmp_path):
+    """attn_config.clip_qkv: MptAttention clamps Wqkv's output to [-c, c] when c is truthy (0.0 and null clamp
+    nothing; transformers' MptAttentionConfig takes a float, and refuses an int): no parameter and no matmul FLOP changes; the element-wise prefill gains 2 (one compare a bound) per
+    element of Wqkv's 3·d outputs, by hand over d_model 8, 1 layer, b 1, s 3: 2·1·3·24 = 144; count says so."""
+    base = {"model_type": "mpt", "d_model": 8, "n_heads": 2, "n_layers": 1, "vocab_size": 10}
+    raw = {**base, "attn_config": {"clip_qkv": clip}}
+    work = lambda r: costs.workload(from_hf(r), batch=1, seq=3, attention="dense")["flops"]  # noqa: E731
+    assert symllm.params(from_hf(raw)) == symllm.params(from_hf(base))
+    assert all(work(raw)[k] == work(base)[k] for k in ("prefill", "decode_token", "training_step"))  # matmuls
+    assert work(raw)["elementwise"] - work(base)["elementwise"] == (2 * 1 * 3 * 24 if clamped else 0)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    r = cli(["count", str(path)])
+    assert r.code == 0 and ("q, k and v clamped to" in r.out) == clamped, r.err
+    assert not clamped or f"q, k and v clamped to [-{clip:g}, {clip:g}]" in " ".join(r.out.split())
+
+
 @pytest.mark.parametrize("attn, key", [
-    ({"clip_qkv": 8}, "attn_config.clip_qkv: 8 (q, k and v clamped) is not modelled"),
+    ({"clip_qkv": 8}, "attn_config.clip_qkv: 8 is not a float (MptAttentionConfig refuses it)"),
+    ({"clip_qkv": -1.0}, "attn_config.clip_qkv: expected a non-negative number or null, got -1.0"),
     ({"qk_ln": True}, "attn_config.qk_ln: True is ignored by transformers' mpt"),
     ({"alibi": False}, "attn_config.alibi: False is ignored by transformers' mpt"),
     ({"attn_type": "multiquery_attention"}, "attn_config.attn_type: 'multiquery_attention' is ignored"),
@@ -150,3 +169,68 @@ def test_verify_a_saved_mpt_checkpoint_reads_its_config(tmp_path, cli):
     r = cli(["count", str(tmp_path / "config.json"), "--json"])
     assert r.code == 0, r.err
     assert json.loads(r.out)["params"]["total"] == sum(p.numel() for p in model.parameters())
+
+
+def test_verify_a_saved_mpt_checkpoint_names_every_tensor_as_transformers(tmp_path, cli):
+    """verify of MptForCausalLM's save_pretrained (bf16, sharded): MptModel's names (transformer.wte,
+    transformer.blocks.{i}.norm_1, attn.Wqkv, attn.out_proj, norm_2, ffn.up_proj, ffn.down_proj,
+    transformer.norm_f; the tied lm_head not saved) and shapes agree, exit 0, its tensor count the index's; a
+    file whose Wqkv has one row too few is named in one line (the shape torch gave it, the config's), exit 1."""
+    transformers, torch = requires("transformers"), requires("torch")
+    safetensors = requires("safetensors.torch")
+    torch.manual_seed(0)
+    model = transformers.MptForCausalLM(transformers.MptConfig(d_model=32, n_heads=4, n_layers=2, vocab_size=64))
+    model.to(torch.bfloat16).save_pretrained(tmp_path, max_shard_size="20KB")
+    written = json.loads((tmp_path / "model.safetensors.index.json").read_text())["weight_map"]
+    assert "transformer.blocks.1.attn.Wqkv.weight" in written and "lm_head.weight" not in written
+    r = cli(["verify", tmp_path])
+    assert r.code == 0 and f"{len(written)} tensors" in r.out and "agrees with the component tree" in r.out, r.out + r.err
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((tmp_path / "config.json").read_text())
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    state["transformer.blocks.1.attn.Wqkv.weight"] = torch.zeros(95, 32, dtype=torch.bfloat16)
+    safetensors.save_file(state, bad / "model.safetensors")
+    r = cli(["verify", bad])
+    lines = r.out.strip().splitlines()
+    assert r.code == 1 and lines[-1] == ("bad: wrong shape: transformer.blocks.1.attn.Wqkv.weight is [95, 32], the "
+                                         "config says [96, 32]"), r.out
+
+
+@given(raw=mpt_configs())
+def test_expected_names_and_shapes_are_transformers_state_dict(raw):
+    """Every drawn MPT config: the tensors verify expects are MptForCausalLM's state dict on the meta device,
+    name for name and shape for shape (a tied lm_head is not saved)."""
+    from symllm.costs import checkpoints
+    model = _hf_model(raw)
+    tied = raw.get("tie_word_embeddings", True)
+    sd = {k: list(v.shape) for k, v in model.state_dict().items() if not (k == "lm_head.weight" and tied)}
+    mine = checkpoints.expected(from_hf(raw), "mpt", dtype=None)
+    assert {k: v["shape"] for k, v in mine.items()} == sd
+
+
+#: the linears PEFT finds in MptForCausalLM, by their module names
+_MPT_LINEARS = ["Wqkv", "out_proj", "up_proj", "down_proj"]
+
+
+@given(raw=mpt_configs(), rank=st.integers(1, 16),
+       targets=st.none() | st.lists(st.sampled_from(_MPT_LINEARS), min_size=1, unique=True))
+def test_lora_targets_equal_pefts_on_mpt(raw, rank, targets):
+    """PEFT's get_peft_model on MptForCausalLM (meta device): its trainable count for any set of MPT's linears
+    (Wqkv, out_proj, up_proj, down_proj, by their module names) equals symllm's; with no target_modules PEFT
+    adapts Wqkv (its default for mpt), and symllm's default targets (wq, wv) adapt the one linear that holds
+    them: the same count."""
+    peft = requires("peft")
+    from symllm.costs import finetune
+    model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=rank, target_modules=targets))
+    theirs = model.get_nb_trainable_parameters()[0]
+    options = {"lora_rank": rank} | ({"lora_targets": ",".join(targets)} if targets else {})
+    assert finetune.lora(from_hf(raw), **options)["params"]["trainable"] == theirs
+
+
+def test_lora_of_mpt_7b_by_hand(cli):
+    """mpt-7b (32 blocks, d = 4096, 4·d = 16384) at rank 16: Wqkv alone (the default) is 32·16·(4096 + 12288)
+    = 8,388,608; the four linears 32·16·((4096 + 12288) + (4096 + 4096) + 2·(4096 + 16384)) = 33,554,432."""
+    for targets, want in ((None, 8_388_608), ("Wqkv,out_proj,up_proj,down_proj", 33_554_432)):
+        r = cli(["count", "mpt-7b", "--lora-rank", "16", "--json", *(["--lora-targets", targets] if targets else [])])
+        assert r.code == 0 and json.loads(r.out)["params"]["trainable"] == want, r.err

@@ -101,6 +101,8 @@ class ModelConfig:
     layer_scalar: bool = False
     #: ALiBi: each head's slope times the query-key distance added to every score (MPT; element-wise only)
     alibi: bool = False
+    #: q, k and v clamped to [-clip_qkv, clip_qkv] (MPT's attn_config.clip_qkv; element-wise only); None: not
+    clip_qkv: float | None = None
     #: routed experts in each mixture-of-experts layer (None: a dense model); hidden_dim is their width
     n_experts: int | None = None
     #: experts each token is routed to (top-k)
@@ -121,6 +123,8 @@ class ModelConfig:
     #: PEFT adapts the fused routed experts of transformers' class under gate_proj/up_proj/down_proj (Qwen3-MoE,
     #: through transformers' weight-conversion mapping), which symllm does not model: those LoRA targets are refused
     peft_fused_experts: bool = False
+    #: how save_pretrained stores the routed experts (symllm.arch.layers.FUSED_EXPERTS); no count depends on it
+    fused_experts: str | None = None
     #: SwiGLU width of the dense layers when only some layers are MoE (Llama 4's intermediate_size_mlp)
     dense_hidden_dim: int | None = None
     #: sliding-window attention: a query of a sliding layer sees at most this many keys, the last ones
@@ -260,7 +264,7 @@ class ModelConfig:
         if self.norms == "parallel" and self.n_experts is not None:  # no family has one; saved is a dense block's
             raise SymllmError("norms: a parallel block with a mixture of experts is not modelled")
         choice("activation", self.activation, ACTIVATIONS)
-        for field in ("attn_softcap", "final_softcap", "logit_scale"):
+        for field in ("attn_softcap", "final_softcap", "logit_scale", "clip_qkv"):
             if getattr(self, field) is not None:
                 put(field, _positive_float(field, getattr(self, field)))
         self._check_moe(put)

@@ -88,6 +88,12 @@ ACTIVATIONS = ("silu", "gelu_tanh", "relu2", "gelu")
 #: (compressed through ``wq_a`` of rank ``r_q``, its norm and ``wq_b``) or "q_proj" (one ``wq``:
 #: DeepSeek-V2-Lite, ``q_lora_rank`` null)
 LATENT = (None, "q_lora", "q_proj")
+#: how a checkpoint stores the routed experts (transformers' classes whose save_pretrained writes them fused, one
+#: 3-D tensor a projection a layer: the layout is the ``fused_experts`` option's names rule,
+#: symllm.arch.part_options): None (one tensor per expert and projection), "in_out" (``[n_e, d, 2·d_ff]`` and
+#: ``[n_e, d_ff, d]``: Llama4TextExperts, GptOssExperts) or "out_in" (``[n_e, 2·d_ff, d]`` and ``[n_e, d, d_ff]``:
+#: Gemma4TextExperts)
+FUSED_EXPERTS = (None, "in_out", "out_in")
 #: the most groups of identical layers a model may have (one count symbol each: symllm.arch.symbols)
 MAX_GROUPS = 8
 
@@ -354,12 +360,14 @@ class Variant:
     #: ALiBi: a bias, each head's slope times the query-key distance, added to every attention score (MPT: no
     #: parameter, one add a score)
     alibi: bool = False
+    #: q, k and v clamped after their projection (MPT's ``clip_qkv``: two compares an element, no parameter)
+    clip_qkv: bool = False
 
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
             choice(field_, value, known)
         for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
-                       "logit_scale", "value_norm", "layer_scalar", "alibi"):
+                       "logit_scale", "value_norm", "layer_scalar", "alibi", "clip_qkv"):
             boolean(field_, getattr(self, field_))
 
 
@@ -415,6 +423,8 @@ class Structure:
     clamped: bool = False
     #: PEFT adapts the fused routed experts (Qwen3-MoE): their LoRA targets are refused
     fused_lora: bool = False
+    #: how checkpoints store the routed experts (:data:`FUSED_EXPERTS`): no count depends on it
+    fused_experts: str | None = None
     #: the attention's output is gated, ``o_proj(attn · sigmoid(gate))`` with the gate from a doubled ``q_proj``
     #: (Qwen3-Next, Qwen3.5)
     output_gate: bool = False
@@ -463,6 +473,7 @@ class Structure:
                 or any(type(i) is not int or not 0 <= i < len(kinds) for i in self.mtp_blocks)):
             raise SymllmError(f"mtp_blocks: expected positions in kinds, got {self.mtp_blocks!r}")
         choice("latent", self.latent, LATENT)
+        choice("fused_experts", self.fused_experts, FUSED_EXPERTS)
         if self.indexer and self.latent != "q_lora":
             raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")
         if not self.indexer and any(kind.shared_topk for kind in self.kinds):

@@ -75,6 +75,11 @@ class Option:
     text: Callable[[Any], str] | None = None
     #: one line: what it is
     doc: str = ""
+    #: the tensors a checkpoint stores its part as, for each of its values: ``(value, ((Hugging Face name, shape),
+    #: ...))``, each size of a shape a product of :mod:`symllm.arch.symbols` names and integers (``"2*d_ff"``), a name
+    #: ending in ``_bias`` only where the part has biases; :func:`symllm.costs.checkpoints.expected` lays them out
+    #: (and checks their elements are the part's parameters); (): the part's components name their own tensors
+    names: tuple = ()
 
     def __post_init__(self):
         choice("axis", self.axis, AXES)
@@ -225,7 +230,11 @@ OPTIONS: tuple[Option, ...] = (
                "ungated GELU)"),
     _on("alibi", "ALiBi: each head's slope times the query-key distance added to every attention score (MPT)",
         "scores + slope_h * (j - i), MPT's slopes", "ALiBi position bias (no parameters)", axis="variant",
-        on=None),  # not in the every-part models: MPT's Wqkv and out_proj are outside the LoRA vocabulary
+        on=None),  # not in the every-part models: MPT's Wqkv replaces Phi-3's (components.EVERY_ALIBI has it)
+    Option("clip_qkv", ("clip_qkv",), (None,), "variant", "clip_qkv", value=lambda c: c.clip_qkv is not None,
+           choices=(True,), on=None,
+           text=lambda c: f"q, k and v clamped to [-{c.clip_qkv:g}, {c.clip_qkv:g}]" if c.clip_qkv else "",
+           doc="q, k and v clamped after their projection, two compares an element (MPT's attn_config.clip_qkv)"),
     _on("value_norm", "a weightless RMSNorm on the values (Gemma 4's v_norm)", "", "", axis="variant",
         parts=("v_norm",)),
     _on("layer_scalar", "each block's output times its layer_scalar buffer (Gemma 4)", "", "", axis="variant"),
@@ -400,6 +409,13 @@ OPTIONS: tuple[Option, ...] = (
            doc="where d_ff comes from: a stated width, or Meta's rounding with or without a multiplier"),
     _on("fused_lora", "PEFT adapts the fused routed experts (Qwen3-MoE): their LoRA targets are refused", "",
         config="peft_fused_experts"),  # no part and no count: a LoRA refusal
+    Option("fused_experts", ("fused_experts",), (None,), "structure", "fused_experts", choices=("in_out", "out_in"),
+           names=(("in_out", (("gate_up_proj", ("n_e", "d", "2*d_ff")), ("gate_up_proj_bias", ("n_e", "2*d_ff")),
+                              ("down_proj", ("n_e", "d_ff", "d")), ("down_proj_bias", ("n_e", "d")))),
+                  ("out_in", (("gate_up_proj", ("n_e", "2*d_ff", "d")), ("down_proj", ("n_e", "d", "d_ff"))))),
+           doc="how a checkpoint stores the routed experts: fused, two 3-D tensors a layer under experts. (Llama 4's "
+               "and gpt-oss's in_out, [n_e, d, 2*d_ff] and [n_e, d_ff, d], gpt-oss's biases beside them; Gemma 4's "
+               "out_in, [n_e, 2*d_ff, d] and [n_e, d, d_ff]); no count depends on it"),
 )
 
 

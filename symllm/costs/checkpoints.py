@@ -54,8 +54,14 @@ _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K
 #: ``model_type`` overrides below
 HF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
 _MIXTRAL_LAYOUT = {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}
-#: MiniMax-M2's checkpoints (and transformers' save_pretrained of it) keep Mixtral's layout
-_HF_OVERRIDES = {"mixtral": _MIXTRAL_LAYOUT, "minimax_m2": _MIXTRAL_LAYOUT}
+#: Llama 4's decoder layer holds its MLP or MoE as ``feed_forward`` (Llama4TextMoe's router as ``router``)
+_LLAMA4_LAYOUT = {"moe": "feed_forward", "feed_forward": "feed_forward", "router": "router"}
+#: MiniMax-M2's checkpoints (and transformers' save_pretrained of it) keep Mixtral's layout; gpt-oss's router
+#: is ``mlp.router`` (GptOssTopKRouter)
+_HF_OVERRIDES = {"mixtral": _MIXTRAL_LAYOUT, "minimax_m2": _MIXTRAL_LAYOUT, "llama4_text": _LLAMA4_LAYOUT,
+                 "llama4": _LLAMA4_LAYOUT, "gpt_oss": {"router": "router"},
+                 # MiMo-V2-Flash's sinks, as its weight-conversion mapping writes them
+                 "mimo_v2_flash": {"sinks": "attention_sink_bias"}}
 #: the routed experts' tensors (one per expert), which are not components: their HF names
 _HF_EXPERTS = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 
@@ -171,11 +177,14 @@ def _dtype(raw) -> str | None:
     return _TORCH_DTYPES.get(name) if isinstance(name, str) else None
 
 
-def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, param: str | None = None) -> str:
+def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, param: str | None = None,
+             module: bool = False) -> str:
     """A tensor's Hugging Face name, from the names the components on its path declare (``t["hf"]``:
     :func:`symllm.costs.formats.tensors`), a ``model_type``'s overrides, and the experts' own tensors;
     ``param``: one of the parameters the component declares bare on its parent's module (``Rules.hf_params``),
-    named by it after the parent's name."""
+    named by it after the parent's name; a part declaring ``"."`` has no module of its own (Gemma 4's MoE block:
+    its router and experts sit on the decoder layer). ``module``: the routed experts' module name
+    (``model.layers.3.mlp.experts``), where fused experts store their tensors."""
     overrides = _HF_OVERRIDES.get(model_type, {})
     parts = t["path"].split("/")
     leaf = parts[-1]
@@ -183,16 +192,20 @@ def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, pa
     parts[-1] = leaf.removesuffix(".bias")
     declared = t["hf"]
     if param is not None:  # no module of its own: its parent's, then the parameter's name
-        parts, declared, suffix = parts[:-1], declared[:-1], param
+        parts, declared, suffix = parts[:-1], declared[:-1], overrides.get(param, param)
     if layer is None:
         if not declared[0]:
             raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r}")
         return f"{declared[0]}.{suffix}"
-    out = [f"model.layers.{layer}"]
+    out = [f"{declared[0] or 'model.layers'}.{layer}"]  # the group's own (LlamaModel's layers, MptModel's blocks)
     for i, p in enumerate(parts[1:], 1):
         name = overrides.get(p) or (declared[i] if i < len(declared) else _HF_EXPERTS.get(p, ""))
         if not name:
             raise SymllmError(f"checkpoint: no Hugging Face name for {t['path']!r} ({model_type})")
+        if name == ".":  # no module of its own: its children sit on its parent's
+            continue
+        if p == "experts" and module:
+            return ".".join((*out, name))
         out.append(name if p != "experts" else f"{name}.{expert}")
     return ".".join(out) + f".{suffix}"
 
@@ -301,12 +314,23 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
         return out
     quantizes = formats.QUANTIZES.get(formats._base(fmt)[0], ()) if fmt else ()
     n_e = spec.config.n_experts or 1
+    from symllm.arch.part_options import option
+    fused = dict(option("fused_experts").names).get(spec.structure.fused_experts)  # the option's names rule
+    if fused and "experts" in quantizes:
+        raise SymllmError(f"checkpoint: {fmt}'s fused experts ({spec.structure.fused_experts}) are not laid out")
     kept = spec.config.weight_format_kept if fmt and fmt == spec.config.weight_format else None
     if kept:  # modules the quantization_config keeps unquantized (symllm.arch.quantization.kept_patterns)
         import re
     values = spec.values()
+    laid = set()  # the fused experts laid out (their component's path)
     for t in ts:
-        experts = t["kind"] == "experts"
+        experts = t.get("experts") is not None  # a routed expert's tensor (gpt-oss's biases too)
+        if fused and experts:  # two 3-D tensors a layer (and their biases), laid out once a group of layers
+            if t["experts"] not in laid:
+                laid.add(t["experts"])
+                for i in t["positions"]:
+                    out.update(_fused_experts(fused, ts, t, i, model_type, values, dtype))
+            continue
         if t["layer"] is not None and len(t["positions"]) != (t["count"] // n_e if experts else t["count"]):
             raise SymllmError(f"checkpoint: {t['path']!r} is not one tensor a layer")  # pragma: no cover
         for i in ([None] if t["layer"] is None else t["positions"]):
@@ -327,6 +351,32 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
         if getattr(spec.config, field):
             out.update({f"model.layers.{i}.{buffer}": {"dtype": dtype, "shape": [1]}
                         for i in range(spec.config.n_layers)})
+    return out
+
+
+def _fused_experts(layout: tuple, ts: list[dict], first: dict, layer: int, model_type: str, values: dict,
+                   dtype: str | None) -> dict[str, dict]:
+    """The fused experts' tensors of one layer, named and shaped by the ``fused_experts`` option's names rule
+    (``layout``: :attr:`symllm.arch.part_options.Option.names`), its ``_bias`` tensors where the experts have
+    biases; their elements checked against the experts' per-expert tensors (:func:`symllm.costs.formats.tensors`)."""
+    from math import prod
+
+    from symllm.arch import symbols
+
+    def size(text: str) -> int:
+        n = 1
+        for factor in text.split("*"):
+            n *= int(factor) if factor.isdigit() else int(values[getattr(symbols, factor)])
+        return n
+    group = first["experts"]
+    own = [u for u in ts if u.get("experts") == group]  # gate, up, down, and gpt-oss's biases
+    biased = any(u["kind"] == "bias" for u in own)
+    module = _hf_name(first, layer, None, model_type, module=True)
+    out = {f"{module}.{name}": {"dtype": dtype, "shape": [size(x) for x in shape]}
+           for name, shape in layout if biased or not name.endswith("_bias")}
+    n_e = int(values[symbols.n_e])
+    if sum(prod(v["shape"]) for v in out.values()) != n_e * sum(u["row"] * u["rows"] for u in own):
+        raise SymllmError(f"checkpoint: the fused layout of {group!r} does not hold its parameters")  # pragma: no cover
     return out
 
 

@@ -233,10 +233,11 @@ def _own(comp, path, count, layer, values) -> list[dict]:
         biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
         if biases not in (0, (2 * d_ff + d) * n_e):
             raise SymllmError(f"weight_format: {path} holds {n} weights, not 3·d·d_ff·n_e")
-        out = [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2)
+        # each marked with the experts' own path (``experts``): a checkpoint may store them fused, per layer
+        out = [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2, experts=path)
                for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
-        return out + [dict(base, path=f"{path}/{p}.bias", kind="bias", row=r, rows=1, count=count * n_e, ndim=1)
-                      for p, r in (("gate_up", 2 * d_ff), ("down", d)) if biases]
+        return out + [dict(base, path=f"{path}/{p}.bias", kind="bias", row=r, rows=1, count=count * n_e, ndim=1,
+                           experts=path) for p, r in (("gate_up", 2 * d_ff), ("down", d)) if biases]
     return [dict(base, row=n, rows=1, ndim=1)]
 
 
@@ -521,7 +522,7 @@ def _declared(field: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for every in ({}, C.EVERY_PART, C.EVERY_FUSED, C.EVERY_LATENT_PART):
         for c in C.model(**every).walk():
-            if getattr(c.rules, field):
+            if getattr(c.rules, field) not in ("", "."):  # ".": no module of its own (Rules.hf)
                 out.setdefault(c.name, getattr(c.rules, field))
     return out
 

@@ -107,15 +107,18 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     pre = variant.norms in ("pre", "sandwich")
     beside = kind.ffn == "moe" and structure.moe_beside_mlp  # Gemma 4's MoE block: the dense MLP kept
     after = variant.norms in ("post", "sandwich")
+    mpt = variant.alibi  # MptBlock's names: norm_1, attn, norm_2, ffn (the ALiBi family is MPT)
     # each norm's Hugging Face name (LlamaDecoderLayer's, Olmo2's, Gemma2's) and GGUF name (gguf-py's)
     children = (
-        *([named(rmsnorm("attention_norm", offset=off, mean=mean), "input_layernorm", "attn_norm")] if pre else []),
+        *([named(rmsnorm("attention_norm", offset=off, mean=mean), "norm_1" if mpt else "input_layernorm", "attn_norm")]
+          if pre else []),
         attn,
         *([named(rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual "
                          "add", rules=post, offset=off, mean=mean), "post_attention_layernorm", "post_attention_norm")]
           if after else []),
         *([named(rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off, mean=mean),
-                 "pre_feedforward_layernorm" if after else "post_attention_layernorm", "ffn_norm")] if pre else []),
+                 "pre_feedforward_layernorm" if after else "norm_2" if mpt else "post_attention_layernorm", "ffn_norm")]
+          if pre else []),
         feed_forward(bias=structure.mlp_bias, width=2 * d_fd if kind.wide_ffn else d_fd, variant=variant)
         if beside else ffn,
         *(_beside_mlp(ffn, off) if beside else ()),
@@ -136,7 +139,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         resident=2 * _T * d,  # the residual stream and the normed input
         children=children,
         doc="TransformerBlock(layer_id, args)",
-        rules=_no_weight(keeps.block),
+        # its Hugging Face name, each layer's index after it: LlamaModel's layers, MptModel's blocks
+        rules=dataclasses.replace(_no_weight(keeps.block), hf="transformer.blocks" if mpt else "model.layers"),
     )
 
 
@@ -207,8 +211,12 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
                                                 group_counts(len(structure.kinds))))
     return Component(
         "model",
-        children=(embedding(scale=variant.embed_scale),
-                  *(per_layer_embedding() if structure.per_layer_input else ()), *groups, named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm), "model.norm", "output_norm"),
+        # MptModel's names: transformer.wte, transformer.norm_f (the ALiBi family is MPT)
+        children=(named(embedding(scale=variant.embed_scale), "transformer.wte", "token_embd") if variant.alibi
+                  else embedding(scale=variant.embed_scale),
+                  *(per_layer_embedding() if structure.per_layer_input else ()), *groups,
+                  named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm),
+                        "transformer.norm_f" if variant.alibi else "model.norm", "output_norm"),
                   *((hyper_head(),) if structure.hyper_connections else ()),
                   lm_head(tied=structure.tied, softcap=variant.final_softcap, scale=variant.logit_scale)),
         definitions=definitions,
@@ -296,6 +304,9 @@ EVERY_PART = dict(every_part(),
 #: the parts that replace others (Phi-3's fused projections replace wq/wk/wv and w1/w3): a second model
 #: :func:`lora_names` reads, after :data:`EVERY_PART`'s
 EVERY_FUSED = dict(EVERY_PART, variant=dataclasses.replace(EVERY_PART["variant"], fused=True), delta_split=True)
+#: MPT's projections (the ALiBi variant's Wqkv and out_proj, PEFT's names for them): a third model :func:`lora_names`
+#: reads, after :data:`EVERY_FUSED`'s (the ALiBi option is not in :data:`EVERY_PART`: its Wqkv replaces Phi-3's)
+EVERY_ALIBI = dict(EVERY_FUSED, variant=dataclasses.replace(EVERY_FUSED["variant"], alibi=True))
 #: the same for a model with latent attention (DeepSeek), whose attention and shared experts exclude some of
 #: EVERY_PART's (q/k/v biases, QK-norm, windows, Llama 4's shared expert, layers without RoPE)
 EVERY_LATENT_PART = dict(every_part(latent=True), kinds=(LayerKind(), LayerKind(ffn="moe")))
@@ -315,7 +326,7 @@ def lora_names() -> dict[str, str]:
 
 @functools.cache
 def _lora_pairs() -> tuple:
-    """:func:`lora_names` as (name, symllm name) pairs, read once per process (three whole models are walked)."""
-    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART)
+    """:func:`lora_names` as (name, symllm name) pairs, read once per process (four whole models are walked)."""
+    pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART, EVERY_ALIBI)
                           for c in model(**every).walk() if c.rules.lora)
     return (*((ours, ours) for ours, _ in pairs), *((hf, ours) for ours, hf in pairs))

@@ -50,6 +50,7 @@ ELEMENTWISE = {
     # times 0.5
     "gelu": 5,
     "alibi": 1,     # ALiBi: its bias added to each score (the per-head table is built once a forward, as RoPE's)
+    "clip": 2,      # a clamp to [-c, c] per element, one compare a bound (MPT's clip_qkv on q, k and v)
 }
 
 #: bytes of one saved normalisation statistic: RMSNorm's 1/rms per row is computed in
@@ -118,7 +119,8 @@ class Rules:
     holds: tuple[str, ...] = ()
     #: its Hugging Face module name in its parent (``self_attn``, ``input_layernorm``; a top-level part its full
     #: name, ``model.embed_tokens``), as ``named_parameters`` has it; a linear's is its LoRA HF name (``lora``);
-    #: "": none (``symllm verify`` refuses a checkpoint holding it, in one line)
+    #: "": none (``symllm verify`` refuses a checkpoint holding it, in one line); ".": no module of its own, its
+    #: children's sit on its parent's (Gemma 4's MoE block: ``layers.N.router``, ``layers.N.experts``)
     hf: str = ""
     #: the Hugging Face names of its parameters where they sit bare on its parent's module, with no module of
     #: their own (the Gated DeltaNet's ``A_log`` and ``dt_bias``: ``linear_attn.A_log``, no ``.weight``), each an

@@ -136,7 +136,7 @@ def sinks() -> Component:
     return Component("sinks", params=n_h, elementwise=(ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
                      rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)",
-                                 hf="sinks"))
+                                 hf_params=("sinks",)))  # bare on the attention: self_attn.sinks, no .weight
 
 
 #: the model's head shape -> the second one (a kind whose ``heads`` is "own": :data:`symllm.arch.layers.HEADS`)
@@ -218,9 +218,10 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     scores_rules = (_no_weight(keeps.scores) if not (variant.attn_softcap or variant.alibi) else Rules(
         "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)" if variant.attn_softcap
         else "ALiBi attention scores (MPT)"))
-    # MPT (the ALiBi family) names its projections Wqkv and out_proj, names no other family's LoRA vocabulary
-    # holds: LoRA does not adapt them (PEFT's q_proj ... o_proj find no module there either)
-    mpt = Rules("column", lora=(), weight="linear", stacks=(), label="MPT's Wqkv", hf="Wqkv") if variant.alibi else None
+    # MPT (the ALiBi family) names its projections Wqkv and out_proj, and PEFT adapts them under those module
+    # names (its default target for mpt is Wqkv: the one that holds q, k and v, as Phi-3's qkv_proj does)
+    mpt = Rules("column", lora=("Wqkv", "Wqkv"), weight="linear", stacks=(), label="MPT's Wqkv", hf="Wqkv",
+                holds=("wq", "wk", "wv")) if variant.alibi else None
     if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
         width = (n_h * d_h if kind.kv_shared else (n_h + (1 if kind.k_eq_v else 2) * n_kv) * d_h if dv == d_h
                  else (n_h + n_kv) * d_h + (0 if kind.k_eq_v else n_kv * dv))  # a shared layer: its queries only
@@ -257,13 +258,16 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     if shared:  # no k_proj, v_proj, k_norm, v_norm (Gemma4TextAttention builds none), keys not rotated here
         projections = tuple(p for p in projections if p.name not in ("wk", "wv"))
         norms = tuple(c for c in norms if c.name != "k_norm")
+    # MPT's clip_qkv: mixed_qkv.clamp(min=-c, max=c), every output of the q, k and v projections (not Laguna's g_proj)
+    clipped = sum(p.shape[1] for p in projections if p.name != "wg") if variant.clip_qkv else 0
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
-    rules = dataclasses.replace(rules, hf="self_attn")
+    rules = dataclasses.replace(rules, hf="attn" if variant.alibi else "self_attn")  # MptBlock's self.attn
     comp = Component(
         "attention",
         rules=rules,
+        elementwise=ELEMENTWISE["clip"] * _T * clipped,
         # a layer sharing keys and values holds none of its own (transformers' DummyLayer)
         kv_cache=0 if shared else 2 * b * held * n_kv * d_h if dv == d_h else b * held * n_kv * (d_h + dv),
         # saved for backward: the normed input of wq/wk/wv; Q and K after RoPE and V (n_kv heads: GQA
@@ -276,7 +280,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         children=(
             *projections,
             linear("wo", n_h * dv, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
-                   rules=dataclasses.replace(mpt, split="row", label="MPT's out_proj", hf="out_proj") if mpt else
+                   rules=dataclasses.replace(mpt, split="row", lora=("out_proj", "out_proj"), label="MPT's out_proj",
+                                             hf="out_proj", holds=()) if mpt else
                    _rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks or kind.sinks else ()),

@@ -206,5 +206,5 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         children=(_router, *routed, *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)",
-                    hf="" if scaled else "mlp"),
+                    hf="." if scaled else "mlp"),  # Gemma 4: no module of its own (router, experts on the layer)
     )

@@ -138,7 +138,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
     if moe:  # the dense MLP keeps intermediate_size; the experts are moe_intermediate_size wide
         out.update(n_experts=integer(raw, "num_experts"), experts_per_token=integer(raw, "top_k_experts"),
                    hidden_dim=integer(raw, "moe_intermediate_size"), dense_hidden_dim=out["hidden_dim"],
-                   moe_beside_mlp=True)
+                   moe_beside_mlp=True, fused_experts="out_in")  # Gemma4TextExperts: [E, 2·d_ff, d], [E, d, d_ff]
     per_layer = integer(raw, "hidden_size_per_layer_input", 256, nullable=True, minimum=0)
     if per_layer:  # 0 or null: none (Gemma4TextModel builds them where it is truthy)
         out.update(per_layer_dim=per_layer, per_layer_vocab=integer(raw, "vocab_size_per_layer_input", 262144))

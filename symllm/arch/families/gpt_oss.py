@@ -36,6 +36,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
         raise SymllmError("sliding_window: null with sliding_attention layers (ambiguous: refused)")
     out = dict(n_experts=local_experts(raw, 128), experts_per_token=integer(raw, "num_experts_per_tok", 4),
                hidden_dim=integer(raw, "intermediate_size", 2880), moe_bias=True, clamped_swiglu=True,
+               fused_experts="in_out",  # GptOssExperts: gate_up_proj [E, d, 2·d_ff] and down_proj, with biases
                attention_sinks=True,
                **groups([LayerKind(ffn="moe", window="sliding" if on else None) for on in sliding]))
     if any(sliding):

@@ -47,7 +47,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
              for i, rope in enumerate(ropes)]
     return dict(n_experts=integer(raw, "num_local_experts", 16),
                 experts_per_token=integer(raw, "num_experts_per_tok", 1),
-                shared_expert=True, **groups(kinds),
+                shared_expert=True, fused_experts="in_out", **groups(kinds),
                 dense_hidden_dim=None if all_moe else integer(raw, "intermediate_size_mlp", 16384),
                 qk_norm="l2" if flag(raw, "use_qk_norm", True) else None,
                 attention_chunk=chunk, hidden_dim=integer(raw, "intermediate_size", 8192))

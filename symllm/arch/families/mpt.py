@@ -21,10 +21,8 @@ is refused unless it states what the class builds: ``expansion_ratio`` other tha
 >>> f = _fields({"hidden_size": 64, "attn_config": {"alibi": True, "attn_impl": "flash"}}, 2)
 >>> f["hidden_dim"], f["alibi"], f["layernorm"], f["fused"], [(k.rotary, n) for k, n in f["layers"]]
 (256, True, True, True, [(False, 2)])
->>> _fields({"attn_config": {"clip_qkv": 8}}, 2)
-Traceback (most recent call last):
-...
-symllm.errors.SymllmError: attn_config.clip_qkv: 8 (q, k and v clamped) is not modelled by symllm
+>>> _fields({"attn_config": {"clip_qkv": 8.0}}, 2)["clip_qkv"], _fields({"attn_config": {"clip_qkv": 0.0}}, 2)["clip_qkv"]
+(8.0, None)
 """
 from symllm.arch.families.cohere import COHERE
 from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
@@ -60,7 +58,8 @@ def _attention(raw: dict) -> None:
     """``attn_config`` read as MptAttentionConfig reads it, each key checked: ``attn_impl`` (torch, flash or
     triton: a kernel, which transformers' eager attention does not act on and symllm's workload chooses),
     ``attn_pdrop``, ``softmax_scale`` and ``alibi_bias_max`` (no count depends on them) accepted; ``clip_qkv``
-    (a clamp on q, k and v) refused as not modelled; ``attn_type`` other than multi-head and the flags
+    (``MptAttention``: ``mixed_qkv.clamp(min=-clip_qkv, max=clip_qkv)`` when it is truthy: no parameter, no matmul,
+    two compares an element of Wqkv's output) read; ``attn_type`` other than multi-head and the flags
     MptAttention ignores (``prefix_lm``, ``qk_ln``, ``attn_uses_sequence_id``; ``alibi`` false) refused."""
     attn = raw.get("attn_config")
     if attn is None:
@@ -82,9 +81,10 @@ def _attention(raw: dict) -> None:
             _number(name, value, nullable=key == "softmax_scale")
         if key == "alibi_bias_max":
             integer(attn, key, minimum=1)
-        if key == "clip_qkv" and value is not None:
+        if key == "clip_qkv":  # MptAttentionConfig's field is a float: an int is refused there, as here
+            if value is not None and type(value) is not float:
+                raise SymllmError(f"{name}: {short(value)} is not a float (MptAttentionConfig refuses it)")
             _number(name, value, nullable=True)
-            raise SymllmError(f"{name}: {short(value)} (q, k and v clamped) is not modelled by symllm")
         if key in _IGNORED_FLAGS:
             want, why = _IGNORED_FLAGS[key]
             if flag(attn, key, want) != want:
@@ -102,10 +102,11 @@ def _fields(raw: dict, n_layers: int) -> dict:
     if ffn is not None and ffn != {"ffn_type": "mptmlp"}:
         raise SymllmError(f"ffn_config: {short(ffn)} is ignored by transformers' mpt (its MLP is up_proj of 4 x "
                           "d_model, GELU, down_proj; remove it)")
+    clip = (raw.get("attn_config") or {}).get("clip_qkv") or None  # 0: MptAttention clamps nothing
     eps = raw.get("layer_norm_epsilon", 1e-5)
     _number("layer_norm_epsilon", eps, nullable=False)
     return {"hidden_dim": 4 * d, "norms": "pre", "layernorm": True, "logit_scale": None, "qk_norm": None,
-            "fused": True, "activation": "gelu", "alibi": True, "norm_eps": eps,
+            "fused": True, "activation": "gelu", "alibi": True, "norm_eps": eps, "clip_qkv": clip,
             "max_positions": integer(raw, "max_seq_len", 2048),
             **groups([LayerKind(rotary=False)] * n_layers)}
 
