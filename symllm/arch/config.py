@@ -368,8 +368,7 @@ class ModelConfig:
         for field in ("kv_lora_rank", "q_lora_rank") + mla:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         put("n_mtp_layers", _integer("n_mtp_layers", self.n_mtp_layers, low=0, floats=True))
-        if self.mtp_kinds is not None:  # the blocks of a module with the model's embedding and head
-            put("mtp_kinds", read_mtp_kinds(self.mtp_kinds, self.n_mtp_layers, {k for k, _ in self.layers}))
+        put("mtp_kinds", read_mtp_kinds(self.mtp_kinds, self.n_mtp_layers, {k for k, _ in self.layers}))
         if self.kv_lora_rank is None:  # v_head_dim alone: GQA values of their own width (MiMo-V2-Flash)
             for field in (() if is_compressed(self) else ("q_lora_rank",)) + mla[:2]:  # DeepSeek-V4's q_lora
                 if getattr(self, field) is not None:
@@ -566,10 +565,7 @@ class ModelConfig:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         alike = LayerKind(ffn="dense" if self.n_experts is None else "moe", window=self.window_kind)
         out["layers"] = None if self.layers == ((alike, self.n_layers),) else [
-            {**{k: v for k, v in dataclasses.asdict(kind).items()
-                if (k not in ("temperature", "k_eq_v", "sinks", "kv_shared", "wide_ffn", "shared_topk") or v) and (k != "mixer" or v != "attention")
-                and (k != "heads" or v != "model") and (k != "rope_part" or v != "model")}, "count": count}
-            for kind, count in self.layers]  # the temperature and the mixer only where a layer has them
+            {**kind_fields(kind), "count": count} for kind, count in self.layers]  # fields off their default said
         out.update(mtp_kinds=[kind_fields(k) for k in self.mtp_kinds]) if self.mtp_kinds else out.pop("mtp_kinds")
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
                     "kv_dtype_source"):  # only a quantized config says them

@@ -265,11 +265,13 @@ def kind_fields(kind: LayerKind) -> dict:
 
 def read_mtp_kinds(value, n_mtp: int, model: set) -> tuple:
     """The kinds of the blocks of one multi-token-prediction module (LayerKinds, or :func:`kind_fields`' dicts):
-    given only with modules (``n_mtp`` of them), each a kind of the model's layers (``model``).
+    given only with modules (``n_mtp`` of them), each a kind of the model's layers (``model``); None: none given.
 
     >>> read_mtp_kinds([{"ffn": "moe"}], 1, {LayerKind(ffn="moe")})[0].ffn
     'moe'
     """
+    if value is None:
+        return None
     if not isinstance(value, (list, tuple)) or not value:
         raise SymllmError(f"mtp_kinds: expected the kinds of a module's blocks, got {short(value)}")
     try:
