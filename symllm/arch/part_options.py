@@ -159,7 +159,7 @@ def _compressed_text(c) -> str:
             f"output in {c.o_groups} groups of {c.o_lora_rank}; sliding window only in {counts['shared_kv']}, "
             f"compressed sparse (every {c.compress_csa} tokens, top {c.index_topk}) in {counts['compressed_sparse']}, "
             f"heavily compressed (every {c.compress_hca} tokens) in {counts['heavily_compressed']} of "
-            f"{c.n_layers} layers (FLOPs not modelled yet)")
+            f"{c.n_layers} layers (element-wise FLOPs and activations not modelled yet)")
 
 
 def _latent_text(c) -> str:
