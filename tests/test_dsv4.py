@@ -171,7 +171,7 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
     computes beyond CSA's top-k, by hand from ``DeepseekV4Attention`` and ``DeepseekV4CSACompressor``: a CSA layer
     concatenates every one of its ``C = ⌊T/m_c⌋`` compressed entries (``T`` the positions seen after the pass) to
     the window's keys and masks those the indexer did not pick, so each of its queries scores ``C - min(K_I, C)``
-    more entries than it attends, at ``2·n_h·d_h`` for QKᵀ and again for A·V."""
+    more entries than it attends, at ``2·n_h·d_h`` for QKᵀ and again for A·V. Then a training step (below)."""
     transformers, torch = requires("transformers"), requires("torch")
     torch.manual_seed(0)
     config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
@@ -195,12 +195,30 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
         assert ours == flops - unselected(1, s + step + 1), step
         generated += ours
     assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps, logits="all")) == generated
+    # a training step: symllm's 3 × the forward (every position's logits); transformers' backward is twice the
+    # forward's matmuls but for the indexer, which gets no gradient (its top-k indices are not differentiable:
+    # block_bias scatters constants), so none of its matmuls run backward there: by hand from DeepseekV4Indexer,
+    # kv_proj and gate_proj 2·d·2·d_I each, q_b_proj 2·r_q·n_I·d_I, weights_proj 2·d·n_I a token, and the scores
+    # 2·n_I·d_I per query and compressed indexer key (⌊s/m_c⌋ after the prompt), in each CSA layer
+    d, d_I, n_I = config.hidden_size, config.index_head_dim, config.index_n_heads
+    indexer = csa * b * s * (8 * d * d_I + 2 * config.q_lora_rank * n_I * d_I + 2 * d * n_I + 2 * n_I * d_I * (s // rate))
+    # and a prompt shorter than a compressor's window closes none: its kv_proj and gate_proj (d -> d_h each in an
+    # HCA layer, d -> 2·d_h in a CSA one) feed nothing the loss reads (chunk empty, the entries new_zeros)
+    hca = config.layer_types.count("heavily_compressed_attention")
+    idle = b * s * d * config.head_dim * (4 * hca * (s < config.compress_rates["heavily_compressed_attention"])
+                                          + 8 * csa * (s < rate))
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as train:
+        model(torch.randint(0, raw["vocab_size"], (b, s))).logits.float().sum().backward()
+    ours = costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s))
+    assert ours == train.get_total_flops() - 3 * unselected(s, s) + 2 * indexer + 2 * idle
 
 
 @given(dsv4_configs(), st.integers(1, 2), st.integers(1, 9), st.integers(1, 4))
-def test_prefill_decode_and_generation_flops_equal_transformers(raw, b, s, steps):
-    """A random DeepSeek-V4 config (every layer type, rates, window, streams, hash routing): prefill, decode steps
-    and generation matmul FLOPs equal FlopCounterMode's on transformers' model, CSA's top-k stated by hand
+def test_prefill_decode_generation_and_training_flops_equal_transformers(raw, b, s, steps):
+    """A random DeepSeek-V4 config (every layer type, rates, window, streams, hash routing): prefill, decode steps,
+    generation and a training step's matmul FLOPs equal FlopCounterMode's on transformers' model, CSA's top-k and
+    the backward transformers does not run (the indexer's; a compressor's that closes no window) stated by hand
     (:func:`_generation_agrees`)."""
     _generation_agrees(raw, b, s, steps)
 
@@ -217,8 +235,8 @@ _ONE_OF_EACH = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 3
 
 def test_flops_of_one_layer_of_each_kind_equal_transformers_past_the_window_and_the_top_k():
     """The fixed config above, two sequences of 9 tokens then 12 decode steps: the context passes the window
-    (8) and the top-k (2 entries, 4 tokens), so every term of the closed forms is reached; the counts equal
-    FlopCounterMode's (:func:`_generation_agrees`)."""
+    (8) and the top-k (2 entries, 4 tokens), so every term of the closed forms is reached; the counts, and a
+    training step's, equal FlopCounterMode's (:func:`_generation_agrees`)."""
     _generation_agrees(_ONE_OF_EACH, 2, 9, 12)
 
 

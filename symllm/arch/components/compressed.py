@@ -37,7 +37,10 @@ eager core scores them all and masks the rest: ``4·n_h·d_h`` more per unselect
 flattened ``n_hc·d`` streams to ``(2 + n_hc)·n_hc`` mixing weights and its mix of the streams ``comb.T @ streams``
 (``2·n_hc²·d`` a token), and ``hc_head``'s projection to ``n_hc`` weights. The compressors' pooling (a softmax-
 weighted sum over each window), the head-weighted sum of the indexer's scores, the streams' collapse and expansion
-and the Sinkhorn iterations are element-wise: not in the matmul bucket.
+and the Sinkhorn iterations are element-wise: not in the matmul bucket. Training is ``3×`` the forward's matmuls
+(:mod:`symllm.costs.phases`), the indexer's included; transformers' indexer gets no gradient (its top-k indices
+are not differentiable), so its backward does not run there: ``2×`` the indexer's forward fewer; nor does a
+compressor's that closes no window in the prompt (``s < m``: its projections feed nothing the loss reads).
 
 >>> from symllm.arch.symbols import d, d_h, n_h, r_q
 >>> a = compressed_attention("shared_kv")
