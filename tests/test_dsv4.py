@@ -4,8 +4,9 @@ hyper-connections, all-MoE layers with hash routing.
 Expected numbers come from transformers' own ``DeepseekV4ForCausalLM`` built on the meta device (its
 ``named_parameters``, mapped to symllm's kinds here from transformers' module names) and from hand arithmetic
 written out from transformers 5.23's ``modeling_deepseek_v4.py``; the caches against the cache transformers'
-model returns on CPU. FLOPs are not modelled: a workload is refused in one line, as are the keys that would change
-the model unmodelled."""
+model returns on CPU; the forward matmul FLOPs against FlopCounterMode on that model. The element-wise FLOPs and
+the activations are not modelled: a workload is refused in one line, as are the keys that would change the model
+unmodelled."""
 import json
 from fractions import Fraction
 
@@ -154,6 +155,125 @@ def test_kv_and_state_cache_equal_transformers_cache(raw, b, s, steps):
             cache = model(ids[:, -1:], past_key_values=cache, use_cache=True).past_key_values
 
 
+def _flops(model, ids, cache=None):
+    """FlopCounterMode's FLOPs of one pass of transformers' ``model`` over ``ids`` (every position's logits)
+    after ``cache``, and the cache it returns."""
+    torch = requires("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        out = model(ids, past_key_values=cache, use_cache=True)
+    return counter.get_total_flops(), out.past_key_values
+
+
+def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
+    """symllm's prefill of b × s tokens, each of ``steps`` decode steps after it and the generation's closed form
+    equal FlopCounterMode's over transformers' eager model on CPU (its own cache), less what the eager core
+    computes beyond CSA's top-k, by hand from ``DeepseekV4Attention`` and ``DeepseekV4CSACompressor``: a CSA layer
+    concatenates every one of its ``C = ⌊T/m_c⌋`` compressed entries (``T`` the positions seen after the pass) to
+    the window's keys and masks those the indexer did not pick, so each of its queries scores ``C - min(K_I, C)``
+    more entries than it attends, at ``2·n_h·d_h`` for QKᵀ and again for A·V. Then a training step (below)."""
+    transformers, torch = requires("transformers"), requires("torch")
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)
+    csa = config.layer_types.count("compressed_sparse_attention")
+    rate, top = config.compress_rates["compressed_sparse_attention"], config.index_topk
+    per_pair = 4 * config.num_attention_heads * config.head_dim
+
+    def unselected(queries, seen):  # every CSA layer's entries beyond the top-k, each query
+        entries = seen // rate
+        return csa * per_pair * b * queries * (entries - min(top, entries))
+
+    flops, cache = _flops(model, torch.randint(0, raw["vocab_size"], (b, s)))
+    generated = flops - unselected(s, s)
+    assert costs.flops(mdl, "prefill").subs(symllm.values(cfg, batch=b, seq=s, logits="all")) == generated
+    for step in range(steps):
+        flops, cache = _flops(model, torch.randint(0, raw["vocab_size"], (b, 1)), cache)
+        ours = costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=b, seq=s, context=s + step))
+        assert ours == flops - unselected(1, s + step + 1), step
+        generated += ours
+    assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps, logits="all")) == generated
+    # a training step: symllm's 3 × the forward (every position's logits); transformers' backward is twice the
+    # forward's matmuls but for the indexer, which gets no gradient (its top-k indices are not differentiable:
+    # block_bias scatters constants), so none of its matmuls run backward there: by hand from DeepseekV4Indexer,
+    # kv_proj and gate_proj 2·d·2·d_I each, q_b_proj 2·r_q·n_I·d_I, weights_proj 2·d·n_I a token, and the scores
+    # 2·n_I·d_I per query and compressed indexer key (⌊s/m_c⌋ after the prompt), in each CSA layer
+    d, d_I, n_I = config.hidden_size, config.index_head_dim, config.index_n_heads
+    indexer = csa * b * s * (8 * d * d_I + 2 * config.q_lora_rank * n_I * d_I + 2 * d * n_I + 2 * n_I * d_I * (s // rate))
+    # and a prompt shorter than a compressor's window closes none: its kv_proj and gate_proj (d -> d_h each in an
+    # HCA layer, d -> 2·d_h in a CSA one) feed nothing the loss reads (chunk empty, the entries new_zeros)
+    hca = config.layer_types.count("heavily_compressed_attention")
+    idle = b * s * d * config.head_dim * (4 * hca * (s < config.compress_rates["heavily_compressed_attention"])
+                                          + 8 * csa * (s < rate))
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as train:
+        model(torch.randint(0, raw["vocab_size"], (b, s))).logits.float().sum().backward()
+    ours = costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s))
+    assert ours == train.get_total_flops() - 3 * unselected(s, s) + 2 * indexer + 2 * idle
+
+
+@given(dsv4_configs(), st.integers(1, 2), st.integers(1, 9), st.integers(1, 4))
+def test_prefill_decode_generation_and_training_flops_equal_transformers(raw, b, s, steps):
+    """A random DeepSeek-V4 config (every layer type, rates, window, streams, hash routing): prefill, decode steps,
+    generation and a training step's matmul FLOPs equal FlopCounterMode's on transformers' model, CSA's top-k and
+    the backward transformers does not run (the indexer's; a compressor's that closes no window) stated by hand
+    (:func:`_generation_agrees`)."""
+    _generation_agrees(raw, b, s, steps)
+
+
+#: one layer of each kind, CSA every 2 tokens with a top-2 indexer, HCA every 4, a window of 8 (tests below)
+_ONE_OF_EACH = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
+                "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 16, "q_lora_rank": 8,
+                "qk_rope_head_dim": 4, "num_experts_per_tok": 2, "n_routed_experts": 4, "hc_mult": 2,
+                "sliding_window": 8, "o_groups": 2, "o_lora_rank": 6, "index_n_heads": 2, "index_head_dim": 8,
+                "index_topk": 2, "mlp_layer_types": ["hash_moe", "moe", "moe"],
+                "layer_types": ["sliding_attention", "heavily_compressed_attention", "compressed_sparse_attention"],
+                "compress_rates": {"compressed_sparse_attention": 2, "heavily_compressed_attention": 4}}
+
+
+def test_flops_of_one_layer_of_each_kind_equal_transformers_past_the_window_and_the_top_k():
+    """The fixed config above, two sequences of 9 tokens then 12 decode steps: the context passes the window
+    (8) and the top-k (2 entries, 4 tokens), so every term of the closed forms is reached; the counts, and a
+    training step's, equal FlopCounterMode's (:func:`_generation_agrees`)."""
+    _generation_agrees(_ONE_OF_EACH, 2, 9, 12)
+
+
+def test_the_matmul_flops_of_one_layer_of_each_kind_by_hand():
+    """One sequence, a decode step at context 20 (21 positions seen), the fixed config (d 32, 4 heads of 16,
+    q_lora_rank 8, 2 groups to 6, 2 streams, 4 experts of 16, 2 a token, the indexer 2 heads of 8), by hand from
+    modeling_deepseek_v4.py, per layer: q_a 2·32·8, q_b 2·8·64, kv 2·32·16, o_a 2·2·32·6 (2 groups of 32 to
+    6), o_b 2·12·32 = 4096; two hyper-connections each 2·64·8 (fn: (2 + 2)·2 weights from 2·32) + 2·2·2·32
+    (comb.T @ streams) = 1280: 2560; the MoE: router 2·32·4, 2 experts and the shared one of 6·32·16 = 9472. The core, 4·4·16 = 256
+    a key: the window's 7 cached keys and the new one, 8 keys; HCA ⌊21/4⌋ = 5 entries more; CSA min(2, ⌊21/2⌋)
+    = 2 more. The compressors: HCA 2·2·32·16 = 2048; CSA 2·2·32·32 = 4096, its indexer's kv and gate 2·2·32·16
+    = 2048, q_b 2·8·16 = 256, weights 2·32·2 = 128 and scores 2·2·8 per entry, 10 entries: 320. The model:
+    hc_head 2·64·2 = 256 and the lm_head 2·32·100 = 6400."""
+    cfg = from_hf(_ONE_OF_EACH)
+    every = 4096 + 2560 + 9472
+    layers = (every + 256 * 8, every + 256 * (8 + 5) + 2048, every + 256 * (8 + 2) + 4096 + 2048 + 256 + 128 + 320)
+    mdl = symllm.model_for(cfg)
+    assert costs.flops(mdl, "decode").subs(symllm.values(cfg, batch=1, seq=1, context=20)) == sum(layers) + 256 + 6400
+
+
+def test_causal_pairs_are_the_ones_the_masks_keep():
+    """``attention="causal"``: the query at position p (0-based) sees the window's last min(p + 1, W) positions,
+    the compressed entries of its closed windows, ⌊(p + 1)/m⌋ (transformers' ``causal_threshold``), and in a CSA
+    layer at most K_I of them; summed over the queries of a pass in plain Python, for a prefill and a chunk after
+    a context, against the causal model's core of each layer kind (its FLOPs / 4·n_h·d_h)."""
+    from symllm.arch import symbols as S
+    from symllm.arch.components.compressed import core_pairs
+    W, m_h, m_c, K = 8, 4, 2, 3
+    for t, s in ((0, 30), (13, 5), (40, 1)):
+        queries = range(t, t + s)
+        window = sum(min(p + 1, W) for p in queries)
+        expected = {"shared_kv": window, "heavily_compressed": window + sum((p + 1) // m_h for p in queries),
+                    "compressed_sparse": window + sum(min(K, (p + 1) // m_c) for p in queries)}
+        sizes = {S.t: t, S.s: s, S.W: W, S.m_h: m_h, S.m_c: m_c, S.K_I: K}
+        assert {kind: core_pairs(kind, causal=True).subs(sizes) for kind in expected} == expected, (t, s)
+
+
 def test_the_state_cache_of_one_layer_of_each_kind_by_hand():
     """One sequence of 7 tokens in fp32 (4 bytes), head_dim 16, index_head_dim 8, CSA every 2 and HCA every 4
     tokens, a window of 8, by hand from the cache classes: the HCA layer keeps 7 mod 4 = 3 tokens in buffer_kv and
@@ -175,18 +295,18 @@ def test_the_state_cache_of_one_layer_of_each_kind_by_hand():
 
 
 def test_a_workload_and_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
-    """FLOPs of DeepSeek-V4 are not modelled: count with a workload exits 2 with one line (and the
-    parameters are printed without one); a shared expert count transformers ignores, biases on the shared
+    """DeepSeek-V4's element-wise FLOPs and activations are not modelled: count with a workload exits 2 with one
+    line naming them (and the parameters are printed without one); a shared expert count transformers ignores, biases on the shared
     expert, a second key-value head, an unknown layer type and a window of 1 are refused in one line naming the
     key; verify (the torch reference has no such layers) and a checkpoint's expected tensors are refused too."""
     path = tmp_path / "config.json"
     base = {"model_type": "deepseek_v4", "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2}
     path.write_text(json.dumps(base))
     ok = cli(["count", str(path)])
-    assert ok.code == 0 and "hc_head/hc_fn" in ok.out and "FLOPs not modelled yet" in ok.out
+    assert ok.code == 0 and "hc_head/hc_fn" in ok.out and "element-wise FLOPs and activations not modelled yet" in " ".join(ok.out.split())
     r = cli(["count", str(path), "--batch", "1", "--seq", "8"])
-    assert (r.code, r.out) == (2, "") and r.err == ("symllm: error: layers: DeepSeek-V4's FLOPs are not modelled yet "
-                                                    "(its parameters and caches are)\n"), r.err
+    assert (r.code, r.out) == (2, "") and r.err == (
+        "symllm: error: layers: DeepSeek-V4's element-wise FLOPs and activations are not modelled yet\n"), r.err
     for change, key in (({"n_shared_experts": 2}, "n_shared_experts"), ({"mlp_bias": True}, "mlp_bias"),
                         ({"attention_bias": True}, "attention_bias"), ({"num_key_value_heads": 2},
                                                                        "num_key_value_heads"),

@@ -450,7 +450,8 @@ def test_oracle_refuses_an_op_it_has_no_weight_for():
 #: families whose element-wise count is known to fall short of the oracle's, each with the reason: the property
 #: is expected to fail for them (strict: it fails the day they agree, so the entry is then removed)
 KNOWN_SHORT: dict[str, str] = {
-    "deepseek_v4": "DeepSeek-V4's FLOPs (compressed attention, compressors, hyper-connections) are not modelled yet: "
+    "deepseek_v4": "DeepSeek-V4's element-wise FLOPs (compressors' pooling, sinks, hyper-connections' Sinkhorn "
+                   "iterations) are not modelled yet: "
                    "a workload is refused (issue 39)"}
 
 

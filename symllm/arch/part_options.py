@@ -168,11 +168,12 @@ def _compressed_text(c) -> str:
               for m in ("shared_kv", "compressed_sparse", "heavily_compressed")}
     if not any(counts.values()):
         return ""
+    kinds = {"shared_kv": "sliding window only", "compressed_sparse": f"compressed sparse (every {c.compress_csa} "
+             f"tokens, top {c.index_topk})", "heavily_compressed": f"heavily compressed (every {c.compress_hca} tokens)"}
+    said = ", ".join(f"{text} in {counts[m]}" for m, text in kinds.items() if counts[m])  # the kinds it has
     return (f"DeepSeek-V4 attention: one shared key-value head, queries through q_lora_rank {c.q_lora_rank}, "
-            f"output in {c.o_groups} groups of {c.o_lora_rank}; sliding window only in {counts['shared_kv']}, "
-            f"compressed sparse (every {c.compress_csa} tokens, top {c.index_topk}) in {counts['compressed_sparse']}, "
-            f"heavily compressed (every {c.compress_hca} tokens) in {counts['heavily_compressed']} of "
-            f"{c.n_layers} layers (FLOPs not modelled yet)")
+            f"output in {c.o_groups} groups of {c.o_lora_rank}; {said} of {c.n_layers} layers (element-wise "
+            "FLOPs and activations not modelled yet)")
 
 
 def _latent_text(c) -> str:

@@ -70,6 +70,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         ffn = feed_forward(bias=structure.mlp_bias, width=2 * width if kind.wide_ffn else width, variant=variant)
     if kind.mixer == "none":
         attn = None
+    elif kind.mixer in COMPRESSED_MIXERS:  # DeepSeek-V4's attention: its core's pairs follow the convention
+        attn = compressed_attention(kind.mixer, causal=causal)
     elif kind.mixer != "attention":  # a token mixer other than attention (deltanet, mamba)
         attn = mixer(kind.mixer)(structure, kind)
     elif structure.latent is not None:

@@ -24,15 +24,28 @@ Parameters and caches are modelled (each part with its Hugging Face name, replic
 tensor-parallel plan splits only the routed experts; LoRA never adapts them here; no GGUF names: llama.cpp has
 none yet). ``kv_cache``: the window's last ``W - 1`` keys of the one head (transformers' sliding-window slice),
 held as keys and values in a sliding-only layer and as one tensor read as both in a compressing one. The
-compressors' buffers, compressed entries and overlap state are ``state_cache`` (:func:`_series_state`). The
-FLOPs of the attention core and of the compressors and the hyper-connections' work are not modelled: a workload
-on such a model is refused in one line (:mod:`symllm.costs.checks`); the linears' own FLOPs are what
-:func:`~symllm.arch.components.base.linear` says.
+compressors' buffers, compressed entries and overlap state are ``state_cache`` (:func:`_series_state`).
+
+Matmul FLOPs (a pass of ``s`` queries after ``t`` cached tokens; equal to ``FlopCounterMode`` on transformers'
+eager model but for CSA's top-k, tests/test_dsv4.py): every linear's ``2·fan_in·fan_out`` a token (the
+compressors' ``kv_proj`` and ``gate_proj`` too, the grouped ``o_a_proj`` ``2·n_h·d_h·r_o``); the core's
+``4·n_h·d_h`` per query-key pair (:func:`core_pairs`): the window's keys (transformers keeps ``min(t, W - 1)`` and
+the ``s`` new ones) and the compressed entries, ``⌊(t + s)/m⌋`` after the pass (:func:`entry_pairs`), every one
+in an HCA layer and at most the top ``K_I`` in a CSA layer (what DeepSeek's sparse kernel gathers; transformers'
+eager core scores them all and masks the rest: ``4·n_h·d_h`` more per unselected pair); the indexer's scores,
+``2·n_I·d_I`` per query and compressed indexer key, every one; each hyper-connection's projection of the
+flattened ``n_hc·d`` streams to ``(2 + n_hc)·n_hc`` mixing weights and its mix of the streams ``comb.T @ streams``
+(``2·n_hc²·d`` a token), and ``hc_head``'s projection to ``n_hc`` weights. The compressors' pooling (a softmax-
+weighted sum over each window), the head-weighted sum of the indexer's scores, the streams' collapse and expansion
+and the Sinkhorn iterations are element-wise: not in the matmul bucket. Training is ``3×`` the forward's matmuls
+(:mod:`symllm.costs.phases`), the indexer's included; transformers' indexer gets no gradient (its top-k indices
+are not differentiable), so its backward does not run there: ``2×`` the indexer's forward fewer; nor does a
+compressor's that closes no window in the prompt (``s < m``: its projections feed nothing the loss reads).
 
 >>> from symllm.arch.symbols import d, d_h, n_h, r_q
 >>> a = compressed_attention("shared_kv")
 >>> [c.name for c in a.children]
-['wq_a', 'q_a_norm', 'wq_b', 'wkv', 'kv_norm', 'wo_a', 'wo_b', 'sinks']
+['wq_a', 'q_a_norm', 'wq_b', 'wkv', 'kv_norm', 'wo_a', 'wo_b', 'sinks', 'scores', 'context']
 >>> sp.expand(a.total("params") - (d*r_q + r_q + r_q*n_h*d_h + d*d_h + d_h + n_h*d_h*r_o + g_o*r_o*d + n_h))
 0
 >>> sp.expand(compressed_attention("heavily_compressed").total("params") - a.total("params"))
@@ -43,16 +56,19 @@ from __future__ import annotations
 import sympy as sp
 
 
-from symllm.arch.components.base import Component, linear, Rules
+from symllm.arch.components.base import _switches, _T, Component, linear, matmul, Rules
+from symllm.arch.components.gqa import _pairs, _WindowPairs
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.algebra import minimum
-from symllm.arch.symbols import W, b, beta_a, beta_kv, d, d_h, d_I, g_o, m_c, m_h, n_h, n_hc, n_I, r_o, r_q, s, t
+from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, K_I, m_c, m_h, n_h, n_hc, n_I, r_o, r_q,
+                                 s, t)
 from symllm.validate import choice
 
 #: the positions a layer's cache has seen after a pass: the ``t`` cached and the ``s`` new
 _HELD = t + s
 
-__all__ = ["LABEL", "compressed_attention", "compressor", "hyper_connection", "hyper_head", "COMPRESSED_MIXERS"]
+__all__ = ["LABEL", "compressed_attention", "compressor", "hyper_connection", "hyper_head", "COMPRESSED_MIXERS",
+           "EntryPairs", "TopEntryPairs", "entry_pairs"]
 
 #: the LayerKind mixers of DeepSeek-V4's attention -> transformers' layer type
 COMPRESSED_MIXERS = {"shared_kv": "sliding_attention", "compressed_sparse": "compressed_sparse_attention",
@@ -60,6 +76,63 @@ COMPRESSED_MIXERS = {"shared_kv": "sliding_attention", "compressed_sparse": "com
 
 #: how the stacks and the workload checks name these parts
 LABEL = "DeepSeek-V4's compressed attention and hyper-connections"
+
+
+class EntryPairs(_WindowPairs):
+    """``Σ_{j=1}^{x} ⌊j/m⌋``: the compressed entries the query at position ``j`` (1-based) may see, one per
+    closed window of ``m`` tokens (transformers' ``causal_threshold = (position + 1) // compress_rate``), summed
+    over the first ``x`` positions; ``E(x) - E(x - 1) = ⌊x/m⌋``, so a decode step's entries telescope over steps.
+
+    >>> EntryPairs(10, 4), sum(j // 4 for j in range(1, 11))
+    (10, 10)
+    """
+
+    @staticmethod
+    def explicit(x, m):
+        q = sp.floor(x / m)
+        return m * q * (q - 1) / 2 + q * (x - q * m + 1)
+
+
+class TopEntryPairs(_WindowPairs):
+    """``Σ_{j=1}^{x} min(K, ⌊j/m⌋)`` for ``w = (m, K)``: the compressed entries a CSA query attends, at most the
+    indexer's top ``K`` of those it may see (:class:`EntryPairs`).
+
+    >>> TopEntryPairs(10, sp.Tuple(2, 3)), sum(min(3, j // 2) for j in range(1, 11))
+    (21, 21)
+    """
+
+    @classmethod
+    def eval(cls, x, w):
+        if x == 0:
+            return sp.S.Zero
+        if x.is_Integer and all(a.is_Integer for a in w):
+            return cls.explicit(x, w)
+        return None
+
+    @staticmethod
+    def explicit(x, w):
+        m, k = w
+        low = sp.Min(x, k * m)  # past k·m every query sees at least k entries and attends k
+        return EntryPairs.explicit(low, m) + k * (x - low)
+
+
+def entry_pairs(rate, causal: bool, top=None) -> sp.Expr:
+    """Query-entry pairs per sequence and head of a pass of ``s`` queries after ``t`` cached tokens, over the
+    compressed entries of one every ``rate`` tokens (``top``: at most that many a query, CSA's ``K_I``).
+    Not ``causal``: what transformers computes, each query against every entry the cache holds after the pass,
+    ``s·min(top, ⌊(t + s)/rate⌋)`` (written as a first difference, so that decode steps telescope); ``causal``:
+    the entries each query may see, ``⌊(p + 1)/rate⌋`` for the query at position ``p``.
+
+    >>> entry_pairs(4, False).subs({t: 6, s: 3}), entry_pairs(4, True).subs({t: 6, s: 3})
+    (6, 5)
+    >>> entry_pairs(2, False, 3).subs({t: 6, s: 3}), entry_pairs(2, True, 3).subs({t: 6, s: 3})
+    (9, 9)
+    """
+    def pairs(x):
+        return EntryPairs(x, rate) if top is None else TopEntryPairs(x, sp.Tuple(rate, top))
+    if causal:
+        return pairs(t + s) - pairs(t)
+    return s * (pairs(t + s) - pairs(t + s - 1))
 
 
 def _rules(hf: str, weight: str = "linear") -> Rules:
@@ -96,7 +169,12 @@ def _series_state(rate, width, overlap: bool) -> sp.Expr:
     return state
 
 
-def compressor(kind: str) -> Component:
+def _core(name: str, flops, doc: str) -> Component:
+    """A part of the attention core or the indexer's scoring: matmul FLOPs, no weight."""
+    return Component(name, flops=flops, doc=doc, rules=Rules("replicated", lora=(), stacks=(), label=LABEL))
+
+
+def compressor(kind: str, *, causal: bool = False) -> Component:
     """The compressor of a ``heavily_compressed`` (HCA: one series, ``m_h`` tokens an entry) or ``compressed_sparse``
     layer (CSA: two overlapping series of ``d_h``, ``m_c`` tokens an entry, and its lightning indexer).
 
@@ -106,6 +184,7 @@ def compressor(kind: str) -> Component:
     4*d*d_I + d*n_I + 2*d_I*m_c + d_I*n_I*r_q + d_I
     """
     choice("compressor", kind, ("heavily_compressed", "compressed_sparse"))
+    _switches(causal=causal)
     if kind == "heavily_compressed":
         return Component("compressor", children=(
             _linear("compress_kv", d, d_h, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, head_dim)"),
@@ -123,7 +202,11 @@ def compressor(kind: str) -> Component:
         _linear("index_wq_b", r_q, n_I * d_I, "q_b_proj", "self.q_b_proj = nn.Linear(q_lora_rank, index_n_heads * "
                 "index_head_dim)"),
         _linear("index_weights", d, n_I, "weights_proj", "self.scorer.weights_proj = nn.Linear(hidden_size, "
-                "index_n_heads)")),
+                "index_n_heads)"),
+        # every query's index_n_heads heads against every compressed indexer key (both causal and not: the
+        # top-k needs every score); the head-weighted sum is element-wise (scores * weights).sum(dim=2)
+        _core("index_scores", matmul(b * n_I, d_I, 1) * entry_pairs(m_c, causal),
+              "scores = torch.matmul(q.float(), compressed_kv.transpose(-1, -2).float().unsqueeze(1))")),
         state_cache=b * _series_state(m_c, 2 * d_I, True),
         doc="DeepseekV4Indexer", rules=_rules("indexer", "none"))
     return Component("compressor", children=(
@@ -136,13 +219,39 @@ def compressor(kind: str) -> Component:
         doc="DeepseekV4CSACompressor", rules=_rules("compressor", "none"))
 
 
-def compressed_attention(kind: str = "shared_kv") -> Component:
+def core_pairs(kind: str, causal: bool = False) -> sp.Expr:
+    """Query-key pairs per sequence and head of the attention core of a layer of ``kind``: the sliding window's
+    (:func:`~symllm.arch.components.gqa._pairs`: transformers' ``min(t, W - 1) + s`` keys a query, or those the
+    mask keeps) and the compressed entries' (:func:`entry_pairs`): all of them in a ``heavily_compressed``
+    layer, at most the indexer's top ``K_I`` in a ``compressed_sparse`` one (what a sparse kernel gathers;
+    transformers' eager core scores every entry and masks the others).
+
+    >>> core_pairs("heavily_compressed").subs({t: 0, s: 9, W: 4, m_h: 4})  # 9 queries × (9 keys + 2 entries)
+    99
+    """
+    window = _pairs(causal, "sliding")
+    if kind == "shared_kv":
+        return window
+    if kind == "heavily_compressed":
+        return window + entry_pairs(m_h, causal)
+    return window + entry_pairs(m_c, causal, K_I)
+
+
+def compressed_attention(kind: str = "shared_kv", *, causal: bool = False) -> Component:
     """DeepSeek-V4's attention in a layer of ``kind`` (:data:`COMPRESSED_MIXERS`; the module docstring).
+
+    Matmul FLOPs: the projections' (:func:`~symllm.arch.components.base.linear`; ``o_a_proj``, a block-diagonal
+    ``bmm``, ``2·n_h·d_h·r_o`` a token), the core's ``2·n_h·d_h`` for ``QKᵀ`` and again for ``A·V`` per query-key
+    pair (:func:`core_pairs`; the one key-value head is broadcast to the ``n_h`` query heads), the compressor's.
 
     >>> [c.name for c in compressed_attention("compressed_sparse").children][-1]
     'compressor'
+    >>> compressed_attention().child("scores").flops.subs({t: 0, W: 8})
+    2*b*d_h*n_h*s**2
     """
     choice("mixer", kind, tuple(COMPRESSED_MIXERS))
+    _switches(causal=causal)
+    pairs = core_pairs(kind, causal)
     # the window's last W - 1 keys (DynamicSlidingWindowLayer's slice), one head; a sliding-only layer's cache
     # holds them as keys and as values, a compressing layer's one tensor read as both (``self.values = self.keys``)
     window = minimum(_HELD, W - 1) * d_h
@@ -157,7 +266,10 @@ def compressed_attention(kind: str = "shared_kv") -> Component:
                 "num_heads * head_dim // o_groups, o_groups * o_lora_rank, o_groups)"),
         _linear("wo_b", g_o * r_o, d, "o_b_proj", "self.o_b_proj = nn.Linear(o_groups * o_lora_rank, hidden_size)"),
         _vector("sinks", n_h, "sinks", "self.sinks = nn.Parameter(torch.empty(num_heads))", "sinks"),
-        *((compressor(kind),) if kind != "shared_kv" else ())),
+        _core("scores", matmul(b * n_h, d_h, 1) * pairs,
+              "attn_weights = torch.matmul(query, key_states.transpose(2, 3))"),
+        _core("context", matmul(b * n_h, d_h, 1) * pairs, "attn_output = torch.matmul(attn_weights, value_states)"),
+        *((compressor(kind, causal=causal),) if kind != "shared_kv" else ())),
         doc=f"DeepseekV4Attention ({COMPRESSED_MIXERS[kind]})", rules=_rules("self_attn", "none"))
 
 
@@ -169,9 +281,10 @@ def hyper_connection(name: str, hf: str) -> Component:
     0
     """
     width = (2 + n_hc) * n_hc
-    return Component(name, children=(
+    # the mix of the streams into the block's output: comb.T @ hidden_states, n_hc × n_hc by n_hc × d a token
+    return Component(name, flops=matmul(_T * n_hc, n_hc, d), children=(
         _vector(f"{name}_fn", width * n_hc * d, "fn", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult, "
-                "hc_mult * hidden_size))"),
+                "hc_mult * hidden_size))").replace(flops=matmul(_T, n_hc * d, width)),
         _vector(f"{name}_base", width, "base", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult))"),
         _vector(f"{name}_scale", 3, "scale", "nn.Parameter(torch.empty(3))")),
         doc="DeepseekV4HyperConnection", rules=_rules(hf, "none"))
@@ -184,7 +297,8 @@ def hyper_head() -> Component:
     d*n_hc**2 + n_hc + 1
     """
     return Component("hc_head", children=(
-        _vector("hc_fn", n_hc * n_hc * d, "hc_fn", "nn.Parameter(torch.empty(hc_mult, hc_mult * hidden_size))"),
+        _vector("hc_fn", n_hc * n_hc * d, "hc_fn", "nn.Parameter(torch.empty(hc_mult, hc_mult * hidden_size))"
+                ).replace(flops=matmul(_T, n_hc * d, n_hc)),
         _vector("hc_base", n_hc, "hc_base", "nn.Parameter(torch.empty(hc_mult))"),
         _vector("hc_scale", 1, "hc_scale", "nn.Parameter(torch.empty(1))")),
         doc="DeepseekV4HyperHead", rules=_rules("model.hc_head", "none"))

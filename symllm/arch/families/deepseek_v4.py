@@ -27,8 +27,9 @@ transformers does not build (``mtp.*`` ignored on load), are not counted (the co
 the shared expert) is refused in one line; ``attention_bias`` is ignored by the class (refused unless false).
 
 Parameters are modelled (each kind of parameter equals transformers' on the meta device) and so are the caches
-(the sliding window's keys, the compressors' buffers and entries: a state cache); FLOPs are not yet, so a workload
-is refused in one line. ``sliding_window`` 1 is refused (transformers' cache then keeps every key: its ``W - 1``
+(the sliding window's keys, the compressors' buffers and entries: a state cache), and so are the forward matmul
+FLOPs (:mod:`symllm.arch.components.compressed`); the element-wise FLOPs and the activations are not yet, so a
+workload is refused in one line. ``sliding_window`` 1 is refused (transformers' cache then keeps every key: its ``W - 1``
 slice is empty).
 
 >>> f = _fields({"num_hidden_layers": 4}, 4)
