@@ -109,7 +109,8 @@ QWEN3_5 = register(QWEN3_NEXT.extend(
     defaults={"vocab_size": 248320, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 16,
               "num_key_value_heads": 4, "head_dim": 256},
     models=("partial_rotary_factor",), names={**QWEN3_NEXT.names, "hidden_dim": "intermediate_size"},
-    presets="the text_config of a Qwen3.5 config.json (no preset shipped: no citable copy was found)"))
+    presets="the text_config of Qwen/Qwen3.5-27B's config.json (the other Qwen3.5 checkpoints: no citable "
+            "copy of their config.json was found)"))
 #: Qwen3-Next with experts in every layer, read inside the qwen3_5_moe wrapper too, and Qwen3.5-MoE's sizes
 QWEN3_5_MOE = register(QWEN3_NEXT.extend(
     "qwen3_5_moe_text", fields=_reader("qwen3_5_moe_text"), wrappers=("qwen3_5_moe",),
