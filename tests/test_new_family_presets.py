@@ -19,9 +19,11 @@ PRESETS = [n for n in symllm.preset_names() if preset_info(n)["config"].get("mod
 
 def test_the_new_families_ship_presets():
     """The presets below are found by model type (an empty list would pass every check vacuously): Command-R,
-    DeepSeek-V3.2, EXAONE 4.0, Kimi-K2.5, MiniMax-M2.5, Nemotron 3 Nano, Qwen3-Next and Qwen3.5-27B at least."""
-    assert {"command-r-v01", "deepseek-v3.2", "exaone-4.0-32b", "kimi-k2.5", "minimax-m2.5",
-            "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b"} <= set(PRESETS)
+    DeepSeek-V3.2, EXAONE 4.0, Gemma 4 26B-A4B, GLM-5, Kimi-K2.5, MiniMax-M2.5, Nemotron 3 Nano, Qwen3-Next,
+    Qwen3.5-27B and Qwen3.5-397B-A17B at least."""
+    assert {"command-r-v01", "deepseek-v3.2", "exaone-4.0-32b", "gemma-4-26b-a4b", "glm-5", "kimi-k2.5",
+            "minimax-m2.5", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b",
+            "qwen3.5-397b-a17b"} <= set(PRESETS)
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -44,20 +46,35 @@ def test_preset_carries_the_published_total(name):
     assert name in PUBLISHED or {(name, "total"), (name, "total_with_mtp")} & set(PUBLISHED_ABOUT)
 
 
-def test_qwen35_27b_wrapper_adds_only_the_vision_encoder():
-    """Qwen/Qwen3.5-27B as transformers builds the whole checkpoint (Qwen3_5ForConditionalGeneration, meta
-    device): 27,356,728,560 parameters, of which the vision encoder and merger (``model.visual``) are
-    460,730,096 and the rest is the language model symllm counts (26,895,998,464; the model card: 'Language
-    Model ... Number of Parameters: 27B')."""
+#: the multimodal presets: transformers' whole-checkpoint class, its parameters, and those of its vision parts
+#: (the prefixes of the parameters outside the language model), all from transformers on the meta device
+_WRAPPERS = [("qwen3.5-27b", "Qwen3_5ForConditionalGeneration", 27_356_728_560, ("model.visual.",)),
+             ("qwen3.5-397b-a17b", "Qwen3_5MoeForConditionalGeneration", 396_802_360_816, ("model.visual.",)),
+             ("gemma-4-26b-a4b", "Gemma4ForConditionalGeneration", 25_805_933_872,
+              ("model.vision_tower.", "model.embed_vision."))]
+
+
+@pytest.mark.parametrize("name, cls, total, vision", _WRAPPERS)
+def test_wrapper_adds_only_the_vision_encoder(name, cls, total, vision):
+    """The multimodal checkpoints as transformers builds them whole (meta device): the parameters outside the
+    vision encoder and its projector are the language model symllm counts. Qwen3.5-27B's card figure, '27B'
+    under 'Language Model', holds for both (26.90B and 27.36B); Qwen3.5-397B-A17B's '397B in total' is the whole
+    model's (396.80B rounds to it, the language model's 396.35B does not); Gemma 4 26B-A4B's 'Total Parameters
+    25.2B' is the language model's, its vision encoder '~550M' (572,792,112 with the embedder)."""
     transformers, torch = requires("transformers"), requires("torch")
-    config = transformers.AutoConfig.for_model(**preset_info("qwen3.5-27b")["config"])
+    config = transformers.AutoConfig.for_model(**preset_info(name)["config"])
     with torch.device("meta"):
         model = transformers.AutoModelForImageTextToText.from_config(config)
-    assert type(model).__name__ == "Qwen3_5ForConditionalGeneration"
-    visual = sum(p.numel() for n, p in model.named_parameters() if n.startswith("model.visual."))
-    total = sum(p.numel() for p in model.parameters())
-    assert (total, visual) == (27_356_728_560, 460_730_096)
-    assert symllm.params("qwen3.5-27b")["total"] == total - visual
+    assert type(model).__name__ == cls
+    assert sum(p.numel() for p in model.parameters()) == total
+    outside = sum(p.numel() for n, p in model.named_parameters() if n.startswith(vision))
+    assert symllm.params(name)["total"] == total - outside
+
+
+def test_qwen35_397b_card_total_is_the_whole_model():
+    """'397B in total' (the Qwen3.5-397B-A17B card) rounds transformers' whole model, 396,802,360,816, not the
+    language model alone, 396,346,350,336 (which rounds to 396B): the card counts the vision encoder."""
+    assert round(396_802_360_816 / 1e9) == 397 and round(symllm.params("qwen3.5-397b-a17b")["total"] / 1e9) == 396
 
 
 def test_deepseek_v32_preset_is_the_stored_checkpoint():

@@ -92,4 +92,4 @@ GLM_MOE_DSA = register(DEEPSEEK_V32.extend(
     defaults={**_V32, "vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 12288,
               "num_hidden_layers": 78, "num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 2048,
               "v_head_dim": 256, "qk_nope_head_dim": 192, "index_n_heads": 32},
-    presets="none yet"))
+    presets="config.json of zai-org/GLM-5"))
