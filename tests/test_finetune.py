@@ -93,12 +93,12 @@ def test_default_targets_are_pefts_llama_default():
 #: PEFT adapts Qwen3-MoE's fused experts (a LoRA of each 3-D tensor through transformers' weight-conversion
 #: mapping: gate_up_proj at twice the rank from targets gate_proj and up_proj together, down_proj from
 #: down_proj), which symllm does not model: it refuses those targets in one line (as for Mixtral, PEFT leaves
-#: Qwen2-MoE's and gpt-oss's fused experts alone, and so does symllm). The same for DeepSeek-V2/V3 and
-#: GLM-4.5 (fused experts too), where PEFT with transformers 5 also leaves the dense and shared SwiGLUs'
-#: gate_proj/up_proj/down_proj alone (their names go to the experts).
+#: Qwen2-MoE's and gpt-oss's fused experts alone, and so does symllm). The same for DeepSeek-V2/V3/V3.2 and
+#: GLM-4.5/GLM-5, Qwen3-Next and Qwen3.5-MoE (fused experts too), where PEFT with transformers 5 also leaves
+#: the dense and shared SwiGLUs' gate_proj/up_proj/down_proj alone (their names go to the experts).
 _PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if _hf(n).get("model_type")
                               in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "minimax_m2",
-                                 "qwen3_next")}
+                                 "qwen3_next", "deepseek_v32", "glm_moe_dsa", "qwen3_5_moe_text")}
 
 
 def _one_period(raw: dict) -> tuple[dict, int]:

@@ -86,10 +86,10 @@ _V32 = {**DEEPSEEK_V3.defaults, "num_nextn_predict_layers": 0, "index_n_heads": 
 
 DEEPSEEK_V32 = register(DEEPSEEK_V3.extend(
     "deepseek_v32", fields=_v32, defaults=_V32, layer_types=("indexed_attention",), aliases=(), typed=(), outer={},
-    presets="none yet"))
+    presets="config.json of deepseek-ai/DeepSeek-V3.2 (its FP8 quantization_config left out)"))
 GLM_MOE_DSA = register(DEEPSEEK_V32.extend(
     "glm_moe_dsa", fields=_glm,
     defaults={**_V32, "vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 12288,
               "num_hidden_layers": 78, "num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 2048,
               "v_head_dim": 256, "qk_nope_head_dim": 192, "index_n_heads": 32},
-    presets="none yet"))
+    presets="config.json of zai-org/GLM-5"))

@@ -156,4 +156,5 @@ GEMMA4_TEXT = register(GEMMA3_TEXT.extend(
     "gemma4_text", fields=_fields, wrappers=("gemma4",), defaults=_DEFAULTS,
     models=(*GEMMA3_TEXT.models, "num_experts", "moe_intermediate_size"),
     names={**GEMMA3_TEXT.names, "n_experts": "num_experts", "experts_per_token": "top_k_experts"},
-    presets="none yet: no config.json of a published Gemma 4 checkpoint could be cited"))
+    presets="the text_config of google/gemma-4-26B-A4B-it's config.json (the other Gemma 4 checkpoints: no "
+            "citable copy of their config.json was found)"))

@@ -131,7 +131,8 @@ QWEN3_5 = register(QWEN3_NEXT.extend(
     defaults={"vocab_size": 248320, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 16,
               "num_key_value_heads": 4, "head_dim": 256},
     models=("partial_rotary_factor",), names={**QWEN3_NEXT.names, "hidden_dim": "intermediate_size"},
-    presets="the text_config of a Qwen3.5 config.json (no preset shipped: no citable copy was found)"))
+    presets="the text_config of Qwen/Qwen3.5-27B's config.json (the other Qwen3.5 checkpoints: no citable "
+            "copy of their config.json was found)"))
 #: Qwen3-Next with experts in every layer, read inside the qwen3_5_moe wrapper too, and Qwen3.5-MoE's sizes
 QWEN3_5_MOE = register(QWEN3_NEXT.extend(
     "qwen3_5_moe_text", fields=_reader("qwen3_5_moe_text"), wrappers=("qwen3_5_moe",),
@@ -139,5 +140,6 @@ QWEN3_5_MOE = register(QWEN3_NEXT.extend(
               "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 512, "num_experts": 256,
               "num_experts_per_tok": 8},
     models=_MOE_KEYS,
-    presets="the text_config of a Qwen3.5-MoE config.json (no preset shipped: no citable copy was found)"))
+    presets="the text_config of Qwen/Qwen3.5-397B-A17B's config.json (the other Qwen3.5-MoE checkpoints: no "
+            "citable copy of their config.json was found)"))
 _FAMILIES = {"qwen3_next": QWEN3_NEXT, "qwen3_5_text": QWEN3_5, "qwen3_5_moe_text": QWEN3_5_MOE}
