@@ -259,8 +259,11 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
           "memory": ("kv_cache_tokens",),
           "training": ("training_tokens_per_s_per_gpu", "mfu")}
 #: where the errors stand on 2026-11-28 (issue 40 asks for a median under 15% and a worst under 35%: met by
-#: the serving rows, and by every group's median; not by the inference, memory and training groups' worst rows
-#: (memory's worst is vLLM's Qwen3-235B TP4 cache, +88%, predicted since the routed experts split over --tp):
+#: the serving rows, and by every group's median but training's; not by the inference, memory and training
+#: groups' worst rows (memory's worst is vLLM's Qwen3-235B TP4 cache, +88%, predicted since the routed experts
+#: split over --tp; training's is Megatron-Bridge's dropless Qwen3-30B-A3B, +218%). FP8 current scaling's
+#: quantization passes moved the training median from 13.9% to 16.2%: the Llama 3 70B and 405B Megatron rows,
+#: already under their published figures, fell further under (-16.2%, -17.1%) as the 8B rows came closer:
 #: docs/efficiency.md says which rows and why)
-MEDIAN, WORST = 0.11, 2.60
-BOUNDS = {"inference": (0.08, 0.86), "serving": (0.12, 0.30), "memory": (0.08, 0.88), "training": (0.14, 2.60)}
+MEDIAN, WORST = 0.10, 2.20
+BOUNDS = {"inference": (0.08, 0.86), "serving": (0.12, 0.30), "memory": (0.08, 0.88), "training": (0.17, 2.20)}
