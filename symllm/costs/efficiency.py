@@ -36,6 +36,9 @@ each figure with its source:
   (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
   group's link (:func:`alltoall_s`), its token permutation and unpermutation and its router's scores as
   memory-bound passes.
+* **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
+  quantization of each linear's input in forward and of its output's gradient in backward, two reads and
+  one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
 * **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
@@ -65,7 +68,7 @@ from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill",
            "stream", "memory_kind", "fp16_accumulate_peak", "bubble", "allreduce_s", "collective", "alltoall_s",
-           "moe_training_s", "expected", "seconds"]
+           "moe_training_s", "fp8_quantize_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -337,6 +340,33 @@ def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0,
             "permute": Fraction(permute), "router": Fraction(router)}
 
 
+def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
+                   card: str | None = None, recompute: bool = False) -> Fraction:
+    """Seconds a training micro-batch of ``rows`` tokens spends quantizing activations and gradients to FP8
+    under Transformer Engine's current scaling (``fp8_current_scaling`` in efficiency.json), over ``layers``
+    layers of which ``moe_layers`` route each token to ``k`` experts: each linear's input (``rows`` x its ``K``)
+    in forward and its output's gradient (``rows`` x its ``N``) in backward, a routed expert's on ``k·rows``
+    rows; per element two bf16 reads (amax, then scale and cast) and one FP8 byte written, one more for the
+    transposed copy Hopper's backward needs (none on the Blackwell cards of ``no_transpose``), at
+    :func:`stream`'s fraction of ``bandwidth``. Widths: attention ``q`` (``n_h·d_h``) and ``kv`` (``n_kv·d_h``),
+    a gated MLP's ``d_ff``; each split over ``tp`` ranks; ``recompute``: the forward's quantizations again.
+
+    >>> # one layer, 1000 rows, d 1024, q 1024, kv 256, d_ff 4096: forward 1000 (1024 + 1024 + 1024 + 4096),
+    >>> # backward 1000 (1536 + 1024 + 8192 + 1024) elements, 6 bytes each at 0.88 TB/s
+    >>> float(fp8_quantize_s(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12))
+    0.00012916363636363636
+    """
+    fp8 = data()["fp8_current_scaling"]
+    per = fp8["read_bytes"] + fp8["write_bytes"] + (0 if card in fp8["no_transpose"] else fp8["transpose_bytes"])
+    attn_in, attn_out = d + q, (q + 2 * kv) + d  # K of QKV and O; N of QKV and O
+    mlp_in, mlp_out = d + d_ff, 2 * d_ff + d  # K of the gate-and-up and of the down projections; their N
+    dense = layers - moe_layers
+    forward = rows * (layers * attn_in + (dense + k * moe_layers) * mlp_in)
+    backward = rows * (layers * attn_out + (dense + k * moe_layers) * mlp_out)
+    elements = Fraction(forward * (2 if recompute else 1) + backward, tp)
+    return elements * per / (stream() * bandwidth)
+
+
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None,
              card: str | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
@@ -441,8 +471,17 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         moe_s = sum(moe.values())
     else:
         eta, moe_s = (gemm(compute, rows * share, card) if experts else 1), Fraction(0)
+    # FP8 current scaling's quantization passes (Transformer Engine), where the engine runs that recipe
+    cast_s = Fraction(0)
+    if compute == "fp8" and train.get("fp8_recipe") == "current" and all(
+            x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
+        heads = parts["head_dim"]
+        cast_s = fp8_quantize_s(rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
+                                q=parts["n_h"] * heads, kv=parts["n_kv"] * heads, bandwidth=bandwidth,
+                                moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=card,
+                                recompute=work.recompute)
     compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384, card) * factor * peak)
-                 + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s) * micro
+                 + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)

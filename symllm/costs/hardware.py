@@ -541,7 +541,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "training_flops": max(num(f"{st}training_flops") for st in stages),
                   # a mixture's training extras (efficiency.moe_training_s): the busiest stage's MoE layers, widths
                   "expert_layers": max(num(f"{st}expert_layers") for st in stages),
-                  **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a") if name in vals},
+                  **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
                   "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1)})
