@@ -441,7 +441,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         moe_s = sum(moe.values())
     else:
         eta, moe_s = (gemm(compute, rows * share, card) if experts else 1), Fraction(0)
-    compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384, card) * factor * peak)
+    # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
+    # head run their bf16 GEMMs at the bf16 peak
+    bf16 = (Fraction(parts.get("training_core_flops", 0) + parts.get("training_head_flops", 0))
+            if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
+    compute_s = (Fraction(parts["training_flops"] - experts - bf16) / (gemm(compute, 16384, card) * factor * peak)
+                 + (bf16 / (gemm("bf16", 16384, card) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s) * micro
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate

@@ -245,8 +245,14 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops, exper
         core, routed = _core(stage), _routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
-        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute), defs)
+        # (op checkpointing refuses a mixture's blocks: its routed part is empty, recomputed or not)
+        terms["training_expert_flops"] = algebra.substitute(
+            phase_flops(routed, "training", recompute=recompute if recompute != "op" else False), defs)
         terms["expert_layers"] = algebra.substitute(_moe_layers(stage), defs)
+        # what fp8 training of linears only leaves in bf16 (efficiency.expected): the attention core and the head
+        full = recompute is True  # full recomputation runs their forward again; op checkpointing neither
+        terms["training_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=full), defs)
+        terms["training_head_flops"] = algebra.substitute(phase_flops(_head(stage), "training", recompute=full), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -285,6 +291,16 @@ def _core(comp):
     4*L*b*d_h*n_h*s*(s + t)
     """
     return _part(comp, "core", lambda c: S.t in c.flops.free_symbols or c.flops.has(sp.Min))
+
+
+def _head(comp):
+    """The output head of ``comp``: the matmul FLOPs that grow with the logits' positions ``s_o``.
+
+    >>> from symllm.arch.components import model
+    >>> _head(model()).total("flops")
+    2*V*b*d*s_o
+    """
+    return _part(comp, "head", lambda c: S.s_o in c.flops.free_symbols)
 
 
 def _moe_layers(comp) -> sp.Expr:
@@ -380,8 +396,11 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops, work.expert_tp)
+    terms = stage_times(mdl, laid, work.sp, work.recompute_policy, phase_flops, work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
+    if work.recompute_policy == "op":  # the whole model's recomputed linears: hardware, not model, FLOPs
+        from symllm.costs.selective import recomputed_flops
+        forms["recomputed"] = algebra.substitute(recomputed_flops(mdl), dict(mdl.definitions))
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
     if not laid:
@@ -465,7 +484,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
             + over("pp", num("training_handoff")) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
     # model FLOPs: forward and backward over every position (recomputation is not model FLOPs: 3 of its 4)
-    model_flops = work.dp * m * num("flops.training_step") * (Fraction(3, 4) if work.recompute else 1)
+    model_flops = work.dp * m * _model_training(work, num)
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
@@ -521,6 +540,14 @@ def blank_unfit(time: dict) -> dict:
     return time
 
 
+def _model_training(work, num) -> Fraction:
+    """A training step's model FLOPs (forward and backward, no recomputation) from its FLOPs: 3 of full
+    recomputation's 4 forward passes; op checkpointing's step less its recomputed linears."""
+    if work.recompute_policy == "op":
+        return num("flops.training_step") - num("recomputed")
+    return num("flops.training_step") * (Fraction(3, 4) if work.recompute else 1)
+
+
 def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step, card=None) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
@@ -532,9 +559,14 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     core = parts["prefill_core_flops"]
     causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
     # the whole model's forward over every position (training's logits), the workload's attention convention
-    forward = num("flops.training_step") / (4 if work.recompute else 3)
+    forward = _model_training(work, num) / 3
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
+    busiest = max(stages, key=lambda st: num(f"{st}training_flops"))
+    g = of(work)
+    parts.update({"training_core_flops": num(f"{busiest}training_core_flops"),
+                  "training_head_flops": num(f"{busiest}training_head_flops"),
+                  "bf16_peak": g.bf16 if work.gpu_flops is None else None})  # a peak given: no other dtype's
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
@@ -544,7 +576,8 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
-                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1)})
+                  "training_hardware_flops": (model + work.dp * num("recomputed") if work.recompute_policy == "op"
+                                              else model * (Fraction(4, 3) if work.recompute else 1))})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step}, card=card)
 
 

@@ -48,6 +48,8 @@ EXPERT_TP = ("split", "whole")
 COMPONENT_STACKS = ("fused", "eager")
 #: the stacks symllm knows
 STACKS = (*COMPONENT_STACKS, "hf-eager", "hf-sdpa")
+#: selective activation checkpointing policies (Workload.selective_ac; symllm.costs.selective), torchtitan's names
+SELECTIVE_AC = ("op",)
 #: names no longer taken, and what to say instead
 _RENAMED = {"ideal": "renamed: 'fused' (SDPA, default) or 'eager' (as 'ideal' was)"}
 _FLOAT_DTYPES = ("fp64", "fp32", "bf16", "fp16")
@@ -231,6 +233,10 @@ class Workload:
                           "states and training peak)", training=True, shapes=True)
     #: full activation recomputation (training FLOPs and activations)
     recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
+    #: torchtitan's selective activation checkpointing (symllm.costs.selective): "op" (its selective_ac_option)
+    selective_ac: str | None = _opt(None, "selective activation checkpointing: op (torchtitan's selective_ac_option "
+                                    "op: each block saves SDPA's and every other matmul's output, recomputes wk, wo, "
+                                    "w3 and the rest; training FLOPs, activations)", training=True, shapes=True)
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
@@ -298,6 +304,10 @@ class Workload:
         choice("logits", self.logits, LOGITS)
         zero_stage(self.zero_stage)
         boolean("recompute", self.recompute)
+        if self.selective_ac is not None:
+            choice("selective_ac", self.selective_ac, SELECTIVE_AC)
+            if self.recompute:
+                raise SymllmError("selective_ac: give --selective-ac op or --recompute, not both")
         choice("optimizer", self.optimizer, OPTIMIZERS)
         choice("expert_tp", self.expert_tp, EXPERT_TP)
         boolean("sp", self.sp)
@@ -423,6 +433,16 @@ class Workload:
     def weight_bytes(self):
         """Bytes per weight, exact (int, or Fraction for int4)."""
         return dtype_bytes(self.dtype, self.group_size)
+
+    @property
+    def recompute_policy(self) -> bool | str:
+        """The recomputation policy the cost functions take (:func:`symllm.costs.selective.policy`): ``"op"``
+        under ``selective_ac``, else ``recompute`` (True: full).
+
+        >>> Workload(recompute=True).recompute_policy, Workload(selective_ac="op").recompute_policy
+        (True, 'op')
+        """
+        return self.selective_ac or self.recompute
 
     @property
     def matmul_dtype(self) -> str:
