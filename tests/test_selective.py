@@ -12,10 +12,11 @@ from hypothesis import given
 import symllm
 from symllm.errors import SymllmError
 
+from .conftest import requires
 from .strategies import hf_configs
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = requires("torch")
+transformers = requires("transformers")
 
 
 def test_recomputed_flops_and_saved_bytes_by_hand():
@@ -45,6 +46,25 @@ def test_op_is_refused_where_it_is_not_modelled(opts, field):
     """One line naming the field: op with full recomputation, or under a stack other than fused (SDPA)."""
     with pytest.raises(SymllmError, match=f"^{field}: "):
         symllm.workload("llama3.1-8b", selective_ac="op", **opts)
+
+
+@pytest.mark.parametrize("argv", [["count", "llama3.1-8b", "--selective-ac", "op", "--recompute"],
+                                  ["count", "llama3.1-8b", "--selective-ac", "layer"],
+                                  ["count", "mixtral-8x7b", "--selective-ac", "op"],
+                                  ["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--selective-ac", "op"]])
+def test_the_command_line_refuses_op_in_one_line(cli, argv):
+    """Exit 2 and one line naming the field: with --recompute, an unknown policy, a mixture's blocks, and
+    plan (which enumerates no and full recomputation itself)."""
+    r = cli(argv)
+    assert r.code == 2 and r.out == ""
+    assert len(r.err.strip().splitlines()) == 1 and "selective_ac: " in r.err
+
+
+def test_memory_by_component_refuses_op():
+    """Activations per component are those saved without recomputation: refused under op, naming it."""
+    from symllm.costs.shares import memory_by_component
+    with pytest.raises(SymllmError, match="^selective_ac: "):
+        memory_by_component("llama3.1-8b", kinds=("activations",), selective_ac="op")
 
 
 def test_op_is_refused_for_blocks_that_are_not_llamas():
@@ -144,3 +164,24 @@ def test_op_agrees_with_torch_selective_checkpointing(raw):
                       for extra in ({}, {"selective_ac": "op"}, {"recompute": True}))
     assert (op["flops"]["training_step"] - none["flops"]["training_step"]) == layers * (sac - plain)
     assert op["memory"]["activations"] - full["memory"]["activations"] == layers * stored
+
+
+def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
+    """torchtitan's Float8 converter swaps every nn.Linear but the output head (torchtitan 9dec370
+    float8.py: module_filter_fn fqn != "output"): on one H100 SXM (memory widened so the step fits, nothing
+    sent) a Llama 3.1 8B step of 8,192 tokens runs its blocks' linears, 3 x 2·8192·32·(4096·(4096 + 2·1024) +
+    4096·4096 + 3·4096·14336) FLOPs, at the fp8 GEMM table and peak (1,978.9 TFLOP/s), and the attention core
+    (3 x 4·32·128·8192²·32, the whole rectangle) and the head (3 x 2·8192·4096·128256) at bf16's (989.4),
+    each at torchtitan's train_factor 0.75. Megatron's engine (no such filter) runs all of it at fp8."""
+    from fractions import Fraction
+    from symllm.costs.efficiency import gemm
+    t, layers = 8192, 32
+    linears = 3 * 2 * t * layers * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)
+    core, head = 3 * 4 * 32 * 128 * t * t * layers, 3 * 2 * t * 4096 * 128256
+    fp8, bf16 = gemm("fp8", 16384, "h100-sxm") * 1_978_900_000_000_000, gemm("bf16", 16384, "h100-sxm") * 989_400_000_000_000
+    opts = dict(gpu="h100-sxm", gpu_memory=1000, batch=1, seq=t, compute_dtype="fp8")
+    titan = symllm.workload("llama3.1-8b", engine="torchtitan", **opts)["time"]["expected"]["training_step_s"]
+    mega = symllm.workload("llama3.1-8b", engine="megatron", **opts)["time"]["expected"]["training_step_s"]
+    assert titan == pytest.approx(float(Fraction(linears) / (fp8 * Fraction(3, 4))
+                                        + Fraction(core + head) / (bf16 * Fraction(3, 4))), rel=1e-12)
+    assert mega == pytest.approx(float(Fraction(linears + core + head) / (fp8 * Fraction(4, 5))), rel=1e-12)

@@ -39,7 +39,7 @@ from symllm._lazy import module
 from symllm.costs import accelerators
 from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom, gpu, names,  # noqa: F401 (re-exported)
                                        network, of, peak_flops, values)
-from symllm.costs.efficiency import seconds as _seconds  # a time: a float, exact past a float's range
+from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds  # a time: a float, exact past a float's range
 from symllm.errors import SymllmError
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
@@ -52,8 +52,7 @@ else:  # the closed forms' SymPy, imported on first use: a workload (``symllm co
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "largest_fitting",
-           "largest_numbers",
-           "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
+           "largest_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 
 def __getattr__(name):  # the catalogue's GPUS and NETWORKS, read on first use (symllm count starts without it)
@@ -245,14 +244,9 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops, exper
         core, routed = _core(stage), _routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
-        # (op checkpointing refuses a mixture's blocks: its routed part is empty, recomputed or not)
-        terms["training_expert_flops"] = algebra.substitute(
-            phase_flops(routed, "training", recompute=recompute if recompute != "op" else False), defs)
+        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute is True), defs)
         terms["expert_layers"] = algebra.substitute(_moe_layers(stage), defs)
-        # what fp8 training of linears only leaves in bf16 (efficiency.expected): the attention core and the head
-        full = recompute is True  # full recomputation runs their forward again; op checkpointing neither
-        terms["training_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=full), defs)
-        terms["training_head_flops"] = algebra.substitute(phase_flops(_head(stage), "training", recompute=full), defs)
+        terms["training_bf16_flops"] = algebra.substitute(sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, _part(stage, "head", lambda c: S.s_o in c.flops.free_symbols))), sp.S.Zero), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -291,16 +285,6 @@ def _core(comp):
     4*L*b*d_h*n_h*s*(s + t)
     """
     return _part(comp, "core", lambda c: S.t in c.flops.free_symbols or c.flops.has(sp.Min))
-
-
-def _head(comp):
-    """The output head of ``comp``: the matmul FLOPs that grow with the logits' positions ``s_o``.
-
-    >>> from symllm.arch.components import model
-    >>> _head(model()).total("flops")
-    2*V*b*d*s_o
-    """
-    return _part(comp, "head", lambda c: S.s_o in c.flops.free_symbols)
 
 
 def _moe_layers(comp) -> sp.Expr:
@@ -396,11 +380,9 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, work.recompute_policy, phase_flops, work.expert_tp)
+    terms = stage_times(mdl, laid, work.sp, (work.selective_ac or work.recompute), phase_flops, work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
-    if work.recompute_policy == "op":  # the whole model's recomputed linears: hardware, not model, FLOPs
-        from symllm.costs.selective import recomputed_flops
-        forms["recomputed"] = algebra.substitute(recomputed_flops(mdl), dict(mdl.definitions))
+    forms.update({"recomputed": algebra.substitute(module("symllm.costs.selective").recomputed_flops(mdl), dict(mdl.definitions))} if work.selective_ac else {})  # op checkpointing's: hardware, not model, FLOPs
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
     if not laid:
@@ -484,7 +466,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
             + over("pp", num("training_handoff")) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
     # model FLOPs: forward and backward over every position (recomputation is not model FLOPs: 3 of its 4)
-    model_flops = work.dp * m * _model_training(work, num)
+    model_flops = work.dp * m * _model_flops(work, num)
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
@@ -540,14 +522,6 @@ def blank_unfit(time: dict) -> dict:
     return time
 
 
-def _model_training(work, num) -> Fraction:
-    """A training step's model FLOPs (forward and backward, no recomputation) from its FLOPs: 3 of full
-    recomputation's 4 forward passes; op checkpointing's step less its recomputed linears."""
-    if work.recompute_policy == "op":
-        return num("flops.training_step") - num("recomputed")
-    return num("flops.training_step") * (Fraction(3, 4) if work.recompute else 1)
-
-
 def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step, card=None) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
@@ -559,14 +533,11 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     core = parts["prefill_core_flops"]
     causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
     # the whole model's forward over every position (training's logits), the workload's attention convention
-    forward = _model_training(work, num) / 3
+    forward = _model_flops(work, num) / 3
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
-    busiest = max(stages, key=lambda st: num(f"{st}training_flops"))
-    g = of(work)
-    parts.update({"training_core_flops": num(f"{busiest}training_core_flops"),
-                  "training_head_flops": num(f"{busiest}training_head_flops"),
-                  "bf16_peak": g.bf16 if work.gpu_flops is None else None})  # a peak given: no other dtype's
+    parts.update({"training_bf16_flops": num(f"{max(stages, key=lambda st: num(f'{st}training_flops'))}training_bf16_flops"),
+                  "bf16_peak": of(work).bf16 if work.gpu_flops is None else None})  # a peak given: no other dtype's
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
@@ -576,8 +547,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
-                  "training_hardware_flops": (model + work.dp * num("recomputed") if work.recompute_policy == "op"
-                                              else model * (Fraction(4, 3) if work.recompute else 1))})
+                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1) + work.dp * (num("recomputed") if work.selective_ac else 0)})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step}, card=card)
 
 
