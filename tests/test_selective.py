@@ -185,3 +185,16 @@ def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
     assert titan == pytest.approx(float(Fraction(linears) / (fp8 * Fraction(3, 4))
                                         + Fraction(core + head) / (bf16 * Fraction(3, 4))), rel=1e-12)
     assert mega == pytest.approx(float(Fraction(linears + core + head) / (fp8 * Fraction(4, 5))), rel=1e-12)
+
+
+def test_op_flops_of_a_blocks_parts():
+    """Per part (what `derive` sums): a block's attention adds its wk and wo once more, its feed-forward its
+    w3, a part outside the blocks (the head) nothing."""
+    import sympy as sp
+    from symllm.arch import symbols as S
+    from symllm.costs.phases import flops
+    attention = sp.expand(flops("attention", "training", recompute="op") - flops("attention", "training"))
+    ffn = sp.expand(flops("feed_forward", "training", recompute="op") - flops("feed_forward", "training"))
+    assert attention == sp.expand(2 * S.b * S.s * S.d * (S.n_kv * S.d_h + S.n_h * S.d_h))  # wk and wo: 2·T·d·(n_kv·d_h + n_h·d_h)
+    assert ffn == 2 * S.b * S.s * S.d * S.d_ff                                    # w3: 2·T·d·d_ff
+    assert flops("lm_head", "training", recompute="op") == flops("lm_head", "training")

@@ -57,8 +57,9 @@ def _linears(block) -> dict:
 
 def recomputed(block) -> tuple[str, ...]:
     """The linears of ``block`` whose outputs op checkpointing recomputes: every second ``aten.mm`` in
-    :data:`ORDER` (``_custom_policy``'s ``mm_count % 2 == 0``)."""
-    _linears(block)
+    :data:`ORDER` (``_custom_policy``'s ``mm_count % 2 == 0``); ``block`` None: their names alone."""
+    if block is not None:
+        _linears(block)
     return tuple(name for i, name in enumerate(ORDER, start=1) if i % 2 == 0)
 
 
@@ -76,7 +77,17 @@ def _blocks(comp) -> list:
 def recomputed_flops(comp) -> sp.Expr:
     """The matmul FLOPs op checkpointing adds to a training step of ``comp`` (a block, or a model or stage
     holding blocks): each block's :func:`recomputed` linears run their forward once more. Repeats
-    included; ``comp``'s own repeat is not (as :meth:`Component.total` does not count it)."""
+    included; ``comp``'s own repeat is not (as :meth:`Component.total` does not count it). A part of a block
+    (``attention``, ``feed_forward``) adds its own linears among them; a part outside the blocks nothing.
+
+    >>> from symllm.arch.components import model
+    >>> blk = model().children[1]
+    >>> recomputed_flops(blk.children[1]), recomputed_flops(model().children[0])
+    (2*b*d*d_h*n_h*s + 2*b*d*d_h*n_kv*s, 0)
+    """
+    if comp.checkpoint == 0 and not any(c.checkpoint != 0 for c in comp.children):
+        names = recomputed(None)
+        return sum((c.repeat * c.flops for c in comp.walk() if c.name in names and _is_linear(c)), sp.S.Zero)
     out = sp.S.Zero
     for block in _blocks(comp):
         linears = _linears(block)
