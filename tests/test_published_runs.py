@@ -74,8 +74,11 @@ def options(row: dict) -> dict | None:
         steps = max(1, tokens // (w["seq"] * micro * dp)) if tokens else 1
         pipe = w.get("pipeline_microbatches") or 1  # a rank's batch split through the pipeline (torchtitan)
         assert micro % pipe == 0, row["id"]
+        # torchtitan's "selective" is its op policy in every row here (selective_ac_option = 'op' in its Llama 3
+        # configs at 1ea476e, 9dec370 and e7c0cae: the rows' notes)
+        op = w.get("recompute") == "selective" and row["engine"] == "torchtitan"
         out.update(seq=w["seq"], batch=micro // pipe, dp=dp, ep=lay.get("ep") or 1, micro_batches=steps * pipe,
-                   recompute=w.get("recompute") == "full", sp=bool(lay.get("sp")),
+                   recompute=w.get("recompute") == "full", selective_ac="op" if op else None, sp=bool(lay.get("sp")),
                    zero_stage=3 if lay.get("fsdp") else 1, compute_dtype=row["compute"],
                    schedule=lay.get("schedule") or "1f1b", virtual_stages=lay.get("virtual_stages") or 2)
         out.pop("dtype", None)
@@ -88,24 +91,20 @@ def options(row: dict) -> dict | None:
 
 
 #: what a predicted row ran that symllm has no option for (printed beside its error): the 500 W limit's clocks
-#: (h100-sxm-hbm2e takes the H100 SXM's peaks), torchtitan's selective op checkpointing (torchtitan 9dec370
-#: parallelize_llama.py _save_list and _custom_policy: per block it saves the outputs of SDPA, abs, max and of
-#: aten.mm except every second one, so a Llama block recomputes wk, wo and w3 -- 2T d (n_kv d_h + d + d_ff)
-#: extra FLOPs a layer, the attention core not; symllm recomputes all or nothing), torch.compile's fusions (the
-#: torchtitan engine's train_factor is an uncompiled forward and backward), async tensor parallelism (symllm
-#: adds the all-reduces unoverlapped), Float8 on the linear layers only (torchtitan 9dec370 float8.py converts
-#: every nn.Linear but the one named "output"; symllm's --compute-dtype fp8 runs every matmul at the fp8 peak,
-#: attention's and the head's too)
-_500W, _SAC, _COMPILED = "500 W clocks", "selective op AC", "torch.compile, fp8 linears only"
+#: (h100-sxm-hbm2e takes the H100 SXM's peaks; no published bf16 throughput or clock of an H100 under a 500 W
+#: limit was found: docs/efficiency.md), torch.compile's fusions (the torchtitan engine's train_factor is an
+#: uncompiled forward and backward), async tensor parallelism (symllm adds the all-reduces unoverlapped).
+#: torchtitan's selective op checkpointing is --selective-ac op (symllm.costs.selective) and its Float8 on
+#: the linear layers only the torchtitan engine's fp8_linears_only (efficiency.json): both modelled.
+_500W, _COMPILED = "500 W clocks", "torch.compile"
 UNMODELLED = {
-    "torchtitan-llama3.1-8b-h100x8-fsdp-bf16": f"{_500W}, {_SAC}",
-    "torchtitan-llama3.1-8b-h100x8-fsdp-compile-fp8": f"{_500W}, {_SAC}, {_COMPILED}",
-    "torchtitan-llama3.1-8b-h100x128-fsdp-bf16": f"{_500W}, {_SAC}",
+    "torchtitan-llama3.1-8b-h100x8-fsdp-bf16": _500W,
+    "torchtitan-llama3.1-8b-h100x8-fsdp-compile-fp8": f"{_500W}, {_COMPILED}",
+    "torchtitan-llama3.1-8b-h100x128-fsdp-bf16": _500W,
     "torchtitan-llama3.1-70b-h100x256-fsdp-tp8-fp8-asynctp": f"{_500W}, async TP, {_COMPILED}",
     "torchtitan-llama3.1-405b-h100x512-3d-1f1b": f"{_500W}, async TP, {_COMPILED}",
     "torchtitan-llama3.1-405b-h100x512-3d-interleaved1f1b": f"{_500W}, async TP, {_COMPILED}",
-    "torchtitan-llama3-8b-a100x64-fsdp-mfu": _SAC,
-    "torchtitan-llama3.1-8b-h200x32-fsdp-compile-fp8": f"{_SAC}, {_COMPILED}",
+    "torchtitan-llama3.1-8b-h200x32-fsdp-compile-fp8": _COMPILED,
 }
 
 

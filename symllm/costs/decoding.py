@@ -20,7 +20,7 @@ __all__: list[str] = []  # the phases' helpers: symllm.costs.phases is the publi
 
 
 @lru_cache(maxsize=256)
-def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr:
+def _phase(comp: Component, bucket: str, phase: str, recompute: bool | str) -> sp.Expr:
     forward = comp.total("flops" if bucket == "matmul" else "elementwise")
     step = forward.subs({S.s: 1, S.s_o: 1})  # one decode step at context t: its one position's logits
     if phase == "forward":
@@ -39,7 +39,11 @@ def _phase(comp: Component, bucket: str, phase: str, recompute: bool) -> sp.Expr
     if bucket != "matmul":
         raise SymllmError("bucket: training FLOPs are counted for the matmul bucket only")
     # training: the loss reads every position's logits
-    return expand_windows((4 if recompute else 3) * forward.subs({S.t: 0, S.s_o: S.s}))
+    whole = forward.subs({S.t: 0, S.s_o: S.s})
+    if recompute == "op":  # torchtitan's selective op checkpointing: three passes and the recomputed linears
+        from symllm.costs.selective import recomputed_flops
+        return expand_windows(3 * whole + recomputed_flops(comp))
+    return expand_windows((4 if recompute else 3) * whole)
 
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps

@@ -317,6 +317,22 @@ def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction
     return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(eff) * link[1])
 
 
+def model_flops(work, num) -> Fraction:
+    """A training step's model FLOPs (its forward and backward, nothing recomputed) from the evaluated forms
+    ``num(name)``: 3 of full recomputation's 4 forward passes of ``flops.training_step`` (``work.recompute``);
+    under op checkpointing (``work.selective_ac``) the step less its ``recomputed`` linears
+    (:mod:`symllm.costs.selective`).
+
+    >>> from types import SimpleNamespace as W
+    >>> forms = {"flops.training_step": 400, "recomputed": 30}
+    >>> model_flops(W(recompute=True, selective_ac=None), forms.get), model_flops(W(recompute=False, selective_ac="op"), forms.get)
+    (Fraction(300, 1), Fraction(370, 1))
+    """
+    if work.selective_ac:
+        return Fraction(num("flops.training_step")) - Fraction(num("recomputed"))
+    return Fraction(num("flops.training_step")) * (Fraction(3, 4) if work.recompute else 1)
+
+
 def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,
                    recompute: bool = False) -> dict:
     """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
@@ -480,7 +496,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                                 q=parts["n_h"] * heads, kv=parts["n_kv"] * heads, bandwidth=bandwidth,
                                 moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=card,
                                 recompute=work.recompute)
-    compute_s = (Fraction(parts["training_flops"] - experts) / (gemm(compute, 16384, card) * factor * peak)
+    # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
+    # head (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
+    bf16 = (Fraction(parts.get("training_bf16_flops", 0))
+            if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
+    compute_s = (Fraction(parts["training_flops"] - experts - bf16) / (gemm(compute, 16384, card) * factor * peak)
+                 + (bf16 / (gemm("bf16", 16384, card) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate

@@ -39,7 +39,7 @@ from symllm._lazy import module
 from symllm.costs import accelerators
 from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom, gpu, names,  # noqa: F401 (re-exported)
                                        network, of, peak_flops, values)
-from symllm.costs.efficiency import seconds as _seconds  # a time: a float, exact past a float's range
+from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds  # a time: a float, exact past a float's range
 from symllm.errors import SymllmError
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
@@ -52,8 +52,7 @@ else:  # the closed forms' SymPy, imported on first use: a workload (``symllm co
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
            "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "largest_fitting",
-           "largest_numbers",
-           "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
+           "largest_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 
 def __getattr__(name):  # the catalogue's GPUS and NETWORKS, read on first use (symllm count starts without it)
@@ -245,8 +244,9 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops, exper
         core, routed = _core(stage), _routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
-        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute), defs)
+        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute is True), defs)
         terms["expert_layers"] = algebra.substitute(_moe_layers(stage), defs)
+        terms["training_bf16_flops"] = algebra.substitute(sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, _part(stage, "head", lambda c: S.s_o in c.flops.free_symbols))), sp.S.Zero), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -380,8 +380,9 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, work.recompute, phase_flops, work.expert_tp)
+    terms = stage_times(mdl, laid, work.sp, (work.selective_ac or work.recompute), phase_flops, work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
+    forms.update({"recomputed": algebra.substitute(module("symllm.costs.selective").recomputed_flops(mdl), dict(mdl.definitions))} if work.selective_ac else {})  # op checkpointing's: hardware, not model, FLOPs
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
     if not laid:
@@ -465,7 +466,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
             + over("pp", num("training_handoff")) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
     # model FLOPs: forward and backward over every position (recomputation is not model FLOPs: 3 of its 4)
-    model_flops = work.dp * m * num("flops.training_step") * (Fraction(3, 4) if work.recompute else 1)
+    model_flops = work.dp * m * _model_flops(work, num)
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
@@ -532,9 +533,11 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     core = parts["prefill_core_flops"]
     causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
     # the whole model's forward over every position (training's logits), the workload's attention convention
-    forward = num("flops.training_step") / (4 if work.recompute else 3)
+    forward = _model_flops(work, num) / 3
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
+    parts.update({"training_bf16_flops": num(f"{max(stages, key=lambda st: num(f'{st}training_flops'))}training_bf16_flops"),
+                  "bf16_peak": of(work).bf16 if work.gpu_flops is None else None})  # a peak given: no other dtype's
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
@@ -544,7 +547,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
-                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1)})
+                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1) + work.dp * (num("recomputed") if work.selective_ac else 0)})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step}, card=card)
 
 

@@ -43,6 +43,7 @@ from symllm.costs import checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
 from symllm.costs.decoding import _phase
+from symllm.costs.selective import policy
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, component, model
 from symllm.errors import SymllmError
@@ -98,7 +99,7 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     choice("bucket", bucket, ("matmul", "elementwise"))
     if macs and bucket != "matmul":
         raise SymllmError("macs: multiply-adds are matmul FLOPs / 2; the elementwise bucket has none")
-    expr = _phase(comp, bucket, phase, bool(recompute))
+    expr = _phase(comp, bucket, phase, policy(recompute))
     return expr / 2 if macs else expr
 
 
@@ -122,7 +123,14 @@ def activations(component="model", *, recompute: bool = False, stack: str = "fus
     b*beta_a*n_h*s**2 - b*n_h*s*Max(4, beta_a)
     """
     choice("stack", stack, stacks.COMPONENT_STACKS)
-    return _activations(_component(component, "dense"), bool(recompute), stack == "eager")
+    _op_stack(recompute, stack)
+    return _activations(_component(component, "dense"), policy(recompute), stack == "eager")
+
+
+def _op_stack(recompute, stack: str) -> None:
+    """Refuse op checkpointing (:mod:`symllm.costs.selective`) under a stack it is not modelled for."""
+    if policy(recompute) == "op" and stack != "fused":
+        raise SymllmError(f"stack: --selective-ac op is modelled for the fused stack (SDPA), not {stack}")
 
 
 #: the component stacks' saved bytes (symllm.costs.stacks.component_activations: LoRA's reads them too)
@@ -179,14 +187,15 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     validate.zero_stage(zero_stage)
     stacks.check_name(stack)
     choice("optimizer", optimizer, zero.OPTIMIZERS)
+    _op_stack(recompute, stack)
     if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; docs/stacks.md, "Training peak")
-        return substitute(_training_peak(comp, stack, zero_stage, bool(recompute), optimizer), dict(comp.definitions))
+        return substitute(_training_peak(comp, stack, zero_stage, policy(recompute), optimizer), dict(comp.definitions))
     if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage, optimizer),
                "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
         return substitute(out, dict(comp.definitions))
-    return _memory(comp, kind, zero_stage, bool(recompute), stack == "eager", optimizer)
+    return _memory(comp, kind, zero_stage, policy(recompute), stack == "eager", optimizer)
 
 
 def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool, optimizer: str = "adamw") -> sp.Expr:
@@ -352,9 +361,9 @@ def _with_lora(out: dict, lora: dict) -> dict:
 def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     """The model's own quantities (full fine-tuning's training peak)."""
     out = {
-        "flops": {k: flops(mdl, phase, bucket=bucket, recompute=work.recompute)
+        "flops": {k: flops(mdl, phase, bucket=bucket, recompute=(work.selective_ac or work.recompute))
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
-        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack,
+        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=(work.selective_ac or work.recompute), stack=work.stack,
                                 optimizer=work.optimizer)
                    for kind in memory_kinds(mdl)},
     }
@@ -370,7 +379,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                 "comm": comm}
     stages = parallel.stages(mdl, work.sp, work.expert_tp)  # what rank 0 of the first and the last stage holds
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp, experts=work.expert_tp)}, **out,
-            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, work.recompute,
+            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, (work.selective_ac or work.recompute),
                                                                      work.stack, work.optimizer)
                                                         for i in range(len(stages))))
                                for kind in _per_gpu_kinds(out["memory"])},

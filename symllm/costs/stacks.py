@@ -55,7 +55,7 @@ from symllm.arch.algebra import factored, maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, FP32, INT64
 from symllm.arch.keeps import Keeps, Term
-from symllm.costs import zero
+from symllm.costs import selective, zero
 from symllm.costs.workloads import COMPONENT_STACKS, STACKS
 from symllm.costs.workloads import check_stack as check_name
 from symllm.errors import SymllmError
@@ -78,7 +78,7 @@ _P_LARGEST = sp.Symbol("P_largest", positive=True)  # the largest parameter tens
 
 
 @lru_cache(maxsize=256)
-def component_activations(comp: Component, recompute: bool, eager: bool = False) -> sp.Expr:
+def component_activations(comp: Component, recompute: bool | str, eager: bool = False) -> sp.Expr:
     """Bytes a training forward saves for backward in the component stacks (:data:`COMPONENT_STACKS`): every
     component's ``saved`` (``eager``: its ``eager_saved`` where it declares one); with ``recompute`` the
     checkpoints plus one checkpointed component's activations and what lies outside them
@@ -92,12 +92,15 @@ def component_activations(comp: Component, recompute: bool, eager: bool = False)
     saved = "eager_saved" if eager else "saved"
     if not recompute:
         return comp.total(saved)
+    # a checkpoint keeps its input; op checkpointing (symllm.costs.selective) the outputs its policy saves too
+    keeps = (lambda c: c.checkpoint + selective.saved(c)) if recompute == "op" else (lambda c: c.checkpoint)
     if comp.checkpoint != 0:
-        return comp.repeat * comp.checkpoint
+        return comp.repeat * keeps(comp)
     checkpointed = [c for c in comp.children if c.checkpoint != 0]
     if not checkpointed:
-        raise SymllmError(f"recompute: full recomputation checkpoints blocks; component {comp.name!r} is not one")
-    kept = sum((c.repeat * c.checkpoint for c in checkpointed), sp.S.Zero)
+        what = "op checkpointing" if recompute == "op" else "full recomputation"
+        raise SymllmError(f"recompute: {what} checkpoints blocks; component {comp.name!r} is not one")
+    kept = sum((c.repeat * keeps(c) for c in checkpointed), sp.S.Zero)
     once = maximum(*(c.replace(repeat=1).total(saved) for c in checkpointed))
     outside = sum((c.total(saved) for c in comp.children if c.checkpoint == 0), comp.own(saved))
     return comp.repeat * (kept + once + outside)

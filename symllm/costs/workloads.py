@@ -229,8 +229,9 @@ class Workload:
     #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
     optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
                           "states and training peak)", training=True, shapes=True)
-    #: full activation recomputation (training FLOPs and activations)
+    #: full activation recomputation, or torchtitan's selective op checkpointing (symllm.costs.selective)
     recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
+    selective_ac: str | None = _opt(None, "selective activation checkpointing: op (torchtitan's: each block saves SDPA's and every other matmul's output; training FLOPs, activations)", training=True, shapes=True)
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
@@ -298,6 +299,8 @@ class Workload:
         choice("logits", self.logits, LOGITS)
         zero_stage(self.zero_stage)
         boolean("recompute", self.recompute)
+        if self.selective_ac is not None and choice("selective_ac", self.selective_ac, ("op",)) and self.recompute:
+            raise SymllmError("selective_ac: give --selective-ac op or --recompute, not both")
         choice("optimizer", self.optimizer, OPTIMIZERS)
         choice("expert_tp", self.expert_tp, EXPERT_TP)
         boolean("sp", self.sp)
@@ -367,7 +370,7 @@ class Workload:
         >>> Workload.of(sequence=4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: seq; all ...: see --help)
+        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: seq, selective_ac; all ...: see --help)
         """
         names = cls.names()
         unknown = sorted(set(options) - set(names))
@@ -574,14 +577,12 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
         ev = ReplicatedKV(ev, work.tp)
     out = {"workload": work.to_dict(), **{group: {} for group in groups}}
     if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
-        for name, value in ev.table().items():
-            group, _, key = name.partition(".")
-            out[group][key] = value
-        return _with_format_and_time(out, work, ev, fmt, window)
-    for name in ev.forms:
+        pairs = ev.table().items()
+    else:
+        pairs = ((name, ev(name)) for name in ev.forms if name.partition(".")[0] in groups)
+    for name, value in pairs:
         group, _, key = name.partition(".")
-        if group in groups:
-            out[group][key] = ev(name)
+        out[group][key] = value
     return _with_format_and_time(out, work, ev, fmt, window)
 
 

@@ -135,8 +135,8 @@ def memory(config, *, gpu=None, **workload):
     cap = _capacity(gpu, options)
     work = phases.workload(config, **options)
     name = _name(config)
-    kinds = shares.KINDS if not work["workload"]["recompute"] else tuple(k for k in shares.KINDS
-                                                                          if k != "activations")
+    recomputed = work["workload"]["recompute"] or work["workload"].get("selective_ac")
+    kinds = shares.KINDS if not recomputed else tuple(k for k in shares.KINDS if k != "activations")
     by_part = work["workload"]["stack"] in stacks.COMPONENT_STACKS  # an HF stack's terms are the model's
     parts = shares.memory_by_component(config, kinds=kinds, **options) if by_part else {}
     fig, axes = _figure(1, 2 if by_part else 1, size=(11.0 if by_part else 6.0, 4.2))

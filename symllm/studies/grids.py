@@ -103,10 +103,10 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
                                             [f"comm_{k}" for k in out], see="docs/sweeps.md", near=name))
             return out[key]
         if name in costs.MEMORY_KINDS:
-            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=work.recompute, stack=work.stack,
+            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=(work.selective_ac or work.recompute), stack=work.stack,
                                 optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
-        return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=work.recompute)
+        return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=(work.selective_ac or work.recompute))
     raise SymllmError(with_list(f"quantity: unknown {short(name, 20)} (known: ", quantity_names(),
                                 see="docs/sweeps.md", near=name))
 

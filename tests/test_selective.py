@@ -1,0 +1,201 @@
+"""torchtitan's selective op activation checkpointing (``--selective-ac op``, symllm.costs.selective): the
+FLOPs it recomputes and the bytes it keeps, against hand arithmetic and against torch's own selective
+checkpointing run with torchtitan's policy on transformers' ``LlamaDecoderLayer``."""
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import partial
+
+import pytest
+from hypothesis import given
+
+import symllm
+from symllm.errors import SymllmError
+
+from .conftest import requires
+from .strategies import hf_configs
+
+torch = requires("torch")
+transformers = requires("transformers")
+
+
+def test_recomputed_flops_and_saved_bytes_by_hand():
+    """Llama 3.1 8B (d 4096, 32 heads of 128, 8 KV heads, d_ff 14336, 32 layers), 2 x 8192 tokens, bf16.
+    op recomputes wk, wo and w3 a layer: 2·T·d·(n_kv·d_h + n_h·d_h + d_ff) = 2·16384·4096·(1024 + 4096 +
+    14336) = 2,611,340,115,968 FLOPs, x 32 layers = 83,562,883,710,976 on top of no recomputation. Each block
+    keeps, beyond full recomputation's input, wq's, wv's, w1's and w2's outputs and SDPA's output in bf16,
+    2·16384·(4096 + 1024 + 14336 + 4096 + 4096) = 905,969,664 bytes, and SDPA's fp32 log-sum-exp, 4·2·32·8192
+    = 2,097,152: 908,066,816 a layer, 29,058,138,112 for 32."""
+    opts = dict(batch=2, seq=8192)
+    none = symllm.workload("llama3.1-8b", **opts)
+    op = symllm.workload("llama3.1-8b", selective_ac="op", **opts)
+    full = symllm.workload("llama3.1-8b", recompute=True, **opts)
+    assert op["flops"]["training_step"] - none["flops"]["training_step"] == 83_562_883_710_976
+    assert op["memory"]["activations"] - full["memory"]["activations"] == 29_058_138_112
+    # HFU counts the recomputed linears, MFU does not: its model FLOPs are the step's without recomputation
+    # (attention over the causal pairs, as MFU counts it)
+    gpu = dict(gpu="h100-sxm", dp=8, zero_stage=3, engine="torchtitan", attention="causal", **opts)
+    model = symllm.workload("llama3.1-8b", attention="causal", **opts)["flops"]["training_step"]
+    t_op = symllm.workload("llama3.1-8b", selective_ac="op", **gpu)["time"]["expected"]
+    assert t_op["hfu"] / t_op["mfu"] == pytest.approx((model + 83_562_883_710_976) / model, rel=1e-12)
+
+
+@pytest.mark.parametrize("opts,field", [({"recompute": True}, "selective_ac"), ({"stack": "hf-sdpa"}, "stack"),
+                                        ({"stack": "eager"}, "stack")])
+def test_op_is_refused_where_it_is_not_modelled(opts, field):
+    """One line naming the field: op with full recomputation, or under a stack other than fused (SDPA)."""
+    with pytest.raises(SymllmError, match=f"^{field}: "):
+        symllm.workload("llama3.1-8b", selective_ac="op", **opts)
+
+
+@pytest.mark.parametrize("argv", [["count", "llama3.1-8b", "--selective-ac", "op", "--recompute"],
+                                  ["count", "llama3.1-8b", "--selective-ac", "layer"],
+                                  ["count", "mixtral-8x7b", "--selective-ac", "op"],
+                                  ["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--selective-ac", "op"]])
+def test_the_command_line_refuses_op_in_one_line(cli, argv):
+    """Exit 2 and one line naming the field: with --recompute, an unknown policy, a mixture's blocks, and
+    plan (which enumerates no and full recomputation itself)."""
+    r = cli(argv)
+    assert r.code == 2 and r.out == ""
+    assert len(r.err.strip().splitlines()) == 1 and "selective_ac: " in r.err
+
+
+def test_memory_by_component_refuses_op():
+    """Activations per component are those saved without recomputation: refused under op, naming it."""
+    from symllm.costs.shares import memory_by_component
+    with pytest.raises(SymllmError, match="^selective_ac: "):
+        memory_by_component("llama3.1-8b", kinds=("activations",), selective_ac="op")
+
+
+def test_op_is_refused_for_blocks_that_are_not_llamas():
+    """A mixture's block has other matmuls than torchtitan's Llama block: refused, naming the field."""
+    with pytest.raises(SymllmError, match="^selective_ac: op is modelled for Llama blocks"):
+        symllm.workload("mixtral-8x7b", selective_ac="op")
+
+
+# --- torch's own selective checkpointing, torchtitan's policy --------------------------------------------
+
+def _torchtitan_policy():
+    """torchtitan 9dec370's ``_custom_policy`` (parallelize_llama.py): save the ops of ``_save_list`` except
+    every second ``aten.mm``; on CPU SDPA runs ``_scaled_dot_product_flash_attention_for_cpu``, added to the
+    list as the CUDA kernels are in it."""
+    from torch.utils.checkpoint import CheckpointPolicy
+    ops = torch.ops.aten
+    save = {ops.mm.default, ops._scaled_dot_product_efficient_attention.default,
+            ops._scaled_dot_product_flash_attention.default, ops._scaled_dot_product_flash_attention_for_cpu.default,
+            ops.abs.default, ops.max.default}
+    meta = defaultdict(int)
+
+    def policy(ctx, func, *args, **kwargs):
+        key = f"{'recompute' if ctx.is_recompute else 'forward'}_mm_count"
+        if func == ops.mm.default:
+            meta[key] += 1
+        keep = func in save and not (func == ops.mm.default and meta[key] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+    return policy
+
+
+def _layer(raw: dict, b: int, s: int):
+    config = transformers.LlamaConfig(**{k: v for k, v in raw.items() if k not in ("model_type", "architectures")},
+                                      attn_implementation="sdpa")
+    torch.manual_seed(0)
+    layer = transformers.models.llama.modeling_llama.LlamaDecoderLayer(config, 0).to(torch.bfloat16)
+    rope = transformers.models.llama.modeling_llama.LlamaRotaryEmbedding(config)
+    x = torch.randn(b, s, config.hidden_size, dtype=torch.bfloat16, requires_grad=True)
+    positions = torch.arange(s).unsqueeze(0).expand(b, s)
+    cos, sin = rope(x, positions)
+    return layer, x, (cos.to(torch.bfloat16), sin.to(torch.bfloat16))
+
+
+def _step_flops(layer, x, pe, context_fn=None) -> int:
+    """Matmul FLOPs of one forward and backward of ``layer`` (checkpointed with ``context_fn``)."""
+    from torch.utils.checkpoint import checkpoint
+    from torch.utils.flop_counter import FlopCounterMode
+    counter = FlopCounterMode(display=False)
+    with counter:
+        if context_fn is None:
+            out = layer(x, position_embeddings=pe)
+        else:
+            out = checkpoint(lambda h: layer(h, position_embeddings=pe), x, use_reentrant=False, context_fn=context_fn)
+        out.float().sum().backward()
+    return counter.get_total_flops()
+
+
+def _stored_bytes(layer, x, pe) -> int:
+    """Bytes torch's selective checkpoint stores for the block's backward under torchtitan's policy: the
+    outputs its caching mode keeps after the forward (the private storage create_selective_checkpoint_contexts
+    builds, here built the same way to be read)."""
+    from torch.utils.checkpoint import _CachedTorchDispatchMode, _CachingTorchDispatchMode, checkpoint
+    storage = defaultdict(dict)
+    policy = _torchtitan_policy()
+    out = checkpoint(lambda h: layer(h, position_embeddings=pe), x, use_reentrant=False,
+                     context_fn=lambda: (_CachingTorchDispatchMode(policy, storage),
+                                         _CachedTorchDispatchMode(None, storage, False)))
+    seen, total = set(), 0
+    for calls in storage.values():
+        for result in calls.values():
+            for leaf in torch.utils._pytree.tree_leaves(result):
+                leaf = getattr(leaf, "val", leaf)  # each kept output is wrapped with its version
+                if isinstance(leaf, torch.Tensor) and leaf.data_ptr() not in seen:
+                    seen.add(leaf.data_ptr())
+                    total += leaf.numel() * leaf.element_size()
+    out.float().sum().backward()  # the stored outputs serve the recomputation
+    return total
+
+
+@given(raw=hf_configs(kind="llama").map(lambda r: {**r, "attention_bias": False, "mlp_bias": False}))
+def test_op_agrees_with_torch_selective_checkpointing(raw):
+    """Any small Llama block (GQA/MQA/MHA, head widths stated or derived, no biases: torchtitan's Llama has
+    none): torch's own selective checkpointing with torchtitan's policy on transformers' LlamaDecoderLayer
+    recomputes, under FlopCounterMode, exactly the FLOPs symllm adds a layer for op checkpointing, and its
+    checkpoint stores exactly the bytes symllm keeps a layer beyond full recomputation's input (bf16
+    activations, fp32 log-sum-exp)."""
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+    b, s = 2, 8
+    layer, x, pe = _layer(raw, b, s)
+    plain = _step_flops(layer, x, pe)
+    sac = _step_flops(layer, x, pe, context_fn=partial(create_selective_checkpoint_contexts, _torchtitan_policy()))
+    stored = _stored_bytes(layer, x, pe)
+    from symllm.arch.config import from_dict
+    config = from_dict(raw)
+    layers = raw["num_hidden_layers"]
+    opts = dict(batch=b, seq=s, dtype="bf16")
+    none, op, full = (symllm.workload(config, **opts, **extra)
+                      for extra in ({}, {"selective_ac": "op"}, {"recompute": True}))
+    assert (op["flops"]["training_step"] - none["flops"]["training_step"]) == layers * (sac - plain)
+    assert op["memory"]["activations"] - full["memory"]["activations"] == layers * stored
+
+
+def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
+    """torchtitan's Float8 converter swaps every nn.Linear but the output head (torchtitan 9dec370
+    float8.py: module_filter_fn fqn != "output"): on one H100 SXM (memory widened so the step fits, nothing
+    sent) a Llama 3.1 8B step of 8,192 tokens runs its blocks' linears, 3 x 2·8192·32·(4096·(4096 + 2·1024) +
+    4096·4096 + 3·4096·14336) FLOPs, at the fp8 GEMM table and peak (1,978.9 TFLOP/s), and the attention core
+    (3 x 4·32·128·8192²·32, the whole rectangle) and the head (3 x 2·8192·4096·128256) at bf16's (989.4),
+    each at torchtitan's train_factor 0.75. DeepSpeed's engine (no such filter, no FP8 recipe's cast passes)
+    runs all of it at fp8, at its train_factor 0.7."""
+    from fractions import Fraction
+    from symllm.costs.efficiency import gemm
+    t, layers = 8192, 32
+    linears = 3 * 2 * t * layers * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)
+    core, head = 3 * 4 * 32 * 128 * t * t * layers, 3 * 2 * t * 4096 * 128256
+    fp8, bf16 = gemm("fp8", 16384, "h100-sxm") * 1_978_900_000_000_000, gemm("bf16", 16384, "h100-sxm") * 989_400_000_000_000
+    opts = dict(gpu="h100-sxm", gpu_memory=1000, batch=1, seq=t, compute_dtype="fp8")
+    titan = symllm.workload("llama3.1-8b", engine="torchtitan", **opts)["time"]["expected"]["training_step_s"]
+    other = symllm.workload("llama3.1-8b", engine="deepspeed", **opts)["time"]["expected"]["training_step_s"]
+    assert titan == pytest.approx(float(Fraction(linears) / (fp8 * Fraction(3, 4))
+                                        + Fraction(core + head) / (bf16 * Fraction(3, 4))), rel=1e-12)
+    assert other == pytest.approx(float(Fraction(linears + core + head) / (fp8 * Fraction(7, 10))), rel=1e-12)
+
+
+def test_op_flops_of_a_blocks_parts():
+    """Per part (what `derive` sums): a block's attention adds its wk and wo once more, its feed-forward its
+    w3, a part outside the blocks (the head) nothing."""
+    import sympy as sp
+    from symllm.arch import symbols as S
+    from symllm.costs.phases import flops
+    attention = sp.expand(flops("attention", "training", recompute="op") - flops("attention", "training"))
+    ffn = sp.expand(flops("feed_forward", "training", recompute="op") - flops("feed_forward", "training"))
+    assert attention == sp.expand(2 * S.b * S.s * S.d * (S.n_kv * S.d_h + S.n_h * S.d_h))  # wk and wo: 2·T·d·(n_kv·d_h + n_h·d_h)
+    assert ffn == 2 * S.b * S.s * S.d * S.d_ff                                    # w3: 2·T·d·d_ff
+    assert flops("lm_head", "training", recompute="op") == flops("lm_head", "training")
