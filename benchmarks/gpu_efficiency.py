@@ -8,6 +8,10 @@ What it measures, each with CUDA events, after a warm-up, the median of repeated
 * ``gemm``: ``x @ W.T`` in bf16 (``F.linear``) and fp8 (``torch._scaled_mm``, per-tensor scales) by (M, N, K),
   rotating over enough weight copies that the L2 cache never holds the weights (as in a model: each layer's
   weights are read once a step);
+* ``graph_gemm`` (``--graph-gemm``): the same products, ``copies`` different weights one after another
+  replayed from one CUDA graph, so no host launch sits inside the timing: the eager ``gemm`` table times each
+  call alone (start event, the Python call, end event), and at small M its time is mostly the host's (fp8
+  4096 x 4096 at M = 16-256: 48-58 us where its kernel's roofline is 3.5-4.3 us);
 * ``attention``: ``scaled_dot_product_attention`` (its flash backend where it runs) for a causal prefill and
   for a one-token decode over a cache, by context, batch and head width, GQA native;
 * ``launch``: the cost of one small kernel launched eagerly and replayed from a CUDA graph;
@@ -247,6 +251,43 @@ def graph_gemv(shapes, ms=(1, 8), group: int = 128, copies: int = 16) -> list:
     return out
 
 
+def graph_gemm(ms, shapes, fp8: bool, copies: int = 8) -> list:
+    """``x @ W.T`` in bf16 or fp8 (per-tensor scales, bf16 out) over ``copies`` different weights one after
+    another, replayed from one CUDA graph (as an engine's graph-replayed step runs them: no host launch in the
+    timing, no L2 reuse): seconds a product, FLOP/s and bytes/s."""
+    out = []
+    dtype = torch.float8_e4m3fn if fp8 else torch.bfloat16
+    one = torch.tensor(1.0, device=DEV)
+    for n, k in shapes:
+        ws = [torch.randn(n, k, device=DEV, dtype=torch.bfloat16).to(dtype) for _ in range(copies)]
+        for m in ms:
+            x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16).to(dtype)
+
+            def run():
+                for w in ws:
+                    if fp8:
+                        torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+                    else:
+                        F.linear(x, w)
+            try:
+                run()
+                torch.cuda.synchronize()
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    run()
+                t = bench(g.replay, warmup=3, reps=20) / copies
+            except Exception as e:  # noqa: BLE001
+                out.append({"m": m, "n": n, "k": k, "dtype": "fp8" if fp8 else "bf16", "error": repr(e)[:300]})
+                continue
+            flops = 2 * m * n * k
+            moved = (n * k + m * k) * (1 if fp8 else 2) + m * n * 2
+            out.append({"m": m, "n": n, "k": k, "dtype": "fp8" if fp8 else "bf16", "s": t, "graph": True,
+                        "flops_per_s": flops / t, "bytes": moved, "bytes_per_s": moved / t})
+        del ws
+        torch.cuda.empty_cache()
+    return out
+
+
 def graph_prefill(name, lengths) -> list:
     """A whole prefill (one forward of s tokens, batch 1) of transformers' LlamaForCausalLM with SDPA,
     logits for the last position only (what an engine computes), timed by CUDA events."""
@@ -435,6 +476,8 @@ def main(argv=None) -> int:
     ap.add_argument("--second", action="store_true", help="the held-out runs (int4, other shapes, prefill)")
     ap.add_argument("--h100", action="store_true", help="another card's tables and predicted steps")
     ap.add_argument("--gemv", action="store_true", help="int4 and bf16 weight streams from a CUDA graph")
+    ap.add_argument("--graph-gemm", action="store_true",
+                    help="the bf16 and fp8 GEMM tables replayed from a CUDA graph (no host launch in the timing)")
     args = ap.parse_args(argv)
     q = args.quick
     result = {"env": env()}
@@ -443,7 +486,12 @@ def main(argv=None) -> int:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
 
-    if args.gemv:  # weight streams replayed from a graph: int4 tinygemm against bf16 (the dequant fraction)
+    shapes = [(4096, 4096), (6144, 4096), (28672, 4096), (4096, 14336), (8192, 8192)]  # the gemm tables'
+    if args.graph_gemm:  # the GEMM tables without the host's launch in each timing (small M: launch-bound)
+        ms = [64, 128, 256, 512, 1024, 2048, 4096, 16384]
+        sections = [("graph_gemm_bf16", lambda: graph_gemm([64, 256] if q else ms, shapes, False)),
+                    ("graph_gemm_fp8", lambda: graph_gemm([64, 256] if q else ms, shapes, True))]
+    elif args.gemv:  # weight streams replayed from a graph: int4 tinygemm against bf16 (the dequant fraction)
         sections = [("graph_gemv", lambda: graph_gemv([(4096, 4096), (14336, 4096), (4096, 14336), (28672, 4096),
                                                         (8192, 8192)]))]
     elif args.h100:  # another card: the same tables, and whole steps predicted before the run
@@ -514,7 +562,7 @@ def summary(r) -> None:
         print(key, r.get(key))
     for row in r.get("copy", []) if isinstance(r.get("copy"), list) else []:
         print(f"copy {row['bytes_each_way']:>12,d} B  {row['bytes_per_s'] / 1e12:6.2f} TB/s")
-    for key in ("gemm_bf16", "gemm_fp8"):
+    for key in ("gemm_bf16", "gemm_fp8", "graph_gemm_bf16", "graph_gemm_fp8"):
         rows = r.get(key)
         if not isinstance(rows, list):
             print(key, rows)

@@ -165,6 +165,27 @@ def test_an_a100_training_step_is_faster_by_its_mamf_ratio():
     assert card["mfu"] / given["mfu"] == pytest.approx(ratio, rel=1e-12)
 
 
+def test_train_factor_grows_with_the_width(monkeypatch):
+    """llama3.2-1b (d 2,048) trained on one H200 by transformers (no communication, no bubble): the step is FLOPs
+    over 0.721 x train_factor x the peak; the hf engine's 0.75 holds at d 4,096 (x = 1/0.75 - 1 = 1/3 beyond the
+    GEMMs), so at d 2,048 x = 2/3 and the factor 1/(1 + 2/3) = 0.6: the step is 0.75/0.6 = 1.25 times the one
+    with a flat 0.75 (train_width switched off)."""
+    assert efficiency.train_factor("0.8", 16384) == Fraction(16, 17)  # Megatron's 0.8: x = 1/4 x 4096/16384
+    wide = _time("llama3.2-1b", gpu="h200", seq=4096, batch=4, engine="hf")["expected"]["training_step_s"]
+    monkeypatch.delitem(efficiency.data(), "train_width")
+    flat = _time("llama3.2-1b", gpu="h200", seq=4096, batch=4, engine="hf")["expected"]["training_step_s"]
+    assert wide / flat == pytest.approx(1.25, rel=1e-12)
+
+
+def test_the_width_law_against_the_first_runs_narrow_model():
+    """The first H200 run's llama3.2-1b forward and backward (d 2,048; 49,605 tokens/s) against the law read off
+    its llama3.1-8b (d 4,096): within 7% (a flat 0.75 predicted it 18% fast)."""
+    (row,) = [r for r in json.loads((ROOT / "docs" / "data" / "h200-2026-11-28.json").read_text())["train"]
+              if r["model"] == "llama3.2-1b"]
+    e = _time(row["model"], gpu="h200", seq=row["s"], batch=row["b"], engine="hf")["expected"]
+    assert e["training_tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"], rel=0.07)
+
+
 def test_eager_attention_materialises_the_scores():
     """llama3.1-8b, one prompt of 8,192 tokens on an H100 SXM: SDPA runs the causal pairs' 2.26e12 FLOPs at the
     measured 0.588 of the peak; eager writes and reads its 32 x 32 x 8,192^2 bf16 scores four times at 0.88 of
@@ -287,13 +308,17 @@ SECOND = json.loads((ROOT / "docs" / "data" / "h200-2026-11-28-second.json").rea
 PREDICTED = json.loads((ROOT / "benchmarks" / "h200-second-run-predictions.json").read_text())["rows"]
 
 
-def test_held_out_predictions_were_symllms():
+def test_held_out_predictions_were_symllms(monkeypatch):
     """The predictions written before the second run are what symllm still predicts for the graph-replayed
-    decode steps and the training steps (no figure they depend on was changed after the run)."""
+    decode steps (no figure they depend on was changed after the run), and for the training steps with the one
+    mechanism added after it switched off: train_width (a train_factor that grows with the model's width, read
+    off the first run's two widths; the second run's steps check it, test_held_out_training_steps)."""
     for row in PREDICTED:
         if row["section"] == "graph_decode":
             e = _time(row["model"], gpu="h200", seq=row["context"], batch=row["b"], engine="torch")["expected"]
             assert e["decode_token_s"] == pytest.approx(row["decode_token_s"], rel=1e-9)
+    monkeypatch.delitem(efficiency.data(), "train_width")
+    for row in PREDICTED:
         if row["section"] == "train":
             e = _time(row["model"], gpu="h200", seq=row["s"], batch=row["b"], engine="hf")["expected"]
             assert e["training_tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"], rel=1e-9)

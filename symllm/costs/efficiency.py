@@ -39,7 +39,10 @@ each figure with its source:
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
-* **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer);
+* **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer),
+  an engine's figure at the width ``train_width.d`` where it was measured; at width ``d`` the time beyond the
+  GEMMs, relative to theirs, scales as ``train_width.d / d`` (memory-bound passes over ``d``-wide activations
+  against GEMM FLOPs in ``d²``: :func:`train_factor`);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
   interleaved over ``v`` chunks).
@@ -67,8 +70,8 @@ from symllm.errors import SymllmError
 from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill",
-           "stream", "memory_kind", "fp16_accumulate_peak", "bubble", "allreduce_s", "collective", "alltoall_s",
-           "moe_training_s", "fp8_quantize_s", "expected", "seconds"]
+           "stream", "memory_kind", "fp16_accumulate_peak", "train_factor", "bubble", "allreduce_s", "collective",
+           "alltoall_s", "moe_training_s", "fp8_quantize_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -225,6 +228,22 @@ def fp16_accumulate_peak(gpu) -> int | None:
     from symllm.costs.accelerators import gpu as lookup
     value = data()["fp16_accumulate"].get(lookup(gpu).name)
     return int(_x(value) * 10 ** 12) if value is not None else None
+
+
+def train_factor(factor, d=None) -> Fraction:
+    """The fraction of the large-GEMM efficiency a training step keeps at model width ``d``: an engine's
+    ``factor`` holds at the width it was measured at (``train_width.d`` in efficiency.json); its time beyond
+    the GEMMs over theirs, ``x = 1/factor - 1``, scales as ``train_width.d / d`` (the non-GEMM passes read and
+    write ``d``-wide activations, the GEMMs' FLOPs grow as ``d²``). ``d`` None: ``factor`` unchanged.
+
+    >>> train_factor("0.75", 4096), train_factor("0.75", 8192), train_factor("0.75", 2048)
+    (Fraction(3, 4), Fraction(6, 7), Fraction(3, 5))
+    """
+    factor = _x(factor)
+    width = data().get("train_width")
+    if not width or not d:
+        return factor
+    return 1 / (1 + (1 / factor - 1) * Fraction(int(width["d"])) / Fraction(d))
 
 
 def _catalogued(name) -> bool:
@@ -472,7 +491,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     out["decode_token_s"] = seconds(decode)
     out["tokens_per_s"] = seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
-    factor = _x(train["train_factor"])
+    factor = train_factor(train["train_factor"], parts.get("d"))
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
     comm = parts["comm"]
