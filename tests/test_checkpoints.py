@@ -151,6 +151,36 @@ def test_verify_a_saved_deepseek_v3_checkpoint(saved, cli):
     assert ck["bytes"] == sum(b for _, _, b in torch_tensors.values()) == ck["formula_bytes"] + 1 * 4 * 2
 
 
+def test_verify_a_saved_laguna_checkpoint(tmp_path, cli):
+    """Laguna (LagunaForCausalLM, a dense first layer then a routed one with shared experts): its router's
+    e_score_correction_bias is an nn.Parameter (mlp.gate's, n_e numbers) that transformers' conversion mapping
+    saves as ``mlp.experts.e_score_correction_bias``, and its shared experts as ``mlp.shared_expert.``: verify
+    agrees on every tensor the file holds (the names are the file's, as save_pretrained wrote them); the file's
+    bytes, the formula's and torch's (numel × 2 over the state dict) are equal, the bias counted as a parameter.
+    One tensor's shape changed in the file: one line names it."""
+    from safetensors.torch import load_file, save_file
+    torch.manual_seed(0)
+    cfg = transformers.LagunaConfig(**TINY, moe_intermediate_size=8, num_experts=4, num_experts_per_tok=2,
+                                    shared_expert_intermediate_size=16)
+    model = transformers.LagunaForCausalLM(cfg).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    stored = load_file(tmp_path / "model.safetensors")
+    assert stored["model.layers.1.mlp.experts.e_score_correction_bias"].shape == (4,)
+    assert "model.layers.1.mlp.shared_expert.up_proj.weight" in stored
+    r = cli(["verify", tmp_path])
+    assert r.code == 0 and f"{len(stored)} tensors" in r.out and "agrees with the component tree" in r.out, r.out + r.err
+    ck = json.loads(cli(["count", tmp_path, "--json"]).out)["checkpoint"]
+    total = sum(v.numel() * v.element_size() for v in model.state_dict().values())
+    assert ck["bytes"] == ck["formula_bytes"] == total
+    wrong = "model.layers.1.mlp.experts.e_score_correction_bias"
+    stored[wrong] = torch.zeros(5, dtype=torch.bfloat16)
+    save_file(stored, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    r = cli(["verify", tmp_path])
+    said = " ".join(r.out.split())  # the terminal's width wraps the lines
+    assert r.code == 1 and said.count("wrong shape") == 1 and "missing" not in said and "unexpected" not in said
+    assert said.endswith(f"wrong shape: {wrong} is [5], the config says [4]"), r.out + r.err
+
+
 @pytest.mark.parametrize("family", ["deepseek_v32", "glm_moe_dsa"])
 def test_verify_a_saved_sparse_attention_checkpoint(saved, family, cli):
     """DeepSeek-V3.2's and GLM-5's layout: DeepSeek-V3's, and in each layer the indexer's self_attn.indexer.wq_b,

@@ -22,7 +22,7 @@ shared_topk, whole_rope, sliding, chunked
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
 from symllm.arch.layers import LATENT, LayerKind, Structure, Variant
@@ -328,8 +328,10 @@ OPTIONS: tuple[Option, ...] = (
            choices=("head", "element"), on="head",
            text=lambda c: f"a softplus output gate (g_proj) per {c.gate_proj}" if c.gate_proj else "",
            doc="Laguna's output gate o_proj(attn * softplus(g_proj(x))), one gate a head or a query element"),
-    _on("router_score_bias", "the router's e_score_correction_bias held as a parameter, n_e numbers (Laguna)", "",
-        on=None),
+    replace(
+        _on("router_score_bias", "the router's e_score_correction_bias held as a parameter, n_e numbers (Laguna)", "",
+            on=None),  # held on the router (mlp.gate); transformers' conversion mapping saves it beside the experts
+        names=((True, (("experts.e_score_correction_bias", ("n_e",)),)),)),
     Option("linear_attention", ("layers",), (None,), "kind", "mixer",
            parts=("in_proj_qkvz", "in_proj_ba", "conv1d", "decay", "delta_rule", "out_proj"),
            choices=("linear_attention",),

@@ -110,10 +110,17 @@ def _params_table(structure: Structure) -> TableKernel:
     terms["total"] = mdl.total("params")
     terms["active"] = mdl.total("active")  # what one token uses: all of it, but for the k of n_e experts
     if structure.mtp:  # stored by the checkpoint, not built by transformers: its own part, not in the total
-        from symllm.arch.components import mtp
+        from dataclasses import replace
+
+        from symllm.arch.components import block, mtp
         from symllm.arch.layers import group_names
         names = group_names(structure.kinds)
-        terms["mtp"] = mtp(mdl, tuple(names[i] for i in structure.mtp_blocks)).total("params")
+        last = structure.kinds[-1]  # the group a DeepSeek-style module copies
+        # GLM-5: the module's layer runs its own indexer where the last layers reuse a top-k (its checkpoint
+        # holds model.layers.{L}.self_attn.indexer.*; SGLang's is_nextn layer: skip_topk = False)
+        own = (block(structure, replace(last, shared_topk=False), name=names[-1])
+               if last.shared_topk and not structure.mtp_blocks else None)
+        terms["mtp"] = mtp(mdl, tuple(names[i] for i in structure.mtp_blocks), own).total("params")
     table = TableKernel(terms)
     cache_put("params-table", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     return table

@@ -22,7 +22,9 @@ scales (``quant_method: fp8``, ``weight_block_size``) ``weight`` F8_E4M3 and ``w
 ``(row, rows, n_e)``), and the GGML type llama.cpp's file type (``general.file_type``) chooses (for a
 mixture of experts only F16, BF16: other file types' names and shapes are checked, not their types);
 ``rope_freqs.weight`` (Llama 3.1's RoPE scaling factors, not a parameter) is allowed, and so is DeepSeek-V3's and
-GLM-4.5's router ``e_score_correction_bias`` (a buffer the checkpoint stores).
+GLM-4.5's router ``e_score_correction_bias`` (a buffer the checkpoint stores). Laguna's is a parameter of its
+router, saved (transformers' conversion mapping) as ``mlp.experts.e_score_correction_bias``: the
+``router_score_bias`` option's names rule (:attr:`symllm.arch.part_options.Option.names`).
 
 >>> expected("llama3.2-1b")["model.layers.0.self_attn.k_proj.weight"]
 {'dtype': 'BF16', 'shape': [512, 2048]}
@@ -61,7 +63,9 @@ _LLAMA4_LAYOUT = {"moe": "feed_forward", "feed_forward": "feed_forward", "router
 _HF_OVERRIDES = {"mixtral": _MIXTRAL_LAYOUT, "minimax_m2": _MIXTRAL_LAYOUT, "llama4_text": _LLAMA4_LAYOUT,
                  "llama4": _LLAMA4_LAYOUT, "gpt_oss": {"router": "router"},
                  # MiMo-V2-Flash's sinks, as its weight-conversion mapping writes them
-                 "mimo_v2_flash": {"sinks": "attention_sink_bias"}}
+                 "mimo_v2_flash": {"sinks": "attention_sink_bias"},
+                 # Laguna's shared experts, as its weight-conversion mapping saves them (mlp.shared_expert.)
+                 "laguna": {"shared_experts": "shared_expert"}}
 #: the routed experts' tensors (one per expert), which are not components: their HF names
 _HF_EXPERTS = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 
@@ -322,6 +326,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     if kept:  # modules the quantization_config keeps unquantized (symllm.arch.quantization.kept_patterns)
         import re
     values = spec.values()
+    # Laguna's router e_score_correction_bias: a parameter of the router, saved under the option's name
+    score = dict(option("router_score_bias").names).get(spec.structure.router_score_bias, ((None,),))[0][0]
     laid = set()  # the fused experts laid out (their component's path)
     for t in ts:
         experts = t.get("experts") is not None  # a routed expert's tensor (gpt-oss's biases too)
@@ -341,6 +347,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
                             "dtype": dtype, "shape": [t["row"] // len(t["hf_params"])]}
                     continue
                 name = _hf_name(t, i, e, model_type)
+                if score and t["path"].endswith("moe/router.bias"):  # the option's name, beside the router's module
+                    name = f"{name.rsplit('.', 2)[0]}.{score}"
                 shape = _stored_shape(t, values)
                 held = kept and any(re.match(p, name.removesuffix(".weight")) for p in kept)
                 if t["ndim"] == 2 and t["kind"] in quantizes and not held:

@@ -227,7 +227,7 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
     )
 
 
-def mtp(whole: Component, blocks: tuple[str, ...] = ()) -> Component:
+def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = None) -> Component:
     """The ``L_mtp`` multi-token-prediction modules a checkpoint stores beside the model, which transformers does
     not build: their parameters are reported apart (``mtp``), never in the total.
 
@@ -240,7 +240,9 @@ def mtp(whole: Component, blocks: tuple[str, ...] = ()) -> Component:
     ``enorm``, ``hnorm`` and ``eh_proj`` on its first layer, ``final_layernorm`` on its last, each layer of
     ``mtp_hybrid_override_pattern`` a Nemotron-H block) and ``Qwen3NextMultiTokenPredictor`` (``mtp.*``:
     ``pre_fc_norm_embedding``, ``pre_fc_norm_hidden``, ``fc`` of ``2d -> d``, one full-attention layer,
-    ``norm``): two norms and a ``2d -> d`` fusion before the blocks, a norm after them.
+    ``norm``): two norms and a ``2d -> d`` fusion before the blocks, a norm after them. ``own``: the DeepSeek-style
+    module's block where it differs from the last group's (GLM-5's: its own indexer, the last layers' reusing a
+    previous top-k; built by :mod:`symllm.arch.resolved`'s parameter table).
 
     >>> sp.expand(mtp(model()).total("params") - L_mtp * block().total("params"))
     2*L_mtp*V*d + 2*L_mtp*d**2 + 3*L_mtp*d
@@ -258,7 +260,7 @@ def mtp(whole: Component, blocks: tuple[str, ...] = ()) -> Component:
                       rmsnorm("final_norm")),
             doc="a multi-token-prediction module sharing the model's embedding and head (mtp.* of the checkpoint)",
             rules=_NO_WEIGHT)
-    last = [c for c in whole.children if c.checkpoint != 0][-1]
+    last = own or [c for c in whole.children if c.checkpoint != 0][-1]
     return Component(
         "mtp", repeat=L_mtp,
         children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"), fusion,
