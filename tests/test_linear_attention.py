@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import prefill_and_steps, requires, steps_and_caches_agree
+from tests.conftest import live_peak, prefill_and_steps, requires, steps_and_caches_agree
 from tests.strategies import gated_deltanet_configs
 
 _CLASSES = {"qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM"),
@@ -352,45 +352,9 @@ def test_saved_activations_by_hand():
 
 # --- the inference working set of one Gated DeltaNet, against the bytes torch holds live ---------------
 
-def _live_peak(module, x) -> int:
-    """The most bytes of storages created by ``module(x)`` live at once (CPU, inference, no grad): a
-    TorchDispatchMode adds each op's new output storage and a weak reference takes it off when torch frees
-    it; the parameters and ``x`` (the normed input) are not counted."""
-    import weakref
-    torch = requires("torch")
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-    old = {t.untyped_storage().data_ptr() for t in (*module.parameters(), x)}
-
-    class Live(TorchDispatchMode):
-        now = peak = 0
-        refs: dict = {}
-
-        def _free(self, key, n):
-            self.now -= n
-            self.refs.pop(key, None)
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor):
-                    st = t.untyped_storage()
-                    key, n = st.data_ptr(), st.nbytes()
-                    if key in self.refs or key in old or n == 0:
-                        continue  # a view, an in-place result, or a tensor from before
-                    self.now += n
-                    self.refs[key] = weakref.ref(st, lambda _, k=key, n=n: self._free(k, n))
-                    self.peak = max(self.peak, self.now)
-            return out
-
-    with torch.no_grad(), Live() as live:
-        module(x)
-    return live.peak
-
-
 def _working_set_case(raw: dict, b: int, s: int) -> tuple[int, int]:
     """``(torch's, symllm's)`` working set of one DeltaNet's prefill over ``b × s`` fp32 inputs, in bytes: the
-    live peak torch measures (:func:`_live_peak`) plus the layer's input and the residual stream beside it
+    live peak torch measures (:func:`tests.conftest.live_peak`) plus the layer's input and the residual stream beside it
     (``2·b·s·d``, fp32), and symllm's ``β_a·(2·b·s·d + the largest live candidate)`` of the component."""
     torch = requires("torch")
     from symllm.arch.algebra import maximum
@@ -398,7 +362,7 @@ def _working_set_case(raw: dict, b: int, s: int) -> tuple[int, int]:
     module, ours = _linear_attention(raw)
     x = torch.randn(b, s, raw["hidden_size"])
     stream = 4 * 2 * b * s * raw["hidden_size"]
-    measured = _live_peak(module.eval(), x) + stream
+    measured = live_peak(module.eval(), x) + stream
     values = symllm.values(from_hf(raw), batch=b, seq=s, dtype="fp32")
     live = maximum(*(x for c in ours.walk() for x in c.live))
     return measured, stream + 4 * int(live.subs(values))
