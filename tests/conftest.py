@@ -344,6 +344,42 @@ def saved_during(forward, model) -> int:
     return sum(seen.values())
 
 
+def live_peak(module, x) -> int:
+    """The most bytes of storages created by ``module(x)`` live at once (CPU, inference, no grad): a
+    TorchDispatchMode adds each op's new output storage and a weak reference takes it off when torch frees
+    it; the parameters and ``x`` (the normed input) are not counted."""
+    import weakref
+    torch = requires("torch")
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    old = {t.untyped_storage().data_ptr() for t in (*module.parameters(), x)}
+
+    class Live(TorchDispatchMode):
+        now = peak = 0
+        refs: dict = {}
+
+        def _free(self, key, n):
+            self.now -= n
+            self.refs.pop(key, None)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    st = t.untyped_storage()
+                    key, n = st.data_ptr(), st.nbytes()
+                    if key in self.refs or key in old or n == 0:
+                        continue  # a view, an in-place result, or a tensor from before
+                    self.now += n
+                    self.refs[key] = weakref.ref(st, lambda _, k=key, n=n: self._free(k, n))
+                    self.peak = max(self.peak, self.now)
+            return out
+
+    with torch.no_grad(), Live() as live:
+        module(x)
+    return live.peak
+
+
 def saved_and_eager(model, raw: dict, batch: int, seq: int) -> tuple[int, int]:
     """``(torch's, symllm's)`` saved activation bytes of a training forward in fp32 over ``batch`` random
     sequences of ``seq`` tokens: what ``model`` (transformers' class built from the config.json ``raw``)

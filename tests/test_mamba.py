@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import requires, steps_and_caches_agree
+from tests.conftest import live_peak, requires, steps_and_caches_agree
 from tests.strategies import nemotron_h_configs
 
 #: the model types whose per-kind parameter property is here, each drawn under every profile
@@ -194,3 +194,58 @@ def test_nemotron_3_nano_preset_equals_transformers_on_meta():
     assert counts["block/mamba/in_proj"] == built["mixer.in_proj"]
     assert counts["moe_block/moe/experts"] == built["mixer.experts"]
     assert counts["nope_block/attention/wq"] == built["mixer.q_proj"]
+
+
+# --- the inference working set of one Mamba-2 mixer, against the bytes torch holds live ----------------
+
+def _one_mamba_layer(raw: dict) -> dict:
+    """``raw`` with one layer, a Mamba-2 mixer (its shapes as drawn)."""
+    raw = {k: v for k, v in raw.items() if k not in ("hybrid_override_pattern", "layers_block_type")}
+    return {**raw, "num_hidden_layers": 1, "hybrid_override_pattern": "M"}
+
+
+def _working_set_case(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` working set of one Mamba-2 mixer's prefill over ``b × s`` fp32 inputs, in bytes:
+    the live peak torch measures through its fallback scan (:func:`tests.conftest.live_peak`) plus the mixer's
+    input and the residual stream beside it (``2·b·s·d``), and symllm's ``β_a·(2·b·s·d + the largest live
+    candidate)`` of the component."""
+    torch = requires("torch")
+    from symllm.arch.algebra import maximum
+    mixer = _hf_model(raw, "cpu").model.layers[0].mixer.eval()
+    ours = next(c for c in symllm.model_for(from_hf(raw)).walk() if c.name == "mamba")
+    x = torch.randn(b, s, raw["hidden_size"])
+    stream = 4 * 2 * b * s * raw["hidden_size"]
+    values = symllm.values(from_hf(raw), batch=b, seq=s, dtype="fp32")
+    live = maximum(*(x for c in ours.walk() for x in c.live))
+    return live_peak(mixer, x) + stream, stream + 4 * int(live.subs(values))
+
+
+@given(data=st.data(), b=st.integers(2, 3), s=st.integers(3, 70))
+def test_working_set_follows_torch_live_bytes(data, b, s):
+    """The Mamba-2 mixer's inference working set (docs/conventions.md, "Mamba-2"; symllm's live candidates
+    of the component) is the bytes transformers' torch fallback (``mamba2_chunk_scan``) holds live at its
+    peak, measured on CPU (fp32, no grad), within 0.1% (the two bool masks rounded up to whole fp32
+    elements), in the general case: more than one head (with one, ``torch.einsum`` permutes the states
+    without copying them; every published checkpoint has dozens) and sequences padded to whole chunks by
+    at least one position (a whole number of chunks pads nothing and some copies become views)."""
+    raw = _one_mamba_layer(data.draw(nemotron_h_configs()))
+    if raw["mamba_num_heads"] == 1:
+        raw["mamba_num_heads"] = 2
+    if s % raw["chunk_size"] == 0:
+        s += 1
+    measured, ours = _working_set_case(raw, b, s)
+    assert 0 <= ours - measured < measured / 1000, (ours, measured)
+
+
+@pytest.mark.parametrize("b, s, groups", [(2, 70, 8), (2, 200, 8), (1, 300, 2)])
+def test_working_set_at_published_widths(b, s, groups):
+    """Nemotron-H's Mamba widths (head 64, state 128, chunk 64; 8 heads here, in 8 or 2 groups): symllm's
+    working set is the bytes torch holds live at its peak exactly (C's product with the chunks' states, or
+    the chunk-to-chunk einsum for two chunks); before the scan's tensors were counted symllm held only a
+    chunk's scores and two head-wide tensors, 3.6-4.3 times too few bytes here."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 128, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": 8, "mamba_head_dim": 64,
+           "ssm_state_size": 128, "n_groups": groups, "conv_kernel": 4, "chunk_size": 64,
+           "hybrid_override_pattern": "M", "num_hidden_layers": 1}
+    measured, ours = _working_set_case(raw, b, s)
+    assert ours == measured

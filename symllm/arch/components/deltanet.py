@@ -50,9 +50,10 @@ Conventions (docs/conventions.md, "Linear attention"):
   channels in the activations' dtype (``β_a``), as transformers caches it.
 * **Saved** (``saved``, a training forward): what transformers' torch path holds for backward, each part on
   the component that saves it (the projections' input on the layer; :func:`_rule_saved`, :func:`_norm_saved`);
-  the chunked rule works in fp32 over the padded sequence. **Live** (the inference working set): the
-  projections' and convolution's outputs, and the chunked rule's fp32 tensors through its scan
-  (:func:`_rule_live`).
+  the chunked rule works in fp32 over the padded sequence. **Live** (the inference working set): what the
+  torch fallback holds at its moments (the intra-chunk products, the keys' decay, the scan's state update
+  and outputs, the output's cast back), measured on CPU by the live storages' bytes (:func:`_rule_live`);
+  fla's fused kernels hold less.
 
 >>> from symllm.arch.layers import Structure, LayerKind
 >>> from symllm.arch.symbols import d, n_gk, n_gv, d_gk, d_gv, K_c
@@ -181,19 +182,49 @@ def _rule_saved() -> sp.Expr:
             + C * C)  # the strictly-upper mask, bool
 
 
-def _rule_live() -> sp.Expr:
-    """Activation elements live through the chunked rule's scan: the layer's projections' and convolution's
-    outputs, beta and g (``b·s·(2·W + n_gv·d_gv + 4·n_gv)``, ``W`` the convolution's channels), and the rule's
-    fp32 tensors (in whole activation elements): per value head and padded position the three ``C``-wide
-    products (pairwise decays, the UT system, the intra-chunk scores), q, k, ``k·β``, the decayed ``k·β`` and
-    its solve (``5·d_gk``), v, ``v·β``, the new values and the output (``4·d_gv``), beta, g and its cumulative
-    sum (3). Read off transformers' code, not measured.
+def _rule_live(split: bool = True) -> tuple[sp.Expr, ...]:
+    """Activation elements live at the working set's candidate moments of one Gated DeltaNet prefill through
+    transformers' torch fallback (``torch_chunk_gated_delta_rule``), measured on CPU by the live storages'
+    bytes (tests/test_linear_attention.py) and read off the code, one candidate per moment (the peak takes the
+    largest). Held throughout the rule: the convolution's output, z, b, a, beta and g,
+    ``b·s·(W + n_gv·d_gv + 4·n_gv)`` (``W`` the convolution's channels); in Qwen3-Next (``split`` false)
+    also the rest of ``in_proj_qkvz``'s output (z is a view of it) and the contiguous copies
+    ``fix_query_key_value_ordering`` makes of z, b and a, ``b·s·(W + n_gv·d_gv + 2·n_gv)`` (the general case,
+    more than one key head grouping several value heads, as the published checkpoints; with one key head,
+    or as many as value heads, those reshapes are views); the causal mask (``C²`` bools). In fp32, ``⌈4/β_a⌉`` whole activation elements each, per value
+    head ``H = b·n_gv``, padded length ``S`` and ``N`` chunks:
 
-    >>> _rule_live().subs({b: 1, s: 1, n_gv: 1, n_gk: 1, d_gk: 1, d_gv: 1, beta_a: 2})
-    26123
+    * the intra-chunk products: padded q, k, v, beta and g, ``k·β``, ``v·β``, the cumulative decay
+      (``3·d_gk + 2·d_gv + 3`` a position) and four ``C``-wide tensors (the pairwise decays, the UT system,
+      ``q·kᵀ`` and its decayed product);
+    * the scan: three ``C``-wide tensors, q and k decayed, ``k·β`` and decayed, its solve, v, ``v·β``, the new
+      values and the output (``5·d_gk + 4·d_gv + 3`` a position), each chunk's decay (``H·N``), and per head
+      the larger of the state's update (the state, its decayed copy, ``kᵀ·v_new`` and the new state, with
+      ``v_new`` and the inter-chunk read: ``4·d_gk·d_gv + 2·C·d_gv``) and a chunk's output (the state,
+      ``v_new``, the read, their products: ``d_gk·d_gv + 4·C·d_gv``);
+    * the keys' decay before the scan: the tensors of the scan but each chunk's decay, with the padded keys
+      beside their decayed copy and the decay's temporary (``3·C + 6·d_gk + 4·d_gv + 4`` a position),
+      and the zero initial state;
+    * the output's cast back, ``b·n_gv·s·d_gv`` in the activations' dtype, beside the scan's tensors with
+      ``v_new`` and the read (the state dropped).
+
+    With one head of 1 and one padded chunk in bf16 (``f = 2``), held ``3 + 1 + 4`` and the mask's 2048:
+    ``2056 + 2·64·264``, ``2056 + 2·(64·204 + 1) + 2·132``, ``… + 2·257``, ``… + 2·128 + 1``,
+    ``2056 + 2·(64·206 + 1)``:
+
+    >>> [x.subs({b: 1, s: 1, n_gv: 1, n_gk: 1, d_gk: 1, d_gv: 1, beta_a: 2}) for x in _rule_live()]
+    [35848, 28434, 28684, 28427, 28426]
     """
-    return (_T * (2 * conv_channels() + n_gv * d_gv + 4 * n_gv)
-            + sp.ceiling(FP32 / beta_a) * b * n_gv * _padded() * (3 * CHUNK + 5 * d_gk + 4 * d_gv + 3))
+    C, S, N = CHUNK, _padded(), sp.ceiling(s / CHUNK)
+    f, H = sp.ceiling(FP32 / beta_a), b * n_gv
+    held = (_T * (conv_channels() + n_gv * d_gv + 4 * n_gv)
+            + (0 if split else _T * (conv_channels() + n_gv * d_gv + 2 * n_gv)) + sp.ceiling(C * C / beta_a))
+    scan = held + f * (H * S * (3 * C + 5 * d_gk + 4 * d_gv + 3) + H * N)
+    return (held + f * H * S * (4 * C + 3 * d_gk + 2 * d_gv + 3),
+            scan + f * H * (4 * d_gk * d_gv + 2 * C * d_gv),
+            scan + f * H * (d_gk * d_gv + 4 * C * d_gv),
+            scan + f * H * 2 * C * d_gv + H * s * d_gv,
+            held + f * H * (S * (3 * C + 6 * d_gk + 4 * d_gv + 4) + d_gk * d_gv))
 
 
 def _norm_saved() -> sp.Expr:
@@ -262,7 +293,7 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
     # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
     rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s),
                      elementwise=b * n_gv * ((1 - one) * _chunked_elementwise() + one * _recurrent_elementwise()),
-                     saved=_rule_saved(), live=(_rule_live(),),
+                     saved=_rule_saved(), live=_rule_live(split),
                      doc="torch_chunk_gated_delta_rule (chunk_size=64) / torch_recurrent_gated_delta_rule",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_gv, _T * n_gv, "self.norm = Qwen3NextRMSNormGated(head_v_dim)  # norm(o) * silu(z)",

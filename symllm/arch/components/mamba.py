@@ -37,9 +37,10 @@ Conventions (docs/conventions.md, "Mamba-2"):
   ``n_m·d_m·d_s`` in fp32 (the scan works in float32 and transformers' cache keeps its final state as it
   comes; Nemotron-H's ``mamba_ssm_cache_dtype`` is float32), and the convolution state, the last ``K_c``
   inputs of the ``W`` channels, in the activations' dtype.
-* **Saved** and **live** (training, the inference working set): what the layer's projections and
-  convolution hold, as the Gated DeltaNet's are counted; the scan's intermediate tensors are not modelled
-  and no named stack models the layer (each refuses it).
+* **Saved** (training): what the layer's projections and convolution hold, as the Gated DeltaNet's are
+  counted; the scan's intermediate tensors are not modelled and no named stack models the layer (each
+  refuses it). **Live** (the inference working set): what the torch fallback scan holds at its moments,
+  measured on CPU by the live storages' bytes (:func:`_scan_live`).
 
 >>> from symllm.arch.layers import Structure, LayerKind
 >>> from symllm.arch.symbols import d
@@ -158,6 +159,45 @@ def _scan_elementwise() -> sp.Expr:
     return n_m + b * ((1 - one) * chunked + one * 6 * n_m * d_m * (1 + d_s))
 
 
+def _scan_live() -> tuple[sp.Expr, ...]:
+    """Activation elements live at the working set's four candidate moments of one Mamba-2 prefill through
+    transformers' torch fallback (``mamba2_chunk_scan``), measured on CPU by the live storages' bytes
+    (tests/test_mamba.py; the peak takes the largest). Held throughout the scan: ``in_proj``'s output (the gate
+    and dt are views of it), the convolution's output, dt after its softplus and clamp, and ``A = -exp(A_log)``:
+    ``b·s·(d_i + 2·W + 2·n_m) + n_m``. Then in fp32 (``⌈4/β_a⌉`` whole activation elements each), per head of
+    a sequence, with ``c = ⌈s/Q_c⌉`` chunks and ``S = c·Q_c`` padded positions, the locals the scan keeps
+    (``D``'s residual, x·dt, B and C padded, A padded and its cumulative sum, the ``Q_c × Q_c`` decays, the
+    scores G and their decayed M, ``Y_diag``, B decayed, the chunk decays, ``(c + 1)²``) and
+
+    * the chunk decays' segment sum: the ``c + 1`` states and the zero first state (``(c + 2)·d_m·d_s``), three
+      ``(c + 1)²`` tensors (the masked copy, its cumulative sum, the masked sum) and two ``(c + 1)²`` bool
+      masks; per position ``3·Q_c + 3·d_m + 3·d_s + 3``;
+    * the chunk-to-chunk einsum: the ``c + 1`` states, ``einsum``'s contiguous copy of them and its output,
+      and the zero first state (``(3·c + 4)·d_m·d_s``); per position ``3·Q_c + 3·d_m + 3·d_s + 3``;
+    * C with each chunk's starting state: the ``c + 1`` new states, ``einsum``'s copies of C and of the ``c``
+      states and its output, the zero first state; per position ``3·Q_c + 4·d_m + 4·d_s + 4``, per head
+      ``(2·c + 2)·d_m·d_s``;
+    * the output ``Y_diag + Y_off``: the ``c + 1`` new states and the zero first state, per position
+      ``3·Q_c + 7·d_m + 3·d_s + 4`` (C's product with the states, ``Y_off``, the sum and its contiguous copy).
+
+    fused kernels (mamba_ssm's ``mamba_chunk_scan_combined``) hold none of the ``S``-sized fp32 tensors.
+
+    One sequence of 5 in fp32, chunks of 4, one head of 1, state 1: held ``5·(1 + 6 + 2) + 1 = 46``, then
+    ``8·21 + 4 + 27 + ⌈18/4⌉``, ``8·21 + 10 + 9``, ``8·24 + 6 + 9`` and ``8·26 + 4 + 9``:
+
+    >>> [x.subs({b: 1, s: 5, Q_c: 4, n_m: 1, d_m: 1, d_s: 1, n_g: 1, beta_a: 4}) for x in _scan_live()]
+    [250, 233, 253, 267]
+    """
+    c = sp.ceiling(s / Q_c)
+    S, f = c * Q_c, sp.ceiling(FP32 / beta_a)
+    held = _T * (inner() + 2 * conv_channels() + 2 * n_m) + n_m
+    return (held + f * b * n_m * (S * (3 * Q_c + 3 * d_m + 3 * d_s + 3) + (c + 2) * d_m * d_s + 3 * (c + 1) ** 2)
+            + sp.ceiling(2 * (c + 1) ** 2 / beta_a),
+            held + f * b * n_m * (S * (3 * Q_c + 3 * d_m + 3 * d_s + 3) + (3 * c + 4) * d_m * d_s + (c + 1) ** 2),
+            held + f * b * n_m * (S * (3 * Q_c + 4 * d_m + 4 * d_s + 4) + (2 * c + 2) * d_m * d_s + (c + 1) ** 2),
+            held + f * b * n_m * (S * (3 * Q_c + 7 * d_m + 3 * d_s + 4) + (c + 2) * d_m * d_s + (c + 1) ** 2))
+
+
 def _parameter(name: str, gguf: str, doc: str) -> Component:
     """One of the per-head vectors ``A_log``, ``D``, ``dt_bias``."""
     return Component(name, params=n_m, doc=doc,
@@ -204,7 +244,7 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
         "mamba",
         state_cache=b * (ssm_state() + conv_state()),
         saved=beta_a * _T * d,  # the normed input of in_proj
-        live=(_T * (d_i + width + n_m) + sp.ceiling(FP32 / beta_a) * b * n_m * Q_c * sp.ceiling(s / Q_c) * (2 * d_m + Q_c),),
+        live=_scan_live(),
         children=(project, conv, _parameter("A_log", "ssm_a", "self.A_log = nn.Parameter(torch.log(A))"),
                   _parameter("D", "ssm_d", "self.D = nn.Parameter(torch.ones(num_heads))"),
                   _parameter("dt_bias", "ssm_dt", "self.dt_bias = nn.Parameter(torch.ones(num_heads))"),
