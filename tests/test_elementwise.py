@@ -430,6 +430,39 @@ def test_deltanet_elementwise_over_chunks_and_steps_equals_the_oracle(kind, data
     assert oracle == ours
 
 
+def test_oracle_counts_deepseek_v4_streams_and_sliding_attention_by_hand():
+    """DeepSeek-V4 (transformers' modeling_deepseek_v4.py) with n_hc = 2 streams of d = 6, hc_sinkhorn_iters I = 3,
+    one sliding-window layer (n_h = 2 heads of d_h = 4, RoPE on r = 2 of each, q_lora_rank 3), b = 1, s = 3
+    (T = 3 tokens). By hand, per op:
+
+    - each hyper-connection (attn_hc, ffn_hc) per token: the weightless RMSNorm of the n_hc·d flattened streams
+      (square, mean, scale: 3·12); pre = sigmoid(w·scale + base) + eps (1 + 1 + 4 + 1 per stream: 7·2) and
+      post = 2·sigmoid(w·scale + base) (7·2); comb = softmax(w·scale + base) + eps (1 + 1 + 4 + 1 per entry:
+      7·4); Sinkhorn: a column sum and a divide (2·4), then I - 1 rounds of a row and a column sum and divide
+      (4·4 each: 32); the collapse (pre·streams, summed over the streams: 2·12): 36 + 28 + 28 + 8 + 32 + 24 =
+      156, so 2·3·156 = 936 (the collapse's sum over the streams is the block's input, an activation: a
+      reduction that drops its dimension is no per-row statistic);
+    - the block's two stream updates, post·output + comb.T @ streams (the mix a matmul): a multiply and an add
+      per stream element, 2·2·12·3 = 144;
+    - hc_head per token: the norm 3·12, its sigmoid weights 7·2, the collapse 2·12: 74, so 222;
+    - the sliding layer's attention per token: q_a_norm 4·3, the weightless q_b_norm 3·8, kv_norm 4·4, RoPE's
+      3 per rotated element on the queries, the one key-value head and the output's un-rotation 3·2·(2 + 1 + 2):
+      82, so 246; per query and head, the 1/√d_h scale of its s = 3 scores, the sink's logit appended, the max
+      subtracted from the 4 logits and the softmax's 4 each: 3 + 4 + 16 = 23, so 23·2·3 = 138; 384 in all."""
+    torch = requires("torch")
+    raw = {"model_type": "deepseek_v4", "architectures": ["DeepseekV4ForCausalLM"], "hidden_act": "silu",
+           "vocab_size": 10, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+           "head_dim": 4, "qk_rope_head_dim": 2, "hidden_size": 6, "moe_intermediate_size": 3, "q_lora_rank": 3,
+           "o_groups": 2, "o_lora_rank": 2, "hc_mult": 2, "hc_sinkhorn_iters": 3, "sliding_window": 4,
+           "n_routed_experts": 2, "num_experts_per_tok": 1, "layer_types": ["sliding_attention"]}
+    from .elementwise_oracle import count
+    counter = count(_model(raw), torch.zeros(1, 3, dtype=torch.long), use_cache=False, logits_to_keep=1)
+    assert counter.within("DeepseekV4HyperConnection") == 936
+    assert counter.within("DeepseekV4DecoderLayer", direct=True) == 144
+    assert counter.within("DeepseekV4HyperHead") == 222
+    assert counter.within("DeepseekV4Attention") == 384
+
+
 def test_oracle_refuses_an_op_it_has_no_weight_for():
     """An op on activations that the convention does not name (a bare erf) is an error naming it,
     never counted as nothing; the same op on a constant (positions) is not counted at all."""
