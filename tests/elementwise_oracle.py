@@ -41,9 +41,12 @@ output tagged from its inputs):
   :data:`POSITION_BIASES`, whose constant so added is a bias: MPT's ALiBi, 1 an element; every other op of a
   constant with an activation counts: Llama 4 multiplies its queries by the temperature, and that multiply
   is 1);
-- **per-row statistics** (the output of a reduction, and what is computed from such outputs and constants
-  alone: RMSNorm's ``+ eps`` and ``rsqrt`` of each row's mean square) do not: symllm's convention drops
-  per-row work ("per-row rsqrt dropped"), counting per element of the tensor that is normalised.
+- **per-row statistics** (the output of a reduction that keeps its dimension, or reduces everything, and what
+  is computed from such outputs and constants alone: RMSNorm's ``+ eps`` and ``rsqrt`` of each row's mean
+  square) do not: symllm's convention drops per-row work ("per-row rsqrt dropped"), counting per element of
+  the tensor that is normalised. A reduction that drops its dimension (``keepdim`` false) is a weighted sum of
+  activations and gives activations: DeepSeek-V4's collapse of its residual streams into a block's input, its
+  compressors' pooling of a window into one entry.
 
 An op that computes on activations or weights and is in none of these lists raises: nothing unknown is
 counted as zero. Each op is also attributed to the class of the innermost module running it
@@ -106,6 +109,16 @@ def _ancestors(path: str):
     """``path`` and the paths of the modules holding it, up to the model (``""``)."""
     parts = path.split(".") if path else []
     return [".".join(parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def _keeps_rows(args, kwargs) -> bool:
+    """Whether a reduction's output is a per-row statistic: it keeps the reduced dimension (``keepdim``, to be
+    broadcast back over its row: RMSNorm's mean square, a softmax's max, a normaliser's sum) or reduces
+    everything. A reduction that drops a dimension is a weighted sum of activations, itself an activation
+    (DeepSeek-V4's collapse of its residual streams, its compressors' pooling over a window)."""
+    dims = args[1] if len(args) > 1 else kwargs.get("dim")
+    keep = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    return bool(keep) or dims is None or (isinstance(dims, (list, tuple)) and not dims)
 
 
 def _tensors(tree):
@@ -180,7 +193,7 @@ class ElementwiseCount(TorchDispatchMode):
         tag = max(tags, key=_RANK.__getitem__, default=CONST)
         outs = list(_tensors(out))
         floating = [o for o in outs if o.is_floating_point() or o.is_complex()]
-        if base in REDUCTIONS and tag in (ACT, PARAM):
+        if base in REDUCTIONS and tag in (ACT, PARAM) and _keeps_rows(args, kwargs):
             tag_out = STAT
         else:
             tag_out = tag

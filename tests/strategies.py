@@ -935,7 +935,7 @@ def dsv4_configs(draw) -> dict:
     (layer_types, the legacy compress_ratios, or absent: the class's default pattern) with its compression rates
     (compress_rates, or the legacy compress_rate_csa / compress_rate_hca), the indexer's sizes, routed experts
     with one shared expert (n_shared_experts 1 or absent), hash or learned routing per layer (mlp_layer_types or
-    absent), tied or untied, multi-token prediction stated or not. RoPE rotates an even part of each head and of
+    absent), tied or untied, multi-token prediction stated or not, hc_sinkhorn_iters stated or not. RoPE rotates an even part of each head and of
     each indexer head (qk_rope_head_dim), so that a forward runs; the window is at least 2 (1 is refused)."""
     heads, L, E = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 6))
     rope = 2 * draw(st.integers(1, 2))
@@ -963,7 +963,8 @@ def dsv4_configs(draw) -> dict:
         raw.update(compress_rate_csa=csa, compress_rate_hca=hca)
     if draw(st.booleans()):
         raw["mlp_layer_types"] = draw(st.lists(st.sampled_from(["hash_moe", "moe"]), min_size=L, max_size=L))
-    for key, values in (("n_shared_experts", [1]), ("num_nextn_predict_layers", [0, 1])):
+    for key, values in (("n_shared_experts", [1]), ("num_nextn_predict_layers", [0, 1]),
+                        ("hc_sinkhorn_iters", [1, 2, 3, 20])):
         if draw(st.booleans()):
             raw[key] = draw(st.sampled_from(values))
     return raw

@@ -295,7 +295,7 @@ def test_the_state_cache_of_one_layer_of_each_kind_by_hand():
 
 
 def test_a_workload_and_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
-    """DeepSeek-V4's element-wise FLOPs and activations are not modelled: count with a workload exits 2 with one
+    """DeepSeek-V4's saved activations and working set are not modelled: count with a workload exits 2 with one
     line naming them (and the parameters are printed without one); a shared expert count transformers ignores, biases on the shared
     expert, a second key-value head, an unknown layer type and a window of 1 are refused in one line naming the
     key; verify (the torch reference has no such layers) and a checkpoint's expected tensors are refused too."""
@@ -303,10 +303,10 @@ def test_a_workload_and_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
     base = {"model_type": "deepseek_v4", "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2}
     path.write_text(json.dumps(base))
     ok = cli(["count", str(path)])
-    assert ok.code == 0 and "hc_head/hc_fn" in ok.out and "element-wise FLOPs and activations not modelled yet" in " ".join(ok.out.split())
+    assert ok.code == 0 and "hc_head/hc_fn" in ok.out and "activations not modelled yet" in " ".join(ok.out.split())
     r = cli(["count", str(path), "--batch", "1", "--seq", "8"])
     assert (r.code, r.out) == (2, "") and r.err == (
-        "symllm: error: layers: DeepSeek-V4's element-wise FLOPs and activations are not modelled yet\n"), r.err
+        "symllm: error: layers: DeepSeek-V4's activations are not modelled yet\n"), r.err
     for change, key in (({"n_shared_experts": 2}, "n_shared_experts"), ({"mlp_bias": True}, "mlp_bias"),
                         ({"attention_bias": True}, "attention_bias"), ({"num_key_value_heads": 2},
                                                                        "num_key_value_heads"),

@@ -18,7 +18,9 @@ from symllm.validate import positive_int
 __all__ = ["check_compressed", "is_compressed", "SIZES"]
 
 #: the ModelConfig fields of DeepSeek-V4's attention and streams
-SIZES = ("hc_mult", "o_groups", "o_lora_rank", "compress_csa", "compress_hca")
+SIZES = ("hc_mult", "o_groups", "o_lora_rank", "compress_csa", "compress_hca", "hc_sinkhorn_iters")
+#: DeepseekV4Config's hc_sinkhorn_iters, taken where a layer is DeepSeek-V4's attention and none is given
+SINKHORN_ITERS = 20
 
 
 def is_compressed(config) -> bool:
@@ -29,15 +31,18 @@ def is_compressed(config) -> bool:
 
 def check_compressed(config, put) -> None:
     """The sizes of DeepSeek-V4's attention: ``hc_mult``, ``o_groups``, ``o_lora_rank`` and ``q_lora_rank``
-    with such a layer, a compression rate (and the indexer's sizes, for CSA) with a layer that compresses; one
-    shared key-value head; no latent attention beside it."""
+    with such a layer (``hc_sinkhorn_iters`` too, :data:`SINKHORN_ITERS` when not given), a compression rate (and
+    the indexer's sizes, for CSA) with a layer that compresses; one shared key-value head; no latent attention
+    beside it."""
     for field in SIZES:
         put(field, positive_int(field, getattr(config, field), optional=True, floats=True))
     mixers = {kind.mixer for kind, _ in config.layers}
     needed = {"hc_mult": bool(mixers & {"shared_kv", "compressed_sparse", "heavily_compressed"}),
               "compress_csa": "compressed_sparse" in mixers, "compress_hca": "heavily_compressed" in mixers}
     needed.update(o_groups=needed["hc_mult"], o_lora_rank=needed["hc_mult"], q_lora_rank=needed["hc_mult"],
-                  index_topk="compressed_sparse" in mixers)
+                  index_topk="compressed_sparse" in mixers, hc_sinkhorn_iters=needed["hc_mult"])
+    if needed["hc_mult"] and config.hc_sinkhorn_iters is None:
+        put("hc_sinkhorn_iters", SINKHORN_ITERS)
     for field, used in needed.items():
         value = getattr(config, field)
         if used and value is None:

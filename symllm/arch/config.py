@@ -195,12 +195,13 @@ class ModelConfig:
     per_layer_dim: int | None = None
     per_layer_vocab: int | None = None
     #: DeepSeek-V4 (symllm.arch.components.compressed): hyper-connection streams (hc_mult), the grouped output
-    #: projection's groups and their width (o_groups, o_lora_rank), the CSA and HCA compression rates; None: none
+    #: projection's groups and width (o_groups, o_lora_rank), the CSA and HCA rates, hc_sinkhorn_iters; None: none
     hc_mult: int | None = None
     o_groups: int | None = None
     o_lora_rank: int | None = None
     compress_csa: int | None = None
     compress_hca: int | None = None
+    hc_sinkhorn_iters: int | None = None
     #: the layers as runs of consecutive identical ones, ``((LayerKind, count), ...)`` in model order (a family
     #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
     #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
@@ -581,9 +582,8 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                **{f: f for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim",
                                  "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
                                  "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk", "index_heads",
-                                 "index_head_dim", "index_topk", "per_layer_dim", "per_layer_vocab",
-                                 "moe_latent_size", "hc_mult", "o_groups", "o_lora_rank",
-                                 "compress_csa", "compress_hca")}}
+                                 "index_head_dim", "index_topk", "per_layer_dim", "per_layer_vocab", "moe_latent_size",
+                                 "hc_mult", "o_groups", "o_lora_rank", "compress_csa", "compress_hca", "hc_sinkhorn_iters")}}
 
 
 #: names of the readers and the catalogue offered here too, loaded on first use (PEP 562): old imports keep working

@@ -173,7 +173,7 @@ def _compressed_text(c) -> str:
     said = ", ".join(f"{text} in {counts[m]}" for m, text in kinds.items() if counts[m])  # the kinds it has
     return (f"DeepSeek-V4 attention: one shared key-value head, queries through q_lora_rank {c.q_lora_rank}, "
             f"output in {c.o_groups} groups of {c.o_lora_rank}; {said} of {c.n_layers} layers (element-wise "
-            "FLOPs and activations not modelled yet)")
+            "activations not modelled yet)")
 
 
 def _latent_text(c) -> str:

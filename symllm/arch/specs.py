@@ -122,6 +122,7 @@ class Spec:
     o_lora_rank: int | None = None
     compress_csa: int | None = None
     compress_hca: int | None = None
+    hc_sinkhorn_iters: int | None = None
 
     @property
     def hidden_rule(self) -> str:

@@ -23,7 +23,7 @@ __all__ = [
     "V", "d", "L", "n_h", "n_kv", "d_h", "d_ff", "m", "f", "n_e", "k", "d_fd", "d_se", "GROUP_COUNTS", "W",
     "r_q", "r_kv", "d_hr", "d_hn", "d_hv", "L_mtp", "n_gk", "n_gv", "d_gk", "d_gv", "K_c",
     "n_ha", "n_kva", "d_ha", "d_p", "V_p", "n_m", "d_m", "d_s", "n_g", "Q_c", "n_I", "d_I", "K_I", "d_lm",
-    "n_hc", "g_o", "r_o", "m_c", "m_h",
+    "n_hc", "g_o", "r_o", "m_c", "m_h", "I_hc",
     "b", "s", "s_o", "t", "n", "beta_w", "beta_kv", "beta_a", "N_d", "N_t", "N_p", "N_e", "r_lora",
     "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta", "P", "B_mem",
 ]
@@ -132,6 +132,7 @@ g_o = sp.Symbol("g_o", **_size)
 r_o = sp.Symbol("r_o", **_size)
 m_c = sp.Symbol("m_c", **_size)
 m_h = sp.Symbol("m_h", **_size)
+I_hc = sp.Symbol("I_hc", **_size)
 b = sp.Symbol("b", **_size)
 s = sp.Symbol("s", **_size)
 s_o = sp.Symbol("s_o", **_size)  # positions per sequence whose logits a forward computes
@@ -227,6 +228,8 @@ _TABLE = [
                "attention", "model"),
     SymbolInfo(m_h, "compress_hca", r"m_{h}", "tokens pooled into one entry by DeepSeek-V4's heavily compressed "
                "attention", "model"),
+    SymbolInfo(I_hc, "hc_sinkhorn_iters", r"I_{hc}", "Sinkhorn iterations of DeepSeek-V4's hyper-connections "
+               "(hc_sinkhorn_iters; element-wise work only)", "model"),
     SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
     SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
     SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "

@@ -14,8 +14,8 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``layers``: DeepSeek-V4's compressed attention and hyper-connections (:mod:`symllm.arch.components.compressed`),
-  whose element-wise FLOPs, saved activations and inference working set are not modelled yet (its parameters,
-  caches and forward matmul FLOPs are: :func:`symllm.costs.phases.flops` and ``memory`` of its component tree);
+  whose saved activations and inference working set are not modelled yet (its parameters, caches, forward
+  matmul and element-wise FLOPs are: :func:`symllm.costs.phases.flops` and ``memory`` of its component tree);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
   sliding window, routed experts): :func:`check_structure`, which reads the component tree, not numbers.
 
@@ -112,7 +112,7 @@ CHECKS = (
           lambda f: f"ep: {f['ep']} expert-parallel ranks do not divide the {f['n_experts']} experts of "
                     f"{f['name']}"),
     Check("layers", ("compressed",), lambda f: not f.get("compressed"),
-          lambda f: "layers: DeepSeek-V4's element-wise FLOPs and activations are not modelled yet"),
+          lambda f: "layers: DeepSeek-V4's activations are not modelled yet"),
 )
 
 

@@ -12,7 +12,8 @@ from symllm.arch import keeps
 from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SUM_NORM, _switches, _T, Component,
                                          ELEMENTWISE, linear, named, Rules)
 from symllm.arch.components.deltanet import gated_deltanet
-from symllm.arch.components.compressed import COMPRESSED_MIXERS, compressed_attention, hyper_connection, hyper_head
+from symllm.arch.components.compressed import (COMPRESSED_MIXERS, compressed_attention, hyper_connection, hyper_head,
+                                               swiglu_clamps)
 from symllm.arch.components.embeddings import embedding, lm_head, per_layer_embedding, per_layer_input
 from symllm.arch.components.gqa import attention
 from symllm.arch.components.latent import latent_attention
@@ -22,7 +23,7 @@ from symllm.arch.components.mlp import feed_forward, meta_hidden_dim
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import COMPONENTS, group_names, LayerKind, Structure, Variant
 from symllm.arch.part_options import OPTIONS, every_part
-from symllm.arch.symbols import beta_a, d, d_fd, d_ff, GROUP_COUNTS, L, L_mtp
+from symllm.arch.symbols import beta_a, d, d_fd, d_ff, d_h, d_hr, GROUP_COUNTS, L, L_mtp
 from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 
@@ -71,7 +72,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     if kind.mixer == "none":
         attn = None
     elif kind.mixer in COMPRESSED_MIXERS:  # DeepSeek-V4's attention: its core's pairs follow the convention
-        attn = compressed_attention(kind.mixer, causal=causal)
+        attn = compressed_attention(kind.mixer, causal=causal, rotated=d_hr if structure.partial_rope else d_h)
+        ffn = swiglu_clamps(ffn)
     elif kind.mixer != "attention":  # a token mixer other than attention (deltanet, mamba)
         attn = mixer(kind.mixer)(structure, kind)
     elif structure.latent is not None:
@@ -135,8 +137,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         # Gemma 4: hidden_states *= self.layer_scalar, one multiply an element of the block's output
         # Gemma 4's per-layer input: its own residual add
         # Gemma 4's MoE block: the dense MLP's and the experts' outputs summed
-        elementwise=((2 + structure.per_layer_input + beside) * ELEMENTWISE["residual"]
-                     + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
+        # DeepSeek-V4: no residual add; its hyper-connections update the streams (their own element-wise work)
+        elementwise=((0 if structure.hyper_connections else 2 + structure.per_layer_input + beside)
+                     * ELEMENTWISE["residual"] + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
         checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
         resident=2 * _T * d,  # the residual stream and the normed input
         children=children,
@@ -163,7 +166,8 @@ def _beside_mlp(moe_: Component, offset: bool) -> tuple[Component, ...]:
 
 #: token mixer (a LayerKind's ``mixer`` other than attention) -> its factory ``(structure, kind) -> Component``
 MIXER_FACTORIES = {"linear_attention": gated_deltanet, "mamba": mamba2,
-                   **{name: lambda structure, kind: compressed_attention(kind.mixer) for name in COMPRESSED_MIXERS}}
+                   **{name: lambda structure, kind: compressed_attention(
+                       kind.mixer, rotated=d_hr if structure.partial_rope else d_h) for name in COMPRESSED_MIXERS}}
 
 
 def mixer(name: str):

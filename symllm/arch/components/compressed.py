@@ -42,6 +42,14 @@ and the Sinkhorn iterations are element-wise: not in the matmul bucket. Training
 are not differentiable), so its backward does not run there: ``2×`` the indexer's forward fewer; nor does a
 compressor's that closes no window in the prompt (``s < m``: its projections feed nothing the loss reads).
 
+Element-wise FLOPs (docs/conventions.md's weights; equal to tests/elementwise_oracle.py's count of transformers'
+forward, tests/test_elementwise.py): per closed window its pooling, entry norm and RoPE (:func:`_pooling`); per
+token the weightless ``q_b_norm``, RoPE on the queries, the key-value head and the output (undone), the
+indexer's query RoPE and head-weight scale; per query-key pair the scale and softmax, per query and head the
+sink's softmax entry; per indexer score and head 4; the hyper-connections' (:func:`hyper_connection`) and
+``hc_head``'s norms, sigmoids, softmax, ``I_hc`` Sinkhorn rounds, collapses and stream updates (a block has no
+residual add of its own); the SwiGLUs' clamps (:func:`swiglu_clamps`).
+
 >>> from symllm.arch.symbols import d, d_h, n_h, r_q
 >>> a = compressed_attention("shared_kv")
 >>> [c.name for c in a.children]
@@ -56,12 +64,12 @@ from __future__ import annotations
 import sympy as sp
 
 
-from symllm.arch.components.base import _switches, _T, Component, linear, matmul, Rules
+from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules
 from symllm.arch.components.gqa import _pairs, _WindowPairs
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.algebra import minimum
-from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, K_I, m_c, m_h, n_h, n_hc, n_I, r_o, r_q,
-                                 s, t)
+from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, I_hc, K_I, m_c, m_h, n_h, n_hc, n_I, r_o,
+                                 r_q, s, t)
 from symllm.validate import choice
 
 #: the positions a layer's cache has seen after a pass: the ``t`` cached and the ``s`` new
@@ -149,6 +157,12 @@ def _norm(name: str, width, hf: str, doc: str) -> Component:
     return rmsnorm(name, width, doc=doc, rules=_rules(hf, "norm"))
 
 
+def _entry_norm(name: str, width, hf: str, doc: str) -> Component:
+    """A compressor's RMSNorm: it normalises each compressed entry, not each token, so its element-wise work is
+    counted with the entries (:func:`_pooling`)."""
+    return _norm(name, width, hf, doc).replace(elementwise=0)
+
+
 def _vector(name: str, params, hf: str, doc: str, weight: str = "bare") -> Component:
     """A parameter tensor on its module with no module of its own (``position_bias``, ``sinks``, ``fn``)."""
     return Component(name, params=params, doc=doc,
@@ -169,12 +183,32 @@ def _series_state(rate, width, overlap: bool) -> sp.Expr:
     return state
 
 
+def _closed(rate) -> sp.Expr:
+    """Compressed entries a pass of ``s`` tokens after ``t`` closes: ``⌊(t + s)/rate⌋ - ⌊t/rate⌋`` (the windows its
+    tokens complete; without a cache, transformers pools the ``⌊s/rate⌋`` whole windows of the prompt)."""
+    return sp.floor(_HELD / rate) - sp.floor(t / rate)
+
+
+def _pooling(rate, width, slots, rotated) -> sp.Expr:
+    """Element-wise FLOPs of a compressor's closed windows in a pass (per sequence): each window's gate plus its
+    ``position_bias`` (``rate × width``: 1 each), the softmax over its ``slots`` (4), the gated product (1) and the
+    sum over the slots (1), each of the pooled ``d`` wide series (``slots × d`` where ``width`` is two series of
+    ``d``), then the entry's RMSNorm (``ELEMENTWISE['rmsnorm']`` a channel) and RoPE on its last ``rotated``
+    channels (``ELEMENTWISE['rope']``). HCA: one series of ``d_h`` over ``m_h`` slots; CSA: the two series of
+    ``d_h`` (``2·d_h`` wide) over ``2·m_c`` slots, the first window's earlier half ``-inf`` gates, computed all
+    the same; the indexer's at ``d_I``."""
+    series = width if slots == rate else width / 2
+    entry = (rate * width + (ELEMENTWISE["softmax"] - 1 + 2) * slots * series
+             + ELEMENTWISE["rmsnorm"] * series + ELEMENTWISE["rope"] * rotated)
+    return b * _closed(rate) * entry
+
+
 def _core(name: str, flops, doc: str) -> Component:
     """A part of the attention core or the indexer's scoring: matmul FLOPs, no weight."""
     return Component(name, flops=flops, doc=doc, rules=Rules("replicated", lora=(), stacks=(), label=LABEL))
 
 
-def compressor(kind: str, *, causal: bool = False) -> Component:
+def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
     """The compressor of a ``heavily_compressed`` (HCA: one series, ``m_h`` tokens an entry) or ``compressed_sparse``
     layer (CSA: two overlapping series of ``d_h``, ``m_c`` tokens an entry, and its lightning indexer).
 
@@ -186,11 +220,11 @@ def compressor(kind: str, *, causal: bool = False) -> Component:
     choice("compressor", kind, ("heavily_compressed", "compressed_sparse"))
     _switches(causal=causal)
     if kind == "heavily_compressed":
-        return Component("compressor", children=(
+        return Component("compressor", elementwise=_pooling(m_h, d_h, m_h, rotated), children=(
             _linear("compress_kv", d, d_h, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, head_dim)"),
             _linear("compress_gate", d, d_h, "gate_proj", "self.gate_proj = nn.Linear(hidden_size, head_dim)"),
             _vector("position_bias", m_h * d_h, "position_bias", "nn.Parameter(torch.empty(compress_rate, head_dim))"),
-            _norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)")),
+            _entry_norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)")),
             state_cache=b * _series_state(m_h, d_h, False),
             doc="DeepseekV4HCACompressor", rules=_rules("compressor", "none"))
     index = Component("indexer", children=(
@@ -198,7 +232,7 @@ def compressor(kind: str, *, causal: bool = False) -> Component:
         _linear("index_gate", d, 2 * d_I, "gate_proj", "self.gate_proj = nn.Linear(hidden_size, 2 * index_head_dim)"),
         _vector("index_position_bias", m_c * 2 * d_I, "position_bias",
                 "nn.Parameter(torch.empty(compress_rate, 2 * index_head_dim))"),
-        _norm("index_norm", d_I, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(index_head_dim)"),
+        _entry_norm("index_norm", d_I, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(index_head_dim)"),
         _linear("index_wq_b", r_q, n_I * d_I, "q_b_proj", "self.q_b_proj = nn.Linear(q_lora_rank, index_n_heads * "
                 "index_head_dim)"),
         _linear("index_weights", d, n_I, "weights_proj", "self.scorer.weights_proj = nn.Linear(hidden_size, "
@@ -206,7 +240,11 @@ def compressor(kind: str, *, causal: bool = False) -> Component:
         # every query's index_n_heads heads against every compressed indexer key (both causal and not: the
         # top-k needs every score); the head-weighted sum is element-wise (scores * weights).sum(dim=2)
         _core("index_scores", matmul(b * n_I, d_I, 1) * entry_pairs(m_c, causal),
-              "scores = torch.matmul(q.float(), compressed_kv.transpose(-1, -2).float().unsqueeze(1))")),
+              "scores = torch.matmul(q.float(), compressed_kv.transpose(-1, -2).float().unsqueeze(1))"
+              ).replace(elementwise=4 * b * n_I * entry_pairs(m_c, causal))),
+        # its pooling; RoPE on its queries' heads; the head weights' scale (1 a token and head); per score and
+        # head: ReLU, the 1/√d_I scale, the head weight's multiply and the sum over heads (4)
+        elementwise=_pooling(m_c, 2 * d_I, 2 * m_c, rotated) + ELEMENTWISE["rope"] * _T * n_I * rotated + _T * n_I,
         state_cache=b * _series_state(m_c, 2 * d_I, True),
         doc="DeepseekV4Indexer", rules=_rules("indexer", "none"))
     return Component("compressor", children=(
@@ -214,8 +252,8 @@ def compressor(kind: str, *, causal: bool = False) -> Component:
         _linear("compress_gate", d, 2 * d_h, "gate_proj", "self.gate_proj = nn.Linear(hidden_size, 2 * head_dim)"),
         _vector("position_bias", m_c * 2 * d_h, "position_bias",
                 "nn.Parameter(torch.empty(compress_rate, 2 * head_dim))"),
-        _norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)"),
-        index), state_cache=b * _series_state(m_c, 2 * d_h, True),
+        _entry_norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)"),
+        index), state_cache=b * _series_state(m_c, 2 * d_h, True), elementwise=_pooling(m_c, 2 * d_h, 2 * m_c, rotated),
         doc="DeepseekV4CSACompressor", rules=_rules("compressor", "none"))
 
 
@@ -237,7 +275,7 @@ def core_pairs(kind: str, causal: bool = False) -> sp.Expr:
     return window + entry_pairs(m_c, causal, K_I)
 
 
-def compressed_attention(kind: str = "shared_kv", *, causal: bool = False) -> Component:
+def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotated=d_h) -> Component:
     """DeepSeek-V4's attention in a layer of ``kind`` (:data:`COMPRESSED_MIXERS`; the module docstring).
 
     Matmul FLOPs: the projections' (:func:`~symllm.arch.components.base.linear`; ``o_a_proj``, a block-diagonal
@@ -255,7 +293,13 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False) -> Co
     # the window's last W - 1 keys (DynamicSlidingWindowLayer's slice), one head; a sliding-only layer's cache
     # holds them as keys and as values, a compressing layer's one tensor read as both (``self.values = self.keys``)
     window = minimum(_HELD, W - 1) * d_h
-    return Component("attention", kv_cache=b * window * (2 if kind == "shared_kv" else 1), children=(
+    # element-wise, a token: the weightless q_b_norm (ELEMENTWISE['l2norm'] an element of the n_h·d_h queries),
+    # RoPE on the last ``rotated`` channels of each query head, of the one key-value head and, undone, of each
+    # output head; per query-key pair the scale and softmax (ELEMENTWISE['softmax']), per query and head the
+    # sink's logit in the softmax (without the scale, as gpt-oss's sinks)
+    own = (_T * (ELEMENTWISE["l2norm"] * n_h * d_h + ELEMENTWISE["rope"] * (2 * n_h + 1) * rotated)
+           + ELEMENTWISE["softmax"] * b * n_h * pairs + (ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * _T * n_h)
+    return Component("attention", kv_cache=b * window * (2 if kind == "shared_kv" else 1), elementwise=own, children=(
         _linear("wq_a", d, r_q, "q_a_proj", "self.q_a_proj = nn.Linear(hidden_size, q_lora_rank)"),
         _norm("q_a_norm", r_q, "q_a_norm", "self.q_a_norm = DeepseekV4RMSNorm(q_lora_rank)"),
         _linear("wq_b", r_q, n_h * d_h, "q_b_proj", "self.q_b_proj = nn.Linear(q_lora_rank, num_heads * head_dim)"),
@@ -269,7 +313,7 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False) -> Co
         _core("scores", matmul(b * n_h, d_h, 1) * pairs,
               "attn_weights = torch.matmul(query, key_states.transpose(2, 3))"),
         _core("context", matmul(b * n_h, d_h, 1) * pairs, "attn_output = torch.matmul(attn_weights, value_states)"),
-        *((compressor(kind, causal=causal),) if kind != "shared_kv" else ())),
+        *((compressor(kind, causal=causal, rotated=rotated),) if kind != "shared_kv" else ())),
         doc=f"DeepseekV4Attention ({COMPRESSED_MIXERS[kind]})", rules=_rules("self_attn", "none"))
 
 
@@ -281,13 +325,39 @@ def hyper_connection(name: str, hf: str) -> Component:
     0
     """
     width = (2 + n_hc) * n_hc
+    # element-wise, a token: the weightless RMSNorm of the n_hc·d flattened streams (ELEMENTWISE['l2norm']); pre
+    # and post, sigmoid(w·scale + base) (+ eps, or × 2: 1 + 1 + 4 + 1 a stream each); comb, softmax(w·scale + base)
+    # + eps (1 + 1 + 4 + 1 an entry); Sinkhorn: a column sum and divide, then I_hc - 1 rounds of a row and a column
+    # sum and divide (2 + 4·(I_hc - 1) an entry); the collapse pre·streams summed over the streams (2 an element);
+    # the block's update of the streams, post·output + the mix (a multiply and an add an element)
+    sinkhorn = 2 + 4 * (I_hc - 1)
+    elementwise = _T * (ELEMENTWISE["l2norm"] * n_hc * d + 2 * (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc
+                        + (2 + ELEMENTWISE["softmax"] - 1 + 1 + sinkhorn) * n_hc ** 2 + 2 * n_hc * d + 2 * n_hc * d)
     # the mix of the streams into the block's output: comb.T @ hidden_states, n_hc × n_hc by n_hc × d a token
-    return Component(name, flops=matmul(_T * n_hc, n_hc, d), children=(
+    return Component(name, flops=matmul(_T * n_hc, n_hc, d), elementwise=elementwise, children=(
         _vector(f"{name}_fn", width * n_hc * d, "fn", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult, "
                 "hc_mult * hidden_size))").replace(flops=matmul(_T, n_hc * d, width)),
         _vector(f"{name}_base", width, "base", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult))"),
         _vector(f"{name}_scale", 3, "scale", "nn.Parameter(torch.empty(3))")),
         doc="DeepseekV4HyperConnection", rules=_rules(hf, "none"))
+
+
+def swiglu_clamps(ffn: Component) -> Component:
+    """DeepSeek-V4's feed-forward with its SwiGLUs clamped (``swiglu_limit``: ``gate.clamp(max=limit)``,
+    ``up.clamp(min=-limit, max=limit)``, in the routed experts and the shared expert): 3 compares per element of
+    each gate, added to the ``experts`` and ``shared_experts`` of ``ffn``. Their gate elements are their matmul
+    FLOPs over ``2·d`` (three linears of ``d`` by the width: ``6·d`` FLOPs a gate element).
+
+    >>> from symllm.arch.components import moe
+    >>> m = moe(shared_experts=True)
+    >>> sp.expand(swiglu_clamps(m).child("experts").elementwise - m.child("experts").elementwise)
+    3*b*d_ff*k*s
+    """
+    def clamped(c: Component) -> Component:
+        if c.name not in ("experts", "shared_experts"):
+            return c
+        return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)))
+    return ffn.replace(children=tuple(clamped(c) for c in ffn.children))
 
 
 def hyper_head() -> Component:
@@ -296,7 +366,10 @@ def hyper_head() -> Component:
     >>> sp.expand(hyper_head().total("params"))
     d*n_hc**2 + n_hc + 1
     """
-    return Component("hc_head", children=(
+    # element-wise, a token: the streams' weightless RMSNorm, sigmoid(w·scale + base) + eps (7 a stream), the
+    # collapse (2 an element)
+    elementwise = _T * ((ELEMENTWISE["l2norm"] + 2) * n_hc * d + (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc)
+    return Component("hc_head", elementwise=elementwise, children=(
         _vector("hc_fn", n_hc * n_hc * d, "hc_fn", "nn.Parameter(torch.empty(hc_mult, hc_mult * hidden_size))"
                 ).replace(flops=matmul(_T, n_hc * d, n_hc)),
         _vector("hc_base", n_hc, "hc_base", "nn.Parameter(torch.empty(hc_mult))"),

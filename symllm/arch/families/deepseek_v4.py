@@ -27,10 +27,11 @@ transformers does not build (``mtp.*`` ignored on load), are not counted (the co
 the shared expert) is refused in one line; ``attention_bias`` is ignored by the class (refused unless false).
 
 Parameters are modelled (each kind of parameter equals transformers' on the meta device) and so are the caches
-(the sliding window's keys, the compressors' buffers and entries: a state cache), and so are the forward matmul
-FLOPs (:mod:`symllm.arch.components.compressed`); the element-wise FLOPs and the activations are not yet, so a
-workload is refused in one line. ``sliding_window`` 1 is refused (transformers' cache then keeps every key: its ``W - 1``
-slice is empty).
+(the sliding window's keys, the compressors' buffers and entries: a state cache), and so are the forward matmul and
+element-wise FLOPs (:mod:`symllm.arch.components.compressed`; ``hc_sinkhorn_iters`` and the rotated part of each head,
+``partial_rotary_factor`` or the legacy ``qk_rope_head_dim``, count there); the saved activations and the inference
+working set are not yet, so a workload is refused in one line. ``sliding_window`` 1 is refused (transformers' cache
+then keeps every key: its ``W - 1`` slice is empty).
 
 >>> f = _fields({"num_hidden_layers": 4}, 4)
 >>> [(k.mixer, n) for k, n in f["layers"]], f["compress_csa"], f["compress_hca"], f["hc_mult"]
@@ -91,6 +92,18 @@ def _same(raw: dict, key: str, alias: str, default: int) -> int:
     return next(iter(given.values()), default)
 
 
+def _rotary(raw: dict, defaults: dict) -> float:
+    """``partial_rotary_factor`` as ``DeepseekV4Config.__post_init__`` sets it: given, or the legacy
+    ``qk_rope_head_dim / head_dim``, or 64 / 512."""
+    given = raw.get("partial_rotary_factor")
+    if given is not None:
+        return given
+    rope = raw.get("qk_rope_head_dim")
+    if rope is not None:
+        return integer(raw, "qk_rope_head_dim") / integer(raw, "head_dim", defaults["head_dim"])
+    return 64 / 512
+
+
 def _fields(raw: dict, n_layers: int) -> dict:
     defaults = _DEFAULTS
     types = _layer_types(raw, n_layers)
@@ -110,6 +123,9 @@ def _fields(raw: dict, n_layers: int) -> dict:
            "n_shared_experts": 1, "peft_fused_experts": True,
            "q_lora_rank": integer(raw, "q_lora_rank", defaults["q_lora_rank"]),
            "hc_mult": integer(raw, "hc_mult", defaults["hc_mult"]),
+           "hc_sinkhorn_iters": integer(raw, "hc_sinkhorn_iters", defaults["hc_sinkhorn_iters"]),
+           # the rotated part of each head, as DeepseekV4Config derives it (element-wise work only: RoPE's)
+           "partial_rotary_factor": _rotary(raw, defaults),
            "o_groups": integer(raw, "o_groups", defaults["o_groups"]),
            "o_lora_rank": integer(raw, "o_lora_rank", defaults["o_lora_rank"]),
            "sliding_window": integer(raw, "sliding_window", defaults["sliding_window"], minimum=2),
@@ -130,7 +146,8 @@ def _fields(raw: dict, n_layers: int) -> dict:
 _DEFAULTS = {"vocab_size": 129280, "hidden_size": 4096, "num_hidden_layers": 43, "num_attention_heads": 64,
              "num_key_value_heads": 1, "head_dim": 512, "moe_intermediate_size": 2048, "q_lora_rank": 1024,
              "num_experts_per_tok": 6, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True,
-             "num_nextn_predict_layers": 1, "hc_mult": 4, "sliding_window": 128, "o_groups": 8, "o_lora_rank": 1024,
+             "num_nextn_predict_layers": 1, "hc_mult": 4, "hc_sinkhorn_iters": 20, "sliding_window": 128, "o_groups": 8,
+             "o_lora_rank": 1024,
              "index_n_heads": 64, "index_head_dim": 128, "index_topk": 512,
              "compress_rates": {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}}
 
