@@ -102,12 +102,50 @@ def test_vllm_v0_profiles_the_last_positions_logits():
     Llama-3.1-8B profile of 20,000 tokens is then its MLP's, by hand from vLLM's LlamaMLP and decoder layer:
     the residual and the normed input (2 x 4,096), the gate_up output (2 x 14,336) and its SiluAndMul
     product (14,336), bf16, per token. The vLLM V0 log of vllm#10517 (tests/data/published_runs.json, RTX 3090,
-    --max-model-len 20000) shows peak_torch_memory 17.06 GiB over weights of 14.9888 GiB: 2.07 GiB, within 10%."""
+    --max-model-len 20000) shows peak_torch_memory 17.06 GiB over weights of 14.9888 GiB: 2.07 GiB, within 10%.
+    V1 (0.8 on) runs the same forward, then its dummy sampler on 256 rows (``vllm serve``'s max_num_seqs on a
+    card under 70 GiB): 256 x 128,256 x 38 bytes of logits and sort buffers and (20,000 + 2 x 256) x 4,096 x 2
+    of hidden states, 1.31 GiB, under the MLP's 1.91 GiB: the forward's peak stands."""
     v0 = serving.capacity("llama3.1-8b", gpu="rtx3090", seq=20000, max_num_batched_tokens=20000, engine="vllm-v0")
     assert v0["activation_peak"] == 20000 * (2 * 4096 + 3 * 14336) * 2
     assert abs(v0["activation_peak"] / (Fraction("2.07") * GiB) - 1) < Fraction(10, 100)
     v1 = serving.capacity("llama3.1-8b", gpu="rtx3090", seq=20000, max_num_batched_tokens=20000)
-    assert v1["activation_peak"] > v0["activation_peak"]  # every position's logits: the newer engine's bound
+    assert v1["sampler_rows"] == 256 and v1["sampler_peak"] == 256 * 128256 * 38 + (20000 + 2 * 256) * 4096 * 2
+    assert v1["activation_peak"] == v0["activation_peak"] > v1["sampler_peak"]
+
+
+def test_vllm_v1_sampler_and_nccl_by_hand():
+    """vLLM V1's start-up profile on Qwen3-235B-A22B-FP8 at TP4 on H100s (vllm#21348), by hand from vLLM 0.10.0's
+    source (efficiency.json, engines.vllm, profile_sampler_source and nccl_source): ``vllm serve`` on a card of
+    70 GiB or more that is not an A100 runs 1,024 sequences (arg_utils.py), so the dummy sampler samples 1,024
+    rows of the whole 151,936-token vocabulary (all-gathered to each rank) with top-k and top-p; PyTorch's sort
+    then holds per entry the bf16 logits (2), their fp32 copy (4), its values (4) and int64 indices (8), the
+    reverse indices (8) and cub's alternate keys and values (4 + 8); the forward's 8,192 hidden states of 4,096
+    and twice 1,024 rows of them stay: 5.58 GiB, above the forward and its fused-MoE workspace. Three NCCL
+    communicators (tp, ep, torch's tp group) of 688 MiB join the 0.35 GiB: 2.37 GiB outside torch."""
+    r = serving.capacity("qwen3-235b-a22b", gpu="h100-sxm", tp=4, seq=40960, kv_dtype="bf16",
+                         weight_format="fp8-block")
+    assert r["sampler_rows"] == 1024
+    assert r["sampler_peak"] == 1024 * 151936 * (2 + 4 + 4 + 8 + 8 + 4 + 8) + (8192 + 2 * 1024) * 4096 * 2
+    assert r["activation_peak"] == r["sampler_peak"] > r["moe_workspace"]
+    assert r["nccl"] == 3 * 688 * 2**20 and r["non_torch"] == Fraction("0.35") * GiB + 3 * 688 * 2**20
+    one = serving.capacity("qwen3-235b-a22b", gpu="h100-sxm", tp=1, seq=4096, weight_format="fp8-block",
+                           gpu_memory_utilization=1)
+    assert one["nccl"] == 0 and one["non_torch"] == Fraction("0.35") * GiB  # no communicator on one GPU
+    # the card's default, the option, and the rows never above the profile's dummy requests
+    assert serving.capacity("llama3.1-8b", gpu="a100-80gb", seq=4096)["sampler_rows"] == 256
+    assert serving.capacity("llama3.1-8b", gpu="h100-sxm", seq=4096, max_num_seqs=64)["sampler_rows"] == 64
+    assert serving.capacity("llama3.1-8b", gpu="h100-sxm", seq=4096, max_num_batched_tokens=512)["sampler_rows"] == 512
+    given = serving.capacity("qwen3-235b-a22b", gpu="h100-sxm", tp=4, seq=4096, weight_format="fp8-block",
+                             non_torch=GiB)
+    assert given["non_torch"] == GiB and given["nccl"] == 0  # a given non-torch memory replaces the engine's
+    with pytest.raises(SymllmError, match=r"^max_num_seqs: "):
+        serving.capacity("llama3.1-8b", gpu="h100-sxm", seq=4096, max_num_seqs=0)
+    # engines without the sampler run: V0 and SGLang keep the forward's peak and no NCCL term
+    for other in ("vllm-v0", "sglang"):
+        o = serving.capacity("qwen3-235b-a22b", gpu="h100-sxm", tp=4, seq=4096, weight_format="fp8-block",
+                             engine=other)
+        assert o["sampler_rows"] == 0 and o["nccl"] == 0 and o["non_torch"] == Fraction("0.35") * GiB, other
 
 
 def test_count_serve(cli):

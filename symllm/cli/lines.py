@@ -130,8 +130,11 @@ def serve_lines(r: dict) -> str:
     rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
             ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
             ("- activation peak", human_bytes(r["activation_peak"]),
-             f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
-            ("- non-torch memory", human_bytes(r["non_torch"]), "the engine's, or --non-torch-memory"),
+             (f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows (estimate)"
+              if r.get("sampler_rows") else f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)")),
+            ("- non-torch memory", human_bytes(r["non_torch"]),
+             "the engine's" + (f" (NCCL {human_bytes(r['nccl'])})" if r.get("nccl") else "")
+             + ", or --non-torch-memory"),
             *([("- state cache", human_bytes(r["state_cache_bytes"]),
                 f"{human_bytes(r['state_bytes_per_sequence'])} a sequence")] if "state_cache_bytes" in r else []),
             ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"

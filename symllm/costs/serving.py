@@ -34,23 +34,24 @@ Conventions (each an estimate of what vLLM measures, not derives):
   vendor's "GB" read as GiB; ``--gpu-memory`` sets it);
 * weights: the workload's weights per GPU (``--dtype`` or ``--weight-format``, :mod:`symllm.costs.formats`);
 * activation peak: what the profile run holds above weights and KV cache: one prefill of
-  ``max_num_batched_tokens`` tokens (vLLM V1's profile run; 8192 is ``vllm serve``'s default) in the
-  fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1 with
-  ``logits="all"``, whatever the workload's ``--logits``): the profile run is not one request's prefill
-  (vLLM's dummy sampler run after it holds up to ``max_num_seqs`` rows of fp32 logits and the sampler's
-  temporaries), so every position's logits stand in for them, an upper bound that keeps the logged vLLM
-  start-ups of tests/data/vllm_serving_logs.json within their tolerance (the last position's alone does not).
-  vLLM's V0 engine (``--engine vllm-v0``: before 0.8) profiles through its model runner's ``execute_model``,
-  which computes logits for each dummy prompt's last position only: its activation peak is the forward's
-  working set with the last position's logits (the engine's ``profile_logits``, efficiency.json). A model
+  ``max_num_batched_tokens`` tokens (vLLM V1's profile run; 8192 is ``vllm serve``'s default on an H100) in the
+  fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1 with the
+  engine's ``profile_logits``, whatever the workload's ``--logits``: vLLM's forward computes no logits, its
+  V0 engine each dummy prompt's last position's; every position's for an engine that names none), or, where
+  it is larger, what vLLM V1's dummy sampler run after the forward holds (the engine's
+  ``profile_sampler_bytes``, efficiency.json; :func:`sampler_peak_bytes`): ``max_num_seqs`` rows (``vllm
+  serve``'s: 1024 on a card of 70 GiB or more that is not an A100, else 256: :func:`default_max_num_seqs`)
+  of the whole vocabulary, 38 bytes a logit since vLLM 0.8 (the bf16 logits, their fp32 copy, and PyTorch's
+  sort for top-k/top-p: values, int64 indices, its reverse indices and cub's alternate buffers), 2 for V1
+  before 0.8 (``vllm-v1-0.7``: the logits only), beside the forward's hidden states. A model
   with routed experts adds, where the engine's ``moe_workspace`` is set (vLLM's, V0 and V1: the Triton
   fused-MoE kernel), the workspace one MoE layer's call allocates on the profile's tokens
   (:func:`moe_workspace_bytes`) to the forward's working set without the logits (the larger of that and the
   peak above: the workspace is freed before the logits are computed);
 * non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
-  engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) unless given
-  (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is
-  allocated and are not subtracted).
+  engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) and, at ``--tp``
+  above 1, its NCCL communicators' (vLLM V1: 3 of 688 MiB, :func:`nccl_bytes`) unless given (vLLM logs it
+  as ``non_torch_memory``; CUDA graphs are captured after the KV cache is allocated and are not subtracted).
 
 >>> r = capacity("llama3.1-8b", gpu="h100-sxm", seq=131072)
 >>> r["kv_bytes_per_token"], r["block_size"], r["kv_tokens"] % 16
@@ -64,13 +65,67 @@ from math import ceil
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "indexer_bytes_per_token", "moe_workspace_bytes"]
+__all__ = ["DEFAULTS", "capacity", "default_max_num_seqs", "indexer_bytes_per_token", "moe_workspace_bytes",
+           "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` 8192 (``vllm serve``),
-#: (``non_torch`` None: the engine's, :func:`symllm.costs.efficiency.engine`)
-#: ``block_size`` 16; non-torch memory 0 (not modelled unless given)
+#: ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.efficiency.engine`, with its NCCL
+#: communicators at ``--tp`` above 1: :func:`nccl_bytes`); ``max_num_seqs`` None: ``vllm serve``'s for the card
+#: (:func:`default_max_num_seqs`)
 DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": 8192, "block_size": 16,
-            "non_torch": None}
+            "non_torch": None, "max_num_seqs": None}
+
+#: the GPU memory from which ``vllm serve`` raises its defaults, and the card it keeps on the small ones
+#: (vllm/engine/arg_utils.py, ``EngineArgs._set_default_args_v1``, v0.9.2 and v0.10.0: "device_memory >= 70 *
+#: GiB_bytes and 'a100' not in device_name": max_num_seqs 1024, else 256 for the OpenAI API server)
+LARGE_CARD_GIB, LARGE_CARD_SEQS, SMALL_CARD_SEQS = 70, 1024, 256
+
+
+def default_max_num_seqs(gpu) -> int:
+    """``vllm serve``'s default ``max_num_seqs`` on a card (vLLM V1, 0.9-0.10): 1024 on a card of at least 70 GiB
+    that is not an A100 (an H100, an H200), 256 on any other; ``gpu`` a catalogue name or a
+    :class:`symllm.costs.accelerators.GPU`.
+
+    >>> default_max_num_seqs("h100-sxm"), default_max_num_seqs("a100-80gb"), default_max_num_seqs("rtx3090")
+    (1024, 256, 256)
+    """
+    from symllm.costs import accelerators
+    card = accelerators.gpu(gpu)
+    large = card.usable >= LARGE_CARD_GIB * 2 ** 30 and "a100" not in card.name.lower()
+    return LARGE_CARD_SEQS if large else SMALL_CARD_SEQS
+
+
+def sampler_peak_bytes(config, rows: int, tokens: int, per_entry: int, act_bytes: int = 2) -> int:
+    """What vLLM V1's dummy sampler run (``GPUModelRunner._dummy_sampler_run``, after the profile's forward of
+    ``tokens`` tokens) holds at its peak on a rank: ``per_entry`` bytes for each of the ``rows`` x vocabulary
+    logits (the engine's ``profile_sampler_bytes``, efficiency.json: 38 for the PyTorch top-k/top-p path, the
+    bf16 logits, their fp32 copy and ``sort``'s values, indices and scratch), beside the forward's output hidden
+    states (``tokens`` rows), the rows picked from them and their random stand-in (``rows`` each), in the
+    activations' dtype.
+
+    >>> from symllm.arch.config import ModelConfig
+    >>> c = ModelConfig(name="x", dim=64, n_layers=2, n_heads=4, n_kv_heads=4, vocab_size=100, hidden_dim=64)
+    >>> sampler_peak_bytes(c, rows=8, tokens=32, per_entry=38) == 8 * 100 * 38 + (32 + 2 * 8) * 64 * 2
+    True
+    """
+    cfg = getattr(config, "config", config)  # a Spec's config, or the ModelConfig itself
+    return rows * cfg.vocab_size * per_entry + (tokens + 2 * rows) * cfg.dim * act_bytes
+
+
+def nccl_bytes(conventions: dict, tp: int) -> int:
+    """The device memory the engine's NCCL communicators hold on a rank at ``tp`` ranks (none at 1): its
+    ``nccl_communicators`` (how many it has initialised by the end of its profile run) x
+    ``nccl_communicator_mib`` MiB (efficiency.json, ``engines``).
+
+    >>> nccl_bytes({"nccl_communicators": 3, "nccl_communicator_mib": "688"}, 4) == 3 * 688 * 2 ** 20
+    True
+    >>> nccl_bytes({"nccl_communicators": 3, "nccl_communicator_mib": "688"}, 1)
+    0
+    """
+    if tp <= 1:
+        return 0
+    return int(conventions.get("nccl_communicators", 0) * Fraction(conventions.get("nccl_communicator_mib", "0"))
+               * 2 ** 20)
 
 #: vLLM's indexer cache: FP8 keys with one fp32 scale per this many elements (``Indexer.quant_block_size``, 128,
 #: vllm/model_executor/models/deepseek_v2.py; 4 bytes a scale)
@@ -137,12 +192,14 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
 
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
              max_num_batched_tokens: int = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
-             non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None, **options) -> dict:
+             non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
+             max_num_seqs=DEFAULTS["max_num_seqs"], **options) -> dict:
     """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
     ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
     is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
     "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits"}``, bytes per GPU (module docstring). ``kv_cache_bytes`` replaces the estimate by a measured
+    "fits", "sampler_rows", "sampler_peak", "nccl"}``, bytes per GPU (module docstring); ``max_num_seqs``: the
+    rows of vLLM V1's dummy sampler run (None: ``vllm serve``'s for the card). ``kv_cache_bytes`` replaces the estimate by a measured
     figure (vLLM's "Available KV cache memory"). ``evaluate``: ``work -> symllm.costs.phases.workload(config,
     work)`` by other means (``config`` then a ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the
     kernels an earlier count kept); None: the formulas.
@@ -164,8 +221,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     integer("block_size", block_size)
     from symllm.costs import efficiency
     conventions = efficiency.engine(work.engine, "inference")
+    nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
-        non_torch = Fraction(conventions.get("non_torch_gib", "0")) * 2 ** 30
+        nccl = nccl_bytes(conventions, work.tp)
+        non_torch = Fraction(conventions.get("non_torch_gib", "0")) * 2 ** 30 + nccl
     non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
     if evaluate is None:  # the formulas (SymPy)
         from symllm.arch import resolved
@@ -194,6 +253,13 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
             batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="last", **bare))["memory_per_gpu"][
             "inference_peak"] - weights - kv_profile - state
         activation = max(activation, forward + moe)
+    rows = sampler = 0
+    per_entry = conventions.get("profile_sampler_bytes")
+    if per_entry:  # V1's dummy sampler run after the forward, on one row a dummy request (max_num_seqs of them)
+        seqs = default_max_num_seqs(gpu) if max_num_seqs is None else integer("max_num_seqs", max_num_seqs)
+        rows = min(seqs, max_num_batched_tokens)
+        sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
+        activation = max(activation, sampler)
     index = indexer_bytes_per_token(config)
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index
@@ -215,4 +281,5 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
             "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
             "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context,
-            "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe}
+            "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
+            "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl}
