@@ -234,12 +234,7 @@ def graph_gemv(shapes, ms=(1, 8), group: int = 128, copies: int = 16) -> list:
                         else:
                             F.linear(x, dense[j])
                 try:
-                    run()
-                    torch.cuda.synchronize()
-                    g = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(g):
-                        run()
-                    t = bench(g.replay, warmup=3, reps=20) / copies
+                    t = graph_time(run, copies)
                 except Exception as e:  # noqa: BLE001
                     out.append({"kind": kind, "m": m, "n": n, "k": k, "error": repr(e)[:300]})
                     continue
@@ -249,6 +244,16 @@ def graph_gemv(shapes, ms=(1, 8), group: int = 128, copies: int = 16) -> list:
         del packed, scales, dense
         torch.cuda.empty_cache()
     return out
+
+
+def graph_time(run, copies: int) -> float:
+    """Seconds one of ``copies`` products takes when ``run`` (all of them) is replayed from one CUDA graph."""
+    run()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        run()
+    return bench(g.replay, warmup=3, reps=20) / copies
 
 
 def graph_gemm(ms, shapes, fp8: bool, copies: int = 8) -> list:
@@ -270,12 +275,7 @@ def graph_gemm(ms, shapes, fp8: bool, copies: int = 8) -> list:
                     else:
                         F.linear(x, w)
             try:
-                run()
-                torch.cuda.synchronize()
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    run()
-                t = bench(g.replay, warmup=3, reps=20) / copies
+                t = graph_time(run, copies)
             except Exception as e:  # noqa: BLE001
                 out.append({"m": m, "n": n, "k": k, "dtype": "fp8" if fp8 else "bf16", "error": repr(e)[:300]})
                 continue
