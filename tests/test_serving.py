@@ -141,6 +141,11 @@ def test_vllm_v1_sampler_and_nccl_by_hand():
     assert given["non_torch"] == GiB and given["nccl"] == 0  # a given non-torch memory replaces the engine's
     with pytest.raises(SymllmError, match=r"^max_num_seqs: "):
         serving.capacity("llama3.1-8b", gpu="h100-sxm", seq=4096, max_num_seqs=0)
+    # V1 before 0.8 (vllm#12569's log): the rows' bf16 logits only, 2 bytes each, under the 70B's forward peak
+    old = serving.capacity("llama3.1-70b", gpu="h100-sxm", seq=2048, weight_format="int8",
+                           engine="vllm-v1-0.7")
+    assert old["sampler_rows"] == 1024 and old["sampler_peak"] == 1024 * 128256 * 2 + (8192 + 2 * 1024) * 8192 * 2
+    assert old["activation_peak"] > old["sampler_peak"] and old["nccl"] == 0
     # engines without the sampler run: V0 and SGLang keep the forward's peak and no NCCL term
     for other in ("vllm-v0", "sglang"):
         o = serving.capacity("qwen3-235b-a22b", gpu="h100-sxm", tp=4, seq=4096, weight_format="fp8-block",
