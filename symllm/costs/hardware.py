@@ -380,7 +380,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, (work.selective_ac or work.recompute), phase_flops, work.expert_tp)
+    terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops, work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
     forms.update({"recomputed": algebra.substitute(module("symllm.costs.selective").recomputed_flops(mdl), dict(mdl.definitions))} if work.selective_ac else {})  # op checkpointing's: hardware, not model, FLOPs
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})

@@ -43,7 +43,7 @@ from symllm.costs import checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
 from symllm.costs.decoding import _phase
-from symllm.costs.selective import policy
+from symllm.costs.selective import policy, recompute_of
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, component, model
 from symllm.errors import SymllmError
@@ -361,9 +361,9 @@ def _with_lora(out: dict, lora: dict) -> dict:
 def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     """The model's own quantities (full fine-tuning's training peak)."""
     out = {
-        "flops": {k: flops(mdl, phase, bucket=bucket, recompute=(work.selective_ac or work.recompute))
+        "flops": {k: flops(mdl, phase, bucket=bucket, recompute=recompute_of(work))
                   for k, (phase, bucket) in WORKLOAD_FLOPS.items()},
-        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=(work.selective_ac or work.recompute), stack=work.stack,
+        "memory": {kind: memory(mdl, kind, zero_stage=work.zero_stage, recompute=recompute_of(work), stack=work.stack,
                                 optimizer=work.optimizer)
                    for kind in memory_kinds(mdl)},
     }
@@ -379,7 +379,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                 "comm": comm}
     stages = parallel.stages(mdl, work.sp, work.expert_tp)  # what rank 0 of the first and the last stage holds
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp, experts=work.expert_tp)}, **out,
-            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, (work.selective_ac or work.recompute),
+            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, recompute_of(work),
                                                                      work.stack, work.optimizer)
                                                         for i in range(len(stages))))
                                for kind in _per_gpu_kinds(out["memory"])},

@@ -36,7 +36,7 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 
-__all__ = ["ORDER", "policy", "recomputed", "recomputed_flops", "saved"]
+__all__ = ["ORDER", "policy", "recompute_of", "recomputed", "recomputed_flops", "saved"]
 
 #: the order a torchtitan Llama block calls its linears (each one ``aten.mm``): torchtitan 9dec370
 #: ``torchtitan/models/llama/model.py`` ``Attention.forward`` and ``FeedForward.forward``
@@ -113,6 +113,17 @@ def saved(block) -> sp.Expr:
     q = width["wq"]
     heads = sp.cancel(q / S.d_h)
     return sp.expand(S.beta_a * rows * (sum(width.values(), sp.S.Zero) + q) + 4 * rows * heads)
+
+
+def recompute_of(work) -> bool | str:
+    """A workload's recomputation policy (:func:`policy`'s values): ``"op"`` under ``selective_ac``, else its
+    ``recompute``.
+
+    >>> from types import SimpleNamespace as W
+    >>> recompute_of(W(selective_ac="op", recompute=False)), recompute_of(W(selective_ac=None, recompute=True))
+    ('op', True)
+    """
+    return work.selective_ac or work.recompute
 
 
 def policy(recompute) -> bool | str:

@@ -39,6 +39,7 @@ from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Saf
                      render_template)
 from symllm.present.render import standalone as standalone_document
 from symllm.present.render import notation as notation_of
+from symllm.costs.selective import recompute_of
 from symllm.costs.workloads import Workload, kv_heads_split
 from symllm.present.forms import _collected, _rebuilt
 
@@ -323,12 +324,12 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage, work.expert_tp)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     if quantity == "flops":
-        opts = dict(bucket=options["bucket"], macs=options["macs"], recompute=(work.selective_ac or work.recompute))
+        opts = dict(bucket=options["bucket"], macs=options["macs"], recompute=recompute_of(work))
         own = "flops" if options["bucket"] == "matmul" else "elementwise"
         leaves = {path: costs.flops(Component(path.rsplit("/", 1)[-1], **{own: e}), options["phase"], **opts)
                   for path, e in comp.breakdown(own).items()}
         return leaves, costs.flops(bare, options["phase"], **opts)
-    opts = dict(zero_stage=work.zero_stage, recompute=(work.selective_ac or work.recompute), stack=work.stack, optimizer=work.optimizer)
+    opts = dict(zero_stage=work.zero_stage, recompute=recompute_of(work), stack=work.stack, optimizer=work.optimizer)
     if options["memory"] == "training_peak":  # its parts: states held, activations or the step's largest moment
         if bare.name != "model":
             raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {bare.name!r}")
@@ -337,7 +338,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
             forms = finetune.closed_forms(bare, work)
             leaves = {k: forms[k] for k in finetune.MEMORY_KEYS if k != "lora_total"}
             return leaves, forms["lora_total"]
-        leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, (work.selective_ac or work.recompute), work.optimizer)
+        leaves = costs.training_peak_parts(bare, work.stack, work.zero_stage, recompute_of(work), work.optimizer)
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     kinds = ("weights", "kv_cache") if options["memory"] == "inference" else (options["memory"],)
     leaves = {k: costs.memory(bare, k, **opts) for k in kinds}

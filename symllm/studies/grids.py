@@ -21,6 +21,7 @@ from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
+from symllm.costs.selective import recompute_of
 from symllm.costs.workloads import Workload, options as workload_options
 
 __all__ = ["quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES", "SweepResult", "dropped_text", "check_some_valid"]
@@ -103,10 +104,10 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
                                             [f"comm_{k}" for k in out], see="docs/sweeps.md", near=name))
             return out[key]
         if name in costs.MEMORY_KINDS:
-            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=(work.selective_ac or work.recompute), stack=work.stack,
+            return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=recompute_of(work), stack=work.stack,
                                 optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
-        return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=(work.selective_ac or work.recompute))
+        return costs.flops(mdl, phase, bucket=_BUCKETS[bucket], recompute=recompute_of(work))
     raise SymllmError(with_list(f"quantity: unknown {short(name, 20)} (known: ", quantity_names(),
                                 see="docs/sweeps.md", near=name))
 
