@@ -51,8 +51,7 @@ else:  # the closed forms' SymPy, imported on first use: a workload (``symllm co
     sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
-           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "largest_fitting",
-           "largest_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
+           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 
 def __getattr__(name):  # the catalogue's GPUS and NETWORKS, read on first use (symllm count starts without it)
@@ -365,7 +364,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     ``flops``, ``memory_per_gpu`` and ``comm`` groups of ``exprs`` (``memory_per_gpu.inference_peak``, ...),
     the compute-bound batch and its denominator without a layout (``crossing``, ``crossing.denominator``)
     and each inverse question's closed-form coefficients (``solve.inference_peak.b.0.1``: of the first
-    candidate, ``c1``; :func:`symllm.costs.inverse.solution`). What they are depends on the model's structure
+    candidate, ``c1``; :func:`symllm.costs.inverse.solve_forms`). What they are depends on the model's structure
     and the workload's shape only (:meth:`symllm.costs.workloads.Workload.shape`): a count at another point
     evaluates the same forms (:mod:`symllm.studies.quick` keeps their kernels).
 
@@ -388,11 +387,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     if not laid:
         crossing = _crossing(mdl, exprs["flops"]["decode_token"])
         forms["crossing"], forms["crossing.denominator"] = crossing, _denominator(crossing)
-    for kind in ("inference_peak", "training_peak"):
-        for x in (S.b, S.s):
-            for j, cs in enumerate(inverse.solution(exprs["memory_per_gpu"][kind], x) or ()):
-                forms.update({f"solve.{kind}.{x.name}.{j}.{k}": c for k, c in enumerate(cs)})
-    return forms
+    return {**forms, **inverse.solve_forms(exprs["memory_per_gpu"])}
 
 
 def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
@@ -448,7 +443,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
-    out.update(largest_numbers(ev, g.memory, work.gen))
+    out.update(module("symllm.costs.search").largest_numbers(ev, g.memory, work.gen))
     # the model's trained positions: a largest context past them is flagged (kept: RoPE scaling exists)
     out["window"] = window
     out["max_context_past_window"] = window is not None and out["max_context"] > window
@@ -553,48 +548,3 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
 
 def _whole(value: Fraction):
     return int(value) if value.denominator == 1 else value
-
-
-def largest_fitting(per_gpu: dict, vals: dict, capacity: int, gen: int = 0) -> dict:
-    """The inverse questions of one layout on one accelerator (:mod:`symllm.costs.inverse`: closed form
-    where one exists, checked exactly): ``max_batch`` (the largest ``b`` whose per-GPU inference peak fits;
-    0: not one sequence), ``max_context`` (the largest ``s + n`` whose inference peak fits at the workload's
-    batch, the ``n`` generated tokens held; 0: none), ``training_max_batch`` and ``training_max_seq`` (the
-    training peak's, at the workload's sequence length and batch). ``per_gpu`` is
-    :func:`symllm.costs.phases.quantities`' ``memory_per_gpu``.
-
-    >>> from symllm.costs.phases import workload
-    >>> t = workload("llama3.1-8b", gpu="h100-sxm", seq=8192)["time"]
-    >>> t["max_batch"], t["max_context"], t["training_max_batch"], t["training_max_seq"]
-    (36, 299131, 0, 0)
-    """
-    from symllm.costs import inverse  # SymPy's solver: loaded only with a fit asked for
-    from symllm.numbers.kernels import evaluated
-
-    forms = {f"memory_per_gpu.{k}": per_gpu[k] for k in ("inference_peak", "training_peak")}
-    for kind in ("inference_peak", "training_peak"):
-        for x in (S.b, S.s):
-            for j, cs in enumerate(inverse.solution(per_gpu[kind], x) or ()):
-                forms.update({f"solve.{kind}.{x.name}.{j}.{k}": c for k, c in enumerate(cs)})
-    return largest_numbers(evaluated(forms, vals), capacity, gen)
-
-
-def largest_numbers(ev, capacity: int, gen: int = 0) -> dict:
-    """:func:`largest_fitting` from named numbers (``ev``: a :class:`symllm.numbers.runtime.Numbers` of
-    ``memory_per_gpu.inference_peak``, ``memory_per_gpu.training_peak`` and their ``solve.*`` coefficients,
-    :func:`roofline_forms`): no SymPy."""
-    from symllm.costs.search import largest_of
-
-    def ask(kind: str, x: str) -> int:
-        name = f"memory_per_gpu.{kind}"
-        solved = []
-        while f"solve.{kind}.{x}.{len(solved)}.0" in ev:
-            j = len(solved)
-            solved.append([(lambda c=f"solve.{kind}.{x}.{j}.{k}": ev(c)) for k in range(3)])
-        return largest_of(lambda value: ev(name, **{x: value}), solved or None, capacity)
-
-    prompt = ask("inference_peak", "s")
-    return {"max_batch": ask("inference_peak", "b"),
-            "max_context": prompt + gen if prompt >= 1 else 0,
-            "training_max_batch": ask("training_peak", "b"),
-            "training_max_seq": ask("training_peak", "s")}

@@ -30,9 +30,10 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
-from symllm.costs.search import _floor_root, _search, _secant, largest_of  # noqa: F401  (the numbers' half)
+from symllm.costs.search import _floor_root, _search, _secant, largest_numbers, largest_of  # noqa: F401  (the numbers' half)
 
-__all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "largest_of", "LAYOUT_RANKS"]
+__all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "largest_of", "LAYOUT_RANKS", "solve_forms",
+           "largest_fitting"]
 
 #: the accelerator's memory, bytes (what :func:`solution` solves the peak against)
 M_gpu = sp.Symbol("M_gpu", positive=True)
@@ -146,3 +147,39 @@ def largest(expr: sp.Expr, x: sp.Symbol, vals: dict, capacity: int, low: int = 1
     sol = solution(expr, x)
     coefficients = None if sol is None else [[(lambda c=c: evaluate(c, at)) for c in cs] for cs in sol]
     return largest_of(lambda value: evaluate(expr, {**at, x: value}), coefficients, capacity, low)
+
+
+def solve_forms(per_gpu: dict) -> dict:
+    """The closed-form coefficients of each inverse question of a layout (:func:`solution` of the per-GPU
+    ``inference_peak`` and ``training_peak`` in ``b`` and in ``s``), by name: ``solve.inference_peak.b.0.1`` is
+    the first candidate's ``c1``. What :func:`symllm.costs.search.largest_numbers` reads.
+
+    >>> f = solve_forms({"inference_peak": 3 * S.b + 10, "training_peak": S.b * S.s})
+    >>> f["solve.inference_peak.b.0.0"], f["solve.inference_peak.b.0.1"], "solve.inference_peak.s.0.0" in f
+    (10, 3, False)
+    """
+    forms = {}
+    for kind in ("inference_peak", "training_peak"):
+        for x in (S.b, S.s):
+            for j, cs in enumerate(solution(per_gpu[kind], x) or ()):
+                forms.update({f"solve.{kind}.{x.name}.{j}.{k}": c for k, c in enumerate(cs)})
+    return forms
+
+
+def largest_fitting(per_gpu: dict, vals: dict, capacity: int, gen: int = 0) -> dict:
+    """The inverse questions of one layout on one accelerator (:mod:`symllm.costs.inverse`: closed form
+    where one exists, checked exactly): ``max_batch`` (the largest ``b`` whose per-GPU inference peak fits;
+    0: not one sequence), ``max_context`` (the largest ``s + n`` whose inference peak fits at the workload's
+    batch, the ``n`` generated tokens held; 0: none), ``training_max_batch`` and ``training_max_seq`` (the
+    training peak's, at the workload's sequence length and batch). ``per_gpu`` is
+    :func:`symllm.costs.phases.quantities`' ``memory_per_gpu``.
+
+    >>> from symllm.costs.phases import workload
+    >>> t = workload("llama3.1-8b", gpu="h100-sxm", seq=8192)["time"]
+    >>> t["max_batch"], t["max_context"], t["training_max_batch"], t["training_max_seq"]
+    (36, 299131, 0, 0)
+    """
+    from symllm.numbers.kernels import evaluated
+
+    forms = {f"memory_per_gpu.{k}": per_gpu[k] for k in ("inference_peak", "training_peak")}
+    return largest_numbers(evaluated({**forms, **solve_forms(per_gpu)}, vals), capacity, gen)

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 from symllm.errors import SymllmError
 
-__all__ = ["largest_of"]
+__all__ = ["largest_of", "largest_numbers"]
 
 
 def _floor_root(c0: Fraction, c1: Fraction, c2: Fraction, capacity: int) -> int | None:
@@ -124,3 +124,22 @@ def _secant(peak, capacity: int, low: int, tries: int = 8) -> int | None:
         mid = (good + bad) // 2
         good, bad = (mid, bad) if peak(mid) <= capacity else (good, mid)
     return good
+
+
+def largest_numbers(ev, capacity: int, gen: int = 0) -> dict:
+    """:func:`symllm.costs.inverse.largest_fitting` from named numbers (``ev``: a :class:`symllm.numbers.runtime.Numbers` of
+    ``memory_per_gpu.inference_peak``, ``memory_per_gpu.training_peak`` and their ``solve.*`` coefficients,
+    :func:`symllm.costs.inverse.solve_forms`): no SymPy."""
+    def ask(kind: str, x: str) -> int:
+        name = f"memory_per_gpu.{kind}"
+        solved = []
+        while f"solve.{kind}.{x}.{len(solved)}.0" in ev:
+            j = len(solved)
+            solved.append([(lambda c=f"solve.{kind}.{x}.{j}.{k}": ev(c)) for k in range(3)])
+        return largest_of(lambda value: ev(name, **{x: value}), solved or None, capacity)
+
+    prompt = ask("inference_peak", "s")
+    return {"max_batch": ask("inference_peak", "b"),
+            "max_context": prompt + gen if prompt >= 1 else 0,
+            "training_max_batch": ask("training_peak", "b"),
+            "training_max_seq": ask("training_peak", "s")}
