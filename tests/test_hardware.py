@@ -8,6 +8,7 @@ published parameter totals (tests/data/published_params.json) and plain-Python f
 import json
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -401,3 +402,19 @@ def test_links_name_the_topology():
     assert route["tp"] == ("NVLink 4", 450 * GIGA)  # 900 GB/s both ways
     assert route["dp"][1] == Fraction("12.5") * GIGA
     assert hardware.links(symllm.Workload(tp=2), hardware.gpu("rtx4090"))["tp"] == ("PCIe Gen4 x16", 32 * GIGA)
+
+
+def test_a_plan_reads_each_layouts_links_from_the_one_rule():
+    """A plan's layouts cross the links hardware.links gives a workload of the same ranks: 8 H100s a node
+    (gpus.json), so at tp=4 the data-parallel group of dp=2 (8 ranks) stays on NVLink 4 and dp=4 (16 ranks)
+    crosses InfiniBand NDR (50 GB/s a GPU); every rank count the rule reads is a column of the plan."""
+    from symllm.studies import plans
+    g = hardware.gpu("h100-sxm")
+    cols = {k: np.asarray(v) for k, v in {"tp": [4, 4], "dp": [2, 4], "ep": [1, 1], "pp": [1, 2]}.items()}
+    bw = plans._links(cols, symllm.Workload(), g)
+    assert bw["dp"].tolist() == [450 * GIGA, 50 * GIGA] and bw["tp"].tolist() == [450 * GIGA, 450 * GIGA]
+    assert bw["pp"].tolist() == [450 * GIGA, 50 * GIGA]
+    for i in range(2):
+        work = symllm.Workload(**{k: int(v[i]) for k, v in cols.items()})
+        assert {k: b[i] for k, b in bw.items()} == {k: v[1] for k, v in hardware.links(work, g).items()}
+    assert set(hardware.LINK_RANKS) <= set(plans._KEYS)

@@ -168,12 +168,17 @@ def _number(value) -> Fraction:
     return value if isinstance(value, Fraction) else Fraction(value)
 
 
-def links(work, g: GPU) -> dict[str, tuple[str, int]]:
+#: the rank counts :func:`links` reads (a workload's fields; a plan's layout columns)
+LINK_RANKS = ("tp", "dp", "ep", "pp")
+
+
+def links(work, g: GPU, **ranks) -> dict[str, tuple[str, int]]:
     """The link each parallel group's traffic crosses, ``kind -> (topology, bytes/s one way per GPU)``: ranks
     are numbered tensor-parallel first, then data-parallel (expert-parallel inside it: an expert-parallel
     group is ``N_t·N_e`` consecutive ranks), then pipeline stages (Megatron-LM's order), so a group stays on
     the node's link (NVLink, Infinity Fabric, PCIe) while its ranks fit in one node of ``g.node`` GPUs, and
-    crosses the network between nodes (``work.network``) otherwise.
+    crosses the network between nodes (``work.network``) otherwise. ``ranks``: every one of
+    :data:`LINK_RANKS` in place of the workload's (a plan's layouts), or none.
 
     >>> from symllm.costs.workloads import Workload
     >>> sorted(links(Workload(tp=8, dp=4), gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
@@ -182,9 +187,9 @@ def links(work, g: GPU) -> dict[str, tuple[str, int]]:
     >>> links(Workload(dp=16, ep=8), gpu("h100-sxm"))["ep"], links(Workload(dp=16, ep=16), gpu("h100-sxm"))["ep"][1]
     (('NVLink 4', 450000000000), 50000000000)
     """
-    net = network(work.network)
-    node = (g.link, g.link_bandwidth) if g.link is not None else None
-    spans = {"tp": work.tp, "dp": work.tp * work.dp, "ep": work.tp * work.ep, "pp": work.tp * work.dp * work.pp}
+    tp, dp, ep, pp = (ranks[k] for k in LINK_RANKS) if ranks else (getattr(work, k) for k in LINK_RANKS)
+    net, node = network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
+    spans = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}
     return {k: node if node is not None and span <= g.node else (net.title, net.bandwidth)
             for k, span in spans.items()}
 
@@ -403,7 +408,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
            "capacity": g.memory, "ridge": float(Fraction(peak, bandwidth)), "gpus": work.tp * work.pp * work.dp}
     route = links(work, g)
     out["links"] = {k: {"topology": name, "bandwidth": bw} for k, (name, bw) in route.items()
-                    if {"tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep}[k] > 1}
+                    if getattr(work, k) > 1}
 
     def num(name, **put) -> Fraction:
         return _number(ev(name, **put))

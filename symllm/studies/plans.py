@@ -36,7 +36,6 @@ whole, not divided over the layout), as ``workload()``'s.
 """
 from __future__ import annotations
 
-import types
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -460,10 +459,8 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
 
 def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:
     """Each layout's link bandwidth per parallel group (:func:`symllm.costs.hardware.links`), as arrays."""
-    keys, where = np.unique(np.stack([cols["tp"], cols["pp"], cols["dp"], cols["ep"]], axis=1), axis=0,
-                            return_inverse=True)
-    per_key = [hardware.links(types.SimpleNamespace(tp=tp, pp=pp, dp=dp, ep=ep, network=work.network), g)
-               for tp, pp, dp, ep in keys.tolist()]
+    keys, where = np.unique(np.stack([cols[k] for k in hardware.LINK_RANKS], axis=1), axis=0, return_inverse=True)
+    per_key = [hardware.links(work, g, **dict(zip(hardware.LINK_RANKS, key))) for key in keys.tolist()]
     return {k: np.asarray([links[k][1] for links in per_key], dtype=np.float64)[where.reshape(-1)]
             for k in parallel.COMM_KINDS}
 
