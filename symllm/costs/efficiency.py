@@ -246,9 +246,21 @@ def train_factor(factor, d=None) -> Fraction:
     return 1 / (1 + (1 / factor - 1) * Fraction(int(width["d"])) / Fraction(d))
 
 
-def _catalogued(name) -> bool:
+def card(work, *, own_peak: bool = False) -> str | None:
+    """The catalogue card a workload runs on (``work.gpu``), whose figures the expected times read (its memory
+    kind, its fp16-accumulate peak); None for an accelerator given by its figures alone. ``own_peak``: the card
+    only where its own peaks hold (no ``--gpu-flops``): what is measured against them (:func:`gemm`'s
+    :func:`card_scale`, fp8's transposes, the bf16 peak of fp8 training's bf16 GEMMs).
+
+    >>> from symllm.costs.workloads import Workload
+    >>> card(Workload(gpu="h100-sxm")), card(Workload(gpu="h100-sxm", gpu_flops=500), own_peak=True), card(Workload())
+    ('h100-sxm', None, None)
+    """
     from symllm.costs.accelerators import names
-    return isinstance(name, str) and name in names()
+    name = getattr(work, "gpu", None)
+    if not isinstance(name, str) or name not in names() or (own_peak and getattr(work, "gpu_flops", None) is not None):
+        return None
+    return name
 
 
 def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int = 2) -> Fraction:
@@ -402,8 +414,7 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
     return elements * per / (stream() * bandwidth)
 
 
-def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None,
-             card: str | None = None) -> dict:
+def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
     ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
     into), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
@@ -411,8 +422,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``*_handoff``, ``training_flops``,
     ``training_model_flops``, ``comm``; a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
     ``beta_a`` for :func:`moe_training_s`), the workload, the peak FLOP/s of the compute dtype, the bandwidth
-    and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times; ``card``: the catalogue
-    card whose GEMM efficiency applies (:func:`gemm`; None: the measured curve). Seconds as floats.
+    and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. The card's figures are
+    :func:`card`'s (its GEMM efficiency at its own peak only; None: the measured curve). Seconds as floats.
     """
     serve = engine(getattr(work, "engine", None), "inference")
     if serve.get("kind") != "inference":
@@ -426,7 +437,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     layers = parts["layers"]
     kernels = layers * serve["kernels_per_layer"]
     graph, host = _x(data()["kernel"]["graph_s"]), _x(data()["kernel"]["host_s"])
-    named = getattr(work, "gpu", None) if _catalogued(getattr(work, "gpu", None)) else None  # its memory, its fp16
+    named, rated = card(work), card(work, own_peak=True)  # its memory and fp16; its GEMMs at its own peak
     kind = memory_kind(named) if named is not None else None
     mem = stream(work.dtype, kind) * bandwidth
     # an engine's fixed cost a layer on Apple's GPUs (no CUDA graph there), in place of its kernels'
@@ -453,8 +464,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     def gemms(flops, experts, m, peak=peak) -> Fraction:
         """GEMMs of ``m`` token rows, of which the routed experts' see ``share`` of them."""
-        return (Fraction(flops - experts) / (gemm(compute, m, card) * peak)
-                + (Fraction(experts) / (gemm(compute, m * share, card) * peak) if experts else 0))
+        return (Fraction(flops - experts) / (gemm(compute, m, rated) * peak)
+                + (Fraction(experts) / (gemm(compute, m * share, rated) * peak) if experts else 0))
     # prefill: GEMMs at M = b·s rows (an engine's micro-batch at most), the attention core at its causal
     # FLOPs, weights at least once
     core = parts["prefill_core_flops"]
@@ -463,7 +474,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
-        attn_s = max(Fraction(core) / (gemm(compute, work.seq, card) * peak),
+        attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * peak),
                      4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
@@ -499,13 +510,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     if experts and moe_layers and all(x in parts for x in ("d", "d_ff", "n_e", "k", "beta_a")):
         # an expert's GEMMs at its widths: K = d and d_ff (forward and input gradient), its rows (weight gradient)
         m = rows * share
-        eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), card)
+        eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), rated)
         moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
                              act_bytes=parts["beta_a"], bandwidth=bandwidth, ep_bytes=comm.get("ep", 0),
                              link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute)
         moe_s = sum(moe.values())
     else:
-        eta, moe_s = (gemm(compute, rows * share, card) if experts else 1), Fraction(0)
+        eta, moe_s = (gemm(compute, rows * share, rated) if experts else 1), Fraction(0)
     # FP8 current scaling's quantization passes (Transformer Engine), where the engine runs that recipe
     cast_s = Fraction(0)
     if compute == "fp8" and train.get("fp8_recipe") == "current" and all(
@@ -513,14 +524,14 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         heads = parts["head_dim"]
         cast_s = fp8_quantize_s(rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
                                 q=parts["n_h"] * heads, kv=parts["n_kv"] * heads, bandwidth=bandwidth,
-                                moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=card,
+                                moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=rated,
                                 recompute=work.recompute)
     # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
     # head (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
     bf16 = (Fraction(parts.get("training_bf16_flops", 0))
             if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
-    compute_s = (Fraction(parts["training_flops"] - experts - bf16) / (gemm(compute, 16384, card) * factor * peak)
-                 + (bf16 / (gemm("bf16", 16384, card) * factor * parts["bf16_peak"]) if bf16 else 0)
+    compute_s = (Fraction(parts["training_flops"] - experts - bf16) / (gemm(compute, 16384, rated) * factor * peak)
+                 + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate

@@ -470,8 +470,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
-    card = g.name if work.gpu_flops is None else None  # a peak given on the command line: no card's figure
-    out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step, card)
+    out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens
         out["training_s"] = _seconds(run)
@@ -522,7 +521,7 @@ def blank_unfit(time: dict) -> dict:
     return time
 
 
-def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step, card=None) -> dict:
+def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
     rectangle), model FLOPs (3× the forward's, attention causal) and hardware FLOPs (recomputation's forward too);
@@ -537,7 +536,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
     parts.update({"training_bf16_flops": num(f"{max(stages, key=lambda st: num(f'{st}training_flops'))}training_bf16_flops"),
-                  "bf16_peak": of(work).bf16 if work.gpu_flops is None else None})  # a peak given: no other dtype's
+                  "bf16_peak": gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
@@ -548,7 +547,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
                   "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1) + work.dp * (num("recomputed") if work.selective_ac else 0)})
-    return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step}, card=card)
+    return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})
 
 
 def _whole(value: Fraction):
