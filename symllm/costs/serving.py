@@ -62,11 +62,12 @@ from __future__ import annotations
 from fractions import Fraction
 from math import ceil
 
+from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "default_max_num_seqs", "indexer_bytes_per_token", "moe_workspace_bytes",
-           "nccl_bytes", "sampler_peak_bytes"]
+__all__ = ["DEFAULTS", "capacity", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+           "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` 8192 (``vllm serve``),
 #: ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.efficiency.engine`, with its NCCL
@@ -95,6 +96,19 @@ def default_max_num_seqs(gpu) -> int:
     return LARGE_CARD_SEQS if large else SMALL_CARD_SEQS
 
 
+def model_config(config):
+    """The :class:`~symllm.arch.config.ModelConfig` a serving figure reads: a Spec's, a ModelConfig itself, or a
+    preset's by name (read through :mod:`symllm.arch.resolved`, SymPy's side; the others need none).
+
+    >>> model_config("llama3.1-8b").n_kv_heads, model_config(model_config("llama3.1-8b")).dim
+    (8, 4096)
+    """
+    if isinstance(config, str):
+        from symllm.arch import resolved
+        return resolved.resolve(config)
+    return getattr(config, "config", config)
+
+
 def sampler_peak_bytes(config, rows: int, tokens: int, per_entry: int, act_bytes: int = 2) -> int:
     """What vLLM V1's dummy sampler run (``GPUModelRunner._dummy_sampler_run``, after the profile's forward of
     ``tokens`` tokens) holds at its peak on a rank: ``per_entry`` bytes for each of the ``rows`` x vocabulary
@@ -108,7 +122,7 @@ def sampler_peak_bytes(config, rows: int, tokens: int, per_entry: int, act_bytes
     >>> sampler_peak_bytes(c, rows=8, tokens=32, per_entry=38) == 8 * 100 * 38 + (32 + 2 * 8) * 64 * 2
     True
     """
-    cfg = getattr(config, "config", config)  # a Spec's config, or the ModelConfig itself
+    cfg = model_config(config)
     return rows * cfg.vocab_size * per_entry + (tokens + 2 * rows) * cfg.dim * act_bytes
 
 
@@ -141,7 +155,7 @@ def indexer_bytes_per_token(config) -> int:
     ...                                     hidden_dim=64))
     0
     """
-    cfg = getattr(config, "config", config)  # a Spec's config, or the ModelConfig itself
+    cfg = model_config(config)
     if getattr(cfg, "index_topk", None) is None:
         return 0
     # the k_cache is built by vLLM's Indexer.__init__: counted in the layers that have an indexer (GLM-5's
@@ -167,10 +181,7 @@ def moe_workspace_bytes(config, tokens: int, tp: int = 1, act_bytes: int = 2) ->
     ...                                 hidden_dim=64), 8192)
     0
     """
-    if isinstance(config, str):  # a preset's name
-        from symllm.arch import resolved
-        config = resolved.spec(config)
-    cfg = getattr(config, "config", config)  # a Spec's config, or the ModelConfig itself
+    cfg = model_config(config)
     if not getattr(cfg, "n_experts", None):
         return 0
     m, k = min(tokens, FUSED_MOE_CHUNK), cfg.experts_per_token
@@ -235,10 +246,11 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
     one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
-    cfg = getattr(config, "config", config)  # (a Spec's config, or the ModelConfig itself)
-    # one rank's share of the heads; a latent attention's cache is whole on every rank (vLLM's MLA layers
-    # cache one latent "head" a token, MLAAttentionSpec(num_kv_heads=1), replicated over the tensor ranks)
-    share = Fraction(1) if cfg.latent else Fraction(ceil(cfg.n_kv_heads / work.tp), cfg.n_kv_heads)
+    cfg = model_config(config)
+    # one rank's share of the cache: the key/value heads it holds (kv_heads_split: one a rank, replicated, past
+    # them); a latent attention's is whole on every rank (vLLM's MLA layers cache one latent "head" a token,
+    # MLAAttentionSpec(num_kv_heads=1), replicated over the tensor ranks)
+    share = Fraction(1) if cfg.latent else Fraction(kv_heads_split(cfg.n_kv_heads, work.tp), work.tp * cfg.n_kv_heads)
     per_token = Fraction(one["memory"]["kv_cache"]) * share
     per_token = int(per_token) if per_token.denominator == 1 else per_token
     weights = profile["memory_per_gpu"]["weights"]
