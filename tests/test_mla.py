@@ -434,10 +434,13 @@ def test_glm5_mtp_layer_has_its_own_indexer_when_the_last_layers_share_one():
     DeepseekV2AttentionMLA for the nextn layer sets skip_topk = False (never reusing a top-k; THUDM/slime's
     sglang patch for GLM-5), and the published GLM-5 checkpoints hold model.layers.{L}.self_attn.indexer.*
     (wq_b, wk, k_norm, weights_proj) beside the layer's MLA and MoE. Five layers with index_topk_freq 4 after
-    offset 2: layers 0, 1 'full', 2-4 'shared' (the last one without an indexer). The module, by hand: its
-    embedding 10 × 16 and head 16 × 10, enorm, hnorm and shared_head.norm 16 each, eh_proj 32 × 16, and one
-    MoE decoder layer with its indexer: layer 1 of transformers' model on the meta device (numel of
-    model.layers.1.*); the same as when every layer is 'full'."""
+    offset 2: layers 0, 1 'full', 2-4 'shared' (the last one without an indexer). The module, by hand: enorm,
+    hnorm and shared_head.norm 16 each, eh_proj 32 × 16, and one MoE decoder layer with its indexer: layer 1 of
+    transformers' model on the meta device (numel of model.layers.1.*); the same as when every layer is 'full'.
+    No embedding or head of its own: GLM-5's checkpoint stores none (vllm-ascend's GLM-5 guide,
+    docs/source/tutorials/models/GLM5.md, copies model.embed_tokens and lm_head into
+    model.layers.78.embed_tokens and shared_head.head of the BF16 weights for its loader), unlike
+    DeepSeek-V3.2's (tests/test_new_family_presets.py::test_deepseek_v32_preset_is_the_stored_checkpoint)."""
     raw = {"model_type": "glm_moe_dsa", "vocab_size": 10, "hidden_size": 16, "num_hidden_layers": 5,
            "num_attention_heads": 2, "num_key_value_heads": 2, "q_lora_rank": 4, "kv_lora_rank": 4,
            "qk_rope_head_dim": 2, "qk_nope_head_dim": 2, "v_head_dim": 2, "index_n_heads": 2, "index_head_dim": 4,
@@ -447,7 +450,7 @@ def test_glm5_mtp_layer_has_its_own_indexer_when_the_last_layers_share_one():
     model = _hf_model(raw)
     assert sorted({int(n.split(".")[2]) for n, _ in model.named_parameters() if ".indexer." in n}) == [0, 1]
     layer = sum(p.numel() for n, p in model.named_parameters() if n.startswith("model.layers.1."))
-    module = 10 * 16 + 16 * 10 + 3 * 16 + 32 * 16 + layer
+    module = 3 * 16 + 32 * 16 + layer
     assert symllm.params(from_hf(raw))["mtp"] == module
     assert symllm.params(from_hf({**raw, "index_topk_freq": 1}))["mtp"] == module
 

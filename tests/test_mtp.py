@@ -153,3 +153,35 @@ def test_deepseek_v32_mtp_is_deepseek_v3s_module(raw):
     counts = symllm.params(from_hf(raw))
     assert counts["total"] == sum(p.numel() for p in model.parameters())
     assert counts["mtp"] == 2 * V * d + 3 * d + 2 * d * d + _layer(model, raw["num_hidden_layers"] - 1)
+
+
+def _deepseek_small(**changes) -> dict:
+    """A small DeepSeek-V3 config.json: MLA with a query latent, 4 layers, the first dense, 4 routed experts of
+    8 and a shared one, one multi-token-prediction module."""
+    return {"model_type": "deepseek_v3", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+            "moe_intermediate_size": 8, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "q_lora_rank": 16, "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 8, "v_head_dim": 8,
+            "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
+            "num_nextn_predict_layers": 1, "n_group": 1, "topk_group": 1, **changes}
+
+
+def test_deepseek_mtp_copies_the_last_layers_kind_not_the_last_group():
+    """The DeepSeek-style module's block is the kind of the model's last layer (vLLM's
+    DeepSeekMultiTokenPredictorLayer builds layer num_hidden_layers, the layer after the last), not the last
+    group: groups are in the order each kind first appears. Layers dense, MoE, MoE, dense (a symllm config with
+    its layers stated, one MoE layer of the published order made dense) make the groups dense, MoE: the module's
+    block is dense. Expected: DeepseekV3ForCausalLM's
+    dense layer 0 and MoE layer 1 on the meta device, the module's embedding and head copies 2·V·d, enorm, hnorm
+    and shared_head.norm 3d, eh_proj 2d·d by hand; the published order (dense then MoE) copies the MoE layer."""
+    raw = _deepseek_small()
+    model, d, V = _meta(raw), raw["hidden_size"], raw["vocab_size"]
+    around = 2 * V * d + 3 * d + 2 * d * d
+    assert symllm.params(from_hf(raw))["mtp"] == around + _layer(model, 1)
+    fields = from_hf(raw).to_dict()
+    dense, moe = ({**k, "count": 1} for k in fields["layers"])
+    cfg = symllm.ModelConfig(**{**fields, "layers": [dense, {**moe, "count": 2}, dense]})
+    assert [kind.ffn for kind, _ in cfg.groups] == ["dense", "moe"] and cfg.layers[-1][0].ffn == "dense"
+    counts = symllm.params(cfg)
+    whole = sum(p.numel() for p in model.parameters())
+    assert counts["total"] == whole - _layer(model, 1) + _layer(model, 0)  # a MoE layer made dense
+    assert counts["mtp"] == around + _layer(model, 0)

@@ -93,3 +93,23 @@ def test_deepseek_v32_preset_is_the_stored_checkpoint():
     dense = 3 * 3 * 144 * 56
     moe = 59 * (256 + 1) * 3 * 16 * 56
     assert counts["total"] + counts["mtp"] + 59 * 256 + attention + dense + moe == 685_396_921_376
+
+
+def test_glm5_preset_is_the_stored_checkpoint():
+    """zai-org/GLM-5's multi-token-prediction layer (model.layers.78) shares the model's embedding and output
+    head: the BF16 checkpoint stores no model.layers.78.embed_tokens or shared_head.head (vllm-ascend's GLM-5
+    guide, docs/source/tutorials/models/GLM5.md, copies model.embed_tokens.weight and lm_head.weight into them
+    for its loader), so the module is enorm, hnorm and shared_head.norm (3 × 6144), eh_proj (12288 × 6144) and
+    one MoE layer with its indexer, not DeepSeek-V3's module with its own copies (2 × 154880 × 6144). The
+    checkpoint's total with it, 753.9B, is the public inventory's figure (not 755.8B with the copies); the
+    model's, 743.9B, transformers' (test_preset_equals_transformers_language_model_on_meta)."""
+    counts = symllm.params("glm-5")
+    d, h = 6144, 64
+    attention = (d * 2048 + 2048 + 2048 * h * 256 + d * (512 + 64) + 512  # q_a, its norm, q_b, kv_a, its norm
+                 + 512 * h * (192 + 256) + h * 256 * d)  # kv_b, o_proj
+    indexer = 2048 * 32 * 128 + d * 128 + 2 * 128 + d * 32  # wq_b, wk, k_norm (weight, bias), weights_proj
+    moe = 256 * 3 * d * 2048 + 256 * d + 3 * d * 2048  # routed experts, router, shared expert
+    layer = attention + indexer + moe + 2 * d  # and the two layer norms
+    assert counts["mtp"] == 3 * d + 2 * d * d + layer == 9_952_920_320
+    assert round((counts["total"] + counts["mtp"]) / 1e9, 1) == 753.9
+    assert round((counts["total"] + counts["mtp"] + 2 * 154880 * d) / 1e9, 1) == 755.8

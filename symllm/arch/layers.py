@@ -413,8 +413,12 @@ class Structure:
     mtp: bool = False
     #: the blocks of one multi-token-prediction module whose embedding and head are the model's, by the position
     #: of their kind in ``kinds`` (Nemotron-H's, Qwen3-Next's: symllm.arch.components.mtp); (): DeepSeek-V3's
-    #: module, its own embedding and head and one block like the last group's
+    #: module, its own embedding and head and one block of the kind :attr:`mtp_copy` says
     mtp_blocks: tuple = ()
+    #: the block a DeepSeek-V3-style module (no ``mtp_blocks``) copies, by the position of its kind in ``kinds``:
+    #: the kind of the model's last layer (the MTP layer follows it; -1: the last kind in ``kinds``, which is not
+    #: always the last layer's: kinds are in the order each first appears)
+    mtp_copy: int = -1
     #: the shared expert is Qwen2-MoE's: of its own width d_se, scaled by a sigmoid gate
     shared_gate: bool = False
     #: gpt-oss's attention sinks (one logit per query head)
@@ -474,6 +478,8 @@ class Structure:
         if (not isinstance(self.mtp_blocks, tuple)
                 or any(type(i) is not int or not 0 <= i < len(kinds) for i in self.mtp_blocks)):
             raise SymllmError(f"mtp_blocks: expected positions in kinds, got {self.mtp_blocks!r}")
+        if type(self.mtp_copy) is not int or not -len(kinds) <= self.mtp_copy < len(kinds):
+            raise SymllmError(f"mtp_copy: expected a position in kinds, got {self.mtp_copy!r}")
         choice("latent", self.latent, LATENT)
         choice("fused_experts", self.fused_experts, FUSED_EXPERTS)
         if self.indexer and self.latent != "q_lora":

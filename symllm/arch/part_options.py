@@ -322,6 +322,13 @@ OPTIONS: tuple[Option, ...] = (
                            "its embedding and output head the model's") if c.mtp_kinds else "", models="both",
            doc="the blocks of a multi-token-prediction module sharing the model's embedding and head (Nemotron-H's "
                "mtp_layers_block_type, Qwen3-Next's one full-attention layer; reported apart)"),
+    Option("mtp_copy", ("n_mtp_layers",), (0,), "structure", "mtp_copy",
+           value=lambda c: ([kind for kind, _ in c.groups].index(c.layers[-1][0])
+                            if c.n_mtp_layers and c.mtp_kinds is None else -1), choices=(0,), on=None,
+           models="latent",
+           doc="the block a DeepSeek-V3-style multi-token-prediction module copies: the kind of the model's last "
+               "layer (vLLM's DeepSeekMultiTokenPredictorLayer builds layer num_hidden_layers, of the kind "
+               "first_k_dense_replace gives it: the last layer's)"),
     _on("output_gate", "a gated attention output: o_proj(attn * sigmoid(gate)), the gate from a doubled q_proj "
         "(Qwen3-Next, Qwen3.5)", "", "gated attention output", parts=("output_gate",)),
     Option("gate_proj", ("gate_proj",), (None,), "structure", "gate_proj", parts=("wg", "output_gate"),

@@ -115,12 +115,14 @@ def _params_table(structure: Structure) -> TableKernel:
         from symllm.arch.components import block, mtp
         from symllm.arch.layers import group_names
         names = group_names(structure.kinds)
-        last = structure.kinds[-1]  # the group a DeepSeek-style module copies
-        # GLM-5: the module's layer runs its own indexer where the last layers reuse a top-k (its checkpoint
-        # holds model.layers.{L}.self_attn.indexer.*; SGLang's is_nextn layer: skip_topk = False)
-        own = (block(structure, replace(last, shared_topk=False), name=names[-1])
+        copy = structure.mtp_copy  # the group a DeepSeek-style module copies: the last layer's kind
+        last = structure.kinds[copy]
+        # the module's layer runs its own indexer where the last layers reuse a top-k (SGLang's is_nextn layer:
+        # skip_topk = False)
+        own = (block(structure, replace(last, shared_topk=False), name=names[copy])
                if last.shared_topk and not structure.mtp_blocks else None)
-        terms["mtp"] = mtp(mdl, tuple(names[i] for i in structure.mtp_blocks), own).total("params")
+        terms["mtp"] = mtp(mdl, tuple(names[i] for i in structure.mtp_blocks), own,
+                           copy=names[copy]).total("params")
     table = TableKernel(terms)
     cache_put("params-table", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     return table

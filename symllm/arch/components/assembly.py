@@ -231,15 +231,17 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
     )
 
 
-def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = None) -> Component:
+def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = None,
+        copy: str | None = None) -> Component:
     """The ``L_mtp`` multi-token-prediction modules a checkpoint stores beside the model, which transformers does
     not build: their parameters are reported apart (``mtp``), never in the total.
 
     Without ``blocks``, DeepSeek-V3's and GLM-4.5's (``model.layers.{L}``: DeepSeek-V3's ``MTP`` of its
     ``inference/model.py`` and paper §2.2), as the checkpoint holds them: its own copies of the embedding and the
     output head (``embed_tokens``, ``shared_head.head``; the paper shares them with the main model), ``enorm``
-    and ``hnorm`` (RMSNorms of ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last ones and
-    ``shared_head.norm``. With ``blocks`` (names of ``whole``'s groups of blocks, one a block of the module),
+    and ``hnorm`` (RMSNorms of ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last layer (the
+    group ``copy``, by default the last group of ``whole``: groups are in the order their kind first appears,
+    so the last group is not always the last layer's) and ``shared_head.norm``. With ``blocks`` (names of ``whole``'s groups of blocks, one a block of the module),
     one whose embedding and head are the model's: vLLM's ``NemotronHMultiTokenPredictor`` (``mtp.layers.*``:
     ``enorm``, ``hnorm`` and ``eh_proj`` on its first layer, ``final_layernorm`` on its last, each layer of
     ``mtp_hybrid_override_pattern`` a Nemotron-H block) and ``Qwen3NextMultiTokenPredictor`` (``mtp.*``:
@@ -264,7 +266,7 @@ def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = 
                       rmsnorm("final_norm")),
             doc="a multi-token-prediction module sharing the model's embedding and head (mtp.* of the checkpoint)",
             rules=_NO_WEIGHT)
-    last = own or [c for c in whole.children if c.checkpoint != 0][-1]
+    last = own or (whole.child(copy) if copy else [c for c in whole.children if c.checkpoint != 0][-1])
     return Component(
         "mtp", repeat=L_mtp,
         children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"), fusion,

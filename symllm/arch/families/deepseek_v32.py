@@ -66,10 +66,27 @@ def _fields(raw: dict, n_layers: int, family: Family) -> dict:
             kinds = [kind for kind, count in out.get("layers", ((LayerKind(), n_layers),)) for _ in range(count)]
             out.update(groups([LayerKind(**{**kind.__dict__, "shared_topk": t == "shared"})
                                for kind, t in zip(kinds, types)]))
+        if out.get("n_mtp_layers"):
+            out["mtp_kinds"] = _glm_mtp_kinds(out, n_layers)
     defaults = family.defaults
     return {**out, "index_heads": integer(raw, "index_n_heads", defaults["index_n_heads"]),
             "index_head_dim": integer(raw, "index_head_dim", defaults["index_head_dim"]),
             "index_topk": integer(raw, "index_topk", defaults["index_topk"])}
+
+
+def _glm_mtp_kinds(out: dict, n_layers: int) -> tuple:
+    """GLM-5's multi-token-prediction layer: the kind of the model's last layer, with its own indexer (SGLang's
+    nextn layer never reuses a top-k), its embedding and output head the model's: the published checkpoint stores
+    model.layers.{L}'s enorm, hnorm, eh_proj, decoder layer and shared_head.norm, not DeepSeek-V3's copies of
+    the embedding and head (vllm-ascend's GLM-5 guide writes them into the BF16 checkpoint for its loader:
+    model.layers.78.embed_tokens.weight and shared_head.head.weight from model.embed_tokens and lm_head)."""
+    layers = out.get("layers", ((LayerKind(), n_layers),))
+    kind = layers[-1][0]
+    kind = LayerKind(**{**kind.__dict__, "shared_topk": False})
+    if kind not in {k for k, _ in layers}:
+        raise SymllmError("num_nextn_predict_layers: the MTP layer (the last layer's kind, with its own indexer) "
+                          "is of a kind no layer of the model has (not modelled)")
+    return (kind,)
 
 
 def _v32(raw: dict, n_layers: int) -> dict:
