@@ -191,17 +191,18 @@ def attention_prefill(s, head_dim: int = 128) -> Fraction:
     return _interpolate(t["d64"] if head_dim <= 96 else t["d128"], max(1, s))
 
 
-def stream(weight_dtype: str = "bf16", kind: str | None = None) -> Fraction:
+def stream(weight_dtype: str = "bf16", kind: str | None = None, dequant: dict | None = None) -> Fraction:
     """``η_mem``: the fraction of the memory bandwidth a stream of weights in ``weight_dtype`` reaches
-    (weight-only int4/int8 unpack what they read) on memory of ``kind`` (:func:`memory_kind`: its own
-    figure where ``memory_kinds.stream`` has one, memory_stream's otherwise).
+    (weight-only int4/int8 unpack what they read: ``dequant``'s fraction, an engine's own where it has one,
+    efficiency.json's otherwise) on memory of ``kind`` (:func:`memory_kind`: its own figure where
+    ``memory_kinds.stream`` has one, memory_stream's otherwise).
 
-    >>> stream(), stream("int4"), stream(kind="unified")
-    (Fraction(22, 25), Fraction(33, 50), Fraction(17, 20))
+    >>> stream(), stream("int4"), stream(kind="unified"), stream("int4", dequant=engine("mlc")["dequant"])
+    (Fraction(22, 25), Fraction(33, 50), Fraction(17, 20), Fraction(22, 25))
     """
     own = data()["memory_kinds"]["stream"].get(kind)
     base = _x(own if own is not None else data()["memory_stream"]["value"])
-    extra = data()["dequant"].get(weight_dtype)
+    extra = (dequant if dequant is not None else data()["dequant"]).get(weight_dtype)
     return base * (_x(extra) if extra is not None and weight_dtype in ("int4", "int8") else 1)
 
 
@@ -439,7 +440,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     graph, host = _x(data()["kernel"]["graph_s"]), _x(data()["kernel"]["host_s"])
     named, rated = card(work), card(work, own_peak=True)  # its memory and fp16; its GEMMs at its own peak
     kind = memory_kind(named) if named is not None else None
-    mem = stream(work.dtype, kind) * bandwidth
+    mem = stream(work.dtype, kind, serve.get("dequant")) * bandwidth  # an engine's own unpacking, where sourced
     # an engine's fixed cost a layer on Apple's GPUs (no CUDA graph there), in place of its kernels'
     metal = _x(serve["metal_layer_s"]) if serve.get("metal_layer_s") and kind == "unified" else None
     plain_fp16 = work.dtype == "fp16" and getattr(work, "weight_format", None) is None and compute == "fp16"
