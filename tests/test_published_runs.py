@@ -272,8 +272,11 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: where the errors stand on 2026-11-28 (issue 40 asks for a median under 15% and a worst under 35%: met by
 #: the serving and memory rows, and by every group's median; not by the inference and training groups' worst
 #: rows (memory's worst is now vLLM V0's RTX 3090 cache at 29,000 tokens, +9.1%; vLLM V1's Qwen3-235B TP4 cache,
-#: +88% before vLLM V1's dummy sampler run and its NCCL communicators were counted, is +2.6%; training's is
-#: Megatron-Bridge's dropless Qwen3-30B-A3B, +142%):
+#: +88% before vLLM V1's dummy sampler run and its NCCL communicators were counted, is +2.6%; inference's is
+#: vLLM of October 2023 on four PCIe A100s, +78% (+85% before its Ray round trip and its eager all-reduces'
+#: launches were counted); training's is Megatron-Bridge's dropless Qwen3-30B-A3B, +142%, and the held-out MoE rows of
+#: its 26.02 container, Qwen3-30B-A3B in another layout +139% and GPT-OSS-120B +50%, say the shortfall is the
+#: mixtures', not one layout's):
 #: docs/efficiency.md says which rows and why)
 MEDIAN, WORST = 0.10, 1.50
-BOUNDS = {"inference": (0.07, 0.86), "serving": (0.12, 0.30), "memory": (0.06, 0.10), "training": (0.13, 1.50)}
+BOUNDS = {"inference": (0.07, 0.78), "serving": (0.12, 0.30), "memory": (0.06, 0.10), "training": (0.13, 1.50)}

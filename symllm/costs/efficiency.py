@@ -25,8 +25,10 @@ each figure with its source:
   ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
   kernels' (no CUDA graph there).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
-  host launches each op and the step takes at least ``kernels × kernel.host_s``; each engine adds a fixed
-  cost per step (sampling, scheduling). Each tensor-parallel all-reduce costs the link's latency plus the
+  host launches each op, each tensor-parallel all-reduce among them, and the step takes at least
+  ``(kernels + all-reduces) × kernel.host_s`` (the GPU's all-reduces run while the host launches what
+  follows); each engine adds a fixed cost per step (sampling, scheduling), and one that drives its ranks as
+  Ray actors a round trip to them (:func:`ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
   bytes each rank sends at the link's bus bandwidth (:func:`collective`: nccl-tests tables by link), or the
   engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
@@ -35,7 +37,8 @@ each figure with its source:
   reduction width ``K`` below the GEMM table's lose the time their output takes to write
   (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
   group's link (:func:`alltoall_s`), its token permutation and unpermutation and its router's scores as
-  memory-bound passes.
+  memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
+  device-to-host round trip each forward (``moe.sync_s``).
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
@@ -71,7 +74,7 @@ from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill",
            "stream", "memory_kind", "fp16_accumulate_peak", "train_factor", "bubble", "allreduce_s", "collective",
-           "alltoall_s", "moe_training_s", "fp8_quantize_s", "expected", "seconds"]
+           "alltoall_s", "ray_step_s", "moe_training_s", "fp8_quantize_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -349,6 +352,20 @@ def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction
     return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(eff) * link[1])
 
 
+def ray_step_s(workers: int) -> Fraction:
+    """Seconds a step's control plane takes where an engine drives ``workers`` ranks as Ray actors
+    (``control_plane.ray`` in efficiency.json, Ray's release microbenchmarks): one synchronous actor call's
+    round trip, and each further call's submission at the asynchronous rate; nothing for one rank (no Ray).
+
+    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2011.9 + 3/8663.7 s
+    (843.3, Fraction(0, 1))
+    """
+    if workers <= 1:
+        return Fraction(0)
+    ray = data()["control_plane"]["ray"]
+    return 1 / _x(ray["sync_calls_per_s"]) + (workers - 1) / _x(ray["async_calls_per_s"])
+
+
 def model_flops(work, num) -> Fraction:
     """A training step's model FLOPs (its forward and backward, nothing recomputed) from the evaluated forms
     ``num(name)``: 3 of full recomputation's 4 forward passes of ``flops.training_step`` (``work.recompute``);
@@ -366,17 +383,22 @@ def model_flops(work, num) -> Fraction:
 
 
 def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,
-                   recompute: bool = False) -> dict:
+                   recompute: bool = False, syncs: int = 0) -> dict:
     """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
     GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`alltoall_s`, 4 calls a layer: dispatch and combine
     in forward and backward; 6 with full recomputation), ``permute`` (``moe.permute_passes`` passes a layer, each
     of ``(1 + k)·rows`` rows of ``d`` activations of ``act_bytes``; 6 with recomputation) and ``router``
     (``moe.router_passes`` passes over ``rows·n_e`` fp32 scores), both at :func:`stream`'s fraction of
-    ``bandwidth``.
+    ``bandwidth``; ``sync``: ``syncs`` device-to-host round trips (``moe.sync_s``) a layer's forward, the
+    forward's again with recomputation (a dropless layer's tokens per expert, where there is an all-to-all).
 
     >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, bandwidth=10 ** 12)
     >>> float(t["permute"]), float(t["router"]), t["alltoall"]   # 2·4·9000·1024·2 and 2·6·1000·64·4 bytes at 0.88 TB/s
     (0.00016756363636363637, 3.490909090909091e-06, Fraction(0, 1))
+    >>> link = ("NVLink 4", 450 * 10 ** 9)
+    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, bandwidth=10 ** 12, ep_bytes=1, link=link, syncs=1)
+    >>> round(float(t["sync"]) * 1e6, 2)   # 2 layers x 26.11 us
+    52.22
     """
     moe = data()["moe"]
     again = Fraction(3, 2) if recompute else 1  # the forward's passes (half of them) run again
@@ -384,8 +406,10 @@ def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0,
     permute = again * moe["permute_passes"] * layers * (1 + k) * rows * d * act_bytes / mem
     router = again * moe["router_passes"] * layers * rows * n_e * 4 / mem
     calls = (6 if recompute else 4) * layers
+    forwards = 2 if recompute else 1
+    sync = forwards * syncs * layers * _x(moe["sync_s"]) if ep_bytes and link is not None else Fraction(0)
     return {"alltoall": alltoall_s(calls, ep_bytes, link) if ep_bytes else Fraction(0),
-            "permute": Fraction(permute), "router": Fraction(router)}
+            "permute": Fraction(permute), "router": Fraction(router), "sync": sync}
 
 
 def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
@@ -451,13 +475,19 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     fast16 = fp16_accumulate_peak(named) if serve.get("fp16_accumulate") and plain_fp16 and named else None
     out = {"engine": serve["name"], "training_engine": train["name"]}
 
-    def step(gpu_s: Fraction, kernels: int = kernels) -> Fraction:
-        """A stage's GPU time plus its kernels' fixed cost, or the host's pace without a CUDA graph."""
+    def step(gpu_s: Fraction, kernels: int = kernels, calls: int = 0, reduce_s: Fraction = Fraction(0)) -> Fraction:
+        """A stage's GPU time plus its kernels' fixed cost and its ``calls`` all-reduces (``reduce_s``), or
+        without a CUDA graph the host's pace: it launches every kernel and every all-reduce
+        (kernel.eager_collectives), and the GPU's all-reduces run while it does."""
         if metal is not None:
-            return gpu_s + layers * metal
+            return gpu_s + layers * metal + reduce_s
         if serve["cuda_graphs"]:
-            return gpu_s + kernels * graph
-        return max(gpu_s + kernels * graph, kernels * host)
+            return gpu_s + kernels * graph + reduce_s
+        return max(gpu_s + kernels * graph + reduce_s, (kernels + calls) * host)
+
+    ranks = work.tp * work.pp
+    control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
+    calls = 2 * layers + 1 if tp_link else 0  # a layer's two all-reduces and the logits' gather
 
     rows = work.batch * work.seq
     # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
@@ -479,9 +509,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                      4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
-    prefill = (pp * (step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]))
-                     + allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link, serve))
-               + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]))
+    prefill = (pp * step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]), calls,
+                         allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link, serve))
+               + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]) + control)
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
     # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
     moved = Fraction(parts["decode_bytes"])
@@ -496,8 +526,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     gpu_s = (max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
                  weights * gemv / mem)
              + max(core / peak, (moved - weights) / mem))
-    decode = (pp * (step(gpu_s) + allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link, serve))
-              + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]))
+    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link, serve))
+              + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]) + control)
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
     out["decode_token_s"] = seconds(decode)
@@ -514,7 +544,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), rated)
         moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
                              act_bytes=parts["beta_a"], bandwidth=bandwidth, ep_bytes=comm.get("ep", 0),
-                             link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute)
+                             link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute,
+                             syncs=int(train.get("moe_host_syncs", 0)))
         moe_s = sum(moe.values())
     else:
         eta, moe_s = (gemm(compute, rows * share, rated) if experts else 1), Fraction(0)
