@@ -3,7 +3,9 @@ from sources independent of the published runs (tests/data/published_runs.json):
 
 - its 2024 batch-1 fp16 mat-vec (ggml-cuda/dmmv.cu) reads with scalar loads; vectorising them gave 1.27x the
   tokens/s of Llama-3-8B F16 on an HBM card and 1.01x on GDDR cards (llama.cpp PR #9816), so fp16 weights
-  stream 1.27x slower on HBM cards at batch 1;
+  stream 1.27x slower on HBM cards at batch 1, or, on a card whose SMs and boost clock are known, at the rate
+  its SMs issue the loads (6.45 bytes a SM a clock, from llama-bench's A100 80GB PCIe run of Llama-3-8B F16,
+  May 2024, a run the published table does not hold) where that is slower than the memory;
 - a prompt runs in micro-batches of n_ubatch = 512 tokens (llama.cpp PR #6017), its fp16 GEMMs through
   cuBLAS with fp16 accumulation (ggml_cuda_op_mul_mat_cublas, CUBLAS_COMPUTE_16F), which a GeForce card runs at
   twice its fp32-accumulate peak (NVIDIA's Ada and GA102 whitepapers: 330.3 and 142 TFLOP/s dense).
@@ -39,20 +41,50 @@ def _decode_by_hand(bandwidth_gbs: int, gemv: Fraction) -> Fraction:
     return (weights * gemv + rest) / bandwidth + LAYERS * 16 * GRAPH + STEP
 
 
-@pytest.mark.parametrize("gpu,gbs,gemv", [("a100-80gb", 2039, Fraction(127, 100)),
-                                          ("h100-pcie", 2000, Fraction(127, 100)),
-                                          ("rtx4090", 1008, Fraction(1))])
+ISSUE = Fraction(645, 100)                        # bytes a SM a clock (f16_gemv_issue)
+
+
+def _issue(gbs: int, sms: int, mhz: int) -> Fraction:
+    """How much slower than memory_stream the loads issued by ``sms`` SMs at ``mhz`` read the weights (at least 1)."""
+    return max(Fraction(1), ETA * gbs * 10 ** 9 / (ISSUE * sms * mhz * 10 ** 6))
+
+
+@pytest.mark.parametrize("gpu,gbs,gemv", [("a100-80gb", 2039, _issue(2039, 108, 1410)),
+                                          ("a100-80gb-pcie", 1935, _issue(1935, 108, 1410)),
+                                          ("h100-pcie", 2000, _issue(2000, 114, 1755)),
+                                          ("h100-sxm", 3350, Fraction(127, 100)),
+                                          ("rtx4090", 1008, Fraction(1)),
+                                          ("rtx3090", 936, Fraction(1))])
 def test_fp16_decode_streams_slower_on_hbm_cards(gpu, gbs, gemv):
-    """fp16 weights at batch 1: 1.27x their streaming time on the HBM cards (A100, H100 PCIe), as they
-    were on a GDDR6X card (RTX 4090)."""
+    """fp16 weights at batch 1: on the A100s and the H100 PCIe at 6.45 bytes a SM a clock (108 SMs at 1,410
+    MHz: 0.982 TB/s; 114 at 1,755: 1.29 TB/s), slower than 0.88 of their bandwidth; on an H100 SXM (no SM entry)
+    1.27x their streaming time (PR #9816's own card); on the GeForce cards at memory_stream (their SMs issue
+    2.08 and 0.90 TB/s, above 0.89 and 0.82)."""
     e = _expected(gpu, dtype="fp16", batch=1, seq=1, context=513)
     assert e["decode_token_s"] == pytest.approx(float(_decode_by_hand(gbs, gemv)), rel=1e-12)
+
+
+def test_the_issue_rate_reproduces_its_source():
+    """llama-bench's A100 80GB PCIe run (build 8c570c94, May 2024): Llama-3-8B F16 tg 1024 at 54.56 t/s. The
+    harness reads tg 1024 at context 513 (the mean); less the cache and logits at memory_stream and the fixed
+    costs, its weights stream at 0.982 TB/s, 6.45 bytes a SM a clock at 108 SMs and 1,410 MHz. The kernel's own
+    loads (24 sectors of 32 bytes for 128 weight bytes a warp iteration) at one sector a clock give 5.33, 17%
+    under it."""
+    weights = 2 * (PARAMS - VOCAB * DIM)
+    rest = (514 * KV_PER_TOKEN + 2 * VOCAB) / (ETA * 1935 * 10 ** 9)
+    rate = weights / (Fraction(100, 5456) - rest - LAYERS * 16 * GRAPH - STEP)
+    assert float(rate / (108 * 1410 * 10 ** 6)) == pytest.approx(6.45, abs=0.005)
+    issue = efficiency.data()["engines"]["llama.cpp"]["f16_gemv_issue"]
+    assert Fraction(issue["bytes_per_sm_clock"]) == ISSUE
+    assert issue["cards"]["a100-80gb-pcie"] == issue["cards"]["a100-80gb"] == [108, 1410]
+    assert float(1 - Fraction(128, 24) / ISSUE) == pytest.approx(0.17, abs=0.005)
 
 
 def test_the_slow_fp16_gemv_is_llamacpps_at_batch_one_only():
     """Other engines, a batch of two (cuBLAS, not the mat-vec kernel) and quantized weights (MMVQ) stream at
     memory_stream alone."""
     by_hand = _decode_by_hand(2039, Fraction(1))
+    assert efficiency.f16_gemv_factor(efficiency.engine("vllm"), "a100-80gb", 1) is None
     vllm = symllm.workload("llama3-8b", gpu="a100-80gb", engine="vllm", dtype="fp16", batch=1, seq=1,
                            context=513)["time"]["expected"]
     # vLLM: 14 kernels a layer and 0.3 ms a step, the same bytes at memory_stream

@@ -20,8 +20,9 @@ each figure with its source:
   streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured apart.
 * **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
   of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
-  its 2024 batch-1 fp16 mat-vec streams ``f16_gemv_hbm`` times slower on a card with HBM memory
-  (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every stream runs at
+  its 2024 batch-1 fp16 mat-vec streams at the rate its SMs issue the loads where the card's SMs and clock are
+  known and that is slower (``f16_gemv_issue``: :func:`f16_gemv_factor`), else ``f16_gemv_hbm`` times slower on
+  a card with HBM memory (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every stream runs at
   ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
   kernels' (no CUDA graph there).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
@@ -73,8 +74,9 @@ from symllm.errors import SymllmError
 from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill",
-           "stream", "memory_kind", "fp16_accumulate_peak", "train_factor", "bubble", "allreduce_s", "collective",
-           "alltoall_s", "ray_step_s", "moe_training_s", "fp8_quantize_s", "expected", "seconds"]
+           "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
+           "allreduce_s", "collective", "alltoall_s", "ray_step_s", "moe_training_s", "fp8_quantize_s", "expected",
+           "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -232,6 +234,26 @@ def fp16_accumulate_peak(gpu) -> int | None:
     from symllm.costs.accelerators import gpu as lookup
     value = data()["fp16_accumulate"].get(lookup(gpu).name)
     return int(_x(value) * 10 ** 12) if value is not None else None
+
+
+def f16_gemv_factor(serve: dict, card: str | None, mem) -> Fraction | None:
+    """How many times slower than ``mem`` (bytes/s: the card's streaming rate) an engine's batch-1 fp16
+    mat-vec reads its weights where the engine paces it by load issue (``f16_gemv_issue``: bytes a SM reads a
+    clock, times the card's SMs and boost clock): the slower of the two, never faster than ``mem``; None where
+    the engine or the card has no figure.
+
+    >>> llama = engine("llama.cpp")
+    >>> round(float(f16_gemv_factor(llama, "a100-80gb", Fraction(88, 100) * 2039 * 10 ** 9)), 4)  # 1.794 TB/s / 0.982
+    1.8268
+    >>> f16_gemv_factor(llama, "rtx4090", Fraction(88, 100) * 1008 * 10 ** 9), f16_gemv_factor(llama, "mi300x", 1)
+    (Fraction(1, 1), None)
+    """
+    issue = serve.get("f16_gemv_issue")
+    if not issue or card not in issue["cards"]:
+        return None
+    sms, mhz = issue["cards"][card][:2]
+    rate = _x(issue["bytes_per_sm_clock"]) * sms * mhz * 10 ** 6
+    return max(Fraction(1), Fraction(mem) / rate)
 
 
 def train_factor(factor, d=None) -> Fraction:
@@ -468,9 +490,11 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # an engine's fixed cost a layer on Apple's GPUs (no CUDA graph there), in place of its kernels'
     metal = _x(serve["metal_layer_s"]) if serve.get("metal_layer_s") and kind == "unified" else None
     plain_fp16 = work.dtype == "fp16" and getattr(work, "weight_format", None) is None and compute == "fp16"
-    # llama.cpp's 2024 batch-1 fp16 mat-vec reads with scalar loads: 1.27x slower on HBM cards (PR #9816)
-    gemv = (_x(serve["f16_gemv_hbm"]) if serve.get("f16_gemv_hbm") and plain_fp16 and work.batch == 1
-            and kind == "hbm" else 1)
+    # llama.cpp's 2024 batch-1 fp16 mat-vec reads with scalar loads: paced by the load instructions its SMs
+    # issue (bytes a SM a clock) where the card's SMs and clock are known, else 1.27x slower on HBM (PR #9816)
+    gemv = f16_gemv_factor(serve, named, mem) if plain_fp16 and work.batch == 1 else 1
+    if gemv is None:
+        gemv = _x(serve["f16_gemv_hbm"]) if serve.get("f16_gemv_hbm") and kind == "hbm" else 1
     # fp16 prompt GEMMs accumulated in fp16 (cuBLAS CUBLAS_COMPUTE_16F) where the card runs that faster
     fast16 = fp16_accumulate_peak(named) if serve.get("fp16_accumulate") and plain_fp16 and named else None
     out = {"engine": serve["name"], "training_engine": train["name"]}
