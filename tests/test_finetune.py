@@ -94,11 +94,11 @@ def test_default_targets_are_pefts_llama_default():
 #: mapping: gate_up_proj at twice the rank from targets gate_proj and up_proj together, down_proj from
 #: down_proj), which symllm does not model: it refuses those targets in one line (as for Mixtral, PEFT leaves
 #: Qwen2-MoE's and gpt-oss's fused experts alone, and so does symllm). The same for DeepSeek-V2/V3/V3.2 and
-#: GLM-4.5/GLM-5, Qwen3-Next and Qwen3.5-MoE (fused experts too), where PEFT with transformers 5 also leaves
+#: GLM-4.5/GLM-5, Qwen3-Next, Qwen3.5-MoE and Laguna (fused experts too), where PEFT with transformers 5 also leaves
 #: the dense and shared SwiGLUs' gate_proj/up_proj/down_proj alone (their names go to the experts).
 _PEFT_ADAPTS_FUSED_EXPERTS = {n for n in symllm.preset_names() if _hf(n).get("model_type")
                               in ("qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "minimax_m2",
-                                 "qwen3_next", "deepseek_v32", "glm_moe_dsa", "qwen3_5_moe_text")}
+                                 "qwen3_next", "deepseek_v32", "glm_moe_dsa", "qwen3_5_moe_text", "laguna")}
 
 
 def _one_period(raw: dict) -> tuple[dict, int]:
@@ -110,9 +110,12 @@ def _one_period(raw: dict) -> tuple[dict, int]:
     L = raw[layers]
     if raw.get("use_sliding_window") and "max_window_layers" in raw:
         return raw, 1
+    if raw.get("model_type") == "mimo_v2_flash" and not {"layer_types", "mlp_layer_types"} <= set(raw):
+        return raw, 1  # MiMoV2FlashConfig derives absent layer lists from the count (the first layer alone dense)
     flags = {key: [int(i in raw[key]) for i in range(L)] for key in ("moe_layers", "mlp_only_layers")
              if isinstance(raw.get(key), list)}
-    flags |= {key: list(raw[key]) for key in ("no_rope_layers", "layer_types") if isinstance(raw.get(key), list)}
+    flags |= {key: list(raw[key]) for key in ("no_rope_layers", "layer_types", "mlp_layer_types",
+                                              "num_attention_heads_per_layer") if isinstance(raw.get(key), list)}
     if isinstance(raw.get("hybrid_override_pattern"), str):  # Nemotron-H: one character a layer
         flags["hybrid_override_pattern"] = list(raw["hybrid_override_pattern"])
     steps = [raw.get(k) or 1 for k in ("interleave_moe_layer_step", "decoder_sparse_step", "no_rope_layer_interval",
@@ -121,7 +124,8 @@ def _one_period(raw: dict) -> tuple[dict, int]:
         if all(v == v[:p] * (L // p) for v in flags.values()):
             cut = {**raw, layers: p}
             cut |= {k: [i for i in raw[k] if i < p] for k in ("moe_layers", "mlp_only_layers") if k in flags}
-            cut |= {k: raw[k][:p] for k in ("no_rope_layers", "layer_types", "hybrid_override_pattern") if k in flags}
+            cut |= {k: raw[k][:p] for k in ("no_rope_layers", "layer_types", "mlp_layer_types",
+                                            "num_attention_heads_per_layer", "hybrid_override_pattern") if k in flags}
             return cut, L // p
     return raw, 1
 

@@ -72,6 +72,11 @@ def test_prefill_decode_and_kv_equal_transformers(raw, b, s, n):
      "rope_parameters: partial_rotary_factor [0.25, 0.5] differs"),
     ({"mlp_layer_types": ["dense"]}, "mlp_layer_types: expected 6 of dense, sparse"),
     ({"num_key_value_heads": 8}, "num_key_value_heads: 8, doubled in the sliding layers, does not divide"),
+    # the published config's own keys, which transformers ignores, stating another model than it builds
+    ({"hybrid_layer_pattern": [0, 1, 1, 1, 1, 1]}, "hybrid_layer_pattern: [0, 1, 1, 1, 1, 1] is not what"),
+    ({"moe_layer_freq": [0, 0, 1, 1, 1, 1]}, "moe_layer_freq: [0, 0, 1, 1, 1, 1] is not what"),
+    ({"swa_num_key_value_heads": 2}, "swa_num_key_value_heads: 2 is not what"),
+    ({"add_full_attention_sink_bias": True}, "add_full_attention_sink_bias: true is not what"),
 ])
 def test_unmodelled_or_inconsistent_keys_are_refused_in_one_line(change, start):
     """Rotary parts that differ by layer type, a per-layer list of the wrong length, and sliding layers whose
@@ -79,6 +84,20 @@ def test_unmodelled_or_inconsistent_keys_are_refused_in_one_line(change, start):
     with pytest.raises(SymllmError) as info:
         from_hf({**_RAW, **change})
     assert str(info.value).startswith(start) and "\n" not in str(info.value)
+
+
+def test_published_configs_own_keys_state_what_transformers_builds():
+    """The published config.json's keys for the checkpoint's own code (the mimo-v2-flash preset's:
+    hybrid_layer_pattern 1 for a sliding layer, moe_layer_freq 1 for MoE, the swa_* shapes, the sink flags) and
+    its attention_chunk_size, which neither model reads, are accepted where they state transformers' model: the
+    small config with them, written out by hand from its layer types (layer 0 full and dense, 1-4 sliding, 5
+    full), counts what MiMoV2FlashForCausalLM builds on the meta device, the same as without them."""
+    own = {"hybrid_layer_pattern": [0, 1, 1, 1, 1, 0], "moe_layer_freq": [0, 1, 1, 1, 1, 1],
+           "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4, "swa_head_dim": 12, "swa_v_head_dim": 8,
+           "add_swa_attention_sink_bias": True, "add_full_attention_sink_bias": False, "attention_chunk_size": 4}
+    counts = symllm.params(from_hf({**_RAW, **own}))
+    assert counts == symllm.params(from_hf(_RAW))
+    assert counts["total"] == sum(p.numel() for p in _hf(_RAW).parameters())
 
 
 def test_verify_a_saved_checkpoint(cli, tmp_path):

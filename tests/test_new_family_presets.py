@@ -20,10 +20,12 @@ PRESETS = [n for n in symllm.preset_names() if preset_info(n)["config"].get("mod
 def test_the_new_families_ship_presets():
     """The presets below are found by model type (an empty list would pass every check vacuously): Command-R,
     DeepSeek-V3.2, EXAONE 4.0, Gemma 4 26B-A4B, GLM-5, Kimi-K2.5, MiniMax-M2.5, Nemotron 3 Nano, Qwen3-Next,
-    Qwen3.5-27B and Qwen3.5-397B-A17B at least."""
+    Qwen3.5-27B, Qwen3.5-35B-A3B and Qwen3.5-397B-A17B, Nemotron-H-56B, Nemotron 3 Super, Gemma 4 31B, MiMo-V2-Flash
+    and Laguna XS.2 at least."""
     assert {"command-r-v01", "deepseek-v3.2", "exaone-4.0-32b", "gemma-4-26b-a4b", "glm-5", "kimi-k2.5",
             "minimax-m2.5", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b",
-            "qwen3.5-397b-a17b"} <= set(PRESETS)
+            "qwen3.5-397b-a17b", "qwen3.5-35b-a3b", "nemotron-h-56b", "nemotron-3-super-120b-a12b",
+            "gemma-4-31b", "mimo-v2-flash", "laguna-xs.2"} <= set(PRESETS)
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -51,13 +53,18 @@ def test_preset_carries_the_published_total(name):
 _WRAPPERS = [("qwen3.5-27b", "Qwen3_5ForConditionalGeneration", 27_356_728_560, ("model.visual.",)),
              ("qwen3.5-397b-a17b", "Qwen3_5MoeForConditionalGeneration", 396_802_360_816, ("model.visual.",)),
              ("gemma-4-26b-a4b", "Gemma4ForConditionalGeneration", 25_805_933_872,
+              ("model.vision_tower.", "model.embed_vision.")),
+             ("qwen3.5-35b-a3b", "Qwen3_5MoeForConditionalGeneration", 35_107_181_936, ("model.visual.",)),
+             ("gemma-4-31b", "Gemma4ForConditionalGeneration", 31_273_086_512,
               ("model.vision_tower.", "model.embed_vision."))]
 
 
 @pytest.mark.parametrize("name, cls, total, vision", _WRAPPERS)
 def test_wrapper_adds_only_the_vision_encoder(name, cls, total, vision):
     """The multimodal checkpoints as transformers builds them whole (meta device): the parameters outside the
-    vision encoder and its projector are the language model symllm counts. Qwen3.5-27B's card figure, '27B'
+    vision encoder and its projector are the language model symllm counts (Qwen3.5-35B-A3B: 35.11B whole, 34.66B
+    without its vision encoder, both '35B'; Gemma 4 31B: 31.27B whole, the card's '30.7B' its language model's).
+    Qwen3.5-27B's card figure, '27B'
     under 'Language Model', holds for both (26.90B and 27.36B); Qwen3.5-397B-A17B's '397B in total' is the whole
     model's (396.80B rounds to it, the language model's 396.35B does not); Gemma 4 26B-A4B's 'Total Parameters
     25.2B' is the language model's, its vision encoder '~550M' (572,792,112 with the embedder)."""

@@ -156,5 +156,5 @@ GEMMA4_TEXT = register(GEMMA3_TEXT.extend(
     "gemma4_text", fields=_fields, wrappers=("gemma4",), defaults=_DEFAULTS,
     models=(*GEMMA3_TEXT.models, "num_experts", "moe_intermediate_size"),
     names={**GEMMA3_TEXT.names, "n_experts": "num_experts", "experts_per_token": "top_k_experts"},
-    presets="the text_config of google/gemma-4-26B-A4B-it's config.json (the other Gemma 4 checkpoints: no "
-            "citable copy of their config.json was found)"))
+    presets="the text_config of google/gemma-4-26B-A4B-it's config.json, and of nvidia/Gemma-4-31B-IT-NVFP4's "
+            "(NVIDIA's quantized google/gemma-4-31B-it, whose own config.json was not found whole)"))

@@ -126,4 +126,5 @@ LAGUNA = register(QWEN3_MOE.extend(
             "mlp_layer_types", "num_attention_heads_per_layer", "gating", "partial_rotary_factor",
             "moe_apply_router_weight_on_input"),
     names={**QWEN3_MOE.names, "alt_heads": "num_attention_heads_per_layer", "gate_proj": "gating"},
-    presets="none yet: no config.json of a published Laguna checkpoint could be cited"))
+    presets="config.json of poolside/Laguna-XS.2-FP8 (its quantization_config left out; the BF16 "
+            "poolside/Laguna-XS.2's was not found whole)"))

@@ -15,6 +15,13 @@ adds no parameter), with what MiMo-V2-Flash changes:
 - RoPE on ``int(head_dim × partial_rotary_factor)`` of each head, the factor stated per layer type in
   ``rope_parameters`` (default 0.334 in both; two different factors are refused).
 
+The published config.json (XiaomiMiMo/MiMo-V2-Flash) is written for the checkpoint's own code: it states its
+layers as ``hybrid_layer_pattern`` (1: sliding) and ``moe_layer_freq`` (1: MoE), the sliding layers' shapes as
+``swa_num_attention_heads``, ``swa_num_key_value_heads``, ``swa_head_dim``, ``swa_v_head_dim`` and their sinks as
+``add_swa_attention_sink_bias`` / ``add_full_attention_sink_bias``, keys transformers' class ignores: each is
+accepted where it states what transformers builds (its defaults: the published pattern) and refused otherwise.
+``attention_chunk_size`` is read by neither (no chunked attention in either model): accepted.
+
 >>> f = _fields({"num_hidden_layers": 7, "num_key_value_heads": 2, "num_attention_heads": 8}, 7)
 >>> [(k.window, k.heads, k.sinks, k.ffn, n) for k, n in f["layers"]][:3], f["alt_kv_heads"], f["v_head_dim"]
 ([(None, 'model', False, 'dense', 1), ('sliding', 'own', True, 'moe', 4), (None, 'model', False, 'moe', 1)], 4, 128)
@@ -51,6 +58,21 @@ def _rotary(raw: dict):
     return None if factor == 1 else factor
 
 
+def _own_keys(raw: dict, types: list, mlps: list, heads: int, kv: int, head_dim: int) -> None:
+    """The checkpoint's own keys (module docstring), each refused unless it states what transformers builds."""
+    stated = {"hybrid_layer_pattern": [int(t == "sliding_attention") for t in types],
+              "moe_layer_freq": [int(m == "sparse") for m in mlps],
+              "swa_num_attention_heads": heads, "swa_num_key_value_heads": 2 * kv, "swa_head_dim": head_dim,
+              "swa_v_head_dim": integer(raw, "v_head_dim", 128),
+              "add_swa_attention_sink_bias": True, "add_full_attention_sink_bias": False}
+    for key, built in stated.items():
+        value = raw.get(key)
+        if value is not None and (value != built or type(value) is not type(built)):
+            said, is_ = (str(v).lower() if isinstance(v, bool) else short(v, 30) for v in (value, built))
+            raise SymllmError(f"{key}: {said} is not what transformers' MiMoV2FlashForCausalLM builds "
+                              f"({is_}; it ignores the key: not modelled)")
+
+
 def _fields(raw: dict, n_layers: int) -> dict:
     types = hf.type_list(raw, "layer_types", n_layers, ["full_attention" if i == 0 or not (i + 1) % 6 else
                                                   "sliding_attention" for i in range(n_layers)],
@@ -64,6 +86,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
     flag(raw, "norm_topk_prob", True)  # no parameters
     for key in ("n_group", "topk_group"):
         integer(raw, key, 1)  # group-limited routing: no parameters
+    _own_keys(raw, types, mlps, heads, kv, head_dim)
     moe = "sparse" in mlps
     kinds = [LayerKind(ffn="moe" if mlp == "sparse" else "dense",
                        **({"window": "sliding", "heads": "own", "sinks": True} if kind == "sliding_attention" else {}))
@@ -89,7 +112,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
 MIMO_V2_FLASH = register(GLM4_MOE.extend(
     "mimo_v2_flash", fields=_fields, defaults=_DEFAULTS, layer_types=("full_attention", "sliding_attention"),
     models=("n_routed_experts", "moe_intermediate_size", "num_experts_per_tok", "partial_rotary_factor",
-            "num_local_experts"),
+            "num_local_experts", "attention_chunk_size"),
     ignored={},
     names={**GLM4_MOE.names, "n_experts": "n_routed_experts"},
-    presets="none yet: no config.json of the published checkpoint could be cited"))
+    presets="config.json of XiaomiMiMo/MiMo-V2-Flash (its FP8 quantization_config left out)"))

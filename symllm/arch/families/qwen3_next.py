@@ -140,6 +140,6 @@ QWEN3_5_MOE = register(QWEN3_NEXT.extend(
               "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 512, "num_experts": 256,
               "num_experts_per_tok": 8},
     models=_MOE_KEYS,
-    presets="the text_config of Qwen/Qwen3.5-397B-A17B's config.json (the other Qwen3.5-MoE checkpoints: no "
-            "citable copy of their config.json was found)"))
+    presets="the text_config of Qwen/Qwen3.5-397B-A17B's and Qwen/Qwen3.5-35B-A3B's config.json (the other "
+            "Qwen3.5-MoE checkpoints: no citable copy of their config.json was found)"))
 _FAMILIES = {"qwen3_next": QWEN3_NEXT, "qwen3_5_text": QWEN3_5, "qwen3_5_moe_text": QWEN3_5_MOE}
