@@ -186,6 +186,37 @@ def test_the_width_law_against_the_first_runs_narrow_model():
     assert e["training_tokens_per_s_per_gpu"] == pytest.approx(row["tokens_per_s"], rel=0.07)
 
 
+def test_the_memory_share_from_the_h100_and_h200_runs():
+    """train_bandwidth.share, by hand from the two lent cards' raw files: the same llama3.2-3b forward and
+    backward (batch 2 x 4,096) on an H100 80GB HBM3 (3.35 TB/s) and an H200 (4.8 TB/s), same dense peak and
+    MAMF: with x = 4/9 at d 3,072 (the width law from 0.75 at 4,096) and r = 4800/3350, the H100's step over the
+    H200's is 1 + x share (r - 1) / (1 + x), so share = (ratio - 1)(1 + x) / (x (r - 1)) = 0.417."""
+    def step(name):
+        (row,) = [r for r in json.loads((ROOT / "docs" / "data" / name).read_text())["train"]
+                  if r["model"] == "llama3.2-3b" and r["b"] == 2 and r["s"] == 4096]
+        return row["fwd_bwd_s"]
+    ratio = step("h100-2026-11-28.json") / step("h200-2026-11-28-second.json")
+    x, r = 4 / 9, 4800 / 3350
+    share = (ratio - 1) * (1 + x) / (x * (r - 1))
+    assert share == pytest.approx(0.417, abs=0.001)
+    assert float(efficiency.data()["train_bandwidth"]["share"]) == pytest.approx(share, abs=0.005)
+
+
+def test_training_beyond_the_gemms_streams_at_the_cards_bandwidth(monkeypatch):
+    """llama3.2-1b (d 2,048) trained by transformers on the H100 96GB HBM2e (989.4 TFLOP/s, 2.4 TB/s: twice the
+    H200's 206.1 FLOP a byte): the width law's x = 2/3 becomes 2/3 (1 - 0.42 + 0.42 x 2) = 0.94667, and the step
+    1.94667 / 1.66667 = 1.168 times the one without train_bandwidth; on the H200 itself (the reference) nothing
+    changes."""
+    assert float(efficiency.train_factor("0.75", 4096, Fraction(9894, 24))) == pytest.approx(1 / (1 + 0.47333333), rel=1e-6)
+    opts = dict(seq=4096, batch=4, engine="hf")
+    card = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
+    ref = _time("llama3.2-1b", gpu="h200", **opts)["expected"]["training_step_s"]
+    monkeypatch.delitem(efficiency.data(), "train_bandwidth")
+    flat = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
+    assert card / flat == pytest.approx((1 + 2 / 3 * 1.42) / (1 + 2 / 3), rel=1e-9)
+    assert ref == _time("llama3.2-1b", gpu="h200", **opts)["expected"]["training_step_s"]
+
+
 def test_eager_attention_materialises_the_scores():
     """llama3.1-8b, one prompt of 8,192 tokens on an H100 SXM: SDPA runs the causal pairs' 2.26e12 FLOPs at the
     measured 0.588 of the peak; eager writes and reads its 32 x 32 x 8,192^2 bf16 scores four times at 0.88 of

@@ -25,7 +25,8 @@ def test_megatron_fp8_runs_the_layers_linears_only_at_the_fp8_peak():
     --engine megatron --compute-dtype fp8, by hand: the blocks' linears, 3 x 2·8192·32·(4096·(4096 + 2·1024) +
     4096·4096 + 3·4096·14336) FLOPs, at the fp8 GEMM table and peak (1,978.9 TFLOP/s); the attention core
     (3 x 4·32·128·8192²·32, the whole rectangle) and the output head (3 x 2·8192·4096·128256) at bf16's
-    (989.4 TFLOP/s); both at Megatron's train_factor 0.8; plus FP8 current scaling's quantization of each
+    (989.4 TFLOP/s); both at Megatron's train_factor 0.8 on the H100 SXM's memory (its x = 1/4 beyond the GEMMs,
+    of which 0.42 streams 4,800/3,350 times as long as on the H200: train_bandwidth); plus FP8 current scaling's quantization of each
     linear's input in forward (4096 + 4096 + 4096 + 14336 = 26,624 elements a row and layer) and of its output's
     gradient in backward ((4096 + 2·1024) + 4096 + 2·14336 + 4096 = 43,008), 6 bytes an element on Hopper at
     0.88 of 3.35 TB/s. NeMo runs Megatron-Core: the same step."""
@@ -38,13 +39,14 @@ def test_megatron_fp8_runs_the_layers_linears_only_at_the_fp8_peak():
     forward, backward = 4096 + 4096 + 4096 + 14336, (4096 + 2 * 1024) + 4096 + 2 * 14336 + 4096
     assert (forward, backward) == (26624, 43008)
     cast = Fraction(t * layers * (forward + backward) * 6) / (Fraction(88, 100) * 3_350_000_000_000)
-    hand = (Fraction(linears) / (fp8 * Fraction(4, 5)) + Fraction(core + head) / (bf16 * Fraction(4, 5)) + cast)
+    factor = 1 / (1 + Fraction(1, 4) * (1 - Fraction(42, 100) + Fraction(42, 100) * Fraction(4800, 3350)))
+    hand = (Fraction(linears) / (fp8 * factor) + Fraction(core + head) / (bf16 * factor) + cast)
     opts = dict(gpu="h100-sxm", gpu_memory=1000, batch=1, seq=t, compute_dtype="fp8")
     for engine in ("megatron", "nemo"):
         got = symllm.workload("llama3.1-8b", engine=engine, **opts)["time"]["expected"]["training_step_s"]
         assert got == pytest.approx(float(hand), rel=1e-12), engine
     # every matmul at fp8 would be faster: the core and the head are 1.31e14 of the step's 4.74e14 FLOPs
-    everything_fp8 = Fraction(linears + core + head) / (fp8 * Fraction(4, 5)) + cast
+    everything_fp8 = Fraction(linears + core + head) / (fp8 * factor) + cast
     assert float(everything_fp8) < float(hand)
 
 

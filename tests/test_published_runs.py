@@ -239,6 +239,43 @@ def test_llm_foundry_mfu_reproduces_its_published_figure():
     assert abs(source_mfu(row, {"training_tokens_per_s_per_gpu": 4641}) / row["value"] - 1) < 0.002
 
 
+#: DeepGEMM's dense FP8 GEMMs on an H800 SXM5 (the H100 SXM's SMs, clocks and 3.35 TB/s), kernel-timed (its
+#: tests' bench_kineto: no host dispatch in the time), as its README published them at 78cacf7 (2025-02-26):
+#: M -> the six DeepSeek-V3 shapes' TFLOPS (N x K 2112 x 7168, 24576 x 1536, 32768 x 512, 7168 x 16384,
+#: 4096 x 7168, 7168 x 2048)
+DEEPGEMM_H800 = {64: (206, 289, 219, 336, 287, 295), 128: (352, 535, 358, 645, 533, 510),
+                 4096: (1058, 990, 590, 1358, 1304, 1025)}
+
+
+def test_small_m_gemms_do_not_close_the_trtllm_70b_row(monkeypatch):
+    """The 70B TP2 row's decode steps run fp8 GEMMs of about 240 rows, where the gemm.fp8 table (timed one
+    eager call at a time: the host's dispatch sits in it) reads 0.196 of the peak. TensorRT-LLM replays them from
+    CUDA graphs and calls cuBLASLt (its FP8 linear: torch.ops.trtllm.cublas_scaled_mm, the library torch's
+    _scaled_mm calls), whose kernel-only times at small M are not published. A bound: at the fastest published
+    kernel-timed FP8 GEMMs (DeepGEMM's, the median of its six shapes, 0.146, 0.264 and 0.526 of 1,978.9 TFLOP/s
+    at M 64, 128 and 4,096, log-interpolated as the table is, kept where faster than the table) the row is still
+    more than 5% under the published 4,205 tokens/s; the 8B rows move by under 1%, the NIM rows not at all."""
+    import math
+    from symllm.costs import efficiency
+    medians = {m: sorted(v)[2:4] for m, v in DEEPGEMM_H800.items()}
+    kernel = {m: (a + b) / 2 / 1978.9 for m, (a, b) in medians.items()}
+    assert [round(kernel[m], 3) for m in (64, 128, 4096)] == [0.146, 0.264, 0.526]
+
+    def at(m):  # log2-linear between the published points, as efficiency._interpolate
+        (m0, y0), (m1, y1) = [(a, kernel[a]) for a in (128, 4096)] if m > 128 else [(64, kernel[64]), (128, kernel[128])]
+        return y0 + (y1 - y0) * (math.log2(m) - math.log2(m0)) / (math.log2(m1) - math.log2(m0))
+    ids = [r["id"] for r in ROWS if r["engine"] in ("trtllm", "nim")]
+    before = {r["id"]: v for r, v, _ in predictions() if r["id"] in ids}
+    table = [[m, str(max(float(v), at(m)))] for m, v in efficiency.data()["gemm"]["fp8"]]
+    monkeypatch.setitem(efficiency.data()["gemm"], "fp8", table)
+    after = {r["id"]: (v, r["value"]) for r, v, _ in predictions() if r["id"] in ids}
+    value, published = after["trtllm-llama3.3-70b-h100x2-fp8-tp2-1000-1000"]
+    assert value / published - 1 < -0.05
+    for rid in ids:
+        if rid != "trtllm-llama3.3-70b-h100x2-fp8-tp2-1000-1000":
+            assert after[rid][0] / before[rid] - 1 == pytest.approx(0, abs=0.01), rid
+
+
 def test_expected_against_published_runs(capsys):
     """Predicted against measured, by row; the median and worst relative errors stay where they are today
     (docs/efficiency.md, "Checked against published runs")."""
@@ -274,9 +311,10 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: rows (memory's worst is now vLLM V0's RTX 3090 cache at 29,000 tokens, +9.1%; vLLM V1's Qwen3-235B TP4 cache,
 #: +88% before vLLM V1's dummy sampler run and its NCCL communicators were counted, is +2.6%; inference's is
 #: vLLM of October 2023 on four PCIe A100s, +78% (+85% before its Ray round trip and its eager all-reduces'
-#: launches were counted); training's is Megatron-Bridge's dropless Qwen3-30B-A3B, +142%, and the held-out MoE rows of
-#: its 26.02 container, Qwen3-30B-A3B in another layout +139% and GPT-OSS-120B +50%, say the shortfall is the
-#: mixtures', not one layout's):
+#: launches were counted); training's is Megatron-Bridge's dropless Qwen3-30B-A3B, and the held-out MoE rows of
+#: its 26.02 container, Qwen3-30B-A3B in another layout and GPT-OSS-120B, say the shortfall is the
+#: mixtures', not one layout's; training's median fell from 12.2% when train_bandwidth read the share of a step
+#: beyond its GEMMs that streams memory at each card's bandwidth):
 #: docs/efficiency.md says which rows and why)
-MEDIAN, WORST = 0.10, 1.50
-BOUNDS = {"inference": (0.06, 0.78), "serving": (0.12, 0.30), "memory": (0.06, 0.10), "training": (0.13, 1.50)}
+MEDIAN, WORST = 0.10, 1.33
+BOUNDS = {"inference": (0.06, 0.78), "serving": (0.12, 0.30), "memory": (0.06, 0.10), "training": (0.13, 1.33)}

@@ -46,7 +46,9 @@ each figure with its source:
 * **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer),
   an engine's figure at the width ``train_width.d`` where it was measured; at width ``d`` the time beyond the
   GEMMs, relative to theirs, scales as ``train_width.d / d`` (memory-bound passes over ``d``-wide activations
-  against GEMM FLOPs in ``d²``: :func:`train_factor`);
+  against GEMM FLOPs in ``d²``: :func:`train_factor`), and the share of it that streams memory
+  (``train_bandwidth``, measured on an H100 and an H200) as the card's bf16 peak over its bandwidth against the
+  H200's, where the factor was measured;
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
   interleaved over ``v`` chunks).
@@ -256,20 +258,34 @@ def f16_gemv_factor(serve: dict, card: str | None, mem) -> Fraction | None:
     return max(Fraction(1), Fraction(mem) / rate)
 
 
-def train_factor(factor, d=None) -> Fraction:
-    """The fraction of the large-GEMM efficiency a training step keeps at model width ``d``: an engine's
-    ``factor`` holds at the width it was measured at (``train_width.d`` in efficiency.json); its time beyond
-    the GEMMs over theirs, ``x = 1/factor - 1``, scales as ``train_width.d / d`` (the non-GEMM passes read and
-    write ``d``-wide activations, the GEMMs' FLOPs grow as ``d²``). ``d`` None: ``factor`` unchanged.
+def train_factor(factor, d=None, ridge=None) -> Fraction:
+    """The fraction of the large-GEMM efficiency a training step keeps at model width ``d`` on a card whose
+    ``ridge`` is its bf16 dense peak over its memory bandwidth (FLOP a byte): an engine's ``factor`` holds at
+    the width it was measured at (``train_width.d`` in efficiency.json) on the reference card
+    (``train_bandwidth.reference``); its time beyond the GEMMs over theirs, ``x = 1/factor - 1``, scales as
+    ``train_width.d / d`` (the non-GEMM passes read and write ``d``-wide activations, the GEMMs' FLOPs grow as
+    ``d²``) and, of it, the share ``train_bandwidth.share`` that streams memory as ``ridge`` over the
+    reference's (the same bytes at another bandwidth, beside GEMMs at another peak). ``d`` None: no width
+    law; ``ridge`` None: the reference card's.
 
     >>> train_factor("0.75", 4096), train_factor("0.75", 8192), train_factor("0.75", 2048)
     (Fraction(3, 4), Fraction(6, 7), Fraction(3, 5))
+    >>> # 989.4 TFLOP/s over 2.4 TB/s, twice the H200's ridge: x = 1/3 x (1 - 0.42 + 0.42 x 2) = 0.4733
+    >>> round(float(train_factor("0.75", 4096, Fraction(9894, 24))), 4)
+    0.6787
     """
     factor = _x(factor)
+    x = 1 / factor - 1
     width = data().get("train_width")
-    if not width or not d:
-        return factor
-    return 1 / (1 + (1 / factor - 1) * Fraction(int(width["d"])) / Fraction(d))
+    if width and d:
+        x *= Fraction(int(width["d"])) / Fraction(d)
+    memory = data().get("train_bandwidth")
+    if memory and ridge:
+        ref = memory["reference"]
+        share = _x(memory["share"])
+        ref_ridge = _x(ref["bf16_tflops"]) * 1000 / _x(ref["bandwidth_gb_s"])  # FLOP a byte
+        x *= 1 - share + share * Fraction(ridge) / ref_ridge
+    return 1 / (1 + x)
 
 
 def card(work, *, own_peak: bool = False) -> str | None:
@@ -557,7 +573,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     out["decode_token_s"] = seconds(decode)
     out["tokens_per_s"] = seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
-    factor = train_factor(train["train_factor"], parts.get("d"))
+    # the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
+    factor = train_factor(train["train_factor"], parts.get("d"),
+                          Fraction(parts.get("bf16_peak") or peak) / bandwidth if bandwidth else None)
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
     comm = parts["comm"]
