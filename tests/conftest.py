@@ -344,6 +344,35 @@ def saved_during(forward, model) -> int:
     return sum(seen.values())
 
 
+def held_for_backward(module, x) -> int:
+    """Bytes of the distinct storages that ``module(x)``'s autograd graph holds for backward once the forward
+    has returned (saved_tensors_hooks, each storage once, parameters left out). A storage saved by a node
+    that the forward then drops is not held: the Gated DeltaNet's torch path computes the last chunk's state
+    update and discards it (no final state asked for), so what that node alone saved is freed before any
+    backward (tests/test_linear_attention.py, tests/test_mamba.py)."""
+    import gc
+    import weakref
+    torch = requires("torch")
+    params = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    packed = []
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in params:
+            packed.append(weakref.ref(t))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = module(x)
+    gc.collect()
+    held = {}
+    for ref in packed:
+        t = ref()
+        if t is not None:
+            held[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    del out
+    return sum(held.values())
+
+
 def live_peak(module, x) -> int:
     """The most bytes of storages created by ``module(x)`` live at once (CPU, inference, no grad): a
     TorchDispatchMode adds each op's new output storage and a weak reference takes it off when torch frees

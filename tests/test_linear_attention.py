@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import live_peak, prefill_and_steps, requires, steps_and_caches_agree
+from tests.conftest import held_for_backward, live_peak, prefill_and_steps, requires, steps_and_caches_agree
 from tests.strategies import gated_deltanet_configs
 
 _CLASSES = {"qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM"),
@@ -240,34 +240,6 @@ def _one_linear_layer(raw: dict) -> dict:
     return raw
 
 
-def _saved_by(module, x) -> int:
-    """Bytes of the distinct storages that ``module(x)``'s autograd graph holds for backward once the forward
-    has returned (saved_tensors_hooks, each storage once, parameters left out). A storage saved by a node
-    that the forward then drops is not held: transformers computes the last chunk's state update and
-    discards it (no final state asked for), so what that node alone saved is freed before any backward."""
-    import gc
-    import weakref
-    torch = requires("torch")
-    params = {p.untyped_storage().data_ptr() for p in module.parameters()}
-    packed = []
-
-    def pack(t):
-        if t.untyped_storage().data_ptr() not in params:
-            packed.append(weakref.ref(t))
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = module(x)
-    gc.collect()
-    held = {}
-    for ref in packed:
-        t = ref()
-        if t is not None:
-            held[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-    del out
-    return sum(held.values())
-
-
 def _linear_attention(raw: dict):
     """``(transformers' DeltaNet module, symllm's linear_attention component)`` of the one-layer ``raw``."""
     mdl = symllm.model_for(from_hf(raw))
@@ -275,20 +247,23 @@ def _linear_attention(raw: dict):
     return _hf_model(raw, "cpu").train().model.layers[0].linear_attn, ours
 
 
-def _saved_case(raw: dict, b: int, s: int) -> tuple[int, int]:
-    """``(torch's, symllm's)`` saved bytes of one DeltaNet's training forward over ``b × s`` random fp32
-    inputs (CPU; the torch fallback path, chunked)."""
+def _saved_case(raw: dict, b: int, s: int, dtype: str = "fp32") -> tuple[int, int]:
+    """``(torch's, symllm's)`` saved bytes of one DeltaNet's training forward over ``b × s`` random inputs in
+    ``dtype`` (``fp32`` or ``bf16``: the module and its input in that dtype; CPU, the torch fallback path,
+    chunked)."""
     torch = requires("torch")
     torch.manual_seed(0)
     module, ours = _linear_attention(raw)
-    measured = _saved_by(module, torch.randn(b, s, raw["hidden_size"], requires_grad=True))
-    values = symllm.values(from_hf(raw), batch=b, seq=s, dtype="fp32")
+    kind = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    x = torch.randn(b, s, raw["hidden_size"], dtype=kind, requires_grad=True)
+    measured = held_for_backward(module.to(kind), x)
+    values = symllm.values(from_hf(raw), batch=b, seq=s, dtype=dtype)
     return measured, int(ours.total("saved").subs(values))
 
 
 def _unrepeated(raw: dict, b: int, s: int) -> int:
-    """What transformers saves beyond symllm's convention when the key and value heads are as many
-    (``n_gk = n_gv``): ``repeat_interleave`` is skipped, so the l2 norms' inputs are views of the
+    """What transformers saves beyond symllm's convention in an fp32 run (where ``.float()`` is no copy) when
+    the key and value heads are as many (``n_gk = n_gv``): ``repeat_interleave`` is skipped, so the l2 norms' inputs are views of the
     convolution's output (its ``b·s·(2·n_gk·d_gk + n_gv·d_gv)`` elements in place of q's and k's own
     ``2·b·n_gv·s·d_gk``), and in Qwen3-Next the gate z stays a view of in_proj_qkvz's whole output (in place
     of z's own ``b·s·n_gv·d_gv``). symllm counts q, k and z at their own sizes, as for grouped heads (the
@@ -305,19 +280,40 @@ def _unrepeated(raw: dict, b: int, s: int) -> int:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@given(data=st.data(), b=st.integers(2, 3), s=st.integers(2, 140).filter(lambda s: s % 64))
-def test_saved_activations_equal_transformers_saved_tensors(kind, data, b, s):
+@given(data=st.data(), b=st.integers(2, 3), s=st.integers(2, 140).filter(lambda s: s % 64),
+       dtype=st.sampled_from(("bf16", "fp32")))
+def test_saved_activations_equal_transformers_saved_tensors(kind, data, b, s, dtype):
     """What transformers' Gated DeltaNet (its torch fallback: the chunked delta rule, the causal convolution's
-    reference path) holds for backward after a training forward (CPU, fp32) is symllm's ``saved`` of the
-    linear_attention component, but for :func:`_unrepeated`'s views. The convention is torch's general case:
+    reference path) holds for backward after a training forward (CPU, the module in bf16 or fp32) is symllm's
+    ``saved`` of the linear_attention component: exactly in bf16, and in fp32 but for :func:`_unrepeated`'s
+    views (there ``.float()`` copies nothing). The convention is torch's general case:
     more than one sequence of more than one token, padded by at least one position to whole chunks. (With
     ``s`` a whole number of chunks, one sequence, or one token, torch's transposes and reshapes of tensors
     that are already contiguous return views where the general case copies, so storages are shared: a few
     ``b·n_gv·S``-sized storages more or less, an artefact of the reference no implementation's memory
     depends on; those shapes are not drawn.)"""
     raw = _one_linear_layer(data.draw(gated_deltanet_configs(kind)))
-    measured, ours = _saved_case(raw, b, s)
-    assert measured == ours + _unrepeated(raw, b, s)
+    measured, ours = _saved_case(raw, b, s, dtype)
+    assert measured == ours + (_unrepeated(raw, b, s) if dtype == "fp32" else 0)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("kind", ["qwen3_next", "qwen3_5_text"])
+def test_saved_activations_at_published_head_widths(kind, dtype):
+    """At the published checkpoints' head widths (``d_gk = d_gv = 128``, 2 key heads grouping 4 value heads
+    each, as Qwen3-Next's 16 of 32 and Qwen3.5's 16 of 48 do), over 2 sequences of 600 tokens (10 chunks, the
+    last padded), symllm's saved bytes are what torch holds for backward exactly, in bf16 and in fp32 (with
+    grouped heads no ``.float()`` view is shared: :func:`_unrepeated` is 0)."""
+    raw = {"model_type": kind, "vocab_size": 10, "hidden_size": 64, "num_hidden_layers": 1,
+           "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 4,
+           "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 128,
+           "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "tie_word_embeddings": False,
+           "rms_norm_eps": 1e-6, "layer_types": ["linear_attention"]}
+    if kind == "qwen3_next":
+        raw.update(num_experts=0, num_experts_per_tok=1, moe_intermediate_size=4, shared_expert_intermediate_size=4,
+                   decoder_sparse_step=1, mlp_only_layers=[])
+    measured, ours = _saved_case(raw, 2, 600, dtype)
+    assert _unrepeated(raw, 2, 600) == 0 and ours == measured
 
 
 def test_saved_activations_by_hand():

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch.config import from_hf
 from symllm.errors import SymllmError
-from tests.conftest import live_peak, requires, steps_and_caches_agree
+from tests.conftest import held_for_backward, live_peak, requires, steps_and_caches_agree
 from tests.strategies import nemotron_h_configs
 
 #: the model types whose per-kind parameter property is here, each drawn under every profile
@@ -249,3 +249,93 @@ def test_working_set_at_published_widths(b, s, groups):
            "hybrid_override_pattern": "M", "num_hidden_layers": 1}
     measured, ours = _working_set_case(raw, b, s)
     assert ours == measured
+
+
+# --- saved activations of one Mamba-2 mixer, against transformers' own module ----------------------------
+
+def _saved_case(raw: dict, b: int, s: int, dtype: str = "bf16") -> tuple[int, int]:
+    """``(torch's, symllm's)`` bytes one Mamba-2 mixer's training forward over ``b × s`` random inputs holds for
+    backward (:func:`tests.conftest.held_for_backward`: saved_tensors_hooks, each storage once, parameters left
+    out), the mixer and its input in ``dtype`` (``bf16`` or ``fp32``; CPU, transformers' torch fallback: the
+    causal convolution's reference path and ``mamba2_chunk_scan``), and symllm's ``saved`` of the component."""
+    torch = requires("torch")
+    kind = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    mixer = _hf_model(raw, "cpu").model.layers[0].mixer.train().to(kind)
+    ours = next(c for c in symllm.model_for(from_hf(raw)).walk() if c.name == "mamba")
+    torch.manual_seed(0)
+    x = torch.randn(b, s, raw["hidden_size"], dtype=kind, requires_grad=True)
+    values = symllm.values(from_hf(raw), batch=b, seq=s, dtype=dtype)
+    return held_for_backward(mixer, x), int(ours.total("saved").subs(values))
+
+
+def _fp32_views(raw: dict, b: int, s: int) -> int:
+    """What an fp32 run holds beyond symllm's convention (a run in a dtype below fp32, where every ``.float()``
+    copies), in bytes, negative where it holds less: ``x.float()`` is a view of the convolution's whole
+    activated output (x, B and C: ``2·n_g·d_s`` a token more than x's own copy), the gate's ``.float()`` a view
+    of ``in_proj``'s output, which the convolution's input holds already (``d_i`` less), and the two
+    ``.float()`` copies of the clamped dt are the clamp's output itself, one storage (``n_m`` less)."""
+    d_i = raw["mamba_num_heads"] * raw["mamba_head_dim"]
+    return 4 * b * s * (2 * raw["n_groups"] * raw["ssm_state_size"] - d_i - raw["mamba_num_heads"])
+
+
+@given(data=st.data(), b=st.integers(1, 3), extra=st.integers(1, 40), dtype=st.sampled_from(("bf16", "fp32")))
+def test_saved_activations_equal_transformers_saved_tensors(data, b, extra, dtype):
+    """What transformers' Mamba-2 mixer (its torch fallback) holds for backward after a training forward (CPU,
+    the mixer in bf16 or fp32) is symllm's ``saved`` of the mamba component: exactly in bf16, and in fp32 but
+    for :func:`_fp32_views`. The convention is the general case: more than one head (with one,
+    ``torch.einsum`` permutes without copying; every published checkpoint has dozens), a state of more than
+    one (the strategy draws it so: an einsum over one element is a product) and at least two chunks
+    (``s > chunk_size``; with one, einsum reuses some of them), padded or not."""
+    raw = _one_mamba_layer(data.draw(nemotron_h_configs()))
+    if raw["mamba_num_heads"] == 1:
+        raw["mamba_num_heads"] = 2
+    s = raw["chunk_size"] + extra
+    measured, ours = _saved_case(raw, b, s, dtype)
+    assert measured == ours + (_fp32_views(raw, b, s) if dtype == "fp32" else 0)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("heads, groups, b, s", [(16, 2, 2, 300), (8, 8, 1, 1000)])
+def test_saved_activations_at_published_widths(heads, groups, b, s, dtype):
+    """Nemotron-H's Mamba widths (Nemotron-3-Nano's config: head 64, state 128, chunk 128, kernel 4; here 16
+    heads in 2 groups, 8 a group as its 64 in 8, or 8 in 8): symllm's saved bytes are what torch holds for
+    backward exactly (fp32: but for :func:`_fp32_views`). Before the scan's tensors were counted symllm held
+    12,464,832 of torch's 92,276,832 bytes in the first bf16 case (7.4 times too few) and 3.1-5.6 times too
+    few in the others."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 128, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": heads, "mamba_head_dim": 64,
+           "ssm_state_size": 128, "n_groups": groups, "conv_kernel": 4, "chunk_size": 128,
+           "hybrid_override_pattern": "M", "num_hidden_layers": 1}
+    measured, ours = _saved_case(raw, b, s, dtype)
+    assert measured == ours + (_fp32_views(raw, b, s) if dtype == "fp32" else 0)
+
+
+def test_saved_activations_by_hand():
+    """One Mamba-2 mixer, d = 16, 3 heads of 5, state 7, 1 group (d_i = 15, W = 15 + 2·7 = 29 channels), kernel
+    4, chunks of 4, over 2 sequences of 10 tokens (T = 20; c = 3 chunks, S = 12 padded positions, H = 2·3 = 6
+    heads of a sequence), in bf16; what the torch fallback saves, tensor by tensor (transformers'
+    modeling_nemotron_h.py), in elements:
+
+    - in bf16 (2 bytes): in_proj's input T·d = 320; the convolution's input, a transposed view of in_proj's
+      whole output T·(15 + 29 + 3) = 940, and its output over 10 + 3 positions 2·29·13 = 754 (SiLU's input);
+      dt + dt_bias and its softplus (T·3 = 60 each); out_proj's input T·d_i = 300: 2434 elements, 4868 bytes
+    - in fp32 (4 bytes): the two .float() copies of the clamped dt (120), x's copy (T·d_i = 300), exp(A_log)
+      and its negation (6); per head and padded position (H·S = 72) exp(A_cumsum) and exp(last - A_cumsum)
+      (2), L, G and einsum's copy of G·L (3·4), B padded and einsum's copies of B, C, B decayed and C (5·7),
+      the D skip's padded x, einsum's two copies of x, C's product with the states and the padded output
+      (5·5): 72·74 = 5328; the chunk decays H·(c + 1)² = 96; einsum's copies of the 4 states and the 3
+      starting states H·7·5·7 = 1470; the gated norm: the gate's copy, its SiLU, y·silu(z), its normalised
+      rows (4·T·15) and 1/rms (T): 1220. 426 + 5328 + 96 + 1470 + 1220 = 8540 elements, 34160 bytes
+    - the segment sums' bool masks, two of 4 x 4 and two of (c + 1)² = 4 x 4: 64 bytes
+
+    4868 + 34160 + 64 = 39092 bytes. In fp32 the copies of x, dt and the gate are views: the activated
+    convolution output's T·29 = 580 elements in place of x's 300, one dt (60 less), no gate copy (300
+    less): 2434·4 + 34160 + 64 + 4·(580 - 300 - 60 - 300) = 43640."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 16, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": 3, "mamba_head_dim": 5, "ssm_state_size": 7,
+           "n_groups": 1, "conv_kernel": 4, "chunk_size": 4, "hybrid_override_pattern": "M", "num_hidden_layers": 1}
+    assert 2 * (320 + 940 + 754 + 120 + 300) + 4 * (426 + 5328 + 96 + 1470 + 1220) + 64 == 39092
+    assert _saved_case(raw, 2, 10, "bf16") == (39092, 39092)
+    measured, ours = _saved_case(raw, 2, 10, "fp32")
+    assert measured == 2434 * 4 + 34160 + 64 + 4 * (580 - 300 - 60 - 300) == 43640
+    assert ours + _fp32_views(raw, 2, 10) == measured

@@ -37,9 +37,18 @@ Conventions (docs/conventions.md, "Mamba-2"):
   ``n_m·d_m·d_s`` in fp32 (the scan works in float32 and transformers' cache keeps its final state as it
   comes; Nemotron-H's ``mamba_ssm_cache_dtype`` is float32), and the convolution state, the last ``K_c``
   inputs of the ``W`` channels, in the activations' dtype.
-* **Saved** (training): what the layer's projections and convolution hold, as the Gated DeltaNet's are
-  counted; the scan's intermediate tensors are not modelled and no named stack models the layer (each
-  refuses it). **Live** (the inference working set): what the torch fallback scan holds at its moments,
+* **Saved** (training, ``saved``): what transformers' torch fallback holds for backward after a training
+  forward, each part on the component that saves it: ``in_proj``'s input (the layer's own), the convolution's
+  input (a view of ``in_proj``'s whole output: the gate, x·B·C and dt) and padded output, the scan's tensors
+  (:func:`_scan_saved`: the discretisation's, and in fp32 over the padded chunks the decays, scores,
+  ``einsum``'s copies of B, C, x and the states, the output), the gated norm's and ``out_proj``'s input. The
+  convention is a run in the activations' dtype below fp32, where each ``.float()`` is a copy (in an fp32 run
+  the copies of x, dt and the gate are views of tensors already held: ``4·b·s·(2·n_g·d_s − d_i − n_m)`` bytes
+  apart, tests/test_mamba.py), and the general case: more than one head, a state of more than one, at least
+  two chunks (with one head, one chunk or a state of 1, ``torch.einsum`` reuses some tensors where it
+  otherwise copies). mamba_ssm's fused ``mamba_split_conv1d_scan_combined`` (what transformers runs when it is
+  installed) saves far less: no ``S``-sized fp32 tensor (docs/conventions.md, "Mamba-2"). No named stack
+  models the layer (each refuses it). **Live** (the inference working set): what the torch fallback scan holds at its moments,
   measured on CPU by the live storages' bytes (:func:`_scan_live`).
 
 >>> from symllm.arch.layers import Structure, LayerKind
@@ -159,6 +168,37 @@ def _scan_elementwise() -> sp.Expr:
     return n_m + b * ((1 - one) * chunked + one * 6 * n_m * d_m * (1 + d_s))
 
 
+def _scan_saved() -> sp.Expr:
+    """Bytes a training forward of the SSD scan (transformers' torch fallback, ``mamba2_chunk_scan``, and the
+    ``A = -exp(A_log)`` before it) saves for backward, as a run in the activations' dtype ``β_a`` below fp32
+    holds them (each ``.float()`` of an activation is then a copy; in an fp32 run it is the same storage:
+    docs/conventions.md, "Mamba-2"). Per token and head: dt after ``dt_bias`` (softplus's input) and after
+    softplus (the clamp's input) in ``β_a``, and the two fp32 copies of the clamped dt the discretisation
+    multiplies by (``2·β_a + 2·4``); ``exp(A_log)`` and its negation, fp32 per head; the fp32 copy of x that
+    ``x·dt`` saves (``4·b·s·d_i``). Then in fp32, per head of a sequence (``H = b·n_m``) with ``c = ⌈s/Q_c⌉``
+    chunks and ``S = c·Q_c`` padded positions, per padded position: the two decays ``exp(A_cumsum)`` and
+    ``exp(A_last − A_cumsum)`` (2), the ``Q_c``-wide decays ``L``, scores ``G`` and ``einsum``'s copy of ``G·L``
+    (``3·Q_c``), B padded, ``einsum``'s copies of B and C for the scores, of B decayed for the chunk states and
+    of C for its product with them (``5·d_s``), the ``D`` skip's padded x, ``einsum``'s two copies of the
+    discretised x, C's product with the states and the padded output the gated norm multiplies (``5·d_m``);
+    per head the chunk decays (``(c + 1)²``), ``einsum``'s copies of the ``c + 1`` states and of the ``c``
+    starting states (``(2·c + 1)·d_m·d_s``); and the segment sums' four bool masks, ``2·Q_c² + 2·(c + 1)²``
+    bytes.
+
+    One sequence of 5 in bf16, chunks of 4 (c = 2, S = 8), one head of 1, state 1: dt ``5·(2·2 + 2·4) = 60``,
+    A 8, x 20, then ``4·(8·(2 + 12 + 5 + 5) + 9 + 5) = 824`` and the masks ``32 + 18``:
+
+    >>> _scan_saved().subs({b: 1, s: 5, Q_c: 4, n_m: 1, d_m: 1, d_s: 1, beta_a: 2})
+    962
+    """
+    c = sp.ceiling(s / Q_c)
+    S, H = c * Q_c, b * n_m
+    per_token = 2 * beta_a * _T * n_m + FP32 * (2 * _T * n_m + _T * inner())
+    scan = FP32 * (2 * n_m + H * S * (2 + 3 * Q_c + 5 * d_s + 5 * d_m) + H * (c + 1) ** 2
+                   + H * (2 * c + 1) * d_m * d_s)
+    return per_token + scan + 2 * Q_c ** 2 + 2 * (c + 1) ** 2
+
+
 def _scan_live() -> tuple[sp.Expr, ...]:
     """Activation elements live at the working set's four candidate moments of one Mamba-2 prefill through
     transformers' torch fallback (``mamba2_chunk_scan``), measured on CPU by the live storages' bytes
@@ -224,20 +264,24 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
     conv = Component("conv1d", params=width * K_c + (width if conv_bias else 0),
                      flops=2 * K_c * b * width * positions,
                      elementwise=ELEMENTWISE["silu"] * _T * width,
-                     saved=beta_a * b * width * (2 * s + K_c - 1),
+                     # saved: its input, a transposed view of in_proj's whole output (the gate and dt with
+                     # it), and its output over the s + K_c - 1 padded positions (SiLU's input)
+                     saved=beta_a * (_T * (d_i + width + n_m) + b * width * (s + K_c - 1)),
                      doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, conv_kernel, groups=conv_dim, "
                          "bias=use_conv_bias)",
                      rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d",
                                  gguf="ssm_conv1d"))
     scan = Component("ssd_scan", flops=b * ((1 - one) * _scan(s) + one * 2 * n_m * d_m * d_s),
-                     elementwise=_scan_elementwise(),
+                     elementwise=_scan_elementwise(), saved=_scan_saved(),
                      doc="mamba2_chunk_scan (chunk_size) / mamba2_selective_state_update",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_i, _T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "
                    "// n_groups)  # rmsnorm(y * silu(z)) per group",
                    Rules("column", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm"))
     norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_i,
-                        saved=FP32 * _T * (3 * d_i + n_g) + beta_a * _T * d_i)
+                        # saved: the gate's fp32 copy and its SiLU, y·silu(z), its normalised rows and
+                        # 1/rms (fp32), out_proj's input (cast back to the activations' dtype)
+                        saved=FP32 * _T * (4 * d_i + n_g) + beta_a * _T * d_i)
     out = linear("out_proj", d_i, d, bias, doc="self.out_proj = nn.Linear(intermediate_size, hidden_size)",
                  rules=_rules("row", "out_proj", "ssm_out"))
     return Component(
