@@ -27,7 +27,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
+__all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
@@ -36,6 +36,9 @@ PHASES = ("forward", "prefill", "decode", "generation", "training")
 MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
                 "training_peak", "state_cache")
 
+#: the recomputation policies (Workload.recompute): every activation saved, each block keeping its input (full;
+#: --recompute) or torchtitan's selective op checkpointing (--selective-ac op; symllm.costs.selective)
+RECOMPUTE = ("none", "full", "op")
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
 #: the positions whose logits an inference forward computes (Workload.logits): the last of each sequence, or all
@@ -99,6 +102,15 @@ class Option:
     #: ``"length"`` in binary (a context window: ``128k`` = 131,072), ``"tokens"`` in decimal (a token budget:
     #: ``15T`` = 15·10^12), ``"sequences"`` in decimal (a batch: ``1k`` = 1,000); None: a plain integer
     suffixes: str | None = None
+    #: the value the flag sets, taking none (``--recompute``: ``"full"``); None: the flag takes a value
+    const: str | None = None
+    #: the field's other flags, ``(flag, the values it takes, help)`` each (``--selective-ac op``): each sets the
+    #: field, and two that disagree are refused (symllm.cli.parser)
+    also: tuple = ()
+
+    def flags(self, name: str) -> tuple[str, ...]:
+        """Every flag of the field ``name``: its own (``--field-name`` unless given), then :attr:`also`'s."""
+        return (self.flag or "--" + name.replace("_", "-"), *(flag for flag, *_ in self.also))
 
 
 def _above_one(ranks: int) -> bool:
@@ -228,9 +240,12 @@ class Workload:
     #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
     optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
                           "states and training peak)", training=True, shapes=True)
-    #: full activation recomputation, or torchtitan's selective op checkpointing (symllm.costs.selective)
-    recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
-    selective_ac: str | None = _opt(None, "selective activation checkpointing: op (torchtitan's: each block saves SDPA's and every other matmul's output; training FLOPs, activations)", training=True, shapes=True)
+    #: the recomputation policy (RECOMPUTE): none, full (each block keeps its input) or torchtitan's selective op
+    #: checkpointing (symllm.costs.selective); True and False are read as full and none
+    recompute: str = _opt("none", "full activation recomputation (training FLOPs, activations)", training=True,
+                          shapes=True, const="full", also=(("--selective-ac", ("op",), "selective activation "
+                          "checkpointing: op (torchtitan's: each block saves SDPA's and every other matmul's output; "
+                          "training FLOPs, activations)"),))
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
@@ -297,9 +312,9 @@ class Workload:
         choice("attention", self.attention, ATTENTION)
         choice("logits", self.logits, LOGITS)
         zero_stage(self.zero_stage)
-        boolean("recompute", self.recompute)
-        if self.selective_ac is not None and choice("selective_ac", self.selective_ac, ("op",)) and self.recompute:
-            raise SymllmError("selective_ac: give --selective-ac op or --recompute, not both")
+        if type(self.recompute) is bool:  # the flag's old spelling: True is full recomputation
+            put("recompute", "full" if self.recompute else "none")
+        choice("recompute", self.recompute, RECOMPUTE)
         choice("optimizer", self.optimizer, OPTIMIZERS)
         choice("expert_tp", self.expert_tp, EXPERT_TP)
         boolean("sp", self.sp)
@@ -369,7 +384,7 @@ class Workload:
         >>> Workload.of(sequence=4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: seq, selective_ac; all ...: see --help)
+        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: seq; all ...: see --help)
         """
         names = cls.names()
         unknown = sorted(set(options) - set(names))
