@@ -462,26 +462,28 @@ def test_workload_shape_is_what_the_closed_forms_read():
              "price": {"gpu": "h100-sxm", "tokens": 10**9}, "lora_targets": {"lora_rank": 4},
              "qlora": {"lora_rank": 4}}
     marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
-              "recompute": True, "stack": "hf-eager", "optimizer": "sgd", "lora_rank": 4, "lora_targets": "wo",
-              "qlora": True, "logits": "all", "expert_tp": "whole", "selective_ac": "op"}
+              "recompute": "full", "stack": "hf-eager", "optimizer": "sgd", "lora_rank": 4, "lora_targets": "wo",
+              "qlora": True, "logits": "all", "expert_tp": "whole"}
     fields = {f.name: f.metadata["option"].shapes for f in dataclasses.fields(Workload) if "option" in f.metadata}
     assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
                                                                "sp", "recompute", "stack", "optimizer",
                                                                "lora_rank", "lora_targets", "qlora", "logits",
-                                                               "expert_tp", "selective_ac"}
+                                                               "expert_tp"}
     assert set(unmarked) | set(marked) == set(fields)
     for name, value in unmarked.items():
         work = Workload(**{name: value, **needs.get(name, {})})
         assert work.shape() == Workload().shape()
         assert phases._compose(spec.model(work.attention), work) == base, name
     changed = {"attention": {}, "zero_stage": {}, "dp": {}, "tp": {}, "pp": {}, "recompute": {}, "stack": {},
-               "optimizer": {}, "lora_rank": {}, "logits": {}, "selective_ac": {},  # LoRA: its numbers in, and the training peak is LoRA's
+               "optimizer": {}, "lora_rank": {}, "logits": {},  # LoRA: its numbers in, and the training peak is LoRA's
                "sp": {"tp": 2, "sp": True}, "lora_targets": {"lora_rank": 4, "lora_targets": "wo"},
                "qlora": {"lora_rank": 4, "qlora": True}}
     for name, extra in changed.items():
         work = Workload(**{name: marked[name], **extra}) if not extra else Workload(**extra)
         assert work.shape() != Workload().shape()
         assert phases._compose(spec.model(work.attention), work) != base, name
+    op, full = Workload(recompute="op"), Workload(recompute="full")  # each policy its own forms
+    assert op.shape() != full.shape() and phases._compose(spec.model(), op) != phases._compose(spec.model(), full)
     moe, split = symllm.spec("mixtral-8x7b").model(), Workload(tp=2)
     whole = split.replace(expert_tp="whole")
     assert whole.shape() != split.shape() and phases._compose(moe, whole) != phases._compose(moe, split)

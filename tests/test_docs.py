@@ -165,7 +165,7 @@ def test_site_builds_strictly(tmp_path):
 def test_commands_page_lists_every_workload_option():
     """docs/commands.md names every workload option (the list after its marker), and no other."""
     from symllm.costs.workloads import options
-    flags = {opt.flag or "--" + name.replace("_", "-") for name, (_, opt) in options().items()}
+    flags = {flag for name, (_, opt) in options().items() for flag in opt.flags(name)}
     text = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
     listed = text.split("<!-- workload-options -->", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"--[a-z][a-z0-9-]*", listed)) == flags

@@ -80,7 +80,7 @@ def options(row: dict) -> dict | None:
         # configs at 1ea476e, 9dec370 and e7c0cae: the rows' notes)
         op = w.get("recompute") == "selective" and row["engine"] == "torchtitan"
         out.update(seq=w["seq"], batch=micro // pipe, dp=dp, ep=lay.get("ep") or 1, micro_batches=steps * pipe,
-                   recompute=w.get("recompute") == "full", selective_ac="op" if op else None, sp=bool(lay.get("sp")),
+                   recompute="op" if op else "full" if w.get("recompute") == "full" else "none", sp=bool(lay.get("sp")),
                    zero_stage=3 if lay.get("fsdp") else 1, compute_dtype=row["compute"],
                    schedule=lay.get("schedule") or "1f1b", virtual_stages=lay.get("virtual_stages") or 2)
         out.pop("dtype", None)
@@ -208,7 +208,7 @@ def test_torchtitan_pipeline_rows_run_its_defaults():
         o = options(next(r for r in ROWS if r["id"] == rid))
         assert (o["gpu"], o["tp"], o["pp"], o["dp"], o["zero_stage"]) == ("h100-sxm-hbm2e", 8, 8, 8, 3)
         assert (o["batch"], o["micro_batches"], o["schedule"], o["virtual_stages"], o["sp"]) == (4, 8, schedule, 2, True)
-        assert (o["compute_dtype"], o["recompute"], o["seq"]) == ("fp8", True, 8192)
+        assert (o["compute_dtype"], o["recompute"], o["seq"]) == ("fp8", "full", 8192)
 
 
 def test_megatron_bridge_tensor_parallel_rows_run_sequence_parallel():

@@ -3,6 +3,7 @@ FLOPs it recomputes and the bytes it keeps, against hand arithmetic and against 
 checkpointing run with torchtitan's policy on transformers' ``LlamaDecoderLayer``."""
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from functools import partial
 
@@ -28,7 +29,7 @@ def test_recomputed_flops_and_saved_bytes_by_hand():
     = 2,097,152: 908,066,816 a layer, 29,058,138,112 for 32."""
     opts = dict(batch=2, seq=8192)
     none = symllm.workload("llama3.1-8b", **opts)
-    op = symllm.workload("llama3.1-8b", selective_ac="op", **opts)
+    op = symllm.workload("llama3.1-8b", recompute="op", **opts)
     full = symllm.workload("llama3.1-8b", recompute=True, **opts)
     assert op["flops"]["training_step"] - none["flops"]["training_step"] == 83_562_883_710_976
     assert op["memory"]["activations"] - full["memory"]["activations"] == 29_058_138_112
@@ -36,41 +37,65 @@ def test_recomputed_flops_and_saved_bytes_by_hand():
     # (attention over the causal pairs, as MFU counts it)
     gpu = dict(gpu="h100-sxm", dp=8, zero_stage=3, engine="torchtitan", attention="causal", **opts)
     model = symllm.workload("llama3.1-8b", attention="causal", **opts)["flops"]["training_step"]
-    t_op = symllm.workload("llama3.1-8b", selective_ac="op", **gpu)["time"]["expected"]
+    t_op = symllm.workload("llama3.1-8b", recompute="op", **gpu)["time"]["expected"]
     assert t_op["hfu"] / t_op["mfu"] == pytest.approx((model + 83_562_883_710_976) / model, rel=1e-12)
 
 
-@pytest.mark.parametrize("opts,field", [({"recompute": True}, "selective_ac"), ({"stack": "hf-sdpa"}, "stack"),
-                                        ({"stack": "eager"}, "stack")])
+@pytest.mark.parametrize("opts,field", [({"stack": "hf-sdpa"}, "stack"), ({"stack": "eager"}, "stack")])
 def test_op_is_refused_where_it_is_not_modelled(opts, field):
-    """One line naming the field: op with full recomputation, or under a stack other than fused (SDPA)."""
+    """One line naming the field: op under a stack other than fused (SDPA)."""
     with pytest.raises(SymllmError, match=f"^{field}: "):
-        symllm.workload("llama3.1-8b", selective_ac="op", **opts)
+        symllm.workload("llama3.1-8b", recompute="op", **opts)
 
 
-@pytest.mark.parametrize("argv", [["count", "llama3.1-8b", "--selective-ac", "op", "--recompute"],
-                                  ["count", "llama3.1-8b", "--selective-ac", "layer"],
-                                  ["count", "mixtral-8x7b", "--selective-ac", "op"],
-                                  ["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--selective-ac", "op"]])
-def test_the_command_line_refuses_op_in_one_line(cli, argv):
-    """Exit 2 and one line naming the field: with --recompute, an unknown policy, a mixture's blocks, and
-    plan (which enumerates no and full recomputation itself)."""
+def test_recomputation_is_one_field():
+    """The policy is one workload field, none, full or op (what the JSON echoes), whichever flag set it; the
+    flag's old Python spelling reads True as full and False as none; anything else is refused naming it."""
+    assert [symllm.Workload(recompute=v).recompute for v in (True, False, "none", "full", "op")] == [
+        "full", "none", "none", "full", "op"]
+    assert symllm.Workload(recompute=True) == symllm.Workload(recompute="full")
+    for bad in ("layer", 1, None, "selective"):
+        with pytest.raises(SymllmError, match="^recompute: "):
+            symllm.Workload(recompute=bad)
+    with pytest.raises(SymllmError, match="^workload: unknown option 'selective_ac'"):
+        symllm.Workload.of(selective_ac="op")
+
+
+@pytest.mark.parametrize("argv,policy", [([], "none"), (["--recompute"], "full"), (["--selective-ac", "op"], "op"),
+                                         (["--recompute", "--recompute"], "full")])
+def test_each_flag_sets_the_one_field(cli, argv, policy):
+    """--recompute and --selective-ac op, as users give them, set the one field the JSON echoes."""
+    r = cli(["count", "llama3.2-1b", "--json", *argv])
+    assert r.code == 0 and json.loads(r.out)["workload"]["recompute"] == policy
+    assert "selective_ac" not in json.loads(r.out)["workload"]
+
+
+@pytest.mark.parametrize("argv,field", [(["count", "llama3.1-8b", "--selective-ac", "op", "--recompute"], "recompute"),
+                                        (["count", "llama3.1-8b", "--recompute", "--selective-ac", "op"], "selective_ac"),
+                                        (["count", "llama3.1-8b", "--selective-ac", "layer"], "selective_ac"),
+                                        (["count", "mixtral-8x7b", "--selective-ac", "op"], "recompute"),
+                                        (["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--selective-ac",
+                                          "op"], "--selective-ac")])
+def test_the_command_line_refuses_op_in_one_line(cli, argv, field):
+    """Exit 2 and one line naming the field or the flag: both flags, an unknown policy, a mixture's blocks,
+    and plan (which enumerates no and full recomputation itself and takes neither flag)."""
     r = cli(argv)
     assert r.code == 2 and r.out == ""
-    assert len(r.err.strip().splitlines()) == 1 and "selective_ac: " in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert (f"{field}: " if field != "--selective-ac" else "unrecognized arguments: --selective-ac op") in r.err
 
 
 def test_memory_by_component_refuses_op():
     """Activations per component are those saved without recomputation: refused under op, naming it."""
     from symllm.costs.shares import memory_by_component
-    with pytest.raises(SymllmError, match="^selective_ac: "):
-        memory_by_component("llama3.1-8b", kinds=("activations",), selective_ac="op")
+    with pytest.raises(SymllmError, match="^recompute: "):
+        memory_by_component("llama3.1-8b", kinds=("activations",), recompute="op")
 
 
 def test_op_is_refused_for_blocks_that_are_not_llamas():
     """A mixture's block has other matmuls than torchtitan's Llama block: refused, naming the field."""
-    with pytest.raises(SymllmError, match="^selective_ac: op is modelled for Llama blocks"):
-        symllm.workload("mixtral-8x7b", selective_ac="op")
+    with pytest.raises(SymllmError, match="^recompute: op is modelled for Llama blocks"):
+        symllm.workload("mixtral-8x7b", recompute="op")
 
 
 # --- torch's own selective checkpointing, torchtitan's policy --------------------------------------------
@@ -161,7 +186,7 @@ def test_op_agrees_with_torch_selective_checkpointing(raw):
     layers = raw["num_hidden_layers"]
     opts = dict(batch=b, seq=s, dtype="bf16")
     none, op, full = (symllm.workload(config, **opts, **extra)
-                      for extra in ({}, {"selective_ac": "op"}, {"recompute": True}))
+                      for extra in ({}, {"recompute": "op"}, {"recompute": True}))
     assert (op["flops"]["training_step"] - none["flops"]["training_step"]) == layers * (sac - plain)
     assert op["memory"]["activations"] - full["memory"]["activations"] == layers * stored
 

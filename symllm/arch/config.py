@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from symllm.arch.compressed_sizes import check_compressed, is_compressed
+from symllm.arch.recurrent_sizes import check_recurrent
 from symllm.arch.families.hf import HF_UNMODELLED
 from symllm.arch.layers import (ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, kind_fields,
                                 read_groups, read_mtp_kinds)
@@ -279,7 +280,7 @@ class ModelConfig:
         self._check_layers(put)
         self._check_latent(put)
         self._check_indexer(put)
-        self._check_linear(put)
+        check_recurrent(self, put)
         self._check_alt_heads(put)
         check_compressed(self, put)
 
@@ -316,50 +317,6 @@ class ModelConfig:
         if self.qk_rope_head_dim is not None and self.index_head_dim < self.qk_rope_head_dim:
             raise SymllmError(f"index_head_dim: {self.index_head_dim} is less than qk_rope_head_dim "
                               f"{self.qk_rope_head_dim}, the part the indexer rotates")
-
-    def _check_linear(self, put) -> None:
-        """The Gated DeltaNet's sizes: all five with a linear-attention layer, none without; its value heads a
-        whole multiple of its key heads (transformers' grouped value attention repeats each key head)."""
-        sizes = ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "conv_kernel")
-        for field in sizes:
-            put(field, _positive_int(field, getattr(self, field), optional=True))
-        for field in ("output_gate", "delta_split", "conv_bias", "mamba_bias"):
-            boolean(field, getattr(self, field))
-        linear = any(kind.mixer == "linear_attention" for kind, _ in self.layers)
-        mamba = any(kind.mixer == "mamba" for kind, _ in self.layers)
-        for field in sizes[:-1]:
-            if linear and getattr(self, field) is None:
-                raise SymllmError(f"{field}: missing (a layer is a Gated DeltaNet)")
-            if not linear and getattr(self, field) is not None:
-                raise SymllmError(f"{field}: {getattr(self, field)} given but no layer is a Gated DeltaNet")
-        if (linear or mamba) and self.conv_kernel is None:
-            raise SymllmError("conv_kernel: missing (a layer is a Gated DeltaNet or a Mamba-2 mixer)")
-        if not (linear or mamba) and self.conv_kernel is not None:
-            raise SymllmError(f"conv_kernel: {self.conv_kernel} given but no layer has a short convolution")
-        self._check_mamba(put, mamba)
-        if linear and self.linear_value_heads % self.linear_key_heads:
-            raise SymllmError(f"linear_value_heads: {self.linear_value_heads} is not a multiple of the "
-                              f"{self.linear_key_heads} key heads")
-        if linear and self.latent is not None:
-            raise SymllmError("layers: Gated DeltaNet layers are not modelled with a latent attention")
-
-    def _check_mamba(self, put, mamba: bool) -> None:
-        """The Mamba-2 mixer's sizes: all five with a Mamba layer, none without (its biases off); its heads a
-        whole multiple of its groups (transformers repeats each group's B and C over its heads)."""
-        sizes = ("mamba_heads", "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk")
-        for field in sizes:
-            put(field, _positive_int(field, getattr(self, field), optional=True))
-            if mamba and getattr(self, field) is None:
-                raise SymllmError(f"{field}: missing (a layer is a Mamba-2 mixer)")
-            if not mamba and getattr(self, field) is not None:
-                raise SymllmError(f"{field}: {getattr(self, field)} given but no layer is a Mamba-2 mixer")
-        for field in ("conv_bias", "mamba_bias"):
-            if not mamba and getattr(self, field):
-                raise SymllmError(f"{field}: true but no layer is a Mamba-2 mixer")
-        if mamba and self.mamba_heads % self.mamba_groups:
-            raise SymllmError(f"mamba_heads: {self.mamba_heads} is not a multiple of the {self.mamba_groups} groups")
-        if mamba and self.latent is not None:
-            raise SymllmError("layers: Mamba-2 layers are not modelled with a latent attention")
 
     def _check_latent(self, put) -> None:
         """MLA's sizes: all four with kv_lora_rank (q_lora_rank optional), none without; its keys and values

@@ -232,8 +232,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
                            f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
                            f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
-                           f"{'; full recomputation' if w['recompute'] else ''}"
-                           f"{'; op checkpointing (torchtitan)' if w.get('selective_ac') == 'op' else ''}") + "\n")
+                           f"{'; full recomputation' if w['recompute'] == 'full' else ''}"
+                           f"{'; op checkpointing (torchtitan)' if w['recompute'] == 'op' else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
                 for k, v in work["flops"].items()]
         print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")

@@ -139,7 +139,7 @@ _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "Fraction": Frac
 def _workload_types() -> dict[str, set]:
     """Each Workload option's types but ``None``, from its annotation (``"int | None"`` -> ``{int}``).
 
-    >>> _workload_types()["seq"], _workload_types()["recompute"]
+    >>> _workload_types()["seq"], _workload_types()["sp"]
     ({<class 'int'>}, {<class 'bool'>})
     """
     out = {}
@@ -171,8 +171,17 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
             continue
         flag = opt.flag or "--" + name.replace("_", "-")
         kind = set(types[name])
-        help_ = opt.help if fld.default is None or kind == {bool} else f"{opt.help} (default {fld.default})"
-        if axes_as_values and opt.axis:
+        help_ = opt.help if fld.default is None or kind == {bool} or opt.const else f"{opt.help} (default {fld.default})"
+        if opt.const is not None or opt.also:  # several flags set the field (--recompute, --selective-ac op)
+            spellings = [flag] if opt.const is not None else []
+            spellings += [f"{f} {'|'.join(v)}" for f, v, _ in opt.also]
+            if opt.const is not None:
+                group.add_argument(flag, dest=name, action=_Spelling, nargs=0, value=opt.const, spellings=spellings,
+                                   help=help_)
+            for other, values, text in opt.also:
+                group.add_argument(other, dest=name, action=_Spelling, allowed=values, spellings=spellings,
+                                   metavar=other.lstrip("-").replace("-", "_").upper(), help=text)
+        elif axes_as_values and opt.axis:
             group.add_argument(flag, dest=name, metavar="VALUES", help=help_)
         elif kind == {bool}:
             group.add_argument(flag, dest=name, action="store_true", default=None, help=help_)
@@ -181,6 +190,36 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
                                help=help_)
         else:
             group.add_argument(flag, dest=name, type=kind.pop(), metavar=name.upper(), help=help_)
+
+
+class _Spelling(argparse.Action):
+    """One of the flags that set a workload field (:attr:`~symllm.costs.workloads.Option.const` and
+    :attr:`~symllm.costs.workloads.Option.also`: ``--recompute`` sets ``recompute`` to ``full``, ``--selective-ac op``
+    to ``op``): a value outside the flag's is refused naming the flag, and a second flag that sets the field
+    otherwise is refused, each in one line (``_Parser.error``).
+
+    >>> p = _Parser(prog="symllm")
+    >>> add_workload_options(p)
+    >>> p.parse_args(["--selective-ac", "op"]).recompute, p.parse_args(["--recompute"]).recompute
+    ('op', 'full')
+    """
+
+    def __init__(self, option_strings, dest, *, value=None, allowed=(), spellings=(), **kwargs):
+        self.value, self.allowed, self.spellings = value, tuple(allowed), tuple(spellings)
+        super().__init__(option_strings, dest, default=None, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        name = option_string.lstrip("-").replace("-", "_")
+        value = self.value
+        if value is None:
+            try:
+                value = validate.choice(name, values, self.allowed)
+            except SymllmError as e:
+                raise argparse.ArgumentError(self, str(e)) from None
+        given = getattr(namespace, self.dest, None)
+        if given is not None and given != value:
+            raise argparse.ArgumentError(self, f"{name}: give {' or '.join(self.spellings)}, not both")
+        setattr(namespace, self.dest, value)
 
 
 def _token_reader(name: str, suffixes: str):

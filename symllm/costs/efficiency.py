@@ -406,18 +406,18 @@ def ray_step_s(workers: int) -> Fraction:
 
 def model_flops(work, num) -> Fraction:
     """A training step's model FLOPs (its forward and backward, nothing recomputed) from the evaluated forms
-    ``num(name)``: 3 of full recomputation's 4 forward passes of ``flops.training_step`` (``work.recompute``);
-    under op checkpointing (``work.selective_ac``) the step less its ``recomputed`` linears
+    ``num(name)``: 3 of full recomputation's 4 forward passes of ``flops.training_step`` (``work.recompute`` full);
+    under op checkpointing (``op``) the step less its ``recomputed`` linears
     (:mod:`symllm.costs.selective`).
 
     >>> from types import SimpleNamespace as W
     >>> forms = {"flops.training_step": 400, "recomputed": 30}
-    >>> model_flops(W(recompute=True, selective_ac=None), forms.get), model_flops(W(recompute=False, selective_ac="op"), forms.get)
+    >>> model_flops(W(recompute="full"), forms.get), model_flops(W(recompute="op"), forms.get)
     (Fraction(300, 1), Fraction(370, 1))
     """
-    if work.selective_ac:
+    if work.recompute == "op":
         return Fraction(num("flops.training_step")) - Fraction(num("recomputed"))
-    return Fraction(num("flops.training_step")) * (Fraction(3, 4) if work.recompute else 1)
+    return Fraction(num("flops.training_step")) * (Fraction(3, 4) if work.recompute == "full" else 1)
 
 
 def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,
@@ -586,7 +586,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), rated)
         moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
                              act_bytes=parts["beta_a"], bandwidth=bandwidth, ep_bytes=comm.get("ep", 0),
-                             link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute,
+                             link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute == "full",
                              syncs=int(train.get("moe_host_syncs", 0)))
         moe_s = sum(moe.values())
     else:
@@ -599,7 +599,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         cast_s = fp8_quantize_s(rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
                                 q=parts["n_h"] * heads, kv=parts["n_kv"] * heads, bandwidth=bandwidth,
                                 moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=rated,
-                                recompute=work.recompute)
+                                recompute=work.recompute == "full")
     # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
     # head (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
     bf16 = (Fraction(parts.get("training_bf16_flops", 0))

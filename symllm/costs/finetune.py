@@ -213,7 +213,7 @@ def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
         raise SymllmError("lora_rank: LoRA needs a rank (--lora-rank R), got None")
     rank = {S.r_lora: work.lora_rank}
     out = {"trainable_params": substitute(trainable(mdl, work.lora_targets), dict(mdl.definitions)),
-           **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=work.recompute)}
+           **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=work.recompute == "full")}
     return {k: sp.expand(substitute(v, rank)) if k == "trainable_params" else substitute(v, rank) for k, v in out.items()}
 
 

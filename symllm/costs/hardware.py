@@ -210,7 +210,7 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     return weights + S.beta_kv * kv.subs(S.s, 1) + logits + 2 * state
 
 
-def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, phase_flops=None,
+def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = False, phase_flops=None,
                 experts: str = "split") -> dict:
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
@@ -230,7 +230,7 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool = False, pha
 
 
 @lru_cache(maxsize=64)
-def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool, phase_flops, experts: str = "split") -> dict:
+def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops, experts: str = "split") -> dict:
     """:func:`stage_times`, built once per model and layout shape (every roofline of a sweep or plan asks;
     substituting the definitions into a dozen closed forms was half a warm roofline). Never changed."""
     from symllm.costs import parallel
@@ -386,7 +386,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     laid = parallel.laid_out(work)
     terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops, work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
-    forms.update({"recomputed": algebra.substitute(module("symllm.costs.selective").recomputed_flops(mdl), dict(mdl.definitions))} if work.selective_ac else {})  # op checkpointing's: hardware, not model, FLOPs
+    forms.update({"recomputed": algebra.substitute(module("symllm.costs.selective").recomputed_flops(mdl), dict(mdl.definitions))} if work.recompute == "op" else {})  # op checkpointing's: hardware, not model, FLOPs
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
     if not laid:
@@ -546,7 +546,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
-                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute else 1) + work.dp * (num("recomputed") if work.selective_ac else 0)})
+                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute == "full" else 1) + work.dp * (num("recomputed") if work.recompute == "op" else 0)})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})
 
 

@@ -50,8 +50,8 @@ from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes,
-                                    grouped, named_values, with_stated, workload_numbers)
+from symllm.costs.numbered import grouped, named_values, workload_numbers
+from symllm.costs.workloads import ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes, with_stated
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
@@ -80,7 +80,7 @@ def logit_rows(expr: sp.Expr, logits: str = "last") -> sp.Expr:
 
 
 def flops(component="model", phase: str = "prefill", *, attention: str = "dense", bucket: str = "matmul",
-          macs: bool = False, recompute: bool = False) -> sp.Expr:
+          macs: bool = False, recompute: bool | str = False) -> sp.Expr:
     """FLOPs of ``component`` (a name or a :class:`Component`) in ``phase`` (see the module docstring).
 
     ``bucket`` is ``"matmul"`` or ``"elementwise"``; ``macs=True`` gives multiply-adds (FLOPs / 2);
@@ -103,7 +103,7 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     return expr / 2 if macs else expr
 
 
-def activations(component="model", *, recompute: bool = False, stack: str = "fused") -> sp.Expr:
+def activations(component="model", *, recompute: bool | str = False, stack: str = "fused") -> sp.Expr:
     """Bytes a training forward (``b × s`` tokens) saves for backward: the sum of every component's
     ``saved`` — derived for LLaMA (SwiGLU, RMSNorm, RoPE, GQA): ``β_a`` per activation element,
     ``max(4, β_a)`` per statistic (RMSNorm's 1/rms, a fused attention's log-sum-exp per query and head:
@@ -150,7 +150,7 @@ def _working_set(comp: Component, eager: bool = False) -> sp.Expr:
 
 
 def memory(component="model", kind: str = "inference", *, attention: str = "dense", zero_stage: int = 0,
-           recompute: bool = False, stack: str = "fused", optimizer: str = "adamw") -> sp.Expr:
+           recompute: bool | str = False, stack: str = "fused", optimizer: str = "adamw") -> sp.Expr:
     """Bytes of ``kind`` (see :data:`MEMORY_KINDS`) for ``component``, as a closed form.
 
     * ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv`` × the cache elements after a prefill of ``s`` and ``n``
@@ -192,19 +192,19 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
         return substitute(_training_peak(comp, stack, zero_stage, policy(recompute), optimizer), dict(comp.definitions))
     if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage, optimizer),
-               "activations": lambda: stacks.activations(comp, stack, bool(recompute)),
+               "activations": lambda: stacks.activations(comp, stack, bool(policy(recompute))),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
         return substitute(out, dict(comp.definitions))
     return _memory(comp, kind, zero_stage, policy(recompute), stack == "eager", optimizer)
 
 
-def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool, optimizer: str = "adamw") -> sp.Expr:
+def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool | str, optimizer: str = "adamw") -> sp.Expr:
     return sum(training_peak_parts(comp, stack, zero_stage, recompute, optimizer).values(), sp.S.Zero)
 
 
 @lru_cache(maxsize=256)
 def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int = 0,
-                        recompute: bool = False, optimizer: str = "adamw") -> dict[str, sp.Expr]:
+                        recompute: bool | str = False, optimizer: str = "adamw") -> dict[str, sp.Expr]:
     """The terms of ``memory(..., "training_peak")``, which add up to it: ``fused`` and ``eager`` their
     training states (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused
     cross-entropy writes it in place of the logits); an HF stack the fp32 master weights and AdamW moments
@@ -223,7 +223,7 @@ def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int =
 
 
 @lru_cache(maxsize=256)
-def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool, eager: bool = False,
+def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool | str, eager: bool = False,
             optimizer: str = "adamw") -> sp.Expr:
     N = comp.total("params")
     weights = S.beta_w * N
@@ -372,7 +372,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
         # one GPU: the whole model (the workload's stack), nothing sent; an HF stack is laid out only by data
         # parallelism (Workload refuses tp, pp and ep with it): every rank holds the whole model, and the
         # model's own figures are already ZeRO-sharded over N_d
-        comm = (parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp) if laid
+        comm = (parallel.comm(mdl, work.sp, work.recompute == "full", work.zero_stage, work.expert_tp) if laid
                 else {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)})
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
                 "memory_per_gpu": {kind: out["memory"][kind] for kind in _per_gpu_kinds(out["memory"])},
@@ -383,7 +383,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                                                                      work.stack, work.optimizer)
                                                         for i in range(len(stages))))
                                for kind in _per_gpu_kinds(out["memory"])},
-            "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp)}
+            "comm": parallel.comm(mdl, work.sp, work.recompute == "full", work.zero_stage, work.expert_tp)}
 
 
 def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:
@@ -392,7 +392,7 @@ def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:
     return PER_GPU_MEMORY + (("state_cache",) if "state_cache" in memory_ else ()) + PER_GPU_PEAKS
 
 
-def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recompute: bool = False,
+def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recompute: bool | str = False,
                  stack: str = "fused", optimizer: str = "adamw") -> sp.Expr:
     """Bytes of ``kind`` (:data:`PER_GPU_MEMORY`, :data:`PER_GPU_PEAKS`) that tensor rank 0 of pipeline stage
     ``stages[i]`` holds (:func:`symllm.costs.parallel.stages`: the first, then the last): the per-GPU figures

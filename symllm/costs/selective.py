@@ -34,6 +34,7 @@ from functools import lru_cache
 import sympy as sp
 
 from symllm.arch import symbols as S
+from symllm.costs.workloads import RECOMPUTE
 from symllm.errors import SymllmError
 
 __all__ = ["ORDER", "policy", "recompute_of", "recomputed", "recomputed_flops", "saved"]
@@ -51,7 +52,7 @@ def _is_linear(c) -> bool:
 def _linears(block) -> dict:
     found = {c.name: c for c in block.walk() if c is not block and _is_linear(c)}
     if set(found) != set(ORDER) or any(c.repeat != 1 for c in found.values()):
-        raise SymllmError(f"selective_ac: op is modelled for Llama blocks ({' '.join(ORDER)}), not {block.name!r}")
+        raise SymllmError(f"recompute: op is modelled for Llama blocks ({' '.join(ORDER)}), not {block.name!r}")
     return found
 
 
@@ -69,7 +70,7 @@ def _blocks(comp) -> list:
         return [comp]
     blocks = [c for c in comp.children if c.checkpoint != 0]
     if not blocks:
-        raise SymllmError(f"selective_ac: op checkpoints blocks; component {comp.name!r} is not one")
+        raise SymllmError(f"recompute: op checkpoints blocks; component {comp.name!r} is not one")
     return blocks
 
 
@@ -116,14 +117,14 @@ def saved(block) -> sp.Expr:
 
 
 def recompute_of(work) -> bool | str:
-    """A workload's recomputation policy (:func:`policy`'s values): ``"op"`` under ``selective_ac``, else its
-    ``recompute``.
+    """A workload's recomputation policy (``work.recompute``: ``none``, ``full`` or ``op``) as the cost functions
+    take it (:func:`policy`).
 
-    >>> from types import SimpleNamespace as W
-    >>> recompute_of(W(selective_ac="op", recompute=False)), recompute_of(W(selective_ac=None, recompute=True))
-    ('op', True)
+    >>> from symllm.costs.workloads import Workload
+    >>> recompute_of(Workload(recompute="op")), recompute_of(Workload(recompute=True)), recompute_of(Workload())
+    ('op', True, False)
     """
-    return work.selective_ac or work.recompute
+    return policy(work.recompute)
 
 
 def policy(recompute) -> bool | str:
@@ -136,6 +137,6 @@ def policy(recompute) -> bool | str:
     """
     if recompute in (False, True):
         return bool(recompute)
-    if recompute in ("none", "full", "op"):
-        return {"none": False, "full": True, "op": "op"}[recompute]
+    if recompute in RECOMPUTE:
+        return dict(zip(RECOMPUTE, (False, True, "op")))[recompute]
     raise SymllmError(f"recompute: {recompute!r} is not a recomputation policy (none, full or op)")

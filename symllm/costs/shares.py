@@ -44,10 +44,8 @@ def memory_by_component(config, work: Workload | None = None, *, kinds=KINDS, **
     if work.stack not in stacks.COMPONENT_STACKS:
         raise SymllmError(f"stack: memory per component is modelled for {', '.join(stacks.COMPONENT_STACKS)}, "
                           f"not {work.stack}")
-    if work.recompute and "activations" in kinds:
+    if work.recompute != "none" and "activations" in kinds:
         raise SymllmError("recompute: activations per component are those saved without recomputation")
-    if work.selective_ac and "activations" in kinds:
-        raise SymllmError("selective_ac: activations per component are those saved without recomputation")
     spec = resolved.spec(config)
     vals = {**spec.values(), **work.values()}
     out = {}

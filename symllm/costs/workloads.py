@@ -23,13 +23,12 @@ from functools import lru_cache
 
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
-from symllm.costs.replication import ReplicatedKV, kv_heads_split
+from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
-           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "workload_numbers",
-           "named_values", "symbol_codes"]
+__all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
+           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
 PHASES = ("forward", "prefill", "decode", "generation", "training")
@@ -37,6 +36,9 @@ PHASES = ("forward", "prefill", "decode", "generation", "training")
 MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
                 "training_peak", "state_cache")
 
+#: the recomputation policies (Workload.recompute): every activation saved, each block keeping its input (full;
+#: --recompute) or torchtitan's selective op checkpointing (--selective-ac op; symllm.costs.selective)
+RECOMPUTE = ("none", "full", "op")
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
 #: the positions whose logits an inference forward computes (Workload.logits): the last of each sequence, or all
@@ -100,6 +102,15 @@ class Option:
     #: ``"length"`` in binary (a context window: ``128k`` = 131,072), ``"tokens"`` in decimal (a token budget:
     #: ``15T`` = 15·10^12), ``"sequences"`` in decimal (a batch: ``1k`` = 1,000); None: a plain integer
     suffixes: str | None = None
+    #: the value the flag sets, taking none (``--recompute``: ``"full"``); None: the flag takes a value
+    const: str | None = None
+    #: the field's other flags, ``(flag, the values it takes, help)`` each (``--selective-ac op``): each sets the
+    #: field, and two that disagree are refused (symllm.cli.parser)
+    also: tuple = ()
+
+    def flags(self, name: str) -> tuple[str, ...]:
+        """Every flag of the field ``name``: its own (``--field-name`` unless given), then :attr:`also`'s."""
+        return (self.flag or "--" + name.replace("_", "-"), *(flag for flag, *_ in self.also))
 
 
 def _above_one(ranks: int) -> bool:
@@ -229,9 +240,12 @@ class Workload:
     #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
     optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
                           "states and training peak)", training=True, shapes=True)
-    #: full activation recomputation, or torchtitan's selective op checkpointing (symllm.costs.selective)
-    recompute: bool = _opt(False, "full activation recomputation (training FLOPs, activations)", training=True, shapes=True)
-    selective_ac: str | None = _opt(None, "selective activation checkpointing: op (torchtitan's: each block saves SDPA's and every other matmul's output; training FLOPs, activations)", training=True, shapes=True)
+    #: the recomputation policy (RECOMPUTE): none, full (each block keeps its input) or torchtitan's selective op
+    #: checkpointing (symllm.costs.selective); True and False are read as full and none
+    recompute: str = _opt("none", "full activation recomputation (training FLOPs, activations)", training=True,
+                          shapes=True, const="full", also=(("--selective-ac", ("op",), "selective activation "
+                          "checkpointing: op (torchtitan's: each block saves SDPA's and every other matmul's output; "
+                          "training FLOPs, activations)"),))
     #: int4 weights per fp16 scale
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
@@ -298,9 +312,9 @@ class Workload:
         choice("attention", self.attention, ATTENTION)
         choice("logits", self.logits, LOGITS)
         zero_stage(self.zero_stage)
-        boolean("recompute", self.recompute)
-        if self.selective_ac is not None and choice("selective_ac", self.selective_ac, ("op",)) and self.recompute:
-            raise SymllmError("selective_ac: give --selective-ac op or --recompute, not both")
+        if type(self.recompute) is bool:  # the flag's old spelling: True is full recomputation
+            put("recompute", "full" if self.recompute else "none")
+        choice("recompute", self.recompute, RECOMPUTE)
         choice("optimizer", self.optimizer, OPTIMIZERS)
         choice("expert_tp", self.expert_tp, EXPERT_TP)
         boolean("sp", self.sp)
@@ -370,7 +384,7 @@ class Workload:
         >>> Workload.of(sequence=4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: seq, selective_ac; all ...: see --help)
+        symllm.errors.SymllmError: workload: unknown option 'sequence' (known: seq; all ...: see --help)
         """
         names = cls.names()
         unknown = sorted(set(options) - set(names))
@@ -500,24 +514,9 @@ def _symbols() -> tuple:
 @lru_cache(maxsize=1)
 def symbol_codes() -> tuple:
     """(symbol name, the workload's attribute it binds) of every workload and bytes symbol: what
-    :func:`named_values` reads (a count read back from stored kernels keeps this table with them)."""
+    :func:`symllm.costs.numbered.named_values` reads (a count read back from stored kernels keeps this table with
+    them)."""
     return tuple((symbol.name, code) for symbol, code in _symbols())
-
-
-def named_values(work: Workload, codes=None) -> dict:
-    """:meth:`Workload.values` by symbol name (``codes``: :func:`symbol_codes`, or the table a stored entry
-    kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
-
-    >>> v = named_values(Workload(batch=2, gpu="a100-40gb"))
-    >>> v["b"], v["beta_w"], v["P"], v["B_mem"]
-    (2, 2, 312000000000000, 1555000000000)
-    """
-    out = {name: getattr(work, code) for name, code in (symbol_codes() if codes is None else codes)}
-    accelerator = hardware.of(work)
-    if accelerator is not None:  # P and B_mem (symllm.costs.hardware.values)
-        out["P"] = hardware.peak_flops(accelerator, work.matmul_dtype)
-        out["B_mem"] = hardware.gpu(accelerator).bandwidth
-    return out
 
 
 @lru_cache(maxsize=1)
@@ -563,38 +562,3 @@ def with_stated(work: Workload, config) -> Workload:
     if kv is not None and "kv_dtype" in work.derived and work.kv_format is None and work.kv_dtype != kv:
         work = work.replace(kv_dtype=kv)
     return work
-
-
-def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None) -> dict:
-    """:func:`symllm.costs.phases.workload` from the numbers of :func:`symllm.costs.phases.workload_forms` (``ev``:
-    a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
-    ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
-    :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
-    (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
-    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`)."""
-    n_kv = ev.vals.get("n_kv")
-    if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
-        ev = ReplicatedKV(ev, work.tp)
-    out = {"workload": work.to_dict(), **{group: {} for group in groups}}
-    if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
-        pairs = ev.table().items()
-    else:
-        pairs = ((name, ev(name)) for name in ev.forms if name.partition(".")[0] in groups)
-    for name, value in pairs:
-        group, _, key = name.partition(".")
-        out[group][key] = value
-    return _with_format_and_time(out, work, ev, fmt, window)
-
-
-def grouped(forms, groups: tuple) -> list:
-    """The names of ``forms`` in one of ``groups`` (``flops.prefill``: the ``flops`` group), in order: what
-    :func:`workload_numbers` reads in one call."""
-    return [name for name in forms if name.partition(".")[0] in groups]
-
-
-def _with_format_and_time(out: dict, work: Workload, ev, fmt: dict | None, window: int | None) -> dict:
-    if fmt is not None:
-        out["weight_format"] = {**fmt, "dtype_weights_bytes": ev("memory.weights", beta_w=work.weight_bytes)}
-    if "stage0.layers" in ev:  # an accelerator: fit and time (symllm.costs.hardware)
-        out["time"] = hardware.roofline_numbers(work, ev, window=window)
-    return out

@@ -135,7 +135,7 @@ def memory(config, *, gpu=None, **workload):
     cap = _capacity(gpu, options)
     work = phases.workload(config, **options)
     name = _name(config)
-    recomputed = work["workload"]["recompute"] or work["workload"].get("selective_ac")
+    recomputed = work["workload"]["recompute"] != "none"
     kinds = shares.KINDS if not recomputed else tuple(k for k in shares.KINDS if k != "activations")
     by_part = work["workload"]["stack"] in stacks.COMPONENT_STACKS  # an HF stack's terms are the model's
     parts = shares.memory_by_component(config, kinds=kinds, **options) if by_part else {}

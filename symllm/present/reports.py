@@ -186,7 +186,7 @@ class Report:
             vals = costs.values(spec, work)
             mdl = spec.model(work.attention)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
-                    for t, e in stacks.moments(mdl, work.stack, bool(work.recompute), work.zero_stage)]
+                    for t, e in stacks.moments(mdl, work.stack, work.recompute == "full", work.zero_stage)]
         return {"peak_derivations": out, "training_moments": rows, "stack": work.stack, "roofline": self._roofline()}
 
     def _time(self) -> dict | None:

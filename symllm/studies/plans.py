@@ -325,8 +325,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")
     if work.stack not in stacks.COMPONENT_STACKS:
         raise SymllmError(f"stack: plan lays models out with the fused or the eager stack, not {work.stack}")
-    if work.selective_ac is not None:  # its layouts enumerate --recompute (none, full) themselves
-        raise SymllmError("selective_ac: plan enumerates no and full recomputation, not op checkpointing yet")
+    if work.recompute == "op":  # its layouts enumerate none and full themselves
+        raise SymllmError("recompute: plan enumerates no and full recomputation, not op checkpointing yet")
     if training:
         global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
     elif global_batch is not None:

@@ -30,7 +30,7 @@ layout, ZeRO, LoRA, ...), so their kernels' source is kept by the config (every 
 accelerator's presence and the weight format, with the config's own numbers; a new point of that shape only
 evaluates the kept kernels (:class:`symllm.numbers.runtime.Numbers`, whose :func:`~symllm.numbers.runtime.define`
 accepts generated arithmetic only) and runs the numbers' half of the searches
-(:func:`symllm.costs.workloads.workload_numbers`).
+(:func:`symllm.costs.numbered.workload_numbers`).
 """
 from __future__ import annotations
 
@@ -229,7 +229,8 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
     True
     """
     from symllm.costs import checks
-    from symllm.costs.workloads import named_values, with_stated, workload_numbers
+    from symllm.costs.numbered import named_values, workload_numbers
+    from symllm.costs.workloads import with_stated
 
     work = with_stated(work, config)
     fields = {**_model_fields(config), **checks.workload_fields(work)}
@@ -256,7 +257,7 @@ def _read_workload(text: str) -> tuple:
     """A kept workload entry's numbers and kernels, read once per process (``--serve`` under load evaluates
     one shape at many points): ``(values, codes, weight format, its β_w, groups, compiled forms, resolved config)``.
     The forms are generated arithmetic only (:func:`symllm.numbers.runtime.define`), else ``ValueError``."""
-    from symllm.costs.workloads import grouped
+    from symllm.costs.numbered import grouped
 
     data = json.loads(text)
     vals = {name: _decode(v) for name, v in data["vals"].items()}

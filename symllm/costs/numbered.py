@@ -1,0 +1,68 @@
+"""A workload's numbers without SymPy: its symbols' values by name (:func:`named_values`) and the groups of
+:func:`symllm.costs.phases.workload` from evaluated closed forms (:func:`workload_numbers`), what a count runs
+on the formulas and on the kernels an earlier count kept (:mod:`symllm.studies.quick`). The workload itself,
+its fields and checks, is :mod:`symllm.costs.workloads`.
+"""
+from __future__ import annotations
+
+from symllm.costs import hardware
+from symllm.costs.replication import ReplicatedKV
+from symllm.costs.workloads import symbol_codes
+
+TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
+if TYPE_CHECKING:
+    from symllm.costs.workloads import Workload
+
+__all__ = ["named_values", "workload_numbers", "grouped"]
+
+
+def named_values(work: Workload, codes=None) -> dict:
+    """:meth:`Workload.values` by symbol name (``codes``: :func:`symllm.costs.workloads.symbol_codes`, or the table a stored entry
+    kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> v = named_values(Workload(batch=2, gpu="a100-40gb"))
+    >>> v["b"], v["beta_w"], v["P"], v["B_mem"]
+    (2, 2, 312000000000000, 1555000000000)
+    """
+    out = {name: getattr(work, code) for name, code in (symbol_codes() if codes is None else codes)}
+    accelerator = hardware.of(work)
+    if accelerator is not None:  # P and B_mem (symllm.costs.hardware.values)
+        out["P"] = hardware.peak_flops(accelerator, work.matmul_dtype)
+        out["B_mem"] = hardware.gpu(accelerator).bandwidth
+    return out
+
+
+def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None) -> dict:
+    """:func:`symllm.costs.phases.workload` from the numbers of :func:`symllm.costs.phases.workload_forms` (``ev``:
+    a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
+    ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
+    :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
+    (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
+    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`)."""
+    n_kv = ev.vals.get("n_kv")
+    if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
+        ev = ReplicatedKV(ev, work.tp)
+    out = {"workload": work.to_dict(), **{group: {} for group in groups}}
+    if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
+        pairs = ev.table().items()
+    else:
+        pairs = ((name, ev(name)) for name in ev.forms if name.partition(".")[0] in groups)
+    for name, value in pairs:
+        group, _, key = name.partition(".")
+        out[group][key] = value
+    return _with_format_and_time(out, work, ev, fmt, window)
+
+
+def grouped(forms, groups: tuple) -> list:
+    """The names of ``forms`` in one of ``groups`` (``flops.prefill``: the ``flops`` group), in order: what
+    :func:`workload_numbers` reads in one call."""
+    return [name for name in forms if name.partition(".")[0] in groups]
+
+
+def _with_format_and_time(out: dict, work: Workload, ev, fmt: dict | None, window: int | None) -> dict:
+    if fmt is not None:
+        out["weight_format"] = {**fmt, "dtype_weights_bytes": ev("memory.weights", beta_w=work.weight_bytes)}
+    if "stage0.layers" in ev:  # an accelerator: fit and time (symllm.costs.hardware)
+        out["time"] = hardware.roofline_numbers(work, ev, window=window)
+    return out
