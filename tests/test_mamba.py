@@ -227,14 +227,32 @@ def test_working_set_follows_torch_live_bytes(data, b, s):
     peak, measured on CPU (fp32, no grad), within 0.1% (the two bool masks rounded up to whole fp32
     elements), in the general case: more than one head (with one, ``torch.einsum`` permutes the states
     without copying them; every published checkpoint has dozens) and sequences padded to whole chunks by
-    at least one position (a whole number of chunks pads nothing and some copies become views)."""
+    at least one position (a whole number of chunks pads nothing and some copies become views), in two chunks or
+    more. In a single chunk ``torch.einsum`` reads some of the chunk's tensors as views (which ones depends on the
+    widths: found by Hypothesis draws), so torch holds fewer bytes than symllm's form, by at most one chunk's
+    fp32 states, ``4·b·H·d_h·d_s``: asserted as that bound (and exactly at one width below)."""
     raw = _one_mamba_layer(data.draw(nemotron_h_configs()))
     if raw["mamba_num_heads"] == 1:
         raw["mamba_num_heads"] = 2
     if s % raw["chunk_size"] == 0:
         s += 1
     measured, ours = _working_set_case(raw, b, s)
-    assert 0 <= ours - measured < measured / 1000, (ours, measured)
+    states = 4 * b * raw["mamba_num_heads"] * raw["mamba_head_dim"] * raw["ssm_state_size"]
+    over = states if s < raw["chunk_size"] else 0
+    assert 0 <= ours - measured < measured / 1000 + over, (ours, measured, over)
+
+
+@pytest.mark.parametrize("s", [3, 5, 9])
+def test_working_set_of_one_wide_heads_in_one_chunk(s):
+    """Heads of one element (``mamba_head_dim`` 1), chunk 4, 2 heads of state 3, batch 2: in one chunk (``s`` 3)
+    torch holds 4·2·2·3 = 48 bytes fewer than symllm's form (the chunk's states read as a view); from two
+    chunks on (``s`` 5, 9) the form is exact again."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 16, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 8, "mamba_num_heads": 2, "mamba_head_dim": 1,
+           "ssm_state_size": 3, "n_groups": 1, "conv_kernel": 1, "chunk_size": 4,
+           "hybrid_override_pattern": "M", "num_hidden_layers": 1}
+    measured, ours = _working_set_case(raw, 2, s)
+    assert ours - measured == (48 if s < 4 else 0)
 
 
 @pytest.mark.parametrize("b, s, groups", [(2, 70, 8), (2, 200, 8), (1, 300, 2)])
