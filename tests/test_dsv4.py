@@ -374,3 +374,112 @@ def test_layer_types_are_read_as_the_config_class_derives_them(legacy, types):
              "heavily_compressed_attention": "heavily_compressed"}
     assert tuple(names[t] for t in transformers.AutoConfig.for_model(**raw).layer_types) == types
     assert tuple(kind.mixer for kind in from_hf(raw).layer_kinds()) == types
+
+
+# --- saved activations of DeepSeek-V4's own parts, against what transformers' eager model holds for backward --
+
+def _held_for_backward(model, ids) -> int:
+    """Bytes of the distinct storages autograd holds for backward after a training forward of transformers'
+    ``model`` over ``ids``: every tensor a node reachable from the logits' ``grad_fn`` saved (its ``_saved_*``
+    attributes), parameters left out. What a node saved that the loss cannot reach (the indexer's: its top-k
+    indices carry no gradient) is not held, and reachability, not liveness, decides it (a pack hook that keeps the
+    tensor would tie an output saved by its own node into a reference cycle). The Python numbers autograd wraps
+    as 0-dim tensors (``* scaling``, ``2 * sigmoid``: 8 bytes each, no activation) are left out."""
+    torch = requires("torch")
+    out = model(ids)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    held, seen, todo = {}, set(), [out.logits.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        todo.extend(f for f, _ in node.next_functions)
+        for attr in dir(node):
+            if attr.startswith("_saved_"):
+                value = getattr(node, attr)
+                for x in (value if isinstance(value, (tuple, list)) else [value]):
+                    if isinstance(x, torch.Tensor) and x.dim() and x.untyped_storage().data_ptr() not in params:
+                        held[x.untyped_storage().data_ptr()] = x.untyped_storage().nbytes()
+    return sum(held.values())
+
+
+def _saved_without_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` bytes held for backward by a training forward over ``b × s`` random tokens (fp32,
+    CPU) of everything but the mixture of experts: transformers' eager model with each layer's ``mlp`` replaced by a
+    doubling of its input (which saves nothing and returns a new tensor, as the experts' sum does), and symllm's
+    eager stack less its ``moe`` components (their saved is DeepSeek-V3's convention, not measured here; they own
+    the normed input the router and experts read)."""
+    torch = requires("torch")
+    transformers = requires("transformers")
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config).train()
+
+    class Doubled(torch.nn.Module):
+        def forward(self, hidden_states, input_ids=None):
+            return hidden_states * 2.0
+
+    for layer in model.model.layers:
+        layer.mlp = Doubled()
+    measured = _held_for_backward(model, torch.randint(0, raw["vocab_size"], (b, s)))
+    cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)
+    experts = sum(g.repeat * g.child("moe").total("eager_saved") for g in mdl.children if g.checkpoint != 0)
+    values = symllm.values(cfg, batch=b, seq=s, dtype="fp32")
+    return measured, int((mdl.total("eager_saved") - experts).subs(values))
+
+
+@given(dsv4_configs().filter(lambda raw: raw["num_attention_heads"] > 1), st.integers(2, 3), st.integers(1, 9))
+def test_saved_activations_equal_what_transformers_holds_for_backward(raw, b, s):
+    """What transformers' eager DeepSeek-V4 holds for backward after a training forward (fp32, CPU; its mixture
+    of experts stood in for: :func:`_saved_without_the_experts`) is symllm's eager stack less the experts: the
+    attention (the normed input, q_a_norm, q_b_proj's input, q_b_norm, the queries, RoPE's tables, kv_norm, the
+    core's repeated keys, probabilities and max indices, the grouped output's inputs), each compressor (the pooled
+    keys, the gates' softmax, the entries' norm and tables; the indexer nothing: no gradient reaches it), the
+    residual norms, both hyper-connections of every block (the streams, their norm, the projection, the sigmoids,
+    the softmax and every Sinkhorn division, the update's post, output and comb), hc_head, the final norm, the
+    embedding's ids and the head's input. The convention is torch's general case: more than one sequence and more
+    than one query head (with one sequence or one head, torch's reshapes return views where the general case
+    copies, so storages are shared: an artefact of the reference no implementation's memory depends on)."""
+    measured, ours = _saved_without_the_experts(raw, b, s)
+    assert measured == ours
+
+
+def test_saved_activations_of_one_layer_of_each_kind_by_hand():
+    """The fixed config (d 32, 4 heads of 16 rotating 4, q_lora_rank 8, 2 groups to 6, 2 streams and 20 Sinkhorn
+    rounds, a window of 8, HCA every 4, CSA every 2), 2 sequences of 9 tokens (T = 18 rows) in fp32, by hand from
+    modeling_deepseek_v4.py, in elements:
+
+    - every layer: the normed input 18·32 = 576; q_a_norm's fp32 input, 1/rms and normalised rows 2·18·8 + 18 =
+      306; q_b_proj's input 18·8 = 144; q_b_norm's input and 1/rms 18·64 + 18·4 = 1224; kv_norm 2·18·16 + 18 = 594;
+      the queries 18·64 = 1152; RoPE's cos and sin, 3 uses × 2 tables × 9 positions × 4 = 216; o_a_proj's and
+      o_b_proj's inputs 1152 + 18·12 = 1368: 5580; its two residual norms 2·(2·18·32 + 18) = 2340; each
+      hyper-connection 2·18·64 (the streams, their normed rows) + 18 + 18·8 (the projection) + 3·18·2 + 18·4
+      (softmax) + 39·(18·4 + 18·2) (the Sinkhorn divisions) + 18·(2 + 32 + 4) (the update) = 7542, two: 15084;
+      23004 in all;
+    - the core: the keys (9 of the window, 2 HCA entries, 4 CSA entries) repeated for QKᵀ and A·V, 2·2·4·k·16,
+      and the probabilities over the keys and the sink 2·4·9·(k + 1): 3024, 3680, 4336, and max's int64 indices
+      2·4·9 (576 bytes) a layer;
+    - the HCA compressor: kv_proj's output 2·9·16 = 288, the gates' softmax 2·2·4·16 = 256, the entries' norm
+      2·2·2·16 + 4 = 132, their tables 2·(2·2·4) = 32: 708; the CSA one: new_kv and the softmax
+      2·(2·4·4·16) = 1024, the norm 2·2·4·16 + 8 = 264, the tables 2·(2·4·4) = 64: 1352;
+    - the model: the final norm 2·18·32 + 18 = 1170, hc_head 2·18·64 + 18 + 3·18·2 = 2430, the head's input 576,
+      and the token ids (144 bytes).
+
+    4·(3·23004 + 3024 + 3680 + 708 + 4336 + 1352 + 1170 + 2430 + 576) + 3·576 + 144 = 347024 bytes."""
+    expected = 4 * (3 * 23004 + 3024 + 3680 + 708 + 4336 + 1352 + 1170 + 2430 + 576) + 3 * 576 + 144
+    assert expected == 347024
+    assert _saved_without_the_experts(_ONE_OF_EACH, 2, 9) == (expected, expected)
+
+
+def test_the_fused_convention_keeps_the_keys_once_the_output_and_a_log_sum_exp():
+    """symllm's default (fused) stack differs from the eager one in the core alone: a kernel keeps the one
+    key-value head once (b·k·d_h), the core's output (b·s·n_h·d_h) and an fp32 log-sum-exp per query and head, in
+    place of eager's two repeated copies, probabilities and max indices. By hand for the fixed config's CSA layer
+    (k = 13 keys), 2 × 9 tokens in bf16: fused 2·(2·13·16 + 18·64) + 4·2·4·9 = 3424; eager
+    2·(2·2·4·13·16 + 2·4·9·14) + 8·2·4·9 = 9248."""
+    cfg = from_hf(_ONE_OF_EACH)
+    core = symllm.model_for(cfg).child("csa_block/attention/scores")
+    values = symllm.values(cfg, batch=2, seq=9, dtype="bf16")
+    assert (core.total("saved").subs(values), core.total("eager_saved").subs(values)) == (3424, 9248)
