@@ -483,3 +483,66 @@ def test_the_fused_convention_keeps_the_keys_once_the_output_and_a_log_sum_exp()
     core = symllm.model_for(cfg).child("csa_block/attention/scores")
     values = symllm.values(cfg, batch=2, seq=9, dtype="bf16")
     assert (core.total("saved").subs(values), core.total("eager_saved").subs(values)) == (3424, 9248)
+
+
+# --- the inference working set, against the bytes transformers' eager model holds live ----------------------
+
+def _working_set_case(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` working set of a prefill of ``b × s`` random tokens without a cache (fp32, CPU), the
+    last position's logits: the most bytes transformers' eager model holds live at once
+    (:func:`tests.conftest.live_peak`, weights left out; each layer's mixture of experts stood in for by a
+    doubling, as in :func:`_saved_without_the_experts`), and symllm's eager working set (``inference_peak`` less
+    the weights and caches: the resident streams plus the largest live candidate)."""
+    torch = requires("torch")
+    transformers = requires("transformers")
+    from .conftest import live_peak
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+
+    class Doubled(torch.nn.Module):
+        def forward(self, hidden_states, input_ids=None):
+            return hidden_states * 2.0
+
+    class Prefill(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(ids, use_cache=False, logits_to_keep=1)
+
+    for layer in model.model.layers:
+        layer.mlp = Doubled()
+    measured = live_peak(Prefill(), torch.randint(0, raw["vocab_size"], (b, s)))
+    cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)
+    from symllm.costs.phases import _working_set
+    values = symllm.values(cfg, batch=b, seq=s, gen=0, dtype="fp32")
+    return measured, int(4 * _working_set(mdl, eager=True).subs(values))
+
+
+@pytest.mark.parametrize("heads, s, rotated, streams, b", [(8, 40, 4, 2, 2), (8, 40, 8, 2, 2), (8, 60, 8, 4, 1),
+                                                          (4, 64, 4, 3, 3)])
+def test_working_set_equals_the_bytes_transformers_holds_live(heads, s, rotated, streams, b):
+    """The fixed config (one layer of each kind) with more heads, more rotated channels or more streams, prefills
+    long enough that the attention core is the largest moment (past the window, with compressed entries in both
+    compressing layers): the most bytes transformers' eager model holds live (:func:`_working_set_case`) equal
+    symllm's eager working set: the streams, their collapse and norm, inputs_embeds, post and comb, the mask and
+    RoPE's tables, and the CSA layer's core at its max subtraction (:func:`symllm.arch.components.compressed`)."""
+    raw = dict(_ONE_OF_EACH, num_attention_heads=heads, qk_rope_head_dim=rotated, hc_mult=streams)
+    measured, ours = _working_set_case(raw, b, s)
+    assert measured == ours
+
+
+def test_working_set_at_deepseek_v4_flash_widths_equals_transformers():
+    """DeepSeek-V4-Flash-Base's widths (its published config: d 4096, 64 heads of 512 rotating 64, q_lora_rank
+    1024, 8 groups of 1024, 4 streams, CSA every 4 with an indexer of 64 heads of 128, HCA every 128), one layer of
+    each kind (the vocabulary and the experts shrunk: neither is live at the peak), one sequence of 256 tokens in
+    fp32: the most bytes transformers' eager model holds live equal symllm's working set, whose largest moment there
+    is the CSA layer's A·V output made contiguous (the queries' width, 32768 a token, outweighs its 320 keys)."""
+    raw = {k: v for k, v in FLASH_BASE.items() if k not in ("quantization_config", "torch_dtype")}
+    raw.update(num_hidden_layers=3, compress_ratios=[0, 128, 4], vocab_size=64, n_routed_experts=2,
+               num_experts_per_tok=1, moe_intermediate_size=8, num_nextn_predict_layers=0)
+    measured, ours = _working_set_case(raw, 1, 256)
+    assert measured == ours

@@ -23,7 +23,8 @@ from symllm.arch.components.mlp import feed_forward, meta_hidden_dim
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import COMPONENTS, group_names, LayerKind, Structure, Variant
 from symllm.arch.part_options import OPTIONS, every_part
-from symllm.arch.symbols import beta_a, d, d_fd, d_ff, d_h, d_hr, GROUP_COUNTS, L, L_mtp, n_hc
+from symllm.arch.dtypes import FP32
+from symllm.arch.symbols import b, beta_a, d, d_fd, d_ff, d_h, d_hr, GROUP_COUNTS, L, L_mtp, n_hc, s
 from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 
@@ -145,12 +146,23 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
                      * ELEMENTWISE["residual"] + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
         # full recomputation keeps only the block's input (DeepSeek-V4: its n_hc streams)
         checkpoint=beta_a * _T * d * (n_hc if structure.hyper_connections else 1),
-        resident=2 * _T * d,  # the residual stream and the normed input
+        # the residual stream and the normed input; DeepSeek-V4 (transformers' eager model, tests/test_dsv4.py): the
+        # n_hc streams, their collapse and its norm, the model's inputs_embeds, post and comb (fp32), the mask and
+        # RoPE's cos and sin tables (s rows of half the rotated channels each)
+        resident=(_hc_resident(structure) if structure.hyper_connections else 2 * _T * d),
         children=children,
         doc="TransformerBlock(layer_id, args)",
         # its Hugging Face name, each layer's index after it: LlamaModel's layers, MptModel's blocks
         rules=dataclasses.replace(_no_weight(keeps.block), hf="transformer.blocks" if mpt else "model.layers"),
     )
+
+
+def _hc_resident(structure: Structure) -> sp.Expr:
+    """Activation elements DeepSeek-V4's model holds live throughout a block's attention in a prefill (the
+    comment at its use)."""
+    rotated = d_hr if structure.partial_rope else d_h
+    return ((n_hc + 3) * _T * d + sp.ceiling(FP32 / beta_a) * _T * (n_hc + n_hc ** 2) + b * s * s
+            + s * rotated)
 
 
 def _beside_mlp(moe_: Component, offset: bool) -> tuple[Component, ...]:

@@ -70,8 +70,8 @@ from symllm.arch.components.gqa import _pairs, _WindowPairs
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.algebra import minimum
 from symllm.arch.dtypes import FP32
-from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, I_hc, K_I, m_c, m_h, n_h, n_hc, n_I, r_o,
-                                 r_q, s, t)
+from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, I_hc, K_I, m_c, m_h, n, n_h, n_hc, n_I,
+                                 r_o, r_q, s, t)
 from symllm.validate import choice
 
 #: the positions a layer's cache has seen after a pass: the ``t`` cached and the ``s`` new
@@ -318,6 +318,42 @@ def core_pairs(kind: str, causal: bool = False) -> sp.Expr:
     return window + entry_pairs(m_c, causal, K_I)
 
 
+def _fused_live(keys) -> sp.Expr:
+    """Activation elements a fused core holds live in a prefill (the convention of
+    :mod:`symllm.arch.components.gqa`'s: no ``s × k`` tensor): q_a_norm's output (the compressor reads it after the
+    core in transformers' order), the queries, the ``keys`` of the one key-value head, the output and a log-sum-exp
+    per query and head (fp32, in whole activation elements)."""
+    return (_T * r_q + 2 * _T * n_h * d_h + b * keys * d_h
+            + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s)
+
+
+def _eager_live(kind: str, keys, rotated) -> tuple[sp.Expr, ...]:
+    """Activation elements transformers' eager ``DeepseekV4Attention`` holds live at its peak in a prefill of ``s``
+    tokens without a cache (measured on CPU by the live storages' bytes, tests/test_dsv4.py), the larger of two
+    moments: the softmax's max subtraction, the scores after the mask, the scores with the sinks' column, their
+    maxima and the difference (``b·n_h·s·(3·k + 3)`` over the ``k`` keys); and A·V's output made contiguous, the
+    difference, the probabilities, A·V's output and its copy (``2·b·n_h·s·(k + 1) + 2·b·s·n_h·d_h``: this one at
+    published widths, ``d_h`` 512, for fewer than ``2·d_h`` keys); each beside q_a_norm's output, RoPE's repeated cos and sin (``s`` rows of
+    half the rotated channels each), the queries, the keys (the window's and the compressed entries, one head); a
+    compressing layer also keeps its compressed entries, the block bias over them (HCA ``b·s·C``; CSA ``b·s·(C +
+    1)`` and a ``2·s`` buffer of the indexer's rotary) and the mask widened to the keys (``b·s·k``). A decode step's
+    candidate is its core's score-sized tensors alone, ``b·n_h·(3·k + 3)`` with ``k`` its keys after the ``s + n``
+    positions (the window's ``min(s + n - 1, W - 1) + 1`` and every entry)."""
+    C = keys - s
+    common = _T * r_q + s * rotated + _T * n_h * d_h + b * keys * d_h
+    if kind == "heavily_compressed":
+        common += b * C * d_h + b * s * C + b * s * keys
+    elif kind == "compressed_sparse":
+        common += b * C * d_h + b * s * (C + 1) + 2 * s + b * s * keys
+    rate = {"heavily_compressed": m_h, "compressed_sparse": m_c}.get(kind)
+    held = s + n
+    decoded = minimum(held - 1, W - 1) + 1 + (sp.floor(held / rate) if rate is not None else 0)
+    rows = b * n_h * s
+    return (common + rows * (3 * keys + 3),  # at the max subtraction
+            common + rows * 2 * (keys + 1) + 2 * _T * n_h * d_h,  # at A·V's output made contiguous
+            b * n_h * (3 * decoded + 3))
+
+
 def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotated=d_h) -> Component:
     """DeepSeek-V4's attention in a layer of ``kind`` (:data:`COMPRESSED_MIXERS`; the module docstring).
 
@@ -371,7 +407,8 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotat
         _core("scores", matmul(b * n_h, d_h, 1) * pairs,
               "attn_weights = torch.matmul(query, key_states.transpose(2, 3))").replace(
             saved=STAT_BYTES * b * n_h * s + beta_a * (b * keys * d_h + queries),
-            eager_saved=beta_a * b * n_h * (2 * keys * d_h + s * (keys + 1)) + INDEX_BYTES * b * n_h * s),
+            eager_saved=beta_a * b * n_h * (2 * keys * d_h + s * (keys + 1)) + INDEX_BYTES * b * n_h * s,
+            live=(_fused_live(keys),), eager_live=_eager_live(kind, keys, rotated)),
         _core("context", matmul(b * n_h, d_h, 1) * pairs, "attn_output = torch.matmul(attn_weights, value_states)"),
         *((compressor(kind, causal=causal, rotated=rotated),) if kind != "shared_kv" else ())),
         doc=f"DeepseekV4Attention ({COMPRESSED_MIXERS[kind]})", rules=_rules("self_attn", "none"))
