@@ -4,9 +4,9 @@ hyper-connections, all-MoE layers with hash routing.
 Expected numbers come from transformers' own ``DeepseekV4ForCausalLM`` built on the meta device (its
 ``named_parameters``, mapped to symllm's kinds here from transformers' module names) and from hand arithmetic
 written out from transformers 5.23's ``modeling_deepseek_v4.py``; the caches against the cache transformers'
-model returns on CPU; the forward matmul FLOPs against FlopCounterMode on that model. The element-wise FLOPs and
-the activations are not modelled: a workload is refused in one line, as are the keys that would change the model
-unmodelled."""
+model returns on CPU; the forward matmul FLOPs against FlopCounterMode on that model; the saved activations
+against the tensors its training forward holds for backward, the inference working set against the bytes it holds
+live. Keys that would change the model unmodelled, and LoRA, are refused in one line."""
 import json
 from fractions import Fraction
 
@@ -294,19 +294,12 @@ def test_the_state_cache_of_one_layer_of_each_kind_by_hand():
     assert costs.memory(mdl, "kv_cache").subs(values) == 4 * 7 * 16 * (2 + 1 + 1)
 
 
-def test_a_workload_and_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
-    """DeepSeek-V4's saved activations and working set are not modelled: count with a workload exits 2 with one
-    line naming them (and the parameters are printed without one); a shared expert count transformers ignores, biases on the shared
-    expert, a second key-value head, an unknown layer type and a window of 1 are refused in one line naming the
-    key; verify (the torch reference has no such layers) and a checkpoint's expected tensors are refused too."""
+def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
+    """A shared expert count transformers ignores, biases on the shared expert, a second key-value head, an unknown
+    layer type and a window of 1 are refused in one line naming the key; verify (the torch reference has no such
+    layers) and a checkpoint's expected tensors are refused too."""
     path = tmp_path / "config.json"
     base = {"model_type": "deepseek_v4", "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2}
-    path.write_text(json.dumps(base))
-    ok = cli(["count", str(path)])
-    assert ok.code == 0 and "hc_head/hc_fn" in ok.out and "activations not modelled yet" in " ".join(ok.out.split())
-    r = cli(["count", str(path), "--batch", "1", "--seq", "8"])
-    assert (r.code, r.out) == (2, "") and r.err == (
-        "symllm: error: layers: DeepSeek-V4's activations are not modelled yet\n"), r.err
     for change, key in (({"n_shared_experts": 2}, "n_shared_experts"), ({"mlp_bias": True}, "mlp_bias"),
                         ({"attention_bias": True}, "attention_bias"), ({"num_key_value_heads": 2},
                                                                        "num_key_value_heads"),
@@ -546,3 +539,86 @@ def test_working_set_at_deepseek_v4_flash_widths_equals_transformers():
                num_experts_per_tok=1, moe_intermediate_size=8, num_nextn_predict_layers=0)
     measured, ours = _working_set_case(raw, 1, 256)
     assert measured == ours
+
+
+
+# --- workloads, shards, LoRA on the command line -----------------------------------------------------------
+
+def test_workloads_of_deepseek_v4_flash_base_run_and_sweeps_equal_count(cli, tmp_path):
+    """DeepSeek-V4-Flash-Base's published config with a workload: count (FLOPs, every memory kind, fit and time
+    on an H200), serve and plan run (exit 0, one result each), and a sweep over batch and sequence gives count's
+    activations, inference peak and state cache at each point."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FLASH_BASE))
+    r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--gpu", "h200", "--json"])
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["memory"]["activations"] > 0 and out["memory"]["inference_peak"] > out["memory"]["weights"]
+    r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--serve", "--gpu", "h200", "--tp", "8"])
+    assert r.code == 0 and "GPU KV cache size" in r.out, r.err
+    r = cli(["plan", str(path), "--gpus", "8xh200", "--seq", "4096", "--top", "1"])
+    assert r.code == 0, r.err
+    quantities = ("activations", "inference_peak", "state_cache")
+    r = cli(["sweep", "--base", str(path), "--batch", "1,2", "--seq", "512,4096", "--quantity", ",".join(quantities),
+             "--format", "jsonl"])
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    assert len(rows) == 4
+    for row in rows:
+        counted = json.loads(cli(["count", str(path), "--batch", str(row["batch"]), "--seq", str(row["seq"]),
+                                  "--json"]).out)["memory"]
+        assert {q: row[q] for q in quantities} == {q: counted[q] for q in quantities}, row
+
+
+def test_tensor_parallel_shards_follow_transformers_plan():
+    """Under tp=2 DeepseekV4Config.base_model_tp_plan splits the routed experts alone (gate_up_proj packed
+    column-wise, down_proj row-wise): the attention, its compressors and indexer, the hyper-connections and the
+    shared expert stay whole on each rank; the lm_head is split by DeepseekV4ForCausalLM's own plan
+    (colwise_gather_output) and the embedding by vocabulary (symllm's convention for every family, as
+    DeepSeek-V3's test states). Rank 0's parameters, from transformers' counts on the meta device: the total less
+    half the routed experts, half the embedding and half the lm_head."""
+    raw = {k: v for k, v in FLASH_BASE.items() if k != "quantization_config"}
+    cfg = from_hf(raw)
+    whole = _hf_kinds(_hf_model(raw), raw)
+    from symllm.arch import symbols as S
+    from symllm.costs import parallel
+    per_gpu = parallel.params_per_gpu(symllm.model_for(cfg), pp_stages=False, experts="split").subs(
+        {**symllm.spec(cfg).values(), S.N_t: 2, S.N_e: 1})
+    assert per_gpu == whole["total"] - whole["moe/experts"] // 2 - whole["embedding"] // 2 - whole["lm_head"] // 2
+
+
+def test_lora_is_refused_in_one_line(cli, tmp_path):
+    """PEFT's get_peft_model on transformers' model (the truth LoRA is checked against) adapts the compressors'
+    and the indexer's kv_proj along with the attention's (six linears for target kv_proj in the fixed config's
+    three layers, one of each kind), has no default targets for deepseek_v4, and its wrapped o_a_proj (a grouped
+    linear) fails in the forward: symllm refuses LoRA on DeepSeek-V4 in one line."""
+    torch, transformers, peft = requires("torch"), requires("transformers"), requires("peft")
+    config = transformers.AutoConfig.for_model(**_ONE_OF_EACH, experts_implementation="eager",
+                                               attn_implementation="eager")
+    model = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config),
+                                peft.LoraConfig(r=2, target_modules=["kv_proj"]))
+    assert sum(name.endswith("kv_proj.lora_A") for name, _ in model.named_modules()) == 6
+    grouped = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config),
+                                  peft.LoraConfig(r=2, target_modules=["o_a_proj"]))
+    with pytest.raises(RuntimeError):
+        grouped(torch.randint(0, 100, (1, 9)))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_ONE_OF_EACH))
+    for targets in ([], ["--lora-targets", "q_a_proj"]):
+        r = cli(["count", str(path), "--batch", "1", "--seq", "8", "--lora-rank", "8", *targets])
+        assert (r.code, r.out, r.err) == (2, "", "symllm: error: lora_targets: not modelled for DeepSeek-V4 (PEFT's "
+                                                  "names match its compressors too)\n")
+
+
+def test_gguf_formats_are_refused_in_one_line(cli, tmp_path):
+    """llama.cpp's gguf package (gguf-py's MODEL_ARCH_NAMES) knows DeepSeek and DeepSeek-V2/V3 but no DeepSeek-V4
+    architecture, so it names none of its tensors: a GGUF weight format is refused in one line."""
+    gguf = requires("gguf")
+    assert not [a for a in gguf.MODEL_ARCH_NAMES.values() if "deepseek" in a and a not in ("deepseek", "deepseek2",
+                                                                                         "deepseek2-ocr")]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FLASH_BASE))
+    for fmt in ("gguf:Q8_0", "F16"):
+        r = cli(["count", str(path), "--weight-format", fmt])
+        assert (r.code, r.out, r.err) == (2, "", "symllm: error: weight_format: llama.cpp's GGUF has no DeepSeek-V4 "
+                                                  "architecture (no tensor names)\n"), fmt

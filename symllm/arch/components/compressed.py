@@ -21,8 +21,8 @@ manifold-constrained hyper-connection (:func:`hyper_connection`: ``fn`` of ``(2 
 (``hc_fn`` ``n_hc × n_hc·d``, ``hc_base`` ``n_hc``, ``hc_scale`` 1).
 
 Parameters and caches are modelled (each part with its Hugging Face name, replicated: transformers'
-tensor-parallel plan splits only the routed experts; LoRA never adapts them here; no GGUF names: llama.cpp has
-none yet). ``kv_cache``: the window's last ``W - 1`` keys of the one head (transformers' sliding-window slice),
+tensor-parallel plan splits only the routed experts, not even the shared expert: :func:`swiglu_clamps`; LoRA is
+refused, :func:`symllm.costs.finetune.adapt`; no GGUF names: llama.cpp has none yet). ``kv_cache``: the window's last ``W - 1`` keys of the one head (transformers' sliding-window slice),
 held as keys and values in a sliding-only layer and as one tensor read as both in a compressing one. The
 compressors' buffers, compressed entries and overlap state are ``state_cache`` (:func:`_series_state`).
 
@@ -50,6 +50,10 @@ sink's softmax entry; per indexer score and head 4; the hyper-connections' (:fun
 ``hc_head``'s norms, sigmoids, softmax, ``I_hc`` Sinkhorn rounds, collapses and stream updates (a block has no
 residual add of its own); the SwiGLUs' clamps (:func:`swiglu_clamps`).
 
+Saved activations (``saved``, ``eager_saved``) and the inference working set (``live``, ``eager_live``; the block's
+``resident``): each part's, as transformers' eager model holds them (docs/conventions.md, "Compressed attention";
+:func:`norm_saved`, :func:`_compressor_saved`, :func:`_eager_live`).
+
 >>> from symllm.arch.symbols import d, d_h, n_h, r_q
 >>> a = compressed_attention("shared_kv")
 >>> [c.name for c in a.children]
@@ -60,6 +64,8 @@ residual add of its own); the SwiGLUs' clamps (:func:`swiglu_clamps`).
 2*d*d_h + d_h*m_h + d_h
 """
 from __future__ import annotations
+
+import dataclasses
 
 import sympy as sp
 
@@ -157,7 +163,7 @@ def _linear(name: str, fan_in, fan_out, hf: str, doc: str) -> Component:
 
 #: 1 where ``x.float()`` makes a copy (activations not fp32), 0 where it returns ``x`` itself (fp32 activations): the
 #: code's explicit fp32 casts keep a second tensor for backward only then
-COPIED = sp.Min(sp.Abs(beta_a - FP32), 1)
+COPIED = sp.Min(sp.Max(beta_a - FP32, FP32 - beta_a), 1)  # (no Abs: the compiled kernels have none)
 
 
 def norm_saved(width, rows=_T) -> sp.Expr:
@@ -463,6 +469,9 @@ def swiglu_clamps(ffn: Component) -> Component:
     def clamped(c: Component) -> Component:
         if c.name not in ("experts", "shared_experts"):
             return c
+        if c.name == "shared_experts":  # transformers' deepseek_v4 plan splits only the routed experts
+            c = c.replace(children=tuple(x.replace(rules=dataclasses.replace(x.rules, split="replicated"))
+                                         for x in c.children))
         return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)))
     return ffn.replace(children=tuple(clamped(c) for c in ffn.children))
 
