@@ -4,9 +4,9 @@ hyper-connections, all-MoE layers with hash routing.
 Expected numbers come from transformers' own ``DeepseekV4ForCausalLM`` built on the meta device (its
 ``named_parameters``, mapped to symllm's kinds here from transformers' module names) and from hand arithmetic
 written out from transformers 5.23's ``modeling_deepseek_v4.py``; the caches against the cache transformers'
-model returns on CPU; the forward matmul FLOPs against FlopCounterMode on that model. The element-wise FLOPs and
-the activations are not modelled: a workload is refused in one line, as are the keys that would change the model
-unmodelled."""
+model returns on CPU; the forward matmul FLOPs against FlopCounterMode on that model; the saved activations
+against the tensors its training forward holds for backward, the inference working set against the bytes it holds
+live. Keys that would change the model unmodelled, and LoRA, are refused in one line."""
 import json
 from fractions import Fraction
 
@@ -294,19 +294,12 @@ def test_the_state_cache_of_one_layer_of_each_kind_by_hand():
     assert costs.memory(mdl, "kv_cache").subs(values) == 4 * 7 * 16 * (2 + 1 + 1)
 
 
-def test_a_workload_and_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
-    """DeepSeek-V4's saved activations and working set are not modelled: count with a workload exits 2 with one
-    line naming them (and the parameters are printed without one); a shared expert count transformers ignores, biases on the shared
-    expert, a second key-value head, an unknown layer type and a window of 1 are refused in one line naming the
-    key; verify (the torch reference has no such layers) and a checkpoint's expected tensors are refused too."""
+def test_unmodelled_keys_are_refused_in_one_line(cli, tmp_path):
+    """A shared expert count transformers ignores, biases on the shared expert, a second key-value head, an unknown
+    layer type and a window of 1 are refused in one line naming the key; verify (the torch reference has no such
+    layers) and a checkpoint's expected tensors are refused too."""
     path = tmp_path / "config.json"
     base = {"model_type": "deepseek_v4", "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2}
-    path.write_text(json.dumps(base))
-    ok = cli(["count", str(path)])
-    assert ok.code == 0 and "hc_head/hc_fn" in ok.out and "activations not modelled yet" in " ".join(ok.out.split())
-    r = cli(["count", str(path), "--batch", "1", "--seq", "8"])
-    assert (r.code, r.out) == (2, "") and r.err == (
-        "symllm: error: layers: DeepSeek-V4's activations are not modelled yet\n"), r.err
     for change, key in (({"n_shared_experts": 2}, "n_shared_experts"), ({"mlp_bias": True}, "mlp_bias"),
                         ({"attention_bias": True}, "attention_bias"), ({"num_key_value_heads": 2},
                                                                        "num_key_value_heads"),
@@ -374,3 +367,261 @@ def test_layer_types_are_read_as_the_config_class_derives_them(legacy, types):
              "heavily_compressed_attention": "heavily_compressed"}
     assert tuple(names[t] for t in transformers.AutoConfig.for_model(**raw).layer_types) == types
     assert tuple(kind.mixer for kind in from_hf(raw).layer_kinds()) == types
+
+
+# --- saved activations of DeepSeek-V4's own parts, against what transformers' eager model holds for backward --
+
+def _held_for_backward(model, ids) -> int:
+    """Bytes of the distinct storages autograd holds for backward after a training forward of transformers'
+    ``model`` over ``ids``: every tensor a node reachable from the logits' ``grad_fn`` saved (its ``_saved_*``
+    attributes), parameters left out. What a node saved that the loss cannot reach (the indexer's: its top-k
+    indices carry no gradient) is not held, and reachability, not liveness, decides it (a pack hook that keeps the
+    tensor would tie an output saved by its own node into a reference cycle). The Python numbers autograd wraps
+    as 0-dim tensors (``* scaling``, ``2 * sigmoid``: 8 bytes each, no activation) are left out."""
+    torch = requires("torch")
+    out = model(ids)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    held, seen, todo = {}, set(), [out.logits.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        todo.extend(f for f, _ in node.next_functions)
+        for attr in dir(node):
+            if attr.startswith("_saved_"):
+                value = getattr(node, attr)
+                for x in (value if isinstance(value, (tuple, list)) else [value]):
+                    if isinstance(x, torch.Tensor) and x.dim() and x.untyped_storage().data_ptr() not in params:
+                        held[x.untyped_storage().data_ptr()] = x.untyped_storage().nbytes()
+    return sum(held.values())
+
+
+def _saved_without_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` bytes held for backward by a training forward over ``b × s`` random tokens (fp32,
+    CPU) of everything but the mixture of experts: transformers' eager model with each layer's ``mlp`` replaced by a
+    doubling of its input (which saves nothing and returns a new tensor, as the experts' sum does), and symllm's
+    eager stack less its ``moe`` components (their saved is DeepSeek-V3's convention, not measured here; they own
+    the normed input the router and experts read)."""
+    torch = requires("torch")
+    transformers = requires("transformers")
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config).train()
+
+    class Doubled(torch.nn.Module):
+        def forward(self, hidden_states, input_ids=None):
+            return hidden_states * 2.0
+
+    for layer in model.model.layers:
+        layer.mlp = Doubled()
+    measured = _held_for_backward(model, torch.randint(0, raw["vocab_size"], (b, s)))
+    cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)
+    experts = sum(g.repeat * g.child("moe").total("eager_saved") for g in mdl.children if g.checkpoint != 0)
+    values = symllm.values(cfg, batch=b, seq=s, dtype="fp32")
+    return measured, int((mdl.total("eager_saved") - experts).subs(values))
+
+
+@given(dsv4_configs().filter(lambda raw: raw["num_attention_heads"] > 1), st.integers(2, 3), st.integers(1, 9))
+def test_saved_activations_equal_what_transformers_holds_for_backward(raw, b, s):
+    """What transformers' eager DeepSeek-V4 holds for backward after a training forward (fp32, CPU; its mixture
+    of experts stood in for: :func:`_saved_without_the_experts`) is symllm's eager stack less the experts: the
+    attention (the normed input, q_a_norm, q_b_proj's input, q_b_norm, the queries, RoPE's tables, kv_norm, the
+    core's repeated keys, probabilities and max indices, the grouped output's inputs), each compressor (the pooled
+    keys, the gates' softmax, the entries' norm and tables; the indexer nothing: no gradient reaches it), the
+    residual norms, both hyper-connections of every block (the streams, their norm, the projection, the sigmoids,
+    the softmax and every Sinkhorn division, the update's post, output and comb), hc_head, the final norm, the
+    embedding's ids and the head's input. The convention is torch's general case: more than one sequence and more
+    than one query head (with one sequence or one head, torch's reshapes return views where the general case
+    copies, so storages are shared: an artefact of the reference no implementation's memory depends on)."""
+    measured, ours = _saved_without_the_experts(raw, b, s)
+    assert measured == ours
+
+
+def test_saved_activations_of_one_layer_of_each_kind_by_hand():
+    """The fixed config (d 32, 4 heads of 16 rotating 4, q_lora_rank 8, 2 groups to 6, 2 streams and 20 Sinkhorn
+    rounds, a window of 8, HCA every 4, CSA every 2), 2 sequences of 9 tokens (T = 18 rows) in fp32, by hand from
+    modeling_deepseek_v4.py, in elements:
+
+    - every layer: the normed input 18·32 = 576; q_a_norm's fp32 input, 1/rms and normalised rows 2·18·8 + 18 =
+      306; q_b_proj's input 18·8 = 144; q_b_norm's input and 1/rms 18·64 + 18·4 = 1224; kv_norm 2·18·16 + 18 = 594;
+      the queries 18·64 = 1152; RoPE's cos and sin, 3 uses × 2 tables × 9 positions × 4 = 216; o_a_proj's and
+      o_b_proj's inputs 1152 + 18·12 = 1368: 5580; its two residual norms 2·(2·18·32 + 18) = 2340; each
+      hyper-connection 2·18·64 (the streams, their normed rows) + 18 + 18·8 (the projection) + 3·18·2 + 18·4
+      (softmax) + 39·(18·4 + 18·2) (the Sinkhorn divisions) + 18·(2 + 32 + 4) (the update) = 7542, two: 15084;
+      23004 in all;
+    - the core: the keys (9 of the window, 2 HCA entries, 4 CSA entries) repeated for QKᵀ and A·V, 2·2·4·k·16,
+      and the probabilities over the keys and the sink 2·4·9·(k + 1): 3024, 3680, 4336, and max's int64 indices
+      2·4·9 (576 bytes) a layer;
+    - the HCA compressor: kv_proj's output 2·9·16 = 288, the gates' softmax 2·2·4·16 = 256, the entries' norm
+      2·2·2·16 + 4 = 132, their tables 2·(2·2·4) = 32: 708; the CSA one: new_kv and the softmax
+      2·(2·4·4·16) = 1024, the norm 2·2·4·16 + 8 = 264, the tables 2·(2·4·4) = 64: 1352;
+    - the model: the final norm 2·18·32 + 18 = 1170, hc_head 2·18·64 + 18 + 3·18·2 = 2430, the head's input 576,
+      and the token ids (144 bytes).
+
+    4·(3·23004 + 3024 + 3680 + 708 + 4336 + 1352 + 1170 + 2430 + 576) + 3·576 + 144 = 347024 bytes."""
+    expected = 4 * (3 * 23004 + 3024 + 3680 + 708 + 4336 + 1352 + 1170 + 2430 + 576) + 3 * 576 + 144
+    assert expected == 347024
+    assert _saved_without_the_experts(_ONE_OF_EACH, 2, 9) == (expected, expected)
+
+
+def test_the_fused_convention_keeps_the_keys_once_the_output_and_a_log_sum_exp():
+    """symllm's default (fused) stack differs from the eager one in the core alone: a kernel keeps the one
+    key-value head once (b·k·d_h), the core's output (b·s·n_h·d_h) and an fp32 log-sum-exp per query and head, in
+    place of eager's two repeated copies, probabilities and max indices. By hand for the fixed config's CSA layer
+    (k = 13 keys), 2 × 9 tokens in bf16: fused 2·(2·13·16 + 18·64) + 4·2·4·9 = 3424; eager
+    2·(2·2·4·13·16 + 2·4·9·14) + 8·2·4·9 = 9248."""
+    cfg = from_hf(_ONE_OF_EACH)
+    core = symllm.model_for(cfg).child("csa_block/attention/scores")
+    values = symllm.values(cfg, batch=2, seq=9, dtype="bf16")
+    assert (core.total("saved").subs(values), core.total("eager_saved").subs(values)) == (3424, 9248)
+
+
+# --- the inference working set, against the bytes transformers' eager model holds live ----------------------
+
+def _working_set_case(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` working set of a prefill of ``b × s`` random tokens without a cache (fp32, CPU), the
+    last position's logits: the most bytes transformers' eager model holds live at once
+    (:func:`tests.conftest.live_peak`, weights left out; each layer's mixture of experts stood in for by a
+    doubling, as in :func:`_saved_without_the_experts`), and symllm's eager working set (``inference_peak`` less
+    the weights and caches: the resident streams plus the largest live candidate)."""
+    torch = requires("torch")
+    transformers = requires("transformers")
+    from .conftest import live_peak
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+
+    class Doubled(torch.nn.Module):
+        def forward(self, hidden_states, input_ids=None):
+            return hidden_states * 2.0
+
+    class Prefill(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(ids, use_cache=False, logits_to_keep=1)
+
+    for layer in model.model.layers:
+        layer.mlp = Doubled()
+    measured = live_peak(Prefill(), torch.randint(0, raw["vocab_size"], (b, s)))
+    cfg = from_hf(raw)
+    mdl = symllm.model_for(cfg)
+    from symllm.costs.phases import _working_set
+    values = symllm.values(cfg, batch=b, seq=s, gen=0, dtype="fp32")
+    return measured, int(4 * _working_set(mdl, eager=True).subs(values))
+
+
+@pytest.mark.parametrize("heads, s, rotated, streams, b", [(8, 40, 4, 2, 2), (8, 40, 8, 2, 2), (8, 60, 8, 4, 1),
+                                                          (4, 64, 4, 3, 3)])
+def test_working_set_equals_the_bytes_transformers_holds_live(heads, s, rotated, streams, b):
+    """The fixed config (one layer of each kind) with more heads, more rotated channels or more streams, prefills
+    long enough that the attention core is the largest moment (past the window, with compressed entries in both
+    compressing layers): the most bytes transformers' eager model holds live (:func:`_working_set_case`) equal
+    symllm's eager working set: the streams, their collapse and norm, inputs_embeds, post and comb, the mask and
+    RoPE's tables, and the CSA layer's core at its max subtraction (:func:`symllm.arch.components.compressed`)."""
+    raw = dict(_ONE_OF_EACH, num_attention_heads=heads, qk_rope_head_dim=rotated, hc_mult=streams)
+    measured, ours = _working_set_case(raw, b, s)
+    assert measured == ours
+
+
+def test_working_set_at_deepseek_v4_flash_widths_equals_transformers():
+    """DeepSeek-V4-Flash-Base's widths (its published config: d 4096, 64 heads of 512 rotating 64, q_lora_rank
+    1024, 8 groups of 1024, 4 streams, CSA every 4 with an indexer of 64 heads of 128, HCA every 128), one layer of
+    each kind (the vocabulary and the experts shrunk: neither is live at the peak), one sequence of 256 tokens in
+    fp32: the most bytes transformers' eager model holds live equal symllm's working set, whose largest moment there
+    is the CSA layer's A·V output made contiguous (the queries' width, 32768 a token, outweighs its 320 keys)."""
+    raw = {k: v for k, v in FLASH_BASE.items() if k not in ("quantization_config", "torch_dtype")}
+    raw.update(num_hidden_layers=3, compress_ratios=[0, 128, 4], vocab_size=64, n_routed_experts=2,
+               num_experts_per_tok=1, moe_intermediate_size=8, num_nextn_predict_layers=0)
+    measured, ours = _working_set_case(raw, 1, 256)
+    assert measured == ours
+
+
+
+# --- workloads, shards, LoRA on the command line -----------------------------------------------------------
+
+def test_workloads_of_deepseek_v4_flash_base_run_and_sweeps_equal_count(cli, tmp_path):
+    """DeepSeek-V4-Flash-Base's published config with a workload: count (FLOPs, every memory kind, fit and time
+    on an H200) and plan run (exit 0), and a sweep over batch and sequence gives count's activations, inference
+    peak and state cache at each point. Serving capacity is refused in one line: how vLLM pages the window's keys,
+    the compressed entries and the compressors' buffers is not modelled (the sparse-attention indexer's per-token
+    keys that vLLM pages for DeepSeek-V3.2 are not DeepSeek-V4's, whose indexer keys are pooled every m_c tokens)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FLASH_BASE))
+    r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--gpu", "h200", "--json"])
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["memory"]["activations"] > 0 and out["memory"]["inference_peak"] > out["memory"]["weights"]
+    r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--serve", "--gpu", "h200", "--tp", "8"])
+    assert (r.code, r.out, r.err) == (2, "", "symllm: error: serve: vLLM's paging of DeepSeek-V4's compressed caches "
+                                             "is not modelled\n")
+    r = cli(["plan", str(path), "--gpus", "8xh200", "--seq", "4096", "--top", "1"])
+    assert r.code == 0, r.err
+    quantities = ("activations", "inference_peak", "state_cache")
+    r = cli(["sweep", "--base", str(path), "--batch", "1,2", "--seq", "512,4096", "--quantity", ",".join(quantities),
+             "--format", "jsonl"])
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    assert len(rows) == 4
+    for row in rows:
+        counted = json.loads(cli(["count", str(path), "--batch", str(row["batch"]), "--seq", str(row["seq"]),
+                                  "--json"]).out)["memory"]
+        assert {q: row[q] for q in quantities} == {q: counted[q] for q in quantities}, row
+
+
+def test_tensor_parallel_shards_follow_transformers_plan():
+    """Under tp=2 DeepseekV4Config.base_model_tp_plan splits the routed experts alone (gate_up_proj packed
+    column-wise, down_proj row-wise): the attention, its compressors and indexer, the hyper-connections and the
+    shared expert stay whole on each rank; the lm_head is split by DeepseekV4ForCausalLM's own plan
+    (colwise_gather_output) and the embedding by vocabulary (symllm's convention for every family, as
+    DeepSeek-V3's test states). Rank 0's parameters, from transformers' counts on the meta device: the total less
+    half the routed experts, half the embedding and half the lm_head."""
+    raw = {k: v for k, v in FLASH_BASE.items() if k != "quantization_config"}
+    cfg = from_hf(raw)
+    whole = _hf_kinds(_hf_model(raw), raw)
+    from symllm.arch import symbols as S
+    from symllm.costs import parallel
+    per_gpu = parallel.params_per_gpu(symllm.model_for(cfg), pp_stages=False, experts="split").subs(
+        {**symllm.spec(cfg).values(), S.N_t: 2, S.N_e: 1})
+    assert per_gpu == whole["total"] - whole["moe/experts"] // 2 - whole["embedding"] // 2 - whole["lm_head"] // 2
+
+
+def test_lora_is_refused_in_one_line(cli, tmp_path):
+    """PEFT's get_peft_model on transformers' model (the truth LoRA is checked against) adapts the compressors'
+    and the indexer's kv_proj along with the attention's (six linears for target kv_proj in the fixed config's
+    three layers, one of each kind), has no default targets for deepseek_v4, and its wrapped o_a_proj (a grouped
+    linear) fails in the forward: symllm refuses LoRA on DeepSeek-V4 in one line."""
+    torch, transformers, peft = requires("torch"), requires("transformers"), requires("peft")
+    config = transformers.AutoConfig.for_model(**_ONE_OF_EACH, experts_implementation="eager",
+                                               attn_implementation="eager")
+    model = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config),
+                                peft.LoraConfig(r=2, target_modules=["kv_proj"]))
+    assert sum(name.endswith("kv_proj.lora_A") for name, _ in model.named_modules()) == 6
+    grouped = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config),
+                                  peft.LoraConfig(r=2, target_modules=["o_a_proj"]))
+    with pytest.raises(RuntimeError):
+        grouped(torch.randint(0, 100, (1, 9)))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_ONE_OF_EACH))
+    for targets in ([], ["--lora-targets", "q_a_proj"]):
+        r = cli(["count", str(path), "--batch", "1", "--seq", "8", "--lora-rank", "8", *targets])
+        assert (r.code, r.out, r.err) == (2, "", "symllm: error: lora_targets: not modelled for DeepSeek-V4 (PEFT's "
+                                                  "names match its compressors too)\n")
+
+
+def test_gguf_formats_are_refused_in_one_line(cli, tmp_path):
+    """llama.cpp's gguf package (gguf-py's MODEL_ARCH_NAMES) knows DeepSeek and DeepSeek-V2/V3 but no DeepSeek-V4
+    architecture, so it names none of its tensors: a GGUF weight format is refused in one line."""
+    gguf = requires("gguf")
+    assert not [a for a in gguf.MODEL_ARCH_NAMES.values() if "deepseek" in a and a not in ("deepseek", "deepseek2",
+                                                                                         "deepseek2-ocr")]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FLASH_BASE))
+    for fmt in ("gguf:Q8_0", "F16"):
+        r = cli(["count", str(path), "--weight-format", fmt])
+        assert (r.code, r.out, r.err) == (2, "", "symllm: error: weight_format: llama.cpp's GGUF has no DeepSeek-V4 "
+                                                  "architecture (no tensor names)\n"), fmt

@@ -172,8 +172,7 @@ def _compressed_text(c) -> str:
              f"tokens, top {c.index_topk})", "heavily_compressed": f"heavily compressed (every {c.compress_hca} tokens)"}
     said = ", ".join(f"{text} in {counts[m]}" for m, text in kinds.items() if counts[m])  # the kinds it has
     return (f"DeepSeek-V4 attention: one shared key-value head, queries through q_lora_rank {c.q_lora_rank}, "
-            f"output in {c.o_groups} groups of {c.o_lora_rank}; {said} of {c.n_layers} layers (element-wise "
-            "activations not modelled yet)")
+            f"output in {c.o_groups} groups of {c.o_lora_rank}; {said} of {c.n_layers} layers")
 
 
 def _latent_text(c) -> str:

@@ -13,9 +13,6 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   ``intermediate_size % tp_size == 0``; ``--expert-tp whole`` keeps the experts whole on each rank;
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
-* ``layers``: DeepSeek-V4's compressed attention and hyper-connections (:mod:`symllm.arch.components.compressed`),
-  whose saved activations and inference working set are not modelled yet (its parameters, caches, forward
-  matmul and element-wise FLOPs are: :func:`symllm.costs.phases.flops` and ``memory`` of its component tree);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
   sliding window, routed experts): :func:`check_structure`, which reads the component tree, not numbers.
 
@@ -111,8 +108,6 @@ CHECKS = (
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks do not divide the {f['n_experts']} experts of "
                     f"{f['name']}"),
-    Check("layers", ("compressed",), lambda f: not f.get("compressed"),
-          lambda f: "layers: DeepSeek-V4's activations are not modelled yet"),
 )
 
 
@@ -131,12 +126,10 @@ def model_fields(model) -> dict:
         model = spec(model)
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
                 "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
-                "expert_width": model.hidden_dim if model.n_experts else None, "compressed": model.hc_mult is not None}
-    from symllm.arch.components.compressed import LABEL
+                "expert_width": model.hidden_dim if model.n_experts else None}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
-            "n_heads": None, "n_kv_heads": None, "expert_width": None,
-            "compressed": any(c.rules.label == LABEL for c in model.walk())}
+            "n_heads": None, "n_kv_heads": None, "expert_width": None}
 
 
 def workload_fields(work) -> dict:

@@ -373,6 +373,8 @@ def gguf_tensors(config) -> list[dict]:
     [('blk.0.ffn_gate_inp.weight', [4096, 8]), ('blk.0.ffn_gate_exps.weight', [4096, 14336, 8])]
     """
     spec = _spec(config)
+    if spec.config.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
+        raise SymllmError("weight_format: llama.cpp's GGUF has no DeepSeek-V4 architecture (no tensor names)")
     n_e = spec.config.n_experts or 1
     out = []
     for t in tensors(spec):

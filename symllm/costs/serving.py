@@ -227,6 +227,13 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
+    if isinstance(config, str):
+        from symllm.arch import resolved
+        config = resolved.spec(config)
+    if getattr(getattr(config, "config", config), "hc_mult", None) is not None:
+        # its window's keys, compressed entries and compressor buffers: how vLLM pages them is not read here (the
+        # DeepSeek Sparse Attention indexer's per-token keys, indexer_bytes_per_token, are not DeepSeek-V4's)
+        raise SymllmError("serve: vLLM's paging of DeepSeek-V4's compressed caches is not modelled")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     integer("block_size", block_size)

@@ -13,7 +13,7 @@ from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SU
                                          ELEMENTWISE, linear, named, Rules)
 from symllm.arch.components.deltanet import gated_deltanet
 from symllm.arch.components.compressed import (COMPRESSED_MIXERS, compressed_attention, hyper_connection, hyper_head,
-                                               swiglu_clamps)
+                                               norm_saved, swiglu_clamps)
 from symllm.arch.components.embeddings import embedding, lm_head, per_layer_embedding, per_layer_input
 from symllm.arch.components.gqa import attention
 from symllm.arch.components.latent import latent_attention
@@ -23,7 +23,8 @@ from symllm.arch.components.mlp import feed_forward, meta_hidden_dim
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import COMPONENTS, group_names, LayerKind, Structure, Variant
 from symllm.arch.part_options import OPTIONS, every_part
-from symllm.arch.symbols import beta_a, d, d_fd, d_ff, d_h, d_hr, GROUP_COUNTS, L, L_mtp
+from symllm.arch.dtypes import FP32
+from symllm.arch.symbols import b, beta_a, d, d_fd, d_ff, d_h, d_hr, GROUP_COUNTS, L, L_mtp, n_hc, s
 from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 
@@ -131,6 +132,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         *(per_layer_input(variant.activation, off) if structure.per_layer_input else ()),
     )
     if structure.hyper_connections:  # DeepSeek-V4: the streams' mixing around attention and the feed-forward
+        # (its RMSNorms compute in fp32 and keep their normalised rows: compressed.norm_saved)
+        children = tuple(c.replace(saved=norm_saved(d)) if c.name in ("attention_norm", "ffn_norm") else c
+                         for c in children)
         children += (hyper_connection("attn_hc", "attn_hc"), hyper_connection("ffn_hc", "ffn_hc"))
     return Component(
         name,
@@ -140,13 +144,25 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         # DeepSeek-V4: no residual add; its hyper-connections update the streams (their own element-wise work)
         elementwise=((0 if structure.hyper_connections else 2 + structure.per_layer_input + beside)
                      * ELEMENTWISE["residual"] + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
-        checkpoint=beta_a * _T * d,  # full recomputation keeps only the block's input
-        resident=2 * _T * d,  # the residual stream and the normed input
+        # full recomputation keeps only the block's input (DeepSeek-V4: its n_hc streams)
+        checkpoint=beta_a * _T * d * (n_hc if structure.hyper_connections else 1),
+        # the residual stream and the normed input; DeepSeek-V4 (transformers' eager model, tests/test_dsv4.py): the
+        # n_hc streams, their collapse and its norm, the model's inputs_embeds, post and comb (fp32), the mask and
+        # RoPE's cos and sin tables (s rows of half the rotated channels each)
+        resident=(_hc_resident(structure) if structure.hyper_connections else 2 * _T * d),
         children=children,
         doc="TransformerBlock(layer_id, args)",
         # its Hugging Face name, each layer's index after it: LlamaModel's layers, MptModel's blocks
         rules=dataclasses.replace(_no_weight(keeps.block), hf="transformer.blocks" if mpt else "model.layers"),
     )
+
+
+def _hc_resident(structure: Structure) -> sp.Expr:
+    """Activation elements DeepSeek-V4's model holds live throughout a block's attention in a prefill (the
+    comment at its use)."""
+    rotated = d_hr if structure.partial_rope else d_h
+    return ((n_hc + 3) * _T * d + sp.ceiling(FP32 / beta_a) * _T * (n_hc + n_hc ** 2) + b * s * s
+            + s * rotated)
 
 
 def _beside_mlp(moe_: Component, offset: bool) -> tuple[Component, ...]:
@@ -221,14 +237,19 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
         children=(named(embedding(scale=variant.embed_scale), "transformer.wte", "token_embd") if variant.alibi
                   else embedding(scale=variant.embed_scale),
                   *(per_layer_embedding() if structure.per_layer_input else ()), *groups,
-                  named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm),
-                        "transformer.norm_f" if variant.alibi else "model.norm", "output_norm"),
+                  _final_norm(named(rmsnorm("norm", offset=variant.norm_offset, mean=variant.layernorm),
+                                    "transformer.norm_f" if variant.alibi else "model.norm", "output_norm"), structure),
                   *((hyper_head(),) if structure.hyper_connections else ()),
                   lm_head(tied=structure.tied, softcap=variant.final_softcap, scale=variant.logit_scale)),
         definitions=definitions,
         doc="Transformer(params)",
         rules=_NO_WEIGHT,
     )
+
+
+def _final_norm(norm: Component, structure: Structure) -> Component:
+    """The final norm; DeepSeek-V4's computes in fp32 and keeps its normalised rows (``compressed.norm_saved``)."""
+    return norm.replace(saved=norm_saved(d)) if structure.hyper_connections else norm
 
 
 def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = None,

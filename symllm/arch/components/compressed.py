@@ -21,8 +21,8 @@ manifold-constrained hyper-connection (:func:`hyper_connection`: ``fn`` of ``(2 
 (``hc_fn`` ``n_hc × n_hc·d``, ``hc_base`` ``n_hc``, ``hc_scale`` 1).
 
 Parameters and caches are modelled (each part with its Hugging Face name, replicated: transformers'
-tensor-parallel plan splits only the routed experts; LoRA never adapts them here; no GGUF names: llama.cpp has
-none yet). ``kv_cache``: the window's last ``W - 1`` keys of the one head (transformers' sliding-window slice),
+tensor-parallel plan splits only the routed experts, not even the shared expert: :func:`swiglu_clamps`; LoRA is
+refused, :func:`symllm.costs.finetune.adapt`; no GGUF names: llama.cpp has none yet). ``kv_cache``: the window's last ``W - 1`` keys of the one head (transformers' sliding-window slice),
 held as keys and values in a sliding-only layer and as one tensor read as both in a compressing one. The
 compressors' buffers, compressed entries and overlap state are ``state_cache`` (:func:`_series_state`).
 
@@ -50,6 +50,10 @@ sink's softmax entry; per indexer score and head 4; the hyper-connections' (:fun
 ``hc_head``'s norms, sigmoids, softmax, ``I_hc`` Sinkhorn rounds, collapses and stream updates (a block has no
 residual add of its own); the SwiGLUs' clamps (:func:`swiglu_clamps`).
 
+Saved activations (``saved``, ``eager_saved``) and the inference working set (``live``, ``eager_live``; the block's
+``resident``): each part's, as transformers' eager model holds them (docs/conventions.md, "Compressed attention";
+:func:`norm_saved`, :func:`_compressor_saved`, :func:`_eager_live`).
+
 >>> from symllm.arch.symbols import d, d_h, n_h, r_q
 >>> a = compressed_attention("shared_kv")
 >>> [c.name for c in a.children]
@@ -61,22 +65,26 @@ residual add of its own); the SwiGLUs' clamps (:func:`swiglu_clamps`).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 
-from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules
+from symllm.arch.components.base import (_switches, _T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules,
+                                         STAT_BYTES)
 from symllm.arch.components.gqa import _pairs, _WindowPairs
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.algebra import minimum
-from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, I_hc, K_I, m_c, m_h, n_h, n_hc, n_I, r_o,
-                                 r_q, s, t)
+from symllm.arch.dtypes import FP32
+from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, I_hc, K_I, m_c, m_h, n, n_h, n_hc, n_I,
+                                 r_o, r_q, s, t)
 from symllm.validate import choice
 
 #: the positions a layer's cache has seen after a pass: the ``t`` cached and the ``s`` new
 _HELD = t + s
 
 __all__ = ["LABEL", "compressed_attention", "compressor", "hyper_connection", "hyper_head", "COMPRESSED_MIXERS",
-           "EntryPairs", "TopEntryPairs", "entry_pairs"]
+           "EntryPairs", "TopEntryPairs", "entry_pairs", "norm_saved"]
 
 #: the LayerKind mixers of DeepSeek-V4's attention -> transformers' layer type
 COMPRESSED_MIXERS = {"shared_kv": "sliding_attention", "compressed_sparse": "compressed_sparse_attention",
@@ -153,14 +161,30 @@ def _linear(name: str, fan_in, fan_out, hf: str, doc: str) -> Component:
     return linear(name, fan_in, fan_out, doc=doc, rules=_rules(hf))
 
 
-def _norm(name: str, width, hf: str, doc: str) -> Component:
-    return rmsnorm(name, width, doc=doc, rules=_rules(hf, "norm"))
+#: 1 where ``x.float()`` makes a copy (activations not fp32), 0 where it returns ``x`` itself (fp32 activations): the
+#: code's explicit fp32 casts keep a second tensor for backward only then
+COPIED = sp.Min(sp.Max(beta_a - FP32, FP32 - beta_a), 1)  # (no Abs: the compiled kernels have none)
+
+
+def norm_saved(width, rows=_T) -> sp.Expr:
+    """Bytes ``DeepseekV4RMSNorm`` saves for backward over ``rows`` rows of ``width``: it computes in fp32
+    whatever the activations (``hidden_states.to(torch.float32)``), so ``pow`` keeps that fp32 input, ``rsqrt``
+    its fp32 output (one a row) and the weight's product the fp32 normalised rows.
+
+    >>> norm_saved(d).subs({b: 2, s: 3, d: 8})  # 4·(2·6·8 + 6)
+    408
+    """
+    return FP32 * (2 * rows * width + rows)
+
+
+def _norm(name: str, width, hf: str, doc: str, rows=_T) -> Component:
+    return rmsnorm(name, width, rows, doc=doc, rules=_rules(hf, "norm")).replace(saved=norm_saved(width, rows))
 
 
 def _entry_norm(name: str, width, hf: str, doc: str) -> Component:
     """A compressor's RMSNorm: it normalises each compressed entry, not each token, so its element-wise work is
     counted with the entries (:func:`_pooling`)."""
-    return _norm(name, width, hf, doc).replace(elementwise=0)
+    return _norm(name, width, hf, doc).replace(elementwise=0, saved=0)
 
 
 def _vector(name: str, params, hf: str, doc: str, weight: str = "bare") -> Component:
@@ -203,6 +227,30 @@ def _pooling(rate, width, slots, rotated) -> sp.Expr:
     return b * _closed(rate) * entry
 
 
+def _entries(rate) -> sp.Expr:
+    """Compressed entries a training forward over ``s`` tokens pools a sequence: its ``⌊s/rate⌋`` whole windows."""
+    return sp.floor(s / rate)
+
+
+def _compressor_saved(rate, slots, rotated) -> sp.Expr:
+    """Bytes a compressor's training forward saves for backward (transformers' eager ``DeepseekV4HCACompressor`` /
+    ``DeepseekV4CSACompressor`` without a cache, ``C = ⌊s/rate⌋`` windows of the prompt): the pooled keys of each
+    window, ``slots`` a window of ``d_h`` (HCA: the slice of ``kv_proj``'s output it views, whose storage holds every
+    one of the ``s`` positions, held once a window closed; CSA: the ``2·m_c`` slots ``new_kv`` copies them into), the
+    gates' fp32 softmax and its cast to the activations' dtype (:data:`COPIED`), the entries' RMSNorm
+    (:func:`norm_saved` over ``b·C`` rows) and RoPE's cos and sin tables of the entries' positions, ``b·C`` rows of
+    the ``rotated`` channels each. The indexer keeps nothing: its top-k indices carry no gradient, so nothing it
+    saved is reachable from the loss (its graph is freed at the end of the forward).
+
+    >>> _compressor_saved(4, 4, 2).subs({b: 1, s: 9, d_h: 8, beta_a: 2})  # 2·9·8 + (4 + 2)·2·4·8 + 4·(2·2·8 + 2) + 2·2·2·2
+    680
+    """
+    C = _entries(rate)
+    pooled = slots * b * C * d_h
+    kv = beta_a * (b * s * d_h * minimum(C, 1) if slots == rate else pooled)
+    return kv + (FP32 + beta_a * COPIED) * pooled + norm_saved(d_h, b * C) + 2 * beta_a * b * C * rotated
+
+
 def _core(name: str, flops, doc: str) -> Component:
     """A part of the attention core or the indexer's scoring: matmul FLOPs, no weight."""
     return Component(name, flops=flops, doc=doc, rules=Rules("replicated", lora=(), stacks=(), label=LABEL))
@@ -225,7 +273,7 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
             _linear("compress_gate", d, d_h, "gate_proj", "self.gate_proj = nn.Linear(hidden_size, head_dim)"),
             _vector("position_bias", m_h * d_h, "position_bias", "nn.Parameter(torch.empty(compress_rate, head_dim))"),
             _entry_norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)")),
-            state_cache=b * _series_state(m_h, d_h, False),
+            state_cache=b * _series_state(m_h, d_h, False), saved=_compressor_saved(m_h, m_h, rotated),
             doc="DeepseekV4HCACompressor", rules=_rules("compressor", "none"))
     index = Component("indexer", children=(
         _linear("index_kv", d, 2 * d_I, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, 2 * index_head_dim)"),
@@ -254,6 +302,7 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
                 "nn.Parameter(torch.empty(compress_rate, 2 * head_dim))"),
         _entry_norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)"),
         index), state_cache=b * _series_state(m_c, 2 * d_h, True), elementwise=_pooling(m_c, 2 * d_h, 2 * m_c, rotated),
+        saved=_compressor_saved(m_c, 2 * m_c, rotated),
         doc="DeepseekV4CSACompressor", rules=_rules("compressor", "none"))
 
 
@@ -273,6 +322,42 @@ def core_pairs(kind: str, causal: bool = False) -> sp.Expr:
     if kind == "heavily_compressed":
         return window + entry_pairs(m_h, causal)
     return window + entry_pairs(m_c, causal, K_I)
+
+
+def _fused_live(keys) -> sp.Expr:
+    """Activation elements a fused core holds live in a prefill (the convention of
+    :mod:`symllm.arch.components.gqa`'s: no ``s × k`` tensor): q_a_norm's output (the compressor reads it after the
+    core in transformers' order), the queries, the ``keys`` of the one key-value head, the output and a log-sum-exp
+    per query and head (fp32, in whole activation elements)."""
+    return (_T * r_q + 2 * _T * n_h * d_h + b * keys * d_h
+            + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s)
+
+
+def _eager_live(kind: str, keys, rotated) -> tuple[sp.Expr, ...]:
+    """Activation elements transformers' eager ``DeepseekV4Attention`` holds live at its peak in a prefill of ``s``
+    tokens without a cache (measured on CPU by the live storages' bytes, tests/test_dsv4.py), the larger of two
+    moments: the softmax's max subtraction, the scores after the mask, the scores with the sinks' column, their
+    maxima and the difference (``b·n_h·s·(3·k + 3)`` over the ``k`` keys); and A·V's output made contiguous, the
+    difference, the probabilities, A·V's output and its copy (``2·b·n_h·s·(k + 1) + 2·b·s·n_h·d_h``: this one at
+    published widths, ``d_h`` 512, for fewer than ``2·d_h`` keys); each beside q_a_norm's output, RoPE's repeated cos and sin (``s`` rows of
+    half the rotated channels each), the queries, the keys (the window's and the compressed entries, one head); a
+    compressing layer also keeps its compressed entries, the block bias over them (HCA ``b·s·C``; CSA ``b·s·(C +
+    1)`` and a ``2·s`` buffer of the indexer's rotary) and the mask widened to the keys (``b·s·k``). A decode step's
+    candidate is its core's score-sized tensors alone, ``b·n_h·(3·k + 3)`` with ``k`` its keys after the ``s + n``
+    positions (the window's ``min(s + n - 1, W - 1) + 1`` and every entry)."""
+    C = keys - s
+    common = _T * r_q + s * rotated + _T * n_h * d_h + b * keys * d_h
+    if kind == "heavily_compressed":
+        common += b * C * d_h + b * s * C + b * s * keys
+    elif kind == "compressed_sparse":
+        common += b * C * d_h + b * s * (C + 1) + 2 * s + b * s * keys
+    rate = {"heavily_compressed": m_h, "compressed_sparse": m_c}.get(kind)
+    held = s + n
+    decoded = minimum(held - 1, W - 1) + 1 + (sp.floor(held / rate) if rate is not None else 0)
+    rows = b * n_h * s
+    return (common + rows * (3 * keys + 3),  # at the max subtraction
+            common + rows * 2 * (keys + 1) + 2 * _T * n_h * d_h,  # at A·V's output made contiguous
+            b * n_h * (3 * decoded + 3))
 
 
 def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotated=d_h) -> Component:
@@ -299,19 +384,37 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotat
     # sink's logit in the softmax (without the scale, as gpt-oss's sinks)
     own = (_T * (ELEMENTWISE["l2norm"] * n_h * d_h + ELEMENTWISE["rope"] * (2 * n_h + 1) * rotated)
            + ELEMENTWISE["softmax"] * b * n_h * pairs + (ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * _T * n_h)
-    return Component("attention", kv_cache=b * window * (2 if kind == "shared_kv" else 1), elementwise=own, children=(
+    # saved for backward (a training forward, no cache; transformers' eager model, tests/test_dsv4.py): the normed
+    # input of q_a_proj and kv_proj; the weightless q_b_norm's input and 1/rms (fp32, and in the activations' dtype
+    # where .float() copies); the queries after RoPE (QKᵀ's operand); RoPE's cos and sin tables, repeated for each of
+    # its three uses (queries, the key-value head, the output undone), s rows of the rotated channels each
+    queries = _T * n_h * d_h
+    saved = (beta_a * (_T * d + queries + 6 * s * rotated) + (FP32 + beta_a * COPIED) * (queries + _T * n_h))
+    # the keys a training query's core holds: the s of the window (the mask keeps W) and every compressed entry
+    keys = s + (0 if kind == "shared_kv" else _entries(m_h if kind == "heavily_compressed" else m_c))
+    return Component("attention", kv_cache=b * window * (2 if kind == "shared_kv" else 1), elementwise=own,
+                     saved=saved, children=(
         _linear("wq_a", d, r_q, "q_a_proj", "self.q_a_proj = nn.Linear(hidden_size, q_lora_rank)"),
         _norm("q_a_norm", r_q, "q_a_norm", "self.q_a_norm = DeepseekV4RMSNorm(q_lora_rank)"),
-        _linear("wq_b", r_q, n_h * d_h, "q_b_proj", "self.q_b_proj = nn.Linear(q_lora_rank, num_heads * head_dim)"),
+        _linear("wq_b", r_q, n_h * d_h, "q_b_proj", "self.q_b_proj = nn.Linear(q_lora_rank, num_heads * head_dim)"
+                ).replace(saved=beta_a * _T * r_q),  # its input, q_a_norm's output
         _linear("wkv", d, d_h, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, head_dim)  # one head, K = V"),
         _norm("kv_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)"),
         # DeepseekV4GroupedLinear(n_h·d_h/g_o, g_o·r_o, g_o): a weight of g_o·r_o × n_h·d_h/g_o
         _linear("wo_a", n_h * d_h / g_o, g_o * r_o, "o_a_proj", "self.o_a_proj = DeepseekV4GroupedLinear("
-                "num_heads * head_dim // o_groups, o_groups * o_lora_rank, o_groups)"),
-        _linear("wo_b", g_o * r_o, d, "o_b_proj", "self.o_b_proj = nn.Linear(o_groups * o_lora_rank, hidden_size)"),
+                "num_heads * head_dim // o_groups, o_groups * o_lora_rank, o_groups)"
+                ).replace(saved=beta_a * queries),  # its input, the output with RoPE undone
+        _linear("wo_b", g_o * r_o, d, "o_b_proj", "self.o_b_proj = nn.Linear(o_groups * o_lora_rank, hidden_size)"
+                ).replace(saved=beta_a * _T * g_o * r_o),  # its input
         _vector("sinks", n_h, "sinks", "self.sinks = nn.Parameter(torch.empty(num_heads))", "sinks"),
+        # the core's own: fused (a FlashAttention-style kernel with sinks), the one key-value head once, the
+        # output and a log-sum-exp per query and head; eager (transformers'), repeat_kv's two copies of the keys
+        # (for QKᵀ and A·V), the softmax's output over the keys and the sink, and max's int64 indices
         _core("scores", matmul(b * n_h, d_h, 1) * pairs,
-              "attn_weights = torch.matmul(query, key_states.transpose(2, 3))"),
+              "attn_weights = torch.matmul(query, key_states.transpose(2, 3))").replace(
+            saved=STAT_BYTES * b * n_h * s + beta_a * (b * keys * d_h + queries),
+            eager_saved=beta_a * b * n_h * (2 * keys * d_h + s * (keys + 1)) + INDEX_BYTES * b * n_h * s,
+            live=(_fused_live(keys),), eager_live=_eager_live(kind, keys, rotated)),
         _core("context", matmul(b * n_h, d_h, 1) * pairs, "attn_output = torch.matmul(attn_weights, value_states)"),
         *((compressor(kind, causal=causal, rotated=rotated),) if kind != "shared_kv" else ())),
         doc=f"DeepseekV4Attention ({COMPRESSED_MIXERS[kind]})", rules=_rules("self_attn", "none"))
@@ -333,8 +436,18 @@ def hyper_connection(name: str, hf: str) -> Component:
     sinkhorn = 2 + 4 * (I_hc - 1)
     elementwise = _T * (ELEMENTWISE["l2norm"] * n_hc * d + 2 * (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc
                         + (2 + ELEMENTWISE["softmax"] - 1 + 1 + sinkhorn) * n_hc ** 2 + 2 * n_hc * d + 2 * n_hc * d)
+    # saved for backward (transformers' eager DeepseekV4HyperConnection, then the block's update of the streams):
+    # the flattened streams as fp32 (and the streams themselves where .float() copies: the collapse and the mix
+    # read them) and their 1/rms; the normed rows (fn's input), the projection's output (pre, post and comb read
+    # views of it), the two sigmoids' outputs and pre, comb's softmax, and each Sinkhorn division's numerator and
+    # denominator (2·I_hc - 1 of them), all fp32; the update post·output + comb.T @ streams keeps post, the
+    # sublayer's output and comb
+    streams = _T * n_hc * d
+    sinkhorn_saved = (2 * I_hc - 1) * (_T * n_hc ** 2 + _T * n_hc)
+    saved = (FP32 * (2 * streams + _T + _T * width + 3 * _T * n_hc + _T * n_hc ** 2 + sinkhorn_saved)
+             + beta_a * COPIED * streams + beta_a * _T * (n_hc + d + n_hc ** 2))
     # the mix of the streams into the block's output: comb.T @ hidden_states, n_hc × n_hc by n_hc × d a token
-    return Component(name, flops=matmul(_T * n_hc, n_hc, d), elementwise=elementwise, children=(
+    return Component(name, flops=matmul(_T * n_hc, n_hc, d), elementwise=elementwise, saved=saved, children=(
         _vector(f"{name}_fn", width * n_hc * d, "fn", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult, "
                 "hc_mult * hidden_size))").replace(flops=matmul(_T, n_hc * d, width)),
         _vector(f"{name}_base", width, "base", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult))"),
@@ -356,6 +469,9 @@ def swiglu_clamps(ffn: Component) -> Component:
     def clamped(c: Component) -> Component:
         if c.name not in ("experts", "shared_experts"):
             return c
+        if c.name == "shared_experts":  # transformers' deepseek_v4 plan splits only the routed experts
+            c = c.replace(children=tuple(x.replace(rules=dataclasses.replace(x.rules, split="replicated"))
+                                         for x in c.children))
         return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)))
     return ffn.replace(children=tuple(clamped(c) for c in ffn.children))
 
@@ -369,7 +485,11 @@ def hyper_head() -> Component:
     # element-wise, a token: the streams' weightless RMSNorm, sigmoid(w·scale + base) + eps (7 a stream), the
     # collapse (2 an element)
     elementwise = _T * ((ELEMENTWISE["l2norm"] + 2) * n_hc * d + (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc)
-    return Component("hc_head", elementwise=elementwise, children=(
+    # saved: the streams as fp32 (and themselves where .float() copies), their 1/rms and normed rows, the
+    # projection's output, its sigmoid and pre (fp32)
+    streams = _T * n_hc * d
+    saved = FP32 * (2 * streams + _T + 3 * _T * n_hc) + beta_a * COPIED * streams
+    return Component("hc_head", elementwise=elementwise, saved=saved, children=(
         _vector("hc_fn", n_hc * n_hc * d, "hc_fn", "nn.Parameter(torch.empty(hc_mult, hc_mult * hidden_size))"
                 ).replace(flops=matmul(_T, n_hc * d, n_hc)),
         _vector("hc_base", n_hc, "hc_base", "nn.Parameter(torch.empty(hc_mult))"),

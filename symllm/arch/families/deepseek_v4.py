@@ -29,9 +29,9 @@ the shared expert) is refused in one line; ``attention_bias`` is ignored by the 
 Parameters are modelled (each kind of parameter equals transformers' on the meta device) and so are the caches
 (the sliding window's keys, the compressors' buffers and entries: a state cache), and so are the forward matmul and
 element-wise FLOPs (:mod:`symllm.arch.components.compressed`; ``hc_sinkhorn_iters`` and the rotated part of each head,
-``partial_rotary_factor`` or the legacy ``qk_rope_head_dim``, count there); the saved activations and the inference
-working set are not yet, so a workload is refused in one line. ``sliding_window`` 1 is refused (transformers' cache
-then keeps every key: its ``W - 1`` slice is empty).
+``partial_rotary_factor`` or the legacy ``qk_rope_head_dim``, count there), and so are the saved activations and the
+inference working set, so workloads run. Serving capacity (vLLM's paging), LoRA and GGUF formats are refused in one
+line. ``sliding_window`` 1 is refused (transformers' cache then keeps every key: its ``W - 1`` slice is empty).
 
 >>> f = _fields({"num_hidden_layers": 4}, 4)
 >>> [(k.mixer, n) for k, n in f["layers"]], f["compress_csa"], f["compress_hca"], f["hc_mult"]
