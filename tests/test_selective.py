@@ -171,21 +171,23 @@ def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
     float8.py: module_filter_fn fqn != "output"): on one H100 SXM (memory widened so the step fits, nothing
     sent) a Llama 3.1 8B step of 8,192 tokens runs its blocks' linears, 3 x 2·8192·32·(4096·(4096 + 2·1024) +
     4096·4096 + 3·4096·14336) FLOPs, at the fp8 GEMM table and peak (1,978.9 TFLOP/s), and the attention core
-    (3 x 4·32·128·8192²·32, the whole rectangle) and the head (3 x 2·8192·4096·128256) at bf16's (989.4),
-    each at torchtitan's train_factor 0.75. DeepSpeed's engine (no such filter, no FP8 recipe's cast passes)
-    runs all of it at fp8, at its train_factor 0.7."""
+    (3 x 4·32·128·(8192²/2 + 64·8192)·32: the pairs of the causal kernel's 128 x 64 tiles) and the head
+    (3 x 2·8192·4096·128256) at bf16's (989.4), each at torchtitan's train_factor 0.75. DeepSpeed's engine (no
+    such filter, no FP8 recipe's cast passes) runs all of it at fp8, at its train_factor 0.7. Each factor is
+    read on the tiles: x 0.9394 (attention_tiles.train_basis)."""
     from fractions import Fraction
     from symllm.costs.efficiency import gemm
     t, layers = 8192, 32
     linears = 3 * 2 * t * layers * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)
-    core, head = 3 * 4 * 32 * 128 * t * t * layers, 3 * 2 * t * 4096 * 128256
+    core, head = 3 * 4 * 32 * 128 * (t * t // 2 + 64 * t) * layers, 3 * 2 * t * 4096 * 128256
+    basis = Fraction("0.9394")
     fp8, bf16 = gemm("fp8", 16384, "h100-sxm") * 1_978_900_000_000_000, gemm("bf16", 16384, "h100-sxm") * 989_400_000_000_000
     opts = dict(gpu="h100-sxm", gpu_memory=1000, batch=1, seq=t, compute_dtype="fp8")
     titan = symllm.workload("llama3.1-8b", engine="torchtitan", **opts)["time"]["expected"]["training_step_s"]
     other = symllm.workload("llama3.1-8b", engine="deepspeed", **opts)["time"]["expected"]["training_step_s"]
-    assert titan == pytest.approx(float(Fraction(linears) / (fp8 * Fraction(3, 4))
-                                        + Fraction(core + head) / (bf16 * Fraction(3, 4))), rel=1e-12)
-    assert other == pytest.approx(float(Fraction(linears + core + head) / (fp8 * Fraction(7, 10))), rel=1e-12)
+    assert titan == pytest.approx(float(Fraction(linears) / (fp8 * Fraction(3, 4) * basis)
+                                        + Fraction(core + head) / (bf16 * Fraction(3, 4) * basis)), rel=1e-12)
+    assert other == pytest.approx(float(Fraction(linears + core + head) / (fp8 * Fraction(7, 10) * basis)), rel=1e-12)
 
 
 def test_op_flops_of_a_blocks_parts():
