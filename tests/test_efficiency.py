@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import efficiency
+from symllm.costs import efficiency, tiles
 from symllm.errors import SymllmError
 from tests.strategies import timed_workloads
 
@@ -167,14 +167,15 @@ def test_an_a100_training_step_is_faster_by_its_mamf_ratio():
 
 def test_train_factor_grows_with_the_width(monkeypatch):
     """llama3.2-1b (d 2,048) trained on one H200 by transformers (no communication, no bubble): the step is FLOPs
-    over 0.721 x train_factor x the peak; the hf engine's 0.75 holds at d 4,096 (x = 1/0.75 - 1 = 1/3 beyond the
-    GEMMs), so at d 2,048 x = 2/3 and the factor 1/(1 + 2/3) = 0.6: the step is 0.75/0.6 = 1.25 times the one
-    with a flat 0.75 (train_width switched off)."""
+    over 0.721 x train_factor x the peak; the hf engine's 0.75, read on the attention core's tiles (x 0.9394:
+    f = 0.70455), holds at d 4,096 (x = 1/f - 1 beyond the GEMMs), so at d 2,048 x doubles and the factor is
+    1/(1 + 2(1/f - 1)) = f/(2 - f): the step is 2 - f = 1.29545 times the one with a flat f (train_width
+    switched off; 1.25 before the tiles, at f = 0.75)."""
     assert efficiency.train_factor("0.8", 16384) == Fraction(16, 17)  # Megatron's 0.8: x = 1/4 x 4096/16384
     wide = _time("llama3.2-1b", gpu="h200", seq=4096, batch=4, engine="hf")["expected"]["training_step_s"]
     monkeypatch.delitem(efficiency.data(), "train_width")
     flat = _time("llama3.2-1b", gpu="h200", seq=4096, batch=4, engine="hf")["expected"]["training_step_s"]
-    assert wide / flat == pytest.approx(1.25, rel=1e-12)
+    assert wide / flat == pytest.approx(2 - 0.75 * 0.9394, rel=1e-12)
 
 
 def test_the_width_law_against_the_first_runs_narrow_model():
@@ -204,16 +205,18 @@ def test_the_memory_share_from_the_h100_and_h200_runs():
 
 def test_training_beyond_the_gemms_streams_at_the_cards_bandwidth(monkeypatch):
     """llama3.2-1b (d 2,048) trained by transformers on the H100 96GB HBM2e (989.4 TFLOP/s, 2.4 TB/s: twice the
-    H200's 206.1 FLOP a byte): the width law's x = 2/3 becomes 2/3 (1 - 0.42 + 0.42 x 2) = 0.94667, and the step
-    1.94667 / 1.66667 = 1.168 times the one without train_bandwidth; on the H200 itself (the reference) nothing
-    changes."""
+    H200's 206.1 FLOP a byte): transformers' 0.75 read on the tiles (x 0.9394) leaves x = 1/(0.75·0.9394) - 1 =
+    0.41935 beyond the GEMMs at d 4,096, twice that at 2,048 (the width law), and of it 0.42 streams twice as long:
+    the step (1 + 1.42 x) / (1 + x) = 1.1916 times the one without train_bandwidth; on the H200 itself (the
+    reference) nothing changes. The rule alone (no tiles, d 4,096): 0.75's x = 1/3 becomes 1/3 x 1.42 = 0.47333."""
     assert float(efficiency.train_factor("0.75", 4096, Fraction(9894, 24))) == pytest.approx(1 / (1 + 0.47333333), rel=1e-6)
     opts = dict(seq=4096, batch=4, engine="hf")
     card = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
     ref = _time("llama3.2-1b", gpu="h200", **opts)["expected"]["training_step_s"]
     monkeypatch.delitem(efficiency.data(), "train_bandwidth")
     flat = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
-    assert card / flat == pytest.approx((1 + 2 / 3 * 1.42) / (1 + 2 / 3), rel=1e-9)
+    x = 2 * (1 / (0.75 * 0.9394) - 1)
+    assert card / flat == pytest.approx((1 + x * 1.42) / (1 + x), rel=1e-9)
     assert ref == _time("llama3.2-1b", gpu="h200", **opts)["expected"]["training_step_s"]
 
 
@@ -368,19 +371,78 @@ def test_batched_graph_decode_steps_on_the_h200(row):
 # --- the second H200 run: held out (symllm's predictions were written before it ran) ------------------------
 
 SECOND = json.loads((ROOT / "docs" / "data" / "h200-2026-11-28-second.json").read_text())
+# --- causal attention on its kernel's tiles (FlashAttention-2: flash_fwd_launch_template.h, flash_fwd_kernel.h) ---
+
+def test_causal_tiles_by_hand():
+    """FlashAttention-2's forward at head width 128 runs tiles of 128 queries x 64 keys; query block m runs key
+    blocks 0 .. ceil(((m+1)·128 + t)/64) - 1 (at most all of them). 8,192 tokens: 64 query blocks of 2(m+1) tiles,
+    64·65 = 4,160 tiles of 8,192 pairs = s²/2 + 64·s. A prefix of 100 cached keys: one query block of 128 runs
+    ceil(228/64) = 4 tiles. Head width 64: 128 x 128 tiles; 200 tokens are query blocks of 1 and 2 tiles (padded)."""
+    assert tiles.causal_tiles(8192) == 4160 * 128 * 64 == 8192 ** 2 // 2 + 64 * 8192
+    assert tiles.causal_tiles(128, 100) == 4 * 128 * 64
+    assert tiles.causal_tiles(200, 0, efficiency.tile(64)) == 3 * 128 * 128
+    assert tiles.causal_tiles(100, 0, efficiency.tile(256)) == 2 * 128 * 64  # wider heads: d128's tiles; ceil(128/64) blocks
+
+
+@given(st.integers(1, 5000), st.integers(0, 5000), st.sampled_from([(128, 64), (128, 128), (64, 64), (256, 64)]))
+def test_causal_tiles_is_the_kernels_loop(s, t, tile):
+    """The closed form (exact at any size) against the kernel's own loop, block by block: query block m runs key
+    blocks up to min(n_block_max, ceil(((m+1)·kBlockM + seqlen_k - seqlen_q)/kBlockN)) (flash_fwd_kernel.h)."""
+    bm, bn = tile
+    n_block_max = -(-(t + s) // bn)
+    blocks = sum(min(n_block_max, -(-((m + 1) * bm + (t + s) - s) // bn)) for m in range(-(-s // bm)))
+    assert tiles.causal_tiles(s, t, tile) == blocks * bm * bn
+
+
+def test_prefill_attention_keeps_the_measured_points():
+    """At a measured length (8,192) the attention table read on the tiles gives the measured time: 0.588 of the
+    peak on the s(s+1)/2 pairs is 0.588 x 34,078,720 / 33,558,528 on the tiles' pairs."""
+    assert efficiency.attention_prefill(8192, tiles=True) == pytest.approx(0.588 * 34078720 / 33558528, rel=1e-12)
+    assert efficiency.attention_prefill(2048, 64, tiles=True) == pytest.approx(0.196 * (2048 ** 2 // 2 + 64 * 2048)
+                                                                 / (2048 * 2049 // 2), rel=1e-12)
+
+
+def test_expected_time_does_not_depend_on_the_flop_convention():
+    """--attention dense and causal count different FLOPs (the bound and the counts keep them), but the kernel
+    does the same work: the expected prefill (at an unmeasured length) and training step are the same."""
+    for seq in (3000, 8192):
+        dense = _time("llama3.1-8b", gpu="h200", seq=seq, recompute=True)
+        causal = _time("llama3.1-8b", gpu="h200", seq=seq, recompute=True, attention="causal")
+        assert dense["training_step_s"] > causal["training_step_s"]  # the bound keeps the convention
+        for key in ("prefill_compute_s", "training_step_s"):
+            assert dense["expected"][key] == pytest.approx(causal["expected"][key], rel=1e-12), (seq, key)
+
+
+def test_a_training_step_runs_its_attention_core_on_the_tiles():
+    """llama3.1-8b, one sequence of 8,192 tokens trained by transformers on one H200 with full recomputation (no
+    communication, no bubble). Forward FLOPs a token: the linears and the head 2 x 7,504,658,432 (32 layers of 2·4096·128·40 +
+    3·4096·14336 weights, the head 4096 x 128,256), the core 4·32·4096 per key; on the tiles each token sees
+    (s²/2 + 64·s)/s keys, not s. Four forwards' worth (the recomputed one too), at 0.711 (the GEMM table at 16,384 rows) x 0.75 x 0.9394
+    (transformers' factor on the tiles, d 4,096: no width scaling) x 989.4 TFLOP/s."""
+    s = 8192
+    linear = 2 * (32 * (2 * 4096 * 128 * 40 + 3 * 4096 * 14336) + 4096 * 128256)
+    assert linear == 15_009_316_864
+    flops = 4 * s * (linear + 4 * 32 * 4096 * (s * s // 2 + 64 * s) / s)
+    step = flops / (0.711 * 0.75 * 0.9394 * 989.4e12)
+    e = _time("llama3.1-8b", gpu="h200", seq=s, engine="hf", recompute=True)["expected"]
+    assert e["training_step_s"] == pytest.approx(step, rel=1e-9)
+
+
 PREDICTED = json.loads((ROOT / "benchmarks" / "h200-second-run-predictions.json").read_text())["rows"]
 
 
 def test_held_out_predictions_were_symllms(monkeypatch):
     """The predictions written before the second run are what symllm still predicts for the graph-replayed
-    decode steps (no figure they depend on was changed after the run), and for the training steps with the one
-    mechanism added after it switched off: train_width (a train_factor that grows with the model's width, read
+    decode steps (no figure they depend on was changed after the run), and for the training steps with the
+    mechanisms added after it switched off: the attention core timed on its kernel's tiles (attention_tiles)
+    and train_width (a train_factor that grows with the model's width, read
     off the first run's two widths; the second run's steps check it, test_held_out_training_steps)."""
     for row in PREDICTED:
         if row["section"] == "graph_decode":
             e = _time(row["model"], gpu="h200", seq=row["context"], batch=row["b"], engine="torch")["expected"]
             assert e["decode_token_s"] == pytest.approx(row["decode_token_s"], rel=1e-9)
     monkeypatch.delitem(efficiency.data(), "train_width")
+    monkeypatch.delitem(efficiency.data(), "attention_tiles")  # added after the run too: the core on its tiles
     for row in PREDICTED:
         if row["section"] == "train":
             e = _time(row["model"], gpu="h200", seq=row["s"], batch=row["b"], engine="hf")["expected"]

@@ -24,22 +24,25 @@ def test_megatron_fp8_runs_the_layers_linears_only_at_the_fp8_peak():
     """Llama 3.1 8B on one H100 SXM (memory widened so the step fits, nothing sent), one 8,192-token sequence,
     --engine megatron --compute-dtype fp8, by hand: the blocks' linears, 3 x 2·8192·32·(4096·(4096 + 2·1024) +
     4096·4096 + 3·4096·14336) FLOPs, at the fp8 GEMM table and peak (1,978.9 TFLOP/s); the attention core
-    (3 x 4·32·128·8192²·32, the whole rectangle) and the output head (3 x 2·8192·4096·128256) at bf16's
-    (989.4 TFLOP/s); both at Megatron's train_factor 0.8 on the H100 SXM's memory (its x = 1/4 beyond the GEMMs,
-    of which 0.42 streams 4,800/3,350 times as long as on the H200: train_bandwidth); plus FP8 current scaling's quantization of each
+    (3 x 4·32·128·(8192²/2 + 64·8192)·32: the pairs of the causal kernel's 128 x 64 tiles) and the output head
+    (3 x 2·8192·4096·128256) at bf16's (989.4 TFLOP/s); both at Megatron's train_factor 0.8 read on the tiles
+    (x 0.9394, attention_tiles.train_basis) and on the H100 SXM's memory (its x = 1/(0.8·0.9394) - 1 beyond the
+    GEMMs, of which 0.42 streams 4,800/3,350 times as long as on the H200: train_bandwidth); plus FP8 current
+    scaling's quantization of each
     linear's input in forward (4096 + 4096 + 4096 + 14336 = 26,624 elements a row and layer) and of its output's
     gradient in backward ((4096 + 2·1024) + 4096 + 2·14336 + 4096 = 43,008), 6 bytes an element on Hopper at
     0.88 of 3.35 TB/s. NeMo runs Megatron-Core: the same step."""
     from symllm.costs.efficiency import gemm
     t, layers = 8192, 32
     linears = 3 * 2 * t * layers * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)
-    core, head = 3 * 4 * 32 * 128 * t * t * layers, 3 * 2 * t * 4096 * 128256
+    core, head = 3 * 4 * 32 * 128 * (t * t // 2 + 64 * t) * layers, 3 * 2 * t * 4096 * 128256
     fp8 = gemm("fp8", 16384, "h100-sxm") * 1_978_900_000_000_000
     bf16 = gemm("bf16", 16384, "h100-sxm") * 989_400_000_000_000
     forward, backward = 4096 + 4096 + 4096 + 14336, (4096 + 2 * 1024) + 4096 + 2 * 14336 + 4096
     assert (forward, backward) == (26624, 43008)
     cast = Fraction(t * layers * (forward + backward) * 6) / (Fraction(88, 100) * 3_350_000_000_000)
-    factor = 1 / (1 + Fraction(1, 4) * (1 - Fraction(42, 100) + Fraction(42, 100) * Fraction(4800, 3350)))
+    x = 1 / (Fraction(4, 5) * Fraction("0.9394")) - 1
+    factor = 1 / (1 + x * (1 - Fraction(42, 100) + Fraction(42, 100) * Fraction(4800, 3350)))
     hand = (Fraction(linears) / (fp8 * factor) + Fraction(core + head) / (bf16 * factor) + cast)
     opts = dict(gpu="h100-sxm", gpu_memory=1000, batch=1, seq=t, compute_dtype="fp8")
     for engine in ("megatron", "nemo"):

@@ -311,10 +311,10 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: rows (memory's worst is now vLLM V0's RTX 3090 cache at 29,000 tokens, +9.1%; vLLM V1's Qwen3-235B TP4 cache,
 #: +88% before vLLM V1's dummy sampler run and its NCCL communicators were counted, is +2.6%; inference's is
 #: vLLM of October 2023 on four PCIe A100s, +78% (+85% before its Ray round trip and its eager all-reduces'
-#: launches were counted); training's is Megatron-Bridge's dropless Qwen3-30B-A3B, and the held-out MoE rows of
-#: its 26.02 container, Qwen3-30B-A3B in another layout and GPT-OSS-120B, say the shortfall is the
-#: mixtures', not one layout's; training's median fell from 12.2% when train_bandwidth read the share of a step
-#: beyond its GEMMs that streams memory at each card's bandwidth):
+#: launches were counted); training's is Megatron-Bridge's dropless Qwen3-30B-A3B, +148% (+132% before the attention
+#: core ran on its causal kernel's tiles: its core is a large share of its FLOPs), and the held-out MoE rows of
+#: its 26.02 container, Qwen3-30B-A3B in another layout +143% and GPT-OSS-120B +41%, say the shortfall is the
+#: mixtures', not one layout's; the training median is 10.2%, 12.3% before the tiles):
 #: docs/efficiency.md says which rows and why)
-MEDIAN, WORST = 0.10, 1.33
-BOUNDS = {"inference": (0.06, 0.78), "serving": (0.12, 0.30), "memory": (0.06, 0.10), "training": (0.13, 1.33)}
+MEDIAN, WORST = 0.10, 1.48
+BOUNDS = {"inference": (0.06, 0.78), "serving": (0.12, 0.30), "memory": (0.06, 0.10), "training": (0.11, 1.48)}

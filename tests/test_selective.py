@@ -196,21 +196,23 @@ def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
     float8.py: module_filter_fn fqn != "output"): on one H100 SXM (memory widened so the step fits, nothing
     sent) a Llama 3.1 8B step of 8,192 tokens runs its blocks' linears, 3 x 2·8192·32·(4096·(4096 + 2·1024) +
     4096·4096 + 3·4096·14336) FLOPs, at the fp8 GEMM table and peak (1,978.9 TFLOP/s), and the attention core
-    (3 x 4·32·128·8192²·32, the whole rectangle) and the head (3 x 2·8192·4096·128256) at bf16's (989.4),
-    each at torchtitan's train_factor 0.75. DeepSpeed's engine (no such filter, no FP8 recipe's cast passes)
-    runs all of it at fp8, at its train_factor 0.7. Both factors on the H100 SXM's memory: their time beyond the
-    GEMMs (1/3 and 3/7 of it) has 0.42 streaming 4,800/3,350 times as long as on the H200 (train_bandwidth)."""
+    (3 x 4·32·128·(8192²/2 + 64·8192)·32: the pairs of the causal kernel's 128 x 64 tiles) and the head
+    (3 x 2·8192·4096·128256) at bf16's (989.4), each at torchtitan's train_factor 0.75. DeepSpeed's engine (no
+    such filter, no FP8 recipe's cast passes) runs all of it at fp8, at its train_factor 0.7. Each factor is
+    read on the tiles (x 0.9394, attention_tiles.train_basis) and on the H100 SXM's memory: its time beyond the
+    GEMMs has 0.42 streaming 4,800/3,350 times as long as on the H200 (train_bandwidth)."""
     from fractions import Fraction
     from symllm.costs.efficiency import gemm
     t, layers = 8192, 32
     linears = 3 * 2 * t * layers * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)
-    core, head = 3 * 4 * 32 * 128 * t * t * layers, 3 * 2 * t * 4096 * 128256
+    core, head = 3 * 4 * 32 * 128 * (t * t // 2 + 64 * t) * layers, 3 * 2 * t * 4096 * 128256
+    basis = Fraction("0.9394")
     fp8, bf16 = gemm("fp8", 16384, "h100-sxm") * 1_978_900_000_000_000, gemm("bf16", 16384, "h100-sxm") * 989_400_000_000_000
     opts = dict(gpu="h100-sxm", gpu_memory=1000, batch=1, seq=t, compute_dtype="fp8")
     titan = symllm.workload("llama3.1-8b", engine="torchtitan", **opts)["time"]["expected"]["training_step_s"]
     other = symllm.workload("llama3.1-8b", engine="deepspeed", **opts)["time"]["expected"]["training_step_s"]
     memory = 1 - Fraction(42, 100) + Fraction(42, 100) * Fraction(4800, 3350)
-    f_titan, f_other = 1 / (1 + Fraction(1, 3) * memory), 1 / (1 + Fraction(3, 7) * memory)
+    f_titan, f_other = (1 / (1 + (1 / (f * basis) - 1) * memory) for f in (Fraction(3, 4), Fraction(7, 10)))
     assert titan == pytest.approx(float(Fraction(linears) / (fp8 * f_titan)
                                         + Fraction(core + head) / (bf16 * f_titan)), rel=1e-12)
     assert other == pytest.approx(float(Fraction(linears + core + head) / (fp8 * f_other)), rel=1e-12)

@@ -217,3 +217,31 @@ def test_moe_workspace_by_hand():
     v1, v0 = serving.capacity("qwen3-235b-a22b", **kw), serving.capacity("qwen3-235b-a22b", engine="vllm-v0", **kw)
     assert v1["moe_workspace"] == 587202560 and v0["moe_workspace"] == 0
     assert v1["activation_peak"] >= v1["moe_workspace"] and v1["kv_tokens"] < v0["kv_tokens"] + 1
+
+
+@pytest.mark.parametrize("engine,gpu,context,expected", [
+    # vLLM V1, 0.9.0 (vllm/engine/arg_utils.py, _set_default_args_v1): "device_memory >= 70 * GiB_bytes and 'a100'
+    # not in device_name" -> OPENAI_API_SERVER 8192, else 2048; device memory as torch reports it
+    ("vllm", "h100-sxm", 4096, 8192),    # 79.18 GiB, not an A100
+    ("vllm", "h200", 4096, 8192),        # 139.80 GiB
+    ("vllm", "a100-80gb", 4096, 2048),   # 80 GB, but an A100 (PR #17885)
+    ("vllm", "l40s", 4096, 2048),        # 48 GB < 70 GiB
+    ("vllm", "rtx3090", 4096, 2048),     # 23.58 GiB
+    # V1 of 0.7.3 (_override_v1_engine_args): "h100" or "h200" in the device name -> 8192, else 2048
+    ("vllm-v1-0.7", "h100-sxm", 4096, 8192),
+    ("vllm-v1-0.7", "mi300x", 4096, 2048),
+    # V0 (0.8.5 vllm/config.py SchedulerConfig): max(max_model_len, 2048) without chunked prefill, 2048 with it,
+    # which V0 turns on past a max_model_len of 32768
+    ("vllm-v0", "rtx3090", 20000, 20000),
+    ("vllm-v0", "rtx3090", 1000, 2048),
+    ("vllm-v0", "h100-sxm", 32769, 2048),
+    ("trtllm", "a100-80gb", 4096, 8192),  # other engines: unchanged
+])
+def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, context, expected):
+    """`vllm serve`'s max_num_batched_tokens where none is given, by engine, card and context (read in vLLM's
+    0.7.3, 0.8.5 and 0.9.0 wheels); capacity profiles that many tokens."""
+    assert serving.default_max_num_batched_tokens(gpu, engine, context) == expected
+    r = serving.capacity("llama3.2-1b", gpu=gpu, engine=engine, seq=context - 1, gen=1)
+    assert r["max_num_batched_tokens"] == expected
+    given = serving.capacity("llama3.2-1b", gpu=gpu, engine=engine, seq=context - 1, gen=1, max_num_batched_tokens=4096)
+    assert given["max_num_batched_tokens"] == 4096

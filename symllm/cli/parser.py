@@ -327,7 +327,8 @@ def _count_args(p) -> None:
     s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
                    help="share of GPU memory vLLM may use (default 0.9)")
     s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
-                   help="tokens of vLLM's profile run, whose activation peak is reserved (default 8192)")
+                   help="tokens of vLLM's profile run, whose activation peak is reserved (default: the "
+                        "--engine's for the card: vLLM's 8192 at 70 GiB or more but an A100, else 2048)")
     s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "

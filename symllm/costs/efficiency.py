@@ -9,8 +9,10 @@ each figure with its source:
   (bf16 and fp8 tables, measured on an H200), scaled on another card by its published Maximum Achievable
   Matmul FLOPS efficiency over the H200's (``gemm_cards``; 1 where it has none: :func:`card_scale`); below the
   table's first ``M`` a product is bound by its weights' bytes.
-* **The attention core** of a prefill reaches ``η_attn(s)`` of the bf16 peak on its causal FLOPs (the
-  unmasked pairs: FlashAttention skips the masked blocks), measured by head width. Under the ``eager`` and
+* **The attention core** of a prefill runs the pairs of a causal FlashAttention-2 kernel's tiles
+  (:func:`symllm.costs.tiles.causal_tiles`: the blocks the mask hides whole are skipped, the diagonal's run
+  whole; whatever the workload's FLOP convention) at ``η_attn(s)`` of the bf16 peak, measured by head width on
+  the unmasked pairs and read on the tiles (:func:`attention_prefill`'s ``tiles``); a training step's core runs its tiles too. Under the ``eager`` and
   ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at GEMM efficiency, or its
   scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the slower.
 * **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; a decode step runs each kernel at its
@@ -44,7 +46,8 @@ each figure with its source:
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
 * **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer),
-  an engine's figure at the width ``train_width.d`` where it was measured; at width ``d`` the time beyond the
+  an engine's figure at the width ``train_width.d`` where it was measured, read on the attention core's tiles
+  (``attention_tiles.train_basis``: the figures were read against the whole rectangle's FLOPs); at width ``d`` the time beyond the
   GEMMs, relative to theirs, scales as ``train_width.d / d`` (memory-bound passes over ``d``-wide activations
   against GEMM FLOPs in ``d²``: :func:`train_factor`), and the share of it that streams memory
   (``train_bandwidth``, measured on an H100 and an H200) as the card's bf16 peak over its bandwidth against the
@@ -75,7 +78,7 @@ from pathlib import Path
 from symllm.errors import SymllmError
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill",
+__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill", "tile",
            "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
            "allreduce_s", "collective", "alltoall_s", "ray_step_s", "moe_training_s", "fp8_quantize_s", "expected",
            "seconds"]
@@ -187,15 +190,28 @@ def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
     return base * len(ks) / sum(loss(k) for k in ks)
 
 
-def attention_prefill(s, head_dim: int = 128) -> Fraction:
+def attention_prefill(s, head_dim: int = 128, tiles: bool = False) -> Fraction:
     """``η_attn``: the fraction of the bf16 dense peak the causal attention core of a prefill of ``s``
-    tokens reaches (the measured head width nearest ``head_dim``).
+    tokens reaches (the measured head width nearest ``head_dim``), on its unmasked pairs; ``tiles``: on the
+    pairs of the kernel's tiles (:func:`symllm.costs.tiles.on_tiles`, ``attention_tiles``' blocks).
 
-    >>> float(attention_prefill(8192)), float(attention_prefill(8192, 64))
-    (0.588, 0.392)
+    >>> float(attention_prefill(8192)), float(attention_prefill(8192, 64)), round(float(attention_prefill(8192, tiles=True)), 4)
+    (0.588, 0.392, 0.5971)
     """
+    from symllm.costs.tiles import on_tiles
     t = data()["attention_prefill"]
-    return _interpolate(t["d64"] if head_dim <= 96 else t["d128"], max(1, s))
+    width = 64 if head_dim <= 96 else 128
+    table = t[f"d{width}"]
+    return _interpolate(on_tiles(table, tile(width)) if tiles else table, max(1, s))
+
+
+def tile(head_dim: int) -> tuple[int, int]:
+    """FlashAttention-2's forward tile (block_m, block_n) at ``head_dim`` (``attention_tiles``).
+
+    >>> tile(128), tile(64)
+    ((128, 64), (128, 128))
+    """
+    return tuple(data()["attention_tiles"]["d64" if head_dim <= 64 else "d128"])
 
 
 def stream(weight_dtype: str = "bf16", kind: str | None = None, dequant: dict | None = None) -> Fraction:
@@ -542,7 +558,14 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     core = parts["prefill_core_flops"]
     gemm_s = gemms(parts["prefill_flops"] - core, parts.get("prefill_expert_flops", 0),
                    min(rows, serve["ubatch"]) if serve.get("ubatch") else rows, fast16 or peak)
-    attn_s = parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, parts["head_dim"]) * peak) if core else 0
+    # the attention core: the pairs of the kernel's tiles (masked blocks skipped, diagonal blocks whole) at the
+    # measured efficiency read on those pairs
+    # (without attention_tiles in efficiency.json: the unmasked pairs at the table as measured)
+    from symllm.costs.tiles import causal_tiles
+    tiled, heads = "attention_tiles" in data(), parts["head_dim"]
+    tiles = Fraction(causal_tiles(work.seq, 0, tile(heads)), parts["core_pairs"]) if core and tiled else 0
+    attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * peak) if tiled else
+               parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * peak)) if core else 0)
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
         attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * peak),
@@ -573,9 +596,15 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     out["decode_token_s"] = seconds(decode)
     out["tokens_per_s"] = seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
-    # the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
-    factor = train_factor(train["train_factor"], parts.get("d"),
+    # the engines' train_factor, read against the dense rectangle's FLOPs, on the kernel's tile work; its time
+    # beyond the GEMMs on the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
+    basis = _x(data()["attention_tiles"]["train_basis"]) if tiled else 1
+    factor = train_factor(_x(train["train_factor"]) * basis, parts.get("d"),
                           Fraction(parts.get("bf16_peak") or peak) / bandwidth if bandwidth else None)
+    # the attention core's FLOPs the kernel skips (the workload's convention less its tiles' pairs)
+    # (eager stacks compute the whole rectangle)
+    skipped = (Fraction(parts.get("training_core_flops", 0)) * (1 - tiles)
+               if parts["prefill_core_flops"] and tiled and work.stack not in ("eager", "hf-eager") else Fraction(0))
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
     comm = parts["comm"]
@@ -602,9 +631,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                                 recompute=work.recompute == "full")
     # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
     # head (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
-    bf16 = (Fraction(parts.get("training_bf16_flops", 0))
+    bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - skipped
             if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
-    compute_s = (Fraction(parts["training_flops"] - experts - bf16) / (gemm(compute, 16384, rated) * factor * peak)
+    compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)

@@ -34,7 +34,8 @@ Conventions (each an estimate of what vLLM measures, not derives):
   vendor's "GB" read as GiB; ``--gpu-memory`` sets it);
 * weights: the workload's weights per GPU (``--dtype`` or ``--weight-format``, :mod:`symllm.costs.formats`);
 * activation peak: what the profile run holds above weights and KV cache: one prefill of
-  ``max_num_batched_tokens`` tokens (vLLM V1's profile run; 8192 is ``vllm serve``'s default on an H100) in the
+  ``max_num_batched_tokens`` tokens (vLLM V1's profile run; where none is given the engine's default for the card:
+  8192 on an H100, 2048 on an A100 or a card under 70 GiB, :func:`default_max_num_batched_tokens`) in the
   fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1 with the
   engine's ``profile_logits``, whatever the workload's ``--logits``: vLLM's forward computes no logits, its
   V0 engine each dummy prompt's last position's; every position's for an engine that names none), or, where
@@ -66,14 +67,14 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "capacity", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
-#: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` 8192 (``vllm serve``),
-#: ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.efficiency.engine`, with its NCCL
+#: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
+#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.efficiency.engine`, with its NCCL
 #: communicators at ``--tp`` above 1: :func:`nccl_bytes`); ``max_num_seqs`` None: ``vllm serve``'s for the card
 #: (:func:`default_max_num_seqs`)
-DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": 8192, "block_size": 16,
+DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": None, "block_size": 16,
             "non_torch": None, "max_num_seqs": None}
 
 #: the GPU memory from which ``vllm serve`` raises its defaults, and the card it keeps on the small ones
@@ -94,6 +95,43 @@ def default_max_num_seqs(gpu) -> int:
     card = accelerators.gpu(gpu)
     large = card.usable >= LARGE_CARD_GIB * 2 ** 30 and "a100" not in card.name.lower()
     return LARGE_CARD_SEQS if large else SMALL_CARD_SEQS
+
+
+#: ``vllm serve``'s ``max_num_batched_tokens`` where the user gives none, by engine (read in the wheels,
+#: 2026-11-28): V1 since 0.9.0 (vllm/engine/arg_utils.py, ``_set_default_args_v1``, 0.9.0: "device_memory >= 70 *
+#: GiB_bytes and 'a100' not in device_name" -> OPENAI_API_SERVER 8192, else 2048; 0.8.5 has no A100 exception;
+#: the LLM class takes 16384 and 8192); V1 of 0.7.3 (``_override_v1_engine_args``: "h100" or "h200" in the device
+#: name -> 8192, else 2048); V0 (0.8.5 vllm/config.py, ``SchedulerConfig.__post_init__``: max(max_model_len, 2048)
+#: without chunked prefill, 2048 with it, which ``_set_default_args_v0`` turns on past a max_model_len of 32,768)
+SERVE_BATCHED_TOKENS, SMALL_BATCHED_TOKENS, CHUNKED_PAST = 8192, 2048, 32768
+
+
+def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int = 0) -> int:
+    """The engine's ``max_num_batched_tokens`` where the user gives none (:data:`SERVE_BATCHED_TOKENS`' source):
+    ``vllm`` (V1, 0.9 on) 8192 on a card of at least 70 GiB that is not an A100, else 2048; ``vllm-v1-0.7``
+    8192 on an H100 or H200 by name, else 2048; ``vllm-v0`` ``max(context, 2048)`` up to a context (vLLM's
+    ``max_model_len``) of 32,768, 2048 past it (chunked prefill); any other engine 8192. ``gpu`` a catalogue
+    name or a :class:`symllm.costs.accelerators.GPU`.
+
+    >>> [default_max_num_batched_tokens(g) for g in ("h100-sxm", "h200", "a100-80gb", "l40s", "rtx3090")]
+    [8192, 8192, 2048, 2048, 2048]
+    >>> default_max_num_batched_tokens("a100-80gb", "vllm-v1-0.7"), default_max_num_batched_tokens("mi300x", "vllm-v1-0.7")
+    (2048, 2048)
+    >>> default_max_num_batched_tokens("rtx3090", "vllm-v0", 20000), default_max_num_batched_tokens("h100-sxm", "vllm-v0", 131072)
+    (20000, 2048)
+    """
+    from symllm.costs import accelerators
+    from symllm.costs.efficiency import engine as conventions
+    card, name = accelerators.gpu(gpu), conventions(engine, "inference")["name"]
+    if name == "vllm":
+        large = card.usable >= LARGE_CARD_GIB * 2 ** 30 and "a100" not in card.name.lower()
+    elif name == "vllm-v1-0.7":
+        large = any(chip in card.name.lower() for chip in ("h100", "h200"))
+    elif name == "vllm-v0":
+        return SMALL_BATCHED_TOKENS if context > CHUNKED_PAST else max(context, SMALL_BATCHED_TOKENS)
+    else:
+        return SERVE_BATCHED_TOKENS
+    return SERVE_BATCHED_TOKENS if large else SMALL_BATCHED_TOKENS
 
 
 def model_config(config):
@@ -202,7 +240,7 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
 
 
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
-             max_num_batched_tokens: int = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
+             max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
              max_num_seqs=DEFAULTS["max_num_seqs"], **options) -> dict:
     """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
@@ -235,10 +273,12 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         # DeepSeek Sparse Attention indexer's per-token keys, indexer_bytes_per_token, are not DeepSeek-V4's)
         raise SymllmError("serve: vLLM's paging of DeepSeek-V4's compressed caches is not modelled")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
-    integer("max_num_batched_tokens", max_num_batched_tokens)
     integer("block_size", block_size)
     from symllm.costs import efficiency
     conventions = efficiency.engine(work.engine, "inference")
+    if max_num_batched_tokens is None:  # the engine's default for the card and the context
+        max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
+    integer("max_num_batched_tokens", max_num_batched_tokens)
     nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
         nccl = nccl_bytes(conventions, work.tp)
