@@ -397,17 +397,14 @@ def _held_for_backward(model, ids) -> int:
     return sum(held.values())
 
 
-def _saved_without_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
-    """``(torch's, symllm's)`` bytes held for backward by a training forward over ``b × s`` random tokens (fp32,
-    CPU) of everything but the mixture of experts: transformers' eager model with each layer's ``mlp`` replaced by a
-    doubling of its input (which saves nothing and returns a new tensor, as the experts' sum does), and symllm's
-    eager stack less its ``moe`` components (their saved is DeepSeek-V3's convention, not measured here; they own
-    the normed input the router and experts read)."""
+def _without_the_experts(raw: dict):
+    """transformers' eager DeepSeek-V4 of ``raw`` (seed 0) with each layer's mixture of experts replaced by a
+    doubling of its input (which saves nothing and returns a new tensor, as the experts' sum does)."""
     torch = requires("torch")
     transformers = requires("transformers")
     torch.manual_seed(0)
     config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
-    model = transformers.AutoModelForCausalLM.from_config(config).train()
+    model = transformers.AutoModelForCausalLM.from_config(config)
 
     class Doubled(torch.nn.Module):
         def forward(self, hidden_states, input_ids=None):
@@ -415,6 +412,17 @@ def _saved_without_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
 
     for layer in model.model.layers:
         layer.mlp = Doubled()
+    return model
+
+
+def _saved_without_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` bytes held for backward by a training forward over ``b × s`` random tokens (fp32,
+    CPU) of everything but the mixture of experts: transformers' eager model with each layer's ``mlp`` replaced by a
+    doubling of its input (which saves nothing and returns a new tensor, as the experts' sum does), and symllm's
+    eager stack less its ``moe`` components (their saved is DeepSeek-V3's convention, not measured here; they own
+    the normed input the router and experts read)."""
+    torch = requires("torch")
+    model = _without_the_experts(raw).train()
     measured = _held_for_backward(model, torch.randint(0, raw["vocab_size"], (b, s)))
     cfg = from_hf(raw)
     mdl = symllm.model_for(cfg)
@@ -487,15 +495,8 @@ def _working_set_case(raw: dict, b: int, s: int) -> tuple[int, int]:
     doubling, as in :func:`_saved_without_the_experts`), and symllm's eager working set (``inference_peak`` less
     the weights and caches: the resident streams plus the largest live candidate)."""
     torch = requires("torch")
-    transformers = requires("transformers")
     from .conftest import live_peak
-    torch.manual_seed(0)
-    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
-
-    class Doubled(torch.nn.Module):
-        def forward(self, hidden_states, input_ids=None):
-            return hidden_states * 2.0
+    model = _without_the_experts(raw).eval()
 
     class Prefill(torch.nn.Module):
         def __init__(self):
@@ -505,8 +506,6 @@ def _working_set_case(raw: dict, b: int, s: int) -> tuple[int, int]:
         def forward(self, ids):
             return self.model(ids, use_cache=False, logits_to_keep=1)
 
-    for layer in model.model.layers:
-        layer.mlp = Doubled()
     measured = live_peak(Prefill(), torch.randint(0, raw["vocab_size"], (b, s)))
     cfg = from_hf(raw)
     mdl = symllm.model_for(cfg)

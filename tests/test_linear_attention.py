@@ -297,13 +297,9 @@ def test_saved_activations_equal_transformers_saved_tensors(kind, data, b, s, dt
     assert measured == ours + (_unrepeated(raw, b, s) if dtype == "fp32" else 0)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
-@pytest.mark.parametrize("kind", ["qwen3_next", "qwen3_5_text"])
-def test_saved_activations_at_published_head_widths(kind, dtype):
-    """At the published checkpoints' head widths (``d_gk = d_gv = 128``, 2 key heads grouping 4 value heads
-    each, as Qwen3-Next's 16 of 32 and Qwen3.5's 16 of 48 do), over 2 sequences of 600 tokens (10 chunks, the
-    last padded), symllm's saved bytes are what torch holds for backward exactly, in bf16 and in fp32 (with
-    grouped heads no ``.float()`` view is shared: :func:`_unrepeated` is 0)."""
+def _published_heads(kind: str) -> dict:
+    """One Gated DeltaNet layer of ``kind`` (``qwen3_next`` or ``qwen3_5_text``) at the published checkpoints'
+    head widths (``d_gk = d_gv = 128``, 2 key heads grouping 4 value heads), everything else tiny."""
     raw = {"model_type": kind, "vocab_size": 10, "hidden_size": 64, "num_hidden_layers": 1,
            "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 4,
            "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 128,
@@ -312,6 +308,17 @@ def test_saved_activations_at_published_head_widths(kind, dtype):
     if kind == "qwen3_next":
         raw.update(num_experts=0, num_experts_per_tok=1, moe_intermediate_size=4, shared_expert_intermediate_size=4,
                    decoder_sparse_step=1, mlp_only_layers=[])
+    return raw
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("kind", ["qwen3_next", "qwen3_5_text"])
+def test_saved_activations_at_published_head_widths(kind, dtype):
+    """At the published checkpoints' head widths (``d_gk = d_gv = 128``, 2 key heads grouping 4 value heads
+    each, as Qwen3-Next's 16 of 32 and Qwen3.5's 16 of 48 do), over 2 sequences of 600 tokens (10 chunks, the
+    last padded), symllm's saved bytes are what torch holds for backward exactly, in bf16 and in fp32 (with
+    grouped heads no ``.float()`` view is shared: :func:`_unrepeated` is 0)."""
+    raw = _published_heads(kind)
     measured, ours = _saved_case(raw, 2, 600, dtype)
     assert _unrepeated(raw, 2, 600) == 0 and ours == measured
 
@@ -397,14 +404,7 @@ def test_working_set_at_published_head_widths(kind, b, s):
     transients, the keys' decay and Qwen3-Next's copies of z, b and a, symllm read 12-13% low for Qwen3-Next
     here (40565760 of 46232064 bytes at b = 2, s = 600) and 4-6% high for Qwen3.5 (it held in_proj_qkv's
     output, which the convolution's output replaces)."""
-    raw = {"model_type": kind, "vocab_size": 10, "hidden_size": 64, "num_hidden_layers": 1,
-           "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 4,
-           "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 128,
-           "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "tie_word_embeddings": False,
-           "rms_norm_eps": 1e-6, "layer_types": ["linear_attention"]}
-    if kind == "qwen3_next":
-        raw.update(num_experts=0, num_experts_per_tok=1, moe_intermediate_size=4, shared_expert_intermediate_size=4,
-                   decoder_sparse_step=1, mlp_only_layers=[])
+    raw = _published_heads(kind)
     measured, ours = _working_set_case(raw, b, s)
     assert ours == measured
 
