@@ -543,7 +543,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
-    calls = 2 * layers + 1 if tp_link else 0  # a layer's two all-reduces and the logits' gather
+    reduces = 2 * layers + 1  # a step's all-reduces: a layer's two and the logits' gather
+    calls = reduces if tp_link else 0  # what the host launches of them
 
     rows = work.batch * work.seq
     # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
@@ -573,7 +574,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]), calls,
-                         allreduce_s(2 * layers + 1, parts["prefill_tp_bytes"], tp_link, serve))
+                         allreduce_s(reduces, parts["prefill_tp_bytes"], tp_link, serve))
                + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]) + control)
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
     # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
@@ -589,7 +590,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     gpu_s = (max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
                  weights * gemv / mem)
              + max(core / peak, (moved - weights) / mem))
-    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(2 * layers + 1, parts["decode_tp_bytes"], tp_link, serve))
+    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, parts["decode_tp_bytes"], tp_link, serve))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]) + control)
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)

@@ -535,11 +535,11 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     forward = _model_flops(work, num) / 3
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     model = 3 * work.dp * (forward - (core - causal) * copies)
-    parts.update({"training_bf16_flops": num(f"{max(stages, key=lambda st: num(f'{st}training_flops'))}training_bf16_flops"),
+    trained = max(stages, key=lambda st: num(f"{st}training_flops"))  # the busiest stage
+    parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"),
                   "bf16_peak": gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
     # the pairs a sequence's core counts in the workload's convention (the kernel's tiles replace them in the
     # expected time), and a training step's core: 3 forwards' worth (4 under full recomputation), the busiest stage's
-    trained = max(stages, key=lambda st: num(f"{st}training_flops"))
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
                   "training_core_flops": (4 if work.recompute == "full" else 3) * num(f"{trained}prefill_core_flops")})
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),

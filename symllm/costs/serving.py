@@ -62,6 +62,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import ceil
+from pathlib import PurePath
 
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
@@ -136,12 +137,13 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
 
 def model_config(config):
     """The :class:`~symllm.arch.config.ModelConfig` a serving figure reads: a Spec's, a ModelConfig itself, or a
-    preset's by name (read through :mod:`symllm.arch.resolved`, SymPy's side; the others need none).
+    preset's by name, a JSON path's or a config dict's (read through :mod:`symllm.arch.resolved`, SymPy's side;
+    the others need none).
 
     >>> model_config("llama3.1-8b").n_kv_heads, model_config(model_config("llama3.1-8b")).dim
     (8, 4096)
     """
-    if isinstance(config, str):
+    if isinstance(config, (str, dict, PurePath)):
         from symllm.arch import resolved
         return resolved.resolve(config)
     return getattr(config, "config", config)
@@ -265,10 +267,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
-    if isinstance(config, str):
-        from symllm.arch import resolved
-        config = resolved.spec(config)
-    if getattr(getattr(config, "config", config), "hc_mult", None) is not None:
+    cfg = model_config(config)
+    if getattr(cfg, "hc_mult", None) is not None:
         # its window's keys, compressed entries and compressor buffers: how vLLM pages them is not read here (the
         # DeepSeek Sparse Attention indexer's per-token keys, indexer_bytes_per_token, are not DeepSeek-V4's)
         raise SymllmError("serve: vLLM's paging of DeepSeek-V4's compressed caches is not modelled")
@@ -293,7 +293,6 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
     one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
-    cfg = model_config(config)
     # one rank's share of the cache: the key/value heads it holds (kv_heads_split: one a rank, replicated, past
     # them); a latent attention's is whole on every rank (vLLM's MLA layers cache one latent "head" a token,
     # MLAAttentionSpec(num_kv_heads=1), replicated over the tensor ranks)
