@@ -11,6 +11,9 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``tp`` with tensor-split routed experts (``expert_tp="split"``, the default): ranks that do not divide each
   expert's width (``moe_intermediate_size``): vLLM's and SGLang's ``FusedMoE`` assert
   ``intermediate_size % tp_size == 0``; ``--expert-tp whole`` keeps the experts whole on each rank;
+* ``tp`` on Mamba-2 mixers (Nemotron-H): ranks that do not divide the mixer's heads, or its groups where it has
+  more than one (vLLM's ``MambaMixer2`` asserts both, replicating a single group on every rank; Megatron-Core's
+  ``MambaMixer`` asserts that the ranks divide both: :mod:`symllm.costs.parallel`);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -43,7 +46,7 @@ from typing import Callable, Mapping
 from symllm.errors import SymllmError
 
 __all__ = ["Check", "CHECKS", "check", "check_structure", "past_window", "warn_past_window", "failures",
-           "splits_heads", "model_fields", "workload_fields"]
+           "splits_heads", "model_fields", "mamba_fields", "workload_fields"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,11 @@ def _expert_width_ok(f):
     return f["expert_width"] % f["tp"] == 0
 
 
+def _mamba_ok(f):
+    heads, groups = f.get("mamba_heads"), f.get("mamba_groups")
+    return heads is None or ((heads % f["tp"] == 0) & ((groups % f["tp"] == 0) | (groups == 1)))
+
+
 def _experts_divide_ok(f):
     return f["n_experts"] is None or f["n_experts"] % f["ep"] == 0
 
@@ -103,6 +111,10 @@ CHECKS = (
           lambda f: f"tp: {f['tp']} ranks do not divide the {f['expert_width']} columns of each routed expert of "
                     f"{f['name']} (vLLM, SGLang and Megatron split every expert over the tensor ranks; "
                     "--expert-tp whole keeps them whole)"),
+    Check("tp", ("tp", "mamba_heads", "mamba_groups"), _mamba_ok,
+          lambda f: f"tp: {f['tp']} ranks do not divide the {f['mamba_heads']} Mamba-2 heads of {f['name']}"
+                    if f["mamba_heads"] % f["tp"] else
+                    f"tp: {f['tp']} ranks do not divide the {f['mamba_groups']} Mamba-2 groups of {f['name']}"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
@@ -126,10 +138,22 @@ def model_fields(model) -> dict:
         model = spec(model)
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
                 "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
-                "expert_width": model.hidden_dim if model.n_experts else None}
+                "expert_width": model.hidden_dim if model.n_experts else None, **mamba_fields(model)}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
-            "n_heads": None, "n_kv_heads": None, "expert_width": None}
+            "n_heads": None, "n_kv_heads": None, "expert_width": None, "mamba_heads": None, "mamba_groups": None}
+
+
+def mamba_fields(config) -> dict:
+    """The Mamba-2 mixer's heads and groups :data:`CHECKS` read from a config (a ``ModelConfig`` or a
+    :class:`~symllm.arch.specs.Spec`): None for a model without Mamba-2 mixers (a config holds their sizes only
+    with one: :mod:`symllm.arch.recurrent_sizes`).
+
+    >>> from symllm.arch.resolved import spec
+    >>> mamba_fields(spec("nemotron-h-56b")), mamba_fields(spec("llama3.1-8b"))
+    ({'mamba_heads': 256, 'mamba_groups': 8}, {'mamba_heads': None, 'mamba_groups': None})
+    """
+    return {"mamba_heads": config.mamba_heads, "mamba_groups": config.mamba_groups}
 
 
 def workload_fields(work) -> dict:

@@ -14,6 +14,11 @@ Conventions, stated once (docs/parallel.md):
   :mod:`symllm.costs.checks` refuses it; an ``N_t`` that is a multiple of ``n_kv`` holds one key/value head a
   rank, replicated: these forms at ``n_kv = N_t``, :mod:`symllm.costs.replication`). Per-GPU numbers are tensor
   rank 0's.
+* **Mamba-2 mixers** (Nemotron-H) are split by their heads and groups as vLLM's ``MambaMixer2`` and
+  Megatron-Core's ``MambaMixer`` split them (:data:`_MAMBA`): ``in_proj`` declares ``"merged"`` (its gate, x, B,
+  C and dt rows each split by its own heads or groups), the convolution, ``A_log``, ``D``, ``dt_bias`` and the
+  gated norm ``"heads"`` (split with the rank's heads and groups, no collective), ``out_proj`` row-wise; the
+  state cache, the scan's FLOPs and activations with rank 0's heads and groups.
 * **Pipeline parallelism**: stages of contiguous blocks, ``⌈L/N_p⌉`` on the first ``L mod N_p``
   stages and ``⌊L/N_p⌋`` on the rest (all ``L/N_p`` when ``N_p`` divides ``L``); the embedding on the
   first stage, the final norm and the head on the last (a tied head keeps a copy of the embedding
@@ -140,6 +145,14 @@ def _split(size: sp.Expr) -> sp.Expr:
     return sp.ceiling(size / S.N_t)
 
 
+#: a Mamba-2 mixer's heads (its inner width, SSM state, A_log, D, dt_bias with them) and groups (B, C and their
+#: convolution channels), as vLLM's MambaMixer2 and Megatron-Core's MambaMixer split them: ``n_m/N_t`` heads a
+#: rank (both assert that the ranks divide the heads: :mod:`symllm.costs.checks`), ``n_g/N_t`` groups, or one
+#: group replicated on every rank where ``n_g = 1`` (vLLM's ``extra_groups_for_head_shards``; both refuse any other
+#: ``n_g`` the ranks do not divide): ``⌈n_g/N_t⌉`` either way
+_MAMBA = {S.n_m: _split(S.n_m), S.n_g: _split(S.n_g)}
+
+
 @lru_cache(maxsize=1)
 def _sizes() -> dict:
     """The dimensions tensor parallelism splits, as substitutions in activations, KV cache and FLOPs:
@@ -153,7 +166,9 @@ def _sizes() -> dict:
             # a Gated DeltaNet's heads (vLLM splits them over the ranks; its recurrent states with them)
             S.n_gk: _split(S.n_gk), S.n_gv: _split(S.n_gv),
             # the heads of the layers with their own head shape (LayerKind.heads "own"), of d_ha columns each
-            S.n_ha: _split(S.n_ha * S.d_ha) / S.d_ha, S.n_kva: _split(S.n_kva * S.d_ha) / S.d_ha}
+            S.n_ha: _split(S.n_ha * S.d_ha) / S.d_ha, S.n_kva: _split(S.n_kva * S.d_ha) / S.d_ha,
+            # a Mamba-2 mixer's heads and groups (_MAMBA)
+            **_MAMBA}
 
 
 def _whole(expr: sp.Expr) -> sp.Expr:
@@ -196,8 +211,13 @@ def _sharded(comp: Component, seq: bool, experts: str) -> Component:
         own["params"] = _split_weight(comp) if comp.shape and comp.params != 0 else comp.params.xreplace(sizes)
         if comp.active is not None:
             own["active"] = comp.active.xreplace(sizes)
-    elif split == "heads":  # one number per query head, Shard(0): rank 0 holds ⌈n_h/N_t⌉ of them
-        own["params"] = comp.params.xreplace({S.n_h: _split(S.n_h), S.n_ha: _split(S.n_ha)})
+    elif split == "merged":  # each output tensor split by its own heads or groups (vLLM's MergedColumnParallelLinear)
+        own["params"] = comp.params.xreplace(sizes)
+        if comp.active is not None:
+            own["active"] = comp.active.xreplace(sizes)
+    elif split == "heads":  # one number per query head, Shard(0): rank 0 holds ⌈n_h/N_t⌉ of them (a Mamba-2
+        # mixer's per-head and per-group weights: rank 0's heads and groups)
+        own["params"] = comp.params.xreplace({S.n_h: _split(S.n_h), S.n_ha: _split(S.n_ha), **_MAMBA})
     if seq and split == "sequence":
         own["saved"] = own["saved"].xreplace(rows)
     checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint
@@ -343,7 +363,7 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool, split_experts: bool 
         for c in comp.children:
             style = c.rules.split
             m = mult * c.repeat
-            if style == "column":
+            if style in ("column", "merged"):
                 if not seq:  # the input gradient, all-reduced in backward
                     total += m * 2 * M
                 elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter

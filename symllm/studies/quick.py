@@ -198,9 +198,10 @@ def _workload_key(config: ModelConfig, work) -> str:
 
 def _model_fields(config: ModelConfig) -> dict:
     """:func:`symllm.costs.checks.model_fields` of a config, read off the config (no spec built)."""
+    from symllm.costs.checks import mamba_fields
     return {"name": config.name, "n_layers": config.n_layers, "experts": config.n_experts is not None,
             "n_experts": config.n_experts, "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads,
-            "expert_width": config.hidden_dim if config.n_experts else None}
+            "expert_width": config.hidden_dim if config.n_experts else None, **mamba_fields(config)}
 
 
 def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:

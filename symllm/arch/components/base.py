@@ -66,8 +66,11 @@ _T = b * s  # token rows in one forward pass
 #: ``RowwiseParallel``), "vocab" (the embedding's rows), "sequence" (a replicated weight whose saved
 #: activations sequence parallelism splits along the sequence: ``SequenceParallel``), "replicated", "expert"
 #: (not tensor-split: divided over the expert-parallel ranks), "heads" (a vector of one number per query
-#: head, split with the heads: ``Shard(0)``, transformers' ``local_rowwise``; gpt-oss's sinks)
-SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads")
+#: head, split with the heads: ``Shard(0)``, transformers' ``local_rowwise``; gpt-oss's sinks; a weight of a
+#: layer's own heads or groups, split with them and needing no collective: a Mamba-2 mixer's convolution, A_log, D,
+#: dt_bias and gated norm), "merged" (a column-wise linear whose output is several tensors side by side, each split
+#: over the ranks by its own heads or groups: vLLM's ``MergedColumnParallelLinear``, Mamba-2's in_proj)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
 #: "norm", "head_norm" (Command-R+'s per-head QK-norm, a (heads, head_dim) tensor), "router", "experts" (fused
@@ -95,7 +98,7 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 7: see components.SPLITS)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 8: see components.SPLITS)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)

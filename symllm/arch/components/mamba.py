@@ -241,7 +241,7 @@ def _scan_live() -> tuple[sp.Expr, ...]:
 def _parameter(name: str, gguf: str, doc: str) -> Component:
     """One of the per-head vectors ``A_log``, ``D``, ``dt_bias``."""
     return Component(name, params=n_m, doc=doc,
-                     rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL, hf=name, gguf=gguf))
+                     rules=Rules("heads", lora=(), weight="decay", stacks=(), label=_LABEL, hf=name, gguf=gguf))
 
 
 def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer="mamba", ffn="none"),
@@ -256,9 +256,12 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
     conv_bias = structure is not None and structure.conv_bias
     bias = structure is not None and structure.mamba_bias
     width, d_i = conv_channels(), inner()
+    # tensor parallelism (symllm.costs.parallel): in_proj's gate, x, B, C and dt each split by its heads or groups
+    # (vLLM's MergedColumnParallelLinear), the convolution, A_log, D, dt_bias and gated norm with them, out_proj
+    # row-wise
     project = linear("in_proj", d, d_i + width + n_m, bias,
                      doc="self.in_proj = nn.Linear(hidden_size, intermediate_size + conv_dim + num_heads)",
-                     rules=_rules("column", "in_proj", "ssm_in"))
+                     rules=_rules("merged", "in_proj", "ssm_in"))
     one, first = _one_token(), 1 - sp.Min(t, 1)
     positions = 2 * one + (1 - one) * (first * (s + K_c - 1) + (1 - first) * (s + 2 * K_c - 1))
     conv = Component("conv1d", params=width * K_c + (width if conv_bias else 0),
@@ -269,7 +272,7 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
                      saved=beta_a * (_T * (d_i + width + n_m) + b * width * (s + K_c - 1)),
                      doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, conv_kernel, groups=conv_dim, "
                          "bias=use_conv_bias)",
-                     rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d",
+                     rules=Rules("heads", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d",
                                  gguf="ssm_conv1d"))
     scan = Component("ssd_scan", flops=b * ((1 - one) * _scan(s) + one * 2 * n_m * d_m * d_s),
                      elementwise=_scan_elementwise(), saved=_scan_saved(),
@@ -277,7 +280,7 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_i, _T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "
                    "// n_groups)  # rmsnorm(y * silu(z)) per group",
-                   Rules("column", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm"))
+                   Rules("heads", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm"))
     norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_i,
                         # saved: the gate's fp32 copy and its SiLU, y·silu(z), its normalised rows and
                         # 1/rms (fp32), out_proj's input (cast back to the activations' dtype)
