@@ -203,6 +203,24 @@ def test_deepseek_v3_main_model_and_mtp_are_the_published_671b_and_685b():
     assert "mtp" not in symllm.params("kimi-k2")  # num_nextn_predict_layers 0
 
 
+@pytest.mark.parametrize("name, d, moe_layers, published", [("glm-4.5", 5120, 89, 358), ("glm-4.5-air", 4096, 45, 110)])
+def test_glm45_mtp_layer_holds_its_own_embedding_and_head(name, d, moe_layers, published):
+    """GLM-4.5's and GLM-4.5-Air's checkpoints store the multi-token-prediction layer (model.layers.92 and .46)
+    with its own copies of the embedding and the output head: vLLM's fix for GLM-4.6 (vllm-project/vllm#27597,
+    'the GLM-4.6 checkpoint doesn't include the shared parameters (model.layers.92.shared_head.head.weight shared
+    with lm_head.weight, model.layers.92.embed_tokens.weight with model.embed_tokens.weight) ... while the GLM-4.5
+    checkpoint does'); GLM-4.5-Air's GGUF conversions carry blk.46.nextn.embed_tokens and
+    blk.46.nextn.shared_head_head, which llama.cpp's converter reads from those tensors. Hand arithmetic of the
+    module: 2·V·d + 3·d (enorm, hnorm, shared_head.norm) + 2·d² (eh_proj) + one MoE layer; with it the
+    checkpoint holds 358B and 110B parameters, the Hugging Face pages' safetensors counts (the model cards'
+    '355B' and '106B' are the model without it)."""
+    p = symllm.params(name)
+    V = 151552
+    moe_layer = sum(v for k, v in p.items() if k.startswith("moe_block/")) // moe_layers
+    assert p["mtp"] == 2 * V * d + 3 * d + 2 * d * d + moe_layer
+    assert round((p["total"] + p["mtp"]) / 1e9) == published
+
+
 def test_vendors_active_figures_leave_out_the_embedding_tables():
     """GLM-4.5 '32B active', GLM-4.5-Air '12B active' (Z.ai): what symllm counts active less the input
     embedding and the output head (33.6B and 13.4B with them, as symllm reports)."""
