@@ -187,3 +187,25 @@ def test_plan_tries_only_what_vllm_accepts():
     from symllm.arch.resolved import spec
     from symllm.studies.plans import _tp_choices
     assert _tp_choices(spec("nemotron-h-56b")) == [1, 2, 4, 8]
+
+
+@pytest.mark.parametrize("split, projections", [(False, 2), (True, 4)])
+def test_a_gated_deltanet_layer_sends_one_all_reduce_per_projection(split, projections):
+    """A Gated DeltaNet layer under tensor parallelism (vLLM's Qwen3NextGatedDeltaNet, Megatron-Core's
+    GatedDeltaNet): its input projections column-parallel (each input gradient all-reduced in backward, one per
+    linear as DTensor runs them unfused: Qwen3-Next's in_proj_qkvz and in_proj_ba, Qwen3.5's four), out_proj
+    row-parallel (forward); the convolution, A_log and dt_bias act on the rank's own heads, no collective (they
+    were counted as column linears before). Beside them the embedding's, the head's and the loss's collectives
+    as in the Mamba test above."""
+    from symllm.arch import symbols as S
+    from symllm.arch.components import LayerKind, model
+    from symllm.arch.layers import Structure
+    from symllm.costs.parallel import comm
+    kinds = (LayerKind(mixer="linear_attention", ffn="none"),)
+    deltanet = model(structure=Structure(kinds=kinds, delta_split=split))
+    T, L, B, stats = 4, 3, 2 * 10 * 7, 4 * 10
+
+    def ring(n):
+        return n - n // T
+    sent = comm(deltanet)["tp"].subs({S.b: 1, S.s: 10, S.d: 7, S.beta_a: 2, S.N_t: T, S.N_p: 1, S.L: L, S.V: 12})
+    assert sent == L * (projections + 1) * 2 * ring(B) + 2 * ring(B) + 2 * ring(B) + 3 * 2 * ring(stats)

@@ -216,8 +216,9 @@ def _sharded(comp: Component, seq: bool, experts: str) -> Component:
         if comp.active is not None:
             own["active"] = comp.active.xreplace(sizes)
     elif split == "heads":  # one number per query head, Shard(0): rank 0 holds ⌈n_h/N_t⌉ of them (a Mamba-2
-        # mixer's per-head and per-group weights: rank 0's heads and groups)
-        own["params"] = comp.params.xreplace({S.n_h: _split(S.n_h), S.n_ha: _split(S.n_ha), **_MAMBA})
+        # mixer's or a Gated DeltaNet's per-head and per-group weights: rank 0's heads and groups)
+        own["params"] = comp.params.xreplace({S.n_h: _split(S.n_h), S.n_ha: _split(S.n_ha), **_MAMBA,
+                                              S.n_gk: _split(S.n_gk), S.n_gv: _split(S.n_gv)})
     if seq and split == "sequence":
         own["saved"] = own["saved"].xreplace(rows)
     checkpoint = comp.checkpoint.xreplace(rows) if seq else comp.checkpoint

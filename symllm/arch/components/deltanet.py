@@ -276,7 +276,7 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                      # positions (SiLU's input; the slice to s positions is a view of it)
                      saved=beta_a * b * width * (2 * s + K_c - 1),
                      doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, kernel_size, groups=conv_dim, bias=False)",
-                     rules=Rules("column", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d"))
+                     rules=Rules("heads", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d"))
     decay = Component("decay", params=2 * n_gv,
                       # g = -exp(A_log) * softplus(a + dt_bias): per token and head the add, softplus (exp, add,
                       # log) and the multiply; exp(A_log) once per head (its weights alone; the negation is the
@@ -288,7 +288,7 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                       doc="self.dt_bias = nn.Parameter(torch.ones(num_v_heads)); "
                           "self.A_log = nn.Parameter(torch.log(A))",
                       # two per-head vectors, parameters of the DeltaNet's own module
-                      rules=Rules("column", lora=(), weight="decay", stacks=(), label=_LABEL,
+                      rules=Rules("heads", lora=(), weight="decay", stacks=(), label=_LABEL,
                                   hf_params=("A_log", "dt_bias")))
     # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
     rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s),
