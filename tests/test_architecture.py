@@ -268,8 +268,6 @@ def test_every_package_ships_in_the_wheel():
 
 #: modules allowed over the 600-line limit, each with its reason (issue 38 item 5: a reader holds a module)
 LONG_MODULES: dict[str, str] = {
-    "costs/efficiency.py": "the expected-time layer: one composition (expected) over every efficiency figure; 622 lines "
-                           "on main before issue 40's causal tiles (their rule is symllm/costs/tiles.py); to be split",
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import efficiency, tiles
+from symllm.costs import collectives, efficiency, tiles
 from symllm.errors import SymllmError
 from tests.strategies import timed_workloads
 
@@ -254,10 +254,10 @@ def test_allreduce_by_link_and_message_size():
     for topology, one_way, seconds in (("NVLink 4", 450, Fraction(1, 10 ** 5) + sent / (369 * 10 ** 9)),
                                        ("NVLink 3", 300, Fraction(1, 10 ** 5) + sent / Fraction(207 * 10 ** 9)),
                                        ("PCIe Gen4 x16", 32, Fraction(2, 10 ** 5) + sent / Fraction(1856 * 10 ** 7))):
-        assert efficiency.allreduce_s(1, sent, (topology, one_way * 10 ** 9)) == seconds
+        assert collectives.allreduce_s(1, sent, (topology, one_way * 10 ** 9)) == seconds
     # a large message is its bytes: 64 MiB over 8 NVLink 4 ranks at 369 GB/s of bus bandwidth, 0.32 ms
     big = 2 * Fraction(7, 8) * 64 * 2 ** 20
-    assert efficiency.allreduce_s(1, big, ("NVLink 4", 450 * 10 ** 9)) == Fraction(1, 10 ** 5) + big / (369 * 10 ** 9)
+    assert collectives.allreduce_s(1, big, ("NVLink 4", 450 * 10 ** 9)) == Fraction(1, 10 ** 5) + big / (369 * 10 ** 9)
 
 
 @pytest.mark.parametrize("kib,measured_us,within", [(4, 19.4, 0.07), (16, 22.3, 0.02), (32, 24.2, 0.05),
@@ -268,7 +268,7 @@ def test_pcie_allreduce_reproduces_the_table_it_was_read_from(kib, measured_us, 
     41 us against 51.8 (-20%; the straight line of latency plus bytes misses the bump where NCCL leaves its
     low-latency protocol)."""
     sent = 2 * Fraction(3, 4) * kib * 1024
-    predicted = float(efficiency.allreduce_s(1, sent, ("PCIe Gen3 x16", 16 * 10 ** 9))) * 1e6
+    predicted = float(collectives.allreduce_s(1, sent, ("PCIe Gen3 x16", 16 * 10 ** 9))) * 1e6
     assert predicted == pytest.approx(measured_us, rel=within)
 
 
@@ -277,10 +277,10 @@ def test_engines_own_allreduce_replaces_nccl_over_nvlink_only():
     vLLM's (9.2 us) replace NCCL's 10 us over NVLink; over PCIe (vLLM's own is off beyond two PCIe GPUs) and
     for an engine without one (vLLM before v0.2.6) NCCL's latency stays."""
     nvlink, pcie = ("NVLink 4", 450 * 10 ** 9), ("PCIe Gen4 x16", 32 * 10 ** 9)
-    assert efficiency.allreduce_s(10, 0, nvlink, efficiency.engine("trtllm")) == Fraction(48, 10 ** 6)
-    assert efficiency.allreduce_s(10, 0, nvlink, efficiency.engine("vllm")) == Fraction(92, 10 ** 6)
-    assert efficiency.allreduce_s(10, 0, nvlink, efficiency.engine("vllm-v0.2")) == Fraction(100, 10 ** 6)
-    assert efficiency.allreduce_s(10, 0, pcie, efficiency.engine("trtllm")) == Fraction(200, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, nvlink, efficiency.engine("trtllm")) == Fraction(48, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, nvlink, efficiency.engine("vllm")) == Fraction(92, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, nvlink, efficiency.engine("vllm-v0.2")) == Fraction(100, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, pcie, efficiency.engine("trtllm")) == Fraction(200, 10 ** 6)
 
 
 def test_old_vllm_tp4_decode_over_pcie_by_hand():
@@ -307,8 +307,8 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
 def test_ray_round_trip_only_where_ranks_are_ray_actors():
     """The control plane's Ray round trip (0.843 ms over four ranks) is paid by vllm-v0.2 at TP 4 and not at
     TP 1 (v0.2.0 turns Ray on only for more than one rank), nor by vLLM with CUDA graphs (its driver worker)."""
-    assert efficiency.ray_step_s(1) == 0
-    assert efficiency.ray_step_s(2) == 1 / Fraction("2011.9") + 1 / Fraction("8663.7")
+    assert collectives.ray_step_s(1) == 0
+    assert collectives.ray_step_s(2) == 1 / Fraction("2011.9") + 1 / Fraction("8663.7")
     assert efficiency.engine("vllm-v0.2").get("ray_workers") and not efficiency.engine("vllm").get("ray_workers")
     one = _time("llama2-7b", gpu="a100-80gb", engine="vllm-v0.2", dtype="fp16", seq=5, context=55)["expected"]
     # one rank: 32 x 14 kernels at 24 us and 0.3 ms, nothing else (no all-reduce, no Ray)

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from symllm.costs import efficiency
+from symllm.costs import collectives, efficiency
 from symllm.costs.accelerators import gpu
 from symllm.costs.hardware import links
 from symllm.costs.workloads import Workload
@@ -65,11 +65,11 @@ def test_alltoall_by_hand():
     """96 all-to-alls sending 22.5 GB a GPU over NVLink 4 (450 GB/s one way): 10 us each (the link's latency,
     nccl-tests issue #331) plus the bytes at 0.765 of the link; over InfiniBand NDR (50 GB/s): 20 us each
     (nccl-tests issue #150), 0.86 of it."""
-    nvlink = efficiency.alltoall_s(96, 22_500_000_000, ("NVLink 4", 450 * 10 ** 9))
+    nvlink = collectives.alltoall_s(96, 22_500_000_000, ("NVLink 4", 450 * 10 ** 9))
     assert float(nvlink) == pytest.approx(96 * 10e-6 + 22.5e9 / (0.765 * 450e9), rel=1e-12)
-    ib = efficiency.alltoall_s(96, 22_500_000_000, ("InfiniBand NDR, 400 Gb/s per GPU", 50 * 10 ** 9))
+    ib = collectives.alltoall_s(96, 22_500_000_000, ("InfiniBand NDR, 400 Gb/s per GPU", 50 * 10 ** 9))
     assert float(ib) == pytest.approx(96 * 20e-6 + 22.5e9 / (0.86 * 50e9), rel=1e-12)
-    assert efficiency.alltoall_s(0, 0, ("NVLink 4", 450 * 10 ** 9)) == 0
+    assert collectives.alltoall_s(0, 0, ("NVLink 4", 450 * 10 ** 9)) == 0
 
 
 def test_permutation_and_router_passes_by_hand():

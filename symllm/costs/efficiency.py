@@ -31,15 +31,15 @@ each figure with its source:
   host launches each op, each tensor-parallel all-reduce among them, and the step takes at least
   ``(kernels + all-reduces) × kernel.host_s`` (the GPU's all-reduces run while the host launches what
   follows); each engine adds a fixed cost per step (sampling, scheduling), and one that drives its ranks as
-  Ray actors a round trip to them (:func:`ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
-  bytes each rank sends at the link's bus bandwidth (:func:`collective`: nccl-tests tables by link), or the
+  Ray actors a round trip to them (:func:`symllm.costs.collectives.ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
+  bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the
   engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
   routing), not the ``k/n_e`` of the bound. In training (:func:`moe_training_s`) an expert's GEMMs of
   reduction width ``K`` below the GEMM table's lose the time their output takes to write
   (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
-  group's link (:func:`alltoall_s`), its token permutation and unpermutation and its router's scores as
+  group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and unpermutation and its router's scores as
   memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
   device-to-host round trip each forward (``moe.sync_s``).
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
@@ -69,61 +69,26 @@ included) over the same denominator.
 """
 from __future__ import annotations
 
-import json
 import math
 from fractions import Fraction
-from functools import lru_cache
-from pathlib import Path
 
-from symllm.errors import SymllmError
+from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
+from symllm.costs.figures import data, engine, fraction as _x
 from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill", "tile",
            "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
-           "allreduce_s", "collective", "alltoall_s", "ray_step_s", "moe_training_s", "fp8_quantize_s", "expected",
+           "moe_training_s", "fp8_quantize_s", "expected",
            "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
 
 
-@lru_cache(maxsize=1)
-def data() -> dict:
-    """The shipped figures (``efficiency.json``), decimal strings read as exact fractions."""
-    raw = json.loads((Path(__file__).parent / "efficiency.json").read_text(encoding="utf-8"))
-    return raw
-
-
-def _x(text) -> Fraction:
-    return Fraction(str(text))
-
-
 def __getattr__(name):  # ENGINES: read on first use
     if name == "ENGINES":
         return tuple(k for k in data()["engines"] if k != "about")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def engine(name: str | None, kind: str = "inference") -> dict:
-    """An engine's conventions (``--engine``), by name; None: the default engine for ``kind`` (inference,
-    training). The dict holds ``name`` too.
-
-    >>> engine("hf")["kernels_per_layer"], engine(None)["name"]
-    (90, 'vllm')
-    >>> engine("vLLM")["name"]
-    'vllm'
-    >>> engine("tensorflow")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: engine: unknown 'tensorflow' (known: all ...: see docs/efficiency.md)
-    """
-    table = data()["engines"]
-    if name is None:
-        name = data()["defaults"][kind]
-    key = name.lower() if isinstance(name, str) else name
-    if key not in table or key == "about":
-        choice("engine", name, [k for k in table if k != "about"], see="docs/efficiency.md")
-    return {"name": key, **table[key]}
 
 
 def _interpolate(table, x) -> Fraction:
@@ -347,79 +312,6 @@ def seconds(value):
         return Fraction(value)
 
 
-def _link_kind(topology: str) -> str:
-    t = topology.lower()
-    if "nvlink" in t:
-        return "nvlink"
-    if "infinity" in t:
-        return "infinity-fabric"
-    if "pcie" in t:
-        return "pcie"
-    return "network"
-
-
-def collective(topology: str) -> dict:
-    """The all-reduce figures of a link (``collectives`` in efficiency.json): by its exact name where
-    measured (``NVLink 3``, ``NVLink 4``), else by its kind (nvlink, pcie, infinity-fabric, network).
-
-    >>> collective("NVLink 3")["efficiency"], collective("PCIe Gen4 x16")["latency_s"]
-    ('0.69', '0.00002')
-    """
-    table = data()["collectives"]
-    return table[topology] if topology in table else table[_link_kind(topology)]
-
-
-def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dict | None = None) -> Fraction:
-    """Seconds ``calls`` ring all-reduces take that together send ``sent_bytes`` per GPU over ``link``
-    (topology, bytes/s one way): each call's latency plus the bytes at the link's bus bandwidth
-    (:func:`collective`). An inference engine ``serve`` whose own one-shot all-reduce replaces NCCL's over
-    NVLink (``custom_allreduce_s``) pays that latency instead.
-
-    >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9)))
-    2e-05
-    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)  # 20 us + 24,576 B at 0.58 x 32 GB/s
-    21.3241
-    >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9), engine("trtllm")))
-    9.6e-06
-    """
-    if link is None or (not calls and not sent_bytes):
-        return Fraction(0)
-    c = collective(link[0])
-    latency = c["latency_s"]
-    if serve is not None and serve.get("custom_allreduce_s") and _link_kind(link[0]) == "nvlink":
-        latency = serve["custom_allreduce_s"]
-    return calls * _x(latency) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
-
-
-def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
-    """Seconds ``calls`` all-to-alls take that together send ``sent_bytes`` per GPU over ``link`` (topology,
-    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the fraction of
-    the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is given).
-
-    >>> float(alltoall_s(4, 765 * 10 ** 6, ("NVLink 4", 10 ** 12)))   # 4 x 10 us + 765 MB at 0.765 TB/s
-    0.00104
-    """
-    if link is None or (not calls and not sent_bytes):
-        return Fraction(0)
-    c = collective(link[0])
-    eff = data()["moe"]["alltoall"].get(_link_kind(link[0]), c["efficiency"])
-    return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(eff) * link[1])
-
-
-def ray_step_s(workers: int) -> Fraction:
-    """Seconds a step's control plane takes where an engine drives ``workers`` ranks as Ray actors
-    (``control_plane.ray`` in efficiency.json, Ray's release microbenchmarks): one synchronous actor call's
-    round trip, and each further call's submission at the asynchronous rate; nothing for one rank (no Ray).
-
-    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2011.9 + 3/8663.7 s
-    (843.3, Fraction(0, 1))
-    """
-    if workers <= 1:
-        return Fraction(0)
-    ray = data()["control_plane"]["ray"]
-    return 1 / _x(ray["sync_calls_per_s"]) + (workers - 1) / _x(ray["async_calls_per_s"])
-
-
 def model_flops(work, num) -> Fraction:
     """A training step's model FLOPs (its forward and backward, nothing recomputed) from the evaluated forms
     ``num(name)``: 3 of full recomputation's 4 forward passes of ``flops.training_step`` (``work.recompute`` full);
@@ -439,7 +331,7 @@ def model_flops(work, num) -> Fraction:
 def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,
                    recompute: bool = False, syncs: int = 0) -> dict:
     """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
-    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`alltoall_s`, 4 calls a layer: dispatch and combine
+    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`symllm.costs.collectives.alltoall_s`, 4 calls a layer: dispatch and combine
     in forward and backward; 6 with full recomputation), ``permute`` (``moe.permute_passes`` passes a layer, each
     of ``(1 + k)·rows`` rows of ``d`` activations of ``act_bytes``; 6 with recomputation) and ``router``
     (``moe.router_passes`` passes over ``rows·n_e`` fp32 scores), both at :func:`stream`'s fraction of

@@ -1,0 +1,88 @@
+"""Collectives' and the control plane's expected seconds: a tensor-parallel all-reduce and a MoE all-to-all by
+the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``: :func:`collective`), and the round
+trip of an engine that drives its ranks as Ray actors. :mod:`symllm.costs.efficiency` adds them to a step.
+
+>>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
+True
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from symllm.costs.figures import data, fraction as _x
+
+__all__ = ["collective", "allreduce_s", "alltoall_s", "ray_step_s"]
+
+
+def _link_kind(topology: str) -> str:
+    t = topology.lower()
+    if "nvlink" in t:
+        return "nvlink"
+    if "infinity" in t:
+        return "infinity-fabric"
+    if "pcie" in t:
+        return "pcie"
+    return "network"
+
+
+def collective(topology: str) -> dict:
+    """The all-reduce figures of a link (``collectives`` in efficiency.json): by its exact name where
+    measured (``NVLink 3``, ``NVLink 4``), else by its kind (nvlink, pcie, infinity-fabric, network).
+
+    >>> collective("NVLink 3")["efficiency"], collective("PCIe Gen4 x16")["latency_s"]
+    ('0.69', '0.00002')
+    """
+    table = data()["collectives"]
+    return table[topology] if topology in table else table[_link_kind(topology)]
+
+
+def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dict | None = None) -> Fraction:
+    """Seconds ``calls`` ring all-reduces take that together send ``sent_bytes`` per GPU over ``link``
+    (topology, bytes/s one way): each call's latency plus the bytes at the link's bus bandwidth
+    (:func:`collective`). An inference engine ``serve`` whose own one-shot all-reduce replaces NCCL's over
+    NVLink (``custom_allreduce_s``) pays that latency instead.
+
+    >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9)))
+    2e-05
+    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)  # 20 us + 24,576 B at 0.58 x 32 GB/s
+    21.3241
+    >>> from symllm.costs.figures import engine
+    >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9), engine("trtllm")))
+    9.6e-06
+    """
+    if link is None or (not calls and not sent_bytes):
+        return Fraction(0)
+    c = collective(link[0])
+    latency = c["latency_s"]
+    if serve is not None and serve.get("custom_allreduce_s") and _link_kind(link[0]) == "nvlink":
+        latency = serve["custom_allreduce_s"]
+    return calls * _x(latency) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
+
+
+def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
+    """Seconds ``calls`` all-to-alls take that together send ``sent_bytes`` per GPU over ``link`` (topology,
+    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the fraction of
+    the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is given).
+
+    >>> float(alltoall_s(4, 765 * 10 ** 6, ("NVLink 4", 10 ** 12)))   # 4 x 10 us + 765 MB at 0.765 TB/s
+    0.00104
+    """
+    if link is None or (not calls and not sent_bytes):
+        return Fraction(0)
+    c = collective(link[0])
+    eff = data()["moe"]["alltoall"].get(_link_kind(link[0]), c["efficiency"])
+    return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(eff) * link[1])
+
+
+def ray_step_s(workers: int) -> Fraction:
+    """Seconds a step's control plane takes where an engine drives ``workers`` ranks as Ray actors
+    (``control_plane.ray`` in efficiency.json, Ray's release microbenchmarks): one synchronous actor call's
+    round trip, and each further call's submission at the asynchronous rate; nothing for one rank (no Ray).
+
+    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2011.9 + 3/8663.7 s
+    (843.3, Fraction(0, 1))
+    """
+    if workers <= 1:
+        return Fraction(0)
+    ray = data()["control_plane"]["ray"]
+    return 1 / _x(ray["sync_calls_per_s"]) + (workers - 1) / _x(ray["async_calls_per_s"])
