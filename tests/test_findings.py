@@ -503,3 +503,12 @@ def test_sweep_warns_once_for_its_longest_context(capsys):
     assert out.splitlines()[-1].endswith(f",{131_072 * 200_000}") and err.count("warning") == 1
     assert main(["sweep", "--base", "llama3.1-8b", "--seq", "1024,2048", "--quantity", "kv_cache"]) == 0
     assert "warning" not in _err_line(capsys)[1]
+
+
+def test_past_window_reads_a_config_dict():
+    """A Hugging Face config dict states its window in ``max_position_embeddings`` (4,096 here): 4,097 tokens
+    are past it, 4,096 are not (a dict was read as having no window, so nothing was ever flagged)."""
+    from symllm.costs.checks import past_window
+    cfg = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 2,
+           "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1000, "max_position_embeddings": 4096}
+    assert past_window(cfg, 4097) == 4096 and past_window(cfg, 4096) is None

@@ -39,7 +39,6 @@ symllm.errors.SymllmError: ep: 3 expert-parallel ranks do not divide the 8 exper
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -227,10 +226,9 @@ def past_window(model, tokens: int) -> int | None:
     >>> past_window("llama3.1-8b", 131073), past_window("llama3.1-8b", 131072)
     (131072, None)
     """
-    if isinstance(model, (str, os.PathLike)):  # a preset name or a path (a Spec or a ModelConfig: as it is)
-        from symllm.arch.resolved import resolve
-        model = resolve(model)
-    window = getattr(getattr(model, "config", model), "max_positions", None)  # (a component tree has none)
+    from symllm.costs.serving import model_config  # the one reader of a config in any form
+
+    window = getattr(model_config(model), "max_positions", None)  # (a component tree has none)
     return window if window is not None and tokens > window else None
 
 
