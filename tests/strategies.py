@@ -702,7 +702,10 @@ def hostile_workload_argv(draw) -> list[str]:
     argv = []
     for name, (_, opt) in draw(st.lists(st.sampled_from(sorted(options().items())), max_size=4, unique_by=lambda x: x[0])):
         flag = opt.flag or "--" + name.replace("_", "-")
-        argv += [flag] if name == "recompute" else [flag, draw(hostile_flag_values())]
+        argv += [flag] if opt.const is not None else [flag, draw(hostile_flag_values())]
+        for other, _values, _help in opt.also:  # the field's other flags (--selective-ac op), each hostile too
+            if draw(st.booleans()):
+                argv += [other, draw(hostile_flag_values())]
     return argv
 
 
