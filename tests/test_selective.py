@@ -229,3 +229,23 @@ def test_op_flops_of_a_blocks_parts():
     assert attention == sp.expand(2 * S.b * S.s * S.d * (S.n_kv * S.d_h + S.n_h * S.d_h))  # wk and wo: 2·T·d·(n_kv·d_h + n_h·d_h)
     assert ffn == 2 * S.b * S.s * S.d * S.d_ff                                    # w3: 2·T·d·d_ff
     assert flops("lm_head", "training", recompute="op") == flops("lm_head", "training")
+
+
+def test_op_checkpointing_runs_again_the_collectives_it_does_not_save():
+    """torchtitan's op policy saves ``reduce_scatter_tensor`` (its ``_save_list``, 9dec370) and nothing else of
+    a block's collectives: recomputing a block runs its all-gathers (sequence parallel: one before wq/wk/wv,
+    one before w1/w3) or its row linears' all-reduces (without: wo, w2, two ring passes each) again, where
+    full recomputation runs every forward collective again. By hand at b = 1, s = 8, d = 16, 2-byte
+    activations, 4 ranks, 3 layers, one stage: a ring pass of the 256-byte residual sends 256 - 256/4 = 192."""
+    from symllm.arch import symbols as S
+    from symllm.arch.components import model
+    from symllm.costs import parallel
+
+    at = {S.b: 1, S.s: 8, S.d: 16, S.beta_a: 2, S.N_t: 4, S.L: 3, S.N_p: 1}
+
+    def tp(seq, recompute):
+        return parallel.comm(model(), seq, recompute)["tp"].subs(at)
+
+    assert tp(True, "op") - tp(True, "none") == 2 * 3 * 192     # the two all-gathers a layer
+    assert tp(True, "full") - tp(True, "none") == 4 * 3 * 192   # and the two reduce-scatters
+    assert tp(False, "op") - tp(False, "none") == 2 * 2 * 3 * 192 == tp(False, "full") - tp(False, "none")

@@ -91,6 +91,7 @@ from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
 from symllm.costs import zero
+from symllm.costs.selective import forward_runs
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
@@ -346,7 +347,7 @@ def ring(full: sp.Expr, n: sp.Expr) -> sp.Expr:
     return zero.share((n - 1) * full, n)
 
 
-def _tp_bytes(stage: Component, seq: bool, recompute: bool, split_experts: bool = True) -> sp.Expr:
+def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts: bool = True) -> sp.Expr:
     """The whole bytes one GPU sends in the tensor-parallel collectives of ``stage`` per training step
     (:func:`ring` of each collective's full tensor, an all-reduce counted twice)."""
     # one all-gather or reduce-scatter (an all-reduce is 2) of the residual stream, what every
@@ -359,7 +360,9 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool, split_experts: bool 
         nonlocal total
         mult = mult * comp.repeat
         checkpointed = checkpointed or comp.checkpoint != 0
-        again = 2 if checkpointed and recompute else 1  # recomputation runs the forward collectives again
+        # recomputation runs the forward collectives again, those its policy does not save
+        gather, scatter, reduce = ((forward_runs(c, recompute) if checkpointed else 1)
+                                   for c in ("all_gather", "reduce_scatter", "all_reduce"))
         grouped = False
         for c in comp.children:
             style = c.rules.split
@@ -369,16 +372,16 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool, split_experts: bool 
                     total += m * 2 * M
                 elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter
                     grouped = True  # of their summed input gradients in backward
-                    total += m * (again + 1) * M
+                    total += m * (gather + 1) * M
                 if c.rules.weight == "head":  # vocabulary-parallel loss: max, sum of exponentials, target logit
                     total += m * 3 * 2 * stats
             elif style in ("row", "vocab"):
                 # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
-                total += m * (again + 1) * M if seq else m * again * 2 * M
+                total += m * (scatter + 1) * M if seq else m * reduce * 2 * M
             elif style == "expert" and split_experts:
                 # tensor-split experts: a column-wise pair's input (its gradient all-reduced in backward; sp:
                 # all-gathered in forward, reduce-scattered in backward) and a row-wise one's summed output
-                total += m * 2 * (again + 1) * M if seq else m * (2 + again * 2) * M
+                total += m * (gather + scatter + 2) * M if seq else m * (2 + reduce * 2) * M
             elif c.children:
                 visit(c, mult, checkpointed)
 
@@ -387,7 +390,7 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool, split_experts: bool 
 
 
 @lru_cache(maxsize=64)
-def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage: int = 0,
+def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_stage: int = 0,
          experts: str = "split") -> dict[str, sp.Expr]:
     """Bytes one GPU sends per training step (see the module docstring), the busiest stage's:
     ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point, ``dp`` data-parallel gradients
@@ -420,7 +423,8 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool = False, zero_stage:
             x = expert_params(stage)
             return passes * (ring(grad * (stage.total("params") - x), S.N_d) + ring(grad * x, group))
 
-        messages = 6 if recompute else 4  # dispatch and combine, forward and backward (+ the forward again)
+        # dispatch and combine, forward and backward (+ the forward again where recomputed)
+        messages = 2 + 2 * forward_runs("all_to_all", recompute)
         tokens = S.beta_a * S.b * S.s * S.k * S.d
         out["dp"] = largest(dp(first), dp(last))
         out["ep"] = messages * ring(tokens, S.N_e) * maximum(*(_only_experts(st, unit=True).total("params")

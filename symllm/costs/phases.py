@@ -372,7 +372,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
         # one GPU: the whole model (the workload's stack), nothing sent; an HF stack is laid out only by data
         # parallelism (Workload refuses tp, pp and ep with it): every rank holds the whole model, and the
         # model's own figures are already ZeRO-sharded over N_d
-        comm = (parallel.comm(mdl, work.sp, work.recompute == "full", work.zero_stage, work.expert_tp) if laid
+        comm = (parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp) if laid
                 else {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)})
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
                 "memory_per_gpu": {kind: out["memory"][kind] for kind in _per_gpu_kinds(out["memory"])},
@@ -383,7 +383,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                                                                      work.stack, work.optimizer)
                                                         for i in range(len(stages))))
                                for kind in _per_gpu_kinds(out["memory"])},
-            "comm": parallel.comm(mdl, work.sp, work.recompute == "full", work.zero_stage, work.expert_tp)}
+            "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp)}
 
 
 def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:
