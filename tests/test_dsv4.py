@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.api import by_kind
 from symllm.arch.config import from_hf
-from symllm.costs import phases as costs
+from symllm.costs import finetune, phases as costs
 
 from .conftest import requires
 from .strategies import dsv4_configs
@@ -589,27 +589,52 @@ def test_tensor_parallel_shards_follow_transformers_plan():
     assert per_gpu == whole["total"] - whole["moe/experts"] // 2 - whole["embedding"] // 2 - whole["lm_head"] // 2
 
 
-def test_lora_is_refused_in_one_line(cli, tmp_path):
-    """PEFT's get_peft_model on transformers' model (the truth LoRA is checked against) adapts the compressors'
-    and the indexer's kv_proj along with the attention's (six linears for target kv_proj in the fixed config's
-    three layers, one of each kind), has no default targets for deepseek_v4, and its wrapped o_a_proj (a grouped
-    linear) fails in the forward: symllm refuses LoRA on DeepSeek-V4 in one line."""
+#: LoRA target lists a PEFT user of DeepSeek-V4 writes: every linear name of its attention, compressors and indexer,
+#: and the shared expert's SwiGLU
+_DSV4_TARGETS = ("kv_proj", "gate_proj", "q_a_proj", "q_b_proj", "weights_proj", "o_b_proj", "up_proj", "down_proj")
+
+
+@given(dsv4_configs(), st.lists(st.sampled_from(_DSV4_TARGETS), min_size=1, max_size=4, unique=True))
+def test_lora_trainable_equals_peft(raw, targets):
+    """PEFT's get_peft_model on transformers' model (meta device) matches ``target_modules`` against the end of
+    every module's name: kv_proj adapts the attention's, each compressor's and the indexer's, gate_proj the
+    compressors' and the indexer's beside the shared expert's, q_b_proj the indexer's with the attention's, and
+    no routed expert (DeepSeek-V4's fused experts take no LoRA under these names). symllm's trainable count equals
+    PEFT's for drawn configs and target lists."""
+    peft = requires("peft")
+    model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=2, target_modules=list(targets)))
+    theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    ours = finetune.lora(from_hf(raw), lora_rank=2, lora_targets=",".join(targets))["params"]["trainable"]
+    assert ours == theirs
+
+
+def test_lora_by_hand_and_refusals(cli, tmp_path):
+    """The fixed config's three layers (sliding, HCA, CSA; d 32, head 16, q_lora_rank 8, 2 groups of 6, the
+    indexer's 2 heads of 8), rank 2, by hand: kv_proj adapts the three attentions' 32 x 16 (2·48 each), the HCA
+    compressor's 32 x 16, the CSA compressor's 32 x 32 (2·64) and the indexer's 32 x 16: 3·96 + 96 + 128 + 96 =
+    608, as PEFT counts. Its o_a_proj (a grouped linear) breaks under PEFT's wrapper in the forward: refused in one
+    line; so is the default q_proj/v_proj (PEFT has no default targets for deepseek_v4)."""
     torch, transformers, peft = requires("torch"), requires("transformers"), requires("peft")
     config = transformers.AutoConfig.for_model(**_ONE_OF_EACH, experts_implementation="eager",
                                                attn_implementation="eager")
     model = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config),
                                 peft.LoraConfig(r=2, target_modules=["kv_proj"]))
     assert sum(name.endswith("kv_proj.lora_A") for name, _ in model.named_modules()) == 6
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == 3 * 96 + 96 + 128 + 96 == 608
+    assert finetune.lora(from_hf(_ONE_OF_EACH), lora_rank=2, lora_targets="kv_proj")["params"]["trainable"] == 608
     grouped = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config),
                                   peft.LoraConfig(r=2, target_modules=["o_a_proj"]))
     with pytest.raises(RuntimeError):
         grouped(torch.randint(0, 100, (1, 9)))
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_ONE_OF_EACH))
-    for targets in ([], ["--lora-targets", "q_a_proj"]):
+    for targets, line in ((["--lora-targets", "o_a_proj"], "'o_a_proj' adapt wo_a in PEFT: not modelled"),
+                          ([], "no linear layer of this model is named 'wq,wv' (an expert is not one)")):
         r = cli(["count", str(path), "--batch", "1", "--seq", "8", "--lora-rank", "8", *targets])
-        assert (r.code, r.out, r.err) == (2, "", "symllm: error: lora_targets: not modelled for DeepSeek-V4 (PEFT's "
-                                                  "names match its compressors too)\n")
+        assert (r.code, r.out, r.err) == (2, "", f"symllm: error: lora_targets: {line}\n")
+    r = cli(["count", str(path), "--batch", "1", "--seq", "8", "--lora-rank", "8", "--lora-targets", "kv_proj",
+             "--json"])
+    assert r.code == 0 and json.loads(r.out)["params"]["trainable"] == 4 * 608  # rank 8
 
 
 def test_gguf_formats_are_refused_in_one_line(cli, tmp_path):

@@ -150,7 +150,7 @@ def test_presets_equal_peft(name):
     raw = _hf(name)
     targets = HF_TARGETS
     if name in _PEFT_ADAPTS_FUSED_EXPERTS:
-        with pytest.raises(SymllmError, match="^lora_targets: 'down_proj,gate_proj,up_proj' adapt fused experts "
+        with pytest.raises(SymllmError, match="^lora_targets: 'down_proj,gate_proj,up_proj' adapt experts "
                                               "in PEFT[^\n]*$"):
             finetune.lora(name, lora_rank=16, lora_targets=",".join(HF_TARGETS))
         targets = HF_TARGETS[:4]
@@ -173,7 +173,7 @@ def test_peft_adapts_qwen3_moe_fused_experts_which_symllm_refuses(cli):
     assert (12, 8) in adapted.values()  # gate_up_proj's lora_A: E · 2r rows of d
     for targets in ("gate_proj,up_proj,down_proj", "w2"):
         r = cli(["count", "qwen3-30b-a3b", "--lora-rank", "8", "--lora-targets", targets])
-        assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "fused experts" in r.err
+        assert r.code == 2 and r.out == "" and r.err.count("\n") == 1 and "adapt experts in PEFT: not modelled" in r.err
 
 
 @given(hf_configs(), st.integers(1, 64),

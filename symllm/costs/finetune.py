@@ -111,11 +111,6 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     >>> [c.name for c in adapt(block(variant=Variant(fused=True))).child("attention/wqkv").children]
     ['lora_A', 'lora_B']
     """
-    from symllm.arch.components.compressed import LABEL
-    if any(c.rules.label == LABEL for c in mdl.walk()):
-        # (PEFT has no default targets for it; kv_proj, gate_proj and q_b_proj also name the compressors' and the
-        # indexer's linears; its grouped o_a_proj fails under a LoRA wrapper: tests/test_dsv4.py)
-        raise SymllmError("lora_targets: not modelled for DeepSeek-V4 (PEFT's names match its compressors too)")
     names = set(lora_targets(targets).split(","))
     found = set()
 
@@ -123,7 +118,7 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
         if names & set(c.rules.refused):
             hf = {v: k for k, v in lora_names().items() if k != v}
             given = ",".join(sorted(hf.get(x, x) for x in names & set(c.rules.refused)))
-            raise SymllmError(f"lora_targets: {short(given, 30)} adapt fused {c.name} in PEFT: not modelled")
+            raise SymllmError(f"lora_targets: {short(given, 30)} adapt {c.name} in PEFT: not modelled")
         if c.shape and c.rules.lora and c.rules.lora[0] in names:
             found.add(c.rules.lora[0])
             return c.replace(children=c.children + _pair(*c.shape, sp.sympify(rank)))

@@ -151,14 +151,27 @@ def entry_pairs(rate, causal: bool, top=None) -> sp.Expr:
     return s * (pairs(t + s) - pairs(t + s - 1))
 
 
-def _rules(hf: str, weight: str = "linear") -> Rules:
-    """A part of DeepSeek-V4's attention or streams: replicated (transformers' plan keeps them whole), never
-    adapted by LoRA here, in no named stack."""
-    return Rules("replicated", lora=(), weight=weight, stacks=(), label=LABEL, hf=hf)
+def _rules(hf: str, weight: str = "linear", lora: tuple[str, ...] = (), refused: tuple[str, ...] = ()) -> Rules:
+    """A part of DeepSeek-V4's attention or streams: replicated (transformers' plan keeps them whole), in no
+    named stack; a linear adapted by LoRA under ``lora``'s names."""
+    return Rules("replicated", lora=lora, weight=weight, stacks=(), label=LABEL, hf=hf, refused=refused)
+
+
+#: a linear's LoRA name by its module name: PEFT matches ``target_modules`` against the end of every module's
+#: name, so one name adapts each linear called so, the compressors' and the indexer's with the attention's
+#: (``kv_proj``: attention, compressor and indexer; ``gate_proj``: compressor and indexer, beside the shared
+#: expert's ``w1``; ``q_b_proj``: attention and indexer); the names symllm gives elsewhere where it has them
+#: (latent attention's ``wq_a``/``wq_b``, the SwiGLU's ``w1``)
+LORA = {"q_a_proj": "wq_a", "q_b_proj": "wq_b", "kv_proj": "wkv", "gate_proj": "w1", "weights_proj": "weights_proj",
+        "o_a_proj": "wo_a", "o_b_proj": "wo_b"}
 
 
 def _linear(name: str, fan_in, fan_out, hf: str, doc: str) -> Component:
-    return linear(name, fan_in, fan_out, doc=doc, rules=_rules(hf))
+    # o_a_proj (a DeepseekV4GroupedLinear): PEFT wraps it as a plain linear, whose forward then fails
+    # (tests/test_dsv4.py): a LoRA target naming it is refused
+    ours = LORA[hf]
+    return linear(name, fan_in, fan_out, doc=doc,
+                  rules=_rules(hf, lora=(ours, hf), refused=(ours,) if hf == "o_a_proj" else ()))
 
 
 #: 1 where ``x.float()`` makes a copy (activations not fp32), 0 where it returns ``x`` itself (fp32 activations): the
