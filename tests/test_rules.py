@@ -165,8 +165,9 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
     """The HF names LoRA may target are exactly the nn.Linear leaf names of transformers'
     LlamaForCausalLM, Phi3ForCausalLM (its fused qkv_proj and gate_up_proj), Qwen2MoeForCausalLM (its
     shared_expert_gate), DeepseekV3ForCausalLM (its latent attention), Qwen3NextForCausalLM and
-    Qwen3_5ForCausalLM (their Gated DeltaNet's projections), NemotronHForCausalLM (its Mamba-2 in_proj) but their lm_head (which PEFT leaves
-    alone by default), and each maps to one symllm name."""
+    Qwen3_5ForCausalLM (their Gated DeltaNet's projections), NemotronHForCausalLM (its Mamba-2 in_proj),
+    DeepseekV4ForCausalLM (its attention's, compressors' and indexer's projections; its grouped o_a_proj is a
+    Linear) but their lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
     sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
                  num_key_value_heads=2)
@@ -188,7 +189,14 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
                         (transformers.NemotronHForCausalLM, lambda **kw: transformers.NemotronHConfig(
                             **{k: v for k, v in kw.items() if k != "num_hidden_layers"}, head_dim=8,
                             hybrid_override_pattern="M*-", mamba_num_heads=4, mamba_head_dim=8, n_groups=2,
-                            ssm_state_size=4))):
+                            ssm_state_size=4)),
+                        (transformers.DeepseekV4ForCausalLM, lambda **kw: transformers.DeepseekV4Config(
+                            **{**kw, "num_hidden_layers": 3, "num_key_value_heads": 1}, head_dim=16, q_lora_rank=8,
+                            qk_rope_head_dim=4, n_routed_experts=2, num_experts_per_tok=1, moe_intermediate_size=8,
+                            o_groups=2, o_lora_rank=6, index_n_heads=2, index_head_dim=8, index_topk=2,
+                            sliding_window=8, layer_types=["sliding_attention", "heavily_compressed_attention",
+                                                           "compressed_sparse_attention"],
+                            compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4}))):
         with torch.device("meta"):
             hf = cls(config(**sizes))
         leaves |= {name.rsplit(".", 1)[-1] for name, m in hf.named_modules() if isinstance(m, torch.nn.Linear)}

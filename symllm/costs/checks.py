@@ -226,9 +226,10 @@ def past_window(model, tokens: int) -> int | None:
     >>> past_window("llama3.1-8b", 131073), past_window("llama3.1-8b", 131072)
     (131072, None)
     """
-    from symllm.costs.serving import model_config  # the one reader of a config in any form
+    from symllm.arch.components import Component
+    from symllm.arch.resolved import resolve  # the one reader of a config in any form
 
-    window = getattr(model_config(model), "max_positions", None)  # (a component tree has none)
+    window = None if isinstance(model, Component) else resolve(model).max_positions  # (a tree states none)
     return window if window is not None and tokens > window else None
 
 

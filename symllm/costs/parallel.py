@@ -91,12 +91,11 @@ from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import STAT_BYTES, Component
 from symllm.costs import zero
-from symllm.costs.selective import forward_runs
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
 __all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
-           "expert_params", "comm"]
+           "expert_params", "comm", "SAVED_COLLECTIVES", "forward_runs"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
@@ -139,6 +138,29 @@ def comm_kinds(mdl: Component) -> tuple[str, ...]:
     (('tp', 'pp', 'dp'), ('tp', 'pp', 'dp', 'ep'))
     """
     return COMM_KINDS if has_experts(mdl) else COMM_KINDS[:3]
+
+
+#: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370: ``c10d_functional.reduce_scatter_tensor``;
+#: torchtitan's later lists add ``all_to_all_single`` for its mixtures, which this policy refuses): every other
+#: collective in a recomputed block -- the all-gather before sequence-parallel column linears, an all-reduce
+#: without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
+SAVED_COLLECTIVES = ("reduce_scatter",)
+
+
+def forward_runs(collective: str, recompute) -> int:
+    """How many times a recomputed block's forward ``collective`` (``all_gather``, ``reduce_scatter``,
+    ``all_reduce``, ``all_to_all``) runs a training step under a recomputation policy (a workload's ``recompute``,
+    or full's ``True``; :mod:`symllm.costs.selective`): twice
+    under full recomputation, twice under op checkpointing unless the policy saves its output
+    (:data:`SAVED_COLLECTIVES`), once without recomputation.
+
+    >>> [forward_runs(c, "op") for c in ("all_gather", "reduce_scatter", "all_reduce")]
+    [2, 1, 2]
+    >>> forward_runs("reduce_scatter", "full"), forward_runs("all_gather", "none")
+    (2, 1)
+    """
+    full = recompute is True or recompute == "full"
+    return 2 if full or (recompute == "op" and collective not in SAVED_COLLECTIVES) else 1
 
 
 def _split(size: sp.Expr) -> sp.Expr:

@@ -8,7 +8,8 @@ Its ``_save_list`` holds ``aten.mm``, the SDPA kernels (``_scaled_dot_product_fl
 ``_scaled_dot_product_efficient_attention``), ``c10d_functional.reduce_scatter_tensor`` and (for Float8's
 scales) ``aten.abs`` and ``aten.max``; ``_custom_policy`` counts the block's ``aten.mm`` calls and saves the
 output of each op in the list *except every second mm* (``mm_count % 2 == 0``). Everything else in the block
-(norms, RoPE, SiLU, the products) is recomputed in backward from the block's input and what was saved.
+(norms, RoPE, SiLU, the products) is recomputed in backward from the block's input and what was saved; of its
+collectives, the all-gathers and all-reduces run again (:data:`symllm.costs.parallel.SAVED_COLLECTIVES`).
 
 A torchtitan Llama block calls its seven linears in this order (``Attention.forward``: wq, wk, wv, SDPA, wo;
 ``FeedForward.forward``: ``w2(F.silu(w1(x)) * w3(x))``), so the 2nd, 4th and 6th -- wk, wo and w3 -- run
@@ -37,34 +38,11 @@ from symllm.arch import symbols as S
 from symllm.costs.workloads import RECOMPUTE
 from symllm.errors import SymllmError
 
-__all__ = ["ORDER", "SAVED_COLLECTIVES", "forward_runs", "policy", "recompute_of", "recomputed", "recomputed_flops",
-           "saved"]
+__all__ = ["ORDER", "policy", "recompute_of", "recomputed", "recomputed_flops", "saved"]
 
 #: the order a torchtitan Llama block calls its linears (each one ``aten.mm``): torchtitan 9dec370
 #: ``torchtitan/models/llama/model.py`` ``Attention.forward`` and ``FeedForward.forward``
 ORDER = ("wq", "wk", "wv", "wo", "w1", "w3", "w2")
-
-
-#: the collectives the op policy saves (``_save_list`` at 9dec370: ``c10d_functional.reduce_scatter_tensor``;
-#: torchtitan's later lists add ``all_to_all_single`` for its mixtures, which this policy refuses): every other
-#: collective in a recomputed block -- the all-gather before sequence-parallel column linears, an all-reduce
-#: without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
-SAVED_COLLECTIVES = ("reduce_scatter",)
-
-
-def forward_runs(collective: str, recompute) -> int:
-    """How many times a recomputed block's forward ``collective`` (``all_gather``, ``reduce_scatter``,
-    ``all_reduce``, ``all_to_all``) runs a training step under a recomputation policy (:func:`policy`): twice
-    under full recomputation, twice under op checkpointing unless the policy saves its output
-    (:data:`SAVED_COLLECTIVES`), once without recomputation.
-
-    >>> [forward_runs(c, "op") for c in ("all_gather", "reduce_scatter", "all_reduce")]
-    [2, 1, 2]
-    >>> forward_runs("reduce_scatter", "full"), forward_runs("all_gather", "none")
-    (2, 1)
-    """
-    rule = policy(recompute)
-    return 2 if rule is True or (rule == "op" and collective not in SAVED_COLLECTIVES) else 1
 
 
 def _is_linear(c) -> bool:
