@@ -39,6 +39,7 @@ symllm.errors.SymllmError: ep: 3 expert-parallel ranks do not divide the 8 exper
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -226,10 +227,10 @@ def past_window(model, tokens: int) -> int | None:
     >>> past_window("llama3.1-8b", 131073), past_window("llama3.1-8b", 131072)
     (131072, None)
     """
-    from symllm.arch.components import Component
-    from symllm.arch.resolved import resolve  # the one reader of a config in any form
-
-    window = None if isinstance(model, Component) else resolve(model).max_positions  # (a tree states none)
+    if isinstance(model, (str, dict, os.PathLike)):  # a preset name, a config dict or a path (a Spec or a
+        from symllm.arch.resolved import resolve     # ModelConfig as it is: no SymPy loaded for it)
+        model = resolve(model)
+    window = getattr(getattr(model, "config", model), "max_positions", None)  # (a component tree has none)
     return window if window is not None and tokens > window else None
 
 
