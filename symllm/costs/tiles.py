@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["causal_tiles", "chunk_tiles", "on_tiles", "window_tiles"]
+__all__ = ["causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
 
 
 def causal_tiles(s: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
@@ -78,6 +78,32 @@ def chunk_tiles(s: int, c: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -
     (98304, 98304)
     """
     return _banded(s, t, tile, lambda first: first // c * c)
+
+
+def core_on_tiles(parts: dict, s: int, tile: tuple[int, int] = (128, 64)) -> Fraction:
+    """The pairs of a prefill's attention core on its kernel's tiles over the pairs the workload's convention
+    counts (``parts["core_pairs"]``: ``s²`` dense, ``s(s+1)/2`` causal, ``t = 0``): full layers on
+    :func:`causal_tiles`, the cores of sliding and chunked layers (``prefill_{sliding,chunked}_core_flops``, window
+    ``parts["window"]``) on :func:`window_tiles` and :func:`chunk_tiles` over their own convention's pairs
+    (dense: transformers' ``s²``; causal: the window's unmasked pairs).
+
+    >>> core_on_tiles({"prefill_core_flops": 10, "core_pairs": 512 ** 2}, 512) == Fraction(causal_tiles(512), 512 ** 2)
+    True
+    >>> half = {"prefill_core_flops": 2, "prefill_sliding_core_flops": 1, "window": 128, "core_pairs": 512 ** 2}
+    >>> core_on_tiles(half, 512) == Fraction(20 + 14, 2) * 128 * 64 / 512 ** 2   # 20 causal tiles, 14 windowed
+    True
+    """
+    core, pairs, w = Fraction(parts["prefill_core_flops"]), parts["core_pairs"], parts.get("window")
+    full = Fraction(causal_tiles(s, 0, tile), pairs)
+    work = core * full
+    for kind, count in (("sliding", window_tiles), ("chunked", chunk_tiles)):
+        windowed = Fraction(parts.get(f"prefill_{kind}_core_flops") or 0)
+        if windowed and w:
+            low, (whole, rest) = min(s, w), divmod(s, w)
+            kept = (s * s if pairs == s * s else low * (low + 1) // 2 + (s - low) * w if kind == "sliding"
+                    else whole * w * (w + 1) // 2 + rest * (rest + 1) // 2)
+            work += windowed * (Fraction(count(s, w, 0, tile), kept) - full)
+    return work / core
 
 
 def on_tiles(table, tile: tuple[int, int] = (128, 64)) -> list[tuple[int, Fraction]]:
