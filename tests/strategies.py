@@ -1234,3 +1234,11 @@ def timed_workloads() -> st.SearchStrategy[dict]:
         optional={"engine": st.sampled_from(list(efficiency.ENGINES)),
                   "compute_dtype": st.sampled_from(["bf16", "fp16"]), "micro_batches": st.integers(1, 16),
                   "schedule": st.sampled_from(list(efficiency.SCHEDULES))})).map(on_gpu)
+
+
+def attention_grids() -> st.SearchStrategy[tuple[int, int, int, tuple[int, int]]]:
+    """``(s, t, W, tile)``: a pass of ``s`` queries after ``t`` cached keys, a window or chunk of ``W`` keys and a
+    kernel tile ``(block_m, block_n)``, small enough to count the score matrix pair by pair
+    (tests/test_efficiency.py's tile counts)."""
+    return st.tuples(st.integers(1, 300), st.integers(0, 300), st.integers(1, 400),
+                     st.sampled_from([(128, 64), (128, 128), (64, 64), (64, 32), (16, 16), (32, 48)]))

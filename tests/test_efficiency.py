@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 import symllm
 from symllm.costs import collectives, efficiency, tiles
 from symllm.errors import SymllmError
-from tests.strategies import timed_workloads
+from tests.strategies import attention_grids, timed_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -392,6 +392,65 @@ def test_causal_tiles_is_the_kernels_loop(s, t, tile):
     n_block_max = -(-(t + s) // bn)
     blocks = sum(min(n_block_max, -(-((m + 1) * bm + (t + s) - s) // bn)) for m in range(-(-s // bm)))
     assert tiles.causal_tiles(s, t, tile) == blocks * bm * bn
+
+
+def _tiles_with_a_pair(s, t, tile, lowest):
+    """Brute force: the (query block, key block) tiles holding any pair the mask keeps, query t + i seeing the
+    keys lowest(t + i) .. t + i, each tile block_m x block_n pairs."""
+    bm, bn = tile
+    return len({(i // bm, j // bn) for i in range(s) for j in range(lowest(t + i), t + i + 1)}) * bm * bn
+
+
+def test_window_and_chunk_tiles_by_hand():
+    """512 tokens on 128 x 64 tiles. A window of 128 keys (window_size_left 127): query block m starts at key
+    block max(0, (128m - 127) // 64): 0, 0, 2, 4, and ends at the diagonal's, 2(m+1) - 1: 2 + 4 + 4 + 4 = 14 tiles.
+    Chunks of 256: query blocks 2 and 3 start at key block 256 / 64 = 4: 2 + 4 + 2 + 4 = 12 tiles (two causal
+    256-token prefills). A window of 4,096 over 8,192 tokens: blocks 0-31 run 2(m+1) tiles (32·33 = 1,056 in all), blocks
+    32-63 run from (128m - 4095) // 64 = 2m - 64 to 2m + 1: 66 each (32·66 = 2,112)."""
+    assert tiles.window_tiles(512, 128) == 14 * 128 * 64
+    assert tiles.chunk_tiles(512, 256) == 12 * 128 * 64 == 2 * tiles.causal_tiles(256)
+    assert tiles.window_tiles(8192, 4096) == (32 * 33 + 32 * 66) * 128 * 64
+
+
+@given(attention_grids())
+def test_window_and_chunk_tiles_are_the_tiles_with_a_kept_pair(grid):
+    """FlashAttention-2 runs exactly the tiles holding a pair the mask keeps: sliding windows (key j seen by query
+    p when p - W < j <= p), chunks (p // W·W <= j <= p) and full causal attention (a window past every key)."""
+    s, t, w, tile = grid
+    assert tiles.window_tiles(s, w, t, tile) == _tiles_with_a_pair(s, t, tile, lambda p: max(0, p - w + 1))
+    assert tiles.chunk_tiles(s, w, t, tile) == _tiles_with_a_pair(s, t, tile, lambda p: p // w * w)
+    assert tiles.causal_tiles(s, t, tile) == _tiles_with_a_pair(s, t, tile, lambda p: 0)
+
+
+def test_windowed_layers_run_their_band_whatever_the_convention():
+    """A sliding (Mistral v0.1, gpt-oss) or chunked (Llama 4) layer runs its band's tiles: the dense convention
+    counts transformers' whole s x s rectangle for it, the causal one the window's unmasked pairs, and the
+    expected prefill is the same (with full attention's ratio on the windowed layers the dense one was 48% slower
+    for mistral-7b-v0.1 at 32,768 tokens)."""
+    for model, extra in (("mistral-7b-v0.1", {}), ("gpt-oss-20b", {}), ("llama4-scout-17b-16e", {"tp": 4})):
+        dense, causal = (_time(model, gpu="h200", seq=32768, attention=a, **extra)["expected"]["prefill_compute_s"]
+                         for a in ("dense", "causal"))
+        assert dense == pytest.approx(causal, rel=1e-12), model
+
+
+def test_a_sliding_window_prefill_by_hand(monkeypatch):
+    """mistral-7b-v0.1 (32 layers, 32 heads of 128, a window of 4,096), 32,768 tokens, causal convention, one
+    H200 (989.4 TFLOP/s bf16). Its core: 4·32·32·128 FLOPs a kept pair, 4096·4097/2 + 28,672·4096 = 125,831,168
+    kept pairs a head. On the window's tiles (128 x 64): query blocks 0-31 run 2(m+1) (1,056), blocks 32-255 run
+    66 (14,784): 15,840 tiles of 8,192 pairs. Full attention's ratio (the old reading) puts the causal tiles of
+    32,768 tokens (256·257 = 65,792 tiles) over its s(s+1)/2 pairs instead; the attention time moves by the
+    difference, at the measured efficiency on the tiles."""
+    from fractions import Fraction
+    kept = 4096 * 4097 // 2 + (32768 - 4096) * 4096
+    assert kept == 125831168
+    per_pair = 4 * 32 * 32 * 128
+    ratio_band, ratio_full = Fraction(15840 * 8192, kept), Fraction(65792 * 8192, 32768 * 32769 // 2)
+    rate = efficiency.attention_prefill(32768, 128, tiles=True) * 989_400_000_000_000
+    new = _time("mistral-7b-v0.1", gpu="h200", seq=32768, attention="causal")["expected"]["prefill_compute_s"]
+    monkeypatch.setattr(tiles, "core_on_tiles", lambda parts, s, tile: Fraction(tiles.causal_tiles(s, 0, tile),
+                                                                               parts["core_pairs"]))
+    old = _time("mistral-7b-v0.1", gpu="h200", seq=32768, attention="causal")["expected"]["prefill_compute_s"]
+    assert new - old == pytest.approx(float(per_pair * kept * (ratio_band - ratio_full) / rate), rel=1e-9)
 
 
 def test_prefill_attention_keeps_the_measured_points():

@@ -454,9 +454,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the attention core: the pairs of the kernel's tiles (masked blocks skipped, diagonal blocks whole) at the
     # measured efficiency read on those pairs
     # (without attention_tiles in efficiency.json: the unmasked pairs at the table as measured)
-    from symllm.costs.tiles import causal_tiles
+    # (sliding and chunked layers: their band's tiles, symllm.costs.tiles.core_on_tiles)
+    from symllm.costs.tiles import core_on_tiles
     tiled, heads = "attention_tiles" in data(), parts["head_dim"]
-    tiles = Fraction(causal_tiles(work.seq, 0, tile(heads)), parts["core_pairs"]) if core and tiled else 0
+    tiles = core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
     attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * peak) if tiled else
                parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * peak)) if core else 0)
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes

@@ -256,6 +256,10 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
             terms[f"{phase}_flops"] = algebra.substitute(phase_flops(stage, phase), defs)
             terms[f"{phase}_core_flops"] = algebra.substitute(phase_flops(core, phase), defs)
+            if phase == "prefill":  # windowed layers' cores, on a local kernel's tiles (none: no term)
+                for kind in ("sliding", "chunked"):
+                    if (windowed := _windowed(stage, kind)).flops != 0:
+                        terms[f"prefill_{kind}_core_flops"] = algebra.substitute(phase_flops(windowed, phase), defs)
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
@@ -289,6 +293,25 @@ def _core(comp):
     4*L*b*d_h*n_h*s*(s + t)
     """
     return _part(comp, "core", lambda c: S.t in c.flops.free_symbols or c.flops.has(sp.Min))
+
+
+def _windowed(comp, kind: str):
+    """The attention core (:func:`_core`'s parts that hold ``W``) of the layers of ``comp`` under a ``kind``
+    window ("sliding", "chunked": the attention's rules label), repeats included: what the expected time runs on
+    a local kernel's tiles (:mod:`symllm.costs.tiles`).
+
+    >>> from symllm import api
+    >>> _windowed(api.spec("gpt-oss-20b").model(), "sliding").flops.subs(S.t, 0)
+    4*b*d_h*n_h*s**2*(L - L_2)
+    """
+    from symllm.arch.components import Component
+
+    def grows(c, inside: bool) -> sp.Expr:
+        inside = inside or getattr(getattr(c, "rules", None), "label", "").startswith(f"a {kind} window")
+        own = c.flops if inside and S.W in c.flops.free_symbols and (
+            S.t in c.flops.free_symbols or c.flops.has(sp.Min)) else sp.S.Zero
+        return c.repeat * (own + sum((grows(x, inside) for x in c.children), sp.S.Zero))
+    return Component(f"{kind} core", flops=grows(comp, False))
 
 
 def _moe_layers(comp) -> sp.Expr:
@@ -437,6 +460,8 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
         busiest = worst[4]
         parts.update({f"{phase}_flops": num(f"{busiest}{phase}_flops"), f"{phase}_bytes": worst[2],
                       f"{phase}_core_flops": num(f"{busiest}{phase}_core_flops"),
+                      **{f"{phase}_{k}_core_flops": num(f"{busiest}{phase}_{k}_core_flops")
+                         for k in ("sliding", "chunked") if f"{busiest}{phase}_{k}_core_flops" in ev},
                       f"{phase}_expert_flops": num(f"{busiest}{phase}_expert_flops"),
                       "expert_params": num(f"{busiest}expert_params"), "expert_active": num(f"{busiest}expert_active"),
                       "training_expert_flops": num(f"{busiest}training_expert_flops"),
@@ -543,6 +568,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
                   "training_core_flops": (4 if work.recompute == "full" else 3) * num(f"{trained}prefill_core_flops")})
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
+                  "window": int(vals["W"]) if "W" in vals else None,
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
                   "training_flops": max(num(f"{st}training_flops") for st in stages),

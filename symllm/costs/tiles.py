@@ -5,12 +5,18 @@ blocks the diagonal crosses whole: about half the ``s × s`` rectangle plus the 
 keep their convention (``--attention dense``: the whole rectangle; ``causal``: the ``s(s+1)/2`` unmasked pairs);
 the expected time (:mod:`symllm.costs.efficiency`) runs these tiles' pairs. Block sizes and their source:
 ``attention_tiles`` in efficiency.json (FlashAttention-2's ``flash_fwd_launch_template.h``).
+
+Sliding-window and chunked layers (a query sees at most ``W`` keys, itself included: ``ModelConfig.window``) run
+fewer tiles: FlashAttention-2's local attention (``flash_fwd_kernel.h``, ``compute_attn_1rowblock``) runs, for
+query block ``m``, the key blocks from ``n_block_min = max(0, (m·block_m + t - window_size_left) / block_n)`` to
+the causal ``n_block_max``, with ``window_size_left = W - 1`` (:func:`window_tiles`); a chunked layer's query block
+starts at the chunk of its first query (:func:`chunk_tiles`).
 """
 from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["causal_tiles", "on_tiles"]
+__all__ = ["causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
 
 
 def causal_tiles(s: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
@@ -35,6 +41,69 @@ def causal_tiles(s: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
     r, c = bm // bn, -(-t // bn)
     j = min(rows, max(0, (keys - c) // r))  # the query blocks that stop short of the last key block
     return (r * j * (j + 1) // 2 + c * j + (rows - j) * keys) * bm * bn
+
+
+def _banded(s: int, t: int, tile: tuple[int, int], first) -> int:
+    """Pairs of the tiles query block ``m`` runs from key block ``first(m·block_m + t) // block_n`` (the lowest key
+    its first query sees) to the causal diagonal's, block by block (exact integers)."""
+    bm, bn = tile
+    keys = -(-(t + s) // bn)
+    return sum(min(keys, -(-((m + 1) * bm + t) // bn)) - first(m * bm + t) // bn
+               for m in range(-(-s // bm))) * bm * bn
+
+
+def window_tiles(s: int, w: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
+    """Query-key pairs a sliding-window FlashAttention-2 forward computes (:func:`causal_tiles`' tiles) when each
+    query sees the last ``w`` keys, itself included (``window_size_left = w - 1``): query block ``m`` runs key
+    blocks ``max(0, ⌊(m·block_m + t - w + 1)/block_n⌋)`` up to the diagonal's (FlashAttention-2's
+    ``n_block_min``/``n_block_max`` in ``flash_fwd_kernel.h``).
+
+    >>> window_tiles(512, 128)   # query blocks (128 rows) run key blocks (64 wide) 0-1, 0-3, 2-5, 4-7
+    114688
+    >>> (2 + 4 + 4 + 4) * 128 * 64, window_tiles(512, 10 ** 6) == causal_tiles(512)
+    (114688, True)
+    """
+    return _banded(s, t, tile, lambda first: max(0, first - w + 1))
+
+
+def chunk_tiles(s: int, c: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
+    """Query-key pairs a chunked-attention forward computes on FlashAttention-2's tiles when each query sees the
+    keys of its own chunk of ``c`` positions up to itself (Llama 4's ``attention_chunk_size``): the score matrix
+    is block-diagonal, and query block ``m`` runs the key blocks from its first query's chunk start to the
+    diagonal's.
+
+    >>> chunk_tiles(512, 256)    # two causal 256-blocks: query blocks run key blocks 0-1, 0-3, 4-5, 4-7
+    98304
+    >>> (2 + 4 + 2 + 4) * 128 * 64, 2 * causal_tiles(256)
+    (98304, 98304)
+    """
+    return _banded(s, t, tile, lambda first: first // c * c)
+
+
+def core_on_tiles(parts: dict, s: int, tile: tuple[int, int] = (128, 64)) -> Fraction:
+    """The pairs of a prefill's attention core on its kernel's tiles over the pairs the workload's convention
+    counts (``parts["core_pairs"]``: ``s²`` dense, ``s(s+1)/2`` causal, ``t = 0``): full layers on
+    :func:`causal_tiles`, the cores of sliding and chunked layers (``prefill_{sliding,chunked}_core_flops``, window
+    ``parts["window"]``) on :func:`window_tiles` and :func:`chunk_tiles` over their own convention's pairs
+    (dense: transformers' ``s²``; causal: the window's unmasked pairs).
+
+    >>> core_on_tiles({"prefill_core_flops": 10, "core_pairs": 512 ** 2}, 512) == Fraction(causal_tiles(512), 512 ** 2)
+    True
+    >>> half = {"prefill_core_flops": 2, "prefill_sliding_core_flops": 1, "window": 128, "core_pairs": 512 ** 2}
+    >>> core_on_tiles(half, 512) == Fraction(20 + 14, 2) * 128 * 64 / 512 ** 2   # 20 causal tiles, 14 windowed
+    True
+    """
+    core, pairs, w = Fraction(parts["prefill_core_flops"]), parts["core_pairs"], parts.get("window")
+    full = Fraction(causal_tiles(s, 0, tile), pairs)
+    work = core * full
+    for kind, count in (("sliding", window_tiles), ("chunked", chunk_tiles)):
+        windowed = Fraction(parts.get(f"prefill_{kind}_core_flops") or 0)
+        if windowed and w:
+            low, (whole, rest) = min(s, w), divmod(s, w)
+            kept = (s * s if pairs == s * s else low * (low + 1) // 2 + (s - low) * w if kind == "sliding"
+                    else whole * w * (w + 1) // 2 + rest * (rest + 1) // 2)
+            work += windowed * (Fraction(count(s, w, 0, tile), kept) - full)
+    return work / core
 
 
 def on_tiles(table, tile: tuple[int, int] = (128, 64)) -> list[tuple[int, Fraction]]:
