@@ -158,3 +158,40 @@ def test_the_experts_gemms_run_at_their_own_widths(monkeypatch):
     seconds = flops / (0.594 / (1 + (1 / f - 1) * 2) * 1978.9e12)
     delta = seconds * (mean_loss(4096) - mean_loss(2048))
     assert _step(monkeypatch, ("gemm", "k"), 4096) - _step(monkeypatch, ("gemm", "k"), 2048) == pytest.approx(delta, rel=1e-9)
+
+
+# --- the host's launches of dropless MoE layers (moe.launches, moe_host_launch_s) ----------------------------
+
+def test_launch_counts_are_the_sources_itemised():
+    """docs/efficiency.md's table, read at Megatron-LM 0d8e071 and Transformer Engine v2.9: under FP8 current
+    scaling an expert's fc1 and fc2 each quantize their input (amax, scale, cast: quantizer.cpp) and run one
+    cuBLASLt GEMM forward, quantize the output gradient and run dgrad and wgrad backward; in BF16 only the
+    GEMMs. The fixed launches at the fused low end: forward router 1, top-k 1, aux loss 2, splits 6, the
+    device-to-host copy 1, permute 2, dispatch all-to-alls 2, chunk sort 1, SwiGLU 1, sort back 1, combine 1,
+    unpermute 1; backward gating 2, top-k 1, aux loss 1, permute 1, all-to-alls 2, sort 1, SwiGLU 1, sort
+    back 1, combine 1, unpermute 1."""
+    launches = efficiency.data()["moe"]["launches"]
+    assert launches["per_local_expert"] == (3 + 1 + 3 + 1) + (3 + 2 + 3 + 2)
+    assert launches["per_local_expert_bf16"] == (1 + 1) + (2 + 2)
+    forward = 1 + 1 + 2 + 6 + 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1
+    backward = 2 + 1 + 1 + 1 + 2 + 1 + 1 + 1 + 1 + 1
+    assert (forward, backward) == (20, 12)
+    assert launches["fixed"] == forward + backward
+
+
+def test_host_launches_by_hand():
+    """128 experts over EP 8: 16 local experts; 48 layers x (18 x 16 + 32) launches at the H200 host's
+    24 us = 0.36864 s; in BF16 48 x (6 x 16 + 32) x 24 us = 0.147456 s; 3 experts a rank where 10 do not
+    divide by 4 (the busiest rank's)."""
+    assert efficiency.moe_host_launch_s(moe_layers=48, n_e=128, ep=8, fp8=True) == Fraction(36864, 100000)
+    assert efficiency.moe_host_launch_s(moe_layers=48, n_e=128, ep=8, fp8=False) == Fraction(147456, 1000000)
+    assert efficiency.moe_host_launch_s(moe_layers=1, n_e=10, ep=4, fp8=False) == (6 * 3 + 32) * Fraction(24, 10 ** 6)
+
+
+def test_the_launches_are_a_floor_not_a_sum(monkeypatch):
+    """The host's launches run while the GPU works: a slow host (1 ms and 2 ms a launch, both far over the
+    GPU's time) sets the step at 4 micro-batches x 48 layers x 320 launches a host's cost, and one 1,000
+    times faster than that does not move the step at all."""
+    slow = _step(monkeypatch, ("kernel", "host_s"), "0.002") - _step(monkeypatch, ("kernel", "host_s"), "0.001")
+    assert slow == pytest.approx(4 * 48 * 320 * 0.001, rel=1e-9)
+    assert _step(monkeypatch, ("kernel", "host_s"), "0.000001") == _step(monkeypatch, ("kernel", "host_s"), "0.0000001")

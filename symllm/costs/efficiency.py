@@ -41,7 +41,8 @@ each figure with its source:
   (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
   group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and unpermutation and its router's scores as
   memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
-  device-to-host round trip each forward (``moe.sync_s``).
+  device-to-host round trip each forward (``moe.sync_s``), and its micro-batch takes at least the time the
+  host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`, ``moe.launches``).
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
@@ -358,6 +359,23 @@ def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0,
             "permute": Fraction(permute), "router": Fraction(router), "sync": sync}
 
 
+
+def moe_host_launch_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool) -> Fraction:
+    """Seconds the host takes to launch a training micro-batch's dropless MoE layers, forward and backward,
+    one kernel at a time (``moe.launches``: ``per_local_expert`` launches an expert of the ``n_e / ep`` on a
+    rank, ``per_local_expert_bf16`` without FP8's quantizations, plus ``fixed``), each at ``kernel.host_s``:
+    dynamic shapes keep them out of CUDA graphs, so the micro-batch's GPU time is at least this.
+
+    >>> float(moe_host_launch_s(moe_layers=24, n_e=128, ep=8, fp8=True))   # 24 x (18 x 16 + 32) x 24 us
+    0.18432
+    >>> float(moe_host_launch_s(moe_layers=36, n_e=128, ep=8, fp8=False))  # 36 x (6 x 16 + 32) x 24 us
+    0.110592
+    """
+    launches = data()["moe"]["launches"]
+    local = -(-n_e // ep)
+    each = launches["per_local_expert"] if fp8 else launches["per_local_expert_bf16"]
+    return moe_layers * (each * local + launches["fixed"]) * _x(data()["kernel"]["host_s"])
+
 def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
                    card: str | None = None, recompute: bool = False) -> Fraction:
     """Seconds a training micro-batch of ``rows`` tokens spends quantizing activations and gradients to FP8
@@ -530,6 +548,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
+    # dropless MoE layers the host launches one kernel at a time (no CUDA graph holds them): the micro-batches
+    # take at least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
+    if moe_s and train.get("moe_host_syncs") and work.ep > 1:
+        compute_s = max(compute_s, micro * moe_host_launch_s(
+            moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep,
+            fp8=compute == "fp8" and train.get("fp8_recipe") == "current"))
     tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
