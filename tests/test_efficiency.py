@@ -384,10 +384,21 @@ def test_causal_tiles_by_hand():
     assert tiles.causal_tiles(100, 0, efficiency.tile(256)) == 2 * 128 * 64  # wider heads: d128's tiles; ceil(128/64) blocks
 
 
-@given(st.integers(1, 5000), st.integers(0, 5000), st.sampled_from([(128, 64), (128, 128), (64, 64), (256, 64)]))
+def test_causal_tiles_by_hand_when_block_m_is_not_a_multiple_of_block_n():
+    """96 x 64 tiles, 192 tokens, no cache: 2 query blocks, 3 key blocks; block 0 runs ceil(96/64) = 2, block 1
+    ceil(192/64) = 3: 5 tiles. 64 x 96 tiles, 200 tokens after 10 cached keys: 4 query blocks, ceil(210/96) = 3 key
+    blocks; block m runs ceil((64(m+1) + 10)/96) = 1, 2, 3, min(3, ceil(266/96) = 3): 9 tiles."""
+    assert tiles.causal_tiles(192, 0, (96, 64)) == 5 * 96 * 64
+    assert tiles.causal_tiles(200, 10, (64, 96)) == 9 * 64 * 96
+
+
+@given(st.integers(1, 5000), st.integers(0, 5000),
+       st.sampled_from([(128, 64), (128, 128), (64, 64), (256, 64)])
+       | st.tuples(st.integers(1, 300), st.integers(1, 300)))
 def test_causal_tiles_is_the_kernels_loop(s, t, tile):
-    """The closed form (exact at any size) against the kernel's own loop, block by block: query block m runs key
-    blocks up to min(n_block_max, ceil(((m+1)·kBlockM + seqlen_k - seqlen_q)/kBlockN)) (flash_fwd_kernel.h)."""
+    """The closed form (exact at any size, any tile) against the kernel's own loop, block by block: query block m
+    runs key blocks up to min(n_block_max, ceil(((m+1)·kBlockM + seqlen_k - seqlen_q)/kBlockN))
+    (flash_fwd_kernel.h)."""
     bm, bn = tile
     n_block_max = -(-(t + s) // bn)
     blocks = sum(min(n_block_max, -(-((m + 1) * bm + (t + s) - s) // bn)) for m in range(-(-s // bm)))

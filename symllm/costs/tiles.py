@@ -34,13 +34,10 @@ def causal_tiles(s: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
     """
     bm, bn = tile
     keys, rows = -(-(t + s) // bn), -(-s // bm)  # key blocks in all, query blocks
-    if bm % bn:  # not FlashAttention-2's tiles: block by block
-        return sum(min(keys, -(-((m + 1) * bm + t) // bn)) for m in range(rows)) * bm * bn
-    # block m runs (m+1)·r + ⌈t/bn⌉ key blocks (r = bm/bn) while that is under all of them: closed form,
-    # exact at any size
-    r, c = bm // bn, -(-t // bn)
-    j = min(rows, max(0, (keys - c) // r))  # the query blocks that stop short of the last key block
-    return (r * j * (j + 1) // 2 + c * j + (rows - j) * keys) * bm * bn
+    # block m runs ⌈((m+1)·bm + t)/bn⌉ key blocks, rising with m, while that is at most all of them: the first
+    # j blocks run their own count (a sum of ceilings: a floor sum), the rest all keys. Exact at any size, any tile
+    j = min(rows, max(0, (keys * bn - t) // bm))
+    return (_floor_sum(j, bn, bm, bm + t + bn - 1) + (rows - j) * keys) * bm * bn
 
 
 def _banded(s: int, t: int, tile: tuple[int, int], first) -> int:
@@ -105,6 +102,21 @@ def core_on_tiles(parts: dict, s: int, tile: tuple[int, int] = (128, 64)) -> Fra
             work += windowed * (Fraction(count(s, w, 0, tile), kept) - full)
     return work / core
 
+def _floor_sum(n: int, m: int, a: int, b: int) -> int:
+    """``Σ_{i<n} ⌊(a·i + b)/m⌋`` for ``n, a, b ≥ 0``, ``m ≥ 1``, in O(log) steps (the Euclid-like reduction).
+
+    >>> _floor_sum(5, 3, 2, 1), sum((2 * i + 1) // 3 for i in range(5))
+    (7, 7)
+    """
+    total = 0
+    while n:
+        total += (a // m) * n * (n - 1) // 2 + (b // m) * n
+        a, b = a % m, b % m
+        top = a * n + b
+        if top < m:
+            break
+        n, b, m, a = top // m, top % m, a, m
+    return total
 
 def on_tiles(table, tile: tuple[int, int] = (128, 64)) -> list[tuple[int, Fraction]]:
     """A table of ``(s, fraction of the peak on the s(s+1)/2 unmasked pairs)`` read on the pairs of the tiles:

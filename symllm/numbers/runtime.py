@@ -56,22 +56,20 @@ def _ceil(x):
     return math.ceil(x)
 
 
-def _max(*xs):
-    if any(map(_is_array, xs)):
-        out = xs[0]
-        for x in xs[1:]:
-            out = _numpy().maximum(out, x)
-        return out
-    return max(xs)
+def _extreme(name: str, builtin):
+    """``max``/``min`` of scalars, element-wise (NumPy's ``maximum``/``minimum``) when any is an array."""
+    def fold(*xs):
+        if any(map(_is_array, xs)):
+            out = xs[0]
+            for x in xs[1:]:
+                out = getattr(_numpy(), name)(out, x)
+            return out
+        return builtin(xs)
+    return fold
 
 
-def _min(*xs):
-    if any(map(_is_array, xs)):
-        out = xs[0]
-        for x in xs[1:]:
-            out = _numpy().minimum(out, x)
-        return out
-    return min(xs)
+_max = _extreme("maximum", max)
+_min = _extreme("minimum", min)
 
 
 def _max1(x):
