@@ -546,9 +546,8 @@ def test_working_set_at_deepseek_v4_flash_widths_equals_transformers():
 def test_workloads_of_deepseek_v4_flash_base_run_and_sweeps_equal_count(cli, tmp_path):
     """DeepSeek-V4-Flash-Base's published config with a workload: count (FLOPs, every memory kind, fit and time
     on an H200) and plan run (exit 0), and a sweep over batch and sequence gives count's activations, inference
-    peak and state cache at each point. Serving capacity is refused in one line: how vLLM pages the window's keys,
-    the compressed entries and the compressors' buffers is not modelled (the sparse-attention indexer's per-token
-    keys that vLLM pages for DeepSeek-V3.2 are not DeepSeek-V4's, whose indexer keys are pooled every m_c tokens)."""
+    peak and state cache at each point. Serving capacity without an fp8 KV cache is refused in one line, as vLLM
+    asserts (its layout: tests/test_dsv4_serving.py)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(FLASH_BASE))
     r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--gpu", "h200", "--json"])
@@ -556,8 +555,8 @@ def test_workloads_of_deepseek_v4_flash_base_run_and_sweeps_equal_count(cli, tmp
     out = json.loads(r.out)
     assert out["memory"]["activations"] > 0 and out["memory"]["inference_peak"] > out["memory"]["weights"]
     r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--serve", "--gpu", "h200", "--tp", "8"])
-    assert (r.code, r.out, r.err) == (2, "", "symllm: error: serve: vLLM's paging of DeepSeek-V4's compressed caches "
-                                             "is not modelled\n")
+    assert (r.code, r.out, r.err) == (2, "", "symllm: error: kv_dtype: bf16; vLLM serves DeepSeek-V4 with an fp8 KV "
+                                             "cache only (--kv-format fp8)\n")  # tests/test_dsv4_serving.py
     r = cli(["plan", str(path), "--gpus", "8xh200", "--seq", "4096", "--top", "1"])
     assert r.code == 0, r.err
     quantities = ("activations", "inference_peak", "state_cache")

@@ -27,6 +27,10 @@ counts both, the latent's and the indexer's),
 
 and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
 
+DeepSeek-V4 (an fp8 KV cache only, as vLLM asserts) is laid out as vLLM's own allocator lays it out: its window
+keys, compressed entries, indexer keys and compressor states in 576-byte-aligned pages, grouped into layer tuples
+(:func:`deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4").
+
 Conventions (each an estimate of what vLLM measures, not derives):
 
 * GPU memory: what the driver reports to torch where it was measured (:attr:`symllm.costs.hardware.GPU.usable`:
@@ -68,7 +72,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "capacity", "deepseek_v4_blocks", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
@@ -230,6 +234,96 @@ def moe_workspace_bytes(config, tokens: int, tp: int = 1, act_bytes: int = 2) ->
     return (m * k * max(n, width) + m * k * n // 2) * act_bytes
 
 
+#: vLLM's DeepSeek-V4 cache layout (docs/serving.md, "DeepSeek-V4"): an fp8_ds_mla entry's bytes (448 FP8 NoPE
+#: values, 64 bf16 RoPE values, 7 UE8M0 scales and a pad byte), FlashMLA's page alignment, the compressed
+#: attention's block (tokens) and the window cache's block
+DSV4_ENTRY_BYTES, DSV4_ALIGNMENT, DSV4_BLOCK, DSV4_SWA_BLOCK = 584, 576, 256, 64
+#: the compressors' state blocks (CompressorStateCache: 4 tokens for ratio 4, 8 for ratio 128), by ratio
+DSV4_STATE_BLOCK = {4: 4, 128: 8}
+
+
+def _pad(size: int) -> int:
+    """A page rounded up to FlashMLA's alignment (``_apply_alignment_padding``)."""
+    return -(-size // DSV4_ALIGNMENT) * DSV4_ALIGNMENT
+
+
+def _approximate_gcd(values: list[int], lower_bound: int) -> int:
+    """vLLM's ``_approximate_gcd``: the number of layer tuples, from ``lower_bound`` to the largest value, that pads
+    the groups' tuple counts least (ties: the larger)."""
+    best, best_pad = lower_bound, None
+    for d in range(lower_bound, max(values) + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad is None or pad < best_pad or (pad == best_pad and d > best):
+            best, best_pad = d, pad
+    return best
+
+
+def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int) -> dict:
+    """vLLM's blocks for DeepSeek-V4 (``kv_cache_utils._get_kv_cache_groups_uniform_groups`` and
+    ``_get_kv_cache_config_deepseek_v4``; docs/serving.md, "DeepSeek-V4"): the full group (each CSA layer's
+    compressed entries and indexer keys, each HCA layer's entries, 256 tokens a block) and the window groups
+    (every layer's window keys, the CSA compressors' and the HCA compressors' states), split into groups of at most
+    ``layer_tuples`` layers; ``blocks`` = KV bytes // (``layer_tuple_bytes`` · ``layer_tuples``), one request of
+    ``context`` tokens takes ``blocks_per_request`` of them (each group's ``max_memory_usage`` in pages,
+    ``_max_memory_usage_bytes_from_groups``), ``kv_tokens`` as vLLM logs it (blocks // groups · the smallest block).
+
+    >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
+    ...        "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 512, "q_lora_rank": 8,
+    ...        "qk_rope_head_dim": 64, "num_experts_per_tok": 2, "n_routed_experts": 4, "hc_mult": 2,
+    ...        "sliding_window": 128, "o_groups": 2, "o_lora_rank": 6, "index_n_heads": 2, "index_head_dim": 128,
+    ...        "index_topk": 2, "compress_ratios": [4, 128, 4]}
+    >>> r = deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048)
+    >>> r["layer_tuple_bytes"], r["layer_tuples"], r["groups"], r["blocks"]
+    (47808, 2, 5, 10458)
+    """
+    cfg = model_config(config)
+    counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
+    for kind, n in cfg.layers:
+        counts[kind.mixer] = counts.get(kind.mixer, 0) + n
+    csa, hca, every = counts["compressed_sparse"], counts["heavily_compressed"], sum(counts.values())
+    if every != cfg.n_layers:
+        raise SymllmError("serve: vLLM's DeepSeek-V4 serves DeepSeek-V4's attention in every layer")
+    for field, value, want in (("head_dim", cfg.head_dim, 512), ("qk_rope_head_dim", cfg.rope_dim, 64),
+                               ("index_head_dim", cfg.index_head_dim if csa else 128, 128),
+                               ("compress_ratios", cfg.compress_csa if csa else 4, 4),
+                               ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
+        if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
+            raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
+    if not csa:  # vLLM asserts its window pages fit a full group's page: none without a CSA layer's
+        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout needs a compressed sparse attention layer")
+    window = cfg.sliding_window
+    entry_csa, entry_hca = _pad(DSV4_BLOCK // 4 * DSV4_ENTRY_BYTES), _pad(DSV4_BLOCK // 128 * DSV4_ENTRY_BYTES)
+    index = _pad(DSV4_BLOCK // 4 * (128 + 128 // INDEXER_QUANT_BLOCK * 4))  # DeepseekV4IndexerCache, uint8
+    full = {entry_csa: csa, index: csa, **({entry_hca: hca} if hca else {})}  # page -> layers (distinct pages)
+    # the window groups, keyed as vLLM keys them (block size, window): their layers' pages before padding, the
+    # blocks one request takes (SlidingWindowSpec.max_memory_usage_bytes) and each page padded to the nearest
+    # full-group page (fp32 states: 2 · coff · head_dim a token, coff 2 with CSA's overlap)
+    state = lambda ratio, coff, width: _pad(DSV4_STATE_BLOCK[ratio] * 2 * coff * width * 4)  # noqa: E731
+    windows = [(DSV4_SWA_BLOCK, window, {_pad(DSV4_SWA_BLOCK * DSV4_ENTRY_BYTES): every}),
+               (DSV4_STATE_BLOCK[4], 2 * 4, {state(4, 2, 512): csa, state(4, 2, 128): csa})]
+    if hca:
+        windows.append((DSV4_STATE_BLOCK[128], 128, {state(128, 1, 512): hca}))
+    tuples = _approximate_gcd([max(full.values())] + [max(p.values()) for _, _, p in windows],
+                              lower_bound=max(full.values()))
+    groups, sizes, per_request = 1, [max(full.values())], -(-context // DSV4_BLOCK)
+    for block, win, pages in windows:
+        if max(pages) > max(full):
+            raise SymllmError("serve: vLLM's DeepSeek-V4 window pages exceed its full group's (not served)")
+        layers = max(pages.values())  # every page of the group holds as many layers (vLLM asserts it)
+        split = -(-layers // tuples)
+        groups += split
+        sizes += [len(range(i, layers, split)) for i in range(split)]
+        held = min(win - 1 + max_num_batched_tokens, context)
+        per_request += split * (-(-held // block) + 1)
+    layer_tuple_bytes = sum(full)
+    layer_tuples = max(sizes)
+    blocks = max(int(Fraction(kv_cache_bytes) // (layer_tuple_bytes * layer_tuples)), 0)
+    smallest = min(DSV4_BLOCK, *(block for block, _, _ in windows))
+    return {"layer_tuple_bytes": layer_tuple_bytes, "layer_tuples": layer_tuples, "groups": groups,
+            "blocks": blocks, "blocks_per_request": per_request, "kv_tokens": blocks // groups * smallest,
+            "requests": blocks // per_request, "max_concurrency": Fraction(blocks, per_request)}
+
+
 def _fraction(field: str, value, low=0, high=None) -> Fraction:
     try:
         out = Fraction(str(value)) if not isinstance(value, Fraction) else value
@@ -268,10 +362,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     cfg = model_config(config)
-    if getattr(cfg, "hc_mult", None) is not None:
-        # its window's keys, compressed entries and compressor buffers: how vLLM pages them is not read here (the
-        # DeepSeek Sparse Attention indexer's per-token keys, indexer_bytes_per_token, are not DeepSeek-V4's)
-        raise SymllmError("serve: vLLM's paging of DeepSeek-V4's compressed caches is not modelled")
+    compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
+    if compressed and not str(work.kv_format or work.kv_dtype).startswith("fp8"):
+        raise SymllmError(f"kv_dtype: {work.kv_format or work.kv_dtype}; vLLM serves DeepSeek-V4 with an fp8 KV "
+                          "cache only (--kv-format fp8)")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
     from symllm.costs import efficiency
@@ -304,6 +398,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     # one sequence's state cache (a hybrid's recurrent and convolution states, constant in the context) on
     # tensor rank 0: the profile's batch is that one sequence
     state = profile["memory_per_gpu"].get("state_cache", 0)
+    if compressed:  # every rank holds the whole caches (one key-value head); the profile's caches are its own
+        kv_profile = profile["memory_per_gpu"].get("kv_cache", 0)
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
     moe = moe_workspace_bytes(config, max_num_batched_tokens, work.tp) if conventions.get("moe_workspace") else 0
     if moe:  # the fused-MoE workspace, live in an MoE layer beside the forward's working set (not the logits')
@@ -325,6 +421,14 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
                                                                                           kv_cache_bytes)
     context = work.seq + work.gen
+    if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
+        d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens)
+        return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
+                "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
+                "kv_bytes_per_token": Fraction(d["layer_tuple_bytes"] * d["layer_tuples"], DSV4_BLOCK),
+                "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1,
+                "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
+                "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **d}
     if state:  # a hybrid model: each sequence holds its state beside its KV blocks (vLLM allocates it per sequence)
         sequences = max(int(kv // (ceil(context / block_size) * block_size * per_token + state)), 0)
         kv = kv - sequences * state

@@ -76,7 +76,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         evaluate = lambda w: phases.workload(config, w)  # noqa: E731
     cap = serving.capacity(config, work, evaluate=evaluate, **serve)
     s, n = work.seq, work.gen
-    most = cap["kv_tokens"] // (s + n)  # sequences whose whole context the KV cache holds
+    # sequences whose whole context the KV cache holds (DeepSeek-V4: the requests its blocks hold, vLLM's groups)
+    most = cap["requests"] if "requests" in cap else cap["kv_tokens"] // (s + n)
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
