@@ -6,6 +6,8 @@ evaluated on every (query, key) pair (causal: the pairs the mask keeps), the cac
 plain-Python sums written here from the definitions of the windows."""
 import json
 
+import sympy
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ import symllm
 from symllm import api
 from symllm.costs import phases as costs
 from symllm.arch.config import from_hf
+from symllm.errors import SymllmError
 
 from .conftest import generate, requires
 from .strategies import MISTRAL, llama4 as _llama4, windowed
@@ -153,3 +156,34 @@ def test_hf_stacks_refuse_a_window(cli, stack):
     r = cli(["count", "mistral-7b-v0.1", "--stack", stack])
     assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
     assert r.err.startswith(f"symllm: error: stack: {stack} does not model") and "sliding window" in r.err
+
+
+def _without_window(comp):
+    """``comp`` with every window its attentions declare taken off their rules (labels and FLOPs unchanged)."""
+    import dataclasses
+    rules = getattr(comp, "rules", None)
+    if rules is not None and rules.window:
+        comp = comp.replace(rules=dataclasses.replace(rules, window=""))
+    return comp.replace(children=tuple(_without_window(c) for c in comp.children))
+
+
+def test_the_expected_time_finds_a_window_by_the_rule_that_declares_it_not_by_its_label():
+    """gpt-oss-20b's sliding layers (every other one of L, by its config's layer_types) run QKᵀ and A·V on the
+    window's keys: a prompt of s tokens with no cache (t = 0) and s under the window W = 128 gives each sliding
+    layer's core 2 · 2·b·n_h·d_h·s² FLOPs (every query-key pair counted, as `--attention dense` counts them), so
+    L - L_2 layers give 4·b·d_h·n_h·s²·(L - L_2). The same model with its windows taken off the rules, labels
+    still reading "a sliding window", has no windowed core: the window is read from `Rules.window` alone."""
+    from symllm import api
+    from symllm.arch import symbols as S
+    from symllm.arch.components.base import Rules
+    from symllm.costs.hardware import _windowed
+    mdl = api.spec("gpt-oss-20b").model()
+    b, d_h, n_h, s, L = S.b, S.d_h, S.n_h, S.s, S.L
+    L_2 = sympy.Symbol("L_2", integer=True, positive=True)  # the sliding group's layers
+    assert (_windowed(mdl, "sliding").flops.subs(S.t, 0) - 4 * b * d_h * n_h * s ** 2 * (L - L_2)).expand() == 0
+    assert _windowed(mdl, "chunked").flops == 0
+    bare = _without_window(mdl)
+    assert any(c.rules.label.startswith("a sliding window") for c in bare.walk() if getattr(c, "rules", None))
+    assert _windowed(bare, "sliding").flops == 0
+    with pytest.raises(SymllmError, match="window: unknown 'diagonal'"):
+        Rules("replicated", window="diagonal")

@@ -19,12 +19,13 @@ This module loads no SymPy (config files are read with it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from fractions import Fraction
 from itertools import zip_longest
 
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, positive_int, short
 
-__all__ = ["LayerKind", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "window_pairs", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -54,6 +55,27 @@ FFNS = ("dense", "moe", "none")
 #: Mistral v0.1, Qwen's layers from max_window_layers on), or the positions of its own chunk of ``W``
 #: ("chunked": Llama 4's RoPE layers)
 WINDOWS = (None, "sliding", "chunked")
+
+
+def window_pairs(window: str, x, w, *, least=min, floor_div=lambda a, m: a // m, half=Fraction(1, 2)):
+    """The unmasked query-key pairs of the first ``x`` positions of a sequence under a ``window`` of ``w``
+    (:data:`WINDOWS`): "sliding", ``Σ_{j=1}^{x} min(j, w)`` (position ``j`` sees the last ``min(j, w)``
+    positions); "chunked", ``Σ_{j=1}^{x} ((j - 1) mod w + 1)`` (the positions of its own chunk up to itself). One
+    rule for numbers (the defaults: exact) and for closed forms (``least=sympy.Min``, a ``floor_div`` and ``half``
+    of SymPy's: :class:`symllm.arch.components.SlidingPairs`).
+
+    >>> window_pairs("sliding", 10, 4), sum(min(j, 4) for j in range(1, 11))
+    (Fraction(34, 1), 34)
+    >>> window_pairs("chunked", 10, 4), sum((j - 1) % 4 + 1 for j in range(1, 11))
+    (Fraction(23, 1), 23)
+    """
+    if window == "sliding":
+        low = least(x, w)
+        return low * (low + 1) * half + (x - low) * w
+    choice("window", window, WINDOWS[1:])
+    chunks = floor_div(x, w)
+    rest = x - w * chunks
+    return chunks * w * (w + 1) * half + rest * (rest + 1) * half
 #: a layer's token mixer: attention (softmax attention over the KV cache), or a Gated DeltaNet
 #: ("linear_attention": Qwen3-Next's and Qwen3.5's linear-attention layers, a recurrent state per sequence in
 #: place of keys and values: :mod:`symllm.arch.components.deltanet`), a Mamba-2 mixer ("mamba": Nemotron-H's,

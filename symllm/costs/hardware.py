@@ -297,8 +297,8 @@ def _core(comp):
 
 def _windowed(comp, kind: str):
     """The attention core (:func:`_core`'s parts that hold ``W``) of the layers of ``comp`` under a ``kind``
-    window ("sliding", "chunked": the attention's rules label), repeats included: what the expected time runs on
-    a local kernel's tiles (:mod:`symllm.costs.tiles`).
+    window ("sliding", "chunked": the window the attention's rules declare, :attr:`Rules.window`), repeats
+    included: what the expected time runs on a local kernel's tiles (:mod:`symllm.costs.tiles`).
 
     >>> from symllm import api
     >>> _windowed(api.spec("gpt-oss-20b").model(), "sliding").flops.subs(S.t, 0)
@@ -307,7 +307,7 @@ def _windowed(comp, kind: str):
     from symllm.arch.components import Component
 
     def grows(c, inside: bool) -> sp.Expr:
-        inside = inside or getattr(getattr(c, "rules", None), "label", "").startswith(f"a {kind} window")
+        inside = inside or getattr(getattr(c, "rules", None), "window", "") == kind
         own = c.flops if inside and S.W in c.flops.free_symbols and (
             S.t in c.flops.free_symbols or c.flops.has(sp.Min)) else sp.S.Zero
         return c.repeat * (own + sum((grows(x, inside) for x in c.children), sp.S.Zero))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from symllm.arch.layers import window_pairs
+
 __all__ = ["causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
 
 
@@ -96,10 +98,8 @@ def core_on_tiles(parts: dict, s: int, tile: tuple[int, int] = (128, 64)) -> Fra
     for kind, count in (("sliding", window_tiles), ("chunked", chunk_tiles)):
         windowed = Fraction(parts.get(f"prefill_{kind}_core_flops") or 0)
         if windowed and w:
-            low, (whole, rest) = min(s, w), divmod(s, w)
-            kept = (s * s if pairs == s * s else low * (low + 1) // 2 + (s - low) * w if kind == "sliding"
-                    else whole * w * (w + 1) // 2 + rest * (rest + 1) // 2)
-            work += windowed * (Fraction(count(s, w, 0, tile), kept) - full)
+            kept = s * s if pairs == s * s else window_pairs(kind, s, w)
+            work += windowed * (count(s, w, 0, tile) / Fraction(kept) - full)
     return work / core
 
 def _floor_sum(n: int, m: int, a: int, b: int) -> int:

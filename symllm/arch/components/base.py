@@ -11,7 +11,7 @@ import sympy as sp
 from symllm.arch import keeps
 from symllm.arch.algebra import expanded, factored, substitute
 from symllm.arch.dtypes import FP32, INT64
-from symllm.arch.layers import Structure, Variant
+from symllm.arch.layers import Structure, Variant, WINDOWS
 from symllm.arch.symbols import b, beta_a, d, d_ff, d_h, LATEX, n_h, n_kv, s
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, with_list
@@ -131,9 +131,14 @@ class Rules:
     hf_params: tuple[str, ...] = ()
     #: its GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``: ``attn_q``, ``post_ffw_norm``); "": none
     gguf: str = ""
+    #: the window an attention's keys lie in (:data:`symllm.arch.layers.WINDOWS`): "sliding", Mistral's last
+    #: ``W`` keys, or "chunked", Llama 4's chunk of ``W``; "": every earlier key. The expected time runs a
+    #: windowed core on the window's tiles (:func:`symllm.costs.hardware._windowed`)
+    window: str = ""
 
     def __post_init__(self):
-        for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):
+        for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS),
+                                     ("window", self.window or None, WINDOWS[1:])):
             if value is not None:
                 choice(field_, value, known, see=f"components.{field_.upper()}S")
         if self.stacks is not None and not isinstance(self.stacks, keeps.StackRules):

@@ -11,7 +11,7 @@ from symllm.arch.algebra import minimum
 from symllm.arch.components.base import (_no_weight, _rules, _structure, _switches, _T, Component, ELEMENTWISE,
                                          linear, matmul, Rules, STAT_BYTES)
 from symllm.arch.components.norms import qk_norms
-from symllm.arch.layers import LayerKind, Structure, WINDOWS
+from symllm.arch.layers import LayerKind, Structure, WINDOWS, window_pairs
 from symllm.arch.symbols import b, beta_a, d, d_h, d_ha, d_hr, d_hv, n, n_h, n_ha, n_kv, n_kva, s, t, W
 from symllm.errors import SymllmError
 from symllm.validate import choice
@@ -59,8 +59,7 @@ class SlidingPairs(_WindowPairs):
 
     @staticmethod
     def explicit(x, w):
-        low = sp.Min(x, w)
-        return low * (low + 1) / 2 + (x - low) * w
+        return window_pairs("sliding", x, w, least=sp.Min, half=sp.S.Half)
 
 
 class ChunkedPairs(_WindowPairs):
@@ -72,9 +71,7 @@ class ChunkedPairs(_WindowPairs):
 
     @staticmethod
     def explicit(x, w):
-        chunks = sp.floor(x / w)
-        rest = x - w * chunks
-        return chunks * w * (w + 1) / 2 + rest * (rest + 1) / 2
+        return window_pairs("chunked", x, w, floor_div=lambda a, m: sp.floor(a / m), half=sp.S.Half)
 
 
 def expand_windows(expr: sp.Expr) -> sp.Expr:
@@ -262,7 +259,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     clipped = sum(p.shape[1] for p in projections if p.name != "wg") if variant.clip_qkv else 0
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
-        "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})")
+        "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})",
+        window=window)
     rules = dataclasses.replace(rules, hf="attn" if variant.alibi else "self_attn")  # MptBlock's self.attn
     comp = Component(
         "attention",
