@@ -18,6 +18,7 @@ import symllm
 from symllm.api import by_kind
 from symllm.arch.config import from_hf
 from symllm.costs import finetune, phases as costs
+from symllm.errors import SymllmError
 
 from .conftest import requires
 from .strategies import dsv4_configs
@@ -419,8 +420,8 @@ def _saved_without_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
     """``(torch's, symllm's)`` bytes held for backward by a training forward over ``b × s`` random tokens (fp32,
     CPU) of everything but the mixture of experts: transformers' eager model with each layer's ``mlp`` replaced by a
     doubling of its input (which saves nothing and returns a new tensor, as the experts' sum does), and symllm's
-    eager stack less its ``moe`` components (their saved is DeepSeek-V3's convention, not measured here; they own
-    the normed input the router and experts read)."""
+    eager stack less its ``moe`` components (they own the normed input the router and experts read; the mixture
+    itself is measured by :func:`_saved_with_the_experts`)."""
     torch = requires("torch")
     model = _without_the_experts(raw).train()
     measured = _held_for_backward(model, torch.randint(0, raw["vocab_size"], (b, s)))
@@ -431,11 +432,27 @@ def _saved_without_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
     return measured, int((mdl.total("eager_saved") - experts).subs(values))
 
 
+def _saved_with_the_experts(raw: dict, b: int, s: int) -> tuple[int, int]:
+    """``(torch's, symllm's)`` bytes held for backward by a training forward over ``b × s`` random tokens (fp32,
+    CPU) of transformers' whole eager DeepSeek-V4 (its experts' eager loop too), and symllm's eager stack."""
+    torch = requires("torch")
+    transformers = requires("transformers")
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(**raw, experts_implementation="eager", attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config).train()
+    measured = _held_for_backward(model, torch.randint(0, raw["vocab_size"], (b, s)))
+    cfg = from_hf(raw)
+    values = symllm.values(cfg, batch=b, seq=s, dtype="fp32")
+    return measured, int(symllm.model_for(cfg).total("eager_saved").subs(values))
+
+
 @given(dsv4_configs().filter(lambda raw: raw["num_attention_heads"] > 1), st.integers(2, 3), st.integers(1, 9))
 def test_saved_activations_equal_what_transformers_holds_for_backward(raw, b, s):
-    """What transformers' eager DeepSeek-V4 holds for backward after a training forward (fp32, CPU; its mixture
-    of experts stood in for: :func:`_saved_without_the_experts`) is symllm's eager stack less the experts: the
-    attention (the normed input, q_a_norm, q_b_proj's input, q_b_norm, the queries, RoPE's tables, kv_norm, the
+    """What transformers' whole eager DeepSeek-V4 holds for backward after a training forward (fp32, CPU) is
+    symllm's eager stack, its mixture of experts included (:func:`_saved_with_the_experts`; each token-expert pair
+    of the experts' loop, whichever expert the random router sends it to, holds the same: the sum over experts is
+    the sum over pairs); and without the mixture (:func:`_saved_without_the_experts`) it is symllm's eager stack
+    less the mixture's: the attention (the normed input, q_a_norm, q_b_proj's input, q_b_norm, the queries, RoPE's tables, kv_norm, the
     core's repeated keys, probabilities and max indices, the grouped output's inputs), each compressor (the pooled
     keys, the gates' softmax, the entries' norm and tables; the indexer nothing: no gradient reaches it), the
     residual norms, both hyper-connections of every block (the streams, their norm, the projection, the sigmoids,
@@ -444,6 +461,8 @@ def test_saved_activations_equal_what_transformers_holds_for_backward(raw, b, s)
     than one query head (with one sequence or one head, torch's reshapes return views where the general case
     copies, so storages are shared: an artefact of the reference no implementation's memory depends on)."""
     measured, ours = _saved_without_the_experts(raw, b, s)
+    assert measured == ours
+    measured, ours = _saved_with_the_experts(raw, b, s)
     assert measured == ours
 
 
@@ -472,6 +491,31 @@ def test_saved_activations_of_one_layer_of_each_kind_by_hand():
     expected = 4 * (3 * 23004 + 3024 + 3680 + 708 + 4336 + 1352 + 1170 + 2430 + 576) + 3 * 576 + 144
     assert expected == 347024
     assert _saved_without_the_experts(_ONE_OF_EACH, 2, 9) == (expected, expected)
+
+
+def test_saved_activations_of_the_mixture_of_experts_by_hand():
+    """The fixed config's mixture of experts (d 32, 4 experts of width 16, 2 a token, one shared expert of 16; the
+    first layer routed by hash, the others by the learned router), 2 sequences of 9 tokens (T = 18 rows, 36
+    token-expert pairs) in fp32, by hand from modeling_deepseek_v4.py, what each layer's
+    ``DeepseekV4SparseMoeBlock`` adds to the model without it (:func:`_saved_without_the_experts`), in elements:
+
+    - the normed input the router and the shared expert read, 18·32 = 576;
+    - the router: its logits (softplus saves its input) and scores (sqrt saves its output) 2·18·4 = 144, the gathered
+      weights and their sum (the division saves both) 36 + 18 = 54; the gather's indices, 36 int64 (288 bytes:
+      top-k's for the learned router, ``tid2eid``'s for the hash one);
+    - each of the 36 pairs in the experts' loop: the gathered input 32, the fused gate_up output 32 (both clamps
+      save that one storage), the clamped gate 16 (SiLU's input), SiLU's output and the clamped up 32 (the
+      product's), the product 16 (down's input), down's output 32 and the routing weight 1 (the weighting's), the
+      weighted output 32 (``index_add_`` saves its source): 193 a pair, 6948; and ``torch.where``'s two positions a
+      pair, 72 int64 (576 bytes), the one storage the gathers and ``index_add_`` index by;
+    - the shared expert: gate_proj's and up_proj's outputs (the clamps'), the clamped gate, SiLU's output, the
+      clamped up and the product, 6·18·16 = 1728.
+
+    4·(576 + 144 + 54 + 6948 + 1728) + 288 + 576 = 38664 bytes a layer, three layers."""
+    layer = 4 * (576 + 144 + 54 + 36 * 193 + 6 * 18 * 16) + 8 * 36 + 8 * 72
+    assert layer == 38664
+    without, _ = _saved_without_the_experts(_ONE_OF_EACH, 2, 9)
+    assert _saved_with_the_experts(_ONE_OF_EACH, 2, 9) == (without + 3 * layer, without + 3 * layer)
 
 
 def test_the_fused_convention_keeps_the_keys_once_the_output_and_a_log_sum_exp():
@@ -599,9 +643,16 @@ def test_lora_trainable_equals_peft(raw, targets):
     every module's name: kv_proj adapts the attention's, each compressor's and the indexer's, gate_proj the
     compressors' and the indexer's beside the shared expert's, q_b_proj the indexer's with the attention's, and
     no routed expert (DeepSeek-V4's fused experts take no LoRA under these names). symllm's trainable count equals
-    PEFT's for drawn configs and target lists."""
+    PEFT's for drawn configs and target lists; where no module of the model has any of the names (the indexer's
+    weights_proj in a model with no compressed sparse attention layer), PEFT refuses and so does symllm, in one
+    line naming them."""
     peft = requires("peft")
-    model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=2, target_modules=list(targets)))
+    try:
+        model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=2, target_modules=list(targets)))
+    except peft.utils.error.NoMatchingPeftModuleError:
+        with pytest.raises(SymllmError, match="lora_targets: no linear layer of this model is named"):
+            finetune.lora(from_hf(raw), lora_rank=2, lora_targets=",".join(targets))
+        return
     theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
     ours = finetune.lora(from_hf(raw), lora_rank=2, lora_targets=",".join(targets))["params"]["trainable"]
     assert ours == theirs

@@ -76,8 +76,8 @@ from symllm.arch.components.gqa import _pairs, _WindowPairs
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.algebra import minimum
 from symllm.arch.dtypes import FP32
-from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_h, d_I, g_o, I_hc, K_I, m_c, m_h, n, n_h, n_hc, n_I,
-                                 r_o, r_q, s, t)
+from symllm.arch.symbols import (W, b, beta_a, beta_kv, d, d_ff, d_h, d_I, d_se, g_o, I_hc, k, K_I, m_c, m_h, n,
+                                 n_e, n_h, n_hc, n_I, r_o, r_q, s, t)
 from symllm.validate import choice
 
 #: the positions a layer's cache has seen after a pass: the ``t`` cached and the ``s`` new
@@ -474,19 +474,39 @@ def swiglu_clamps(ffn: Component) -> Component:
     each gate, added to the ``experts`` and ``shared_experts`` of ``ffn``. Their gate elements are their matmul
     FLOPs over ``2·d`` (three linears of ``d`` by the width: ``6·d`` FLOPs a gate element).
 
+    And what transformers' eager ``DeepseekV4SparseMoeBlock`` holds for backward (``eager_saved``; the fused
+    stack keeps the mixture's own convention), from modeling_deepseek_v4.py: the block's normed input; the
+    router's logits (softplus's input), its scores (the square root's output), the ``k`` gathered weights and
+    their sum (the division's) and the gather's int64 indices; per token-expert pair (``DeepseekV4Experts``' loop)
+    the gathered input, the fused ``gate_up`` output (both clamps read it), the clamped gate (SiLU's input),
+    SiLU's output and the clamped up (the product's), the product (down's input), down's output and the routing
+    weight (the weighting's), the weighted output (``index_add_`` keeps its source) and the two int64 positions
+    ``torch.where`` gives (token, slot); the shared expert's two projections' outputs (the clamps'), the clamped
+    gate, SiLU's output, the clamped up and the product: ``6·d_se`` a token.
+
     >>> from symllm.arch.components import moe
     >>> m = moe(shared_experts=True)
     >>> sp.expand(swiglu_clamps(m).child("experts").elementwise - m.child("experts").elementwise)
     3*b*d_ff*k*s
+    >>> swiglu_clamps(m).child("experts").total("eager_saved")
+    b*k*s*(3*beta_a*d + 6*beta_a*d_ff + beta_a + 16)
     """
+    pairs = k * _T  # token-expert pairs
+    eager = {"experts": beta_a * pairs * (3 * d + 6 * d_ff + 1) + 2 * INDEX_BYTES * pairs,
+             "shared_experts": 6 * beta_a * _T * d_se}
+
     def clamped(c: Component) -> Component:
         if c.name not in ("experts", "shared_experts"):
             return c
         if c.name == "shared_experts":  # transformers' deepseek_v4 plan splits only the routed experts
             c = c.replace(children=tuple(x.replace(rules=dataclasses.replace(x.rules, split="replicated"))
                                          for x in c.children))
-        return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)))
-    return ffn.replace(children=tuple(clamped(c) for c in ffn.children))
+        return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)),
+                         eager_saved=sp.factor(eager[c.name]))
+    if ffn.name != "moe":
+        return ffn.replace(children=tuple(clamped(c) for c in ffn.children))
+    return ffn.replace(children=tuple(clamped(c) for c in ffn.children),
+                       eager_saved=beta_a * (_T * d + 2 * _T * n_e + pairs + _T) + INDEX_BYTES * pairs)
 
 
 def hyper_head() -> Component:
