@@ -634,3 +634,18 @@ def test_sweep_axes_take_token_suffixes(cli):
     got = [dict(zip(header, row)) for row in rows]
     assert [int(g["seq"]) for g in got] == [2048, 4096, 6144, 8192, 131072]
     assert [int(g["kv_cache"]) for g in got] == [2 * 32 * 8 * 128 * 2 * int(g["seq"]) for g in got]
+
+
+def test_a_training_peak_that_does_not_fit_says_what_would(cli):
+    """Where not one micro-batch of the asked seq fits, count says how long a sequence batch 1 could train on
+    (it printed "up to batch 0, seq 0" whatever the case): Llama-3.1-8B under ZeRO-3 over 8 H100s at 131,072
+    tokens holds 592.80 GiB a GPU; the library's own search gives the longest seq at batch 1, and that seq's
+    training peak fits the card's 80 GiB while one token more does not. 405B on one RTX 4090: nothing fits."""
+    import symllm
+    r = cli(["count", "llama3.1-8b", "--seq", "131072", "--gpu", "h100-sxm", "--zero", "3", "--dp", "8"])
+    seq = symllm.workload("llama3.1-8b", seq=131072, gpu="h100-sxm", zero_stage=3, dp=8)["time"]["training_max_seq"]
+    assert 0 < seq < 131072 and f"does not fit (batch 1 fits up to seq {seq:,})" in r.out
+    peak = lambda n: symllm.workload("llama3.1-8b", seq=n, zero_stage=3, dp=8)["memory"]["training_peak"]  # noqa: E731
+    assert peak(seq) <= 80 * 2 ** 30 < peak(seq + 1)
+    r = cli(["count", "llama3.1-405b", "--gpu", "rtx4090"])
+    assert "does not fit (not even batch 1)" in r.out and "does not fit (not even batch 1, seq 1)" in r.out

@@ -163,13 +163,18 @@ def time_lines(t: dict, w: dict) -> list[str]:
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     e = t["expected"]
     unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
+    if t["training_fits"] or t["training_max_batch"]:
+        training = f"up to batch {t['training_max_batch']:,}, seq {t['training_max_seq']:,}"
+    else:  # not one micro-batch of this seq: say what does fit, if anything
+        training = (f"batch 1 fits up to seq {t['training_max_seq']:,}" if t["training_max_seq"]
+                    else "not even batch 1, seq 1")
     rows = [("inference peak", human_bytes(t["inference_peak"]), "",
-             f"{'fits' if t['fits'] else 'does not fit'} (up to batch {t['max_batch']:,})"),
+             f"{'fits' if t['fits'] else 'does not fit'} " + (
+                 f"(up to batch {t['max_batch']:,})" if t["max_batch"] else "(not even batch 1)")),
             ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}" + (
                 f"; past the {t['window']:,} positions trained" if t["max_context_past_window"] else "")),
             ("training peak (LoRA)" if w.get("lora_rank") else "training peak", human_bytes(t["training_peak"]), "",
-             f"{'fits' if t['training_fits'] else 'does not fit'} (up to batch {t['training_max_batch']:,}, "
-             f"seq {t['training_max_seq']:,})")]
+             f"{'fits' if t['training_fits'] else 'does not fit'} ({training})")]
     if t["fits"]:
         rows += [("prefill", f"{_g(t['prefill_s'])} s", f"{_g(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
                  ("decode step", f"{_g(t['decode_token_s'])} s", f"{_g(e['decode_token_s'])} s",
