@@ -12,8 +12,10 @@ Expected numbers come from vLLM's and Megatron-Core's code, written out here, ne
   (``RowParallelLinear``, its bias whole);
 * vLLM's state shapes (``MambaStateShapeCalculator.mamba2_state_shape``): the convolution state
   ``divide(conv_dim, tp)`` channels of the extended ``conv_dim``, the SSM state ``(divide(num_heads, tp),
-  head_dim, state_size)`` (its length is transformers' ``conv_kernel``, symllm's cache convention:
-  docs/conventions.md);
+  head_dim, state_size)``; the convolution state ``conv_kernel - 1`` columns long (vllm-project/vllm
+  ``mamba_utils.py`` at 02d710837549a368073552333f66d714477415d2), where transformers' cache keeps
+  ``conv_kernel`` (``memory.state_cache``'s convention: docs/conventions.md; ``count --serve`` under vLLM takes
+  vLLM's);
 * Megatron-Core (``megatron/core/ssm/mamba_mixer.py``): ``in_proj`` a column-parallel linear
   (``gather_output=False``: its input gradient all-reduced in backward), ``out_proj`` row-parallel (its output
   all-reduced in forward), everything between them local to the rank's heads and groups: two all-reduces of
@@ -25,7 +27,7 @@ from hypothesis import strategies as st
 
 import symllm
 from symllm.arch.config import from_hf
-from symllm.costs import checks
+from symllm.costs import checks, serving
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
 from tests.strategies import nemotron_h_configs
@@ -124,6 +126,10 @@ def test_mixer_shards_equal_vllms_and_it_refuses_what_vllm_refuses(data):
     ours_params, ours_state = _symllm_mixer(cfg, tp)
     assert ours_params == params
     assert ours_state == 4 * ssm + 2 * raw["conv_kernel"] * channels
+    # what count --serve gives a sequence under vLLM: a column fewer of every mixer's convolution channels
+    mixers = cfg.count_layers(lambda kind: kind.mixer == "mamba")
+    vllm = mixers * ours_state - serving.conv_column_bytes(cfg, tp)
+    assert vllm == mixers * (4 * ssm + 2 * (raw["conv_kernel"] - 1) * channels)
 
 
 def test_nemotron_h_56b_on_8_gpus_by_hand():
@@ -145,6 +151,19 @@ def test_nemotron_h_56b_on_8_gpus_by_hand():
     # per sequence: 32 heads' 64 x 256 fp32 states and 4 x 2560 bf16 convolution inputs in each of the 54 mixers
     assert out["memory_per_gpu"]["state_cache"] == 54 * (4 * 32 * 64 * 256 + 2 * 4 * 2560)
     assert out["memory"]["state_cache"] == 54 * (4 * 256 * 64 * 256 + 2 * 4 * (inter + 2 * 8 * 256))
+
+
+def test_nemotron_h_56b_serving_state_by_hand():
+    """count --serve of nemotron-h-56b (54 mixers of 256 heads of 64 and 8 groups, state 256, kernel 4; its
+    config's mamba_ssm_cache_dtype float32): a sequence's state as vLLM shapes it at tp 8 (module docstring): 32
+    heads' 64 x 256 fp32 SSM states and 4 - 1 = 3 columns of (16384 + 2·8·256)/8 = 2,560 bf16 channels a mixer;
+    under --engine hf (transformers' cache) the 4 columns memory.state_cache counts."""
+    from symllm.costs import serving
+    budget = 100 * 2**30
+    vllm = serving.capacity("nemotron-h-56b", gpu="h200", seq=8192, tp=8, kv_cache_bytes=budget)
+    assert vllm["state_bytes_per_sequence"] == 54 * (4 * 32 * 64 * 256 + 2 * 3 * 2560) == 114_075_648
+    hf = serving.capacity("nemotron-h-56b", gpu="h200", seq=8192, tp=8, kv_cache_bytes=budget, engine="hf")
+    assert hf["state_bytes_per_sequence"] == 54 * (4 * 32 * 64 * 256 + 2 * 4 * 2560) == 114_352_128
 
 
 def test_a_mamba_layer_sends_two_all_reduces_under_megatron_tp():

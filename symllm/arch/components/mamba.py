@@ -68,6 +68,7 @@ from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.dtypes import FP32
 from symllm.arch.layers import LayerKind, Structure
+from symllm.arch.recurrent_sizes import conv_state_columns, mamba_conv_channels
 from symllm.arch.symbols import K_c, Q_c, b, beta_a, d, d_m, d_s, n_g, n_m, s, t
 
 __all__ = ["mamba2", "inner", "conv_channels", "ssm_state", "conv_state"]
@@ -92,7 +93,7 @@ def conv_channels() -> sp.Expr:
     >>> conv_channels()
     d_m*n_m + 2*d_s*n_g
     """
-    return inner() + 2 * n_g * d_s
+    return mamba_conv_channels(n_m, d_m, n_g, d_s)
 
 
 def ssm_state() -> sp.Expr:
@@ -106,12 +107,12 @@ def ssm_state() -> sp.Expr:
 
 def conv_state() -> sp.Expr:
     """Bytes of one sequence's convolution state in one layer: the last ``K_c`` inputs of every channel, in
-    the activations' dtype.
+    the activations' dtype, as transformers' cache keeps them (:data:`~symllm.arch.recurrent_sizes.CONV_STATE_DROPS`).
 
     >>> conv_state()
     K_c*beta_a*(d_m*n_m + 2*d_s*n_g)
     """
-    return beta_a * K_c * conv_channels()
+    return beta_a * conv_state_columns(K_c) * conv_channels()
 
 
 def _rules(split: str, name: str, gguf: str) -> Rules:
