@@ -90,6 +90,32 @@ def test_flops_and_caches_equal_transformers_cpu(kind, b, s):
     assert (work["memory"]["kv_cache"], work["memory"]["state_cache"]) == (kv, state)
 
 
+def test_transformers_conv_state_holds_the_whole_kernel():
+    """transformers' cache keeps each Gated DeltaNet layer's last ``linear_conv_kernel_dim`` (here 4) inputs of
+    its 2·2·6 + 4·10 = 64 channels, after a prefill of 5 tokens and after a decode step: the columns
+    symllm's declaration gives transformers (vLLM's one fewer is checked by hand in
+    test_preset_serving_holds_a_state_per_sequence)."""
+    torch = requires("torch")
+    from symllm.arch.recurrent_sizes import conv_state_columns
+    raw = {"model_type": "qwen3_next", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 40,
+           "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 6,
+           "linear_value_head_dim": 10, "linear_conv_kernel_dim": 4, "full_attention_interval": 2,
+           "num_experts": 3, "num_experts_per_tok": 2, "moe_intermediate_size": 12,
+           "shared_expert_intermediate_size": 20}
+    torch.manual_seed(0)
+    model = _hf_model(raw, "cpu").eval()
+    ids = torch.randint(0, 50, (1, 5))
+    with torch.no_grad():
+        cache = model(ids, use_cache=True).past_key_values
+        shapes = [tuple(getattr(layer, "conv_states")[0].shape) for layer in cache.layers
+                  if isinstance(getattr(layer, "conv_states", None), dict) and layer.conv_states.get(0) is not None]
+        model(ids[:, -1:], past_key_values=cache, use_cache=True)
+        after = [tuple(layer.conv_states[0].shape) for layer in cache.layers
+                 if isinstance(getattr(layer, "conv_states", None), dict) and layer.conv_states.get(0) is not None]
+    assert shapes == after == [(1, 64, conv_state_columns(4))] and conv_state_columns(4) == 4
+
+
 @given(gated_deltanet_configs(), st.integers(1, 2), st.integers(4, 70))
 def test_random_configs_flops_and_caches_equal_transformers_cpu(raw, b, s):
     """For drawn configs of the three families (prompts of at least 4 tokens: transformers pads a shorter one
@@ -157,18 +183,26 @@ def test_preset_caches_by_hand():
 
 def test_preset_serving_holds_a_state_per_sequence():
     """count --serve with a measured KV-cache budget: each sequence holds its 2,048 blocks of 16 tokens
-    (24,576 bytes a token) and its 77,856,768-byte state; at tp 2 the heads, and so the state and the KV
-    heads (2 of them: one a rank), halve."""
+    (24,576 bytes a token) and its state as vLLM shapes it (MambaStateShapeCalculator.gated_delta_net_state_shape,
+    vllm/model_executor/layers/mamba/mamba_utils.py at 02d7108: the conv state ``conv_kernel_size - 1`` columns):
+    36 layers of 32 fp32 states of 128 x 128 and 4 - 1 = 3 inputs of the 8,192 channels in bf16,
+    36·(4·32·128·128 + 2·3·8192) = 77,266,944 bytes; at tp 2 the heads, and so the state and the KV heads (2 of
+    them: one a rank), halve. Under ``--engine hf`` (transformers' own cache, LinearAttentionLayer: the last
+    ``conv_kernel_size`` = 4 inputs) it is memory.state_cache's 36·(4·32·128·128 + 2·4·8192) = 77,856,768."""
     from symllm.costs import serving
     budget = 100 * 2**30
+    state = 36 * (4 * 32 * 128 * 128 + 2 * 3 * 8192)
+    assert state == 77_266_944
     one = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget)
-    per_sequence = 2048 * 16 * 24576 + 77_856_768
-    assert one["state_bytes_per_sequence"] == 77_856_768
+    per_sequence = 2048 * 16 * 24576 + state
+    assert one["state_bytes_per_sequence"] == state
     assert float(one["max_concurrency"]) == pytest.approx(budget / per_sequence)
     sequences = budget // per_sequence
-    assert one["kv_tokens"] == (budget - sequences * 77_856_768) // (16 * 24576) * 16
+    assert one["kv_tokens"] == (budget - sequences * state) // (16 * 24576) * 16
     two = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget, tp=2)
-    assert two["state_bytes_per_sequence"] == 77_856_768 // 2 and two["kv_bytes_per_token"] == 24576 // 2
+    assert two["state_bytes_per_sequence"] == state // 2 and two["kv_bytes_per_token"] == 24576 // 2
+    hf = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget, engine="hf")
+    assert hf["state_bytes_per_sequence"] == 36 * (4 * 32 * 128 * 128 + 2 * 4 * 8192) == 77_856_768
 
 
 def test_preset_lora_targets_by_hand():

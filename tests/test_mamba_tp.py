@@ -12,8 +12,10 @@ Expected numbers come from vLLM's and Megatron-Core's code, written out here, ne
   (``RowParallelLinear``, its bias whole);
 * vLLM's state shapes (``MambaStateShapeCalculator.mamba2_state_shape``): the convolution state
   ``divide(conv_dim, tp)`` channels of the extended ``conv_dim``, the SSM state ``(divide(num_heads, tp),
-  head_dim, state_size)`` (its length is transformers' ``conv_kernel``, symllm's cache convention:
-  docs/conventions.md);
+  head_dim, state_size)``; the convolution state ``conv_kernel - 1`` columns long (vllm-project/vllm
+  ``mamba_utils.py`` at 02d710837549a368073552333f66d714477415d2), where transformers' cache keeps
+  ``conv_kernel`` (``memory.state_cache``'s convention: docs/conventions.md; ``count --serve`` under vLLM takes
+  vLLM's);
 * Megatron-Core (``megatron/core/ssm/mamba_mixer.py``): ``in_proj`` a column-parallel linear
   (``gather_output=False``: its input gradient all-reduced in backward), ``out_proj`` row-parallel (its output
   all-reduced in forward), everything between them local to the rank's heads and groups: two all-reduces of
@@ -25,7 +27,7 @@ from hypothesis import strategies as st
 
 import symllm
 from symllm.arch.config import from_hf
-from symllm.costs import checks
+from symllm.costs import checks, serving
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
 from tests.strategies import nemotron_h_configs
@@ -124,6 +126,10 @@ def test_mixer_shards_equal_vllms_and_it_refuses_what_vllm_refuses(data):
     ours_params, ours_state = _symllm_mixer(cfg, tp)
     assert ours_params == params
     assert ours_state == 4 * ssm + 2 * raw["conv_kernel"] * channels
+    # what count --serve gives a sequence under vLLM: a column fewer of every mixer's convolution channels
+    mixers = cfg.count_layers(lambda kind: kind.mixer == "mamba")
+    vllm = mixers * ours_state - serving.conv_column_bytes(cfg, tp)
+    assert vllm == mixers * (4 * ssm + 2 * (raw["conv_kernel"] - 1) * channels)
 
 
 def test_nemotron_h_56b_on_8_gpus_by_hand():
@@ -145,6 +151,19 @@ def test_nemotron_h_56b_on_8_gpus_by_hand():
     # per sequence: 32 heads' 64 x 256 fp32 states and 4 x 2560 bf16 convolution inputs in each of the 54 mixers
     assert out["memory_per_gpu"]["state_cache"] == 54 * (4 * 32 * 64 * 256 + 2 * 4 * 2560)
     assert out["memory"]["state_cache"] == 54 * (4 * 256 * 64 * 256 + 2 * 4 * (inter + 2 * 8 * 256))
+
+
+def test_nemotron_h_56b_serving_state_by_hand():
+    """count --serve of nemotron-h-56b (54 mixers of 256 heads of 64 and 8 groups, state 256, kernel 4; its
+    config's mamba_ssm_cache_dtype float32): a sequence's state as vLLM shapes it at tp 8 (module docstring): 32
+    heads' 64 x 256 fp32 SSM states and 4 - 1 = 3 columns of (16384 + 2·8·256)/8 = 2,560 bf16 channels a mixer;
+    under --engine hf (transformers' cache) the 4 columns memory.state_cache counts."""
+    from symllm.costs import serving
+    budget = 100 * 2**30
+    vllm = serving.capacity("nemotron-h-56b", gpu="h200", seq=8192, tp=8, kv_cache_bytes=budget)
+    assert vllm["state_bytes_per_sequence"] == 54 * (4 * 32 * 64 * 256 + 2 * 3 * 2560) == 114_075_648
+    hf = serving.capacity("nemotron-h-56b", gpu="h200", seq=8192, tp=8, kv_cache_bytes=budget, engine="hf")
+    assert hf["state_bytes_per_sequence"] == 54 * (4 * 32 * 64 * 256 + 2 * 4 * 2560) == 114_352_128
 
 
 def test_a_mamba_layer_sends_two_all_reduces_under_megatron_tp():
@@ -209,3 +228,43 @@ def test_a_gated_deltanet_layer_sends_one_all_reduce_per_projection(split, proje
         return n - n // T
     sent = comm(deltanet)["tp"].subs({S.b: 1, S.s: 10, S.d: 7, S.beta_a: 2, S.N_t: T, S.N_p: 1, S.L: L, S.V: 12})
     assert sent == L * (projections + 1) * 2 * ring(B) + 2 * ring(B) + 2 * ring(B) + 3 * 2 * ring(stats)
+
+
+def _stage_tp(raw: dict, tp: int, b: int, s: int) -> dict:
+    """symllm's per-step tensor-parallel bytes (rank 0, the whole model as one stage) and the spanning norms of
+    the model of ``raw`` at ``tp``, batch ``b`` and prompt ``s``."""
+    from symllm.arch import symbols as S
+    from symllm.arch.resolved import spec
+    from symllm.costs import hardware
+    from symllm.costs.phases import flops
+    spc = spec(from_hf(raw))
+    terms = hardware.stage_times(spc.model(), True, phase_flops=flops)["stages"][0]
+    values = {**spc.values(), S.N_t: tp, S.N_p: 1, S.b: b, S.s: s, S.s_o: 1, S.beta_a: 2}
+    return {k: terms[k].subs(values) for k in ("prefill_tp", "decode_tp", "spanning_norms")}
+
+
+def test_vllm_all_reduces_a_spanning_gated_norm_by_hand():
+    """vLLM's Mixer2RMSNormGated (vllm/model_executor/layers/mamba/mamba2/mamba_mixer2.py at 2e0714a): with
+    n_groups == 1 and tp_size > 1 each rank sums its tokens' squares over its d_i/tp columns and all-reduces the
+    (tokens, 1) fp32 sums; with n_groups a multiple of tp no collective. Two Mamba layers (pattern MM, 4 heads of
+    8) at tp 2, batch 3, a 5-token prompt: n_groups 1 sends 2 layers x 2·(2-1)/2 (a ring all-reduce) x 4 bytes
+    x 3·5 tokens = 120 bytes more in the prefill, x 3 tokens = 24 in a decode step, than n_groups 2 (the same
+    model but its B and C widths: the residual stream's all-reduces are the same), and counts 2 calls more."""
+    raw = {"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 16, "num_hidden_layers": 2,
+           "hybrid_override_pattern": "MM", "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8,
+           "intermediate_size": 8, "mamba_num_heads": 4, "mamba_head_dim": 8, "ssm_state_size": 4,
+           "conv_kernel": 4, "chunk_size": 8, "layer_norm_epsilon": 1e-5}
+    one = _stage_tp({**raw, "n_groups": 1}, 2, 3, 5)
+    two = _stage_tp({**raw, "n_groups": 2}, 2, 3, 5)
+    assert (one["spanning_norms"], two["spanning_norms"]) == (2, 0)
+    assert one["prefill_tp"] - two["prefill_tp"] == 2 * 2 * (2 - 1) * 4 * 3 * 5 // 2 == 120
+    assert one["decode_tp"] - two["decode_tp"] == 2 * 2 * (2 - 1) * 4 * 3 // 2 == 24
+    alone = _stage_tp({**raw, "n_groups": 1}, 1, 3, 5)  # one rank: the local mean, nothing sent
+    assert alone["prefill_tp"] == alone["decode_tp"] == 0
+    # the expected decode step (vLLM, H100s over NVLink) pays the 2 more calls' latency, each vLLM's one-shot
+    # all-reduce's (efficiency.json's custom_allreduce_s, read here: what is checked is the count of calls)
+    from symllm.costs.efficiency import engine
+    steps = [symllm.workload(from_hf({**raw, "n_groups": g}), tp=2, gpu="h100-sxm")["time"]["expected"]["decode_token_s"]
+             for g in (1, 2)]
+    latency = float(engine("vllm")["custom_allreduce_s"])
+    assert steps[0] - steps[1] == pytest.approx(2 * latency, rel=1e-3)

@@ -1,7 +1,8 @@
 """The sizes of the mixers that are not attention in a :class:`~symllm.arch.config.ModelConfig` (the Gated
 DeltaNet's, :mod:`symllm.arch.components.deltanet`; Mamba-2's, :mod:`symllm.arch.components.mamba`), checked as
-the other mixers' are: each size given exactly where a layer uses it. This module loads no SymPy (config files
-are read with it).
+the other mixers' are: each size given exactly where a layer uses it; and the widths of their short
+convolutions' states, declared once for the closed forms (SymPy symbols) and the serving capacity (numbers). This
+module loads no SymPy (config files are read with it).
 
 >>> from symllm.arch.config import ModelConfig
 >>> from symllm.arch.layers import LayerKind
@@ -16,7 +17,52 @@ from __future__ import annotations
 from symllm.errors import SymllmError
 from symllm.validate import boolean, positive_int
 
-__all__ = ["check_recurrent"]
+__all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "mamba_conv_channels",
+           "deltanet_conv_channels"]
+
+#: The columns of a short causal convolution's input that one sequence's cache keeps, fewer than the kernel's
+#: ``conv_kernel`` (``K_c``), by whose cache keeps them:
+#:
+#: * ``transformers``: none fewer, ``K_c``: ``cache_utils.LinearAttentionLayer.lazy_initialization`` allocates
+#:   ``conv_states`` of ``(..., conv_kernel_size)`` and ``update_conv_state`` keeps the last ``conv_kernel_size``
+#:   inputs (transformers 5.23; the Qwen3-Next / Qwen3.5 Gated DeltaNet and the Nemotron-H Mamba-2 mixer pass
+#:   their ``conv_kernel_size``): what ``memory.state_cache`` counts;
+#: * ``vllm``: one fewer, ``K_c - 1``: ``MambaStateShapeCalculator.mamba2_state_shape`` and
+#:   ``gated_delta_net_state_shape`` (vllm/model_executor/layers/mamba/mamba_utils.py, vllm-project/vllm commit
+#:   02d710837549a368073552333f66d714477415d2, read 2026-11-29) shape the conv state ``conv_kernel - 1 + num_spec``
+#:   columns of the rank's channels (``num_spec`` 0 without speculative decoding): what ``count --serve``
+#:   allocates a sequence under a vLLM engine (:mod:`symllm.costs.serving`).
+CONV_STATE_DROPS = {"transformers": 0, "vllm": 1}
+
+
+def conv_state_columns(kernel, cache: str = "transformers"):
+    """The columns of the convolution's input ``cache`` keeps a sequence (:data:`CONV_STATE_DROPS`), for a
+    kernel of ``kernel`` (a number, or the symbol ``K_c``).
+
+    >>> conv_state_columns(4), conv_state_columns(4, "vllm")
+    (4, 3)
+    """
+    return kernel - CONV_STATE_DROPS[cache]
+
+
+def mamba_conv_channels(heads, head_dim, groups, state):
+    """A Mamba-2 mixer's convolution channels, x, B and C side by side: ``heads·head_dim + 2·groups·state``
+    (numbers, or symbols).
+
+    >>> mamba_conv_channels(2, 4, 1, 8)
+    24
+    """
+    return heads * head_dim + 2 * groups * state
+
+
+def deltanet_conv_channels(key_heads, key_dim, value_heads, value_dim):
+    """A Gated DeltaNet's convolution channels, q, k and v side by side: ``2·key_heads·key_dim +
+    value_heads·value_dim`` (numbers, or symbols).
+
+    >>> deltanet_conv_channels(16, 128, 32, 128)
+    8192
+    """
+    return 2 * key_heads * key_dim + value_heads * value_dim
 
 
 def check_recurrent(config, put) -> None:

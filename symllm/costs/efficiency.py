@@ -453,7 +453,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
-    reduces = 2 * layers + 1  # a step's all-reduces: a layer's two and the logits' gather
+    # a step's all-reduces: a layer's two and the logits' gather, and a Mamba-2 gated norm's whose one group spans
+    # the ranks (vLLM's Mixer2RMSNormGated: symllm.arch.components.mamba.spanning_norm)
+    reduces = 2 * layers + 1 + parts.get("spanning_norms", 0)
     calls = reduces if tp_link else 0  # what the host launches of them
 
     rows = work.batch * work.seq

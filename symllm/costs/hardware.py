@@ -215,7 +215,9 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
-    (``*_tp``: two per block and the embedding's of the residual stream, ring, and the logits all-gathered);
+    (``*_tp``: two per block and the embedding's of the residual stream, ring, and the logits all-gathered; and
+    vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm whose one group spans the ranks,
+    ``spanning_norms`` of them);
     and the activation one pipeline hand-off carries per phase (``*_handoff``). ``phase_flops`` is
     :func:`symllm.costs.phases.flops`.
 
@@ -250,6 +252,9 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
         terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute is True), defs)
         terms["expert_layers"] = algebra.substitute(_moe_layers(stage), defs)
+        # vLLM's Mamba-2 gated norms whose one group spans the ranks: an all-reduce of a fp32 sum a token each
+        spanning = _spanning_norms(stage)
+        terms["spanning_norms"] = algebra.substitute(spanning, defs)
         terms["training_bf16_flops"] = algebra.substitute(sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, _part(stage, "head", lambda c: S.s_o in c.flops.free_symbols))), sp.S.Zero), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
@@ -264,7 +269,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
             terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
-                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V, defs)
+                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V
+                                                      + per_block_sends * STAT_BYTES_FP32 * rows * spanning, defs)
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
@@ -322,6 +328,23 @@ def _moe_layers(comp) -> sp.Expr:
     L
     """
     return comp.repeat * (int(comp.active is not None) + sum((_moe_layers(c) for c in comp.children), sp.S.Zero))
+
+
+#: the bytes of one per-token statistic a spanning gated norm all-reduces (its fp32 sum of squares)
+STAT_BYTES_FP32 = 4
+
+
+def _spanning_norms(comp) -> sp.Expr:
+    """The Mamba-2 mixers of ``comp``, repeats included, whose gated norm vLLM all-reduces across the tensor
+    ranks (:func:`symllm.arch.components.mamba.spanning_norm`: ``n_g = 1``); 0 without a Mamba-2 mixer.
+
+    >>> from symllm import api
+    >>> _spanning_norms(api.spec("llama3.2-1b").model())
+    0
+    """
+    if comp.name == "mamba":
+        return comp.repeat * module("symllm.arch.components.mamba").spanning_norm()
+    return comp.repeat * sum((_spanning_norms(c) for c in comp.children), sp.S.Zero)
 
 
 def _routed(comp):
@@ -466,7 +489,8 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       "expert_params": num(f"{busiest}expert_params"), "expert_active": num(f"{busiest}expert_active"),
                       "training_expert_flops": num(f"{busiest}training_expert_flops"),
                       f"{phase}_tp_bytes": num(f"{busiest}{phase}_tp") if work.tp > 1 else 0,
-                      f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers"))})
+                      f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
+                      "spanning_norms": int(num(f"{busiest}spanning_norms")) if work.tp > 1 else 0})
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])

@@ -14,7 +14,9 @@ and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V
 and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
 convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
 block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
-what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states,
+what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states; a vLLM
+engine's convolution states hold ``conv_kernel - 1`` columns, one fewer than ``memory.state_cache``'s
+(transformers' cache: :data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`, :func:`conv_column_bytes`),
 
 A model with DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5: an indexer in every layer) pages, per token and
 layer, its indexer's key beside the latent: vLLM's ``Indexer`` (vllm/model_executor/models/deepseek_v2.py) caches
@@ -68,6 +70,7 @@ from fractions import Fraction
 from math import ceil
 from pathlib import PurePath
 
+from symllm.arch.recurrent_sizes import CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
@@ -206,6 +209,40 @@ def indexer_bytes_per_token(config) -> int:
     # shared layers, as transformers builds them, have none; vLLM's own GLM-5 code is not checked here)
     indexed = cfg.count_layers(lambda kind: not kind.shared_topk)
     return indexed * (cfg.index_head_dim + cfg.index_head_dim // INDEXER_QUANT_BLOCK * 4)
+
+
+def conv_cache(engine: str) -> str:
+    """Whose convolution-state layout ``engine`` (an engine's name, efficiency.json) allocates a hybrid model's
+    sequences in (:data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`): vLLM's engines their own, ``K_c - 1``
+    columns; any other transformers' ``K_c``, as ``memory.state_cache`` counts them.
+
+    >>> conv_cache("vllm"), conv_cache("vllm-v0"), conv_cache("sglang")
+    ('vllm', 'vllm', 'transformers')
+    """
+    return "vllm" if engine.split("-")[0] == "vllm" else "transformers"
+
+
+def conv_column_bytes(config, tp: int = 1, act_bytes=2) -> int:
+    """The bytes of one column of every layer's convolution state (a Gated DeltaNet's, a Mamba-2 mixer's) for one
+    sequence on tensor rank 0: each layer's convolution channels, with rank 0's ``⌈heads/tp⌉`` and ``⌈groups/tp⌉``
+    (symllm.costs.parallel's split: vLLM's shards, one Mamba group replicated where there is one), in the
+    activations' ``act_bytes``; 0 without such a layer.
+
+    >>> conv_column_bytes("qwen3-next-80b-a3b"), conv_column_bytes("qwen3-next-80b-a3b", tp=4)
+    (589824, 147456)
+    """
+    cfg = model_config(config)
+    mamba = cfg.count_layers(lambda kind: kind.mixer == "mamba")
+    linear = cfg.count_layers(lambda kind: kind.mixer == "linear_attention")
+    split = lambda n: -(-n // tp)  # noqa: E731
+    width = 0
+    if mamba:
+        width += mamba * mamba_conv_channels(split(cfg.mamba_heads), cfg.mamba_head_dim, split(cfg.mamba_groups),
+                                             cfg.ssm_state)
+    if linear:
+        width += linear * deltanet_conv_channels(split(cfg.linear_key_heads), cfg.linear_key_dim,
+                                                 split(cfg.linear_value_heads), cfg.linear_value_dim)
+    return width * act_bytes
 
 
 #: vLLM's fused_moe chunk (``VLLM_FUSED_MOE_CHUNK_SIZE``: vllm/envs.py reads "32768" at run time)
@@ -414,6 +451,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         rows = min(seqs, max_num_batched_tokens)
         sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
         activation = max(activation, sampler)
+    # vLLM keeps a column fewer of each convolution's input than transformers' cache, which the profile counts
+    drop = CONV_STATE_DROPS[conv_cache(conventions["name"])] - CONV_STATE_DROPS["transformers"]
+    if state and drop:
+        state -= drop * conv_column_bytes(cfg, work.tp, work.activation_bytes)
     index = indexer_bytes_per_token(config)
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index

@@ -68,9 +68,10 @@ from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.dtypes import FP32
 from symllm.arch.layers import LayerKind, Structure
+from symllm.arch.recurrent_sizes import conv_state_columns, mamba_conv_channels
 from symllm.arch.symbols import K_c, Q_c, b, beta_a, d, d_m, d_s, n_g, n_m, s, t
 
-__all__ = ["mamba2", "inner", "conv_channels", "ssm_state", "conv_state"]
+__all__ = ["mamba2", "inner", "conv_channels", "ssm_state", "conv_state", "spanning_norm"]
 
 _T = b * s
 #: the stacks model none of it: a stack's refusal names this
@@ -92,7 +93,7 @@ def conv_channels() -> sp.Expr:
     >>> conv_channels()
     d_m*n_m + 2*d_s*n_g
     """
-    return inner() + 2 * n_g * d_s
+    return mamba_conv_channels(n_m, d_m, n_g, d_s)
 
 
 def ssm_state() -> sp.Expr:
@@ -106,12 +107,28 @@ def ssm_state() -> sp.Expr:
 
 def conv_state() -> sp.Expr:
     """Bytes of one sequence's convolution state in one layer: the last ``K_c`` inputs of every channel, in
-    the activations' dtype.
+    the activations' dtype, as transformers' cache keeps them (:data:`~symllm.arch.recurrent_sizes.CONV_STATE_DROPS`).
 
     >>> conv_state()
     K_c*beta_a*(d_m*n_m + 2*d_s*n_g)
     """
-    return beta_a * K_c * conv_channels()
+    return beta_a * conv_state_columns(K_c) * conv_channels()
+
+
+def spanning_norm() -> sp.Expr:
+    """1 where the gated norm's one group spans the tensor ranks (``n_g = 1``), else 0: vLLM's
+    ``Mixer2RMSNormGated.forward_native`` (vllm/model_executor/layers/mamba/mamba2/mamba_mixer2.py, vllm-project/vllm
+    commit 2e0714afc079f2c76e0666f5089c42f231cfea62, read 2026-11-29), which ``forward_cuda`` runs whenever
+    ``n_groups % tp_size != 0 or n_groups != 1``, sums each token's squares on the rank's ``d_i/N_t`` columns and,
+    with ``n_groups == 1`` and ``tp_size > 1``, all-reduces those sums (``tensor_model_parallel_all_reduce`` of
+    ``(tokens, 1)`` fp32: ``x`` is fp32 once multiplied by ``silu(gate.to(float32))``); with ``n_groups`` a
+    multiple of the ranks each rank normalises its own groups, no collective (any other ``n_groups`` the ranks
+    refuse: :mod:`symllm.costs.checks`). Written ``1 - min(1, n_g - 1)`` for a whole ``n_g ≥ 1``.
+
+    >>> [spanning_norm().subs(n_g, g) for g in (1, 2, 8)]
+    [1, 0, 0]
+    """
+    return 1 - sp.Min(1, n_g - 1)
 
 
 def _rules(split: str, name: str, gguf: str) -> Rules:
