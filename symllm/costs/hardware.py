@@ -36,6 +36,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from symllm._lazy import module
+from symllm.arch.dtypes import FP32
 from symllm.costs import accelerators
 from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom, gpu, names,  # noqa: F401 (re-exported)
                                        network, of, peak_flops, values)
@@ -253,7 +254,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute is True), defs)
         terms["expert_layers"] = algebra.substitute(_moe_layers(stage), defs)
         # vLLM's Mamba-2 gated norms whose one group spans the ranks: an all-reduce of a fp32 sum a token each
-        spanning = _spanning_norms(stage)
+        spanning = module("symllm.arch.components.mamba").spanning_norms(stage)
         terms["spanning_norms"] = algebra.substitute(spanning, defs)
         terms["training_bf16_flops"] = algebra.substitute(sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, _part(stage, "head", lambda c: S.s_o in c.flops.free_symbols))), sp.S.Zero), defs)
         for phase in ("prefill", "decode"):
@@ -270,7 +271,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
                                                          else bytes_moved(mdl, phase), defs)
             terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
                                                       + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V
-                                                      + per_block_sends * STAT_BYTES_FP32 * rows * spanning, defs)
+                                                      + per_block_sends * FP32 * rows * spanning, defs)  # a fp32 sum a token
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
@@ -328,23 +329,6 @@ def _moe_layers(comp) -> sp.Expr:
     L
     """
     return comp.repeat * (int(comp.active is not None) + sum((_moe_layers(c) for c in comp.children), sp.S.Zero))
-
-
-#: the bytes of one per-token statistic a spanning gated norm all-reduces (its fp32 sum of squares)
-STAT_BYTES_FP32 = 4
-
-
-def _spanning_norms(comp) -> sp.Expr:
-    """The Mamba-2 mixers of ``comp``, repeats included, whose gated norm vLLM all-reduces across the tensor
-    ranks (:func:`symllm.arch.components.mamba.spanning_norm`: ``n_g = 1``); 0 without a Mamba-2 mixer.
-
-    >>> from symllm import api
-    >>> _spanning_norms(api.spec("llama3.2-1b").model())
-    0
-    """
-    if comp.name == "mamba":
-        return comp.repeat * module("symllm.arch.components.mamba").spanning_norm()
-    return comp.repeat * sum((_spanning_norms(c) for c in comp.children), sp.S.Zero)
 
 
 def _routed(comp):

@@ -131,6 +131,19 @@ def spanning_norm() -> sp.Expr:
     return 1 - sp.Min(1, n_g - 1)
 
 
+def spanning_norms(comp: Component) -> sp.Expr:
+    """The Mamba-2 mixers (:func:`mamba2`'s) of ``comp``, repeats included, whose gated norm vLLM all-reduces
+    across the tensor ranks (:func:`spanning_norm`: ``n_g = 1``); 0 without a Mamba-2 mixer.
+
+    >>> from symllm import api
+    >>> spanning_norms(api.spec("llama3.2-1b").model()), spanning_norms(api.spec("nemotron-h-8b").model())
+    (0, (1 - Min(1, n_g - 1))*(L - L_2 - L_3))
+    """
+    if comp.name == "mamba":
+        return comp.repeat * spanning_norm()
+    return comp.repeat * sum((spanning_norms(c) for c in comp.children), sp.S.Zero)
+
+
 def _rules(split: str, name: str, gguf: str) -> Rules:
     """A projection of the mixer: its split, its name (PEFT adapts it under the module's name), its GGUF
     name (llama.cpp's ``ssm_in`` / ``ssm_out``), a linear weight, and no stack."""
