@@ -271,8 +271,8 @@ def moe_workspace_bytes(config, tokens: int, tp: int = 1, act_bytes: int = 2) ->
     return (m * k * max(n, width) + m * k * n // 2) * act_bytes
 
 
-#: vLLM's DeepSeek-V4 cache layout (docs/serving.md, "DeepSeek-V4"): an fp8_ds_mla entry's bytes (448 FP8 NoPE
-#: values, 64 bf16 RoPE values, 7 UE8M0 scales and a pad byte), FlashMLA's page alignment, the compressed
+#: vLLM's DeepSeek-V4 cache layout (vLLM 0.20.0; docs/serving.md, "DeepSeek-V4"): an fp8_ds_mla entry's bytes (448
+#: FP8 NoPE values, 64 bf16 RoPE values, 7 UE8M0 scales and a pad byte), FlashMLA's page alignment, the compressed
 #: attention's block (tokens) and the window cache's block
 DSV4_ENTRY_BYTES, DSV4_ALIGNMENT, DSV4_BLOCK, DSV4_SWA_BLOCK = 584, 576, 256, 64
 #: the compressors' state blocks (CompressorStateCache: 4 tokens for ratio 4, 8 for ratio 128), by ratio
@@ -296,13 +296,16 @@ def _approximate_gcd(values: list[int], lower_bound: int) -> int:
 
 
 def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int) -> dict:
-    """vLLM's blocks for DeepSeek-V4 (``kv_cache_utils._get_kv_cache_groups_uniform_groups`` and
-    ``_get_kv_cache_config_deepseek_v4``; docs/serving.md, "DeepSeek-V4"): the full group (each CSA layer's
-    compressed entries and indexer keys, each HCA layer's entries, 256 tokens a block) and the window groups
-    (every layer's window keys, the CSA compressors' and the HCA compressors' states), split into groups of at most
-    ``layer_tuples`` layers; ``blocks`` = KV bytes // (``layer_tuple_bytes`` · ``layer_tuples``), one request of
-    ``context`` tokens takes ``blocks_per_request`` of them (each group's ``max_memory_usage`` in pages,
-    ``_max_memory_usage_bytes_from_groups``), ``kv_tokens`` as vLLM logs it (blocks // groups · the smallest block).
+    """vLLM's blocks for DeepSeek-V4 as released vLLM 0.20.0 lays them out (``kv_cache_utils``:
+    ``_get_kv_cache_groups_uniform_groups`` and ``_get_kv_cache_config_deepseek_v4``; docs/serving.md,
+    "DeepSeek-V4"): the full group (each CSA layer's compressed entries and indexer keys, each HCA layer's entries,
+    256 tokens a block) and the window groups (every layer's window keys, the CSA compressors' and the HCA
+    compressors' states), split into groups of at most ``layer_tuples`` layers; ``blocks`` = KV bytes //
+    (``layer_tuple_bytes`` · ``layer_tuples``), one request of ``context`` tokens takes ``blocks_per_request`` of
+    them (each group's ``max_memory_usage`` in pages, ``_max_memory_usage_bytes_from_groups``; ``requests`` whole
+    ones, ``max_concurrency`` their ratio), ``kv_tokens`` as vLLM logs it (blocks // groups · the smallest block),
+    ``logged_concurrency`` the "Maximum concurrency" vLLM logs (``get_max_concurrency_for_kv_cache_config``:
+    blocks over ⌈Σ each group's pages · its layers' padded page bytes / the full group's page bytes⌉).
 
     >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
     ...        "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 512, "q_lora_rank": 8,
@@ -343,22 +346,29 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     tuples = _approximate_gcd([max(full.values())] + [max(p.values()) for _, _, p in windows],
                               lower_bound=max(full.values()))
     groups, sizes, per_request = 1, [max(full.values())], -(-context // DSV4_BLOCK)
+    full_bytes = sum(page * n for page, n in full.items())  # the full group's pages, every layer's
+    weighted = per_request * full_bytes  # each group's max_memory_usage_bytes, summed (the logged concurrency)
     for block, win, pages in windows:
         if max(pages) > max(full):
             raise SymllmError("serve: vLLM's DeepSeek-V4 window pages exceed its full group's (not served)")
         layers = max(pages.values())  # every page of the group holds as many layers (vLLM asserts it)
         split = -(-layers // tuples)
         groups += split
-        sizes += [len(range(i, layers, split)) for i in range(split)]
         held = min(win - 1 + max_num_batched_tokens, context)
-        per_request += split * (-(-held // block) + 1)
+        pages_held = -(-held // block) + 1
+        padded = sum(min(f for f in full if f >= page) for page in pages)  # a layer of each page, padded
+        for i in range(split):
+            sizes.append(len(range(i, layers, split)))
+            weighted += pages_held * sizes[-1] * padded
+        per_request += split * pages_held
     layer_tuple_bytes = sum(full)
     layer_tuples = max(sizes)
     blocks = max(int(Fraction(kv_cache_bytes) // (layer_tuple_bytes * layer_tuples)), 0)
     smallest = min(DSV4_BLOCK, *(block for block, _, _ in windows))
     return {"layer_tuple_bytes": layer_tuple_bytes, "layer_tuples": layer_tuples, "groups": groups,
             "blocks": blocks, "blocks_per_request": per_request, "kv_tokens": blocks // groups * smallest,
-            "requests": blocks // per_request, "max_concurrency": Fraction(blocks, per_request)}
+            "requests": blocks // per_request, "max_concurrency": Fraction(blocks, per_request),
+            "logged_concurrency": Fraction(blocks, -(-weighted // full_bytes))}
 
 
 def _fraction(field: str, value, low=0, high=None) -> Fraction:
