@@ -335,16 +335,14 @@ STAT_BYTES_FP32 = 4
 
 
 def _spanning_norms(comp) -> sp.Expr:
-    """The Mamba-2 mixers of ``comp``, repeats included, whose gated norm vLLM all-reduces across the tensor
-    ranks (:func:`symllm.arch.components.mamba.spanning_norm`: ``n_g = 1``); 0 without a Mamba-2 mixer.
+    """The all-reduces of a fp32 statistic a token that the parts of ``comp`` declare (``Rules.stat_reduces``:
+    vLLM's Mamba-2 gated norms whose one group spans the tensor ranks), repeats included; 0 without one.
 
     >>> from symllm import api
     >>> _spanning_norms(api.spec("llama3.2-1b").model())
     0
     """
-    if comp.name == "mamba":
-        return comp.repeat * module("symllm.arch.components.mamba").spanning_norm()
-    return comp.repeat * sum((_spanning_norms(c) for c in comp.children), sp.S.Zero)
+    return comp.repeat * (comp.rules.stat_reduces + sum((_spanning_norms(c) for c in comp.children), sp.S.Zero))
 
 
 def _routed(comp):

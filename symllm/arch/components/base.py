@@ -131,6 +131,10 @@ class Rules:
     hf_params: tuple[str, ...] = ()
     #: its GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``: ``attn_q``, ``post_ffw_norm``); "": none
     gguf: str = ""
+    #: all-reduces of one fp32 statistic a token it sends across the tensor ranks in an inference forward, beside
+    #: the residual stream's (vLLM's Mamba-2 gated norm whose one group spans the ranks:
+    #: :func:`symllm.arch.components.mamba.spanning_norm`); 0: none
+    stat_reduces: sp.Expr = sp.S.Zero
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS)):

@@ -297,7 +297,8 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_i, _T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "
                    "// n_groups)  # rmsnorm(y * silu(z)) per group",
-                   Rules("heads", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm"))
+                   Rules("heads", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm",
+                         stat_reduces=spanning_norm()))
     norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_i,
                         # saved: the gate's fp32 copy and its SiLU, y·silu(z), its normalised rows and
                         # 1/rms (fp32), out_proj's input (cast back to the activations' dtype)
