@@ -39,6 +39,11 @@ MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activati
 #: the recomputation policies (Workload.recompute): every activation saved, each block keeping its input (full;
 #: --recompute) or torchtitan's selective op checkpointing (--selective-ac op; symllm.costs.selective)
 RECOMPUTE = ("none", "full", "op")
+#: op checkpointing's one policy (symllm.costs.selective, without SymPy for the expected times): the order a
+#: torchtitan Llama block calls its linears, each one ``aten.mm`` (torchtitan 9dec370 ``torchtitan/models/llama/
+#: model.py``), and those whose outputs it recomputes, every second one (``_custom_policy``'s ``mm_count % 2 == 0``)
+OP_ORDER = ("wq", "wk", "wv", "wo", "w1", "w3", "w2")
+OP_RECOMPUTED = tuple(name for i, name in enumerate(OP_ORDER, start=1) if i % 2 == 0)
 #: the attention-core conventions
 ATTENTION = ("dense", "causal")
 #: the positions whose logits an inference forward computes (Workload.logits): the last of each sequence, or all
