@@ -269,6 +269,37 @@ def test_lora_targets_name_mlas_projections(cli):
     assert json.loads(r.out)["params"]["trainable"] == expected
 
 
+#: the linear names a PEFT user of DeepSeek-V3.2 / GLM-5 writes (transformers' module names: the latent attention's
+#: and the indexer's wq_b, wk and weights_proj), and how symllm spells the two whose names are its own for other
+#: linears (wq_b: the attention's q_b_proj; wk: GQA's k_proj)
+_DSA_TARGETS = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "wq_b", "wk", "weights_proj")
+_DSA_SPELLED = {"wq_b": "index_wq_b", "wk": "index_wk"}
+
+
+@given(dsa_configs(), st.integers(1, 16), st.lists(st.sampled_from(_DSA_TARGETS), min_size=1, max_size=4, unique=True))
+def test_dsa_lora_trainable_equals_peft(raw, rank, targets):
+    """PEFT's get_peft_model on transformers' DeepSeek-V3.2 / GLM-5 (meta device) matches target_modules against
+    the end of every module's name: wq_b, wk and weights_proj adapt the indexer's linears (which transformers runs
+    under torch.no_grad: PEFT adds their adapters all the same), q_b_proj the attention's alone. symllm's trainable
+    count, the indexer's two spelled index_wq_b and index_wk, equals PEFT's for drawn configs, ranks and targets."""
+    peft = requires("peft")
+    model = peft.get_peft_model(_hf_model(raw), peft.LoraConfig(r=rank, target_modules=list(targets)))
+    theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    spelled = ",".join(_DSA_SPELLED.get(t, t) for t in targets)
+    ours = symllm.workload(from_hf(raw), lora_rank=rank, lora_targets=spelled)["params"]["trainable"]
+    assert ours == theirs
+
+
+def test_dsa_indexer_lora_by_hand():
+    """deepseek-v3.2's 61 indexers (wq_b: q_lora_rank 1536 -> 64 heads x 128; wk: 7168 -> 128; weights_proj:
+    7168 -> 64 heads), LoRA of rank 8: 8·61·((1536 + 8192) + (7168 + 128) + (7168 + 64)) = 11,836,928 trainable;
+    wq_b keeps naming the attention's q_b_proj (1536 -> 128 heads x (128 + 64)): 8·61·(1536 + 24576)."""
+    indexer = symllm.workload("deepseek-v3.2", lora_rank=8, lora_targets="index_wq_b,index_wk,weights_proj")
+    assert indexer["params"]["trainable"] == 8 * 61 * ((1536 + 8192) + (7168 + 128) + (7168 + 64)) == 11_836_928
+    attention = symllm.workload("deepseek-v3.2", lora_rank=8, lora_targets="wq_b")
+    assert attention["params"]["trainable"] == 8 * 61 * (1536 + 24576)
+
+
 @pytest.mark.parametrize("name", ["deepseek-v3", "glm-4.5-air"])
 def test_count_derive_report_and_sweep(cli, tmp_path, name):
     """count names the shared experts, the latent attention and the MTP part apart from the total; derive

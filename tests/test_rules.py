@@ -167,7 +167,8 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
     shared_expert_gate), DeepseekV3ForCausalLM (its latent attention), Qwen3NextForCausalLM and
     Qwen3_5ForCausalLM (their Gated DeltaNet's projections), NemotronHForCausalLM (its Mamba-2 in_proj),
     DeepseekV4ForCausalLM (its attention's, compressors' and indexer's projections; its grouped o_a_proj is a
-    Linear) but their lm_head (which PEFT leaves alone by default), and each maps to one symllm name."""
+    Linear), DeepseekV32ForCausalLM (its indexer's wq_b, wk, weights_proj) but their lm_head (which PEFT leaves
+    alone by default), and each maps to one symllm name."""
     transformers = requires("transformers")
     sizes = dict(vocab_size=64, pad_token_id=0, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
                  num_key_value_heads=2)
@@ -181,6 +182,8 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
                         (transformers.Phi3ForCausalLM, transformers.Phi3Config),
                         (transformers.Qwen2MoeForCausalLM, lambda **kw: transformers.Qwen2MoeConfig(**kw, num_experts=2)),
                         (transformers.DeepseekV3ForCausalLM, mla),
+                        (transformers.DeepseekV32ForCausalLM, lambda **kw: transformers.DeepseekV32Config(
+                            **mla(**kw).to_dict() | {"index_n_heads": 2, "index_head_dim": 8, "index_topk": 2})),
                         (transformers.Qwen3NextForCausalLM, lambda **kw: transformers.Qwen3NextConfig(
                             **{**kw, "num_hidden_layers": 2}, full_attention_interval=2, num_experts=2,
                             num_experts_per_tok=1)),
@@ -204,7 +207,12 @@ def test_lora_names_are_llama_for_causal_lm_linears(torch):
                 for c in C.model(**every).walk() if c.rules.lora}
     assert leaves - {"lm_head"} == {hf for _, hf in declared}
     assert len({ours for ours, _ in declared}) == len(leaves - {"lm_head"})
-    assert all(C.lora_names()[hf] == ours for ours, hf in declared)
+    # an HF name that is symllm's own name of another linear keeps symllm's meaning: the sparse-attention
+    # indexer's wq_b (the latent attention's q_b_proj) and wk (GQA's k_proj), spelled index_wq_b and index_wk
+    own = {ours for ours, _ in declared}
+    assert {(ours, hf) for ours, hf in declared if hf in own and hf != ours} == {("index_wq_b", "wq_b"),
+                                                                                 ("index_wk", "wk")}
+    assert all(C.lora_names()[hf] == (hf if hf in own else ours) for ours, hf in declared)
 
 
 def test_default_lora_targets_are_the_declared_names():

@@ -249,3 +249,42 @@ def test_op_checkpointing_runs_again_the_collectives_it_does_not_save():
     assert tp(True, "op") - tp(True, "none") == 2 * 3 * 192     # the two all-gathers a layer
     assert tp(True, "full") - tp(True, "none") == 4 * 3 * 192   # and the two reduce-scatters
     assert tp(False, "op") - tp(False, "none") == 2 * 2 * 3 * 192 == tp(False, "full") - tp(False, "none")
+
+
+def test_op_checkpointing_casts_and_reruns_only_the_recomputed_linears_by_hand():
+    """The one policy's other readers (wk, wo and w3 recomputed; wq, wv, w1 and w2 saved):
+    FP8 current scaling casts again the inputs of the recomputed linears only: one layer of 1,000 rows, d 1024,
+    q 1024, kv 256, d_ff 4096: the forward casts 1000·((1024 + 1024) + (1024 + 4096)) elements, op 1000·(1024 +
+    1024 + 1024) more (wk's d, wo's q, w3's d), full recomputation 7,168,000 more; backward 1000·((1536 + 1024) +
+    (8192 + 1024)); 6 bytes an element (Hopper) at 0.88 of 1 TB/s.
+    LoRA of rank 8 on all seven linears of llama3.2-1b (16 layers), one sequence of 4,096 bf16 tokens: under op
+    each block keeps the r-wide intermediate of the four saved linears' adapters, 4·2·4096·8 = 262,144 bytes a
+    layer, 16 layers 4,194,304, beyond what op keeps without LoRA; the one block recomputed in backward holds all
+    seven, 7·65,536 = 458,752 (full recomputation: that one block's alone)."""
+    from fractions import Fraction
+    from symllm.costs import efficiency
+    args = dict(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12)
+    forward, backward = 1000 * ((1024 + 1024) + (1024 + 4096)), 1000 * ((1536 + 1024) + (8192 + 1024))
+    per = Fraction(6) / (Fraction(88, 100) * 10 ** 12)
+    assert efficiency.fp8_quantize_s(**args, recompute="op") == (forward + 1000 * 3 * 1024 + backward) * per
+    assert efficiency.fp8_quantize_s(**args, recompute=True) == (2 * forward + backward) * per
+    lora = dict(lora_rank=8, lora_targets="wq,wk,wv,wo,w1,w2,w3", batch=1, seq=4096)
+    op = symllm.workload("llama3.2-1b", recompute="op", **lora)["memory"]
+    full = symllm.workload("llama3.2-1b", recompute="full", **lora)["memory"]
+    adapter = 2 * 4096 * 8
+    assert op["lora_activations"] - op["activations"] == 16 * 4 * adapter + 7 * adapter == 4_653_056
+    assert full["lora_activations"] - full["activations"] == 7 * adapter
+
+
+def test_op_checkpointing_reruns_a_recomputed_linears_lora_branch():
+    """A recomputed linear's LoRA branch runs its forward again: wk's adapter on a block (d -> n_kv·d_h through r)
+    adds 2·T·r·(d + n_kv·d_h) recomputed FLOPs, wq's (saved) none."""
+    import sympy as sp
+    from symllm.arch import symbols as S
+    from symllm.arch.components import block
+    from symllm.costs import finetune, selective
+    base = selective.recomputed_flops(block())
+    T, r = S.b * S.s, S.r_lora
+    assert sp.expand(selective.recomputed_flops(finetune.adapt(block(), "wk")) - base) == \
+        sp.expand(2 * T * r * (S.d + S.n_kv * S.d_h))
+    assert sp.expand(selective.recomputed_flops(finetune.adapt(block(), "wq")) - base) == 0

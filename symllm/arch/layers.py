@@ -55,6 +55,11 @@ FFNS = ("dense", "moe", "none")
 #: Mistral v0.1, Qwen's layers from max_window_layers on), or the positions of its own chunk of ``W``
 #: ("chunked": Llama 4's RoPE layers)
 WINDOWS = (None, "sliding", "chunked")
+#: op checkpointing's one policy (symllm.costs.selective; SymPy-free for the expected times): the order a
+#: torchtitan Llama block calls its linears, each one ``aten.mm`` (torchtitan 9dec370 ``torchtitan/models/llama/
+#: model.py``), and those whose outputs it recomputes, every second one (``_custom_policy``'s ``mm_count % 2 == 0``)
+OP_ORDER = ("wq", "wk", "wv", "wo", "w1", "w3", "w2")
+OP_RECOMPUTED = tuple(name for i, name in enumerate(OP_ORDER, start=1) if i % 2 == 0)
 
 
 def window_pairs(window: str, x, w, *, least=min, floor_div=lambda a, m: a // m, half=Fraction(1, 2)):

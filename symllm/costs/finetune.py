@@ -51,7 +51,7 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import checks, stacks, zero
+from symllm.costs import checks, selective, stacks, zero
 from symllm.costs.formats import QUANTIZES
 from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
@@ -169,10 +169,11 @@ def quantized(mdl: Component, fmt: str = "nf4") -> sp.Expr:
                          sp.S.Zero))
 
 
-def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recompute: bool = False,
+def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recompute: bool | str = False,
            rank: sp.Expr = S.r_lora) -> dict[str, sp.Expr]:
     """The closed forms of :data:`MEMORY_KEYS` (bytes) for LoRA (or QLoRA) on ``mdl`` (see the module
-    docstring for each convention).
+    docstring for each convention); ``recompute`` a policy (:func:`symllm.costs.selective.policy`: under ``op``
+    a saved linear's adapter keeps its intermediate, a recomputed one's runs again).
 
     >>> from symllm.arch.components import block
     >>> m = memory(block(), "wq", qlora=True)
@@ -194,7 +195,7 @@ def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recom
         "lora_adapter_weights": weight * n_trainable,
         "lora_adapter_gradients": grad * n_trainable,
         "lora_optimizer_states": optim * n_trainable,
-        "lora_activations": stacks.component_activations(adapt(mdl, targets, rank), bool(recompute)),
+        "lora_activations": stacks.component_activations(adapt(mdl, targets, rank), recompute),
     }
     out["lora_total"] = sum(out.values(), sp.S.Zero)
     defs = dict(mdl.definitions)
@@ -213,7 +214,7 @@ def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
         raise SymllmError("lora_rank: LoRA needs a rank (--lora-rank R), got None")
     rank = {S.r_lora: work.lora_rank}
     out = {"trainable_params": substitute(trainable(mdl, work.lora_targets), dict(mdl.definitions)),
-           **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=work.recompute == "full")}
+           **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=selective.recompute_of(work))}
     return {k: sp.expand(substitute(v, rank)) if k == "trainable_params" else substitute(v, rank) for k, v in out.items()}
 
 

@@ -20,7 +20,12 @@ Per block the policy keeps (besides the checkpoint's input, ``β_a·b·s·d``) t
 ``4·b·n_h·s``, fp32). The Float8 ``abs``/``max`` outputs are not counted (bf16 training saves none).
 
 The policy is torchtitan's for its Llama blocks: a block whose matmuls are not those seven linears (a
-mixture of experts, MLA, a recurrent layer) is refused in one line.
+mixture of experts, MLA, a recurrent layer) is refused in one line. Every reader follows this one policy
+(:data:`symllm.arch.layers.OP_RECOMPUTED`): a recomputed linear's forward collectives run again
+(:func:`symllm.costs.parallel.forward_runs`), its FP8 input is cast again (:func:`symllm.costs.efficiency.
+fp8_quantize_s`), and its LoRA branch (symllm.costs.finetune: PEFT's ``lora_A``, ``lora_B``) runs again, its
+r-wide intermediate not kept, where a saved linear's LoRA branch keeps it (a convention: PEFT's adapters are
+``aten.mm`` calls too, which would shift torchtitan's count of them; torchtitan itself has no LoRA).
 
 >>> from symllm.arch.components import model
 >>> recomputed(model().children[1])
@@ -35,6 +40,7 @@ from functools import lru_cache
 import sympy as sp
 
 from symllm.arch import symbols as S
+from symllm.arch.layers import OP_ORDER, OP_RECOMPUTED
 from symllm.costs.workloads import RECOMPUTE
 from symllm.errors import SymllmError
 
@@ -42,7 +48,7 @@ __all__ = ["ORDER", "policy", "recompute_of", "recomputed", "recomputed_flops", 
 
 #: the order a torchtitan Llama block calls its linears (each one ``aten.mm``): torchtitan 9dec370
 #: ``torchtitan/models/llama/model.py`` ``Attention.forward`` and ``FeedForward.forward``
-ORDER = ("wq", "wk", "wv", "wo", "w1", "w3", "w2")
+ORDER = OP_ORDER
 
 
 def _is_linear(c) -> bool:
@@ -50,8 +56,17 @@ def _is_linear(c) -> bool:
     return c.flops != 0 and S.t not in c.flops.free_symbols and not c.flops.has(sp.Min)
 
 
+def _parts(comp):
+    """``comp``'s parts, a linear's LoRA adapter (its ``lora_A`` and ``lora_B`` children: symllm.costs.finetune)
+    left inside it."""
+    for c in comp.children:
+        yield c
+        if not c.shape:
+            yield from _parts(c)
+
+
 def _linears(block) -> dict:
-    found = {c.name: c for c in block.walk() if c is not block and _is_linear(c)}
+    found = {c.name: c for c in _parts(block) if _is_linear(c)}
     if set(found) != set(ORDER) or any(c.repeat != 1 for c in found.values()):
         raise SymllmError(f"recompute: op is modelled for Llama blocks ({' '.join(ORDER)}), not {block.name!r}")
     return found
@@ -62,7 +77,7 @@ def recomputed(block) -> tuple[str, ...]:
     :data:`ORDER` (``_custom_policy``'s ``mm_count % 2 == 0``); ``block`` None: their names alone."""
     if block is not None:
         _linears(block)
-    return tuple(name for i, name in enumerate(ORDER, start=1) if i % 2 == 0)
+    return OP_RECOMPUTED
 
 
 def _blocks(comp) -> list:
@@ -89,11 +104,13 @@ def recomputed_flops(comp) -> sp.Expr:
     """
     if comp.checkpoint == 0 and not any(c.checkpoint != 0 for c in comp.children):
         names = recomputed(None)
-        return sum((c.repeat * c.flops for c in comp.walk() if c.name in names and _is_linear(c)), sp.S.Zero)
+        return sum((c.repeat * c.total("flops") for c in comp.walk() if c.name in names and _is_linear(c)),
+                   sp.S.Zero)
     out = sp.S.Zero
     for block in _blocks(comp):
-        linears = _linears(block)
-        out += (block.repeat if block is not comp else 1) * sum((linears[n].flops for n in recomputed(block)), sp.S.Zero)
+        linears = _linears(block)  # a recomputed linear reruns its LoRA branch too (its adapter's FLOPs)
+        out += (block.repeat if block is not comp else 1) * sum((linears[n].total("flops") for n in recomputed(block)),
+                                                                sp.S.Zero)
     return out
 
 
@@ -114,7 +131,9 @@ def saved(block) -> sp.Expr:
     width["w2"] = sp.cancel(lin["w2"].flops / (2 * rows * width["w1"]))
     q = width["wq"]
     heads = sp.cancel(q / S.d_h)
-    return sp.expand(S.beta_a * rows * (sum(width.values(), sp.S.Zero) + q) + 4 * rows * heads)
+    # a saved linear's LoRA branch keeps what it saves (its r-wide intermediate); a recomputed one's runs again
+    lora = sum((x.total("saved") for n in ORDER if n not in OP_RECOMPUTED for x in lin[n].children), sp.S.Zero)
+    return sp.expand(S.beta_a * rows * (sum(width.values(), sp.S.Zero) + q) + 4 * rows * heads + lora)
 
 
 def recompute_of(work) -> bool | str:

@@ -360,4 +360,7 @@ def _lora_pairs() -> tuple:
     """:func:`lora_names` as (name, symllm name) pairs, read once per process (four whole models are walked)."""
     pairs = dict.fromkeys(c.rules.lora for every in (EVERY_PART, EVERY_FUSED, EVERY_LATENT_PART, EVERY_ALIBI)
                           for c in model(**every).walk() if c.rules.lora)
-    return (*((ours, ours) for ours, _ in pairs), *((hf, ours) for ours, hf in pairs))
+    # a name that is symllm's for one linear and HF's for another (the sparse-attention indexer's wq_b and wk)
+    # stays symllm's: the other is spelled by its own symllm name
+    ours_names = {ours for ours, _ in pairs}
+    return (*((ours, ours) for ours, _ in pairs), *((hf, ours) for ours, hf in pairs if hf not in ours_names))

@@ -135,6 +135,10 @@ class Rules:
     #: ``W`` keys, or "chunked", Llama 4's chunk of ``W``; "": every earlier key. The expected time runs a
     #: windowed core on the window's tiles (:func:`symllm.costs.hardware._windowed`)
     window: str = ""
+    #: all-reduces of one fp32 statistic a token it sends across the tensor ranks in an inference forward, beside
+    #: the residual stream's (vLLM's Mamba-2 gated norm whose one group spans the ranks:
+    #: :func:`symllm.arch.components.mamba.spanning_norm`); 0: none
+    stat_reduces: sp.Expr = sp.S.Zero
 
     def __post_init__(self):
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS),

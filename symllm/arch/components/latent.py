@@ -24,13 +24,21 @@ def _mla_rules(split: str, ours: str, hf: str) -> Rules:
     return Rules(split, lora=(ours, hf), weight="linear", **_MLA)
 
 
-#: the indexer: in no stack's tensors, in no tensor-parallel plan of transformers (replicated), and never adapted by
-#: LoRA (transformers runs it under ``torch.no_grad``: an adapter there would get no gradient)
+#: the indexer: in no stack's tensors, in no tensor-parallel plan of transformers (replicated)
 _DSA = dict(stacks=(), label="DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5)")
+
+#: the indexer's linears' LoRA names, (symllm, HF): PEFT matches ``target_modules`` against the end of every module's
+#: name, so ``wq_b``, ``wk`` and ``weights_proj`` adapt transformers' ``DeepseekV32Indexer`` linears (called so in
+#: deepseek_v32 and glm_moe_dsa) although transformers runs the indexer under ``torch.no_grad`` (their adapters
+#: get no gradient, but PEFT adds them and counts them trainable). ``wq_b`` and ``wk`` are symllm's names of the
+#: latent attention's ``q_b_proj`` and of GQA's ``k_proj``, which keep them: symllm spells the indexer's
+#: ``index_wq_b`` and ``index_wk`` (``weights_proj`` as DeepSeek-V4's indexer's)
+INDEXER_LORA = {"wq_b": ("index_wq_b", "wq_b"), "wk": ("index_wk", "wk"), "weights_proj": ("weights_proj", "weights_proj")}
 
 
 def _dsa_rules(hf: str, weight: str = "linear") -> Rules:
-    return Rules("replicated", lora=(), weight=weight, hf=hf, **_DSA)
+    return Rules("replicated", lora=INDEXER_LORA.get(hf, ()) if weight == "linear" else (), weight=weight, hf=hf,
+                 **_DSA)
 
 
 def sparse_pairs(causal: bool) -> sp.Expr:

@@ -132,16 +132,15 @@ def spanning_norm() -> sp.Expr:
 
 
 def spanning_norms(comp: Component) -> sp.Expr:
-    """The Mamba-2 mixers (:func:`mamba2`'s) of ``comp``, repeats included, whose gated norm vLLM all-reduces
-    across the tensor ranks (:func:`spanning_norm`: ``n_g = 1``); 0 without a Mamba-2 mixer.
+    """The all-reduces of a fp32 statistic a token that the parts of ``comp`` declare (``Rules.stat_reduces``:
+    the Mamba-2 gated norms whose one group spans the tensor ranks, :func:`spanning_norm`), repeats included; 0
+    where none does.
 
     >>> from symllm import api
     >>> spanning_norms(api.spec("llama3.2-1b").model()), spanning_norms(api.spec("nemotron-h-8b").model())
     (0, (1 - Min(1, n_g - 1))*(L - L_2 - L_3))
     """
-    if comp.name == "mamba":
-        return comp.repeat * spanning_norm()
-    return comp.repeat * sum((spanning_norms(c) for c in comp.children), sp.S.Zero)
+    return comp.repeat * (comp.rules.stat_reduces + sum((spanning_norms(c) for c in comp.children), sp.S.Zero))
 
 
 def _rules(split: str, name: str, gguf: str) -> Rules:
@@ -310,7 +309,8 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_i, _T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "
                    "// n_groups)  # rmsnorm(y * silu(z)) per group",
-                   Rules("heads", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm"))
+                   Rules("heads", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm",
+                         stat_reduces=spanning_norm()))
     norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_i,
                         # saved: the gate's fp32 copy and its SiLU, y·silu(z), its normalised rows and
                         # 1/rms (fp32), out_proj's input (cast back to the activations' dtype)
