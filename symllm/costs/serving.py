@@ -29,9 +29,9 @@ counts both, the latent's and the indexer's),
 
 and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
 
-DeepSeek-V4 (an fp8 KV cache only, as vLLM asserts) is laid out as vLLM's own allocator lays it out: its window
-keys, compressed entries, indexer keys and compressor states in 576-byte-aligned pages, grouped into layer tuples
-(:func:`deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4").
+DeepSeek-V4 (its fp8_ds_mla cache) is laid out as released vLLM's own allocator lays it out: its window keys,
+compressed entries, indexer keys and compressor states in 576-byte-aligned pages, grouped as vLLM 0.33.0 groups
+them (or 0.20.0: :func:`deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4").
 
 Conventions (each an estimate of what vLLM measures, not derives):
 
@@ -75,7 +75,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "deepseek_v4_blocks", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "DSV4_RELEASES", "capacity", "deepseek_v4_blocks", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
@@ -295,27 +295,49 @@ def _approximate_gcd(values: list[int], lower_bound: int) -> int:
     return best
 
 
-def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int) -> dict:
-    """vLLM's blocks for DeepSeek-V4 as released vLLM 0.20.0 lays them out (``kv_cache_utils``:
-    ``_get_kv_cache_groups_uniform_groups`` and ``_get_kv_cache_config_deepseek_v4``; docs/serving.md,
-    "DeepSeek-V4"): the full group (each CSA layer's compressed entries and indexer keys, each HCA layer's entries,
-    256 tokens a block) and the window groups (every layer's window keys, the CSA compressors' and the HCA
-    compressors' states), split into groups of at most ``layer_tuples`` layers; ``blocks`` = KV bytes //
-    (``layer_tuple_bytes`` · ``layer_tuples``), one request of ``context`` tokens takes ``blocks_per_request`` of
-    them (each group's ``max_memory_usage`` in pages, ``_max_memory_usage_bytes_from_groups``; ``requests`` whole
-    ones, ``max_concurrency`` their ratio), ``kv_tokens`` as vLLM logs it (blocks // groups · the smallest block),
-    ``logged_concurrency`` the "Maximum concurrency" vLLM logs (``get_max_concurrency_for_kv_cache_config``:
-    blocks over ⌈Σ each group's pages · its layers' padded page bytes / the full group's page bytes⌉).
+#: the vLLM releases whose DeepSeek-V4 layouts :func:`deepseek_v4_blocks` follows (docs/serving.md, "DeepSeek-V4"),
+#: the newest first (the default)
+DSV4_RELEASES = ("0.33", "0.20")
+
+
+def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int, release: str = "0.33") -> dict:
+    """vLLM's blocks for DeepSeek-V4 as released vLLM lays them out (``release``: "0.33", vLLM 0.33.0's, the
+    default, or "0.20", vLLM 0.20.0's; docs/serving.md, "DeepSeek-V4"): the full group (each CSA layer's compressed
+    entries and indexer keys, each HCA layer's entries, 256 tokens a block) and the window groups (every layer's
+    window keys, the CSA compressors' and the HCA compressors' states).
+
+    0.20.0 (``kv_cache_utils``: ``_get_kv_cache_groups_uniform_groups``, ``_get_kv_cache_config_deepseek_v4``)
+    splits the window groups into groups of at most ``layer_tuples`` layers, pads every window page to the nearest
+    full-group page, and makes a block ``layer_tuples`` tuples of the full group's distinct pages
+    (``layer_tuple_bytes``); vLLM logs ``kv_tokens`` = blocks // groups · the smallest block, and
+    ``logged_concurrency`` (``get_max_concurrency_for_kv_cache_config``) = blocks over ⌈Σ each group's pages · its
+    layers' padded page bytes / the full group's page bytes⌉. A window's request holds its window and one
+    ``max_num_batched_tokens`` step.
+
+    0.33.0 (``kv_cache_planning``: ``_get_packed_kv_cache_groups``, ``get_kv_cache_config_from_groups``) splits a
+    bucket only where each of its page sizes holds as many layers, in groups of ``repeats`` pattern repeats, pads no
+    page, and makes a block the largest group's bytes (``block_bytes``); vLLM logs ``logged_concurrency`` = blocks /
+    ``blocks_per_request`` and ``kv_tokens`` = ⌊that · ``context``⌋ (``update_kv_cache_capacity``). A window's
+    request holds its window and two steps in flight (async scheduling, on by default: ``max_in_flight_tokens``).
+
+    Either way ``blocks`` = KV bytes // ``block_bytes``, one request of ``context`` tokens takes
+    ``blocks_per_request`` (each group's ``max_memory_usage`` in pages, ``_max_memory_usage_bytes_from_groups``),
+    ``requests`` whole ones fit, ``max_concurrency`` is their ratio.
 
     >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
     ...        "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 512, "q_lora_rank": 8,
     ...        "qk_rope_head_dim": 64, "num_experts_per_tok": 2, "n_routed_experts": 4, "hc_mult": 2,
     ...        "sliding_window": 128, "o_groups": 2, "o_lora_rank": 6, "index_n_heads": 2, "index_head_dim": 128,
     ...        "index_topk": 2, "compress_ratios": [4, 128, 4]}
-    >>> r = deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048)
+    >>> r = deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048, release="0.20")
     >>> r["layer_tuple_bytes"], r["layer_tuples"], r["groups"], r["blocks"]
     (47808, 2, 5, 10458)
+    >>> r = deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048)
+    >>> r["block_bytes"], r["groups"], r["blocks"]
+    (93888, 5, 10650)
     """
+    if release not in DSV4_RELEASES:
+        raise SymllmError(f"release: {release!r}; expected one of {', '.join(DSV4_RELEASES)}")
     cfg = model_config(config)
     counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
     for kind, n in cfg.layers:
@@ -329,23 +351,53 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
                                ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
         if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
             raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
-    if not csa:  # vLLM asserts its window pages fit a full group's page: none without a CSA layer's
-        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout needs a compressed sparse attention layer")
+    if not csa:  # 0.20 asserts its window pages fit a full group's page (none without a CSA layer's); 0.33 then
+        # sizes its window groups as state buckets (not modelled)
+        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention "
+                          "layer only")
     window = cfg.sliding_window
     entry_csa, entry_hca = _pad(DSV4_BLOCK // 4 * DSV4_ENTRY_BYTES), _pad(DSV4_BLOCK // 128 * DSV4_ENTRY_BYTES)
     index = _pad(DSV4_BLOCK // 4 * (128 + 128 // INDEXER_QUANT_BLOCK * 4))  # DeepseekV4IndexerCache, uint8
     full = {entry_csa: csa, index: csa, **({entry_hca: hca} if hca else {})}  # page -> layers (distinct pages)
-    # the window groups, keyed as vLLM keys them (block size, window): their layers' pages before padding, the
-    # blocks one request takes (SlidingWindowSpec.max_memory_usage_bytes) and each page padded to the nearest
-    # full-group page (fp32 states: 2 · coff · head_dim a token, coff 2 with CSA's overlap)
+    # the window groups, keyed as vLLM keys them (block size, window): their layers' pages before padding and the
+    # blocks one request takes (SlidingWindowSpec.max_memory_usage_bytes) (fp32 states: 2 · coff · head_dim a
+    # token, coff 2 with CSA's overlap)
     state = lambda ratio, coff, width: _pad(DSV4_STATE_BLOCK[ratio] * 2 * coff * width * 4)  # noqa: E731
     windows = [(DSV4_SWA_BLOCK, window, {_pad(DSV4_SWA_BLOCK * DSV4_ENTRY_BYTES): every}),
                (DSV4_STATE_BLOCK[4], 2 * 4, {state(4, 2, 512): csa, state(4, 2, 128): csa})]
     if hca:
         windows.append((DSV4_STATE_BLOCK[128], 128, {state(128, 1, 512): hca}))
+    in_flight = max_num_batched_tokens * (2 if release == "0.33" else 1)  # 0.33: VllmConfig.max_in_flight_tokens
+    held = lambda block, win: -(-min(win - 1 + in_flight, context) // block) + 1  # noqa: E731
+    full_pages = -(-context // DSV4_BLOCK)
+    if release == "0.20":
+        return _dsv4_blocks_020(full, windows, full_pages, held, kv_cache_bytes)
+    # 0.33.0: buckets of uniform specs (the full group, then each window group); a bucket is split only when each
+    # of its page sizes holds as many layers ("balanced"), into groups of `repeats` pattern repeats
+    buckets = [full] + [pages for _, _, pages in windows]
+    balanced = [len(set(b.values())) == 1 for b in buckets]
+    floor = max((max(b.values()) for b, ok in zip(buckets, balanced) if ok and len(b) > 1), default=0)
+    repeats = _approximate_gcd([max(b.values()) for b, ok in zip(buckets, balanced) if ok], lower_bound=floor)
+    group_bytes, per_request = [], 0
+    for b, ok, pages in zip(buckets, balanced, [full_pages] + [held(block, win) for block, win, _ in windows]):
+        split = -(-max(b.values()) // repeats) if ok else 1
+        for i in range(split):  # layers [i::split] of the pattern's repeats: one of each page a repeat
+            group_bytes.append(sum(page * len(range(i, n, split)) for page, n in b.items()))
+            per_request += pages
+    block_bytes = max(group_bytes)
+    blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
+    concurrency = Fraction(blocks, per_request)
+    return {"block_bytes": block_bytes, "repeats": repeats, "groups": len(group_bytes), "blocks": blocks,
+            "blocks_per_request": per_request, "kv_tokens": int(concurrency * context),
+            "requests": blocks // per_request, "max_concurrency": concurrency, "logged_concurrency": concurrency}
+
+
+def _dsv4_blocks_020(full, windows, full_pages, held, kv_cache_bytes) -> dict:
+    """:func:`deepseek_v4_blocks` as vLLM 0.20.0 lays DeepSeek-V4 out (``_get_kv_cache_groups_uniform_groups``,
+    ``_get_kv_cache_config_deepseek_v4``, ``_report_kv_cache_config``, ``get_max_concurrency_for_kv_cache_config``)."""
     tuples = _approximate_gcd([max(full.values())] + [max(p.values()) for _, _, p in windows],
                               lower_bound=max(full.values()))
-    groups, sizes, per_request = 1, [max(full.values())], -(-context // DSV4_BLOCK)
+    groups, sizes, per_request = 1, [max(full.values())], full_pages
     full_bytes = sum(page * n for page, n in full.items())  # the full group's pages, every layer's
     weighted = per_request * full_bytes  # each group's max_memory_usage_bytes, summed (the logged concurrency)
     for block, win, pages in windows:
@@ -354,8 +406,7 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
         layers = max(pages.values())  # every page of the group holds as many layers (vLLM asserts it)
         split = -(-layers // tuples)
         groups += split
-        held = min(win - 1 + max_num_batched_tokens, context)
-        pages_held = -(-held // block) + 1
+        pages_held = held(block, win)
         padded = sum(min(f for f in full if f >= page) for page in pages)  # a layer of each page, padded
         for i in range(split):
             sizes.append(len(range(i, layers, split)))
@@ -363,11 +414,13 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
         per_request += split * pages_held
     layer_tuple_bytes = sum(full)
     layer_tuples = max(sizes)
-    blocks = max(int(Fraction(kv_cache_bytes) // (layer_tuple_bytes * layer_tuples)), 0)
+    block_bytes = layer_tuple_bytes * layer_tuples
+    blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
     smallest = min(DSV4_BLOCK, *(block for block, _, _ in windows))
-    return {"layer_tuple_bytes": layer_tuple_bytes, "layer_tuples": layer_tuples, "groups": groups,
-            "blocks": blocks, "blocks_per_request": per_request, "kv_tokens": blocks // groups * smallest,
-            "requests": blocks // per_request, "max_concurrency": Fraction(blocks, per_request),
+    return {"layer_tuple_bytes": layer_tuple_bytes, "layer_tuples": layer_tuples, "block_bytes": block_bytes,
+            "groups": groups, "blocks": blocks, "blocks_per_request": per_request,
+            "kv_tokens": blocks // groups * smallest, "requests": blocks // per_request,
+            "max_concurrency": Fraction(blocks, per_request),
             "logged_concurrency": Fraction(blocks, -(-weighted // full_bytes))}
 
 
@@ -411,8 +464,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     cfg = model_config(config)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
     if compressed and not str(work.kv_format or work.kv_dtype).startswith("fp8"):
-        raise SymllmError(f"kv_dtype: {work.kv_format or work.kv_dtype}; vLLM serves DeepSeek-V4 with an fp8 KV "
-                          "cache only (--kv-format fp8)")
+        # (vLLM 0.20 asserts fp8; 0.33's bf16 rows for FlashInfer are not modelled)
+        raise SymllmError(f"kv_dtype: {work.kv_format or work.kv_dtype}; vLLM's DeepSeek-V4 cache is modelled "
+                          "as fp8 only (--kv-format fp8)")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
     from symllm.costs import efficiency
@@ -476,7 +530,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens)
         return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
                 "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
-                "kv_bytes_per_token": Fraction(d["layer_tuple_bytes"] * d["layer_tuples"], DSV4_BLOCK),
+                "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
                 "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1,
                 "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
                 "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **d}
