@@ -207,8 +207,10 @@ def test_training_beyond_the_gemms_streams_at_the_cards_bandwidth(monkeypatch):
     """llama3.2-1b (d 2,048) trained by transformers on the H100 96GB HBM2e (989.4 TFLOP/s, 2.4 TB/s: twice the
     H200's 206.1 FLOP a byte): transformers' 0.75 read on the tiles (x 0.9394) leaves x = 1/(0.75·0.9394) - 1 =
     0.41935 beyond the GEMMs at d 4,096, twice that at 2,048 (the width law), and of it 0.42 streams twice as long:
-    the step (1 + 1.42 x) / (1 + x) = 1.1916 times the one without train_bandwidth; on the H200 itself (the
-    reference) nothing changes. The rule alone (no tiles, d 4,096): 0.75's x = 1/3 becomes 1/3 x 1.42 = 0.47333."""
+    the step (1 + 1.42 x) / (1 + x) = 1.1916 times the one without train_bandwidth at the card's rated power; at
+    its 500 W of 700 the GEMMs run c = (500/700)^0.24285 = 0.92154 of their speed and the rest does not:
+    (1/c + 1.42 x) / (1/c + x). On the H200 itself (the reference) nothing changes. The rule alone (no tiles,
+    d 4,096): 0.75's x = 1/3 becomes 1/3 x 1.42 = 0.47333."""
     assert float(efficiency.train_factor("0.75", 4096, Fraction(9894, 24))) == pytest.approx(1 / (1 + 0.47333333), rel=1e-6)
     opts = dict(seq=4096, batch=4, engine="hf")
     card = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
@@ -216,8 +218,71 @@ def test_training_beyond_the_gemms_streams_at_the_cards_bandwidth(monkeypatch):
     monkeypatch.delitem(efficiency.data(), "train_bandwidth")
     flat = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
     x = 2 * (1 / (0.75 * 0.9394) - 1)
-    assert card / flat == pytest.approx((1 + x * 1.42) / (1 + x), rel=1e-9)
+    c = (500 / 700) ** 0.24285
+    assert card / flat == pytest.approx((1 / c + x * 1.42) / (1 / c + x), rel=1e-4)
     assert ref == _time("llama3.2-1b", gpu="h200", **opts)["expected"]["training_step_s"]
+
+
+def test_power_limit_slows_compute_as_the_a100_pair_measures():
+    """A card held below its rated board power: the bf16 matmul of one die at two board powers (Stas Bekman's
+    MAMF table: the A100 PCIe 252.9 TFLOP/s at 300 W, the A100 SXM 271.2 at 400 W, both rated 312) gives
+    gamma = ln(252.9/271.2)/ln(300/400) = 0.24285; torchtitan's H100 at 500 W of its 700 runs its compute-bound
+    kernels at (5/7)^gamma = 0.92154. At or above the rated power, or unknown: 1. NVIDIA's own rating of the
+    same 132-SM Hopper die at 400 W (the H100 NVL, 835.5 dense bf16 against the 700 W SXM's 989.4: 0.8445) is
+    within 4% of (4/7)^gamma = 0.8729: a check the rule could fail, not its source."""
+    import math
+    gamma = math.log(252.9 / 271.2) / math.log(300 / 400)
+    assert gamma == pytest.approx(0.24285, abs=1e-5)
+    assert float(efficiency.power_fraction("h100-sxm-hbm2e")) == pytest.approx((500 / 700) ** gamma, rel=1e-6)
+    assert float(efficiency.power_fraction("h100-sxm", 500)) == pytest.approx((500 / 700) ** gamma, rel=1e-6)
+    assert efficiency.power_fraction("h100-sxm") == efficiency.power_fraction("h200") == 1
+    assert efficiency.power_fraction("h100-sxm-hbm2e", 700) == efficiency.power_fraction("h100-sxm", 900) == 1
+    assert efficiency.power_fraction("l40s", 100) == efficiency.power_fraction(None) == 1  # no rated power known
+    assert float(efficiency.power_fraction("h100-sxm", 400)) / (835.5 / 989.4) == pytest.approx(1, abs=0.04)
+
+
+def test_power_limit_slows_the_gemms_not_the_streams(monkeypatch):
+    """llama3.1-8b on the 500 W H100 96GB HBM2e against the same card at its rated 700 W (power_fraction 1):
+    a 4,096-token prompt's GEMMs and attention core (prefill_compute_s, all compute-bound) take 1/0.92154 as
+    long; batch-1 decode streams the weights (memory-bound: its GEMMs take less than the bytes) and does not
+    move; a training step (llama3.2-1b: the 8B's states do not fit one card) moves by more than nothing and
+    less than 1/0.92154 (its memory-bound passes do not)."""
+    opts = dict(gpu="h100-sxm-hbm2e", seq=4096, batch=1, engine="vllm")
+    capped = _time("llama3.1-8b", **opts)["expected"]
+    train = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", seq=4096, batch=2, engine="torchtitan")["expected"]
+    monkeypatch.setattr(efficiency, "power_fraction", lambda card, limit_w=None: Fraction(1))
+    rated = _time("llama3.1-8b", **opts)["expected"]
+    untrain = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", seq=4096, batch=2, engine="torchtitan")["expected"]
+    c = (500 / 700) ** 0.2428459
+    assert capped["prefill_compute_s"] / rated["prefill_compute_s"] == pytest.approx(1 / c, rel=1e-5)
+    assert capped["decode_token_s"] == rated["decode_token_s"]
+    assert 1.01 < train["training_step_s"] / untrain["training_step_s"] < 1 / c
+
+
+def test_power_cap_option_runs_a_card_at_a_limit(capsys):
+    """--power-cap W (Workload.power_cap) puts a catalogue card with a rated power at that limit: an H100 SXM
+    (700 W) at 500 W runs a 4,096-token prompt's GEMMs and attention (prefill_compute_s) 1/(5/7)^0.24285 as long,
+    as the 500 W H100 96GB HBM2e entry does; at or above 700 W nothing changes; count and plan say the limit.
+    A card without a rated power, no --gpu, --gpu-flops beside it, or a limit not above 0: one line, exit 2."""
+    from symllm.cli import main
+    opts = dict(gpu="h100-sxm", seq=4096, engine="vllm")
+    rated = _time("llama3.1-8b", **opts)["expected"]
+    capped = _time("llama3.1-8b", power_cap=500, **opts)["expected"]
+    above = _time("llama3.1-8b", power_cap=900, **opts)["expected"]
+    assert capped["prefill_compute_s"] / rated["prefill_compute_s"] == pytest.approx((7 / 5) ** 0.2428459, rel=1e-5)
+    assert above == rated and capped["decode_token_s"] == rated["decode_token_s"]
+    for bad, field in ((dict(gpu="l40s", power_cap=300), "power_cap"), (dict(power_cap=300), "power_cap"),
+                       (dict(gpu="h100-sxm", gpu_flops=500, power_cap=400), "power_cap"),
+                       (dict(gpu="h100-sxm", power_cap=-5), "power_cap"), (dict(gpu="h100-sxm", power_cap=0), "power_cap")):
+        with pytest.raises(SymllmError, match=f"^{field}: "):
+            symllm.workload("llama3.1-8b", **bad)
+    assert main(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--power-cap", "500"]) == 0
+    assert "on h100-sxm at 500 W (one GPU)" in capsys.readouterr().out
+    assert main(["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--power-cap", "500", "--top", "1"]) == 0
+    assert "8 x h100-sxm at 500 W (serving" in capsys.readouterr().out
+    assert main(["count", "llama3.1-8b", "--gpu", "l40s", "--power-cap", "300"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("symllm: error: power_cap: ") and "Traceback" not in err
 
 
 def test_eager_attention_materialises_the_scores():

@@ -92,20 +92,19 @@ def options(row: dict) -> dict | None:
     return out
 
 
-#: what a predicted row ran that symllm has no option for (printed beside its error): the 500 W limit's clocks
-#: (h100-sxm-hbm2e takes the H100 SXM's peaks; no published bf16 throughput or clock of an H100 under a 500 W
-#: limit was found: docs/efficiency.md), torch.compile's fusions (the torchtitan engine's train_factor is an
-#: uncompiled forward and backward), async tensor parallelism (symllm adds the all-reduces unoverlapped).
-#: torchtitan's selective op checkpointing is --selective-ac op (symllm.costs.selective) and its Float8 on
-#: the linear layers only the torchtitan engine's fp8_linears_only (efficiency.json): both modelled.
-_500W, _COMPILED = "500 W clocks", "torch.compile"
+#: what a predicted row ran that symllm has no option for (printed beside its error): torch.compile's fusions
+#: (the torchtitan engine's train_factor is an uncompiled forward and backward), async tensor parallelism
+#: (symllm adds the all-reduces unoverlapped). The 500 W limit of torchtitan's H100s is modelled: the card
+#: h100-sxm-hbm2e runs at 500 W of its rated 700 (symllm.costs.efficiency.power_fraction, from a bf16 matmul
+#: measured at two board powers: docs/efficiency.md). torchtitan's selective op checkpointing is
+#: --selective-ac op (symllm.costs.selective) and its Float8 on the linear layers only the torchtitan engine's
+#: fp8_linears_only (efficiency.json): both modelled.
+_COMPILED = "torch.compile"
 UNMODELLED = {
-    "torchtitan-llama3.1-8b-h100x8-fsdp-bf16": _500W,
-    "torchtitan-llama3.1-8b-h100x8-fsdp-compile-fp8": f"{_500W}, {_COMPILED}",
-    "torchtitan-llama3.1-8b-h100x128-fsdp-bf16": _500W,
-    "torchtitan-llama3.1-70b-h100x256-fsdp-tp8-fp8-asynctp": f"{_500W}, async TP, {_COMPILED}",
-    "torchtitan-llama3.1-405b-h100x512-3d-1f1b": f"{_500W}, async TP, {_COMPILED}",
-    "torchtitan-llama3.1-405b-h100x512-3d-interleaved1f1b": f"{_500W}, async TP, {_COMPILED}",
+    "torchtitan-llama3.1-8b-h100x8-fsdp-compile-fp8": _COMPILED,
+    "torchtitan-llama3.1-70b-h100x256-fsdp-tp8-fp8-asynctp": f"async TP, {_COMPILED}",
+    "torchtitan-llama3.1-405b-h100x512-3d-1f1b": f"async TP, {_COMPILED}",
+    "torchtitan-llama3.1-405b-h100x512-3d-interleaved1f1b": f"async TP, {_COMPILED}",
     "torchtitan-llama3.1-8b-h200x32-fsdp-compile-fp8": _COMPILED,
 }
 

@@ -93,6 +93,10 @@ class GPU:
     #: the memory the driver reports to torch (``total_memory``), bytes, where measured: less than ``memory``
     #: (what engines such as vLLM take their share of); None: not measured, ``memory`` is used
     reported: int | None = None
+    #: the board power its peaks are rated at, W (None: not given), and the power limit it runs at where that is
+    #: lower (None: the rated power): a compute-bound kernel's clock under the limit (symllm.costs.efficiency.power_fraction)
+    power_w: int | None = None
+    power_limit_w: int | None = None
 
     @property
     def usable(self) -> int:
@@ -158,7 +162,8 @@ def _catalogue() -> tuple[dict, dict]:
             fp8=_exact(e["fp8"], _T), int8=_exact(e.get("int8"), _T), bandwidth=_exact(e["bandwidth"], _G),
             memory=e["memory"] * GiB, source=e["source"], url=e["url"], note=e.get("note", ""),
             link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
-            node=link["gpus"] if link else 1, reported=_reported(e.get("reported")))
+            node=link["gpus"] if link else 1, reported=_reported(e.get("reported")),
+            power_w=e.get("power_w"), power_limit_w=e.get("power_limit_w"))
     networks = {n["name"]: Network(n["name"], n["title"], _exact(n["bandwidth"], _G), n["source"], n["url"])
                 for n in raw["networks"]}
     return gpus, networks

@@ -137,6 +137,32 @@ def card_scale(table: str, card: str | None) -> Fraction:
     return efficiency(rows[card]) / efficiency(rows[figures["reference"]])
 
 
+def power_fraction(card: str | None, limit_w=None) -> Fraction:
+    """The fraction of its rated speed a compute-bound kernel (a GEMM, the attention core) holds on ``card``
+    (a catalogue name) run at a board power limit below the one its peaks are rated at: ``limit_w``, else
+    the card's ``power_limit_w`` (gpus.json); 1 where no limit is below its ``power_w``, or the card is
+    unknown. ``(limit / rated)^gamma``, ``gamma`` from one die's bf16 matmul measured at two board powers
+    (``power_limit`` in efficiency.json: the A100 PCIe at 300 W against the SXM at 400 W). Memory-bound work
+    is not slowed (the caller applies this to compute only).
+
+    >>> round(float(power_fraction("h100-sxm-hbm2e")), 4), power_fraction("h100-sxm"), power_fraction(None)
+    (0.9215, Fraction(1, 1), Fraction(1, 1))
+    >>> round(float(power_fraction("h100-pcie", 310)), 4)  # the 310 W of the 300 W sense-pin setting
+    0.971
+    """
+    if card is None:
+        return Fraction(1)
+    from symllm.costs.accelerators import gpu
+    g = gpu(card)
+    limit = limit_w if limit_w is not None else g.power_limit_w
+    if not g.power_w or limit is None or limit >= g.power_w:
+        return Fraction(1)
+    pair = data()["power_limit"]
+    low, high = pair["low"], pair["high"]
+    gamma = math.log(_x(low["mamf"]) / _x(high["mamf"])) / math.log(Fraction(low["w"], high["w"]))
+    return Fraction(math.exp(gamma * math.log(Fraction(str(limit)) / g.power_w))).limit_denominator(10 ** 6)
+
+
 def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
     """The fraction of ``dtype``'s dense peak a routed expert's GEMMs of ``m`` token rows reach, run once at
     each reduction width in ``ks`` (equal FLOPs each): :func:`gemm` at ``m``, less the time each product's
@@ -469,10 +495,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
     share = Fraction(parts["expert_active"]) / parts["expert_params"] if parts.get("expert_params") else Fraction(1)
 
+    # a card held below its rated board power: its compute-bound kernels at this fraction of their speed
+    capped = power_fraction(rated, getattr(work, "power_cap", None))
+
     def gemms(flops, experts, m, peak=peak) -> Fraction:
         """GEMMs of ``m`` token rows, of which the routed experts' see ``share`` of them."""
-        return (Fraction(flops - experts) / (gemm(compute, m, rated) * peak)
-                + (Fraction(experts) / (gemm(compute, m * share, rated) * peak) if experts else 0))
+        return (Fraction(flops - experts) / (gemm(compute, m, rated) * capped * peak)
+                + (Fraction(experts) / (gemm(compute, m * share, rated) * capped * peak) if experts else 0))
     # prefill: GEMMs at M = b·s rows (an engine's micro-batch at most), the attention core at its causal
     # FLOPs, weights at least once
     core = parts["prefill_core_flops"]
@@ -485,11 +514,11 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     from symllm.costs.tiles import core_on_tiles
     tiled, heads = "attention_tiles" in data(), parts["head_dim"]
     tiles = core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
-    attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * peak) if tiled else
-               parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * peak)) if core else 0)
+    attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * capped * peak) if tiled else
+               parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * capped * peak)) if core else 0)
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
-        attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * peak),
+        attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * capped * peak),
                      4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
@@ -522,6 +551,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     basis = _x(data()["attention_tiles"]["train_basis"]) if tiled else 1
     factor = train_factor(_x(train["train_factor"]) * basis, parts.get("d"),
                           Fraction(parts.get("bf16_peak") or peak) / bandwidth if bandwidth else None)
+    # under a power limit the GEMMs' share of that time slows, the rest (memory-bound passes) does not:
+    # time = GEMMs / capped + GEMMs x (1/factor - 1)
+    factor = 1 / (1 / capped + 1 / factor - 1)
     # the attention core's FLOPs the kernel skips (the workload's convention less its tiles' pairs)
     # (eager stacks compute the whole rectangle)
     skipped = (Fraction(parts.get("training_core_flops", 0)) * (1 - tiles)
