@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import collectives, efficiency, tiles
+from symllm.costs import collectives, efficiency, ggml, tiles
 from symllm.errors import SymllmError
 from tests.strategies import attention_grids, timed_workloads
 
@@ -569,7 +569,7 @@ def test_llamacpp_cuda_prompt_passes_by_hand(monkeypatch):
     + 14,336 (down) = 38,912, outputs 4,096 + 2·1,024 + 4,096 + 2·14,336 + 4,096 = 43,008, a token and layer;
     the scores, 512·512 then 512·1,024 a head (every cached key, masked in the softmax), 24 bytes each. Moving
     either byte figure moves the prompt by exactly those bytes at 0.88 of 2 TB/s."""
-    converted, scores = efficiency.prompt_passes(seq=1024, ubatch=512, layers=32, d=4096, d_ff=14336, n_h=32,
+    converted, scores = ggml.prompt_passes(seq=1024, ubatch=512, layers=32, d=4096, d_ff=14336, n_h=32,
                                                  q=4096, kv=1024)
     assert converted == 1024 * 32 * (38_912 + 43_008)
     assert scores == 32 * 32 * (512 * 512 + 512 * 1024)

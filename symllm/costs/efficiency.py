@@ -403,27 +403,6 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
     return elements * per / (stream() * bandwidth)
 
 
-def prompt_passes(*, seq: int, ubatch: int, layers: int, d: int, d_ff: int, n_h: int, q: int, kv: int,
-                  convert: bool = True) -> tuple[int, int]:
-    """Element counts of llama.cpp's 2024 CUDA prompt path beside its GEMMs, for one sequence of ``seq``
-    tokens in micro-batches of ``ubatch`` (``engines."llama.cpp".cuda_prompt`` in efficiency.json):
-    ``(converted, scores)``. ``converted``: the fp32-to-fp16 inputs and fp16-to-fp32 outputs of its fp16
-    weight GEMMs (wq, wk, wv each convert the normed input: ``3d``; wo ``q``; gate and up ``2d``; down
-    ``d_ff``; outputs ``q + 2kv + d + 2d_ff + d``), 0 where ``convert`` is False; ``scores``: the attention
-    scores each micro-batch materialises against every key cached so far, over ``n_h`` heads and ``layers``.
-
-    >>> # two micro-batches of 2 over 4 tokens, one layer, d 8, d_ff 16, 2 heads, q 8, kv 4:
-    >>> # converted 4 tokens x (inputs 24 + 8 + 16 + 16, outputs 8 + 8 + 8 + 32 + 8) = 4 x 128 = 512;
-    >>> # scores 2 heads x (2 queries x 2 keys + 2 queries x 4 keys) = 24
-    >>> prompt_passes(seq=4, ubatch=2, layers=1, d=8, d_ff=16, n_h=2, q=8, kv=4)
-    (512, 24)
-    """
-    inputs, outputs = 3 * d + q + 2 * d + d_ff, q + 2 * kv + d + 2 * d_ff + d
-    converted = seq * layers * (inputs + outputs) if convert else 0
-    pairs = sum(min(ubatch, seq - start) * min(start + ubatch, seq) for start in range(0, seq, ubatch))
-    return converted, layers * n_h * pairs
-
-
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
     ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
@@ -506,6 +485,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # llama.cpp's CUDA prompt without FlashAttention: its fp16 GEMMs' conversions and its scores in memory
     prompt = serve.get("cuda_prompt")
     if prompt and core and kind != "unified" and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
+        from symllm.costs.ggml import prompt_passes
         converted, scores = prompt_passes(
             seq=work.seq, ubatch=serve.get("ubatch") or work.seq, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
             n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
