@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import collectives, efficiency, tiles
+from symllm.costs import collectives, efficiency, ggml, tiles
 from symllm.errors import SymllmError
 from tests.strategies import attention_grids, timed_workloads
 
@@ -624,3 +624,34 @@ def test_gemm_fractions_carry_from_the_h200_to_the_h100():
         for m in (1024, 4096, 16384):
             h100 = statistics.median(r["flops_per_s"] / peak for r in rows if r["m"] == m)
             assert abs(h100 - float(efficiency.gemm(dtype, m))) < 0.06, (dtype, m)
+
+
+def test_llamacpp_cuda_prompt_passes_by_hand(monkeypatch):
+    """Llama-3-8B (32 layers, d 4,096, d_ff 14,336, 32 heads and 8 KV heads of 128), a prompt of 1,024 tokens in
+    llama.cpp's micro-batches of 512 on an H100 PCIe (2,000 GB/s at memory_stream's 0.88), as ggml-cuda.cu runs
+    it without FlashAttention: every fp16 weight GEMM converts its fp32 input to fp16 and its fp16 product back,
+    6 bytes an element (4 + 2 read and written): inputs 3·4,096 (wq, wk, wv) + 4,096 (wo) + 2·4,096 (gate, up)
+    + 14,336 (down) = 38,912, outputs 4,096 + 2·1,024 + 4,096 + 2·14,336 + 4,096 = 43,008, a token and layer;
+    the scores, 512·512 then 512·1,024 a head (every cached key, masked in the softmax), 24 bytes each. Moving
+    either byte figure moves the prompt by exactly those bytes at 0.88 of 2 TB/s."""
+    converted, scores = ggml.prompt_passes(seq=1024, ubatch=512, layers=32, d=4096, d_ff=14336, n_h=32,
+                                                 q=4096, kv=1024)
+    assert converted == 1024 * 32 * (38_912 + 43_008)
+    assert scores == 32 * 32 * (512 * 512 + 512 * 1024)
+    prompt = efficiency.engine("llama.cpp")["cuda_prompt"]
+    assert (prompt["convert_bytes"], prompt["scores_bytes"]) == ("6", "24")
+
+    def prefill() -> float:
+        return _time("llama3-8b", gpu="h100-pcie", engine="llama.cpp", dtype="fp16", seq=1024)["expected"]["prefill_s"]
+    rate = 0.88 * 2000e9
+    base = prefill()
+    monkeypatch.setitem(prompt, "convert_bytes", "12")
+    assert prefill() - base == pytest.approx(1024 * 32 * 81_920 * 6 / rate, rel=1e-9)  # 16.1 GB: 9.15 ms
+    monkeypatch.setitem(prompt, "convert_bytes", "6")
+    monkeypatch.setitem(prompt, "scores_bytes", "48")
+    assert prefill() - base == pytest.approx(32 * 32 * 786_432 * 24 / rate, rel=1e-9)  # 19.3 GB: 11.0 ms
+    # Apple's GPUs run ggml-metal's kernels (not read): no such passes there
+    monkeypatch.setitem(prompt, "scores_bytes", "24")
+    apple = _time("llama3-8b", gpu="apple-m2-ultra", engine="llama.cpp", dtype="fp16", seq=1024)["expected"]["prefill_s"]
+    monkeypatch.setitem(prompt, "scores_bytes", "48")
+    assert _time("llama3-8b", gpu="apple-m2-ultra", engine="llama.cpp", dtype="fp16", seq=1024)["expected"]["prefill_s"] == apple

@@ -520,6 +520,18 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
         attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * capped * peak),
                      4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
+    # llama.cpp's CUDA prompt without FlashAttention: its fp16 GEMMs' conversions and its scores in memory
+    prompt = serve.get("cuda_prompt")
+    if prompt and core and kind != "unified" and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
+        from symllm.costs.ggml import prompt_passes
+        converted, scores = prompt_passes(
+            seq=work.seq, ubatch=serve.get("ubatch") or work.seq, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
+            n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
+            kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16)
+        act = stream("fp16", kind) * bandwidth
+        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows), rated) * peak),
+                     scores * work.batch * _x(prompt["scores_bytes"]) / act)
+        attn_s += converted * work.batch * _x(prompt["convert_bytes"]) / act
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]), calls,

@@ -2,7 +2,9 @@
 ``llama_tensor_get_type`` picks for each tensor of a file type (:data:`FILE_TYPES`, :func:`file_type_choice`).
 
 The rules are :mod:`symllm.costs.formats`' (its docstring, "llama.cpp's named file types"), which prices a
-model's GGUF tensors with them; this module holds the tables and the per-tensor choice, which need no model.
+model's GGUF tensors with them; this module holds the tables and the per-tensor choice, which need no model,
+and what llama.cpp's CUDA backend moves beside a prompt's GEMMs (:func:`prompt_passes`, for
+:func:`symllm.costs.efficiency.expected`).
 
 >>> ggml_bytes("Q6_K", 256), file_type_choice("Q4_K_M", "ffn_down.weight", 4096, 0, 32)
 (210, 'Q6_K')
@@ -12,7 +14,7 @@ from __future__ import annotations
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
-__all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "file_type_choice"]
+__all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "file_type_choice", "prompt_passes"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
 #: ``GGML_QUANT_SIZES``)
@@ -94,3 +96,24 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
         if row % GGML_TYPES[new][0]:
             new = "F16"
     return new
+
+
+def prompt_passes(*, seq: int, ubatch: int, layers: int, d: int, d_ff: int, n_h: int, q: int, kv: int,
+                  convert: bool = True) -> tuple[int, int]:
+    """Element counts of llama.cpp's 2024 CUDA prompt path beside its GEMMs, for one sequence of ``seq``
+    tokens in micro-batches of ``ubatch`` (``engines."llama.cpp".cuda_prompt`` in efficiency.json):
+    ``(converted, scores)``. ``converted``: the fp32-to-fp16 inputs and fp16-to-fp32 outputs of its fp16
+    weight GEMMs (wq, wk, wv each convert the normed input: ``3d``; wo ``q``; gate and up ``2d``; down
+    ``d_ff``; outputs ``q + 2kv + d + 2d_ff + d``), 0 where ``convert`` is False; ``scores``: the attention
+    scores each micro-batch materialises against every key cached so far, over ``n_h`` heads and ``layers``.
+
+    >>> # two micro-batches of 2 over 4 tokens, one layer, d 8, d_ff 16, 2 heads, q 8, kv 4:
+    >>> # converted 4 tokens x (inputs 24 + 8 + 16 + 16, outputs 8 + 8 + 8 + 32 + 8) = 4 x 128 = 512;
+    >>> # scores 2 heads x (2 queries x 2 keys + 2 queries x 4 keys) = 24
+    >>> prompt_passes(seq=4, ubatch=2, layers=1, d=8, d_ff=16, n_h=2, q=8, kv=4)
+    (512, 24)
+    """
+    inputs, outputs = 3 * d + q + 2 * d + d_ff, q + 2 * kv + d + 2 * d_ff + d
+    converted = seq * layers * (inputs + outputs) if convert else 0
+    pairs = sum(min(ubatch, seq - start) * min(start + ubatch, seq) for start in range(0, seq, ubatch))
+    return converted, layers * n_h * pairs
