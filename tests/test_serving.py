@@ -235,7 +235,14 @@ def test_moe_workspace_by_hand():
     ("vllm-v0", "rtx3090", 20000, 20000),
     ("vllm-v0", "rtx3090", 1000, 2048),
     ("vllm-v0", "h100-sxm", 32769, 2048),
-    ("trtllm", "a100-80gb", 4096, 8192),  # other engines: unchanged
+    ("trtllm", "a100-80gb", 4096, 8192),  # TensorRT-LLM's LLM API: BaseLlmArgs max_num_tokens default 8192
+    # SGLang's chunked_prefill_size (server_args.py, _handle_gpu_memory_settings, v0.5 line) by the card's memory:
+    ("sglang", "rtx3090", 4096, 2048),    # 23.58 GiB: under 35 GiB -> 2048
+    ("sglang", "l40s", 4096, 4096),       # 48 GiB: under 60 GiB -> 4096
+    ("sglang", "h100-sxm", 4096, 8192),   # 79.18 GiB: under 90 GiB -> 8192
+    ("sglang", "h200", 4096, 8192),       # 139.80 GiB: under 160 GiB -> 8192
+    ("sglang", "mi300x", 4096, 16384),    # 192 GiB: 160 GiB or more -> 16384
+    ("hf", "h100-sxm", 4096, 8192),       # an engine that declares none
 ])
 def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, context, expected):
     """`vllm serve`'s max_num_batched_tokens where none is given, by engine, card and context (read in vLLM's
@@ -245,3 +252,34 @@ def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, conte
     assert r["max_num_batched_tokens"] == expected
     given = serving.capacity("llama3.2-1b", gpu=gpu, engine=engine, seq=context - 1, gen=1, max_num_batched_tokens=4096)
     assert given["max_num_batched_tokens"] == 4096
+
+
+@pytest.mark.parametrize("engine,gpu,kv_tokens,context,expected", [
+    # vllm serve's max_num_seqs (arg_utils.py, _set_default_args_v1, 0.9-0.10): 1024 on >= 70 GiB not an A100, else 256
+    ("vllm", "h100-sxm", None, None, 1024),
+    ("vllm", "a100-80gb", None, None, 256),
+    # TensorRT-LLM's LLM API (llm_args.py, BaseLlmArgs): max_batch_size 2048 whatever the card
+    ("trtllm", "rtx3090", None, None, 2048),
+    # SGLang (model_runner.py, init_memory_pool): min(max(int(kv_tokens / context_len * 512), 2048), 4096)
+    ("sglang", "h100-sxm", 441_312, 131072, 2048),     # 441,312 / 131,072 x 512 = 1,723.9 -> the floor 2048
+    ("sglang", "h100-sxm", 1_000_000, 131072, 3906),   # 1,000,000 / 131,072 x 512 = 3,906.25 -> 3906
+    ("sglang", "h100-sxm", 2_000_000, 131072, 4096),   # 7,812.5 -> the ceiling 4096
+    ("sglang", "h100-sxm", None, None, None),          # no KV cache yet: no figure
+    ("hf", "h100-sxm", None, None, None),              # an engine that declares none
+])
+def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, context, expected):
+    """The most sequences an engine runs at once where none is given, from each engine's source
+    (serving.SCHEDULER's)."""
+    assert serving.default_max_num_seqs(gpu, engine, kv_tokens, context) == expected
+
+
+@pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048)])
+def test_under_load_runs_no_more_than_the_engines_limit(engine, ceiling):
+    """Short requests on an H200 fit far more sequences in the KV cache than the engine runs: running stops at its
+    max_num_seqs (vLLM: 1024 on an H200) or max_batch_size (TensorRT-LLM: 2048)."""
+    from symllm.costs.traffic import under_load
+    kw = dict(gpu="h200", seq=64, gen=64, engine=engine)
+    held = serving.capacity("llama3.2-1b", **kw)["kv_tokens"] // 128
+    assert held > 4 * ceiling
+    r = under_load("llama3.2-1b", concurrency=10 ** 6, **kw)
+    assert r["running"] == ceiling and r["kv_sequences"] == ceiling

@@ -19,7 +19,8 @@ where ``p`` is one prompt's GEMMs and attention at the expected efficiencies (``
 * end-to-end ``E2E = TTFT + (n − 1) · ITL``; output tokens/s ``= C · n / E2E``.
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
-KV cache); requests beyond them wait. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
+KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
+TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.serving.SCHEDULER`); requests beyond them wait. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
 solved over ``C``; past ``R / E2E(R)`` the queue grows without bound (``saturated``). The **saturation
 concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those at ``R``.
 
@@ -81,6 +82,11 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
+    from symllm.costs import hardware
+    ceiling = serving.default_max_num_seqs(hardware.of(work), work.engine, cap["kv_tokens"],
+                                           serving.model_config(config).max_positions)
+    if ceiling is not None:  # the engine's own limit on running sequences (serving.SCHEDULER)
+        most = min(most, ceiling)
     budget = cap["max_num_batched_tokens"]
     prompt = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]["prefill_compute_s"]
     if prompt is None:  # one prompt's prefill does not fit the GPU (count says why)
