@@ -317,4 +317,4 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: mixtures', not one layout's; the training median is 10.2%, 12.3% before the tiles):
 #: docs/efficiency.md says which rows and why)
 MEDIAN, WORST = 0.10, 1.48
-BOUNDS = {"inference": (0.06, 0.78), "serving": (0.12, 0.30), "memory": (0.06, 0.10), "training": (0.11, 1.48)}
+BOUNDS = {"inference": (0.06, 0.78), "serving": (0.12, 0.29), "memory": (0.06, 0.10), "training": (0.11, 1.48)}

@@ -283,3 +283,18 @@ def test_under_load_runs_no_more_than_the_engines_limit(engine, ceiling):
     assert held > 4 * ceiling
     r = under_load("llama3.2-1b", concurrency=10 ** 6, **kw)
     assert r["running"] == ceiling and r["kv_sequences"] == ceiling
+
+
+def test_trtllm_takes_its_fraction_of_the_free_memory():
+    """TensorRT-LLM's PyTorch backend (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens) gives the KV
+    cache free_gpu_memory_fraction (0.9 by default) of what its profiling forward leaves: (total - peak) x 0.9,
+    the peak its weights, activations and non-torch memory; vLLM takes 0.9 of the card, less the same."""
+    kw = dict(gpu="h100-sxm", tp=2, dtype="fp8", seq=1000, gen=1000)
+    t = serving.capacity("llama3.3-70b", engine="trtllm", **kw)
+    v = serving.capacity("llama3.3-70b", engine="vllm", **kw)
+    left = t["memory"] - t["weights"] - t["activation_peak"] - t["non_torch"]
+    assert t["kv_cache_bytes"] == Fraction(9, 10) * left
+    assert v["kv_cache_bytes"] == Fraction(9, 10) * v["memory"] - v["weights"] - v["activation_peak"] - v["non_torch"]
+    # 79.18 GiB less 32.86 GiB of fp8 weights a rank: 0.9 of ~44.6 GiB left, ~3.5 GiB more than vLLM's rule
+    assert 3 * 2 ** 30 < t["kv_cache_bytes"] - (Fraction(9, 10) * t["memory"] - t["weights"] - t["activation_peak"]
+                                                 - t["non_torch"]) < 4 * 2 ** 30

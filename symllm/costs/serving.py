@@ -482,6 +482,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index
     usable = util * gpu.usable  # the memory the driver reports, where measured
+    if conventions.get("kv_of_free"):  # TensorRT-LLM: the fraction of what weights and activations leave
+        usable = gpu.usable - (1 - util) * (gpu.usable - weights - activation - non_torch)
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
                                                                                           kv_cache_bytes)
     context = work.seq + work.gen
