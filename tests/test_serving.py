@@ -298,3 +298,28 @@ def test_trtllm_takes_its_fraction_of_the_free_memory():
     # 79.18 GiB less 32.86 GiB of fp8 weights a rank: 0.9 of ~44.6 GiB left, ~3.5 GiB more than vLLM's rule
     assert 3 * 2 ** 30 < t["kv_cache_bytes"] - (Fraction(9, 10) * t["memory"] - t["weights"] - t["activation_peak"]
                                                  - t["non_torch"]) < 4 * 2 ** 30
+
+
+@pytest.mark.parametrize("model,params,gpu,tp,expected", [
+    # tensorrt_llm/bench/build/tuning.py (calc_engine_setting, finetune_setting), fp8 weights and KV (1 byte each):
+    # Llama 3.3 70B, TP2 on H100s: (2 x 85,017,493,504 - 70,553,706,496) x 0.95 / (2 x 80 x 8 x 128 x 2,000)
+    # = 288.4 requests -> batch 128 x ceil(288.4 / 128) = 384; tokens 2 x 288.4 = 577 -> max(2048, 768) = 2048
+    ("llama3.3-70b", 70_553_706_496, "h100-sxm", 2, (288, 384, 2048)),
+    # Llama 3.1 8B on an H100: (85,017,493,504 - 8,030,261,248) x 0.95 / (2 x 32 x 8 x 128 x 2,000) = 557.99
+    # -> 128 x ceil(4.36) = 640; tokens 1,116 -> 2048
+    ("llama3.1-8b", 8_030_261_248, "h100-sxm", 1, (557, 640, 2048)),
+    # on an H200 (150,109,880,320 bytes): 1,029.8 -> 256 x ceil(4.02) = 1280; tokens 2,059.6 -> 256 x 9 = 2304
+    ("llama3.1-8b", 8_030_261_248, "h200", 1, (1029, 1280, 2304)),
+])
+def test_trtllm_bench_settings_by_hand(model, params, gpu, tp, expected):
+    """trtllm-bench's max_batch_size and max_num_tokens for a 1000/1000 dataset, worked by hand from its source."""
+    r = serving.trtllm_bench_settings(model, params, gpu, tp=tp, seq=1000, gen=1000)
+    assert (r["requests"], r["max_batch_size"], r["max_num_tokens"]) == expected
+
+
+def test_under_load_takes_a_given_max_num_seqs():
+    """A given max_num_seqs (trtllm-bench's max_batch_size, say) caps the running sequences in place of the
+    engine's default."""
+    from symllm.costs.traffic import under_load
+    r = under_load("llama3.2-1b", gpu="h200", seq=64, gen=64, engine="trtllm", concurrency=10 ** 6, max_num_seqs=300)
+    assert r["running"] == 300

@@ -72,7 +72,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "deepseek_v4_blocks", "SCHEDULER", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "capacity", "deepseek_v4_blocks", "SCHEDULER", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
@@ -201,6 +201,37 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
 
 #: the prefill budget of an engine that declares none
 SERVE_BATCHED_TOKENS = 8192
+
+
+def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1, seq: int, gen: int,
+                          weight_bytes=1, kv_bytes=1, fraction=Fraction(95, 100)) -> dict:
+    """The ``max_batch_size`` and ``max_num_tokens`` ``trtllm-bench`` sets for a dataset of ``seq``-token prompts
+    and ``gen``-token outputs where none is given (tensorrt_llm/bench/build/tuning.py, ``calc_engine_setting``
+    and ``finetune_setting``, at a7e572f; read 2026-11-29): the requests the KV cache holds,
+    ``R = (tp·pp·memory − params·β_w) · fraction / (2·L·max(tp, n_kv)·d_h·β_kv · (seq + gen))`` in GiB
+    (``memory`` the card's, ``fraction`` ``kv_cache_gpu_mem_fraction``, 0.95), then ``b = min(R, 4096) / pp``
+    rounded up to 32 (at least 64) under 256, to 128 under 1024, else to 256; tokens ``min(b·(1 + seq/gen),
+    32768)`` rounded up to 256 (at least 2048) under 4096, to 512 under 8192, else to 1024. ``params`` the
+    model's parameter count, ``weight_bytes`` and ``kv_bytes`` its ``BYTES_PER_ELEM`` (FP8 1, bf16 2); the card's
+    memory as torch reports it (trtllm-bench reads NVML's total, 0.6% more on an H100).
+
+    >>> trtllm_bench_settings("llama3.3-70b", 70_553_706_496, "h100-sxm", tp=2, seq=1000, gen=1000)
+    {'requests': 288, 'max_batch_size': 384, 'max_num_tokens': 2048}
+    """
+    from math import ceil as up
+    from symllm.costs import accelerators
+    cfg, card = model_config(config), accelerators.gpu(gpu)
+    gib = Fraction(2 ** 30)
+    per_token = Fraction(2 * cfg.n_layers * max(tp, cfg.n_kv_heads) * cfg.head_dim) * Fraction(str(kv_bytes)) / gib
+    available = tp * pp * Fraction(card.usable) / gib - params * Fraction(str(weight_bytes)) / gib
+    requests = available * Fraction(str(fraction)) / (per_token * (seq + gen))
+    raw_bs = min(requests, 4096) / pp
+    raw_token = min(raw_bs * (1 + Fraction(seq, gen)), 32768)
+    batch = (max(64, 32 * up(raw_bs / 32)) if raw_bs < 256 else 128 * up(raw_bs / 128) if raw_bs < 1024
+             else 256 * up(raw_bs / 256))
+    tokens = (max(2048, 256 * up(raw_token / 256)) if raw_token < 4096 else 512 * up(raw_token / 512)
+              if raw_token < 8192 else 1024 * up(raw_token / 1024))
+    return {"requests": int(requests), "max_batch_size": batch, "max_num_tokens": tokens}
 
 
 def model_config(config):
