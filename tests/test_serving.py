@@ -235,7 +235,14 @@ def test_moe_workspace_by_hand():
     ("vllm-v0", "rtx3090", 20000, 20000),
     ("vllm-v0", "rtx3090", 1000, 2048),
     ("vllm-v0", "h100-sxm", 32769, 2048),
-    ("trtllm", "a100-80gb", 4096, 8192),  # other engines: unchanged
+    ("trtllm", "a100-80gb", 4096, 8192),  # TensorRT-LLM's LLM API: BaseLlmArgs max_num_tokens default 8192
+    # SGLang's chunked_prefill_size (server_args.py, _handle_gpu_memory_settings, v0.5 line) by the card's memory:
+    ("sglang", "rtx3090", 4096, 2048),    # 23.58 GiB: under 35 GiB -> 2048
+    ("sglang", "l40s", 4096, 4096),       # 48 GiB: under 60 GiB -> 4096
+    ("sglang", "h100-sxm", 4096, 8192),   # 79.18 GiB: under 90 GiB -> 8192
+    ("sglang", "h200", 4096, 8192),       # 139.80 GiB: under 160 GiB -> 8192
+    ("sglang", "mi300x", 4096, 16384),    # 192 GiB: 160 GiB or more -> 16384
+    ("hf", "h100-sxm", 4096, 8192),       # an engine that declares none
 ])
 def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, context, expected):
     """`vllm serve`'s max_num_batched_tokens where none is given, by engine, card and context (read in vLLM's
@@ -245,3 +252,74 @@ def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, conte
     assert r["max_num_batched_tokens"] == expected
     given = serving.capacity("llama3.2-1b", gpu=gpu, engine=engine, seq=context - 1, gen=1, max_num_batched_tokens=4096)
     assert given["max_num_batched_tokens"] == 4096
+
+
+@pytest.mark.parametrize("engine,gpu,kv_tokens,context,expected", [
+    # vllm serve's max_num_seqs (arg_utils.py, _set_default_args_v1, 0.9-0.10): 1024 on >= 70 GiB not an A100, else 256
+    ("vllm", "h100-sxm", None, None, 1024),
+    ("vllm", "a100-80gb", None, None, 256),
+    # TensorRT-LLM's LLM API (llm_args.py, BaseLlmArgs): max_batch_size 2048 whatever the card
+    ("trtllm", "rtx3090", None, None, 2048),
+    # SGLang (model_runner.py, init_memory_pool): min(max(int(kv_tokens / context_len * 512), 2048), 4096)
+    ("sglang", "h100-sxm", 441_312, 131072, 2048),     # 441,312 / 131,072 x 512 = 1,723.9 -> the floor 2048
+    ("sglang", "h100-sxm", 1_000_000, 131072, 3906),   # 1,000,000 / 131,072 x 512 = 3,906.25 -> 3906
+    ("sglang", "h100-sxm", 2_000_000, 131072, 4096),   # 7,812.5 -> the ceiling 4096
+    ("sglang", "h100-sxm", None, None, None),          # no KV cache yet: no figure
+    ("hf", "h100-sxm", None, None, None),              # an engine that declares none
+])
+def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, context, expected):
+    """The most sequences an engine runs at once where none is given, from each engine's source
+    (serving.SCHEDULER's)."""
+    assert serving.default_max_num_seqs(gpu, engine, kv_tokens, context) == expected
+
+
+@pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048)])
+def test_under_load_runs_no_more_than_the_engines_limit(engine, ceiling):
+    """Short requests on an H200 fit far more sequences in the KV cache than the engine runs: running stops at its
+    max_num_seqs (vLLM: 1024 on an H200) or max_batch_size (TensorRT-LLM: 2048)."""
+    from symllm.costs.traffic import under_load
+    kw = dict(gpu="h200", seq=64, gen=64, engine=engine)
+    held = serving.capacity("llama3.2-1b", **kw)["kv_tokens"] // 128
+    assert held > 4 * ceiling
+    r = under_load("llama3.2-1b", concurrency=10 ** 6, **kw)
+    assert r["running"] == ceiling and r["kv_sequences"] == ceiling
+
+
+def test_trtllm_takes_its_fraction_of_the_free_memory():
+    """TensorRT-LLM's PyTorch backend (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens) gives the KV
+    cache free_gpu_memory_fraction (0.9 by default) of what its profiling forward leaves: (total - peak) x 0.9,
+    the peak its weights, activations and non-torch memory; vLLM takes 0.9 of the card, less the same."""
+    kw = dict(gpu="h100-sxm", tp=2, dtype="fp8", seq=1000, gen=1000)
+    t = serving.capacity("llama3.3-70b", engine="trtllm", **kw)
+    v = serving.capacity("llama3.3-70b", engine="vllm", **kw)
+    left = t["memory"] - t["weights"] - t["activation_peak"] - t["non_torch"]
+    assert t["kv_cache_bytes"] == Fraction(9, 10) * left
+    assert v["kv_cache_bytes"] == Fraction(9, 10) * v["memory"] - v["weights"] - v["activation_peak"] - v["non_torch"]
+    # 79.18 GiB less 32.86 GiB of fp8 weights a rank: 0.9 of ~44.6 GiB left, ~3.5 GiB more than vLLM's rule
+    assert 3 * 2 ** 30 < t["kv_cache_bytes"] - (Fraction(9, 10) * t["memory"] - t["weights"] - t["activation_peak"]
+                                                 - t["non_torch"]) < 4 * 2 ** 30
+
+
+@pytest.mark.parametrize("model,params,gpu,tp,expected", [
+    # tensorrt_llm/bench/build/tuning.py (calc_engine_setting, finetune_setting), fp8 weights and KV (1 byte each):
+    # Llama 3.3 70B, TP2 on H100s: (2 x 85,017,493,504 - 70,553,706,496) x 0.95 / (2 x 80 x 8 x 128 x 2,000)
+    # = 288.4 requests -> batch 128 x ceil(288.4 / 128) = 384; tokens 2 x 288.4 = 577 -> max(2048, 768) = 2048
+    ("llama3.3-70b", 70_553_706_496, "h100-sxm", 2, (288, 384, 2048)),
+    # Llama 3.1 8B on an H100: (85,017,493,504 - 8,030,261,248) x 0.95 / (2 x 32 x 8 x 128 x 2,000) = 557.99
+    # -> 128 x ceil(4.36) = 640; tokens 1,116 -> 2048
+    ("llama3.1-8b", 8_030_261_248, "h100-sxm", 1, (557, 640, 2048)),
+    # on an H200 (150,109,880,320 bytes): 1,029.8 -> 256 x ceil(4.02) = 1280; tokens 2,059.6 -> 256 x 9 = 2304
+    ("llama3.1-8b", 8_030_261_248, "h200", 1, (1029, 1280, 2304)),
+])
+def test_trtllm_bench_settings_by_hand(model, params, gpu, tp, expected):
+    """trtllm-bench's max_batch_size and max_num_tokens for a 1000/1000 dataset, worked by hand from its source."""
+    r = serving.trtllm_bench_settings(model, params, gpu, tp=tp, seq=1000, gen=1000)
+    assert (r["requests"], r["max_batch_size"], r["max_num_tokens"]) == expected
+
+
+def test_under_load_takes_a_given_max_num_seqs():
+    """A given max_num_seqs (trtllm-bench's max_batch_size, say) caps the running sequences in place of the
+    engine's default."""
+    from symllm.costs.traffic import under_load
+    r = under_load("llama3.2-1b", gpu="h200", seq=64, gen=64, engine="trtllm", concurrency=10 ** 6, max_num_seqs=300)
+    assert r["running"] == 300

@@ -75,7 +75,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "DSV4_RELEASES", "capacity", "deepseek_v4_blocks", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "DSV4_RELEASES", "capacity", "deepseek_v4_blocks", "SCHEDULER", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
@@ -85,41 +85,100 @@ __all__ = ["DEFAULTS", "DSV4_RELEASES", "capacity", "deepseek_v4_blocks", "defau
 DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": None, "block_size": 16,
             "non_torch": None, "max_num_seqs": None}
 
-#: the GPU memory from which ``vllm serve`` raises its defaults, and the card it keeps on the small ones
-#: (vllm/engine/arg_utils.py, ``EngineArgs._set_default_args_v1``, v0.9.2 and v0.10.0: "device_memory >= 70 *
-#: GiB_bytes and 'a100' not in device_name": max_num_seqs 1024, else 256 for the OpenAI API server)
-LARGE_CARD_GIB, LARGE_CARD_SEQS, SMALL_CARD_SEQS = 70, 1024, 256
+#: Each engine's scheduler defaults where the user gives none: its prefill budget a step (vLLM's
+#: ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``) and the most
+#: sequences it runs at once (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's
+#: ``max_batch_size``), one declaration an engine, with where each was read (2026-11-28 and -29).
+#: ``large_card``: vLLM's "device_memory >= 70 * GiB_bytes and 'a100' not in device_name" (0.9 on), or 0.7.3's
+#: "h100" or "h200" in the device name (``by_name``); ``tiers``: SGLang's [below GiB, tokens] by the card's memory
+#: (the last, ``None``: any larger); ``requests``: SGLang's ``min(max(int(kv_tokens / context_len * per_context),
+#: floor), ceiling)``.
+SCHEDULER = {
+    "vllm": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
+             "large_card": {"gib": 70, "not": "a100"},
+             "source": "vllm/engine/arg_utils.py, EngineArgs._set_default_args_v1, v0.9.0, v0.9.2 and v0.10.0 wheels: "
+                       "for UsageContext.OPENAI_API_SERVER (vllm serve) max_num_batched_tokens 8192 and max_num_seqs 1024 "
+                       "where device_memory >= 70 GiB and 'a100' is not in the device name, else 2048 and 256 "
+                       "(0.8.5 has no A100 exception; UsageContext.LLM_CLASS takes 16384 and 8192 in place of 8192 "
+                       "and 2048)"},
+    "vllm-v1-0.7": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
+                    "large_card": {"by_name": ["h100", "h200"]},
+                    "source": "vllm/engine/arg_utils.py, EngineArgs._override_v1_engine_args, v0.7.3 wheel: "
+                              "max_num_batched_tokens 8192 where 'h100' or 'h200' is in the device name, else 2048 "
+                              "(max_num_seqs as V1's: 1024 and 256)"},
+    "vllm-v0": {"batched_tokens": {"unchunked_floor": 2048, "chunked": 2048, "chunked_past": 32768},
+                "seqs": {"large": 1024, "small": 256}, "large_card": {"gib": 70, "not": "a100"},
+                "source": "vllm/config.py, SchedulerConfig.__post_init__, v0.8.5 wheel: max_num_batched_tokens "
+                          "max(max_model_len, 2048) without chunked prefill, 2048 with it, which "
+                          "EngineArgs._set_default_args_v0 turns on past a max_model_len of 32,768"},
+    "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
+                                            [None, 16384]]},
+               "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
+               "source": "python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings (the v0.5 line, "
+                         "2025; gpu_mem the card's MiB as nvidia-smi reports them): chunked_prefill_size 2048 under "
+                         "20 GiB (T4) and under 35 GiB (A10, RTX 4090), 4096 under 60 GiB (A100 40GB, L40), 8192 under "
+                         "90 GiB (H100, A100 80GB) and under 160 GiB (H200), else 16384 (B200, MI300X); "
+                         "python/sglang/srt/model_executor/model_runner.py, init_memory_pool: max_running_requests "
+                         "None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), 4096), context_len "
+                         "the model's own (later versions also cap it at max_total_num_tokens // 2)"},
+    "trtllm": {"batched_tokens": {"fixed": 8192}, "seqs": {"fixed": 2048},
+               "source": "tensorrt_llm/llmapi/llm_args.py, BaseLlmArgs (the LLM API, trtllm-serve; 1.x): "
+                         "max_batch_size Field(default=2048), max_num_tokens Field(default=8192); trtllm-bench sets "
+                         "its own from the dataset (trtllm_bench_settings)"},
+}
 
 
-def default_max_num_seqs(gpu) -> int:
-    """``vllm serve``'s default ``max_num_seqs`` on a card (vLLM V1, 0.9-0.10): 1024 on a card of at least 70 GiB
-    that is not an A100 (an H100, an H200), 256 on any other; ``gpu`` a catalogue name or a
+def _scheduler(engine) -> tuple[str, dict]:
+    """The engine's name and its :data:`SCHEDULER` entry (empty for an engine that declares none)."""
+    from symllm.costs.efficiency import engine as conventions
+    name = conventions(engine, "inference")["name"]
+    return name, SCHEDULER.get(name, {})
+
+
+def _large(card, rule: dict) -> bool:
+    """Whether ``card`` gets an engine's large-card defaults (:data:`SCHEDULER`'s ``large_card``)."""
+    if "by_name" in rule:
+        return any(chip in card.name.lower() for chip in rule["by_name"])
+    return card.usable >= rule["gib"] * 2 ** 30 and rule["not"] not in card.name.lower()
+
+
+def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None = None,
+                         context: int | None = None) -> int | None:
+    """The most sequences ``engine`` runs at once where the user gives none (:data:`SCHEDULER`): vLLM's
+    ``max_num_seqs`` (``vllm serve``: 1024 on a card of at least 70 GiB that is not an A100, an H100 or H200,
+    256 on any other), TensorRT-LLM's ``max_batch_size`` (2048), SGLang's ``max_running_requests``
+    (``min(max(⌊kv_tokens / context · 512⌋, 2048), 4096)``, ``context`` the model's own; None without
+    ``kv_tokens``); None for an engine that declares none. ``gpu`` a catalogue name or a
     :class:`symllm.costs.accelerators.GPU`.
 
     >>> default_max_num_seqs("h100-sxm"), default_max_num_seqs("a100-80gb"), default_max_num_seqs("rtx3090")
     (1024, 256, 256)
+    >>> default_max_num_seqs("h100-sxm", "trtllm"), default_max_num_seqs("h100-sxm", "sglang", 1_000_000, 131072)
+    (2048, 3906)
     """
     from symllm.costs import accelerators
-    card = accelerators.gpu(gpu)
-    large = card.usable >= LARGE_CARD_GIB * 2 ** 30 and "a100" not in card.name.lower()
-    return LARGE_CARD_SEQS if large else SMALL_CARD_SEQS
-
-
-#: ``vllm serve``'s ``max_num_batched_tokens`` where the user gives none, by engine (read in the wheels,
-#: 2026-11-28): V1 since 0.9.0 (vllm/engine/arg_utils.py, ``_set_default_args_v1``, 0.9.0: "device_memory >= 70 *
-#: GiB_bytes and 'a100' not in device_name" -> OPENAI_API_SERVER 8192, else 2048; 0.8.5 has no A100 exception;
-#: the LLM class takes 16384 and 8192); V1 of 0.7.3 (``_override_v1_engine_args``: "h100" or "h200" in the device
-#: name -> 8192, else 2048); V0 (0.8.5 vllm/config.py, ``SchedulerConfig.__post_init__``: max(max_model_len, 2048)
-#: without chunked prefill, 2048 with it, which ``_set_default_args_v0`` turns on past a max_model_len of 32,768)
-SERVE_BATCHED_TOKENS, SMALL_BATCHED_TOKENS, CHUNKED_PAST = 8192, 2048, 32768
+    card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)
+    seqs = rule.get("seqs")
+    if seqs is None:
+        return None
+    if "fixed" in seqs:
+        return seqs["fixed"]
+    if "requests" in seqs:
+        if kv_tokens is None or not context:
+            return None
+        r = seqs["requests"]
+        return min(max(int(Fraction(kv_tokens, context) * r["per_context"]), r["floor"]), r["ceiling"])
+    return seqs["large"] if _large(card, rule["large_card"]) else seqs["small"]
 
 
 def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int = 0) -> int:
-    """The engine's ``max_num_batched_tokens`` where the user gives none (:data:`SERVE_BATCHED_TOKENS`' source):
-    ``vllm`` (V1, 0.9 on) 8192 on a card of at least 70 GiB that is not an A100, else 2048; ``vllm-v1-0.7``
-    8192 on an H100 or H200 by name, else 2048; ``vllm-v0`` ``max(context, 2048)`` up to a context (vLLM's
-    ``max_model_len``) of 32,768, 2048 past it (chunked prefill); any other engine 8192. ``gpu`` a catalogue
-    name or a :class:`symllm.costs.accelerators.GPU`.
+    """The engine's prefill budget a step where the user gives none (:data:`SCHEDULER`): ``vllm`` (V1, 0.9 on)
+    8192 on a card of at least 70 GiB that is not an A100, else 2048; ``vllm-v1-0.7`` 8192 on an H100 or H200
+    by name, else 2048; ``vllm-v0`` ``max(context, 2048)`` up to a context (vLLM's ``max_model_len``) of
+    32,768, 2048 past it (chunked prefill); ``sglang`` its ``chunked_prefill_size`` by the card's memory
+    (2048 under 35 GiB, 4096 under 60, 8192 under 160, 16384 above); ``trtllm`` its LLM API's
+    ``max_num_tokens``, 8192; any other engine 8192. ``gpu`` a catalogue name or a
+    :class:`symllm.costs.accelerators.GPU`.
 
     >>> [default_max_num_batched_tokens(g) for g in ("h100-sxm", "h200", "a100-80gb", "l40s", "rtx3090")]
     [8192, 8192, 2048, 2048, 2048]
@@ -127,19 +186,55 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     (2048, 2048)
     >>> default_max_num_batched_tokens("rtx3090", "vllm-v0", 20000), default_max_num_batched_tokens("h100-sxm", "vllm-v0", 131072)
     (20000, 2048)
+    >>> [default_max_num_batched_tokens(g, "sglang") for g in ("rtx3090", "l40s", "a100-80gb", "h200", "mi300x")]
+    [2048, 4096, 8192, 8192, 16384]
     """
     from symllm.costs import accelerators
-    from symllm.costs.efficiency import engine as conventions
-    card, name = accelerators.gpu(gpu), conventions(engine, "inference")["name"]
-    if name == "vllm":
-        large = card.usable >= LARGE_CARD_GIB * 2 ** 30 and "a100" not in card.name.lower()
-    elif name == "vllm-v1-0.7":
-        large = any(chip in card.name.lower() for chip in ("h100", "h200"))
-    elif name == "vllm-v0":
-        return SMALL_BATCHED_TOKENS if context > CHUNKED_PAST else max(context, SMALL_BATCHED_TOKENS)
-    else:
-        return SERVE_BATCHED_TOKENS
-    return SERVE_BATCHED_TOKENS if large else SMALL_BATCHED_TOKENS
+    card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)
+    tokens = rule.get("batched_tokens", {"fixed": SERVE_BATCHED_TOKENS})
+    if "fixed" in tokens:
+        return tokens["fixed"]
+    if "tiers" in tokens:
+        gib = Fraction(card.usable, 2 ** 30)
+        return next(t for below, t in tokens["tiers"] if below is None or gib < below)
+    if "chunked_past" in tokens:
+        return tokens["chunked"] if context > tokens["chunked_past"] else max(context, tokens["unchunked_floor"])
+    return tokens["large"] if _large(card, rule["large_card"]) else tokens["small"]
+
+
+#: the prefill budget of an engine that declares none
+SERVE_BATCHED_TOKENS = 8192
+
+
+def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1, seq: int, gen: int,
+                          weight_bytes=1, kv_bytes=1, fraction=Fraction(95, 100)) -> dict:
+    """The ``max_batch_size`` and ``max_num_tokens`` ``trtllm-bench`` sets for a dataset of ``seq``-token prompts
+    and ``gen``-token outputs where none is given (tensorrt_llm/bench/build/tuning.py, ``calc_engine_setting``
+    and ``finetune_setting``, at a7e572f; read 2026-11-29): the requests the KV cache holds,
+    ``R = (tp·pp·memory − params·β_w) · fraction / (2·L·max(tp, n_kv)·d_h·β_kv · (seq + gen))`` in GiB
+    (``memory`` the card's, ``fraction`` ``kv_cache_gpu_mem_fraction``, 0.95), then ``b = min(R, 4096) / pp``
+    rounded up to 32 (at least 64) under 256, to 128 under 1024, else to 256; tokens ``min(b·(1 + seq/gen),
+    32768)`` rounded up to 256 (at least 2048) under 4096, to 512 under 8192, else to 1024. ``params`` the
+    model's parameter count, ``weight_bytes`` and ``kv_bytes`` its ``BYTES_PER_ELEM`` (FP8 1, bf16 2); the card's
+    memory as torch reports it (trtllm-bench reads NVML's total, 0.6% more on an H100).
+
+    >>> trtllm_bench_settings("llama3.3-70b", 70_553_706_496, "h100-sxm", tp=2, seq=1000, gen=1000)
+    {'requests': 288, 'max_batch_size': 384, 'max_num_tokens': 2048}
+    """
+    from math import ceil as up
+    from symllm.costs import accelerators
+    cfg, card = model_config(config), accelerators.gpu(gpu)
+    gib = Fraction(2 ** 30)
+    per_token = Fraction(2 * cfg.n_layers * max(tp, cfg.n_kv_heads) * cfg.head_dim) * Fraction(str(kv_bytes)) / gib
+    available = tp * pp * Fraction(card.usable) / gib - params * Fraction(str(weight_bytes)) / gib
+    requests = available * Fraction(str(fraction)) / (per_token * (seq + gen))
+    raw_bs = min(requests, 4096) / pp
+    raw_token = min(raw_bs * (1 + Fraction(seq, gen)), 32768)
+    batch = (max(64, 32 * up(raw_bs / 32)) if raw_bs < 256 else 128 * up(raw_bs / 128) if raw_bs < 1024
+             else 256 * up(raw_bs / 256))
+    tokens = (max(2048, 256 * up(raw_token / 256)) if raw_token < 4096 else 512 * up(raw_token / 512)
+              if raw_token < 8192 else 1024 * up(raw_token / 1024))
+    return {"requests": int(requests), "max_batch_size": batch, "max_num_tokens": tokens}
 
 
 def model_config(config):
@@ -511,7 +606,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     rows = sampler = 0
     per_entry = conventions.get("profile_sampler_bytes")
     if per_entry:  # V1's dummy sampler run after the forward, on one row a dummy request (max_num_seqs of them)
-        seqs = default_max_num_seqs(gpu) if max_num_seqs is None else integer("max_num_seqs", max_num_seqs)
+        seqs = default_max_num_seqs(gpu, conventions["name"]) if max_num_seqs is None else integer("max_num_seqs", max_num_seqs)
         rows = min(seqs, max_num_batched_tokens)
         sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
         activation = max(activation, sampler)
@@ -523,6 +618,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index
     usable = util * gpu.usable  # the memory the driver reports, where measured
+    if conventions.get("kv_of_free"):  # TensorRT-LLM: the fraction of what weights and activations leave
+        usable = gpu.usable - (1 - util) * (gpu.usable - weights - activation - non_torch)
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
                                                                                           kv_cache_bytes)
     context = work.seq + work.gen

@@ -19,7 +19,8 @@ where ``p`` is one prompt's GEMMs and attention at the expected efficiencies (``
 * end-to-end ``E2E = TTFT + (n − 1) · ITL``; output tokens/s ``= C · n / E2E``.
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
-KV cache); requests beyond them wait. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
+KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
+TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.serving.SCHEDULER`); requests beyond them wait. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
 solved over ``C``; past ``R / E2E(R)`` the queue grows without bound (``saturated``). The **saturation
 concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those at ``R``.
 
@@ -46,7 +47,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     """``config`` served under load (module docstring): ``concurrency`` sequences at a time, or
     ``request_rate`` requests a second; ``options`` are workload options (``seq``: the prompt, ``gen``: the
     output, ``gpu``, ``tp``, ``engine``, dtypes and formats) and :func:`symllm.costs.serving.capacity`'s
-    (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``). Returns
+    (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``; ``max_num_seqs``: the most
+    sequences the engine runs, None: its default, :data:`symllm.costs.serving.SCHEDULER`). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
     "requests_per_s", "kv_sequences", "saturation_concurrency", "saturated", "engine"}``. ``evaluate``: as
     :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas).
@@ -58,7 +60,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     from symllm.costs import serving
     from symllm.costs.workloads import Workload
 
-    keys = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch", "kv_cache_bytes")
+    keys = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch", "kv_cache_bytes",
+            "max_num_seqs")
     serve = {k: options.pop(k) for k in keys if options.get(k) is not None}
     work = Workload.of(work, **options)
     if work.gen < 1:
@@ -81,6 +84,11 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
+    from symllm.costs import hardware
+    ceiling = serve.get("max_num_seqs") or serving.default_max_num_seqs(
+        hardware.of(work), work.engine, cap["kv_tokens"], serving.model_config(config).max_positions)
+    if ceiling is not None:  # the engine's own limit on running sequences (serving.SCHEDULER)
+        most = min(most, ceiling)
     budget = cap["max_num_batched_tokens"]
     prompt = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]["prefill_compute_s"]
     if prompt is None:  # one prompt's prefill does not fit the GPU (count says why)
