@@ -83,20 +83,20 @@ def test_the_pages_by_hand():
 
 
 def test_small_config_by_hand_020():
-    """vLLM 0.20.0. CSA, HCA, CSA: the full group holds 2 layers at each of the CSA pages and 1 at HCA's (2 tuples); the window
-    group 3 layers, the CSA states 2 (each an attention and an indexer state), the HCA states 1; the tuple count
-    from 2 up padding [2, 3, 2, 1] least: 2 pads 0 + 1 + 0 + 1 = 2, 3 pads 1 + 0 + 1 + 2 = 4 -> 2. The window group
-    splits in ⌈3 / 2⌉ = 2 (2 and 1 layers), the others stay whole: 1 + 2 + 1 + 1 = 5 groups, the largest 2 layers.
-    Of 10^9 bytes: ⌊10^9 / (47,808 · 2)⌋ = 10,458 blocks; vLLM logs 10,458 // 5 × 4 = 8,364 tokens. A request of
-    4,096 tokens with 2,048 batched: ⌈4,096 / 256⌉ = 16 full blocks; window: min(127 + 2,048, 4,096) = 2,175 ->
-    ⌈2,175 / 64⌉ + 1 = 35 in each of 2 groups; CSA states: min(7 + 2,048, 4,096) = 2,055 -> ⌈2,055 / 4⌉ + 1 = 515;
-    HCA states: 2,175 -> ⌈2,175 / 8⌉ + 1 = 273; 16 + 70 + 515 + 273 = 874 blocks, 10,458 / 874 requests.
+    """vLLM 0.20.0. CSA, HCA, CSA: the full group holds 2 layers at each of the CSA pages and 1 at HCA's (2 tuples); the
+    window group 3 layers, the CSA states 2 (each an attention and an indexer state), the HCA states 1; the tuple
+    count from 2 up padding [2, 3, 2, 1] least: 2 pads 0 + 1 + 0 + 1 = 2, 3 pads 1 + 0 + 1 + 2 = 4 -> 2. The window
+    group splits in ⌈3 / 2⌉ = 2 (2 and 1 layers), the others stay whole: 1 + 2 + 1 + 1 = 5 groups, the largest 2
+    layers. Of 10^9 bytes: ⌊10^9 / (47,808 · 2)⌋ = 10,458 blocks; vLLM logs 10,458 // 5 × 4 = 8,364 tokens. A
+    request of 4,096 tokens with 2,048 batched: ⌈4,096 / 256⌉ = 16 full blocks; window: min(127 + 2,048, 4,096) =
+    2,175 -> ⌈2,175 / 64⌉ + 1 = 35 in each of 2 groups; CSA states: min(7 + 2,048, 4,096) = 2,055 -> ⌈2,055 / 4⌉ + 1
+    = 515; HCA states: 2,175 -> ⌈2,175 / 8⌉ + 1 = 273; 16 + 70 + 515 + 273 = 874 blocks, 10,458 / 874 requests.
 
-    The logged "Maximum concurrency" weighs each group's pages by its layers' (padded) page bytes: the full group
-    2 · 37,440 + 2 · 8,640 + 1,728 = 93,888 bytes; the window groups 2 · 37,440 = 74,880 and 37,440; the CSA
-    states 2 · (32,832 -> 37,440) + 2 · 8,640 = 92,160; the HCA states 37,440. 16 · 93,888 + 35 · 74,880 + 35 ·
-    37,440 + 515 · 92,160 + 273 · 37,440 = 1,502,208 + 2,620,800 + 1,310,400 + 47,462,400 + 10,221,120 =
-    63,116,928; / 93,888 = 672.25 -> 673: 10,458 / 673 (15.5x, where 11 requests fit)."""
+    The logged "Maximum concurrency" weighs each group's pages by its layers' (padded) page bytes: the full group 2
+    · 37,440 + 2 · 8,640 + 1,728 = 93,888 bytes; the window groups 2 · 37,440 = 74,880 and 37,440; the CSA states 2
+    · (32,832 -> 37,440) + 2 · 8,640 = 92,160; the HCA states 37,440. 16 · 93,888 + 35 · 74,880 + 35 · 37,440 + 515
+    · 92,160 + 273 · 37,440 = 1,502,208 + 2,620,800 + 1,310,400 + 47,462,400 + 10,221,120 = 63,116,928; / 93,888 =
+    672.25 -> 673: 10,458 / 673 (15.5x, where 11 requests fit)."""
     r = serving.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048, release="0.20")
     assert (r["layer_tuples"], r["groups"], r["blocks"], r["kv_tokens"]) == (2, 5, 10458, 8364)
     assert (r["blocks_per_request"], r["requests"], r["max_concurrency"]) == (874, 11, Fraction(10458, 874))
@@ -105,16 +105,16 @@ def test_small_config_by_hand_020():
 
 
 def test_flash_base_widths_by_hand_020():
-    """vLLM 0.20.0. DeepSeek-V4-Flash-Base's 43 layers (compress_ratios: 2 window-only, 21 CSA, 20 HCA): tuple counts [21, 43,
-    21, 20]; from 21: 21 pads 0 + 20 + 0 + 1 = 21, 22 pads 1 + 1 + 1 + 2 = 5, 23 pads 2 + 3 + 2 + 3 = 10, 24 and up
-    pad at least 3 + 5 + 3 + 4 = 15 -> 22 tuples. The window group splits in ⌈43 / 22⌉ = 2 (22 and 21 layers), the
-    CSA and HCA states stay whole: 5 groups, 22 tuples of 47,808 bytes = 1,051,776 bytes a block. Of 80 GiB:
-    ⌊85,899,345,920 / 1,051,776⌋ = 81,670 blocks. A request of 4,096 tokens with 8,192 batched: 16 + 2 · (64 + 1)
-    + (1,024 + 1) + (512 + 1) = 1,684 blocks. Logged: the full group 21 · 37,440 + 21 · 8,640 + 20 · 1,728 =
-    1,002,240 bytes, the window groups 22 · 37,440 = 823,680 and 21 · 37,440 = 786,240, the CSA states 21 · 37,440
-    + 21 · 8,640 = 967,680, the HCA states 20 · 37,440 = 748,800; 16 · 1,002,240 + 65 · 823,680 + 65 · 786,240 +
-    1,025 · 967,680 + 513 · 748,800 = 1,496,687,040, / 1,002,240 -> 1,494: vLLM logs 81,670 / 1,494 = 54.66x where
-    81,670 // 1,684 = 48 requests fit."""
+    """vLLM 0.20.0. DeepSeek-V4-Flash-Base's 43 layers (compress_ratios: 2 window-only, 21 CSA, 20 HCA): tuple counts [21,
+    43, 21, 20]; from 21: 21 pads 0 + 20 + 0 + 1 = 21, 22 pads 1 + 1 + 1 + 2 = 5, 23 pads 2 + 3 + 2 + 3 = 10, 24 and
+    up pad at least 3 + 5 + 3 + 4 = 15 -> 22 tuples. The window group splits in ⌈43 / 22⌉ = 2 (22 and 21 layers),
+    the CSA and HCA states stay whole: 5 groups, 22 tuples of 47,808 bytes = 1,051,776 bytes a block. Of 80 GiB:
+    ⌊85,899,345,920 / 1,051,776⌋ = 81,670 blocks. A request of 4,096 tokens with 8,192 batched: 16 + 2 · (64 + 1) +
+    (1,024 + 1) + (512 + 1) = 1,684 blocks. Logged: the full group 21 · 37,440 + 21 · 8,640 + 20 · 1,728 = 1,002,240
+    bytes, the window groups 22 · 37,440 = 823,680 and 21 · 37,440 = 786,240, the CSA states 21 · 37,440 + 21 ·
+    8,640 = 967,680, the HCA states 20 · 37,440 = 748,800; 16 · 1,002,240 + 65 · 823,680 + 65 · 786,240 + 1,025 ·
+    967,680 + 513 · 748,800 = 1,496,687,040, / 1,002,240 -> 1,494: vLLM logs 81,670 / 1,494 = 54.66x where 81,670 //
+    1,684 = 48 requests fit."""
     r = serving.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 4096, 8192, release="0.20")
     assert 47808 * 22 == 1051776 and 85899345920 // 1051776 == 81670
     assert (r["layer_tuples"], r["groups"], r["blocks"], r["blocks_per_request"]) == (22, 5, 81670, 1684)

@@ -395,7 +395,8 @@ def _approximate_gcd(values: list[int], lower_bound: int) -> int:
 DSV4_RELEASES = ("0.33", "0.20")
 
 
-def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int, release: str = "0.33") -> dict:
+def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int,
+                       release: str = "0.33") -> dict:
     """vLLM's blocks for DeepSeek-V4 as released vLLM lays them out (``release``: "0.33", vLLM 0.33.0's, the
     default, or "0.20", vLLM 0.20.0's; docs/serving.md, "DeepSeek-V4"): the full group (each CSA layer's compressed
     entries and indexer keys, each HCA layer's entries, 256 tokens a block) and the window groups (every layer's
