@@ -105,13 +105,16 @@ def test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak():
     """A 1,024-token fp16 prompt on an RTX 4090: its GEMMs (every linear layer over every
     position, the output head over the last: llama-bench asks the last position's logits) at the bf16 GEMM
     table's 512-row fraction (0.528) of 330.3 TFLOP/s, the causal attention
-    core at the 1,024-token flash fraction (0.153) of the catalogue's 165.2, plus 16 kernels a layer and the
-    step's fixed cost."""
+    core without FlashAttention (llama-bench's default): each micro-batch's scores against every key so far
+    (512·512 then 512·1,024 a head) moved at 24 bytes each, and every GEMM's fp32 input and output converted
+    at 6 bytes an element (38,912 + 43,008 a token and layer), at 0.88 of 1,008 GB/s (slower than the scores'
+    FLOPs at the GEMM fraction: 4.1e11 at 0.528 of 165.2, 4.7 ms); plus 16 kernels a layer and the step's
+    fixed cost."""
     linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
     flops = 2 * 1024 * linear + 2 * VOCAB * DIM
     gemm_s = Fraction(flops) / (Fraction(528, 1000) * Fraction(3303, 10) * 10 ** 12)
-    causal = 4 * LAYERS * 32 * 128 * 1024 * 1024 * Fraction(1025, 2048)   # QK^T and PV over the causal pairs
-    attn_s = causal / (Fraction(153, 1000) * Fraction(1652, 10) * 10 ** 12)
+    rate = Fraction(88, 100) * 1008 * 10 ** 9
+    attn_s = (32 * LAYERS * (512 * 512 + 512 * 1024) * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6) / rate
     by_hand = gemm_s + attn_s + LAYERS * 16 * GRAPH + STEP
     e = _expected("rtx4090", dtype="fp16", batch=1, seq=1024)
     assert e["prefill_compute_s"] == pytest.approx(float(gemm_s + attn_s), rel=1e-9)
@@ -121,17 +124,18 @@ def test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak():
 def test_micro_batches_and_fp16_accumulation_are_llamacpps():
     """vLLM's prompt of 1,024 tokens runs its GEMMs at 1,024 rows (0.620) of the catalogue's 165.2 TFLOP/s;
     llama.cpp's on an A100 at 512 rows (0.528, times the A100's MAMF scale) of 312 (one rate for both
-    accumulations)."""
+    accumulations). vLLM's attention core runs its causal pairs at the flash fraction (0.153); llama.cpp's
+    moves its scores and conversions (35.4 GB) at 0.88 of the A100 SXM's 2,039 GB/s."""
     linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
     flops = Fraction(2 * 1024 * linear + 2 * VOCAB * DIM)   # the output head over the last position
     vllm = symllm.workload("llama3-8b", gpu="rtx4090", engine="vllm", dtype="fp16", seq=1024)["time"]["expected"]
-    llama = _expected("rtx4090", dtype="fp16", seq=1024)
-    attn = llama["prefill_compute_s"] - float(flops / (Fraction(528, 1000) * Fraction(3303, 10) * 10 ** 12))
+    causal = 4 * LAYERS * 32 * 128 * 1024 * 1024 * Fraction(1025, 2048)   # QK^T and PV over the causal pairs
+    attn = float(causal / (Fraction(153, 1000) * Fraction(1652, 10) * 10 ** 12))
     assert vllm["prefill_compute_s"] == pytest.approx(
         float(flops / (Fraction(62, 100) * Fraction(1652, 10) * 10 ** 12)) + attn, rel=1e-9)
     a100 = _expected("a100-80gb", dtype="fp16", seq=1024)
-    a100_attn = float(4 * LAYERS * 32 * 128 * 1024 * 1024 * Fraction(1025, 2048)
-                      / (Fraction(153, 1000) * 312 * 10 ** 12))
+    a100_attn = float((32 * LAYERS * (512 * 512 + 512 * 1024) * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6)
+                      / (Fraction(88, 100) * 2039 * 10 ** 9))
     # the A100 SXM's GEMMs: its MAMF efficiency over the H200's (ml-engineering's table: 271.2 of 312, 794.5 of 989)
     mamf = (Fraction(2712, 10) / 312) / (Fraction(7945, 10) / 989)
     assert a100["prefill_compute_s"] == pytest.approx(
