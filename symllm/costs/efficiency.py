@@ -171,13 +171,21 @@ def attention_prefill(s, head_dim: int = 128, tiles: bool = False) -> Fraction:
     return _interpolate(on_tiles(table, tile(width)) if tiles else table, max(1, s))
 
 
-def tile(head_dim: int) -> tuple[int, int]:
-    """FlashAttention-2's forward tile (block_m, block_n) at ``head_dim`` (``attention_tiles``).
+def tile(head_dim: int, kernel: str = "fa2", dtype: str = "bf16") -> tuple[int, int]:
+    """A causal forward's tile (block_m, block_n) at ``head_dim``: FlashAttention-2's (``attention_tiles``), or
+    FlashAttention-3's on Hopper (``kernel="fa3"``: ``attention_tiles.fa3_sm90``, by head width bucket and
+    ``dtype``, bf16 or fp8).
 
     >>> tile(128), tile(64)
     ((128, 64), (128, 128))
+    >>> tile(64, "fa3"), tile(128, "fa3"), tile(128, "fa3", "fp8"), tile(256, "fa3")
+    ((192, 128), (128, 128), (128, 224), (128, 80))
     """
-    return tuple(data()["attention_tiles"]["d64" if head_dim <= 64 else "d128"])
+    t = data()["attention_tiles"]
+    if kernel == "fa3":
+        table = t["fa3_sm90"]["fp8" if dtype == "fp8" else "bf16"]
+        return tuple(table[next(str(w) for w in (64, 96, 128, 192, 256) if head_dim <= w or w == 256)])
+    return tuple(t["d64" if head_dim <= 64 else "d128"])
 
 
 def stream(weight_dtype: str = "bf16", kind: str | None = None, dequant: dict | None = None) -> Fraction:
@@ -473,9 +481,11 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # measured efficiency read on those pairs
     # (without attention_tiles in efficiency.json: the unmasked pairs at the table as measured)
     # (sliding and chunked layers: their band's tiles, symllm.costs.tiles.core_on_tiles)
-    from symllm.costs.tiles import core_on_tiles
+    from symllm.costs.tiles import attention_kernel, core_on_tiles
     tiled, heads = "attention_tiles" in data(), parts["head_dim"]
-    tiles = core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
+    tiles = core_on_tiles(parts, work.seq, tile(heads, attention_kernel(serve, named))) if core and tiled else 0
+    # a training step's core on FlashAttention-2's tiles (the inference engine's kernel is not the trainer's)
+    train_tiles = core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
     attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * peak) if tiled else
                parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * peak)) if core else 0)
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
@@ -515,7 +525,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                           Fraction(parts.get("bf16_peak") or peak) / bandwidth if bandwidth else None)
     # the attention core's FLOPs the kernel skips (the workload's convention less its tiles' pairs)
     # (eager stacks compute the whole rectangle)
-    skipped = (Fraction(parts.get("training_core_flops", 0)) * (1 - tiles)
+    skipped = (Fraction(parts.get("training_core_flops", 0)) * (1 - train_tiles)
                if parts["prefill_core_flops"] and tiled and work.stack not in ("eager", "hf-eager") else Fraction(0))
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
