@@ -78,7 +78,7 @@ from symllm.arch.layers import OP_RECOMPUTED
 from symllm.costs.figures import data, engine, fraction as _x
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill", "tile", "attention_kernel",
+__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill", "tile",
            "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
            "moe_training_s", "fp8_quantize_s", "expected",
            "seconds"]
@@ -213,19 +213,6 @@ def tile(head_dim: int, kernel: str = "fa2", dtype: str = "bf16") -> tuple[int, 
         table = t["fa3_sm90"]["fp8" if dtype == "fp8" else "bf16"]
         return tuple(table[next(str(w) for w in (64, 96, 128, 192, 256) if head_dim <= w or w == 256)])
     return tuple(t["d64" if head_dim <= 64 else "d128"])
-
-
-def attention_kernel(serve: dict, named: str | None) -> str:
-    """The prefill attention kernel an engine runs on a card: ``fa3`` where its ``attention_kernel`` is FA3 and
-    the card is a Hopper one (``attention_tiles.fa3_sm90.cards``), else ``fa2``.
-
-    >>> attention_kernel(engine("vllm"), "h100-sxm"), attention_kernel(engine("vllm"), "a100-80gb")
-    ('fa3', 'fa2')
-    >>> attention_kernel(engine("trtllm"), "h100-sxm"), attention_kernel(engine("sglang"), "h200")
-    ('fa2', 'fa3')
-    """
-    hopper = named in data()["attention_tiles"]["fa3_sm90"]["cards"]
-    return "fa3" if serve.get("attention_kernel") == "fa3" and hopper else "fa2"
 
 
 def stream(weight_dtype: str = "bf16", kind: str | None = None, dequant: dict | None = None) -> Fraction:
@@ -532,7 +519,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # measured efficiency read on those pairs
     # (without attention_tiles in efficiency.json: the unmasked pairs at the table as measured)
     # (sliding and chunked layers: their band's tiles, symllm.costs.tiles.core_on_tiles)
-    from symllm.costs.tiles import core_on_tiles
+    from symllm.costs.tiles import attention_kernel, core_on_tiles
     tiled, heads = "attention_tiles" in data(), parts["head_dim"]
     tiles = core_on_tiles(parts, work.seq, tile(heads, attention_kernel(serve, named))) if core and tiled else 0
     # a training step's core on FlashAttention-2's tiles (the inference engine's kernel is not the trainer's)

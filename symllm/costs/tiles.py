@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from symllm.arch.layers import window_pairs
 
-__all__ = ["causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
+__all__ = ["attention_kernel", "causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
 
 
 def causal_tiles(s: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
@@ -127,3 +127,18 @@ def on_tiles(table, tile: tuple[int, int] = (128, 64)) -> list[tuple[int, Fracti
     """
     return [(int(s), Fraction(str(eta)) * causal_tiles(int(s), 0, tile) / (int(s) * (int(s) + 1) // 2))
             for s, eta in table]
+
+
+def attention_kernel(serve: dict, named: str | None) -> str:
+    """The prefill attention kernel an engine runs on a card: ``fa3`` where its ``attention_kernel`` is FA3 and
+    the card is a Hopper one (``attention_tiles.fa3_sm90.cards``), else ``fa2``.
+
+    >>> from symllm.costs.figures import engine
+    >>> attention_kernel(engine("vllm"), "h100-sxm"), attention_kernel(engine("vllm"), "a100-80gb")
+    ('fa3', 'fa2')
+    >>> attention_kernel(engine("trtllm"), "h100-sxm"), attention_kernel(engine("sglang"), "h200")
+    ('fa2', 'fa3')
+    """
+    from symllm.costs.figures import data
+    hopper = named in data()["attention_tiles"]["fa3_sm90"]["cards"]
+    return "fa3" if serve.get("attention_kernel") == "fa3" and hopper else "fa2"
