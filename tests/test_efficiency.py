@@ -259,6 +259,32 @@ def test_power_limit_slows_the_gemms_not_the_streams(monkeypatch):
     assert 1.01 < train["training_step_s"] / untrain["training_step_s"] < 1 / c
 
 
+def test_power_cap_option_runs_a_card_at_a_limit(capsys):
+    """--power-cap W (Workload.power_cap) puts a catalogue card with a rated power at that limit: an H100 SXM
+    (700 W) at 500 W runs a 4,096-token prompt's GEMMs and attention (prefill_compute_s) 1/(5/7)^0.24285 as long,
+    as the 500 W H100 96GB HBM2e entry does; at or above 700 W nothing changes; count and plan say the limit.
+    A card without a rated power, no --gpu, --gpu-flops beside it, or a limit not above 0: one line, exit 2."""
+    from symllm.cli import main
+    opts = dict(gpu="h100-sxm", seq=4096, engine="vllm")
+    rated = _time("llama3.1-8b", **opts)["expected"]
+    capped = _time("llama3.1-8b", power_cap=500, **opts)["expected"]
+    above = _time("llama3.1-8b", power_cap=900, **opts)["expected"]
+    assert capped["prefill_compute_s"] / rated["prefill_compute_s"] == pytest.approx((7 / 5) ** 0.2428459, rel=1e-5)
+    assert above == rated and capped["decode_token_s"] == rated["decode_token_s"]
+    for bad, field in ((dict(gpu="l40s", power_cap=300), "power_cap"), (dict(power_cap=300), "power_cap"),
+                       (dict(gpu="h100-sxm", gpu_flops=500, power_cap=400), "power_cap"),
+                       (dict(gpu="h100-sxm", power_cap=-5), "power_cap"), (dict(gpu="h100-sxm", power_cap=0), "power_cap")):
+        with pytest.raises(SymllmError, match=f"^{field}: "):
+            symllm.workload("llama3.1-8b", **bad)
+    assert main(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--power-cap", "500"]) == 0
+    assert "on h100-sxm at 500 W (one GPU)" in capsys.readouterr().out
+    assert main(["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--power-cap", "500", "--top", "1"]) == 0
+    assert "8 x h100-sxm at 500 W (serving" in capsys.readouterr().out
+    assert main(["count", "llama3.1-8b", "--gpu", "l40s", "--power-cap", "300"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("symllm: error: power_cap: ") and "Traceback" not in err
+
+
 def test_eager_attention_materialises_the_scores():
     """llama3.1-8b, one prompt of 8,192 tokens on an H100 SXM: SDPA runs the causal pairs' 2.26e12 FLOPs at the
     measured 0.588 of the peak; eager writes and reads its 32 x 32 x 8,192^2 bf16 scores four times at 0.88 of

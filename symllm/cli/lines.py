@@ -82,7 +82,8 @@ def plan_lines(p, top: int) -> list[str]:
     what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
             else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
     kv = f", KV cache {w['kv_format']}" if w.get("kv_format") else ""
-    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu} ({what}; {w['stack']} stack, {w.get('weight_format') or w['dtype']}"
+    capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap
+    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, {w.get('weight_format') or w['dtype']}"
                  f"{kv}): {p.layouts:,} "
                  f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
@@ -192,7 +193,8 @@ def time_lines(t: dict, w: dict) -> list[str]:
                 rows.append(("cost", _f(t["cost"], ",.2f"), _f(e["cost"], ",.2f"), f"at {w['price']:g} a GPU-hour"))
     else:
         rows += [("training step", *unfit), ("training tokens/s", *unfit)]
-    out = [_table(rows, (f"on {t['gpu']} ({per})", "bound", "expected", ""), text_columns=(3,), wrap=3)]
+    capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap: the expected times' limit
+    out = [_table(rows, (f"on {t['gpu']}{capped} ({per})", "bound", "expected", ""), text_columns=(3,), wrap=3)]
     a = t["assumes"]
     out.append(_wrap(f"Verdicts assume: inference peak: {a['fits']}; training peak: {a['training_fits']}; "
                      f"largest context: {a['max_context']}."))

@@ -159,7 +159,7 @@ def power_fraction(card: str | None, limit_w=None) -> Fraction:
     pair = data()["power_limit"]
     low, high = pair["low"], pair["high"]
     gamma = math.log(_x(low["mamf"]) / _x(high["mamf"])) / math.log(Fraction(low["w"], high["w"]))
-    return Fraction(math.exp(gamma * math.log(Fraction(limit, g.power_w)))).limit_denominator(10 ** 6)
+    return Fraction(math.exp(gamma * math.log(Fraction(str(limit)) / g.power_w))).limit_denominator(10 ** 6)
 
 
 def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
@@ -487,7 +487,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     share = Fraction(parts["expert_active"]) / parts["expert_params"] if parts.get("expert_params") else Fraction(1)
 
     # a card held below its rated board power: its compute-bound kernels at this fraction of their speed
-    capped = power_fraction(rated)
+    capped = power_fraction(rated, getattr(work, "power_cap", None))
 
     def gemms(flops, experts, m, peak=peak) -> Fraction:
         """GEMMs of ``m`` token rows, of which the routed experts' see ``share`` of them."""

@@ -25,7 +25,7 @@ from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice, integer, short, with_list, zero_stage
+from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes"]
@@ -265,6 +265,9 @@ class Workload:
                                     "--gpu-bandwidth and --gpu-flops describes one outside the catalogue")
     gpu_bandwidth: float | None = _opt(None, "accelerator memory bandwidth in GB/s (10^9 bytes/s)")
     gpu_flops: float | None = _opt(None, "accelerator peak dense TFLOPS of the matmuls' dtype")
+    #: the board power limit the accelerator runs at, W (symllm.costs.efficiency.power_fraction); None: the card's own
+    power_cap: float | None = _opt(None, "board power limit in W --gpu runs at: below its rated power its GEMMs and "
+                                   "attention slow in the expected times (default: the card's own limit)")
     #: the network between nodes (symllm.costs.hardware: its bandwidth per GPU)
     network: str = _opt("ib-ndr", "network between nodes: ib-ndr, ib-hdr, eth-400g, eth-100g (per GPU)")
     #: tokens D a training run sees (time and GPU-hours for them); None: none asked
@@ -347,9 +350,17 @@ class Workload:
         integer("virtual_stages", self.virtual_stages)
         if self.engine is not None:
             put("engine", efficiency.engine(self.engine)["name"])
+        if self.power_cap is not None:
+            positive_number("power_cap", self.power_cap)
+            if not isinstance(self.gpu, str):
+                raise SymllmError("power_cap: a power limit applies to a catalogue card; give --gpu")
+            if self.gpu_flops is not None:
+                raise SymllmError("power_cap: --gpu-flops gives the peak the card runs at; give one or the other")
         accelerator = hardware.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:
             accelerator.peak(self.matmul_dtype)
+            if self.power_cap is not None and accelerator.power_w is None:
+                raise SymllmError(f"power_cap: no rated board power for {self.gpu} (gpus.json power_w)")
         hardware.network(self.network)
         if self.tokens is not None:
             integer("tokens", self.tokens)
