@@ -217,6 +217,17 @@ def test_torchtitan_pipeline_rows_run_its_defaults():
         assert (o["compute_dtype"], o["recompute"], o["seq"]) == ("fp8", "full", 8192)
 
 
+def test_gptfast_rows_at_their_330_w_limit_do_not_move():
+    """gpt-fast's A100s were power-limited to 330 W (the rows' notes): its three rows are batch-1
+    decode, memory-bound (the weights streamed), so the power limit rule (compute-bound kernels only,
+    symllm.costs.efficiency.power_fraction: 0.954 at 330 W of 400) leaves their expected times as they are."""
+    for rid in ("gptfast-llama2-7b-a100-bf16-b1", "gptfast-llama2-7b-a100-int4-b1", "gptfast-llama2-70b-a100x8-tp8-bf16-b1"):
+        row = next(r for r in ROWS if r["id"] == rid)
+        o = options(row)
+        rated = symllm.workload(row["model"], **o)["time"]["expected"]["decode_token_s"]
+        assert symllm.workload(row["model"], **o, power_cap=330)["time"]["expected"]["decode_token_s"] == rated, rid
+
+
 def test_megatron_bridge_tensor_parallel_rows_run_sequence_parallel():
     """Megatron-Bridge's Llama 3 70B (TP 4) and 405B (TP 8) rows: the recipes their performance script builds on
     (llama3_70b_pretrain_config, llama31_405b_pretrain_config in src/megatron/bridge/recipes/llama/llama3.py) set

@@ -76,6 +76,7 @@ from fractions import Fraction
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.arch.layers import OP_RECOMPUTED
 from symllm.costs.figures import data, engine, fraction as _x
+from symllm.costs.power import power_fraction
 from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill", "tile",
@@ -135,32 +136,6 @@ def card_scale(table: str, card: str | None) -> Fraction:
     def efficiency(row) -> Fraction:
         return _x(row["mamf"]) / _x(row["theory"])
     return efficiency(rows[card]) / efficiency(rows[figures["reference"]])
-
-
-def power_fraction(card: str | None, limit_w=None) -> Fraction:
-    """The fraction of its rated speed a compute-bound kernel (a GEMM, the attention core) holds on ``card``
-    (a catalogue name) run at a board power limit below the one its peaks are rated at: ``limit_w``, else
-    the card's ``power_limit_w`` (gpus.json); 1 where no limit is below its ``power_w``, or the card is
-    unknown. ``(limit / rated)^gamma``, ``gamma`` from one die's bf16 matmul measured at two board powers
-    (``power_limit`` in efficiency.json: the A100 PCIe at 300 W against the SXM at 400 W). Memory-bound work
-    is not slowed (the caller applies this to compute only).
-
-    >>> round(float(power_fraction("h100-sxm-hbm2e")), 4), power_fraction("h100-sxm"), power_fraction(None)
-    (0.9215, Fraction(1, 1), Fraction(1, 1))
-    >>> round(float(power_fraction("h100-pcie", 310)), 4)  # the 310 W of the 300 W sense-pin setting
-    0.971
-    """
-    if card is None:
-        return Fraction(1)
-    from symllm.costs.accelerators import gpu
-    g = gpu(card)
-    limit = limit_w if limit_w is not None else g.power_limit_w
-    if not g.power_w or limit is None or limit >= g.power_w:
-        return Fraction(1)
-    pair = data()["power_limit"]
-    low, high = pair["low"], pair["high"]
-    gamma = math.log(_x(low["mamf"]) / _x(high["mamf"])) / math.log(Fraction(low["w"], high["w"]))
-    return Fraction(math.exp(gamma * math.log(Fraction(str(limit)) / g.power_w))).limit_denominator(10 ** 6)
 
 
 def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
