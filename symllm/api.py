@@ -20,10 +20,11 @@ FACE = {
     "params": ("arch.resolved", "params"), "workload": ("costs.phases", "workload"),
     "derive": ("present.derivation", "derive"), "report": ("present.reports", "report"),
     "Sweep": ("studies.sweeps", "Sweep"), "spec": ("arch.resolved", "spec"), "load": ("arch.catalogue", "load"),
+    "resolve": ("arch.catalogue", "resolve"),
     "Workload": ("costs.workloads", "Workload"), "ModelConfig": ("arch.config", "ModelConfig"),
     "SymllmError": ("errors", "SymllmError"),
     # configs and specs resolved, their symbol values and parameter counts by kind
-    **{name: ("arch.resolved", name) for name in ("hidden_dim", "model_for", "resolve", "resolved_config",
+    **{name: ("arch.resolved", name) for name in ("hidden_dim", "model_for", "resolved_config",
                                                    "by_kind")},
     "values": ("costs.phases", "values"),
     **{name: ("arch.readers", name) for name in ("from_hf", "from_meta")},

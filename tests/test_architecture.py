@@ -279,3 +279,20 @@ def test_no_module_is_over_600_lines_but_the_named_ones():
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
     assert set(long) <= set(LONG_MODULES), f"over 600 lines, not named: {sorted(set(long) - set(LONG_MODULES))}"
     assert set(LONG_MODULES) <= set(long), f"named but no longer long: {sorted(set(LONG_MODULES) - set(long))}"
+
+
+def test_a_size_is_declared_once_on_the_config():
+    """The sizes a config states under the spec's own name (DeepSeek-V4's hc_mult, o_groups, ...; the Mamba-2
+    mixer's, the Gated DeltaNet's, ...) are declared on ModelConfig only: the Spec declares no such field and
+    reads each off its config (duplicates found them declared in both)."""
+    import dataclasses
+    from symllm.arch.config import ModelConfig
+    from symllm.arch.resolved import spec
+    from symllm.arch.specs import CONFIG_SIZES, Spec
+    assert "hc_mult" in CONFIG_SIZES and "mamba_heads" in CONFIG_SIZES
+    assert not {f.name for f in dataclasses.fields(Spec)} & set(CONFIG_SIZES)
+    assert set(CONFIG_SIZES) <= {f.name for f in dataclasses.fields(ModelConfig)}
+    # Nemotron-H-56B: 256 Mamba heads of 64 (nvidia/Nemotron-H-56B-Base-8K config.json: mamba_num_heads,
+    # mamba_head_dim); LLaMA 3.1 8B has no Mamba layer
+    assert (spec("nemotron-h-56b").mamba_heads, spec("nemotron-h-56b").mamba_head_dim) == (256, 64)
+    assert spec("llama3.1-8b").mamba_heads is None and spec("llama3.1-8b").hc_mult is None

@@ -566,3 +566,15 @@ def test_a_kept_lora_vocabulary_is_data(cache):
     assert workloads.lora_targets("q_proj") == "wq"
     entry.write_text(entry.read_text().replace("q_proj", "q_prok"))  # the digest no longer matches
     assert workloads.lora_targets("q_proj") == "wq"
+
+
+def test_one_config_reader_loads_no_sympy(tmp_path):
+    """Serving figures and the context check read a config through the one reader,
+    :func:`symllm.arch.catalogue.resolve`, which loads no SymPy (the review note: ``past_window`` kept its own
+    reader because the other ways loaded SymPy or made a cycle). LLaMA 3.1 8B's ``max_position_embeddings`` is
+    131072 and its ``num_key_value_heads`` 8 (meta-llama/Llama-3.1-8B config.json)."""
+    out = _python("import sys\nfrom symllm.costs import checks, serving\nfrom symllm.arch import catalogue\n"
+                  "print(checks.past_window('llama3.1-8b', 131073), checks.past_window('llama3.1-8b', 131072),"
+                  " serving.model_config('llama3.1-8b').n_kv_heads, serving.model_config is catalogue.resolve,"
+                  " 'sympy' in sys.modules)", tmp_path)
+    assert out.split() == ["131072", "None", "8", "True", "False"]

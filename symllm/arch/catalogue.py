@@ -1,6 +1,7 @@
 """The presets shipped in ``symllm/presets/`` (:func:`preset_names`, :func:`preset_info`, their Hub ids) and
 :func:`load`: a preset, a config file or folder, or a Hub id in the local cache, as a
-:class:`symllm.arch.config.ModelConfig`.
+:class:`symllm.arch.config.ModelConfig`; :func:`resolve`: any config as one (the one reader of every layer,
+SymPy-free: serving figures and context checks read through it without loading a closed form).
 
 >>> cfg = load("llama3.1-8b")
 >>> cfg.dim, cfg.n_kv_heads, cfg.hidden_dim is None, cfg.ffn_dim_multiplier
@@ -19,7 +20,7 @@ from symllm.errors import SymllmError
 from symllm.files import read_json
 from symllm.validate import short as _short
 
-__all__ = ["preset_names", "preset_info", "preset_hub", "preset_for_hub", "load"]
+__all__ = ["preset_names", "preset_info", "preset_hub", "preset_for_hub", "load", "resolve"]
 _PRESETS = Path(__file__).resolve().parent.parent / "presets"
 
 
@@ -125,3 +126,30 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
     if "max_positions" in info and config.max_positions is None:  # a Meta params.json does not say it
         config = config.replace(max_positions=info["max_positions"])
     return config
+
+
+@lru_cache(maxsize=256)
+def _preset(name: str, vocab_size: int | None) -> ModelConfig:
+    return load(name, vocab_size=vocab_size)
+
+
+def resolve(config, *, vocab_size: int | None = None) -> ModelConfig:
+    """A :class:`ModelConfig` from a config, a spec (:class:`symllm.arch.specs.Spec`: its ``config``), a preset
+    name, a JSON path or a config's dict (a ``config.json`` read whole, its ``quantization_config`` included).
+    Loads no SymPy.
+
+    >>> resolve("llama2-13b").dim
+    5120
+    >>> resolve({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+    ...          "vocab_size": 100, "quantization_config": {"quant_method": "mxfp4"}}).weight_format
+    'mxfp4'
+    """
+    if isinstance(config, dict):
+        return from_dict(config, vocab_size=vocab_size)
+    if isinstance(getattr(config, "config", None), ModelConfig):  # a Spec (read by its shape: specs load SymPy)
+        config = config.config
+    if isinstance(config, ModelConfig):
+        return config if vocab_size is None else config.replace(vocab_size=vocab_size)
+    if isinstance(config, str) and not config.endswith(".json") and not Path(config).exists():
+        return _preset(config, vocab_size)  # presets are immutable: load each once
+    return load(config, vocab_size=vocab_size)

@@ -1,6 +1,7 @@
 """A config as the layers take it: any config (a :class:`ModelConfig`, a :class:`Spec`, a preset name or a
 JSON path) resolved to its spec, its model, its derived ``hidden_dim`` and its exact parameter counts.
-:mod:`symllm.api` re-exports these; every layer below it imports them from here.
+:mod:`symllm.api` re-exports these; every layer below it imports them from here (the config itself from
+:func:`symllm.arch.catalogue.resolve`, which loads no SymPy).
 
 >>> params("llama3.1-8b")["total"]
 8030261248
@@ -15,41 +16,15 @@ from pathlib import Path
 
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
-from symllm.arch.config import ModelConfig, load
+from symllm.arch.catalogue import resolve
+from symllm.arch.config import ModelConfig
 from symllm.arch.specs import Spec, Structure, spec_of, structure_model
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import TableKernel
 
-__all__ = ["resolve", "spec", "model_for", "hidden_dim", "params", "by_kind", "resolved_config", "Config"]
+__all__ = ["spec", "model_for", "hidden_dim", "params", "by_kind", "resolved_config", "Config"]
 
 Config = ModelConfig | str | Path | Spec | dict
-
-
-@lru_cache(maxsize=256)
-def _preset(name: str, vocab_size: int | None) -> ModelConfig:
-    return load(name, vocab_size=vocab_size)
-
-
-def resolve(config: Config, *, vocab_size: int | None = None) -> ModelConfig:
-    """A :class:`ModelConfig` from a config, a spec, a preset name, a JSON path or a config's dict (a
-    ``config.json`` read whole, its ``quantization_config`` included).
-
-    >>> resolve("llama2-13b").dim
-    5120
-    >>> resolve({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
-    ...          "vocab_size": 100, "quantization_config": {"quant_method": "mxfp4"}}).weight_format
-    'mxfp4'
-    """
-    if isinstance(config, dict):
-        from symllm.arch.config import from_dict
-        return from_dict(config, vocab_size=vocab_size)
-    if isinstance(config, Spec):
-        config = config.config
-    if isinstance(config, ModelConfig):
-        return config if vocab_size is None else config.replace(vocab_size=vocab_size)
-    if isinstance(config, str) and not config.endswith(".json") and not Path(config).exists():
-        return _preset(config, vocab_size)  # presets are immutable: load each once
-    return load(config, vocab_size=vocab_size)
 
 
 def spec(config: Config, *, vocab_size: int | None = None) -> Spec:

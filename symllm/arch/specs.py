@@ -80,9 +80,6 @@ class Spec:
     #: a shared expert's own width d_se (Qwen2-MoE's gated one; DeepSeek's shared experts, n_shared_experts ×
     #: hidden_dim; None: none, or Llama 4's of width hidden_dim)
     shared_hidden_dim: int | None = None
-    #: the width the routed experts run in between their latent projections d_lm (Nemotron-3 Super's
-    #: moe_latent_size; None: in d)
-    moe_latent_size: int | None = None
     #: the sliding window or the attention chunk (None: full attention)
     window: int | None = None
     #: multi-head latent attention's sizes (None: not latent); qk_rope_head_dim is also a partial rotary's width
@@ -93,36 +90,6 @@ class Spec:
     v_head_dim: int | None = None
     #: multi-token-prediction modules the checkpoint stores (None: none)
     n_mtp_layers: int | None = None
-    #: the Gated DeltaNet's sizes (None: no linear-attention layer; symllm.arch.components.deltanet)
-    linear_key_heads: int | None = None
-    linear_value_heads: int | None = None
-    linear_key_dim: int | None = None
-    linear_value_dim: int | None = None
-    conv_kernel: int | None = None
-    #: the second head shape (None: no layer has it; LayerKind.heads "own")
-    alt_heads: int | None = None
-    alt_kv_heads: int | None = None
-    alt_head_dim: int | None = None
-    #: per-layer embeddings' sizes (None: none; Structure.per_layer_input)
-    per_layer_dim: int | None = None
-    per_layer_vocab: int | None = None
-    #: the Mamba-2 mixer's sizes (None: no Mamba layer; symllm.arch.components.mamba)
-    mamba_heads: int | None = None
-    mamba_head_dim: int | None = None
-    ssm_state: int | None = None
-    mamba_groups: int | None = None
-    ssm_chunk: int | None = None
-    #: DeepSeek Sparse Attention's indexer sizes (None: no indexer; symllm.arch.components.latent.indexer)
-    index_heads: int | None = None
-    index_head_dim: int | None = None
-    index_topk: int | None = None
-    #: DeepSeek-V4's streams, grouped output projection and compression rates (symllm.arch.components.compressed)
-    hc_mult: int | None = None
-    o_groups: int | None = None
-    o_lora_rank: int | None = None
-    compress_csa: int | None = None
-    compress_hca: int | None = None
-    hc_sinkhorn_iters: int | None = None
 
     @property
     def hidden_rule(self) -> str:
@@ -164,6 +131,21 @@ class Spec:
         return dict(self._values)
 
 
+#: the sizes a config states under the spec's own name (:data:`symllm.arch.config.SPEC_FIELDS`' entries that keep
+#: their name: the Gated DeltaNet's, the second head shape, per-layer embeddings', the Mamba-2 mixer's, the
+#: indexer's, DeepSeek-V4's, the routed experts' latent width): declared once, on ModelConfig, and read off the
+#: spec's config (``spec.hc_mult`` is ``spec.config.hc_mult``)
+CONFIG_SIZES = tuple(name for name, attr in SPEC_FIELDS.items() if name == attr)
+
+
+def _config_size(name: str) -> property:
+    return property(lambda self: getattr(self.config, name), doc=f"The config's ``{name}``.")
+
+
+for _name in CONFIG_SIZES:
+    setattr(Spec, _name, _config_size(_name))
+
+
 def variant_of(config: ModelConfig) -> Variant:
     """The :class:`~symllm.arch.components.Variant` of a config's blocks (LLaMA's unless a family says otherwise):
     each variant option's value (:data:`symllm.arch.part_options.OPTIONS`).
@@ -196,4 +178,4 @@ def spec_of(config: ModelConfig) -> Spec:
                 q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank,
                 qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
                 n_mtp_layers=config.n_mtp_layers or None,
-                **{field: getattr(config, attr) for field, attr in SPEC_FIELDS.items()})
+                **{field: getattr(config, attr) for field, attr in SPEC_FIELDS.items() if field not in CONFIG_SIZES})

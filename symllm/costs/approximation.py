@@ -18,7 +18,8 @@ from fractions import Fraction
 import sympy as sp
 
 from symllm.arch import symbols as S
-from symllm.arch.resolved import model_for, params, resolve
+from symllm.arch.catalogue import resolve
+from symllm.arch.resolved import model_for, params
 from symllm.arch.components import model
 from symllm.arch.config import SWIGLU_RATIO, ModelConfig
 from symllm.errors import SymllmError

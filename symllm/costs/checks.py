@@ -228,7 +228,7 @@ def past_window(model, tokens: int) -> int | None:
     (131072, None)
     """
     if isinstance(model, (str, dict, os.PathLike)):  # a preset name, a config dict or a path (a Spec or a
-        from symllm.arch.resolved import resolve     # ModelConfig as it is: no SymPy loaded for it)
+        from symllm.arch.catalogue import resolve    # ModelConfig as it is; the reader loads no SymPy)
         model = resolve(model)
     window = getattr(getattr(model, "config", model), "max_positions", None)  # (a component tree has none)
     return window if window is not None and tokens > window else None

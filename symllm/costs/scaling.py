@@ -25,7 +25,8 @@ from pathlib import Path
 import sympy as sp
 
 from symllm.arch import symbols as S
-from symllm.arch.resolved import model_for, resolve
+from symllm.arch.catalogue import resolve
+from symllm.arch.resolved import model_for
 from symllm.arch.components import component, model
 from symllm.arch.config import ModelConfig
 from symllm.arch.dtypes import BF16

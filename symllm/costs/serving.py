@@ -68,8 +68,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import ceil
-from pathlib import PurePath
 
+from symllm.arch.catalogue import resolve
 from symllm.arch.recurrent_sizes import CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
@@ -223,7 +223,7 @@ def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1,
     """
     from math import ceil as up
     from symllm.costs import accelerators
-    cfg, card = model_config(config), accelerators.gpu(gpu)
+    cfg, card = resolve(config), accelerators.gpu(gpu)
     gib = Fraction(2 ** 30)
     per_token = Fraction(2 * cfg.n_layers * max(tp, cfg.n_kv_heads) * cfg.head_dim) * Fraction(str(kv_bytes)) / gib
     available = tp * pp * Fraction(card.usable) / gib - params * Fraction(str(weight_bytes)) / gib
@@ -237,18 +237,10 @@ def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1,
     return {"requests": int(requests), "max_batch_size": batch, "max_num_tokens": tokens}
 
 
-def model_config(config):
-    """The :class:`~symllm.arch.config.ModelConfig` a serving figure reads: a Spec's, a ModelConfig itself, or a
-    preset's by name, a JSON path's or a config dict's (read through :mod:`symllm.arch.resolved`, SymPy's side;
-    the others need none).
-
-    >>> model_config("llama3.1-8b").n_kv_heads, model_config(model_config("llama3.1-8b")).dim
-    (8, 4096)
-    """
-    if isinstance(config, (str, dict, PurePath)):
-        from symllm.arch import resolved
-        return resolved.resolve(config)
-    return getattr(config, "config", config)
+#: the :class:`~symllm.arch.config.ModelConfig` a serving figure reads (a Spec's, a ModelConfig itself, a preset's by
+#: name, a JSON path's or a config dict's): the one reader, :func:`symllm.arch.catalogue.resolve` (no SymPy), kept
+#: under this module's public name
+model_config = resolve
 
 
 def sampler_peak_bytes(config, rows: int, tokens: int, per_entry: int, act_bytes: int = 2) -> int:
@@ -264,7 +256,7 @@ def sampler_peak_bytes(config, rows: int, tokens: int, per_entry: int, act_bytes
     >>> sampler_peak_bytes(c, rows=8, tokens=32, per_entry=38) == 8 * 100 * 38 + (32 + 2 * 8) * 64 * 2
     True
     """
-    cfg = model_config(config)
+    cfg = resolve(config)
     return rows * cfg.vocab_size * per_entry + (tokens + 2 * rows) * cfg.dim * act_bytes
 
 
@@ -297,7 +289,7 @@ def indexer_bytes_per_token(config) -> int:
     ...                                     hidden_dim=64))
     0
     """
-    cfg = model_config(config)
+    cfg = resolve(config)
     if getattr(cfg, "index_topk", None) is None:
         return 0
     # the k_cache is built by vLLM's Indexer.__init__: counted in the layers that have an indexer (GLM-5's
@@ -326,7 +318,7 @@ def conv_column_bytes(config, tp: int = 1, act_bytes=2) -> int:
     >>> conv_column_bytes("qwen3-next-80b-a3b"), conv_column_bytes("qwen3-next-80b-a3b", tp=4)
     (589824, 147456)
     """
-    cfg = model_config(config)
+    cfg = resolve(config)
     mamba = cfg.count_layers(lambda kind: kind.mixer == "mamba")
     linear = cfg.count_layers(lambda kind: kind.mixer == "linear_attention")
     split = lambda n: -(-n // tp)  # noqa: E731
@@ -357,7 +349,7 @@ def moe_workspace_bytes(config, tokens: int, tp: int = 1, act_bytes: int = 2) ->
     ...                                 hidden_dim=64), 8192)
     0
     """
-    cfg = model_config(config)
+    cfg = resolve(config)
     if not getattr(cfg, "n_experts", None):
         return 0
     m, k = min(tokens, FUSED_MOE_CHUNK), cfg.experts_per_token
@@ -434,7 +426,7 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     """
     if release not in DSV4_RELEASES:
         raise SymllmError(f"release: {release!r}; expected one of {', '.join(DSV4_RELEASES)}")
-    cfg = model_config(config)
+    cfg = resolve(config)
     counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
     for kind, n in cfg.layers:
         counts[kind.mixer] = counts.get(kind.mixer, 0) + n
@@ -557,7 +549,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
-    cfg = model_config(config)
+    cfg = resolve(config)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
     if compressed and not str(work.kv_format or work.kv_dtype).startswith("fp8"):
         # (vLLM 0.20 asserts fp8; 0.33's bf16 rows for FlashInfer are not modelled)

@@ -188,8 +188,8 @@ def _models(models) -> list:
 
 def _name(config) -> str:
     """The name a model is drawn under: a preset's, or the name its config file resolves to."""
-    from symllm.arch import resolved
-    return resolved.resolve(config).name
+    from symllm.arch.catalogue import resolve
+    return resolve(config).name
 
 
 def context(models, *, contexts=CONTEXTS, gpu=None, **workload):

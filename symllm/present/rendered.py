@@ -65,7 +65,7 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
         if isinstance(model, ModelConfig):
             config = model if vocab_size is None else model.replace(vocab_size=vocab_size)
         elif isinstance(model, (str, Path)):
-            config = load(model, vocab_size=vocab_size)  # what symllm.arch.resolved.resolve does with a name or a path
+            config = load(model, vocab_size=vocab_size)  # what symllm.arch.catalogue.resolve does with a name or a path
         else:
             return None
         work = Workload.of(**workload)

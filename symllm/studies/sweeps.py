@@ -49,7 +49,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from symllm.arch.algebra import substitute
-from symllm.arch import resolved
+from symllm.arch import catalogue, resolved
 from symllm.costs import checks
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
@@ -93,7 +93,7 @@ class Sweep:
     def __init__(self, base, grid: dict | None = None, *, table: dict | list | None = None,
                  quantities=("params",), workload: Workload | dict | None = None, where=None,
                  attention: str | None = None, options: dict | None = None, chunk_size: int = CHUNK):
-        self.base = base_cfg = resolved.resolve(base)
+        self.base = base_cfg = catalogue.resolve(base)
         if grid is not None and table is not None:
             raise SymllmError("sweep: give a grid or a table, not both")
         positive_int("chunk_size", chunk_size)
