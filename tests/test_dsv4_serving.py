@@ -1,4 +1,4 @@
-"""DeepSeek-V4's serving capacity as vLLM lays out its caches (symllm.costs.serving.deepseek_v4_blocks).
+"""DeepSeek-V4's serving capacity as vLLM lays out its caches (symllm.costs.dsv4_cache.deepseek_v4_blocks).
 
 Expected numbers are hand arithmetic written out here from released vLLM 0.20.0's own code, read by hand in the
 PyPI wheel vllm-0.20.0 (``vllm/_version.py``: commit b8160878f; docs/serving.md, "DeepSeek-V4"):
@@ -56,7 +56,7 @@ from fractions import Fraction
 
 import pytest
 
-from symllm.costs import serving
+from symllm.costs import dsv4_cache, serving
 from symllm.errors import SymllmError
 
 from .test_dsv4 import FLASH_BASE
@@ -76,10 +76,10 @@ def test_the_pages_by_hand():
     8 × (2 · 1 · 512) × 4 = 32,768 -> 57 × 576 = 32,832 (at most the full group's largest page, 37,440, to which
     vLLM pads it); the indexer compressor's 4 × (2 · 2 · 128) × 4 = 8,192 -> 8,640. A layer tuple is the full
     group's distinct pages: 37,440 + 8,640 + 1,728 = 47,808 bytes."""
-    pad = serving._pad
+    pad = dsv4_cache._pad
     assert (pad(64 * 584), pad(256 // 4 * 584), pad(256 // 128 * 584), pad(64 * 132)) == (37440, 37440, 1728, 8640)
     assert (pad(4 * 2 * 2 * 512 * 4), pad(8 * 2 * 1 * 512 * 4), pad(4 * 2 * 2 * 128 * 4)) == (32832, 32832, 8640)
-    assert serving.deepseek_v4_blocks(SMALL, 0, 1, 1, "0.20")["layer_tuple_bytes"] == 37440 + 8640 + 1728 == 47808
+    assert dsv4_cache.deepseek_v4_blocks(SMALL, 0, 1, 1, "0.20")["layer_tuple_bytes"] == 37440 + 8640 + 1728 == 47808
 
 
 def test_small_config_by_hand_020():
@@ -97,7 +97,7 @@ def test_small_config_by_hand_020():
     · (32,832 -> 37,440) + 2 · 8,640 = 92,160; the HCA states 37,440. 16 · 93,888 + 35 · 74,880 + 35 · 37,440 + 515
     · 92,160 + 273 · 37,440 = 1,502,208 + 2,620,800 + 1,310,400 + 47,462,400 + 10,221,120 = 63,116,928; / 93,888 =
     672.25 -> 673: 10,458 / 673 (15.5x, where 11 requests fit)."""
-    r = serving.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048, release="0.20")
+    r = dsv4_cache.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048, release="0.20")
     assert (r["layer_tuples"], r["groups"], r["blocks"], r["kv_tokens"]) == (2, 5, 10458, 8364)
     assert (r["blocks_per_request"], r["requests"], r["max_concurrency"]) == (874, 11, Fraction(10458, 874))
     assert 16 * 93888 + 35 * 74880 + 35 * 37440 + 515 * 92160 + 273 * 37440 == 63116928
@@ -115,7 +115,7 @@ def test_flash_base_widths_by_hand_020():
     8,640 = 967,680, the HCA states 20 · 37,440 = 748,800; 16 · 1,002,240 + 65 · 823,680 + 65 · 786,240 + 1,025 ·
     967,680 + 513 · 748,800 = 1,496,687,040, / 1,002,240 -> 1,494: vLLM logs 81,670 / 1,494 = 54.66x where 81,670 //
     1,684 = 48 requests fit."""
-    r = serving.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 4096, 8192, release="0.20")
+    r = dsv4_cache.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 4096, 8192, release="0.20")
     assert 47808 * 22 == 1051776 and 85899345920 // 1051776 == 81670
     assert (r["layer_tuples"], r["groups"], r["blocks"], r["blocks_per_request"]) == (22, 5, 81670, 1684)
     assert r["kv_tokens"] == 81670 // 5 * 4 and r["requests"] == 81670 // 1684 == 48
@@ -133,7 +133,7 @@ def test_small_config_by_hand_033():
     ⌊10^9 / 93,888⌋ = 10,650 blocks. A request of 4,096 tokens with 2,048 batched, 4,096 in flight: 16 + 2 ·
     (⌈min(127 + 4,096, 4,096) / 64⌉ + 1 = 65) + (⌈4,096 / 4⌉ + 1 = 1,025) + (⌈4,096 / 8⌉ + 1 = 513) = 1,684 blocks;
     vLLM logs 10,650 / 1,684 = 6.32x and ⌊10,650 · 4,096 / 1,684⌋ = 25,904 tokens."""
-    r = serving.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048)
+    r = dsv4_cache.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048)
     assert 2 * 37440 + 2 * 8640 + 1728 == 93888 > max(2 * 37440, 2 * 32832 + 2 * 8640, 32832)
     assert 10 ** 9 // 93888 == 10650
     assert (r["block_bytes"], r["repeats"], r["groups"], r["blocks"]) == (93888, 2, 5, 10650)
@@ -152,14 +152,14 @@ def test_flash_base_widths_by_hand_033():
     131,072 with 8,192 batched, two steps (16,384 tokens) are in flight where 0.20 held one: 512 + 2 · (⌈16,511 /
     64⌉ + 1 = 259) + (⌈16,391 / 4⌉ + 1 = 4,099) + (⌈16,511 / 8⌉ + 1 = 2,065) = 7,194 blocks (0.20: 512 + 2 ·
     (⌈8,319 / 64⌉ + 1 = 131) + (⌈8,199 / 4⌉ + 1 = 2,051) + (⌈8,319 / 8⌉ + 1 = 1,041) = 3,866)."""
-    r = serving.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 4096, 8192)
+    r = dsv4_cache.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 4096, 8192)
     assert 21 * 37440 + 21 * 8640 + 20 * 1728 == 1002240 and 85899345920 // 1002240 == 85707
     assert (r["block_bytes"], r["repeats"], r["groups"], r["blocks"]) == (1002240, 22, 5, 85707)
     assert r["blocks_per_request"] == 16 + 2 * 65 + 1025 + 513 == 1684 and r["requests"] == 85707 // 1684
     assert r["kv_tokens"] == 85707 * 4096 // 1684
     assert 512 + 2 * 259 + 4099 + 2065 == 7194 and 512 + 2 * 131 + 2051 + 1041 == 3866
-    assert serving.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 131072, 8192)["blocks_per_request"] == 7194
-    assert serving.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 131072, 8192, "0.20")["blocks_per_request"] == 3866
+    assert dsv4_cache.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 131072, 8192)["blocks_per_request"] == 7194
+    assert dsv4_cache.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 131072, 8192, "0.20")["blocks_per_request"] == 3866
 
 
 def test_capacity_needs_an_fp8_cache_and_its_blocks_fill_what_is_left(cli, tmp_path):
@@ -186,12 +186,12 @@ def test_capacity_needs_an_fp8_cache_and_its_blocks_fill_what_is_left(cli, tmp_p
 def test_what_vllm_does_not_serve_is_refused(change, line):
     """Widths vLLM's DeepSeek-V4 kernels do not take, and a layout its allocator asserts against, in one line."""
     with pytest.raises(SymllmError) as e:
-        serving.deepseek_v4_blocks({**SMALL, **change}, 10 ** 9, 4096, 2048)
+        dsv4_cache.deepseek_v4_blocks({**SMALL, **change}, 10 ** 9, 4096, 2048)
     assert str(e.value) == line
 
 
 def test_an_unknown_release_is_refused():
     """The releases whose layouts are read are 0.33 and 0.20; any other is refused in one line naming it."""
     with pytest.raises(SymllmError) as e:
-        serving.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048, release="0.25")
+        dsv4_cache.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048, release="0.25")
     assert str(e.value) == "release: '0.25'; expected one of 0.33, 0.20"

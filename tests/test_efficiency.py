@@ -445,8 +445,8 @@ def test_causal_tiles_by_hand():
     ceil(228/64) = 4 tiles. Head width 64: 128 x 128 tiles; 200 tokens are query blocks of 1 and 2 tiles (padded)."""
     assert tiles.causal_tiles(8192) == 4160 * 128 * 64 == 8192 ** 2 // 2 + 64 * 8192
     assert tiles.causal_tiles(128, 100) == 4 * 128 * 64
-    assert tiles.causal_tiles(200, 0, efficiency.tile(64)) == 3 * 128 * 128
-    assert tiles.causal_tiles(100, 0, efficiency.tile(256)) == 2 * 128 * 64  # wider heads: d128's tiles; ceil(128/64) blocks
+    assert tiles.causal_tiles(200, 0, tiles.tile(64)) == 3 * 128 * 128
+    assert tiles.causal_tiles(100, 0, tiles.tile(256)) == 2 * 128 * 64  # wider heads: d128's tiles; ceil(128/64) blocks
 
 
 def test_causal_tiles_by_hand_when_block_m_is_not_a_multiple_of_block_n():
@@ -521,7 +521,7 @@ def test_a_sliding_window_prefill_by_hand(monkeypatch):
     assert kept == 125831168
     per_pair = 4 * 32 * 32 * 128
     ratio_band, ratio_full = Fraction(15840 * 8192, kept), Fraction(65792 * 8192, 32768 * 32769 // 2)
-    rate = efficiency.attention_prefill(32768, 128, tiles=True) * 989_400_000_000_000
+    rate = tiles.attention_prefill(32768, 128, tiles=True) * 989_400_000_000_000
     new = _time("mistral-7b-v0.1", gpu="h200", seq=32768, attention="causal")["expected"]["prefill_compute_s"]
     monkeypatch.setattr(tiles, "core_on_tiles", lambda parts, s, tile: Fraction(tiles.causal_tiles(s, 0, tile),
                                                                                parts["core_pairs"]))
@@ -532,8 +532,8 @@ def test_a_sliding_window_prefill_by_hand(monkeypatch):
 def test_prefill_attention_keeps_the_measured_points():
     """At a measured length (8,192) the attention table read on the tiles gives the measured time: 0.588 of the
     peak on the s(s+1)/2 pairs is 0.588 x 34,078,720 / 33,558,528 on the tiles' pairs."""
-    assert efficiency.attention_prefill(8192, tiles=True) == pytest.approx(0.588 * 34078720 / 33558528, rel=1e-12)
-    assert efficiency.attention_prefill(2048, 64, tiles=True) == pytest.approx(0.196 * (2048 ** 2 // 2 + 64 * 2048)
+    assert tiles.attention_prefill(8192, tiles=True) == pytest.approx(0.588 * 34078720 / 33558528, rel=1e-12)
+    assert tiles.attention_prefill(2048, 64, tiles=True) == pytest.approx(0.196 * (2048 ** 2 // 2 + 64 * 2048)
                                                                  / (2048 * 2049 // 2), rel=1e-12)
 
 

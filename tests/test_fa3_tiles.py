@@ -22,12 +22,12 @@ from symllm.costs.tiles import causal_tiles
     (256, "fp8", (128, 128)),
 ])
 def test_fa3_tiles_as_tile_size_h_sets_them(head_dim, dtype, expected):
-    assert efficiency.tile(head_dim, "fa3", dtype) == expected
+    assert tiles.tile(head_dim, "fa3", dtype) == expected
 
 
 def test_fa2_tiles_unchanged():
     """FlashAttention-2's (flash_fwd_launch_template.h): 128 x 128 at head width 64, 128 x 64 at 128."""
-    assert efficiency.tile(64) == (128, 128) and efficiency.tile(128) == (128, 64)
+    assert tiles.tile(64) == (128, 128) and tiles.tile(128) == (128, 64)
 
 
 @pytest.mark.parametrize("engine,gpu,kernel", [
@@ -52,7 +52,7 @@ def test_a_vllm_prefill_on_hopper_runs_fa3s_tiles():
     def compute(engine, gpu):
         return symllm.workload("llama3.2-1b", gpu=gpu, engine=engine, seq=1024, dtype="bf16")[
             "time"]["expected"]["prefill_compute_s"]
-    eta = efficiency.attention_prefill(1024, 64, tiles=True)
+    eta = tiles.attention_prefill(1024, 64, tiles=True)
     extra = Fraction(196_608 * 4 * 32 * 64 * 16) / (eta * Fraction("989.4e12"))
     assert compute("vllm", "h100-sxm") - compute("tgi", "h100-sxm") == pytest.approx(float(extra), rel=1e-6)
     assert compute("vllm", "a100-80gb") == pytest.approx(compute("tgi", "a100-80gb"), rel=1e-12)

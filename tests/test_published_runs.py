@@ -278,7 +278,7 @@ def test_small_m_gemms_do_not_close_the_trtllm_70b_row(monkeypatch):
     kernel = {m: (a + b) / 2 / 1978.9 for m, (a, b) in medians.items()}
     assert [round(kernel[m], 3) for m in (64, 128, 4096)] == [0.146, 0.264, 0.526]
 
-    def at(m):  # log2-linear between the published points, as efficiency._interpolate
+    def at(m):  # log2-linear between the published points, as figures.interpolate
         (m0, y0), (m1, y1) = [(a, kernel[a]) for a in (128, 4096)] if m > 128 else [(64, kernel[64]), (128, kernel[128])]
         return y0 + (y1 - y0) * (math.log2(m) - math.log2(m0)) / (math.log2(m1) - math.log2(m0))
     ids = [r["id"] for r in ROWS if r["engine"] in ("trtllm", "nim")]

@@ -8,10 +8,11 @@ Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default
 KV-cache formats as exact bytes; :mod:`~symllm.costs.ggml`: llama.cpp's GGML types and file types),
 :mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree; :mod:`~symllm.costs.headers` reads
 them),
-:mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency), :mod:`~symllm.costs.hardware`
+:mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency; :mod:`~symllm.costs.dsv4_cache`:
+DeepSeek-V4's compressed caches as vLLM lays them out), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name), :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
 data file and engines by name; :mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
-:mod:`~symllm.costs.tiles`: causal attention's kernel tiles),
+:mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.power`: board power limits),
 :mod:`~symllm.costs.traffic` (serving under load: TTFT, ITL, throughput at a concurrency or request rate),
 :mod:`~symllm.costs.scaling` (over :mod:`~symllm.costs.approximation`, smooth forms and FLOP conventions, and
 :mod:`~symllm.costs.optimal`, compute-optimal and inverse sizing), :mod:`~symllm.costs.checks` (whether a
@@ -24,5 +25,5 @@ replicated over tensor-parallel ranks).
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "collectives", "tiles", "traffic",
+    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "collectives", "tiles", "traffic", "power", "dsv4_cache",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

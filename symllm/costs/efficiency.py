@@ -70,16 +70,17 @@ included) over the same denominator.
 """
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.arch.layers import OP_RECOMPUTED
-from symllm.costs.figures import data, engine, fraction as _x
+from symllm.costs.figures import data, engine, fraction as _x, interpolate
+from symllm.costs import tiles as _tiles
+from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.costs.power import power_fraction
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm", "attention_prefill", "tile",
+__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm",
            "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
            "moe_training_s", "fp8_quantize_s", "expected",
            "seconds"]
@@ -94,17 +95,6 @@ def __getattr__(name):  # ENGINES: read on first use
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _interpolate(table, x) -> Fraction:
-    """Linear in log2(x) between the table's points; flat beyond its ends."""
-    points = [(int(a), _x(b)) for a, b in table]
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x <= x1:
-            f = Fraction(math.log2(x) - math.log2(x0)) / Fraction(math.log2(x1) - math.log2(x0))
-            return y0 + (y1 - y0) * f
-    return points[-1][1]
-
 
 def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8's table for
@@ -117,7 +107,7 @@ def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     0.7693
     """
     table = "fp8" if dtype in ("fp8", "int8") else "bf16"
-    return min(Fraction(1), _interpolate(data()["gemm"][table], max(1, m)) * card_scale(table, card))
+    return min(Fraction(1), interpolate(data()["gemm"][table], max(1, m)) * card_scale(table, card))
 
 
 def card_scale(table: str, card: str | None) -> Fraction:
@@ -157,37 +147,6 @@ def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
         return max(Fraction(1), (1 + Fraction(ridge) / max(1, k)) / (1 + Fraction(ridge) / k_ref))
     return base * len(ks) / sum(loss(k) for k in ks)
 
-
-def attention_prefill(s, head_dim: int = 128, tiles: bool = False) -> Fraction:
-    """``η_attn``: the fraction of the bf16 dense peak the causal attention core of a prefill of ``s``
-    tokens reaches (the measured head width nearest ``head_dim``), on its unmasked pairs; ``tiles``: on the
-    pairs of the kernel's tiles (:func:`symllm.costs.tiles.on_tiles`, ``attention_tiles``' blocks).
-
-    >>> float(attention_prefill(8192)), float(attention_prefill(8192, 64)), round(float(attention_prefill(8192, tiles=True)), 4)
-    (0.588, 0.392, 0.5971)
-    """
-    from symllm.costs.tiles import on_tiles
-    t = data()["attention_prefill"]
-    width = 64 if head_dim <= 96 else 128
-    table = t[f"d{width}"]
-    return _interpolate(on_tiles(table, tile(width)) if tiles else table, max(1, s))
-
-
-def tile(head_dim: int, kernel: str = "fa2", dtype: str = "bf16") -> tuple[int, int]:
-    """A causal forward's tile (block_m, block_n) at ``head_dim``: FlashAttention-2's (``attention_tiles``), or
-    FlashAttention-3's on Hopper (``kernel="fa3"``: ``attention_tiles.fa3_sm90``, by head width bucket and
-    ``dtype``, bf16 or fp8).
-
-    >>> tile(128), tile(64)
-    ((128, 64), (128, 128))
-    >>> tile(64, "fa3"), tile(128, "fa3"), tile(128, "fa3", "fp8"), tile(256, "fa3")
-    ((192, 128), (128, 128), (128, 224), (128, 80))
-    """
-    t = data()["attention_tiles"]
-    if kernel == "fa3":
-        table = t["fa3_sm90"]["fp8" if dtype == "fp8" else "bf16"]
-        return tuple(table[next(str(w) for w in (64, 96, 128, 192, 256) if head_dim <= w or w == 256)])
-    return tuple(t["d64" if head_dim <= 64 else "d128"])
 
 
 def stream(weight_dtype: str = "bf16", kind: str | None = None, dequant: dict | None = None) -> Fraction:
@@ -494,11 +453,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # measured efficiency read on those pairs
     # (without attention_tiles in efficiency.json: the unmasked pairs at the table as measured)
     # (sliding and chunked layers: their band's tiles, symllm.costs.tiles.core_on_tiles)
-    from symllm.costs.tiles import attention_kernel, core_on_tiles
     tiled, heads = "attention_tiles" in data(), parts["head_dim"]
-    tiles = core_on_tiles(parts, work.seq, tile(heads, attention_kernel(serve, named))) if core and tiled else 0
+    tiles = _tiles.core_on_tiles(parts, work.seq, tile(heads, attention_kernel(serve, named))) if core and tiled else 0
     # a training step's core on FlashAttention-2's tiles (the inference engine's kernel is not the trainer's)
-    train_tiles = core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
+    train_tiles = _tiles.core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
     attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * capped * peak) if tiled else
                parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * capped * peak)) if core else 0)
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes

@@ -8,13 +8,14 @@ Fraction(721, 1000)
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
 from symllm.validate import choice
 
-__all__ = ["data", "engine", "fraction"]
+__all__ = ["data", "engine", "fraction", "interpolate"]
 
 
 @lru_cache(maxsize=1)
@@ -53,3 +54,19 @@ def engine(name: str | None, kind: str = "inference") -> dict:
     if key not in table or key == "about":
         choice("engine", name, [k for k in table if k != "about"], see="docs/efficiency.md")
     return {"name": key, **table[key]}
+
+
+def interpolate(table, x) -> Fraction:
+    """A table of ``[x, value]`` points read at ``x``: linear in log2(x) between its points, flat beyond its ends.
+
+    >>> interpolate([[1024, "0.5"], [4096, "0.7"]], 2048), interpolate([[1024, "0.5"], [4096, "0.7"]], 10)
+    (Fraction(3, 5), Fraction(1, 2))
+    """
+    points = [(int(a), fraction(b)) for a, b in table]
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            f = Fraction(math.log2(x) - math.log2(x0)) / Fraction(math.log2(x1) - math.log2(x0))
+            return y0 + (y1 - y0) * f
+    return points[-1][1]

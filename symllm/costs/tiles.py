@@ -17,8 +17,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from symllm.arch.layers import window_pairs
+from symllm.costs.figures import data, interpolate
 
-__all__ = ["attention_kernel", "causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
+__all__ = ["attention_kernel", "attention_prefill", "tile", "causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
 
 
 def causal_tiles(s: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
@@ -139,6 +140,36 @@ def attention_kernel(serve: dict, named: str | None) -> str:
     >>> attention_kernel(engine("trtllm"), "h100-sxm"), attention_kernel(engine("sglang"), "h200")
     ('fa2', 'fa3')
     """
-    from symllm.costs.figures import data
     hopper = named in data()["attention_tiles"]["fa3_sm90"]["cards"]
     return "fa3" if serve.get("attention_kernel") == "fa3" and hopper else "fa2"
+
+
+def attention_prefill(s, head_dim: int = 128, tiles: bool = False) -> Fraction:
+    """``η_attn``: the fraction of the bf16 dense peak the causal attention core of a prefill of ``s``
+    tokens reaches (the measured head width nearest ``head_dim``), on its unmasked pairs; ``tiles``: on the
+    pairs of the kernel's tiles (:func:`on_tiles`, ``attention_tiles``' blocks).
+
+    >>> float(attention_prefill(8192)), float(attention_prefill(8192, 64)), round(float(attention_prefill(8192, tiles=True)), 4)
+    (0.588, 0.392, 0.5971)
+    """
+    t = data()["attention_prefill"]
+    width = 64 if head_dim <= 96 else 128
+    table = t[f"d{width}"]
+    return interpolate(on_tiles(table, tile(width)) if tiles else table, max(1, s))
+
+
+def tile(head_dim: int, kernel: str = "fa2", dtype: str = "bf16") -> tuple[int, int]:
+    """A causal forward's tile (block_m, block_n) at ``head_dim``: FlashAttention-2's (``attention_tiles``), or
+    FlashAttention-3's on Hopper (``kernel="fa3"``: ``attention_tiles.fa3_sm90``, by head width bucket and
+    ``dtype``, bf16 or fp8).
+
+    >>> tile(128), tile(64)
+    ((128, 64), (128, 128))
+    >>> tile(64, "fa3"), tile(128, "fa3"), tile(128, "fa3", "fp8"), tile(256, "fa3")
+    ((192, 128), (128, 128), (128, 224), (128, 80))
+    """
+    t = data()["attention_tiles"]
+    if kernel == "fa3":
+        table = t["fa3_sm90"]["fp8" if dtype == "fp8" else "bf16"]
+        return tuple(table[next(str(w) for w in (64, 96, 128, 192, 256) if head_dim <= w or w == 256)])
+    return tuple(t["d64" if head_dim <= 64 else "d128"])

@@ -1,0 +1,171 @@
+"""DeepSeek-V4's serving cache as vLLM lays it out (:func:`deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4"):
+its window keys, compressed entries, indexer keys and compressor states in FlashMLA-aligned pages, grouped into
+blocks as released vLLM's allocator groups them. :func:`symllm.costs.serving.capacity` reads it for a DeepSeek-V4
+model; numbers only, no SymPy.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from symllm.arch.catalogue import resolve
+from symllm.errors import SymllmError
+
+__all__ = ["DSV4_RELEASES", "deepseek_v4_blocks", "INDEXER_QUANT_BLOCK"]
+
+#: vLLM's indexer cache: FP8 keys with one fp32 scale per this many elements (``Indexer.quant_block_size``, 128,
+#: vllm/model_executor/models/deepseek_v2.py; 4 bytes a scale)
+INDEXER_QUANT_BLOCK = 128
+
+
+#: vLLM's DeepSeek-V4 cache layout (vLLM 0.20.0; docs/serving.md, "DeepSeek-V4"): an fp8_ds_mla entry's bytes (448
+#: FP8 NoPE values, 64 bf16 RoPE values, 7 UE8M0 scales and a pad byte), FlashMLA's page alignment, the compressed
+#: attention's block (tokens) and the window cache's block
+DSV4_ENTRY_BYTES, DSV4_ALIGNMENT, DSV4_BLOCK, DSV4_SWA_BLOCK = 584, 576, 256, 64
+#: the compressors' state blocks (CompressorStateCache: 4 tokens for ratio 4, 8 for ratio 128), by ratio
+DSV4_STATE_BLOCK = {4: 4, 128: 8}
+
+
+def _pad(size: int) -> int:
+    """A page rounded up to FlashMLA's alignment (``_apply_alignment_padding``)."""
+    return -(-size // DSV4_ALIGNMENT) * DSV4_ALIGNMENT
+
+
+def _approximate_gcd(values: list[int], lower_bound: int) -> int:
+    """vLLM's ``_approximate_gcd``: the number of layer tuples, from ``lower_bound`` to the largest value, that pads
+    the groups' tuple counts least (ties: the larger)."""
+    best, best_pad = lower_bound, None
+    for d in range(lower_bound, max(values) + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad is None or pad < best_pad or (pad == best_pad and d > best):
+            best, best_pad = d, pad
+    return best
+
+
+#: the vLLM releases whose DeepSeek-V4 layouts :func:`deepseek_v4_blocks` follows (docs/serving.md, "DeepSeek-V4"),
+#: the newest first (the default)
+DSV4_RELEASES = ("0.33", "0.20")
+
+
+def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int,
+                       release: str = "0.33") -> dict:
+    """vLLM's blocks for DeepSeek-V4 as released vLLM lays them out (``release``: "0.33", vLLM 0.33.0's, the
+    default, or "0.20", vLLM 0.20.0's; docs/serving.md, "DeepSeek-V4"): the full group (each CSA layer's compressed
+    entries and indexer keys, each HCA layer's entries, 256 tokens a block) and the window groups (every layer's
+    window keys, the CSA compressors' and the HCA compressors' states).
+
+    0.20.0 (``kv_cache_utils``: ``_get_kv_cache_groups_uniform_groups``, ``_get_kv_cache_config_deepseek_v4``)
+    splits the window groups into groups of at most ``layer_tuples`` layers, pads every window page to the nearest
+    full-group page, and makes a block ``layer_tuples`` tuples of the full group's distinct pages
+    (``layer_tuple_bytes``); vLLM logs ``kv_tokens`` = blocks // groups · the smallest block, and
+    ``logged_concurrency`` (``get_max_concurrency_for_kv_cache_config``) = blocks over ⌈Σ each group's pages · its
+    layers' padded page bytes / the full group's page bytes⌉. A window's request holds its window and one
+    ``max_num_batched_tokens`` step.
+
+    0.33.0 (``kv_cache_planning``: ``_get_packed_kv_cache_groups``, ``get_kv_cache_config_from_groups``) splits a
+    bucket only where each of its page sizes holds as many layers, in groups of ``repeats`` pattern repeats, pads no
+    page, and makes a block the largest group's bytes (``block_bytes``); vLLM logs ``logged_concurrency`` = blocks /
+    ``blocks_per_request`` and ``kv_tokens`` = ⌊that · ``context``⌋ (``update_kv_cache_capacity``). A window's
+    request holds its window and two steps in flight (async scheduling, on by default: ``max_in_flight_tokens``).
+
+    Either way ``blocks`` = KV bytes // ``block_bytes``, one request of ``context`` tokens takes
+    ``blocks_per_request`` (each group's ``max_memory_usage`` in pages, ``_max_memory_usage_bytes_from_groups``),
+    ``requests`` whole ones fit, ``max_concurrency`` is their ratio.
+
+    >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
+    ...        "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 512, "q_lora_rank": 8,
+    ...        "qk_rope_head_dim": 64, "num_experts_per_tok": 2, "n_routed_experts": 4, "hc_mult": 2,
+    ...        "sliding_window": 128, "o_groups": 2, "o_lora_rank": 6, "index_n_heads": 2, "index_head_dim": 128,
+    ...        "index_topk": 2, "compress_ratios": [4, 128, 4]}
+    >>> r = deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048, release="0.20")
+    >>> r["layer_tuple_bytes"], r["layer_tuples"], r["groups"], r["blocks"]
+    (47808, 2, 5, 10458)
+    >>> r = deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048)
+    >>> r["block_bytes"], r["groups"], r["blocks"]
+    (93888, 5, 10650)
+    """
+    if release not in DSV4_RELEASES:
+        raise SymllmError(f"release: {release!r}; expected one of {', '.join(DSV4_RELEASES)}")
+    cfg = resolve(config)
+    counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
+    for kind, n in cfg.layers:
+        counts[kind.mixer] = counts.get(kind.mixer, 0) + n
+    csa, hca, every = counts["compressed_sparse"], counts["heavily_compressed"], sum(counts.values())
+    if every != cfg.n_layers:
+        raise SymllmError("serve: vLLM's DeepSeek-V4 serves DeepSeek-V4's attention in every layer")
+    for field, value, want in (("head_dim", cfg.head_dim, 512), ("qk_rope_head_dim", cfg.rope_dim, 64),
+                               ("index_head_dim", cfg.index_head_dim if csa else 128, 128),
+                               ("compress_ratios", cfg.compress_csa if csa else 4, 4),
+                               ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
+        if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
+            raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
+    if not csa:  # 0.20 asserts its window pages fit a full group's page (none without a CSA layer's); 0.33 then
+        # sizes its window groups as state buckets (not modelled)
+        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention "
+                          "layer only")
+    window = cfg.sliding_window
+    entry_csa, entry_hca = _pad(DSV4_BLOCK // 4 * DSV4_ENTRY_BYTES), _pad(DSV4_BLOCK // 128 * DSV4_ENTRY_BYTES)
+    index = _pad(DSV4_BLOCK // 4 * (128 + 128 // INDEXER_QUANT_BLOCK * 4))  # DeepseekV4IndexerCache, uint8
+    full = {entry_csa: csa, index: csa, **({entry_hca: hca} if hca else {})}  # page -> layers (distinct pages)
+    # the window groups, keyed as vLLM keys them (block size, window): their layers' pages before padding and the
+    # blocks one request takes (SlidingWindowSpec.max_memory_usage_bytes) (fp32 states: 2 · coff · head_dim a
+    # token, coff 2 with CSA's overlap)
+    state = lambda ratio, coff, width: _pad(DSV4_STATE_BLOCK[ratio] * 2 * coff * width * 4)  # noqa: E731
+    windows = [(DSV4_SWA_BLOCK, window, {_pad(DSV4_SWA_BLOCK * DSV4_ENTRY_BYTES): every}),
+               (DSV4_STATE_BLOCK[4], 2 * 4, {state(4, 2, 512): csa, state(4, 2, 128): csa})]
+    if hca:
+        windows.append((DSV4_STATE_BLOCK[128], 128, {state(128, 1, 512): hca}))
+    in_flight = max_num_batched_tokens * (2 if release == "0.33" else 1)  # 0.33: VllmConfig.max_in_flight_tokens
+    held = lambda block, win: -(-min(win - 1 + in_flight, context) // block) + 1  # noqa: E731
+    full_pages = -(-context // DSV4_BLOCK)
+    if release == "0.20":
+        return _dsv4_blocks_020(full, windows, full_pages, held, kv_cache_bytes)
+    # 0.33.0: buckets of uniform specs (the full group, then each window group); a bucket is split only when each
+    # of its page sizes holds as many layers ("balanced"), into groups of `repeats` pattern repeats
+    buckets = [full] + [pages for _, _, pages in windows]
+    balanced = [len(set(b.values())) == 1 for b in buckets]
+    floor = max((max(b.values()) for b, ok in zip(buckets, balanced) if ok and len(b) > 1), default=0)
+    repeats = _approximate_gcd([max(b.values()) for b, ok in zip(buckets, balanced) if ok], lower_bound=floor)
+    group_bytes, per_request = [], 0
+    for b, ok, pages in zip(buckets, balanced, [full_pages] + [held(block, win) for block, win, _ in windows]):
+        split = -(-max(b.values()) // repeats) if ok else 1
+        for i in range(split):  # layers [i::split] of the pattern's repeats: one of each page a repeat
+            group_bytes.append(sum(page * len(range(i, n, split)) for page, n in b.items()))
+            per_request += pages
+    block_bytes = max(group_bytes)
+    blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
+    concurrency = Fraction(blocks, per_request)
+    return {"block_bytes": block_bytes, "repeats": repeats, "groups": len(group_bytes), "blocks": blocks,
+            "blocks_per_request": per_request, "kv_tokens": int(concurrency * context),
+            "requests": blocks // per_request, "max_concurrency": concurrency, "logged_concurrency": concurrency}
+
+
+def _dsv4_blocks_020(full, windows, full_pages, held, kv_cache_bytes) -> dict:
+    """:func:`deepseek_v4_blocks` as vLLM 0.20.0 lays DeepSeek-V4 out (``_get_kv_cache_groups_uniform_groups``,
+    ``_get_kv_cache_config_deepseek_v4``, ``_report_kv_cache_config``, ``get_max_concurrency_for_kv_cache_config``)."""
+    tuples = _approximate_gcd([max(full.values())] + [max(p.values()) for _, _, p in windows],
+                              lower_bound=max(full.values()))
+    groups, sizes, per_request = 1, [max(full.values())], full_pages
+    full_bytes = sum(page * n for page, n in full.items())  # the full group's pages, every layer's
+    weighted = per_request * full_bytes  # each group's max_memory_usage_bytes, summed (the logged concurrency)
+    for block, win, pages in windows:
+        if max(pages) > max(full):
+            raise SymllmError("serve: vLLM's DeepSeek-V4 window pages exceed its full group's (not served)")
+        layers = max(pages.values())  # every page of the group holds as many layers (vLLM asserts it)
+        split = -(-layers // tuples)
+        groups += split
+        pages_held = held(block, win)
+        padded = sum(min(f for f in full if f >= page) for page in pages)  # a layer of each page, padded
+        for i in range(split):
+            sizes.append(len(range(i, layers, split)))
+            weighted += pages_held * sizes[-1] * padded
+        per_request += split * pages_held
+    layer_tuple_bytes = sum(full)
+    layer_tuples = max(sizes)
+    block_bytes = layer_tuple_bytes * layer_tuples
+    blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
+    smallest = min(DSV4_BLOCK, *(block for block, _, _ in windows))
+    return {"layer_tuple_bytes": layer_tuple_bytes, "layer_tuples": layer_tuples, "block_bytes": block_bytes,
+            "groups": groups, "blocks": blocks, "blocks_per_request": per_request,
+            "kv_tokens": blocks // groups * smallest, "requests": blocks // per_request,
+            "max_concurrency": Fraction(blocks, per_request),
+            "logged_concurrency": Fraction(blocks, -(-weighted // full_bytes))}
