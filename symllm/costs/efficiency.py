@@ -72,17 +72,17 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.arch.layers import OP_RECOMPUTED
+from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
+from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
-from symllm.costs import tiles as _tiles
-from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.costs.power import power_fraction
+from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm",
            "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
-           "moe_training_s", "fp8_quantize_s", "expected",
+           "moe_training_s", "moe_host_launch_s", "fp8_quantize_s", "expected",
            "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
@@ -328,7 +328,6 @@ def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0,
             "permute": Fraction(permute), "router": Fraction(router), "sync": sync}
 
 
-
 def moe_host_launch_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool) -> Fraction:
     """Seconds the host takes to launch a training micro-batch's dropless MoE layers, forward and backward,
     one kernel at a time (``moe.launches``: ``per_local_expert`` launches an expert of the ``n_e / ep`` on a
@@ -345,6 +344,7 @@ def moe_host_launch_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool) -> Fract
     each = launches["per_local_expert"] if fp8 else launches["per_local_expert_bf16"]
     return moe_layers * (each * local + launches["fixed"]) * _x(data()["kernel"]["host_s"])
 
+
 def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
                    card: str | None = None, recompute: bool | str = False) -> Fraction:
     """Seconds a training micro-batch of ``rows`` tokens spends quantizing activations and gradients to FP8
@@ -354,9 +354,9 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
     rows; per element two bf16 reads (amax, then scale and cast) and one FP8 byte written, one more for the
     transposed copy Hopper's backward needs (none on the Blackwell cards of ``no_transpose``), at
     :func:`stream`'s fraction of ``bandwidth``. Widths: attention ``q`` (``n_h·d_h``) and ``kv`` (``n_kv·d_h``),
-    a gated MLP's ``d_ff``; each split over ``tp`` ranks; ``recompute``: the forward's quantizations again
-    (True: full recomputation), or (``"op"``: op checkpointing, a dense model's) the inputs of the linears its
-    policy recomputes (:data:`symllm.arch.layers.OP_RECOMPUTED`: wk's ``d``, wo's ``q``, w3's ``d``).
+    a gated MLP's ``d_ff``; each split over ``tp`` ranks; ``recompute`` (a workload's policy): the forward's
+    quantizations again (``"full"`` or True), or (``"op"``: op checkpointing, a dense model's) the inputs of the
+    linears its policy recomputes (:data:`symllm.arch.layers.OP_RECOMPUTED`: wk's ``d``, wo's ``q``, w3's ``d``).
 
     >>> # one layer, 1000 rows, d 1024, q 1024, kv 256, d_ff 4096: forward 1000 (1024 + 1024 + 1024 + 4096),
     >>> # backward 1000 (1536 + 1024 + 8192 + 1024) elements, 6 bytes each at 0.88 TB/s
@@ -370,7 +370,7 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
     dense = layers - moe_layers
     forward = rows * (layers * attn_in + (dense + k * moe_layers) * mlp_in)
     backward = rows * (layers * attn_out + (dense + k * moe_layers) * mlp_out)
-    again = forward if recompute is True else 0
+    again = forward if recompute in (True, "full") else 0
     if recompute == "op":  # each recomputed linear casts its input again (its K: the input of wq, wk, wv is d)
         inputs = {"wq": d, "wk": d, "wv": d, "wo": q, "w1": d, "w3": d, "w2": d_ff}
         again = rows * (layers - moe_layers) * sum(inputs[name] for name in OP_RECOMPUTED)
@@ -536,7 +536,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         cast_s = fp8_quantize_s(rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
                                 q=parts["n_h"] * heads, kv=parts["n_kv"] * heads, bandwidth=bandwidth,
                                 moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=rated,
-                                recompute={"full": True, "op": "op"}.get(work.recompute, False))
+                                recompute=work.recompute)
     # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
     # head (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
     bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - skipped

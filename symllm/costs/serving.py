@@ -128,6 +128,9 @@ SCHEDULER = {
                          "its own from the dataset (trtllm_bench_settings)"},
 }
 
+#: the prefill budget of an engine that declares none
+SERVE_BATCHED_TOKENS = 8192
+
 
 def _scheduler(engine) -> tuple[str, dict]:
     """The engine's name and its :data:`SCHEDULER` entry (empty for an engine that declares none)."""
@@ -203,10 +206,6 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     return tokens["large"] if _large(card, rule["large_card"]) else tokens["small"]
 
 
-#: the prefill budget of an engine that declares none
-SERVE_BATCHED_TOKENS = 8192
-
-
 def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1, seq: int, gen: int,
                           weight_bytes=1, kv_bytes=1, fraction=Fraction(95, 100)) -> dict:
     """The ``max_batch_size`` and ``max_num_tokens`` ``trtllm-bench`` sets for a dataset of ``seq``-token prompts
@@ -222,7 +221,6 @@ def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1,
     >>> trtllm_bench_settings("llama3.3-70b", 70_553_706_496, "h100-sxm", tp=2, seq=1000, gen=1000)
     {'requests': 288, 'max_batch_size': 384, 'max_num_tokens': 2048}
     """
-    from math import ceil as up
     from symllm.costs import accelerators
     cfg, card = resolve(config), accelerators.gpu(gpu)
     gib = Fraction(2 ** 30)
@@ -231,10 +229,10 @@ def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1,
     requests = available * Fraction(str(fraction)) / (per_token * (seq + gen))
     raw_bs = min(requests, 4096) / pp
     raw_token = min(raw_bs * (1 + Fraction(seq, gen)), 32768)
-    batch = (max(64, 32 * up(raw_bs / 32)) if raw_bs < 256 else 128 * up(raw_bs / 128) if raw_bs < 1024
-             else 256 * up(raw_bs / 256))
-    tokens = (max(2048, 256 * up(raw_token / 256)) if raw_token < 4096 else 512 * up(raw_token / 512)
-              if raw_token < 8192 else 1024 * up(raw_token / 1024))
+    batch = (max(64, 32 * ceil(raw_bs / 32)) if raw_bs < 256 else 128 * ceil(raw_bs / 128) if raw_bs < 1024
+             else 256 * ceil(raw_bs / 256))
+    tokens = (max(2048, 256 * ceil(raw_token / 256)) if raw_token < 4096 else 512 * ceil(raw_token / 512)
+              if raw_token < 8192 else 1024 * ceil(raw_token / 1024))
     return {"requests": int(requests), "max_batch_size": batch, "max_num_tokens": tokens}
 
 

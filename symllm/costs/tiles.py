@@ -103,6 +103,7 @@ def core_on_tiles(parts: dict, s: int, tile: tuple[int, int] = (128, 64)) -> Fra
             work += windowed * (count(s, w, 0, tile) / Fraction(kept) - full)
     return work / core
 
+
 def _floor_sum(n: int, m: int, a: int, b: int) -> int:
     """``Σ_{i<n} ⌊(a·i + b)/m⌋`` for ``n, a, b ≥ 0``, ``m ≥ 1``, in O(log) steps (the Euclid-like reduction).
 
@@ -118,6 +119,7 @@ def _floor_sum(n: int, m: int, a: int, b: int) -> int:
             break
         n, b, m, a = top // m, top % m, a, m
     return total
+
 
 def on_tiles(table, tile: tuple[int, int] = (128, 64)) -> list[tuple[int, Fraction]]:
     """A table of ``(s, fraction of the peak on the s(s+1)/2 unmasked pairs)`` read on the pairs of the tiles:

@@ -23,7 +23,6 @@ from functools import lru_cache
 
 from symllm.costs import hardware
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
-from symllm.arch.layers import OP_ORDER, OP_RECOMPUTED  # noqa: F401 (op checkpointing's policy, read here too)
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
