@@ -259,6 +259,22 @@ def test_power_limit_slows_the_gemms_not_the_streams(monkeypatch):
     assert 1.01 < train["training_step_s"] / untrain["training_step_s"] < 1 / c
 
 
+def test_power_limit_slows_llamacpps_cuda_prompt_scores_too(monkeypatch):
+    """llama.cpp's CUDA prompt without FlashAttention (cuda_prompt): its scores' GEMMs are compute like the
+    others, so with the prompt's memory passes set to no bytes (the scores then run at their GEMM rate, the
+    conversions cost nothing) a 2,048-token prompt's GEMMs and attention (prefill_compute_s) on the 500 W H100
+    96GB HBM2e take 1/(5/7)^0.24285 as long as at the card's rated power, as vLLM's do
+    (test_power_limit_slows_the_gemms_not_the_streams)."""
+    prompt = efficiency.data()["engines"]["llama.cpp"]["cuda_prompt"]
+    monkeypatch.setitem(prompt, "scores_bytes", "0")
+    monkeypatch.setitem(prompt, "convert_bytes", "0")
+    opts = dict(gpu="h100-sxm-hbm2e", seq=2048, batch=1, engine="llama.cpp")
+    capped = _time("llama3.1-8b", **opts)["expected"]
+    monkeypatch.setattr(efficiency, "power_fraction", lambda card, limit_w=None: Fraction(1))
+    rated = _time("llama3.1-8b", **opts)["expected"]
+    assert capped["prefill_compute_s"] / rated["prefill_compute_s"] == pytest.approx((7 / 5) ** 0.2428459, rel=1e-5)
+
+
 def test_power_cap_option_runs_a_card_at_a_limit(capsys):
     """--power-cap W (Workload.power_cap) puts a catalogue card with a rated power at that limit: an H100 SXM
     (700 W) at 500 W runs a 4,096-token prompt's GEMMs and attention (prefill_compute_s) 1/(5/7)^0.24285 as long,

@@ -472,7 +472,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
             n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
             kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16)
         act = stream("fp16", kind) * bandwidth
-        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows), rated) * peak),
+        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows), rated) * capped * peak),
                      scores * work.batch * _x(prompt["scores_bytes"]) / act)
         attn_s += converted * work.batch * _x(prompt["convert_bytes"]) / act
     # never below the bound's compute term (its attention convention may count more than causal pairs)
