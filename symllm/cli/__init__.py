@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     stderr for bad input or a failed write (also of stdout: ``> /dev/full``), 130 with ``symllm:
     interrupted`` for Ctrl-C, 143 with ``symllm: terminated`` for SIGTERM (an output file's temporary
     file is removed first; see :func:`symllm.files.write_atomic`); a second signal while that cleanup
-    runs, or while the ``symllm`` process exits, is ignored.
+    runs, and any signal once the ``symllm`` process only has to exit, is ignored.
 
     >>> main(["derive", "--component", "rmsnorm", "--format", "latex", "--seq", "0"])
     2
@@ -134,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", 130) if _Signals.first == signal.SIGINT else _fail("terminated", 143)
     finally:
         sys.unraisablehook = hook
-        if previous is not None and _Signals.first is not None and argv is None and _is_program():
-            for sig in previous:  # exiting because of a signal: another one must not kill the exit
+        if previous is not None and argv is None and _is_program():
+            # only the exit is left: a signal now (a first one after the command finished, or a second one
+            # after the first) has nothing to interrupt and must not kill the exit (status -2, no summary)
+            for sig in previous:
                 signal.signal(sig, signal.SIG_IGN)
         elif previous is not None:
             for sig, handler in previous.items():
