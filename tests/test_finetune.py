@@ -118,6 +118,8 @@ def _one_period(raw: dict) -> tuple[dict, int]:
                                               "num_attention_heads_per_layer") if isinstance(raw.get(key), list)}
     if isinstance(raw.get("hybrid_override_pattern"), str):  # Nemotron-H: one character a layer
         flags["hybrid_override_pattern"] = list(raw["hybrid_override_pattern"])
+    if isinstance(raw.get("compress_ratios"), list):  # DeepSeek-V4: a ratio a layer (and the MTP layer's after them)
+        flags["compress_ratios"] = raw["compress_ratios"][:L]
     steps = [raw.get(k) or 1 for k in ("interleave_moe_layer_step", "decoder_sparse_step", "no_rope_layer_interval",
                                        "full_attention_interval")]
     for p in (p for p in range(1, L + 1) if L % p == 0 and all(p % s == 0 for s in steps)):
@@ -125,7 +127,8 @@ def _one_period(raw: dict) -> tuple[dict, int]:
             cut = {**raw, layers: p}
             cut |= {k: [i for i in raw[k] if i < p] for k in ("moe_layers", "mlp_only_layers") if k in flags}
             cut |= {k: raw[k][:p] for k in ("no_rope_layers", "layer_types", "mlp_layer_types",
-                                            "num_attention_heads_per_layer", "hybrid_override_pattern") if k in flags}
+                                            "num_attention_heads_per_layer", "hybrid_override_pattern",
+                                            "compress_ratios") if k in flags}
             return cut, L // p
     return raw, 1
 

