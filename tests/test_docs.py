@@ -182,3 +182,26 @@ def test_terminal_output_fits_100_columns_and_speaks_in_units(cli):
     out = cli(["count", "llama3.2-1b", "--gpu", "l40s"]).out
     assert "362.05 TFLOP/s dense bf16, 864 GB/s," in " ".join(out.split()) and "BB/s" not in out
     assert max(map(len, out.splitlines())) <= WIDTH
+
+
+def test_readme_family_table_lists_every_family_and_preset():
+    """README's family table (issue 39: "the README's family table lists them") names every ``model_type``
+    symllm registers (a family added without a row fails) and every shipped preset, by name or by a row's
+    pattern (``gemma-2-*``) or range (``llama1-7b ... llama3.3-70b``)."""
+    from symllm.arch.families.hf import registry
+    import symllm
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`" in line.split("|")[1]]
+    kinds = set()
+    for row in rows:  # a row's "(and `_text`)": each of its types' text-model variant too
+        named = {k for k in re.findall(r"`(\w+)`", row.split("|")[1]) if k != "_text"}
+        kinds |= named | ({k + "_text" for k in named} if "(and `_text`)" in row else set())
+    assert set(registry()) - kinds == set()
+    names = [n for row in rows for n in re.findall(r"`([\w.*-]+)`", row.split("|")[4])]
+    ranges = [m.groups() for row in rows for m in re.finditer(r"`([\w.-]+)` \.\.\. `([\w.-]+)`", row.split("|")[4])]
+    llama = [r for r in ranges if r == ("llama1-7b", "llama3.3-70b")]
+    missing = [p for p in symllm.preset_names() if p not in names
+               and not any(re.fullmatch(n.replace(".", r"\.").replace("*", ".*"), p) for n in names if "*" in n)
+               and not (llama and re.fullmatch(r"llama[123](\.[0-9])?-[0-9]+b", p))]
+    assert missing == []
