@@ -262,12 +262,13 @@ def test_power_limit_slows_the_gemms_not_the_streams(monkeypatch):
 def test_power_limit_slows_llamacpps_cuda_prompt_scores_too(monkeypatch):
     """llama.cpp's CUDA prompt without FlashAttention (cuda_prompt): its scores' GEMMs are compute like the
     others, so with the prompt's memory passes set to no bytes (the scores then run at their GEMM rate, the
-    conversions cost nothing) a 2,048-token prompt's GEMMs and attention (prefill_compute_s) on the 500 W H100
+    conversions and the element-wise nodes cost nothing) a 2,048-token prompt's GEMMs and attention (prefill_compute_s) on the 500 W H100
     96GB HBM2e take 1/(5/7)^0.24285 as long as at the card's rated power, as vLLM's do
     (test_power_limit_slows_the_gemms_not_the_streams)."""
     prompt = efficiency.data()["engines"]["llama.cpp"]["cuda_prompt"]
     monkeypatch.setitem(prompt, "scores_bytes", "0")
     monkeypatch.setitem(prompt, "convert_bytes", "0")
+    monkeypatch.setitem(prompt, "f32_passes", "0")
     opts = dict(gpu="h100-sxm-hbm2e", seq=2048, batch=1, engine="llama.cpp")
     capped = _time("llama3.1-8b", **opts)["expected"]
     monkeypatch.setattr(efficiency, "power_fraction", lambda card, limit_w=None: Fraction(1))
@@ -649,11 +650,18 @@ def test_llamacpp_cuda_prompt_passes_by_hand(monkeypatch):
     6 bytes an element (4 + 2 read and written): inputs 3·4,096 (wq, wk, wv) + 4,096 (wo) + 2·4,096 (gate, up)
     + 14,336 (down) = 38,912, outputs 4,096 + 2·1,024 + 4,096 + 2·14,336 + 4,096 = 43,008, a token and layer;
     the scores, 512·512 then 512·1,024 a head (every cached key, masked in the softmax), 24 bytes each. Moving
-    either byte figure moves the prompt by exactly those bytes at 0.88 of 2 TB/s."""
-    converted, scores = ggml.prompt_passes(seq=1024, ubatch=512, layers=32, d=4096, d_ff=14336, n_h=32,
-                                                 q=4096, kv=1024)
+    either byte figure moves the prompt by exactly those bytes at 0.88 of 2 TB/s. Its graph's element-wise nodes
+    in fp32 (llm_build_llama's, a kernel each): two RMS norms and their weights' muls 2·(8 + 8)·4,096, RoPE of Q
+    and K 8·4,096 + 8·1,024, K and V into the fp16 cache 6·1,024 twice, KQ's Q to fp16 and KQV's product to fp32
+    6·4,096 twice, the merged heads' cont 8·4,096, two residual adds 2·12·4,096, SiLU 8·14,336 and its mul
+    12·14,336: 651,264 bytes a token and layer, 21.3 GB, 12.1 ms; f32_passes 0 takes exactly those off."""
+    converted, scores, f32 = ggml.prompt_passes(seq=1024, ubatch=512, layers=32, d=4096, d_ff=14336, n_h=32,
+                                                q=4096, kv=1024)
     assert converted == 1024 * 32 * (38_912 + 43_008)
     assert scores == 32 * 32 * (512 * 512 + 512 * 1024)
+    by_hand = (2 * (8 + 8) * 4096 + 8 * 4096 + 8 * 1024 + 2 * 6 * 1024 + 2 * 6 * 4096 + 8 * 4096 + 2 * 12 * 4096
+               + 8 * 14336 + 12 * 14336)
+    assert by_hand == 651_264 and f32 == 1024 * 32 * by_hand
     prompt = efficiency.engine("llama.cpp")["cuda_prompt"]
     assert (prompt["convert_bytes"], prompt["scores_bytes"]) == ("6", "24")
 
@@ -666,6 +674,10 @@ def test_llamacpp_cuda_prompt_passes_by_hand(monkeypatch):
     monkeypatch.setitem(prompt, "convert_bytes", "6")
     monkeypatch.setitem(prompt, "scores_bytes", "48")
     assert prefill() - base == pytest.approx(32 * 32 * 786_432 * 24 / rate, rel=1e-9)  # 19.3 GB: 11.0 ms
+    monkeypatch.setitem(prompt, "scores_bytes", "24")
+    monkeypatch.setitem(prompt, "f32_passes", "0")
+    assert base - prefill() == pytest.approx(1024 * 32 * 651_264 / rate, rel=1e-9)  # 21.3 GB: 12.1 ms
+    monkeypatch.setitem(prompt, "f32_passes", "1")
     # Apple's GPUs run ggml-metal's kernels (not read): no such passes there
     monkeypatch.setitem(prompt, "scores_bytes", "24")
     apple = _time("llama3-8b", gpu="apple-m2-ultra", engine="llama.cpp", dtype="fp16", seq=1024)["expected"]["prefill_s"]

@@ -467,7 +467,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     prompt = serve.get("cuda_prompt")
     if prompt and core and kind != "unified" and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
         from symllm.costs.ggml import prompt_passes
-        converted, scores = prompt_passes(
+        converted, scores, f32_bytes = prompt_passes(
             seq=work.seq, ubatch=serve.get("ubatch") or work.seq, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
             n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
             kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16)
@@ -475,6 +475,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows), rated) * capped * peak),
                      scores * work.batch * _x(prompt["scores_bytes"]) / act)
         attn_s += converted * work.batch * _x(prompt["convert_bytes"]) / act
+        attn_s += f32_bytes * work.batch * _x(prompt.get("f32_passes", "0")) / act  # its element-wise nodes
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]), calls,
