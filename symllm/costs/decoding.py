@@ -38,12 +38,14 @@ def _phase(comp: Component, bucket: str, phase: str, recompute: bool | str) -> s
         return expand_windows(total)
     if bucket != "matmul":
         raise SymllmError("bucket: training FLOPs are counted for the matmul bucket only")
-    # training: the loss reads every position's logits
+    # training: the loss reads every position's logits; a part under torch.no_grad (Rules.no_grad: DeepSeek
+    # Sparse Attention's indexer) runs its forward (again under recomputation) but no backward: 2 passes fewer
     whole = forward.subs({S.t: 0, S.s_o: S.s})
+    gradless = 2 * comp.gradless("flops").subs({S.t: 0, S.s_o: S.s})
     if recompute == "op":  # torchtitan's selective op checkpointing: three passes and the recomputed linears
         from symllm.costs.selective import recomputed_flops
-        return expand_windows(3 * whole + recomputed_flops(comp))
-    return expand_windows((4 if recompute else 3) * whole)
+        return expand_windows(3 * whole - gradless + recomputed_flops(comp))
+    return expand_windows((4 if recompute else 3) * whole - gradless)
 
 
 _i = sp.Dummy("i", integer=True, nonnegative=True)  # summation index over decode steps

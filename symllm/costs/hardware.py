@@ -281,13 +281,16 @@ def _part(comp, name: str, keep):
     """A component holding the parameters, active parameters and matmul FLOPs that the parts of ``comp`` for
     which ``keep(part)`` holds own themselves, repeats included: what the expected time
     (:mod:`symllm.costs.efficiency`) runs at an efficiency of its own, chosen by what the closed forms say,
-    not by names (:func:`_core`, :func:`_routed`)."""
-    from symllm.arch.components import Component
+    not by names (:func:`_core`, :func:`_routed`); its FLOPs under ``torch.no_grad`` in a child that says so."""
+    from symllm.arch.components import Component, Rules
 
-    def grows(c, q) -> sp.Expr:
-        own = (c.flops if q == "flops" else c.own(q)) if keep(c) else sp.S.Zero
-        return c.repeat * (own + sum((grows(x, q) for x in c.children), sp.S.Zero))
-    return Component(name, params=grows(comp, "params"), active=grows(comp, "active"), flops=grows(comp, "flops"))
+    def grows(c, q, gradless=None, under=False) -> sp.Expr:  # gradless: only parts under torch.no_grad, or none
+        under = under or c.rules.no_grad
+        own = (c.flops if q == "flops" else c.own(q)) if keep(c) and gradless in (None, under) else sp.S.Zero
+        return c.repeat * (own + sum((grows(x, q, gradless, under) for x in c.children), sp.S.Zero))
+    frozen = grows(comp, "flops", True)
+    return Component(name, params=grows(comp, "params"), active=grows(comp, "active"), flops=grows(comp, "flops", False),
+                     children=(Component("no_grad", flops=frozen, rules=Rules(no_grad=True)),) if frozen != 0 else ())
 
 
 def _core(comp):

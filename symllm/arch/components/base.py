@@ -20,6 +20,10 @@ from symllm.validate import boolean, choice, with_list
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
 QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved", "state_cache")
 
+#: what a training forward saves for backward: nothing under a part that runs under ``torch.no_grad``
+#: (:attr:`Rules.no_grad`)
+SAVED = ("saved", "eager_saved")
+
 #: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
 ELEMENTWISE = {
     "rmsnorm": 4,   # square, accumulate, scale by 1/rms, multiply by the weight (per-row rsqrt dropped)
@@ -139,8 +143,14 @@ class Rules:
     #: the residual stream's (vLLM's Mamba-2 gated norm whose one group spans the ranks:
     #: :func:`symllm.arch.components.mamba.spanning_norm`); 0: none
     stat_reduces: sp.Expr = sp.S.Zero
+    #: run under ``torch.no_grad`` in training (transformers' ``DeepseekV32Indexer.forward`` and
+    #: ``GlmMoeDsaIndexer.forward`` are ``@torch.no_grad()``: DeepSeek Sparse Attention's indexer): its forward runs
+    #: (again under full recomputation) but nothing under it is saved for backward, its LoRA adapters' intermediates
+    #: included, and its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s training)
+    no_grad: bool = False
 
     def __post_init__(self):
+        boolean("no_grad", self.no_grad)
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS),
                                      ("window", self.window or None, WINDOWS[1:])):
             if value is not None:
@@ -245,8 +255,25 @@ class Component:
         >>> block().total("params")
         3*d*d_ff + 2*d*d_h*n_h + 2*d*d_h*n_kv + 2*d
         """
+        if self.rules.no_grad and quantity in SAVED:  # autograd records nothing under torch.no_grad
+            return sp.S.Zero
         inner = self.own(quantity) + sum((c.total(quantity) for c in self.children), sp.S.Zero)
         return self.repeat * inner
+
+    def gradless(self, quantity: str = "flops") -> sp.Expr:
+        """``quantity`` summed over the parts of this component that run under ``torch.no_grad``
+        (:attr:`Rules.no_grad`), repeats included: what a training step runs forward only (its backward
+        never runs).
+
+        >>> from symllm.arch.components import latent_attention
+        >>> sp.expand(latent_attention(sparse=True).gradless("params"))  # the indexer's
+        d*d_I + d*n_I + d_I*n_I*r_q + 2*d_I
+        >>> latent_attention().gradless()
+        0
+        """
+        if self.rules.no_grad:
+            return self.total(quantity)
+        return self.repeat * sum((c.gradless(quantity) for c in self.children), sp.S.Zero)
 
     def breakdown(self, quantity: str = "params") -> dict[str, sp.Expr]:
         """Leaf path -> that leaf's total over every repeat of it, in model order.
@@ -255,7 +282,7 @@ class Component:
         >>> list(attention().breakdown())
         ['wq', 'wk', 'wv', 'wo', 'rope', 'scores', 'context']
         """
-        if not self.children:
+        if not self.children or (self.rules.no_grad and quantity in SAVED):
             return {self.name: self.total(quantity)}
         out: dict[str, sp.Expr] = {}
         if self.own(quantity) != 0:

@@ -2,6 +2,8 @@
 Sparse Attention's lightning indexer (:func:`indexer`: DeepSeek-V3.2, GLM-5)."""
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, named, Rules, STAT_BYTES
@@ -29,8 +31,9 @@ _DSA = dict(stacks=(), label="DeepSeek Sparse Attention's indexer (DeepSeek-V3.2
 
 #: the indexer's linears' LoRA names, (symllm, HF): PEFT matches ``target_modules`` against the end of every module's
 #: name, so ``wq_b``, ``wk`` and ``weights_proj`` adapt transformers' ``DeepseekV32Indexer`` linears (called so in
-#: deepseek_v32 and glm_moe_dsa) although transformers runs the indexer under ``torch.no_grad`` (their adapters
-#: get no gradient, but PEFT adds them and counts them trainable). ``wq_b`` and ``wk`` are symllm's names of the
+#: deepseek_v32 and glm_moe_dsa) although transformers runs the indexer under ``torch.no_grad`` (PEFT adds their
+#: adapters and counts them trainable, but a backward leaves their gradients None and saves nothing for them:
+#: the indexer's ``Rules.no_grad``). ``wq_b`` and ``wk`` are symllm's names of the
 #: latent attention's ``q_b_proj`` and of GQA's ``k_proj``, which keep them: symllm spells the indexer's
 #: ``index_wq_b`` and ``index_wk`` (``weights_proj`` as DeepSeek-V4's indexer's)
 INDEXER_LORA = {"wq_b": ("index_wq_b", "wq_b"), "wk": ("index_wk", "wk"), "weights_proj": ("weights_proj", "weights_proj")}
@@ -66,14 +69,19 @@ def indexer(*, causal: bool = False) -> Component:
     pair over the ``t + s`` keys it holds (transformers' eager scores, a dense rectangle; ``causal``: the pairs
     the mask keeps); the top ``K_I`` become the attention's keys (:func:`sparse_pairs`). The keys are cached,
     ``d_I`` a token and layer (``DynamicIndexedLayer.indexer_keys``, in the cache's dtype ``β_kv``): the
-    state cache, in bytes, growing with the context. transformers runs it under ``torch.no_grad`` (nothing
-    saved for backward); the top-k selection itself is comparisons, no FLOPs.
+    state cache, in bytes, growing with the context. The top-k selection itself is comparisons, no FLOPs.
+    transformers runs it under ``torch.no_grad`` (``@torch.no_grad()`` on ``DeepseekV32Indexer.forward`` and
+    ``GlmMoeDsaIndexer.forward``, transformers 5.23), declared once on its rules (:attr:`Rules.no_grad`): a
+    training step runs its forward (again under full recomputation) and no backward, and saves nothing for it,
+    its LoRA adapters' intermediates neither (PEFT adds the adapters; they get no gradient).
 
     >>> i = indexer()
     >>> sp.expand(i.total("params"))
     d*d_I + d*n_I + d_I*n_I*r_q + 2*d_I
     >>> i.total("state_cache")
     b*beta_kv*d_I*(s + t)
+    >>> i.rules.no_grad, i.gradless() == i.total("flops")
+    (True, True)
     """
     _switches(causal=causal)
     pairs = _pairs(causal)
@@ -81,7 +89,7 @@ def indexer(*, causal: bool = False) -> Component:
     return Component(
         "indexer",
         state_cache=beta_kv * b * (t + s) * d_I,
-        rules=_dsa_rules("indexer", "none"),
+        rules=dataclasses.replace(_dsa_rules("indexer", "none"), no_grad=True),
         children=(
             linear("index_wq_b", r_q, n_I * d_I, doc="self.wq_b = nn.Linear(self.q_lora_rank, self.n_heads * "
                    "self.head_dim, bias=False)", rules=_dsa_rules("wq_b")),
