@@ -383,7 +383,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
     into), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
-    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``*_handoff``, ``training_flops``,
+    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``*_handoff``, ``training_flops``,
     ``training_model_flops``, ``comm``; a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
     ``beta_a`` for :func:`moe_training_s`), the workload, the peak FLOP/s of the compute dtype, the bandwidth
     and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. The card's figures are
@@ -428,9 +428,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
-    # a step's all-reduces: a layer's two and the logits' gather, and a Mamba-2 gated norm's whose one group spans
-    # the ranks (vLLM's Mixer2RMSNormGated: symllm.arch.components.mamba.spanning_norm)
-    reduces = 2 * layers + 1 + parts.get("spanning_norms", 0)
+    # a step's all-reduces: one per sublayer whose output the ranks sum (symllm.costs.parallel.reduced_sublayers:
+    # a LLaMA layer's two, a Nemotron-H layer's one), the logits' gather, and a Mamba-2 gated norm's whose one
+    # group spans the ranks (vLLM's Mixer2RMSNormGated: symllm.arch.components.mamba.spanning_norm)
+    reduces = parts["reductions"] + 1 + parts.get("spanning_norms", 0)
     calls = reduces if tp_link else 0  # what the host launches of them
 
     rows = work.batch * work.seq

@@ -216,7 +216,8 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
-    (``*_tp``: two per block and the embedding's of the residual stream, ring, and the logits all-gathered; and
+    (``*_tp``: ``reductions``, one per sublayer the ranks sum, :func:`symllm.costs.parallel.reduced_sublayers`,
+    and the embedding's of the residual stream, ring, and the logits all-gathered; and
     vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm whose one group spans the ranks,
     ``spanning_norms`` of them);
     and the activation one pipeline hand-off carries per phase (``*_handoff``). ``phase_flops`` is
@@ -248,6 +249,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms = {"training_flops": algebra.substitute(phase_flops(stage, "training", recompute=recompute), defs)}
         blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
         terms["layers"] = algebra.substitute(blocks, defs)
+        reductions = parallel.reduced_sublayers(stage, experts)  # the residual stream's all-reduces a forward pass
+        terms["reductions"] = algebra.substitute(reductions, defs)
         core, routed = _core(stage), _routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
@@ -269,7 +272,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
-            terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (2 * blocks + 1)
+            terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (reductions + 1)
                                                       + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V
                                                       + per_block_sends * FP32 * rows * spanning, defs)  # a fp32 sum a token
         out.append(terms)
@@ -363,7 +366,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
       search over the closed form;
     * ``prefill_s`` and ``decode_token_s``: each stage's ``max(FLOPs / P, bytes / B_mem)`` with its matmul
       FLOPs and :func:`bytes_moved` (``prefill_bytes``, ``decode_token_bytes``: the busiest stage's, exact),
-      plus its tensor-parallel all-reduces (two per block and the embedding's, of the ``b·s·d`` or ``b·d``
+      plus its tensor-parallel all-reduces (one per sublayer the ranks sum, two a LLaMA block, and the
+      embedding's, of the ``b·s·d`` or ``b·d``
       residual stream, ring: ``2(N_t-1)/N_t`` of it sent; the logits all-gathered) at the tp link's
       bandwidth; one batch goes through the ``N_p`` stages one after another (``N_p`` × the busiest stage),
       handing its activations over ``N_p - 1`` times; ``prefill_bound`` / ``decode_token_bound`` say which
@@ -477,6 +481,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       "training_expert_flops": num(f"{busiest}training_expert_flops"),
                       f"{phase}_tp_bytes": num(f"{busiest}{phase}_tp") if work.tp > 1 else 0,
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
+                      "reductions": int(num(f"{busiest}reductions")),
                       "spanning_norms": int(num(f"{busiest}spanning_norms")) if work.tp > 1 else 0})
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)

@@ -95,7 +95,7 @@ from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
 __all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
-           "expert_params", "comm", "SAVED_COLLECTIVES", "forward_runs"]
+           "expert_params", "comm", "SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
@@ -369,6 +369,47 @@ def ring(full: sp.Expr, n: sp.Expr) -> sp.Expr:
     return zero.share((n - 1) * full, n)
 
 
+def summed(comp: Component, split_experts: bool = True) -> bool:
+    """Whether the output of ``comp`` is a partial sum on each tensor rank, summed across the ranks in forward (an
+    all-reduce; a reduce-scatter under sequence parallelism): a row-split linear's (its input features split), the
+    vocabulary-split embedding's, and the routed experts' when each expert's width is split over the ranks
+    (``split_experts``: ``--expert-tp split``). The one rule the training collectives (:func:`comm`) and the
+    inference all-reduces (:func:`reduced_sublayers`) read.
+
+    >>> from symllm.arch.components import experts, feed_forward
+    >>> [summed(c) for c in feed_forward().children], summed(experts()), summed(experts(), split_experts=False)
+    ([False, True, False], True, False)
+    """
+    split = comp.rules.split
+    return split in ("row", "vocab") or (split == "expert" and split_experts)
+
+
+def reduced_sublayers(stage: Component, experts: str = "split") -> sp.Expr:
+    """The all-reduces of the residual stream one forward pass through the blocks of ``stage`` sends, as the
+    inference engines run them: one per sublayer (a direct child of a block: an attention, a token mixer, a
+    feed-forward, a mixture of experts) whose output a component in it sums across the tensor ranks
+    (:func:`summed`), reduced once at the sublayer's output (vLLM's ``RowParallelLinear`` with ``reduce_results``;
+    a mixture's shared expert ``reduce_results=False``, summed with the routed experts' output in one all-reduce).
+    Two a LLaMA block (the attention's ``wo``, the feed-forward's ``w2``); one a Nemotron-H block (its one mixer,
+    attention or MLP; vllm/model_executor/models/nemotron_h.py); none for a replicated sublayer (DeepSeek-V4's
+    attention, which transformers' plan keeps whole). The blocks are the stage's children that checkpoint an
+    input (each repeated by its count); the embedding's all-reduce and the logits' gather are the caller's.
+
+    >>> from symllm.arch.components import LayerKind, model
+    >>> reduced_sublayers(model())
+    2*L
+    >>> kinds = (LayerKind(mixer="mamba", ffn="none"), LayerKind(mixer="none"), LayerKind(ffn="none"))
+    >>> reduced_sublayers(model(kinds=kinds))
+    L
+    """
+    split_experts = experts == "split"
+
+    def sums(sublayer: Component) -> bool:
+        return any(summed(c, split_experts) for c in sublayer.walk())
+    return sum((block.repeat * sum(1 for c in block.children if sums(c))
+                for block in stage.children if block.checkpoint != 0), sp.S.Zero)
+
+
 def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts: bool = True) -> sp.Expr:
     """The whole bytes one GPU sends in the tensor-parallel collectives of ``stage`` per training step
     (:func:`ring` of each collective's full tensor, an all-reduce counted twice)."""
@@ -397,10 +438,10 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts:
                     total += m * (gather + 1) * M
                 if c.rules.weight == "head":  # vocabulary-parallel loss: max, sum of exponentials, target logit
                     total += m * 3 * 2 * stats
-            elif style in ("row", "vocab"):
+            elif summed(c, split_experts) and style != "expert":
                 # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
                 total += m * (scatter + 1) * M if seq else m * reduce * 2 * M
-            elif style == "expert" and split_experts:
+            elif summed(c, split_experts):
                 # tensor-split experts: a column-wise pair's input (its gradient all-reduced in backward; sp:
                 # all-gathered in forward, reduce-scattered in backward) and a row-wise one's summed output
                 total += m * (gather + scatter + 2) * M if seq else m * (2 + reduce * 2) * M

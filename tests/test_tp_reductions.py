@@ -1,0 +1,119 @@
+"""Tensor-parallel all-reduces counted from the model's structure (symllm.costs.parallel.reduced_sublayers): one per
+sublayer whose output the ranks sum, not two a block whatever the block holds.
+
+Expected numbers come from the engines' model code read by hand and from torch's DTensor, never from symllm:
+
+* vLLM's Nemotron-H (vllm/model_executor/models/nemotron_h.py, vllm-project/vllm commit
+  00b08dc44519a82cbdd9061d92d1226985094622, read 2026-11-29): every layer is one ``*DecoderLayer`` holding one
+  ``mixer`` under one ``RMSNorm`` (``ALL_DECODER_LAYER_TYPES``: ``"M"`` ``NemotronHMambaDecoderLayer``, ``"-"``
+  ``NemotronHMLPDecoderLayer``, ``"*"`` ``NemotronHAttentionDecoderLayer``, ``"E"`` ``NemotronHMoEDecoderLayer``,
+  picked by ``hybrid_override_pattern[layer_idx]``); the MLP's ``down_proj`` and the attention's ``o_proj`` are
+  ``RowParallelLinear`` with ``reduce_results`` left True (one all-reduce of the residual stream each), the
+  Mamba-2 mixer's ``out_proj`` is a ``RowParallelLinear`` too (``MambaMixer2``,
+  vllm/model_executor/layers/mamba/mamba_mixer2.py), and the MoE's shared expert is built with
+  ``reduce_results=False``, summed inside ``FusedMoE`` with the routed experts' output: one all-reduce a layer;
+* vLLM's Gemma 4 (vllm/model_executor/models/gemma4.py, commit 001cabc1be16a59a70d720ed61a13b678c060a18, read
+  2026-11-29): ``Gemma4Attention.o_proj`` and ``Gemma4MLP.down_proj`` are ``RowParallelLinear`` (reduce_results
+  True) and ``Gemma4MoE``'s ``FusedMoE`` has ``reduce_results=True``: a layer with the MoE block beside the dense
+  MLP sends three;
+* torch's DTensor: ``CommDebugMode`` counts the all-reduces a forward pass of the tiny LLaMA reference runs under
+  torch's tensor-parallel plan (tests/test_parallel.py's helpers): one per ``RowwiseParallel`` output (``wo``,
+  ``w2``) and the vocabulary-split embedding's.
+"""
+import pytest
+
+import symllm
+from symllm.arch import symbols as S
+from symllm.arch.config import preset_info
+from symllm.costs import efficiency
+
+from .conftest import requires
+
+
+def _calls(name: str, **work) -> list[tuple[int, int]]:
+    """The ``(calls, bytes)`` of every all-reduce group the expected times ask for (prefill, decode step,
+    training step, in that order) in a workload of ``name`` at ``work``."""
+    seen = []
+    real = efficiency.allreduce_s
+
+    def spy(calls, sent, link, serve=None):
+        seen.append((calls, int(sent)))
+        return real(calls, sent, link, serve)
+    efficiency.allreduce_s = spy
+    try:
+        symllm.workload(name, **work)
+    finally:
+        efficiency.allreduce_s = real
+    return seen
+
+
+def _terms(name: str, tp: int, b: int, s: int) -> dict:
+    """The whole model's (one stage's) tensor-parallel terms of ``name`` at ``tp``, batch ``b``, prompt ``s``, bf16."""
+    from symllm.arch.resolved import spec
+    from symllm.costs import hardware
+    from symllm.costs.phases import flops
+    spc = spec(name)
+    terms = hardware.stage_times(spc.model(), True, phase_flops=flops)["stages"][0]
+    values = {**spc.values(), S.N_t: tp, S.N_p: 1, S.b: b, S.s: s, S.s_o: 1, S.beta_a: 2}
+    return {k: terms[k].subs(values) for k in ("layers", "reductions", "prefill_tp", "decode_tp")}
+
+
+def test_nemotron_h_8b_sends_one_all_reduce_a_layer_by_hand():
+    """nemotron-h-8b at tp 2: its hybrid_override_pattern holds 24 Mamba-2 mixers (M), 24 MLPs (-) and 4
+    attention layers (*), 52 layers of one sublayer each, each reduced once by vLLM (module docstring): 52
+    all-reduces of the residual stream and the embedding's, not the 2·52 + 1 = 105 of two a block. Each sends
+    2·(2-1)/2 of the b·s·d bf16 stream, ring: at b 1, a 128-token prompt, 2·128·4096 = 1,048,576 bytes (a
+    decode step: 2·4096 = 8,192); the logits' all-gather sends half of the 2·131,072 bytes of one position's
+    logits. Its 8 Mamba-2 groups split over the 2 ranks: no gated norm spans them (no extra all-reduce)."""
+    pattern = preset_info("nemotron-h-8b")["config"]["hybrid_override_pattern"]
+    assert (pattern.count("M"), pattern.count("-"), pattern.count("*"), len(pattern)) == (24, 24, 4, 52)
+    layers = 24 + 24 + 4
+    t = _terms("nemotron-h-8b", 2, 1, 128)
+    assert (t["layers"], t["reductions"]) == (52, 52)
+    assert t["prefill_tp"] == (layers + 1) * 2 * 128 * 4096 + 131072 == 55_705_600
+    assert t["decode_tp"] == (layers + 1) * 2 * 4096 + 131072 == 565_248
+    # the expected times' calls: one a layer and the logits' gather (the embedding's all-reduce is in the bytes)
+    prefill, decode, _ = _calls("nemotron-h-8b", tp=2, gpu="h100-sxm", batch=1, seq=128)
+    assert prefill == (layers + 1, 55_705_600) and decode == (layers + 1, 565_248)
+
+
+def test_llama_keeps_two_all_reduces_a_block():
+    """LLaMA-3.1-8B at tp 2 (32 blocks, d 4096, V 128,256): the attention's wo and the feed-forward's w2 each
+    all-reduce, two a block, 2·32 + 1 with the embedding's: 65 of 1,048,576 bytes at b 1, s 128, and half of
+    the 2·128,256 bytes of the logits; 2·32 + 1 calls with the logits' gather."""
+    t = _terms("llama3.1-8b", 2, 1, 128)
+    assert (t["layers"], t["reductions"]) == (32, 64)
+    assert t["prefill_tp"] == 65 * 2 * 128 * 4096 + 128256 == 68_285_696
+    prefill, decode, _ = _calls("llama3.1-8b", tp=2, gpu="h100-sxm", batch=1, seq=128)
+    assert prefill == (65, 68_285_696) and decode[0] == 65
+
+
+def test_gemma4_moe_layer_sends_three():
+    """Gemma 4 26B-A4B: 30 layers, each an attention, a dense MLP and the MoE block beside it, each reduced by
+    vLLM on its own (module docstring): 3 a layer, 90."""
+    assert preset_info("gemma-4-26b-a4b")["config"]["text_config"]["num_hidden_layers"] == 30
+    assert _terms("gemma-4-26b-a4b", 2, 1, 128)["reductions"] == 3 * 30
+
+
+@pytest.mark.parametrize("layers, ranks", [(1, 2), (3, 2), (2, 4)])
+def test_llama_forward_all_reduces_equal_comm_debug_mode(layers, ranks):
+    """A forward pass of the tiny LLaMA reference under torch's plan: CommDebugMode counts one all-reduce per
+    row-wise linear output (wo, w2) and the vocabulary-split embedding's; reduced_sublayers is that count less
+    the embedding's (the head's output stays sharded for the parallel loss: no collective)."""
+    torch = requires("torch")
+    from torch.distributed.tensor.debug import CommDebugMode
+    from symllm.costs.parallel import reduced_sublayers
+    from .test_parallel import _parallel_reference, fake_group
+    cfg = symllm.ModelConfig(vocab_size=4 * ranks, dim=2 * ranks * 2 + 2, n_layers=layers, n_heads=2 * ranks,
+                             n_kv_heads=ranks, head_dim=2, hidden_dim=3 * ranks)
+    with fake_group(ranks) as mesh:
+        model = _parallel_reference(cfg, ranks, mesh, device="cpu")
+        for layer in model.layers:  # each rank attends with its own heads
+            layer.attention.n_heads //= ranks
+            layer.attention.n_kv_heads //= ranks
+        with torch.no_grad(), CommDebugMode() as comm:
+            model(torch.randint(0, cfg.vocab_size, (1, 3)))
+    counted = {k.__name__: v for k, v in comm.get_comm_counts().items()}
+    from symllm.arch.resolved import spec
+    ours = reduced_sublayers(spec(cfg).model()).subs(S.L, layers)
+    assert counted == {"all_reduce": 2 * layers + 1} and ours + 1 == counted["all_reduce"]
