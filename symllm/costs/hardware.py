@@ -216,11 +216,10 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
-    (``*_tp``: ``reductions``, one per sublayer the ranks sum, :func:`symllm.costs.parallel.reduced_sublayers`,
-    and the embedding's of the residual stream, ring, and the logits all-gathered; and
-    vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm whose one group spans the ranks,
-    ``spanning_norms`` of them);
-    and the activation one pipeline hand-off carries per phase (``*_handoff``). ``phase_flops`` is
+    (``*_tp``: one per sublayer the ranks sum, ``reductions``, and the embedding's of the residual stream, ring,
+    and the logits all-gathered; and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
+    whose one group spans the ranks, ``spanning_norms`` of them); and the activation one pipeline hand-off
+    carries per phase (``*_handoff``). ``phase_flops`` is
     :func:`symllm.costs.phases.flops`.
 
     >>> from symllm.arch.components import model
@@ -367,11 +366,11 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     * ``prefill_s`` and ``decode_token_s``: each stage's ``max(FLOPs / P, bytes / B_mem)`` with its matmul
       FLOPs and :func:`bytes_moved` (``prefill_bytes``, ``decode_token_bytes``: the busiest stage's, exact),
       plus its tensor-parallel all-reduces (one per sublayer the ranks sum, two a LLaMA block, and the
-      embedding's, of the ``b·s·d`` or ``b·d``
-      residual stream, ring: ``2(N_t-1)/N_t`` of it sent; the logits all-gathered) at the tp link's
-      bandwidth; one batch goes through the ``N_p`` stages one after another (``N_p`` × the busiest stage),
-      handing its activations over ``N_p - 1`` times; ``prefill_bound`` / ``decode_token_bound`` say which
-      roofline term is larger (``compute`` on a tie), ``comm_s`` the time its communication takes;
+      embedding's, of the ``b·s·d`` or ``b·d`` residual stream, ring: ``2(N_t-1)/N_t`` of it sent; the logits
+      all-gathered) at the tp link's bandwidth; one batch goes through the ``N_p`` stages one after another
+      (``N_p`` × the busiest stage), handing its activations over ``N_p - 1`` times; ``prefill_bound`` /
+      ``decode_token_bound`` say which roofline term is larger (``compute`` on a tie), ``comm_s`` the time its
+      communication takes;
     * ``tokens_per_s``: ``N_d·b / decode_token_s`` (``N_d`` replicas), at context ``t``;
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
