@@ -17,15 +17,62 @@ def _expected(**options) -> dict:
 
 
 def test_one_request_at_a_time_by_hand():
-    """At concurrency 1 a step is count's decode step at the mean context 2,000 + 100 plus a 200th of the
-    prompt's compute; the first token takes one step plus the prompt (2,000 tokens fit one chunk of 8,191)."""
-    prompt = _expected(**{**RUN, "gen": 0})["prefill_compute_s"]
-    step = _expected(**{**RUN, "seq": 1, "gen": 0}, context=2100)["decode_token_s"] + prompt / 200
+    """vLLM V1 runs a joining prompt in the decode step's own forward (its scheduler has no prefill phase:
+    symllm.costs.serving.SCHEDULER, mixed_source): at concurrency 1 the 2,000-token prompt fits one chunk of
+    8,192 - 1 tokens, so a step is count's decode step at the mean context 2,000 + 100 plus a 200th of what the
+    prompt adds to the step it rides in: its attention core, and its GEMMs as one GEMM of 1 + 2,000 rows (the head
+    on the decode row and the prompt's last: the GEMMs of a 2,001-token prompt, its head on the last position,
+    plus one row of the head, read off 2,001 one-token prompts' GEMMs, the head on each) less the decode step's
+    own."""
+    prompt = _expected(**{**RUN, "gen": 0})
+    attention = prompt["prefill_compute_s"] - prompt["prefill_gemm_s"]
+    last = _expected(**{**RUN, "seq": 2001, "gen": 0})["prefill_gemm_s"]
+    every = _expected(**{**RUN, "seq": 2001, "gen": 0}, logits="all")["prefill_gemm_s"]  # the same rows
+    decode = _expected(**{**RUN, "seq": 1, "gen": 0}, context=2100)
+    added = attention + (last + (every - last) / 2000) - decode["decode_gemm_s"]
+    step = decode["decode_token_s"] + added / 200
     r = under_load("llama3.1-8b", **RUN, concurrency=1)
+    assert r["prefill_step"] == "chunked"
+    assert r["itl_s"] == pytest.approx(step, rel=1e-9)
+    assert r["ttft_s"] == pytest.approx(step + added, rel=1e-9)
+    assert r["e2e_s"] == pytest.approx(step + added + 199 * step, rel=1e-9)
+    assert r["output_tokens_per_s"] == pytest.approx(200 / r["e2e_s"], rel=1e-9)
+    # the mixed forward reads the prompt's GEMMs at more rows: never slower than a forward of their own
+    assert added <= prompt["prefill_compute_s"]
+
+
+def test_sglang_runs_a_prompt_in_a_forward_of_its_own():
+    """SGLang without --enable-mixed-chunk runs a prefill batch as its own forward (SCHEDULER's mixed_source):
+    a step is the decode step plus a 200th of the prompt's GEMMs at its own 2,000 rows and attention
+    (prefill_compute_s); its chunks are chunked_prefill_size's 8,192 tokens on an H100, whatever runs."""
+    prompt = _expected(**{**RUN, "gen": 0}, engine="sglang")["prefill_compute_s"]
+    step = _expected(**{**RUN, "seq": 1, "gen": 0}, context=2100, engine="sglang")["decode_token_s"] + prompt / 200
+    r = under_load("llama3.1-8b", **RUN, concurrency=8, engine="sglang")
+    assert r["prefill_step"] == "separate"
+    step = _expected(**{**RUN, "seq": 1, "gen": 0, "batch": 8}, context=2100, engine="sglang")["decode_token_s"] \
+        + 8 * prompt / 200
     assert r["itl_s"] == pytest.approx(step, rel=1e-9)
     assert r["ttft_s"] == pytest.approx(step + prompt, rel=1e-9)
-    assert r["e2e_s"] == pytest.approx(step + prompt + 199 * step, rel=1e-9)
-    assert r["output_tokens_per_s"] == pytest.approx(200 / r["e2e_s"], rel=1e-9)
+
+
+def test_tensorrt_llm_runs_a_prompt_whole_in_the_decode_step():
+    """TensorRT-LLM without chunked context schedules a context request only where the step's decodes leave
+    room for its whole prompt (MicroBatchScheduler: batchNumTokens + the prompt's tokens <= max_num_tokens):
+    with a budget of 2,048 tokens and 1,500-token prompts at most 2,048 - 1,500 = 548 sequences of Llama 3.2 1B run,
+    where its KV cache holds more than 1,000 and max_batch_size is 2,048; its first token takes one step plus the prompt's share; a prompt over the
+    budget is one line."""
+    r = under_load("llama3.2-1b", gpu="h100-sxm", seq=1500, gen=200, concurrency=5000, engine="trtllm",
+                   max_num_batched_tokens=2048)
+    assert r["prefill_step"] == "whole" and r["running"] == 548 and r["queued"] == 5000 - 548
+    assert under_load("llama3.2-1b", gpu="h100-sxm", seq=1500, gen=200, concurrency=5000, engine="vllm",
+                      max_num_batched_tokens=2048)["running"] > 1000  # chunked: not the budget's limit
+    one = under_load("llama3.1-8b", gpu="h100-sxm", seq=1500, gen=200, concurrency=1, engine="trtllm")
+    added = (one["itl_s"] - _expected(gpu="h100-sxm", seq=1, gen=0, context=1600, engine="trtllm")[
+        "decode_token_s"]) * 200
+    assert one["ttft_s"] == pytest.approx(one["itl_s"] + added, rel=1e-9)
+    with pytest.raises(SymllmError, match=r"^seq: a prompt of 3,000 tokens does not fit a step of 2,048 tokens"):
+        under_load("llama3.1-8b", gpu="h100-sxm", seq=3000, gen=200, concurrency=1, engine="trtllm",
+                   max_num_batched_tokens=2048)
 
 
 def test_throughput_grows_then_saturates_at_the_kv_cache():
