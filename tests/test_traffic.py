@@ -3,6 +3,8 @@
 published serving runs (tests/test_published_runs.py)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import symllm
@@ -117,3 +119,25 @@ def test_cli_under_load(cli):
     assert r.code == 0 and "under load (expected, vllm)" in r.out and "inter-token latency" in r.out
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--concurrency", "8"])
     assert r.code == 2 and r.err.strip().endswith("concurrency: serving under load applies to --serve")
+
+
+def test_max_num_seqs_on_the_cli(cli):
+    """--max-num-seqs N caps the sequences running under load, whatever the KV cache holds (190 of these on an
+    H100: the docs' example), for every engine, and is echoed in the JSON (serving and serving.load); it is
+    validated as the other serving options (a positive integer, one line naming it, exit 2; --serve only)."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
+            "--concurrency", "64", "--json"]
+    for engine in ("vllm", "sglang", "trtllm"):
+        j = json.loads(cli(base + ["--engine", engine, "--max-num-seqs", "8"]).out)
+        assert j["serving"]["max_num_seqs"] == 8 and j["serving"]["load"]["max_num_seqs"] == 8, engine
+        assert j["serving"]["load"]["running"] == 8 and j["serving"]["load"]["queued"] == 56, engine
+    j = json.loads(cli(base).out)  # vllm serve's 1024 on an H100: the KV cache binds
+    assert j["serving"]["max_num_seqs"] == 1024 and j["serving"]["load"]["running"] == 64
+    for argv, line in ((["--max-num-seqs", "0"], "max_num_seqs: expected a positive integer, got 0"),
+                       (["--max-num-seqs", "-3", "--engine", "sglang"], "max_num_seqs: expected a positive integer, got -3")):
+        r = cli(base + argv)
+        assert r.code == 2 and r.err == f"symllm: error: {line}\n" and not r.out, r.err
+    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--max-num-seqs", "8"])
+    assert r.code == 2 and r.err.strip() == "symllm: error: max_num_seqs: applies to --serve (vLLM's paged KV cache) only"
+    r = cli(["count", "llama3.1-8b", "--max-num-seqs", "eight"])
+    assert r.code == 2 and "--max-num-seqs" in r.err and "eight" in r.err and len(r.err.splitlines()) <= 2

@@ -123,7 +123,7 @@ def plan_lines(p, top: int) -> list[str]:
 
 
 #: count's options for --serve (symllm.costs.serving.capacity's keywords)
-_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch")
+_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch")
 
 
 def serve_lines(r: dict) -> str:

@@ -410,6 +410,14 @@ def moe_workspace_bytes(config, tokens: int, tp: int = 1, act_bytes: int = 2) ->
     return (m * k * max(n, width) + m * k * n // 2) * act_bytes
 
 
+def _seqs(given, gpu, engine: str, kv_tokens, cfg) -> dict:
+    """``{"max_num_seqs": n}``: the most sequences the engine runs at once, ``given`` (``--max-num-seqs``) or
+    its default (:func:`default_max_num_seqs`, SGLang's from the cache's tokens and the model's context);
+    empty for an engine that declares none."""
+    seqs = given if given is not None else default_max_num_seqs(gpu, engine, kv_tokens, cfg.max_positions)
+    return {} if seqs is None else {"max_num_seqs": seqs}
+
+
 def _fraction(field: str, value, low=0, high=None) -> Fraction:
     try:
         out = Fraction(str(value)) if not isinstance(value, Fraction) else value
@@ -429,8 +437,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
     is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
     "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits", "sampler_rows", "sampler_peak", "nccl"}``, bytes per GPU (module docstring); ``max_num_seqs``: the
-    rows of vLLM V1's dummy sampler run (None: ``vllm serve``'s for the card). ``kv_cache_bytes`` replaces the estimate by a measured
+    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs"}``, bytes per GPU (module docstring);
+    ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
+    (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit). ``kv_cache_bytes`` replaces the estimate by a measured
     figure (vLLM's "Available KV cache memory"). ``evaluate``: ``work -> symllm.costs.phases.workload(config,
     work)`` by other means (``config`` then a ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the
     kernels an earlier count kept); None: the formulas.
@@ -455,6 +464,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                           "as fp8 only (--kv-format fp8)")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
+    integer("max_num_seqs", max_num_seqs, optional=True)
     from symllm.costs import efficiency
     conventions = efficiency.engine(work.engine, "inference")
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
@@ -497,7 +507,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     rows = sampler = 0
     per_entry = conventions.get("profile_sampler_bytes")
     if per_entry:  # V1's dummy sampler run after the forward, on one row a dummy request (max_num_seqs of them)
-        seqs = default_max_num_seqs(gpu, conventions["name"]) if max_num_seqs is None else integer("max_num_seqs", max_num_seqs)
+        seqs = default_max_num_seqs(gpu, conventions["name"]) if max_num_seqs is None else max_num_seqs
         rows = min(seqs, max_num_batched_tokens)
         sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
         activation = max(activation, sampler)
@@ -516,7 +526,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     context = work.seq + work.gen
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
         d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens)
-        return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
+        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
                 "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
                 "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1,
@@ -532,7 +542,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         extra["indexer_bytes_per_token"] = index
     concurrency = Fraction(tokens, context) if not state else max(Fraction(
         kv + sequences * state, ceil(context / block_size) * block_size * per_token + state), Fraction(0))
-    return {**extra, "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
+    return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
             "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
             "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context,

@@ -97,10 +97,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
-    from symllm.costs import hardware
-    ceiling = serve.get("max_num_seqs") or serving.default_max_num_seqs(
-        hardware.of(work), work.engine, cap["kv_tokens"], serving.model_config(config).max_positions)
-    if ceiling is not None:  # the engine's own limit on running sequences (serving.SCHEDULER)
+    ceiling = cap.get("max_num_seqs")  # the engine's own limit on running sequences (serving.SCHEDULER)
+    if ceiling is not None:
         most = min(most, ceiling)
     budget = cap["max_num_batched_tokens"]
     whole = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]
@@ -162,7 +160,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             "itl_s": float(point["itl"]), "e2e_s": float(point["e2e"] + wait),
             "output_tokens_per_s": float(point["rate"] * n), "requests_per_s": float(point["rate"]),
             "kv_sequences": most, "saturation_concurrency": knee, "saturated": saturated,
-            "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode}
+            "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
+            **({"max_num_seqs": ceiling} if ceiling is not None else {})}
 
 
 def _smallest(holds, low: int, high: int) -> int:
