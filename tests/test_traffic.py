@@ -66,6 +66,7 @@ def test_tensorrt_llm_runs_a_prompt_whole_in_the_decode_step():
     r = under_load("llama3.2-1b", gpu="h100-sxm", seq=1500, gen=200, concurrency=5000, engine="trtllm",
                    max_num_batched_tokens=2048)
     assert r["prefill_step"] == "whole" and r["running"] == 548 and r["queued"] == 5000 - 548
+    assert r["running_limit"] == "max_num_batched_tokens" and r["kv_sequences"] > 1000
     assert under_load("llama3.2-1b", gpu="h100-sxm", seq=1500, gen=200, concurrency=5000, engine="vllm",
                       max_num_batched_tokens=2048)["running"] > 1000  # chunked: not the budget's limit
     one = under_load("llama3.1-8b", gpu="h100-sxm", seq=1500, gen=200, concurrency=1, engine="trtllm")
@@ -84,6 +85,7 @@ def test_throughput_grows_then_saturates_at_the_kv_cache():
     assert rows[0]["output_tokens_per_s"] < rows[1]["output_tokens_per_s"] < rows[2]["output_tokens_per_s"]
     assert rows[0]["itl_s"] < rows[1]["itl_s"] < rows[2]["itl_s"]
     most = rows[0]["kv_sequences"]
+    assert rows[0]["max_running"] == most and rows[0]["running_limit"] == "kv_cache"  # 190 < vllm serve's 1024
     full, over = (under_load("llama3.1-8b", **RUN, concurrency=c) for c in (most, 3 * most))
     assert over["running"] == most and over["queued"] == 2 * most and over["saturated"]
     assert over["output_tokens_per_s"] == pytest.approx(full["output_tokens_per_s"], rel=1e-12)
@@ -131,6 +133,7 @@ def test_max_num_seqs_on_the_cli(cli):
         j = json.loads(cli(base + ["--engine", engine, "--max-num-seqs", "8"]).out)
         assert j["serving"]["max_num_seqs"] == 8 and j["serving"]["load"]["max_num_seqs"] == 8, engine
         assert j["serving"]["load"]["running"] == 8 and j["serving"]["load"]["queued"] == 56, engine
+        assert j["serving"]["load"]["running_limit"] == "max_num_seqs", engine
     j = json.loads(cli(base).out)  # vllm serve's 1024 on an H100: the KV cache binds
     assert j["serving"]["max_num_seqs"] == 1024 and j["serving"]["load"]["running"] == 64
     for argv, line in ((["--max-num-seqs", "0"], "max_num_seqs: expected a positive integer, got 0"),
@@ -141,3 +144,19 @@ def test_max_num_seqs_on_the_cli(cli):
     assert r.code == 2 and r.err.strip() == "symllm: error: max_num_seqs: applies to --serve (vLLM's paged KV cache) only"
     r = cli(["count", "llama3.1-8b", "--max-num-seqs", "eight"])
     assert r.code == 2 and "--max-num-seqs" in r.err and "eight" in r.err and len(r.err.splitlines()) <= 2
+
+
+def test_saturation_is_worded_by_what_binds(cli):
+    """count's "saturates at" line names the limit on the sequences running that binds: the KV cache's (190 of
+    these requests on an H100, under vllm serve's 1,024), the engine's (--max-num-seqs 64), or, where TensorRT-LLM
+    runs a prompt whole in the decode step, the room its budget leaves (2,048 - 1,500 = 548)."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
+            "--concurrency", "8"]
+    line = [x for x in cli(base).out.splitlines() if x.startswith("saturates at")][0]
+    assert line.endswith("of the KV cache's 190")
+    line = [x for x in cli(base + ["--max-num-seqs", "64"]).out.splitlines() if x.startswith("saturates at")][0]
+    assert line.endswith("of the engine's limit of 64 sequences")
+    out = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--seq", "1500", "--gen", "200", "--serve",
+               "--concurrency", "8", "--engine", "trtllm", "--max-num-batched-tokens", "2048"]).out
+    line = [x for x in out.splitlines() if x.startswith("saturates at")][0]
+    assert line.endswith("of 548: a step of 2,048 tokens less a prompt") and len(line) <= 100

@@ -32,7 +32,8 @@ then
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
 KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
-TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.serving.SCHEDULER`); requests beyond them wait. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
+TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.serving.SCHEDULER`) nor, where a prompt runs whole in the
+decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names the limit that binds. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
 solved over ``C``; past ``R / E2E(R)`` the queue grows without bound (``saturated``). The **saturation
 concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those at ``R``.
 
@@ -62,8 +63,11 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``; ``max_num_seqs``: the most
     sequences the engine runs, None: its default, :data:`symllm.costs.serving.SCHEDULER`). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
-    "requests_per_s", "kv_sequences", "saturation_concurrency", "saturated", "engine", "prefill_step"}``
-    (where the engine runs a joining prompt: :func:`symllm.costs.serving.prefill_step`). ``evaluate``: as
+    "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
+    "engine", "prefill_step", "max_num_seqs"}``: ``kv_sequences`` the requests whose whole context the KV cache
+    holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
+    the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
+    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.serving.prefill_step`). ``evaluate``: as
     :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
@@ -97,9 +101,12 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
-    ceiling = cap.get("max_num_seqs")  # the engine's own limit on running sequences (serving.SCHEDULER)
+    # what may bind the sequences running: the KV cache, the engine's own limit (serving.SCHEDULER), and for an
+    # engine that runs a prompt whole in the decode step the room its token budget leaves (below)
+    limits = {"kv_cache": most}
+    ceiling = cap.get("max_num_seqs")
     if ceiling is not None:
-        most = min(most, ceiling)
+        limits["max_num_seqs"] = ceiling
     budget = cap["max_num_batched_tokens"]
     whole = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]
     if whole["prefill_compute_s"] is None:  # one prompt's prefill does not fit the GPU (count says why)
@@ -111,7 +118,9 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         if s >= budget:
             raise SymllmError(f"seq: a prompt of {s:,} tokens does not fit a step of {budget:,} tokens "
                               "(max_num_batched_tokens), which runs it whole (no chunked context)")
-        most = min(most, budget - s)
+        limits["max_num_batched_tokens"] = budget - s
+    binding = min(limits, key=limits.get)  # the first named of equals
+    most = limits[binding]
     cache, rows = {}, {}
 
     def gemms(m: int, decodes: int) -> Fraction:
@@ -159,7 +168,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     return {"concurrency": sent, "running": c, "queued": queued, "ttft_s": float(point["ttft"] + wait),
             "itl_s": float(point["itl"]), "e2e_s": float(point["e2e"] + wait),
             "output_tokens_per_s": float(point["rate"] * n), "requests_per_s": float(point["rate"]),
-            "kv_sequences": most, "saturation_concurrency": knee, "saturated": saturated,
+            "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
+            "saturation_concurrency": knee, "saturated": saturated,
             "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
             **({"max_num_seqs": ceiling} if ceiling is not None else {})}
 
