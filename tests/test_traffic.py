@@ -160,3 +160,21 @@ def test_saturation_is_worded_by_what_binds(cli):
                "--concurrency", "8", "--engine", "trtllm", "--max-num-batched-tokens", "2048"]).out
     line = [x for x in out.splitlines() if x.startswith("saturates at")][0]
     assert line.endswith("of 548: a step of 2,048 tokens less a prompt") and len(line) <= 100
+
+
+def test_an_untimed_mixed_forward_counts_the_prompt_as_its_own():
+    """Where the one-token prompts that price the mixed forward's head are not timed (count times nothing that
+    does not fit), the prompt is counted as a forward of its own (prefill_compute_s), not a traceback."""
+    from symllm.arch import resolved
+    from symllm.costs import phases
+    spec = resolved.spec("llama3.1-8b")
+
+    def evaluate(work):
+        out = phases.workload(spec, work)
+        if work.gen == 0 and work.context == work.seq == 1 and work.batch > 1:  # m one-token prompts
+            out["time"]["expected"]["prefill_gemm_s"] = None
+        return out
+    r = under_load(spec, **RUN, concurrency=4, evaluate=evaluate)
+    prompt = _expected(**{**RUN, "gen": 0})["prefill_compute_s"]
+    step = _expected(**{**RUN, "seq": 1, "gen": 0, "batch": 4}, context=2100)["decode_token_s"] + 4 * prompt / 200
+    assert r["prefill_step"] == "chunked" and r["itl_s"] == pytest.approx(step, rel=1e-9)

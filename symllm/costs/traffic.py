@@ -123,14 +123,17 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     most = limits[binding]
     cache, rows = {}, {}
 
-    def gemms(m: int, decodes: int) -> Fraction:
+    def gemms(m: int, decodes: int) -> Fraction | None:
         """One forward's GEMMs over ``m`` token rows, the head on ``decodes + 1`` of them, at the efficiency of
         ``m`` rows: a prompt of ``m`` tokens' GEMMs (its head on the last) and ``m`` one-token prompts' (the
-        head on each: their difference, the head's time a row)."""
+        head on each: their difference, the head's time a row); None where those prompts are not timed (count
+        times nothing that does not fit: a card the weights nearly fill)."""
         if m not in rows:
             one = [evaluate(work.replace(batch=b, seq=m // b, gen=0, context=None))["time"]["expected"][
                 "prefill_gemm_s"] for b in (1, m)]
-            rows[m] = [Fraction(x) for x in one]
+            rows[m] = None if None in one else [Fraction(x) for x in one]
+        if rows[m] is None:
+            return None
         last, every = rows[m]
         return last + ((every - last) * decodes / (m - 1) if m > 1 else 0)
 
@@ -144,7 +147,9 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
                 alone = Fraction(decode["decode_gemm_s"])
                 sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
-                extra = attention + sum(k * max(Fraction(0), gemms(c + q, c) - alone) for q, k in sizes.items())
+                mixed = [(k, gemms(c + q, c)) for q, k in sizes.items()]
+                if all(g is not None for _, g in mixed):  # else: as a forward of its own (no saving counted)
+                    extra = attention + sum(k * max(Fraction(0), g - alone) for k, g in mixed)
             step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * extra
             ttft = ceil(s / chunk) * step + extra
             e2e = ttft + (n - 1) * step
