@@ -324,7 +324,8 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
           "memory": ("kv_cache_tokens",),
           "training": ("training_tokens_per_s_per_gpu", "mfu")}
 #: where the errors stand on 2026-11-28 (issue 40 asks for a median under 15% and a worst under 35%: met by
-#: the serving and memory rows, and by every group's median; not by the inference and training groups' worst
+#: the serving and memory rows (serving's worst, TensorRT-LLM's 70B TP2, -19.8% since its prompts run in the decode
+#: step's forward, -27.4% before), and by every group's median; not by the inference and training groups' worst
 #: rows (memory's worst is now vLLM V0's RTX 3090 cache at 29,000 tokens, +9.1%; vLLM V1's Qwen3-235B TP4 cache,
 #: +88% before vLLM V1's dummy sampler run and its NCCL communicators were counted, is +2.6%; inference's is
 #: vLLM of October 2023 on four PCIe A100s, +78% (+85% before its Ray round trip and its eager all-reduces'
@@ -334,4 +335,4 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: mixtures', not one layout's; the training median is 10.2%, 12.3% before the tiles):
 #: docs/efficiency.md says which rows and why)
 MEDIAN, WORST = 0.10, 1.48
-BOUNDS = {"inference": (0.06, 0.78), "serving": (0.12, 0.28), "memory": (0.06, 0.10), "training": (0.11, 1.48)}
+BOUNDS = {"inference": (0.06, 0.78), "serving": (0.10, 0.20), "memory": (0.06, 0.10), "training": (0.11, 1.48)}

@@ -282,7 +282,8 @@ def test_under_load_runs_no_more_than_the_engines_limit(engine, ceiling):
     held = serving.capacity("llama3.2-1b", **kw)["kv_tokens"] // 128
     assert held > 4 * ceiling
     r = under_load("llama3.2-1b", concurrency=10 ** 6, **kw)
-    assert r["running"] == ceiling and r["kv_sequences"] == ceiling
+    assert r["running"] == r["max_running"] == ceiling and r["running_limit"] == "max_num_seqs"
+    assert r["kv_sequences"] == held
 
 
 def test_trtllm_takes_its_fraction_of_the_free_memory():

@@ -3,6 +3,8 @@
 published serving runs (tests/test_published_runs.py)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import symllm
@@ -17,15 +19,63 @@ def _expected(**options) -> dict:
 
 
 def test_one_request_at_a_time_by_hand():
-    """At concurrency 1 a step is count's decode step at the mean context 2,000 + 100 plus a 200th of the
-    prompt's compute; the first token takes one step plus the prompt (2,000 tokens fit one chunk of 8,191)."""
-    prompt = _expected(**{**RUN, "gen": 0})["prefill_compute_s"]
-    step = _expected(**{**RUN, "seq": 1, "gen": 0}, context=2100)["decode_token_s"] + prompt / 200
+    """vLLM V1 runs a joining prompt in the decode step's own forward (its scheduler has no prefill phase:
+    symllm.costs.serving.SCHEDULER, mixed_source): at concurrency 1 the 2,000-token prompt fits one chunk of
+    8,192 - 1 tokens, so a step is count's decode step at the mean context 2,000 + 100 plus a 200th of what the
+    prompt adds to the step it rides in: its attention core, and its GEMMs as one GEMM of 1 + 2,000 rows (the head
+    on the decode row and the prompt's last: the GEMMs of a 2,001-token prompt, its head on the last position,
+    plus one row of the head, read off 2,001 one-token prompts' GEMMs, the head on each) less the decode step's
+    own."""
+    prompt = _expected(**{**RUN, "gen": 0})
+    attention = prompt["prefill_compute_s"] - prompt["prefill_gemm_s"]
+    last = _expected(**{**RUN, "seq": 2001, "gen": 0})["prefill_gemm_s"]
+    every = _expected(**{**RUN, "seq": 2001, "gen": 0}, logits="all")["prefill_gemm_s"]  # the same rows
+    decode = _expected(**{**RUN, "seq": 1, "gen": 0}, context=2100)
+    added = attention + (last + (every - last) / 2000) - decode["decode_gemm_s"]
+    step = decode["decode_token_s"] + added / 200
     r = under_load("llama3.1-8b", **RUN, concurrency=1)
+    assert r["prefill_step"] == "chunked"
+    assert r["itl_s"] == pytest.approx(step, rel=1e-9)
+    assert r["ttft_s"] == pytest.approx(step + added, rel=1e-9)
+    assert r["e2e_s"] == pytest.approx(step + added + 199 * step, rel=1e-9)
+    assert r["output_tokens_per_s"] == pytest.approx(200 / r["e2e_s"], rel=1e-9)
+    # the mixed forward reads the prompt's GEMMs at more rows: never slower than a forward of their own
+    assert added <= prompt["prefill_compute_s"]
+
+
+def test_sglang_runs_a_prompt_in_a_forward_of_its_own():
+    """SGLang without --enable-mixed-chunk runs a prefill batch as its own forward (SCHEDULER's mixed_source):
+    a step is the decode step plus a 200th of the prompt's GEMMs at its own 2,000 rows and attention
+    (prefill_compute_s); its chunks are chunked_prefill_size's 8,192 tokens on an H100, whatever runs."""
+    prompt = _expected(**{**RUN, "gen": 0}, engine="sglang")["prefill_compute_s"]
+    step = _expected(**{**RUN, "seq": 1, "gen": 0}, context=2100, engine="sglang")["decode_token_s"] + prompt / 200
+    r = under_load("llama3.1-8b", **RUN, concurrency=8, engine="sglang")
+    assert r["prefill_step"] == "separate"
+    step = _expected(**{**RUN, "seq": 1, "gen": 0, "batch": 8}, context=2100, engine="sglang")["decode_token_s"] \
+        + 8 * prompt / 200
     assert r["itl_s"] == pytest.approx(step, rel=1e-9)
     assert r["ttft_s"] == pytest.approx(step + prompt, rel=1e-9)
-    assert r["e2e_s"] == pytest.approx(step + prompt + 199 * step, rel=1e-9)
-    assert r["output_tokens_per_s"] == pytest.approx(200 / r["e2e_s"], rel=1e-9)
+
+
+def test_tensorrt_llm_runs_a_prompt_whole_in_the_decode_step():
+    """TensorRT-LLM without chunked context schedules a context request only where the step's decodes leave
+    room for its whole prompt (MicroBatchScheduler: batchNumTokens + the prompt's tokens <= max_num_tokens):
+    with a budget of 2,048 tokens and 1,500-token prompts at most 2,048 - 1,500 = 548 sequences of Llama 3.2 1B run,
+    where its KV cache holds more than 1,000 and max_batch_size is 2,048; its first token takes one step plus the prompt's share; a prompt over the
+    budget is one line."""
+    r = under_load("llama3.2-1b", gpu="h100-sxm", seq=1500, gen=200, concurrency=5000, engine="trtllm",
+                   max_num_batched_tokens=2048)
+    assert r["prefill_step"] == "whole" and r["running"] == 548 and r["queued"] == 5000 - 548
+    assert r["running_limit"] == "max_num_batched_tokens" and r["kv_sequences"] > 1000
+    assert under_load("llama3.2-1b", gpu="h100-sxm", seq=1500, gen=200, concurrency=5000, engine="vllm",
+                      max_num_batched_tokens=2048)["running"] > 1000  # chunked: not the budget's limit
+    one = under_load("llama3.1-8b", gpu="h100-sxm", seq=1500, gen=200, concurrency=1, engine="trtllm")
+    added = (one["itl_s"] - _expected(gpu="h100-sxm", seq=1, gen=0, context=1600, engine="trtllm")[
+        "decode_token_s"]) * 200
+    assert one["ttft_s"] == pytest.approx(one["itl_s"] + added, rel=1e-9)
+    with pytest.raises(SymllmError, match=r"^seq: a prompt of 3,000 tokens does not fit a step of 2,048 tokens"):
+        under_load("llama3.1-8b", gpu="h100-sxm", seq=3000, gen=200, concurrency=1, engine="trtllm",
+                   max_num_batched_tokens=2048)
 
 
 def test_throughput_grows_then_saturates_at_the_kv_cache():
@@ -35,6 +85,7 @@ def test_throughput_grows_then_saturates_at_the_kv_cache():
     assert rows[0]["output_tokens_per_s"] < rows[1]["output_tokens_per_s"] < rows[2]["output_tokens_per_s"]
     assert rows[0]["itl_s"] < rows[1]["itl_s"] < rows[2]["itl_s"]
     most = rows[0]["kv_sequences"]
+    assert rows[0]["max_running"] == most and rows[0]["running_limit"] == "kv_cache"  # 190 < vllm serve's 1024
     full, over = (under_load("llama3.1-8b", **RUN, concurrency=c) for c in (most, 3 * most))
     assert over["running"] == most and over["queued"] == 2 * most and over["saturated"]
     assert over["output_tokens_per_s"] == pytest.approx(full["output_tokens_per_s"], rel=1e-12)
@@ -70,3 +121,60 @@ def test_cli_under_load(cli):
     assert r.code == 0 and "under load (expected, vllm)" in r.out and "inter-token latency" in r.out
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--concurrency", "8"])
     assert r.code == 2 and r.err.strip().endswith("concurrency: serving under load applies to --serve")
+
+
+def test_max_num_seqs_on_the_cli(cli):
+    """--max-num-seqs N caps the sequences running under load, whatever the KV cache holds (190 of these on an
+    H100: the docs' example), for every engine, and is echoed in the JSON (serving and serving.load); it is
+    validated as the other serving options (a positive integer, one line naming it, exit 2; --serve only)."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
+            "--concurrency", "64", "--json"]
+    for engine in ("vllm", "sglang", "trtllm"):
+        j = json.loads(cli(base + ["--engine", engine, "--max-num-seqs", "8"]).out)
+        assert j["serving"]["max_num_seqs"] == 8 and j["serving"]["load"]["max_num_seqs"] == 8, engine
+        assert j["serving"]["load"]["running"] == 8 and j["serving"]["load"]["queued"] == 56, engine
+        assert j["serving"]["load"]["running_limit"] == "max_num_seqs", engine
+    j = json.loads(cli(base).out)  # vllm serve's 1024 on an H100: the KV cache binds
+    assert j["serving"]["max_num_seqs"] == 1024 and j["serving"]["load"]["running"] == 64
+    for argv, line in ((["--max-num-seqs", "0"], "max_num_seqs: expected a positive integer, got 0"),
+                       (["--max-num-seqs", "-3", "--engine", "sglang"], "max_num_seqs: expected a positive integer, got -3")):
+        r = cli(base + argv)
+        assert r.code == 2 and r.err == f"symllm: error: {line}\n" and not r.out, r.err
+    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--max-num-seqs", "8"])
+    assert r.code == 2 and r.err.strip() == "symllm: error: max_num_seqs: applies to --serve (vLLM's paged KV cache) only"
+    r = cli(["count", "llama3.1-8b", "--max-num-seqs", "eight"])
+    assert r.code == 2 and "--max-num-seqs" in r.err and "eight" in r.err and len(r.err.splitlines()) <= 2
+
+
+def test_saturation_is_worded_by_what_binds(cli):
+    """count's "saturates at" line names the limit on the sequences running that binds: the KV cache's (190 of
+    these requests on an H100, under vllm serve's 1,024), the engine's (--max-num-seqs 64), or, where TensorRT-LLM
+    runs a prompt whole in the decode step, the room its budget leaves (2,048 - 1,500 = 548)."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
+            "--concurrency", "8"]
+    line = [x for x in cli(base).out.splitlines() if x.startswith("saturates at")][0]
+    assert line.endswith("of the KV cache's 190")
+    line = [x for x in cli(base + ["--max-num-seqs", "64"]).out.splitlines() if x.startswith("saturates at")][0]
+    assert line.endswith("of the engine's limit of 64 sequences")
+    out = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--seq", "1500", "--gen", "200", "--serve",
+               "--concurrency", "8", "--engine", "trtllm", "--max-num-batched-tokens", "2048"]).out
+    line = [x for x in out.splitlines() if x.startswith("saturates at")][0]
+    assert line.endswith("of 548: a step of 2,048 tokens less a prompt") and len(line) <= 100
+
+
+def test_an_untimed_mixed_forward_counts_the_prompt_as_its_own():
+    """Where the one-token prompts that price the mixed forward's head are not timed (count times nothing that
+    does not fit), the prompt is counted as a forward of its own (prefill_compute_s), not a traceback."""
+    from symllm.arch import resolved
+    from symllm.costs import phases
+    spec = resolved.spec("llama3.1-8b")
+
+    def evaluate(work):
+        out = phases.workload(spec, work)
+        if work.gen == 0 and work.context == work.seq == 1 and work.batch > 1:  # m one-token prompts
+            out["time"]["expected"]["prefill_gemm_s"] = None
+        return out
+    r = under_load(spec, **RUN, concurrency=4, evaluate=evaluate)
+    prompt = _expected(**{**RUN, "gen": 0})["prefill_compute_s"]
+    step = _expected(**{**RUN, "seq": 1, "gen": 0, "batch": 4}, context=2100)["decode_token_s"] + 4 * prompt / 200
+    assert r["prefill_step"] == "chunked" and r["itl_s"] == pytest.approx(step, rel=1e-9)

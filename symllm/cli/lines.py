@@ -123,7 +123,15 @@ def plan_lines(p, top: int) -> list[str]:
 
 
 #: count's options for --serve (symllm.costs.serving.capacity's keywords)
-_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch")
+_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch")
+
+
+def _running_limit(x: dict) -> str:
+    """The most sequences that run under load, worded by what binds (``running_limit``: traffic.under_load)."""
+    n = f"{x['max_running']:,}"
+    return {"kv_cache": f"of the KV cache's {n}", "max_num_seqs": f"of the engine's limit of {n} sequences",
+            "max_num_batched_tokens": f"of {n}: a step of {x['max_num_batched_tokens']:,} tokens less a prompt"}[
+        x["running_limit"]]
 
 
 def serve_lines(r: dict) -> str:
@@ -152,7 +160,7 @@ def serve_lines(r: dict) -> str:
                 ("time to first token", f"{_g(x['ttft_s'])} s", f"prompt {x['seq']:,} tokens"),
                 ("inter-token latency", f"{_g(x['itl_s'] * 1000)} ms", f"{x['gen']:,} tokens generated"),
                 ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"), f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
-                ("saturates at", f"{x['saturation_concurrency']:,}", f"of {x['kv_sequences']:,} the KV cache holds")]
+                ("saturates at", f"{x['saturation_concurrency']:,}", _running_limit(x))]
         out += "\n\n" + _table(rows, (f"under load (expected, {x['engine']})", "", ""), text_columns=(1, 2))
     return out
 

@@ -329,6 +329,9 @@ def _count_args(p) -> None:
     s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                    help="tokens of vLLM's profile run, whose activation peak is reserved (default: the "
                         "--engine's for the card: vLLM's 8192 at 70 GiB or more but an A100, else 2048)")
+    s.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
+                   help="the most sequences the engine runs at once (vLLM's max_num_seqs, SGLang's "
+                        "max_running_requests, TensorRT-LLM's max_batch_size; default: the --engine's)")
     s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "

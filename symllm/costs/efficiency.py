@@ -381,7 +381,8 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
     ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
-    into), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
+    into; ``prefill_gemm_s`` its GEMMs alone, ``decode_gemm_s`` a decode step's, the weights' stream where
+    slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``*_handoff``, ``training_flops``,
     ``training_model_flops``, ``comm``; a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
@@ -493,13 +494,16 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     weights = min(Fraction(parts.get("decode_weight_bytes", moved)), moved)
     weights += moved - Fraction(parts["decode_bytes"]) if parts.get("expert_params") and share < 1 else 0
     core = Fraction(parts.get("decode_core_flops", 0))
-    gpu_s = (max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
-                 weights * gemv / mem)
-             + max(core / peak, (moved - weights) / mem))
+    decode_gemm = max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
+                      weights * gemv / mem)
+    gpu_s = decode_gemm + max(core / peak, (moved - weights) / mem)
     decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, parts["decode_tp_bytes"], tp_link, serve))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]) + control)
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
+    # the GEMMs alone, of a prompt and of a decode step (the weights streamed where slower): a step that runs
+    # both in one forward (symllm.costs.traffic) reads them at its own rows
+    out["prefill_gemm_s"], out["decode_gemm_s"] = seconds(gemm_s), seconds(decode_gemm)
     out["decode_token_s"] = seconds(decode)
     out["tokens_per_s"] = seconds(work.dp * work.batch / decode)
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline

@@ -527,7 +527,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
 #: expected time beside the roofline bound) goes here, and the rule covers it.
 TIMED_BY = {
     "fits": ("prefill_s", "prefill_bound", "prefill_comm_s", "decode_token_s", "decode_token_bound",
-             "decode_token_comm_s", "tokens_per_s", "prefill_compute_s"),
+             "decode_token_comm_s", "tokens_per_s", "prefill_compute_s", "prefill_gemm_s", "decode_gemm_s"),
     "training_fits": ("training_step_s", "training_tokens_per_s", "mfu", "training_s", "gpu_hours", "cost",
                       "training_tokens_per_s_per_gpu", "hfu"),
 }

@@ -76,7 +76,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "SCHEDULER", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "capacity", "SCHEDULER", "prefill_step", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
@@ -93,7 +93,11 @@ DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens":
 #: ``large_card``: vLLM's "device_memory >= 70 * GiB_bytes and 'a100' not in device_name" (0.9 on), or 0.7.3's
 #: "h100" or "h200" in the device name (``by_name``); ``tiers``: SGLang's [below GiB, tokens] by the card's memory
 #: (the last, ``None``: any larger); ``requests``: SGLang's ``min(max(int(kv_tokens / context_len * per_context),
-#: floor), ceiling)``.
+#: floor), ceiling)``. ``mixed``: how a step runs the prompts that joined beside the running sequences' decodes
+#: (:func:`prefill_step`, ``mixed_source``): ``chunked``, in the same forward, each cut to the token budget the
+#: decodes leave; ``whole``, in the same forward, uncut, once the decodes leave room for the whole prompt;
+#: ``separate`` (and an engine without an entry), in a forward of their own (``chunked_past``: ``chunked`` past
+#: that context, as ``batched_tokens``' rule turns chunked prefill on).
 SCHEDULER = {
     "vllm": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
              "large_card": {"gib": 70, "not": "a100"},
@@ -101,17 +105,32 @@ SCHEDULER = {
                        "for UsageContext.OPENAI_API_SERVER (vllm serve) max_num_batched_tokens 8192 and max_num_seqs 1024 "
                        "where device_memory >= 70 GiB and 'a100' is not in the device name, else 2048 and 256 "
                        "(0.8.5 has no A100 exception; UsageContext.LLM_CLASS takes 16384 and 8192 in place of 8192 "
-                       "and 2048)"},
+                       "and 2048)",
+             "mixed": "chunked",
+             "mixed_source": "vllm/v1/core/sched/scheduler.py, Scheduler.schedule (read at 00024d3, 2026-11-29; V1's "
+                             "design since 0.6.x): 'There's no \"decoding phase\" nor \"prefill phase\" in the "
+                             "scheduler': the RUNNING requests are scheduled first (a decode one token each), then the "
+                             "WAITING ones while token_budget > 0 with num_new_tokens = min(num_new_tokens, "
+                             "token_budget) (chunked prefill, always on in V1), all in one SchedulerOutput that "
+                             "GPUModelRunner.execute_model runs as one forward over the flattened tokens"},
     "vllm-v1-0.7": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
                     "large_card": {"by_name": ["h100", "h200"]},
                     "source": "vllm/engine/arg_utils.py, EngineArgs._override_v1_engine_args, v0.7.3 wheel: "
                               "max_num_batched_tokens 8192 where 'h100' or 'h200' is in the device name, else 2048 "
-                              "(max_num_seqs as V1's: 1024 and 256)"},
+                              "(max_num_seqs as V1's: 1024 and 256)",
+                    "mixed": "chunked", "mixed_source": "V1's scheduler, as vllm's (mixed_source there)"},
     "vllm-v0": {"batched_tokens": {"unchunked_floor": 2048, "chunked": 2048, "chunked_past": 32768},
                 "seqs": {"large": 1024, "small": 256}, "large_card": {"gib": 70, "not": "a100"},
                 "source": "vllm/config.py, SchedulerConfig.__post_init__, v0.8.5 wheel: max_num_batched_tokens "
                           "max(max_model_len, 2048) without chunked prefill, 2048 with it, which "
-                          "EngineArgs._set_default_args_v0 turns on past a max_model_len of 32,768"},
+                          "EngineArgs._set_default_args_v0 turns on past a max_model_len of 32,768",
+                "mixed": "separate", "mixed_chunked_past": 32768,
+                "mixed_source": "vllm/core/scheduler.py (the V0 engine, read 2026-11-29 in stored copies of 2024-2025): "
+                                "Scheduler._schedule_default schedules the waiting prefills first and 'Don't schedule "
+                                "decodes if prefills are scheduled' (a prompt runs in a step of its own, whole: its "
+                                "max_num_batched_tokens is at least max_model_len); _schedule_chunked_prefill, taken "
+                                "where chunked prefill is on, schedules the running decodes and prefill chunks in one "
+                                "batch"},
     "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
                                             [None, 16384]]},
                "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
@@ -121,15 +140,52 @@ SCHEDULER = {
                          "90 GiB (H100, A100 80GB) and under 160 GiB (H200), else 16384 (B200, MI300X); "
                          "python/sglang/srt/model_executor/model_runner.py, init_memory_pool: max_running_requests "
                          "None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), 4096), context_len "
-                         "the model's own (later versions also cap it at max_total_num_tokens // 2)"},
+                         "the model's own (later versions also cap it at max_total_num_tokens // 2)",
+               "mixed": "separate",
+               "mixed_source": "python/sglang/srt/managers/scheduler.py (the v0.5 line), get_new_batch_prefill: a new "
+                               "prefill batch (chunks of chunked_prefill_size) runs as its own extend forward; only "
+                               "with --enable-mixed-chunk (is_mixed_chunk; default off) does new_batch.mix_with_running"
+                               "(self.running_batch) put the running decodes in the same forward (ForwardMode.MIXED)"},
     "trtllm": {"batched_tokens": {"fixed": 8192}, "seqs": {"fixed": 2048},
                "source": "tensorrt_llm/llmapi/llm_args.py, BaseLlmArgs (the LLM API, trtllm-serve; 1.x): "
                          "max_batch_size Field(default=2048), max_num_tokens Field(default=8192); trtllm-bench sets "
-                         "its own from the dataset (trtllm_bench_settings)"},
+                         "its own from the dataset (trtllm_bench_settings)",
+               "mixed": "whole",
+               "mixed_source": "the PyTorch backend (1.x; read 2026-11-29): cpp/tensorrt_llm/batch_manager/"
+                               "microBatchScheduler.cpp (0a949d3), MicroBatchScheduler::operator(): one pass over the "
+                               "active requests (the running ones first) takes each generation request's one token and, "
+                               "without a ContextChunkingConfig, each context request's whole prompt while batchNumTokens "
+                               "+ its tokens <= max_num_tokens (else break), up to max_batch_size requests; "
+                               "tensorrt_llm/_torch/pyexecutor/model_engine.py (001e670), _prepare_tp_inputs: 'The order "
+                               "of requests in a batch: [context requests, generation requests]', one input_ids of "
+                               "total_num_tokens <= max_num_tokens rows through one forward; enable_chunked_prefill is "
+                               "off unless asked (LlmArgs; trtllm-bench's --enable_chunked_context flag, default False: "
+                               "tensorrt_llm/bench/benchmark/throughput.py at 000a01d); scheduler.py (034fffb): "
+                               "ScheduledRequests.can_run_cuda_graph is 'not self.context_requests': a step with a prompt "
+                               "runs without its CUDA graph (not modelled: its host launches stay under its GPU time in "
+                               "the rows checked)"},
 }
 
 #: the prefill budget of an engine that declares none
 SERVE_BATCHED_TOKENS = 8192
+
+
+def prefill_step(engine, context: int = 0) -> str:
+    """How ``engine`` runs a joining prompt beside the running decodes (:data:`SCHEDULER`'s ``mixed``):
+    ``chunked`` (the same forward, cut to the budget the decodes leave: vLLM V1), ``whole`` (the same forward,
+    uncut: TensorRT-LLM without chunked context) or ``separate`` (a forward of its own: SGLang without
+    ``--enable-mixed-chunk``, vLLM V0 up to a context of 32,768, any engine that declares none).
+
+    >>> prefill_step("vllm"), prefill_step("trtllm"), prefill_step("sglang"), prefill_step("hf")
+    ('chunked', 'whole', 'separate', 'separate')
+    >>> prefill_step("vllm-v0", 20000), prefill_step("vllm-v0", 131072)
+    ('separate', 'chunked')
+    """
+    rule = _scheduler(engine)[1]
+    past = rule.get("mixed_chunked_past")
+    if past is not None and context > past:
+        return "chunked"
+    return rule.get("mixed", "separate")
 
 
 def _scheduler(engine) -> tuple[str, dict]:
@@ -354,6 +410,14 @@ def moe_workspace_bytes(config, tokens: int, tp: int = 1, act_bytes: int = 2) ->
     return (m * k * max(n, width) + m * k * n // 2) * act_bytes
 
 
+def _seqs(given, gpu, engine: str, kv_tokens, cfg) -> dict:
+    """``{"max_num_seqs": n}``: the most sequences the engine runs at once, ``given`` (``--max-num-seqs``) or
+    its default (:func:`default_max_num_seqs`, SGLang's from the cache's tokens and the model's context);
+    empty for an engine that declares none."""
+    seqs = given if given is not None else default_max_num_seqs(gpu, engine, kv_tokens, cfg.max_positions)
+    return {} if seqs is None else {"max_num_seqs": seqs}
+
+
 def _fraction(field: str, value, low=0, high=None) -> Fraction:
     try:
         out = Fraction(str(value)) if not isinstance(value, Fraction) else value
@@ -373,8 +437,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
     is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
     "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits", "sampler_rows", "sampler_peak", "nccl"}``, bytes per GPU (module docstring); ``max_num_seqs``: the
-    rows of vLLM V1's dummy sampler run (None: ``vllm serve``'s for the card). ``kv_cache_bytes`` replaces the estimate by a measured
+    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs"}``, bytes per GPU (module docstring);
+    ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
+    (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit). ``kv_cache_bytes`` replaces the estimate by a measured
     figure (vLLM's "Available KV cache memory"). ``evaluate``: ``work -> symllm.costs.phases.workload(config,
     work)`` by other means (``config`` then a ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the
     kernels an earlier count kept); None: the formulas.
@@ -399,6 +464,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                           "as fp8 only (--kv-format fp8)")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
+    integer("max_num_seqs", max_num_seqs, optional=True)
     from symllm.costs import efficiency
     conventions = efficiency.engine(work.engine, "inference")
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
@@ -441,7 +507,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     rows = sampler = 0
     per_entry = conventions.get("profile_sampler_bytes")
     if per_entry:  # V1's dummy sampler run after the forward, on one row a dummy request (max_num_seqs of them)
-        seqs = default_max_num_seqs(gpu, conventions["name"]) if max_num_seqs is None else integer("max_num_seqs", max_num_seqs)
+        seqs = default_max_num_seqs(gpu, conventions["name"]) if max_num_seqs is None else max_num_seqs
         rows = min(seqs, max_num_batched_tokens)
         sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
         activation = max(activation, sampler)
@@ -460,7 +526,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     context = work.seq + work.gen
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
         d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens)
-        return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
+        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
                 "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
                 "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1,
@@ -476,7 +542,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         extra["indexer_bytes_per_token"] = index
     concurrency = Fraction(tokens, context) if not state else max(Fraction(
         kv + sequences * state, ceil(context / block_size) * block_size * per_token + state), Fraction(0))
-    return {**extra, "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
+    return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
             "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
             "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context,

@@ -3,24 +3,37 @@ request rate, as an engine with continuous batching and chunked prefill schedule
 
 Requests of ``s`` prompt tokens (``seq``) that generate ``n`` tokens each (``gen``) run ``C`` at a time
 (``concurrency``; a closed loop: each finished request is replaced at once). Every engine step decodes one
-token of each running sequence and, in the same step, prefills prompt chunks of the requests that joined,
-up to ``max_num_batched_tokens`` tokens a step (vLLM's chunked prefill; SGLang and TensorRT-LLM schedule
-alike). In the steady state ``C/n`` requests finish a step, so ``C·s/n`` prompt tokens ride along each step:
+token of each running sequence; the prompts of the requests that joined run as the engine's scheduler runs them
+(:func:`symllm.costs.serving.prefill_step`, declared once an engine in :data:`symllm.costs.serving.SCHEDULER`),
+up to ``B = max_num_batched_tokens`` tokens a step. In the steady state ``C/n`` requests finish a step, so
+``C/n`` prompts join a step:
 
     step time  T(C) = decode step at batch C and the mean context s + n/2  +  (C/n) · p,
 
-where ``p`` is one prompt's GEMMs and attention at the expected efficiencies (``prefill_compute_s`` of
-:mod:`symllm.costs.efficiency`; its weights are already being read by the decode step). Then
+where ``p`` is what one prompt adds to the steps it runs in, at the expected efficiencies
+(:mod:`symllm.costs.efficiency`):
+
+* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill): a forward of its own in
+  chunks of ``B`` tokens, ``p`` its GEMMs at ``s`` rows and its attention (``prefill_compute_s``; the weights it
+  reads again are under its GEMMs' time);
+* ``chunked`` (vLLM V1) and ``whole`` (TensorRT-LLM without chunked context): in the decode step's own forward,
+  in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤ B``, which caps ``C`` at
+  ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
+  the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
+  ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``), ``A`` the
+  prompt's attention core;
+
+then
 
 * inter-token latency ``ITL = T(C)``;
-* time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks of ``chunk =
-  max_num_batched_tokens − C`` tokens, one a step), plus the wait in the queue when more requests are
-  sent than the KV cache holds;
+* time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks, one a step: ``chunk = q``, or
+  ``B`` in a forward of its own), plus the wait in the queue when more requests are sent than run;
 * end-to-end ``E2E = TTFT + (n − 1) · ITL``; output tokens/s ``= C · n / E2E``.
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
 KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
-TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.serving.SCHEDULER`); requests beyond them wait. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
+TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.serving.SCHEDULER`) nor, where a prompt runs whole in the
+decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names the limit that binds. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
 solved over ``C``; past ``R / E2E(R)`` the queue grows without bound (``saturated``). The **saturation
 concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those at ``R``.
 
@@ -50,12 +63,16 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``; ``max_num_seqs``: the most
     sequences the engine runs, None: its default, :data:`symllm.costs.serving.SCHEDULER`). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
-    "requests_per_s", "kv_sequences", "saturation_concurrency", "saturated", "engine"}``. ``evaluate``: as
+    "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
+    "engine", "prefill_step", "max_num_seqs"}``: ``kv_sequences`` the requests whose whole context the KV cache
+    holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
+    the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
+    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.serving.prefill_step`). ``evaluate``: as
     :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
     >>> r["running"], round(r["requests_per_s"], 2), r["saturated"]  # the fewest running that serve 2 a second
-    (3, 2.89, False)
+    (3, 2.95, False)
     """
     from symllm.costs import serving
     from symllm.costs.workloads import Workload
@@ -84,24 +101,57 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
-    from symllm.costs import hardware
-    ceiling = serve.get("max_num_seqs") or serving.default_max_num_seqs(
-        hardware.of(work), work.engine, cap["kv_tokens"], serving.model_config(config).max_positions)
-    if ceiling is not None:  # the engine's own limit on running sequences (serving.SCHEDULER)
-        most = min(most, ceiling)
+    # what may bind the sequences running: the KV cache, the engine's own limit (serving.SCHEDULER), and for an
+    # engine that runs a prompt whole in the decode step the room its token budget leaves (below)
+    limits = {"kv_cache": most}
+    ceiling = cap.get("max_num_seqs")
+    if ceiling is not None:
+        limits["max_num_seqs"] = ceiling
     budget = cap["max_num_batched_tokens"]
-    prompt = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]["prefill_compute_s"]
-    if prompt is None:  # one prompt's prefill does not fit the GPU (count says why)
+    whole = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]
+    if whole["prefill_compute_s"] is None:  # one prompt's prefill does not fit the GPU (count says why)
         raise SymllmError(f"seq: one prompt of {s:,} tokens does not fit on {cap['gpu']} (symllm count says why)")
-    cache = {}
+    prompt = Fraction(whole["prefill_compute_s"])
+    attention = prompt - Fraction(whole["prefill_gemm_s"])  # its attention core, whatever the chunks
+    mode = serving.prefill_step(work.engine, s + n)
+    if mode == "whole":  # the decodes must leave room for the whole prompt in the step's token budget
+        if s >= budget:
+            raise SymllmError(f"seq: a prompt of {s:,} tokens does not fit a step of {budget:,} tokens "
+                              "(max_num_batched_tokens), which runs it whole (no chunked context)")
+        limits["max_num_batched_tokens"] = budget - s
+    binding = min(limits, key=limits.get)  # the first named of equals
+    most = limits[binding]
+    cache, rows = {}, {}
+
+    def gemms(m: int, decodes: int) -> Fraction | None:
+        """One forward's GEMMs over ``m`` token rows, the head on ``decodes + 1`` of them, at the efficiency of
+        ``m`` rows: a prompt of ``m`` tokens' GEMMs (its head on the last) and ``m`` one-token prompts' (the
+        head on each: their difference, the head's time a row); None where those prompts are not timed (count
+        times nothing that does not fit: a card the weights nearly fill)."""
+        if m not in rows:
+            one = [evaluate(work.replace(batch=b, seq=m // b, gen=0, context=None))["time"]["expected"][
+                "prefill_gemm_s"] for b in (1, m)]
+            rows[m] = None if None in one else [Fraction(x) for x in one]
+        if rows[m] is None:
+            return None
+        last, every = rows[m]
+        return last + ((every - last) * decodes / (m - 1) if m > 1 else 0)
 
     def at(c: int) -> dict:
         """The steady state with ``c`` sequences running (``c <= most``)."""
         if c not in cache:
             # a decode step alone (its memory is the KV cache's, which the capacity above already holds)
             decode = evaluate(work.replace(batch=c, seq=1, gen=0, context=s + n // 2))["time"]["expected"]
-            step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * Fraction(prompt)
-            ttft = ceil(s / max(1, budget - c)) * step + Fraction(prompt)
+            chunk, extra = budget, prompt  # a forward of its own
+            if mode != "separate":  # its chunks in the decode step's forward, one GEMM of c + q rows
+                chunk = s if mode == "whole" else min(s, max(1, budget - c))
+                alone = Fraction(decode["decode_gemm_s"])
+                sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
+                mixed = [(k, gemms(c + q, c)) for q, k in sizes.items()]
+                if all(g is not None for _, g in mixed):  # else: as a forward of its own (no saving counted)
+                    extra = attention + sum(k * max(Fraction(0), g - alone) for k, g in mixed)
+            step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * extra
+            ttft = ceil(s / chunk) * step + extra
             e2e = ttft + (n - 1) * step
             cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e, "engine": decode["engine"]}
         return cache[c]
@@ -123,8 +173,10 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     return {"concurrency": sent, "running": c, "queued": queued, "ttft_s": float(point["ttft"] + wait),
             "itl_s": float(point["itl"]), "e2e_s": float(point["e2e"] + wait),
             "output_tokens_per_s": float(point["rate"] * n), "requests_per_s": float(point["rate"]),
-            "kv_sequences": most, "saturation_concurrency": knee, "saturated": saturated,
-            "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget}
+            "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
+            "saturation_concurrency": knee, "saturated": saturated,
+            "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
+            **({"max_num_seqs": ceiling} if ceiling is not None else {})}
 
 
 def _smallest(holds, low: int, high: int) -> int:
