@@ -115,11 +115,14 @@ QWEN = dict(gpu="h200", engine="megatron", seq=4096, batch=2, dp=8, ep=8, micro_
             zero_stage=1)
 
 
-def _step(monkeypatch, path, value) -> float:
-    """The expected training step with one figure of efficiency.json set to ``value`` (``path``: its keys)."""
+def _step(monkeypatch, path, value, floor: str = "0") -> float:
+    """The expected training step with one figure of efficiency.json set to ``value`` (``path``: its keys) and
+    the measured floor of a dropless layer (``moe.layer_floor.s``) at ``floor``: none by default, since over
+    the GPU's time it would hide the mechanisms these tests move (this run's MoE layers are under it)."""
     import symllm
 
     with monkeypatch.context() as m:
+        m.setitem(efficiency.data()["moe"]["layer_floor"], "s", floor)
         table = efficiency.data()
         for key in path[:-1]:
             table = table[key]
@@ -195,3 +198,39 @@ def test_the_launches_are_a_floor_not_a_sum(monkeypatch):
     slow = _step(monkeypatch, ("kernel", "host_s"), "0.002") - _step(monkeypatch, ("kernel", "host_s"), "0.001")
     assert slow == pytest.approx(4 * 48 * 320 * 0.001, rel=1e-9)
     assert _step(monkeypatch, ("kernel", "host_s"), "0.000001") == _step(monkeypatch, ("kernel", "host_s"), "0.0000001")
+
+
+# --- the measured floor of a dropless Megatron-Core MoE layer (moe.layer_floor, moe_layer_floor_s) -----------
+
+#: marin-community/marin issue #3666 (2026-03-14), "Authoritative totals (forward + backward, milliseconds)", the
+#: DeepEP column: one Megatron-Core MoELayer on 8 H100s, EP 8, 128 experts (16 a rank), BF16, by case
+MARIN_DEEPEP_128 = {"qwen3_30b_a3b_anchor": 12.41, "qwen3_235b_a22b_anchor": 11.75, "qwen3_batch_mb2": 12.42,
+                    "qwen3_batch_mb4": 18.09, "qwen3_hidden_3072": 10.55, "qwen3_hidden_4096": 9.71,
+                    "qwen3_expert_1152": 10.13, "qwen3_expert_1536": 9.59, "qwen3_topk_2": 9.04, "qwen3_topk_4": 9.40}
+
+
+def test_the_floor_is_the_fastest_measured_layer():
+    """The floor is the fastest of the sweep's 128-expert DeepEP cases (top-2, the least GPU work), so every
+    measured variant of a 16-local-expert layer took at least it; its time barely moves with the tokens (4,096
+    and 8,192 a rank: 12.41 and 12.42 ms), nor with 4 times the FLOPs (Qwen3-235B-A22B's shape: 11.75 ms)."""
+    floor = efficiency.data()["moe"]["layer_floor"]
+    assert Fraction(floor["s"]) * 1000 == Fraction(str(min(MARIN_DEEPEP_128.values())))
+    assert floor["local_experts"] == 128 // 8
+    assert abs(MARIN_DEEPEP_128["qwen3_batch_mb2"] / MARIN_DEEPEP_128["qwen3_30b_a3b_anchor"] - 1) < 0.01
+
+
+def test_a_floor_over_the_gpus_time_is_paid_whole(monkeypatch):
+    """Over the GPU's time the floor sets the MoE layers' pace: raising it from 0.1 s to 0.2 s a layer adds
+    4 micro-batches x 48 layers x 0.1 s = 19.2 s to the step (no pipeline, no bubble); with no floor the
+    step is shorter than with the measured 9.04 ms, which this run's MoE layers (8,192 tokens, FP8, on H200s)
+    are under."""
+    raised = _step(monkeypatch, ("moe", "sync_s"), "0.00002611", floor="0.2")
+    assert raised - _step(monkeypatch, ("moe", "sync_s"), "0.00002611", floor="0.1") == pytest.approx(19.2, rel=1e-9)
+    assert _step(monkeypatch, ("moe", "sync_s"), "0.00002611", floor="0.00904") > _step(monkeypatch, ("moe", "sync_s"), "0.00002611")
+
+
+def test_the_floor_needs_its_local_experts():
+    """Measured with 16 experts a rank: a rank of fewer (EP 64 over 128 experts: 2) gets no floor, one of more
+    (EP 4: 32) the measured one (more local experts launch more kernels)."""
+    assert efficiency.moe_layer_floor_s(moe_layers=36, n_e=128, ep=64) == 0
+    assert efficiency.moe_layer_floor_s(moe_layers=36, n_e=128, ep=4) == 36 * Fraction("0.00904")
