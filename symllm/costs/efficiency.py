@@ -42,7 +42,8 @@ each figure with its source:
   group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and unpermutation and its router's scores as
   memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
   device-to-host round trip each forward (``moe.sync_s``), and its micro-batch takes at least the time the
-  host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`, ``moe.launches``).
+  host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`) and, a rank holding 16
+  experts or more, a measured floor a layer (:func:`moe_layer_floor_s`, ``moe.layer_floor``).
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
@@ -82,7 +83,7 @@ from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm",
            "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
-           "moe_training_s", "moe_host_launch_s", "fp8_quantize_s", "expected",
+           "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s", "fp8_quantize_s", "expected",
            "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
@@ -345,6 +346,16 @@ def moe_host_launch_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool) -> Fract
     return moe_layers * (each * local + launches["fixed"]) * _x(data()["kernel"]["host_s"])
 
 
+def moe_layer_floor_s(*, moe_layers: int, n_e: int, ep: int) -> Fraction:
+    """The least a training micro-batch's dropless MoE layers take, forward and backward, where a rank holds at
+    least ``moe.layer_floor.local_experts`` of the ``n_e`` experts (a Megatron-Core layer's measured floor, 0 below).
+
+    >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8)), moe_layer_floor_s(moe_layers=24, n_e=128, ep=64)
+    (0.21696, Fraction(0, 1))
+    """
+    return moe_layers * _x(floor["s"]) if -(-n_e // ep) >= (floor := data()["moe"]["layer_floor"])["local_experts"] else Fraction(0)
+
+
 def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
                    card: str | None = None, recompute: bool | str = False) -> Fraction:
     """Seconds a training micro-batch of ``rows`` tokens spends quantizing activations and gradients to FP8
@@ -535,7 +546,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     else:
         eta, moe_s = (gemm(compute, rows * share, rated) if experts else 1), Fraction(0)
     # FP8 current scaling's quantization passes (Transformer Engine), where the engine runs that recipe
-    cast_s = Fraction(0)
+    cast_s, cast_args = Fraction(0), {}
     if compute == "fp8" and train.get("fp8_recipe") == "current" and all(
             x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
         heads = parts["head_dim"]
@@ -543,6 +554,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                                 q=parts["n_h"] * heads, kv=parts["n_kv"] * heads, bandwidth=bandwidth,
                                 moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=rated,
                                 recompute=work.recompute)
+        cast_args = dict(rows=rows, layers=moe_layers, d=parts["d"], d_ff=parts["d_ff"], q=0, kv=0, bandwidth=bandwidth,
+                         moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute)
     # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
     # head (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
     bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - skipped
@@ -550,6 +563,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
+    if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # a dropless layer's measured floor (moe.layer_floor)
+        gpu = Fraction(experts) / (eta * factor * peak) + moe_s + ((fp8_quantize_s(**cast_args, k=parts["k"])
+                                                                     - fp8_quantize_s(**cast_args, k=0)) if cast_s else 0)
+        compute_s += micro * max(Fraction(0), moe_layer_floor_s(moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep) - gpu)
     # dropless MoE layers the host launches one kernel at a time (no CUDA graph holds them): the micro-batches
     # take at least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:
