@@ -84,8 +84,8 @@ def test_the_same_layout_with_token_dropping_is_within_bounds(monkeypatch, compu
     device-to-host sync (efficiency.json's moe.sync_source), so the megatron engine without moe_host_syncs.
     symllm expects 13,106 (+25%) in FP8 and 11,732 (+12%) in BF16: both within issue 40's 35%. The publisher and
     layout are the 25.11 row's, so this is a check, not a figure: no cost is read from the pair."""
-    from symllm.costs import efficiency
-    monkeypatch.setitem(efficiency.data()["engines"]["megatron"], "moe_host_syncs", 0)
+    from symllm.costs import figures
+    monkeypatch.setitem(figures.data()["engines"]["megatron"], "moe_host_syncs", 0)
     row = next(r for r in ROWS if r["id"] == "megatron-bridge-qwen3-30b-a3b-h100x16-fp8cs")
     options_ = {**options(row), "compute_dtype": compute}
     assert (options_["pp"], options_["virtual_stages"], options_["batch"], options_["micro_batches"]) == (2, 24, 2, 32)

@@ -80,7 +80,7 @@ __all__ = ["DEFAULTS", "capacity", "SCHEDULER", "trtllm_bench_settings", "defaul
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
-#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.efficiency.engine`, with its NCCL
+#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.figures.engine`, with its NCCL
 #: communicators at ``--tp`` above 1: :func:`nccl_bytes`); ``max_num_seqs`` None: ``vllm serve``'s for the card
 #: (:func:`default_max_num_seqs`)
 DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": None, "block_size": 16,
@@ -134,7 +134,7 @@ SERVE_BATCHED_TOKENS = 8192
 
 def _scheduler(engine) -> tuple[str, dict]:
     """The engine's name and its :data:`SCHEDULER` entry (empty for an engine that declares none)."""
-    from symllm.costs.efficiency import engine as conventions
+    from symllm.costs.figures import engine as conventions
     name = conventions(engine, "inference")["name"]
     return name, SCHEDULER.get(name, {})
 
@@ -399,8 +399,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                           "as fp8 only (--kv-format fp8)")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
-    from symllm.costs import efficiency
-    conventions = efficiency.engine(work.engine, "inference")
+    from symllm.costs.figures import engine
+    conventions = engine(work.engine, "inference")
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
         max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
     integer("max_num_batched_tokens", max_num_batched_tokens)
