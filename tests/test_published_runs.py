@@ -119,8 +119,7 @@ def _under_load(row: dict) -> float | None:
     from symllm.costs.traffic import under_load
     bench = {}
     if "trtllm-bench" in (row.get("notes") or ""):  # trtllm-bench's own max_batch_size and max_num_tokens
-        s = serving.trtllm_bench_settings(row["model"], symllm.workload(row["model"])["params"]["per_gpu"],
-                                          row["gpu"], tp=lay["tp"], pp=lay["pp"], seq=w["input_len"],
+        s = serving.trtllm_bench_settings(row["model"], row["gpu"], tp=lay["tp"], pp=lay["pp"], seq=w["input_len"],
                                           gen=w["output_len"])
         bench = {"max_num_batched_tokens": s["max_num_tokens"], "max_num_seqs": s["max_batch_size"]}
     r = under_load(row["model"], gpu=row["gpu"], tp=lay["tp"], engine=engine(row),
