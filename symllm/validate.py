@@ -16,7 +16,7 @@ import math
 
 from symllm.errors import SymllmError
 
-__all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count", "suffixed_count", "COUNT_KINDS", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number", "boolean",
+__all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count", "suffixed_count", "COUNT_KINDS", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number", "boolean", "booleans",
            "choice", "zero_stage"]
 
 #: the largest float accepted for an integer read from a file (``4096.0``): past 2**53 a double no longer
@@ -240,6 +240,26 @@ def boolean(field: str, value) -> bool:
     if not isinstance(value, bool):
         raise SymllmError(f"{field}: expected True or False, got {short(value)}")
     return value
+
+
+def booleans(instance) -> None:
+    """Each field of the dataclass ``instance`` declared ``bool``, checked by :func:`boolean` in the order the
+    fields are declared: a flag added to the class is checked without a list to extend.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Flags:
+    ...     name: str = "x"
+    ...     tied: bool = False
+    >>> booleans(Flags(name=3, tied="no"))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: tied: expected True or False, got 'no'
+    """
+    from dataclasses import fields
+    for f in fields(instance):
+        if f.type in ("bool", bool):  # a string under ``from __future__ import annotations``
+            boolean(f.name, getattr(instance, f.name))
 
 
 def choice(field: str, value, known, *, see: str = "--help"):

@@ -251,3 +251,18 @@ def test_switches_must_be_booleans(value):
         components.model(tied=value)
     with pytest.raises(SymllmError, match=r"^causal: "):
         components.block(causal=value)
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None])
+def test_every_switch_of_a_structure_must_be_a_boolean(value):
+    """Every field of LayerKind, Variant and Structure whose default is True or False (read from the defaults,
+    not from the annotations the check reads) refuses a non-bool in one line naming it; each is set alone."""
+    from dataclasses import fields
+    from symllm.arch.layers import LayerKind, Structure, Variant
+    switches = [(cls, f.name) for cls in (LayerKind, Variant, Structure) for f in fields(cls)
+                if isinstance(f.default, bool)]
+    assert {"rotary", "shared_topk", "clip_qkv", "fused", "tied", "moe_beside_mlp"} <= {n for _, n in switches}
+    assert len(switches) == 7 + 11 + 24  # LayerKind's, Variant's and Structure's flags, counted by hand
+    for cls, name in switches:
+        with pytest.raises(SymllmError, match=rf"^{name}: expected True or False, got "):
+            cls(**{name: value})

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import collectives, efficiency, ggml, tiles
+from symllm.costs import collectives, efficiency, figures, ggml, power, tiles
 from symllm.errors import SymllmError
 from tests.strategies import attention_grids, timed_workloads
 
@@ -173,7 +173,7 @@ def test_train_factor_grows_with_the_width(monkeypatch):
     switched off; 1.25 before the tiles, at f = 0.75)."""
     assert efficiency.train_factor("0.8", 16384) == Fraction(16, 17)  # Megatron's 0.8: x = 1/4 x 4096/16384
     wide = _time("llama3.2-1b", gpu="h200", seq=4096, batch=4, engine="hf")["expected"]["training_step_s"]
-    monkeypatch.delitem(efficiency.data(), "train_width")
+    monkeypatch.delitem(figures.data(), "train_width")
     flat = _time("llama3.2-1b", gpu="h200", seq=4096, batch=4, engine="hf")["expected"]["training_step_s"]
     assert wide / flat == pytest.approx(2 - 0.75 * 0.9394, rel=1e-12)
 
@@ -200,7 +200,7 @@ def test_the_memory_share_from_the_h100_and_h200_runs():
     x, r = 4 / 9, 4800 / 3350
     share = (ratio - 1) * (1 + x) / (x * (r - 1))
     assert share == pytest.approx(0.417, abs=0.001)
-    assert float(efficiency.data()["train_bandwidth"]["share"]) == pytest.approx(share, abs=0.005)
+    assert float(figures.data()["train_bandwidth"]["share"]) == pytest.approx(share, abs=0.005)
 
 
 def test_training_beyond_the_gemms_streams_at_the_cards_bandwidth(monkeypatch):
@@ -215,7 +215,7 @@ def test_training_beyond_the_gemms_streams_at_the_cards_bandwidth(monkeypatch):
     opts = dict(seq=4096, batch=4, engine="hf")
     card = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
     ref = _time("llama3.2-1b", gpu="h200", **opts)["expected"]["training_step_s"]
-    monkeypatch.delitem(efficiency.data(), "train_bandwidth")
+    monkeypatch.delitem(figures.data(), "train_bandwidth")
     flat = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
     x = 2 * (1 / (0.75 * 0.9394) - 1)
     c = (500 / 700) ** 0.24285
@@ -233,12 +233,12 @@ def test_power_limit_slows_compute_as_the_a100_pair_measures():
     import math
     gamma = math.log(252.9 / 271.2) / math.log(300 / 400)
     assert gamma == pytest.approx(0.24285, abs=1e-5)
-    assert float(efficiency.power_fraction("h100-sxm-hbm2e")) == pytest.approx((500 / 700) ** gamma, rel=1e-6)
-    assert float(efficiency.power_fraction("h100-sxm", 500)) == pytest.approx((500 / 700) ** gamma, rel=1e-6)
-    assert efficiency.power_fraction("h100-sxm") == efficiency.power_fraction("h200") == 1
-    assert efficiency.power_fraction("h100-sxm-hbm2e", 700) == efficiency.power_fraction("h100-sxm", 900) == 1
-    assert efficiency.power_fraction("l40s", 100) == efficiency.power_fraction(None) == 1  # no rated power known
-    assert float(efficiency.power_fraction("h100-sxm", 400)) / (835.5 / 989.4) == pytest.approx(1, abs=0.04)
+    assert float(power.power_fraction("h100-sxm-hbm2e")) == pytest.approx((500 / 700) ** gamma, rel=1e-6)
+    assert float(power.power_fraction("h100-sxm", 500)) == pytest.approx((500 / 700) ** gamma, rel=1e-6)
+    assert power.power_fraction("h100-sxm") == power.power_fraction("h200") == 1
+    assert power.power_fraction("h100-sxm-hbm2e", 700) == power.power_fraction("h100-sxm", 900) == 1
+    assert power.power_fraction("l40s", 100) == power.power_fraction(None) == 1  # no rated power known
+    assert float(power.power_fraction("h100-sxm", 400)) / (835.5 / 989.4) == pytest.approx(1, abs=0.04)
 
 
 def test_power_limit_slows_the_gemms_not_the_streams(monkeypatch):
@@ -265,7 +265,7 @@ def test_power_limit_slows_llamacpps_cuda_prompt_scores_too(monkeypatch):
     conversions and the element-wise nodes cost nothing) a 2,048-token prompt's GEMMs and attention (prefill_compute_s) on the 500 W H100
     96GB HBM2e take 1/(5/7)^0.24285 as long as at the card's rated power, as vLLM's do
     (test_power_limit_slows_the_gemms_not_the_streams)."""
-    prompt = efficiency.data()["engines"]["llama.cpp"]["cuda_prompt"]
+    prompt = figures.data()["engines"]["llama.cpp"]["cuda_prompt"]
     monkeypatch.setitem(prompt, "scores_bytes", "0")
     monkeypatch.setitem(prompt, "convert_bytes", "0")
     monkeypatch.setitem(prompt, "f32_passes", "0")
@@ -359,10 +359,10 @@ def test_engines_own_allreduce_replaces_nccl_over_nvlink_only():
     vLLM's (9.2 us) replace NCCL's 10 us over NVLink; over PCIe (vLLM's own is off beyond two PCIe GPUs) and
     for an engine without one (vLLM before v0.2.6) NCCL's latency stays."""
     nvlink, pcie = ("NVLink 4", 450 * 10 ** 9), ("PCIe Gen4 x16", 32 * 10 ** 9)
-    assert collectives.allreduce_s(10, 0, nvlink, efficiency.engine("trtllm")) == Fraction(48, 10 ** 6)
-    assert collectives.allreduce_s(10, 0, nvlink, efficiency.engine("vllm")) == Fraction(92, 10 ** 6)
-    assert collectives.allreduce_s(10, 0, nvlink, efficiency.engine("vllm-v0.2")) == Fraction(100, 10 ** 6)
-    assert collectives.allreduce_s(10, 0, pcie, efficiency.engine("trtllm")) == Fraction(200, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, nvlink, figures.engine("trtllm")) == Fraction(48, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, nvlink, figures.engine("vllm")) == Fraction(92, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, nvlink, figures.engine("vllm-v0.2")) == Fraction(100, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, pcie, figures.engine("trtllm")) == Fraction(200, 10 ** 6)
 
 
 def test_old_vllm_tp4_decode_over_pcie_by_hand():
@@ -391,7 +391,7 @@ def test_ray_round_trip_only_where_ranks_are_ray_actors():
     TP 1 (v0.2.0 turns Ray on only for more than one rank), nor by vLLM with CUDA graphs (its driver worker)."""
     assert collectives.ray_step_s(1) == 0
     assert collectives.ray_step_s(2) == 1 / Fraction("2011.9") + 1 / Fraction("8663.7")
-    assert efficiency.engine("vllm-v0.2").get("ray_workers") and not efficiency.engine("vllm").get("ray_workers")
+    assert figures.engine("vllm-v0.2").get("ray_workers") and not figures.engine("vllm").get("ray_workers")
     one = _time("llama2-7b", gpu="a100-80gb", engine="vllm-v0.2", dtype="fp16", seq=5, context=55)["expected"]
     # one rank: 32 x 14 kernels at 24 us and 0.3 ms, nothing else (no all-reduce, no Ray)
     assert one["decode_token_s"] == pytest.approx(32 * 14 * 24e-6 + 3e-4, rel=1e-12)
@@ -409,7 +409,7 @@ def test_dropless_moe_waits_for_the_host_once_a_forward():
     assert again == 2 * once
     assert efficiency.moe_training_s(**common, syncs=1)["sync"] == 0
     assert efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link)["sync"] == 0
-    assert efficiency.engine("megatron")["moe_host_syncs"] == 1 and "moe_host_syncs" not in efficiency.engine("torchtitan")
+    assert figures.engine("megatron")["moe_host_syncs"] == 1 and "moe_host_syncs" not in figures.engine("torchtitan")
 
 
 @pytest.mark.parametrize("gpu", ["a100-80gb", "a100-40gb", "h100-sxm"])
@@ -593,8 +593,8 @@ def test_held_out_predictions_were_symllms(monkeypatch):
         if row["section"] == "graph_decode":
             e = _time(row["model"], gpu="h200", seq=row["context"], batch=row["b"], engine="torch")["expected"]
             assert e["decode_token_s"] == pytest.approx(row["decode_token_s"], rel=1e-9)
-    monkeypatch.delitem(efficiency.data(), "train_width")
-    monkeypatch.delitem(efficiency.data(), "attention_tiles")  # added after the run too: the core on its tiles
+    monkeypatch.delitem(figures.data(), "train_width")
+    monkeypatch.delitem(figures.data(), "attention_tiles")  # added after the run too: the core on its tiles
     for row in PREDICTED:
         if row["section"] == "train":
             e = _time(row["model"], gpu="h200", seq=row["s"], batch=row["b"], engine="hf")["expected"]
@@ -662,7 +662,7 @@ def test_llamacpp_cuda_prompt_passes_by_hand(monkeypatch):
     by_hand = (2 * (8 + 8) * 4096 + 8 * 4096 + 8 * 1024 + 2 * 6 * 1024 + 2 * 6 * 4096 + 8 * 4096 + 2 * 12 * 4096
                + 8 * 14336 + 12 * 14336)
     assert by_hand == 651_264 and f32 == 1024 * 32 * by_hand
-    prompt = efficiency.engine("llama.cpp")["cuda_prompt"]
+    prompt = figures.engine("llama.cpp")["cuda_prompt"]
     assert (prompt["convert_bytes"], prompt["scores_bytes"]) == ("6", "24")
 
     def prefill() -> float:

@@ -19,7 +19,7 @@ from fractions import Fraction
 import pytest
 
 import symllm
-from symllm.costs import efficiency
+from symllm.costs import efficiency, figures
 
 PARAMS, VOCAB, DIM, LAYERS = 8_030_261_248, 128_256, 4096, 32
 KV_PER_TOKEN = 2 * LAYERS * 8 * 128 * 2        # K and V, 8 KV heads of 128, fp16
@@ -74,7 +74,7 @@ def test_the_issue_rate_reproduces_its_source():
     rest = (514 * KV_PER_TOKEN + 2 * VOCAB) / (ETA * 1935 * 10 ** 9)
     rate = weights / (Fraction(100, 5456) - rest - LAYERS * 16 * GRAPH - STEP)
     assert float(rate / (108 * 1410 * 10 ** 6)) == pytest.approx(6.45, abs=0.005)
-    issue = efficiency.data()["engines"]["llama.cpp"]["f16_gemv_issue"]
+    issue = figures.data()["engines"]["llama.cpp"]["f16_gemv_issue"]
     assert Fraction(issue["bytes_per_sm_clock"]) == ISSUE
     assert issue["cards"]["a100-80gb-pcie"] == issue["cards"]["a100-80gb"] == [108, 1410]
     assert float(1 - Fraction(128, 24) / ISSUE) == pytest.approx(0.17, abs=0.005)
@@ -84,7 +84,7 @@ def test_the_slow_fp16_gemv_is_llamacpps_at_batch_one_only():
     """Other engines, a batch of two (cuBLAS, not the mat-vec kernel) and quantized weights (MMVQ) stream at
     memory_stream alone."""
     by_hand = _decode_by_hand(2039, Fraction(1))
-    assert efficiency.f16_gemv_factor(efficiency.engine("vllm"), "a100-80gb", 1) is None
+    assert efficiency.f16_gemv_factor(figures.engine("vllm"), "a100-80gb", 1) is None
     vllm = symllm.workload("llama3-8b", gpu="a100-80gb", engine="vllm", dtype="fp16", batch=1, seq=1,
                            context=513)["time"]["expected"]
     # vLLM: 14 kernels a layer and 0.3 ms a step, the same bytes at memory_stream
@@ -196,7 +196,7 @@ def test_the_unified_figure_reproduces_its_source():
     fixed = t2 - b2 / bandwidth
     assert float(b3 / bandwidth + fixed) == pytest.approx(float(t3), rel=0.01)
     assert float(bandwidth / (800 * 10 ** 9)) == pytest.approx(float(efficiency.stream(kind="unified")), abs=0.005)
-    layer = Fraction(efficiency.data()["engines"]["llama.cpp"]["metal_layer_s"])
+    layer = Fraction(figures.data()["engines"]["llama.cpp"]["metal_layer_s"])
     assert float((fixed - STEP) / 32) == pytest.approx(float(layer), abs=5e-7)
 
 
@@ -216,7 +216,7 @@ def test_prompt_f32_passes_against_the_notebooks_prompt_runs(monkeypatch, capsys
     without them) and the RTX 3090, whose 6 MB of L2 holds none of a micro-batch's 8-29 MB activations, is
     within 15% at every length, as is the A100 80GB PCIe; printed beside the errors without them (the RTX 4090,
     72 MB of L2, goes over: docs/efficiency.md)."""
-    prompt = efficiency.engine("llama.cpp")["cuda_prompt"]
+    prompt = figures.engine("llama.cpp")["cuda_prompt"]
     assert prompt["f32_passes"] == "1"
 
     def errors() -> dict:

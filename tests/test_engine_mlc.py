@@ -18,7 +18,7 @@ from fractions import Fraction
 import pytest
 
 import symllm
-from symllm.costs import efficiency
+from symllm.costs import efficiency, figures
 
 GRAPH, STEP = Fraction(49, 10 ** 7), Fraction(3, 10 ** 4)   # kernel.graph_s; MLC's step_s (assumed)
 ETA = Fraction(88, 100)                                      # memory_stream
@@ -46,7 +46,7 @@ def test_the_figures_reproduce_their_source():
     bandwidth = (b13 - b7) / (t13 - t7)
     assert float(bandwidth / (1008 * 10 ** 9)) == pytest.approx(0.891, abs=0.001)
     assert float(bandwidth / (1008 * 10 ** 9) / ETA - 1) == pytest.approx(0.0127, abs=0.001)
-    mlc = efficiency.engine("mlc")
+    mlc = figures.engine("mlc")
     assert efficiency.stream("int4", dequant=mlc["dequant"]) == ETA
     fitted = [(t - b / (ETA * 1008 * 10 ** 9) - STEP) / (layers * GRAPH)
               for (t, b), layers in (((t7, b7), 32), ((t13, b13), 40))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import symllm
-from symllm.costs import efficiency, tiles
+from symllm.costs import figures, tiles
 from symllm.costs.tiles import causal_tiles
 
 
@@ -36,7 +36,7 @@ def test_fa2_tiles_unchanged():
     ("trtllm", "h100-sxm", "fa2"), ("tgi", "h100-sxm", "fa2"), ("vllm-v0", "h100-sxm", "fa2"),
 ])
 def test_which_engines_run_fa3(engine, gpu, kernel):
-    assert tiles.attention_kernel(efficiency.engine(engine), gpu) == kernel
+    assert tiles.attention_kernel(figures.engine(engine), gpu) == kernel
 
 
 def test_a_vllm_prefill_on_hopper_runs_fa3s_tiles():

@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 import symllm
-from symllm.costs import efficiency
+from symllm.costs import efficiency, figures
 
 H100_BW = 3350 * 10 ** 9  # bytes/s, the H100 SXM datasheet
 STREAM = Fraction(88, 100)  # memory_stream, measured on the H200
@@ -52,7 +52,7 @@ def test_a_megatron_fp8_step_adds_the_passes_and_nothing_else(monkeypatch):
     23,552 backward)."""
     opts = dict(gpu="h100-sxm", compute_dtype="fp8", engine="megatron", seq=4096, batch=1, micro_batches=4)
     with_passes = symllm.workload("llama3.2-1b", **opts)["time"]["expected"]["training_step_s"]
-    monkeypatch.setitem(efficiency.data()["engines"]["megatron"], "fp8_recipe", None)
+    monkeypatch.setitem(figures.data()["engines"]["megatron"], "fp8_recipe", None)
     without = symllm.workload("llama3.2-1b", **opts)["time"]["expected"]["training_step_s"]
     forward = (2048 + 2048) + (2048 + 8192)
     backward = (2048 + 2 * 512 + 2048) + (2 * 8192 + 2048)
@@ -67,6 +67,6 @@ def test_bf16_and_other_engines_add_no_passes(monkeypatch):
     for opts in (dict(compute_dtype="bf16", engine="megatron"), dict(compute_dtype="fp8", engine="torchtitan")):
         before = symllm.workload("llama3.2-1b", gpu="h100-sxm", seq=4096, **opts)["time"]["expected"]
         with monkeypatch.context() as m:
-            m.setitem(efficiency.data()["engines"]["megatron"], "fp8_recipe", None)
+            m.setitem(figures.data()["engines"]["megatron"], "fp8_recipe", None)
             after = symllm.workload("llama3.2-1b", gpu="h100-sxm", seq=4096, **opts)["time"]["expected"]
         assert before["training_step_s"] is not None and before["training_step_s"] == after["training_step_s"]

@@ -263,7 +263,7 @@ def test_vllm_all_reduces_a_spanning_gated_norm_by_hand():
     assert alone["prefill_tp"] == alone["decode_tp"] == 0
     # the expected decode step (vLLM, H100s over NVLink) pays the 2 more calls' latency, each vLLM's one-shot
     # all-reduce's (efficiency.json's custom_allreduce_s, read here: what is checked is the count of calls)
-    from symllm.costs.efficiency import engine
+    from symllm.costs.figures import engine
     steps = [symllm.workload(from_hf({**raw, "n_groups": g}), tp=2, gpu="h100-sxm")["time"]["expected"]["decode_token_s"]
              for g in (1, 2)]
     latency = float(engine("vllm")["custom_allreduce_s"])

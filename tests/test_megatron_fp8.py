@@ -55,8 +55,8 @@ def test_megatron_fp8_runs_the_layers_linears_only_at_the_fp8_peak():
 
 def test_bf16_training_is_unchanged_by_the_filter(monkeypatch):
     """fp8_linears_only applies under --compute-dtype fp8 only: a bf16 Megatron step is the same without it."""
-    from symllm.costs import efficiency
+    from symllm.costs import figures
     opts = dict(gpu="h100-sxm", gpu_memory=1000, batch=1, seq=8192, engine="megatron")
     before = symllm.workload("llama3.1-8b", **opts)["time"]["expected"]["training_step_s"]
-    monkeypatch.setitem(efficiency.data()["engines"]["megatron"], "fp8_linears_only", False)
+    monkeypatch.setitem(figures.data()["engines"]["megatron"], "fp8_linears_only", False)
     assert symllm.workload("llama3.1-8b", **opts)["time"]["expected"]["training_step_s"] == before

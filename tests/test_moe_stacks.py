@@ -87,8 +87,8 @@ def test_the_same_layout_with_token_dropping_is_within_bounds(monkeypatch, compu
     (efficiency.json's moe.sync_source), so the megatron engine without moe_host_syncs. symllm expects 13,089
     (+25%) in FP8 and 11,717 (+12%) in BF16 (VP 24: 13,106 and 11,732): both within issue 40's 35%. The publisher
     is the dropless rows', so this is a check, not a figure: no cost is read from the pair."""
-    from symllm.costs import efficiency
-    monkeypatch.setitem(efficiency.data()["engines"]["megatron"], "moe_host_syncs", 0)
+    from symllm.costs import figures
+    monkeypatch.setitem(figures.data()["engines"]["megatron"], "moe_host_syncs", 0)
     row = next(r for r in ROWS if r["id"] == "megatron-bridge-qwen3-30b-a3b-h100x16-fp8cs")
     options_ = {**options(row), "compute_dtype": compute, "batch": 2, "micro_batches": 32, "virtual_stages": 12}
     assert (options_["pp"], options_["dp"], options_["ep"], options_["seq"]) == (2, 8, 8, 4096)

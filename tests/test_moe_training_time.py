@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from symllm.costs import collectives, efficiency
+from symllm.costs import collectives, efficiency, figures
 from symllm.costs.accelerators import gpu
 from symllm.costs.hardware import links
 from symllm.costs.workloads import Workload
@@ -22,7 +22,7 @@ RIDGE_FP8 = Fraction(19789, 10) / Fraction(335, 100)
 def test_alltoall_fractions_are_deepeps():
     """DeepEP's V1 normal kernels (docs/legacy.md): intranode EP 8 dispatch at 153 GB/s of the H800's 200 GB/s
     one-way NVLink (400 both ways); internode EP 16 at 43 GB/s of a 400 Gb/s (50 GB/s) CX7 NIC."""
-    moe = efficiency.data()["moe"]["alltoall"]
+    moe = figures.data()["moe"]["alltoall"]
     assert Fraction(moe["nvlink"]) == Fraction(153, 200)
     assert Fraction(moe["network"]) == Fraction(43, 50)
 
@@ -41,7 +41,7 @@ def test_the_output_write_loss_reproduces_deepgemms_k_ratios(k_small, k_large, m
 
 def test_the_table_k_is_its_median_shape():
     """gemm.k is the median K of the shapes the GEMM table was measured at (its 'about' lists them)."""
-    g = efficiency.data()["gemm"]
+    g = figures.data()["gemm"]
     assert "4096x4096, 6144x4096, 28672x4096, 4096x14336, 8192x8192" in g["about"]
     assert g["k"] == sorted([4096, 4096, 4096, 14336, 8192])[2]
 
@@ -122,8 +122,8 @@ def _step(monkeypatch, path, value, floor: str = "0") -> float:
     import symllm
 
     with monkeypatch.context() as m:
-        m.setitem(efficiency.data()["moe"]["layer_floor"], "s", floor)
-        table = efficiency.data()
+        m.setitem(figures.data()["moe"]["layer_floor"], "s", floor)
+        table = figures.data()
         for key in path[:-1]:
             table = table[key]
         m.setitem(table, path[-1], value)
@@ -173,7 +173,7 @@ def test_launch_counts_are_the_sources_itemised():
     device-to-host copy 1, permute 2, dispatch all-to-alls 2, chunk sort 1, SwiGLU 1, sort back 1, combine 1,
     unpermute 1; backward gating 2, top-k 1, aux loss 1, permute 1, all-to-alls 2, sort 1, SwiGLU 1, sort
     back 1, combine 1, unpermute 1."""
-    launches = efficiency.data()["moe"]["launches"]
+    launches = figures.data()["moe"]["launches"]
     assert launches["per_local_expert"] == (3 + 1 + 3 + 1) + (3 + 2 + 3 + 2)
     assert launches["per_local_expert_bf16"] == (1 + 1) + (2 + 2)
     forward = 1 + 1 + 2 + 6 + 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1
@@ -213,7 +213,7 @@ def test_the_floor_is_the_fastest_measured_layer():
     """The floor is the fastest of the sweep's 128-expert DeepEP cases (top-2, the least GPU work), so every
     measured variant of a 16-local-expert layer took at least it; its time barely moves with the tokens (4,096
     and 8,192 a rank: 12.41 and 12.42 ms), nor with 4 times the FLOPs (Qwen3-235B-A22B's shape: 11.75 ms)."""
-    floor = efficiency.data()["moe"]["layer_floor"]
+    floor = figures.data()["moe"]["layer_floor"]
     assert Fraction(floor["s"]) * 1000 == Fraction(str(min(MARIN_DEEPEP_128.values())))
     assert floor["local_experts"] == 128 // 8
     assert abs(MARIN_DEEPEP_128["qwen3_batch_mb2"] / MARIN_DEEPEP_128["qwen3_30b_a3b_anchor"] - 1) < 0.01
@@ -268,7 +268,7 @@ def test_the_moe_gpu_work_is_not_under_nvidias_own_layer_baselines(monkeypatch, 
     import symllm
 
     work = dict(gpu="h100-sxm", engine="megatron", seq=4096, batch=1, dp=8, ep=8, micro_batches=1, compute_dtype="bf16")
-    floor = efficiency.data()["moe"]["layer_floor"]
+    floor = figures.data()["moe"]["layer_floor"]
     monkeypatch.setitem(floor, "local_experts", 1)
     step = {}
     for s in ("0", "1"):

@@ -95,7 +95,7 @@ def options(row: dict) -> dict | None:
 #: what a predicted row ran that symllm has no option for (printed beside its error): torch.compile's fusions
 #: (the torchtitan engine's train_factor is an uncompiled forward and backward), async tensor parallelism
 #: (symllm adds the all-reduces unoverlapped). The 500 W limit of torchtitan's H100s is modelled: the card
-#: h100-sxm-hbm2e runs at 500 W of its rated 700 (symllm.costs.efficiency.power_fraction, from a bf16 matmul
+#: h100-sxm-hbm2e runs at 500 W of its rated 700 (symllm.costs.power.power_fraction, from a bf16 matmul
 #: measured at two board powers: docs/efficiency.md). torchtitan's selective op checkpointing is
 #: --selective-ac op (symllm.costs.selective) and its Float8 on the linear layers only the torchtitan engine's
 #: fp8_linears_only (efficiency.json): both modelled.
@@ -119,8 +119,7 @@ def _under_load(row: dict) -> float | None:
     from symllm.costs.traffic import under_load
     bench = {}
     if "trtllm-bench" in (row.get("notes") or ""):  # trtllm-bench's own max_batch_size and max_num_tokens
-        s = serving.trtllm_bench_settings(row["model"], symllm.workload(row["model"])["params"]["per_gpu"],
-                                          row["gpu"], tp=lay["tp"], pp=lay["pp"], seq=w["input_len"],
+        s = serving.trtllm_bench_settings(row["model"], row["gpu"], tp=lay["tp"], pp=lay["pp"], seq=w["input_len"],
                                           gen=w["output_len"])
         bench = {"max_num_batched_tokens": s["max_num_tokens"], "max_num_seqs": s["max_batch_size"]}
     r = under_load(row["model"], gpu=row["gpu"], tp=lay["tp"], engine=engine(row),
@@ -220,7 +219,7 @@ def test_torchtitan_pipeline_rows_run_its_defaults():
 def test_gptfast_rows_at_their_330_w_limit_do_not_move():
     """gpt-fast's A100s were power-limited to 330 W (the rows' notes): its three rows are batch-1
     decode, memory-bound (the weights streamed), so the power limit rule (compute-bound kernels only,
-    symllm.costs.efficiency.power_fraction: 0.954 at 330 W of 400) leaves their expected times as they are."""
+    symllm.costs.power.power_fraction: 0.954 at 330 W of 400) leaves their expected times as they are."""
     for rid in ("gptfast-llama2-7b-a100-bf16-b1", "gptfast-llama2-7b-a100-int4-b1", "gptfast-llama2-70b-a100x8-tp8-bf16-b1"):
         row = next(r for r in ROWS if r["id"] == rid)
         o = options(row)
@@ -273,7 +272,7 @@ def test_small_m_gemms_do_not_close_the_trtllm_70b_row(monkeypatch):
     at M 64, 128 and 4,096, log-interpolated as the table is, kept where faster than the table) the row is still
     more than 5% under the published 4,205 tokens/s; the 8B rows move by under 1%, the NIM rows not at all."""
     import math
-    from symllm.costs import efficiency
+    from symllm.costs import figures
     medians = {m: sorted(v)[2:4] for m, v in DEEPGEMM_H800.items()}
     kernel = {m: (a + b) / 2 / 1978.9 for m, (a, b) in medians.items()}
     assert [round(kernel[m], 3) for m in (64, 128, 4096)] == [0.146, 0.264, 0.526]
@@ -283,8 +282,8 @@ def test_small_m_gemms_do_not_close_the_trtllm_70b_row(monkeypatch):
         return y0 + (y1 - y0) * (math.log2(m) - math.log2(m0)) / (math.log2(m1) - math.log2(m0))
     ids = [r["id"] for r in ROWS if r["engine"] in ("trtllm", "nim")]
     before = {r["id"]: v for r, v, _ in predictions() if r["id"] in ids}
-    table = [[m, str(max(float(v), at(m)))] for m, v in efficiency.data()["gemm"]["fp8"]]
-    monkeypatch.setitem(efficiency.data()["gemm"], "fp8", table)
+    table = [[m, str(max(float(v), at(m)))] for m, v in figures.data()["gemm"]["fp8"]]
+    monkeypatch.setitem(figures.data()["gemm"], "fp8", table)
     after = {r["id"]: (v, r["value"]) for r, v, _ in predictions() if r["id"] in ids}
     value, published = after["trtllm-llama3.3-70b-h100x2-fp8-tp2-1000-1000"]
     assert value / published - 1 < -0.05

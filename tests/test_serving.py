@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import symllm
 from symllm.costs import serving
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
@@ -314,8 +315,10 @@ def test_trtllm_takes_its_fraction_of_the_free_memory():
 ])
 def test_trtllm_bench_settings_by_hand(model, params, gpu, tp, expected):
     """trtllm-bench's max_batch_size and max_num_tokens for a 1000/1000 dataset, worked by hand from its source."""
-    r = serving.trtllm_bench_settings(model, params, gpu, tp=tp, seq=1000, gen=1000)
+    r = serving.trtllm_bench_settings(model, gpu, tp=tp, seq=1000, gen=1000)
     assert (r["requests"], r["max_batch_size"], r["max_num_tokens"]) == expected
+    # the count it reads from the config is the published one the hand arithmetic uses (Meta's model cards)
+    assert symllm.params(model)["total"] == params
 
 
 def test_under_load_takes_a_given_max_num_seqs():

@@ -23,7 +23,7 @@ from fractions import Fraction
 from itertools import zip_longest
 
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice, positive_int, short
+from symllm.validate import booleans, choice, positive_int, short
 
 __all__ = ["LayerKind", "window_pairs", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
@@ -176,13 +176,7 @@ class LayerKind:
                                    ("mixer", self.mixer, MIXERS), ("heads", self.heads, HEADS),
                                    ("rope_part", self.rope_part, ROPE_PARTS)):
             choice(name, value, known)
-        boolean("rotary", self.rotary)
-        boolean("temperature", self.temperature)
-        boolean("k_eq_v", self.k_eq_v)
-        boolean("sinks", self.sinks)
-        boolean("kv_shared", self.kv_shared)
-        boolean("wide_ffn", self.wide_ffn)
-        boolean("shared_topk", self.shared_topk)
+        booleans(self)
         if self.wide_ffn and self.ffn not in ("dense", "moe"):  # moe: the dense MLP beside Gemma 4's experts
             raise SymllmError(f"wide_ffn: a doubled width is a dense feed-forward's (the ffn is {self.ffn})")
         if self.mixer != "attention" and (self.heads != "model" or self.k_eq_v or self.sinks or self.kv_shared
@@ -395,9 +389,7 @@ class Variant:
     def __post_init__(self):
         for field_, value, known in (("norms", self.norms, NORMS), ("activation", self.activation, ACTIVATIONS)):
             choice(field_, value, known)
-        for field_ in ("fused", "norm_offset", "embed_scale", "attn_softcap", "final_softcap", "layernorm",
-                       "logit_scale", "value_norm", "layer_scalar", "alibi", "clip_qkv"):
-            boolean(field_, getattr(self, field_))
+        booleans(self)
 
 
 @dataclass(frozen=True)
@@ -494,12 +486,7 @@ class Structure:
             raise SymllmError("kinds: a kind of layer is listed twice (one group per kind)")
         if len(kinds) > MAX_GROUPS:
             raise SymllmError(f"kinds: {len(kinds)} kinds of layer; symllm models at most {MAX_GROUPS}")
-        for name in ("tied", "attention_bias", "mlp_bias", "qkv_bias", "shared_expert", "shared_experts",
-                     "partial_rope", "mtp", "shared_gate", "sinks", "moe_bias", "clamped", "fused_lora", "output_gate",
-                     "delta_split", "value_width", "conv_bias", "mamba_bias", "indexer", "router_score_bias",
-                     "per_layer_input", "latent_moe",
-                     "hyper_connections", "moe_beside_mlp"):
-            boolean(name, getattr(self, name))
+        booleans(self)
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {self.gate_proj!r}")
         if (not isinstance(self.mtp_blocks, tuple)

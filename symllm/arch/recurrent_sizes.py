@@ -17,7 +17,7 @@ from __future__ import annotations
 from symllm.errors import SymllmError
 from symllm.validate import boolean, positive_int
 
-__all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "mamba_conv_channels",
+__all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "conv_state_bytes", "mamba_conv_channels",
            "deltanet_conv_channels"]
 
 #: The columns of a short causal convolution's input that one sequence's cache keeps, fewer than the kernel's
@@ -43,6 +43,17 @@ def conv_state_columns(kernel, cache: str = "transformers"):
     (4, 3)
     """
     return kernel - CONV_STATE_DROPS[cache]
+
+
+def conv_state_bytes(channels, kernel, act_bytes, cache: str = "transformers"):
+    """Bytes of one sequence's convolution state in one layer: the last :func:`conv_state_columns` inputs of
+    every one of its ``channels``, in the activations' dtype (``act_bytes``), as ``cache`` keeps them: a Gated
+    DeltaNet's and a Mamba-2 mixer's alike (numbers, or symbols).
+
+    >>> conv_state_bytes(24, 4, 2), conv_state_bytes(24, 4, 2, "vllm")
+    (192, 144)
+    """
+    return act_bytes * conv_state_columns(kernel, cache) * channels
 
 
 def mamba_conv_channels(heads, head_dim, groups, state):

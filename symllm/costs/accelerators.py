@@ -94,7 +94,7 @@ class GPU:
     #: (what engines such as vLLM take their share of); None: not measured, ``memory`` is used
     reported: int | None = None
     #: the board power its peaks are rated at, W (None: not given), and the power limit it runs at where that is
-    #: lower (None: the rated power): a compute-bound kernel's clock under the limit (symllm.costs.efficiency.power_fraction)
+    #: lower (None: the rated power): a compute-bound kernel's clock under the limit (symllm.costs.power.power_fraction)
     power_w: int | None = None
     power_limit_w: int | None = None
 

@@ -66,8 +66,6 @@ included) over the same denominator.
 
 >>> float(gemm("bf16", 4096)), float(gemm("bf16", 100))
 (0.721, 0.401)
->>> engine("vllm")["cuda_graphs"], engine(None, "training")["name"]
-(True, 'megatron')
 """
 from __future__ import annotations
 
@@ -81,7 +79,7 @@ from symllm.costs.power import power_fraction
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "data", "engine", "gemm", "card_scale", "grouped_gemm",
+__all__ = ["ENGINES", "SCHEDULES", "gemm", "card_scale", "grouped_gemm",
            "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
            "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s", "fp8_quantize_s", "expected",
            "seconds"]

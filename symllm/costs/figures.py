@@ -40,6 +40,8 @@ def engine(name: str | None, kind: str = "inference") -> dict:
 
     >>> engine("hf")["kernels_per_layer"], engine(None)["name"]
     (90, 'vllm')
+    >>> engine("vllm")["cuda_graphs"], engine(None, "training")["name"]
+    (True, 'megatron')
     >>> engine("vLLM")["name"]
     'vllm'
     >>> engine("tensorflow")  # doctest: +ELLIPSIS

@@ -80,7 +80,7 @@ __all__ = ["DEFAULTS", "capacity", "SCHEDULER", "prefill_step", "trtllm_bench_se
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
-#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.efficiency.engine`, with its NCCL
+#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.figures.engine`, with its NCCL
 #: communicators at ``--tp`` above 1: :func:`nccl_bytes`); ``max_num_seqs`` None: ``vllm serve``'s for the card
 #: (:func:`default_max_num_seqs`)
 DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": None, "block_size": 16,
@@ -190,7 +190,7 @@ def prefill_step(engine, context: int = 0) -> str:
 
 def _scheduler(engine) -> tuple[str, dict]:
     """The engine's name and its :data:`SCHEDULER` entry (empty for an engine that declares none)."""
-    from symllm.costs.efficiency import engine as conventions
+    from symllm.costs.figures import engine as conventions
     name = conventions(engine, "inference")["name"]
     return name, SCHEDULER.get(name, {})
 
@@ -262,7 +262,7 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     return tokens["large"] if _large(card, rule["large_card"]) else tokens["small"]
 
 
-def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1, seq: int, gen: int,
+def trtllm_bench_settings(config, gpu, *, tp: int = 1, pp: int = 1, seq: int, gen: int,
                           weight_bytes=1, kv_bytes=1, fraction=Fraction(95, 100)) -> dict:
     """The ``max_batch_size`` and ``max_num_tokens`` ``trtllm-bench`` sets for a dataset of ``seq``-token prompts
     and ``gen``-token outputs where none is given (tensorrt_llm/bench/build/tuning.py, ``calc_engine_setting``
@@ -271,14 +271,19 @@ def trtllm_bench_settings(config, params: int, gpu, *, tp: int = 1, pp: int = 1,
     (``memory`` the card's, ``fraction`` ``kv_cache_gpu_mem_fraction``, 0.95), then ``b = min(R, 4096) / pp``
     rounded up to 32 (at least 64) under 256, to 128 under 1024, else to 256; tokens ``min(b·(1 + seq/gen),
     32768)`` rounded up to 256 (at least 2048) under 4096, to 512 under 8192, else to 1024. ``params`` the
-    model's parameter count, ``weight_bytes`` and ``kv_bytes`` its ``BYTES_PER_ELEM`` (FP8 1, bf16 2); the card's
-    memory as torch reports it (trtllm-bench reads NVML's total, 0.6% more on an H100).
+    model's parameter count, read from ``config`` (its closed form; trtllm-bench sums its safetensors'
+    ``parameter_count``, ``ModelConfig.get_param_count`` in tensorrt_llm/bench/build/dataclasses.py: the same
+    for a checkpoint without multi-token-prediction modules), ``weight_bytes`` and ``kv_bytes`` its
+    ``BYTES_PER_ELEM`` (FP8 1, bf16 2); the card's memory as torch reports it (trtllm-bench reads NVML's total,
+    0.6% more on an H100).
 
-    >>> trtllm_bench_settings("llama3.3-70b", 70_553_706_496, "h100-sxm", tp=2, seq=1000, gen=1000)
+    >>> trtllm_bench_settings("llama3.3-70b", "h100-sxm", tp=2, seq=1000, gen=1000)
     {'requests': 288, 'max_batch_size': 384, 'max_num_tokens': 2048}
     """
-    from symllm.costs import accelerators
+    from symllm.arch import resolved
+    from symllm.costs import accelerators, phases
     cfg, card = resolve(config), accelerators.gpu(gpu)
+    params = phases.workload(resolved.spec(cfg))["params"]["per_gpu"]  # one rank holding the whole model
     gib = Fraction(2 ** 30)
     per_token = Fraction(2 * cfg.n_layers * max(tp, cfg.n_kv_heads) * cfg.head_dim) * Fraction(str(kv_bytes)) / gib
     available = tp * pp * Fraction(card.usable) / gib - params * Fraction(str(weight_bytes)) / gib
@@ -465,8 +470,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
     integer("max_num_seqs", max_num_seqs, optional=True)
-    from symllm.costs import efficiency
-    conventions = efficiency.engine(work.engine, "inference")
+    from symllm.costs.figures import engine
+    conventions = engine(work.engine, "inference")
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
         max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
     integer("max_num_batched_tokens", max_num_batched_tokens)

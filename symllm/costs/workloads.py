@@ -265,7 +265,7 @@ class Workload:
                                     "--gpu-bandwidth and --gpu-flops describes one outside the catalogue")
     gpu_bandwidth: float | None = _opt(None, "accelerator memory bandwidth in GB/s (10^9 bytes/s)")
     gpu_flops: float | None = _opt(None, "accelerator peak dense TFLOPS of the matmuls' dtype")
-    #: the board power limit the accelerator runs at, W (symllm.costs.efficiency.power_fraction); None: the card's own
+    #: the board power limit the accelerator runs at, W (symllm.costs.power.power_fraction); None: the card's own
     power_cap: float | None = _opt(None, "board power limit in W --gpu runs at: below its rated power its GEMMs and "
                                    "attention slow in the expected times (default: the card's own limit)")
     #: the network between nodes (symllm.costs.hardware: its bandwidth per GPU)
@@ -345,11 +345,11 @@ class Workload:
         if self.compute_dtype is not None:
             choice("compute_dtype", self.compute_dtype, ("bf16", "fp16", "fp8"))
         integer("micro_batches", self.micro_batches)
-        from symllm.costs import efficiency  # its figures, read on first use (no SymPy)
+        from symllm.costs import efficiency, figures  # read on first use (no SymPy)
         choice("schedule", self.schedule, efficiency.SCHEDULES)
         integer("virtual_stages", self.virtual_stages)
         if self.engine is not None:
-            put("engine", efficiency.engine(self.engine)["name"])
+            put("engine", figures.engine(self.engine)["name"])
         if self.power_cap is not None:
             positive_number("power_cap", self.power_cap)
             if not isinstance(self.gpu, str):

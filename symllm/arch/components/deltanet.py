@@ -70,7 +70,7 @@ from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.dtypes import FP32
 from symllm.arch.layers import LayerKind, Structure
-from symllm.arch.recurrent_sizes import conv_state_columns, deltanet_conv_channels
+from symllm.arch.recurrent_sizes import conv_state_bytes, deltanet_conv_channels
 from symllm.arch.symbols import K_c, b, beta_a, d, d_gk, d_gv, n_gk, n_gv, s, t  # noqa: F401 (t: doctests)
 
 __all__ = ["gated_deltanet", "CHUNK", "conv_channels", "recurrent_state", "conv_state"]
@@ -103,12 +103,12 @@ def recurrent_state() -> sp.Expr:
 
 def conv_state() -> sp.Expr:
     """Bytes of one sequence's convolution state in one layer: the last ``K_c`` inputs of every channel, in
-    the activations' dtype, as transformers' cache keeps them (:data:`~symllm.arch.recurrent_sizes.CONV_STATE_DROPS`).
+    the activations' dtype, as transformers' cache keeps them (:func:`~symllm.arch.recurrent_sizes.conv_state_bytes`).
 
     >>> conv_state()
     K_c*beta_a*(2*d_gk*n_gk + d_gv*n_gv)
     """
-    return beta_a * conv_state_columns(K_c) * conv_channels()
+    return conv_state_bytes(conv_channels(), K_c, beta_a)
 
 
 def _rules(split: str, name: str) -> Rules:

@@ -68,7 +68,7 @@ from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.dtypes import FP32
 from symllm.arch.layers import LayerKind, Structure
-from symllm.arch.recurrent_sizes import conv_state_columns, mamba_conv_channels
+from symllm.arch.recurrent_sizes import conv_state_bytes, mamba_conv_channels
 from symllm.arch.symbols import K_c, Q_c, b, beta_a, d, d_m, d_s, n_g, n_m, s, t
 
 __all__ = ["mamba2", "inner", "conv_channels", "ssm_state", "conv_state", "spanning_norm"]
@@ -107,12 +107,12 @@ def ssm_state() -> sp.Expr:
 
 def conv_state() -> sp.Expr:
     """Bytes of one sequence's convolution state in one layer: the last ``K_c`` inputs of every channel, in
-    the activations' dtype, as transformers' cache keeps them (:data:`~symllm.arch.recurrent_sizes.CONV_STATE_DROPS`).
+    the activations' dtype, as transformers' cache keeps them (:func:`~symllm.arch.recurrent_sizes.conv_state_bytes`).
 
     >>> conv_state()
     K_c*beta_a*(d_m*n_m + 2*d_s*n_g)
     """
-    return beta_a * conv_state_columns(K_c) * conv_channels()
+    return conv_state_bytes(conv_channels(), K_c, beta_a)
 
 
 def spanning_norm() -> sp.Expr:
