@@ -79,10 +79,9 @@ from symllm.costs.power import power_fraction
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "gemm", "card_scale", "grouped_gemm",
-           "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
-           "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s", "fp8_quantize_s", "expected",
-           "seconds"]
+__all__ = ["ENGINES", "SCHEDULES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_kind",
+           "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble", "moe_training_s",
+           "moe_host_launch_s", "moe_layer_floor_s", "fp8_quantize_s", "expected", "seconds"]
 
 #: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
 SCHEDULES = ("1f1b", "interleaved")
@@ -118,8 +117,7 @@ def card_scale(table: str, card: str | None) -> Fraction:
     (Fraction(111757, 103285), Fraction(1, 1), Fraction(1, 1))
     """
     figures = data()["gemm_cards"]
-    rows = figures[table]
-    if card not in rows:
+    if card not in (rows := figures[table]):
         return Fraction(1)
 
     def efficiency(row) -> Fraction:
@@ -351,7 +349,8 @@ def moe_layer_floor_s(*, moe_layers: int, n_e: int, ep: int) -> Fraction:
     >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8)), moe_layer_floor_s(moe_layers=24, n_e=128, ep=64)
     (0.21696, Fraction(0, 1))
     """
-    return moe_layers * _x(floor["s"]) if -(-n_e // ep) >= (floor := data()["moe"]["layer_floor"])["local_experts"] else Fraction(0)
+    floor = data()["moe"]["layer_floor"]
+    return moe_layers * _x(floor["s"]) if -(-n_e // ep) >= floor["local_experts"] else Fraction(0)
 
 
 def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
@@ -438,9 +437,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
-    # a step's all-reduces: one per sublayer whose output the ranks sum (symllm.costs.parallel.reduced_sublayers:
-    # a LLaMA layer's two, a Nemotron-H layer's one), the logits' gather, and a Mamba-2 gated norm's whose one
-    # group spans the ranks (vLLM's Mixer2RMSNormGated: symllm.arch.components.mamba.spanning_norm)
+    # a step's all-reduces: one a sublayer the ranks sum (parallel.reduced_sublayers), the logits' gather, and a
+    # Mamba-2 gated norm's whose one group spans the ranks (vLLM's Mixer2RMSNormGated: mamba.spanning_norm)
     reduces = parts["reductions"] + 1 + parts.get("spanning_norms", 0)
     calls = reduces if tp_link else 0  # what the host launches of them
 
@@ -510,8 +508,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]) + control)
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
-    # the GEMMs alone, of a prompt and of a decode step (the weights streamed where slower): a step that runs
-    # both in one forward (symllm.costs.traffic) reads them at its own rows
+    # the GEMMs alone of a prompt and of a decode step: a step running both at once (traffic) reads them
     out["prefill_gemm_s"], out["decode_gemm_s"] = seconds(gemm_s), seconds(decode_gemm)
     out["decode_token_s"] = seconds(decode)
     out["tokens_per_s"] = seconds(work.dp * work.batch / decode)
@@ -544,27 +541,26 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     else:
         eta, moe_s = (gemm(compute, rows * share, rated) if experts else 1), Fraction(0)
     # FP8 current scaling's quantization passes (Transformer Engine), where the engine runs that recipe
-    cast_s, cast_args = Fraction(0), {}
+    cast_s = expert_cast = Fraction(0)  # the fp8 casts, and those of the routed experts' k copies of each token
     if compute == "fp8" and train.get("fp8_recipe") == "current" and all(
             x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
-        heads = parts["head_dim"]
-        cast_s = fp8_quantize_s(rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
-                                q=parts["n_h"] * heads, kv=parts["n_kv"] * heads, bandwidth=bandwidth,
-                                moe_layers=moe_layers, k=parts.get("k", 1), tp=work.tp, card=rated,
-                                recompute=work.recompute)
-        cast_args = dict(rows=rows, layers=moe_layers, d=parts["d"], d_ff=parts["d_ff"], q=0, kv=0, bandwidth=bandwidth,
-                         moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute)
-    # fp8 training of the linear layers only (an engine's fp8_linears_only): the attention core and the output
-    # head (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
+        heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], bandwidth=bandwidth,
+                                                moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute)
+        cast_s = fp8_quantize_s(**common, layers=layers, q=parts["n_h"] * heads, kv=parts["n_kv"] * heads,
+                                k=parts.get("k", 1))
+        expert_cast = (fp8_quantize_s(**common, layers=moe_layers, q=0, kv=0, k=parts.get("k", 1))
+                       - fp8_quantize_s(**common, layers=moe_layers, q=0, kv=0, k=0))
+    # fp8 linears only (an engine's fp8_linears_only): the attention core and the output head
+    # (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
     bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - skipped
             if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
     compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # a dropless layer's measured floor (moe.layer_floor)
-        gpu = Fraction(experts) / (eta * factor * peak) + moe_s + ((fp8_quantize_s(**cast_args, k=parts["k"])
-                                                                     - fp8_quantize_s(**cast_args, k=0)) if cast_s else 0)
-        compute_s += micro * max(Fraction(0), moe_layer_floor_s(moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep) - gpu)
+        gpu = Fraction(experts) / (eta * factor * peak) + moe_s + expert_cast
+        least = moe_layer_floor_s(moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep)
+        compute_s += micro * max(Fraction(0), least - gpu)
     # dropless MoE layers the host launches one kernel at a time (no CUDA graph holds them): the micro-batches
     # take at least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:
