@@ -179,15 +179,38 @@ def test_capacity_needs_an_fp8_cache_and_its_blocks_fill_what_is_left(cli, tmp_p
     assert f"{r['blocks']:,} blocks of 256" in out.out
 
 
-@pytest.mark.parametrize("change, line", [
-    ({"head_dim": 256}, "head_dim: 256; vLLM's DeepSeek-V4 kernels take 512 only (serve)"),
-    ({"compress_ratios": [128, 128, 0]},
-     "serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention layer only")])
-def test_what_vllm_does_not_serve_is_refused(change, line):
-    """Widths vLLM's DeepSeek-V4 kernels do not take, and a layout its allocator asserts against, in one line."""
+_NOT_MODELLED = ("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention layer, or a "
+                 "heavily compressed one under vLLM 0.33")
+
+
+@pytest.mark.parametrize("change, release, line", [
+    ({"head_dim": 256}, "0.33", "head_dim: 256; vLLM's DeepSeek-V4 kernels take 512 only (serve)"),
+    ({"compress_ratios": [128, 128, 0]}, "0.20", _NOT_MODELLED),
+    ({"compress_ratios": [0, 0, 0]}, "0.33", _NOT_MODELLED)])
+def test_what_vllm_does_not_serve_is_refused(change, release, line):
+    """Widths vLLM's DeepSeek-V4 kernels do not take, a layout 0.20's allocator asserts against (no CSA layer: its
+    window pages are padded to a full-group page, of which an HCA layer's 1,728 bytes is smaller), and a model with
+    no compressed layer (0.33 lays out its one spec by its uniform path, not modelled), in one line."""
     with pytest.raises(SymllmError) as e:
-        dsv4_cache.deepseek_v4_blocks({**SMALL, **change}, 10 ** 9, 4096, 2048)
+        dsv4_cache.deepseek_v4_blocks({**SMALL, **change}, 10 ** 9, 4096, 2048, release=release)
     assert str(e.value) == line
+
+
+def test_no_csa_layer_under_033_by_hand():
+    """Two HCA layers and a window-only one (compress_ratios [128, 128, 0]): transformers builds it (tests/test_dsv4.py
+    draws such layer_types) and vLLM 0.33.0 packs it (kv_cache_planning.py, _get_packed_kv_cache_groups): no balanced
+    bucket mixes page sizes (CSA's states would), so repeats_per_group is None and the two sliding-window buckets (the
+    window keys, SlidingWindowMLASpec of 64 tokens; the HCA states, SlidingWindowMLASpec of 8) are state buckets; the
+    anchor is the widest whole bucket or one state page, max(2 · 1,728, 37,440, 32,832) = 37,440, so each state group
+    holds 37,440 // page = 1 layer: the full group (2 · 1,728 = 3,456), 3 window-key groups of 37,440 and 2 HCA-state
+    groups of 32,832, 6 groups, a block of 37,440 bytes. A request of 4,096 tokens at 2,048 batched (two in flight:
+    4,096) takes 16 full pages, 3 · (⌈min(127 + 4,096, 4,096) / 64⌉ + 1) = 3 · 65 and 2 · (4,096 / 8 + 1) = 2 · 513:
+    1,237 blocks; 10⁹ bytes hold 26,709 blocks (10⁹ // 37,440)."""
+    r = dsv4_cache.deepseek_v4_blocks({**SMALL, "compress_ratios": [128, 128, 0]}, 10 ** 9, 4096, 2048)
+    assert 2 * 1728 < 37440 and 37440 // 32832 == 1 and 10 ** 9 // 37440 == 26709
+    assert (r["block_bytes"], r["groups"], r["repeats"]) == (37440, 6, None)
+    assert r["blocks_per_request"] == 16 + 3 * 65 + 2 * 513 == 1237
+    assert r["blocks"] == 26709 and r["max_concurrency"] == Fraction(26709, 1237) and r["requests"] == 26709 // 1237
 
 
 def test_an_unknown_release_is_refused():

@@ -327,3 +327,40 @@ def test_under_load_takes_a_given_max_num_seqs():
     from symllm.costs.traffic import under_load
     r = under_load("llama3.2-1b", gpu="h200", seq=64, gen=64, engine="trtllm", concurrency=10 ** 6, max_num_seqs=300)
     assert r["running"] == 300
+
+
+def test_conv_state_layout_is_the_engines_stated_field(monkeypatch):
+    """The convolution-state layout a hybrid model's sequences get is the engine's ``conv_state`` in
+    efficiency.json (each stated with its source), not read off the engine's name: qwen3-next-80b-a3b's 36 Gated
+    DeltaNet layers hold 36·(4·32·128·128 + 2·c·8192) bytes a sequence with c = 4 - 1 = 3 columns of the
+    convolution's input where the entry says 'vllm' (sglang made to say so here) and c = 4 where it says nothing
+    (vllm made silent here), hand arithmetic; a layout symllm does not know is refused in one line naming it."""
+    from symllm.costs import figures
+    table = figures.data()["engines"]
+    stated = {name: entry for name, entry in table.items() if name != "about" and "conv_state" in entry}
+    assert stated and all(entry.get("conv_state_source") for entry in stated.values())
+
+    def state(engine):
+        return serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=100 * GiB,
+                                engine=engine)["state_bytes_per_sequence"]
+    monkeypatch.setitem(table["sglang"], "conv_state", "vllm")
+    assert state("sglang") == 36 * (4 * 32 * 128 * 128 + 2 * 3 * 8192)
+    monkeypatch.delitem(table["vllm"], "conv_state")
+    assert state("vllm") == 36 * (4 * 32 * 128 * 128 + 2 * 4 * 8192)
+    monkeypatch.setitem(table["vllm"], "conv_state", "mamba_ssm")
+    with pytest.raises(SymllmError, match="^conv_state: unknown 'mamba_ssm'"):
+        state("vllm")
+
+
+@pytest.mark.parametrize("seq, v033_tokens", [(131072, 1_236_448), (4100, 1_232_839)])
+def test_kv_cache_size_is_the_older_vllm_log_not_033s(seq, v033_tokens):
+    """What count --serve prints as "GPU KV cache size" is blocks x block_size, as vLLM logged it up to 0.20.0
+    (one group: num_blocks // len(groups) · block_size); vLLM 0.33.0 logs int(concurrency · max_model_len) with
+    concurrency num_blocks / ⌈max_model_len / block_size⌉ (kv_cache_utils.py, get_kv_cache_capacity and
+    get_max_concurrency_for_kv_cache_config, wheel commit 4ba787ec9). docs/serving.md's example, by hand: the
+    README's Llama 3.1 70B (77,278 blocks of 16) at 131,072 tokens agree, at 4,100 0.33.0 would log
+    int(77,278 / 257 · 4,100) = 1,232,839 where symllm prints 1,236,448."""
+    r = serving.capacity("llama3.1-70b", gpu="h100-sxm", tp=4, seq=seq, weight_format="fp8-channel", kv_format="fp8")
+    assert r["blocks"] == 77_278 and r["kv_tokens"] == 77_278 * 16 == 1_236_448
+    assert r["max_concurrency"] == Fraction(1_236_448, seq)
+    assert int(Fraction(77_278, -(-seq // 16)) * seq) == v033_tokens

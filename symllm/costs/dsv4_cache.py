@@ -66,6 +66,10 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     page, and makes a block the largest group's bytes (``block_bytes``); vLLM logs ``logged_concurrency`` = blocks /
     ``blocks_per_request`` and ``kv_tokens`` = ⌊that · ``context``⌋ (``update_kv_cache_capacity``). A window's
     request holds its window and two steps in flight (async scheduling, on by default: ``max_in_flight_tokens``).
+    Without a CSA layer no balanced bucket mixes page sizes: no repeats (``repeats`` None), and each window bucket
+    is a state bucket, split into groups of as many layers as fit the anchor (the widest whole bucket, or one state
+    page); 0.20.0 refuses such a model (its window pages exceed the full group's) and so does a model with no
+    compressed layer (0.33.0's uniform path, not modelled).
 
     Either way ``blocks`` = KV bytes // ``block_bytes``, one request of ``context`` tokens takes
     ``blocks_per_request`` (each group's ``max_memory_usage`` in pages, ``_max_memory_usage_bytes_from_groups``),
@@ -98,20 +102,21 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
                                ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
         if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
             raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
-    if not csa:  # 0.20 asserts its window pages fit a full group's page (none without a CSA layer's); 0.33 then
-        # sizes its window groups as state buckets (not modelled)
+    if not csa and (release == "0.20" or not hca):  # 0.20 asserts its window pages fit a full group's page (none
+        # without a CSA layer's); with no compressed layer at all 0.33's specs take its uniform path (not modelled)
         raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention "
-                          "layer only")
+                          "layer, or a heavily compressed one under vLLM 0.33")
     window = cfg.sliding_window
     entry_csa, entry_hca = _pad(DSV4_BLOCK // 4 * DSV4_ENTRY_BYTES), _pad(DSV4_BLOCK // 128 * DSV4_ENTRY_BYTES)
     index = _pad(DSV4_BLOCK // 4 * (128 + 128 // INDEXER_QUANT_BLOCK * 4))  # DeepseekV4IndexerCache, uint8
-    full = {entry_csa: csa, index: csa, **({entry_hca: hca} if hca else {})}  # page -> layers (distinct pages)
+    full = {**({entry_csa: csa, index: csa} if csa else {}), **({entry_hca: hca} if hca else {})}  # page -> layers
     # the window groups, keyed as vLLM keys them (block size, window): their layers' pages before padding and the
     # blocks one request takes (SlidingWindowSpec.max_memory_usage_bytes) (fp32 states: 2 · coff · head_dim a
     # token, coff 2 with CSA's overlap)
     state = lambda ratio, coff, width: _pad(DSV4_STATE_BLOCK[ratio] * 2 * coff * width * 4)  # noqa: E731
-    windows = [(DSV4_SWA_BLOCK, window, {_pad(DSV4_SWA_BLOCK * DSV4_ENTRY_BYTES): every}),
-               (DSV4_STATE_BLOCK[4], 2 * 4, {state(4, 2, 512): csa, state(4, 2, 128): csa})]
+    windows = [(DSV4_SWA_BLOCK, window, {_pad(DSV4_SWA_BLOCK * DSV4_ENTRY_BYTES): every})]
+    if csa:
+        windows.append((DSV4_STATE_BLOCK[4], 2 * 4, {state(4, 2, 512): csa, state(4, 2, 128): csa}))
     if hca:
         windows.append((DSV4_STATE_BLOCK[128], 128, {state(128, 1, 512): hca}))
     in_flight = max_num_batched_tokens * (2 if release == "0.33" else 1)  # 0.33: VllmConfig.max_in_flight_tokens
@@ -124,10 +129,18 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     buckets = [full] + [pages for _, _, pages in windows]
     balanced = [len(set(b.values())) == 1 for b in buckets]
     floor = max((max(b.values()) for b, ok in zip(buckets, balanced) if ok and len(b) > 1), default=0)
-    repeats = _approximate_gcd([max(b.values()) for b, ok in zip(buckets, balanced) if ok], lower_bound=floor)
+    # no balanced bucket mixing page sizes (no CSA layer: its states'): no repeats, and each window bucket is a
+    # state bucket, split only into as many groups as keep each within the widest whole bucket (anchor_bytes)
+    repeats = _approximate_gcd([max(b.values()) for b, ok in zip(buckets, balanced) if ok],
+                               lower_bound=floor) if floor else None
+    anchor = None if repeats else max(sum(page * n for page, n in full.items()), *(max(p) for _, _, p in windows))
     group_bytes, per_request = [], 0
-    for b, ok, pages in zip(buckets, balanced, [full_pages] + [held(block, win) for block, win, _ in windows]):
-        split = -(-max(b.values()) // repeats) if ok else 1
+    requested = [full_pages] + [held(block, win) for block, win, _ in windows]
+    for index_, (b, ok, pages) in enumerate(zip(buckets, balanced, requested)):  # the full bucket first, then windows
+        if repeats:
+            split = -(-max(b.values()) // repeats) if ok else 1
+        else:  # a state bucket's layers (one page size each), at most as many a group as one anchor holds
+            split = -(-max(b.values()) // max(anchor // max(b), 1)) if index_ else 1
         for i in range(split):  # layers [i::split] of the pattern's repeats: one of each page a repeat
             group_bytes.append(sum(page * len(range(i, n, split)) for page, n in b.items()))
             per_request += pages

@@ -14,9 +14,10 @@ and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V
 and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
 convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
 block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
-what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states; a vLLM
-engine's convolution states hold ``conv_kernel - 1`` columns, one fewer than ``memory.state_cache``'s
-(transformers' cache: :data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`, :func:`conv_column_bytes`),
+what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states; its
+convolution states in the engine's layout (``conv_state`` in efficiency.json: :func:`conv_cache`), a vLLM engine's
+``conv_kernel - 1`` columns, one fewer than ``memory.state_cache``'s (transformers' cache:
+:data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`, :func:`conv_column_bytes`),
 
 A model with DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5: an indexer in every layer) pages, per token and
 layer, its indexer's key beside the latent: vLLM's ``Indexer`` (vllm/model_executor/models/deepseek_v2.py) caches
@@ -74,7 +75,7 @@ from symllm.costs.dsv4_cache import DSV4_BLOCK, INDEXER_QUANT_BLOCK, deepseek_v4
 from symllm.arch.recurrent_sizes import CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
-from symllm.validate import integer
+from symllm.validate import choice, integer
 
 __all__ = ["DEFAULTS", "capacity", "SCHEDULER", "prefill_step", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
@@ -355,15 +356,18 @@ def indexer_bytes_per_token(config) -> int:
     return indexed * (cfg.index_head_dim + cfg.index_head_dim // INDEXER_QUANT_BLOCK * 4)
 
 
-def conv_cache(engine: str) -> str:
-    """Whose convolution-state layout ``engine`` (an engine's name, efficiency.json) allocates a hybrid model's
-    sequences in (:data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`): vLLM's engines their own, ``K_c - 1``
-    columns; any other transformers' ``K_c``, as ``memory.state_cache`` counts them.
+def conv_cache(engine) -> str:
+    """Whose convolution-state layout ``engine`` (an engine's conventions, :func:`symllm.costs.figures.engine`, or
+    its name) allocates a hybrid model's sequences in (:data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`): the
+    engine's ``conv_state`` in efficiency.json, with its source (vLLM's engines their own, ``K_c - 1`` columns);
+    where it states none, transformers' ``K_c``, as ``memory.state_cache`` counts them.
 
     >>> conv_cache("vllm"), conv_cache("vllm-v0"), conv_cache("sglang")
     ('vllm', 'vllm', 'transformers')
     """
-    return "vllm" if engine.split("-")[0] == "vllm" else "transformers"
+    from symllm.costs.figures import engine as conventions
+    table = conventions(engine) if isinstance(engine, str) else engine
+    return choice("conv_state", table.get("conv_state", "transformers"), tuple(CONV_STATE_DROPS))
 
 
 def conv_column_bytes(config, tp: int = 1, act_bytes=2) -> int:
@@ -517,7 +521,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
         activation = max(activation, sampler)
     # vLLM keeps a column fewer of each convolution's input than transformers' cache, which the profile counts
-    drop = CONV_STATE_DROPS[conv_cache(conventions["name"])] - CONV_STATE_DROPS["transformers"]
+    drop = CONV_STATE_DROPS[conv_cache(conventions)] - CONV_STATE_DROPS["transformers"]
     if state and drop:
         state -= drop * conv_column_bytes(cfg, work.tp, work.activation_bytes)
     index = indexer_bytes_per_token(config)
