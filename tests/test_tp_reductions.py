@@ -117,3 +117,17 @@ def test_llama_forward_all_reduces_equal_comm_debug_mode(layers, ranks):
     from symllm.arch.resolved import spec
     ours = reduced_sublayers(spec(cfg).model()).subs(S.L, layers)
     assert counted == {"all_reduce": 2 * layers + 1} and ours + 1 == counted["all_reduce"]
+
+
+@pytest.mark.parametrize("name, sublayers, micro", [("nemotron-h-8b", 52, 1), ("nemotron-h-8b", 52, 3),
+                                                    ("llama3.1-8b", 2 * 32, 2)])
+def test_training_all_reduce_calls_are_a_forward_and_a_backward_per_sublayer(name, sublayers, micro):
+    """A training step's tensor-parallel all-reduce calls (the latency term) under Megatron-Core
+    (megatron/core/tensor_parallel/layers.py, NVIDIA/Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+    read 2026-11-29): a ``RowParallelLinear`` reduces its output in forward (``reduce_from_tensor_model_parallel_region``),
+    the ``ColumnParallelLinear`` feeding the sublayer (Megatron fuses linear_qkv, linear_fc1, a Mamba mixer's
+    in_proj) all-reduces its input gradient in backward (``copy_to_tensor_model_parallel_region``): two per
+    sublayer a micro-batch. nemotron-h-8b: 52 one-sublayer layers, 2·52 = 104 a micro-batch (two a layer, not
+    four); LLaMA-3.1-8B: 2 sublayers a block, 4·32 = 128."""
+    *_, training = _calls(name, tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=micro)
+    assert training[0] == 2 * sublayers * micro
