@@ -184,15 +184,18 @@ def test_preset_caches_by_hand():
 def test_preset_serving_holds_a_state_per_sequence():
     """count --serve with a measured KV-cache budget: each sequence holds its 2,048 blocks of 16 tokens
     (24,576 bytes a token) and its state as vLLM shapes it (MambaStateShapeCalculator.gated_delta_net_state_shape,
-    vllm/model_executor/layers/mamba/mamba_utils.py at 02d7108: the conv state ``conv_kernel_size - 1`` columns):
-    36 layers of 32 fp32 states of 128 x 128 and 4 - 1 = 3 inputs of the 8,192 channels in bf16,
-    36·(4·32·128·128 + 2·3·8192) = 77,266,944 bytes; at tp 2 the heads, and so the state and the KV heads (2 of
+    vllm/model_executor/layers/mamba/mamba_utils.py at 02d7108: the conv state ``conv_kernel_size - 1`` columns)
+    and types it (``MambaStateDtypeCalculator.gated_delta_net_state_dtype`` with ``mamba_ssm_cache_dtype`` "auto":
+    the model's dtype; Qwen3-Next has no config hook that sets it, symllm.arch.recurrent_sizes.SSM_STATE_DTYPES):
+    36 layers of 32 bf16 states of 128 x 128 and 4 - 1 = 3 inputs of the 8,192 channels in bf16,
+    36·(2·32·128·128 + 2·3·8192) = 39,518,208 bytes; at tp 2 the heads, and so the state and the KV heads (2 of
     them: one a rank), halve. Under ``--engine hf`` (transformers' own cache, LinearAttentionLayer: the last
-    ``conv_kernel_size`` = 4 inputs) it is memory.state_cache's 36·(4·32·128·128 + 2·4·8192) = 77,856,768."""
+    ``conv_kernel_size`` = 4 inputs, the fp32 state) it is memory.state_cache's 36·(4·32·128·128 + 2·4·8192) =
+    77,856,768."""
     from symllm.costs import serving
     budget = 100 * 2**30
-    state = 36 * (4 * 32 * 128 * 128 + 2 * 3 * 8192)
-    assert state == 77_266_944
+    state = 36 * (2 * 32 * 128 * 128 + 2 * 3 * 8192)
+    assert state == 39_518_208
     one = serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=budget)
     per_sequence = 2048 * 16 * 24576 + state
     assert one["state_bytes_per_sequence"] == state

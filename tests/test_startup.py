@@ -499,10 +499,11 @@ def test_every_door_at_a_new_point_imports_no_sympy(tmp_path):
     assert warm_outs[-2][2] == "symllm: warning: seq + gen: 9,000 > 4,096 trained positions (counted: RoPE " \
                                "scaling can run it)\n"
     # a hybrid's state per sequence on one of 4 tensor ranks: Qwen3-Next's 36 Gated DeltaNet layers, each a
-    # recurrent state of 32 value heads x 128 x 128 in fp32 and a convolution state of 4 - 1 positions (vLLM's
+    # recurrent state of 32 value heads x 128 x 128 in the model's bf16 (vLLM's "auto" mamba_ssm_cache_dtype,
+    # mamba_utils.gated_delta_net_state_dtype) and a convolution state of 4 - 1 positions (vLLM's
     # conv_kernel_size - 1, mamba_utils.gated_delta_net_state_shape) x (2 x 16 x 128 + 32 x 128) channels in bf16,
     # the heads split over the 4 ranks
-    assert hybrid["serving"]["state_bytes_per_sequence"] == 36 * (32 * 128 * 128 * 4 + 3 * 8192 * 2) // 4
+    assert hybrid["serving"]["state_bytes_per_sequence"] == 36 * (32 * 128 * 128 * 2 + 3 * 8192 * 2) // 4
 
 
 def _workload_entry(folder: Path) -> tuple[Path, dict]:

@@ -117,3 +117,35 @@ def test_llama_forward_all_reduces_equal_comm_debug_mode(layers, ranks):
     from symllm.arch.resolved import spec
     ours = reduced_sublayers(spec(cfg).model()).subs(S.L, layers)
     assert counted == {"all_reduce": 2 * layers + 1} and ours + 1 == counted["all_reduce"]
+
+
+@pytest.mark.parametrize("name, sublayers, micro", [("nemotron-h-8b", 52, 1), ("nemotron-h-8b", 52, 3),
+                                                    ("llama3.1-8b", 2 * 32, 2)])
+def test_training_all_reduce_calls_are_a_forward_and_a_backward_per_sublayer(name, sublayers, micro):
+    """A training step's tensor-parallel all-reduce calls (the latency term) under Megatron-Core
+    (megatron/core/tensor_parallel/layers.py, NVIDIA/Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+    read 2026-11-29): a ``RowParallelLinear`` reduces its output in forward (``reduce_from_tensor_model_parallel_region``),
+    the ``ColumnParallelLinear`` feeding the sublayer (Megatron fuses linear_qkv, linear_fc1, a Mamba mixer's
+    in_proj) all-reduces its input gradient in backward (``copy_to_tensor_model_parallel_region``): two per
+    sublayer a micro-batch. nemotron-h-8b: 52 one-sublayer layers, 2·52 = 104 a micro-batch (two a layer, not
+    four); LLaMA-3.1-8B: 2 sublayers a block, 4·32 = 128."""
+    *_, training = _calls(name, tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=micro)
+    assert training[0] == 2 * sublayers * micro
+
+
+def test_deepseek_v4_reduces_its_experts_only_as_transformers_plan_splits_them():
+    """DeepSeek-V4 as symllm builds it follows transformers' tensor-parallel plan (DeepseekV4Config
+    .base_model_tp_plan, transformers 5.23: only ``layers.*.mlp.experts`` split, gate_up packed column-wise, down
+    row-wise; the attention, the shared expert and the hyper-connections replicated): one all-reduce a layer, the
+    mixture's. (vLLM's DeepseekV4Attention splits the heads, its wo_b a RowParallelLinear: vllm/model_executor/
+    models/deepseek_v4.py at 023da1fc828eb07787cf0734a1ba32f0a0f11887; symllm does not model that plan.)"""
+    from symllm.arch.config import from_hf
+    from symllm.arch.resolved import spec
+    from symllm.costs.parallel import reduced_sublayers
+    transformers = requires("transformers")
+    assert transformers.DeepseekV4Config.base_model_tp_plan == {
+        "layers.*.mlp.experts.gate_up_proj": "packed_colwise", "layers.*.mlp.experts.down_proj": "rowwise",
+        "layers.*.mlp.experts": "moe_tp_experts"}
+    from .test_dsv4 import _ONE_OF_EACH
+    spc = spec(from_hf(_ONE_OF_EACH))
+    assert reduced_sublayers(spc.model()).subs(spc.values()) == 3

@@ -222,6 +222,10 @@ class ModelConfig:
     kv_dtype: str | None = None
     #: what was read to set kv_dtype (the line the outputs show)
     kv_dtype_source: str | None = None
+    #: the dtype the config states for a hybrid's recurrent (SSM) state (Nemotron-H's ``mamba_ssm_cache_dtype``,
+    #: Qwen3.5's ``mamba_ssm_dtype``): what vLLM keeps it in (symllm.arch.recurrent_sizes.SSM_STATE_DTYPES);
+    #: None: none stated
+    ssm_dtype: str | None = None
     #: RMSNorm epsilon (no effect on counts)
     norm_eps: float = 1e-5
     #: RoPE base (no effect on counts)
@@ -526,7 +530,7 @@ class ModelConfig:
             {**kind_fields(kind), "count": count} for kind, count in self.layers]  # fields off their default said
         out.update(mtp_kinds=[kind_fields(k) for k in self.mtp_kinds]) if self.mtp_kinds else out.pop("mtp_kinds")
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
-                    "kv_dtype_source"):  # only a quantized config says them
+                    "kv_dtype_source", "ssm_dtype"):  # only a quantized (or a hybrid's) config says them
             if out[key] is None:
                 del out[key]
         return out

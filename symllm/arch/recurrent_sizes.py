@@ -15,10 +15,10 @@ symllm.errors.SymllmError: linear_value_heads: 3 is not a multiple of the 2 key 
 from __future__ import annotations
 
 from symllm.errors import SymllmError
-from symllm.validate import boolean, positive_int
+from symllm.validate import boolean, positive_int, short
 
 __all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "conv_state_bytes", "mamba_conv_channels",
-           "deltanet_conv_channels"]
+           "deltanet_conv_channels", "SSM_STATE_DTYPES", "HF_STATE_DTYPES", "stated_state_dtype", "ssm_state_dtype"]
 
 #: The columns of a short causal convolution's input that one sequence's cache keeps, fewer than the kernel's
 #: ``conv_kernel`` (``K_c``), by whose cache keeps them:
@@ -33,6 +33,55 @@ __all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "conv_st
 #:   columns of the rank's channels (``num_spec`` 0 without speculative decoding): what ``count --serve``
 #:   allocates a sequence under a vLLM engine (:mod:`symllm.costs.serving`).
 CONV_STATE_DROPS = {"transformers": 0, "vllm": 1}
+
+
+#: The dtype one sequence's cache keeps a recurrent (SSM) state in -- a Gated DeltaNet's ``n_gv·d_gk·d_gv``, a
+#: Mamba-2 mixer's ``n_m·d_m·d_s`` -- by whose cache keeps it:
+#:
+#: * ``transformers``: ``fp32``: the torch paths compute the state in float32 and transformers' cache keeps the
+#:   tensor they return: what ``memory.state_cache`` counts (:mod:`symllm.arch.components.deltanet`, ``mamba``);
+#: * ``vllm``: None, the dtype the config states for it (``ModelConfig.ssm_dtype``) or else the model's (the
+#:   activations'): ``MambaStateDtypeCalculator._mamba_state_dtype`` (vllm/model_executor/layers/mamba/mamba_utils.py
+#:   at 02d710837549a368073552333f66d714477415d2) takes the conv state's dtype, the model's, while
+#:   ``cache_config.mamba_ssm_cache_dtype`` is ``"auto"`` (its default), and a model's config hook
+#:   (vllm/model_executor/models/config.py, https://docs.vllm.ai/en/latest/api/vllm/model_executor/models/config/,
+#:   read 2026-11-29) sets it from the config: ``NemotronHForCausalLMConfig`` from ``mamba_ssm_cache_dtype``
+#:   (``DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"`` where absent, transformers' NemotronHConfig default too),
+#:   ``Qwen3_5ForConditionalGenerationConfig`` (Qwen3.5 and Qwen3.5-MoE) from ``mamba_ssm_dtype``; Qwen3-Next has
+#:   no hook (``Qwen3NextForCausalLM.get_mamba_state_dtype_from_config`` passes ``"auto"``): the model's dtype.
+#:   What ``count --serve`` allocates a sequence under a vLLM engine (:mod:`symllm.costs.serving`).
+SSM_STATE_DTYPES = {"transformers": "fp32", "vllm": None}
+#: the dtype names a config.json states (``mamba_ssm_cache_dtype``, ``mamba_ssm_dtype``) -> symllm's
+HF_STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def stated_state_dtype(raw: dict, key: str, default: str | None = None) -> str | None:
+    """The recurrent state's dtype a config.json states under ``key`` (:data:`HF_STATE_DTYPES`), or ``default``
+    where absent; another value refused in one line.
+
+    >>> stated_state_dtype({"mamba_ssm_dtype": "float32"}, "mamba_ssm_dtype"), stated_state_dtype({}, "k", "float32")
+    ('fp32', 'fp32')
+    >>> stated_state_dtype({"mamba_ssm_dtype": "int8"}, "mamba_ssm_dtype")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: mamba_ssm_dtype: 'int8' is not modelled (known: float32, bfloat16, float16)
+    """
+    value = raw.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in HF_STATE_DTYPES:
+        raise SymllmError(f"{key}: {short(value)} is not modelled (known: {', '.join(HF_STATE_DTYPES)})")
+    return HF_STATE_DTYPES[value]
+
+
+def ssm_state_dtype(cache: str, stated: str | None, activations: str) -> str:
+    """The dtype ``cache`` keeps a recurrent state in (:data:`SSM_STATE_DTYPES`): transformers' fp32; vLLM's the
+    config's ``stated`` dtype, else the model's ``activations`` dtype.
+
+    >>> [ssm_state_dtype(c, s, "bf16") for c, s in (("transformers", None), ("vllm", None), ("vllm", "fp32"))]
+    ['fp32', 'bf16', 'fp32']
+    """
+    return SSM_STATE_DTYPES[cache] or stated or activations
 
 
 def conv_state_columns(kernel, cache: str = "transformers"):
@@ -97,6 +146,12 @@ def check_recurrent(config, put) -> None:
     if not (linear or mamba) and config.conv_kernel is not None:
         raise SymllmError(f"conv_kernel: {config.conv_kernel} given but no layer has a short convolution")
     _check_mamba(config, put, mamba)
+    if config.ssm_dtype is not None:  # the state's dtype a config states (SSM_STATE_DTYPES)
+        known = tuple(HF_STATE_DTYPES.values())
+        if not isinstance(config.ssm_dtype, str) or config.ssm_dtype not in known:
+            raise SymllmError(f"ssm_dtype: unknown {short(config.ssm_dtype)} (known: {', '.join(known)})")
+        if not (linear or mamba):
+            raise SymllmError(f"ssm_dtype: {config.ssm_dtype} given but no layer has a recurrent state")
     if linear and config.linear_value_heads % config.linear_key_heads:
         raise SymllmError(f"linear_value_heads: {config.linear_value_heads} is not a multiple of the "
                           f"{config.linear_key_heads} key heads")

@@ -567,7 +567,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         compute_s = max(compute_s, micro * moe_host_launch_s(
             moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep,
             fp8=compute == "fp8" and train.get("fp8_recipe") == "current"))
-    tp_s = allreduce_s(4 * layers * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
+    # the tensor-parallel all-reduce calls: a forward and a backward one per sublayer the ranks sum (reductions)
+    tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     dp_s = allreduce_s(1, comm.get("dp", 0), route.get("dp")) if work.dp > 1 else Fraction(0)

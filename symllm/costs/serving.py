@@ -71,8 +71,10 @@ from fractions import Fraction
 from math import ceil
 
 from symllm.arch.catalogue import resolve
+from symllm.arch.dtypes import BYTES, FP32
 from symllm.costs.dsv4_cache import DSV4_BLOCK, INDEXER_QUANT_BLOCK, deepseek_v4_blocks
-from symllm.arch.recurrent_sizes import CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels
+from symllm.arch.recurrent_sizes import (CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels,
+                                         ssm_state_dtype)
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
@@ -370,6 +372,22 @@ def conv_cache(engine) -> str:
     return choice("conv_state", table.get("conv_state", "transformers"), tuple(CONV_STATE_DROPS))
 
 
+def ssm_state_elements(config, tp: int = 1) -> int:
+    """The elements of every layer's recurrent state for one sequence on tensor rank 0: a Gated DeltaNet's
+    ``⌈n_gv/tp⌉·d_gk·d_gv``, a Mamba-2 mixer's ``⌈n_m/tp⌉·d_m·d_s`` (vLLM's shapes,
+    ``MambaStateShapeCalculator``); 0 without such a layer.
+
+    >>> ssm_state_elements("qwen3-next-80b-a3b"), ssm_state_elements("qwen3-next-80b-a3b", tp=4)
+    (18874368, 4718592)
+    """
+    cfg = resolve(config)
+    mamba = cfg.count_layers(lambda kind: kind.mixer == "mamba")
+    linear = cfg.count_layers(lambda kind: kind.mixer == "linear_attention")
+    split = lambda n: -(-n // tp)  # noqa: E731
+    return ((mamba * split(cfg.mamba_heads) * cfg.mamba_head_dim * cfg.ssm_state if mamba else 0)
+            + (linear * split(cfg.linear_value_heads) * cfg.linear_key_dim * cfg.linear_value_dim if linear else 0))
+
+
 def conv_column_bytes(config, tp: int = 1, act_bytes=2) -> int:
     """The bytes of one column of every layer's convolution state (a Gated DeltaNet's, a Mamba-2 mixer's) for one
     sequence on tensor rank 0: each layer's convolution channels, with rank 0's ``⌈heads/tp⌉`` and ``⌈groups/tp⌉``
@@ -524,6 +542,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     drop = CONV_STATE_DROPS[conv_cache(conventions)] - CONV_STATE_DROPS["transformers"]
     if state and drop:
         state -= drop * conv_column_bytes(cfg, work.tp, work.activation_bytes)
+    # and each recurrent state in its own dtype (SSM_STATE_DTYPES: the config's, else the model's), not fp32
+    held = BYTES[ssm_state_dtype(conv_cache(conventions["name"]), cfg.ssm_dtype, work.act_dtype)]
+    if state and held != FP32:
+        state -= (FP32 - held) * ssm_state_elements(cfg, work.tp)
     index = indexer_bytes_per_token(config)
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index

@@ -31,6 +31,7 @@ builds attention and MoE layers only: any other type there is refused, as one th
 ([('mamba', 'none', True, 1), ('none', 'dense', True, 1), ('mamba', 'none', True, 1), ('attention', 'none', False, 1)], 128, True)
 """
 from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.recurrent_sizes import stated_state_dtype
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -90,7 +91,10 @@ def _fields(raw: dict, n_layers: int) -> dict:
         out.update(_moe(raw, out.pop("hidden_dim") if "mlp" in types else None))
     if "linear_attention" in types:
         out.update({f: integer(raw, key, default) for key, (f, default) in _MAMBA.items()})
-        out.update(conv_bias=flag(raw, "use_conv_bias", True), mamba_bias=flag(raw, "use_bias", False))
+        out.update(conv_bias=flag(raw, "use_conv_bias", True), mamba_bias=flag(raw, "use_bias", False),
+                   # the SSM state's dtype: NemotronHConfig's mamba_ssm_cache_dtype, float32 by default, as vLLM's
+                   # hook reads it (recurrent_sizes.SSM_STATE_DTYPES)
+                   ssm_dtype=stated_state_dtype(raw, "mamba_ssm_cache_dtype", "float32"))
     else:
         flag(raw, "use_conv_bias", True), flag(raw, "use_bias", False)  # checked only: no Mamba layer
     return out

@@ -24,6 +24,7 @@ SwiGLU) and a norm, the embedding and head the model's (``mtp_use_dedicated_embe
 """
 from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register, rotary_factor
 from symllm.arch.families.qwen2_moe import QWEN2_MOE
+from symllm.arch.recurrent_sizes import stated_state_dtype
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -70,6 +71,8 @@ def _layers(raw: dict, n_layers: int, kind: str) -> dict:
     if "linear_attention" not in mixers:
         for f in ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "conv_kernel"):
             out[f] = None
+    elif kind != "qwen3_next":  # the state's dtype vLLM's Qwen3.5 hook reads (recurrent_sizes.SSM_STATE_DTYPES)
+        out["ssm_dtype"] = stated_state_dtype(raw, "mamba_ssm_dtype")
     if kind == "qwen3_5_text":
         out["hidden_dim"] = integer(raw, "intermediate_size", 12288)
         return {**out, **groups([LayerKind(mixer=m) for m in mixers])}
