@@ -543,7 +543,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if state and drop:
         state -= drop * conv_column_bytes(cfg, work.tp, work.activation_bytes)
     # and each recurrent state in its own dtype (SSM_STATE_DTYPES: the config's, else the model's), not fp32
-    held = BYTES[ssm_state_dtype(conv_cache(conventions["name"]), cfg.ssm_dtype, work.act_dtype)]
+    held = BYTES[ssm_state_dtype(conv_cache(conventions), cfg.ssm_dtype, work.act_dtype)]
     if state and held != FP32:
         state -= (FP32 - held) * ssm_state_elements(cfg, work.tp)
     index = indexer_bytes_per_token(config)
