@@ -79,7 +79,7 @@ from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.validate import choice
 
 __all__ = ["ENGINES", "SCHEDULES", "gemm", "card_scale", "grouped_gemm",
-           "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble",
+           "stream", "memory_kind", "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble", "handoffs",
            "moe_training_s", "moe_host_launch_s", "fp8_quantize_s", "expected",
            "seconds"]
 
@@ -264,6 +264,23 @@ def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int 
     choice("schedule", schedule, SCHEDULES)
     v = chunks if schedule == "interleaved" else 1
     return Fraction(stages - 1, v * micro_batches)
+
+
+def handoffs(stages: int, micro_batches: int, schedule: str = "1f1b") -> int:
+    """One-way sends of a micro-batch's activations or their gradient (``β_a·b·s·d``) on a 1F1B step's critical
+    path: Megatron-LM's ``forward_backward_pipelining_without_interleaving`` (megatron/core/pipeline_parallel/
+    schedules.py, commit d98e8a64) sends each micro-batch on and its gradient back at every boundary, waiting on
+    each exchange (a middle stage two a micro-batch, each both ways at once; an end stage one). Traced, sends
+    shorter than a stage's work: ``2(p-1)`` for one micro-batch, ``m+1`` over two stages, else ``2m+2p-5``.
+    Interleaved: one micro-batch's ``2(p-1)`` (its sends, ``v`` chunks a stage and overlapped, not traced).
+
+    >>> handoffs(1, 8), handoffs(2, 2), handoffs(4, 1), handoffs(4, 8), handoffs(4, 8, "interleaved")
+    (0, 3, 6, 19, 6)
+    """
+    p, m = stages, micro_batches
+    if p == 1 or m == 1 or schedule == "interleaved":
+        return 2 * (p - 1)
+    return m + 1 if p == 2 else 2 * m + 2 * p - 5
 
 
 def seconds(value):
@@ -557,7 +574,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
     exposed = max(dp_s * (1 - hidden), dp_s - ideal)  # what overlap cannot hide: at most the compute's length
     chunks = getattr(work, "virtual_stages", 2) or 2
-    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + _handoff(parts, "training", route, pp) + exposed
+    sends = handoffs(pp, micro, schedule)  # each micro-batch's activations and gradient at every boundary
+    handoff_s = allreduce_s(sends, Fraction(parts["training_handoff"] * sends, 2), route.get("pp")) if sends else 0
+    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + handoff_s + exposed
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro
