@@ -1222,7 +1222,7 @@ def positive_points() -> st.SearchStrategy[dict]:
 def timed_workloads() -> st.SearchStrategy[dict]:
     """:func:`workload_options` on an accelerator (``gpu``; fp8 matmuls only where it has them), with the
     expected times' own options: an engine, the matmul dtype, micro-batches and the pipeline schedule."""
-    from symllm.costs import efficiency
+    from symllm.costs import efficiency, schedules
 
     def on_gpu(pair):
         options, extra = pair
@@ -1233,7 +1233,7 @@ def timed_workloads() -> st.SearchStrategy[dict]:
         {"gpu": st.sampled_from(["h100-sxm", "h200", "l40s", "rtx4090", "b200"])},
         optional={"engine": st.sampled_from(list(efficiency.ENGINES)),
                   "compute_dtype": st.sampled_from(["bf16", "fp16"]), "micro_batches": st.integers(1, 16),
-                  "schedule": st.sampled_from(list(efficiency.SCHEDULES))})).map(on_gpu)
+                  "schedule": st.sampled_from(list(schedules.SCHEDULES))})).map(on_gpu)
 
 
 def attention_grids() -> st.SearchStrategy[tuple[int, int, int, tuple[int, int]]]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import collectives, efficiency, figures, ggml, power, tiles
+from symllm.costs import collectives, efficiency, figures, ggml, power, schedules, tiles
 from symllm.errors import SymllmError
 from tests.strategies import attention_grids, timed_workloads
 
@@ -88,8 +88,8 @@ def test_eager_engine_is_paced_by_the_host():
 def test_pipeline_bubble_and_micro_batches():
     """1F1B's bubble is (p-1)/m of the ideal step; interleaving two chunks halves it; more micro-batches
     mean more tokens a step and a higher MFU."""
-    assert efficiency.bubble(8, 4) == Fraction(7, 4)
-    assert efficiency.bubble(8, 4, "interleaved") == Fraction(7, 8)
+    assert schedules.bubble(8, 4) == Fraction(7, 4)
+    assert schedules.bubble(8, 4, "interleaved") == Fraction(7, 8)
     one = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096)["expected"]
     many = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16)["expected"]
     inter = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16,

@@ -76,16 +76,12 @@ from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.power import power_fraction
+from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
-from symllm.validate import choice
 
-__all__ = ["ENGINES", "SCHEDULES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_kind",
-           "fp16_accumulate_peak", "f16_gemv_factor", "train_factor", "bubble", "moe_training_s",
-           "moe_host_launch_s", "moe_layer_floor_s", "fp8_quantize_s", "expected", "seconds"]
-
-#: pipeline schedules (``--schedule``): one forward and one backward in turn, or interleaved virtual stages
-SCHEDULES = ("1f1b", "interleaved")
-
+__all__ = ["ENGINES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
+           "f16_gemv_factor", "train_factor", "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s",
+           "fp8_quantize_s", "expected", "seconds"]
 
 def __getattr__(name):  # ENGINES: read on first use
     if name == "ENGINES":
@@ -251,18 +247,6 @@ def card(work, *, own_peak: bool = False) -> str | None:
     if not isinstance(name, str) or name not in names() or (own_peak and getattr(work, "gpu_flops", None) is not None):
         return None
     return name
-
-
-def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int = 2) -> Fraction:
-    """The pipeline bubble as a fraction of the ideal step: ``(p-1)/m`` for 1F1B over ``m`` micro-batches
-    (idle time ``(p-1)/(m+p-1)`` of the whole), ``(p-1)/(v·m)`` interleaved over ``v`` chunks a stage.
-
-    >>> bubble(4, 8), bubble(4, 8, "interleaved"), bubble(1, 1)
-    (Fraction(3, 8), Fraction(3, 16), Fraction(0, 1))
-    """
-    choice("schedule", schedule, SCHEDULES)
-    v = chunks if schedule == "interleaved" else 1
-    return Fraction(stages - 1, v * micro_batches)
 
 
 def seconds(value):
@@ -577,7 +561,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
     exposed = max(dp_s * (1 - hidden), dp_s - ideal)  # what overlap cannot hide: at most the compute's length
     chunks = getattr(work, "virtual_stages", 2) or 2
-    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + _handoff(parts, "training", route, pp) + exposed
+    sends = handoffs(pp, micro, schedule)  # each micro-batch's activations and gradient at every boundary
+    handoff_s = allreduce_s(sends, Fraction(parts["training_handoff"] * sends, 2), route.get("pp")) if sends else 0
+    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + handoff_s + exposed
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro

@@ -41,6 +41,7 @@ from symllm.costs import accelerators
 from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom, gpu, names,  # noqa: F401 (re-exported)
                                        network, of, peak_flops, values)
 from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds  # a time: a float, exact past a float's range
+from symllm.costs.schedules import handoffs
 from symllm.errors import SymllmError
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
@@ -492,18 +493,17 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     # the model's trained positions: a largest context past them is flagged (kept: RoPE scaling exists)
     out["window"] = window
     out["max_context_past_window"] = window is not None and out["max_context"] > window
-    if "crossing" not in ev:  # a layout: not asked
-        out["compute_bound_batch"] = None
-    else:
-        out["compute_bound_batch"] = (max(1, math.ceil(ev("crossing")))
-                                      if ev("crossing.denominator") > 0 else None)
+    out["compute_bound_batch"] = (max(1, math.ceil(ev("crossing"))) if "crossing" in ev  # a layout: not asked
+                                  and ev("crossing.denominator") > 0 else None)
     # training: one step of m micro-batches of b sequences per data-parallel rank; the pipeline's last
-    # micro-batch leaves the first stage after m stage-times and the last after m + N_p - 1
+    # micro-batch leaves the first stage after m stage-times and the last after m + N_p - 1; each micro-batch's
+    # activations and gradient cross every boundary (schedules.handoffs: one-way sends, half training_handoff)
     m = work.micro_batches
     worst = max(num(f"{st}training_flops") for st in stages) / peak
     comm = {k.removeprefix("comm."): num(k) for k in ev.forms if k.startswith("comm.")}
     step = ((m + work.pp - 1) * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
-            + over("pp", num("training_handoff")) * (work.pp - 1) + over("dp", comm.get("dp", 0)))
+            + over("pp", num("training_handoff")) * Fraction(handoffs(work.pp, m, work.schedule), 2)
+            + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
     # model FLOPs: forward and backward over every position (recomputation is not model FLOPs: 3 of its 4)
     model_flops = work.dp * m * _model_flops(work, num)

@@ -296,7 +296,7 @@ class Workload:
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
                               "tokens per step)", training=True)
-    #: the pipeline schedule (symllm.costs.efficiency.bubble)
+    #: the pipeline schedule (symllm.costs.schedules.bubble)
     schedule: str = _opt("1f1b", "pipeline schedule: 1f1b or interleaved (--virtual-stages chunks a stage)",
                          training=True)
     #: model chunks a pipeline stage runs under the interleaved schedule (Megatron's virtual pipeline size)
@@ -345,8 +345,8 @@ class Workload:
         if self.compute_dtype is not None:
             choice("compute_dtype", self.compute_dtype, ("bf16", "fp16", "fp8"))
         integer("micro_batches", self.micro_batches)
-        from symllm.costs import efficiency, figures  # read on first use (no SymPy)
-        choice("schedule", self.schedule, efficiency.SCHEDULES)
+        from symllm.costs import figures, schedules  # read on first use (no SymPy)
+        choice("schedule", self.schedule, schedules.SCHEDULES)
         integer("virtual_stages", self.virtual_stages)
         if self.engine is not None:
             put("engine", figures.engine(self.engine)["name"])

@@ -46,6 +46,7 @@ from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, hardware, inverse, parallel, stacks
+from symllm.costs.schedules import handoffs
 from symllm.costs import phases as costs
 from symllm.costs.workloads import Workload, kv_heads_split, with_stated
 from symllm.errors import SymllmError
@@ -364,19 +365,21 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         fit_peak[at] = peak
         bw = {k: v[at] for k, v in links.items()}
         pp = sub["N_p"].astype(np.float64)
-        handoff = _float(_vector(forms["handoff"], sub, m)) / bw["pp"] * (pp - 1)
+        handoff = _float(_vector(forms["handoff"], sub, m)) / bw["pp"]  # one micro-batch's, one boundary
         if training:
             worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
             sent = {k: _float(_vector(e, sub, m)) for k, e in forms["comm"].items()}
             # as count's bound: the last of m micro-batches leaves the last stage after m + N_p - 1 stage-times
             stage = worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]
-            seconds[at] = (cols["accum"][at] + pp - 1) * stage + handoff + sent["dp"] / bw["dp"]
+            # each micro-batch's hand-offs (schedules.handoffs' count of one-way sends, half the form's bytes each)
+            sends = np.array([handoffs(int(p_), int(a_), work.schedule) for p_, a_ in zip(pp, cols["accum"][at])])
+            seconds[at] = (cols["accum"][at] + pp - 1) * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
         else:
             tp_on = sub["N_t"] > 1
             worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
                             + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
                             for fl, by, tp in forms["stages"]], axis=0)
-            seconds[at] = pp * worst + handoff
+            seconds[at] = pp * worst + handoff * (pp - 1)
     capacity = g.memory
     peaks = fit_peak.tolist()
     fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
