@@ -330,11 +330,12 @@ def test_under_load_takes_a_given_max_num_seqs():
 
 
 def test_conv_state_layout_is_the_engines_stated_field(monkeypatch):
-    """The convolution-state layout a hybrid model's sequences get is the engine's ``conv_state`` in
-    efficiency.json (each stated with its source), not read off the engine's name: qwen3-next-80b-a3b's 36 Gated
-    DeltaNet layers hold 36·(4·32·128·128 + 2·c·8192) bytes a sequence with c = 4 - 1 = 3 columns of the
-    convolution's input where the entry says 'vllm' (sglang made to say so here) and c = 4 where it says nothing
-    (vllm made silent here), hand arithmetic; a layout symllm does not know is refused in one line naming it."""
+    """The state layout a hybrid model's sequences get is the engine's ``conv_state`` in efficiency.json (each
+    stated with its source), not read off the engine's name: qwen3-next-80b-a3b's 36 Gated DeltaNet layers hold
+    36·(e·32·128·128 + 2·c·8192) bytes a sequence, with c = 4 - 1 = 3 columns of the convolution's input and the
+    recurrent state in the model's bf16 (e = 2, vLLM's MambaStateDtypeCalculator) where the entry says 'vllm'
+    (sglang made to say so here), and c = 4, e = 4 (transformers' fp32) where it says nothing (vllm made silent
+    here), hand arithmetic; a layout symllm does not know is refused in one line naming it."""
     from symllm.costs import figures
     table = figures.data()["engines"]
     stated = {name: entry for name, entry in table.items() if name != "about" and "conv_state" in entry}
@@ -344,7 +345,7 @@ def test_conv_state_layout_is_the_engines_stated_field(monkeypatch):
         return serving.capacity("qwen3-next-80b-a3b", gpu="h200", seq=32768, kv_cache_bytes=100 * GiB,
                                 engine=engine)["state_bytes_per_sequence"]
     monkeypatch.setitem(table["sglang"], "conv_state", "vllm")
-    assert state("sglang") == 36 * (4 * 32 * 128 * 128 + 2 * 3 * 8192)
+    assert state("sglang") == 36 * (2 * 32 * 128 * 128 + 2 * 3 * 8192)
     monkeypatch.delitem(table["vllm"], "conv_state")
     assert state("vllm") == 36 * (4 * 32 * 128 * 128 + 2 * 4 * 8192)
     monkeypatch.setitem(table["vllm"], "conv_state", "mamba_ssm")
