@@ -10,7 +10,7 @@ from fractions import Fraction
 from symllm.arch.catalogue import resolve
 from symllm.errors import SymllmError
 
-__all__ = ["DSV4_RELEASES", "deepseek_v4_blocks", "INDEXER_QUANT_BLOCK"]
+__all__ = ["DSV4_RELEASES", "check", "deepseek_v4_blocks", "INDEXER_QUANT_BLOCK"]
 
 #: vLLM's indexer cache: FP8 keys with one fp32 scale per this many elements (``Indexer.quant_block_size``, 128,
 #: vllm/model_executor/models/deepseek_v2.py; 4 bytes a scale)
@@ -44,6 +44,42 @@ def _approximate_gcd(values: list[int], lower_bound: int) -> int:
 #: the vLLM releases whose DeepSeek-V4 layouts :func:`deepseek_v4_blocks` follows (docs/serving.md, "DeepSeek-V4"),
 #: the newest first (the default)
 DSV4_RELEASES = ("0.33", "0.20")
+
+
+def check(config, release: str = "0.33") -> tuple[int, int, int]:
+    """The refusals of :func:`deepseek_v4_blocks` that depend on the config and the release alone (no numbers
+    computed; :func:`symllm.costs.serving.check` calls it before any workload): the release, widths vLLM's
+    DeepSeek-V4 kernels do not take, a model without a compressed sparse attention layer. Returns the CSA, HCA and
+    all layers' counts.
+
+    >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
+    ...        "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 512, "q_lora_rank": 8,
+    ...        "qk_rope_head_dim": 64, "num_experts_per_tok": 2, "n_routed_experts": 4, "hc_mult": 2,
+    ...        "sliding_window": 128, "o_groups": 2, "o_lora_rank": 6, "index_n_heads": 2, "index_head_dim": 128,
+    ...        "index_topk": 2, "compress_ratios": [4, 128, 4]}
+    >>> check(cfg)
+    (2, 1, 3)
+    """
+    if release not in DSV4_RELEASES:
+        raise SymllmError(f"release: {release!r}; expected one of {', '.join(DSV4_RELEASES)}")
+    cfg = resolve(config)
+    counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
+    for kind, n in cfg.layers:
+        counts[kind.mixer] = counts.get(kind.mixer, 0) + n
+    csa, hca, every = counts["compressed_sparse"], counts["heavily_compressed"], sum(counts.values())
+    if every != cfg.n_layers:
+        raise SymllmError("serve: vLLM's DeepSeek-V4 serves DeepSeek-V4's attention in every layer")
+    for field, value, want in (("head_dim", cfg.head_dim, 512), ("qk_rope_head_dim", cfg.rope_dim, 64),
+                               ("index_head_dim", cfg.index_head_dim if csa else 128, 128),
+                               ("compress_ratios", cfg.compress_csa if csa else 4, 4),
+                               ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
+        if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
+            raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
+    if not csa:  # 0.20 asserts its window pages fit a full group's page (none without a CSA layer's); 0.33 then
+        # sizes its window groups as state buckets (not modelled)
+        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention "
+                          "layer only")
+    return csa, hca, every
 
 
 def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int,
@@ -83,25 +119,8 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     >>> r["block_bytes"], r["groups"], r["blocks"]
     (93888, 5, 10650)
     """
-    if release not in DSV4_RELEASES:
-        raise SymllmError(f"release: {release!r}; expected one of {', '.join(DSV4_RELEASES)}")
+    csa, hca, every = check(config, release)
     cfg = resolve(config)
-    counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
-    for kind, n in cfg.layers:
-        counts[kind.mixer] = counts.get(kind.mixer, 0) + n
-    csa, hca, every = counts["compressed_sparse"], counts["heavily_compressed"], sum(counts.values())
-    if every != cfg.n_layers:
-        raise SymllmError("serve: vLLM's DeepSeek-V4 serves DeepSeek-V4's attention in every layer")
-    for field, value, want in (("head_dim", cfg.head_dim, 512), ("qk_rope_head_dim", cfg.rope_dim, 64),
-                               ("index_head_dim", cfg.index_head_dim if csa else 128, 128),
-                               ("compress_ratios", cfg.compress_csa if csa else 4, 4),
-                               ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
-        if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
-            raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
-    if not csa:  # 0.20 asserts its window pages fit a full group's page (none without a CSA layer's); 0.33 then
-        # sizes its window groups as state buckets (not modelled)
-        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention "
-                          "layer only")
     window = cfg.sliding_window
     entry_csa, entry_hca = _pad(DSV4_BLOCK // 4 * DSV4_ENTRY_BYTES), _pad(DSV4_BLOCK // 128 * DSV4_ENTRY_BYTES)
     index = _pad(DSV4_BLOCK // 4 * (128 + 128 // INDEXER_QUANT_BLOCK * 4))  # DeepseekV4IndexerCache, uint8

@@ -71,12 +71,13 @@ from math import ceil
 
 from symllm.arch.catalogue import resolve
 from symllm.costs.dsv4_cache import DSV4_BLOCK, INDEXER_QUANT_BLOCK, deepseek_v4_blocks
+from symllm.costs.dsv4_cache import check as dsv4_check
 from symllm.arch.recurrent_sizes import CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import integer
 
-__all__ = ["DEFAULTS", "capacity", "SCHEDULER", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "capacity", "check", "SCHEDULER", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
@@ -365,6 +366,48 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
     return out
 
 
+def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
+          max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
+          block_size: int = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
+          max_num_seqs=DEFAULTS["max_num_seqs"], **options):
+    """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
+    computed (the command line calls it before the workload): no GPU, parallelism other than ``--tp``, a KV cache
+    vLLM does not serve DeepSeek-V4 in, widths its kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the
+    engine, and each vLLM option's value. Returns the workload, the GPU and the resolved config.
+
+    >>> check("llama3.1-8b", gpu="h100-sxm", pp=2)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep
+    """
+    from symllm.costs import hardware
+    from symllm.costs.workloads import Workload
+    work = Workload.of(work, **options)
+    gpu = hardware.of(work)
+    if gpu is None:
+        raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
+    if work.pp > 1 or work.ep > 1 or work.dp > 1:
+        raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
+    cfg = resolve(config)
+    if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
+        if not str(work.kv_format or work.kv_dtype).startswith("fp8"):
+            # (vLLM 0.20 asserts fp8; 0.33's bf16 rows for FlashInfer are not modelled)
+            raise SymllmError(f"kv_dtype: {work.kv_format or work.kv_dtype}; vLLM's DeepSeek-V4 cache is modelled "
+                              "as fp8 only (--kv-format fp8)")
+        dsv4_check(cfg)
+    _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
+    integer("block_size", block_size)
+    from symllm.costs import efficiency
+    efficiency.engine(work.engine, "inference")
+    integer("max_num_batched_tokens", max_num_batched_tokens, optional=True)
+    integer("max_num_seqs", max_num_seqs, optional=True)
+    if non_torch:
+        _fraction("non_torch", non_torch, -1)
+    if kv_cache_bytes is not None:
+        _fraction("kv_cache_bytes", kv_cache_bytes)
+    return work, gpu, cfg
+
+
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
              max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
@@ -383,22 +426,11 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     >>> r["kv_bytes_per_token"], r["fits"]
     (40960, True)
     """
-    from symllm.costs import hardware
-    from symllm.costs.workloads import Workload
-    work = Workload.of(work, **options)
-    gpu = hardware.of(work)
-    if gpu is None:
-        raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
-    if work.pp > 1 or work.ep > 1 or work.dp > 1:
-        raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
-    cfg = resolve(config)
+    work, gpu, cfg = check(config, work, gpu_memory_utilization=gpu_memory_utilization,
+                           max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
+                           non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, **options)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
-    if compressed and not str(work.kv_format or work.kv_dtype).startswith("fp8"):
-        # (vLLM 0.20 asserts fp8; 0.33's bf16 rows for FlashInfer are not modelled)
-        raise SymllmError(f"kv_dtype: {work.kv_format or work.kv_dtype}; vLLM's DeepSeek-V4 cache is modelled "
-                          "as fp8 only (--kv-format fp8)")
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
-    integer("block_size", block_size)
     from symllm.costs import efficiency
     conventions = efficiency.engine(work.engine, "inference")
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
