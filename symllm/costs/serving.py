@@ -29,9 +29,11 @@ counts both, the latent's and the indexer's),
 
 and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
 
-DeepSeek-V4 (its fp8_ds_mla cache) is laid out as released vLLM's own allocator lays it out: its window keys,
-compressed entries, indexer keys and compressor states in 576-byte-aligned pages, grouped as vLLM 0.33.0 groups
-them (or 0.20.0: :func:`symllm.costs.dsv4_cache.deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4").
+DeepSeek-V4 is laid out as released vLLM's own allocator lays it out: its window keys, compressed entries, indexer
+keys and compressor states in pages grouped as vLLM 0.33.0 groups them (or 0.20.0:
+:func:`symllm.costs.dsv4_cache.deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4"), in FlashMLA's fp8_ds_mla
+layout (576-byte-aligned pages; with fp8 or, as vLLM's ``auto``, no KV cache dtype given) or, with ``kv_dtype``
+bf16 on an SM10x card, FlashInfer's bf16 rows (512-byte-aligned pages: :func:`symllm.costs.dsv4_cache.layout`).
 
 Conventions (each an estimate of what vLLM measures, not derives):
 
@@ -71,7 +73,7 @@ from math import ceil
 
 from symllm.arch.catalogue import resolve
 from symllm.costs.dsv4_cache import DSV4_BLOCK, INDEXER_QUANT_BLOCK, deepseek_v4_blocks
-from symllm.costs.dsv4_cache import check as dsv4_check
+from symllm.costs.dsv4_cache import check as dsv4_check, layout as layout_for
 from symllm.arch.recurrent_sizes import CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
@@ -366,6 +368,16 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
     return out
 
 
+def dsv4_layout(config, work, gpu) -> str | None:
+    """The layout vLLM 0.33.0 caches a DeepSeek-V4 model in under ``work`` on ``gpu``
+    (:func:`symllm.costs.dsv4_cache.layout`: its KV cache dtype, or vLLM's ``auto`` where none is given); None for
+    any other model."""
+    if getattr(resolve(config), "hc_mult", None) is None:
+        return None
+    given = work.kv_format is not None or "kv_dtype" not in work.derived
+    return layout_for(work.kv_format or work.kv_dtype, given, gpu.name)
+
+
 def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
           max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
           block_size: int = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
@@ -390,11 +402,7 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     cfg = resolve(config)
     if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
-        if not str(work.kv_format or work.kv_dtype).startswith("fp8"):
-            # (vLLM 0.20 asserts fp8; 0.33's bf16 rows for FlashInfer are not modelled)
-            raise SymllmError(f"kv_dtype: {work.kv_format or work.kv_dtype}; vLLM's DeepSeek-V4 cache is modelled "
-                              "as fp8 only (--kv-format fp8)")
-        dsv4_check(cfg)
+        dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu))
     _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
     from symllm.costs import efficiency
@@ -491,7 +499,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                                                                                           kv_cache_bytes)
     context = work.seq + work.gen
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
-        d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens)
+        d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu))
         return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
                 "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
