@@ -42,6 +42,7 @@ from symllm.errors import SymllmError
 
 from .test_dsv4 import FLASH_BASE
 from .test_dsv4_serving import SMALL
+from .test_serve_refusals import no_workload  # noqa: F401 (a fixture)
 
 
 def test_the_bf16_pages_by_hand():
@@ -120,3 +121,53 @@ def test_serve_without_a_kv_dtype_is_vllms_auto_and_bf16_serves_on_b200(cli, tmp
     out = cli(["count", str(path), "--seq", "4096", "--serve", "--gpu", "b200", "--tp", "8", "--kv-dtype", "bf16"])
     assert out.code == 0, out.err
     assert "6,250 bytes a token, bf16" in out.out and f"{r['blocks']:,} blocks of 256" in out.out
+
+
+# --- the MXFP4 indexer cache (vLLM 0.33.0's indexer_kv_dtype) ----------------------------------------------------
+# vllm/models/deepseek_v4/attention.py, DeepseekV4Indexer.__init__: "MXFP4 stores two values per byte plus one
+# UE8M0 byte per 32 values", k_cache_head_dim = head_dim // 2 + head_dim // MXFP4_BLOCK_SIZE (32,
+# vllm/models/deepseek_v4/common/ops/fused_indexer_q.py), else head_dim + head_dim // 128 · 4; chosen by
+# AttentionConfig.indexer_kv_dtype (vllm/config/attention.py; vllm serve --attention-config), "auto" -> "fp8"
+# (dsa_indexer_uses_fp4, vllm/v1/attention/backends/mla/indexer.py), which refuses mxfp4 off sm_10x.
+
+def test_the_mxfp4_indexer_by_hand():
+    """An MXFP4 key is 128 / 2 + 128 / 32 = 64 + 4 = 68 bytes (FP8's 128 + 4 = 132); a page 64 · 68 = 4,352 -> 4,608
+    in either layout (8 · 576 = 9 · 512). The small config in fp8_ds_mla: the full group 2 · 37,440 + 2 · 4,608 +
+    1,728 = 85,824 bytes, still above the window keys' 74,880 and the CSA states' 2 · 32,832 + 2 · 8,640 = 82,944:
+    ⌊10^9 / 85,824⌋ = 11,651 blocks. Flash-Base at 80 GiB: fp8_ds_mla 21 · 37,440 + 21 · 4,608 + 20 · 1,728 =
+    917,568 bytes a block, ⌊85,899,345,920 / 917,568⌋ = 93,616 blocks; bf16 21 · 65,536 + 21 · 4,608 + 20 · 2,048 =
+    1,513,984 (above the window keys' 1,441,792), 56,737 blocks."""
+    assert dsv4_cache.INDEXER_KEY_BYTES == {"fp8": 128 + 4, "mxfp4": 64 + 4}
+    assert dsv4_cache._pad(64 * 68, 576) == dsv4_cache._pad(64 * 68, 512) == 4608 == 8 * 576 == 9 * 512
+    r = dsv4_cache.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048, indexer="mxfp4")
+    assert 2 * 37440 + 2 * 4608 + 1728 == 85824 > 2 * 32832 + 2 * 8640 == 82944
+    assert (r["indexer"], r["block_bytes"], r["blocks"]) == ("mxfp4", 85824, 10 ** 9 // 85824) and r["blocks"] == 11651
+    f = dsv4_cache.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 4096, 8192, indexer="mxfp4")
+    b = dsv4_cache.deepseek_v4_blocks(FLASH_BASE, 80 * 2 ** 30, 4096, 8192, layout="bf16", indexer="mxfp4")
+    assert 21 * 37440 + 21 * 4608 + 20 * 1728 == 917568 and 21 * 65536 + 21 * 4608 + 20 * 2048 == 1513984
+    assert (f["block_bytes"], f["blocks"]) == (917568, 93616) and (b["block_bytes"], b["blocks"]) == (1513984, 56737)
+    assert 917568 * 93616 <= 85899345920 < 917568 * 93617 and 1513984 * 56737 <= 85899345920 < 1513984 * 56738
+
+
+def test_the_mxfp4_indexer_is_chosen_on_sm10x_only():
+    """None (vLLM's "auto") and fp8 are the FP8 indexer; mxfp4 on a B200 or GB200; elsewhere, any other value, and
+    on vLLM 0.20.0, or on a model without DeepSeek-V4's indexer cache, refused in one line."""
+    assert dsv4_cache.indexer(None, "h200") == dsv4_cache.indexer("fp8", "h200") == "fp8"
+    assert dsv4_cache.indexer("mxfp4", "gb200") == "mxfp4"
+    with pytest.raises(SymllmError) as e:
+        dsv4_cache.indexer("mxfp4", "h200")
+    assert str(e.value) == "indexer_kv_dtype: mxfp4; needs b200 or gb200 (vLLM's sm_10x), not h200"
+    with pytest.raises(SymllmError) as e:
+        dsv4_cache.deepseek_v4_blocks(SMALL, 10 ** 9, 4096, 2048, release="0.20", indexer="mxfp4")
+    assert str(e.value) == "indexer_kv_dtype: mxfp4; modelled for vLLM 0.33.0 only (release 0.20)"
+    with pytest.raises(SymllmError) as e:
+        serving.check("llama3.1-8b", gpu="b200", indexer_kv_dtype="mxfp4")
+    assert str(e.value) == "indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only"
+
+
+def test_count_serve_with_the_mxfp4_indexer(cli, no_workload):
+    """count --serve --indexer-kv-dtype mxfp4 on an H200 is refused before any workload is computed."""
+    out = cli(["count", "deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--serve", "--indexer-kv-dtype",
+               "mxfp4"])
+    assert out.code == 2 and no_workload == []
+    assert out.err.strip() == "symllm: error: indexer_kv_dtype: mxfp4; needs b200 or gb200 (vLLM's sm_10x), not h200"

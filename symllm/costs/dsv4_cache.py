@@ -10,7 +10,8 @@ from fractions import Fraction
 from symllm.arch.catalogue import resolve
 from symllm.errors import SymllmError
 
-__all__ = ["DSV4_LAYOUTS", "DSV4_RELEASES", "check", "deepseek_v4_blocks", "INDEXER_QUANT_BLOCK", "layout"]
+__all__ = ["DSV4_LAYOUTS", "DSV4_RELEASES", "check", "deepseek_v4_blocks", "INDEXER_KEY_BYTES", "INDEXER_QUANT_BLOCK",
+           "indexer", "layout"]
 
 #: vLLM's indexer cache: FP8 keys with one fp32 scale per this many elements (``Indexer.quant_block_size``, 128,
 #: vllm/model_executor/models/deepseek_v2.py; 4 bytes a scale)
@@ -36,6 +37,32 @@ DSV4_LAYOUTS = {"fp8_ds_mla": (DSV4_ENTRY_BYTES, DSV4_ALIGNMENT), "bf16": (1024,
 #: (``DeepseekV4FlashInferMLASparseBackend.supports_combination``, vllm/models/deepseek_v4/nvidia/
 #: flashinfer_sparse.py) takes bf16 on SM10x, fp8 only on SM12x and nothing on SM90 (an H100, an H200)
 FLASHINFER_BF16_CARDS = ("b200", "gb200")
+
+
+#: the indexer's key bytes by vLLM 0.33.0's ``indexer_kv_dtype`` (``AttentionConfig.indexer_kv_dtype``,
+#: vllm/config/attention.py, set by ``--attention-config '{"indexer_kv_dtype": "mxfp4"}'``; "auto" is the FP8 one,
+#: ``dsa_indexer_uses_fp4``, vllm/v1/attention/backends/mla/indexer.py): ``DeepseekV4Indexer.__init__``
+#: (vllm/models/deepseek_v4/attention.py) caches 128 FP8 values and an fp32 scale, ``head_dim + head_dim // 128 ·
+#: 4``, or MXFP4's two values a byte and a UE8M0 scale a 32 (``MXFP4_BLOCK_SIZE``), ``head_dim // 2 + head_dim //
+#: 32``, both uint8 in the same spec (its alignment the layout's)
+INDEXER_KEY_BYTES = {"fp8": 128 + 128 // INDEXER_QUANT_BLOCK * 4, "mxfp4": 128 // 2 + 128 // 32}
+
+
+def indexer(kv: str | None, gpu: str) -> str:
+    """The indexer cache vLLM 0.33.0 keeps DeepSeek-V4's indexer keys in (:data:`INDEXER_KEY_BYTES`) for its
+    ``indexer_kv_dtype`` ``kv`` (None: "auto", the FP8 one) on the card named ``gpu``: MXFP4 needs an SM10x card
+    (``dsa_indexer_uses_fp4``: "requires Blackwell datacenter GPUs (sm_10x, e.g. B200/GB200)"); else refused.
+
+    >>> indexer(None, "h200"), indexer("mxfp4", "b200")
+    ('fp8', 'mxfp4')
+    """
+    if kv is None or kv == "fp8":
+        return "fp8"
+    if kv != "mxfp4":
+        raise SymllmError(f"indexer_kv_dtype: {kv}; vLLM's DeepSeek-V4 indexer cache is fp8 or mxfp4")
+    if gpu not in FLASHINFER_BF16_CARDS:
+        raise SymllmError(f"indexer_kv_dtype: mxfp4; needs b200 or gb200 (vLLM's sm_10x), not {gpu}")
+    return "mxfp4"
 
 
 def layout(kv: str, given: bool, gpu: str) -> str:
@@ -78,10 +105,11 @@ def _approximate_gcd(values: list[int], lower_bound: int) -> int:
 DSV4_RELEASES = ("0.33", "0.20")
 
 
-def check(config, release: str = "0.33", layout: str = "fp8_ds_mla") -> tuple[int, int, int]:
+def check(config, release: str = "0.33", layout: str = "fp8_ds_mla", indexer: str = "fp8") -> tuple[int, int, int]:
     """The refusals of :func:`deepseek_v4_blocks` that depend on the config and the release alone (no numbers
     computed; :func:`symllm.costs.serving.check` calls it before any workload): the release, the layout
-    (:data:`DSV4_LAYOUTS`; vLLM 0.20.0 caches fp8_ds_mla only), widths vLLM's DeepSeek-V4 kernels do not take, a
+    (:data:`DSV4_LAYOUTS`; vLLM 0.20.0 caches fp8_ds_mla only), the indexer cache (:data:`INDEXER_KEY_BYTES`;
+    0.20.0's: fp8), widths vLLM's DeepSeek-V4 kernels do not take, a
     model without a compressed sparse attention layer. Returns the CSA, HCA and all layers' counts.
 
     >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
@@ -98,6 +126,10 @@ def check(config, release: str = "0.33", layout: str = "fp8_ds_mla") -> tuple[in
         raise SymllmError(f"layout: {layout!r}; expected one of {', '.join(DSV4_LAYOUTS)}")
     if release == "0.20" and layout != "fp8_ds_mla":  # "DeepseekV4 only supports fp8 kv-cache format for now"
         raise SymllmError(f"kv_dtype: {layout}; vLLM 0.20.0 caches DeepSeek-V4 in fp8 only (release 0.20)")
+    if indexer not in INDEXER_KEY_BYTES:
+        raise SymllmError(f"indexer_kv_dtype: {indexer!r}; expected one of {', '.join(INDEXER_KEY_BYTES)}")
+    if release == "0.20" and indexer != "fp8":  # (0.20's use_fp4_indexer_cache allocates the FP8 bytes)
+        raise SymllmError(f"indexer_kv_dtype: {indexer}; modelled for vLLM 0.33.0 only (release 0.20)")
     cfg = resolve(config)
     counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
     for kind, n in cfg.layers:
@@ -119,7 +151,7 @@ def check(config, release: str = "0.33", layout: str = "fp8_ds_mla") -> tuple[in
 
 
 def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int,
-                       release: str = "0.33", layout: str = "fp8_ds_mla") -> dict:
+                       release: str = "0.33", layout: str = "fp8_ds_mla", indexer: str = "fp8") -> dict:
     """vLLM's blocks for DeepSeek-V4 as released vLLM lays them out (``release``: "0.33", vLLM 0.33.0's, the
     default, or "0.20", vLLM 0.20.0's; docs/serving.md, "DeepSeek-V4"): the full group (each CSA layer's compressed
     entries and indexer keys, each HCA layer's entries, 256 tokens a block) and the window groups (every layer's
@@ -141,7 +173,8 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
 
     ``layout`` (:data:`DSV4_LAYOUTS`): FlashMLA's ``fp8_ds_mla`` (both releases), or FlashInfer's ``bf16`` rows
     (0.33.0 only: 1,024-byte entries, every page aligned to 512 bytes; the indexer's keys stay 132-byte FP8 entries
-    and the compressors' states fp32, only their alignment changes).
+    and the compressors' states fp32, only their alignment changes). ``indexer`` (:data:`INDEXER_KEY_BYTES`): the
+    indexer's keys in FP8 (132 bytes) or, 0.33.0's ``indexer_kv_dtype`` mxfp4, 68.
 
     Either way ``blocks`` = KV bytes // ``block_bytes``, one request of ``context`` tokens takes
     ``blocks_per_request`` (each group's ``max_memory_usage`` in pages, ``_max_memory_usage_bytes_from_groups``),
@@ -160,14 +193,16 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     (93888, 5, 10650)
     >>> deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048, layout="bf16")["block_bytes"]
     150528
+    >>> deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048, indexer="mxfp4")["block_bytes"]
+    85824
     """
-    csa, hca, every = check(config, release, layout)
+    csa, hca, every = check(config, release, layout, indexer)
     cfg = resolve(config)
     window = cfg.sliding_window
     entry, align = DSV4_LAYOUTS[layout]
     pad = lambda size: _pad(size, align)  # noqa: E731
     entry_csa, entry_hca = pad(DSV4_BLOCK // 4 * entry), pad(DSV4_BLOCK // 128 * entry)
-    index = pad(DSV4_BLOCK // 4 * (128 + 128 // INDEXER_QUANT_BLOCK * 4))  # DeepseekV4IndexerCache, uint8
+    index = pad(DSV4_BLOCK // 4 * INDEXER_KEY_BYTES[indexer])  # DeepseekV4IndexerCache, uint8
     full = {entry_csa: csa, index: csa, **({entry_hca: hca} if hca else {})}  # page -> layers (distinct pages)
     # the window groups, keyed as vLLM keys them (block size, window): their layers' pages before padding and the
     # blocks one request takes (SlidingWindowSpec.max_memory_usage_bytes) (fp32 states: 2 · coff · head_dim a
@@ -197,7 +232,7 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     block_bytes = max(group_bytes)
     blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
     concurrency = Fraction(blocks, per_request)
-    return {"layout": layout, "block_bytes": block_bytes, "repeats": repeats, "groups": len(group_bytes),
+    return {"layout": layout, "indexer": indexer, "block_bytes": block_bytes, "repeats": repeats, "groups": len(group_bytes),
             "blocks": blocks,
             "blocks_per_request": per_request, "kv_tokens": int(concurrency * context),
             "requests": blocks // per_request, "max_concurrency": concurrency, "logged_concurrency": concurrency}

@@ -73,7 +73,7 @@ from math import ceil
 
 from symllm.arch.catalogue import resolve
 from symllm.costs.dsv4_cache import DSV4_BLOCK, INDEXER_QUANT_BLOCK, deepseek_v4_blocks
-from symllm.costs.dsv4_cache import check as dsv4_check, layout as layout_for
+from symllm.costs.dsv4_cache import check as dsv4_check, indexer as indexer_for, layout as layout_for
 from symllm.arch.recurrent_sizes import CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
@@ -381,11 +381,13 @@ def dsv4_layout(config, work, gpu) -> str | None:
 def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
           max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
           block_size: int = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
-          max_num_seqs=DEFAULTS["max_num_seqs"], **options):
+          max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options):
     """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
     computed (the command line calls it before the workload): no GPU, parallelism other than ``--tp``, a KV cache
     vLLM does not serve DeepSeek-V4 in, widths its kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the
-    engine, and each vLLM option's value. Returns the workload, the GPU and the resolved config.
+    engine, and each vLLM option's value (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or
+    "mxfp4", :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default). Returns the workload, the GPU and the
+    resolved config.
 
     >>> check("llama3.1-8b", gpu="h100-sxm", pp=2)
     Traceback (most recent call last):
@@ -402,7 +404,9 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     cfg = resolve(config)
     if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
-        dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu))
+        dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
+    elif indexer_kv_dtype is not None:
+        raise SymllmError("indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only")
     _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
     from symllm.costs import efficiency
@@ -419,13 +423,14 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
              max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
-             max_num_seqs=DEFAULTS["max_num_seqs"], **options) -> dict:
+             max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options) -> dict:
     """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
     ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
     is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
     "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
     "fits", "sampler_rows", "sampler_peak", "nccl"}``, bytes per GPU (module docstring); ``max_num_seqs``: the
-    rows of vLLM V1's dummy sampler run (None: ``vllm serve``'s for the card). ``kv_cache_bytes`` replaces the estimate by a measured
+    rows of vLLM V1's dummy sampler run (None: ``vllm serve``'s for the card); ``indexer_kv_dtype``: DeepSeek-V4's
+    indexer cache, "fp8" or "mxfp4" (vLLM 0.33.0; None: its default, fp8). ``kv_cache_bytes`` replaces the estimate by a measured
     figure (vLLM's "Available KV cache memory"). ``evaluate``: ``work -> symllm.costs.phases.workload(config,
     work)`` by other means (``config`` then a ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the
     kernels an earlier count kept); None: the formulas.
@@ -436,7 +441,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     """
     work, gpu, cfg = check(config, work, gpu_memory_utilization=gpu_memory_utilization,
                            max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-                           non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, **options)
+                           non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs,
+                           indexer_kv_dtype=indexer_kv_dtype, **options)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
     util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     from symllm.costs import efficiency
@@ -499,7 +505,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                                                                                           kv_cache_bytes)
     context = work.seq + work.gen
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
-        d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu))
+        d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu),
+                               indexer=indexer_for(indexer_kv_dtype, gpu.name))
         return {"gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
                 "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
