@@ -590,17 +590,19 @@ def test_working_set_at_deepseek_v4_flash_widths_equals_transformers():
 def test_workloads_of_deepseek_v4_flash_base_run_and_sweeps_equal_count(cli, tmp_path):
     """DeepSeek-V4-Flash-Base's published config with a workload: count (FLOPs, every memory kind, fit and time
     on an H200) and plan run (exit 0), and a sweep over batch and sequence gives count's activations, inference
-    peak and state cache at each point. Serving capacity without an fp8 KV cache is refused in one line, as vLLM
-    0.20 asserts (0.33's bf16 rows are not modelled; its layout: tests/test_dsv4_serving.py)."""
+    peak and state cache at each point. Serving capacity in a bf16 KV cache on an H200 is refused in one line, as
+    vLLM 0.33 serves it through FlashInfer on SM10x cards only (its layouts: tests/test_dsv4_serving.py and
+    tests/test_dsv4_bf16.py)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(FLASH_BASE))
     r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--gpu", "h200", "--json"])
     assert r.code == 0, r.err
     out = json.loads(r.out)
     assert out["memory"]["activations"] > 0 and out["memory"]["inference_peak"] > out["memory"]["weights"]
-    r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--serve", "--gpu", "h200", "--tp", "8"])
-    assert (r.code, r.out, r.err) == (2, "", "symllm: error: kv_dtype: bf16; vLLM's DeepSeek-V4 cache is modelled "
-                                             "as fp8 only (--kv-format fp8)\n")  # tests/test_dsv4_serving.py
+    r = cli(["count", str(path), "--batch", "1", "--seq", "4096", "--serve", "--gpu", "h200", "--tp", "8",
+             "--kv-dtype", "bf16"])
+    assert (r.code, r.out, r.err) == (2, "", "symllm: error: kv_dtype: bf16; on h200 vLLM caches DeepSeek-V4 in fp8 "
+                                             "only (bf16: b200, gb200)\n")  # tests/test_dsv4_bf16.py
     r = cli(["plan", str(path), "--gpus", "8xh200", "--seq", "4096", "--top", "1"])
     assert r.code == 0, r.err
     quantities = ("activations", "inference_peak", "state_cache")

@@ -163,12 +163,12 @@ def test_flash_base_widths_by_hand_033():
 
 
 def test_capacity_needs_an_fp8_cache_and_its_blocks_fill_what_is_left(cli, tmp_path):
-    """vLLM 0.20 asserts DeepSeek-V4's KV cache is fp8 (0.33's bf16 rows for FlashInfer are not modelled): a bf16
-    one is refused in one line; with fp8 the blocks are the left bytes over 1,002,240 a block (Flash-Base's layout
-    in 0.33, above), and count --serve prints them."""
-    with pytest.raises(SymllmError, match=r"^kv_dtype: bf16; vLLM's DeepSeek-V4 cache is modelled as fp8 only "
-                                          r"\(--kv-format fp8\)$"):
-        serving.capacity(FLASH_BASE, gpu="h200", tp=8, seq=4096)
+    """On an H200 vLLM 0.33 caches DeepSeek-V4 in fp8 only (FlashMLA; its bf16 rows need FlashInfer on an SM10x
+    card: tests/test_dsv4_bf16.py): a bf16 one is refused in one line; with fp8 the blocks are the left bytes over
+    1,002,240 a block (Flash-Base's layout in 0.33, above), and count --serve prints them."""
+    with pytest.raises(SymllmError, match=r"^kv_dtype: bf16; on h200 vLLM caches DeepSeek-V4 in fp8 only "
+                                          r"\(bf16: b200, gb200\)$"):
+        serving.capacity(FLASH_BASE, gpu="h200", tp=8, seq=4096, kv_dtype="bf16")
     r = serving.capacity(FLASH_BASE, gpu="h200", tp=8, seq=4096, kv_format="fp8")
     assert r["blocks"] == int(r["kv_cache_bytes"] // 1002240) > 0 and r["block_size"] == 256
     assert r["max_concurrency"] == Fraction(r["blocks"], 1684) and r["fits"]

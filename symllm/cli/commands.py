@@ -160,6 +160,16 @@ def _answer_options(args) -> list:
 def _count(args, config, given: dict, ckpt: dict | None) -> int:
     """``count`` of one model (``config``, the workload options ``given``, a checkpoint's bytes ``ckpt``),
     printed."""
+    serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
+    if serve and not args.serve:
+        raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
+    if not args.serve and (args.concurrency is not None or args.request_rate is not None):
+        raise SymllmError("concurrency: serving under load applies to --serve")
+    if args.serve:  # what serving refuses from the options alone, refused before any workload is computed
+        from symllm.costs import serving
+        if "non_torch" in serve:
+            serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
+        serving.check(config, **given, **serve)
     if given or args.json:  # kernels an earlier process kept for this workload's shape: a new point without SymPy
         from symllm.studies import quick
         work, resolved = quick.workload(config, given)
@@ -170,14 +180,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         from symllm.studies import quick
         work, (counts, d_ff) = {}, quick.params(config)
         resolved = {"hidden_dim": d_ff}
-    serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
-    if serve and not args.serve:
-        raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
     if args.serve:  # vLLM's paged KV cache (symllm.costs.serving), each point through the kept kernels
-        from symllm.costs import serving
         from symllm.studies import quick
-        if "non_torch" in serve:
-            serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
         evaluate = quick.evaluator(config)
         work["serving"] = serving.capacity(config, **given, **serve, evaluate=evaluate)
         if args.concurrency is not None or args.request_rate is not None:  # under load (symllm.costs.traffic)
@@ -185,8 +189,6 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             work["serving"]["load"] = traffic.under_load(config, concurrency=args.concurrency,
                                                       request_rate=args.request_rate, **given, **serve,
                                                       evaluate=evaluate)
-    elif args.concurrency is not None or args.request_rate is not None:
-        raise SymllmError("concurrency: serving under load applies to --serve")
     if args.json:
         with _any_int_digits():  # exact numbers of any length (a product of 4,300-digit inputs)
             extra = work.pop("params", {}) if work else {}  # params.per_gpu (symllm.costs.parallel)

@@ -123,7 +123,8 @@ def plan_lines(p, top: int) -> list[str]:
 
 
 #: count's options for --serve (symllm.costs.serving.capacity's keywords)
-_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch")
+_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch",
+          "indexer_kv_dtype")
 
 
 def _running_limit(x: dict) -> str:
@@ -148,7 +149,8 @@ def serve_lines(r: dict) -> str:
                 f"{human_bytes(r['state_bytes_per_sequence'])} a sequence")] if "state_cache_bytes" in r else []),
             ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"
              + (f" ({grouped(r['indexer_bytes_per_token'])} of them indexer keys)" if "indexer_bytes_per_token" in r
-                else "")),
+                else "") + (f", {r['layout']}" if "layout" in r else "")
+             + (f", {r['indexer']} indexer" if r.get("indexer", "fp8") != "fp8" else "")),
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
              "fits" if r["fits"] else "one request does not fit")]

@@ -336,6 +336,9 @@ def _count_args(p) -> None:
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "
                         "0.35)")
+    s.add_argument("--indexer-kv-dtype", choices=_Choices("costs.dsv4_cache", "INDEXER_KEY_BYTES"), default=None,
+                   help="DeepSeek-V4's indexer key cache (vLLM 0.33.0's indexer_kv_dtype; default fp8; mxfp4: "
+                        "b200, gb200)")
     s.add_argument("--concurrency", type=int, default=None, metavar="C",
                    help="under load: C requests at a time of --seq prompt and --gen output tokens: TTFT, ITL, "
                         "output tokens/s (symllm.costs.traffic)")

@@ -10,7 +10,8 @@ from fractions import Fraction
 from symllm.arch.catalogue import resolve
 from symllm.errors import SymllmError
 
-__all__ = ["DSV4_RELEASES", "deepseek_v4_blocks", "INDEXER_QUANT_BLOCK"]
+__all__ = ["DSV4_LAYOUTS", "DSV4_RELEASES", "check", "deepseek_v4_blocks", "INDEXER_KEY_BYTES", "INDEXER_QUANT_BLOCK",
+           "indexer", "layout"]
 
 #: vLLM's indexer cache: FP8 keys with one fp32 scale per this many elements (``Indexer.quant_block_size``, 128,
 #: vllm/model_executor/models/deepseek_v2.py; 4 bytes a scale)
@@ -24,10 +25,68 @@ DSV4_ENTRY_BYTES, DSV4_ALIGNMENT, DSV4_BLOCK, DSV4_SWA_BLOCK = 584, 576, 256, 64
 #: the compressors' state blocks (CompressorStateCache: 4 tokens for ratio 4, 8 for ratio 128), by ratio
 DSV4_STATE_BLOCK = {4: 4, 128: 8}
 
+#: vLLM 0.33.0's DeepSeek-V4 cache layouts (vllm/models/deepseek_v4/attention.py, ``_resolve_dsv4_kv_cache_dtype``
+#: and each cache's ``get_kv_cache_spec``): a compressed or window entry's bytes and every page's alignment (the
+#: attention's, the indexer's, the window keys', the compressor states'). "fp8_ds_mla": FlashMLA's (the default
+#: backend; ``auto`` and any fp8 resolve to it), 584 bytes, 576; "bf16": FlashInfer's plain rows
+#: (``FLASHINFER_MLA_SPARSE_DSV4``), ``(head_size + head_size_v) · 2`` = (512 + 0) · 2 = 1,024 bytes, 512
+DSV4_LAYOUTS = {"fp8_ds_mla": (DSV4_ENTRY_BYTES, DSV4_ALIGNMENT), "bf16": (1024, 512)}
 
-def _pad(size: int) -> int:
-    """A page rounded up to FlashMLA's alignment (``_apply_alignment_padding``)."""
-    return -(-size // DSV4_ALIGNMENT) * DSV4_ALIGNMENT
+#: the catalogue's cards of compute capability 10.x (NVIDIA's table, developer.nvidia.com/cuda-gpus: B200 and
+#: GB200 10.0), the only ones where vLLM 0.33.0 serves DeepSeek-V4's bf16 cache: its FlashInfer backend
+#: (``DeepseekV4FlashInferMLASparseBackend.supports_combination``, vllm/models/deepseek_v4/nvidia/
+#: flashinfer_sparse.py) takes bf16 on SM10x, fp8 only on SM12x and nothing on SM90 (an H100, an H200)
+FLASHINFER_BF16_CARDS = ("b200", "gb200")
+
+
+#: the indexer's key bytes by vLLM 0.33.0's ``indexer_kv_dtype`` (``AttentionConfig.indexer_kv_dtype``,
+#: vllm/config/attention.py, set by ``--attention-config '{"indexer_kv_dtype": "mxfp4"}'``; "auto" is the FP8 one,
+#: ``dsa_indexer_uses_fp4``, vllm/v1/attention/backends/mla/indexer.py): ``DeepseekV4Indexer.__init__``
+#: (vllm/models/deepseek_v4/attention.py) caches 128 FP8 values and an fp32 scale, ``head_dim + head_dim // 128 ·
+#: 4``, or MXFP4's two values a byte and a UE8M0 scale a 32 (``MXFP4_BLOCK_SIZE``), ``head_dim // 2 + head_dim //
+#: 32``, both uint8 in the same spec (its alignment the layout's)
+INDEXER_KEY_BYTES = {"fp8": 128 + 128 // INDEXER_QUANT_BLOCK * 4, "mxfp4": 128 // 2 + 128 // 32}
+
+
+def indexer(kv: str | None, gpu: str) -> str:
+    """The indexer cache vLLM 0.33.0 keeps DeepSeek-V4's indexer keys in (:data:`INDEXER_KEY_BYTES`) for its
+    ``indexer_kv_dtype`` ``kv`` (None: "auto", the FP8 one) on the card named ``gpu``: MXFP4 needs an SM10x card
+    (``dsa_indexer_uses_fp4``: "requires Blackwell datacenter GPUs (sm_10x, e.g. B200/GB200)"); else refused.
+
+    >>> indexer(None, "h200"), indexer("mxfp4", "b200")
+    ('fp8', 'mxfp4')
+    """
+    if kv is None or kv == "fp8":
+        return "fp8"
+    if kv != "mxfp4":
+        raise SymllmError(f"indexer_kv_dtype: {kv}; vLLM's DeepSeek-V4 indexer cache is fp8 or mxfp4")
+    if gpu not in FLASHINFER_BF16_CARDS:
+        raise SymllmError(f"indexer_kv_dtype: mxfp4; needs b200 or gb200 (vLLM's sm_10x), not {gpu}")
+    return "mxfp4"
+
+
+def layout(kv: str, given: bool, gpu: str) -> str:
+    """The layout vLLM 0.33.0 caches DeepSeek-V4 in (:data:`DSV4_LAYOUTS`) for a KV cache dtype ``kv`` (``given``:
+    the user chose it; else vLLM's ``auto``) on the card named ``gpu``: fp8, or none given, is FlashMLA's
+    ``fp8_ds_mla`` (``auto`` resolves to it on the default backend); bf16 FlashInfer's rows, on an SM10x card
+    only (:data:`FLASHINFER_BF16_CARDS`, with ``--attention-backend FLASHINFER_MLA_SPARSE_DSV4``); any other
+    cache is refused in one line.
+
+    >>> layout("bf16", False, "h200"), layout("fp8", True, "h200"), layout("bf16", True, "b200")
+    ('fp8_ds_mla', 'fp8_ds_mla', 'bf16')
+    """
+    if not given or str(kv).startswith("fp8"):
+        return "fp8_ds_mla"
+    if kv != "bf16":
+        raise SymllmError(f"kv_dtype: {kv}; vLLM caches DeepSeek-V4 in fp8 (FlashMLA's fp8_ds_mla) or bf16 only")
+    if gpu not in FLASHINFER_BF16_CARDS:
+        raise SymllmError(f"kv_dtype: bf16; on {gpu} vLLM caches DeepSeek-V4 in fp8 only (bf16: b200, gb200)")
+    return "bf16"
+
+
+def _pad(size: int, alignment: int = DSV4_ALIGNMENT) -> int:
+    """A page rounded up to its spec's alignment (``_apply_alignment_padding``; FlashMLA's 576 by default)."""
+    return -(-size // alignment) * alignment
 
 
 def _approximate_gcd(values: list[int], lower_bound: int) -> int:
@@ -46,8 +105,53 @@ def _approximate_gcd(values: list[int], lower_bound: int) -> int:
 DSV4_RELEASES = ("0.33", "0.20")
 
 
+def check(config, release: str = "0.33", layout: str = "fp8_ds_mla", indexer: str = "fp8") -> tuple[int, int, int]:
+    """The refusals of :func:`deepseek_v4_blocks` that depend on the config and the release alone (no numbers
+    computed; :func:`symllm.costs.serving.check` calls it before any workload): the release, the layout
+    (:data:`DSV4_LAYOUTS`; vLLM 0.20.0 caches fp8_ds_mla only), the indexer cache (:data:`INDEXER_KEY_BYTES`;
+    0.20.0's: fp8), widths vLLM's DeepSeek-V4 kernels do not take, a
+    model without a compressed sparse attention layer under 0.20.0, or without any compressed layer. Returns the CSA, HCA and all layers' counts.
+
+    >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
+    ...        "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 512, "q_lora_rank": 8,
+    ...        "qk_rope_head_dim": 64, "num_experts_per_tok": 2, "n_routed_experts": 4, "hc_mult": 2,
+    ...        "sliding_window": 128, "o_groups": 2, "o_lora_rank": 6, "index_n_heads": 2, "index_head_dim": 128,
+    ...        "index_topk": 2, "compress_ratios": [4, 128, 4]}
+    >>> check(cfg)
+    (2, 1, 3)
+    """
+    if release not in DSV4_RELEASES:
+        raise SymllmError(f"release: {release!r}; expected one of {', '.join(DSV4_RELEASES)}")
+    if layout not in DSV4_LAYOUTS:
+        raise SymllmError(f"layout: {layout!r}; expected one of {', '.join(DSV4_LAYOUTS)}")
+    if release == "0.20" and layout != "fp8_ds_mla":  # "DeepseekV4 only supports fp8 kv-cache format for now"
+        raise SymllmError(f"kv_dtype: {layout}; vLLM 0.20.0 caches DeepSeek-V4 in fp8 only (release 0.20)")
+    if indexer not in INDEXER_KEY_BYTES:
+        raise SymllmError(f"indexer_kv_dtype: {indexer!r}; expected one of {', '.join(INDEXER_KEY_BYTES)}")
+    if release == "0.20" and indexer != "fp8":  # (0.20's use_fp4_indexer_cache allocates the FP8 bytes)
+        raise SymllmError(f"indexer_kv_dtype: {indexer}; modelled for vLLM 0.33.0 only (release 0.20)")
+    cfg = resolve(config)
+    counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
+    for kind, n in cfg.layers:
+        counts[kind.mixer] = counts.get(kind.mixer, 0) + n
+    csa, hca, every = counts["compressed_sparse"], counts["heavily_compressed"], sum(counts.values())
+    if every != cfg.n_layers:
+        raise SymllmError("serve: vLLM's DeepSeek-V4 serves DeepSeek-V4's attention in every layer")
+    for field, value, want in (("head_dim", cfg.head_dim, 512), ("qk_rope_head_dim", cfg.rope_dim, 64),
+                               ("index_head_dim", cfg.index_head_dim if csa else 128, 128),
+                               ("compress_ratios", cfg.compress_csa if csa else 4, 4),
+                               ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
+        if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
+            raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
+    if not csa and (release == "0.20" or not hca):  # 0.20 asserts its window pages fit a full group's page (none
+        # without a CSA layer's); with no compressed layer at all 0.33's specs take its uniform path (not modelled)
+        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention "
+                          "layer, or a heavily compressed one under vLLM 0.33")
+    return csa, hca, every
+
+
 def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tokens: int,
-                       release: str = "0.33") -> dict:
+                       release: str = "0.33", layout: str = "fp8_ds_mla", indexer: str = "fp8") -> dict:
     """vLLM's blocks for DeepSeek-V4 as released vLLM lays them out (``release``: "0.33", vLLM 0.33.0's, the
     default, or "0.20", vLLM 0.20.0's; docs/serving.md, "DeepSeek-V4"): the full group (each CSA layer's compressed
     entries and indexer keys, each HCA layer's entries, 256 tokens a block) and the window groups (every layer's
@@ -71,6 +175,11 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     page); 0.20.0 refuses such a model (its window pages exceed the full group's) and so does a model with no
     compressed layer (0.33.0's uniform path, not modelled).
 
+    ``layout`` (:data:`DSV4_LAYOUTS`): FlashMLA's ``fp8_ds_mla`` (both releases), or FlashInfer's ``bf16`` rows
+    (0.33.0 only: 1,024-byte entries, every page aligned to 512 bytes; the indexer's keys stay 132-byte FP8 entries
+    and the compressors' states fp32, only their alignment changes). ``indexer`` (:data:`INDEXER_KEY_BYTES`): the
+    indexer's keys in FP8 (132 bytes) or, 0.33.0's ``indexer_kv_dtype`` mxfp4, 68.
+
     Either way ``blocks`` = KV bytes // ``block_bytes``, one request of ``context`` tokens takes
     ``blocks_per_request`` (each group's ``max_memory_usage`` in pages, ``_max_memory_usage_bytes_from_groups``),
     ``requests`` whole ones fit, ``max_concurrency`` is their ratio.
@@ -86,35 +195,24 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     >>> r = deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048)
     >>> r["block_bytes"], r["groups"], r["blocks"]
     (93888, 5, 10650)
+    >>> deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048, layout="bf16")["block_bytes"]
+    150528
+    >>> deepseek_v4_blocks(cfg, 10 ** 9, 4096, 2048, indexer="mxfp4")["block_bytes"]
+    85824
     """
-    if release not in DSV4_RELEASES:
-        raise SymllmError(f"release: {release!r}; expected one of {', '.join(DSV4_RELEASES)}")
+    csa, hca, every = check(config, release, layout, indexer)
     cfg = resolve(config)
-    counts = {"shared_kv": 0, "compressed_sparse": 0, "heavily_compressed": 0}
-    for kind, n in cfg.layers:
-        counts[kind.mixer] = counts.get(kind.mixer, 0) + n
-    csa, hca, every = counts["compressed_sparse"], counts["heavily_compressed"], sum(counts.values())
-    if every != cfg.n_layers:
-        raise SymllmError("serve: vLLM's DeepSeek-V4 serves DeepSeek-V4's attention in every layer")
-    for field, value, want in (("head_dim", cfg.head_dim, 512), ("qk_rope_head_dim", cfg.rope_dim, 64),
-                               ("index_head_dim", cfg.index_head_dim if csa else 128, 128),
-                               ("compress_ratios", cfg.compress_csa if csa else 4, 4),
-                               ("compress_ratios", cfg.compress_hca if hca else 128, 128)):
-        if value != want:  # FlashMLA's fp8_ds_mla entry, the fused compressor kernels, CompressorStateCache
-            raise SymllmError(f"{field}: {value}; vLLM's DeepSeek-V4 kernels take {want} only (serve)")
-    if not csa and (release == "0.20" or not hca):  # 0.20 asserts its window pages fit a full group's page (none
-        # without a CSA layer's); with no compressed layer at all 0.33's specs take its uniform path (not modelled)
-        raise SymllmError("serve: vLLM's DeepSeek-V4 cache layout is modelled with a compressed sparse attention "
-                          "layer, or a heavily compressed one under vLLM 0.33")
     window = cfg.sliding_window
-    entry_csa, entry_hca = _pad(DSV4_BLOCK // 4 * DSV4_ENTRY_BYTES), _pad(DSV4_BLOCK // 128 * DSV4_ENTRY_BYTES)
-    index = _pad(DSV4_BLOCK // 4 * (128 + 128 // INDEXER_QUANT_BLOCK * 4))  # DeepseekV4IndexerCache, uint8
+    entry, align = DSV4_LAYOUTS[layout]
+    pad = lambda size: _pad(size, align)  # noqa: E731
+    entry_csa, entry_hca = pad(DSV4_BLOCK // 4 * entry), pad(DSV4_BLOCK // 128 * entry)
+    index = pad(DSV4_BLOCK // 4 * INDEXER_KEY_BYTES[indexer])  # DeepseekV4IndexerCache, uint8
     full = {**({entry_csa: csa, index: csa} if csa else {}), **({entry_hca: hca} if hca else {})}  # page -> layers
     # the window groups, keyed as vLLM keys them (block size, window): their layers' pages before padding and the
     # blocks one request takes (SlidingWindowSpec.max_memory_usage_bytes) (fp32 states: 2 · coff · head_dim a
     # token, coff 2 with CSA's overlap)
-    state = lambda ratio, coff, width: _pad(DSV4_STATE_BLOCK[ratio] * 2 * coff * width * 4)  # noqa: E731
-    windows = [(DSV4_SWA_BLOCK, window, {_pad(DSV4_SWA_BLOCK * DSV4_ENTRY_BYTES): every})]
+    state = lambda ratio, coff, width: pad(DSV4_STATE_BLOCK[ratio] * 2 * coff * width * 4)  # noqa: E731
+    windows = [(DSV4_SWA_BLOCK, window, {pad(DSV4_SWA_BLOCK * entry): every})]
     if csa:
         windows.append((DSV4_STATE_BLOCK[4], 2 * 4, {state(4, 2, 512): csa, state(4, 2, 128): csa}))
     if hca:
@@ -147,7 +245,8 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     block_bytes = max(group_bytes)
     blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
     concurrency = Fraction(blocks, per_request)
-    return {"block_bytes": block_bytes, "repeats": repeats, "groups": len(group_bytes), "blocks": blocks,
+    return {"layout": layout, "indexer": indexer, "block_bytes": block_bytes, "repeats": repeats, "groups": len(group_bytes),
+            "blocks": blocks,
             "blocks_per_request": per_request, "kv_tokens": int(concurrency * context),
             "requests": blocks // per_request, "max_concurrency": concurrency, "logged_concurrency": concurrency}
 
@@ -177,7 +276,8 @@ def _dsv4_blocks_020(full, windows, full_pages, held, kv_cache_bytes) -> dict:
     block_bytes = layer_tuple_bytes * layer_tuples
     blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
     smallest = min(DSV4_BLOCK, *(block for block, _, _ in windows))
-    return {"layer_tuple_bytes": layer_tuple_bytes, "layer_tuples": layer_tuples, "block_bytes": block_bytes,
+    return {"layout": "fp8_ds_mla", "layer_tuple_bytes": layer_tuple_bytes, "layer_tuples": layer_tuples,
+            "block_bytes": block_bytes,
             "groups": groups, "blocks": blocks, "blocks_per_request": per_request,
             "kv_tokens": blocks // groups * smallest, "requests": blocks // per_request,
             "max_concurrency": Fraction(blocks, per_request),

@@ -30,9 +30,11 @@ counts both, the latent's and the indexer's),
 
 and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
 
-DeepSeek-V4 (its fp8_ds_mla cache) is laid out as released vLLM's own allocator lays it out: its window keys,
-compressed entries, indexer keys and compressor states in 576-byte-aligned pages, grouped as vLLM 0.33.0 groups
-them (or 0.20.0: :func:`symllm.costs.dsv4_cache.deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4").
+DeepSeek-V4 is laid out as released vLLM's own allocator lays it out: its window keys, compressed entries, indexer
+keys and compressor states in pages grouped as vLLM 0.33.0 groups them (or 0.20.0:
+:func:`symllm.costs.dsv4_cache.deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4"), in FlashMLA's fp8_ds_mla
+layout (576-byte-aligned pages; with fp8 or, as vLLM's ``auto``, no KV cache dtype given) or, with ``kv_dtype``
+bf16 on an SM10x card, FlashInfer's bf16 rows (512-byte-aligned pages: :func:`symllm.costs.dsv4_cache.layout`).
 
 Conventions (each an estimate of what vLLM measures, not derives):
 
@@ -75,11 +77,12 @@ from symllm.arch.dtypes import BYTES, FP32
 from symllm.costs.dsv4_cache import DSV4_BLOCK, INDEXER_QUANT_BLOCK, deepseek_v4_blocks
 from symllm.arch.recurrent_sizes import (CONV_STATE_DROPS, deltanet_conv_channels, mamba_conv_channels,
                                          ssm_state_dtype)
+from symllm.costs.dsv4_cache import check as dsv4_check, indexer as indexer_for, layout as layout_for
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
-__all__ = ["DEFAULTS", "capacity", "SCHEDULER", "prefill_step", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
+__all__ = ["DEFAULTS", "capacity", "check", "SCHEDULER", "prefill_step", "trtllm_bench_settings", "default_max_num_batched_tokens", "default_max_num_seqs", "indexer_bytes_per_token", "model_config",
            "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
@@ -456,24 +459,31 @@ def _fraction(field: str, value, low=0, high=None) -> Fraction:
     return out
 
 
-def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
-             max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
-             non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
-             max_num_seqs=DEFAULTS["max_num_seqs"], **options) -> dict:
-    """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
-    ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
-    is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
-    "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs"}``, bytes per GPU (module docstring);
-    ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
-    (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit). ``kv_cache_bytes`` replaces the estimate by a measured
-    figure (vLLM's "Available KV cache memory"). ``evaluate``: ``work -> symllm.costs.phases.workload(config,
-    work)`` by other means (``config`` then a ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the
-    kernels an earlier count kept); None: the formulas.
+def dsv4_layout(config, work, gpu) -> str | None:
+    """The layout vLLM 0.33.0 caches a DeepSeek-V4 model in under ``work`` on ``gpu``
+    (:func:`symllm.costs.dsv4_cache.layout`: its KV cache dtype, or vLLM's ``auto`` where none is given); None for
+    any other model."""
+    if getattr(resolve(config), "hc_mult", None) is None:
+        return None
+    given = work.kv_format is not None or "kv_dtype" not in work.derived
+    return layout_for(work.kv_format or work.kv_dtype, given, gpu.name)
 
-    >>> r = capacity("llama3.1-70b", gpu="h100-sxm", tp=4, seq=8192, kv_format="fp8")
-    >>> r["kv_bytes_per_token"], r["fits"]
-    (40960, True)
+
+def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
+          max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
+          block_size: int = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
+          max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options):
+    """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
+    computed (the command line calls it before the workload): no GPU, parallelism other than ``--tp``, a KV cache
+    vLLM does not serve DeepSeek-V4 in, widths its kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the
+    engine, and each vLLM option's value (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or
+    "mxfp4", :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default). Returns the workload, the GPU and the
+    resolved config.
+
+    >>> check("llama3.1-8b", gpu="h100-sxm", pp=2)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep
     """
     from symllm.costs import hardware
     from symllm.costs.workloads import Workload
@@ -484,14 +494,49 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     cfg = resolve(config)
-    compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
-    if compressed and not str(work.kv_format or work.kv_dtype).startswith("fp8"):
-        # (vLLM 0.20 asserts fp8; 0.33's bf16 rows for FlashInfer are not modelled)
-        raise SymllmError(f"kv_dtype: {work.kv_format or work.kv_dtype}; vLLM's DeepSeek-V4 cache is modelled "
-                          "as fp8 only (--kv-format fp8)")
-    util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
+    if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
+        dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
+    elif indexer_kv_dtype is not None:
+        raise SymllmError("indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only")
+    _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     integer("block_size", block_size)
+    from symllm.costs.figures import engine
+    engine(work.engine, "inference")
+    integer("max_num_batched_tokens", max_num_batched_tokens, optional=True)
     integer("max_num_seqs", max_num_seqs, optional=True)
+    if non_torch:
+        _fraction("non_torch", non_torch, -1)
+    if kv_cache_bytes is not None:
+        _fraction("kv_cache_bytes", kv_cache_bytes)
+    return work, gpu, cfg
+
+
+def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
+             max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
+             non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
+             max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options) -> dict:
+    """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
+    ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
+    is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
+    "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
+    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs"}``, bytes per GPU (module docstring);
+    ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
+    (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
+    ``indexer_kv_dtype``: DeepSeek-V4's indexer cache, "fp8" or "mxfp4" (vLLM 0.33.0; None: its default, fp8).
+    ``kv_cache_bytes`` replaces the estimate by a measured figure (vLLM's "Available KV cache memory").
+    ``evaluate``: ``work -> symllm.costs.phases.workload(config, work)`` by other means (``config`` then a
+    ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the kernels an earlier count kept); None: the formulas.
+
+    >>> r = capacity("llama3.1-70b", gpu="h100-sxm", tp=4, seq=8192, kv_format="fp8")
+    >>> r["kv_bytes_per_token"], r["fits"]
+    (40960, True)
+    """
+    work, gpu, cfg = check(config, work, gpu_memory_utilization=gpu_memory_utilization,
+                           max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
+                           non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs,
+                           indexer_kv_dtype=indexer_kv_dtype, **options)
+    compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
+    util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     from symllm.costs.figures import engine
     conventions = engine(work.engine, "inference")
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
@@ -556,8 +601,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                                                                                           kv_cache_bytes)
     context = work.seq + work.gen
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
-        d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens)
-        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), "gpu": gpu.name, "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
+        d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu),
+                               indexer=indexer_for(indexer_kv_dtype, gpu.name))
+        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), "gpu": gpu.name,
+                "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
                 "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
                 "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1,

@@ -78,7 +78,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     from symllm.costs.workloads import Workload
 
     keys = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch", "kv_cache_bytes",
-            "max_num_seqs")
+            "max_num_seqs", "indexer_kv_dtype")
     serve = {k: options.pop(k) for k in keys if options.get(k) is not None}
     work = Workload.of(work, **options)
     if work.gen < 1:
