@@ -115,12 +115,12 @@ def _under_load(row: dict) -> float | None:
     w, lay = row["workload"], row["layout"]
     if not w.get("input_len") or not w.get("output_len"):
         return None
-    from symllm.costs import serving
+    from symllm.costs import batching
     from symllm.costs.traffic import under_load
     bench = {}
     if "trtllm-bench" in (row.get("notes") or ""):  # trtllm-bench's own max_batch_size and max_num_tokens
-        s = serving.trtllm_bench_settings(row["model"], row["gpu"], tp=lay["tp"], pp=lay["pp"], seq=w["input_len"],
-                                          gen=w["output_len"])
+        s = batching.trtllm_bench_settings(row["model"], row["gpu"], tp=lay["tp"], pp=lay["pp"], seq=w["input_len"],
+                                           gen=w["output_len"])
         bench = {"max_num_batched_tokens": s["max_num_tokens"], "max_num_seqs": s["max_batch_size"]}
     r = under_load(row["model"], gpu=row["gpu"], tp=lay["tp"], engine=engine(row),
                    seq=w["input_len"], gen=w["output_len"], concurrency=w.get("concurrency") or 10 ** 6,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import symllm
-from symllm.costs import serving
+from symllm.costs import batching, serving
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
 
@@ -248,7 +248,7 @@ def test_moe_workspace_by_hand():
 def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, context, expected):
     """`vllm serve`'s max_num_batched_tokens where none is given, by engine, card and context (read in vLLM's
     0.7.3, 0.8.5 and 0.9.0 wheels); capacity profiles that many tokens."""
-    assert serving.default_max_num_batched_tokens(gpu, engine, context) == expected
+    assert batching.default_max_num_batched_tokens(gpu, engine, context) == expected
     r = serving.capacity("llama3.2-1b", gpu=gpu, engine=engine, seq=context - 1, gen=1)
     assert r["max_num_batched_tokens"] == expected
     given = serving.capacity("llama3.2-1b", gpu=gpu, engine=engine, seq=context - 1, gen=1, max_num_batched_tokens=4096)
@@ -270,8 +270,8 @@ def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, conte
 ])
 def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, context, expected):
     """The most sequences an engine runs at once where none is given, from each engine's source
-    (serving.SCHEDULER's)."""
-    assert serving.default_max_num_seqs(gpu, engine, kv_tokens, context) == expected
+    (batching.SCHEDULER's)."""
+    assert batching.default_max_num_seqs(gpu, engine, kv_tokens, context) == expected
 
 
 @pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048)])
@@ -315,7 +315,7 @@ def test_trtllm_takes_its_fraction_of_the_free_memory():
 ])
 def test_trtllm_bench_settings_by_hand(model, params, gpu, tp, expected):
     """trtllm-bench's max_batch_size and max_num_tokens for a 1000/1000 dataset, worked by hand from its source."""
-    r = serving.trtllm_bench_settings(model, gpu, tp=tp, seq=1000, gen=1000)
+    r = batching.trtllm_bench_settings(model, gpu, tp=tp, seq=1000, gen=1000)
     assert (r["requests"], r["max_batch_size"], r["max_num_tokens"]) == expected
     # the count it reads from the config is the published one the hand arithmetic uses (Meta's model cards)
     assert symllm.params(model)["total"] == params

@@ -20,7 +20,7 @@ def _expected(**options) -> dict:
 
 def test_one_request_at_a_time_by_hand():
     """vLLM V1 runs a joining prompt in the decode step's own forward (its scheduler has no prefill phase:
-    symllm.costs.serving.SCHEDULER, mixed_source): at concurrency 1 the 2,000-token prompt fits one chunk of
+    symllm.costs.batching.SCHEDULER, mixed_source): at concurrency 1 the 2,000-token prompt fits one chunk of
     8,192 - 1 tokens, so a step is count's decode step at the mean context 2,000 + 100 plus a 200th of what the
     prompt adds to the step it rides in: its attention core, and its GEMMs as one GEMM of 1 + 2,000 rows (the head
     on the decode row and the prompt's last: the GEMMs of a 2,001-token prompt, its head on the last position,

@@ -4,7 +4,7 @@ request rate, as an engine with continuous batching and chunked prefill schedule
 Requests of ``s`` prompt tokens (``seq``) that generate ``n`` tokens each (``gen``) run ``C`` at a time
 (``concurrency``; a closed loop: each finished request is replaced at once). Every engine step decodes one
 token of each running sequence; the prompts of the requests that joined run as the engine's scheduler runs them
-(:func:`symllm.costs.serving.prefill_step`, declared once an engine in :data:`symllm.costs.serving.SCHEDULER`),
+(:func:`symllm.costs.batching.prefill_step`, declared once an engine in :data:`symllm.costs.batching.SCHEDULER`),
 up to ``B = max_num_batched_tokens`` tokens a step. In the steady state ``C/n`` requests finish a step, so
 ``C/n`` prompts join a step:
 
@@ -32,7 +32,7 @@ then
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
 KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
-TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.serving.SCHEDULER`) nor, where a prompt runs whole in the
+TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.batching.SCHEDULER`) nor, where a prompt runs whole in the
 decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names the limit that binds. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
 solved over ``C``; past ``R / E2E(R)`` the queue grows without bound (``saturated``). The **saturation
 concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those at ``R``.
@@ -61,20 +61,20 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     ``request_rate`` requests a second; ``options`` are workload options (``seq``: the prompt, ``gen``: the
     output, ``gpu``, ``tp``, ``engine``, dtypes and formats) and :func:`symllm.costs.serving.capacity`'s
     (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``; ``max_num_seqs``: the most
-    sequences the engine runs, None: its default, :data:`symllm.costs.serving.SCHEDULER`). Returns
+    sequences the engine runs, None: its default, :data:`symllm.costs.batching.SCHEDULER`). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
     "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
     "engine", "prefill_step", "max_num_seqs"}``: ``kv_sequences`` the requests whose whole context the KV cache
     holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
     the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
-    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.serving.prefill_step`). ``evaluate``: as
+    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`). ``evaluate``: as
     :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
     >>> r["running"], round(r["requests_per_s"], 2), r["saturated"]  # the fewest running that serve 2 a second
     (3, 2.95, False)
     """
-    from symllm.costs import serving
+    from symllm.costs import batching, serving
     from symllm.costs.workloads import Workload
 
     keys = ("gpu_memory_utilization", "max_num_batched_tokens", "block_size", "non_torch", "kv_cache_bytes",
@@ -101,7 +101,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if most < 1:
         raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
                           f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
-    # what may bind the sequences running: the KV cache, the engine's own limit (serving.SCHEDULER), and for an
+    # what may bind the sequences running: the KV cache, the engine's own limit (batching.SCHEDULER), and for an
     # engine that runs a prompt whole in the decode step the room its token budget leaves (below)
     limits = {"kv_cache": most}
     ceiling = cap.get("max_num_seqs")
@@ -113,7 +113,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         raise SymllmError(f"seq: one prompt of {s:,} tokens does not fit on {cap['gpu']} (symllm count says why)")
     prompt = Fraction(whole["prefill_compute_s"])
     attention = prompt - Fraction(whole["prefill_gemm_s"])  # its attention core, whatever the chunks
-    mode = serving.prefill_step(work.engine, s + n)
+    mode = batching.prefill_step(work.engine, s + n)
     if mode == "whole":  # the decodes must leave room for the whole prompt in the step's token budget
         if s >= budget:
             raise SymllmError(f"seq: a prompt of {s:,} tokens does not fit a step of {budget:,} tokens "

@@ -1,0 +1,227 @@
+"""Each serving engine's continuous-batching scheduler where the user gives no setting: its prefill budget a step,
+the most sequences it runs at once, and how a step runs the prompts that joined beside the running decodes (one
+declaration an engine, :data:`SCHEDULER`, each read in the engine's source); TensorRT-LLM's trtllm-bench settings.
+:mod:`symllm.costs.serving` (the KV cache) and :mod:`symllm.costs.traffic` (serving under load) read them.
+
+>>> default_max_num_batched_tokens("h100-sxm", "vllm"), prefill_step("sglang")
+(8192, 'separate')
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from math import ceil
+
+from symllm.arch.catalogue import resolve
+
+__all__ = ["SCHEDULER", "prefill_step", "default_max_num_seqs", "default_max_num_batched_tokens",
+           "trtllm_bench_settings"]
+
+#: Each engine's scheduler defaults where the user gives none: its prefill budget a step (vLLM's
+#: ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``) and the most
+#: sequences it runs at once (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's
+#: ``max_batch_size``), one declaration an engine, with where each was read (2026-11-28 and -29).
+#: ``large_card``: vLLM's "device_memory >= 70 * GiB_bytes and 'a100' not in device_name" (0.9 on), or 0.7.3's
+#: "h100" or "h200" in the device name (``by_name``); ``tiers``: SGLang's [below GiB, tokens] by the card's memory
+#: (the last, ``None``: any larger); ``requests``: SGLang's ``min(max(int(kv_tokens / context_len * per_context),
+#: floor), ceiling)``. ``mixed``: how a step runs the prompts that joined beside the running sequences' decodes
+#: (:func:`prefill_step`, ``mixed_source``): ``chunked``, in the same forward, each cut to the token budget the
+#: decodes leave; ``whole``, in the same forward, uncut, once the decodes leave room for the whole prompt;
+#: ``separate`` (and an engine without an entry), in a forward of their own (``chunked_past``: ``chunked`` past
+#: that context, as ``batched_tokens``' rule turns chunked prefill on).
+SCHEDULER = {
+    "vllm": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
+             "large_card": {"gib": 70, "not": "a100"},
+             "source": "vllm/engine/arg_utils.py, EngineArgs._set_default_args_v1, v0.9.0, v0.9.2 and v0.10.0 wheels: "
+                       "for UsageContext.OPENAI_API_SERVER (vllm serve) max_num_batched_tokens 8192 and max_num_seqs 1024 "
+                       "where device_memory >= 70 GiB and 'a100' is not in the device name, else 2048 and 256 "
+                       "(0.8.5 has no A100 exception; UsageContext.LLM_CLASS takes 16384 and 8192 in place of 8192 "
+                       "and 2048)",
+             "mixed": "chunked",
+             "mixed_source": "vllm/v1/core/sched/scheduler.py, Scheduler.schedule (read at 00024d3, 2026-11-29; V1's "
+                             "design since 0.6.x): 'There's no \"decoding phase\" nor \"prefill phase\" in the "
+                             "scheduler': the RUNNING requests are scheduled first (a decode one token each), then the "
+                             "WAITING ones while token_budget > 0 with num_new_tokens = min(num_new_tokens, "
+                             "token_budget) (chunked prefill, always on in V1), all in one SchedulerOutput that "
+                             "GPUModelRunner.execute_model runs as one forward over the flattened tokens"},
+    "vllm-v1-0.7": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
+                    "large_card": {"by_name": ["h100", "h200"]},
+                    "source": "vllm/engine/arg_utils.py, EngineArgs._override_v1_engine_args, v0.7.3 wheel: "
+                              "max_num_batched_tokens 8192 where 'h100' or 'h200' is in the device name, else 2048 "
+                              "(max_num_seqs as V1's: 1024 and 256)",
+                    "mixed": "chunked", "mixed_source": "V1's scheduler, as vllm's (mixed_source there)"},
+    "vllm-v0": {"batched_tokens": {"unchunked_floor": 2048, "chunked": 2048, "chunked_past": 32768},
+                "seqs": {"large": 1024, "small": 256}, "large_card": {"gib": 70, "not": "a100"},
+                "source": "vllm/config.py, SchedulerConfig.__post_init__, v0.8.5 wheel: max_num_batched_tokens "
+                          "max(max_model_len, 2048) without chunked prefill, 2048 with it, which "
+                          "EngineArgs._set_default_args_v0 turns on past a max_model_len of 32,768",
+                "mixed": "separate", "mixed_chunked_past": 32768,
+                "mixed_source": "vllm/core/scheduler.py (the V0 engine, read 2026-11-29 in stored copies of 2024-2025): "
+                                "Scheduler._schedule_default schedules the waiting prefills first and 'Don't schedule "
+                                "decodes if prefills are scheduled' (a prompt runs in a step of its own, whole: its "
+                                "max_num_batched_tokens is at least max_model_len); _schedule_chunked_prefill, taken "
+                                "where chunked prefill is on, schedules the running decodes and prefill chunks in one "
+                                "batch"},
+    "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
+                                            [None, 16384]]},
+               "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
+               "source": "python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings (the v0.5 line, "
+                         "2025; gpu_mem the card's MiB as nvidia-smi reports them): chunked_prefill_size 2048 under "
+                         "20 GiB (T4) and under 35 GiB (A10, RTX 4090), 4096 under 60 GiB (A100 40GB, L40), 8192 under "
+                         "90 GiB (H100, A100 80GB) and under 160 GiB (H200), else 16384 (B200, MI300X); "
+                         "python/sglang/srt/model_executor/model_runner.py, init_memory_pool: max_running_requests "
+                         "None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), 4096), context_len "
+                         "the model's own (later versions also cap it at max_total_num_tokens // 2)",
+               "mixed": "separate",
+               "mixed_source": "python/sglang/srt/managers/scheduler.py (the v0.5 line), get_new_batch_prefill: a new "
+                               "prefill batch (chunks of chunked_prefill_size) runs as its own extend forward; only "
+                               "with --enable-mixed-chunk (is_mixed_chunk; default off) does new_batch.mix_with_running"
+                               "(self.running_batch) put the running decodes in the same forward (ForwardMode.MIXED)"},
+    "trtllm": {"batched_tokens": {"fixed": 8192}, "seqs": {"fixed": 2048},
+               "source": "tensorrt_llm/llmapi/llm_args.py, BaseLlmArgs (the LLM API, trtllm-serve; 1.x): "
+                         "max_batch_size Field(default=2048), max_num_tokens Field(default=8192); trtllm-bench sets "
+                         "its own from the dataset (trtllm_bench_settings)",
+               "mixed": "whole",
+               "mixed_source": "the PyTorch backend (1.x; read 2026-11-29): cpp/tensorrt_llm/batch_manager/"
+                               "microBatchScheduler.cpp (0a949d3), MicroBatchScheduler::operator(): one pass over the "
+                               "active requests (the running ones first) takes each generation request's one token and, "
+                               "without a ContextChunkingConfig, each context request's whole prompt while batchNumTokens "
+                               "+ its tokens <= max_num_tokens (else break), up to max_batch_size requests; "
+                               "tensorrt_llm/_torch/pyexecutor/model_engine.py (001e670), _prepare_tp_inputs: 'The order "
+                               "of requests in a batch: [context requests, generation requests]', one input_ids of "
+                               "total_num_tokens <= max_num_tokens rows through one forward; enable_chunked_prefill is "
+                               "off unless asked (LlmArgs; trtllm-bench's --enable_chunked_context flag, default False: "
+                               "tensorrt_llm/bench/benchmark/throughput.py at 000a01d); scheduler.py (034fffb): "
+                               "ScheduledRequests.can_run_cuda_graph is 'not self.context_requests': a step with a prompt "
+                               "runs without its CUDA graph (not modelled: its host launches stay under its GPU time in "
+                               "the rows checked)"},
+}
+
+#: the prefill budget of an engine that declares none
+SERVE_BATCHED_TOKENS = 8192
+
+
+def prefill_step(engine, context: int = 0) -> str:
+    """How ``engine`` runs a joining prompt beside the running decodes (:data:`SCHEDULER`'s ``mixed``):
+    ``chunked`` (the same forward, cut to the budget the decodes leave: vLLM V1), ``whole`` (the same forward,
+    uncut: TensorRT-LLM without chunked context) or ``separate`` (a forward of its own: SGLang without
+    ``--enable-mixed-chunk``, vLLM V0 up to a context of 32,768, any engine that declares none).
+
+    >>> prefill_step("vllm"), prefill_step("trtllm"), prefill_step("sglang"), prefill_step("hf")
+    ('chunked', 'whole', 'separate', 'separate')
+    >>> prefill_step("vllm-v0", 20000), prefill_step("vllm-v0", 131072)
+    ('separate', 'chunked')
+    """
+    rule = _scheduler(engine)[1]
+    past = rule.get("mixed_chunked_past")
+    if past is not None and context > past:
+        return "chunked"
+    return rule.get("mixed", "separate")
+
+
+def _scheduler(engine) -> tuple[str, dict]:
+    """The engine's name and its :data:`SCHEDULER` entry (empty for an engine that declares none)."""
+    from symllm.costs.figures import engine as conventions
+    name = conventions(engine, "inference")["name"]
+    return name, SCHEDULER.get(name, {})
+
+
+def _large(card, rule: dict) -> bool:
+    """Whether ``card`` gets an engine's large-card defaults (:data:`SCHEDULER`'s ``large_card``)."""
+    if "by_name" in rule:
+        return any(chip in card.name.lower() for chip in rule["by_name"])
+    return card.usable >= rule["gib"] * 2 ** 30 and rule["not"] not in card.name.lower()
+
+
+def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None = None,
+                         context: int | None = None) -> int | None:
+    """The most sequences ``engine`` runs at once where the user gives none (:data:`SCHEDULER`): vLLM's
+    ``max_num_seqs`` (``vllm serve``: 1024 on a card of at least 70 GiB that is not an A100, an H100 or H200,
+    256 on any other), TensorRT-LLM's ``max_batch_size`` (2048), SGLang's ``max_running_requests``
+    (``min(max(⌊kv_tokens / context · 512⌋, 2048), 4096)``, ``context`` the model's own; None without
+    ``kv_tokens``); None for an engine that declares none. ``gpu`` a catalogue name or a
+    :class:`symllm.costs.accelerators.GPU`.
+
+    >>> default_max_num_seqs("h100-sxm"), default_max_num_seqs("a100-80gb"), default_max_num_seqs("rtx3090")
+    (1024, 256, 256)
+    >>> default_max_num_seqs("h100-sxm", "trtllm"), default_max_num_seqs("h100-sxm", "sglang", 1_000_000, 131072)
+    (2048, 3906)
+    """
+    from symllm.costs import accelerators
+    card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)
+    seqs = rule.get("seqs")
+    if seqs is None:
+        return None
+    if "fixed" in seqs:
+        return seqs["fixed"]
+    if "requests" in seqs:
+        if kv_tokens is None or not context:
+            return None
+        r = seqs["requests"]
+        return min(max(int(Fraction(kv_tokens, context) * r["per_context"]), r["floor"]), r["ceiling"])
+    return seqs["large"] if _large(card, rule["large_card"]) else seqs["small"]
+
+
+def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int = 0) -> int:
+    """The engine's prefill budget a step where the user gives none (:data:`SCHEDULER`): ``vllm`` (V1, 0.9 on)
+    8192 on a card of at least 70 GiB that is not an A100, else 2048; ``vllm-v1-0.7`` 8192 on an H100 or H200
+    by name, else 2048; ``vllm-v0`` ``max(context, 2048)`` up to a context (vLLM's ``max_model_len``) of
+    32,768, 2048 past it (chunked prefill); ``sglang`` its ``chunked_prefill_size`` by the card's memory
+    (2048 under 35 GiB, 4096 under 60, 8192 under 160, 16384 above); ``trtllm`` its LLM API's
+    ``max_num_tokens``, 8192; any other engine 8192. ``gpu`` a catalogue name or a
+    :class:`symllm.costs.accelerators.GPU`.
+
+    >>> [default_max_num_batched_tokens(g) for g in ("h100-sxm", "h200", "a100-80gb", "l40s", "rtx3090")]
+    [8192, 8192, 2048, 2048, 2048]
+    >>> default_max_num_batched_tokens("a100-80gb", "vllm-v1-0.7"), default_max_num_batched_tokens("mi300x", "vllm-v1-0.7")
+    (2048, 2048)
+    >>> default_max_num_batched_tokens("rtx3090", "vllm-v0", 20000), default_max_num_batched_tokens("h100-sxm", "vllm-v0", 131072)
+    (20000, 2048)
+    >>> [default_max_num_batched_tokens(g, "sglang") for g in ("rtx3090", "l40s", "a100-80gb", "h200", "mi300x")]
+    [2048, 4096, 8192, 8192, 16384]
+    """
+    from symllm.costs import accelerators
+    card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)
+    tokens = rule.get("batched_tokens", {"fixed": SERVE_BATCHED_TOKENS})
+    if "fixed" in tokens:
+        return tokens["fixed"]
+    if "tiers" in tokens:
+        gib = Fraction(card.usable, 2 ** 30)
+        return next(t for below, t in tokens["tiers"] if below is None or gib < below)
+    if "chunked_past" in tokens:
+        return tokens["chunked"] if context > tokens["chunked_past"] else max(context, tokens["unchunked_floor"])
+    return tokens["large"] if _large(card, rule["large_card"]) else tokens["small"]
+
+
+def trtllm_bench_settings(config, gpu, *, tp: int = 1, pp: int = 1, seq: int, gen: int,
+                          weight_bytes=1, kv_bytes=1, fraction=Fraction(95, 100)) -> dict:
+    """The ``max_batch_size`` and ``max_num_tokens`` ``trtllm-bench`` sets for a dataset of ``seq``-token prompts
+    and ``gen``-token outputs where none is given (tensorrt_llm/bench/build/tuning.py, ``calc_engine_setting``
+    and ``finetune_setting``, at a7e572f; read 2026-11-29): the requests the KV cache holds,
+    ``R = (tp·pp·memory − params·β_w) · fraction / (2·L·max(tp, n_kv)·d_h·β_kv · (seq + gen))`` in GiB
+    (``memory`` the card's, ``fraction`` ``kv_cache_gpu_mem_fraction``, 0.95), then ``b = min(R, 4096) / pp``
+    rounded up to 32 (at least 64) under 256, to 128 under 1024, else to 256; tokens ``min(b·(1 + seq/gen),
+    32768)`` rounded up to 256 (at least 2048) under 4096, to 512 under 8192, else to 1024. ``params`` the
+    model's parameter count, read from ``config`` (its closed form; trtllm-bench sums its safetensors'
+    ``parameter_count``, ``ModelConfig.get_param_count`` in tensorrt_llm/bench/build/dataclasses.py: the same
+    for a checkpoint without multi-token-prediction modules), ``weight_bytes`` and ``kv_bytes`` its
+    ``BYTES_PER_ELEM`` (FP8 1, bf16 2); the card's memory as torch reports it (trtllm-bench reads NVML's total,
+    0.6% more on an H100).
+
+    >>> trtllm_bench_settings("llama3.3-70b", "h100-sxm", tp=2, seq=1000, gen=1000)
+    {'requests': 288, 'max_batch_size': 384, 'max_num_tokens': 2048}
+    """
+    from symllm.arch import resolved
+    from symllm.costs import accelerators, phases
+    cfg, card = resolve(config), accelerators.gpu(gpu)
+    params = phases.workload(resolved.spec(cfg))["params"]["per_gpu"]  # one rank holding the whole model
+    gib = Fraction(2 ** 30)
+    per_token = Fraction(2 * cfg.n_layers * max(tp, cfg.n_kv_heads) * cfg.head_dim) * Fraction(str(kv_bytes)) / gib
+    available = tp * pp * Fraction(card.usable) / gib - params * Fraction(str(weight_bytes)) / gib
+    requests = available * Fraction(str(fraction)) / (per_token * (seq + gen))
+    raw_bs = min(requests, 4096) / pp
+    raw_token = min(raw_bs * (1 + Fraction(seq, gen)), 32768)
+    batch = (max(64, 32 * ceil(raw_bs / 32)) if raw_bs < 256 else 128 * ceil(raw_bs / 128) if raw_bs < 1024
+             else 256 * ceil(raw_bs / 256))
+    tokens = (max(2048, 256 * ceil(raw_token / 256)) if raw_token < 4096 else 512 * ceil(raw_token / 512)
+              if raw_token < 8192 else 1024 * ceil(raw_token / 1024))
+    return {"requests": int(requests), "max_batch_size": batch, "max_num_tokens": tokens}
