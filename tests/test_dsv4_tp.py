@@ -44,8 +44,9 @@ choose it.
 import dataclasses
 
 from symllm.arch import symbols as S
+from symllm.arch.config import preset_info
 from symllm.arch.resolved import spec
-from symllm.costs.parallel import reduced_sublayers
+from symllm.costs.parallel import params_per_gpu, reduced_sublayers
 
 #: vLLM's split of the parts transformers' plan replicates (module docstring); every other part as symllm declares it
 _VLLM_ATTENTION = {"wq_b": "column", "wo_a": "column", "wo_b": "row"}
@@ -61,20 +62,80 @@ def _as_vllm(comp, parent: str = ""):
     return comp.replace(rules=rules, children=tuple(_as_vllm(c, comp.name) for c in comp.children))
 
 
-def test_vllm_split_sends_two_all_reduces_a_layer():
-    """vLLM's layout (module docstring), declared on the parts' splits: deepseek-v4-flash-base's 43 layers send
-    two all-reduces each in a forward pass, ``wo_b``'s and the mixture's (86); transformers' plan one, the
-    mixture's (43)."""
+#: deepseek-v4-flash-base (symllm/presets/deepseek-v4-flash-base.json, the published config.json)
+d, r_q, n_h, d_h, r_o, g_o, V = 4096, 1024, 64, 512, 1024, 8, 129280
+n_e, d_ff, n_I, d_I, n_hc = 256, 2048, 64, 128, 4
+T = 8  # tensor ranks
+
+
+def _hand(attention_split: bool, shared_split: bool) -> int:
+    """Parameters tensor rank 0 of ``T`` holds of deepseek-v4-flash-base (43 layers: 2 sliding-window only, 21
+    compressed sparse, 20 heavily compressed), written out from the shapes (module docstring; transformers' names
+    in symllm/arch/components/compressed.py), the routed experts split over the ranks by their width (both layouts:
+    vLLM's FusedMoE and transformers' ``packed_colwise``/``rowwise``), the embedding and head over the vocabulary."""
+    split = T if attention_split else 1
+    sinks = n_h  # transformers: n_h per layer, whole; vLLM: max(n_h/T, 64) = 64 = n_h slots at T = 8
+    attention = (d * r_q + r_q                 # wq_a, q_a_norm (replicated in both)
+                 + r_q * n_h * d_h // split    # wq_b
+                 + d * d_h + d_h               # wkv, kv_norm (replicated in both)
+                 + n_h * d_h * r_o // split    # wo_a: g_o groups of n_h·d_h/g_o inputs to r_o outputs
+                 + g_o * r_o * d // split      # wo_b
+                 + sinks)
+    shared = 3 * d * d_ff // (T if shared_split else 1)
+    mix = (2 + n_hc) * n_hc
+    hyper = 2 * (mix * n_hc * d + mix + 3)     # attn_hc and ffn_hc: fn, base, scale
+    layer = attention + 2 * d + d * n_e + n_e * 3 * d * d_ff // T + shared + hyper  # 2 norms, router, experts
+    csa = (2 * d * 2 * d_h + 4 * 2 * d_h + d_h              # compressor: kv and gate, position bias (m_c = 4), norm
+           + 2 * d * 2 * d_I + 4 * 2 * d_I + d_I            # the indexer's compressor
+           + r_q * n_I * d_I + d * n_I)                     # the indexer's wq_b and weights_proj
+    hca = 2 * d * d_h + 128 * d_h + d_h                     # compressor: kv and gate, position bias (m_h = 128), norm
+    whole = 2 * V * d // T + d + n_hc * n_hc * d + n_hc + 1  # embedding, head, final norm, hc_head
+    return 43 * layer + 21 * csa + 20 * hca + whole
+
+
+def _values():
     spc = spec("deepseek-v4-flash-base")
-    values = {**spc.values(), S.N_t: 8, S.N_p: 1}
-    assert reduced_sublayers(_as_vllm(spc.model())).subs(values) == 2 * 43
+    return spc, {**spc.values(), S.N_t: T, S.N_p: 1, S.N_e: 1}
+
+
+def test_the_preset_is_the_config_the_hand_count_reads():
+    """The hand count's numbers are the preset's config (43 layers: 2 window-only, 21 CSA, 20 HCA)."""
+    c = preset_info("deepseek-v4-flash-base")["config"]
+    assert (c["hidden_size"], c["q_lora_rank"], c["num_attention_heads"], c["head_dim"], c["o_lora_rank"],
+            c["o_groups"], c["vocab_size"], c["n_routed_experts"], c["moe_intermediate_size"], c["index_n_heads"],
+            c["index_head_dim"], c["hc_mult"], c["n_shared_experts"]) == (d, r_q, n_h, d_h, r_o, g_o, V, n_e, d_ff,
+                                                                           n_I, d_I, n_hc, 1)
+    ratios = c["compress_ratios"][:c["num_hidden_layers"]]
+    assert (ratios.count(0), ratios.count(4), ratios.count(128)) == (2, 21, 20)
+
+
+def test_per_gpu_weights_at_tp_8_follow_transformers_plan_by_hand():
+    """symllm's per-GPU parameters at tp 8 are transformers' plan's (attention and shared expert whole on every
+    rank): 41,008,334,423, 82,016,668,846 bytes at bf16 = 76.38 GiB, what ``count --serve`` prints today."""
+    spc, values = _values()
+    ours = int(params_per_gpu(spc.model()).subs(values))
+    assert ours == _hand(attention_split=False, shared_split=False) == 41_008_334_423
+    assert round(2 * ours / 2**30, 2) == 76.38
+
+
+def test_vllm_split_gives_its_per_gpu_weights_and_two_all_reduces_a_layer_by_hand():
+    """vLLM's layout (module docstring), declared on the parts' splits: rank 0 at tp 8 holds 36,274,013,783
+    parameters, 72,548,027,566 bytes at bf16 = 67.57 GiB (4,734,320,640 fewer than transformers' plan: per layer
+    7/8 of wq_b, wo_a and wo_b, 3 × 29,360,128, and of the shared expert, 22,020,096; × 43), and a forward pass
+    sends two all-reduces a layer, 86 (transformers' plan: 43, the mixture's)."""
+    spc, values = _values()
+    vllm = _as_vllm(spc.model())
+    assert params_per_gpu(vllm).subs(values) == _hand(attention_split=True, shared_split=True) == 36_274_013_783
+    assert _hand(False, False) - _hand(True, True) == 43 * (3 * (r_q * n_h * d_h * 7 // 8) + 3 * d * d_ff * 7 // 8)
+    assert round(2 * 36_274_013_783 / 2**30, 2) == 67.57
+    assert reduced_sublayers(vllm).subs(values) == 2 * 43
     assert reduced_sublayers(spc.model()).subs(values) == 43
 
 
 def test_symllm_declares_transformers_plan_on_the_parts_vllm_splits():
     """The parts vLLM splits are replicated in symllm's declaration (transformers' plan), so the difference above
     is the layout, nothing else: were a part's split changed without an engine to choose it, this fails."""
-    spc = spec("deepseek-v4-flash-base")
+    spc, _ = _values()
     splits = {}
     for block in spc.model().children:
         for c in block.walk():
