@@ -404,15 +404,47 @@ def test_links_name_the_topology():
     assert hardware.links(symllm.Workload(tp=2), hardware.gpu("rtx4090"))["tp"] == ("PCIe Gen4 x16", 32 * GIGA)
 
 
+def test_a_ring_across_nodes_adds_the_nics_of_its_ranks_in_a_node():
+    """Ring collectives (tp, dp) between nodes run at the NICs of the ring's ranks in one node together, one
+    400 Gb/s (50 GB/s) ConnectX-7 a GPU as in a DGX H100 (NCCL's maintainer, NVIDIA/nccl issue #530: "Ring and
+    Tree both use all NICs in parallel"); an all-to-all (ep) and a pipeline send (pp) keep one NIC a GPU
+    (NVIDIA/nccl-tests issue #267: "Alltoall cannot aggregate the bandwidth of multiple NICs"). By hand, 8
+    H100s a node: FSDP over 128 ranks puts 8 of the ring's ranks in a node, 8 x 50 = 400 GB/s (under NVLink
+    4's 450); at tp 2, 8 // 2 = 4 of a data-parallel ring's ranks a node, 200 GB/s; at tp 8, one, 50 GB/s; a
+    tensor-parallel group of 16 spans two nodes with 8 ranks in each, 400 GB/s. One PCIe GPU node of 8 RTX
+    4090s: 8 x 50 = 400 GB/s, capped at the node's PCIe Gen4 x16 (32 GB/s one way), which each hop inside the
+    node crosses. 100 GbE: 8 x 12.5 = 100 GB/s."""
+    h100, gb = hardware.gpu("h100-sxm"), GIGA
+    fsdp = hardware.links(symllm.Workload(dp=128, ep=16, pp=2), h100)
+    assert fsdp["dp"] == ("InfiniBand NDR, 400 Gb/s per GPU, 8 NICs a ring", 400 * gb)
+    assert fsdp["ep"] == ("InfiniBand NDR, 400 Gb/s per GPU", 50 * gb) and fsdp["pp"][1] == 50 * gb
+    assert hardware.links(symllm.Workload(tp=2, dp=64), h100)["dp"][1] == 200 * gb
+    assert hardware.links(symllm.Workload(tp=8, dp=16), h100)["dp"][1] == 50 * gb
+    assert hardware.links(symllm.Workload(tp=16), h100)["tp"][1] == 400 * gb
+    assert hardware.links(symllm.Workload(dp=16), hardware.gpu("rtx4090"))["dp"][1] == 32 * gb
+    assert hardware.links(symllm.Workload(dp=16, network="eth-100g"), h100)["dp"][1] == 100 * gb
+
+
+def test_fsdp_gradient_traffic_times_at_the_nodes_nics():
+    """The expected step's data-parallel all-reduce (symllm.costs.collectives.allreduce_s) over 16 H100 nodes
+    at dp 128 runs at the node's 8 NICs: 20 us latency plus the bytes at 0.7 (efficiency.json, network) of
+    8 x 50 GB/s, by hand 1 GB in 20 us + 10**9 / (0.7 x 4 x 10**11) s = 3.5914 ms; one NIC's 50 GB/s would
+    take 8 times the bandwidth term (28.59 ms)."""
+    from symllm.costs import collectives
+    link = hardware.links(symllm.Workload(dp=128), hardware.gpu("h100-sxm"))["dp"]
+    assert float(collectives.allreduce_s(1, 10 ** 9, link)) == pytest.approx(20e-6 + 1e9 / (0.7 * 400e9), rel=1e-12)
+
+
 def test_a_plan_reads_each_layouts_links_from_the_one_rule():
     """A plan's layouts cross the links hardware.links gives a workload of the same ranks: 8 H100s a node
     (gpus.json), so at tp=4 the data-parallel group of dp=2 (8 ranks) stays on NVLink 4 and dp=4 (16 ranks)
-    crosses InfiniBand NDR (50 GB/s a GPU); every rank count the rule reads is a column of the plan."""
+    crosses InfiniBand NDR, a ring with 8 // 4 = 2 of its ranks a node: 2 x 50 GB/s; the pipeline's sends keep
+    one NIC (50 GB/s); every rank count the rule reads is a column of the plan."""
     from symllm.studies import plans
     g = hardware.gpu("h100-sxm")
     cols = {k: np.asarray(v) for k, v in {"tp": [4, 4], "dp": [2, 4], "ep": [1, 1], "pp": [1, 2]}.items()}
     bw = plans._links(cols, symllm.Workload(), g)
-    assert bw["dp"].tolist() == [450 * GIGA, 50 * GIGA] and bw["tp"].tolist() == [450 * GIGA, 450 * GIGA]
+    assert bw["dp"].tolist() == [450 * GIGA, 2 * 50 * GIGA] and bw["tp"].tolist() == [450 * GIGA, 450 * GIGA]
     assert bw["pp"].tolist() == [450 * GIGA, 50 * GIGA]
     for i in range(2):
         work = symllm.Workload(**{k: int(v[i]) for k, v in cols.items()})

@@ -130,6 +130,36 @@ class Network:
     source: str
     url: str
 
+    # why a ring's ranks in a node add their NICs together and an all-to-all does not,
+    # read 2026-11-29 with the search tool: NCCL's maintainer (NVIDIA/nccl issue #530, 2021-07-02) "Ring and Tree
+    # both use all NICs in parallel" and (issue #687, 2022-11-10) a ring enters and leaves the node once a
+    # channel while an all-to-all has each GPU use its own NIC; NVIDIA/nccl-tests issue #267 (2024-11-19, the
+    # maintainer): "Alltoall cannot aggregate the bandwidth of multiple NICs, so the performance you should see
+    # is the performance of a single NIC", a ConnectX-7 at NDR reaching 48-49 GB/s (2025-01-23); measured:
+    # all_gather_perf at 200 GB/s busbw a GPU on 32 nodes of 8 H100s with 8 NICs each (NVIDIA/nccl issue #1218,
+    # 2024-03-12), four times one NIC's 48-49 GB/s; 2 x 8 H100s over 8 x 400 Gb/s RoCE all_reduce 216-231 GB/s
+    # busbw and alltoall about 25 GB/s (NVIDIA/nccl issue #2409, 2026-09-14, below what its reporter expected)
+    def ring(self, per_node: int, node_link: int | None) -> tuple[str, int]:
+        """The link a ring collective (all-reduce, all-gather, reduce-scatter) crosses between nodes where
+        ``per_node`` of its ranks share a node, ``(topology, bytes/s one way per GPU)``: NCCL runs one ring a
+        channel and spreads the channels over the node's NICs, so the ring's ranks in a node drive their NICs
+        together (sources above), ``per_node`` of this network's one-a-GPU ports; at most the node's own link
+        (``node_link``), which every hop inside the node crosses. An all-to-all or a pipeline send keeps one
+        NIC a GPU (:attr:`bandwidth`).
+
+        >>> n = network("ib-ndr")
+        >>> n.ring(8, 450 * 10 ** 9)
+        ('InfiniBand NDR, 400 Gb/s per GPU, 8 NICs a ring', 400000000000)
+        >>> n.ring(1, 450 * 10 ** 9), n.ring(4, 32 * 10 ** 9)[1]
+        (('InfiniBand NDR, 400 Gb/s per GPU', 50000000000), 32000000000)
+        """
+        if per_node <= 1:
+            return self.title, self.bandwidth
+        both = per_node * self.bandwidth
+        return f"{self.title}, {per_node} NICs a ring", both if node_link is None else min(both, node_link)
+
+
+
 
 def _exact(text, unit: int) -> int | None:
     """A catalogue figure (a decimal string) times ``unit``, exactly; refused unless it is a whole number."""

@@ -555,7 +555,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
-    dp_s = allreduce_s(1, comm.get("dp", 0), route.get("dp")) if work.dp > 1 else Fraction(0)
+    # comm's dp under ZeRO 3: 2 gathers and 1 reduce-scatter a step, each 2 bytes (bf16) a parameter's ring share;
+    # FSDP2 as an engine runs it (no pipeline): fsdp_per_micro_batch, all three every micro-batch; grad_reduce_bytes
+    dp_bytes, dp_calls = comm.get("dp", 0), 1
+    if work.zero_stage == 3 and pp == 1 and ("grad_reduce_bytes" in train or train.get("fsdp_per_micro_batch")):
+        dp_calls = micro if train.get("fsdp_per_micro_batch") else 1
+        dp_bytes = Fraction(dp_bytes, 3 * 2) * dp_calls * (2 * 2 + int(train.get("grad_reduce_bytes", 2)))
+    dp_s = allreduce_s(dp_calls, dp_bytes, route.get("dp")) if work.dp > 1 else Fraction(0)
     hidden = _x(train["overlap"])
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"

@@ -179,21 +179,21 @@ def links(work, g: GPU, **ranks) -> dict[str, tuple[str, int]]:
     are numbered tensor-parallel first, then data-parallel (expert-parallel inside it: an expert-parallel
     group is ``N_t·N_e`` consecutive ranks), then pipeline stages (Megatron-LM's order), so a group stays on
     the node's link (NVLink, Infinity Fabric, PCIe) while its ranks fit in one node of ``g.node`` GPUs, and
-    crosses the network between nodes (``work.network``) otherwise. ``ranks``: every one of
-    :data:`LINK_RANKS` in place of the workload's (a plan's layouts), or none.
+    crosses the network between nodes (``work.network``) otherwise: a ring's (tp, dp) at the NICs of
+    its ranks in a node together (one a GPU, ``g.node // N_t`` of a data-parallel group's), an all-to-all's or a
+    pipeline send's at one (:meth:`Network.ring`). ``ranks``: each of :data:`LINK_RANKS`, or none.
 
     >>> from symllm.costs.workloads import Workload
     >>> sorted(links(Workload(tp=8, dp=4), gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
     [('dp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('ep', ('NVLink 4', 450000000000)),
      ('pp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('tp', ('NVLink 4', 450000000000))]
-    >>> links(Workload(dp=16, ep=8), gpu("h100-sxm"))["ep"], links(Workload(dp=16, ep=16), gpu("h100-sxm"))["ep"][1]
-    (('NVLink 4', 450000000000), 50000000000)
+    >>> w = links(Workload(dp=16, ep=16), gpu("h100-sxm")); links(Workload(dp=16, ep=8), gpu("h100-sxm"))["ep"][0], w["ep"][1], w["dp"][1]
+    ('NVLink 4', 50000000000, 400000000000)
     """
     tp, dp, ep, pp = (ranks[k] for k in LINK_RANKS) if ranks else (getattr(work, k) for k in LINK_RANKS)
     net, node = network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
-    spans = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}
-    return {k: node if node is not None and span <= g.node else (net.title, net.bandwidth)
-            for k, span in spans.items()}
+    spans, nics = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}, {"tp": g.node, "dp": max(1, g.node // tp)}
+    return {k: node if node is not None and span <= g.node else net.ring(nics.get(k, 1), node and node[1]) for k, span in spans.items()}
 
 
 def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
