@@ -377,9 +377,9 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
     * training: ``training_step_s``: ``(m + N_p - 1)`` × (the busiest stage's training FLOPs / P + its tensor-
-      and expert-parallel bytes sent / their link's bandwidth) + the pipeline's ``2(N_p-1)`` hand-offs + the
-      data-parallel gradient traffic (``comm``), ``m`` (``micro_batches``) micro-batches of ``b`` sequences
-      per data-parallel rank,
+      and expert-parallel bytes sent / their link's bandwidth) + the pipeline's hand-offs (each micro-batch's,
+      :func:`symllm.costs.schedules.handoffs`) + the data-parallel gradient traffic (``comm``'s ``dp``, once a step),
+      ``m`` (``micro_batches``) micro-batches of ``b`` sequences per data-parallel rank,
       communication not overlapped with compute (an estimate, not a bound); ``training_tokens_per_s``
       (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, forward and backward with nothing recomputed, over ``gpus·P``); with ``tokens``:
       ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
