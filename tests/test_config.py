@@ -319,3 +319,18 @@ def test_symllm_config_refuses_unknown_keys_and_mismatches():
         from_dict({k: v for k, v in good.items() if k != "n_heads"})
     with pytest.raises(symllm.SymllmError, match=r"^name: expected a string, got 5$"):
         from_dict({**good, "name": 5})
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None])
+def test_every_flag_of_a_model_config_must_be_a_boolean(value):
+    """Every field of ModelConfig whose default is True or False (read from the defaults, not from the
+    annotations validate.booleans reads) refuses a non-bool in one line naming it, the MoE's and the recurrent
+    layers' flags too; each is set alone on a small dense config."""
+    from dataclasses import fields
+    flags = [f.name for f in fields(symllm.ModelConfig) if isinstance(f.default, bool)]
+    assert {"tie_embeddings", "moe_bias", "peft_fused_experts", "conv_bias", "delta_split"} <= set(flags)
+    assert len(flags) == 22  # ModelConfig's flags, counted by hand
+    for name in flags:
+        with pytest.raises(symllm.SymllmError) as refused:
+            symllm.ModelConfig(vocab_size=10, dim=64, n_layers=1, n_heads=4, **{name: value})
+        assert str(refused.value) == f"{name}: expected True or False, got {value!r}"

@@ -151,3 +151,42 @@ def test_deepseek_v32_training_by_hand():
     ours = symllm.workload("deepseek-v3.2", batch=1, seq=s)["flops"]["training_step"]
     v3 = symllm.workload("deepseek-v3", batch=1, seq=s)["flops"]["training_step"]
     assert ours == v3 + layers * indexer - 3 * layers * unselected * 2 * 128 * (192 + 128)
+
+
+def test_deepseek_v32_mfu_under_full_recomputation_counts_the_indexer_once(monkeypatch):
+    """Model FLOPs (MFU's numerator: the forward and backward of what has a backward) do not change with the
+    recomputation policy: under full recomputation deepseek-v3.2's step at 4,096 tokens runs each indexer's
+    forward twice and its backward never (4 passes of the rest, 2 of the indexer), so 3/4 of it would count
+    half an indexer forward too many. Its MFU's FLOPs are the hand arithmetic of the test above: DeepSeek-V3's
+    step, its 61 indexers' forward once, less the pairs beyond the top 2,048 keys."""
+    from fractions import Fraction
+
+    import symllm.costs.hardware as hardware
+    monkeypatch.setattr(hardware, "blank_unfit", lambda time: time)  # one H100 cannot hold it: time it anyway
+    s, layers = 4096, 61
+    indexer = 2 * s * (1536 * 64 * 128 + 7168 * 128 + 7168 * 64) + s * s * 2 * 64 * 129
+    unselected = s * (s - 2048)
+    v3 = symllm.workload("deepseek-v3", batch=1, seq=s)["flops"]["training_step"]
+    by_hand = v3 + layers * indexer - 3 * layers * unselected * 2 * 128 * (192 + 128)
+    w = symllm.workload("deepseek-v3.2", batch=1, seq=s, gpu="h100-sxm", recompute="full")
+    t = w["time"]
+    assert t["gpus"] == 1
+    assert t["mfu"] * t["training_step_s"] * t["peak_flops"] == pytest.approx(by_hand, rel=1e-12)
+    # the old rule, 3/4 of the step as run, is over by half of the 61 indexers' forward
+    assert Fraction(3, 4) * w["flops"]["training_step"] - by_hand == Fraction(layers * indexer, 2)
+
+
+@pytest.mark.parametrize("recompute, passes", [(False, 3), (True, 4)])
+def test_deepseek_v32_training_core_runs_the_indexer_scores_forward_only(recompute, passes):
+    """The attention core a training step runs at the attention kernel's efficiency (the expected time's
+    ``training_core_flops``): 3 forwards' worth of the prefill core (4 under full recomputation) less the
+    backward the indexer's scores never run: per layer, query and key, 2·64·128 for q·k and 2·64 for the
+    head-weighted sum (hand arithmetic, deepseek-v3.2 at one sequence of 4,096 tokens, 61 layers)."""
+    from symllm.costs import hardware
+
+    s, layers = 4096, 61
+    (stage,) = hardware.stage_times(symllm.model_for("deepseek-v3.2"), False, recompute=recompute,
+                                    phase_flops=costs.flops)["stages"]
+    values = costs.values("deepseek-v3.2", batch=1, seq=s)
+    core, training = (stage[k].subs(values) for k in ("prefill_core_flops", "training_core_flops"))
+    assert training == passes * core - 2 * layers * s * s * 2 * 64 * (128 + 1)

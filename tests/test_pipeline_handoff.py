@@ -120,3 +120,14 @@ def test_the_bound_pays_each_micro_batchs_handoffs(monkeypatch):
     bandwidth = with_sends["links"]["pp"]["bandwidth"]
     assert with_sends["training_step_s"] - without["training_step_s"] == pytest.approx(
         19 * 2 * 4096 * 4096 / bandwidth, rel=1e-9)
+
+
+@pytest.mark.parametrize("pp, sends", [(2, 1), (4, 2)])
+def test_comm_pp_is_one_micro_batchs_sends(pp, sends):
+    """``comm.pp`` is what the busiest GPU sends for one micro-batch, whatever ``--micro-batches``: a middle
+    stage sends its output activation on and its input gradient back (2 sends), an end stage of two one. Each
+    send is β_a·b·s·d: Llama 3.1 8B, b = 1, s = 4,096, bf16, 2 x 4,096 x 4,096 bytes (hand arithmetic). The
+    step's time counts the hand-offs by schedules.handoffs instead (the test above), not these bytes."""
+    for m in (1, 8):
+        comm = symllm.workload("llama3.1-8b", pp=pp, micro_batches=m, batch=1, seq=4096)["comm"]
+        assert comm["pp"] == sends * 2 * 4096 * 4096

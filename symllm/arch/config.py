@@ -21,7 +21,7 @@ from symllm.arch.layers import (ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, Lay
                                 read_groups, read_mtp_kinds)
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
-from symllm.validate import boolean, choice, positive_int, integer as _integer, short as _short
+from symllm.validate import booleans, choice, positive_int, integer as _integer, short as _short
 from symllm.validate import positive_number as _positive_float
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
@@ -259,9 +259,7 @@ class ModelConfig:
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
         put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
-        for field in ("tie_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "fused", "norm_offset",
-                      "embed_scale", "attention_sinks", "layernorm", "value_norm", "layer_scalar", "alibi"):
-            boolean(field, getattr(self, field))
+        booleans(self)  # every field declared bool (the MoE's, the recurrent layers' too): no list to extend
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if self.kv_dtype is not None:
             from symllm.arch.dtypes import DTYPES
@@ -397,9 +395,6 @@ class ModelConfig:
     def _check_moe(self, put) -> None:
         for field in ("n_experts", "experts_per_token", "dense_hidden_dim", "shared_hidden_dim", "moe_latent_size"):
             put(field, _positive_int(field, getattr(self, field), optional=True))
-        for field in ("shared_expert", "moe_bias", "clamped_swiglu", "peft_fused_experts", "router_score_bias",
-                      "moe_beside_mlp"):
-            boolean(field, getattr(self, field))
         if self.gate_proj not in (None, "head", "element"):
             raise SymllmError(f"gate_proj: expected head or element, got {_short(self.gate_proj)}")
         if self.gate_proj is not None and self.output_gate:

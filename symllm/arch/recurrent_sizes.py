@@ -15,7 +15,7 @@ symllm.errors.SymllmError: linear_value_heads: 3 is not a multiple of the 2 key 
 from __future__ import annotations
 
 from symllm.errors import SymllmError
-from symllm.validate import boolean, positive_int, short
+from symllm.validate import positive_int, short
 
 __all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "conv_state_bytes", "mamba_conv_channels",
            "deltanet_conv_channels", "SSM_STATE_DTYPES", "HF_STATE_DTYPES", "stated_state_dtype", "ssm_state_dtype"]
@@ -132,8 +132,6 @@ def check_recurrent(config, put) -> None:
     sizes = ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "conv_kernel")
     for field in sizes:
         put(field, positive_int(field, getattr(config, field), optional=True, floats=True))
-    for field in ("output_gate", "delta_split", "conv_bias", "mamba_bias"):
-        boolean(field, getattr(config, field))
     linear = any(kind.mixer == "linear_attention" for kind, _ in config.layers)
     mamba = any(kind.mixer == "mamba" for kind, _ in config.layers)
     for field in sizes[:-1]:

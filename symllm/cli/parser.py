@@ -358,7 +358,7 @@ def _derive_args(p) -> None:
                    help="text (default), pretty (Unicode), latex (an align environment) or markdown")
     p.add_argument("--quantity", choices=_Choices("present.format", "QUANTITIES"), default="params",
                    help="parameters (default), prefill matmul FLOPs, memory in bytes (weights + KV cache), "
-                        "bytes one GPU sends per training step under --tp/--pp/--dp/--ep/--sp (comm), "
+                        "bytes one GPU sends per training step of one micro-batch under --tp/--pp/--dp/--ep/--sp (comm), "
                         "the ridge point FLOP/byte or the batch at which a decode step turns compute-bound "
                         "(numbers with --gpu)")
     p.add_argument("--model", metavar="NAME|CONFIG", default=None,

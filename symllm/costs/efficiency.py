@@ -263,20 +263,16 @@ def seconds(value):
         return Fraction(value)
 
 
-def model_flops(work, num) -> Fraction:
-    """A training step's model FLOPs (its forward and backward, nothing recomputed) from the evaluated forms
-    ``num(name)``: 3 of full recomputation's 4 forward passes of ``flops.training_step`` (``work.recompute`` full);
-    under op checkpointing (``op``) the step less its ``recomputed`` linears
-    (:mod:`symllm.costs.selective`).
+def model_flops(num) -> Fraction:
+    """A training step's model FLOPs (MFU's numerator: its forward and backward, nothing recomputed, a part
+    under ``torch.no_grad`` forward only) from the evaluated forms ``num(name)``: ``model_flops``
+    (:func:`symllm.costs.hardware.roofline_forms`: the training FLOPs with no recomputation, whatever the
+    workload's policy), read, not scaled from the step as run.
 
-    >>> from types import SimpleNamespace as W
-    >>> forms = {"flops.training_step": 400, "recomputed": 30}
-    >>> model_flops(W(recompute="full"), forms.get), model_flops(W(recompute="op"), forms.get)
-    (Fraction(300, 1), Fraction(370, 1))
+    >>> model_flops({"flops.training_step": 400, "model_flops": 297}.get)
+    Fraction(297, 1)
     """
-    if work.recompute == "op":
-        return Fraction(num("flops.training_step")) - Fraction(num("recomputed"))
-    return Fraction(num("flops.training_step")) * (Fraction(3, 4) if work.recompute == "full" else 1)
+    return Fraction(num("model_flops"))
 
 
 def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,

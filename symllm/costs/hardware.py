@@ -259,6 +259,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         # vLLM's Mamba-2 gated norms whose one group spans the ranks: an all-reduce of a fp32 sum a token each
         spanning = module("symllm.arch.components.mamba").spanning_norms(stage)
         terms["spanning_norms"] = algebra.substitute(spanning, defs)
+        terms.update({f"{k}_core_flops": algebra.substitute(phase_flops(core, "training", recompute=again), defs) for k, again in (("training", recompute is True), ("model", False))})  # model: nothing recomputed
         terms["training_bf16_flops"] = algebra.substitute(sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, _part(stage, "head", lambda c: S.s_o in c.flops.free_symbols))), sp.S.Zero), defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
@@ -376,11 +377,11 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
     * training: ``training_step_s``: ``(m + N_p - 1)`` × (the busiest stage's training FLOPs / P + its tensor-
-      and expert-parallel bytes sent / their link's bandwidth) + the pipeline's ``2(N_p-1)`` hand-offs + the
-      data-parallel gradient traffic (``comm``), ``m`` (``micro_batches``) micro-batches of ``b`` sequences
-      per data-parallel rank,
+      and expert-parallel bytes sent / their link's bandwidth) + the pipeline's hand-offs (each micro-batch's,
+      :func:`symllm.costs.schedules.handoffs`) + the data-parallel gradient traffic (``comm``'s ``dp``, once a step),
+      ``m`` (``micro_batches``) micro-batches of ``b`` sequences per data-parallel rank,
       communication not overlapped with compute (an estimate, not a bound); ``training_tokens_per_s``
-      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, ``3×`` the forward's, over ``gpus·P``); with ``tokens``:
+      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, forward and backward with nothing recomputed, over ``gpus·P``); with ``tokens``:
       ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
 
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact. **Nothing is timed that
@@ -423,7 +424,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     laid = parallel.laid_out(work)
     terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops, work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
-    forms.update({"recomputed": algebra.substitute(module("symllm.costs.selective").recomputed_flops(mdl), dict(mdl.definitions))} if work.recompute == "op" else {})  # op checkpointing's: hardware, not model, FLOPs
+    forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)  # MFU's: nothing recomputed (under torch.no_grad: forward only)
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
     if not laid:
@@ -483,6 +484,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
                       "reductions": int(num(f"{busiest}reductions")),
                       "spanning_norms": int(num(f"{busiest}spanning_norms")) if work.tp > 1 else 0})
+        parts.update({k: num(f"{busiest}{k}") for k in ("model_core_flops", "training_core_flops") if phase == "prefill"})
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
@@ -505,8 +507,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
             + over("pp", num("training_handoff")) * Fraction(handoffs(work.pp, m, work.schedule), 2)
             + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
-    # model FLOPs: forward and backward over every position (recomputation is not model FLOPs: 3 of its 4)
-    model_flops = work.dp * m * _model_flops(work, num)
+    model_flops = work.dp * m * _model_flops(num)  # forward and backward over every position, nothing recomputed
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
@@ -564,24 +565,23 @@ def blank_unfit(time: dict) -> dict:
 def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
-    rectangle), model FLOPs (3× the forward's, attention causal) and hardware FLOPs (recomputation's forward too);
-    ``vals``: symbol name -> number."""
+    rectangle), model FLOPs (nothing recomputed) and hardware FLOPs (the step as run), both causal; ``vals``: symbol -> number."""
     from symllm.costs import efficiency
 
     dense = work.attention == "dense"
     core = parts["prefill_core_flops"]
     causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
-    # the whole model's forward over every position (training's logits), the workload's attention convention
-    forward = _model_flops(work, num) / 3
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
-    model = 3 * work.dp * (forward - (core - causal) * copies)
     trained = max(stages, key=lambda st: num(f"{st}training_flops"))  # the busiest stage
+    masked = 1 - (Fraction(work.seq + 1, 2 * work.seq) if dense else 1)  # of each pass over the core's rectangle
+    model = work.dp * (_model_flops(num) - masked * parts.pop("model_core_flops") * copies)
+    hardware = work.dp * (num("flops.training_step") - masked * parts.pop("training_core_flops") * copies)
     parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"),
                   "bf16_peak": gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
     # the pairs a sequence's core counts in the workload's convention (the kernel's tiles replace them in the
-    # expected time), and a training step's core: 3 forwards' worth (4 under full recomputation), the busiest stage's
+    # expected time), and a training step's core (the indexer's scores: no backward), the busiest stage's
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
-                  "training_core_flops": (4 if work.recompute == "full" else 3) * num(f"{trained}prefill_core_flops")})
+                  "training_core_flops": num(f"{trained}training_core_flops")})
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
                   "window": int(vals["W"]) if "W" in vals else None,
                   "beta_w": _number(vals["beta_w"]),
@@ -592,7 +592,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   "training_model_flops": model,
-                  "training_hardware_flops": model * (Fraction(4, 3) if work.recompute == "full" else 1) + work.dp * (num("recomputed") if work.recompute == "op" else 0)})
+                  "training_hardware_flops": hardware})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})
 
 

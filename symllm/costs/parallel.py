@@ -53,8 +53,9 @@ Conventions, stated once (docs/parallel.md):
   blocks' checkpointed inputs, over the ``N_t`` ranks along the sequence (``⌈s/N_t⌉`` rows); the
   linears still save their full all-gathered inputs (DTensor's ``SequenceParallel`` with
   ``PrepareModuleInput``).
-* **Communication** is in bytes one GPU sends per training step (forward + backward over ``b × s``
-  tokens), under ring algorithms, in whole bytes for any layout: an all-gather or a reduce-scatter of
+* **Communication** is in bytes one GPU sends per training step of one micro-batch (forward + backward over
+  its ``b × s`` tokens; a step of ``m`` micro-batches sends ``m`` times the ``tp``, ``pp`` and ``ep`` bytes and
+  the ``dp`` bytes once, as the training time counts them), under ring algorithms, in whole bytes for any layout: an all-gather or a reduce-scatter of
   ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks, the busiest rank
   ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce twice that. Every
   tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
@@ -67,7 +68,9 @@ Conventions, stated once (docs/parallel.md):
   ``b·s`` fp32 values. Full recomputation repeats the blocks' forward collectives (torch's checkpoint
   with early stop off; its default early stop skips a block's last one). Pipeline: each
   stage sends its output activation forward and its input gradient backward (``min(2, N_p-1)``
-  messages for the busiest GPU; ``1/N_t`` of them with ``sp``). Data parallel: bf16 gradients
+  messages a micro-batch for the busiest GPU; ``1/N_t`` of them with ``sp``): bytes sent, not a time (the
+  training step's time counts the hand-offs on its critical path instead, each micro-batch's:
+  :func:`symllm.costs.schedules.handoffs`, not these). Data parallel: bf16 gradients
   all-reduced (ZeRO 0), or reduce-scattered and the bf16 weights all-gathered (ZeRO 1, 2: the same
   ``2(N_d-1)/N_d·2N`` bytes), the weights all-gathered twice (ZeRO 3: ``3(N_d-1)/N_d·2N``), ``N`` the
   per-GPU parameters (a stage's local experts over ``N_d/N_e`` instead of ``N_d``). Expert parallel
@@ -455,8 +458,9 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts:
 @lru_cache(maxsize=64)
 def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_stage: int = 0,
          experts: str = "split") -> dict[str, sp.Expr]:
-    """Bytes one GPU sends per training step (see the module docstring), the busiest stage's:
-    ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point, ``dp`` data-parallel gradients
+    """Bytes one GPU sends per training step of one micro-batch (``b`` sequences; see the module docstring), the
+    busiest stage's: ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point (a middle stage's
+    activation on and gradient back), ``dp`` data-parallel gradients
     (and ZeRO's weight all-gathers), and for a mixture-of-experts model ``ep`` the expert-parallel
     all-to-alls.
 

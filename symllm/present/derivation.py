@@ -317,7 +317,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         else:
             expr = hardware.decode_batch(costs.flops(bare, "decode"), hardware.bytes_moved(bare, "decode"))
         return {quantity: expr}, expr
-    if quantity == "comm":  # bytes one GPU sends per training step under tp/pp/dp/sp (symllm.costs.parallel)
+    if quantity == "comm":  # bytes one GPU sends per training step of one micro-batch under tp/pp/dp/sp (symllm.costs.parallel)
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
         checks.check(bare, work)

@@ -29,7 +29,7 @@ COMPARISON_FORMATS = ("text", "csv", "markdown", "latex")
 #: the quantities a derivation shows (``derive --quantity``; a report's parameters), what each is called and
 #: the letter its equations use (here, without SymPy or jinja2: the command line checks them)
 QUANTITIES = {"params": ("parameters", "N"), "flops": ("FLOPs", "F"), "memory": ("bytes", "M"),
-              "comm": ("bytes one GPU sends per training step", "C"),
+              "comm": ("bytes one GPU sends per training step of one micro-batch", "C"),
               "ridge": ("ridge point, FLOP per byte", "R"),
               "decode_batch": ("batch at which a decode step turns compute-bound (negative: none does)", "b")}
 
