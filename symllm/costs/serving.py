@@ -165,6 +165,15 @@ def conv_cache(engine) -> str:
     return choice("conv_state", table.get("conv_state", "transformers"), tuple(CONV_STATE_DROPS))
 
 
+def _recurrent_layers(config, tp: int):
+    """The resolved config, its Mamba-2 and Gated DeltaNet layer counts, and tensor rank 0's share of ``n`` heads
+    or groups (``⌈n/tp⌉``: vLLM's shards)."""
+    cfg = resolve(config)
+    mamba = cfg.count_layers(lambda kind: kind.mixer == "mamba")
+    linear = cfg.count_layers(lambda kind: kind.mixer == "linear_attention")
+    return cfg, mamba, linear, lambda n: -(-n // tp)
+
+
 def ssm_state_elements(config, tp: int = 1) -> int:
     """The elements of every layer's recurrent state for one sequence on tensor rank 0: a Gated DeltaNet's
     ``⌈n_gv/tp⌉·d_gk·d_gv``, a Mamba-2 mixer's ``⌈n_m/tp⌉·d_m·d_s`` (vLLM's shapes,
@@ -173,10 +182,7 @@ def ssm_state_elements(config, tp: int = 1) -> int:
     >>> ssm_state_elements("qwen3-next-80b-a3b"), ssm_state_elements("qwen3-next-80b-a3b", tp=4)
     (18874368, 4718592)
     """
-    cfg = resolve(config)
-    mamba = cfg.count_layers(lambda kind: kind.mixer == "mamba")
-    linear = cfg.count_layers(lambda kind: kind.mixer == "linear_attention")
-    split = lambda n: -(-n // tp)  # noqa: E731
+    cfg, mamba, linear, split = _recurrent_layers(config, tp)
     return ((mamba * split(cfg.mamba_heads) * cfg.mamba_head_dim * cfg.ssm_state if mamba else 0)
             + (linear * split(cfg.linear_value_heads) * cfg.linear_key_dim * cfg.linear_value_dim if linear else 0))
 
@@ -190,10 +196,7 @@ def conv_column_bytes(config, tp: int = 1, act_bytes=2) -> int:
     >>> conv_column_bytes("qwen3-next-80b-a3b"), conv_column_bytes("qwen3-next-80b-a3b", tp=4)
     (589824, 147456)
     """
-    cfg = resolve(config)
-    mamba = cfg.count_layers(lambda kind: kind.mixer == "mamba")
-    linear = cfg.count_layers(lambda kind: kind.mixer == "linear_attention")
-    split = lambda n: -(-n // tp)  # noqa: E731
+    cfg, mamba, linear, split = _recurrent_layers(config, tp)
     width = 0
     if mamba:
         width += mamba * mamba_conv_channels(split(cfg.mamba_heads), cfg.mamba_head_dim, split(cfg.mamba_groups),
