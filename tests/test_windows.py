@@ -176,7 +176,7 @@ def test_the_expected_time_finds_a_window_by_the_rule_that_declares_it_not_by_it
     from symllm import api
     from symllm.arch import symbols as S
     from symllm.arch.components.base import Rules
-    from symllm.costs.hardware import _windowed
+    from symllm.costs.stage_parts import windowed as _windowed
     mdl = api.spec("gpt-oss-20b").model()
     b, d_h, n_h, s, L = S.b, S.d_h, S.n_h, S.s, S.L
     L_2 = sympy.Symbol("L_2", integer=True, positive=True)  # the sliding group's layers

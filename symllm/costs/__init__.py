@@ -27,6 +27,6 @@ replicated over tensor-parallel ranks).
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "collectives", "tiles", "traffic", "power", "dsv4_cache",
+    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

@@ -159,8 +159,6 @@ class Network:
         return f"{self.title}, {per_node} NICs a ring", both if node_link is None else min(both, node_link)
 
 
-
-
 def _exact(text, unit: int) -> int | None:
     """A catalogue figure (a decimal string) times ``unit``, exactly; refused unless it is a whole number."""
     if text is None:

@@ -83,11 +83,11 @@ __all__ = ["ENGINES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_ki
            "f16_gemv_factor", "train_factor", "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s",
            "fp8_quantize_s", "expected", "seconds"]
 
+
 def __getattr__(name):  # ENGINES: read on first use
     if name == "ENGINES":
         return tuple(k for k in data()["engines"] if k != "about")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 
 def gemm(dtype: str, m, card: str | None = None) -> Fraction:
@@ -139,7 +139,6 @@ def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
     def loss(k) -> Fraction:  # the time at K over the time at the table's K (at least 1)
         return max(Fraction(1), (1 + Fraction(ridge) / max(1, k)) / (1 + Fraction(ridge) / k_ref))
     return base * len(ks) / sum(loss(k) for k in ks)
-
 
 
 def stream(weight_dtype: str = "bf16", kind: str | None = None, dequant: dict | None = None) -> Fraction:
@@ -537,13 +536,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
-    if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # a dropless layer's measured floor (moe.layer_floor)
+    if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # dropless MoE layers under an engine that syncs
+        # a dropless layer's measured floor (moe.layer_floor)
         gpu = Fraction(experts) / (eta * factor * peak) + moe_s + expert_cast
         least = moe_layer_floor_s(moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep)
         compute_s += micro * max(Fraction(0), least - gpu)
-    # dropless MoE layers the host launches one kernel at a time (no CUDA graph holds them): the micro-batches
-    # take at least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
-    if moe_s and train.get("moe_host_syncs") and work.ep > 1:
+        # the host launches their kernels one at a time (no CUDA graph holds them): the micro-batches take at
+        # least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
         compute_s = max(compute_s, micro * moe_host_launch_s(
             moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep,
             fp8=compute == "fp8" and train.get("fp8_recipe") == "current"))

@@ -251,16 +251,21 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["layers"] = algebra.substitute(blocks, defs)
         reductions = parallel.reduced_sublayers(stage, experts)  # the residual stream's all-reduces a forward pass
         terms["reductions"] = algebra.substitute(reductions, defs)
-        core, routed = _core(stage), _routed(stage)
+        stage_parts = module("symllm.costs.stage_parts")  # (SymPy: imported with the closed forms)
+        core, routed = stage_parts.core(stage), stage_parts.routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
         terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute is True), defs)
-        terms["expert_layers"] = algebra.substitute(_moe_layers(stage), defs)
+        terms["expert_layers"] = algebra.substitute(stage_parts.moe_layers(stage), defs)
         # vLLM's Mamba-2 gated norms whose one group spans the ranks: an all-reduce of a fp32 sum a token each
         spanning = module("symllm.arch.components.mamba").spanning_norms(stage)
         terms["spanning_norms"] = algebra.substitute(spanning, defs)
-        terms.update({f"{k}_core_flops": algebra.substitute(phase_flops(core, "training", recompute=again), defs) for k, again in (("training", recompute is True), ("model", False))})  # model: nothing recomputed
-        terms["training_bf16_flops"] = algebra.substitute(sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, _part(stage, "head", lambda c: S.s_o in c.flops.free_symbols))), sp.S.Zero), defs)
+        for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
+            terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)
+        head_part = stage_parts.part(stage, "head", lambda c: S.s_o in c.flops.free_symbols)  # the logits' GEMM
+        terms["training_bf16_flops"] = algebra.substitute(
+            sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, head_part)), sp.S.Zero),
+            defs)
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -268,7 +273,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             terms[f"{phase}_core_flops"] = algebra.substitute(phase_flops(core, phase), defs)
             if phase == "prefill":  # windowed layers' cores, on a local kernel's tiles (none: no term)
                 for kind in ("sliding", "chunked"):
-                    if (windowed := _windowed(stage, kind)).flops != 0:
+                    if (windowed := stage_parts.windowed(stage, kind)).flops != 0:
                         terms[f"prefill_{kind}_core_flops"] = algebra.substitute(phase_flops(windowed, phase), defs)
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
@@ -279,75 +284,6 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
-
-
-def _part(comp, name: str, keep):
-    """A component holding the parameters, active parameters and matmul FLOPs that the parts of ``comp`` for
-    which ``keep(part)`` holds own themselves, repeats included: what the expected time
-    (:mod:`symllm.costs.efficiency`) runs at an efficiency of its own, chosen by what the closed forms say,
-    not by names (:func:`_core`, :func:`_routed`); its FLOPs under ``torch.no_grad`` in a child that says so."""
-    from symllm.arch.components import Component, Rules
-
-    def grows(c, q, gradless=None, under=False) -> sp.Expr:  # gradless: only parts under torch.no_grad, or none
-        under = under or c.rules.no_grad
-        own = (c.flops if q == "flops" else c.own(q)) if keep(c) and gradless in (None, under) else sp.S.Zero
-        return c.repeat * (own + sum((grows(x, q, gradless, under) for x in c.children), sp.S.Zero))
-    frozen = grows(comp, "flops", True)
-    return Component(name, params=grows(comp, "params"), active=grows(comp, "active"), flops=grows(comp, "flops", False),
-                     children=(Component("no_grad", flops=frozen, rules=Rules(no_grad=True)),) if frozen != 0 else ())
-
-
-def _core(comp):
-    """The attention core of ``comp``: the matmul FLOPs that grow with the context ``t`` (the scores and the
-    weighted values of every attention layer); the expected time runs them at the attention kernel's
-    efficiency.
-
-    >>> from symllm.arch.components import model
-    >>> _core(model()).total("flops")
-    4*L*b*d_h*n_h*s*(s + t)
-    """
-    return _part(comp, "core", lambda c: S.t in c.flops.free_symbols or c.flops.has(sp.Min))
-
-
-def _windowed(comp, kind: str):
-    """The attention core (:func:`_core`'s parts that hold ``W``) of the layers of ``comp`` under a ``kind``
-    window ("sliding", "chunked": the window the attention's rules declare, :attr:`Rules.window`), repeats
-    included: what the expected time runs on a local kernel's tiles (:mod:`symllm.costs.tiles`).
-
-    >>> from symllm import api
-    >>> _windowed(api.spec("gpt-oss-20b").model(), "sliding").flops.subs(S.t, 0)
-    4*b*d_h*n_h*s**2*(L - L_2)
-    """
-    from symllm.arch.components import Component
-
-    def grows(c, inside: bool) -> sp.Expr:
-        inside = inside or getattr(getattr(c, "rules", None), "window", "") == kind
-        own = c.flops if inside and S.W in c.flops.free_symbols and (
-            S.t in c.flops.free_symbols or c.flops.has(sp.Min)) else sp.S.Zero
-        return c.repeat * (own + sum((grows(x, inside) for x in c.children), sp.S.Zero))
-    return Component(f"{kind} core", flops=grows(comp, False))
-
-
-def _moe_layers(comp) -> sp.Expr:
-    """The routed-experts parts of ``comp`` (:func:`_routed`'s), repeats included: a stage's MoE layers.
-
-    >>> from symllm import api
-    >>> _moe_layers(api.spec("mixtral-8x7b").model())
-    L
-    """
-    return comp.repeat * (int(comp.active is not None) + sum((_moe_layers(c) for c in comp.children), sp.S.Zero))
-
-
-def _routed(comp):
-    """The routed experts of ``comp``: every part whose tokens use only some of its parameters (``active``
-    set: a mixture's experts); their GEMMs see only the tokens routed to each expert.
-
-    >>> from symllm import api
-    >>> r = _routed(api.spec("mixtral-8x7b").model())
-    >>> r.total("active") / r.total("params")
-    k/n_e
-    """
-    return _part(comp, "routed", lambda c: c.active is not None)
 
 
 def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | None = None) -> dict:
@@ -484,7 +420,8 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
                       "reductions": int(num(f"{busiest}reductions")),
                       "spanning_norms": int(num(f"{busiest}spanning_norms")) if work.tp > 1 else 0})
-        parts.update({k: num(f"{busiest}{k}") for k in ("model_core_flops", "training_core_flops") if phase == "prefill"})
+        if phase == "prefill":  # the attention core's training FLOPs, as run and with nothing recomputed
+            parts.update({k: num(f"{busiest}{k}") for k in ("model_core_flops", "training_core_flops")})
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])

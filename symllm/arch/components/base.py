@@ -137,7 +137,7 @@ class Rules:
     gguf: str = ""
     #: the window an attention's keys lie in (:data:`symllm.arch.layers.WINDOWS`): "sliding", Mistral's last
     #: ``W`` keys, or "chunked", Llama 4's chunk of ``W``; "": every earlier key. The expected time runs a
-    #: windowed core on the window's tiles (:func:`symllm.costs.hardware._windowed`)
+    #: windowed core on the window's tiles (:func:`symllm.costs.stage_parts.windowed`)
     window: str = ""
     #: all-reduces of one fp32 statistic a token it sends across the tensor ranks in an inference forward, beside
     #: the residual stream's (vLLM's Mamba-2 gated norm whose one group spans the ranks:
