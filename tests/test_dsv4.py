@@ -196,11 +196,11 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
         assert ours == flops - unselected(1, s + step + 1), step
         generated += ours
     assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps, logits="all")) == generated
-    # a training step: symllm's 3 × the forward (every position's logits); transformers' backward is twice the
-    # forward's matmuls but for the indexer, which gets no gradient (its top-k indices are not differentiable:
-    # block_bias scatters constants), so none of its matmuls run backward there: by hand from DeepseekV4Indexer,
-    # kv_proj and gate_proj 2·d·2·d_I each, q_b_proj 2·r_q·n_I·d_I, weights_proj 2·d·n_I a token, and the scores
-    # 2·n_I·d_I per query and compressed indexer key (⌊s/m_c⌋ after the prompt), in each CSA layer
+    # a training step: transformers' backward is twice the forward's matmuls but for the indexer, whose one output,
+    # the top-k indices, carries no gradient (block_bias scatters constants), so none of its matmuls run backward
+    # there (symllm: Rules.no_grad); by hand from DeepseekV4Indexer, kv_proj and gate_proj 2·d·2·d_I each, q_b_proj
+    # 2·r_q·n_I·d_I, weights_proj 2·d·n_I a token, and the scores 2·n_I·d_I per query and compressed indexer key
+    # (⌊s/m_c⌋ after the prompt), in each CSA layer
     d, d_I, n_I = config.hidden_size, config.index_head_dim, config.index_n_heads
     indexer = csa * b * s * (8 * d * d_I + 2 * config.q_lora_rank * n_I * d_I + 2 * d * n_I + 2 * n_I * d_I * (s // rate))
     # and a prompt shorter than a compressor's window closes none: its kv_proj and gate_proj (d -> d_h each in an
@@ -211,16 +211,18 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
     from torch.utils.flop_counter import FlopCounterMode
     with FlopCounterMode(display=False) as train:
         model(torch.randint(0, raw["vocab_size"], (b, s))).logits.float().sum().backward()
-    ours = costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s))
-    assert ours == train.get_total_flops() - 3 * unselected(s, s) + 2 * indexer + 2 * idle
+    values = symllm.values(cfg, batch=b, seq=s, logits="all")
+    ours = costs.flops(mdl, "training").subs(values)
+    assert ours == train.get_total_flops() - 3 * unselected(s, s) + 2 * idle
+    assert ours == 3 * costs.flops(mdl, "prefill").subs(values) - 2 * indexer  # its forward once, no backward
 
 
 @given(dsv4_configs(), st.integers(1, 2), st.integers(1, 9), st.integers(1, 4))
 def test_prefill_decode_generation_and_training_flops_equal_transformers(raw, b, s, steps):
     """A random DeepSeek-V4 config (every layer type, rates, window, streams, hash routing): prefill, decode steps,
     generation and a training step's matmul FLOPs equal FlopCounterMode's on transformers' model, CSA's top-k and
-    the backward transformers does not run (the indexer's; a compressor's that closes no window) stated by hand
-    (:func:`_generation_agrees`)."""
+    the backward of a compressor that closes no window (transformers does not run it) stated by hand; a training
+    step runs the indexer's forward once and its backward never, as transformers does (:func:`_generation_agrees`)."""
     _generation_agrees(raw, b, s, steps)
 
 
