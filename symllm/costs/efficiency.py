@@ -265,7 +265,7 @@ def seconds(value):
 
 def model_flops(num) -> Fraction:
     """A training step's model FLOPs (MFU's numerator: its forward and backward, nothing recomputed, a part
-    under ``torch.no_grad`` forward only) from the evaluated forms ``num(name)``: ``model_flops``
+    that runs forward only, ``Rules.no_grad``, once) from the evaluated forms ``num(name)``: ``model_flops``
     (:func:`symllm.costs.hardware.roofline_forms`: the training FLOPs with no recomputation, whatever the
     workload's policy), read, not scaled from the step as run.
 
