@@ -22,10 +22,10 @@ manifold-constrained hyper-connection (:func:`hyper_connection`: ``fn`` of ``(2 
 
 Parameters and caches are modelled (each part with its Hugging Face name, replicated: transformers'
 tensor-parallel plan splits only the routed experts, not even the shared expert: :func:`swiglu_clamps`; LoRA
-targets every linear but the grouped output projection ``o_a_proj`` (PEFT wraps it as a plain linear whose
-forward fails):
-:func:`symllm.costs.finetune.adapt`; no GGUF names: llama.cpp has none yet). ``kv_cache``: the window's last
-``W - 1`` keys of the one head (transformers' sliding-window slice), held as keys and values in a sliding-only layer and as one tensor read as both in a compressing one. The
+targets every linear but the grouped output projection ``o_a_proj`` (PEFT wraps it as a plain linear whose forward
+fails): :func:`symllm.costs.finetune.adapt`; no GGUF names: llama.cpp has none yet). ``kv_cache``: the window's
+last ``W - 1`` keys of the one head (transformers' sliding-window slice), held as keys and values in a
+sliding-only layer and as one tensor read as both in a compressing one. The
 compressors' buffers, compressed entries and overlap state are ``state_cache`` (:func:`_series_state`).
 
 Matmul FLOPs (a pass of ``s`` queries after ``t`` cached tokens; equal to ``FlopCounterMode`` on transformers'
