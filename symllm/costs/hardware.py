@@ -516,9 +516,10 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     masked = 1 - (Fraction(work.seq + 1, 2 * work.seq) if dense else 1)  # of each pass over the core's rectangle
     model = work.dp * (_model_flops(num) - masked * parts.pop("model_core_flops") * copies)
     hardware = work.dp * (num("flops.training_step") - masked * parts.pop("training_core_flops") * copies)
+
     def dp_sent(grad_bytes, rounds) -> Fraction:  # comm's dp form at them (by the names of parallel.REDUCE_BYTES
         # and DP_ROUNDS: no SymPy here); bf16 gradients once a step are comm.dp itself (no form at --dp 1)
-        same = grad_bytes == BF16 and rounds == 1 or work.dp == 1
+        same = (grad_bytes == BF16 and rounds == 1) or work.dp == 1
         return comm.get("dp", 0) if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
 
     parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"), "dp_sent": dp_sent,
