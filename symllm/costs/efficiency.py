@@ -72,6 +72,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from symllm.arch.dtypes import BF16
 from symllm.arch.layers import OP_RECOMPUTED
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
@@ -373,7 +374,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``*_handoff``, ``training_flops``,
-    ``training_model_flops``, ``comm``; a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
+    ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and rounds a step:
+    :func:`symllm.costs.parallel.comm`); a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
     ``beta_a`` for :func:`moe_training_s`), the workload, the peak FLOP/s of the compute dtype, the bandwidth
     and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. The card's figures are
     :func:`card`'s (its GEMM efficiency at its own peak only; None: the measured curve). Seconds as floats.
@@ -552,12 +554,11 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
-    # comm's dp under ZeRO 3: 2 gathers and 1 reduce-scatter a step, each 2 bytes (bf16) a parameter's ring share;
-    # FSDP2 as an engine runs it (no pipeline): fsdp_per_micro_batch, all three every micro-batch; grad_reduce_bytes
-    dp_bytes, dp_calls = comm.get("dp", 0), 1
-    if work.zero_stage == 3 and pp == 1 and ("grad_reduce_bytes" in train or train.get("fsdp_per_micro_batch")):
-        dp_calls = micro if train.get("fsdp_per_micro_batch") else 1
-        dp_bytes = Fraction(dp_bytes, 3 * 2) * dp_calls * (2 * 2 + int(train.get("grad_reduce_bytes", 2)))
+    # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a
+    # pipeline (fsdp_per_micro_batch: gathered and reduce-scattered every micro-batch; grad_reduce_bytes)
+    fsdp = work.zero_stage == 3 and pp == 1
+    dp_calls = micro if fsdp and train.get("fsdp_per_micro_batch") else 1
+    dp_bytes = parts["dp_sent"](int(train.get("grad_reduce_bytes", BF16)) if fsdp else BF16, dp_calls)
     dp_s = allreduce_s(dp_calls, dp_bytes, route.get("dp")) if work.dp > 1 else Fraction(0)
     hidden = _x(train["overlap"])
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back

@@ -36,7 +36,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from symllm._lazy import module
-from symllm.arch.dtypes import FP32
+from symllm.arch.dtypes import BF16, FP32
 from symllm.costs import accelerators
 from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom, gpu, names,  # noqa: F401 (re-exported)
                                        network, of, peak_flops, values)
@@ -363,6 +363,9 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)  # MFU's: nothing recomputed (under torch.no_grad: forward only)
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
+    if work.dp > 1:  # comm's dp at an engine's reduce dtype and rounds a step, as symbols (_expected's dp_sent)
+        forms["dp_sent"] = parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp,
+                                         grad_bytes=parallel.REDUCE_BYTES, rounds=parallel.DP_ROUNDS)["dp"]
     if not laid:
         crossing = _crossing(mdl, exprs["flops"]["decode_token"])
         forms["crossing"], forms["crossing.denominator"] = crossing, _denominator(crossing)
@@ -513,7 +516,13 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     masked = 1 - (Fraction(work.seq + 1, 2 * work.seq) if dense else 1)  # of each pass over the core's rectangle
     model = work.dp * (_model_flops(num) - masked * parts.pop("model_core_flops") * copies)
     hardware = work.dp * (num("flops.training_step") - masked * parts.pop("training_core_flops") * copies)
-    parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"),
+
+    def dp_sent(grad_bytes, rounds) -> Fraction:  # comm's dp form at them (by the names of parallel.REDUCE_BYTES
+        # and DP_ROUNDS: no SymPy here); bf16 gradients once a step are comm.dp itself (no form at --dp 1)
+        same = (grad_bytes == BF16 and rounds == 1) or work.dp == 1
+        return comm.get("dp", 0) if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
+
+    parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"), "dp_sent": dp_sent,
                   "bf16_peak": gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
     # the pairs a sequence's core counts in the workload's convention (the kernel's tiles replace them in the
     # expected time), and a training step's core (the indexer's scores: no backward), the busiest stage's

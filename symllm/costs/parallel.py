@@ -73,7 +73,9 @@ Conventions, stated once (docs/parallel.md):
   :func:`symllm.costs.schedules.handoffs`, not these). Data parallel: bf16 gradients
   all-reduced (ZeRO 0), or reduce-scattered and the bf16 weights all-gathered (ZeRO 1, 2: the same
   ``2(N_d-1)/N_d·2N`` bytes), the weights all-gathered twice (ZeRO 3: ``3(N_d-1)/N_d·2N``), ``N`` the
-  per-GPU parameters (a stage's local experts over ``N_d/N_e`` instead of ``N_d``). Expert parallel
+  per-GPU parameters (a stage's local experts over ``N_d/N_e`` instead of ``N_d``); once a step by default. An
+  engine's reduce dtype and rounds (:func:`comm`'s ``grad_bytes``, ``rounds``: FSDP2 under torchtitan
+  reduce-scatters fp32 gradients and gathers the weights again every micro-batch) enter the same form. Expert parallel
   (``ep``, MoE models only): per MoE layer an all-to-all dispatching each token's ``k`` routed copies
   and one combining the experts' outputs in forward, the same two for the gradients in backward
   (recomputation repeats the forward two), each of ``β_a·b·s·k·d`` bytes (the ``b·s`` tokens the layer
@@ -98,7 +100,8 @@ from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
 __all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
-           "expert_params", "comm", "SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers"]
+           "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES", "forward_runs", "summed",
+           "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
@@ -455,14 +458,36 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts:
     return total
 
 
+#: :func:`comm`'s two data-parallel inputs as symbols, for a form evaluated at an engine's numbers
+#: (:func:`symllm.costs.hardware.roofline_forms`' ``dp_engine``): bytes of a reduced gradient, rounds a step
+REDUCE_BYTES, DP_ROUNDS = sp.symbols("beta_g R_d", positive=True, integer=True)
+
+
+def _dp_bytes(params: sp.Expr, ranks: sp.Expr, zero_stage: int, grad_bytes, rounds) -> sp.Expr:
+    """Whole bytes one GPU sends a step in the data-parallel collectives of ``params`` over ``ranks``: each of
+    ``rounds`` rounds reduces the gradients at ``grad_bytes`` a parameter (an all-reduce at ZeRO 0, a
+    reduce-scatter above) and at ZeRO 3 all-gathers the bf16 weights twice (forward, backward); ZeRO 1 and 2
+    all-gather the updated weights once, after the optimizer's step."""
+    weights = ring(zero.MIXED_PRECISION_ADAM["weights"] * params, ranks)
+    reduce = ring(grad_bytes * params, ranks)
+    if not zero.sharded("optimizer", zero_stage):  # ZeRO 0: the gradients all-reduced
+        return rounds * 2 * reduce
+    if zero.sharded("weights", zero_stage):
+        return rounds * (reduce + 2 * weights)
+    return rounds * reduce + weights
+
+
 @lru_cache(maxsize=64)
 def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_stage: int = 0,
-         experts: str = "split") -> dict[str, sp.Expr]:
+         experts: str = "split", grad_bytes=zero.MIXED_PRECISION_ADAM["gradients"], rounds=1) -> dict[str, sp.Expr]:
     """Bytes one GPU sends per training step of one micro-batch (``b`` sequences; see the module docstring), the
     busiest stage's: ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point (a middle stage's
     activation on and gradient back), ``dp`` data-parallel gradients
     (and ZeRO's weight all-gathers), and for a mixture-of-experts model ``ep`` the expert-parallel
-    all-to-alls.
+    all-to-alls. ``dp`` reduces the gradients at ``grad_bytes`` a parameter (the reduce dtype's; bf16 by
+    default), ``rounds`` times a step (1: accumulated, reduced once; FSDP2 under torchtitan without a pipeline
+    reduce-scatters and, at ZeRO 3, gathers again every micro-batch: ``rounds`` = ``m``); numbers or symbols
+    (:data:`REDUCE_BYTES`, :data:`DP_ROUNDS`).
 
     >>> from symllm.arch.components import LayerKind, model
     >>> c = comm(model())
@@ -473,22 +498,24 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     40
     >>> comm(model(kinds=(LayerKind(ffn="moe"),)))["ep"].subs(S.N_p, 1)   # 4 all-to-alls per MoE layer
     4*L*ceiling(b*beta_a*d*k*s*(N_e - 1)/N_e)
+    >>> z3 = {S.N_t: 1, S.N_p: 1, S.N_d: 4, **ones}   # ring shares: 18 of 24 bf16 bytes, 36 of 48 fp32 bytes
+    >>> comm(model(), zero_stage=3)["dp"].subs(z3), comm(model(), zero_stage=3, grad_bytes=4, rounds=2)["dp"].subs(z3)
+    (54, 144)
     """
     first, last = stages(mdl, sp_, experts)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
-    passes = 3 if zero.sharded("weights", zero_stage) else 2  # ZeRO 3 gathers the weights again in backward
-    grad = zero.MIXED_PRECISION_ADAM["gradients"]  # bytes of a gradient (and of a gathered weight)
     out = {
         "tp": maximum(*(_tp_bytes(st, sp_, recompute, experts == "split") for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
-        "dp": passes * ring(grad * params_per_gpu(mdl, sp_, experts=experts), S.N_d),
+        "dp": _dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds),
     }
     if has_experts(mdl):
         group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards
 
         def dp(stage):
             x = expert_params(stage)
-            return passes * (ring(grad * (stage.total("params") - x), S.N_d) + ring(grad * x, group))
+            return (_dp_bytes(stage.total("params") - x, S.N_d, zero_stage, grad_bytes, rounds)
+                    + _dp_bytes(x, group, zero_stage, grad_bytes, rounds))
 
         # dispatch and combine, forward and backward (+ the forward again where recomputed)
         messages = 2 + 2 * forward_runs("all_to_all", recompute)
