@@ -8,10 +8,12 @@ from fractions import Fraction
 
 import pytest
 
+import symllm
 from symllm.costs import collectives, efficiency, figures
 from symllm.costs.accelerators import gpu
 from symllm.costs.hardware import links
 from symllm.costs.workloads import Workload
+from tests.test_published_runs import ROWS, options
 
 #: H100 SXM (and H800 SXM, the same chip and HBM3): dense FP8 1,978.9 TFLOP/s over 3.35 TB/s
 RIDGE_FP8 = Fraction(19789, 10) / Fraction(335, 100)
@@ -234,6 +236,57 @@ def test_the_floor_needs_its_local_experts():
     (EP 4: 32) the measured one (more local experts launch more kernels)."""
     assert efficiency.moe_layer_floor_s(moe_layers=36, n_e=128, ep=64) == 0
     assert efficiency.moe_layer_floor_s(moe_layers=36, n_e=128, ep=4) == 36 * Fraction("0.00904")
+
+
+def test_fp8_current_scaling_adds_its_quantization_launches_to_the_floor():
+    """The floor was measured in BF16; under FP8 current scaling each of a rank's 16 experts quantizes its two
+    linears' inputs and output gradients, 4 x (amax, scale, cast) = 12 launches more a micro-batch (18 - 6),
+    each at the host's 24 us: 24 layers x (9.04 ms + 12 x 16 x 24 us) = 24 x 13.648 ms. Below the floor's 16
+    local experts there is still none."""
+    assert efficiency.moe_layer_floor_s(moe_layers=24, n_e=128, ep=8, fp8=True) == 24 * (
+        Fraction("0.00904") + 12 * 16 * Fraction(24, 10 ** 6))
+    assert efficiency.moe_layer_floor_s(moe_layers=24, n_e=128, ep=16, fp8=True) == 0
+
+
+def test_fp8_runs_qwen3_30b_a3b_slower_than_bf16_on_h100s():
+    """NVIDIA-NeMo/Megatron-Bridge issue #2842 ("Qwen3 FP8 Performance worse than BF16", 2026-03-17, read
+    2026-11-29): in the 26.02 release Qwen3 30B's FP8 "underperforms compared to BF16" on H100 (among other
+    systems), "still mostly mxfp8 cast bound" (2026-05-12); no figures. At the 26.02 H100 row's layout (16 GPUs,
+    PP 2, VP 12, EP 8, MBS 1, dropless) symllm expects FP8 current scaling slower than BF16 (5,217 against
+    7,039 tokens/s): the BF16-measured floor plus FP8's per-expert quantization launches. Without them it
+    expected FP8 3% faster (7,266)."""
+    row = next(r for r in ROWS if r["id"] == "megatron-bridge-qwen3-30b-a3b-h100x16-fp8-2602")
+    rate = {c: symllm.workload(row["model"], **{**options(row), "compute_dtype": c})["time"]["expected"]
+            ["training_tokens_per_s_per_gpu"] for c in ("fp8", "bf16")}
+    assert rate["fp8"] < rate["bf16"]
+
+
+#: DeepGEMM's grouped FP8 GEMMs for MoE (github.com/deepseek-ai/DeepGEMM README, 2025-02, read 2026-11-29: H800
+#: SXM5, kernel time, 1x128 and 128x128 block scales): (M a group, N, K, TFLOPS), contiguous and masked layouts
+DEEPGEMM_GROUPED = [(8192, 4096, 7168, 1297), (8192, 7168, 2048, 1099), (4096, 4096, 7168, 1288),
+                    (4096, 7168, 2048, 1093), (1024, 4096, 7168, 1233), (1024, 7168, 2048, 925),
+                    (512, 4096, 7168, 1040), (512, 7168, 2048, 916), (256, 4096, 7168, 932), (256, 7168, 2048, 815)]
+
+
+@pytest.mark.parametrize("m,n,k,tflops", DEEPGEMM_GROUPED)
+def test_an_experts_gemm_is_not_faster_than_deepgemms(m, n, k, tflops):
+    """An expert's GEMM of M rows and reduction width K (grouped_gemm on an H100 SXM, the H800's chip) never
+    reaches more of the 1,978.9 TFLOP/s FP8 peak than DeepGEMM's grouped kernels did at that M and K, timed
+    alone with no launch or host cost: the fastest published, so an upper bound (symllm's M curve is
+    torch._scaled_mm's, eager: 0.19 of the peak at M 256 where DeepGEMM's masked groups reach 0.41)."""
+    assert efficiency.grouped_gemm("fp8", m, [k], RIDGE_FP8, "h100-sxm") <= Fraction(tflops * 10, 19789)
+
+
+def test_the_qwen3_rows_experts_gemms_are_under_the_floor(monkeypatch):
+    """At the 26.02 Qwen3-30B-A3B row the MoE layers run at the floor: the experts' GEMMs (2,048 rows an expert:
+    4,096 x 8 x 8 / 128) at a third of their efficiency leave the step where it is, so no GEMM efficiency
+    rule can move the row (the experts' GEMMs, all-to-alls, permutation and FP8 casts count 4.2 ms of GPU time a
+    layer against a 13.6 ms floor)."""
+    row = next(r for r in ROWS if r["id"] == "megatron-bridge-qwen3-30b-a3b-h100x16-fp8-2602")
+    before = symllm.workload(row["model"], **options(row))["time"]["expected"]["training_step_s"]
+    slower = efficiency.grouped_gemm
+    monkeypatch.setattr(efficiency, "grouped_gemm", lambda *a, **k: slower(*a, **k) / 3)
+    assert symllm.workload(row["model"], **options(row))["time"]["expected"]["training_step_s"] == before
 
 
 #: NVIDIA's own MoE-layer benchmark baselines (Megatron-LM tests/functional_tests/test_cases/common/moe_perf/

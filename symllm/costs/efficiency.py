@@ -44,7 +44,8 @@ each figure with its source:
   memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
   device-to-host round trip each forward (``moe.sync_s``), and its micro-batch takes at least the time the
   host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`) and, a rank holding 16
-  experts or more, a measured floor a layer (:func:`moe_layer_floor_s`, ``moe.layer_floor``).
+  experts or more, a measured floor a layer (:func:`moe_layer_floor_s`, ``moe.layer_floor``: BF16; under FP8
+  current scaling the host launches three quantization kernels more an expert's input and gradient, on top).
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
@@ -323,15 +324,23 @@ def moe_host_launch_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool) -> Fract
     return moe_layers * (each * local + launches["fixed"]) * _x(data()["kernel"]["host_s"])
 
 
-def moe_layer_floor_s(*, moe_layers: int, n_e: int, ep: int) -> Fraction:
+def moe_layer_floor_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool = False) -> Fraction:
     """The least a training micro-batch's dropless MoE layers take, forward and backward, where a rank holds at
-    least ``moe.layer_floor.local_experts`` of the ``n_e`` experts (a Megatron-Core layer's measured floor, 0 below).
+    least ``moe.layer_floor.local_experts`` of the ``n_e`` experts (a Megatron-Core layer's measured floor, BF16,
+    0 below); ``fp8`` (Transformer Engine's current scaling): the floor plus the host's launches of the
+    quantizations FP8 adds an expert (:func:`moe_host_launch_s`'s FP8 count less its BF16 one).
 
     >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8)), moe_layer_floor_s(moe_layers=24, n_e=128, ep=64)
     (0.21696, Fraction(0, 1))
+    >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8, fp8=True))  # 24 x (9.04 ms + (18 - 6) x 16 x 24 us)
+    0.327552
     """
     floor = data()["moe"]["layer_floor"]
-    return moe_layers * _x(floor["s"]) if -(-n_e // ep) >= floor["local_experts"] else Fraction(0)
+    if -(-n_e // ep) < floor["local_experts"]:
+        return Fraction(0)
+    host = dict(moe_layers=moe_layers, n_e=n_e, ep=ep)
+    casts = moe_host_launch_s(**host, fp8=True) - moe_host_launch_s(**host, fp8=False) if fp8 else 0
+    return moe_layers * _x(floor["s"]) + casts
 
 
 def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
@@ -541,15 +550,14 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # dropless MoE layers under an engine that syncs
-        # a dropless layer's measured floor (moe.layer_floor)
+        # a dropless layer's measured floor (moe.layer_floor), FP8's quantization launches an expert on top
         gpu = Fraction(experts) / (eta * factor * peak) + moe_s + expert_cast
-        least = moe_layer_floor_s(moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep)
-        compute_s += micro * max(Fraction(0), least - gpu)
+        host = dict(moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep,
+                    fp8=compute == "fp8" and train.get("fp8_recipe") == "current")
+        compute_s += micro * max(Fraction(0), moe_layer_floor_s(**host) - gpu)
         # the host launches their kernels one at a time (no CUDA graph holds them): the micro-batches take at
         # least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
-        compute_s = max(compute_s, micro * moe_host_launch_s(
-            moe_layers=moe_layers, n_e=parts["n_e"], ep=work.ep,
-            fp8=compute == "fp8" and train.get("fp8_recipe") == "current"))
+        compute_s = max(compute_s, micro * moe_host_launch_s(**host))
     # the tensor-parallel all-reduce calls: a forward and a backward one per sublayer the ranks sum (reductions)
     tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
