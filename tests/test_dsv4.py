@@ -196,11 +196,11 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
         assert ours == flops - unselected(1, s + step + 1), step
         generated += ours
     assert costs.flops(mdl, "generation").subs(symllm.values(cfg, batch=b, seq=s, gen=steps, logits="all")) == generated
-    # a training step: symllm's 3 × the forward (every position's logits); transformers' backward is twice the
-    # forward's matmuls but for the indexer, which gets no gradient (its top-k indices are not differentiable:
-    # block_bias scatters constants), so none of its matmuls run backward there: by hand from DeepseekV4Indexer,
-    # kv_proj and gate_proj 2·d·2·d_I each, q_b_proj 2·r_q·n_I·d_I, weights_proj 2·d·n_I a token, and the scores
-    # 2·n_I·d_I per query and compressed indexer key (⌊s/m_c⌋ after the prompt), in each CSA layer
+    # a training step: transformers' backward is twice the forward's matmuls but for the indexer, whose one output,
+    # the top-k indices, carries no gradient (block_bias scatters constants), so none of its matmuls run backward
+    # there (symllm: Rules.no_grad); by hand from DeepseekV4Indexer, kv_proj and gate_proj 2·d·2·d_I each, q_b_proj
+    # 2·r_q·n_I·d_I, weights_proj 2·d·n_I a token, and the scores 2·n_I·d_I per query and compressed indexer key
+    # (⌊s/m_c⌋ after the prompt), in each CSA layer
     d, d_I, n_I = config.hidden_size, config.index_head_dim, config.index_n_heads
     indexer = csa * b * s * (8 * d * d_I + 2 * config.q_lora_rank * n_I * d_I + 2 * d * n_I + 2 * n_I * d_I * (s // rate))
     # and a prompt shorter than a compressor's window closes none: its kv_proj and gate_proj (d -> d_h each in an
@@ -211,16 +211,18 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
     from torch.utils.flop_counter import FlopCounterMode
     with FlopCounterMode(display=False) as train:
         model(torch.randint(0, raw["vocab_size"], (b, s))).logits.float().sum().backward()
-    ours = costs.flops(mdl, "training").subs(symllm.values(cfg, batch=b, seq=s))
-    assert ours == train.get_total_flops() - 3 * unselected(s, s) + 2 * indexer + 2 * idle
+    values = symllm.values(cfg, batch=b, seq=s, logits="all")
+    ours = costs.flops(mdl, "training").subs(values)
+    assert ours == train.get_total_flops() - 3 * unselected(s, s) + 2 * idle
+    assert ours == 3 * costs.flops(mdl, "prefill").subs(values) - 2 * indexer  # its forward once, no backward
 
 
 @given(dsv4_configs(), st.integers(1, 2), st.integers(1, 9), st.integers(1, 4))
 def test_prefill_decode_generation_and_training_flops_equal_transformers(raw, b, s, steps):
     """A random DeepSeek-V4 config (every layer type, rates, window, streams, hash routing): prefill, decode steps,
     generation and a training step's matmul FLOPs equal FlopCounterMode's on transformers' model, CSA's top-k and
-    the backward transformers does not run (the indexer's; a compressor's that closes no window) stated by hand
-    (:func:`_generation_agrees`)."""
+    the backward of a compressor that closes no window (transformers does not run it) stated by hand; a training
+    step runs the indexer's forward once and its backward never, as transformers does (:func:`_generation_agrees`)."""
     _generation_agrees(raw, b, s, steps)
 
 
@@ -239,6 +241,37 @@ def test_flops_of_one_layer_of_each_kind_equal_transformers_past_the_window_and_
     (8) and the top-k (2 entries, 4 tokens), so every term of the closed forms is reached; the counts, and a
     training step's, equal FlopCounterMode's (:func:`_generation_agrees`)."""
     _generation_agrees(_ONE_OF_EACH, 2, 9, 12)
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_the_indexer_runs_forward_only_in_training(recompute):
+    """The fixed config, two sequences of 9 tokens: FlopCounterMode's count inside transformers' DeepseekV4Indexer
+    over a forward and a backward is its forward once (twice under gradient checkpointing, which runs each
+    decoder layer again, the indexer included), and its weights' gradients stay None; by hand from
+    DeepseekV4Indexer, 2·9 tokens of kv_proj and gate_proj (32 -> 16) 2·32·16 each, q_b_proj (8 -> 2·8) 2·8·16,
+    weights_proj (32 -> 2) 2·32·2, and the scores 2·2·8 per query and each of its ⌊9/2⌋ = 4 compressed keys:
+    2·9·(2048 + 256 + 128 + 128) = 46,080. symllm's training step is 3 forwards (4 under full recomputation)
+    less the indexer's backward: 2 of its forwards (Rules.no_grad)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    from torch.utils.flop_counter import FlopCounterMode
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(**_ONE_OF_EACH, experts_implementation="eager",
+                                               attn_implementation="eager")
+    model = transformers.AutoModelForCausalLM.from_config(config).train()
+    if recompute:
+        model.gradient_checkpointing_enable()
+    with FlopCounterMode(display=False) as train:
+        model(torch.randint(0, 100, (2, 9))).logits.float().sum().backward()
+    inside = sum(sum(v.values()) for k, v in train.get_flop_counts().items() if k.endswith(".indexer"))
+    indexer = 2 * 9 * (2 * 2 * 32 * 16 + 2 * 8 * 16 + 2 * 32 * 2 + 2 * 2 * 8 * 4)
+    assert inside == (2 if recompute else 1) * indexer == (2 if recompute else 1) * 46080
+    assert all(p.grad is None for n, p in model.named_parameters() if ".indexer." in n)
+    cfg = from_hf(_ONE_OF_EACH)
+    mdl = symllm.model_for(cfg)
+    values = symllm.values(cfg, batch=2, seq=9, logits="all")
+    passes = 4 if recompute else 3
+    assert costs.flops(mdl, "training", recompute=recompute).subs(values) == (
+        passes * costs.flops(mdl, "prefill").subs(values) - 2 * indexer)
 
 
 def test_the_matmul_flops_of_one_layer_of_each_kind_by_hand():
@@ -658,6 +691,36 @@ def test_lora_trainable_equals_peft(raw, targets):
     theirs = sum(p.numel() for p in model.parameters() if p.requires_grad)
     ours = finetune.lora(from_hf(raw), lora_rank=2, lora_targets=",".join(targets))["params"]["trainable"]
     assert ours == theirs
+
+
+@pytest.mark.parametrize("targets", [["q_a_proj"], ["kv_proj", "o_b_proj"], ["gate_proj", "q_b_proj"]])
+def test_indexer_adapters_hold_nothing_and_get_no_gradient(targets):
+    """The fixed config (one CSA layer), rank 2: PEFT adapts the indexer's linears (weights_proj, which no other
+    module's name ends in; kv_proj, gate_proj and q_b_proj beside the attention's and compressors') and counts
+    their adapters trainable, but after a backward every adapter under the indexer has a None gradient and every
+    other its own, and a training forward holds for backward (:func:`_held_for_backward`, what the loss can reach)
+    exactly what it holds without weights_proj's adapter: its top-k indices carry no gradient, so nothing it
+    computed is kept. symllm's lora_activations are the same with and without weights_proj, and its trainable
+    count grows by what PEFT's does (Rules.no_grad on the indexer)."""
+    torch, transformers, peft = requires("torch"), requires("transformers"), requires("peft")
+    config = transformers.AutoConfig.for_model(**_ONE_OF_EACH, experts_implementation="eager",
+                                               attn_implementation="eager")
+    ids = torch.randint(0, _ONE_OF_EACH["vocab_size"], (2, 9))
+    measured, ours = {}, {}
+    for name, listed in (("without", targets), ("with", targets + ["weights_proj"])):
+        torch.manual_seed(0)
+        model = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config).train(),
+                                    peft.LoraConfig(r=2, target_modules=listed))
+        held = _held_for_backward(model, ids)
+        model(ids).logits.float().sum().backward()
+        grads = {n: p.grad is not None for n, p in model.named_parameters() if p.requires_grad}
+        assert all(has != (".indexer." in n) for n, has in grads.items()), grads
+        measured[name] = (held, sum(p.numel() for p in model.parameters() if p.requires_grad))
+        w = symllm.workload(from_hf(_ONE_OF_EACH), batch=2, seq=9, dtype="fp32", lora_rank=2,
+                            lora_targets=",".join(listed))
+        ours[name] = (w["memory"]["lora_activations"], w["params"]["trainable"])
+    assert measured["with"][0] == measured["without"][0] and ours["with"][0] == ours["without"][0]
+    assert ours["with"][1] - ours["without"][1] == measured["with"][1] - measured["without"][1] == 2 * (32 + 2)
 
 
 def test_lora_by_hand_and_refusals(cli, tmp_path):

@@ -367,13 +367,13 @@ def test_engines_own_allreduce_replaces_nccl_over_nvlink_only():
 
 def test_old_vllm_tp4_decode_over_pcie_by_hand():
     """Llama-2-70B fp16 over four A100 PCIe at batch 1 (context 135) under vLLM before v0.2.6: no CUDA graphs,
-    so the host launches every op: 80 layers x 14 kernels and 161 NCCL all-reduces (two a layer and the
-    embedding's) at 24 us each = 30.744 ms. The GPU meanwhile streams its 34.37 GB a rank (weights, cache and
-    logits) at 0.88 of 1,935 GB/s, runs 1,120 kernels at 4.9 us, and its all-reduces take 20 us each plus the
+    so the host launches every op: 80 layers x 14 kernels at 24 us and 161 NCCL all-reduces (two a layer and the
+    embedding's) at 89 us a torch.distributed call (pytorch/pytorch issue #138773) = 41.209 ms. The GPU
+    meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of 1,935 GB/s, runs 1,120 kernels at 4.9 us, and its all-reduces take 20 us each plus the
     bytes they send (24,576 B each, and the logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 29.1
     ms, less. Then 0.3 ms a step and the Ray round trip to four actors, 1/2011.9 + 3/8663.7 s (Ray's
     1_1_actor_calls_sync and _async, release/perf_metrics/microbenchmark.json)."""
-    host = (80 * 14 + 161) * Fraction(24, 10 ** 6)
+    host = 80 * 14 * Fraction(24, 10 ** 6) + 161 * Fraction(89, 10 ** 6)
     sent = 161 * 24_576 + 48_000
     reduce_s = 161 * Fraction(2, 10 ** 5) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9)
     gpu_s = (Fraction(34_370_387_584) / (Fraction(88, 100) * 1935 * 10 ** 9) + 80 * 14 * Fraction(49, 10 ** 7)
@@ -384,6 +384,22 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
     e = _time("llama2-70b", gpu="a100-80gb-pcie", engine="vllm-v0.2", dtype="fp16", tp=4, seq=7, context=135)["expected"]
     assert e["decode_token_s"] == pytest.approx(float(seconds), rel=1e-12)
     assert 1e3 * float(ray) == pytest.approx(0.8433, abs=1e-4)
+
+
+def test_collective_host_time_only_for_eager_tensor_parallel_calls(monkeypatch):
+    """kernel.collective_host_s is paid once for each all-reduce the host launches eagerly: a microsecond more
+    a call is 161 us more a host-paced TP4 step of Llama-2-70B (161 all-reduces), nothing at one rank (no
+    all-reduce) or under CUDA graphs (the host launches nothing a step)."""
+    def steps():
+        tp4 = _time("llama2-70b", gpu="a100-80gb-pcie", engine="vllm-v0.2", dtype="fp16", tp=4, seq=7, context=135)
+        one = _time("llama2-7b", gpu="a100-80gb", engine="vllm-v0.2", dtype="fp16", seq=5, context=55)
+        graphs = _time("llama2-70b", gpu="a100-80gb-pcie", engine="vllm", dtype="fp16", tp=4, seq=7, context=135)
+        return [t["expected"]["decode_token_s"] for t in (tp4, one, graphs)]
+    before = steps()
+    monkeypatch.setitem(figures.data()["kernel"], "collective_host_s", "0.00009")
+    after = steps()
+    assert after[0] - before[0] == pytest.approx(161e-6, rel=1e-9)
+    assert after[1:] == before[1:]
 
 
 def test_ray_round_trip_only_where_ranks_are_ray_actors():

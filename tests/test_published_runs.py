@@ -327,12 +327,13 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: step's forward, -27.4% before), and by every group's median; not by the inference and training groups' worst
 #: rows (memory's worst is now vLLM V0's RTX 3090 cache at 29,000 tokens, +9.1%; vLLM V1's Qwen3-235B TP4 cache,
 #: +88% before vLLM V1's dummy sampler run and its NCCL communicators were counted, is +2.6%; inference's is
-#: vLLM of October 2023 on four PCIe A100s, +78% (+85% before its Ray round trip and its eager all-reduces'
-#: launches were counted); training's is Megatron-Bridge's dropless Qwen3-30B-A3B of its 26.02 container, +42%,
+#: vLLM of October 2023 on eight PCIe A100s, +63%, a held-out row added with its four-GPU row's table (that row
+#: +34%, +78% before a torch.distributed call's host time, kernel.collective_host_s, +85% before its Ray round
+#: trip and its eager all-reduces' launches were counted; the held-out rows raised the median from 5.6% to 7.1%); training's is Megatron-Bridge's dropless Qwen3-30B-A3B of its 26.02 container, +42%,
 #: with its 25.11 row +38% and GPT-OSS-120B +19% (+117%, +110% and +45% before a dropless layer's measured floor,
 #: moe.layer_floor; the 25.11 row +148% before it was read at its branch's MBS 1 and VP 12, not the table's copied
 #: MBS 2 and VP 24: the row's notes); the training median is 10.2%, 12.3% before the attention core ran on its
 #: causal kernel's tiles):
 #: docs/efficiency.md says which rows and why)
-MEDIAN, WORST = 0.10, 0.78
-BOUNDS = {"inference": (0.06, 0.78), "serving": (0.10, 0.20), "memory": (0.06, 0.10), "training": (0.11, 0.43)}
+MEDIAN, WORST = 0.10, 0.64
+BOUNDS = {"inference": (0.08, 0.64), "serving": (0.10, 0.20), "memory": (0.06, 0.10), "training": (0.11, 0.43)}

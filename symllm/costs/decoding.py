@@ -38,8 +38,9 @@ def _phase(comp: Component, bucket: str, phase: str, recompute: bool | str) -> s
         return expand_windows(total)
     if bucket != "matmul":
         raise SymllmError("bucket: training FLOPs are counted for the matmul bucket only")
-    # training: the loss reads every position's logits; a part under torch.no_grad (Rules.no_grad: DeepSeek
-    # Sparse Attention's indexer) runs its forward (again under recomputation) but no backward: 2 passes fewer
+    # training: the loss reads every position's logits; a part that runs forward only (Rules.no_grad: DeepSeek
+    # Sparse Attention's indexer, DeepSeek-V4's) runs its forward (again under recomputation) but no backward:
+    # 2 passes fewer
     whole = forward.subs({S.t: 0, S.s_o: S.s})
     gradless = 2 * comp.gradless("flops").subs({S.t: 0, S.s_o: S.s})
     if recompute == "op":  # torchtitan's selective op checkpointing: three passes and the recomputed linears

@@ -29,9 +29,10 @@ each figure with its source:
   kernels' (no CUDA graph there).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op, each tensor-parallel all-reduce among them, and the step takes at least
-  ``(kernels + all-reduces) × kernel.host_s`` (the GPU's all-reduces run while the host launches what
-  follows); each engine adds a fixed cost per step (sampling, scheduling), and one that drives its ranks as
-  Ray actors a round trip to them (:func:`symllm.costs.collectives.ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
+  ``kernels × kernel.host_s + all-reduces × kernel.collective_host_s`` (torch.distributed's call from Python;
+  the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
+  (sampling, scheduling), and one that drives its ranks as Ray actors a round trip to them
+  (:func:`symllm.costs.collectives.ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
   bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the
   engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
@@ -264,7 +265,7 @@ def seconds(value):
 
 def model_flops(num) -> Fraction:
     """A training step's model FLOPs (MFU's numerator: its forward and backward, nothing recomputed, a part
-    under ``torch.no_grad`` forward only) from the evaluated forms ``num(name)``: ``model_flops``
+    that runs forward only, ``Rules.no_grad``, once) from the evaluated forms ``num(name)``: ``model_flops``
     (:func:`symllm.costs.hardware.roofline_forms`: the training FLOPs with no recomputation, whatever the
     workload's policy), read, not scaled from the step as run.
 
@@ -389,6 +390,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     layers = parts["layers"]
     kernels = layers * serve["kernels_per_layer"]
     graph, host = _x(data()["kernel"]["graph_s"]), _x(data()["kernel"]["host_s"])
+    host_call = _x(data()["kernel"]["collective_host_s"])  # a torch.distributed call's host time (eager)
     named, rated = card(work), card(work, own_peak=True)  # its memory and fp16; its GEMMs at its own peak
     kind = memory_kind(named) if named is not None else None
     mem = stream(work.dtype, kind, serve.get("dequant")) * bandwidth  # an engine's own unpacking, where sourced
@@ -407,12 +409,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     def step(gpu_s: Fraction, kernels: int = kernels, calls: int = 0, reduce_s: Fraction = Fraction(0)) -> Fraction:
         """A stage's GPU time plus its kernels' fixed cost and its ``calls`` all-reduces (``reduce_s``), or
         without a CUDA graph the host's pace: it launches every kernel and every all-reduce
-        (kernel.eager_collectives), and the GPU's all-reduces run while it does."""
+        (kernel.eager_collectives: each at collective_host_s), and the GPU's all-reduces run while it does."""
         if metal is not None:
             return gpu_s + layers * metal + reduce_s
         if serve["cuda_graphs"]:
             return gpu_s + kernels * graph + reduce_s
-        return max(gpu_s + kernels * graph + reduce_s, (kernels + calls) * host)
+        return max(gpu_s + kernels * graph + reduce_s, kernels * host + calls * host_call)
 
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step

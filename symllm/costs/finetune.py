@@ -32,8 +32,8 @@ down_proj up_proj`` (:func:`symllm.arch.components.lora_names`); the default ``w
   training (an upper bound: a frozen linear that is not adapted need not keep its input), plus each
   adapter's ``r``-wide intermediate ``β_a·b·s·r`` (``lora_B``'s input; ``lora_A``'s input is the
   layer's input, already counted; with PEFT's default ``lora_dropout=0`` there is no dropout mask); an adapter
-  inside a part that runs under ``torch.no_grad`` (``Rules.no_grad``: DeepSeek Sparse Attention's indexer) saves
-  nothing, and gets no gradient, although PEFT counts it trainable.
+  inside a part that runs forward only (``Rules.no_grad``: DeepSeek Sparse Attention's indexer, DeepSeek-V4's)
+  saves nothing, and gets no gradient, although PEFT counts it trainable.
 * ``lora_total``: their sum.
 
 >>> import sympy as sp

@@ -10,8 +10,8 @@ Conventions, stated once (docs/conventions.md, "FLOPs and memory"):
   Phases: ``prefill`` is ``t = 0``; ``decode`` is one step ``s = 1`` at context ``t``; ``generation`` is
   the prefill plus ``n`` decode steps at contexts ``s, s+1, …, s+n-1`` (summed in closed form);
   ``training`` is forward + backward of the prefill, ``3×`` its matmul FLOPs (``4×`` with full activation
-  recomputation: the forward runs twice), but a part that runs under ``torch.no_grad`` (``Rules.no_grad``:
-  DeepSeek Sparse Attention's indexer) counts its forward only (twice under full recomputation) and saves
+  recomputation: the forward runs twice), but a part that runs forward only (``Rules.no_grad``: DeepSeek
+  Sparse Attention's indexer, DeepSeek-V4's) counts its forward only (twice under full recomputation) and saves
   nothing. **Logits**: an inference forward computes those of ``s_o`` positions
   per sequence (``Workload.logits``: ``last``, the default, ``s_o = 1`` as serving engines and HF ``generate``;
   ``all``, ``s_o = s``; :func:`logit_rows`); a decode step its one position's; training every position's.

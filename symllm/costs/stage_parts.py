@@ -22,8 +22,8 @@ def part(comp, name: str, keep):
     """A component holding the parameters, active parameters and matmul FLOPs that the parts of ``comp`` for
     which ``keep(part)`` holds own themselves, repeats included: what the expected time
     (:mod:`symllm.costs.efficiency`) runs at an efficiency of its own, chosen by what the closed forms say,
-    not by names (:func:`core`, :func:`routed`); its FLOPs under ``torch.no_grad`` (read by
-    :meth:`Component.gradless`) in a child that says so.
+    not by names (:func:`core`, :func:`routed`); its FLOPs that run forward only in training
+    (:attr:`Rules.no_grad`, read by :meth:`Component.gradless`) in a child that says so.
 
     >>> from symllm.arch.components import latent_attention
     >>> dsa = latent_attention(sparse=True)

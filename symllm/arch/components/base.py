@@ -20,8 +20,7 @@ from symllm.validate import boolean, choice, with_list
 #: what a component can own and :meth:`Component.total` adds up; each an expression in symllm.arch.symbols
 QUANTITIES = ("params", "active", "flops", "elementwise", "kv_cache", "saved", "state_cache")
 
-#: what a training forward saves for backward: nothing under a part that runs under ``torch.no_grad``
-#: (:attr:`Rules.no_grad`)
+#: what a training forward saves for backward: nothing under a part that runs forward only (:attr:`Rules.no_grad`)
 SAVED = ("saved", "eager_saved")
 
 #: element-wise FLOPs per element (the ``elementwise`` bucket), stated once
@@ -143,10 +142,13 @@ class Rules:
     #: the residual stream's (vLLM's Mamba-2 gated norm whose one group spans the ranks:
     #: :func:`symllm.arch.components.mamba.spanning_norm`); 0: none
     stat_reduces: sp.Expr = sp.S.Zero
-    #: run under ``torch.no_grad`` in training (transformers' ``DeepseekV32Indexer.forward`` and
-    #: ``GlmMoeDsaIndexer.forward`` are ``@torch.no_grad()``: DeepSeek Sparse Attention's indexer): its forward runs
-    #: (again under full recomputation) but nothing under it is saved for backward, its LoRA adapters' intermediates
-    #: included, and its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s training)
+    #: forward only in training: run under ``torch.no_grad`` (transformers' ``DeepseekV32Indexer.forward`` and
+    #: ``GlmMoeDsaIndexer.forward`` are ``@torch.no_grad()``: DeepSeek Sparse Attention's indexer) or on no path to
+    #: the loss (DeepSeek-V4's ``DeepseekV4Indexer``, whose one output, the top-k indices, carries no gradient, so
+    #: autograd frees what it recorded when the forward returns): its forward runs (again under full recomputation)
+    #: but nothing under it is held for backward, its LoRA adapters' intermediates included, its parameters and
+    #: adapters get no gradient, and its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s
+    #: training)
     no_grad: bool = False
 
     def __post_init__(self):
@@ -261,9 +263,9 @@ class Component:
         return self.repeat * inner
 
     def gradless(self, quantity: str = "flops", rest: bool = False) -> sp.Expr:
-        """``quantity`` summed over the parts of this component that run under ``torch.no_grad``
-        (:attr:`Rules.no_grad`), repeats included: what a training step runs forward only (its backward
-        never runs); ``rest``: over every other part instead (what runs a backward too).
+        """``quantity`` summed over the parts of this component that run forward only in training
+        (:attr:`Rules.no_grad`: under ``torch.no_grad`` or on no path to the loss), repeats included (their
+        backward never runs); ``rest``: over every other part instead (what runs a backward too).
 
         >>> from symllm.arch.components import latent_attention
         >>> sp.expand(latent_attention(sparse=True).gradless("params"))  # the indexer's

@@ -21,9 +21,11 @@ manifold-constrained hyper-connection (:func:`hyper_connection`: ``fn`` of ``(2 
 (``hc_fn`` ``n_hc × n_hc·d``, ``hc_base`` ``n_hc``, ``hc_scale`` 1).
 
 Parameters and caches are modelled (each part with its Hugging Face name, replicated: transformers'
-tensor-parallel plan splits only the routed experts, not even the shared expert: :func:`swiglu_clamps`; LoRA is
-refused, :func:`symllm.costs.finetune.adapt`; no GGUF names: llama.cpp has none yet). ``kv_cache``: the window's last ``W - 1`` keys of the one head (transformers' sliding-window slice),
-held as keys and values in a sliding-only layer and as one tensor read as both in a compressing one. The
+tensor-parallel plan splits only the routed experts, not even the shared expert: :func:`swiglu_clamps`; LoRA
+targets every linear but the grouped output projection ``o_a_proj`` (PEFT wraps it as a plain linear whose forward
+fails): :func:`symllm.costs.finetune.adapt`; no GGUF names: llama.cpp has none yet). ``kv_cache``: the window's
+last ``W - 1`` keys of the one head (transformers' sliding-window slice), held as keys and values in a
+sliding-only layer and as one tensor read as both in a compressing one. The
 compressors' buffers, compressed entries and overlap state are ``state_cache`` (:func:`_series_state`).
 
 Matmul FLOPs (a pass of ``s`` queries after ``t`` cached tokens; equal to ``FlopCounterMode`` on transformers'
@@ -38,9 +40,12 @@ flattened ``n_hc·d`` streams to ``(2 + n_hc)·n_hc`` mixing weights and its mix
 (``2·n_hc²·d`` a token), and ``hc_head``'s projection to ``n_hc`` weights. The compressors' pooling (a softmax-
 weighted sum over each window), the head-weighted sum of the indexer's scores, the streams' collapse and expansion
 and the Sinkhorn iterations are element-wise: not in the matmul bucket. Training is ``3×`` the forward's matmuls
-(:mod:`symllm.costs.phases`), the indexer's included; transformers' indexer gets no gradient (its top-k indices
-are not differentiable), so its backward does not run there: ``2×`` the indexer's forward fewer; nor does a
-compressor's that closes no window in the prompt (``s < m``: its projections feed nothing the loss reads).
+(:mod:`symllm.costs.phases`) but for the indexer's, forward only (again under full recomputation): its one output,
+the top-k indices, carries no gradient, so transformers runs no backward through it, holds nothing of it for
+backward and leaves its weights' (and LoRA adapters') gradients None, declared on its rules as DeepSeek Sparse
+Attention's indexer is (:attr:`~symllm.arch.components.base.Rules.no_grad`). A compressor that closes no window in
+the prompt (``s < m``: its projections feed nothing the loss reads) is still counted ``3×``, although transformers
+runs no backward through it either.
 
 Element-wise FLOPs (docs/conventions.md's weights; equal to tests/elementwise_oracle.py's count of transformers'
 forward, tests/test_elementwise.py): per closed window its pooling, entry norm and RoPE (:func:`_pooling`); per
@@ -307,7 +312,8 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
         # head: ReLU, the 1/√d_I scale, the head weight's multiply and the sum over heads (4)
         elementwise=_pooling(m_c, 2 * d_I, 2 * m_c, rotated) + ELEMENTWISE["rope"] * _T * n_I * rotated + _T * n_I,
         state_cache=b * _series_state(m_c, 2 * d_I, True),
-        doc="DeepseekV4Indexer", rules=_rules("indexer", "none"))
+        # forward only in training (Rules.no_grad): its one output, the top-k indices, carries no gradient
+        doc="DeepseekV4Indexer", rules=dataclasses.replace(_rules("indexer", "none"), no_grad=True))
     return Component("compressor", children=(
         _linear("compress_kv", d, 2 * d_h, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, 2 * head_dim)"),
         _linear("compress_gate", d, 2 * d_h, "gate_proj", "self.gate_proj = nn.Linear(hidden_size, 2 * head_dim)"),
