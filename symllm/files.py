@@ -42,11 +42,28 @@ from symllm.errors import SymllmError
 from symllm.validate import shown_path
 
 __all__ = ["read_bytes", "read_text", "read_json", "parse_json", "check_output", "write_atomic", "TABLE_FORMATS",
-           "table_format", "json_value", "json_text", "JSON_SCHEMA"]
+           "table_format", "json_value", "json_text", "JSON_SCHEMA", "builtin_templates"]
 
 #: the JSON Schema of every machine-readable output (``count --json``, ``plan --json``, ``presets --json``,
 #: ``verify --json``, a sweep's JSON lines): shipped in the package, described in docs/json.md
 JSON_SCHEMA = Path(__file__).resolve().parent / "output.schema.json"
+
+
+
+def builtin_templates() -> Path | None:
+    """The folder of symllm's built-in templates: ``symllm/templates`` in an installed wheel, ``templates/`` in a
+    checkout (the one holding ``standalone.tex.j2``); None where neither does. Found without jinja2: what
+    :func:`symllm.present.render.template_dir` renders from and :mod:`symllm.present.rendered` hashes.
+
+    >>> (builtin_templates() / "report.tex.j2").is_file()
+    True
+    """
+    here = Path(__file__).resolve().parent  # the symllm package
+    for candidate in (here / "templates", here.parent / "templates"):
+        if (candidate / "standalone.tex.j2").is_file():
+            return candidate
+    return None
+
 
 #: the largest input file :func:`read_text` reads by default (configs and notations are a few kB)
 MAX_INPUT_BYTES = 64 << 20

@@ -17,7 +17,7 @@ import math
 from symllm.errors import SymllmError
 
 __all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count", "suffixed_count", "COUNT_KINDS", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number", "boolean", "booleans",
-           "choice", "zero_stage"]
+           "choice", "zero_stage", "stated_with"]
 
 #: the largest float accepted for an integer read from a file (``4096.0``): past 2**53 a double no longer
 #: holds every integer, so ``1e30`` is refused rather than read as 1000000000000000019884624838656
@@ -260,6 +260,25 @@ def booleans(instance) -> None:
     for f in fields(instance):
         if f.type in ("bool", bool):  # a string under ``from __future__ import annotations``
             boolean(f.name, getattr(instance, f.name))
+
+
+def stated_with(instance, fields, used: bool, layer: str, unused: str | None = None) -> None:
+    """Each of ``fields`` of ``instance`` stated where some layer needs it (``used``: a layer ``layer``) and not
+    where none does, checked in order: the refusal names the field, ``missing (a layer …)`` or ``… given but
+    no layer …`` (``unused``: what that line says in place of ``layer``).
+
+    >>> from types import SimpleNamespace
+    >>> stated_with(SimpleNamespace(ssm_state=None), ("ssm_state",), True, "is a Mamba-2 mixer")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: ssm_state: missing (a layer is a Mamba-2 mixer)
+    """
+    for field in fields:
+        value = getattr(instance, field)
+        if used and value is None:
+            raise SymllmError(f"{field}: missing (a layer {layer})")
+        if not used and value is not None:
+            raise SymllmError(f"{field}: {value} given but no layer {unused or layer}")
 
 
 def choice(field: str, value, known, *, see: str = "--help"):

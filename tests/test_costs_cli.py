@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 import symllm
-from symllm.costs import phases as costs
+from symllm.costs import phases as costs, utilisation
 from symllm.cli import main
 from symllm.errors import SymllmError
 from symllm.costs.workloads import Workload
@@ -238,7 +238,7 @@ def test_mfu_needs_a_real_sequence_length(seq):
     """mfu(seq=None) must not fall back to a default length (Fraction(x, None) is x / 1): every
     sequence length that is not a positive integer is one SymllmError naming seq."""
     with pytest.raises(SymllmError, match=r"^seq: "):
-        costs.mfu("llama3.1-8b", 4000, 989e12, seq=seq)
+        utilisation.mfu("llama3.1-8b", 4000, 989e12, seq=seq)
 
 
 @pytest.mark.parametrize("value", ["no", "", 0, 1, None])

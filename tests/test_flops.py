@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
-from symllm.costs import phases as costs
+from symllm.costs import phases as costs, utilisation
 from symllm.arch import symbols as S
 from symllm.numbers.kernels import evaluate
 
@@ -158,7 +158,7 @@ def test_mfu_from_measured_training_flops(meta_model):
     cfg = symllm.load("llama3.2-1b")
     seq = 1024
     per_token = Fraction(measured(meta_model("llama3.2-1b", "bfloat16"), tokens(1, seq), backward=True), seq)
-    assert costs.mfu(cfg, 12_000, 312e12, seq=seq) == pytest.approx(float(per_token * 12_000 / Fraction(312e12)))
+    assert utilisation.mfu(cfg, 12_000, 312e12, seq=seq) == pytest.approx(float(per_token * 12_000 / Fraction(312e12)))
 
 
 @given(configs(), st.integers(1, 64), st.integers(1, 64))

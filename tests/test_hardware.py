@@ -233,12 +233,12 @@ def test_decode_batch_is_refused_where_no_batch_is_compute_bound(context, cli):
 
 def test_mfu_takes_a_gpu_name():
     """mfu(..., "h100-sxm") divides by 989.4 TFLOPS (bf16), as the number itself does."""
-    by_name = symllm.costs.phases.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192)
-    assert by_name == symllm.costs.phases.mfu("llama3.1-8b", 4000, 989.4e12, seq=8192)
-    assert symllm.costs.phases.mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192, dtype="fp8") == pytest.approx(by_name / 2,
-                                                                                                     rel=1e-4)
+    mfu = symllm.costs.utilisation.mfu
+    by_name = mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192)
+    assert by_name == mfu("llama3.1-8b", 4000, 989.4e12, seq=8192)
+    assert mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192, dtype="fp8") == pytest.approx(by_name / 2, rel=1e-4)
     with pytest.raises(SymllmError, match="^gpu: unknown 'b300'"):
-        symllm.costs.phases.mfu("llama3.1-8b", 4000, "b300", seq=8192)
+        mfu("llama3.1-8b", 4000, "b300", seq=8192)
 
 
 def test_cli_count_json_has_time(cli):

@@ -284,9 +284,12 @@ def test_warm_report_renders_nothing(tmp_path):
 
 
 def test_report_cache_finds_the_built_in_templates():
-    """rendered hashes the folder render.template_dir() reads (it finds it without importing jinja2)."""
+    """rendered hashes the folder render.template_dir() reads: both ask files.builtin_templates, which finds it
+    without importing jinja2; the templates a report renders are there."""
+    from symllm import files
     from symllm.present import render
-    assert rendered._template_folder() == render.template_dir()
+    assert files.builtin_templates() == render.template_dir()
+    assert {"standalone.tex.j2", "report.tex.j2"} <= {p.name for p in files.builtin_templates().iterdir()}
 
 
 def test_report_cache_knows_a_given_context(tmp_path, monkeypatch):

@@ -206,28 +206,13 @@ def rename(expr: sp.Expr, mapping: dict) -> sp.Expr:
     >>> rename(e, {S.d: x}) == e.xreplace({S.d: x})
     True
     """
-    seen: dict = {}
-
-    def walk(e):
-        if e in mapping:
-            return mapping[e]
-        if not e.args:
-            return e
-        hit = seen.get(e)
-        if hit is None:
-            args = [walk(a) for a in e.args]
-            if all(a is b for a, b in zip(args, e.args)):
-                hit = e
-            elif isinstance(e, (sp.Max, sp.Min)):
-                hit = e.func(*args, evaluate=False)
-            else:
-                hit = e.func(*args)
-            seen[e] = hit
-        return hit
-    return walk(sp.sympify(expr))
+    return _rebuild(sp.sympify(expr), mapping, {}, as_built=True)
 
 
-def _rebuild(e: sp.Expr, mapping: dict, seen: dict) -> sp.Expr:
+def _rebuild(e: sp.Expr, mapping: dict, seen: dict, as_built: bool = False) -> sp.Expr:
+    """``e`` with ``mapping``'s keys replaced, each node rebuilt once (``seen``) and only where an argument
+    changed; a ``Max`` or ``Min`` by :func:`maximum` / :func:`minimum` (:func:`substitute`), or ``as_built``
+    with its arguments as they come (:func:`rename`)."""
     if e in mapping:
         return mapping[e]
     if not e.args:
@@ -235,9 +220,11 @@ def _rebuild(e: sp.Expr, mapping: dict, seen: dict) -> sp.Expr:
     hit = seen.get(e)
     if hit is not None:
         return hit
-    args = [_rebuild(a, mapping, seen) for a in e.args]
+    args = [_rebuild(a, mapping, seen, as_built) for a in e.args]
     if all(a is b for a, b in zip(args, e.args)):
         out = e
+    elif as_built and isinstance(e, (sp.Max, sp.Min)):
+        out = e.func(*args, evaluate=False)
     elif isinstance(e, sp.Max):
         out = maximum(*args)
     elif isinstance(e, sp.Min):

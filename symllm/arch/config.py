@@ -21,7 +21,7 @@ from symllm.arch.layers import (ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, Lay
                                 read_groups, read_mtp_kinds)
 from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
 from symllm.errors import SymllmError
-from symllm.validate import booleans, choice, positive_int, integer as _integer, short as _short
+from symllm.validate import booleans, choice, positive_int, stated_with, integer as _integer, short as _short
 from symllm.validate import positive_number as _positive_float
 
 __all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
@@ -293,11 +293,7 @@ class ModelConfig:
         for field in sizes:
             put(field, _positive_int(field, getattr(self, field), optional=True))
         own = any(kind.heads == "own" for kind, _ in self.layers)
-        for field in sizes:
-            if own and getattr(self, field) is None:
-                raise SymllmError(f"{field}: missing (a layer has its own head shape)")
-            if not own and getattr(self, field) is not None:
-                raise SymllmError(f"{field}: {getattr(self, field)} given but no layer has its own head shape")
+        stated_with(self, sizes, own, "has its own head shape")
         if own and self.alt_heads % self.alt_kv_heads:
             raise SymllmError(f"alt_kv_heads: {self.alt_kv_heads} does not divide the {self.alt_heads} query heads")
 

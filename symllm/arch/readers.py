@@ -27,6 +27,15 @@ def _close(word: str, among, n: int = 1, cutoff: float = 0.6) -> list[str]:
     return difflib.get_close_matches(word, among, n=n, cutoff=cutoff)
 
 
+def _unknown_key(key, known, where: str, otherwise: str = "") -> None:
+    """Refuse ``key`` of a ``where`` file in one line naming it (shortened unless a plain name), with the
+    nearest of the ``known`` keys, else ``otherwise``."""
+    close = _close(str(key), known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else otherwise
+    shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
+    raise SymllmError(f"{shown}: unknown key in {where}{hint}")
+
+
 def _require(raw: dict, key: str, kind: str):
     if key not in raw:
         raise SymllmError(f"{key}: missing from the {kind} config")
@@ -62,10 +71,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
     """
     for key in raw:
         if key not in META_KEYS:
-            close = _close(str(key), META_KEYS, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else " (symllm does not model it)"
-            shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
-            raise SymllmError(f"{shown}: unknown key in a Meta params.json{hint}")
+            _unknown_key(key, META_KEYS, "a Meta params.json", " (symllm does not model it)")
     V = vocab_size if vocab_size is not None else _require(raw, "vocab_size", "Meta")
     if V == -1:
         raise SymllmError("vocab_size: -1 in params.json (Meta's tokenizer sets it); give --vocab-size")
@@ -155,10 +161,7 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
     known = [f.name for f in dataclasses.fields(ModelConfig) if f.init]
     for key in raw:
         if key not in known and key not in _RESOLVED_EXTRAS:
-            close = _close(str(key), known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
-            raise SymllmError(f"{shown}: unknown key in a symllm config{hint}")
+            _unknown_key(key, known, "a symllm config")
     fields = {k: v for k, v in raw.items() if k in known}
     for key in ("vocab_size", "dim", "n_layers", "n_heads"):
         if key not in fields and not (key == "vocab_size" and vocab_size is not None):

@@ -15,7 +15,7 @@ symllm.errors.SymllmError: linear_value_heads: 3 is not a multiple of the 2 key 
 from __future__ import annotations
 
 from symllm.errors import SymllmError
-from symllm.validate import positive_int, short
+from symllm.validate import positive_int, short, stated_with
 
 __all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "conv_state_bytes", "mamba_conv_channels",
            "deltanet_conv_channels", "SSM_STATE_DTYPES", "HF_STATE_DTYPES", "stated_state_dtype", "ssm_state_dtype"]
@@ -134,15 +134,9 @@ def check_recurrent(config, put) -> None:
         put(field, positive_int(field, getattr(config, field), optional=True, floats=True))
     linear = any(kind.mixer == "linear_attention" for kind, _ in config.layers)
     mamba = any(kind.mixer == "mamba" for kind, _ in config.layers)
-    for field in sizes[:-1]:
-        if linear and getattr(config, field) is None:
-            raise SymllmError(f"{field}: missing (a layer is a Gated DeltaNet)")
-        if not linear and getattr(config, field) is not None:
-            raise SymllmError(f"{field}: {getattr(config, field)} given but no layer is a Gated DeltaNet")
-    if (linear or mamba) and config.conv_kernel is None:
-        raise SymllmError("conv_kernel: missing (a layer is a Gated DeltaNet or a Mamba-2 mixer)")
-    if not (linear or mamba) and config.conv_kernel is not None:
-        raise SymllmError(f"conv_kernel: {config.conv_kernel} given but no layer has a short convolution")
+    stated_with(config, sizes[:-1], linear, "is a Gated DeltaNet")
+    stated_with(config, ("conv_kernel",), linear or mamba, "is a Gated DeltaNet or a Mamba-2 mixer",
+                "has a short convolution")
     _check_mamba(config, put, mamba)
     if config.ssm_dtype is not None:  # the state's dtype a config states (SSM_STATE_DTYPES)
         known = tuple(HF_STATE_DTYPES.values())
@@ -163,10 +157,7 @@ def _check_mamba(config, put, mamba: bool) -> None:
     sizes = ("mamba_heads", "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk")
     for field in sizes:
         put(field, positive_int(field, getattr(config, field), optional=True, floats=True))
-        if mamba and getattr(config, field) is None:
-            raise SymllmError(f"{field}: missing (a layer is a Mamba-2 mixer)")
-        if not mamba and getattr(config, field) is not None:
-            raise SymllmError(f"{field}: {getattr(config, field)} given but no layer is a Mamba-2 mixer")
+        stated_with(config, (field,), mamba, "is a Mamba-2 mixer")
     for field in ("conv_bias", "mamba_bias"):
         if not mamba and getattr(config, field):
             raise SymllmError(f"{field}: true but no layer is a Mamba-2 mixer")

@@ -11,7 +11,9 @@ them),
 :mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency; :mod:`~symllm.costs.dsv4_cache`:
 DeepSeek-V4's compressed caches as vLLM lays them out; :mod:`~symllm.costs.batching`: each engine's scheduler
 defaults), :mod:`~symllm.costs.hardware`
-(fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name), :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
+(fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name;
+:mod:`~symllm.costs.utilisation`: the MFU of a measured run), :mod:`~symllm.costs.efficiency` (expected times:
+measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
 data file and engines by name; :mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.power`: board power limits;
 :mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs),
@@ -28,5 +30,6 @@ from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
+    "utilisation",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

@@ -444,13 +444,13 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts:
                     total += m * (gather + 1) * M
                 if c.rules.weight == "head":  # vocabulary-parallel loss: max, sum of exponentials, target logit
                     total += m * 3 * 2 * stats
-            elif summed(c, split_experts) and style != "expert":
-                # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
-                total += m * (scatter + 1) * M if seq else m * reduce * 2 * M
             elif summed(c, split_experts):
-                # tensor-split experts: a column-wise pair's input (its gradient all-reduced in backward; sp:
-                # all-gathered in forward, reduce-scattered in backward) and a row-wise one's summed output
-                total += m * (gather + scatter + 2) * M if seq else m * (2 + reduce * 2) * M
+                if style == "expert":  # tensor-split experts: a column-wise pair's input (its gradient
+                    # all-reduced in backward; sp: all-gathered in forward, reduce-scattered in backward) and a
+                    # row-wise one's summed output
+                    total += m * (gather + scatter + 2) * M if seq else m * (2 + reduce * 2) * M
+                else:  # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
+                    total += m * (scatter + 1) * M if seq else m * reduce * 2 * M
             elif c.children:
                 visit(c, mult, checkpointed)
 

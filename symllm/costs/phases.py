@@ -34,7 +34,6 @@ Conventions, stated once (docs/conventions.md, "FLOPs and memory"):
 """
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import lru_cache
 
 import sympy as sp
@@ -57,7 +56,7 @@ from symllm.costs.workloads import ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHAS
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
-    "activations", "closed_form", "workload", "values", "mfu", "quantities", "stage_memory", "logit_rows",
+    "activations", "closed_form", "workload", "values", "quantities", "stage_memory", "logit_rows",
     "resolved_workload", "workload_forms", "workload_numbers",
 ]
 
@@ -569,32 +568,3 @@ def values(config, workload: Workload | None = None, **options) -> dict:
             out[S.beta_w] = formats.bytes_per_weight(spec, fmt)
     return out
 
-
-def mfu(config, tokens_per_second: float, peak_flops, *, seq: int, attention: str = "dense",
-        dtype: str = "bf16") -> float:
-    """Model-FLOPs utilisation: achieved training matmul FLOP/s over the hardware peak.
-
-    Achieved = ``tokens_per_second`` × training FLOPs per token at sequence length ``seq`` (3 × the
-    forward's matmul FLOPs; recomputation is not model FLOPs, so never counted). ``peak_flops`` is the
-    peak FLOP/s, or an accelerator's name in :data:`symllm.costs.hardware.GPUS`: its peak dense FLOP/s for
-    matmuls in ``dtype`` (bf16 unless given; :func:`symllm.costs.hardware.peak_flops`).
-
-    >>> round(mfu("llama3.1-8b", 4000, 989e12, seq=8192), 3)
-    0.234
-    >>> round(mfu("llama3.1-8b", 4000, "h100-sxm", seq=8192), 3)
-    0.234
-    >>> mfu("llama3.1-8b", 4000, 989e12, seq=None)
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: seq: mfu needs the training sequence length, got None
-    """
-    if isinstance(peak_flops, str):
-        peak_flops = hardware.peak_flops(peak_flops, dtype)
-    if not tokens_per_second > 0 or not peak_flops > 0:
-        raise SymllmError(f"mfu: tokens_per_second and peak_flops must be positive, got "
-                          f"{tokens_per_second!r}, {peak_flops!r}")
-    if seq is None:  # Workload reads None as "not given" (2048); MFU needs the run's own length
-        raise SymllmError("seq: mfu needs the training sequence length, got None")
-    work = Workload.of(batch=1, seq=seq, attention=attention)
-    per_token = Fraction(workload(config, work)["flops"]["training_step"], work.seq)
-    return float(per_token * Fraction(tokens_per_second) / Fraction(peak_flops))

@@ -9,6 +9,8 @@ context), its windowed layers' share, the routed experts and the output head (:f
 """
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from symllm.arch import symbols as S
@@ -20,15 +22,24 @@ def part(comp, name: str, keep):
     """A component holding the parameters, active parameters and matmul FLOPs that the parts of ``comp`` for
     which ``keep(part)`` holds own themselves, repeats included: what the expected time
     (:mod:`symllm.costs.efficiency`) runs at an efficiency of its own, chosen by what the closed forms say,
-    not by names (:func:`core`, :func:`routed`); its FLOPs under ``torch.no_grad`` in a child that says so."""
+    not by names (:func:`core`, :func:`routed`); its FLOPs that run forward only in training
+    (:attr:`Rules.no_grad`, read by :meth:`Component.gradless`) in a child that says so.
+
+    >>> from symllm.arch.components import latent_attention
+    >>> dsa = latent_attention(sparse=True)
+    >>> p = part(dsa, "all", lambda c: True)
+    >>> [c.name for c in p.children], p.gradless() == dsa.gradless(), p.total("flops") == dsa.total("flops")
+    (['no_grad'], True, True)
+    """
     from symllm.arch.components import Component, Rules
 
-    def grows(c, q, gradless=None, under=False) -> sp.Expr:  # gradless: only parts under torch.no_grad, or none
-        under = under or c.rules.no_grad
-        own = (c.flops if q == "flops" else c.own(q)) if keep(c) and gradless in (None, under) else sp.S.Zero
-        return c.repeat * (own + sum((grows(x, q, gradless, under) for x in c.children), sp.S.Zero))
-    frozen = grows(comp, "flops", True)
-    return Component(name, params=grows(comp, "params"), active=grows(comp, "active"), flops=grows(comp, "flops", False),
+    def kept(c):  # ``c`` with what ``keep`` leaves out zeroed, its rules (Rules.no_grad among them) kept
+        dropped = {} if keep(c) else {"params": sp.S.Zero, "active": None, "flops": sp.S.Zero}
+        return dataclasses.replace(c, **dropped, children=tuple(kept(x) for x in c.children))
+    tree = kept(comp)
+    frozen = tree.gradless("flops")  # Component.gradless: the one reader of Rules.no_grad
+    return Component(name, params=tree.total("params"), active=tree.total("active"),
+                     flops=tree.gradless("flops", rest=True),
                      children=(Component("no_grad", flops=frozen, rules=Rules(no_grad=True)),) if frozen != 0 else ())
 
 

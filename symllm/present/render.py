@@ -41,7 +41,7 @@ from markupsafe import Markup
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
-from symllm.files import write_atomic
+from symllm.files import builtin_templates, write_atomic
 from symllm.present.format import (_LINE_BREAKS, FORMATS, QUANTITIES, escape_latex, fold_latex, grouped, human,
                                    human_bytes)
 from symllm.present.notations import load_notation, notation, tex_refusal
@@ -63,15 +63,14 @@ EXTENSIONS = {"text": "txt", "pretty": "txt", "latex": "tex", "markdown": "md"}
 # --------------------------------------------------------------------------- templates, escaping
 
 def template_dir() -> Path:
-    """The built-in templates: ``symllm/templates`` in an installed wheel, ``templates/`` in a checkout.
+    """The built-in templates (:func:`symllm.files.builtin_templates`); a broken install missing them is refused.
 
     >>> (template_dir() / "report.tex.j2").is_file()
     True
     """
-    here = Path(__file__).resolve().parents[1]  # the symllm package
-    for candidate in (here / "templates", here.parent / "templates"):
-        if (candidate / "standalone.tex.j2").is_file():
-            return candidate
+    folder = builtin_templates()
+    if folder is not None:
+        return folder
     raise SymllmError("templates: symllm's built-in templates are missing (a broken install?)")
 
 

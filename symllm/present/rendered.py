@@ -13,19 +13,10 @@ from pathlib import Path
 
 from symllm.arch.config import ModelConfig, load
 from symllm.errors import SymllmError
+from symllm.files import builtin_templates
 from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
 
 __all__ = ["report"]
-
-
-def _template_folder() -> Path | None:
-    """The built-in templates' folder, found as :func:`symllm.present.render.template_dir` finds it (without
-    importing jinja2)."""
-    here = Path(__file__).resolve().parents[1]  # the symllm package
-    for candidate in (here / "templates", here.parent / "templates"):
-        if (candidate / "standalone.tex.j2").is_file():
-            return candidate
-    return None
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +25,7 @@ def _render_digest() -> str | None:
     markupsafe packages (their ``__init__.py``, which states the version). ``None`` if one is missing."""
     from importlib.util import find_spec
 
-    folder = _template_folder()
+    folder = builtin_templates()
     if folder is None:
         return None
     h = _blake2b()

@@ -262,20 +262,21 @@ class Component:
         inner = self.own(quantity) + sum((c.total(quantity) for c in self.children), sp.S.Zero)
         return self.repeat * inner
 
-    def gradless(self, quantity: str = "flops") -> sp.Expr:
+    def gradless(self, quantity: str = "flops", rest: bool = False) -> sp.Expr:
         """``quantity`` summed over the parts of this component that run forward only in training
         (:attr:`Rules.no_grad`: under ``torch.no_grad`` or on no path to the loss), repeats included (their
-        backward never runs).
+        backward never runs); ``rest``: over every other part instead (what runs a backward too).
 
         >>> from symllm.arch.components import latent_attention
         >>> sp.expand(latent_attention(sparse=True).gradless("params"))  # the indexer's
         d*d_I + d*n_I + d_I*n_I*r_q + 2*d_I
-        >>> latent_attention().gradless()
-        0
+        >>> latent_attention().gradless(), latent_attention().gradless(rest=True) == latent_attention().total("flops")
+        (0, True)
         """
         if self.rules.no_grad:
-            return self.total(quantity)
-        return self.repeat * sum((c.gradless(quantity) for c in self.children), sp.S.Zero)
+            return sp.S.Zero if rest else self.total(quantity)
+        own = self.own(quantity) if rest else sp.S.Zero
+        return self.repeat * (own + sum((c.gradless(quantity, rest) for c in self.children), sp.S.Zero))
 
     def breakdown(self, quantity: str = "params") -> dict[str, sp.Expr]:
         """Leaf path -> that leaf's total over every repeat of it, in model order.
