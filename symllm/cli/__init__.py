@@ -23,6 +23,16 @@ from symllm.cli.lines import WIDTH, _fit  # noqa: E402
 from symllm.cli.parser import EXAMPLES, build_parser  # noqa: E402
 
 
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C, raised where the command is: a KeyboardInterrupt to every ``except`` and ``finally`` on the
+    way, yet not of that exact class, which CPython checks by identity where code that exec() or eval() runs
+    from a string ends with one (a dataclass's methods, a namedtuple's: built by the command's lazy imports).
+    There CPython 3.11 marks the exception unhandled even when main() catches it, and ``python -m symllm``
+    then ends by killing itself with SIGINT (status -2 after the line ``symllm: interrupted``) instead of
+    exiting 130 (Python/pythonrun.c run_eval_code_obj, Modules/main.c pymain_run_module and Py_RunMain;
+    python/cpython#129975 sets the mark only for an exception no one caught)."""
+
+
 class _Terminated(BaseException):
     """SIGTERM, raised where the command is so that ``finally`` clauses run (write_atomic removes its
     temporary file); main() turns it into one line and exit status 143."""
@@ -34,13 +44,13 @@ class _Signals:
 
 
 def _on_signal(signum, frame):
-    """The first Ctrl-C or SIGTERM raises where the command is (KeyboardInterrupt, :class:`_Terminated`),
+    """The first Ctrl-C or SIGTERM raises where the command is (:class:`_Interrupted`, :class:`_Terminated`),
     so that ``finally`` clauses clean up; a second one while they run is ignored (it killed the process
     midway through removing a temporary file)."""
     if _Signals.first is not None:
         return
     _Signals.first = signum
-    raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
+    raise _Interrupted() if signum == signal.SIGINT else _Terminated()
 
 
 def _unraisable(unraisable) -> None:
@@ -108,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             code = args.func(args)
         sys.stdout.flush()  # a full device fails here, not in the interpreter's flush at exit
         if _Signals.first is not None:  # raised where it could not be passed on (_unraisable): reported now
-            raise KeyboardInterrupt() if _Signals.first == signal.SIGINT else _Terminated()
+            raise _Interrupted() if _Signals.first == signal.SIGINT else _Terminated()
         return code
     except SymllmError as e:
         return _fail(f"error: {_fit(str(e), WIDTH - len('symllm: error: '))}")
