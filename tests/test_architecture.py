@@ -247,6 +247,16 @@ def test_library_never_prints():
         assert not calls, f"symllm.{mod} prints (line {calls[0].lineno})"
 
 
+def test_no_invalid_escape_sequence():
+    """Every module compiles without a warning: a docstring's ``\\label`` once read ``\\l`` as an invalid
+    escape (a DeprecationWarning on 3.11, a SyntaxWarning from 3.12, an error later)."""
+    import warnings
+    for mod, path in _modules().items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            compile(path.read_text(encoding="utf-8"), str(path), "exec")
+
+
 def test_api_only_re_exports():
     """api.py is the façade: it defines nothing (each helper lives in its layer, which the layers below
     import directly), so nothing below it needs it."""

@@ -62,7 +62,7 @@ _LABEL_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9:._-]{0,63}")
 
 def equation_label(prefix: str | None, model: str | None, component: str, quantity: str, options=(),
                    kind: str = "") -> str:
-    """The ``\label`` of a derivation's numbered equation (its total), stable and unique per question:
+    """The ``\\label`` of a derivation's numbered equation (its total), stable and unique per question:
     ``<prefix>:<model>:<component>:<quantity>[:<phase or memory kind>][:elementwise][:macs]``, the model
     ``generic`` (or the attention variant, ``gqa``) where no config is given; the model's name is kept to
     letters, digits, ``.`` and ``-`` (any other character becomes ``-``). ``prefix`` (default
@@ -243,7 +243,7 @@ class Derivation:
                 definitions: bool = True, label_prefix: str | None = None) -> dict:
         """What the templates are handed (plain data and numbers, formulas wrapped in :class:`Formula`);
         ``glossary`` and ``definitions`` False leave out the symbols' list and the definitions (a report
-        shows each once); ``eqlabel`` is the numbered equation's ``\label`` (:func:`equation_label`)."""
+        shows each once); ``eqlabel`` is the numbered equation's ``\\label`` (:func:`equation_label`)."""
         title, letter = QUANTITIES[self.quantity]
         result, of = self.result()
         vals = self.values or {}
@@ -280,7 +280,7 @@ class Derivation:
                template: str | None = None, flavor: str = "github", glossary: bool = True,
                definitions: bool = True, label_prefix: str | None = None) -> str:
         """The derivation as ``text``, ``pretty``, ``latex`` (an ``align`` environment whose one numbered
-        equation, the total, carries ``\label{<label_prefix>:...}``: :func:`equation_label`) or
+        equation, the total, carries ``\\label{<label_prefix>:...}``: :func:`equation_label`) or
         ``markdown``; ``glossary`` and ``definitions``: see :meth:`context`.
 
         >>> print(derive("embedding").render("latex").split("\\n")[1])

@@ -288,7 +288,7 @@ class Report:
     def render(self, fmt: str = "latex", *, standalone: bool = False, template_dir=None,
                template: str | None = None, flavor: str = "github", label_prefix: str | None = None) -> str:
         """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown; each
-        derivation's numbered equation carries a ``\label`` (``label_prefix``: :func:`equation_label`)."""
+        derivation's numbered equation carries a ``\\label`` (``label_prefix``: :func:`equation_label`)."""
         choice("format", fmt, REPORT_FORMATS)
         return _laid_out(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir, label_prefix),
                          self.names, fmt,
