@@ -23,9 +23,10 @@ def part(comp, name: str, keep):
     not by names (:func:`core`, :func:`routed`); its FLOPs under ``torch.no_grad`` in a child that says so."""
     from symllm.arch.components import Component, Rules
 
-    def grows(c, q, gradless=None, under=False) -> sp.Expr:  # gradless: only parts under torch.no_grad, or none
-        under = under or c.rules.no_grad
-        own = (c.flops if q == "flops" else c.own(q)) if keep(c) and gradless in (None, under) else sp.S.Zero
+    def grows(c, q, gradless=None, under=sp.S.Zero) -> sp.Expr:  # gradless: only parts run forward only, or none
+        under = 1 - (1 - under) * (1 - c.rules.forward_only)  # 1 where c runs forward only (Rules.no_grad), else 0
+        share = {None: 1, True: under, False: 1 - under}[gradless]
+        own = share * (c.flops if q == "flops" else c.own(q)) if keep(c) else sp.S.Zero
         return c.repeat * (own + sum((grows(x, q, gradless, under) for x in c.children), sp.S.Zero))
     frozen = grows(comp, "flops", True)
     return Component(name, params=grows(comp, "params"), active=grows(comp, "active"), flops=grows(comp, "flops", False),
