@@ -234,3 +234,55 @@ def test_prompt_f32_passes_against_the_notebooks_prompt_runs(monkeypatch, capsys
         for gpu in ("rtx3090", "a100-80gb-pcie"):
             assert abs(counted[gpu, n]) < 0.15, (gpu, n)
         assert counted["h100-pcie", n] > without["h100-pcie", n]  # slower, toward the measured time
+
+
+def _pairs(seq: int, ubatch: int = 512) -> int:
+    """Query-key pairs a head and layer of a ``seq``-token prompt materialises in micro-batches of ``ubatch``:
+    each micro-batch's queries against every key cached so far (512·512, then 512·1,024, ...)."""
+    return sum(min(ubatch, seq - start) * min(start + ubatch, seq) for start in range(0, seq, ubatch))
+
+
+def _split(t512: Fraction, t4096: Fraction) -> tuple[Fraction, Fraction]:
+    """``(per token, per pair)`` of ``t(n) = a·n + b·pairs(n)`` through pp 512 and pp 4096 (two equations)."""
+    b = (t4096 - 8 * t512) / (_pairs(4096) - 8 * _pairs(512))
+    return (t512 - b * _pairs(512)) / 512, b
+
+
+#: the notebooks' cards: bandwidth (GB/s) and dense fp16 tensor peak with the accumulation llama.cpp's cuBLAS
+#: call uses (CUBLAS_COMPUTE_16F: the GeForce cards' fp16-accumulate rates, one rate on the others), from NVIDIA's
+#: H100 PCIe and A100 80GB PCIe product briefs and the Ada and GA102 whitepapers
+NOTEBOOK_CARDS = {"h100-pcie": (2000, 756), "a100-80gb-pcie": (1935, 312), "rtx4090": (1008, Fraction(3303, 10)),
+                  "rtx3090": (936, 142)}
+
+
+def test_notebook_prompt_runs_split_into_tokens_and_materialised_scores(capsys):
+    """Each card's three notebook prompt runs (NOTEBOOK_PP) are a time a token plus a time a materialised score
+    pair: solved through pp 512 and pp 4,096, the two terms give pp 1,024 within 3% on all four cards, so the
+    prompt's time grows with the micro-batches' pairs (n_ubatch 512, every cached key: cuda_prompt's scores) and
+    nothing else beyond the tokens. A score costs 17-37 ps (a pair over 32 heads and 32 layers): 22-31 bytes at
+    memory_stream's 0.88 of the bandwidth, within 35% of the 24 read in ggml-cuda.cu (cuda_prompt.scores_bytes),
+    and ten times or more what FlashAttention's 512 FLOPs a score would take at the card's full tensor peak: the
+    scores went through memory (llama-bench's flash_attn off). Printed: the measured terms beside symllm's, split
+    the same way (docs/efficiency.md reads them), and the GEMM rate the token term leaves once its conversions
+    and fp32 nodes (36.5 MB a token at memory_stream) are taken out."""
+    gemm_flops = 2 * LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)   # a token's linear layers
+    passes = LAYERS * ((38_912 + 43_008) * 6 + 651_264)                             # bytes a token beside them
+    rows = []
+    for gpu, runs in NOTEBOOK_PP.items():
+        gbs, peak = NOTEBOOK_CARDS[gpu]
+        measured = {n: Fraction(n) / Fraction(str(tps)) for n, tps in runs.items()}
+        token, pair = _split(measured[512], measured[4096])
+        assert abs(float((token * 1024 + pair * _pairs(1024)) / measured[1024] - 1)) < 0.03, gpu
+        score = pair / (32 * LAYERS)                                                  # seconds a score
+        score_bytes = score * ETA * gbs * 10 ** 9
+        assert abs(float(score_bytes / 24 - 1)) < 0.35, (gpu, float(score_bytes))
+        assert score > 10 * Fraction(512) / (peak * 10 ** 12), gpu
+        expected = {n: Fraction(_expected(gpu, dtype="fp16", seq=n)["prefill_s"]) for n in (512, 4096)}
+        e_token, e_pair = _split(expected[512], expected[4096])
+        gemm_rate = gemm_flops / (token - passes / (ETA * gbs * 10 ** 9)) / 10 ** 12
+        rows.append(f"{gpu:15} a token {float(token) * 1e6:6.1f} us (symllm {float(e_token / token - 1):+6.1%}); "
+                    f"a score {float(score) * 1e12:5.1f} ps = {float(score_bytes):4.1f} B (symllm "
+                    f"{float(e_pair / pair - 1):+6.1%}); GEMMs {float(gemm_rate):5.1f} TFLOP/s, "
+                    f"{float(gemm_rate / peak):.2f} of {float(peak)}")
+    with capsys.disabled():
+        print("\n" + "\n".join(rows))
