@@ -4,7 +4,7 @@ Maximum Achievable Matmul FLOPS table first, then, for a card it lacks, a table 
 runs (``gemm_cards.square``), each card against the reference card of its own table.
 
 :func:`symllm.costs.efficiency.gemm` multiplies its measured M-curve by this scale (at most 1 of the card's
-own peak); docs/efficiency.md ("GEMMs on other cards") says where each figure comes from.
+own peak); docs/efficiency.md ("Each card's GEMMs") says where each figure comes from.
 """
 from __future__ import annotations
 
