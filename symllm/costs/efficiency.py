@@ -7,7 +7,8 @@ each figure with its source:
 
 * **GEMMs** reach a fraction ``η_gemm(M)`` of the dtype's dense peak that grows with the token rows ``M``
   (bf16 and fp8 tables, measured on an H200), scaled on another card by its published Maximum Achievable
-  Matmul FLOPS efficiency over the H200's (``gemm_cards``; 1 where it has none: :func:`card_scale`); below the
+  Matmul FLOPS efficiency over the H200's (``gemm_cards``; 1 where it has none:
+  :func:`symllm.costs.gemm_cards.card_scale`); below the
   table's first ``M`` a product is bound by its weights' bytes.
 * **The attention core** of a prefill runs the pairs of a causal FlashAttention-2 kernel's tiles
   (:func:`symllm.costs.tiles.causal_tiles`: the blocks the mask hides whole are skipped, the diagonal's run
@@ -78,11 +79,12 @@ from symllm.arch.layers import OP_RECOMPUTED
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
+from symllm.costs.gemm_cards import card_scale
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 
-__all__ = ["ENGINES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
+__all__ = ["ENGINES", "gemm", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
            "f16_gemv_factor", "train_factor", "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s",
            "fp8_quantize_s", "expected", "seconds"]
 
@@ -96,7 +98,7 @@ def __getattr__(name):  # ENGINES: read on first use
 def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8's table for
     fp8 and int8 W8A8, bf16's otherwise), on ``card`` (a catalogue name: the measured curve times
-    :func:`card_scale`; None: the curve as measured).
+    :func:`symllm.costs.gemm_cards.card_scale`; None: the curve as measured).
 
     >>> round(float(gemm("fp8", 16384)), 3), float(gemm("bf16", 10 ** 9))
     (0.625, 0.711)
@@ -105,23 +107,6 @@ def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     """
     table = "fp8" if dtype in ("fp8", "int8") else "bf16"
     return min(Fraction(1), interpolate(data()["gemm"][table], max(1, m)) * card_scale(table, card))
-
-
-def card_scale(table: str, card: str | None) -> Fraction:
-    """How much more (or less) of its dense peak ``card``'s GEMMs reach than the reference card's (the H200,
-    where the ``gemm`` tables were measured): the ratio of their Maximum Achievable Matmul FLOPS efficiencies
-    (``gemm_cards`` in efficiency.json, one published table for both); 1 for a card without a figure.
-
-    >>> card_scale("bf16", "a100-80gb"), card_scale("bf16", "h100-sxm"), card_scale("bf16", "l40s")
-    (Fraction(111757, 103285), Fraction(1, 1), Fraction(1, 1))
-    """
-    figures = data()["gemm_cards"]
-    if card not in (rows := figures[table]):
-        return Fraction(1)
-
-    def efficiency(row) -> Fraction:
-        return _x(row["mamf"]) / _x(row["theory"])
-    return efficiency(rows[card]) / efficiency(rows[figures["reference"]])
 
 
 def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
@@ -238,7 +223,7 @@ def card(work, *, own_peak: bool = False) -> str | None:
     """The catalogue card a workload runs on (``work.gpu``), whose figures the expected times read (its memory
     kind, its fp16-accumulate peak); None for an accelerator given by its figures alone. ``own_peak``: the card
     only where its own peaks hold (no ``--gpu-flops``): what is measured against them (:func:`gemm`'s
-    :func:`card_scale`, fp8's transposes, the bf16 peak of fp8 training's bf16 GEMMs).
+    :func:`symllm.costs.gemm_cards.card_scale`, fp8's transposes, the bf16 peak of fp8 training's bf16 GEMMs).
 
     >>> from symllm.costs.workloads import Workload
     >>> card(Workload(gpu="h100-sxm")), card(Workload(gpu="h100-sxm", gpu_flops=500), own_peak=True), card(Workload())
