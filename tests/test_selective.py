@@ -262,12 +262,12 @@ def test_op_checkpointing_casts_and_reruns_only_the_recomputed_linears_by_hand()
     layer, 16 layers 4,194,304, beyond what op keeps without LoRA; the one block recomputed in backward holds all
     seven, 7·65,536 = 458,752 (full recomputation: that one block's alone)."""
     from fractions import Fraction
-    from symllm.costs import efficiency
+    from symllm.costs import fp8_casts
     args = dict(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12)
     forward, backward = 1000 * ((1024 + 1024) + (1024 + 4096)), 1000 * ((1536 + 1024) + (8192 + 1024))
     per = Fraction(6) / (Fraction(88, 100) * 10 ** 12)
-    assert efficiency.fp8_quantize_s(**args, recompute="op") == (forward + 1000 * 3 * 1024 + backward) * per
-    assert efficiency.fp8_quantize_s(**args, recompute=True) == (2 * forward + backward) * per
+    assert fp8_casts.fp8_quantize_s(**args, recompute="op") == (forward + 1000 * 3 * 1024 + backward) * per
+    assert fp8_casts.fp8_quantize_s(**args, recompute=True) == (2 * forward + backward) * per
     lora = dict(lora_rank=8, lora_targets="wq,wk,wv,wo,w1,w2,w3", batch=1, seq=4096)
     op = symllm.workload("llama3.2-1b", recompute="op", **lora)["memory"]
     full = symllm.workload("llama3.2-1b", recompute="full", **lora)["memory"]
