@@ -154,10 +154,12 @@ def test_a_card_without_a_figure_keeps_the_measured_curve(card):
     assert efficiency.gemm("fp8", 4096, "mi300x") == efficiency.gemm("int8", 4096, "a100-80gb") == Fraction("0.594")
 
 
-def test_an_a100_training_step_is_faster_by_its_mamf_ratio():
+def test_an_a100_training_step_is_faster_by_its_mamf_ratio(monkeypatch):
     """llama3.2-1b trained on one A100 SXM (no communication, no bubble): the step is FLOPs over the GEMM
     efficiency, so the catalogue card runs it (271.2 / 312) / (794.5 / 989) = 1.0820 times faster than the same
-    312 TFLOP/s given on the command line (--gpu-flops: no card's figure applies)."""
+    312 TFLOP/s given on the command line (--gpu-flops: no card's figure applies). The optimizer's memory-bound
+    update (the engine's optimizer_bytes: tests/test_step_passes.py) is left out: it does not scale with FLOPs."""
+    monkeypatch.delitem(figures.data()["engines"]["torchtitan"], "optimizer_bytes")
     card = _time("llama3.2-1b", gpu="a100-80gb", seq=4096, engine="torchtitan")["expected"]
     given = _time("llama3.2-1b", gpu="a100-80gb", gpu_flops=312, seq=4096, engine="torchtitan")["expected"]
     ratio = (271.2 / 312) / (794.5 / 989)

@@ -12,7 +12,8 @@ them),
 DeepSeek-V4's compressed caches as vLLM lays them out; :mod:`~symllm.costs.batching`: each engine's scheduler
 defaults), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name), :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
-data file and engines by name; :mod:`~symllm.costs.fp8_casts`: FP8 current scaling's quantization passes;
+data file and engines by name; :mod:`~symllm.costs.fp8_casts`: FP8 current scaling's quantization passes; :mod:`~symllm.costs.step_passes`: a step's
+optimizer and FSDP copy-out passes;
 :mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.power`: board power limits;
 :mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs),
@@ -28,6 +29,6 @@ replicated over tensor-parallel ranks).
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "fp8_casts", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
+    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "fp8_casts", "step_passes", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

@@ -49,13 +49,15 @@ each figure with its source:
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`symllm.costs.fp8_casts.fp8_quantize_s`).
-* **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer),
+* **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work: a forward and backward),
   an engine's figure at the width ``train_width.d`` where it was measured, read on the attention core's tiles
   (``attention_tiles.train_basis``: the figures were read against the whole rectangle's FLOPs); at width ``d`` the time beyond the
   GEMMs, relative to theirs, scales as ``train_width.d / d`` (memory-bound passes over ``d``-wide activations
   against GEMM FLOPs in ``d²``: :func:`train_factor`), and the share of it that streams memory
   (``train_bandwidth``, measured on an H100 and an H200) as the card's bf16 peak over its bandwidth against the
   H200's, where the factor was measured;
+  an engine that sources them adds its optimizer's update and FSDP2's copy-outs, memory-bound passes on the
+  compute stream (:func:`symllm.costs.step_passes.step_passes_s`);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
   interleaved over ``v`` chunks).
@@ -79,6 +81,7 @@ from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
+from symllm.costs.step_passes import step_passes_s
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 
 __all__ = ["ENGINES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
@@ -535,6 +538,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     dp_calls = micro if fsdp and train.get("fsdp_per_micro_batch") else 1
     dp_bytes = parts["dp_sent"](int(train.get("grad_reduce_bytes", BF16)) if fsdp else BF16, dp_calls)
     dp_s = allreduce_s(dp_calls, dp_bytes, route.get("dp")) if work.dp > 1 else Fraction(0)
+    # the optimizer's update of the rank's share and FSDP2's copy-outs of each gathered layer (twice a round
+    # where FSDP reshards after forward, once a step through a pipeline), on the compute stream
+    gathers = (2 * dp_calls if fsdp else 1) if work.zero_stage == 3 and work.dp > 1 else 0
+    owned = parts.get("trainable") or parts["params"]
+    # (ZeRO 1 and up shard the optimizer states over the data-parallel ranks: symllm.costs.zero.sharded)
+    passes_s = step_passes_s(train, shard=owned / work.dp if work.zero_stage >= 1 else owned,
+                             params=parts["params"], gathers=gathers, rate=stream(kind=kind) * bandwidth)
     hidden = _x(train["overlap"])
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
@@ -542,7 +552,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     chunks = getattr(work, "virtual_stages", 2) or 2
     sends = handoffs(pp, micro, schedule)  # each micro-batch's activations and gradient at every boundary
     handoff_s = allreduce_s(sends, Fraction(parts["training_handoff"] * sends, 2), route.get("pp")) if sends else 0
-    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + handoff_s + exposed
+    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + handoff_s + exposed + passes_s
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro
