@@ -133,3 +133,75 @@ def test_the_step_adds_the_passes_by_hand(monkeypatch, over, gathers, shard):
 def test_an_engine_without_the_figures_adds_nothing():
     """Megatron's engine sources neither figure (its fused optimizer is not read here): nothing is added."""
     assert step_passes_s(data()["engines"]["megatron"], shard=10 ** 9, params=8 * 10 ** 9, gathers=2, rate=1) == 0
+
+
+# --- op checkpointing's element-wise rerun (op_recompute_bytes, step_passes.op_recompute_s) ---------------
+
+def _elementwise_bytes(raw: dict, s: int, checkpointed: bool) -> int:
+    """Bytes every op but the matmuls and SDPA reads and writes (views excluded) in a forward and backward of
+    transformers' LlamaDecoderLayer (bf16, one sequence of ``s`` tokens), checkpointed with torchtitan's op
+    policy (tests/test_selective.py) or not."""
+    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    from .test_selective import _layer, _torchtitan_policy
+    torch = requires("torch")
+
+    class Moved(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = func._schema.name
+            if name in ("aten::mm", "aten::addmm", "aten::bmm") or "scaled_dot_product" in name:
+                return out
+            ins = {t.untyped_storage().data_ptr(): t for t in tree_flatten((args, kwargs))[0]
+                   if isinstance(t, torch.Tensor)}
+            outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+            inplace = name.endswith("_")
+            if not inplace and any(o.untyped_storage().data_ptr() in ins for o in outs):
+                return out  # a view: nothing moved
+            written = [*outs, *([args[0]] if inplace and isinstance(args[0], torch.Tensor) else [])]
+            Moved.total += sum(t.numel() * t.element_size() for t in [*ins.values(), *written])
+            return out
+
+    layer, x, pe = _layer(raw, 1, s)
+    with Moved():
+        if checkpointed:
+            out = checkpoint(lambda h: layer(h, position_embeddings=pe), x, use_reentrant=False,
+                             context_fn=lambda: create_selective_checkpoint_contexts(_torchtitan_policy()))
+        else:
+            out = layer(x, position_embeddings=pe)
+        out.backward(torch.ones_like(out))
+    return Moved.total
+
+
+@pytest.mark.parametrize("d, d_ff, heads, kv_heads", [(1024, 2816, 8, 2), (1536, 4096, 12, 4)])
+def test_op_checkpointing_reruns_the_measured_elementwise_bytes(d, d_ff, heads, kv_heads):
+    """A token's extra element-wise bytes under torchtitan's op policy (the difference of 64 and 32 tokens,
+    checkpointed less plain) at two widths the figure was not solved from: 78 d + 10 d_ff + 20 (q + kv), plus
+    the rotary tables' reads the form leaves out, the same 1,072 bytes at head width 128 in both."""
+    requires("transformers")
+    raw = dict(hidden_size=d, intermediate_size=d_ff, num_attention_heads=heads, num_key_value_heads=kv_heads,
+               head_dim=128, num_hidden_layers=1, vocab_size=128, rms_norm_eps=1e-5)
+    extra = [(_elementwise_bytes(raw, s, True) - _elementwise_bytes(raw, s, False)) for s in (32, 64)]
+    token = Fraction(extra[1] - extra[0], 32)
+    per = data()["op_recompute_bytes"]
+    form = per["d"] * d + per["d_ff"] * d_ff + per["qkv"] * 128 * (heads + kv_heads)
+    assert token - form == 1072
+
+
+def test_op_runs_its_linears_at_the_gemm_rate_and_its_passes_by_hand(monkeypatch):
+    """torchtitan-llama3.1-8b-h100x8-fsdp-bf16's layout: op checkpointing adds wk, wo and w3 again,
+    2 x 16,384 tokens x 32 layers x 4,096 x (1,024 + 4,096 + 14,336) FLOPs, at the bf16 GEMM table's 0.711 of
+    989.4 TFLOP/s under the 500 W limit's (500/700)^0.2428 (no training factor), and its element-wise rerun,
+    16,384 x 32 x 565,248 bytes at 0.88 of 2.4 TB/s = 140.32 ms."""
+    import math
+    flops = 2 * 16384 * 32 * 4096 * (1024 + 4096 + 14336)
+    gamma = math.log(252.9 / 271.2) / math.log(300 / 400)
+    linears = flops / (0.711 * 989.4e12 * (500 / 700) ** gamma)
+    passes = 16384 * 32 * (78 * 4096 + 10 * 14336 + 20 * 5120) / (0.88 * 2.4e12)
+    assert passes == pytest.approx(0.14032, abs=1e-5)
+    op, none = _step(), _step(recompute="none")
+    assert op - none == pytest.approx(linears + passes, rel=1e-9)

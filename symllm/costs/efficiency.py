@@ -81,7 +81,7 @@ from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
-from symllm.costs.step_passes import step_passes_s
+from symllm.costs.step_passes import op_recompute_s, step_passes_s
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 
 __all__ = ["ENGINES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
@@ -519,6 +519,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
+    if parts.get("op_flops") and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
+        # op checkpointing: its recomputed linears at the GEMMs' own rate (the step's factor holds element-wise
+        # passes they do not bring), the block's element-wise forward it reruns as measured passes
+        gemm_s = Fraction(parts["op_flops"]) / (gemm(compute, 16384, rated) * peak)
+        compute_s += micro * (gemm_s / capped - gemm_s / factor + op_recompute_s(
+            rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"], q=parts["n_h"] * parts["head_dim"],
+            kv=parts["n_kv"] * parts["head_dim"], rate=stream(kind=kind) * bandwidth, tp=work.tp, sp=work.sp))
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # dropless MoE layers under an engine that syncs
         # a dropless layer's measured floor (moe.layer_floor), FP8's quantization launches an expert on top
         gpu = Fraction(experts) / (eta * factor * peak) + moe_s + expert_cast

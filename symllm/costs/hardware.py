@@ -364,6 +364,8 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm", "params")
                   for k, e in exprs[group].items()})
+    if work.recompute == "op":  # the linears op checkpointing runs again, the whole model's (_expected shares them)
+        forms["op_recomputed_flops"] = module("symllm.costs.selective").recomputed_flops(mdl)
     if work.dp > 1:  # comm's dp at an engine's reduce dtype and rounds a step, as symbols (_expected's dp_sent)
         forms["dp_sent"] = parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp,
                                          grad_bytes=parallel.REDUCE_BYTES, rounds=parallel.DP_ROUNDS)["dp"]
@@ -541,6 +543,9 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   # a rank's parameters (its tensor and pipeline share) and those it trains (LoRA's adapters)
                   "params": num("params.per_gpu"),
                   "trainable": num("params.trainable") if work.lora_rank is not None else None,
+                  # op checkpointing's recomputed linears, the busiest stage's share on one tensor-parallel rank
+                  "op_flops": (num("op_recomputed_flops") * Fraction(parts["layers"], int(vals["L"])) / work.tp
+                               if work.recompute == "op" else 0),
                   "training_model_flops": model,
                   "training_hardware_flops": hardware})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})

@@ -4,13 +4,18 @@ its all-gather buffer. The engines' ``train_factor`` figures were read from a fo
 optimizer, no FSDP: ``engines.hf`` in efficiency.json), so these passes are not in them; each engine that
 sources them says so in efficiency.json (``optimizer_bytes``, ``fsdp_copy_out_bytes``, each with its source),
 and the others add nothing. Passes FSDP2 runs on its own streams (the all-gather's copy-in, the
-reduce-scatter's ``chunk_cat``) run beside the compute and are not counted.
+reduce-scatter's ``chunk_cat``) run beside the compute and are not counted. Op checkpointing
+(``--selective-ac op``: :mod:`symllm.costs.selective`) reruns in backward every element-wise op of a block's
+forward (norms, RoPE, SiLU, the products, the residual adds), passes the measured forward and backward did once:
+:func:`op_recompute_s` (``op_recompute_bytes``, measured under torch's dispatcher).
 """
 from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["step_passes_s"]
+from symllm.costs.figures import data
+
+__all__ = ["step_passes_s", "op_recompute_s"]
 
 
 def step_passes_s(train: dict, *, shard, params, gathers, rate) -> Fraction:
@@ -28,3 +33,18 @@ def step_passes_s(train: dict, *, shard, params, gathers, rate) -> Fraction:
     moved = (Fraction(train.get("optimizer_bytes", 0)) * shard
              + Fraction(train.get("fsdp_copy_out_bytes", 0)) * params * gathers)
     return moved / rate
+
+
+def op_recompute_s(*, rows, layers, d, d_ff, q, kv, rate, tp: int = 1, sp: bool = False) -> Fraction:
+    """Seconds op checkpointing's rerun of a block's element-wise forward takes for ``rows`` tokens through
+    ``layers`` blocks of width ``d``, gated MLP ``d_ff``, attention ``q`` (``n_h·d_h``) and ``kv``
+    (``n_kv·d_h``): ``op_recompute_bytes`` a token a layer (bytes read and written, linear in the widths) at
+    ``rate`` bytes/s; the widths a tensor-parallel rank splits over ``tp`` ranks (``d`` only under ``sp``).
+
+    >>> float(op_recompute_s(rows=1, layers=1, d=4096, d_ff=14336, q=4096, kv=1024, rate=10 ** 6))  # bytes
+    0.565248
+    """
+    per = data()["op_recompute_bytes"]
+    token = (Fraction(per["d"] * d, tp if sp else 1)
+             + Fraction(per["d_ff"] * d_ff + per["qkv"] * (q + kv), tp))
+    return rows * layers * token / rate
