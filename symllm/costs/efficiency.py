@@ -57,7 +57,9 @@ each figure with its source:
   (``train_bandwidth``, measured on an H100 and an H200) as the card's bf16 peak over its bandwidth against the
   H200's, where the factor was measured;
   an engine that sources them adds its optimizer's update and FSDP2's copy-outs, memory-bound passes on the
-  compute stream (:func:`symllm.costs.step_passes.step_passes_s`);
+  compute stream (:func:`symllm.costs.step_passes.step_passes_s`); op checkpointing's recomputed linears run at
+  the GEMMs' own rate and its rerun of a block's element-wise forward at ``η_mem``
+  (:func:`symllm.costs.step_passes.op_recompute_s`);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
   interleaved over ``v`` chunks).
