@@ -194,10 +194,12 @@ def test_the_square_table_agrees_with_mamf_where_both_measure():
     assert abs(float(h100) - float(gemm_cards.card_scale("bf16", "h100-sxm"))) < 0.01
 
 
-def test_an_a100_training_step_is_faster_by_its_mamf_ratio():
+def test_an_a100_training_step_is_faster_by_its_mamf_ratio(monkeypatch):
     """llama3.2-1b trained on one A100 SXM (no communication, no bubble): the step is FLOPs over the GEMM
     efficiency, so the catalogue card runs it (271.2 / 312) / (794.5 / 989) = 1.0820 times faster than the same
-    312 TFLOP/s given on the command line (--gpu-flops: no card's figure applies)."""
+    312 TFLOP/s given on the command line (--gpu-flops: no card's figure applies). The optimizer's memory-bound
+    update (the engine's optimizer_bytes: tests/test_step_passes.py) is left out: it does not scale with FLOPs."""
+    monkeypatch.delitem(figures.data()["engines"]["torchtitan"], "optimizer_bytes")
     card = _time("llama3.2-1b", gpu="a100-80gb", seq=4096, engine="torchtitan")["expected"]
     given = _time("llama3.2-1b", gpu="a100-80gb", gpu_flops=312, seq=4096, engine="torchtitan")["expected"]
     ratio = (271.2 / 312) / (794.5 / 989)
