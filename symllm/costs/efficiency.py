@@ -80,6 +80,7 @@ from fractions import Fraction
 
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
+from symllm.costs.attention_training import core_training_s, training_kernel
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.gemm_cards import card_scale
@@ -469,10 +470,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # under a power limit the GEMMs' share of that time slows, the rest (memory-bound passes) does not:
     # time = GEMMs / capped + GEMMs x (1/factor - 1)
     factor = 1 / (1 / capped + 1 / factor - 1)
-    # the attention core's FLOPs the kernel skips (the workload's convention less its tiles' pairs)
-    # (eager stacks compute the whole rectangle)
-    skipped = (Fraction(parts.get("training_core_flops", 0)) * (1 - train_tiles)
+    # the attention core (all its FLOPs leave the GEMMs' terms) on its kernel's tiles at its forward and backward
+    # rates, its recomputed forwards at the forward rate (attention_training); eager stacks: the whole rectangle, as GEMMs
+    removed = (Fraction(parts.get("training_core_flops", 0))
                if parts["prefill_core_flops"] and tiled and work.stack not in ("eager", "hf-eager") else Fraction(0))
+    forward = Fraction(parts.get("training_model_core_flops", 0)) * train_tiles / 3 if removed else Fraction(0)
+    core_s = core_training_s(forward, work.seq, heads, training_kernel(train, named), removed * train_tiles - 3 * forward,
+                             (parts.get("bf16_peak") or peak) * capped) if removed else Fraction(0)
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
     comm = parts["comm"]
@@ -501,11 +505,11 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                        - fp8_quantize_s(**common, layers=moe_layers, q=0, kv=0, k=0))
     # fp8 linears only (an engine's fp8_linears_only): the attention core and the output head
     # (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
-    bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - skipped
+    bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - removed
             if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
-    compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
+    compute_s = (Fraction(parts["training_flops"] - experts - removed - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
-                 + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
+                 + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s + core_s) * micro
     if parts.get("op_flops") and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
         # op checkpointing: its recomputed linears at the GEMMs' own rate (the step's factor holds element-wise
         # passes they do not bring), the block's element-wise forward it reruns as measured passes

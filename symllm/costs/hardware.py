@@ -530,7 +530,8 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     # the pairs a sequence's core counts in the workload's convention (the kernel's tiles replace them in the
     # expected time), and a training step's core (the indexer's scores: no backward), the busiest stage's
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
-                  "training_core_flops": num(f"{trained}training_core_flops")})
+                  "training_core_flops": num(f"{trained}training_core_flops"),
+                  "training_model_core_flops": num(f"{trained}model_core_flops")})  # its forward: a third
     parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
                   "window": int(vals["W"]) if "W" in vals else None,
                   "beta_w": _number(vals["beta_w"]),
