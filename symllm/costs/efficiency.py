@@ -206,9 +206,9 @@ def train_factor(factor, d=None, ridge=None) -> Fraction:
 
     >>> train_factor("0.75", 4096), train_factor("0.75", 8192), train_factor("0.75", 2048)
     (Fraction(3, 4), Fraction(6, 7), Fraction(3, 5))
-    >>> # 989.4 TFLOP/s over 2.4 TB/s, twice the H200's ridge: x = 1/3 x (1 - 0.42 + 0.42 x 2) = 0.4733
+    >>> # 989.4 TFLOP/s over 2.4 TB/s, twice the H200's ridge: x = 1/3 x (1 - 0.43 + 0.43 x 2) = 0.4767
     >>> round(float(train_factor("0.75", 4096, Fraction(9894, 24))), 4)
-    0.6787
+    0.6772
     """
     factor = _x(factor)
     x = 1 / factor - 1
