@@ -18,7 +18,8 @@ data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs a
 :mod:`~symllm.costs.fp8_casts`: FP8 current scaling's quantization passes; :mod:`~symllm.costs.step_passes`: a
 step's optimizer and FSDP copy-out passes;
 :mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
-:mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.power`: board power limits;
+:mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.attention_training`: a training step's
+attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power limits;
 :mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs),
 :mod:`~symllm.costs.traffic` (serving under load: TTFT, ITL, throughput at a concurrency or request rate),
 :mod:`~symllm.costs.scaling` (over :mod:`~symllm.costs.approximation`, smooth forms and FLOP conventions, and
@@ -33,6 +34,6 @@ from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "gemm_cards", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
-    "utilisation", "fp8_casts", "step_passes",
+    "utilisation", "fp8_casts", "step_passes", "attention_training",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

@@ -51,8 +51,9 @@ each figure with its source:
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem`` (:func:`symllm.costs.fp8_casts.fp8_quantize_s`).
 * **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work: a forward and backward),
-  an engine's figure at the width ``train_width.d`` where it was measured, read on the attention core's tiles
-  (``attention_tiles.train_basis``: the figures were read against the whole rectangle's FLOPs); at width ``d`` the time beyond the
+  an engine's figure at the width ``train_width.d`` where it was measured, read on the step less its attention core
+  (``attention_tiles.train_basis``), which runs on its tiles at its kernel's forward and backward rates
+  (:func:`symllm.costs.attention_training.core_training_s`); at width ``d`` the time beyond the
   GEMMs, relative to theirs, scales as ``train_width.d / d`` (memory-bound passes over ``d``-wide activations
   against GEMM FLOPs in ``d²``: :func:`train_factor`), and the share of it that streams memory
   (``train_bandwidth``, measured on an H100 and an H200) as the card's bf16 peak over its bandwidth against the
