@@ -88,6 +88,7 @@ L*(3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t) 
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 import sympy as sp
@@ -99,7 +100,7 @@ from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
+__all__ = ["COMM_KINDS", "laid_out", "layout", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
            "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES", "forward_runs", "summed",
            "reduced_sublayers"]
 
@@ -118,6 +119,42 @@ def laid_out(work) -> bool:
     (False, True)
     """
     return work.tp > 1 or work.pp > 1 or work.dp > 1 or work.ep > 1 or bool(work.sp)
+
+
+#: (id of a model, an engine) -> (the model, the model as that engine lays it out): the same object each time, so that
+#: the caches keyed on a model's identity (:mod:`symllm.costs.phases`) hold one entry for it
+_LAID: dict[tuple, tuple] = {}
+
+
+def layout(mdl: Component, engine: str | None) -> Component:
+    """``mdl`` with each part split as ``engine`` lays it out (:meth:`symllm.arch.components.Rules.split_under`:
+    a part's own split for that engine, else its ``split``, transformers' plan); ``mdl`` itself where no part
+    declares one for ``engine`` (None, ``hf``: always). What a workload's ``engine`` asks of every per-GPU form.
+
+    >>> from symllm.arch.components import model
+    >>> layout(model(), "vllm") is model()
+    True
+    >>> from symllm.arch.resolved import spec
+    >>> m = spec("deepseek-v4-flash-base").model()
+    >>> [c.rules.split for c in layout(m, "vllm").walk() if c.name in ("wq_b", "wo_b")][:2]
+    ['column', 'row']
+    """
+    key = (id(mdl), engine)
+    hit = _LAID.get(key)
+    if hit is not None and hit[0] is mdl:
+        return hit[1]
+
+    def laid(c: Component) -> Component:
+        split = c.rules.split_under(engine)
+        rules = c.rules if split == c.rules.split else dataclasses.replace(c.rules, split=split, engines=())
+        children = tuple(laid(x) for x in c.children)
+        same = rules is c.rules and all(x is y for x, y in zip(children, c.children))
+        return c if same else c.replace(rules=rules, children=children)
+    out = mdl if engine is None else laid(mdl)
+    if len(_LAID) >= 256:
+        _LAID.clear()
+    _LAID[key] = (mdl, out)  # holding mdl keeps its id from being reused
+    return out
 
 
 def _expert(c: Component) -> bool:
