@@ -132,7 +132,8 @@ def layout(mdl: Component, engine: str | None) -> Component:
     declares one for ``engine`` (None, ``hf``: always). What a workload's ``engine`` asks of every per-GPU form.
 
     >>> from symllm.arch.components import model
-    >>> layout(model(), "vllm") is model()
+    >>> llama = model()
+    >>> layout(llama, "vllm") is llama
     True
     >>> from symllm.arch.resolved import spec
     >>> m = spec("deepseek-v4-flash-base").model()
