@@ -409,4 +409,3 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: docs/efficiency.md says which rows and why)
 MEDIAN, WORST = 0.10, 0.64
 BOUNDS = {"inference": (0.08, 0.64), "serving": (0.10, 0.20), "memory": (0.06, 0.10), "training": (0.10, 0.33)}
-
