@@ -973,6 +973,14 @@ def dsv4_configs(draw) -> dict:
     return raw
 
 
+def dsv4_prompts(raw: dict) -> st.SearchStrategy[int]:
+    """A prompt length (1 to 9 tokens) for ``raw`` (:func:`dsv4_configs`), drawn at will or one below, at or above
+    one of its compression rates: where a compressor closes its first window in a training step."""
+    rates = raw.get("compress_rates", {}).values() or (raw["compress_rate_csa"], raw["compress_rate_hca"])
+    edges = sorted({m + k for m in rates for k in (-1, 0, 1) if 1 <= m + k <= 9})
+    return st.one_of(st.sampled_from(edges), st.integers(1, 9))
+
+
 @st.composite
 def kimi_configs(draw) -> dict:
     """A small Kimi config.json as Moonshot publishes them: Kimi-K2's own (a DeepSeek-V3 config whose

@@ -21,7 +21,7 @@ from symllm.costs import finetune, phases as costs
 from symllm.errors import SymllmError
 
 from .conftest import requires
-from .strategies import dsv4_configs
+from .strategies import dsv4_configs, dsv4_prompts
 
 #: the model types the transformers property draws (tests/test_elementwise.py: every registered family has one)
 KINDS = ("deepseek_v4",)
@@ -203,8 +203,9 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
     # (⌊s/m_c⌋ after the prompt), in each CSA layer
     d, d_I, n_I = config.hidden_size, config.index_head_dim, config.index_n_heads
     indexer = csa * b * s * (8 * d * d_I + 2 * config.q_lora_rank * n_I * d_I + 2 * d * n_I + 2 * n_I * d_I * (s // rate))
-    # and a prompt shorter than a compressor's window closes none: its kv_proj and gate_proj (d -> d_h each in an
-    # HCA layer, d -> 2·d_h in a CSA one) feed nothing the loss reads (chunk empty, the entries new_zeros)
+    # and a compressor whose prompt closes none of its windows (s < m) is forward only too, by the same hand: its
+    # kv_proj and gate_proj (d -> d_h each in an HCA layer, d -> 2·d_h in a CSA one) feed nothing the loss reads (the
+    # pooled slice empty, the entries new_zeros); closing one or more, their backward runs over all s tokens
     hca = config.layer_types.count("heavily_compressed_attention")
     idle = b * s * d * config.head_dim * (4 * hca * (s < config.compress_rates["heavily_compressed_attention"])
                                           + 8 * csa * (s < rate))
@@ -213,16 +214,19 @@ def _generation_agrees(raw: dict, b: int, s: int, steps: int) -> None:
         model(torch.randint(0, raw["vocab_size"], (b, s))).logits.float().sum().backward()
     values = symllm.values(cfg, batch=b, seq=s, logits="all")
     ours = costs.flops(mdl, "training").subs(values)
-    assert ours == train.get_total_flops() - 3 * unselected(s, s) + 2 * idle
-    assert ours == 3 * costs.flops(mdl, "prefill").subs(values) - 2 * indexer  # its forward once, no backward
+    assert ours == train.get_total_flops() - 3 * unselected(s, s)
+    assert ours == 3 * costs.flops(mdl, "prefill").subs(values) - 2 * indexer - 2 * idle  # their forward once
 
 
-@given(dsv4_configs(), st.integers(1, 2), st.integers(1, 9), st.integers(1, 4))
-def test_prefill_decode_generation_and_training_flops_equal_transformers(raw, b, s, steps):
-    """A random DeepSeek-V4 config (every layer type, rates, window, streams, hash routing): prefill, decode steps,
-    generation and a training step's matmul FLOPs equal FlopCounterMode's on transformers' model, CSA's top-k and
-    the backward of a compressor that closes no window (transformers does not run it) stated by hand; a training
-    step runs the indexer's forward once and its backward never, as transformers does (:func:`_generation_agrees`)."""
+@given(dsv4_configs().flatmap(lambda raw: st.tuples(st.just(raw), dsv4_prompts(raw))), st.integers(1, 2),
+       st.integers(1, 4))
+def test_prefill_decode_generation_and_training_flops_equal_transformers(case, b, steps):
+    """A random DeepSeek-V4 config (every layer type, rates, window, streams, hash routing) and a prompt below, at
+    or above one of its compression rates: prefill, decode steps, generation and a training step's matmul FLOPs
+    equal FlopCounterMode's on transformers' model, CSA's top-k stated by hand; a training step runs the indexer's
+    forward once and its backward never, and a compressor's backward only where the prompt closes one of its
+    windows, as transformers does (:func:`_generation_agrees`)."""
+    raw, s = case
     _generation_agrees(raw, b, s, steps)
 
 
@@ -273,6 +277,49 @@ def test_the_indexer_runs_forward_only_in_training(recompute):
     assert costs.flops(mdl, "training", recompute=recompute).subs(values) == (
         passes * costs.flops(mdl, "prefill").subs(values) - 2 * indexer)
 
+
+@pytest.mark.parametrize("s", [1, 2, 3, 4, 9])
+def test_a_compressor_whose_prompt_closes_no_window_runs_forward_only(s):
+    """The fixed config (CSA every 2 tokens, HCA every 4), two sequences of s tokens, below, at and above each
+    rate; PEFT adapting exactly the compressors' kv_proj and gate_proj at rank 2 (a regex: not the attention's, not
+    the indexer's). After a backward a compressor's adapters have gradients only where s reaches its rate, and the
+    adapters hold for backward (:func:`_held_for_backward`, against the model adapting q_a_proj alone) lora_B's
+    input, 2·s rows of 2 fp32 (16·s bytes) for each of its two linears, only there: 0, 32·2, 32·3, 64·4, 64·9
+    bytes; symllm's compressors' adapters save as much (Rules.no_grad, ``1 - min(⌊s/m⌋, 1)``). And a training
+    step's matmul FLOPs of each compressor, by hand (kv_proj and gate_proj, 2·2·s·32·16 each in the HCA layer,
+    2·2·s·32·32 in the CSA one): its forward, and the backward's twice that only where s reaches its rate."""
+    torch, transformers, peft = requires("torch"), requires("transformers"), requires("peft")
+    from symllm.arch.symbols import r_lora
+    config = transformers.AutoConfig.for_model(**_ONE_OF_EACH, experts_implementation="eager",
+                                               attn_implementation="eager")
+    ids = torch.randint(0, _ONE_OF_EACH["vocab_size"], (2, s))
+    held, grads = {}, {}
+    for name, targets in (("without", r".*\.q_a_proj"),
+                          ("with", r".*\.(q_a_proj|compressor\.kv_proj|compressor\.gate_proj)")):
+        torch.manual_seed(0)
+        model = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(config).train(),
+                                    peft.LoraConfig(r=2, target_modules=targets))
+        held[name] = _held_for_backward(model, ids)
+        model(ids).logits.float().sum().backward()
+        grads.update({n: p.grad is not None for n, p in model.named_parameters() if ".compressor." in n
+                      and p.requires_grad})
+    closes = {1: s >= 4, 2: s >= 2}  # layer 1 HCA, layer 2 CSA
+    assert len(grads) == 8 and all(has == closes[int(n.split(".layers.")[1].split(".")[0])] for n, has in grads.items())
+    assert held["with"] - held["without"] == 32 * s * (closes[1] + closes[2]) == {1: 0, 2: 64, 3: 96, 4: 256, 9: 576}[s]
+    cfg = from_hf(_ONE_OF_EACH)
+    mdl = symllm.model_for(cfg)
+    values = {**symllm.values(cfg, batch=2, seq=s, dtype="fp32"), r_lora: 2}
+    saved = finetune.adapt(mdl, "kv_proj,gate_proj", 2).breakdown("saved")
+    adapters = sum(v for k, v in saved.items() if "/compressor/compress_" in k)
+    assert adapters.subs(values) == held["with"] - held["without"]
+    for group, rate, width in (("hca_block", 4, 16), ("csa_block", 2, 32)):
+        compressor = mdl.child(f"{group}/attention/compressor")
+
+        def own(phase):  # the compressor's FLOPs but its indexer's (counted on its own: forward only)
+            return sum(sign * costs.flops(c, phase).subs(values) for sign, c in
+                       ((1, compressor), *((-1, c) for c in compressor.children if c.name == "indexer")))
+        assert own("prefill") == 2 * (2 * 2 * s * 32 * width)
+        assert own("training") == (3 if s >= rate else 1) * own("prefill"), group
 
 def test_the_matmul_flops_of_one_layer_of_each_kind_by_hand():
     """One sequence, a decode step at context 20 (21 positions seen), the fixed config (d 32, 4 heads of 16,

@@ -25,6 +25,9 @@ PARAMS, VOCAB, DIM, LAYERS = 8_030_261_248, 128_256, 4096, 32
 KV_PER_TOKEN = 2 * LAYERS * 8 * 128 * 2        # K and V, 8 KV heads of 128, fp16
 GRAPH, STEP = Fraction(49, 10 ** 7), Fraction(5, 10 ** 4)   # kernel.graph_s; llama.cpp's step_s
 ETA = Fraction(88, 100)                          # memory_stream
+#: the RTX 4090's GEMMs against the H200's (gemm_cards.square: zzc0721/torch-performance-test-data's bf16 torch.mm,
+#: the median of the 4090's 162.39, 163.09, 170.06 and 173.31 TFLOP/s over its 165.2, the H200's 790.29 over 989.4)
+SQUARE_4090 = ((Fraction("163.09") + Fraction("170.06")) / 2 / Fraction("165.2")) / (Fraction("790.29") / Fraction("989.4"))
 
 
 def _expected(gpu: str, **options) -> dict:
@@ -104,17 +107,19 @@ def test_the_slow_fp16_gemv_is_llamacpps_at_batch_one_only():
 def test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak():
     """A 1,024-token fp16 prompt on an RTX 4090: its GEMMs (every linear layer over every
     position, the output head over the last: llama-bench asks the last position's logits) at the bf16 GEMM
-    table's 512-row fraction (0.528) of 330.3 TFLOP/s, the causal attention
+    table's 512-row fraction (0.528) times the 4090's square-matmul scale (gemm_cards.square: the median of its
+    four machines' bf16 torch.mm, 162.39, 163.09, 170.06 and 173.31 TFLOP/s, over its 165.2, against the H200's
+    790.29 of 989.4: 1.262) of 330.3 TFLOP/s, the causal attention
     core without FlashAttention (llama-bench's default): each micro-batch's scores against every key so far
     (512·512 then 512·1,024 a head) moved at 24 bytes each, and every GEMM's fp32 input and output converted
     at 6 bytes an element (38,912 + 43,008 a token and layer), and its graph's fp32 element-wise nodes (norms,
     RoPE, cache copies, the attention GEMMs' conversions, the heads' cont, residual adds, SiLU and its mul:
     56·4,096 + 28·4,096 + 20·1,024 + 20·14,336 = 651,264 bytes a token and layer), at 0.88 of 1,008 GB/s (slower
-    than the scores' FLOPs at the GEMM fraction: 4.1e11 at 0.528 of 165.2, 4.7 ms); plus 16 kernels a layer and
+    than the scores' FLOPs at the GEMM fraction: 4.1e11 at 0.666 of 165.2, 3.7 ms); plus 16 kernels a layer and
     the step's fixed cost."""
     linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
     flops = 2 * 1024 * linear + 2 * VOCAB * DIM
-    gemm_s = Fraction(flops) / (Fraction(528, 1000) * Fraction(3303, 10) * 10 ** 12)
+    gemm_s = Fraction(flops) / (Fraction(528, 1000) * SQUARE_4090 * Fraction(3303, 10) * 10 ** 12)
     rate = Fraction(88, 100) * 1008 * 10 ** 9
     attn_s = (32 * LAYERS * (512 * 512 + 512 * 1024) * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6
               + 1024 * LAYERS * (56 * DIM + 28 * DIM + 20 * 1024 + 20 * 14_336)) / rate
@@ -125,7 +130,8 @@ def test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak():
 
 
 def test_micro_batches_and_fp16_accumulation_are_llamacpps():
-    """vLLM's prompt of 1,024 tokens runs its GEMMs at 1,024 rows (0.620) of the catalogue's 165.2 TFLOP/s;
+    """vLLM's prompt of 1,024 tokens on an RTX 4090 runs its GEMMs at 1,024 rows (0.620, times the 4090's square-matmul
+    scale, 1.262) of the catalogue's 165.2 TFLOP/s;
     llama.cpp's on an A100 at 512 rows (0.528, times the A100's MAMF scale) of 312 (one rate for both
     accumulations). vLLM's attention core runs its causal pairs at the flash fraction (0.153); llama.cpp's
     moves its scores, conversions and fp32 element-wise nodes (35.4 + 21.3 GB) at 0.88 of the A100 SXM's 2,039 GB/s."""
@@ -135,7 +141,7 @@ def test_micro_batches_and_fp16_accumulation_are_llamacpps():
     causal = 4 * LAYERS * 32 * 128 * 1024 * 1024 * Fraction(1025, 2048)   # QK^T and PV over the causal pairs
     attn = float(causal / (Fraction(153, 1000) * Fraction(1652, 10) * 10 ** 12))
     assert vllm["prefill_compute_s"] == pytest.approx(
-        float(flops / (Fraction(62, 100) * Fraction(1652, 10) * 10 ** 12)) + attn, rel=1e-9)
+        float(flops / (Fraction(62, 100) * SQUARE_4090 * Fraction(1652, 10) * 10 ** 12)) + attn, rel=1e-9)
     a100 = _expected("a100-80gb", dtype="fp16", seq=1024)
     a100_attn = float((32 * LAYERS * (512 * 512 + 512 * 1024) * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6
                        + 1024 * LAYERS * 651_264) / (Fraction(88, 100) * 2039 * 10 ** 9))
@@ -234,3 +240,55 @@ def test_prompt_f32_passes_against_the_notebooks_prompt_runs(monkeypatch, capsys
         for gpu in ("rtx3090", "a100-80gb-pcie"):
             assert abs(counted[gpu, n]) < 0.15, (gpu, n)
         assert counted["h100-pcie", n] > without["h100-pcie", n]  # slower, toward the measured time
+
+
+def _pairs(seq: int, ubatch: int = 512) -> int:
+    """Query-key pairs a head and layer of a ``seq``-token prompt materialises in micro-batches of ``ubatch``:
+    each micro-batch's queries against every key cached so far (512·512, then 512·1,024, ...)."""
+    return sum(min(ubatch, seq - start) * min(start + ubatch, seq) for start in range(0, seq, ubatch))
+
+
+def _split(t512: Fraction, t4096: Fraction) -> tuple[Fraction, Fraction]:
+    """``(per token, per pair)`` of ``t(n) = a·n + b·pairs(n)`` through pp 512 and pp 4096 (two equations)."""
+    b = (t4096 - 8 * t512) / (_pairs(4096) - 8 * _pairs(512))
+    return (t512 - b * _pairs(512)) / 512, b
+
+
+#: the notebooks' cards: bandwidth (GB/s) and dense fp16 tensor peak with the accumulation llama.cpp's cuBLAS
+#: call uses (CUBLAS_COMPUTE_16F: the GeForce cards' fp16-accumulate rates, one rate on the others), from NVIDIA's
+#: H100 PCIe and A100 80GB PCIe product briefs and the Ada and GA102 whitepapers
+NOTEBOOK_CARDS = {"h100-pcie": (2000, 756), "a100-80gb-pcie": (1935, 312), "rtx4090": (1008, Fraction(3303, 10)),
+                  "rtx3090": (936, 142)}
+
+
+def test_notebook_prompt_runs_split_into_tokens_and_materialised_scores(capsys):
+    """Each card's three notebook prompt runs (NOTEBOOK_PP) are a time a token plus a time a materialised score
+    pair: solved through pp 512 and pp 4,096, the two terms give pp 1,024 within 3% on all four cards, so the
+    prompt's time grows with the micro-batches' pairs (n_ubatch 512, every cached key: cuda_prompt's scores) and
+    nothing else beyond the tokens. A score costs 17-37 ps (a pair over 32 heads and 32 layers): 22-31 bytes at
+    memory_stream's 0.88 of the bandwidth, within 35% of the 24 read in ggml-cuda.cu (cuda_prompt.scores_bytes),
+    and ten times or more what FlashAttention's 512 FLOPs a score would take at the card's full tensor peak: the
+    scores went through memory (llama-bench's flash_attn off). Printed: the measured terms beside symllm's, split
+    the same way (docs/efficiency.md reads them), and the GEMM rate the token term leaves once its conversions
+    and fp32 nodes (36.5 MB a token at memory_stream) are taken out."""
+    gemm_flops = 2 * LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)   # a token's linear layers
+    passes = LAYERS * ((38_912 + 43_008) * 6 + 651_264)                             # bytes a token beside them
+    rows = []
+    for gpu, runs in NOTEBOOK_PP.items():
+        gbs, peak = NOTEBOOK_CARDS[gpu]
+        measured = {n: Fraction(n) / Fraction(str(tps)) for n, tps in runs.items()}
+        token, pair = _split(measured[512], measured[4096])
+        assert abs(float((token * 1024 + pair * _pairs(1024)) / measured[1024] - 1)) < 0.03, gpu
+        score = pair / (32 * LAYERS)                                                  # seconds a score
+        score_bytes = score * ETA * gbs * 10 ** 9
+        assert abs(float(score_bytes / 24 - 1)) < 0.35, (gpu, float(score_bytes))
+        assert score > 10 * Fraction(512) / (peak * 10 ** 12), gpu
+        expected = {n: Fraction(_expected(gpu, dtype="fp16", seq=n)["prefill_s"]) for n in (512, 4096)}
+        e_token, e_pair = _split(expected[512], expected[4096])
+        gemm_rate = gemm_flops / (token - passes / (ETA * gbs * 10 ** 9)) / 10 ** 12
+        rows.append(f"{gpu:15} a token {float(token) * 1e6:6.1f} us (symllm {float(e_token / token - 1):+6.1%}); "
+                    f"a score {float(score) * 1e12:5.1f} ps = {float(score_bytes):4.1f} B (symllm "
+                    f"{float(e_pair / pair - 1):+6.1%}); GEMMs {float(gemm_rate):5.1f} TFLOP/s, "
+                    f"{float(gemm_rate / peak):.2f} of {float(peak)}")
+    with capsys.disabled():
+        print("\n" + "\n".join(rows))

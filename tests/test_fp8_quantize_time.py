@@ -1,4 +1,4 @@
-"""FP8 current scaling's quantization passes in an expected training step (symllm.costs.efficiency.fp8_quantize_s;
+"""FP8 current scaling's quantization passes in an expected training step (symllm.costs.fp8_casts.fp8_quantize_s;
 issue 40's Megatron-Bridge FP8-CS rows): each figure by hand arithmetic from Transformer Engine's docs ('FP8
 Current Scaling': two reads of the bf16 tensor, amax then scale and cast, one FP8 byte written, and on Hopper
 one more for the transposed copy the backward pass needs; none on Blackwell)."""
@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 import symllm
-from symllm.costs import efficiency, figures
+from symllm.costs import figures, fp8_casts
 
 H100_BW = 3350 * 10 ** 9  # bytes/s, the H100 SXM datasheet
 STREAM = Fraction(88, 100)  # memory_stream, measured on the H200
@@ -28,7 +28,7 @@ def test_qwen3_30b_a3b_micro_batch_by_hand():
     elements = rows * layers * (forward + backward)
     assert elements == 12_683_575_296
     hand = Fraction(elements * 6) / (STREAM * H100_BW)  # 25.8 ms a micro-batch, 1.08 ms a layer
-    got = efficiency.fp8_quantize_s(rows=rows, layers=layers, moe_layers=layers, k=8, d=2048, d_ff=768,
+    got = fp8_casts.fp8_quantize_s(rows=rows, layers=layers, moe_layers=layers, k=8, d=2048, d_ff=768,
                                     q=4096, kv=512, bandwidth=H100_BW, card="h100-sxm")
     assert got == hand
     assert 0.0257 < float(got) < 0.0259
@@ -40,9 +40,9 @@ def test_blackwell_writes_no_transpose_and_recomputation_quantizes_the_forward_a
     args = dict(rows=1000, layers=2, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12)
     forward = 1000 * 2 * ((1024 + 1024) + (1024 + 4096))
     backward = 1000 * 2 * ((1024 + 512 + 1024) + (8192 + 1024))
-    assert efficiency.fp8_quantize_s(**args, card="b200") == Fraction((forward + backward) * 5) / (STREAM * 10 ** 12)
-    assert efficiency.fp8_quantize_s(**args, recompute=True) == Fraction((2 * forward + backward) * 6) / (STREAM * 10 ** 12)
-    assert efficiency.fp8_quantize_s(**args, tp=4) == Fraction((forward + backward) * 6, 4) / (STREAM * 10 ** 12)
+    assert fp8_casts.fp8_quantize_s(**args, card="b200") == Fraction((forward + backward) * 5) / (STREAM * 10 ** 12)
+    assert fp8_casts.fp8_quantize_s(**args, recompute=True) == Fraction((2 * forward + backward) * 6) / (STREAM * 10 ** 12)
+    assert fp8_casts.fp8_quantize_s(**args, tp=4) == Fraction((forward + backward) * 6, 4) / (STREAM * 10 ** 12)
 
 
 def test_a_megatron_fp8_step_adds_the_passes_and_nothing_else(monkeypatch):

@@ -46,9 +46,11 @@ def test_the_parameter_count_the_hand_arithmetic_reads():
 def test_torchtitan_gathers_twice_and_reduces_in_fp32_every_micro_batch(monkeypatch):
     """4 micro-batches: 4 x (2 gathers x 2 bytes + 1 reduce x 4 bytes) = 32 bytes a parameter's ring share
     in 4 calls, against 3 x 2 = 6 in one call without the engine's two fields: the step grows by
-    0.2 x ((4 x 20 us + 32/2 x RING / BW) - (20 us + 3 x RING / BW)) = 0.14798 s."""
-    with_fields = _step()
+    0.2 x ((4 x 20 us + 32/2 x RING / BW) - (20 us + 3 x RING / BW)) = 0.14798 s. (Each gather's copy-out on the
+    compute stream, fsdp_copy_out_bytes, follows the gathers too: tests/test_step_passes.py; left out here.)"""
     engine = data()["engines"]["torchtitan"]
+    monkeypatch.delitem(engine, "fsdp_copy_out_bytes")
+    with_fields = _step()
     monkeypatch.delitem(engine, "fsdp_per_micro_batch")
     monkeypatch.delitem(engine, "grad_reduce_bytes")
     plain = _step()

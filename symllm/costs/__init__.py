@@ -14,7 +14,10 @@ defaults), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name;
 :mod:`~symllm.costs.utilisation`: the MFU of a measured run), :mod:`~symllm.costs.efficiency` (expected times:
 measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
-data file and engines by name; :mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
+data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs against the reference card's;
+:mod:`~symllm.costs.fp8_casts`: FP8 current scaling's quantization passes; :mod:`~symllm.costs.step_passes`: a
+step's optimizer and FSDP copy-out passes;
+:mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.power`: board power limits;
 :mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs),
 :mod:`~symllm.costs.traffic` (serving under load: TTFT, ITL, throughput at a concurrency or request rate),
@@ -29,7 +32,7 @@ replicated over tensor-parallel ranks).
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
-    "utilisation",
+    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "gemm_cards", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
+    "utilisation", "fp8_casts", "step_passes",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

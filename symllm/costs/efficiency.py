@@ -7,7 +7,8 @@ each figure with its source:
 
 * **GEMMs** reach a fraction ``η_gemm(M)`` of the dtype's dense peak that grows with the token rows ``M``
   (bf16 and fp8 tables, measured on an H200), scaled on another card by its published Maximum Achievable
-  Matmul FLOPS efficiency over the H200's (``gemm_cards``; 1 where it has none: :func:`card_scale`); below the
+  Matmul FLOPS efficiency over the H200's (``gemm_cards``; 1 where it has none:
+  :func:`symllm.costs.gemm_cards.card_scale`); below the
   table's first ``M`` a product is bound by its weights' bytes.
 * **The attention core** of a prefill runs the pairs of a causal FlashAttention-2 kernel's tiles
   (:func:`symllm.costs.tiles.causal_tiles`: the blocks the mask hides whole are skipped, the diagonal's run
@@ -48,14 +49,18 @@ each figure with its source:
   current scaling the host launches three quantization kernels more an expert's input and gradient, on top).
 * **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
   quantization of each linear's input in forward and of its output's gradient in backward, two reads and
-  one or two FP8 writes an element at ``η_mem`` (:func:`fp8_quantize_s`).
-* **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work, the optimizer),
+  one or two FP8 writes an element at ``η_mem`` (:func:`symllm.costs.fp8_casts.fp8_quantize_s`).
+* **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work: a forward and backward),
   an engine's figure at the width ``train_width.d`` where it was measured, read on the attention core's tiles
   (``attention_tiles.train_basis``: the figures were read against the whole rectangle's FLOPs); at width ``d`` the time beyond the
   GEMMs, relative to theirs, scales as ``train_width.d / d`` (memory-bound passes over ``d``-wide activations
   against GEMM FLOPs in ``d²``: :func:`train_factor`), and the share of it that streams memory
   (``train_bandwidth``, measured on an H100 and an H200) as the card's bf16 peak over its bandwidth against the
   H200's, where the factor was measured;
+  an engine that sources them adds its optimizer's update and FSDP2's copy-outs, memory-bound passes on the
+  compute stream (:func:`symllm.costs.step_passes.step_passes_s`); op checkpointing's recomputed linears run at
+  the GEMMs' own rate and its rerun of a block's element-wise forward at ``η_mem``
+  (:func:`symllm.costs.step_passes.op_recompute_s`);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
   interleaved over ``v`` chunks).
@@ -74,17 +79,18 @@ from __future__ import annotations
 from fractions import Fraction
 
 from symllm.arch.dtypes import BF16
-from symllm.arch.layers import OP_RECOMPUTED
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
+from symllm.costs.gemm_cards import card_scale
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
+from symllm.costs.step_passes import op_recompute_s, step_passes_s
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 
-__all__ = ["ENGINES", "gemm", "card_scale", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
+__all__ = ["ENGINES", "gemm", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
            "f16_gemv_factor", "train_factor", "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s",
-           "fp8_quantize_s", "expected", "seconds"]
+           "expected", "seconds"]
 
 
 def __getattr__(name):  # ENGINES: read on first use
@@ -96,7 +102,7 @@ def __getattr__(name):  # ENGINES: read on first use
 def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8's table for
     fp8 and int8 W8A8, bf16's otherwise), on ``card`` (a catalogue name: the measured curve times
-    :func:`card_scale`; None: the curve as measured).
+    :func:`symllm.costs.gemm_cards.card_scale`; None: the curve as measured).
 
     >>> round(float(gemm("fp8", 16384)), 3), float(gemm("bf16", 10 ** 9))
     (0.625, 0.711)
@@ -105,23 +111,6 @@ def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     """
     table = "fp8" if dtype in ("fp8", "int8") else "bf16"
     return min(Fraction(1), interpolate(data()["gemm"][table], max(1, m)) * card_scale(table, card))
-
-
-def card_scale(table: str, card: str | None) -> Fraction:
-    """How much more (or less) of its dense peak ``card``'s GEMMs reach than the reference card's (the H200,
-    where the ``gemm`` tables were measured): the ratio of their Maximum Achievable Matmul FLOPS efficiencies
-    (``gemm_cards`` in efficiency.json, one published table for both); 1 for a card without a figure.
-
-    >>> card_scale("bf16", "a100-80gb"), card_scale("bf16", "h100-sxm"), card_scale("bf16", "l40s")
-    (Fraction(111757, 103285), Fraction(1, 1), Fraction(1, 1))
-    """
-    figures = data()["gemm_cards"]
-    if card not in (rows := figures[table]):
-        return Fraction(1)
-
-    def efficiency(row) -> Fraction:
-        return _x(row["mamf"]) / _x(row["theory"])
-    return efficiency(rows[card]) / efficiency(rows[figures["reference"]])
 
 
 def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
@@ -238,7 +227,7 @@ def card(work, *, own_peak: bool = False) -> str | None:
     """The catalogue card a workload runs on (``work.gpu``), whose figures the expected times read (its memory
     kind, its fp16-accumulate peak); None for an accelerator given by its figures alone. ``own_peak``: the card
     only where its own peaks hold (no ``--gpu-flops``): what is measured against them (:func:`gemm`'s
-    :func:`card_scale`, fp8's transposes, the bf16 peak of fp8 training's bf16 GEMMs).
+    :func:`symllm.costs.gemm_cards.card_scale`, fp8's transposes, the bf16 peak of fp8 training's bf16 GEMMs).
 
     >>> from symllm.costs.workloads import Workload
     >>> card(Workload(gpu="h100-sxm")), card(Workload(gpu="h100-sxm", gpu_flops=500), own_peak=True), card(Workload())
@@ -341,39 +330,6 @@ def moe_layer_floor_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool = False) 
     host = dict(moe_layers=moe_layers, n_e=n_e, ep=ep)
     casts = moe_host_launch_s(**host, fp8=True) - moe_host_launch_s(**host, fp8=False) if fp8 else 0
     return moe_layers * _x(floor["s"]) + casts
-
-
-def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
-                   card: str | None = None, recompute: bool | str = False) -> Fraction:
-    """Seconds a training micro-batch of ``rows`` tokens spends quantizing activations and gradients to FP8
-    under Transformer Engine's current scaling (``fp8_current_scaling`` in efficiency.json), over ``layers``
-    layers of which ``moe_layers`` route each token to ``k`` experts: each linear's input (``rows`` x its ``K``)
-    in forward and its output's gradient (``rows`` x its ``N``) in backward, a routed expert's on ``k·rows``
-    rows; per element two bf16 reads (amax, then scale and cast) and one FP8 byte written, one more for the
-    transposed copy Hopper's backward needs (none on the Blackwell cards of ``no_transpose``), at
-    :func:`stream`'s fraction of ``bandwidth``. Widths: attention ``q`` (``n_h·d_h``) and ``kv`` (``n_kv·d_h``),
-    a gated MLP's ``d_ff``; each split over ``tp`` ranks; ``recompute`` (a workload's policy): the forward's
-    quantizations again (``"full"`` or True), or (``"op"``: op checkpointing, a dense model's) the inputs of the
-    linears its policy recomputes (:data:`symllm.arch.layers.OP_RECOMPUTED`: wk's ``d``, wo's ``q``, w3's ``d``).
-
-    >>> # one layer, 1000 rows, d 1024, q 1024, kv 256, d_ff 4096: forward 1000 (1024 + 1024 + 1024 + 4096),
-    >>> # backward 1000 (1536 + 1024 + 8192 + 1024) elements, 6 bytes each at 0.88 TB/s
-    >>> float(fp8_quantize_s(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12))
-    0.00012916363636363636
-    """
-    fp8 = data()["fp8_current_scaling"]
-    per = fp8["read_bytes"] + fp8["write_bytes"] + (0 if card in fp8["no_transpose"] else fp8["transpose_bytes"])
-    attn_in, attn_out = d + q, (q + 2 * kv) + d  # K of QKV and O; N of QKV and O
-    mlp_in, mlp_out = d + d_ff, 2 * d_ff + d  # K of the gate-and-up and of the down projections; their N
-    dense = layers - moe_layers
-    forward = rows * (layers * attn_in + (dense + k * moe_layers) * mlp_in)
-    backward = rows * (layers * attn_out + (dense + k * moe_layers) * mlp_out)
-    again = forward if recompute in (True, "full") else 0
-    if recompute == "op":  # each recomputed linear casts its input again (its K: the input of wq, wk, wv is d)
-        inputs = {"wq": d, "wk": d, "wv": d, "wo": q, "w1": d, "w3": d, "w2": d_ff}
-        again = rows * (layers - moe_layers) * sum(inputs[name] for name in OP_RECOMPUTED)
-    elements = Fraction(forward + again + backward, tp)
-    return elements * per / (stream() * bandwidth)
 
 
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
@@ -536,6 +492,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     cast_s = expert_cast = Fraction(0)  # the fp8 casts, and those of the routed experts' k copies of each token
     if compute == "fp8" and train.get("fp8_recipe") == "current" and all(
             x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
+        from symllm.costs.fp8_casts import fp8_quantize_s
         heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], bandwidth=bandwidth,
                                                 moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute)
         cast_s = fp8_quantize_s(**common, layers=layers, q=parts["n_h"] * heads, kv=parts["n_kv"] * heads,
@@ -549,6 +506,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     compute_s = (Fraction(parts["training_flops"] - experts - skipped - bf16) / (gemm(compute, 16384, rated) * factor * peak)
                  + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s) * micro
+    if parts.get("op_flops") and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
+        # op checkpointing: its recomputed linears at the GEMMs' own rate (the step's factor holds element-wise
+        # passes they do not bring), the block's element-wise forward it reruns as measured passes
+        gemm_s = Fraction(parts["op_flops"]) / (gemm(compute, 16384, rated) * peak)
+        compute_s += micro * (gemm_s / capped - gemm_s / factor + op_recompute_s(
+            rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"], q=parts["n_h"] * parts["head_dim"],
+            kv=parts["n_kv"] * parts["head_dim"], rate=stream(kind=kind) * bandwidth, tp=work.tp, sp=work.sp))
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # dropless MoE layers under an engine that syncs
         # a dropless layer's measured floor (moe.layer_floor), FP8's quantization launches an expert on top
         gpu = Fraction(experts) / (eta * factor * peak) + moe_s + expert_cast
@@ -568,6 +532,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     dp_calls = micro if fsdp and train.get("fsdp_per_micro_batch") else 1
     dp_bytes = parts["dp_sent"](int(train.get("grad_reduce_bytes", BF16)) if fsdp else BF16, dp_calls)
     dp_s = allreduce_s(dp_calls, dp_bytes, route.get("dp")) if work.dp > 1 else Fraction(0)
+    # the optimizer's update of the rank's share and FSDP2's copy-outs of each gathered layer (twice a round
+    # where FSDP reshards after forward, once a step through a pipeline), on the compute stream
+    gathers = (2 * dp_calls if fsdp else 1) if work.zero_stage == 3 and work.dp > 1 else 0
+    owned = parts.get("trainable") or parts["params"]
+    # (ZeRO 1 and up shard the optimizer states over the data-parallel ranks: symllm.costs.zero.sharded)
+    passes_s = step_passes_s(train, shard=owned / work.dp if work.zero_stage >= 1 else owned,
+                             params=parts["params"], gathers=gathers, rate=stream(kind=kind) * bandwidth)
     hidden = _x(train["overlap"])
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
@@ -575,7 +546,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     chunks = getattr(work, "virtual_stages", 2) or 2
     sends = handoffs(pp, micro, schedule)  # each micro-batch's activations and gradient at every boundary
     handoff_s = allreduce_s(sends, Fraction(parts["training_handoff"] * sends, 2), route.get("pp")) if sends else 0
-    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + handoff_s + exposed
+    training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + handoff_s + exposed + passes_s
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
         training = max(training, Fraction(floor["training_step_s"]))
     tokens = work.dp * work.batch * work.seq * micro

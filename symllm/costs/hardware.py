@@ -362,7 +362,10 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
     forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)  # MFU's: nothing recomputed (under torch.no_grad: forward only)
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
-    forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm") for k, e in exprs[group].items()})
+    forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm", "params")
+                  for k, e in exprs[group].items()})
+    if work.recompute == "op":  # the linears op checkpointing runs again, the whole model's (_expected shares them)
+        forms["op_recomputed_flops"] = module("symllm.costs.selective").recomputed_flops(mdl)
     if work.dp > 1:  # comm's dp at an engine's reduce dtype and rounds a step, as symbols (_expected's dp_sent)
         forms["dp_sent"] = parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp,
                                          grad_bytes=parallel.REDUCE_BYTES, rounds=parallel.DP_ROUNDS)["dp"]
@@ -537,6 +540,12 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "expert_layers": max(num(f"{st}expert_layers") for st in stages),
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv") if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
+                  # a rank's parameters (its tensor and pipeline share) and those it trains (LoRA's adapters)
+                  "params": num("params.per_gpu"),
+                  "trainable": num("params.trainable") if work.lora_rank is not None else None,
+                  # op checkpointing's recomputed linears, the busiest stage's share on one tensor-parallel rank
+                  "op_flops": (num("op_recomputed_flops") * Fraction(parts["layers"], int(vals["L"])) / work.tp
+                               if work.recompute == "op" else 0),
                   "training_model_flops": model,
                   "training_hardware_flops": hardware})
     return efficiency.expected(parts, work, peak, bandwidth, route, floor={"training_step_s": step})

@@ -22,7 +22,7 @@ Per block the policy keeps (besides the checkpoint's input, ``β_a·b·s·d``) t
 The policy is torchtitan's for its Llama blocks: a block whose matmuls are not those seven linears (a
 mixture of experts, MLA, a recurrent layer) is refused in one line. Every reader follows this one policy
 (:data:`symllm.arch.layers.OP_RECOMPUTED`): a recomputed linear's forward collectives run again
-(:func:`symllm.costs.parallel.forward_runs`), its FP8 input is cast again (:func:`symllm.costs.efficiency.
+(:func:`symllm.costs.parallel.forward_runs`), its FP8 input is cast again (:func:`symllm.costs.fp8_casts.
 fp8_quantize_s`), and its LoRA branch (symllm.costs.finetune: PEFT's ``lora_A``, ``lora_B``) runs again, its
 r-wide intermediate not kept, where a saved linear's LoRA branch keeps it (a convention: PEFT's adapters are
 ``aten.mm`` calls too, which would shift torchtitan's count of them; torchtitan itself has no LoRA).

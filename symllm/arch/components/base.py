@@ -158,11 +158,23 @@ class Rules:
     #: autograd frees what it recorded when the forward returns): its forward runs (again under full recomputation)
     #: but nothing under it is held for backward, its LoRA adapters' intermediates included, its parameters and
     #: adapters get no gradient, and its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s
-    #: training)
-    no_grad: bool = False
+    #: training). True: always; or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
+    #: no path to the loss for some prompts only (DeepSeek-V4's compressor while its prompt closes no window)
+    no_grad: bool | sp.Expr = False
+
+    @property
+    def forward_only(self) -> sp.Expr:
+        """:attr:`no_grad` as a number: 1 where the part runs forward only in training, 0 where its backward runs.
+
+        >>> idle = Rules(no_grad=1 - sp.Min(sp.floor(s / 4), 1)).forward_only  # while s < 4
+        >>> Rules(no_grad=True).forward_only, Rules().forward_only, idle.subs(s, 3), idle.subs(s, 4)
+        (1, 0, 1, 0)
+        """
+        return sp.sympify(int(self.no_grad)) if isinstance(self.no_grad, bool) else self.no_grad
 
     def __post_init__(self):
-        boolean("no_grad", self.no_grad)
+        if not isinstance(self.no_grad, sp.Expr):
+            boolean("no_grad", self.no_grad)
         for field_, value, known in (("split", self.split, SPLITS), ("weight", self.weight, WEIGHTS),
                                      ("window", self.window or None, WINDOWS[1:])):
             if value is not None:
@@ -282,10 +294,11 @@ class Component:
         >>> block().total("params")
         3*d*d_ff + 2*d*d_h*n_h + 2*d*d_h*n_kv + 2*d
         """
-        if self.rules.no_grad and quantity in SAVED:  # autograd records nothing under torch.no_grad
+        idle = self.rules.forward_only if quantity in SAVED else sp.S.Zero
+        if idle == 1:  # autograd records nothing under torch.no_grad, nor keeps what the loss cannot reach
             return sp.S.Zero
         inner = self.own(quantity) + sum((c.total(quantity) for c in self.children), sp.S.Zero)
-        return self.repeat * inner
+        return self.repeat * (1 - idle) * inner
 
     def gradless(self, quantity: str = "flops", rest: bool = False) -> sp.Expr:
         """``quantity`` summed over the parts of this component that run forward only in training
@@ -298,10 +311,14 @@ class Component:
         >>> latent_attention().gradless(), latent_attention().gradless(rest=True) == latent_attention().total("flops")
         (0, True)
         """
-        if self.rules.no_grad:
+        idle = self.rules.forward_only
+        if idle == 1:
             return sp.S.Zero if rest else self.total(quantity)
         own = self.own(quantity) if rest else sp.S.Zero
-        return self.repeat * (own + sum((c.gradless(quantity, rest) for c in self.children), sp.S.Zero))
+        inner = self.repeat * (own + sum((c.gradless(quantity, rest) for c in self.children), sp.S.Zero))
+        if idle == 0:
+            return inner
+        return (1 - idle) * inner if rest else idle * self.total(quantity) + (1 - idle) * inner
 
     def breakdown(self, quantity: str = "params") -> dict[str, sp.Expr]:
         """Leaf path -> that leaf's total over every repeat of it, in model order.
@@ -310,14 +327,15 @@ class Component:
         >>> list(attention().breakdown())
         ['wq', 'wk', 'wv', 'wo', 'rope', 'scores', 'context']
         """
-        if not self.children or (self.rules.no_grad and quantity in SAVED):
+        idle = self.rules.forward_only if quantity in SAVED else sp.S.Zero
+        if not self.children or idle == 1:
             return {self.name: self.total(quantity)}
         out: dict[str, sp.Expr] = {}
         if self.own(quantity) != 0:
-            out[self.name] = self.repeat * self.own(quantity)
+            out[self.name] = self.repeat * (1 - idle) * self.own(quantity)
         for c in self.children:
             for path, expr in c.breakdown(quantity).items():
-                out[path if path == c.name else f"{c.name}/{path}"] = self.repeat * expr
+                out[path if path == c.name else f"{c.name}/{path}"] = self.repeat * (1 - idle) * expr
         return out
 
     def walk(self):

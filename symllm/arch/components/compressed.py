@@ -43,9 +43,9 @@ and the Sinkhorn iterations are element-wise: not in the matmul bucket. Training
 (:mod:`symllm.costs.phases`) but for the indexer's, forward only (again under full recomputation): its one output,
 the top-k indices, carries no gradient, so transformers runs no backward through it, holds nothing of it for
 backward and leaves its weights' (and LoRA adapters') gradients None, declared on its rules as DeepSeek Sparse
-Attention's indexer is (:attr:`~symllm.arch.components.base.Rules.no_grad`). A compressor that closes no window in
-the prompt (``s < m``: its projections feed nothing the loss reads) is still counted ``3×``, although transformers
-runs no backward through it either.
+Attention's indexer is (:attr:`~symllm.arch.components.base.Rules.no_grad`). So is a compressor whose prompt closes
+none of its windows (``s < m``: its entries are empty, its projections feed nothing the loss reads), on the same
+declaration as an expression in ``s`` (:func:`_idle`): ``1 + 2·min(⌊s/m⌋, 1)`` times its forward.
 
 Element-wise FLOPs (docs/conventions.md's weights; equal to tests/elementwise_oracle.py's count of transformers'
 forward, tests/test_elementwise.py): per closed window its pooling, entry norm and RoPE (:func:`_pooling`); per
@@ -260,11 +260,27 @@ def _entries(rate) -> sp.Expr:
     return sp.floor(s / rate)
 
 
+def _idle(rate) -> sp.Expr:
+    """1 where a training prompt closes none of a compressor's windows (``s < rate``), 0 where it closes one or
+    more: its :attr:`~symllm.arch.components.base.Rules.no_grad`. transformers' compressor (no cache) pools the
+    ``⌊s/rate⌋·rate`` first positions of its ``kv_proj`` and ``gate_proj`` outputs; with none, its entries are
+    ``new_zeros`` and nothing it computed reaches the loss (its forward runs, its backward never, nothing of it is
+    held, its weights' gradients stay None). With one window or more the slice's backward writes the whole of
+    ``kv_proj``'s and ``gate_proj``'s output gradient (zeros past the last window), so both projections' backward
+    runs over all ``s`` tokens: all or nothing, not in proportion to the windows closed.
+
+    >>> [_idle(4).subs(s, x) for x in (1, 3, 4, 9)]
+    [1, 1, 0, 0]
+    """
+    return 1 - minimum(_entries(rate), 1)
+
+
 def _compressor_saved(rate, slots, rotated) -> sp.Expr:
     """Bytes a compressor's training forward saves for backward (transformers' eager ``DeepseekV4HCACompressor`` /
-    ``DeepseekV4CSACompressor`` without a cache, ``C = ⌊s/rate⌋`` windows of the prompt): the pooled keys of each
-    window, ``slots`` a window of ``d_h`` (HCA: the slice of ``kv_proj``'s output it views, whose storage holds every
-    one of the ``s`` positions, held once a window closed; CSA: the ``2·m_c`` slots ``new_kv`` copies them into), the
+    ``DeepseekV4CSACompressor`` without a cache, ``C = ⌊s/rate⌋`` windows of the prompt, one or more: with none it
+    holds nothing, :func:`_idle`): the pooled keys of each window, ``slots`` a window of ``d_h`` (HCA: the slice of
+    ``kv_proj``'s output it views, whose storage holds every one of the ``s`` positions; CSA: the ``2·m_c`` slots
+    ``new_kv`` copies them into), the
     gates' fp32 softmax and its cast to the activations' dtype (:data:`COPIED`), the entries' RMSNorm
     (:func:`norm_saved` over ``b·C`` rows) and RoPE's cos and sin tables of the entries' positions, ``b·C`` rows of
     the ``rotated`` channels each. The indexer keeps nothing: its top-k indices carry no gradient, so nothing it
@@ -275,7 +291,7 @@ def _compressor_saved(rate, slots, rotated) -> sp.Expr:
     """
     C = _entries(rate)
     pooled = slots * b * C * d_h
-    kv = beta_a * (b * s * d_h * minimum(C, 1) if slots == rate else pooled)
+    kv = beta_a * (b * s * d_h if slots == rate else pooled)
     return kv + (FP32 + beta_a * COPIED) * pooled + norm_saved(d_h, b * C) + 2 * beta_a * b * C * rotated
 
 
@@ -302,7 +318,7 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
             _vector("position_bias", m_h * d_h, "position_bias", "nn.Parameter(torch.empty(compress_rate, head_dim))"),
             _entry_norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)")),
             state_cache=b * _series_state(m_h, d_h, False), saved=_compressor_saved(m_h, m_h, rotated),
-            doc="DeepseekV4HCACompressor", rules=_rules("compressor", "none"))
+            doc="DeepseekV4HCACompressor", rules=dataclasses.replace(_rules("compressor", "none"), no_grad=_idle(m_h)))
     index = Component("indexer", children=(
         _linear("index_kv", d, 2 * d_I, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, 2 * index_head_dim)"),
         _linear("index_gate", d, 2 * d_I, "gate_proj", "self.gate_proj = nn.Linear(hidden_size, 2 * index_head_dim)"),
@@ -332,7 +348,7 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
         _entry_norm("compress_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)"),
         index), state_cache=b * _series_state(m_c, 2 * d_h, True), elementwise=_pooling(m_c, 2 * d_h, 2 * m_c, rotated),
         saved=_compressor_saved(m_c, 2 * m_c, rotated),
-        doc="DeepseekV4CSACompressor", rules=_rules("compressor", "none"))
+        doc="DeepseekV4CSACompressor", rules=dataclasses.replace(_rules("compressor", "none"), no_grad=_idle(m_c)))
 
 
 def core_pairs(kind: str, causal: bool = False) -> sp.Expr:
