@@ -5,8 +5,8 @@ Conventions, stated once (docs/parallel.md):
 
 * **Tensor parallelism** splits each component as it declares (:class:`symllm.arch.components.Rules`'
   ``split``; under an engine that lays a part out otherwise, the part's own split for it, ``Rules.engines``:
-  :func:`layout`, vLLM's DeepSeek-V4), which for LLaMA is the standard plan of torch's DTensor: ``wq``, ``wk``, ``wv``, ``w1``,
-  ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
+  :func:`layout`, vLLM's DeepSeek-V4), which for LLaMA is the standard plan of torch's DTensor: ``wq``, ``wk``,
+  ``wv``, ``w1``, ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
   split, a bias replicated), the embedding split over the vocabulary, every other component (the norms,
   QK-norms, a mixture-of-experts router) replicated; gpt-oss's attention sinks, one per query head, split
   with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not divide is
@@ -101,9 +101,9 @@ from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "layout", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
-           "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES", "forward_runs", "summed",
-           "reduced_sublayers"]
+__all__ = ["COMM_KINDS", "laid_out", "layout", "has_experts", "comm_kinds", "shard", "stages", "largest",
+           "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES",
+           "forward_runs", "summed", "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
@@ -437,8 +437,9 @@ def reduced_sublayers(stage: Component, experts: str = "split") -> sp.Expr:
     a mixture's shared expert ``reduce_results=False``, summed with the routed experts' output in one all-reduce).
     Two a LLaMA block (the attention's ``wo``, the feed-forward's ``w2``); one a Nemotron-H block (its one mixer,
     attention or MLP; vllm/model_executor/models/nemotron_h.py); none for a replicated sublayer (DeepSeek-V4's
-    attention, which transformers' plan keeps whole; vLLM's :func:`layout` splits it: two a layer). The blocks are the stage's children that checkpoint an
-    input (each repeated by its count); the embedding's all-reduce and the logits' gather are the caller's.
+    attention, which transformers' plan keeps whole; vLLM's :func:`layout` splits it: two a layer). The blocks are
+    the stage's children that checkpoint an input (each repeated by its count); the embedding's all-reduce and the
+    logits' gather are the caller's.
 
     >>> from symllm.arch.components import LayerKind, model
     >>> reduced_sublayers(model())

@@ -113,8 +113,8 @@ class Rules:
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
     split: str | None = None
-    #: (engine, split) pairs: the split an engine (:data:`symllm.arch.layers.LAYOUT_ENGINES`) lays it out by where that differs from
-    #: ``split`` (transformers' plan; :meth:`split_under`); (): every engine splits it by ``split``
+    #: (engine, split) pairs: the split an engine (:data:`symllm.arch.layers.LAYOUT_ENGINES`) lays it out by, where
+    #: that differs from ``split`` (transformers' plan; :meth:`split_under`); (): every engine splits it by ``split``
     engines: tuple[tuple[str, str], ...] = ()
     #: the names LoRA adapts it by, symllm's then HF/PEFT's ``target_modules`` (("wq", "q_proj")); ():
     #: LoRA never adapts it; None: not declared
