@@ -20,7 +20,8 @@ RECIPES = {"current": "fp8_current_scaling", "torchao-tensorwise": "fp8_torchao_
 def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
                    card: str | None = None, recompute: bool | str = False, recipe: str = "current") -> Fraction:
     """Seconds a training micro-batch of ``rows`` tokens spends quantizing activations and gradients to FP8
-    under Transformer Engine's current scaling (``fp8_current_scaling`` in efficiency.json), over ``layers``
+    under ``recipe``'s passes (by default Transformer Engine's current scaling, ``fp8_current_scaling`` in
+    efficiency.json; its figures below), over ``layers``
     layers of which ``moe_layers`` route each token to ``k`` experts: each linear's input (``rows`` x its ``K``)
     in forward and its output's gradient (``rows`` x its ``N``) in backward, a routed expert's on ``k·rows``
     rows; per element two bf16 reads (amax, then scale and cast) and one FP8 byte written, one more for the
@@ -53,7 +54,8 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
     backward = rows * (layers * attn_out + (dense + k * moe_layers) * mlp_out)
     # each linear's weight, K x N (torchao casts it every micro-batch; a routed expert's are not counted)
     weights = {"wq": d * q, "wk": d * kv, "wv": d * kv, "wo": q * d, "w1": d * d_ff, "w3": d * d_ff, "w2": d_ff * d}
-    weight = layers * sum(weights[n] for n in ("wq", "wk", "wv", "wo")) + dense * sum(weights[n] for n in ("w1", "w3", "w2"))
+    weight = (layers * sum(weights[n] for n in ("wq", "wk", "wv", "wo"))
+              + dense * sum(weights[n] for n in ("w1", "w3", "w2")))
     again, weight_again = (forward, weight) if recompute in (True, "full") else (0, 0)
     if recompute == "op":  # each recomputed linear casts its input again (its K: the input of wq, wk, wv is d)
         inputs = {"wq": d, "wk": d, "wv": d, "wo": q, "w1": d, "w3": d, "w2": d_ff}
