@@ -202,7 +202,10 @@ def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
     read on the tiles (x 0.9394, attention_tiles.train_basis) and on the H100 SXM's memory: its time beyond the
     GEMMs has 0.42 streaming 4,800/3,350 times as long as on the H200 (train_bandwidth). torchtitan's AdamW and
     clip then pass over its 8,030,261,248 fp32 parameters, 92 bytes each at 0.88 of 3.35 TB/s (optimizer_bytes:
-    tests/test_step_passes.py)."""
+    tests/test_step_passes.py), and its Float8Linear casts (torchao's roofline, tests/test_fp8_quantize_time.py)
+    each linear's input and output gradient, 8192 x 32 x ((4096 + 4096) + (4096 + 14336) + (4096 + 2·1024 + 4096) +
+    (2·14336 + 4096)) elements, and its weights, 32 x (4096·(4096 + 2·1024) + 4096·4096 + 3·4096·14336), at 6 bytes
+    an element and the same 0.88 of 3.35 TB/s."""
     from fractions import Fraction
     from symllm.costs.efficiency import gemm
     t, layers = 8192, 32
@@ -216,8 +219,10 @@ def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
     memory = 1 - Fraction(42, 100) + Fraction(42, 100) * Fraction(4800, 3350)
     f_titan, f_other = (1 / (1 + (1 / (f * basis) - 1) * memory) for f in (Fraction(3, 4), Fraction(7, 10)))
     adamw = Fraction(92 * 8_030_261_248) / (Fraction(88, 100) * 3350 * 10 ** 9)
+    casts = Fraction(6 * (t * layers * (8192 + 18432 + 10240 + 32768) + 32 * 218_103_808)) / (
+        Fraction(88, 100) * 3350 * 10 ** 9)
     assert titan == pytest.approx(float(Fraction(linears) / (fp8 * f_titan)
-                                        + Fraction(core + head) / (bf16 * f_titan) + adamw), rel=1e-12)
+                                        + Fraction(core + head) / (bf16 * f_titan) + adamw + casts), rel=1e-12)
     assert other == pytest.approx(float(Fraction(linears + core + head) / (fp8 * f_other)), rel=1e-12)
 
 
