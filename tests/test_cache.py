@@ -441,7 +441,9 @@ def test_workload_shape_is_what_the_closed_forms_read():
     """The composed closed forms depend on a workload's fields marked ``shapes`` and on nothing else: an
     unmarked option changed leaves them as they are; each marked one has a value that changes them (but
     ``ep``, read by the layout test ``parallel.laid_out``: ``ep > 1`` needs ``dp > 1``, already a layout;
-    ``expert_tp`` changes a mixture's per-GPU forms under ``tp``, checked on Mixtral)."""
+    ``expert_tp`` changes a mixture's per-GPU forms under ``tp``, checked on Mixtral; ``engine`` is marked by the
+    engines a part declares a split for, ``hf`` not one of them: vllm lays DeepSeek-V4 out otherwise,
+    tests/test_dsv4_tp.py)."""
     import dataclasses
 
     from symllm.costs import phases
@@ -468,7 +470,7 @@ def test_workload_shape_is_what_the_closed_forms_read():
     assert {k for k, v in fields.items() if v is not False} == {"attention", "zero_stage", "dp", "tp", "pp", "ep",
                                                                "sp", "recompute", "stack", "optimizer",
                                                                "lora_rank", "lora_targets", "qlora", "logits",
-                                                               "expert_tp"}
+                                                               "expert_tp", "engine"}
     assert set(unmarked) | set(marked) == set(fields)
     for name, value in unmarked.items():
         work = Workload(**{name: value, **needs.get(name, {})})
@@ -487,6 +489,10 @@ def test_workload_shape_is_what_the_closed_forms_read():
     moe, split = symllm.spec("mixtral-8x7b").model(), Workload(tp=2)
     whole = split.replace(expert_tp="whole")
     assert whole.shape() != split.shape() and phases._compose(moe, whole) != phases._compose(moe, split)
+    vllm = split.replace(engine="vllm")  # a layout engine: its own shape, and DeepSeek-V4 its own parts' splits
+    assert vllm.shape() != split.shape() == split.replace(engine="hf").shape()
+    dsv4 = symllm.spec("deepseek-v4-flash-base")
+    assert phases.model_of(dsv4, vllm) != phases.model_of(dsv4, split) == dsv4.model()
     lora = Workload(lora_rank=4)  # the LoRA options beside a rank: each changes LoRA's forms
     for work in (lora.replace(lora_rank=8), lora.replace(lora_targets="wo"), lora.replace(qlora=True)):
         assert work.shape() != lora.shape()

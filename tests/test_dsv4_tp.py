@@ -35,31 +35,22 @@ vllm/model_executor/models/deepseek_v4.py at vllm-project/vllm commit 023da1fc82
 
 So under vLLM a rank holds ``1/tp`` of ``wq_b``, ``wo_a``, ``wo_b`` and of the shared expert, where transformers'
 plan keeps them whole, and a layer sends two all-reduces (``wo_b``'s and the mixture's), where transformers' sends
-one. Which layout applies depends on the engine, and symllm's split is one declaration a part
-(:class:`symllm.arch.components.Rules` ``split``) with no engine in it, so symllm keeps transformers' plan for every
-workload, ``count --serve`` included (docs/serving.md, "Tensor parallelism under vLLM"; docs/parallel.md). These
-tests pin both layouts by hand and show that vLLM's is expressible in symllm's split vocabulary once an engine can
-choose it.
+one. symllm's parts declare transformers' plan as their ``split`` and vLLM's where it differs as their ``engines``
+(:class:`symllm.arch.components.Rules`); a workload's engine lays the model out
+(:func:`symllm.costs.parallel.layout`), ``count --serve`` by its engine (vLLM by default). These tests pin both
+layouts by hand and check that symllm gives each for its engine.
 """
-import dataclasses
+from fractions import Fraction
 
 from symllm.arch import symbols as S
 from symllm.arch.config import preset_info
 from symllm.arch.resolved import spec
-from symllm.costs.parallel import params_per_gpu, reduced_sublayers
+from symllm.costs import phases, serving
+from symllm.costs.parallel import layout, params_per_gpu, reduced_sublayers
 
-#: vLLM's split of the parts transformers' plan replicates (module docstring); every other part as symllm declares it
+#: vLLM's split of the parts transformers' plan replicates (module docstring), read by hand
 _VLLM_ATTENTION = {"wq_b": "column", "wo_a": "column", "wo_b": "row"}
 _VLLM_SHARED_EXPERT = {"w1": "column", "w3": "column", "w2": "row"}
-
-
-def _as_vllm(comp, parent: str = ""):
-    """``comp`` with vLLM's split declared on the attention's ``wq_b``, ``wo_a``, ``wo_b`` and the shared expert's
-    ``w1 w2 w3`` (:data:`_VLLM_ATTENTION`, :data:`_VLLM_SHARED_EXPERT`): a test's restatement of the hand reading,
-    not a layout symllm offers."""
-    table = {"attention": _VLLM_ATTENTION, "shared_experts": _VLLM_SHARED_EXPERT}.get(parent, {})
-    rules = dataclasses.replace(comp.rules, split=table[comp.name]) if comp.name in table else comp.rules
-    return comp.replace(rules=rules, children=tuple(_as_vllm(c, comp.name) for c in comp.children))
 
 
 #: deepseek-v4-flash-base (symllm/presets/deepseek-v4-flash-base.json, the published config.json)
@@ -109,37 +100,69 @@ def test_the_preset_is_the_config_the_hand_count_reads():
     assert (ratios.count(0), ratios.count(4), ratios.count(128)) == (2, 21, 20)
 
 
-def test_per_gpu_weights_at_tp_8_follow_transformers_plan_by_hand():
-    """symllm's per-GPU parameters at tp 8 are transformers' plan's (attention and shared expert whole on every
-    rank): 41,008,334,423, 82,016,668,846 bytes at bf16 = 76.38 GiB, what ``count --serve`` prints today."""
+def test_per_gpu_weights_at_tp_8_follow_transformers_plan_by_hand_without_an_engine():
+    """With no engine (and with an engine that declares no layout of its own: hf, sglang) symllm's per-GPU parameters
+    at tp 8 are transformers' plan's (attention and shared expert whole on every rank): 41,008,334,423,
+    82,016,668,846 bytes at bf16 = 76.38 GiB, one all-reduce a layer (the mixture's), 43."""
     spc, values = _values()
-    ours = int(params_per_gpu(spc.model()).subs(values))
-    assert ours == _hand(attention_split=False, shared_split=False) == 41_008_334_423
-    assert round(2 * ours / 2**30, 2) == 76.38
+    for engine in (None, "hf", "sglang"):
+        mdl = layout(spc.model(), engine)
+        assert mdl is spc.model()
+        assert params_per_gpu(mdl).subs(values) == _hand(attention_split=False, shared_split=False) == 41_008_334_423
+        assert reduced_sublayers(mdl).subs(values) == 43
+    assert round(2 * 41_008_334_423 / 2**30, 2) == 76.38
 
 
-def test_vllm_split_gives_its_per_gpu_weights_and_two_all_reduces_a_layer_by_hand():
-    """vLLM's layout (module docstring), declared on the parts' splits: rank 0 at tp 8 holds 36,274,013,783
-    parameters, 72,548,027,566 bytes at bf16 = 67.57 GiB (4,734,320,640 fewer than transformers' plan: per layer
-    7/8 of wq_b, wo_a and wo_b, 3 × 29,360,128, and of the shared expert, 22,020,096; × 43), and a forward pass
-    sends two all-reduces a layer, 86 (transformers' plan: 43, the mixture's)."""
+def test_engine_vllm_gives_its_per_gpu_weights_and_two_all_reduces_a_layer_by_hand():
+    """Under engine vllm symllm lays the model out as vLLM does (module docstring): rank 0 at tp 8 holds
+    36,274,013,783 parameters, 72,548,027,566 bytes at bf16 = 67.57 GiB (4,734,320,640 fewer than transformers'
+    plan: per layer 7/8 of wq_b, wo_a and wo_b, 3 × 29,360,128, and of the shared expert, 22,020,096; × 43), and a
+    forward pass sends two all-reduces a layer, 86."""
     spc, values = _values()
-    vllm = _as_vllm(spc.model())
+    vllm = layout(spc.model(), "vllm")
     assert params_per_gpu(vllm).subs(values) == _hand(attention_split=True, shared_split=True) == 36_274_013_783
     assert _hand(False, False) - _hand(True, True) == 43 * (3 * (r_q * n_h * d_h * 7 // 8) + 3 * d * d_ff * 7 // 8)
     assert round(2 * 36_274_013_783 / 2**30, 2) == 67.57
     assert reduced_sublayers(vllm).subs(values) == 2 * 43
-    assert reduced_sublayers(spc.model()).subs(values) == 43
 
 
-def test_symllm_declares_transformers_plan_on_the_parts_vllm_splits():
-    """The parts vLLM splits are replicated in symllm's declaration (transformers' plan), so the difference above
-    is the layout, nothing else: were a part's split changed without an engine to choose it, this fails."""
+def test_a_workload_counts_its_engines_layout():
+    """``count --tp 8 --engine vllm`` (a workload's engine) gives vLLM's per-GPU parameters and weights; without one,
+    transformers' plan's."""
+    kw = dict(tp=8, seq=1)
+    ours, vllm = phases.workload("deepseek-v4-flash-base", **kw), phases.workload("deepseek-v4-flash-base",
+                                                                                  engine="vllm", **kw)
+    assert (ours["params"]["per_gpu"], vllm["params"]["per_gpu"]) == (_hand(False, False), _hand(True, True))
+    assert vllm["memory_per_gpu"]["weights"] == 2 * 36_274_013_783
+
+
+def test_serve_at_tp_8_holds_vllms_weights_and_a_kv_cache_larger_by_the_difference():
+    """``count --serve`` at tp 8 (vLLM, the serving default) subtracts the 67.57 GiB vLLM holds (docs/serving.md),
+    and leaves the KV cache 2 × 4,734,320,640 bytes larger than under transformers' plan, all else the same."""
+    spc = spec("deepseek-v4-flash-base")
+    kw = dict(gpu="h200", tp=8)
+    ours = serving.capacity(spc, **kw)
+    plan = serving.capacity(spc, evaluate=lambda w: phases.workload(spc, w.replace(engine=None)), **kw)
+    assert ours["weights"] == 72_548_027_566 and round(ours["weights"] / 2**30, 2) == 67.57
+    assert plan["weights"] == 82_016_668_846
+    assert ours["activation_peak"] == plan["activation_peak"]
+    assert Fraction(ours["kv_cache_bytes"]) - Fraction(plan["kv_cache_bytes"]) == 2 * 4_734_320_640
+    assert ours["kv_tokens"] > plan["kv_tokens"]
+
+
+def test_symllm_declares_transformers_plan_and_vllms_split_on_the_parts_vllm_splits():
+    """The parts vLLM splits declare transformers' plan (replicated) as their split and the hand reading's split for
+    vLLM, and for no other engine; every other part declares no engine's split of its own, so the differences above
+    are these six parts' layout, nothing else."""
     spc, _ = _values()
-    splits = {}
+    tables = {"attention": _VLLM_ATTENTION, "shared_experts": _VLLM_SHARED_EXPERT}
+    declared, others = {}, set()
     for block in spc.model().children:
         for c in block.walk():
-            for parent, table in (("attention", _VLLM_ATTENTION), ("shared_experts", _VLLM_SHARED_EXPERT)):
-                if c.name == parent:
-                    splits.update({(parent, x.name): x.rules.split for x in c.children if x.name in table})
-    assert set(splits.values()) == {"replicated"} and len(splits) == 6
+            for x in c.children:
+                if x.name in tables.get(c.name, {}):
+                    declared[(c.name, x.name)] = (x.rules.split, x.rules.engines)
+                elif x.rules.engines:
+                    others.add(x.name)
+    assert declared == {(p, x): ("replicated", (("vllm", split),)) for p, t in tables.items() for x, split in t.items()}
+    assert not others

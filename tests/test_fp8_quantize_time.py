@@ -1,7 +1,10 @@
-"""FP8 current scaling's quantization passes in an expected training step (symllm.costs.fp8_casts.fp8_quantize_s;
-issue 40's Megatron-Bridge FP8-CS rows): each figure by hand arithmetic from Transformer Engine's docs ('FP8
-Current Scaling': two reads of the bf16 tensor, amax then scale and cast, one FP8 byte written, and on Hopper
-one more for the transposed copy the backward pass needs; none on Blackwell)."""
+"""FP8 training's quantization passes in an expected training step (symllm.costs.fp8_casts.fp8_quantize_s;
+issue 40's Megatron-Bridge FP8-CS and torchtitan Float8 rows): each figure by hand arithmetic from Transformer
+Engine's docs ('FP8 Current Scaling': two reads of the bf16 tensor, amax then scale and cast, one FP8 byte
+written, and on Hopper one more for the transposed copy the backward pass needs; none on Blackwell) and from
+torchao's own roofline of its tensorwise Float8Linear (torchao eab345c, torchao/float8/roofline_utils.py: an
+amax read of the bf16 tensor, a cast that reads it again and writes FP8 row-major and column-major; the weight
+likewise every forward, saved in FP8 for the backward)."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -61,9 +64,38 @@ def test_a_megatron_fp8_step_adds_the_passes_and_nothing_else(monkeypatch):
     assert without is not None and with_passes - without == pytest.approx(hand, rel=1e-9)
 
 
+def test_torchtitan_float8_step_adds_activation_and_weight_casts(monkeypatch):
+    """Llama 3.2 1B under --engine torchtitan --compute-dtype fp8 (one H100, 4 micro-batches of one 4096-token
+    sequence): torchao's tensorwise Float8Linear casts each linear's input and output gradient at 2 + 2 bf16
+    bytes read and 2 FP8 bytes written an element (the activations of the megatron test above), and every
+    weight every micro-batch at the same 6 bytes: 16 layers of wq and wo (2048 x 2048), wk and wv (2048 x 512),
+    w1, w3 and w2 (2048 x 8192)."""
+    opts = dict(gpu="h100-sxm", compute_dtype="fp8", engine="torchtitan", seq=4096, batch=1, micro_batches=4)
+    with_passes = symllm.workload("llama3.2-1b", **opts)["time"]["expected"]["training_step_s"]
+    monkeypatch.setitem(figures.data()["engines"]["torchtitan"], "fp8_recipe", None)
+    without = symllm.workload("llama3.2-1b", **opts)["time"]["expected"]["training_step_s"]
+    activations = 4096 * 16 * ((2048 + 2048) + (2048 + 8192) + (2048 + 2 * 512 + 2048) + (2 * 8192 + 2048))
+    weights = 16 * (2 * 2048 * 2048 + 2 * 2048 * 512 + 3 * 2048 * 8192)
+    assert weights == 973_078_528
+    hand = 4 * (activations + weights) * 6 / (0.88 * 3350e9)  # about 36 ms
+    assert without is not None and with_passes - without == pytest.approx(hand, rel=1e-9)
+
+
+def test_torchao_writes_both_layouts_on_blackwell_too():
+    """torchao's tensorwise cast writes the column-major copy on every card (its roofline's B200 entry keeps
+    both writes): 6 bytes an element on a B200, where Transformer Engine writes 5."""
+    args = dict(rows=1000, layers=2, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12, card="b200")
+    forward = 1000 * 2 * ((1024 + 1024) + (1024 + 4096))
+    backward = 1000 * 2 * ((1024 + 512 + 1024) + (8192 + 1024))
+    weights = 2 * (1024 * 1024 + 2 * 1024 * 256 + 1024 * 1024 + 3 * 1024 * 4096)
+    got = fp8_casts.fp8_quantize_s(**args, recipe="torchao-tensorwise")
+    assert got == Fraction((forward + backward + weights) * 6) / (STREAM * 10 ** 12)
+    assert fp8_casts.fp8_quantize_s(**args) == Fraction((forward + backward) * 5) / (STREAM * 10 ** 12)
+
+
 def test_bf16_and_other_engines_add_no_passes(monkeypatch):
-    """A bf16 step, and an fp8 step under an engine without fp8_recipe (torchtitan's Float8 is not
-    Transformer Engine's recipe), do not change when the megatron entry's recipe is removed."""
+    """A bf16 step, and an fp8 step under an engine with another fp8_recipe (torchtitan's Float8 is torchao's,
+    not Transformer Engine's), do not change when the megatron entry's recipe is removed."""
     for opts in (dict(compute_dtype="bf16", engine="megatron"), dict(compute_dtype="fp8", engine="torchtitan")):
         before = symllm.workload("llama3.2-1b", gpu="h100-sxm", seq=4096, **opts)["time"]["expected"]
         with monkeypatch.context() as m:

@@ -15,7 +15,7 @@ defaults), :mod:`~symllm.costs.hardware`
 :mod:`~symllm.costs.utilisation`: the MFU of a measured run), :mod:`~symllm.costs.efficiency` (expected times:
 measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
 data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs against the reference card's;
-:mod:`~symllm.costs.fp8_casts`: FP8 current scaling's quantization passes; :mod:`~symllm.costs.step_passes`: a
+:mod:`~symllm.costs.fp8_casts`: FP8 recipes' quantization passes; :mod:`~symllm.costs.step_passes`: a
 step's optimizer and FSDP copy-out passes;
 :mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.attention_training`: a training step's

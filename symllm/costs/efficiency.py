@@ -47,9 +47,9 @@ each figure with its source:
   host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`) and, a rank holding 16
   experts or more, a measured floor a layer (:func:`moe_layer_floor_s`, ``moe.layer_floor``: BF16; under FP8
   current scaling the host launches three quantization kernels more an expert's input and gradient, on top).
-* **FP8 training** under an engine that runs Transformer Engine's current scaling (``fp8_recipe``) adds the
-  quantization of each linear's input in forward and of its output's gradient in backward, two reads and
-  one or two FP8 writes an element at ``η_mem`` (:func:`symllm.costs.fp8_casts.fp8_quantize_s`).
+* **FP8 training** under an engine with an ``fp8_recipe`` (Transformer Engine's current scaling, torchao's tensorwise)
+  adds the quantization of each linear's input in forward and of its output's gradient in backward, two reads and
+  one or two FP8 writes an element at ``η_mem``, torchao's weights too (:func:`symllm.costs.fp8_casts.fp8_quantize_s`).
 * **Training** keeps ``train_factor`` of the large-GEMM efficiency (norms, element-wise work: a forward and backward),
   an engine's figure at the width ``train_width.d`` where it was measured, read on the step less its attention core
   (``attention_tiles.train_basis``), which runs on its tiles at its kernel's forward and backward rates
@@ -493,13 +493,14 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         moe_s = sum(moe.values())
     else:
         eta, moe_s = (gemm(compute, rows * share, rated) if experts else 1), Fraction(0)
-    # FP8 current scaling's quantization passes (Transformer Engine), where the engine runs that recipe
+    # FP8's quantization passes under the engine's recipe (Transformer Engine's current scaling, torchao's tensorwise)
     cast_s = expert_cast = Fraction(0)  # the fp8 casts, and those of the routed experts' k copies of each token
-    if compute == "fp8" and train.get("fp8_recipe") == "current" and all(
+    if compute == "fp8" and train.get("fp8_recipe") and all(
             x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
         from symllm.costs.fp8_casts import fp8_quantize_s
         heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], bandwidth=bandwidth,
-                                                moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute)
+                                                moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute,
+                                                recipe=train["fp8_recipe"])
         cast_s = fp8_quantize_s(**common, layers=layers, q=parts["n_h"] * heads, kv=parts["n_kv"] * heads,
                                 k=parts.get("k", 1))
         expert_cast = (fp8_quantize_s(**common, layers=moe_layers, q=0, kv=0, k=parts.get("k", 1))

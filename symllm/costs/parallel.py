@@ -4,8 +4,9 @@
 Conventions, stated once (docs/parallel.md):
 
 * **Tensor parallelism** splits each component as it declares (:class:`symllm.arch.components.Rules`'
-  ``split``), which for LLaMA is the standard plan of torch's DTensor: ``wq``, ``wk``, ``wv``, ``w1``,
-  ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
+  ``split``; under an engine that lays a part out otherwise, the part's own split for it, ``Rules.engines``:
+  :func:`layout`, vLLM's DeepSeek-V4), which for LLaMA is the standard plan of torch's DTensor: ``wq``, ``wk``,
+  ``wv``, ``w1``, ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
   split, a bias replicated), the embedding split over the vocabulary, every other component (the norms,
   QK-norms, a mixture-of-experts router) replicated; gpt-oss's attention sinks, one per query head, split
   with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not divide is
@@ -88,6 +89,7 @@ L*(3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t) 
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 import sympy as sp
@@ -99,9 +101,9 @@ from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "has_experts", "comm_kinds", "shard", "stages", "largest", "params_per_gpu", "ring",
-           "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES", "forward_runs", "summed",
-           "reduced_sublayers"]
+__all__ = ["COMM_KINDS", "laid_out", "layout", "has_experts", "comm_kinds", "shard", "stages", "largest",
+           "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES",
+           "forward_runs", "summed", "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
@@ -118,6 +120,43 @@ def laid_out(work) -> bool:
     (False, True)
     """
     return work.tp > 1 or work.pp > 1 or work.dp > 1 or work.ep > 1 or bool(work.sp)
+
+
+#: (id of a model, an engine) -> (the model, the model as that engine lays it out): the same object each time, so that
+#: the caches keyed on a model's identity (:mod:`symllm.costs.phases`) hold one entry for it
+_LAID: dict[tuple, tuple] = {}
+
+
+def layout(mdl: Component, engine: str | None) -> Component:
+    """``mdl`` with each part split as ``engine`` lays it out (:meth:`symllm.arch.components.Rules.split_under`:
+    a part's own split for that engine, else its ``split``, transformers' plan); ``mdl`` itself where no part
+    declares one for ``engine`` (None, ``hf``: always). What a workload's ``engine`` asks of every per-GPU form.
+
+    >>> from symllm.arch.components import model
+    >>> llama = model()
+    >>> layout(llama, "vllm") is llama
+    True
+    >>> from symllm.arch.resolved import spec
+    >>> m = spec("deepseek-v4-flash-base").model()
+    >>> [c.rules.split for c in layout(m, "vllm").walk() if c.name in ("wq_b", "wo_b")][:2]
+    ['column', 'row']
+    """
+    key = (id(mdl), engine)
+    hit = _LAID.get(key)
+    if hit is not None and hit[0] is mdl:
+        return hit[1]
+
+    def laid(c: Component) -> Component:
+        split = c.rules.split_under(engine)
+        rules = c.rules if split == c.rules.split else dataclasses.replace(c.rules, split=split, engines=())
+        children = tuple(laid(x) for x in c.children)
+        same = rules is c.rules and all(x is y for x, y in zip(children, c.children))
+        return c if same else c.replace(rules=rules, children=children)
+    out = mdl if engine is None else laid(mdl)
+    if len(_LAID) >= 256:
+        _LAID.clear()
+    _LAID[key] = (mdl, out)  # holding mdl keeps its id from being reused
+    return out
 
 
 def _expert(c: Component) -> bool:
@@ -398,8 +437,9 @@ def reduced_sublayers(stage: Component, experts: str = "split") -> sp.Expr:
     a mixture's shared expert ``reduce_results=False``, summed with the routed experts' output in one all-reduce).
     Two a LLaMA block (the attention's ``wo``, the feed-forward's ``w2``); one a Nemotron-H block (its one mixer,
     attention or MLP; vllm/model_executor/models/nemotron_h.py); none for a replicated sublayer (DeepSeek-V4's
-    attention, which transformers' plan keeps whole). The blocks are the stage's children that checkpoint an
-    input (each repeated by its count); the embedding's all-reduce and the logits' gather are the caller's.
+    attention, which transformers' plan keeps whole; vLLM's :func:`layout` splits it: two a layer). The blocks are
+    the stage's children that checkpoint an input (each repeated by its count); the embedding's all-reduce and the
+    logits' gather are the caller's.
 
     >>> from symllm.arch.components import LayerKind, model
     >>> reduced_sublayers(model())

@@ -454,7 +454,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     from symllm.numbers.runtime import Numbers
 
     spec, work = resolved_workload(config, work, **options)
-    mdl = spec.model(work.attention)
+    mdl = model_of(spec, work)
     key = (id(mdl), work.shape(), hardware.of(work) is not None)
     hit = _FORMS.get(key)
     if hit is None or hit[0] is not mdl:
@@ -517,6 +517,17 @@ def resolved_workload(config, work: Workload | None = None, **options) -> tuple:
     return spec, work
 
 
+def model_of(spec, work: Workload):
+    """The model ``work`` counts: ``spec``'s under the workload's attention, each part split as its engine lays it
+    out (:func:`symllm.costs.parallel.layout`; no engine: transformers' plan).
+
+    >>> spc = resolved.spec("deepseek-v4-flash-base")
+    >>> model_of(spc, Workload()) is spc.model(), model_of(spc, Workload(engine="vllm")) is spc.model()
+    (True, False)
+    """
+    return parallel.layout(spec.model(work.attention), work.engine)
+
+
 def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
     """``(forms, groups)``: every closed form :func:`workload_numbers` reads, by name (``flops.prefill``,
     ``memory.weights``, ...: each group of :func:`quantities` (``groups``, in order), and with an accelerator
@@ -527,7 +538,7 @@ def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
     >>> groups, forms["memory.kv_cache"]
     (('params', 'flops', 'memory', 'memory_per_gpu', 'comm'), 2*L*b*beta_kv*d_h*n_kv*(n + s))
     """
-    mdl = spec.model(work.attention)
+    mdl = model_of(spec, work)
     exprs = quantities(mdl, work)
     forms = {f"{group}.{k}": e for group, terms in exprs.items() for k, e in terms.items()}
     if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)

@@ -345,7 +345,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         from symllm.costs import phases
         config = resolved.spec(config)
         evaluate = lambda w: phases.workload(config, w)  # noqa: E731
-    bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None)
+    # the engine's own tensor-parallel layout (symllm.costs.parallel.layout: vLLM's DeepSeek-V4), its default's where
+    # none is given
+    bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None,
+                engine=conventions["name"])
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
     one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))

@@ -68,7 +68,9 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
     the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
     ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`). ``evaluate``: as
-    :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas).
+    :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas); each
+    point laid out as the engine (its default where none is given) lays the model out, as the capacity is
+    (:func:`symllm.costs.parallel.layout`).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
     >>> r["running"], round(r["requests_per_s"], 2), r["saturated"]  # the fewest running that serve 2 a second
@@ -95,6 +97,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         config = resolved.spec(config)
         evaluate = lambda w: phases.workload(config, w)  # noqa: E731
     cap = serving.capacity(config, work, evaluate=evaluate, **serve)
+    from symllm.costs.figures import engine
+    laid = work.replace(engine=engine(work.engine, "inference")["name"])  # the engine's layout, as the capacity's
     s, n = work.seq, work.gen
     # sequences whose whole context the KV cache holds (DeepSeek-V4: the requests its blocks hold, vLLM's groups)
     most = cap["requests"] if "requests" in cap else cap["kv_tokens"] // (s + n)
@@ -108,7 +112,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if ceiling is not None:
         limits["max_num_seqs"] = ceiling
     budget = cap["max_num_batched_tokens"]
-    whole = evaluate(work.replace(batch=1, gen=0, context=None))["time"]["expected"]
+    whole = evaluate(laid.replace(batch=1, gen=0, context=None))["time"]["expected"]
     if whole["prefill_compute_s"] is None:  # one prompt's prefill does not fit the GPU (count says why)
         raise SymllmError(f"seq: one prompt of {s:,} tokens does not fit on {cap['gpu']} (symllm count says why)")
     prompt = Fraction(whole["prefill_compute_s"])
@@ -129,7 +133,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         head on each: their difference, the head's time a row); None where those prompts are not timed (count
         times nothing that does not fit: a card the weights nearly fill)."""
         if m not in rows:
-            one = [evaluate(work.replace(batch=b, seq=m // b, gen=0, context=None))["time"]["expected"][
+            one = [evaluate(laid.replace(batch=b, seq=m // b, gen=0, context=None))["time"]["expected"][
                 "prefill_gemm_s"] for b in (1, m)]
             rows[m] = None if None in one else [Fraction(x) for x in one]
         if rows[m] is None:
@@ -141,7 +145,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         """The steady state with ``c`` sequences running (``c <= most``)."""
         if c not in cache:
             # a decode step alone (its memory is the KV cache's, which the capacity above already holds)
-            decode = evaluate(work.replace(batch=c, seq=1, gen=0, context=s + n // 2))["time"]["expected"]
+            decode = evaluate(laid.replace(batch=c, seq=1, gen=0, context=s + n // 2))["time"]["expected"]
             chunk, extra = budget, prompt  # a forward of its own
             if mode != "separate":  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))

@@ -22,6 +22,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from symllm.costs import hardware
+from symllm.arch.layers import LAYOUT_ENGINES
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
@@ -117,6 +118,12 @@ def _above_one(ranks: int) -> bool:
     """What of a rank count shapes the per-GPU closed forms: whether it splits anything (they hold ``N_t``,
     ``N_p``, ``N_d``, ``N_e`` as symbols)."""
     return ranks > 1
+
+
+def _layout_engine(engine: str | None) -> str | None:
+    """What of an engine shapes the closed forms: its name where a part may declare a split for it
+    (:data:`symllm.arch.layers.LAYOUT_ENGINES`: :func:`symllm.costs.parallel.layout`), else None."""
+    return engine if engine in LAYOUT_ENGINES else None
 
 
 #: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order (in a model with
@@ -292,7 +299,9 @@ class Workload:
                                      "TransformerEngine and torchao run it; default: the weights')")
     #: the engine whose conventions the expected times use (symllm.costs.efficiency); None: the defaults
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
-                              "megatron, torchtitan, ... (default: vllm for inference, megatron for training)")
+                              "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
+                              "vllm also lays out the parts it splits otherwise than transformers' tp plan",
+                              shapes=_layout_engine)
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
                               "tokens per step)", training=True)

@@ -349,7 +349,7 @@ def _component_for(name: str, spec, work: Workload):
     """The component ``name`` as it sits in the spec's model (or the default model) under the workload's
     attention convention, and the model's definitions (Meta's ``d_ff`` rounding)."""
     if spec is not None:
-        whole = spec.model(work.attention)
+        whole = costs.model_of(spec, work)
         return component(name, whole), whole.definitions
     try:  # the general model that has the component: the dense one, or for the MoE parts one with experts
         whole = model(causal=work.causal)

@@ -119,7 +119,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
         except Exception:  # noqa: BLE001 (a damaged entry: compiled again below)
             table = None
     if table is None:
-        exprs = costs.quantities(spec.model(work.attention), work)
+        exprs = costs.quantities(costs.model_of(spec, work), work)
         table = TableKernel({f"{group}/{k}": e for group, terms in exprs.items() for k, e in terms.items()})
         cache_put("workload", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     numbers = {"workload": work.to_dict(), "flops": {}, "memory": {}}

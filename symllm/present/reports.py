@@ -196,7 +196,7 @@ class Report:
         if hardware.of(work) is None:
             return None
         if getattr(self, "_time_group", None) is None:
-            mdl = spec.model(work.attention)
+            mdl = costs.model_of(spec, work)
             vals = {**spec.values(), **work.values()}
             group = hardware.roofline(mdl, work, vals, costs.quantities(mdl, work), costs.flops,
                                       window=spec.config.max_positions)

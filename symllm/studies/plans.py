@@ -153,7 +153,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
         choice("ranks", r, inverse.LAYOUT_RANKS)
     positive_int("limit", limit)
     kind = "training_peak" if training else "inference_peak"
-    mdl = spc.model(work.attention)
+    mdl = costs.model_of(spc, work)
     vals = costs.values(spc, work)  # β_w of a --weight-format, β_kv of a --kv-format: the one place
 
     def peak(tp: int, pp: int, dp: int):
@@ -339,7 +339,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
                splits=SPLITS.format(L=spc.n_layers))
     if n == 0:
         return out
-    mdl = spc.model(work.attention)
+    mdl = costs.model_of(spc, work)
     base = {sym.name: v for sym, v in costs.values(spc, work).items()}  # with a weight format's β_w
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}

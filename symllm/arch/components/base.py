@@ -11,7 +11,7 @@ import sympy as sp
 from symllm.arch import keeps
 from symllm.arch.algebra import expanded, factored, substitute
 from symllm.arch.dtypes import FP32, INT64
-from symllm.arch.layers import Structure, Variant, WINDOWS
+from symllm.arch.layers import LAYOUT_ENGINES, Structure, Variant, WINDOWS
 from symllm.arch.symbols import b, beta_a, d, d_ff, d_h, LATEX, n_h, n_kv, s
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, with_list
@@ -102,10 +102,20 @@ class Rules:
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 8: see components.SPLITS)
+    >>> w = Rules("replicated", engines=(("vllm", "column"),))
+    >>> w.split_under("vllm"), w.split_under("sglang"), w.split_under(None)
+    ('column', 'replicated', 'replicated')
+    >>> Rules("replicated", engines=(("tensorflow", "column"),))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: engines: unknown 'tensorflow' (known: vllm)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
     split: str | None = None
+    #: (engine, split) pairs: the split an engine (:data:`symllm.arch.layers.LAYOUT_ENGINES`) lays it out by, where
+    #: that differs from ``split`` (transformers' plan; :meth:`split_under`); (): every engine splits it by ``split``
+    engines: tuple[tuple[str, str], ...] = ()
     #: the names LoRA adapts it by, symllm's then HF/PEFT's ``target_modules`` (("wq", "q_proj")); ():
     #: LoRA never adapts it; None: not declared
     lora: tuple[str, ...] | None = None
@@ -169,6 +179,13 @@ class Rules:
                                      ("window", self.window or None, WINDOWS[1:])):
             if value is not None:
                 choice(field_, value, known, see=f"components.{field_.upper()}S")
+        if not isinstance(self.engines, tuple) or not all(isinstance(x, tuple) and len(x) == 2 for x in self.engines):
+            raise SymllmError(f"engines: expected (engine, split) pairs, got {self.engines!r}")
+        for name, split in self.engines:
+            choice("engines", name, LAYOUT_ENGINES, see="layers.LAYOUT_ENGINES")
+            choice("split", split, SPLITS, see="components.SPLITS")
+        if len({name for name, _ in self.engines}) != len(self.engines):
+            raise SymllmError(f"engines: an engine named twice in {self.engines!r}")
         if self.stacks is not None and not isinstance(self.stacks, keeps.StackRules):
             if isinstance(self.stacks, tuple) and self.stacks:
                 raise SymllmError(f"stacks: expected stack name -> rule (symllm.arch.keeps), got {self.stacks!r}")
@@ -182,6 +199,14 @@ class Rules:
                 raise SymllmError(f"{field_}: expected a name, got {getattr(self, field_)!r}")
         if self.lora and len(self.lora) != 2:
             raise SymllmError(f"lora: expected (symllm name, HF name), got {self.lora!r}")
+
+    def split_under(self, engine: str | None) -> str | None:
+        """The split ``engine`` lays this part out by: its own (:attr:`engines`), else ``split`` (None: no engine).
+
+        >>> Rules("row", engines=(("vllm", "replicated"),)).split_under("vllm")
+        'replicated'
+        """
+        return dict(self.engines).get(engine, self.split)
 
 
 @dataclass(frozen=True, repr=False)

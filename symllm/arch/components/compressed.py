@@ -156,10 +156,19 @@ def entry_pairs(rate, causal: bool, top=None) -> sp.Expr:
     return s * (pairs(t + s) - pairs(t + s - 1))
 
 
-def _rules(hf: str, weight: str = "linear", lora: tuple[str, ...] = (), refused: tuple[str, ...] = ()) -> Rules:
-    """A part of DeepSeek-V4's attention or streams: replicated (transformers' plan keeps them whole), in no
-    named stack; a linear adapted by LoRA under ``lora``'s names."""
-    return Rules("replicated", lora=lora, weight=weight, stacks=(), label=LABEL, hf=hf, refused=refused)
+def _rules(hf: str, weight: str = "linear", lora: tuple[str, ...] = (), refused: tuple[str, ...] = (),
+           engines: tuple[tuple[str, str], ...] = ()) -> Rules:
+    """A part of DeepSeek-V4's attention or streams: replicated (transformers' plan keeps them whole; ``engines``:
+    an engine's own split, :data:`VLLM`), in no named stack; a linear adapted by LoRA under ``lora``'s names."""
+    return Rules("replicated", lora=lora, weight=weight, stacks=(), label=LABEL, hf=hf, refused=refused,
+                 engines=engines)
+
+
+#: vLLM's split of the parts transformers' plan keeps whole (vllm/model_executor/models/deepseek_v4.py at
+#: vllm-project/vllm 023da1fc828eb07787cf0734a1ba32f0a0f11887, read 2026-11-29; tests/test_dsv4_tp.py quotes it):
+#: ``wq_b = ColumnParallelLinear``, ``wo_a = ColumnParallelLinear`` (its output groups), ``wo_b = RowParallelLinear``,
+#: the shared expert a ``DeepseekV4MLP`` (``MergedColumnParallelLinear`` gate and up, ``RowParallelLinear`` down)
+VLLM = {"wq_b": "column", "wo_a": "column", "wo_b": "row"}
 
 
 #: a linear's LoRA name by its module name: PEFT matches ``target_modules`` against the end of every module's
@@ -175,8 +184,9 @@ def _linear(name: str, fan_in, fan_out, hf: str, doc: str) -> Component:
     # o_a_proj (a DeepseekV4GroupedLinear): PEFT wraps it as a plain linear, whose forward then fails
     # (tests/test_dsv4.py): a LoRA target naming it is refused
     ours = LORA[hf]
+    engines = (("vllm", VLLM[name]),) if name in VLLM else ()
     return linear(name, fan_in, fan_out, doc=doc,
-                  rules=_rules(hf, lora=(ours, hf), refused=(ours,) if hf == "o_a_proj" else ()))
+                  rules=_rules(hf, lora=(ours, hf), refused=(ours,) if hf == "o_a_proj" else (), engines=engines))
 
 
 #: 1 where ``x.float()`` makes a copy (activations not fp32), 0 where it returns ``x`` itself (fp32 activations): the
@@ -520,9 +530,10 @@ def swiglu_clamps(ffn: Component) -> Component:
     def clamped(c: Component) -> Component:
         if c.name not in ("experts", "shared_experts"):
             return c
-        if c.name == "shared_experts":  # transformers' deepseek_v4 plan splits only the routed experts
-            c = c.replace(children=tuple(x.replace(rules=dataclasses.replace(x.rules, split="replicated"))
-                                         for x in c.children))
+        if c.name == "shared_experts":  # transformers' deepseek_v4 plan splits only the routed experts; vLLM
+            # splits the shared expert as a dense MLP (:data:`VLLM`)
+            c = c.replace(children=tuple(x.replace(rules=dataclasses.replace(
+                x.rules, split="replicated", engines=(("vllm", x.rules.split),))) for x in c.children))
         return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)),
                          eager_saved=sp.factor(eager[c.name]))
     if ffn.name != "moe":
