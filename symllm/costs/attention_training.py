@@ -30,7 +30,8 @@ def training_kernel(train: dict, named: str | None) -> str:
     (``attention_tiles.fa3_sm90.cards``), else ``torch`` (the measured torch flash forward).
 
     >>> from symllm.costs.figures import engine
-    >>> training_kernel(engine("megatron", "training"), "h100-sxm"), training_kernel(engine("megatron", "training"), "a100-80gb")
+    >>> megatron = engine("megatron", "training")
+    >>> training_kernel(megatron, "h100-sxm"), training_kernel(megatron, "a100-80gb")
     ('cudnn', 'torch')
     >>> training_kernel(engine("torchtitan", "training"), "h100-sxm"), training_kernel(engine("hf"), "h200")
     ('fa2', 'torch')
@@ -58,7 +59,8 @@ def core_rates(s, head_dim: int = 128, kernel: str = "torch") -> tuple[Fraction,
     A paper kernel's causal figure counts ``s²/2`` pairs; on the tiles' pairs the same time is a higher rate.
 
     >>> fwd, bwd = core_rates(8192, kernel="fa2")   # 333 TFLOP/s of 989.4 on s²/2 pairs, read on s²/2 + 64 s
-    >>> fwd == Fraction(3330, 9894) * Fraction(8192 ** 2 // 2 + 64 * 8192, 8192 ** 2 // 2), bwd == fwd * Fraction(318, 370)
+    >>> pairs = Fraction(8192 ** 2 // 2 + 64 * 8192, 8192 ** 2 // 2)
+    >>> fwd == Fraction(3330, 9894) * pairs, bwd == fwd * Fraction(318, 370)
     (True, True)
     >>> core_rates(4096)[0] == attention_prefill(4096, tiles=True)   # torch's measured forward
     True

@@ -472,12 +472,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # time = GEMMs / capped + GEMMs x (1/factor - 1)
     factor = 1 / (1 / capped + 1 / factor - 1)
     # the attention core (all its FLOPs leave the GEMMs' terms) on its kernel's tiles at its forward and backward
-    # rates, its recomputed forwards at the forward rate (attention_training); eager stacks: the whole rectangle, as GEMMs
+    # rates, recomputed forwards at the forward rate (attention_training); eager stacks: the rectangle, as GEMMs
     removed = (Fraction(parts.get("training_core_flops", 0))
                if parts["prefill_core_flops"] and tiled and work.stack not in ("eager", "hf-eager") else Fraction(0))
     forward = Fraction(parts.get("training_model_core_flops", 0)) * train_tiles / 3 if removed else Fraction(0)
-    core_s = core_training_s(forward, work.seq, heads, training_kernel(train, named), removed * train_tiles - 3 * forward,
-                             (parts.get("bf16_peak") or peak) * capped) if removed else Fraction(0)
+    core_s = core_training_s(forward, work.seq, heads, training_kernel(train, named), removed * train_tiles
+                             - 3 * forward, (parts.get("bf16_peak") or peak) * capped) if removed else Fraction(0)
     micro = getattr(work, "micro_batches", 1) or 1
     experts = parts.get("training_expert_flops", 0)
     comm = parts["comm"]
