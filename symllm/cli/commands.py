@@ -18,7 +18,7 @@ from symllm import validate
 from symllm.present.format import grouped, human, human_bytes
 from symllm.costs.workloads import Workload, options as workload_options
 from symllm.cli.lines import (_MEMORY_LABELS, _SERVE, WIDTH, _checkpoint_lines, _natural, _table, _weight_table, _wrap,
-                              plan_lines, serve_lines, time_lines)
+                              layout_words, plan_lines, serve_lines, time_lines)
 
 
 def _load(args):
@@ -253,10 +253,11 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
                                        f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                                        f"{', sp' if w['sp'] else ''}"
+                                       f"{'; ' + layout_words(work['tp_layout']) if work.get('tp_layout') else ''}"
                                        f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
                                        "; a training step)", "", "")))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
-            print("\n" + "\n".join(time_lines(work["time"], w)))
+            print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"))))
         if "serving" in work:
             print("\n" + serve_lines(work["serving"]))
     return 0

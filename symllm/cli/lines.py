@@ -135,10 +135,24 @@ def _running_limit(x: dict) -> str:
         x["running_limit"]]
 
 
+#: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout"
+LAYOUT_WORDS = {"transformers": "transformers' tp plan", "vllm": "vLLM's layout"}
+
+
+def layout_words(name: str) -> str:
+    """The words for a ``tp_layout`` the output names.
+
+    >>> layout_words("transformers"), layout_words("vllm"), layout_words("sglang")
+    ("transformers' tp plan", "vLLM's layout", "sglang's layout")
+    """
+    return LAYOUT_WORDS.get(name, f"{name}'s layout")
+
+
 def serve_lines(r: dict) -> str:
     """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here)."""
+    per = ([f"tp {r['tp']}"] if r["tp"] > 1 else []) + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else [])
     rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
-            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
+            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" ({', '.join(per)})" if per else "")),
             ("- activation peak", human_bytes(r["activation_peak"]),
              (f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows (estimate)"
               if r.get("sampler_rows") else f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)")),
@@ -167,10 +181,10 @@ def serve_lines(r: dict) -> str:
     return out
 
 
-def time_lines(t: dict, w: dict) -> list[str]:
+def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
     """count's fit and time section from ``workload()["time"]`` (``t``) and its ``workload`` (``w``): the
-    per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`);
-    nothing computed here."""
+    per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`), and the
+    tensor-parallel layout they are in where the workload names one (``tp_layout``); nothing computed here."""
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     e = t["expected"]
     unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
@@ -216,13 +230,14 @@ def time_lines(t: dict, w: dict) -> list[str]:
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
+    laid = f", times in {layout_words(tp_layout)}" if tp_layout else ""  # (a training engine lays out nothing)
     out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
                      f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))
                      + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
-                     f"(training {e['training_engine']}) conventions (docs/efficiency.md)."))
+                     f"(training {e['training_engine']}) conventions{laid} (docs/efficiency.md)."))
     return out
 
 
