@@ -40,6 +40,7 @@ one. symllm's parts declare transformers' plan as their ``split`` and vLLM's whe
 (:func:`symllm.costs.parallel.layout`), ``count --serve`` by its engine (vLLM by default). These tests pin both
 layouts by hand and check that symllm gives each for its engine.
 """
+import json
 from fractions import Fraction
 
 from symllm.arch import symbols as S
@@ -166,3 +167,59 @@ def test_symllm_declares_transformers_plan_and_vllms_split_on_the_parts_vllm_spl
                     others.add(x.name)
     assert declared == {(p, x): ("replicated", (("vllm", split),)) for p, t in tables.items() for x, split in t.items()}
     assert not others
+
+
+def test_the_output_names_the_layout_its_per_gpu_figures_are_in():
+    """Where a part declares an engine's split, the workload and serving outputs name the layout their per-GPU figures
+    are in (``tp_layout``), and that name is the layout whose hand count they hold: no engine (or one that lays out
+    nothing: hf, sglang) transformers' plan, ``engine="vllm"`` and serving (vLLM by default) vLLM's. A model no part of
+    which declares one (Llama 3.1 8B) has no ``tp_layout`` at all: its output is as before."""
+    spc = spec("deepseek-v4-flash-base")
+    plan, vllm = _hand(False, False), _hand(True, True)
+    for engine, name, params in ((None, "transformers", plan), ("hf", "transformers", plan),
+                                 ("sglang", "transformers", plan), ("vllm", "vllm", vllm)):
+        w = phases.workload(spc, tp=8, seq=1, engine=engine)
+        assert (w["tp_layout"], w["params"]["per_gpu"]) == (name, params)
+    served = serving.capacity(spc, gpu="h200", tp=8)
+    assert (served["tp_layout"], served["weights"]) == ("vllm", 2 * vllm)
+    assert "tp_layout" not in phases.workload("llama3.1-8b", tp=8)
+    assert "tp_layout" not in serving.capacity("llama3.1-8b", gpu="h200", tp=8)
+
+
+def _lines(text: str, start: str) -> list[str]:
+    """The lines of ``text`` that start with ``start``, their runs of spaces made one (the tables pad columns)."""
+    return [" ".join(line.split()) for line in text.splitlines() if line.startswith(start)]
+
+
+def test_count_says_which_layout_each_per_gpu_figure_is_in(cli):
+    """``count --tp 8 --serve`` without an engine prints transformers' plan's weights (76.38 GiB, by hand above) in its
+    per-GPU table and times, and vLLM's (67.57 GiB) in its serving section, each door saying which; ``--engine vllm``
+    gives vLLM's layout throughout, said so. The JSON holds the same names (``tp_layout``)."""
+    base = ["count", "deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--serve"]
+    for extra, table, weights in (([], "transformers' tp plan", "76.38 GiB"), (["--engine", "vllm"], "vLLM's layout",
+                                                                                "67.57 GiB")):
+        r = cli(base + extra)
+        assert r.code == 0, r.err
+        assert _lines(r.out, "per GPU (") == [f"per GPU (tp 8, pp 1, dp 1; {table}; routed experts split; a training "
+                                              "step)"]
+        assert _lines(r.out, "weights ")[1].endswith(weights)  # the per-GPU table's (the whole model's first)
+        assert (f"efficiencies, vllm (training megatron) conventions, times in {table} (docs/efficiency.md)."
+                in " ".join(r.out.split()))
+        assert _lines(r.out, "- weights") == ["- weights 67.57 GiB per GPU (tp 8, vLLM's layout)"]
+        j = cli(base + extra + ["--json"])
+        out = json.loads(j.out)
+        assert (out["tp_layout"], out["serving"]["tp_layout"]) == ("transformers" if not extra else "vllm", "vllm")
+
+
+def test_count_of_a_model_without_an_engine_split_names_no_layout(cli):
+    """Llama 3.1 8B declares no engine's split: its per-GPU header, times and serving weights are as before, with no
+    layout named, and its JSON has no ``tp_layout``."""
+    base = ["count", "llama3.1-8b", "--gpu", "h200", "--tp", "8", "--serve"]
+    r = cli(base)
+    assert r.code == 0, r.err
+    assert _lines(r.out, "per GPU (") == ["per GPU (tp 8, pp 1, dp 1; a training step)"]
+    assert "efficiencies, vllm (training megatron) conventions (docs/efficiency.md)." in " ".join(r.out.split())
+    assert _lines(r.out, "- weights") == ["- weights 1.87 GiB per GPU (tp 8)"]
+    assert "layout" not in r.out
+    out = json.loads(cli(base + ["--json"]).out)
+    assert "tp_layout" not in out and "tp_layout" not in out["serving"]
