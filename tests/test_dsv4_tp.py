@@ -223,3 +223,21 @@ def test_count_of_a_model_without_an_engine_split_names_no_layout(cli):
     assert "layout" not in r.out
     out = json.loads(cli(base + ["--json"]).out)
     assert "tp_layout" not in out and "tp_layout" not in out["serving"]
+
+
+def test_plan_and_report_name_the_layout_too(cli):
+    """``plan`` and ``report`` say which layout their per-GPU figures are in, as count does: transformers' plan without
+    an engine, vLLM's under ``--engine vllm`` (plan's JSON ``tp_layout``); Llama 3.1 8B's name none. (A report of
+    DeepSeek-V4 at tp 8 ran into its per-GPU state cache, which had no title, and failed.)"""
+    r = cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200"])
+    assert r.code == 0, r.err
+    assert "fused stack, bf16; transformers' tp plan): 5,120 layouts" in " ".join(r.out.split())
+    assert json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200", "--engine", "vllm", "--json"]).out)[
+        "tp_layout"] == "vllm"
+    assert "tp_layout" not in json.loads(cli(["plan", "llama3.1-8b", "--gpus", "8xh200", "--json"]).out)
+    for extra, words in (([], "transformers' tp plan"), (["--engine", "vllm"], "vLLM's layout")):
+        r = cli(["report", "deepseek-v4-flash-base", "--tp", "8", "--format", "markdown"] + extra)
+        assert r.code == 0, r.err
+        assert f"(ZeRO stage 0): 8 GPUs. Its per-GPU figures are in {words}. One GPU" in " ".join(r.out.split())
+    r = cli(["report", "llama3.1-8b", "--tp", "8", "--format", "markdown"])
+    assert "(ZeRO stage 0): 8 GPUs. One GPU" in " ".join(r.out.split())

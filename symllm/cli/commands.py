@@ -15,10 +15,10 @@ from symllm.arch import config as cfgmod
 from symllm.errors import SymllmError
 from symllm.files import json_text, write_atomic
 from symllm import validate
-from symllm.present.format import grouped, human, human_bytes
+from symllm.present.format import grouped, human, human_bytes, layout_words
 from symllm.costs.workloads import Workload, options as workload_options
 from symllm.cli.lines import (_MEMORY_LABELS, _SERVE, WIDTH, _checkpoint_lines, _natural, _table, _weight_table, _wrap,
-                              layout_words, plan_lines, serve_lines, time_lines)
+                              plan_lines, serve_lines, time_lines)
 
 
 def _load(args):

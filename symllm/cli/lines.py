@@ -8,7 +8,7 @@ import re
 from fractions import Fraction
 
 from symllm import validate
-from symllm.present.format import grouped, human_bytes
+from symllm.present.format import grouped, human_bytes, layout_words
 
 
 def _checkpoint_lines(c: dict) -> str:
@@ -84,7 +84,7 @@ def plan_lines(p, top: int) -> list[str]:
     kv = f", KV cache {w['kv_format']}" if w.get("kv_format") else ""
     capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap
     out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, {w.get('weight_format') or w['dtype']}"
-                 f"{kv}): {p.layouts:,} "
+                 f"{kv}{'; ' + layout_words(p.tp_layout) if p.tp_layout else ''}): {p.layouts:,} "
                  f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
     if p.rows:
@@ -133,19 +133,6 @@ def _running_limit(x: dict) -> str:
     return {"kv_cache": f"of the KV cache's {n}", "max_num_seqs": f"of the engine's limit of {n} sequences",
             "max_num_batched_tokens": f"of {n}: a step of {x['max_num_batched_tokens']:,} tokens less a prompt"}[
         x["running_limit"]]
-
-
-#: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout"
-LAYOUT_WORDS = {"transformers": "transformers' tp plan", "vllm": "vLLM's layout"}
-
-
-def layout_words(name: str) -> str:
-    """The words for a ``tp_layout`` the output names.
-
-    >>> layout_words("transformers"), layout_words("vllm"), layout_words("sglang")
-    ("transformers' tp plan", "vLLM's layout", "sglang's layout")
-    """
-    return LAYOUT_WORDS.get(name, f"{name}'s layout")
 
 
 def serve_lines(r: dict) -> str:
