@@ -50,7 +50,7 @@ import numpy as np
 
 from symllm.arch.algebra import substitute
 from symllm.arch import catalogue, resolved
-from symllm.costs import checks
+from symllm.costs import checks, phases
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
@@ -148,7 +148,7 @@ class Sweep:
         # the model's structure (tying, biases); d_ff stays a symbol, evaluated once per point. The
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
         spec = resolved.spec(base_cfg)
-        mdl = spec.model(work.attention).replace(definitions=())
+        mdl = phases.model_of(spec, work).replace(definitions=())  # laid out as its engine lays it out, as count
         checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
         checks.warn_past_window(spec, sum(_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
                                           for k in ("seq", "gen")))  # the grid's longest, once
