@@ -248,8 +248,8 @@ def test_a_sweep_lays_the_model_out_as_count_does(cli):
     without an engine transformers' plan's. (The sweep built transformers' plan under every engine: 41,008,334,423
     parameters where count said 36,274,013,783.)"""
     for extra, params in (([], _hand(False, False)), (["--engine", "vllm"], _hand(True, True))):
-        r = cli(["sweep", "--base", "deepseek-v4-flash-base", "--tp", "8", "--quantity", "params_per_gpu,weights_per_gpu",
-                 "--format", "jsonl"] + extra)
+        r = cli(["sweep", "--base", "deepseek-v4-flash-base", "--tp", "8", "--quantity",
+                 "params_per_gpu,weights_per_gpu", "--format", "jsonl"] + extra)
         assert r.code == 0, r.err
         row = json.loads(r.out.splitlines()[0])
         counted = json.loads(cli(["count", "deepseek-v4-flash-base", "--tp", "8", "--json"] + extra).out)
