@@ -245,12 +245,14 @@ def test_plan_and_report_name_the_layout_too(cli):
 
 def test_a_sweep_lays_the_model_out_as_count_does(cli):
     """``sweep --engine vllm --tp 8`` gives vLLM's per-GPU parameters and weights (the hand count), as count does;
-    without an engine transformers' plan's. (The sweep built transformers' plan under every engine: 41,008,334,423
-    parameters where count said 36,274,013,783.)"""
-    for extra, params in (([], _hand(False, False)), (["--engine", "vllm"], _hand(True, True))):
+    without an engine transformers' plan's, and says which on stderr. (The sweep built transformers' plan under every
+    engine: 41,008,334,423 parameters where count said 36,274,013,783.)"""
+    for extra, params, words in (([], _hand(False, False), "transformers' tp plan"),
+                                 (["--engine", "vllm"], _hand(True, True), "vLLM's layout")):
         r = cli(["sweep", "--base", "deepseek-v4-flash-base", "--tp", "8", "--quantity",
                  "params_per_gpu,weights_per_gpu", "--format", "jsonl"] + extra)
         assert r.code == 0, r.err
+        assert f"symllm: sweep: deepseek-v4-flash-base: per-GPU quantities in {words}\n" in r.err
         row = json.loads(r.out.splitlines()[0])
         counted = json.loads(cli(["count", "deepseek-v4-flash-base", "--tp", "8", "--json"] + extra).out)
         assert (row["params_per_gpu"], row["weights_per_gpu"]) == (params, 2 * params)

@@ -487,7 +487,10 @@ def cmd_sweep(args) -> int:
     where = validate.shown_path(args.output, 24).strip("'") if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
-    configs = [s.base for s in sweep.sweeps] if hasattr(sweep, "sweeps") else [sweep.base]
+    each = sweep.sweeps if hasattr(sweep, "sweeps") else [sweep]
+    configs = [s.base for s in each]
+    for s in (s for s in each if s.tp_layout):  # the layout its per-GPU quantities are in (DeepSeek-V4)
+        print(f"symllm: sweep: {s.base.name}: per-GPU quantities in {layout_words(s.tp_layout)}", file=sys.stderr)
     stated = [b for b in configs if b.weight_format]
     for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
         print(_wrap(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)
