@@ -49,6 +49,8 @@ from symllm.arch.resolved import spec
 from symllm.costs import phases, serving
 from symllm.costs.parallel import layout, params_per_gpu, reduced_sublayers
 
+from .conftest import requires
+
 #: vLLM's split of the parts transformers' plan replicates (module docstring), read by hand
 _VLLM_ATTENTION = {"wq_b": "column", "wo_a": "column", "wo_b": "row"}
 _VLLM_SHARED_EXPERT = {"w1": "column", "w3": "column", "w2": "row"}
@@ -257,3 +259,14 @@ def test_a_sweep_lays_the_model_out_as_count_does(cli):
         counted = json.loads(cli(["count", "deepseek-v4-flash-base", "--tp", "8", "--json"] + extra).out)
         assert (row["params_per_gpu"], row["weights_per_gpu"]) == (params, 2 * params)
         assert (counted["params"]["per_gpu"], counted["memory_per_gpu"]["weights"]) == (params, 2 * params)
+
+
+def test_the_memory_plot_names_the_layout():
+    """The memory plot's per-GPU panel is titled with the layout its bars are in, as count's table is."""
+    requires("matplotlib")
+    from symllm.present import plots
+    for engine, words in ((None, "transformers' tp plan"), ("vllm", "vLLM's layout")):
+        fig = plots.memory("deepseek-v4-flash-base", tp=8, seq=1, engine=engine)
+        assert fig.axes[0].get_title() == f"deepseek-v4-flash-base: memory per GPU (tp 8, pp 1, dp 1; {words})"
+    assert plots.memory("llama3.1-8b", tp=8, seq=1).axes[0].get_title() == (
+        "llama3.1-8b: memory per GPU (tp 8, pp 1, dp 1)")
