@@ -40,6 +40,7 @@ one. symllm's parts declare transformers' plan as their ``split`` and vLLM's whe
 (:func:`symllm.costs.parallel.layout`), ``count --serve`` by its engine (vLLM by default). These tests pin both
 layouts by hand and check that symllm gives each for its engine.
 """
+import json
 from fractions import Fraction
 
 from symllm.arch import symbols as S
@@ -47,6 +48,8 @@ from symllm.arch.config import preset_info
 from symllm.arch.resolved import spec
 from symllm.costs import phases, serving
 from symllm.costs.parallel import layout, params_per_gpu, reduced_sublayers
+
+from .conftest import requires
 
 #: vLLM's split of the parts transformers' plan replicates (module docstring), read by hand
 _VLLM_ATTENTION = {"wq_b": "column", "wo_a": "column", "wo_b": "row"}
@@ -166,3 +169,104 @@ def test_symllm_declares_transformers_plan_and_vllms_split_on_the_parts_vllm_spl
                     others.add(x.name)
     assert declared == {(p, x): ("replicated", (("vllm", split),)) for p, t in tables.items() for x, split in t.items()}
     assert not others
+
+
+def test_the_output_names_the_layout_its_per_gpu_figures_are_in():
+    """Where a part declares an engine's split, the workload and serving outputs name the layout their per-GPU figures
+    are in (``tp_layout``), and that name is the layout whose hand count they hold: no engine (or one that lays out
+    nothing: hf, sglang) transformers' plan, ``engine="vllm"`` and serving (vLLM by default) vLLM's. A model no part of
+    which declares one (Llama 3.1 8B) has no ``tp_layout`` at all: its output is as before."""
+    spc = spec("deepseek-v4-flash-base")
+    plan, vllm = _hand(False, False), _hand(True, True)
+    for engine, name, params in ((None, "transformers", plan), ("hf", "transformers", plan),
+                                 ("sglang", "transformers", plan), ("vllm", "vllm", vllm)):
+        w = phases.workload(spc, tp=8, seq=1, engine=engine)
+        assert (w["tp_layout"], w["params"]["per_gpu"]) == (name, params)
+    served = serving.capacity(spc, gpu="h200", tp=8)
+    assert (served["tp_layout"], served["weights"]) == ("vllm", 2 * vllm)
+    assert "tp_layout" not in phases.workload("llama3.1-8b", tp=8)
+    assert "tp_layout" not in serving.capacity("llama3.1-8b", gpu="h200", tp=8)
+
+
+def _lines(text: str, start: str) -> list[str]:
+    """The lines of ``text`` that start with ``start``, their runs of spaces made one (the tables pad columns)."""
+    return [" ".join(line.split()) for line in text.splitlines() if line.startswith(start)]
+
+
+def test_count_says_which_layout_each_per_gpu_figure_is_in(cli):
+    """``count --tp 8 --serve`` without an engine prints transformers' plan's weights (76.38 GiB, by hand above) in its
+    per-GPU table and times, and vLLM's (67.57 GiB) in its serving section, each door saying which; ``--engine vllm``
+    gives vLLM's layout throughout, said so. The JSON holds the same names (``tp_layout``)."""
+    base = ["count", "deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--serve"]
+    for extra, table, weights in (([], "transformers' tp plan", "76.38 GiB"), (["--engine", "vllm"], "vLLM's layout",
+                                                                                "67.57 GiB")):
+        r = cli(base + extra)
+        assert r.code == 0, r.err
+        assert _lines(r.out, "per GPU (") == [f"per GPU (tp 8, pp 1, dp 1; {table}; routed experts split; a training "
+                                              "step)"]
+        assert _lines(r.out, "weights ")[1].endswith(weights)  # the per-GPU table's (the whole model's first)
+        assert (f"efficiencies, vllm (training megatron) conventions, times in {table} (docs/efficiency.md)."
+                in " ".join(r.out.split()))
+        assert _lines(r.out, "- weights") == ["- weights 67.57 GiB per GPU (tp 8, vLLM's layout)"]
+        j = cli(base + extra + ["--json"])
+        out = json.loads(j.out)
+        assert (out["tp_layout"], out["serving"]["tp_layout"]) == ("transformers" if not extra else "vllm", "vllm")
+
+
+def test_count_of_a_model_without_an_engine_split_names_no_layout(cli):
+    """Llama 3.1 8B declares no engine's split: its per-GPU header, times and serving weights are as before, with no
+    layout named, and its JSON has no ``tp_layout``."""
+    base = ["count", "llama3.1-8b", "--gpu", "h200", "--tp", "8", "--serve"]
+    r = cli(base)
+    assert r.code == 0, r.err
+    assert _lines(r.out, "per GPU (") == ["per GPU (tp 8, pp 1, dp 1; a training step)"]
+    assert "efficiencies, vllm (training megatron) conventions (docs/efficiency.md)." in " ".join(r.out.split())
+    assert _lines(r.out, "- weights") == ["- weights 1.87 GiB per GPU (tp 8)"]
+    assert "layout" not in r.out
+    out = json.loads(cli(base + ["--json"]).out)
+    assert "tp_layout" not in out and "tp_layout" not in out["serving"]
+
+
+def test_plan_and_report_name_the_layout_too(cli):
+    """``plan`` and ``report`` say which layout their per-GPU figures are in, as count does: transformers' plan without
+    an engine, vLLM's under ``--engine vllm`` (plan's JSON ``tp_layout``); Llama 3.1 8B's name none. (A report of
+    DeepSeek-V4 at tp 8 ran into its per-GPU state cache, which had no title, and failed.)"""
+    r = cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200"])
+    assert r.code == 0, r.err
+    assert "fused stack, bf16; transformers' tp plan): 5,120 layouts" in " ".join(r.out.split())
+    assert json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200", "--engine", "vllm", "--json"]).out)[
+        "tp_layout"] == "vllm"
+    assert "tp_layout" not in json.loads(cli(["plan", "llama3.1-8b", "--gpus", "8xh200", "--json"]).out)
+    for extra, words in (([], "transformers' tp plan"), (["--engine", "vllm"], "vLLM's layout")):
+        r = cli(["report", "deepseek-v4-flash-base", "--tp", "8", "--format", "markdown"] + extra)
+        assert r.code == 0, r.err
+        assert f"(ZeRO stage 0): 8 GPUs. Its per-GPU figures are in {words}. One GPU" in " ".join(r.out.split())
+    r = cli(["report", "llama3.1-8b", "--tp", "8", "--format", "markdown"])
+    assert "(ZeRO stage 0): 8 GPUs. One GPU" in " ".join(r.out.split())
+
+
+def test_a_sweep_lays_the_model_out_as_count_does(cli):
+    """``sweep --engine vllm --tp 8`` gives vLLM's per-GPU parameters and weights (the hand count), as count does;
+    without an engine transformers' plan's, and says which on stderr. (The sweep built transformers' plan under every
+    engine: 41,008,334,423 parameters where count said 36,274,013,783.)"""
+    for extra, params, words in (([], _hand(False, False), "transformers' tp plan"),
+                                 (["--engine", "vllm"], _hand(True, True), "vLLM's layout")):
+        r = cli(["sweep", "--base", "deepseek-v4-flash-base", "--tp", "8", "--quantity",
+                 "params_per_gpu,weights_per_gpu", "--format", "jsonl"] + extra)
+        assert r.code == 0, r.err
+        assert f"symllm: sweep: deepseek-v4-flash-base: per-GPU quantities in {words}\n" in r.err
+        row = json.loads(r.out.splitlines()[0])
+        counted = json.loads(cli(["count", "deepseek-v4-flash-base", "--tp", "8", "--json"] + extra).out)
+        assert (row["params_per_gpu"], row["weights_per_gpu"]) == (params, 2 * params)
+        assert (counted["params"]["per_gpu"], counted["memory_per_gpu"]["weights"]) == (params, 2 * params)
+
+
+def test_the_memory_plot_names_the_layout():
+    """The memory plot's per-GPU panel is titled with the layout its bars are in, as count's table is."""
+    requires("matplotlib")
+    from symllm.present import plots
+    for engine, words in ((None, "transformers' tp plan"), ("vllm", "vLLM's layout")):
+        fig = plots.memory("deepseek-v4-flash-base", tp=8, seq=1, engine=engine)
+        assert fig.axes[0].get_title() == f"deepseek-v4-flash-base: memory per GPU (tp 8, pp 1, dp 1; {words})"
+    assert plots.memory("llama3.1-8b", tp=8, seq=1).axes[0].get_title() == (
+        "llama3.1-8b: memory per GPU (tp 8, pp 1, dp 1)")

@@ -64,6 +64,8 @@ COUNT_DOORS = [
     ["count", "mixtral-8x7b", "--json", "--gpu", "h100-sxm", "--serve", "--gpu-memory-utilization", "0.85"],
     ["count", "llama3.1-8b", "--json", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
      "--concurrency", "16"],
+    # a tp_layout at the top and in serving, beside DeepSeek-V4's cache layout and indexer names
+    ["count", "deepseek-v4-flash-base", "--json", "--gpu", "h200", "--tp", "8", "--serve"],
 ]
 
 

@@ -15,7 +15,7 @@ from symllm.arch import config as cfgmod
 from symllm.errors import SymllmError
 from symllm.files import json_text, write_atomic
 from symllm import validate
-from symllm.present.format import grouped, human, human_bytes
+from symllm.present.format import grouped, human, human_bytes, layout_words
 from symllm.costs.workloads import Workload, options as workload_options
 from symllm.cli.lines import (_MEMORY_LABELS, _SERVE, WIDTH, _checkpoint_lines, _natural, _table, _weight_table, _wrap,
                               plan_lines, serve_lines, time_lines)
@@ -253,10 +253,11 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
                                        f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                                        f"{', sp' if w['sp'] else ''}"
+                                       f"{'; ' + layout_words(work['tp_layout']) if work.get('tp_layout') else ''}"
                                        f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
                                        "; a training step)", "", "")))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
-            print("\n" + "\n".join(time_lines(work["time"], w)))
+            print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"))))
         if "serving" in work:
             print("\n" + serve_lines(work["serving"]))
     return 0
@@ -486,7 +487,10 @@ def cmd_sweep(args) -> int:
     where = validate.shown_path(args.output, 24).strip("'") if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
-    configs = [s.base for s in sweep.sweeps] if hasattr(sweep, "sweeps") else [sweep.base]
+    each = sweep.sweeps if hasattr(sweep, "sweeps") else [sweep]
+    configs = [s.base for s in each]
+    for s in (s for s in each if s.tp_layout):  # the layout its per-GPU quantities are in (DeepSeek-V4)
+        print(f"symllm: sweep: {s.base.name}: per-GPU quantities in {layout_words(s.tp_layout)}", file=sys.stderr)
     stated = [b for b in configs if b.weight_format]
     for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
         print(_wrap(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)

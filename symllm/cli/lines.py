@@ -8,7 +8,7 @@ import re
 from fractions import Fraction
 
 from symllm import validate
-from symllm.present.format import grouped, human_bytes
+from symllm.present.format import grouped, human_bytes, layout_words
 
 
 def _checkpoint_lines(c: dict) -> str:
@@ -84,7 +84,7 @@ def plan_lines(p, top: int) -> list[str]:
     kv = f", KV cache {w['kv_format']}" if w.get("kv_format") else ""
     capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap
     out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, {w.get('weight_format') or w['dtype']}"
-                 f"{kv}): {p.layouts:,} "
+                 f"{kv}{'; ' + layout_words(p.tp_layout) if p.tp_layout else ''}): {p.layouts:,} "
                  f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
     if p.rows:
@@ -137,8 +137,9 @@ def _running_limit(x: dict) -> str:
 
 def serve_lines(r: dict) -> str:
     """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here)."""
+    per = ([f"tp {r['tp']}"] if r["tp"] > 1 else []) + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else [])
     rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
-            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" (tp {r['tp']})" if r["tp"] > 1 else "")),
+            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" ({', '.join(per)})" if per else "")),
             ("- activation peak", human_bytes(r["activation_peak"]),
              (f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows (estimate)"
               if r.get("sampler_rows") else f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)")),
@@ -167,10 +168,10 @@ def serve_lines(r: dict) -> str:
     return out
 
 
-def time_lines(t: dict, w: dict) -> list[str]:
+def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
     """count's fit and time section from ``workload()["time"]`` (``t``) and its ``workload`` (``w``): the
-    per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`);
-    nothing computed here."""
+    per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`), and the
+    tensor-parallel layout they are in where the workload names one (``tp_layout``); nothing computed here."""
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     e = t["expected"]
     unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
@@ -216,13 +217,14 @@ def time_lines(t: dict, w: dict) -> list[str]:
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
+    laid = f", times in {layout_words(tp_layout)}" if tp_layout else ""  # (a training engine lays out nothing)
     out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
                      f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))
                      + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
-                     f"(training {e['training_engine']}) conventions (docs/efficiency.md)."))
+                     f"(training {e['training_engine']}) conventions{laid} (docs/efficiency.md)."))
     return out
 
 

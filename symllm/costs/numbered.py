@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from symllm.costs import hardware
 from symllm.costs.replication import ReplicatedKV
-from symllm.costs.workloads import symbol_codes
+from symllm.costs.workloads import symbol_codes, tp_layout
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
 if TYPE_CHECKING:
@@ -33,17 +33,21 @@ def named_values(work: Workload, codes=None) -> dict:
     return out
 
 
-def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None) -> dict:
+def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None,
+                     declares: bool = False) -> dict:
     """:func:`symllm.costs.phases.workload` from the numbers of :func:`symllm.costs.phases.workload_forms` (``ev``:
     a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
     ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
     :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
     (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
-    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`)."""
+    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`). ``declares``: whether a
+    part of the model declares an engine's own split (:func:`symllm.costs.parallel.declares_split`); then
+    ``tp_layout`` names the layout the per-GPU figures are in (:func:`symllm.costs.workloads.tp_layout`)."""
     n_kv = ev.vals.get("n_kv")
     if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
         ev = ReplicatedKV(ev, work.tp)
-    out = {"workload": work.to_dict(), **{group: {} for group in groups}}
+    laid = {"tp_layout": tp_layout(work.engine, True)} if declares else {}
+    out = {"workload": work.to_dict(), **laid, **{group: {} for group in groups}}
     if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
         pairs = ev.table().items()
     else:

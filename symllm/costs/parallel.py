@@ -101,8 +101,8 @@ from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "layout", "has_experts", "comm_kinds", "shard", "stages", "largest",
-           "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES",
+__all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "has_experts", "comm_kinds", "shard", "stages",
+           "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS", "SAVED_COLLECTIVES",
            "forward_runs", "summed", "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -157,6 +157,18 @@ def layout(mdl: Component, engine: str | None) -> Component:
         _LAID.clear()
     _LAID[key] = (mdl, out)  # holding mdl keeps its id from being reused
     return out
+
+
+def declares_split(mdl: Component) -> bool:
+    """Whether a part of ``mdl`` declares an engine's own split (:attr:`symllm.arch.components.Rules.engines`):
+    where it does, a workload's per-GPU figures name the layout they are in
+    (:func:`symllm.costs.workloads.tp_layout`).
+
+    >>> from symllm.arch.resolved import spec
+    >>> declares_split(spec("llama3.1-8b").model()), declares_split(spec("deepseek-v4-flash-base").model())
+    (False, True)
+    """
+    return any(c.rules.engines for c in mdl.walk())
 
 
 def _expert(c: Component) -> bool:

@@ -444,7 +444,9 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     (:func:`symllm.costs.hardware.roofline`; a time whose verdict is "does not fit" is None, and
     ``assumes`` says what each verdict assumes). A ``seq + gen`` past the positions the model was trained
     for is counted with a :class:`~symllm.errors.ContextWarning`; a layout that cannot run (``tp`` not
-    dividing the heads) is refused (:mod:`symllm.costs.checks`).
+    dividing the heads) is refused (:mod:`symllm.costs.checks`). ``tp_layout``, where a part declares an engine's
+    own split (DeepSeek-V4): the layout the per-GPU figures are in, "transformers" (its tp plan) or the engine's
+    name (:func:`symllm.costs.workloads.tp_layout`).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
@@ -461,10 +463,11 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         forms, groups = workload_forms(spec, work)
         if len(_FORMS) >= 512:
             _FORMS.clear()
-        hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)))  # holding mdl keeps its id from being reused
-    _, forms, groups, compiled = hit
+        declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
+        hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)), declares)  # mdl held: id kept
+    _, forms, groups, compiled, declares = hit
     return workload_numbers(work, Numbers(compiled, _named(spec, work)), groups, _format(spec, work),
-                            window=spec.config.max_positions)
+                            window=spec.config.max_positions, declares=declares)
 
 
 def _named(spec, work: Workload) -> dict:
@@ -487,7 +490,8 @@ _NAMED: dict[int, tuple] = {}
 
 
 #: (id of the model component, the workload's shape, whether an accelerator is asked) -> (the component,
-#: :func:`workload_forms`' forms and groups, their compiled table): a warm workload() only evaluates
+#: :func:`workload_forms`' forms and groups, their compiled table, whether a part declares an engine's split): a
+#: warm workload() only evaluates
 _FORMS: dict[tuple, tuple] = {}
 
 

@@ -312,7 +312,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
     is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
     "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs"}``, bytes per GPU (module docstring);
+    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs"}``, bytes per GPU (module docstring), and
+    ``tp_layout`` where the model names one (:func:`symllm.costs.phases.workload`: the engine's);
     ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
     (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
     ``indexer_kv_dtype``: DeepSeek-V4's indexer cache, "fp8" or "mxfp4" (vLLM 0.33.0; None: its default, fp8).
@@ -351,6 +352,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                 engine=conventions["name"])
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
+    laid = {"tp_layout": profile["tp_layout"]} if "tp_layout" in profile else {}  # the layout weights are in
     one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
     # one rank's share of the cache: the key/value heads it holds (kv_heads_split: one a rank, replicated, past
     # them); a latent attention's is whole on every rank (vLLM's MLA layers cache one latent "head" a token,
@@ -405,7 +407,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
                 "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1,
                 "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
-                "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **d}
+                "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid, **d}
     if state:  # a hybrid model: each sequence holds its state beside its KV blocks (vLLM allocates it per sequence)
         sequences = max(int(kv // (ceil(context / block_size) * block_size * per_token + state)), 0)
         kv = kv - sequences * state
@@ -421,4 +423,4 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
             "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context,
             "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
-            "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl}
+            "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid}

@@ -29,7 +29,8 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
-           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes"]
+           "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes",
+           "tp_layout"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
 PHASES = ("forward", "prefill", "decode", "generation", "training")
@@ -124,6 +125,19 @@ def _layout_engine(engine: str | None) -> str | None:
     """What of an engine shapes the closed forms: its name where a part may declare a split for it
     (:data:`symllm.arch.layers.LAYOUT_ENGINES`: :func:`symllm.costs.parallel.layout`), else None."""
     return engine if engine in LAYOUT_ENGINES else None
+
+
+def tp_layout(engine: str | None, declares: bool) -> str | None:
+    """The tensor-parallel layout a workload's per-GPU figures are in, as its output names it (``tp_layout``):
+    None where no part of the model declares an engine's own split (``declares``:
+    :func:`symllm.costs.parallel.declares_split`: every engine's layout is transformers' plan), else ``engine``
+    where it lays parts out (:func:`_layout_engine`), else "transformers" (transformers' tp plan: no engine, or
+    one whose split of those parts symllm does not hold).
+
+    >>> tp_layout("vllm", True), tp_layout(None, True), tp_layout("sglang", True), tp_layout("vllm", False)
+    ('vllm', 'transformers', 'transformers', None)
+    """
+    return (_layout_engine(engine) or "transformers") if declares else None
 
 
 #: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order (in a model with

@@ -17,7 +17,7 @@ from numbers import Rational
 from symllm.validate import choice
 
 __all__ = ["FORMATS", "REPORT_FORMATS", "COMPARISON_FORMATS", "QUANTITIES", "digits", "grouped", "human",
-           "human_bytes", "side_by_side", "escape_latex"]
+           "human_bytes", "side_by_side", "escape_latex", "LAYOUT_WORDS", "layout_words"]
 
 #: the formats a formula or derivation renders in (derive; a report: :data:`REPORT_FORMATS`), in
 #: :mod:`symllm.present.render` (here, without SymPy or jinja2: the command line checks them)
@@ -321,3 +321,16 @@ def escape_latex(text) -> str:
     'a b'
     """
     return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))
+
+
+#: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout"
+LAYOUT_WORDS = {"transformers": "transformers' tp plan", "vllm": "vLLM's layout"}
+
+
+def layout_words(name: str) -> str:
+    """The words for a ``tp_layout`` the output names.
+
+    >>> layout_words("transformers"), layout_words("vllm"), layout_words("sglang")
+    ("transformers' tp plan", "vLLM's layout", "sglang's layout")
+    """
+    return LAYOUT_WORDS.get(name, f"{name}'s layout")

@@ -29,6 +29,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from symllm.errors import SymllmError
+from symllm.present.format import layout_words
 from symllm.validate import choice, short, shown_path, with_list
 
 __all__ = ["KINDS", "FORMATS", "CONTEXTS", "memory", "context", "flops", "roofline", "sweep", "save", "pgfplots"]
@@ -152,7 +153,8 @@ def memory(config, *, gpu=None, **workload):
     left.set_yticks(ys, [labels[k] for k, _ in mem])
     left.invert_yaxis()
     left.set_xlabel("GiB")
-    left.set_title(f"{name}: memory per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']})" if layout
+    laid = f"; {layout_words(work['tp_layout'])}" if work.get("tp_layout") else ""  # (DeepSeek-V4: whose split)
+    left.set_title(f"{name}: memory per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{laid})" if layout
                    else f"{name}: memory by kind")
     if cap is not None:
         left.axvline(_gib(cap[1]), color=COLOURS[3], linestyle="--", label=f"{cap[0]} ({_gib(cap[1]):.0f} GiB)")

@@ -22,10 +22,10 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.present.format import REPORT_FORMATS, grouped
+from symllm.present.format import REPORT_FORMATS, grouped, layout_words
 from symllm.present.render import EXTENSIONS, Formula, Safe, label, math_delimiters
 from symllm.present.render import notation as notation_of
-from symllm.costs.workloads import Workload
+from symllm.costs.workloads import Workload, tp_layout
 from symllm.present.derivation import OPTIONS, Derivation, _derive, _laid_out, _substituted
 from symllm.present.forms import _workload_numbers
 
@@ -250,7 +250,8 @@ class Report:
             titles = {"weights": "weights (part of the training states)",
                       "training_states": "training states (mixed-precision Adam, ZeRO)",
                       "activations": "activations saved for backward (one micro-batch)",
-                      "inference_peak": "inference peak (serving on this layout)"}
+                      "inference_peak": "inference peak (serving on this layout)",
+                      "state_cache": "per-sequence state cache (recurrent, convolution or compressor states)"}
             fits = None
             t = self._time()
             if t is not None:  # the accelerator's memory: the time group's verdict (one per question)
@@ -261,8 +262,10 @@ class Report:
                            "pp": "pipeline parallel (point-to-point)",
                            "dp": "data parallel (gradients; ZeRO's all-gathers)",
                            "ep": "expert parallel (all-to-all)"}
+            laid = tp_layout(work.engine, parallel.declares_split(spec.model(work.attention)))
             out["layout"] = {
                 "tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep, "sp": work.sp,
+                "tp_layout": layout_words(laid) if laid else None,
                 "zero": work.zero_stage, "gpus": work.tp * work.pp * work.dp,
                 "params": numbers["params"]["per_gpu"],
                 "rows": [{"name": titles[k], "value": v} for k, v in mem.items()], "step": step, "fits": fits,

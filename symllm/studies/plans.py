@@ -48,7 +48,7 @@ from symllm.arch import symbols as S
 from symllm.costs import checks, hardware, inverse, parallel, stacks
 from symllm.costs.schedules import handoffs
 from symllm.costs import phases as costs
-from symllm.costs.workloads import Workload, kv_heads_split, with_stated
+from symllm.costs.workloads import Workload, kv_heads_split, tp_layout, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
 from symllm.validate import choice, positive_int
@@ -232,6 +232,9 @@ class Plan:
     workload: dict = field(default_factory=dict)
     #: the pipeline splits considered (:data:`SPLITS`)
     splits: str = ""
+    #: the tensor-parallel layout every row is in, where a part declares an engine's split
+    #: (:func:`symllm.costs.workloads.tp_layout`); None: no part does
+    tp_layout: str | None = None
 
     @property
     def assumes(self) -> str:
@@ -244,6 +247,7 @@ class Plan:
         return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "training": self.training,
                 "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
                 "assumes": self.assumes, "splits": self.splits, "workload": self.workload,
+                **({"tp_layout": self.tp_layout} if self.tp_layout else {}),
                 "rows": self.rows[:top] if top else list(self.rows)}
 
 
@@ -336,7 +340,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     n = len(cols["tp"])
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},
-               splits=SPLITS.format(L=spc.n_layers))
+               splits=SPLITS.format(L=spc.n_layers),
+               tp_layout=tp_layout(work.engine, parallel.declares_split(spc.model(work.attention))))
     if n == 0:
         return out
     mdl = costs.model_of(spc, work)

@@ -239,12 +239,12 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
     hit = cache_get("workload", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         try:
-            base, codes, fmt, beta_w, groups, forms, resolved = _read_workload(hit[0])
+            base, codes, fmt, beta_w, groups, forms, resolved, declares = _read_workload(hit[0])
             vals = {**base, **named_values(work, codes)}
             if fmt is not None:  # β_w: the format's exact bytes over the model's weights, not the dtype's
                 vals["beta_w"] = beta_w
             ev = Numbers(forms, vals)
-            out = workload_numbers(work, ev, groups, fmt, window=config.max_positions)
+            out = workload_numbers(work, ev, groups, fmt, window=config.max_positions, declares=declares)
         except (ValueError, KeyError, TypeError, AttributeError, SymllmError):
             pass  # an entry of another shape: computed again below
         else:
@@ -256,7 +256,8 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
 @lru_cache(maxsize=32)
 def _read_workload(text: str) -> tuple:
     """A kept workload entry's numbers and kernels, read once per process (``--serve`` under load evaluates
-    one shape at many points): ``(values, codes, weight format, its β_w, groups, compiled forms, resolved config)``.
+    one shape at many points): ``(values, codes, weight format, its β_w, groups, compiled forms, resolved config,
+    whether a part declares an engine's split)``.
     The forms are generated arithmetic only (:func:`symllm.numbers.runtime.define`), else ``ValueError``."""
     from symllm.costs.numbered import grouped
 
@@ -271,7 +272,8 @@ def _read_workload(text: str) -> tuple:
         beta_w = _decode(data["beta_w"])
         fmt = {**fmt, "bytes": _decode(fmt["bytes"]), "bits_per_weight": _decode(fmt["bits_per_weight"])}
     groups = tuple(data["groups"])
-    return vals, codes, fmt, beta_w, groups, compiled(data["forms"], grouped(data["forms"], groups)), data["resolved"]
+    return (vals, codes, fmt, beta_w, groups, compiled(data["forms"], grouped(data["forms"], groups)), data["resolved"],
+            bool(data["declares"]))
 
 
 def evaluator(config: ModelConfig):
@@ -290,7 +292,7 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
     """:func:`workload` computed (the formulas built), its kernels and the config's numbers kept under ``key``."""
     from symllm.arch import resolved as R
     from symllm.arch import symbols as S
-    from symllm.costs import phases
+    from symllm.costs import parallel, phases
     from symllm.costs.workloads import symbol_codes
     from symllm.numbers.kernels import evaluated, sources
 
@@ -298,7 +300,9 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
     forms, groups = phases.workload_forms(spec, work)
     vals = phases.values(spec, work)
     fmt = phases._format(spec, work)
-    out = phases.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions)
+    declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
+    out = phases.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions,
+                                  declares=declares)
     resolved = R.resolved_config(config)
     if key is not None:
         try:
@@ -308,7 +312,7 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
                      "forms": {name: list(pair) for name, pair in sources(forms).items()}, "groups": list(groups),
                      "fmt": None if fmt is None else {**fmt, "bytes": _encode(fmt["bytes"]),
                                                       "bits_per_weight": _encode(fmt["bits_per_weight"])},
-                     "resolved": resolved}
+                     "resolved": resolved, "declares": declares}
             if fmt is not None:
                 entry["beta_w"] = _encode(vals[S.beta_w])
             text = json.dumps(entry)  # the resolved config prints as JSON (a tuple reads back as a list)
