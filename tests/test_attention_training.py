@@ -64,8 +64,33 @@ def test_each_training_engine_names_its_kernel_with_a_source():
         train = figures.engine(name, "training")
         assert train["attention_kernel_source"]
         assert at.training_kernel(train, "h100-sxm") == kernel and at.training_kernel(train, "h200") == kernel
-        assert at.training_kernel(train, "a100-80gb") == "torch"
+        assert at.training_kernel(train, "a100-80gb") == ("fa2_a100" if kernel == "fa2" else "torch")
     assert at.training_kernel(figures.engine("hf"), "h100-sxm") == "torch"
+    assert at.training_kernel(figures.engine("hf"), "a100-80gb") == "torch"
+
+
+# FlashAttention-2 (Dao 2023, arXiv 2307.08691), figure 4(d), "Attention forward + backward speed (A100 80GB SXM4)",
+# causal, head dim 128, FP16/BF16: the FlashAttention-2 bars' printed TFLOP/s at 512 ... 16k, copied by hand from
+# Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png (4f285b35, 2023-07-17).
+A100_FWD_BWD_CAUSAL = [99, 133, 155, 173, 182, 189]
+
+
+def test_the_a100_figures_are_the_flashattention2_papers():
+    """The A100 figure the rule reads is the paper's bar at every length, on the A100 80GB SXM4 (312 TFLOP/s)."""
+    a100 = figures.data()["attention_prefill"]["training"]["a100"]
+    assert [(s, int(v)) for s, v in a100["fwd_bwd_causal"]] == list(zip(LENGTHS, A100_FWD_BWD_CAUSAL))
+    assert a100["card"] == "a100-80gb" and a100["head_dim"] == 128 and "a100-40gb" in a100["cards"]
+
+
+def test_an_a100_core_keeps_the_papers_forward_and_backward_time():
+    """FlashAttention-2 on an A100 at 8k tokens, by hand: a forward of F = 4·s²/2·128 FLOPs per head (the paper's
+    causal count) and its backward (2.5 F) take 3.5 F at 182 TFLOP/s; read on the kernel's tiles
+    (s²/2 + 64 s pairs) the same core runs (s²/2 + 64 s)/(s²/2) times the FLOPs in that time."""
+    s, heads = 8192, 32
+    paper = 4 * (s * s // 2) * 128 * heads
+    on_tiles = Fraction(paper) * Fraction(s * s // 2 + 64 * s, s * s // 2)
+    seconds = at.core_training_s(on_tiles, s, kernel="fa2_a100", peak=312 * 10 ** 12)
+    assert seconds == Fraction(7, 2) * paper / (182 * 10 ** 12)
 
 
 def test_a_bf16_torchtitan_step_by_hand(monkeypatch):

@@ -11,6 +11,9 @@ efficiency.json). The rates, by kernel (:func:`training_kernel`):
   for FlashAttention-2, cuDNN and FlashAttention-3, causal forward over the H100 SXM's dense bf16 peak, the
   backward that times the kernel's backward over forward TFLOP/s (published without the causal mask), both read
   as fractions of any Hopper card's own peak;
+* ``fa2_a100`` (FlashAttention-2 on an A100 card): the FlashAttention-2 paper's A100 forward + backward figure,
+  causal, over the A100's dense bf16 peak, for the forward, the backward and any recomputed forward alike (the bar
+  counts a forward and its backward as 3.5 forwards' FLOPs, so its time is kept);
 * ``torch`` (any other card or engine): torch's flash forward as measured (``attention_prefill``, on its tiles),
   its backward at that times FlashAttention-2's backward over forward ratio.
 """
@@ -27,17 +30,23 @@ __all__ = ["training_kernel", "backward_ratio", "core_rates", "core_training_s"]
 def training_kernel(train: dict, named: str | None) -> str:
     """The attention kernel whose figures a training engine's core reads on a card: its ``attention_kernel``
     (``fa2``, ``cudnn``, ``fa3``: the FlashAttention-3 paper's H100 figures) on a Hopper card
-    (``attention_tiles.fa3_sm90.cards``), else ``torch`` (the measured torch flash forward).
+    (``attention_tiles.fa3_sm90.cards``); ``fa2_a100`` for ``fa2`` on an A100 card (the FlashAttention-2 paper's
+    figure, ``attention_prefill.training.a100.cards``); else ``torch`` (the measured torch flash forward).
 
     >>> from symllm.costs.figures import engine
     >>> megatron = engine("megatron", "training")
     >>> training_kernel(megatron, "h100-sxm"), training_kernel(megatron, "a100-80gb")
     ('cudnn', 'torch')
-    >>> training_kernel(engine("torchtitan", "training"), "h100-sxm"), training_kernel(engine("hf"), "h200")
-    ('fa2', 'torch')
+    >>> titan = engine("torchtitan", "training")
+    >>> training_kernel(titan, "h100-sxm"), training_kernel(titan, "a100-40gb"), training_kernel(engine("hf"), "h200")
+    ('fa2', 'fa2_a100', 'torch')
     """
-    hopper = named in data()["attention_tiles"]["fa3_sm90"]["cards"]
-    return train.get("attention_kernel", "torch") if hopper else "torch"
+    kernel = train.get("attention_kernel", "torch")
+    if named in data()["attention_tiles"]["fa3_sm90"]["cards"]:
+        return kernel
+    if kernel == "fa2" and named in data()["attention_prefill"]["training"]["a100"]["cards"]:
+        return "fa2_a100"
+    return "torch"
 
 
 def backward_ratio(s, kernel: str = "fa2") -> Fraction:
@@ -64,6 +73,9 @@ def core_rates(s, head_dim: int = 128, kernel: str = "torch") -> tuple[Fraction,
     (True, True)
     >>> core_rates(4096)[0] == attention_prefill(4096, tiles=True)   # torch's measured forward
     True
+    >>> a100 = Fraction(173, 312) * Fraction(4096 ** 2 // 2 + 64 * 4096, 4096 ** 2 // 2)  # 173 TFLOP/s of 312
+    >>> core_rates(4096, kernel="fa2_a100") == (a100, a100)   # forward and backward alike
+    True
     """
     if kernel == "torch":
         fwd = attention_prefill(s, head_dim, tiles=True)
@@ -71,6 +83,9 @@ def core_rates(s, head_dim: int = 128, kernel: str = "torch") -> tuple[Fraction,
     from symllm.costs.accelerators import gpu
     t = data()["attention_prefill"]["training"]
     pairs = Fraction(causal_tiles(s, tile=tile(head_dim)), Fraction(s * s, 2))
+    if kernel == "fa2_a100":
+        rate = interpolate(t["a100"]["fwd_bwd_causal"], s) * 10 ** 12 / gpu(t["a100"]["card"]).bf16 * pairs
+        return rate, rate
     fwd = interpolate(t["fwd_causal"][kernel], s) * 10 ** 12 / gpu(t["card"]).bf16 * pairs
     return fwd, fwd * backward_ratio(s, kernel)
 
