@@ -511,7 +511,7 @@ def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts:
 
 
 #: :func:`comm`'s two data-parallel inputs as symbols, for a form evaluated at an engine's numbers
-#: (:func:`symllm.costs.hardware.roofline_forms`' ``dp_engine``): bytes of a reduced gradient, rounds a step
+#: (:func:`symllm.costs.hardware.roofline_forms`, read as ``dp_sent``): bytes of a reduced gradient, rounds a step
 REDUCE_BYTES, DP_ROUNDS = sp.symbols("beta_g R_d", positive=True, integer=True)
 
 
