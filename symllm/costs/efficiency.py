@@ -509,13 +509,16 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
     bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - removed
             if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
-    compute_s = (Fraction(parts["training_flops"] - experts - removed - bf16) / (gemm(compute, 16384, rated) * factor * peak)
-                 + (bf16 / (gemm("bf16", 16384, rated) * factor * parts["bf16_peak"]) if bf16 else 0)
+
+    def large(dtype: str) -> Fraction:  # the large-GEMM efficiency train_factor is a fraction of (M 16,384)
+        return gemm(dtype, 16384, rated)
+    compute_s = (Fraction(parts["training_flops"] - experts - removed - bf16) / (large(compute) * factor * peak)
+                 + (bf16 / (large("bf16") * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s + core_s) * micro
     if parts.get("op_flops") and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
         # op checkpointing: its recomputed linears at the GEMMs' own rate (the step's factor holds element-wise
         # passes they do not bring), the block's element-wise forward it reruns as measured passes
-        gemm_s = Fraction(parts["op_flops"]) / (gemm(compute, 16384, rated) * peak)
+        gemm_s = Fraction(parts["op_flops"]) / (large(compute) * peak)
         compute_s += micro * (gemm_s / capped - gemm_s / factor + op_recompute_s(
             rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"], q=parts["n_h"] * parts["head_dim"],
             kv=parts["n_kv"] * parts["head_dim"], rate=stream(kind=kind) * bandwidth, tp=work.tp, sp=work.sp))
