@@ -243,7 +243,8 @@ def test_the_memory_share_from_the_h100_and_h200_runs():
     core inside x. On the step without it (the core at its kernel's rates, the same on both cards): the linears and
     head 2·(28·(3072·5120 + 3072² + 3·3072·8192) + 3072·128256) FLOPs a token forward, three passes at 0.711 of the
     peak (G); the core 4·28·3072·(2048 + 64) a forward on the tiles at torch's 0.4897 and its backward 2.5 x at
-    0.4897 x 310/368 (A); x = (1/(0.75·0.9645) - 1)·4096/3072 beyond G; share = (ratio - 1)(G(1 + x) + A) / (G x (r - 1))
+    0.4897 x 310/368 (A); x = (1/(0.75·0.9645) - 1)·4096/3072 beyond G;
+    share = (ratio - 1)(G(1 + x) + A) / (G x (r - 1))
     = 0.434, read as 0.43."""
     def step(name):
         (row,) = [r for r in json.loads((ROOT / "docs" / "data" / name).read_text())["train"]
@@ -265,12 +266,14 @@ def test_the_memory_share_from_the_h100_and_h200_runs():
 def test_training_beyond_the_gemms_streams_at_the_cards_bandwidth(monkeypatch):
     """llama3.2-1b (d 2,048) trained by transformers on the H100 96GB HBM2e (989.4 TFLOP/s, 2.4 TB/s: twice the
     H200's 206.1 FLOP a byte): transformers' 0.75 read on the rest of the step (x 0.9645) leaves x =
-    1/(0.75·0.9645) - 1 = 0.38239 beyond the GEMMs at d 4,096 (the attention core, at its kernel's rates, left out), twice that at 2,048 (the width law), and of it 0.43 streams twice as long:
+    1/(0.75·0.9645) - 1 = 0.38239 beyond the GEMMs at d 4,096 (the attention core, at its kernel's rates, left
+    out), twice that at 2,048 (the width law), and of it 0.43 streams twice as long:
     the step (1 + 1.43 x) / (1 + x) times the one without train_bandwidth at the card's rated power; at
     its 500 W of 700 the GEMMs run c = (500/700)^0.24285 = 0.92154 of their speed and the rest does not:
     (1/c + 1.43 x) / (1/c + x). On the H200 itself (the reference) nothing changes. The rule alone (no tiles,
     d 4,096): 0.75's x = 1/3 becomes 1/3 x 1.43 = 0.47667."""
-    assert float(efficiency.train_factor("0.75", 4096, Fraction(9894, 24))) == pytest.approx(1 / (1 + 0.47666667), rel=1e-6)
+    assert float(efficiency.train_factor("0.75", 4096, Fraction(9894, 24))) == pytest.approx(
+        1 / (1 + 0.47666667), rel=1e-6)
     monkeypatch.setattr(efficiency, "core_training_s", lambda *a, **k: 0)
     opts = dict(seq=4096, batch=4, engine="hf")
     card = _time("llama3.2-1b", gpu="h100-sxm-hbm2e", **opts)["expected"]["training_step_s"]
@@ -429,7 +432,8 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
     """Llama-2-70B fp16 over four A100 PCIe at batch 1 (context 135) under vLLM before v0.2.6: no CUDA graphs,
     so the host launches every op: 80 layers x 14 kernels at 24 us and 161 NCCL all-reduces (two a layer and the
     embedding's) at 89 us a torch.distributed call (pytorch/pytorch issue #138773) = 41.209 ms. The GPU
-    meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of 1,935 GB/s, runs 1,120 kernels at 4.9 us, and its all-reduces take 20 us each plus the
+    meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of 1,935 GB/s, runs 1,120 kernels at
+    4.9 us, and its all-reduces take 20 us each plus the
     bytes they send (24,576 B each, and the logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 29.1
     ms, less. Then 0.3 ms a step and the Ray round trip to four actors, 1/2011.9 + 3/8663.7 s (Ray's
     1_1_actor_calls_sync and _async, release/perf_metrics/microbenchmark.json)."""

@@ -27,7 +27,8 @@ GRAPH, STEP = Fraction(49, 10 ** 7), Fraction(5, 10 ** 4)   # kernel.graph_s; ll
 ETA = Fraction(88, 100)                          # memory_stream
 #: the RTX 4090's GEMMs against the H200's (gemm_cards.square: zzc0721/torch-performance-test-data's bf16 torch.mm,
 #: the median of the 4090's 162.39, 163.09, 170.06 and 173.31 TFLOP/s over its 165.2, the H200's 790.29 over 989.4)
-SQUARE_4090 = ((Fraction("163.09") + Fraction("170.06")) / 2 / Fraction("165.2")) / (Fraction("790.29") / Fraction("989.4"))
+SQUARE_4090 = (((Fraction("163.09") + Fraction("170.06")) / 2 / Fraction("165.2"))
+               / (Fraction("790.29") / Fraction("989.4")))
 
 
 def _expected(gpu: str, **options) -> dict:

@@ -44,7 +44,8 @@ def test_blackwell_writes_no_transpose_and_recomputation_quantizes_the_forward_a
     forward = 1000 * 2 * ((1024 + 1024) + (1024 + 4096))
     backward = 1000 * 2 * ((1024 + 512 + 1024) + (8192 + 1024))
     assert fp8_casts.fp8_quantize_s(**args, card="b200") == Fraction((forward + backward) * 5) / (STREAM * 10 ** 12)
-    assert fp8_casts.fp8_quantize_s(**args, recompute=True) == Fraction((2 * forward + backward) * 6) / (STREAM * 10 ** 12)
+    assert (fp8_casts.fp8_quantize_s(**args, recompute=True)
+            == Fraction((2 * forward + backward) * 6) / (STREAM * 10 ** 12))
     assert fp8_casts.fp8_quantize_s(**args, tp=4) == Fraction((forward + backward) * 6, 4) / (STREAM * 10 ** 12)
 
 

@@ -151,7 +151,8 @@ def test_each_mechanism_is_in_the_step(monkeypatch, path, before, after, delta):
 def test_the_experts_gemms_run_at_their_own_widths(monkeypatch):
     """The experts' 6 x 8,192 x 8 x (3 x 2,048 x 768) FLOPs a layer and micro-batch run at the fp8 table's 0.594
     (4,096 rows an expert: 8,192 x 8 x 8 / 128), Megatron's train_factor 0.8 at d 4,096 read on the attention
-    core's tiles and without it (f = 0.8 x 0.9645, attention_tiles.train_basis), 1/(1 + (1/f - 1) x 2) at Qwen's d 2,048 (train_width), times the mean loss of K = 2,048,
+    core's tiles and without it (f = 0.8 x 0.9645, attention_tiles.train_basis), 1/(1 + (1/f - 1) x 2) at Qwen's d
+    2,048 (train_width), times the mean loss of K = 2,048,
     768 and 4,096 against the table's K (k0 = 1978.9 / 4.8 = 412.27 on an H200); with the table's K read as
     2,048 instead, only K = 768 still loses."""
     flops = 4 * 48 * 6 * 8192 * 8 * 3 * 2048 * 768

@@ -200,7 +200,8 @@ def test_torchtitan_fp8_runs_the_linears_only_at_the_fp8_peak():
     such filter, no FP8 recipe's cast passes) runs its linears and head at fp8, at its train_factor 0.7. Both run
     the attention core as FlashAttention-2 on an H100 in bf16 (the FA3 paper's convention: a forward of
     4·32·128·(8192²/2)·32 FLOPs at its causal 333 TFLOP/s, the backward 2.5 times those at 333 x 318/370). Each
-    factor is read on the rest of the step (x 0.9645, attention_tiles.train_basis) and on the H100 SXM's memory: its time beyond the
+    factor is read on the rest of the step (x 0.9645, attention_tiles.train_basis) and on the H100 SXM's memory:
+    its time beyond the
     GEMMs has 0.43 streaming 4,800/3,350 times as long as on the H200 (train_bandwidth). torchtitan's AdamW and
     clip then pass over its 8,030,261,248 fp32 parameters, 92 bytes each at 0.88 of 3.35 TB/s (optimizer_bytes:
     tests/test_step_passes.py), and its Float8Linear casts (torchao's roofline, tests/test_fp8_quantize_time.py)

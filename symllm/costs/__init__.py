@@ -12,6 +12,7 @@ them),
 DeepSeek-V4's compressed caches as vLLM lays them out; :mod:`~symllm.costs.batching`: each engine's scheduler
 defaults), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name;
+:mod:`~symllm.costs.stage_parts`: the parts of a pipeline stage the expected time runs at rates of their own;
 :mod:`~symllm.costs.utilisation`: the MFU of a measured run), :mod:`~symllm.costs.efficiency` (expected times:
 measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
 data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs against the reference card's;
@@ -33,7 +34,9 @@ replicated over tensor-parallel ranks).
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers", "serving", "hardware", "accelerators", "efficiency", "figures", "gemm_cards", "collectives", "tiles", "traffic", "power", "dsv4_cache", "stage_parts",
+    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers",
+    "serving", "hardware", "accelerators", "efficiency", "figures", "gemm_cards", "collectives", "tiles", "traffic",
+    "power", "dsv4_cache", "stage_parts",
     "utilisation", "fp8_casts", "step_passes", "attention_training",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})
