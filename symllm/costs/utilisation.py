@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from symllm.costs import hardware
+from symllm.costs import accelerators
 from symllm.costs.phases import workload
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
@@ -21,8 +21,8 @@ def mfu(config, tokens_per_second: float, peak_flops, *, seq: int, attention: st
 
     Achieved = ``tokens_per_second`` × training FLOPs per token at sequence length ``seq`` (3 × the
     forward's matmul FLOPs; recomputation is not model FLOPs, so never counted). ``peak_flops`` is the
-    peak FLOP/s, or an accelerator's name in :data:`symllm.costs.hardware.GPUS`: its peak dense FLOP/s for
-    matmuls in ``dtype`` (bf16 unless given; :func:`symllm.costs.hardware.peak_flops`).
+    peak FLOP/s, or an accelerator's name in :data:`symllm.costs.accelerators.GPUS`: its peak dense FLOP/s for
+    matmuls in ``dtype`` (bf16 unless given; :func:`symllm.costs.accelerators.peak_flops`).
 
     >>> round(mfu("llama3.1-8b", 4000, 989e12, seq=8192), 3)
     0.234
@@ -34,7 +34,7 @@ def mfu(config, tokens_per_second: float, peak_flops, *, seq: int, attention: st
     symllm.errors.SymllmError: seq: mfu needs the training sequence length, got None
     """
     if isinstance(peak_flops, str):
-        peak_flops = hardware.peak_flops(peak_flops, dtype)
+        peak_flops = accelerators.peak_flops(peak_flops, dtype)
     if not tokens_per_second > 0 or not peak_flops > 0:
         raise SymllmError(f"mfu: tokens_per_second and peak_flops must be positive, got "
                           f"{tokens_per_second!r}, {peak_flops!r}")
