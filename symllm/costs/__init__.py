@@ -3,7 +3,9 @@ accelerators and scaling laws.
 
 Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default and its check),
 :mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``;
-:mod:`~symllm.costs.decoding`: one phase's FLOPs, decode steps summed in closed form), :mod:`~symllm.costs.stacks`,
+:mod:`~symllm.costs.decoding`: one phase's FLOPs, decode steps summed in closed form; :mod:`~symllm.costs.numbered`:
+its groups from evaluated forms, without SymPy), :mod:`~symllm.costs.stacks`,
+:mod:`~symllm.costs.selective` (torchtitan's selective op checkpointing),
 :mod:`~symllm.costs.parallel`, :mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.formats` (weight and
 KV-cache formats as exact bytes; :mod:`~symllm.costs.ggml`: llama.cpp's GGML types and file types),
 :mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree; :mod:`~symllm.costs.headers` reads
@@ -27,8 +29,8 @@ attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power li
 :mod:`~symllm.costs.optimal`, compute-optimal and inverse sizing), :mod:`~symllm.costs.checks` (whether a
 workload fits a model),
 :mod:`~symllm.costs.zero` (training states per optimizer and ZeRO sharding), :mod:`~symllm.costs.inverse`
-(the largest batch or context that fits, in closed form), :mod:`~symllm.costs.comparison` (models side by
-side), :mod:`~symllm.costs.shares` (memory per component), :mod:`~symllm.costs.replication` (key/value heads
+(the largest batch or context that fits, in closed form; :mod:`~symllm.costs.search`: its numbers' half),
+:mod:`~symllm.costs.comparison` (models side by side), :mod:`~symllm.costs.shares` (memory per component), :mod:`~symllm.costs.replication` (key/value heads
 replicated over tensor-parallel ranks).
 """
 from symllm._lazy import attributes
@@ -36,7 +38,7 @@ from symllm._lazy import attributes
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers",
     "serving", "hardware", "accelerators", "efficiency", "figures", "gemm_cards", "collectives", "tiles", "traffic",
-    "power", "dsv4_cache", "stage_parts",
+    "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})
