@@ -22,7 +22,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from symllm.costs.figures import data, fraction, interpolate
-from symllm.costs.tiles import attention_prefill, causal_tiles, tile
+from symllm.costs.tiles import attention_prefill, causal_tiles, hopper, tile
 
 __all__ = ["training_kernel", "backward_ratio", "core_rates", "core_training_s"]
 
@@ -42,7 +42,7 @@ def training_kernel(train: dict, named: str | None) -> str:
     ('fa2', 'fa2_a100', 'torch')
     """
     kernel = train.get("attention_kernel", "torch")
-    if named in data()["attention_tiles"]["fa3_sm90"]["cards"]:
+    if hopper(named):
         return kernel
     if kernel == "fa2" and named in data()["attention_prefill"]["training"]["a100"]["cards"]:
         return "fa2_a100"

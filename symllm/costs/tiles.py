@@ -19,7 +19,8 @@ from fractions import Fraction
 from symllm.arch.layers import window_pairs
 from symllm.costs.figures import data, interpolate
 
-__all__ = ["attention_kernel", "attention_prefill", "tile", "causal_tiles", "chunk_tiles", "core_on_tiles", "on_tiles", "window_tiles"]
+__all__ = ["hopper", "attention_kernel", "attention_prefill", "tile", "causal_tiles", "chunk_tiles", "core_on_tiles",
+           "on_tiles", "window_tiles"]
 
 
 def causal_tiles(s: int, t: int = 0, tile: tuple[int, int] = (128, 64)) -> int:
@@ -132,6 +133,16 @@ def on_tiles(table, tile: tuple[int, int] = (128, 64)) -> list[tuple[int, Fracti
             for s, eta in table]
 
 
+def hopper(named: str | None) -> bool:
+    """Whether the catalogue card ``named`` is a Hopper (sm90) one, whose FlashAttention-3 figures apply
+    (``attention_tiles.fa3_sm90.cards``).
+
+    >>> hopper("h100-sxm"), hopper("a100-80gb"), hopper(None)
+    (True, False, False)
+    """
+    return named in data()["attention_tiles"]["fa3_sm90"]["cards"]
+
+
 def attention_kernel(serve: dict, named: str | None) -> str:
     """The prefill attention kernel an engine runs on a card: ``fa3`` where its ``attention_kernel`` is FA3 and
     the card is a Hopper one (``attention_tiles.fa3_sm90.cards``), else ``fa2``.
@@ -142,8 +153,7 @@ def attention_kernel(serve: dict, named: str | None) -> str:
     >>> attention_kernel(engine("trtllm"), "h100-sxm"), attention_kernel(engine("sglang"), "h200")
     ('fa2', 'fa3')
     """
-    hopper = named in data()["attention_tiles"]["fa3_sm90"]["cards"]
-    return "fa3" if serve.get("attention_kernel") == "fa3" and hopper else "fa2"
+    return "fa3" if serve.get("attention_kernel") == "fa3" and hopper(named) else "fa2"
 
 
 def attention_prefill(s, head_dim: int = 128, tiles: bool = False) -> Fraction:
