@@ -270,3 +270,26 @@ def test_the_memory_plot_names_the_layout():
         assert fig.axes[0].get_title() == f"deepseek-v4-flash-base: memory per GPU (tp 8, pp 1, dp 1; {words})"
     assert plots.memory("llama3.1-8b", tp=8, seq=1).axes[0].get_title() == (
         "llama3.1-8b: memory per GPU (tp 8, pp 1, dp 1)")
+
+
+def test_lora_at_tp_8_counts_the_workloads_model_under_either_engine():
+    """``lora`` (count's LoRA numbers) builds the workload's model as every door does (phases.model_of: the engine's
+    layout in), so it gives symllm.workload's numbers with and without engine vllm. Adapting ``wq_b`` and ``wo_b`` at
+    rank 16 trains, by hand, 16·(r_q + n_h·d_h) + 16·(g_o·r_o + d) a layer × 43, plus the indexer's own ``wq_b``
+    (r_q -> n_I·d_I) in the 21 compressed sparse layers: 34,799,616 parameters, fp32 adapters 4 bytes each. LoRA's
+    memory is one GPU's whole model (symllm.costs.finetune: no layout applied to it), so the engine moves none of it;
+    the per-GPU weights it does move (test above)."""
+    from symllm.costs.finetune import lora
+    trainable = 43 * 16 * (r_q + n_h * d_h + g_o * r_o + d) + 21 * 16 * (r_q + n_I * d_I)
+    assert trainable == 34_799_616
+    kw = dict(tp=8, seq=1024, lora_rank=16, lora_targets="wq_b,wo_b")
+    got = {}
+    for engine in (None, "vllm"):
+        door, api = lora("deepseek-v4-flash-base", engine=engine, **kw), phases.workload("deepseek-v4-flash-base",
+                                                                                          engine=engine, **kw)
+        assert door["params"]["trainable"] == api["params"]["trainable"] == trainable
+        assert door["memory"] == {k: api["memory"][k] for k in door["memory"]}
+        assert door["memory"]["lora_adapter_weights"] == 4 * trainable
+        assert api["memory_per_gpu"]["training_peak"] == door["memory"]["lora_total"]
+        got[engine] = door
+    assert got[None] == got["vllm"]

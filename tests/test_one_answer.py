@@ -25,8 +25,13 @@ CASES = [
     ("llama2-7b", {"seq": 1024, "lora_rank": 16, "qlora": True}),
     ("llama3.1-8b", {"seq": 2048, "dtype": "fp8"}),
     ("llama3.1-70b", {"seq": 8192, "dtype": "fp8", "tp": 4}),
+    # LoRA on a model whose layout depends on the engine (DeepSeek-V4: transformers' plan, vLLM's): every door
+    # builds the workload's model as phases.model_of does, the engine's layout included
+    ("deepseek-v4-flash-base", {"seq": 1024, "lora_rank": 16, "lora_targets": "wq_b,wo_b", "tp": 8}),
+    ("deepseek-v4-flash-base", {"seq": 1024, "lora_rank": 16, "lora_targets": "wq_b,wo_b", "tp": 8,
+                                "engine": "vllm"}),
 ]
-IDS = ["dense-gqa", "moe", "qlora", "fp8", "tp4"]
+IDS = ["dense-gqa", "moe", "qlora", "fp8", "tp4", "dsv4-lora-tp8", "dsv4-lora-tp8-vllm"]
 
 
 def _flags(options: dict) -> list[str]:

@@ -53,7 +53,7 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import checks, selective, stacks, zero
+from symllm.costs import checks, parallel, selective, stacks, zero
 from symllm.costs.formats import QUANTIZES
 from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
@@ -235,7 +235,9 @@ def lora(config, work: Workload | None = None, **options) -> dict:
     spec = resolved.spec(config)
     work = Workload.of(work, **options)
     checks.check(spec, work)
-    exprs = closed_forms(spec.model(work.attention), work)
+    # phases.model_of's rule (phases imports this module): the spec's model under the workload's attention,
+    # laid out as its engine lays it out
+    exprs = closed_forms(parallel.layout(spec.model(work.attention), work.engine), work)
     vals = {**spec.values(), **work.values()}
     return {"params": {"trainable": evaluate(exprs.pop("trainable_params"), vals)},
             "memory": {k: evaluate(e, vals) for k, e in exprs.items()}}

@@ -49,7 +49,7 @@ def memory_by_component(config, work: Workload | None = None, *, kinds=KINDS, **
     spec = resolved.spec(config)
     vals = {**spec.values(), **work.values()}
     out = {}
-    for child in spec.model(work.attention).children:
+    for child in phases.model_of(spec, work).children:
         parts = [(f"{child.name}/{g.name}", child.repeat * g.repeat, g) for g in child.children] \
             if child.children else [(child.name, child.repeat, child)]
         for path, repeat, comp in parts:

@@ -184,7 +184,7 @@ class Report:
         rows = []
         if work.stack not in stacks.COMPONENT_STACKS:
             vals = costs.values(spec, work)
-            mdl = spec.model(work.attention)
+            mdl = costs.model_of(spec, work)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
                     for t, e in stacks.moments(mdl, work.stack, work.recompute == "full", work.zero_stage)]
         return {"peak_derivations": out, "training_moments": rows, "stack": work.stack, "roofline": self._roofline()}
