@@ -52,7 +52,8 @@ from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.numbered import grouped, named_values, workload_numbers
-from symllm.costs.workloads import ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes, with_stated
+from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes, tp_layout,
+                                    with_stated)
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
@@ -519,6 +520,17 @@ def resolved_workload(config, work: Workload | None = None, **options) -> tuple:
             _CHECKED[key] = spec  # spec held: its id is not reused
     checks.warn_past_window(spec, work.seq + work.gen)
     return spec, work
+
+
+def layout_of(spec, work: Workload) -> str | None:
+    """The tensor-parallel layout ``work``'s per-GPU figures are in, as outputs name it (``tp_layout``:
+    :func:`symllm.costs.workloads.tp_layout`, on the model before its engine's layout).
+
+    >>> dsv4, llama = resolved.spec("deepseek-v4-flash-base"), resolved.spec("llama3.1-8b")
+    >>> layout_of(dsv4, Workload()), layout_of(dsv4, Workload(engine="vllm")), layout_of(llama, Workload())
+    ('transformers', 'vllm', None)
+    """
+    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention)))
 
 
 def model_of(spec, work: Workload):

@@ -25,7 +25,7 @@ from symllm.numbers.kernels import evaluate
 from symllm.present.format import REPORT_FORMATS, grouped, layout_words
 from symllm.present.render import EXTENSIONS, Formula, Safe, label, math_delimiters
 from symllm.present.render import notation as notation_of
-from symllm.costs.workloads import Workload, tp_layout
+from symllm.costs.workloads import Workload
 from symllm.present.derivation import OPTIONS, Derivation, _derive, _laid_out, _substituted
 from symllm.present.forms import _workload_numbers
 
@@ -262,7 +262,7 @@ class Report:
                            "pp": "pipeline parallel (point-to-point)",
                            "dp": "data parallel (gradients; ZeRO's all-gathers)",
                            "ep": "expert parallel (all-to-all)"}
-            laid = tp_layout(work.engine, parallel.declares_split(spec.model(work.attention)))
+            laid = costs.layout_of(spec, work)
             out["layout"] = {
                 "tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep, "sp": work.sp,
                 "tp_layout": layout_words(laid) if laid else None,

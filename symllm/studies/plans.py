@@ -48,7 +48,7 @@ from symllm.arch import symbols as S
 from symllm.costs import checks, hardware, inverse, parallel, stacks
 from symllm.costs.schedules import handoffs
 from symllm.costs import phases as costs
-from symllm.costs.workloads import Workload, kv_heads_split, tp_layout, with_stated
+from symllm.costs.workloads import Workload, kv_heads_split, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
 from symllm.validate import choice, positive_int
@@ -341,7 +341,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},
                splits=SPLITS.format(L=spc.n_layers),
-               tp_layout=tp_layout(work.engine, parallel.declares_split(spc.model(work.attention))))
+               tp_layout=costs.layout_of(spc, work))
     if n == 0:
         return out
     mdl = costs.model_of(spc, work)

@@ -50,7 +50,7 @@ import numpy as np
 
 from symllm.arch.algebra import substitute
 from symllm.arch import catalogue, resolved
-from symllm.costs import checks, parallel, phases
+from symllm.costs import checks, phases
 from symllm.arch import symbols as S
 from symllm.arch.config import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
@@ -58,7 +58,7 @@ from symllm.validate import choice, positive_int, short, with_list
 from symllm.numbers.kernels import compile_expr
 from symllm.files import TABLE_FORMATS, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
-from symllm.costs.workloads import Workload, kv_heads_split, tp_layout, with_stated
+from symllm.costs.workloads import Workload, kv_heads_split, with_stated
 from symllm.studies.grids import (_PARALLEL, _SYMBOL, CONFIG_FIELDS, WORKLOAD_AXES, SweepResult, _as_values, _extreme,
                                    _quantity_expr, _RangeAxis, _Stats, check_some_valid, dropped_text,
                                    quantity_names)
@@ -150,7 +150,7 @@ class Sweep:
         spec = resolved.spec(base_cfg)
         mdl = phases.model_of(spec, work).replace(definitions=())  # laid out as its engine lays it out, as count
         #: the layout the per-GPU quantities are in, where a part declares an engine's split (None: none does)
-        self.tp_layout = tp_layout(work.engine, parallel.declares_split(spec.model(work.attention)))
+        self.tp_layout = phases.layout_of(spec, work)
         checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
         checks.warn_past_window(spec, sum(_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
                                           for k in ("seq", "gen")))  # the grid's longest, once
