@@ -32,7 +32,7 @@ def test_qwen3_30b_a3b_micro_batch_by_hand():
     assert elements == 12_683_575_296
     hand = Fraction(elements * 6) / (STREAM * H100_BW)  # 25.8 ms a micro-batch, 1.08 ms a layer
     got = fp8_casts.fp8_quantize_s(rows=rows, layers=layers, moe_layers=layers, k=8, d=2048, d_ff=768,
-                                    q=4096, kv=512, bandwidth=H100_BW, card="h100-sxm")
+                                    q=4096, kv=512, rate=STREAM * H100_BW, card="h100-sxm")
     assert got == hand
     assert 0.0257 < float(got) < 0.0259
 
@@ -40,7 +40,7 @@ def test_qwen3_30b_a3b_micro_batch_by_hand():
 def test_blackwell_writes_no_transpose_and_recomputation_quantizes_the_forward_again():
     """On a B200 (Blackwell: no explicit transpose) an element costs 5 bytes, not 6; with full recomputation the
     forward's quantizations run twice; tensor parallelism splits every width over its ranks."""
-    args = dict(rows=1000, layers=2, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12)
+    args = dict(rows=1000, layers=2, d=1024, d_ff=4096, q=1024, kv=256, rate=STREAM * 10 ** 12)
     forward = 1000 * 2 * ((1024 + 1024) + (1024 + 4096))
     backward = 1000 * 2 * ((1024 + 512 + 1024) + (8192 + 1024))
     assert fp8_casts.fp8_quantize_s(**args, card="b200") == Fraction((forward + backward) * 5) / (STREAM * 10 ** 12)
@@ -85,7 +85,7 @@ def test_torchtitan_float8_step_adds_activation_and_weight_casts(monkeypatch):
 def test_torchao_writes_both_layouts_on_blackwell_too():
     """torchao's tensorwise cast writes the column-major copy on every card (its roofline's B200 entry keeps
     both writes): 6 bytes an element on a B200, where Transformer Engine writes 5."""
-    args = dict(rows=1000, layers=2, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12, card="b200")
+    args = dict(rows=1000, layers=2, d=1024, d_ff=4096, q=1024, kv=256, rate=STREAM * 10 ** 12, card="b200")
     forward = 1000 * 2 * ((1024 + 1024) + (1024 + 4096))
     backward = 1000 * 2 * ((1024 + 512 + 1024) + (8192 + 1024))
     weights = 2 * (1024 * 1024 + 2 * 1024 * 256 + 1024 * 1024 + 3 * 1024 * 4096)

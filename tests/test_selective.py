@@ -275,7 +275,7 @@ def test_op_checkpointing_casts_and_reruns_only_the_recomputed_linears_by_hand()
     seven, 7·65,536 = 458,752 (full recomputation: that one block's alone)."""
     from fractions import Fraction
     from symllm.costs import fp8_casts
-    args = dict(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12)
+    args = dict(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, rate=Fraction(88, 100) * 10 ** 12)
     forward, backward = 1000 * ((1024 + 1024) + (1024 + 4096)), 1000 * ((1536 + 1024) + (8192 + 1024))
     per = Fraction(6) / (Fraction(88, 100) * 10 ** 12)
     assert fp8_casts.fp8_quantize_s(**args, recompute="op") == (forward + 1000 * 3 * 1024 + backward) * per

@@ -84,6 +84,7 @@ from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time
 from symllm.costs.attention_training import core_training_s, training_kernel
 from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
+from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
@@ -497,8 +498,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     cast_s = expert_cast = Fraction(0)  # the fp8 casts, and those of the routed experts' k copies of each token
     if compute == "fp8" and train.get("fp8_recipe") and all(
             x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
-        from symllm.costs.fp8_casts import fp8_quantize_s
-        heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], bandwidth=bandwidth,
+        heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], rate=stream() * bandwidth,
                                                 moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute,
                                                 recipe=train["fp8_recipe"])
         cast_s = fp8_quantize_s(**common, layers=layers, q=parts["n_h"] * heads, kv=parts["n_kv"] * heads,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from symllm.arch.layers import OP_RECOMPUTED
-from symllm.costs.figures import data, fraction
+from symllm.costs.figures import data
 
 __all__ = ["RECIPES", "fp8_quantize_s"]
 
@@ -17,7 +17,7 @@ __all__ = ["RECIPES", "fp8_quantize_s"]
 RECIPES = {"current": "fp8_current_scaling", "torchao-tensorwise": "fp8_torchao_tensorwise"}
 
 
-def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1, tp: int = 1,
+def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, rate, moe_layers=0, k=1, tp: int = 1,
                    card: str | None = None, recompute: bool | str = False, recipe: str = "current") -> Fraction:
     """Seconds a training micro-batch of ``rows`` tokens spends quantizing activations and gradients to FP8
     under ``recipe``'s passes (by default Transformer Engine's current scaling, ``fp8_current_scaling`` in
@@ -25,10 +25,10 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
     layers of which ``moe_layers`` route each token to ``k`` experts: each linear's input (``rows`` x its ``K``)
     in forward and its output's gradient (``rows`` x its ``N``) in backward, a routed expert's on ``k·rows``
     rows; per element two bf16 reads (amax, then scale and cast) and one FP8 byte written, one more for the
-    transposed copy Hopper's backward needs (none on the Blackwell cards of ``no_transpose``), at
-    ``memory_stream``'s fraction of ``bandwidth`` (a bf16 stream: :func:`symllm.costs.efficiency.stream`'s
-    default). Widths: attention ``q`` (``n_h·d_h``) and ``kv`` (``n_kv·d_h``),
-    a gated MLP's ``d_ff``; each split over ``tp`` ranks; ``recompute`` (a workload's policy): the forward's
+    transposed copy Hopper's backward needs (none on the Blackwell cards of ``no_transpose``), at ``rate`` bytes/s
+    (a bf16 stream's share of the card's bandwidth: :func:`symllm.costs.efficiency.stream`). Widths: attention ``q``
+    (``n_h·d_h``) and ``kv`` (``n_kv·d_h``), a gated MLP's ``d_ff``; each split over ``tp`` ranks; ``recompute`` (a
+    workload's policy): the forward's
     quantizations again (``"full"`` or True), or (``"op"``: op checkpointing, a dense model's) the inputs of the
     linears its policy recomputes (:data:`symllm.arch.layers.OP_RECOMPUTED`: wk's ``d``, wo's ``q``, w3's ``d``).
     ``recipe`` (a key of :data:`RECIPES`): under ``torchao-tensorwise`` each attention and dense MLP weight
@@ -37,11 +37,11 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
 
     >>> # one layer, 1000 rows, d 1024, q 1024, kv 256, d_ff 4096: forward 1000 (1024 + 1024 + 1024 + 4096),
     >>> # backward 1000 (1536 + 1024 + 8192 + 1024) elements, 6 bytes each at 0.88 TB/s
-    >>> float(fp8_quantize_s(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12))
+    >>> float(fp8_quantize_s(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, rate=88 * 10 ** 10))
     0.00012916363636363636
     >>> # torchao: the same passes, and the weights' 1024 (1024 + 2 x 256) + 1024 x 1024 + 3 x 1024 x 4096 elements,
     >>> # 6 bytes each: (18,944,000 + 15,204,352) x 6 bytes at 0.88 TB/s
-    >>> float(fp8_quantize_s(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, bandwidth=10 ** 12,
+    >>> float(fp8_quantize_s(rows=1000, layers=1, d=1024, d_ff=4096, q=1024, kv=256, rate=88 * 10 ** 10,
     ...                      recipe="torchao-tensorwise"))
     0.00023282967272727272
     """
@@ -63,4 +63,4 @@ def fp8_quantize_s(*, rows, layers, d, d_ff, q, kv, bandwidth, moe_layers=0, k=1
         weight_again = dense * sum(weights[name] for name in OP_RECOMPUTED)
     elements = Fraction(forward + again + backward, tp)
     cast = elements * per + Fraction(weight + weight_again, tp) * fp8["weight_bytes"]
-    return cast / (fraction(data()["memory_stream"]["value"]) * bandwidth)
+    return cast / rate
