@@ -141,6 +141,8 @@ def layout(mdl: Component, engine: str | None) -> Component:
     >>> [c.rules.split for c in layout(m, "vllm").walk() if c.name in ("wq_b", "wo_b")][:2]
     ['column', 'row']
     """
+    if engine is None:
+        return mdl
     key = (id(mdl), engine)
     hit = _LAID.get(key)
     if hit is not None and hit[0] is mdl:
@@ -152,7 +154,7 @@ def layout(mdl: Component, engine: str | None) -> Component:
         children = tuple(laid(x) for x in c.children)
         same = rules is c.rules and all(x is y for x, y in zip(children, c.children))
         return c if same else c.replace(rules=rules, children=children)
-    out = mdl if engine is None else laid(mdl)
+    out = laid(mdl)
     if len(_LAID) >= 256:
         _LAID.clear()
     _LAID[key] = (mdl, out)  # holding mdl keeps its id from being reused
