@@ -82,7 +82,7 @@ from fractions import Fraction
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
+from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s, step_host_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
@@ -388,6 +388,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
+    control += step_host_s(serve, work.tp)  # an eager engine's inputs and sampler, the GPU waiting
     # a step's all-reduces: one a sublayer the ranks sum (parallel.reduced_sublayers), the logits' gather, and a
     # Mamba-2 gated norm's whose one group spans the ranks (vLLM's Mixer2RMSNormGated: mamba.spanning_norm)
     reduces = parts["reductions"] + 1 + parts.get("spanning_norms", 0)
