@@ -97,8 +97,8 @@ def step_host_s(serve: dict, tp: int) -> Fraction:
     ``kernel.collective_host_s``. Nothing for an engine without the figure.
 
     >>> from symllm.costs.figures import engine
-    >>> round(float(step_host_s(engine("vllm-v0.2"), 4)) * 1e6, 1)   # (20 + 8 + 4) x 24 us + 89 us
-    857.0
+    >>> round(float(step_host_s(engine("vllm-v0.2"), 4)) * 1e6, 1)   # (30 + 8 + 4) x 24 us + 89 us
+    1097.0
     >>> step_host_s(engine("vllm"), 4)
     Fraction(0, 1)
     """
