@@ -470,6 +470,20 @@ def test_collective_host_time_only_for_eager_tensor_parallel_calls(monkeypatch):
     assert after[1:] == before[1:]
 
 
+def test_old_vllm_host_work_beyond_the_layers_by_ranks():
+    """vLLM v0.2.0's host a step beyond its layers, counted by hand in its code (Worker._prepare_inputs' five
+    copies, the embedding, the final norm, the Sampler's 23 launches: 30 at one rank); split over n ranks the
+    embedding's masks (7) and the logits' gather (n copies out of NCCL's buffer and a torch.cat) add 8 + n
+    launches at 24 us, and the embedding's all-reduce one torch.distributed call at 89 us. Engines without the
+    count (CUDA-graph vLLM) pay nothing here."""
+    old = figures.engine("vllm-v0.2")
+    us = Fraction(1, 10 ** 6)
+    assert collectives.step_host_s(old, 1) == 30 * 24 * us
+    assert collectives.step_host_s(old, 2) == (30 + 8 + 2) * 24 * us + 89 * us
+    assert collectives.step_host_s(old, 8) - collectives.step_host_s(old, 4) == 4 * 24 * us
+    assert collectives.step_host_s(figures.engine("vllm"), 4) == 0
+
+
 def test_ray_round_trip_only_where_ranks_are_ray_actors():
     """The control plane's Ray round trip (0.843 ms over four ranks) is paid by vllm-v0.2 at TP 4 and not at
     TP 1 (v0.2.0 turns Ray on only for more than one rank), nor by vLLM with CUDA graphs (its driver worker)."""
