@@ -434,14 +434,14 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
     embedding's) at 89 us a torch.distributed call (pytorch/pytorch issue #138773) = 41.209 ms. The GPU
     meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of 1,935 GB/s, runs 1,120 kernels at
     4.9 us, and its all-reduces take 20 us each plus the
-    bytes they send (24,576 B each, and the logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 29.1
-    ms, less. Then 0.3 ms a step, the Ray round trip to four actors, 1/2011.9 + 3/8663.7 s (Ray's
+    bytes they send (24,576 B a row each, eight rows as vLLM 0.2 pads a step's tokens to a multiple of 8, and the
+    logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 30.6 ms, less. Then 0.3 ms a step, the Ray round trip to four actors, 1/2011.9 + 3/8663.7 s (Ray's
     1_1_actor_calls_sync and _async, release/perf_metrics/microbenchmark.json), and what the host does while the
     GPU waits (vLLM v0.2.0's Worker._prepare_inputs, embedding masks and Sampler, counted by hand in its code:
     30 launches, 8 more split over ranks and one a rank for the gather's copies, at 24 us, and one more
     torch.distributed call at 89 us, 162 in all: two a layer, the embedding's and the logits' gather)."""
     host = 80 * 14 * Fraction(24, 10 ** 6) + 161 * Fraction(89, 10 ** 6)
-    sent = 161 * 24_576 + 48_000
+    sent = 161 * 8 * 24_576 + 48_000
     reduce_s = 161 * Fraction(2, 10 ** 5) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9)
     gpu_s = (Fraction(34_370_387_584) / (Fraction(88, 100) * 1935 * 10 ** 9) + 80 * 14 * Fraction(49, 10 ** 7)
              + reduce_s)
@@ -482,6 +482,23 @@ def test_old_vllm_host_work_beyond_the_layers_by_ranks():
     assert collectives.step_host_s(old, 2) == (30 + 8 + 2) * 24 * us + 89 * us
     assert collectives.step_host_s(old, 8) - collectives.step_host_s(old, 4) == 4 * 24 * us
     assert collectives.step_host_s(figures.engine("vllm"), 4) == 0
+
+
+def test_old_vllm_pads_its_tokens_in_the_residual_all_reduces(monkeypatch):
+    """vLLM v0.2.0's Worker._prepare_inputs pads a step's tokens to a multiple of 8, so a batch-1 decode step's
+    161 residual all-reduces over two PCIe A100s carry 7 rows more: 161 x 7 x 16,384 B (each rank sends
+    2 x 1/2 of 8,192 fp16 values a row) at 0.58 of 32 GB/s = 0.995 ms on this GPU-paced step; the logits' gather
+    keeps its one row. At TP 4 the host paces the step and the padded bytes run under it."""
+    def steps():
+        return [_time("llama2-70b", gpu="a100-80gb-pcie", engine="vllm-v0.2", dtype="fp16", tp=tp, seq=7,
+                      context=135)["expected"]["decode_token_s"] for tp in (2, 4)]
+    padded = steps()
+    monkeypatch.delitem(figures.data()["engines"]["vllm-v0.2"], "pad_tokens")
+    plain = steps()
+    added = Fraction(161 * 7 * 16_384) / (Fraction(58, 100) * 32 * 10 ** 9)
+    assert padded[0] - plain[0] == pytest.approx(float(added), rel=1e-9)
+    assert 1e3 * float(added) == pytest.approx(0.995, abs=1e-3)
+    assert padded[1] == plain[1]
 
 
 def test_ray_round_trip_only_where_ranks_are_ray_actors():

@@ -394,6 +394,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     reduces = parts["reductions"] + 1 + parts.get("spanning_norms", 0)
     calls = reduces if tp_link else 0  # what the host launches of them
 
+    def tp_sent(phase: str, tokens: int):
+        """The bytes a step's all-reduces send, an engine that pads its tokens (``pad_tokens``) paying the rows
+        it adds in the residual stream's (the logits' gather keeps the real rows)."""
+        pad = (-tokens) % serve["pad_tokens"] if serve.get("pad_tokens") else 0
+        return parts[f"{phase}_tp_bytes"] + pad * parts.get(f"{phase}_tp_row_bytes", 0)
+
     rows = work.batch * work.seq
     # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
     share = Fraction(parts["expert_active"]) / parts["expert_params"] if parts.get("expert_params") else Fraction(1)
@@ -440,7 +446,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]), calls,
-                         allreduce_s(reduces, parts["prefill_tp_bytes"], tp_link, serve))
+                         allreduce_s(reduces, tp_sent("prefill", rows), tp_link, serve))
                + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]) + control)
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
     # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
@@ -456,7 +462,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     decode_gemm = max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
                       weights * gemv / mem)
     gpu_s = decode_gemm + max(core / peak, (moved - weights) / mem)
-    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, parts["decode_tp_bytes"], tp_link, serve))
+    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, tp_sent("decode", work.batch), tp_link, serve))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]) + control)
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
