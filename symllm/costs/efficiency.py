@@ -32,8 +32,9 @@ each figure with its source:
   host launches each op, each tensor-parallel all-reduce among them, and the step takes at least
   ``kernels × kernel.host_s + all-reduces × kernel.collective_host_s`` (torch.distributed's call from Python;
   the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
-  (sampling, scheduling), and one that drives its ranks as Ray actors a round trip to them
-  (:func:`symllm.costs.collectives.ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
+  (sampling, scheduling), one that drives its ranks as Ray actors a round trip to them
+  (:func:`symllm.costs.collectives.ray_step_s`), an eager one the host's work beyond its layers while the GPU
+  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency plus the
   bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the
   engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
