@@ -197,7 +197,8 @@ def _workload_key(config: ModelConfig, work) -> str:
 
 
 def _model_fields(config: ModelConfig) -> dict:
-    """:func:`symllm.costs.checks.model_fields` of a config, read off the config (no spec built)."""
+    """:func:`symllm.costs.checks.model_fields` of a config, read off the config (no spec built); the whole units
+    its layouts split (``split_units``, read off the parts) come with the kept kernels (:func:`workload_of`)."""
     from symllm.costs.checks import mamba_fields
     return {"name": config.name, "n_layers": config.n_layers, "experts": config.n_experts is not None,
             "n_experts": config.n_experts, "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads,
