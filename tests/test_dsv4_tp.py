@@ -309,7 +309,7 @@ _GROUPS, _HEADS = _PRESET["o_groups"], _PRESET["num_attention_heads"]
 
 
 def _refusal(tp: int) -> str:
-    return f"symllm: error: tp: {tp} ranks do not divide the {_GROUPS} o_groups that engine vllm splits wo_a, wo_b by\n"
+    return f"symllm: error: tp: {tp} ranks do not divide o_groups {_GROUPS} (vllm splits wo_a, wo_b by it)\n"
 
 
 @pytest.mark.parametrize("tp", [t for t in (16, 32, 64) if _HEADS % t == 0 and _GROUPS % t])
@@ -342,6 +342,21 @@ def test_every_door_that_takes_tp_refuses_it_alike(cli, door, tmp_path, monkeypa
     assert (r.code, r.err) == (2, _refusal(16))
     if "--serve" in door:
         assert (cli(door + ["--tp", 16]).err) == _refusal(16)
+
+
+def test_the_shared_experts_width_is_checked_where_the_routed_experts_stay_whole(cli, tmp_path):
+    """vLLM's shared expert is a ``MergedColumnParallelLinear`` (``assert all(output_size % self.tp_size == 0 ...)``,
+    vllm/model_executor/layers/linear.py): with the routed experts whole (``--expert-tp whole``, whose width is then not
+    checked) a shared width of 2044 = 4·511 is refused at tp 8 (2044 = 8·255 + 4) and counted at tp 4, and without an
+    engine (transformers' plan: the shared expert whole on every rank) counted at tp 8."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_PRESET, "moe_intermediate_size": 2044, "n_shared_experts": 1}))
+    r = cli(["count", path, "--tp", 8, "--engine", "vllm", "--expert-tp", "whole"])
+    assert (r.code, r.err) == (2, "symllm: error: tp: 8 ranks do not divide shared_hidden_dim 2044 (vllm splits w1, "
+                                  "w2, w3 by it)\n")
+    for tp, extra in ((4, ["--engine", "vllm"]), (8, [])):
+        r = cli(["count", path, "--tp", tp, "--expert-tp", "whole", *extra])
+        assert r.code == 0, r.err
 
 
 def test_a_count_from_kept_kernels_refuses_it_too(cli, monkeypatch):

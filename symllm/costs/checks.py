@@ -114,8 +114,8 @@ def _units_ok(f):
 
 def _units_line(f) -> str:
     engine, name, units, parts = next(row for row in _units(f) if row[2] % f["tp"])
-    layout = f"engine {engine}" if engine else "transformers' tp plan"  # (the model's name would pass 100 columns)
-    return f"tp: {f['tp']} ranks do not divide the {units} {name} that {layout} splits {', '.join(parts)} by"
+    layout = engine or "transformers' tp plan"  # (the model's name would pass the 100 columns of an error)
+    return f"tp: {f['tp']} ranks do not divide {name} {units} ({layout} splits {', '.join(parts)} by it)"
 
 
 def _experts_divide_ok(f):
@@ -178,8 +178,10 @@ def split_units(spc) -> tuple:
     config field, its value, the parts' names)``, which tensor ranks must divide under that engine.
 
     >>> from symllm.arch.resolved import spec
-    >>> split_units(spec("deepseek-v4-flash-base")), split_units(spec("llama3.1-8b"))
-    ((('vllm', 'o_groups', 8, ('wo_a', 'wo_b')),), ())
+    >>> split_units(spec("deepseek-v4-flash-base"))
+    (('vllm', 'o_groups', 8, ('wo_a', 'wo_b')), ('vllm', 'shared_hidden_dim', 2048, ('w1', 'w2', 'w3')))
+    >>> split_units(spec("llama3.1-8b"))
+    ()
     """
     from symllm.arch.symbols import SYMBOLS  # (SymPy; this module stays light)
     tree, values = spc.model(), spc.values()

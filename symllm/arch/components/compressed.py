@@ -540,9 +540,11 @@ def swiglu_clamps(ffn: Component) -> Component:
         if c.name not in ("experts", "shared_experts"):
             return c
         if c.name == "shared_experts":  # transformers' deepseek_v4 plan splits only the routed experts; vLLM
-            # splits the shared expert as a dense MLP (:data:`VLLM`)
+            # splits the shared expert as a dense MLP (:data:`VLLM`), by whole columns of its width d_se
+            # (``MergedColumnParallelLinear``: ``assert all(output_size % self.tp_size == 0 ...)``, vllm
+            # model_executor/layers/linear.py, stored version 0036d38de46c5d48fdedeb658dedc0fc0f95677d, read 2026-11-29)
             c = c.replace(children=tuple(x.replace(rules=dataclasses.replace(
-                x.rules, split="replicated", engines=(("vllm", x.rules.split),))) for x in c.children))
+                x.rules, split="replicated", engines=(("vllm", x.rules.split),), units=d_se)) for x in c.children))
         return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)),
                          eager_saved=sp.factor(eager[c.name]))
     if ffn.name != "moe":
