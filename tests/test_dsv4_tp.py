@@ -35,7 +35,10 @@ vllm/model_executor/models/deepseek_v4.py at vllm-project/vllm commit 023da1fc82
 
 So under vLLM a rank holds ``1/tp`` of ``wq_b``, ``wo_a``, ``wo_b`` and of the shared expert, where transformers'
 plan keeps them whole, and a layer sends two all-reduces (``wo_b``'s and the mixture's), where transformers' sends
-one. symllm's parts declare transformers' plan as their ``split`` and vLLM's where it differs as their ``engines``
+one. vLLM runs only where ``tp`` divides ``o_groups`` (``n_local_groups`` above; its forward divides the rank's heads
+by them) and, for the shared expert's ``MergedColumnParallelLinear``, its width: the parts declare those as their
+``units`` and every door refuses any other ``tp`` under vLLM's layout (the tests at the end).
+symllm's parts declare transformers' plan as their ``split`` and vLLM's where it differs as their ``engines``
 (:class:`symllm.arch.components.Rules`); a workload's engine lays the model out
 (:func:`symllm.costs.parallel.layout`), ``count --serve`` by its engine (vLLM by default). These tests pin both
 layouts by hand and check that symllm gives each for its engine.
