@@ -26,7 +26,7 @@ from symllm.errors import SymllmError
 from symllm.validate import booleans, choice, positive_int, short
 
 __all__ = ["LayerKind", "window_pairs", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
-           "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
+           "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names", "layout_engine"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
 #: SymPy: the command line checks them) -> where each sits in the model ("" is the model itself;
@@ -61,6 +61,19 @@ WINDOWS = (None, "sliding", "chunked")
 #: is not one yet: its DeepSeek-V4 attention splits as vLLM's (docs/parallel.md) but its shared expert's split was
 #: not read at a DeepSeek-V4 commit
 LAYOUT_ENGINES = ("vllm",)
+
+
+def layout_engine(engine: str | None) -> str | None:
+    """The engine whose own layout a workload's ``engine`` asks for: its name where a part may declare a split for it
+    (:data:`LAYOUT_ENGINES`: symllm.costs.parallel.layout), else None (transformers' tp plan). What of an engine shapes
+    the closed forms, and what symllm.costs.checks reads of it.
+
+    >>> layout_engine("vllm"), layout_engine("sglang"), layout_engine(None)
+    ('vllm', None, None)
+    """
+    return engine if engine in LAYOUT_ENGINES else None
+
+
 #: op checkpointing's one policy (symllm.costs.selective; SymPy-free for the expected times): the order a
 #: torchtitan Llama block calls its linears, each one ``aten.mm`` (torchtitan 9dec370 ``torchtitan/models/llama/
 #: model.py``), and those whose outputs it recomputes, every second one (``_custom_policy``'s ``mm_count % 2 == 0``)

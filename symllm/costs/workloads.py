@@ -22,7 +22,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from symllm.costs import hardware
-from symllm.arch.layers import LAYOUT_ENGINES
+from symllm.arch.layers import layout_engine
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
@@ -121,23 +121,17 @@ def _above_one(ranks: int) -> bool:
     return ranks > 1
 
 
-def _layout_engine(engine: str | None) -> str | None:
-    """What of an engine shapes the closed forms: its name where a part may declare a split for it
-    (:data:`symllm.arch.layers.LAYOUT_ENGINES`: :func:`symllm.costs.parallel.layout`), else None."""
-    return engine if engine in LAYOUT_ENGINES else None
-
-
 def tp_layout(engine: str | None, declares: bool) -> str | None:
     """The tensor-parallel layout a workload's per-GPU figures are in, as its output names it (``tp_layout``):
     None where no part of the model declares an engine's own split (``declares``:
     :func:`symllm.costs.parallel.declares_split`: every engine's layout is transformers' plan), else ``engine``
-    where it lays parts out (:func:`_layout_engine`), else "transformers" (transformers' tp plan: no engine, or
-    one whose split of those parts symllm does not hold).
+    where it lays parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan:
+    no engine, or one whose split of those parts symllm does not hold).
 
     >>> tp_layout("vllm", True), tp_layout(None, True), tp_layout("sglang", True), tp_layout("vllm", False)
     ('vllm', 'transformers', 'transformers', None)
     """
-    return (_layout_engine(engine) or "transformers") if declares else None
+    return (layout_engine(engine) or "transformers") if declares else None
 
 
 #: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order (in a model with
@@ -315,7 +309,7 @@ class Workload:
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
                               "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
                               "vllm also lays out the parts it splits otherwise than transformers' tp plan",
-                              shapes=_layout_engine)
+                              shapes=layout_engine)
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
                               "tokens per step)", training=True)

@@ -115,15 +115,18 @@ SPLITS = ("every number of pipeline stages up to the {L} blocks that divides the
           "floor(L/pp) and the head (symllm.costs.parallel.stages)")
 
 
-def _tp_choices(spc, expert_tp: str = "split") -> list[int]:
+def _tp_choices(spc, work: Workload | None = None) -> list[int]:
     """Tensor-parallel ranks that split whole heads: dividing the query heads, and dividing the key/value
     heads or a multiple of them (one key/value head a rank, replicated: :func:`checks.splits_heads`); with
-    tensor-split routed experts (``expert_tp``), dividing each expert's width too (:mod:`symllm.costs.checks`).
+    tensor-split routed experts (the workload's ``expert_tp``), dividing each expert's width too, and the whole
+    units its engine's layout splits a part into (:mod:`symllm.costs.checks`): every ``tp`` count allows.
 
     >>> _tp_choices(resolved.spec("llama3.1-8b"))  # 32 query heads, 8 KV heads
     [1, 2, 4, 8, 16, 32]
+    >>> _tp_choices(resolved.spec("deepseek-v4-flash-base"), Workload(engine="vllm"))  # 64 heads, 8 output groups
+    [1, 2, 4, 8]
     """
-    fields = {**checks.model_fields(spc), "expert_tp": expert_tp, "pp": 1, "ep": 1}
+    fields = {**checks.model_fields(spc), **checks.workload_fields(work or Workload()), "pp": 1, "ep": 1}
     return [t for t in _divisors(spc.n_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)
             and not checks.failures({**fields, "tp": t})]
 
@@ -162,7 +165,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
         return evaluate(costs.quantities(mdl, at)["memory_per_gpu"][kind],  # (KV heads replicated: kv_heads_split)
                         {**vals, S.N_t: tp, S.N_p: pp, S.N_d: dp, S.n_kv: kv_heads_split(vals[S.n_kv], tp)})
 
-    tps = _tp_choices(spc, work.expert_tp) if "tp" in ranks else [work.tp]
+    tps = _tp_choices(spc, work) if "tp" in ranks else [work.tp]
     pps = _stage_choices(spc) if "pp" in ranks else [work.pp]
     best = None
     for tp in tps:
@@ -256,9 +259,9 @@ _KEYS = ("tp", "pp", "dp", "ep", "sp", "zero", "recompute", "batch", "accum")
 
 
 def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int | None,
-             expert_tp: str = "split") -> dict[str, np.ndarray]:
-    """Every layout of ``gpus`` GPUs (module docstring), as columns (``batch`` 0: ``dp`` does not divide the
-    global batch)."""
+             work: Workload) -> dict[str, np.ndarray]:
+    """Every layout of ``gpus`` GPUs (module docstring) whose ``tp`` ``work`` allows (:func:`_tp_choices`), as
+    columns (``batch`` 0: ``dp`` does not divide the global batch)."""
     experts = spc.n_experts
     cols = {k: [] for k in _KEYS}
     columns = list(cols.values())
@@ -268,7 +271,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
         for column, v in zip(columns, values):
             column.append(v)
 
-    for tp in _tp_choices(spc, expert_tp):
+    for tp in _tp_choices(spc, work):
         if gpus % tp:
             continue
         for pp in _stage_choices(spc, gpus // tp):
@@ -336,7 +339,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
     elif global_batch is not None:
         raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
-    cols = _layouts(spc, gpus, training, concurrency, global_batch, work.expert_tp)
+    cols = _layouts(spc, gpus, training, concurrency, global_batch, work)
     n = len(cols["tp"])
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},

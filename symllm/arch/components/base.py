@@ -161,6 +161,11 @@ class Rules:
     #: training). True: always; or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
     #: no path to the loss for some prompts only (DeepSeek-V4's compressor while its prompt closes no window)
     no_grad: bool | sp.Expr = False
+    #: the whole units a split of its weight keeps together where they are not the query heads (which every split
+    #: keeps whole: :mod:`symllm.costs.checks`): a layout that splits it (:meth:`units_under`) needs tensor ranks
+    #: dividing them, as vLLM's split of DeepSeek-V4's grouped output projection needs of its ``g_o`` groups
+    #: (:data:`symllm.arch.components.compressed.VLLM`); None: none
+    units: sp.Expr | None = None
 
     @property
     def forward_only(self) -> sp.Expr:
@@ -199,6 +204,8 @@ class Rules:
                 raise SymllmError(f"{field_}: expected a name, got {getattr(self, field_)!r}")
         if self.lora and len(self.lora) != 2:
             raise SymllmError(f"lora: expected (symllm name, HF name), got {self.lora!r}")
+        if self.units is not None and not isinstance(self.units, sp.Expr):
+            raise SymllmError(f"units: expected an expression in the model's sizes, got {self.units!r}")
 
     def split_under(self, engine: str | None) -> str | None:
         """The split ``engine`` lays this part out by: its own (:attr:`engines`), else ``split`` (None: no engine).
@@ -207,6 +214,17 @@ class Rules:
         'replicated'
         """
         return dict(self.engines).get(engine, self.split)
+
+    def units_under(self, engine: str | None) -> sp.Expr | None:
+        """The whole units (:attr:`units`) ``engine``'s layout splits this part into over the tensor ranks: None
+        where that layout keeps it whole (``replicated``) or it declares none.
+
+        >>> from symllm.arch.symbols import g_o
+        >>> r = Rules("replicated", engines=(("vllm", "row"),), units=g_o)
+        >>> r.units_under("vllm"), r.units_under(None), Rules("row").units_under("vllm")
+        (g_o, None, None)
+        """
+        return None if self.split_under(engine) == "replicated" else self.units
 
 
 @dataclass(frozen=True, repr=False)
