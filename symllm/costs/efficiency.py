@@ -90,6 +90,7 @@ from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.step_passes import op_recompute_s, step_passes_s
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
+from symllm.costs.utilisation import of_peak
 
 __all__ = ["ENGINES", "gemm", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
            "f16_gemv_factor", "train_factor", "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s",
@@ -562,8 +563,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     gpus = work.tp * work.pp * work.dp
     out["training_step_s"] = seconds(training)
     out["training_tokens_per_s_per_gpu"] = seconds(Fraction(tokens) / training / gpus)
-    out["mfu"] = seconds(parts["training_model_flops"] * micro / (training * gpus * peak))
-    out["hfu"] = seconds(parts["training_hardware_flops"] * micro / (training * gpus * peak))
+    out["mfu"] = seconds(of_peak(parts["training_model_flops"] * micro, training, gpus, peak))
+    out["hfu"] = seconds(of_peak(parts["training_hardware_flops"] * micro, training, gpus, peak))
     if work.tokens is not None:  # a token budget: its time, GPU-hours and cost at the expected step
         run = Fraction(work.tokens) * training / tokens
         out["training_s"] = seconds(run)

@@ -42,6 +42,7 @@ from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom,
                                        network, of, peak_flops, values)
 from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds  # a time: a float, exact past a float's range
 from symllm.costs.schedules import handoffs
+from symllm.costs.utilisation import of_peak
 from symllm.errors import SymllmError
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
@@ -453,7 +454,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     model_flops = work.dp * m * _model_flops(num)  # forward and backward over every position, nothing recomputed
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
-    out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
+    out["mfu"] = _seconds(of_peak(model_flops, step, out["gpus"], peak))
     out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens

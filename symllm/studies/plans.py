@@ -47,6 +47,7 @@ from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, hardware, inverse, parallel, stacks
 from symllm.costs.schedules import handoffs
+from symllm.costs.utilisation import of_peak
 from symllm.costs import phases as costs
 from symllm.costs.workloads import Workload, kv_heads_split, with_stated
 from symllm.errors import SymllmError
@@ -407,7 +408,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         model_flops = cols["dp"] * cols["accum"] * _float(_vector(step, whole, n))
         tokens = global_batch * work.seq
         figures = {"step_s": secs, "tokens_per_s": tokens / secs,
-                   "mfu": model_flops[kept] / (secs * gpus * base["P"])}
+                   "mfu": of_peak(model_flops[kept], secs, gpus, base["P"])}
         if work.tokens is not None:
             figures["training_s"] = work.tokens / tokens * secs
             figures["gpu_hours"] = figures["training_s"] * gpus / 3600
