@@ -1,8 +1,8 @@
 """Accelerators by name, and roofline time on them: ``max(FLOPs / peak, bytes moved / bandwidth)``, a bound
 the hardware cannot beat.
 
-**The accelerators** (their catalogue, :data:`GPUS`, :data:`NETWORKS`, and which peak a dtype's matmuls
-run at) are :mod:`symllm.costs.accelerators`'; their names are importable from here too.
+**The accelerators** (their catalogue, ``GPUS``, ``NETWORKS``, and which peak a dtype's matmuls run at) are
+:mod:`symllm.costs.accelerators`': import them from there.
 
 **Bytes moved** (:func:`bytes_moved`): the bytes a phase must read from or write to device memory at
 least once, every intermediate assumed to stay on chip (which is what makes the time a lower bound):
@@ -38,8 +38,6 @@ from functools import lru_cache
 from symllm._lazy import module
 from symllm.arch.dtypes import BF16, FP32
 from symllm.costs import accelerators
-from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom, gpu, names,  # noqa: F401 (re-exported)
-                                       network, of, peak_flops, values)
 from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds  # a time: a float, exact past a float's range
 from symllm.costs.schedules import handoffs
 from symllm.costs.utilisation import of_peak
@@ -53,14 +51,7 @@ if TYPE_CHECKING:
 else:  # the closed forms' SymPy, imported on first use: a workload (``symllm count``) reads the table without it
     sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
-__all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
-           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
-
-
-def __getattr__(name):  # the catalogue's GPUS and NETWORKS, read on first use (symllm count starts without it)
-    if name in ("GPUS", "NETWORKS"):
-        return getattr(accelerators, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["weights_read", "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 
 def weights_read(mdl) -> sp.Expr:
@@ -108,7 +99,7 @@ def bytes_moved(mdl, phase: str) -> sp.Expr:
 def ridge() -> sp.Expr:
     """The ridge point, FLOP per byte: the arithmetic intensity above which a kernel is compute-bound.
 
-    >>> ridge(), ridge().subs(values("h100-sxm"))
+    >>> ridge(), ridge().subs(accelerators.values("h100-sxm"))
     (P/B_mem, 19788/67)
     """
     return S.P / S.B_mem
@@ -175,24 +166,26 @@ def _number(value) -> Fraction:
 LINK_RANKS = ("tp", "dp", "ep", "pp")
 
 
-def links(work, g: GPU, **ranks) -> dict[str, tuple[str, int]]:
+def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
     """The link each parallel group's traffic crosses, ``kind -> (topology, bytes/s one way per GPU)``: ranks
     are numbered tensor-parallel first, then data-parallel (expert-parallel inside it: an expert-parallel
     group is ``N_t·N_e`` consecutive ranks), then pipeline stages (Megatron-LM's order), so a group stays on
     the node's link (NVLink, Infinity Fabric, PCIe) while its ranks fit in one node of ``g.node`` GPUs, and
     crosses the network between nodes (``work.network``) otherwise: a ring's (tp, dp) at the NICs of
     its ranks in a node together (one a GPU, ``g.node // N_t`` of a data-parallel group's), an all-to-all's or a
-    pipeline send's at one (:meth:`Network.ring`). ``ranks``: each of :data:`LINK_RANKS`, or none.
+    pipeline send's at one (:meth:`symllm.costs.accelerators.Network.ring`). ``ranks``: each of
+    :data:`LINK_RANKS`, or none.
 
     >>> from symllm.costs.workloads import Workload
-    >>> sorted(links(Workload(tp=8, dp=4), gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
+    >>> sorted(links(Workload(tp=8, dp=4), accelerators.gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
     [('dp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('ep', ('NVLink 4', 450000000000)),
      ('pp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('tp', ('NVLink 4', 450000000000))]
-    >>> w = links(Workload(dp=16, ep=16), gpu("h100-sxm")); links(Workload(dp=16, ep=8), gpu("h100-sxm"))["ep"][0], w["ep"][1], w["dp"][1]
+    >>> h100 = accelerators.gpu("h100-sxm")
+    >>> w = links(Workload(dp=16, ep=16), h100); links(Workload(dp=16, ep=8), h100)["ep"][0], w["ep"][1], w["dp"][1]
     ('NVLink 4', 50000000000, 400000000000)
     """
     tp, dp, ep, pp = (ranks[k] for k in LINK_RANKS) if ranks else (getattr(work, k) for k in LINK_RANKS)
-    net, node = network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
+    net, node = accelerators.network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
     spans, nics = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}, {"tp": g.node, "dp": max(1, g.node // tp)}
     return {k: node if node is not None and span <= g.node else net.ring(nics.get(k, 1), node and node[1]) for k, span in spans.items()}
 
@@ -288,14 +281,16 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
 
 
 def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | None = None) -> dict:
-    """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator (:func:`of`):
-    ``mdl`` is the model component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs``
-    the closed forms of :func:`symllm.costs.phases.quantities`, ``phase_flops`` :func:`symllm.costs.phases.flops`
+    """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator
+    (:func:`symllm.costs.accelerators.of`): ``mdl`` is the model component, ``vals`` symbol -> number (config,
+    workload and :func:`symllm.costs.accelerators.values`), ``exprs`` the closed forms of
+    :func:`symllm.costs.phases.quantities`, ``phase_flops`` :func:`symllm.costs.phases.flops`
     (a stage's FLOPs per phase). Everything is per GPU of the layout (``tp``,
     ``pp``, ``dp``, ``ep``; one GPU without one): what tensor rank 0 of the busiest pipeline stage holds,
     runs and sends (:mod:`symllm.costs.parallel`).
 
-    * ``gpu``, ``title``, ``peak_flops`` (FLOP/s, in ``peak_dtype``: :func:`compute_dtype`), ``bandwidth``
+    * ``gpu``, ``title``, ``peak_flops`` (FLOP/s, in ``peak_dtype``:
+      :func:`symllm.costs.accelerators.compute_dtype`), ``bandwidth``
       (bytes/s), ``capacity`` (bytes), ``ridge`` (``P / B_mem``, FLOP per byte), ``gpus`` (``tp·pp·dp``) and
       ``links`` (:func:`links`: the topology and bandwidth each group's traffic crosses);
     * **fit, one verdict per question**: ``inference_peak`` and ``training_peak`` per GPU
@@ -380,7 +375,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     """:func:`roofline` from the numbers of :func:`roofline_forms` (``ev(name)``, ``ev(name, b=...)``: a
     :class:`symllm.numbers.runtime.Numbers`, whose ``vals`` hold ``P``, ``B_mem``, ``beta_w``, ``d_h``): no SymPy.
     What :func:`roofline` runs, and what a count read back from stored kernels runs."""
-    g = of(work)
+    g = accelerators.of(work)
     vals = ev.vals
     peak, bandwidth = vals["P"], vals["B_mem"]
     stages = [f"stage{i}." for i in range(2) if f"stage{i}.layers" in ev]
@@ -527,7 +522,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
         return comm.get("dp", 0) if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
 
     parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"), "dp_sent": dp_sent,
-                  "bf16_peak": gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
+                  "bf16_peak": accelerators.gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
     # the pairs a sequence's core counts in the workload's convention (the kernel's tiles replace them in the
     # expected time), and a training step's core (the indexer's scores: no backward), the busiest stage's
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),

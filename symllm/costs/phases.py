@@ -40,7 +40,7 @@ import sympy as sp
 
 from symllm.arch.algebra import factored, maximum, substitute
 from symllm.arch import resolved
-from symllm.costs import checks, finetune, hardware
+from symllm.costs import accelerators, checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
 from symllm.costs.decoding import _phase
@@ -440,7 +440,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     element-wise bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, for
     ``seq + gen`` tokens), ``training_states`` (ZeRO ``zero_stage`` over ``dp`` ranks, per rank),
     ``activations`` (``act_dtype``) and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte
-    count is not integral (int4). With ``gpu`` (a name in :data:`symllm.costs.hardware.GPUS`) a ``time`` group
+    count is not integral (int4). With ``gpu`` (a name in :data:`symllm.costs.accelerators.GPUS`) a ``time`` group
     too: roofline ``prefill_s``, ``decode_token_s``, ``tokens_per_s``, ``fits``, ``max_batch``, ...
     (:func:`symllm.costs.hardware.roofline`; a time whose verdict is "does not fit" is None, and
     ``assumes`` says what each verdict assumes). A ``seq + gen`` past the positions the model was trained
@@ -458,7 +458,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
 
     spec, work = resolved_workload(config, work, **options)
     mdl = model_of(spec, work)
-    key = (id(mdl), work.shape(), hardware.of(work) is not None)
+    key = (id(mdl), work.shape(), accelerators.of(work) is not None)
     hit = _FORMS.get(key)
     if hit is None or hit[0] is not mdl:
         forms, groups = workload_forms(spec, work)
@@ -557,7 +557,7 @@ def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
     mdl = model_of(spec, work)
     exprs = quantities(mdl, work)
     forms = {f"{group}.{k}": e for group, terms in exprs.items() for k, e in terms.items()}
-    if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
+    if accelerators.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         forms.update(hardware.roofline_forms(mdl, work, exprs, flops))
     return forms, tuple(exprs)
 

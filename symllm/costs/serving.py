@@ -38,7 +38,7 @@ bf16 on an SM10x card, FlashInfer's bf16 rows (512-byte-aligned pages: :func:`sy
 
 Conventions (each an estimate of what vLLM measures, not derives):
 
-* GPU memory: what the driver reports to torch where it was measured (:attr:`symllm.costs.hardware.GPU.usable`:
+* GPU memory: what the driver reports to torch where it was measured (:attr:`symllm.costs.accelerators.GPU.usable`:
   an H100 80GB 79.18 GiB, an H200 139.80 GiB, an RTX 3090 23.58 GiB), else the accelerator's capacity (the
   vendor's "GB" read as GiB; ``--gpu-memory`` sets it);
 * weights: the workload's weights per GPU (``--dtype`` or ``--weight-format``, :mod:`symllm.costs.formats`);
@@ -278,10 +278,10 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     ...
     symllm.errors.SymllmError: serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep
     """
-    from symllm.costs import hardware
+    from symllm.costs import accelerators
     from symllm.costs.workloads import Workload
     work = Workload.of(work, **options)
-    gpu = hardware.of(work)
+    gpu = accelerators.of(work)
     if gpu is None:
         raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
     if work.pp > 1 or work.ep > 1 or work.dp > 1:

@@ -27,7 +27,7 @@ from symllm.arch import resolved
 from symllm.arch.algebra import rename
 from symllm.costs import checks
 from symllm.costs import phases as costs
-from symllm.costs import hardware
+from symllm.costs import accelerators, hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, LayerKind, collected, component, model
@@ -432,7 +432,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
     terms = tuple((k, v) for k, v in leaves.items() if v != 0)
     vals = costs.values(spec, work) if spec is not None else None
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
-        vals = None if hardware.of(work) is None else work.values() if quantity == "ridge" else vals
+        vals = None if accelerators.of(work) is None else work.values() if quantity == "ridge" else vals
     if vals is not None and quantity in ("comm", "decode_batch") and S.n_kv in vals:  # one GPU's: one KV head a
         vals = {**vals, S.n_kv: kv_heads_split(vals[S.n_kv], work.tp)}  # rank where tp is a multiple (replicated)
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):

@@ -16,7 +16,7 @@ import sympy as sp
 
 from symllm.arch import resolved
 from symllm.costs import phases as costs
-from symllm.costs import hardware
+from symllm.costs import accelerators, hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
@@ -193,7 +193,7 @@ class Report:
         """count's ``time`` group (:func:`symllm.costs.hardware.roofline`), once per report; None without an
         accelerator."""
         spec, work = self.spec, self.workload
-        if hardware.of(work) is None:
+        if accelerators.of(work) is None:
             return None
         if getattr(self, "_time_group", None) is None:
             mdl = costs.model_of(spec, work)

@@ -45,7 +45,7 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import checks, hardware, inverse, parallel, stacks
+from symllm.costs import accelerators, checks, hardware, inverse, parallel, stacks
 from symllm.costs.schedules import handoffs
 from symllm.costs.utilisation import of_peak
 from symllm.costs import phases as costs
@@ -64,7 +64,7 @@ REASONS = {"training_peak": "training peak > {capacity} per GPU",
 
 def _time(config, work: Workload | None, options: dict) -> dict:
     work = Workload.of(work, **options)
-    if hardware.of(work) is None:
+    if accelerators.of(work) is None:
         raise SymllmError("gpu: an inverse question needs an accelerator (gpu=NAME or gpu_memory, ...)")
     return costs.workload(config, work)["time"]
 
@@ -146,7 +146,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     """
     spc = resolved.spec(config)
     work = Workload.of(work, **options)
-    g = hardware.of(work)
+    g = accelerators.of(work)
     if g is None:
         raise SymllmError("gpu: fewest_gpus needs an accelerator (gpu=NAME or gpu_memory, ...)")
     ranks = (ranks,) if isinstance(ranks, str) else tuple(ranks)
@@ -210,7 +210,7 @@ def parse_gpus(text: str) -> tuple[int, str]:
             n = int(count)
             if n < 1:
                 break
-            hardware.gpu(name.strip())
+            accelerators.gpu(name.strip())
             return n, name.strip()
     raise SymllmError(f"gpus: expected N×GPU, e.g. 16xh100-sxm, got {text!r}")
 
@@ -326,7 +326,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     work = with_stated(Workload.of(work, **options), spc.config)  # the config's quantization_config (weights, KV)
     checks.check(spc, work)
     checks.warn_past_window(spc, work.seq + work.gen)
-    g = hardware.of(work)
+    g = accelerators.of(work)
     if g is None:
         raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")
     if work.stack not in stacks.COMPONENT_STACKS:

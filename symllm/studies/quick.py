@@ -191,8 +191,8 @@ def _decode(item):
 
 
 def _workload_key(config: ModelConfig, work) -> str:
-    from symllm.costs import hardware
-    return answer_key("workload", config, [("shape", work.shape()), ("gpu", hardware.of(work) is not None),
+    from symllm.costs import accelerators
+    return answer_key("workload", config, [("shape", work.shape()), ("gpu", accelerators.of(work) is not None),
                                            ("weight_format", work.weight_format)])
 
 
