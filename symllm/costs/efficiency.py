@@ -270,29 +270,31 @@ def model_flops(num) -> Fraction:
     return Fraction(num("model_flops"))
 
 
-def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,
+def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, rate, ep_bytes=0, link=None,
                    recompute: bool = False, syncs: int = 0) -> dict:
     """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
-    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`symllm.costs.collectives.alltoall_s`, 4 calls a layer: dispatch and combine
-    in forward and backward; 6 with full recomputation), ``permute`` (``moe.permute_passes`` passes a layer, each
-    of ``(1 + k)·rows`` rows of ``d`` activations of ``act_bytes``; 6 with recomputation) and ``router``
-    (``moe.router_passes`` passes over ``rows·n_e`` fp32 scores), both at :func:`stream`'s fraction of
-    ``bandwidth``; ``sync``: ``syncs`` device-to-host round trips (``moe.sync_s``) a layer's forward, the
-    forward's again with recomputation (a dropless layer's tokens per expert, where there is an all-to-all).
+    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`symllm.costs.collectives.alltoall_s`, 4 calls a
+    layer: dispatch and combine in forward and backward; 6 with full recomputation), ``permute``
+    (``moe.permute_passes`` passes a layer, each of ``(1 + k)·rows`` rows of ``d`` activations of
+    ``act_bytes``; 6 with recomputation) and ``router`` (``moe.router_passes`` passes over ``rows·n_e`` fp32
+    scores), both at ``rate`` (bytes/s: the bandwidth at :func:`stream`'s fraction for the card's memory
+    kind, as every memory-bound pass of a training step); ``sync``: ``syncs`` device-to-host round trips
+    (``moe.sync_s``) a layer's forward, the forward's again with recomputation (a dropless layer's tokens per
+    expert, where there is an all-to-all).
 
-    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, bandwidth=10 ** 12)
+    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, rate=stream() * 10 ** 12)
     >>> float(t["permute"]), float(t["router"]), t["alltoall"]   # 2·4·9000·1024·2 and 2·6·1000·64·4 bytes at 0.88 TB/s
     (0.00016756363636363637, 3.490909090909091e-06, Fraction(0, 1))
     >>> link = ("NVLink 4", 450 * 10 ** 9)
-    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, bandwidth=10 ** 12, ep_bytes=1, link=link, syncs=1)
+    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, rate=stream() * 10 ** 12,
+    ...                    ep_bytes=1, link=link, syncs=1)
     >>> round(float(t["sync"]) * 1e6, 2)   # 2 layers x 26.11 us
     52.22
     """
     moe = data()["moe"]
     again = Fraction(3, 2) if recompute else 1  # the forward's passes (half of them) run again
-    mem = stream() * bandwidth
-    permute = again * moe["permute_passes"] * layers * (1 + k) * rows * d * act_bytes / mem
-    router = again * moe["router_passes"] * layers * rows * n_e * 4 / mem
+    permute = again * moe["permute_passes"] * layers * (1 + k) * rows * d * act_bytes / rate
+    router = again * moe["router_passes"] * layers * rows * n_e * 4 / rate
     calls = (6 if recompute else 4) * layers
     forwards = 2 if recompute else 1
     sync = forwards * syncs * layers * _x(moe["sync_s"]) if ep_bytes and link is not None else Fraction(0)
@@ -423,7 +425,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
         attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * capped * peak),
-                     4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
+                     4 * scores * Fraction(work.activation_bytes) / (stream(kind=kind) * bandwidth))
     # llama.cpp's CUDA prompt without FlashAttention: its fp16 GEMMs' conversions and its scores in memory
     prompt = serve.get("cuda_prompt")
     if prompt and core and kind != "unified" and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
@@ -481,6 +483,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     core_s = core_training_s(forward, work.seq, heads, training_kernel(train, named), removed * train_tiles
                              - 3 * forward, (parts.get("bf16_peak") or peak) * capped) if removed else Fraction(0)
     micro = getattr(work, "micro_batches", 1) or 1
+    # every memory-bound pass of the step (MoE permutation and router, FP8 casts, op checkpointing's rerun, the
+    # optimizer and FSDP copy-outs) streams the card's own memory: its kind's figure where it has one
+    passes = stream(kind=kind) * bandwidth
     experts = parts.get("training_expert_flops", 0)
     comm = parts["comm"]
     moe_layers = parts.get("expert_layers") or 0
@@ -489,7 +494,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         m = rows * share
         eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), rated)
         moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
-                             act_bytes=parts["beta_a"], bandwidth=bandwidth, ep_bytes=comm.get("ep", 0),
+                             act_bytes=parts["beta_a"], rate=passes, ep_bytes=comm.get("ep", 0),
                              link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute == "full",
                              syncs=int(train.get("moe_host_syncs", 0)))
         moe_s = sum(moe.values())
@@ -499,7 +504,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     cast_s = expert_cast = Fraction(0)  # the fp8 casts, and those of the routed experts' k copies of each token
     if compute == "fp8" and train.get("fp8_recipe") and all(
             x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
-        heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], rate=stream() * bandwidth,
+        heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], rate=passes,
                                                 moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute,
                                                 recipe=train["fp8_recipe"])
         cast_s = fp8_quantize_s(**common, layers=layers, q=parts["n_h"] * heads, kv=parts["n_kv"] * heads,
@@ -522,7 +527,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         gemm_s = Fraction(parts["op_flops"]) / (large(compute) * peak)
         compute_s += micro * (gemm_s / capped - gemm_s / factor + op_recompute_s(
             rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"], q=parts["n_h"] * parts["head_dim"],
-            kv=parts["n_kv"] * parts["head_dim"], rate=stream(kind=kind) * bandwidth, tp=work.tp, sp=work.sp))
+            kv=parts["n_kv"] * parts["head_dim"], rate=passes, tp=work.tp, sp=work.sp))
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # dropless MoE layers under an engine that syncs
         # a dropless layer's measured floor (moe.layer_floor), FP8's quantization launches an expert on top
         gpu = Fraction(experts) / (eta * factor * peak) + moe_s + expert_cast
@@ -548,7 +553,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     owned = parts.get("trainable") or parts["params"]
     # (ZeRO 1 and up shard the optimizer states over the data-parallel ranks: symllm.costs.zero.sharded)
     passes_s = step_passes_s(train, shard=owned / work.dp if work.zero_stage >= 1 else owned,
-                             params=parts["params"], gathers=gathers, rate=stream(kind=kind) * bandwidth)
+                             params=parts["params"], gathers=gathers, rate=passes)
     hidden = _x(train["overlap"])
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
