@@ -13,20 +13,22 @@ each figure with its source:
 * **The attention core** of a prefill runs the pairs of a causal FlashAttention-2 kernel's tiles
   (:func:`symllm.costs.tiles.causal_tiles`: the blocks the mask hides whole are skipped, the diagonal's run
   whole; whatever the workload's FLOP convention) at ``η_attn(s)`` of the bf16 peak, measured by head width on
-  the unmasked pairs and read on the tiles (:func:`attention_prefill`'s ``tiles``); a training step's core runs its tiles too. Under the ``eager`` and
-  ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at GEMM efficiency, or its
-  scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the slower.
+  the unmasked pairs and read on the tiles (:func:`attention_prefill`'s ``tiles``); a training step's core runs its
+  tiles too. Under the ``eager`` and ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at
+  GEMM efficiency, or its scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the
+  slower.
 * **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; a decode step runs each kernel at its
   own roofline: its GEMMs take the slower of their FLOPs and the weights' bytes, its attention reads the
-  KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype int4`` and
-  ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A ``--weight-format``
-  streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured apart.
+  KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype
+  int4`` and ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A
+  ``--weight-format`` streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured
+  apart.
 * **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
   of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
   its 2024 batch-1 fp16 mat-vec streams at the rate its SMs issue the loads where the card's SMs and clock are
   known and that is slower (``f16_gemv_issue``: :func:`f16_gemv_factor`), else ``f16_gemv_hbm`` times slower on
-  a card with HBM memory (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every stream runs at
-  ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
+  a card with HBM memory (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every
+  stream runs at ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
   kernels' (no CUDA graph there).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op, each tensor-parallel all-reduce among them, and the step takes at least
@@ -34,15 +36,15 @@ each figure with its source:
   the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
   (sampling, scheduling), and one that drives its ranks as Ray actors a round trip to them
   (:func:`symllm.costs.collectives.ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
-  bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the
-  engine's own one-shot all-reduce's latency over NVLink.
+  bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by
+  link), or the engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
   routing), not the ``k/n_e`` of the bound. In training (:func:`moe_training_s`) an expert's GEMMs of
   reduction width ``K`` below the GEMM table's lose the time their output takes to write
   (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
-  group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and unpermutation and its router's scores as
-  memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
+  group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and unpermutation and its router's
+  scores as memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
   device-to-host round trip each forward (``moe.sync_s``), and its micro-batch takes at least the time the
   host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`) and, a rank holding 16
   experts or more, a measured floor a layer (:func:`moe_layer_floor_s`, ``moe.layer_floor``: BF16; under FP8
@@ -68,8 +70,8 @@ each figure with its source:
 
 Every expected time is at or above its bound: each efficiency is at most 1 and every fixed cost is
 non-negative; a training step, whose bound adds its communication unoverlapped, is never expected faster
-than that bound (``floor`` below). **MFU** is model FLOPs (3× the forward's matmul FLOPs, the attention core causal) per second
-over ``gpus × the compute dtype's dense peak``; **HFU** counts the FLOPs the hardware runs (recomputation
+than that bound (``floor`` below). **MFU** is model FLOPs (3× the forward's matmul FLOPs, the attention core causal) per
+second over ``gpus × the compute dtype's dense peak``; **HFU** counts the FLOPs the hardware runs (recomputation
 included) over the same denominator.
 
 >>> float(gemm("bf16", 4096)), float(gemm("bf16", 100))
@@ -126,7 +128,8 @@ def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
     (never above 1: the table holds at its own widths and above). The mean is of times, not of fractions.
 
     >>> ridge = Fraction(19789, 10) / Fraction(335, 100)  # H100 SXM fp8: 1978.9 TFLOP/s over 3.35 TB/s
-    >>> round(float(grouped_gemm("fp8", 4096, [4096], ridge)), 3), round(float(grouped_gemm("fp8", 4096, [768], ridge)), 3)
+    >>> (round(float(grouped_gemm("fp8", 4096, [4096], ridge)), 3),
+    ...  round(float(grouped_gemm("fp8", 4096, [768], ridge)), 3))
     (0.594, 0.384)
     """
     base = gemm(dtype, m, card)
@@ -344,8 +347,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     into; ``prefill_gemm_s`` its GEMMs alone, ``decode_gemm_s`` a decode step's, the weights' stream where
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
-    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``*_handoff``, ``training_flops``,
-    ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and rounds a step:
+    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``*_handoff``,
+    ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
+    rounds a step:
     :func:`symllm.costs.parallel.comm`); a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
     ``beta_a`` for :func:`moe_training_s`), the workload, the peak FLOP/s of the compute dtype, the bandwidth
     and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. The card's figures are
@@ -421,7 +425,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # a training step's core on FlashAttention-2's tiles (the inference engine's kernel is not the trainer's)
     train_tiles = _tiles.core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
     attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * capped * peak) if tiled else
-               parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * capped * peak)) if core else 0)
+               parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * capped * peak)) if core
+               else 0)
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
         attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * capped * peak),
@@ -435,7 +440,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
             n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
             kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16)
         act = stream("fp16", kind) * bandwidth
-        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows), rated) * capped * peak),
+        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows),
+                                                             rated) * capped * peak),
                      scores * work.batch * _x(prompt["scores_bytes"]) / act)
         attn_s += converted * work.batch * _x(prompt["convert_bytes"]) / act
         attn_s += f32_bytes * work.batch * _x(prompt.get("f32_passes", "0")) / act  # its element-wise nodes
@@ -538,7 +544,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         # least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
     # the tensor-parallel all-reduce calls: a forward and a backward one per sublayer the ranks sum (reductions)
-    tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
+    tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro,
+                       tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a

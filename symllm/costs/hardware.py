@@ -38,7 +38,8 @@ from functools import lru_cache
 from symllm._lazy import module
 from symllm.arch.dtypes import BF16, FP32
 from symllm.costs import accelerators
-from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds  # a time: a float, exact past a float's range
+# a time: a float, exact past a float's range
+from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds
 from symllm.costs.schedules import handoffs
 from symllm.costs.utilisation import of_peak
 from symllm.errors import SymllmError
@@ -51,7 +52,8 @@ if TYPE_CHECKING:
 else:  # the closed forms' SymPy, imported on first use: a workload (``symllm count``) reads the table without it
     sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
-__all__ = ["weights_read", "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
+__all__ = ["weights_read", "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline",
+           "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 
 def weights_read(mdl) -> sp.Expr:
@@ -86,7 +88,8 @@ def bytes_moved(mdl, phase: str) -> sp.Expr:
     """
     kv = mdl.total("kv_cache")  # elements held after b sequences of s new tokens at context t
     weights = S.beta_w * weights_read(mdl)
-    state = mdl.total("state_cache")  # a Gated DeltaNet's states (bytes): written by a prefill, read and written by a step
+    # a Gated DeltaNet's states (bytes): written by a prefill, read and written by a step
+    state = mdl.total("state_cache")
     if phase == "prefill":
         return weights + S.beta_kv * kv.subs(S.t, 0) + S.beta_a * S.b * S.s_o * S.V + state
     if phase == "decode":
@@ -186,8 +189,10 @@ def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
     """
     tp, dp, ep, pp = (ranks[k] for k in LINK_RANKS) if ranks else (getattr(work, k) for k in LINK_RANKS)
     net, node = accelerators.network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
-    spans, nics = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}, {"tp": g.node, "dp": max(1, g.node // tp)}
-    return {k: node if node is not None and span <= g.node else net.ring(nics.get(k, 1), node and node[1]) for k, span in spans.items()}
+    spans, nics = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}, {"tp": g.node,
+                                                                                 "dp": max(1, g.node // tp)}
+    return {k: node if node is not None and span <= g.node else net.ring(nics.get(k, 1), node and node[1])
+            for k, span in spans.items()}
 
 
 def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
@@ -249,7 +254,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         core, routed = stage_parts.core(stage), stage_parts.routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
-        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute is True), defs)
+        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training",
+                                                                        recompute=recompute is True), defs)
         terms["expert_layers"] = algebra.substitute(stage_parts.moe_layers(stage), defs)
         # vLLM's Mamba-2 gated norms whose one group spans the ranks: an all-reduce of a fp32 sum a token each
         spanning = module("symllm.arch.components.mamba").spanning_norms(stage)
@@ -274,7 +280,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
                                                          else bytes_moved(mdl, phase), defs)
             terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (reductions + 1)
                                                       + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V
-                                                      + per_block_sends * FP32 * rows * spanning, defs)  # a fp32 sum a token
+                                                      # a fp32 sum a token
+                                                      + per_block_sends * FP32 * rows * spanning, defs)
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
@@ -313,8 +320,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
       :func:`symllm.costs.schedules.handoffs`) + the data-parallel gradient traffic (``comm``'s ``dp``, once a step),
       ``m`` (``micro_batches``) micro-batches of ``b`` sequences per data-parallel rank,
       communication not overlapped with compute (an estimate, not a bound); ``training_tokens_per_s``
-      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, forward and backward with nothing recomputed, over ``gpus·P``); with ``tokens``:
-      ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
+      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, forward and backward with nothing recomputed, over ``gpus·P``); with
+      ``tokens``: ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
 
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact. **Nothing is timed that
     does not fit** (:func:`blank_unfit`): where ``fits`` is false the inference times (prefill, decode,
@@ -354,9 +361,11 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops, work.expert_tp)
+    terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops,
+                        work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
-    forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)  # MFU's: nothing recomputed (under torch.no_grad: forward only)
+    # MFU's: nothing recomputed (under torch.no_grad: forward only)
+    forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm", "params")
                   for k, e in exprs[group].items()})
@@ -504,7 +513,8 @@ def blank_unfit(time: dict) -> dict:
 def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
-    rectangle), model FLOPs (nothing recomputed) and hardware FLOPs (the step as run), both causal; ``vals``: symbol -> number."""
+    rectangle), model FLOPs (nothing recomputed) and hardware FLOPs (the step as run), both causal; ``vals``: symbol ->
+    number."""
     from symllm.costs import efficiency
 
     dense = work.attention == "dense"
@@ -522,7 +532,8 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
         return comm.get("dp", 0) if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
 
     parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"), "dp_sent": dp_sent,
-                  "bf16_peak": accelerators.gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
+                  "bf16_peak": accelerators.gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True))
+                  else None})
     # the pairs a sequence's core counts in the workload's convention (the kernel's tiles replace them in the
     # expected time), and a training step's core (the indexer's scores: no backward), the busiest stage's
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
@@ -535,7 +546,8 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "training_flops": max(num(f"{st}training_flops") for st in stages),
                   # a mixture's training extras (efficiency.moe_training_s): the busiest stage's MoE layers, widths
                   "expert_layers": max(num(f"{st}expert_layers") for st in stages),
-                  **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv") if name in vals},
+                  **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv")
+                     if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   # a rank's parameters (its tensor and pipeline share) and those it trains (LoRA's adapters)
                   "params": num("params.per_gpu"),

@@ -17,8 +17,8 @@ __all__ = ["named_values", "workload_numbers", "grouped"]
 
 
 def named_values(work: Workload, codes=None) -> dict:
-    """:meth:`Workload.values` by symbol name (``codes``: :func:`symllm.costs.workloads.symbol_codes`, or the table a stored entry
-    kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
+    """:meth:`Workload.values` by symbol name (``codes``: :func:`symllm.costs.workloads.symbol_codes`, or the table
+    a stored entry kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
 
     >>> from symllm.costs.workloads import Workload
     >>> v = named_values(Workload(batch=2, gpu="a100-40gb"))

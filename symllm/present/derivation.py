@@ -317,7 +317,8 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         else:
             expr = hardware.decode_batch(costs.flops(bare, "decode"), hardware.bytes_moved(bare, "decode"))
         return {quantity: expr}, expr
-    if quantity == "comm":  # bytes one GPU sends per training step of one micro-batch under tp/pp/dp/sp (symllm.costs.parallel)
+    # bytes one GPU sends per training step of one micro-batch under tp/pp/dp/sp (symllm.costs.parallel)
+    if quantity == "comm":
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
         checks.check(bare, work)
@@ -365,7 +366,8 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     costs, a ``factor``) is most of a derivation's time, so they are kept in
     :func:`symllm.numbers.cache.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
     the spec's and the workload's shape (their fields marked ``shapes``), the component, the quantity, the
-    attention variant and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
+    attention variant and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds
+    them.
 
     >>> leaves, total, closed, _ = _symbolic("attention", "params", "gqa", None, Workload(), OPTIONS)
     >>> list(leaves)[:2], closed

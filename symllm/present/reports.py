@@ -109,7 +109,8 @@ class Report:
             "grouped": len(spec.structure.kinds) > 1,
             # a narrower table where the block's formula is long (OLMo 2's six terms ran into the margin)
             "compact": len(sp.Add.make_args(sp.expand(block.closed))) > 5,
-            "block_closed": Formula(block.closed), "block_label": label("N", "block"), "block_subst": _substituted(block.closed, block.values),
+            "block_closed": Formula(block.closed), "block_label": label("N", "block"),
+            "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
             "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,

@@ -9,8 +9,8 @@
   any number of pipeline stages up to the layers, split unevenly where it does not divide them (:data:`SPLITS`),
   the rest data-parallel; for a mixture of experts expert-parallel
   ranks dividing the experts and the data-parallel ranks; for training ZeRO 0-3 and full recomputation
-  or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not fit, the
-  rest ranked by the roofline model of :func:`symllm.costs.hardware.roofline` (training: step time at the
+  or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not
+  fit, the rest ranked by the roofline model of :func:`symllm.costs.hardware.roofline` (training: step time at the
   global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
   and evaluated over every layout at once in compiled kernels (:mod:`symllm.numbers.kernels`), with the
   per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
@@ -74,7 +74,8 @@ def max_batch(config, work: Workload | None = None, *, training: bool = False, *
     fits the workload's accelerator under its layout; 0 when not one sequence does. Closed form where one
     exists, checked exactly (:mod:`symllm.costs.inverse`).
 
-    >>> max_batch("llama3.1-8b", gpu="h100-sxm", seq=8192), max_batch("llama3.1-8b", gpu="h100-sxm", tp=4, training=True)
+    >>> (max_batch("llama3.1-8b", gpu="h100-sxm", seq=8192),
+    ...  max_batch("llama3.1-8b", gpu="h100-sxm", tp=4, training=True))
     (36, 13)
     """
     return _time(config, work, options)["training_max_batch" if training else "max_batch"]
@@ -133,9 +134,9 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
                 limit: int = 1 << 16, **options) -> dict | None:
     """The layout with the fewest GPUs whose per-GPU training peak (or inference peak: ``training=False``)
     fits the workload's accelerator, growing only ``ranks`` (any of ``tp``, ``pp``, ``dp``: tensor ranks
-    splitting whole heads (:func:`_tp_choices`), any number of pipeline stages up to the layers (:data:`SPLITS`), data-parallel ranks that
-    ZeRO shards over); the other ranks stay the workload's. ``{"tp", "pp", "dp", "gpus", "peak"}``, the
-    smallest ``tp·pp·dp`` (ties: fewer tensor ranks, then fewer stages), or None when none of at most
+    splitting whole heads (:func:`_tp_choices`), any number of pipeline stages up to the layers (:data:`SPLITS`),
+    data-parallel ranks that ZeRO shards over); the other ranks stay the workload's. ``{"tp", "pp", "dp", "gpus",
+    "peak"}``, the smallest ``tp·pp·dp`` (ties: fewer tensor ranks, then fewer stages), or None when none of at most
     ``limit`` GPUs fits. An exact search: the per-GPU peak has ceilings in the ranks (no closed form), and
     falls as ``dp`` grows (binary search over it).
 
@@ -382,7 +383,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             seconds[at] = (cols["accum"][at] + pp - 1) * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
         else:
             tp_on = sub["N_t"] > 1
-            worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
+            worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"],
+                                       _float(_vector(by, sub, m)) / base["B_mem"])
                             + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
                             for fl, by, tp in forms["stages"]], axis=0)
             seconds[at] = pp * worst + handoff * (pp - 1)

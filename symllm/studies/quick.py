@@ -226,7 +226,8 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
     were kept (a refused workload keeps none), and the stack is in the workload's shape.
 
     >>> from symllm.costs.workloads import Workload
-    >>> workload_of(load("llama3.1-8b"), Workload(seq=1000, stack="hf-sdpa"))[0]["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 1000
+    >>> kv = workload_of(load("llama3.1-8b"), Workload(seq=1000, stack="hf-sdpa"))[0]["memory"]["kv_cache"]
+    >>> kv == 2 * 32 * 8 * 128 * 2 * 1000
     True
     """
     from symllm.costs import checks
