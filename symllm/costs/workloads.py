@@ -28,7 +28,8 @@ from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
+__all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS",
+           "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes",
            "tp_layout"]
 
@@ -257,7 +258,8 @@ class Workload:
                           "ranks, as vLLM, SGLang and Megatron do by default) or whole (each rank holds them whole: "
                           "expert parallelism, Megatron's --expert-tensor-parallel-size 1)", training=True, shapes=True)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
-    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
+    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True,
+                    shapes=True)
     #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
     optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
                           "states and training peak)", training=True, shapes=True)
@@ -278,7 +280,7 @@ class Workload:
     #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.costs.finetune)
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
                        training=True, shapes=True)
-    #: the accelerator of the roofline time (symllm.costs.accelerators, symllm.costs.hardware); None: no time is computed
+    #: the accelerator of the roofline time (symllm.costs.accelerators); None: no time is computed
     gpu: str | None = _opt(None, "fit and roofline time on this accelerator, a name from symllm/costs/gpus.json "
                            "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, apple-m2-ultra, ...)")
     #: an accelerator outside the catalogue, or a catalogue one changed: memory GiB, bandwidth GB/s, dense TFLOPS
