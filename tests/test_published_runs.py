@@ -397,10 +397,12 @@ GROUPS = {"inference": ("decode_tokens_per_s", "itl_s", "ttft_s", "prefill_s"),
 #: the decode step's forward, -27.4% before), and by every group's median; not by the inference group's worst
 #: row (memory's worst is now vLLM V0's RTX 3090 cache at 29,000 tokens, +9.1%; vLLM V1's Qwen3-235B TP4 cache,
 #: +88% before vLLM V1's dummy sampler run and its NCCL communicators were counted, is +2.6%; inference's is
-#: vLLM of October 2023 on eight PCIe A100s, +63%, a held-out row added with its four-GPU row's table (that row
-#: +34%, +78% before a torch.distributed call's host time, kernel.collective_host_s, +85% before its Ray round
+#: vLLM of October 2023 on eight PCIe A100s, +59% (+63% before its host's work beyond the layers, step_host), a
+#: held-out row added with its four-GPU row's table (that row +31%, +34% before step_host, +78% before a
+#: torch.distributed call's host time, kernel.collective_host_s, +85% before its Ray round
 #: trip and its eager all-reduces' launches were counted; the held-out rows raised the median from 5.6% to 7.1%);
-#: training's is Megatron-Bridge's GPT-OSS-120B, +19.1%, since the training attention core ran at its kernel's rates
+#: training's is Megatron-Bridge's GPT-OSS-120B, +18.3% (+19.1% before its head-64 core read the head-64 figures;
+#: median 4.9% to 5.2% as the causal backward sped FlashAttention-2's rows), since the training attention core ran at its kernel's rates
 #: (symllm.costs.attention_training; median 7.9% to 4.9%, torchtitan's 8B on 128 H100s +23.5% to +16.6%); before it
 #: torchtitan's 8B on 128 H100s, +23.5% (+27.3% before op checkpointing's element-wise rerun, +29.1%
 #: before AdamW's and FSDP2's copy-out passes: symllm.costs.step_passes; its compiled FP8 8B on 8 H100s +17.8%,

@@ -1,6 +1,7 @@
 """Collectives' and the control plane's expected seconds: a tensor-parallel all-reduce and a MoE all-to-all by
 the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``: :func:`collective`), and the round
-trip of an engine that drives its ranks as Ray actors. :mod:`symllm.costs.efficiency` adds them to a step.
+trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step beyond its
+layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
 
 >>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
 True
@@ -11,7 +12,7 @@ from fractions import Fraction
 
 from symllm.costs.figures import data, fraction as _x
 
-__all__ = ["collective", "allreduce_s", "alltoall_s", "ray_step_s"]
+__all__ = ["collective", "allreduce_s", "alltoall_s", "ray_step_s", "step_host_s"]
 
 
 def _link_kind(topology: str) -> str:
@@ -88,3 +89,25 @@ def ray_step_s(workers: int) -> Fraction:
         return Fraction(0)
     ray = data()["control_plane"]["ray"]
     return 1 / _x(ray["sync_calls_per_s"]) + (workers - 1) / _x(ray["async_calls_per_s"])
+
+
+def step_host_s(serve: dict, tp: int) -> Fraction:
+    """Seconds an eager engine's host spends a step beyond its layers' kernels while the GPU waits for it
+    (``step_host`` under an engine in efficiency.json, counted in its code: its inputs' copies, the embedding,
+    the sampler's launches between its syncs): ``launches`` at ``kernel.host_s``; over ``tp`` > 1 ranks
+    ``split_launches`` and ``per_rank_launches`` a rank more, and ``collectives`` torch.distributed calls at
+    ``kernel.collective_host_s``. Nothing for an engine without the figure.
+
+    >>> from symllm.costs.figures import engine
+    >>> round(float(step_host_s(engine("vllm-v0.2"), 4)) * 1e6, 1)   # (30 + 8 + 4) x 24 us + 89 us
+    1097.0
+    >>> step_host_s(engine("vllm"), 4)
+    Fraction(0, 1)
+    """
+    host = serve.get("step_host")
+    if not host:
+        return Fraction(0)
+    kernel = data()["kernel"]
+    launches = host["launches"] + ((host["split_launches"] + tp * host["per_rank_launches"]) if tp > 1 else 0)
+    calls = host["collectives"] if tp > 1 else 0
+    return launches * _x(kernel["host_s"]) + calls * _x(kernel["collective_host_s"])

@@ -34,10 +34,11 @@ each figure with its source:
   host launches each op, each tensor-parallel all-reduce among them, and the step takes at least
   ``kernels × kernel.host_s + all-reduces × kernel.collective_host_s`` (torch.distributed's call from Python;
   the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
-  (sampling, scheduling), and one that drives its ranks as Ray actors a round trip to them
-  (:func:`symllm.costs.collectives.ray_step_s`). Each tensor-parallel all-reduce costs the link's latency plus the
-  bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by
-  link), or the engine's own one-shot all-reduce's latency over NVLink.
+  (sampling, scheduling), one that drives its ranks as Ray actors a round trip to them
+  (:func:`symllm.costs.collectives.ray_step_s`), an eager one the host's work beyond its layers while the GPU
+  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency plus
+  the bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables
+  by link), or the engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
   routing), not the ``k/n_e`` of the bound. In training (:func:`moe_training_s`) an expert's GEMMs of
@@ -84,7 +85,7 @@ from fractions import Fraction
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s
+from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s, step_host_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
@@ -395,10 +396,17 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
+    control += step_host_s(serve, work.tp)  # an eager engine's inputs and sampler, the GPU waiting
     # a step's all-reduces: one a sublayer the ranks sum (parallel.reduced_sublayers), the logits' gather, and a
     # Mamba-2 gated norm's whose one group spans the ranks (vLLM's Mixer2RMSNormGated: mamba.spanning_norm)
     reduces = parts["reductions"] + 1 + parts.get("spanning_norms", 0)
     calls = reduces if tp_link else 0  # what the host launches of them
+
+    def tp_sent(phase: str, tokens: int):
+        """The bytes a step's all-reduces send, an engine that pads its tokens (``pad_tokens``) paying the rows
+        it adds in the residual stream's (the logits' gather keeps the real rows)."""
+        pad = (-tokens) % serve["pad_tokens"] if serve.get("pad_tokens") else 0
+        return parts[f"{phase}_tp_bytes"] + pad * parts.get(f"{phase}_tp_row_bytes", 0)
 
     rows = work.batch * work.seq
     # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
@@ -448,7 +456,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]), calls,
-                         allreduce_s(reduces, parts["prefill_tp_bytes"], tp_link, serve))
+                         allreduce_s(reduces, tp_sent("prefill", rows), tp_link, serve))
                + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]) + control)
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
     # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
@@ -464,7 +472,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     decode_gemm = max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
                       weights * gemv / mem)
     gpu_s = decode_gemm + max(core / peak, (moved - weights) / mem)
-    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, parts["decode_tp_bytes"], tp_link, serve))
+    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, tp_sent("decode", work.batch), tp_link, serve))
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]) + control)
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)

@@ -218,7 +218,8 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
     (``*_tp``: one per sublayer the ranks sum, ``reductions``, and the embedding's of the residual stream, ring,
     and the logits all-gathered; and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
-    whose one group spans the ranks, ``spanning_norms`` of them); and the activation one pipeline hand-off
+    whose one group spans the ranks, ``spanning_norms`` of them; ``*_tp_row``: the residual stream's part a token
+    row, what an engine's padded rows add); and the activation one pipeline hand-off
     carries per phase (``*_handoff``). ``phase_flops`` is
     :func:`symllm.costs.phases.flops`.
 
@@ -266,6 +267,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["training_bf16_flops"] = algebra.substitute(
             sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, head_part)), sp.S.Zero),
             defs)
+        def residual(r):  # the residual stream's all-reduces and the spanning norms' fp32 sums over r token rows
+            return per_block_sends * S.beta_a * r * S.d * (reductions + 1) + per_block_sends * FP32 * r * spanning
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -278,10 +281,9 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
-            terms[f"{phase}_tp"] = algebra.substitute(per_block_sends * S.beta_a * rows * S.d * (reductions + 1)
-                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V
-                                                      # a fp32 sum a token
-                                                      + per_block_sends * FP32 * rows * spanning, defs)
+            terms[f"{phase}_tp"] = algebra.substitute(residual(rows)
+                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V, defs)
+            terms[f"{phase}_tp_row"] = algebra.substitute(residual(1), defs)  # a row more (an engine's padding)
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
@@ -428,6 +430,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       "expert_params": num(f"{busiest}expert_params"), "expert_active": num(f"{busiest}expert_active"),
                       "training_expert_flops": num(f"{busiest}training_expert_flops"),
                       f"{phase}_tp_bytes": num(f"{busiest}{phase}_tp") if work.tp > 1 else 0,
+                      f"{phase}_tp_row_bytes": num(f"{busiest}{phase}_tp_row") if work.tp > 1 else 0,
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
                       "reductions": int(num(f"{busiest}reductions")),
                       "spanning_norms": int(num(f"{busiest}spanning_norms")) if work.tp > 1 else 0})
