@@ -517,7 +517,7 @@ def test_dropless_moe_waits_for_the_host_once_a_forward():
     #837 on bare metal) before its dispatch: once a layer's forward, twice with full recomputation (the forward
     runs again), never without an all-to-all (no expert-parallel link) or for an engine that does not sync."""
     link = ("NVLink 4", 450 * 10 ** 9)
-    common = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, bandwidth=335 * 10 ** 10)
+    common = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, rate=Fraction(88, 100) * 335 * 10 ** 10)
     once = efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1)["sync"]
     assert once == 24 * Fraction(2611, 10 ** 8)
     again = efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1, recompute=True)["sync"]

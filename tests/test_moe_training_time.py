@@ -83,7 +83,7 @@ def test_permutation_and_router_passes_by_hand():
     permute = 4 * 24 * 9 * 8192 * 2048 * 2        # 28,991,029,248 bytes
     router = 6 * 24 * 8192 * 128 * 4               # 603,979,776 bytes
     assert permute == 28_991_029_248 and router == 603_979_776
-    args = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, bandwidth=3350 * 10 ** 9)
+    args = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, rate=Fraction(88, 100) * 3350 * 10 ** 9)
     t = efficiency.moe_training_s(**args)
     assert float(t["permute"]) == pytest.approx(permute / mem, rel=1e-12)   # 9.83 ms
     assert float(t["router"]) == pytest.approx(router / mem, rel=1e-12)     # 0.20 ms

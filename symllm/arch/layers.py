@@ -13,7 +13,8 @@ This module loads no SymPy (config files are read with it).
 >>> groups([dense, moe, dense, moe])  # doctest: +NORMALIZE_WHITESPACE
 ((LayerKind(ffn='dense', rotary=True, window=None, temperature=False), 2),
  (LayerKind(ffn='moe', rotary=True, window=None, temperature=False), 2))
->>> group_names([LayerKind(window="chunked"), LayerKind(ffn="moe", window="chunked"), LayerKind(ffn="moe", rotary=False)])
+>>> group_names([LayerKind(window="chunked"), LayerKind(ffn="moe", window="chunked"),
+...              LayerKind(ffn="moe", rotary=False)])
 ('block', 'moe_block', 'nope_block')
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ from itertools import zip_longest
 from symllm.errors import SymllmError
 from symllm.validate import booleans, choice, positive_int, short
 
-__all__ = ["LayerKind", "window_pairs", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+__all__ = ["LayerKind", "window_pairs", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS",
+           "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
            "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names", "layout_engine"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
@@ -518,7 +520,8 @@ class Structure:
         if self.indexer and self.latent != "q_lora":
             raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")
         if not self.indexer and any(kind.shared_topk for kind in self.kinds):
-            raise SymllmError("shared_topk: a layer reusing another's top-k in a model without a sparse-attention indexer")
+            raise SymllmError("shared_topk: a layer reusing another's top-k in a model without a sparse-attention "
+                              "indexer")
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if not self.moe_beside_mlp and any(kind.wide_ffn and kind.ffn == "moe" for kind in self.kinds):

@@ -30,8 +30,8 @@ attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power li
 workload fits a model),
 :mod:`~symllm.costs.zero` (training states per optimizer and ZeRO sharding), :mod:`~symllm.costs.inverse`
 (the largest batch or context that fits, in closed form; :mod:`~symllm.costs.search`: its numbers' half),
-:mod:`~symllm.costs.comparison` (models side by side), :mod:`~symllm.costs.shares` (memory per component), :mod:`~symllm.costs.replication` (key/value heads
-replicated over tensor-parallel ranks).
+:mod:`~symllm.costs.comparison` (models side by side), :mod:`~symllm.costs.shares` (memory per component),
+:mod:`~symllm.costs.replication` (key/value heads replicated over tensor-parallel ranks).
 """
 from symllm._lazy import attributes
 

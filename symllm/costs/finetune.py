@@ -217,7 +217,8 @@ def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
     rank = {S.r_lora: work.lora_rank}
     out = {"trainable_params": substitute(trainable(mdl, work.lora_targets), dict(mdl.definitions)),
            **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=selective.recompute_of(work))}
-    return {k: sp.expand(substitute(v, rank)) if k == "trainable_params" else substitute(v, rank) for k, v in out.items()}
+    return {k: sp.expand(substitute(v, rank)) if k == "trainable_params" else substitute(v, rank)
+            for k, v in out.items()}
 
 
 def lora(config, work: Workload | None = None, **options) -> dict:

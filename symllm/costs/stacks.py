@@ -22,10 +22,10 @@ and adds the terms up (per layer inside the groups of layers, from their repeats
 
 Inference runs in the workload's dtype (``model.to(dtype)``, ``torch.no_grad()``, ``use_cache=True``,
 logits at every position: a plain forward, what was measured, so an HF stack's inference peak holds every
-position's logits whatever ``--logits`` says; the FLOPs and bytes moved follow ``--logits``). Training runs under ``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per
-low-precision element, whatever ``--act-dtype`` says) with fp32 master weights, fp32 gradients and
-``torch.optim.AdamW`` (two fp32 moments), and the loss on the fp32-upcast logits (transformers'
-``ForCausalLMLoss``). ``recompute`` is transformers' gradient checkpointing (one checkpoint per decoder
+position's logits whatever ``--logits`` says; the FLOPs and bytes moved follow ``--logits``). Training runs under
+``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per low-precision element, whatever ``--act-dtype`` says) with fp32
+master weights, fp32 gradients and ``torch.optim.AdamW`` (two fp32 moments), and the loss on the fp32-upcast logits
+(transformers' ``ForCausalLMLoss``). ``recompute`` is transformers' gradient checkpointing (one checkpoint per decoder
 layer: its fp32 input).
 
 The training step's peak (:func:`training_peak`) is the largest of the step's moments
@@ -395,7 +395,8 @@ def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zer
     ['weights_and_moments', 'largest_moment']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    largest = maximum(*(substitute(t.bytes, sizes) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)))
+    largest = maximum(*(substitute(t.bytes, sizes)
+                        for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)))
     return {"weights_and_moments": held, "largest_moment": largest}
 
 
@@ -438,4 +439,5 @@ def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int
     ['forward end', 'backward start']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    return [(t, held + substitute(t.bytes, sizes)) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)]
+    return [(t, held + substitute(t.bytes, sizes))
+            for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)]

@@ -191,8 +191,8 @@ def _decode(item):
 
 
 def _workload_key(config: ModelConfig, work) -> str:
-    from symllm.costs import hardware
-    return answer_key("workload", config, [("shape", work.shape()), ("gpu", hardware.of(work) is not None),
+    from symllm.costs import accelerators
+    return answer_key("workload", config, [("shape", work.shape()), ("gpu", accelerators.of(work) is not None),
                                            ("weight_format", work.weight_format)])
 
 
@@ -227,7 +227,8 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
     were kept (a refused workload keeps none), and the stack is in the workload's shape.
 
     >>> from symllm.costs.workloads import Workload
-    >>> workload_of(load("llama3.1-8b"), Workload(seq=1000, stack="hf-sdpa"))[0]["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 1000
+    >>> kv = workload_of(load("llama3.1-8b"), Workload(seq=1000, stack="hf-sdpa"))[0]["memory"]["kv_cache"]
+    >>> kv == 2 * 32 * 8 * 128 * 2 * 1000
     True
     """
     from symllm.costs import checks

@@ -71,8 +71,9 @@ _T = b * s  # token rows in one forward pass
 #: (not tensor-split: divided over the expert-parallel ranks), "heads" (a vector of one number per query
 #: head, split with the heads: ``Shard(0)``, transformers' ``local_rowwise``; gpt-oss's sinks; a weight of a
 #: layer's own heads or groups, split with them and needing no collective: a Mamba-2 mixer's convolution, A_log, D,
-#: dt_bias and gated norm, a Gated DeltaNet's convolution, A_log and dt_bias), "merged" (a column-wise linear whose output is several tensors side by side, each split
-#: over the ranks by its own heads or groups: vLLM's ``MergedColumnParallelLinear``, Mamba-2's in_proj)
+#: dt_bias and gated norm, a Gated DeltaNet's convolution, A_log and dt_bias), "merged" (a column-wise linear whose
+#: output is several tensors side by side, each split over the ranks by its own heads or groups: vLLM's
+#: ``MergedColumnParallelLinear``, Mamba-2's in_proj)
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",

@@ -295,7 +295,8 @@ def _compressor_saved(rate, slots, rotated) -> sp.Expr:
     the ``rotated`` channels each. The indexer keeps nothing: its top-k indices carry no gradient, so nothing it
     saved is reachable from the loss (its graph is freed at the end of the forward).
 
-    >>> _compressor_saved(4, 4, 2).subs({b: 1, s: 9, d_h: 8, beta_a: 2})  # 2·9·8 + (4 + 2)·2·4·8 + 4·(2·2·8 + 2) + 2·2·2·2
+    >>> # 2·9·8 + (4 + 2)·2·4·8 + 4·(2·2·8 + 2) + 2·2·2·2
+    >>> _compressor_saved(4, 4, 2).subs({b: 1, s: 9, d_h: 8, beta_a: 2})
     680
     """
     C = _entries(rate)
@@ -393,12 +394,12 @@ def _eager_live(kind: str, keys, rotated) -> tuple[sp.Expr, ...]:
     moments: the softmax's max subtraction, the scores after the mask, the scores with the sinks' column, their
     maxima and the difference (``b·n_h·s·(3·k + 3)`` over the ``k`` keys); and A·V's output made contiguous, the
     difference, the probabilities, A·V's output and its copy (``2·b·n_h·s·(k + 1) + 2·b·s·n_h·d_h``: this one at
-    published widths, ``d_h`` 512, for fewer than ``2·d_h`` keys); each beside q_a_norm's output, RoPE's repeated cos and sin (``s`` rows of
-    half the rotated channels each), the queries, the keys (the window's and the compressed entries, one head); a
-    compressing layer also keeps its compressed entries, the block bias over them (HCA ``b·s·C``; CSA ``b·s·(C +
-    1)`` and a ``2·s`` buffer of the indexer's rotary) and the mask widened to the keys (``b·s·k``). A decode step's
-    candidate is its core's score-sized tensors alone, ``b·n_h·(3·k + 3)`` with ``k`` its keys after the ``s + n``
-    positions (the window's ``min(s + n - 1, W - 1) + 1`` and every entry)."""
+    published widths, ``d_h`` 512, for fewer than ``2·d_h`` keys); each beside q_a_norm's output, RoPE's repeated cos
+    and sin (``s`` rows of half the rotated channels each), the queries, the keys (the window's and the compressed
+    entries, one head); a compressing layer also keeps its compressed entries, the block bias over them (HCA ``b·s·C``;
+    CSA ``b·s·(C + 1)`` and a ``2·s`` buffer of the indexer's rotary) and the mask widened to the keys (``b·s·k``). A
+    decode step's candidate is its core's score-sized tensors alone, ``b·n_h·(3·k + 3)`` with ``k`` its keys after the
+    ``s + n`` positions (the window's ``min(s + n - 1, W - 1) + 1`` and every entry)."""
     C = keys - s
     common = _T * r_q + s * rotated + _T * n_h * d_h + b * keys * d_h
     if kind == "heavily_compressed":
