@@ -41,15 +41,15 @@ each figure with its source:
   by link), or the engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
-  routing), not the ``k/n_e`` of the bound. In training (:func:`moe_training_s`) an expert's GEMMs of
-  reduction width ``K`` below the GEMM table's lose the time their output takes to write
-  (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
-  group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and unpermutation and its router's
-  scores as memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
-  device-to-host round trip each forward (``moe.sync_s``), and its micro-batch takes at least the time the
-  host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`) and, a rank holding 16
-  experts or more, a measured floor a layer (:func:`moe_layer_floor_s`, ``moe.layer_floor``: BF16; under FP8
-  current scaling the host launches three quantization kernels more an expert's input and gradient, on top).
+  routing), not the ``k/n_e`` of the bound. In training an expert's GEMMs of reduction width ``K`` below the
+  GEMM table's lose the time their output takes to write (:func:`grouped_gemm`); the rest of a mixture's
+  training costs are :mod:`symllm.costs.moe_training`'s: each MoE layer's all-to-all dispatch and combine over
+  the expert-parallel group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and
+  unpermutation and its router's scores as memory-bound passes; a dropless layer under an engine that syncs
+  (``moe_host_syncs``) waits a device-to-host round trip each forward (``moe.sync_s``), and its micro-batch
+  takes at least the time the host needs to launch its layers' kernels one at a time and, a rank holding 16
+  experts or more, a measured floor a layer (``moe.layer_floor``: BF16; under FP8 current scaling the host
+  launches three quantization kernels more an expert's input and gradient, on top).
 * **FP8 training** under an engine with an ``fp8_recipe`` (Transformer Engine's current scaling, torchao's tensorwise)
   adds the quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem``, torchao's weights too (:func:`symllm.costs.fp8_casts.fp8_quantize_s`).
@@ -85,10 +85,11 @@ from fractions import Fraction
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s, step_host_s
+from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
+from symllm.costs.moe_training import moe_host_launch_s, moe_layer_floor_s, moe_training_s
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.step_passes import op_recompute_s, step_passes_s
@@ -96,8 +97,7 @@ from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.costs.utilisation import of_peak
 
 __all__ = ["ENGINES", "gemm", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
-           "f16_gemv_factor", "train_factor", "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s",
-           "expected", "seconds"]
+           "f16_gemv_factor", "train_factor", "expected", "seconds"]
 
 
 def __getattr__(name):  # ENGINES: read on first use
@@ -274,74 +274,6 @@ def model_flops(num) -> Fraction:
     return Fraction(num("model_flops"))
 
 
-def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, rate, ep_bytes=0, link=None,
-                   recompute: bool = False, syncs: int = 0) -> dict:
-    """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
-    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`symllm.costs.collectives.alltoall_s`, 4 calls a
-    layer: dispatch and combine in forward and backward; 6 with full recomputation), ``permute``
-    (``moe.permute_passes`` passes a layer, each of ``(1 + k)·rows`` rows of ``d`` activations of
-    ``act_bytes``; 6 with recomputation) and ``router`` (``moe.router_passes`` passes over ``rows·n_e`` fp32
-    scores), both at ``rate`` (bytes/s: the bandwidth at :func:`stream`'s fraction for the card's memory
-    kind, as every memory-bound pass of a training step); ``sync``: ``syncs`` device-to-host round trips
-    (``moe.sync_s``) a layer's forward, the forward's again with recomputation (a dropless layer's tokens per
-    expert, where there is an all-to-all).
-
-    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, rate=stream() * 10 ** 12)
-    >>> float(t["permute"]), float(t["router"]), t["alltoall"]   # 2·4·9000·1024·2 and 2·6·1000·64·4 bytes at 0.88 TB/s
-    (0.00016756363636363637, 3.490909090909091e-06, Fraction(0, 1))
-    >>> link = ("NVLink 4", 450 * 10 ** 9)
-    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, rate=stream() * 10 ** 12,
-    ...                    ep_bytes=1, link=link, syncs=1)
-    >>> round(float(t["sync"]) * 1e6, 2)   # 2 layers x 26.11 us
-    52.22
-    """
-    moe = data()["moe"]
-    again = Fraction(3, 2) if recompute else 1  # the forward's passes (half of them) run again
-    permute = again * moe["permute_passes"] * layers * (1 + k) * rows * d * act_bytes / rate
-    router = again * moe["router_passes"] * layers * rows * n_e * 4 / rate
-    calls = (6 if recompute else 4) * layers
-    forwards = 2 if recompute else 1
-    sync = forwards * syncs * layers * _x(moe["sync_s"]) if ep_bytes and link is not None else Fraction(0)
-    return {"alltoall": alltoall_s(calls, ep_bytes, link) if ep_bytes else Fraction(0),
-            "permute": Fraction(permute), "router": Fraction(router), "sync": sync}
-
-
-def moe_host_launch_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool) -> Fraction:
-    """Seconds the host takes to launch a training micro-batch's dropless MoE layers, forward and backward,
-    one kernel at a time (``moe.launches``: ``per_local_expert`` launches an expert of the ``n_e / ep`` on a
-    rank, ``per_local_expert_bf16`` without FP8's quantizations, plus ``fixed``), each at ``kernel.host_s``:
-    dynamic shapes keep them out of CUDA graphs, so the micro-batch's GPU time is at least this.
-
-    >>> float(moe_host_launch_s(moe_layers=24, n_e=128, ep=8, fp8=True))   # 24 x (18 x 16 + 32) x 24 us
-    0.18432
-    >>> float(moe_host_launch_s(moe_layers=36, n_e=128, ep=8, fp8=False))  # 36 x (6 x 16 + 32) x 24 us
-    0.110592
-    """
-    launches = data()["moe"]["launches"]
-    local = -(-n_e // ep)
-    each = launches["per_local_expert"] if fp8 else launches["per_local_expert_bf16"]
-    return moe_layers * (each * local + launches["fixed"]) * _x(data()["kernel"]["host_s"])
-
-
-def moe_layer_floor_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool = False) -> Fraction:
-    """The least a training micro-batch's dropless MoE layers take, forward and backward, where a rank holds at
-    least ``moe.layer_floor.local_experts`` of the ``n_e`` experts (a Megatron-Core layer's measured floor, BF16,
-    0 below); ``fp8`` (Transformer Engine's current scaling): the floor plus the host's launches of the
-    quantizations FP8 adds an expert (:func:`moe_host_launch_s`'s FP8 count less its BF16 one).
-
-    >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8)), moe_layer_floor_s(moe_layers=24, n_e=128, ep=64)
-    (0.21696, Fraction(0, 1))
-    >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8, fp8=True))  # 24 x (9.04 ms + (18 - 6) x 16 x 24 us)
-    0.327552
-    """
-    floor = data()["moe"]["layer_floor"]
-    if -(-n_e // ep) < floor["local_experts"]:
-        return Fraction(0)
-    host = dict(moe_layers=moe_layers, n_e=n_e, ep=ep)
-    casts = moe_host_launch_s(**host, fp8=True) - moe_host_launch_s(**host, fp8=False) if fp8 else 0
-    return moe_layers * _x(floor["s"]) + casts
-
-
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
     ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
@@ -352,7 +284,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
     rounds a step:
     :func:`symllm.costs.parallel.comm`); a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
-    ``beta_a`` for :func:`moe_training_s`), the workload, the peak FLOP/s of the compute dtype, the bandwidth
+    ``beta_a`` for :func:`symllm.costs.moe_training.moe_training_s`), the workload, the peak FLOP/s of the
+    compute dtype, the bandwidth
     and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. The card's figures are
     :func:`card`'s (its GEMM efficiency at its own peak only; None: the measured curve). Seconds as floats.
     """

@@ -547,7 +547,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
                   "training_flops": max(num(f"{st}training_flops") for st in stages),
-                  # a mixture's training extras (efficiency.moe_training_s): the busiest stage's MoE layers, widths
+                  # a mixture's training extras (moe_training.moe_training_s): the busiest stage's MoE layers, widths
                   "expert_layers": max(num(f"{st}expert_layers") for st in stages),
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv")
                      if name in vals},
