@@ -35,10 +35,11 @@ keep their weights only (:func:`optimizer_states` counts the gradients and the o
 :meth:`~symllm.arch.components.base.Component.trained`'s parameters): torch leaves their ``.grad`` None, its
 optimizers create state lazily for a parameter with a gradient only (``torch.optim.AdamW``, foreach, fused and
 single-tensor: ``_init_group`` skips ``p.grad is None``, torch 2.13.0), and FSDP2 reduce-scatters and shards only
-the gradients that exist (``FSDPParamGroup.post_backward``'s ``fsdp_params_with_grad``). So are the fp32 master
-weights counted, as an optimizer that copies them with its state keeps them; one that flattens every parameter that
-requires grad into fp32 buffers up front (DeepSpeed's ZeRO partitions, Megatron's gradient buffers, DDP's buckets)
-holds those bytes for them too: not modelled.
+the gradients that exist (``FSDPParamGroup.post_backward``'s ``fsdp_params_with_grad``; its default
+``reduce_scatter_unused_params=False``). The fp32 master weights go with the optimizer part: an optimizer
+that makes them with its state makes none for these. An implementation that lays out buffers for every parameter
+that requires grad up front (DDP's gradient buckets, DeepSpeed's flat fp32 partitions, Megatron's gradient
+buffers) holds those bytes for them too: not modelled.
 """
 from __future__ import annotations
 
