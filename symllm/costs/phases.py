@@ -46,7 +46,7 @@ from symllm.costs import stacks, zero
 from symllm.costs.decoding import _phase
 from symllm.costs.selective import policy, recompute_of
 from symllm.arch import symbols as S
-from symllm.arch.components import Component, component, model
+from symllm.arch.components import Component, Rules, component, model
 from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
@@ -421,9 +421,11 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     if kind != "training_states" or experts == 0:
         return mem
     opt = dict(zero_stage=zero_stage, optimizer=optimizer)
+    frozen = sp.expand(st.total("params") - st.trained().total("params"))  # no gradient: their weights only
+    no_grad = (Component("no_grad", params=frozen, rules=Rules(no_grad=True)),) if frozen != 0 else ()
     own = memory(Component("local_experts", params=experts), kind, **opt)
-    whole = memory(Component("stage", params=st.total("params")), kind, **opt)
-    rest = memory(Component("rest", params=st.total("params") - experts), kind, **opt)
+    whole = memory(Component("stage", params=st.total("params") - frozen, children=no_grad), kind, **opt)
+    rest = memory(Component("rest", params=st.total("params") - experts - frozen, children=no_grad), kind, **opt)
     return mem - whole + rest + substitute(own, {S.N_d: S.N_d / S.N_e})
 
 

@@ -288,8 +288,8 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
                    optimizer: str = "adamw", mdl: Component | None = None) -> tuple[Term, ...]:
     """The candidates for the highest point of one steady-state training step under ``stack`` (``hf-eager``,
     ``hf-sdpa``) for ``mdl`` (default: LLaMA's model): each Term is everything live at that moment except the
-    fp32 master weights ``4N`` and AdamW's moments ``8N`` (held throughout). ``component`` names the moment;
-    ``N`` is the parameter count.
+    fp32 master weights and AdamW's moments ``8N`` (held throughout). ``component`` names the moment; ``N`` counts
+    the parameters that get a gradient (all but a part that runs forward only, whose weights alone are held).
 
     The loop (docs/stacks.md, "Training peak"): ``optimizer.zero_grad(set_to_none=True)``; ``loss =
     model(input_ids=ids, labels=labels).loss`` under autocast (the output, with its logits and KV cache,
@@ -404,11 +404,12 @@ def _held(mdl: Component, stack: str, zero_stage: int, optimizer: str = "adamw")
     """fp32 master weights and the optimizer's states (ZeRO-sharded: the gradients are freed before each step),
     and the sizes the moments' symbols stand for."""
     check_model(stack, mdl)
-    N = mdl.total("params")
+    graded = mdl.trained()  # the gradients, the step and its temporary: the parameters that get a gradient only
+    N = graded.total("params")
     held = zero.optimizer_states(mdl, zero_stage, optimizer, master=False) \
         - zero.training_states(N, zero_stage, {"gradients": zero.FP32_ADAMW["gradients"]})
-    per_block = next(c for c in mdl.children if c.checkpoint != 0)
-    sizes = {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat, _P_LARGEST: largest_tensor(mdl)}
+    per_block = next(c for c in graded.children if c.checkpoint != 0)
+    sizes = {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat, _P_LARGEST: largest_tensor(graded)}
     return held, sizes
 
 

@@ -158,8 +158,8 @@ class Rules:
     #: the loss (DeepSeek-V4's ``DeepseekV4Indexer``, whose one output, the top-k indices, carries no gradient, so
     #: autograd frees what it recorded when the forward returns): its forward runs (again under full recomputation)
     #: but nothing under it is held for backward, its LoRA adapters' intermediates included, its parameters and
-    #: adapters get no gradient, and its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s
-    #: training). True: always; or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
+    #: adapters get no gradient and so no optimizer state (:meth:`Component.trained`; :mod:`symllm.costs.zero`), and
+    #: its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s training). True: always; or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
     #: no path to the loss for some prompts only (DeepSeek-V4's compressor while its prompt closes no window)
     no_grad: bool | sp.Expr = False
     #: the whole units a split of its weight keeps together where they are not the query heads (which every split
@@ -338,6 +338,28 @@ class Component:
         if idle == 0:
             return inner
         return (1 - idle) * inner if rest else idle * self.total(quantity) + (1 - idle) * inner
+
+    def trained(self) -> Component:
+        """This component with only the parts whose backward runs in training: a part that runs forward only
+        (:attr:`Rules.no_grad`) left out, one that does so for some prompts only (an expression in ``s``) kept
+        ``1 - that`` times. What gets a gradient and optimizer state: torch leaves the others' ``.grad`` None,
+        and its optimizers create state lazily, for a parameter with a gradient only (:mod:`symllm.costs.zero`).
+
+        >>> from symllm.arch.components import latent_attention
+        >>> a = latent_attention(sparse=True)
+        >>> a.trained().total("params") == a.gradless("params", rest=True), "indexer" in [c.name for c in a.walk()]
+        (True, True)
+        >>> "indexer" in [c.name for c in a.trained().walk()]
+        False
+        """
+        idle = self.rules.forward_only
+        if idle == 1:
+            return Component(self.name)
+        kept = tuple(c.trained() for c in self.children if c.rules.forward_only != 1)
+        if idle == 0 and len(kept) == len(self.children) and all(k is c for k, c in zip(kept, self.children)):
+            return self  # nothing under it runs forward only: itself (the caches keyed by it still hit)
+        return self.replace(children=kept, repeat=self.repeat * (1 - idle),
+                            rules=dataclasses.replace(self.rules, no_grad=False))
 
     def breakdown(self, quantity: str = "params") -> dict[str, sp.Expr]:
         """Leaf path -> that leaf's total over every repeat of it, in model order.
