@@ -51,14 +51,14 @@ from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.costs.numbered import grouped, named_values, workload_numbers
+from symllm.costs.numbered import grouped, named, weight_format_group, workload_numbers
 from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes, tp_layout,
                                     with_stated)
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
-    "activations", "closed_form", "workload", "values", "quantities", "stage_memory", "logit_rows",
-    "resolved_workload", "workload_forms", "workload_numbers",
+    "activations", "closed_form", "workload", "quantities", "stage_memory", "logit_rows",
+    "resolved_workload", "workload_forms",
 ]
 
 
@@ -472,27 +472,8 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
         hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)), declares)  # mdl held: id kept
     _, forms, groups, compiled, declares = hit
-    return workload_numbers(work, Numbers(compiled, _named(spec, work)), groups, _format(spec, work),
+    return workload_numbers(work, Numbers(compiled, named(spec, work)), groups, weight_format_group(spec, work),
                             window=spec.config.max_positions, declares=declares)
-
-
-def _named(spec, work: Workload) -> dict:
-    """:func:`values` by symbol name (what :class:`~symllm.numbers.runtime.Numbers` reads), the spec's part
-    named once per spec."""
-    hit = _NAMED.get(id(spec))
-    if hit is None or hit[0] is not spec:
-        if len(_NAMED) >= 512:
-            _NAMED.clear()
-        hit = _NAMED[id(spec)] = (spec, {sym.name: v for sym, v in spec.values().items()})  # spec held: id kept
-    out = {**hit[1], **named_values(work)}
-    if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
-        from symllm.costs import formats
-        out["beta_w"] = formats.bytes_per_weight(spec, work.weight_format)
-    return out
-
-
-#: id(spec) -> (spec, its values by symbol name)
-_NAMED: dict[int, tuple] = {}
 
 
 #: (id of the model component, the workload's shape, whether an accelerator is asked) -> (the component,
@@ -565,38 +546,3 @@ def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
     if accelerators.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         forms.update(hardware.roofline_forms(mdl, work, exprs, flops))
     return forms, tuple(exprs)
-
-
-def _format(spec, work: Workload) -> dict | None:
-    """The ``weight_format`` group of :func:`workload` but its ``dtype_weights_bytes``: the format's bytes and
-    where it was read (None: no weight format)."""
-    if work.weight_format is None:
-        return None
-    from symllm.costs import formats
-    fmt = formats.weight_bytes(spec, work.weight_format)
-    stated = spec.config.weight_format
-    source = spec.config.weight_format_source if fmt["format"] == stated else "--weight-format" + (
-        f" (overrides the config's {stated}: {spec.config.weight_format_source})" if stated else "")
-    return {"format": fmt["format"], "source": source, "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"]}
-
-
-def values(config, workload: Workload | None = None, **options) -> dict:
-    """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
-    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …); under a
-    ``weight_format`` ``β_w`` is its exact bytes over the model's weights (:mod:`symllm.costs.formats`).
-
-    >>> v = values("llama3.1-8b", batch=1, seq=8)
-    >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
-    (4096, 8, 1.3, 8, 8, 14336)
-    """
-    spec = resolved.spec(config)
-    out = spec.values()
-    if workload is not None or options:
-        work = Workload.of(workload, **options)
-        out.update(work.values())
-        fmt = work.weight_format or spec.config.weight_format  # given, else the config's quantization_config
-        if fmt is not None:  # β_w: the format's exact bytes over the model's weights
-            from symllm.costs import formats
-            out[S.beta_w] = formats.bytes_per_weight(spec, fmt)
-    return out
-

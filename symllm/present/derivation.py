@@ -26,6 +26,7 @@ import sympy as sp
 from symllm.arch import resolved
 from symllm.arch.algebra import rename
 from symllm.costs import checks
+from symllm.costs import numbered
 from symllm.costs import phases as costs
 from symllm.costs import accelerators, hardware
 from symllm.costs import parallel
@@ -432,7 +433,7 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
                           f"not {kind_key.upper()}")
     leaves, total, closed, definitions = _symbolic(name, quantity, kind_key, spec, work, options)
     terms = tuple((k, v) for k, v in leaves.items() if v != 0)
-    vals = costs.values(spec, work) if spec is not None else None
+    vals = numbered.values(spec, work) if spec is not None else None
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
         vals = None if accelerators.of(work) is None else work.values() if quantity == "ridge" else vals
     if vals is not None and quantity in ("comm", "decode_batch") and S.n_kv in vals:  # one GPU's: one KV head a

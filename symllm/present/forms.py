@@ -16,6 +16,7 @@ from fractions import Fraction
 import sympy as sp
 
 from symllm.costs import checks
+from symllm.costs import numbered
 from symllm.costs import phases as costs
 from symllm.arch.components import collected
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
@@ -108,7 +109,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     """
     key = cache_key(spec.shape(), work.shape())
     checks.check(spec, work)
-    vals = costs.values(spec, work)  # β_w of a weight format included
+    vals = numbered.values(spec, work)  # β_w of a weight format included
     hit = cache_get("workload", key)
     table = None
     if hit is not None and len(hit) == 3:

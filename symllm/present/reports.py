@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from symllm.arch import resolved
+from symllm.costs import numbered
 from symllm.costs import phases as costs
 from symllm.costs import accelerators, hardware
 from symllm.costs import parallel
@@ -184,7 +185,7 @@ class Report:
                                                                      glossary=False, definitions=False))})
         rows = []
         if work.stack not in stacks.COMPONENT_STACKS:
-            vals = costs.values(spec, work)
+            vals = numbered.values(spec, work)
             mdl = costs.model_of(spec, work)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
                     for t, e in stacks.moments(mdl, work.stack, work.recompute == "full", work.zero_stage)]

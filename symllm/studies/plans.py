@@ -45,7 +45,7 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import accelerators, checks, hardware, inverse, parallel, stacks
+from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel, stacks
 from symllm.costs.schedules import handoffs
 from symllm.costs.utilisation import of_peak
 from symllm.costs import phases as costs
@@ -159,7 +159,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     positive_int("limit", limit)
     kind = "training_peak" if training else "inference_peak"
     mdl = costs.model_of(spc, work)
-    vals = costs.values(spc, work)  # β_w of a --weight-format, β_kv of a --kv-format: the one place
+    vals = numbered.values(spc, work)  # β_w of a --weight-format, β_kv of a --kv-format: the one place
 
     def peak(tp: int, pp: int, dp: int):
         at = work.replace(tp=tp, pp=pp, dp=dp)
@@ -350,7 +350,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     if n == 0:
         return out
     mdl = costs.model_of(spc, work)
-    base = {sym.name: v for sym, v in costs.values(spc, work).items()}  # with a weight format's β_w
+    base = {sym.name: v for sym, v in numbered.values(spc, work).items()}  # with a weight format's β_w
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}
     whole = args  # the model's own key/value heads (its model FLOPs); one GPU's forms: one head a rank where

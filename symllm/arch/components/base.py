@@ -159,7 +159,8 @@ class Rules:
     #: autograd frees what it recorded when the forward returns): its forward runs (again under full recomputation)
     #: but nothing under it is held for backward, its LoRA adapters' intermediates included, its parameters and
     #: adapters get no gradient and so no optimizer state (:meth:`Component.trained`; :mod:`symllm.costs.zero`), and
-    #: its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s training). True: always; or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
+    #: its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s training). True: always;
+    #: or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
     #: no path to the loss for some prompts only (DeepSeek-V4's compressor while its prompt closes no window)
     no_grad: bool | sp.Expr = False
     #: the whole units a split of its weight keeps together where they are not the query heads (which every split
