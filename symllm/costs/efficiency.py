@@ -280,7 +280,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     into; ``prefill_gemm_s`` its GEMMs alone, ``decode_gemm_s`` a decode step's, the weights' stream where
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
-    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``*_handoff``,
+    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``collectives``, ``*_handoff``,
     ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
     rounds a step:
     :func:`symllm.costs.parallel.comm`); a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
@@ -330,10 +330,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
     control += step_host_s(serve, work.tp)  # an eager engine's inputs and sampler, the GPU waiting
-    # a step's all-reduces: one a sublayer the ranks sum (parallel.reduced_sublayers), the logits' gather, and a
-    # Mamba-2 gated norm's whose one group spans the ranks (vLLM's Mixer2RMSNormGated: mamba.spanning_norm)
-    reduces = parts["reductions"] + 1 + parts.get("spanning_norms", 0)
-    calls = reduces if tp_link else 0  # what the host launches of them
+    # a step's collectives (collectives.step_collectives: the residual stream's all-reduces, the embedding's among
+    # them, the logits' gather, vLLM's spanning Mamba-2 norms'): each a latency on the GPU, a call from the host
+    reduces = parts.get("collectives", 0)
+    calls = reduces if tp_link else 0
 
     def tp_sent(phase: str, tokens: int):
         """The bytes a step's all-reduces send, an engine that pads its tokens (``pad_tokens``) paying the rows

@@ -215,10 +215,11 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
                 experts: str = "split") -> dict:
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
-    its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
-    (``*_tp``: one per sublayer the ranks sum, ``reductions``, and the embedding's of the residual stream, ring,
-    and the logits all-gathered; and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
-    whose one group spans the ranks, ``spanning_norms`` of them; ``*_tp_row``: the residual stream's part a token
+    its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
+    (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``reductions``, one per
+    sublayer the ranks sum; ``spanning_norms``) and the bytes they send (``*_tp``: the residual stream's all-reduces,
+    ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
+    whose one group spans the ranks; ``*_tp_row``: the residual stream's part a token
     row, what an engine's padded rows add); and the activation one pipeline hand-off
     carries per phase (``*_handoff``). ``phase_flops`` is
     :func:`symllm.costs.phases.flops`.
@@ -258,9 +259,11 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training",
                                                                         recompute=recompute is True), defs)
         terms["expert_layers"] = algebra.substitute(stage_parts.moe_layers(stage), defs)
-        # vLLM's Mamba-2 gated norms whose one group spans the ranks: an all-reduce of a fp32 sum a token each
-        spanning = module("symllm.arch.components.mamba").spanning_norms(stage)
-        terms["spanning_norms"] = algebra.substitute(spanning, defs)
+        # the step's collectives, counted once: the residual stream's all-reduces (the sublayers' and a vocabulary-
+        # split embedding's), the logits' all-gather, vLLM's Mamba-2 gated norms' fp32 sums
+        count = module("symllm.costs.collectives").step_collectives(stage, experts)
+        terms["collectives"] = algebra.substitute(sum(count.values()), defs)
+        terms["spanning_norms"] = algebra.substitute(count["norms"], defs)
         for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
             terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)
         head_part = stage_parts.part(stage, "head", lambda c: S.s_o in c.flops.free_symbols)  # the logits' GEMM
@@ -268,7 +271,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, head_part)), sp.S.Zero),
             defs)
         def residual(r):  # the residual stream's all-reduces and the spanning norms' fp32 sums over r token rows
-            return per_block_sends * S.beta_a * r * S.d * (reductions + 1) + per_block_sends * FP32 * r * spanning
+            return per_block_sends * (S.beta_a * S.d * count["residual"] + FP32 * count["norms"]) * r
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -281,8 +284,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
-            terms[f"{phase}_tp"] = algebra.substitute(residual(rows)
-                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V, defs)
+            terms[f"{phase}_tp"] = algebra.substitute(residual(rows) + count["logits"] * (S.N_t - 1) / S.N_t
+                                                      * S.beta_a * logit_rows * S.V, defs)
             terms[f"{phase}_tp_row"] = algebra.substitute(residual(1), defs)  # a row more (an engine's padding)
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
@@ -433,7 +436,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       f"{phase}_tp_row_bytes": num(f"{busiest}{phase}_tp_row") if work.tp > 1 else 0,
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
                       "reductions": int(num(f"{busiest}reductions")),
-                      "spanning_norms": int(num(f"{busiest}spanning_norms")) if work.tp > 1 else 0})
+                      "collectives": int(num(f"{busiest}collectives")) if work.tp > 1 else 0})
         if phase == "prefill":  # the attention core's training FLOPs, as run and with nothing recomputed
             parts.update({k: num(f"{busiest}{k}") for k in ("model_core_flops", "training_core_flops")})
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
