@@ -59,8 +59,9 @@ WINDOWS = (None, "sliding", "chunked")
 #: symllm.arch.components: the engine lays it out otherwise than transformers' tp plan, the part's ``split``), as a
 #: workload's ``--engine`` names them; the workload's shape holds its engine only when it is one of these. SGLang
 #: is not one yet: its DeepSeek-V4 attention splits as vLLM's (docs/parallel.md) but its shared expert's split was
-#: not read at a DeepSeek-V4 commit
-LAYOUT_ENGINES = ("vllm",)
+#: not read at a DeepSeek-V4 commit. MLC LLM keeps the embedding and lm_head whole on every rank (its October 2023
+#: multi-GPU path: symllm.arch.components.embeddings)
+LAYOUT_ENGINES = ("vllm", "mlc")
 #: op checkpointing's one policy (symllm.costs.selective; SymPy-free for the expected times): the order a
 #: torchtitan Llama block calls its linears, each one ``aten.mm`` (torchtitan 9dec370 ``torchtitan/models/llama/
 #: model.py``), and those whose outputs it recomputes, every second one (``_custom_policy``'s ``mm_count % 2 == 0``)

@@ -464,7 +464,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         forms, groups = workload_forms(spec, work)
         if len(_FORMS) >= 512:
             _FORMS.clear()
-        declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
+        declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
         hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)), declares)  # mdl held: id kept
     _, forms, groups, compiled, declares = hit
     return workload_numbers(work, Numbers(compiled, _named(spec, work)), groups, _format(spec, work),
@@ -530,7 +530,7 @@ def layout_of(spec, work: Workload) -> str | None:
     >>> layout_of(dsv4, Workload()), layout_of(dsv4, Workload(engine="vllm")), layout_of(llama, Workload())
     ('transformers', 'vllm', None)
     """
-    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention)))
+    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention), work.engine))
 
 
 def model_of(spec, work: Workload):

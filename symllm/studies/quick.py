@@ -300,7 +300,7 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
     forms, groups = phases.workload_forms(spec, work)
     vals = phases.values(spec, work)
     fmt = phases._format(spec, work)
-    declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
+    declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
     out = phases.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions,
                                   declares=declares)
     resolved = R.resolved_config(config)
