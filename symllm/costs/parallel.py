@@ -101,8 +101,8 @@ from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "has_experts", "comm_kinds", "shard", "stages",
-           "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS",
+__all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "has_experts", "comm_kinds", "shard",
+           "stages", "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS",
            "SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
