@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import collectives, efficiency, figures, gemm_cards, ggml, power, schedules, tiles
+from symllm.costs import collectives, efficiency, figures, gemm_cards, ggml, moe_training, power, schedules, tiles
 from symllm.errors import SymllmError
 from tests.strategies import attention_grids, timed_workloads
 
@@ -517,13 +517,13 @@ def test_dropless_moe_waits_for_the_host_once_a_forward():
     #837 on bare metal) before its dispatch: once a layer's forward, twice with full recomputation (the forward
     runs again), never without an all-to-all (no expert-parallel link) or for an engine that does not sync."""
     link = ("NVLink 4", 450 * 10 ** 9)
-    common = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, bandwidth=335 * 10 ** 10)
-    once = efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1)["sync"]
+    common = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, rate=Fraction(88, 100) * 335 * 10 ** 10)
+    once = moe_training.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1)["sync"]
     assert once == 24 * Fraction(2611, 10 ** 8)
-    again = efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1, recompute=True)["sync"]
+    again = moe_training.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1, recompute=True)["sync"]
     assert again == 2 * once
-    assert efficiency.moe_training_s(**common, syncs=1)["sync"] == 0
-    assert efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link)["sync"] == 0
+    assert moe_training.moe_training_s(**common, syncs=1)["sync"] == 0
+    assert moe_training.moe_training_s(**common, ep_bytes=10 ** 6, link=link)["sync"] == 0
     assert figures.engine("megatron")["moe_host_syncs"] == 1 and "moe_host_syncs" not in figures.engine("torchtitan")
 
 

@@ -45,7 +45,8 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
 
     >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9)))
     2e-05
-    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)  # 20 us + 24,576 B at 0.58 x 32 GB/s
+    >>> # 20 us + 24,576 B at 0.58 x 32 GB/s
+    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)
     21.3241
     >>> from symllm.costs.figures import engine
     >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9), engine("trtllm")))
@@ -62,8 +63,9 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
 
 def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
     """Seconds ``calls`` all-to-alls take that together send ``sent_bytes`` per GPU over ``link`` (topology,
-    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the fraction of
-    the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is given).
+    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the
+    fraction of the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is
+    given).
 
     >>> float(alltoall_s(4, 765 * 10 ** 6, ("NVLink 4", 10 ** 12)))   # 4 x 10 us + 765 MB at 0.765 TB/s
     0.00104

@@ -5,7 +5,7 @@ its fields and checks, is :mod:`symllm.costs.workloads`.
 """
 from __future__ import annotations
 
-from symllm.costs import hardware
+from symllm.costs import accelerators, hardware
 from symllm.costs.replication import ReplicatedKV
 from symllm.costs.workloads import symbol_codes, tp_layout
 
@@ -17,8 +17,8 @@ __all__ = ["named_values", "workload_numbers", "grouped"]
 
 
 def named_values(work: Workload, codes=None) -> dict:
-    """:meth:`Workload.values` by symbol name (``codes``: :func:`symllm.costs.workloads.symbol_codes`, or the table a stored entry
-    kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
+    """:meth:`Workload.values` by symbol name (``codes``: :func:`symllm.costs.workloads.symbol_codes`, or the table
+    a stored entry kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
 
     >>> from symllm.costs.workloads import Workload
     >>> v = named_values(Workload(batch=2, gpu="a100-40gb"))
@@ -26,10 +26,10 @@ def named_values(work: Workload, codes=None) -> dict:
     (2, 2, 312000000000000, 1555000000000)
     """
     out = {name: getattr(work, code) for name, code in (symbol_codes() if codes is None else codes)}
-    accelerator = hardware.of(work)
-    if accelerator is not None:  # P and B_mem (symllm.costs.hardware.values)
-        out["P"] = hardware.peak_flops(accelerator, work.matmul_dtype)
-        out["B_mem"] = hardware.gpu(accelerator).bandwidth
+    accelerator = accelerators.of(work)
+    if accelerator is not None:  # P and B_mem (symllm.costs.accelerators.values)
+        out["P"] = accelerators.peak_flops(accelerator, work.matmul_dtype)
+        out["B_mem"] = accelerators.gpu(accelerator).bandwidth
     return out
 
 

@@ -9,8 +9,8 @@ Conventions, stated once (docs/parallel.md):
   ``wv``, ``w1``, ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
   split, a bias replicated), the embedding split over the vocabulary, every other component (the norms,
   QK-norms, a mixture-of-experts router) replicated; gpt-oss's attention sinks, one per query head, split
-  with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not divide is
-  split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
+  with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not
+  divide is split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
   element, so ``⌈n_h·d_h/N_t⌉`` columns of ``wq``; a head split across ranks cannot run attention, so
   :mod:`symllm.costs.checks` refuses it; an ``N_t`` that is a multiple of ``n_kv`` holds one key/value head a
   rank, replicated: these forms at ``n_kv = N_t``, :mod:`symllm.costs.replication`). Per-GPU numbers are tensor
@@ -56,10 +56,10 @@ Conventions, stated once (docs/parallel.md):
   ``PrepareModuleInput``).
 * **Communication** is in bytes one GPU sends per training step of one micro-batch (forward + backward over
   its ``b × s`` tokens; a step of ``m`` micro-batches sends ``m`` times the ``tp``, ``pp`` and ``ep`` bytes and
-  the ``dp`` bytes once, as the training time counts them), under ring algorithms, in whole bytes for any layout: an all-gather or a reduce-scatter of
-  ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks, the busiest rank
-  ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce twice that. Every
-  tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
+  the ``dp`` bytes once, as the training time counts them), under ring algorithms, in whole bytes for any layout: an
+  all-gather or a reduce-scatter of ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks,
+  the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce
+  twice that. Every tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
   per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3); tensor-split
   routed experts are one such pair (their summed outputs forward, their input gradient backward). With ``sp``:
@@ -204,10 +204,10 @@ def comm_kinds(mdl: Component) -> tuple[str, ...]:
     return COMM_KINDS if has_experts(mdl) else COMM_KINDS[:3]
 
 
-#: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370: ``c10d_functional.reduce_scatter_tensor``;
-#: torchtitan's later lists add ``all_to_all_single`` for its mixtures, which this policy refuses): every other
-#: collective in a recomputed block -- the all-gather before sequence-parallel column linears, an all-reduce
-#: without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
+#: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
+#: ``c10d_functional.reduce_scatter_tensor``; torchtitan's later lists add ``all_to_all_single`` for its mixtures, which
+#: this policy refuses): every other collective in a recomputed block -- the all-gather before sequence-parallel column
+#: linears, an all-reduce without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
 SAVED_COLLECTIVES = ("reduce_scatter",)
 
 

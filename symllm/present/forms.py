@@ -64,8 +64,8 @@ def _rebuilt(text: str) -> sp.Basic:
         if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
             raise ValueError("srepr: a call of something other than a SymPy expression class")
     with sp.evaluate(False):
-        out = eval(compile(tree, "<srepr>", "eval"), {**{k: getattr(sp, k) for k in _SREPR_CALLS}, "Mul": _mul,  # noqa: S307
-                                                      "__builtins__": {}})
+        out = eval(compile(tree, "<srepr>", "eval"),  # noqa: S307
+                   {**{k: getattr(sp, k) for k in _SREPR_CALLS}, "Mul": _mul, "__builtins__": {}})
     if not isinstance(out, sp.Basic):
         raise TypeError(type(out).__name__)
     return out
