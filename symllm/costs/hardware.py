@@ -198,13 +198,17 @@ def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
 def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     """:func:`bytes_moved` for a pipeline stage as tensor rank 0 holds it (:func:`symllm.costs.parallel.stages`):
     its weights (a look-up reads none of an embedding table: untied, or tied on a stage without the head),
-    its KV cache, and the logits (rank 0's vocabulary share) where ``head`` is 1."""
+    its KV cache, and the logits (rank 0's vocabulary rows: :func:`symllm.costs.parallel.vocabulary`) where
+    ``head`` is 1."""
+    from symllm.costs.parallel import vocabulary
+
     lookups = sum((c.total("active") for c in stage.children if c.rules.weight == "embedding"), sp.S.Zero)
     weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
     kv = stage.total("kv_cache")
     state = stage.total("state_cache")  # a Gated DeltaNet's states: written by a prefill, read and written by a step
     rows = S.b * S.s_o if phase == "prefill" else S.b  # the positions whose logits are computed
-    logits = head * S.beta_a * rows * sp.ceiling(S.V / S.N_t)
+    heads = [c for c in stage.walk() if c.rules.weight == "head"]
+    logits = head * S.beta_a * rows * (vocabulary(heads[-1]) if heads else sp.ceiling(S.V / S.N_t))
     if phase == "prefill":
         return weights + S.beta_kv * kv.subs(S.t, 0) + logits + state
     # the cache read at context t, the new token's written; the states read and written

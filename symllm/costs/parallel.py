@@ -101,8 +101,8 @@ from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "has_experts", "comm_kinds", "shard", "stages",
-           "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS",
+__all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "has_experts", "comm_kinds", "shard",
+           "stages", "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS",
            "SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -161,16 +161,21 @@ def layout(mdl: Component, engine: str | None) -> Component:
     return out
 
 
-def declares_split(mdl: Component) -> bool:
-    """Whether a part of ``mdl`` declares an engine's own split (:attr:`symllm.arch.components.Rules.engines`):
-    where it does, a workload's per-GPU figures name the layout they are in
-    (:func:`symllm.costs.workloads.tp_layout`).
+def declares_split(mdl: Component, engine: str | None = None) -> bool:
+    """Whether a workload of ``mdl`` under ``engine`` names the layout its per-GPU figures are in
+    (:func:`symllm.costs.workloads.tp_layout`): where a part declares ``engine``'s own split
+    (:attr:`symllm.arch.components.Rules.engines`), or an engine's split of a part transformers' plan keeps whole
+    (DeepSeek-V4's attention under vLLM: then every workload of it names its layout). An engine that only keeps
+    whole what the plan splits (MLC's embedding and lm_head) is named under itself alone: every other engine lays
+    such a model out as the plan does.
 
     >>> from symllm.arch.resolved import spec
-    >>> declares_split(spec("llama3.1-8b").model()), declares_split(spec("deepseek-v4-flash-base").model())
-    (False, True)
+    >>> llama, dsv4 = spec("llama3.1-8b").model(), spec("deepseek-v4-flash-base").model()
+    >>> declares_split(llama), declares_split(llama, "vllm"), declares_split(llama, "mlc"), declares_split(dsv4)
+    (False, False, True, True)
     """
-    return any(c.rules.engines for c in mdl.walk())
+    return any(split != c.rules.split and (name == engine or c.rules.split == "replicated")
+               for c in mdl.walk() for name, split in c.rules.engines)
 
 
 def _expert(c: Component) -> bool:
@@ -253,6 +258,19 @@ def _sizes() -> dict:
             **_MAMBA}
 
 
+def vocabulary(comp: Component) -> sp.Expr:
+    """The vocabulary rows tensor rank 0 holds and computes of ``comp``, a part of the vocabulary (its embedding or
+    lm_head): ``⌈V/N_t⌉`` where it is split, every row where an engine keeps it whole (MLC's lm_head: every rank
+    computes every logit).
+
+    >>> from symllm.arch.components import lm_head
+    >>> head = lm_head()
+    >>> vocabulary(head), vocabulary(layout(head, "mlc"))
+    (ceiling(V/N_t), V)
+    """
+    return S.V if comp.rules.split == "replicated" else _split(S.V)
+
+
 def _whole(expr: sp.Expr) -> sp.Expr:
     """A sharded count with a denominator (a per-head statistic of rank 0's ``⌈n_h·d_h/N_t⌉/d_h`` heads)
     rounded up to the heads rank 0 holds a piece of: whole, so compiled kernels stay exact."""
@@ -274,6 +292,8 @@ def _split_weight(comp: Component) -> sp.Expr:
 
 def _sharded(comp: Component, seq: bool, experts: str) -> Component:
     sizes = _sizes()
+    if comp.rules.weight in ("embedding", "head"):  # its vocabulary rows: whole where an engine keeps it so
+        sizes[S.V] = vocabulary(comp)
     rows = {S.s: _split(S.s)}
     split = comp.rules.split
     if split == "expert":  # rank 0 of the expert-parallel group holds n_e/N_e of the routed experts

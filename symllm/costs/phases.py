@@ -469,7 +469,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         forms, groups = workload_forms(spec, work)
         if len(_FORMS) >= 512:
             _FORMS.clear()
-        declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
+        declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
         hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)), declares)  # mdl held: id kept
     _, forms, groups, compiled, declares = hit
     return workload_numbers(work, Numbers(compiled, named(spec, work)), groups, weight_format_group(spec, work),
@@ -516,7 +516,7 @@ def layout_of(spec, work: Workload) -> str | None:
     >>> layout_of(dsv4, Workload()), layout_of(dsv4, Workload(engine="vllm")), layout_of(llama, Workload())
     ('transformers', 'vllm', None)
     """
-    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention)))
+    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention), work.engine))
 
 
 def model_of(spec, work: Workload):

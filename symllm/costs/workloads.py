@@ -124,10 +124,10 @@ def _above_one(ranks: int) -> bool:
 
 def tp_layout(engine: str | None, declares: bool) -> str | None:
     """The tensor-parallel layout a workload's per-GPU figures are in, as its output names it (``tp_layout``):
-    None where no part of the model declares an engine's own split (``declares``:
-    :func:`symllm.costs.parallel.declares_split`: every engine's layout is transformers' plan), else ``engine``
-    where it lays parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan:
-    no engine, or one whose split of those parts symllm does not hold).
+    None where the workload names none (``declares``: :func:`symllm.costs.parallel.declares_split`: no part declares
+    this engine's own split, nor any engine's split of a part the plan keeps whole), else ``engine`` where it lays
+    parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan: no engine, or
+    one whose split of those parts symllm does not hold).
 
     >>> tp_layout("vllm", True), tp_layout(None, True), tp_layout("sglang", True), tp_layout("vllm", False)
     ('vllm', 'transformers', 'transformers', None)

@@ -304,7 +304,7 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
     forms, groups = phases.workload_forms(spec, work)
     vals = numbered.values(spec, work)
     fmt = numbered.weight_format_group(spec, work)
-    declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
+    declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
     out = numbered.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions,
                                   declares=declares)
     resolved = R.resolved_config(config)
