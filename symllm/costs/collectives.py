@@ -1,5 +1,6 @@
 """Collectives' and the control plane's expected seconds: the collectives a tensor-parallel inference step runs
-(:func:`step_collectives`, the one count its bytes, its latencies and the host's calls read), a tensor-parallel
+(:func:`step_collectives`, the one count its bytes, its latencies and the host's calls read) and a training step of
+one micro-batch runs (:func:`training_collectives`, built on it; its bytes :func:`training_tp_bytes`), a tensor-parallel
 all-reduce and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
 :func:`collective`), and the round trip of an engine that drives its ranks as Ray actors, and the host work an
 eager engine does a step beyond its layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
@@ -13,7 +14,7 @@ from fractions import Fraction
 
 from symllm.costs.figures import data, fraction as _x
 
-__all__ = ["step_collectives", "collective", "allreduce_s", "alltoall_s", "ray_step_s", "step_host_s"]
+__all__ = ["step_collectives", "LOSS_STATISTICS", "training_collectives", "training_tp_bytes", "collective", "allreduce_s", "alltoall_s", "ray_step_s", "step_host_s"]
 
 
 def step_collectives(stage, experts: str = "split") -> dict:
@@ -47,6 +48,108 @@ def step_collectives(stage, experts: str = "split") -> dict:
     heads = count(stage, "head", lambda c: c.rules.split == "column")
     return {"residual": parallel.reduced_sublayers(stage, experts) + embeddings, "logits": heads,
             "norms": spanning_norms(stage)}
+
+
+#: the fp32 all-reduces of ``b·s`` values a vocabulary-parallel cross-entropy runs in forward, none in backward: the
+#: logits' max, the sum of their exponentials, the target's logit (Megatron-Core's ``VocabParallelCrossEntropy``,
+#: torch's ``loss_parallel`` under torchtitan)
+LOSS_STATISTICS = 3
+
+
+def training_collectives(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split") -> dict:
+    """The tensor-parallel collectives one training micro-batch (forward and backward) through a pipeline ``stage``
+    runs, by kind, repeats included: ``all_reduce``, ``all_gather``, ``reduce_scatter`` of the residual stream
+    (``β_a·b·s·d`` full), ``loss``, the vocabulary-parallel loss's fp32 all-reduces (:data:`LOSS_STATISTICS` a
+    head). Built on the inference step's count (:func:`step_collectives`): its vocabulary-split embeddings (the
+    ``residual`` beyond the sublayers) sum their rows in forward, an all-reduce (``seq``: a reduce-scatter, its
+    backward an all-gather), nothing in backward; its heads split over the vocabulary (``logits``) gather no
+    logits in training but all-reduce their input's gradient in backward (``seq``: all-gather the input in forward,
+    reduce-scatter its gradient) and run the loss's statistics. The blocks, as DTensor runs them (torch's
+    ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
+    (:func:`symllm.costs.parallel.summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
+    all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
+    reduce-scatter in backward a group of them sharing an input), tensor-split experts one such pair and a summed
+    output; recomputation runs a block's forward collectives again where its policy does not save them
+    (:func:`symllm.costs.parallel.forward_runs`). Their sum is a micro-batch's calls.
+
+    >>> from symllm.arch.components import model
+    >>> from symllm.costs import parallel
+    >>> from symllm.arch.symbols import N_p
+    >>> first = parallel.stages(model())[0]   # without a pipeline (N_p = 1) it holds the head too
+    >>> c = training_collectives(first)   # 2 forward + 5 backward a layer (wq wk wv w1 w3), the embedding's
+    >>> c["all_reduce"].subs(N_p, 1), c["loss"].subs(N_p, 1)   # and the head's input gradient
+    (7*L + 2, 3)
+    >>> {k: v.subs(N_p, 1) for k, v in training_collectives(first, seq=True).items()}
+    {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3}
+    """
+    import sympy as sp
+    from symllm.costs import parallel
+
+    split_experts = experts == "split"
+    step = step_collectives(stage, experts)
+    embeddings, heads = step["residual"] - parallel.reduced_sublayers(stage, experts), step["logits"]
+    counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
+    if seq:
+        counted["reduce_scatter"] += embeddings + heads
+        counted["all_gather"] += embeddings + heads
+    else:
+        counted["all_reduce"] += embeddings + heads
+
+    def add(kind: str, n) -> None:
+        counted[kind] += n
+
+    def visit(comp, mult, checkpointed: bool) -> None:  # the blocks': every split part but the step's own two
+        mult = mult * comp.repeat
+        checkpointed = checkpointed or comp.checkpoint != 0
+        gather, scatter, reduce = ((parallel.forward_runs(c, recompute) if checkpointed else 1)
+                                   for c in ("all_gather", "reduce_scatter", "all_reduce"))
+        grouped = False
+        for c in comp.children:
+            style, m = c.rules.split, mult * c.repeat
+            if c.rules.weight == "embedding" or (c.rules.weight == "head" and style == "column"):
+                continue  # counted from the step's count above
+            if style in ("column", "merged"):
+                if not seq:  # the input gradient, all-reduced in backward
+                    add("all_reduce", m)
+                elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter of
+                    grouped = True  # their summed input gradients in backward
+                    add("all_gather", m * gather)
+                    add("reduce_scatter", m)
+            elif parallel.summed(c, split_experts):
+                if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
+                    if seq:
+                        add("all_gather", m * (gather + 1))
+                        add("reduce_scatter", m * (scatter + 1))
+                    else:
+                        add("all_reduce", m * (1 + reduce))
+                elif seq:  # forward: a reduce-scatter (backward: an all-gather)
+                    add("reduce_scatter", m * scatter)
+                    add("all_gather", m)
+                else:  # forward: an all-reduce
+                    add("all_reduce", m * reduce)
+            elif c.children:
+                visit(c, mult, checkpointed)
+
+    visit(stage, sp.S.One, False)
+    return {**counted, "loss": LOSS_STATISTICS * heads}
+
+
+def training_tp_bytes(count: dict):
+    """Whole bytes one GPU sends in a training micro-batch's tensor-parallel collectives ``count``
+    (:func:`training_collectives`): each all-gather or reduce-scatter of the residual stream its ring share
+    (:func:`symllm.costs.parallel.ring`), an all-reduce twice that, and the loss's all-reduces of ``b·s``
+    statistics.
+
+    >>> training_tp_bytes({"all_reduce": 1, "all_gather": 0, "reduce_scatter": 0, "loss": 0})
+    2*ceiling(b*beta_a*d*s*(N_t - 1)/N_t)
+    """
+    from symllm.arch import symbols as S
+    from symllm.arch.components import STAT_BYTES
+    from symllm.costs.parallel import ring
+
+    residual = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
+    return ((2 * count["all_reduce"] + count["all_gather"] + count["reduce_scatter"]) * residual
+            + 2 * count["loss"] * ring(STAT_BYTES * S.b * S.s, S.N_t))
 
 
 def _link_kind(topology: str) -> str:

@@ -96,7 +96,7 @@ import sympy as sp
 
 from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
-from symllm.arch.components import STAT_BYTES, Component
+from symllm.arch.components import Component
 from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
@@ -490,48 +490,6 @@ def reduced_sublayers(stage: Component, experts: str = "split") -> sp.Expr:
                 for block in stage.children if block.checkpoint != 0), sp.S.Zero)
 
 
-def _tp_bytes(stage: Component, seq: bool, recompute: bool | str, split_experts: bool = True) -> sp.Expr:
-    """The whole bytes one GPU sends in the tensor-parallel collectives of ``stage`` per training step
-    (:func:`ring` of each collective's full tensor, an all-reduce counted twice)."""
-    # one all-gather or reduce-scatter (an all-reduce is 2) of the residual stream, what every
-    # tensor-parallel boundary carries, and of the loss's statistics
-    M = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
-    stats = ring(STAT_BYTES * S.b * S.s, S.N_t)
-    total = sp.S.Zero
-
-    def visit(comp: Component, mult, checkpointed: bool):
-        nonlocal total
-        mult = mult * comp.repeat
-        checkpointed = checkpointed or comp.checkpoint != 0
-        # recomputation runs the forward collectives again, those its policy does not save
-        gather, scatter, reduce = ((forward_runs(c, recompute) if checkpointed else 1)
-                                   for c in ("all_gather", "reduce_scatter", "all_reduce"))
-        grouped = False
-        for c in comp.children:
-            style = c.rules.split
-            m = mult * c.repeat
-            if style in ("column", "merged"):
-                if not seq:  # the input gradient, all-reduced in backward
-                    total += m * 2 * M
-                elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter
-                    grouped = True  # of their summed input gradients in backward
-                    total += m * (gather + 1) * M
-                if c.rules.weight == "head":  # vocabulary-parallel loss: max, sum of exponentials, target logit
-                    total += m * 3 * 2 * stats
-            elif summed(c, split_experts):
-                if style == "expert":  # tensor-split experts: a column-wise pair's input (its gradient
-                    # all-reduced in backward; sp: all-gathered in forward, reduce-scattered in backward) and a
-                    # row-wise one's summed output
-                    total += m * (gather + scatter + 2) * M if seq else m * (2 + reduce * 2) * M
-                else:  # forward: an all-reduce (sp: a reduce-scatter; backward then an all-gather)
-                    total += m * (scatter + 1) * M if seq else m * reduce * 2 * M
-            elif c.children:
-                visit(c, mult, checkpointed)
-
-    visit(stage, sp.S.One, False)
-    return total
-
-
 #: :func:`comm`'s two data-parallel inputs as symbols, for a form evaluated at an engine's numbers
 #: (:func:`symllm.costs.hardware.roofline_forms`, read as ``dp_sent``): bytes of a reduced gradient, rounds a step
 REDUCE_BYTES, DP_ROUNDS = sp.symbols("beta_g R_d", positive=True, integer=True)
@@ -576,10 +534,12 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     >>> comm(model(), zero_stage=3)["dp"].subs(z3), comm(model(), zero_stage=3, grad_bytes=4, rounds=2)["dp"].subs(z3)
     (54, 144)
     """
+    from symllm.costs.collectives import training_collectives, training_tp_bytes  # (collectives reads this module)
+
     first, last = stages(mdl, sp_, experts)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
-        "tp": maximum(*(_tp_bytes(st, sp_, recompute, experts == "split") for st in (first, last))),
+        "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts)) for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": _dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds),
     }
