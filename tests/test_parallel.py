@@ -244,6 +244,19 @@ def test_tp_comm_equals_comm_debug_mode(ranks, kv, group, half_head, layers, seq
             sent, counted = _collectives(model, torch.randint(0, cfg.vocab_size, (batch, seq)), ranks)
     if not seq_parallel:  # per layer 2 forward + 5 backward all-reduces; embedding, head, loss: 1 + 1 + 3
         assert counted == {"all_reduce": (9 if recompute else 7) * layers + 5}
+    else:  # per layer 2 all-gathers and 2 reduce-scatters each way; embedding, head 1 + 1 of each; loss 3
+        runs = 2 if recompute else 1  # the recomputed forward gathers and scatters again
+        assert counted == {"all_gather_into_tensor": (2 + 2 * runs) * layers + 2,
+                           "reduce_scatter_tensor": (2 + 2 * runs) * layers + 2, "all_reduce": 3}
+    from symllm.arch import symbols as S
+    from symllm.arch.resolved import spec
+    from symllm.costs import collectives, parallel
+    count = collectives.training_collectives(parallel.stages(spec(cfg).model(), seq_parallel)[0], seq_parallel,
+                                             recompute)
+    count = {k: int(v.subs({S.L: layers, S.N_p: 1})) for k, v in count.items()}  # symllm's calls, by kind
+    kinds = {"all_reduce": count["all_reduce"] + count["loss"], "all_gather_into_tensor": count["all_gather"],
+             "reduce_scatter_tensor": count["reduce_scatter"]}
+    assert counted == {k: n for k, n in kinds.items() if n}
     ours = symllm.workload(cfg, batch=batch, seq=seq, dtype="fp32", tp=ranks, sp=seq_parallel,
                            recompute=recompute)["comm"]["tp"]
     assert ours == sent

@@ -119,18 +119,37 @@ def test_llama_forward_all_reduces_equal_comm_debug_mode(layers, ranks):
     assert counted == {"all_reduce": 2 * layers + 1} and ours + 1 == counted["all_reduce"]
 
 
-@pytest.mark.parametrize("name, sublayers, micro", [("nemotron-h-8b", 52, 1), ("nemotron-h-8b", 52, 3),
-                                                    ("llama3.1-8b", 2 * 32, 2)])
-def test_training_all_reduce_calls_are_a_forward_and_a_backward_per_sublayer(name, sublayers, micro):
-    """A training step's tensor-parallel all-reduce calls (the latency term) under Megatron-Core
-    (megatron/core/tensor_parallel/layers.py, NVIDIA/Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553,
-    read 2026-11-29): a ``RowParallelLinear`` reduces its output in forward (``reduce_from_tensor_model_parallel_region``),
-    the ``ColumnParallelLinear`` feeding the sublayer (Megatron fuses linear_qkv, linear_fc1, a Mamba mixer's
-    in_proj) all-reduces its input gradient in backward (``copy_to_tensor_model_parallel_region``): two per
-    sublayer a micro-batch. nemotron-h-8b: 52 one-sublayer layers, 2·52 = 104 a micro-batch (two a layer, not
-    four); LLaMA-3.1-8B: 2 sublayers a block, 4·32 = 128."""
-    *_, training = _calls(name, tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=micro)
-    assert training[0] == 2 * sublayers * micro
+@pytest.mark.parametrize("name, sp, micro, calls", [("nemotron-h-8b", True, 1, 4 * 52 + 2 + 2 + 3),
+                                                    ("nemotron-h-8b", True, 3, 4 * 52 + 7),
+                                                    ("llama3.1-8b", True, 2, 4 * 2 * 32 + 7),
+                                                    ("llama3.1-8b", False, 1, 7 * 32 + 1 + 1 + 3)])
+def test_training_collective_calls_are_the_step_count_with_backward_head_and_loss(name, sp, micro, calls):
+    """A training step's tensor-parallel collective calls (the latency term), each micro-batch's, by hand from
+    Megatron-Core (NVIDIA/Megatron-LM, read 2026-11-29: megatron/core/tensor_parallel/mappings.py at a11077467a90,
+    layers.py, cross_entropy.py at 8e6e7cd73500) and torch's DTensor (tests/test_parallel.py counts them with
+    CommDebugMode). With sequence parallelism a sublayer's column-parallel input is all-gathered in forward and its
+    gradient reduce-scattered in backward (``gather_from_sequence_parallel_region``), its row-parallel output
+    reduce-scattered in forward and its gradient all-gathered in backward
+    (``reduce_scatter_to_sequence_parallel_region``): four a sublayer; the vocabulary-parallel embedding two
+    (``reduce_scatter_embeddings``: a reduce-scatter, its backward an all-gather), the output layer two (its input
+    all-gathered, its gradient reduce-scattered) and ``VocabParallelCrossEntropy`` three fp32 all-reduces in forward
+    (the logits' max, the target's logit, the sum of exponentials), none in backward. nemotron-h-8b: 52 one-sublayer
+    layers, 4·52 + 7 = 215; LLaMA-3.1-8B: 64 sublayers, 263. Without sequence parallelism (DTensor's
+    ``ColwiseParallel`` reduces each column-wise linear's input gradient: wq, wk, wv, w1, w3): 2 forward and 5
+    backward all-reduces a block, the embedding's forward one (none in backward: ``reduce_from_...``), the head's
+    input gradient and the loss's three: 7·32 + 5 = 229 (Megatron's fused linear_qkv and linear_fc1 run 2 a block
+    there, 133: not the count here)."""
+    *_, training = _calls(name, tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=micro, sp=sp)
+    assert training[0] == calls * micro
+
+
+def test_training_bytes_are_the_calls_at_their_sizes_by_hand():
+    """LLaMA-3.1-8B at tp 2 with sequence parallelism, b 1, s 128, bf16: each of a micro-batch's 260 all-gathers and
+    reduce-scatters of the 2·128·4096-byte residual stream sends half of it (524,288 B), each of the loss's three
+    fp32 all-reduces of 128 values twice half of 512 B: 260·524,288 + 3·512 = 136,316,416 bytes a micro-batch,
+    the training step's bytes at the calls counted above."""
+    *_, training = _calls("llama3.1-8b", tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=2, sp=True)
+    assert training == (2 * 263, 2 * (260 * 524288 + 3 * 512))
 
 
 def test_deepseek_v4_reduces_its_experts_only_as_transformers_plan_splits_them():

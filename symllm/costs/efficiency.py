@@ -280,7 +280,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     into; ``prefill_gemm_s`` its GEMMs alone, ``decode_gemm_s`` a decode step's, the weights' stream where
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
-    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``collectives``, ``*_handoff``,
+    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``collectives``, ``training_tp_calls``, ``*_handoff``,
     ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
     rounds a step:
     :func:`symllm.costs.parallel.comm`); a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
@@ -484,8 +484,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         # the host launches their kernels one at a time (no CUDA graph holds them): the micro-batches take at
         # least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
-    # the tensor-parallel all-reduce calls: a forward and a backward one per sublayer the ranks sum (reductions)
-    tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro,
+    # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count)
+    tp_s = allreduce_s(parts["training_tp_calls"] * micro, comm.get("tp", 0) * micro,
                        tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)

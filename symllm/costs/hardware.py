@@ -221,7 +221,8 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
     (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``reductions``, one per
-    sublayer the ranks sum; ``spanning_norms``) and the bytes they send (``*_tp``: the residual stream's all-reduces,
+    sublayer the ranks sum; ``spanning_norms``; ``training_tp_calls``, a training micro-batch's:
+    :func:`symllm.costs.collectives.training_collectives`, summed) and the bytes they send (``*_tp``: the residual stream's all-reduces,
     ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
     whose one group spans the ranks; ``*_tp_row``: the residual stream's part a token
     row, what an engine's padded rows add); and the activation one pipeline hand-off
@@ -268,6 +269,9 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         count = module("symllm.costs.collectives").step_collectives(stage, experts)
         terms["collectives"] = algebra.substitute(sum(count.values()), defs)
         terms["spanning_norms"] = algebra.substitute(count["norms"], defs)
+        # a training micro-batch's: the same count with the backward's, the recomputed forward's and the loss's
+        trained = module("symllm.costs.collectives").training_collectives(stage, sp_, recompute, experts)
+        terms["training_tp_calls"] = algebra.substitute(sum(trained.values()), defs)
         for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
             terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)
         head_part = stage_parts.part(stage, "head", lambda c: S.s_o in c.flops.free_symbols)  # the logits' GEMM
@@ -439,7 +443,6 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       f"{phase}_tp_bytes": num(f"{busiest}{phase}_tp") if work.tp > 1 else 0,
                       f"{phase}_tp_row_bytes": num(f"{busiest}{phase}_tp_row") if work.tp > 1 else 0,
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
-                      "reductions": int(num(f"{busiest}reductions")),
                       "collectives": int(num(f"{busiest}collectives")) if work.tp > 1 else 0})
         if phase == "prefill":  # the attention core's training FLOPs, as run and with nothing recomputed
             parts.update({k: num(f"{busiest}{k}") for k in ("model_core_flops", "training_core_flops")})
@@ -469,6 +472,8 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(of_peak(model_flops, step, out["gpus"], peak))
+    # the busiest stage's tensor-parallel calls a micro-batch, as comm's tp bytes are the busiest stage's
+    parts["training_tp_calls"] = max(int(num(f"{st}training_tp_calls")) for st in stages) if work.tp > 1 else 0
     out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens
