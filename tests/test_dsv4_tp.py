@@ -55,7 +55,8 @@ from symllm.arch import symbols as S
 from symllm.arch.config import preset_info
 from symllm.arch.resolved import spec
 from symllm.costs import phases, serving
-from symllm.costs.parallel import layout, params_per_gpu, reduced_sublayers
+from symllm.costs.collectives import reduced_sublayers
+from symllm.costs.parallel import layout, params_per_gpu
 
 from .conftest import requires
 

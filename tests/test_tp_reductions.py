@@ -1,4 +1,4 @@
-"""Tensor-parallel all-reduces counted from the model's structure (symllm.costs.parallel.reduced_sublayers): one per
+"""Tensor-parallel all-reduces counted from the model's structure (symllm.costs.collectives.reduced_sublayers): one per
 sublayer whose output the ranks sum, not two a block whatever the block holds.
 
 Expected numbers come from the engines' model code read by hand and from torch's DTensor, never from symllm:
@@ -102,7 +102,7 @@ def test_llama_forward_all_reduces_equal_comm_debug_mode(layers, ranks):
     the embedding's (the head's output stays sharded for the parallel loss: no collective)."""
     torch = requires("torch")
     from torch.distributed.tensor.debug import CommDebugMode
-    from symllm.costs.parallel import reduced_sublayers
+    from symllm.costs.collectives import reduced_sublayers
     from .test_parallel import _parallel_reference, fake_group
     cfg = symllm.ModelConfig(vocab_size=4 * ranks, dim=2 * ranks * 2 + 2, n_layers=layers, n_heads=2 * ranks,
                              n_kv_heads=ranks, head_dim=2, hidden_dim=3 * ranks)
@@ -160,7 +160,7 @@ def test_deepseek_v4_reduces_its_experts_only_as_transformers_plan_splits_them()
     models/deepseek_v4.py at 023da1fc828eb07787cf0734a1ba32f0a0f11887; symllm does not model that plan.)"""
     from symllm.arch.config import from_hf
     from symllm.arch.resolved import spec
-    from symllm.costs.parallel import reduced_sublayers
+    from symllm.costs.collectives import reduced_sublayers
     transformers = requires("transformers")
     assert transformers.DeepseekV4Config.base_model_tp_plan == {
         "layers.*.mlp.experts.gate_up_proj": "packed_colwise", "layers.*.mlp.experts.down_proj": "rowwise",

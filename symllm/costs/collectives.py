@@ -14,14 +14,99 @@ from fractions import Fraction
 
 from symllm.costs.figures import data, fraction as _x
 
-__all__ = ["step_collectives", "LOSS_STATISTICS", "training_collectives", "training_tp_bytes", "collective", "allreduce_s", "alltoall_s", "ray_step_s", "step_host_s"]
+__all__ = ["SAVED_COLLECTIVES", "forward_runs", "ring", "summed", "reduced_sublayers", "step_collectives",
+           "LOSS_STATISTICS", "training_collectives", "training_tp_bytes", "collective", "allreduce_s", "alltoall_s",
+           "ray_step_s", "step_host_s"]
+
+
+#: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
+#: ``c10d_functional.reduce_scatter_tensor``; torchtitan's later lists add ``all_to_all_single`` for its mixtures, which
+#: this policy refuses): every other collective in a recomputed block -- the all-gather before sequence-parallel column
+#: linears, an all-reduce without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
+SAVED_COLLECTIVES = ("reduce_scatter",)
+
+
+def forward_runs(collective: str, recompute) -> int:
+    """How many times a recomputed block's forward ``collective`` (``all_gather``, ``reduce_scatter``,
+    ``all_reduce``, ``all_to_all``) runs a training step under a recomputation policy (a workload's ``recompute``,
+    or full's ``True``; :mod:`symllm.costs.selective`): twice
+    under full recomputation, twice under op checkpointing unless the policy saves its output
+    (:data:`SAVED_COLLECTIVES`), once without recomputation.
+
+    >>> [forward_runs(c, "op") for c in ("all_gather", "reduce_scatter", "all_reduce")]
+    [2, 1, 2]
+    >>> forward_runs("reduce_scatter", "full"), forward_runs("all_gather", "none")
+    (2, 1)
+    """
+    full = recompute is True or recompute == "full"
+    return 2 if full or (recompute == "op" and collective not in SAVED_COLLECTIVES) else 1
+
+
+def ring(full, n):
+    """Whole bytes the busiest of ``n`` ranks sends in a ring all-gather or reduce-scatter of a
+    ``full``-byte tensor: ``n - 1`` of the ``n`` chunks, the smallest (``⌊full/n⌋``) stays, so
+    ``full - ⌊full/n⌋``, written ``⌈(n-1)·full/n⌉`` (the same for whole ``full``; ``(n-1)/n·full``
+    when ``n`` divides it); an all-reduce sends twice this.
+
+    >>> import sympy as sp
+    >>> from symllm.arch.symbols import b, N_d
+    >>> ring(b, N_d)
+    ceiling(b*(N_d - 1)/N_d)
+    >>> ring(sp.Integer(10), 3), ring(sp.Integer(12), 3), ring(sp.Integer(10), 1)   # chunks 4, 3, 3; 4, 4, 4
+    (7, 8, 0)
+    """
+    from symllm.costs.zero import share
+    return share((n - 1) * full, n)
+
+
+def summed(comp, split_experts: bool = True) -> bool:
+    """Whether the output of ``comp`` is a partial sum on each tensor rank, summed across the ranks in forward (an
+    all-reduce; a reduce-scatter under sequence parallelism): a row-split linear's (its input features split), the
+    vocabulary-split embedding's, and the routed experts' when each expert's width is split over the ranks
+    (``split_experts``: ``--expert-tp split``). The one rule the training collectives (:func:`training_collectives`)
+    and the inference all-reduces (:func:`reduced_sublayers`) read.
+
+    >>> from symllm.arch.components import experts, feed_forward
+    >>> [summed(c) for c in feed_forward().children], summed(experts()), summed(experts(), split_experts=False)
+    ([False, True, False], True, False)
+    """
+    split = comp.rules.split
+    return split in ("row", "vocab") or (split == "expert" and split_experts)
+
+
+def reduced_sublayers(stage, experts: str = "split"):
+    """The all-reduces of the residual stream one forward pass through the blocks of ``stage`` sends, as the
+    inference engines run them: one per sublayer (a direct child of a block: an attention, a token mixer, a
+    feed-forward, a mixture of experts) whose output a component in it sums across the tensor ranks
+    (:func:`summed`), reduced once at the sublayer's output (vLLM's ``RowParallelLinear`` with ``reduce_results``;
+    a mixture's shared expert ``reduce_results=False``, summed with the routed experts' output in one all-reduce).
+    Two a LLaMA block (the attention's ``wo``, the feed-forward's ``w2``); one a Nemotron-H block (its one mixer,
+    attention or MLP; vllm/model_executor/models/nemotron_h.py); none for a replicated sublayer (DeepSeek-V4's
+    attention, which transformers' plan keeps whole; vLLM's layout, :func:`symllm.costs.parallel.layout`, splits
+    it: two a layer). The blocks are the stage's children that checkpoint an input (each repeated by its count); the
+    embedding's all-reduce and the logits' gather are the caller's.
+
+    >>> from symllm.arch.components import LayerKind, model
+    >>> reduced_sublayers(model())
+    2*L
+    >>> kinds = (LayerKind(mixer="mamba", ffn="none"), LayerKind(mixer="none"), LayerKind(ffn="none"))
+    >>> reduced_sublayers(model(kinds=kinds))
+    L
+    """
+    import sympy as sp
+    split_experts = experts == "split"
+
+    def sums(sublayer) -> bool:
+        return any(summed(c, split_experts) for c in sublayer.walk())
+    return sum((block.repeat * sum(1 for c in block.children if sums(c))
+                for block in stage.children if block.checkpoint != 0), sp.S.Zero)
 
 
 def step_collectives(stage, experts: str = "split") -> dict:
     """The collectives one forward pass through a pipeline ``stage`` (a component as tensor rank 0 holds it) runs
     over the tensor ranks, by kind, repeats included: ``residual``, the all-reduces of the residual stream, one a
-    sublayer the ranks sum (:func:`symllm.costs.parallel.reduced_sublayers`) and the embedding's where the stage
-    holds one split over the vocabulary (:func:`symllm.costs.parallel.summed`: vLLM's and SGLang's
+    sublayer the ranks sum (:func:`symllm.costs.reduced_sublayers`) and the embedding's where the stage
+    holds one split over the vocabulary (:func:`symllm.costs.summed`: vLLM's and SGLang's
     ``VocabParallelEmbedding`` all-reduces its partial rows); ``logits``, the all-gather of the logits where it
     holds a head split over the vocabulary (``column``: vLLM's and SGLang's ``LogitsProcessor``); ``norms``, the
     fp32 all-reduce of each Mamba-2 gated norm whose one group spans the ranks
@@ -39,14 +124,13 @@ def step_collectives(stage, experts: str = "split") -> dict:
     """
     import sympy as sp
     from symllm.arch.components.mamba import spanning_norms
-    from symllm.costs import parallel
 
     def count(comp, weight: str, split) -> sp.Expr:
         own = 1 if comp.rules.weight == weight and split(comp) else 0
         return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
-    embeddings = count(stage, "embedding", parallel.summed)
+    embeddings = count(stage, "embedding", summed)
     heads = count(stage, "head", lambda c: c.rules.split == "column")
-    return {"residual": parallel.reduced_sublayers(stage, experts) + embeddings, "logits": heads,
+    return {"residual": reduced_sublayers(stage, experts) + embeddings, "logits": heads,
             "norms": spanning_norms(stage)}
 
 
@@ -66,11 +150,11 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     logits in training but all-reduce their input's gradient in backward (``seq``: all-gather the input in forward,
     reduce-scatter its gradient) and run the loss's statistics. The blocks, as DTensor runs them (torch's
     ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
-    (:func:`symllm.costs.parallel.summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
+    (:func:`symllm.costs.summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
     all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
     reduce-scatter in backward a group of them sharing an input), tensor-split experts one such pair and a summed
     output; recomputation runs a block's forward collectives again where its policy does not save them
-    (:func:`symllm.costs.parallel.forward_runs`). Their sum is a micro-batch's calls.
+    (:func:`symllm.costs.forward_runs`). Their sum is a micro-batch's calls.
 
     >>> from symllm.arch.components import model
     >>> from symllm.costs import parallel
@@ -83,11 +167,10 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3}
     """
     import sympy as sp
-    from symllm.costs import parallel
 
     split_experts = experts == "split"
     step = step_collectives(stage, experts)
-    embeddings, heads = step["residual"] - parallel.reduced_sublayers(stage, experts), step["logits"]
+    embeddings, heads = step["residual"] - reduced_sublayers(stage, experts), step["logits"]
     counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
     if seq:
         counted["reduce_scatter"] += embeddings + heads
@@ -101,7 +184,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     def visit(comp, mult, checkpointed: bool) -> None:  # the blocks': every split part but the step's own two
         mult = mult * comp.repeat
         checkpointed = checkpointed or comp.checkpoint != 0
-        gather, scatter, reduce = ((parallel.forward_runs(c, recompute) if checkpointed else 1)
+        gather, scatter, reduce = ((forward_runs(c, recompute) if checkpointed else 1)
                                    for c in ("all_gather", "reduce_scatter", "all_reduce"))
         grouped = False
         for c in comp.children:
@@ -115,7 +198,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
                     grouped = True  # their summed input gradients in backward
                     add("all_gather", m * gather)
                     add("reduce_scatter", m)
-            elif parallel.summed(c, split_experts):
+            elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
                     if seq:
                         add("all_gather", m * (gather + 1))
@@ -137,7 +220,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
 def training_tp_bytes(count: dict):
     """Whole bytes one GPU sends in a training micro-batch's tensor-parallel collectives ``count``
     (:func:`training_collectives`): each all-gather or reduce-scatter of the residual stream its ring share
-    (:func:`symllm.costs.parallel.ring`), an all-reduce twice that, and the loss's all-reduces of ``b·s``
+    (:func:`ring`), an all-reduce twice that, and the loss's all-reduces of ``b·s``
     statistics.
 
     >>> training_tp_bytes({"all_reduce": 1, "all_gather": 0, "reduce_scatter": 0, "loss": 0})
@@ -145,7 +228,6 @@ def training_tp_bytes(count: dict):
     """
     from symllm.arch import symbols as S
     from symllm.arch.components import STAT_BYTES
-    from symllm.costs.parallel import ring
 
     residual = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
     return ((2 * count["all_reduce"] + count["all_gather"] + count["reduce_scatter"]) * residual

@@ -280,7 +280,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     into; ``prefill_gemm_s`` its GEMMs alone, ``decode_gemm_s`` a decode step's, the weights' stream where
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
-    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``collectives``, ``training_tp_calls``, ``*_handoff``,
+    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``collectives``, ``training_tp_calls``,
+    ``*_handoff``,
     ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
     rounds a step:
     :func:`symllm.costs.parallel.comm`); a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,

@@ -222,9 +222,9 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
     (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``reductions``, one per
     sublayer the ranks sum; ``spanning_norms``; ``training_tp_calls``, a training micro-batch's:
-    :func:`symllm.costs.collectives.training_collectives`, summed) and the bytes they send (``*_tp``: the residual stream's all-reduces,
-    ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
-    whose one group spans the ranks; ``*_tp_row``: the residual stream's part a token
+    :func:`symllm.costs.collectives.training_collectives`, summed) and the bytes they send (``*_tp``: the residual
+    stream's all-reduces, ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each
+    Mamba-2 gated norm whose one group spans the ranks; ``*_tp_row``: the residual stream's part a token
     row, what an engine's padded rows add); and the activation one pipeline hand-off
     carries per phase (``*_handoff``). ``phase_flops`` is
     :func:`symllm.costs.phases.flops`.
@@ -250,12 +250,13 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
     stages = parallel.stages(mdl, sp_, experts) if laid else (mdl,)
     heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
     per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank
+    collectives = module("symllm.costs.collectives")
     out = []
     for stage, head in zip(stages, heads):
         terms = {"training_flops": algebra.substitute(phase_flops(stage, "training", recompute=recompute), defs)}
         blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
         terms["layers"] = algebra.substitute(blocks, defs)
-        reductions = parallel.reduced_sublayers(stage, experts)  # the residual stream's all-reduces a forward pass
+        reductions = collectives.reduced_sublayers(stage, experts)  # the residual stream's all-reduces a forward pass
         terms["reductions"] = algebra.substitute(reductions, defs)
         stage_parts = module("symllm.costs.stage_parts")  # (SymPy: imported with the closed forms)
         core, routed = stage_parts.core(stage), stage_parts.routed(stage)
@@ -266,11 +267,11 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["expert_layers"] = algebra.substitute(stage_parts.moe_layers(stage), defs)
         # the step's collectives, counted once: the residual stream's all-reduces (the sublayers' and a vocabulary-
         # split embedding's), the logits' all-gather, vLLM's Mamba-2 gated norms' fp32 sums
-        count = module("symllm.costs.collectives").step_collectives(stage, experts)
+        count = collectives.step_collectives(stage, experts)
         terms["collectives"] = algebra.substitute(sum(count.values()), defs)
         terms["spanning_norms"] = algebra.substitute(count["norms"], defs)
         # a training micro-batch's: the same count with the backward's, the recomputed forward's and the loss's
-        trained = module("symllm.costs.collectives").training_collectives(stage, sp_, recompute, experts)
+        trained = collectives.training_collectives(stage, sp_, recompute, experts)
         terms["training_tp_calls"] = algebra.substitute(sum(trained.values()), defs)
         for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
             terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)

@@ -58,13 +58,16 @@ Conventions, stated once (docs/parallel.md):
   its ``b × s`` tokens; a step of ``m`` micro-batches sends ``m`` times the ``tp``, ``pp`` and ``ep`` bytes and
   the ``dp`` bytes once, as the training time counts them), under ring algorithms, in whole bytes for any layout: an
   all-gather or a reduce-scatter of ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks,
-  the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce
-  twice that. Every tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
+  the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`symllm.costs.collectives.ring`; ``(n-1)/n·M`` when ``n``
+  divides ``M``), an all-reduce twice that. Tensor parallel: the collectives of
+  :func:`symllm.costs.collectives.training_collectives` (the inference step's count with the backward's, the
+  recomputed forward's and the loss's; the training time reads their calls), each of the residual stream
+  ``β_a·b·s·d``. Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
-  per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3); tensor-split
+  per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3) and for the head; tensor-split
   routed experts are one such pair (their summed outputs forward, their input gradient backward). With ``sp``:
-  per group of column-wise linears sharing an input an all-gather in forward and a reduce-scatter in
-  backward; per row-wise linear and for the embedding a reduce-scatter in forward and an all-gather in
+  per group of column-wise linears sharing an input (the head's too) an all-gather in forward and a reduce-scatter
+  in backward; per row-wise linear and for the embedding a reduce-scatter in forward and an all-gather in
   backward. The head's loss is vocabulary-parallel (torch's ``loss_parallel``): three all-reduces of
   ``b·s`` fp32 values. Full recomputation repeats the blocks' forward collectives (torch's checkpoint
   with early stop off; its default early stop skips a block's last one). Pipeline: each
@@ -98,12 +101,12 @@ from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.costs import zero
+from symllm.costs.collectives import forward_runs, ring, training_collectives, training_tp_bytes
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
 __all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "has_experts", "comm_kinds", "shard",
-           "stages", "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS",
-           "SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers"]
+           "stages", "largest", "params_per_gpu", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
@@ -202,29 +205,6 @@ def comm_kinds(mdl: Component) -> tuple[str, ...]:
     (('tp', 'pp', 'dp'), ('tp', 'pp', 'dp', 'ep'))
     """
     return COMM_KINDS if has_experts(mdl) else COMM_KINDS[:3]
-
-
-#: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
-#: ``c10d_functional.reduce_scatter_tensor``; torchtitan's later lists add ``all_to_all_single`` for its mixtures, which
-#: this policy refuses): every other collective in a recomputed block -- the all-gather before sequence-parallel column
-#: linears, an all-reduce without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
-SAVED_COLLECTIVES = ("reduce_scatter",)
-
-
-def forward_runs(collective: str, recompute) -> int:
-    """How many times a recomputed block's forward ``collective`` (``all_gather``, ``reduce_scatter``,
-    ``all_reduce``, ``all_to_all``) runs a training step under a recomputation policy (a workload's ``recompute``,
-    or full's ``True``; :mod:`symllm.costs.selective`): twice
-    under full recomputation, twice under op checkpointing unless the policy saves its output
-    (:data:`SAVED_COLLECTIVES`), once without recomputation.
-
-    >>> [forward_runs(c, "op") for c in ("all_gather", "reduce_scatter", "all_reduce")]
-    [2, 1, 2]
-    >>> forward_runs("reduce_scatter", "full"), forward_runs("all_gather", "none")
-    (2, 1)
-    """
-    full = recompute is True or recompute == "full"
-    return 2 if full or (recompute == "op" and collective not in SAVED_COLLECTIVES) else 1
 
 
 def _split(size: sp.Expr) -> sp.Expr:
@@ -434,62 +414,6 @@ def expert_params(stage: Component) -> sp.Expr:
     return _only_experts(stage).total("params")
 
 
-def ring(full: sp.Expr, n: sp.Expr) -> sp.Expr:
-    """Whole bytes the busiest of ``n`` ranks sends in a ring all-gather or reduce-scatter of a
-    ``full``-byte tensor: ``n - 1`` of the ``n`` chunks, the smallest (``⌊full/n⌋``) stays, so
-    ``full - ⌊full/n⌋``, written ``⌈(n-1)·full/n⌉`` (the same for whole ``full``; ``(n-1)/n·full``
-    when ``n`` divides it); an all-reduce sends twice this.
-
-    >>> ring(S.b, S.N_d)
-    ceiling(b*(N_d - 1)/N_d)
-    >>> ring(sp.Integer(10), 3), ring(sp.Integer(12), 3), ring(sp.Integer(10), 1)   # chunks 4, 3, 3; 4, 4, 4
-    (7, 8, 0)
-    """
-    return zero.share((n - 1) * full, n)
-
-
-def summed(comp: Component, split_experts: bool = True) -> bool:
-    """Whether the output of ``comp`` is a partial sum on each tensor rank, summed across the ranks in forward (an
-    all-reduce; a reduce-scatter under sequence parallelism): a row-split linear's (its input features split), the
-    vocabulary-split embedding's, and the routed experts' when each expert's width is split over the ranks
-    (``split_experts``: ``--expert-tp split``). The one rule the training collectives (:func:`comm`) and the
-    inference all-reduces (:func:`reduced_sublayers`) read.
-
-    >>> from symllm.arch.components import experts, feed_forward
-    >>> [summed(c) for c in feed_forward().children], summed(experts()), summed(experts(), split_experts=False)
-    ([False, True, False], True, False)
-    """
-    split = comp.rules.split
-    return split in ("row", "vocab") or (split == "expert" and split_experts)
-
-
-def reduced_sublayers(stage: Component, experts: str = "split") -> sp.Expr:
-    """The all-reduces of the residual stream one forward pass through the blocks of ``stage`` sends, as the
-    inference engines run them: one per sublayer (a direct child of a block: an attention, a token mixer, a
-    feed-forward, a mixture of experts) whose output a component in it sums across the tensor ranks
-    (:func:`summed`), reduced once at the sublayer's output (vLLM's ``RowParallelLinear`` with ``reduce_results``;
-    a mixture's shared expert ``reduce_results=False``, summed with the routed experts' output in one all-reduce).
-    Two a LLaMA block (the attention's ``wo``, the feed-forward's ``w2``); one a Nemotron-H block (its one mixer,
-    attention or MLP; vllm/model_executor/models/nemotron_h.py); none for a replicated sublayer (DeepSeek-V4's
-    attention, which transformers' plan keeps whole; vLLM's :func:`layout` splits it: two a layer). The blocks are
-    the stage's children that checkpoint an input (each repeated by its count); the embedding's all-reduce and the
-    logits' gather are the caller's.
-
-    >>> from symllm.arch.components import LayerKind, model
-    >>> reduced_sublayers(model())
-    2*L
-    >>> kinds = (LayerKind(mixer="mamba", ffn="none"), LayerKind(mixer="none"), LayerKind(ffn="none"))
-    >>> reduced_sublayers(model(kinds=kinds))
-    L
-    """
-    split_experts = experts == "split"
-
-    def sums(sublayer: Component) -> bool:
-        return any(summed(c, split_experts) for c in sublayer.walk())
-    return sum((block.repeat * sum(1 for c in block.children if sums(c))
-                for block in stage.children if block.checkpoint != 0), sp.S.Zero)
-
-
 #: :func:`comm`'s two data-parallel inputs as symbols, for a form evaluated at an engine's numbers
 #: (:func:`symllm.costs.hardware.roofline_forms`, read as ``dp_sent``): bytes of a reduced gradient, rounds a step
 REDUCE_BYTES, DP_ROUNDS = sp.symbols("beta_g R_d", positive=True, integer=True)
@@ -534,8 +458,6 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     >>> comm(model(), zero_stage=3)["dp"].subs(z3), comm(model(), zero_stage=3, grad_bytes=4, rounds=2)["dp"].subs(z3)
     (54, 144)
     """
-    from symllm.costs.collectives import training_collectives, training_tp_bytes  # (collectives reads this module)
-
     first, last = stages(mdl, sp_, experts)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {

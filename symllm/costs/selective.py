@@ -9,7 +9,7 @@ Its ``_save_list`` holds ``aten.mm``, the SDPA kernels (``_scaled_dot_product_fl
 scales) ``aten.abs`` and ``aten.max``; ``_custom_policy`` counts the block's ``aten.mm`` calls and saves the
 output of each op in the list *except every second mm* (``mm_count % 2 == 0``). Everything else in the block
 (norms, RoPE, SiLU, the products) is recomputed in backward from the block's input and what was saved; of its
-collectives, the all-gathers and all-reduces run again (:data:`symllm.costs.parallel.SAVED_COLLECTIVES`).
+collectives, the all-gathers and all-reduces run again (:data:`symllm.costs.collectives.SAVED_COLLECTIVES`).
 
 A torchtitan Llama block calls its seven linears in this order (``Attention.forward``: wq, wk, wv, SDPA, wo;
 ``FeedForward.forward``: ``w2(F.silu(w1(x)) * w3(x))``), so the 2nd, 4th and 6th -- wk, wo and w3 -- run
@@ -22,7 +22,7 @@ Per block the policy keeps (besides the checkpoint's input, ``β_a·b·s·d``) t
 The policy is torchtitan's for its Llama blocks: a block whose matmuls are not those seven linears (a
 mixture of experts, MLA, a recurrent layer) is refused in one line. Every reader follows this one policy
 (:data:`symllm.arch.layers.OP_RECOMPUTED`): a recomputed linear's forward collectives run again
-(:func:`symllm.costs.parallel.forward_runs`), its FP8 input is cast again (:func:`symllm.costs.fp8_casts.
+(:func:`symllm.costs.collectives.forward_runs`), its FP8 input is cast again (:func:`symllm.costs.fp8_casts.
 fp8_quantize_s`), and its LoRA branch (symllm.costs.finetune: PEFT's ``lora_A``, ``lora_B``) runs again, its
 r-wide intermediate not kept, where a saved linear's LoRA branch keeps it (a convention: PEFT's adapters are
 ``aten.mm`` calls too, which would shift torchtitan's count of them; torchtitan itself has no LoRA).
