@@ -55,7 +55,9 @@ def _terms(name: str, tp: int, b: int, s: int) -> dict:
     spc = spec(name)
     terms = hardware.stage_times(spc.model(), True, phase_flops=flops)["stages"][0]
     values = {**spc.values(), S.N_t: tp, S.N_p: 1, S.b: b, S.s: s, S.s_o: 1, S.beta_a: 2}
-    return {k: terms[k].subs(values) for k in ("layers", "reductions", "collectives", "prefill_tp", "decode_tp")}
+    from symllm.costs.collectives import reduced_sublayers
+    return {**{k: terms[k].subs(values) for k in ("layers", "collectives", "prefill_tp", "decode_tp")},
+            "reductions": reduced_sublayers(spc.model()).subs(values)}
 
 
 def test_nemotron_h_8b_sends_one_all_reduce_a_layer_by_hand():

@@ -220,10 +220,9 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
-    (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``reductions``, one per
-    sublayer the ranks sum; ``spanning_norms``; ``training_tp_calls``, a training micro-batch's:
-    :func:`symllm.costs.collectives.training_collectives`, summed) and the bytes they send (``*_tp``: the residual
-    stream's all-reduces, ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each
+    (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``spanning_norms``;
+    ``training_tp_calls``, a training micro-batch's: :func:`symllm.costs.collectives.training_collectives`, summed)
+    and the bytes they send (``*_tp``: the residual stream's all-reduces, ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each
     Mamba-2 gated norm whose one group spans the ranks; ``*_tp_row``: the residual stream's part a token
     row, what an engine's padded rows add); and the activation one pipeline hand-off
     carries per phase (``*_handoff``). ``phase_flops`` is
@@ -256,8 +255,6 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms = {"training_flops": algebra.substitute(phase_flops(stage, "training", recompute=recompute), defs)}
         blocks = sum((c.repeat for c in stage.children if c.checkpoint != 0), sp.S.Zero)
         terms["layers"] = algebra.substitute(blocks, defs)
-        reductions = collectives.reduced_sublayers(stage, experts)  # the residual stream's all-reduces a forward pass
-        terms["reductions"] = algebra.substitute(reductions, defs)
         stage_parts = module("symllm.costs.stage_parts")  # (SymPy: imported with the closed forms)
         core, routed = stage_parts.core(stage), stage_parts.routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
