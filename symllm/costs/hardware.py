@@ -222,9 +222,9 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
     (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``spanning_norms``;
     ``training_tp_calls``, a training micro-batch's: :func:`symllm.costs.collectives.training_collectives`, summed)
-    and the bytes they send (``*_tp``: the residual stream's all-reduces, ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each
-    Mamba-2 gated norm whose one group spans the ranks; ``*_tp_row``: the residual stream's part a token
-    row, what an engine's padded rows add); and the activation one pipeline hand-off
+    and the bytes they send (``*_tp``: the residual stream's all-reduces, ring, the logits all-gathered, and vLLM's
+    all-reduce of a fp32 statistic a token in each Mamba-2 gated norm whose one group spans the ranks; ``*_tp_row``:
+    the residual stream's part a token row, what an engine's padded rows add); and the activation one pipeline hand-off
     carries per phase (``*_handoff``). ``phase_flops`` is
     :func:`symllm.costs.phases.flops`.
 
