@@ -21,7 +21,8 @@ data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs a
 :mod:`~symllm.costs.fp8_casts`: FP8 recipes' quantization passes; :mod:`~symllm.costs.step_passes`: a
 step's optimizer and FSDP copy-out passes; :mod:`~symllm.costs.moe_training`: a mixture's training costs beyond
 its GEMMs;
-:mod:`~symllm.costs.collectives`: a step's collectives (one count), all-reduces, all-to-alls and Ray's round trip;
+:mod:`~symllm.costs.collectives`: a step's collectives (one count, inference's and a training micro-batch's),
+ring shares, all-reduces, all-to-alls and Ray's round trip;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.attention_training`: a training step's
 attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power limits;
 :mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs),
