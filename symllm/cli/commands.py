@@ -164,7 +164,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     if serve and not args.serve:
         raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
     if not args.serve and (args.concurrency is not None or args.request_rate is not None):
-        raise SymllmError("concurrency: serving under load applies to --serve")
+        load = "concurrency" if args.concurrency is not None else "request_rate"
+        raise SymllmError(f"{load}: serving under load applies to --serve (got {getattr(args, load):g} without it)")
     if args.serve:  # what serving refuses from the options alone, refused before any workload is computed
         from symllm.costs import serving
         if "non_torch" in serve:

@@ -160,7 +160,8 @@ def serve_lines(r: dict) -> str:
         x = r["load"]
         at = f"{x['running']:,} running" + (f", {x['queued']:,} queued" if x["queued"] else "")
         rows = [("concurrency", f"{x['concurrency']:,}", at + (" (saturated)" if x["saturated"] else "")),
-                ("time to first token", f"{_g(x['ttft_s'])} s", f"prompt {x['seq']:,} tokens"),
+                ("time to first token", "unbounded" if x["ttft_s"] is None else f"{_g(x['ttft_s'])} s",
+                 f"prompt {x['seq']:,} tokens" + ("; the queue grows" if x["ttft_s"] is None else "")),
                 ("inter-token latency", f"{_g(x['itl_s'] * 1000)} ms", f"{x['gen']:,} tokens generated"),
                 ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"), f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
                 ("saturates at", f"{x['saturation_concurrency']:,}", _running_limit(x))]
