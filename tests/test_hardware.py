@@ -380,6 +380,20 @@ def test_report_has_one_training_verdict_per_layout():
     assert verdicts == [True, False]  # both verdicts are shown
 
 
+def test_report_gives_a_token_budget_bound_and_expected():
+    """A report's row for --tokens gives the days, GPU-hours and cost as a bound and as expected (it gave the
+    bound alone): by hand, D tokens at the expected tokens/s per GPU on one GPU take D / that seconds, an
+    hour's price each GPU-hour."""
+    from symllm.present import rendered
+    D, price = 10 ** 9, 2
+    md = rendered.report("llama3.2-1b", fmt="markdown", gpu="h100-sxm", seq=4096, tokens=D, price=price)
+    e = symllm.workload("llama3.2-1b", gpu="h100-sxm", seq=4096)["time"]["expected"]
+    seconds = D / e["training_tokens_per_s_per_gpu"]
+    row = next(line for line in md.splitlines() if line.startswith(f"| {D:,} training tokens |"))
+    assert row.endswith(f"; expected {seconds / 86400:,.2f} days, {seconds / 3600:,.0f} GPU-hours, "
+                        f"cost {seconds / 3600 * price:,.2f} |")
+
+
 def test_training_time_tokens_and_cost_by_hand():
     """One H100, compute-bound: the step is 3 × the forward's FLOPs / peak (FlopCounterMode's count of a
     forward is what test_flops checks), the forward computing every position's logits (the loss reads them:

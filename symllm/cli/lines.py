@@ -97,14 +97,15 @@ def plan_lines(p, top: int) -> list[str]:
                                    f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
                                    _g(r["step_s"]), _g(e["training_step_s"]) if e else "-",
                                    _f(r["mfu"], ".1%"), _f(e["mfu"], ".1%") if e else "-"]
-                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}"] if "training_s" in r else []))
+                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}",
+                                 _f(e["training_s"] / 86400, ",.1f") if e else "-"] if "training_s" in r else []))
             else:
                 rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
                                    _g(e["decode_token_s"] * 1000) if e else "-", _f(r["tokens_per_s"], ",.0f"),
                                    _f(e["tokens_per_s"], ",.0f") if e else "-"])
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
         head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
-                 + (["days"] if "training_s" in p.rows[0] else []) if p.training
+                 + (["days", "exp."] if "training_s" in p.rows[0] else []) if p.training
                  else ["batch", "peak/GPU", "decode ms", "exp. ms", "tokens/s", "exp."])
         text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
         out += ["", _table(rows, tuple(head), text_columns=text)]
@@ -117,7 +118,10 @@ def plan_lines(p, top: int) -> list[str]:
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                      "measured efficiencies, docs/efficiency.md) for the best rows; "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
-                        "another (micro x acc), then reduces gradients once." if p.training
+                        "another (micro x acc), then reduces gradients once; MFU: model FLOPs a second over the "
+                        "GPUs' dense peak of the matmuls' dtype" + (", days: what --tokens take" if "training_s" in
+                                                                    (p.rows or [{}])[0] else "") + "."
+                        if p.training
                         else "tokens/s = replicas x batch / decode step.")))
     return out
 
@@ -198,7 +202,9 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
         rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
     if t["training_fits"]:
         rows += [("training step", f"{_g(t['training_step_s'])} s", f"{_g(e['training_step_s'])} s",
-                  f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"),
+                  f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"
+                  + (f", HFU {_f(e['hfu'], '.1%')} expected," if e["hfu"] != e["mfu"] else "")
+                  + f" of {t['gpus']} x {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}"),
                  ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"),
                   _f(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
                   f"{_f(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]

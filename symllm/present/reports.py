@@ -229,7 +229,9 @@ class Report:
                  ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
         if t["training_fits"] and "training_s" in t:
             rows.append((f"{work.tokens:,} training tokens", f"{t['training_s'] / 86400:,.2f} days",
-                         f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))
+                         f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")
+                         + f"; expected {e['training_s'] / 86400:,.2f} days, {e['gpu_hours']:,.0f} GPU-hours"
+                         + (f", cost {e['cost']:,.2f}" if "cost" in e else "")))
         if t["gpus"] == 1:
             rows.append(("decode compute-bound", f"from batch {first:,}" if first else "never",
                          f"at context {work.context:,}"))

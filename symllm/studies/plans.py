@@ -432,14 +432,15 @@ EXPECTED_ROWS = 10
 
 def _expected(spc, work: Workload, row: dict, training: bool) -> dict:
     """A plan row's expected times: ``workload()``'s at its layout (its ``time.expected``), training with the
-    row's micro-batches; the keys its table shows."""
+    row's micro-batches; the keys its table shows (with ``--tokens``, their ``training_s``, ``gpu_hours`` and
+    ``cost`` too)."""
     layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "batch": max(1, row["batch"])}
     if training:
         layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"], micro_batches=row["accum"])
     e = costs.workload(spc, work.replace(**layout))["time"]["expected"]
-    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu") if training
-            else ("decode_token_s", "tokens_per_s"))
-    return {k: e[k] for k in keys}
+    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost")
+            if training else ("decode_token_s", "tokens_per_s"))
+    return {k: e[k] for k in keys if k in e}
 
 
 @lru_cache(maxsize=64)
