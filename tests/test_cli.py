@@ -668,3 +668,21 @@ def test_count_says_what_mfu_is_a_share_of(cli):
     assert note(["--compute-dtype", "fp8"]).endswith(" of 8 x 1,978.9 TFLOP/s dense fp8")
     mfu, hfu = (float(x) for x in re.findall(r"([0-9.]+)% expected", note(["--recompute"])))
     assert hfu == pytest.approx(mfu * 4 / 3, abs=0.06)
+
+
+def test_a_token_budget_with_nothing_to_time_it_is_said(cli):
+    """--tokens prints days only where a training step is timed (count and report: --gpu; plan: --train) and
+    --price only beside --tokens' GPU-hours: given where they print nothing, a warning says so (they were dropped
+    without a word), and the answer is the same as without them (a workload given: count shows one either way)."""
+    for argv, lines in ((["count", "llama3.2-1b", "--seq", "2048", "--tokens", "1T"],
+                         ["--tokens does not apply without --gpu"]),
+                        (["count", "llama3.2-1b", "--gpu", "h100-sxm", "--price", "2"],
+                         ["--price does not apply without --tokens"]),
+                        (["report", "llama3.2-1b", "--tokens", "1T", "--price", "2"],
+                         ["--tokens does not apply without --gpu", "--price does not apply without --gpu"]),
+                        (["plan", "llama3.2-1b", "--gpus", "2xl4", "--tokens", "1T", "--top", "1"],
+                         ["--tokens does not apply without --train"])):
+        r = cli(argv)
+        assert r.code == 0 and r.err.splitlines() == [f"symllm: warning: {x} (ignored)" for x in lines], r.err
+        assert r.out == cli([a for a in argv if a not in ("--tokens", "1T", "--price", "2")]).out
+    assert cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1T", "--price", "2"]).err == ""
