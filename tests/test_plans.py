@@ -370,3 +370,14 @@ def test_plan_days_for_a_token_budget_are_bound_and_expected(cli):
     count = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "8192", "--tokens", "1T", *layout]).out
     line = next(x for x in count.splitlines() if x.startswith("1,000,000,000,000 tokens"))
     assert line.split()[4] == f"{seconds / 86400:,.2f}"
+
+
+def test_plan_times_the_interleaved_schedule_as_count_does():
+    """plan --schedule interleaved: its pipeline rows' bounds (m + (p-1)/v stage-times, at least p) and expected
+    times are workload()'s at their layouts, as the 1F1B rows are."""
+    opts = {"gpu": "h100-sxm", "seq": 4096, "schedule": "interleaved"}
+    p = plans.plan("llama3.1-8b", 16, training=True, global_batch=32, **opts)
+    piped = [r for r in p.rows[:plans.EXPECTED_ROWS] if r["pp"] > 1] or [r for r in p.rows if r["pp"] > 1][:2]
+    assert piped
+    for row in piped[:2]:
+        _check_row("llama3.1-8b", row, opts, True)
