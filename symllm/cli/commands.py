@@ -271,7 +271,7 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
             print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"))))
         if "serving" in work:
-            print("\n" + serve_lines(work["serving"], work["workload"]["engine"]))
+            print("\n" + serve_lines(work["serving"]))
     return 0
 
 

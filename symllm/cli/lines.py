@@ -139,17 +139,15 @@ def _running_limit(x: dict) -> str:
         x["running_limit"]]
 
 
-def serve_lines(r: dict, engine: str | None = None) -> str:
-    """count's serving section from :func:`symllm.costs.serving.capacity` for the workload's ``engine`` (None:
-    the default), nothing computed here: its name, and whether it reads the utilization as a share of the memory
-    weights and activations leave (``kv_of_free``: TensorRT-LLM's free_gpu_memory_fraction)."""
-    from symllm.costs.figures import engine as conventions
-    c = conventions(engine, "inference")
+def serve_lines(r: dict) -> str:
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here): the engine
+    whose defaults it takes, and the usable memory by its rule (``kv_of_free``: TensorRT-LLM's fraction of what
+    weights and activations leave)."""
     util = f"{float(r['gpu_memory_utilization']):g}"
     per = ([f"tp {r['tp']}"] if r["tp"] > 1 else []) + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else [])
-    rows = [(f"GPU memory - {1 - float(r['gpu_memory_utilization']):g} x free" if c.get("kv_of_free")
+    rows = [(f"GPU memory - {1 - float(r['gpu_memory_utilization']):g} x free" if r["kv_of_free"]
              else f"GPU memory x {util}", human_bytes(r["usable"]),
-             f"{r['gpu']}" + (f"; {util} of the free for the KV cache" if c.get("kv_of_free") else "")),
+             f"{r['gpu']}" + (f"; {util} of the free for the KV cache" if r["kv_of_free"] else "")),
             ("- weights", human_bytes(r["weights"]), "per GPU" + (f" ({', '.join(per)})" if per else "")),
             ("- activation peak", human_bytes(r["activation_peak"]),
              (f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows (estimate)"
@@ -166,7 +164,7 @@ def serve_lines(r: dict, engine: str | None = None) -> str:
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
              "fits" if r["fits"] else "one request does not fit")]
-    title = "vLLM paged KV cache" if c["name"].startswith("vllm") else f"{c['name']}: paged KV cache"
+    title = "vLLM paged KV cache" if r["engine"].startswith("vllm") else f"{r['engine']}: paged KV cache"
     out = _table(rows, (f"serving ({title})", "", ""), text_columns=(1, 2))
     if "load" in r:
         x = r["load"]
