@@ -255,6 +255,10 @@ def test_cli_count_json_has_time(cli):
     (["count", "llama3.1-8b", "--gpu", "h100"], "symllm: error: gpu: unknown 'h100' (known: h200, h100-sxm, "),
     (["count", "llama3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--json"],
      "symllm: error: dtype: a100-80gb has no fp8 tensor cores"),
+    # the option that asked for fp8 matmuls is the one named, whole within the 100 columns (it said "dtype" and
+    # was cut short: "... (its datasheet lists none); use...")
+    (["count", "llama3.1-8b", "--gpu", "a100-80gb", "--compute-dtype", "fp8"],
+     "symllm: error: compute_dtype: a100-80gb has no fp8 tensor cores; use bf16 or fp16\n"),
     (["derive", "--quantity", "ridge", "--gpu", "tpu"], "symllm: error: gpu: unknown 'tpu'"),
 ])
 def test_cli_errors_are_one_line(cli, argv, start):
