@@ -140,14 +140,15 @@ def _running_limit(x: dict) -> str:
 
 
 def serve_lines(r: dict) -> str:
-    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here): the engine
-    whose defaults it takes, and the usable memory by its rule (``kv_of_free``: TensorRT-LLM's fraction of what
-    weights and activations leave)."""
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here): vLLM's
+    accounting, the engine whose defaults it takes where that is not vLLM, and the usable memory by the engine's
+    rule (``kv_of_free``: TensorRT-LLM's fraction of what weights and activations leave)."""
     util = f"{float(r['gpu_memory_utilization']):g}"
     per = ([f"tp {r['tp']}"] if r["tp"] > 1 else []) + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else [])
     rows = [(f"GPU memory - {1 - float(r['gpu_memory_utilization']):g} x free" if r["kv_of_free"]
              else f"GPU memory x {util}", human_bytes(r["usable"]),
-             f"{r['gpu']}" + (f"; {util} of the free for the KV cache" if r["kv_of_free"] else "")),
+             f"{r['gpu']}" + ("" if r["engine"].startswith("vllm") else f", {r['engine']}'s defaults")
+             + (f"; KV: {util} of the free" if r["kv_of_free"] else "")),
             ("- weights", human_bytes(r["weights"]), "per GPU" + (f" ({', '.join(per)})" if per else "")),
             ("- activation peak", human_bytes(r["activation_peak"]),
              (f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows (estimate)"
@@ -164,8 +165,7 @@ def serve_lines(r: dict) -> str:
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
              "fits" if r["fits"] else "one request does not fit")]
-    title = "vLLM paged KV cache" if r["engine"].startswith("vllm") else f"{r['engine']}: paged KV cache"
-    out = _table(rows, (f"serving ({title})", "", ""), text_columns=(1, 2))
+    out = _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2), wrap=2)
     if "load" in r:
         x = r["load"]
         at = f"{x['running']:,} running" + (f", {x['queued']:,} queued" if x["queued"] else "")
