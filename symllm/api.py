@@ -26,7 +26,7 @@ FACE = {
     # configs and specs resolved, their symbol values and parameter counts by kind
     **{name: ("arch.resolved", name) for name in ("hidden_dim", "model_for", "resolved_config",
                                                    "by_kind")},
-    "values": ("costs.phases", "values"),
+    "values": ("costs.numbered", "values"),
     **{name: ("arch.readers", name) for name in ("from_hf", "from_meta")},
     "preset_names": ("arch.catalogue", "preset_names"),
     # the components by their short names

@@ -16,7 +16,9 @@ import math
 
 from symllm.errors import SymllmError
 
-__all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count", "suffixed_count", "COUNT_KINDS", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number", "boolean", "booleans",
+__all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count",
+           "suffixed_count", "COUNT_KINDS", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number",
+           "boolean", "booleans",
            "choice", "zero_stage", "stated_with"]
 
 #: the largest float accepted for an integer read from a file (``4096.0``): past 2**53 a double no longer
@@ -150,13 +152,15 @@ SUFFIXES = {"k": 1, "m": 2, "g": 3, "t": 4}
 def token_count(field: str, text: str, *, binary: bool, low: int | None = 1, unit: str = "tokens") -> int:
     """A count of tokens as people write it: digits (``_`` between them), a ``k``/``M``/``G``/``T`` suffix
     (any case) and a decimal point or exponent (``1.5k``, ``1e12``), as long as the value is a whole number
-    of at least ``low`` (None: any integer; the command line leaves the range to the workload's check). ``binary``: a length (a prompt, a context window), where ``128k`` is 128·1024 =
-    131,072 as a model's window is meant; else a token budget in decimal, ``15T`` = 15·10^12. ``unit`` names
-    what is counted in a refusal (``sequences`` for a batch, read in decimal: ``--batch 1k`` = 1,000).
+    of at least ``low`` (None: any integer; the command line leaves the range to the workload's check). ``binary``: a
+    length (a prompt, a context window), where ``128k`` is 128·1024 = 131,072 as a model's window is meant; else a token
+    budget in decimal, ``15T`` = 15·10^12. ``unit`` names what is counted in a refusal (``sequences`` for a batch, read
+    in decimal: ``--batch 1k`` = 1,000).
 
     >>> token_count("seq", "128k", binary=True), token_count("tokens", "15T", binary=False)
     (131072, 15000000000000)
-    >>> token_count("tokens", "1e12", binary=False), token_count("seq", "1.5K", binary=True), token_count("gen", "0", binary=True, low=0)
+    >>> (token_count("tokens", "1e12", binary=False), token_count("seq", "1.5K", binary=True),
+    ...  token_count("gen", "0", binary=True, low=0))
     (1000000000000, 1536, 0)
     >>> token_count("seq", "1.3k", binary=True)
     Traceback (most recent call last):

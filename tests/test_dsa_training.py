@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import symllm
 from symllm.arch.config import from_hf
-from symllm.costs import phases as costs
+from symllm.costs import numbered, phases as costs
 
 from .conftest import held_for_backward, requires, saved_and_eager
 from .strategies import dsa_configs
@@ -187,6 +187,6 @@ def test_deepseek_v32_training_core_runs_the_indexer_scores_forward_only(recompu
     s, layers = 4096, 61
     (stage,) = hardware.stage_times(symllm.model_for("deepseek-v3.2"), False, recompute=recompute,
                                     phase_flops=costs.flops)["stages"]
-    values = costs.values("deepseek-v3.2", batch=1, seq=s)
+    values = numbered.values("deepseek-v3.2", batch=1, seq=s)
     core, training = (stage[k].subs(values) for k in ("prefill_core_flops", "training_core_flops"))
     assert training == passes * core - 2 * layers * s * s * 2 * 64 * (128 + 1)

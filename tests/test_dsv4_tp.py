@@ -35,13 +35,21 @@ vllm/model_executor/models/deepseek_v4.py at vllm-project/vllm commit 023da1fc82
 
 So under vLLM a rank holds ``1/tp`` of ``wq_b``, ``wo_a``, ``wo_b`` and of the shared expert, where transformers'
 plan keeps them whole, and a layer sends two all-reduces (``wo_b``'s and the mixture's), where transformers' sends
-one. symllm's parts declare transformers' plan as their ``split`` and vLLM's where it differs as their ``engines``
+one. vLLM runs only where ``tp`` divides ``o_groups`` (``n_local_groups`` above; its forward divides the rank's heads
+by them) and, for the shared expert's ``MergedColumnParallelLinear``, its width: the parts declare those as their
+``units`` and every door refuses any other ``tp`` under vLLM's layout (the tests at the end).
+symllm's parts declare transformers' plan as their ``split`` and vLLM's where it differs as their ``engines``
 (:class:`symllm.arch.components.Rules`); a workload's engine lays the model out
 (:func:`symllm.costs.parallel.layout`), ``count --serve`` by its engine (vLLM by default). These tests pin both
 layouts by hand and check that symllm gives each for its engine.
 """
 import json
 from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import symllm
 
 from symllm.arch import symbols as S
 from symllm.arch.config import preset_info
@@ -293,3 +301,94 @@ def test_lora_at_tp_8_counts_the_workloads_model_under_either_engine():
         assert api["memory_per_gpu"]["training_peak"] == door["memory"]["lora_total"]
         got[engine] = door
     assert got[None] == got["vllm"]
+
+
+#: the preset's own config.json fields, read from the file (not through symllm): vLLM's layout needs tensor ranks that
+#: divide ``o_groups`` (symllm.arch.components.compressed.VLLM_UNITS: ``n_local_groups = n_groups // tp_size``, no
+#: assert, and the forward's ``heads_per_group = n_local_heads // n_local_groups`` fails at none a rank) as well as the
+#: ``num_attention_heads`` (``assert self.n_heads % tp_size == 0``)
+_PRESET = json.loads((Path(symllm.__file__).parent / "presets" / "deepseek-v4-flash-base.json").read_text())["config"]
+_GROUPS, _HEADS = _PRESET["o_groups"], _PRESET["num_attention_heads"]
+
+
+def _refusal(tp: int) -> str:
+    return f"symllm: error: tp: {tp} ranks do not divide o_groups {_GROUPS} (vllm splits wo_a, wo_b by it)\n"
+
+
+@pytest.mark.parametrize("tp", [t for t in (16, 32, 64) if _HEADS % t == 0 and _GROUPS % t])
+def test_count_refuses_a_tp_vllms_layout_cannot_run(cli, tp):
+    """``count --engine vllm`` at a tp that divides the 64 heads but not the 8 output groups is one line, exit 2 (it
+    counted 16 ranks of half a group each); without an engine, or under sglang (transformers' plan: wo_a and wo_b
+    whole on every rank), the same tp is counted."""
+    r = cli(["count", "deepseek-v4-flash-base", "--tp", tp, "--engine", "vllm"])
+    assert (r.code, r.err) == (2, _refusal(tp))
+    for extra in ([], ["--engine", "sglang"]):
+        r = cli(["count", "deepseek-v4-flash-base", "--tp", tp, *extra])
+        assert r.code == 0, r.err
+
+
+@pytest.mark.parametrize("door", [
+    ["count", "deepseek-v4-flash-base", "--serve", "--gpu", "h200"],
+    ["count", "deepseek-v4-flash-base", "--gpu", "h200", "--json"],
+    ["report", "deepseek-v4-flash-base", "--format", "markdown"],
+    ["derive", "--model", "deepseek-v4-flash-base", "--quantity", "memory"],
+    ["sweep", "--base", "deepseek-v4-flash-base", "--seq", "1024,2048", "--quantity", "weights_per_gpu"],
+    ["plot", "memory", "deepseek-v4-flash-base", "-o", "memory.png"],
+], ids=lambda door: "-".join(door[:2]))
+def test_every_door_that_takes_tp_refuses_it_alike(cli, door, tmp_path, monkeypatch):
+    """serve, count's JSON, report, derive, sweep and plot refuse tp 16 under engine vllm with count's line, exit 2;
+    ``count --serve`` without an engine too (vLLM's layout is the serving default)."""
+    if door[0] == "plot":
+        requires("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    r = cli(door + ["--tp", 16, "--engine", "vllm"])
+    assert (r.code, r.err) == (2, _refusal(16))
+    if "--serve" in door:
+        assert (cli(door + ["--tp", 16]).err) == _refusal(16)
+
+
+def test_the_shared_experts_width_is_checked_where_the_routed_experts_stay_whole(cli, tmp_path):
+    """vLLM's shared expert is a ``MergedColumnParallelLinear`` (``assert all(output_size % self.tp_size == 0 ...)``,
+    vllm/model_executor/layers/linear.py): with the routed experts whole (``--expert-tp whole``, whose width is then not
+    checked) a shared width of 2044 = 4·511 is refused at tp 8 (2044 = 8·255 + 4) and counted at tp 4, and without an
+    engine (transformers' plan: the shared expert whole on every rank) counted at tp 8."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_PRESET, "moe_intermediate_size": 2044, "n_shared_experts": 1}))
+    r = cli(["count", path, "--tp", 8, "--engine", "vllm", "--expert-tp", "whole"])
+    assert (r.code, r.err) == (2, "symllm: error: tp: 8 ranks do not divide shared_hidden_dim 2044 (vllm splits w1, "
+                                  "w2, w3 by it)\n")
+    for tp, extra in ((4, ["--engine", "vllm"]), (8, [])):
+        r = cli(["count", path, "--tp", tp, "--expert-tp", "whole", *extra])
+        assert r.code == 0, r.err
+
+
+def test_a_count_from_kept_kernels_refuses_it_too(cli, monkeypatch):
+    """A count of a shape counted before reads the kept kernels (symllm.studies.quick) with no component tree: tp 16
+    under engine vllm after tp 8 reads tp 8's kernels and is still refused (it was counted: the kept entry's checks
+    knew nothing of the output groups)."""
+    from symllm.studies import quick
+    read = []
+    real = quick.cache_get
+
+    def spy(kind, key):
+        got = real(kind, key)
+        read.append((kind, got is not None))
+        return got
+    monkeypatch.setattr(quick, "cache_get", spy)
+    assert cli(["count", "deepseek-v4-flash-base", "--tp", 8, "--engine", "vllm", "--seq", 77]).code == 0
+    read.clear()
+    r = cli(["count", "deepseek-v4-flash-base", "--tp", 16, "--engine", "vllm", "--seq", 77])
+    assert ("workload", True) in read
+    assert (r.code, r.err) == (2, _refusal(16))
+
+
+def test_plan_under_vllm_proposes_only_a_tp_dividing_the_output_groups(cli):
+    """``plan --engine vllm`` of 16 H200s skips tp 16 (it ranked it: 256 of its 8,960 layouts); every row's tp divides
+    the preset's own o_groups and heads, and the layouts at each tp that does are all there (tp 8 among them). Without
+    an engine (transformers' plan) tp 16 stays."""
+    out = json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "16xh200", "--engine", "vllm", "--json"]).out)
+    tps = {row["tp"] for row in out["rows"]}
+    assert tps and all(_GROUPS % tp == 0 and _HEADS % tp == 0 for tp in tps) and 8 in tps
+    plain = json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "16xh200", "--json"]).out)
+    assert 16 in {row["tp"] for row in plain["rows"]}
+    assert plain["layouts"] - out["layouts"] == 256  # tp 16 of 16 GPUs: pp 1, dp 1, ep 1, at each batch 1 to 256

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import collectives, efficiency, figures, gemm_cards, ggml, power, schedules, tiles
+from symllm.costs import collectives, efficiency, figures, gemm_cards, ggml, moe_training, power, schedules, tiles
 from symllm.errors import SymllmError
 from tests.strategies import attention_grids, timed_workloads
 
@@ -450,24 +450,24 @@ def test_engines_own_allreduce_replaces_nccl_over_nvlink_only():
 
 def test_old_vllm_tp4_decode_over_pcie_by_hand():
     """Llama-2-70B fp16 over four A100 PCIe at batch 1 (context 135) under vLLM before v0.2.6: no CUDA graphs,
-    so the host launches every op: 80 layers x 14 kernels at 24 us and 161 NCCL all-reduces (two a layer and the
-    embedding's) at 89 us a torch.distributed call (pytorch/pytorch issue #138773) = 41.209 ms. The GPU
-    meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of 1,935 GB/s, runs 1,120 kernels at
-    4.9 us, and its all-reduces take 20 us each plus the
-    bytes they send (24,576 B a row each, eight rows as vLLM 0.2 pads a step's tokens to a multiple of 8, and the
-    logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 30.6 ms, less. Then 0.3 ms a step, the Ray round trip to four actors, 1/2011.9 + 3/8663.7 s (Ray's
+    so the host launches every op: 80 layers x 14 kernels at 24 us and 162 NCCL collectives (two all-reduces a
+    layer, the embedding's and the logits' all-gather) at 89 us a torch.distributed call (pytorch/pytorch issue
+    #138773) = 41.298 ms. The GPU meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of
+    1,935 GB/s, runs 1,120 kernels at 4.9 us, and its 162 collectives take 20 us each plus the
+    bytes they send (24,576 B a row each of the 161 all-reduces, eight rows as vLLM 0.2 pads a step's tokens to a
+    multiple of 8, and the logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 30.6 ms, less. Then 0.3 ms
+    a step, the Ray round trip to four actors, 1/2011.9 + 3/8663.7 s (Ray's
     1_1_actor_calls_sync and _async, release/perf_metrics/microbenchmark.json), and what the host does while the
     GPU waits (vLLM v0.2.0's Worker._prepare_inputs, embedding masks and Sampler, counted by hand in its code:
-    30 launches, 8 more split over ranks and one a rank for the gather's copies, at 24 us, and one more
-    torch.distributed call at 89 us, 162 in all: two a layer, the embedding's and the logits' gather)."""
-    host = 80 * 14 * Fraction(24, 10 ** 6) + 161 * Fraction(89, 10 ** 6)
+    30 launches, 8 more split over ranks and one a rank for the gather's copies, at 24 us)."""
+    host = 80 * 14 * Fraction(24, 10 ** 6) + 162 * Fraction(89, 10 ** 6)
     sent = 161 * 8 * 24_576 + 48_000
-    reduce_s = 161 * Fraction(2, 10 ** 5) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9)
+    reduce_s = 162 * Fraction(2, 10 ** 5) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9)
     gpu_s = (Fraction(34_370_387_584) / (Fraction(88, 100) * 1935 * 10 ** 9) + 80 * 14 * Fraction(49, 10 ** 7)
              + reduce_s)
     assert gpu_s < host
     ray = 1 / Fraction("2011.9") + 3 / Fraction("8663.7")
-    beyond = (30 + 8 + 4) * Fraction(24, 10 ** 6) + Fraction(89, 10 ** 6)
+    beyond = (30 + 8 + 4) * Fraction(24, 10 ** 6)
     seconds = host + Fraction(3, 10 ** 4) + ray + beyond
     e = _time("llama2-70b", gpu="a100-80gb-pcie", engine="vllm-v0.2", dtype="fp16", tp=4, seq=7, context=135)["expected"]
     assert e["decode_token_s"] == pytest.approx(float(seconds), rel=1e-12)
@@ -486,7 +486,7 @@ def test_collective_host_time_only_for_eager_tensor_parallel_calls(monkeypatch):
     before = steps()
     monkeypatch.setitem(figures.data()["kernel"], "collective_host_s", "0.00009")
     after = steps()
-    assert after[0] - before[0] == pytest.approx(162e-6, rel=1e-9)  # and the one beyond the layers
+    assert after[0] - before[0] == pytest.approx(162e-6, rel=1e-9)  # the embedding's and the gather's among them
     assert after[1:] == before[1:]
 
 
@@ -494,12 +494,12 @@ def test_old_vllm_host_work_beyond_the_layers_by_ranks():
     """vLLM v0.2.0's host a step beyond its layers, counted by hand in its code (Worker._prepare_inputs' five
     copies, the embedding, the final norm, the Sampler's 23 launches: 30 at one rank); split over n ranks the
     embedding's masks (7) and the logits' gather (n copies out of NCCL's buffer and a torch.cat) add 8 + n
-    launches at 24 us, and the embedding's all-reduce one torch.distributed call at 89 us. Engines without the
-    count (CUDA-graph vLLM) pay nothing here."""
+    launches at 24 us (the embedding's all-reduce and the gather are calls of the step's collectives, counted
+    with the layers': tests/test_tp_reductions.py). Engines without the count (CUDA-graph vLLM) pay nothing here."""
     old = figures.engine("vllm-v0.2")
     us = Fraction(1, 10 ** 6)
     assert collectives.step_host_s(old, 1) == 30 * 24 * us
-    assert collectives.step_host_s(old, 2) == (30 + 8 + 2) * 24 * us + 89 * us
+    assert collectives.step_host_s(old, 2) == (30 + 8 + 2) * 24 * us
     assert collectives.step_host_s(old, 8) - collectives.step_host_s(old, 4) == 4 * 24 * us
     assert collectives.step_host_s(figures.engine("vllm"), 4) == 0
 
@@ -537,13 +537,13 @@ def test_dropless_moe_waits_for_the_host_once_a_forward():
     #837 on bare metal) before its dispatch: once a layer's forward, twice with full recomputation (the forward
     runs again), never without an all-to-all (no expert-parallel link) or for an engine that does not sync."""
     link = ("NVLink 4", 450 * 10 ** 9)
-    common = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, bandwidth=335 * 10 ** 10)
-    once = efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1)["sync"]
+    common = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, rate=Fraction(88, 100) * 335 * 10 ** 10)
+    once = moe_training.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1)["sync"]
     assert once == 24 * Fraction(2611, 10 ** 8)
-    again = efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1, recompute=True)["sync"]
+    again = moe_training.moe_training_s(**common, ep_bytes=10 ** 6, link=link, syncs=1, recompute=True)["sync"]
     assert again == 2 * once
-    assert efficiency.moe_training_s(**common, syncs=1)["sync"] == 0
-    assert efficiency.moe_training_s(**common, ep_bytes=10 ** 6, link=link)["sync"] == 0
+    assert moe_training.moe_training_s(**common, syncs=1)["sync"] == 0
+    assert moe_training.moe_training_s(**common, ep_bytes=10 ** 6, link=link)["sync"] == 0
     assert figures.engine("megatron")["moe_host_syncs"] == 1 and "moe_host_syncs" not in figures.engine("torchtitan")
 
 

@@ -94,10 +94,11 @@ def test_plan_tries_only_widths_that_split(tmp_path):
     """plan's tensor-parallel choices leave out a tp that does not divide the experts' width (split), and keep
     it when the experts stay whole."""
     from symllm.arch.resolved import spec
+    from symllm.costs.workloads import Workload
     from symllm.studies.plans import _tp_choices
     s = spec(_config(tmp_path, 770))
     assert 4 not in _tp_choices(s) and 2 in _tp_choices(s)
-    assert 4 in _tp_choices(s, "whole")
+    assert 4 in _tp_choices(s, Workload(expert_tp="whole"))
 
 
 def test_count_says_how_the_experts_lie(cli):

@@ -23,7 +23,7 @@ import pytest
 import symllm
 from symllm.costs import parallel
 from symllm.costs.figures import data
-from symllm.costs.phases import values
+from symllm.costs.numbered import values
 
 from .conftest import requires
 

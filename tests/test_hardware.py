@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
-from symllm.costs import hardware
+from symllm.costs import accelerators, hardware
 from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
 
@@ -45,7 +45,7 @@ def tflops(text):
 @pytest.mark.parametrize("name", VENDOR)
 def test_table_holds_the_vendor_numbers(name):
     bf16, fp16, fp8, bandwidth, memory = VENDOR[name]
-    g = hardware.gpu(name)
+    g = accelerators.gpu(name)
     assert (g.bf16, g.fp16, g.fp8) == (tflops(bf16), tflops(fp16), tflops(fp8))
     assert (g.bandwidth, g.memory) == (bandwidth, memory)
     assert g.source and g.url.startswith("https://")
@@ -53,7 +53,7 @@ def test_table_holds_the_vendor_numbers(name):
 
 
 def test_table_has_the_issues_accelerators():
-    assert {"h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l40s", "mi300x"} <= set(hardware.names())
+    assert {"h100-sxm", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l40s", "mi300x"} <= set(accelerators.names())
 
 
 @pytest.mark.parametrize("dtype, act_dtype, peak", [
@@ -63,7 +63,7 @@ def test_table_has_the_issues_accelerators():
 def test_peak_follows_the_matmul_dtype(dtype, act_dtype, peak):
     """bf16/fp16/fp8 weights multiply in their dtype; int8/int4 weights are dequantised to act_dtype."""
     expected = tflops(VENDOR["h100-sxm"][("bf16", "fp16", "fp8").index(peak)])
-    assert hardware.peak_flops("h100-sxm", dtype, act_dtype) == expected
+    assert accelerators.peak_flops("h100-sxm", dtype, act_dtype) == expected
     work = symllm.Workload(gpu="h100-sxm", dtype=dtype, act_dtype=act_dtype)
     assert symllm.workload("llama3.2-1b", work)["time"]["peak_flops"] == expected
 
@@ -317,7 +317,7 @@ MORE = {
 def test_catalogue_holds_the_vendor_numbers(name):
     """Every catalogue entry: the dense peaks, int8, bandwidth and memory its source prints, exact ints."""
     bf16, fp16, fp8, int8, bandwidth, memory = MORE[name]
-    g = hardware.gpu(name)
+    g = accelerators.gpu(name)
     assert (g.bf16, g.fp16, g.fp8, g.int8) == tuple(tflops(x) for x in (bf16, fp16, fp8, int8))
     assert (g.bandwidth, g.memory) == (bandwidth, memory)
     assert g.source and g.url.startswith("https://") and g.note
@@ -327,9 +327,9 @@ def test_every_catalogue_entry_has_a_source_and_the_issues_cards():
     """The issue's list is in the catalogue, each with a source address, a memory and a bandwidth."""
     wanted = {"a10", "a10g", "l4", "l40s", "t4", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h100-nvl",
               "h200", "b200", "gb200", "mi250x", "mi300x", "mi325x", "rtx3090", "rtx4090", "rtx5090"}
-    assert wanted <= set(hardware.names())
-    assert any(n.startswith("apple-") for n in hardware.names())
-    for g in hardware.GPUS.values():
+    assert wanted <= set(accelerators.names())
+    assert any(n.startswith("apple-") for n in accelerators.names())
+    for g in accelerators.GPUS.values():
         assert g.url.startswith("https://") and g.memory > 0 and g.bandwidth > 0
         assert g.link is None or g.link_bandwidth > 0
 
@@ -416,10 +416,10 @@ def test_training_time_tokens_and_cost_by_hand():
 def test_links_name_the_topology():
     """tp within a node rides the node's link; groups spanning nodes the network (--network)."""
     work = symllm.Workload(tp=8, dp=2, gpu="h100-sxm", network="eth-100g")
-    route = hardware.links(work, hardware.gpu("h100-sxm"))
+    route = hardware.links(work, accelerators.gpu("h100-sxm"))
     assert route["tp"] == ("NVLink 4", 450 * GIGA)  # 900 GB/s both ways
     assert route["dp"][1] == Fraction("12.5") * GIGA
-    assert hardware.links(symllm.Workload(tp=2), hardware.gpu("rtx4090"))["tp"] == ("PCIe Gen4 x16", 32 * GIGA)
+    assert hardware.links(symllm.Workload(tp=2), accelerators.gpu("rtx4090"))["tp"] == ("PCIe Gen4 x16", 32 * GIGA)
 
 
 def test_a_ring_across_nodes_adds_the_nics_of_its_ranks_in_a_node():
@@ -432,14 +432,14 @@ def test_a_ring_across_nodes_adds_the_nics_of_its_ranks_in_a_node():
     tensor-parallel group of 16 spans two nodes with 8 ranks in each, 400 GB/s. One PCIe GPU node of 8 RTX
     4090s: 8 x 50 = 400 GB/s, capped at the node's PCIe Gen4 x16 (32 GB/s one way), which each hop inside the
     node crosses. 100 GbE: 8 x 12.5 = 100 GB/s."""
-    h100, gb = hardware.gpu("h100-sxm"), GIGA
+    h100, gb = accelerators.gpu("h100-sxm"), GIGA
     fsdp = hardware.links(symllm.Workload(dp=128, ep=16, pp=2), h100)
     assert fsdp["dp"] == ("InfiniBand NDR, 400 Gb/s per GPU, 8 NICs a ring", 400 * gb)
     assert fsdp["ep"] == ("InfiniBand NDR, 400 Gb/s per GPU", 50 * gb) and fsdp["pp"][1] == 50 * gb
     assert hardware.links(symllm.Workload(tp=2, dp=64), h100)["dp"][1] == 200 * gb
     assert hardware.links(symllm.Workload(tp=8, dp=16), h100)["dp"][1] == 50 * gb
     assert hardware.links(symllm.Workload(tp=16), h100)["tp"][1] == 400 * gb
-    assert hardware.links(symllm.Workload(dp=16), hardware.gpu("rtx4090"))["dp"][1] == 32 * gb
+    assert hardware.links(symllm.Workload(dp=16), accelerators.gpu("rtx4090"))["dp"][1] == 32 * gb
     assert hardware.links(symllm.Workload(dp=16, network="eth-100g"), h100)["dp"][1] == 100 * gb
 
 
@@ -449,7 +449,7 @@ def test_fsdp_gradient_traffic_times_at_the_nodes_nics():
     8 x 50 GB/s, by hand 1 GB in 20 us + 10**9 / (0.7 x 4 x 10**11) s = 3.5914 ms; one NIC's 50 GB/s would
     take 8 times the bandwidth term (28.59 ms)."""
     from symllm.costs import collectives
-    link = hardware.links(symllm.Workload(dp=128), hardware.gpu("h100-sxm"))["dp"]
+    link = hardware.links(symllm.Workload(dp=128), accelerators.gpu("h100-sxm"))["dp"]
     assert float(collectives.allreduce_s(1, 10 ** 9, link)) == pytest.approx(20e-6 + 1e9 / (0.7 * 400e9), rel=1e-12)
 
 
@@ -459,7 +459,7 @@ def test_a_plan_reads_each_layouts_links_from_the_one_rule():
     crosses InfiniBand NDR, a ring with 8 // 4 = 2 of its ranks a node: 2 x 50 GB/s; the pipeline's sends keep
     one NIC (50 GB/s); every rank count the rule reads is a column of the plan."""
     from symllm.studies import plans
-    g = hardware.gpu("h100-sxm")
+    g = accelerators.gpu("h100-sxm")
     cols = {k: np.asarray(v) for k, v in {"tp": [4, 4], "dp": [2, 4], "ep": [1, 1], "pp": [1, 2]}.items()}
     bw = plans._links(cols, symllm.Workload(), g)
     assert bw["dp"].tolist() == [450 * GIGA, 2 * 50 * GIGA] and bw["tp"].tolist() == [450 * GIGA, 450 * GIGA]

@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 import symllm
-from symllm.costs import collectives, efficiency, figures
+from symllm.costs import collectives, efficiency, figures, moe_training
 from symllm.costs.accelerators import gpu
 from symllm.costs.hardware import links
 from symllm.costs.workloads import Workload
@@ -83,13 +83,13 @@ def test_permutation_and_router_passes_by_hand():
     permute = 4 * 24 * 9 * 8192 * 2048 * 2        # 28,991,029,248 bytes
     router = 6 * 24 * 8192 * 128 * 4               # 603,979,776 bytes
     assert permute == 28_991_029_248 and router == 603_979_776
-    args = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, bandwidth=3350 * 10 ** 9)
-    t = efficiency.moe_training_s(**args)
+    args = dict(layers=24, rows=8192, k=8, d=2048, n_e=128, act_bytes=2, rate=Fraction(88, 100) * 3350 * 10 ** 9)
+    t = moe_training.moe_training_s(**args)
     assert float(t["permute"]) == pytest.approx(permute / mem, rel=1e-12)   # 9.83 ms
     assert float(t["router"]) == pytest.approx(router / mem, rel=1e-12)     # 0.20 ms
     assert t["alltoall"] == 0                                               # no expert parallelism
     link = ("NVLink 4", 450 * 10 ** 9)
-    r = efficiency.moe_training_s(**args, ep_bytes=10 ** 9, link=link, recompute=True)
+    r = moe_training.moe_training_s(**args, ep_bytes=10 ** 9, link=link, recompute=True)
     assert float(r["permute"]) == pytest.approx(1.5 * permute / mem, rel=1e-12)
     assert float(r["alltoall"]) == pytest.approx(6 * 24 * 10e-6 + 1e9 / (0.765 * 450e9), rel=1e-12)
 
@@ -189,9 +189,9 @@ def test_host_launches_by_hand():
     """128 experts over EP 8: 16 local experts; 48 layers x (18 x 16 + 32) launches at the H200 host's
     24 us = 0.36864 s; in BF16 48 x (6 x 16 + 32) x 24 us = 0.147456 s; 3 experts a rank where 10 do not
     divide by 4 (the busiest rank's)."""
-    assert efficiency.moe_host_launch_s(moe_layers=48, n_e=128, ep=8, fp8=True) == Fraction(36864, 100000)
-    assert efficiency.moe_host_launch_s(moe_layers=48, n_e=128, ep=8, fp8=False) == Fraction(147456, 1000000)
-    assert efficiency.moe_host_launch_s(moe_layers=1, n_e=10, ep=4, fp8=False) == (6 * 3 + 32) * Fraction(24, 10 ** 6)
+    assert moe_training.moe_host_launch_s(moe_layers=48, n_e=128, ep=8, fp8=True) == Fraction(36864, 100000)
+    assert moe_training.moe_host_launch_s(moe_layers=48, n_e=128, ep=8, fp8=False) == Fraction(147456, 1000000)
+    assert moe_training.moe_host_launch_s(moe_layers=1, n_e=10, ep=4, fp8=False) == (6 * 3 + 32) * Fraction(24, 10 ** 6)
 
 
 def test_the_launches_are_a_floor_not_a_sum(monkeypatch):
@@ -235,8 +235,8 @@ def test_a_floor_over_the_gpus_time_is_paid_whole(monkeypatch):
 def test_the_floor_needs_its_local_experts():
     """Measured with 16 experts a rank: a rank of fewer (EP 64 over 128 experts: 2) gets no floor, one of more
     (EP 4: 32) the measured one (more local experts launch more kernels)."""
-    assert efficiency.moe_layer_floor_s(moe_layers=36, n_e=128, ep=64) == 0
-    assert efficiency.moe_layer_floor_s(moe_layers=36, n_e=128, ep=4) == 36 * Fraction("0.00904")
+    assert moe_training.moe_layer_floor_s(moe_layers=36, n_e=128, ep=64) == 0
+    assert moe_training.moe_layer_floor_s(moe_layers=36, n_e=128, ep=4) == 36 * Fraction("0.00904")
 
 
 def test_fp8_current_scaling_adds_its_quantization_launches_to_the_floor():
@@ -244,9 +244,9 @@ def test_fp8_current_scaling_adds_its_quantization_launches_to_the_floor():
     linears' inputs and output gradients, 4 x (amax, scale, cast) = 12 launches more a micro-batch (18 - 6),
     each at the host's 24 us: 24 layers x (9.04 ms + 12 x 16 x 24 us) = 24 x 13.648 ms. Below the floor's 16
     local experts there is still none."""
-    assert efficiency.moe_layer_floor_s(moe_layers=24, n_e=128, ep=8, fp8=True) == 24 * (
+    assert moe_training.moe_layer_floor_s(moe_layers=24, n_e=128, ep=8, fp8=True) == 24 * (
         Fraction("0.00904") + 12 * 16 * Fraction(24, 10 ** 6))
-    assert efficiency.moe_layer_floor_s(moe_layers=24, n_e=128, ep=16, fp8=True) == 0
+    assert moe_training.moe_layer_floor_s(moe_layers=24, n_e=128, ep=16, fp8=True) == 0
 
 
 def test_fp8_runs_qwen3_30b_a3b_slower_than_bf16_on_h100s():

@@ -205,3 +205,33 @@ def test_op_runs_its_linears_at_the_gemm_rate_and_its_passes_by_hand(monkeypatch
     assert passes == pytest.approx(0.14032, abs=1e-5)
     op, none = _step(), _step(recompute="none")
     assert op - none == pytest.approx(linears + passes, rel=1e-9)
+
+
+# --- one rate for every memory-bound pass of a training step -------------------------------------------------
+
+@pytest.mark.parametrize("card, rate, model, options", [
+    # Apple's unified memory: 800 GB/s (Apple's M2 Ultra page) at 0.85 (llama.cpp's Metal decode, PR #2917)
+    ("apple-m2-ultra", Fraction(85, 100) * 800 * 10 ** 9, "qwen1.5-moe-a2.7b", dict(seq=512, optimizer="sgd")),
+    ("apple-m2-ultra", Fraction(85, 100) * 800 * 10 ** 9, "llama3.2-1b", dict(engine="torchtitan", recompute="op")),
+    # HBM: 3.35 TB/s (H100 SXM datasheet) at 0.88 (the device-to-device copy measured on an H200)
+    ("h100-sxm", Fraction(88, 100) * 3350 * 10 ** 9, "llama3.2-1b",
+     dict(engine="torchtitan", recompute="op", compute_dtype="fp8")),
+])
+def test_every_memory_bound_pass_of_a_step_streams_the_cards_own_memory(monkeypatch, card, rate, model, options):
+    """A MoE layer's permutation and router passes, FP8's casts, op checkpointing's element-wise rerun, the
+    optimizer's update and FSDP's copy-outs all move their bytes at one rate: the card's bandwidth at its own
+    memory's streaming fraction (a unified-memory card's permutations streamed at the HBM figure before)."""
+    from symllm.costs import efficiency
+    seen = {}
+
+    def spy(name, real):
+        def call(*args, **kwargs):
+            seen.setdefault(name, set()).add(kwargs["rate"])
+            return real(*args, **kwargs)
+        return call
+    for name in ("moe_training_s", "fp8_quantize_s", "op_recompute_s", "step_passes_s"):
+        monkeypatch.setattr(efficiency, name, spy(name, getattr(efficiency, name)))
+    assert symllm.workload(model, gpu=card, **options)["time"]["expected"]["training_step_s"] is not None
+    assert seen and all(rates == {rate} for rates in seen.values()), seen
+    wanted = {"step_passes_s"} | ({"moe_training_s"} if "moe" in model else {"op_recompute_s"})
+    assert wanted | ({"fp8_quantize_s"} if "compute_dtype" in options else set()) == set(seen)

@@ -55,7 +55,7 @@ def _terms(name: str, tp: int, b: int, s: int) -> dict:
     spc = spec(name)
     terms = hardware.stage_times(spc.model(), True, phase_flops=flops)["stages"][0]
     values = {**spc.values(), S.N_t: tp, S.N_p: 1, S.b: b, S.s: s, S.s_o: 1, S.beta_a: 2}
-    return {k: terms[k].subs(values) for k in ("layers", "reductions", "prefill_tp", "decode_tp")}
+    return {k: terms[k].subs(values) for k in ("layers", "reductions", "collectives", "prefill_tp", "decode_tp")}
 
 
 def test_nemotron_h_8b_sends_one_all_reduce_a_layer_by_hand():
@@ -69,23 +69,23 @@ def test_nemotron_h_8b_sends_one_all_reduce_a_layer_by_hand():
     assert (pattern.count("M"), pattern.count("-"), pattern.count("*"), len(pattern)) == (24, 24, 4, 52)
     layers = 24 + 24 + 4
     t = _terms("nemotron-h-8b", 2, 1, 128)
-    assert (t["layers"], t["reductions"]) == (52, 52)
+    assert (t["layers"], t["reductions"], t["collectives"]) == (52, 52, 54)
     assert t["prefill_tp"] == (layers + 1) * 2 * 128 * 4096 + 131072 == 55_705_600
     assert t["decode_tp"] == (layers + 1) * 2 * 4096 + 131072 == 565_248
-    # the expected times' calls: one a layer and the logits' gather (the embedding's all-reduce is in the bytes)
+    # the expected times' calls: one a layer, the embedding's and the logits' gather (the same count as the bytes)
     prefill, decode, _ = _calls("nemotron-h-8b", tp=2, gpu="h100-sxm", batch=1, seq=128)
-    assert prefill == (layers + 1, 55_705_600) and decode == (layers + 1, 565_248)
+    assert prefill == (layers + 2, 55_705_600) and decode == (layers + 2, 565_248)
 
 
 def test_llama_keeps_two_all_reduces_a_block():
     """LLaMA-3.1-8B at tp 2 (32 blocks, d 4096, V 128,256): the attention's wo and the feed-forward's w2 each
     all-reduce, two a block, 2·32 + 1 with the embedding's: 65 of 1,048,576 bytes at b 1, s 128, and half of
-    the 2·128,256 bytes of the logits; 2·32 + 1 calls with the logits' gather."""
+    the 2·128,256 bytes of the logits; 2·32 + 2 calls with the logits' gather."""
     t = _terms("llama3.1-8b", 2, 1, 128)
-    assert (t["layers"], t["reductions"]) == (32, 64)
+    assert (t["layers"], t["reductions"], t["collectives"]) == (32, 64, 66)
     assert t["prefill_tp"] == 65 * 2 * 128 * 4096 + 128256 == 68_285_696
     prefill, decode, _ = _calls("llama3.1-8b", tp=2, gpu="h100-sxm", batch=1, seq=128)
-    assert prefill == (65, 68_285_696) and decode[0] == 65
+    assert prefill == (66, 68_285_696) and decode[0] == 66
 
 
 def test_gemma4_moe_layer_sends_three():
@@ -149,3 +149,95 @@ def test_deepseek_v4_reduces_its_experts_only_as_transformers_plan_splits_them()
     from .test_dsv4 import _ONE_OF_EACH
     spc = spec(from_hf(_ONE_OF_EACH))
     assert reduced_sublayers(spc.model()).subs(spc.values()) == 3
+
+
+# --- one count of a step's collectives: its latencies, its bytes and the host's calls ----------------------------
+
+def test_vllm_tp4_step_collectives_by_hand(monkeypatch):
+    """Llama-2-70B fp16 over four A100 SXM (NVLink 3) under vLLM, batch 1, a 7-token prompt: vLLM's
+    ``VocabParallelEmbedding.forward`` all-reduces its masked rows (``tensor_model_parallel_all_reduce``,
+    vllm/model_executor/layers/vocab_parallel_embedding.py at 00db0119c37674b956dec4228d4e571549020976) and its
+    ``LogitsProcessor._gather_logits`` gathers the logits (vllm/model_executor/layers/logits_processor.py at
+    00db1f124590c3a5655a1781c857334d4a3ce83b; both read 2026-11-29): a step runs 2·80 + 1 residual all-reduces
+    and the gather, 162 collectives. Each residual one sends 2·3/4 of the row's 8,192 fp16 values, 24,576 B a
+    token, the gather 3/4 of 32,000 fp16 logits, 48,000 B. At vLLM's own all-reduce over NVLink, 9.2 us a call,
+    and 0.69 of NVLink 3's 300 GB/s: 162 x 9.2 us + 4,004,736 B / 207 GB/s = 1.5097 ms a decode step; each
+    microsecond more a call is 162 us more a step (CUDA graphs: the collectives add to the GPU's time)."""
+    from fractions import Fraction
+    from symllm.costs import collectives, figures
+    work = dict(gpu="a100-80gb", engine="vllm", dtype="fp16", tp=4, batch=1, seq=7, context=135)
+    prefill, decode, _ = _calls("llama2-70b", **work)
+    assert decode == (162, 161 * 24_576 + 48_000) == (162, 4_004_736)
+    assert prefill == (162, 161 * 7 * 24_576 + 48_000)
+    us = Fraction(1, 10 ** 6)
+    link = ("NVLink 3", 300 * 10 ** 9)
+    by_hand = 162 * Fraction("9.2") * us + Fraction(4_004_736) / (Fraction(69, 100) * 300 * 10 ** 9)
+    assert collectives.allreduce_s(*decode, link, figures.engine("vllm")) == by_hand
+    assert 1e3 * float(by_hand) == pytest.approx(1.5097, abs=1e-4)
+
+    def step():
+        e = symllm.workload("llama2-70b", **work)["time"]["expected"]
+        return e["decode_token_s"], e["prefill_s"]
+    before = step()
+    monkeypatch.setitem(figures.data()["engines"]["vllm"], "custom_allreduce_s", "0.0000102")
+    after = step()
+    assert [a - b for a, b in zip(after, before)] == pytest.approx([162e-6, 162e-6], rel=1e-9)
+
+
+def _whole(mdl, *weights):
+    """``mdl`` with its parts of these ``weights`` (embedding, head) laid out whole on every tensor rank, as an
+    engine that does not split the vocabulary lays them (split ``replicated``)."""
+    import dataclasses
+
+    def laid(c):
+        rules = (dataclasses.replace(c.rules, split="replicated", engines=()) if c.rules.weight in weights
+                 else c.rules)
+        return c.replace(rules=rules, children=tuple(laid(x) for x in c.children))
+    return laid(mdl)
+
+
+def test_a_step_without_a_vocabulary_parallel_embedding_by_hand():
+    """Llama-2-70B at tp 4 over PCIe with the embedding whole on every rank: each rank looks its tokens up in
+    the whole table, no all-reduce of its rows: 2·80 residual all-reduces and the logits' gather, 161
+    collectives, 160 x 24,576 + 48,000 B a decode step; the lm_head whole too (every rank computes every
+    logit): no gather, 160. At 20 us a call and 0.58 of PCIe Gen4's 32 GB/s (nccl-tests' figures in
+    efficiency.json): 161 x 20 us + 3,980,160 B / 18.56 GB/s = 3.4344 ms a step, against the split embedding's
+    162 x 20 us + 4,004,736 B / 18.56 GB/s = 3.4558 ms (its all-reduce: one latency and 24,576 B more)."""
+    from fractions import Fraction
+    from symllm.arch.resolved import spec
+    from symllm.costs import collectives, hardware
+    from symllm.costs.phases import flops
+    spc = spec("llama2-70b")
+    values = {**spc.values(), S.N_t: 4, S.N_p: 1, S.b: 1, S.s: 7, S.s_o: 1, S.beta_a: 2}
+
+    def terms(mdl):
+        t = hardware.stage_times(mdl, True, phase_flops=flops)["stages"][0]
+        return tuple(t[k].subs(values) for k in ("collectives", "decode_tp"))
+    split = terms(spc.model())
+    embedding_whole = terms(_whole(spc.model(), "embedding"))
+    both_whole = terms(_whole(spc.model(), "embedding", "head"))
+    assert split == (162, 161 * 24_576 + 48_000)
+    assert embedding_whole == (161, 160 * 24_576 + 48_000)
+    assert both_whole == (160, 160 * 24_576)
+    link = ("PCIe Gen4 x16", 32 * 10 ** 9)
+    rate = Fraction(58, 100) * 32 * 10 ** 9
+    us = Fraction(1, 10 ** 6)
+    for calls, sent in (split, embedding_whole, both_whole):
+        assert collectives.allreduce_s(int(calls), int(sent), link) == calls * 20 * us + Fraction(int(sent)) / rate
+    assert 1e3 * float(161 * 20 * us + Fraction(3_980_160) / rate) == pytest.approx(3.4344, abs=1e-4)
+    assert 1e3 * float(162 * 20 * us + Fraction(4_004_736) / rate) == pytest.approx(3.4558, abs=1e-4)
+
+
+def test_the_last_pipeline_stage_runs_no_embedding_all_reduce():
+    """At pp 2 the embedding is on the first stage and the head on the last: Llama-2-70B's first stage runs its
+    40 blocks' 80 all-reduces and the embedding's, the last its 80 and the logits' gather (81 each, not the
+    embedding's all-reduce on both)."""
+    from symllm.arch.resolved import spec
+    from symllm.costs import hardware
+    from symllm.costs.phases import flops
+    spc = spec("llama2-70b")
+    values = {**spc.values(), S.N_t: 4, S.N_p: 2, S.b: 1, S.s: 7, S.s_o: 1, S.beta_a: 2}
+    first, last = (tuple(t[k].subs(values) for k in ("collectives", "decode_tp"))
+                   for t in hardware.stage_times(spc.model(), True, phase_flops=flops)["stages"])
+    assert first == (81, 81 * 24_576)
+    assert last == (81, 80 * 24_576 + 48_000)

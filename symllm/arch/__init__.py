@@ -18,7 +18,9 @@ every derived field resolved),
 """
 from symllm._lazy import attributes
 
-__getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("symbols", "layers", "components", "keeps", "config",
+__getattr__, __dir__ = attributes(__name__,
+                                  {m: (m, None) for m in ("symbols", "layers", "components", "keeps", "config",
                                                                      "specs", "resolved", "dtypes", "families", "hub",
-                                                                     "algebra", "quantization", "part_options", "widths", "readers",
+                                                                     "algebra", "quantization", "part_options",
+                                                                     "widths", "readers",
                                                                      "catalogue")})

@@ -341,7 +341,8 @@ class ModelConfig:
             for field, off in (("qkv_bias", False), ("qk_norm", None), ("sliding_window", None),
                                ("attention_chunk", None), ("partial_rotary_factor", None)):
                 if getattr(self, field) != off:
-                    raise SymllmError(f"{field}: {_short(getattr(self, field))} is not modelled with a latent attention")
+                    raise SymllmError(f"{field}: {_short(getattr(self, field))} is not modelled with a latent "
+                                      "attention")
             if self.n_nope_layers:
                 raise SymllmError("layers: layers without RoPE are not modelled with a latent attention")
         if self.n_shared_experts is not None:
@@ -503,10 +504,10 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         """The fields as a plain dict (JSON-ready: ``layers`` as one ``{"ffn", "rotary", "window", "count"}``
-        per run, and ``"temperature": true`` where it has one, which ``ModelConfig(**...)`` reads back). Where every layer is the kind the other fields
-        make (``layers`` None derives it: MoE when ``n_experts`` is given, the window when one is), ``layers``
-        is None, so that the dict still reads with an edited ``n_layers``; the runs are written only where
-        they say what no other field does (layers of several kinds).
+        per run, and ``"temperature": true`` where it has one, which ``ModelConfig(**...)`` reads back). Where every
+        layer is the kind the other fields make (``layers`` None derives it: MoE when ``n_experts`` is given, the window
+        when one is), ``layers`` is None, so that the dict still reads with an edited ``n_layers``; the runs are written
+        only where they say what no other field does (layers of several kinds).
 
         >>> ModelConfig(vocab_size=9, dim=8, n_layers=2, n_heads=2).to_dict()["layers"] is None
         True
@@ -535,7 +536,8 @@ SPEC_FIELDS = {"shared_hidden_dim": "shared_width", "qk_rope_head_dim": "rope_di
                                  "conv_kernel", "alt_heads", "alt_kv_heads", "alt_head_dim", "mamba_heads",
                                  "mamba_head_dim", "ssm_state", "mamba_groups", "ssm_chunk", "index_heads",
                                  "index_head_dim", "index_topk", "per_layer_dim", "per_layer_vocab", "moe_latent_size",
-                                 "hc_mult", "o_groups", "o_lora_rank", "compress_csa", "compress_hca", "hc_sinkhorn_iters")}}
+                                 "hc_mult", "o_groups", "o_lora_rank", "compress_csa", "compress_hca",
+                                 "hc_sinkhorn_iters")}}
 
 
 #: names of the readers and the catalogue offered here too, loaded on first use (PEP 562): old imports keep working

@@ -13,7 +13,8 @@ This module loads no SymPy (config files are read with it).
 >>> groups([dense, moe, dense, moe])  # doctest: +NORMALIZE_WHITESPACE
 ((LayerKind(ffn='dense', rotary=True, window=None, temperature=False), 2),
  (LayerKind(ffn='moe', rotary=True, window=None, temperature=False), 2))
->>> group_names([LayerKind(window="chunked"), LayerKind(ffn="moe", window="chunked"), LayerKind(ffn="moe", rotary=False)])
+>>> group_names([LayerKind(window="chunked"), LayerKind(ffn="moe", window="chunked"),
+...              LayerKind(ffn="moe", rotary=False)])
 ('block', 'moe_block', 'nope_block')
 """
 from __future__ import annotations
@@ -25,8 +26,9 @@ from itertools import zip_longest
 from symllm.errors import SymllmError
 from symllm.validate import booleans, choice, positive_int, short
 
-__all__ = ["LayerKind", "window_pairs", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS", "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
-           "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names"]
+__all__ = ["LayerKind", "window_pairs", "read_groups", "read_mtp_kinds", "kind_fields", "Structure", "Variant", "FFNS",
+           "WINDOWS", "MIXERS", "HEADS", "ROPE_PARTS", "HIDDEN_RULES", "QK_NORMS", "NORMS", "ACTIVATIONS",
+           "LATENT", "MAX_GROUPS", "COMPONENTS", "runs", "groups", "group_names", "layout_engine"]
 
 #: component names the CLI and derive() accept (:func:`symllm.arch.components.component`; here, without
 #: SymPy: the command line checks them) -> where each sits in the model ("" is the model itself;
@@ -59,8 +61,22 @@ WINDOWS = (None, "sliding", "chunked")
 #: symllm.arch.components: the engine lays it out otherwise than transformers' tp plan, the part's ``split``), as a
 #: workload's ``--engine`` names them; the workload's shape holds its engine only when it is one of these. SGLang
 #: is not one yet: its DeepSeek-V4 attention splits as vLLM's (docs/parallel.md) but its shared expert's split was
-#: not read at a DeepSeek-V4 commit
-LAYOUT_ENGINES = ("vllm",)
+#: not read at a DeepSeek-V4 commit. MLC LLM keeps the embedding and lm_head whole on every rank (its October 2023
+#: multi-GPU path: symllm.arch.components.embeddings)
+LAYOUT_ENGINES = ("vllm", "mlc")
+
+
+def layout_engine(engine: str | None) -> str | None:
+    """The engine whose own layout a workload's ``engine`` asks for: its name where a part may declare a split for it
+    (:data:`LAYOUT_ENGINES`: symllm.costs.parallel.layout), else None (transformers' tp plan). What of an engine shapes
+    the closed forms, and what symllm.costs.checks reads of it.
+
+    >>> layout_engine("vllm"), layout_engine("sglang"), layout_engine(None)
+    ('vllm', None, None)
+    """
+    return engine if engine in LAYOUT_ENGINES else None
+
+
 #: op checkpointing's one policy (symllm.costs.selective; SymPy-free for the expected times): the order a
 #: torchtitan Llama block calls its linears, each one ``aten.mm`` (torchtitan 9dec370 ``torchtitan/models/llama/
 #: model.py``), and those whose outputs it recomputes, every second one (``_custom_policy``'s ``mm_count % 2 == 0``)
@@ -505,7 +521,8 @@ class Structure:
         if self.indexer and self.latent != "q_lora":
             raise SymllmError("indexer: the sparse-attention indexer reads a latent attention's query latent (q_lora)")
         if not self.indexer and any(kind.shared_topk for kind in self.kinds):
-            raise SymllmError("shared_topk: a layer reusing another's top-k in a model without a sparse-attention indexer")
+            raise SymllmError("shared_topk: a layer reusing another's top-k in a model without a sparse-attention "
+                              "indexer")
         if self.shared_expert and self.shared_experts:
             raise SymllmError("shared_experts: a layer has Llama 4's shared expert or DeepSeek's, not both")
         if not self.moe_beside_mlp and any(kind.wide_ffn and kind.ffn == "moe" for kind in self.kinds):

@@ -169,7 +169,8 @@ def _compressed_text(c) -> str:
     if not any(counts.values()):
         return ""
     kinds = {"shared_kv": "sliding window only", "compressed_sparse": f"compressed sparse (every {c.compress_csa} "
-             f"tokens, top {c.index_topk})", "heavily_compressed": f"heavily compressed (every {c.compress_hca} tokens)"}
+             f"tokens, top {c.index_topk})",
+             "heavily_compressed": f"heavily compressed (every {c.compress_hca} tokens)"}
     said = ", ".join(f"{text} in {counts[m]}" for m, text in kinds.items() if counts[m])  # the kinds it has
     return (f"DeepSeek-V4 attention: one shared key-value head, queries through q_lora_rank {c.q_lora_rank}, "
             f"output in {c.o_groups} groups of {c.o_lora_rank}; {said} of {c.n_layers} layers")
@@ -303,7 +304,8 @@ OPTIONS: tuple[Option, ...] = (
            choices=(True,), on=True, models="latent",
            text=lambda c: (f"DeepSeek Sparse Attention: an indexer of {c.index_heads} heads of {c.index_head_dim}; "
                            f"each query attends its top {c.index_topk} keys; the indexer's keys, "
-                           f"{c.index_head_dim} a token and layer, in the state cache") if c.index_topk and c.kv_lora_rank else "",
+                           f"{c.index_head_dim} a token and layer, in the state cache")
+                           if c.index_topk and c.kv_lora_rank else "",
            doc="DeepSeek Sparse Attention's indexer on a latent attention (DeepSeek-V3.2, GLM-5)"),
     Option("partial_rope", ("partial_rotary_factor",), (None,), "structure", "partial_rope",
            value=lambda c: c.partial_rotary_factor is not None, choices=(True,), on=True,
@@ -408,7 +410,8 @@ OPTIONS: tuple[Option, ...] = (
                   "per_layer_projection", "post_per_layer_norm"), choices=(True,), on=True,
            reference="refused in one line (transformers' Gemma4ForCausalLM checks it: tests/test_gemma4.py)",
            text=lambda c: (f"per-layer embeddings: a table of {c.per_layer_vocab} x {c.n_layers}*{c.per_layer_dim} "
-                           f"and a projection give each layer an input of {c.per_layer_dim}") if c.per_layer_dim else "",
+                           f"and a projection give each layer an input of {c.per_layer_dim}") if c.per_layer_dim
+                           else "",
            doc="Gemma 4's per-layer embeddings (hidden_size_per_layer_input, vocab_size_per_layer_input: E2B, E4B)"),
     _on("tied", "lm_head shares the embedding matrix", "output.weight = tok_embeddings.weight",
         config="tie_embeddings", choices=(False, True), on=None, models="both"),
@@ -472,7 +475,8 @@ def described(config) -> list[str]:
 
 def every_part(latent: bool = False) -> dict:
     """The :class:`~symllm.arch.layers.Structure` options with every part switched on (those beside latent
-    attention, with ``latent``; its own ``latent`` too), the kinds and the variant aside: each option's :attr:`Option.on`.
+    attention, with ``latent``; its own ``latent`` too), the kinds and the variant aside: each option's
+    :attr:`Option.on`.
 
     >>> every_part()["qk_norm"], "latent" in every_part(), every_part(latent=True)["latent"]
     ('rmsnorm', False, 'q_lora')

@@ -12,9 +12,10 @@ the scheme is what decides the stored bytes, read from the method's own keys by 
 * ``fp8`` (transformers' FineGrainedFP8 / DeepSeek-V3, Qwen3-FP8: ``weight_block_size`` [128, 128]) ->
   ``fp8-block``; without ``weight_block_size`` (AutoFP8: one fp32 scale per tensor) -> ``fp8``;
 * ``compressed-tensors`` (llm-compressor; one config group on ``Linear``): ``pack-quantized`` int 4/8 bits,
-  group (or ``strategy: channel``) -> ``w4a16``, ``w8a16`` (``-asym`` with zero points; named for the group); ``int-quantized`` int8 per channel (W8A8)
-  -> ``w8a8``; ``float-quantized`` fp8 per channel, per tensor or in 128×128 blocks -> ``w8a8-fp8``,
-  ``w8a8-fp8-tensor``, ``w8a8-fp8-block``; ``nvfp4-pack-quantized`` (tensor_group 16) -> ``nvfp4``;
+  group (or ``strategy: channel``) -> ``w4a16``, ``w8a16`` (``-asym`` with zero points; named for the group);
+  ``int-quantized`` int8 per channel (W8A8) -> ``w8a8``; ``float-quantized`` fp8 per channel, per tensor or in 128×128
+  blocks -> ``w8a8-fp8``, ``w8a8-fp8-tensor``, ``w8a8-fp8-block``; ``nvfp4-pack-quantized`` (tensor_group 16) ->
+  ``nvfp4``;
 * ``modelopt`` (NVIDIA ModelOpt: ``quant_algo`` NVFP4, group 16; FP8 per tensor) -> ``nvfp4``, ``fp8``;
 * ``bitsandbytes``: 4-bit ``bnb_4bit_quant_type`` nf4 / fp4, with or without ``bnb_4bit_use_double_quant``
   -> ``nf4``, ``nf4-nodq``, ``fp4``, ``fp4-nodq``; 8-bit -> ``int8``;

@@ -192,7 +192,8 @@ def from_symllm(raw: dict, *, vocab_size: int | None = None, name: str = "custom
     if rule is not None and cfg.hidden_rule != rule:
         raise SymllmError(f"hidden_dim_rule: {rule!r} does not match the fields (they give {cfg.hidden_rule!r})")
     if "attention" in raw and raw["attention"] != cfg.attention_kind:
-        raise SymllmError(f"attention: {raw['attention']!r} does not match the heads (they give {cfg.attention_kind!r})")
+        raise SymllmError(f"attention: {raw['attention']!r} does not match the heads "
+                          f"(they give {cfg.attention_kind!r})")
     return cfg
 
 

@@ -69,9 +69,9 @@ def meta_product_ok(dim, multiplier):
 
 def derive_heads(dim, n_heads, n_kv_heads=None, head_dim=None):
     """``n_kv_heads`` and ``head_dim`` as a config derives them (``None``: not stated), and the checks
-    they must pass as ``(field, ok, message)`` (``message()`` is the error line). The one statement of the rule: :class:`ModelConfig`
-    raises on the first failed check, a sweep drops the points that fail. Works element-wise on numpy
-    integer arrays too.
+    they must pass as ``(field, ok, message)`` (``message()`` is the error line). The one statement of the rule:
+    :class:`ModelConfig` raises on the first failed check, a sweep drops the points that fail. Works element-wise on
+    numpy integer arrays too.
 
     * ``n_kv_heads`` defaults to ``n_heads`` (MHA) and must divide it;
     * ``head_dim`` defaults to ``dim // n_heads``, which must then divide exactly;

@@ -244,7 +244,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     if given:
         w = work["workload"]
         print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
-                           f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, activations {w['act_dtype']}; {w['attention']} "
+                           f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, "
+                           f"activations {w['act_dtype']}; {w['attention']} "
                            f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
                            f"{'; full recomputation' if w['recompute'] == 'full' else ''}"
                            f"{'; op checkpointing (torchtitan)' if w['recompute'] == 'op' else ''}") + "\n")
@@ -406,7 +407,8 @@ def cmd_verify(args) -> int:
             print(json_text({"model": c["config"].name, "agrees": not c["difference"],
                              "checkpoint": {k: c[k] for k in keys}}))
             return 1 if c["difference"] else 0
-        where = f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), {grouped(c['bytes'])} bytes"
+        where = (f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), "
+                 f"{grouped(c['bytes'])} bytes")
         if c["formula_bytes"] is not None:
             where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
         print(_wrap(where))

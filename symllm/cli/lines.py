@@ -83,7 +83,8 @@ def plan_lines(p, top: int) -> list[str]:
             else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
     kv = f", KV cache {w['kv_format']}" if w.get("kv_format") else ""
     capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap
-    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, {w.get('weight_format') or w['dtype']}"
+    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, "
+                 f"{w.get('weight_format') or w['dtype']}"
                  f"{kv}{'; ' + layout_words(p.tp_layout) if p.tp_layout else ''}): {p.layouts:,} "
                  f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
@@ -173,7 +174,8 @@ def serve_lines(r: dict) -> str:
                 ("time to first token", "unbounded" if x["ttft_s"] is None else f"{_g(x['ttft_s'])} s",
                  f"prompt {x['seq']:,} tokens" + ("; the queue grows" if x["ttft_s"] is None else "")),
                 ("inter-token latency", f"{_g(x['itl_s'] * 1000)} ms", f"{x['gen']:,} tokens generated"),
-                ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"), f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
+                ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"),
+                 f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
                 ("saturates at", f"{x['saturation_concurrency']:,}", _running_limit(x))]
         out += "\n\n" + _table(rows, (f"under load (expected, {x['engine']})", "", ""), text_columns=(1, 2))
     return out
@@ -232,7 +234,8 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
                       for k, v in t["links"].items())
     laid = f", times in {layout_words(tp_layout)}" if tp_layout else ""  # (a training engine lays out nothing)
     out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
-                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, {human_bytes(t['capacity'])}"
+                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, "
+                     f"{human_bytes(t['capacity'])}"
                      + (f"; {links}" if links else "")
                      + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
                                                                      else "is memory-bound at any batch"))

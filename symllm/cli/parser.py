@@ -109,7 +109,8 @@ class _Parser(argparse.ArgumentParser):
             message = own[1]
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
         if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
-            field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22 else choices[2][:19] + "...")
+            field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22
+                                                          else choices[2][:19] + "...")
             start = f"{field}: unknown {value} (known: "
             names = [n.strip("'") for n in choices[3].split(", ")]
             message = f"{start}{validate.listed(names, room - len(start) - 1, near=choices[2].strip(chr(39)))})"
@@ -171,7 +172,8 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
             continue
         flag = opt.flag or "--" + name.replace("_", "-")
         kind = set(types[name])
-        help_ = opt.help if fld.default is None or kind == {bool} or opt.const else f"{opt.help} (default {fld.default})"
+        help_ = (opt.help if fld.default is None or kind == {bool} or opt.const
+                 else f"{opt.help} (default {fld.default})")
         if opt.const is not None or opt.also:  # several flags set the field (--recompute, --selective-ac op)
             spellings = [flag] if opt.const is not None else []
             spellings += [f"{f} {'|'.join(v)}" for f, v, _ in opt.also]
@@ -259,9 +261,12 @@ def _output_args(p, default_format: str) -> None:
     if default_format == "markdown":
         o.add_argument("--format", choices=_Choices("present.format", "REPORT_FORMATS"), default="markdown",
                        help="GitHub Markdown (default) or LaTeX (booktabs tables, amsmath)")
-    o.add_argument("--standalone", action="store_true", help="LaTeX: a complete document (default: a fragment to \\input)")
-    o.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; - is stdout) instead of printing")
-    o.add_argument("--notation", metavar="FILE", help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}'")
+    o.add_argument("--standalone", action="store_true",
+                   help="LaTeX: a complete document (default: a fragment to \\input)")
+    o.add_argument("-o", "--output", metavar="FILE",
+                   help="write FILE (atomically when new; - is stdout) instead of printing")
+    o.add_argument("--notation", metavar="FILE",
+                   help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}'")
     o.add_argument("--template-dir", metavar="DIR", help="user templates (sandboxed) that override or add to symllm's")
     o.add_argument("--template", metavar="NAME", help="render this template (e.g. one from --template-dir)")
     o.add_argument("--label-prefix", metavar="PREFIX", help="LaTeX: each numbered equation's \\label is "
@@ -306,7 +311,8 @@ def _sweep_parser(p) -> None:
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
     p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
-    p.add_argument("-o", "--output", metavar="FILE", help="write FILE (atomically when new; default or -: CSV on stdout)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write FILE (atomically when new; default or -: CSV on stdout)")
     p.add_argument("--format", choices=_Choices("files", "TABLE_FORMATS"),
                    help="default: from the file suffix (.jsonl, .parquet), else csv; parquet needs -o FILE and pyarrow")
     p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")
@@ -322,8 +328,10 @@ def _count_args(p) -> None:
     p.add_argument("--format", choices=_Choices("present.format", "COMPARISON_FORMATS"), default=None,
                    help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
-    s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; context --seq + --gen)")
-    s.add_argument("--serve", action="store_true", help="KV cache tokens and maximum concurrency as vLLM allocates them")
+    s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; "
+                             "context --seq + --gen)")
+    s.add_argument("--serve", action="store_true",
+                   help="KV cache tokens and maximum concurrency as vLLM allocates them")
     s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
                    help="share of GPU memory vLLM may use (default 0.9)")
     s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
@@ -359,12 +367,14 @@ def _derive_args(p) -> None:
                    help="text (default), pretty (Unicode), latex (an align environment) or markdown")
     p.add_argument("--quantity", choices=_Choices("present.format", "QUANTITIES"), default="params",
                    help="parameters (default), prefill matmul FLOPs, memory in bytes (weights + KV cache), "
-                        "bytes one GPU sends per training step of one micro-batch under --tp/--pp/--dp/--ep/--sp (comm), "
+                        "bytes one GPU sends per training step of one micro-batch under --tp/--pp/--dp/--ep/--sp "
+                        "(comm), "
                         "the ridge point FLOP/byte or the batch at which a decode step turns compute-bound "
                         "(numbers with --gpu)")
     p.add_argument("--model", metavar="NAME|CONFIG", default=None,
                    help="substitute a preset's or a config file's numbers and evaluate")
-    p.add_argument("--vocab-size", type=int, default=None, help="vocabulary size, for Meta params.json files that say -1")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="vocabulary size, for Meta params.json files that say -1")
     _workload_args(p, derive=True)
     _output_args(p, "text")
     p.set_defaults(func=cmd_derive)

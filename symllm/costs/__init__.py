@@ -19,8 +19,9 @@ defaults), :mod:`~symllm.costs.hardware`
 measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
 data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs against the reference card's;
 :mod:`~symllm.costs.fp8_casts`: FP8 recipes' quantization passes; :mod:`~symllm.costs.step_passes`: a
-step's optimizer and FSDP copy-out passes;
-:mod:`~symllm.costs.collectives`: all-reduces, all-to-alls and Ray's round trip;
+step's optimizer and FSDP copy-out passes; :mod:`~symllm.costs.moe_training`: a mixture's training costs beyond
+its GEMMs;
+:mod:`~symllm.costs.collectives`: a step's collectives (one count), all-reduces, all-to-alls and Ray's round trip;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.attention_training`: a training step's
 attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power limits;
 :mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs),
@@ -30,8 +31,8 @@ attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power li
 workload fits a model),
 :mod:`~symllm.costs.zero` (training states per optimizer and ZeRO sharding), :mod:`~symllm.costs.inverse`
 (the largest batch or context that fits, in closed form; :mod:`~symllm.costs.search`: its numbers' half),
-:mod:`~symllm.costs.comparison` (models side by side), :mod:`~symllm.costs.shares` (memory per component), :mod:`~symllm.costs.replication` (key/value heads
-replicated over tensor-parallel ranks).
+:mod:`~symllm.costs.comparison` (models side by side), :mod:`~symllm.costs.shares` (memory per component),
+:mod:`~symllm.costs.replication` (key/value heads replicated over tensor-parallel ranks).
 """
 from symllm._lazy import attributes
 
@@ -39,6 +40,6 @@ __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers",
     "serving", "hardware", "accelerators", "efficiency", "figures", "gemm_cards", "collectives", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
-    "utilisation", "fp8_casts", "step_passes", "attention_training",
+    "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
     "batching", "schedules",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

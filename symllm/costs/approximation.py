@@ -24,7 +24,8 @@ from symllm.arch.components import model
 from symllm.arch.config import SWIGLU_RATIO, ModelConfig
 from symllm.errors import SymllmError
 from symllm.validate import choice
-from symllm.costs.phases import flops, values
+from symllm.costs.numbered import values
+from symllm.costs.phases import flops
 from symllm.numbers.kernels import sympy_value
 from symllm.arch.symbols import N, g, r
 

@@ -32,8 +32,8 @@ SCHEDULER = {
     "vllm": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
              "large_card": {"gib": 70, "not": "a100"},
              "source": "vllm/engine/arg_utils.py, EngineArgs._set_default_args_v1, v0.9.0, v0.9.2 and v0.10.0 wheels: "
-                       "for UsageContext.OPENAI_API_SERVER (vllm serve) max_num_batched_tokens 8192 and max_num_seqs 1024 "
-                       "where device_memory >= 70 GiB and 'a100' is not in the device name, else 2048 and 256 "
+                       "for UsageContext.OPENAI_API_SERVER (vllm serve) max_num_batched_tokens 8192 and max_num_seqs "
+                       "1024 where device_memory >= 70 GiB and 'a100' is not in the device name, else 2048 and 256 "
                        "(0.8.5 has no A100 exception; UsageContext.LLM_CLASS takes 16384 and 8192 in place of 8192 "
                        "and 2048)",
              "mixed": "chunked",
@@ -55,12 +55,12 @@ SCHEDULER = {
                           "max(max_model_len, 2048) without chunked prefill, 2048 with it, which "
                           "EngineArgs._set_default_args_v0 turns on past a max_model_len of 32,768",
                 "mixed": "separate", "mixed_chunked_past": 32768,
-                "mixed_source": "vllm/core/scheduler.py (the V0 engine, read 2026-11-29 in stored copies of 2024-2025): "
-                                "Scheduler._schedule_default schedules the waiting prefills first and 'Don't schedule "
-                                "decodes if prefills are scheduled' (a prompt runs in a step of its own, whole: its "
-                                "max_num_batched_tokens is at least max_model_len); _schedule_chunked_prefill, taken "
-                                "where chunked prefill is on, schedules the running decodes and prefill chunks in one "
-                                "batch"},
+                "mixed_source": "vllm/core/scheduler.py (the V0 engine, read 2026-11-29 in stored copies of "
+                                "2024-2025): Scheduler._schedule_default schedules the waiting prefills first and "
+                                "'Don't schedule decodes if prefills are scheduled' (a prompt runs in a step of its "
+                                "own, whole: its max_num_batched_tokens is at least max_model_len); "
+                                "_schedule_chunked_prefill, taken where chunked prefill is on, schedules the running "
+                                "decodes and prefill chunks in one batch"},
     "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
                                             [None, 16384]]},
                "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
@@ -83,17 +83,18 @@ SCHEDULER = {
                "mixed": "whole",
                "mixed_source": "the PyTorch backend (1.x; read 2026-11-29): cpp/tensorrt_llm/batch_manager/"
                                "microBatchScheduler.cpp (0a949d3), MicroBatchScheduler::operator(): one pass over the "
-                               "active requests (the running ones first) takes each generation request's one token and, "
-                               "without a ContextChunkingConfig, each context request's whole prompt while batchNumTokens "
-                               "+ its tokens <= max_num_tokens (else break), up to max_batch_size requests; "
-                               "tensorrt_llm/_torch/pyexecutor/model_engine.py (001e670), _prepare_tp_inputs: 'The order "
-                               "of requests in a batch: [context requests, generation requests]', one input_ids of "
-                               "total_num_tokens <= max_num_tokens rows through one forward; enable_chunked_prefill is "
-                               "off unless asked (LlmArgs; trtllm-bench's --enable_chunked_context flag, default False: "
+                               "active requests (the running ones first) takes each generation request's one token "
+                               "and, without a ContextChunkingConfig, each context request's whole prompt while "
+                               "batchNumTokens + its tokens <= max_num_tokens (else break), up to max_batch_size "
+                               "requests; tensorrt_llm/_torch/pyexecutor/model_engine.py (001e670), "
+                               "_prepare_tp_inputs: 'The order of requests in a batch: [context requests, generation "
+                               "requests]', one input_ids of total_num_tokens <= max_num_tokens rows through one "
+                               "forward; enable_chunked_prefill is off unless asked (LlmArgs; trtllm-bench's "
+                               "--enable_chunked_context flag, default False: "
                                "tensorrt_llm/bench/benchmark/throughput.py at 000a01d); scheduler.py (034fffb): "
-                               "ScheduledRequests.can_run_cuda_graph is 'not self.context_requests': a step with a prompt "
-                               "runs without its CUDA graph (not modelled: its host launches stay under its GPU time in "
-                               "the rows checked)"},
+                               "ScheduledRequests.can_run_cuda_graph is 'not self.context_requests': a step with a "
+                               "prompt runs without its CUDA graph (not modelled: its host launches stay under its "
+                               "GPU time in the rows checked)"},
 }
 
 #: the prefill budget of an engine that declares none
@@ -172,9 +173,11 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
 
     >>> [default_max_num_batched_tokens(g) for g in ("h100-sxm", "h200", "a100-80gb", "l40s", "rtx3090")]
     [8192, 8192, 2048, 2048, 2048]
-    >>> default_max_num_batched_tokens("a100-80gb", "vllm-v1-0.7"), default_max_num_batched_tokens("mi300x", "vllm-v1-0.7")
+    >>> (default_max_num_batched_tokens("a100-80gb", "vllm-v1-0.7"),
+    ...  default_max_num_batched_tokens("mi300x", "vllm-v1-0.7"))
     (2048, 2048)
-    >>> default_max_num_batched_tokens("rtx3090", "vllm-v0", 20000), default_max_num_batched_tokens("h100-sxm", "vllm-v0", 131072)
+    >>> (default_max_num_batched_tokens("rtx3090", "vllm-v0", 20000),
+    ...  default_max_num_batched_tokens("h100-sxm", "vllm-v0", 131072))
     (20000, 2048)
     >>> [default_max_num_batched_tokens(g, "sglang") for g in ("rtx3090", "l40s", "a100-80gb", "h200", "mi300x")]
     [2048, 4096, 8192, 8192, 16384]

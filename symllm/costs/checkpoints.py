@@ -86,8 +86,8 @@ _BNB_EXTRA = ("quant_state.bitsandbytes__nf4", "quant_state.bitsandbytes__fp4", 
 def config_of(ckpt: dict):
     """The :class:`~symllm.arch.config.ModelConfig` of a checkpoint read by :func:`read`: its
     config.json, or a GGUF's own metadata (architectures llama, qwen2, qwen3, qwen3moe:
-    ``{arch}.embedding_length``, ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``, ``feed_forward_length``,
-    the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``; with
+    ``{arch}.embedding_length``, ``block_count``, ``attention.head_count``/``head_count_kv``/``key_length``,
+    ``feed_forward_length``, the vocabulary from ``token_embd.weight``; tied when there is no ``output.weight``; with
     ``llama.expert_count`` a Mixtral, and qwen3moe, read ``expert_count`` routed experts, ``expert_used_count``
     per token and qwen3moe's ``expert_feed_forward_length``)."""
     from symllm.arch.config import from_dict
@@ -269,7 +269,8 @@ def _quantized(fmt: str, name: str, row: int, rows: int, group: int = 128, dtype
     if fmt == "int8":  # bitsandbytes' Int8Params: int8 rows, an fp32 scale per row (SCB), a format byte
         return {name: {"dtype": "I8", "shape": [rows, row]}, f"{base}.SCB": {"dtype": "F32", "shape": [rows]},
                 f"{base}.weight_format": {"dtype": "U8", "shape": []}}
-    if fmt in ("nf4", "nf4-nodq", "fp4", "fp4-nodq"):  # bitsandbytes' Params4bit: packed bytes, absmax per 64, the code, the state
+    # bitsandbytes' Params4bit: packed bytes, absmax per 64, the code, the state
+    if fmt in ("nf4", "nf4-nodq", "fp4", "fp4-nodq"):
         n = row * rows
         blocks = ceil(n / 64)
         out = {name: {"dtype": "U8", "shape": [ceil(n / 2), 1]}}

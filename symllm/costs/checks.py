@@ -14,6 +14,10 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``tp`` on Mamba-2 mixers (Nemotron-H): ranks that do not divide the mixer's heads, or its groups where it has
   more than one (vLLM's ``MambaMixer2`` asserts both, replicating a single group on every rank; Megatron-Core's
   ``MambaMixer`` asserts that the ranks divide both: :mod:`symllm.costs.parallel`);
+* ``tp`` under a layout that splits a part declaring whole units of its own (:attr:`symllm.arch.components.Rules.units`,
+  read by :func:`split_units`): ranks that do not divide them (vLLM splits DeepSeek-V4's grouped output projection
+  by its ``o_groups``: :data:`symllm.arch.components.compressed.VLLM_UNITS`); the layout is the workload's engine's
+  (:func:`symllm.arch.layers.layout_engine`), so a part with its own rule needs no check of its own here;
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -43,10 +47,11 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.errors import SymllmError
 
 __all__ = ["Check", "CHECKS", "check", "check_structure", "past_window", "warn_past_window", "failures",
-           "splits_heads", "model_fields", "mamba_fields", "workload_fields"]
+           "splits_heads", "model_fields", "mamba_fields", "workload_fields", "split_units"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,25 @@ def _mamba_ok(f):
     return heads is None or ((heads % f["tp"] == 0) & ((groups % f["tp"] == 0) | (groups == 1)))
 
 
+def _units(f) -> list:
+    """The rows of :func:`split_units` that the workload's engine's layout splits."""
+    layout = layout_engine(f.get("engine"))
+    return [row for row in f.get("split_units") or () if row[0] == layout]
+
+
+def _units_ok(f):
+    ok = True
+    for _, _, units, _ in _units(f):
+        ok = ok & (units % f["tp"] == 0)
+    return ok
+
+
+def _units_line(f) -> str:
+    engine, name, units, parts = next(row for row in _units(f) if row[2] % f["tp"])
+    layout = engine or "transformers' tp plan"  # (the model's name would pass the 100 columns of an error)
+    return f"tp: {f['tp']} ranks do not divide {name} {units} ({layout} splits {', '.join(parts)} by it)"
+
+
 def _experts_divide_ok(f):
     return f["n_experts"] is None or f["n_experts"] % f["ep"] == 0
 
@@ -115,6 +139,7 @@ CHECKS = (
           lambda f: f"tp: {f['tp']} ranks do not divide the {f['mamba_heads']} Mamba-2 heads of {f['name']}"
                     if f["mamba_heads"] % f["tp"] else
                     f"tp: {f['tp']} ranks do not divide the {f['mamba_groups']} Mamba-2 groups of {f['name']}"),
+    Check("tp", ("tp", "engine", "split_units"), _units_ok, _units_line),
     Check("ep", ("ep", "experts"), _no_experts_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
@@ -138,10 +163,38 @@ def model_fields(model) -> dict:
         model = spec(model)
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
                 "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
-                "expert_width": model.hidden_dim if model.n_experts else None, **mamba_fields(model)}
+                "expert_width": model.hidden_dim if model.n_experts else None, **mamba_fields(model),
+                "split_units": split_units(model)}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
-            "n_heads": None, "n_kv_heads": None, "expert_width": None, "mamba_heads": None, "mamba_groups": None}
+            "n_heads": None, "n_kv_heads": None, "expert_width": None, "mamba_heads": None, "mamba_groups": None,
+            "split_units": None}
+
+
+def split_units(spc) -> tuple:
+    """The whole units each layout (no engine: transformers' tp plan, and each of
+    :data:`symllm.arch.layers.LAYOUT_ENGINES`) splits the parts of a :class:`~symllm.arch.specs.Spec`'s model into,
+    where a part declares them (:meth:`symllm.arch.components.Rules.units_under`): rows of ``(engine, the units'
+    config field, its value, the parts' names)``, which tensor ranks must divide under that engine.
+
+    >>> from symllm.arch.resolved import spec
+    >>> split_units(spec("deepseek-v4-flash-base"))
+    (('vllm', 'o_groups', 8, ('wo_a', 'wo_b')), ('vllm', 'shared_hidden_dim', 2048, ('w1', 'w2', 'w3')))
+    >>> split_units(spec("llama3.1-8b"))
+    ()
+    """
+    from symllm.arch.symbols import SYMBOLS  # (SymPy; this module stays light)
+    tree, values = spc.model(), spc.values()
+    rows = []
+    for engine in (None, *LAYOUT_ENGINES):
+        parts: dict = {}
+        for c in tree.walk():
+            units = c.rules.units_under(engine)
+            if units is not None and c.name not in parts.setdefault(units, []):
+                parts[units].append(c.name)
+        rows += [(engine, SYMBOLS[u].code if u in SYMBOLS else str(u), int(u.subs(values)), tuple(names))
+                 for u, names in parts.items()]
+    return tuple(rows)
 
 
 def mamba_fields(config) -> dict:
@@ -158,7 +211,7 @@ def mamba_fields(config) -> dict:
 
 def workload_fields(work) -> dict:
     """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`."""
-    return {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp")}
+    return {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine")}
 
 
 def check_structure(tree, work) -> None:

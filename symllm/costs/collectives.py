@@ -1,7 +1,8 @@
-"""Collectives' and the control plane's expected seconds: a tensor-parallel all-reduce and a MoE all-to-all by
-the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``: :func:`collective`), and the round
-trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step beyond its
-layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
+"""Collectives' and the control plane's expected seconds: the collectives a tensor-parallel inference step runs
+(:func:`step_collectives`, the one count its bytes, its latencies and the host's calls read), a tensor-parallel
+all-reduce and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
+:func:`collective`), and the round trip of an engine that drives its ranks as Ray actors, and the host work an
+eager engine does a step beyond its layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
 
 >>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
 True
@@ -12,7 +13,40 @@ from fractions import Fraction
 
 from symllm.costs.figures import data, fraction as _x
 
-__all__ = ["collective", "allreduce_s", "alltoall_s", "ray_step_s", "step_host_s"]
+__all__ = ["step_collectives", "collective", "allreduce_s", "alltoall_s", "ray_step_s", "step_host_s"]
+
+
+def step_collectives(stage, experts: str = "split") -> dict:
+    """The collectives one forward pass through a pipeline ``stage`` (a component as tensor rank 0 holds it) runs
+    over the tensor ranks, by kind, repeats included: ``residual``, the all-reduces of the residual stream, one a
+    sublayer the ranks sum (:func:`symllm.costs.parallel.reduced_sublayers`) and the embedding's where the stage
+    holds one split over the vocabulary (:func:`symllm.costs.parallel.summed`: vLLM's and SGLang's
+    ``VocabParallelEmbedding`` all-reduces its partial rows); ``logits``, the all-gather of the logits where it
+    holds a head split over the vocabulary (``column``: vLLM's and SGLang's ``LogitsProcessor``); ``norms``, the
+    fp32 all-reduce of each Mamba-2 gated norm whose one group spans the ranks
+    (:func:`symllm.arch.components.mamba.spanning_norms`). A part laid out whole on every rank runs none. The one
+    count a step's bytes (:func:`symllm.costs.hardware.stage_times`), its latencies and the host's calls
+    (:func:`symllm.costs.efficiency.expected`) read: their sum is the step's collective calls.
+
+    >>> from symllm.arch.components import model
+    >>> from symllm.costs import parallel
+    >>> first, last = parallel.stages(model())
+    >>> step_collectives(first)   # the head here only without a pipeline
+    {'residual': 2*ceiling(L/N_p) + 1, 'logits': 1 - Min(1, N_p - 1), 'norms': 0}
+    >>> step_collectives(last)    # no embedding on the last stage
+    {'residual': 2*floor(L/N_p), 'logits': 1, 'norms': 0}
+    """
+    import sympy as sp
+    from symllm.arch.components.mamba import spanning_norms
+    from symllm.costs import parallel
+
+    def count(comp, weight: str, split) -> sp.Expr:
+        own = 1 if comp.rules.weight == weight and split(comp) else 0
+        return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
+    embeddings = count(stage, "embedding", parallel.summed)
+    heads = count(stage, "head", lambda c: c.rules.split == "column")
+    return {"residual": parallel.reduced_sublayers(stage, experts) + embeddings, "logits": heads,
+            "norms": spanning_norms(stage)}
 
 
 def _link_kind(topology: str) -> str:
@@ -45,7 +79,8 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
 
     >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9)))
     2e-05
-    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)  # 20 us + 24,576 B at 0.58 x 32 GB/s
+    >>> # 20 us + 24,576 B at 0.58 x 32 GB/s
+    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)
     21.3241
     >>> from symllm.costs.figures import engine
     >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9), engine("trtllm")))
@@ -62,8 +97,9 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
 
 def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
     """Seconds ``calls`` all-to-alls take that together send ``sent_bytes`` per GPU over ``link`` (topology,
-    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the fraction of
-    the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is given).
+    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the
+    fraction of the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is
+    given).
 
     >>> float(alltoall_s(4, 765 * 10 ** 6, ("NVLink 4", 10 ** 12)))   # 4 x 10 us + 765 MB at 0.765 TB/s
     0.00104
@@ -93,19 +129,17 @@ def step_host_s(serve: dict, tp: int) -> Fraction:
     """Seconds an eager engine's host spends a step beyond its layers' kernels while the GPU waits for it
     (``step_host`` under an engine in efficiency.json, counted in its code: its inputs' copies, the embedding,
     the sampler's launches between its syncs): ``launches`` at ``kernel.host_s``; over ``tp`` > 1 ranks
-    ``split_launches`` and ``per_rank_launches`` a rank more, and ``collectives`` torch.distributed calls at
-    ``kernel.collective_host_s``. Nothing for an engine without the figure.
+    ``split_launches`` and ``per_rank_launches`` a rank more (the embedding's all-reduce and the logits' gather
+    are calls of the step's collectives, :func:`step_collectives`). Nothing for an engine without the figure.
 
     >>> from symllm.costs.figures import engine
-    >>> round(float(step_host_s(engine("vllm-v0.2"), 4)) * 1e6, 1)   # (30 + 8 + 4) x 24 us + 89 us
-    1097.0
+    >>> round(float(step_host_s(engine("vllm-v0.2"), 4)) * 1e6, 1)   # (30 + 8 + 4) x 24 us
+    1008.0
     >>> step_host_s(engine("vllm"), 4)
     Fraction(0, 1)
     """
     host = serve.get("step_host")
     if not host:
         return Fraction(0)
-    kernel = data()["kernel"]
     launches = host["launches"] + ((host["split_launches"] + tp * host["per_rank_launches"]) if tp > 1 else 0)
-    calls = host["collectives"] if tp > 1 else 0
-    return launches * _x(kernel["host_s"]) + calls * _x(kernel["collective_host_s"])
+    return launches * _x(data()["kernel"]["host_s"])

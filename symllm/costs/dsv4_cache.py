@@ -110,7 +110,8 @@ def check(config, release: str = "0.33", layout: str = "fp8_ds_mla", indexer: st
     computed; :func:`symllm.costs.serving.check` calls it before any workload): the release, the layout
     (:data:`DSV4_LAYOUTS`; vLLM 0.20.0 caches fp8_ds_mla only), the indexer cache (:data:`INDEXER_KEY_BYTES`;
     0.20.0's: fp8), widths vLLM's DeepSeek-V4 kernels do not take, a
-    model without a compressed sparse attention layer under 0.20.0, or without any compressed layer. Returns the CSA, HCA and all layers' counts.
+    model without a compressed sparse attention layer under 0.20.0, or without any compressed layer. Returns the CSA,
+    HCA and all layers' counts.
 
     >>> cfg = {"model_type": "deepseek_v4", "vocab_size": 100, "hidden_size": 32, "moe_intermediate_size": 16,
     ...        "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 512, "q_lora_rank": 8,
@@ -245,7 +246,8 @@ def deepseek_v4_blocks(config, kv_cache_bytes, context: int, max_num_batched_tok
     block_bytes = max(group_bytes)
     blocks = max(int(Fraction(kv_cache_bytes) // block_bytes), 0)
     concurrency = Fraction(blocks, per_request)
-    return {"layout": layout, "indexer": indexer, "block_bytes": block_bytes, "repeats": repeats, "groups": len(group_bytes),
+    return {"layout": layout, "indexer": indexer, "block_bytes": block_bytes, "repeats": repeats,
+            "groups": len(group_bytes),
             "blocks": blocks,
             "blocks_per_request": per_request, "kv_tokens": int(concurrency * context),
             "requests": blocks // per_request, "max_concurrency": concurrency, "logged_concurrency": concurrency}

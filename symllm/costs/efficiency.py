@@ -13,20 +13,22 @@ each figure with its source:
 * **The attention core** of a prefill runs the pairs of a causal FlashAttention-2 kernel's tiles
   (:func:`symllm.costs.tiles.causal_tiles`: the blocks the mask hides whole are skipped, the diagonal's run
   whole; whatever the workload's FLOP convention) at ``η_attn(s)`` of the bf16 peak, measured by head width on
-  the unmasked pairs and read on the tiles (:func:`attention_prefill`'s ``tiles``); a training step's core runs its tiles too. Under the ``eager`` and
-  ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at GEMM efficiency, or its
-  scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the slower.
+  the unmasked pairs and read on the tiles (:func:`attention_prefill`'s ``tiles``); a training step's core runs its
+  tiles too. Under the ``eager`` and ``hf-eager`` stacks the scores are materialised: the whole rectangle's FLOPs at
+  GEMM efficiency, or its scores written, read and written by the softmax and read again (four passes) at ``η_mem``, the
+  slower.
 * **Memory streams** (weights, KV cache) reach ``η_mem`` of the bandwidth; a decode step runs each kernel at its
   own roofline: its GEMMs take the slower of their FLOPs and the weights' bytes, its attention reads the
-  KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype int4`` and
-  ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A ``--weight-format``
-  streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured apart.
+  KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype
+  int4`` and ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A
+  ``--weight-format`` streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured
+  apart.
 * **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
   of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
   its 2024 batch-1 fp16 mat-vec streams at the rate its SMs issue the loads where the card's SMs and clock are
   known and that is slower (``f16_gemv_issue``: :func:`f16_gemv_factor`), else ``f16_gemv_hbm`` times slower on
-  a card with HBM memory (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every stream runs at
-  ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
+  a card with HBM memory (:func:`memory_kind`: the memory its catalogue note names). On Apple's unified memory every
+  stream runs at ``memory_kinds.stream`` and llama.cpp's Metal backend costs ``metal_layer_s`` a layer in place of its
   kernels' (no CUDA graph there).
 * **Fixed costs**: every kernel costs ``kernel.graph_s`` when a step replays a CUDA graph; without one the
   host launches each op, each tensor-parallel all-reduce among them, and the step takes at least
@@ -34,20 +36,20 @@ each figure with its source:
   the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
   (sampling, scheduling), one that drives its ranks as Ray actors a round trip to them
   (:func:`symllm.costs.collectives.ray_step_s`), an eager one the host's work beyond its layers while the GPU
-  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency plus the
-  bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the
-  engine's own one-shot all-reduce's latency over NVLink.
+  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency plus
+  the bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables
+  by link), or the engine's own one-shot all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
-  routing), not the ``k/n_e`` of the bound. In training (:func:`moe_training_s`) an expert's GEMMs of
-  reduction width ``K`` below the GEMM table's lose the time their output takes to write
-  (:func:`grouped_gemm`); each MoE layer adds its all-to-all dispatch and combine over the expert-parallel
-  group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and unpermutation and its router's scores as
-  memory-bound passes; a dropless layer under an engine that syncs (``moe_host_syncs``) waits a
-  device-to-host round trip each forward (``moe.sync_s``), and its micro-batch takes at least the time the
-  host needs to launch its layers' kernels one at a time (:func:`moe_host_launch_s`) and, a rank holding 16
-  experts or more, a measured floor a layer (:func:`moe_layer_floor_s`, ``moe.layer_floor``: BF16; under FP8
-  current scaling the host launches three quantization kernels more an expert's input and gradient, on top).
+  routing), not the ``k/n_e`` of the bound. In training an expert's GEMMs of reduction width ``K`` below the
+  GEMM table's lose the time their output takes to write (:func:`grouped_gemm`); the rest of a mixture's
+  training costs are :mod:`symllm.costs.moe_training`'s: each MoE layer's all-to-all dispatch and combine over
+  the expert-parallel group's link (:func:`symllm.costs.collectives.alltoall_s`), its token permutation and
+  unpermutation and its router's scores as memory-bound passes; a dropless layer under an engine that syncs
+  (``moe_host_syncs``) waits a device-to-host round trip each forward (``moe.sync_s``), and its micro-batch
+  takes at least the time the host needs to launch its layers' kernels one at a time and, a rank holding 16
+  experts or more, a measured floor a layer (``moe.layer_floor``: BF16; under FP8 current scaling the host
+  launches three quantization kernels more an expert's input and gradient, on top).
 * **FP8 training** under an engine with an ``fp8_recipe`` (Transformer Engine's current scaling, torchao's tensorwise)
   adds the quantization of each linear's input in forward and of its output's gradient in backward, two reads and
   one or two FP8 writes an element at ``η_mem``, torchao's weights too (:func:`symllm.costs.fp8_casts.fp8_quantize_s`).
@@ -69,8 +71,8 @@ each figure with its source:
 
 Every expected time is at or above its bound: each efficiency is at most 1 and every fixed cost is
 non-negative; a training step, whose bound adds its communication unoverlapped, is never expected faster
-than that bound (``floor`` below). **MFU** is model FLOPs (3× the forward's matmul FLOPs, the attention core causal) per second
-over ``gpus × the compute dtype's dense peak``; **HFU** counts the FLOPs the hardware runs (recomputation
+than that bound (``floor`` below). **MFU** is model FLOPs (3× the forward's matmul FLOPs, the attention core causal) per
+second over ``gpus × the compute dtype's dense peak``; **HFU** counts the FLOPs the hardware runs (recomputation
 included) over the same denominator.
 
 >>> float(gemm("bf16", 4096)), float(gemm("bf16", 100))
@@ -83,18 +85,19 @@ from fractions import Fraction
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, alltoall_s, ray_step_s, step_host_s
+from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
+from symllm.costs.moe_training import moe_host_launch_s, moe_layer_floor_s, moe_training_s
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.step_passes import op_recompute_s, step_passes_s
 from symllm.costs.tiles import attention_kernel, attention_prefill, tile
+from symllm.costs.utilisation import of_peak
 
 __all__ = ["ENGINES", "gemm", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
-           "f16_gemv_factor", "train_factor", "moe_training_s", "moe_host_launch_s", "moe_layer_floor_s",
-           "expected", "seconds"]
+           "f16_gemv_factor", "train_factor", "expected", "seconds"]
 
 
 def __getattr__(name):  # ENGINES: read on first use
@@ -126,7 +129,8 @@ def grouped_gemm(dtype: str, m, ks, ridge, card: str | None = None) -> Fraction:
     (never above 1: the table holds at its own widths and above). The mean is of times, not of fractions.
 
     >>> ridge = Fraction(19789, 10) / Fraction(335, 100)  # H100 SXM fp8: 1978.9 TFLOP/s over 3.35 TB/s
-    >>> round(float(grouped_gemm("fp8", 4096, [4096], ridge)), 3), round(float(grouped_gemm("fp8", 4096, [768], ridge)), 3)
+    >>> (round(float(grouped_gemm("fp8", 4096, [4096], ridge)), 3),
+    ...  round(float(grouped_gemm("fp8", 4096, [768], ridge)), 3))
     (0.594, 0.384)
     """
     base = gemm(dtype, m, card)
@@ -270,82 +274,18 @@ def model_flops(num) -> Fraction:
     return Fraction(num("model_flops"))
 
 
-def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, bandwidth, ep_bytes=0, link=None,
-                   recompute: bool = False, syncs: int = 0) -> dict:
-    """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
-    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`symllm.costs.collectives.alltoall_s`, 4 calls a layer: dispatch and combine
-    in forward and backward; 6 with full recomputation), ``permute`` (``moe.permute_passes`` passes a layer, each
-    of ``(1 + k)·rows`` rows of ``d`` activations of ``act_bytes``; 6 with recomputation) and ``router``
-    (``moe.router_passes`` passes over ``rows·n_e`` fp32 scores), both at :func:`stream`'s fraction of
-    ``bandwidth``; ``sync``: ``syncs`` device-to-host round trips (``moe.sync_s``) a layer's forward, the
-    forward's again with recomputation (a dropless layer's tokens per expert, where there is an all-to-all).
-
-    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, bandwidth=10 ** 12)
-    >>> float(t["permute"]), float(t["router"]), t["alltoall"]   # 2·4·9000·1024·2 and 2·6·1000·64·4 bytes at 0.88 TB/s
-    (0.00016756363636363637, 3.490909090909091e-06, Fraction(0, 1))
-    >>> link = ("NVLink 4", 450 * 10 ** 9)
-    >>> t = moe_training_s(layers=2, rows=1000, k=8, d=1024, n_e=64, act_bytes=2, bandwidth=10 ** 12, ep_bytes=1, link=link, syncs=1)
-    >>> round(float(t["sync"]) * 1e6, 2)   # 2 layers x 26.11 us
-    52.22
-    """
-    moe = data()["moe"]
-    again = Fraction(3, 2) if recompute else 1  # the forward's passes (half of them) run again
-    mem = stream() * bandwidth
-    permute = again * moe["permute_passes"] * layers * (1 + k) * rows * d * act_bytes / mem
-    router = again * moe["router_passes"] * layers * rows * n_e * 4 / mem
-    calls = (6 if recompute else 4) * layers
-    forwards = 2 if recompute else 1
-    sync = forwards * syncs * layers * _x(moe["sync_s"]) if ep_bytes and link is not None else Fraction(0)
-    return {"alltoall": alltoall_s(calls, ep_bytes, link) if ep_bytes else Fraction(0),
-            "permute": Fraction(permute), "router": Fraction(router), "sync": sync}
-
-
-def moe_host_launch_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool) -> Fraction:
-    """Seconds the host takes to launch a training micro-batch's dropless MoE layers, forward and backward,
-    one kernel at a time (``moe.launches``: ``per_local_expert`` launches an expert of the ``n_e / ep`` on a
-    rank, ``per_local_expert_bf16`` without FP8's quantizations, plus ``fixed``), each at ``kernel.host_s``:
-    dynamic shapes keep them out of CUDA graphs, so the micro-batch's GPU time is at least this.
-
-    >>> float(moe_host_launch_s(moe_layers=24, n_e=128, ep=8, fp8=True))   # 24 x (18 x 16 + 32) x 24 us
-    0.18432
-    >>> float(moe_host_launch_s(moe_layers=36, n_e=128, ep=8, fp8=False))  # 36 x (6 x 16 + 32) x 24 us
-    0.110592
-    """
-    launches = data()["moe"]["launches"]
-    local = -(-n_e // ep)
-    each = launches["per_local_expert"] if fp8 else launches["per_local_expert_bf16"]
-    return moe_layers * (each * local + launches["fixed"]) * _x(data()["kernel"]["host_s"])
-
-
-def moe_layer_floor_s(*, moe_layers: int, n_e: int, ep: int, fp8: bool = False) -> Fraction:
-    """The least a training micro-batch's dropless MoE layers take, forward and backward, where a rank holds at
-    least ``moe.layer_floor.local_experts`` of the ``n_e`` experts (a Megatron-Core layer's measured floor, BF16,
-    0 below); ``fp8`` (Transformer Engine's current scaling): the floor plus the host's launches of the
-    quantizations FP8 adds an expert (:func:`moe_host_launch_s`'s FP8 count less its BF16 one).
-
-    >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8)), moe_layer_floor_s(moe_layers=24, n_e=128, ep=64)
-    (0.21696, Fraction(0, 1))
-    >>> float(moe_layer_floor_s(moe_layers=24, n_e=128, ep=8, fp8=True))  # 24 x (9.04 ms + (18 - 6) x 16 x 24 us)
-    0.327552
-    """
-    floor = data()["moe"]["layer_floor"]
-    if -(-n_e // ep) < floor["local_experts"]:
-        return Fraction(0)
-    host = dict(moe_layers=moe_layers, n_e=n_e, ep=ep)
-    casts = moe_host_launch_s(**host, fp8=True) - moe_host_launch_s(**host, fp8=False) if fp8 else 0
-    return moe_layers * _x(floor["s"]) + casts
-
-
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:
     """The ``time.expected`` group of :func:`symllm.costs.hardware.roofline`: ``prefill_s``,
     ``prefill_compute_s`` (its GEMMs and attention core alone: what a prompt adds to a step it is chunked
     into; ``prefill_gemm_s`` its GEMMs alone, ``decode_gemm_s`` a decode step's, the weights' stream where
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
-    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``*_handoff``, ``training_flops``,
-    ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and rounds a step:
+    ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``reductions``, ``collectives``, ``*_handoff``,
+    ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
+    rounds a step:
     :func:`symllm.costs.parallel.comm`); a mixture's ``expert_layers``, ``d``, ``d_ff``, ``n_e``, ``k``,
-    ``beta_a`` for :func:`moe_training_s`), the workload, the peak FLOP/s of the compute dtype, the bandwidth
+    ``beta_a`` for :func:`symllm.costs.moe_training.moe_training_s`), the workload, the peak FLOP/s of the
+    compute dtype, the bandwidth
     and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. The card's figures are
     :func:`card`'s (its GEMM efficiency at its own peak only; None: the measured curve). Seconds as floats.
     """
@@ -390,10 +330,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     ranks = work.tp * work.pp
     control = ray_step_s(ranks) if serve.get("ray_workers") else Fraction(0)  # a Ray round trip a step
     control += step_host_s(serve, work.tp)  # an eager engine's inputs and sampler, the GPU waiting
-    # a step's all-reduces: one a sublayer the ranks sum (parallel.reduced_sublayers), the logits' gather, and a
-    # Mamba-2 gated norm's whose one group spans the ranks (vLLM's Mixer2RMSNormGated: mamba.spanning_norm)
-    reduces = parts["reductions"] + 1 + parts.get("spanning_norms", 0)
-    calls = reduces if tp_link else 0  # what the host launches of them
+    # a step's collectives (collectives.step_collectives: the residual stream's all-reduces, the embedding's among
+    # them, the logits' gather, vLLM's spanning Mamba-2 norms'): each a latency on the GPU, a call from the host
+    reduces = parts.get("collectives", 0)
+    calls = reduces if tp_link else 0
 
     def tp_sent(phase: str, tokens: int):
         """The bytes a step's all-reduces send, an engine that pads its tokens (``pad_tokens``) paying the rows
@@ -426,11 +366,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # a training step's core on FlashAttention-2's tiles (the inference engine's kernel is not the trainer's)
     train_tiles = _tiles.core_on_tiles(parts, work.seq, tile(heads)) if core and tiled else 0
     attn_s = ((core * tiles / (attention_prefill(work.seq, heads, tiles=True) * capped * peak) if tiled else
-               parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * capped * peak)) if core else 0)
+               parts["prefill_causal_core_flops"] / (attention_prefill(work.seq, heads) * capped * peak)) if core
+               else 0)
     if core and work.stack in ("eager", "hf-eager"):  # scores materialised: the whole rectangle, four passes
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
         attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * capped * peak),
-                     4 * scores * Fraction(work.activation_bytes) / (stream() * bandwidth))
+                     4 * scores * Fraction(work.activation_bytes) / (stream(kind=kind) * bandwidth))
     # llama.cpp's CUDA prompt without FlashAttention: its fp16 GEMMs' conversions and its scores in memory
     prompt = serve.get("cuda_prompt")
     if prompt and core and kind != "unified" and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
@@ -440,7 +381,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
             n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
             kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16)
         act = stream("fp16", kind) * bandwidth
-        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows), rated) * capped * peak),
+        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows),
+                                                             rated) * capped * peak),
                      scores * work.batch * _x(prompt["scores_bytes"]) / act)
         attn_s += converted * work.batch * _x(prompt["convert_bytes"]) / act
         attn_s += f32_bytes * work.batch * _x(prompt.get("f32_passes", "0")) / act  # its element-wise nodes
@@ -488,6 +430,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     core_s = core_training_s(forward, work.seq, heads, training_kernel(train, named), removed * train_tiles
                              - 3 * forward, (parts.get("bf16_peak") or peak) * capped) if removed else Fraction(0)
     micro = getattr(work, "micro_batches", 1) or 1
+    # every memory-bound pass of the step (MoE permutation and router, FP8 casts, op checkpointing's rerun, the
+    # optimizer and FSDP copy-outs) streams the card's own memory: its kind's figure where it has one
+    passes = stream(kind=kind) * bandwidth
     experts = parts.get("training_expert_flops", 0)
     comm = parts["comm"]
     moe_layers = parts.get("expert_layers") or 0
@@ -496,7 +441,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         m = rows * share
         eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), rated)
         moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
-                             act_bytes=parts["beta_a"], bandwidth=bandwidth, ep_bytes=comm.get("ep", 0),
+                             act_bytes=parts["beta_a"], rate=passes, ep_bytes=comm.get("ep", 0),
                              link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute == "full",
                              syncs=int(train.get("moe_host_syncs", 0)))
         moe_s = sum(moe.values())
@@ -506,7 +451,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     cast_s = expert_cast = Fraction(0)  # the fp8 casts, and those of the routed experts' k copies of each token
     if compute == "fp8" and train.get("fp8_recipe") and all(
             x in parts for x in ("d", "d_ff", "n_h", "n_kv", "head_dim")):
-        heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], rate=stream() * bandwidth,
+        heads, common = parts["head_dim"], dict(rows=rows, d=parts["d"], d_ff=parts["d_ff"], rate=passes,
                                                 moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute,
                                                 recipe=train["fp8_recipe"])
         cast_s = fp8_quantize_s(**common, layers=layers, q=parts["n_h"] * heads, kv=parts["n_kv"] * heads,
@@ -529,7 +474,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         gemm_s = Fraction(parts["op_flops"]) / (large(compute) * peak)
         compute_s += micro * (gemm_s / capped - gemm_s / factor + op_recompute_s(
             rows=rows, layers=layers, d=parts["d"], d_ff=parts["d_ff"], q=parts["n_h"] * parts["head_dim"],
-            kv=parts["n_kv"] * parts["head_dim"], rate=stream(kind=kind) * bandwidth, tp=work.tp, sp=work.sp))
+            kv=parts["n_kv"] * parts["head_dim"], rate=passes, tp=work.tp, sp=work.sp))
     if moe_s and train.get("moe_host_syncs") and work.ep > 1:  # dropless MoE layers under an engine that syncs
         # a dropless layer's measured floor (moe.layer_floor), FP8's quantization launches an expert on top
         gpu = Fraction(experts) / (eta * factor * peak) + moe_s + expert_cast
@@ -540,7 +485,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         # least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
     # the tensor-parallel all-reduce calls: a forward and a backward one per sublayer the ranks sum (reductions)
-    tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro, tp_link) if work.tp > 1 else Fraction(0)
+    tp_s = allreduce_s(2 * parts["reductions"] * micro, comm.get("tp", 0) * micro,
+                       tp_link) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a
@@ -555,7 +501,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     owned = parts.get("trainable") or parts["params"]
     # (ZeRO 1 and up shard the optimizer states over the data-parallel ranks: symllm.costs.zero.sharded)
     passes_s = step_passes_s(train, shard=owned / work.dp if work.zero_stage >= 1 else owned,
-                             params=parts["params"], gathers=gathers, rate=stream(kind=kind) * bandwidth)
+                             params=parts["params"], gathers=gathers, rate=passes)
     hidden = _x(train["overlap"])
     ideal = compute_s + tp_s + ep_s  # the busiest stage's m micro-batches, back to back
     schedule = getattr(work, "schedule", "1f1b") or "1f1b"
@@ -570,8 +516,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     gpus = work.tp * work.pp * work.dp
     out["training_step_s"] = seconds(training)
     out["training_tokens_per_s_per_gpu"] = seconds(Fraction(tokens) / training / gpus)
-    out["mfu"] = seconds(parts["training_model_flops"] * micro / (training * gpus * peak))
-    out["hfu"] = seconds(parts["training_hardware_flops"] * micro / (training * gpus * peak))
+    out["mfu"] = seconds(of_peak(parts["training_model_flops"] * micro, training, gpus, peak))
+    out["hfu"] = seconds(of_peak(parts["training_hardware_flops"] * micro, training, gpus, peak))
     if work.tokens is not None:  # a token budget: its time, GPU-hours and cost at the expected step
         run = Fraction(work.tokens) * training / tokens
         out["training_s"] = seconds(run)

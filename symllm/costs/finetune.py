@@ -33,7 +33,8 @@ down_proj up_proj`` (:func:`symllm.arch.components.lora_names`); the default ``w
   adapter's ``r``-wide intermediate ``β_a·b·s·r`` (``lora_B``'s input; ``lora_A``'s input is the
   layer's input, already counted; with PEFT's default ``lora_dropout=0`` there is no dropout mask); an adapter
   inside a part that runs forward only (``Rules.no_grad``: DeepSeek Sparse Attention's indexer, DeepSeek-V4's)
-  saves nothing, and gets no gradient, although PEFT counts it trainable.
+  saves nothing, and gets no gradient, although PEFT counts it trainable: ``lora_adapter_gradients`` and
+  ``lora_optimizer_states`` leave it out (torch's AdamW creates no state for a parameter whose ``.grad`` is None).
 * ``lora_total``: their sum.
 
 >>> import sympy as sp
@@ -185,6 +186,8 @@ def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recom
     2*d
     """
     n_trainable = trainable(mdl, targets, rank)
+    # an adapter under a part that runs forward only gets no gradient, so no optimizer state (Component.trained)
+    n_graded = sp.expand(adapt(mdl, targets, rank).trained().total("params") - mdl.trained().total("params"))
     weight, grad, optim = ADAPTER_BYTES["qlora" if qlora else "lora"]
     total = mdl.total("params")
     if qlora:
@@ -195,8 +198,8 @@ def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recom
     out = {
         "lora_base_weights": base,
         "lora_adapter_weights": weight * n_trainable,
-        "lora_adapter_gradients": grad * n_trainable,
-        "lora_optimizer_states": optim * n_trainable,
+        "lora_adapter_gradients": grad * n_graded,
+        "lora_optimizer_states": optim * n_graded,
         "lora_activations": stacks.component_activations(adapt(mdl, targets, rank), recompute),
     }
     out["lora_total"] = sum(out.values(), sp.S.Zero)
@@ -217,7 +220,8 @@ def closed_forms(mdl: Component, work: Workload) -> dict[str, sp.Expr]:
     rank = {S.r_lora: work.lora_rank}
     out = {"trainable_params": substitute(trainable(mdl, work.lora_targets), dict(mdl.definitions)),
            **memory(mdl, work.lora_targets, qlora=work.qlora, recompute=selective.recompute_of(work))}
-    return {k: sp.expand(substitute(v, rank)) if k == "trainable_params" else substitute(v, rank) for k, v in out.items()}
+    return {k: sp.expand(substitute(v, rank)) if k == "trainable_params" else substitute(v, rank)
+            for k, v in out.items()}
 
 
 def lora(config, work: Workload | None = None, **options) -> dict:

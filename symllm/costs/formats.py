@@ -94,7 +94,8 @@ S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload n
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
-           "check_format", "effective", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes", "bytes_per_weight",
+           "check_format", "effective", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes",
+           "bytes_per_weight",
            "kv_bytes_per_element"]
 
 #: format -> the kinds of weight (``rules.weight``) it quantizes; the rest stays bf16 (module docstring)

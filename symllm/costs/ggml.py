@@ -63,7 +63,8 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
 
     >>> [file_type_choice("Q4_K_M", "attn_v.weight", 4096, i, 32) for i in (0, 4, 6, 31)]
     ['Q6_K', 'Q4_K', 'Q6_K', 'Q6_K']
-    >>> file_type_choice("Q4_K_M", "output.weight", 4096, None, 32), file_type_choice("Q8_0", "output.weight", 4096, None, 32)
+    >>> (file_type_choice("Q4_K_M", "output.weight", 4096, None, 32),
+    ...  file_type_choice("Q8_0", "output.weight", 4096, None, 32))
     ('Q6_K', 'Q8_0')
     """
     if ftype not in FILE_TYPES:

@@ -1,8 +1,8 @@
 """Accelerators by name, and roofline time on them: ``max(FLOPs / peak, bytes moved / bandwidth)``, a bound
 the hardware cannot beat.
 
-**The accelerators** (their catalogue, :data:`GPUS`, :data:`NETWORKS`, and which peak a dtype's matmuls
-run at) are :mod:`symllm.costs.accelerators`'; their names are importable from here too.
+**The accelerators** (their catalogue, ``GPUS``, ``NETWORKS``, and which peak a dtype's matmuls run at) are
+:mod:`symllm.costs.accelerators`': import them from there.
 
 **Bytes moved** (:func:`bytes_moved`): the bytes a phase must read from or write to device memory at
 least once, every intermediate assumed to stay on chip (which is what makes the time a lower bound):
@@ -38,10 +38,10 @@ from functools import lru_cache
 from symllm._lazy import module
 from symllm.arch.dtypes import BF16, FP32
 from symllm.costs import accelerators
-from symllm.costs.accelerators import (GPU, GiB, Network, compute_dtype, custom, gpu, names,  # noqa: F401 (re-exported)
-                                       network, of, peak_flops, values)
-from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds  # a time: a float, exact past a float's range
+# a time: a float, exact past a float's range
+from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds
 from symllm.costs.schedules import bubble, handoffs
+from symllm.costs.utilisation import of_peak
 from symllm.errors import SymllmError
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
@@ -52,14 +52,8 @@ if TYPE_CHECKING:
 else:  # the closed forms' SymPy, imported on first use: a workload (``symllm count``) reads the table without it
     sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
-__all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype", "peak_flops", "values", "weights_read",
-           "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline", "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
-
-
-def __getattr__(name):  # the catalogue's GPUS and NETWORKS, read on first use (symllm count starts without it)
-    if name in ("GPUS", "NETWORKS"):
-        return getattr(accelerators, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["weights_read", "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline",
+           "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
 
 
 def weights_read(mdl) -> sp.Expr:
@@ -94,7 +88,8 @@ def bytes_moved(mdl, phase: str) -> sp.Expr:
     """
     kv = mdl.total("kv_cache")  # elements held after b sequences of s new tokens at context t
     weights = S.beta_w * weights_read(mdl)
-    state = mdl.total("state_cache")  # a Gated DeltaNet's states (bytes): written by a prefill, read and written by a step
+    # a Gated DeltaNet's states (bytes): written by a prefill, read and written by a step
+    state = mdl.total("state_cache")
     if phase == "prefill":
         return weights + S.beta_kv * kv.subs(S.t, 0) + S.beta_a * S.b * S.s_o * S.V + state
     if phase == "decode":
@@ -107,7 +102,7 @@ def bytes_moved(mdl, phase: str) -> sp.Expr:
 def ridge() -> sp.Expr:
     """The ridge point, FLOP per byte: the arithmetic intensity above which a kernel is compute-bound.
 
-    >>> ridge(), ridge().subs(values("h100-sxm"))
+    >>> ridge(), ridge().subs(accelerators.values("h100-sxm"))
     (P/B_mem, 19788/67)
     """
     return S.P / S.B_mem
@@ -174,38 +169,46 @@ def _number(value) -> Fraction:
 LINK_RANKS = ("tp", "dp", "ep", "pp")
 
 
-def links(work, g: GPU, **ranks) -> dict[str, tuple[str, int]]:
+def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
     """The link each parallel group's traffic crosses, ``kind -> (topology, bytes/s one way per GPU)``: ranks
     are numbered tensor-parallel first, then data-parallel (expert-parallel inside it: an expert-parallel
     group is ``N_t·N_e`` consecutive ranks), then pipeline stages (Megatron-LM's order), so a group stays on
     the node's link (NVLink, Infinity Fabric, PCIe) while its ranks fit in one node of ``g.node`` GPUs, and
     crosses the network between nodes (``work.network``) otherwise: a ring's (tp, dp) at the NICs of
     its ranks in a node together (one a GPU, ``g.node // N_t`` of a data-parallel group's), an all-to-all's or a
-    pipeline send's at one (:meth:`Network.ring`). ``ranks``: each of :data:`LINK_RANKS`, or none.
+    pipeline send's at one (:meth:`symllm.costs.accelerators.Network.ring`). ``ranks``: each of
+    :data:`LINK_RANKS`, or none.
 
     >>> from symllm.costs.workloads import Workload
-    >>> sorted(links(Workload(tp=8, dp=4), gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
+    >>> sorted(links(Workload(tp=8, dp=4), accelerators.gpu("h100-sxm")).items())  # doctest: +NORMALIZE_WHITESPACE
     [('dp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('ep', ('NVLink 4', 450000000000)),
      ('pp', ('InfiniBand NDR, 400 Gb/s per GPU', 50000000000)), ('tp', ('NVLink 4', 450000000000))]
-    >>> w = links(Workload(dp=16, ep=16), gpu("h100-sxm")); links(Workload(dp=16, ep=8), gpu("h100-sxm"))["ep"][0], w["ep"][1], w["dp"][1]
+    >>> h100 = accelerators.gpu("h100-sxm")
+    >>> w = links(Workload(dp=16, ep=16), h100); links(Workload(dp=16, ep=8), h100)["ep"][0], w["ep"][1], w["dp"][1]
     ('NVLink 4', 50000000000, 400000000000)
     """
     tp, dp, ep, pp = (ranks[k] for k in LINK_RANKS) if ranks else (getattr(work, k) for k in LINK_RANKS)
-    net, node = network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
-    spans, nics = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}, {"tp": g.node, "dp": max(1, g.node // tp)}
-    return {k: node if node is not None and span <= g.node else net.ring(nics.get(k, 1), node and node[1]) for k, span in spans.items()}
+    net, node = accelerators.network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
+    spans, nics = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}, {"tp": g.node,
+                                                                                 "dp": max(1, g.node // tp)}
+    return {k: node if node is not None and span <= g.node else net.ring(nics.get(k, 1), node and node[1])
+            for k, span in spans.items()}
 
 
 def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
     """:func:`bytes_moved` for a pipeline stage as tensor rank 0 holds it (:func:`symllm.costs.parallel.stages`):
     its weights (a look-up reads none of an embedding table: untied, or tied on a stage without the head),
-    its KV cache, and the logits (rank 0's vocabulary share) where ``head`` is 1."""
+    its KV cache, and the logits (rank 0's vocabulary rows: :func:`symllm.costs.parallel.vocabulary`) where
+    ``head`` is 1."""
+    from symllm.costs.parallel import vocabulary
+
     lookups = sum((c.total("active") for c in stage.children if c.rules.weight == "embedding"), sp.S.Zero)
     weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
     kv = stage.total("kv_cache")
     state = stage.total("state_cache")  # a Gated DeltaNet's states: written by a prefill, read and written by a step
     rows = S.b * S.s_o if phase == "prefill" else S.b  # the positions whose logits are computed
-    logits = head * S.beta_a * rows * sp.ceiling(S.V / S.N_t)
+    heads = [c for c in stage.walk() if c.rules.weight == "head"]
+    logits = head * S.beta_a * rows * (vocabulary(heads[-1]) if heads else sp.ceiling(S.V / S.N_t))
     if phase == "prefill":
         return weights + S.beta_kv * kv.subs(S.t, 0) + logits + state
     # the cache read at context t, the new token's written; the states read and written
@@ -216,10 +219,11 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
                 experts: str = "split") -> dict:
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
-    its ``prefill``/``decode`` :func:`bytes_moved` and the bytes its tensor-parallel all-reduces send
-    (``*_tp``: one per sublayer the ranks sum, ``reductions``, and the embedding's of the residual stream, ring,
-    and the logits all-gathered; and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
-    whose one group spans the ranks, ``spanning_norms`` of them; ``*_tp_row``: the residual stream's part a token
+    its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
+    (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``reductions``, one per
+    sublayer the ranks sum; ``spanning_norms``) and the bytes they send (``*_tp``: the residual stream's all-reduces,
+    ring, the logits all-gathered, and vLLM's all-reduce of a fp32 statistic a token in each Mamba-2 gated norm
+    whose one group spans the ranks; ``*_tp_row``: the residual stream's part a token
     row, what an engine's padded rows add); and the activation one pipeline hand-off
     carries per phase (``*_handoff``). ``phase_flops`` is
     :func:`symllm.costs.phases.flops`.
@@ -256,11 +260,14 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         core, routed = stage_parts.core(stage), stage_parts.routed(stage)
         terms["expert_params"] = algebra.substitute(routed.total("params"), defs)
         terms["expert_active"] = algebra.substitute(routed.total("active"), defs)
-        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training", recompute=recompute is True), defs)
+        terms["training_expert_flops"] = algebra.substitute(phase_flops(routed, "training",
+                                                                        recompute=recompute is True), defs)
         terms["expert_layers"] = algebra.substitute(stage_parts.moe_layers(stage), defs)
-        # vLLM's Mamba-2 gated norms whose one group spans the ranks: an all-reduce of a fp32 sum a token each
-        spanning = module("symllm.arch.components.mamba").spanning_norms(stage)
-        terms["spanning_norms"] = algebra.substitute(spanning, defs)
+        # the step's collectives, counted once: the residual stream's all-reduces (the sublayers' and a vocabulary-
+        # split embedding's), the logits' all-gather, vLLM's Mamba-2 gated norms' fp32 sums
+        count = module("symllm.costs.collectives").step_collectives(stage, experts)
+        terms["collectives"] = algebra.substitute(sum(count.values()), defs)
+        terms["spanning_norms"] = algebra.substitute(count["norms"], defs)
         for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
             terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)
         head_part = stage_parts.part(stage, "head", lambda c: S.s_o in c.flops.free_symbols)  # the logits' GEMM
@@ -268,7 +275,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, head_part)), sp.S.Zero),
             defs)
         def residual(r):  # the residual stream's all-reduces and the spanning norms' fp32 sums over r token rows
-            return per_block_sends * S.beta_a * r * S.d * (reductions + 1) + per_block_sends * FP32 * r * spanning
+            return per_block_sends * (S.beta_a * S.d * count["residual"] + FP32 * count["norms"]) * r
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)
@@ -281,8 +288,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
             terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
-            terms[f"{phase}_tp"] = algebra.substitute(residual(rows)
-                                                      + head * (S.N_t - 1) / S.N_t * S.beta_a * logit_rows * S.V, defs)
+            terms[f"{phase}_tp"] = algebra.substitute(residual(rows) + count["logits"] * (S.N_t - 1) / S.N_t
+                                                      * S.beta_a * logit_rows * S.V, defs)
             terms[f"{phase}_tp_row"] = algebra.substitute(residual(1), defs)  # a row more (an engine's padding)
         out.append(terms)
     return {"stages": tuple(out), "prefill_handoff": S.beta_a * S.b * S.s * S.d,
@@ -290,14 +297,16 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
 
 
 def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | None = None) -> dict:
-    """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator (:func:`of`):
-    ``mdl`` is the model component, ``vals`` symbol -> number (config, workload and :func:`values`), ``exprs``
-    the closed forms of :func:`symllm.costs.phases.quantities`, ``phase_flops`` :func:`symllm.costs.phases.flops`
+    """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator
+    (:func:`symllm.costs.accelerators.of`): ``mdl`` is the model component, ``vals`` symbol -> number (config,
+    workload and :func:`symllm.costs.accelerators.values`), ``exprs`` the closed forms of
+    :func:`symllm.costs.phases.quantities`, ``phase_flops`` :func:`symllm.costs.phases.flops`
     (a stage's FLOPs per phase). Everything is per GPU of the layout (``tp``,
     ``pp``, ``dp``, ``ep``; one GPU without one): what tensor rank 0 of the busiest pipeline stage holds,
     runs and sends (:mod:`symllm.costs.parallel`).
 
-    * ``gpu``, ``title``, ``peak_flops`` (FLOP/s, in ``peak_dtype``: :func:`compute_dtype`), ``bandwidth``
+    * ``gpu``, ``title``, ``peak_flops`` (FLOP/s, in ``peak_dtype``:
+      :func:`symllm.costs.accelerators.compute_dtype`), ``bandwidth``
       (bytes/s), ``capacity`` (bytes), ``ridge`` (``P / B_mem``, FLOP per byte), ``gpus`` (``tp·pp·dp``) and
       ``links`` (:func:`links`: the topology and bandwidth each group's traffic crosses);
     * **fit, one verdict per question**: ``inference_peak`` and ``training_peak`` per GPU
@@ -321,8 +330,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
       :func:`symllm.costs.schedules.handoffs`) + the data-parallel gradient traffic (``comm``'s ``dp``, once a step),
       ``m`` (``micro_batches``) micro-batches of ``b`` sequences per data-parallel rank,
       communication not overlapped with compute (an estimate, not a bound); ``training_tokens_per_s``
-      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, forward and backward with nothing recomputed, over ``gpus·P``); with ``tokens``:
-      ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
+      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, forward and backward with nothing recomputed, over ``gpus·P``); with
+      ``tokens``: ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
 
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact. **Nothing is timed that
     does not fit** (:func:`blank_unfit`): where ``fits`` is false the inference times (prefill, decode,
@@ -362,9 +371,11 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops, work.expert_tp)
+    terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops,
+                        work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
-    forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)  # MFU's: nothing recomputed (under torch.no_grad: forward only)
+    # MFU's: nothing recomputed (under torch.no_grad: forward only)
+    forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm", "params")
                   for k, e in exprs[group].items()})
@@ -383,7 +394,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     """:func:`roofline` from the numbers of :func:`roofline_forms` (``ev(name)``, ``ev(name, b=...)``: a
     :class:`symllm.numbers.runtime.Numbers`, whose ``vals`` hold ``P``, ``B_mem``, ``beta_w``, ``d_h``): no SymPy.
     What :func:`roofline` runs, and what a count read back from stored kernels runs."""
-    g = of(work)
+    g = accelerators.of(work)
     vals = ev.vals
     peak, bandwidth = vals["P"], vals["B_mem"]
     stages = [f"stage{i}." for i in range(2) if f"stage{i}.layers" in ev]
@@ -430,7 +441,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       f"{phase}_tp_row_bytes": num(f"{busiest}{phase}_tp_row") if work.tp > 1 else 0,
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
                       "reductions": int(num(f"{busiest}reductions")),
-                      "spanning_norms": int(num(f"{busiest}spanning_norms")) if work.tp > 1 else 0})
+                      "collectives": int(num(f"{busiest}collectives")) if work.tp > 1 else 0})
         if phase == "prefill":  # the attention core's training FLOPs, as run and with nothing recomputed
             parts.update({k: num(f"{busiest}{k}") for k in ("model_core_flops", "training_core_flops")})
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
@@ -452,15 +463,15 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     m = work.micro_batches
     worst = max(num(f"{st}training_flops") for st in stages) / peak
     comm = {k.removeprefix("comm."): num(k) for k in ev.forms if k.startswith("comm.")}
-    stage_times = m * (1 + bubble(work.pp, m, work.schedule, work.virtual_stages))
-    step = (stage_times * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
+    stage_runs = m * (1 + bubble(work.pp, m, work.schedule, work.virtual_stages))
+    step = (stage_runs * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
             + over("pp", num("training_handoff")) * Fraction(handoffs(work.pp, m, work.schedule), 2)
             + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
     model_flops = work.dp * m * _model_flops(num)  # forward and backward over every position, nothing recomputed
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
-    out["mfu"] = _seconds(model_flops / (step * out["gpus"] * peak))
+    out["mfu"] = _seconds(of_peak(model_flops, step, out["gpus"], peak))
     out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens
@@ -515,7 +526,8 @@ def blank_unfit(time: dict) -> dict:
 def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
-    rectangle), model FLOPs (nothing recomputed) and hardware FLOPs (the step as run), both causal; ``vals``: symbol -> number."""
+    rectangle), model FLOPs (nothing recomputed) and hardware FLOPs (the step as run), both causal; ``vals``: symbol ->
+    number."""
     from symllm.costs import efficiency
 
     dense = work.attention == "dense"
@@ -533,7 +545,8 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
         return comm.get("dp", 0) if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
 
     parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"), "dp_sent": dp_sent,
-                  "bf16_peak": gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True)) else None})
+                  "bf16_peak": accelerators.gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True))
+                  else None})
     # the pairs a sequence's core counts in the workload's convention (the kernel's tiles replace them in the
     # expected time), and a training step's core (the indexer's scores: no backward), the busiest stage's
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
@@ -544,9 +557,10 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
                   "training_flops": max(num(f"{st}training_flops") for st in stages),
-                  # a mixture's training extras (efficiency.moe_training_s): the busiest stage's MoE layers, widths
+                  # a mixture's training extras (moe_training.moe_training_s): the busiest stage's MoE layers, widths
                   "expert_layers": max(num(f"{st}expert_layers") for st in stages),
-                  **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv") if name in vals},
+                  **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv")
+                     if name in vals},
                   "training_handoff": num("training_handoff"), "comm": comm,
                   # a rank's parameters (its tensor and pipeline share) and those it trains (LoRA's adapters)
                   "params": num("params.per_gpu"),

@@ -30,7 +30,8 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
-from symllm.costs.search import _floor_root, _search, _secant, largest_numbers, largest_of  # noqa: F401  (the numbers' half)
+# (the numbers' half)
+from symllm.costs.search import _floor_root, _search, _secant, largest_numbers, largest_of  # noqa: F401
 
 __all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "largest_of", "LAYOUT_RANKS", "solve_forms",
            "largest_fitting"]

@@ -1,24 +1,20 @@
-"""A workload's numbers without SymPy: its symbols' values by name (:func:`named_values`) and the groups of
-:func:`symllm.costs.phases.workload` from evaluated closed forms (:func:`workload_numbers`), what a count runs
-on the formulas and on the kernels an earlier count kept (:mod:`symllm.studies.quick`). The workload itself,
-its fields and checks, is :mod:`symllm.costs.workloads`.
+"""A workload's numbers without SymPy: its symbols' values (:func:`values`; by name: :func:`named_values`,
+:func:`named`) and the groups of :func:`symllm.costs.phases.workload` from evaluated closed forms
+(:func:`workload_numbers`), what a count runs on the formulas and on the kernels an earlier count kept
+(:mod:`symllm.studies.quick`). The workload itself, its fields and checks, is :mod:`symllm.costs.workloads`.
 """
 from __future__ import annotations
 
-from symllm.costs import hardware
+from symllm.costs import accelerators, hardware
 from symllm.costs.replication import ReplicatedKV
-from symllm.costs.workloads import symbol_codes, tp_layout
+from symllm.costs.workloads import Workload, symbol_codes, tp_layout
 
-TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
-if TYPE_CHECKING:
-    from symllm.costs.workloads import Workload
-
-__all__ = ["named_values", "workload_numbers", "grouped"]
+__all__ = ["named_values", "workload_numbers", "grouped", "values", "named", "weight_format_group"]
 
 
 def named_values(work: Workload, codes=None) -> dict:
-    """:meth:`Workload.values` by symbol name (``codes``: :func:`symllm.costs.workloads.symbol_codes`, or the table a stored entry
-    kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
+    """:meth:`Workload.values` by symbol name (``codes``: :func:`symllm.costs.workloads.symbol_codes`, or the table
+    a stored entry kept), with the accelerator's ``P`` and ``B_mem``: no SymPy once ``codes`` is given.
 
     >>> from symllm.costs.workloads import Workload
     >>> v = named_values(Workload(batch=2, gpu="a100-40gb"))
@@ -26,10 +22,10 @@ def named_values(work: Workload, codes=None) -> dict:
     (2, 2, 312000000000000, 1555000000000)
     """
     out = {name: getattr(work, code) for name, code in (symbol_codes() if codes is None else codes)}
-    accelerator = hardware.of(work)
-    if accelerator is not None:  # P and B_mem (symllm.costs.hardware.values)
-        out["P"] = hardware.peak_flops(accelerator, work.matmul_dtype)
-        out["B_mem"] = hardware.gpu(accelerator).bandwidth
+    accelerator = accelerators.of(work)
+    if accelerator is not None:  # P and B_mem (symllm.costs.accelerators.values)
+        out["P"] = accelerators.peak_flops(accelerator, work.matmul_dtype)
+        out["B_mem"] = accelerators.gpu(accelerator).bandwidth
     return out
 
 
@@ -70,3 +66,58 @@ def _with_format_and_time(out: dict, work: Workload, ev, fmt: dict | None, windo
     if "stage0.layers" in ev:  # an accelerator: fit and time (symllm.costs.hardware)
         out["time"] = hardware.roofline_numbers(work, ev, window=window)
     return out
+
+
+def values(config, workload: Workload | None = None, **options) -> dict:
+    """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
+    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …); under a
+    ``weight_format`` ``β_w`` is its exact bytes over the model's weights (:mod:`symllm.costs.formats`).
+
+    >>> from symllm.arch import symbols as S
+    >>> v = values("llama3.1-8b", batch=1, seq=8)
+    >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
+    (4096, 8, 1.3, 8, 8, 14336)
+    """
+    from symllm.arch import resolved, symbols as S  # (SymPy: a count's quick path never asks)
+    spec = resolved.spec(config)
+    out = spec.values()
+    if workload is not None or options:
+        work = Workload.of(workload, **options)
+        out.update(work.values())
+        fmt = work.weight_format or spec.config.weight_format  # given, else the config's quantization_config
+        if fmt is not None:  # β_w: the format's exact bytes over the model's weights
+            from symllm.costs import formats
+            out[S.beta_w] = formats.bytes_per_weight(spec, fmt)
+    return out
+
+
+def named(spec, work: Workload) -> dict:
+    """:func:`values` by symbol name (what :class:`~symllm.numbers.runtime.Numbers` reads), the spec's part
+    named once per spec."""
+    hit = _NAMED.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_NAMED) >= 512:
+            _NAMED.clear()
+        hit = _NAMED[id(spec)] = (spec, {sym.name: v for sym, v in spec.values().items()})  # spec held: id kept
+    out = {**hit[1], **named_values(work)}
+    if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
+        from symllm.costs import formats
+        out["beta_w"] = formats.bytes_per_weight(spec, work.weight_format)
+    return out
+
+
+#: id(spec) -> (spec, its values by symbol name)
+_NAMED: dict[int, tuple] = {}
+
+
+def weight_format_group(spec, work: Workload) -> dict | None:
+    """The ``weight_format`` group of :func:`symllm.costs.phases.workload` but its ``dtype_weights_bytes``: the
+    format's bytes and where it was read (None: no weight format)."""
+    if work.weight_format is None:
+        return None
+    from symllm.costs import formats
+    fmt = formats.weight_bytes(spec, work.weight_format)
+    stated = spec.config.weight_format
+    source = spec.config.weight_format_source if fmt["format"] == stated else "--weight-format" + (
+        f" (overrides the config's {stated}: {spec.config.weight_format_source})" if stated else "")
+    return {"format": fmt["format"], "source": source, "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"]}

@@ -9,8 +9,8 @@ Conventions, stated once (docs/parallel.md):
   ``wv``, ``w1``, ``w3`` and ``lm_head`` column-wise (output features split), ``wo`` and ``w2`` row-wise (input features
   split, a bias replicated), the embedding split over the vocabulary, every other component (the norms,
   QK-norms, a mixture-of-experts router) replicated; gpt-oss's attention sinks, one per query head, split
-  with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not divide is
-  split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
+  with the heads (``⌈n_h/N_t⌉`` on rank 0: transformers' ``local_rowwise``). A split dimension that ``N_t`` does not
+  divide is split as DTensor splits it: rank 0 holds the ceiling, ``⌈n/N_t⌉`` rows of the ``n`` split (per
   element, so ``⌈n_h·d_h/N_t⌉`` columns of ``wq``; a head split across ranks cannot run attention, so
   :mod:`symllm.costs.checks` refuses it; an ``N_t`` that is a multiple of ``n_kv`` holds one key/value head a
   rank, replicated: these forms at ``n_kv = N_t``, :mod:`symllm.costs.replication`). Per-GPU numbers are tensor
@@ -56,10 +56,10 @@ Conventions, stated once (docs/parallel.md):
   ``PrepareModuleInput``).
 * **Communication** is in bytes one GPU sends per training step of one micro-batch (forward + backward over
   its ``b × s`` tokens; a step of ``m`` micro-batches sends ``m`` times the ``tp``, ``pp`` and ``ep`` bytes and
-  the ``dp`` bytes once, as the training time counts them), under ring algorithms, in whole bytes for any layout: an all-gather or a reduce-scatter of
-  ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks, the busiest rank
-  ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce twice that. Every
-  tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
+  the ``dp`` bytes once, as the training time counts them), under ring algorithms, in whole bytes for any layout: an
+  all-gather or a reduce-scatter of ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks,
+  the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`ring`; ``(n-1)/n·M`` when ``n`` divides ``M``), an all-reduce
+  twice that. Every tensor-parallel boundary carries the residual stream ``β_a·b·s·d``. Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
   per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3); tensor-split
   routed experts are one such pair (their summed outputs forward, their input gradient backward). With ``sp``:
@@ -101,8 +101,8 @@ from symllm.costs import zero
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
-__all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "has_experts", "comm_kinds", "shard", "stages",
-           "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS",
+__all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "has_experts", "comm_kinds", "shard",
+           "stages", "largest", "params_per_gpu", "ring", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS",
            "SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
@@ -161,16 +161,21 @@ def layout(mdl: Component, engine: str | None) -> Component:
     return out
 
 
-def declares_split(mdl: Component) -> bool:
-    """Whether a part of ``mdl`` declares an engine's own split (:attr:`symllm.arch.components.Rules.engines`):
-    where it does, a workload's per-GPU figures name the layout they are in
-    (:func:`symllm.costs.workloads.tp_layout`).
+def declares_split(mdl: Component, engine: str | None = None) -> bool:
+    """Whether a workload of ``mdl`` under ``engine`` names the layout its per-GPU figures are in
+    (:func:`symllm.costs.workloads.tp_layout`): where a part declares ``engine``'s own split
+    (:attr:`symllm.arch.components.Rules.engines`), or an engine's split of a part transformers' plan keeps whole
+    (DeepSeek-V4's attention under vLLM: then every workload of it names its layout). An engine that only keeps
+    whole what the plan splits (MLC's embedding and lm_head) is named under itself alone: every other engine lays
+    such a model out as the plan does.
 
     >>> from symllm.arch.resolved import spec
-    >>> declares_split(spec("llama3.1-8b").model()), declares_split(spec("deepseek-v4-flash-base").model())
-    (False, True)
+    >>> llama, dsv4 = spec("llama3.1-8b").model(), spec("deepseek-v4-flash-base").model()
+    >>> declares_split(llama), declares_split(llama, "vllm"), declares_split(llama, "mlc"), declares_split(dsv4)
+    (False, False, True, True)
     """
-    return any(c.rules.engines for c in mdl.walk())
+    return any(split != c.rules.split and (name == engine or c.rules.split == "replicated")
+               for c in mdl.walk() for name, split in c.rules.engines)
 
 
 def _expert(c: Component) -> bool:
@@ -199,10 +204,10 @@ def comm_kinds(mdl: Component) -> tuple[str, ...]:
     return COMM_KINDS if has_experts(mdl) else COMM_KINDS[:3]
 
 
-#: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370: ``c10d_functional.reduce_scatter_tensor``;
-#: torchtitan's later lists add ``all_to_all_single`` for its mixtures, which this policy refuses): every other
-#: collective in a recomputed block -- the all-gather before sequence-parallel column linears, an all-reduce
-#: without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
+#: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
+#: ``c10d_functional.reduce_scatter_tensor``; torchtitan's later lists add ``all_to_all_single`` for its mixtures, which
+#: this policy refuses): every other collective in a recomputed block -- the all-gather before sequence-parallel column
+#: linears, an all-reduce without sequence parallelism -- runs again in backward, as the block's other unsaved ops do
 SAVED_COLLECTIVES = ("reduce_scatter",)
 
 
@@ -253,6 +258,19 @@ def _sizes() -> dict:
             **_MAMBA}
 
 
+def vocabulary(comp: Component) -> sp.Expr:
+    """The vocabulary rows tensor rank 0 holds and computes of ``comp``, a part of the vocabulary (its embedding or
+    lm_head): ``⌈V/N_t⌉`` where it is split, every row where an engine keeps it whole (MLC's lm_head: every rank
+    computes every logit).
+
+    >>> from symllm.arch.components import lm_head
+    >>> head = lm_head()
+    >>> vocabulary(head), vocabulary(layout(head, "mlc"))
+    (ceiling(V/N_t), V)
+    """
+    return S.V if comp.rules.split == "replicated" else _split(S.V)
+
+
 def _whole(expr: sp.Expr) -> sp.Expr:
     """A sharded count with a denominator (a per-head statistic of rank 0's ``⌈n_h·d_h/N_t⌉/d_h`` heads)
     rounded up to the heads rank 0 holds a piece of: whole, so compiled kernels stay exact."""
@@ -274,6 +292,8 @@ def _split_weight(comp: Component) -> sp.Expr:
 
 def _sharded(comp: Component, seq: bool, experts: str) -> Component:
     sizes = _sizes()
+    if comp.rules.weight in ("embedding", "head"):  # its vocabulary rows: whole where an engine keeps it so
+        sizes[S.V] = vocabulary(comp)
     rows = {S.s: _split(S.s)}
     split = comp.rules.split
     if split == "expert":  # rank 0 of the expert-parallel group holds n_e/N_e of the routed experts

@@ -40,25 +40,25 @@ import sympy as sp
 
 from symllm.arch.algebra import factored, maximum, substitute
 from symllm.arch import resolved
-from symllm.costs import checks, finetune, hardware
+from symllm.costs import accelerators, checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
 from symllm.costs.decoding import _phase
 from symllm.costs.selective import policy, recompute_of
 from symllm.arch import symbols as S
-from symllm.arch.components import Component, component, model
+from symllm.arch.components import Component, Rules, component, model
 from symllm.errors import SymllmError
 from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.costs.numbered import grouped, named_values, workload_numbers
+from symllm.costs.numbered import grouped, named, weight_format_group, workload_numbers
 from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes, tp_layout,
                                     with_stated)
 
 __all__ = [
     "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
-    "activations", "closed_form", "workload", "values", "quantities", "stage_memory", "logit_rows",
-    "resolved_workload", "workload_forms", "workload_numbers",
+    "activations", "closed_form", "workload", "quantities", "stage_memory", "logit_rows",
+    "resolved_workload", "workload_forms",
 ]
 
 
@@ -158,7 +158,8 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     * ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv`` × the cache elements after a prefill of ``s`` and ``n``
       decode steps (the keys and values of attention layers only); ``state_cache`` the bytes of every other
       per-sequence cache (a Gated DeltaNet's recurrent and convolution states: symllm.arch.components.deltanet,
-      constant in the context; DeepSeek Sparse Attention's indexer keys, growing with it); ``inference`` weights + KV cache + state cache.
+      constant in the context; DeepSeek Sparse Attention's indexer keys, growing with it); ``inference`` weights + KV
+      cache + state cache.
     * ``training_states`` per data-parallel rank, mixed-precision Adam: 2N bf16/fp16 weights, 2N
       gradients, 12N fp32 optimizer state (master weights, first and second moments) = 16N at ZeRO stage
       0. Stage 1 shards the 12N optimizer state over the ``N_d`` ranks, stage 2 also the gradients,
@@ -190,7 +191,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     stacks.check_name(stack)
     choice("optimizer", optimizer, zero.OPTIMIZERS)
     _op_stack(recompute, stack)
-    if kind == "training_peak":  # the highest point of one training step (symllm.costs.stacks; docs/stacks.md, "Training peak")
+    if kind == "training_peak":  # one training step's highest point (symllm.costs.stacks; docs/stacks.md)
         return substitute(_training_peak(comp, stack, zero_stage, policy(recompute), optimizer), dict(comp.definitions))
     if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage, optimizer),
@@ -200,7 +201,8 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     return _memory(comp, kind, zero_stage, policy(recompute), stack == "eager", optimizer)
 
 
-def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool | str, optimizer: str = "adamw") -> sp.Expr:
+def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool | str,
+                   optimizer: str = "adamw") -> sp.Expr:
     return sum(training_peak_parts(comp, stack, zero_stage, recompute, optimizer).values(), sp.S.Zero)
 
 
@@ -381,8 +383,8 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                 "comm": comm}
     stages = parallel.stages(mdl, work.sp, work.expert_tp)  # what rank 0 of the first and the last stage holds
     return {"params": {"per_gpu": parallel.params_per_gpu(mdl, work.sp, experts=work.expert_tp)}, **out,
-            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage, recompute_of(work),
-                                                                     work.stack, work.optimizer)
+            "memory_per_gpu": {kind: parallel.largest(*(stage_memory(stages, i, kind, work.zero_stage,
+                                                                     recompute_of(work), work.stack, work.optimizer)
                                                         for i in range(len(stages))))
                                for kind in _per_gpu_kinds(out["memory"])},
             "comm": parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp)}
@@ -404,8 +406,9 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     (DeepSpeed's expert and non-expert groups, each rank 0's padded share).
 
     >>> st = parallel.stages(model())
-    >>> stage_memory(st, 1, "weights")
-    beta_w*(d*ceiling(V/N_t) + d + (3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t) + 2*d)*floor(L/N_p))
+    >>> stage_memory(st, 1, "weights")  # doctest: +NORMALIZE_WHITESPACE
+    beta_w*(d*ceiling(V/N_t) + d + (3*d*ceiling(d_ff/N_t) + 2*d*ceiling(d_h*n_h/N_t) + 2*d*ceiling(d_h*n_kv/N_t)
+    + 2*d)*floor(L/N_p))
     """
     st = stages[i]
     if kind == "training_peak":
@@ -418,9 +421,11 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     if kind != "training_states" or experts == 0:
         return mem
     opt = dict(zero_stage=zero_stage, optimizer=optimizer)
+    frozen = sp.expand(st.total("params") - st.trained().total("params"))  # no gradient: their weights only
+    no_grad = (Component("no_grad", params=frozen, rules=Rules(no_grad=True)),) if frozen != 0 else ()
     own = memory(Component("local_experts", params=experts), kind, **opt)
-    whole = memory(Component("stage", params=st.total("params")), kind, **opt)
-    rest = memory(Component("rest", params=st.total("params") - experts), kind, **opt)
+    whole = memory(Component("stage", params=st.total("params") - frozen, children=no_grad), kind, **opt)
+    rest = memory(Component("rest", params=st.total("params") - experts - frozen, children=no_grad), kind, **opt)
     return mem - whole + rest + substitute(own, {S.N_d: S.N_d / S.N_e})
 
 
@@ -440,7 +445,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     element-wise bucket). ``memory``: ``weights`` (``dtype``), ``kv_cache`` (``kv_dtype``, for
     ``seq + gen`` tokens), ``training_states`` (ZeRO ``zero_stage`` over ``dp`` ranks, per rank),
     ``activations`` (``act_dtype``) and ``inference_peak``. Exact: ints, or a ``Fraction`` where a byte
-    count is not integral (int4). With ``gpu`` (a name in :data:`symllm.costs.hardware.GPUS`) a ``time`` group
+    count is not integral (int4). With ``gpu`` (a name in :data:`symllm.costs.accelerators.GPUS`) a ``time`` group
     too: roofline ``prefill_s``, ``decode_token_s``, ``tokens_per_s``, ``fits``, ``max_batch``, ...
     (:func:`symllm.costs.hardware.roofline`; a time whose verdict is "does not fit" is None, and
     ``assumes`` says what each verdict assumes). A ``seq + gen`` past the positions the model was trained
@@ -458,36 +463,17 @@ def workload(config, work: Workload | None = None, **options) -> dict:
 
     spec, work = resolved_workload(config, work, **options)
     mdl = model_of(spec, work)
-    key = (id(mdl), work.shape(), hardware.of(work) is not None)
+    key = (id(mdl), work.shape(), accelerators.of(work) is not None)
     hit = _FORMS.get(key)
     if hit is None or hit[0] is not mdl:
         forms, groups = workload_forms(spec, work)
         if len(_FORMS) >= 512:
             _FORMS.clear()
-        declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
+        declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
         hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)), declares)  # mdl held: id kept
     _, forms, groups, compiled, declares = hit
-    return workload_numbers(work, Numbers(compiled, _named(spec, work)), groups, _format(spec, work),
+    return workload_numbers(work, Numbers(compiled, named(spec, work)), groups, weight_format_group(spec, work),
                             window=spec.config.max_positions, declares=declares)
-
-
-def _named(spec, work: Workload) -> dict:
-    """:func:`values` by symbol name (what :class:`~symllm.numbers.runtime.Numbers` reads), the spec's part
-    named once per spec."""
-    hit = _NAMED.get(id(spec))
-    if hit is None or hit[0] is not spec:
-        if len(_NAMED) >= 512:
-            _NAMED.clear()
-        hit = _NAMED[id(spec)] = (spec, {sym.name: v for sym, v in spec.values().items()})  # spec held: id kept
-    out = {**hit[1], **named_values(work)}
-    if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
-        from symllm.costs import formats
-        out["beta_w"] = formats.bytes_per_weight(spec, work.weight_format)
-    return out
-
-
-#: id(spec) -> (spec, its values by symbol name)
-_NAMED: dict[int, tuple] = {}
 
 
 #: (id of the model component, the workload's shape, whether an accelerator is asked) -> (the component,
@@ -530,7 +516,7 @@ def layout_of(spec, work: Workload) -> str | None:
     >>> layout_of(dsv4, Workload()), layout_of(dsv4, Workload(engine="vllm")), layout_of(llama, Workload())
     ('transformers', 'vllm', None)
     """
-    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention)))
+    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention), work.engine))
 
 
 def model_of(spec, work: Workload):
@@ -557,41 +543,6 @@ def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
     mdl = model_of(spec, work)
     exprs = quantities(mdl, work)
     forms = {f"{group}.{k}": e for group, terms in exprs.items() for k, e in terms.items()}
-    if hardware.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
+    if accelerators.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
         forms.update(hardware.roofline_forms(mdl, work, exprs, flops))
     return forms, tuple(exprs)
-
-
-def _format(spec, work: Workload) -> dict | None:
-    """The ``weight_format`` group of :func:`workload` but its ``dtype_weights_bytes``: the format's bytes and
-    where it was read (None: no weight format)."""
-    if work.weight_format is None:
-        return None
-    from symllm.costs import formats
-    fmt = formats.weight_bytes(spec, work.weight_format)
-    stated = spec.config.weight_format
-    source = spec.config.weight_format_source if fmt["format"] == stated else "--weight-format" + (
-        f" (overrides the config's {stated}: {spec.config.weight_format_source})" if stated else "")
-    return {"format": fmt["format"], "source": source, "bytes": fmt["total"], "bits_per_weight": fmt["bits_per_weight"]}
-
-
-def values(config, workload: Workload | None = None, **options) -> dict:
-    """Symbol -> number for a config, plus a workload's symbols when one is given (a :class:`Workload`
-    or its options by name: ``batch``, ``seq``, ``context``, ``gen``, ``dtype``, …); under a
-    ``weight_format`` ``β_w`` is its exact bytes over the model's weights (:mod:`symllm.costs.formats`).
-
-    >>> v = values("llama3.1-8b", batch=1, seq=8)
-    >>> v[S.d], v[S.n_kv], v[S.f], v[S.s], v[S.t], v[S.d_ff]
-    (4096, 8, 1.3, 8, 8, 14336)
-    """
-    spec = resolved.spec(config)
-    out = spec.values()
-    if workload is not None or options:
-        work = Workload.of(workload, **options)
-        out.update(work.values())
-        fmt = work.weight_format or spec.config.weight_format  # given, else the config's quantization_config
-        if fmt is not None:  # β_w: the format's exact bytes over the model's weights
-            from symllm.costs import formats
-            out[S.beta_w] = formats.bytes_per_weight(spec, fmt)
-    return out
-

@@ -8,8 +8,8 @@ symllm's totals are exact (Meta's ``floor``/``ceiling`` rounding of ``d_ff``, ``
 their own symbols). Scaling-law work wants the same model as a smooth expression SymPy can simplify,
 differentiate and solve; :func:`approximate` gets it, and keeps what it dropped as its own expression.
 
-Symbols it uses beyond the model's (created, like all, in :mod:`symllm.arch.symbols`): ``g = n_h / n_kv`` (query heads per key/value head),
-``r = d / L`` (aspect ratio), ``N`` (parameters), ``D`` (training tokens), ``C`` (training FLOPs),
+Symbols it uses beyond the model's (created, like all, in :mod:`symllm.arch.symbols`): ``g = n_h / n_kv`` (query heads
+per key/value head), ``r = d / L`` (aspect ratio), ``N`` (parameters), ``D`` (training tokens), ``C`` (training FLOPs),
 and the loss-law constants ``E, A, B, alpha, beta``.
 
 >>> from symllm.arch.components import model

@@ -50,8 +50,9 @@ def _search(fits, low: int) -> int:
 
 
 def largest_of(peak, coefficients, capacity: int, low: int = 1) -> int:
-    """:func:`symllm.costs.inverse.largest` from numbers, without SymPy: ``peak(x)`` is the expression at ``x``; ``coefficients``
-    is :func:`solution`'s, each ``(c0, c1, c2)`` a triple of functions giving the number (None: no closed form).
+    """:func:`symllm.costs.inverse.largest` from numbers, without SymPy: ``peak(x)`` is the expression at ``x``;
+    ``coefficients`` is :func:`solution`'s, each ``(c0, c1, c2)`` a triple of functions giving the number (None: no
+    closed form).
     What :func:`symllm.costs.inverse.largest` runs, and what a count read back from stored kernels runs
     (:mod:`symllm.studies.quick`).
 
@@ -127,8 +128,9 @@ def _secant(peak, capacity: int, low: int, tries: int = 8) -> int | None:
 
 
 def largest_numbers(ev, capacity: int, gen: int = 0) -> dict:
-    """:func:`symllm.costs.inverse.largest_fitting` from named numbers (``ev``: a :class:`symllm.numbers.runtime.Numbers` of
-    ``memory_per_gpu.inference_peak``, ``memory_per_gpu.training_peak`` and their ``solve.*`` coefficients,
+    """:func:`symllm.costs.inverse.largest_fitting` from named numbers (``ev``: a
+    :class:`symllm.numbers.runtime.Numbers` of ``memory_per_gpu.inference_peak``, ``memory_per_gpu.training_peak``
+    and their ``solve.*`` coefficients,
     :func:`symllm.costs.inverse.solve_forms`): no SymPy."""
     def ask(kind: str, x: str) -> int:
         name = f"memory_per_gpu.{kind}"

@@ -38,7 +38,7 @@ bf16 on an SM10x card, FlashInfer's bf16 rows (512-byte-aligned pages: :func:`sy
 
 Conventions (each an estimate of what vLLM measures, not derives):
 
-* GPU memory: what the driver reports to torch where it was measured (:attr:`symllm.costs.hardware.GPU.usable`:
+* GPU memory: what the driver reports to torch where it was measured (:attr:`symllm.costs.accelerators.GPU.usable`:
   an H100 80GB 79.18 GiB, an H200 139.80 GiB, an RTX 3090 23.58 GiB), else the accelerator's capacity (the
   vendor's "GB" read as GiB; ``--gpu-memory`` sets it);
 * weights: the workload's weights per GPU (``--dtype`` or ``--weight-format``, :mod:`symllm.costs.formats`);
@@ -87,9 +87,9 @@ __all__ = ["DEFAULTS", "capacity", "check", "indexer_bytes_per_token", "model_co
            "nccl_bytes", "sampler_peak_bytes"]
 
 #: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
-#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's (:func:`symllm.costs.figures.engine`, with its NCCL
-#: communicators at ``--tp`` above 1: :func:`nccl_bytes`); ``max_num_seqs`` None: ``vllm serve``'s for the card
-#: (:func:`default_max_num_seqs`)
+#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's
+#: (:func:`symllm.costs.figures.engine`, with its NCCL communicators at ``--tp`` above 1: :func:`nccl_bytes`);
+#: ``max_num_seqs`` None: ``vllm serve``'s for the card (:func:`default_max_num_seqs`)
 DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": None, "block_size": 16,
             "non_torch": None, "max_num_seqs": None}
 
@@ -278,10 +278,10 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     ...
     symllm.errors.SymllmError: serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep
     """
-    from symllm.costs import hardware
+    from symllm.costs import accelerators
     from symllm.costs.workloads import Workload
     work = Workload.of(work, **options)
-    gpu = hardware.of(work)
+    gpu = accelerators.of(work)
     if gpu is None:
         raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
@@ -305,7 +305,8 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
 
 
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
-             max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"], block_size: int = DEFAULTS["block_size"],
+             max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
+             block_size: int = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
              max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options) -> dict:
     """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,

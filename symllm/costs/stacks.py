@@ -22,10 +22,10 @@ and adds the terms up (per layer inside the groups of layers, from their repeats
 
 Inference runs in the workload's dtype (``model.to(dtype)``, ``torch.no_grad()``, ``use_cache=True``,
 logits at every position: a plain forward, what was measured, so an HF stack's inference peak holds every
-position's logits whatever ``--logits`` says; the FLOPs and bytes moved follow ``--logits``). Training runs under ``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per
-low-precision element, whatever ``--act-dtype`` says) with fp32 master weights, fp32 gradients and
-``torch.optim.AdamW`` (two fp32 moments), and the loss on the fp32-upcast logits (transformers'
-``ForCausalLMLoss``). ``recompute`` is transformers' gradient checkpointing (one checkpoint per decoder
+position's logits whatever ``--logits`` says; the FLOPs and bytes moved follow ``--logits``). Training runs under
+``torch.autocast(dtype=torch.bfloat16)`` (2 bytes per low-precision element, whatever ``--act-dtype`` says) with fp32
+master weights, fp32 gradients and ``torch.optim.AdamW`` (two fp32 moments), and the loss on the fp32-upcast logits
+(transformers' ``ForCausalLMLoss``). ``recompute`` is transformers' gradient checkpointing (one checkpoint per decoder
 layer: its fp32 input).
 
 The training step's peak (:func:`training_peak`) is the largest of the step's moments
@@ -288,8 +288,8 @@ def training_terms(stack: str, recompute: bool = False, zero_stage: int = 0,
                    optimizer: str = "adamw", mdl: Component | None = None) -> tuple[Term, ...]:
     """The candidates for the highest point of one steady-state training step under ``stack`` (``hf-eager``,
     ``hf-sdpa``) for ``mdl`` (default: LLaMA's model): each Term is everything live at that moment except the
-    fp32 master weights ``4N`` and AdamW's moments ``8N`` (held throughout). ``component`` names the moment;
-    ``N`` is the parameter count.
+    fp32 master weights and AdamW's moments ``8N`` (held throughout). ``component`` names the moment; ``N`` counts
+    the parameters that get a gradient (all but a part that runs forward only, whose weights alone are held).
 
     The loop (docs/stacks.md, "Training peak"): ``optimizer.zero_grad(set_to_none=True)``; ``loss =
     model(input_ids=ids, labels=labels).loss`` under autocast (the output, with its logits and KV cache,
@@ -395,7 +395,8 @@ def training_peak_parts(mdl: Component, stack: str, recompute: bool = False, zer
     ['weights_and_moments', 'largest_moment']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    largest = maximum(*(substitute(t.bytes, sizes) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)))
+    largest = maximum(*(substitute(t.bytes, sizes)
+                        for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)))
     return {"weights_and_moments": held, "largest_moment": largest}
 
 
@@ -403,11 +404,12 @@ def _held(mdl: Component, stack: str, zero_stage: int, optimizer: str = "adamw")
     """fp32 master weights and the optimizer's states (ZeRO-sharded: the gradients are freed before each step),
     and the sizes the moments' symbols stand for."""
     check_model(stack, mdl)
-    N = mdl.total("params")
+    graded = mdl.trained()  # the gradients, the step and its temporary: the parameters that get a gradient only
+    N = graded.total("params")
     held = zero.optimizer_states(mdl, zero_stage, optimizer, master=False) \
         - zero.training_states(N, zero_stage, {"gradients": zero.FP32_ADAMW["gradients"]})
-    per_block = next(c for c in mdl.children if c.checkpoint != 0)
-    sizes = {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat, _P_LARGEST: largest_tensor(mdl)}
+    per_block = next(c for c in graded.children if c.checkpoint != 0)
+    sizes = {S.N: N, _P_BLOCK: per_block.total("params") / per_block.repeat, _P_LARGEST: largest_tensor(graded)}
     return held, sizes
 
 
@@ -438,4 +440,5 @@ def moments(mdl: Component, stack: str, recompute: bool = False, zero_stage: int
     ['forward end', 'backward start']
     """
     held, sizes = _held(mdl, stack, zero_stage, optimizer)
-    return [(t, held + substitute(t.bytes, sizes)) for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)]
+    return [(t, held + substitute(t.bytes, sizes))
+            for t in training_terms(stack, recompute, zero_stage, optimizer, mdl)]

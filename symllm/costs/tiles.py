@@ -161,7 +161,8 @@ def attention_prefill(s, head_dim: int = 128, tiles: bool = False) -> Fraction:
     tokens reaches (the measured head width nearest ``head_dim``), on its unmasked pairs; ``tiles``: on the
     pairs of the kernel's tiles (:func:`on_tiles`, ``attention_tiles``' blocks).
 
-    >>> float(attention_prefill(8192)), float(attention_prefill(8192, 64)), round(float(attention_prefill(8192, tiles=True)), 4)
+    >>> (float(attention_prefill(8192)), float(attention_prefill(8192, 64)),
+    ...  round(float(attention_prefill(8192, tiles=True)), 4))
     (0.588, 0.392, 0.5971)
     """
     t = data()["attention_prefill"]

@@ -33,12 +33,12 @@ then
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
 KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
 TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.batching.SCHEDULER`) nor, where a prompt runs whole in the
-decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names the limit that binds. At a request rate ``λ`` the concurrency is Little's ``C = λ · E2E(C)``,
-solved over ``C`` (the fewest whole sequences running that serve ``λ``: TTFT and ITL at them), and ``λ`` requests
-finish a second (``λ · n`` output tokens/s: what arrives leaves); past ``R / E2E(R)`` the queue, and with it the
-time to a first token, grows without bound (``saturated``; ``ttft_s`` and ``e2e_s`` None, the throughput that
-of ``R`` running). The **saturation concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those
-at ``R``.
+decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names the limit that binds. At a request rate
+``λ`` the concurrency is Little's ``C = λ · E2E(C)``, solved over ``C`` (the fewest whole sequences running that serve
+``λ``: TTFT and ITL at them), and ``λ`` requests finish a second (``λ · n`` output tokens/s: what arrives leaves); past
+``R / E2E(R)`` the queue, and with it the time to a first token, grows without bound (``saturated``; ``ttft_s`` and
+``e2e_s`` None, the throughput that of ``R`` running). The **saturation concurrency** is the smallest ``C`` whose
+output tokens/s reach 95% of those at ``R``.
 
 >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=1000, gen=1000, concurrency=64)
 >>> r["running"], r["itl_s"] > 0, r["ttft_s"] < r["e2e_s"]
@@ -71,7 +71,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     queue grows without bound): ``kv_sequences`` the requests whose whole context the KV cache
     holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
     the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
-    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`). ``evaluate``: as
+    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`). ``evaluate``:
+    as
     :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas); each
     point laid out as the engine (its default where none is given) lays the model out, as the capacity is
     (:func:`symllm.costs.parallel.layout`).

@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 
-from symllm.costs import hardware
-from symllm.arch.layers import LAYOUT_ENGINES
+from symllm.costs import accelerators
+from symllm.arch.layers import layout_engine
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS", "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
+__all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS",
+           "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes",
            "tp_layout"]
 
@@ -121,23 +122,17 @@ def _above_one(ranks: int) -> bool:
     return ranks > 1
 
 
-def _layout_engine(engine: str | None) -> str | None:
-    """What of an engine shapes the closed forms: its name where a part may declare a split for it
-    (:data:`symllm.arch.layers.LAYOUT_ENGINES`: :func:`symllm.costs.parallel.layout`), else None."""
-    return engine if engine in LAYOUT_ENGINES else None
-
-
 def tp_layout(engine: str | None, declares: bool) -> str | None:
     """The tensor-parallel layout a workload's per-GPU figures are in, as its output names it (``tp_layout``):
-    None where no part of the model declares an engine's own split (``declares``:
-    :func:`symllm.costs.parallel.declares_split`: every engine's layout is transformers' plan), else ``engine``
-    where it lays parts out (:func:`_layout_engine`), else "transformers" (transformers' tp plan: no engine, or
+    None where the workload names none (``declares``: :func:`symllm.costs.parallel.declares_split`: no part declares
+    this engine's own split, nor any engine's split of a part the plan keeps whole), else ``engine`` where it lays
+    parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan: no engine, or
     one whose split of those parts symllm does not hold).
 
     >>> tp_layout("vllm", True), tp_layout(None, True), tp_layout("sglang", True), tp_layout("vllm", False)
     ('vllm', 'transformers', 'transformers', None)
     """
-    return (_layout_engine(engine) or "transformers") if declares else None
+    return (layout_engine(engine) or "transformers") if declares else None
 
 
 #: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order (in a model with
@@ -257,7 +252,8 @@ class Workload:
                           "ranks, as vLLM, SGLang and Megatron do by default) or whole (each rank holds them whole: "
                           "expert parallelism, Megatron's --expert-tensor-parallel-size 1)", training=True, shapes=True)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
-    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True, shapes=True)
+    sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True,
+                    shapes=True)
     #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
     optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
                           "states and training peak)", training=True, shapes=True)
@@ -278,7 +274,7 @@ class Workload:
     #: QLoRA: the blocks' linear layers frozen in 4-bit NF4, bf16 adapters (symllm.costs.finetune)
     qlora: bool = _opt(False, "QLoRA: NF4 base linears (4.127 bits a weight), bf16 adapters; needs --lora-rank",
                        training=True, shapes=True)
-    #: the accelerator of the roofline time (symllm.costs.hardware); None: no time is computed
+    #: the accelerator of the roofline time (symllm.costs.accelerators); None: no time is computed
     gpu: str | None = _opt(None, "fit and roofline time on this accelerator, a name from symllm/costs/gpus.json "
                            "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, apple-m2-ultra, ...)")
     #: an accelerator outside the catalogue, or a catalogue one changed: memory GiB, bandwidth GB/s, dense TFLOPS
@@ -289,7 +285,7 @@ class Workload:
     #: the board power limit the accelerator runs at, W (symllm.costs.power.power_fraction); None: the card's own
     power_cap: float | None = _opt(None, "board power limit in W --gpu runs at: below its rated power its GEMMs and "
                                    "attention slow in the expected times (default: the card's own limit)")
-    #: the network between nodes (symllm.costs.hardware: its bandwidth per GPU)
+    #: the network between nodes (symllm.costs.accelerators: its bandwidth per GPU)
     network: str = _opt("ib-ndr", "network between nodes: ib-ndr, ib-hdr, eth-400g, eth-100g (per GPU)")
     #: tokens D a training run sees (time and GPU-hours for them); None: none asked
     tokens: int | None = _opt(None, "training tokens D: time, GPU-hours (and cost with --price) for them "
@@ -315,7 +311,7 @@ class Workload:
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
                               "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
                               "vllm also lays out the parts it splits otherwise than transformers' tp plan",
-                              shapes=_layout_engine)
+                              shapes=layout_engine)
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
                               "tokens per step)", training=True)
@@ -379,12 +375,12 @@ class Workload:
                 raise SymllmError("power_cap: a power limit applies to a catalogue card; give --gpu")
             if self.gpu_flops is not None:
                 raise SymllmError("power_cap: --gpu-flops gives the peak the card runs at; give one or the other")
-        accelerator = hardware.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
+        accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:
             accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
             if self.power_cap is not None and accelerator.power_w is None:
                 raise SymllmError(f"power_cap: no rated board power for {self.gpu} (gpus.json power_w)")
-        hardware.network(self.network)
+        accelerators.network(self.network)
         if self.tokens is not None:
             integer("tokens", self.tokens)
         if self.price is not None and (isinstance(self.price, bool) or not isinstance(self.price, (int, float))
@@ -477,12 +473,12 @@ class Workload:
 
     @property
     def matmul_dtype(self) -> str:
-        """The dtype the matmuls run in: ``compute_dtype``, else :func:`symllm.costs.hardware.compute_dtype`.
+        """The dtype the matmuls run in: ``compute_dtype``, else :func:`symllm.costs.accelerators.compute_dtype`.
 
         >>> Workload(dtype="int4").matmul_dtype, Workload(compute_dtype="fp8").matmul_dtype
         ('bf16', 'fp8')
         """
-        return self.compute_dtype or hardware.compute_dtype(self.dtype, self.act_dtype)
+        return self.compute_dtype or accelerators.compute_dtype(self.dtype, self.act_dtype)
 
     @property
     def kv_bytes(self):
@@ -524,9 +520,9 @@ class Workload:
         (2, 8, 8, 4, 1)
         """
         out = {symbol: getattr(self, code) for symbol, code in _symbols()}
-        accelerator = hardware.of(self)
-        if accelerator is not None:  # P and B_mem (symllm.costs.hardware)
-            out.update(hardware.values(accelerator, self.matmul_dtype))
+        accelerator = accelerators.of(self)
+        if accelerator is not None:  # P and B_mem (symllm.costs.accelerators)
+            out.update(accelerators.values(accelerator, self.matmul_dtype))
         return out
 
     def to_dict(self) -> dict:

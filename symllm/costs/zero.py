@@ -28,6 +28,18 @@ and gradients (:func:`layout`), and the temporary its step allocates (:func:`ste
 
 Under mixed precision (the fused and eager stacks) every optimizer also keeps fp32 master weights (4 bytes);
 ZeRO shards the optimizer part (master weights included) from stage 1.
+
+**Parameters that get no gradient** (a part that runs forward only in training, ``Rules.no_grad``: DeepSeek Sparse
+Attention's indexer, DeepSeek-V4's, and DeepSeek-V4's compressors while the prompt closes none of their windows)
+keep their weights only (:func:`optimizer_states` counts the gradients and the optimizer part over
+:meth:`~symllm.arch.components.base.Component.trained`'s parameters): torch leaves their ``.grad`` None, its
+optimizers create state lazily for a parameter with a gradient only (``torch.optim.AdamW``, foreach, fused and
+single-tensor: ``_init_group`` skips ``p.grad is None``, torch 2.13.0), and FSDP2 reduce-scatters and shards only
+the gradients that exist (``FSDPParamGroup.post_backward``'s ``fsdp_params_with_grad``; its default
+``reduce_scatter_unused_params=False``). The fp32 master weights go with the optimizer part: an optimizer
+that makes them with its state makes none for these. An implementation that lays out buffers for every parameter
+that requires grad up front (DDP's gradient buckets, DeepSpeed's flat fp32 partitions, Megatron's gradient
+buffers) holds those bytes for them too: not modelled.
 """
 from __future__ import annotations
 
@@ -78,16 +90,22 @@ def share(total: sp.Expr, ranks: sp.Expr) -> sp.Expr:
 
 
 def training_states(N: sp.Expr, zero_stage: int = 0, layout: dict = MIXED_PRECISION_ADAM,
-                    ranks: sp.Expr = S.N_d) -> sp.Expr:
+                    ranks: sp.Expr = S.N_d, trained: sp.Expr | None = None) -> sp.Expr:
     """Bytes one data-parallel rank holds of the training states of ``N`` parameters: ``layout``'s
     bytes per parameter of each part (any of :data:`PARTS`), whole, or over ``ranks`` where ZeRO stage
-    ``zero_stage`` shards that part.
+    ``zero_stage`` shards that part; the gradients and the optimizer part for the ``trained`` of them only
+    (those that get a gradient; None: all ``N``).
 
     >>> training_states(S.N, 3), training_states(S.N, 2, {"weights": 4, "optimizer": 8})
     (16*ceiling(N/N_d), 4*N + 8*ceiling(N/N_d))
+    >>> training_states(S.N, 0, trained=S.N - S.d)  # d of them get no gradient: their weights only
+    16*N - 14*d
     """
-    kept = sum(b for part, b in layout.items() if not sharded(part, zero_stage))
-    return kept * N + (sum(layout.values()) - kept) * share(N, ranks)
+    if trained is None or trained == N:
+        kept = sum(b for part, b in layout.items() if not sharded(part, zero_stage))
+        return kept * N + (sum(layout.values()) - kept) * share(N, ranks)
+    return sum((b * (n if not sharded(part, zero_stage) else share(n, ranks))
+                for part, b in layout.items() for n in [N if part == "weights" else trained]), sp.S.Zero)
 
 
 def layout(optimizer: str = "adamw", master: bool = True) -> dict:
@@ -128,16 +146,22 @@ def factored_elements(comp) -> sp.Expr:
 def optimizer_states(comp, zero_stage: int = 0, optimizer: str = "adamw", master: bool = True,
                      ranks: sp.Expr = S.N_d) -> sp.Expr:
     """Bytes one data-parallel rank holds of the training states of ``comp``'s parameters under ``optimizer``
-    (:func:`layout`, :func:`training_states`; Adafactor's factored fp32 moment sharded with the optimizer part).
+    (:func:`layout`, :func:`training_states`; Adafactor's factored fp32 moment sharded with the optimizer part):
+    the weights of all, the gradients and the optimizer part of those that get a gradient
+    (:meth:`~symllm.arch.components.base.Component.trained`; the module docstring).
 
-    >>> from symllm.arch.components import rmsnorm
+    >>> from symllm.arch.components import latent_attention, rmsnorm
     >>> optimizer_states(rmsnorm(), 0, "adafactor"), optimizer_states(rmsnorm(), 0, "sgd", master=False)
     (12*d, 8*d)
+    >>> a = latent_attention(sparse=True)  # the indexer's weights only: bf16, 2 bytes a parameter
+    >>> sp.expand(16 * a.total("params") - optimizer_states(a)) == 14 * sp.expand(a.gradless("params"))
+    True
     """
     N = comp.total("params")
-    out = training_states(N, zero_stage, layout(optimizer, master), ranks)
+    graded = comp.trained()
+    out = training_states(N, zero_stage, layout(optimizer, master), ranks, graded.total("params"))
     if optimizer == "adafactor":
-        F = factored_elements(comp)
+        F = factored_elements(graded)
         out += FP32 * (share(F, ranks) if sharded("optimizer", zero_stage) else F)
     return out
 

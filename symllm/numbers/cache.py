@@ -44,7 +44,8 @@ try:  # hashlib would load OpenSSL (3 ms of every start-up); BLAKE2 is built int
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "key", "digest", "bytes_digest", "CacheWarning", "CACHE_ENTRIES"]
+__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "key", "digest", "bytes_digest", "CacheWarning",
+           "CACHE_ENTRIES"]
 
 #: entries kept in :func:`cache_dir`; past this the least recently used half of symllm's entries is removed
 CACHE_ENTRIES = 2048

@@ -85,8 +85,8 @@ def sympy_value(expr: sp.Expr, vals: dict) -> int | Fraction | float:
 
 
 def _float_valued(arg: sp.Expr) -> bool:
-    """Whether ``arg`` has a float (a :data:`FLOAT_SYMBOLS` symbol, ``f``, or a ``Float``) outside any inner floor/ceiling, so its
-    rounding must truncate an IEEE double; otherwise it is rational and rounds as integers (a walk
+    """Whether ``arg`` has a float (a :data:`FLOAT_SYMBOLS` symbol, ``f``, or a ``Float``) outside any inner
+    floor/ceiling, so its rounding must truncate an IEEE double; otherwise it is rational and rounds as integers (a walk
     that rebuilds nothing: substituting the inner roundings re-evaluated every Max and Min around them).
 
     >>> from symllm.arch import symbols as S

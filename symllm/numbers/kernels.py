@@ -253,14 +253,16 @@ class Kernel:
         >>> from symllm.arch import symbols as S
         >>> import numpy as np
         >>> from symllm.arch.components import meta_hidden_dim
-        >>> compile_expr(meta_hidden_dim()).vector(d=np.array([34, 4096]), m=np.array([1, 1024]), f=np.array([0.7, 1.3]))
+        >>> compile_expr(meta_hidden_dim()).vector(d=np.array([34, 4096]), m=np.array([1, 1024]),
+        ...                                        f=np.array([0.7, 1.3]))
         array([   62, 14336])
         >>> compile_expr(S.d ** 3).vector(d=np.array([10, 3 * 10**6]))
         array([1000, 27000000000000000000], dtype=object)
-        >>> compile_expr(S.d ** 3).vector(d=np.array([3 * 10**6]), overflow="raise")
+        >>> compile_expr(S.d ** 3).vector(d=np.array([3 * 10**6]), overflow="raise")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: overflow: d**3 may exceed int64 at 1 of 1 point(s) (overflow='widen' computes them exactly)
+        symllm.errors.SymllmError: overflow: d**3 may exceed int64 at 1 of 1 point(s) (overflow='widen' computes
+        them exactly)
         """
         if overflow not in ("widen", "raise"):
             raise SymllmError(f"overflow: expected 'widen' or 'raise', got {overflow!r}")

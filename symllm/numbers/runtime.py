@@ -187,8 +187,8 @@ def _twin(fn):
 def compiled(forms: dict, together=(), *, generated_here: bool = False) -> dict:
     """``name -> (function, its scalar twin, argument names)`` of ``forms`` (``name -> (kernel source, argument
     names)``): each source through :func:`define` (generated arithmetic only; ``generated_here``: source this
-    process printed), on first use; the scalar twin runs ``math.floor`` where the kernel's ``_floor`` would (what it does for
-    a non-array). The forms named in ``together`` are also joined into one function returning all of them,
+    process printed), on first use; the scalar twin runs ``math.floor`` where the kernel's ``_floor`` would (what it
+    does for a non-array). The forms named in ``together`` are also joined into one function returning all of them,
     under the name ``"*"`` (with the names and each one's arguments): :meth:`Numbers.table` evaluates them in
     one call. What :class:`Numbers` evaluates; made once per set of forms."""
     out = {name: _Pending(source, tuple(args), generated_here) for name, (source, args) in forms.items()}

@@ -26,8 +26,9 @@ import sympy as sp
 from symllm.arch import resolved
 from symllm.arch.algebra import rename
 from symllm.costs import checks
+from symllm.costs import numbered
 from symllm.costs import phases as costs
-from symllm.costs import hardware
+from symllm.costs import accelerators, hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, LayerKind, collected, component, model
@@ -317,7 +318,8 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         else:
             expr = hardware.decode_batch(costs.flops(bare, "decode"), hardware.bytes_moved(bare, "decode"))
         return {quantity: expr}, expr
-    if quantity == "comm":  # bytes one GPU sends per training step of one micro-batch under tp/pp/dp/sp (symllm.costs.parallel)
+    # bytes one GPU sends per training step of one micro-batch under tp/pp/dp/sp (symllm.costs.parallel)
+    if quantity == "comm":
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
         checks.check(bare, work)
@@ -365,7 +367,8 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     costs, a ``factor``) is most of a derivation's time, so they are kept in
     :func:`symllm.numbers.cache.cache_dir` (as ``srepr``, rebuilt node by node) by everything they depend on:
     the spec's and the workload's shape (their fields marked ``shapes``), the component, the quantity, the
-    attention variant and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds them.
+    attention variant and derive()'s options, with a hash of symllm's source files. A miss or a damaged entry builds
+    them.
 
     >>> leaves, total, closed, _ = _symbolic("attention", "params", "gqa", None, Workload(), OPTIONS)
     >>> list(leaves)[:2], closed
@@ -430,9 +433,9 @@ def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work:
                           f"not {kind_key.upper()}")
     leaves, total, closed, definitions = _symbolic(name, quantity, kind_key, spec, work, options)
     terms = tuple((k, v) for k, v in leaves.items() if v != 0)
-    vals = costs.values(spec, work) if spec is not None else None
+    vals = numbered.values(spec, work) if spec is not None else None
     if quantity in ROOFLINE:  # numbers on a named accelerator only (the ridge point needs no model)
-        vals = None if hardware.of(work) is None else work.values() if quantity == "ridge" else vals
+        vals = None if accelerators.of(work) is None else work.values() if quantity == "ridge" else vals
     if vals is not None and quantity in ("comm", "decode_batch") and S.n_kv in vals:  # one GPU's: one KV head a
         vals = {**vals, S.n_kv: kv_heads_split(vals[S.n_kv], work.tp)}  # rank where tp is a multiple (replicated)
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):

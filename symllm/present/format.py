@@ -324,7 +324,7 @@ def escape_latex(text) -> str:
 
 
 #: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout"
-LAYOUT_WORDS = {"transformers": "transformers' tp plan", "vllm": "vLLM's layout"}
+LAYOUT_WORDS = {"transformers": "transformers' tp plan", "vllm": "vLLM's layout", "mlc": "MLC's layout"}
 
 
 def layout_words(name: str) -> str:

@@ -16,6 +16,7 @@ from fractions import Fraction
 import sympy as sp
 
 from symllm.costs import checks
+from symllm.costs import numbered
 from symllm.costs import phases as costs
 from symllm.arch.components import collected
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
@@ -64,8 +65,8 @@ def _rebuilt(text: str) -> sp.Basic:
         if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
             raise ValueError("srepr: a call of something other than a SymPy expression class")
     with sp.evaluate(False):
-        out = eval(compile(tree, "<srepr>", "eval"), {**{k: getattr(sp, k) for k in _SREPR_CALLS}, "Mul": _mul,  # noqa: S307
-                                                      "__builtins__": {}})
+        out = eval(compile(tree, "<srepr>", "eval"),  # noqa: S307
+                   {**{k: getattr(sp, k) for k in _SREPR_CALLS}, "Mul": _mul, "__builtins__": {}})
     if not isinstance(out, sp.Basic):
         raise TypeError(type(out).__name__)
     return out
@@ -108,7 +109,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     """
     key = cache_key(spec.shape(), work.shape())
     checks.check(spec, work)
-    vals = costs.values(spec, work)  # β_w of a weight format included
+    vals = numbered.values(spec, work)  # β_w of a weight format included
     hit = cache_get("workload", key)
     table = None
     if hit is not None and len(hit) == 3:

@@ -107,15 +107,15 @@ def _workload_options(options: dict, varied: tuple) -> dict:
 
 def _capacity(gpu, options: dict):
     """(title, bytes) of the GPU a curve plot draws as a line: a catalogue name or a
-    :class:`~symllm.costs.hardware.GPU`, with ``gpu_memory`` etc. applied; None without one."""
-    from symllm.costs import hardware
+    :class:`~symllm.costs.accelerators.GPU`, with ``gpu_memory`` etc. applied; None without one."""
+    from symllm.costs import accelerators
     from symllm.costs.workloads import Workload
     hw = {k: options.pop(k) for k in ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops") if k in options}
     if gpu is not None:
         hw["gpu"] = gpu
     if not any(v is not None for v in hw.values()):
         return None
-    g = hardware.of(Workload.of(**hw))
+    g = accelerators.of(Workload.of(**hw))
     return g.title, g.memory
 
 

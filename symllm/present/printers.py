@@ -300,7 +300,8 @@ def _pieces(expr, doprint, measure, width, mul, open_, close_, glue_mul, depth=0
         factors = expr.as_ordered_factors()
         groups = (sp.Add, sp.Max, sp.Min, sp.floor, sp.ceiling)
         if not any(isinstance(f, groups) for f in factors):  # a long product of numbers: break between factors
-            return [("" if i == 0 else glue_mul, (mul.lstrip() if i else "") + doprint(f)) for i, f in enumerate(factors)]
+            return [("" if i == 0 else glue_mul, (mul.lstrip() if i else "") + doprint(f))
+                    for i, f in enumerate(factors)]
         out = [("", "")]  # factors stick to the sum they multiply; the sum breaks between its terms
         for i, factor in enumerate(factors):
             sep = mul if i else ""

@@ -220,7 +220,8 @@ def _filters(kind: str, names: dict) -> dict:
 
     return {"tex": tex, "text": text, "pretty": pretty, "show": show, "num": num, "esc": esc,
             "mdwrap": lambda value, width=TEXT_WIDTH: Safe(wrap_markdown(value, width)),
-            "texlines": texlines, "texsum": texsum, "texjoin": texjoin, "pcol": pcol, "ttpath": ttpath, "meaning": meaning, "joinlines": joinlines,
+            "texlines": texlines, "texsum": texsum, "texjoin": texjoin, "pcol": pcol, "ttpath": ttpath,
+            "meaning": meaning, "joinlines": joinlines,
             "grouped": plain, "human": lambda v, flops=False: Safe(human(v, flops)),
             "human_bytes": lambda v: Safe(human_bytes(v)),
             "pct": lambda v, total: Safe(f"{100 * v / total:.2f}" if total else "0.00")}

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from symllm.arch import resolved
+from symllm.costs import numbered
 from symllm.costs import phases as costs
-from symllm.costs import hardware
+from symllm.costs import accelerators, hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
@@ -109,7 +110,8 @@ class Report:
             "grouped": len(spec.structure.kinds) > 1,
             # a narrower table where the block's formula is long (OLMo 2's six terms ran into the margin)
             "compact": len(sp.Add.make_args(sp.expand(block.closed))) > 5,
-            "block_closed": Formula(block.closed), "block_label": label("N", "block"), "block_subst": _substituted(block.closed, block.values),
+            "block_closed": Formula(block.closed), "block_label": label("N", "block"),
+            "block_subst": _substituted(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
             "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,
@@ -183,7 +185,7 @@ class Report:
                                                                      glossary=False, definitions=False))})
         rows = []
         if work.stack not in stacks.COMPONENT_STACKS:
-            vals = costs.values(spec, work)
+            vals = numbered.values(spec, work)
             mdl = costs.model_of(spec, work)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}
                     for t, e in stacks.moments(mdl, work.stack, work.recompute == "full", work.zero_stage)]
@@ -193,7 +195,7 @@ class Report:
         """count's ``time`` group (:func:`symllm.costs.hardware.roofline`), once per report; None without an
         accelerator."""
         spec, work = self.spec, self.workload
-        if hardware.of(work) is None:
+        if accelerators.of(work) is None:
             return None
         if getattr(self, "_time_group", None) is None:
             mdl = costs.model_of(spec, work)

@@ -9,8 +9,8 @@
   any number of pipeline stages up to the layers, split unevenly where it does not divide them (:data:`SPLITS`),
   the rest data-parallel; for a mixture of experts expert-parallel
   ranks dividing the experts and the data-parallel ranks; for training ZeRO 0-3 and full recomputation
-  or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not fit, the
-  rest ranked by the roofline model of :func:`symllm.costs.hardware.roofline` (training: step time at the
+  or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not
+  fit, the rest ranked by the roofline model of :func:`symllm.costs.hardware.roofline` (training: step time at the
   global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
   and evaluated over every layout at once in compiled kernels (:mod:`symllm.numbers.kernels`), with the
   per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
@@ -45,8 +45,9 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import checks, hardware, inverse, parallel, stacks
+from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel, stacks
 from symllm.costs.schedules import bubble, handoffs
+from symllm.costs.utilisation import of_peak
 from symllm.costs import phases as costs
 from symllm.costs.workloads import Workload, kv_heads_split, with_stated
 from symllm.errors import SymllmError
@@ -63,7 +64,7 @@ REASONS = {"training_peak": "training peak > {capacity} per GPU",
 
 def _time(config, work: Workload | None, options: dict) -> dict:
     work = Workload.of(work, **options)
-    if hardware.of(work) is None:
+    if accelerators.of(work) is None:
         raise SymllmError("gpu: an inverse question needs an accelerator (gpu=NAME or gpu_memory, ...)")
     return costs.workload(config, work)["time"]
 
@@ -73,7 +74,8 @@ def max_batch(config, work: Workload | None = None, *, training: bool = False, *
     fits the workload's accelerator under its layout; 0 when not one sequence does. Closed form where one
     exists, checked exactly (:mod:`symllm.costs.inverse`).
 
-    >>> max_batch("llama3.1-8b", gpu="h100-sxm", seq=8192), max_batch("llama3.1-8b", gpu="h100-sxm", tp=4, training=True)
+    >>> (max_batch("llama3.1-8b", gpu="h100-sxm", seq=8192),
+    ...  max_batch("llama3.1-8b", gpu="h100-sxm", tp=4, training=True))
     (36, 13)
     """
     return _time(config, work, options)["training_max_batch" if training else "max_batch"]
@@ -115,15 +117,18 @@ SPLITS = ("every number of pipeline stages up to the {L} blocks that divides the
           "floor(L/pp) and the head (symllm.costs.parallel.stages)")
 
 
-def _tp_choices(spc, expert_tp: str = "split") -> list[int]:
+def _tp_choices(spc, work: Workload | None = None) -> list[int]:
     """Tensor-parallel ranks that split whole heads: dividing the query heads, and dividing the key/value
     heads or a multiple of them (one key/value head a rank, replicated: :func:`checks.splits_heads`); with
-    tensor-split routed experts (``expert_tp``), dividing each expert's width too (:mod:`symllm.costs.checks`).
+    tensor-split routed experts (the workload's ``expert_tp``), dividing each expert's width too, and the whole
+    units its engine's layout splits a part into (:mod:`symllm.costs.checks`): every ``tp`` count allows.
 
     >>> _tp_choices(resolved.spec("llama3.1-8b"))  # 32 query heads, 8 KV heads
     [1, 2, 4, 8, 16, 32]
+    >>> _tp_choices(resolved.spec("deepseek-v4-flash-base"), Workload(engine="vllm"))  # 64 heads, 8 output groups
+    [1, 2, 4, 8]
     """
-    fields = {**checks.model_fields(spc), "expert_tp": expert_tp, "pp": 1, "ep": 1}
+    fields = {**checks.model_fields(spc), **checks.workload_fields(work or Workload()), "pp": 1, "ep": 1}
     return [t for t in _divisors(spc.n_heads) if checks.splits_heads(t, spc.n_heads, spc.n_kv_heads)
             and not checks.failures({**fields, "tp": t})]
 
@@ -132,9 +137,9 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
                 limit: int = 1 << 16, **options) -> dict | None:
     """The layout with the fewest GPUs whose per-GPU training peak (or inference peak: ``training=False``)
     fits the workload's accelerator, growing only ``ranks`` (any of ``tp``, ``pp``, ``dp``: tensor ranks
-    splitting whole heads (:func:`_tp_choices`), any number of pipeline stages up to the layers (:data:`SPLITS`), data-parallel ranks that
-    ZeRO shards over); the other ranks stay the workload's. ``{"tp", "pp", "dp", "gpus", "peak"}``, the
-    smallest ``tp·pp·dp`` (ties: fewer tensor ranks, then fewer stages), or None when none of at most
+    splitting whole heads (:func:`_tp_choices`), any number of pipeline stages up to the layers (:data:`SPLITS`),
+    data-parallel ranks that ZeRO shards over); the other ranks stay the workload's. ``{"tp", "pp", "dp", "gpus",
+    "peak"}``, the smallest ``tp·pp·dp`` (ties: fewer tensor ranks, then fewer stages), or None when none of at most
     ``limit`` GPUs fits. An exact search: the per-GPU peak has ceilings in the ranks (no closed form), and
     falls as ``dp`` grows (binary search over it).
 
@@ -145,7 +150,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     """
     spc = resolved.spec(config)
     work = Workload.of(work, **options)
-    g = hardware.of(work)
+    g = accelerators.of(work)
     if g is None:
         raise SymllmError("gpu: fewest_gpus needs an accelerator (gpu=NAME or gpu_memory, ...)")
     ranks = (ranks,) if isinstance(ranks, str) else tuple(ranks)
@@ -154,7 +159,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     positive_int("limit", limit)
     kind = "training_peak" if training else "inference_peak"
     mdl = costs.model_of(spc, work)
-    vals = costs.values(spc, work)  # β_w of a --weight-format, β_kv of a --kv-format: the one place
+    vals = numbered.values(spc, work)  # β_w of a --weight-format, β_kv of a --kv-format: the one place
 
     def peak(tp: int, pp: int, dp: int):
         at = work.replace(tp=tp, pp=pp, dp=dp)
@@ -162,7 +167,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
         return evaluate(costs.quantities(mdl, at)["memory_per_gpu"][kind],  # (KV heads replicated: kv_heads_split)
                         {**vals, S.N_t: tp, S.N_p: pp, S.N_d: dp, S.n_kv: kv_heads_split(vals[S.n_kv], tp)})
 
-    tps = _tp_choices(spc, work.expert_tp) if "tp" in ranks else [work.tp]
+    tps = _tp_choices(spc, work) if "tp" in ranks else [work.tp]
     pps = _stage_choices(spc) if "pp" in ranks else [work.pp]
     best = None
     for tp in tps:
@@ -209,7 +214,7 @@ def parse_gpus(text: str) -> tuple[int, str]:
             n = int(count)
             if n < 1:
                 break
-            hardware.gpu(name.strip())
+            accelerators.gpu(name.strip())
             return n, name.strip()
     raise SymllmError(f"gpus: expected N×GPU, e.g. 16xh100-sxm, got {text!r}")
 
@@ -256,9 +261,9 @@ _KEYS = ("tp", "pp", "dp", "ep", "sp", "zero", "recompute", "batch", "accum")
 
 
 def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int | None,
-             expert_tp: str = "split") -> dict[str, np.ndarray]:
-    """Every layout of ``gpus`` GPUs (module docstring), as columns (``batch`` 0: ``dp`` does not divide the
-    global batch)."""
+             work: Workload) -> dict[str, np.ndarray]:
+    """Every layout of ``gpus`` GPUs (module docstring) whose ``tp`` ``work`` allows (:func:`_tp_choices`), as
+    columns (``batch`` 0: ``dp`` does not divide the global batch)."""
     experts = spc.n_experts
     cols = {k: [] for k in _KEYS}
     columns = list(cols.values())
@@ -268,7 +273,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
         for column, v in zip(columns, values):
             column.append(v)
 
-    for tp in _tp_choices(spc, expert_tp):
+    for tp in _tp_choices(spc, work):
         if gpus % tp:
             continue
         for pp in _stage_choices(spc, gpus // tp):
@@ -325,7 +330,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     work = with_stated(Workload.of(work, **options), spc.config)  # the config's quantization_config (weights, KV)
     checks.check(spc, work)
     checks.warn_past_window(spc, work.seq + work.gen)
-    g = hardware.of(work)
+    g = accelerators.of(work)
     if g is None:
         raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")
     if work.stack not in stacks.COMPONENT_STACKS:
@@ -336,7 +341,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
     elif global_batch is not None:
         raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
-    cols = _layouts(spc, gpus, training, concurrency, global_batch, work.expert_tp)
+    cols = _layouts(spc, gpus, training, concurrency, global_batch, work)
     n = len(cols["tp"])
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},
@@ -345,7 +350,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     if n == 0:
         return out
     mdl = costs.model_of(spc, work)
-    base = {sym.name: v for sym, v in costs.values(spc, work).items()}  # with a weight format's β_w
+    base = {sym.name: v for sym, v in numbered.values(spc, work).items()}  # with a weight format's β_w
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}
     whole = args  # the model's own key/value heads (its model FLOPs); one GPU's forms: one head a rank where
@@ -385,7 +390,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
         else:
             tp_on = sub["N_t"] > 1
-            worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
+            worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"],
+                                       _float(_vector(by, sub, m)) / base["B_mem"])
                             + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
                             for fl, by, tp in forms["stages"]], axis=0)
             seconds[at] = pp * worst + handoff * (pp - 1)
@@ -411,7 +417,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         model_flops = cols["dp"] * cols["accum"] * _float(_vector(step, whole, n))
         tokens = global_batch * work.seq
         figures = {"step_s": secs, "tokens_per_s": tokens / secs,
-                   "mfu": model_flops[kept] / (secs * gpus * base["P"])}
+                   "mfu": of_peak(model_flops[kept], secs, gpus, base["P"])}
         if work.tokens is not None:
             figures["training_s"] = work.tokens / tokens * secs
             figures["gpu_hours"] = figures["training_s"] * gpus / 3600

@@ -191,13 +191,14 @@ def _decode(item):
 
 
 def _workload_key(config: ModelConfig, work) -> str:
-    from symllm.costs import hardware
-    return answer_key("workload", config, [("shape", work.shape()), ("gpu", hardware.of(work) is not None),
+    from symllm.costs import accelerators
+    return answer_key("workload", config, [("shape", work.shape()), ("gpu", accelerators.of(work) is not None),
                                            ("weight_format", work.weight_format)])
 
 
 def _model_fields(config: ModelConfig) -> dict:
-    """:func:`symllm.costs.checks.model_fields` of a config, read off the config (no spec built)."""
+    """:func:`symllm.costs.checks.model_fields` of a config, read off the config (no spec built); the whole units
+    its layouts split (``split_units``, read off the parts) come with the kept kernels (:func:`workload_of`)."""
     from symllm.costs.checks import mamba_fields
     return {"name": config.name, "n_layers": config.n_layers, "experts": config.n_experts is not None,
             "n_experts": config.n_experts, "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads,
@@ -226,7 +227,8 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
     were kept (a refused workload keeps none), and the stack is in the workload's shape.
 
     >>> from symllm.costs.workloads import Workload
-    >>> workload_of(load("llama3.1-8b"), Workload(seq=1000, stack="hf-sdpa"))[0]["memory"]["kv_cache"] == 2 * 32 * 8 * 128 * 2 * 1000
+    >>> kv = workload_of(load("llama3.1-8b"), Workload(seq=1000, stack="hf-sdpa"))[0]["memory"]["kv_cache"]
+    >>> kv == 2 * 32 * 8 * 128 * 2 * 1000
     True
     """
     from symllm.costs import checks
@@ -239,14 +241,16 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
     hit = cache_get("workload", key) if key is not None else None
     if hit is not None and len(hit) == 1:
         try:
-            base, codes, fmt, beta_w, groups, forms, resolved, declares = _read_workload(hit[0])
+            base, codes, fmt, beta_w, groups, forms, resolved, declares, units = _read_workload(hit[0])
+            if checks.failures({**fields, "split_units": units}):  # the whole units its layout splits: read off the
+                raise ValueError("split_units")                      # model's parts, kept with its kernels
             vals = {**base, **named_values(work, codes)}
             if fmt is not None:  # β_w: the format's exact bytes over the model's weights, not the dtype's
                 vals["beta_w"] = beta_w
             ev = Numbers(forms, vals)
             out = workload_numbers(work, ev, groups, fmt, window=config.max_positions, declares=declares)
         except (ValueError, KeyError, TypeError, AttributeError, SymllmError):
-            pass  # an entry of another shape: computed again below
+            pass  # an entry of another shape, or a layout the model refuses: computed (or refused) below
         else:
             checks.warn_past_window(config, work.seq + work.gen)  # flagged, as the formulas flag it
             return out, resolved
@@ -257,7 +261,7 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
 def _read_workload(text: str) -> tuple:
     """A kept workload entry's numbers and kernels, read once per process (``--serve`` under load evaluates
     one shape at many points): ``(values, codes, weight format, its β_w, groups, compiled forms, resolved config,
-    whether a part declares an engine's split)``.
+    whether a part declares an engine's split, the units each layout splits: symllm.costs.checks.split_units)``.
     The forms are generated arithmetic only (:func:`symllm.numbers.runtime.define`), else ``ValueError``."""
     from symllm.costs.numbered import grouped
 
@@ -273,7 +277,7 @@ def _read_workload(text: str) -> tuple:
         fmt = {**fmt, "bytes": _decode(fmt["bytes"]), "bits_per_weight": _decode(fmt["bits_per_weight"])}
     groups = tuple(data["groups"])
     return (vals, codes, fmt, beta_w, groups, compiled(data["forms"], grouped(data["forms"], groups)), data["resolved"],
-            bool(data["declares"]))
+            bool(data["declares"]), tuple(data["split_units"]))
 
 
 def evaluator(config: ModelConfig):
@@ -292,16 +296,16 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
     """:func:`workload` computed (the formulas built), its kernels and the config's numbers kept under ``key``."""
     from symllm.arch import resolved as R
     from symllm.arch import symbols as S
-    from symllm.costs import parallel, phases
+    from symllm.costs import checks, numbered, parallel, phases
     from symllm.costs.workloads import symbol_codes
     from symllm.numbers.kernels import evaluated, sources
 
     spec, work = phases.resolved_workload(config, work)
     forms, groups = phases.workload_forms(spec, work)
-    vals = phases.values(spec, work)
-    fmt = phases._format(spec, work)
-    declares = parallel.declares_split(spec.model(work.attention))  # (the model before its engine's layout)
-    out = phases.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions,
+    vals = numbered.values(spec, work)
+    fmt = numbered.weight_format_group(spec, work)
+    declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
+    out = numbered.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions,
                                   declares=declares)
     resolved = R.resolved_config(config)
     if key is not None:
@@ -312,7 +316,7 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
                      "forms": {name: list(pair) for name, pair in sources(forms).items()}, "groups": list(groups),
                      "fmt": None if fmt is None else {**fmt, "bytes": _encode(fmt["bytes"]),
                                                       "bits_per_weight": _encode(fmt["bits_per_weight"])},
-                     "resolved": resolved, "declares": declares}
+                     "resolved": resolved, "declares": declares, "split_units": checks.split_units(spec)}
             if fmt is not None:
                 entry["beta_w"] = _encode(vals[S.beta_w])
             text = json.dumps(entry)  # the resolved config prints as JSON (a tuple reads back as a list)

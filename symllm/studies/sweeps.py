@@ -296,7 +296,8 @@ class Sweep:
             try:
                 cols, valid, keep = self._evaluate(start, stop)
             except MemoryError:  # numpy's ArrayMemoryError too
-                raise SymllmError(f"chunk_size: {stop - start:,} points at once need more memory than there is") from None
+                raise SymllmError(f"chunk_size: {stop - start:,} points at once need more memory than "
+                                  "there is") from None
             self.stats.invalid += int(np.count_nonzero(~valid))
             self.stats.filtered += int(np.count_nonzero(~keep))
             if progress is not None:

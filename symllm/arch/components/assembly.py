@@ -128,7 +128,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         if beside else ffn,
         *(_beside_mlp(ffn, off) if beside else ()),
         *([named(rmsnorm("post_ffn_norm", doc="post_feedforward_layernorm(mlp_output), before the residual add",
-                         rules=post, offset=off, mean=mean), "post_feedforward_layernorm", "post_ffw_norm")] if after else []),
+                         rules=post, offset=off, mean=mean), "post_feedforward_layernorm", "post_ffw_norm")] if after
+                         else []),
         *(per_layer_input(variant.activation, off) if structure.per_layer_input else ()),
     )
     if structure.hyper_connections:  # DeepSeek-V4: the streams' mixing around attention and the feed-forward
@@ -262,14 +263,14 @@ def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = 
     output head (``embed_tokens``, ``shared_head.head``; the paper shares them with the main model), ``enorm``
     and ``hnorm`` (RMSNorms of ``d``), ``eh_proj`` (``2d -> d``), one block like the model's last layer (the
     group ``copy``, by default the last group of ``whole``: groups are in the order their kind first appears,
-    so the last group is not always the last layer's) and ``shared_head.norm``. With ``blocks`` (names of ``whole``'s groups of blocks, one a block of the module),
-    one whose embedding and head are the model's: vLLM's ``NemotronHMultiTokenPredictor`` (``mtp.layers.*``:
-    ``enorm``, ``hnorm`` and ``eh_proj`` on its first layer, ``final_layernorm`` on its last, each layer of
-    ``mtp_hybrid_override_pattern`` a Nemotron-H block) and ``Qwen3NextMultiTokenPredictor`` (``mtp.*``:
-    ``pre_fc_norm_embedding``, ``pre_fc_norm_hidden``, ``fc`` of ``2d -> d``, one full-attention layer,
-    ``norm``): two norms and a ``2d -> d`` fusion before the blocks, a norm after them. ``own``: the DeepSeek-style
-    module's block where it differs from the last group's (GLM-5's: its own indexer, the last layers' reusing a
-    previous top-k; built by :mod:`symllm.arch.resolved`'s parameter table).
+    so the last group is not always the last layer's) and ``shared_head.norm``. With ``blocks`` (names of ``whole``'s
+    groups of blocks, one a block of the module), one whose embedding and head are the model's: vLLM's
+    ``NemotronHMultiTokenPredictor`` (``mtp.layers.*``: ``enorm``, ``hnorm`` and ``eh_proj`` on its first layer,
+    ``final_layernorm`` on its last, each layer of ``mtp_hybrid_override_pattern`` a Nemotron-H block) and
+    ``Qwen3NextMultiTokenPredictor`` (``mtp.*``: ``pre_fc_norm_embedding``, ``pre_fc_norm_hidden``, ``fc`` of ``2d ->
+    d``, one full-attention layer, ``norm``): two norms and a ``2d -> d`` fusion before the blocks, a norm after them.
+    ``own``: the DeepSeek-style module's block where it differs from the last group's (GLM-5's: its own indexer, the
+    last layers' reusing a previous top-k; built by :mod:`symllm.arch.resolved`'s parameter table).
 
     >>> sp.expand(mtp(model()).total("params") - L_mtp * block().total("params"))
     2*L_mtp*V*d + 2*L_mtp*d**2 + 3*L_mtp*d

@@ -71,8 +71,9 @@ _T = b * s  # token rows in one forward pass
 #: (not tensor-split: divided over the expert-parallel ranks), "heads" (a vector of one number per query
 #: head, split with the heads: ``Shard(0)``, transformers' ``local_rowwise``; gpt-oss's sinks; a weight of a
 #: layer's own heads or groups, split with them and needing no collective: a Mamba-2 mixer's convolution, A_log, D,
-#: dt_bias and gated norm, a Gated DeltaNet's convolution, A_log and dt_bias), "merged" (a column-wise linear whose output is several tensors side by side, each split
-#: over the ranks by its own heads or groups: vLLM's ``MergedColumnParallelLinear``, Mamba-2's in_proj)
+#: dt_bias and gated norm, a Gated DeltaNet's convolution, A_log and dt_bias), "merged" (a column-wise linear whose
+#: output is several tensors side by side, each split over the ranks by its own heads or groups: vLLM's
+#: ``MergedColumnParallelLinear``, Mamba-2's in_proj)
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
@@ -108,7 +109,7 @@ class Rules:
     >>> Rules("replicated", engines=(("tensorflow", "column"),))
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: engines: unknown 'tensorflow' (known: vllm)
+    symllm.errors.SymllmError: engines: unknown 'tensorflow' (known: vllm, mlc)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)
@@ -157,10 +158,16 @@ class Rules:
     #: the loss (DeepSeek-V4's ``DeepseekV4Indexer``, whose one output, the top-k indices, carries no gradient, so
     #: autograd frees what it recorded when the forward returns): its forward runs (again under full recomputation)
     #: but nothing under it is held for backward, its LoRA adapters' intermediates included, its parameters and
-    #: adapters get no gradient, and its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s
-    #: training). True: always; or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
+    #: adapters get no gradient and so no optimizer state (:meth:`Component.trained`; :mod:`symllm.costs.zero`), and
+    #: its backward never runs (:meth:`Component.gradless`; :mod:`symllm.costs.decoding`'s training). True: always;
+    #: or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
     #: no path to the loss for some prompts only (DeepSeek-V4's compressor while its prompt closes no window)
     no_grad: bool | sp.Expr = False
+    #: the whole units a split of its weight keeps together where they are not the query heads (which every split
+    #: keeps whole: :mod:`symllm.costs.checks`): a layout that splits it (:meth:`units_under`) needs tensor ranks
+    #: dividing them, as vLLM's split of DeepSeek-V4's grouped output projection needs of its ``g_o`` groups
+    #: (:data:`symllm.arch.components.compressed.VLLM`); None: none
+    units: sp.Expr | None = None
 
     @property
     def forward_only(self) -> sp.Expr:
@@ -199,6 +206,8 @@ class Rules:
                 raise SymllmError(f"{field_}: expected a name, got {getattr(self, field_)!r}")
         if self.lora and len(self.lora) != 2:
             raise SymllmError(f"lora: expected (symllm name, HF name), got {self.lora!r}")
+        if self.units is not None and not isinstance(self.units, sp.Expr):
+            raise SymllmError(f"units: expected an expression in the model's sizes, got {self.units!r}")
 
     def split_under(self, engine: str | None) -> str | None:
         """The split ``engine`` lays this part out by: its own (:attr:`engines`), else ``split`` (None: no engine).
@@ -207,6 +216,17 @@ class Rules:
         'replicated'
         """
         return dict(self.engines).get(engine, self.split)
+
+    def units_under(self, engine: str | None) -> sp.Expr | None:
+        """The whole units (:attr:`units`) ``engine``'s layout splits this part into over the tensor ranks: None
+        where that layout keeps it whole (``replicated``) or it declares none.
+
+        >>> from symllm.arch.symbols import g_o
+        >>> r = Rules("replicated", engines=(("vllm", "row"),), units=g_o)
+        >>> r.units_under("vllm"), r.units_under(None), Rules("row").units_under("vllm")
+        (g_o, None, None)
+        """
+        return None if self.split_under(engine) == "replicated" else self.units
 
 
 @dataclass(frozen=True, repr=False)
@@ -319,6 +339,28 @@ class Component:
         if idle == 0:
             return inner
         return (1 - idle) * inner if rest else idle * self.total(quantity) + (1 - idle) * inner
+
+    def trained(self) -> Component:
+        """This component with only the parts whose backward runs in training: a part that runs forward only
+        (:attr:`Rules.no_grad`) left out, one that does so for some prompts only (an expression in ``s``) kept
+        ``1 - that`` times. What gets a gradient and optimizer state: torch leaves the others' ``.grad`` None,
+        and its optimizers create state lazily, for a parameter with a gradient only (:mod:`symllm.costs.zero`).
+
+        >>> from symllm.arch.components import latent_attention
+        >>> a = latent_attention(sparse=True)
+        >>> a.trained().total("params") == a.gradless("params", rest=True), "indexer" in [c.name for c in a.walk()]
+        (True, True)
+        >>> "indexer" in [c.name for c in a.trained().walk()]
+        False
+        """
+        idle = self.rules.forward_only
+        if idle == 1:
+            return Component(self.name)
+        kept = tuple(c.trained() for c in self.children if c.rules.forward_only != 1)
+        if idle == 0 and len(kept) == len(self.children) and all(k is c for k, c in zip(kept, self.children)):
+            return self  # nothing under it runs forward only: itself (the caches keyed by it still hit)
+        return self.replace(children=kept, repeat=self.repeat * (1 - idle),
+                            rules=dataclasses.replace(self.rules, no_grad=False))
 
     def breakdown(self, quantity: str = "params") -> dict[str, sp.Expr]:
         """Leaf path -> that leaf's total over every repeat of it, in model order.

@@ -157,11 +157,12 @@ def entry_pairs(rate, causal: bool, top=None) -> sp.Expr:
 
 
 def _rules(hf: str, weight: str = "linear", lora: tuple[str, ...] = (), refused: tuple[str, ...] = (),
-           engines: tuple[tuple[str, str], ...] = ()) -> Rules:
+           engines: tuple[tuple[str, str], ...] = (), units=None) -> Rules:
     """A part of DeepSeek-V4's attention or streams: replicated (transformers' plan keeps them whole; ``engines``:
-    an engine's own split, :data:`VLLM`), in no named stack; a linear adapted by LoRA under ``lora``'s names."""
+    an engine's own split, :data:`VLLM`, by ``units``), in no named stack; a linear adapted by LoRA under ``lora``'s
+    names."""
     return Rules("replicated", lora=lora, weight=weight, stacks=(), label=LABEL, hf=hf, refused=refused,
-                 engines=engines)
+                 engines=engines, units=units)
 
 
 #: vLLM's split of the parts transformers' plan keeps whole (vllm/model_executor/models/deepseek_v4.py at
@@ -169,6 +170,14 @@ def _rules(hf: str, weight: str = "linear", lora: tuple[str, ...] = (), refused:
 #: ``wq_b = ColumnParallelLinear``, ``wo_a = ColumnParallelLinear`` (its output groups), ``wo_b = RowParallelLinear``,
 #: the shared expert a ``DeepseekV4MLP`` (``MergedColumnParallelLinear`` gate and up, ``RowParallelLinear`` down)
 VLLM = {"wq_b": "column", "wo_a": "column", "wo_b": "row"}
+#: the whole units vLLM's split of a part keeps together beyond the heads (:attr:`Rules.units`): the grouped output
+#: projection's ``g_o`` groups. vLLM gives a rank ``self.n_local_groups = self.n_groups // tp_size`` of them (no assert;
+#: deepseek_v4.py above) and its forward divides the rank's heads among them (``heads_per_group=self.n_local_heads //
+#: self.n_local_groups``, vllm/model_executor/layers/deepseek_v4_attention.py, stored version
+#: 0a291a2e1074b13971361df76245548a4ea4a77d, read 2026-11-29): at ``tp > o_groups`` a rank holds no group and that
+#: division fails; below, a ``tp`` not dividing ``o_groups`` gives ``wo_a`` rows that are not whole groups (or fails
+#: ``ColumnParallelLinear``'s divisibility assert). So tensor ranks must divide ``o_groups`` (tests/test_dsv4_tp.py)
+VLLM_UNITS = {"wo_a": g_o, "wo_b": g_o}
 
 
 #: a linear's LoRA name by its module name: PEFT matches ``target_modules`` against the end of every module's
@@ -185,8 +194,8 @@ def _linear(name: str, fan_in, fan_out, hf: str, doc: str) -> Component:
     # (tests/test_dsv4.py): a LoRA target naming it is refused
     ours = LORA[hf]
     engines = (("vllm", VLLM[name]),) if name in VLLM else ()
-    return linear(name, fan_in, fan_out, doc=doc,
-                  rules=_rules(hf, lora=(ours, hf), refused=(ours,) if hf == "o_a_proj" else (), engines=engines))
+    return linear(name, fan_in, fan_out, doc=doc, rules=_rules(
+        hf, lora=(ours, hf), refused=(ours,) if hf == "o_a_proj" else (), engines=engines, units=VLLM_UNITS.get(name)))
 
 
 #: 1 where ``x.float()`` makes a copy (activations not fp32), 0 where it returns ``x`` itself (fp32 activations): the
@@ -286,7 +295,8 @@ def _compressor_saved(rate, slots, rotated) -> sp.Expr:
     the ``rotated`` channels each. The indexer keeps nothing: its top-k indices carry no gradient, so nothing it
     saved is reachable from the loss (its graph is freed at the end of the forward).
 
-    >>> _compressor_saved(4, 4, 2).subs({b: 1, s: 9, d_h: 8, beta_a: 2})  # 2·9·8 + (4 + 2)·2·4·8 + 4·(2·2·8 + 2) + 2·2·2·2
+    >>> # 2·9·8 + (4 + 2)·2·4·8 + 4·(2·2·8 + 2) + 2·2·2·2
+    >>> _compressor_saved(4, 4, 2).subs({b: 1, s: 9, d_h: 8, beta_a: 2})
     680
     """
     C = _entries(rate)
@@ -384,12 +394,12 @@ def _eager_live(kind: str, keys, rotated) -> tuple[sp.Expr, ...]:
     moments: the softmax's max subtraction, the scores after the mask, the scores with the sinks' column, their
     maxima and the difference (``b·n_h·s·(3·k + 3)`` over the ``k`` keys); and A·V's output made contiguous, the
     difference, the probabilities, A·V's output and its copy (``2·b·n_h·s·(k + 1) + 2·b·s·n_h·d_h``: this one at
-    published widths, ``d_h`` 512, for fewer than ``2·d_h`` keys); each beside q_a_norm's output, RoPE's repeated cos and sin (``s`` rows of
-    half the rotated channels each), the queries, the keys (the window's and the compressed entries, one head); a
-    compressing layer also keeps its compressed entries, the block bias over them (HCA ``b·s·C``; CSA ``b·s·(C +
-    1)`` and a ``2·s`` buffer of the indexer's rotary) and the mask widened to the keys (``b·s·k``). A decode step's
-    candidate is its core's score-sized tensors alone, ``b·n_h·(3·k + 3)`` with ``k`` its keys after the ``s + n``
-    positions (the window's ``min(s + n - 1, W - 1) + 1`` and every entry)."""
+    published widths, ``d_h`` 512, for fewer than ``2·d_h`` keys); each beside q_a_norm's output, RoPE's repeated cos
+    and sin (``s`` rows of half the rotated channels each), the queries, the keys (the window's and the compressed
+    entries, one head); a compressing layer also keeps its compressed entries, the block bias over them (HCA ``b·s·C``;
+    CSA ``b·s·(C + 1)`` and a ``2·s`` buffer of the indexer's rotary) and the mask widened to the keys (``b·s·k``). A
+    decode step's candidate is its core's score-sized tensors alone, ``b·n_h·(3·k + 3)`` with ``k`` its keys after the
+    ``s + n`` positions (the window's ``min(s + n - 1, W - 1) + 1`` and every entry)."""
     C = keys - s
     common = _T * r_q + s * rotated + _T * n_h * d_h + b * keys * d_h
     if kind == "heavily_compressed":
@@ -531,9 +541,11 @@ def swiglu_clamps(ffn: Component) -> Component:
         if c.name not in ("experts", "shared_experts"):
             return c
         if c.name == "shared_experts":  # transformers' deepseek_v4 plan splits only the routed experts; vLLM
-            # splits the shared expert as a dense MLP (:data:`VLLM`)
+            # splits the shared expert as a dense MLP (:data:`VLLM`), by whole columns of its width d_se
+            # (``MergedColumnParallelLinear``: ``assert all(output_size % self.tp_size == 0 ...)``, vllm
+            # model_executor/layers/linear.py, stored version 0036d38de46c5d48fdedeb658dedc0fc0f95677d, read 2026-11-29)
             c = c.replace(children=tuple(x.replace(rules=dataclasses.replace(
-                x.rules, split="replicated", engines=(("vllm", x.rules.split),))) for x in c.children))
+                x.rules, split="replicated", engines=(("vllm", x.rules.split),), units=d_se)) for x in c.children))
         return c.replace(elementwise=c.elementwise + sp.expand(3 * c.total("flops") / (6 * d)),
                          eager_saved=sp.factor(eager[c.name]))
     if ffn.name != "moe":

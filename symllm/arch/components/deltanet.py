@@ -26,20 +26,20 @@ Conventions (docs/conventions.md, "Linear attention"):
   broadcast multiplies and sums, no matmul, so its matmul FLOPs are 0 and its work is element-wise (below),
   constant in the context. (transformers runs a
   one-token *prompt*, with no state yet, through the chunked form, one padded chunk; symllm counts every
-  one-token pass as the step it is in generation.) The convolution is a matmul-like count as ``FlopCounterMode`` counts ``conv1d``: ``2·K_c``
-  per channel and output position: ``s + K_c − 1`` positions in a sequence's first pass (padded on the left,
-  the last ``K_c − 1`` dropped after; transformers pads a prompt shorter than ``K_c`` to ``K_c`` when it keeps a
-  cache, which this does not count), ``2`` in a decode step (the ``K_c`` cached inputs and the new one, no padding) and ``s + 2·K_c − 1``
-  in a later pass over ``s > 1`` tokens (the cached inputs, then padding again).
+  one-token pass as the step it is in generation.) The convolution is a matmul-like count as ``FlopCounterMode`` counts
+  ``conv1d``: ``2·K_c`` per channel and output position: ``s + K_c − 1`` positions in a sequence's first pass (padded on
+  the left, the last ``K_c − 1`` dropped after; transformers pads a prompt shorter than ``K_c`` to ``K_c`` when it keeps
+  a cache, which this does not count), ``2`` in a decode step (the ``K_c`` cached inputs and the new one, no padding)
+  and ``s + 2·K_c − 1`` in a later pass over ``s > 1`` tokens (the cached inputs, then padding again).
 * **Element-wise** FLOPs (the ``elementwise`` bucket, docs/conventions.md's weights: ``exp``, a multiply, an add
   1, a sum 1 per input element, ``sigmoid`` and SiLU 4, ``softplus`` 3; tests/test_elementwise.py counts
   transformers' torch paths op by op): per token and value head the decay's add, softplus and multiply and
   beta's sigmoid (``9``), and ``exp(A_log)`` once per head a pass (its weights alone); SiLU on the
   convolution's ``2·n_gk·d_gk + n_gv·d_gv`` outputs; the gated norm ``9`` per element of ``n_gv·d_gv`` (its
   RMSNorm's 4, SiLU of the gate, the product). The chunked rule, per value head of a sequence
-  (:func:`_chunked_elementwise`): ``7·s·d_gk`` (the l2 norms of q and k in the rule, 3 an element each, and the queries' ``1/√d_gk``) +
-  ``S·(4·C + 4·d_gk + 3·d_gv + 5)`` over the ``S = C·⌈s/C⌉`` padded positions (the pairwise decays and their
-  two products with the ``C × C`` matmuls, the β-weighted and decayed keys and values, the scan's
+  (:func:`_chunked_elementwise`): ``7·s·d_gk`` (the l2 norms of q and k in the rule, 3 an element each, and the queries'
+  ``1/√d_gk``) + ``S·(4·C + 4·d_gk + 3·d_gv + 5)`` over the ``S = C·⌈s/C⌉`` padded positions (the pairwise decays and
+  their two products with the ``C × C`` matmuls, the β-weighted and decayed keys and values, the scan's
   corrections and outputs) + ``⌈s/C⌉·(1 + 2·d_gk·d_gv)`` per chunk (the state's decay and update). The
   recurrent step, per value head: ``7·d_gk·d_gv + 7·d_gk + 2·d_gv + 1`` (:func:`_recurrent_elementwise`). The
   triangular solves are neither matmuls ``FlopCounterMode`` counts nor element-wise: not counted.
@@ -192,8 +192,8 @@ def _rule_live(split: bool = True) -> tuple[sp.Expr, ...]:
     also the rest of ``in_proj_qkvz``'s output (z is a view of it) and the contiguous copies
     ``fix_query_key_value_ordering`` makes of z, b and a, ``b·s·(W + n_gv·d_gv + 2·n_gv)`` (the general case,
     more than one key head grouping several value heads, as the published checkpoints; with one key head,
-    or as many as value heads, those reshapes are views); the causal mask (``C²`` bools). In fp32, ``⌈4/β_a⌉`` whole activation elements each, per value
-    head ``H = b·n_gv``, padded length ``S`` and ``N`` chunks:
+    or as many as value heads, those reshapes are views); the causal mask (``C²`` bools). In fp32, ``⌈4/β_a⌉`` whole
+    activation elements each, per value head ``H = b·n_gv``, padded length ``S`` and ``N`` chunks:
 
     * the intra-chunk products: padded q, k, v, beta and g, ``k·β``, ``v·β``, the cumulative decay
       (``3·d_gk + 2·d_gv + 3`` a position) and four ``C``-wide tensors (the pairwise decays, the UT system,

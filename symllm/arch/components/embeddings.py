@@ -7,6 +7,16 @@ from symllm.arch import keeps
 from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules
 from symllm.arch.symbols import b, beta_a, d, d_p, L, s_o, V, V_p
 
+#: the engines that keep the vocabulary's parts whole on every tensor rank, where transformers' plan splits them
+#: (``Rules.engines``): MLC LLM, whose multi-GPU path shards only qkv, o_proj, gate_up and down
+#: (mlc-ai/mlc-llm 8e94910, 2023-10-04, mlc_llm/relax_model/llama.py: ``shard_strategy`` "shard_qkv" at lines 238-239,
+#: "shard_o_proj_k" 266-267, "shard_gate_up" and "shard_mlp_k" 155-158; ``self.embed_tokens = Embedding(vocab_size_var,
+#: ...)`` at 538 and ``self.lm_head = Linear(config.hidden_size, vocab_size_var, ...)`` at 612 set none, and
+#: mlc_llm/relax_model/commons.py's ``create_shard_info_func`` passes a parameter without one, line 85-86, so every
+#: rank loads it whole; each rank looks its tokens up after ``ccl.broadcast_from_worker0(inputs)``, llama.py 570-571,
+#: and computes every logit)
+WHOLE_VOCABULARY = (("mlc", "replicated"),)
+
 
 def embedding(*, scale: bool = False) -> Component:
     """Token embedding ``V·d`` (a table look-up: no FLOPs); with ``scale`` (Gemma) the looked-up rows are
@@ -20,9 +30,9 @@ def embedding(*, scale: bool = False) -> Component:
     _switches(scale=scale)
     out = Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
-                    # VocabParallelEmbedding
+                    # VocabParallelEmbedding; whole under MLC
                     rules=Rules("vocab", lora=(), weight="embedding", stacks=keeps.hf_rules(keeps.embedding),
-                                hf="model.embed_tokens", gguf="token_embd"))
+                                hf="model.embed_tokens", gguf="token_embd", engines=WHOLE_VOCABULARY))
     if not scale:
         return out
     return out.replace(elementwise=ELEMENTWISE["scale"] * _T * d,
@@ -53,10 +63,10 @@ def lm_head(*, tied: bool = False, softcap: bool = False, scale: bool = False) -
     """
     _switches(tied=tied, softcap=softcap, scale=scale)
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
-    # keeps the output embedding out of bitsandbytes' quantization
+    # keeps the output embedding out of bitsandbytes' quantization; whole under MLC
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
                  rules=Rules("column", lora=(), weight="head", stacks=keeps.hf_rules(keeps.lm_head), hf="lm_head",
-                             gguf="output"))
+                             gguf="output", engines=WHOLE_VOCABULARY))
     rows = b * s_o  # the positions whose logits are computed (hidden_states[:, -logits_to_keep:, :])
     # saves its input (training: every position); the logits are live
     out = out.replace(flops=matmul(rows, d, V), saved=beta_a * _T * d, live=(rows * V,))

@@ -231,7 +231,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             linear("wq", d, 2 * n_h * d_h if dv == d_h else n_h * (d_h + dv), in_bias,
                    "self.q_proj = nn.Linear(hidden_size, num_attention_heads * "
                    "head_dim * 2)  # query, gate = chunk(2)", rules=_rules("column", "wq", "q_proj", "attn_q")),
-            *(linear(name, d, n_kv * (dv if name == "wv" else d_h), in_bias, doc, rules=_rules("column", name, hf, gguf))
+            *(linear(name, d, n_kv * (dv if name == "wv" else d_h), in_bias, doc,
+                     rules=_rules("column", name, hf, gguf))
               for name, hf, gguf, doc in (
                   ("wk", "k_proj", "attn_k", "self.k_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"),
                   ("wv", "v_proj", "attn_v", "self.v_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"))))
@@ -247,7 +248,9 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     if structure.gate_proj is not None:  # Laguna: a separate g_proj, one gate a head or a query element
         projections += (linear("wg", d, n_h if structure.gate_proj == "head" else n_h * dv, False,
                                "self.g_proj = nn.Linear(hidden_size, num_heads if gate_per_head else "
-                               "num_heads * head_dim, bias=False)", rules=Rules("column", lora=(), weight="linear", stacks=(), label="a softplus output gate (Laguna)",
+                               "num_heads * head_dim, bias=False)",
+                               rules=Rules("column", lora=(), weight="linear", stacks=(),
+                                           label="a softplus output gate (Laguna)",
                                            hf="g_proj")),)
     if kind.k_eq_v:  # Gemma 4: value_states = key_states, before k_norm, v_norm and RoPE
         projections = tuple(p for p in projections if p.name != "wv")
@@ -259,7 +262,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     clipped = sum(p.shape[1] for p in projections if p.name != "wg") if variant.clip_qkv else 0
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
     rules = _no_weight(keeps.attention) if window is None else Rules(
-        "replicated", lora=(), stacks=(), label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})",
+        "replicated", lora=(), stacks=(),
+        label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})",
         window=window)
     rules = dataclasses.replace(rules, hf="attn" if variant.alibi else "self_attn")  # MptBlock's self.attn
     comp = Component(

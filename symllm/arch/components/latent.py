@@ -36,7 +36,8 @@ _DSA = dict(stacks=(), label="DeepSeek Sparse Attention's indexer (DeepSeek-V3.2
 #: the indexer's ``Rules.no_grad``). ``wq_b`` and ``wk`` are symllm's names of the
 #: latent attention's ``q_b_proj`` and of GQA's ``k_proj``, which keep them: symllm spells the indexer's
 #: ``index_wq_b`` and ``index_wk`` (``weights_proj`` as DeepSeek-V4's indexer's)
-INDEXER_LORA = {"wq_b": ("index_wq_b", "wq_b"), "wk": ("index_wk", "wk"), "weights_proj": ("weights_proj", "weights_proj")}
+INDEXER_LORA = {"wq_b": ("index_wq_b", "wq_b"), "wk": ("index_wk", "wk"),
+                "weights_proj": ("weights_proj", "weights_proj")}
 
 
 def _dsa_rules(hf: str, weight: str = "linear") -> Rules:
@@ -154,7 +155,8 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
              linear("wq_b", r_q, n_h * d_qk, doc="self.wq_b = ColumnParallelLinear(self.q_lora_rank, self.n_heads * "
                     "self.qk_head_dim)", rules=_mla_rules("column", "wq_b", "q_b_proj")))
     else:
-        q = (linear("wq", d, n_h * d_qk, doc="self.wq = ColumnParallelLinear(self.dim, self.n_heads * self.qk_head_dim)",
+        q = (linear("wq", d, n_h * d_qk,
+                    doc="self.wq = ColumnParallelLinear(self.dim, self.n_heads * self.qk_head_dim)",
                     rules=_mla_rules("column", "wq", "q_proj")),)
     wkv_b = linear("wkv_b", r_kv, n_h * (d_hn + d_hv),
                    doc="self.wkv_b = ColumnParallelLinear(self.kv_lora_rank, self.n_heads * (self.qk_nope_head_dim "
@@ -175,7 +177,8 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
             *q,
             linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
                    "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa")),
-            named(rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm), "kv_a_layernorm",
+            named(rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm),
+                  "kv_a_layernorm",
                   "attn_kv_a_norm"),
             wkv_b,
             linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",

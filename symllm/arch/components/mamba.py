@@ -48,8 +48,8 @@ Conventions (docs/conventions.md, "Mamba-2"):
   two chunks (with one head, one chunk or a state of 1, ``torch.einsum`` reuses some tensors where it
   otherwise copies). mamba_ssm's fused ``mamba_split_conv1d_scan_combined`` (what transformers runs when it is
   installed) saves far less: no ``S``-sized fp32 tensor (docs/conventions.md, "Mamba-2"). No named stack
-  models the layer (each refuses it). **Live** (the inference working set): what the torch fallback scan holds at its moments,
-  measured on CPU by the live storages' bytes (:func:`_scan_live`).
+  models the layer (each refuses it). **Live** (the inference working set): what the torch fallback scan holds at its
+  moments, measured on CPU by the live storages' bytes (:func:`_scan_live`).
 
 >>> from symllm.arch.layers import Structure, LayerKind
 >>> from symllm.arch.symbols import d

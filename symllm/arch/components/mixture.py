@@ -48,7 +48,8 @@ def scaled_router() -> Component:
     per_expert = Component("per_expert_scale", params=n_e,
                            doc="self.per_expert_scale = nn.Parameter(torch.ones(num_experts))",
                            rules=dataclasses.replace(rules, hf_params=("per_expert_scale",)))
-    return Component("router", elementwise=ELEMENTWISE["softmax"] * _T * n_e, children=(proj, scale, per_expert), doc="self.router = Gemma4TextRouter(config)",
+    return Component("router", elementwise=ELEMENTWISE["softmax"] * _T * n_e, children=(proj, scale, per_expert),
+                     doc="self.router = Gemma4TextRouter(config)",
                      rules=dataclasses.replace(rules, hf="router"))
 
 
@@ -112,7 +113,8 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
         live=(3 * _T * d_ff + _T * x,),
         doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
              else "Gemma4TextExperts: n_e x GeGLU(d, d_ff) (gate_up_proj, down_proj); top-k routing"
-             if activation == "gelu_tanh" else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
+             if activation == "gelu_tanh"
+             else "MixtralExperts / Llama4TextExperts: n_e x SwiGLU(d, d_ff); top-k routing"),
         # fused parameters, not linears: no LoRA target, kept in the model's dtype by QLoRA
         rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts", hf="experts",
                     refused=("w1", "w2", "w3") if fused_lora else ()),
@@ -182,7 +184,8 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     if gated:
         # F.sigmoid(self.shared_expert_gate(x)) * shared_expert_output: a d -> 1 linear (replicated on every
         # tensor rank, as transformers' plan leaves it; PEFT adapts it only when named), its sigmoid, the product
-        gate = linear("shared_expert_gate", d, 1, doc="self.shared_expert_gate = torch.nn.Linear(hidden_size, 1, bias=False)",
+        gate = linear("shared_expert_gate", d, 1,
+                      doc="self.shared_expert_gate = torch.nn.Linear(hidden_size, 1, bias=False)",
                       rules=Rules("replicated", lora=("shared_expert_gate", "shared_expert_gate"), weight="linear",
                                   stacks=(), label="a gated shared expert (Qwen2-MoE)"))
         extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
@@ -194,7 +197,8 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         rules = Rules("replicated", lora=(), weight="linear", stacks=(), label="latent experts (Nemotron-3 Super)")
         down = linear("fc2_latent_proj", d_lm, d, latent_bias, rules=dataclasses.replace(rules, hf="fc2_latent_proj"),
                       doc=f"self.fc2_latent_proj = nn.Linear(moe_latent_size, hidden_size, bias={latent_bias})")
-        routed = (linear("fc1_latent_proj", d, d_lm, latent_bias, rules=dataclasses.replace(rules, hf="fc1_latent_proj"),
+        routed = (linear("fc1_latent_proj", d, d_lm, latent_bias,
+                         rules=dataclasses.replace(rules, hf="fc1_latent_proj"),
                          doc=f"self.fc1_latent_proj = nn.Linear(hidden_size, moe_latent_size, bias={latent_bias})"),
                   *routed,
                   down.replace(saved=beta_a * _T * d_lm))  # its input, the routed sum in the latent width

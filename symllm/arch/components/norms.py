@@ -42,7 +42,8 @@ def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: 
         doc = (doc or "GemmaRMSNorm(dim)") + "  # output * (1.0 + self.weight)"
         rules = dataclasses.replace(rules, stacks=(), label="RMSNorm scaling by (1 + weight) (Gemma)")
     return Component(name, params=width,
-                     elementwise=ELEMENTWISE["rmsnorm"] * rows * width + (ELEMENTWISE["offset"] * width if offset else 0),
+                     elementwise=ELEMENTWISE["rmsnorm"] * rows * width + (ELEMENTWISE["offset"] * width if offset
+                                                                          else 0),
                      saved=beta_a * rows * width + STAT_BYTES * rows,  # its input x and the per-row 1/rms
                      doc=doc or "RMSNorm(args.dim): self.weight = nn.Parameter(torch.ones(dim))", rules=rules)
 

@@ -86,7 +86,8 @@ def _v3(raw: dict, n_layers: int) -> dict:
 
 _MODELS = ("kv_lora_rank", "q_lora_rank", "n_routed_experts", "n_shared_experts", "moe_intermediate_size",
            "num_experts_per_tok", "first_k_dense_replace")
-_NAMES = {"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size", "n_experts": "n_routed_experts",
+_NAMES = {"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
+          "n_experts": "n_routed_experts",
           "experts_per_token": "num_experts_per_tok", "n_mtp_layers": "num_nextn_predict_layers"}
 _MLA = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
 

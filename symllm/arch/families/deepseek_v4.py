@@ -120,7 +120,8 @@ def _fields(raw: dict, n_layers: int) -> dict:
     out = {"hidden_dim": _same(raw, "moe_intermediate_size", "intermediate_size", defaults["moe_intermediate_size"]),
            "n_experts": _same(raw, "n_routed_experts", "num_local_experts", defaults["n_routed_experts"]),
            "experts_per_token": integer(raw, "num_experts_per_tok", defaults["num_experts_per_tok"]),
-           "n_shared_experts": 1,  # (PEFT adapts no routed expert under gate_proj/up_proj/down_proj: tests/test_dsv4.py)
+           # (PEFT adapts no routed expert under gate_proj/up_proj/down_proj: tests/test_dsv4.py)
+           "n_shared_experts": 1,
            "q_lora_rank": integer(raw, "q_lora_rank", defaults["q_lora_rank"]),
            "hc_mult": integer(raw, "hc_mult", defaults["hc_mult"]),
            "hc_sinkhorn_iters": integer(raw, "hc_sinkhorn_iters", defaults["hc_sinkhorn_iters"]),

@@ -397,8 +397,8 @@ def read(raw: dict, build: Callable):
     for shared, own in family.attribute_map.items():  # one attribute under two names (MptConfig's d_model)
         if own in raw:
             if shared in raw and raw[shared] != raw[own]:
-                raise SymllmError(f"{prefix}{own}: {short(raw[own], 24)} differs from {shared} {short(raw[shared], 24)} "
-                                  "(one attribute)")
+                raise SymllmError(f"{prefix}{own}: {short(raw[own], 24)} differs from {shared} "
+                                  f"{short(raw[shared], 24)} (one attribute)")
             raw, renamed[shared] = {**raw, shared: raw[own]}, own
     try:
         fields = _fields(raw, family)

@@ -11,8 +11,9 @@ the L2 QK-norm (``use_qk_norm``) and chunked attention (``attention_chunk_size``
 without RoPE scale their queries by a temperature (``attn_temperature_tuning``, default true).
 
 >>> f = _fields({"interleave_moe_layer_step": 2}, 4)
->>> [(k.ffn, k.rotary, k.window, n) for k, n in f["layers"]], f["dense_hidden_dim"]  # runs, in model order
-([('dense', True, 'chunked', 1), ('moe', True, 'chunked', 1), ('dense', True, 'chunked', 1), ('moe', False, None, 1)], 16384)
+>>> [(k.ffn, k.rotary, k.window, n) for k, n in f["layers"]], f["dense_hidden_dim"]  # doctest: +NORMALIZE_WHITESPACE
+([('dense', True, 'chunked', 1), ('moe', True, 'chunked', 1), ('dense', True, 'chunked', 1),
+  ('moe', False, None, 1)], 16384)
 """
 from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register
 from symllm.arch.families.llama import LLAMA

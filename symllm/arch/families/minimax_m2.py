@@ -23,10 +23,11 @@ nothing more: ``tests/test_real_configs.py``): nothing is counted for them.
 >>> f = _fields({"head_dim": 128, "rotary_dim": 64, "num_local_experts": 8, "attn_type_list": [1, 1]}, 2)
 >>> f["partial_rotary_factor"], f["n_experts"], f["experts_per_token"], f["qk_norm"]
 (0.5, 8, 8, 'full')
->>> _fields({"attn_type_list": [1, 0]}, 2)
+>>> _fields({"attn_type_list": [1, 0]}, 2)  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-symllm.errors.SymllmError: attn_type_list: [1, 0] has lightning-attention layers (0), which transformers' minimax_m2 does not build
+symllm.errors.SymllmError: attn_type_list: [1, 0] has lightning-attention layers (0), which transformers' minimax_m2
+does not build
 """
 from symllm.arch.families.hf import integer, local_experts, register, rotary_factor
 from symllm.arch.families.mistral import MIXTRAL

@@ -21,7 +21,8 @@ is refused unless it states what the class builds: ``expansion_ratio`` other tha
 >>> f = _fields({"hidden_size": 64, "attn_config": {"alibi": True, "attn_impl": "flash"}}, 2)
 >>> f["hidden_dim"], f["alibi"], f["layernorm"], f["fused"], [(k.rotary, n) for k, n in f["layers"]]
 (256, True, True, True, [(False, 2)])
->>> _fields({"attn_config": {"clip_qkv": 8.0}}, 2)["clip_qkv"], _fields({"attn_config": {"clip_qkv": 0.0}}, 2)["clip_qkv"]
+>>> (_fields({"attn_config": {"clip_qkv": 8.0}}, 2)["clip_qkv"],
+...  _fields({"attn_config": {"clip_qkv": 0.0}}, 2)["clip_qkv"])
 (8.0, None)
 """
 from symllm.arch.families.cohere import COHERE

@@ -27,8 +27,10 @@ the model's of those types, between ``enorm``, ``hnorm`` and ``eh_proj`` (``2d -
 builds attention and MoE layers only: any other type there is refused, as one the model has none of).
 
 >>> f = _fields({"hybrid_override_pattern": "M-M*"}, 4)
->>> [(k.mixer, k.ffn, k.rotary, n) for k, n in f["layers"]], f["mamba_heads"], f["conv_bias"]
-([('mamba', 'none', True, 1), ('none', 'dense', True, 1), ('mamba', 'none', True, 1), ('attention', 'none', False, 1)], 128, True)
+>>> runs = [(k.mixer, k.ffn, k.rotary, n) for k, n in f["layers"]]
+>>> runs, f["mamba_heads"], f["conv_bias"]  # doctest: +NORMALIZE_WHITESPACE
+([('mamba', 'none', True, 1), ('none', 'dense', True, 1), ('mamba', 'none', True, 1),
+  ('attention', 'none', False, 1)], 128, True)
 """
 from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
 from symllm.arch.recurrent_sizes import stated_state_dtype

@@ -14,7 +14,8 @@ layers (``(i + 1) % 2``) below ``max_window_layers``.
 >>> f = _fields({"num_experts": 4, "num_experts_per_tok": 2, "mlp_only_layers": [0]}, 3)
 >>> [(k.ffn, n) for k, n in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"], f["shared_hidden_dim"]
 ([('dense', 1), ('moe', 2)], 1408, 5632, 5632)
->>> [(k.window, n) for k, n in _fields({"use_sliding_window": True, "max_window_layers": 3, "num_experts": 0}, 4)["layers"]]
+>>> raw = {"use_sliding_window": True, "max_window_layers": 3, "num_experts": 0}
+>>> [(k.window, n) for k, n in _fields(raw, 4)["layers"]]
 [('sliding', 1), (None, 1), ('sliding', 1), (None, 1)]
 """
 from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register
