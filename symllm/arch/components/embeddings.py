@@ -30,7 +30,8 @@ VOCABULARY = {
     # nn.Embedding(config.vocab_size, config.dim)`` and ``self.output = nn.Linear(config.dim, config.vocab_size)``
     # stay whole on every rank, which looks its tokens up and computes every logit
     "gpt-fast": ("replicated", "replicated"),
-    # lmdeploy's TurboMind at v0.1.0 (InternLM/lmdeploy 477f2db8a, 2023-12-18): LlamaWeight.cc allocates and loads
+    # lmdeploy's TurboMind at v0.1.0 (InternLM/lmdeploy 477f2db8a, 2023-12-18; the same at 379a2d5a6, 2023-12-25, the
+    # benchmark page the rows cite, and at v0.2.0): LlamaWeight.cc allocates and loads
     # ``tok_embeddings.weight`` whole (vocab_size_padded x hidden_units) on every rank, and LlamaV2::embeddingLookup
     # reads it with no collective; LlamaV2::postDecodeEmbedding multiplies each rank's vocab_size_padded / tp rows
     # of ``output.weight`` (its offset ``tensor_para_.rank_ * local_vocab_size * hidden_units_``) and
