@@ -193,6 +193,44 @@ WIDE = [["count", "llama3.1-8b"], ["count", "llama3.1-8b", "--seq", "131072"],
 PRETTY = [argv + ["--format", "pretty"] for argv in WIDE if argv[0] == "derive"]
 
 
+def _arguments() -> list:
+    """``(subcommand, action)`` for every argument of every subcommand, argparse's parsers walked (its own
+    ``-h`` left out)."""
+    import argparse
+
+    from symllm.cli import parser as command_line
+    (sub,) = [a for a in command_line.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return [(name, action) for name, p in sub.choices.items() for action in p._actions
+            if not isinstance(action, argparse._HelpAction)]
+
+
+def test_every_option_has_help_and_a_stated_default(cli):
+    """Every argument of every subcommand has a help line, and every option that takes a value and may be left
+    out says what leaving it out means ("default"; a flag's is off, a required one has none): sweep's grid
+    options (--dim, --n-layers, ...) had no help at all, and --gpu, --tokens, --table, --vocab-size, ... said
+    nothing of their absence. Sweep's grid options say what they vary from the one table of meanings
+    (symllm.arch.glossary, which the symbols' descriptions are too): --dim is the model width d, --n-kv-heads the
+    key/value heads n_kv, as a report's symbol table says."""
+    arguments = _arguments()
+    assert {n for n, _ in arguments} == {"count", "derive", "report", "presets", "verify", "plan", "sweep", "plot"}
+    assert len(arguments) > 200
+    silent = [(name, action.dest) for name, action in arguments if not (action.help or "").strip()]
+    assert not silent, silent
+    no_default = [(name, action.option_strings[0]) for name, action in arguments
+                  if action.option_strings and action.nargs != 0 and not action.required
+                  and "default" not in action.help]
+    assert not no_default, no_default
+    sweep = {action.dest: action.help for name, action in arguments if name == "sweep"}
+    assert sweep["dim"].startswith("model width (hidden size), d (default: ")
+    assert sweep["n_kv_heads"].startswith(S.describe(S.n_kv) + ", n_kv (default: ")
+    assert sweep["chunk_size"].endswith("(memory stays flat; default %(default)s)")
+    text = cli(["sweep", "--help"]).out
+    assert "(memory stays flat; default 262144)" in " ".join(text.split())
+    for field in ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim", "multiple_of",
+                  "ffn_dim_multiplier"):
+        assert S.describe(S.CODE_NAMES[field]) in " ".join(text.split()), field
+
+
 @pytest.mark.parametrize("argv", WIDE + PRETTY + [[c, "--help"] for c in ["count", "derive", "report", "presets",
                                                                           "verify", "sweep"]] + [["--help"]])
 def test_help_and_text_fit_100_columns_on_a_wide_terminal(argv, cli, monkeypatch):

@@ -211,6 +211,22 @@ def test_parser_choices_are_read_on_use(cli, tmp_path):
     assert _python(code, tmp_path).split("\n")[:-1] == ["0 False False"] + ["2 False False"] * 5
 
 
+def test_sweep_help_says_what_each_field_means_without_sympy(tmp_path):
+    """``symllm sweep --help`` says what each config field it varies means (the description the symbols carry,
+    from symllm.arch.glossary, read without SymPy) in a fresh process that imports neither SymPy nor numpy: the
+    options are built from the light table, not from symllm.studies.grids, which needs both."""
+    code = ("import contextlib, io, sys; from symllm.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try: code = main(['sweep', '--help'])\n"
+            "    except SystemExit as e: code = e.code\n"
+            "print(code, 'sympy' in sys.modules, 'numpy' in sys.modules)\nprint(' '.join(out.getvalue().split()))")
+    status, text = _python(code, tmp_path).split("\n", 1)
+    assert status == "0 False False"
+    assert "--dim VALUES model width (hidden size), d (default: " in text
+    assert "--n-layers VALUES number of transformer blocks, L (default: " in text
+    assert f"--n-kv-heads VALUES {S.describe(S.n_kv)}, n_kv" in text
+
+
 def _fresh_report(model, *, fmt="latex", standalone=False, notation=None, **workload) -> str:
     """The report rendered from the formulas, with the cache off."""
     from unittest import mock

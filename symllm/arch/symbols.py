@@ -1,8 +1,9 @@
-"""Every symbol symllm uses, created once, with assumptions, LaTeX names and descriptions.
+"""Every symbol symllm uses, created once, with assumptions; their code names, LaTeX names and descriptions
+are :mod:`symllm.arch.glossary`'s (plain text, read by the command line's help without SymPy).
 
 SymPy names are the short mathematical names (``d``, ``n_kv``, ``d_ff``), so expressions print
-readably by default; ``CODE_NAMES`` maps Meta's / HF's field names to them, and ``LATEX`` is the
-one table of LaTeX names (users may override it: a paper uses its own notation).
+readably by default; ``CODE_NAMES`` maps Meta's / HF's field names to them, and ``LATEX`` maps each symbol to
+its default LaTeX (users may override it: a paper uses its own notation).
 
 >>> from symllm.arch.symbols import d, n_h, n_kv, d_h
 >>> (2 * d * d_h * (n_h + n_kv)).free_symbols == {d, d_h, n_h, n_kv}
@@ -12,10 +13,12 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 import sympy as sp
 
+from symllm.arch import glossary
 from symllm.numbers.kernels import float_symbol
 
 __all__ = [
@@ -30,22 +33,11 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class SymbolInfo:
-    """One symbol with its code name, LaTeX name and meaning."""
+class SymbolInfo(glossary.Entry):
+    """One symbol with its meaning (:class:`symllm.arch.glossary.Entry`: code name, LaTeX name, description)."""
 
     #: the SymPy symbol
-    symbol: sp.Symbol
-    #: Meta's ``ModelArgs`` name (or symllm's, for workload symbols)
-    code: str
-    #: the LaTeX used in reports unless the user's notation overrides it
-    latex: str
-    #: one line saying what the symbol means
-    description: str
-    #: "model", "workload", "bytes", "scaling" or "hardware" (bound by Workload.values() when --gpu is given)
-    kind: str
-    #: a group count (kind "layers"): the position of the group of layers whose count it binds, in
-    #: ``ModelConfig.groups`` and ``Spec.counts`` (its ``code`` names no field); None for every other symbol
-    group: int | None = None
+    symbol: sp.Symbol = field(kw_only=True)
 
     @property
     def binds(self) -> tuple[str, str | int]:
@@ -93,7 +85,7 @@ d_se = sp.Symbol("d_se", **_size)
 d_lm = sp.Symbol("d_lm", **_size)
 #: the blocks of the 2nd, 3rd, ... group of identical layers (symllm.arch.layers: one group per kind of
 #: layer); the first group has the rest, ``L - L_2 - ...``, and a model with one group has ``L`` alone
-GROUP_COUNTS = tuple(sp.Symbol(f"L_{i}", **_size) for i in range(2, 9))
+GROUP_COUNTS = tuple(sp.Symbol(e.name, **_size) for e in glossary.ENTRIES if e.group is not None)
 # sliding-window (Mistral) or chunked (Llama 4) attention
 W = sp.Symbol("W", **_size)
 # multi-head latent attention (DeepSeek-V2/V3) and multi-token prediction
@@ -162,106 +154,10 @@ beta = sp.Symbol("beta", positive=True)
 P = sp.Symbol("P", positive=True)
 B_mem = sp.Symbol("B_mem", positive=True)
 
-_TABLE = [
-    SymbolInfo(V, "vocab_size", "V", "vocabulary size", "model"),
-    SymbolInfo(d, "dim", "d", "model width (hidden size)", "model"),
-    SymbolInfo(L, "n_layers", "L", "number of transformer blocks", "model"),
-    SymbolInfo(n_h, "n_heads", "n_h", "query heads", "model"),
-    SymbolInfo(n_kv, "n_kv_heads", "n_{kv}", "key/value heads (n_h: MHA, 1: MQA, between: GQA)", "model"),
-    SymbolInfo(d_h, "head_dim", "d_h", "width of one attention head", "model"),
-    SymbolInfo(d_ff, "hidden_dim", "d_{ff}", "SwiGLU inner width", "model"),
-    SymbolInfo(m, "multiple_of", "m", "Meta's rounding granule for d_ff", "model"),
-    SymbolInfo(f, "ffn_dim_multiplier", "f", "Meta's width multiplier for d_ff", "model"),
-    SymbolInfo(n_e, "n_experts", "n_e", "routed experts in each mixture-of-experts layer", "model"),
-    SymbolInfo(k, "experts_per_token", "k", "experts each token is routed to (top-k)", "model"),
-    SymbolInfo(d_fd, "dense_hidden_dim", r"d_{ff}^{\mathrm{dense}}",
-               "SwiGLU width of the dense layers of a model that interleaves MoE layers", "model"),
-    SymbolInfo(d_se, "shared_hidden_dim", r"d_{ff}^{\mathrm{shared}}",
-               "SwiGLU width of a shared expert of its own width (Qwen2-MoE's gated shared_expert_intermediate_size; "
-               "DeepSeek's shared experts, n_shared_experts x moe_intermediate_size)", "model"),
-    SymbolInfo(d_lm, "moe_latent_size", r"d_{\mathrm{lat}}",
-               "width the routed experts run in, between the latent projections (Nemotron-3 Super's "
-               "moe_latent_size)", "model"),
-    *(SymbolInfo(count, f"n_layers_{i}", f"L_{{{i}}}", f"blocks of the group of identical layers numbered {i} "
-                 "(one group per kind of layer, in model order; the first has the rest of the L)", "layers",
-                 group=i - 1)
-      for i, count in enumerate(GROUP_COUNTS, start=2)),
-    SymbolInfo(W, "window", "W", "keys a query may see: the sliding window, or the attention chunk", "model"),
-    SymbolInfo(r_q, "q_lora_rank", "r_q", "rank of the compressed query of latent attention (MLA)", "model"),
-    SymbolInfo(r_kv, "kv_lora_rank", r"r_{kv}", "rank of the compressed key-value latent of latent attention (MLA)",
-               "model"),
-    SymbolInfo(d_hr, "qk_rope_head_dim", r"d_h^{R}",
-               "rotated (RoPE) width of a query/key head: MLA's decoupled RoPE part, or a partial rotary's", "model"),
-    SymbolInfo(d_hn, "qk_nope_head_dim", r"d_h^{C}", "width of a query/key head's part without RoPE (MLA)", "model"),
-    SymbolInfo(d_hv, "v_head_dim", r"d_h^{v}", "width of a value head (MLA)", "model"),
-    SymbolInfo(L_mtp, "n_mtp_layers", r"L_{\mathrm{mtp}}",
-               "multi-token-prediction modules the checkpoint stores (DeepSeek-V3, GLM-4.5; not in the model)",
-               "model"),
-    SymbolInfo(n_gk, "linear_key_heads", r"n_{k}^{\Delta}", "query/key heads of a Gated DeltaNet layer", "model"),
-    SymbolInfo(n_gv, "linear_value_heads", r"n_{v}^{\Delta}",
-               "value heads of a Gated DeltaNet layer (one recurrent state each)", "model"),
-    SymbolInfo(d_gk, "linear_key_dim", r"d_{k}^{\Delta}", "width of a Gated DeltaNet query/key head", "model"),
-    SymbolInfo(d_gv, "linear_value_dim", r"d_{v}^{\Delta}", "width of a Gated DeltaNet value head", "model"),
-    SymbolInfo(K_c, "conv_kernel", "K_c", "width of the short causal convolution (Gated DeltaNet, Mamba-2)", "model"),
-    SymbolInfo(n_ha, "alt_heads", r"n_h'", "query heads of the layers with their own head shape", "model"),
-    SymbolInfo(n_kva, "alt_kv_heads", r"n_{kv}'", "key/value heads of the layers with their own head shape",
-               "model"),
-    SymbolInfo(d_ha, "alt_head_dim", r"d_h'", "head width of the layers with their own head shape", "model"),
-    SymbolInfo(d_p, "per_layer_dim", r"d_{p}", "width of each layer's per-layer input (Gemma 4's "
-               "hidden_size_per_layer_input)", "model"),
-    SymbolInfo(V_p, "per_layer_vocab", r"V_{p}", "rows of the per-layer embedding table (Gemma 4's "
-               "vocab_size_per_layer_input)", "model"),
-    SymbolInfo(n_m, "mamba_heads", r"n_{m}", "heads of a Mamba-2 mixer (one SSM state of d_m x d_s each)", "model"),
-    SymbolInfo(d_m, "mamba_head_dim", r"d_{m}", "width of a Mamba-2 head", "model"),
-    SymbolInfo(d_s, "ssm_state", r"d_{s}", "SSM state size of a Mamba-2 mixer (ssm_state_size)", "model"),
-    SymbolInfo(n_g, "mamba_groups", r"n_{g}", "groups of a Mamba-2 mixer's B and C (n_groups)", "model"),
-    SymbolInfo(Q_c, "ssm_chunk", r"Q_{c}", "positions per chunk of the Mamba-2 SSD scan (chunk_size)", "model"),
-    SymbolInfo(n_I, "index_heads", r"n_{I}", "query heads of the sparse-attention indexer (DSA: index_n_heads)",
-               "model"),
-    SymbolInfo(d_I, "index_head_dim", r"d_{I}",
-               "width of an indexer query head and of its one cached key a token (DSA: index_head_dim)", "model"),
-    SymbolInfo(K_I, "index_topk", r"K_{I}", "keys each query attends under sparse attention (DSA: index_topk)",
-               "model"),
-    SymbolInfo(n_hc, "hc_mult", r"n_{hc}", "residual streams of DeepSeek-V4's hyper-connections (hc_mult)", "model"),
-    SymbolInfo(g_o, "o_groups", r"g_{o}", "groups of DeepSeek-V4's grouped output projection (o_groups)", "model"),
-    SymbolInfo(r_o, "o_lora_rank", r"r_{o}", "outputs per group of DeepSeek-V4's grouped output projection "
-               "(o_lora_rank)", "model"),
-    SymbolInfo(m_c, "compress_csa", r"m_{c}", "tokens pooled into one entry by DeepSeek-V4's compressed sparse "
-               "attention", "model"),
-    SymbolInfo(m_h, "compress_hca", r"m_{h}", "tokens pooled into one entry by DeepSeek-V4's heavily compressed "
-               "attention", "model"),
-    SymbolInfo(I_hc, "hc_sinkhorn_iters", r"I_{hc}", "Sinkhorn iterations of DeepSeek-V4's hyper-connections "
-               "(hc_sinkhorn_iters; element-wise work only)", "model"),
-    SymbolInfo(b, "batch", "b", "sequences in a batch", "workload"),
-    SymbolInfo(s, "seq", "s", "new tokens per sequence in a forward pass (prompt length)", "workload"),
-    SymbolInfo(s_o, "logit_positions", "s_o", "positions per sequence whose logits an inference forward computes "
-               "(--logits: 1, the last, as serving engines and generate do; s, every one)", "workload"),
-    SymbolInfo(t, "context", "t", "tokens already in the KV cache", "workload"),
-    SymbolInfo(n, "gen", "n", "tokens generated per sequence", "workload"),
-    SymbolInfo(beta_w, "weight_bytes", r"\beta_w", "bytes per weight", "bytes"),
-    SymbolInfo(beta_kv, "kv_bytes", r"\beta_{kv}", "bytes per KV-cache element", "bytes"),
-    SymbolInfo(beta_a, "activation_bytes", r"\beta_a", "bytes per activation element", "bytes"),
-    SymbolInfo(N_d, "dp", "N_d", "data-parallel ranks sharing the model states (ZeRO)", "workload"),
-    SymbolInfo(N_t, "tp", "N_t", "tensor-parallel ranks sharing each layer", "workload"),
-    SymbolInfo(N_p, "pp", "N_p", "pipeline-parallel stages of contiguous layers", "workload"),
-    SymbolInfo(N_e, "ep", "N_e", "expert-parallel ranks sharing a layer's routed experts (carved out of N_d)",
-               "workload"),
-    SymbolInfo(r_lora, "lora_rank", r"r_{\mathrm{LoRA}}", "rank of each LoRA adapter (symllm.costs.finetune)",
-               "finetune"),
-    SymbolInfo(g, "gqa_ratio", "g", "query heads per key/value head (1: MHA, n_h: MQA)", "scaling"),
-    SymbolInfo(r, "aspect_ratio", "r", "aspect ratio d / L", "scaling"),
-    SymbolInfo(N, "params", "N", "parameters", "scaling"),
-    SymbolInfo(D, "tokens", "D", "training tokens", "scaling"),
-    SymbolInfo(C, "compute", "C", "training FLOPs", "scaling"),
-    SymbolInfo(E, "loss_floor", "E", "irreducible loss of L(N, D) = E + A/N^alpha + B/D^beta", "scaling"),
-    SymbolInfo(A, "loss_a", "A", "parameter term's constant of the parametric loss", "scaling"),
-    SymbolInfo(B, "loss_b", "B", "data term's constant of the parametric loss", "scaling"),
-    SymbolInfo(alpha, "loss_alpha", r"\alpha", "parameter exponent of the parametric loss", "scaling"),
-    SymbolInfo(beta, "loss_beta", r"\beta", "data exponent of the parametric loss", "scaling"),
-    SymbolInfo(P, "peak_flops", "P", "peak dense matmul FLOP/s of the accelerator (--gpu) in the matmuls' dtype",
-               "hardware"),
-    SymbolInfo(B_mem, "bandwidth", r"B_{\mathrm{mem}}", "memory bandwidth of the accelerator, bytes/s", "hardware"),
-]
+#: the symbols by name (the group counts are no module attribute of their own)
+_NAMED = {**{n: globals()[n] for n in __all__ if isinstance(globals().get(n), sp.Symbol)},
+          **{s.name: s for s in GROUP_COUNTS}}
+_TABLE = [SymbolInfo(**dataclasses.asdict(e), symbol=_NAMED[e.name]) for e in glossary.ENTRIES]
 
 #: symbol -> SymbolInfo, in a fixed, readable order
 SYMBOLS: dict[sp.Symbol, SymbolInfo] = {i.symbol: i for i in _TABLE}

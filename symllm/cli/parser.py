@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from symllm.errors import SymllmError
 from symllm import validate
+from symllm.arch import glossary
 from symllm.costs.workloads import options as workload_options
 from symllm.cli.commands import (PLAN_ENUMERATES, cmd_count, cmd_derive, cmd_plan, cmd_plot, cmd_presets, cmd_report,
                                  cmd_sweep, cmd_verify)
@@ -129,8 +130,12 @@ class _Parser(argparse.ArgumentParser):
 def _model_arg(p):
     p.add_argument("model", metavar="MODEL", help="a preset name (symllm presets), a config.json / params.json, a "
                    "checkpoint folder or .gguf file, or a Hub id (org/name) in the local Hugging Face cache")
+    _vocab_arg(p)
+
+
+def _vocab_arg(p):
     p.add_argument("--vocab-size", type=int, default=None,
-                   help="vocabulary size, for Meta params.json files that say -1")
+                   help="vocabulary size, for Meta params.json files that say -1 (default: the config's)")
 
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "Fraction": Fraction, "None": type(None)}
@@ -182,7 +187,8 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
                                    help=help_)
             for other, values, text in opt.also:
                 group.add_argument(other, dest=name, action=_Spelling, allowed=values, spellings=spellings,
-                                   metavar=other.lstrip("-").replace("-", "_").upper(), help=text)
+                                   metavar=other.lstrip("-").replace("-", "_").upper(),
+                                   help=f"{text} (default {fld.default})")
         elif axes_as_values and opt.axis:
             group.add_argument(flag, dest=name, metavar="VALUES", help=help_)
         elif kind == {bool}:
@@ -264,11 +270,13 @@ def _output_args(p, default_format: str) -> None:
     o.add_argument("--standalone", action="store_true",
                    help="LaTeX: a complete document (default: a fragment to \\input)")
     o.add_argument("-o", "--output", metavar="FILE",
-                   help="write FILE (atomically when new; - is stdout) instead of printing")
+                   help="write FILE (atomically when new; - is stdout) instead of printing (default: print)")
     o.add_argument("--notation", metavar="FILE",
-                   help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}'")
-    o.add_argument("--template-dir", metavar="DIR", help="user templates (sandboxed) that override or add to symllm's")
-    o.add_argument("--template", metavar="NAME", help="render this template (e.g. one from --template-dir)")
+                   help="TOML or JSON mapping symbol -> LaTeX, e.g. d = 'd_\\mathrm{model}' (default: symllm's)")
+    o.add_argument("--template-dir", metavar="DIR",
+                   help="user templates (sandboxed) that override or add to symllm's (default: symllm's alone)")
+    o.add_argument("--template", metavar="NAME",
+                   help="render this template (e.g. one from --template-dir; default: the command's own)")
     o.add_argument("--label-prefix", metavar="PREFIX", help="LaTeX: each numbered equation's \\label is "
                    "PREFIX:<model>:<component>:<quantity>[:<phase or kind>] (default eq:symllm)")
 
@@ -281,12 +289,12 @@ def _plot_parser(p) -> None:
     p.add_argument("models", nargs="+", metavar="MODEL",
                    help="presets or config files (context and flops take several); for sweep, the file "
                         "symllm sweep wrote (CSV, JSON lines or Parquet)")
-    p.add_argument("--vocab-size", type=int, default=None, help="vocabulary size, for Meta params.json files "
-                                                                "that say -1")
+    _vocab_arg(p)
     p.add_argument("--contexts", metavar="VALUES", help="context lengths for context and flops: a comma list "
                                                         "and start:stop[:step] ranges (default 1024 to 131072, "
                                                         "doubling)")
-    p.add_argument("--x", metavar="COLUMN", help="sweep: the column along the x axis (e.g. dim)")
+    p.add_argument("--x", metavar="COLUMN", help="sweep: the column along the x axis (e.g. dim; no default: "
+                                                   "plot sweep needs it)")
     p.add_argument("--y", metavar="COLUMN[,COLUMN...]", help="sweep: the columns drawn (default: all others)")
     p.add_argument("-o", "--output", metavar="FILE", required=True,
                    help="FILE.png, .svg, .pdf, or .tex (pgfplots to \\input), written atomically")
@@ -299,31 +307,35 @@ def _plot_parser(p) -> None:
 def _sweep_parser(p) -> None:
     p.add_argument("--base", metavar="MODEL[,MODEL...]",
                    help="preset(s) or config file(s) the sweep varies; several: one table with a base column "
-                        "(or a --table whose base, model or name column names each row's)")
+                        "(or a --table whose base, model or name column names each row's; no default: one or the "
+                        "other)")
     g = p.add_argument_group("what varies: comma lists and inclusive start:stop[:step] ranges, e.g. 2048:8192:256")
-    for name in ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
-                 "multiple_of", "ffn_dim_multiplier"):  # sweep.CONFIG_FIELDS (numpy loads only for a sweep)
-        g.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="VALUES")
+    for e in glossary.ENTRIES:  # symllm.studies.grids.CONFIG_FIELDS (it loads numpy and SymPy; the glossary neither)
+        if e.axis:
+            g.add_argument(f"--{e.code.replace('_', '-')}", dest=e.code, metavar="VALUES",
+                           help=f"{e.description}, {e.name} (default: as the --base states or derives it)")
     add_workload_options(p.add_argument_group("workload (VALUES: comma lists and ranges, as above)"),
                          axes_as_values=True)
     p.add_argument("--table", metavar="FILE",
-                   help="one point per row of a CSV, JSON-lines or Parquet file instead of a grid")
+                   help="one point per row of a CSV, JSON-lines or Parquet file instead of a grid (default: the "
+                        "grid)")
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
                    help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
-    p.add_argument("--where", metavar="COND", help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096"')
+    p.add_argument("--where", metavar="COND",
+                   help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096" (default: every row)')
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write FILE (atomically when new; default or -: CSV on stdout)")
     p.add_argument("--format", choices=_Choices("files", "TABLE_FORMATS"),
                    help="default: from the file suffix (.jsonl, .parquet), else csv; parquet needs -o FILE and pyarrow")
-    p.add_argument("--chunk-size", type=int, default=1 << 18, help="points evaluated at once (memory stays flat)")
+    p.add_argument("--chunk-size", type=int, default=1 << 18,
+                   help="points evaluated at once (memory stays flat; default %(default)s)")
     p.set_defaults(func=cmd_sweep)
 
 
 def _count_args(p) -> None:
     p.add_argument("model", metavar="MODEL", nargs="+",
                    help="a preset name (symllm presets) or a config.json / params.json; several are compared")
-    p.add_argument("--vocab-size", type=int, default=None,
-                   help="vocabulary size, for Meta params.json files that say -1")
+    _vocab_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--format", choices=_Choices("present.format", "COMPARISON_FORMATS"), default=None,
                    help="a comparison table (a column per model) as text (default), csv, markdown or latex")
@@ -349,10 +361,10 @@ def _count_args(p) -> None:
                         "b200, gb200)")
     s.add_argument("--concurrency", type=int, default=None, metavar="C",
                    help="with --serve, under load: C requests at a time of --seq prompt and --gen output tokens: "
-                        "TTFT, ITL, output tokens/s (symllm.costs.traffic)")
+                        "TTFT, ITL, output tokens/s (symllm.costs.traffic; default: none, no load)")
     s.add_argument("--request-rate", type=float, default=None, metavar="R",
                    help="with --serve, under load: R requests a second (instead of --concurrency; the output "
-                        "tokens/s are R x --gen until it saturates)")
+                        "tokens/s are R x --gen until it saturates; default: none, no load)")
     p.set_defaults(func=cmd_count)
 
 
@@ -372,9 +384,8 @@ def _derive_args(p) -> None:
                         "the ridge point FLOP/byte or the batch at which a decode step turns compute-bound "
                         "(numbers with --gpu)")
     p.add_argument("--model", metavar="NAME|CONFIG", default=None,
-                   help="substitute a preset's or a config file's numbers and evaluate")
-    p.add_argument("--vocab-size", type=int, default=None,
-                   help="vocabulary size, for Meta params.json files that say -1")
+                   help="substitute a preset's or a config file's numbers and evaluate (default: symbols only)")
+    _vocab_arg(p)
     _workload_args(p, derive=True)
     _output_args(p, "text")
     p.set_defaults(func=cmd_derive)

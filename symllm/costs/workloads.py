@@ -267,7 +267,7 @@ class Workload:
     group_size: int = _opt(128, "int4 weights per fp16 group scale")
     #: rank r of every LoRA adapter (symllm.costs.finetune); None: no LoRA
     lora_rank: int | None = _opt(None, "LoRA rank r: adapters on --lora-targets (params.trainable, memory.lora_*; the "
-                                 "training peak is then LoRA's)", training=True, shapes=True)
+                                 "training peak is then LoRA's; default: none, no LoRA)", training=True, shapes=True)
     #: the linears LoRA adapts (symllm or HF names), stored as symllm names; PEFT's Llama default
     lora_targets: str = _opt(DEFAULT_LORA_TARGETS, "linears LoRA adapts, by symllm or HF name (wq,wv or q_proj,v_proj; "
                              "an unknown name lists them)", training=True, shapes=True)
@@ -276,12 +276,12 @@ class Workload:
                        training=True, shapes=True)
     #: the accelerator of the roofline time (symllm.costs.accelerators); None: no time is computed
     gpu: str | None = _opt(None, "fit and roofline time on this accelerator, a name from symllm/costs/gpus.json "
-                           "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, apple-m2-ultra, ...)")
+                           "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, ...; default: none, no fit or time)")
     #: an accelerator outside the catalogue, or a catalogue one changed: memory GiB, bandwidth GB/s, dense TFLOPS
-    gpu_memory: float | None = _opt(None, "accelerator memory in GB (read as GiB): changes --gpu's, or with "
-                                    "--gpu-bandwidth and --gpu-flops describes one outside the catalogue")
-    gpu_bandwidth: float | None = _opt(None, "accelerator memory bandwidth in GB/s (10^9 bytes/s)")
-    gpu_flops: float | None = _opt(None, "accelerator peak dense TFLOPS of the matmuls' dtype")
+    gpu_memory: float | None = _opt(None, "accelerator memory in GB (read as GiB): changes --gpu's, or with --gpu-"
+                                    "bandwidth and --gpu-flops describes one outside the catalogue (default: --gpu's)")
+    gpu_bandwidth: float | None = _opt(None, "accelerator memory bandwidth in GB/s (10^9 bytes/s; default: --gpu's)")
+    gpu_flops: float | None = _opt(None, "accelerator peak dense TFLOPS of the matmuls' dtype (default: --gpu's)")
     #: the board power limit the accelerator runs at, W (symllm.costs.power.power_fraction); None: the card's own
     power_cap: float | None = _opt(None, "board power limit in W --gpu runs at: below its rated power its GEMMs and "
                                    "attention slow in the expected times (default: the card's own limit)")
@@ -289,9 +289,10 @@ class Workload:
     network: str = _opt("ib-ndr", "network between nodes: ib-ndr, ib-hdr, eth-400g, eth-100g (per GPU)")
     #: tokens D a training run sees (time and GPU-hours for them); None: none asked
     tokens: int | None = _opt(None, "training tokens D: time, GPU-hours (and cost with --price) for them "
-                              "(decimal: 15T = 15e12)", training=True, suffixes="tokens")
+                              "(decimal: 15T = 15e12; default: none asked)", training=True, suffixes="tokens")
     #: price of one GPU-hour (any currency), for the cost of D tokens
-    price: float | None = _opt(None, "price of one GPU-hour, for the cost of --tokens", training=True)
+    price: float | None = _opt(None, "price of one GPU-hour, for the cost of --tokens (default: none, no cost)",
+                               training=True)
     #: the software stack whose saved activations and inference peak memory reports (symllm.costs.stacks)
     stack: str = _opt("fused", f"memory of this stack: {', '.join(STACKS)} (fused: FlashAttention/SDPA, no s² "
                       "scores; eager: the s² scores kept; both all in --act-dtype)", shapes=True)
@@ -299,10 +300,12 @@ class Workload:
     #: config.json's quantization_config states (symllm.arch.quantization), else --dtype only
     weight_format: str | None = _opt(None, "weights in this format too: exact bytes and bits per weight "
                                      "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, gptq-g32, nf4, int8, fp8-block, w8a8, "
-                                     "nvfp4, mxfp4, ...); overrides a config.json's quantization_config")
+                                     "nvfp4, mxfp4, ...); overrides a config.json's quantization_config (default: "
+                                     "that, else --dtype alone)")
     #: a KV-cache format (symllm.costs.formats.KV_FORMATS: block scales included); None: --kv-dtype
     kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, ... (bytes per element with block "
-                                 "scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store it)")
+                                 "scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store it; default: "
+                                 "--kv-dtype)")
     #: the matmuls' dtype (None: the weights', bf16 under 8- and 4-bit weight-only formats): fp8 runs bf16
     #: weights' GEMMs in fp8 (TransformerEngine, torchao), against the fp8 peak
     compute_dtype: str | None = _opt(None, "matmul dtype: bf16, fp16 or fp8 (fp8 training of bf16 weights, as "

@@ -18,6 +18,7 @@ import sympy as sp
 from symllm.costs import phases as costs
 from symllm.costs import finetune
 from symllm.costs import parallel
+from symllm.arch import glossary
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
@@ -26,9 +27,8 @@ from symllm.costs.workloads import Workload, options as workload_options
 
 __all__ = ["quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES", "SweepResult", "dropped_text", "check_some_valid"]
 
-#: config fields a sweep may vary (Meta's names)
-CONFIG_FIELDS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "hidden_dim",
-                 "multiple_of", "ffn_dim_multiplier")
+#: config fields a sweep may vary (Meta's names): those whose meaning says ``axis`` (dim, n_layers, ...)
+CONFIG_FIELDS = tuple(e.code for e in glossary.ENTRIES if e.axis)
 #: workload fields a sweep may vary: those whose option says ``axis`` (batch, seq, gen, context)
 WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if opt.axis)
 
