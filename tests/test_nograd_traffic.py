@@ -71,6 +71,27 @@ def test_the_optimizer_updates_the_trained_parameters_and_fsdp_copies_out_all(mo
     assert update / copies != pytest.approx(92 * P / 256 / (8 * P), rel=1e-6)  # not every parameter's
 
 
+def test_lora_updates_the_adapters_that_get_a_gradient(monkeypatch):
+    """LoRA under torchtitan on a 4-layer DeepSeek-V3.2 (1 dense, 3 MoE layers): adapting the indexer's
+    ``weights_proj`` beside ``wq_b`` adds adapters PEFT counts trainable, 4 layers x 16 x (7168 + 64) = 462,848, that
+    never get a gradient; the optimizer's update pass (its seconds: the step at ``optimizer_bytes`` 92 less at 0)
+    is the same with or without them."""
+    spec = symllm.resolve("deepseek-v3.2")
+    tiny = spec.replace(n_layers=4, layers=((spec.layers[0][0], 1), (spec.layers[-1][0], 3)))
+    engine = data()["engines"]["torchtitan"]
+
+    def run(targets, optimizer_bytes):
+        monkeypatch.setitem(engine, "optimizer_bytes", optimizer_bytes)
+        return symllm.workload(tiny, gpu="h200", engine="torchtitan", lora_rank=16, lora_targets=targets, seq=2048,
+                               batch=1)
+
+    both, alone = run("wq_b,weights_proj", 92), run("wq_b", 92)
+    assert both["params"]["trainable"] - alone["params"]["trainable"] == 4 * 16 * (7168 + 64) == 462_848
+    update = [run(t, 92)["time"]["expected"]["training_step_s"] - run(t, 0)["time"]["expected"]["training_step_s"]
+              for t in ("wq_b,weights_proj", "wq_b")]
+    assert update[0] > 0 and update[0] == pytest.approx(update[1], rel=1e-9)
+
+
 RANKS = 4
 WIDTH, PICKED = 16, 8  # each block: main 16 x 16 (trained), idx 16 -> 8 (only picks indices)
 

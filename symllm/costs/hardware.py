@@ -381,7 +381,10 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
     if work.recompute == "op":  # the linears op checkpointing runs again, the whole model's (_expected shares them)
         forms["op_recomputed_flops"] = module("symllm.costs.selective").recomputed_flops(mdl)
     graded = mdl.trained()  # a rank's parameters that get a gradient: the optimizer updates theirs only (_expected)
-    if graded is not mdl:
+    if graded is not mdl and work.lora_rank is not None:  # LoRA's adapters that get one
+        lora = module("symllm.costs.finetune").trainable(mdl, work.lora_targets, graded=True)
+        forms["params.trained"] = algebra.substitute(lora, {**dict(mdl.definitions), S.r_lora: work.lora_rank})
+    elif graded is not mdl:
         forms["params.trained"] = (parallel.params_per_gpu(graded, work.sp, experts=work.expert_tp) if laid
                                    else graded.closed_form("params"))
     if work.dp > 1:  # comm's dp at an engine's reduce dtype and rounds a step, as symbols (_expected's dp_sent)
