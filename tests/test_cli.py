@@ -649,3 +649,40 @@ def test_a_training_peak_that_does_not_fit_says_what_would(cli):
     assert peak(seq) <= 80 * 2 ** 30 < peak(seq + 1)
     r = cli(["count", "llama3.1-405b", "--gpu", "rtx4090"])
     assert "does not fit (not even batch 1)" in r.out and "does not fit (not even batch 1, seq 1)" in r.out
+
+
+def test_count_says_what_mfu_is_a_share_of(cli):
+    """count's training step names MFU's denominator: the GPUs times the dense peak of the matmuls' dtype (NVIDIA's
+    H100 SXM datasheet: 1,979 TFLOP/s of bf16 with 2:4 sparsity, 3,958 of fp8; dense, half: 989.4 and 1,978.9 in
+    the catalogue's digits), and the expected HFU where it is not the MFU: full recomputation runs the forward
+    again, 4 passes of the forward's FLOPs where the model's are 3, so HFU = 4/3 x MFU (22.3% x 4/3 = 29.8%)."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--zero", "3", "--dp", "8", "--seq", "8192"]
+
+    def note(argv):
+        out = cli(base + argv).out.splitlines()
+        i = next(i for i, line in enumerate(out) if line.startswith("training step "))
+        return " ".join(" ".join(out[i:i + 3]).split()[4:]).split(" training tokens/s")[0]
+
+    plain = note([])
+    assert plain.endswith(" of 8 x 989.4 TFLOP/s dense bf16") and "HFU" not in plain
+    assert note(["--compute-dtype", "fp8"]).endswith(" of 8 x 1,978.9 TFLOP/s dense fp8")
+    mfu, hfu = (float(x) for x in re.findall(r"([0-9.]+)% expected", note(["--recompute"])))
+    assert hfu == pytest.approx(mfu * 4 / 3, abs=0.06)
+
+
+def test_a_token_budget_with_nothing_to_time_it_is_said(cli):
+    """--tokens prints days only where a training step is timed (count and report: --gpu; plan: --train) and
+    --price only beside --tokens' GPU-hours: given where they print nothing, a warning says so (they were dropped
+    without a word), and the answer is the same as without them (a workload given: count shows one either way)."""
+    for argv, lines in ((["count", "llama3.2-1b", "--seq", "2048", "--tokens", "1T"],
+                         ["--tokens does not apply without --gpu"]),
+                        (["count", "llama3.2-1b", "--gpu", "h100-sxm", "--price", "2"],
+                         ["--price does not apply without --tokens"]),
+                        (["report", "llama3.2-1b", "--tokens", "1T", "--price", "2"],
+                         ["--tokens does not apply without --gpu", "--price does not apply without --gpu"]),
+                        (["plan", "llama3.2-1b", "--gpus", "2xl4", "--tokens", "1T", "--top", "1"],
+                         ["--tokens does not apply without --train"])):
+        r = cli(argv)
+        assert r.code == 0 and r.err.splitlines() == [f"symllm: warning: {x} (ignored)" for x in lines], r.err
+        assert r.out == cli([a for a in argv if a not in ("--tokens", "1T", "--price", "2")]).out
+    assert cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1T", "--price", "2"]).err == ""

@@ -87,9 +87,12 @@ def test_eager_engine_is_paced_by_the_host():
 
 def test_pipeline_bubble_and_micro_batches():
     """1F1B's bubble is (p-1)/m of the ideal step; interleaving two chunks halves it; more micro-batches
-    mean more tokens a step and a higher MFU."""
+    mean more tokens a step and a higher MFU. With fewer micro-batches than stages nothing can be halved: one
+    micro-batch's forward and backward through the 8 stages take 8 stage-times whatever the chunks, so 4
+    micro-batches idle (8 - 4)/4 = 1 of the ideal step, not (8-1)/(2·4) = 7/8 (a 7.5-stage-time step)."""
     assert schedules.bubble(8, 4) == Fraction(7, 4)
-    assert schedules.bubble(8, 4, "interleaved") == Fraction(7, 8)
+    assert schedules.bubble(8, 16, "interleaved") == Fraction(7, 32) == schedules.bubble(8, 16) / 2
+    assert schedules.bubble(8, 4, "interleaved") == 1 and schedules.bubble(8, 1, "interleaved", 8) == 7
     one = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096)["expected"]
     many = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16)["expected"]
     inter = _time("llama3.1-8b", gpu="h100-sxm", pp=4, seq=4096, micro_batches=16,
@@ -102,6 +105,23 @@ def test_pipeline_bubble_and_micro_batches():
                    virtual_stages=v)["expected"]["training_step_s"] for v in (2, 4, 8)]
     assert steps[0] == inter["training_step_s"]
     assert (steps[0] - steps[2]) / (steps[0] - steps[1]) == pytest.approx(1.5, rel=1e-9)
+
+
+def test_the_bound_takes_the_pipeline_schedule():
+    """count's bound runs a step's m micro-batches through the p stages as the schedule does: m + p - 1
+    stage-times under 1F1B, m + (p-1)/v interleaved over v chunks (Narayanan et al. 2021, sec. 2.2.2), never
+    under p (one micro-batch's own way). It counted m + p - 1 whatever the schedule, so the expected time,
+    never below the bound, stood on 1F1B's. By hand, with interleaved hand-offs the same at any m and v
+    (2(p-1)): 8 more micro-batches add 8 stage-times S, and v = 2 -> 4 saves (p-1)(1/2 - 1/4) S = 3/4 S at
+    p = 4; a lone micro-batch takes p stage-times, as under 1F1B."""
+    run = dict(gpu="h100-sxm", tp=8, pp=4, seq=4096, schedule="interleaved")
+    bound = {(m, v): _time("llama3.1-70b", **run, micro_batches=m, virtual_stages=v)["training_step_s"]
+             for m, v in ((8, 2), (16, 2), (8, 4), (1, 4))}
+    stage = (bound[16, 2] - bound[8, 2]) / 8
+    assert bound[8, 2] - bound[8, 4] == pytest.approx(3 / 4 * stage, rel=1e-9)
+    one = _time("llama3.1-70b", **{**run, "schedule": "1f1b"}, micro_batches=1)
+    assert bound[1, 4] == pytest.approx(one["training_step_s"], rel=1e-12)
+    assert _time("llama3.1-70b", **run, micro_batches=8, virtual_stages=4)["expected"]["training_step_s"] > bound[8, 4]
 
 
 def test_fp8_training_runs_against_the_fp8_peak():

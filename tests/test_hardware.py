@@ -255,6 +255,10 @@ def test_cli_count_json_has_time(cli):
     (["count", "llama3.1-8b", "--gpu", "h100"], "symllm: error: gpu: unknown 'h100' (known: h200, h100-sxm, "),
     (["count", "llama3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--json"],
      "symllm: error: dtype: a100-80gb has no fp8 tensor cores"),
+    # the option that asked for fp8 matmuls is the one named, whole within the 100 columns (it said "dtype" and
+    # was cut short: "... (its datasheet lists none); use...")
+    (["count", "llama3.1-8b", "--gpu", "a100-80gb", "--compute-dtype", "fp8"],
+     "symllm: error: compute_dtype: a100-80gb has no fp8 tensor cores; use bf16 or fp16\n"),
     (["derive", "--quantity", "ridge", "--gpu", "tpu"], "symllm: error: gpu: unknown 'tpu'"),
 ])
 def test_cli_errors_are_one_line(cli, argv, start):
@@ -378,6 +382,20 @@ def test_report_has_one_training_verdict_per_layout():
         assert f"a training step **{'fits' if fits else 'does not fit'}**" in md
         verdicts.append(fits)
     assert verdicts == [True, False]  # both verdicts are shown
+
+
+def test_report_gives_a_token_budget_bound_and_expected():
+    """A report's row for --tokens gives the days, GPU-hours and cost as a bound and as expected (it gave the
+    bound alone): by hand, D tokens at the expected tokens/s per GPU on one GPU take D / that seconds, an
+    hour's price each GPU-hour."""
+    from symllm.present import rendered
+    D, price = 10 ** 9, 2
+    md = rendered.report("llama3.2-1b", fmt="markdown", gpu="h100-sxm", seq=4096, tokens=D, price=price)
+    e = symllm.workload("llama3.2-1b", gpu="h100-sxm", seq=4096)["time"]["expected"]
+    seconds = D / e["training_tokens_per_s_per_gpu"]
+    row = next(line for line in md.splitlines() if line.startswith(f"| {D:,} training tokens |"))
+    assert row.endswith(f"; expected {seconds / 86400:,.2f} days, {seconds / 3600:,.0f} GPU-hours, "
+                        f"cost {seconds / 3600 * price:,.2f} |")
 
 
 def test_training_time_tokens_and_cost_by_hand():

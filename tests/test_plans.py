@@ -344,3 +344,40 @@ def test_cli_plan_trains_lora(cli):
         lora = symllm.workload("llama2-7b", seq=1024, batch=batch, lora_rank=16, qlora=True)["memory"]
         peaks = {row["peak"] for row in got["rows"] if not row["recompute"] and row["batch"] == batch}
         assert peaks == {lora["lora_total"]} and lora["lora_total"] < lora["full_finetune_peak"]
+
+
+def test_plan_days_for_a_token_budget_are_bound_and_expected(cli):
+    """plan --tokens gives each row's days as a bound and as expected, as count does: by hand, a budget of D
+    tokens at the row's expected tokens/s per GPU on G GPUs takes D / (tokens/s x G) seconds, G times that in
+    GPU-seconds, priced a GPU-hour; count at the row's layout prints the same expected days."""
+    D, price = 10 ** 12, 2
+    p = plans.plan("llama3.1-8b", 8, "h100-sxm", training=True, seq=8192, tokens=D, price=price)
+    row = p.rows[0]
+    e = row["expected"]
+    seconds = D / (e["training_tokens_per_s_per_gpu"] * 8)
+    assert math.isclose(e["training_s"], seconds, rel_tol=1e-9)
+    assert math.isclose(e["gpu_hours"], seconds * 8 / 3600, rel_tol=1e-9)
+    assert math.isclose(e["cost"], seconds * 8 / 3600 * price, rel_tol=1e-9)
+    assert e["training_s"] > row["training_s"]  # expected, at measured efficiencies, is over the bound
+    out = cli(["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--seq", "8192", "--tokens", "1T",
+               "--top", "1"]).out.splitlines()
+    head = next(line for line in out if line.startswith("#  "))
+    first = next(line for line in out if line.startswith("1 ")).split()
+    assert head.split()[-2:] == ["days", "exp."]
+    assert first[-2:] == [f"{row['training_s'] / 86400:,.1f}", f"{seconds / 86400:,.1f}"]
+    assert "over the GPUs' dense peak of the matmuls' dtype" in " ".join(out)
+    layout = ["--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp", str(row["dp"]), "--zero", str(row["zero"])]
+    count = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "8192", "--tokens", "1T", *layout]).out
+    line = next(x for x in count.splitlines() if x.startswith("1,000,000,000,000 tokens"))
+    assert line.split()[4] == f"{seconds / 86400:,.2f}"
+
+
+def test_plan_times_the_interleaved_schedule_as_count_does():
+    """plan --schedule interleaved: its pipeline rows' bounds (m + (p-1)/v stage-times, at least p) and expected
+    times are workload()'s at their layouts, as the 1F1B rows are."""
+    opts = {"gpu": "h100-sxm", "seq": 4096, "schedule": "interleaved"}
+    p = plans.plan("llama3.1-8b", 16, training=True, global_batch=32, **opts)
+    piped = [r for r in p.rows[:plans.EXPECTED_ROWS] if r["pp"] > 1] or [r for r in p.rows if r["pp"] > 1][:2]
+    assert piped
+    for row in piped[:2]:
+        _check_row("llama3.1-8b", row, opts, True)

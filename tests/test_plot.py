@@ -148,6 +148,8 @@ def test_roofline_points_lie_on_the_roof():
         assert point.get_xdata()[0] == bound.get_xdata()[0]
         assert point.get_ydata()[0] * 1e12 == pytest.approx(flops / e[key], rel=1e-9)
         assert point.get_ydata()[0] < bound.get_ydata()[0]
+        # each labelled as what it is (the bound's points said only "prefill" and "decode step")
+        assert bound.get_label().endswith(", bound") and point.get_label().endswith(", expected (vllm)")
     with pytest.raises(symllm.SymllmError, match="^gpu: a roofline is for one GPU"):
         plots.roofline("llama3.2-1b", "h100-sxm", tp=2)
 

@@ -20,9 +20,9 @@ from symllm.costs.formats import check_format
 
 ROWS = json.loads((Path(__file__).parent / "data" / "published_runs.json").read_text())["rows"]
 
-#: engines the table names under another name: NVIDIA NIM runs TensorRT-LLM; gpt-fast is plain PyTorch with
-#: torch.compile and CUDA graphs; Meta's Llama 3 training stack is 4D-parallel like Megatron
-ENGINE = {"nim": "trtllm", "gpt-fast": "torch", "meta-internal": "megatron"}
+#: engines the table names under another name: NVIDIA NIM runs TensorRT-LLM; Meta's Llama 3 training stack is
+#: 4D-parallel like Megatron (gpt-fast is its own engine: the torch engine's figures, its own tensor-parallel layout)
+ENGINE = {"nim": "trtllm", "meta-internal": "megatron"}
 
 
 #: vLLM v0.2.6's release (2023-12-17): the first with CUDA graphs; a vLLM build dated before it ran eagerly

@@ -302,6 +302,26 @@ def test_trtllm_takes_its_fraction_of_the_free_memory():
                                                  - t["non_torch"]) < 4 * 2 ** 30
 
 
+def test_count_labels_the_memory_rows_by_the_engines_rule(cli):
+    """count --serve --engine trtllm: its first row is what TensorRT-LLM's fraction leaves usable, the card's
+    79.18 GiB less 0.1 of what weights, activations and non-torch memory leave (it was labelled "GPU memory x
+    0.9", which is 71.26 GiB, beside 73.01); the rows below it still add up to the KV cache, by hand. The row
+    names the engine whose defaults are taken where it is not vLLM."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve"]
+    out = cli(base + ["--engine", "trtllm"]).out.splitlines()
+    at = next(i for i, line in enumerate(out) if line.startswith("serving ("))
+    gib = {line[:29].strip(): float(line[29:46].split()[0]) for line in out[at + 2:at + 7]}
+    first, weights, act, other, kv = gib.values()
+    assert list(gib)[0] == "GPU memory - 0.1 x free"
+    assert out[at + 2].endswith("h100-sxm, trtllm's defaults; KV: 0.9 of the free")
+    card = 85_017_493_504 / 2 ** 30  # the H100 SXM's memory as the driver reports it (gpus.json's usable)
+    assert first == pytest.approx(card - 0.1 * (card - weights - act - other / 1024), abs=0.01)
+    assert kv == pytest.approx(first - weights - act - other / 1024, abs=0.02)
+    vllm = cli(base).out.splitlines()
+    assert any(line.startswith("serving (vLLM paged KV cache)") for line in vllm)
+    assert any(line.startswith("GPU memory x 0.9 ") and "71.26 GiB" in line for line in vllm)
+
+
 @pytest.mark.parametrize("model,params,gpu,tp,expected", [
     # tensorrt_llm/bench/build/tuning.py (calc_engine_setting, finetune_setting), fp8 weights and KV (1 byte each):
     # Llama 3.3 70B, TP2 on H100s: (2 x 85,017,493,504 - 70,553,706,496) x 0.95 / (2 x 80 x 8 x 128 x 2,000)

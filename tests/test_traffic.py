@@ -102,6 +102,33 @@ def test_request_rate_is_littles_law():
     assert under_load("llama3.1-8b", **RUN, request_rate=10 ** 6)["saturated"]
 
 
+def test_a_rate_it_serves_is_what_finishes():
+    """In a steady state whose queue does not grow, requests finish as fast as they arrive (flow conservation,
+    the premise of Little's law): at 3 requests a second of 200 tokens each, 3 requests and 3 x 200 = 600 output
+    tokens a second, whatever the whole sequences running could serve (6 of them: 3.14 requests a second, printed at a
+    rate of 3). Past saturation the queue grows each second by what arrives less what finishes, so no time to a
+    first token is steady (None, "unbounded" in count) and the throughput is the most the running sequences
+    serve (the concurrency past the KV cache's, by hand: the same output tokens/s)."""
+    r = under_load("llama3.1-8b", **RUN, request_rate=3)
+    assert not r["saturated"] and r["requests_per_s"] == 3 and r["output_tokens_per_s"] == 600
+    over = under_load("llama3.1-8b", **RUN, request_rate=10 ** 6)
+    full = under_load("llama3.1-8b", **RUN, concurrency=10 ** 6)
+    assert over["ttft_s"] is None and over["e2e_s"] is None and over["itl_s"] == full["itl_s"]
+    assert over["output_tokens_per_s"] == pytest.approx(full["output_tokens_per_s"], rel=1e-12)
+    assert over["output_tokens_per_s"] < 10 ** 6 * 200
+
+
+def test_an_unserved_rate_prints_no_first_token_time(cli):
+    """count at a rate past saturation says the time to a first token is unbounded, not the running ones'."""
+    out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
+               "--request-rate", "1e6"]).out
+    line = [x for x in out.splitlines() if x.startswith("time to first token")][0]
+    assert line.split()[4:] == ["unbounded", "prompt", "2,000", "tokens;", "the", "queue", "grows"]
+    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--request-rate", "2"])
+    assert r.code == 2 and r.err == "symllm: error: request_rate: serving under load applies to --serve (got 2 " \
+        "without it)\n"
+
+
 @pytest.mark.parametrize("options, message", [
     ({"concurrency": 4, "gen": 0}, r"^gen: serving under load needs"),
     ({}, r"^concurrency: give the concurrency or the request rate"),
@@ -120,7 +147,8 @@ def test_cli_under_load(cli):
              "--concurrency", "8"])
     assert r.code == 0 and "under load (expected, vllm)" in r.out and "inter-token latency" in r.out
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--concurrency", "8"])
-    assert r.code == 2 and r.err.strip().endswith("concurrency: serving under load applies to --serve")
+    assert r.code == 2 and r.err.strip().endswith("concurrency: serving under load applies to --serve (got 8 "
+                                                  "without it)")
 
 
 def test_max_num_seqs_on_the_cli(cli):

@@ -61,9 +61,9 @@ WINDOWS = (None, "sliding", "chunked")
 #: symllm.arch.components: the engine lays it out otherwise than transformers' tp plan, the part's ``split``), as a
 #: workload's ``--engine`` names them; the workload's shape holds its engine only when it is one of these. SGLang
 #: is not one yet: its DeepSeek-V4 attention splits as vLLM's (docs/parallel.md) but its shared expert's split was
-#: not read at a DeepSeek-V4 commit. MLC LLM keeps the embedding and lm_head whole on every rank (its October 2023
-#: multi-GPU path: symllm.arch.components.embeddings)
-LAYOUT_ENGINES = ("vllm", "mlc")
+#: not read at a DeepSeek-V4 commit. MLC LLM, gpt-fast and lmdeploy's TurboMind lay the vocabulary's parts out their
+#: own ways (symllm.arch.components.embeddings.VOCABULARY)
+LAYOUT_ENGINES = ("vllm", "mlc", "gpt-fast", "lmdeploy")
 
 
 def layout_engine(engine: str | None) -> str | None:

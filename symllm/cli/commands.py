@@ -63,6 +63,16 @@ def _given(args, names=Workload.names()) -> dict:
     return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
 
 
+def _warn_untimed(given: dict, timed: bool, needs: str = "--gpu") -> None:
+    """A warning for what prints nothing: ``--tokens`` where no training step is timed (``timed``: without
+    ``needs``), and ``--price`` without the ``--tokens`` whose GPU-hours it prices."""
+    lacks = {"tokens": [] if timed else [needs],
+             "price": ([] if "tokens" in given else ["--tokens"]) + ([] if timed else [needs])}
+    for k, missing in lacks.items():
+        if k in given and missing:
+            print(f"symllm: warning: --{k} does not apply without {' and '.join(missing)} (ignored)", file=sys.stderr)
+
+
 #: the types a Workload field's annotation may name (its annotations are strings: ``from __future__ import
 #: annotations``); resolving them here spares a count the import of ``typing``
 
@@ -111,6 +121,7 @@ def cmd_count(args) -> int:
     args.model = args.model[0]
     config = _load(args)
     given = _given(args)
+    _warn_untimed(given, bool({"gpu", "gpu_memory"} & set(given)))
     ckpt = _checkpoint(args)
     if not (given or args.json or args.serve):  # only the parameters: kernels read back (symllm.studies.quick)
         return _count(args, config, given, ckpt)
@@ -164,7 +175,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     if serve and not args.serve:
         raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
     if not args.serve and (args.concurrency is not None or args.request_rate is not None):
-        raise SymllmError("concurrency: serving under load applies to --serve")
+        load = "concurrency" if args.concurrency is not None else "request_rate"
+        raise SymllmError(f"{load}: serving under load applies to --serve (got {getattr(args, load):g} without it)")
     if args.serve:  # what serving refuses from the options alone, refused before any workload is computed
         from symllm.costs import serving
         if "non_torch" in serve:
@@ -279,6 +291,7 @@ def cmd_plan(args) -> int:
     given = _given(args, [n for n in Workload.names() if n not in PLAN_ENUMERATES])
     if args.top is not None and args.top < 1:
         raise SymllmError(f"top: expected a positive integer, got {args.top}")
+    _warn_untimed(given, args.train, "--train")  # serving plans time no token budget
     result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
                         concurrency=args.concurrency, **given)
     if args.json:
@@ -360,8 +373,10 @@ def _uses(quantities) -> tuple:
 
 def cmd_report(args) -> int:
     from symllm.present import rendered  # a report rendered before is read back: no formula built, no jinja2 (start-up)
+    given = _workload(args)
+    _warn_untimed(given, bool({"gpu", "gpu_memory"} & set(given)))
     _emit(rendered.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
-                          vocab_size=args.vocab_size, **_render_opts(args), **_workload(args)), args)
+                          vocab_size=args.vocab_size, **_render_opts(args), **given), args)
     return 0
 
 

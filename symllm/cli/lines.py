@@ -98,14 +98,15 @@ def plan_lines(p, top: int) -> list[str]:
                                    f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
                                    _g(r["step_s"]), _g(e["training_step_s"]) if e else "-",
                                    _f(r["mfu"], ".1%"), _f(e["mfu"], ".1%") if e else "-"]
-                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}"] if "training_s" in r else []))
+                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}",
+                                 _f(e["training_s"] / 86400, ",.1f") if e else "-"] if "training_s" in r else []))
             else:
                 rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
                                    _g(e["decode_token_s"] * 1000) if e else "-", _f(r["tokens_per_s"], ",.0f"),
                                    _f(e["tokens_per_s"], ",.0f") if e else "-"])
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
         head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
-                 + (["days"] if "training_s" in p.rows[0] else []) if p.training
+                 + (["days", "exp."] if "training_s" in p.rows[0] else []) if p.training
                  else ["batch", "peak/GPU", "decode ms", "exp. ms", "tokens/s", "exp."])
         text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
         out += ["", _table(rows, tuple(head), text_columns=text)]
@@ -118,7 +119,10 @@ def plan_lines(p, top: int) -> list[str]:
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                      "measured efficiencies, docs/efficiency.md) for the best rows; "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
-                        "another (micro x acc), then reduces gradients once." if p.training
+                        "another (micro x acc), then reduces gradients once; MFU: model FLOPs a second over the "
+                        "GPUs' dense peak of the matmuls' dtype" + (", days: what --tokens take" if "training_s" in
+                                                                    (p.rows or [{}])[0] else "") + "."
+                        if p.training
                         else "tokens/s = replicas x batch / decode step.")))
     return out
 
@@ -137,9 +141,15 @@ def _running_limit(x: dict) -> str:
 
 
 def serve_lines(r: dict) -> str:
-    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here)."""
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here): vLLM's
+    accounting, the engine whose defaults it takes where that is not vLLM, and the usable memory by the engine's
+    rule (``kv_of_free``: TensorRT-LLM's fraction of what weights and activations leave)."""
+    util = f"{float(r['gpu_memory_utilization']):g}"
     per = ([f"tp {r['tp']}"] if r["tp"] > 1 else []) + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else [])
-    rows = [(f"GPU memory x {float(r['gpu_memory_utilization']):g}", human_bytes(r["usable"]), f"{r['gpu']}"),
+    rows = [(f"GPU memory - {1 - float(r['gpu_memory_utilization']):g} x free" if r["kv_of_free"]
+             else f"GPU memory x {util}", human_bytes(r["usable"]),
+             f"{r['gpu']}" + ("" if r["engine"].startswith("vllm") else f", {r['engine']}'s defaults")
+             + (f"; KV: {util} of the free" if r["kv_of_free"] else "")),
             ("- weights", human_bytes(r["weights"]), "per GPU" + (f" ({', '.join(per)})" if per else "")),
             ("- activation peak", human_bytes(r["activation_peak"]),
              (f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows (estimate)"
@@ -156,12 +166,13 @@ def serve_lines(r: dict) -> str:
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
              "fits" if r["fits"] else "one request does not fit")]
-    out = _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2))
+    out = _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2), wrap=2)
     if "load" in r:
         x = r["load"]
         at = f"{x['running']:,} running" + (f", {x['queued']:,} queued" if x["queued"] else "")
         rows = [("concurrency", f"{x['concurrency']:,}", at + (" (saturated)" if x["saturated"] else "")),
-                ("time to first token", f"{_g(x['ttft_s'])} s", f"prompt {x['seq']:,} tokens"),
+                ("time to first token", "unbounded" if x["ttft_s"] is None else f"{_g(x['ttft_s'])} s",
+                 f"prompt {x['seq']:,} tokens" + ("; the queue grows" if x["ttft_s"] is None else "")),
                 ("inter-token latency", f"{_g(x['itl_s'] * 1000)} ms", f"{x['gen']:,} tokens generated"),
                 ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"),
                  f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
@@ -199,7 +210,9 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
         rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
     if t["training_fits"]:
         rows += [("training step", f"{_g(t['training_step_s'])} s", f"{_g(e['training_step_s'])} s",
-                  f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"),
+                  f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"
+                  + (f", HFU {_f(e['hfu'], '.1%')} expected," if e["hfu"] != e["mfu"] else "")
+                  + f" of {t['gpus']} x {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}"),
                  ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"),
                   _f(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
                   f"{_f(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]

@@ -348,10 +348,11 @@ def _count_args(p) -> None:
                    help="DeepSeek-V4's indexer key cache (vLLM 0.33.0's indexer_kv_dtype; default fp8; mxfp4: "
                         "b200, gb200)")
     s.add_argument("--concurrency", type=int, default=None, metavar="C",
-                   help="under load: C requests at a time of --seq prompt and --gen output tokens: TTFT, ITL, "
-                        "output tokens/s (symllm.costs.traffic)")
+                   help="with --serve, under load: C requests at a time of --seq prompt and --gen output tokens: "
+                        "TTFT, ITL, output tokens/s (symllm.costs.traffic)")
     s.add_argument("--request-rate", type=float, default=None, metavar="R",
-                   help="under load: R requests a second (instead of --concurrency)")
+                   help="with --serve, under load: R requests a second (instead of --concurrency; the output "
+                        "tokens/s are R x --gen until it saturates)")
     p.set_defaults(func=cmd_count)
 
 

@@ -27,7 +27,7 @@ core peaks): refused with one line.
 >>> peak_flops("a100-80gb", "fp8")
 Traceback (most recent call last):
 ...
-symllm.errors.SymllmError: dtype: a100-80gb has no fp8 tensor cores (its datasheet lists none); use bf16 or fp16
+symllm.errors.SymllmError: dtype: a100-80gb has no fp8 tensor cores; use bf16 or fp16
 """
 from __future__ import annotations
 
@@ -107,15 +107,22 @@ class GPU:
         """
         return self.reported if self.reported is not None else self.memory
 
-    def peak(self, dtype: str) -> int:
-        """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8)."""
+    def peak(self, dtype: str, field: str = "dtype") -> int:
+        """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8); a refusal names ``field``, the option
+        that chose it (``compute_dtype`` where that was given).
+
+        >>> gpu("a100-80gb").peak("fp8", "compute_dtype")
+        Traceback (most recent call last):
+        ...
+        symllm.errors.SymllmError: compute_dtype: a100-80gb has no fp8 tensor cores; use bf16 or fp16
+        """
         if dtype not in ("bf16", "fp16", "fp8"):
-            raise SymllmError(f"dtype: roofline time needs bf16, fp16 or fp8 matmuls (tensor-core peaks), "
+            raise SymllmError(f"{field}: roofline time needs bf16, fp16 or fp8 matmuls (tensor-core peaks), "
                               f"got {short(dtype, 12)}")
         value = getattr(self, dtype)
         if value is None:
             other = "fp16" if self.fp16 is not None and dtype != "fp16" else "bf16"
-            raise SymllmError(f"dtype: {self.name} has no {dtype} tensor cores (its datasheet lists none); "
+            raise SymllmError(f"{field}: {self.name} has no {dtype} tensor cores; "
                               f"use {'bf16 or fp16' if self.bf16 and self.fp16 else other}")
         return value
 

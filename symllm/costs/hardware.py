@@ -40,7 +40,7 @@ from symllm.arch.dtypes import BF16, FP32
 from symllm.costs import accelerators
 # a time: a float, exact past a float's range
 from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds
-from symllm.costs.schedules import handoffs
+from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.utilisation import of_peak
 from symllm.errors import SymllmError
 
@@ -324,7 +324,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     * ``tokens_per_s``: ``N_d·b / decode_token_s`` (``N_d`` replicas), at context ``t``;
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
-    * training: ``training_step_s``: ``(m + N_p - 1)`` × (the busiest stage's training FLOPs / P + its tensor-
+    * training: ``training_step_s``: ``(m + N_p - 1)`` (interleaved over ``v`` chunks a stage:
+      ``m + (N_p - 1)/v``) × (the busiest stage's training FLOPs / P + its tensor-
       and expert-parallel bytes sent / their link's bandwidth) + the pipeline's hand-offs (each micro-batch's,
       :func:`symllm.costs.schedules.handoffs`) + the data-parallel gradient traffic (``comm``'s ``dp``, once a step),
       ``m`` (``micro_batches``) micro-batches of ``b`` sequences per data-parallel rank,
@@ -463,12 +464,14 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["compute_bound_batch"] = (max(1, math.ceil(ev("crossing"))) if "crossing" in ev  # a layout: not asked
                                   and ev("crossing.denominator") > 0 else None)
     # training: one step of m micro-batches of b sequences per data-parallel rank; the pipeline's last
-    # micro-batch leaves the first stage after m stage-times and the last after m + N_p - 1; each micro-batch's
-    # activations and gradient cross every boundary (schedules.handoffs: one-way sends, half training_handoff)
+    # micro-batch leaves the first stage after m stage-times and the last after m + N_p - 1 (interleaved over v
+    # chunks a stage, m + (N_p - 1)/v: schedules.bubble); each micro-batch's activations and gradient cross every
+    # boundary (schedules.handoffs: one-way sends, half training_handoff)
     m = work.micro_batches
     worst = max(num(f"{st}training_flops") for st in stages) / peak
     comm = {k.removeprefix("comm."): num(k) for k in ev.forms if k.startswith("comm.")}
-    step = ((m + work.pp - 1) * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
+    stage_runs = m * (1 + bubble(work.pp, m, work.schedule, work.virtual_stages))
+    step = (stage_runs * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
             + over("pp", num("training_handoff")) * Fraction(handoffs(work.pp, m, work.schedule), 2)
             + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m

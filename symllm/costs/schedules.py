@@ -18,14 +18,17 @@ SCHEDULES = ("1f1b", "interleaved")
 
 def bubble(stages: int, micro_batches: int, schedule: str = "1f1b", chunks: int = 2) -> Fraction:
     """The pipeline bubble as a fraction of the ideal step: ``(p-1)/m`` for 1F1B over ``m`` micro-batches
-    (idle time ``(p-1)/(m+p-1)`` of the whole), ``(p-1)/(v·m)`` interleaved over ``v`` chunks a stage.
+    (idle time ``(p-1)/(m+p-1)`` of the whole), ``(p-1)/(v·m)`` interleaved over ``v`` chunks a stage
+    (Narayanan et al. 2021, sec. 2.2.2), but never a step shorter than one micro-batch's own way through the
+    ``p`` stages and back, ``p`` stage-times (``(p-m)/m``: fewer micro-batches than stages leave the chunks
+    nothing to fill the wait with).
 
-    >>> bubble(4, 8), bubble(4, 8, "interleaved"), bubble(1, 1)
-    (Fraction(3, 8), Fraction(3, 16), Fraction(0, 1))
+    >>> bubble(4, 8), bubble(4, 8, "interleaved"), bubble(1, 1), bubble(4, 1, "interleaved", 4)
+    (Fraction(3, 8), Fraction(3, 16), Fraction(0, 1), Fraction(3, 1))
     """
     choice("schedule", schedule, SCHEDULES)
     v = chunks if schedule == "interleaved" else 1
-    return Fraction(stages - 1, v * micro_batches)
+    return max(Fraction(stages - 1, v * micro_batches), Fraction(stages - micro_batches, micro_batches))
 
 
 def handoffs(stages: int, micro_batches: int, schedule: str = "1f1b") -> int:

@@ -313,7 +313,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
     is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
     "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs"}``, bytes per GPU (module docstring), and
+    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs", "engine", "kv_of_free"}``, bytes per GPU (module
+    docstring; ``engine`` the one whose defaults are taken, ``kv_of_free`` whether it reads
+    ``gpu_memory_utilization`` as a share of what weights and activations leave, TensorRT-LLM's rule), and
     ``tp_layout`` where the model names one (:func:`symllm.costs.phases.workload`: the engine's);
     ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
     (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
@@ -394,7 +396,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index
     usable = util * gpu.usable  # the memory the driver reports, where measured
-    if conventions.get("kv_of_free"):  # TensorRT-LLM: the fraction of what weights and activations leave
+    named = {"engine": conventions["name"], "kv_of_free": bool(conventions.get("kv_of_free"))}
+    if named["kv_of_free"]:  # TensorRT-LLM: the fraction of what weights and activations leave
         usable = gpu.usable - (1 - util) * (gpu.usable - weights - activation - non_torch)
     kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
                                                                                           kv_cache_bytes)
@@ -402,7 +405,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
         d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu),
                                indexer=indexer_for(indexer_kv_dtype, gpu.name))
-        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), "gpu": gpu.name,
+        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), **named, "gpu": gpu.name,
                 "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
                 "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
@@ -419,7 +422,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         extra["indexer_bytes_per_token"] = index
     concurrency = Fraction(tokens, context) if not state else max(Fraction(
         kv + sequences * state, ceil(context / block_size) * block_size * per_token + state), Fraction(0))
-    return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), "gpu": gpu.name,
+    return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), **named, "gpu": gpu.name,
             "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
             "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,

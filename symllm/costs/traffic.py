@@ -34,9 +34,11 @@ At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.ser
 KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
 TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.batching.SCHEDULER`) nor, where a prompt runs whole in the
 decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names the limit that binds. At a request rate
-``λ`` the concurrency is Little's ``C = λ · E2E(C)``, solved over ``C``; past ``R / E2E(R)`` the queue grows without
-bound (``saturated``). The **saturation concurrency** is the smallest ``C`` whose output tokens/s reach 95% of those at
-``R``.
+``λ`` the concurrency is Little's ``C = λ · E2E(C)``, solved over ``C`` (the fewest whole sequences running that serve
+``λ``: TTFT and ITL at them), and ``λ`` requests finish a second (``λ · n`` output tokens/s: what arrives leaves); past
+``R / E2E(R)`` the queue, and with it the time to a first token, grows without bound (``saturated``; ``ttft_s`` and
+``e2e_s`` None, the throughput that of ``R`` running). The **saturation concurrency** is the smallest ``C`` whose
+output tokens/s reach 95% of those at ``R``.
 
 >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=1000, gen=1000, concurrency=64)
 >>> r["running"], r["itl_s"] > 0, r["ttft_s"] < r["e2e_s"]
@@ -65,7 +67,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     sequences the engine runs, None: its default, :data:`symllm.costs.batching.SCHEDULER`). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
     "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
-    "engine", "prefill_step", "max_num_seqs"}``: ``kv_sequences`` the requests whose whole context the KV cache
+    "engine", "prefill_step", "max_num_seqs"}`` (``ttft_s`` and ``e2e_s`` None at a rate past saturation: the
+    queue grows without bound): ``kv_sequences`` the requests whose whole context the KV cache
     holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
     the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
     ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`). ``evaluate``:
@@ -75,8 +78,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     (:func:`symllm.costs.parallel.layout`).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
-    >>> r["running"], round(r["requests_per_s"], 2), r["saturated"]  # the fewest running that serve 2 a second
-    (3, 2.95, False)
+    >>> r["running"], r["requests_per_s"], r["saturated"]  # the fewest running that serve 2 a second serve 2
+    (3, 2.0, False)
     """
     from symllm.costs import batching, serving
     from symllm.costs.workloads import Workload
@@ -176,9 +179,14 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     queued = max(0, sent - most)
     wait = Fraction(queued) / point["rate"] if queued else Fraction(0)  # the queue ahead, at the running rate
     knee = _smallest(lambda k: at(k)["rate"] >= SATURATION * top["rate"], 1, most)
-    return {"concurrency": sent, "running": c, "queued": queued, "ttft_s": float(point["ttft"] + wait),
-            "itl_s": float(point["itl"]), "e2e_s": float(point["e2e"] + wait),
-            "output_tokens_per_s": float(point["rate"] * n), "requests_per_s": float(point["rate"]),
+    # what finishes a second: at a rate it serves, what arrives (what comes in goes out; ``c`` running could
+    # serve more); past it, the most it serves while the queue, and so the time to a first token, grows
+    served = rate if concurrency is None and not saturated else point["rate"]
+    unbounded = concurrency is None and saturated
+    return {"concurrency": sent, "running": c, "queued": queued,
+            "ttft_s": None if unbounded else float(point["ttft"] + wait),
+            "itl_s": float(point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
+            "output_tokens_per_s": float(served * n), "requests_per_s": float(served),
             "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
             "saturation_concurrency": knee, "saturated": saturated,
             "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,

@@ -377,7 +377,7 @@ class Workload:
                 raise SymllmError("power_cap: --gpu-flops gives the peak the card runs at; give one or the other")
         accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:
-            accelerator.peak(self.matmul_dtype)
+            accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
             if self.power_cap is not None and accelerator.power_w is None:
                 raise SymllmError(f"power_cap: no rated board power for {self.gpu} (gpus.json power_w)")
         accelerators.network(self.network)

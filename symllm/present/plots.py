@@ -269,7 +269,7 @@ def roofline(config, gpu=None, **workload):
 
     >>> fig = roofline("llama3.2-1b", "h100-sxm", batch=8)
     >>> [line.get_label() for line in fig.axes[0].lines][1:5]
-    ['prefill', 'decode step', 'prefill, expected (vllm)', 'decode step, expected (vllm)']
+    ['prefill, bound', 'decode step, bound', 'prefill, expected (vllm)', 'decode step, expected (vllm)']
     """
     from symllm.costs import phases
     options = _workload_options(workload, ())
@@ -295,7 +295,7 @@ def roofline(config, gpu=None, **workload):
     e = t["expected"]  # the expected times (symllm.costs.efficiency): hollow, below each bound
     for i, ((label, f, _), x) in enumerate(zip(points, intensities)):  # on one GPU: FLOPs / max(F/P, M/B)
         ax.plot([x], [min(peak, x * bandwidth) / 1e12], linestyle="none", marker="o", markersize=7,
-                color=COLOURS[i + 1], label=label)
+                color=COLOURS[i + 1], label=f"{label}, bound")
     for i, ((label, f, _), x) in enumerate(zip(points, intensities)):
         expected = e["prefill_s" if label == "prefill" else "decode_token_s"]
         if expected is None:  # does not fit: not timed (symllm.costs.hardware.blank_unfit)

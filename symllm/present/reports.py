@@ -225,13 +225,15 @@ class Report:
                  ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack")]
         rows += [("training step", f"{t['training_step_s']:.4g} s",
                   f"MFU {t['mfu']:.1%}; expected {e['training_step_s']:.4g} s, MFU {e['mfu']:.1%} "
-                  f"({e['training_engine']})"),
+                  + (f"and HFU {e['hfu']:.1%} " if e["hfu"] != e["mfu"] else "") + f"({e['training_engine']})"),
                  ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
                   f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
                  ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
         if t["training_fits"] and "training_s" in t:
             rows.append((f"{work.tokens:,} training tokens", f"{t['training_s'] / 86400:,.2f} days",
-                         f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")))
+                         f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")
+                         + f"; expected {e['training_s'] / 86400:,.2f} days, {e['gpu_hours']:,.0f} GPU-hours"
+                         + (f", cost {e['cost']:,.2f}" if "cost" in e else "")))
         if t["gpus"] == 1:
             rows.append(("decode compute-bound", f"from batch {first:,}" if first else "never",
                          f"at context {work.context:,}"))

@@ -46,7 +46,7 @@ from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel, stacks
-from symllm.costs.schedules import handoffs
+from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.utilisation import of_peak
 from symllm.costs import phases as costs
 from symllm.costs.workloads import Workload, kv_heads_split, with_stated
@@ -380,10 +380,14 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
             sent = {k: _float(_vector(e, sub, m)) for k, e in forms["comm"].items()}
             # as count's bound: the last of m micro-batches leaves the last stage after m + N_p - 1 stage-times
+            # (interleaved over v chunks a stage, m + (N_p - 1)/v: schedules.bubble)
             stage = worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]
+            runs = [(int(p_), int(a_)) for p_, a_ in zip(pp, cols["accum"][at])]
+            times = np.array([float(a_ * (1 + bubble(p_, a_, work.schedule, work.virtual_stages))) if a_ else 0.0
+                              for p_, a_ in runs])  # (accum 0: dp does not divide the global batch, dropped)
             # each micro-batch's hand-offs (schedules.handoffs' count of one-way sends, half the form's bytes each)
-            sends = np.array([handoffs(int(p_), int(a_), work.schedule) for p_, a_ in zip(pp, cols["accum"][at])])
-            seconds[at] = (cols["accum"][at] + pp - 1) * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
+            sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs])
+            seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
         else:
             tp_on = sub["N_t"] > 1
             worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"],
@@ -438,14 +442,15 @@ EXPECTED_ROWS = 10
 
 def _expected(spc, work: Workload, row: dict, training: bool) -> dict:
     """A plan row's expected times: ``workload()``'s at its layout (its ``time.expected``), training with the
-    row's micro-batches; the keys its table shows."""
+    row's micro-batches; the keys its table shows (with ``--tokens``, their ``training_s``, ``gpu_hours`` and
+    ``cost`` too)."""
     layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "batch": max(1, row["batch"])}
     if training:
         layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"], micro_batches=row["accum"])
     e = costs.workload(spc, work.replace(**layout))["time"]["expected"]
-    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu") if training
-            else ("decode_token_s", "tokens_per_s"))
-    return {k: e[k] for k in keys}
+    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost")
+            if training else ("decode_token_s", "tokens_per_s"))
+    return {k: e[k] for k in keys if k in e}
 
 
 @lru_cache(maxsize=64)

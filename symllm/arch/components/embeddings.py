@@ -7,15 +7,44 @@ from symllm.arch import keeps
 from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules
 from symllm.arch.symbols import b, beta_a, d, d_p, L, s_o, V, V_p
 
-#: the engines that keep the vocabulary's parts whole on every tensor rank, where transformers' plan splits them
-#: (``Rules.engines``): MLC LLM, whose multi-GPU path shards only qkv, o_proj, gate_up and down
-#: (mlc-ai/mlc-llm 8e94910, 2023-10-04, mlc_llm/relax_model/llama.py: ``shard_strategy`` "shard_qkv" at lines 238-239,
-#: "shard_o_proj_k" 266-267, "shard_gate_up" and "shard_mlp_k" 155-158; ``self.embed_tokens = Embedding(vocab_size_var,
-#: ...)`` at 538 and ``self.lm_head = Linear(config.hidden_size, vocab_size_var, ...)`` at 612 set none, and
-#: mlc_llm/relax_model/commons.py's ``create_shard_info_func`` passes a parameter without one, line 85-86, so every
-#: rank loads it whole; each rank looks its tokens up after ``ccl.broadcast_from_worker0(inputs)``, llama.py 570-571,
-#: and computes every logit)
-WHOLE_VOCABULARY = (("mlc", "replicated"),)
+#: how each engine lays the vocabulary's parts out under tensor parallelism where that is not the parts' own split
+#: (the embedding's "vocab", all-reduced, and the lm_head's "column", its logits gathered: vLLM's and SGLang's
+#: ``VocabParallelEmbedding`` and ``ParallelLMHead``, TensorRT-LLM's PyTorch backend, Megatron's and torchtitan's):
+#: engine -> (the embedding's split, the lm_head's split), each read in the engine's code (``Rules.engines``; every
+#: name one of symllm.arch.layers.LAYOUT_ENGINES; docs/parallel.md says what each runs). "replicated": every rank
+#: holds the whole table, a whole embedding looks its tokens up with no all-reduce, a whole head computes every logit
+#: with no gather.
+VOCABULARY = {
+    # MLC LLM's multi-GPU path shards only qkv, o_proj, gate_up and down (mlc-ai/mlc-llm 8e94910, 2023-10-04,
+    # mlc_llm/relax_model/llama.py: ``shard_strategy`` "shard_qkv" at lines 238-239, "shard_o_proj_k" 266-267,
+    # "shard_gate_up" and "shard_mlp_k" 155-158; ``self.embed_tokens = Embedding(vocab_size_var, ...)`` at 538 and
+    # ``self.lm_head = Linear(config.hidden_size, vocab_size_var, ...)`` at 612 set none, and
+    # mlc_llm/relax_model/commons.py's ``create_shard_info_func`` passes a parameter without one, line 85-86, so
+    # every rank loads it whole; each rank looks its tokens up after ``ccl.broadcast_from_worker0(inputs)``,
+    # llama.py 570-571, and computes every logit)
+    "mlc": ("replicated", "replicated"),
+    # gpt-fast's tp.py shards only attention's wqkv and wo and the feed-forward's w1, w3 and w2, all-reducing the
+    # outputs of attention and the feed-forward (``_apply_tp_attn``, ``_apply_tp_ffn``, ``apply_tp``: the same at
+    # pytorch-labs/gpt-fast c5d3454, 2023-12-16, the commit of the README's tensor-parallel table, at 141c69e,
+    # 2024-05-06, and at c62c8f1, 2024-03-12, tp.py's last change); model.py's ``self.tok_embeddings =
+    # nn.Embedding(config.vocab_size, config.dim)`` and ``self.output = nn.Linear(config.dim, config.vocab_size)``
+    # stay whole on every rank, which looks its tokens up and computes every logit
+    "gpt-fast": ("replicated", "replicated"),
+    # lmdeploy's TurboMind at v0.1.0 (InternLM/lmdeploy 477f2db8a, 2023-12-18; the same at 379a2d5a6, 2023-12-25, the
+    # benchmark page the rows cite, and at v0.2.0): LlamaWeight.cc allocates and loads
+    # ``tok_embeddings.weight`` whole (vocab_size_padded x hidden_units) on every rank, and LlamaV2::embeddingLookup
+    # reads it with no collective; LlamaV2::postDecodeEmbedding multiplies each rank's vocab_size_padded / tp rows
+    # of ``output.weight`` (its offset ``tensor_para_.rank_ * local_vocab_size * hidden_units_``) and
+    # ``ftNcclAllGather``s the logits: the head split by the vocabulary as computed, though every rank holds its
+    # whole table (3/4 of V·d more weights a rank at TP 4 than symllm's per-GPU weights count)
+    "lmdeploy": ("replicated", "column"),
+}
+
+
+def _engines(part: int, split: str) -> tuple[tuple[str, str], ...]:
+    """``Rules.engines`` of a vocabulary part (``part`` 0 the embedding, 1 the lm_head, whose own split is
+    ``split``): the engines of :data:`VOCABULARY` that lay it out otherwise."""
+    return tuple((name, splits[part]) for name, splits in VOCABULARY.items() if splits[part] != split)
 
 
 def embedding(*, scale: bool = False) -> Component:
@@ -30,9 +59,9 @@ def embedding(*, scale: bool = False) -> Component:
     _switches(scale=scale)
     out = Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
-                    # VocabParallelEmbedding; whole under MLC
+                    # VocabParallelEmbedding; whole under the engines VOCABULARY names
                     rules=Rules("vocab", lora=(), weight="embedding", stacks=keeps.hf_rules(keeps.embedding),
-                                hf="model.embed_tokens", gguf="token_embd", engines=WHOLE_VOCABULARY))
+                                hf="model.embed_tokens", gguf="token_embd", engines=_engines(0, "vocab")))
     if not scale:
         return out
     return out.replace(elementwise=ELEMENTWISE["scale"] * _T * d,
@@ -63,10 +92,10 @@ def lm_head(*, tied: bool = False, softcap: bool = False, scale: bool = False) -
     """
     _switches(tied=tied, softcap=softcap, scale=scale)
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
-    # keeps the output embedding out of bitsandbytes' quantization; whole under MLC
+    # keeps the output embedding out of bitsandbytes' quantization; as VOCABULARY says under an engine
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
                  rules=Rules("column", lora=(), weight="head", stacks=keeps.hf_rules(keeps.lm_head), hf="lm_head",
-                             gguf="output", engines=WHOLE_VOCABULARY))
+                             gguf="output", engines=_engines(1, "column")))
     rows = b * s_o  # the positions whose logits are computed (hidden_states[:, -logits_to_keep:, :])
     # saves its input (training: every position); the logits are live
     out = out.replace(flops=matmul(rows, d, V), saved=beta_a * _T * d, live=(rows * V,))
