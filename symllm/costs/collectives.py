@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from symllm.costs.figures import data, fraction as _x
 
-__all__ = ["SAVED_COLLECTIVES", "forward_runs", "ring", "summed", "reduced_sublayers", "step_collectives",
+__all__ = ["SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers", "step_collectives",
            "LOSS_STATISTICS", "training_collectives", "training_tp_bytes", "collective", "allreduce_s", "alltoall_s",
            "ray_step_s", "step_host_s"]
 
@@ -40,23 +40,6 @@ def forward_runs(collective: str, recompute) -> int:
     """
     full = recompute is True or recompute == "full"
     return 2 if full or (recompute == "op" and collective not in SAVED_COLLECTIVES) else 1
-
-
-def ring(full, n):
-    """Whole bytes the busiest of ``n`` ranks sends in a ring all-gather or reduce-scatter of a
-    ``full``-byte tensor: ``n - 1`` of the ``n`` chunks, the smallest (``⌊full/n⌋``) stays, so
-    ``full - ⌊full/n⌋``, written ``⌈(n-1)·full/n⌉`` (the same for whole ``full``; ``(n-1)/n·full``
-    when ``n`` divides it); an all-reduce sends twice this.
-
-    >>> import sympy as sp
-    >>> from symllm.arch.symbols import b, N_d
-    >>> ring(b, N_d)
-    ceiling(b*(N_d - 1)/N_d)
-    >>> ring(sp.Integer(10), 3), ring(sp.Integer(12), 3), ring(sp.Integer(10), 1)   # chunks 4, 3, 3; 4, 4, 4
-    (7, 8, 0)
-    """
-    from symllm.costs.zero import share
-    return share((n - 1) * full, n)
 
 
 def summed(comp, split_experts: bool = True) -> bool:
@@ -220,7 +203,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
 def training_tp_bytes(count: dict):
     """Whole bytes one GPU sends in a training micro-batch's tensor-parallel collectives ``count``
     (:func:`training_collectives`): each all-gather or reduce-scatter of the residual stream its ring share
-    (:func:`ring`), an all-reduce twice that, and the loss's all-reduces of ``b·s``
+    (:func:`symllm.costs.rings.ring`), an all-reduce twice that, and the loss's all-reduces of ``b·s``
     statistics.
 
     >>> training_tp_bytes({"all_reduce": 1, "all_gather": 0, "reduce_scatter": 0, "loss": 0})
@@ -228,6 +211,7 @@ def training_tp_bytes(count: dict):
     """
     from symllm.arch import symbols as S
     from symllm.arch.components import STAT_BYTES
+    from symllm.costs.rings import ring
 
     residual = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
     return ((2 * count["all_reduce"] + count["all_gather"] + count["reduce_scatter"]) * residual

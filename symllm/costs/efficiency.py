@@ -499,7 +499,11 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the optimizer's update of the rank's share and FSDP2's copy-outs of each gathered layer (twice a round
     # where FSDP reshards after forward, once a step through a pipeline), on the compute stream
     gathers = (2 * dp_calls if fsdp else 1) if work.zero_stage == 3 and work.dp > 1 else 0
-    owned = parts.get("trainable") or parts["params"]
+    # those it trains: the parameters (LoRA's adapters) that get a gradient where some do not (AdamW and the clip skip
+    # a None .grad), else LoRA's adapters or every parameter
+    owned = parts.get("trained")
+    if owned is None:
+        owned = parts.get("trainable") or parts["params"]
     # (ZeRO 1 and up shard the optimizer states over the data-parallel ranks: symllm.costs.zero.sharded)
     passes_s = step_passes_s(train, shard=owned / work.dp if work.zero_stage >= 1 else owned,
                              params=parts["params"], gathers=gathers, rate=passes)

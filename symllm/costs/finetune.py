@@ -137,15 +137,23 @@ def adapt(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> C
     return out
 
 
-def trainable(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora) -> sp.Expr:
+def trainable(mdl: Component, targets: str = "wq,wv", rank: sp.Expr = S.r_lora, graded: bool = False) -> sp.Expr:
     """Trainable parameters of LoRA on ``mdl``: ``r·(fan_in + fan_out)`` per adapted linear, times its
-    repeats (the blocks): what the adapters add to the model's total.
+    repeats (the blocks): what the adapters add to the model's total (PEFT's count); ``graded``: those that get a
+    gradient, an adapter under a part that runs forward only left out (:meth:`Component.trained`): what gets
+    optimizer state and the optimizer's update.
 
-    >>> from symllm.arch.components import model
+    >>> from symllm.arch.components import latent_attention, model
     >>> sp.factor(trainable(model(), "wq,wk,wv,wo", 16))
     32*L*(2*d + d_h*n_h + d_h*n_kv)
+    >>> a = latent_attention(sparse=True)  # the indexer's weights_proj: adapted, but no gradient reaches it
+    >>> trainable(a, "weights_proj", 1), trainable(a, "weights_proj", 1, graded=True)
+    (d + n_I, 0)
     """
-    return sp.expand(adapt(mdl, targets, rank).total("params") - mdl.total("params"))
+    adapted = adapt(mdl, targets, rank)
+    if graded:
+        adapted, mdl = adapted.trained(), mdl.trained()
+    return sp.expand(adapted.total("params") - mdl.total("params"))
 
 
 def _linears(c: Component, times: sp.Expr = sp.S.One):
@@ -186,8 +194,7 @@ def memory(mdl: Component, targets: str = "wq,wv", *, qlora: bool = False, recom
     2*d
     """
     n_trainable = trainable(mdl, targets, rank)
-    # an adapter under a part that runs forward only gets no gradient, so no optimizer state (Component.trained)
-    n_graded = sp.expand(adapt(mdl, targets, rank).trained().total("params") - mdl.trained().total("params"))
+    n_graded = trainable(mdl, targets, rank, graded=True)  # an adapter that gets no gradient gets no optimizer state
     weight, grad, optim = ADAPTER_BYTES["qlora" if qlora else "lora"]
     total = mdl.total("params")
     if qlora:

@@ -383,6 +383,13 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
                   for k, e in exprs[group].items()})
     if work.recompute == "op":  # the linears op checkpointing runs again, the whole model's (_expected shares them)
         forms["op_recomputed_flops"] = module("symllm.costs.selective").recomputed_flops(mdl)
+    graded = mdl.trained()  # a rank's parameters that get a gradient: the optimizer updates theirs only (_expected)
+    if graded is not mdl and work.lora_rank is not None:  # LoRA's adapters that get one
+        lora = module("symllm.costs.finetune").trainable(mdl, work.lora_targets, graded=True)
+        forms["params.trained"] = algebra.substitute(lora, {**dict(mdl.definitions), S.r_lora: work.lora_rank})
+    elif graded is not mdl:
+        forms["params.trained"] = (parallel.params_per_gpu(graded, work.sp, experts=work.expert_tp) if laid
+                                   else graded.closed_form("params"))
     if work.dp > 1:  # comm's dp at an engine's reduce dtype and rounds a step, as symbols (_expected's dp_sent)
         forms["dp_sent"] = parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp,
                                          grad_bytes=parallel.REDUCE_BYTES, rounds=parallel.DP_ROUNDS)["dp"]
@@ -475,6 +482,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["mfu"] = _seconds(of_peak(model_flops, step, out["gpus"], peak))
     # the busiest stage's tensor-parallel calls a micro-batch, as comm's tp bytes are the busiest stage's
     parts["training_tp_calls"] = max(int(num(f"{st}training_tp_calls")) for st in stages) if work.tp > 1 else 0
+    parts["trained"] = num("params.trained") if "params.trained" in ev else None  # all of them: no form
     out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:
         run = Fraction(work.tokens) * step / tokens

@@ -58,7 +58,7 @@ Conventions, stated once (docs/parallel.md):
   its ``b × s`` tokens; a step of ``m`` micro-batches sends ``m`` times the ``tp``, ``pp`` and ``ep`` bytes and
   the ``dp`` bytes once, as the training time counts them), under ring algorithms, in whole bytes for any layout: an
   all-gather or a reduce-scatter of ``M`` bytes (the full tensor) over ``n`` ranks sends ``n-1`` of its ``n`` chunks,
-  the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`symllm.costs.collectives.ring`; ``(n-1)/n·M`` when ``n``
+  the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`symllm.costs.rings.ring`; ``(n-1)/n·M`` when ``n``
   divides ``M``), an all-reduce twice that. Tensor parallel: the collectives of
   :func:`symllm.costs.collectives.training_collectives` (the inference step's count with the backward's, the
   recomputed forward's and the loss's; the training time reads their calls), each of the residual stream
@@ -77,7 +77,9 @@ Conventions, stated once (docs/parallel.md):
   :func:`symllm.costs.schedules.handoffs`, not these). Data parallel: bf16 gradients
   all-reduced (ZeRO 0), or reduce-scattered and the bf16 weights all-gathered (ZeRO 1, 2: the same
   ``2(N_d-1)/N_d·2N`` bytes), the weights all-gathered twice (ZeRO 3: ``3(N_d-1)/N_d·2N``), ``N`` the
-  per-GPU parameters (a stage's local experts over ``N_d/N_e`` instead of ``N_d``); once a step by default. An
+  per-GPU parameters (a stage's local experts over ``N_d/N_e`` instead of ``N_d``); once a step by default.
+  FSDP2 (ZeRO 3) reduce-scatters only the gradients that exist: those of the parameters that get one, while DDP
+  (ZeRO 0) all-reduces whole buckets (:mod:`symllm.costs.rings`, :func:`symllm.costs.rings.dp_bytes`). An
   engine's reduce dtype and rounds (:func:`comm`'s ``grad_bytes``, ``rounds``: FSDP2 under torchtitan
   reduce-scatters fp32 gradients and gathers the weights again every micro-batch) enter the same form. Expert parallel
   (``ep``, MoE models only): per MoE layer an all-to-all dispatching each token's ``k`` routed copies
@@ -101,7 +103,8 @@ from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.costs import zero
-from symllm.costs.collectives import forward_runs, ring, training_collectives, training_tp_bytes
+from symllm.costs.collectives import forward_runs, training_collectives, training_tp_bytes
+from symllm.costs.rings import dp_bytes, ring
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
@@ -419,20 +422,6 @@ def expert_params(stage: Component) -> sp.Expr:
 REDUCE_BYTES, DP_ROUNDS = sp.symbols("beta_g R_d", positive=True, integer=True)
 
 
-def _dp_bytes(params: sp.Expr, ranks: sp.Expr, zero_stage: int, grad_bytes, rounds) -> sp.Expr:
-    """Whole bytes one GPU sends a step in the data-parallel collectives of ``params`` over ``ranks``: each of
-    ``rounds`` rounds reduces the gradients at ``grad_bytes`` a parameter (an all-reduce at ZeRO 0, a
-    reduce-scatter above) and at ZeRO 3 all-gathers the bf16 weights twice (forward, backward); ZeRO 1 and 2
-    all-gather the updated weights once, after the optimizer's step."""
-    weights = ring(zero.MIXED_PRECISION_ADAM["weights"] * params, ranks)
-    reduce = ring(grad_bytes * params, ranks)
-    if not zero.sharded("optimizer", zero_stage):  # ZeRO 0: the gradients all-reduced
-        return rounds * 2 * reduce
-    if zero.sharded("weights", zero_stage):
-        return rounds * (reduce + 2 * weights)
-    return rounds * reduce + weights
-
-
 @lru_cache(maxsize=64)
 def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_stage: int = 0,
          experts: str = "split", grad_bytes=zero.MIXED_PRECISION_ADAM["gradients"], rounds=1) -> dict[str, sp.Expr]:
@@ -443,7 +432,8 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     all-to-alls. ``dp`` reduces the gradients at ``grad_bytes`` a parameter (the reduce dtype's; bf16 by
     default), ``rounds`` times a step (1: accumulated, reduced once; FSDP2 under torchtitan without a pipeline
     reduce-scatters and, at ZeRO 3, gathers again every micro-batch: ``rounds`` = ``m``); numbers or symbols
-    (:data:`REDUCE_BYTES`, :data:`DP_ROUNDS`).
+    (:data:`REDUCE_BYTES`, :data:`DP_ROUNDS`). At ZeRO 3 the gradients reduced are those of the parameters that get
+    one (:meth:`~symllm.arch.components.base.Component.trained`; :func:`symllm.costs.rings.dp_bytes`).
 
     >>> from symllm.arch.components import LayerKind, model
     >>> c = comm(model())
@@ -459,24 +449,27 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     (54, 144)
     """
     first, last = stages(mdl, sp_, experts)
+    graded = mdl.trained()  # the parameters that get a gradient (mdl itself where every one does)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
         "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts)) for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
-        "dp": _dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds),
+        "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
+                       params_per_gpu(graded, sp_, experts=experts)),
     }
     if has_experts(mdl):
         group = S.N_d / S.N_e  # the ranks holding the same experts: their gradients and ZeRO shards
 
-        def dp(stage):
+        def dp(stage, trained):  # a stage, and the same stage's parameters that get a gradient (every expert's)
             x = expert_params(stage)
-            return (_dp_bytes(stage.total("params") - x, S.N_d, zero_stage, grad_bytes, rounds)
-                    + _dp_bytes(x, group, zero_stage, grad_bytes, rounds))
+            return (dp_bytes(stage.total("params") - x, S.N_d, zero_stage, grad_bytes, rounds,
+                             trained.total("params") - x)
+                    + dp_bytes(x, group, zero_stage, grad_bytes, rounds))
 
         # dispatch and combine, forward and backward (+ the forward again where recomputed)
         messages = 2 + 2 * forward_runs("all_to_all", recompute)
         tokens = S.beta_a * S.b * S.s * S.k * S.d
-        out["dp"] = largest(dp(first), dp(last))
+        out["dp"] = largest(*map(dp, (first, last), stages(graded, sp_, experts)))
         out["ep"] = messages * ring(tokens, S.N_e) * maximum(*(_only_experts(st, unit=True).total("params")
                                                                        for st in (first, last)))
     return {k: substitute(v, dict(mdl.definitions)) for k, v in out.items()}

@@ -20,9 +20,11 @@ __all__ = ["step_passes_s", "op_recompute_s"]
 
 def step_passes_s(train: dict, *, shard, params, gathers, rate) -> Fraction:
     """Seconds a step spends on its optimizer's update of ``shard`` parameters (the rank's share of the
-    optimizer states) at the engine's ``optimizer_bytes`` a parameter, and on ``gathers`` copy-outs of the
-    rank's ``params`` all-gathered parameters at its ``fsdp_copy_out_bytes`` a parameter (bytes read and
-    written), at ``rate`` bytes/s (a bf16 stream's share of the card's bandwidth); 0 for an engine without them.
+    optimizer states: of the parameters that get a gradient, torch's AdamW and gradient clip skipping a ``None``
+    ``.grad``; :meth:`~symllm.arch.components.base.Component.trained`) at the engine's ``optimizer_bytes`` a
+    parameter, and on ``gathers`` copy-outs of the rank's ``params`` all-gathered parameters (every one) at its
+    ``fsdp_copy_out_bytes`` a parameter (bytes read and written), at ``rate`` bytes/s (a bf16 stream's share of
+    the card's bandwidth); 0 for an engine without them.
 
     >>> titan = {"optimizer_bytes": 80, "fsdp_copy_out_bytes": 4}
     >>> step_passes_s(titan, shard=1000, params=8000, gathers=2, rate=10 ** 6)  # (80 000 + 64 000) bytes
