@@ -1245,12 +1245,12 @@ def timed_workloads() -> st.SearchStrategy[dict]:
 
 
 @st.composite
-def timed_cases(draw) -> tuple[ModelConfig, dict]:
+def timed_cases(draw, sparse: bool = True) -> tuple[ModelConfig, dict]:
     """``(config, options)``: a small config of several kinds of layers (:func:`layered_configs`: windows,
-    mixtures, latent attention) or DeepSeek Sparse Attention's, and :func:`timed_workloads` made a layout it can
-    run (:func:`runnable`)."""
+    mixtures, latent attention) or, with ``sparse``, DeepSeek Sparse Attention's (an indexer that runs forward
+    only), and :func:`timed_workloads` made a layout it can run (:func:`runnable`)."""
     from symllm.arch.config import from_hf
-    cfg = draw(st.one_of(layered_configs(), dsa_configs().map(from_hf)))
+    cfg = draw(st.one_of(layered_configs(), dsa_configs().map(from_hf)) if sparse else layered_configs())
     return cfg, runnable(cfg, draw(timed_workloads()))
 
 

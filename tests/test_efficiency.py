@@ -57,6 +57,20 @@ def test_expected_mfu_is_never_above_the_bound(case):
         assert e["mfu"] * e["training_step_s"] == pytest.approx(t["mfu"] * t["training_step_s"], rel=1e-9)
 
 
+@given(timed_cases(sparse=False))
+def test_full_recomputation_is_a_third_more_hfu_not_mfu(case):
+    """HFU's numerator is the step as run, MFU's the step with nothing recomputed, with one attention convention:
+    full recomputation runs the forward a fourth time where the model's FLOPs are 3 forwards (no part of these
+    models runs forward only), so HFU is 4/3 of MFU for any of them, windows, mixtures and layouts included."""
+    cfg, options = case
+    try:
+        e = _time(cfg, **{**options, "recompute": True})["expected"]
+    except SymllmError:  # a combination count refuses (a layout, a format the shape does not take)
+        return
+    if e["mfu"] is not None:
+        assert e["hfu"] == pytest.approx(e["mfu"] * 4 / 3, rel=1e-9)
+
+
 # --- composed as documented: hand arithmetic -------------------------------------------------------------
 
 def test_decode_step_by_hand():
