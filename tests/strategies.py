@@ -1244,6 +1244,16 @@ def timed_workloads() -> st.SearchStrategy[dict]:
                   "schedule": st.sampled_from(list(schedules.SCHEDULES))})).map(on_gpu)
 
 
+@st.composite
+def timed_cases(draw, sparse: bool = True) -> tuple[ModelConfig, dict]:
+    """``(config, options)``: a small config of several kinds of layers (:func:`layered_configs`: windows,
+    mixtures, latent attention) or, with ``sparse``, DeepSeek Sparse Attention's (an indexer that runs forward
+    only), and :func:`timed_workloads` made a layout it can run (:func:`runnable`)."""
+    from symllm.arch.config import from_hf
+    cfg = draw(st.one_of(layered_configs(), dsa_configs().map(from_hf)) if sparse else layered_configs())
+    return cfg, runnable(cfg, draw(timed_workloads()))
+
+
 def attention_grids() -> st.SearchStrategy[tuple[int, int, int, tuple[int, int]]]:
     """``(s, t, W, tile)``: a pass of ``s`` queries after ``t`` cached keys, a window or chunk of ``W`` keys and a
     kernel tile ``(block_m, block_n)``, small enough to count the score matrix pair by pair

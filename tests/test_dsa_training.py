@@ -157,23 +157,33 @@ def test_deepseek_v32_mfu_under_full_recomputation_counts_the_indexer_once(monke
     """Model FLOPs (MFU's numerator: the forward and backward of what has a backward) do not change with the
     recomputation policy: under full recomputation deepseek-v3.2's step at 4,096 tokens runs each indexer's
     forward twice and its backward never (4 passes of the rest, 2 of the indexer), so 3/4 of it would count
-    half an indexer forward too many. Its MFU's FLOPs are the hand arithmetic of the test above: DeepSeek-V3's
-    step, its 61 indexers' forward once, less the pairs beyond the top 2,048 keys."""
+    half an indexer forward too many. MFU counts the attention over its causal pairs (docs/conventions.md,
+    "MFU"; this test pinned the dense count before the bound's MFU and the expected one took one numerator):
+    DeepSeek-V3's step as counted above (the dense rectangle, s² pairs a layer), less the pairs the top 2,048
+    keep out of the causal ones, sum over queries j of min(2,048, j) = 2,048·2,049/2 + 2,048·2,048 of the s²
+    (3 passes x 2 FLOPs x 128 heads x (192 + 128)), plus its 61 indexers' forward once, their scores over
+    the s(s+1)/2 causal pairs."""
     from fractions import Fraction
 
     import symllm.costs.hardware as hardware
     monkeypatch.setattr(hardware, "blank_unfit", lambda time: time)  # one H100 cannot hold it: time it anyway
-    s, layers = 4096, 61
-    indexer = 2 * s * (1536 * 64 * 128 + 7168 * 128 + 7168 * 64) + s * s * 2 * 64 * 129
-    unselected = s * (s - 2048)
+    s, layers, top = 4096, 61, 2048
+    projections = 2 * s * (1536 * 64 * 128 + 7168 * 128 + 7168 * 64)
+    selected = top * (top + 1) // 2 + (s - top) * top  # causal: the query at position j keeps min(2048, j) keys
+    assert selected == 6_292_480
     v3 = symllm.workload("deepseek-v3", batch=1, seq=s)["flops"]["training_step"]
-    by_hand = v3 + layers * indexer - 3 * layers * unselected * 2 * 128 * (192 + 128)
+    by_hand = (v3 + layers * (projections + s * (s + 1) // 2 * 2 * 64 * 129)
+               - 3 * layers * (s * s - selected) * 2 * 128 * (192 + 128))
     w = symllm.workload("deepseek-v3.2", batch=1, seq=s, gpu="h100-sxm", recompute="full")
     t = w["time"]
     assert t["gpus"] == 1
     assert t["mfu"] * t["training_step_s"] * t["peak_flops"] == pytest.approx(by_hand, rel=1e-12)
-    # the old rule, 3/4 of the step as run, is over by half of the 61 indexers' forward
-    assert Fraction(3, 4) * w["flops"]["training_step"] - by_hand == Fraction(layers * indexer, 2)
+    assert t["expected"]["mfu"] * t["expected"]["training_step_s"] * t["peak_flops"] == pytest.approx(by_hand,
+                                                                                                      rel=1e-12)
+    # the old rule, 3/4 of the step as run (the dense count), is over by half of the 61 indexers' forward
+    dense = v3 + layers * (projections + s * s * 2 * 64 * 129) - 3 * layers * s * (s - top) * 2 * 128 * (192 + 128)
+    assert Fraction(3, 4) * w["flops"]["training_step"] - dense == Fraction(layers * (projections + s * s * 2 * 64
+                                                                                       * 129), 2)
 
 
 @pytest.mark.parametrize("recompute, passes", [(False, 3), (True, 4)])

@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 import symllm
 from symllm.costs import collectives, efficiency, figures, gemm_cards, ggml, moe_training, power, schedules, tiles
 from symllm.errors import SymllmError
-from tests.strategies import attention_grids, timed_workloads
+from tests.strategies import attention_grids, timed_cases, timed_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,6 +38,37 @@ def test_expected_is_never_faster_than_the_bound(model, options):
         assert e[key] is None or e[key] >= t[key] * (1 - 1e-12), key
     assert e["tokens_per_s"] is None or e["tokens_per_s"] <= t["tokens_per_s"] * (1 + 1e-12)
     assert e["mfu"] is None or 0 < e["mfu"] <= e["hfu"] <= 1
+
+
+@given(timed_cases())
+def test_expected_mfu_is_never_above_the_bound(case):
+    """One numerator for every MFU (symllm.costs.utilisation.step_flops): the bound's and the expected one's
+    model FLOPs are the same, so the expected MFU, over a step never faster than the bound, is at most the
+    bound's, for any model and workload."""
+    cfg, options = case
+    try:
+        t = _time(cfg, **options)
+    except SymllmError:  # a combination count refuses (a layout, a format the shape does not take)
+        return
+    e = t["expected"]
+    assert (e["mfu"] is None) == (t["mfu"] is None)
+    if t["mfu"] is not None:
+        assert e["mfu"] <= t["mfu"] * (1 + 1e-12)
+        assert e["mfu"] * e["training_step_s"] == pytest.approx(t["mfu"] * t["training_step_s"], rel=1e-9)
+
+
+@given(timed_cases(sparse=False))
+def test_full_recomputation_is_a_third_more_hfu_not_mfu(case):
+    """HFU's numerator is the step as run, MFU's the step with nothing recomputed, with one attention convention:
+    full recomputation runs the forward a fourth time where the model's FLOPs are 3 forwards (no part of these
+    models runs forward only), so HFU is 4/3 of MFU for any of them, windows, mixtures and layouts included."""
+    cfg, options = case
+    try:
+        e = _time(cfg, **{**options, "recompute": True})["expected"]
+    except SymllmError:  # a combination count refuses (a layout, a format the shape does not take)
+        return
+    if e["mfu"] is not None:
+        assert e["hfu"] == pytest.approx(e["mfu"] * 4 / 3, rel=1e-9)
 
 
 # --- composed as documented: hand arithmetic -------------------------------------------------------------

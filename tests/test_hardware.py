@@ -241,6 +241,25 @@ def test_mfu_takes_a_gpu_name():
         mfu("llama3.1-8b", 4000, "b300", seq=8192)
 
 
+def test_the_70b_example_has_one_mfu_for_one_step_time():
+    """docs/hardware.md's llama3.1-70b example (tp 8 x dp 64, ZeRO 3, full recomputation, 8,192 tokens, one H100
+    SXM each) expects the step its bound gives, 2.083 s: one time, so one MFU. It printed 23.9% bound and 22.3%
+    expected, the bound counting the attention's whole rectangle. By hand, model FLOPs a token are 6N (N the
+    matmul weights: the published 70,553,706,496 less the 128,256 x 8,192 embedding table and the 2·80 + 1 norms
+    of 8,192) plus the causal attention core, 3 passes x 2 matmuls x 2 FLOPs x 64 heads x 128 x (s + 1)/2 pairs a
+    token x 80 layers; a step is 64 x 8,192 tokens, over 512 GPUs x 989.4 TFLOP/s."""
+    L, d, n_h, d_h, V, s = 80, 8192, 64, 128, 128256, 8192
+    n = PUBLISHED["llama3.1-70b"]["total"] - V * d - (2 * L + 1) * d
+    per_token = 6 * n + 3 * 2 * 2 * n_h * d_h * Fraction(s + 1, 2) * L
+    assert (n, per_token) == (69_501_714_432, 449_226_473_472)
+    t = symllm.workload("llama3.1-70b", tp=8, dp=64, zero_stage=3, recompute=True, seq=s, gpu="h100-sxm")["time"]
+    e = t["expected"]
+    assert e["training_step_s"] == t["training_step_s"]  # the expected step is its bound's (the floor)
+    for step_s, mfu in ((t["training_step_s"], t["mfu"]), (e["training_step_s"], e["mfu"])):
+        assert mfu == pytest.approx(float(per_token * 64 * s / Fraction(step_s) / (512 * tflops("989.4"))), rel=1e-12)
+    assert t["mfu"] == e["mfu"]
+
+
 def test_cli_count_json_has_time(cli):
     out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--json"])
     assert out.code == 0

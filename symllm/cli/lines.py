@@ -119,9 +119,9 @@ def plan_lines(p, top: int) -> list[str]:
     out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                      "measured efficiencies, docs/efficiency.md) for the best rows; "
                      + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
-                        "another (micro x acc), then reduces gradients once; MFU: model FLOPs a second over the "
-                        "GPUs' dense peak of the matmuls' dtype" + (", days: what --tokens take" if "training_s" in
-                                                                    (p.rows or [{}])[0] else "") + "."
+                        "another (micro x acc), then reduces gradients once; MFU: model FLOPs (attention's causal "
+                        "pairs) a second over the GPUs' dense peak of the matmuls' dtype"
+                        + (", days: what --tokens take" if "training_s" in (p.rows or [{}])[0] else "") + "."
                         if p.training
                         else "tokens/s = replicas x batch / decode step.")))
     return out

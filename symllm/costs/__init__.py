@@ -15,8 +15,8 @@ DeepSeek-V4's compressed caches as vLLM lays them out; :mod:`~symllm.costs.batch
 defaults), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name;
 :mod:`~symllm.costs.stage_parts`: the parts of a pipeline stage the expected time runs at rates of their own;
-:mod:`~symllm.costs.utilisation`: the MFU of a measured run), :mod:`~symllm.costs.efficiency` (expected times:
-measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
+:mod:`~symllm.costs.utilisation`: every MFU's and HFU's numerator and fraction of peak, a measured run's MFU),
+:mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
 data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs against the reference card's;
 :mod:`~symllm.costs.fp8_casts`: FP8 recipes' quantization passes; :mod:`~symllm.costs.step_passes`: a
 step's optimizer and FSDP copy-out passes; :mod:`~symllm.costs.moe_training`: a mixture's training costs beyond

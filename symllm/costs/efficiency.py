@@ -73,7 +73,7 @@ Every expected time is at or above its bound: each efficiency is at most 1 and e
 non-negative; a training step, whose bound adds its communication unoverlapped, is never expected faster
 than that bound (``floor`` below). **MFU** is model FLOPs (3× the forward's matmul FLOPs, the attention core causal) per
 second over ``gpus × the compute dtype's dense peak``; **HFU** counts the FLOPs the hardware runs (recomputation
-included) over the same denominator.
+included) over the same denominator: both numerators :func:`symllm.costs.utilisation.step_flops`, the bound's too.
 
 >>> float(gemm("bf16", 4096)), float(gemm("bf16", 100))
 (0.721, 0.401)
@@ -260,18 +260,6 @@ def seconds(value):
         return float(value)
     except OverflowError:
         return Fraction(value)
-
-
-def model_flops(num) -> Fraction:
-    """A training step's model FLOPs (MFU's numerator: its forward and backward, nothing recomputed, a part
-    that runs forward only, ``Rules.no_grad``, once) from the evaluated forms ``num(name)``: ``model_flops``
-    (:func:`symllm.costs.hardware.roofline_forms`: the training FLOPs with no recomputation, whatever the
-    workload's policy), read, not scaled from the step as run.
-
-    >>> model_flops({"flops.training_step": 400, "model_flops": 297}.get)
-    Fraction(297, 1)
-    """
-    return Fraction(num("model_flops"))
 
 
 def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: dict | None = None) -> dict:

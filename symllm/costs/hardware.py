@@ -39,9 +39,9 @@ from symllm._lazy import module
 from symllm.arch.dtypes import BF16, FP32
 from symllm.costs import accelerators
 # a time: a float, exact past a float's range
-from symllm.costs.efficiency import model_flops as _model_flops, seconds as _seconds
+from symllm.costs.efficiency import seconds as _seconds
 from symllm.costs.schedules import bubble, handoffs
-from symllm.costs.utilisation import of_peak
+from symllm.costs.utilisation import of_peak, step_flops
 from symllm.errors import SymllmError
 
 TYPE_CHECKING = False  # typing's own constant costs a count the import of typing
@@ -298,9 +298,10 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
             "decode_handoff": S.beta_a * S.b * S.d, "training_handoff": 2 * S.beta_a * S.b * S.s * S.d}
 
 
-def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | None = None) -> dict:
+def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, spec, window: int | None = None) -> dict:
     """The ``time`` group of :func:`symllm.costs.phases.workload` on the workload's accelerator
-    (:func:`symllm.costs.accelerators.of`): ``mdl`` is the model component, ``vals`` symbol -> number (config,
+    (:func:`symllm.costs.accelerators.of`): ``mdl`` is the model component (``spec``'s, laid out: ``spec`` gives
+    MFU's and HFU's numerators, :func:`symllm.costs.utilisation.step_flops`), ``vals`` symbol -> number (config,
     workload and :func:`symllm.costs.accelerators.values`), ``exprs`` the closed forms of
     :func:`symllm.costs.phases.quantities`, ``phase_flops`` :func:`symllm.costs.phases.flops`
     (a stage's FLOPs per phase). Everything is per GPU of the layout (``tp``,
@@ -332,7 +333,7 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
       :func:`symllm.costs.schedules.handoffs`) + the data-parallel gradient traffic (``comm``'s ``dp``, once a step),
       ``m`` (``micro_batches``) micro-batches of ``b`` sequences per data-parallel rank,
       communication not overlapped with compute (an estimate, not a bound); ``training_tokens_per_s``
-      (``N_d·m·b·s`` a step), ``mfu`` (model FLOPs, forward and backward with nothing recomputed, over ``gpus·P``); with
+      (``N_d·m·b·s`` a step), ``mfu`` (:func:`symllm.costs.utilisation.step_flops`' model FLOPs over ``gpus·P``); with
       ``tokens``: ``training_s`` and ``gpu_hours`` for them, with ``price`` their ``cost``.
 
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact. **Nothing is timed that
@@ -349,35 +350,39 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
     """
     from symllm.numbers.kernels import evaluated
 
-    return roofline_numbers(work, evaluated(roofline_forms(mdl, work, exprs, phase_flops), vals), window=window)
+    return roofline_numbers(work, evaluated(roofline_forms(mdl, work, exprs, phase_flops, spec=spec), vals),
+                            window=window)
 
 
-def roofline_forms(mdl, work, exprs: dict, phase_flops) -> dict:
+def roofline_forms(mdl, work, exprs: dict, phase_flops, *, spec) -> dict:
     """The closed forms :func:`roofline_numbers` reads, by name: each pipeline stage's terms
     (:func:`stage_times`: ``stage0.prefill_flops``, ...), the hand-offs (``prefill_handoff``, ...), the
     ``flops``, ``memory_per_gpu`` and ``comm`` groups of ``exprs`` (``memory_per_gpu.inference_peak``, ...),
     the compute-bound batch and its denominator without a layout (``crossing``, ``crossing.denominator``)
     and each inverse question's closed-form coefficients (``solve.inference_peak.b.0.1``: of the first
-    candidate, ``c1``; :func:`symllm.costs.inverse.solve_forms`). What they are depends on the model's structure
-    and the workload's shape only (:meth:`symllm.costs.workloads.Workload.shape`): a count at another point
-    evaluates the same forms (:mod:`symllm.studies.quick` keeps their kernels).
+    candidate, ``c1``; :func:`symllm.costs.inverse.solve_forms`), and a step's ``model_flops`` and
+    ``hardware_flops`` (MFU's and HFU's: :func:`symllm.costs.utilisation.step_flops` of ``spec``). What they
+    are depends on the model's structure and the workload's shape only
+    (:meth:`symllm.costs.workloads.Workload.shape`): a count at another point evaluates the same forms
+    (:mod:`symllm.studies.quick` keeps their kernels).
 
     >>> from symllm import api
     >>> from symllm.costs.phases import flops, quantities
     >>> from symllm.costs.workloads import Workload
     >>> mdl, work = api.spec("llama3.2-1b").model(), Workload(gpu="h100-sxm")
-    >>> f = roofline_forms(mdl, work, quantities(mdl, work), flops)
+    >>> f = roofline_forms(mdl, work, quantities(mdl, work), flops, spec=api.spec("llama3.2-1b"))
     >>> f["decode_handoff"], "stage1.layers" in f, f["solve.inference_peak.b.0.0"] == f["solve.inference_peak.s.0.0"]
     (b*beta_a*d, False, False)
     """
     from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
 
     laid = parallel.laid_out(work)
-    terms = stage_times(mdl, laid, work.sp, module("symllm.costs.selective").recompute_of(work), phase_flops,
+    recompute = module("symllm.costs.selective").recompute_of(work)
+    terms = stage_times(mdl, laid, work.sp, recompute, phase_flops,
                         work.expert_tp)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
-    # MFU's: nothing recomputed (under torch.no_grad: forward only)
-    forms["model_flops"] = module("symllm.costs.phases").logit_rows(phase_flops(mdl, "training"), work.logits)
+    # MFU's and HFU's numerators, the whole model's (one definition: utilisation.step_flops, causal pairs)
+    forms["model_flops"], forms["hardware_flops"] = step_flops(spec), step_flops(spec, recompute)
     forms.update({k: terms[k] for k in ("prefill_handoff", "decode_handoff", "training_handoff")})
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm", "params")
                   for k, e in exprs[group].items()})
@@ -450,8 +455,6 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
                       f"{phase}_tp_row_bytes": num(f"{busiest}{phase}_tp_row") if work.tp > 1 else 0,
                       f"{phase}_handoff": num(f"{phase}_handoff"), "layers": int(num(f"{busiest}layers")),
                       "collectives": int(num(f"{busiest}collectives")) if work.tp > 1 else 0})
-        if phase == "prefill":  # the attention core's training FLOPs, as run and with nothing recomputed
-            parts.update({k: num(f"{busiest}{k}") for k in ("model_core_flops", "training_core_flops")})
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
@@ -476,7 +479,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
             + over("pp", num("training_handoff")) * Fraction(handoffs(work.pp, m, work.schedule), 2)
             + over("dp", comm.get("dp", 0)))
     tokens = work.dp * work.batch * work.seq * m
-    model_flops = work.dp * m * _model_flops(num)  # forward and backward over every position, nothing recomputed
+    model_flops = work.dp * m * num("model_flops")  # utilisation.step_flops: nothing recomputed, causal pairs
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(of_peak(model_flops, step, out["gpus"], peak))
@@ -537,18 +540,15 @@ def blank_unfit(time: dict) -> dict:
 def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step) -> dict:
     """:func:`symllm.costs.efficiency.expected` from the roofline's evaluated closed forms (``num(name)``): the
     attention core's causal FLOPs (FlashAttention skips the masked blocks: ``(s+1)/(2s)`` of a dense prefill
-    rectangle), model FLOPs (nothing recomputed) and hardware FLOPs (the step as run), both causal; ``vals``: symbol ->
-    number."""
+    rectangle), model FLOPs (nothing recomputed) and hardware FLOPs (the step as run), both
+    :func:`symllm.costs.utilisation.step_flops`, as the bound's MFU; ``vals``: symbol -> number."""
     from symllm.costs import efficiency
 
     dense = work.attention == "dense"
     core = parts["prefill_core_flops"]
     causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
-    copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     trained = max(stages, key=lambda st: num(f"{st}training_flops"))  # the busiest stage
-    masked = 1 - (Fraction(work.seq + 1, 2 * work.seq) if dense else 1)  # of each pass over the core's rectangle
-    model = work.dp * (_model_flops(num) - masked * parts.pop("model_core_flops") * copies)
-    hardware = work.dp * (num("flops.training_step") - masked * parts.pop("training_core_flops") * copies)
+    model, hardware = work.dp * num("model_flops"), work.dp * num("hardware_flops")
 
     def dp_sent(grad_bytes, rounds) -> Fraction:  # comm's dp form at them (by the names of parallel.REDUCE_BYTES
         # and DP_ROUNDS: no SymPy here); bf16 gradients once a step are comm.dp itself (no form at --dp 1)

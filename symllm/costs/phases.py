@@ -544,5 +544,5 @@ def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
     exprs = quantities(mdl, work)
     forms = {f"{group}.{k}": e for group, terms in exprs.items() for k, e in terms.items()}
     if accelerators.of(work) is not None:  # fit and time on the accelerator (not a sweep quantity: floats, a search)
-        forms.update(hardware.roofline_forms(mdl, work, exprs, flops))
+        forms.update(hardware.roofline_forms(mdl, work, exprs, flops, spec=spec))
     return forms, tuple(exprs)

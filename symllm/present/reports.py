@@ -200,7 +200,7 @@ class Report:
         if getattr(self, "_time_group", None) is None:
             mdl = costs.model_of(spec, work)
             vals = {**spec.values(), **work.values()}
-            group = hardware.roofline(mdl, work, vals, costs.quantities(mdl, work), costs.flops,
+            group = hardware.roofline(mdl, work, vals, costs.quantities(mdl, work), costs.flops, spec=spec,
                                       window=spec.config.max_positions)
             object.__setattr__(self, "_time_group", group)
         return self._time_group

@@ -47,7 +47,7 @@ from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel, stacks
 from symllm.costs.schedules import bubble, handoffs
-from symllm.costs.utilisation import of_peak
+from symllm.costs.utilisation import of_peak, step_flops
 from symllm.costs import phases as costs
 from symllm.costs.workloads import Workload, kv_heads_split, with_stated
 from symllm.errors import SymllmError
@@ -412,8 +412,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     kept = np.flatnonzero(keep)
     secs = seconds[kept]
     if training:
-        # model FLOPs: the whole model's forward and backward over every position, per micro-batch
-        step = substitute(costs.flops(mdl, "training"), dict(mdl.definitions))
+        # model FLOPs (MFU's numerator, utilisation.step_flops: the whole model's, causal pairs), per micro-batch
+        step = substitute(step_flops(spc), dict(mdl.definitions))
         model_flops = cols["dp"] * cols["accum"] * _float(_vector(step, whole, n))
         tokens = global_batch * work.seq
         figures = {"step_s": secs, "tokens_per_s": tokens / secs,
