@@ -447,6 +447,17 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
+    # the bound's share of a prompt and of a decode step, beside time.expected's, for serving under load
+    # (symllm.costs.traffic): the busiest stage's GEMMs at the peak (a decode step's at least its weights' stream)
+    # and the attention core at its causal pairs (FlashAttention skips the masked blocks: (s+1)/(2s) of a dense
+    # rectangle); no collectives, no fixed costs
+    core = parts["prefill_core_flops"]
+    parts["prefill_causal_core_flops"] = core * Fraction(work.seq + 1, 2 * work.seq) if work.attention == "dense" \
+        else core
+    out["prefill_gemm_s"] = _seconds((parts["prefill_flops"] - core) / peak)
+    out["prefill_compute_s"] = _seconds((parts["prefill_flops"] - core + parts["prefill_causal_core_flops"]) / peak)
+    out["decode_gemm_s"] = _seconds(max((parts["decode_flops"] - parts["decode_core_flops"]) / peak,
+                                        parts["decode_weight_bytes"] / bandwidth))
     inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
@@ -531,8 +542,6 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     from symllm.costs import efficiency
 
     dense = work.attention == "dense"
-    core = parts["prefill_core_flops"]
-    causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
     copies = work.tp * work.pp  # the busiest stage's rank holds about 1/(tp·pp) of the model's attention core
     trained = max(stages, key=lambda st: num(f"{st}training_flops"))  # the busiest stage
     masked = 1 - (Fraction(work.seq + 1, 2 * work.seq) if dense else 1)  # of each pass over the core's rectangle
@@ -552,7 +561,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
                   "training_core_flops": num(f"{trained}training_core_flops"),
                   "training_model_core_flops": num(f"{trained}model_core_flops")})  # its forward: a third
-    parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
+    parts.update({"head_dim": int(vals.get("d_h", 128)),
                   "window": int(vals["W"]) if "W" in vals else None,
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,

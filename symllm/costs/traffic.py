@@ -92,6 +92,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         raise SymllmError("gen: serving under load needs the tokens each request generates (--gen 1 or more)")
     if (concurrency is None) == (request_rate is None):
         raise SymllmError("concurrency: give the concurrency or the request rate (one of them)")
+    rate = None
     if concurrency is not None:
         integer("concurrency", concurrency)
     else:
@@ -117,11 +118,17 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if ceiling is not None:
         limits["max_num_seqs"] = ceiling
     budget = cap["max_num_batched_tokens"]
-    whole = evaluate(laid.replace(batch=1, gen=0, context=None))["time"]["expected"]
+    times = {}
+
+    def time(batch: int, seq: int, context: int | None = None) -> dict:
+        """The ``time`` group at a point (the bound and ``expected`` alike), each point evaluated once."""
+        if (batch, seq, context) not in times:
+            times[batch, seq, context] = evaluate(laid.replace(batch=batch, seq=seq, gen=0, context=context))["time"]
+        return times[batch, seq, context]
+
+    whole = time(1, s)["expected"]
     if whole["prefill_compute_s"] is None:  # one prompt's prefill does not fit the GPU (count says why)
         raise SymllmError(f"seq: one prompt of {s:,} tokens does not fit on {cap['gpu']} (symllm count says why)")
-    prompt = Fraction(whole["prefill_compute_s"])
-    attention = prompt - Fraction(whole["prefill_gemm_s"])  # its attention core, whatever the chunks
     mode = batching.prefill_step(work.engine, s + n)
     if mode == "whole":  # the decodes must leave room for the whole prompt in the step's token budget
         if s >= budget:
@@ -130,6 +137,24 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         limits["max_num_batched_tokens"] = budget - s
     binding = min(limits, key=limits.get)  # the first named of equals
     most = limits[binding]
+    load = dict(s=s, n=n, mode=mode, budget=budget, most=most, concurrency=concurrency, rate=rate)
+    expected = _schedule(lambda t: t["expected"], time, **load)
+    # the same schedule with each step at the roofline's (hardware.roofline: its own prefill_compute_s,
+    # prefill_gemm_s, decode_gemm_s and decode_token_s)
+    bound = _schedule(lambda t: t, time, **load)
+    return {**expected, "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
+            "engine": whole["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
+            **({"max_num_seqs": ceiling} if ceiling is not None else {}), "bound": bound}
+
+
+def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int, concurrency, rate) -> dict:
+    """The figures under load (module docstring) with each step timed by ``clock`` (the ``time`` group -> the
+    group of times it reads: ``time.expected``, or the roofline's own); ``time(batch, seq, context)`` the
+    ``time`` group at a point; ``most`` the most sequences that run; ``concurrency``, or ``rate`` requests a
+    second. The one schedule both :func:`under_load`'s expected figures and its bound run."""
+    one = clock(time(1, s))
+    prompt = Fraction(one["prefill_compute_s"])
+    attention = prompt - Fraction(one["prefill_gemm_s"])  # its attention core, whatever the chunks
     cache, rows = {}, {}
 
     def gemms(m: int, decodes: int) -> Fraction | None:
@@ -138,9 +163,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         head on each: their difference, the head's time a row); None where those prompts are not timed (count
         times nothing that does not fit: a card the weights nearly fill)."""
         if m not in rows:
-            one = [evaluate(laid.replace(batch=b, seq=m // b, gen=0, context=None))["time"]["expected"][
-                "prefill_gemm_s"] for b in (1, m)]
-            rows[m] = None if None in one else [Fraction(x) for x in one]
+            both = [clock(time(b, m // b))["prefill_gemm_s"] for b in (1, m)]
+            rows[m] = None if None in both else [Fraction(x) for x in both]
         if rows[m] is None:
             return None
         last, every = rows[m]
@@ -149,8 +173,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     def at(c: int) -> dict:
         """The steady state with ``c`` sequences running (``c <= most``)."""
         if c not in cache:
-            # a decode step alone (its memory is the KV cache's, which the capacity above already holds)
-            decode = evaluate(laid.replace(batch=c, seq=1, gen=0, context=s + n // 2))["time"]["expected"]
+            # a decode step alone (its memory is the KV cache's, which the capacity already holds)
+            decode = clock(time(c, 1, s + n // 2))
             chunk, extra = budget, prompt  # a forward of its own
             if mode != "separate":  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
@@ -162,7 +186,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * extra
             ttft = ceil(s / chunk) * step + extra
             e2e = ttft + (n - 1) * step
-            cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e, "engine": decode["engine"]}
+            cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e}
         return cache[c]
 
     top = at(most)
@@ -187,10 +211,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             "ttft_s": None if unbounded else float(point["ttft"] + wait),
             "itl_s": float(point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
             "output_tokens_per_s": float(served * n), "requests_per_s": float(served),
-            "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
-            "saturation_concurrency": knee, "saturated": saturated,
-            "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
-            **({"max_num_seqs": ceiling} if ceiling is not None else {})}
+            "saturation_concurrency": knee, "saturated": saturated}
 
 
 def _smallest(holds, low: int, high: int) -> int:
