@@ -144,7 +144,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     bound = _schedule(lambda t: t, time, **load)
     return {**expected, "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
             "engine": whole["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
-            **({"max_num_seqs": ceiling} if ceiling is not None else {}), "bound": bound}
+            **({"max_num_seqs": ceiling} if ceiling is not None else {}),
+            **({"request_rate": float(rate)} if rate is not None else {}), "bound": bound}
 
 
 def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int, concurrency, rate) -> dict:
