@@ -139,6 +139,9 @@ def test_an_unserved_rate_prints_no_first_token_time(cli):
     ({"concurrency": 0}, r"^concurrency: expected a positive integer, got 0"),
     ({"request_rate": -1}, r"^request_rate: expected a positive number, got -1"),
     ({"concurrency": 1, "seq": 10 ** 7}, r"^seq: one request of 10,000,200 tokens does not fit the KV cache"),
+    # an engine with no limit of its own runs all the KV cache holds, past count's peak (which times nothing)
+    ({"concurrency": 1, "seq": 1, "gen": 1, "engine": "vllm-v0.2"},
+     r"^concurrency: 225,984 sequences running do not fit count's inference peak$"),
 ])
 def test_bad_load_is_one_line(options, message):
     with pytest.raises(SymllmError, match=message):
@@ -225,8 +228,10 @@ def test_the_bound_of_one_request_by_hand():
 
         ITL = D + p / 200,   TTFT = 1 x ITL + p,   p = A + G(2001 rows) - G_decode,
 
-    each at the roofline: D the decode step at the mean context 2,000 + 100 (memory-bound: its bytes at B), G its
-    GEMMs (the weights' stream where that is longer), A the prompt's attention core at its causal pairs."""
+    each at the roofline: D the decode step at the mean context 2,000 + 100 (memory-bound: its bytes at B), G the
+    GEMMs' FLOPs at P (a decode step's its bytes at B where that is longer: a roofline step overlaps what it does, so
+    the prompt's GEMMs cost what they outlast the step's stream by), A the prompt's attention core at its causal
+    pairs."""
     P, B = Fraction(9894, 10) * 10 ** 12, Fraction(335, 100) * 10 ** 12
     d, L, heads, kv, d_h, d_ff, V = 4096, 32, 32, 8, 128, 14336, 128256
     linear = L * (2 * d * heads * d_h + 2 * d * kv * d_h + 3 * d * d_ff)  # q, o; k, v; gate, up, down
@@ -234,8 +239,8 @@ def test_the_bound_of_one_request_by_hand():
     read = linear + norms + V * d  # every weight a forward reads (the embedding table is looked up, not read)
     kv_token = 2 * L * kv * d_h * 2  # K and V, bf16
     decode = Fraction(2 * read + kv_token * (2100 + 1) + 2 * V) / B  # weights, cache and the new token, logits
-    gemm_decode = max(Fraction(2 * (linear + V * d)) / P, Fraction(2 * read) / B)  # the weights' stream
-    assert gemm_decode == Fraction(2 * read) / B
+    gemm_decode = max(Fraction(2 * (linear + V * d)) / P, decode)  # the step's whole stream
+    assert gemm_decode == decode
     mixed = Fraction(2 * linear * 2001 + 2 * V * d * 2) / P  # 2,001 rows; the head on the decode and the last
     attention = Fraction(4 * heads * d_h * L * 2000 * 2001 // 2) / P  # QK^T and PV over s(s+1)/2 pairs
     added = attention + mixed - gemm_decode

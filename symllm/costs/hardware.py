@@ -320,7 +320,9 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, window: int | N
       all-gathered) at the tp link's bandwidth; one batch goes through the ``N_p`` stages one after another
       (``N_p`` × the busiest stage), handing its activations over ``N_p - 1`` times; ``prefill_bound`` /
       ``decode_token_bound`` say which roofline term is larger (``compute`` on a tie), ``comm_s`` the time its
-      communication takes;
+      communication takes; ``prefill_compute_s``, ``prefill_gemm_s``, ``decode_gemm_s``: the busiest stage's
+      GEMMs and causal attention core at ``P`` (a decode step's GEMMs at least its bytes at ``B_mem``), the
+      shares serving under load's bound reads (:mod:`symllm.costs.traffic`);
     * ``tokens_per_s``: ``N_d·b / decode_token_s`` (``N_d`` replicas), at context ``t``;
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
@@ -448,7 +450,8 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
     # the bound's share of a prompt and of a decode step, beside time.expected's, for serving under load
-    # (symllm.costs.traffic): the busiest stage's GEMMs at the peak (a decode step's at least its weights' stream)
+    # (symllm.costs.traffic): the busiest stage's GEMMs at the peak, a decode step's at least its whole stream
+    # (a roofline step overlaps all it does: a prompt's GEMMs riding in it cost nothing until they outlast its bytes),
     # and the attention core at its causal pairs (FlashAttention skips the masked blocks: (s+1)/(2s) of a dense
     # rectangle); no collectives, no fixed costs
     core = parts["prefill_core_flops"]
@@ -457,7 +460,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["prefill_gemm_s"] = _seconds((parts["prefill_flops"] - core) / peak)
     out["prefill_compute_s"] = _seconds((parts["prefill_flops"] - core + parts["prefill_causal_core_flops"]) / peak)
     out["decode_gemm_s"] = _seconds(max((parts["decode_flops"] - parts["decode_core_flops"]) / peak,
-                                        parts["decode_weight_bytes"] / bandwidth))
+                                        parts["decode_bytes"] / bandwidth))
     inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory

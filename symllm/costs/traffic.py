@@ -40,9 +40,17 @@ decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names
 ``e2e_s`` None, the throughput that of ``R`` running). The **saturation concurrency** is the smallest ``C`` whose
 output tokens/s reach 95% of those at ``R``.
 
+The **bound** (``bound`` in the result) is the same schedule, one function (:func:`_schedule`) run again, with
+each step at its roofline time in place of its expected one: the decode step at count's bound
+(:func:`symllm.costs.hardware.roofline`: its FLOPs at the dense peak or its bytes at the datasheet bandwidth, the
+longer, plus its collectives as the bound counts them) and ``p`` from the bound's own ``prefill_compute_s``,
+``prefill_gemm_s`` and ``decode_gemm_s`` (GEMMs at the peak, a decode step's at least its bytes at the bandwidth:
+a roofline step overlaps all it does; the attention core at its causal pairs); no efficiencies, no fixed costs.
+It is never slower than the expected figures.
+
 >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=1000, gen=1000, concurrency=64)
->>> r["running"], r["itl_s"] > 0, r["ttft_s"] < r["e2e_s"]
-(64, True, True)
+>>> r["running"], r["itl_s"] > 0, r["ttft_s"] < r["e2e_s"], r["bound"]["itl_s"] < r["itl_s"]
+(64, True, True, True)
 """
 from __future__ import annotations
 
@@ -67,15 +75,15 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     sequences the engine runs, None: its default, :data:`symllm.costs.batching.SCHEDULER`). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
     "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
-    "engine", "prefill_step", "max_num_seqs"}`` (``ttft_s`` and ``e2e_s`` None at a rate past saturation: the
-    queue grows without bound): ``kv_sequences`` the requests whose whole context the KV cache
-    holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
-    the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
-    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`). ``evaluate``:
-    as
-    :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas); each
-    point laid out as the engine (its default where none is given) lays the model out, as the capacity is
-    (:func:`symllm.costs.parallel.layout`).
+    "engine", "prefill_step", "max_num_seqs", "request_rate", "bound"}`` (``ttft_s`` and ``e2e_s`` None at a rate
+    past saturation: the queue grows without bound): the expected figures, and in ``bound`` the roofline's of the
+    same schedule (``concurrency`` to ``saturated``: module docstring); ``kv_sequences`` the requests whose whole
+    context the KV cache holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``,
+    ``max_num_seqs``: the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole
+    prompt), ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`).
+    ``evaluate``: as :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None:
+    the formulas); each point laid out as the engine (its default where none is given) lays the model out, as the
+    capacity is (:func:`symllm.costs.parallel.layout`).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
     >>> r["running"], r["requests_per_s"], r["saturated"]  # the fewest running that serve 2 a second serve 2
@@ -176,6 +184,8 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int,
         if c not in cache:
             # a decode step alone (its memory is the KV cache's, which the capacity already holds)
             decode = clock(time(c, 1, s + n // 2))
+            if decode["decode_token_s"] is None:  # count's peak at batch c is over the card (it times nothing)
+                raise SymllmError(f"concurrency: {c:,} sequences running do not fit count's inference peak")
             chunk, extra = budget, prompt  # a forward of its own
             if mode != "separate":  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
