@@ -1227,6 +1227,10 @@ def positive_points() -> st.SearchStrategy[dict]:
 
 # --- expected times (tests/test_efficiency.py) ---
 
+#: the accelerators the timing properties draw from
+TIMED_GPUS = ["h100-sxm", "h200", "l40s", "rtx4090", "b200"]
+
+
 def timed_workloads() -> st.SearchStrategy[dict]:
     """:func:`workload_options` on an accelerator (``gpu``; fp8 matmuls only where it has them), with the
     expected times' own options: an engine, the matmul dtype, micro-batches and the pipeline schedule."""
@@ -1238,7 +1242,7 @@ def timed_workloads() -> st.SearchStrategy[dict]:
             options = {k: v for k, v in options.items() if k not in ("dtype", "act_dtype")}
         return {**options, **extra}
     return st.tuples(workload_options(), st.fixed_dictionaries(
-        {"gpu": st.sampled_from(["h100-sxm", "h200", "l40s", "rtx4090", "b200"])},
+        {"gpu": st.sampled_from(TIMED_GPUS)},
         optional={"engine": st.sampled_from(list(efficiency.ENGINES)),
                   "compute_dtype": st.sampled_from(["bf16", "fp16"]), "micro_batches": st.integers(1, 16),
                   "schedule": st.sampled_from(list(schedules.SCHEDULES))})).map(on_gpu)
@@ -1260,3 +1264,18 @@ def attention_grids() -> st.SearchStrategy[tuple[int, int, int, tuple[int, int]]
     (tests/test_efficiency.py's tile counts)."""
     return st.tuples(st.integers(1, 300), st.integers(0, 300), st.integers(1, 400),
                      st.sampled_from([(128, 64), (128, 128), (64, 64), (64, 32), (16, 16), (32, 48)]))
+
+
+def serving_loads() -> st.SearchStrategy[dict]:
+    """:func:`symllm.costs.traffic.under_load`'s options: an accelerator, a serving engine (each way a step runs a
+    joining prompt: chunked, whole, separate), the tensor ranks, prompt and output lengths, a concurrency or a
+    request rate, and now and then the engine's own limits."""
+    from symllm.costs import efficiency, figures
+    load = st.one_of(st.fixed_dictionaries({"concurrency": st.integers(1, 2000)}),
+                     st.fixed_dictionaries({"request_rate": st.floats(0.01, 1000.0)}))
+    return st.tuples(load, st.fixed_dictionaries(
+        {"gpu": st.sampled_from(TIMED_GPUS), "seq": st.integers(1, 8192), "gen": st.integers(1, 2048)},
+        optional={"engine": st.sampled_from([e for e in efficiency.ENGINES
+                                             if figures.engine(e).get("kind") == "inference"]),
+                  "tp": st.sampled_from([1, 2, 4]), "max_num_batched_tokens": st.integers(256, 16384),
+                  "max_num_seqs": st.integers(1, 512)})).map(lambda pair: {**pair[0], **pair[1]})

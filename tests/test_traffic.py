@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 
+from fractions import Fraction
+
 import pytest
+from hypothesis import given, strategies as st
 
 import symllm
 from symllm.costs.traffic import under_load
 from symllm.errors import SymllmError
+from tests.strategies import serving_loads
 
 RUN = dict(gpu="h100-sxm", seq=2000, gen=200)
 
@@ -123,7 +127,7 @@ def test_an_unserved_rate_prints_no_first_token_time(cli):
     out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
                "--request-rate", "1e6"]).out
     line = [x for x in out.splitlines() if x.startswith("time to first token")][0]
-    assert line.split()[4:] == ["unbounded", "prompt", "2,000", "tokens;", "the", "queue", "grows"]
+    assert line.split()[4:] == ["unbounded", "unbounded", "prompt", "2,000", "tokens;", "the", "queue", "grows"]
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--request-rate", "2"])
     assert r.code == 2 and r.err == "symllm: error: request_rate: serving under load applies to --serve (got 2 " \
         "without it)\n"
@@ -135,6 +139,9 @@ def test_an_unserved_rate_prints_no_first_token_time(cli):
     ({"concurrency": 0}, r"^concurrency: expected a positive integer, got 0"),
     ({"request_rate": -1}, r"^request_rate: expected a positive number, got -1"),
     ({"concurrency": 1, "seq": 10 ** 7}, r"^seq: one request of 10,000,200 tokens does not fit the KV cache"),
+    # an engine with no limit of its own runs all the KV cache holds, past count's peak (which times nothing)
+    ({"concurrency": 1, "seq": 1, "gen": 1, "engine": "vllm-v0.2"},
+     r"^concurrency: 225,984 sequences running do not fit count's inference peak$"),
 ])
 def test_bad_load_is_one_line(options, message):
     with pytest.raises(SymllmError, match=message):
@@ -145,7 +152,9 @@ def test_cli_under_load(cli):
     """count --serve --concurrency prints the load section; --concurrency without --serve is one line."""
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
              "--concurrency", "8"])
-    assert r.code == 0 and "under load (expected, vllm)" in r.out and "inter-token latency" in r.out
+    assert r.code == 0 and "inter-token latency" in r.out
+    header = [x for x in r.out.splitlines() if x.startswith("under load")][0]
+    assert header.split() == ["under", "load", "bound", "expected,", "vllm"]
     r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--concurrency", "8"])
     assert r.code == 2 and r.err.strip().endswith("concurrency: serving under load applies to --serve (got 8 "
                                                   "without it)")
@@ -206,3 +215,66 @@ def test_an_untimed_mixed_forward_counts_the_prompt_as_its_own():
     prompt = _expected(**{**RUN, "gen": 0})["prefill_compute_s"]
     step = _expected(**{**RUN, "seq": 1, "gen": 0, "batch": 4}, context=2100)["decode_token_s"] + 4 * prompt / 200
     assert r["prefill_step"] == "chunked" and r["itl_s"] == pytest.approx(step, rel=1e-9)
+
+
+# --- the roofline bound: the same schedule, each step at its roofline time ------------------------------------
+
+def test_the_bound_of_one_request_by_hand():
+    """One Llama-3.1-8B request at a time on an H100 SXM (989.4 TFLOP/s dense bf16, 3.35 TB/s: NVIDIA's
+    datasheet), vLLM V1 (the prompt rides in the decode step's forward; 2,000 tokens fit one chunk of its 8,192 - 1),
+    bf16, from the model's config.json (d 4096, 32 layers, 32 heads of 128, 8 KV heads, d_ff 14336, vocab 128256,
+    untied). The scheduler's step is the decode step plus a 200th of what the prompt adds to the step it rides in,
+    and the first token comes one step after the prompt's share:
+
+        ITL = D + p / 200,   TTFT = 1 x ITL + p,   p = A + G(2001 rows) - G_decode,
+
+    each at the roofline: D the decode step at the mean context 2,000 + 100 (memory-bound: its bytes at B), G the
+    GEMMs' FLOPs at P (a decode step's its bytes at B where that is longer: a roofline step overlaps what it does, so
+    the prompt's GEMMs cost what they outlast the step's stream by), A the prompt's attention core at its causal
+    pairs."""
+    P, B = Fraction(9894, 10) * 10 ** 12, Fraction(335, 100) * 10 ** 12
+    d, L, heads, kv, d_h, d_ff, V = 4096, 32, 32, 8, 128, 14336, 128256
+    linear = L * (2 * d * heads * d_h + 2 * d * kv * d_h + 3 * d * d_ff)  # q, o; k, v; gate, up, down
+    norms = (2 * L + 1) * d
+    read = linear + norms + V * d  # every weight a forward reads (the embedding table is looked up, not read)
+    kv_token = 2 * L * kv * d_h * 2  # K and V, bf16
+    decode = Fraction(2 * read + kv_token * (2100 + 1) + 2 * V) / B  # weights, cache and the new token, logits
+    gemm_decode = max(Fraction(2 * (linear + V * d)) / P, decode)  # the step's whole stream
+    assert gemm_decode == decode
+    mixed = Fraction(2 * linear * 2001 + 2 * V * d * 2) / P  # 2,001 rows; the head on the decode and the last
+    attention = Fraction(4 * heads * d_h * L * 2000 * 2001 // 2) / P  # QK^T and PV over s(s+1)/2 pairs
+    added = attention + mixed - gemm_decode
+    itl = decode + added / 200
+    b = under_load("llama3.1-8b", **RUN, concurrency=1)["bound"]
+    assert b["itl_s"] == pytest.approx(float(itl), rel=1e-12)
+    assert b["ttft_s"] == pytest.approx(float(itl + added), rel=1e-12)
+    assert b["e2e_s"] == pytest.approx(float(itl + added + 199 * itl), rel=1e-12)
+    assert b["output_tokens_per_s"] == pytest.approx(float(200 / (itl + added + 199 * itl)), rel=1e-12)
+
+
+@given(st.sampled_from(["llama3.2-1b", "llama3.1-8b", "qwen3-30b-a3b"]), serving_loads())
+def test_the_bound_is_never_slower_than_expected(model, options):
+    """Every serving figure's bound is at or below its expected time (at or above its expected rate): the same
+    schedule, each step at its roofline time; at a rate, the bound serves it with as few sequences or fewer."""
+    try:
+        r = under_load(model, **options)
+    except SymllmError:  # a load count refuses (a request the KV cache or the step's budget does not hold)
+        return
+    b, tol = r["bound"], 1 + 1e-12
+    assert b["itl_s"] <= r["itl_s"] * tol
+    for key in ("ttft_s", "e2e_s"):  # None: the queue grows without bound
+        assert r[key] is None or (b[key] is not None and b[key] <= r[key] * tol), key
+    assert b["output_tokens_per_s"] * tol >= r["output_tokens_per_s"]
+    assert b["requests_per_s"] * tol >= r["requests_per_s"]
+    assert b["running"] <= r["running"] and b["saturated"] <= r["saturated"]
+
+
+def test_the_bound_in_json(cli):
+    """count --json carries the bound beside the expected figures (serving.load.bound), and the text names both."""
+    argv = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "200", "--serve",
+            "--concurrency", "8"]
+    load = json.loads(cli(argv + ["--json"]).out)["serving"]["load"]
+    assert set(load["bound"]) >= {"ttft_s", "itl_s", "e2e_s", "output_tokens_per_s", "saturation_concurrency"}
+    lines = {x.split("  ")[0]: x.split() for x in cli(argv).out.splitlines()}
+    itl = lines["inter-token latency"]
+    assert itl[2:6] == [f"{load['bound']['itl_s'] * 1000:.4g}", "ms", f"{load['itl_s'] * 1000:.4g}", "ms"]

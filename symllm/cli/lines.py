@@ -167,17 +167,29 @@ def serve_lines(r: dict) -> str:
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
              "fits" if r["fits"] else "one request does not fit")]
     out = _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2), wrap=2)
-    if "load" in r:
-        x = r["load"]
-        at = f"{x['running']:,} running" + (f", {x['queued']:,} queued" if x["queued"] else "")
-        rows = [("concurrency", f"{x['concurrency']:,}", at + (" (saturated)" if x["saturated"] else "")),
-                ("time to first token", "unbounded" if x["ttft_s"] is None else f"{_g(x['ttft_s'])} s",
+    if "load" in r:  # the roofline bound and the expected figures, each of the same schedule (traffic.under_load)
+        x, b = r["load"], r["load"]["bound"]
+
+        def ttft(y: dict) -> str:
+            return "unbounded" if y["ttft_s"] is None else f"{_g(y['ttft_s'])} s"
+
+        def running(y: dict) -> str:
+            return f"{y['running']:,}" + (" saturated" if y["saturated"] else "")
+
+        at = (f"at {_f(x['request_rate'], ',.3g')} requests/s" if "request_rate" in x
+              else f"concurrency {x['concurrency']:,}" + (f", {x['queued']:,} queued" if x["queued"] else ""))
+        rows = [("running", running(b), running(x), at),
+                ("time to first token", ttft(b), ttft(x),
                  f"prompt {x['seq']:,} tokens" + ("; the queue grows" if x["ttft_s"] is None else "")),
-                ("inter-token latency", f"{_g(x['itl_s'] * 1000)} ms", f"{x['gen']:,} tokens generated"),
-                ("output tokens/s", _f(x["output_tokens_per_s"], ",.0f"),
-                 f"{_f(x['requests_per_s'], ',.3g')} requests/s"),
-                ("saturates at", f"{x['saturation_concurrency']:,}", _running_limit(x))]
-        out += "\n\n" + _table(rows, (f"under load (expected, {x['engine']})", "", ""), text_columns=(1, 2))
+                ("inter-token latency", f"{_g(b['itl_s'] * 1000)} ms", f"{_g(x['itl_s'] * 1000)} ms",
+                 f"{x['gen']:,} tokens generated"),
+                ("output tokens/s", _f(b["output_tokens_per_s"], ",.0f"), _f(x["output_tokens_per_s"], ",.0f"),
+                 f"{_f(x['requests_per_s'], ',.3g')} requests/s expected"),
+                ("saturates at", f"{b['saturation_concurrency']:,}", f"{x['saturation_concurrency']:,}",
+                 _running_limit(x))]
+        out += "\n\n" + _table(rows, ("under load", "bound", f"expected, {x['engine']}", ""), text_columns=(3,))
+        out += "\n" + _wrap("bound: the same schedule, each step at its roofline time (no efficiencies, no fixed "
+                            "costs); expected: measured efficiencies (docs/efficiency.md).")
     return out
 
 

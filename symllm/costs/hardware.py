@@ -323,7 +323,9 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, spec, window: i
       all-gathered) at the tp link's bandwidth; one batch goes through the ``N_p`` stages one after another
       (``N_p`` × the busiest stage), handing its activations over ``N_p - 1`` times; ``prefill_bound`` /
       ``decode_token_bound`` say which roofline term is larger (``compute`` on a tie), ``comm_s`` the time its
-      communication takes;
+      communication takes; ``prefill_compute_s``, ``prefill_gemm_s``, ``decode_gemm_s``: the busiest stage's
+      GEMMs and causal attention core at ``P`` (a decode step's GEMMs at least its bytes at ``B_mem``), the
+      shares serving under load's bound reads (:mod:`symllm.costs.traffic`);
     * ``tokens_per_s``: ``N_d·b / decode_token_s`` (``N_d`` replicas), at context ``t``;
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
@@ -458,6 +460,18 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
         if phase == "decode":  # the bytes no sequence adds (the weights): the rest is each sequence's cache
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
+    # the bound's share of a prompt and of a decode step, beside time.expected's, for serving under load
+    # (symllm.costs.traffic): the busiest stage's GEMMs at the peak, a decode step's at least its whole stream
+    # (a roofline step overlaps all it does: a prompt's GEMMs riding in it cost nothing until they outlast its bytes),
+    # and the attention core at its causal pairs (FlashAttention skips the masked blocks: (s+1)/(2s) of a dense
+    # rectangle); no collectives, no fixed costs
+    core = parts["prefill_core_flops"]
+    parts["prefill_causal_core_flops"] = core * Fraction(work.seq + 1, 2 * work.seq) if work.attention == "dense" \
+        else core
+    out["prefill_gemm_s"] = _seconds((parts["prefill_flops"] - core) / peak)
+    out["prefill_compute_s"] = _seconds((parts["prefill_flops"] - core + parts["prefill_causal_core_flops"]) / peak)
+    out["decode_gemm_s"] = _seconds(max((parts["decode_flops"] - parts["decode_core_flops"]) / peak,
+                                        parts["decode_bytes"] / bandwidth))
     inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
@@ -545,8 +559,6 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     from symllm.costs import efficiency
 
     dense = work.attention == "dense"
-    core = parts["prefill_core_flops"]
-    causal = core * Fraction(work.seq + 1, 2 * work.seq) if dense else core
     trained = max(stages, key=lambda st: num(f"{st}training_flops"))  # the busiest stage
     model, hardware = work.dp * num("model_flops"), work.dp * num("hardware_flops")
 
@@ -563,7 +575,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
                   "training_core_flops": num(f"{trained}training_core_flops"),
                   "training_model_core_flops": num(f"{trained}model_core_flops")})  # its forward: a third
-    parts.update({"prefill_causal_core_flops": causal, "head_dim": int(vals.get("d_h", 128)),
+    parts.update({"head_dim": int(vals.get("d_h", 128)),
                   "window": int(vals["W"]) if "W" in vals else None,
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,

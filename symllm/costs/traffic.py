@@ -40,9 +40,17 @@ decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names
 ``e2e_s`` None, the throughput that of ``R`` running). The **saturation concurrency** is the smallest ``C`` whose
 output tokens/s reach 95% of those at ``R``.
 
+The **bound** (``bound`` in the result) is the same schedule, one function (:func:`_schedule`) run again, with
+each step at its roofline time in place of its expected one: the decode step at count's bound
+(:func:`symllm.costs.hardware.roofline`: its FLOPs at the dense peak or its bytes at the datasheet bandwidth, the
+longer, plus its collectives as the bound counts them) and ``p`` from the bound's own ``prefill_compute_s``,
+``prefill_gemm_s`` and ``decode_gemm_s`` (GEMMs at the peak, a decode step's at least its bytes at the bandwidth:
+a roofline step overlaps all it does; the attention core at its causal pairs); no efficiencies, no fixed costs.
+It is never slower than the expected figures.
+
 >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=1000, gen=1000, concurrency=64)
->>> r["running"], r["itl_s"] > 0, r["ttft_s"] < r["e2e_s"]
-(64, True, True)
+>>> r["running"], r["itl_s"] > 0, r["ttft_s"] < r["e2e_s"], r["bound"]["itl_s"] < r["itl_s"]
+(64, True, True, True)
 """
 from __future__ import annotations
 
@@ -67,15 +75,15 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     sequences the engine runs, None: its default, :data:`symllm.costs.batching.SCHEDULER`). Returns
     ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
     "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
-    "engine", "prefill_step", "max_num_seqs"}`` (``ttft_s`` and ``e2e_s`` None at a rate past saturation: the
-    queue grows without bound): ``kv_sequences`` the requests whose whole context the KV cache
-    holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``, ``max_num_seqs``:
-    the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole prompt),
-    ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`). ``evaluate``:
-    as
-    :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None: the formulas); each
-    point laid out as the engine (its default where none is given) lays the model out, as the capacity is
-    (:func:`symllm.costs.parallel.layout`).
+    "engine", "prefill_step", "max_num_seqs", "request_rate", "bound"}`` (``ttft_s`` and ``e2e_s`` None at a rate
+    past saturation: the queue grows without bound): the expected figures, and in ``bound`` the roofline's of the
+    same schedule (``concurrency`` to ``saturated``: module docstring); ``kv_sequences`` the requests whose whole
+    context the KV cache holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``,
+    ``max_num_seqs``: the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole
+    prompt), ``prefill_step`` where the engine runs a joining prompt (:func:`symllm.costs.batching.prefill_step`).
+    ``evaluate``: as :func:`~symllm.costs.serving.capacity`'s (the workload at each point by other means; None:
+    the formulas); each point laid out as the engine (its default where none is given) lays the model out, as the
+    capacity is (:func:`symllm.costs.parallel.layout`).
 
     >>> r = under_load("llama3.1-8b", gpu="h100-sxm", seq=512, gen=128, request_rate=2)
     >>> r["running"], r["requests_per_s"], r["saturated"]  # the fewest running that serve 2 a second serve 2
@@ -92,6 +100,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         raise SymllmError("gen: serving under load needs the tokens each request generates (--gen 1 or more)")
     if (concurrency is None) == (request_rate is None):
         raise SymllmError("concurrency: give the concurrency or the request rate (one of them)")
+    rate = None
     if concurrency is not None:
         integer("concurrency", concurrency)
     else:
@@ -117,11 +126,17 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     if ceiling is not None:
         limits["max_num_seqs"] = ceiling
     budget = cap["max_num_batched_tokens"]
-    whole = evaluate(laid.replace(batch=1, gen=0, context=None))["time"]["expected"]
+    times = {}
+
+    def time(batch: int, seq: int, context: int | None = None) -> dict:
+        """The ``time`` group at a point (the bound and ``expected`` alike), each point evaluated once."""
+        if (batch, seq, context) not in times:
+            times[batch, seq, context] = evaluate(laid.replace(batch=batch, seq=seq, gen=0, context=context))["time"]
+        return times[batch, seq, context]
+
+    whole = time(1, s)["expected"]
     if whole["prefill_compute_s"] is None:  # one prompt's prefill does not fit the GPU (count says why)
         raise SymllmError(f"seq: one prompt of {s:,} tokens does not fit on {cap['gpu']} (symllm count says why)")
-    prompt = Fraction(whole["prefill_compute_s"])
-    attention = prompt - Fraction(whole["prefill_gemm_s"])  # its attention core, whatever the chunks
     mode = batching.prefill_step(work.engine, s + n)
     if mode == "whole":  # the decodes must leave room for the whole prompt in the step's token budget
         if s >= budget:
@@ -130,6 +145,25 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         limits["max_num_batched_tokens"] = budget - s
     binding = min(limits, key=limits.get)  # the first named of equals
     most = limits[binding]
+    load = dict(s=s, n=n, mode=mode, budget=budget, most=most, concurrency=concurrency, rate=rate)
+    expected = _schedule(lambda t: t["expected"], time, **load)
+    # the same schedule with each step at the roofline's (hardware.roofline: its own prefill_compute_s,
+    # prefill_gemm_s, decode_gemm_s and decode_token_s)
+    bound = _schedule(lambda t: t, time, **load)
+    return {**expected, "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
+            "engine": whole["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
+            **({"max_num_seqs": ceiling} if ceiling is not None else {}),
+            **({"request_rate": float(rate)} if rate is not None else {}), "bound": bound}
+
+
+def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int, concurrency, rate) -> dict:
+    """The figures under load (module docstring) with each step timed by ``clock`` (the ``time`` group -> the
+    group of times it reads: ``time.expected``, or the roofline's own); ``time(batch, seq, context)`` the
+    ``time`` group at a point; ``most`` the most sequences that run; ``concurrency``, or ``rate`` requests a
+    second. The one schedule both :func:`under_load`'s expected figures and its bound run."""
+    one = clock(time(1, s))
+    prompt = Fraction(one["prefill_compute_s"])
+    attention = prompt - Fraction(one["prefill_gemm_s"])  # its attention core, whatever the chunks
     cache, rows = {}, {}
 
     def gemms(m: int, decodes: int) -> Fraction | None:
@@ -138,9 +172,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         head on each: their difference, the head's time a row); None where those prompts are not timed (count
         times nothing that does not fit: a card the weights nearly fill)."""
         if m not in rows:
-            one = [evaluate(laid.replace(batch=b, seq=m // b, gen=0, context=None))["time"]["expected"][
-                "prefill_gemm_s"] for b in (1, m)]
-            rows[m] = None if None in one else [Fraction(x) for x in one]
+            both = [clock(time(b, m // b))["prefill_gemm_s"] for b in (1, m)]
+            rows[m] = None if None in both else [Fraction(x) for x in both]
         if rows[m] is None:
             return None
         last, every = rows[m]
@@ -149,8 +182,10 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     def at(c: int) -> dict:
         """The steady state with ``c`` sequences running (``c <= most``)."""
         if c not in cache:
-            # a decode step alone (its memory is the KV cache's, which the capacity above already holds)
-            decode = evaluate(laid.replace(batch=c, seq=1, gen=0, context=s + n // 2))["time"]["expected"]
+            # a decode step alone (its memory is the KV cache's, which the capacity already holds)
+            decode = clock(time(c, 1, s + n // 2))
+            if decode["decode_token_s"] is None:  # count's peak at batch c is over the card (it times nothing)
+                raise SymllmError(f"concurrency: {c:,} sequences running do not fit count's inference peak")
             chunk, extra = budget, prompt  # a forward of its own
             if mode != "separate":  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
@@ -162,7 +197,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * extra
             ttft = ceil(s / chunk) * step + extra
             e2e = ttft + (n - 1) * step
-            cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e, "engine": decode["engine"]}
+            cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e}
         return cache[c]
 
     top = at(most)
@@ -187,10 +222,7 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             "ttft_s": None if unbounded else float(point["ttft"] + wait),
             "itl_s": float(point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
             "output_tokens_per_s": float(served * n), "requests_per_s": float(served),
-            "kv_sequences": limits["kv_cache"], "max_running": most, "running_limit": binding,
-            "saturation_concurrency": knee, "saturated": saturated,
-            "engine": point["engine"], "seq": s, "gen": n, "max_num_batched_tokens": budget, "prefill_step": mode,
-            **({"max_num_seqs": ceiling} if ceiling is not None else {})}
+            "saturation_concurrency": knee, "saturated": saturated}
 
 
 def _smallest(holds, low: int, high: int) -> int:
