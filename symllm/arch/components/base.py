@@ -254,7 +254,8 @@ class Component:
     name: str
     #: parameters this component owns itself (children excluded)
     params: sp.Expr = sp.S.Zero
-    #: of those, what one token uses (None: all of them; routed experts: the k it is sent to)
+    #: of those, what one token uses (None: all of them; routed experts: the k it is sent to; per GPU, a part held
+    #: whole but read in part, split "held": the rank's share)
     active: sp.Expr | None = None
     #: matmul FLOPs of one forward pass (b sequences, s new tokens, t cached)
     flops: sp.Expr = sp.S.Zero
