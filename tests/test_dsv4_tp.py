@@ -69,6 +69,9 @@ _VLLM_SHARED_EXPERT = {"w1": "column", "w3": "column", "w2": "row"}
 d, r_q, n_h, d_h, r_o, g_o, V = 4096, 1024, 64, 512, 1024, 8, 129280
 n_e, d_ff, n_I, d_I, n_hc = 256, 2048, 64, 128, 4
 T = 8  # tensor ranks
+#: how the output names symllm's default layout: transformers' plan for the blocks, but the vocabulary split (the
+#: embedding by its rows, the head by its columns), where transformers 5.23's DeepseekV4 plan keeps the embedding whole
+PLAN = "transformers' plan, vocab split"
 
 
 def _hand(attention_split: bool, shared_split: bool) -> int:
@@ -207,7 +210,7 @@ def test_count_says_which_layout_each_per_gpu_figure_is_in(cli):
     per-GPU table and times, and vLLM's (67.57 GiB) in its serving section, each door saying which; ``--engine vllm``
     gives vLLM's layout throughout, said so. The JSON holds the same names (``tp_layout``)."""
     base = ["count", "deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--serve"]
-    for extra, table, weights in (([], "transformers' tp plan", "76.38 GiB"), (["--engine", "vllm"], "vLLM's layout",
+    for extra, table, weights in (([], PLAN, "76.38 GiB"), (["--engine", "vllm"], "vLLM's layout",
                                                                                 "67.57 GiB")):
         r = cli(base + extra)
         assert r.code == 0, r.err
@@ -242,11 +245,11 @@ def test_plan_and_report_name_the_layout_too(cli):
     DeepSeek-V4 at tp 8 ran into its per-GPU state cache, which had no title, and failed.)"""
     r = cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200"])
     assert r.code == 0, r.err
-    assert "fused stack, bf16; transformers' tp plan): 5,120 layouts" in " ".join(r.out.split())
+    assert f"fused stack, bf16; {PLAN}): 5,120 layouts" in " ".join(r.out.split())
     assert json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200", "--engine", "vllm", "--json"]).out)[
         "tp_layout"] == "vllm"
     assert "tp_layout" not in json.loads(cli(["plan", "llama3.1-8b", "--gpus", "8xh200", "--json"]).out)
-    for extra, words in (([], "transformers' tp plan"), (["--engine", "vllm"], "vLLM's layout")):
+    for extra, words in (([], PLAN), (["--engine", "vllm"], "vLLM's layout")):
         r = cli(["report", "deepseek-v4-flash-base", "--tp", "8", "--format", "markdown"] + extra)
         assert r.code == 0, r.err
         assert f"(ZeRO stage 0): 8 GPUs. Its per-GPU figures are in {words}. One GPU" in " ".join(r.out.split())
@@ -258,7 +261,7 @@ def test_a_sweep_lays_the_model_out_as_count_does(cli):
     """``sweep --engine vllm --tp 8`` gives vLLM's per-GPU parameters and weights (the hand count), as count does;
     without an engine transformers' plan's, and says which on stderr. (The sweep built transformers' plan under every
     engine: 41,008,334,423 parameters where count said 36,274,013,783.)"""
-    for extra, params, words in (([], _hand(False, False), "transformers' tp plan"),
+    for extra, params, words in (([], _hand(False, False), PLAN),
                                  (["--engine", "vllm"], _hand(True, True), "vLLM's layout")):
         r = cli(["sweep", "--base", "deepseek-v4-flash-base", "--tp", "8", "--quantity",
                  "params_per_gpu,weights_per_gpu", "--format", "jsonl"] + extra)
@@ -274,7 +277,7 @@ def test_the_memory_plot_names_the_layout():
     """The memory plot's per-GPU panel is titled with the layout its bars are in, as count's table is."""
     requires("matplotlib")
     from symllm.present import plots
-    for engine, words in ((None, "transformers' tp plan"), ("vllm", "vLLM's layout")):
+    for engine, words in ((None, PLAN), ("vllm", "vLLM's layout")):
         fig = plots.memory("deepseek-v4-flash-base", tp=8, seq=1, engine=engine)
         assert fig.axes[0].get_title() == f"deepseek-v4-flash-base: memory per GPU (tp 8, pp 1, dp 1; {words})"
     assert plots.memory("llama3.1-8b", tp=8, seq=1).axes[0].get_title() == (

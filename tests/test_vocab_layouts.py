@@ -18,8 +18,9 @@ logits.
 
 lmdeploy's TurboMind (``--engine lmdeploy``) at v0.1.0 (InternLM/lmdeploy 477f2db8a, 2023-12-18; read 2026-11-29):
 ``LlamaWeight.cc`` holds ``tok_embeddings.weight`` whole on every rank and ``LlamaV2::embeddingLookup`` runs no
-collective; ``LlamaV2::postDecodeEmbedding`` multiplies the rank's vocab_size_padded / tp rows of the head and
-all-gathers the logits.
+collective; it also allocates and loads the head's ``output.weight`` whole (``hidden_units_ * vocab_size_padded_``,
+lines 86 and 105-107) on every rank, of which ``LlamaV2::postDecodeEmbedding`` multiplies the rank's
+vocab_size_padded / tp rows before all-gathering the logits (the same at v0.2.0, b319dce67).
 
 Llama 2 70B (meta-llama/Llama-2-70b-hf config.json): hidden 8,192, intermediate 28,672, 80 layers, 64 heads of 128,
 8 key/value heads, a vocabulary of 32,000, untied. Its parts' parameters are transformers' own (``LlamaForCausalLM``
@@ -139,16 +140,27 @@ def test_gpt_fast_holds_and_streams_the_vocabulary_whole(cli):
     assert ours["tp_layout"] == "gpt-fast" and "tp_layout" not in theirs
 
 
-def test_lmdeploy_holds_the_embedding_whole_and_splits_the_head(cli):
-    """``count llama2-70b --tp 4 --engine lmdeploy`` (the TurboMind TP 4 row): three quarters of the embedding's V·d
-    more a rank than transformers' plan, the head's quarter as computed; a decode step's bytes as the plan's (the
-    look-up reads no table, the head's quarter and a quarter of the logits either way)."""
-    ours_params, plan = _rank0(True, False), _rank0(False, False)
-    assert ours_params - plan == V * D * 3 // 4 == 196_608_000
+def test_lmdeploy_holds_both_tables_whole_and_reads_a_share_of_the_head(cli):
+    """``count llama2-70b --tp 4 --engine lmdeploy`` (the TurboMind TP 4 row): every rank holds the whole embedding
+    and the head's whole table (LlamaWeight.cc loads ``output.weight`` whole into ``hidden_units_ *
+    vocab_size_padded_`` on each rank), three quarters of each V·d more than transformers' plan, 17,638,367,232
+    parameters a rank (fp16 weights twice that); a decode step's bytes are the plan's: the look-up reads no table,
+    and ``postDecodeEmbedding`` multiplies only the rank's quarter of the head's rows (2·V·d/4 bytes) and writes a
+    quarter of the logits either way."""
+    ours_params, plan = _rank0(True, True), _rank0(False, False)
+    assert ours_params - plan == 2 * V * D * 3 // 4 == 393_216_000
+    assert ours_params == 17_638_367_232
     base = ["count", "llama2-70b", "--tp", str(TP), "--gpu", "a100-80gb", "--json"]
     ours, theirs = (json.loads(cli(base + extra).out) for extra in (["--engine", "lmdeploy"], []))
-    assert ours["params"]["per_gpu"] == ours_params
+    assert (ours["params"]["per_gpu"], ours["memory_per_gpu"]["weights"]) == (ours_params, 2 * ours_params)
+    assert theirs["params"]["per_gpu"] == plan
     assert ours["time"]["decode_token_bytes"] == theirs["time"]["decode_token_bytes"]
+    # by hand, fp16, batch 1 at the default 2,048 cached positions: the weights the rank multiplies (its quarter of
+    # the layers' projections, the norms, the head's quarter; the look-up reads none), the KV cache read and the new
+    # token's written (2 tensors · 80 layers · 2 key/value heads a rank · 128 · 2 bytes a position, 2,049
+    # positions) and a quarter of the logits written
+    weights_read = _rank0(False, False) - V * D // TP  # the plan's rank less its quarter of the embedding
+    assert ours["time"]["decode_token_bytes"] == 2 * weights_read + 2 * 80 * 2 * 128 * 2 * 2049 + 2 * V // TP
     assert ours["tp_layout"] == "lmdeploy"
 
 

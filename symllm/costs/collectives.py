@@ -106,13 +106,14 @@ def step_collectives(stage, experts: str = "split") -> dict:
     {'residual': 2*floor(L/N_p), 'logits': 1, 'norms': 0}
     """
     import sympy as sp
+    from symllm.arch.components.base import COLUMNS
     from symllm.arch.components.mamba import spanning_norms
 
     def count(comp, weight: str, split) -> sp.Expr:
         own = 1 if comp.rules.weight == weight and split(comp) else 0
         return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
     embeddings = count(stage, "embedding", summed)
-    heads = count(stage, "head", lambda c: c.rules.split == "column")
+    heads = count(stage, "head", lambda c: c.rules.split in COLUMNS)  # each rank's share of the logits, gathered
     return {"residual": reduced_sublayers(stage, experts) + embeddings, "logits": heads,
             "norms": spanning_norms(stage)}
 
@@ -150,6 +151,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3}
     """
     import sympy as sp
+    from symllm.arch.components.base import COLUMNS
 
     split_experts = experts == "split"
     step = step_collectives(stage, experts)
@@ -172,9 +174,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
         grouped = False
         for c in comp.children:
             style, m = c.rules.split, mult * c.repeat
-            if c.rules.weight == "embedding" or (c.rules.weight == "head" and style == "column"):
+            if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
                 continue  # counted from the step's count above
-            if style in ("column", "merged"):
+            if style in (*COLUMNS, "merged"):
                 if not seq:  # the input gradient, all-reduced in backward
                     add("all_reduce", m)
                 elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter of

@@ -102,6 +102,7 @@ import sympy as sp
 from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
+from symllm.arch.components.base import COLUMNS
 from symllm.costs import zero
 from symllm.costs.collectives import forward_runs, training_collectives, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
@@ -244,12 +245,15 @@ def _sizes() -> dict:
 def vocabulary(comp: Component) -> sp.Expr:
     """The vocabulary rows tensor rank 0 holds and computes of ``comp``, a part of the vocabulary (its embedding or
     lm_head): ``⌈V/N_t⌉`` where it is split, every row where an engine keeps it whole (MLC's lm_head: every rank
-    computes every logit).
+    computes every logit); a head held whole but read in part (``held``: TurboMind's) computes its share, though
+    every rank holds every row (:func:`shard`: its parameters whole, its ``active`` the share).
 
     >>> from symllm.arch.components import lm_head
     >>> head = lm_head()
-    >>> vocabulary(head), vocabulary(layout(head, "mlc"))
-    (ceiling(V/N_t), V)
+    >>> vocabulary(head), vocabulary(layout(head, "mlc")), vocabulary(layout(head, "lmdeploy"))
+    (ceiling(V/N_t), V, ceiling(V/N_t))
+    >>> shard(layout(head, "lmdeploy")).params, shard(layout(head, "lmdeploy")).active
+    (V*d, d*ceiling(V/N_t))
     """
     return S.V if comp.rules.split == "replicated" else _split(S.V)
 
@@ -268,7 +272,7 @@ def _split_weight(comp: Component) -> sp.Expr:
     bias = sp.expand(comp.params - weight)
     if bias not in (0, fan_out):
         raise SymllmError(f"tp: {comp.name} holds {comp.params} parameters, not a {fan_in} x {fan_out} linear's")
-    if comp.rules.split == "column":
+    if comp.rules.split in COLUMNS:
         return fan_in * _split(fan_out) + (_split(fan_out) if bias else 0)
     return _split(fan_in) * fan_out + bias
 
@@ -296,6 +300,9 @@ def _sharded(comp: Component, seq: bool, experts: str) -> Component:
         own["params"] = _split_weight(comp) if comp.shape and comp.params != 0 else comp.params.xreplace(sizes)
         if comp.active is not None:
             own["active"] = comp.active.xreplace(sizes)
+    elif split == "held":  # every rank holds the whole weight and reads (multiplies) its column share
+        own["params"] = comp.params
+        own["active"] = _split_weight(comp) if comp.shape and comp.params != 0 else comp.params.xreplace(sizes)
     elif split == "merged":  # each output tensor split by its own heads or groups (vLLM's MergedColumnParallelLinear)
         own["params"] = comp.params.xreplace(sizes)
         if comp.active is not None:

@@ -323,14 +323,17 @@ def escape_latex(text) -> str:
     return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))
 
 
-#: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout"
-LAYOUT_WORDS = {"transformers": "transformers' tp plan", "vllm": "vLLM's layout", "mlc": "MLC's layout"}
+#: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout".
+#: "transformers": the blocks as transformers' tp plan splits them, the vocabulary as vLLM and Megatron split it (the
+#: embedding by its rows, all-reduced, the lm_head by its columns, gathered), where transformers 5.23's own plans keep
+#: the embedding whole (every family of a preset but Nemotron-H, whose head they keep whole: docs/parallel.md)
+LAYOUT_WORDS = {"transformers": "transformers' plan, vocab split", "vllm": "vLLM's layout", "mlc": "MLC's layout"}
 
 
 def layout_words(name: str) -> str:
     """The words for a ``tp_layout`` the output names.
 
     >>> layout_words("transformers"), layout_words("vllm"), layout_words("sglang")
-    ("transformers' tp plan", "vLLM's layout", "sglang's layout")
+    ("transformers' plan, vocab split", "vLLM's layout", "sglang's layout")
     """
     return LAYOUT_WORDS.get(name, f"{name}'s layout")

@@ -73,8 +73,12 @@ _T = b * s  # token rows in one forward pass
 #: layer's own heads or groups, split with them and needing no collective: a Mamba-2 mixer's convolution, A_log, D,
 #: dt_bias and gated norm, a Gated DeltaNet's convolution, A_log and dt_bias), "merged" (a column-wise linear whose
 #: output is several tensors side by side, each split over the ranks by its own heads or groups: vLLM's
-#: ``MergedColumnParallelLinear``, Mamba-2's in_proj)
-SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged")
+#: ``MergedColumnParallelLinear``, Mamba-2's in_proj), "held" (held whole, read in part: a column-wise linear every
+#: rank holds whole but multiplies only its share of the output features: memory counts the whole weight, FLOPs, the
+#: bytes a step reads and the collectives the share, as "column"; TurboMind's lm_head)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged", "held")
+#: the splits whose ranks each compute their share of a linear's output features (a head of them gathers its logits)
+COLUMNS = ("column", "held")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
 #: QLoRA's NF4 stores the "linear" projections): "linear", "head" (the output projection), "embedding",
 #: "norm", "head_norm" (Command-R+'s per-head QK-norm, a (heads, head_dim) tensor), "router", "experts" (fused
@@ -102,7 +106,7 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 8: see components.SPLITS)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 9: see components.SPLITS)
     >>> w = Rules("replicated", engines=(("vllm", "column"),))
     >>> w.split_under("vllm"), w.split_under("sglang"), w.split_under(None)
     ('column', 'replicated', 'replicated')
@@ -250,7 +254,8 @@ class Component:
     name: str
     #: parameters this component owns itself (children excluded)
     params: sp.Expr = sp.S.Zero
-    #: of those, what one token uses (None: all of them; routed experts: the k it is sent to)
+    #: of those, what one token uses (None: all of them; routed experts: the k it is sent to; per GPU, a part held
+    #: whole but read in part, split "held": the rank's share)
     active: sp.Expr | None = None
     #: matmul FLOPs of one forward pass (b sequences, s new tokens, t cached)
     flops: sp.Expr = sp.S.Zero

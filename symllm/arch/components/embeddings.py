@@ -13,7 +13,9 @@ from symllm.arch.symbols import b, beta_a, d, d_p, L, s_o, V, V_p
 #: engine -> (the embedding's split, the lm_head's split), each read in the engine's code (``Rules.engines``; every
 #: name one of symllm.arch.layers.LAYOUT_ENGINES; docs/parallel.md says what each runs). "replicated": every rank
 #: holds the whole table, a whole embedding looks its tokens up with no all-reduce, a whole head computes every logit
-#: with no gather.
+#: with no gather; "held": every rank holds the head's whole table but multiplies its share of the rows and gathers
+#: the logits (symllm.arch.components.base.SPLITS: its memory the whole table, its FLOPs, bytes read and gather the
+#: share's).
 VOCABULARY = {
     # MLC LLM's multi-GPU path shards only qkv, o_proj, gate_up and down (mlc-ai/mlc-llm 8e94910, 2023-10-04,
     # mlc_llm/relax_model/llama.py: ``shard_strategy`` "shard_qkv" at lines 238-239, "shard_o_proj_k" 266-267,
@@ -31,13 +33,14 @@ VOCABULARY = {
     # stay whole on every rank, which looks its tokens up and computes every logit
     "gpt-fast": ("replicated", "replicated"),
     # lmdeploy's TurboMind at v0.1.0 (InternLM/lmdeploy 477f2db8a, 2023-12-18; the same at 379a2d5a6, 2023-12-25, the
-    # benchmark page the rows cite, and at v0.2.0): LlamaWeight.cc allocates and loads
+    # benchmark page the rows cite, and at v0.2.0, b319dce67): LlamaWeight.cc allocates and loads
     # ``tok_embeddings.weight`` whole (vocab_size_padded x hidden_units) on every rank, and LlamaV2::embeddingLookup
-    # reads it with no collective; LlamaV2::postDecodeEmbedding multiplies each rank's vocab_size_padded / tp rows
-    # of ``output.weight`` (its offset ``tensor_para_.rank_ * local_vocab_size * hidden_units_``) and
-    # ``ftNcclAllGather``s the logits: the head split by the vocabulary as computed, though every rank holds its
-    # whole table (3/4 of V·d more weights a rank at TP 4 than symllm's per-GPU weights count)
-    "lmdeploy": ("replicated", "column"),
+    # reads it with no collective; it allocates ``post_decoder_embedding_kernel`` as ``hidden_units_ *
+    # vocab_size_padded_`` (line 86) and loads the whole ``output.weight`` into it (105-107) on every rank, and
+    # LlamaV2::postDecodeEmbedding's cuBLAS GEMM multiplies only that rank's ``local_vocab_size = vocab_size_padded_ /
+    # world_size_`` rows (the kernel at ``+ tensor_para_.rank_ * local_vocab_size * hidden_units_``) and
+    # ``ftNcclAllGather``s the fp32 logits (read 2026-11-29): the head held whole, read in part
+    "lmdeploy": ("replicated", "held"),
 }
 
 
