@@ -38,7 +38,7 @@ __all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "largest
 
 #: the accelerator's memory, bytes (what :func:`solution` solves the peak against)
 M_gpu = sp.Symbol("M_gpu", positive=True)
-#: the ranks a layout family may grow (:func:`symllm.costs.plans.fewest_gpus`)
+#: the ranks a layout family may grow (:func:`symllm.studies.plans.fewest_gpus`)
 LAYOUT_RANKS = ("tp", "pp", "dp")
 #: the most distributed terms :func:`candidates` expands a product of Maxes into
 _MAX_CANDIDATES = 256
