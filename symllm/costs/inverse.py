@@ -31,7 +31,8 @@ from symllm.arch import symbols as S
 from symllm.numbers.kernels import evaluate
 from symllm.costs.search import largest_numbers, largest_of  # (the numbers' half)
 
-__all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "LAYOUT_RANKS", "solve_forms", "largest_fitting"]
+__all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "LAYOUT_RANKS", "solve_forms",
+           "largest_fitting"]
 
 #: the accelerator's memory, bytes (what :func:`solution` solves the peak against)
 M_gpu = sp.Symbol("M_gpu", positive=True)
