@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import symllm
 from symllm.arch.config import ModelConfig
-from symllm.costs import inverse
+from symllm.costs import inverse, search
 from symllm.errors import SymllmError
 from symllm.studies import plans
 
@@ -312,7 +312,7 @@ def test_secant_guesses_give_the_largest_that_fits(a, b, c, k, w, capacity, low)
     and curvature; or None, leaving it to the doubling search. The brute force is the definition itself."""
     def peak(x):
         return Fraction(a + b * x + c * x * x + -(-x // k) + 7 * min(x, w) + x * x // w)
-    got = inverse._secant(peak, capacity, low)
+    got = search._secant(peak, capacity, low)
     if got is None:
         return
     assert got == low - 1 if peak(low) > capacity else (got >= low and peak(got) <= capacity < peak(got + 1))

@@ -30,6 +30,7 @@ vocabulary's parts whole or 1/tp as the engine lays them out.
 from __future__ import annotations
 
 import json
+import pathlib
 
 from .conftest import requires
 
@@ -122,6 +123,20 @@ def test_a_sweep_under_mlc_gives_count_s_per_gpu_figures(cli):
     assert (row["params_per_gpu"], row["weights_per_gpu"]) == (counted["params"]["per_gpu"],
                                                                counted["memory_per_gpu"]["weights"])
     assert row["params_per_gpu"] == _rank0(True, True)
+
+
+def test_a_sweep_of_whole_model_quantities_names_no_layout(cli):
+    """A sweep that asks no per-GPU quantity names no layout: ``params`` and ``weights`` are the whole model's, the
+    same under every engine: Llama 2 70B's published total (tests/data/published_params.json: Together AI's
+    parameter table and the Hub's safetensors metadata), at 2 bytes each."""
+    total = json.loads((pathlib.Path(__file__).parent / "data" / "published_params.json").read_text())["llama2-70b"]
+    for engine in ("mlc", "gpt-fast", "lmdeploy"):
+        r = cli(["sweep", "--base", "llama2-70b", "--tp", str(TP), "--quantity", "params,weights",
+                 "--format", "jsonl", "--engine", engine])
+        assert r.code == 0, r.err
+        assert "layout" not in r.err
+        row = json.loads(r.out.splitlines()[0])
+        assert (row["params"], row["weights"]) == (total["total"], 2 * total["total"])
 
 
 def test_gpt_fast_holds_and_streams_the_vocabulary_whole(cli):

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from symllm.costs.figures import data, fraction as _x
 
-__all__ = ["SAVED_COLLECTIVES", "forward_runs", "summed", "reduced_sublayers", "step_collectives",
+__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "step_collectives",
            "LOSS_STATISTICS", "training_collectives", "training_tp_bytes", "collective", "allreduce_s", "alltoall_s",
            "ray_step_s", "step_host_s"]
 
@@ -40,6 +40,18 @@ def forward_runs(collective: str, recompute) -> int:
     """
     full = recompute is True or recompute == "full"
     return 2 if full or (recompute == "op" and collective not in SAVED_COLLECTIVES) else 1
+
+
+def moe_alltoalls(recompute) -> int:
+    """The all-to-alls one MoE layer runs over its expert ranks a training step: dispatch and combine, in forward
+    and in backward, the forward's again where ``recompute`` reruns it (:func:`forward_runs`). What the bytes
+    (:func:`symllm.costs.parallel.comm`'s ``ep``) and the time (:func:`symllm.costs.moe_training.moe_training_s`)
+    both count.
+
+    >>> moe_alltoalls(False), moe_alltoalls("full"), moe_alltoalls(True)
+    (4, 6, 6)
+    """
+    return 2 + 2 * forward_runs("all_to_all", recompute)
 
 
 def summed(comp, split_experts: bool = True) -> bool:
@@ -88,8 +100,8 @@ def reduced_sublayers(stage, experts: str = "split"):
 def step_collectives(stage, experts: str = "split") -> dict:
     """The collectives one forward pass through a pipeline ``stage`` (a component as tensor rank 0 holds it) runs
     over the tensor ranks, by kind, repeats included: ``residual``, the all-reduces of the residual stream, one a
-    sublayer the ranks sum (:func:`symllm.costs.reduced_sublayers`) and the embedding's where the stage
-    holds one split over the vocabulary (:func:`symllm.costs.summed`: vLLM's and SGLang's
+    sublayer the ranks sum (:func:`reduced_sublayers`) and the embedding's where the stage
+    holds one split over the vocabulary (:func:`summed`: vLLM's and SGLang's
     ``VocabParallelEmbedding`` all-reduces its partial rows); ``logits``, the all-gather of the logits where it
     holds a head split over the vocabulary (``column``: vLLM's and SGLang's ``LogitsProcessor``); ``norms``, the
     fp32 all-reduce of each Mamba-2 gated norm whose one group spans the ranks
@@ -134,11 +146,11 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     logits in training but all-reduce their input's gradient in backward (``seq``: all-gather the input in forward,
     reduce-scatter its gradient) and run the loss's statistics. The blocks, as DTensor runs them (torch's
     ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
-    (:func:`symllm.costs.summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
+    (:func:`summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
     all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
     reduce-scatter in backward a group of them sharing an input), tensor-split experts one such pair and a summed
     output; recomputation runs a block's forward collectives again where its policy does not save them
-    (:func:`symllm.costs.forward_runs`). Their sum is a micro-batch's calls.
+    (:func:`forward_runs`). Their sum is a micro-batch's calls.
 
     >>> from symllm.arch.components import model
     >>> from symllm.costs import parallel

@@ -36,7 +36,8 @@ def fraction(text) -> Fraction:
 
 def engine(name: str | None, kind: str = "inference") -> dict:
     """An engine's conventions (``--engine``), by name; None: the default engine for ``kind`` (inference,
-    training). The dict holds ``name`` too.
+    training); an entry's ``figures_of`` names the engine whose entry gives what it does not state. The dict
+    holds ``name`` too.
 
     >>> engine("hf")["kernels_per_layer"], engine(None)["name"]
     (90, 'vllm')
@@ -44,6 +45,8 @@ def engine(name: str | None, kind: str = "inference") -> dict:
     (True, 'megatron')
     >>> engine("vLLM")["name"]
     'vllm'
+    >>> engine("gpt-fast")["kernels_per_layer"] == engine("torch")["kernels_per_layer"]  # its figures_of
+    True
     >>> engine("tensorflow")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -55,7 +58,10 @@ def engine(name: str | None, kind: str = "inference") -> dict:
     key = name.lower() if isinstance(name, str) else name
     if key not in table or key == "about":
         choice("engine", name, [k for k in table if k != "about"], see="docs/efficiency.md")
-    return {"name": key, **table[key]}
+    entry = table[key]
+    if "figures_of" in entry:  # what this entry does not state, another engine's entry gives (one place)
+        entry = {**table[entry["figures_of"]], **entry}
+    return {"name": key, **entry}
 
 
 def interpolate(table, x) -> Fraction:

@@ -28,17 +28,15 @@ from functools import lru_cache
 import sympy as sp
 
 from symllm.arch import symbols as S
-from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
-# (the numbers' half)
-from symllm.costs.search import _floor_root, _search, _secant, largest_numbers, largest_of  # noqa: F401
+from symllm.costs.search import largest_numbers, largest_of  # (the numbers' half)
 
-__all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "largest_of", "LAYOUT_RANKS", "solve_forms",
+__all__ = ["M_gpu", "candidates", "solution", "closed_form", "largest", "LAYOUT_RANKS", "solve_forms",
            "largest_fitting"]
 
 #: the accelerator's memory, bytes (what :func:`solution` solves the peak against)
 M_gpu = sp.Symbol("M_gpu", positive=True)
-#: the ranks a layout family may grow (:func:`symllm.costs.plans.fewest_gpus`)
+#: the ranks a layout family may grow (:func:`symllm.studies.plans.fewest_gpus`)
 LAYOUT_RANKS = ("tp", "pp", "dp")
 #: the most distributed terms :func:`candidates` expands a product of Maxes into
 _MAX_CANDIDATES = 256

@@ -104,7 +104,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.components.base import COLUMNS
 from symllm.costs import zero
-from symllm.costs.collectives import forward_runs, training_collectives, training_tp_bytes
+from symllm.costs.collectives import moe_alltoalls, training_collectives, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
@@ -473,8 +473,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
                              trained.total("params") - x)
                     + dp_bytes(x, group, zero_stage, grad_bytes, rounds))
 
-        # dispatch and combine, forward and backward (+ the forward again where recomputed)
-        messages = 2 + 2 * forward_runs("all_to_all", recompute)
+        messages = moe_alltoalls(recompute)
         tokens = S.beta_a * S.b * S.s * S.k * S.d
         out["dp"] = largest(*map(dp, (first, last), stages(graded, sp_, experts)))
         out["ep"] = messages * ring(tokens, S.N_e) * maximum(*(_only_experts(st, unit=True).total("params")

@@ -22,7 +22,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from symllm.costs import accelerators
-from symllm.arch.layers import layout_engine
+from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
@@ -313,7 +313,8 @@ class Workload:
     #: the engine whose conventions the expected times use (symllm.costs.efficiency); None: the defaults
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
                               "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
-                              "vllm also lays out the parts it splits otherwise than transformers' tp plan",
+                              f"{', '.join(LAYOUT_ENGINES)} also lay out the parts they split otherwise than "
+                              "transformers' tp plan",
                               shapes=layout_engine)
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "

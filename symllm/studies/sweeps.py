@@ -149,7 +149,8 @@ class Sweep:
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
         spec = resolved.spec(base_cfg)
         mdl = phases.model_of(spec, work).replace(definitions=())  # laid out as its engine lays it out, as count
-        #: the layout the per-GPU quantities are in, where a part declares an engine's split (None: none does)
+        #: the layout the per-GPU quantities are in, where a part declares an engine's split (None: none does, or no
+        #: per-GPU quantity is asked)
         self.tp_layout = phases.layout_of(spec, work)
         checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
         checks.warn_past_window(spec, sum(_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
@@ -192,6 +193,8 @@ class Sweep:
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
         if len(set(self.quantities)) < len(self.quantities):
             raise SymllmError(f"quantity: a name is repeated in {', '.join(self.quantities)}")
+        if not any(q in _PARALLEL for q in self.quantities):  # whole-model quantities only: no layout to name
+            self.tp_layout = None
         self.kernels = {q: compile_expr(substitute(_quantity_expr(q, mdl, work), fixed))
                         for q in self.quantities}
         unknown = {a for k in self.kernels.values() for a in k.args} - set(_SYMBOL.values())
