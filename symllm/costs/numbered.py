@@ -9,7 +9,7 @@ from symllm.costs import accelerators, hardware
 from symllm.costs.replication import ReplicatedKV
 from symllm.costs.workloads import Workload, symbol_codes, tp_layout
 
-__all__ = ["named_values", "workload_numbers", "grouped", "values", "named", "weight_format_group"]
+__all__ = ["named_values", "workload_numbers", "grouped", "values", "named", "format_bytes", "weight_format_group"]
 
 
 def named_values(work: Workload, codes=None) -> dict:
@@ -84,10 +84,9 @@ def values(config, workload: Workload | None = None, **options) -> dict:
     if workload is not None or options:
         work = Workload.of(workload, **options)
         out.update(work.values())
-        fmt = work.weight_format or spec.config.weight_format  # given, else the config's quantization_config
-        if fmt is not None:  # β_w: the format's exact bytes over the model's weights
-            from symllm.costs import formats
-            out[S.beta_w] = formats.bytes_per_weight(spec, fmt)
+        beta_w = format_bytes(spec, work)
+        if beta_w is not None:
+            out[S.beta_w] = beta_w
     return out
 
 
@@ -100,10 +99,26 @@ def named(spec, work: Workload) -> dict:
             _NAMED.clear()
         hit = _NAMED[id(spec)] = (spec, {sym.name: v for sym, v in spec.values().items()})  # spec held: id kept
     out = {**hit[1], **named_values(work)}
-    if work.weight_format is not None:  # β_w: the format's exact bytes over the model's weights
-        from symllm.costs import formats
-        out["beta_w"] = formats.bytes_per_weight(spec, work.weight_format)
+    beta_w = format_bytes(spec, work)
+    if beta_w is not None:
+        out["beta_w"] = beta_w
     return out
+
+
+def format_bytes(spec, work: Workload):
+    """``β_w`` under a weight format: the format's exact bytes over the model's weights
+    (:func:`symllm.costs.formats.bytes_per_weight`) for the workload's ``weight_format``, else the config's stated
+    one (its ``quantization_config``); None without either. The one reading :func:`values` and :func:`named` share.
+
+    >>> from symllm.arch import resolved
+    >>> format_bytes(resolved.spec("llama3.1-8b"), Workload()) is None
+    True
+    """
+    fmt = work.weight_format or spec.config.weight_format
+    if fmt is None:
+        return None
+    from symllm.costs import formats
+    return formats.bytes_per_weight(spec, fmt)
 
 
 #: id(spec) -> (spec, its values by symbol name)
