@@ -323,9 +323,9 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, spec, window: i
       all-gathered) at the tp link's bandwidth; one batch goes through the ``N_p`` stages one after another
       (``N_p`` × the busiest stage), handing its activations over ``N_p - 1`` times; ``prefill_bound`` /
       ``decode_token_bound`` say which roofline term is larger (``compute`` on a tie), ``comm_s`` the time its
-      communication takes; ``prefill_compute_s``, ``prefill_gemm_s``, ``decode_gemm_s``: the busiest stage's
-      GEMMs and causal attention core at ``P`` (a decode step's GEMMs at least its bytes at ``B_mem``), the
-      shares serving under load's bound reads (:mod:`symllm.costs.traffic`);
+      communication takes; ``prefill_compute_s``, ``prefill_gemm_s``, ``decode_gemm_s``, ``decode_core_s``: the
+      busiest stage's GEMMs and causal attention core at ``P`` (a decode step's GEMMs at least its bytes at
+      ``B_mem``; its attention core), the shares serving under load's bound reads (:mod:`symllm.costs.traffic`);
     * ``tokens_per_s``: ``N_d·b / decode_token_s`` (``N_d`` replicas), at context ``t``;
       ``compute_bound_batch``: the smallest ``b`` whose decode step is compute-bound on one GPU, the ceiling
       of :func:`decode_batch` (None: no batch is; without a layout only);
@@ -461,10 +461,9 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
             parts["decode_weight_bytes"] = num(f"{busiest}decode_bytes", b=0)
     out["tokens_per_s"] = _seconds(work.dp * work.batch / seconds["decode_token"])
     # the bound's share of a prompt and of a decode step, beside time.expected's, for serving under load
-    # (symllm.costs.traffic): the busiest stage's GEMMs at the peak, a decode step's at least its whole stream
-    # (a roofline step overlaps all it does: a prompt's GEMMs riding in it cost nothing until they outlast its bytes),
-    # and the attention core at its causal pairs (FlashAttention skips the masked blocks: (s+1)/(2s) of a dense
-    # rectangle); no collectives, no fixed costs
+    # (symllm.costs.traffic): the busiest stage's GEMMs at the peak, a decode step's at least its whole stream (a
+    # roofline step overlaps all it does), and the attention cores at the peak, a prompt's at its causal pairs
+    # (FlashAttention skips the masked blocks: (s+1)/(2s) of a dense rectangle); no collectives, no fixed costs
     core = parts["prefill_core_flops"]
     parts["prefill_causal_core_flops"] = core * Fraction(work.seq + 1, 2 * work.seq) if work.attention == "dense" \
         else core
@@ -472,6 +471,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["prefill_compute_s"] = _seconds((parts["prefill_flops"] - core + parts["prefill_causal_core_flops"]) / peak)
     out["decode_gemm_s"] = _seconds(max((parts["decode_flops"] - parts["decode_core_flops"]) / peak,
                                         parts["decode_bytes"] / bandwidth))
+    out["decode_core_s"] = _seconds(parts["decode_core_flops"] / peak)
     inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
@@ -516,7 +516,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
 #: group is in one of these or in :data:`UNTIMED` (tests/test_findings.py checks it): a new time (an
 #: expected time beside the roofline bound) goes here, and the rule covers it.
 TIMED_BY = {
-    "fits": ("prefill_s", "prefill_bound", "prefill_comm_s", "decode_token_s", "decode_token_bound",
+    "fits": ("prefill_s", "prefill_bound", "prefill_comm_s", "decode_token_s", "decode_token_bound", "decode_core_s",
              "decode_token_comm_s", "tokens_per_s", "prefill_compute_s", "prefill_gemm_s", "decode_gemm_s"),
     "training_fits": ("training_step_s", "training_tokens_per_s", "mfu", "training_s", "gpu_hours", "cost",
                       "training_tokens_per_s_per_gpu", "hfu"),

@@ -187,14 +187,21 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int,
             if decode["decode_token_s"] is None:  # count's peak at batch c is over the card (it times nothing)
                 raise SymllmError(f"concurrency: {c:,} sequences running do not fit count's inference peak")
             chunk, extra = budget, prompt  # a forward of its own
+            joins = Fraction(c, n)  # the prompts that join a step
             if mode != "separate":  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
                 alone = Fraction(decode["decode_gemm_s"])
-                sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
-                mixed = [(k, gemms(c + q, c)) for q, k in sizes.items()]
-                if all(g is not None for _, g in mixed):  # else: as a forward of its own (no saving counted)
-                    extra = attention + sum(k * max(Fraction(0), g - alone) for k, g in mixed)
-            step = Fraction(decode["decode_token_s"]) + Fraction(c, n) * extra
+                if joins * s <= chunk:  # at most a chunk a step: each chunk in a step of its own
+                    sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
+                    mixed = [(k, gemms(c + q, c)) for q, k in sizes.items()]
+                    if all(g is not None for _, g in mixed):  # else: as a forward of its own (no saving counted)
+                        extra = attention + sum(k * max(Fraction(0), g - alone) for k, g in mixed)
+                else:  # the step runs its decodes and every chunk that joins together: f forwards of <= B rows
+                    # the bound's decodes' attention core, which a decode step alone hides under its stream
+                    hidden = max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
+                        decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
+                    extra = _together(gemms, c, joins * s, joins, budget, alone - hidden, attention) or extra
+            step = Fraction(decode["decode_token_s"]) + joins * extra
             ttft = ceil(s / chunk) * step + extra
             e2e = ttft + (n - 1) * step
             cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e}
@@ -223,6 +230,22 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int,
             "itl_s": float(point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
             "output_tokens_per_s": float(served * n), "requests_per_s": float(served),
             "saturation_concurrency": knee, "saturated": saturated}
+
+
+def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: int, alone: Fraction,
+              attention: Fraction) -> Fraction | None:
+    """What one of ``joins`` prompts adds to a step that runs ``decodes`` decode rows and ``tokens`` prompt rows
+    together (more than one chunk a step): the step's rows in ``f = ⌈(decodes + tokens) / budget⌉`` forwards of
+    equal rows, each one GEMM reading the weights once (``gemms(rows, heads − 1)``, the head on the decode rows and
+    each prompt's last), less the decode step's own GEMMs, plus each prompt's attention core; shared out over the
+    prompts. None where those GEMMs are not timed."""
+    total = decodes + tokens
+    forwards = ceil(total / budget)
+    rows = ceil(total / forwards)
+    g = gemms(rows, min(rows - 1, ceil((decodes + joins) / forwards) - 1))
+    if g is None:
+        return None
+    return attention + max(Fraction(0), forwards * g - alone) / joins
 
 
 def _smallest(holds, low: int, high: int) -> int:
