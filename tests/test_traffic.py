@@ -278,3 +278,50 @@ def test_the_bound_in_json(cli):
     lines = {x.split("  ")[0]: x.split() for x in cli(argv).out.splitlines()}
     itl = lines["inter-token latency"]
     assert itl[2:6] == [f"{load['bound']['itl_s'] * 1000:.4g}", "ms", f"{load['itl_s'] * 1000:.4g}", "ms"]
+
+
+def test_a_step_of_many_prompts_is_not_under_its_roofline():
+    """Qwen3-30B-A3B on one H100 SXM through TensorRT-LLM, 103 requests of 1,000 prompt tokens generating one each:
+    every step 103 prompts join (C/n = 103), 103,000 prompt rows and 103 decode rows, over the step's budget of
+    8,192 tokens. By hand from the model's config (hidden 2048, 48 layers, 32 query and 4 KV heads of 128, 128
+    experts of width 768, 8 a token, vocabulary 151,936): a token's GEMMs read 48 · (2048·4096 + 2·2048·512 +
+    4096·2048 + 2048·128 + 8·3·2048·768) = 2,730,491,904 weights, the head 2048 · 151,936 on each prompt's last
+    and each decode; a prompt's attention core 4 · 4096 FLOPs a causal pair (QK^T and PV) over 1000·1001/2 pairs a
+    layer, a decode's over its 1,000-token context. At H100 SXM's dense bf16 989.4 TFLOP/s that step is at least
+    ~0.610 s: the bound is not under it, the expected time not under the bound (pricing each prompt as if it
+    rode alone in its step put the expected time at 0.307 s)."""
+    c, s = 103, 1000
+    weights, head = 48 * (2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048 + 2048 * 128 + 8 * 3 * 2048 * 768), 2048 * 151936
+    assert weights == 2_730_491_904
+    gemm = 2 * ((c + c * s) * weights + 2 * c * head)
+    core = c * 48 * 4 * 4096 * (s * (s + 1) // 2 + s)
+    roofline = Fraction(gemm + core) / Fraction("989.4e12")
+    r = under_load("qwen3-30b-a3b", gpu="h100-sxm", seq=s, gen=1, concurrency=c, engine="trtllm")
+    assert r["running"] == c
+    assert 0.610 < float(roofline) <= r["bound"]["itl_s"] <= r["itl_s"]
+
+
+@given(st.sampled_from(["llama3.2-1b", "llama3.1-8b", "qwen3-30b-a3b"]), serving_loads())
+def test_a_step_is_never_under_its_roofline(model, options):
+    """Each step under load, the expected and the bound alike, takes at least its FLOPs at the dense peak and its
+    bytes at the bandwidth: its ``running`` decodes (count's decode step at the mean context s + n/2, its bytes)
+    and the ``running / n`` prompts that join it (count's prefill FLOPs, the attention core at its causal pairs:
+    4 · n_heads · head_dim FLOPs a pair a layer, s(s+1)/2 pairs where count's prefill counts s²)."""
+    try:
+        r = under_load(model, **options)
+    except SymllmError:
+        return
+    from symllm.arch import resolved
+    spec = resolved.spec(model)
+    s, n = r["seq"], r["gen"]
+    keep = {k: v for k, v in options.items() if k in ("gpu", "tp", "engine")}
+    prompt = symllm.workload(model, **keep, seq=s, gen=0)["flops"]["prefill"]
+    prompt -= Fraction(4 * spec.n_layers * spec.n_heads * spec.head_dim * s * (s - 1), 2)
+    for figures in (r, r["bound"]):
+        c = figures["running"]
+        decode = symllm.workload(model, **keep, seq=1, gen=0, batch=c, context=s + n // 2)
+        t = decode["time"]
+        flops = decode["flops"]["decode_token"] + Fraction(c, n) * prompt
+        tol = 1 - 1e-9
+        assert figures["itl_s"] >= float(flops / (t["peak_flops"] * t["gpus"])) * tol
+        assert figures["itl_s"] >= t["decode_token_bytes"] / t["bandwidth"] * tol

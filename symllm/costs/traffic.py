@@ -21,7 +21,10 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
   ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
   the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
   ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``), ``A`` the
-  prompt's attention core;
+  prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining a step bring
+  at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows together
+  (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f) −
+  G(C) + C/n · A`` (the bound's ``G(C)`` less the decodes' attention core its stream hid, ``decode_core_s``);
 
 then
 
