@@ -53,7 +53,8 @@ MODULES = {
 DOCUMENTED = ("errors", "files", "validate", "arch.config", "arch.glossary", "arch.part_options", "costs.workloads",
               "costs.phases", "costs.checkpoints", "costs.comparison", "costs.formats", "costs.serving",
               "costs.traffic",
-              "numbers.cache", "studies.quick", "studies.plans", "studies.sweeps", "present.format",
+              "numbers.cache", "studies.quick", "studies.plans", "studies.sweeps", "studies.grids", "studies.tables",
+              "present.format",
               "present.derivation", "present.reports", "present.rendered", "present.plots", "reference")
 
 __all__ = list(FACE)

@@ -317,14 +317,14 @@ def roofline(config, gpu=None, **workload):
 
 
 def _columns(data) -> dict:
-    """Column name -> list of numbers, from a :class:`~symllm.studies.sweeps.SweepResult`, a dict of
+    """Column name -> list of numbers, from a :class:`~symllm.studies.grids.SweepResult`, a dict of
     columns, or the path of a table file ``symllm sweep`` wrote (CSV, JSON lines or Parquet, read by
-    :func:`symllm.studies.sweeps.read_table`: ``p/q`` exactly)."""
+    :func:`symllm.studies.tables.read_table`: ``p/q`` exactly)."""
     if hasattr(data, "columns") and isinstance(data.columns, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.columns.items()}
     if isinstance(data, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.items()}
-    from symllm.studies.sweeps import read_table
+    from symllm.studies.tables import read_table
     cols = read_table(data, columns=True, quotients=True)
     if not cols or not len(next(iter(cols.values()))):
         raise SymllmError(f"table: {shown_path(data)} has no rows")
@@ -340,7 +340,7 @@ def _bytes_column(name: str) -> bool:
 
 def sweep(data, x: str, y=None, *, log: bool = True):
     """Columns ``y`` (default: every column but ``x``) of a sweep against its column ``x``: ``data`` is
-    a :class:`~symllm.studies.sweeps.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
+    a :class:`~symllm.studies.grids.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
     ``symllm sweep`` wrote (CSV, JSON lines, Parquet; a column naming the model is not drawn). Byte columns
     are drawn in GiB (all of ``y`` must then be bytes, or none), points sorted by ``x``; ``log`` puts both
     axes on log scales.
@@ -349,7 +349,7 @@ def sweep(data, x: str, y=None, *, log: bool = True):
     >>> fig.axes[0].lines[0].get_label(), fig.axes[0].get_ylabel()
     ('params', 'count')
     """
-    from symllm.studies.sweeps import NAME_COLUMNS
+    from symllm.studies.tables import NAME_COLUMNS
     cols = _columns(data)
     if x not in cols:
         raise SymllmError(with_list(f"x: no column {short(x, 20)} (columns: ", cols, near=x, see="the table's header"))
