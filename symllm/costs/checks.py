@@ -228,7 +228,8 @@ def check_structure(tree, work) -> None:
     symllm.errors.SymllmError: stack: hf-sdpa does not model a sliding window (Mistral v0.1) yet
     """
     from symllm.costs import stacks  # (SymPy; this module stays light)
-    if work.stack not in stacks.COMPONENT_STACKS and stacks.is_whole(tree):
+    from symllm.costs.workloads import COMPONENT_STACKS
+    if work.stack not in COMPONENT_STACKS and stacks.is_whole(tree):
         stacks.check_model(work.stack, tree)
 
 

@@ -131,14 +131,14 @@ def memory(config, *, gpu=None, **workload):
     >>> [t.get_text() for t in kinds.get_yticklabels()][:2]
     ['weights', 'KV cache']
     """
-    from symllm.costs import phases, shares, stacks
+    from symllm.costs import phases, shares, workloads
     options = _workload_options(workload, ())
     cap = _capacity(gpu, options)
     work = phases.workload(config, **options)
     name = _name(config)
     recomputed = work["workload"]["recompute"] != "none"
     kinds = shares.KINDS if not recomputed else tuple(k for k in shares.KINDS if k != "activations")
-    by_part = work["workload"]["stack"] in stacks.COMPONENT_STACKS  # an HF stack's terms are the model's
+    by_part = work["workload"]["stack"] in workloads.COMPONENT_STACKS  # an HF stack's terms are the model's
     parts = shares.memory_by_component(config, kinds=kinds, **options) if by_part else {}
     fig, axes = _figure(1, 2 if by_part else 1, size=(11.0 if by_part else 6.0, 4.2))
     left = axes[0]
@@ -333,9 +333,9 @@ def _columns(data) -> dict:
 
 def _bytes_column(name: str) -> bool:
     """Whether a sweep quantity is a byte count (drawn in GiB)."""
-    from symllm.costs import finetune, phases
+    from symllm.costs import finetune, workloads
     base = name[:-len("_per_gpu")] if name.endswith("_per_gpu") else name
-    return base in phases.MEMORY_KINDS or name.startswith("comm_") or name in finetune.MEMORY_KEYS
+    return base in workloads.MEMORY_KINDS or name.startswith("comm_") or name in finetune.MEMORY_KEYS
 
 
 def sweep(data, x: str, y=None, *, log: bool = True):

@@ -174,6 +174,7 @@ class Report:
         workload's stack, and for an HF stack each moment of the training step with its bytes
         (:func:`symllm.costs.stacks.moments`)."""
         from symllm.costs import stacks
+        from symllm.costs.workloads import COMPONENT_STACKS
 
         spec, work, names = self.spec, self.workload, dict(self.names)
         out = []
@@ -184,7 +185,7 @@ class Report:
                                                                      label_prefix=label_prefix,
                                                                      glossary=False, definitions=False))})
         rows = []
-        if work.stack not in stacks.COMPONENT_STACKS:
+        if work.stack not in COMPONENT_STACKS:
             vals = numbered.values(spec, work)
             mdl = costs.model_of(spec, work)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}

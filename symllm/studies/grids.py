@@ -23,7 +23,7 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 from symllm.costs.selective import recompute_of
-from symllm.costs.workloads import Workload, options as workload_options
+from symllm.costs.workloads import MEMORY_KINDS, PHASES, Workload, options as workload_options
 
 __all__ = ["quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES", "SweepResult", "dropped_text", "check_some_valid"]
 
@@ -54,9 +54,9 @@ def quantity_names() -> list[str]:
     ['prefill_flops', 'prefill_elementwise']
     """
     names = ["params", "flops", "elementwise", "kv_cache_elements"]
-    for phase in costs.PHASES:
+    for phase in PHASES:
         names += [f"{phase}_flops"] + ([f"{phase}_elementwise"] if phase != "training" else [])
-    return names + list(costs.MEMORY_KINDS) + list(PARALLEL) + list(_LORA)
+    return names + list(MEMORY_KINDS) + list(PARALLEL) + list(_LORA)
 
 
 #: per-GPU quantities of a parallel layout (symllm.costs.parallel) -> their (group, key) in costs.quantities
@@ -109,7 +109,7 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
                 raise SymllmError(with_list(f"quantity: {name} is for a mixture-of-experts model (known here: ",
                                             [f"comm_{k}" for k in out], see="docs/sweeps.md", near=name))
             return out[key]
-        if name in costs.MEMORY_KINDS:
+        if name in MEMORY_KINDS:
             return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=recompute_of(work), stack=work.stack,
                                 optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
