@@ -51,8 +51,8 @@ MODULES = {
 #: the modules whose ``__all__`` is public beside the face (docs/api.md, "Modules"): what the command line
 #: (symllm/cli/) imports besides the face, each name from its module's ``__all__`` (tests/test_architecture.py)
 DOCUMENTED = ("errors", "files", "validate", "arch.config", "arch.glossary", "arch.part_options", "costs.workloads",
-              "costs.phases", "costs.checkpoints", "costs.comparison", "costs.formats", "costs.serving",
-              "costs.traffic",
+              "costs.phases", "costs.checkpoints", "costs.headers", "costs.comparison", "costs.formats",
+              "costs.serving", "costs.traffic",
               "numbers.cache", "studies.quick", "studies.plans", "studies.sweeps", "studies.grids", "studies.tables",
               "present.format",
               "present.derivation", "present.reports", "present.rendered", "present.plots", "reference")

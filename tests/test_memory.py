@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import symllm
 from symllm.costs import phases as costs, workloads
 from symllm.arch import symbols as S
+from symllm.arch.dtypes import DTYPES
 from symllm.numbers.kernels import evaluate
 
 from .conftest import requires, saved_during
@@ -166,7 +167,7 @@ def test_saved_activations_equal_formula_plus_named_terms(cfg, w):
     model = reference.build(cfg, device="cpu", dtype=TORCH_DTYPES[dtype])
     measured = saved_bytes(model, torch.randint(0, cfg.vocab_size, (b, s)))
     ours = costs.workload(cfg, batch=b, seq=s, dtype=dtype, stack="eager")["memory"]["activations"]
-    beta = workloads.DTYPES[dtype]
+    beta = DTYPES[dtype]
     assert measured == ours + sum(reference_extras(cfg, b, s, beta).values())
 
 

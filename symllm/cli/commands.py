@@ -26,8 +26,8 @@ def _load(args):
     if str(args.model).endswith(".gguf") or folder is not None and not any(
             os.path.lexists(os.path.join(folder, n)) for n in ("config.json", "params.json")) and any(
             n.endswith(".gguf") for n in os.listdir(folder)):  # a GGUF file holds its own config (costs.checkpoints)
-        from symllm.costs import checkpoints
-        config = checkpoints.config_of(checkpoints.read(args.model))
+        from symllm.costs import checkpoints, headers
+        config = checkpoints.config_of(headers.read(args.model))
         return config.replace(vocab_size=args.vocab_size) if args.vocab_size is not None else config
     return cfgmod.load(args.model, vocab_size=args.vocab_size)  # what api.resolve does with a name or a path
 
@@ -35,8 +35,8 @@ def _load(args):
 def _checkpoint(args) -> dict | None:
     """A checkpoint's actual bytes beside the formula's, when the model argument holds weights (a folder,
     a Hub id in the local cache, a .safetensors or .gguf file): symllm.costs.checkpoints, headers only."""
-    from symllm.costs import checkpoints
-    if not checkpoints.has_weights(args.model):
+    from symllm.costs import checkpoints, headers
+    if not headers.has_weights(args.model):
         return None
     c = checkpoints.check(args.model)
     return {k: c[k] for k in ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference",
@@ -398,8 +398,8 @@ def cmd_presets(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from symllm.costs import checkpoints
-    if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
+    from symllm.costs import checkpoints, headers
+    if headers.has_weights(args.model):  # a checkpoint: its headers against the component tree
         c = checkpoints.check(args.model)
         if args.json:  # docs/json.md, symllm/output.schema.json ($defs/verify)
             keys = ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference",

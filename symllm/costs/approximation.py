@@ -21,7 +21,8 @@ from symllm.arch import symbols as S
 from symllm.arch.catalogue import resolve
 from symllm.arch.resolved import model_for, params
 from symllm.arch.components import model
-from symllm.arch.config import SWIGLU_RATIO, ModelConfig
+from symllm.arch.config import ModelConfig
+from symllm.arch.widths import SWIGLU_RATIO
 from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.costs.numbered import values

@@ -34,13 +34,11 @@ from __future__ import annotations
 from math import ceil
 from pathlib import Path
 
-from symllm.costs.headers import (SAFETENSORS_DTYPES, has_weights, read, read_gguf,  # noqa: F401 (re-exported)
-                                  read_safetensors)
+from symllm.costs.headers import read
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
-__all__ = ["SAFETENSORS_DTYPES", "HF_NAMES", "QUANTIZED", "read_safetensors", "read_gguf", "read", "has_weights",
-           "config_of", "expected", "difference", "weight_format", "check"]
+__all__ = ["HF_NAMES", "QUANTIZED", "config_of", "expected", "difference", "weight_format", "check"]
 
 #: config.json's ``torch_dtype`` -> the safetensors dtype transformers saves
 _TORCH_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}

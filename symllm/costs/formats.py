@@ -86,15 +86,15 @@ from math import ceil, prod
 
 from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
-from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes  # re-exported
+from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes
 from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload names a format without them
 
-__all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
+__all__ = ["QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
-           "check_format", "effective", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes",
+           "check_format", "effective", "tensor_bytes", "weight_bytes",
            "bytes_per_weight",
            "kv_bytes_per_element"]
 

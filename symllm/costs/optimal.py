@@ -18,7 +18,8 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.arch.resolved import model_for, params
 from symllm.arch.components import model
-from symllm.arch.config import SWIGLU_RATIO, ModelConfig
+from symllm.arch.config import ModelConfig
+from symllm.arch.widths import SWIGLU_RATIO
 from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
 from symllm.validate import choice

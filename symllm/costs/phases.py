@@ -45,6 +45,7 @@ from symllm.costs import parallel
 from symllm.costs import stacks, zero
 from symllm.costs.decoding import _phase
 from symllm.costs.selective import policy, recompute_of
+from symllm.arch.dtypes import OPTIMIZERS
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, Rules, component, model
 from symllm.errors import SymllmError
@@ -177,7 +178,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       (:mod:`symllm.costs.stacks`).
     * ``training_peak`` (the model only): the highest point of one steady-state training step under
       ``stack`` (:func:`training_peak_parts`; docs/stacks.md, "Training peak").
-    * ``optimizer`` (:data:`symllm.costs.zero.OPTIMIZERS`): what the training states keep per parameter
+    * ``optimizer`` (:data:`symllm.arch.dtypes.OPTIMIZERS`): what the training states keep per parameter
       (:func:`symllm.costs.zero.optimizer_states`), and for an HF stack the temporary of its step.
 
     >>> memory("attention", "kv_cache")
@@ -189,7 +190,7 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     choice("kind", kind, MEMORY_KINDS)
     validate.zero_stage(zero_stage)
     check_stack(stack)
-    choice("optimizer", optimizer, zero.OPTIMIZERS)
+    choice("optimizer", optimizer, OPTIMIZERS)
     _op_stack(recompute, stack)
     if kind == "training_peak":  # one training step's highest point (symllm.costs.stacks; docs/stacks.md)
         return substitute(_training_peak(comp, stack, zero_stage, policy(recompute), optimizer), dict(comp.definitions))

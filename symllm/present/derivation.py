@@ -41,7 +41,8 @@ from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Saf
 from symllm.present.render import standalone as standalone_document
 from symllm.present.render import notation as notation_of
 from symllm.costs.selective import recompute_of
-from symllm.costs.workloads import Workload, kv_heads_split
+from symllm.costs.replication import kv_heads_split
+from symllm.costs.workloads import Workload
 from symllm.present.forms import _collected, _rebuilt
 
 __all__ = ["OPTIONS", "Derivation", "derive", "repr_latex", "repr_markdown"]

@@ -49,7 +49,8 @@ from symllm.costs import accelerators, checks, hardware, inverse, numbered, para
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.utilisation import of_peak, step_flops
 from symllm.costs import phases as costs
-from symllm.costs.workloads import COMPONENT_STACKS, Workload, kv_heads_split, with_stated
+from symllm.costs.replication import kv_heads_split
+from symllm.costs.workloads import COMPONENT_STACKS, Workload, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
 from symllm.validate import choice, positive_int

@@ -6,7 +6,7 @@ breakdown term) at every point with the integer-safe kernels of :mod:`symllm.num
 so memory stays flat however many points there are.
 
 What it derives per point follows the config's own rule (:meth:`ModelConfig.replace
-<symllm.arch.config.ModelConfig.replace>`, :func:`symllm.arch.config.derive_heads`):
+<symllm.arch.config.ModelConfig.replace>`, :func:`symllm.arch.widths.derive_heads`):
 
 * ``head_dim`` is ``dim // n_heads`` again at each point only when the base derived it (``"head_dim" in
   base.derived``) and the sweep does not set it; a stated ``head_dim`` stays stated.
@@ -19,7 +19,7 @@ What it derives per point follows the config's own rule (:meth:`ModelConfig.repl
 The workload is a :class:`~symllm.costs.workloads.Workload` with its defaults (``seq`` 2048, ``context``
 following ``seq`` at each point unless given or swept, bf16, …); the fields a sweep may vary are those
 whose option says ``axis`` (``batch``, ``seq``, ``gen``, ``context``). Points whose combination
-:func:`~symllm.arch.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
+:func:`~symllm.arch.widths.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
 dividing ``n_heads``, an odd ``head_dim``) are dropped and counted, and so are the points whose workload
 count refuses on that point's model (:mod:`symllm.costs.checks`: more pipeline stages than blocks, a
 context past a window some layers have), each with count's line; a workload that fails a check reading
@@ -52,13 +52,14 @@ from symllm.arch.algebra import substitute
 from symllm.arch import catalogue, resolved
 from symllm.costs import checks, phases
 from symllm.arch import symbols as S
-from symllm.arch.config import derive_heads, meta_product_ok
+from symllm.arch.widths import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
 from symllm.validate import choice, positive_int, short, with_list
 from symllm.numbers.kernels import compile_expr
 from symllm.files import TABLE_FORMATS, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
-from symllm.costs.workloads import Workload, kv_heads_split, with_stated
+from symllm.costs.replication import kv_heads_split
+from symllm.costs.workloads import Workload, with_stated
 from symllm.studies.grids import (PARALLEL, SYMBOL, CONFIG_FIELDS, WORKLOAD_AXES, SweepResult, axis_values,
                                    axis_extreme, quantity_expr, RangeAxis, Stats, check_some_valid)
 from symllm.studies.tables import (NAME_COLUMNS, block_column, csv_cell, format_rows, point_item, load_pyarrow,
