@@ -34,7 +34,8 @@ FACE = {
         "Component", "attention", "block", "component", "embedding", "feed_forward", "linear", "lm_head",
         "meta_hidden_dim", "model", "rmsnorm", "rope", "swiglu")},
     # numbers from a closed form
-    **{name: ("numbers.kernels", name) for name in ("compile_expr", "sympy_value", "evaluate")},
+    **{name: ("numbers.kernels", name) for name in ("compile_expr", "evaluate")},
+    "sympy_value": ("numbers.exact", "sympy_value"),
     # decisions: symllm.plan(...) is symllm plan (docs/plan.md)
     **{name: ("studies.plans", name) for name in ("plan", "max_batch", "max_context", "fewest_gpus")},
 }

@@ -27,7 +27,7 @@ from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.costs.numbered import values
 from symllm.costs.phases import flops
-from symllm.numbers.kernels import sympy_value
+from symllm.numbers.exact import sympy_value
 from symllm.arch.symbols import N, g, r
 
 __all__ = ["approximate", "Approximation", "unround", "WIDTH_LIKE", "training_flops_per_token", "Convention",

@@ -23,7 +23,7 @@ from symllm.arch.widths import SWIGLU_RATIO
 from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
 from symllm.validate import choice
-from symllm.numbers.kernels import sympy_value
+from symllm.numbers.exact import sympy_value
 from symllm.arch.symbols import A, B, C, D, E, N, alpha, beta, r
 from symllm.costs.approximation import values_of, training_flops_per_token, unround
 

@@ -23,7 +23,7 @@ from symllm.arch.components import component, model
 from symllm.arch.config import ModelConfig
 from symllm.arch.dtypes import BF16
 from symllm.validate import choice
-from symllm.numbers.kernels import sympy_value
+from symllm.numbers.exact import sympy_value
 from symllm.costs.approximation import values_of
 
 

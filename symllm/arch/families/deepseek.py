@@ -31,7 +31,8 @@ vision tower and projector, which are not counted, and ties the lm_head by the w
 >>> [(k.ffn, n) for k, n in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"], f["n_shared_experts"]
 ([('dense', 1), ('moe', 2)], 2048, 18432, 1)
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import Family, flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import short

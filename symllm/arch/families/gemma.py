@@ -20,7 +20,8 @@ every query and key head. Every absent key takes the class's default; a true ``u
 >>> f["sliding_window"], [(kind.window, count) for kind, count in f["layers"]], f["qk_norm"]
 (512, [('sliding', 5), (None, 1), ('sliding', 1)], 'rmsnorm')
 """
-from symllm.arch.families.hf import LayerKind, groups, integer, register
+from symllm.arch.families.hf import groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import positive_number, short

@@ -44,7 +44,8 @@ Not modelled, refused in one line naming the key: bidirectional attention over e
 ([('sliding', 'model', False, 5), (None, 'own', True, 2)], (1, 64))
 """
 from symllm.arch.families.gemma import GEMMA3_TEXT, softcap
-from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
 from symllm.validate import short
 
