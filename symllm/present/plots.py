@@ -434,7 +434,7 @@ def _tick_tex(text: str) -> str:
     >>> _tick_tex(r"$\mathdefault{10^{3}}$"), _tick_tex(r"$\mathdefault{3\times10^{-2}}$"), _tick_tex("128K")
     ('$10^{3}$', '$3\\times10^{-2}$', '128K')
     """
-    from symllm.present.render import escape_latex
+    from symllm.present.format import escape_latex
     inner = re.fullmatch(r"\$\\mathdefault\{(.*)\}\$", text)
     if inner and re.fullmatch(r"[0-9.^{}\-]*(\\times[0-9.^{}\-]*)?", inner.group(1)):
         return f"${inner.group(1)}$"
@@ -458,7 +458,7 @@ def pgfplots(fig) -> str:
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
-    from symllm.present.render import escape_latex
+    from symllm.present.format import escape_latex
     colours: dict[str, str] = {}
 
     def colour(c) -> str:

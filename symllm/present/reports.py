@@ -24,8 +24,9 @@ from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.present.format import REPORT_FORMATS, grouped, layout_words
-from symllm.present.render import EXTENSIONS, Formula, Safe, label, math_delimiters
-from symllm.present.render import notation as notation_of
+from symllm.present.notations import notation as notation_of
+from symllm.present.printers import Formula, Safe
+from symllm.present.render import EXTENSIONS, label, math_delimiters
 from symllm.costs.workloads import Workload
 from symllm.present.derivation import OPTIONS, Derivation, _derive, _laid_out, _substituted
 from symllm.present.forms import _workload_numbers
