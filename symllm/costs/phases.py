@@ -43,7 +43,7 @@ from symllm.arch import resolved
 from symllm.costs import accelerators, checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
-from symllm.costs.decoding import _phase
+from symllm.costs.decoding import phase_flops
 from symllm.costs.selective import policy, recompute_of
 from symllm.arch.dtypes import OPTIMIZERS
 from symllm.arch import symbols as S
@@ -102,7 +102,7 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     choice("bucket", bucket, ("matmul", "elementwise"))
     if macs and bucket != "matmul":
         raise SymllmError("macs: multiply-adds are matmul FLOPs / 2; the elementwise bucket has none")
-    expr = _phase(comp, bucket, phase, policy(recompute))
+    expr = phase_flops(comp, bucket, phase, policy(recompute))
     return expr / 2 if macs else expr
 
 
