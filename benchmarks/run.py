@@ -57,7 +57,8 @@ import symllm  # noqa: E402
 from symllm.arch import symbols as S  # noqa: E402
 from symllm.api import values  # noqa: E402
 from symllm.costs import phases as costs  # noqa: E402
-from symllm.numbers.kernels import compile_expr, evaluate, sympy_value  # noqa: E402
+from symllm.numbers.exact import sympy_value  # noqa: E402
+from symllm.numbers.kernels import compile_expr, evaluate  # noqa: E402
 from symllm.studies.sweeps import Sweep  # noqa: E402
 
 

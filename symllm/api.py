@@ -34,7 +34,8 @@ FACE = {
         "Component", "attention", "block", "component", "embedding", "feed_forward", "linear", "lm_head",
         "meta_hidden_dim", "model", "rmsnorm", "rope", "swiglu")},
     # numbers from a closed form
-    **{name: ("numbers.kernels", name) for name in ("compile_expr", "sympy_value", "evaluate")},
+    **{name: ("numbers.kernels", name) for name in ("compile_expr", "evaluate")},
+    "sympy_value": ("numbers.exact", "sympy_value"),
     # decisions: symllm.plan(...) is symllm plan (docs/plan.md)
     **{name: ("studies.plans", name) for name in ("plan", "max_batch", "max_context", "fewest_gpus")},
 }
@@ -51,9 +52,10 @@ MODULES = {
 #: the modules whose ``__all__`` is public beside the face (docs/api.md, "Modules"): what the command line
 #: (symllm/cli/) imports besides the face, each name from its module's ``__all__`` (tests/test_architecture.py)
 DOCUMENTED = ("errors", "files", "validate", "arch.config", "arch.glossary", "arch.part_options", "costs.workloads",
-              "costs.phases", "costs.checkpoints", "costs.comparison", "costs.formats", "costs.serving",
-              "costs.traffic",
-              "numbers.cache", "studies.quick", "studies.plans", "studies.sweeps", "present.format",
+              "costs.phases", "costs.checkpoints", "costs.headers", "costs.comparison", "costs.formats",
+              "costs.serving", "costs.traffic",
+              "numbers.cache", "studies.quick", "studies.plans", "studies.sweeps", "studies.grids", "studies.tables",
+              "present.format",
               "present.derivation", "present.reports", "present.rendered", "present.plots", "reference")
 
 __all__ = list(FACE)

@@ -5,7 +5,8 @@ import math
 
 from hypothesis import strategies as st
 
-from symllm.arch.config import ModelConfig, swiglu_width
+from symllm.arch.config import ModelConfig
+from symllm.arch.widths import swiglu_width
 from symllm.arch.layers import LayerKind, runs
 from symllm.arch.part_options import OPTIONS as PART_OPTIONS, option
 
@@ -190,7 +191,8 @@ def workload_options() -> st.SearchStrategy[dict]:
     activations (int4 with its group size), dense or causal attention, ZeRO stage, data-parallel
     ranks, full recomputation, the optimizer, tensor/pipeline-parallel degrees and sequence parallelism, a
     KV-cache and a weight format."""
-    from symllm.costs.workloads import ATTENTION, DTYPES, OPTIMIZERS
+    from symllm.arch.dtypes import DTYPES, OPTIMIZERS
+    from symllm.costs.workloads import ATTENTION
     size = lambda lo: st.one_of(st.integers(lo, 64), st.integers(lo, 10**6))  # noqa: E731
     dtypes = st.sampled_from(list(DTYPES))
     return st.fixed_dictionaries({}, optional={

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import symllm
-from symllm.arch.config import from_dict, from_hf, from_meta, load, meta_width, preset_info
+from symllm.arch.config import from_dict, from_hf, from_meta, load, preset_info
+from symllm.arch.widths import meta_width
 
 from .meta_formulas import meta_hidden_dim
 from .strategies import any_configs, bad_configs, configs, edited_widths, hf_configs

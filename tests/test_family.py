@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import symllm
 from symllm.arch import symbols as S
 from symllm.arch.components import attention
-from symllm.arch.config import HF_UNMODELLED, from_hf, preset_info
+from symllm.arch.config import from_hf, preset_info
+from symllm.arch.families.hf import HF_UNMODELLED
 
 from .conftest import assert_refused_in_one_line, requires
 from .strategies import family_configs, hf_configs

@@ -9,7 +9,7 @@ from symllm.arch.config import ModelConfig
 from symllm.present import reports
 from symllm.api import by_kind as kinds
 from symllm.api import values
-from symllm.numbers.kernels import sympy_value
+from symllm.numbers.exact import sympy_value
 from symllm.arch import symbols as S
 
 from .conftest import numel_by_layers

@@ -16,7 +16,8 @@ from symllm.arch import symbols as S
 from symllm.arch.components import QUANTITIES, meta_hidden_dim
 from symllm.errors import SymllmError
 from symllm.api import values
-from symllm.numbers.kernels import INT64_SAFE, compile_expr, sympy_value
+from symllm.numbers.kernels import INT64_SAFE, compile_expr
+from symllm.numbers.exact import sympy_value
 
 from .meta_formulas import meta_hidden_dim as meta_hidden_py
 from .strategies import configs, workloads

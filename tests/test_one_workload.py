@@ -23,7 +23,8 @@ from symllm.costs import finetune
 from symllm.cli import main
 from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
-from symllm.studies.sweeps import CONFIG_FIELDS, WORKLOAD_AXES, Sweep, quantity_names
+from symllm.studies.grids import CONFIG_FIELDS, WORKLOAD_AXES, quantity_names
+from symllm.studies.sweeps import Sweep
 from symllm.costs.workloads import options as workload_options
 
 from .strategies import checked_cases, runnable, sweep_bases, workload_options as workloads

@@ -13,7 +13,7 @@ import pytest
 import symllm
 from symllm.arch.config import ModelConfig
 from symllm.costs import zero
-from symllm.costs.workloads import OPTIMIZERS
+from symllm.arch.dtypes import OPTIMIZERS
 from symllm.errors import SymllmError
 
 from .conftest import requires

@@ -28,9 +28,10 @@ import symllm
 from symllm import cli
 from symllm.present import derivation, reports
 from symllm.present import render
-from symllm.present import printers
+from symllm.present import notations, printers
 from symllm.arch.components import COMPONENTS, attention, model
 from symllm.errors import SymllmError
+from symllm.files import write_atomic
 
 from . import outputs
 from .conftest import PUBLISHED, PUBLISHED_ABOUT
@@ -346,7 +347,7 @@ def test_wrapped_markdown_reads_the_same():
     item = "- " + prose
     table = "| " + "x | " * 60
     fence = "```math\n" + "y " * 80 + "\n```"
-    out = render.wrap_markdown("\n\n".join([prose, item, table, fence]))
+    out = printers.wrap_markdown("\n\n".join([prose, item, table, fence]))
     paragraphs = out.split("\n\n")
     assert paragraphs[2:] == [table, fence]
     for original, wrapped in zip((prose, item), paragraphs):
@@ -513,7 +514,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
         raise OSError("disk full")
     monkeypatch.setattr(os, "replace", broken)
     with pytest.raises(SymllmError, match="output: cannot write .*disk full"):
-        render.write_atomic(out, "new text")
+        write_atomic(out, "new text")
     assert out.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.tex"]
 
@@ -625,7 +626,7 @@ def test_hostile_notation_is_refused(value, cli, tmp_path):
     assert r.err.startswith("symllm: error: notation: d: ") and r.err.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.json"]
     with pytest.raises(SymllmError, match="notation: d:"):
-        render.notation({"d": value})
+        notations.notation({"d": value})
 
 
 def _notation_candidates(count: int, seed: int = 14) -> list[str]:
@@ -650,8 +651,8 @@ def test_accepted_notation_compiles(tmp_path):
 
     from symllm.arch import symbols as S
     candidates = [v for seed in (14, 15, 16, 17) for v in _notation_candidates(3000, seed)]
-    accepted = [v.strip() for v in candidates if render.tex_refusal(v) is None]  # notation() strips
-    refused = [v for v in candidates if render.tex_refusal(v) is not None]
+    accepted = [v.strip() for v in candidates if notations.tex_refusal(v) is None]  # notation() strips
+    refused = [v for v in candidates if notations.tex_refusal(v) is not None]
     assert len(set(accepted)) >= 600 and len(refused) >= 4000
     accepted = sorted(set(accepted)) + [r"d_\mathrm{model}", r"\lvert\mathcal{V}\rvert", "h'", "x'^2",
                                               r"\text{d model}", r"\hat x_1", r"x^{2}_{i}"]
@@ -731,13 +732,13 @@ def test_latex_lines_break_between_terms_and_keep_the_formula():
     from symllm.arch import symbols as S
     dv = derivation.derive("model", "memory", config="llama3.1-405b", memory="inference_peak", batch=64)
     for name, expr in dv.terms + (("closed", dv.closed),):
-        formula = render.Formula(expr)
+        formula = printers.Formula(expr)
         lines = formula.text_lines(60)
         assert all(len(line) <= 60 for line in lines) or len(lines) == 1
         names = {sym.name: sym for sym in S.SYMBOLS}
         # doit(): the components keep some Max unevaluated (STAT_BYTES), which parse_expr evaluates
         assert sp.expand((parse_expr(" ".join(lines), local_dict=names) - expr).doit()) == 0
-        assert all(render.tex_width(line) <= render.LATEX_WIDTH for line in formula.latex_lines())
+        assert all(printers.tex_width(line) <= printers.LATEX_WIDTH for line in formula.latex_lines())
 
 
 def _breakable_forms(a, b, c):
@@ -754,11 +755,11 @@ def _printers(numbers: dict):
     (Markdown's display math), LaTeX with numbers in place of some symbols, and plain text."""
     from symllm.arch import symbols as S
     names = dict(S.LATEX)
-    with_numbers = {**names, **{k: render.num_latex(v) for k, v in numbers.items()}}
+    with_numbers = {**names, **{k: printers.num_latex(v) for k, v in numbers.items()}}
     text = printers._NamedStrPrinter({k: printers._num_text(v) for k, v in numbers.items()}).doprint
-    return [(lambda e: printers._latex(e, symbol_names=names), render.tex_width),
+    return [(lambda e: printers._latex(e, symbol_names=names), printers.tex_width),
             (lambda e: printers._latex(e, symbol_names=names), len),
-            (lambda e: printers._latex(e, symbol_names=with_numbers, mul_symbol="dot"), render.tex_width),
+            (lambda e: printers._latex(e, symbol_names=with_numbers, mul_symbol="dot"), printers.tex_width),
             (text, len)]
 
 
@@ -774,8 +775,8 @@ def test_line_breaking_skips_only_prints_that_cannot_fit(a, b, c, point):
         for form in _breakable_forms(a, b, c):
             for node in sp.preorder_traversal(form):
                 assert narrowest(node) <= measure(doprint(node)), (node, doprint(node))
-    formulas = [render.Formula(form, numbers) for form in _breakable_forms(a, b, c)]
-    widths = (40.0, 120.0, render.LATEX_WIDTH)
+    formulas = [printers.Formula(form, numbers) for form in _breakable_forms(a, b, c)]
+    widths = (40.0, 120.0, printers.LATEX_WIDTH)
     skipping = [[f.latex_lines(width=w) for w in widths] + [f.text_lines(30)] for f in formulas]
     with pytest.MonkeyPatch.context() as printing_all:
         printing_all.setattr(printers, "_narrowest", lambda doprint, measure: lambda e: 0.0)

@@ -18,7 +18,7 @@ from symllm.arch.components import Component, Rules, linear
 from symllm.arch.layers import ACTIVATIONS, NORMS
 from symllm.arch.part_options import OPTIONS as REGISTRY
 from symllm.costs import finetune, parallel, stacks
-from symllm.costs.workloads import Workload, lora_targets
+from symllm.costs.workloads import STACKS, Workload, lora_targets
 from symllm.errors import SymllmError
 
 from .conftest import requires
@@ -113,7 +113,7 @@ def test_every_linear_declares_a_split_a_lora_decision_and_a_stack_rule():
                 # a checkpoint names it: its own Hugging Face module name, the HF name a linear gives LoRA, or
                 # its parameters' names on its parent's module
                 assert c.rules.hf or (c.shape and c.rules.lora) or c.rules.hf_params, where
-            assert set(c.rules.stacks or ()) <= set(stacks.STACKS) - {"ideal"}, where
+            assert set(c.rules.stacks or ()) <= set(STACKS) - {"ideal"}, where
     assert seen == {"wq", "wk", "wv", "wo", "w1", "w2", "w3", "router", "lm_head", "wqkv", "w13", "shared_expert_gate",
                     "wq_a", "wq_b", "wkv_a", "wkv_b", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
                     "in_proj_b", "in_proj_a", "out_proj", "in_proj", "index_wq_b", "index_wk", "index_weights", "wg",

@@ -21,7 +21,8 @@ import symllm
 from symllm.cli import main
 from symllm.arch.config import ModelConfig
 from symllm.errors import SymllmError
-from symllm.studies.sweeps import Sweep, parse_axis, parse_where, sweep
+from symllm.studies.sweeps import Sweep, sweep
+from symllm.studies.tables import parse_axis, parse_where
 
 from .conftest import requires
 from .strategies import configs, sweep_axes
@@ -180,7 +181,8 @@ def test_file_endings_choose_the_format_and_a_bad_format_is_one_line(tmp_path, c
     """A sweep (one base or several) writes JSON lines to .json/.ndjson/.jsonl and CSV to any other ending, and
     reads its tables back by the same rule; an unknown --format is one line naming it, from the API and the
     command line alike, and writes nothing."""
-    from symllm.studies.sweeps import Sweeps, read_table
+    from symllm.studies.sweeps import Sweeps
+    from symllm.studies.tables import read_table
     sw = Sweep("llama2-7b", {"n_layers": [1, 2]})
     expected = sw.run().records()
     for name in ("g.json", "g.ndjson", "g.jsonl"):

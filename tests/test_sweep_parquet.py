@@ -107,7 +107,7 @@ def test_parquet_tables_read_back(tmp_path, cli, monkeypatch):
     each, a NaN as in CSV. (A .parquet file was read as UTF-8 text: symllm wrote Parquet it could not read back.)"""
     import decimal
 
-    from symllm.studies.sweeps import read_table
+    from symllm.studies.tables import read_table
     pa = requires("pyarrow")
     pq = requires("pyarrow.parquet")
     sw = _grid()

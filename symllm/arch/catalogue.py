@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from symllm.arch.config import ModelConfig
-from symllm.arch.readers import _close, from_dict
+from symllm.arch.readers import closest, from_dict
 from symllm.errors import SymllmError
 from symllm.files import read_json
 from symllm.validate import short as _short
@@ -91,7 +91,7 @@ def preset_info(name: str) -> dict:
             return data
     presets = _presets()
     if name not in presets:
-        close = _close(name, presets, n=3, cutoff=0.5)
+        close = closest(name, presets, n=3, cutoff=0.5)
         while len(", ".join(close)) > 40:  # whole names only, as many as fit the line
             close.pop()
         hint = f"; did you mean {' or '.join(close)}?" if close else " (symllm presets lists them)"

@@ -16,17 +16,15 @@ from dataclasses import dataclass
 
 from symllm.arch.compressed_sizes import check_compressed, is_compressed
 from symllm.arch.recurrent_sizes import check_recurrent
-from symllm.arch.families.hf import HF_UNMODELLED
 from symllm.arch.layers import (ACTIVATIONS, NORMS as NORM_PLACES, QK_NORMS, LayerKind, groups as _groups, kind_fields,
                                 read_groups, read_mtp_kinds)
-from symllm.arch.widths import SWIGLU_RATIO, derive_heads, meta_product_ok, meta_width, swiglu_width
+from symllm.arch.widths import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
 from symllm.validate import booleans, choice, positive_int, stated_with, integer as _integer, short as _short
 from symllm.validate import positive_number as _positive_float
 
-__all__ = ["ModelConfig", "derive_heads", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
-           "preset_hub", "HF_UNMODELLED", "META_KEYS", "QK_NORMS", "LayerKind", "SWIGLU_RATIO", "swiglu_width",
-           "meta_width", "meta_product_ok"]
+__all__ = ["ModelConfig", "from_meta", "from_hf", "from_dict", "load", "preset_names", "preset_info",
+           "preset_hub", "META_KEYS"]
 
 
 def _positive_int(field: str, value, *, optional: bool = False):

@@ -18,11 +18,18 @@ from symllm.errors import SymllmError
 from symllm.validate import positive_int
 from symllm.validate import short as _short
 
-__all__ = ["META_KEYS", "SYMLLM_KEYS", "from_meta", "from_hf", "from_symllm", "from_dict"]
+__all__ = ["META_KEYS", "SYMLLM_KEYS", "from_meta", "from_hf", "from_symllm", "from_dict", "closest"]
 
 
-def _close(word: str, among, n: int = 1, cutoff: float = 0.6) -> list[str]:
-    """The known words closest to a misspelt one (difflib loads only when something is misspelt)."""
+def closest(word: str, among, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The known words closest to a misspelt one, best first, at most ``n`` of them scoring ``cutoff`` or
+    more (difflib loads only when something is misspelt).
+
+    >>> closest("n_layer", ["n_layers", "n_heads", "dim"])
+    ['n_layers']
+    >>> closest("xyz", ["n_layers"])
+    []
+    """
     import difflib
     return difflib.get_close_matches(word, among, n=n, cutoff=cutoff)
 
@@ -30,7 +37,7 @@ def _close(word: str, among, n: int = 1, cutoff: float = 0.6) -> list[str]:
 def _unknown_key(key, known, where: str, otherwise: str = "") -> None:
     """Refuse ``key`` of a ``where`` file in one line naming it (shortened unless a plain name), with the
     nearest of the ``known`` keys, else ``otherwise``."""
-    close = _close(str(key), known, n=1, cutoff=0.6)
+    close = closest(str(key), known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else otherwise
     shown = key if isinstance(key, str) and key.isidentifier() and len(key) <= 60 else _short(key)
     raise SymllmError(f"{shown}: unknown key in {where}{hint}")

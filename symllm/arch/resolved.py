@@ -18,7 +18,8 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.catalogue import resolve
 from symllm.arch.config import ModelConfig
-from symllm.arch.specs import Spec, Structure, spec_of, structure_model
+from symllm.arch.layers import Structure
+from symllm.arch.specs import Spec, spec_of, structure_model
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import TableKernel
 

@@ -20,11 +20,11 @@ from functools import cached_property, lru_cache
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
 from symllm.arch.config import SPEC_FIELDS, ModelConfig, load
-from symllm.arch.layers import LayerKind, Structure, Variant
+from symllm.arch.layers import Structure, Variant
 from symllm.arch.part_options import structure_options, variant_options
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "Structure", "LayerKind", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model"]
+__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model"]
 
 
 @lru_cache(maxsize=None)

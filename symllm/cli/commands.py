@@ -26,8 +26,8 @@ def _load(args):
     if str(args.model).endswith(".gguf") or folder is not None and not any(
             os.path.lexists(os.path.join(folder, n)) for n in ("config.json", "params.json")) and any(
             n.endswith(".gguf") for n in os.listdir(folder)):  # a GGUF file holds its own config (costs.checkpoints)
-        from symllm.costs import checkpoints
-        config = checkpoints.config_of(checkpoints.read(args.model))
+        from symllm.costs import checkpoints, headers
+        config = checkpoints.config_of(headers.read(args.model))
         return config.replace(vocab_size=args.vocab_size) if args.vocab_size is not None else config
     return cfgmod.load(args.model, vocab_size=args.vocab_size)  # what api.resolve does with a name or a path
 
@@ -35,8 +35,8 @@ def _load(args):
 def _checkpoint(args) -> dict | None:
     """A checkpoint's actual bytes beside the formula's, when the model argument holds weights (a folder,
     a Hub id in the local cache, a .safetensors or .gguf file): symllm.costs.checkpoints, headers only."""
-    from symllm.costs import checkpoints
-    if not checkpoints.has_weights(args.model):
+    from symllm.costs import checkpoints, headers
+    if not headers.has_weights(args.model):
         return None
     c = checkpoints.check(args.model)
     return {k: c[k] for k in ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference",
@@ -398,8 +398,8 @@ def cmd_presets(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from symllm.costs import checkpoints
-    if checkpoints.has_weights(args.model):  # a checkpoint: its headers against the component tree
+    from symllm.costs import checkpoints, headers
+    if headers.has_weights(args.model):  # a checkpoint: its headers against the component tree
         c = checkpoints.check(args.model)
         if args.json:  # docs/json.md, symllm/output.schema.json ($defs/verify)
             keys = ("format", "files", "tensors", "bytes", "weight_format", "formula_bytes", "difference",
@@ -455,16 +455,16 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from symllm.studies import sweeps as sw
-    grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in sw.WORKLOAD_AXES))
-    for name in sw.CONFIG_FIELDS + sw.WORKLOAD_AXES:
+    from symllm.studies import grids, sweeps as sw, tables
+    grid, workload = {}, _given(args, tuple(k for k in Workload.names() if k not in grids.WORKLOAD_AXES))
+    for name in grids.CONFIG_FIELDS + grids.WORKLOAD_AXES:
         text = getattr(args, name)
         if text is None:
             continue
-        suffixes = workload_options()[name][1].suffixes if name in sw.WORKLOAD_AXES else None
-        values = sw.parse_axis(text, name, None if suffixes is None else (  # --seq 2k:8k:2k (validate.token_count)
+        suffixes = workload_options()[name][1].suffixes if name in grids.WORKLOAD_AXES else None
+        values = tables.parse_axis(text, name, None if suffixes is None else (  # --seq 2k:8k:2k (validate.token_count)
             lambda part, field: validate.suffixed_count(field, part, suffixes)))
-        if name in sw.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
+        if name in grids.WORKLOAD_AXES and (values.stop - values.start <= values.step if isinstance(values, range)
                                          else len(values) == 1):  # len() of a range refuses > sys.maxsize
             workload[name] = values[0]
         else:
@@ -472,13 +472,13 @@ def cmd_sweep(args) -> int:
     if args.table is not None:
         if grid:
             raise SymllmError(f"table: give the fields in the table, not as --{next(iter(grid)).replace('_', '-')}")
-        grid, table = None, sw.read_table(args.table, columns=True)
+        grid, table = None, tables.read_table(args.table, columns=True)
     else:
         table = None
     bases = [b.strip() for b in args.base.split(",")] if args.base else []
     options = dict(quantities=args.quantity.split(","), workload=workload, where=args.where,
                    chunk_size=args.chunk_size)
-    named = table is not None and any(k in sw.NAME_COLUMNS for k in table)
+    named = table is not None and any(k in tables.NAME_COLUMNS for k in table)
     if named and bases:
         raise SymllmError("base: the table names each row's base (its name column); give no --base")
     if len(bases) > 1 or named:  # one table, a base column first (symllm.studies.sweeps.Sweeps)
@@ -500,7 +500,7 @@ def cmd_sweep(args) -> int:
             sweep.write_to(sys.stdout, args.format or "csv", progress=progress)
             result = sweep.stats
     rows = result.points - result.invalid - result.filtered
-    why = "".join(f"\n  {line}" for line in sw.dropped_text(result.reasons).splitlines())
+    why = "".join(f"\n  {line}" for line in grids.dropped_text(result.reasons).splitlines())
     where = validate.shown_path(args.output, 24).strip("'") if args.output not in (None, "-") else "stdout"
     print(f"symllm: sweep: {result.points:,} points, {result.invalid:,} invalid dropped, "
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
@@ -534,8 +534,8 @@ def cmd_plot(args) -> int:
         if args.contexts is not None and args.kind not in ("context", "flops"):
             raise SymllmError(f"contexts: for plot context and plot flops, not plot {args.kind}")
         if args.kind in ("context", "flops"):
-            from symllm.studies import sweeps
-            contexts = sweeps.parse_axis(args.contexts, "contexts") if args.contexts else plots.CONTEXTS
+            from symllm.studies import tables
+            contexts = tables.parse_axis(args.contexts, "contexts") if args.contexts else plots.CONTEXTS
             fig = getattr(plots, args.kind)(models, contexts=contexts, **given)
         else:
             fig = getattr(plots, args.kind)(models[0], **given)

@@ -21,16 +21,17 @@ from symllm.arch import symbols as S
 from symllm.arch.catalogue import resolve
 from symllm.arch.resolved import model_for, params
 from symllm.arch.components import model
-from symllm.arch.config import SWIGLU_RATIO, ModelConfig
+from symllm.arch.config import ModelConfig
+from symllm.arch.widths import SWIGLU_RATIO
 from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.costs.numbered import values
 from symllm.costs.phases import flops
-from symllm.numbers.kernels import sympy_value
+from symllm.numbers.exact import sympy_value
 from symllm.arch.symbols import N, g, r
 
 __all__ = ["approximate", "Approximation", "unround", "WIDTH_LIKE", "training_flops_per_token", "Convention",
-           "CONVENTIONS", "convention", "compare"]
+           "CONVENTIONS", "convention", "compare", "values_of"]
 
 #: symbols that grow like the width: a term's order is its degree in these (vocabulary and context
 #: lengths count as width-like, so ``V d`` and ``L s d`` are leading terms next to ``L d²``)
@@ -85,7 +86,7 @@ class Approximation:
         >>> round(a.numbers("llama3.1-8b")["relative_error"], 4)   # mostly d_ff's rounding up to 1024
         0.0067
         """
-        vals = _values(config, **workload)
+        vals = values_of(config, **workload)
         exact = sympy_value(self.exact, vals)
         approx = sympy_value(self.approx, vals)
         dropped = sympy_value(self.dropped, vals)
@@ -94,9 +95,15 @@ class Approximation:
                 "error": float(error), "relative_error": float(error) / float(exact)}
 
 
-def _values(config: ModelConfig | str, **workload) -> dict:
+def values_of(config: ModelConfig | str, **workload) -> dict:
     """values(config) plus the symbols this module adds (g, r); an explicit ``hidden_dim``
-    also gives the effective multiplier f = 3 d_ff / (8 d), so the unrounded d_ff is exact for it."""
+    also gives the effective multiplier f = 3 d_ff / (8 d), so the unrounded d_ff is exact for it
+    (shared by :mod:`symllm.costs.optimal` and :mod:`symllm.costs.scaling`).
+
+    >>> v = values_of("llama3-8b", batch=1)   # 32 query heads on 8 key/value heads; d 4096 on 32 layers
+    >>> int(v[g]), int(v[r])
+    (4, 128)
+    """
     config = resolve(config)
     vals = values(config, **workload)
     vals[g] = Fraction(config.n_heads, config.n_kv_heads)
@@ -294,7 +301,7 @@ def compare(first: str, second: str, *, quantity: str = "training", configs=(), 
                  "difference": sp.factor_terms(sp.expand(smooth[0] - smooth[1]))}
     for cfg in configs:
         config = resolve(cfg)
-        vals = _values(config, batch=1, seq=seq)
+        vals = values_of(config, batch=1, seq=seq)
         nums = [sympy_value(getattr(convention(n, config), quantity), vals) for n in (first, second)]
         out[config.name] = {"first": nums[0], "second": nums[1], "difference": nums[0] - nums[1],
                             "relative": float(Fraction(nums[0]) / Fraction(nums[1]) - 1)

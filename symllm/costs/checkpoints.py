@@ -34,13 +34,11 @@ from __future__ import annotations
 from math import ceil
 from pathlib import Path
 
-from symllm.costs.headers import (SAFETENSORS_DTYPES, has_weights, read, read_gguf,  # noqa: F401 (re-exported)
-                                  read_safetensors)
+from symllm.costs.headers import read
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
-__all__ = ["SAFETENSORS_DTYPES", "HF_NAMES", "QUANTIZED", "read_safetensors", "read_gguf", "read", "has_weights",
-           "config_of", "expected", "difference", "weight_format", "check"]
+__all__ = ["HF_NAMES", "QUANTIZED", "config_of", "expected", "difference", "weight_format", "check"]
 
 #: config.json's ``torch_dtype`` -> the safetensors dtype transformers saves
 _TORCH_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
@@ -52,7 +50,7 @@ _FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 7: "Q8_0", 14: "Q4_K_S", 15: "Q4_K
 
 #: component name -> the Hugging Face module name (LlamaForCausalLM's ``named_parameters``): each component
 #: declares its own where it is defined (``Rules.hf``; a linear's is the HF name it declares for LoRA,
-#: ``rules.lora``), and this table is read from them (:func:`symllm.costs.formats._declared`); per
+#: ``rules.lora``), and this table is read from them (:func:`symllm.costs.formats.declared_names`); per
 #: ``model_type`` overrides below
 HF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
 _MIXTRAL_LAYOUT = {"moe": "block_sparse_moe", "gate": "w1", "up": "w3", "down": "w2"}
@@ -216,8 +214,8 @@ def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, pa
 
 def __getattr__(name: str):
     if name == "HF_NAMES":  # built on first use: the components' own names, and the experts' tensors
-        from symllm.costs.formats import _declared
-        globals()[name] = value = {**_declared("hf"), **_HF_EXPERTS}
+        from symllm.costs.formats import declared_names
+        globals()[name] = value = {**declared_names("hf"), **_HF_EXPERTS}
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -305,7 +303,7 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
     ({'dtype': 'Q6_K', 'shape': [2048, 512]}, {'dtype': 'F32', 'shape': [2048]})
     """
     from symllm.costs import formats
-    spec = formats._spec(config)
+    spec = formats.spec_for(config)
     if any(k.mixer in ("mamba", "none") or k.ffn == "none" for k in spec.structure.kinds):
         raise SymllmError("checkpoint: Nemotron-H (Mamba-2) tensors are not modelled")
     if spec.structure.hyper_connections:
@@ -317,7 +315,8 @@ def expected(config, model_type: str = "llama", dtype: str | None = "BF16", fmt:
         for t in formats.gguf_tensors(spec):
             out[t["name"]] = {"dtype": types[t["name"]]["type"] if types else None, "shape": t["shape"]}
         return out
-    quantizes = formats.QUANTIZES.get(formats._base(fmt)[0], ()) if fmt else ()
+    from symllm.arch.quantization import split_group
+    quantizes = formats.QUANTIZES.get(split_group(fmt)[0], ()) if fmt else ()
     n_e = spec.config.n_experts or 1
     from symllm.arch.part_options import option
     fused = dict(option("fused_experts").names).get(spec.structure.fused_experts)  # the option's names rule
@@ -494,7 +493,8 @@ def check(model) -> dict:
         dtype = _dtype(raw)
         if q is not None and unmodelled(q) is not None:
             raise SymllmError(f"checkpoint: {unmodelled(q)} (docs: checkpoints)")
-        base = formats._base(fmt)[0] if fmt is not None else None
+        from symllm.arch.quantization import split_group
+        base = split_group(fmt)[0] if fmt is not None else None
         want = expected(config, str(raw.get("model_type", "llama")),
                         "F16" if base in ("awq", "gptq", "gptq-8bit") else dtype,
                         fmt if base in formats.QUANTIZES else None,

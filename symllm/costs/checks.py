@@ -7,7 +7,7 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``tp``: tensor-parallel ranks that do not divide the query heads, or that neither divide the key/value heads
   nor are a multiple of them (a head split across ranks cannot run attention: docs/parallel.md; a multiple of
   ``n_kv`` holds one key/value head a rank, replicated, as vLLM's ``QKVParallelLinear`` does:
-  :func:`symllm.costs.workloads.kv_heads_split`; ``plan`` tries only the ``tp`` that pass);
+  :func:`symllm.costs.replication.kv_heads_split`; ``plan`` tries only the ``tp`` that pass);
 * ``tp`` with tensor-split routed experts (``expert_tp="split"``, the default): ranks that do not divide each
   expert's width (``moe_intermediate_size``): vLLM's and SGLang's ``FusedMoE`` assert
   ``intermediate_size % tp_size == 0``; ``--expert-tp whole`` keeps the experts whole on each rank;
@@ -228,7 +228,8 @@ def check_structure(tree, work) -> None:
     symllm.errors.SymllmError: stack: hf-sdpa does not model a sliding window (Mistral v0.1) yet
     """
     from symllm.costs import stacks  # (SymPy; this module stays light)
-    if work.stack not in stacks.COMPONENT_STACKS and stacks.is_whole(tree):
+    from symllm.costs.workloads import COMPONENT_STACKS
+    if work.stack not in COMPONENT_STACKS and stacks.is_whole(tree):
         stacks.check_model(work.stack, tree)
 
 

@@ -16,11 +16,19 @@ from symllm.arch.algebra import factored
 from symllm.arch.components import Component, SlidingPairs, _WindowPairs, expand_windows
 from symllm.errors import SymllmError
 
-__all__: list[str] = []  # the phases' helpers: symllm.costs.phases is the public face
+__all__ = ["phase_flops"]  # the phases' helper: symllm.costs.phases is the public face
 
 
 @lru_cache(maxsize=256)
-def _phase(comp: Component, bucket: str, phase: str, recompute: bool | str) -> sp.Expr:
+def phase_flops(comp: Component, bucket: str, phase: str, recompute: bool | str) -> sp.Expr:
+    """The closed-form ``bucket`` FLOPs (``matmul`` or ``elementwise``) of ``comp`` in ``phase`` (``forward``,
+    ``prefill``, ``decode`` summed over the generated tokens, ...), ``recompute`` as
+    :func:`symllm.costs.selective.policy` reads it; :func:`symllm.costs.phases.flops` is its face.
+
+    >>> from symllm.arch.components import model
+    >>> phase_flops(model().child("lm_head"), "matmul", "prefill", False)
+    2*V*b*d*s_o
+    """
     forward = comp.total("flops" if bucket == "matmul" else "elementwise")
     step = forward.subs({S.s: 1, S.s_o: 1})  # one decode step at context t: its one position's logits
     if phase == "forward":

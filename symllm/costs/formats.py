@@ -86,15 +86,15 @@ from math import ceil, prod
 
 from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
-from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes  # re-exported
+from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes
 from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload names a format without them
 
-__all__ = ["GGML_TYPES", "FILE_TYPES", "QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
+__all__ = ["QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
-           "check_format", "effective", "ggml_bytes", "file_type_choice", "tensor_bytes", "weight_bytes",
+           "check_format", "effective", "tensor_bytes", "spec_for", "declared_names", "weight_bytes",
            "bytes_per_weight",
            "kv_bytes_per_element"]
 
@@ -122,7 +122,7 @@ KV_FORMATS = {**{d: Fraction(BYTES[d]) for d in ("fp32", "fp16", "bf16", "fp8")}
 
 #: symllm component name -> GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``; the format's own
 #: vocabulary: llama.cpp chooses a type by this name): each component declares its own (``Rules.gguf``, where
-#: the component is defined); this table is read from the components of every part (:func:`_declared`)
+#: the component is defined); this table is read from the components of every part (:func:`declared_names`)
 GGUF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
 #: the routed experts' GGUF tensors (gguf-py ``FFN_GATE_EXP`` ...): one 3-D tensor per layer, ``ne = (row, rows,
 #: n_e)``, as llama.cpp's converter merges them
@@ -131,7 +131,14 @@ GGUF_EXPERTS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_
 _HIGH = BYTES["bf16"]  # bf16/fp16 bytes of a weight a format leaves alone
 
 
-def _spec(config):
+def spec_for(config):
+    """The :class:`~symllm.arch.specs.Spec` of ``config`` (a Spec as given, a ModelConfig, or a preset name or
+    path), the one reading formats and checkpoints share.
+
+    >>> s = spec_for("llama2-7b")
+    >>> type(s).__name__, spec_for(s) is s
+    ('Spec', True)
+    """
     from symllm.arch.config import ModelConfig, load
     from symllm.arch.specs import Spec, spec_of
     if isinstance(config, Spec):
@@ -162,7 +169,7 @@ def tensors(config) -> list[dict]:
     >>> [(t["path"], t["rows"], t["row"], t["count"]) for t in tensors("llama3.2-1b")][:3]
     [('embedding', 128256, 2048, 1), ('block/attention_norm', 1, 2048, 16), ('block/attention/wq', 2048, 2048, 16)]
     """
-    spec = _spec(config)
+    spec = spec_for(config)
     values = spec.values()
     out: list[dict] = []
 
@@ -289,7 +296,7 @@ def effective(config, fmt: str | None = None) -> str | None:
     """
     if fmt is not None:
         return fmt
-    spec = _spec(config)
+    spec = spec_for(config)
     return spec.config.weight_format
 
 
@@ -373,7 +380,7 @@ def gguf_tensors(config) -> list[dict]:
     >>> [(t["name"], t["shape"]) for t in gguf_tensors("mixtral-8x7b") if t["name"].startswith("blk.0.ffn_")][1:3]
     [('blk.0.ffn_gate_inp.weight', [4096, 8]), ('blk.0.ffn_gate_exps.weight', [4096, 14336, 8])]
     """
-    spec = _spec(config)
+    spec = spec_for(config)
     if spec.config.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
         raise SymllmError("weight_format: llama.cpp's GGUF has no DeepSeek-V4 architecture (no tensor names)")
     n_e = spec.config.n_experts or 1
@@ -402,7 +409,7 @@ def gguf_types_modelled(config, fmt: str) -> bool:
     if not (fmt in FILE_TYPES or fmt.startswith("gguf:")):
         return False
     return (fmt.startswith("gguf:") or FILE_TYPES[fmt] in ("F16", "BF16")
-            or not any(t["kind"] in ("experts", "router") for t in tensors(_spec(config))))
+            or not any(t["kind"] in ("experts", "router") for t in tensors(spec_for(config))))
 
 
 def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
@@ -418,7 +425,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     True
     """
     fmt = check_format(fmt)
-    spec = _spec(config)
+    spec = spec_for(config)
     ts = tensors(spec)
     out: dict[str, dict] = {}
     gguf = fmt in FILE_TYPES or fmt.startswith("gguf:")
@@ -513,12 +520,12 @@ def kv_bytes_per_element(fmt: str) -> Fraction:
     return KV_FORMATS[choice("kv_format", fmt, KV_FORMATS)]
 
 
-def _declared(field: str) -> dict[str, str]:
+def declared_names(field: str) -> dict[str, str]:
     """symllm component name -> the name it declares (``Rules.hf`` or ``Rules.gguf``), read from LLaMA's model
     and then from the models with every part (:data:`symllm.arch.components.EVERY_PART`, ...): where a name
     depends on the structure (``ffn_norm`` is Gemma 2's ``pre_feedforward_layernorm``), LLaMA's is listed.
 
-    >>> _declared("gguf")["wq"], _declared("hf")["post_ffn_norm"]
+    >>> declared_names("gguf")["wq"], declared_names("hf")["post_ffn_norm"]
     ('attn_q', 'post_feedforward_layernorm')
     """
     from symllm.arch import components as C  # lazily (SymPy)
@@ -532,6 +539,6 @@ def _declared(field: str) -> dict[str, str]:
 
 def __getattr__(name: str):
     if name == "GGUF_NAMES":  # built on first use: the components' own names
-        globals()[name] = value = _declared("gguf")
+        globals()[name] = value = declared_names("gguf")
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

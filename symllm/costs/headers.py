@@ -37,7 +37,7 @@ GGML_IDS = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "
             11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS",
             19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32",
             27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4"}
-#: GGML storage types that are not weight formats (:data:`symllm.costs.formats.GGML_TYPES` holds those):
+#: GGML storage types that are not weight formats (:data:`symllm.costs.ggml.GGML_TYPES` holds those):
 #: values per block, bytes per block
 _GGML_OTHER = {"Q8_1": (32, 40), "Q8_K": (256, 292), "I8": (1, 1), "I16": (1, 2), "I32": (1, 4), "I64": (1, 8),
                "F64": (1, 8)}
@@ -170,7 +170,7 @@ def read_gguf(path) -> tuple[dict, dict[str, dict]]:
     ...
     symllm.errors.SymllmError: checkpoint: '...m.gguf': 1152921504606846976 tensors cannot fit in a file of 24 bytes
     """
-    from symllm.costs.formats import GGML_TYPES
+    from symllm.costs.ggml import GGML_TYPES
     try:
         fh = open(path, "rb")
     except OSError as e:

@@ -18,13 +18,14 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.arch.resolved import model_for, params
 from symllm.arch.components import model
-from symllm.arch.config import SWIGLU_RATIO, ModelConfig
+from symllm.arch.config import ModelConfig
+from symllm.arch.widths import SWIGLU_RATIO
 from symllm.arch.dtypes import BF16
 from symllm.errors import SymllmError
 from symllm.validate import choice
-from symllm.numbers.kernels import sympy_value
+from symllm.numbers.exact import sympy_value
 from symllm.arch.symbols import A, B, C, D, E, N, alpha, beta, r
-from symllm.costs.approximation import _values, training_flops_per_token, unround
+from symllm.costs.approximation import values_of, training_flops_per_token, unround
 
 __all__ = ["LossLaw", "CHINCHILLA", "loss", "chinchilla_optimum", "optimal_allocation", "Family",
            "compute_optimal_exact", "size_for", "Sizing"]
@@ -194,7 +195,7 @@ class Family:
         config = self.config(width)
         if quantity == "params":
             return params(config)["total"]
-        return sympy_value(training_flops_per_token(model_for(config)), _values(config, batch=1, seq=self.seq))
+        return sympy_value(training_flops_per_token(model_for(config)), values_of(config, batch=1, seq=self.seq))
 
 
 def _bisect(fn, lo: float, hi: float, iters: int = 200) -> float:
@@ -286,7 +287,7 @@ def size_for(budget: float, family: Family, *, quantity: str = "params", solve_f
         fixed = Family(**{**family.__dict__, "aspect": None, "n_layers": 1})
         mdl = fixed._model()
         base = mdl.total("params") if kind == "params" else training_flops_per_token(mdl)
-        vals = _values(fixed.config(width), batch=1, seq=family.seq)  # d_ff exact: no floats left
+        vals = values_of(fixed.config(width), batch=1, seq=family.seq)  # d_ff exact: no floats left
         vals = {k_: v for k_, v in vals.items() if k_ not in (S.L, S.f, r)}
         expr = sp.expand(base.subs({k_: sp.Rational(v.numerator, v.denominator)
                                     if isinstance(v, Fraction) else v for k_, v in vals.items()}) * scale)

@@ -17,8 +17,8 @@ Conventions, stated once (docs/conventions.md, "FLOPs and memory"):
   ``all``, ``s_o = s``; :func:`logit_rows`); a decode step its one position's; training every position's.
 * ``attention="dense"`` counts every score of the ``s × (t+s)`` rectangle (eager/SDPA kernels,
   ``FlopCounterMode``); ``"causal"`` only the unmasked pairs ``s·t + s(s+1)/2``. Never silently halved.
-* **Bytes per element** (:data:`DTYPES`): fp64 8, fp32 4, bf16/fp16 2, fp8/int8 1, int4 ½ plus one fp16
-  scale (2 bytes, symmetric, no zero-point) per group of ``group_size`` consecutive weights (default 128),
+* **Bytes per element** (:data:`symllm.costs.workloads.DTYPES`): fp64 8, fp32 4, bf16/fp16 2, fp8/int8 1, int4 ½
+  plus one fp16 scale (2 bytes, symmetric, no zero-point) per group of ``group_size`` consecutive weights (default 128),
   i.e. ``β = 1/2 + 2/g`` per weight (exact when ``g`` divides the number of weights grouped).
 * Memory kinds: ``weights`` ``β_w·N``; ``kv_cache`` ``β_kv·2·L·n_kv·d_h·b·(s+n)`` (the cache after the
   prefill and ``n`` decode steps); ``training_states`` per data-parallel rank (see :func:`memory`);
@@ -43,8 +43,9 @@ from symllm.arch import resolved
 from symllm.costs import accelerators, checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
-from symllm.costs.decoding import _phase
+from symllm.costs.decoding import phase_flops
 from symllm.costs.selective import policy, recompute_of
+from symllm.arch.dtypes import OPTIMIZERS
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, Rules, component, model
 from symllm.errors import SymllmError
@@ -52,11 +53,11 @@ from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.numbered import grouped, named, weight_format_group, workload_numbers
-from symllm.costs.workloads import (ATTENTION, DTYPES, LOGITS, MEMORY_KINDS, PHASES, Workload, dtype_bytes, tp_layout,
-                                    with_stated)
+from symllm.costs.workloads import (ATTENTION, COMPONENT_STACKS, LOGITS, MEMORY_KINDS, PHASES, Workload, check_stack,
+                                    tp_layout, with_stated)
 
 __all__ = [
-    "DTYPES", "ATTENTION", "PHASES", "MEMORY_KINDS", "Workload", "dtype_bytes", "flops", "memory", "memory_kinds",
+    "flops", "memory", "memory_kinds",
     "activations", "closed_form", "workload", "quantities", "stage_memory", "logit_rows",
     "resolved_workload", "workload_forms",
 ]
@@ -101,7 +102,7 @@ def flops(component="model", phase: str = "prefill", *, attention: str = "dense"
     choice("bucket", bucket, ("matmul", "elementwise"))
     if macs and bucket != "matmul":
         raise SymllmError("macs: multiply-adds are matmul FLOPs / 2; the elementwise bucket has none")
-    expr = _phase(comp, bucket, phase, policy(recompute))
+    expr = phase_flops(comp, bucket, phase, policy(recompute))
     return expr / 2 if macs else expr
 
 
@@ -124,7 +125,7 @@ def activations(component="model", *, recompute: bool | str = False, stack: str 
     >>> sp.expand(activations("attention", stack="eager") - activations("attention"))
     b*beta_a*n_h*s**2 - b*n_h*s*Max(4, beta_a)
     """
-    choice("stack", stack, stacks.COMPONENT_STACKS)
+    choice("stack", stack, COMPONENT_STACKS)
     _op_stack(recompute, stack)
     return _activations(_component(component, "dense"), policy(recompute), stack == "eager")
 
@@ -172,12 +173,12 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
       ``stack="eager"``: the prefill's scores and probabilities ``2·b·n_h·s²`` or a decode step's
       ``2·b·n_h·(s+n)`` in place of the fused attention's).
     * ``stack``: ``fused`` (the default) and ``eager`` are the components' own memory model
-      (:data:`symllm.costs.stacks.COMPONENT_STACKS`); an HF stack (the model only) gives
+      (:data:`symllm.costs.workloads.COMPONENT_STACKS`); an HF stack (the model only) gives
       ``training_states``, ``activations`` and ``inference_peak`` of that software
       (:mod:`symllm.costs.stacks`).
     * ``training_peak`` (the model only): the highest point of one steady-state training step under
       ``stack`` (:func:`training_peak_parts`; docs/stacks.md, "Training peak").
-    * ``optimizer`` (:data:`symllm.costs.zero.OPTIMIZERS`): what the training states keep per parameter
+    * ``optimizer`` (:data:`symllm.arch.dtypes.OPTIMIZERS`): what the training states keep per parameter
       (:func:`symllm.costs.zero.optimizer_states`), and for an HF stack the temporary of its step.
 
     >>> memory("attention", "kv_cache")
@@ -188,12 +189,12 @@ def memory(component="model", kind: str = "inference", *, attention: str = "dens
     comp = _component(component, attention)
     choice("kind", kind, MEMORY_KINDS)
     validate.zero_stage(zero_stage)
-    stacks.check_name(stack)
-    choice("optimizer", optimizer, zero.OPTIMIZERS)
+    check_stack(stack)
+    choice("optimizer", optimizer, OPTIMIZERS)
     _op_stack(recompute, stack)
     if kind == "training_peak":  # one training step's highest point (symllm.costs.stacks; docs/stacks.md)
         return substitute(_training_peak(comp, stack, zero_stage, policy(recompute), optimizer), dict(comp.definitions))
-    if stack not in stacks.COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
+    if stack not in COMPONENT_STACKS and kind in ("training_states", "activations", "inference_peak"):
         out = {"training_states": lambda: stacks.training_states(comp, stack, zero_stage, optimizer),
                "activations": lambda: stacks.activations(comp, stack, bool(policy(recompute))),
                "inference_peak": lambda: stacks.inference_peak(comp, stack)}[kind]()
@@ -219,7 +220,7 @@ def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int =
     """
     if not stacks.is_whole(comp):
         raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {comp.name!r}")
-    if stack in stacks.COMPONENT_STACKS:
+    if stack in COMPONENT_STACKS:
         return {"training_states": _memory(comp, "training_states", zero_stage, recompute, False, optimizer),
                 "activations": activations(comp, recompute=recompute, stack=stack),
                 "logits_gradient": S.beta_a * S.b * S.s * S.V}
@@ -372,7 +373,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                    for kind in memory_kinds(mdl)},
     }
     laid = parallel.laid_out(work)
-    if not laid or work.stack not in stacks.COMPONENT_STACKS:
+    if not laid or work.stack not in COMPONENT_STACKS:
         # one GPU: the whole model (the workload's stack), nothing sent; an HF stack is laid out only by data
         # parallelism (Workload refuses tp, pp and ep with it): every rank holds the whole model, and the
         # model's own figures are already ZeRO-sharded over N_d

@@ -12,8 +12,8 @@ True
 from __future__ import annotations
 
 from symllm.arch import resolved
-from symllm.costs import phases, stacks
-from symllm.costs.workloads import Workload
+from symllm.costs import phases
+from symllm.costs.workloads import COMPONENT_STACKS, Workload
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import evaluate
 from symllm.validate import short, with_list
@@ -41,8 +41,8 @@ def memory_by_component(config, work: Workload | None = None, *, kinds=KINDS, **
         if kind not in KINDS:
             raise SymllmError(with_list(f"kind: {short(kind, 20)} does not add up over components (one of: ", KINDS,
                                         see="shares.KINDS", near=kind))
-    if work.stack not in stacks.COMPONENT_STACKS:
-        raise SymllmError(f"stack: memory per component is modelled for {', '.join(stacks.COMPONENT_STACKS)}, "
+    if work.stack not in COMPONENT_STACKS:
+        raise SymllmError(f"stack: memory per component is modelled for {', '.join(COMPONENT_STACKS)}, "
                           f"not {work.stack}")
     if work.recompute != "none" and "activations" in kinds:
         raise SymllmError("recompute: activations per component are those saved without recomputation")

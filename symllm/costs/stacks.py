@@ -56,16 +56,15 @@ from symllm.arch import symbols as S
 from symllm.arch.dtypes import BF16, FP32, INT64
 from symllm.arch.keeps import Keeps, Term
 from symllm.costs import selective, zero
-from symllm.costs.workloads import COMPONENT_STACKS, STACKS
-from symllm.costs.workloads import check_stack as check_name
+from symllm.costs.workloads import COMPONENT_STACKS, check_stack
 from symllm.errors import SymllmError
 from symllm.validate import ROOM, choice, listed
 
-if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so STACKS) without building components
+if TYPE_CHECKING:  # a warm `symllm count` imports workload (and so workloads.STACKS) without building components
     from symllm.arch.components import Component
 
-__all__ = ["STACKS", "COMPONENT_STACKS", "check_name", "check_model", "is_whole",
-           "Term", "saved_terms", "inference_terms", "activations", "inference_peak", "component_activations",
+__all__ = ["check_model", "is_whole",
+           "saved_terms", "inference_terms", "activations", "inference_peak", "component_activations",
            "training_states", "training_terms", "training_peak", "training_peak_parts", "moments"]
 
 
@@ -109,7 +108,7 @@ def component_activations(comp: Component, recompute: bool | str, eager: bool = 
 def check_model(stack: str, mdl: Component | None = None) -> None:
     """Refuse, in one line, a ``stack`` that does not model ``mdl`` (a whole model: every part of it; a
     part of one: only the component stacks) (:func:`symllm.costs.checks.check_structure` asks it)."""
-    check_name(stack)
+    check_stack(stack)
     if mdl is None or stack in COMPONENT_STACKS:
         return
     if not is_whole(mdl):
@@ -200,7 +199,7 @@ def _default(mdl: Component | None) -> Component:
 
 
 def _hf_only(stack: str, what: str, where: str) -> None:
-    check_name(stack)
+    check_stack(stack)
     if stack in COMPONENT_STACKS:
         raise SymllmError(f"stack: {stack}'s {what} (phases.{where})")
 

@@ -24,12 +24,10 @@ from functools import lru_cache
 from symllm.costs import accelerators
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
-from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "DTYPES", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "OPTIMIZERS",
-           "INT4_SCALE_BYTES", "dtype_bytes", "kv_heads_split", "options",
+__all__ = ["Workload", "Option", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "dtype_bytes", "options",
            "lora_targets", "DEFAULT_LORA_TARGETS", "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes",
            "tp_layout"]
 

@@ -47,9 +47,9 @@ import sympy as sp
 
 from symllm import validate
 from symllm.arch import symbols as S
-from symllm.arch.dtypes import BF16, BNB_BLOCK, FP32, OPTIMIZER_STATE, OPTIMIZERS
+from symllm.arch.dtypes import BF16, FP32, OPTIMIZER_STATE, OPTIMIZERS
 
-__all__ = ["PARTS", "MIXED_PRECISION_ADAM", "FP32_ADAMW", "QLORA_ADAMW", "OPTIMIZERS", "BNB_BLOCK", "sharded", "share",
+__all__ = ["PARTS", "MIXED_PRECISION_ADAM", "FP32_ADAMW", "QLORA_ADAMW", "sharded", "share",
            "training_states", "layout", "factored_elements", "optimizer_states", "step_temporary"]
 
 

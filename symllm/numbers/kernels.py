@@ -2,7 +2,8 @@
 
 Two ways to evaluate, which the tests hold equal:
 
-* :func:`sympy_value` — SymPy itself (``xreplace``): slow, exact, the ground truth for the kernels.
+* :func:`symllm.numbers.exact.sympy_value` — SymPy itself (``xreplace``): slow, exact, the ground truth for the
+  kernels.
 * :func:`compile_expr` — a cached Python function of the expression's free symbols. Its code is
   integer-safe: ``floor``/``ceiling`` of a rational become ``//`` on integers (``lambdify`` would print
   ``Rational(8, 3)*d`` as ``(8/3)*d`` and let a float land on the wrong side of an integer), and a
@@ -14,8 +15,8 @@ Two ways to evaluate, which the tests hold equal:
   :class:`~symllm.errors.SymllmError` is raised (``overflow="raise"``).
 
 Meta's ``int(ffn_dim_multiplier * hidden)`` truncates an IEEE double product; ``f`` is therefore a
-Python float in kernels and a 53-bit SymPy ``Float`` in :func:`sympy_value`, whose products round
-exactly like doubles, so both agree with the model Meta's code builds.
+Python float in kernels and a 53-bit SymPy ``Float`` in :func:`~symllm.numbers.exact.sympy_value`, whose products
+round exactly like doubles, so both agree with the model Meta's code builds.
 
 >>> from symllm.arch.symbols import d, m, f
 >>> k = compile_expr(m * sp.ceiling(sp.floor(f * sp.floor(sp.Rational(8, 3) * d)) / m))   # Meta's d_ff
@@ -38,11 +39,11 @@ import sympy as sp
 from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
 from symllm.numbers.codegen import _NoBound, _bound_code, _code, fingerprint
-from symllm.numbers.exact import _fraction, float_symbol, over_common_denominator, sympy_value  # noqa: F401
+from symllm.numbers.exact import _fraction, float_symbol, over_common_denominator  # noqa: F401
 from symllm.numbers.runtime import (SCALAR_HELPERS, Numbers, _is_array, _numpy, _object_ufunc, _python, define,
                                    joined)
 
-__all__ = ["sympy_value", "compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel",
+__all__ = ["compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel",
            "INT64_SAFE"]
 
 #: points per block of :meth:`Kernel.vector`: 2**14 int64 temporaries (128 KiB each) stay in the CPU cache

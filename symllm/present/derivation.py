@@ -36,12 +36,14 @@ from symllm.errors import SymllmError
 from symllm.validate import choice, short, with_list
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import evaluate
-from symllm.present.render import (EXTENSIONS, FORMATS, QUANTITIES, Formula, Safe, label, math_delimiters, num_latex,
-                     render_template)
+from symllm.present.format import FORMATS, QUANTITIES
+from symllm.present.notations import notation as notation_of
+from symllm.present.printers import Formula, Safe, num_latex
+from symllm.present.render import EXTENSIONS, label, math_delimiters, render_template
 from symllm.present.render import standalone as standalone_document
-from symllm.present.render import notation as notation_of
 from symllm.costs.selective import recompute_of
-from symllm.costs.workloads import Workload, kv_heads_split
+from symllm.costs.replication import kv_heads_split
+from symllm.costs.workloads import Workload
 from symllm.present.forms import _collected, _rebuilt
 
 __all__ = ["OPTIONS", "Derivation", "derive", "repr_latex", "repr_markdown"]

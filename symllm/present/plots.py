@@ -131,14 +131,14 @@ def memory(config, *, gpu=None, **workload):
     >>> [t.get_text() for t in kinds.get_yticklabels()][:2]
     ['weights', 'KV cache']
     """
-    from symllm.costs import phases, shares, stacks
+    from symllm.costs import phases, shares, workloads
     options = _workload_options(workload, ())
     cap = _capacity(gpu, options)
     work = phases.workload(config, **options)
     name = _name(config)
     recomputed = work["workload"]["recompute"] != "none"
     kinds = shares.KINDS if not recomputed else tuple(k for k in shares.KINDS if k != "activations")
-    by_part = work["workload"]["stack"] in stacks.COMPONENT_STACKS  # an HF stack's terms are the model's
+    by_part = work["workload"]["stack"] in workloads.COMPONENT_STACKS  # an HF stack's terms are the model's
     parts = shares.memory_by_component(config, kinds=kinds, **options) if by_part else {}
     fig, axes = _figure(1, 2 if by_part else 1, size=(11.0 if by_part else 6.0, 4.2))
     left = axes[0]
@@ -317,14 +317,14 @@ def roofline(config, gpu=None, **workload):
 
 
 def _columns(data) -> dict:
-    """Column name -> list of numbers, from a :class:`~symllm.studies.sweeps.SweepResult`, a dict of
+    """Column name -> list of numbers, from a :class:`~symllm.studies.grids.SweepResult`, a dict of
     columns, or the path of a table file ``symllm sweep`` wrote (CSV, JSON lines or Parquet, read by
-    :func:`symllm.studies.sweeps.read_table`: ``p/q`` exactly)."""
+    :func:`symllm.studies.tables.read_table`: ``p/q`` exactly)."""
     if hasattr(data, "columns") and isinstance(data.columns, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.columns.items()}
     if isinstance(data, dict):
         return {k: list(v.tolist() if hasattr(v, "tolist") else v) for k, v in data.items()}
-    from symllm.studies.sweeps import read_table
+    from symllm.studies.tables import read_table
     cols = read_table(data, columns=True, quotients=True)
     if not cols or not len(next(iter(cols.values()))):
         raise SymllmError(f"table: {shown_path(data)} has no rows")
@@ -333,14 +333,14 @@ def _columns(data) -> dict:
 
 def _bytes_column(name: str) -> bool:
     """Whether a sweep quantity is a byte count (drawn in GiB)."""
-    from symllm.costs import finetune, phases
+    from symllm.costs import finetune, workloads
     base = name[:-len("_per_gpu")] if name.endswith("_per_gpu") else name
-    return base in phases.MEMORY_KINDS or name.startswith("comm_") or name in finetune.MEMORY_KEYS
+    return base in workloads.MEMORY_KINDS or name.startswith("comm_") or name in finetune.MEMORY_KEYS
 
 
 def sweep(data, x: str, y=None, *, log: bool = True):
     """Columns ``y`` (default: every column but ``x``) of a sweep against its column ``x``: ``data`` is
-    a :class:`~symllm.studies.sweeps.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
+    a :class:`~symllm.studies.grids.SweepResult` (``Sweep(...).run()``), a dict of columns, or a file
     ``symllm sweep`` wrote (CSV, JSON lines, Parquet; a column naming the model is not drawn). Byte columns
     are drawn in GiB (all of ``y`` must then be bytes, or none), points sorted by ``x``; ``log`` puts both
     axes on log scales.
@@ -349,7 +349,7 @@ def sweep(data, x: str, y=None, *, log: bool = True):
     >>> fig.axes[0].lines[0].get_label(), fig.axes[0].get_ylabel()
     ('params', 'count')
     """
-    from symllm.studies.sweeps import NAME_COLUMNS
+    from symllm.studies.tables import NAME_COLUMNS
     cols = _columns(data)
     if x not in cols:
         raise SymllmError(with_list(f"x: no column {short(x, 20)} (columns: ", cols, near=x, see="the table's header"))
@@ -434,7 +434,7 @@ def _tick_tex(text: str) -> str:
     >>> _tick_tex(r"$\mathdefault{10^{3}}$"), _tick_tex(r"$\mathdefault{3\times10^{-2}}$"), _tick_tex("128K")
     ('$10^{3}$', '$3\\times10^{-2}$', '128K')
     """
-    from symllm.present.render import escape_latex
+    from symllm.present.format import escape_latex
     inner = re.fullmatch(r"\$\\mathdefault\{(.*)\}\$", text)
     if inner and re.fullmatch(r"[0-9.^{}\-]*(\\times[0-9.^{}\-]*)?", inner.group(1)):
         return f"${inner.group(1)}$"
@@ -458,7 +458,7 @@ def pgfplots(fig) -> str:
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
-    from symllm.present.render import escape_latex
+    from symllm.present.format import escape_latex
     colours: dict[str, str] = {}
 
     def colour(c) -> str:

@@ -14,8 +14,10 @@ is escaped for its format anyway).
 * Every environment is a :class:`jinja2.sandbox.SandboxedEnvironment` with ``StrictUndefined``: a
   missing variable is an error, and user templates (``template_dir``) cannot reach Python internals.
 * Notation: a mapping symbol -> LaTeX (keys are symbols, their names ``n_h`` or code names
-  ``n_heads``) renames symbols in every output; :func:`load_notation` reads it from TOML or JSON.
+  ``n_heads``) renames symbols in every output; :func:`symllm.present.notations.load_notation` reads it from
+  TOML or JSON; :func:`symllm.present.printers.latex` prints with it.
 
+>>> from symllm.present.printers import latex
 >>> latex(2 * S.d * S.d_h * (S.n_h + S.n_kv), {"d": r"d_\\mathrm{model}"})
 '2 \\\\, d_\\\\mathrm{model} \\\\, d_h \\\\, \\\\left(n_h + n_{kv}\\\\right)'
 >>> render_template("standalone.tex.j2", {"body": Safe("$x$"), "title": "a_b"}).splitlines()[5]
@@ -41,19 +43,15 @@ from markupsafe import Markup
 
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
-from symllm.files import builtin_templates, write_atomic
-from symllm.present.format import (_LINE_BREAKS, FORMATS, QUANTITIES, escape_latex, fold_latex, grouped, human,
-                                   human_bytes)
-from symllm.present.notations import load_notation, notation, tex_refusal
-from symllm.present.printers import (LATEX_WIDTH, TEXT_WIDTH, _SYMBOL_BY_NAME, _SYMBOL_NAME_RE, Formula, Safe,
-                                     _display_width, _fold_source, _num_text, em_width, latex, num_latex, pcol,
-                                     tex_width, wrap_markdown)
+from symllm.files import builtin_templates
+from symllm.present.format import _LINE_BREAKS, escape_latex, fold_latex, grouped, human, human_bytes
+from symllm.present.notations import notation
+from symllm.present.printers import (TEXT_WIDTH, _SYMBOL_BY_NAME, _SYMBOL_NAME_RE, Formula, Safe, _display_width,
+                                     _fold_source, _num_text, num_latex, pcol, wrap_markdown)
 
 __all__ = [
-    "FORMATS", "EXTENSIONS", "QUANTITIES", "Formula", "Safe", "notation", "load_notation", "environment",
-    "render_template", "standalone", "template_dir", "write_atomic", "escape_latex", "escape_markdown",
-    "latex", "num_latex", "label", "math_delimiters", "tex_refusal", "tex_width", "LATEX_WIDTH", "em_width",
-    "pcol", "wrap_markdown",
+    "EXTENSIONS", "environment", "render_template", "standalone", "template_dir", "escape_markdown", "label",
+    "math_delimiters",
 ]
 
 #: the file ending of each format's templates

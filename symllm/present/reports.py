@@ -24,8 +24,9 @@ from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.present.format import REPORT_FORMATS, grouped, layout_words
-from symllm.present.render import EXTENSIONS, Formula, Safe, label, math_delimiters
-from symllm.present.render import notation as notation_of
+from symllm.present.notations import notation as notation_of
+from symllm.present.printers import Formula, Safe
+from symllm.present.render import EXTENSIONS, label, math_delimiters
 from symllm.costs.workloads import Workload
 from symllm.present.derivation import OPTIONS, Derivation, _derive, _laid_out, _substituted
 from symllm.present.forms import _workload_numbers
@@ -174,6 +175,7 @@ class Report:
         workload's stack, and for an HF stack each moment of the training step with its bytes
         (:func:`symllm.costs.stacks.moments`)."""
         from symllm.costs import stacks
+        from symllm.costs.workloads import COMPONENT_STACKS
 
         spec, work, names = self.spec, self.workload, dict(self.names)
         out = []
@@ -184,7 +186,7 @@ class Report:
                                                                      label_prefix=label_prefix,
                                                                      glossary=False, definitions=False))})
         rows = []
-        if work.stack not in stacks.COMPONENT_STACKS:
+        if work.stack not in COMPONENT_STACKS:
             vals = numbered.values(spec, work)
             mdl = costs.model_of(spec, work)
             rows = [{"name": t.component, "value": evaluate(e.subs(dict(mdl.definitions)), vals)}

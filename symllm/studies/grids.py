@@ -23,7 +23,7 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 from symllm.costs.selective import recompute_of
-from symllm.costs.workloads import Workload, options as workload_options
+from symllm.costs.workloads import MEMORY_KINDS, PHASES, Workload, options as workload_options
 
 __all__ = ["quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES", "SweepResult", "dropped_text", "check_some_valid"]
 
@@ -32,7 +32,8 @@ CONFIG_FIELDS = tuple(e.code for e in glossary.ENTRIES if e.axis)
 #: workload fields a sweep may vary: those whose option says ``axis`` (batch, seq, gen, context)
 WORKLOAD_AXES = tuple(name for name, (_, opt) in workload_options().items() if opt.axis)
 
-_SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
+#: each axis's symbol in the closed forms (``dim`` -> d, ``seq`` -> s)
+SYMBOL = {k: S.CODE_NAMES[k] for k in CONFIG_FIELDS + WORKLOAD_AXES}
 
 
 # ---------------------------------------------------------------- quantities
@@ -53,13 +54,13 @@ def quantity_names() -> list[str]:
     ['prefill_flops', 'prefill_elementwise']
     """
     names = ["params", "flops", "elementwise", "kv_cache_elements"]
-    for phase in costs.PHASES:
+    for phase in PHASES:
         names += [f"{phase}_flops"] + ([f"{phase}_elementwise"] if phase != "training" else [])
-    return names + list(costs.MEMORY_KINDS) + list(_PARALLEL) + list(_LORA)
+    return names + list(MEMORY_KINDS) + list(PARALLEL) + list(_LORA)
 
 
 #: per-GPU quantities of a parallel layout (symllm.costs.parallel) -> their (group, key) in costs.quantities
-_PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
+PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
              **{f"{kind}_per_gpu": ("memory_per_gpu", kind)
                 for kind in costs.PER_GPU_MEMORY + costs.PER_GPU_PEAKS},
              **{f"comm_{kind}": ("comm", kind) for kind in parallel.COMM_KINDS}}
@@ -68,10 +69,15 @@ _PARALLEL = {"params_per_gpu": ("params", "per_gpu"),
 _LORA = ("trainable_params", *finetune.MEMORY_KEYS, "full_finetune_peak")
 
 
-def _quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
+def quantity_expr(name: str, mdl, work: Workload) -> sp.Expr:
     """The closed form of quantity ``name`` for the model component ``mdl`` (``d_ff`` a symbol) under
     ``work``'s training options, as :func:`symllm.costs.phases.quantities` builds it for ``count``: the logits'
-    positions ``s_o`` set by ``work.logits`` (:func:`symllm.costs.phases.logit_rows`)."""
+    positions ``s_o`` set by ``work.logits`` (:func:`symllm.costs.phases.logit_rows`).
+
+    >>> from symllm.arch import resolved
+    >>> quantity_expr("params", resolved.spec("llama2-7b").model(), Workload()).free_symbols >= {SYMBOL["dim"]}
+    True
+    """
     return costs.logit_rows(_quantity_form(name, mdl, work), work.logits)
 
 
@@ -96,14 +102,14 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
                 finetune.closed_forms(mdl, work)  # refuses: LoRA needs a rank
             out = costs.quantities(mdl, work)
             return out["params"]["trainable"] if name == "trainable_params" else out["memory"][name]
-        if name in _PARALLEL:
-            group, key = _PARALLEL[name]
+        if name in PARALLEL:
+            group, key = PARALLEL[name]
             out = costs.quantities(mdl, work)[group]
             if key not in out:  # comm_ep: expert parallelism sends nothing in a dense model
                 raise SymllmError(with_list(f"quantity: {name} is for a mixture-of-experts model (known here: ",
                                             [f"comm_{k}" for k in out], see="docs/sweeps.md", near=name))
             return out[key]
-        if name in costs.MEMORY_KINDS:
+        if name in MEMORY_KINDS:
             return costs.memory(mdl, name, zero_stage=work.zero_stage, recompute=recompute_of(work), stack=work.stack,
                                 optimizer=work.optimizer)
         phase, bucket = name.rsplit("_", 1)
@@ -157,7 +163,7 @@ def check_some_valid(stats) -> None:
     refuses, each for a reason of its own), with the most frequent reason's first line: a table of no
     rows for that is a mistake, not a result (a sweep whose rows ``where`` filters out is one).
 
-    >>> check_some_valid(_Stats(points=2, invalid=2, reasons={"pp": (2, "pp: 9 pipeline stages ...")}))
+    >>> check_some_valid(Stats(points=2, invalid=2, reasons={"pp": (2, "pp: 9 pipeline stages ...")}))
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: sweep: every point is invalid: pp: 9 pipeline stages ...
@@ -168,7 +174,14 @@ def check_some_valid(stats) -> None:
 
 
 @dataclass
-class _Stats:
+class Stats:
+    """A sweep's tally: points seen, invalid and filtered out, and per check the points it dropped with the
+    first one's line.
+
+    >>> st = Stats(points=3)
+    >>> st.drop("pp", np.array([False, True, True]), lambda i: f"point {i}"); st.reasons
+    {'pp': (2, 'point 1')}
+    """
     points: int = 0
     invalid: int = 0
     filtered: int = 0
@@ -182,12 +195,12 @@ class _Stats:
             self.reasons[field_] = (seen + count, line or example(int(np.argmax(bad))))
 
 
-class _RangeAxis:
+class RangeAxis:
     """An integer axis ``range(start, stop, step)`` that is never built: indexing with an array of
     positions computes those values (int64 while they fit, Python ints past that), so an axis of any
     length costs no memory.
 
-    >>> ax = _RangeAxis(range(2, 2 * 10**18, 2))
+    >>> ax = RangeAxis(range(2, 2 * 10**18, 2))
     >>> len(ax), ax[np.array([0, 1, 10**18 - 2])].tolist()
     (999999999999999999, [2, 4, 1999999999999999998])
     """
@@ -220,23 +233,35 @@ def _range_len(values: range) -> int:
     return max(0, (stop - start + step - (1 if step > 0 else -1)) // step)
 
 
-def _extreme(values) -> int:
-    """The largest magnitude among an axis's values."""
-    if isinstance(values, _RangeAxis):
+def axis_extreme(values) -> int:
+    """The largest magnitude among an axis's values (a :class:`RangeAxis` without building it).
+
+    >>> axis_extreme(np.array([3, -7, 2])), axis_extreme(RangeAxis(range(1, 10**20)))
+    (7, 99999999999999999999)
+    """
+    if isinstance(values, RangeAxis):
         return values.extreme()
     return max(abs(x) for x in values.tolist()) if len(values) else 0
 
 
-def _as_values(field: str, raw, work: Workload):
-    """One axis's values as an array (a lazy :class:`_RangeAxis` for a ``range`` of integers), each
+def axis_values(field: str, raw, work: Workload):
+    """One axis's values as an array (a lazy :class:`RangeAxis` for a ``range`` of integers), each
     checked as its field is: a config field is a positive integer (``ffn_dim_multiplier`` a positive
-    number); a workload field's smallest value is checked by :class:`Workload` itself."""
+    number); a workload field's smallest value is checked by :class:`Workload` itself.
+
+    >>> axis_values("dim", [4096, 8192], Workload()).tolist(), len(axis_values("seq", range(1, 10**6), Workload()))
+    ([4096, 8192], 999999)
+    >>> axis_values("dim", [0], Workload())
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: dim: expected integers >= 1, got 0
+    """
     if isinstance(raw, range) and raw.step > 0 and raw.stop > raw.start and field != "ffn_dim_multiplier":
         if field in WORKLOAD_AXES:
             work.replace(**{field: raw[0]})
         elif raw[0] < 1:
             raise SymllmError(f"{field}: expected integers >= 1, got {raw[0]!r}")
-        return _RangeAxis(raw)
+        return RangeAxis(raw)
     arr = np.asarray(raw).reshape(-1)
     if arr.size == 0:
         raise SymllmError(f"{field}: no values")

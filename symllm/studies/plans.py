@@ -45,11 +45,12 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel, stacks
+from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.utilisation import of_peak, step_flops
 from symllm.costs import phases as costs
-from symllm.costs.workloads import Workload, kv_heads_split, with_stated
+from symllm.costs.replication import kv_heads_split
+from symllm.costs.workloads import COMPONENT_STACKS, Workload, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
 from symllm.validate import choice, positive_int
@@ -333,7 +334,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     g = accelerators.of(work)
     if g is None:
         raise SymllmError("gpu: plan needs an accelerator (--gpus N×GPU)")
-    if work.stack not in stacks.COMPONENT_STACKS:
+    if work.stack not in COMPONENT_STACKS:
         raise SymllmError(f"stack: plan lays models out with the fused or the eager stack, not {work.stack}")
     if work.recompute == "op":  # its layouts enumerate none and full themselves
         raise SymllmError("recompute: plan enumerates no and full recomputation, not op checkpointing yet")

@@ -6,7 +6,7 @@ breakdown term) at every point with the integer-safe kernels of :mod:`symllm.num
 so memory stays flat however many points there are.
 
 What it derives per point follows the config's own rule (:meth:`ModelConfig.replace
-<symllm.arch.config.ModelConfig.replace>`, :func:`symllm.arch.config.derive_heads`):
+<symllm.arch.config.ModelConfig.replace>`, :func:`symllm.arch.widths.derive_heads`):
 
 * ``head_dim`` is ``dim // n_heads`` again at each point only when the base derived it (``"head_dim" in
   base.derived``) and the sweep does not set it; a stated ``head_dim`` stays stated.
@@ -19,7 +19,7 @@ What it derives per point follows the config's own rule (:meth:`ModelConfig.repl
 The workload is a :class:`~symllm.costs.workloads.Workload` with its defaults (``seq`` 2048, ``context``
 following ``seq`` at each point unless given or swept, bf16, …); the fields a sweep may vary are those
 whose option says ``axis`` (``batch``, ``seq``, ``gen``, ``context``). Points whose combination
-:func:`~symllm.arch.config.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
+:func:`~symllm.arch.widths.derive_heads` rejects (``n_heads`` not dividing ``dim``, ``n_kv_heads`` not
 dividing ``n_heads``, an odd ``head_dim``) are dropped and counted, and so are the points whose workload
 count refuses on that point's model (:mod:`symllm.costs.checks`: more pipeline stages than blocks, a
 context past a window some layers have), each with count's line; a workload that fails a check reading
@@ -52,22 +52,20 @@ from symllm.arch.algebra import substitute
 from symllm.arch import catalogue, resolved
 from symllm.costs import checks, phases
 from symllm.arch import symbols as S
-from symllm.arch.config import derive_heads, meta_product_ok
+from symllm.arch.widths import derive_heads, meta_product_ok
 from symllm.errors import SymllmError
 from symllm.validate import choice, positive_int, short, with_list
 from symllm.numbers.kernels import compile_expr
 from symllm.files import TABLE_FORMATS, table_format, write_atomic
 from symllm.arch.specs import hidden_dim_kernel
-from symllm.costs.workloads import Workload, kv_heads_split, with_stated
-from symllm.studies.grids import (_PARALLEL, _SYMBOL, CONFIG_FIELDS, WORKLOAD_AXES, SweepResult, _as_values, _extreme,
-                                   _quantity_expr, _RangeAxis, _Stats, check_some_valid, dropped_text,
-                                   quantity_names)
-from symllm.studies.tables import (NAME_COLUMNS, _column, _csv_cell, _format_rows, _item, _pyarrow, parse_axis,
-                                   parse_number, parse_where, read_table)
+from symllm.costs.replication import kv_heads_split
+from symllm.costs.workloads import Workload, with_stated
+from symllm.studies.grids import (PARALLEL, SYMBOL, CONFIG_FIELDS, WORKLOAD_AXES, SweepResult, axis_values,
+                                   axis_extreme, quantity_expr, RangeAxis, Stats, check_some_valid)
+from symllm.studies.tables import (NAME_COLUMNS, block_column, csv_cell, format_rows, point_item, load_pyarrow,
+                                   parse_where)
 
-__all__ = ["Sweep", "Sweeps", "SweepResult", "sweep", "check_some_valid", "parse_axis", "parse_where", "parse_number",
-           "read_table",
-           "quantity_names", "dropped_text", "CONFIG_FIELDS", "WORKLOAD_AXES", "NAME_COLUMNS"]
+__all__ = ["Sweep", "Sweeps", "sweep"]
 
 #: default points per chunk: a few MB per column
 CHUNK = 1 << 18
@@ -121,7 +119,7 @@ class Sweep:
             if name not in CONFIG_FIELDS + WORKLOAD_AXES:
                 raise SymllmError(with_list(f"sweep: cannot vary {short(name, 20)} (fields: ",
                                             CONFIG_FIELDS + WORKLOAD_AXES, near=name))
-        self.axes = {k: _as_values(k, v, work) for k, v in axes.items()}
+        self.axes = {k: axis_values(k, v, work) for k, v in axes.items()}
         self.is_table = table is not None
         if self.is_table:
             lengths = {len(v) for v in self.axes.values()}
@@ -129,7 +127,7 @@ class Sweep:
                 raise SymllmError(f"table: columns have different lengths {sorted(lengths)}")
             self.shape = (lengths.pop() if lengths else 0,)
         else:
-            self.shape = tuple(len(v) if not isinstance(v, _RangeAxis) else v.count for v in self.axes.values())
+            self.shape = tuple(len(v) if not isinstance(v, RangeAxis) else v.count for v in self.axes.values())
         self.size = int(np.prod(self.shape, dtype=object)) if self.shape else 1
         if self.size >= 2**62:  # positions are int64 (np.unravel_index); no sweep that large could finish
             raise SymllmError(f"sweep: {self.size:.3g} points is more than a sweep can enumerate (2**62)")
@@ -153,7 +151,7 @@ class Sweep:
         #: per-GPU quantity is asked)
         self.tp_layout = phases.layout_of(spec, work)
         checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
-        checks.warn_past_window(spec, sum(_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
+        checks.warn_past_window(spec, sum(axis_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
                                           for k in ("seq", "gen")))  # the grid's longest, once
         # the config's quantization_config: its weight format and KV cache, unless given (as count reads them)
         self.workload = work = with_stated(work, base_cfg)
@@ -168,7 +166,7 @@ class Sweep:
             from symllm.costs import formats
             fixed[S.beta_w] = formats.bytes_per_weight(spec, work.weight_format)
         layers = self.axes.get("n_layers", [base_cfg.n_layers])  # the base's alone: nothing varies
-        if len(spec.counts) > 1 and (isinstance(layers, _RangeAxis) or any(v != base_cfg.n_layers for v in layers)):
+        if len(spec.counts) > 1 and (isinstance(layers, RangeAxis) or any(v != base_cfg.n_layers for v in layers)):
             raise SymllmError(f"n_layers: cannot vary the layers of {base_cfg.name}, whose layers are of "
                               f"{len(spec.counts)} kinds")
         tied_sizes = {"hidden_dim"} if base_cfg.n_shared_experts is not None else set()
@@ -186,18 +184,18 @@ class Sweep:
             first = self._points(0, 1) if self.size else dict(self.constants)
             if self.context_follows_seq:
                 first["context"] = first["seq"]
-            point = {**fixed_fields, **{k: _item(first[k], 0) for k in ("n_layers", "seq", "gen", "context")}}
+            point = {**fixed_fields, **{k: point_item(first[k], 0) for k in ("n_layers", "seq", "gen", "context")}}
             raise SymllmError(checks.failures(point)[0].line(point))
         self.quantities = [q.strip() for q in ([quantities] if isinstance(quantities, str) else quantities)]
         if not self.quantities or any(not q for q in self.quantities):
             raise SymllmError(f"quantity: expected names, got {quantities!r}")
         if len(set(self.quantities)) < len(self.quantities):
             raise SymllmError(f"quantity: a name is repeated in {', '.join(self.quantities)}")
-        if not any(q in _PARALLEL for q in self.quantities):  # whole-model quantities only: no layout to name
+        if not any(q in PARALLEL for q in self.quantities):  # whole-model quantities only: no layout to name
             self.tp_layout = None
-        self.kernels = {q: compile_expr(substitute(_quantity_expr(q, mdl, work), fixed))
+        self.kernels = {q: compile_expr(substitute(quantity_expr(q, mdl, work), fixed))
                         for q in self.quantities}
-        unknown = {a for k in self.kernels.values() for a in k.args} - set(_SYMBOL.values())
+        unknown = {a for k in self.kernels.values() for a in k.args} - set(SYMBOL.values())
         if unknown:
             raise SymllmError(f"quantity: needs {', '.join(sorted(map(str, unknown)))}, which a sweep does not set")
 
@@ -210,7 +208,7 @@ class Sweep:
             if cond.column not in self.columns:
                 raise SymllmError(with_list(f"where: unknown column {short(cond.column, 20)} (columns: ", self.columns,
                                             near=cond.column, see="the sweep's columns"))
-        self.stats = _Stats()
+        self.stats = Stats()
 
     # -- evaluation
 
@@ -263,7 +261,7 @@ class Sweep:
                   **{k: f[k] for k in ("n_layers", "seq", "gen", "context", "n_heads", "n_kv_heads")}}
         for c in checks.CHECKS:  # what count refuses of the workload on this point's model (symllm.costs.checks)
             ok = np.broadcast_to(np.asarray(c.ok(fields), dtype=bool), valid.shape)
-            self.stats.drop(c.field, valid & ~ok, lambda i: c.line({k: _item(v, i) for k, v in fields.items()}))
+            self.stats.drop(c.field, valid & ~ok, lambda i: c.line({k: point_item(v, i) for k, v in fields.items()}))
             valid &= ok
         if not valid.all():
             f = {k: (v[valid] if v is not None else None) for k, v in f.items()}
@@ -271,12 +269,12 @@ class Sweep:
             args = {"d": f["dim"], "m": f["multiple_of"], "f": f["ffn_dim_multiplier"]}
             f["hidden_dim"] = self.hidden_kernel.vector(**{a.name: args[a.name] for a in self.hidden_kernel.args})
         rows = int(np.count_nonzero(valid))
-        sym_values = {_SYMBOL[k].name: v for k, v in f.items() if v is not None}
+        sym_values = {SYMBOL[k].name: v for k, v in f.items() if v is not None}
         per_gpu = sym_values
         if self.workload.tp > 1 and "n_kv" in sym_values:  # one GPU's quantities: one KV head a rank where tp
             per_gpu = {**sym_values, "n_kv": kv_heads_split(sym_values["n_kv"], self.workload.tp)}  # is a multiple
         for q, kernel in self.kernels.items():
-            values = per_gpu if q in _PARALLEL else sym_values
+            values = per_gpu if q in PARALLEL else sym_values
             out = kernel.vector(**{a.name: values[a.name] for a in kernel.args})
             f[q] = out if out.shape == (rows,) else np.broadcast_to(out, (rows,))
         cols = {c: f[c] for c in self.columns}
@@ -293,7 +291,7 @@ class Sweep:
         check_some_valid(self.stats)
 
     def _chunks(self, progress=None) -> Iterator[dict[str, np.ndarray]]:
-        self.stats = _Stats(points=self.size)
+        self.stats = Stats(points=self.size)
         for start in range(0, self.size, self.chunk_size):
             stop = min(start + self.chunk_size, self.size)
             try:
@@ -349,7 +347,7 @@ class Sweep:
         >>> pq.read_table(p).column("params").to_pylist()
         [464531456, 666914816]
         """
-        pa, pq = _pyarrow()
+        pa, pq = load_pyarrow()
         wide = self._may_widen()
         types = {c: pa.decimal128(38, 0) if c in wide else pa.float64() if c == "ffn_dim_multiplier"
                  else pa.int64() for c in self.columns}
@@ -385,7 +383,7 @@ class Sweep:
         header = ",".join(names) + "\n" if fmt == "csv" else ""  # written with the first row, or at the end:
         for cols in self.chunks(progress):                      # nothing at all for a grid refused there
             if len(cols[names[0]]):
-                out.write(header + _format_rows([cols[c] for c in names], names, fmt))
+                out.write(header + format_rows([cols[c] for c in names], names, fmt))
                 header = ""
         out.write(header)
 
@@ -430,15 +428,15 @@ class Sweep:
             stop = min(start + step, self.size)
             part = delayed(Sweep._block, name=f"symllm-sweep-block-{token}-{i}", pure=True)(me, start, stop)
             for c in self.columns:
-                item = delayed(_column, name=f"symllm-sweep-{c}-{token}-{i}", pure=True)(part, c, dtypes[c])
+                item = delayed(block_column, name=f"symllm-sweep-{c}-{token}-{i}", pure=True)(part, c, dtypes[c])
                 out[c].append(da.from_delayed(item, shape=(np.nan,), dtype=dtypes[c]))
         return {c: da.concatenate(blocks) if len(blocks) > 1 else blocks[0] for c, blocks in out.items()}
 
     def _may_widen(self) -> set:
         """Columns whose values may pass int64 somewhere on the grid (bound at the axes' maxima)."""
-        top = {k: _extreme(v) for k, v in self.axes.items()}
-        mags = {_SYMBOL[k].name: abs(v) for k, v in self.constants.items() if v is not None}
-        mags.update({_SYMBOL[k].name: v for k, v in top.items()})
+        top = {k: axis_extreme(v) for k, v in self.axes.items()}
+        mags = {SYMBOL[k].name: abs(v) for k, v in self.constants.items() if v is not None}
+        mags.update({SYMBOL[k].name: v for k, v in top.items()})
         if self.derive_head_dim:  # dim // n_heads <= dim
             mags["d_h"] = mags["d"]
         if self.kv_follows_heads:
@@ -497,7 +495,7 @@ class Sweeps:
         self.columns = ["base"] + list(dict.fromkeys(c for s in self.sweeps for c in s.columns))
         self.size = sum(s.size for s in self.sweeps)
         self.chunk_size = min(s.chunk_size for s in self.sweeps) if self.sweeps else CHUNK
-        self.stats = _Stats()
+        self.stats = Stats()
 
     def _gather(self, sweep) -> None:
         self.stats.points += sweep.stats.points
@@ -509,7 +507,7 @@ class Sweeps:
 
     def chunks(self, progress=None):
         """Each base's kept rows, chunk by chunk, with the ``base`` column (see :meth:`Sweep.chunks`)."""
-        self.stats = _Stats()
+        self.stats = Stats()
         done = 0
         for base, sweep in zip(self.bases, self.sweeps):
             step = (lambda d, t, off=done: progress(off + d, self.size)) if progress is not None else None
@@ -540,10 +538,10 @@ class Sweeps:
             if not n:
                 continue
             filler = "" if fmt == "csv" else "null"
-            base = [_csv_cell(b) if fmt == "csv" else json.dumps(b) for b in cols["base"].tolist()]
+            base = [csv_cell(b) if fmt == "csv" else json.dumps(b) for b in cols["base"].tolist()]
             columns = [np.asarray(base, dtype=object)] + [
                 cols[c] if c in cols else np.asarray([filler] * n, dtype=object) for c in names[1:]]
-            out.write(header + _format_rows(columns, names, fmt))
+            out.write(header + format_rows(columns, names, fmt))
             header = ""
         out.write(header)
 

@@ -320,7 +320,7 @@ def _json_rows(text: str, path: Path, quotients: bool = False) -> Iterator[dict]
 def _parquet_rows(data: bytes, path: Path, quotients: bool = False) -> Iterator[dict]:
     """The rows of a Parquet file's bytes, a row group at a time: integers and floats as they are, decimals
     (a sweep's columns that may pass int64) exactly, text in a number column as a CSV cell."""
-    pa, pq = _pyarrow()
+    pa, pq = load_pyarrow()
     where = shown_path(path)
     try:
         batches = pq.ParquetFile(pa.BufferReader(data)).iter_batches()
@@ -344,8 +344,16 @@ def _parquet_rows(data: bytes, path: Path, quotients: bool = False) -> Iterator[
         raise SymllmError(f"table: {where} is not a Parquet file symllm can read ({first})") from None
 
 
-def _pyarrow():
-    """pyarrow and pyarrow.parquet (the optional ``parquet`` extra), or one line saying how to install it."""
+def load_pyarrow():
+    """pyarrow and pyarrow.parquet (the optional ``parquet`` extra), or one line saying how to install it.
+
+    >>> import sys; saved = sys.modules.get("pyarrow"); sys.modules["pyarrow"] = None  # as if not installed
+    >>> load_pyarrow()
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: parquet: pyarrow is not installed (pip install 'symllm[parquet]')
+    >>> _ = sys.modules.pop("pyarrow") if saved is None else sys.modules.update(pyarrow=saved)
+    """
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -384,24 +392,41 @@ def _json_array(text: str, path: Path) -> Iterator[tuple]:
         raise SymllmError(f"table: {where} is not valid JSON (line {line}: expected ',' or ']')")
 
 
-def _column(block: dict, name: str, dtype) -> np.ndarray:
-    """One column of a :meth:`Sweep._block` result (an empty one with the column's declared dtype)."""
+def block_column(block: dict, name: str, dtype) -> np.ndarray:
+    """One column of a :meth:`Sweep._block` result (an empty one with the column's declared dtype).
+
+    >>> block_column({"dim": np.array([1, 2])}, "dim", np.int64).tolist(), block_column({"x": []}, "x", np.int64).dtype
+    ([1, 2], dtype('int64'))
+    """
     col = block[name]
     return col if len(col) else np.array([], dtype=dtype)
 
 
-def _item(value, i):
-    """Point ``i`` of a chunk's field (a plain Python number), or the field itself when it is fixed."""
+def point_item(value, i):
+    """Point ``i`` of a chunk's field (a plain Python number), or the field itself when it is fixed.
+
+    >>> point_item(np.array([5, 6]), 1), type(point_item(np.array([5, 6]), 1)).__name__, point_item(7, 3)
+    (6, 'int', 7)
+    """
     if isinstance(value, np.ndarray):
         value = value[i]
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _format_rows(columns: list, names: list, fmt: str) -> str:
+def format_rows(columns: list, names: list, fmt: str) -> str:
     """The rows of one chunk as text, formatted in one ``%`` operation over all its cells (a C loop,
     not a Python call per cell): ``%d`` for integer columns, ``%r`` for floats, ``%s`` for exact
     objects (Python ints past int64, and Fractions: the exact ``p/q`` in CSV, a JSON number in JSON
-    lines, as every JSON output writes it: :func:`symllm.files.json_value`, ``null`` past a double)."""
+    lines, as every JSON output writes it: :func:`symllm.files.json_value`, ``null`` past a double).
+
+    >>> cols = [np.array([1, 2]), np.array([0.5, 1.5])]
+    >>> print(format_rows(cols, ["a", "b"], "csv"), end="")
+    1,0.5
+    2,1.5
+    >>> print(format_rows(cols, ["a", "b"], "jsonl"), end="")
+    {"a": 1, "b": 0.5}
+    {"a": 2, "b": 1.5}
+    """
     rows = len(columns[0])
     specs, cells = [], []
     for col in columns:
@@ -434,6 +459,10 @@ def _text(value) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _csv_cell(text: str) -> str:
-    """A CSV cell: quoted where it holds a comma, a quote or a line break."""
+def csv_cell(text: str) -> str:
+    """A CSV cell: quoted where it holds a comma, a quote or a line break.
+
+    >>> csv_cell("llama2-7b"), csv_cell("a,b"), csv_cell('a"b')
+    ('llama2-7b', '"a,b"', '"a""b"')
+    """
     return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\r\n') else text

@@ -5,7 +5,7 @@ import sympy as sp
 
 from symllm.arch import keeps
 from symllm.arch.components.base import _no_weight, _rules, _T, Component, ELEMENTWISE, linear, LLAMA, named, Rules
-from symllm.arch.config import swiglu_width
+from symllm.arch.widths import swiglu_width
 from symllm.arch.layers import Variant
 from symllm.arch.symbols import beta_a, d, d_fd, d_ff, f, m
 

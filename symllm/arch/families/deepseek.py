@@ -27,16 +27,17 @@ its text_config as DeepSeek-V3 (``deepseek_v3`` or ``kimi_k2``; another model ty
 vision tower and projector, which are not counted, and ties the lm_head by the wrapper's own
 ``tie_word_embeddings`` (default true), not the text_config's.
 
->>> f = _fields({"first_k_dense_replace": 1, "n_routed_experts": 4, "num_experts_per_tok": 2}, 3, DEEPSEEK_V3)
+>>> f = mla_fields({"first_k_dense_replace": 1, "n_routed_experts": 4, "num_experts_per_tok": 2}, 3, DEEPSEEK_V3)
 >>> [(k.ffn, n) for k, n in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"], f["n_shared_experts"]
 ([('dense', 1), ('moe', 2)], 2048, 18432, 1)
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import Family, flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import short
 
-__all__ = ["DEEPSEEK_V2", "DEEPSEEK_V3", "moe_fields"]
+__all__ = ["DEEPSEEK_V2", "DEEPSEEK_V3", "moe_fields", "mla_fields"]
 
 
 def moe_fields(raw: dict, n_layers: int, defaults: dict) -> dict:
@@ -59,7 +60,9 @@ def moe_fields(raw: dict, n_layers: int, defaults: dict) -> dict:
             "peft_fused_experts": True}
 
 
-def _fields(raw: dict, n_layers: int, family: Family) -> dict:
+def mla_fields(raw: dict, n_layers: int, family: Family) -> dict:
+    """The fields of a DeepSeek-V2/V3-style ``family`` (latent attention, then :func:`moe_fields`) as transformers
+    reads ``raw`` (shared by ``deepseek_v32``); its doctest is the module's."""
     defaults = family.defaults
     rope = integer(raw, "qk_rope_head_dim", defaults["qk_rope_head_dim"])
     stated = raw.get("head_dim")
@@ -77,11 +80,11 @@ def _fields(raw: dict, n_layers: int, family: Family) -> dict:
 
 
 def _v2(raw: dict, n_layers: int) -> dict:
-    return _fields(raw, n_layers, DEEPSEEK_V2)
+    return mla_fields(raw, n_layers, DEEPSEEK_V2)
 
 
 def _v3(raw: dict, n_layers: int) -> dict:
-    return _fields(raw, n_layers, DEEPSEEK_V3)
+    return mla_fields(raw, n_layers, DEEPSEEK_V3)
 
 
 _MODELS = ("kv_lora_rank", "q_lora_rank", "n_routed_experts", "n_shared_experts", "moe_intermediate_size",

@@ -19,7 +19,7 @@ parameters and no cached indexer keys: ``LayerKind.shared_topk``); the first lay
 >>> _indexer_types({"index_topk_freq": 4}, 6)
 ['full', 'full', 'shared', 'shared', 'shared', 'full']
 """
-from symllm.arch.families.deepseek import DEEPSEEK_V3, _fields as _mla_fields
+from symllm.arch.families.deepseek import DEEPSEEK_V3, mla_fields
 from symllm.arch.families.hf import Family, groups, integer, register
 from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
@@ -44,7 +44,7 @@ def _indexer_types(raw: dict, n_layers: int) -> list:
 
 
 def _fields(raw: dict, n_layers: int, family: Family) -> dict:
-    out = _mla_fields(raw, n_layers, family)
+    out = mla_fields(raw, n_layers, family)
     if out["q_lora_rank"] is None:
         raise SymllmError(f"q_lora_rank: null ({family.model_type}'s is an integer: the indexer reads the query "
                           "latent)")

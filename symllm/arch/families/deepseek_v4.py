@@ -40,7 +40,8 @@ line. ``sliding_window`` 1 is refused (transformers' cache then keeps every key:
 'shared_kv'
 """
 from symllm.arch.families.deepseek import DEEPSEEK_V3
-from symllm.arch.families.hf import LayerKind, groups, integer, register, type_list
+from symllm.arch.families.hf import groups, integer, register, type_list
+from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
 from symllm.validate import short
 

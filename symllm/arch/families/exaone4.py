@@ -12,7 +12,8 @@ keys; a string pattern or a null window without ``layer_types`` is refused, as t
 >>> [(k.rotary, k.window, n) for k, n in _fields({"sliding_window": 8}, 5)["layers"]]
 [(True, 'sliding', 3), (False, None, 1), (True, 'sliding', 1)]
 """
-from symllm.arch.families.hf import LayerKind, groups, integer, register
+from symllm.arch.families.hf import groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen import QWEN3
 from symllm.errors import SymllmError
 from symllm.validate import short

@@ -20,12 +20,13 @@ every query and key head. Every absent key takes the class's default; a true ``u
 >>> f["sliding_window"], [(kind.window, count) for kind, count in f["layers"]], f["qk_norm"]
 (512, [('sliding', 5), (None, 1), ('sliding', 1)], 'rmsnorm')
 """
-from symllm.arch.families.hf import LayerKind, groups, integer, register
+from symllm.arch.families.hf import groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import positive_number, short
 
-__all__ = ["GEMMA", "GEMMA2", "GEMMA3_TEXT"]
+__all__ = ["GEMMA", "GEMMA2", "GEMMA3_TEXT", "softcap"]
 
 _TANH = {"gelu_pytorch_tanh": "gelu_tanh"}
 #: what every Gemma is, whatever its config says
@@ -43,7 +44,13 @@ def _check_common(raw: dict, kind: str, read: str, ignored: str) -> None:
                           "(remove it)")
 
 
-def _softcap(raw: dict, key: str, default):
+def softcap(raw: dict, key: str, default):
+    """A soft-capping value read from ``raw[key]`` (else ``default``): None (no cap) or a positive number
+    (shared by ``gemma4``).
+
+    >>> softcap({"final_logit_softcapping": 30.0}, "final_logit_softcapping", None), softcap({}, "x", None)
+    (30.0, None)
+    """
     value = raw.get(key, default)
     return None if value is None else positive_number(key, value)
 
@@ -68,8 +75,8 @@ def _sandwich(raw: dict, kind: str, caps: tuple) -> dict:
     _check_common(raw, kind, "hidden_activation", "hidden_act")
     integer(raw, "query_pre_attn_scalar", 256)  # the score scale: checked only, it changes no count
     return {"norms": "sandwich", **_GEMMA,
-            "attn_softcap": _softcap(raw, "attn_logit_softcapping", caps[0]),
-            "final_softcap": _softcap(raw, "final_logit_softcapping", caps[1])}
+            "attn_softcap": softcap(raw, "attn_logit_softcapping", caps[0]),
+            "final_softcap": softcap(raw, "final_logit_softcapping", caps[1])}
 
 
 def _gemma2(raw: dict, n_layers: int) -> dict:

@@ -43,8 +43,9 @@ Not modelled, refused in one line naming the key: bidirectional attention over e
 >>> [(k.window, k.heads, k.k_eq_v, n) for k, n in f["layers"]], (f["alt_kv_heads"], f["alt_head_dim"])
 ([('sliding', 'model', False, 5), (None, 'own', True, 2)], (1, 64))
 """
-from symllm.arch.families.gemma import GEMMA3_TEXT, _softcap
-from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.gemma import GEMMA3_TEXT, softcap
+from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
 from symllm.validate import short
 
@@ -134,7 +135,7 @@ def _fields(raw: dict, n_layers: int) -> dict:
              for i, kind in enumerate(types)]
     out = {"hidden_dim": integer(raw, "intermediate_size", 9216), "norms": "sandwich", "embed_scale": True,
            "norm_offset": False, "qk_norm": "rmsnorm", "attn_softcap": None, "value_norm": True, "layer_scalar": True,
-           "final_softcap": _softcap(raw, "final_logit_softcapping", None), **groups(kinds)}
+           "final_softcap": softcap(raw, "final_logit_softcapping", None), **groups(kinds)}
     if moe:  # the dense MLP keeps intermediate_size; the experts are moe_intermediate_size wide
         out.update(n_experts=integer(raw, "num_experts"), experts_per_token=integer(raw, "top_k_experts"),
                    hidden_dim=integer(raw, "moe_intermediate_size"), dense_hidden_dim=out["hidden_dim"],

@@ -15,7 +15,8 @@ YaRN-scaled (``rope_parameters``): no parameters.
 >>> [(k.ffn, k.window, n) for k, n in f["layers"]]  # runs, in model order
 [('moe', 'sliding', 1), ('moe', None, 1), ('moe', 'sliding', 1), ('moe', None, 1)]
 """
-from symllm.arch.families.hf import LayerKind, groups, integer, local_experts, register
+from symllm.arch.families.hf import groups, integer, local_experts, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.mistral import MIXTRAL
 from symllm.errors import SymllmError
 from symllm.validate import short

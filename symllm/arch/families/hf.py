@@ -23,12 +23,12 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields as _dataclass_fields, replace
 
-from symllm.arch.layers import LayerKind, runs as _runs
+from symllm.arch.layers import runs as _runs
 from symllm.errors import SymllmError
 from symllm.validate import boolean, short, with_list
 from symllm.validate import integer as _integer
 
-__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups", "LayerKind",
+__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups",
            "rotary_factor", "local_experts", "type_list",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
@@ -288,6 +288,7 @@ def groups(kinds) -> dict:
     ``ModelConfig.groups`` collapses into groups of identical layers. All a family says about how its
     layers differ.
 
+    >>> from symllm.arch.layers import LayerKind
     >>> groups([LayerKind(), LayerKind(ffn="moe"), LayerKind(ffn="moe")])["layers"][1]
     (LayerKind(ffn='moe', rotary=True, window=None, temperature=False), 2)
     """

@@ -26,7 +26,8 @@ experts, with what Laguna changes:
 ([('model', 'dense', 1), ('own', 'moe', 1), ('model', 'moe', 1)], 64, 'head', 0.5)
 """
 from symllm.arch.families import hf
-from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen3_moe import QWEN3_MOE
 from symllm.errors import SymllmError
 from symllm.validate import short

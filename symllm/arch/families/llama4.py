@@ -15,7 +15,8 @@ without RoPE scale their queries by a temperature (``attn_temperature_tuning``, 
 ([('dense', True, 'chunked', 1), ('moe', True, 'chunked', 1), ('dense', True, 'chunked', 1),
   ('moe', False, None, 1)], 16384)
 """
-from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register
+from symllm.arch.families.hf import flag, groups, indices, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
 from symllm.validate import short

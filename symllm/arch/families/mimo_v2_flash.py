@@ -28,7 +28,8 @@ accepted where it states what transformers builds (its defaults: the published p
 """
 from symllm.arch.families.glm4_moe import GLM4_MOE
 from symllm.arch.families import hf
-from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
 from symllm.validate import short
 

@@ -26,7 +26,8 @@ is refused unless it states what the class builds: ``expansion_ratio`` other tha
 (8.0, None)
 """
 from symllm.arch.families.cohere import COHERE
-from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
 from symllm.validate import short
 

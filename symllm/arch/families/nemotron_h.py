@@ -32,7 +32,8 @@ builds attention and MoE layers only: any other type there is refused, as one th
 ([('mamba', 'none', True, 1), ('none', 'dense', True, 1), ('mamba', 'none', True, 1),
   ('attention', 'none', False, 1)], 128, True)
 """
-from symllm.arch.families.hf import Family, LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import Family, flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.recurrent_sizes import stated_state_dtype
 from symllm.errors import SymllmError
 from symllm.validate import short

@@ -10,7 +10,8 @@ derived: layer ``max_window_layers`` on).
 >>> [(k.window, count) for k, count in _window({"use_sliding_window": True, "max_window_layers": 2}, 4)["layers"]]
 [(None, 2), ('sliding', 2)]
 """
-from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.mistral import MISTRAL
 
 __all__ = ["QWEN2", "QWEN3"]

@@ -18,7 +18,8 @@ layers (``(i + 1) % 2``) below ``max_window_layers``.
 >>> [(k.window, n) for k, n in _fields(raw, 4)["layers"]]
 [('sliding', 1), (None, 1), ('sliding', 1), (None, 1)]
 """
-from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register
+from symllm.arch.families.hf import flag, groups, indices, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen import QWEN2
 
 __all__ = ["QWEN2_MOE"]

@@ -17,7 +17,8 @@ config.json state them): true, false and 0, what it builds, are accepted; anothe
 >>> [(k.ffn, count) for k, count in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"]
 ([('dense', 1), ('moe', 2)], 16, 64)
 """
-from symllm.arch.families.hf import LayerKind, flag, groups, integer, register
+from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen import QWEN3
 from symllm.arch.families.qwen2_moe import moe_layers
 from symllm.errors import SymllmError

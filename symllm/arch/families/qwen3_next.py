@@ -22,7 +22,8 @@ SwiGLU) and a norm, the embedding and head the model's (``mtp_use_dedicated_embe
 >>> [(k.mixer, k.ffn, n) for k, n in f["layers"]], f["linear_value_heads"]
 ([('linear_attention', 'moe', 3), ('attention', 'moe', 1)], 32)
 """
-from symllm.arch.families.hf import LayerKind, flag, groups, indices, integer, register, rotary_factor
+from symllm.arch.families.hf import flag, groups, indices, integer, register, rotary_factor
+from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen2_moe import QWEN2_MOE
 from symllm.arch.recurrent_sizes import stated_state_dtype
 from symllm.errors import SymllmError
