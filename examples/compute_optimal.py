@@ -2,19 +2,19 @@
 a Llama-3-like family's exact training FLOPs.  Run: python examples/compute_optimal.py [BUDGET ...]"""
 import sys
 
-from symllm.costs import optimal
+from symllm.costs import scaling as sc
 
 
 def main(budgets):
-    opt = optimal.chinchilla_optimum()
+    opt = sc.chinchilla_optimum()
     print(f"N_opt(C) = {opt['N']},  D_opt(C) = {opt['D']}")
     print(f"  G = {opt['G']},  a = {opt['a']},  b = {opt['b']}")
-    fam = optimal.Family(aspect=128, head_dim=128, gqa=4, ffn_dim_multiplier=1.3, multiple_of=1024, seq=8192)
+    fam = sc.Family(aspect=128, head_dim=128, gqa=4, ffn_dim_multiplier=1.3, multiple_of=1024, seq=8192)
     print(f"\n{'C':>9} | {'N (6ND)':>9} {'D (6ND)':>9} {'loss':>6} | {'d':>6} {'L':>5} {'N (exact F)':>11} "
           f"{'D (exact F)':>11} {'loss':>6}")
     for budget in budgets:
-        six = optimal.optimal_allocation(budget)
-        ex = optimal.compute_optimal_exact(budget, fam)
+        six = sc.optimal_allocation(budget)
+        ex = sc.compute_optimal_exact(budget, fam)
         print(f"{budget:9.3g} | {six['N']:9.3g} {six['D']:9.3g} {six['loss']:6.3f} | {ex['d']:6.0f} {ex['L']:5.1f} "
               f"{ex['N']:11.3g} {ex['D']:11.3g} {ex['loss']:6.3f}")
 

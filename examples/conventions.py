@@ -4,21 +4,21 @@ import sys
 
 import sympy as sp
 
-from symllm.costs import approximation
+from symllm.costs import scaling as sc
 from symllm.arch.symbols import f
 
 
 def main(presets):
-    for name in [*sorted(approximation.CONVENTIONS), "symllm"]:
-        print(f"{name:15} {approximation.convention(name).source}")
+    for name in [*sorted(sc.CONVENTIONS), "symllm"]:
+        print(f"{name:15} {sc.convention(name).source}")
     print()
-    for name in sorted(approximation.CONVENTIONS):
-        c = approximation.compare(name, "symllm", configs=presets, seq=4096)
+    for name in sorted(sc.CONVENTIONS):
+        c = sc.compare(name, "symllm", configs=presets, seq=4096)
         print(f"{name} - symllm (training FLOPs per token, f = 1): {sp.factor(c['difference'].subs(f, 1))}")
         for preset in presets:
             print(f"    {preset:14} {c[preset]['first']:>16,.0f} vs {c[preset]['second']:>16,.0f} "
                   f"({c[preset]['relative']:+.1%})")
-    k = approximation.compare("kaplan2020", "symllm", quantity="params", configs=presets)
+    k = sc.compare("kaplan2020", "symllm", quantity="params", configs=presets)
     print("\nKaplan's N = 12 L d^2 against the exact parameter count:")
     for preset in presets:
         print(f"    {preset:14} {k[preset]['first']:>16,} vs {k[preset]['second']:>16,} ({k[preset]['relative']:+.1%})")

@@ -1,14 +1,14 @@
 """symllm: closed-form parameters, FLOPs and memory of LLaMA-family transformers, in SymPy.
 
-The headline: :func:`params` (exact counts), :func:`workload` (FLOPs, bytes and time of a :class:`Workload`),
-:func:`derive` and :func:`report` (derivations and reports), :class:`Sweep` (quantities over grids of
-configs), :func:`spec` and :func:`load` (a config resolved) and :mod:`symllm.scaling` (crossovers;
-approximations and compute-optimal sizing are :mod:`symllm.costs.approximation` and
-:mod:`symllm.costs.optimal`). ``symllm.__all__`` is every name symllm offers besides its modules, defined once
-in :mod:`symllm.api`. The layers below are subpackages, each importing only those before it:
-:mod:`symllm.numbers` (compiled kernels, the on-disk cache), :mod:`symllm.arch` (symbols, components, configs,
-specs), :mod:`symllm.costs` (phases, stacks, parallel layouts, LoRA, hardware, scaling), :mod:`symllm.studies`
-(sweeps, plans, ``count``'s fast path), :mod:`symllm.present` (derivations, rendering).
+The headline: :func:`params` (exact counts), :func:`workload` (FLOPs, bytes and time of a
+:class:`Workload`), :func:`derive` and :func:`report` (derivations and reports), :class:`Sweep`
+(quantities over grids of configs), :func:`spec` and :func:`load` (a config resolved) and
+:mod:`symllm.scaling` (scaling-law tools). ``symllm.__all__`` is every name symllm offers besides its
+modules, defined once in :mod:`symllm.api`. The layers below are subpackages, each importing only those
+before it: :mod:`symllm.numbers` (compiled kernels, the on-disk cache), :mod:`symllm.arch` (symbols,
+components, configs, specs), :mod:`symllm.costs` (phases, stacks, parallel layouts, LoRA, hardware,
+scaling), :mod:`symllm.studies` (sweeps, plans, ``count``'s fast path), :mod:`symllm.present`
+(derivations, rendering).
 
 >>> import symllm
 >>> symllm.params("llama3.1-8b")["total"]

@@ -622,19 +622,19 @@ def test_listed_never_cuts_a_list():
 
 def _refusals():
     from symllm.arch import layers, part_options
-    from symllm.costs import approximation, optimal
-    family = optimal.Family(aspect=128, head_dim=128, gqa=4)
+    from symllm.costs import scaling
+    family = scaling.Family(aspect=128, head_dim=128, gqa=4)
     # (what is refused, the line expected, written out: validate.choice's "FIELD: unknown 'VALUE' (known: ...)")
     return [
         (lambda: layers.Structure(qk_norm="l3"),
          r"qk_norm: unknown 'l3' \(known: None, rmsnorm, l2, full, layernorm\)"),
         (lambda: layers.Structure(hidden="metaa"), r"hidden: unknown 'metaa' \(known: explicit, meta, meta_plain\)"),
-        (lambda: optimal.size_for(1e9, family, solve_for="breadth"),
+        (lambda: scaling.size_for(1e9, family, solve_for="breadth"),
          r"solve_for: unknown 'breadth' \(known: width, depth\)"),
-        (lambda: optimal.size_for(1e9, family, quantity="flops"),
+        (lambda: scaling.size_for(1e9, family, quantity="flops"),
          r"quantity: unknown 'flops' \(known: params, weight_bytes, training\)"),
-        (lambda: approximation.approximate(1, drop=("lower", "bias")), r"drop: unknown 'bias' \(known: lower, vocab\)"),
-        (lambda: approximation.convention("kaplan"), r"convention: unknown 'kaplan' \(known: .*kaplan2020.*\)"),
+        (lambda: scaling.approximate(1, drop=("lower", "bias")), r"drop: unknown 'bias' \(known: lower, vocab\)"),
+        (lambda: scaling.convention("kaplan"), r"convention: unknown 'kaplan' \(known: .*kaplan2020.*\)"),
         # a list too long for the line: the names nearest the value, and where the whole list is
         (lambda: part_options.option("bias"),
          r"option: unknown 'bias' \(known: qkv_bias[a-z_, ]*; all \d+: see part_options.OPTIONS\)"),

@@ -1,14 +1,22 @@
-"""Crossovers, in closed form: the context where the attention core costs as many FLOPs as the
-feed-forward (:func:`attention_ffn_crossover`), where the KV cache outweighs the weights
-(:func:`kv_weights_crossover`), and both on a preset (:func:`crossovers`).
+"""Scaling-law helpers: smooth approximations of the exact counts, named FLOP conventions with
+their sources, Chinchilla's compute-optimal allocation, inverse sizing and crossovers, in closed form.
+One face over three concerns: approximations and conventions (:mod:`symllm.costs.approximation`),
+compute-optimal sizes and inverse sizing (:mod:`symllm.costs.optimal`), both re-exported here, and the
+crossovers (here).
 
-The other scaling-law tools live in their own modules: smooth approximations of the exact counts and
-named FLOP conventions in :mod:`symllm.costs.approximation`, Chinchilla's compute-optimal allocation and
-inverse sizing in :mod:`symllm.costs.optimal`, their symbols (``g = n_h / n_kv``, ``r = d / L``, ``N``,
-``D``, ``C``, the loss-law constants ``E, A, B, alpha, beta``) in :mod:`symllm.arch.symbols`.
+symllm's totals are exact (Meta's ``floor``/``ceiling`` rounding of ``d_ff``, ``d_h`` and ``n_kv`` as
+their own symbols). Scaling-law work wants the same model as a smooth expression SymPy can simplify,
+differentiate and solve; :func:`approximate` gets it, and keeps what it dropped as its own expression.
 
->>> kv_weights_crossover(tied=True).free_symbols >= {S.beta_kv, S.beta_w}
-True
+Symbols it uses beyond the model's (created, like all, in :mod:`symllm.arch.symbols`): ``g = n_h / n_kv`` (query heads
+per key/value head), ``r = d / L`` (aspect ratio), ``N`` (parameters), ``D`` (training tokens), ``C`` (training FLOPs),
+and the loss-law constants ``E, A, B, alpha, beta``.
+
+>>> from symllm.arch.components import model
+>>> approximate(model(hidden="meta_plain").closed_form(), g=1).smooth
+12*L*d**2 + 2*L*d + 2*V*d + d
+>>> chinchilla_optimum()["N"]
+G*(C/6)**a
 """
 from __future__ import annotations
 
@@ -24,10 +32,21 @@ from symllm.arch.config import ModelConfig
 from symllm.arch.dtypes import BF16
 from symllm.validate import choice
 from symllm.numbers.exact import sympy_value
-from symllm.costs.approximation import values_of
+from symllm.arch.symbols import A, B, C, D, E, N, alpha, beta, g, r
+from symllm.costs.approximation import (values_of, approximate, Approximation, unround, WIDTH_LIKE,
+                                        training_flops_per_token, Convention, CONVENTIONS, convention, compare)
+from symllm.costs.optimal import (LossLaw, CHINCHILLA, loss, chinchilla_optimum, optimal_allocation, Family,
+                                  compute_optimal_exact, size_for, Sizing)
 
 
-__all__ = ["attention_ffn_crossover", "kv_weights_crossover", "crossovers"]
+__all__ = [
+    "g", "r", "N", "D", "C", "E", "A", "B", "alpha", "beta",
+    "approximate", "Approximation", "unround", "WIDTH_LIKE",
+    "training_flops_per_token", "Convention", "CONVENTIONS", "convention", "compare",
+    "LossLaw", "CHINCHILLA", "loss", "chinchilla_optimum", "optimal_allocation",
+    "Family", "compute_optimal_exact", "size_for", "Sizing",
+    "attention_ffn_crossover", "kv_weights_crossover", "crossovers",
+]
 
 
 # -------------------------------------------------------------------------------------------- crossovers
