@@ -117,17 +117,25 @@ def step_collectives(stage, experts: str = "split") -> dict:
     >>> step_collectives(last)    # no embedding on the last stage
     {'residual': 2*floor(L/N_p), 'logits': 1, 'norms': 0}
     """
+    from symllm.arch.components.mamba import spanning_norms
+
+    embeddings, heads = _vocabulary_parts(stage)
+    return {"residual": reduced_sublayers(stage, experts) + embeddings, "logits": heads,
+            "norms": spanning_norms(stage)}
+
+
+def _vocabulary_parts(stage) -> tuple:
+    """``(embeddings, heads)`` of ``stage``, repeats included: its embeddings split over the vocabulary
+    (:func:`summed`: their rows summed across the ranks) and its heads split by column
+    (:data:`~symllm.arch.components.base.COLUMNS`: each rank's share of the logits). What
+    :func:`step_collectives` and :func:`training_collectives` read of them."""
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
-    from symllm.arch.components.mamba import spanning_norms
 
     def count(comp, weight: str, split) -> sp.Expr:
         own = 1 if comp.rules.weight == weight and split(comp) else 0
         return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
-    embeddings = count(stage, "embedding", summed)
-    heads = count(stage, "head", lambda c: c.rules.split in COLUMNS)  # each rank's share of the logits, gathered
-    return {"residual": reduced_sublayers(stage, experts) + embeddings, "logits": heads,
-            "norms": spanning_norms(stage)}
+    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in COLUMNS)
 
 
 #: the fp32 all-reduces of ``b·s`` values a vocabulary-parallel cross-entropy runs in forward, none in backward: the
@@ -166,8 +174,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     from symllm.arch.components.base import COLUMNS
 
     split_experts = experts == "split"
-    step = step_collectives(stage, experts)
-    embeddings, heads = step["residual"] - reduced_sublayers(stage, experts), step["logits"]
+    embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them
     counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
     if seq:
         counted["reduce_scatter"] += embeddings + heads
