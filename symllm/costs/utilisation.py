@@ -33,13 +33,13 @@ def of_peak(flops, seconds, gpus, peak):
 
 def step_flops(spec, recompute: bool | str = False):
     """The numerator of every MFU and HFU, declared once: the closed form of a training step's matmul FLOPs of
-    ``spec``'s whole model (a :class:`symllm.arch.specs.Spec`) over ``b`` sequences of ``s`` tokens, every position's
-    logits, **the attention core over its causal pairs** (``s(s+1)/2`` a sequence, a window's or a sparse
-    selection's as its mask keeps them; PaLM's and Megatron-LM's convention: docs/conventions.md), whatever
-    convention a workload's FLOP counts take (``--attention``). ``recompute`` False: **model FLOPs** (MFU's: the
-    forward and backward of what has a backward, a part that runs forward only once, nothing recomputed);
-    a recomputation policy (:func:`symllm.costs.selective.policy`): **hardware FLOPs** (HFU's: what that policy
-    runs, its recomputed forward or linears too).
+    ``spec``'s whole model (a :class:`symllm.arch.specs.Spec`) over ``b`` sequences of ``s`` tokens, every
+    position's logits, **the attention core over its causal pairs** (``s(s+1)/2`` a sequence, a window's or a
+    sparse selection's as its mask keeps them; Megatron-LM's convention, where PaLM's counts the whole rectangle:
+    docs/conventions.md), whatever convention a workload's FLOP counts take (``--attention``). ``recompute``
+    False: **model FLOPs** (MFU's: the forward and backward of what has a backward, a part that runs forward only
+    once, nothing recomputed); a recomputation policy (:func:`symllm.costs.selective.policy`): **hardware FLOPs**
+    (HFU's: what that policy runs, its recomputed forward or linears too).
 
     >>> import sympy as sp
     >>> from symllm.arch.resolved import spec
