@@ -63,9 +63,9 @@ SCHEDULER = {
                                 "while SchedulingBudget.can_schedule (num_batched_tokens + the prompt's <= "
                                 "max_num_batched_tokens, num_curr_seqs + its <= max_num_seqs), all in one "
                                 "SchedulerOutputs the model runner runs as one forward; 'Don't schedule decodes if "
-                                "prefills are scheduled' (the decodes wait that step); _schedule_chunked_prefill, taken "
-                                "where chunked prefill is on, schedules the running decodes and prefill chunks in one "
-                                "batch"},
+                                "prefills are scheduled' (the decodes wait that step); _schedule_chunked_prefill, "
+                                "taken where chunked prefill is on, schedules the running decodes and prefill chunks "
+                                "in one batch"},
     "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
                                             [None, 16384]]},
                "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},

@@ -173,10 +173,11 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, cut: bool, budget: int,
     cache, rows = {}, {}
 
     def gemms(m: int, decodes: int) -> Fraction | None:
-        """One forward's GEMMs over ``m`` token rows, the head on ``decodes + 1`` of them, at the efficiency of
-        ``m`` rows: a prompt of ``m`` tokens' GEMMs (its head on the last) and, where ``decodes``, ``m`` one-token
-        prompts' (the head on each: their difference, the head's time a row); None where those prompts are not
-        timed (count times nothing that does not fit: a card the weights nearly fill)."""
+        """One forward's GEMMs over ``m`` token rows, the head on ``decodes + 1`` of them (a share of one below
+        zero: a prompt's chunk), at the efficiency of ``m`` rows: a prompt of ``m`` tokens' GEMMs (its head on the
+        last) and, where ``decodes``, ``m`` one-token prompts' (the head on each: their difference, the head's time a
+        row); None where those prompts are not timed (count times nothing that does not fit: a card the weights
+        nearly fill)."""
         for b in (1, m) if decodes and m > 1 else (1,):
             if (m, b) not in rows:
                 x = clock(time(b, m // b))["prefill_gemm_s"]
@@ -264,13 +265,16 @@ def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: in
 
 def _admitted(gemms, prompts: Fraction, s: int, budget: int, cut: bool, attention: Fraction) -> Fraction | None:
     """What ``prompts`` prompts of ``s`` tokens admitted together take in forwards of their own (a ``separate``
-    engine's prefill step, the decodes waiting): ``f`` forwards of equal rows, ``f = ⌈prompts·s / budget⌉``
-    where a forward is cut to the budget (``cut``: SGLang), else ``⌈prompts / ⌊budget / s⌋⌉`` (whole prompts, as
-    many as fit, at least one: vLLM V0), each one GEMM reading the weights once (``gemms(rows, heads − 1)``, the
-    head on each prompt's last), plus each prompt's own attention core. None where those GEMMs are not timed."""
-    forwards = ceil(prompts * s / budget) if cut else ceil(prompts / max(1, budget // s))
-    g = gemms(ceil(prompts * s / forwards), ceil(prompts / forwards) - 1)
-    return None if g is None else forwards * g + prompts * attention
+    engine's prefill step, the decodes waiting), in the steady state: forwards of ``T`` tokens each, as many as
+    the prompts' ``prompts·s`` tokens fill, ``T = min(prompts·s, budget)`` where a forward is cut to the budget
+    (``cut``: SGLang), else ``min(prompts, max(1, ⌊budget / s⌋))·s`` (whole prompts, as many as fit, at least one:
+    vLLM V0); each forward one GEMM reading the weights once at the efficiency of its ``⌈T⌉`` rows (``gemms``, the
+    head on each prompt's last: ``⌈T⌉/s`` of them a forward), plus each prompt's own attention core. None where
+    those GEMMs are not timed."""
+    tokens = min(prompts * s, budget) if cut else min(prompts, max(1, budget // s)) * s
+    rows = ceil(tokens)
+    g = gemms(rows, Fraction(rows, s) - 1)
+    return None if g is None else prompts * s / rows * g + prompts * attention
 
 
 def _smallest(holds, low: int, high: int) -> int:
