@@ -13,9 +13,12 @@ up to ``B = max_num_batched_tokens`` tokens a step. In the steady state ``C/n`` 
 where ``p`` is what one prompt adds to the steps it runs in, at the expected efficiencies
 (:mod:`symllm.costs.efficiency`):
 
-* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill): a forward of its own in
-  chunks of ``B`` tokens, ``p`` its GEMMs at ``s`` rows and its attention (``prefill_compute_s``; the weights it
-  reads again are under its GEMMs' time);
+* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill): the decodes wait while
+  the ``k = max(1, C/n)`` prompts waiting run together in forwards of their own (:func:`_admitted`), each of
+  ``T`` tokens up to the budget (SGLang cuts its last prompt to fill ``B``: ``T = min(k·s, B)``; V0 takes whole
+  prompts: ``T = min(k, max(1, ⌊B/s⌋))·s``), ``k·s/T`` of them, each one GEMM reading the weights once at the
+  efficiency of its ``T`` rows, the head on each prompt's last; ``p = (k·s/T · G(T) + k·A) / k``, which for one
+  prompt alone is ``prefill_compute_s`` (its GEMMs at ``s`` rows and its attention core);
 * ``chunked`` (vLLM V1) and ``whole`` (TensorRT-LLM without chunked context): in the decode step's own forward,
   in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤ B``, which caps ``C`` at
   ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
@@ -29,8 +32,9 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
 then
 
 * inter-token latency ``ITL = T(C)``;
-* time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks, one a step: ``chunk = q``, or
-  ``B`` in a forward of its own), plus the wait in the queue when more requests are sent than run;
+* time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks, one a step: ``chunk = q``), or in
+  forwards of its own ``T(C) + k·p`` (the step it waited out, then the forwards of all ``k`` prompts admitted
+  with it), plus the wait in the queue when more requests are sent than run;
 * end-to-end ``E2E = TTFT + (n − 1) · ITL``; output tokens/s ``= C · n / E2E``.
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
