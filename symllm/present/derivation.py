@@ -28,7 +28,7 @@ from symllm.arch.algebra import rename
 from symllm.costs import checks
 from symllm.costs import numbered
 from symllm.costs import phases as costs
-from symllm.costs import accelerators, hardware
+from symllm.costs import accelerators, hardware, roofline_bytes
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, LayerKind, collected, component, model
@@ -318,7 +318,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         elif comp.name != "model":
             raise SymllmError(f"component: decode_batch is the whole model's, not {comp.name!r}")
         else:
-            expr = hardware.decode_batch(costs.flops(bare, "decode"), hardware.bytes_moved(bare, "decode"))
+            expr = hardware.decode_batch(costs.flops(bare, "decode"), roofline_bytes.bytes_moved(bare, "decode"))
         return {quantity: expr}, expr
     # bytes one GPU sends per training step of one micro-batch under tp/pp/dp/sp (symllm.costs.parallel)
     if quantity == "comm":
