@@ -419,7 +419,7 @@ def test_warm_params_reads_what_it_kept_and_counts_the_same(monkeypatch):
     monkeypatch.setattr(specs.Spec, "_values", property(lambda s: pytest.fail("a symbol looked up")))
     assert symllm.params(cfg)["total"] == total
     monkeypatch.undo()
-    resolved._params_table.cache_clear()
+    resolved.params_table.cache_clear()
     bigger = cfg.replace(n_layers=4)
     assert symllm.params(cfg)["total"] == total
     assert symllm.params(bigger)["total"] == total + (2 * 64 * 16 * 6 + 3 * 64 * 96 + 2 * 64)
