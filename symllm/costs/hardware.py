@@ -412,9 +412,10 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     worst = max(num(f"{st}training_flops") for st in stages) / peak
     comm = {k.removeprefix("comm."): num(k) for k in ev.forms if k.startswith("comm.")}
     stage_runs = m * (1 + bubble(work.pp, m, work.schedule, work.virtual_stages))
-    step = (stage_runs * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
+    # comm: tp, pp and dp always; ep for a mixture of experts only (symllm.costs.parallel.comm_kinds)
+    step = (stage_runs * (worst + over("tp", comm["tp"]) + over("ep", comm.get("ep", 0)))
             + over("pp", num("training_handoff")) * Fraction(handoffs(work.pp, m, work.schedule), 2)
-            + over("dp", comm.get("dp", 0)))
+            + over("dp", comm["dp"]))
     tokens = work.dp * work.batch * work.seq * m
     model_flops = work.dp * m * num("model_flops")  # utilisation.step_flops: nothing recomputed, causal pairs
     out["training_step_s"] = _seconds(step)
@@ -488,7 +489,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     def dp_sent(grad_bytes, rounds) -> Fraction:  # comm's dp form at them (by the names of parallel.REDUCE_BYTES
         # and DP_ROUNDS: no SymPy here); bf16 gradients once a step are comm.dp itself (no form at --dp 1)
         same = (grad_bytes == BF16 and rounds == 1) or work.dp == 1
-        return comm.get("dp", 0) if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
+        return comm["dp"] if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
 
     parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"), "dp_sent": dp_sent,
                   "bf16_peak": accelerators.gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True))
@@ -498,7 +499,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
                   "training_core_flops": num(f"{trained}training_core_flops"),
                   "training_model_core_flops": num(f"{trained}model_core_flops")})  # its forward: a third
-    parts.update({"head_dim": int(vals.get("d_h", 128)),
+    parts.update({"head_dim": int(vals["d_h"]),
                   "window": int(vals["W"]) if "W" in vals else None,
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,
