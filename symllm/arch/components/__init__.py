@@ -51,7 +51,7 @@ __all__ = [
     "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head",
     "block", "model", "meta_hidden_dim",
     "router", "experts", "moe", "sinks", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
-    "ChunkedPairs", "expand_windows",
+    "ChunkedPairs", "WindowPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
     "Variant", "NORMS", "ACTIVATIONS", "MIXERS", "HEADS", "ROPE_PARTS", "MIXER_FACTORIES", "mixer",
 ]
