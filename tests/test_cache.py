@@ -317,7 +317,7 @@ def _forget() -> None:
     from symllm.present import derivation
     derivation._SYMBOLIC.clear()
     quick._compiled.cache_clear()
-    resolved._params_table.cache_clear()
+    resolved.params_table.cache_clear()
     specs.hidden_dim_kernel.cache_clear()
     kernels.compile_expr.cache_clear()
     kernels._BY_ID.clear()
