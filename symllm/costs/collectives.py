@@ -15,8 +15,8 @@ from fractions import Fraction
 from symllm.costs.figures import data, fraction as _x
 
 __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "step_collectives",
-           "LOSS_STATISTICS", "training_collectives", "training_tp_bytes", "collective", "allreduce_s", "alltoall_s",
-           "ray_step_s", "step_host_s"]
+           "LOSS_STATISTICS", "fused_columns", "engine_shape", "training_collectives", "training_tp_bytes",
+           "collective", "allreduce_s", "alltoall_s", "ray_step_s", "step_host_s"]
 
 
 #: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
@@ -144,7 +144,37 @@ def _vocabulary_parts(stage) -> tuple:
 LOSS_STATISTICS = 3
 
 
-def training_collectives(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split") -> dict:
+def fused_columns(engine: str | None) -> bool:
+    """Whether a training ``engine`` runs the column-parallel linears of a block that share an input as one linear, one
+    tensor-parallel collective for them all (``column_inputs`` "fused" under it in efficiency.json: Megatron-Core's
+    ``linear_qkv`` and ``linear_fc1``, and NeMo's, which runs it), rather than one a linear ("each": DTensor's
+    ``ColwiseParallel`` under torchtitan and llm-foundry). No engine, or one that declares none, runs transformers' plan
+    as DTensor does: one a linear. What :func:`training_collectives` counts by.
+
+    >>> fused_columns("megatron"), fused_columns("torchtitan"), fused_columns(None), fused_columns("vllm")
+    (True, False, False, False)
+    """
+    from symllm.costs.figures import engine as conventions
+
+    return engine is not None and conventions(engine).get("column_inputs") == "fused"
+
+
+def engine_shape(engine: str | None) -> tuple:
+    """What of a workload's ``engine`` shapes its closed forms (the field's ``shapes`` mark in
+    :mod:`symllm.costs.workloads`): the engine whose own layout of the parts it asks for
+    (:func:`symllm.arch.layers.layout_engine`) and whether it trains with fused column-parallel linears
+    (:func:`fused_columns`).
+
+    >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("hf") == engine_shape(None)
+    (('vllm', False), (None, True), True)
+    """
+    from symllm.arch.layers import layout_engine
+
+    return layout_engine(engine), fused_columns(engine)
+
+
+def training_collectives(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split",
+                         fused: bool = False) -> dict:
     """The tensor-parallel collectives one training micro-batch (forward and backward) through a pipeline ``stage``
     runs, by kind, repeats included: ``all_reduce``, ``all_gather``, ``reduce_scatter`` of the residual stream
     (``β_a·b·s·d`` full), ``loss``, the vocabulary-parallel loss's fp32 all-reduces (:data:`LOSS_STATISTICS` a
@@ -156,7 +186,8 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
     (:func:`summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
     all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
-    reduce-scatter in backward a group of them sharing an input), tensor-split experts one such pair and a summed
+    reduce-scatter in backward a group of them sharing an input; ``fused``, an engine that runs such a group as one
+    linear, :func:`fused_columns`: one all-reduce a group), tensor-split experts one such pair and a summed
     output; recomputation runs a block's forward collectives again where its policy does not save them
     (:func:`forward_runs`). Their sum is a micro-batch's calls.
 
@@ -169,6 +200,8 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     (7*L + 2, 3)
     >>> {k: v.subs(N_p, 1) for k, v in training_collectives(first, seq=True).items()}
     {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3}
+    >>> training_collectives(first, fused=True)["all_reduce"].subs(N_p, 1)   # Megatron-Core: linear_qkv, linear_fc1
+    4*L + 2
     """
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
@@ -196,12 +229,13 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
                 continue  # counted from the step's count above
             if style in (*COLUMNS, "merged"):
-                if not seq:  # the input gradient, all-reduced in backward
+                if not seq and not fused:  # each one's input gradient, all-reduced in backward
                     add("all_reduce", m)
-                elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter of
-                    grouped = True  # their summed input gradients in backward
-                    add("all_gather", m * gather)
-                    add("reduce_scatter", m)
+                elif not grouped:  # the linears sharing an input, as one: their summed input gradients reduced once
+                    grouped = True  # in backward (seq: one all-gather before them, their gradients reduce-scattered)
+                    if seq:
+                        add("all_gather", m * gather)
+                    add("reduce_scatter" if seq else "all_reduce", m)
             elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
                     if seq:

@@ -216,12 +216,12 @@ def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
 
 
 def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = False, phase_flops=None,
-                experts: str = "split") -> dict:
+                experts: str = "split", fused: bool = False) -> dict:
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
     (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``spanning_norms``;
-    ``training_tp_calls``, a training micro-batch's: :func:`symllm.costs.collectives.training_collectives`, summed)
+    ``training_tp_calls``, a micro-batch's: :func:`symllm.costs.collectives.training_collectives`, summed, ``fused``)
     and the bytes they send (``*_tp``: the residual stream's all-reduces, ring, the logits all-gathered, and vLLM's
     all-reduce of a fp32 statistic a token in each Mamba-2 gated norm whose one group spans the ranks; ``*_tp_row``:
     the residual stream's part a token row, what an engine's padded rows add); and the activation one pipeline hand-off
@@ -234,12 +234,12 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     >>> len(t["stages"]), t["decode_handoff"]
     (2, b*beta_a*d)
     """
-    built = _stage_times(mdl, laid, sp_, recompute, phase_flops, experts)
+    built = _stage_times(mdl, laid, sp_, recompute, phase_flops, experts, fused)
     return {**built, "stages": tuple(dict(terms) for terms in built["stages"])}  # the caller's own to change
 
 
 @lru_cache(maxsize=64)
-def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops, experts: str = "split") -> dict:
+def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops, experts: str, fused: bool) -> dict:
     """:func:`stage_times`, built once per model and layout shape (every roofline of a sweep or plan asks;
     substituting the definitions into a dozen closed forms was half a warm roofline). Never changed."""
     from symllm.costs import parallel
@@ -268,7 +268,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["collectives"] = algebra.substitute(sum(count.values()), defs)
         terms["spanning_norms"] = algebra.substitute(count["norms"], defs)
         # a training micro-batch's: the same count with the backward's, the recomputed forward's and the loss's
-        trained = collectives.training_collectives(stage, sp_, recompute, experts)
+        trained = collectives.training_collectives(stage, sp_, recompute, experts, fused)
         terms["training_tp_calls"] = algebra.substitute(sum(trained.values()), defs)
         for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
             terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)
@@ -381,7 +381,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops, *, spec) -> dict:
     laid = parallel.laid_out(work)
     recompute = module("symllm.costs.selective").recompute_of(work)
     terms = stage_times(mdl, laid, work.sp, recompute, phase_flops,
-                        work.expert_tp)
+                        work.expert_tp, module("symllm.costs.collectives").fused_columns(work.engine))
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
     # MFU's and HFU's numerators, the whole model's (one definition: utilisation.step_flops, causal pairs)
     forms["model_flops"], forms["hardware_flops"] = step_flops(spec), step_flops(spec, recompute)
