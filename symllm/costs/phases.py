@@ -43,7 +43,7 @@ from symllm.arch import resolved
 from symllm.costs import accelerators, checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
-from symllm.costs.collectives import fused_columns
+from symllm.costs.collectives import column_parallel
 from symllm.costs.decoding import phase_flops
 from symllm.costs.selective import policy, recompute_of
 from symllm.arch.dtypes import OPTIMIZERS
@@ -393,9 +393,9 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
 
 def _comm(mdl: Component, work: Workload) -> dict:
     """:func:`symllm.costs.parallel.comm` of ``mdl`` under ``work``'s layout, its training engine's tensor-parallel
-    collectives (:func:`symllm.costs.collectives.fused_columns`)."""
+    collectives (:func:`symllm.costs.collectives.column_parallel`)."""
     return parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp,
-                         fused=fused_columns(work.engine))
+                         columns=column_parallel(work.engine))
 
 
 def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:
