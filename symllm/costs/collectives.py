@@ -1,9 +1,11 @@
 """Collectives' and the control plane's expected seconds: the collectives a tensor-parallel inference step runs
 (:func:`step_collectives`, the one count its bytes, its latencies and the host's calls read) and a training step of
-one micro-batch runs (:func:`training_collectives`, built on it; its bytes :func:`training_tp_bytes`), a tensor-parallel
-all-reduce and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
-:func:`collective`), and the round trip of an engine that drives its ranks as Ray actors, and the host work an
-eager engine does a step beyond its layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
+one micro-batch runs (:func:`training_collectives`, built on it, as the training engine's column-parallel linears run
+them: :func:`column_parallel`; its bytes :func:`training_tp_bytes`), a tensor-parallel all-reduce, all-gather or
+reduce-scatter and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
+:func:`collective`; NCCL's ring model for the all-gathers' share of the latency: :func:`gather_latency_s`), and the
+round trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step beyond its
+layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
 
 >>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
 True
@@ -381,8 +383,7 @@ def gather_latency_s(link: tuple[str, int] | None, ranks: int) -> Fraction:
 def training_tp_s(calls: int, gathers: int, sent_bytes, link: tuple[str, int] | None, ranks: int) -> Fraction:
     """Seconds a training micro-batch's ``calls`` tensor-parallel collectives take over ``link``
     (:func:`training_calls`), ``sent_bytes`` per GPU at the link's bus bandwidth: ``gathers`` of them all-gathers or
-    reduce-scatters over
-    ``ranks``, each at :func:`gather_latency_s`, the rest all-reduces (:func:`allreduce_s`).
+    reduce-scatters over ``ranks``, each at :func:`gather_latency_s`, the rest all-reduces (:func:`allreduce_s`).
 
     >>> link = ("NVLink 4", 450 * 10 ** 9)
     >>> round(float(training_tp_s(10, 8, 0, link, 8)) * 1e6, 3)   # 2 x 10 us + 8 x 7.2 us
