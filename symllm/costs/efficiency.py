@@ -85,7 +85,7 @@ from fractions import Fraction
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s
+from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s, training_tp_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
@@ -269,6 +269,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``collectives``, ``training_tp_calls``,
+    ``training_tp_gathers``,
     ``*_handoff``,
     ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
     rounds a step:
@@ -474,9 +475,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         # the host launches their kernels one at a time (no CUDA graph holds them): the micro-batches take at
         # least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
-    # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count)
-    tp_s = allreduce_s(parts["training_tp_calls"] * micro, comm["tp"] * micro,
-                       tp_link) if work.tp > 1 else Fraction(0)
+    # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
+    # the all-gathers and reduce-scatters among them at their own latency
+    tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
+                         comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm["ep"] * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a

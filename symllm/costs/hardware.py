@@ -137,13 +137,13 @@ def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
 
 
 def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = False, phase_flops=None,
-                experts: str = "split") -> dict:
+                experts: str = "split", columns: str = "dtensor") -> dict:
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
     its ``prefill``/``decode`` bytes (:func:`symllm.costs.roofline_bytes.bytes_moved`; a stage's:
     :func:`~symllm.costs.roofline_bytes.stage_bytes`), the collectives a forward pass runs over the tensor ranks
     (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``spanning_norms``;
-    ``training_tp_calls``, a training micro-batch's: :func:`symllm.costs.collectives.training_collectives`, summed)
+    ``training_tp_calls``, ``_gathers``, a micro-batch's: :func:`symllm.costs.collectives.training_calls`, ``columns``)
     and the bytes they send (``*_tp``: the residual stream's all-reduces, ring, the logits all-gathered, and vLLM's
     all-reduce of a fp32 statistic a token in each Mamba-2 gated norm whose one group spans the ranks; ``*_tp_row``:
     the residual stream's part a token row, what an engine's padded rows add); and the activation one pipeline hand-off
@@ -156,12 +156,12 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     >>> len(t["stages"]), t["decode_handoff"]
     (2, b*beta_a*d)
     """
-    built = _stage_times(mdl, laid, sp_, recompute, phase_flops, experts)
+    built = _stage_times(mdl, laid, sp_, recompute, phase_flops, experts, columns)
     return {**built, "stages": tuple(dict(terms) for terms in built["stages"])}  # the caller's own to change
 
 
 @lru_cache(maxsize=64)
-def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops, experts: str = "split") -> dict:
+def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops, experts: str, columns: str) -> dict:
     """:func:`stage_times`, built once per model and layout shape (every roofline of a sweep or plan asks;
     substituting the definitions into a dozen closed forms was half a warm roofline). Never changed."""
     from symllm.costs import parallel
@@ -190,8 +190,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["collectives"] = algebra.substitute(sum(count.values()), defs)
         terms["spanning_norms"] = algebra.substitute(count["norms"], defs)
         # a training micro-batch's: the same count with the backward's, the recomputed forward's and the loss's
-        trained = collectives.training_collectives(stage, sp_, recompute, experts)
-        terms["training_tp_calls"] = algebra.substitute(sum(trained.values()), defs)
+        trained = collectives.training_collectives(stage, sp_, recompute, experts, columns)
+        terms.update({k: algebra.substitute(v, defs) for k, v in collectives.training_calls(trained).items()})
         for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
             terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)
         head_part = stage_parts.part(stage, "head", lambda c: S.s_o in c.flops.free_symbols)  # the logits' GEMM
@@ -304,7 +304,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops, *, spec) -> dict:
     laid = parallel.laid_out(work)
     recompute = module("symllm.costs.selective").recompute_of(work)
     terms = stage_times(mdl, laid, work.sp, recompute, phase_flops,
-                        work.expert_tp)
+                        work.expert_tp, module("symllm.costs.collectives").column_parallel(work.engine))
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
     # MFU's and HFU's numerators, the whole model's (one definition: utilisation.step_flops, causal pairs)
     forms["model_flops"], forms["hardware_flops"] = step_flops(spec), step_flops(spec, recompute)
@@ -422,7 +422,7 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(of_peak(model_flops, step, out["gpus"], peak))
     # the busiest stage's tensor-parallel calls a micro-batch, as comm's tp bytes are the busiest stage's
-    parts["training_tp_calls"] = max(int(num(f"{st}training_tp_calls")) for st in stages) if work.tp > 1 else 0
+    parts.update(module("symllm.costs.collectives").busiest_calls(num, stages) if work.tp > 1 else {})
     parts["trained"] = num("params.trained") if "params.trained" in ev else None  # all of them: no form
     out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:

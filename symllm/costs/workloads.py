@@ -24,6 +24,7 @@ from functools import lru_cache
 from symllm.costs import accelerators
 from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
+from symllm.costs.collectives import engine_shape
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
@@ -251,7 +252,7 @@ class Workload:
                               "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
                               f"{', '.join(LAYOUT_ENGINES)} also lay out the parts they split otherwise than "
                               "transformers' tp plan",
-                              shapes=layout_engine)
+                              shapes=engine_shape)
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
                               "tokens per step)", training=True)
