@@ -548,10 +548,12 @@ def layout_of(spec, work: Workload, kind: str = "inference") -> str | None:
     return tp_layout(kind_layout(work.engine, kind), declares_layout(spec, work))
 
 
-def model_of(spec, work: Workload, kind: str = "inference"):
+def model_of(spec, work: Workload, kind: str = "inference", *, definitions: bool = True):
     """The model ``work`` counts: ``spec``'s under the workload's attention, each part split as its engine of
     ``kind`` lays it out (:func:`symllm.costs.layouts.kind_layout`, :func:`symllm.costs.parallel.layout`; no engine:
-    transformers' plan). :func:`quantities` of the inference one holds the training quantities of the training one.
+    transformers' plan). :func:`quantities` of the inference one holds the training quantities of the training one,
+    laid out again from the same model. ``definitions=False``: without the model's definitions (a sweep's ``d_ff``
+    stays a symbol), before the layout, so that the training one has none either.
 
     >>> spc = resolved.spec("deepseek-v4-flash-base")
     >>> model_of(spc, Workload()) is spc.model(), model_of(spc, Workload(engine="vllm")) is spc.model()
@@ -559,7 +561,8 @@ def model_of(spec, work: Workload, kind: str = "inference"):
     >>> model_of(spc, Workload(engine="vllm"), "training") is spc.model()
     True
     """
-    return parallel.layout(spec.model(work.attention), kind_layout(work.engine, kind))
+    mdl = spec.model(work.attention)
+    return parallel.layout(mdl if definitions else mdl.replace(definitions=()), kind_layout(work.engine, kind))
 
 
 def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:
