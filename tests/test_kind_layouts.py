@@ -11,9 +11,9 @@ Llama 2 70B (meta-llama/Llama-2-70b-hf config.json): hidden 8,192, intermediate 
 projections, ``(2·8192·8192 + 2·8192·1024 + 3·8192·28672)/4 = 855,638,016/4 = 213,909,504``, and its two norms whole,
 ``2·8192``: 213,925,888 a layer, 17,114,071,040 for 80; the final norm, 8,192; and the embedding and the head, each
 ``32000·8192 = 262,144,000`` parameters, split over the 4 ranks (65,536,000 each) in Megatron's layout, whole
-(262,144,000 each) in MLC's: 17,245,151,232 parameters a rank in the first, 17,638,367,232 in the second. Mixed-precision
-AdamW at ZeRO 0 keeps 16 bytes a parameter (2 bf16 weights, 2 gradient, 12 fp32 master weight and moments: Rajbhandari
-et al. 2020, ZeRO, section 3.1): 275,922,419,712 bytes of training states a rank.
+(262,144,000 each) in MLC's: 17,245,151,232 parameters a rank in the first, 17,638,367,232 in the second.
+Mixed-precision AdamW at ZeRO 0 keeps 16 bytes a parameter (2 bf16 weights, 2 gradient, 12 fp32 master weight and
+moments: Rajbhandari et al. 2020, ZeRO, section 3.1): 275,922,419,712 bytes of training states a rank.
 """
 from __future__ import annotations
 

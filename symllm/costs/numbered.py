@@ -39,8 +39,8 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
     key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`). ``declares``: whether a
     part of the model declares its own split under an engine of the workload's
-    (:func:`symllm.costs.phases.declares_layout`); then ``tp_layout`` and ``training_tp_layout`` name the layouts the inference and the training
-    per-GPU figures are in (:func:`symllm.costs.layouts.tp_layouts`)."""
+    (:func:`symllm.costs.phases.declares_layout`); then ``tp_layout`` and ``training_tp_layout`` name the layouts
+    the inference and the training per-GPU figures are in (:func:`symllm.costs.layouts.tp_layouts`)."""
     n_kv = ev.vals.get("n_kv")
     if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
         ev = ReplicatedKV(ev, work.tp)
