@@ -208,21 +208,27 @@ def _lines(text: str, start: str) -> list[str]:
 def test_count_says_which_layout_each_per_gpu_figure_is_in(cli):
     """``count --tp 8 --serve`` without an engine prints transformers' plan's weights (76.38 GiB, by hand above) in its
     per-GPU table and times, and vLLM's (67.57 GiB) in its serving section, each door saying which; ``--engine vllm``
-    gives vLLM's layout throughout, said so. The JSON holds the same names (``tp_layout``)."""
+    gives vLLM's layout to every inference figure, said so, its training figures staying in transformers' plan (vLLM
+    trains nothing: Megatron's step, tests/test_kind_layouts.py). The JSON holds the same names (``tp_layout``,
+    ``training_tp_layout``)."""
     base = ["count", "deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--serve"]
-    for extra, table, weights in (([], PLAN, "76.38 GiB"), (["--engine", "vllm"], "vLLM's layout",
-                                                                                "67.57 GiB")):
+    both = f"vLLM's layout (inference), {PLAN} (training)"
+    for extra, table, times, weights in (([], f"{PLAN}; ", PLAN, "76.38 GiB"),
+                                         (["--engine", "vllm"], "", both, "67.57 GiB")):
         r = cli(base + extra)
         assert r.code == 0, r.err
-        assert _lines(r.out, "per GPU (") == [f"per GPU (tp 8, pp 1, dp 1; {table}; routed experts split; a training "
+        assert _lines(r.out, "per GPU (") == [f"per GPU (tp 8, pp 1, dp 1; {table}routed experts split; a training "
                                               "step)"]
         assert _lines(r.out, "weights ")[1].endswith(weights)  # the per-GPU table's (the whole model's first)
-        assert (f"efficiencies, vllm (training megatron) conventions, times in {table} (docs/efficiency.md)."
-                in " ".join(r.out.split()))
+        text = " ".join(r.out.split())
+        assert f"efficiencies, vllm (training megatron) conventions, times in {times} (docs/efficiency.md)." in text
+        assert (f"training_states, activations, training_peak and the bytes sent in {PLAN} (the training engine's); "
+                "the other rows in vLLM's layout (the inference engine's)" in text) == bool(extra)
         assert _lines(r.out, "- weights") == ["- weights 67.57 GiB per GPU (tp 8, vLLM's layout)"]
         j = cli(base + extra + ["--json"])
         out = json.loads(j.out)
-        assert (out["tp_layout"], out["serving"]["tp_layout"]) == ("transformers" if not extra else "vllm", "vllm")
+        assert (out["tp_layout"], out["training_tp_layout"], out["serving"]["tp_layout"]) == (
+            "transformers" if not extra else "vllm", "transformers", "vllm")
 
 
 def test_count_of_a_model_without_an_engine_split_names_no_layout(cli):
@@ -249,7 +255,7 @@ def test_plan_and_report_name_the_layout_too(cli):
     assert json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200", "--engine", "vllm", "--json"]).out)[
         "tp_layout"] == "vllm"
     assert "tp_layout" not in json.loads(cli(["plan", "llama3.1-8b", "--gpus", "8xh200", "--json"]).out)
-    for extra, words in (([], PLAN), (["--engine", "vllm"], "vLLM's layout")):
+    for extra, words in (([], PLAN), (["--engine", "vllm"], f"vLLM's layout (inference), {PLAN} (training)")):
         r = cli(["report", "deepseek-v4-flash-base", "--tp", "8", "--format", "markdown"] + extra)
         assert r.code == 0, r.err
         assert f"(ZeRO stage 0): 8 GPUs. Its per-GPU figures are in {words}. One GPU" in " ".join(r.out.split())
@@ -261,12 +267,13 @@ def test_a_sweep_lays_the_model_out_as_count_does(cli):
     """``sweep --engine vllm --tp 8`` gives vLLM's per-GPU parameters and weights (the hand count), as count does;
     without an engine transformers' plan's, and says which on stderr. (The sweep built transformers' plan under every
     engine: 41,008,334,423 parameters where count said 36,274,013,783.)"""
-    for extra, params, words in (([], _hand(False, False), PLAN),
-                                 (["--engine", "vllm"], _hand(True, True), "vLLM's layout")):
+    for extra, params, words in (([], _hand(False, False), f"per-GPU quantities in {PLAN}\n"),
+                                 (["--engine", "vllm"], _hand(True, True), "inference per GPU in vLLM's layout\n"
+                                  f"symllm: sweep: deepseek-v4-flash-base: training per GPU in {PLAN}\n")):
         r = cli(["sweep", "--base", "deepseek-v4-flash-base", "--tp", "8", "--quantity",
                  "params_per_gpu,weights_per_gpu", "--format", "jsonl"] + extra)
         assert r.code == 0, r.err
-        assert f"symllm: sweep: deepseek-v4-flash-base: per-GPU quantities in {words}\n" in r.err
+        assert f"symllm: sweep: deepseek-v4-flash-base: {words}" in r.err
         row = json.loads(r.out.splitlines()[0])
         counted = json.loads(cli(["count", "deepseek-v4-flash-base", "--tp", "8", "--json"] + extra).out)
         assert (row["params_per_gpu"], row["weights_per_gpu"]) == (params, 2 * params)
@@ -277,7 +284,7 @@ def test_the_memory_plot_names_the_layout():
     """The memory plot's per-GPU panel is titled with the layout its bars are in, as count's table is."""
     requires("matplotlib")
     from symllm.present import plots
-    for engine, words in ((None, PLAN), ("vllm", "vLLM's layout")):
+    for engine, words in ((None, PLAN), ("vllm", f"vLLM's layout (inference), {PLAN} (training)")):
         fig = plots.memory("deepseek-v4-flash-base", tp=8, seq=1, engine=engine)
         assert fig.axes[0].get_title() == f"deepseek-v4-flash-base: memory per GPU (tp 8, pp 1, dp 1; {words})"
     assert plots.memory("llama3.1-8b", tp=8, seq=1).axes[0].get_title() == (

@@ -93,14 +93,20 @@ def test_mlc_streams_the_whole_lm_head_and_writes_every_logit(cli):
 
 
 def test_the_output_names_mlc_layout_under_mlc_only(cli):
-    """Under ``--engine mlc`` count (text and JSON) and plan name MLC's layout (``tp_layout`` "mlc"); a Llama's output
-    without an engine or under another names none (its layout is transformers' plan, every other engine's)."""
+    """Under ``--engine mlc`` count (text and JSON) and a serving plan name MLC's layout for the inference figures
+    (``tp_layout`` "mlc") and transformers' plan for the training ones (``training_tp_layout``: MLC trains nothing, its
+    training step is Megatron's, tests/test_kind_layouts.py); a Llama's output without an engine or under another
+    names none (its layout is transformers' plan, every other engine's)."""
     r = cli(["count", "llama2-70b", "--tp", str(TP), "--gpu", "a100-80gb-pcie", "--engine", "mlc"])
     assert r.code == 0, r.err
     text = " ".join(r.out.split())
-    assert "per GPU (tp 4, pp 1, dp 1; MLC's layout; a training step)" in text
-    assert "conventions, times in MLC's layout (docs/efficiency.md)." in text
-    assert json.loads(cli(["count", "llama2-70b", "--tp", "4", "--engine", "mlc", "--json"]).out)["tp_layout"] == "mlc"
+    assert "per GPU (tp 4, pp 1, dp 1; a training step)" in text
+    assert ("training_states, activations, training_peak and the bytes sent in transformers' plan, vocab split (the "
+            "training engine's); the other rows in MLC's layout (the inference engine's)") in text
+    assert ("conventions, times in MLC's layout (inference), transformers' plan, vocab split (training) "
+            "(docs/efficiency.md).") in text
+    out = json.loads(cli(["count", "llama2-70b", "--tp", "4", "--engine", "mlc", "--json"]).out)
+    assert (out["tp_layout"], out["training_tp_layout"]) == ("mlc", "transformers")
     plan = cli(["plan", "llama2-70b", "--gpus", "4xa100-80gb-pcie", "--engine", "mlc", "--json"])
     assert plan.code == 0, plan.err
     assert json.loads(plan.out)["tp_layout"] == "mlc"
@@ -117,7 +123,8 @@ def test_a_sweep_under_mlc_gives_count_s_per_gpu_figures(cli):
     r = cli(["sweep", "--base", "llama2-70b", "--tp", str(TP), "--quantity", "params_per_gpu,weights_per_gpu",
              "--format", "jsonl", "--engine", "mlc"])
     assert r.code == 0, r.err
-    assert "symllm: sweep: llama2-70b: per-GPU quantities in MLC's layout\n" in r.err
+    assert ("symllm: sweep: llama2-70b: inference per GPU in MLC's layout\n"
+            "symllm: sweep: llama2-70b: training per GPU in transformers' plan, vocab split\n") in r.err
     row = json.loads(r.out.splitlines()[0])
     counted = json.loads(cli(["count", "llama2-70b", "--tp", str(TP), "--engine", "mlc", "--json"]).out)
     assert (row["params_per_gpu"], row["weights_per_gpu"]) == (counted["params"]["per_gpu"],
@@ -202,6 +209,7 @@ def test_a_sweep_under_gpt_fast_gives_count_s_per_gpu_figures(cli):
     r = cli(["sweep", "--base", "llama2-70b", "--tp", "8", "--quantity", "params_per_gpu,weights_per_gpu",
              "--format", "jsonl", "--engine", "gpt-fast"])
     assert r.code == 0, r.err
-    assert "symllm: sweep: llama2-70b: per-GPU quantities in gpt-fast's layout\n" in r.err
+    assert ("symllm: sweep: llama2-70b: inference per GPU in gpt-fast's layout\n"
+            "symllm: sweep: llama2-70b: training per GPU in transformers' plan, vocab split\n") in r.err
     row = json.loads(r.out.splitlines()[0])
     assert row["params_per_gpu"] == _rank0(True, True, 8)

@@ -263,15 +263,20 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
             rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items()]
             moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
-            print("\n" + aligned_table(rows, (
-                f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
-                f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
-                f"{', sp' if w['sp'] else ''}"
-                f"{'; ' + layout_words(work['tp_layout']) if work.get('tp_layout') else ''}"
-                f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
-                "; a training step)", "", "")))
+            laid, trained = work.get("tp_layout"), work.get("training_tp_layout")
+            both = laid and trained not in (None, laid)  # each kind's rows in its own engine's layout: said below
+            print("\n" + aligned_table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
+                                       f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
+                                       f"{', sp' if w['sp'] else ''}"
+                                       f"{'; ' + layout_words(laid) if laid and not both else ''}"
+                                       f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
+                                       "; a training step)", "", "")))
+            if both:
+                print(wrap_text(f"training_states, activations, training_peak and the bytes sent in "
+                            f"{layout_words(trained)} (the training engine's); the other rows in {layout_words(laid)} "
+                            "(the inference engine's)"))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
-            print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"))))
+            print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"), work.get("training_tp_layout"))))
         if "serving" in work:
             print("\n" + serve_lines(work["serving"]))
     return 0
@@ -507,8 +512,12 @@ def cmd_sweep(args) -> int:
           f"{result.filtered:,} filtered out, {rows:,} rows -> {where}{why}", file=sys.stderr)
     each = sweep.sweeps if hasattr(sweep, "sweeps") else [sweep]
     configs = [s.base for s in each]
-    for s in (s for s in each if s.tp_layout):  # the layout its per-GPU quantities are in (DeepSeek-V4)
-        print(f"symllm: sweep: {s.base.name}: per-GPU quantities in {layout_words(s.tp_layout)}", file=sys.stderr)
+    for s in (s for s in each if s.tp_layout):  # the layouts its per-GPU quantities are in (DeepSeek-V4, MLC's)
+        if s.training_tp_layout in (None, s.tp_layout):
+            print(f"symllm: sweep: {s.base.name}: per-GPU quantities in {layout_words(s.tp_layout)}", file=sys.stderr)
+        else:  # each kind's in its own engine's layout
+            for kind, laid in (("inference", s.tp_layout), ("training", s.training_tp_layout)):
+                print(f"symllm: sweep: {s.base.name}: {kind} per GPU in {layout_words(laid)}", file=sys.stderr)
     stated = [b for b in configs if b.weight_format]
     for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
         print(wrap_text(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)

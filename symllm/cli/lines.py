@@ -217,10 +217,11 @@ def serve_lines(r: dict) -> str:
     return out
 
 
-def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
+def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layout: str | None = None) -> list[str]:
     """count's fit and time section from ``workload()["time"]`` (``t``) and its ``workload`` (``w``): the
     per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`), and the
-    tensor-parallel layout they are in where the workload names one (``tp_layout``); nothing computed here."""
+    tensor-parallel layouts they are in where the workload names them (``tp_layout``, the training step's
+    ``training_tp_layout``); nothing computed here."""
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     e = t["expected"]
     unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
@@ -268,15 +269,15 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
-    laid = f", times in {layout_words(tp_layout)}" if tp_layout else ""  # (a training engine lays out nothing)
+    laid = f", times in {layout_words(tp_layout, training_tp_layout)}" if tp_layout else ""
     out.append(wrap_text(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
-                         f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, "
-                         f"{human_bytes(t['capacity'])}"
-                         + (f"; {links}" if links else "")
-                         + ("" if t["gpus"] > 1 else "; a decode step " + (
-                             f"is compute-bound from batch {first}" if first else "is memory-bound at any batch"))
-                         + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
-                         f"(training {e['training_engine']}) conventions{laid} (docs/efficiency.md)."))
+                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, "
+                     f"{human_bytes(t['capacity'])}"
+                     + (f"; {links}" if links else "")
+                     + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
+                                                                     else "is memory-bound at any batch"))
+                     + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
+                     f"(training {e['training_engine']}) conventions{laid} (docs/efficiency.md)."))
     return out
 
 

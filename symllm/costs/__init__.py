@@ -7,7 +7,8 @@ Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default
 :mod:`~symllm.costs.decoding`: one phase's FLOPs, decode steps summed in closed form; :mod:`~symllm.costs.numbered`:
 its groups from evaluated forms, without SymPy), :mod:`~symllm.costs.stacks`,
 :mod:`~symllm.costs.selective` (torchtitan's selective op checkpointing),
-:mod:`~symllm.costs.parallel`, :mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.formats` (weight and
+:mod:`~symllm.costs.parallel` (:mod:`~symllm.costs.layouts`: the layout each kind of quantity is in),
+:mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.formats` (weight and
 KV-cache formats as exact bytes; :mod:`~symllm.costs.ggml`: llama.cpp's GGML types and file types),
 :mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree; :mod:`~symllm.costs.headers` reads
 them),
@@ -41,7 +42,7 @@ workload fits a model),
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "peft_targets", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml",
+    "workloads", "peft_targets", "phases", "decoding", "stacks", "parallel", "layouts", "finetune", "formats", "ggml",
     "checkpoints", "headers", "serving", "hardware", "accelerators", "roofline_bytes", "efficiency", "figures",
     "gemm_cards", "collectives", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",

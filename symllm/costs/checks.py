@@ -100,9 +100,11 @@ def _mamba_ok(f):
 
 
 def _units(f) -> list:
-    """The rows of :func:`split_units` that the workload's engine's layout splits."""
-    layout = layout_engine(f.get("engine"))
-    return [row for row in f.get("split_units") or () if row[0] == layout]
+    """The rows of :func:`split_units` that the layout of either kind of the workload's engine splits (its inference
+    and its training quantities': :func:`symllm.costs.layouts.kind_layout`)."""
+    from symllm.costs.layouts import kind_layout  # (efficiency.json's engines, read on first use)
+    layouts = {kind_layout(f.get("engine"), kind) for kind in ("inference", "training")}
+    return [row for row in f.get("split_units") or () if row[0] in layouts]
 
 
 def _units_ok(f):

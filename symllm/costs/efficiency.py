@@ -86,7 +86,7 @@ from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.attention_training import core_training_s, training_kernel
 from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s, training_tp_s
-from symllm.costs.figures import data, engine, fraction as _x, interpolate
+from symllm.costs.figures import KINDS, data, engine, engine_for, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
 from symllm.costs.moe_training import moe_host_launch_s, moe_layer_floor_s, moe_training_s
@@ -279,12 +279,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     and the links (:func:`symllm.costs.hardware.links`); ``floor``: the bound's times. The card's figures are
     :func:`card`'s (its GEMM efficiency at its own peak only; None: the measured curve). Seconds as floats.
     """
-    serve = engine(getattr(work, "engine", None), "inference")
-    if serve.get("kind") != "inference":
-        serve = engine(None, "inference")
-    train = engine(getattr(work, "engine", None), "training")
-    if "train_factor" not in train:
-        train = engine(None, "training")
+    serve, train = (engine_for(getattr(work, "engine", None), kind) for kind in KINDS)  # each kind's own engine
     compute = parts["compute_dtype"]
     pp = work.pp
     tp_link = route.get("tp") if work.tp > 1 else None

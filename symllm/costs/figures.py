@@ -15,7 +15,11 @@ from pathlib import Path
 
 from symllm.validate import choice
 
-__all__ = ["data", "engine", "fraction", "interpolate"]
+__all__ = ["data", "engine", "engine_for", "runs", "KINDS", "fraction", "interpolate"]
+
+#: the kinds of work an engine runs: each quantity is one kind's (its conventions and its tensor-parallel layout:
+#: :func:`engine_for`, :func:`symllm.costs.workloads.kind_layout`)
+KINDS = ("inference", "training")
 
 
 @lru_cache(maxsize=1)
@@ -62,6 +66,35 @@ def engine(name: str | None, kind: str = "inference") -> dict:
     if "figures_of" in entry:  # what this entry does not state, another engine's entry gives (one place)
         entry = {**table[entry["figures_of"]], **entry}
     return {"name": key, **entry}
+
+
+def runs(name: str | None, kind: str) -> bool:
+    """Whether the engine ``name`` (``--engine``) runs ``kind`` work (:data:`KINDS`): inference where its entry's
+    ``kind`` is inference, training where it states a training step's figure (``train_factor``: Megatron, torchtitan,
+    ...; transformers' Trainer too, ``hf``); None runs neither (no engine given).
+
+    >>> runs("mlc", "inference"), runs("mlc", "training"), runs("megatron", "training"), runs("hf", "training")
+    (True, False, True, True)
+    """
+    choice("kind", kind, KINDS)
+    if name is None:
+        return False
+    entry = engine(name)
+    return entry.get("kind") == "inference" if kind == "inference" else "train_factor" in entry
+
+
+def engine_for(name: str | None, kind: str) -> dict:
+    """The engine whose conventions ``kind`` quantities follow under ``--engine name``: that engine where it runs
+    ``kind`` work (:func:`runs`), else the default engine of ``kind`` (efficiency.json's ``defaults``): MLC's
+    training step is Megatron's, as no one trains with MLC. The one choice of an engine per kind (its layout:
+    :func:`symllm.costs.workloads.kind_layout`).
+
+    >>> engine_for("mlc", "inference")["name"], engine_for("mlc", "training")["name"]
+    ('mlc', 'megatron')
+    >>> engine_for("torchtitan", "inference")["name"], engine_for(None, "training")["name"]
+    ('vllm', 'megatron')
+    """
+    return engine(name if runs(name, kind) else None, kind)
 
 
 def interpolate(table, x) -> Fraction:

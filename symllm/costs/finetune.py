@@ -56,6 +56,7 @@ from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import checks, parallel, selective, stacks, zero
 from symllm.costs.formats import QUANTIZES
+from symllm.costs.layouts import kind_layout
 from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
 from symllm.validate import choice, short
@@ -248,8 +249,8 @@ def lora(config, work: Workload | None = None, **options) -> dict:
     work = Workload.of(work, **options)
     checks.check(spec, work)
     # phases.model_of's rule (phases imports this module): the spec's model under the workload's attention,
-    # laid out as its engine lays it out
-    exprs = closed_forms(parallel.layout(spec.model(work.attention), work.engine), work)
+    # laid out as its training engine lays it out
+    exprs = closed_forms(parallel.layout(spec.model(work.attention), kind_layout(work.engine, "training")), work)
     vals = {**spec.values(), **work.values()}
     return {"params": {"trainable": evaluate(exprs.pop("trainable_params"), vals)},
             "memory": {k: evaluate(e, vals) for k, e in exprs.items()}}

@@ -299,12 +299,14 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops, *, spec) -> dict:
     >>> f["decode_handoff"], "stage1.layers" in f, f["solve.inference_peak.b.0.0"] == f["solve.inference_peak.s.0.0"]
     (b*beta_a*d, False, False)
     """
-    from symllm.costs import inverse, parallel  # parallel builds components: loaded only with a time asked for
+    from symllm.costs import inverse, layouts, parallel  # parallel builds components: loaded only with a time asked
 
     laid = parallel.laid_out(work)
     recompute = module("symllm.costs.selective").recompute_of(work)
-    terms = stage_times(mdl, laid, work.sp, recompute, phase_flops,
-                        work.expert_tp, module("symllm.costs.collectives").column_parallel(work.engine))
+    train = parallel.layout(mdl, layouts.kind_layout(work.engine, "training"))  # as the training engine lays it out
+    columns = module("symllm.costs.collectives").column_parallel(work.engine)
+    terms = layouts.by_kind(lambda m: stage_times(m, laid, work.sp, recompute, phase_flops, work.expert_tp, columns),
+                            mdl, train)
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
     # MFU's and HFU's numerators, the whole model's (one definition: utilisation.step_flops, causal pairs)
     forms["model_flops"], forms["hardware_flops"] = step_flops(spec), step_flops(spec, recompute)
@@ -312,16 +314,16 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops, *, spec) -> dict:
     forms.update({f"{group}.{k}": e for group in ("flops", "memory_per_gpu", "comm", "params")
                   for k, e in exprs[group].items()})
     if work.recompute == "op":  # the linears op checkpointing runs again, the whole model's (_expected shares them)
-        forms["op_recomputed_flops"] = module("symllm.costs.selective").recomputed_flops(mdl)
-    graded = mdl.trained()  # a rank's parameters that get a gradient: the optimizer updates theirs only (_expected)
-    if graded is not mdl and work.lora_rank is not None:  # LoRA's adapters that get one
-        lora = module("symllm.costs.finetune").trainable(mdl, work.lora_targets, graded=True)
-        forms["params.trained"] = algebra.substitute(lora, {**dict(mdl.definitions), S.r_lora: work.lora_rank})
-    elif graded is not mdl:
+        forms["op_recomputed_flops"] = module("symllm.costs.selective").recomputed_flops(train)
+    graded = train.trained()  # a rank's parameters that get a gradient: the optimizer updates theirs only (_expected)
+    if graded is not train and work.lora_rank is not None:  # LoRA's adapters that get one
+        lora = module("symllm.costs.finetune").trainable(train, work.lora_targets, graded=True)
+        forms["params.trained"] = algebra.substitute(lora, {**dict(train.definitions), S.r_lora: work.lora_rank})
+    elif graded is not train:
         forms["params.trained"] = (parallel.params_per_gpu(graded, work.sp, experts=work.expert_tp) if laid
                                    else graded.closed_form("params"))
     if work.dp > 1:  # comm's dp at an engine's reduce dtype and rounds a step, as symbols (_expected's dp_sent)
-        forms["dp_sent"] = parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp,
+        forms["dp_sent"] = parallel.comm(train, work.sp, work.recompute, work.zero_stage, work.expert_tp,
                                          grad_bytes=parallel.REDUCE_BYTES, rounds=parallel.DP_ROUNDS)["dp"]
     if not laid:
         crossing = _crossing(mdl, exprs["flops"]["decode_token"])

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from symllm.costs import accelerators, hardware
 from symllm.costs.replication import ReplicatedKV
-from symllm.costs.workloads import Workload, symbol_codes, tp_layout
+from symllm.costs.layouts import tp_layouts
+from symllm.costs.workloads import Workload, symbol_codes
 
 __all__ = ["named_values", "workload_numbers", "grouped", "values", "named", "format_bytes", "weight_format_group"]
 
@@ -37,12 +38,13 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
     (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
     key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`). ``declares``: whether a
-    part of the model declares an engine's own split (:func:`symllm.costs.parallel.declares_split`); then
-    ``tp_layout`` names the layout the per-GPU figures are in (:func:`symllm.costs.workloads.tp_layout`)."""
+    part of the model declares its own split under an engine of the workload's
+    (:func:`symllm.costs.phases.declares_layout`); then ``tp_layout`` and ``training_tp_layout`` name the layouts
+    the inference and the training per-GPU figures are in (:func:`symllm.costs.layouts.tp_layouts`)."""
     n_kv = ev.vals.get("n_kv")
     if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
         ev = ReplicatedKV(ev, work.tp)
-    laid = {"tp_layout": tp_layout(work.engine, True)} if declares else {}
+    laid = tp_layouts(work.engine, declares)
     out = {"workload": work.to_dict(), **laid, **{group: {} for group in groups}}
     if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
         pairs = ev.table().items()

@@ -134,12 +134,16 @@ def laid_out(work) -> bool:
 #: (id of a model, an engine) -> (the model, the model as that engine lays it out): the same object each time, so that
 #: the caches keyed on a model's identity (:mod:`symllm.costs.phases`) hold one entry for it
 _LAID: dict[tuple, tuple] = {}
+#: id of a model :func:`layout` made -> (that model, the model it laid out)
+_FROM: dict[int, tuple] = {}
 
 
 def layout(mdl: Component, engine: str | None) -> Component:
     """``mdl`` with each part split as ``engine`` lays it out (:meth:`symllm.arch.components.Rules.split_under`:
     a part's own split for that engine, else its ``split``, transformers' plan); ``mdl`` itself where no part
-    declares one for ``engine`` (None, ``hf``: always). What a workload's ``engine`` asks of every per-GPU form.
+    declares one for ``engine`` (None, ``hf``: always). What a workload's engine of each kind asks of the per-GPU
+    forms of that kind (:func:`symllm.costs.layouts.kind_layout`). A model this laid out is laid out again from the
+    model it came from: an inference layout's training one is the training engine's, not both.
 
     >>> from symllm.arch.components import model
     >>> llama = model()
@@ -149,7 +153,12 @@ def layout(mdl: Component, engine: str | None) -> Component:
     >>> m = spec("deepseek-v4-flash-base").model()
     >>> [c.rules.split for c in layout(m, "vllm").walk() if c.name in ("wq_b", "wo_b")][:2]
     ['column', 'row']
+    >>> layout(layout(m, "vllm"), None) is m
+    True
     """
+    origin = _FROM.get(id(mdl))
+    if origin is not None and origin[0] is mdl:
+        mdl = origin[1]  # (an engine's layout of another model: that model's)
     if engine is None:
         return mdl
     key = (id(mdl), engine)
@@ -166,7 +175,10 @@ def layout(mdl: Component, engine: str | None) -> Component:
     out = laid(mdl)
     if len(_LAID) >= 256:
         _LAID.clear()
+        _FROM.clear()
     _LAID[key] = (mdl, out)  # holding mdl keeps its id from being reused
+    if out is not mdl:
+        _FROM[id(out)] = (out, mdl)
     return out
 
 

@@ -54,6 +54,7 @@ from symllm import validate
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.numbered import grouped, named, weight_format_group, workload_numbers
+from symllm.costs.layouts import kind_layout
 from symllm.costs.workloads import (ATTENTION, COMPONENT_STACKS, LOGITS, MEMORY_KINDS, PHASES, Workload, check_stack,
                                     tp_layout, with_stated)
 
@@ -309,6 +310,9 @@ def memory_kinds(mdl: Component) -> tuple[str, ...]:
 PER_GPU_MEMORY = ("weights", "training_states", "activations")
 #: the peaks ``workload()`` shows per GPU too: what the fit verdicts compare with the accelerator's memory
 PER_GPU_PEAKS = ("inference_peak", "training_peak")
+#: the per-GPU memory kinds of a training step: in the training engine's layout (:func:`quantities`), the others
+#: (weights, the state cache, the inference peak) in the inference engine's
+TRAINING_MEMORY = ("training_states", "activations", "training_peak")
 
 
 #: (id of a model component, a workload's shape) -> (the component, its composed quantities): building
@@ -326,7 +330,9 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
 
     The per-GPU groups (``params.per_gpu``, ``memory_per_gpu``, ``comm``; :mod:`symllm.costs.parallel`) are
     built only for a parallel layout (:func:`symllm.costs.parallel.laid_out`); on one GPU they are the whole
-    model's and no bytes are sent.
+    model's and no bytes are sent. ``mdl`` is laid out as the workload's inference engine lays it out
+    (:func:`model_of`); the training quantities (:data:`TRAINING_MEMORY` per GPU, the bytes sent) are those of the
+    model as its training engine lays it out (:func:`symllm.costs.layouts.kind_layout`).
     """
     checks.check(mdl, work)
     key = (id(mdl), work.shape())
@@ -343,9 +349,15 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
 def _compose(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     """:func:`quantities`, built: reads only what :meth:`Workload.shape` holds; under LoRA with the LoRA
     numbers in (:func:`_with_lora`)."""
+    train = parallel.layout(mdl, kind_layout(work.engine, "training"))  # (mdl itself where the kinds' layouts agree)
     out = _compose_model(mdl, work)
+    if train is not mdl:  # the training quantities as the training engine lays the model out
+        trained = _compose_model(train, work)
+        out["memory_per_gpu"].update({k: trained["memory_per_gpu"][k] for k in TRAINING_MEMORY
+                                      if k in out["memory_per_gpu"]})
+        out["comm"] = trained["comm"]
     out = {group: {k: logit_rows(e, work.logits) for k, e in terms.items()} for group, terms in out.items()}
-    return out if work.lora_rank is None else _with_lora(out, finetune.closed_forms(mdl, work))
+    return out if work.lora_rank is None else _with_lora(out, finetune.closed_forms(train, work))
 
 
 def _with_lora(out: dict, lora: dict) -> dict:
@@ -458,9 +470,10 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     (:func:`symllm.costs.hardware.roofline`; a time whose verdict is "does not fit" is None, and
     ``assumes`` says what each verdict assumes). A ``seq + gen`` past the positions the model was trained
     for is counted with a :class:`~symllm.errors.ContextWarning`; a layout that cannot run (``tp`` not
-    dividing the heads) is refused (:mod:`symllm.costs.checks`). ``tp_layout``, where a part declares an engine's
-    own split (DeepSeek-V4): the layout the per-GPU figures are in, "transformers" (its tp plan) or the engine's
-    name (:func:`symllm.costs.workloads.tp_layout`).
+    dividing the heads) is refused (:mod:`symllm.costs.checks`). ``tp_layout`` and ``training_tp_layout``, where a
+    part declares an engine's own split (DeepSeek-V4, the vocabulary under MLC): the layout the inference and the
+    training per-GPU figures are in, "transformers" (its tp plan) or the engine's name
+    (:func:`symllm.costs.layouts.tp_layouts`).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
@@ -477,7 +490,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         forms, groups = workload_forms(spec, work)
         if len(_FORMS) >= 512:
             _FORMS.clear()
-        declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
+        declares = declares_layout(spec, work)
         hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)), declares)  # mdl held: id kept
     _, forms, groups, compiled, declares = hit
     return workload_numbers(work, Numbers(compiled, named(spec, work)), groups, weight_format_group(spec, work),
@@ -516,26 +529,47 @@ def resolved_workload(config, work: Workload | None = None, **options) -> tuple:
     return spec, work
 
 
-def layout_of(spec, work: Workload) -> str | None:
-    """The tensor-parallel layout ``work``'s per-GPU figures are in, as outputs name it (``tp_layout``:
-    :func:`symllm.costs.workloads.tp_layout`, on the model before its engine's layout).
+def declares_layout(spec, work: Workload) -> bool:
+    """Whether ``work``'s output names the layouts its per-GPU figures are in (:func:`symllm.costs.layouts.tp_layouts`):
+    where a part declares its own split under either kind's engine (:func:`symllm.costs.parallel.declares_split`, on
+    the model before an engine's layout).
+
+    >>> llama = resolved.spec("llama3.1-8b")
+    >>> declares_layout(llama, Workload()), declares_layout(llama, Workload(engine="mlc"))
+    (False, True)
+    """
+    mdl = spec.model(work.attention)
+    return any(parallel.declares_split(mdl, kind_layout(work.engine, kind)) for kind in ("inference", "training"))
+
+
+def layout_of(spec, work: Workload, kind: str = "inference") -> str | None:
+    """The tensor-parallel layout ``work``'s per-GPU figures of ``kind`` (inference, training) are in, as outputs name
+    it (``tp_layout``, ``training_tp_layout``: :func:`symllm.costs.layouts.tp_layouts`); None where none is named.
 
     >>> dsv4, llama = resolved.spec("deepseek-v4-flash-base"), resolved.spec("llama3.1-8b")
     >>> layout_of(dsv4, Workload()), layout_of(dsv4, Workload(engine="vllm")), layout_of(llama, Workload())
     ('transformers', 'vllm', None)
+    >>> layout_of(dsv4, Workload(engine="vllm"), "training"), layout_of(llama, Workload(engine="mlc"), "training")
+    ('transformers', 'transformers')
     """
-    return tp_layout(work.engine, parallel.declares_split(spec.model(work.attention), work.engine))
+    return tp_layout(kind_layout(work.engine, kind), declares_layout(spec, work))
 
 
-def model_of(spec, work: Workload):
-    """The model ``work`` counts: ``spec``'s under the workload's attention, each part split as its engine lays it
-    out (:func:`symllm.costs.parallel.layout`; no engine: transformers' plan).
+def model_of(spec, work: Workload, kind: str = "inference", *, definitions: bool = True):
+    """The model ``work`` counts: ``spec``'s under the workload's attention, each part split as its engine of
+    ``kind`` lays it out (:func:`symllm.costs.layouts.kind_layout`, :func:`symllm.costs.parallel.layout`; no engine:
+    transformers' plan). :func:`quantities` of the inference one holds the training quantities of the training one,
+    laid out again from the same model. ``definitions=False``: without the model's definitions (a sweep's ``d_ff``
+    stays a symbol), before the layout, so that the training one has none either.
 
     >>> spc = resolved.spec("deepseek-v4-flash-base")
     >>> model_of(spc, Workload()) is spc.model(), model_of(spc, Workload(engine="vllm")) is spc.model()
     (True, False)
+    >>> model_of(spc, Workload(engine="vllm"), "training") is spc.model()
+    True
     """
-    return parallel.layout(spec.model(work.attention), work.engine)
+    mdl = spec.model(work.attention)
+    return parallel.layout(mdl if definitions else mdl.replace(definitions=()), kind_layout(work.engine, kind))
 
 
 def workload_forms(spec, work: Workload) -> tuple[dict, tuple]:

@@ -358,11 +358,12 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     return leaves, costs.memory(bare, options["memory"], **opts)
 
 
-def _component_for(name: str, spec, work: Workload):
+def _component_for(name: str, spec, work: Workload, kind: str = "inference"):
     """The component ``name`` as it sits in the spec's model (or the default model) under the workload's
-    attention convention, and the model's definitions (Meta's ``d_ff`` rounding)."""
+    attention convention, laid out as its engine of ``kind`` lays it out (the bytes a training step sends: the
+    training engine's), and the model's definitions (Meta's ``d_ff`` rounding)."""
     if spec is not None:
-        whole = costs.model_of(spec, work)
+        whole = costs.model_of(spec, work, kind)
         return component(name, whole), whole.definitions
     try:  # the general model that has the component: the dense one, or for the MoE parts one with experts
         whole = model(causal=work.causal)
@@ -405,7 +406,7 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
             return dict(out[0]), *out[1:]
         except Exception:  # noqa: BLE001 (a damaged entry: built again below)
             pass
-    comp, definitions = _component_for(name, spec, work)
+    comp, definitions = _component_for(name, spec, work, "training" if quantity == "comm" else "inference")
     leaves, total = _expressions(comp, quantity, work, options)
     swap = {} if _KINDS[kind_key] is None else {S.n_kv: _KINDS[kind_key]}
     leaves = {k: sp.sympify(v).subs(swap) for k, v in leaves.items()}

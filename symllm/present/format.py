@@ -330,10 +330,14 @@ def escape_latex(text) -> str:
 LAYOUT_WORDS = {"transformers": "transformers' plan, vocab split", "vllm": "vLLM's layout", "mlc": "MLC's layout"}
 
 
-def layout_words(name: str) -> str:
-    """The words for a ``tp_layout`` the output names.
+def layout_words(name: str, training: str | None = None) -> str:
+    """The words for a ``tp_layout`` the output names; with the ``training_tp_layout`` where it differs, each kind's
+    (symllm.costs.layouts.tp_layouts: the inference quantities in one, the training quantities in the other).
 
-    >>> layout_words("transformers"), layout_words("vllm"), layout_words("sglang")
-    ("transformers' plan, vocab split", "vLLM's layout", "sglang's layout")
+    >>> layout_words("transformers"), layout_words("vllm"), layout_words("sglang"), layout_words("vllm", "vllm")
+    ("transformers' plan, vocab split", "vLLM's layout", "sglang's layout", "vLLM's layout")
+    >>> layout_words("mlc", "transformers")
+    "MLC's layout (inference), transformers' plan, vocab split (training)"
     """
-    return LAYOUT_WORDS.get(name, f"{name}'s layout")
+    words = LAYOUT_WORDS.get(name, f"{name}'s layout")
+    return words if training in (None, name) else f"{words} (inference), {layout_words(training)} (training)"

@@ -153,7 +153,8 @@ def memory(config, *, gpu=None, **workload):
     left.set_yticks(ys, [labels[k] for k, _ in mem])
     left.invert_yaxis()
     left.set_xlabel("GiB")
-    laid = f"; {layout_words(work['tp_layout'])}" if work.get("tp_layout") else ""  # (DeepSeek-V4: whose split)
+    laid = (f"; {layout_words(work['tp_layout'], work.get('training_tp_layout'))}" if work.get("tp_layout")
+            else "")  # (DeepSeek-V4, the vocabulary under MLC: whose split; each kind's)
     left.set_title(f"{name}: memory per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{laid})" if layout
                    else f"{name}: memory by kind")
     if cap is not None:

@@ -271,7 +271,7 @@ class Report:
             laid = costs.layout_of(spec, work)
             out["layout"] = {
                 "tp": work.tp, "pp": work.pp, "dp": work.dp, "ep": work.ep, "sp": work.sp,
-                "tp_layout": layout_words(laid) if laid else None,
+                "tp_layout": layout_words(laid, costs.layout_of(spec, work, "training")) if laid else None,
                 "zero": work.zero_stage, "gpus": work.tp * work.pp * work.dp,
                 "params": numbers["params"]["per_gpu"],
                 "rows": [{"name": titles[k], "value": v} for k, v in mem.items()], "step": step, "fits": fits,

@@ -238,8 +238,8 @@ class Plan:
     workload: dict = field(default_factory=dict)
     #: the pipeline splits considered (:data:`SPLITS`)
     splits: str = ""
-    #: the tensor-parallel layout every row is in, where a part declares an engine's split
-    #: (:func:`symllm.costs.workloads.tp_layout`); None: no part does
+    #: the tensor-parallel layout every row is in, where a part declares an engine's split: the training engine's for
+    #: a training plan, the inference engine's for a serving one (:func:`symllm.costs.phases.layout_of`); None: none
     tp_layout: str | None = None
 
     @property
@@ -343,14 +343,14 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     elif global_batch is not None:
         raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
     cols = _layouts(spc, gpus, training, concurrency, global_batch, work)
-    n = len(cols["tp"])
+    n, laid_as = len(cols["tp"]), "training" if training else "inference"
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},
                splits=SPLITS.format(L=spc.n_layers),
-               tp_layout=costs.layout_of(spc, work))
+               tp_layout=costs.layout_of(spc, work, laid_as))
     if n == 0:
         return out
-    mdl = costs.model_of(spc, work)
+    mdl = costs.model_of(spc, work, laid_as)  # as the engine of the plan's kind lays it out
     base = {sym.name: v for sym, v in numbered.values(spc, work).items()}  # with a weight format's β_w
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}

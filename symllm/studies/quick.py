@@ -296,7 +296,7 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
     """:func:`workload` computed (the formulas built), its kernels and the config's numbers kept under ``key``."""
     from symllm.arch import resolved as R
     from symllm.arch import symbols as S
-    from symllm.costs import checks, numbered, parallel, phases
+    from symllm.costs import checks, numbered, phases
     from symllm.costs.workloads import symbol_codes
     from symllm.numbers.kernels import evaluated, sources
 
@@ -304,7 +304,7 @@ def _keep_workload(config: ModelConfig, work, key: str | None) -> tuple[dict, di
     forms, groups = phases.workload_forms(spec, work)
     vals = numbered.values(spec, work)
     fmt = numbered.weight_format_group(spec, work)
-    declares = parallel.declares_split(spec.model(work.attention), work.engine)  # (before its engine's layout)
+    declares = phases.declares_layout(spec, work)
     out = numbered.workload_numbers(work, evaluated(forms, vals), groups, fmt, window=spec.config.max_positions,
                                   declares=declares)
     resolved = R.resolved_config(config)

@@ -146,10 +146,11 @@ class Sweep:
         # the model's structure (tying, biases); d_ff stays a symbol, evaluated once per point. The
         # workload's scalars (bytes per element, data-parallel ranks) are substituted; its axes stay symbols
         spec = resolved.spec(base_cfg)
-        mdl = phases.model_of(spec, work).replace(definitions=())  # laid out as its engine lays it out, as count
-        #: the layout the per-GPU quantities are in, where a part declares an engine's split (None: none does, or no
-        #: per-GPU quantity is asked)
-        self.tp_layout = phases.layout_of(spec, work)
+        mdl = phases.model_of(spec, work, definitions=False)  # laid out as its engines lay it out, as count
+        #: the layouts the per-GPU quantities are in, the inference and the training ones', where a part declares an
+        #: engine's split (None: none does, or no per-GPU quantity is asked)
+        self.tp_layout, self.training_tp_layout = (phases.layout_of(spec, work, kind) for kind in ("inference",
+                                                                                                  "training"))
         checks.check_structure(mdl, work)  # a stack that does not model a part: refused as count refuses it
         checks.warn_past_window(spec, sum(axis_extreme(self.axes[k]) if k in self.axes else getattr(work, k)
                                           for k in ("seq", "gen")))  # the grid's longest, once
@@ -192,7 +193,7 @@ class Sweep:
         if len(set(self.quantities)) < len(self.quantities):
             raise SymllmError(f"quantity: a name is repeated in {', '.join(self.quantities)}")
         if not any(q in PARALLEL for q in self.quantities):  # whole-model quantities only: no layout to name
-            self.tp_layout = None
+            self.tp_layout = self.training_tp_layout = None
         self.kernels = {q: compile_expr(substitute(quantity_expr(q, mdl, work), fixed))
                         for q in self.quantities}
         unknown = {a for k in self.kernels.values() for a in k.args} - set(SYMBOL.values())
