@@ -317,13 +317,18 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
              block_size: int | None = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
              max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options) -> dict:
-    """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
-    ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
-    is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
-    "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs", "engine", "kv_of_free"}``, bytes per GPU (module
-    docstring; ``engine`` the one whose defaults are taken, ``kv_of_free`` whether it reads
-    ``gpu_memory_utilization`` as a share of what weights and activations leave, TensorRT-LLM's rule), and
+    """The engine's KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
+    ``kv_dtype`` / ``kv_format``, ``weight_format``, ``engine``: vLLM's paged cache by default; the context per
+    request, vLLM's ``max_model_len``, is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak",
+    "non_torch", "kv_cache_bytes", "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context",
+    "max_concurrency" (a Fraction), "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs", "engine",
+    "kv_rule", "kv_sized_by"}``, bytes per GPU (module docstring; ``engine`` the one whose defaults are taken), the
+    KV bytes by the engine's own memory rule (:mod:`symllm.costs.engine_memory`, ``kv_rule`` the engine it is
+    declared by): for a pool (``kv_sized_by`` ``"memory"``) ``gpu_memory_utilization`` its fraction (None: the
+    engine's default), ``fraction_name`` the engine's own name of it, ``usable`` the fraction's product
+    ``f · (memory − Σ fraction_of)`` and ``kv_cache_bytes`` that less ``Σ fraction_less``; for a cache sized by the
+    context (``"context"``: llama.cpp, gpt-fast, mlc, hf, torch) ``batch`` sequences of the context, no fraction (a
+    given one is refused) and ``fits`` whether weights, activation peak, non-torch memory and the cache fit; and
     ``tp_layout`` where the model names one (:func:`symllm.costs.phases.workload`: the engine's);
     ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
     (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
