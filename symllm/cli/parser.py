@@ -340,8 +340,8 @@ def _count_args(p) -> None:
     p.add_argument("--format", choices=_Choices("present.format", "COMPARISON_FORMATS"), default=None,
                    help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
-    s = p.add_argument_group("serving: the --engine's KV cache, vLLM's paged one by default (symllm.costs.serving; "
-                             "needs --gpu; context --seq + --gen)")
+    s = p.add_argument_group("serving: the --engine's KV cache (symllm.costs.serving; needs --gpu; context --seq + "
+                             "--gen)")
     s.add_argument("--serve", action="store_true",
                    help="KV cache tokens and maximum concurrency as the --engine allocates them (vLLM by default)")
     s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
