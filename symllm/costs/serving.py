@@ -1,4 +1,6 @@
-"""Serving capacity as vLLM allocates it: a paged KV cache in what the GPU has left.
+"""Serving capacity as vLLM allocates it: a paged KV cache in what the GPU has left (every other engine's by its
+own memory rule, declared in its efficiency.json entry: :mod:`symllm.costs.engine_memory`; the terms below are
+each engine's, the rule only decides which are subtracted inside its fraction and which after it).
 
 At start-up vLLM (``gpu_worker.determine_available_memory``; ``kv_cache_utils``) measures, per GPU,
 
