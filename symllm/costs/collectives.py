@@ -303,11 +303,11 @@ def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction
 
 def ray_step_s(workers: int) -> Fraction:
     """Seconds a step's control plane takes where an engine drives ``workers`` ranks as Ray actors
-    (``control_plane.ray`` in efficiency.json, Ray's release microbenchmarks): one synchronous actor call's
+    (``control_plane.ray`` in efficiency.json, Ray 2.7.0's release microbenchmarks): one synchronous actor call's
     round trip, and each further call's submission at the asynchronous rate; nothing for one rank (no Ray).
 
-    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2011.9 + 3/8663.7 s
-    (843.3, Fraction(0, 1))
+    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2057.1 + 3/7183.9 s
+    (903.7, Fraction(0, 1))
     """
     if workers <= 1:
         return Fraction(0)
