@@ -128,7 +128,8 @@ def test_an_engine_without_a_rule_is_refused(monkeypatch):
 
 
 @pytest.mark.parametrize("engine,extra", [("sglang", []), ("lmdeploy", []), ("vllm", []),
-                                          ("tgi", ["--gpu-memory-utilization", "0.5"]), ("llama.cpp", ["--batch", "3"])])
+                                          ("tgi", ["--gpu-memory-utilization", "0.5"]),
+                                          ("llama.cpp", ["--batch", "3"])])
 def test_the_doors_agree(cli, engine, extra):
     """count --serve --json, the Python API (serving.capacity) and serving under load (traffic.under_load's
     kv_sequences: the requests the cache holds) print the same capacity for each engine."""
