@@ -87,6 +87,8 @@ def test_vllm_and_trtllm_rules_are_unchanged():
     assert v["kv_cache_bytes"] == Fraction(9, 10) * H100 - WEIGHTS - v["activation_peak"] - v["non_torch"]
     assert t["kv_cache_bytes"] == Fraction(9, 10) * (H100 - WEIGHTS - t["activation_peak"] - t["non_torch"])
     assert (v["block_size"], v["kv_rule"]) == (16, "vllm") and _cap("vllm-v0")["kv_rule"] == "vllm"
+    # TensorRT-LLM's KvCacheConfig.tokens_per_block (llmapi/llm_args.py): 32 tokens a block
+    assert t["block_size"] == 32 and t["kv_tokens"] == floor(t["kv_cache_bytes"] / (32 * PER_TOKEN)) * 32
 
 
 @pytest.mark.parametrize("engine,seq,batch,tokens", [

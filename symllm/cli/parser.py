@@ -359,7 +359,8 @@ def _count_args(p) -> None:
                    help="the most sequences the engine runs at once (vLLM's max_num_seqs, SGLang's "
                         "max_running_requests, TensorRT-LLM's max_batch_size; default: the --engine's)")
     s.add_argument("--block-size", type=int, default=None, metavar="N",
-                   help="tokens per KV block (default: the --engine's: vllm 16, sglang 1, lmdeploy 64, tgi 1)")
+                   help="tokens per KV block (default: the --engine's: vllm 16, sglang 1, trtllm 32, lmdeploy 64, "
+                        "tgi 1)")
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "
                         "0.35)")

@@ -12,7 +12,8 @@ command line):
 * vllm (and its older engines): ``gpu_memory_utilization`` (0.9) of the card, less weights, activation peak and
   non-torch memory; blocks of 16 tokens;
 * sglang: ``mem_fraction_static`` (by card and ranks) of the card less non-torch memory, less the weights; pages of 1;
-* trtllm: ``free_gpu_memory_fraction`` (0.9) of what weights, activation peak and non-torch memory leave;
+* trtllm: ``free_gpu_memory_fraction`` (0.9) of what weights, activation peak and non-torch memory leave; blocks of
+  32;
 * lmdeploy (TurboMind, v0.2.2 on): ``cache_max_entry_count`` (0.8) of what weights and non-torch memory leave;
   blocks of 64;
 * tgi: ``cuda_memory_fraction`` (1) x 0.95 of the card, less weights, activation peak and non-torch memory.
