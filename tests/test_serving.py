@@ -3,6 +3,7 @@ the memory figures (symllm.costs.phases), against published vLLM start-up logs
 (tests/data/vllm_serving_logs.json: each source, its settings, what was inferred, the tolerance and why)
 and hand arithmetic."""
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -302,24 +303,61 @@ def test_trtllm_takes_its_fraction_of_the_free_memory():
                                                  - t["non_torch"]) < 4 * 2 ** 30
 
 
-def test_count_labels_the_memory_rows_by_the_engines_rule(cli):
-    """count --serve --engine trtllm: its first row is what TensorRT-LLM's fraction leaves usable, the card's
-    79.18 GiB less 0.1 of what weights, activations and non-torch memory leave (it was labelled "GPU memory x
-    0.9", which is 71.26 GiB, beside 73.01); the rows below it still add up to the KV cache, by hand. The row
-    names the engine whose defaults are taken where it is not vLLM."""
-    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve"]
-    out = cli(base + ["--engine", "trtllm"]).out.splitlines()
-    at = next(i for i, line in enumerate(out) if line.startswith("serving ("))
-    gib = {line[:29].strip(): float(line[29:46].split()[0]) for line in out[at + 2:at + 7]}
-    first, weights, act, other, kv = gib.values()
-    assert list(gib)[0] == "GPU memory - 0.1 x free"
-    assert out[at + 2].endswith("h100-sxm, trtllm's defaults; KV: 0.9 of the free")
+def _serve_rows(out: str) -> dict:
+    """count --serve's memory rows, label -> GiB (MiB read as GiB / 1024)."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("serving ("))
+    rows = {}
+    for line in lines[at + 2:]:
+        cells = re.split(r"\s{2,}", line.strip())
+        if cells[0].startswith("GPU KV"):
+            break
+        if len(cells) > 1 and cells[1].endswith("iB"):
+            value, unit = cells[1].split()
+            rows[cells[0]] = float(value) / (1024 if unit == "MiB" else 1)
+    return rows
+
+
+@pytest.mark.parametrize("engine,fraction,rule", [
+    # vllm/v1/worker/gpu_worker.py (v0.10.0): total x gpu_memory_utilization - weights - peak activation - non-torch
+    ("vllm", "x 0.9", lambda m, w, a, n: 0.9 * m - w - a - n),
+    # TensorRT-LLM 1.0, _torch/pyexecutor/_util.py KvCacheCreator._cal_max_tokens: (total - peak) x 0.9
+    ("trtllm", "x 0.9", lambda m, w, a, n: 0.9 * (m - w - a - n)),
+    # SGLang 0.5.2 model_runner.py profile_max_num_token: available_after_weights - free_at_start x (1 - f), f 0.874
+    # on one H100 (server_args.py: reserved 9.5 + 1/2 GiB of 81,079 MiB -> round(71,319 / 81,079, 3))
+    ("sglang", "x 0.874", lambda m, w, a, n: 0.874 * (m - n) - w),
+    # lmdeploy v0.6.0 BlockManager::GetBlockCount: free after the weights x cache_max_entry_count 0.8
+    ("lmdeploy", "x 0.8", lambda m, w, a, n: 0.8 * (m - w - n)),
+    # TGI v3.0.0 flash_causal_lm.py warmup: free - (1 - 1.0 x 0.95) x total, free after weights and the warm-up
+    ("tgi", "x 1 x 0.95", lambda m, w, a, n: 0.95 * m - w - a - n),
+])
+def test_count_prints_each_engines_memory_rule(cli, engine, fraction, rule):
+    """count --serve --engine E prints its memory rows in the order its rule takes them (the parts inside the
+    fraction, the fraction, the parts after it), and they add up to its KV cache, by hand from each engine's code
+    (the rows: GPU memory, weights, activation peak, non-torch memory; efficiency.json's kv_memory)."""
+    rows = _serve_rows(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", engine]).out)
     card = 85_017_493_504 / 2 ** 30  # the H100 SXM's memory as the driver reports it (gpus.json's usable)
-    assert first == pytest.approx(card - 0.1 * (card - weights - act - other / 1024), abs=0.01)
-    assert kv == pytest.approx(first - weights - act - other / 1024, abs=0.02)
+    assert rows["GPU memory"] == pytest.approx(card, abs=0.01)
+    assert fraction in rows
+    w = rows["- weights"]
+    a = rows.get("- activation peak", rows.get("activation peak"))
+    n = rows["- non-torch memory"]
+    assert rows["= KV cache"] == pytest.approx(rule(card, w, a, n), abs=0.03)
+
+
+def test_count_labels_the_rule_and_the_parts_it_leaves_out(cli):
+    """vLLM's title and order stay as they were; SGLang's activation peak is shown but not subtracted (its
+    activations live in the 1 - mem_fraction_static it keeps back); a context-sized cache takes no fraction."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve"]
     vllm = cli(base).out.splitlines()
     assert any(line.startswith("serving (vLLM paged KV cache)") for line in vllm)
-    assert any(line.startswith("GPU memory x 0.9 ") and "71.26 GiB" in line for line in vllm)
+    assert any(line.startswith("x 0.9 ") and "71.26 GiB" in line and "gpu_memory_utilization" in line
+               for line in vllm)
+    sglang = cli(base + ["--engine", "sglang"]).out
+    assert "serving (sglang's KV cache)" in sglang and "mem_fraction_static" in sglang
+    assert "activation peak" in sglang and "- activation peak" not in sglang
+    cpp = cli(base + ["--engine", "llama.cpp", "--seq", "4096", "--batch", "2"]).out
+    assert re.search(r"GPU KV cache size +8,192 tokens +2 x 4,096 tokens", cpp)
 
 
 @pytest.mark.parametrize("model,params,gpu,tp,expected", [

@@ -165,32 +165,52 @@ def _running_limit(x: dict) -> str:
 
 
 def serve_lines(r: dict) -> str:
-    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here): vLLM's
-    accounting, the engine whose defaults it takes where that is not vLLM, and the usable memory by the engine's
-    rule (``kv_of_free``: TensorRT-LLM's fraction of what weights and activations leave)."""
-    util = f"{float(r['gpu_memory_utilization']):g}"
+    """count's serving section from :func:`symllm.costs.serving.capacity` (nothing computed here): the memory
+    the KV cache gets by the engine's rule (:mod:`symllm.costs.engine_memory`), row by row as the rule takes it:
+    the parts inside the engine's fraction, the fraction, the parts subtracted after it (vLLM: the card x 0.9, less
+    weights, activation peak and non-torch memory; TensorRT-LLM: 0.9 of what they leave; SGLang: its static
+    fraction of the card less non-torch memory, less the weights), or, for a cache sized by the context, the
+    sequences it holds."""
     per = ([f"tp {r['tp']}"] if r["tp"] > 1 else []) + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else [])
-    rows = [(f"GPU memory - {1 - float(r['gpu_memory_utilization']):g} x free" if r["kv_of_free"]
-             else f"GPU memory x {util}", human_bytes(r["usable"]),
-             f"{r['gpu']}" + ("" if r["engine"].startswith("vllm") else f", {r['engine']}'s defaults")
-             + (f"; KV: {util} of the free" if r["kv_of_free"] else "")),
-            ("- weights", human_bytes(r["weights"]), "per GPU" + (f" ({', '.join(per)})" if per else "")),
-            ("- activation peak", human_bytes(r["activation_peak"]),
-             (f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows (estimate)"
-              if r.get("sampler_rows") else f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)")),
-            ("- non-torch memory", human_bytes(r["non_torch"]),
-             "the engine's" + (f" (NCCL {human_bytes(r['nccl'])})" if r.get("nccl") else "")
-             + ", or --non-torch-memory"),
-            *([("- state cache", human_bytes(r["state_cache_bytes"]),
-                f"{human_bytes(r['state_bytes_per_sequence'])} a sequence")] if "state_cache_bytes" in r else []),
-            ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)), f"{grouped(r['kv_bytes_per_token'])} bytes a token"
-             + (f" ({grouped(r['indexer_bytes_per_token'])} of them indexer keys)" if "indexer_bytes_per_token" in r
-                else "") + (f", {r['layout']}" if "layout" in r else "")
-             + (f", {r['indexer']} indexer" if r.get("indexer", "fp8") != "fp8" else "")),
-            ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
-            (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
-             "fits" if r["fits"] else "one request does not fit")]
-    out = aligned_table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2), wrap=2)
+    engine = r["engine"] + ("" if r.get("kv_rule", r["engine"]) == r["engine"] else f" ({r['kv_rule']}'s rule)")
+    parts = {"weights": ("weights", r["weights"], "per GPU" + (f" ({', '.join(per)})" if per else "")),
+             "activation": ("activation peak", r["activation_peak"],
+                            f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows "
+                            "(estimate)" if r.get("sampler_rows")
+                            else f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
+             "non_torch": ("non-torch memory", r["non_torch"], "the engine's" + (
+                 f" (NCCL {human_bytes(r['nccl'])})" if r.get("nccl") else "") + ", or --non-torch-memory")}
+
+    def part(name: str, sign: str = "- ") -> tuple:
+        label, value, note = parts[name]
+        return (sign + label, human_bytes(value), note)
+    rows = [("GPU memory", human_bytes(r["memory"]), f"{r['gpu']}, {engine}")]
+    if "fraction_name" in r:  # a pool: f x (memory - the parts inside it) - the parts after it
+        share = f"{float(r['gpu_memory_utilization']):g}" + (f" x {float(r['fraction_scale']):g}"
+                                                             if "fraction_scale" in r else "")
+        rows += [part(p) for p in r["fraction_of"]]
+        rows.append((f"x {share}", human_bytes(r["usable"]), f"{r['fraction_name']} (--gpu-memory-utilization)"))
+        rows += [part(p) for p in r["fraction_less"]]
+        rows += [part(p, "  ") for p in parts if p not in r["fraction_of"] + r["fraction_less"]]
+        rows[-1:] = [(rows[-1][0], rows[-1][1], rows[-1][2] + "; outside the fraction, not subtracted")] \
+            if len(rows[-1][0]) > 2 and rows[-1][0][:2] == "  " else rows[-1:]
+    else:  # a cache sized by the context: what it holds beside the weights and activations
+        rows += [part(p, "  ") for p in parts]
+    rows += [*([("- state cache", human_bytes(r["state_cache_bytes"]),
+                 f"{human_bytes(r['state_bytes_per_sequence'])} a sequence")] if "state_cache_bytes" in r else []),
+             ("= KV cache", human_bytes(max(r["kv_cache_bytes"], 0)),
+              f"{grouped(r['kv_bytes_per_token'])} bytes a token"
+              + (f" ({grouped(r['indexer_bytes_per_token'])} of them indexer keys)" if "indexer_bytes_per_token" in r
+                 else "") + (f", {r['layout']}" if "layout" in r else "")
+              + (f", {r['indexer']} indexer" if r.get("indexer", "fp8") != "fp8" else "")
+              + ("" if "fraction_name" in r else "; sized by the context (--seq + --gen) x --batch")),
+             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"
+              if "fraction_name" in r else f"{r['batch']:,} x {r['kv_tokens'] // r['batch']:,} tokens"),
+             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
+              "fits" if r["fits"] else "one request does not fit" if "fraction_name" in r else "does not fit")]
+    title = ("serving (vLLM paged KV cache)" if r.get("kv_rule", "vllm") == "vllm"
+             else f"serving ({r['engine']}'s KV cache)")
+    out = aligned_table(rows, (title, "", ""), text_columns=(1, 2), wrap=2)
     if "load" in r:  # the roofline bound and the expected figures, each of the same schedule (traffic.under_load)
         x, b = r["load"], r["load"]["bound"]
 

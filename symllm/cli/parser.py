@@ -339,19 +339,27 @@ def _count_args(p) -> None:
     p.add_argument("--format", choices=_Choices("present.format", "COMPARISON_FORMATS"), default=None,
                    help="a comparison table (a column per model) as text (default), csv, markdown or latex")
     add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
-    s = p.add_argument_group("serving: vLLM's paged KV cache (symllm.costs.serving; needs --gpu; "
-                             "context --seq + --gen)")
+    s = p.add_argument_group("serving: the --engine's KV cache (symllm.costs.serving; needs --gpu; context --seq + "
+                             "--gen)")
     s.add_argument("--serve", action="store_true",
-                   help="KV cache tokens and maximum concurrency as vLLM allocates them")
+                   help="KV cache tokens and maximum concurrency as the --engine allocates them (vLLM by default)")
     s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
-                   help="share of GPU memory vLLM may use (default 0.9)")
+                   help="the --engine's memory fraction, by its own rule (symllm.costs.engine_memory): vllm's "
+                        "gpu_memory_utilization, of the card less weights, activations, non-torch (default 0.9); "
+                        "sglang's mem_fraction_static, of the card less non-torch, weights inside it (default by "
+                        "card and --tp: 0.874 on one H100); trtllm's free_gpu_memory_fraction, of what weights, "
+                        "activations and non-torch leave (0.9); lmdeploy's cache_max_entry_count, of what weights "
+                        "and non-torch leave (0.8, below 1); tgi's --cuda-memory-fraction, x 0.95, as vllm's (1); "
+                        "none for llama.cpp, mlc, gpt-fast, hf, torch (a cache sized by the context x --batch)")
     s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                    help="tokens of vLLM's profile run, whose activation peak is reserved (default: the "
                         "--engine's for the card: vLLM's 8192 at 70 GiB or more but an A100, else 2048)")
     s.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
                    help="the most sequences the engine runs at once (vLLM's max_num_seqs, SGLang's "
                         "max_running_requests, TensorRT-LLM's max_batch_size; default: the --engine's)")
-    s.add_argument("--block-size", type=int, default=None, metavar="N", help="tokens per KV block (default 16)")
+    s.add_argument("--block-size", type=int, default=None, metavar="N",
+                   help="tokens per KV block (default: the --engine's: vllm 16, sglang 1, trtllm 32, lmdeploy 64, "
+                        "tgi 1)")
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "
                         "0.35)")

@@ -12,7 +12,8 @@ its groups from evaluated forms, without SymPy), :mod:`~symllm.costs.stacks`,
 KV-cache formats as exact bytes; :mod:`~symllm.costs.ggml`: llama.cpp's GGML types and file types),
 :mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree; :mod:`~symllm.costs.headers` reads
 them),
-:mod:`~symllm.costs.serving` (vLLM's paged KV cache: tokens and concurrency; :mod:`~symllm.costs.dsv4_cache`:
+:mod:`~symllm.costs.serving` (each engine's KV cache, vLLM's paged one by default: tokens and concurrency;
+:mod:`~symllm.costs.engine_memory`: the memory each engine gives it, by its own rule; :mod:`~symllm.costs.dsv4_cache`:
 DeepSeek-V4's compressed caches as vLLM lays them out; :mod:`~symllm.costs.batching`: each engine's scheduler
 defaults), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name;
@@ -43,8 +44,8 @@ from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "peft_targets", "phases", "decoding", "stacks", "parallel", "layouts", "finetune", "formats", "ggml",
-    "checkpoints", "headers", "serving", "hardware", "accelerators", "roofline_bytes", "efficiency", "figures",
-    "gemm_cards", "collectives", "tiles", "traffic",
+    "checkpoints", "headers", "serving", "engine_memory", "hardware", "accelerators", "roofline_bytes", "efficiency",
+    "figures", "gemm_cards", "collectives", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
     "batching", "schedules", "rings",

@@ -1,4 +1,6 @@
-"""Serving capacity as vLLM allocates it: a paged KV cache in what the GPU has left.
+"""Serving capacity as vLLM allocates it: a paged KV cache in what the GPU has left (every other engine's by its
+own memory rule, declared in its efficiency.json entry: :mod:`symllm.costs.engine_memory`; the terms below are
+each engine's, the rule only decides which are subtracted inside its fraction and which after it).
 
 At start-up vLLM (``gpu_worker.determine_available_memory``; ``kv_cache_utils``) measures, per GPU,
 
@@ -79,6 +81,7 @@ from symllm.arch.recurrent_sizes import (CONV_STATE_DROPS, deltanet_conv_channel
                                          ssm_state_dtype)
 from symllm.costs.batching import default_max_num_batched_tokens, default_max_num_seqs
 from symllm.costs.dsv4_cache import check as dsv4_check, indexer as indexer_for, layout as layout_for
+from symllm.costs.engine_memory import context_tokens, fraction as memory_fraction, kv_bytes, rule as rule_of
 from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
@@ -86,12 +89,16 @@ from symllm.validate import choice, integer
 __all__ = ["DEFAULTS", "capacity", "check", "indexer_bytes_per_token", "model_config", "moe_workspace_bytes",
            "nccl_bytes", "sampler_peak_bytes"]
 
-#: vLLM's defaults: ``gpu_memory_utilization`` 0.9, ``max_num_batched_tokens`` None (the engine's for the card
-#: and the context: :func:`default_max_num_batched_tokens`), ``block_size`` 16; ``non_torch`` None: the engine's
-#: (:func:`symllm.costs.figures.engine`, with its NCCL communicators at ``--tp`` above 1: :func:`nccl_bytes`);
-#: ``max_num_seqs`` None: ``vllm serve``'s for the card (:func:`default_max_num_seqs`)
-DEFAULTS = {"gpu_memory_utilization": Fraction(9, 10), "max_num_batched_tokens": None, "block_size": 16,
+#: the options' defaults, each None: the engine's. ``gpu_memory_utilization``: its memory fraction
+#: (:func:`symllm.costs.engine_memory.fraction`: vLLM's 0.9, SGLang's by card); ``max_num_batched_tokens``: its own
+#: for the card and the context (:func:`default_max_num_batched_tokens`); ``block_size``: its rule's (vLLM's 16, where
+#: a rule states none); ``non_torch``: its own (:func:`symllm.costs.figures.engine`, with its NCCL communicators at
+#: ``--tp`` above 1: :func:`nccl_bytes`); ``max_num_seqs``: its own for the card (:func:`default_max_num_seqs`)
+DEFAULTS = {"gpu_memory_utilization": None, "max_num_batched_tokens": None, "block_size": None,
             "non_torch": None, "max_num_seqs": None}
+
+#: the tokens a KV block holds where the engine's rule states none (vLLM's ``CacheConfig`` default on CUDA)
+BLOCK_SIZE = 16
 
 #: the :class:`~symllm.arch.config.ModelConfig` a serving figure reads (a Spec's, a ModelConfig itself, a preset's by
 #: name, a JSON path's or a config dict's): the one reader, :func:`symllm.arch.catalogue.resolve` (no SymPy), kept
@@ -264,7 +271,7 @@ def dsv4_layout(config, work, gpu) -> str | None:
 
 def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
           max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
-          block_size: int = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
+          block_size: int | None = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
           max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options):
     """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
     computed (the command line calls it before the workload): no GPU, parallelism other than ``--tp``, a KV cache
@@ -287,14 +294,17 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     cfg = resolve(config)
+    from symllm.costs.figures import engine
+    kv_rule = rule_of(engine(work.engine, "inference"))  # its memory rule (engine_memory), refused where it has none
     if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
+        if kv_rule["sized_by"] == "context":
+            raise SymllmError(f"engine: DeepSeek-V4's caches are laid out as vLLM's pool; {kv_rule['name']} sizes its "
+                              "cache by the context (not modelled)")
         dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
     elif indexer_kv_dtype is not None:
         raise SymllmError("indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only")
-    _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
-    integer("block_size", block_size)
-    from symllm.costs.figures import engine
-    engine(work.engine, "inference")
+    memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)
+    integer("block_size", block_size, optional=True)
     integer("max_num_batched_tokens", max_num_batched_tokens, optional=True)
     integer("max_num_seqs", max_num_seqs, optional=True)
     if non_torch:
@@ -306,16 +316,21 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
 
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
              max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
-             block_size: int = DEFAULTS["block_size"],
+             block_size: int | None = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
              max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options) -> dict:
-    """vLLM's paged KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
-    ``kv_dtype`` / ``kv_format``, ``weight_format``; the context per request, vLLM's ``max_model_len``,
-    is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak", "non_torch", "kv_cache_bytes",
-    "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context", "max_concurrency" (a Fraction),
-    "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs", "engine", "kv_of_free"}``, bytes per GPU (module
-    docstring; ``engine`` the one whose defaults are taken, ``kv_of_free`` whether it reads
-    ``gpu_memory_utilization`` as a share of what weights and activations leave, TensorRT-LLM's rule), and
+    """The engine's KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
+    ``kv_dtype`` / ``kv_format``, ``weight_format``, ``engine``: vLLM's paged cache by default; the context per
+    request, vLLM's ``max_model_len``, is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak",
+    "non_torch", "kv_cache_bytes", "kv_bytes_per_token", "block_size", "blocks", "kv_tokens", "context",
+    "max_concurrency" (a Fraction), "fits", "sampler_rows", "sampler_peak", "nccl", "max_num_seqs", "engine",
+    "kv_rule", "kv_sized_by"}``, bytes per GPU (module docstring; ``engine`` the one whose defaults are taken), the
+    KV bytes by the engine's own memory rule (:mod:`symllm.costs.engine_memory`, ``kv_rule`` the engine it is
+    declared by): for a pool (``kv_sized_by`` ``"memory"``) ``gpu_memory_utilization`` its fraction (None: the
+    engine's default), ``fraction_name`` the engine's own name of it, ``usable`` the fraction's product
+    ``f · (memory − Σ fraction_of)`` and ``kv_cache_bytes`` that less ``Σ fraction_less``; for a cache sized by the
+    context (``"context"``: llama.cpp, gpt-fast, mlc, hf, torch) ``batch`` sequences of the context, no fraction (a
+    given one is refused) and ``fits`` whether weights, activation peak, non-torch memory and the cache fit; and
     ``tp_layout`` where the model names one (:func:`symllm.costs.phases.workload`: the engine's);
     ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
     (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
@@ -333,9 +348,12 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                            non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs,
                            indexer_kv_dtype=indexer_kv_dtype, **options)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
-    util = _fraction("gpu_memory_utilization", gpu_memory_utilization, 0, 1)
     from symllm.costs.figures import engine
     conventions = engine(work.engine, "inference")
+    kv_rule = rule_of(conventions)  # the engine's own memory rule (symllm.costs.engine_memory)
+    util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
+    if block_size is None:
+        block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
         max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
     integer("max_num_batched_tokens", max_num_batched_tokens)
@@ -395,13 +413,30 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     index = indexer_bytes_per_token(config)
     if index:  # the indexer's keys (the state cache's only part here) are paged per token beside the latent
         state, per_token = 0, per_token + index
-    usable = util * gpu.usable  # the memory the driver reports, where measured
-    named = {"engine": conventions["name"], "kv_of_free": bool(conventions.get("kv_of_free"))}
-    if named["kv_of_free"]:  # TensorRT-LLM: the fraction of what weights and activations leave
-        usable = gpu.usable - (1 - util) * (gpu.usable - weights - activation - non_torch)
-    kv = usable - weights - activation - non_torch if kv_cache_bytes is None else _fraction("kv_cache_bytes",
-                                                                                          kv_cache_bytes)
+    # the engine's rule (engine_memory.kv_bytes) on the memory the driver reports, where measured
+    named = {"engine": conventions["name"], "kv_rule": kv_rule["name"], "kv_sized_by": kv_rule["sized_by"]}
+    if util is not None:
+        named.update(fraction_name=kv_rule["fraction"], fraction_of=list(kv_rule["of"]),
+                     fraction_less=list(kv_rule["less"]), gpu_memory_utilization=util,
+                     **({"fraction_scale": Fraction(kv_rule["scale"])} if "scale" in kv_rule else {}))
     context = work.seq + work.gen
+    if util is None and kv_cache_bytes is None:  # a cache sized by the context: batch sequences of it, no pool
+        tokens = context_tokens(kv_rule, context, work.batch)
+        held = tokens * per_token + work.batch * state
+        extra = {"state_bytes_per_sequence": state, "state_cache_bytes": work.batch * state} if state else {}
+        return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), **named, "gpu": gpu.name,
+                "memory": gpu.usable, "usable": gpu.usable, "weights": weights, "activation_peak": activation,
+                "non_torch": non_torch, "kv_cache_bytes": held, "kv_bytes_per_token": per_token,
+                "block_size": block_size, "blocks": tokens // block_size, "kv_tokens": tokens, "context": context,
+                "max_concurrency": Fraction(work.batch), "batch": work.batch,
+                "fits": weights + activation + non_torch + held <= gpu.usable,
+                "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
+                "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid,
+                **({"indexer_bytes_per_token": index} if index else {})}
+    usable, kv = kv_bytes(kv_rule, util if util is not None else Fraction(1), gpu.usable,
+                          {"weights": weights, "activation": activation, "non_torch": non_torch})
+    if kv_cache_bytes is not None:  # a measured figure in place of the rule's
+        kv = _fraction("kv_cache_bytes", kv_cache_bytes)
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
         d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu),
                                indexer=indexer_for(indexer_kv_dtype, gpu.name))

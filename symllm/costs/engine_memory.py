@@ -1,0 +1,130 @@
+"""The memory each serving engine gives its KV cache: its own rule, read in its code and declared once, with the
+source, in its ``kv_memory`` entry of efficiency.json (``engines``); :func:`symllm.costs.serving.capacity` applies it.
+
+A pool engine sizes its cache from a fraction ``f`` of memory (its own option, ``--gpu-memory-utilization`` on the
+command line):
+
+    KV cache bytes = f · s · (GPU memory − Σ of) − Σ less
+
+``of``: the parts counted inside the fraction, ``less``: the parts subtracted after it (``weights``, the profile's
+``activation`` peak, ``non_torch`` memory), ``s`` a fixed scale where the engine has one (TGI's wiggle room):
+
+* vllm (and its older engines): ``gpu_memory_utilization`` (0.9) of the card, less weights, activation peak and
+  non-torch memory; blocks of 16 tokens;
+* sglang: ``mem_fraction_static`` (by card and ranks) of the card less non-torch memory, less the weights; pages of 1;
+* trtllm: ``free_gpu_memory_fraction`` (0.9) of what weights, activation peak and non-torch memory leave; blocks of
+  32;
+* lmdeploy (TurboMind, v0.2.2 on): ``cache_max_entry_count`` (0.8) of what weights and non-torch memory leave;
+  blocks of 64;
+* tgi: ``cuda_memory_fraction`` (1) x 0.95 of the card, less weights, activation peak and non-torch memory.
+
+An engine whose cache is sized by the context, not a pool (``sized_by: context``: llama.cpp's ``n_ctx`` cells,
+gpt-fast's static cache, MLC's chat window, transformers' growing cache), holds ``batch`` sequences of the context
+and takes no fraction. An engine that states no rule is refused in one line, never given vLLM's.
+
+>>> rule("sglang")["fraction"], rule("vllm-v0")["fraction"], rule("llama.cpp")["sized_by"]
+('mem_fraction_static', 'gpu_memory_utilization', 'context')
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from symllm.errors import SymllmError
+
+__all__ = ["PARTS", "rule", "fraction", "default_fraction", "kv_bytes", "context_tokens"]
+
+#: the parts of memory a rule names, in the order they are listed
+PARTS = ("non_torch", "weights", "activation")
+
+
+def rule(engine) -> dict:
+    """The KV-memory rule of ``engine`` (a name, or its conventions, :func:`symllm.costs.figures.engine`): its
+    ``kv_memory`` entry, or the entry of the engine it names there (vLLM's older engines name ``vllm``), with
+    ``name`` the engine whose rule it is and ``sized_by`` ``"memory"`` or ``"context"``; refused where the engine
+    states none.
+
+    >>> r = rule("trtllm")
+    >>> r["of"], r["less"], r["sized_by"]
+    (['weights', 'activation', 'non_torch'], [], 'memory')
+    """
+    from symllm.costs.figures import engine as conventions
+    table = conventions(engine) if isinstance(engine, str) or engine is None else engine
+    name, entry = table["name"], table.get("kv_memory")
+    if isinstance(entry, str):  # another engine's rule (one place)
+        name, entry = entry, conventions(entry).get("kv_memory")
+    if not isinstance(entry, dict):
+        raise SymllmError(f"engine: {table['name']} states no KV-cache memory rule (efficiency.json engines."
+                          f"{table['name']}.kv_memory): not modelled")
+    return {"name": name, "sized_by": "memory", "of": [], "less": [], **entry}
+
+
+def default_fraction(r: dict, gpu, tp: int = 1) -> Fraction:
+    """The engine's fraction where none is given: a number, or SGLang's by card and ranks (``reserved_gib``:
+    ``[below GiB, base, per rank]`` tiers, ``round((memory − reserved) / memory, digits)`` in MiB; ``gpu`` a
+    :class:`symllm.costs.accelerators.GPU`, its ``usable`` bytes).
+
+    >>> from symllm.costs import accelerators
+    >>> default_fraction(rule("sglang"), accelerators.gpu("h100-sxm")), default_fraction(rule("vllm"), None)
+    (Fraction(437, 500), Fraction(9, 10))
+    """
+    given = r["default"]
+    if not isinstance(given, dict):
+        return Fraction(given)
+    mib = Fraction(gpu.usable, 2 ** 20)
+    for below, base, per_rank in given["reserved_gib"]:
+        if below is None or mib < below * 1024:
+            reserved = (Fraction(base) + Fraction(per_rank) * tp) * 1024
+            return Fraction(str(round(float((mib - reserved) / mib), given["digits"])))
+    raise AssertionError("reserved_gib ends with an open tier")  # pragma: no cover
+
+
+def fraction(r: dict, value, gpu, tp: int = 1) -> Fraction | None:
+    """The fraction ``r``'s engine applies: ``value`` (``--gpu-memory-utilization``), checked against the engine's
+    range (above 0, at most 1; below 1 where the engine asserts it, ``below``), or the engine's default; None for a
+    cache sized by the context, which refuses a given fraction.
+
+    >>> fraction(rule("lmdeploy"), None, None), fraction(rule("vllm"), "0.5", None)
+    (Fraction(4, 5), Fraction(1, 2))
+    >>> fraction(rule("lmdeploy"), 1, None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpu_memory_utilization: expected a number above 0 and below 1, got 1 (lmdeploy's ...)
+    """
+    if r["sized_by"] == "context":
+        if value is not None:
+            raise SymllmError(f"gpu_memory_utilization: got {value!r}; {r['name']} sizes its KV cache by the context "
+                              "(--seq + --gen, x --batch), not by a share of memory")
+        return None
+    if value is None:
+        return default_fraction(r, gpu, tp)
+    bound = "below 1" if r.get("below") else "at most 1"
+    try:
+        out = value if isinstance(value, Fraction) else Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        out = None
+    if isinstance(value, bool) or out is None or not (0 < out < 1 or (out == 1 and not r.get("below"))):
+        raise SymllmError(f"gpu_memory_utilization: expected a number above 0 and {bound}, got {value!r} "
+                          f"({r['name']}'s {r['fraction']})")
+    return out
+
+
+def kv_bytes(r: dict, f: Fraction, memory, parts: dict) -> tuple:
+    """``(budget, KV cache bytes)`` by ``r``'s rule: ``budget = f · scale · (memory − Σ of)``, the KV cache that
+    less ``Σ less``; ``parts`` the bytes of ``weights``, ``activation`` and ``non_torch``.
+
+    >>> kv_bytes(rule("sglang"), Fraction(1, 2), 100, {"weights": 20, "activation": 5, "non_torch": 2})
+    (Fraction(49, 1), Fraction(29, 1))
+    """
+    budget = f * Fraction(r.get("scale", 1)) * (memory - sum(parts[p] for p in r["of"]))
+    return budget, budget - sum(parts[p] for p in r["less"])
+
+
+def context_tokens(r: dict, context: int, batch: int = 1) -> int:
+    """The tokens a context-sized cache holds: ``batch`` sequences of ``context`` tokens, each rounded up to the
+    engine's ``round_to`` (gpt-fast's multiple of 8).
+
+    >>> context_tokens(rule("gpt-fast"), 1001), context_tokens(rule("llama.cpp"), 1001, batch=4)
+    (1008, 4004)
+    """
+    step = r.get("round_to", 1)
+    return -(-context // step) * step * batch

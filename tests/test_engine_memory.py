@@ -1,0 +1,150 @@
+"""Each serving engine's KV-memory rule (symllm.costs.engine_memory, efficiency.json engines.*.kv_memory), worked
+by hand from the engine's own code, and the doors that print the capacity agreeing on it.
+
+The figures every case shares: Llama 3.1 8B in bf16 holds 8,030,261,248 parameters (Meta's model card and
+transformers' LlamaForCausalLM on the meta device), 16,060,522,496 bytes of weights, and caches 32 layers x 2 x 8
+KV heads x 128 x 2 bytes = 131,072 bytes a token; an H100 SXM 80GB reports 85,017,493,504 bytes to torch (gpus.json's
+usable, measured on a lent card), an RTX 3090 25,318,832,209 (vLLM's log in issue 40: 23.58 GiB)."""
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from math import floor
+
+import pytest
+
+from symllm.costs import accelerators, engine_memory, serving
+from symllm.costs.traffic import under_load
+from symllm.errors import SymllmError
+
+H100 = 85_017_493_504
+WEIGHTS = 16_060_522_496
+PER_TOKEN = 131_072
+GIB = 2 ** 30
+
+
+def _cap(engine: str, **kw) -> dict:
+    return serving.capacity("llama3.1-8b", gpu=kw.pop("gpu", "h100-sxm"), seq=kw.pop("seq", 4096), engine=engine,
+                            **kw)
+
+
+def test_sglang_pool_is_its_static_fraction_less_the_weights():
+    """SGLang 0.5.2, python/sglang/srt/model_executor/model_runner.py, ModelRunner.profile_max_num_token:
+    rest_memory = available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static), total_gpu_memory the free
+    memory once the CUDA context is up (before the weights), available_gpu_memory the free memory after them;
+    max_num_token = rest_memory // cell_size (page_size 1). At its default for one H100 (0.874, below) and the
+    engine's 0.35 GiB of non-torch memory: 0.874 x (85,017,493,504 - 0.35 GiB) - 16,060,522,496 bytes."""
+    r = _cap("sglang")
+    free_at_start = H100 - Fraction(35, 100) * GIB
+    kv = Fraction(874, 1000) * free_at_start - WEIGHTS
+    assert r["kv_cache_bytes"] == kv
+    assert r["kv_tokens"] == floor(kv / PER_TOKEN) == 441_866
+    assert (r["block_size"], r["fraction_name"], r["fraction_of"], r["fraction_less"]) == (
+        1, "mem_fraction_static", ["non_torch"], ["weights"])
+
+
+@pytest.mark.parametrize("gpu,tp,expected", [
+    # SGLang 0.5.2 python/sglang/srt/server_args.py, ServerArgs.__post_init__: round((gpu_mem - reserved) /
+    # gpu_mem, 3), gpu_mem in MiB; the H100's 85,017,493,504 bytes = 81,079.0 MiB, under 90 GiB:
+    ("h100-sxm", 1, "0.874"),   # reserved (9.5 + 1/2) x 1024 = 10,240 MiB: 70,839.0 / 81,079.0 = 0.8737
+    ("h100-sxm", 4, "0.855"),   # (9.5 + 4/2) x 1024 = 11,776: 69,303.0 / 81,079.0 = 0.8548
+    ("h200", 1, "0.911"),       # 150,109,782,016 bytes = 143,155.0 MiB, under 160 GiB: (12 + 1/2) x 1024 = 12,800
+    ("rtx3090", 1, "0.877"),    # 24,145.6 MiB, under 35 GiB: (2.8 + 1/10) x 1024 = 2,969.6: 21,176.0 / 24,145.6
+    ("mi300x", 1, "0.833"),     # 196,608 MiB, 160 GiB or more: 32 x 1024 = 32,768: 163,840 / 196,608 = 0.8333
+])
+def test_sglang_default_fraction_by_card_and_ranks(gpu, tp, expected):
+    assert engine_memory.default_fraction(engine_memory.rule("sglang"), accelerators.gpu(gpu), tp) == Fraction(expected)
+
+
+def test_lmdeploy_takes_its_share_of_what_the_weights_leave():
+    """lmdeploy v0.6.0, src/turbomind/models/llama/BlockManager.cc, GetBlockCount: (free * ratio) / block_size,
+    free cudaMemGetInfo's after the weights (SequenceManager is built before LlamaBatch::AllocateBuffer), ratio
+    cache_max_entry_count 0.8 (lmdeploy/messages.py, TurbomindEngineConfig), a block 64 tokens of every layer's K
+    and V (block::Layout::block_size: 64 x 131,072 bytes, 8 MiB, as lmdeploy logs '[BlockManager] block_size = 8.000
+    MB' for a 32-layer model with 8 KV heads of 128)."""
+    r = _cap("lmdeploy")
+    kv = Fraction(8, 10) * (H100 - WEIGHTS - Fraction(1, 2) * GIB)  # the engine's non-torch memory: 0.5 GiB
+    assert r["kv_cache_bytes"] == kv
+    assert r["blocks"] == floor(kv / (64 * PER_TOKEN)) and r["kv_tokens"] == r["blocks"] * 64 == 417_600
+
+
+def test_tgi_sizes_its_cache_after_the_warm_up_with_its_wiggle_room():
+    """text-generation-inference v3.0.0, server/text_generation_server/models/flash_causal_lm.py, warmup:
+    get_free_memory(device, MEMORY_FRACTION * TGI_WIGGLE_ROOM) after the warm-up prefill (its activations still
+    cached), utils/import_utils.py get_cuda_free_memory: free - (1 - fraction) * total; MEMORY_FRACTION 1.0,
+    TGI_WIGGLE_ROOM 0.95 (models/globals.py): 0.95 x total - weights - activation peak - non-torch."""
+    r = _cap("tgi")
+    assert r["kv_cache_bytes"] == Fraction(95, 100) * H100 - WEIGHTS - r["activation_peak"] - Fraction(1, 2) * GIB
+    assert r["block_size"] == 1 and r["kv_tokens"] == floor(r["kv_cache_bytes"] / PER_TOKEN)
+    half = _cap("tgi", gpu_memory_utilization=0.5)  # --cuda-memory-fraction 0.5: 0.475 of the card
+    assert half["kv_cache_bytes"] == Fraction(475, 1000) * H100 - WEIGHTS - half["activation_peak"] - Fraction(GIB, 2)
+
+
+def test_vllm_and_trtllm_rules_are_unchanged():
+    """vLLM (v1/worker/gpu_worker.py, determine_available_memory): 0.9 x total less the rest; TensorRT-LLM 1.0
+    (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens): 0.9 of what the rest leaves."""
+    v, t = _cap("vllm"), _cap("trtllm")
+    assert v["kv_cache_bytes"] == Fraction(9, 10) * H100 - WEIGHTS - v["activation_peak"] - v["non_torch"]
+    assert t["kv_cache_bytes"] == Fraction(9, 10) * (H100 - WEIGHTS - t["activation_peak"] - t["non_torch"])
+    assert (v["block_size"], v["kv_rule"]) == (16, "vllm") and _cap("vllm-v0")["kv_rule"] == "vllm"
+    # TensorRT-LLM's KvCacheConfig.tokens_per_block (llmapi/llm_args.py): 32 tokens a block
+    assert t["block_size"] == 32 and t["kv_tokens"] == floor(t["kv_cache_bytes"] / (32 * PER_TOKEN)) * 32
+
+
+@pytest.mark.parametrize("engine,seq,batch,tokens", [
+    # gpt-fast c5d3454 model.py Transformer.setup_caches: max_seq_length = find_multiple(prompt + new, 8), a static
+    # KVCache(max_batch_size, max_seq_length, ...) in every layer
+    ("gpt-fast", 1001, 1, 1008),
+    ("gpt-fast", 1001, 4, 4032),
+    # llama.cpp llama_kv_cache_init: kv_size = n_ctx cells, whatever the free memory
+    ("llama.cpp", 1001, 2, 2002),
+    ("hf", 4096, 1, 4096),
+])
+def test_a_cache_sized_by_the_context_holds_batch_sequences_of_it(engine, seq, batch, tokens):
+    r = _cap(engine, seq=seq, batch=batch)
+    assert (r["kv_sized_by"], r["kv_tokens"], r["max_concurrency"]) == ("context", tokens, batch)
+    assert r["kv_cache_bytes"] == tokens * PER_TOKEN and "gpu_memory_utilization" not in r
+    assert r["fits"] == (r["weights"] + r["activation_peak"] + r["non_torch"] + r["kv_cache_bytes"] <= H100)
+    assert not _cap(engine, gpu="rtx3090", seq=131072, batch=4)["fits"]  # 64 GiB of cache on a 24 GB card
+
+
+@pytest.mark.parametrize("engine,value,line", [
+    ("llama.cpp", 0.5, "gpu_memory_utilization: got 0.5; llama.cpp sizes its KV cache by the context"),
+    ("lmdeploy", 1, "expected a number above 0 and below 1, got 1 (lmdeploy's cache_max_entry_count)"),
+    ("sglang", 0, "expected a number above 0 and at most 1, got 0 (sglang's mem_fraction_static)"),
+    ("vllm", 1.5, "expected a number above 0 and at most 1, got 1.5 (vllm's gpu_memory_utilization)"),
+])
+def test_a_fraction_the_engine_does_not_take_is_refused(engine, value, line):
+    with pytest.raises(SymllmError, match=line.replace("(", r"\(").replace(")", r"\)")):
+        _cap(engine, gpu_memory_utilization=value)
+
+
+def test_an_engine_without_a_rule_is_refused(monkeypatch):
+    """Where an engine states no rule the capacity is refused in one line naming it, never vLLM's."""
+    from symllm.costs import figures
+    monkeypatch.delitem(figures.data()["engines"]["tgi"], "kv_memory")
+    with pytest.raises(SymllmError, match=r"engine: tgi states no KV-cache memory rule \(efficiency.json"):
+        _cap("tgi")
+    with pytest.raises(SymllmError, match="engine: megatron states no KV-cache memory rule"):
+        _cap("megatron")
+
+
+@pytest.mark.parametrize("engine,extra", [("sglang", []), ("lmdeploy", []), ("vllm", []),
+                                          ("tgi", ["--gpu-memory-utilization", "0.5"]),
+                                          ("llama.cpp", ["--batch", "3"])])
+def test_the_doors_agree(cli, engine, extra):
+    """count --serve --json, the Python API (serving.capacity) and serving under load (traffic.under_load's
+    kv_sequences: the requests the cache holds) print the same capacity for each engine."""
+    argv = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "1000", "--gen", "1000", "--serve", "--json",
+            "--engine", engine, *extra]
+    doc = json.loads(cli(argv).out)["serving"]
+    options = {"gpu_memory_utilization": 0.5} if extra[:1] == ["--gpu-memory-utilization"] else {}
+    batch = {"batch": 3} if "--batch" in extra else {}
+    r = serving.capacity("llama3.1-8b", gpu="h100-sxm", seq=1000, gen=1000, engine=engine, **options, **batch)
+    assert doc["kv_tokens"] == r["kv_tokens"] and doc["kv_rule"] == r["kv_rule"]
+    assert doc["kv_cache_bytes"] == pytest.approx(float(r["kv_cache_bytes"]))
+    assert doc.get("gpu_memory_utilization") == (None if "gpu_memory_utilization" not in r
+                                                 else float(r["gpu_memory_utilization"]))
+    load = under_load("llama3.1-8b", gpu="h100-sxm", seq=1000, gen=1000, engine=engine, concurrency=1, **options,
+                      **batch)
+    assert load["kv_sequences"] == r["kv_tokens"] // 2000
