@@ -124,13 +124,16 @@ def tp_layout(engine: str | None, declares: bool) -> str | None:
     """The tensor-parallel layout a workload's per-GPU figures are in, as its output names it (``tp_layout``):
     None where the workload names none (``declares``: :func:`symllm.costs.parallel.declares_split`: no part declares
     this engine's own split, nor any engine's split of a part the plan keeps whole), else ``engine`` where it lays
-    parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan: no engine, or
-    one whose split of those parts symllm does not hold).
+    parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan: ``hf``, whose
+    plan for the family it is, no engine, or one whose split of those parts symllm does not hold).
 
     >>> tp_layout("vllm", True), tp_layout(None, True), tp_layout("sglang", True), tp_layout("vllm", False)
     ('vllm', 'transformers', 'transformers', None)
+    >>> tp_layout("hf", True)
+    'transformers'
     """
-    return (layout_engine(engine) or "transformers") if declares else None
+    name = layout_engine(engine)
+    return ("transformers" if name in (None, "hf") else name) if declares else None
 
 
 #: PEFT's default LoRA targets for Llama (q_proj, v_proj), as symllm names in model order (in a model with
