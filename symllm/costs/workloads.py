@@ -315,7 +315,7 @@ class Workload:
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
                               "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
                               f"{', '.join(LAYOUT_ENGINES)} also lay out the parts they split otherwise than "
-                              "transformers' tp plan",
+                              "the default (Llama's transformers tp plan; hf: its plan for the model's family)",
                               shapes=layout_engine)
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
