@@ -53,16 +53,23 @@ def plan_of(tp_plan: str | None) -> dict | None:
     return family_of(tp_plan).tp_plan
 
 
-@lru_cache(maxsize=None)
+#: (id of a tree, a family) -> (the tree, the tree as that family's plan declares it): one object each time (the
+#: caches keyed on a model's identity hold one entry for it), without hashing the tree
+_PLANNED: dict[tuple, tuple] = {}
+
+
 def hf_plan(tree: Component, tp_plan: str | None) -> Component:
     """``tree`` with each part that transformers' plan for the family ``tp_plan`` (:func:`plan_of`) splits otherwise
     than the part's own split declaring that split for the ``hf`` engine (``Rules.engines``), the parts under a named
-    one alike; ``tree`` itself where the plan is the parts' own (cached: one tree per structure and plan).
+    one alike; ``tree`` itself where the plan is the parts' own (one tree per tree and plan).
 
     >>> tree = structure_model(Structure())
     >>> hf_plan(tree, None) is tree, hf_plan(tree, "gpt_oss").child("embedding").rules.split_under("hf")
     (True, 'replicated')
     """
+    hit = _PLANNED.get((id(tree), tp_plan))
+    if hit is not None and hit[0] is tree:
+        return hit[1]
     plan = plan_of(tp_plan) or {}
 
     def declared(c: Component, split: str | None) -> Component:
@@ -73,7 +80,9 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
         children = tuple(declared(x, split) for x in c.children)
         same = rules is c.rules and all(x is y for x, y in zip(children, c.children))
         return c if same else c.replace(rules=rules, children=children)
-    return declared(tree, None) if plan else tree
+    out = declared(tree, None) if plan else tree
+    _PLANNED[(id(tree), tp_plan)] = (tree, out)  # holding the tree keeps its id from being reused
+    return out
 
 
 @lru_cache(maxsize=None)
@@ -159,7 +168,8 @@ class Spec:
         >>> [c.rules.split_under("hf") for c in spec_of(load("deepseek-v3")).model().walk() if c.name == "wq_b"][:1]
         ['replicated']
         """
-        return hf_plan(structure_model(self.structure, attention == "causal"), self.tp_plan)
+        tree = structure_model(self.structure, attention == "causal")
+        return tree if self.tp_plan is None else hf_plan(tree, self.tp_plan)
 
     @cached_property
     def _values(self) -> dict:
