@@ -141,3 +141,29 @@ def test_output_names_the_plan_it_lays_out(cli):
     assert out["tp_layout"] == "transformers" and out["params"]["per_gpu"] == 7_832_417_280
     assert "transformers' plan" in cli(["count", "nemotron-h-8b", "--tp", "2", "--engine", "hf"]).out
     assert "tp_layout" not in json.loads(cli(["count", "llama3.1-8b", "--tp", "2", "--engine", "hf", "--json"]).out)
+
+
+@pytest.mark.parametrize("name, default, hf", [
+    # 52 layers, one sublayer each, every one split by default (and the embedding's): 53 and the logits' gather;
+    # transformers splits only the embedding (embedding_rowwise: its partial rows all-reduced), the head whole
+    ("nemotron-h-8b", (53, 1), (1, 0)),
+    # 61 layers: attention and feed-forward each all-reduced by default, 2·61 + 1; transformers' plan keeps the
+    # attention whole: the 61 feed-forwards' (3 dense MLPs, 58 MoE) and the embedding's
+    ("deepseek-v3", (123, 1), (62, 1)),
+    ("llama3.1-8b", (65, 1), (65, 1)),  # 32 layers, two each, the embedding's: the plan is the default
+])
+def test_hf_plans_collectives_by_hand(name, default, hf):
+    """A forward pass's all-reduces of the residual stream and gathers of the logits at tp 2, counted by hand from
+    transformers' plan for the family (a sublayer all-reduces where a row-split linear or split experts sum across
+    the ranks, the embedding where it is split over the vocabulary, the logits where the head is)."""
+    import sympy as sp
+
+    from symllm.arch import symbols as S
+    from symllm.costs import collectives, parallel
+
+    spc = spec(name)
+    values = {**spc.values(), S.N_t: TP, S.N_p: 1}
+    for engine, expected in ((None, default), ("hf", hf)):
+        stage = parallel.shard(parallel.layout(spc.model(), engine), False, "split")
+        counts = collectives.step_collectives(stage)
+        assert tuple(int(sp.sympify(counts[k]).subs(values)) for k in ("residual", "logits")) == expected, engine
