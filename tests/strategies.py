@@ -1268,16 +1268,20 @@ def attention_grids() -> st.SearchStrategy[tuple[int, int, int, tuple[int, int]]
                      st.sampled_from([(128, 64), (128, 128), (64, 64), (64, 32), (16, 16), (32, 48)]))
 
 
-def serving_loads() -> st.SearchStrategy[dict]:
+def serving_loads(steps: tuple[str, ...] | None = None) -> st.SearchStrategy[dict]:
     """:func:`symllm.costs.traffic.under_load`'s options: an accelerator, a serving engine (each way a step runs a
     joining prompt: chunked, whole, separate), the tensor ranks, prompt and output lengths, a concurrency or a
-    request rate, and now and then the engine's own limits."""
-    from symllm.costs import efficiency, figures
+    request rate, and now and then the engine's own limits. ``steps``: always an engine, one that runs a joining
+    prompt so (:func:`symllm.costs.batching.prefill_step` at the longest context drawn, 8,192 + 2,048)."""
+    from symllm.costs import batching, efficiency, figures
+    engines = [e for e in efficiency.ENGINES if figures.engine(e).get("kind") == "inference"
+               and (steps is None or batching.prefill_step(e, 8192 + 2048) in steps)]
     load = st.one_of(st.fixed_dictionaries({"concurrency": st.integers(1, 2000)}),
                      st.fixed_dictionaries({"request_rate": st.floats(0.01, 1000.0)}))
+    engine = {"engine": st.sampled_from(engines)}
     return st.tuples(load, st.fixed_dictionaries(
-        {"gpu": st.sampled_from(TIMED_GPUS), "seq": st.integers(1, 8192), "gen": st.integers(1, 2048)},
-        optional={"engine": st.sampled_from([e for e in efficiency.ENGINES
-                                             if figures.engine(e).get("kind") == "inference"]),
+        {"gpu": st.sampled_from(TIMED_GPUS), "seq": st.integers(1, 8192), "gen": st.integers(1, 2048),
+         **(engine if steps else {})},
+        optional={**({} if steps else engine),
                   "tp": st.sampled_from([1, 2, 4]), "max_num_batched_tokens": st.integers(256, 16384),
                   "max_num_seqs": st.integers(1, 512)})).map(lambda pair: {**pair[0], **pair[1]})

@@ -214,6 +214,34 @@ def test_cli_uses_the_face_and_documented_modules_only(mod):
     assert [m for m in symllm.api.DOCUMENTED if f"`symllm.{m}`" not in documented] == []
 
 
+def test_no_module_imports_a_private_name_from_another():
+    """No symllm module imports another's private name (``from symllm.x import _y``, or ``x._y`` of a module it
+    imports): a name two modules share is public in its owner, with a docstring and an example, and imported by
+    that name (issue 40's review found some 50, from the components' ``_rules`` to present's printers). The only
+    exception is the package's start-up hooks (STARTUP), which dir(symllm) must not show."""
+    known = set(_modules())
+    wrong = set()
+    for mod, path in _modules().items():
+        modules_bound = {}
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "symllm":
+                base = node.module[len("symllm."):] if node.module != "symllm" else ""
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}" if base else alias.name
+                    if sub in known:
+                        modules_bound[alias.asname or alias.name] = sub
+                    elif alias.name.startswith("_") and not (base == "" and alias.name in STARTUP):
+                        wrong.add(f"symllm.{mod}: from {node.module} import {alias.name}")
+            elif isinstance(node, ast.Import):
+                modules_bound.update({a.asname: a.name[len("symllm."):] for a in node.names
+                                      if a.asname and a.name.startswith("symllm.")})
+        for node in ast.walk(_tree(path)):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules_bound
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                wrong.add(f"symllm.{mod}: {node.value.id}.{node.attr} (symllm.{modules_bound[node.value.id]})")
+    assert not wrong, sorted(wrong)
+
+
 def test_every_submodule_is_an_attribute():
     """Every module below symllm is reachable as an attribute of its package (``symllm.costs.hardware``),
     without importing it by hand."""

@@ -317,7 +317,7 @@ def _forget() -> None:
     from symllm.present import derivation
     derivation._SYMBOLIC.clear()
     quick._compiled.cache_clear()
-    resolved._params_table.cache_clear()
+    resolved.params_table.cache_clear()
     specs.hidden_dim_kernel.cache_clear()
     kernels.compile_expr.cache_clear()
     kernels._BY_ID.clear()
@@ -443,7 +443,8 @@ def test_workload_shape_is_what_the_closed_forms_read():
     ``ep``, read by the layout test ``parallel.laid_out``: ``ep > 1`` needs ``dp > 1``, already a layout;
     ``expert_tp`` changes a mixture's per-GPU forms under ``tp``, checked on Mixtral; ``engine`` is marked by the
     engines a part declares a split for, ``hf`` not one of them: vllm lays DeepSeek-V4 out otherwise,
-    tests/test_dsv4_tp.py)."""
+    tests/test_dsv4_tp.py; and by the column-parallel linears a training engine runs: megatron's training
+    collectives under ``tp``)."""
     import dataclasses
 
     from symllm.costs import phases
@@ -489,6 +490,9 @@ def test_workload_shape_is_what_the_closed_forms_read():
     moe, split = symllm.spec("mixtral-8x7b").model(), Workload(tp=2)
     whole = split.replace(expert_tp="whole")
     assert whole.shape() != split.shape() and phases._compose(moe, whole) != phases._compose(moe, split)
+    megatron = split.replace(engine="megatron")  # Megatron-Core's column-parallel linears: its training collectives
+    assert megatron.shape() != split.shape() == split.replace(engine="torchtitan").shape()
+    assert phases._compose(spec.model(), megatron) != phases._compose(spec.model(), split)
     vllm = split.replace(engine="vllm")  # a layout engine: its own shape, and DeepSeek-V4 its own parts' splits
     assert vllm.shape() != split.shape() == split.replace(engine="hf").shape()
     dsv4 = symllm.spec("deepseek-v4-flash-base")

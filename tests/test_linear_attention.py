@@ -246,11 +246,11 @@ def test_roofline_traffic_reads_and_writes_the_state():
     above) besides its weights and KV cache: the bytes moved at batch 3 exceed those at batch 1 by the two
     sequences' KV cache, logits and 2 x their states; a prefill writes the state once."""
     from symllm.arch import symbols as S
-    from symllm.costs import hardware, numbered
+    from symllm.costs import numbered, roofline_bytes
     spec = symllm.spec("qwen3-next-80b-a3b")
     mdl = spec.model()
     def moved(phase, batch):
-        return hardware.bytes_moved(mdl, phase).subs(numbered.values(spec, batch=batch, seq=1000, dtype="bf16"))
+        return roofline_bytes.bytes_moved(mdl, phase).subs(numbered.values(spec, batch=batch, seq=1000, dtype="bf16"))
     kv_per_sequence = 24576 * 1001  # 12 layers' keys and values at context 1000, then the new token's
     logits = 2 * 151936  # bf16
     assert moved("decode", 3) - moved("decode", 1) == 2 * (kv_per_sequence + logits + 2 * 77_856_768)

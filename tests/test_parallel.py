@@ -260,6 +260,8 @@ def test_tp_comm_equals_comm_debug_mode(ranks, kv, group, half_head, layers, seq
     ours = symllm.workload(cfg, batch=batch, seq=seq, dtype="fp32", tp=ranks, sp=seq_parallel,
                            recompute=recompute)["comm"]["tp"]
     assert ours == sent
+    assert symllm.workload(cfg, batch=batch, seq=seq, dtype="fp32", tp=ranks, sp=seq_parallel, recompute=recompute,
+                           engine="torchtitan")["comm"]["tp"] == sent  # torchtitan runs DTensor's
 
 
 def test_tp_comm_in_whole_bytes_when_the_ranks_do_not_divide_a_collective():

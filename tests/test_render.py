@@ -756,7 +756,7 @@ def _printers(numbers: dict):
     from symllm.arch import symbols as S
     names = dict(S.LATEX)
     with_numbers = {**names, **{k: printers.num_latex(v) for k, v in numbers.items()}}
-    text = printers._NamedStrPrinter({k: printers._num_text(v) for k, v in numbers.items()}).doprint
+    text = printers._NamedStrPrinter({k: printers.num_text(v) for k, v in numbers.items()}).doprint
     return [(lambda e: printers._latex(e, symbol_names=names), printers.tex_width),
             (lambda e: printers._latex(e, symbol_names=names), len),
             (lambda e: printers._latex(e, symbol_names=with_numbers, mul_symbol="dot"), printers.tex_width),

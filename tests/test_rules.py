@@ -18,7 +18,8 @@ from symllm.arch.components import Component, Rules, linear
 from symllm.arch.layers import ACTIVATIONS, NORMS
 from symllm.arch.part_options import OPTIONS as REGISTRY
 from symllm.costs import finetune, parallel, stacks
-from symllm.costs.workloads import STACKS, Workload, lora_targets
+from symllm.costs.peft_targets import lora_targets
+from symllm.costs.workloads import STACKS, Workload
 from symllm.errors import SymllmError
 
 from .conftest import requires

@@ -419,7 +419,7 @@ def test_warm_params_reads_what_it_kept_and_counts_the_same(monkeypatch):
     monkeypatch.setattr(specs.Spec, "_values", property(lambda s: pytest.fail("a symbol looked up")))
     assert symllm.params(cfg)["total"] == total
     monkeypatch.undo()
-    resolved._params_table.cache_clear()
+    resolved.params_table.cache_clear()
     bigger = cfg.replace(n_layers=4)
     assert symllm.params(cfg)["total"] == total
     assert symllm.params(bigger)["total"] == total + (2 * 64 * 16 * 6 + 3 * 64 * 96 + 2 * 64)
@@ -563,8 +563,8 @@ def test_a_kept_lora_vocabulary_is_data(cache):
     q_proj means, so the entry is what is read; pairs that are not names are refused and the components walked
     again (PEFT's q_proj is symllm's wq, as the linears' rules say); a damaged entry too."""
     from symllm.arch.components import lora_names
-    from symllm.costs import workloads
-    assert workloads._lora_vocabulary() == lora_names()
+    from symllm.costs import peft_targets
+    assert peft_targets._lora_vocabulary() == lora_names()
     (entry,) = cache.glob("lora-*.json")
     pairs = json.loads(json.loads(entry.read_text())["sources"][0])
 
@@ -575,13 +575,13 @@ def test_a_kept_lora_vocabulary_is_data(cache):
         entry.write_text(json.dumps(data))
 
     plant([[a, "wk" if a == "q_proj" else b] for a, b in pairs])
-    assert workloads.lora_targets("q_proj") == "wk"  # the control
+    assert peft_targets.lora_targets("q_proj") == "wk"  # the control
     plant([["__import__('os')", "wq"], *pairs])
-    assert workloads.lora_targets("q_proj") == "wq"
+    assert peft_targets.lora_targets("q_proj") == "wq"
     plant([[a, "nowhere" if a == "q_proj" else b] for a, b in pairs])  # a target that is not a name of its own
-    assert workloads.lora_targets("q_proj") == "wq"
+    assert peft_targets.lora_targets("q_proj") == "wq"
     entry.write_text(entry.read_text().replace("q_proj", "q_prok"))  # the digest no longer matches
-    assert workloads.lora_targets("q_proj") == "wq"
+    assert peft_targets.lora_targets("q_proj") == "wq"
 
 
 def test_one_config_reader_loads_no_sympy(tmp_path):

@@ -31,19 +31,23 @@ from .conftest import requires
 
 
 def _calls(name: str, **work) -> list[tuple[int, int]]:
-    """The ``(calls, bytes)`` of every all-reduce group the expected times ask for (prefill, decode step,
-    training step, in that order) in a workload of ``name`` at ``work``."""
+    """The ``(calls, bytes)`` of every tensor-parallel group of collectives the expected times ask for (prefill,
+    decode step, training step, in that order) in a workload of ``name`` at ``work``."""
     seen = []
-    real = efficiency.allreduce_s
+    real, trained = efficiency.allreduce_s, efficiency.training_tp_s
 
     def spy(calls, sent, link, serve=None):
         seen.append((calls, int(sent)))
         return real(calls, sent, link, serve)
-    efficiency.allreduce_s = spy
+
+    def training(calls, gathers, sent, link, ranks):
+        seen.append((calls, int(sent)))
+        return trained(calls, gathers, sent, link, ranks)
+    efficiency.allreduce_s, efficiency.training_tp_s = spy, training
     try:
         symllm.workload(name, **work)
     finally:
-        efficiency.allreduce_s = real
+        efficiency.allreduce_s, efficiency.training_tp_s = real, trained
     return seen
 
 
@@ -125,7 +129,8 @@ def test_llama_forward_all_reduces_equal_comm_debug_mode(layers, ranks):
                                                     ("nemotron-h-8b", True, 3, 4 * 52 + 7),
                                                     ("llama3.1-8b", True, 2, 4 * 2 * 32 + 7),
                                                     ("llama3.1-8b", False, 1, 7 * 32 + 1 + 1 + 3)])
-def test_training_collective_calls_are_the_step_count_with_backward_head_and_loss(name, sp, micro, calls):
+@pytest.mark.parametrize("engine", [None, "torchtitan"])
+def test_training_collective_calls_are_the_step_count_with_backward_head_and_loss(name, sp, micro, calls, engine):
     """A training step's tensor-parallel collective calls (the latency term), each micro-batch's, by hand from
     Megatron-Core (NVIDIA/Megatron-LM, read 2026-11-29: megatron/core/tensor_parallel/mappings.py at a11077467a90,
     layers.py, cross_entropy.py at 8e6e7cd73500) and torch's DTensor (tests/test_parallel.py counts them with
@@ -140,9 +145,50 @@ def test_training_collective_calls_are_the_step_count_with_backward_head_and_los
     ``ColwiseParallel`` reduces each column-wise linear's input gradient: wq, wk, wv, w1, w3): 2 forward and 5
     backward all-reduces a block, the embedding's forward one (none in backward: ``reduce_from_...``), the head's
     input gradient and the loss's three: 7·32 + 5 = 229 (Megatron's fused linear_qkv and linear_fc1 run 2 a block
-    there, 133: not the count here)."""
-    *_, training = _calls(name, tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=micro, sp=sp)
+    there, 133: the megatron engine's, below). torchtitan runs DTensor's: the same count as no engine."""
+    *_, training = _calls(name, tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=micro, sp=sp, engine=engine)
     assert training[0] == calls * micro
+
+
+@pytest.mark.parametrize("engine", ["megatron", "nemo"])
+@pytest.mark.parametrize("sp, all_reduces, gathers, scatters", [(False, 2 * 32 + 2 * 32 + 1 + 1 + 3, 0, 0),
+                                                              (True, 3, 6 * 32 + 1 + 2, 4 * 32 + 1 + 1)])
+def test_megatron_training_calls_by_hand_from_its_column_parallel_linear(engine, sp, all_reduces, gathers, scatters):
+    """LLaMA-3.1-8B (32 layers) at tp 2, one micro-batch, as Megatron-Core runs it, counted by hand from its code
+    (NVIDIA/Megatron-LM tag core_r0.9.0, 1afee592e85a, 2024-10-24; the same lines moved at core_v0.13.0, c550cf6c41c3,
+    2025-07-25; read 2026-11-29). A block has two column-parallel linears, attention's ``linear_qkv`` (one linear
+    from hidden_size to the query and both kv projections: megatron/core/transformer/attention.py:347-357) and the
+    MLP's ``linear_fc1`` (gate and up in one, ffn_hidden_size doubled for a gated unit: transformer/mlp.py:64-79),
+    and two row-parallel ones, ``linear_proj`` and ``linear_fc2``.
+
+    Without sequence parallelism: ``RowParallelLinear.forward`` all-reduces its output
+    (``reduce_from_tensor_model_parallel_region``, tensor_parallel/layers.py:1156), and a ``ColumnParallelLinear``
+    all-reduces its input gradient once in backward (``allreduce_dgrad``, layers.py:820-822, run at layers.py:462;
+    ``copy_to_tensor_model_parallel_region``'s backward, mappings.py:252-254, where it is not set): 2 forward and 2
+    backward a block, 128; the embedding's forward one, the output layer's input gradient, the loss's three: 133
+    (DTensor's 229 above: wq, wk, wv, w1, w3 each reduce theirs).
+
+    With sequence parallelism: each column-parallel linear all-gathers its input in forward (layers.py:400-409) and
+    again in backward for the weight gradient, having saved only the rank's shard (layers.py:432-447), and
+    reduce-scatters its input gradient (layers.py:468-480); each row-parallel one reduce-scatters its output
+    (layers.py:1153-1154), all-gathered in backward (``_ReduceScatterToSequenceParallelRegion``): a block 6
+    all-gathers and 4 reduce-scatters; the embedding a reduce-scatter and its all-gather; the output layer, a
+    ``ColumnParallelLinear`` too (models/gpt/gpt_model.py:140), two all-gathers and a reduce-scatter; the loss's
+    three fp32 all-reduces. NeMo runs Megatron-Core: the same."""
+    from symllm.costs import efficiency
+
+    seen = []
+    real = efficiency.training_tp_s
+
+    def spy(calls, gathers_, sent, link, ranks):
+        seen.append((calls, gathers_))
+        return real(calls, gathers_, sent, link, ranks)
+    efficiency.training_tp_s = spy
+    try:
+        symllm.workload("llama3.1-8b", tp=2, gpu="h100-sxm", batch=1, seq=128, sp=sp, engine=engine)
+    finally:
+        efficiency.training_tp_s = real
+    assert seen == [(all_reduces + gathers + scatters, gathers + scatters)]
 
 
 def test_training_bytes_are_the_calls_at_their_sizes_by_hand():
@@ -262,3 +308,27 @@ def test_the_last_pipeline_stage_runs_no_embedding_all_reduce():
                    for t in hardware.stage_times(spc.model(), True, phase_flops=flops)["stages"])
     assert first == (81, 81 * 24_576)
     assert last == (81, 80 * 24_576 + 48_000)
+
+
+def test_all_gathers_and_reduce_scatters_at_nccls_ring_latency():
+    """NCCL's own latency model (NVIDIA/nccl src/graph/tuning.cc at v2.19.3-1, 8c6c595, 2023-09-26; the same figures
+    v2.18.3-1 to v2.23.4-1; read 2026-11-29): a ring collective takes baseLat + nsteps x hwLat, nsteps 2(n-1) for an
+    all-reduce and n-1 for an all-gather or a reduce-scatter (lines 158-159); the LL protocol's baseLat 6.6 us (line
+    57) and hwLat 0.6 us a step over NVLink, 2.7 over the network (lines 67, 75). Against a link's measured all-reduce
+    latency L (efficiency.json's collectives, read from nccl-tests), an all-gather's is L (6.6 + (n-1) h) / (6.6 +
+    2 (n-1) h): over NVLink 4 at 8 ranks L x 10.8/15, at 2 ranks L x 7.2/7.8; over InfiniBand at 2, L x 9.3/12.
+    A training micro-batch of LLaMA-3.1-8B at tp 2 with sequence parallelism: 260 all-gathers and reduce-scatters,
+    3 all-reduces (above), 136,316,416 bytes at NVLink 4's 0.82 of 450 GB/s."""
+    from fractions import Fraction
+
+    from symllm.costs import collectives
+
+    nvlink, ib = ("NVLink 4", 450 * 10 ** 9), ("InfiniBand NDR", 50 * 10 ** 9)
+    nv, net = (Fraction(collectives.collective(link[0])["latency_s"]) for link in (nvlink, ib))
+    assert collectives.gather_latency_s(nvlink, 8) == nv * Fraction(108, 150)
+    assert collectives.gather_latency_s(nvlink, 2) == nv * Fraction(72, 78)
+    assert collectives.gather_latency_s(ib, 2) == net * Fraction(93, 120)
+    assert collectives.gather_latency_s(nvlink, 1) == nv and collectives.gather_latency_s(None, 8) == 0
+    sent = 260 * 524288 + 3 * 512
+    by_hand = 3 * nv + 260 * nv * Fraction(72, 78) + Fraction(sent) / (Fraction(82, 100) * 450 * 10 ** 9)
+    assert collectives.training_tp_s(263, 260, sent, nvlink, 2) == by_hand

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from fractions import Fraction
+from math import ceil
 
 import pytest
 from hypothesis import given, strategies as st
@@ -59,6 +60,82 @@ def test_sglang_runs_a_prompt_in_a_forward_of_its_own():
         + 8 * prompt / 200
     assert r["itl_s"] == pytest.approx(step, rel=1e-9)
     assert r["ttft_s"] == pytest.approx(step + prompt, rel=1e-9)
+
+
+def test_prompts_that_join_together_run_in_one_prefill_forward():
+    """SGLang and vLLM V0 run the prompts waiting as one prefill forward, the decodes waiting that step
+    (SCHEDULER's mixed_source: SGLang 0.5.2's get_new_batch_prefill, vLLM 0.8.5's _schedule_prefills). 256 requests
+    of 1,000 prompt and 100 output tokens: 256/100 = 2.56 prompts join a step. SGLang's chunked_prefill_size on an
+    H100 is 8,192, so they run as one forward of 2,560 rows, the head on each prompt's last (2.56 heads); V0's
+    budget is max(1,000 + 100, 2,048) = 2,048 tokens of whole prompts, two a forward: 1.28 forwards of 2,000 rows,
+    two heads each. Each prompt's attention core is its own. GEMMs of M rows and h heads: a prompt of M tokens'
+    (its head on the last) plus h - 1 rows of the head, read off M one-token prompts' GEMMs (logits on every row);
+    the first token comes a step after the admission's forwards."""
+    run = dict(gpu="h100-sxm", seq=1000, gen=100, concurrency=256)
+
+    def rows(m: int, heads, engine: str) -> float:
+        last = _expected(gpu="h100-sxm", seq=m, gen=0, engine=engine)["prefill_gemm_s"]
+        every = _expected(gpu="h100-sxm", seq=m, gen=0, engine=engine, logits="all")["prefill_gemm_s"]
+        return last + (every - last) * (heads - 1) / (m - 1)
+
+    for engine, forwards, m, heads in (("sglang", 1, 2560, 2.56), ("vllm-v0", 1.28, 2000, 2)):
+        prompt = _expected(gpu="h100-sxm", seq=1000, gen=0, engine=engine)
+        attention = prompt["prefill_compute_s"] - prompt["prefill_gemm_s"]
+        admitted = forwards * rows(m, heads, engine) + 2.56 * attention
+        decode = _expected(gpu="h100-sxm", seq=1, gen=0, batch=256, context=1050, engine=engine)["decode_token_s"]
+        r = under_load("llama3.1-8b", **run, engine=engine)
+        assert r["prefill_step"] == "separate" and r["running"] == 256, engine
+        assert r["itl_s"] == pytest.approx(decode + admitted, rel=1e-9), engine
+        assert r["ttft_s"] == pytest.approx(decode + 2 * admitted, rel=1e-9), engine
+        # the weights read once, their GEMMs at more rows: under 2.56 forwards of one prompt each
+        assert admitted < 2.56 * prompt["prefill_compute_s"], engine
+    # the bound by hand (as test_the_bound_of_one_request_by_hand: H100 SXM's 989.4 TFLOP/s and 3.35 TB/s,
+    # Llama-3.1-8B's config.json): the decode step at batch 256 and the mean context 1,050, memory-bound, plus
+    # the 2.56 prompts' FLOPs at the peak (the GEMMs compute-bound at any rows: batching them saves nothing there)
+    P, B = Fraction(9894, 10) * 10 ** 12, Fraction(335, 100) * 10 ** 12
+    d, L, heads, kv, d_h, d_ff, V = 4096, 32, 32, 8, 128, 14336, 128256
+    linear = L * (2 * d * heads * d_h + 2 * d * kv * d_h + 3 * d * d_ff)
+    read = linear + (2 * L + 1) * d + V * d
+    decode = Fraction(2 * read + 256 * 2 * L * kv * d_h * 2 * (1050 + 1) + 256 * 2 * V) / B
+    prompts = Fraction(256, 100) * Fraction(2 * linear * 1000 + 2 * V * d + 4 * heads * d_h * L * 1000 * 1001 // 2) / P
+    for engine in ("sglang", "vllm-v0"):
+        b = under_load("llama3.1-8b", **run, engine=engine)["bound"]
+        assert b["itl_s"] == pytest.approx(float(decode + prompts), rel=1e-12), engine
+        assert b["ttft_s"] == pytest.approx(float(decode + 2 * prompts), rel=1e-12), engine
+
+
+@given(st.sampled_from(["llama3.2-1b", "llama3.1-8b", "qwen3-30b-a3b"]), serving_loads(steps=("separate",)))
+def test_prompts_admitted_together_cost_no_more_than_apart(model, options):
+    """An engine that runs joining prompts in forwards of their own admits the k = max(1, C/n) prompts waiting
+    together: a step is never under their FLOPs at the dense peak with the decodes', and never over the decode
+    step plus k forwards of one prompt each (count's prefill_compute_s) where its forwards' rows are those of
+    at least a prompt (a prompt within the budget) and within the GEMM table's rising part (efficiency.json's
+    gemm rows up to 8,192, where more rows never run slower; past it, 16,384 rows at 0.711 of the peak against
+    8,192's 0.722, a forward of two prompts of 8,192 may): the expected and the bound alike."""
+    try:
+        r = under_load(model, **options)
+    except SymllmError:
+        return
+    assert r["prefill_step"] == "separate"
+    from symllm.arch import resolved
+    from symllm.costs import batching
+    spec = resolved.spec(model)
+    s, n, budget, c = r["seq"], r["gen"], r["max_num_batched_tokens"], r["running"]
+    k = max(Fraction(1), Fraction(c, n))
+    # a forward's tokens: SGLang cuts its last prompt to the budget, V0 takes whole prompts (at least one)
+    tokens = min(k * s, budget) if batching.prefill_admits(r["engine"]) == "cut" else min(k, max(1, budget // s)) * s
+    keep = {key: v for key, v in options.items() if key in ("gpu", "tp", "engine")}
+    prompt = symllm.workload(model, **keep, seq=s, gen=0)
+    flops = prompt["flops"]["prefill"] - Fraction(4 * spec.n_layers * spec.n_heads * spec.head_dim * s * (s - 1), 2)
+    for figures, times in ((r, lambda t: t["expected"]), (r["bound"], lambda t: t)):
+        c = figures["running"]
+        decode = symllm.workload(model, **keep, seq=1, gen=0, batch=c, context=s + n // 2)
+        t = decode["time"]
+        roofline = (decode["flops"]["decode_token"] + Fraction(c, n) * flops) / (t["peak_flops"] * t["gpus"])
+        assert figures["itl_s"] >= float(roofline) * (1 - 1e-9)
+        apart = times(t)["decode_token_s"] + Fraction(c, n) * Fraction(times(prompt["time"])["prefill_compute_s"])
+        if figures is r["bound"] or (s <= budget and ceil(tokens) <= 8192):
+            assert figures["itl_s"] <= float(apart) * (1 + 1e-9)
 
 
 def test_tensorrt_llm_runs_a_prompt_whole_in_the_decode_step():

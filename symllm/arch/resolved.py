@@ -65,12 +65,15 @@ def hidden_dim(config: Config) -> int:
 
 
 @lru_cache(maxsize=None)
-def _params_table(structure: Structure) -> TableKernel:
+def params_table(structure: Structure) -> TableKernel:
     """One compiled function giving every breakdown term, one block and the total, per structure.
 
     Its generated code is kept in :func:`symllm.numbers.cache.cache_dir` by the structure and a hash of
     symllm's source files (as :mod:`symllm.studies.quick` keeps a count's), so a later process builds no
     component tree for it; a miss or a damaged entry builds the tree.
+
+    >>> params_table(spec("llama3.2-1b").structure) is params_table(spec("llama3.2-1b").structure)
+    True
     """
     key = cache_key(structure)
     hit = cache_get("params-table", key)
@@ -118,7 +121,7 @@ def params(config: Config) -> dict[str, int]:
     (46702792704, 12879925248)
     """
     sp_ = spec(config)
-    table = _params_table(sp_.structure)
+    table = params_table(sp_.structure)
     args = sp_.__dict__.get("_params_args")  # the table's arguments, read off the spec's values once
     if args is None or args[0] is not table.args:
         counts = table(sp_._values)  # a symbol left unset is refused here

@@ -19,7 +19,7 @@ import warnings  # noqa: E402
 
 from symllm.errors import SymllmError  # noqa: E402
 from symllm.files import check_output  # noqa: E402
-from symllm.cli.lines import WIDTH, _fit  # noqa: E402
+from symllm.cli.lines import WIDTH, fit_line  # noqa: E402
 from symllm.cli.parser import EXAMPLES, build_parser  # noqa: E402
 
 
@@ -86,7 +86,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     """symllm's own warnings (an untrusted cache, :class:`symllm.numbers.cache.CacheWarning`) as one line
     ``symllm: warning: ...`` on stderr; any other as Python shows it."""
     if category.__module__.startswith("symllm."):
-        print(f"symllm: warning: {_fit(str(message), WIDTH - len('symllm: warning: '))}", file=sys.stderr)
+        print(f"symllm: warning: {fit_line(str(message), WIDTH - len('symllm: warning: '))}", file=sys.stderr)
     else:
         warnings._showwarnmsg_impl(warnings.WarningMessage(message, category, filename, lineno, file, line))
 
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             raise _Interrupted() if _Signals.first == signal.SIGINT else _Terminated()
         return code
     except SymllmError as e:
-        return _fail(f"error: {_fit(str(e), WIDTH - len('symllm: error: '))}")
+        return _fail(f"error: {fit_line(str(e), WIDTH - len('symllm: error: '))}")
     except BrokenPipeError:  # `symllm ... | head`: the reader has all it wanted
         _silence_stdout()
         return 0

@@ -17,8 +17,8 @@ from symllm.files import json_text, write_atomic
 from symllm import validate
 from symllm.present.format import grouped, human, human_bytes, layout_words
 from symllm.costs.workloads import Workload, options as workload_options
-from symllm.cli.lines import (_MEMORY_LABELS, _SERVE, WIDTH, _checkpoint_lines, _natural, _table, _weight_table, _wrap,
-                              plan_lines, serve_lines, time_lines)
+from symllm.cli.lines import (MEMORY_LABELS, SERVE, WIDTH, aligned_table, checkpoint_lines, natural_order, plan_lines,
+                              serve_lines, time_lines, weight_table, wrap_text)
 
 
 def _load(args):
@@ -171,7 +171,7 @@ def _answer_options(args) -> list:
 def _count(args, config, given: dict, ckpt: dict | None) -> int:
     """``count`` of one model (``config``, the workload options ``given``, a checkpoint's bytes ``ckpt``),
     printed."""
-    serve = {k: getattr(args, k) for k in _SERVE if getattr(args, k) is not None}
+    serve = {k: getattr(args, k) for k in SERVE if getattr(args, k) is not None}
     if serve and not args.serve:
         raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
     if not args.serve and (args.concurrency is not None or args.request_rate is not None):
@@ -218,57 +218,58 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         rows.append(("trainable (LoRA adapters)", grouped(counts["trainable"]), human(counts["trainable"])))
     if counts["active"] != counts["total"]:
         rows.append(("active (per token)", grouped(counts["active"]), human(counts["active"])))
-    print(_wrap(f"{config.name}: {config.attention_kind}, V={config.vocab_size}, d={config.dim}, "
-                f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
-                f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
-                f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
+    print(wrap_text(f"{config.name}: {config.attention_kind}, V={config.vocab_size}, d={config.dim}, "
+                    f"L={config.n_layers}, n_h={config.n_heads}, n_kv={config.n_kv_heads}, d_h={config.head_dim}, "
+                    f"d_ff={resolved['hidden_dim']} ({config.hidden_rule}), "
+                    f"{'tied' if config.tie_embeddings else 'untied'} embeddings"))
     from symllm.arch.part_options import described  # what each part option adds to LLaMA's block, declared once
     variants = [*described(config), *(text for on, text in ((config.note, config.note),
                                                             (config.weight_format, _stated_format(config, given)),
                                                             (config.kv_dtype, _stated_kv(config, given)))
                                       if on)]
     if variants:
-        print(_wrap(f"({'; '.join(variants)})"))
+        print(wrap_text(f"({'; '.join(variants)})"))
     if config.n_experts is None and len(config.groups) == 1:
         print(f"(block/* rows are summed over all {config.n_layers} blocks; one block has "
               f"{grouped(counts['block'])} parameters)\n")
     else:
         print("(*block/* rows are summed over every block of that kind)\n")
-    print(_table(rows, ("component", "parameters", "rounded")))
+    print(aligned_table(rows, ("component", "parameters", "rounded")))
     if config.weight_format is not None and not given:  # a quantized config.json: its weights' bytes too
         from symllm.costs import formats
         f = formats.weight_bytes(config, config.weight_format)
-        print("\n" + _weight_table(f["format"], f["total"], f["bits_per_weight"]))
+        print("\n" + weight_table(f["format"], f["total"], f["bits_per_weight"]))
     if ckpt:
-        print("\n" + _checkpoint_lines(ckpt))
+        print("\n" + checkpoint_lines(ckpt))
     if given:
         w = work["workload"]
-        print("\n" + _wrap(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
-                           f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, "
-                           f"activations {w['act_dtype']}; {w['attention']} "
-                           f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
-                           f"{'; full recomputation' if w['recompute'] == 'full' else ''}"
-                           f"{'; op checkpointing (torchtitan)' if w['recompute'] == 'op' else ''}") + "\n")
+        print("\n" + wrap_text(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
+                               f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, "
+                               f"activations {w['act_dtype']}; {w['attention']} "
+                               f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
+                               f"{'; full recomputation' if w['recompute'] == 'full' else ''}"
+                               f"{'; op checkpointing (torchtitan)' if w['recompute'] == 'op' else ''}") + "\n")
         rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
                 for k, v in work["flops"].items()]
-        print(_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
-        rows = [(_MEMORY_LABELS.get(k, k) if "full_finetune_peak" in work["memory"] else k, grouped(v),
+        print(aligned_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
+        rows = [(MEMORY_LABELS.get(k, k) if "full_finetune_peak" in work["memory"] else k, grouped(v),
                  human_bytes(v)) for k, v in work["memory"].items()]
-        print(_table(rows, ("memory", "bytes", "rounded")))
+        print(aligned_table(rows, ("memory", "bytes", "rounded")))
         if "weight_format" in work:
             f = work["weight_format"]
-            print("\n" + _weight_table(f["format"], f["bytes"], f["bits_per_weight"]))
+            print("\n" + weight_table(f["format"], f["bytes"], f["bits_per_weight"]))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
             rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items()]
             moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
-            print("\n" + _table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
-                                       f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
-                                       f"{', sp' if w['sp'] else ''}"
-                                       f"{'; ' + layout_words(work['tp_layout']) if work.get('tp_layout') else ''}"
-                                       f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
-                                       "; a training step)", "", "")))
+            print("\n" + aligned_table(rows, (
+                f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
+                f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
+                f"{', sp' if w['sp'] else ''}"
+                f"{'; ' + layout_words(work['tp_layout']) if work.get('tp_layout') else ''}"
+                f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
+                "; a training step)", "", "")))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
             print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"))))
         if "serving" in work:
@@ -301,9 +302,9 @@ def cmd_plan(args) -> int:
     for line in plan_lines(result, args.top or 10):
         print(line)
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
-        print(_wrap(f"({_stated_format(config, given)})"))
+        print(wrap_text(f"({_stated_format(config, given)})"))
     if config.kv_dtype is not None:  # its KV cache (kv_cache_scheme)
-        print(_wrap(f"({_stated_kv(config, given)})"))
+        print(wrap_text(f"({_stated_kv(config, given)})"))
     return 0
 
 
@@ -383,7 +384,7 @@ def cmd_report(args) -> int:
 def cmd_presets(args) -> int:
     from symllm.studies import quick  # kernels an earlier process compiled: no formula built (start-up)
     rows, data = [], []
-    for name in sorted(cfgmod.preset_names(), key=_natural):
+    for name in sorted(cfgmod.preset_names(), key=natural_order):
         counts = quick.params(cfgmod.load(name))[0]
         info = cfgmod.preset_info(name)
         rows.append((name, grouped(counts["total"]), human(counts["total"]), info["description"]))
@@ -393,7 +394,7 @@ def cmd_presets(args) -> int:
     if args.json:  # docs/json.md, symllm/output.schema.json ($defs/presets)
         print(json_text(data))
         return 0
-    print(_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
+    print(aligned_table(rows, ("preset", "parameters", "rounded", "description"), text_columns=(3,), wrap=3))
     return 0
 
 
@@ -411,12 +412,12 @@ def cmd_verify(args) -> int:
                  f"{grouped(c['bytes'])} bytes")
         if c["formula_bytes"] is not None:
             where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
-        print(_wrap(where))
+        print(wrap_text(where))
         if c["not_counted"]:
-            print(_wrap(f"{c['not_counted']['tensors']:,} tensors ({grouped(c['not_counted']['bytes'])} bytes) are "
-                        "outside the language model transformers builds (vision encoder, projector, multi-token "
-                        "prediction layers): not counted"))
-        print(_wrap(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
+            print(wrap_text(f"{c['not_counted']['tensors']:,} tensors ({grouped(c['not_counted']['bytes'])} bytes) are "
+                            "outside the language model transformers builds (vision encoder, projector, multi-token "
+                            "prediction layers): not counted"))
+        print(wrap_text(f"{c['config'].name}: " + (c["difference"] if c["difference"] else
                                                 "every tensor's name, shape and dtype agrees with the component tree"
                                                 if c["dtypes_checked"] else "every tensor's name and shape agrees "
                                                 "with the component tree (its GGML types are not modelled: "
@@ -442,7 +443,7 @@ def cmd_verify(args) -> int:
         print(json_text({"model": config.name, "agrees": not bad,
                          "components": {k: {"symllm": ours.get(k), "torch": v} for k, v in measured.items()}}))
         return 1 if bad else 0
-    print(_table(rows, ("component", "symllm", "torch numel", "")))
+    print(aligned_table(rows, ("component", "symllm", "torch numel", "")))
     print(f"\n{config.name}: {'all components agree' if not bad else f'{bad} component(s) differ'}")
     return 1 if bad else 0
 
@@ -510,9 +511,9 @@ def cmd_sweep(args) -> int:
         print(f"symllm: sweep: {s.base.name}: per-GPU quantities in {layout_words(s.tp_layout)}", file=sys.stderr)
     stated = [b for b in configs if b.weight_format]
     for base in stated:  # a quantized config.json's format prices the weights (symllm.arch.quantization)
-        print(_wrap(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)
+        print(wrap_text(f"symllm: sweep: {base.name}: {_stated_format(base, workload)}"), file=sys.stderr)
     for base in (b for b in configs if b.kv_dtype):  # and its KV cache (kv_cache_scheme)
-        print(_wrap(f"symllm: sweep: {base.name}: {_stated_kv(base, workload)}"), file=sys.stderr)
+        print(wrap_text(f"symllm: sweep: {base.name}: {_stated_kv(base, workload)}"), file=sys.stderr)
     return 0
 
 

@@ -11,7 +11,14 @@ from symllm import validate
 from symllm.present.format import grouped, human_bytes, layout_words
 
 
-def _checkpoint_lines(c: dict) -> str:
+def checkpoint_lines(c: dict) -> str:
+    """count's table of a checkpoint's weights on disk (``c``: :func:`symllm.costs.checkpoints.check`'s
+    summary) against the formula's, and what differs.
+
+    >>> print(checkpoint_lines({"format": "safetensors", "files": 1, "tensors": 3, "bytes": 2048,
+    ...                         "formula_bytes": None, "difference": None}))  # doctest: +NORMALIZE_WHITESPACE
+    weights on disk (headers; symllm verify compares them)  bytes  ---...
+    """
     rows = [(f"checkpoint ({c['format']}, {c['files']} file(s), {c['tensors']} tensors)", grouped(c["bytes"]),
              human_bytes(c["bytes"]))]
     if c["formula_bytes"] is not None:
@@ -19,11 +26,11 @@ def _checkpoint_lines(c: dict) -> str:
     if c.get("not_counted"):
         rows.append((f"outside the language model ({c['not_counted']['tensors']} tensors): not counted",
                      grouped(c["not_counted"]["bytes"]), human_bytes(c["not_counted"]["bytes"])))
-    out = _table(rows, ("weights on disk (headers; symllm verify compares them)", "bytes", ""))
+    out = aligned_table(rows, ("weights on disk (headers; symllm verify compares them)", "bytes", ""))
     if c["formula_bytes"] is None:
         out += "\n(no formula for this checkpoint's format)"
     if c["difference"] is not None:
-        out += "\n" + _wrap(f"differs from the component tree: {c['difference']}")
+        out += "\n" + wrap_text(f"differs from the component tree: {c['difference']}")
     return out
 
 
@@ -31,24 +38,36 @@ def _checkpoint_lines(c: dict) -> str:
 WIDTH = validate.WIDTH
 
 
-def _wrap(text: str, indent: str = "  ") -> str:
-    """``text`` wrapped to :data:`WIDTH` columns, continuation lines indented."""
+def wrap_text(text: str, indent: str = "  ") -> str:
+    """``text`` wrapped to :data:`WIDTH` columns, continuation lines indented.
+
+    >>> print(wrap_text("word " * 30))  # doctest: +NORMALIZE_WHITESPACE
+    word word word word word word word word word word word word word word word word word word word word
+      word word word word word word word word word word
+    """
     import textwrap
     return textwrap.fill(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
 
 
-def _natural(name: str) -> tuple:
+def natural_order(name: str) -> tuple:
     """Sort key with numbers compared as numbers: codellama-7b before codellama-13b, llama3 before llama3.1.
 
-    >>> sorted(["codellama-13b", "llama3.1-8b", "codellama-7b", "llama3-8b", "llama3.1-405b"], key=_natural)
+    >>> sorted(["codellama-13b", "llama3.1-8b", "codellama-7b", "llama3-8b", "llama3.1-405b"], key=natural_order)
     ['codellama-7b', 'codellama-13b', 'llama3-8b', 'llama3.1-8b', 'llama3.1-405b']
     """
     parts = re.split(r"(\d+(?:\.\d+)*)", name)
     return tuple(tuple(int(x) for x in p.split(".")) if i % 2 else (p,) for i, p in enumerate(parts))
 
 
-def _table(rows, header, text_columns=(), wrap=None) -> str:
-    """Rows in aligned columns; column ``wrap`` (text) is wrapped so that lines fit :data:`WIDTH`."""
+def aligned_table(rows, header, text_columns=(), wrap=None) -> str:
+    """Rows in aligned columns; column ``wrap`` (text) is wrapped so that lines fit :data:`WIDTH`.
+
+    >>> print(aligned_table([("a", 1), ("bcd", 22)], ("name", "n")))
+    name   n
+    ----  --
+    a      1
+    bcd   22
+    """
     if wrap is not None:
         import textwrap
         others = sum(max(len(str(r[i])) for r in rows + [header]) + 2 for i in range(len(header)) if i != wrap)
@@ -65,14 +84,19 @@ def _table(rows, header, text_columns=(), wrap=None) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
-def _weight_table(fmt: str, total: int, bits) -> str:
-    """count's table of a weight format's bytes and bits per weight."""
-    return _table([(f"weights in {fmt}", grouped(total), human_bytes(total)),
-                   ("bits per weight", f"{float(bits):.4f}", "")],
-                  ("weight format (symllm.costs.formats)", "bytes", "rounded"))
+def weight_table(fmt: str, total: int, bits) -> str:
+    """count's table of a weight format's bytes and bits per weight.
+
+    >>> print(weight_table("q8_0", 1088, 8.5).splitlines()[-1])
+    bits per weight                       8.5000
+    """
+    return aligned_table([(f"weights in {fmt}", grouped(total), human_bytes(total)),
+                          ("bits per weight", f"{float(bits):.4f}", "")],
+                         ("weight format (symllm.costs.formats)", "bytes", "rounded"))
 
 
-_MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak": "training_peak (full fine-tuning)"}
+#: count's labels of the memory entries whose own names would mislead (a LoRA run's peak, a full fine-tuning's)
+MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak": "training_peak (full fine-tuning)"}
 
 
 def plan_lines(p, top: int) -> list[str]:
@@ -83,10 +107,10 @@ def plan_lines(p, top: int) -> list[str]:
             else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
     kv = f", KV cache {w['kv_format']}" if w.get("kv_format") else ""
     capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap
-    out = [_wrap(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, "
-                 f"{w.get('weight_format') or w['dtype']}"
-                 f"{kv}{'; ' + layout_words(p.tp_layout) if p.tp_layout else ''}): {p.layouts:,} "
-                 f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
+    out = [wrap_text(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, "
+                     f"{w.get('weight_format') or w['dtype']}"
+                     f"{kv}{'; ' + layout_words(p.tp_layout) if p.tp_layout else ''}): {p.layouts:,} "
+                     f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
     if p.rows:
         rows = []
@@ -109,16 +133,16 @@ def plan_lines(p, top: int) -> list[str]:
                  + (["days", "exp."] if "training_s" in p.rows[0] else []) if p.training
                  else ["batch", "peak/GPU", "decode ms", "exp. ms", "tokens/s", "exp."])
         text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
-        out += ["", _table(rows, tuple(head), text_columns=text)]
+        out += ["", aligned_table(rows, tuple(head), text_columns=text)]
     if p.dropped:
-        out += ["", _wrap("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
-                                                  sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
-    out.append(_wrap(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
-                     f"(it assumes {p.assumes}); nothing that does not fit is timed."))
-    out.append(_wrap(f"Pipeline splits: {p.splits}."))
-    out.append(_wrap("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
-                     "measured efficiencies, docs/efficiency.md) for the best rows; "
-                     + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
+        out += ["", wrap_text("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
+                                                      sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    out.append(wrap_text(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
+                         f"(it assumes {p.assumes}); nothing that does not fit is timed."))
+    out.append(wrap_text(f"Pipeline splits: {p.splits}."))
+    out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
+                         "measured efficiencies, docs/efficiency.md) for the best rows; "
+                         + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once; MFU: model FLOPs (attention's causal "
                         "pairs) a second over the GPUs' dense peak of the matmuls' dtype"
                         + (", days: what --tokens take" if "training_s" in (p.rows or [{}])[0] else "") + "."
@@ -128,8 +152,8 @@ def plan_lines(p, top: int) -> list[str]:
 
 
 #: count's options for --serve (symllm.costs.serving.capacity's keywords)
-_SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch",
-          "indexer_kv_dtype")
+SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch",
+         "indexer_kv_dtype")
 
 
 def _running_limit(x: dict) -> str:
@@ -166,7 +190,7 @@ def serve_lines(r: dict) -> str:
             ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"),
             (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
              "fits" if r["fits"] else "one request does not fit")]
-    out = _table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2), wrap=2)
+    out = aligned_table(rows, ("serving (vLLM paged KV cache)", "", ""), text_columns=(1, 2), wrap=2)
     if "load" in r:  # the roofline bound and the expected figures, each of the same schedule (traffic.under_load)
         x, b = r["load"], r["load"]["bound"]
 
@@ -187,9 +211,9 @@ def serve_lines(r: dict) -> str:
                  f"{_f(x['requests_per_s'], ',.3g')} requests/s expected"),
                 ("saturates at", f"{b['saturation_concurrency']:,}", f"{x['saturation_concurrency']:,}",
                  _running_limit(x))]
-        out += "\n\n" + _table(rows, ("under load", "bound", f"expected, {x['engine']}", ""), text_columns=(3,))
-        out += "\n" + _wrap("bound: the same schedule, each step at its roofline time (no efficiencies, no fixed "
-                            "costs); expected: measured efficiencies (docs/efficiency.md).")
+        out += "\n\n" + aligned_table(rows, ("under load", "bound", f"expected, {x['engine']}", ""), text_columns=(3,))
+        out += "\n" + wrap_text("bound: the same schedule, each step at its roofline time (no efficiencies, no fixed "
+                                "costs); expected: measured efficiencies (docs/efficiency.md).")
     return out
 
 
@@ -237,22 +261,22 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None) -> list[str]:
     else:
         rows += [("training step", *unfit), ("training tokens/s", *unfit)]
     capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap: the expected times' limit
-    out = [_table(rows, (f"on {t['gpu']}{capped} ({per})", "bound", "expected", ""), text_columns=(3,), wrap=3)]
+    out = [aligned_table(rows, (f"on {t['gpu']}{capped} ({per})", "bound", "expected", ""), text_columns=(3,), wrap=3)]
     a = t["assumes"]
-    out.append(_wrap(f"Verdicts assume: inference peak: {a['fits']}; training peak: {a['training_fits']}; "
-                     f"largest context: {a['max_context']}."))
+    out.append(wrap_text(f"Verdicts assume: inference peak: {a['fits']}; training peak: {a['training_fits']}; "
+                         f"largest context: {a['max_context']}."))
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())
     laid = f", times in {layout_words(tp_layout)}" if tp_layout else ""  # (a training engine lays out nothing)
-    out.append(_wrap(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
-                     f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, "
-                     f"{human_bytes(t['capacity'])}"
-                     + (f"; {links}" if links else "")
-                     + ("" if t["gpus"] > 1 else "; a decode step " + (f"is compute-bound from batch {first}" if first
-                                                                     else "is memory-bound at any batch"))
-                     + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
-                     f"(training {e['training_engine']}) conventions{laid} (docs/efficiency.md)."))
+    out.append(wrap_text(f"{t['title']}: {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}, "
+                         f"{t['bandwidth'] / 10 ** 9:,g} GB/s, ridge {t['ridge']:.1f} FLOP/byte, "
+                         f"{human_bytes(t['capacity'])}"
+                         + (f"; {links}" if links else "")
+                         + ("" if t["gpus"] > 1 else "; a decode step " + (
+                             f"is compute-bound from batch {first}" if first else "is memory-bound at any batch"))
+                         + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
+                         f"(training {e['training_engine']}) conventions{laid} (docs/efficiency.md)."))
     return out
 
 
@@ -276,13 +300,13 @@ def _f(value, spec: str) -> str:
     return _g(value) if isinstance(value, Fraction) else format(value, spec)
 
 
-def _fit(message: str, room: int) -> str:
+def fit_line(message: str, room: int) -> str:
     """``message`` on one line of at most ``room`` columns: the messages are written to fit (a list whole or
     pointed to by :func:`symllm.validate.listed`, a path cut by :func:`~symllm.validate.shown_path`); one
     that does not (an odd value echoed back) is cut after its last whole word to "..." rather than run past
     the terminal's 100 columns.
 
-    >>> _fit("model: unknown preset 'abcdefgh'", 30)
+    >>> fit_line("model: unknown preset 'abcdefgh'", 30)
     'model: unknown preset...'
     """
     message = " ".join(message.split())

@@ -17,7 +17,7 @@ from symllm.arch import glossary
 from symllm.costs.workloads import options as workload_options
 from symllm.cli.commands import (PLAN_ENUMERATES, cmd_count, cmd_derive, cmd_plan, cmd_plot, cmd_presets, cmd_report,
                                  cmd_sweep, cmd_verify)
-from symllm.cli.lines import WIDTH, _fit
+from symllm.cli.lines import WIDTH, fit_line
 
 
 EXAMPLES = {
@@ -115,7 +115,7 @@ class _Parser(argparse.ArgumentParser):
             start = f"{field}: unknown {value} (known: "
             names = [n.strip("'") for n in choices[3].split(", ")]
             message = f"{start}{validate.listed(names, room - len(start) - 1, near=choices[2].strip(chr(39)))})"
-        self.exit(2, f"symllm: error: {_fit(message, room)}\n")
+        self.exit(2, f"symllm: error: {fit_line(message, room)}\n")
 
     def add_argument(self, *args, **kwargs):
         choices = kwargs.get("choices")
@@ -164,11 +164,10 @@ def add_workload_options(group, *, axes_as_values: bool = False, exclude=()) -> 
     ``axes_as_values`` the fields a sweep may vary (``axis``) take VALUES: comma lists and ranges.
 
     >>> from symllm.costs.workloads import Workload
-    >>> from symllm.cli.commands import _given
     >>> p = argparse.ArgumentParser()
     >>> add_workload_options(p)
     >>> a = p.parse_args(["--seq", "512", "--zero", "2", "--recompute"])
-    >>> Workload.of(**_given(a)).to_dict()["zero_stage"], a.seq, a.batch
+    >>> Workload.of(**{k: getattr(a, k) for k in Workload.names()}).to_dict()["zero_stage"], a.seq, a.batch
     (2, 512, None)
     """
     types = _workload_types()

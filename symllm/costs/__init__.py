@@ -1,7 +1,8 @@
 """What a model costs under a workload: phases and memory kinds, software stacks, parallel layouts, LoRA,
 accelerators and scaling laws.
 
-Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default and its check),
+Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default and its check;
+:mod:`~symllm.costs.peft_targets`: LoRA's target linears by PEFT's or symllm's names),
 :mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``;
 :mod:`~symllm.costs.decoding`: one phase's FLOPs, decode steps summed in closed form; :mod:`~symllm.costs.numbered`:
 its groups from evaluated forms, without SymPy), :mod:`~symllm.costs.stacks`,
@@ -14,6 +15,7 @@ them),
 DeepSeek-V4's compressed caches as vLLM lays them out; :mod:`~symllm.costs.batching`: each engine's scheduler
 defaults), :mod:`~symllm.costs.hardware`
 (fit and roofline bounds; :mod:`~symllm.costs.accelerators`: the accelerators and networks by name;
+:mod:`~symllm.costs.roofline_bytes`: the bytes a phase must move, the roofline's memory term;
 :mod:`~symllm.costs.stage_parts`: the parts of a pipeline stage the expected time runs at rates of their own;
 :mod:`~symllm.costs.utilisation`: every MFU's and HFU's numerator and fraction of peak, a measured run's MFU),
 :mod:`~symllm.costs.efficiency` (expected times: measured efficiencies, engines; :mod:`~symllm.costs.figures`: their
@@ -39,8 +41,9 @@ workload fits a model),
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
-    "workloads", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml", "checkpoints", "headers",
-    "serving", "hardware", "accelerators", "efficiency", "figures", "gemm_cards", "collectives", "tiles", "traffic",
+    "workloads", "peft_targets", "phases", "decoding", "stacks", "parallel", "finetune", "formats", "ggml",
+    "checkpoints", "headers", "serving", "hardware", "accelerators", "roofline_bytes", "efficiency", "figures",
+    "gemm_cards", "collectives", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
     "batching", "schedules", "rings",

@@ -13,8 +13,8 @@ from math import ceil
 
 from symllm.arch.catalogue import resolve
 
-__all__ = ["SCHEDULER", "prefill_step", "default_max_num_seqs", "default_max_num_batched_tokens",
-           "trtllm_bench_settings"]
+__all__ = ["SCHEDULER", "prefill_step", "prefill_admits", "default_max_num_seqs",
+           "default_max_num_batched_tokens", "trtllm_bench_settings"]
 
 #: Each engine's scheduler defaults where the user gives none: its prefill budget a step (vLLM's
 #: ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``) and the most
@@ -27,7 +27,9 @@ __all__ = ["SCHEDULER", "prefill_step", "default_max_num_seqs", "default_max_num
 #: (:func:`prefill_step`, ``mixed_source``): ``chunked``, in the same forward, each cut to the token budget the
 #: decodes leave; ``whole``, in the same forward, uncut, once the decodes leave room for the whole prompt;
 #: ``separate`` (and an engine without an entry), in a forward of their own (``chunked_past``: ``chunked`` past
-#: that context, as ``batched_tokens``' rule turns chunked prefill on).
+#: that context, as ``batched_tokens``' rule turns chunked prefill on), which takes every prompt waiting up to the
+#: budget (:func:`prefill_admits`, ``admits``): ``whole`` (and an engine without an entry), whole prompts while
+#: they fit; ``cut``, the first that does not fit cut to fill the budget, its rest in the next such forward.
 SCHEDULER = {
     "vllm": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
              "large_card": {"gib": 70, "not": "a100"},
@@ -54,13 +56,16 @@ SCHEDULER = {
                 "source": "vllm/config.py, SchedulerConfig.__post_init__, v0.8.5 wheel: max_num_batched_tokens "
                           "max(max_model_len, 2048) without chunked prefill, 2048 with it, which "
                           "EngineArgs._set_default_args_v0 turns on past a max_model_len of 32,768",
-                "mixed": "separate", "mixed_chunked_past": 32768,
-                "mixed_source": "vllm/core/scheduler.py (the V0 engine, read 2026-11-29 in stored copies of "
-                                "2024-2025): Scheduler._schedule_default schedules the waiting prefills first and "
-                                "'Don't schedule decodes if prefills are scheduled' (a prompt runs in a step of its "
-                                "own, whole: its max_num_batched_tokens is at least max_model_len); "
-                                "_schedule_chunked_prefill, taken where chunked prefill is on, schedules the running "
-                                "decodes and prefill chunks in one batch"},
+                "mixed": "separate", "mixed_chunked_past": 32768, "admits": "whole",
+                "mixed_source": "vllm/core/scheduler.py (the V0 engine), v0.8.5 wheel (read 2026-11-29): "
+                                "Scheduler._schedule takes _schedule_default without chunked prefill, which calls "
+                                "_schedule_prefills(budget, enable_chunking=False): the waiting prompts, each whole, "
+                                "while SchedulingBudget.can_schedule (num_batched_tokens + the prompt's <= "
+                                "max_num_batched_tokens, num_curr_seqs + its <= max_num_seqs), all in one "
+                                "SchedulerOutputs the model runner runs as one forward; 'Don't schedule decodes if "
+                                "prefills are scheduled' (the decodes wait that step); _schedule_chunked_prefill, "
+                                "taken where chunked prefill is on, schedules the running decodes and prefill chunks "
+                                "in one batch"},
     "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
                                             [None, 16384]]},
                "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
@@ -71,11 +76,18 @@ SCHEDULER = {
                          "python/sglang/srt/model_executor/model_runner.py, init_memory_pool: max_running_requests "
                          "None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), 4096), context_len "
                          "the model's own (later versions also cap it at max_total_num_tokens // 2)",
-               "mixed": "separate",
-               "mixed_source": "python/sglang/srt/managers/scheduler.py (the v0.5 line), get_new_batch_prefill: a new "
-                               "prefill batch (chunks of chunked_prefill_size) runs as its own extend forward; only "
-                               "with --enable-mixed-chunk (is_mixed_chunk; default off) does new_batch.mix_with_running"
-                               "(self.running_batch) put the running decodes in the same forward (ForwardMode.MIXED)"},
+               "mixed": "separate", "admits": "cut",
+               "mixed_source": "python/sglang/srt/managers/scheduler.py, v0.5.2 wheel (v0.4.6 the same; read "
+                               "2026-11-29): Scheduler.get_next_batch_to_run runs the new prefill batch ('Run prefill "
+                               "first if possible'), the running decodes only in a step without one; "
+                               "get_new_batch_prefill fills one batch from the waiting queue through PrefillAdder "
+                               "(managers/schedule_policy.py: add_one_req takes whole prompts while they fit "
+                               "rem_chunk_tokens, chunked_prefill_size, and cuts the first that does not to the rest: "
+                               "new_chunked_req, which the next prefill batch carries on before any decode; "
+                               "max_prefill_tokens, 16,384, stops the batch's whole prompts), run as one extend "
+                               "forward; only with --enable-mixed-chunk (is_mixed_chunk; default off) does "
+                               "new_batch.mix_with_running(self.running_batch) put the running decodes in the same "
+                               "forward (ForwardMode.MIXED)"},
     "trtllm": {"batched_tokens": {"fixed": 8192}, "seqs": {"fixed": 2048},
                "source": "tensorrt_llm/llmapi/llm_args.py, BaseLlmArgs (the LLM API, trtllm-serve; 1.x): "
                          "max_batch_size Field(default=2048), max_num_tokens Field(default=8192); trtllm-bench sets "
@@ -117,6 +129,18 @@ def prefill_step(engine, context: int = 0) -> str:
     if past is not None and context > past:
         return "chunked"
     return rule.get("mixed", "separate")
+
+
+def prefill_admits(engine) -> str:
+    """How a forward of its own (:func:`prefill_step` ``separate``) takes the prompts waiting, all of them up to the
+    step's token budget (:data:`SCHEDULER`'s ``admits``): ``whole`` (vLLM V0's ``_schedule_prefills``: whole
+    prompts while they fit; an engine that declares none) or ``cut`` (SGLang's ``PrefillAdder``: the first that
+    does not fit cut to fill the budget, the rest of it in the next prefill forward).
+
+    >>> prefill_admits("vllm-v0"), prefill_admits("sglang"), prefill_admits("hf")
+    ('whole', 'cut', 'whole')
+    """
+    return _scheduler(engine)[1].get("admits", "whole")
 
 
 def _scheduler(engine) -> tuple[str, dict]:

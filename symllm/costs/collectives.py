@@ -1,9 +1,11 @@
 """Collectives' and the control plane's expected seconds: the collectives a tensor-parallel inference step runs
 (:func:`step_collectives`, the one count its bytes, its latencies and the host's calls read) and a training step of
-one micro-batch runs (:func:`training_collectives`, built on it; its bytes :func:`training_tp_bytes`), a tensor-parallel
-all-reduce and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
-:func:`collective`), and the round trip of an engine that drives its ranks as Ray actors, and the host work an
-eager engine does a step beyond its layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
+one micro-batch runs (:func:`training_collectives`, built on it, as the training engine's column-parallel linears run
+them: :func:`column_parallel`; its bytes :func:`training_tp_bytes`), a tensor-parallel all-reduce, all-gather or
+reduce-scatter and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
+:func:`collective`; NCCL's ring model for the all-gathers' share of the latency: :func:`gather_latency_s`), and the
+round trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step beyond its
+layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
 
 >>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
 True
@@ -13,10 +15,12 @@ from __future__ import annotations
 from fractions import Fraction
 
 from symllm.costs.figures import data, fraction as _x
+from symllm.validate import choice
 
 __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "step_collectives",
-           "LOSS_STATISTICS", "training_collectives", "training_tp_bytes", "collective", "allreduce_s", "alltoall_s",
-           "ray_step_s", "step_host_s"]
+           "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape", "training_collectives",
+           "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_s", "gather_latency_s",
+           "training_tp_s", "alltoall_s", "ray_step_s", "step_host_s"]
 
 
 #: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
@@ -144,7 +148,43 @@ def _vocabulary_parts(stage) -> tuple:
 LOSS_STATISTICS = 3
 
 
-def training_collectives(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split") -> dict:
+#: the column-parallel linears a training engine runs (``column_parallel`` under it in efficiency.json, with its
+#: source): "dtensor", torch's ``ColwiseParallel`` (torchtitan, llm-foundry; transformers' plan), one a linear, each
+#: reducing its input gradient, the all-gathered input kept for the weight gradient under sequence parallelism;
+#: "megatron", Megatron-Core's ``ColumnParallelLinear`` (Transformer Engine's ``LayerNormLinear`` alike; NeMo), the
+#: linears sharing an input one (``linear_qkv``, ``linear_fc1``), its input all-gathered again in backward
+COLUMN_PARALLEL = ("dtensor", "megatron")
+
+
+def column_parallel(engine: str | None) -> str:
+    """The column-parallel linears a training ``engine`` runs (:data:`COLUMN_PARALLEL`), as its tensor-parallel
+    collectives follow them (:func:`training_collectives`): its ``column_parallel`` in efficiency.json; no engine,
+    or one that declares none (an inference engine, DeepSpeed: not read), transformers' plan as DTensor runs it.
+
+    >>> column_parallel("megatron"), column_parallel("nemo"), column_parallel("torchtitan"), column_parallel(None)
+    ('megatron', 'megatron', 'dtensor', 'dtensor')
+    """
+    from symllm.costs.figures import engine as conventions
+
+    return "dtensor" if engine is None else conventions(engine).get("column_parallel", "dtensor")
+
+
+def engine_shape(engine: str | None) -> tuple:
+    """What of a workload's ``engine`` shapes its closed forms (the field's ``shapes`` mark in
+    :mod:`symllm.costs.workloads`): the engine whose own layout of the parts it asks for
+    (:func:`symllm.arch.layers.layout_engine`) and the column-parallel linears it trains with
+    (:func:`column_parallel`).
+
+    >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("sglang") == engine_shape(None)
+    (('vllm', 'dtensor'), (None, 'megatron'), True)
+    """
+    from symllm.arch.layers import layout_engine
+
+    return layout_engine(engine), column_parallel(engine)
+
+
+def training_collectives(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split",
+                         columns: str = "dtensor") -> dict:
     """The tensor-parallel collectives one training micro-batch (forward and backward) through a pipeline ``stage``
     runs, by kind, repeats included: ``all_reduce``, ``all_gather``, ``reduce_scatter`` of the residual stream
     (``β_a·b·s·d`` full), ``loss``, the vocabulary-parallel loss's fp32 all-reduces (:data:`LOSS_STATISTICS` a
@@ -156,7 +196,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
     (:func:`summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
     all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
-    reduce-scatter in backward a group of them sharing an input), tensor-split experts one such pair and a summed
+    reduce-scatter in backward a group of them sharing an input; ``columns`` "megatron", Megatron-Core's linears
+    (:func:`column_parallel`), such a group is one linear: one all-reduce a group, and under ``seq`` its input, the
+    head's too, all-gathered again in backward), tensor-split experts one such pair and a summed
     output; recomputation runs a block's forward collectives again where its policy does not save them
     (:func:`forward_runs`). Their sum is a micro-batch's calls.
 
@@ -169,16 +211,21 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     (7*L + 2, 3)
     >>> {k: v.subs(N_p, 1) for k, v in training_collectives(first, seq=True).items()}
     {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3}
+    >>> mc = training_collectives(first, columns="megatron")   # Megatron-Core: linear_qkv, linear_fc1
+    >>> mc["all_reduce"].subs(N_p, 1), training_collectives(first, True, columns="megatron")["all_gather"].subs(N_p, 1)
+    (4*L + 2, 6*L + 3)
     """
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
 
     split_experts = experts == "split"
+    fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
+    again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
     embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them
     counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
     if seq:
         counted["reduce_scatter"] += embeddings + heads
-        counted["all_gather"] += embeddings + heads
+        counted["all_gather"] += embeddings + heads * (1 + again)
     else:
         counted["all_reduce"] += embeddings + heads
 
@@ -196,12 +243,13 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
                 continue  # counted from the step's count above
             if style in (*COLUMNS, "merged"):
-                if not seq:  # the input gradient, all-reduced in backward
+                if not seq and not fused:  # each one's input gradient, all-reduced in backward
                     add("all_reduce", m)
-                elif not grouped:  # one all-gather before the linears sharing an input, a reduce-scatter of
-                    grouped = True  # their summed input gradients in backward
-                    add("all_gather", m * gather)
-                    add("reduce_scatter", m)
+                elif not grouped:  # the linears sharing an input, as one: their summed input gradients reduced once
+                    grouped = True  # in backward (seq: one all-gather before them, their gradients reduce-scattered)
+                    if seq:
+                        add("all_gather", m * (gather + again))
+                    add("reduce_scatter" if seq else "all_reduce", m)
             elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
                     if seq:
@@ -219,6 +267,30 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
 
     visit(stage, sp.S.One, False)
     return {**counted, "loss": LOSS_STATISTICS * heads}
+
+
+def training_calls(count: dict) -> dict:
+    """A training micro-batch's tensor-parallel calls ``count`` (:func:`training_collectives`) as the expected time
+    prices them: ``training_tp_calls``, all of them; ``training_tp_gathers``, its all-gathers and reduce-scatters,
+    each at its own latency (:func:`training_tp_s`).
+
+    >>> training_calls({"all_reduce": 3, "all_gather": 4, "reduce_scatter": 4, "loss": 3})
+    {'training_tp_calls': 14, 'training_tp_gathers': 8}
+    """
+    return {"training_tp_calls": sum(count.values()),
+            "training_tp_gathers": count["all_gather"] + count["reduce_scatter"]}
+
+
+def busiest_calls(num, stages) -> dict:
+    """:func:`training_calls` of the pipeline stage that runs the most calls a micro-batch, as ``comm``'s tp bytes
+    are the busiest stage's: ``num(name)`` a stage's evaluated closed form by name, ``stages`` their prefixes.
+
+    >>> busiest_calls(lambda name: {"0.training_tp_calls": 9, "0.training_tp_gathers": 4, "1.training_tp_calls": 12,
+    ...                             "1.training_tp_gathers": 2}[name], ("0.", "1."))
+    {'training_tp_calls': 12, 'training_tp_gathers': 2}
+    """
+    calls = [{k: int(num(f"{st}{k}")) for k in ("training_tp_calls", "training_tp_gathers")} for st in stages]
+    return max(calls, key=lambda c: c["training_tp_calls"])
 
 
 def training_tp_bytes(count: dict):
@@ -285,6 +357,41 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
     return calls * _x(latency) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
 
 
+def gather_latency_s(link: tuple[str, int] | None, ranks: int) -> Fraction:
+    """The latency of one all-gather or reduce-scatter over ``ranks`` across ``link``: the link's all-reduce latency
+    (:func:`collective`) scaled by NCCL's own ring model (``collectives.ring_latency``: ``base + steps × step``, an
+    all-reduce ``2(n-1)`` steps, an all-gather or a reduce-scatter ``n-1``); the all-reduce's where the link's
+    step is not read (Infinity Fabric), none without a link.
+
+    >>> us = lambda s: round(float(s) * 1e6, 3)
+    >>> us(gather_latency_s(("NVLink 4", 450 * 10 ** 9), 8)), us(gather_latency_s(("NVLink 4", 450 * 10 ** 9), 4))
+    (7.2, 8.235)
+    >>> us(gather_latency_s(("InfiniBand NDR", 50 * 10 ** 9), 2)) # 20 us x (6.6 + 2.7) / (6.6 + 5.4)
+    15.5
+    """
+    if link is None:
+        return Fraction(0)
+    latency = _x(collective(link[0])["latency_s"])
+    ring = data()["collectives"]["ring_latency"]
+    step = ring["step_s"].get(_link_kind(link[0]))
+    if step is None or ranks < 2:
+        return latency
+    base, steps = _x(ring["base_s"]), (ranks - 1) * _x(step)
+    return latency * (base + steps) / (base + 2 * steps)
+
+
+def training_tp_s(calls: int, gathers: int, sent_bytes, link: tuple[str, int] | None, ranks: int) -> Fraction:
+    """Seconds a training micro-batch's ``calls`` tensor-parallel collectives take over ``link``
+    (:func:`training_calls`), ``sent_bytes`` per GPU at the link's bus bandwidth: ``gathers`` of them all-gathers or
+    reduce-scatters over ``ranks``, each at :func:`gather_latency_s`, the rest all-reduces (:func:`allreduce_s`).
+
+    >>> link = ("NVLink 4", 450 * 10 ** 9)
+    >>> round(float(training_tp_s(10, 8, 0, link, 8)) * 1e6, 3)   # 2 x 10 us + 8 x 7.2 us
+    77.6
+    """
+    return allreduce_s(calls - gathers, sent_bytes, link) + gathers * gather_latency_s(link, ranks)
+
+
 def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
     """Seconds ``calls`` all-to-alls take that together send ``sent_bytes`` per GPU over ``link`` (topology,
     bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the
@@ -303,11 +410,11 @@ def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction
 
 def ray_step_s(workers: int) -> Fraction:
     """Seconds a step's control plane takes where an engine drives ``workers`` ranks as Ray actors
-    (``control_plane.ray`` in efficiency.json, Ray's release microbenchmarks): one synchronous actor call's
+    (``control_plane.ray`` in efficiency.json, Ray 2.7.0's release microbenchmarks): one synchronous actor call's
     round trip, and each further call's submission at the asynchronous rate; nothing for one rank (no Ray).
 
-    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2011.9 + 3/8663.7 s
-    (843.3, Fraction(0, 1))
+    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2057.1 + 3/7183.9 s
+    (903.7, Fraction(0, 1))
     """
     if workers <= 1:
         return Fraction(0)

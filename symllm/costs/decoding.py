@@ -13,7 +13,7 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.arch.algebra import factored
-from symllm.arch.components import Component, SlidingPairs, _WindowPairs, expand_windows
+from symllm.arch.components import Component, SlidingPairs, WindowPairs, expand_windows
 from symllm.errors import SymllmError
 
 __all__ = ["phase_flops"]  # the phases' helper: symllm.costs.phases is the public face
@@ -39,8 +39,8 @@ def phase_flops(comp: Component, bucket: str, phase: str, recompute: bool | str)
         return expand_windows(step)
     if phase == "generation":
         total = forward.subs(S.t, 0) + _decode_sum(step)
-        if total.has(_WindowPairs):  # the prefill's P(s) cancels the decode steps' -P(s): collect them
-            terms = sp.collect(sp.expand(total), sorted(total.atoms(_WindowPairs), key=sp.default_sort_key),
+        if total.has(WindowPairs):  # the prefill's P(s) cancels the decode steps' -P(s): collect them
+            terms = sp.collect(sp.expand(total), sorted(total.atoms(WindowPairs), key=sp.default_sort_key),
                                evaluate=False)
             total = sum((factored(c) * a for a, c in terms.items()), sp.S.Zero)
         return expand_windows(total)
@@ -82,7 +82,7 @@ def _decode_sum(step: sp.Expr) -> sp.Expr:
     29
     """
     step = sp.expand(step.replace(lambda e: isinstance(e, sp.Min) and e.has(S.t), _first_difference))
-    windows = sorted((a for a in step.atoms(_WindowPairs) if a.has(S.t)), key=sp.default_sort_key)
+    windows = sorted((a for a in step.atoms(WindowPairs) if a.has(S.t)), key=sp.default_sort_key)
     rest = step.subs({a: 0 for a in windows})
     total = _summed_steps(sp.expand(rest))
     groups: dict = {}  # (class, window) -> {shift a of P(t + a): its coefficient}

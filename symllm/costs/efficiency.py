@@ -85,7 +85,7 @@ from fractions import Fraction
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s
+from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s, training_tp_s
 from symllm.costs.figures import data, engine, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
@@ -269,6 +269,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     slower), ``decode_token_s``, ``tokens_per_s``, ``training_step_s``, ``training_tokens_per_s_per_gpu``, ``mfu``,
     ``hfu`` and the engines used, from the busiest stage's evaluated closed forms in ``parts`` (keys
     ``{prefill,decode}_{flops,core_flops,bytes,tp_bytes}``, ``layers``, ``collectives``, ``training_tp_calls``,
+    ``training_tp_gathers``,
     ``*_handoff``,
     ``training_flops``, ``training_model_flops``, ``comm``, ``dp_sent`` (comm's dp form at a reduce dtype's bytes and
     rounds a step:
@@ -321,18 +322,18 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     control += step_host_s(serve, work.tp)  # an eager engine's inputs and sampler, the GPU waiting
     # a step's collectives (collectives.step_collectives: the residual stream's all-reduces, the embedding's among
     # them, the logits' gather, vLLM's spanning Mamba-2 norms'): each a latency on the GPU, a call from the host
-    reduces = parts.get("collectives", 0)
+    reduces = parts["collectives"]
     calls = reduces if tp_link else 0
 
     def tp_sent(phase: str, tokens: int):
         """The bytes a step's all-reduces send, an engine that pads its tokens (``pad_tokens``) paying the rows
         it adds in the residual stream's (the logits' gather keeps the real rows)."""
         pad = (-tokens) % serve["pad_tokens"] if serve.get("pad_tokens") else 0
-        return parts[f"{phase}_tp_bytes"] + pad * parts.get(f"{phase}_tp_row_bytes", 0)
+        return parts[f"{phase}_tp_bytes"] + pad * parts[f"{phase}_tp_row_bytes"]
 
     rows = work.batch * work.seq
     # routed experts: each sees k/n_e of the tokens (share), a GEMM of that many rows
-    share = Fraction(parts["expert_active"]) / parts["expert_params"] if parts.get("expert_params") else Fraction(1)
+    share = Fraction(parts["expert_active"]) / parts["expert_params"] if parts["expert_params"] else Fraction(1)
 
     # a card held below its rated board power: its compute-bound kernels at this fraction of their speed
     capped = power_fraction(rated, getattr(work, "power_cap", None))
@@ -344,7 +345,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # prefill: GEMMs at M = b·s rows (an engine's micro-batch at most), the attention core at its causal
     # FLOPs, weights at least once
     core = parts["prefill_core_flops"]
-    gemm_s = gemms(parts["prefill_flops"] - core, parts.get("prefill_expert_flops", 0),
+    gemm_s = gemms(parts["prefill_flops"] - core, parts["prefill_expert_flops"],
                    min(rows, serve["ubatch"]) if serve.get("ubatch") else rows, fast16 or peak)
     # the attention core: the pairs of the kernel's tiles (masked blocks skipped, diagonal blocks whole) at the
     # measured efficiency read on those pairs
@@ -383,15 +384,15 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
     # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
     moved = Fraction(parts["decode_bytes"])
-    if parts.get("expert_params") and share < 1:
+    if parts["expert_params"] and share < 1:
         touched = 1 - (1 - share) ** min(work.batch, 10 ** 6)
         moved += parts["beta_w"] * (parts["expert_params"] * touched - parts["expert_active"])
     # per kernel: the GEMMs stream the weights (the slower of their FLOPs and those bytes); attention reads
     # each sequence's cache in kernels of its own, after them (the slower of its FLOPs and the cache's bytes)
-    weights = min(Fraction(parts.get("decode_weight_bytes", moved)), moved)
-    weights += moved - Fraction(parts["decode_bytes"]) if parts.get("expert_params") and share < 1 else 0
-    core = Fraction(parts.get("decode_core_flops", 0))
-    decode_gemm = max(gemms(parts["decode_flops"] - core, parts.get("decode_expert_flops", 0), work.batch),
+    weights = min(Fraction(parts["decode_weight_bytes"]), moved)
+    weights += moved - Fraction(parts["decode_bytes"]) if parts["expert_params"] and share < 1 else 0
+    core = Fraction(parts["decode_core_flops"])
+    decode_gemm = max(gemms(parts["decode_flops"] - core, parts["decode_expert_flops"], work.batch),
                       weights * gemv / mem)
     gpu_s = decode_gemm + max(core / peak, (moved - weights) / mem)
     decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, tp_sent("decode", work.batch), tp_link, serve))
@@ -406,31 +407,32 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the engines' train_factor, read against the dense rectangle's FLOPs, on the kernel's tile work; its time
     # beyond the GEMMs on the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
     basis = _x(data()["attention_tiles"]["train_basis"]) if tiled else 1
+    # (d: where the model states a width; bf16_peak: None where no card's bf16 peak is known, the compute dtype's)
     factor = train_factor(_x(train["train_factor"]) * basis, parts.get("d"),
-                          Fraction(parts.get("bf16_peak") or peak) / bandwidth if bandwidth else None)
+                          Fraction(parts["bf16_peak"] or peak) / bandwidth if bandwidth else None)
     # under a power limit the GEMMs' share of that time slows, the rest (memory-bound passes) does not:
     # time = GEMMs / capped + GEMMs x (1/factor - 1)
     factor = 1 / (1 / capped + 1 / factor - 1)
     # the attention core (all its FLOPs leave the GEMMs' terms) on its kernel's tiles at its forward and backward
     # rates, recomputed forwards at the forward rate (attention_training); eager stacks: the rectangle, as GEMMs
-    removed = (Fraction(parts.get("training_core_flops", 0))
+    removed = (Fraction(parts["training_core_flops"])
                if parts["prefill_core_flops"] and tiled and work.stack not in ("eager", "hf-eager") else Fraction(0))
-    forward = Fraction(parts.get("training_model_core_flops", 0)) * train_tiles / 3 if removed else Fraction(0)
+    forward = Fraction(parts["training_model_core_flops"]) * train_tiles / 3 if removed else Fraction(0)
     core_s = core_training_s(forward, work.seq, heads, training_kernel(train, named), removed * train_tiles
-                             - 3 * forward, (parts.get("bf16_peak") or peak) * capped) if removed else Fraction(0)
+                             - 3 * forward, (parts["bf16_peak"] or peak) * capped) if removed else Fraction(0)
     micro = getattr(work, "micro_batches", 1) or 1
     # every memory-bound pass of the step (MoE permutation and router, FP8 casts, op checkpointing's rerun, the
     # optimizer and FSDP copy-outs) streams the card's own memory: its kind's figure where it has one
     passes = stream(kind=kind) * bandwidth
-    experts = parts.get("training_expert_flops", 0)
-    comm = parts["comm"]
-    moe_layers = parts.get("expert_layers") or 0
+    experts = parts["training_expert_flops"]
+    comm = parts["comm"]  # tp, pp and dp always; ep for a mixture of experts only (parallel.comm_kinds)
+    moe_layers = parts["expert_layers"]
     if experts and moe_layers and all(x in parts for x in ("d", "d_ff", "n_e", "k", "beta_a")):
         # an expert's GEMMs at its widths: K = d and d_ff (forward and input gradient), its rows (weight gradient)
         m = rows * share
         eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), rated)
         moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
-                             act_bytes=parts["beta_a"], rate=passes, ep_bytes=comm.get("ep", 0),
+                             act_bytes=parts["beta_a"], rate=passes, ep_bytes=comm["ep"],
                              link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute == "full",
                              syncs=int(train.get("moe_host_syncs", 0)))
         moe_s = sum(moe.values())
@@ -444,20 +446,20 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                                                 moe_layers=moe_layers, tp=work.tp, card=rated, recompute=work.recompute,
                                                 recipe=train["fp8_recipe"])
         cast_s = fp8_quantize_s(**common, layers=layers, q=parts["n_h"] * heads, kv=parts["n_kv"] * heads,
-                                k=parts.get("k", 1))
+                                k=parts.get("k", 1))  # k: a mixture's experts a token (a dense model: once)
         expert_cast = (fp8_quantize_s(**common, layers=moe_layers, q=0, kv=0, k=parts.get("k", 1))
                        - fp8_quantize_s(**common, layers=moe_layers, q=0, kv=0, k=0))
     # fp8 linears only (an engine's fp8_linears_only): the attention core and the output head
     # (training_bf16_flops: the busiest stage's) run their bf16 GEMMs at the bf16 peak
-    bf16 = (Fraction(parts.get("training_bf16_flops", 0)) - removed
-            if compute == "fp8" and train.get("fp8_linears_only") and parts.get("bf16_peak") else Fraction(0))
+    bf16 = (Fraction(parts["training_bf16_flops"]) - removed
+            if compute == "fp8" and train.get("fp8_linears_only") and parts["bf16_peak"] else Fraction(0))
 
     def large(dtype: str) -> Fraction:  # the large-GEMM efficiency train_factor is a fraction of (M 16,384)
         return gemm(dtype, 16384, rated)
     compute_s = (Fraction(parts["training_flops"] - experts - removed - bf16) / (large(compute) * factor * peak)
                  + (bf16 / (large("bf16") * factor * parts["bf16_peak"]) if bf16 else 0)
                  + (Fraction(experts) / (eta * factor * peak) if experts else 0) + moe_s + cast_s + core_s) * micro
-    if parts.get("op_flops") and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
+    if parts["op_flops"] and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
         # op checkpointing: its recomputed linears at the GEMMs' own rate (the step's factor holds element-wise
         # passes they do not bring), the block's element-wise forward it reruns as measured passes
         gemm_s = Fraction(parts["op_flops"]) / (large(compute) * peak)
@@ -473,11 +475,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         # the host launches their kernels one at a time (no CUDA graph holds them): the micro-batches take at
         # least the host's launches (moe.launches; a max: the host's time runs while the GPU's does)
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
-    # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count)
-    tp_s = allreduce_s(parts["training_tp_calls"] * micro, comm.get("tp", 0) * micro,
-                       tp_link) if work.tp > 1 else Fraction(0)
+    # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
+    # the all-gathers and reduce-scatters among them at their own latency
+    tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
+                         comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
-    ep_s = Fraction(comm.get("ep", 0) * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
+    ep_s = Fraction(comm["ep"] * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a
     # pipeline (fsdp_per_micro_batch: gathered and reduce-scattered every micro-batch; grad_reduce_bytes)
     fsdp = work.zero_stage == 3 and pp == 1
@@ -489,9 +492,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     gathers = (2 * dp_calls if fsdp else 1) if work.zero_stage == 3 and work.dp > 1 else 0
     # those it trains: the parameters (LoRA's adapters) that get a gradient where some do not (AdamW and the clip skip
     # a None .grad), else LoRA's adapters or every parameter
-    owned = parts.get("trained")
+    owned = parts["trained"]
     if owned is None:
-        owned = parts.get("trainable") or parts["params"]
+        owned = parts["trainable"] if parts["trainable"] is not None else parts["params"]
     # (ZeRO 1 and up shard the optimizer states over the data-parallel ranks: symllm.costs.zero.sharded)
     passes_s = step_passes_s(train, shard=owned / work.dp if work.zero_stage >= 1 else owned,
                              params=parts["params"], gathers=gathers, rate=passes)

@@ -60,7 +60,8 @@ from symllm.arch.components import Component, lora_names, matmul
 from symllm.errors import SymllmError
 from symllm.validate import choice, short
 from symllm.numbers.kernels import evaluate
-from symllm.costs.workloads import DEFAULT_LORA_TARGETS, Workload, lora_targets
+from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
+from symllm.costs.workloads import Workload
 
 __all__ = ["NF4_BITS", "FORMATS", "ADAPTER_BYTES", "MEMORY_KEYS", "adapt", "trainable", "quantized", "memory",
            "closed_forms", "lora"]

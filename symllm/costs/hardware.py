@@ -4,25 +4,8 @@ the hardware cannot beat.
 **The accelerators** (their catalogue, ``GPUS``, ``NETWORKS``, and which peak a dtype's matmuls run at) are
 :mod:`symllm.costs.accelerators`': import them from there.
 
-**Bytes moved** (:func:`bytes_moved`): the bytes a phase must read from or write to device memory at
-least once, every intermediate assumed to stay on chip (which is what makes the time a lower bound):
-
-* ``prefill`` (``b`` prompts of ``s`` tokens, nothing cached): the weights read once,
-  ``β_w·N_read``; the KV cache written, ``β_kv·K(s)`` (``K``: the model's KV-cache elements); the
-  logits written, ``β_a·b·s_o·V`` (the ``s_o`` positions whose logits are computed, as FLOPs count them:
-  the last of each sequence by default, every one with ``--logits all``).
-* ``decode`` (one step of ``b`` sequences at context ``t``): the weights read once, ``β_w·N_read``; the
-  cached keys and values read, ``β_kv·K(t)``; the new token's written, ``β_kv·K(1)``; the logits
-  written, ``β_a·b·V``.
-* a model with a per-sequence state (``memory.state_cache``, ``S`` bytes: a Gated DeltaNet's recurrent and
-  convolution states) writes it in a prefill (``+S``) and reads and writes it in each decode step (``+2·S``).
-
-``N_read`` is the parameters a matmul multiplies by: every parameter (norm weights too), except an
-untied embedding table, of which a look-up reads only its tokens' rows (``b·s·d`` elements, left out:
-repeated tokens share rows, so no fixed count is a lower bound); tied, the lm_head reads the whole
-matrix. Routed experts count the ``k`` a token uses (``active``): a batch usually reads more, so for a
-mixture of experts the bound is loose, never wrong. Attention's scores and probabilities never leave
-the chip (flash attention), nor do the hidden states between layers.
+**Bytes moved** (what a phase must read or write, every intermediate on chip) are
+:mod:`symllm.costs.roofline_bytes`': import them from there.
 
 **FLOPs**: the phase's matmul FLOPs (:func:`symllm.costs.phases.flops`, the workload's attention convention;
 ``attention="causal"`` is the tighter bound); element-wise work runs beside the tensor cores and is not
@@ -38,6 +21,7 @@ from functools import lru_cache
 from symllm._lazy import module
 from symllm.arch.dtypes import BF16, FP32
 from symllm.costs import accelerators
+from symllm.costs.roofline_bytes import bytes_moved, stage_bytes, tied
 # a time: a float, exact past a float's range
 from symllm.costs.efficiency import seconds as _seconds
 from symllm.costs.schedules import bubble, handoffs
@@ -52,51 +36,8 @@ if TYPE_CHECKING:
 else:  # the closed forms' SymPy, imported on first use: a workload (``symllm count``) reads the table without it
     sp, S, algebra = module("sympy"), module("symllm.arch.symbols"), module("symllm.arch.algebra")
 
-__all__ = ["weights_read", "bytes_moved", "ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline",
+__all__ = ["ridge", "decode_batch", "decode_batch_exists", "stage_times", "roofline",
            "roofline_forms", "roofline_numbers", "TIMED_BY", "UNTIMED", "ASSUMES", "blank_unfit"]
-
-
-def weights_read(mdl) -> sp.Expr:
-    """``N_read``: the parameters a forward pass's matmuls read (see the module docstring): the model's
-    ``active`` parameters less an untied embedding table.
-
-    >>> from symllm.arch.components import model
-    >>> weights_read(model(tied=True)) - model(tied=True).total("params")
-    0
-    >>> sp.expand(model().total("params") - weights_read(model()))
-    V*d
-    """
-    active = mdl.total("active")
-    if _tied(mdl):  # tied: the lm_head multiplies by the whole table
-        return active
-    return active - sum((c.total("active") for c in mdl.children if c.rules.weight == "embedding"), sp.S.Zero)
-
-
-def _tied(mdl) -> bool:
-    """Whether the model's output head (its rules' weight "head") is tied to the embedding: it owns no parameter."""
-    return all(c.total("params") == 0 for c in mdl.children if c.rules.weight == "head")
-
-
-def bytes_moved(mdl, phase: str) -> sp.Expr:
-    """Bytes one ``prefill`` or one ``decode`` step must move to or from device memory (module docstring).
-
-    >>> from symllm.arch.components import model
-    >>> sp.expand(bytes_moved(model(tied=True), "decode")).coeff(S.t)
-    2*L*b*beta_kv*d_h*n_kv
-    >>> sp.expand(bytes_moved(model(), "prefill")).coeff(S.beta_a)
-    V*b*s_o
-    """
-    kv = mdl.total("kv_cache")  # elements held after b sequences of s new tokens at context t
-    weights = S.beta_w * weights_read(mdl)
-    # a Gated DeltaNet's states (bytes): written by a prefill, read and written by a step
-    state = mdl.total("state_cache")
-    if phase == "prefill":
-        return weights + S.beta_kv * kv.subs(S.t, 0) + S.beta_a * S.b * S.s_o * S.V + state
-    if phase == "decode":
-        new = kv.subs({S.s: 1, S.t: 0})  # the new token's keys and values, written
-        cached = kv.subs(S.s, 1) - new    # those already cached at context t, read
-        return weights + S.beta_kv * (cached + new) + S.beta_a * S.b * S.V + 2 * state
-    raise SymllmError(f"phase: roofline bytes are for prefill or decode, got {phase!r}")
 
 
 def ridge() -> sp.Expr:
@@ -151,7 +92,7 @@ def decode_batch_exists(expr: sp.Expr, vals: dict) -> bool:
 @lru_cache(maxsize=256)
 def _crossing(mdl, flops: sp.Expr) -> sp.Expr:
     """:func:`decode_batch` of the model ``mdl`` whose decode step's FLOPs are ``flops``, built once per model
-    (building :func:`bytes_moved` again was half a warm roofline)."""
+    (building :func:`symllm.costs.roofline_bytes.bytes_moved` again was half a warm roofline)."""
     return decode_batch(flops, bytes_moved(mdl, "decode"))
 
 
@@ -195,33 +136,14 @@ def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
             for k, span in spans.items()}
 
 
-def _stage_bytes(stage, phase: str, tied: bool, head) -> sp.Expr:
-    """:func:`bytes_moved` for a pipeline stage as tensor rank 0 holds it (:func:`symllm.costs.parallel.stages`):
-    its weights (a look-up reads none of an embedding table: untied, or tied on a stage without the head),
-    its KV cache, and the logits (rank 0's vocabulary rows: :func:`symllm.costs.parallel.vocabulary`) where
-    ``head`` is 1."""
-    from symllm.costs.parallel import vocabulary
-
-    lookups = sum((c.total("active") for c in stage.children if c.rules.weight == "embedding"), sp.S.Zero)
-    weights = S.beta_w * (stage.total("active") - lookups * (1 if not tied else 1 - head))
-    kv = stage.total("kv_cache")
-    state = stage.total("state_cache")  # a Gated DeltaNet's states: written by a prefill, read and written by a step
-    rows = S.b * S.s_o if phase == "prefill" else S.b  # the positions whose logits are computed
-    heads = [c for c in stage.walk() if c.rules.weight == "head"]
-    logits = head * S.beta_a * rows * (vocabulary(heads[-1]) if heads else sp.ceiling(S.V / S.N_t))
-    if phase == "prefill":
-        return weights + S.beta_kv * kv.subs(S.t, 0) + logits + state
-    # the cache read at context t, the new token's written; the states read and written
-    return weights + S.beta_kv * kv.subs(S.s, 1) + logits + 2 * state
-
-
 def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = False, phase_flops=None,
-                experts: str = "split") -> dict:
+                experts: str = "split", columns: str = "dtensor") -> dict:
     """The closed forms :func:`roofline` evaluates: per pipeline stage (the first and the last, as tensor
     rank 0 holds them; the whole model without a layout) its ``prefill``/``decode``/``training`` matmul FLOPs,
-    its ``prefill``/``decode`` :func:`bytes_moved`, the collectives a forward pass runs over the tensor ranks
+    its ``prefill``/``decode`` bytes (:func:`symllm.costs.roofline_bytes.bytes_moved`; a stage's:
+    :func:`~symllm.costs.roofline_bytes.stage_bytes`), the collectives a forward pass runs over the tensor ranks
     (``collectives``: :func:`symllm.costs.collectives.step_collectives`' count, summed; ``spanning_norms``;
-    ``training_tp_calls``, a training micro-batch's: :func:`symllm.costs.collectives.training_collectives`, summed)
+    ``training_tp_calls``, ``_gathers``, a micro-batch's: :func:`symllm.costs.collectives.training_calls`, ``columns``)
     and the bytes they send (``*_tp``: the residual stream's all-reduces, ring, the logits all-gathered, and vLLM's
     all-reduce of a fp32 statistic a token in each Mamba-2 gated norm whose one group spans the ranks; ``*_tp_row``:
     the residual stream's part a token row, what an engine's padded rows add); and the activation one pipeline hand-off
@@ -234,18 +156,18 @@ def stage_times(mdl, laid: bool, sp_: bool = False, recompute: bool | str = Fals
     >>> len(t["stages"]), t["decode_handoff"]
     (2, b*beta_a*d)
     """
-    built = _stage_times(mdl, laid, sp_, recompute, phase_flops, experts)
+    built = _stage_times(mdl, laid, sp_, recompute, phase_flops, experts, columns)
     return {**built, "stages": tuple(dict(terms) for terms in built["stages"])}  # the caller's own to change
 
 
 @lru_cache(maxsize=64)
-def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops, experts: str = "split") -> dict:
+def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops, experts: str, columns: str) -> dict:
     """:func:`stage_times`, built once per model and layout shape (every roofline of a sweep or plan asks;
     substituting the definitions into a dozen closed forms was half a warm roofline). Never changed."""
     from symllm.costs import parallel
 
     defs = dict(mdl.definitions)
-    tied = _tied(mdl)
+    tied_head = tied(mdl)
     stages = parallel.stages(mdl, sp_, experts) if laid else (mdl,)
     heads = (1 - sp.Min(1, S.N_p - 1), 1) if laid else (1,)
     per_block_sends = 2 * (S.N_t - 1) / S.N_t  # one ring all-reduce of the residual stream, sent by each rank
@@ -268,8 +190,8 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["collectives"] = algebra.substitute(sum(count.values()), defs)
         terms["spanning_norms"] = algebra.substitute(count["norms"], defs)
         # a training micro-batch's: the same count with the backward's, the recomputed forward's and the loss's
-        trained = collectives.training_collectives(stage, sp_, recompute, experts)
-        terms["training_tp_calls"] = algebra.substitute(sum(trained.values()), defs)
+        trained = collectives.training_collectives(stage, sp_, recompute, experts, columns)
+        terms.update({k: algebra.substitute(v, defs) for k, v in collectives.training_calls(trained).items()})
         for k, again in (("training", recompute is True), ("model", False)):  # model: nothing recomputed
             terms[f"{k}_core_flops"] = algebra.substitute(phase_flops(core, "training", recompute=again), defs)
         head_part = stage_parts.part(stage, "head", lambda c: S.s_o in c.flops.free_symbols)  # the logits' GEMM
@@ -288,7 +210,7 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
                     if (windowed := stage_parts.windowed(stage, kind)).flops != 0:
                         terms[f"prefill_{kind}_core_flops"] = algebra.substitute(phase_flops(windowed, phase), defs)
             terms[f"{phase}_expert_flops"] = algebra.substitute(phase_flops(routed, phase), defs)
-            terms[f"{phase}_bytes"] = algebra.substitute(_stage_bytes(stage, phase, tied, head) if laid
+            terms[f"{phase}_bytes"] = algebra.substitute(stage_bytes(stage, phase, tied_head, head) if laid
                                                          else bytes_moved(mdl, phase), defs)
             terms[f"{phase}_tp"] = algebra.substitute(residual(rows) + count["logits"] * (S.N_t - 1) / S.N_t
                                                       * S.beta_a * logit_rows * S.V, defs)
@@ -317,7 +239,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, spec, window: i
       ``max_batch``: the largest ``b`` whose per-GPU inference peak fits (0: not one sequence), by exact
       search over the closed form;
     * ``prefill_s`` and ``decode_token_s``: each stage's ``max(FLOPs / P, bytes / B_mem)`` with its matmul
-      FLOPs and :func:`bytes_moved` (``prefill_bytes``, ``decode_token_bytes``: the busiest stage's, exact),
+      FLOPs and bytes (:func:`symllm.costs.roofline_bytes.bytes_moved`; ``prefill_bytes``, ``decode_token_bytes``:
+      the busiest stage's, exact),
       plus its tensor-parallel all-reduces (one per sublayer the ranks sum, two a LLaMA block, and the
       embedding's, of the ``b·s·d`` or ``b·d`` residual stream, ring: ``2(N_t-1)/N_t`` of it sent; the logits
       all-gathered) at the tp link's bandwidth; one batch goes through the ``N_p`` stages one after another
@@ -381,7 +304,7 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops, *, spec) -> dict:
     laid = parallel.laid_out(work)
     recompute = module("symllm.costs.selective").recompute_of(work)
     terms = stage_times(mdl, laid, work.sp, recompute, phase_flops,
-                        work.expert_tp)
+                        work.expert_tp, module("symllm.costs.collectives").column_parallel(work.engine))
     forms = {f"stage{i}.{k}": e for i, st in enumerate(terms["stages"]) for k, e in st.items()}
     # MFU's and HFU's numerators, the whole model's (one definition: utilisation.step_flops, causal pairs)
     forms["model_flops"], forms["hardware_flops"] = step_flops(spec), step_flops(spec, recompute)
@@ -489,16 +412,17 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     worst = max(num(f"{st}training_flops") for st in stages) / peak
     comm = {k.removeprefix("comm."): num(k) for k in ev.forms if k.startswith("comm.")}
     stage_runs = m * (1 + bubble(work.pp, m, work.schedule, work.virtual_stages))
-    step = (stage_runs * (worst + over("tp", comm.get("tp", 0)) + over("ep", comm.get("ep", 0)))
+    # comm: tp, pp and dp always; ep for a mixture of experts only (symllm.costs.parallel.comm_kinds)
+    step = (stage_runs * (worst + over("tp", comm["tp"]) + over("ep", comm.get("ep", 0)))
             + over("pp", num("training_handoff")) * Fraction(handoffs(work.pp, m, work.schedule), 2)
-            + over("dp", comm.get("dp", 0)))
+            + over("dp", comm["dp"]))
     tokens = work.dp * work.batch * work.seq * m
     model_flops = work.dp * m * num("model_flops")  # utilisation.step_flops: nothing recomputed, causal pairs
     out["training_step_s"] = _seconds(step)
     out["training_tokens_per_s"] = _seconds(tokens / step)
     out["mfu"] = _seconds(of_peak(model_flops, step, out["gpus"], peak))
     # the busiest stage's tensor-parallel calls a micro-batch, as comm's tp bytes are the busiest stage's
-    parts["training_tp_calls"] = max(int(num(f"{st}training_tp_calls")) for st in stages) if work.tp > 1 else 0
+    parts.update(module("symllm.costs.collectives").busiest_calls(num, stages) if work.tp > 1 else {})
     parts["trained"] = num("params.trained") if "params.trained" in ev else None  # all of them: no form
     out["expected"] = _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step)
     if work.tokens is not None:
@@ -565,7 +489,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     def dp_sent(grad_bytes, rounds) -> Fraction:  # comm's dp form at them (by the names of parallel.REDUCE_BYTES
         # and DP_ROUNDS: no SymPy here); bf16 gradients once a step are comm.dp itself (no form at --dp 1)
         same = (grad_bytes == BF16 and rounds == 1) or work.dp == 1
-        return comm.get("dp", 0) if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
+        return comm["dp"] if same else num("dp_sent", beta_g=grad_bytes, R_d=rounds)
 
     parts.update({"training_bf16_flops": num(f"{trained}training_bf16_flops"), "dp_sent": dp_sent,
                   "bf16_peak": accelerators.gpu(rated).bf16 if (rated := efficiency.card(work, own_peak=True))
@@ -575,7 +499,7 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
     parts.update({"core_pairs": work.seq * work.seq if dense else Fraction(work.seq * (work.seq + 1), 2),
                   "training_core_flops": num(f"{trained}training_core_flops"),
                   "training_model_core_flops": num(f"{trained}model_core_flops")})  # its forward: a third
-    parts.update({"head_dim": int(vals.get("d_h", 128)),
+    parts.update({"head_dim": int(vals["d_h"]),
                   "window": int(vals["W"]) if "W" in vals else None,
                   "beta_w": _number(vals["beta_w"]),
                   "compute_dtype": work.matmul_dtype,

@@ -64,7 +64,9 @@ Conventions, stated once (docs/parallel.md):
   recomputed forward's and the loss's; the training time reads their calls), each of the residual stream
   ``β_a·b·s·d``. Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
-  per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3) and for the head; tensor-split
+  per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3; a training engine that does,
+  Megatron-Core's ``linear_qkv`` and ``linear_fc1``, one per group of them sharing an input:
+  :func:`symllm.costs.collectives.column_parallel`) and for the head; tensor-split
   routed experts are one such pair (their summed outputs forward, their input gradient backward). With ``sp``:
   per group of column-wise linears sharing an input (the head's too) an all-gather in forward and a reduce-scatter
   in backward; per row-wise linear and for the embedding a reduce-scatter in forward and an all-gather in
@@ -431,7 +433,8 @@ REDUCE_BYTES, DP_ROUNDS = sp.symbols("beta_g R_d", positive=True, integer=True)
 
 @lru_cache(maxsize=64)
 def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_stage: int = 0,
-         experts: str = "split", grad_bytes=zero.MIXED_PRECISION_ADAM["gradients"], rounds=1) -> dict[str, sp.Expr]:
+         experts: str = "split", grad_bytes=zero.MIXED_PRECISION_ADAM["gradients"], rounds=1,
+         columns: str = "dtensor") -> dict[str, sp.Expr]:
     """Bytes one GPU sends per training step of one micro-batch (``b`` sequences; see the module docstring), the
     busiest stage's: ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point (a middle stage's
     activation on and gradient back), ``dp`` data-parallel gradients
@@ -440,7 +443,8 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     default), ``rounds`` times a step (1: accumulated, reduced once; FSDP2 under torchtitan without a pipeline
     reduce-scatters and, at ZeRO 3, gathers again every micro-batch: ``rounds`` = ``m``); numbers or symbols
     (:data:`REDUCE_BYTES`, :data:`DP_ROUNDS`). At ZeRO 3 the gradients reduced are those of the parameters that get
-    one (:meth:`~symllm.arch.components.base.Component.trained`; :func:`symllm.costs.rings.dp_bytes`).
+    one (:meth:`~symllm.arch.components.base.Component.trained`; :func:`symllm.costs.rings.dp_bytes`). ``columns``: the
+    column-parallel linears the training engine runs (:func:`symllm.costs.collectives.column_parallel`).
 
     >>> from symllm.arch.components import LayerKind, model
     >>> c = comm(model())
@@ -459,7 +463,8 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     graded = mdl.trained()  # the parameters that get a gradient (mdl itself where every one does)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
-        "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts)) for st in (first, last))),
+        "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts, columns))
+                        for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
                        params_per_gpu(graded, sp_, experts=experts)),

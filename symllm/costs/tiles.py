@@ -88,17 +88,19 @@ def core_on_tiles(parts: dict, s: int, tile: tuple[int, int] = (128, 64)) -> Fra
     ``parts["window"]``) on :func:`window_tiles` and :func:`chunk_tiles` over their own convention's pairs
     (dense: transformers' ``s²``; causal: the window's unmasked pairs).
 
-    >>> core_on_tiles({"prefill_core_flops": 10, "core_pairs": 512 ** 2}, 512) == Fraction(causal_tiles(512), 512 ** 2)
+    >>> full = {"prefill_core_flops": 10, "core_pairs": 512 ** 2, "window": None}
+    >>> core_on_tiles(full, 512) == Fraction(causal_tiles(512), 512 ** 2)
     True
     >>> half = {"prefill_core_flops": 2, "prefill_sliding_core_flops": 1, "window": 128, "core_pairs": 512 ** 2}
     >>> core_on_tiles(half, 512) == Fraction(20 + 14, 2) * 128 * 64 / 512 ** 2   # 20 causal tiles, 14 windowed
     True
     """
-    core, pairs, w = Fraction(parts["prefill_core_flops"]), parts["core_pairs"], parts.get("window")
+    core, pairs, w = Fraction(parts["prefill_core_flops"]), parts["core_pairs"], parts["window"]
     full = Fraction(causal_tiles(s, 0, tile), pairs)
     work = core * full
     for kind, count in (("sliding", window_tiles), ("chunked", chunk_tiles)):
-        windowed = Fraction(parts.get(f"prefill_{kind}_core_flops") or 0)
+        # a stage without layers of this kind has no such core (hardware.stage_times states none)
+        windowed = Fraction(parts.get(f"prefill_{kind}_core_flops", 0))
         if windowed and w:
             kept = s * s if pairs == s * s else window_pairs(kind, s, w)
             work += windowed * (count(s, w, 0, tile) / Fraction(kept) - full)

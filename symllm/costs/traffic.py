@@ -13,9 +13,12 @@ up to ``B = max_num_batched_tokens`` tokens a step. In the steady state ``C/n`` 
 where ``p`` is what one prompt adds to the steps it runs in, at the expected efficiencies
 (:mod:`symllm.costs.efficiency`):
 
-* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill): a forward of its own in
-  chunks of ``B`` tokens, ``p`` its GEMMs at ``s`` rows and its attention (``prefill_compute_s``; the weights it
-  reads again are under its GEMMs' time);
+* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill): the decodes wait while
+  the ``k = max(1, C/n)`` prompts waiting run together in forwards of their own (:func:`_admitted`), each of
+  ``T`` tokens up to the budget (SGLang cuts its last prompt to fill ``B``: ``T = min(k·s, B)``; V0 takes whole
+  prompts: ``T = min(k, max(1, ⌊B/s⌋))·s``), ``k·s/T`` of them, each one GEMM reading the weights once at the
+  efficiency of its ``T`` rows, the head on each prompt's last; ``p = (k·s/T · G(T) + k·A) / k``, which for one
+  prompt alone is ``prefill_compute_s`` (its GEMMs at ``s`` rows and its attention core);
 * ``chunked`` (vLLM V1) and ``whole`` (TensorRT-LLM without chunked context): in the decode step's own forward,
   in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤ B``, which caps ``C`` at
   ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
@@ -29,8 +32,9 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
 then
 
 * inter-token latency ``ITL = T(C)``;
-* time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks, one a step: ``chunk = q``, or
-  ``B`` in a forward of its own), plus the wait in the queue when more requests are sent than run;
+* time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks, one a step: ``chunk = q``), or in
+  forwards of its own ``T(C) + k·p`` (the step it waited out, then the forwards of all ``k`` prompts admitted
+  with it), plus the wait in the queue when more requests are sent than run;
 * end-to-end ``E2E = TTFT + (n − 1) · ITL``; output tokens/s ``= C · n / E2E``.
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
@@ -148,7 +152,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         limits["max_num_batched_tokens"] = budget - s
     binding = min(limits, key=limits.get)  # the first named of equals
     most = limits[binding]
-    load = dict(s=s, n=n, mode=mode, budget=budget, most=most, concurrency=concurrency, rate=rate)
+    load = dict(s=s, n=n, mode=mode, cut=batching.prefill_admits(work.engine) == "cut", budget=budget, most=most,
+                concurrency=concurrency, rate=rate)
     expected = _schedule(lambda t: t["expected"], time, **load)
     # the same schedule with each step at the roofline's (hardware.roofline: its own prefill_compute_s,
     # prefill_gemm_s, decode_gemm_s and decode_token_s)
@@ -159,28 +164,32 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             **({"request_rate": float(rate)} if rate is not None else {}), "bound": bound}
 
 
-def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int, concurrency, rate) -> dict:
+def _schedule(clock, time, *, s: int, n: int, mode: str, cut: bool, budget: int, most: int, concurrency,
+              rate) -> dict:
     """The figures under load (module docstring) with each step timed by ``clock`` (the ``time`` group -> the
     group of times it reads: ``time.expected``, or the roofline's own); ``time(batch, seq, context)`` the
-    ``time`` group at a point; ``most`` the most sequences that run; ``concurrency``, or ``rate`` requests a
-    second. The one schedule both :func:`under_load`'s expected figures and its bound run."""
+    ``time`` group at a point; ``most`` the most sequences that run; ``cut``: a forward of prompts of its own cuts
+    the last to fill the budget (:func:`symllm.costs.batching.prefill_admits`); ``concurrency``, or ``rate``
+    requests a second. The one schedule both :func:`under_load`'s expected figures and its bound run."""
     one = clock(time(1, s))
     prompt = Fraction(one["prefill_compute_s"])
     attention = prompt - Fraction(one["prefill_gemm_s"])  # its attention core, whatever the chunks
     cache, rows = {}, {}
 
     def gemms(m: int, decodes: int) -> Fraction | None:
-        """One forward's GEMMs over ``m`` token rows, the head on ``decodes + 1`` of them, at the efficiency of
-        ``m`` rows: a prompt of ``m`` tokens' GEMMs (its head on the last) and ``m`` one-token prompts' (the
-        head on each: their difference, the head's time a row); None where those prompts are not timed (count
-        times nothing that does not fit: a card the weights nearly fill)."""
-        if m not in rows:
-            both = [clock(time(b, m // b))["prefill_gemm_s"] for b in (1, m)]
-            rows[m] = None if None in both else [Fraction(x) for x in both]
-        if rows[m] is None:
-            return None
-        last, every = rows[m]
-        return last + ((every - last) * decodes / (m - 1) if m > 1 else 0)
+        """One forward's GEMMs over ``m`` token rows, the head on ``decodes + 1`` of them (a share of one below
+        zero: a prompt's chunk), at the efficiency of ``m`` rows: a prompt of ``m`` tokens' GEMMs (its head on the
+        last) and, where ``decodes``, ``m`` one-token prompts' (the head on each: their difference, the head's time a
+        row); None where those prompts are not timed (count times nothing that does not fit: a card the weights
+        nearly fill)."""
+        for b in (1, m) if decodes and m > 1 else (1,):
+            if (m, b) not in rows:
+                x = clock(time(b, m // b))["prefill_gemm_s"]
+                rows[m, b] = None if x is None else Fraction(x)
+            if rows[m, b] is None:
+                return None
+        last = rows[m, 1]
+        return last + ((rows[m, m] - last) * decodes / (m - 1) if decodes and m > 1 else 0)
 
     def at(c: int) -> dict:
         """The steady state with ``c`` sequences running (``c <= most``)."""
@@ -189,9 +198,16 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int,
             decode = clock(time(c, 1, s + n // 2))
             if decode["decode_token_s"] is None:  # count's peak at batch c is over the card (it times nothing)
                 raise SymllmError(f"concurrency: {c:,} sequences running do not fit count's inference peak")
-            chunk, extra = budget, prompt  # a forward of its own
             joins = Fraction(c, n)  # the prompts that join a step
-            if mode != "separate":  # its chunks in the decode step's forward, one GEMM of c + q rows
+            chunk, extra, admitted = s, prompt, 1  # untimed: a forward a prompt, its GEMMs at its own s rows
+            if mode == "separate":
+                # the decodes wait while the prompts waiting (at least one: where fewer than one join a step,
+                # one every n/c steps) run in forwards of their own, all in one where they fit the budget; their
+                # first tokens come a step (the one they waited out) after those forwards
+                admitted = max(Fraction(1), joins)
+                together = _admitted(gemms, admitted, s, budget, cut, attention)
+                extra = extra if together is None else together / admitted
+            else:  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
                 alone = Fraction(decode["decode_gemm_s"])
                 if joins * s <= chunk:  # at most a chunk a step: each chunk in a step of its own
@@ -205,7 +221,7 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, budget: int, most: int,
                         decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
                     extra = _together(gemms, c, joins * s, joins, budget, alone - hidden, attention) or extra
             step = Fraction(decode["decode_token_s"]) + joins * extra
-            ttft = ceil(s / chunk) * step + extra
+            ttft = ceil(s / chunk) * step + admitted * extra
             e2e = ttft + (n - 1) * step
             cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e}
         return cache[c]
@@ -249,6 +265,20 @@ def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: in
     if g is None:
         return None
     return attention + max(Fraction(0), forwards * g - alone) / joins
+
+
+def _admitted(gemms, prompts: Fraction, s: int, budget: int, cut: bool, attention: Fraction) -> Fraction | None:
+    """What ``prompts`` prompts of ``s`` tokens admitted together take in forwards of their own (a ``separate``
+    engine's prefill step, the decodes waiting), in the steady state: forwards of ``T`` tokens each, as many as
+    the prompts' ``prompts·s`` tokens fill, ``T = min(prompts·s, budget)`` where a forward is cut to the budget
+    (``cut``: SGLang), else ``min(prompts, max(1, ⌊budget / s⌋))·s`` (whole prompts, as many as fit, at least one:
+    vLLM V0); each forward one GEMM reading the weights once at the efficiency of its ``⌈T⌉`` rows (``gemms``, the
+    head on each prompt's last: ``⌈T⌉/s`` of them a forward), plus each prompt's own attention core. None where
+    those GEMMs are not timed."""
+    tokens = min(prompts * s, budget) if cut else min(prompts, max(1, budget // s)) * s
+    rows = ceil(tokens)
+    g = gemms(rows, Fraction(rows, s) - 1)
+    return None if g is None else prompts * s / rows * g + prompts * attention
 
 
 def _smallest(holds, low: int, high: int) -> int:

@@ -44,8 +44,8 @@ try:  # hashlib would load OpenSSL (3 ms of every start-up); BLAKE2 is built int
 except ImportError:  # pragma: no cover
     from hashlib import blake2b as _blake2b
 
-__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "key", "digest", "bytes_digest", "CacheWarning",
-           "CACHE_ENTRIES"]
+__all__ = ["cache_dir", "cache_get", "cache_put", "source_digest", "key", "digest", "bytes_digest", "hasher",
+           "CacheWarning", "CACHE_ENTRIES"]
 
 #: entries kept in :func:`cache_dir`; past this the least recently used half of symllm's entries is removed
 CACHE_ENTRIES = 2048
@@ -283,6 +283,16 @@ def bytes_digest(data: bytes) -> str:
     True
     """
     return _blake2b(data).hexdigest()
+
+
+def hasher():
+    """A new BLAKE2b hash object, the cache's (without loading OpenSSL): fed piece by piece where a key depends on
+    many files; its hex digest is :func:`bytes_digest`'s of all it was fed.
+
+    >>> h = hasher(); h.update(b"con"); h.update(b"fig"); h.hexdigest() == bytes_digest(b"config")
+    True
+    """
+    return _blake2b()
 
 
 def _name(kind: str, key: str) -> str:

@@ -4,7 +4,7 @@ a float64 bound on every intermediate value's magnitude (whether int64 is safe),
 names an expression (:func:`fingerprint`, the kernel cache's key).
 
 >>> from symllm.arch.symbols import d
->>> _code(sp.floor(sp.Rational(8, 3) * d))
+>>> exact_code(sp.floor(sp.Rational(8, 3) * d))
 '((8*d) // (3))'
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-from symllm.numbers.exact import _float_valued, _fraction
+from symllm.numbers.exact import common_fraction, float_valued
 
 __all__ = ["fingerprint"]
 
@@ -29,9 +29,9 @@ class _IntegerSafePrinter(PythonCodePrinter):
         return self._print_Rational(expr)
 
     def _rounding(self, arg, ceil: bool):
-        if _float_valued(arg):  # IEEE sums depend on their order: SymPy's canonical one, as ever
+        if float_valued(arg):  # IEEE sums depend on their order: SymPy's canonical one, as ever
             return f"_{'ceil' if ceil else 'floor'}({_IntegerSafePrinter().doprint(arg)})"
-        num, den = _fraction(arg)
+        num, den = common_fraction(arg)
         num, den = self._print(num), self._print(den)
         return f"(-((-({num})) // ({den})))" if ceil else f"(({num}) // ({den}))"
 
@@ -49,17 +49,26 @@ class _IntegerSafePrinter(PythonCodePrinter):
 
 
 
-class _NoBound(Exception):
-    """The expression has a node the magnitude bound does not cover."""
+class NoBound(Exception):
+    """The expression has a node the magnitude bound does not cover (:func:`bound_code`).
+
+    >>> bound_code(sp.sin(sp.Symbol("x")))
+    Traceback (most recent call last):
+    ...
+    symllm.numbers.codegen.NoBound: sin
+    """
 
 
-def _bound_code(e: sp.Expr) -> str:
+def bound_code(e: sp.Expr) -> str:
     """Python code for an upper bound, in float64, of ``|v|`` for every intermediate value ``v`` the
     integer-safe code of ``e`` computes, given each symbol bound to its magnitude.
 
     Monotone in each input magnitude, and each node's bound is at least its children's (products
     take ``max(bound, 1)`` per factor, so no partial product escapes), so the bound at the inputs'
     largest magnitudes covers a whole array.
+
+    >>> bound_code(2 * sp.Symbol("x") + 3)
+    '(3.0 + (_max1(2.0)*_max1(x)))'
     """
     if e.is_Symbol:
         return e.name
@@ -68,29 +77,33 @@ def _bound_code(e: sp.Expr) -> str:
     if e.is_Rational:
         return repr(float(max(abs(e.p), e.q)))
     if e.is_Add:
-        return "(" + " + ".join(_bound_code(a) for a in e.args) + ")"
+        return "(" + " + ".join(bound_code(a) for a in e.args) + ")"
     if e.is_Mul:
-        return "(" + "*".join(f"_max1({_bound_code(a)})" for a in e.args) + ")"
+        return "(" + "*".join(f"_max1({bound_code(a)})" for a in e.args) + ")"
     if e.is_Pow and e.exp.is_Integer and e.exp > 0:
-        return f"_max1({_bound_code(e.base)})**{int(e.exp)}"
+        return f"_max1({bound_code(e.base)})**{int(e.exp)}"
     if isinstance(e, (sp.floor, sp.ceiling)):
         arg = e.args[0]
-        if _float_valued(arg):
-            return f"({_bound_code(arg)} + 1.0)"
-        num, den = _fraction(arg)
-        return f"({_bound_code(num)} + {_bound_code(den)} + 1.0)"
+        if float_valued(arg):
+            return f"({bound_code(arg)} + 1.0)"
+        num, den = common_fraction(arg)
+        return f"({bound_code(num)} + {bound_code(den)} + 1.0)"
     if isinstance(e, (sp.Max, sp.Min)):
-        return "(" + " + ".join(_bound_code(a) for a in e.args) + ")"
-    raise _NoBound(type(e).__name__)
+        return "(" + " + ".join(bound_code(a) for a in e.args) + ")"
+    raise NoBound(type(e).__name__)
 
 
-def _code(expr: sp.Expr) -> str:
-    """Integer-safe Python code of ``expr``: a rational total is one exact division at the end."""
-    num, den = _fraction(expr)
+def exact_code(expr: sp.Expr) -> str:
+    """Integer-safe Python code of ``expr``: a rational total is one exact division at the end.
+
+    >>> exact_code(sp.Symbol("x") / 3 + 1)
+    '_exact_div(3 + x, 3)'
+    """
+    num, den = common_fraction(expr)
     # terms in the order they are held, not sorted (sorting was most of the printing): exact integer and
-    # Fraction sums do not depend on the order, and a kernel's magnitude bound (_bound_code) covers every
+    # Fraction sums do not depend on the order, and a kernel's magnitude bound (bound_code) covers every
     # partial sum in any order; an expression with a float outside any rounding keeps SymPy's order
-    printer = _IntegerSafePrinter() if _float_valued(expr) else _IntegerSafePrinter({"order": "none"})
+    printer = _IntegerSafePrinter() if float_valued(expr) else _IntegerSafePrinter({"order": "none"})
     return printer.doprint(num) if den == 1 else f"_exact_div({printer.doprint(num)}, {printer.doprint(den)})"
 
 

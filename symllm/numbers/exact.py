@@ -84,13 +84,13 @@ def sympy_value(expr: sp.Expr, vals: dict) -> int | Fraction | float:
     return _to_python(out)
 
 
-def _float_valued(arg: sp.Expr) -> bool:
+def float_valued(arg: sp.Expr) -> bool:
     """Whether ``arg`` has a float (a :data:`FLOAT_SYMBOLS` symbol, ``f``, or a ``Float``) outside any inner
     floor/ceiling, so its rounding must truncate an IEEE double; otherwise it is rational and rounds as integers (a walk
     that rebuilds nothing: substituting the inner roundings re-evaluated every Max and Min around them).
 
     >>> from symllm.arch import symbols as S
-    >>> _float_valued(sp.floor(S.f * S.d) + S.d), _float_valued(S.f * sp.floor(S.d / 3))
+    >>> float_valued(sp.floor(S.f * S.d) + S.d), float_valued(S.f * sp.floor(S.d / 3))
     (False, True)
     """
     todo = [arg]
@@ -105,9 +105,13 @@ def _float_valued(arg: sp.Expr) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def _fraction(arg: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+def common_fraction(arg: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """Numerator and denominator of ``arg`` over one common denominator (cached: a rounding's code and
-    its magnitude bound ask for the same one)."""
+    its magnitude bound ask for the same one).
+
+    >>> common_fraction(sp.Symbol("x") / 2 + sp.Rational(1, 3))
+    (3*x + 2, 6)
+    """
     (num,), den = over_common_denominator((arg,))
     return num, den
 

@@ -38,9 +38,9 @@ import sympy as sp
 
 from symllm.errors import SymllmError
 from symllm.numbers.cache import cache_get, cache_put, source_digest
-from symllm.numbers.codegen import _NoBound, _bound_code, _code, fingerprint
-from symllm.numbers.exact import _fraction, float_symbol, over_common_denominator  # noqa: F401
-from symllm.numbers.runtime import (SCALAR_HELPERS, Numbers, _is_array, _numpy, _object_ufunc, _python, define,
+from symllm.numbers.codegen import NoBound, bound_code, exact_code, fingerprint
+from symllm.numbers.exact import common_fraction, float_symbol, over_common_denominator  # noqa: F401
+from symllm.numbers.runtime import (SCALAR_HELPERS, Numbers, is_array, lazy_numpy, object_ufunc, python_number, define,
                                    joined)
 
 __all__ = ["compile_expr", "evaluate", "evaluated", "sources", "table", "Kernel", "TableKernel",
@@ -60,7 +60,7 @@ class _Miss(Exception):
 def _magnitude(x) -> float:
     """The largest ``|x|`` of a number or array, as a float (inf when too big for one)."""
     try:
-        if _is_array(x):
+        if is_array(x):
             if not x.size:
                 return 0.0
             if x.dtype == object:  # (a 0-d one too: numpy unwraps abs() of it to the bare object)
@@ -80,7 +80,7 @@ _PLAIN = frozenset({int, float, bool})
 
 def _all_ints(x) -> bool:
     """Whether an object array holds only (Python or numpy) integers: exact in int64 once bounded."""
-    np = _numpy()
+    np = lazy_numpy()
     return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x.flat)
 
 
@@ -203,13 +203,13 @@ class Kernel:
 
     def _generate(self) -> tuple[str, str]:
         """The kernel's source and its magnitude bound's source."""
-        num, den = _fraction(self.expr)
+        num, den = common_fraction(self.expr)
         names = ", ".join(a.name for a in self.args)
         try:
-            bound = _bound_code(num) if den == 1 else f"({_bound_code(num)} + {_bound_code(den)})"
-        except _NoBound:
+            bound = bound_code(num) if den == 1 else f"({bound_code(num)} + {bound_code(den)})"
+        except NoBound:
             bound = "_inf"
-        return (f"def kernel({names}):\n    return {_code(self.expr)}\n",
+        return (f"def kernel({names}):\n    return {exact_code(self.expr)}\n",
                 f"def bound({names}):\n    return {bound}\n")
 
     def _ordered(self, kw) -> list:
@@ -227,9 +227,9 @@ class Kernel:
 
     def _call(self, vals: list):
         if not set(map(type, vals)) <= _PLAIN:  # arrays, numpy scalars, Fractions
-            if any(map(_is_array, vals)):
+            if any(map(is_array, vals)):
                 return self.vector(**{a.name: v for a, v in zip(self.args, vals)})
-            vals = map(_python, vals)
+            vals = map(python_number, vals)
             out = self._fn(*vals)
             # Fraction inputs (int4 bytes) keep Fraction type even when the value is whole
             return out.numerator if type(out) is Fraction and out.denominator == 1 else out
@@ -267,7 +267,7 @@ class Kernel:
         """
         if overflow not in ("widen", "raise"):
             raise SymllmError(f"overflow: expected 'widen' or 'raise', got {overflow!r}")
-        np = _numpy()
+        np = lazy_numpy()
         vals = [np.asarray(v) for v in self._ordered(kw)]
         for a, v in zip(self.args, vals):
             if v.dtype.kind not in "biuf" and v.dtype != object:
@@ -281,7 +281,7 @@ class Kernel:
         """:meth:`_vector` over blocks of :data:`BLOCK` points: each block's temporaries stay in the CPU
         cache (a long expression over whole arrays streams every one of them through memory), and its
         own magnitude bound decides int64 or Python ints for those points alone."""
-        np = _numpy()
+        np = lazy_numpy()
         out = None
         for start in range(0, size, BLOCK):
             stop = min(start + BLOCK, size)
@@ -294,14 +294,14 @@ class Kernel:
         return out
 
     def _vector(self, vals, shape, overflow: str):
-        np = _numpy()
+        np = lazy_numpy()
         if any(v.dtype == object and not _all_ints(v) for v in vals):  # Fractions (a weight format's bytes)
             out = np.broadcast_to(np.asarray(self._fn(*(np.broadcast_to(v, shape).astype(object) for v in vals)),
                                              dtype=object), shape)  # exact, never float64; whole values as ints
-            return np.asarray(_object_ufunc(_whole)(out), dtype=object)
+            return np.asarray(object_ufunc(_whole)(out), dtype=object)
         if self._bound(*map(_magnitude, vals)) < INT64_SAFE:
             return self._fast(vals, shape)
-        mags = [_object_ufunc(_magnitude)(v).astype(np.float64) if v.dtype == object
+        mags = [object_ufunc(_magnitude)(v).astype(np.float64) if v.dtype == object
                 else np.abs(v.astype(np.float64)) for v in vals]  # inf past a double's range
         with np.errstate(over="ignore", invalid="ignore"):
             unsafe = ~(np.broadcast_to(np.asarray(self._bound(*mags), dtype=np.float64), shape)
@@ -319,7 +319,7 @@ class Kernel:
         return out
 
     def _fast(self, vals, shape):
-        np = _numpy()
+        np = lazy_numpy()
         cast = [v.astype(np.int64, copy=False) if v.dtype.kind in "biu" or (v.dtype == object and _all_ints(v))
                 else v.astype(np.float64, copy=False) for v in vals]  # an object array of ints: bounded, so int64
         out = np.asarray(self._fn(*cast))
@@ -357,7 +357,7 @@ class TableKernel:
         self.args = tuple(sorted(set().union(*(e.free_symbols for e in exprs.values())), key=lambda x: x.name))
 
         def generate():
-            body = ", ".join(_code(e) for e in exprs.values())
+            body = ", ".join(exact_code(e) for e in exprs.values())
             return (f"def table({', '.join(a.name for a in self.args)}):\n    return ({body},)\n",)
 
         text = "\0".join(f"{k}\0{fingerprint(e)}" for k, e in exprs.items())

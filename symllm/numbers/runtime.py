@@ -26,43 +26,57 @@ from functools import lru_cache
 __all__ = ["define", "HELPERS", "SCALAR_HELPERS", "Numbers", "compiled", "joined"]
 
 
-def _numpy():
-    """numpy, imported on first use: scalar evaluation (``symllm count``) never pays for it."""
+def lazy_numpy():
+    """numpy, imported on first use: scalar evaluation (``symllm count``) never pays for it.
+
+    >>> lazy_numpy().__name__
+    'numpy'
+    """
     import numpy
     return numpy
 
 
-def _is_array(x) -> bool:
+def is_array(x) -> bool:
+    """Whether ``x`` is a numpy array (never imports numpy: nothing is one before numpy is loaded).
+
+    >>> is_array(3), is_array(lazy_numpy().arange(3))
+    (False, True)
+    """
     np = sys.modules.get("numpy")  # nothing is an array before numpy is imported
     return np is not None and isinstance(x, np.ndarray)
 
 
 @lru_cache(maxsize=None)
-def _object_ufunc(fn):
-    return _numpy().frompyfunc(fn, 1, 1)
+def object_ufunc(fn):
+    """``fn`` over an array element by element, as Python objects (exact integers and Fractions stay exact).
+
+    >>> object_ufunc(math.floor)(lazy_numpy().array([1.5, -0.5], dtype=object)).tolist()
+    [1, -1]
+    """
+    return lazy_numpy().frompyfunc(fn, 1, 1)
 
 
 def _floor(x):
-    if _is_array(x):
-        np = _numpy()
-        return _object_ufunc(math.floor)(x) if x.dtype == object else np.floor(x).astype(np.int64)
+    if is_array(x):
+        np = lazy_numpy()
+        return object_ufunc(math.floor)(x) if x.dtype == object else np.floor(x).astype(np.int64)
     return math.floor(x)
 
 
 def _ceil(x):
-    if _is_array(x):
-        np = _numpy()
-        return _object_ufunc(math.ceil)(x) if x.dtype == object else np.ceil(x).astype(np.int64)
+    if is_array(x):
+        np = lazy_numpy()
+        return object_ufunc(math.ceil)(x) if x.dtype == object else np.ceil(x).astype(np.int64)
     return math.ceil(x)
 
 
 def _extreme(name: str, builtin):
     """``max``/``min`` of scalars, element-wise (NumPy's ``maximum``/``minimum``) when any is an array."""
     def fold(*xs):
-        if any(map(_is_array, xs)):
+        if any(map(is_array, xs)):
             out = xs[0]
             for x in xs[1:]:
-                out = getattr(_numpy(), name)(out, x)
+                out = getattr(lazy_numpy(), name)(out, x)
             return out
         return builtin(xs)
     return fold
@@ -73,12 +87,12 @@ _min = _extreme("minimum", min)
 
 
 def _max1(x):
-    return _numpy().maximum(x, 1.0) if _is_array(x) else max(x, 1.0)
+    return lazy_numpy().maximum(x, 1.0) if is_array(x) else max(x, 1.0)
 
 
 def _exact_div(num, den):
-    if _is_array(num) or _is_array(den):
-        np = _numpy()
+    if is_array(num) or is_array(den):
+        np = lazy_numpy()
         q = num // den
         rest = num - q * den
         if not np.any(rest):
@@ -170,8 +184,12 @@ def define(source: str, name: str, *, generated_here: bool = False):
 _PLAIN = frozenset({int, float, bool})
 
 
-def _python(x):
-    """A numpy scalar as the Python number it holds; anything else as it is."""
+def python_number(x):
+    """A numpy scalar as the Python number it holds; anything else as it is.
+
+    >>> type(python_number(lazy_numpy().int64(3))), python_number("x")
+    (<class 'int'>, 'x')
+    """
     np = sys.modules.get("numpy")
     if np is not None and isinstance(x, np.integer):
         return int(x)
@@ -260,7 +278,7 @@ class Numbers:
             raise SymllmError(f"evaluate: symbols left unset: {', '.join(missing)}") from None
         for x in xs:
             if type(x) not in _PLAIN:
-                out = fn(*map(_python, xs))
+                out = fn(*map(python_number, xs))
                 return out.numerator if type(out) is Fraction and out.denominator == 1 else out
         return scalar(*xs)
 
@@ -275,4 +293,4 @@ class Numbers:
             return dict(zip((n for n, _ in members), scalar(*xs)))
         other = {a for a, x in zip(args, xs) if type(x) not in _PLAIN}
         return {n: v.numerator if type(v) is Fraction and v.denominator == 1 and not other.isdisjoint(own) else v
-                for (n, own), v in zip(members, fn(*map(_python, xs)))}
+                for (n, own), v in zip(members, fn(*map(python_number, xs)))}

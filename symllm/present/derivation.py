@@ -28,7 +28,7 @@ from symllm.arch.algebra import rename
 from symllm.costs import checks
 from symllm.costs import numbered
 from symllm.costs import phases as costs
-from symllm.costs import accelerators, hardware
+from symllm.costs import accelerators, hardware, roofline_bytes
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, LayerKind, collected, component, model
@@ -44,7 +44,7 @@ from symllm.present.render import standalone as standalone_document
 from symllm.costs.selective import recompute_of
 from symllm.costs.replication import kv_heads_split
 from symllm.costs.workloads import Workload
-from symllm.present.forms import _collected, _rebuilt
+from symllm.present.forms import collected_cached, from_srepr
 
 __all__ = ["OPTIONS", "Derivation", "derive", "repr_latex", "repr_markdown"]
 
@@ -98,8 +98,12 @@ def equation_label(prefix: str | None, model: str | None, component: str, quanti
 
 # --------------------------------------------------------------------------- derivations
 
-def _substituted(expr, vals) -> Formula:
-    """``expr`` with every symbol replaced by a stand-in that prints as its number (not evaluated)."""
+def number_formula(expr, vals) -> Formula:
+    """``expr`` with every symbol replaced by a stand-in that prints as its number (not evaluated).
+
+    >>> print(number_formula(S.b * S.s, {S.b: 2, S.s: 512}))
+    2*512
+    """
     expr = sp.sympify(expr)
     given = tuple(sorted(((sym, type(vals[sym]), vals[sym]) for sym in expr.free_symbols if sym in vals),
                          key=lambda x: x[0].name))
@@ -108,7 +112,7 @@ def _substituted(expr, vals) -> Formula:
 
 @lru_cache(maxsize=512)
 def _substituted_at(expr, given: tuple) -> Formula:
-    """:func:`_substituted` once per expression and values (a report shows a sub-term more than once);
+    """:func:`number_formula` once per expression and values (a report shows a sub-term more than once);
     ``given``: (symbol, type, value) of each free symbol that has a value. The terms of a sum that are
     zero at these values are left out (a layer count of 0 made ``2·32·1·2·128·0·8`` a term)."""
     stand_ins, numbers = {}, {}
@@ -145,10 +149,15 @@ def _without_zeros(expr: sp.Basic, numbers: dict) -> sp.Basic:
     return sp.S.Zero if zero(expr) else walk(expr)
 
 
-def _laid_out(default: str, context: dict, names, fmt: str, standalone: bool, title: str, template,
+def templated(default: str, context: dict, names, fmt: str, standalone: bool, title: str, template,
               template_dir) -> str:
     """``context`` through ``template`` (else the ``default`` template); a whole LaTeX document with
-    ``title`` when ``standalone``."""
+    ``title`` when ``standalone``.
+
+    >>> d = derive("model", "params", config="llama3.2-1b")
+    >>> templated("derive.md.j2", d.context("markdown"), {}, "markdown", False, "", None, None) == d.render("markdown")
+    True
+    """
     names = dict(names)
     body = render_template(template or default, context, template_dir=template_dir, names=names)
     if standalone and fmt == "latex":
@@ -253,10 +262,10 @@ class Derivation:
         evaluated = self.values is not None
         values = self.term_values if evaluated else (None,) * len(self.terms)
         terms = [{"name": name, "label": label(letter, name.rsplit("/", 1)[-1]), "expr": Formula(e),
-                  "subst": _substituted(e, vals) if evaluated else None, "value": v}
+                  "subst": number_formula(e, vals) if evaluated else None, "value": v}
                  for (name, e), v in zip(self.terms, values)]
         definitions = [{"symbol": Formula(sym), "name": sym.name, "expr": Formula(e),
-                        "subst": _substituted(e, vals) if evaluated else None,
+                        "subst": number_formula(e, vals) if evaluated else None,
                         "value": vals.get(sym) if evaluated else None} for sym, e in self.definitions
                        if definitions]
         used = self.symbols()
@@ -270,10 +279,10 @@ class Derivation:
             "letter": letter, "symbols": symbols, "terms": terms, "zero_terms": list(self.zero_terms),
             "sum": Formula(self.total), "closed": Formula(self.closed),
             "definitions": definitions, "model": self.model, "evaluated": evaluated,
-            "subst": _substituted(self.closed, vals) if evaluated else None, "value": self.value,
+            "subst": number_formula(self.closed, vals) if evaluated else None, "value": self.value,
             "per_block": self.component in ("block", "attention", "feed_forward", "rope") and evaluated,
             "active": Formula(self.active) if self.active is not None else None, "active_value": self.active_value,
-            "active_subst": _substituted(self.active, vals) if evaluated and self.active is not None else None,
+            "active_subst": number_formula(self.active, vals) if evaluated and self.active is not None else None,
             "math": math_delimiters(flavor), "format": fmt,
             "eqlabel": Safe(equation_label(label_prefix, self.model, self.component, self.quantity, self.options,
                                            self.kind if {S.n_kv, S.n_h} & set(used) else "")),
@@ -290,7 +299,7 @@ class Derivation:
         \\begingroup\\allowdisplaybreaks\\begin{align}
         """
         choice("format", fmt, FORMATS)
-        return _laid_out(f"derive.{EXTENSIONS[fmt]}.j2",
+        return templated(f"derive.{EXTENSIONS[fmt]}.j2",
                          self.context(fmt, flavor, glossary=glossary, definitions=definitions,
                                       label_prefix=label_prefix), self.names, fmt,
                          standalone, f"{self.component}: {QUANTITIES[self.quantity][0]}", template, template_dir)
@@ -318,7 +327,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         elif comp.name != "model":
             raise SymllmError(f"component: decode_batch is the whole model's, not {comp.name!r}")
         else:
-            expr = hardware.decode_batch(costs.flops(bare, "decode"), hardware.bytes_moved(bare, "decode"))
+            expr = hardware.decode_batch(costs.flops(bare, "decode"), roofline_bytes.bytes_moved(bare, "decode"))
         return {quantity: expr}, expr
     # bytes one GPU sends per training step of one micro-batch under tp/pp/dp/sp (symllm.costs.parallel)
     if quantity == "comm":
@@ -390,8 +399,8 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     if hit is not None and len(hit) == 1:
         try:
             data = json.loads(hit[0])
-            out = ({k: _rebuilt(v) for k, v in data["leaves"]}, _rebuilt(data["total"]),
-                   _rebuilt(data["closed"]), tuple((_rebuilt(a), _rebuilt(b)) for a, b in data["definitions"]))
+            out = ({k: from_srepr(v) for k, v in data["leaves"]}, from_srepr(data["total"]),
+                   from_srepr(data["closed"]), tuple((from_srepr(a), from_srepr(b)) for a, b in data["definitions"]))
             _keep(key, out)
             return dict(out[0]), *out[1:]
         except Exception:  # noqa: BLE001 (a damaged entry: built again below)
@@ -403,7 +412,7 @@ def _symbolic(name: str, quantity: str, kind_key: str, spec, work: Workload, opt
     total = sp.sympify(total).subs(swap)
     used = set(total.free_symbols).union(*(v.free_symbols for v in leaves.values() if v != 0))
     definitions = tuple((sym, e) for sym, e in definitions if sym in used)
-    closed = _collected(total)
+    closed = collected_cached(total)
     if key is not None:
         cache_put("derive", key, (json.dumps({
             "leaves": [[k, sp.srepr(v)] for k, v in leaves.items()], "total": sp.srepr(total),
@@ -423,10 +432,16 @@ def _keep(key: str, formulas: tuple) -> None:
     _SYMBOLIC[key] = formulas
 
 
-def _derive(name: str, quantity: str, kind: str | None, spec, names: dict, work: Workload,
-            options: dict) -> Derivation:
+def derive_resolved(name: str, quantity: str, kind: str | None, spec, names: dict, work: Workload,
+                    options: dict) -> Derivation:
     """derive() once its arguments are resolved: a :class:`~symllm.arch.specs.Spec` (or None), the notation,
-    one :class:`Workload` and derive()'s options."""
+    one :class:`Workload` and derive()'s options.
+
+    >>> spc = resolved.spec("llama3.2-1b")
+    >>> d = derive_resolved("model", "params", None, spc, notation_of(None), Workload(), OPTIONS)
+    >>> d.value == derive("model", "params", config="llama3.2-1b").value
+    True
+    """
     kind_key = (kind or "gqa").lower()
     if kind_key not in _KINDS:
         choice("kind", kind, tuple(_KINDS))
@@ -504,7 +519,7 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
     spec = resolved.spec(config, vocab_size=vocab_size) if config is not None else None
     if spec is not None:  # too many stages, expert parallelism its experts do not allow, a window's limit
         checks.check(spec, work)
-    return _derive(component, quantity, kind, spec, notation_of(notation), work, options)
+    return derive_resolved(component, quantity, kind, spec, notation_of(notation), work, options)
 
 
 # --------------------------------------------------------------------------- notebooks

@@ -162,7 +162,7 @@ def _fitting(names, fits) -> list[list]:
 
 
 #: spaces of LaTeX source where a line may end (not that of a control space ``\ ``), and a comment's start
-_TEX_SPACES = re.compile(r"(?<!\\) +")
+TEX_SPACES = re.compile(r"(?<!\\) +")
 _TEX_COMMENT = re.compile(r"(?<!\\)%")
 
 
@@ -197,7 +197,7 @@ def fold_latex(text: str, width: int = 100) -> str:
         if _TEX_COMMENT.search(body) and not comment:
             out.append(line)
             continue
-        words = _TEX_SPACES.split(body[1:].lstrip() if comment else body)
+        words = TEX_SPACES.split(body[1:].lstrip() if comment else body)
         lead = indent + ("% " if comment else "")
         rest = indent + ("% " if comment else "  ")
         pieces = [lead]
@@ -309,7 +309,7 @@ _LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
 
 #: line breaks and the white space around them in user text: one space (a blank line in a model name ended
 #: LaTeX's \\title with a paragraph, and a line break left the rest of a ``%`` comment's line uncommented)
-_LINE_BREAKS = re.compile(r"[ \t]*[\r\n\f\v\x1c-\x1e\x85\u2028\u2029]+[\s]*")
+LINE_BREAKS = re.compile(r"[ \t]*[\r\n\f\v\x1c-\x1e\x85\u2028\u2029]+[\s]*")
 
 
 def escape_latex(text) -> str:
@@ -320,7 +320,7 @@ def escape_latex(text) -> str:
     >>> escape_latex("a\\n\\nb")
     'a b'
     """
-    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], _LINE_BREAKS.sub(" ", str(text)))
+    return _LATEX_RE.sub(lambda m_: _LATEX_SPECIAL[m_.group()], LINE_BREAKS.sub(" ", str(text)))
 
 
 #: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout".

@@ -4,7 +4,7 @@ the numbers of a workload, stored in :func:`symllm.numbers.cache.cache_dir` as `
 Presentation assembles them (:mod:`symllm.present.derivation`, :mod:`symllm.present.reports`); nothing here
 lays anything out.
 
->>> _rebuilt("Mul(Integer(2), Symbol('d'))")
+>>> from_srepr("Mul(Integer(2), Symbol('d'))")
 2*d
 """
 from __future__ import annotations
@@ -43,15 +43,15 @@ _SREPR_NODES = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, ast.
                 ast.UnaryOp, ast.USub)
 
 
-def _rebuilt(text: str) -> sp.Basic:
+def from_srepr(text: str) -> sp.Basic:
     """The expression whose ``srepr`` is ``text``, rebuilt node by node as it was (no evaluation, so the
     tree, and what it prints, is the one ``srepr`` was taken of). ``text`` is data: only calls of SymPy's
     expression classes on literals are accepted (ValueError otherwise), so a cache entry can at worst
     give a wrong formula, which its digest catches (:mod:`symllm.numbers.cache`).
 
-    >>> _rebuilt("Mul(Integer(2), Symbol('d'))")
+    >>> from_srepr("Mul(Integer(2), Symbol('d'))")
     2*d
-    >>> _rebuilt("Symbol('d').__class__")
+    >>> from_srepr("Symbol('d').__class__")
     Traceback (most recent call last):
     ...
     ValueError: srepr: Attribute is not an expression's srepr
@@ -72,21 +72,21 @@ def _rebuilt(text: str) -> sp.Basic:
     return out
 
 
-def _collected(total: sp.Expr) -> sp.Expr:
+def collected_cached(total: sp.Expr) -> sp.Expr:
     """:func:`symllm.arch.components.collected` of ``total`` (a ``factor``, tens of milliseconds), kept in
     :func:`symllm.numbers.cache.cache_dir` by the ``srepr`` of ``total`` and a hash of symllm's source files,
     so a report's closed forms are factored once, not in every process. A miss or a damaged entry
     factors again.
 
     >>> from symllm.arch import symbols as S
-    >>> _collected(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
+    >>> collected_cached(2 * S.d * S.d_h * S.n_h + 2 * S.d * S.d_h * S.n_kv)
     2*d*d_h*(n_h + n_kv)
     """
     key = cache_key(fingerprint(total))
     hit = cache_get("collected", key)
     if hit is not None and len(hit) == 1:
         try:
-            return _rebuilt(hit[0])
+            return from_srepr(hit[0])
         except Exception:  # noqa: BLE001 (a damaged entry: factored again below)
             pass
     out = collected(total)
@@ -94,7 +94,7 @@ def _collected(total: sp.Expr) -> sp.Expr:
     return out
 
 
-def _workload_numbers(spec, work: Workload) -> dict:
+def workload_numbers(spec, work: Workload) -> dict:
     """:func:`symllm.costs.phases.workload` of ``spec`` and ``work``, from a table kernel an earlier process
     compiled when :func:`symllm.numbers.cache.cache_dir` holds one for this structure and these training
     options (building the closed forms is most of a report's time); keyed like :mod:`symllm.studies.quick`'s
@@ -103,7 +103,7 @@ def _workload_numbers(spec, work: Workload) -> dict:
     composed quantities' (no ``time`` or ``weight_format``: the report reads those elsewhere).
 
     >>> from symllm.arch import resolved
-    >>> w = _workload_numbers(resolved.spec("llama3.1-8b"), Workload.of(seq=4096))
+    >>> w = workload_numbers(resolved.spec("llama3.1-8b"), Workload.of(seq=4096))
     >>> w == costs.workload("llama3.1-8b", seq=4096)
     True
     """

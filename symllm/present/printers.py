@@ -20,7 +20,7 @@ from sympy.printing.pretty.stringpict import prettyForm
 from sympy.printing.str import StrPrinter
 
 from symllm.arch import symbols as S
-from symllm.present.format import _TEX_SPACES, digits, grouped
+from symllm.present.format import TEX_SPACES, digits, grouped
 from symllm.present.notations import notation
 
 __all__ = ["Safe", "Formula", "latex", "num_latex", "tex_width", "LATEX_WIDTH", "em_width", "pcol", "wrap_markdown",
@@ -120,7 +120,7 @@ class Formula:
 
     def text(self) -> str:
         """Plain text (SymPy's ``str``)."""
-        return _NamedStrPrinter({k: _num_text(v) for k, v in self._numbers.items()}).doprint(self._expr)
+        return _NamedStrPrinter({k: num_text(v) for k, v in self._numbers.items()}).doprint(self._expr)
 
     def latex_lines(self, names=None, width: float = None, first: float = None, measure=None) -> list[str]:
         """The LaTeX broken into lines of at most ``width`` points (estimated by ``measure``, default
@@ -153,7 +153,7 @@ class Formula:
         >>> lines[1], max(map(len, lines)) <= 40, " ".join(lines) == str(sum(sp.Symbol(f"x{i}") for i in range(30)))
         ('+ x15 + x16 + x17 + x18 + x19 + x2 + x20', True, True)
         """
-        printer = _NamedStrPrinter({k: _num_text(v) for k, v in self._numbers.items()})
+        printer = _NamedStrPrinter({k: num_text(v) for k, v in self._numbers.items()})
         return _lines(self._expr, printer.doprint, len, width, "*", "(", ")", glue_mul="")
 
     def pretty(self, width: int | None = None) -> str:
@@ -164,7 +164,7 @@ class Formula:
         >>> max(map(len, f.pretty(40).splitlines())) <= 40, len(f.pretty().splitlines())
         (True, 1)
         """
-        names = {k: _num_text(v) for k, v in self._numbers.items()}
+        names = {k: num_text(v) for k, v in self._numbers.items()}
         wrap = {"wrap_line": False} if width is None else {"wrap_line": True, "num_columns": width}
         return _NamedPrettyPrinter(names, use_unicode=True, **wrap).doprint(self._expr)
 
@@ -338,7 +338,13 @@ def _lines(expr, doprint, measure, width, mul, open_, close_, glue_mul=" ", firs
     return lines if len(lines) > 1 else [doprint(expr) if whole is None else whole]
 
 
-def _num_text(value) -> str:
+def num_text(value) -> str:
+    """``value`` as plain text: an integer's digits, however many (:func:`symllm.present.format.digits`), a
+    Fraction as ``p/q``, a float as Python writes it.
+
+    >>> num_text(1234567), num_text(Fraction(1, 3)), num_text(0.5)
+    ('1234567', '1/3', '0.5')
+    """
     if isinstance(value, Fraction) and value.denominator != 1:
         return f"{digits(value.numerator)}/{digits(value.denominator)}"
     if isinstance(value, float):
@@ -399,18 +405,19 @@ def pcol(columns) -> Safe:
 #: the columns terminal output (a text derivation) fits
 TEXT_WIDTH = 100
 #: symbol names with an underscore (``n_h``, ``d_ff``, ``beta_w``) as they appear in descriptions
-_SYMBOL_BY_NAME = {sym.name: sym for sym in S.SYMBOLS if "_" in sym.name}
-_SYMBOL_NAME_RE = re.compile(r"(?<![A-Za-z0-9_\\])(" + "|".join(
-    re.escape(n) for n in sorted(_SYMBOL_BY_NAME, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
+SYMBOL_BY_NAME = {sym.name: sym for sym in S.SYMBOLS if "_" in sym.name}
+#: any of :data:`SYMBOL_BY_NAME`'s names standing alone in a text (the longest first: ``d_ff`` before ``d_f``)
+SYMBOL_NAME_RE = re.compile(r"(?<![A-Za-z0-9_\\])(" + "|".join(
+    re.escape(n) for n in sorted(SYMBOL_BY_NAME, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
 
 
-def _display_width(kind: str):
+def display_width(kind: str):
     """How a display line of math is measured, and how wide it may be, in ``kind``: LaTeX's typeset width
     in points (:func:`tex_width`, :data:`LATEX_WIDTH`); Markdown's source in columns (a ```` ```math ````
     block is read in a terminal too: :data:`TEXT_WIDTH` less the ``&`` a line starts with and the
     `` \\\\`` it ends with).
 
-    >>> _display_width("markdown") == (len, 96), _display_width("latex")[1] == LATEX_WIDTH
+    >>> display_width("markdown") == (len, 96), display_width("latex")[1] == LATEX_WIDTH
     (True, True)
     """
     if kind == "markdown":
@@ -420,19 +427,19 @@ def _display_width(kind: str):
 
 
 
-def _fold_source(tex: str, room: int, indent: str = "  ") -> str:
+def fold_source(tex: str, room: int, indent: str = "  ") -> str:
     r"""LaTeX math source longer than ``room`` columns continued on further lines at its spaces (TeX and
     MathJax read a line end in math as a space, so the typeset math is the same); a piece without a
     space stays whole.
 
-    >>> print(_fold_source(r"\left\lceil{\frac{a + b}{m}}\right\rceil", 20))
+    >>> print(fold_source(r"\left\lceil{\frac{a + b}{m}}\right\rceil", 20))
     \left\lceil{\frac{a
       + b}{m}}\right\rceil
     """
     if len(tex) <= room:
         return tex
     lines = []
-    for word in _TEX_SPACES.split(tex):  # where LaTeX source may end a line (format.fold_latex's rule)
+    for word in TEX_SPACES.split(tex):  # where LaTeX source may end a line (format.fold_latex's rule)
         if lines and len(lines[-1]) + 1 + len(word) <= room:
             lines[-1] += " " + word
         else:

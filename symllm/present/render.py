@@ -44,10 +44,10 @@ from markupsafe import Markup
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.files import builtin_templates
-from symllm.present.format import _LINE_BREAKS, escape_latex, fold_latex, grouped, human, human_bytes
+from symllm.present.format import LINE_BREAKS, escape_latex, fold_latex, grouped, human, human_bytes
 from symllm.present.notations import notation
-from symllm.present.printers import (TEXT_WIDTH, _SYMBOL_BY_NAME, _SYMBOL_NAME_RE, Formula, Safe, _display_width,
-                                     _fold_source, _num_text, num_latex, pcol, wrap_markdown)
+from symllm.present.printers import (TEXT_WIDTH, SYMBOL_BY_NAME, SYMBOL_NAME_RE, Formula, Safe, display_width,
+                                     fold_source, num_text, num_latex, pcol, wrap_markdown)
 
 __all__ = [
     "EXTENSIONS", "environment", "render_template", "standalone", "template_dir", "escape_markdown", "label",
@@ -81,7 +81,7 @@ def escape_markdown(text) -> str:
     >>> print(escape_markdown("my_model | $5 *x*"))
     my\\_model \\| \\$5 \\*x\\*
     """
-    return _MD_RE.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
+    return _MD_RE.sub(r"\\\1", LINE_BREAKS.sub(" ", str(text)))
 
 
 def _finalizer(escape):
@@ -110,7 +110,7 @@ def _filters(kind: str, names: dict) -> dict:
         return Safe(("\n" + " " * indent).join(out.splitlines()))
 
     def plain(value):
-        return Safe(_num_text(value) if isinstance(value, (float, Fraction)) else grouped(value))
+        return Safe(num_text(value) if isinstance(value, (float, Fraction)) else grouped(value))
 
     def num(value):
         return Safe(num_latex(value)) if kind in ("latex", "markdown") else plain(value)
@@ -144,9 +144,9 @@ def _filters(kind: str, names: dict) -> dict:
 
     #: display math is flush left in one column of ``align`` (``&`` first on every line): a statement's first
     #: line starts with its label, a broken formula goes on ``\\qquad`` in, the next step of a chain on
-    #: ``\\quad =``; every line fits the format's width (:func:`_display_width`; a label is not an alignment
+    #: ``\\quad =``; every line fits the format's width (:func:`display_width`; a label is not an alignment
     #: column that narrows the rest)
-    measure, width = _display_width(kind)
+    measure, width = display_width(kind)
     nonumber = " \\nonumber" if kind == "latex" else ""
     break_line = nonumber + " \\\\\n&\\qquad "
     break_eq = nonumber + " \\\\\n&\\quad = "
@@ -154,8 +154,8 @@ def _filters(kind: str, names: dict) -> dict:
 
     def fold(line, room):
         """Markdown: a display line still wider than ``room`` (an unbreakable nest of ceilings and fractions)
-        continued on the next source line (:func:`_fold_source`: the typeset math is unchanged)."""
-        return _fold_source(line, room) if kind == "markdown" else line
+        continued on the next source line (:func:`fold_source`: the typeset math is unchanged)."""
+        return fold_source(line, room) if kind == "markdown" else line
 
     def joined(lines, room):
         return break_line.join(fold(line, room if i == 0 else rest) for i, line in enumerate(lines))
@@ -212,8 +212,8 @@ def _filters(kind: str, names: dict) -> dict:
 
     def meaning(value):
         """A symbol's description for LaTeX text, its symbol names (``n_h``, ``d_ff``) as math."""
-        parts = _SYMBOL_NAME_RE.split(str(value))
-        return Safe("".join(f"${names.get(_SYMBOL_BY_NAME[p], p)}$" if i % 2 else escape_latex(p)
+        parts = SYMBOL_NAME_RE.split(str(value))
+        return Safe("".join(f"${names.get(SYMBOL_BY_NAME[p], p)}$" if i % 2 else escape_latex(p)
                             for i, p in enumerate(parts)))
 
     return {"tex": tex, "text": text, "pretty": pretty, "show": show, "num": num, "esc": esc,

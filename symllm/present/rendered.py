@@ -14,7 +14,7 @@ from pathlib import Path
 from symllm.arch.config import ModelConfig, load
 from symllm.errors import SymllmError
 from symllm.files import builtin_templates
-from symllm.numbers.cache import _blake2b, cache_get, cache_put, key as cache_key
+from symllm.numbers.cache import bytes_digest, cache_get, cache_put, hasher, key as cache_key
 
 __all__ = ["report"]
 
@@ -28,7 +28,7 @@ def _render_digest() -> str | None:
     folder = builtin_templates()
     if folder is None:
         return None
-    h = _blake2b()
+    h = hasher()
     for path in sorted(folder.rglob("*")):
         if path.is_file():
             h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -64,7 +64,7 @@ def _report_key(model, fmt, standalone, template, template_dir, flavor, notation
             names = None
         elif isinstance(notation, (str, Path)):
             path = Path(notation)
-            names = [path.suffix.lower() == ".toml", _blake2b(path.read_bytes()).hexdigest()]
+            names = [path.suffix.lower() == ".toml", bytes_digest(path.read_bytes())]
         else:
             return None
         rendering = _render_digest()

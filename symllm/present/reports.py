@@ -28,8 +28,8 @@ from symllm.present.notations import notation as notation_of
 from symllm.present.printers import Formula, Safe
 from symllm.present.render import EXTENSIONS, label, math_delimiters
 from symllm.costs.workloads import Workload
-from symllm.present.derivation import OPTIONS, Derivation, _derive, _laid_out, _substituted
-from symllm.present.forms import _workload_numbers
+from symllm.present.derivation import OPTIONS, Derivation, derive_resolved, templated, number_formula
+from symllm.present.forms import workload_numbers
 
 __all__ = ["Report", "report"]
 
@@ -81,7 +81,7 @@ class Report:
         dv = self.params.context(fmt, flavor)
         shown = []  # the derivations the FLOPs, memory and layout sections render (for the glossary)
         costs_part = self._costs(fmt, flavor, template_dir, shown, label_prefix)
-        block = _derive("block", "params", None, spec, names, self.workload, OPTIONS)
+        block = derive_resolved("block", "params", None, spec, names, self.workload, OPTIONS)
         config_rows = [
             ("vocabulary size", S.V, spec.vocab_size), ("model width", S.d, spec.dim),
             ("blocks", S.L, spec.n_layers), ("query heads", S.n_h, spec.n_heads),
@@ -112,7 +112,7 @@ class Report:
             # a narrower table where the block's formula is long (OLMo 2's six terms ran into the margin)
             "compact": len(sp.Add.make_args(sp.expand(block.closed))) > 5,
             "block_closed": Formula(block.closed), "block_label": label("N", "block"),
-            "block_subst": _substituted(block.closed, block.values),
+            "block_subst": number_formula(block.closed, block.values),
             "label": re.sub(r"[^A-Za-z0-9.-]", "-", spec.name), "n_layers": spec.n_layers,
             "blocks": Formula(S.L), "width": Formula(S.d), "d_ff": Formula(S.d_ff),
             "derivation": Safe(self.params.render(fmt, template_dir=template_dir, flavor=flavor, glossary=False,
@@ -138,9 +138,9 @@ class Report:
         """The FLOPs and memory sections: symllm.costs.phases.workload's numbers and two derivations (each
         derivation rendered is appended to ``shown``; none repeats the glossary or the definitions)."""
         spec, work, names = self.spec, self.workload, dict(self.names)
-        numbers = _workload_numbers(spec, work)
-        fl = _derive("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
-        mem = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": "inference"})
+        numbers = workload_numbers(spec, work)
+        fl = derive_resolved("model", "flops", None, spec, names, work, {**OPTIONS, "phase": "prefill"})
+        mem = derive_resolved("model", "memory", None, spec, names, work, {**OPTIONS, "memory": "inference"})
         shown += [fl, mem]
         once = {"template_dir": template_dir, "flavor": flavor, "glossary": False, "definitions": False,
                 "label_prefix": label_prefix}
@@ -180,7 +180,7 @@ class Report:
         spec, work, names = self.spec, self.workload, dict(self.names)
         out = []
         for kind, title in (("inference_peak", "Inference peak"), ("training_peak", "Training peak")):
-            dv = _derive("model", "memory", None, spec, names, work, {**OPTIONS, "memory": kind})
+            dv = derive_resolved("model", "memory", None, spec, names, work, {**OPTIONS, "memory": kind})
             shown.append(dv)
             out.append({"title": title, "derivation": Safe(dv.render(fmt, template_dir=template_dir, flavor=flavor,
                                                                      label_prefix=label_prefix,
@@ -262,7 +262,7 @@ class Report:
             t = self._time()
             if t is not None:  # the accelerator's memory: the time group's verdict (one per question)
                 fits = {"gpu": t["title"], "capacity": t["capacity"], "fits": t["training_fits"]}
-            comm = _derive("model", "comm", None, spec, dict(self.names), work, OPTIONS)
+            comm = derive_resolved("model", "comm", None, spec, dict(self.names), work, OPTIONS)
             shown.append(comm)
             comm_titles = {"tp": "tensor parallel (all-reduce, or reduce-scatter and all-gather)",
                            "pp": "pipeline parallel (point-to-point)",
@@ -299,7 +299,7 @@ class Report:
         """The report as a LaTeX fragment (``standalone``: a whole document) or GitHub Markdown; each
         derivation's numbered equation carries a ``\\label`` (``label_prefix``: :func:`equation_label`)."""
         choice("format", fmt, REPORT_FORMATS)
-        return _laid_out(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir, label_prefix),
+        return templated(f"report.{EXTENSIONS[fmt]}.j2", self.context(fmt, flavor, template_dir, label_prefix),
                          self.names, fmt,
                          standalone, f"{self.config.name}: parameters, FLOPs and memory", template, template_dir)
 
@@ -335,5 +335,5 @@ def report(config, *, notation=None, vocab_size: int | None = None, **workload) 
     work = Workload.of(**workload)
     spec = resolved.spec(config, vocab_size=vocab_size)
     names = notation_of(notation)
-    return Report(config=spec.config, params=_derive("model", "params", None, spec, names, work, OPTIONS),
+    return Report(config=spec.config, params=derive_resolved("model", "params", None, spec, names, work, OPTIONS),
                   names=tuple(names.items()), workload=work)

@@ -88,7 +88,7 @@ def _from_api(config: ModelConfig) -> tuple[dict, int, tuple]:
     from symllm.arch.specs import hidden_dim_kernel
 
     spec = resolved.spec(config)
-    table = resolved._params_table(spec.structure)
+    table = resolved.params_table(spec.structure)
     binds = lambda args: json.dumps([S.SYMBOLS[a].binds for a in args])  # noqa: E731
     if spec.hidden_rule == "explicit":
         hidden = ("", "")

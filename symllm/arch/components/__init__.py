@@ -37,7 +37,7 @@ from symllm.arch.components.assembly import (EVERY_FUSED, EVERY_LATENT_PART, EVE
 from symllm.arch.components.base import (ELEMENTWISE, INDEX_BYTES, LLAMA, QUANTITIES, SPLITS, STAT_BYTES, WEIGHTS,
                                          Component, Rules, collected, linear, matmul)
 from symllm.arch.components.embeddings import embedding, lm_head
-from symllm.arch.components.gqa import (ChunkedPairs, SlidingPairs, _WindowPairs, attention, expand_windows, rope,
+from symllm.arch.components.gqa import (ChunkedPairs, SlidingPairs, WindowPairs, attention, expand_windows, rope,
                                         sinks)
 from symllm.arch.components.latent import decompressed_kv_cache, latent_attention
 from symllm.arch.components.mixture import experts, moe, router
@@ -51,7 +51,7 @@ __all__ = [
     "attention", "latent_attention", "LATENT", "feed_forward", "swiglu", "rmsnorm", "qk_norms", "rope", "lm_head",
     "block", "model", "meta_hidden_dim",
     "router", "experts", "moe", "sinks", "FFNS", "WINDOWS", "LayerKind", "Structure", "group_counts", "SlidingPairs",
-    "ChunkedPairs", "expand_windows",
+    "ChunkedPairs", "WindowPairs", "expand_windows",
     "COMPONENTS", "component", "collected", "decompressed_kv_cache", "mtp", "Rules", "SPLITS", "WEIGHTS", "lora_names",
     "Variant", "NORMS", "ACTIVATIONS", "MIXERS", "HEADS", "ROPE_PARTS", "MIXER_FACTORIES", "mixer",
 ]

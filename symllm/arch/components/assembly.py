@@ -9,7 +9,7 @@ import functools
 import sympy as sp
 
 from symllm.arch import keeps
-from symllm.arch.components.base import (_NO_WEIGHT, _no_weight, _structure, _SUM_NORM, _switches, _T, Component,
+from symllm.arch.components.base import (NO_WEIGHT, no_weight, structure_of, SUM_NORM, check_switches, T, Component,
                                          ELEMENTWISE, linear, named, Rules)
 from symllm.arch.components.deltanet import gated_deltanet
 from symllm.arch.components.compressed import (COMPRESSED_MIXERS, compressed_attention, hyper_connection, hyper_head,
@@ -51,8 +51,8 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     >>> [c.name for c in block(variant=Variant(norms="parallel", layernorm=True)).children]
     ['attention_norm', 'attention', 'feed_forward']
     """
-    structure = _structure(structure, options)
-    _switches(causal=causal)
+    structure = structure_of(structure, options)
+    check_switches(causal=causal)
     variant = structure.variant
     if kind.ffn == "none":
         ffn = None
@@ -86,9 +86,9 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     if attn is None or ffn is None:  # Nemotron-H: one sublayer a block (its mixer), under one norm
         return Component(
             name,
-            elementwise=ELEMENTWISE["residual"] * _T * d,
-            checkpoint=beta_a * _T * d,
-            resident=2 * _T * d,
+            elementwise=ELEMENTWISE["residual"] * T * d,
+            checkpoint=beta_a * T * d,
+            resident=2 * T * d,
             children=(named(rmsnorm("norm", doc="self.norm = NemotronHRMSNorm(hidden_size)", offset=off, mean=mean),
                             "norm", "attn_norm" if ffn is None else "ffn_norm"), attn if ffn is None else ffn),
             doc="NemotronHBlock: hidden_states = residual + mixer(norm(hidden_states))",
@@ -97,13 +97,13 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
     if variant.norms == "parallel":  # Command-R: CohereDecoderLayer
         return Component(
             name,
-            elementwise=2 * ELEMENTWISE["residual"] * _T * d,  # residual + attention + feed-forward
-            checkpoint=beta_a * _T * d,
-            resident=2 * _T * d,
+            elementwise=2 * ELEMENTWISE["residual"] * T * d,  # residual + attention + feed-forward
+            checkpoint=beta_a * T * d,
+            resident=2 * T * d,
             # the feed-forward reads the tensor the attention already saves: kept once
             children=(named(rmsnorm("attention_norm", doc="self.input_layernorm", offset=off, mean=mean),
                             "input_layernorm", "attn_norm"), attn,
-                      ffn.replace(saved=ffn.saved - beta_a * _T * d) if kind.ffn == "dense" else ffn),
+                      ffn.replace(saved=ffn.saved - beta_a * T * d) if kind.ffn == "dense" else ffn),
             doc="CohereDecoderLayer: x + self_attn(input_layernorm(x)) + mlp(input_layernorm(x))",
             rules=Rules("replicated", lora=(), stacks=(), label="a parallel attention/feed-forward block (Command-R)"),
         )
@@ -121,7 +121,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         *([named(rmsnorm("post_attention_norm", doc="post_attention_layernorm(attn_output), before the residual "
                          "add", rules=post, offset=off, mean=mean), "post_attention_layernorm", "post_attention_norm")]
           if after else []),
-        *([named(rmsnorm("ffn_norm", rules=_SUM_NORM, offset=off, mean=mean),
+        *([named(rmsnorm("ffn_norm", rules=SUM_NORM, offset=off, mean=mean),
                  "pre_feedforward_layernorm" if after else "norm_2" if mpt else "post_attention_layernorm", "ffn_norm")]
           if pre else []),
         feed_forward(bias=structure.mlp_bias, width=2 * d_fd if kind.wide_ffn else d_fd, variant=variant)
@@ -144,17 +144,17 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
         # Gemma 4's MoE block: the dense MLP's and the experts' outputs summed
         # DeepSeek-V4: no residual add; its hyper-connections update the streams (their own element-wise work)
         elementwise=((0 if structure.hyper_connections else 2 + structure.per_layer_input + beside)
-                     * ELEMENTWISE["residual"] + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * _T * d,
+                     * ELEMENTWISE["residual"] + (ELEMENTWISE["scale"] if variant.layer_scalar else 0)) * T * d,
         # full recomputation keeps only the block's input (DeepSeek-V4: its n_hc streams)
-        checkpoint=beta_a * _T * d * (n_hc if structure.hyper_connections else 1),
+        checkpoint=beta_a * T * d * (n_hc if structure.hyper_connections else 1),
         # the residual stream and the normed input; DeepSeek-V4 (transformers' eager model, tests/test_dsv4.py): the
         # n_hc streams, their collapse and its norm, the model's inputs_embeds, post and comb (fp32), the mask and
         # RoPE's cos and sin tables (s rows of half the rotated channels each)
-        resident=(_hc_resident(structure) if structure.hyper_connections else 2 * _T * d),
+        resident=(_hc_resident(structure) if structure.hyper_connections else 2 * T * d),
         children=children,
         doc="TransformerBlock(layer_id, args)",
         # its Hugging Face name, each layer's index after it: LlamaModel's layers, MptModel's blocks
-        rules=dataclasses.replace(_no_weight(keeps.block), hf="transformer.blocks" if mpt else "model.layers"),
+        rules=dataclasses.replace(no_weight(keeps.block), hf="transformer.blocks" if mpt else "model.layers"),
     )
 
 
@@ -162,7 +162,7 @@ def _hc_resident(structure: Structure) -> sp.Expr:
     """Activation elements DeepSeek-V4's model holds live throughout a block's attention in a prefill (the
     comment at its use)."""
     rotated = d_hr if structure.partial_rope else d_h
-    return ((n_hc + 3) * _T * d + sp.ceiling(FP32 / beta_a) * _T * (n_hc + n_hc ** 2) + b * s * s
+    return ((n_hc + 3) * T * d + sp.ceiling(FP32 / beta_a) * T * (n_hc + n_hc ** 2) + b * s * s
             + s * rotated)
 
 
@@ -224,8 +224,8 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
     >>> [(c.name, c.repeat) for c in model(kinds=kinds).children[1:-2]]
     [('block', L - L_2 - L_3), ('moe_block', L_2), ('nope_block', L_3)]
     """
-    structure = _structure(structure, options)
-    _switches(causal=causal)
+    structure = structure_of(structure, options)
+    check_switches(causal=causal)
     hidden = structure.hidden
     definitions = () if hidden == "explicit" else ((d_ff, meta_hidden_dim(hidden == "meta")),)
     variant = structure.variant
@@ -244,7 +244,7 @@ def model(structure: Structure | None = None, *, causal: bool = False, **options
                   lm_head(tied=structure.tied, softcap=variant.final_softcap, scale=variant.logit_scale)),
         definitions=definitions,
         doc="Transformer(params)",
-        rules=_NO_WEIGHT,
+        rules=NO_WEIGHT,
     )
 
 
@@ -287,13 +287,13 @@ def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = 
                       *(whole.child(name).replace(repeat=count) for name, count in counts.items()),
                       rmsnorm("final_norm")),
             doc="a multi-token-prediction module sharing the model's embedding and head (mtp.* of the checkpoint)",
-            rules=_NO_WEIGHT)
+            rules=NO_WEIGHT)
     last = own or (whole.child(copy) if copy else [c for c in whole.children if c.checkpoint != 0][-1])
     return Component(
         "mtp", repeat=L_mtp,
         children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"), fusion,
                   last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
-        doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=_NO_WEIGHT)
+        doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=NO_WEIGHT)
 
 
 def component(name: str, whole: Component | None = None) -> Component:

@@ -62,7 +62,8 @@ STAT_BYTES = sp.Max(FP32, beta_a, evaluate=False)  # the same Max (no comparison
 #: bytes of one token id saved by the embedding's backward (int64)
 INDEX_BYTES = INT64
 
-_T = b * s  # token rows in one forward pass
+#: ``T = b·s``: the token rows of one forward pass (docs/conventions.md's ``T``)
+T = b * s
 
 #: how tensor parallelism splits a component (:mod:`symllm.costs.parallel`; torch DTensor's plan styles):
 #: "column" (a linear's output features: ``ColwiseParallel``), "row" (its input features, a bias replicated:
@@ -467,7 +468,7 @@ def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc
 
     Parameters ``fan_in·fan_out`` (+ ``fan_out`` bias); FLOPs ``2·b·s·fan_in·fan_out``.
 
-    >>> linear("wq", d, n_h * d_h, rules=_rules("column", "wq", "q_proj")).flops
+    >>> linear("wq", d, n_h * d_h, rules=linear_rules("column", "wq", "q_proj")).flops
     2*b*d*d_h*n_h*s
     >>> linear("wz", d, d, rules=Rules("column"))
     Traceback (most recent call last):
@@ -480,17 +481,22 @@ def linear(name: str, fan_in: sp.Expr, fan_out: sp.Expr, bias: bool = False, doc
     return Component(
         name,
         params=fan_in * fan_out + (fan_out if bias else 0),
-        flops=matmul(_T, fan_in, fan_out),
-        elementwise=ELEMENTWISE["bias"] * _T * fan_out if bias else 0,
+        flops=matmul(T, fan_in, fan_out),
+        elementwise=ELEMENTWISE["bias"] * T * fan_out if bias else 0,
         doc=doc or f"nn.Linear({fan_in}, {fan_out}, bias={bias})",
         shape=(sp.sympify(fan_in), sp.sympify(fan_out)),
         rules=rules,
     )
 
 
-def _rules(split: str, ours: str, hf: str, gguf: str = "") -> Rules:
+def linear_rules(split: str, ours: str, hf: str, gguf: str = "") -> Rules:
     """The rules of one of LLaMA's projections: its split, its LoRA names (symllm's, HF's), its GGUF name, a
-    "linear" weight, and LlamaForCausalLM's stacks (which state its casts with its attention's or feed-forward's)."""
+    "linear" weight, and LlamaForCausalLM's stacks (which state its casts with its attention's or feed-forward's).
+
+    >>> r = linear_rules("column", "wq", "q_proj", "attn_q")
+    >>> r.split, r.lora, r.weight, r.gguf
+    ('column', ('wq', 'q_proj'), 'linear', 'attn_q')
+    """
     return Rules(split, lora=(ours, hf), weight="linear", stacks=keeps.hf_rules(keeps.nothing), gguf=gguf)
 
 
@@ -503,22 +509,34 @@ def named(comp: Component, hf: str, gguf: str = "") -> Component:
     return comp.replace(rules=dataclasses.replace(comp.rules, hf=hf, gguf=gguf))
 
 
-def _no_weight(keep=keeps.nothing) -> Rules:
-    """The rules of a part without a weight that LlamaForCausalLM has: replicated, what its stacks keep ``keep``."""
+def no_weight(keep=keeps.nothing) -> Rules:
+    """The rules of a part without a weight that LlamaForCausalLM has: replicated, what its stacks keep ``keep``.
+
+    >>> no_weight().split, no_weight().lora
+    ('replicated', ())
+    """
     return Rules("replicated", lora=(), stacks=keeps.hf_rules(keep))
 
 
 #: a part without a weight of LlamaForCausalLM that keeps nothing of its own
-_NO_WEIGHT = _no_weight()
+NO_WEIGHT = no_weight()
 #: a norm of the residual stream: replicated, its saved input split along the sequence under sequence parallelism
-_STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=keeps.hf_rules(keeps.stream_norm))
+STREAM_NORM = Rules("sequence", lora=(), weight="norm", stacks=keeps.hf_rules(keeps.stream_norm))
 #: the norm of the residual sum (ffn_norm): the same, and an inference moment of LlamaForCausalLM's stacks
-_SUM_NORM = dataclasses.replace(_STREAM_NORM, stacks=keeps.hf_rules(keeps.stream_norm, moment=True))
+SUM_NORM = dataclasses.replace(STREAM_NORM, stacks=keeps.hf_rules(keeps.stream_norm, moment=True))
 
 
-def _structure(structure: Structure | None, options: dict) -> Structure:
+def structure_of(structure: Structure | None, options: dict) -> Structure:
     """The structure a factory builds for: ``structure``, or a :class:`Structure` of ``options`` (its fields
-    as keywords: ``model(tied=True)``); never both."""
+    as keywords: ``model(tied=True)``); never both.
+
+    >>> structure_of(None, {"tied": True}).tied
+    True
+    >>> structure_of(None, {"tide": True})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: tide: not a structural option (known: ...
+    """
     if structure is None:
         unknown = sorted(set(options) - set(Structure.__dataclass_fields__))
         if unknown:
@@ -530,7 +548,14 @@ def _structure(structure: Structure | None, options: dict) -> Structure:
     return structure
 
 
-def _switches(**flags) -> None:
-    """Refuse a switch that is not a bool (``tied="no"`` is truthy; it must not count as tied)."""
+def check_switches(**flags) -> None:
+    """Refuse a switch that is not a bool (``tied="no"`` is truthy; it must not count as tied).
+
+    >>> check_switches(tied=True, bias=False)
+    >>> check_switches(tied="no")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: tied: expected True or False, got 'no'
+    """
     for name, value in flags.items():
         boolean(name, value)

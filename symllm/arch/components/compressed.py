@@ -75,9 +75,9 @@ import dataclasses
 import sympy as sp
 
 
-from symllm.arch.components.base import (_switches, _T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules,
+from symllm.arch.components.base import (check_switches, T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules,
                                          STAT_BYTES)
-from symllm.arch.components.gqa import _pairs, _WindowPairs
+from symllm.arch.components.gqa import query_key_pairs, WindowPairs
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.algebra import minimum
 from symllm.arch.dtypes import FP32
@@ -99,7 +99,7 @@ COMPRESSED_MIXERS = {"shared_kv": "sliding_attention", "compressed_sparse": "com
 LABEL = "DeepSeek-V4's compressed attention and hyper-connections"
 
 
-class EntryPairs(_WindowPairs):
+class EntryPairs(WindowPairs):
     """``Σ_{j=1}^{x} ⌊j/m⌋``: the compressed entries the query at position ``j`` (1-based) may see, one per
     closed window of ``m`` tokens (transformers' ``causal_threshold = (position + 1) // compress_rate``), summed
     over the first ``x`` positions; ``E(x) - E(x - 1) = ⌊x/m⌋``, so a decode step's entries telescope over steps.
@@ -114,7 +114,7 @@ class EntryPairs(_WindowPairs):
         return m * q * (q - 1) / 2 + q * (x - q * m + 1)
 
 
-class TopEntryPairs(_WindowPairs):
+class TopEntryPairs(WindowPairs):
     """``Σ_{j=1}^{x} min(K, ⌊j/m⌋)`` for ``w = (m, K)``: the compressed entries a CSA query attends, at most the
     indexer's top ``K`` of those it may see (:class:`EntryPairs`).
 
@@ -203,7 +203,7 @@ def _linear(name: str, fan_in, fan_out, hf: str, doc: str) -> Component:
 COPIED = sp.Min(sp.Max(beta_a - FP32, FP32 - beta_a), 1)  # (no Abs: the compiled kernels have none)
 
 
-def norm_saved(width, rows=_T) -> sp.Expr:
+def norm_saved(width, rows=T) -> sp.Expr:
     """Bytes ``DeepseekV4RMSNorm`` saves for backward over ``rows`` rows of ``width``: it computes in fp32
     whatever the activations (``hidden_states.to(torch.float32)``), so ``pow`` keeps that fp32 input, ``rsqrt``
     its fp32 output (one a row) and the weight's product the fp32 normalised rows.
@@ -214,7 +214,7 @@ def norm_saved(width, rows=_T) -> sp.Expr:
     return FP32 * (2 * rows * width + rows)
 
 
-def _norm(name: str, width, hf: str, doc: str, rows=_T) -> Component:
+def _norm(name: str, width, hf: str, doc: str, rows=T) -> Component:
     return rmsnorm(name, width, rows, doc=doc, rules=_rules(hf, "norm")).replace(saved=norm_saved(width, rows))
 
 
@@ -320,7 +320,7 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
     4*d*d_I + d*n_I + 2*d_I*m_c + d_I*n_I*r_q + d_I
     """
     choice("compressor", kind, ("heavily_compressed", "compressed_sparse"))
-    _switches(causal=causal)
+    check_switches(causal=causal)
     if kind == "heavily_compressed":
         return Component("compressor", elementwise=_pooling(m_h, d_h, m_h, rotated), children=(
             _linear("compress_kv", d, d_h, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, head_dim)"),
@@ -346,7 +346,7 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
               ).replace(elementwise=4 * b * n_I * entry_pairs(m_c, causal))),
         # its pooling; RoPE on its queries' heads; the head weights' scale (1 a token and head); per score and
         # head: ReLU, the 1/√d_I scale, the head weight's multiply and the sum over heads (4)
-        elementwise=_pooling(m_c, 2 * d_I, 2 * m_c, rotated) + ELEMENTWISE["rope"] * _T * n_I * rotated + _T * n_I,
+        elementwise=_pooling(m_c, 2 * d_I, 2 * m_c, rotated) + ELEMENTWISE["rope"] * T * n_I * rotated + T * n_I,
         state_cache=b * _series_state(m_c, 2 * d_I, True),
         # forward only in training (Rules.no_grad): its one output, the top-k indices, carries no gradient
         doc="DeepseekV4Indexer", rules=dataclasses.replace(_rules("indexer", "none"), no_grad=True))
@@ -363,7 +363,7 @@ def compressor(kind: str, *, causal: bool = False, rotated=d_h) -> Component:
 
 def core_pairs(kind: str, causal: bool = False) -> sp.Expr:
     """Query-key pairs per sequence and head of the attention core of a layer of ``kind``: the sliding window's
-    (:func:`~symllm.arch.components.gqa._pairs`: transformers' ``min(t, W - 1) + s`` keys a query, or those the
+    (:func:`~symllm.arch.components.gqa.query_key_pairs`: transformers' ``min(t, W - 1) + s`` keys a query, or those the
     mask keeps) and the compressed entries' (:func:`entry_pairs`): all of them in a ``heavily_compressed``
     layer, at most the indexer's top ``K_I`` in a ``compressed_sparse`` one (what a sparse kernel gathers;
     transformers' eager core scores every entry and masks the others).
@@ -371,7 +371,7 @@ def core_pairs(kind: str, causal: bool = False) -> sp.Expr:
     >>> core_pairs("heavily_compressed").subs({t: 0, s: 9, W: 4, m_h: 4})  # 9 queries × (9 keys + 2 entries)
     99
     """
-    window = _pairs(causal, "sliding")
+    window = query_key_pairs(causal, "sliding")
     if kind == "shared_kv":
         return window
     if kind == "heavily_compressed":
@@ -384,7 +384,7 @@ def _fused_live(keys) -> sp.Expr:
     :mod:`symllm.arch.components.gqa`'s: no ``s × k`` tensor): q_a_norm's output (the compressor reads it after the
     core in transformers' order), the queries, the ``keys`` of the one key-value head, the output and a log-sum-exp
     per query and head (fp32, in whole activation elements)."""
-    return (_T * r_q + 2 * _T * n_h * d_h + b * keys * d_h
+    return (T * r_q + 2 * T * n_h * d_h + b * keys * d_h
             + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s)
 
 
@@ -401,7 +401,7 @@ def _eager_live(kind: str, keys, rotated) -> tuple[sp.Expr, ...]:
     decode step's candidate is its core's score-sized tensors alone, ``b·n_h·(3·k + 3)`` with ``k`` its keys after the
     ``s + n`` positions (the window's ``min(s + n - 1, W - 1) + 1`` and every entry)."""
     C = keys - s
-    common = _T * r_q + s * rotated + _T * n_h * d_h + b * keys * d_h
+    common = T * r_q + s * rotated + T * n_h * d_h + b * keys * d_h
     if kind == "heavily_compressed":
         common += b * C * d_h + b * s * C + b * s * keys
     elif kind == "compressed_sparse":
@@ -411,7 +411,7 @@ def _eager_live(kind: str, keys, rotated) -> tuple[sp.Expr, ...]:
     decoded = minimum(held - 1, W - 1) + 1 + (sp.floor(held / rate) if rate is not None else 0)
     rows = b * n_h * s
     return (common + rows * (3 * keys + 3),  # at the max subtraction
-            common + rows * 2 * (keys + 1) + 2 * _T * n_h * d_h,  # at A·V's output made contiguous
+            common + rows * 2 * (keys + 1) + 2 * T * n_h * d_h,  # at A·V's output made contiguous
             b * n_h * (3 * decoded + 3))
 
 
@@ -428,7 +428,7 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotat
     2*b*d_h*n_h*s**2
     """
     choice("mixer", kind, tuple(COMPRESSED_MIXERS))
-    _switches(causal=causal)
+    check_switches(causal=causal)
     pairs = core_pairs(kind, causal)
     # the window's last W - 1 keys (DynamicSlidingWindowLayer's slice), one head; a sliding-only layer's cache
     # holds them as keys and as values, a compressing layer's one tensor read as both (``self.values = self.keys``)
@@ -437,14 +437,14 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotat
     # RoPE on the last ``rotated`` channels of each query head, of the one key-value head and, undone, of each
     # output head; per query-key pair the scale and softmax (ELEMENTWISE['softmax']), per query and head the
     # sink's logit in the softmax (without the scale, as gpt-oss's sinks)
-    own = (_T * (ELEMENTWISE["l2norm"] * n_h * d_h + ELEMENTWISE["rope"] * (2 * n_h + 1) * rotated)
-           + ELEMENTWISE["softmax"] * b * n_h * pairs + (ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * _T * n_h)
+    own = (T * (ELEMENTWISE["l2norm"] * n_h * d_h + ELEMENTWISE["rope"] * (2 * n_h + 1) * rotated)
+           + ELEMENTWISE["softmax"] * b * n_h * pairs + (ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * T * n_h)
     # saved for backward (a training forward, no cache; transformers' eager model, tests/test_dsv4.py): the normed
     # input of q_a_proj and kv_proj; the weightless q_b_norm's input and 1/rms (fp32, and in the activations' dtype
     # where .float() copies); the queries after RoPE (QKᵀ's operand); RoPE's cos and sin tables, repeated for each of
     # its three uses (queries, the key-value head, the output undone), s rows of the rotated channels each
-    queries = _T * n_h * d_h
-    saved = (beta_a * (_T * d + queries + 6 * s * rotated) + (FP32 + beta_a * COPIED) * (queries + _T * n_h))
+    queries = T * n_h * d_h
+    saved = (beta_a * (T * d + queries + 6 * s * rotated) + (FP32 + beta_a * COPIED) * (queries + T * n_h))
     # the keys a training query's core holds: the s of the window (the mask keeps W) and every compressed entry
     keys = s + (0 if kind == "shared_kv" else _entries(m_h if kind == "heavily_compressed" else m_c))
     return Component("attention", kv_cache=b * window * (2 if kind == "shared_kv" else 1), elementwise=own,
@@ -452,7 +452,7 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotat
         _linear("wq_a", d, r_q, "q_a_proj", "self.q_a_proj = nn.Linear(hidden_size, q_lora_rank)"),
         _norm("q_a_norm", r_q, "q_a_norm", "self.q_a_norm = DeepseekV4RMSNorm(q_lora_rank)"),
         _linear("wq_b", r_q, n_h * d_h, "q_b_proj", "self.q_b_proj = nn.Linear(q_lora_rank, num_heads * head_dim)"
-                ).replace(saved=beta_a * _T * r_q),  # its input, q_a_norm's output
+                ).replace(saved=beta_a * T * r_q),  # its input, q_a_norm's output
         _linear("wkv", d, d_h, "kv_proj", "self.kv_proj = nn.Linear(hidden_size, head_dim)  # one head, K = V"),
         _norm("kv_norm", d_h, "kv_norm", "self.kv_norm = DeepseekV4RMSNorm(head_dim)"),
         # DeepseekV4GroupedLinear(n_h·d_h/g_o, g_o·r_o, g_o): a weight of g_o·r_o × n_h·d_h/g_o
@@ -460,7 +460,7 @@ def compressed_attention(kind: str = "shared_kv", *, causal: bool = False, rotat
                 "num_heads * head_dim // o_groups, o_groups * o_lora_rank, o_groups)"
                 ).replace(saved=beta_a * queries),  # its input, the output with RoPE undone
         _linear("wo_b", g_o * r_o, d, "o_b_proj", "self.o_b_proj = nn.Linear(o_groups * o_lora_rank, hidden_size)"
-                ).replace(saved=beta_a * _T * g_o * r_o),  # its input
+                ).replace(saved=beta_a * T * g_o * r_o),  # its input
         _vector("sinks", n_h, "sinks", "self.sinks = nn.Parameter(torch.empty(num_heads))", "sinks"),
         # the core's own: fused (a FlashAttention-style kernel with sinks), the one key-value head once, the
         # output and a log-sum-exp per query and head; eager (transformers'), repeat_kv's two copies of the keys
@@ -489,22 +489,22 @@ def hyper_connection(name: str, hf: str) -> Component:
     # sum and divide (2 + 4·(I_hc - 1) an entry); the collapse pre·streams summed over the streams (2 an element);
     # the block's update of the streams, post·output + the mix (a multiply and an add an element)
     sinkhorn = 2 + 4 * (I_hc - 1)
-    elementwise = _T * (ELEMENTWISE["l2norm"] * n_hc * d + 2 * (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc
-                        + (2 + ELEMENTWISE["softmax"] - 1 + 1 + sinkhorn) * n_hc ** 2 + 2 * n_hc * d + 2 * n_hc * d)
+    elementwise = T * (ELEMENTWISE["l2norm"] * n_hc * d + 2 * (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc
+                       + (2 + ELEMENTWISE["softmax"] - 1 + 1 + sinkhorn) * n_hc ** 2 + 2 * n_hc * d + 2 * n_hc * d)
     # saved for backward (transformers' eager DeepseekV4HyperConnection, then the block's update of the streams):
     # the flattened streams as fp32 (and the streams themselves where .float() copies: the collapse and the mix
     # read them) and their 1/rms; the normed rows (fn's input), the projection's output (pre, post and comb read
     # views of it), the two sigmoids' outputs and pre, comb's softmax, and each Sinkhorn division's numerator and
     # denominator (2·I_hc - 1 of them), all fp32; the update post·output + comb.T @ streams keeps post, the
     # sublayer's output and comb
-    streams = _T * n_hc * d
-    sinkhorn_saved = (2 * I_hc - 1) * (_T * n_hc ** 2 + _T * n_hc)
-    saved = (FP32 * (2 * streams + _T + _T * width + 3 * _T * n_hc + _T * n_hc ** 2 + sinkhorn_saved)
-             + beta_a * COPIED * streams + beta_a * _T * (n_hc + d + n_hc ** 2))
+    streams = T * n_hc * d
+    sinkhorn_saved = (2 * I_hc - 1) * (T * n_hc ** 2 + T * n_hc)
+    saved = (FP32 * (2 * streams + T + T * width + 3 * T * n_hc + T * n_hc ** 2 + sinkhorn_saved)
+             + beta_a * COPIED * streams + beta_a * T * (n_hc + d + n_hc ** 2))
     # the mix of the streams into the block's output: comb.T @ hidden_states, n_hc × n_hc by n_hc × d a token
-    return Component(name, flops=matmul(_T * n_hc, n_hc, d), elementwise=elementwise, saved=saved, children=(
+    return Component(name, flops=matmul(T * n_hc, n_hc, d), elementwise=elementwise, saved=saved, children=(
         _vector(f"{name}_fn", width * n_hc * d, "fn", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult, "
-                "hc_mult * hidden_size))").replace(flops=matmul(_T, n_hc * d, width)),
+                "hc_mult * hidden_size))").replace(flops=matmul(T, n_hc * d, width)),
         _vector(f"{name}_base", width, "base", "nn.Parameter(torch.empty((2 + hc_mult) * hc_mult))"),
         _vector(f"{name}_scale", 3, "scale", "nn.Parameter(torch.empty(3))")),
         doc="DeepseekV4HyperConnection", rules=_rules(hf, "none"))
@@ -533,9 +533,9 @@ def swiglu_clamps(ffn: Component) -> Component:
     >>> swiglu_clamps(m).child("experts").total("eager_saved")
     b*k*s*(3*beta_a*d + 6*beta_a*d_ff + beta_a + 16)
     """
-    pairs = k * _T  # token-expert pairs
+    pairs = k * T  # token-expert pairs
     eager = {"experts": beta_a * pairs * (3 * d + 6 * d_ff + 1) + 2 * INDEX_BYTES * pairs,
-             "shared_experts": 6 * beta_a * _T * d_se}
+             "shared_experts": 6 * beta_a * T * d_se}
 
     def clamped(c: Component) -> Component:
         if c.name not in ("experts", "shared_experts"):
@@ -551,7 +551,7 @@ def swiglu_clamps(ffn: Component) -> Component:
     if ffn.name != "moe":
         return ffn.replace(children=tuple(clamped(c) for c in ffn.children))
     return ffn.replace(children=tuple(clamped(c) for c in ffn.children),
-                       eager_saved=beta_a * (_T * d + 2 * _T * n_e + pairs + _T) + INDEX_BYTES * pairs)
+                       eager_saved=beta_a * (T * d + 2 * T * n_e + pairs + T) + INDEX_BYTES * pairs)
 
 
 def hyper_head() -> Component:
@@ -562,14 +562,14 @@ def hyper_head() -> Component:
     """
     # element-wise, a token: the streams' weightless RMSNorm, sigmoid(w·scale + base) + eps (7 a stream), the
     # collapse (2 an element)
-    elementwise = _T * ((ELEMENTWISE["l2norm"] + 2) * n_hc * d + (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc)
+    elementwise = T * ((ELEMENTWISE["l2norm"] + 2) * n_hc * d + (2 + ELEMENTWISE["sigmoid"] + 1) * n_hc)
     # saved: the streams as fp32 (and themselves where .float() copies), their 1/rms and normed rows, the
     # projection's output, its sigmoid and pre (fp32)
-    streams = _T * n_hc * d
-    saved = FP32 * (2 * streams + _T + 3 * _T * n_hc) + beta_a * COPIED * streams
+    streams = T * n_hc * d
+    saved = FP32 * (2 * streams + T + 3 * T * n_hc) + beta_a * COPIED * streams
     return Component("hc_head", elementwise=elementwise, saved=saved, children=(
         _vector("hc_fn", n_hc * n_hc * d, "hc_fn", "nn.Parameter(torch.empty(hc_mult, hc_mult * hidden_size))"
-                ).replace(flops=matmul(_T, n_hc * d, n_hc)),
+                ).replace(flops=matmul(T, n_hc * d, n_hc)),
         _vector("hc_base", n_hc, "hc_base", "nn.Parameter(torch.empty(hc_mult))"),
         _vector("hc_scale", 1, "hc_scale", "nn.Parameter(torch.empty(1))")),
         doc="DeepseekV4HyperHead", rules=_rules("model.hc_head", "none"))

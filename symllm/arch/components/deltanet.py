@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
+from symllm.arch.components.base import ELEMENTWISE, Component, Rules, T, linear
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.dtypes import FP32
 from symllm.arch.layers import LayerKind, Structure
@@ -78,7 +78,6 @@ __all__ = ["gated_deltanet", "CHUNK", "conv_channels", "recurrent_state", "conv_
 #: the chunk of transformers' torch_chunk_gated_delta_rule (its default, as the Qwen3-Next and Qwen3.5 layers call it)
 CHUNK = 64
 
-_T = b * s
 #: the stacks model none of it: a stack's refusal names this
 _LABEL = "a Gated DeltaNet (Qwen3-Next, Qwen3.5)"
 
@@ -218,8 +217,8 @@ def _rule_live(split: bool = True) -> tuple[sp.Expr, ...]:
     """
     C, S, N = CHUNK, _padded(), sp.ceiling(s / CHUNK)
     f, H = sp.ceiling(FP32 / beta_a), b * n_gv
-    held = (_T * (conv_channels() + n_gv * d_gv + 4 * n_gv)
-            + (0 if split else _T * (conv_channels() + n_gv * d_gv + 2 * n_gv)) + sp.ceiling(C * C / beta_a))
+    held = (T * (conv_channels() + n_gv * d_gv + 4 * n_gv)
+            + (0 if split else T * (conv_channels() + n_gv * d_gv + 2 * n_gv)) + sp.ceiling(C * C / beta_a))
     scan = held + f * (H * S * (3 * C + 5 * d_gk + 4 * d_gv + 3) + H * N)
     return (held + f * H * S * (4 * C + 3 * d_gk + 2 * d_gv + 3),
             scan + f * H * (4 * d_gk * d_gv + 2 * C * d_gv),
@@ -232,7 +231,7 @@ def _norm_saved() -> sp.Expr:
     """Bytes the gated norm and out_proj save, per row (``b·s·n_gv`` rows of ``d_gv``): the norm's fp32
     input and 1/rms, its normalised output and the weighted product (activations' dtype), the gate as fp32 and
     its SiLU, and out_proj's input."""
-    rows = _T * n_gv
+    rows = T * n_gv
     return FP32 * rows * (3 * d_gv + 1) + beta_a * rows * 3 * d_gv
 
 
@@ -272,7 +271,7 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
     positions = 2 * one + (1 - one) * (first * (s + K_c - 1) + (1 - first) * (s + 2 * K_c - 1))
     conv = Component("conv1d", params=width * K_c,
                      flops=2 * K_c * b * width * positions,
-                     elementwise=ELEMENTWISE["silu"] * _T * width,
+                     elementwise=ELEMENTWISE["silu"] * T * width,
                      # saved: its input (conv1d's backward) and its output over the s + K_c - 1 padded
                      # positions (SiLU's input; the slice to s positions is a view of it)
                      saved=beta_a * b * width * (2 * s + K_c - 1),
@@ -282,10 +281,10 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                       # g = -exp(A_log) * softplus(a + dt_bias): per token and head the add, softplus (exp, add,
                       # log) and the multiply; exp(A_log) once per head (its weights alone; the negation is the
                       # multiply's sign); beta = sigmoid(b)
-                      elementwise=(5 + ELEMENTWISE["sigmoid"]) * _T * n_gv + n_gv,
+                      elementwise=(5 + ELEMENTWISE["sigmoid"]) * T * n_gv + n_gv,
                       # saved: beta = sigmoid(b) (its output), softplus's input a.float() + dt_bias and its
                       # output, and exp(A_log) and its negation (fp32: the .float())
-                      saved=beta_a * _T * n_gv + FP32 * (2 * _T * n_gv + 2 * n_gv),
+                      saved=beta_a * T * n_gv + FP32 * (2 * T * n_gv + 2 * n_gv),
                       doc="self.dt_bias = nn.Parameter(torch.ones(num_v_heads)); "
                           "self.A_log = nn.Parameter(torch.log(A))",
                       # two per-head vectors, parameters of the DeltaNet's own module
@@ -297,9 +296,9 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                      saved=_rule_saved(), live=_rule_live(split),
                      doc="torch_chunk_gated_delta_rule (chunk_size=64) / torch_recurrent_gated_delta_rule",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
-    norm = rmsnorm("norm", d_gv, _T * n_gv, "self.norm = Qwen3NextRMSNormGated(head_v_dim)  # norm(o) * silu(z)",
+    norm = rmsnorm("norm", d_gv, T * n_gv, "self.norm = Qwen3NextRMSNormGated(head_v_dim)  # norm(o) * silu(z)",
                    Rules("replicated", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm"))
-    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * n_gv * d_gv,
+    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * T * n_gv * d_gv,
                         saved=_norm_saved())
     out = linear("out_proj", n_gv * d_gv, d, doc="self.out_proj = nn.Linear(value_dim, hidden_size)",
                  rules=_rules("row", "out_proj"))
@@ -307,7 +306,7 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
         "linear_attention",
         state_cache=b * (recurrent_state() + conv_state()),
         # saved: the normed input of the input projections (each of them reads it)
-        saved=beta_a * _T * d,
+        saved=beta_a * T * d,
         children=(*projections, conv, decay, rule, norm, out),
         doc="Qwen3_5GatedDeltaNet" if split else "Qwen3NextGatedDeltaNet",
         rules=Rules("replicated", lora=(), stacks=(), label=_LABEL, hf="linear_attn"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from symllm.arch import keeps
-from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules
+from symllm.arch.components.base import check_switches, T, Component, ELEMENTWISE, INDEX_BYTES, linear, matmul, Rules
 from symllm.arch.symbols import b, beta_a, d, d_p, L, s_o, V, V_p
 
 #: how each engine lays the vocabulary's parts out under tensor parallelism where that is not the parts' own split
@@ -62,15 +62,15 @@ def embedding(*, scale: bool = False) -> Component:
     >>> embedding().params, embedding(scale=True).elementwise
     (V*d, b*d*s)
     """
-    _switches(scale=scale)
-    out = Component("embedding", params=V * d, saved=INDEX_BYTES * _T,  # backward keeps the int64 token ids
+    check_switches(scale=scale)
+    out = Component("embedding", params=V * d, saved=INDEX_BYTES * T,  # backward keeps the int64 token ids
                     doc="self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)",
                     # VocabParallelEmbedding; whole under the engines VOCABULARY names
                     rules=Rules("vocab", lora=(), weight="embedding", stacks=keeps.hf_rules(keeps.embedding),
                                 hf="model.embed_tokens", gguf="token_embd", engines=_engines(0, "vocab")))
     if not scale:
         return out
-    return out.replace(elementwise=ELEMENTWISE["scale"] * _T * d,
+    return out.replace(elementwise=ELEMENTWISE["scale"] * T * d,
                        doc="GemmaTextScaledWordEmbedding: embed_tokens(input_ids) * hidden_size**0.5",
                        rules=dataclasses.replace(out.rules, stacks=(), label="embeddings scaled by sqrt(d) (Gemma)"))
 
@@ -96,7 +96,7 @@ def lm_head(*, tied: bool = False, softcap: bool = False, scale: bool = False) -
     >>> lm_head(scale=True).elementwise
     V*b*s_o
     """
-    _switches(tied=tied, softcap=softcap, scale=scale)
+    check_switches(tied=tied, softcap=softcap, scale=scale)
     # ColumnParallelLinear over the vocabulary (its loss vocabulary-parallel); no LoRA target; transformers
     # keeps the output embedding out of bitsandbytes' quantization; as VOCABULARY says under an engine
     out = linear("lm_head", d, V, doc="self.output = nn.Linear(params.dim, params.vocab_size, bias=False)",
@@ -104,10 +104,10 @@ def lm_head(*, tied: bool = False, softcap: bool = False, scale: bool = False) -
                              gguf="output", engines=_engines(1, "column")))
     rows = b * s_o  # the positions whose logits are computed (hidden_states[:, -logits_to_keep:, :])
     # saves its input (training: every position); the logits are live
-    out = out.replace(flops=matmul(rows, d, V), saved=beta_a * _T * d, live=(rows * V,))
+    out = out.replace(flops=matmul(rows, d, V), saved=beta_a * T * d, live=(rows * V,))
     if softcap:  # logits = tanh(logits / cap) * cap: element-wise, after the matmul
         out = out.replace(elementwise=ELEMENTWISE["softcap"] * rows * V, doc=out.doc + "; soft-capped logits",
-                          saved=out.saved + beta_a * _T * V,  # tanh's backward keeps its output
+                          saved=out.saved + beta_a * T * V,  # tanh's backward keeps its output
                           rules=dataclasses.replace(out.rules, stacks=(), label="soft-capped final logits (Gemma 2)"))
     if scale:  # logits = logits * self.logit_scale
         out = out.replace(elementwise=out.elementwise + ELEMENTWISE["scale"] * rows * V,
@@ -138,7 +138,7 @@ def per_layer_embedding() -> tuple[Component, Component, Component]:
     8*L*b*d_p*s
     """
     from symllm.arch.components.norms import rmsnorm
-    rows = _T * L * d_p
+    rows = T * L * d_p
     # its shape (fan_in, fan_out) as a checkpoint stores it: V_p rows of L·d_p (not the token table's rows of d)
     table = Component("per_layer_embedding", params=V_p * L * d_p, elementwise=ELEMENTWISE["scale"] * rows,
                       shape=(L * d_p, V_p),
@@ -149,8 +149,8 @@ def per_layer_embedding() -> tuple[Component, Component, Component]:
                         doc="self.per_layer_model_projection = nn.Linear(hidden_size, num_hidden_layers * "
                             "hidden_size_per_layer_input)  # * hidden_size**-0.5",
                         rules=_per_layer_rules("linear", "model.per_layer_model_projection", "per_layer_model_proj"))
-    projection = projection.replace(elementwise=ELEMENTWISE["scale"] * rows, saved=beta_a * _T * d)  # its input
-    norm = rmsnorm("per_layer_norm", d_p, _T * L, "self.per_layer_projection_norm = Gemma4RMSNorm("
+    projection = projection.replace(elementwise=ELEMENTWISE["scale"] * rows, saved=beta_a * T * d)  # its input
+    norm = rmsnorm("per_layer_norm", d_p, T * L, "self.per_layer_projection_norm = Gemma4RMSNorm("
                    "hidden_size_per_layer_input); (projection + per_layer_inputs) * 2**-0.5",
                    _per_layer_rules("norm", "model.per_layer_projection_norm", "per_layer_proj_norm"))
     # (per_layer_projection + per_layer_inputs) * per_layer_input_scale: an add and a multiply an element
@@ -173,8 +173,8 @@ def per_layer_input(activation: str = "gelu_tanh", offset: bool = False) -> tupl
     gate = linear("per_layer_gate", d, d_p, doc="self.per_layer_input_gate = nn.Linear(hidden_size, "
                   "hidden_size_per_layer_input, bias=False)  # act_fn(...) * per_layer_input",
                   rules=_per_layer_rules("linear", "per_layer_input_gate", "inp_gate"))
-    gate = gate.replace(elementwise=(ELEMENTWISE[activation] + ELEMENTWISE["gate"]) * _T * d_p,
-                        saved=beta_a * _T * (d + 4 * d_p))
+    gate = gate.replace(elementwise=(ELEMENTWISE[activation] + ELEMENTWISE["gate"]) * T * d_p,
+                        saved=beta_a * T * (d + 4 * d_p))
     projection = linear("per_layer_projection", d_p, d, doc="self.per_layer_projection = nn.Linear("
                         "hidden_size_per_layer_input, hidden_size, bias=False)",
                         rules=_per_layer_rules("linear", "per_layer_projection", "proj"))

@@ -8,8 +8,8 @@ import sympy as sp
 
 from symllm.arch import keeps
 from symllm.arch.algebra import minimum
-from symllm.arch.components.base import (_no_weight, _rules, _structure, _switches, _T, Component, ELEMENTWISE,
-                                         linear, matmul, Rules, STAT_BYTES)
+from symllm.arch.components.base import (ELEMENTWISE, STAT_BYTES, T, Component, Rules, check_switches, linear,
+                                         linear_rules, matmul, no_weight, structure_of)
 from symllm.arch.components.norms import qk_norms
 from symllm.arch.layers import LayerKind, Structure, WINDOWS, window_pairs
 from symllm.arch.symbols import b, beta_a, d, d_h, d_ha, d_hr, d_hv, n, n_h, n_ha, n_kv, n_kva, s, t, W
@@ -25,15 +25,19 @@ def rope(heads: sp.Expr = n_h + n_kv, width: sp.Expr = d_h) -> Component:
     >>> rope().params, rope().elementwise
     (0, 3*b*d_h*s*(n_h + n_kv))
     """
-    return Component("rope", elementwise=ELEMENTWISE["rope"] * _T * heads * width,
-                     doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=_no_weight(keeps.rope))
+    return Component("rope", elementwise=ELEMENTWISE["rope"] * T * heads * width,
+                     doc="xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)", rules=no_weight(keeps.rope))
 
 
-class _WindowPairs(sp.Function):
+class WindowPairs(sp.Function):
     """``P(x, W)``: the unmasked query-key pairs of the first ``x`` positions of a sequence under a window
     ``W`` (a sum over positions of the keys each sees). Kept unevaluated inside a component's FLOPs so
     that a sum over decode steps telescopes (``P(t+1) - P(t)`` summed over ``t`` is two terms);
-    :func:`expand_windows` writes it out with ``Min`` / ``floor`` (what ``costs`` hands on)."""
+    :func:`expand_windows` writes it out with ``Min`` / ``floor`` (what ``costs`` hands on).
+
+    >>> isinstance(SlidingPairs(t, W), WindowPairs), SlidingPairs(0, W), SlidingPairs(3, 2).is_Integer
+    (True, 0, True)
+    """
 
     @classmethod
     def eval(cls, x, w):
@@ -48,7 +52,7 @@ class _WindowPairs(sp.Function):
         raise NotImplementedError
 
 
-class SlidingPairs(_WindowPairs):
+class SlidingPairs(WindowPairs):
     """``Σ_{j=1}^{x} min(j, W)``: position ``j`` (1-based) sees the last ``min(j, W)`` positions.
 
     >>> SlidingPairs(10, 4), sum(min(j, 4) for j in range(1, 11))
@@ -62,7 +66,7 @@ class SlidingPairs(_WindowPairs):
         return window_pairs("sliding", x, w, least=sp.Min, half=sp.S.Half)
 
 
-class ChunkedPairs(_WindowPairs):
+class ChunkedPairs(WindowPairs):
     """``Σ_{j=1}^{x} ((j - 1) mod W + 1)``: position ``j`` sees the positions of its own chunk up to itself.
 
     >>> ChunkedPairs(10, 4), sum((j - 1) % 4 + 1 for j in range(1, 11))
@@ -80,12 +84,12 @@ def expand_windows(expr: sp.Expr) -> sp.Expr:
     >>> expand_windows(SlidingPairs(s, W) - SlidingPairs(s - 1, W)).subs({s: 9, W: 4})
     4
     """
-    if not expr.has(_WindowPairs):
+    if not expr.has(WindowPairs):
         return expr
-    return expr.replace(lambda e: isinstance(e, _WindowPairs), lambda e: type(e).explicit(*e.args))
+    return expr.replace(lambda e: isinstance(e, WindowPairs), lambda e: type(e).explicit(*e.args))
 
 
-def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
+def query_key_pairs(causal: bool, window: str | None = None) -> sp.Expr:
     """Query-key pairs per sequence and head of a pass of ``s`` new queries after ``t`` cached tokens.
 
     Full attention: the dense rectangle ``s·(t + s)`` or the unmasked causal pairs. With a window the
@@ -93,7 +97,8 @@ def _pairs(causal: bool, window: str | None = None) -> sp.Expr:
     ``min(t, W - 1)`` cached ones and the ``s`` new ones (its ``DynamicSlidingWindowLayer``, used for
     sliding and chunked layers alike); causal counts the pairs the mask keeps, ``P(t + s) - P(t)``.
 
-    >>> _pairs(False, "sliding").subs({t: 100, s: 1, W: 8}), _pairs(True, "chunked").subs({t: 0, s: 10, W: 4})
+    >>> pairs = query_key_pairs
+    >>> pairs(False, "sliding").subs({t: 100, s: 1, W: 8}), pairs(True, "chunked").subs({t: 0, s: 10, W: 4})
     (8, 23)
     """
     choice("window", window, WINDOWS)
@@ -112,7 +117,7 @@ def temperature() -> Component:
     >>> temperature().elementwise
     b*d_h*n_h*s
     """
-    return Component("temperature", elementwise=ELEMENTWISE["scale"] * _T * n_h * d_h,
+    return Component("temperature", elementwise=ELEMENTWISE["scale"] * T * n_h * d_h,
                      doc="query_states = query_states * attn_scales  # Llama 4: a layer without RoPE",
                      rules=Rules("replicated", lora=(), stacks=(), label="layers without RoPE (Llama 4)"))
 
@@ -171,7 +176,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     Qwen3's ``q_norm`` and ``k_norm`` (see :func:`qk_norms`), ``"l2"`` Llama 4's (in its layers with RoPE).
     A kind without ``rotary`` has no rotation; one with ``temperature`` scales its queries (Llama 4's layers
     without RoPE). The kind's ``window`` (:data:`WINDOWS`) limits the keys a query sees to ``W`` (see
-    :func:`_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
+    :func:`query_key_pairs`); the cache then holds the last ``min(t + s, W)`` positions. The structure's
     ``partial_rope`` rotates only ``d_hr`` of each head's ``d_h`` elements (GLM-4.5's
     ``partial_rotary_factor``: element-wise work only), but in a kind whose ``rope_part`` is "whole", which
     rotates all of it (Laguna's sliding layers). The structure's ``sinks``
@@ -195,14 +200,14 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     >>> sp.expand(attention(qkv_bias=True).total("params") - attention().total("params"))
     d_h*n_h + 2*d_h*n_kv
     """
-    structure = _structure(structure, options)
-    _switches(causal=causal)
+    structure = structure_of(structure, options)
+    check_switches(causal=causal)
     if not isinstance(kind, LayerKind):
         raise SymllmError(f"kind: expected a LayerKind, got {kind!r}")
     bias, qkv_bias, rotary, window = structure.attention_bias, structure.qkv_bias, kind.rotary, kind.window
     variant = structure.variant
     qk_norm = None if not rotary and structure.qk_norm == "l2" else structure.qk_norm  # Llama 4: RoPE layers only
-    pairs = _pairs(causal, window)
+    pairs = query_key_pairs(causal, window)
     def holds(positions):  # what the cache holds after ``positions`` tokens: all, or the window's last W
         return positions if window is None else minimum(positions, W)
     held = holds(t + s)  # positions in the cache after the pass
@@ -212,7 +217,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     dv = d_hv if structure.value_width else d_h  # a value head's width (MiMo-V2-Flash: its own, v_head_dim)
     per_score = (ELEMENTWISE["softmax"] + (ELEMENTWISE["softcap"] if variant.attn_softcap else 0)
                  + (ELEMENTWISE["alibi"] if variant.alibi else 0))
-    scores_rules = (_no_weight(keeps.scores) if not (variant.attn_softcap or variant.alibi) else Rules(
+    scores_rules = (no_weight(keeps.scores) if not (variant.attn_softcap or variant.alibi) else Rules(
         "replicated", lora=(), stacks=(), label="soft-capped attention scores (Gemma 2)" if variant.attn_softcap
         else "ALiBi attention scores (MPT)"))
     # MPT (the ALiBi family) names its projections Wqkv and out_proj, and PEFT adapts them under those module
@@ -230,20 +235,20 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         projections = (
             linear("wq", d, 2 * n_h * d_h if dv == d_h else n_h * (d_h + dv), in_bias,
                    "self.q_proj = nn.Linear(hidden_size, num_attention_heads * "
-                   "head_dim * 2)  # query, gate = chunk(2)", rules=_rules("column", "wq", "q_proj", "attn_q")),
+                   "head_dim * 2)  # query, gate = chunk(2)", rules=linear_rules("column", "wq", "q_proj", "attn_q")),
             *(linear(name, d, n_kv * (dv if name == "wv" else d_h), in_bias, doc,
-                     rules=_rules("column", name, hf, gguf))
+                     rules=linear_rules("column", name, hf, gguf))
               for name, hf, gguf, doc in (
                   ("wk", "k_proj", "attn_k", "self.k_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"),
                   ("wv", "v_proj", "attn_v", "self.v_proj = nn.Linear(hidden_size, num_key_value_heads * head_dim)"))))
     else:
         projections = (
             linear("wq", d, n_h * d_h, in_bias, "self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim)",
-                   rules=_rules("column", "wq", "q_proj", "attn_q")),  # ColumnParallelLinear
+                   rules=linear_rules("column", "wq", "q_proj", "attn_q")),  # ColumnParallelLinear
             linear("wk", d, n_kv * d_h, in_bias, "self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wk", "k_proj", "attn_k")),  # ColumnParallelLinear
+                   rules=linear_rules("column", "wk", "k_proj", "attn_k")),  # ColumnParallelLinear
             linear("wv", d, n_kv * dv, in_bias, "self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim)",
-                   rules=_rules("column", "wv", "v_proj", "attn_v")),  # ColumnParallelLinear
+                   rules=linear_rules("column", "wv", "v_proj", "attn_v")),  # ColumnParallelLinear
         )
     if structure.gate_proj is not None:  # Laguna: a separate g_proj, one gate a head or a query element
         projections += (linear("wg", d, n_h if structure.gate_proj == "head" else n_h * dv, False,
@@ -261,7 +266,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     # MPT's clip_qkv: mixed_qkv.clamp(min=-c, max=c), every output of the q, k and v projections (not Laguna's g_proj)
     clipped = sum(p.shape[1] for p in projections if p.name != "wg") if variant.clip_qkv else 0
     # LlamaForCausalLM's stacks hold a full-attention cache: a windowed attention is not theirs
-    rules = _no_weight(keeps.attention) if window is None else Rules(
+    rules = no_weight(keeps.attention) if window is None else Rules(
         "replicated", lora=(), stacks=(),
         label=f"a {window} window ({'Mistral v0.1' if window == 'sliding' else 'Llama 4'})",
         window=window)
@@ -269,41 +274,41 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     comp = Component(
         "attention",
         rules=rules,
-        elementwise=ELEMENTWISE["clip"] * _T * clipped,
+        elementwise=ELEMENTWISE["clip"] * T * clipped,
         # a layer sharing keys and values holds none of its own (transformers' DummyLayer)
         kv_cache=0 if shared else 2 * b * held * n_kv * d_h if dv == d_h else b * held * n_kv * (d_h + dv),
         # saved for backward: the normed input of wq/wk/wv; Q and K after RoPE and V (n_kv heads: GQA
         # saves them unrepeated; a layer sharing them reads the tensors the layer that made them saved); the
         # attention output (the core's, and the input of wo); the core's own (the fused kernel's log-sum-exp,
         # or eager's probabilities) sits on `scores`
-        saved=beta_a * (_T * d + _T * d_h * n_h + _T * n_h * dv) if shared else
-        beta_a * (_T * d + _T * d_h * (n_h + 2 * n_kv) + _T * n_h * d_h) if dv == d_h else
-        beta_a * (_T * d + _T * d_h * (n_h + n_kv) + _T * dv * (n_kv + n_h)),
+        saved=beta_a * (T * d + T * d_h * n_h + T * n_h * dv) if shared else
+        beta_a * (T * d + T * d_h * (n_h + 2 * n_kv) + T * n_h * d_h) if dv == d_h else
+        beta_a * (T * d + T * d_h * (n_h + n_kv) + T * dv * (n_kv + n_h)),
         children=(
             *projections,
             linear("wo", n_h * dv, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=dataclasses.replace(mpt, split="row", lora=("out_proj", "out_proj"), label="MPT's out_proj",
                                              hf="out_proj", holds=()) if mpt else
-                   _rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
+                   linear_rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks or kind.sinks else ()),
-            *((Component("v_norm", elementwise=(ELEMENTWISE["rmsnorm"] - 1) * _T * n_kv * dv,
+            *((Component("v_norm", elementwise=(ELEMENTWISE["rmsnorm"] - 1) * T * n_kv * dv,
                          doc="value_states = self.v_norm(value_states)  # Gemma4RMSNorm(with_scale=False)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a weightless norm on the values "
                                      "(Gemma 4)")),) if variant.value_norm and not shared else ()),
-            *((Component("value_scale", elementwise=ELEMENTWISE["scale"] * _T * n_kv * dv,
+            *((Component("value_scale", elementwise=ELEMENTWISE["scale"] * T * n_kv * dv,
                          doc="value_states = self.v_proj(hidden_states)... * self.v_scale  # MiMoV2FlashAttention: "
                              "attention_value_scale, 1.0 when None, multiplied all the same",
                          rules=Rules("replicated", lora=(), stacks=(), label="scaled values (MiMo-V2-Flash)")),)
               if structure.value_width and not shared else ()),
-            *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * _T * n_h * dv,
-                         saved=beta_a * _T * n_h * dv,  # the gate, for the product's backward
+            *((Component("output_gate", elementwise=(ELEMENTWISE["sigmoid"] + ELEMENTWISE["gate"]) * T * n_h * dv,
+                         saved=beta_a * T * n_h * dv,  # the gate, for the product's backward
                          doc="attn_output = attn_output * torch.sigmoid(gate)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a gated attention output (Qwen3-Next, "
                                      "Qwen3.5)")),) if structure.output_gate else ()),
-            *((Component("output_gate", elementwise=3 * _T * (n_h if structure.gate_proj == "head" else n_h * dv)
-                         + ELEMENTWISE["gate"] * _T * n_h * dv,  # softplus (exp, add, log) of each gate; the product
-                         saved=beta_a * _T * n_h * dv, doc="attn_output = attn_output * F.softplus(gate)",
+            *((Component("output_gate", elementwise=3 * T * (n_h if structure.gate_proj == "head" else n_h * dv)
+                         + ELEMENTWISE["gate"] * T * n_h * dv,  # softplus (exp, add, log) of each gate; the product
+                         saved=beta_a * T * n_h * dv, doc="attn_output = attn_output * F.softplus(gate)",
                          rules=Rules("replicated", lora=(), stacks=(), label="a softplus-gated attention output "
                                      "(Laguna)")),) if structure.gate_proj is not None else ()),
             # a partial rotary turns d_hr of each head, but in a layer rotating its whole head (Laguna's sliding)
@@ -317,7 +322,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             # operand), and holds live a prefill's scores and probabilities, or a decode step's at context s + n
             Component("scores", flops=core, elementwise=per_score * b * n_h * pairs,
                       saved=STAT_BYTES * b * n_h * s,
-                      live=((2 * _T * n_h * d_h if dv == d_h else _T * n_h * (d_h + dv))
+                      live=((2 * T * n_h * d_h if dv == d_h else T * n_h * (d_h + dv))
                             + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
                       eager_saved=(2 if variant.attn_softcap else 1) * beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2,
@@ -329,7 +334,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
                       rules=scores_rules),
             Component("context", flops=core if dv == d_h else matmul(b * n_h, dv, 1) * pairs,
                       doc="output = torch.matmul(scores, values)",
-                      rules=_no_weight(keeps.context)),
+                      rules=no_weight(keeps.context)),
         ),
         doc="Attention(args): wq, wk, wv, wo; n_kv_heads = n_heads is MHA, 1 is MQA",
     )

@@ -6,8 +6,9 @@ import dataclasses
 
 import sympy as sp
 
-from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, named, Rules, STAT_BYTES
-from symllm.arch.components.gqa import SlidingPairs, _pairs, rope
+from symllm.arch.components.base import (ELEMENTWISE, STAT_BYTES, T, Component, Rules, check_switches, linear, matmul,
+                                         named)
+from symllm.arch.components.gqa import SlidingPairs, query_key_pairs, rope
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.layers import LATENT
 from symllm.arch.symbols import K_I, b, beta_a, beta_kv, d, d_I, d_hn, d_hr, d_hv, n, n_I, n_h, r_kv, r_q, s, t
@@ -84,8 +85,8 @@ def indexer(*, causal: bool = False) -> Component:
     >>> i.rules.no_grad, i.gradless() == i.total("flops")
     (True, True)
     """
-    _switches(causal=causal)
-    pairs = _pairs(causal)
+    check_switches(causal=causal)
+    pairs = query_key_pairs(causal)
     rows = b * s  # the tokens of the pass
     return Component(
         "indexer",
@@ -137,12 +138,12 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     b*(d_hr + r_kv)*(s + t)
     """
     choice("latent", queries, LATENT[1:])
-    _switches(bias=bias, causal=causal, sparse=sparse, shared_topk=shared_topk)
+    check_switches(bias=bias, causal=causal, sparse=sparse, shared_topk=shared_topk)
     if shared_topk and not sparse:
         raise SymllmError("latent: a layer reusing another's top-k (shared_topk) is a sparse attention's (sparse=True)")
     if sparse and queries != "q_lora":
         raise SymllmError("latent: the sparse-attention indexer reads the query latent (queries='q_lora')")
-    pairs = sparse_pairs(causal) if sparse else _pairs(causal)
+    pairs = sparse_pairs(causal) if sparse else query_key_pairs(causal)
     held = t + s
     d_qk = d_hn + d_hr  # a query/key head: its part without RoPE and its RoPE part
     # the latents' norms act on the replicated latent: replicated, no LoRA
@@ -171,8 +172,8 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
         # input of wq_a (or wq) and wkv_a; the normed query latent, wq_b's input; q after RoPE; the normed KV
         # latent, wkv_b's input; the decompressed keys (RoPE key included) and values; the attention output,
         # wo's input (the latents' norms save their own inputs; RoPE saves only its cos/sin tables)
-        saved=beta_a * (_T * d + (_T * r_q if queries == "q_lora" else 0) + _T * n_h * d_qk + _T * r_kv
-                        + _T * n_h * (d_qk + d_hv) + _T * n_h * d_hv),
+        saved=beta_a * (T * d + (T * r_q if queries == "q_lora" else 0) + T * n_h * d_qk + T * r_kv
+                        + T * n_h * (d_qk + d_hv) + T * n_h * d_hv),
         children=(
             *q,
             linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
@@ -187,7 +188,7 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
             *((indexer(causal=causal),) if sparse and not shared_topk else ()),
             Component("scores", flops=matmul(b * n_h, d_qk, 1) * pairs,
                       elementwise=ELEMENTWISE["softmax"] * b * n_h * pairs, saved=STAT_BYTES * b * n_h * s,
-                      live=(_T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
+                      live=(T * n_h * (2 * d_qk + 2 * d_hv) + sp.ceiling(STAT_BYTES / beta_a) * b * n_h * s,),
                       eager_saved=beta_a * b * n_h * s ** 2,
                       eager_live=(2 * b * n_h * s ** 2, 2 * b * n_h * (s + n)),  # a decode step: t + s at s=1, t=s+n-1
                       doc="scores = torch.einsum('bshd,bthd->bsht', q, k) * self.softmax_scale", rules=_MLA_CORE),

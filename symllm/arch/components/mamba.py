@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from symllm.arch.components.base import ELEMENTWISE, Component, Rules, linear
+from symllm.arch.components.base import ELEMENTWISE, Component, Rules, T, linear
 from symllm.arch.components.norms import rmsnorm
 from symllm.arch.dtypes import FP32
 from symllm.arch.layers import LayerKind, Structure
@@ -73,7 +73,6 @@ from symllm.arch.symbols import K_c, Q_c, b, beta_a, d, d_m, d_s, n_g, n_m, s, t
 
 __all__ = ["mamba2", "inner", "conv_channels", "ssm_state", "conv_state", "spanning_norm"]
 
-_T = b * s
 #: the stacks model none of it: a stack's refusal names this
 _LABEL = "a Mamba-2 mixer (Nemotron-H)"
 
@@ -222,7 +221,7 @@ def _scan_saved() -> sp.Expr:
     """
     c = sp.ceiling(s / Q_c)
     S, H = c * Q_c, b * n_m
-    per_token = 2 * beta_a * _T * n_m + FP32 * (2 * _T * n_m + _T * inner())
+    per_token = 2 * beta_a * T * n_m + FP32 * (2 * T * n_m + T * inner())
     scan = FP32 * (2 * n_m + H * S * (2 + 3 * Q_c + 5 * d_s + 5 * d_m) + H * (c + 1) ** 2
                    + H * (2 * c + 1) * d_m * d_s)
     return per_token + scan + 2 * Q_c ** 2 + 2 * (c + 1) ** 2
@@ -259,7 +258,7 @@ def _scan_live() -> tuple[sp.Expr, ...]:
     """
     c = sp.ceiling(s / Q_c)
     S, f = c * Q_c, sp.ceiling(FP32 / beta_a)
-    held = _T * (inner() + 2 * conv_channels() + 2 * n_m) + n_m
+    held = T * (inner() + 2 * conv_channels() + 2 * n_m) + n_m
     return (held + f * b * n_m * (S * (3 * Q_c + 3 * d_m + 3 * d_s + 3) + (c + 2) * d_m * d_s + 3 * (c + 1) ** 2)
             + sp.ceiling(2 * (c + 1) ** 2 / beta_a),
             held + f * b * n_m * (S * (3 * Q_c + 3 * d_m + 3 * d_s + 3) + (3 * c + 4) * d_m * d_s + (c + 1) ** 2),
@@ -295,10 +294,10 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
     positions = 2 * one + (1 - one) * (first * (s + K_c - 1) + (1 - first) * (s + 2 * K_c - 1))
     conv = Component("conv1d", params=width * K_c + (width if conv_bias else 0),
                      flops=2 * K_c * b * width * positions,
-                     elementwise=ELEMENTWISE["silu"] * _T * width,
+                     elementwise=ELEMENTWISE["silu"] * T * width,
                      # saved: its input, a transposed view of in_proj's whole output (the gate and dt with
                      # it), and its output over the s + K_c - 1 padded positions (SiLU's input)
-                     saved=beta_a * (_T * (d_i + width + n_m) + b * width * (s + K_c - 1)),
+                     saved=beta_a * (T * (d_i + width + n_m) + b * width * (s + K_c - 1)),
                      doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, conv_kernel, groups=conv_dim, "
                          "bias=use_conv_bias)",
                      rules=Rules("heads", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d",
@@ -307,20 +306,20 @@ def mamba2(structure: Structure | None = None, kind: LayerKind = LayerKind(mixer
                      elementwise=_scan_elementwise(), saved=_scan_saved(),
                      doc="mamba2_chunk_scan (chunk_size) / mamba2_selective_state_update",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
-    norm = rmsnorm("norm", d_i, _T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "
+    norm = rmsnorm("norm", d_i, T, "self.norm = NemotronHRMSNormGated(intermediate_size, group_size=intermediate_size "
                    "// n_groups)  # rmsnorm(y * silu(z)) per group",
                    Rules("heads", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm",
                          stat_reduces=spanning_norm()))
-    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * _T * d_i,
+    norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * T * d_i,
                         # saved: the gate's fp32 copy and its SiLU, y·silu(z), its normalised rows and
                         # 1/rms (fp32), out_proj's input (cast back to the activations' dtype)
-                        saved=FP32 * _T * (4 * d_i + n_g) + beta_a * _T * d_i)
+                        saved=FP32 * T * (4 * d_i + n_g) + beta_a * T * d_i)
     out = linear("out_proj", d_i, d, bias, doc="self.out_proj = nn.Linear(intermediate_size, hidden_size)",
                  rules=_rules("row", "out_proj", "ssm_out"))
     return Component(
         "mamba",
         state_cache=b * (ssm_state() + conv_state()),
-        saved=beta_a * _T * d,  # the normed input of in_proj
+        saved=beta_a * T * d,  # the normed input of in_proj
         live=_scan_live(),
         children=(project, conv, _parameter("A_log", "ssm_a", "self.A_log = nn.Parameter(torch.log(A))"),
                   _parameter("D", "ssm_d", "self.D = nn.Parameter(torch.ones(num_heads))"),

@@ -6,7 +6,7 @@ import dataclasses
 
 import sympy as sp
 
-from symllm.arch.components.base import _switches, _T, Component, ELEMENTWISE, linear, matmul, Rules
+from symllm.arch.components.base import check_switches, T, Component, ELEMENTWISE, linear, matmul, Rules
 from symllm.arch.components.mlp import feed_forward
 from symllm.arch.layers import Variant
 from symllm.arch.symbols import beta_a, d, d_ff, d_lm, d_se, k, n_e
@@ -26,7 +26,7 @@ def router(*, bias: bool = False) -> Component:
     out = linear("router", d, n_e, bias, doc=f"self.gate = nn.Linear(hidden_size, num_local_experts, bias={bias})",
                  rules=Rules("replicated", lora=(), weight="router", stacks=(), label="a mixture-of-experts router",
                              hf="gate", gguf="ffn_gate_inp"))
-    return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * _T * n_e)
+    return out.replace(elementwise=out.elementwise + ELEMENTWISE["softmax"] * T * n_e)
 
 
 def scaled_router() -> Component:
@@ -48,7 +48,7 @@ def scaled_router() -> Component:
     per_expert = Component("per_expert_scale", params=n_e,
                            doc="self.per_expert_scale = nn.Parameter(torch.ones(num_experts))",
                            rules=dataclasses.replace(rules, hf_params=("per_expert_scale",)))
-    return Component("router", elementwise=ELEMENTWISE["softmax"] * _T * n_e, children=(proj, scale, per_expert),
+    return Component("router", elementwise=ELEMENTWISE["softmax"] * T * n_e, children=(proj, scale, per_expert),
                      doc="self.router = Gemma4TextRouter(config)",
                      rules=dataclasses.replace(rules, hf="router"))
 
@@ -82,7 +82,7 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
     >>> experts(activation="gelu_tanh").params, experts(activation="gelu_tanh").elementwise
     (3*d*d_ff*n_e, b*k*s*(2*d + 10*d_ff))
     """
-    rows = k * _T  # token-expert pairs: each token's row goes through k experts
+    rows = k * T  # token-expert pairs: each token's row goes through k experts
     x = width
     if activation == "relu2":
         if bias or clamped or fused_lora:
@@ -93,7 +93,7 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
             elementwise=rows * (ELEMENTWISE["relu2"] * d_ff + ELEMENTWISE["combine"] * x),
             # saved: each pair's gathered input, its up_proj output and squared output, the down_proj output
             saved=beta_a * rows * (2 * x + 2 * d_ff),
-            live=(2 * _T * d_ff + _T * x,),
+            live=(2 * T * d_ff + T * x,),
             doc="NemotronHExperts: n_e x (up_proj [d_ff, d], down_proj [d, d_ff]); relu(x)**2, no gate",
             rules=Rules("expert", lora=(), weight="experts", stacks=(), label="routed experts", hf="experts"),
         )
@@ -110,7 +110,7 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
         saved=beta_a * rows * (2 * x + 3 * d_ff),
         # experts run one after another: the largest expert's w1/w3 outputs and gated product (every token
         # routed to it), and the output being summed
-        live=(3 * _T * d_ff + _T * x,),
+        live=(3 * T * d_ff + T * x,),
         doc=("GptOssExperts: n_e x (gate_up_proj [d, 2 d_ff] + bias, down_proj [d_ff, d] + bias)" if bias
              else "Gemma4TextExperts: n_e x GeGLU(d, d_ff) (gate_up_proj, down_proj); top-k routing"
              if activation == "gelu_tanh"
@@ -157,9 +157,9 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     >>> moe(scaled=True, activation="gelu_tanh").total("active")
     3*d*d_ff*k + d*n_e + d + n_e
     """
-    _switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
-              shared_experts=shared_experts, shared_bias=shared_bias, score_bias=score_bias, latent=latent,
-              latent_bias=latent_bias, scaled=scaled)
+    check_switches(shared=shared, gated=gated, bias=bias, clamped=clamped, fused_lora=fused_lora,
+                   shared_experts=shared_experts, shared_bias=shared_bias, score_bias=score_bias, latent=latent,
+                   latent_bias=latent_bias, scaled=scaled)
     if latent_bias and not latent:
         raise SymllmError("latent_bias: biases on latent projections the layer does not have (latent=False)")
     if gated and not shared:
@@ -170,15 +170,15 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     if shared:
         width = d_se if gated else d_ff
         ffn = feed_forward(name="shared_expert", width=width)
-        extra = (ffn.replace(saved=beta_a * 3 * _T * width,  # its input is the router's, counted once here
-                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * _T * d,  # added to the routed sum
+        extra = (ffn.replace(saved=beta_a * 3 * T * width,  # its input is the router's, counted once here
+                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * T * d,  # added to the routed sum
                              doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
                              "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
     if shared_experts:
         ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias, variant=Variant(activation=activation))
         kept = 2 if activation == "relu2" else 3  # relu2: up_proj's output and its square; SwiGLU: w1, w3, w2's input
-        extra = (ffn.replace(saved=beta_a * kept * _T * d_se,  # its input is the router's, counted once here
-                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * _T * d,  # added to the routed sum
+        extra = (ffn.replace(saved=beta_a * kept * T * d_se,  # its input is the router's, counted once here
+                             elementwise=ffn.elementwise + ELEMENTWISE["shared"] * T * d,  # added to the routed sum
                              doc="self.shared_experts = MLP(self.dim, args.n_shared_experts * args.moe_inter_dim)"
                                  "  # every token"),)
     if gated:
@@ -188,8 +188,8 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                       doc="self.shared_expert_gate = torch.nn.Linear(hidden_size, 1, bias=False)",
                       rules=Rules("replicated", lora=("shared_expert_gate", "shared_expert_gate"), weight="linear",
                                   stacks=(), label="a gated shared expert (Qwen2-MoE)"))
-        extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * _T + ELEMENTWISE["gate"] * _T * d,
-                               saved=beta_a * (_T + _T * d)),)  # the gate's sigmoid; the shared expert's output
+        extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * T + ELEMENTWISE["gate"] * T * d,
+                               saved=beta_a * (T + T * d)),)  # the gate's sigmoid; the shared expert's output
     _router = scaled_router() if scaled else router(bias=bias)
     routed = (experts(bias=bias, clamped=clamped, fused_lora=fused_lora, activation=activation,
                       width=d_lm if latent else d),)
@@ -201,12 +201,12 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                          rules=dataclasses.replace(rules, hf="fc1_latent_proj"),
                          doc=f"self.fc1_latent_proj = nn.Linear(hidden_size, moe_latent_size, bias={latent_bias})"),
                   *routed,
-                  down.replace(saved=beta_a * _T * d_lm))  # its input, the routed sum in the latent width
+                  down.replace(saved=beta_a * T * d_lm))  # its input, the routed sum in the latent width
     if score_bias:  # Laguna: self.e_score_correction_bias = nn.Parameter(torch.zeros(num_experts))
         _router = _router.replace(params=_router.params + n_e)
     return Component(
-        "moe", saved=beta_a * (_T * d + _T * n_e),  # the normed input; the routing probabilities
-        elementwise=ELEMENTWISE["scale"] * _T * d if score_bias else 0,  # Laguna: routed sum * routed_scaling_factor
+        "moe", saved=beta_a * (T * d + T * n_e),  # the normed input; the routing probabilities
+        elementwise=ELEMENTWISE["scale"] * T * d if score_bias else 0,  # Laguna: routed sum * routed_scaling_factor
         children=(_router, *routed, *extra),
         doc="MixtralSparseMoeBlock / Llama4TextMoe / DeepseekV3MoE: route each token to k of n_e experts",
         rules=Rules("replicated", lora=(), stacks=(), label="mixture-of-experts layers (Mixtral, Llama 4, DeepSeek)",

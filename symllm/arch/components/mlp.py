@@ -4,7 +4,7 @@ from __future__ import annotations
 import sympy as sp
 
 from symllm.arch import keeps
-from symllm.arch.components.base import _no_weight, _rules, _T, Component, ELEMENTWISE, linear, LLAMA, named, Rules
+from symllm.arch.components.base import no_weight, linear_rules, T, Component, ELEMENTWISE, linear, LLAMA, named, Rules
 from symllm.arch.widths import swiglu_width
 from symllm.arch.layers import Variant
 from symllm.arch.symbols import beta_a, d, d_fd, d_ff, f, m
@@ -51,27 +51,27 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
         projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
                               "intermediate_size)  # gate, up = chunk(2)", rules=fused),
                        linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",
-                              rules=_rules("row", "w2", "down_proj", "ffn_down")))
+                              rules=linear_rules("row", "w2", "down_proj", "ffn_down")))
     else:
         projections = (
             linear("w1", d, width, bias, "self.w1 = nn.Linear(dim, hidden_dim)",
-                   rules=_rules("column", "w1", "gate_proj", "ffn_gate")),  # ColumnParallelLinear
+                   rules=linear_rules("column", "w1", "gate_proj", "ffn_gate")),  # ColumnParallelLinear
             linear("w2", width, d, bias, "self.w2 = nn.Linear(hidden_dim, dim)",
-                   rules=_rules("row", "w2", "down_proj", "ffn_down")),  # RowParallelLinear
+                   rules=linear_rules("row", "w2", "down_proj", "ffn_down")),  # RowParallelLinear
             linear("w3", d, width, bias, "self.w3 = nn.Linear(dim, hidden_dim)",
-                   rules=_rules("column", "w3", "up_proj", "ffn_up")),  # ColumnParallelLinear
+                   rules=linear_rules("column", "w3", "up_proj", "ffn_up")),  # ColumnParallelLinear
         )
     return named(Component(
         name,
-        elementwise=(ELEMENTWISE[act] + ELEMENTWISE["gate"]) * _T * width,
+        elementwise=(ELEMENTWISE[act] + ELEMENTWISE["gate"]) * T * width,
         # saved: the normed input of w1/w3, the w1 and w3 outputs (the activation's and gate's backward), the w2 input
-        saved=beta_a * (_T * d + 3 * _T * width),
-        live=(3 * _T * width,),  # the w1 and w3 outputs and their gated product
+        saved=beta_a * (T * d + 3 * T * width),
+        live=(3 * T * width,),  # the w1 and w3 outputs and their gated product
         children=projections,
         doc=("FeedForward: return self.w2(F.silu(self.w1(x)) * self.w3(x))" if act == "silu" else
              "GemmaMLP: down_proj(gelu_pytorch_tanh(gate_proj(x)) * up_proj(x))"),
-        rules=_no_weight(keeps.feed_forward) if act == "silu" else Rules("replicated", lora=(), stacks=(),
-                                                                         label="GeGLU (Gemma)"),
+        rules=no_weight(keeps.feed_forward) if act == "silu" else Rules("replicated", lora=(), stacks=(),
+                                                                        label="GeGLU (Gemma)"),
     ), "mlp" if name == "feed_forward" else name)  # a shared expert is its own module
 
 
@@ -95,11 +95,11 @@ def _ungated(act: str, bias: bool, width: sp.Expr, name: str) -> Component:
                            gguf="ffn_down")))
     return named(Component(
         name,
-        elementwise=ELEMENTWISE[act] * _T * width,
+        elementwise=ELEMENTWISE[act] * T * width,
         # saved: the normed input of up_proj, its output (the activation's backward) and the activation's output
         # (down_proj's input)
-        saved=beta_a * (_T * d + 2 * _T * width),
-        live=(2 * _T * width,),
+        saved=beta_a * (T * d + 2 * T * width),
+        live=(2 * T * width,),
         children=projections,
         doc=("NemotronHMLP: down_proj(relu(up_proj(x)) ** 2)" if act == "relu2" else
              "MptMLP: down_proj(GELU(approximate='none')(up_proj(x)))"),

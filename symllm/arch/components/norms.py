@@ -5,15 +5,15 @@ import dataclasses
 
 import sympy as sp
 
-from symllm.arch.components.base import (_STREAM_NORM, _switches, _T, Component, ELEMENTWISE, named, Rules,
+from symllm.arch.components.base import (STREAM_NORM, check_switches, T, Component, ELEMENTWISE, named, Rules,
                                          STAT_BYTES)
 from symllm.arch.layers import QK_NORMS
 from symllm.arch.symbols import b, beta_a, d, d_h, n_h, n_kv, s
 from symllm.validate import choice
 
 
-def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: str = "",
-            rules: Rules = _STREAM_NORM, offset: bool = False, mean: bool = False) -> Component:
+def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = T, doc: str = "",
+            rules: Rules = STREAM_NORM, offset: bool = False, mean: bool = False) -> Component:
     """RMSNorm: a weight of ``width`` (``d``; no bias) over ``rows`` rows (the ``b·s`` tokens),
     ``ELEMENTWISE['rmsnorm']`` FLOPs per element; by default a norm of the residual stream (``rules``).
     With ``offset`` (Gemma) it scales by ``1 + weight``: the same parameters, and the ``width`` adds of
@@ -32,7 +32,7 @@ def rmsnorm(name: str = "rmsnorm", width: sp.Expr = d, rows: sp.Expr = _T, doc: 
     same parameters), ``ELEMENTWISE['layernorm']`` FLOPs per element, and the per-row mean saved beside
     1/std; the named stacks (LlamaForCausalLM's tensors) do not model it.
     """
-    _switches(offset=offset, mean=mean)
+    check_switches(offset=offset, mean=mean)
     if mean:
         return Component(name, params=width, elementwise=ELEMENTWISE["layernorm"] * rows * width,
                          saved=beta_a * rows * width + 2 * STAT_BYTES * rows,  # its input, the mean and 1/std
@@ -74,27 +74,27 @@ def _qk_norms(kind: str, offset: bool) -> tuple[Component, Component]:
         # transformers' plan leaves them out: every rank holds every head's weight
         rules = Rules("replicated", lora=(), weight="head_norm", stacks=(), label="per-head LayerNorms (Command-R+)")
         # weight "head_norm": stored as transformers holds it, a (heads, head_dim) tensor (symllm.costs.formats)
-        return tuple(rmsnorm(name, d_h, _T * heads, f"self.{name} = CohereLayerNorm(({what}, head_dim))", rules,
+        return tuple(rmsnorm(name, d_h, T * heads, f"self.{name} = CohereLayerNorm(({what}, head_dim))", rules,
                              mean=True).replace(params=heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "num_attention_heads"),
                                                ("k_norm", n_kv, "num_key_value_heads")))
     if kind == "full":
         # transformers' plan gathers q_proj's and k_proj's outputs for these norms: replicated on every rank
         rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="QK-norms over the whole q and k (OLMo 2)")
-        return (rmsnorm("q_norm", n_h * d_h, _T, "self.q_norm = Olmo2RMSNorm(num_attention_heads * head_dim)",
+        return (rmsnorm("q_norm", n_h * d_h, T, "self.q_norm = Olmo2RMSNorm(num_attention_heads * head_dim)",
                         rules),
-                rmsnorm("k_norm", n_kv * d_h, _T, "self.k_norm = Olmo2RMSNorm(num_key_value_heads * head_dim)",
+                rmsnorm("k_norm", n_kv * d_h, T, "self.k_norm = Olmo2RMSNorm(num_key_value_heads * head_dim)",
                         rules))
     # on the heads, already split by tensor parallelism; LlamaForCausalLM has none
     rules = Rules("replicated", lora=(), weight="norm", stacks=(), label="per-head q/k norms (Qwen3, Llama 4)")
     if kind == "l2":
         doc = "self.qk_norm = Llama4TextL2Norm(config.rms_norm_eps)  # no weight; on each {} head after RoPE"
-        return tuple(rmsnorm(name, d_h, _T * heads, doc.format(what), rules).replace(
-                         params=0, elementwise=ELEMENTWISE["l2norm"] * _T * heads * d_h)
+        return tuple(rmsnorm(name, d_h, T * heads, doc.format(what), rules).replace(
+                         params=0, elementwise=ELEMENTWISE["l2norm"] * T * heads * d_h)
                      for name, heads, what in (("q_norm", n_h, "query"), ("k_norm", n_kv, "key")))
     if kind != "rmsnorm":
         choice("qk_norm", kind, QK_NORMS[1:])
-    return (rmsnorm("q_norm", d_h, _T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules,
+    return (rmsnorm("q_norm", d_h, T * n_h, "self.q_norm = Qwen3RMSNorm(self.head_dim)  # on each query head", rules,
                     offset),
-            rmsnorm("k_norm", d_h, _T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules,
+            rmsnorm("k_norm", d_h, T * n_kv, "self.k_norm = Qwen3RMSNorm(self.head_dim)  # on each key head", rules,
                     offset))
