@@ -45,7 +45,7 @@ def plan_of(tp_plan: str | None) -> dict | None:
     ``{}``: none differs, None: transformers has no plan for the family).
 
     >>> plan_of(None), plan_of("mpt"), plan_of("qwen2_moe")
-    ({}, None, {'shared_expert': 'replicated'})
+    ({}, None, {'shared_expert': 'whole'})
     """
     if tp_plan is None:
         return {}
@@ -61,7 +61,8 @@ _PLANNED: dict[tuple, tuple] = {}
 def hf_plan(tree: Component, tp_plan: str | None) -> Component:
     """``tree`` with each part that transformers' plan for the family ``tp_plan`` (:func:`plan_of`) splits otherwise
     than the part's own split declaring that split for the ``hf`` engine (``Rules.engines``), the parts under a named
-    one alike; ``tree`` itself where the plan is the parts' own (one tree per tree and plan).
+    one alike (under a "whole" one, replicated); ``tree`` itself where the plan is the parts' own (one tree per tree
+    and plan).
 
     >>> tree = structure_model(Structure())
     >>> hf_plan(tree, None) is tree, hf_plan(tree, "gpt_oss").child("embedding").rules.split_under("hf")
@@ -73,7 +74,7 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
     plan = plan_of(tp_plan) or {}
 
     def declared(c: Component, split: str | None) -> Component:
-        split = plan.get(c.name, split)
+        split = plan.get(c.name, "replicated" if split == "whole" else split)  # under a whole part: whole, unsplit
         rules = c.rules
         if split is not None and rules.split is not None and split != rules.split:
             rules = dataclasses.replace(rules, engines=(*(e for e in rules.engines if e[0] != "hf"), ("hf", split)))
@@ -167,6 +168,8 @@ class Spec:
 
         >>> [c.rules.split_under("hf") for c in spec_of(load("deepseek-v3")).model().walk() if c.name == "wq_b"][:1]
         ['replicated']
+        >>> [c.rules.split_under("hf") for c in spec_of(load("deepseek-v3")).model().walk() if c.name == "attention"][:1]
+        ['whole']
         """
         tree = structure_model(self.structure, attention == "causal")
         return tree if self.tp_plan is None else hf_plan(tree, self.tp_plan)

@@ -118,6 +118,6 @@ DEEPSEEK_V3 = register(DEEPSEEK_V2.extend(
     outer={"kimi_k25": {"tie_word_embeddings": True}},
     # DeepseekV3Config.base_model_tp_plan names the MLPs, shared experts and routed experts only (transformers 5.23
     # models/deepseek_v3/configuration_deepseek_v3.py): the latent attention is whole on every rank
-    tp_plan={"attention": "replicated"},
+    tp_plan={"attention": "whole"},
     presets="config.json of deepseek-ai/DeepSeek-V3, deepseek-ai/DeepSeek-R1, moonshotai/Kimi-K2-Instruct, "
             "and the text_config of moonshotai/Kimi-K2.5"))

@@ -59,5 +59,5 @@ GPT_OSS = register(MIXTRAL.extend(
     # 5.23 models/gpt_oss/modeling_gpt_oss.py), and init_parallel_plans adds the vocabulary split of embed_tokens
     # only to a plan of the base model's: the embedding and the attention whole on every rank (the routed experts
     # too: --expert-tp whole, a workload's choice)
-    tp_plan={"embedding": "replicated", "attention": "replicated"},
+    tp_plan={"embedding": "replicated", "attention": "whole"},
     presets="config.json of openai/gpt-oss-20b, openai/gpt-oss-120b (without its MXFP4 quantization_config)"))
