@@ -166,10 +166,9 @@ class Spec:
         declaring the split transformers' plan for its family gives it under ``hf`` where that is not its own
         (:func:`hf_plan`).
 
-        >>> [c.rules.split_under("hf") for c in spec_of(load("deepseek-v3")).model().walk() if c.name == "wq_b"][:1]
-        ['replicated']
-        >>> [c.rules.split_under("hf") for c in spec_of(load("deepseek-v3")).model().walk() if c.name == "attention"][:1]
-        ['whole']
+        >>> tree = spec_of(load("deepseek-v3")).model()
+        >>> [c.rules.split_under("hf") for c in tree.walk() if c.name in ("attention", "wq_b")][:2]
+        ['whole', 'replicated']
         """
         tree = structure_model(self.structure, attention == "causal")
         return tree if self.tp_plan is None else hf_plan(tree, self.tp_plan)
