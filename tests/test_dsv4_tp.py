@@ -69,9 +69,9 @@ _VLLM_SHARED_EXPERT = {"w1": "column", "w3": "column", "w2": "row"}
 d, r_q, n_h, d_h, r_o, g_o, V = 4096, 1024, 64, 512, 1024, 8, 129280
 n_e, d_ff, n_I, d_I, n_hc = 256, 2048, 64, 128, 4
 T = 8  # tensor ranks
-#: how the output names symllm's default layout: transformers' plan for the blocks, but the vocabulary split (the
-#: embedding by its rows, the head by its columns), where transformers 5.23's DeepseekV4 plan keeps the embedding whole
-PLAN = "transformers' plan, vocab split"
+#: how the output names symllm's default layout: transformers' plan as DeepseekV4ForCausalLM resolves it (5.23: the
+#: embedding split by its rows, which PreTrainedModel.init_parallel_plans adds, the head by its columns)
+PLAN = "transformers' plan"
 
 
 def _hand(attention_split: bool, shared_split: bool) -> int:

@@ -157,13 +157,14 @@ def test_nemotron_h_56b_serving_state_by_hand():
     """count --serve of nemotron-h-56b (54 mixers of 256 heads of 64 and 8 groups, state 256, kernel 4; its
     config's mamba_ssm_cache_dtype float32): a sequence's state as vLLM shapes it at tp 8 (module docstring): 32
     heads' 64 x 256 fp32 SSM states and 4 - 1 = 3 columns of (16384 + 2·8·256)/8 = 2,560 bf16 channels a mixer;
-    under --engine hf (transformers' cache) the 4 columns memory.state_cache counts."""
+    under --engine hf (transformers' cache) the 4 columns memory.state_cache counts, of every head and channel:
+    NemotronHConfig.base_model_tp_plan (transformers 5.23) leaves the mixers out, whole on every rank."""
     from symllm.costs import serving
     budget = 100 * 2**30
     vllm = serving.capacity("nemotron-h-56b", gpu="h200", seq=8192, tp=8, kv_cache_bytes=budget)
     assert vllm["state_bytes_per_sequence"] == 54 * (4 * 32 * 64 * 256 + 2 * 3 * 2560) == 114_075_648
     hf = serving.capacity("nemotron-h-56b", gpu="h200", seq=8192, tp=8, kv_cache_bytes=budget, engine="hf")
-    assert hf["state_bytes_per_sequence"] == 54 * (4 * 32 * 64 * 256 + 2 * 4 * 2560) == 114_352_128
+    assert hf["state_bytes_per_sequence"] == 54 * (4 * 256 * 64 * 256 + 2 * 4 * 20480) == 914_817_024
 
 
 def test_a_mamba_layer_sends_two_all_reduces_under_megatron_tp():

@@ -101,9 +101,9 @@ def test_the_output_names_mlc_layout_under_mlc_only(cli):
     assert r.code == 0, r.err
     text = " ".join(r.out.split())
     assert "per GPU (tp 4, pp 1, dp 1; a training step)" in text
-    assert ("training_states, activations, training_peak and the bytes sent in transformers' plan, vocab split (the "
+    assert ("training_states, activations, training_peak and the bytes sent in transformers' plan (the "
             "training engine's); the other rows in MLC's layout (the inference engine's)") in text
-    assert ("conventions, times in MLC's layout (inference), transformers' plan, vocab split (training) "
+    assert ("conventions, times in MLC's layout (inference), transformers' plan (training) "
             "(docs/efficiency.md).") in text
     out = json.loads(cli(["count", "llama2-70b", "--tp", "4", "--engine", "mlc", "--json"]).out)
     assert (out["tp_layout"], out["training_tp_layout"]) == ("mlc", "transformers")
@@ -124,7 +124,7 @@ def test_a_sweep_under_mlc_gives_count_s_per_gpu_figures(cli):
              "--format", "jsonl", "--engine", "mlc"])
     assert r.code == 0, r.err
     assert ("symllm: sweep: llama2-70b: inference per GPU in MLC's layout\n"
-            "symllm: sweep: llama2-70b: training per GPU in transformers' plan, vocab split\n") in r.err
+            "symllm: sweep: llama2-70b: training per GPU in transformers' plan\n") in r.err
     row = json.loads(r.out.splitlines()[0])
     counted = json.loads(cli(["count", "llama2-70b", "--tp", str(TP), "--engine", "mlc", "--json"]).out)
     assert (row["params_per_gpu"], row["weights_per_gpu"]) == (counted["params"]["per_gpu"],
@@ -210,6 +210,6 @@ def test_a_sweep_under_gpt_fast_gives_count_s_per_gpu_figures(cli):
              "--format", "jsonl", "--engine", "gpt-fast"])
     assert r.code == 0, r.err
     assert ("symllm: sweep: llama2-70b: inference per GPU in gpt-fast's layout\n"
-            "symllm: sweep: llama2-70b: training per GPU in transformers' plan, vocab split\n") in r.err
+            "symllm: sweep: llama2-70b: training per GPU in transformers' plan\n") in r.err
     row = json.loads(r.out.splitlines()[0])
     assert row["params_per_gpu"] == _rank0(True, True, 8)

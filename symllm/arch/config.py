@@ -205,6 +205,11 @@ class ModelConfig:
     #: states each layer's kind: symllm.arch.families.hf.groups; :attr:`groups` collapses them by kind); None:
     #: every layer alike, MoE when n_experts is given, with the sliding window or the attention chunk when given
     layers: tuple | None = None
+    #: the transformers family (its ``model_type``) whose own tensor-parallel plan differs from the parts' declared
+    #: splits, as that family declares it (:attr:`symllm.arch.families.hf.Family.tp_plan`): what ``--engine hf``
+    #: lays the model out by; None: transformers' plan is every part's own split (Llama's, and a config not read
+    #: through a family)
+    tp_plan: str | None = None
     #: what a reader should know about what was counted (e.g. a vision encoder that is not)
     note: str | None = None
     #: the weight format the config.json's ``quantization_config`` states (:mod:`symllm.arch.quantization`; a name
@@ -520,7 +525,7 @@ class ModelConfig:
             {**kind_fields(kind), "count": count} for kind, count in self.layers]  # fields off their default said
         out.update(mtp_kinds=[kind_fields(k) for k in self.mtp_kinds]) if self.mtp_kinds else out.pop("mtp_kinds")
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
-                    "kv_dtype_source", "ssm_dtype"):  # only a quantized (or a hybrid's) config says them
+                    "kv_dtype_source", "ssm_dtype", "tp_plan"):  # only a quantized (a hybrid's, ...) config says them
             if out[key] is None:
                 del out[key]
         return out

@@ -62,8 +62,9 @@ WINDOWS = (None, "sliding", "chunked")
 #: workload's ``--engine`` names them; the workload's shape holds its engine only when it is one of these. SGLang
 #: is not one yet: its DeepSeek-V4 attention splits as vLLM's (docs/parallel.md) but its shared expert's split was
 #: not read at a DeepSeek-V4 commit. MLC LLM, gpt-fast and lmdeploy's TurboMind lay the vocabulary's parts out their
-#: own ways (symllm.arch.components.embeddings.VOCABULARY)
-LAYOUT_ENGINES = ("vllm", "mlc", "gpt-fast", "lmdeploy")
+#: own ways (symllm.arch.components.embeddings.VOCABULARY); transformers (``hf``) by its plan for the model's family,
+#: where that is not the parts' own splits (symllm.arch.families.hf.Family.tp_plan: Nemotron-H, gpt-oss, ...)
+LAYOUT_ENGINES = ("vllm", "mlc", "gpt-fast", "lmdeploy", "hf")
 
 
 def layout_engine(engine: str | None) -> str | None:

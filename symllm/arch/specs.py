@@ -14,6 +14,7 @@ True
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 
@@ -24,7 +25,7 @@ from symllm.arch.layers import Structure, Variant
 from symllm.arch.part_options import structure_options, variant_options
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model"]
+__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model", "hf_plan", "plan_of"]
 
 
 @lru_cache(maxsize=None)
@@ -36,6 +37,53 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     0
     """
     return model(structure, causal=causal)
+
+
+def plan_of(tp_plan: str | None) -> dict | None:
+    """transformers' tensor-parallel plan of the family ``tp_plan`` names where it differs from the parts' own
+    splits (:attr:`symllm.arch.families.hf.Family.tp_plan`: a part's name -> its split and every part's under it;
+    ``{}``: none differs, None: transformers has no plan for the family).
+
+    >>> plan_of(None), plan_of("mpt"), plan_of("qwen2_moe")
+    ({}, None, {'shared_expert': 'whole'})
+    """
+    if tp_plan is None:
+        return {}
+    from symllm.arch.families.hf import family_of  # (the registry loads every family module)
+    return family_of(tp_plan).tp_plan
+
+
+#: (id of a tree, a family) -> (the tree, the tree as that family's plan declares it): one object each time (the
+#: caches keyed on a model's identity hold one entry for it), without hashing the tree
+_PLANNED: dict[tuple, tuple] = {}
+
+
+def hf_plan(tree: Component, tp_plan: str | None) -> Component:
+    """``tree`` with each part that transformers' plan for the family ``tp_plan`` (:func:`plan_of`) splits otherwise
+    than the part's own split declaring that split for the ``hf`` engine (``Rules.engines``), the parts under a named
+    one alike (under a "whole" one, replicated); ``tree`` itself where the plan is the parts' own (one tree per tree
+    and plan).
+
+    >>> tree = structure_model(Structure())
+    >>> hf_plan(tree, None) is tree, hf_plan(tree, "gpt_oss").child("embedding").rules.split_under("hf")
+    (True, 'replicated')
+    """
+    hit = _PLANNED.get((id(tree), tp_plan))
+    if hit is not None and hit[0] is tree:
+        return hit[1]
+    plan = plan_of(tp_plan) or {}
+
+    def declared(c: Component, split: str | None) -> Component:
+        split = plan.get(c.name, "replicated" if split == "whole" else split)  # under a whole part: whole, unsplit
+        rules = c.rules
+        if split is not None and rules.split is not None and split != rules.split:
+            rules = dataclasses.replace(rules, engines=(*(e for e in rules.engines if e[0] != "hf"), ("hf", split)))
+        children = tuple(declared(x, split) for x in c.children)
+        same = rules is c.rules and all(x is y for x, y in zip(children, c.children))
+        return c if same else c.replace(rules=rules, children=children)
+    out = declared(tree, None) if plan else tree
+    _PLANNED[(id(tree), tp_plan)] = (tree, out)  # holding the tree keeps its id from being reused
+    return out
 
 
 @lru_cache(maxsize=None)
@@ -90,6 +138,9 @@ class Spec:
     v_head_dim: int | None = None
     #: multi-token-prediction modules the checkpoint stores (None: none)
     n_mtp_layers: int | None = None
+    #: the transformers family whose own tensor-parallel plan the tree declares for ``--engine hf``
+    #: (:attr:`symllm.arch.config.ModelConfig.tp_plan`; None: the parts' own splits are transformers' plan)
+    tp_plan: str | None = field(default=None, metadata={"shapes": True})
 
     @property
     def hidden_rule(self) -> str:
@@ -111,8 +162,16 @@ class Spec:
         return tuple((f.name, getattr(self, f.name)) for f in fields(self) if f.metadata.get("shapes"))
 
     def model(self, attention: str = "dense") -> Component:
-        """The component tree of this spec's structure (shared by every spec of that structure)."""
-        return structure_model(self.structure, attention == "causal")
+        """The component tree of this spec's structure (shared by every spec of that structure and plan), each part
+        declaring the split transformers' plan for its family gives it under ``hf`` where that is not its own
+        (:func:`hf_plan`).
+
+        >>> tree = spec_of(load("deepseek-v3")).model()
+        >>> [c.rules.split_under("hf") for c in tree.walk() if c.name in ("attention", "wq_b")][:2]
+        ['whole', 'replicated']
+        """
+        tree = structure_model(self.structure, attention == "causal")
+        return tree if self.tp_plan is None else hf_plan(tree, self.tp_plan)
 
     @cached_property
     def _values(self) -> dict:
@@ -177,5 +236,5 @@ def spec_of(config: ModelConfig) -> Spec:
                 dense_hidden_dim=config.dense_hidden_dim, window=config.window,
                 q_lora_rank=config.q_lora_rank, kv_lora_rank=config.kv_lora_rank,
                 qk_nope_head_dim=config.qk_nope_head_dim, v_head_dim=config.v_head_dim,
-                n_mtp_layers=config.n_mtp_layers or None,
+                n_mtp_layers=config.n_mtp_layers or None, tp_plan=config.tp_plan,
                 **{field: getattr(config, attr) for field, attr in SPEC_FIELDS.items() if field not in CONFIG_SIZES})

@@ -18,6 +18,9 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   read by :func:`split_units`): ranks that do not divide them (vLLM splits DeepSeek-V4's grouped output projection
   by its ``o_groups``: :data:`symllm.arch.components.compressed.VLLM_UNITS`); the layout is the workload's engine's
   (:func:`symllm.arch.layers.layout_engine`), so a part with its own rule needs no check of its own here;
+* ``engine``: ``hf`` with ``tp`` above 1 on a model whose family transformers has no tensor-parallel plan for (MPT:
+  :attr:`symllm.arch.families.hf.Family.tp_plan` None), which transformers refuses too (``tp_size`` above 1 with no
+  ``tp_plan``, transformers 5.23 ``distributed/mixin.py``);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -120,6 +123,10 @@ def _units_line(f) -> str:
     return f"tp: {f['tp']} ranks do not divide {name} {units} ({layout} splits {', '.join(parts)} by it)"
 
 
+def _hf_plan_ok(f):
+    return (f["tp"] == 1) | (f.get("engine") != "hf") | (f.get("hf_plan") is not False)
+
+
 def _experts_divide_ok(f):
     return f["n_experts"] is None or f["n_experts"] % f["ep"] == 0
 
@@ -142,6 +149,8 @@ CHECKS = (
                     if f["mamba_heads"] % f["tp"] else
                     f"tp: {f['tp']} ranks do not divide the {f['mamba_groups']} Mamba-2 groups of {f['name']}"),
     Check("tp", ("tp", "engine", "split_units"), _units_ok, _units_line),
+    Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
+          lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
@@ -160,17 +169,18 @@ def model_fields(model) -> dict:
     """
     from symllm.arch.components import Component  # (these load SymPy; this module stays light)
     from symllm.arch.resolved import spec
+    from symllm.arch.specs import plan_of
 
     if not isinstance(model, Component):
         model = spec(model)
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
                 "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
                 "expert_width": model.hidden_dim if model.n_experts else None, **mamba_fields(model),
-                "split_units": split_units(model)}
+                "split_units": split_units(model), "hf_plan": plan_of(model.tp_plan) is not None}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
             "n_heads": None, "n_kv_heads": None, "expert_width": None, "mamba_heads": None, "mamba_groups": None,
-            "split_units": None}
+            "split_units": None, "hf_plan": None}
 
 
 def split_units(spc) -> tuple:

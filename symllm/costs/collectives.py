@@ -175,7 +175,7 @@ def engine_shape(engine: str | None) -> tuple:
     (:func:`symllm.arch.layers.layout_engine`) and the column-parallel linears it trains with
     (:func:`column_parallel`).
 
-    >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("hf") == engine_shape(None)
+    >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("sglang") == engine_shape(None)
     (('vllm', 'dtensor'), (None, 'megatron'), True)
     """
     from symllm.arch.layers import layout_engine

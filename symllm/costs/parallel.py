@@ -195,8 +195,8 @@ def declares_split(mdl: Component, engine: str | None = None) -> bool:
     >>> declares_split(llama), declares_split(llama, "vllm"), declares_split(llama, "mlc"), declares_split(dsv4)
     (False, False, True, True)
     """
-    return any(split != c.rules.split and (name == engine or c.rules.split == "replicated")
-               for c in mdl.walk() for name, split in c.rules.engines)
+    return any(split != c.rules.split and (name == engine or (c.rules.split == "replicated" and name != "hf"))
+               for c in mdl.walk() for name, split in c.rules.engines)  # (hf's: transformers' own plan)
 
 
 def _expert(c: Component) -> bool:
@@ -292,6 +292,8 @@ def _split_weight(comp: Component) -> sp.Expr:
 
 
 def _sharded(comp: Component, seq: bool, experts: str) -> Component:
+    if comp.rules.split == "whole":  # held and run whole on every rank, everything under it too
+        return comp
     sizes = _sizes()
     if comp.rules.weight in ("embedding", "head"):  # its vocabulary rows: whole where an engine keeps it so
         sizes[S.V] = vocabulary(comp)

@@ -125,13 +125,16 @@ def tp_layout(engine: str | None, declares: bool) -> str | None:
     """The tensor-parallel layout a workload's per-GPU figures are in, as its output names it (``tp_layout``):
     None where the workload names none (``declares``: :func:`symllm.costs.parallel.declares_split`: no part declares
     this engine's own split, nor any engine's split of a part the plan keeps whole), else ``engine`` where it lays
-    parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan: no engine, or
-    one whose split of those parts symllm does not hold).
+    parts out (:func:`symllm.arch.layers.layout_engine`), else "transformers" (transformers' tp plan: ``hf``, whose
+    plan for the family it is, no engine, or one whose split of those parts symllm does not hold).
 
     >>> tp_layout("vllm", True), tp_layout(None, True), tp_layout("sglang", True), tp_layout("vllm", False)
     ('vllm', 'transformers', 'transformers', None)
+    >>> tp_layout("hf", True)
+    'transformers'
     """
-    return (layout_engine(engine) or "transformers") if declares else None
+    name = layout_engine(engine)
+    return ("transformers" if name in (None, "hf") else name) if declares else None
 
 
 def _opt(default, help_: str, **kw):
@@ -251,7 +254,7 @@ class Workload:
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
                               "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
                               f"{', '.join(LAYOUT_ENGINES)} also lay out the parts they split otherwise than "
-                              "transformers' tp plan",
+                              "the default (Llama's transformers tp plan; hf: its plan for the model's family)",
                               shapes=engine_shape)
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "

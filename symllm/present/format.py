@@ -324,10 +324,10 @@ def escape_latex(text) -> str:
 
 
 #: how the text names a workload's ``tp_layout`` (symllm.costs.workloads.tp_layout); another engine's: "NAME's layout".
-#: "transformers": the blocks as transformers' tp plan splits them, the vocabulary as vLLM and Megatron split it (the
-#: embedding by its rows, all-reduced, the lm_head by its columns, gathered), where transformers 5.23's own plans keep
-#: the embedding whole (every family of a preset but Nemotron-H, whose head they keep whole: docs/parallel.md)
-LAYOUT_WORDS = {"transformers": "transformers' plan, vocab split", "vllm": "vLLM's layout", "mlc": "MLC's layout"}
+#: "transformers": transformers' tp plan as its model resolves it (5.23: the config class's plan, the lm_head's, and the
+#: embedding split over the vocabulary that ``init_parallel_plans`` adds; DeepSeek-V4 without an engine, a family
+#: whose own plan differs from the parts' splits under ``--engine hf``: docs/parallel.md)
+LAYOUT_WORDS = {"transformers": "transformers' plan", "vllm": "vLLM's layout", "mlc": "MLC's layout"}
 
 
 def layout_words(name: str, training: str | None = None) -> str:
@@ -335,9 +335,9 @@ def layout_words(name: str, training: str | None = None) -> str:
     (symllm.costs.layouts.tp_layouts: the inference quantities in one, the training quantities in the other).
 
     >>> layout_words("transformers"), layout_words("vllm"), layout_words("sglang"), layout_words("vllm", "vllm")
-    ("transformers' plan, vocab split", "vLLM's layout", "sglang's layout", "vLLM's layout")
+    ("transformers' plan", "vLLM's layout", "sglang's layout", "vLLM's layout")
     >>> layout_words("mlc", "transformers")
-    "MLC's layout (inference), transformers' plan, vocab split (training)"
+    "MLC's layout (inference), transformers' plan (training)"
     """
     words = LAYOUT_WORDS.get(name, f"{name}'s layout")
     return words if training in (None, name) else f"{words} (inference), {layout_words(training)} (training)"

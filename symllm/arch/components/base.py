@@ -76,8 +76,10 @@ T = b * s
 #: output is several tensors side by side, each split over the ranks by its own heads or groups: vLLM's
 #: ``MergedColumnParallelLinear``, Mamba-2's in_proj), "held" (held whole, read in part: a column-wise linear every
 #: rank holds whole but multiplies only its share of the output features: memory counts the whole weight, FLOPs, the
-#: bytes a step reads and the collectives the share, as "column"; TurboMind's lm_head)
-SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged", "held")
+#: bytes a step reads and the collectives the share, as "column"; TurboMind's lm_head), "whole" (the part and every
+#: part under it held and run whole on every rank: its weights, FLOPs, caches and activations unsplit, no collective;
+#: a sublayer transformers' plan for a family leaves out, symllm.arch.families.hf.Family.tp_plan)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged", "held", "whole")
 #: the splits whose ranks each compute their share of a linear's output features (a head of them gathers its logits)
 COLUMNS = ("column", "held")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
@@ -107,14 +109,14 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 9: see components.SPLITS)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 10: see components.SPLITS)
     >>> w = Rules("replicated", engines=(("vllm", "column"),))
     >>> w.split_under("vllm"), w.split_under("sglang"), w.split_under(None)
     ('column', 'replicated', 'replicated')
     >>> Rules("replicated", engines=(("tensorflow", "column"),))
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: engines: unknown 'tensorflow' (known: vllm, mlc, gpt-fast, lmdeploy)
+    symllm.errors.SymllmError: engines: unknown 'tensorflow' (known: vllm, mlc, gpt-fast, lmdeploy, hf)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)

@@ -15,7 +15,10 @@ from symllm.arch.symbols import b, beta_a, d, d_p, L, s_o, V, V_p
 #: holds the whole table, a whole embedding looks its tokens up with no all-reduce, a whole head computes every logit
 #: with no gather; "held": every rank holds the head's whole table but multiplies its share of the rows and gathers
 #: the logits (symllm.arch.components.base.SPLITS: its memory the whole table, its FLOPs, bytes read and gather the
-#: share's).
+#: share's). transformers (``hf``) lays them out by its plan for the model's family, declared on the family
+#: (symllm.arch.families.hf.Family.tp_plan): the parts' own splits unless a family's plan says otherwise (5.23's
+#: ``init_parallel_plans`` adds the embedding's ``embedding_rowwise`` to a base model's plan; Nemotron-H's lm_head
+#: and gpt-oss's embedding stay whole).
 VOCABULARY = {
     # MLC LLM's multi-GPU path shards only qkv, o_proj, gate_up and down (mlc-ai/mlc-llm 8e94910, 2023-10-04,
     # mlc_llm/relax_model/llama.py: ``shard_strategy`` "shard_qkv" at lines 238-239, "shard_o_proj_k" 266-267,

@@ -116,5 +116,8 @@ DEEPSEEK_V3 = register(DEEPSEEK_V2.extend(
     models=_MODELS + ("num_nextn_predict_layers",),
     aliases=("kimi_k2",), wrappers=("kimi_k25",), typed=("kimi_k25",),
     outer={"kimi_k25": {"tie_word_embeddings": True}},
+    # DeepseekV3Config.base_model_tp_plan names the MLPs, shared experts and routed experts only (transformers 5.23
+    # models/deepseek_v3/configuration_deepseek_v3.py): the latent attention is whole on every rank
+    tp_plan={"attention": "whole"},
     presets="config.json of deepseek-ai/DeepSeek-V3, deepseek-ai/DeepSeek-R1, moonshotai/Kimi-K2-Instruct, "
             "and the text_config of moonshotai/Kimi-K2.5"))

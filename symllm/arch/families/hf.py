@@ -127,11 +127,23 @@ class Family:
     #: ``d_model`` for ``hidden_size``), read under either name; both given and differing is refused, and an
     #: error names the key the file has
     attribute_map: dict = field(default_factory=dict)
+    #: transformers' own tensor-parallel plan for this family where it differs from the parts' declared splits (the
+    #: plan of Llama's classes: q/k/v and the MLP's gate and up ``colwise``, o and down ``rowwise``, the routed experts
+    #: split, the embedding split over the vocabulary, which ``PreTrainedModel.init_parallel_plans`` adds to a base
+    #: model's plan whose ``embed_tokens`` is an ``nn.Embedding`` (transformers 5.23 ``distributed/mixin.py``), the
+    #: lm_head ``colwise_gather_output`` (each ``*ForCausalLM._tp_plan``), the rest whole): a part's name -> the
+    #: split the plan gives it ("whole": it and every part under it held and run whole on every rank, a sublayer the
+    #: plan leaves out; symllm.arch.components.base.SPLITS), read in its config class's ``base_model_tp_plan`` and its
+    #: model class's ``_tp_plan`` (transformers 5.23, installed; read 2026-11-29); what ``--engine hf`` lays the
+    #: model out by (:attr:`symllm.arch.config.ModelConfig.tp_plan`). None: transformers has no plan for it
+    #: (``tp_size`` above 1 is refused there: ``--engine hf --tp`` above 1 is refused here)
+    tp_plan: dict | None = field(default_factory=dict)
 
     def extend(self, model_type: str, **changes) -> Family:
         """A family for ``model_type`` that differs from this one only by ``changes`` (each a field, replaced
         whole), as sympy builds ``SI = MKSA.extend(...)``: a family file states what differs from its base.
-        The other model types it reads are its own (no wrappers, aliases, typed wrappers or outer keys unless given).
+        The other model types it reads are its own (no wrappers, aliases, typed wrappers or outer keys unless given),
+        and so is its tensor-parallel plan (each config class states its own ``base_model_tp_plan``).
 
         >>> from symllm.arch.families.qwen import QWEN2
         >>> q = QWEN2.extend("qwen2_like", presets="a test")
@@ -145,7 +157,7 @@ class Family:
         unknown = sorted(set(changes) - {f.name for f in _dataclass_fields(self)})
         if unknown:
             raise SymllmError(f"{unknown[0]}: not a field of Family")
-        own = {"wrappers": (), "aliases": (), "typed": (), "outer": {}}
+        own = {"wrappers": (), "aliases": (), "typed": (), "outer": {}, "tp_plan": {}}  # a plan is its class's own
         return replace(self, model_type=model_type, **{**own, **changes})
 
 
@@ -430,4 +442,6 @@ def _fields(raw: dict, family: Family) -> dict:
     for key in family.reads:
         out[key] = flag(raw, key, family.defaults.get(key, False))
     out.update(family.fields(raw, L))
+    if family.tp_plan != {}:  # its own plan (or none) under --engine hf
+        out["tp_plan"] = family.model_type
     return out

@@ -123,4 +123,7 @@ MPT = register(COHERE.extend(
              "head_dim": None, "intermediate_size": None},
     activation=("hidden_act", {"gelu": "gelu"}),
     names={"max_positions": "max_seq_len", "norm_eps": "layer_norm_epsilon"},
+    # MptConfig has no base_model_tp_plan and MptForCausalLM no _tp_plan (transformers 5.23): a tp_size above 1
+    # is refused there ("has no `tp_plan`", distributed/mixin.py)
+    tp_plan=None,
     presets="config.json of mosaicml/mpt-7b"))

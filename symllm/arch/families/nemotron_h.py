@@ -160,6 +160,11 @@ NEMOTRON_H = register(Family(
     names={"mamba_heads": "mamba_num_heads", "mamba_head_dim": "mamba_head_dim", "ssm_state": "ssm_state_size",
            "mamba_groups": "n_groups", "conv_kernel": "conv_kernel", "ssm_chunk": "chunk_size",
            "conv_bias": "use_conv_bias", "mamba_bias": "use_bias", "moe_latent_size": "moe_latent_size"},
+    # NemotronHConfig.base_model_tp_plan splits ``embeddings`` over the vocabulary (embedding_rowwise) and the routed
+    # experts alone, and NemotronHForCausalLM declares no _tp_plan (transformers 5.23 models/nemotron_h/): the Mamba-2
+    # mixers, the attention, the MLPs, the shared expert and the lm_head are whole on every rank
+    tp_plan={"lm_head": "replicated", "mamba": "whole", "attention": "whole", "feed_forward": "whole",
+             "shared_experts": "whole"},
     presets="config.json of nvidia/Nemotron-H-8B-Base-8K (as TensorRT-LLM's tests copy it), "
             "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, nvidia/Nemotron-H-56B-Base-8K and "
             "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 (the FP8 checkpoint's; the others: no citable copy of "

@@ -84,4 +84,7 @@ QWEN2_MOE = register(QWEN2.extend(
     names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
            "shared_hidden_dim": "shared_expert_intermediate_size", "n_experts": "num_experts",
            "experts_per_token": "num_experts_per_tok"},
+    # Qwen2MoeConfig.base_model_tp_plan's ``layers.*.mlp.gate_proj`` (up, down) name the dense MLP's, not
+    # ``mlp.shared_expert.*`` (transformers 5.23 models/qwen2_moe/configuration_qwen2_moe.py): the shared expert whole
+    tp_plan={"shared_expert": "whole"},
     presets="config.json of Qwen/Qwen1.5-MoE-A2.7B, Qwen/Qwen2-57B-A14B"))

@@ -117,6 +117,11 @@ def _reader(kind: str):
 
 _MOE_KEYS = ("num_experts", "num_experts_per_tok", "moe_intermediate_size", "partial_rotary_factor")
 
+#: transformers' plan of the three (5.23: models/qwen3_next/configuration_qwen3_next.py, models/qwen3_5/ and
+#: models/qwen3_5_moe/configuration_*.py, their text configs' base_model_tp_plan) splits the Gated DeltaNet's input
+#: and output projections only: its convolution, A_log and dt_bias are whole on every rank
+_PLAN = {"conv1d": "replicated", "decay": "replicated"}
+
 #: Qwen2-MoE's experts and gated shared expert, with Gated DeltaNet layers beside gated full attention (its
 #: fields: the per-head QK-norm, (1 + weight) norms, a partial rotary), attention_bias read in place of the
 #: q/k/v biases, its own linear-attention keys' names and Qwen3-Next-80B-A3B's sizes
@@ -128,10 +133,10 @@ QWEN3_NEXT = register(QWEN2_MOE.extend(
               "num_experts_per_tok": 10},
     models=(*_MOE_KEYS, "decoder_sparse_step", "mlp_only_layers"),
     names={**QWEN2_MOE.names, **{f: key for key, (f, _) in _LINEAR.items()}},
-    presets="config.json of Qwen/Qwen3-Next-80B-A3B-Instruct"))
+    tp_plan=_PLAN, presets="config.json of Qwen/Qwen3-Next-80B-A3B-Instruct"))
 #: Qwen3-Next with a dense SwiGLU in every layer, read inside the qwen3_5 wrapper too, and Qwen3.5's sizes
 QWEN3_5 = register(QWEN3_NEXT.extend(
-    "qwen3_5_text", fields=_reader("qwen3_5_text"), wrappers=("qwen3_5",),
+    "qwen3_5_text", fields=_reader("qwen3_5_text"), wrappers=("qwen3_5",), tp_plan=_PLAN,
     defaults={"vocab_size": 248320, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 16,
               "num_key_value_heads": 4, "head_dim": 256},
     models=("partial_rotary_factor",), names={**QWEN3_NEXT.names, "hidden_dim": "intermediate_size"},
@@ -139,7 +144,7 @@ QWEN3_5 = register(QWEN3_NEXT.extend(
             "copy of their config.json was found)"))
 #: Qwen3-Next with experts in every layer, read inside the qwen3_5_moe wrapper too, and Qwen3.5-MoE's sizes
 QWEN3_5_MOE = register(QWEN3_NEXT.extend(
-    "qwen3_5_moe_text", fields=_reader("qwen3_5_moe_text"), wrappers=("qwen3_5_moe",),
+    "qwen3_5_moe_text", fields=_reader("qwen3_5_moe_text"), wrappers=("qwen3_5_moe",), tp_plan=_PLAN,
     defaults={"vocab_size": 248320, "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 16,
               "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 512, "num_experts": 256,
               "num_experts_per_tok": 8},

@@ -1,0 +1,169 @@
+"""``--engine hf``: each preset family laid out as transformers' own tensor-parallel plan for it says.
+
+Expected numbers come from transformers 5.23 itself (installed): each family's ``*ForCausalLM`` built on the meta
+device from the preset's config.json, its plan as the model resolves it (``model.tp_plan``: the config class's
+``base_model_tp_plan``, the model class's ``_tp_plan`` for the lm_head, and the embedding's vocabulary split that
+``PreTrainedModel.init_parallel_plans`` adds where the base model's plan is not empty and ``embed_tokens`` is an
+``nn.Embedding``: ``distributed/mixin.py``), expanded onto the parameters by transformers' own
+``_expand_parallel_plan``, and each parameter's rank-0 shard under its style as ``distributed/tensor_parallel.py``'s
+``shard_param`` places it, written out here: ``colwise`` (``colwise_gather_output``, ``colwise_rep``) and
+``packed_colwise`` shard a weight's output dimension (``Shard(ndim - 2)``; a bias with it), ``rowwise``
+(``rowwise_split_input``, ``rowwise_rep``) and ``packed_rowwise`` its input dimension (``Shard(-1)``; a bias whole),
+``embedding_rowwise`` the rows (``Shard(0)``), ``embedding_colwise`` the columns; every other style
+(``replicated_with_grad_allreduce``, ``moe_tp_experts``, ``mla_kv_a_proj``, ``local_params``) and every parameter
+no rule names stays whole on every rank. Rank 0 holds the ceiling of a sharded dimension (DTensor's chunks).
+
+Two choices symllm makes where transformers' plan would hold something no run can use: a key/value head is never
+split (a family's preset with fewer KV heads than ranks is skipped for one that has enough: symllm replicates the
+head, as vLLM does, where transformers' ``colwise`` would cut it in half), and gpt-oss's routed experts, which its
+plan keeps whole on every rank, are what ``--expert-tp whole`` holds (a workload's choice: the test passes it).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from symllm.arch.config import preset_info, preset_names
+from symllm.arch.resolved import spec
+from symllm.costs import phases as costs
+
+from .conftest import requires
+
+TP = 2
+#: the dimension each of transformers' styles shards (module docstring): "out" a weight's ndim-2 (a bias's only
+#: one), "in" a weight's last (a bias whole), "rows" dim 0, "cols" dim 1
+STYLES = {"colwise": "out", "colwise_gather_output": "out", "colwise_rep": "out", "packed_colwise": "out",
+          "rowwise": "in", "rowwise_split_input": "in", "rowwise_rep": "in", "packed_rowwise": "in",
+          "embedding_rowwise": "rows", "embedding_colwise": "cols"}
+
+
+def _families() -> dict:
+    """Every preset family (the config.json's model_type; Meta's params.json are Llama's, read as TinyLlama's
+    config.json) -> its first preset whose key/value heads the ranks divide, else its first (DeepSeek-V4's one KV
+    head, which its plan keeps whole)."""
+    out: dict = {}
+    for name in sorted(preset_names(), key=lambda n: spec(n).n_kv_heads % TP != 0):
+        info = preset_info(name)
+        if info["format"] == "hf":
+            out.setdefault(info["config"]["model_type"], name)
+    return out
+
+
+def _meta_model(raw: dict):
+    """transformers' causal LM of a config.json on the meta device (a multimodal wrapper's language model)."""
+    transformers, torch = requires("transformers"), requires("torch")
+    transformers.logging.set_verbosity_error()
+    config = transformers.AutoConfig.for_model(**raw).get_text_config()
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        return transformers.AutoModelForCausalLM.from_config(config)
+
+
+def _shard(shape: tuple, style: str | None, tp: int) -> int:
+    """Rank 0's elements of a parameter of ``shape`` under ``style`` (module docstring)."""
+    shape, kind = list(shape), STYLES.get(style)
+    dim = {"out": max(len(shape) - 2, 0), "in": len(shape) - 1, "rows": 0, "cols": 1}.get(kind)
+    if dim is not None and not (kind == "in" and len(shape) == 1):
+        shape[dim] = -(-shape[dim] // tp)
+    out = 1
+    for size in shape:
+        out *= size
+    return out
+
+
+def transformers_rank0(raw: dict, tp: int = TP) -> tuple[int, dict]:
+    """Parameters tensor rank 0 holds under transformers' own plan for ``raw``'s family, and that plan."""
+    model = _meta_model(raw)
+    plan = model.tp_plan or {}
+    expanded = model._expand_parallel_plan(plan)
+    return sum(_shard(tuple(p.shape), expanded.get(name), tp) for name, p in model.named_parameters()), plan
+
+
+FAMILIES = _families()
+
+
+def test_every_preset_family_is_checked():
+    """One preset of each family the presets hold (MPT has no plan: below)."""
+    kinds = {preset_info(n)["config"]["model_type"] for n in preset_names() if preset_info(n)["format"] == "hf"}
+    assert kinds == set(FAMILIES) and len(FAMILIES) >= 30 and FAMILIES["llama"] == "tinyllama-1.1b"
+
+
+@pytest.mark.parametrize("kind", sorted(k for k in FAMILIES if k != "mpt"))
+def test_hf_engine_holds_what_transformers_plan_shards(kind):
+    """``--engine hf --tp 2``: each rank's parameters are the sum of each parameter's rank-0 shard under transformers'
+    plan for the family (module docstring), the attention and MLP projections, the experts, the norms, the
+    embedding and the lm_head each as that plan lays them out."""
+    name = FAMILIES[kind]
+    expected, _ = transformers_rank0(preset_info(name)["config"])
+    extra = {"expert_tp": "whole"} if kind == "gpt_oss" else {}
+    assert costs.workload(name, tp=TP, engine="hf", **extra)["params"]["per_gpu"] == expected, name
+
+
+def test_the_plans_that_differ_from_the_default_layout():
+    """Where transformers' plan for a family is not symllm's default layout, and by how much at tp 2 (transformers'
+    numbers, above): Nemotron-H keeps its Mamba-2 mixers, attention, MLPs and lm_head whole (only the embedding and
+    the routed experts split), DeepSeek-V3 its latent attention, Qwen2-MoE its shared expert, Qwen3-Next and Qwen3.5
+    their Gated DeltaNet's convolution, A_log and dt_bias, gpt-oss all but its lm_head; every other family's plan is
+    the default layout, the embedding split over the vocabulary included."""
+    differs = {kind for kind, name in FAMILIES.items() if kind != "mpt"
+               and costs.workload(name, tp=TP)["params"]["per_gpu"]
+               != costs.workload(name, tp=TP, engine="hf")["params"]["per_gpu"]}
+    assert differs == {"nemotron_h", "deepseek_v3", "kimi_k25", "qwen2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+                       "gpt_oss"}  # (Kimi-K2.5's language model is DeepSeek-V3's)
+    _, plan = transformers_rank0(preset_info(FAMILIES["llama"])["config"])
+    assert plan["model.embed_tokens"] == "embedding_rowwise" and plan["lm_head"] == "colwise_gather_output"
+    _, plan = transformers_rank0(preset_info(FAMILIES["nemotron_h"])["config"])
+    assert plan["model.embeddings"] == "embedding_rowwise" and "lm_head" not in plan
+    assert not any("mixer.in_proj" in k or "self_attn" in k for k in plan)
+
+
+def test_mpt_has_no_plan_and_hf_refuses_its_tensor_parallelism(cli):
+    """transformers 5.23 has no plan for MPT (MptConfig has no ``base_model_tp_plan``, MptForCausalLM no ``_tp_plan``)
+    and refuses a ``tp_size`` above 1 for it; ``--engine hf --tp 2`` is refused in one line naming the field, exit
+    2; at ``--tp 1``, or under another engine, it counts."""
+    _, plan = transformers_rank0(preset_info("mpt-7b")["config"])
+    assert plan == {}
+    r = cli(["count", "mpt-7b", "--tp", "2", "--engine", "hf"])
+    assert r.code == 2 and r.err.strip().splitlines() == [
+        "symllm: error: engine: transformers has no tensor-parallel plan for mpt-7b: hf runs it at tp 1"]
+    assert cli(["count", "mpt-7b", "--engine", "hf"]).code == 0
+    assert cli(["count", "mpt-7b", "--tp", "2", "--engine", "vllm"]).code == 0
+
+
+def test_output_names_the_plan_it_lays_out(cli):
+    """Under ``--engine hf`` a model whose family's plan differs names its layout ("transformers' plan"); a Llama,
+    laid out alike under every engine but MLC's, gpt-fast's and lmdeploy's, names none."""
+    r = cli(["count", "nemotron-h-8b", "--tp", "2", "--engine", "hf", "--json"])
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["tp_layout"] == "transformers" and out["params"]["per_gpu"] == 7_832_417_280
+    assert "transformers' plan" in cli(["count", "nemotron-h-8b", "--tp", "2", "--engine", "hf"]).out
+    assert "tp_layout" not in json.loads(cli(["count", "llama3.1-8b", "--tp", "2", "--engine", "hf", "--json"]).out)
+
+
+@pytest.mark.parametrize("name, default, hf", [
+    # 52 layers, one sublayer each, every one split by default (and the embedding's): 53 and the logits' gather;
+    # transformers splits only the embedding (embedding_rowwise: its partial rows all-reduced), the head whole
+    ("nemotron-h-8b", (53, 1), (1, 0)),
+    # 61 layers: attention and feed-forward each all-reduced by default, 2·61 + 1; transformers' plan keeps the
+    # attention whole: the 61 feed-forwards' (3 dense MLPs, 58 MoE) and the embedding's
+    ("deepseek-v3", (123, 1), (62, 1)),
+    ("llama3.1-8b", (65, 1), (65, 1)),  # 32 layers, two each, the embedding's: the plan is the default
+])
+def test_hf_plans_collectives_by_hand(name, default, hf):
+    """A forward pass's all-reduces of the residual stream and gathers of the logits at tp 2, counted by hand from
+    transformers' plan for the family (a sublayer all-reduces where a row-split linear or split experts sum across
+    the ranks, the embedding where it is split over the vocabulary, the logits where the head is)."""
+    import sympy as sp
+
+    from symllm.arch import symbols as S
+    from symllm.costs import collectives, parallel
+
+    spc = spec(name)
+    values = {**spc.values(), S.N_t: TP, S.N_p: 1}
+    for engine, expected in ((None, default), ("hf", hf)):
+        stage = parallel.shard(parallel.layout(spc.model(), engine), False, "split")
+        counts = collectives.step_collectives(stage)
+        assert tuple(int(sp.sympify(counts[k]).subs(values)) for k in ("residual", "logits")) == expected, engine
