@@ -443,8 +443,8 @@ def test_workload_shape_is_what_the_closed_forms_read():
     ``ep``, read by the layout test ``parallel.laid_out``: ``ep > 1`` needs ``dp > 1``, already a layout;
     ``expert_tp`` changes a mixture's per-GPU forms under ``tp``, checked on Mixtral; ``engine`` is marked by the
     engines a part declares a split for, ``hf`` not one of them: vllm lays DeepSeek-V4 out otherwise,
-    tests/test_dsv4_tp.py; and by the column-parallel linears a training engine runs: megatron's training
-    collectives under ``tp``)."""
+    tests/test_dsv4_tp.py; and by the column-parallel linears a training engine runs under ``tp``: no engine's are
+    the default training engine's, Megatron-Core's, torchtitan's and hf's DTensor's)."""
     import dataclasses
 
     from symllm.costs import phases
@@ -457,7 +457,7 @@ def test_workload_shape_is_what_the_closed_forms_read():
                 "gpu": "h100-sxm", "gpu_memory": 48.0, "gpu_bandwidth": 1000.0, "gpu_flops": 100.0,
                 "network": "eth-100g", "tokens": 10**9, "price": 2.5, "weight_format": "Q4_K_M",
                     "kv_format": "q8_0",
-                "compute_dtype": "fp8", "engine": "hf", "micro_batches": 4, "schedule": "interleaved",
+                "compute_dtype": "fp8", "engine": "megatron", "micro_batches": 4, "schedule": "interleaved",
                 "virtual_stages": 4, "power_cap": 500.0}
     #: what an option needs beside it to be valid on its own
     needs = {"gpu_memory": {"gpu": "h100-sxm"}, "gpu_bandwidth": {"gpu": "h100-sxm"},
@@ -490,11 +490,11 @@ def test_workload_shape_is_what_the_closed_forms_read():
     moe, split = symllm.spec("mixtral-8x7b").model(), Workload(tp=2)
     whole = split.replace(expert_tp="whole")
     assert whole.shape() != split.shape() and phases._compose(moe, whole) != phases._compose(moe, split)
-    megatron = split.replace(engine="megatron")  # Megatron-Core's column-parallel linears: its training collectives
-    assert megatron.shape() != split.shape() == split.replace(engine="torchtitan").shape()
-    assert phases._compose(spec.model(), megatron) != phases._compose(spec.model(), split)
+    titan = split.replace(engine="torchtitan")  # DTensor's column-parallel linears: its training collectives
+    assert titan.shape() != split.shape() == split.replace(engine="megatron").shape()  # no engine trains as Megatron
+    assert phases._compose(spec.model(), titan) != phases._compose(spec.model(), split)
     vllm = split.replace(engine="vllm")  # a layout engine: its own shape, and DeepSeek-V4 its own parts' splits
-    assert vllm.shape() != split.shape() == split.replace(engine="hf").shape()
+    assert vllm.shape() != split.shape() and split.replace(engine="hf").shape() == titan.shape()  # hf: torch's plan
     dsv4 = symllm.spec("deepseek-v4-flash-base")
     assert phases.model_of(dsv4, vllm) != phases.model_of(dsv4, split) == dsv4.model()
     lora = Workload(lora_rank=4)  # the LoRA options beside a rank: each changes LoRA's forms
