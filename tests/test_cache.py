@@ -444,7 +444,8 @@ def test_workload_shape_is_what_the_closed_forms_read():
     ``expert_tp`` changes a mixture's per-GPU forms under ``tp``, checked on Mixtral; ``engine`` is marked by the
     engines a part declares a split for, ``sglang`` not one of them: vllm lays DeepSeek-V4 out otherwise,
     tests/test_dsv4_tp.py, hf Nemotron-H by transformers' plan for it, tests/test_hf_plans.py; and by the
-    column-parallel linears a training engine runs: megatron's training collectives under ``tp``)."""
+    column-parallel linears a training engine runs under ``tp``: no engine's are the default training engine's,
+    Megatron-Core's, torchtitan's and hf's DTensor's)."""
     import dataclasses
 
     from symllm.costs import phases
@@ -490,9 +491,9 @@ def test_workload_shape_is_what_the_closed_forms_read():
     moe, split = symllm.spec("mixtral-8x7b").model(), Workload(tp=2)
     whole = split.replace(expert_tp="whole")
     assert whole.shape() != split.shape() and phases._compose(moe, whole) != phases._compose(moe, split)
-    megatron = split.replace(engine="megatron")  # Megatron-Core's column-parallel linears: its training collectives
-    assert megatron.shape() != split.shape() == split.replace(engine="torchtitan").shape()
-    assert phases._compose(spec.model(), megatron) != phases._compose(spec.model(), split)
+    titan = split.replace(engine="torchtitan")  # DTensor's column-parallel linears: its training collectives
+    assert titan.shape() != split.shape() == split.replace(engine="megatron").shape()  # no engine trains as Megatron
+    assert phases._compose(spec.model(), titan) != phases._compose(spec.model(), split)
     vllm = split.replace(engine="vllm")  # a layout engine: its own shape, and DeepSeek-V4 its own parts' splits
     assert vllm.shape() != split.shape() == split.replace(engine="sglang").shape()
     dsv4 = symllm.spec("deepseek-v4-flash-base")

@@ -224,9 +224,11 @@ def _collectives(model, tokens, ranks: int):
        st.booleans(), st.integers(1, 2), st.integers(1, 3), st.integers(1, 5), st.booleans())
 def test_tp_comm_equals_comm_debug_mode(ranks, kv, group, half_head, layers, seq_parallel, batch, seq_mult, vocab,
                                         recompute):
-    """comm.tp is the bytes one GPU sends in the collectives DTensor runs for a real training step (fp32)
-    of a tiny CPU model under torch's plan, with and without sequence parallelism, and with every block
-    checkpointed (torch.utils.checkpoint, early stop off: the whole forward of a block runs again)."""
+    """comm.tp under torchtitan (it runs DTensor's collectives) is the bytes one GPU sends in the collectives DTensor
+    runs for a real training step (fp32) of a tiny CPU model under torch's plan, with and without sequence
+    parallelism, and with every block checkpointed (torch.utils.checkpoint, early stop off: the whole forward of a
+    block runs again). (No engine counts the default training engine's, Megatron-Core's fused linears:
+    tests/test_tp_reductions.py.)"""
     n_kv = kv * ranks
     n_heads = n_kv * group
     head_dim = 2 * half_head
@@ -258,15 +260,14 @@ def test_tp_comm_equals_comm_debug_mode(ranks, kv, group, half_head, layers, seq
              "reduce_scatter_tensor": count["reduce_scatter"]}
     assert counted == {k: n for k, n in kinds.items() if n}
     ours = symllm.workload(cfg, batch=batch, seq=seq, dtype="fp32", tp=ranks, sp=seq_parallel,
-                           recompute=recompute)["comm"]["tp"]
+                           recompute=recompute, engine="torchtitan")["comm"]["tp"]
     assert ours == sent
-    assert symllm.workload(cfg, batch=batch, seq=seq, dtype="fp32", tp=ranks, sp=seq_parallel, recompute=recompute,
-                           engine="torchtitan")["comm"]["tp"] == sent  # torchtitan runs DTensor's
 
 
 def test_tp_comm_in_whole_bytes_when_the_ranks_do_not_divide_a_collective():
     """tp 3 over a 7-token sequence: no collective's bytes divide by 3, and comm.tp is whole bytes, the
-    busiest rank's n - 1 chunks of each (B - B//3), as CommDebugMode's collectives and hand arithmetic give."""
+    busiest rank's n - 1 chunks of each (B - B//3), as CommDebugMode's collectives and hand arithmetic give
+    (torchtitan's: DTensor's collectives)."""
     ranks, layers, seq = 3, 2, 7
     cfg = symllm.ModelConfig(vocab_size=6, dim=8, n_layers=layers, n_heads=3, n_kv_heads=3, head_dim=2,
                              hidden_dim=9)
@@ -281,8 +282,12 @@ def test_tp_comm_in_whole_bytes_when_the_ranks_do_not_divide_a_collective():
     assert residual % ranks and stats % ranks
     expected = (7 * layers + 2) * 2 * (224 - 224 // 3) + 3 * 2 * (28 - 28 // 3)  # 16·2·150 + 6·19 = 4,914
     assert expected == 4914 and sent == expected
-    got = symllm.workload(cfg, batch=1, seq=seq, dtype="fp32", tp=ranks)["comm"]["tp"]
+    got = symllm.workload(cfg, batch=1, seq=seq, dtype="fp32", tp=ranks, engine="torchtitan")["comm"]["tp"]
     assert got == expected and isinstance(got, int)
+    # no engine: the default training engine's, Megatron-Core's fused linears (tests/test_tp_reductions.py cites its
+    # code): 2 forward and 2 backward all-reduces a block, the embedding's, the head's input gradient, the loss's 3
+    megatron = (4 * layers + 2) * 2 * (224 - 224 // 3) + 3 * 2 * (28 - 28 // 3)  # 10·2·150 + 6·19 = 3,114
+    assert symllm.workload(cfg, batch=1, seq=seq, dtype="fp32", tp=ranks)["comm"]["tp"] == megatron == 3114
 
 
 # --- pipeline and data-parallel communication ------------------------------------------------------
@@ -372,12 +377,20 @@ def test_bad_degrees_are_one_line_errors(capsys, flag, value):
     assert len(err.splitlines()) == 1 and flag.strip("-") in err and value in err
 
 
-def test_derive_shows_the_comm_terms(capsys):
-    """derive --quantity comm: one sub-term per kind (tp, pp, dp), evaluated to count's numbers."""
-    dv = symllm.derive("model", "comm", config="llama3.1-8b", tp=8, pp=2, dp=4, sp=True)
-    counted = symllm.workload("llama3.1-8b", tp=8, pp=2, dp=4, sp=True)["comm"]
+@pytest.mark.parametrize("engine, linears", [(None, "megatron"), ("torchtitan", "dtensor")])
+def test_derive_shows_the_comm_terms(capsys, engine, linears):
+    """derive --quantity comm: one sub-term per kind (tp, pp, dp), evaluated to count's numbers under the same
+    engine, and saying whose column-parallel linears its tp counts: no engine's, the default training engine's
+    (Megatron-Core's fused linears), torchtitan's DTensor's; the two differ under sequence parallelism (Megatron
+    gathers a column-parallel input again in backward: tests/test_tp_reductions.py)."""
+    dv = symllm.derive("model", "comm", config="llama3.1-8b", tp=8, pp=2, dp=4, sp=True, engine=engine)
+    counted = symllm.workload("llama3.1-8b", tp=8, pp=2, dp=4, sp=True, engine=engine)["comm"]
     assert [name for name, _ in dv.terms] == ["tp", "pp", "dp"]
     assert list(dv.term_values) == list(counted.values()) and dv.value == sum(counted.values())
+    titled = f"bytes one GPU sends per training step of one micro-batch, {linears}'s tp"
+    assert all(titled in " ".join(dv.render(fmt).split()) for fmt in ("text", "markdown", "latex"))
+    other = symllm.workload("llama3.1-8b", tp=8, pp=2, dp=4, sp=True, engine="torchtitan" if engine is None else None)
+    assert other["comm"]["tp"] != counted["tp"]
     assert main(["derive", "--quantity", "comm", "--component", "attention"]) == 2
     assert "comm is the whole model's" in capsys.readouterr().err
 

@@ -381,3 +381,24 @@ def test_plan_times_the_interleaved_schedule_as_count_does():
     assert piped
     for row in piped[:2]:
         _check_row("llama3.1-8b", row, opts, True)
+
+
+def test_plan_sends_the_training_engines_tensor_parallel_collectives():
+    """A training plan's tensor-parallel bytes are its training engine's, as count's (collectives.column_parallel):
+    under torchtitan DTensor's, one input-gradient all-reduce a column-wise linear (wq, wk, wv, w1, w3), under no
+    engine the default training engine's, Megatron-Core's fused linear_qkv and linear_fc1
+    (tests/test_tp_reductions.py counts both by hand): its tp rows are workload()'s under the same engine, and a tp
+    row's bound differs between the two."""
+    base = {"gpu": "h100-sxm", "seq": 4096}
+    steps = {}
+    for engine in ("torchtitan", None):
+        opts = {**base, "engine": engine} if engine else base
+        p = plans.plan("llama3.1-8b", 8, training=True, global_batch=8, **opts)
+        rows = [r for r in p.rows if r["tp"] > 1][:2]
+        assert rows
+        for row in rows:
+            _check_row("llama3.1-8b", row, opts, True)
+        steps[engine] = {tuple(r[k] for k in ("tp", "pp", "dp", "sp", "zero", "recompute", "accum")): r["step_s"]
+                         for r in p.rows if r["tp"] > 1}
+    same = set(steps["torchtitan"]) & set(steps[None])
+    assert same and all(steps["torchtitan"][k] != steps[None][k] for k in same)

@@ -125,12 +125,13 @@ def test_llama_forward_all_reduces_equal_comm_debug_mode(layers, ranks):
     assert counted == {"all_reduce": 2 * layers + 1} and ours + 1 == counted["all_reduce"]
 
 
-@pytest.mark.parametrize("name, sp, micro, calls", [("nemotron-h-8b", True, 1, 4 * 52 + 2 + 2 + 3),
-                                                    ("nemotron-h-8b", True, 3, 4 * 52 + 7),
-                                                    ("llama3.1-8b", True, 2, 4 * 2 * 32 + 7),
-                                                    ("llama3.1-8b", False, 1, 7 * 32 + 1 + 1 + 3)])
-@pytest.mark.parametrize("engine", [None, "torchtitan"])
-def test_training_collective_calls_are_the_step_count_with_backward_head_and_loss(name, sp, micro, calls, engine):
+@pytest.mark.parametrize("name, sp, micro, dtensor, megatron", [
+    ("nemotron-h-8b", True, 1, 4 * 52 + 2 + 2 + 3, 5 * 52 + 2 + 3 + 3),
+    ("nemotron-h-8b", True, 3, 4 * 52 + 7, 5 * 52 + 8),
+    ("llama3.1-8b", True, 2, 4 * 2 * 32 + 7, 10 * 32 + 8), ("llama3.1-8b", False, 1, 7 * 32 + 1 + 1 + 3, 4 * 32 + 5)])
+@pytest.mark.parametrize("engine", [None, "torchtitan", "mlc"])
+def test_training_collective_calls_are_the_step_count_with_backward_head_and_loss(name, sp, micro, dtensor, megatron,
+                                                                                  engine):
     """A training step's tensor-parallel collective calls (the latency term), each micro-batch's, by hand from
     Megatron-Core (NVIDIA/Megatron-LM, read 2026-11-29: megatron/core/tensor_parallel/mappings.py at a11077467a90,
     layers.py, cross_entropy.py at 8e6e7cd73500) and torch's DTensor (tests/test_parallel.py counts them with
@@ -144,10 +145,22 @@ def test_training_collective_calls_are_the_step_count_with_backward_head_and_los
     layers, 4·52 + 7 = 215; LLaMA-3.1-8B: 64 sublayers, 263. Without sequence parallelism (DTensor's
     ``ColwiseParallel`` reduces each column-wise linear's input gradient: wq, wk, wv, w1, w3): 2 forward and 5
     backward all-reduces a block, the embedding's forward one (none in backward: ``reduce_from_...``), the head's
-    input gradient and the loss's three: 7·32 + 5 = 229 (Megatron's fused linear_qkv and linear_fc1 run 2 a block
-    there, 133: the megatron engine's, below). torchtitan runs DTensor's: the same count as no engine."""
+    input gradient and the loss's three: 7·32 + 5 = 229. That is torchtitan's count (it runs DTensor's).
+
+    No engine, and an inference engine (MLC: no one trains with it), count the default training engine's,
+    Megatron-Core's ``ColumnParallelLinear``, which under sequence parallelism all-gathers its input once more in
+    backward for the weight gradient (layers.py:432-447 at core_r0.9.0, 1afee592e85a; the test below), the output
+    layer's too: LLaMA-3.1-8B's block has two column-parallel linears (fused ``linear_qkv``, ``linear_fc1``) and two
+    row-parallel ones, 6 all-gathers and 4 reduce-scatters, 10·32 + 2 (embedding) + 3 (output layer) + 3 (loss) =
+    328; without sequence parallelism 2 + 2 all-reduces a block, 4·32 + 5 = 133. nemotron-h-8b's every layer is one
+    column-parallel and one row-parallel linear under Megatron-Core: the Mamba-2 mixer's single ``in_proj`` and its
+    ``out_proj`` (megatron/core/ssm/mamba_mixer.py at 2255f6b71cc6; ``mamba_stack_spec`` builds them as
+    ``TELayerNormColumnParallelLinear`` and ``TERowParallelLinear``, megatron/core/models/mamba/
+    mamba_layer_specs.py, read 2026-11-29), the squared-ReLU MLP's ``linear_fc1`` and ``linear_fc2`` (no gate),
+    the attention's ``linear_qkv`` and ``linear_proj``: 3 all-gathers and 2 reduce-scatters a layer, 5·52 + 8 =
+    268."""
     *_, training = _calls(name, tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=micro, sp=sp, engine=engine)
-    assert training[0] == calls * micro
+    assert training[0] == (dtensor if engine == "torchtitan" else megatron) * micro
 
 
 @pytest.mark.parametrize("engine", ["megatron", "nemo"])
@@ -191,13 +204,16 @@ def test_megatron_training_calls_by_hand_from_its_column_parallel_linear(engine,
     assert seen == [(all_reduces + gathers + scatters, gathers + scatters)]
 
 
-def test_training_bytes_are_the_calls_at_their_sizes_by_hand():
-    """LLaMA-3.1-8B at tp 2 with sequence parallelism, b 1, s 128, bf16: each of a micro-batch's 260 all-gathers and
+@pytest.mark.parametrize("engine, gathers", [("torchtitan", 260), (None, 325)])
+def test_training_bytes_are_the_calls_at_their_sizes_by_hand(engine, gathers):
+    """LLaMA-3.1-8B at tp 2 with sequence parallelism, b 1, s 128, bf16: each of a micro-batch's all-gathers and
     reduce-scatters of the 2·128·4096-byte residual stream sends half of it (524,288 B), each of the loss's three
-    fp32 all-reduces of 128 values twice half of 512 B: 260·524,288 + 3·512 = 136,316,416 bytes a micro-batch,
-    the training step's bytes at the calls counted above."""
-    *_, training = _calls("llama3.1-8b", tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=2, sp=True)
-    assert training == (2 * 263, 2 * (260 * 524288 + 3 * 512))
+    fp32 all-reduces of 128 values twice half of 512 B, the training step's bytes at the calls counted above:
+    torchtitan's (DTensor's) 260 of them, 260·524,288 + 3·512 = 136,316,416 bytes a micro-batch; no engine's
+    (Megatron-Core's) 6·32 + 1 + 2 all-gathers and 4·32 + 1 + 1 reduce-scatters, 325, 170,395,136 bytes."""
+    *_, training = _calls("llama3.1-8b", tp=2, gpu="h100-sxm", batch=1, seq=128, micro_batches=2, sp=True,
+                          engine=engine)
+    assert training == (2 * (gathers + 3), 2 * (gathers * 524288 + 3 * 512))
 
 
 def test_deepseek_v4_reduces_its_experts_only_as_transformers_plan_splits_them():

@@ -157,16 +157,18 @@ COLUMN_PARALLEL = ("dtensor", "megatron")
 
 
 def column_parallel(engine: str | None) -> str:
-    """The column-parallel linears a training ``engine`` runs (:data:`COLUMN_PARALLEL`), as its tensor-parallel
-    collectives follow them (:func:`training_collectives`): its ``column_parallel`` in efficiency.json; no engine,
-    or one that declares none (an inference engine, DeepSpeed: not read), transformers' plan as DTensor runs it.
+    """The column-parallel linears the training engine of ``--engine engine`` runs (:data:`COLUMN_PARALLEL`), as its
+    tensor-parallel collectives follow them (:func:`training_collectives`): the ``column_parallel`` in efficiency.json
+    of the engine training quantities follow (:func:`symllm.costs.figures.engine_for`: no engine, or an inference
+    engine, the default training engine, Megatron); one that declares none (DeepSpeed: not read) transformers' plan
+    as DTensor runs it.
 
-    >>> column_parallel("megatron"), column_parallel("nemo"), column_parallel("torchtitan"), column_parallel(None)
-    ('megatron', 'megatron', 'dtensor', 'dtensor')
+    >>> column_parallel("megatron"), column_parallel("torchtitan"), column_parallel(None), column_parallel("mlc")
+    ('megatron', 'dtensor', 'megatron', 'megatron')
     """
-    from symllm.costs.figures import engine as conventions
+    from symllm.costs.figures import engine_for
 
-    return "dtensor" if engine is None else conventions(engine).get("column_parallel", "dtensor")
+    return engine_for(engine, "training").get("column_parallel", "dtensor")
 
 
 def engine_shape(engine: str | None) -> tuple:
@@ -175,8 +177,10 @@ def engine_shape(engine: str | None) -> tuple:
     (:func:`symllm.arch.layers.layout_engine`) and the column-parallel linears it trains with
     (:func:`column_parallel`).
 
-    >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("sglang") == engine_shape(None)
-    (('vllm', 'dtensor'), (None, 'megatron'), True)
+    >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("torchtitan"), engine_shape(None)
+    (('vllm', 'megatron'), (None, 'megatron'), (None, 'dtensor'), (None, 'megatron'))
+    >>> engine_shape("sglang") == engine_shape(None), engine_shape("hf")
+    (True, ('hf', 'dtensor'))
     """
     from symllm.arch.layers import layout_engine
 

@@ -30,6 +30,7 @@ from symllm.costs import numbered
 from symllm.costs import phases as costs
 from symllm.costs import accelerators, hardware, roofline_bytes
 from symllm.costs import parallel
+from symllm.costs.collectives import column_parallel
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, LayerKind, collected, component, model
 from symllm.errors import SymllmError
@@ -257,6 +258,8 @@ class Derivation:
         ``glossary`` and ``definitions`` False leave out the symbols' list and the definitions (a report
         shows each once); ``eqlabel`` is the numbered equation's ``\\label`` (:func:`equation_label`)."""
         title, letter = QUANTITIES[self.quantity]
+        if self.quantity == "comm":  # whose tensor-parallel collectives: the training engine's column-parallel linears
+            title += f", {column_parallel(self.workload.engine)}'s tp"
         result, of = self.result()
         vals = self.values or {}
         evaluated = self.values is not None
@@ -334,7 +337,8 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
         checks.check(bare, work)
-        leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage, work.expert_tp)
+        leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage, work.expert_tp,
+                               columns=column_parallel(work.engine))  # as count's: its training engine's linears
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     if quantity == "flops":
         opts = dict(bucket=options["bucket"], macs=options["macs"], recompute=recompute_of(work))

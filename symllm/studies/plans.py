@@ -46,6 +46,7 @@ from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
 from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel
+from symllm.costs.collectives import column_parallel
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.utilisation import of_peak, step_flops
 from symllm.costs import phases as costs
@@ -365,7 +366,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
-        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer, work.expert_tp)
+        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer, work.expert_tp,
+                       column_parallel(work.engine))
         if training and work.lora_rank is not None:  # LoRA's peak, as workload()'s (one GPU's whole)
             lora = costs.quantities(mdl, work.replace(zero_stage=zero, recompute=rec))["memory"]["training_peak"]
             forms = {**forms, "peaks": (lora,)}
@@ -456,18 +458,20 @@ def _expected(spc, work: Workload, row: dict, training: bool) -> dict:
 
 @lru_cache(maxsize=64)
 def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool,
-           optimizer: str = "adamw", experts: str = "split") -> dict:
+           optimizer: str = "adamw", experts: str = "split", columns: str = "dtensor") -> dict:
     """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
     per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
     (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
-    :func:`symllm.costs.parallel.comm`; serving: a decode step's FLOPs, bytes and tensor-parallel bytes)."""
+    :func:`symllm.costs.parallel.comm`, as the training engine's ``columns`` run it:
+    :func:`symllm.costs.collectives.column_parallel`; serving: a decode step's FLOPs, bytes and tensor-parallel
+    bytes)."""
     defs = dict(mdl.definitions)
     stages = parallel.stages(mdl, seq_par, experts)
     terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops, experts)
     out = {"peaks": tuple(substitute(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer), defs)
                           for i in range(len(stages)))}
     if training:
-        comm = parallel.comm(mdl, seq_par, rec, zero, experts)
+        comm = parallel.comm(mdl, seq_par, rec, zero, experts, columns=columns)
         out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
                    comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},
                    handoff=terms["training_handoff"])
