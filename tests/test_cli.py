@@ -724,3 +724,31 @@ def test_a_token_budget_with_nothing_to_time_it_is_said(cli):
         assert r.code == 0 and r.err.splitlines() == [f"symllm: warning: {x} (ignored)" for x in lines], r.err
         assert r.out == cli([a for a in argv if a not in ("--tokens", "1T", "--price", "2")]).out
     assert cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1T", "--price", "2"]).err == ""
+
+
+@pytest.mark.parametrize("flag, value", [("--micro-batches", "8"), ("--compute-dtype", "fp8"),
+                                         ("--schedule", "interleaved"), ("--virtual-stages", "4"),
+                                         ("--network", "eth-100g")])
+def test_an_option_only_a_time_reads_is_named_where_nothing_is_timed(cli, flag, value):
+    """sweep and derive time nothing: an option that only changes a time (the bubble, the fp8 peak, the link) moves
+    none of their numbers, so it is named as ignored, as --gpu is, rather than taken silently."""
+    sweep = ["sweep", "--base", "llama3.2-1b", "--seq", "128", "--pp", "2", "--quantity", "training_flops,comm_pp"]
+    plain, given = cli(sweep), cli([*sweep, flag, value])
+    assert given.code == 0 and given.out == plain.out
+    assert f"symllm: warning: {flag} does not apply to a sweep" in given.err and "warning" not in plain.err
+    derive = ["derive", "--component", "model", "--quantity", "flops", "--model", "llama3.2-1b"]
+    plain, given = cli(derive), cli([*derive, flag, value])
+    assert given.code == 0 and given.out == plain.out
+    assert f"symllm: warning: {flag} does not apply to --quantity flops" in given.err
+
+
+def test_the_flops_row_of_a_training_step_says_it_is_one_micro_batch(cli):
+    """With --micro-batches 4 the time's training step runs four micro-batches (its MFU divides four micro-batches'
+    FLOPs), while flops.training_step stays one micro-batch's: 6 N per token, by hand at least 6 x 1.235e9 x 1024 =
+    7.59e12 and below twice that, not four times it. The table's row says so."""
+    out = cli(["count", "llama3.2-1b", "--seq", "1024", "--micro-batches", "4"]).out
+    row = next(line for line in out.splitlines() if line.startswith("training_step"))
+    assert row.startswith("training_step (1 of 4 micro-batches)")
+    flops = int(row.split()[-2].replace(",", ""))
+    assert 6 * 1.235e9 * 1024 < flops < 2 * 6 * 1.235e9 * 1024
+    assert "training_step (" not in cli(["count", "llama3.2-1b", "--seq", "1024"]).out

@@ -249,8 +249,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
                                f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
                                f"{'; full recomputation' if w['recompute'] == 'full' else ''}"
                                f"{'; op checkpointing (torchtitan)' if w['recompute'] == 'op' else ''}") + "\n")
-        rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
-                for k, v in work["flops"].items()]
+        labels = {"elementwise": "elementwise (prefill)"}
+        if w.get("micro_batches", 1) > 1:  # the times' step runs them all; the FLOPs row is one (docs/json.md)
+            labels["training_step"] = f"training_step (1 of {w['micro_batches']} micro-batches)"
+        rows = [(labels.get(k, k), grouped(v), human(v, flops=True)) for k, v in work["flops"].items()]
         print(aligned_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
         rows = [(MEMORY_LABELS.get(k, k) if "full_finetune_peak" in work["memory"] else k, grouped(v),
                  human_bytes(v)) for k, v in work["memory"].items()]
@@ -338,14 +340,16 @@ def cmd_derive(args) -> int:
     _emit(dv.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
     ignored = _not_applying(args)
     if ignored:
-        print(f"symllm: warning: {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to "
-              f"--quantity {args.quantity} (ignored)", file=sys.stderr)
+        print(wrap_text(f"symllm: warning: {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply "
+                        f"to --quantity {args.quantity} (ignored)"), file=sys.stderr)
     return 0
 
 
 #: derive's options that change one quantity only (every workload option is moot for parameters)
 #: workload options only count and report use (fit and time on an accelerator): derive shows none of them
 _HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "tokens", "price")
+#: the options only a time reads (its efficiencies, bubble, power): no count, memory or bytes sent moves with them
+_TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages")
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
@@ -368,7 +372,7 @@ def _not_applying(args) -> list[str]:
     if args.quantity in _ROOFLINE_USES:
         return [flags[k] for k in _workload(args) if k not in _ROOFLINE_USES[args.quantity]]
     return [flags[k] for k in _workload(args)
-            if args.quantity == "params" or k in _HARDWARE
+            if args.quantity == "params" or k in _HARDWARE + _TIME_ONLY
             or args.quantity not in _uses(_APPLIES_TO.get(k, args.quantity))]
 
 
@@ -493,11 +497,11 @@ def cmd_sweep(args) -> int:
         sweep = sw.Sweep(bases[0], grid, table=table, **options)
     else:
         raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
-    given_hw = [k for k in _HARDWARE if workload.get(k) is not None and k != "network"]
+    given_hw = [k for k in _HARDWARE + _TIME_ONLY if workload.get(k) is not None]
     if given_hw:  # roofline time is count's (floats of a max, a search): no column
         flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
-        print(f"symllm: warning: {flags} {'does' if len(given_hw) == 1 else 'do'} not apply to a sweep "
-              "(ignored; fit and time: symllm count --gpu)", file=sys.stderr)
+        print(wrap_text(f"symllm: warning: {flags} {'does' if len(given_hw) == 1 else 'do'} not apply to a sweep "
+                        "(ignored; fit and time: symllm count --gpu)"), file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
     with _any_int_digits():  # exact numbers of any length (a --dim of 2,200 digits makes FLOPs of 4,400)
         if args.output and args.output != "-":  # -o -: standard output, as without -o
