@@ -752,3 +752,21 @@ def test_the_flops_row_of_a_training_step_says_it_is_one_micro_batch(cli):
     flops = int(row.split()[-2].replace(",", ""))
     assert 6 * 1.235e9 * 1024 < flops < 2 * 6 * 1.235e9 * 1024
     assert "training_step (" not in cli(["count", "llama3.2-1b", "--seq", "1024"]).out
+
+
+@pytest.mark.parametrize("argv", [
+    ["count", "gpt-oss-20b", "--tp", "2", "--engine", "hf"],
+    ["count", "llama2-70b", "--tp", "4", "--gpu", "a100-80gb", "--engine", "mlc"],
+    ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "lmdeploy"],
+    ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "llama.cpp"],
+    ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "sglang", "--concurrency", "64", "--seq",
+     "1000", "--gen", "100"],
+    ["plan", "llama3.1-70b", "--gpus", "8xh100-sxm", "--engine", "sglang", "--top", "3"],
+], ids=["hf-gpt-oss-tp2", "mlc-tp4", "lmdeploy", "llama.cpp", "sglang-load", "plan-sglang"])
+def test_the_new_engine_doors_print_within_100_columns(cli, argv):
+    """Every line the engines' doors print fits the terminal's 100 columns (symllm.cli.lines.WIDTH): the per-GPU
+    table's title ("...; transformers' plan; routed experts split; a training step)") was its first column's header
+    and widened gpt-oss's table to 114."""
+    out = cli(argv)
+    assert out.code == 0, out.err
+    assert [line for line in out.out.splitlines() if len(line) > 100] == []

@@ -267,12 +267,11 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
             laid, trained = work.get("tp_layout"), work.get("training_tp_layout")
             both = laid and trained not in (None, laid)  # each kind's rows in its own engine's layout: said below
-            print("\n" + aligned_table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
-                                       f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
-                                       f"{', sp' if w['sp'] else ''}"
-                                       f"{'; ' + layout_words(laid) if laid and not both else ''}"
-                                       f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
-                                       "; a training step)", "", "")))
+            title = (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
+                     f"{', sp' if w['sp'] else ''}{'; ' + layout_words(laid) if laid and not both else ''}"
+                     f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}; a training step)")
+            # the title on a line of its own: as the first column's header it widened the table past 100 columns
+            print("\n" + wrap_text(title) + "\n" + aligned_table(rows, ("", "", "")).split("\n", 1)[1])
             if both:
                 print(wrap_text(f"training_states, activations, training_peak and the bytes sent in "
                             f"{layout_words(trained)} (the training engine's); the other rows in {layout_words(laid)} "
