@@ -52,6 +52,12 @@ FLASH = ["deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--seq", "13107
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "megatron"],
      "engine: megatron trains only; serving takes an inference engine (docs/serving.md)"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--max-num-batched-tokens", "0"], "max_num_batched_tokens"),
+    (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--non-torch-memory", "nan"],
+     "non_torch_memory: expected GiB, 0 or more, got nan"),  # was a traceback (Fraction('nan'))
+    (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--non-torch-memory", "-1"],
+     "non_torch_memory: expected GiB, 0 or more, got -1"),  # was "non_torch: ... above -1, got Fraction(-1073741824, 1)"
+    (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--non-torch-memory", "inf"],
+     "non_torch_memory: expected GiB, 0 or more, got inf"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--block-size", "0"], "block_size"),
     (["llama3.1-8b", "--seq", "4096", "--block-size", "32"],
      "block_size: applies to --serve (vLLM's paged KV cache) only"),

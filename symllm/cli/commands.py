@@ -179,8 +179,11 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         raise SymllmError(f"{load}: serving under load applies to --serve (got {getattr(args, load):g} without it)")
     if args.serve:  # what serving refuses from the options alone, refused before any workload is computed
         from symllm.costs import serving
-        if "non_torch" in serve:
-            serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
+        if "non_torch" in serve:  # GiB: nan and inf have no Fraction, and below 0 the bytes' refusal read "above -1"
+            gib = serve["non_torch"]
+            if not 0 <= gib < float("inf"):
+                raise SymllmError(f"non_torch_memory: expected GiB, 0 or more, got {gib:g}")
+            serve["non_torch"] = Fraction(str(gib)) * 2**30
         serving.check(config, **given, **serve)
     if given or args.json:  # kernels an earlier process kept for this workload's shape: a new point without SymPy
         from symllm.studies import quick
