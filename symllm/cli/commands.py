@@ -173,7 +173,7 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     printed."""
     serve = {k: getattr(args, k) for k in SERVE if getattr(args, k) is not None}
     if serve and not args.serve:
-        raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
+        raise SymllmError(f"{next(iter(serve))}: applies to --serve (the --engine's KV cache) only")
     if not args.serve and (args.concurrency is not None or args.request_rate is not None):
         load = "concurrency" if args.concurrency is not None else "request_rate"
         raise SymllmError(f"{load}: serving under load applies to --serve (got {getattr(args, load):g} without it)")
