@@ -770,3 +770,19 @@ def test_the_new_engine_doors_print_within_100_columns(cli, argv):
     out = cli(argv)
     assert out.code == 0, out.err
     assert [line for line in out.out.splitlines() if len(line) > 100] == []
+
+
+@pytest.mark.parametrize("argv, engine", [
+    (["--engine", "sglang"], "sglang"), ([], "vllm"), (["--engine", "megatron"], "vllm"),
+    (["--train", "--engine", "mlc"], "megatron"), (["--train", "--engine", "torchtitan"], "torchtitan"),
+])
+def test_plan_names_the_engine_of_its_expected_times(cli, argv, engine):
+    """plan's expected column is an engine's (count says "sglang (training megatron) conventions"); its note and
+    --json name the same engine count's time.expected names for that kind of work."""
+    base = ["plan", "llama3.2-1b", "--gpus", "2xh100-sxm", "--top", "1", *argv]
+    assert f"measured efficiencies, {engine} conventions" in " ".join(cli(base).out.split())
+    assert json.loads(cli([*base, "--json"]).out)["engine"] == engine
+    kind = "training_engine" if "--train" in argv else "engine"
+    given = argv[argv.index("--engine"):] if "--engine" in argv else []
+    counted = json.loads(cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", *given, "--json"]).out)
+    assert counted["time"]["expected"][kind] == engine

@@ -141,7 +141,7 @@ def plan_lines(p, top: int) -> list[str]:
                          f"(it assumes {p.assumes}); nothing that does not fit is timed."))
     out.append(wrap_text(f"Pipeline splits: {p.splits}."))
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
-                         "measured efficiencies, docs/efficiency.md) for the best rows; "
+                         f"measured efficiencies, {p.engine} conventions, docs/efficiency.md) for the best rows; "
                          + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once; MFU: model FLOPs (attention's causal "
                         "pairs) a second over the GPUs' dense peak of the matmuls' dtype"
