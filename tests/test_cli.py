@@ -798,3 +798,14 @@ def test_only_a_pool_engine_s_activation_peak_is_called_its_profile_run(cli, eng
     out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", engine]).out
     row = " ".join(next(line for line in out.splitlines() if "activation peak" in line).split())
     assert words in row and ("profile" in row) == words.startswith("profile"), row
+
+
+def test_plan_given_count_s_serve_flag_says_it_serves_by_default(cli):
+    """A new user who ran `count --serve` types `plan --serve`: refused (plan has no such flag: it ranks serving
+    layouts unless --train), in one line that says so; another unknown flag keeps argparse's plain line."""
+    out = cli(["plan", "llama3.2-1b", "--gpus", "2xh100-sxm", "--serve"])
+    assert out.code == 2
+    assert out.err.strip() == "symllm: error: unrecognized arguments: --serve (plan ranks serving layouts unless --train)"
+    assert cli(["plan", "llama3.2-1b", "--gpus", "2xh100-sxm", "--serves"]).err.strip() == \
+        "symllm: error: unrecognized arguments: --serves"
+    assert cli(["count", "llama3.2-1b", "--bogus"]).err.strip() == "symllm: error: unrecognized arguments: --bogus"

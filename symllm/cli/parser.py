@@ -108,6 +108,9 @@ class _Parser(argparse.ArgumentParser):
         own = re.fullmatch(r"argument \S+: ([a-z_]+: .*)", message)  # a SymllmError of an option's reader
         if own:
             message = own[1]
+        if getattr(self, "command", None) == "plan" and re.fullmatch(r"unrecognized arguments: (.* )?--serve( .*)?",
+                                                                   message):
+            message += " (plan ranks serving layouts unless --train)"  # count's flag, read as plan's default
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
         if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
             field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22
@@ -464,6 +467,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="symllm", description="Closed-form parameters, FLOPs and memory of LLaMA-family models.",
                      epilog="examples:\n  symllm count llama3.1-8b\n  symllm derive --component attention --gqa\n"
                             "  symllm presets", formatter_class=_Formatter)
+    parser.command = only  # the subcommand main parses with (its name in an unrecognized-argument error's hint)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, help_, fill in COMMANDS:
         if only is None or name == only:
