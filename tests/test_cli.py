@@ -724,3 +724,88 @@ def test_a_token_budget_with_nothing_to_time_it_is_said(cli):
         assert r.code == 0 and r.err.splitlines() == [f"symllm: warning: {x} (ignored)" for x in lines], r.err
         assert r.out == cli([a for a in argv if a not in ("--tokens", "1T", "--price", "2")]).out
     assert cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1T", "--price", "2"]).err == ""
+
+
+@pytest.mark.parametrize("flag, value", [("--micro-batches", "8"), ("--compute-dtype", "fp8"),
+                                         ("--schedule", "interleaved"), ("--virtual-stages", "4"),
+                                         ("--network", "eth-100g")])
+def test_an_option_only_a_time_reads_is_named_where_nothing_is_timed(cli, flag, value):
+    """sweep and derive time nothing: an option that only changes a time (the bubble, the fp8 peak, the link) moves
+    none of their numbers, so it is named as ignored, as --gpu is, rather than taken silently."""
+    sweep = ["sweep", "--base", "llama3.2-1b", "--seq", "128", "--pp", "2", "--quantity", "training_flops,comm_pp"]
+    plain, given = cli(sweep), cli([*sweep, flag, value])
+    assert given.code == 0 and given.out == plain.out
+    assert f"symllm: warning: {flag} does not apply to a sweep" in given.err and "warning" not in plain.err
+    derive = ["derive", "--component", "model", "--quantity", "flops", "--model", "llama3.2-1b"]
+    plain, given = cli(derive), cli([*derive, flag, value])
+    assert given.code == 0 and given.out == plain.out
+    assert f"symllm: warning: {flag} does not apply to --quantity flops" in given.err
+
+
+def test_the_flops_row_of_a_training_step_says_it_is_one_micro_batch(cli):
+    """With --micro-batches 4 the time's training step runs four micro-batches (its MFU divides four micro-batches'
+    FLOPs), while flops.training_step stays one micro-batch's: 6 N per token, by hand at least 6 x 1.235e9 x 1024 =
+    7.59e12 and below twice that, not four times it. The table's row says so."""
+    out = cli(["count", "llama3.2-1b", "--seq", "1024", "--micro-batches", "4"]).out
+    row = next(line for line in out.splitlines() if line.startswith("training_step"))
+    assert row.startswith("training_step (1 of 4 micro-batches)")
+    flops = int(row.split()[-2].replace(",", ""))
+    assert 6 * 1.235e9 * 1024 < flops < 2 * 6 * 1.235e9 * 1024
+    assert "training_step (" not in cli(["count", "llama3.2-1b", "--seq", "1024"]).out
+
+
+@pytest.mark.parametrize("argv", [
+    ["count", "gpt-oss-20b", "--tp", "2", "--engine", "hf"],
+    ["count", "llama2-70b", "--tp", "4", "--gpu", "a100-80gb", "--engine", "mlc"],
+    ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "lmdeploy"],
+    ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "llama.cpp"],
+    ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "sglang", "--concurrency", "64", "--seq",
+     "1000", "--gen", "100"],
+    ["plan", "llama3.1-70b", "--gpus", "8xh100-sxm", "--engine", "sglang", "--top", "3"],
+], ids=["hf-gpt-oss-tp2", "mlc-tp4", "lmdeploy", "llama.cpp", "sglang-load", "plan-sglang"])
+def test_the_new_engine_doors_print_within_100_columns(cli, argv):
+    """Every line the engines' doors print fits the terminal's 100 columns (symllm.cli.lines.WIDTH): the per-GPU
+    table's title ("...; transformers' plan; routed experts split; a training step)") was its first column's header
+    and widened gpt-oss's table to 114."""
+    out = cli(argv)
+    assert out.code == 0, out.err
+    assert [line for line in out.out.splitlines() if len(line) > 100] == []
+
+
+@pytest.mark.parametrize("argv, engine", [
+    (["--engine", "sglang"], "sglang"), ([], "vllm"), (["--engine", "megatron"], "vllm"),
+    (["--train", "--engine", "mlc"], "megatron"), (["--train", "--engine", "torchtitan"], "torchtitan"),
+])
+def test_plan_names_the_engine_of_its_expected_times(cli, argv, engine):
+    """plan's expected column is an engine's (count says "sglang (training megatron) conventions"); its note and
+    --json name the same engine count's time.expected names for that kind of work."""
+    base = ["plan", "llama3.2-1b", "--gpus", "2xh100-sxm", "--top", "1", *argv]
+    assert f"measured efficiencies, {engine} conventions" in " ".join(cli(base).out.split())
+    assert json.loads(cli([*base, "--json"]).out)["engine"] == engine
+    kind = "training_engine" if "--train" in argv else "engine"
+    given = argv[argv.index("--engine"):] if "--engine" in argv else []
+    counted = json.loads(cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", *given, "--json"]).out)
+    assert counted["time"]["expected"][kind] == engine
+
+
+@pytest.mark.parametrize("engine, words", [("llama.cpp", "a forward of 8,192 tokens"), ("hf", "a forward of"),
+                                           ("mlc", "a forward of"), ("gpt-fast", "a forward of"),
+                                           ("vllm", "profile: 8,192 tokens"), ("sglang", "profile run of")])
+def test_only_a_pool_engine_s_activation_peak_is_called_its_profile_run(cli, engine, words):
+    """vLLM, SGLang, TensorRT-LLM, lmdeploy and TGI size a pool from what a profile forward leaves; llama.cpp, MLC,
+    gpt-fast and transformers allocate their cache by the context and run no profile run (docs/serving.md), so their
+    row names the estimate a forward, not the engine's profile run."""
+    out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", engine]).out
+    row = " ".join(next(line for line in out.splitlines() if "activation peak" in line).split())
+    assert words in row and ("profile" in row) == words.startswith("profile"), row
+
+
+def test_plan_given_count_s_serve_flag_says_it_serves_by_default(cli):
+    """A new user who ran `count --serve` types `plan --serve`: refused (plan has no such flag: it ranks serving
+    layouts unless --train), in one line that says so; another unknown flag keeps argparse's plain line."""
+    out = cli(["plan", "llama3.2-1b", "--gpus", "2xh100-sxm", "--serve"])
+    assert out.code == 2
+    assert out.err.strip() == "symllm: error: unrecognized arguments: --serve (plan ranks serving layouts unless --train)"
+    assert cli(["plan", "llama3.2-1b", "--gpus", "2xh100-sxm", "--serves"]).err.strip() == \
+        "symllm: error: unrecognized arguments: --serves"
+    assert cli(["count", "llama3.2-1b", "--bogus"]).err.strip() == "symllm: error: unrecognized arguments: --bogus"

@@ -30,8 +30,13 @@ CASES = [
     ("deepseek-v4-flash-base", {"seq": 1024, "lora_rank": 16, "lora_targets": "wq_b,wo_b", "tp": 8}),
     ("deepseek-v4-flash-base", {"seq": 1024, "lora_rank": 16, "lora_targets": "wq_b,wo_b", "tp": 8,
                                 "engine": "vllm"}),
+    # engines merged in session 12: MLC's own layout, transformers' per-family plan (gpt-oss at tp 2), SGLang
+    ("llama2-70b", {"seq": 2048, "tp": 4, "engine": "mlc"}),
+    ("gpt-oss-20b", {"seq": 1024, "tp": 2, "engine": "hf"}),
+    ("llama3.1-8b", {"seq": 1000, "gen": 100, "engine": "sglang"}),
 ]
-IDS = ["dense-gqa", "moe", "qlora", "fp8", "tp4", "dsv4-lora-tp8", "dsv4-lora-tp8-vllm"]
+IDS = ["dense-gqa", "moe", "qlora", "fp8", "tp4", "dsv4-lora-tp8", "dsv4-lora-tp8-vllm", "mlc-tp4", "hf-gpt-oss-tp2",
+       "sglang"]
 
 
 def _flags(options: dict) -> list[str]:

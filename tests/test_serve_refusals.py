@@ -44,17 +44,23 @@ FLASH = ["deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--seq", "13107
     (["llama3.1-8b", "--seq", "4096", "--serve"],
      "serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--gpu-memory-utilization", "1.5"],
-     "gpu_memory_utilization: expected a number above 0 and at most 1, got 1.5"),
+     "gpu_memory_utilization: got 1.5; vllm's gpu_memory_utilization is in (0, 1]"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "lmdeploy", "--gpu-memory-utilization", "1"],
-     "gpu_memory_utilization: expected a number above 0 and below 1, got 1.0"),
+     "gpu_memory_utilization: got 1.0; lmdeploy's cache_max_entry_count is in (0, 1)"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "llama.cpp", "--gpu-memory-utilization", "0.5"],
      "gpu_memory_utilization: got 0.5; llama.cpp sizes its KV cache by the context"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", "megatron"],
-     "engine: megatron states no KV-cache memory rule"),
+     "engine: megatron trains only; serving takes an inference engine (docs/serving.md)"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--max-num-batched-tokens", "0"], "max_num_batched_tokens"),
+    (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--non-torch-memory", "nan"],
+     "non_torch_memory: expected GiB, 0 or more, got nan"),  # was a traceback (Fraction('nan'))
+    (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--non-torch-memory", "-1"],
+     "non_torch_memory: expected GiB, 0 or more, got -1"),  # was "non_torch: ... above -1, got Fraction(...)"
+    (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--non-torch-memory", "inf"],
+     "non_torch_memory: expected GiB, 0 or more, got inf"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--block-size", "0"], "block_size"),
     (["llama3.1-8b", "--seq", "4096", "--block-size", "32"],
-     "block_size: applies to --serve (vLLM's paged KV cache) only"),
+     "block_size: applies to --serve (the --engine's KV cache) only"),
     (["llama3.1-8b", "--seq", "4096", "--concurrency", "4"], "concurrency: serving under load applies to --serve"),
 ])
 def test_count_refuses_before_the_workload(cli, no_workload, argv, line):
@@ -65,6 +71,21 @@ def test_count_refuses_before_the_workload(cli, no_workload, argv, line):
     err = out.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("symllm: error: ") and line in err[0], out.err
     assert no_workload == []
+
+
+FRACTIONS = [(e, v) for e in ("vllm", "vllm-v0", "sglang", "trtllm", "lmdeploy", "tgi") for v in ("1.5", "0")]
+
+
+@pytest.mark.parametrize("engine,value", FRACTIONS + [(e, None) for e in
+                                                      ("megatron", "torchtitan", "llm-foundry", "deepspeed", "nemo")])
+def test_a_serving_refusal_is_read_whole(cli, no_workload, engine, value):
+    """Each engine's refusal of a fraction, and a training engine's of serving, fits the terminal's 100 columns
+    whole: the command line cuts a longer line to '...', which lost the option that bounds the fraction."""
+    given = [] if value is None else ["--gpu-memory-utilization", value]
+    out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", engine, *given])
+    err = out.err.strip().splitlines()
+    assert out.code == 2 and len(err) == 1 and len(err[0]) <= 100 and not err[0].endswith("..."), out.err
+    assert err[0].endswith(("(docs/serving.md)", "(0, 1]", "(0, 1)")), err[0]
 
 
 def test_a_width_deepseek_v4_kernels_do_not_take_is_refused_before_the_workload(cli, no_workload, tmp_path):

@@ -165,7 +165,7 @@ def test_count_serve(cli):
     for argv, line in (
             (["--block-size", "32"], "block_size: applies to --serve"),
             (["--serve"], "serve: give the GPU"),
-            (["--serve", "--gpu", "h100-sxm", "--gpu-memory-utilization", "1.5"], "gpu_memory_utilization: expected"),
+            (["--serve", "--gpu", "h100-sxm", "--gpu-memory-utilization", "1.5"], "gpu_memory_utilization: got 1.5"),
             (["--serve", "--gpu", "h100-sxm", "--pp", "2"], "serve: modelled for tensor parallelism")):
         r = cli(["count", "llama3.1-8b", *argv])
         assert r.code == 2 and r.err.startswith(f"symllm: error: {line}") and len(r.err.splitlines()) == 1, r.err

@@ -173,14 +173,17 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
     printed."""
     serve = {k: getattr(args, k) for k in SERVE if getattr(args, k) is not None}
     if serve and not args.serve:
-        raise SymllmError(f"{next(iter(serve))}: applies to --serve (vLLM's paged KV cache) only")
+        raise SymllmError(f"{next(iter(serve))}: applies to --serve (the --engine's KV cache) only")
     if not args.serve and (args.concurrency is not None or args.request_rate is not None):
         load = "concurrency" if args.concurrency is not None else "request_rate"
         raise SymllmError(f"{load}: serving under load applies to --serve (got {getattr(args, load):g} without it)")
     if args.serve:  # what serving refuses from the options alone, refused before any workload is computed
         from symllm.costs import serving
-        if "non_torch" in serve:
-            serve["non_torch"] = Fraction(str(serve["non_torch"])) * 2**30
+        if "non_torch" in serve:  # GiB: nan and inf have no Fraction, and below 0 the bytes' refusal read "above -1"
+            gib = serve["non_torch"]
+            if not 0 <= gib < float("inf"):
+                raise SymllmError(f"non_torch_memory: expected GiB, 0 or more, got {gib:g}")
+            serve["non_torch"] = Fraction(str(gib)) * 2**30
         serving.check(config, **given, **serve)
     if given or args.json:  # kernels an earlier process kept for this workload's shape: a new point without SymPy
         from symllm.studies import quick
@@ -249,8 +252,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
                                f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
                                f"{'; full recomputation' if w['recompute'] == 'full' else ''}"
                                f"{'; op checkpointing (torchtitan)' if w['recompute'] == 'op' else ''}") + "\n")
-        rows = [(k if k != "elementwise" else "elementwise (prefill)", grouped(v), human(v, flops=True))
-                for k, v in work["flops"].items()]
+        labels = {"elementwise": "elementwise (prefill)"}
+        if w.get("micro_batches", 1) > 1:  # the times' step runs them all; the FLOPs row is one (docs/json.md)
+            labels["training_step"] = f"training_step (1 of {w['micro_batches']} micro-batches)"
+        rows = [(labels.get(k, k), grouped(v), human(v, flops=True)) for k, v in work["flops"].items()]
         print(aligned_table(rows, ("FLOPs (matmuls)", "FLOPs", "rounded")) + "\n")
         rows = [(MEMORY_LABELS.get(k, k) if "full_finetune_peak" in work["memory"] else k, grouped(v),
                  human_bytes(v)) for k, v in work["memory"].items()]
@@ -265,12 +270,11 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
             laid, trained = work.get("tp_layout"), work.get("training_tp_layout")
             both = laid and trained not in (None, laid)  # each kind's rows in its own engine's layout: said below
-            print("\n" + aligned_table(rows, (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}"
-                                       f"{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
-                                       f"{', sp' if w['sp'] else ''}"
-                                       f"{'; ' + layout_words(laid) if laid and not both else ''}"
-                                       f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
-                                       "; a training step)", "", "")))
+            title = (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
+                     f"{', sp' if w['sp'] else ''}{'; ' + layout_words(laid) if laid and not both else ''}"
+                     f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}; a training step)")
+            # the title on a line of its own: as the first column's header it widened the table past 100 columns
+            print("\n" + wrap_text(title) + "\n" + aligned_table(rows, ("", "", "")).split("\n", 1)[1])
             if both:
                 print(wrap_text(f"training_states, activations, training_peak and the bytes sent in "
                             f"{layout_words(trained)} (the training engine's); the other rows in {layout_words(laid)} "
@@ -338,14 +342,16 @@ def cmd_derive(args) -> int:
     _emit(dv.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
     ignored = _not_applying(args)
     if ignored:
-        print(f"symllm: warning: {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to "
-              f"--quantity {args.quantity} (ignored)", file=sys.stderr)
+        print(wrap_text(f"symllm: warning: {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply "
+                        f"to --quantity {args.quantity} (ignored)"), file=sys.stderr)
     return 0
 
 
 #: derive's options that change one quantity only (every workload option is moot for parameters)
 #: workload options only count and report use (fit and time on an accelerator): derive shows none of them
 _HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "tokens", "price")
+#: the options only a time reads (its efficiencies, bubble, power): no count, memory or bytes sent moves with them
+_TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages")
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
@@ -368,7 +374,7 @@ def _not_applying(args) -> list[str]:
     if args.quantity in _ROOFLINE_USES:
         return [flags[k] for k in _workload(args) if k not in _ROOFLINE_USES[args.quantity]]
     return [flags[k] for k in _workload(args)
-            if args.quantity == "params" or k in _HARDWARE
+            if args.quantity == "params" or k in _HARDWARE + _TIME_ONLY
             or args.quantity not in _uses(_APPLIES_TO.get(k, args.quantity))]
 
 
@@ -493,11 +499,11 @@ def cmd_sweep(args) -> int:
         sweep = sw.Sweep(bases[0], grid, table=table, **options)
     else:
         raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
-    given_hw = [k for k in _HARDWARE if workload.get(k) is not None and k != "network"]
+    given_hw = [k for k in _HARDWARE + _TIME_ONLY if workload.get(k) is not None]
     if given_hw:  # roofline time is count's (floats of a max, a search): no column
         flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
-        print(f"symllm: warning: {flags} {'does' if len(given_hw) == 1 else 'do'} not apply to a sweep "
-              "(ignored; fit and time: symllm count --gpu)", file=sys.stderr)
+        print(wrap_text(f"symllm: warning: {flags} {'does' if len(given_hw) == 1 else 'do'} not apply to a sweep "
+                        "(ignored; fit and time: symllm count --gpu)"), file=sys.stderr)
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
     with _any_int_digits():  # exact numbers of any length (a --dim of 2,200 digits makes FLOPs of 4,400)
         if args.output and args.output != "-":  # -o -: standard output, as without -o

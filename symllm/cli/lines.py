@@ -141,7 +141,7 @@ def plan_lines(p, top: int) -> list[str]:
                          f"(it assumes {p.assumes}); nothing that does not fit is timed."))
     out.append(wrap_text(f"Pipeline splits: {p.splits}."))
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
-                         "measured efficiencies, docs/efficiency.md) for the best rows; "
+                         f"measured efficiencies, {p.engine} conventions, docs/efficiency.md) for the best rows; "
                          + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once; MFU: model FLOPs (attention's causal "
                         "pairs) a second over the GPUs' dense peak of the matmuls' dtype"
@@ -177,7 +177,9 @@ def serve_lines(r: dict) -> str:
              "activation": ("activation peak", r["activation_peak"],
                             f"profile: {r['max_num_batched_tokens']:,} tokens, sampler {r['sampler_rows']:,} rows "
                             "(estimate)" if r.get("sampler_rows")
-                            else f"profile run of {r['max_num_batched_tokens']:,} tokens (estimate)"),
+                            # a cache sized by the context: no profile run (no pool is sized from what one leaves)
+                            else f"{'profile run' if 'fraction_name' in r else 'a forward'} of "
+                                 f"{r['max_num_batched_tokens']:,} tokens (estimate)"),
              "non_torch": ("non-torch memory", r["non_torch"], "the engine's" + (
                  f" (NCCL {human_bytes(r['nccl'])})" if r.get("nccl") else "") + ", or --non-torch-memory")}
 

@@ -108,6 +108,9 @@ class _Parser(argparse.ArgumentParser):
         own = re.fullmatch(r"argument \S+: ([a-z_]+: .*)", message)  # a SymllmError of an option's reader
         if own:
             message = own[1]
+        if getattr(self, "command", None) == "plan" and re.fullmatch(r"unrecognized arguments: (.* )?--serve( .*)?",
+                                                                   message):
+            message += " (plan ranks serving layouts unless --train)"  # count's flag, read as plan's default
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
         if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
             field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22
@@ -342,7 +345,8 @@ def _count_args(p) -> None:
     s = p.add_argument_group("serving: the --engine's KV cache (symllm.costs.serving; needs --gpu; context --seq + "
                              "--gen)")
     s.add_argument("--serve", action="store_true",
-                   help="KV cache tokens and maximum concurrency as the --engine allocates them (vLLM by default)")
+                   help="KV cache tokens and maximum concurrency as the --engine allocates them (vLLM by default; "
+                        "an inference engine: a training one is refused)")
     s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
                    help="the --engine's memory fraction, by its own rule (symllm.costs.engine_memory): vllm's "
                         "gpu_memory_utilization, of the card less weights, activations, non-torch (default 0.9); "
@@ -352,8 +356,9 @@ def _count_args(p) -> None:
                         "and non-torch leave (0.8, below 1); tgi's --cuda-memory-fraction, x 0.95, as vllm's (1); "
                         "none for llama.cpp, mlc, gpt-fast, hf, torch (a cache sized by the context x --batch)")
     s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
-                   help="tokens of vLLM's profile run, whose activation peak is reserved (default: the "
-                        "--engine's for the card: vLLM's 8192 at 70 GiB or more but an A100, else 2048)")
+                   help="tokens of the engine's profile run (its activation peak) and of a step's chunked prefill "
+                        "under load (default: the --engine's for the card: vLLM's 8192 at 70 GiB or more but an "
+                        "A100, else 2048; SGLang's chunked_prefill_size by memory, 8192 on an H100; docs/serving.md)")
     s.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
                    help="the most sequences the engine runs at once (vLLM's max_num_seqs, SGLang's "
                         "max_running_requests, TensorRT-LLM's max_batch_size; default: the --engine's)")
@@ -462,6 +467,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="symllm", description="Closed-form parameters, FLOPs and memory of LLaMA-family models.",
                      epilog="examples:\n  symllm count llama3.1-8b\n  symllm derive --component attention --gqa\n"
                             "  symllm presets", formatter_class=_Formatter)
+    parser.command = only  # the subcommand main parses with (its name in an unrecognized-argument error's hint)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, help_, fill in COMMANDS:
         if only is None or name == only:

@@ -52,9 +52,10 @@ def rule(engine) -> dict:
     name, entry = table["name"], table.get("kv_memory")
     if isinstance(entry, str):  # another engine's rule (one place)
         name, entry = entry, conventions(entry).get("kv_memory")
+    if not isinstance(entry, dict) and table.get("kind") == "training":
+        raise SymllmError(f"engine: {table['name']} trains only; serving takes an inference engine (docs/serving.md)")
     if not isinstance(entry, dict):
-        raise SymllmError(f"engine: {table['name']} states no KV-cache memory rule (efficiency.json engines."
-                          f"{table['name']}.kv_memory): not modelled")
+        raise SymllmError(f"engine: {table['name']} states no KV-cache memory rule (efficiency.json kv_memory)")
     return {"name": name, "sized_by": "memory", "of": [], "less": [], **entry}
 
 
@@ -85,10 +86,10 @@ def fraction(r: dict, value, gpu, tp: int = 1) -> Fraction | None:
 
     >>> fraction(rule("lmdeploy"), None, None), fraction(rule("vllm"), "0.5", None)
     (Fraction(4, 5), Fraction(1, 2))
-    >>> fraction(rule("lmdeploy"), 1, None)  # doctest: +ELLIPSIS
+    >>> fraction(rule("lmdeploy"), 1, None)
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu_memory_utilization: expected a number above 0 and below 1, got 1 (lmdeploy's ...)
+    symllm.errors.SymllmError: gpu_memory_utilization: got 1; lmdeploy's cache_max_entry_count is in (0, 1)
     """
     if r["sized_by"] == "context":
         if value is not None:
@@ -97,14 +98,13 @@ def fraction(r: dict, value, gpu, tp: int = 1) -> Fraction | None:
         return None
     if value is None:
         return default_fraction(r, gpu, tp)
-    bound = "below 1" if r.get("below") else "at most 1"
+    bound = "(0, 1)" if r.get("below") else "(0, 1]"
     try:
         out = value if isinstance(value, Fraction) else Fraction(str(value))
     except (ValueError, ZeroDivisionError):
         out = None
     if isinstance(value, bool) or out is None or not (0 < out < 1 or (out == 1 and not r.get("below"))):
-        raise SymllmError(f"gpu_memory_utilization: expected a number above 0 and {bound}, got {value!r} "
-                          f"({r['name']}'s {r['fraction']})")
+        raise SymllmError(f"gpu_memory_utilization: got {value!r}; {r['name']}'s {r['fraction']} is in {bound}")
     return out
 
 

@@ -244,6 +244,20 @@ class Plan:
     tp_layout: str | None = None
 
     @property
+    def engine(self) -> str:
+        """The engine whose conventions the rows' expected times follow: ``--engine`` where it runs the plan's kind
+        of work, else that kind's default (:func:`symllm.costs.figures.engine_for`: a serving plan under
+        ``--engine megatron`` is timed as vLLM runs it).
+
+        >>> Plan("m", "h100-sxm", 8, False, 0, workload={"engine": "megatron"}).engine
+        'vllm'
+        >>> Plan("m", "h100-sxm", 8, True, 0, workload={"engine": "mlc"}).engine
+        'megatron'
+        """
+        from symllm.costs.figures import engine_for
+        return engine_for(self.workload.get("engine"), "training" if self.training else "inference")["name"]
+
+    @property
     def assumes(self) -> str:
         """What a layout's fit assumes: the per-GPU training or inference peak's clause."""
         return hardware.ASSUMES["training_fits" if self.training else "fits"]
@@ -253,7 +267,7 @@ class Plan:
         assumes (:data:`symllm.costs.hardware.ASSUMES`)."""
         return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "training": self.training,
                 "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
-                "assumes": self.assumes, "splits": self.splits, "workload": self.workload,
+                "assumes": self.assumes, "splits": self.splits, "workload": self.workload, "engine": self.engine,
                 **({"tp_layout": self.tp_layout} if self.tp_layout else {}),
                 "rows": self.rows[:top] if top else list(self.rows)}
 
