@@ -13,6 +13,10 @@ and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V
     replicates KV heads when there are more ranks than heads; a latent attention's ``L · (r_kv + d_hr) · β_kv``
     is whole on every rank: vLLM's MLA layers cache one latent a token, ``num_kv_heads=1``, on each),
 
+read from the laid-out model, not written again here: one token's ``memory_per_gpu`` ``kv_cache`` in the engine's
+layout (each layer's own key/value heads; under ``--engine hf`` every head of an attention transformers' plan
+keeps whole: gpt-oss's, Nemotron-H's),
+
 and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
 convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
 block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
