@@ -16,7 +16,7 @@ no rule names stays whole on every rank. Rank 0 holds the ceiling of a sharded d
 Two choices symllm makes where transformers' plan would hold something no run can use: a key/value head is never
 split (a family's preset with fewer KV heads than ranks is skipped for one that has enough: symllm replicates the
 head, as vLLM does, where transformers' ``colwise`` would cut it in half), and gpt-oss's routed experts, which its
-plan keeps whole on every rank, are what ``--expert-tp whole`` holds (a workload's choice: the test passes it).
+plan keeps whole on every rank, are what ``--expert-tp whole`` holds (its default under ``--engine hf``).
 """
 from __future__ import annotations
 
@@ -97,8 +97,7 @@ def test_hf_engine_holds_what_transformers_plan_shards(kind):
     embedding and the lm_head each as that plan lays them out."""
     name = FAMILIES[kind]
     expected, _ = transformers_rank0(preset_info(name)["config"])
-    extra = {"expert_tp": "whole"} if kind == "gpt_oss" else {}
-    assert costs.workload(name, tp=TP, engine="hf", **extra)["params"]["per_gpu"] == expected, name
+    assert costs.workload(name, tp=TP, engine="hf")["params"]["per_gpu"] == expected, name
 
 
 def test_the_plans_that_differ_from_the_default_layout():

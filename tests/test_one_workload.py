@@ -43,8 +43,8 @@ COUNTED = {
                                            "inference_peak", "training_peak")},
     # a parallel layout (symllm.costs.parallel): params.per_gpu, memory_per_gpu.*, comm.*
     "params_per_gpu": ("params", "per_gpu"),
-    **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in ("weights", "training_states", "activations",
-                                                                  "inference_peak", "training_peak")},
+    **{f"{kind}_per_gpu": ("memory_per_gpu", kind) for kind in ("weights", "kv_cache", "training_states",
+                                                                  "activations", "inference_peak", "training_peak")},
     **{f"comm_{kind}": ("comm", kind) for kind in ("tp", "pp", "dp")},
 }
 #: count --json's params keys that are not breakdown terms (each a COUNTED or LORA_COUNTED quantity)

@@ -33,11 +33,12 @@ def _state(config, engine: str | None = None, tp: int = 1) -> int:
 def test_qwen3_next_state_in_the_model_dtype_under_vllm_by_hand():
     """Qwen3-Next-80B-A3B (no mamba_ssm_dtype key, no vLLM hook) at tp 4, bf16: 36 Gated DeltaNet layers, each
     32/4 = 8 value heads of a 128 x 128 state in bf16 (2 bytes) and 4 - 1 = 3 columns of the rank's
-    2·(16/4)·128 + (32/4)·128 = 2,048 conv channels in bf16; transformers' cache: the fp32 state, 4 columns."""
+    2·(16/4)·128 + (32/4)·128 = 2,048 conv channels in bf16; transformers' cache: the fp32 state, 4 columns, of
+    every head (its plan gathers the projections' outputs: the core runs whole on each rank)."""
     assert "mamba_ssm_dtype" not in preset_info("qwen3-next-80b-a3b")["config"]
     vllm = 36 * (8 * 128 * 128 * 2 + 3 * 2048 * 2)
-    hf = 36 * (8 * 128 * 128 * 4 + 4 * 2048 * 2)
-    assert (vllm, hf) == (9_879_552, 19_464_192)
+    hf = 36 * (32 * 128 * 128 * 4 + 4 * 8192 * 2)
+    assert (vllm, hf) == (9_879_552, 77_856_768)
     assert _state("qwen3-next-80b-a3b", tp=4) == vllm
     assert _state("qwen3-next-80b-a3b", "hf", tp=4) == hf
     # the model's dtype: fp16 activations hold it in fp16 (2 bytes too), fp32 ones in fp32

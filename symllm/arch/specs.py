@@ -73,15 +73,19 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
         return hit[1]
     plan = plan_of(tp_plan) or {}
 
-    def declared(c: Component, split: str | None) -> Component:
-        split = plan.get(c.name, "replicated" if split == "whole" else split)  # under a whole part: whole, unsplit
+    def declared(c: Component, split: str | None, parent: str) -> Component:
+        name = f"{parent}.{c.name}" if f"{parent}.{c.name}" in plan else c.name  # a part named under its parent
+        if c.rules.split == "expert" and name in plan:  # the routed experts' entry: --expert-tp's default under
+            split = None  # hf (symllm.costs.workloads.with_stated: each expert whole, n_e/N_e of them), not a split
+        else:
+            split = plan.get(name, "replicated" if split == "whole" else split)  # under a whole part: unsplit
         rules = c.rules
         if split is not None and rules.split is not None and split != rules.split:
             rules = dataclasses.replace(rules, engines=(*(e for e in rules.engines if e[0] != "hf"), ("hf", split)))
-        children = tuple(declared(x, split) for x in c.children)
+        children = tuple(declared(x, split, c.name) for x in c.children)
         same = rules is c.rules and all(x is y for x, y in zip(children, c.children))
         return c if same else c.replace(rules=rules, children=children)
-    out = declared(tree, None) if plan else tree
+    out = declared(tree, None, "") if plan else tree
     _PLANNED[(id(tree), tp_plan)] = (tree, out)  # holding the tree keeps its id from being reused
     return out
 

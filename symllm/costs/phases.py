@@ -307,7 +307,7 @@ def memory_kinds(mdl: Component) -> tuple[str, ...]:
 
 
 #: the memory kinds ``workload()`` shows per GPU under ``tp``/``pp``/``dp`` (symllm.costs.parallel)
-PER_GPU_MEMORY = ("weights", "training_states", "activations")
+PER_GPU_MEMORY = ("weights", "kv_cache", "training_states", "activations")
 #: the peaks ``workload()`` shows per GPU too: what the fit verdicts compare with the accelerator's memory
 PER_GPU_PEAKS = ("inference_peak", "training_peak")
 #: the per-GPU memory kinds of a training step: in the training engine's layout (:func:`quantities`), the others
@@ -412,7 +412,8 @@ def _comm(mdl: Component, work: Workload) -> dict:
 
 def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:
     """The memory kinds given per GPU: :data:`PER_GPU_MEMORY`, the state cache where a model has one (one
-    sequence's recurrent and convolution states on tensor rank 0: what serving reserves a sequence), the peaks."""
+    sequence's recurrent and convolution states on tensor rank 0: what serving reserves a sequence), the peaks;
+    the KV cache among them is rank 0's keys and values in the layout (what serving pages a token)."""
     return PER_GPU_MEMORY + (("state_cache",) if "state_cache" in memory_ else ()) + PER_GPU_PEAKS
 
 

@@ -13,6 +13,10 @@ and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V
     replicates KV heads when there are more ranks than heads; a latent attention's ``L · (r_kv + d_hr) · β_kv``
     is whole on every rank: vLLM's MLA layers cache one latent a token, ``num_kv_heads=1``, on each),
 
+read from the laid-out model, not written again here: one token's ``memory_per_gpu`` ``kv_cache`` in the engine's
+layout (each layer's own key/value heads; under ``--engine hf`` every head of an attention transformers' plan
+keeps whole: gpt-oss's, Nemotron-H's),
+
 and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
 convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
 block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
@@ -82,7 +86,6 @@ from symllm.arch.recurrent_sizes import (CONV_STATE_DROPS, deltanet_conv_channel
 from symllm.costs.batching import default_max_num_batched_tokens, default_max_num_seqs
 from symllm.costs.dsv4_cache import check as dsv4_check, indexer as indexer_for, layout as layout_for
 from symllm.costs.engine_memory import context_tokens, fraction as memory_fraction, kv_bytes, rule as rule_of
-from symllm.costs.replication import kv_heads_split
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
@@ -374,20 +377,17 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
     laid = {"tp_layout": profile["tp_layout"]} if "tp_layout" in profile else {}  # the layout weights are in
-    one = evaluate(work.replace(batch=1, seq=1, gen=0, context=None, tp=1, sp=False, **bare))
-    # one rank's share of the cache: the key/value heads it holds (kv_heads_split: one a rank, replicated, past
-    # them); a latent attention's is whole on every rank (vLLM's MLA layers cache one latent "head" a token,
-    # MLAAttentionSpec(num_kv_heads=1), replicated over the tensor ranks)
-    share = Fraction(1) if cfg.latent else Fraction(kv_heads_split(cfg.n_kv_heads, work.tp), work.tp * cfg.n_kv_heads)
-    per_token = Fraction(one["memory"]["kv_cache"]) * share
+    # a token's keys and values on tensor rank 0 as the layout holds them (memory_per_gpu's kv_cache of one token:
+    # the key/value heads the rank holds, one a rank past them, replicated; a latent attention's whole on every
+    # rank, as vLLM's MLA layers cache one latent "head" a token; a sublayer hf's plan keeps whole, every head)
+    per_token = Fraction(evaluate(work.replace(batch=1, seq=1, gen=0, context=None, **bare))["memory_per_gpu"][
+        "kv_cache"])
     per_token = int(per_token) if per_token.denominator == 1 else per_token
     weights = profile["memory_per_gpu"]["weights"]
-    kv_profile = Fraction(profile["memory"]["kv_cache"]) * share
+    kv_profile = profile["memory_per_gpu"]["kv_cache"]
     # one sequence's state cache (a hybrid's recurrent and convolution states, constant in the context) on
     # tensor rank 0: the profile's batch is that one sequence
     state = profile["memory_per_gpu"].get("state_cache", 0)
-    if compressed:  # every rank holds the whole caches (one key-value head); the profile's caches are its own
-        kv_profile = profile["memory_per_gpu"].get("kv_cache", 0)
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
     moe = moe_workspace_bytes(config, max_num_batched_tokens, work.tp) if conventions.get("moe_workspace") else 0
     if moe:  # the fused-MoE workspace, live in an MoE layer beside the forward's working set (not the logits')

@@ -188,9 +188,11 @@ class Workload:
                    shapes=_above_one)
     #: the routed experts under tensor parallelism (EXPERT_TP; symllm.costs.parallel): each expert's width split over
     #: the tp ranks (vLLM's and SGLang's FusedMoE, Megatron's default expert_tensor_parallel_size), or whole on each
-    expert_tp: str = _opt("split", "routed experts under --tp: split (each expert's gate/up/down over the tensor "
-                          "ranks, as vLLM, SGLang and Megatron do by default) or whole (each rank holds them whole: "
-                          "expert parallelism, Megatron's --expert-tensor-parallel-size 1)", training=True, shapes=True)
+    expert_tp: str | None = _opt(None, "routed experts under --tp: split (each expert's gate/up/down over the "
+                                 "tensor ranks, as vLLM, SGLang and Megatron do by default) or whole (each rank holds "
+                                 "them whole: expert parallelism, Megatron's --expert-tensor-parallel-size 1) (default "
+                                 "split; under --engine hf the model family's plan: gpt-oss whole)",
+                                 training=True, shapes=True)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True,
                     shapes=True)
@@ -270,7 +272,10 @@ class Workload:
 
     def __post_init__(self):
         put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen)
-        put("derived", frozenset(k for k in ("context", "kv_dtype", "act_dtype") if getattr(self, k) is None))
+        put("derived", frozenset(k for k in ("context", "kv_dtype", "act_dtype", "expert_tp")
+                                 if getattr(self, k) is None))
+        if self.expert_tp is None:  # split unless a family's plan says otherwise (with_stated)
+            put("expert_tp", "split")
         for key in ("batch", "seq", "dp", "tp", "pp", "ep", "group_size"):
             integer(key, getattr(self, key))
         integer("gen", self.gen, low=0)
@@ -519,8 +524,10 @@ _OF: dict[tuple, Workload] = {}
 def with_stated(work: Workload, config) -> Workload:
     """``work`` with what a config.json states for the workload where ``work`` does not say it: the weight format
     of its ``quantization_config`` (``ModelConfig.weight_format``, :mod:`symllm.arch.quantization`) unless a
-    ``weight_format`` is given, and the KV cache dtype it states (``ModelConfig.kv_dtype``) unless a
-    ``kv_dtype`` or a ``kv_format`` is given.
+    ``weight_format`` is given, the KV cache dtype it states (``ModelConfig.kv_dtype``) unless a
+    ``kv_dtype`` or a ``kv_format`` is given, and under ``--engine hf`` the routed experts as transformers' plan for
+    the family holds them (``experts`` in :attr:`symllm.arch.families.hf.Family.tp_plan`: gpt-oss's whole on every
+    rank) unless ``expert_tp`` is given; one given otherwise is refused, a layout no transformers run has.
 
     >>> from symllm.arch.config import ModelConfig
     >>> cfg = ModelConfig(vocab_size=8, dim=8, n_layers=1, n_heads=1, hidden_dim=8, weight_format="awq", kv_dtype="fp8")
@@ -528,6 +535,9 @@ def with_stated(work: Workload, config) -> Workload:
     ('awq', 'nf4')
     >>> with_stated(Workload(), cfg).kv_dtype, with_stated(Workload(kv_dtype="bf16"), cfg).kv_dtype
     ('fp8', 'bf16')
+    >>> oss = dataclasses.replace(cfg, tp_plan="gpt_oss")
+    >>> with_stated(Workload(tp=2), oss).expert_tp, with_stated(Workload(tp=2, engine="hf"), oss).expert_tp
+    ('split', 'whole')
     """
     stated = getattr(config, "weight_format", None)
     if stated is not None and work.weight_format is None:
@@ -535,4 +545,12 @@ def with_stated(work: Workload, config) -> Workload:
     kv = getattr(config, "kv_dtype", None)  # a checkpoint's KV cache (compressed-tensors' kv_cache_scheme)
     if kv is not None and "kv_dtype" in work.derived and work.kv_format is None and work.kv_dtype != kv:
         work = work.replace(kv_dtype=kv)
+    family = getattr(config, "tp_plan", None)
+    if family is not None and layout_engine(work.engine) == "hf":  # transformers' plan for the family lays it out
+        from symllm.arch.specs import plan_of
+        experts = (plan_of(family) or {}).get("experts")
+        if experts is not None and "expert_tp" in work.derived:
+            work = work.replace(expert_tp=experts)
+        elif experts is not None and work.expert_tp != experts:  # no transformers run holds them so
+            raise SymllmError(f"expert_tp: {work.expert_tp} (--engine hf's {family} plan: experts {experts})")
     return work

@@ -257,7 +257,8 @@ class Report:
                       "training_states": "training states (mixed-precision Adam, ZeRO)",
                       "activations": "activations saved for backward (one micro-batch)",
                       "inference_peak": "inference peak (serving on this layout)",
-                      "state_cache": "per-sequence state cache (recurrent, convolution or compressor states)"}
+                      "state_cache": "per-sequence state cache (recurrent, convolution or compressor states)",
+                      "kv_cache": "KV cache (this rank's keys and values)"}
             fits = None
             t = self._time()
             if t is not None:  # the accelerator's memory: the time group's verdict (one per question)

@@ -269,7 +269,7 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
     # FlopCounterMode's conv1d: 2·K_c per channel and output position (module docstring)
     one, first = _one_token(), 1 - sp.Min(t, 1)  # 1 for a one-token pass; 1 for a sequence's first pass (t = 0)
     positions = 2 * one + (1 - one) * (first * (s + K_c - 1) + (1 - first) * (s + 2 * K_c - 1))
-    conv = Component("conv1d", params=width * K_c,
+    conv = Component("conv1d", params=width * K_c, state_cache=b * conv_state(),  # each sequence's last inputs
                      flops=2 * K_c * b * width * positions,
                      elementwise=ELEMENTWISE["silu"] * T * width,
                      # saved: its input (conv1d's backward) and its output over the s + K_c - 1 padded
@@ -291,7 +291,7 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                       rules=Rules("heads", lora=(), weight="decay", stacks=(), label=_LABEL,
                                   hf_params=("A_log", "dt_bias")))
     # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
-    rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s),
+    rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s), state_cache=b * recurrent_state(),
                      elementwise=b * n_gv * ((1 - one) * _chunked_elementwise() + one * _recurrent_elementwise()),
                      saved=_rule_saved(), live=_rule_live(split),
                      doc="torch_chunk_gated_delta_rule (chunk_size=64) / torch_recurrent_gated_delta_rule",
@@ -304,7 +304,6 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                  rules=_rules("row", "out_proj"))
     return Component(
         "linear_attention",
-        state_cache=b * (recurrent_state() + conv_state()),
         # saved: the normed input of the input projections (each of them reads it)
         saved=beta_a * T * d,
         children=(*projections, conv, decay, rule, norm, out),

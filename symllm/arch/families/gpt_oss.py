@@ -57,7 +57,8 @@ GPT_OSS = register(MIXTRAL.extend(
            "experts_per_token": "num_experts_per_tok"},
     # GptOssConfig has no base_model_tp_plan, GptOssForCausalLM's _tp_plan splits the lm_head alone (transformers
     # 5.23 models/gpt_oss/modeling_gpt_oss.py), and init_parallel_plans adds the vocabulary split of embed_tokens
-    # only to a plan of the base model's: the embedding and the attention whole on every rank (the routed experts
-    # too: --expert-tp whole, a workload's choice)
-    tp_plan={"embedding": "replicated", "attention": "whole"},
+    # only to a plan of the base model's: the embedding and the attention whole on every rank, and the routed
+    # experts each whole (--expert-tp whole under --engine hf; its base_model_ep_plan shards them, each whole, over
+    # expert-parallel ranks: grouped_gemm)
+    tp_plan={"embedding": "replicated", "attention": "whole", "experts": "whole"},
     presets="config.json of openai/gpt-oss-20b, openai/gpt-oss-120b (without its MXFP4 quantization_config)"))

@@ -131,11 +131,13 @@ class Family:
     #: plan of Llama's classes: q/k/v and the MLP's gate and up ``colwise``, o and down ``rowwise``, the routed experts
     #: split, the embedding split over the vocabulary, which ``PreTrainedModel.init_parallel_plans`` adds to a base
     #: model's plan whose ``embed_tokens`` is an ``nn.Embedding`` (transformers 5.23 ``distributed/mixin.py``), the
-    #: lm_head ``colwise_gather_output`` (each ``*ForCausalLM._tp_plan``), the rest whole): a part's name -> the
-    #: split the plan gives it ("whole": it and every part under it held and run whole on every rank, a sublayer the
-    #: plan leaves out; symllm.arch.components.base.SPLITS), read in its config class's ``base_model_tp_plan`` and its
-    #: model class's ``_tp_plan`` (transformers 5.23, installed; read 2026-11-29); what ``--engine hf`` lays the
-    #: model out by (:attr:`symllm.arch.config.ModelConfig.tp_plan`). None: transformers has no plan for it
+    #: lm_head ``colwise_gather_output`` (each ``*ForCausalLM._tp_plan``), the rest whole): a part's name (or
+    #: ``parent.part`` where the name alone is another part's too) -> the split the plan gives it ("whole": it and
+    #: every part under it held and run whole on every rank, a sublayer the plan leaves out;
+    #: symllm.arch.components.base.SPLITS; the routed experts' entry is ``--expert-tp``'s default under hf, each
+    #: expert whole or split: symllm.costs.workloads.with_stated), read in its config class's ``base_model_tp_plan``
+    #: and its model class's ``_tp_plan`` (transformers 5.23, installed; read 2026-11-29); what ``--engine hf`` lays
+    #: the model out by (:attr:`symllm.arch.config.ModelConfig.tp_plan`). None: transformers has no plan for it
     #: (``tp_size`` above 1 is refused there: ``--engine hf --tp`` above 1 is refused here)
     tp_plan: dict | None = field(default_factory=dict)
 
