@@ -21,6 +21,10 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``engine``: ``hf`` with ``tp`` above 1 on a model whose family transformers has no tensor-parallel plan for (MPT:
   :attr:`symllm.arch.families.hf.Family.tp_plan` None), which transformers refuses too (``tp_size`` above 1 with no
   ``tp_plan``, transformers 5.23 ``distributed/mixin.py``);
+* ``tp`` under an engine that splits a model over GPUs by layers (efficiency.json ``engines``' ``gpu_split``
+  ``"layer"``: llama.cpp's default ``--split-mode layer``), whose stages run one after another: ``--pp`` is that;
+* ``compute_dtype`` (or ``dtype``) fp8 under an inference engine without FP8 GEMMs, or not known to have them (its
+  entry's ``fp8_gemm`` false or null: llama.cpp, whose ggml has no FP8 type; training engines as their recipes say);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -131,6 +135,33 @@ def _experts_divide_ok(f):
     return f["n_experts"] is None or f["n_experts"] % f["ep"] == 0
 
 
+def _engine(f) -> dict:
+    """The workload's engine's entry (efficiency.json ``engines``; empty with no engine given: today's defaults)."""
+    from symllm.costs import figures  # (efficiency.json, read on first use)
+    return figures.engine(f["engine"]) if f.get("engine") is not None else {}
+
+
+def _fp8_ok(f):
+    entry = _engine(f)
+    return f.get("matmul_dtype") != "fp8" or entry.get("kind") != "inference" or entry.get("fp8_gemm") is True
+
+
+def _fp8_line(f) -> str:
+    name, field = f["engine"], "compute_dtype" if f.get("compute_dtype") else "dtype"
+    if _engine(f).get("fp8_gemm") is None:
+        return f"{field}: fp8 under {name}: not known whether it runs FP8 matmuls; use bf16 or fp16"
+    return f"{field}: fp8 under {name}: it has no FP8 matmul kernels; use bf16 or fp16"
+
+
+def _layer_split_ok(f):
+    return (f["tp"] == 1) | (_engine(f).get("gpu_split") != "layer")
+
+
+def _layer_split_line(f) -> str:
+    return (f"tp: {f['engine']} splits a model by layers run in turn (--split-mode layer): give --pp {f['tp']}, "
+            f"not --tp {f['tp']}")
+
+
 #: every workload-vs-model check, in the order a scalar check reports the first failure
 CHECKS = (
     Check("pp", ("pp", "n_layers"), lambda f: f["n_layers"] is None or f["pp"] <= f["n_layers"],
@@ -149,6 +180,8 @@ CHECKS = (
                     if f["mamba_heads"] % f["tp"] else
                     f"tp: {f['tp']} ranks do not divide the {f['mamba_groups']} Mamba-2 groups of {f['name']}"),
     Check("tp", ("tp", "engine", "split_units"), _units_ok, _units_line),
+    Check("tp", ("tp", "engine"), _layer_split_ok, _layer_split_line),
+    Check("compute_dtype", ("matmul_dtype", "engine"), _fp8_ok, _fp8_line),
     Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
           lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
@@ -223,7 +256,7 @@ def mamba_fields(config) -> dict:
 
 def workload_fields(work) -> dict:
     """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`."""
-    return {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine")}
+    return {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype")}
 
 
 def check_structure(tree, work) -> None:
