@@ -149,7 +149,7 @@ def _fp8_ok(f):
 def _fp8_line(f) -> str:
     name, field = f["engine"], "compute_dtype" if f.get("compute_dtype") else "dtype"
     if _engine(f).get("fp8_gemm") is None:
-        return f"{field}: fp8 under {name}: not known whether it runs FP8 matmuls; use bf16 or fp16"
+        return f"{field}: fp8 under {name}: FP8 matmuls not known (not read); use bf16 or fp16"
     return f"{field}: fp8 under {name}: it has no FP8 matmul kernels; use bf16 or fp16"
 
 
@@ -158,8 +158,7 @@ def _layer_split_ok(f):
 
 
 def _layer_split_line(f) -> str:
-    return (f"tp: {f['engine']} splits a model by layers run in turn (--split-mode layer): give --pp {f['tp']}, "
-            f"not --tp {f['tp']}")
+    return f"tp: {f['engine']} splits by layers, run in turn (--split-mode layer): give --pp {f['tp']}"
 
 
 #: every workload-vs-model check, in the order a scalar check reports the first failure
