@@ -1233,16 +1233,33 @@ def positive_points() -> st.SearchStrategy[dict]:
 TIMED_GPUS = ["h100-sxm", "h200", "l40s", "rtx4090", "b200"]
 
 
+def engine_runs(options: dict) -> dict:
+    """``options`` made a workload its engine can run (symllm.costs.checks): tensor rank 1 under an engine that
+    splits a model by layers (llama.cpp: its ``--pp``), no fp8 weights or activations under an inference engine
+    without FP8 GEMMs (efficiency.json ``engines``' ``gpu_split`` and ``fp8_gemm``)."""
+    from symllm.costs import figures
+    if options.get("engine") is None:
+        return options
+    entry, out = figures.engine(options["engine"]), dict(options)
+    if entry.get("gpu_split") == "layer" and out.get("tp", 1) > 1:
+        out["tp"] = 1
+        out.pop("sp", None)
+    if entry["kind"] == "inference" and entry.get("fp8_gemm") is not True:
+        out = {k: v for k, v in out.items() if not (k in ("dtype", "act_dtype", "compute_dtype") and v == "fp8")}
+    return out
+
+
 def timed_workloads() -> st.SearchStrategy[dict]:
     """:func:`workload_options` on an accelerator (``gpu``; fp8 matmuls only where it has them), with the
-    expected times' own options: an engine, the matmul dtype, micro-batches and the pipeline schedule."""
+    expected times' own options: an engine (a layout and dtypes it runs: :func:`engine_runs`), the matmul dtype,
+    micro-batches and the pipeline schedule."""
     from symllm.costs import efficiency, schedules
 
     def on_gpu(pair):
         options, extra = pair
         if options.get("dtype") in ("fp32", "fp64") or options.get("act_dtype") in ("fp32", "fp64"):
             options = {k: v for k, v in options.items() if k not in ("dtype", "act_dtype")}
-        return {**options, **extra}
+        return engine_runs({**options, **extra})
     return st.tuples(workload_options(), st.fixed_dictionaries(
         {"gpu": st.sampled_from(TIMED_GPUS)},
         optional={"engine": st.sampled_from(list(efficiency.ENGINES)),
@@ -1284,4 +1301,4 @@ def serving_loads(steps: tuple[str, ...] | None = None) -> st.SearchStrategy[dic
          **(engine if steps else {})},
         optional={**({} if steps else engine),
                   "tp": st.sampled_from([1, 2, 4]), "max_num_batched_tokens": st.integers(256, 16384),
-                  "max_num_seqs": st.integers(1, 512)})).map(lambda pair: {**pair[0], **pair[1]})
+                  "max_num_seqs": st.integers(1, 512)})).map(lambda pair: engine_runs({**pair[0], **pair[1]}))
