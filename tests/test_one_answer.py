@@ -136,3 +136,19 @@ def test_serve_weights_are_counts_per_gpu_weights(cli, model, options):
     api = symllm.workload(model, **options)
     assert _number(printed["serving"]["weights"]) == api["memory_per_gpu"]["weights"]
     assert printed["serving"]["tp"] == options.get("tp", 1)
+
+
+def test_hf_experts_whole_at_every_door():
+    """gpt-oss under ``--engine hf``: transformers' plan keeps its routed experts whole on every rank
+    (``with_stated``), and so do the doors that build their own workload: ``derive``'s comm (count's bytes sent, all
+    kinds summed) and ``fewest_gpus``' layout, whose per-GPU peak is count's at that layout. Before, both laid the
+    experts out split (the engines' default), each an answer count never gives under hf."""
+    options = {"seq": 1024, "tp": 2, "engine": "hf"}
+    api = symllm.workload("gpt-oss-20b", **options)
+    assert symllm.derive("model", "comm", config="gpt-oss-20b", **options).value == sum(api["comm"].values())
+    wide = {"seq": 65536, "batch": 16, "engine": "hf"}
+    found = plans.fewest_gpus("gpt-oss-20b", gpu=GPU, ranks=("tp", "pp"), training=False, **wide)
+    laid = {k: found[k] for k in ("tp", "pp", "dp")}
+    assert found["peak"] == symllm.workload("gpt-oss-20b", gpu=GPU, **laid, **wide)["memory_per_gpu"]["inference_peak"]
+    assert found == plans.fewest_gpus("gpt-oss-20b", gpu=GPU, ranks=("tp", "pp"), training=False, expert_tp="whole",
+                                      **wide)

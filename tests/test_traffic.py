@@ -403,3 +403,55 @@ def test_a_step_is_never_under_its_roofline(model, options):
         tol = 1 - 1e-9
         assert figures["itl_s"] >= float(flops / (t["peak_flops"] * t["gpus"])) * tol
         assert figures["itl_s"] >= t["decode_token_bytes"] / t["bandwidth"] * tol
+
+
+#: Llama-3.1-8B's config.json: 32 layers, 8 key/value heads of 128 dims; keys and values in bf16 (2 bytes each)
+KV_TOKEN = 2 * 32 * 8 * 128 * 2  # 131,072 bytes a token
+#: its weights in bf16: 32 layers of attention 4096·(4096 + 2·1024 + 4096) and MLP 3·4096·14336 and two norms of
+#: 4096, the untied embedding and head 2·128256·4096, the final norm 4096
+WEIGHTS_8B = 2 * (32 * (4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336 + 2 * 4096) + 2 * 128256 * 4096 + 4096)
+
+
+@pytest.mark.parametrize("engine", ["hf", "llama.cpp"])
+def test_a_cache_sized_by_the_context_holds_the_concurrency(cli, engine):
+    """An engine that sizes its KV cache by the context is started for the sequences it serves (docs/serving.md):
+    at --concurrency 16 of 1,000 + 100 tokens it runs 16, none queued, whatever --batch says, its cache
+    16 · 1,100 tokens of 131,072 bytes; the most it holds is what the usable memory leaves beside the weights,
+    the activation peak and the engine's non-torch memory (hf: 0.5 GiB) over 1,100 tokens a sequence, and one more
+    than that is refused in one line (exit 2), as the engine would fail to start. count --serve --json, its table
+    and the Python API give the same."""
+    from symllm.costs import serving
+    load = dict(gpu="h100-sxm", seq=1000, gen=100, engine=engine)
+    assert WEIGHTS_8B == 16_060_522_496
+    cap = serving.capacity("llama3.1-8b", **load)
+    assert cap["weights"] == WEIGHTS_8B and cap["kv_bytes_per_token"] == KV_TOKEN
+    room = cap["usable"] - WEIGHTS_8B - cap["activation_peak"] - cap["non_torch"]
+    most = int(room // (1100 * KV_TOKEN))
+    assert cap["most_sequences"] == most and most > 16
+    for batch in (1, 64):  # --batch is not read under load
+        r = under_load("llama3.1-8b", concurrency=16, batch=batch, **load)
+        assert (r["running"], r["queued"], r["saturated"], r["kv_sequences"]) == (16, 0, False, most)
+    printed = json.loads(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "1000", "--gen", "100",
+                              "--engine", engine, "--serve", "--concurrency", "16", "--json"]).out)["serving"]
+    assert (printed["batch"], int(printed["kv_cache_bytes"]), printed["fits"]) == (16, 16 * 1100 * KV_TOKEN, True)
+    assert (printed["load"]["running"], printed["load"]["queued"]) == (16, 0)
+    with pytest.raises(SymllmError, match=rf"^concurrency: {most + 1:,} sequences of 1,100 tokens; "):
+        under_load("llama3.1-8b", concurrency=most + 1, **load)
+    r = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "1000", "--gen", "100", "--engine", engine,
+             "--serve", "--concurrency", str(most + 1)])
+    assert r.code == 2 and f"holds {most:,} on h100-sxm" in r.err
+    rate = under_load("llama3.1-8b", request_rate=1000, **load)  # more than it serves: the engine at its most
+    assert (rate["running"], rate["saturated"]) == (most, True)
+
+
+def test_a_plan_row_holds_its_batch_as_under_load_runs_it():
+    """plan's serving rows under hf mean what --concurrency means under load: a row of batch 16 holds 16
+    sequences of 1,000 + 100 tokens (its peak at least the weights and 16 · 1,100 tokens of 131,072 bytes, count's
+    per-GPU peak at batch 16), and under load those 16 run, none queued."""
+    from symllm.studies import plans
+    load = dict(seq=1000, gen=100, engine="hf")
+    row = [r for r in plans.plan("llama3.1-8b", 1, "h100-sxm", concurrency=16, **load).rows if r["batch"] == 16][0]
+    assert row["peak"] >= WEIGHTS_8B + 16 * 1100 * KV_TOKEN
+    assert row["peak"] == symllm.workload("llama3.1-8b", batch=16, **load)["memory"]["inference_peak"]
+    r = under_load("llama3.1-8b", gpu="h100-sxm", concurrency=16, **load)
+    assert (r["running"], r["queued"]) == (16, 0)

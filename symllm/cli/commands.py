@@ -201,6 +201,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         work["serving"] = serving.capacity(config, **given, **serve, evaluate=evaluate)
         if args.concurrency is not None or args.request_rate is not None:  # under load (symllm.costs.traffic)
             from symllm.costs import traffic
+            held = work["serving"].get("most_sequences")  # a cache sized by the context: the engine under load is
+            if held:  # started for the sequences it runs (traffic's docstring), its table so
+                work["serving"] = serving.capacity(config, **{**given, "batch": min(args.concurrency or held, held)},
+                                                   **serve, evaluate=evaluate)
             work["serving"]["load"] = traffic.under_load(config, concurrency=args.concurrency,
                                                       request_rate=args.request_rate, **given, **serve,
                                                       evaluate=evaluate)

@@ -205,7 +205,7 @@ def serve_lines(r: dict) -> str:
               + (f" ({grouped(r['indexer_bytes_per_token'])} of them indexer keys)" if "indexer_bytes_per_token" in r
                  else "") + (f", {r['layout']}" if "layout" in r else "")
               + (f", {r['indexer']} indexer" if r.get("indexer", "fp8") != "fp8" else "")
-              + ("" if "fraction_name" in r else "; sized by the context (--seq + --gen) x --batch")),
+              + ("" if "fraction_name" in r else "; sized by the context (--seq + --gen) x the sequences held")),
              ("GPU KV cache size", f"{r['kv_tokens']:,} tokens", f"{r['blocks']:,} blocks of {r['block_size']}"
               if "fraction_name" in r else f"{r['batch']:,} x {r['kv_tokens'] // r['batch']:,} tokens"),
              (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",

@@ -333,7 +333,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     engine's default), ``fraction_name`` the engine's own name of it, ``usable`` the fraction's product
     ``f · (memory − Σ fraction_of)`` and ``kv_cache_bytes`` that less ``Σ fraction_less``; for a cache sized by the
     context (``"context"``: llama.cpp, gpt-fast, mlc, hf, torch) ``batch`` sequences of the context, no fraction (a
-    given one is refused) and ``fits`` whether weights, activation peak, non-torch memory and the cache fit; and
+    given one is refused), ``fits`` whether weights, activation peak, non-torch memory and the cache fit, and
+    ``most_sequences`` the largest batch whose cache fits so (what serving under load may run); and
     ``tp_layout`` where the model names one (:func:`symllm.costs.phases.workload`: the engine's);
     ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
     (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
@@ -424,6 +425,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         tokens = context_tokens(kv_rule, context, work.batch)
         held = tokens * per_token + work.batch * state
         extra = {"state_bytes_per_sequence": state, "state_cache_bytes": work.batch * state} if state else {}
+        # the most sequences such a cache holds beside the weights, the activation peak and non-torch memory (an
+        # engine started for them: what serving under load runs, symllm.costs.traffic)
+        room = gpu.usable - weights - activation - non_torch
+        extra["most_sequences"] = max(0, int(room // (context_tokens(kv_rule, context) * per_token + state)))
         return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), **named, "gpu": gpu.name,
                 "memory": gpu.usable, "usable": gpu.usable, "weights": weights, "activation_peak": activation,
                 "non_torch": non_torch, "kv_cache_bytes": held, "kv_bytes_per_token": per_token,

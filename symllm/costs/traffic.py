@@ -38,10 +38,14 @@ then
 * end-to-end ``E2E = TTFT + (n − 1) · ITL``; output tokens/s ``= C · n / E2E``.
 
 At most ``R = ⌊KV tokens / (s + n)⌋`` sequences run (:func:`symllm.costs.serving.capacity`: the engine's
-KV cache), and no more than the engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``,
-TensorRT-LLM's ``max_batch_size``: :data:`symllm.costs.batching.SCHEDULER`) nor, where a prompt runs whole in the
-decode step, ``B − s``; requests beyond them wait, and ``running_limit`` names the limit that binds. At a request rate
-``λ`` the concurrency is Little's ``C = λ · E2E(C)``, solved over ``C`` (the fewest whole sequences running that serve
+KV cache; where the engine sizes its cache by the context, not from a pool, the engine is started for the sequences
+it serves, ``C`` of ``s + n`` tokens each, whatever ``batch`` says: ``R`` is then the most whose cache fits beside
+the weights, the activation peak and non-torch memory, ``most_sequences``, and a concurrency past it is refused, as
+the engine would fail to start; at a request rate past it the queue grows, as below), and no more than the
+engine's own limit (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's ``max_batch_size``:
+:data:`symllm.costs.batching.SCHEDULER`) nor, where a prompt runs whole in the decode step, ``B − s``; requests
+beyond them wait, and ``running_limit`` names the limit that binds. At a request rate ``λ``
+the concurrency is Little's ``C = λ · E2E(C)``, solved over ``C`` (the fewest whole sequences running that serve
 ``λ``: TTFT and ITL at them), and ``λ`` requests finish a second (``λ · n`` output tokens/s: what arrives leaves); past
 ``R / E2E(R)`` the queue, and with it the time to a first token, grows without bound (``saturated``; ``ttft_s`` and
 ``e2e_s`` None, the throughput that of ``R`` running). The **saturation concurrency** is the smallest ``C`` whose
@@ -121,11 +125,19 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     from symllm.costs.figures import engine
     laid = work.replace(engine=engine(work.engine, "inference")["name"])  # the engine's layout, as the capacity's
     s, n = work.seq, work.gen
-    # sequences whose whole context the KV cache holds (DeepSeek-V4: the requests its blocks hold, vLLM's groups)
-    most = cap["requests"] if "requests" in cap else cap["kv_tokens"] // (s + n)
-    if most < 1:
-        raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
-                          f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
+    if cap["kv_sized_by"] == "context":  # an engine started for the sequences it serves (module docstring)
+        most = cap["most_sequences"]
+        if most < 1:
+            raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit {cap['gpu']} beside the weights "
+                              f"({cap['engine']} sizes its KV cache by the context)")
+        if concurrency is not None and concurrency > most:
+            raise SymllmError(f"concurrency: {concurrency:,} sequences of {s + n:,} tokens; {cap['engine']}'s cache "
+                              f"holds {most:,} on {cap['gpu']}")
+    else:  # sequences whose whole context the KV cache holds (DeepSeek-V4: the requests its blocks hold, vLLM's groups)
+        most = cap["requests"] if "requests" in cap else cap["kv_tokens"] // (s + n)
+        if most < 1:
+            raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
+                              f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
     # what may bind the sequences running: the KV cache, the engine's own limit (batching.SCHEDULER), and for an
     # engine that runs a prompt whole in the decode step the room its token budget leaves (below)
     limits = {"kv_cache": most}

@@ -44,7 +44,7 @@ from symllm.present.render import EXTENSIONS, label, math_delimiters, render_tem
 from symllm.present.render import standalone as standalone_document
 from symllm.costs.selective import recompute_of
 from symllm.costs.replication import kv_heads_split
-from symllm.costs.workloads import Workload
+from symllm.costs.workloads import Workload, with_stated
 from symllm.present.forms import collected_cached, from_srepr
 
 __all__ = ["OPTIONS", "Derivation", "derive", "repr_latex", "repr_markdown"]
@@ -522,7 +522,8 @@ def derive(component: str = "model", quantity: str = "params", *, kind: str | No
     options = {**OPTIONS, **{k: v for k, v in workload.items() if k in OPTIONS and v is not None}}
     work = Workload.of(**{k: v for k, v in workload.items() if k not in OPTIONS})
     spec = resolved.spec(config, vocab_size=vocab_size) if config is not None else None
-    if spec is not None:  # too many stages, expert parallelism its experts do not allow, a window's limit
+    if spec is not None:  # what the config states (count's: with_stated), then too many stages, expert parallelism
+        work = with_stated(work, spec.config)  # its experts do not allow, a window's limit
         checks.check(spec, work)
     return derive_resolved(component, quantity, kind, spec, notation_of(notation), work, options)
 

@@ -151,7 +151,7 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
     15
     """
     spc = resolved.spec(config)
-    work = Workload.of(work, **options)
+    work = with_stated(Workload.of(work, **options), spc.config)  # as plan's and count's (hf: the family's plan)
     g = accelerators.of(work)
     if g is None:
         raise SymllmError("gpu: fewest_gpus needs an accelerator (gpu=NAME or gpu_memory, ...)")
