@@ -388,8 +388,8 @@ def hand_written_workload(cfg, d_ff: int, batch: int, seq: int, template: dict) 
     peak = kv + ba * (2 * b * d * s + max(V * b, 3 * b * d_ff * s,
                                           2 * b * d_h * n_h * s + b * n_h * s * -(-big // ba))) + weights
     train = 16 * N + acts + V * b * ba * s
-    per_gpu = {"weights": weights, "training_states": 16 * N, "activations": acts, "inference_peak": peak,
-               "training_peak": train}
+    per_gpu = {"weights": weights, "kv_cache": kv, "training_states": 16 * N, "activations": acts,
+               "inference_peak": peak, "training_peak": train}
     return {"workload": {**template, "batch": b, "seq": s, "context": t},
             "params": {"per_gpu": N},
             "flops": {"prefill": prefill, "decode_token": decode, "generation": generation,

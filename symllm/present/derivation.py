@@ -480,10 +480,11 @@ def derive_resolved(name: str, quantity: str, kind: str | None, spec, names: dic
 
 def _weights_meaning(spec, work: Workload) -> str | None:
     """β_w's meaning under a weight format: given (``--weight-format``, which overrides the config's), or
-    read from the config's ``quantization_config`` (symllm.arch.quantization); None without one."""
+    read from the config's ``quantization_config`` (symllm.arch.quantization; ``work`` carries it once
+    :func:`~symllm.costs.workloads.with_stated` has read it); None without one."""
     stated = spec.config.weight_format if spec is not None else None
-    if work.weight_format is not None:
-        over = f", overriding the config's {stated}" if stated and stated != work.weight_format else ""
+    if work.weight_format is not None and work.weight_format != stated:
+        over = f", overriding the config's {stated}" if stated else ""
         return f"bytes per weight in {work.weight_format} (--weight-format{over})"
     if stated is not None:
         return f"bytes per weight in {stated} (read from the config's quantization_config)"
