@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 
 import symllm
 from symllm.costs import collectives, efficiency, figures, gemm_cards, ggml, moe_training, power, schedules, tiles
-from symllm.errors import SymllmError
+from symllm.errors import OptionWarning, SymllmError
 from tests.strategies import attention_grids, timed_cases, timed_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -393,13 +393,15 @@ def test_power_limit_slows_llamacpps_cuda_prompt_scores_too(monkeypatch):
 def test_power_cap_option_runs_a_card_at_a_limit(capsys):
     """--power-cap W (Workload.power_cap) puts a catalogue card with a rated power at that limit: an H100 SXM
     (700 W) at 500 W runs a 4,096-token prompt's GEMMs and attention (prefill_compute_s) 1/(5/7)^0.24285 as long,
-    as the 500 W H100 96GB HBM2e entry does; at or above 700 W nothing changes; count and plan say the limit.
+    as the 500 W H100 96GB HBM2e entry does; at or above 700 W nothing changes (above it, a warning says so); count
+    and plan say the limit.
     A card without a rated power, no --gpu, --gpu-flops beside it, or a limit not above 0: one line, exit 2."""
     from symllm.cli import main
     opts = dict(gpu="h100-sxm", seq=4096, engine="vllm")
     rated = _time("llama3.1-8b", **opts)["expected"]
     capped = _time("llama3.1-8b", power_cap=500, **opts)["expected"]
-    above = _time("llama3.1-8b", power_cap=900, **opts)["expected"]
+    with pytest.warns(OptionWarning, match=r"^power_cap: 900 W is above h100-sxm's rated 700 W"):
+        above = _time("llama3.1-8b", power_cap=900, **opts)["expected"]
     assert capped["prefill_compute_s"] / rated["prefill_compute_s"] == pytest.approx((7 / 5) ** 0.2428459, rel=1e-5)
     assert above == rated and capped["decode_token_s"] == rated["decode_token_s"]
     for bad, field in ((dict(gpu="l40s", power_cap=300), "power_cap"), (dict(power_cap=300), "power_cap"),
@@ -414,6 +416,12 @@ def test_power_cap_option_runs_a_card_at_a_limit(capsys):
     assert main(["count", "llama3.1-8b", "--gpu", "l40s", "--power-cap", "300"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("symllm: error: power_cap: ") and "Traceback" not in err
+    # above the rated 700 W: counted as the card runs (above == rated), and said, once, in one line
+    assert main(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--power-cap", "900"]) == 0
+    err = capsys.readouterr().err
+    assert err == "symllm: warning: power_cap: 900 W is above h100-sxm's rated 700 W (it runs at its rated speed)\n"
+    assert main(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--power-cap", "700"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_eager_attention_materialises_the_scores():

@@ -17,6 +17,7 @@ symllm.errors.SymllmError: seq: expected a positive integer, got -5
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -26,7 +27,7 @@ from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
-from symllm.errors import SymllmError
+from symllm.errors import OptionWarning, SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "dtype_bytes", "options",
@@ -329,6 +330,9 @@ class Workload:
             accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
             if self.power_cap is not None and accelerator.power_w is None:
                 raise SymllmError(f"power_cap: no rated board power for {self.gpu} (gpus.json power_w)")
+            if self.power_cap is not None and self.power_cap > accelerator.power_w:  # symllm.costs.power: no faster
+                warnings.warn(f"power_cap: {self.power_cap:g} W is above {self.gpu}'s rated {accelerator.power_w} W "
+                              "(it runs at its rated speed)", OptionWarning, stacklevel=2)
         accelerators.network(self.network)
         if self.tokens is not None:
             integer("tokens", self.tokens)
