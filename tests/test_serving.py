@@ -423,3 +423,17 @@ def test_kv_cache_size_is_the_older_vllm_log_not_033s(seq, v033_tokens):
     assert r["blocks"] == 77_278 and r["kv_tokens"] == 77_278 * 16 == 1_236_448
     assert r["max_concurrency"] == Fraction(1_236_448, seq)
     assert int(Fraction(77_278, -(-seq // 16)) * seq) == v033_tokens
+
+
+def test_the_fit_verdict_points_at_the_engine_s_own_answer(cli):
+    """With --serve, count's one-GPU verdict ("fits up to batch N": whole prompts at once, no engine overhead) names
+    the engine's own answer beside it, the serving section's figure (its JSON's max concurrency, whole sequences, or
+    the sequences a context-sized cache holds), so the two are not read as one; without --serve it says nothing of
+    an engine."""
+    for engine, extra in (("sglang", []), ("llama.cpp", ["--seq", "1000", "--gen", "100"])):
+        args = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", engine] + extra
+        text = " ".join(cli(args).out.split())
+        served = json.loads(cli(args + ["--json"]).out)["serving"]
+        held = served.get("most_sequences", int(served["max_concurrency"]))
+        assert held > 0 and f"with no engine overhead; {engine}'s KV cache holds {held:,} (serving, below)" in text
+    assert "with no engine overhead" not in " ".join(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm"]).out.split())

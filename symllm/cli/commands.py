@@ -284,7 +284,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
                             f"{layout_words(trained)} (the training engine's); the other rows in {layout_words(laid)} "
                             "(the inference engine's)"))
         if "time" in work:  # --gpu: fit and roofline time per GPU of the layout (symllm.costs.hardware)
-            print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"), work.get("training_tp_layout"))))
+            print("\n" + "\n".join(time_lines(work["time"], w, work.get("tp_layout"), work.get("training_tp_layout"),
+                                                          work.get("serving"))))
         if "serving" in work:
             print("\n" + serve_lines(work["serving"]))
     return 0

@@ -239,11 +239,13 @@ def serve_lines(r: dict) -> str:
     return out
 
 
-def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layout: str | None = None) -> list[str]:
+def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layout: str | None = None,
+               serving: dict | None = None) -> list[str]:
     """count's fit and time section from ``workload()["time"]`` (``t``) and its ``workload`` (``w``): the
     per-GPU verdicts, each time as its roofline bound and as expected (:mod:`symllm.costs.efficiency`), and the
     tensor-parallel layouts they are in where the workload names them (``tp_layout``, the training step's
-    ``training_tp_layout``); nothing computed here."""
+    ``training_tp_layout``); with --serve (``serving``: :func:`symllm.costs.serving.capacity`) the inference
+    peak's verdict points at the engine's own figure, another answer; nothing computed here."""
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     e = t["expected"]
     unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
@@ -252,9 +254,14 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
     else:  # not one micro-batch of this seq: say what does fit, if anything
         training = (f"batch 1 fits up to seq {t['training_max_seq']:,}" if t["training_max_seq"]
                     else "not even batch 1, seq 1")
+    engine = ""
+    if serving:  # the engine's own answer (count --serve's section below), not this peak's
+        held = serving.get("most_sequences", int(serving["max_concurrency"]))
+        engine = f"; {serving['engine']}'s KV cache holds {held:,} (serving, below)"
     rows = [("inference peak", human_bytes(t["inference_peak"]), "",
              f"{'fits' if t['fits'] else 'does not fit'} " + (
-                 f"(up to batch {t['max_batch']:,})" if t["max_batch"] else "(not even batch 1)")),
+                 f"(up to batch {t['max_batch']:,})" if t["max_batch"] else "(not even batch 1)")
+             + (" with no engine overhead" + engine if serving else "")),
             ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}" + (
                 f"; past the {t['window']:,} positions trained" if t["max_context_past_window"] else "")),
             ("training peak (LoRA)" if w.get("lora_rank") else "training peak", human_bytes(t["training_peak"]), "",
