@@ -421,6 +421,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
                      fraction_less=list(kv_rule["less"]), gpu_memory_utilization=util,
                      **({"fraction_scale": Fraction(kv_rule["scale"])} if "scale" in kv_rule else {}))
     context = work.seq + work.gen
+    # what every kind of cache reports alike: the card, the memory beside the cache, the profile behind it
+    shared = {**named, "gpu": gpu.name, "memory": gpu.usable, "weights": weights, "activation_peak": activation,
+              "non_torch": non_torch, "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp,
+              "moe_workspace": moe, "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid}
     if util is None and kv_cache_bytes is None:  # a cache sized by the context: batch sequences of it, no pool
         tokens = context_tokens(kv_rule, context, work.batch)
         held = tokens * per_token + work.batch * state
@@ -429,14 +433,11 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         # engine started for them: what serving under load runs, symllm.costs.traffic)
         room = gpu.usable - weights - activation - non_torch
         extra["most_sequences"] = max(0, int(room // (context_tokens(kv_rule, context) * per_token + state)))
-        return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), **named, "gpu": gpu.name,
-                "memory": gpu.usable, "usable": gpu.usable, "weights": weights, "activation_peak": activation,
-                "non_torch": non_torch, "kv_cache_bytes": held, "kv_bytes_per_token": per_token,
+        return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), **shared,
+                "usable": gpu.usable, "kv_cache_bytes": held, "kv_bytes_per_token": per_token,
                 "block_size": block_size, "blocks": tokens // block_size, "kv_tokens": tokens, "context": context,
                 "max_concurrency": Fraction(work.batch), "batch": work.batch,
                 "fits": weights + activation + non_torch + held <= gpu.usable,
-                "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
-                "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid,
                 **({"indexer_bytes_per_token": index} if index else {})}
     usable, kv = kv_bytes(kv_rule, util if util is not None else Fraction(1), gpu.usable,
                           {"weights": weights, "activation": activation, "non_torch": non_torch})
@@ -445,13 +446,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
         d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu),
                                indexer=indexer_for(indexer_kv_dtype, gpu.name))
-        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), **named, "gpu": gpu.name,
-                "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
-                "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
+        return {**_seqs(max_num_seqs, gpu, conventions["name"], d.get("kv_tokens"), cfg), **shared,
+                "gpu_memory_utilization": util, "usable": usable, "kv_cache_bytes": kv,
                 "kv_bytes_per_token": Fraction(d["block_bytes"], DSV4_BLOCK),
-                "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1,
-                "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
-                "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid, **d}
+                "block_size": DSV4_BLOCK, "context": context, "fits": d["requests"] >= 1, **d}
     if state:  # a hybrid model: each sequence holds its state beside its KV blocks (vLLM allocates it per sequence)
         sequences = max(int(kv // (ceil(context / block_size) * block_size * per_token + state)), 0)
         kv = kv - sequences * state
@@ -462,10 +460,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         extra["indexer_bytes_per_token"] = index
     concurrency = Fraction(tokens, context) if not state else max(Fraction(
         kv + sequences * state, ceil(context / block_size) * block_size * per_token + state), Fraction(0))
-    return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), **named, "gpu": gpu.name,
-            "memory": gpu.usable, "gpu_memory_utilization": util, "usable": usable,
-            "weights": weights, "activation_peak": activation, "non_torch": non_torch, "kv_cache_bytes": kv,
+    return {**extra, **_seqs(max_num_seqs, gpu, conventions["name"], tokens, cfg), **shared,
+            "gpu_memory_utilization": util, "usable": usable, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
-            "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context,
-            "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp, "moe_workspace": moe,
-            "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid}
+            "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context}
