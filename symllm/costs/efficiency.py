@@ -65,6 +65,8 @@ each figure with its source:
   compute stream (:func:`symllm.costs.step_passes.step_passes_s`); op checkpointing's recomputed linears run at
   the GEMMs' own rate and its rerun of a block's element-wise forward at ``η_mem``
   (:func:`symllm.costs.step_passes.op_recompute_s`);
+  under ``--tp-overlap`` (default the engine's) the blocks' sequence-parallel collectives the engine pairs with a GEMM
+  cost ``max(0, comm - GEMM)`` beyond it (:mod:`symllm.costs.tp_overlap`);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
   interleaved over ``v`` chunks).
