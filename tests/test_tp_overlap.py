@@ -107,3 +107,22 @@ def test_every_door_agrees():
     sweep = subprocess.run([sys.executable, "-m", "symllm", "sweep", "--base", "llama3-8b", "--tp", "8", "--sp",
                             "--tp-overlap", "--seq", "1024,2048"], capture_output=True, text=True)
     assert "--tp-overlap does not apply to a sweep" in sweep.stderr.replace("\n", " "), sweep.stderr
+
+
+def test_plan_and_derive_doors():
+    """plan --train --tp-overlap: its sequence-parallel layouts' expected steps shorten, the others and every bound
+    stay; derive says --tp-overlap does not apply to a closed form (bytes sent do not change, only their time)."""
+    def plan(*extra):
+        out = subprocess.run([sys.executable, "-m", "symllm", "plan", "llama3-70b", "--gpus", "16xh100-sxm", "--train",
+                              "--engine", "megatron", "--global-batch", "64", "--seq", "8192", "--top", "6", "--json",
+                              *extra], capture_output=True, text=True, check=True)
+        return {(r["tp"], r["pp"], r["dp"], r["sp"]): r for r in json.loads(out.stdout)["rows"]}
+    off, on = plan(), plan("--tp-overlap")
+    assert off.keys() == on.keys() and any(k[3] and k[0] > 1 for k in on)
+    for key, row in on.items():
+        assert row["step_s"] == off[key]["step_s"], key
+        before, after = off[key]["expected"]["training_step_s"], row["expected"]["training_step_s"]
+        assert (after < before) if key[3] and key[0] > 1 else (after == before), key
+    derive = subprocess.run([sys.executable, "-m", "symllm", "derive", "--quantity", "comm", "--model", "llama3-8b",
+                             "--tp", "2", "--sp", "--tp-overlap"], capture_output=True, text=True)
+    assert "--tp-overlap does not apply" in derive.stderr
