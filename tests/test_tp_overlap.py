@@ -30,6 +30,22 @@ def test_time_rule_by_hand():
     assert tp_overlap.exposed_s(tp_overlap.pairs(MEGATRON, "full"), 5, gemm) == (14, 17)
 
 
+def test_symmetric_memory_copies_by_hand():
+    """torchtitan's six pairs over one block, 1,024 tokens of width 4,096 in bf16 at TP 4 on NVLink 4, GEMMs so slow
+    that every collective hides: each costs nothing beyond its GEMM, but torch 2.6's symmetric memory streams, on the
+    compute stream, a shard copy (2/4 of the 8 MiB residual stream) for each of the four all-gathers and a
+    reduction of the partials (1 + 1/4 of it) for each of the two reduce-scatters: 4.5 x 8 MiB at 1 TB/s. Saved: six
+    gathers' own time (NCCL's ring latency 10 us x (6.6 + 3 x 0.6)/(6.6 + 6 x 0.6), 3/4 of 8 MiB at 0.82 x 450 GB/s)
+    less those copies."""
+    link = ("NVLink 4", 450 * 10 ** 9)
+    latency = F(10, 10 ** 6) * (F(66, 10) + 3 * F(6, 10)) / (F(66, 10) + 6 * F(6, 10))
+    one = latency + F(6291456) / (F(82, 100) * 450 * 10 ** 9)
+    copies = F(9, 2) * 8388608 / 10 ** 12
+    got = tp_overlap.saved_s(TORCHTITAN, recompute=False, layers=1, rows=1024, d=4096, d_ff=14336, q=4096, kv=1024,
+                             beta_a=2, tp=4, link=link, gemm_rate=10 ** 6, stream_rate=10 ** 12)
+    assert got == 6 * one - copies
+
+
 def test_linear_flops_by_hand():
     """Llama 3 8B's block at TP 4 over 8192 tokens: qkv 2 x 8192 x 4096 x (4096 + 2 x 1024) / 4, proj
     2 x 8192 x 4096 x 4096 / 4, fc1 2 x 8192 x 4096 x 28672 / 4, fc2 2 x 8192 x 14336 x 4096 / 4."""

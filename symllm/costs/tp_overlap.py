@@ -11,8 +11,9 @@ arrives or leaves (Transformer Engine's ring exchange, ``num_splits`` the tensor
 ``fused_all_gather_matmul`` and ``fused_matmul_reduce_scatter``); ``bulk`` runs the collective whole beside the whole
 GEMM. Either way the collective costs ``max(0, comm - GEMM)`` beyond the GEMM it pairs with (:func:`exposed_s`); the
 chunks' products run at the GEMM table's rate at their own rows (``b·s/N_t``, :func:`symllm.costs.efficiency.gemm`),
-and the slower chunks are the ring's own cost. The communication kernels' SMs (userbuffers' ``num_sm``) and torch's
-copies into symmetric memory are not counted. A forward pair runs again where recomputation reruns its collective
+and the slower chunks are the ring's own cost, as are the copies an engine's source shows outside the overlap
+(torch's symmetric memory: :func:`copies_bytes`). The communication kernels' SMs (userbuffers' ``num_sm``) are not
+counted. A forward pair runs again where recomputation reruns its collective
 (:func:`symllm.costs.collectives.forward_runs`).
 """
 from __future__ import annotations
@@ -23,7 +24,8 @@ from symllm.costs.collectives import forward_runs, training_tp_s
 from symllm.costs.figures import engine, engine_for
 from symllm.errors import SymllmError
 
-__all__ = ["PAIRS", "declared", "check", "overlapping", "pairs", "linear_flops", "exposed_s", "saved_s"]
+__all__ = ["PAIRS", "declared", "check", "overlapping", "pairs", "linear_flops", "exposed_s", "copies_bytes",
+           "saved_s"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
 PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
@@ -124,12 +126,32 @@ def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)
     return calls, extra
 
 
+def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fraction:
+    """Bytes a block's overlapped collectives (:func:`pairs`) stream on the compute stream, outside the overlap,
+    where the engine's ``spec`` states them (``copies``: by collective, ``[a, b]``, ``a + b/N_t`` times
+    ``stream_bytes``, the residual stream's whole bytes): torch's symmetric memory copies a rank's shard into its
+    buffer before the first chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard) and reduces
+    the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each partial read, the shard written).
+
+    >>> float(copies_bytes({"copies": {"all_gather": ["0", "2"], "reduce_scatter": ["1", "1"]}},
+    ...                    {"qkv_fprop": (2, True), "proj_fprop": (1, True)}, 800, 8))   # 2 x 200 + 900
+    1300.0
+    """
+    table = spec.get("copies") or {}
+    total = Fraction(0)
+    for name, (runs, _) in overlapped.items():
+        a, b = table.get(PAIRS[name], ("0", "0"))
+        total += runs * (Fraction(a) + Fraction(b) / tp) * stream_bytes
+    return total
+
+
 def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a, tp: int, link, gemm_rate,
-            chunk_slowdown=Fraction(1)) -> Fraction:
+            chunk_slowdown=Fraction(1), stream_rate=None) -> Fraction:
     """Seconds the pairs of ``spec`` (:func:`pairs`) take off a micro-batch's tensor-parallel time over ``layers``
     blocks: each overlapped collective's own time (one all-gather or reduce-scatter of the residual stream, ``rows``
     tokens of width ``d`` at ``beta_a`` bytes over ``link``: :func:`symllm.costs.collectives.training_tp_s`) less what
-    it still adds beyond its GEMM (:func:`exposed_s`, the GEMMs at ``gemm_rate`` FLOP/s).
+    it still adds beyond its GEMM (:func:`exposed_s`, the GEMMs at ``gemm_rate`` FLOP/s) and its copies outside the
+    overlap (:func:`copies_bytes`) at ``stream_rate`` bytes/s.
 
     >>> link = ("NVLink 4", 450 * 10 ** 9)   # one gather: 8.235 us + 3/4 of 8 MiB at 0.82 x 450 GB/s = 25.29 us
     >>> shape = dict(layers=1, rows=1024, d=4096, d_ff=14336, q=4096, kv=1024, beta_a=2, tp=4, link=link)
@@ -139,5 +161,8 @@ def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a,
     """
     one = training_tp_s(1, 1, -(-beta_a * rows * d * (tp - 1) // tp), link, tp)
     gemm_s = {k: Fraction(v) / gemm_rate for k, v in linear_flops(rows=rows, d=d, d_ff=d_ff, q=q, kv=kv, tp=tp).items()}
-    calls, extra = exposed_s(pairs(spec, recompute), one, gemm_s, chunk_slowdown)
+    overlapped = pairs(spec, recompute)
+    calls, extra = exposed_s(overlapped, one, gemm_s, chunk_slowdown)
+    if stream_rate:
+        extra += copies_bytes(spec, overlapped, beta_a * rows * d, tp) / stream_rate
     return layers * (calls * one - extra)
