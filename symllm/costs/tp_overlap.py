@@ -12,7 +12,8 @@ arrives or leaves (Transformer Engine's ring exchange, ``num_splits`` the tensor
 GEMM. Either way the collective costs ``max(0, comm - GEMM)`` beyond the GEMM it pairs with (:func:`exposed_s`); the
 chunks' products run at the GEMM table's rate at their own rows (``b·s/N_t``, :func:`symllm.costs.efficiency.gemm`),
 and the slower chunks are the ring's own cost, as are the copies an engine's source shows outside the overlap
-(torch's symmetric memory: :func:`copies_bytes`). The communication kernels' SMs (userbuffers' ``num_sm``) are not
+(a ring's partials reduced after it, torch's shard copied before it: :func:`copies_bytes`). The communication
+kernels' SMs (userbuffers' ``num_sm``) are not
 counted. A forward pair runs again where recomputation reruns its collective
 (:func:`symllm.costs.collectives.forward_runs`).
 """
@@ -127,20 +128,21 @@ def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)
 
 
 def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fraction:
-    """Bytes a block's overlapped collectives (:func:`pairs`) stream on the compute stream, outside the overlap,
-    where the engine's ``spec`` states them (``copies``: by collective, ``[a, b]``, ``a + b/N_t`` times
-    ``stream_bytes``, the residual stream's whole bytes): torch's symmetric memory copies a rank's shard into its
-    buffer before the first chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard) and reduces
-    the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each partial read, the shard written).
+    """Bytes a block's ring pairs (:func:`pairs`) stream on the compute stream, outside the overlap, where the
+    engine's ``spec`` states them (``copies``: by collective, ``[a, b]``, ``a + b/N_t`` times ``stream_bytes``, the
+    residual stream's whole bytes): torch's symmetric memory copies a rank's shard into its buffer before the first
+    chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard); it and Transformer Engine's ring
+    exchange reduce the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each partial read, the shard
+    written). A bulk pair reduces inside its communication kernel: none.
 
     >>> float(copies_bytes({"copies": {"all_gather": ["0", "2"], "reduce_scatter": ["1", "1"]}},
-    ...                    {"qkv_fprop": (2, True), "proj_fprop": (1, True)}, 800, 8))   # 2 x 200 + 900
+    ...                    {"qkv_fprop": (2, True), "proj_fprop": (1, True), "qkv_wgrad": (1, False)}, 800, 8))
     1300.0
     """
     table = spec.get("copies") or {}
     total = Fraction(0)
-    for name, (runs, _) in overlapped.items():
-        a, b = table.get(PAIRS[name], ("0", "0"))
+    for name, (runs, chunked) in overlapped.items():  # 2 x 2/8 x 800 + (1 + 1/8) x 800
+        a, b = table.get(PAIRS[name], ("0", "0")) if chunked else ("0", "0")
         total += runs * (Fraction(a) + Fraction(b) / tp) * stream_bytes
     return total
 
