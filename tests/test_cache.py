@@ -459,7 +459,7 @@ def test_workload_shape_is_what_the_closed_forms_read():
                 "network": "eth-100g", "tokens": 10**9, "price": 2.5, "weight_format": "Q4_K_M",
                     "kv_format": "q8_0",
                 "compute_dtype": "fp8", "engine": "sglang", "micro_batches": 4, "schedule": "interleaved",
-                "virtual_stages": 4, "power_cap": 500.0}
+                "virtual_stages": 4, "power_cap": 500.0, "tp_overlap": True}
     #: what an option needs beside it to be valid on its own
     needs = {"gpu_memory": {"gpu": "h100-sxm"}, "gpu_bandwidth": {"gpu": "h100-sxm"},
              "gpu_flops": {"gpu": "h100-sxm"}, "network": {"gpu": "h100-sxm"}, "tokens": {"gpu": "h100-sxm"},

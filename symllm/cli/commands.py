@@ -356,7 +356,7 @@ def cmd_derive(args) -> int:
 #: workload options only count and report use (fit and time on an accelerator): derive shows none of them
 _HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "tokens", "price")
 #: the options only a time reads (its efficiencies, bubble, power): no count, memory or bytes sent moves with them
-_TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages")
+_TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages", "tp_overlap")
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",

@@ -30,7 +30,8 @@ all-reduces, all-to-alls and Ray's round trip; :mod:`~symllm.costs.rings`: ring 
 data-parallel ones under each ZeRO stage;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.attention_training`: a training step's
 attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power limits;
-:mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs),
+:mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs; :mod:`~symllm.costs.tp_overlap`: the
+tensor-parallel collectives a training engine overlaps with GEMMs),
 :mod:`~symllm.costs.traffic` (serving under load: TTFT, ITL, throughput at a concurrency or request rate),
 :mod:`~symllm.costs.scaling` (over :mod:`~symllm.costs.approximation`, smooth forms and FLOP conventions, and
 :mod:`~symllm.costs.optimal`, compute-optimal and inverse sizing), :mod:`~symllm.costs.checks` (whether a
@@ -48,5 +49,5 @@ __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "figures", "gemm_cards", "collectives", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
-    "batching", "schedules", "rings",
+    "batching", "schedules", "rings", "tp_overlap",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})

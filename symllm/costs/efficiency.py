@@ -65,6 +65,8 @@ each figure with its source:
   compute stream (:func:`symllm.costs.step_passes.step_passes_s`); op checkpointing's recomputed linears run at
   the GEMMs' own rate and its rerun of a block's element-wise forward at ``η_mem``
   (:func:`symllm.costs.step_passes.op_recompute_s`);
+  under ``--tp-overlap`` (default the engine's) the blocks' sequence-parallel collectives the engine pairs with a GEMM
+  cost ``max(0, comm - GEMM)`` beyond it (:mod:`symllm.costs.tp_overlap`);
   data-parallel communication is hidden behind compute by the engine's ``overlap``; a pipeline idles for
   its bubble, ``(p-1)/(m+p-1)`` of 1F1B's ideal time over ``m`` micro-batches (``(p-1)/(v·m+p-1)``
   interleaved over ``v`` chunks).
@@ -84,6 +86,7 @@ from fractions import Fraction
 
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
+from symllm.costs import tp_overlap
 from symllm.costs.attention_training import core_training_s, training_kernel
 from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s, training_tp_s
 from symllm.costs.figures import KINDS, data, engine, engine_for, fraction as _x, interpolate
@@ -474,6 +477,14 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the all-gathers and reduce-scatters among them at their own latency
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
                          comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
+    spec = tp_overlap.overlapping(work)  # the engine's overlap of the blocks' collectives with their GEMMs (dense)
+    if spec and tp_s and not experts and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a")):
+        slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
+        tp_s -= micro * tp_overlap.saved_s(
+            spec, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"], d_ff=parts["d_ff"],
+            q=parts["n_h"] * parts["head_dim"], kv=parts["n_kv"] * parts["head_dim"], beta_a=parts["beta_a"],
+            tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped, chunk_slowdown=slower,
+            stream_rate=passes)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm["ep"] * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a

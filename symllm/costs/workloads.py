@@ -26,6 +26,7 @@ from symllm.costs import accelerators
 from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
+from symllm.costs import tp_overlap
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import OptionWarning, SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
@@ -197,6 +198,12 @@ class Workload:
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True,
                     shapes=True)
+    #: the training engine's tensor-parallel collectives overlapped with GEMMs (symllm.costs.tp_overlap: Megatron-Core's
+    #: tp_comm_overlap, torchtitan's async TP); None: the engine's default (its tp_overlap in efficiency.json)
+    tp_overlap: bool | None = _opt(None, "overlap the all-gathers and reduce-scatters of --sp with their GEMMs as the "
+                                   "training engine runs it (megatron: tp_comm_overlap, Transformer Engine's "
+                                   "userbuffers; torchtitan: async TP); expected time only (default: the engine's, "
+                                   "off in both)", training=True)
     #: the optimizer: its states (symllm.costs.zero) and its step's temporary (the HF stacks' training peak)
     optimizer: str = _opt("adamw", f"optimizer: {', '.join(OPTIMIZERS)} (adamw: torch's foreach AdamW; "
                           "states and training peak)", training=True, shapes=True)
@@ -292,6 +299,8 @@ class Workload:
         boolean("sp", self.sp)
         if self.sp and self.tp == 1:
             raise SymllmError("sp: sequence parallelism splits over the tensor-parallel ranks; give --tp > 1")
+        if self.tp_overlap is not None and boolean("tp_overlap", self.tp_overlap):
+            tp_overlap.check(self.engine)
         if self.dp % self.ep:  # symllm.costs.parallel: expert-parallel groups are carved out of the data-parallel ranks
             raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel "
                               "ranks (--dp)")

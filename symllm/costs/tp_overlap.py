@@ -1,0 +1,170 @@
+"""Tensor-parallel collectives a training engine overlaps with GEMMs (``tp_overlap`` of a training engine in
+efficiency.json; ``--tp-overlap``, default the engine's): Transformer Engine's userbuffers under Megatron-Core's
+``tp_comm_overlap``, torch's micro-pipelined async TP under torchtitan's ``enable_async_tensor_parallel``.
+
+Under sequence parallelism each block's all-gathers and reduce-scatters move the residual stream (``β_a·b·s·d``, a
+rank its ring share: :func:`symllm.costs.collectives.training_tp_bytes`), each paired by the engine with one GEMM
+of a block linear (``qkv``, ``proj``, ``fc1`` gate and up, ``fc2``), named as Transformer Engine names them: ``_fprop``
+the forward product, ``_dgrad`` the input gradient's, ``_wgrad`` the weight gradient's (each the forward's FLOPs).
+A pair ``ring`` splits the GEMM into one chunk a rank, each chunk's product run as its piece of the collective
+arrives or leaves (Transformer Engine's ring exchange, ``num_splits`` the tensor-parallel size; torch's
+``fused_all_gather_matmul`` and ``fused_matmul_reduce_scatter``); ``bulk`` runs the collective whole beside the whole
+GEMM. Either way the collective costs ``max(0, comm - GEMM)`` beyond the GEMM it pairs with (:func:`exposed_s`); the
+chunks' products run at the GEMM table's rate at their own rows (``b·s/N_t``, :func:`symllm.costs.efficiency.gemm`),
+and the slower chunks are the ring's own cost, as are the copies an engine's source shows outside the overlap
+(a ring's partials reduced after it, torch's shard copied before it: :func:`copies_bytes`). The communication
+kernels' SMs (userbuffers' ``num_sm``) are not
+counted. A forward pair runs again where recomputation reruns its collective
+(:func:`symllm.costs.collectives.forward_runs`).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from symllm.costs.collectives import forward_runs, training_tp_s
+from symllm.costs.figures import engine, engine_for
+from symllm.errors import SymllmError
+
+__all__ = ["PAIRS", "declared", "check", "overlapping", "pairs", "linear_flops", "exposed_s", "copies_bytes",
+           "saved_s"]
+
+#: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
+PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
+         "fc2_fprop": "reduce_scatter", "proj_dgrad": "all_gather", "fc2_dgrad": "all_gather",
+         "qkv_dgrad": "all_gather", "fc1_dgrad": "all_gather", "qkv_wgrad": "reduce_scatter",
+         "fc1_wgrad": "reduce_scatter"}
+
+
+def declared(name: str | None) -> dict | None:
+    """The ``tp_overlap`` the training engine of ``--engine name`` declares (its ``ring`` and ``bulk`` pairs, its
+    ``default``), None where it overlaps none (:func:`symllm.costs.figures.engine_for`: the default's, Megatron's).
+
+    >>> declared("torchtitan")["default"], declared(None)["default"], declared("deepspeed")
+    (False, False, None)
+    """
+    spec = engine_for(name, "training").get("tp_overlap")
+    return engine(spec)["tp_overlap"] if isinstance(spec, str) else spec  # another engine's (nemo's: megatron's)
+
+
+def check(name: str | None) -> None:
+    """Refuse ``tp_overlap`` on where the training engine overlaps no collective, in one line naming the field.
+    Without ``--sp`` it has nothing to overlap (:func:`overlapping`: Megatron-Core asserts sequence parallelism with
+    ``tp_comm_overlap``; torchtitan's tensor parallelism is sequence-parallel), so ``plan`` may try layouts without.
+
+    >>> check("deepspeed")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: tp_overlap: the training engine deepspeed overlaps no tensor-parallel collective ...
+    """
+    if declared(name) is None:
+        raise SymllmError(f"tp_overlap: the training engine {engine_for(name, 'training')['name']} overlaps no "
+                          "tensor-parallel collective with its GEMMs (megatron, nemo and torchtitan do)")
+
+
+def overlapping(work) -> dict | None:
+    """The pairs the workload ``work``'s training engine overlaps (:func:`declared`), where ``--tp-overlap`` (or,
+    not given, the engine's default) turns them on under ``--sp`` over more than one rank; else None.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> overlapping(Workload(tp=4, sp=True, engine="torchtitan", tp_overlap=True))["ring"][0]
+    'qkv_fprop'
+    >>> overlapping(Workload(tp=4, sp=True, engine="torchtitan")) is None
+    True
+    """
+    spec = declared(getattr(work, "engine", None))
+    on = getattr(work, "tp_overlap", None)
+    if spec is None or not work.sp or work.tp < 2 or not (spec.get("default", False) if on is None else on):
+        return None
+    return spec
+
+
+def pairs(spec: dict, recompute=False) -> dict:
+    """The pairs an engine's ``tp_overlap`` ``spec`` overlaps (its ``ring`` and ``bulk`` lists), each with how many
+    times it runs a micro-batch (twice a forward pair whose collective recomputation reruns) and whether it is chunked.
+
+    >>> spec = {"ring": ["qkv_fprop", "proj_dgrad"], "bulk": ["fc1_wgrad"]}
+    >>> pairs(spec, "full")
+    {'qkv_fprop': (2, True), 'proj_dgrad': (1, True), 'fc1_wgrad': (1, False)}
+    """
+    out = {}
+    for method in ("ring", "bulk"):
+        for name in spec.get(method, ()):
+            runs = forward_runs(PAIRS[name], recompute) if name.endswith("_fprop") else 1
+            out[name] = (runs, method == "ring")
+    return out
+
+
+def linear_flops(*, rows, d, d_ff, q, kv, tp: int) -> dict:
+    """One rank's FLOPs of one product (forward, input or weight gradient: the same) of each block linear over
+    ``rows`` tokens under ``tp`` ranks: ``qkv`` (``d`` to ``q + 2kv``), ``proj`` (``q`` to ``d``), ``fc1`` (a gated
+    MLP's gate and up, ``d`` to ``2·d_ff``), ``fc2`` (``d_ff`` to ``d``).
+
+    >>> {k: int(v) for k, v in linear_flops(rows=8, d=4, d_ff=8, q=4, kv=2, tp=2).items()}  # qkv: 2·8·4·(4+4)/2
+    {'qkv': 256, 'proj': 128, 'fc1': 512, 'fc2': 256}
+    """
+    widths = {"qkv": d * (q + 2 * kv), "proj": q * d, "fc1": d * 2 * d_ff, "fc2": d_ff * d}
+    return {k: Fraction(2 * rows * w, tp) for k, w in widths.items()}
+
+
+def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)) -> tuple[int, Fraction]:
+    """The collectives ``overlapped`` (:func:`pairs`) a block runs and the seconds they add beyond their GEMMs: each
+    ``max(0, comm_s - GEMM)``, ``gemm_s`` one product of each linear (:func:`linear_flops` at the step's GEMM rate);
+    a chunked pair's GEMM takes ``chunk_slowdown`` times as long (its chunks' rows' rate against the whole's), the
+    difference counted too.
+
+    >>> g = {"qkv": Fraction(3), "proj": Fraction(1), "fc1": Fraction(6), "fc2": Fraction(3)}
+    >>> exposed_s({"qkv_fprop": (1, False), "proj_fprop": (2, False)}, 2, g)   # max(0, 2-3) + 2 max(0, 2-1)
+    (3, Fraction(2, 1))
+    >>> exposed_s({"proj_fprop": (1, True)}, 2, g, Fraction(3, 2))   # 0.5 slower chunks, then max(0, 2-1.5)
+    (1, Fraction(1, 1))
+    """
+    calls, extra = 0, Fraction(0)
+    for name, (runs, chunked) in overlapped.items():
+        gemm = gemm_s[name.split("_")[0]]
+        slowed = gemm * (chunk_slowdown if chunked else 1)
+        calls += runs
+        extra += runs * (slowed - gemm + max(Fraction(0), Fraction(comm_s) - slowed))
+    return calls, extra
+
+
+def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fraction:
+    """Bytes a block's ring pairs (:func:`pairs`) stream on the compute stream, outside the overlap, where the
+    engine's ``spec`` states them (``copies``: by collective, ``[a, b]``, ``a + b/N_t`` times ``stream_bytes``, the
+    residual stream's whole bytes): torch's symmetric memory copies a rank's shard into its buffer before the first
+    chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard); it and Transformer Engine's ring
+    exchange reduce the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each partial read, the shard
+    written). A bulk pair reduces inside its communication kernel: none.
+
+    >>> float(copies_bytes({"copies": {"all_gather": ["0", "2"], "reduce_scatter": ["1", "1"]}},
+    ...                    {"qkv_fprop": (2, True), "proj_fprop": (1, True), "qkv_wgrad": (1, False)}, 800, 8))
+    1300.0
+    """
+    table = spec.get("copies") or {}
+    total = Fraction(0)
+    for name, (runs, chunked) in overlapped.items():  # 2 x 2/8 x 800 + (1 + 1/8) x 800
+        a, b = table.get(PAIRS[name], ("0", "0")) if chunked else ("0", "0")
+        total += runs * (Fraction(a) + Fraction(b) / tp) * stream_bytes
+    return total
+
+
+def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a, tp: int, link, gemm_rate,
+            chunk_slowdown=Fraction(1), stream_rate=None) -> Fraction:
+    """Seconds the pairs of ``spec`` (:func:`pairs`) take off a micro-batch's tensor-parallel time over ``layers``
+    blocks: each overlapped collective's own time (one all-gather or reduce-scatter of the residual stream, ``rows``
+    tokens of width ``d`` at ``beta_a`` bytes over ``link``: :func:`symllm.costs.collectives.training_tp_s`) less what
+    it still adds beyond its GEMM (:func:`exposed_s`, the GEMMs at ``gemm_rate`` FLOP/s) and its copies outside the
+    overlap (:func:`copies_bytes`) at ``stream_rate`` bytes/s.
+
+    >>> link = ("NVLink 4", 450 * 10 ** 9)   # one gather: 8.235 us + 3/4 of 8 MiB at 0.82 x 450 GB/s = 25.29 us
+    >>> shape = dict(layers=1, rows=1024, d=4096, d_ff=14336, q=4096, kv=1024, beta_a=2, tp=4, link=link)
+    >>> # wo's product, 2 x 1024 x 4096 x 4096 / 4 FLOPs at 1 PFLOP/s = 8.59 us, hides as much of it
+    >>> round(float(saved_s({"ring": ["proj_fprop"]}, recompute=False, gemm_rate=10 ** 15, **shape)) * 1e6, 2)
+    8.59
+    """
+    one = training_tp_s(1, 1, -(-beta_a * rows * d * (tp - 1) // tp), link, tp)
+    gemm_s = {k: Fraction(v) / gemm_rate for k, v in linear_flops(rows=rows, d=d, d_ff=d_ff, q=q, kv=kv, tp=tp).items()}
+    overlapped = pairs(spec, recompute)
+    calls, extra = exposed_s(overlapped, one, gemm_s, chunk_slowdown)
+    if stream_rate:
+        extra += copies_bytes(spec, overlapped, beta_a * rows * d, tp) / stream_rate
+    return layers * (calls * one - extra)

@@ -1,0 +1,144 @@
+"""Training's tensor-parallel collectives overlapped with GEMMs (symllm.costs.tp_overlap): the time rule by hand,
+the pairs against the collectives counted, a property over workloads, and the doors agreeing."""
+import json
+import subprocess
+import sys
+from fractions import Fraction as F
+
+import pytest
+
+import symllm
+from symllm.costs import tp_overlap
+from symllm.costs.collectives import training_collectives
+from symllm.errors import SymllmError
+
+MEGATRON = tp_overlap.declared("megatron")
+TORCHTITAN = tp_overlap.declared("torchtitan")
+
+
+def test_time_rule_by_hand():
+    """One all-gather or reduce-scatter takes 5 ms; one product of qkv 3 ms, proj 2, fc1 12, fc2 6 (input and weight
+    gradients the same). Megatron's ten pairs, each max(0, 5 - GEMM): qkv_fprop 2, proj_fprop 3, fc1_fprop 0,
+    fc2_fprop 0, proj_dgrad 3, fc2_dgrad 0, qkv_dgrad 2, fc1_dgrad 0, qkv_wgrad 2, fc1_wgrad 0: 12 ms beyond the
+    GEMMs, against 10 x 5 = 50 ms unoverlapped."""
+    gemm = {"qkv": F(3), "proj": F(2), "fc1": F(12), "fc2": F(6)}
+    assert tp_overlap.exposed_s(tp_overlap.pairs(MEGATRON), 5, gemm) == (10, 12)
+    # chunked GEMMs 1.5x as slow (the six ring pairs): qkv 4.5 (1.5 + 0.5), proj 3 (1 + 2), fc1 18 (6 + 0),
+    # fc2 9 (3 + 0), proj_dgrad 3, fc2_dgrad 3; the four bulk pairs as before, 4: 24 ms
+    assert tp_overlap.exposed_s(tp_overlap.pairs(MEGATRON), 5, gemm, F(3, 2)) == (10, 24)
+    # full recomputation reruns the forward pairs: qkv_fprop and proj_fprop add 2 + 3 more
+    assert tp_overlap.exposed_s(tp_overlap.pairs(MEGATRON, "full"), 5, gemm) == (14, 17)
+
+
+def test_symmetric_memory_copies_by_hand():
+    """torchtitan's six pairs over one block, 1,024 tokens of width 4,096 in bf16 at TP 4 on NVLink 4, GEMMs so slow
+    that every collective hides: each costs nothing beyond its GEMM, but torch 2.6's symmetric memory streams, on the
+    compute stream, a shard copy (2/4 of the 8 MiB residual stream) for each of the four all-gathers and a
+    reduction of the partials (1 + 1/4 of it) for each of the two reduce-scatters: 4.5 x 8 MiB at 1 TB/s. Saved: six
+    gathers' own time (NCCL's ring latency 10 us x (6.6 + 3 x 0.6)/(6.6 + 6 x 0.6), 3/4 of 8 MiB at 0.82 x 450 GB/s)
+    less those copies."""
+    link = ("NVLink 4", 450 * 10 ** 9)
+    latency = F(10, 10 ** 6) * (F(66, 10) + 3 * F(6, 10)) / (F(66, 10) + 6 * F(6, 10))
+    one = latency + F(6291456) / (F(82, 100) * 450 * 10 ** 9)
+    copies = F(9, 2) * 8388608 / 10 ** 12
+    got = tp_overlap.saved_s(TORCHTITAN, recompute=False, layers=1, rows=1024, d=4096, d_ff=14336, q=4096, kv=1024,
+                             beta_a=2, tp=4, link=link, gemm_rate=10 ** 6, stream_rate=10 ** 12)
+    assert got == 6 * one - copies
+
+
+def test_linear_flops_by_hand():
+    """Llama 3 8B's block at TP 4 over 8192 tokens: qkv 2 x 8192 x 4096 x (4096 + 2 x 1024) / 4, proj
+    2 x 8192 x 4096 x 4096 / 4, fc1 2 x 8192 x 4096 x 28672 / 4, fc2 2 x 8192 x 14336 x 4096 / 4."""
+    got = tp_overlap.linear_flops(rows=8192, d=4096, d_ff=14336, q=4096, kv=1024, tp=4)
+    assert got == {"qkv": 103079215104, "proj": 68719476736, "fc1": 481036337152, "fc2": 240518168576}
+
+
+@pytest.mark.parametrize("recompute", [False, "full", "op"])
+def test_pairs_are_collectives_the_block_runs(recompute):
+    """Under sequence parallelism every pair's collective is one the count runs a block (by kind, reruns included):
+    Megatron-Core's 6 all-gathers and 4 reduce-scatters a block all paired; torchtitan's 4 and 4 but the two
+    reduce-scatters of a column group's summed input gradients."""
+    from symllm.arch.components import model
+    from symllm.arch.symbols import L, N_p
+    from symllm.costs import parallel
+    first = parallel.stages(model())[0]
+    for spec, columns, unpaired in ((MEGATRON, "megatron", 0), (TORCHTITAN, "dtensor", 2)):
+        count = training_collectives(first, True, recompute, columns=columns)
+        per_block = {k: count[k].subs(N_p, 1).coeff(L) for k in ("all_gather", "reduce_scatter")}
+        paired = {"all_gather": 0, "reduce_scatter": 0}
+        for name, (runs, _) in tp_overlap.pairs(spec, recompute).items():
+            paired[tp_overlap.PAIRS[name]] += runs
+        assert paired["all_gather"] == per_block["all_gather"], (columns, recompute)
+        assert paired["reduce_scatter"] + unpaired == per_block["reduce_scatter"], (columns, recompute)
+
+
+def _times(model, **opts):
+    return symllm.workload(model, **opts)["time"]
+
+
+CASES = [dict(engine=e, tp=tp, batch=b, seq=s, recompute=r, compute_dtype=c)
+         for e in ("megatron", "torchtitan") for tp in (2, 8) for b, s in ((1, 2048), (16, 8192))
+         for r in ("none", "full") for c in ("bf16", "fp8")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(str(v) for v in c.values()))
+def test_overlap_never_slower_never_below_the_bound(case):
+    """Overlapped, a step is never shorter than the roofline bound (every GEMM at the peak, its collectives added
+    unoverlapped: the bound does not move), and, where a chunk's rows (b·s/N_t) reach the GEMM table's last point
+    (16,384: a chunk as fast as the whole), never longer than unoverlapped. Smaller chunks run slower GEMMs (the
+    ring's own cost), which can outweigh what they hide: Llama 3 8B at TP 8 over 2,048 tokens, 256-row chunks."""
+    base = dict(gpu="h100-sxm", gpu_memory=1000, sp=True, **case)  # (memory aside: every case fits)
+    off = _times("llama3-8b", **base)
+    on = _times("llama3-8b", **base, tp_overlap=True)
+    assert on["expected"]["training_step_s"] >= on["training_step_s"] == off["training_step_s"]
+    if case["batch"] * case["seq"] // case["tp"] >= 16384:
+        assert on["expected"]["training_step_s"] < off["expected"]["training_step_s"]
+
+
+def test_overlap_off_by_default_and_only_under_sp():
+    """Both engines default off (Megatron-Core's tp_comm_overlap False, torchtitan's flag store_true); without --sp
+    there is nothing to overlap; an engine with no overlap refuses it."""
+    assert MEGATRON["default"] is False and TORCHTITAN["default"] is False
+    base = dict(gpu="h100-sxm", tp=4, engine="torchtitan")
+    assert _times("llama3-8b", **base, sp=True) == _times("llama3-8b", **base, sp=True, tp_overlap=False)
+    assert _times("llama3-8b", **base) == _times("llama3-8b", **base, tp_overlap=True)
+    with pytest.raises(SymllmError, match="tp_overlap"):
+        symllm.workload("llama3-8b", gpu="h100-sxm", tp=4, sp=True, engine="deepspeed", tp_overlap=True)
+
+
+def test_every_door_agrees():
+    """count --json and the Python API give the same overlapped step; the CLI refuses an engine without overlap
+    in one line (exit 2); a sweep says --tp-overlap does not apply to it (its columns are no times)."""
+    opts = ["--gpu", "h100-sxm", "--tp", "8", "--sp", "--engine", "megatron", "--tp-overlap", "--batch", "2"]
+    out = subprocess.run([sys.executable, "-m", "symllm", "count", "llama3-8b", *opts, "--json"],
+                         capture_output=True, text=True, check=True)
+    cli = json.loads(out.stdout)["time"]["expected"]
+    api = _times("llama3-8b", gpu="h100-sxm", tp=8, sp=True, engine="megatron", tp_overlap=True, batch=2)["expected"]
+    assert cli["training_step_s"] == api["training_step_s"]
+    assert cli["training_step_s"] < _times("llama3-8b", gpu="h100-sxm", tp=8, sp=True, engine="megatron",
+                                           batch=2)["expected"]["training_step_s"]
+    bad = subprocess.run([sys.executable, "-m", "symllm", "count", "llama3-8b", "--gpu", "h100-sxm", "--tp", "4",
+                          "--sp", "--engine", "deepspeed", "--tp-overlap"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "tp_overlap" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    sweep = subprocess.run([sys.executable, "-m", "symllm", "sweep", "--base", "llama3-8b", "--tp", "8", "--sp",
+                            "--tp-overlap", "--seq", "1024,2048"], capture_output=True, text=True)
+    assert "--tp-overlap does not apply to a sweep" in sweep.stderr.replace("\n", " "), sweep.stderr
+
+
+def test_plan_and_derive_doors():
+    """plan --train --tp-overlap: its sequence-parallel layouts' expected steps shorten, the others and every bound
+    stay; derive says --tp-overlap does not apply to a closed form (bytes sent do not change, only their time)."""
+    def plan(*extra):
+        out = subprocess.run([sys.executable, "-m", "symllm", "plan", "llama3-70b", "--gpus", "16xh100-sxm", "--train",
+                              "--engine", "megatron", "--global-batch", "64", "--seq", "8192", "--top", "6", "--json",
+                              *extra], capture_output=True, text=True, check=True)
+        return {(r["tp"], r["pp"], r["dp"], r["sp"]): r for r in json.loads(out.stdout)["rows"]}
+    off, on = plan(), plan("--tp-overlap")
+    assert off.keys() == on.keys() and any(k[3] and k[0] > 1 for k in on)
+    for key, row in on.items():
+        assert row["step_s"] == off[key]["step_s"], key
+        before, after = off[key]["expected"]["training_step_s"], row["expected"]["training_step_s"]
+        assert (after < before) if key[3] and key[0] > 1 else (after == before), key
+    derive = subprocess.run([sys.executable, "-m", "symllm", "derive", "--quantity", "comm", "--model", "llama3-8b",
+                             "--tp", "2", "--sp", "--tp-overlap"], capture_output=True, text=True)
+    assert "--tp-overlap does not apply" in derive.stderr
