@@ -109,6 +109,45 @@ def test_a_cache_sized_by_the_context_holds_batch_sequences_of_it(engine, seq, b
     assert not _cap(engine, gpu="rtx3090", seq=131072, batch=4)["fits"]  # 64 GiB of cache on a 24 GB card
 
 
+#: OpenLLaMA 7B v2 as llama.cpp's log prints it (n_vocab 32000, n_embd 4096, n_layer 32, n_head 32, n_head_kv 32,
+#: n_ff 11008): the model of ggml-org/ci's CUDA runs
+OPEN_LLAMA_7B = dict(name="open-llama-7b-v2", dim=4096, n_layers=32, n_heads=32, n_kv_heads=32, vocab_size=32000,
+                     hidden_dim=11008)
+
+
+def test_llama_cpp_compute_buffer_is_one_micro_batch():
+    """llama.cpp (4227c9be, src/llama-context.cpp 'reserve worst-case graph') sizes its compute buffer for
+    n_tokens = min(n_ctx, n_ubatch) tokens, every one an output, n_ubatch 512 by default (common/common.h), whatever
+    n_batch (2048) or symllm's profile budget: a 4096-token context reserves a forward of 512 tokens, a 300-token
+    one of 300. Its logits are F32 (ggml_mul_mat's result): Llama 3.1 8B's 512 x 128,256 x 4 bytes = 250.5 MiB
+    at least; the scores of 512 queries against 4096 cells over 32 heads in F32, 256 MiB, plus the mask (4096 x
+    512 x 4, 8 MiB) and the layer's input and queries (2 x 512 x 4096 x 4, 16 MiB): 280 MiB."""
+    r = _cap("llama.cpp", gpu="rtx4090")
+    assert (r["profile_tokens"], r["max_num_batched_tokens"]) == (512, 8192)
+    assert r["activation_peak"] == 4 * (4096 * 512 * 32 + 4096 * 512 + 512 * 8192) == 280 * 2 ** 20
+    short = _cap("llama.cpp", gpu="rtx4090", seq=512)  # the scores of 512 cells (51 MiB): the forward binds
+    assert 512 * 128_256 * 4 < short["activation_peak"] < r["activation_peak"]
+    assert _cap("llama.cpp", gpu="rtx4090", seq=300)["profile_tokens"] == 300
+    assert _cap("hf", gpu="rtx4090")["profile_tokens"] == 8192  # transformers: the profile's budget, as before
+
+
+@pytest.mark.parametrize("n_ctx,printed_mib", [
+    # ggml-org/ci, llama.cpp/46/fd273724f0a4eafb6004537c7c1a62670123fe/ggml-4-x86-cuda-v100/README.md (llama.cpp
+    # 46fd273, 2024-02-19; Tesla V100-PCIE-16GB): OpenLLaMA 7B v2 f16, -ngl 999, n_batch 512, no FlashAttention:
+    # main -n 256 at n_ctx 512 prints 'CUDA0 compute buffer size = 70.50 MiB' (by hand: the 512 x 32000 F32
+    # logits, 62.5 MiB, and the final norm's 512 x 4096 F32, 8 MiB); perplexity -c 2048 -b 512 prints 164.00 MiB
+    # (the scores of 512 queries against 2048 cells over 32 heads, 128 MiB, and what lives beside them)
+    (512, 70.5),
+    (2048, 164.0),
+])
+def test_llama_cpp_compute_buffer_against_its_printed_size(n_ctx, printed_mib):
+    """Checked, not fitted: within 15% of the printed buffer (symllm's forward holds more than the logits' moment
+    at 512: +14%; the scores' moment at 2048 counts the scores, the mask, the layer's input and queries: -10%)."""
+    from symllm.arch.config import ModelConfig
+    r = serving.capacity(ModelConfig(**OPEN_LLAMA_7B), gpu="a100-80gb", seq=n_ctx, dtype="fp16", engine="llama.cpp")
+    assert abs(r["activation_peak"] / (printed_mib * 2 ** 20) - 1) < Fraction(15, 100)
+
+
 @pytest.mark.parametrize("engine,value,line", [
     ("llama.cpp", 0.5, "gpu_memory_utilization: got 0.5; llama.cpp sizes its KV cache by the context"),
     ("lmdeploy", 1, "got 1; lmdeploy's cache_max_entry_count is in (0, 1)"),
