@@ -131,6 +131,16 @@ def test_llama_cpp_compute_buffer_is_one_micro_batch():
     assert _cap("hf", gpu="rtx4090")["profile_tokens"] == 8192  # transformers: the profile's budget, as before
 
 
+def test_gpt_fast_holds_its_prefill_of_the_whole_prompt():
+    """gpt-fast c5d3454: generate.py's prefill runs model(prompt.view(1, -1), input_pos), one forward of the
+    whole prompt, and Transformer.forward returns self.output(x) at every position: Llama 3.1 8B's 1000 x 128,256
+    bf16 logits (244.6 MiB) at least, and the same working set whatever the output length or the profile budget."""
+    r = _cap("gpt-fast", seq=1000, gen=500)
+    assert r["profile_tokens"] == 1000 and r["activation_peak"] >= 1000 * 128_256 * 2
+    assert _cap("gpt-fast", seq=1000, gen=3000, max_num_batched_tokens=2048)["activation_peak"] == r["activation_peak"]
+    assert _cap("gpt-fast", seq=2000)["activation_peak"] > r["activation_peak"]
+
+
 @pytest.mark.parametrize("n_ctx,printed_mib", [
     # ggml-org/ci, llama.cpp/46/fd273724f0a4eafb6004537c7c1a62670123fe/ggml-4-x86-cuda-v100/README.md (llama.cpp
     # 46fd273, 2024-02-19; Tesla V100-PCIE-16GB): OpenLLaMA 7B v2 f16, -ngl 999, n_batch 512, no FlashAttention:

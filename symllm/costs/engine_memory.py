@@ -25,8 +25,8 @@ and takes no fraction. An engine that states no rule is refused in one line, nev
 The activation peak beside the cache is a forward of the engine's profile tokens (``max_num_batched_tokens``)
 unless the rule states its own working set (``working_set``): llama.cpp reserves its compute buffer for one
 micro-batch, ``min(n_ctx, n_ubatch)`` tokens, with every position's logits, in fp32, and (without FlashAttention)
-the micro-batch's scores against a sequence's whole cache (:func:`working_set`,
-:func:`symllm.costs.ggml.scores_moment`).
+the micro-batch's scores against a sequence's whole cache (:func:`symllm.costs.ggml.scores_moment`); gpt-fast's
+prefill is one forward of the whole prompt, every position's logits (:func:`working_set`).
 
 >>> rule("sglang")["fraction"], rule("vllm-v0")["fraction"], rule("llama.cpp")["sized_by"]
 ('mem_fraction_static', 'gpu_memory_utilization', 'context')
@@ -136,23 +136,24 @@ def context_tokens(r: dict, context: int, batch: int = 1) -> int:
     return -(-context // step) * step * batch
 
 
-def working_set(r: dict, conventions: dict, context: int, batched: int) -> dict:
+def working_set(r: dict, conventions: dict, seq: int, context: int, batched: int) -> dict:
     """The forward whose working set the engine holds beside its KV cache: ``{"tokens", "options", "scores"}``,
     ``options`` the workload's (its activations' dtype) and ``scores`` whether the attention scores against a
     sequence's cache of ``context`` tokens are held too. By default ``batched`` tokens (the profile's
-    ``max_num_batched_tokens``), the workload's dtypes; where ``r`` states a ``working_set``, its ``tokens`` name
-    the engine's convention holding the micro-batch (llama.cpp's ``ubatch``, n_ubatch 512), at most ``context``
-    (llama-context.cpp's worst-case reserve: ``n_tokens = min(n_ctx, n_ubatch)``), in its ``dtype``.
+    ``max_num_batched_tokens``), the workload's dtypes; where ``r`` states a ``working_set``, its ``tokens``:
+    ``"prompt"``, one forward of the whole ``seq``-token prompt (gpt-fast's prefill), or the name of the engine's
+    convention holding its micro-batch, at most ``context`` (llama.cpp's ``ubatch``, n_ubatch 512: its worst-case
+    reserve, ``n_tokens = min(n_ctx, n_ubatch)``), in its ``dtype``.
 
     >>> from symllm.costs.figures import engine
-    >>> working_set(rule("llama.cpp"), engine("llama.cpp"), 4096, 8192)
+    >>> working_set(rule("llama.cpp"), engine("llama.cpp"), 4000, 4096, 8192)
     {'tokens': 512, 'options': {'act_dtype': 'fp32'}, 'scores': True}
-    >>> working_set(rule("llama.cpp"), engine("llama.cpp"), 300, 8192)["tokens"], working_set(
-    ...     rule("hf"), engine("hf"), 4096, 8192)
-    (300, {'tokens': 8192, 'options': {}, 'scores': False})
+    >>> [working_set(rule(e), engine(e), 300, 320, 8192)["tokens"] for e in ("llama.cpp", "gpt-fast", "hf")]
+    [320, 300, 8192]
     """
     own = r.get("working_set")
     if not own:
         return {"tokens": batched, "options": {}, "scores": False}
-    return {"tokens": min(context, int(conventions[own["tokens"]])),
-            "options": {"act_dtype": own["dtype"]} if "dtype" in own else {}, "scores": bool(own.get("scores"))}
+    tokens = seq if own["tokens"] == "prompt" else min(context, int(conventions[own["tokens"]]))
+    return {"tokens": tokens, "options": {"act_dtype": own["dtype"]} if "dtype" in own else {},
+            "scores": bool(own.get("scores"))}

@@ -55,8 +55,8 @@ Conventions (each an estimate of what vLLM measures, not derives):
   engine's ``profile_logits``, whatever the workload's ``--logits``: vLLM's forward computes no logits, its
   V0 engine each dummy prompt's last position's; every position's for an engine that names none; an engine's
   own ``working_set``, :func:`symllm.costs.engine_memory.working_set`: llama.cpp's compute buffer, one
-  micro-batch of ``min(context, 512)`` tokens in fp32, or its scores against a sequence's cache where larger,
-  ``profile_tokens`` the forward's tokens), or, where
+  micro-batch of ``min(context, 512)`` tokens in fp32, or its scores against a sequence's cache where larger;
+  gpt-fast's, its prefill of the whole prompt; ``profile_tokens`` the forward's tokens), or, where
   it is larger, what vLLM V1's dummy sampler run after the forward holds (the engine's
   ``profile_sampler_bytes``, efficiency.json; :func:`sampler_peak_bytes`): ``max_num_seqs`` rows (``vllm
   serve``'s: 1024 on a card of 70 GiB or more that is not an A100, else 256: :func:`default_max_num_seqs`)
@@ -383,7 +383,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     # the forward whose working set the engine holds (llama.cpp: one micro-batch, fp32; engine_memory.working_set)
     context = work.seq + work.gen
-    working = working_set(kv_rule, conventions, context, max_num_batched_tokens)
+    working = working_set(kv_rule, conventions, work.seq, context, max_num_batched_tokens)
     profile = evaluate(work.replace(batch=1, seq=working["tokens"], gen=0, context=None, logits=logits,
                                     **working["options"], **bare))
     laid = {"tp_layout": profile["tp_layout"]} if "tp_layout" in profile else {}  # the layout weights are in
