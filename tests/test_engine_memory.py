@@ -109,6 +109,30 @@ def test_a_cache_sized_by_the_context_holds_batch_sequences_of_it(engine, seq, b
     assert not _cap(engine, gpu="rtx3090", seq=131072, batch=4)["fits"]  # 64 GiB of cache on a 24 GB card
 
 
+@pytest.mark.parametrize("fmt,per_token", [
+    # Llama 3.1 8B (head_dim 128): 32 layers x 2 x 8 heads x (128 data bytes + 2 x 2 scale/zero bytes) a token
+    ("int8", 32 * 2 * 8 * (128 + 4)),
+    ("int4", 32 * 2 * 8 * (64 + 4)),
+])
+def test_lmdeploy_quantized_kv_holds_a_scale_and_a_zero_a_head_and_token(fmt, per_token):
+    """lmdeploy TurboMind v0.6.0 (and v0.10.0), src/turbomind/kernels/attention/block.h, block::Layout: a token of
+    a head holds token_data_size = q_bits x head_dim / 8 bytes of K (and of V) and token_param_size = t_bits x 2 / 8
+    bytes of their scale and zero, t_bits the activations' 16 (LlamaBatch: elem_bits = quant_policy, 8 or 4); the
+    block of 64 tokens is layer_size x layers."""
+    r = _cap("lmdeploy", kv_format=fmt)
+    assert r["kv_bytes_per_token"] == per_token
+    assert r["blocks"] == floor(r["kv_cache_bytes"] / (64 * per_token)) and r["kv_tokens"] == 64 * r["blocks"]
+
+
+def test_lmdeploy_int4_block_against_its_printed_size():
+    """lmdeploy issue #3949 (InternLM/lmdeploy, 2025-09-09; gpt-oss with --quant-policy 4 on one rank) logs
+    '[BlockManager] block_size = 0.844 MB' (BlockManager.cc at v0.10.0: block_size_ / (1 << 20), '%.3f'). By hand
+    for gpt-oss-20b (24 layers, 8 KV heads of 64): 64 tokens x 24 x 2 x 8 x (32 + 4) bytes = 884,736 bytes = 0.84375
+    MiB; without the scales it would print 0.750."""
+    r = serving.capacity("gpt-oss-20b", gpu="h100-sxm", seq=4096, engine="lmdeploy", kv_format="int4")
+    assert f"{r['kv_bytes_per_token'] * 64 / 2 ** 20:.3f}" == "0.844"
+
+
 #: OpenLLaMA 7B v2 as llama.cpp's log prints it (n_vocab 32000, n_embd 4096, n_layer 32, n_head 32, n_head_kv 32,
 #: n_ff 11008): the model of ggml-org/ci's CUDA runs
 OPEN_LLAMA_7B = dict(name="open-llama-7b-v2", dim=4096, n_layers=32, n_heads=32, n_kv_heads=32, vocab_size=32000,
