@@ -89,7 +89,7 @@ from symllm.arch.recurrent_sizes import (CONV_STATE_DROPS, deltanet_conv_channel
 from symllm.costs.batching import default_max_num_batched_tokens, default_max_num_seqs
 from symllm.costs.dsv4_cache import check as dsv4_check, indexer as indexer_for, layout as layout_for
 from symllm.costs.engine_memory import (context_tokens, fraction as memory_fraction, kv_bytes, rule as rule_of,
-                                       working_set)
+                                       warmup_tokens, working_set)
 from symllm.costs.ggml import scores_moment
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
@@ -363,8 +363,11 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
+    warm = None
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
         max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
+        # its warm-up's own default where its memory rule states one (TGI's launcher: engine_memory.warmup_tokens)
+        warm = warmup_tokens(kv_rule, cfg, gpu, work.tp, util or 1, work.weight_format is not None)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
@@ -383,7 +386,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     # the forward whose working set the engine holds (llama.cpp: one micro-batch, fp32; engine_memory.working_set)
     context = work.seq + work.gen
-    working = working_set(kv_rule, conventions, work.seq, context, max_num_batched_tokens)
+    working = working_set(kv_rule, conventions, work.seq, context, warm or max_num_batched_tokens)
     profile = evaluate(work.replace(batch=1, seq=working["tokens"], gen=0, context=None, logits=logits,
                                     **working["options"], **bare))
     laid = {"tp_layout": profile["tp_layout"]} if "tp_layout" in profile else {}  # the layout weights are in
@@ -402,10 +405,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if working["scores"]:  # the micro-batch's scores against a sequence's whole cache (no FlashAttention)
         activation = max(activation, scores_moment(context=context, ubatch=working["tokens"], n_h=cfg.n_heads,
                                                    d=cfg.dim, q=cfg.n_heads * cfg.head_dim))
-    moe = moe_workspace_bytes(config, max_num_batched_tokens, work.tp) if conventions.get("moe_workspace") else 0
+    moe = moe_workspace_bytes(config, working["tokens"], work.tp) if conventions.get("moe_workspace") else 0
     if moe:  # the fused-MoE workspace, live in an MoE layer beside the forward's working set (not the logits')
         forward = activation if logits == "last" else evaluate(work.replace(
-            batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="last", **bare))["memory_per_gpu"][
+            batch=1, seq=working["tokens"], gen=0, context=None, logits="last", **bare))["memory_per_gpu"][
             "inference_peak"] - weights - kv_profile - state
         activation = max(activation, forward + moe)
     rows = sampler = 0
@@ -413,7 +416,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if per_entry:  # V1's dummy sampler run after the forward, on one row a dummy request (max_num_seqs of them)
         seqs = default_max_num_seqs(gpu, conventions["name"]) if max_num_seqs is None else max_num_seqs
         rows = min(seqs, max_num_batched_tokens)
-        sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
+        sampler = sampler_peak_bytes(config, rows, working["tokens"], int(per_entry))
         activation = max(activation, sampler)
     # vLLM keeps a column fewer of each convolution's input than transformers' cache, which the profile counts
     drop = CONV_STATE_DROPS[conv_cache(conventions)] - CONV_STATE_DROPS["transformers"]
