@@ -85,8 +85,8 @@ def test_tgi_warms_up_on_its_launcher_s_default_prefill_tokens():
     """text-generation-inference v3.0.0 launcher/src/main.rs: max_batch_prefill_tokens where not given is
     compute_optimal = f16_flop x shards // Config::flop, f16_flop 900 TFLOPS for an 'nvidia-h100-80gb-hbm3' and
     312 for an 'nvidia-a100-sxm4-80gb', Config::flop of Llama 3.1 8B (config.json: 32 layers, 32 heads, 8 KV
-    heads of 128, hidden 4096, intermediate 14336) = 32 x (3 x 2·32·128·4096 + 2 x 2·8·128·4096 + 2·3·4096·14336)
-    = 15,032,385,536: 900e12 // that = 59,870, 312e12 // that = 20,755; below max_position_embeddings (131,072) and
+    heads of 128, hidden 4096, intermediate 14336) = 32 x (3 x 2·32·128·4096 + 2 x 2·8·128·4096
+    + 2·3·4096·14336) = 15,032,385,536: 900e12 // that = 59,870, 312e12 // that = 20,755; below max_position_embeddings (131,072) and
     its vram_maximum (0.95 x 85 GB less 2 x 7.2 G parameters, over 131,072 + 129,024 bytes a token: ~256,800). An
     H200 ('nvidia-h200') is not in its table: 4096. The warm-up computes one logit a request (REQUEST_LOGPROBS
     off), so its activation is a forward of those tokens with the last position's logits only."""

@@ -171,7 +171,8 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     unquantized, at most ``vram_maximum``: ``(memory · shards · fraction · 0.95 − model_vram) // token_vram`` with
     ``model_vram = 2·(L·((h + 2kv)·d_h + h·d_h·d + 3·d_ff·E·d) + 2·d·V)`` (its attention term has no ``d``, as
     written) and ``token_vram = 4·kv·d_h·L + 6·E·(d_ff + d_ff // 2)``, ``E`` the routed experts (1 if dense).
-    ``gpu`` a :class:`symllm.costs.accelerators.GPU` (its ``usable`` memory read as nvidia-smi's total).
+    ``gpu`` a :class:`symllm.costs.accelerators.GPU` (its ``usable`` memory read as nvidia-smi's total);
+    ``quantized``: the config states a quantization (config.json's ``quantization_config``: no ``vram_maximum``).
 
     >>> from symllm.costs import accelerators
     >>> h100, h200 = accelerators.gpu("h100-sxm"), accelerators.gpu("h200")

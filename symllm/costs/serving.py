@@ -367,7 +367,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
         max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
         # its warm-up's own default where its memory rule states one (TGI's launcher: engine_memory.warmup_tokens)
-        warm = warmup_tokens(kv_rule, cfg, gpu, work.tp, util or 1, work.weight_format is not None)
+        warm = warmup_tokens(kv_rule, cfg, gpu, work.tp, util or 1, getattr(cfg, "weight_format", None) is not None)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
