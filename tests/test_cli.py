@@ -788,7 +788,7 @@ def test_plan_names_the_engine_of_its_expected_times(cli, argv, engine):
     assert counted["time"]["expected"][kind] == engine
 
 
-@pytest.mark.parametrize("engine, words", [("llama.cpp", "a forward of 8,192 tokens"), ("hf", "a forward of"),
+@pytest.mark.parametrize("engine, words", [("llama.cpp", "a forward of 512 tokens"), ("hf", "a forward of"),
                                            ("mlc", "a forward of"), ("gpt-fast", "a forward of"),
                                            ("vllm", "profile: 8,192 tokens"), ("sglang", "profile run of")])
 def test_only_a_pool_engine_s_activation_peak_is_called_its_profile_run(cli, engine, words):

@@ -81,6 +81,24 @@ def test_tgi_sizes_its_cache_after_the_warm_up_with_its_wiggle_room():
     assert half["kv_cache_bytes"] == Fraction(475, 1000) * H100 - WEIGHTS - half["activation_peak"] - Fraction(GIB, 2)
 
 
+def test_tgi_warms_up_on_its_launcher_s_default_prefill_tokens():
+    """text-generation-inference v3.0.0 launcher/src/main.rs: max_batch_prefill_tokens where not given is
+    compute_optimal = f16_flop x shards // Config::flop, f16_flop 900 TFLOPS for an 'nvidia-h100-80gb-hbm3' and
+    312 for an 'nvidia-a100-sxm4-80gb', Config::flop of Llama 3.1 8B (config.json: 32 layers, 32 heads, 8 KV
+    heads of 128, hidden 4096, intermediate 14336) = 32 x (3 x 2·32·128·4096 + 2 x 2·8·128·4096
+    + 2·3·4096·14336) = 15,032,385,536: 900e12 // that = 59,870, 312e12 // that = 20,755; below max_position_embeddings (131,072) and
+    its vram_maximum (0.95 x 85 GB less 2 x 7.2 G parameters, over 131,072 + 129,024 bytes a token: ~256,800). An
+    H200 ('nvidia-h200') is not in its table: 4096. The warm-up computes one logit a request (REQUEST_LOGPROBS
+    off), so its activation is a forward of those tokens with the last position's logits only."""
+    flop = 32 * (3 * 2 * 32 * 128 * 4096 + 2 * 2 * 8 * 128 * 4096 + 2 * 3 * 4096 * 14336)
+    assert flop == 15_032_385_536
+    for gpu, tflops in (("h100-sxm", 900), ("a100-80gb", 312)):
+        assert _cap("tgi", gpu=gpu)["profile_tokens"] == tflops * 10 ** 12 // flop
+    assert _cap("tgi", gpu="h200")["profile_tokens"] == 4096
+    given = _cap("tgi", max_num_batched_tokens=2048)  # --max-batch-prefill-tokens given: that many
+    assert given["profile_tokens"] == 2048 and given["activation_peak"] < 2048 * 128_256 * 2  # one logit, not 2048
+
+
 def test_vllm_and_trtllm_rules_are_unchanged():
     """vLLM (v1/worker/gpu_worker.py, determine_available_memory): 0.9 x total less the rest; TensorRT-LLM 1.0
     (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens): 0.9 of what the rest leaves."""
@@ -107,6 +125,79 @@ def test_a_cache_sized_by_the_context_holds_batch_sequences_of_it(engine, seq, b
     assert r["kv_cache_bytes"] == tokens * PER_TOKEN and "gpu_memory_utilization" not in r
     assert r["fits"] == (r["weights"] + r["activation_peak"] + r["non_torch"] + r["kv_cache_bytes"] <= H100)
     assert not _cap(engine, gpu="rtx3090", seq=131072, batch=4)["fits"]  # 64 GiB of cache on a 24 GB card
+
+
+@pytest.mark.parametrize("fmt,per_token", [
+    # Llama 3.1 8B (head_dim 128): 32 layers x 2 x 8 heads x (128 data bytes + 2 x 2 scale/zero bytes) a token
+    ("int8", 32 * 2 * 8 * (128 + 4)),
+    ("int4", 32 * 2 * 8 * (64 + 4)),
+])
+def test_lmdeploy_quantized_kv_holds_a_scale_and_a_zero_a_head_and_token(fmt, per_token):
+    """lmdeploy TurboMind v0.6.0 (and v0.10.0), src/turbomind/kernels/attention/block.h, block::Layout: a token of
+    a head holds token_data_size = q_bits x head_dim / 8 bytes of K (and of V) and token_param_size = t_bits x 2 / 8
+    bytes of their scale and zero, t_bits the activations' 16 (LlamaBatch: elem_bits = quant_policy, 8 or 4); the
+    block of 64 tokens is layer_size x layers."""
+    r = _cap("lmdeploy", kv_format=fmt)
+    assert r["kv_bytes_per_token"] == per_token
+    assert r["blocks"] == floor(r["kv_cache_bytes"] / (64 * per_token)) and r["kv_tokens"] == 64 * r["blocks"]
+
+
+def test_lmdeploy_int4_block_against_its_printed_size():
+    """lmdeploy issue #3949 (InternLM/lmdeploy, 2025-09-09; gpt-oss with --quant-policy 4 on one rank) logs
+    '[BlockManager] block_size = 0.844 MB' (BlockManager.cc at v0.10.0: block_size_ / (1 << 20), '%.3f'). By hand
+    for gpt-oss-20b (24 layers, 8 KV heads of 64): 64 tokens x 24 x 2 x 8 x (32 + 4) bytes = 884,736 bytes = 0.84375
+    MiB; without the scales it would print 0.750."""
+    r = serving.capacity("gpt-oss-20b", gpu="h100-sxm", seq=4096, engine="lmdeploy", kv_format="int4")
+    assert f"{r['kv_bytes_per_token'] * 64 / 2 ** 20:.3f}" == "0.844"
+
+
+#: OpenLLaMA 7B v2 as llama.cpp's log prints it (n_vocab 32000, n_embd 4096, n_layer 32, n_head 32, n_head_kv 32,
+#: n_ff 11008): the model of ggml-org/ci's CUDA runs
+OPEN_LLAMA_7B = dict(name="open-llama-7b-v2", dim=4096, n_layers=32, n_heads=32, n_kv_heads=32, vocab_size=32000,
+                     hidden_dim=11008)
+
+
+def test_llama_cpp_compute_buffer_is_one_micro_batch():
+    """llama.cpp (4227c9be, src/llama-context.cpp 'reserve worst-case graph') sizes its compute buffer for
+    n_tokens = min(n_ctx, n_ubatch) tokens, every one an output, n_ubatch 512 by default (common/common.h), whatever
+    n_batch (2048) or symllm's profile budget: a 4096-token context reserves a forward of 512 tokens, a 300-token
+    one of 300. Its logits are F32 (ggml_mul_mat's result): Llama 3.1 8B's 512 x 128,256 x 4 bytes = 250.5 MiB
+    at least; the scores of 512 queries against 4096 cells over 32 heads in F32, 256 MiB, plus the mask (4096 x
+    512 x 4, 8 MiB) and the layer's input and queries (2 x 512 x 4096 x 4, 16 MiB): 280 MiB."""
+    r = _cap("llama.cpp", gpu="rtx4090")
+    assert (r["profile_tokens"], r["max_num_batched_tokens"]) == (512, 8192)
+    assert r["activation_peak"] == 4 * (4096 * 512 * 32 + 4096 * 512 + 512 * 8192) == 280 * 2 ** 20
+    short = _cap("llama.cpp", gpu="rtx4090", seq=512)  # the scores of 512 cells (51 MiB): the forward binds
+    assert 512 * 128_256 * 4 < short["activation_peak"] < r["activation_peak"]
+    assert _cap("llama.cpp", gpu="rtx4090", seq=300)["profile_tokens"] == 300
+    assert _cap("hf", gpu="rtx4090")["profile_tokens"] == 8192  # transformers: the profile's budget, as before
+
+
+def test_gpt_fast_holds_its_prefill_of_the_whole_prompt():
+    """gpt-fast c5d3454: generate.py's prefill runs model(prompt.view(1, -1), input_pos), one forward of the
+    whole prompt, and Transformer.forward returns self.output(x) at every position: Llama 3.1 8B's 1000 x 128,256
+    bf16 logits (244.6 MiB) at least, and the same working set whatever the output length or the profile budget."""
+    r = _cap("gpt-fast", seq=1000, gen=500)
+    assert r["profile_tokens"] == 1000 and r["activation_peak"] >= 1000 * 128_256 * 2
+    assert _cap("gpt-fast", seq=1000, gen=3000, max_num_batched_tokens=2048)["activation_peak"] == r["activation_peak"]
+    assert _cap("gpt-fast", seq=2000)["activation_peak"] > r["activation_peak"]
+
+
+@pytest.mark.parametrize("n_ctx,printed_mib", [
+    # ggml-org/ci, llama.cpp/46/fd273724f0a4eafb6004537c7c1a62670123fe/ggml-4-x86-cuda-v100/README.md (llama.cpp
+    # 46fd273, 2024-02-19; Tesla V100-PCIE-16GB): OpenLLaMA 7B v2 f16, -ngl 999, n_batch 512, no FlashAttention:
+    # main -n 256 at n_ctx 512 prints 'CUDA0 compute buffer size = 70.50 MiB' (by hand: the 512 x 32000 F32
+    # logits, 62.5 MiB, and the final norm's 512 x 4096 F32, 8 MiB); perplexity -c 2048 -b 512 prints 164.00 MiB
+    # (the scores of 512 queries against 2048 cells over 32 heads, 128 MiB, and what lives beside them)
+    (512, 70.5),
+    (2048, 164.0),
+])
+def test_llama_cpp_compute_buffer_against_its_printed_size(n_ctx, printed_mib):
+    """Checked, not fitted: within 15% of the printed buffer (symllm's forward holds more than the logits' moment
+    at 512: +14%; the scores' moment at 2048 counts the scores, the mask, the layer's input and queries: -10%)."""
+    from symllm.arch.config import ModelConfig
+    r = serving.capacity(ModelConfig(**OPEN_LLAMA_7B), gpu="a100-80gb", seq=n_ctx, dtype="fp16", engine="llama.cpp")
+    assert abs(r["activation_peak"] / (printed_mib * 2 ** 20) - 1) < Fraction(15, 100)
 
 
 @pytest.mark.parametrize("engine,value,line", [

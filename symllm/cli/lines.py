@@ -179,7 +179,7 @@ def serve_lines(r: dict) -> str:
                             "(estimate)" if r.get("sampler_rows")
                             # a cache sized by the context: no profile run (no pool is sized from what one leaves)
                             else f"{'profile run' if 'fraction_name' in r else 'a forward'} of "
-                                 f"{r['max_num_batched_tokens']:,} tokens (estimate)"),
+                                 f"{r['profile_tokens']:,} tokens (estimate)"),
              "non_torch": ("non-torch memory", r["non_torch"], "the engine's" + (
                  f" (NCCL {human_bytes(r['nccl'])})" if r.get("nccl") else "") + ", or --non-torch-memory")}
 

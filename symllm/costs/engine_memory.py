@@ -16,11 +16,19 @@ command line):
   32;
 * lmdeploy (TurboMind, v0.2.2 on): ``cache_max_entry_count`` (0.8) of what weights and non-torch memory leave;
   blocks of 64;
-* tgi: ``cuda_memory_fraction`` (1) x 0.95 of the card, less weights, activation peak and non-torch memory.
+* tgi: ``cuda_memory_fraction`` (1) x 0.95 of the card, less weights, activation peak and non-torch memory, the
+  activation its warm-up's (:func:`warmup_tokens`).
 
 An engine whose cache is sized by the context, not a pool (``sized_by: context``: llama.cpp's ``n_ctx`` cells,
 gpt-fast's static cache, MLC's chat window, transformers' growing cache), holds ``batch`` sequences of the context
 and takes no fraction. An engine that states no rule is refused in one line, never given vLLM's.
+
+The activation peak beside the cache is a forward of the engine's profile tokens (``max_num_batched_tokens``)
+unless the rule states its own working set (``working_set``): llama.cpp reserves its compute buffer for one
+micro-batch, ``min(n_ctx, n_ubatch)`` tokens, with every position's logits, in fp32, and (without FlashAttention)
+the micro-batch's scores against a sequence's whole cache (:func:`symllm.costs.ggml.scores_moment`); gpt-fast's
+prefill is one forward of the whole prompt, every position's logits (:func:`working_set`); TGI's warm-up, where
+no budget is given, is its launcher's default ``max_batch_prefill_tokens`` (:func:`warmup_tokens`).
 
 >>> rule("sglang")["fraction"], rule("vllm-v0")["fraction"], rule("llama.cpp")["sized_by"]
 ('mem_fraction_static', 'gpu_memory_utilization', 'context')
@@ -31,7 +39,8 @@ from fractions import Fraction
 
 from symllm.errors import SymllmError
 
-__all__ = ["PARTS", "rule", "fraction", "default_fraction", "kv_bytes", "context_tokens"]
+__all__ = ["PARTS", "rule", "fraction", "default_fraction", "kv_bytes", "context_tokens", "working_set",
+           "warmup_tokens"]
 
 #: the parts of memory a rule names, in the order they are listed
 PARTS = ("non_torch", "weights", "activation")
@@ -128,3 +137,70 @@ def context_tokens(r: dict, context: int, batch: int = 1) -> int:
     """
     step = r.get("round_to", 1)
     return -(-context // step) * step * batch
+
+
+def working_set(r: dict, conventions: dict, seq: int, context: int, batched: int) -> dict:
+    """The forward whose working set the engine holds beside its KV cache: ``{"tokens", "options", "scores"}``,
+    ``options`` the workload's (its activations' dtype) and ``scores`` whether the attention scores against a
+    sequence's cache of ``context`` tokens are held too. By default ``batched`` tokens (the profile's
+    ``max_num_batched_tokens``), the workload's dtypes; where ``r`` states a ``working_set``, its ``tokens``:
+    ``"prompt"``, one forward of the whole ``seq``-token prompt (gpt-fast's prefill), or the name of the engine's
+    convention holding its micro-batch, at most ``context`` (llama.cpp's ``ubatch``, n_ubatch 512: its worst-case
+    reserve, ``n_tokens = min(n_ctx, n_ubatch)``), in its ``dtype``.
+
+    >>> from symllm.costs.figures import engine
+    >>> working_set(rule("llama.cpp"), engine("llama.cpp"), 4000, 4096, 8192)
+    {'tokens': 512, 'options': {'act_dtype': 'fp32'}, 'scores': True}
+    >>> [working_set(rule(e), engine(e), 300, 320, 8192)["tokens"] for e in ("llama.cpp", "gpt-fast", "hf")]
+    [320, 300, 8192]
+    """
+    own = r.get("working_set")
+    if not own:
+        return {"tokens": batched, "options": {}, "scores": False}
+    tokens = seq if own["tokens"] == "prompt" else min(context, int(conventions[own["tokens"]]))
+    return {"tokens": tokens, "options": {"act_dtype": own["dtype"]} if "dtype" in own else {},
+            "scores": bool(own.get("scores"))}
+
+
+def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool = False) -> int | None:
+    """The tokens of the engine's warm-up forward where the user gives none, by its rule's ``warmup`` (None where
+    it has none): TGI's launcher (v3.0.0, launcher/src/main.rs) defaults ``max_batch_prefill_tokens`` to
+    ``compute_optimal``, the card's fp16 FLOP/s (its own table by nvidia-smi's name, ``card_f16_tflops``) times the
+    shards over its count of a token's FLOPs (``Config::flop``: ``L·(6·h·d_h·d + 4·kv·d_h·d + 6·d·d_ff·(k +
+    shared))``), where above ``minimum`` (100), else ``default`` (4096); at most ``max_position_embeddings``;
+    unquantized, at most ``vram_maximum``: ``(memory · shards · fraction · 0.95 − model_vram) // token_vram`` with
+    ``model_vram = 2·(L·((h + 2kv)·d_h + h·d_h·d + 3·d_ff·E·d) + 2·d·V)`` (its attention term has no ``d``, as
+    written) and ``token_vram = 4·kv·d_h·L + 6·E·(d_ff + d_ff // 2)``, ``E`` the routed experts (1 if dense).
+    ``gpu`` a :class:`symllm.costs.accelerators.GPU` (its ``usable`` memory read as nvidia-smi's total);
+    ``quantized``: the config states a quantization (config.json's ``quantization_config``: no ``vram_maximum``).
+
+    >>> from symllm.costs import accelerators
+    >>> h100, h200 = accelerators.gpu("h100-sxm"), accelerators.gpu("h200")
+    >>> warmup_tokens(rule("tgi"), "llama3.1-8b", h100), warmup_tokens(rule("tgi"), "llama3.1-8b", h200)
+    (59870, 4096)
+    """
+    own = r.get("warmup")
+    if not own:
+        return None
+    from symllm.arch.catalogue import resolve
+    cfg = resolve(config)
+    d, h, kv, d_h, layers = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_layers
+    if cfg.hidden_dim is not None:
+        d_ff = cfg.hidden_dim
+    else:  # Meta's rounding (SymPy): only where the config states no width
+        from symllm.arch.resolved import hidden_dim
+        d_ff = hidden_dim(config)
+    active = (cfg.experts_per_token or 1) + (cfg.n_shared_experts or 0)
+    flop = layers * (6 * h * d_h * d + 4 * kv * d_h * d + 6 * d * d_ff * active)
+    card = own["card_f16_tflops"].get(gpu.name)
+    optimal = int(card) * 10 ** 12 * tp // flop if card is not None else None
+    tokens = optimal if optimal is not None and optimal > own["minimum"] else own["default"]
+    if cfg.max_positions is not None:
+        tokens = min(tokens, cfg.max_positions)
+    if not quantized:
+        experts = cfg.n_experts or 1
+        model = 2 * (layers * ((h + 2 * kv) * d_h + h * d_h * d + 3 * d_ff * experts * d) + 2 * d * cfg.vocab_size)
+        room = int(gpu.usable * tp * fraction * Fraction(own["wiggle"])) - model
+        if room >= 0:
+            tokens = min(tokens, room // (4 * kv * d_h * layers + 6 * experts * (d_ff + d_ff // 2)))
+    return tokens

@@ -3,8 +3,9 @@
 
 The rules are :mod:`symllm.costs.formats`' (its docstring, "llama.cpp's named file types"), which prices a
 model's GGUF tensors with them; this module holds the tables and the per-tensor choice, which need no model,
-and what llama.cpp's CUDA backend moves beside a prompt's GEMMs (:func:`prompt_passes`, for
-:func:`symllm.costs.efficiency.expected`).
+what llama.cpp's CUDA backend moves beside a prompt's GEMMs (:func:`prompt_passes`, for
+:func:`symllm.costs.efficiency.expected`), and what its compute buffer holds at a micro-batch's attention scores
+(:func:`scores_moment`, for :func:`symllm.costs.serving.capacity`).
 
 >>> ggml_bytes("Q6_K", 256), file_type_choice("Q4_K_M", "ffn_down.weight", 4096, 0, 32)
 (210, 'Q6_K')
@@ -14,7 +15,8 @@ from __future__ import annotations
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
-__all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "file_type_choice", "prompt_passes", "PROMPT_F32_OPS"]
+__all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "file_type_choice", "prompt_passes", "PROMPT_F32_OPS",
+           "KQ_MASK_PAD", "scores_moment"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
 #: ``GGML_QUANT_SIZES``)
@@ -139,3 +141,23 @@ def prompt_passes(*, seq: int, ubatch: int, layers: int, d: int, d_ff: int, n_h:
     pairs = sum(min(ubatch, seq - start) * min(start + ubatch, seq) for start in range(0, seq, ubatch))
     f32 = seq * layers * sum(each(d, q, kv, d_ff) for _, each in PROMPT_F32_OPS)
     return converted, layers * n_h * pairs, f32
+
+
+#: the rows of llama.cpp's attention mask: a micro-batch's tokens padded to a multiple of this (ggml.h
+#: ``GGML_KQ_MASK_PAD``, 64 in llama.cpp 4227c9be)
+KQ_MASK_PAD = 64
+
+
+def scores_moment(*, context: int, ubatch: int, n_h: int, d: int, q: int) -> int:
+    """Bytes llama.cpp's compute buffer holds at a micro-batch's attention scores without FlashAttention
+    (``build_attn_mha``'s ``ggml_mul_mat(k, q)`` then ``ggml_soft_max_ext`` in place, llama-graph.cpp at
+    llama.cpp 4227c9be): the scores of ``ubatch`` queries against the ``context`` cells of a sequence's cache over
+    ``n_h`` heads, the mask (``context`` x ``ubatch`` padded to :data:`KQ_MASK_PAD`), the layer's input (``d``)
+    and its queries (``q``, or the product of the scores with V), all fp32 (ggml's matmul results are F32).
+
+    >>> # 2048 cells, 512 queries, 32 heads, d = q = 4096: 4 x (2048·512·32 + 2048·512 + 512·8192) bytes
+    >>> scores_moment(context=2048, ubatch=512, n_h=32, d=4096, q=4096) == 4 * (33554432 + 1048576 + 4194304)
+    True
+    """
+    rows = -(-ubatch // KQ_MASK_PAD) * KQ_MASK_PAD
+    return 4 * (context * ubatch * n_h + context * rows + ubatch * (d + q))

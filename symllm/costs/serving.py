@@ -53,7 +53,10 @@ Conventions (each an estimate of what vLLM measures, not derives):
   8192 on an H100, 2048 on an A100 or a card under 70 GiB, :func:`default_max_num_batched_tokens`) in the
   fused stack's working set (:func:`symllm.costs.phases.workload`'s ``inference_peak`` at batch 1 with the
   engine's ``profile_logits``, whatever the workload's ``--logits``: vLLM's forward computes no logits, its
-  V0 engine each dummy prompt's last position's; every position's for an engine that names none), or, where
+  V0 engine each dummy prompt's last position's; every position's for an engine that names none; an engine's
+  own ``working_set``, :func:`symllm.costs.engine_memory.working_set`: llama.cpp's compute buffer, one
+  micro-batch of ``min(context, 512)`` tokens in fp32, or its scores against a sequence's cache where larger;
+  gpt-fast's, its prefill of the whole prompt; ``profile_tokens`` the forward's tokens), or, where
   it is larger, what vLLM V1's dummy sampler run after the forward holds (the engine's
   ``profile_sampler_bytes``, efficiency.json; :func:`sampler_peak_bytes`): ``max_num_seqs`` rows (``vllm
   serve``'s: 1024 on a card of 70 GiB or more that is not an A100, else 256: :func:`default_max_num_seqs`)
@@ -85,7 +88,9 @@ from symllm.arch.recurrent_sizes import (CONV_STATE_DROPS, deltanet_conv_channel
                                          ssm_state_dtype)
 from symllm.costs.batching import default_max_num_batched_tokens, default_max_num_seqs
 from symllm.costs.dsv4_cache import check as dsv4_check, indexer as indexer_for, layout as layout_for
-from symllm.costs.engine_memory import context_tokens, fraction as memory_fraction, kv_bytes, rule as rule_of
+from symllm.costs.engine_memory import (context_tokens, fraction as memory_fraction, kv_bytes, rule as rule_of,
+                                       warmup_tokens, working_set)
+from symllm.costs.ggml import scores_moment
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
@@ -358,8 +363,11 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
+    warm = None
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
         max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
+        # its warm-up's own default where its memory rule states one (TGI's launcher: engine_memory.warmup_tokens)
+        warm = warmup_tokens(kv_rule, cfg, gpu, work.tp, util or 1, getattr(cfg, "weight_format", None) is not None)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
@@ -376,7 +384,11 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     bare = dict(gpu=None, gpu_memory=None, gpu_bandwidth=None, gpu_flops=None, tokens=None, price=None,
                 engine=conventions["name"])
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
-    profile = evaluate(work.replace(batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits=logits, **bare))
+    # the forward whose working set the engine holds (llama.cpp: one micro-batch, fp32; engine_memory.working_set)
+    context = work.seq + work.gen
+    working = working_set(kv_rule, conventions, work.seq, context, warm or max_num_batched_tokens)
+    profile = evaluate(work.replace(batch=1, seq=working["tokens"], gen=0, context=None, logits=logits,
+                                    **working["options"], **bare))
     laid = {"tp_layout": profile["tp_layout"]} if "tp_layout" in profile else {}  # the layout weights are in
     # a token's keys and values on tensor rank 0 as the layout holds them (memory_per_gpu's kv_cache of one token:
     # the key/value heads the rank holds, one a rank past them, replicated; a latent attention's whole on every
@@ -390,10 +402,13 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     # tensor rank 0: the profile's batch is that one sequence
     state = profile["memory_per_gpu"].get("state_cache", 0)
     activation = profile["memory_per_gpu"]["inference_peak"] - weights - kv_profile - state
-    moe = moe_workspace_bytes(config, max_num_batched_tokens, work.tp) if conventions.get("moe_workspace") else 0
+    if working["scores"]:  # the micro-batch's scores against a sequence's whole cache (no FlashAttention)
+        activation = max(activation, scores_moment(context=context, ubatch=working["tokens"], n_h=cfg.n_heads,
+                                                   d=cfg.dim, q=cfg.n_heads * cfg.head_dim))
+    moe = moe_workspace_bytes(config, working["tokens"], work.tp) if conventions.get("moe_workspace") else 0
     if moe:  # the fused-MoE workspace, live in an MoE layer beside the forward's working set (not the logits')
         forward = activation if logits == "last" else evaluate(work.replace(
-            batch=1, seq=max_num_batched_tokens, gen=0, context=None, logits="last", **bare))["memory_per_gpu"][
+            batch=1, seq=working["tokens"], gen=0, context=None, logits="last", **bare))["memory_per_gpu"][
             "inference_peak"] - weights - kv_profile - state
         activation = max(activation, forward + moe)
     rows = sampler = 0
@@ -401,7 +416,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if per_entry:  # V1's dummy sampler run after the forward, on one row a dummy request (max_num_seqs of them)
         seqs = default_max_num_seqs(gpu, conventions["name"]) if max_num_seqs is None else max_num_seqs
         rows = min(seqs, max_num_batched_tokens)
-        sampler = sampler_peak_bytes(config, rows, max_num_batched_tokens, int(per_entry))
+        sampler = sampler_peak_bytes(config, rows, working["tokens"], int(per_entry))
         activation = max(activation, sampler)
     # vLLM keeps a column fewer of each convolution's input than transformers' cache, which the profile counts
     drop = CONV_STATE_DROPS[conv_cache(conventions)] - CONV_STATE_DROPS["transformers"]
@@ -420,10 +435,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         named.update(fraction_name=kv_rule["fraction"], fraction_of=list(kv_rule["of"]),
                      fraction_less=list(kv_rule["less"]), gpu_memory_utilization=util,
                      **({"fraction_scale": Fraction(kv_rule["scale"])} if "scale" in kv_rule else {}))
-    context = work.seq + work.gen
     # what every kind of cache reports alike: the card, the memory beside the cache, the profile behind it
     shared = {**named, "gpu": gpu.name, "memory": gpu.usable, "weights": weights, "activation_peak": activation,
-              "non_torch": non_torch, "max_num_batched_tokens": max_num_batched_tokens, "tp": work.tp,
+              "non_torch": non_torch, "max_num_batched_tokens": max_num_batched_tokens,
+              "profile_tokens": working["tokens"], "tp": work.tp,
               "moe_workspace": moe, "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid}
     if util is None and kv_cache_bytes is None:  # a cache sized by the context: batch sequences of it, no pool
         tokens = context_tokens(kv_rule, context, work.batch)

@@ -253,8 +253,9 @@ class Workload:
                                      "nvfp4, mxfp4, ...); overrides a config.json's quantization_config (default: "
                                      "that, else --dtype alone)")
     #: a KV-cache format (symllm.costs.formats.KV_FORMATS: block scales included); None: --kv-dtype
-    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, ... (bytes per element with block "
-                                 "scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store it; default: "
+    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, int8, int4, ... (bytes per element "
+                                 "with block scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store "
+                                 "it; int8/int4: lmdeploy's --quant-policy, a scale and zero a head; default: "
                                  "--kv-dtype)")
     #: the matmuls' dtype (None: the weights', bf16 under 8- and 4-bit weight-only formats): fp8 runs bf16
     #: weights' GEMMs in fp8 (TransformerEngine, torchao), against the fp8 peak
@@ -355,8 +356,8 @@ class Workload:
         if self.kv_format is not None:
             if isinstance(self.kv_format, str):  # any case: Q8_0 is llama.cpp's q8_0
                 put("kv_format", self.kv_format.strip().casefold())
-            from symllm.costs.formats import kv_bytes_per_element
-            kv_bytes_per_element(self.kv_format)
+            from symllm.costs.formats import check_kv_format
+            check_kv_format(self.kv_format)
             if "kv_dtype" not in self.derived and self.kv_dtype != self.dtype:
                 raise SymllmError(f"kv_format: give --kv-format or --kv-dtype, not both (got {self.kv_format!r} "
                                   f"and {self.kv_dtype!r})")
@@ -538,7 +539,9 @@ def with_stated(work: Workload, config) -> Workload:
     """``work`` with what a config.json states for the workload where ``work`` does not say it: the weight format
     of its ``quantization_config`` (``ModelConfig.weight_format``, :mod:`symllm.arch.quantization`) unless a
     ``weight_format`` is given, the KV cache dtype it states (``ModelConfig.kv_dtype``) unless a
-    ``kv_dtype`` or a ``kv_format`` is given, and under ``--engine hf`` the routed experts as transformers' plan for
+    ``kv_dtype`` or a ``kv_format`` is given, a KV format whose scales are a head's named with the model's head
+    width (lmdeploy's ``int8`` -> ``int8/128``: :func:`symllm.costs.formats.kv_format_for`), and under
+    ``--engine hf`` the routed experts as transformers' plan for
     the family holds them (``experts`` in :attr:`symllm.arch.families.hf.Family.tp_plan`: gpt-oss's whole on every
     rank) unless ``expert_tp`` is given; one given otherwise is refused, a layout no transformers run has.
 
@@ -555,6 +558,10 @@ def with_stated(work: Workload, config) -> Workload:
     stated = getattr(config, "weight_format", None)
     if stated is not None and work.weight_format is None:
         work = work.replace(weight_format=stated)
+    from symllm.costs.formats import kv_format_for
+    named = kv_format_for(work.kv_format, getattr(config, "head_dim", None))  # lmdeploy's int8: a head's scales
+    if named != work.kv_format:
+        work = work.replace(kv_format=named)
     kv = getattr(config, "kv_dtype", None)  # a checkpoint's KV cache (compressed-tensors' kv_cache_scheme)
     if kv is not None and "kv_dtype" in work.derived and work.kv_format is None and work.kv_dtype != kv:
         work = work.replace(kv_dtype=kv)
