@@ -114,13 +114,14 @@ def test_comparison_plan_presets_validate(cli, validate):
     r = cli(["count", "llama3.1-8b", "llama2-7b", "--json", "--dtype", "int4"])
     assert r.code == 0, r.err
     validate(_strict(r.out), "comparison")
-    for extra in ([], ["--train", "--tokens", "15T"]):
+    for extra in (["--gen", "64"], ["--train", "--tokens", "15T"]):  # serving with --gen: rows under load too
         r = cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--json", "--top", "3", *extra])
         assert r.code == 0, r.err
         data = _strict(r.out)
         validate(data, "plan")
         _no_strings_for_numbers(data)
         assert data["rows"] and all(type(row["peak"]) is int for row in data["rows"])
+        assert all("load" in row for row in data["rows"]) != ("--train" in extra)
     r = cli(["presets", "--json"])
     assert r.code == 0, r.err
     presets = _strict(r.out)

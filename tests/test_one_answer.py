@@ -5,10 +5,12 @@ fp8 weights and a tensor-parallel layout.
 
 The reference number of each quantity is the Python API's; what is asserted is that no door computes its own
 variant of it (a default, a convention such as the logits' positions, LoRA's training peak, a layout's per-GPU
-share). Where a door answers a neighbouring question its relation is asserted instead: ``plan``'s largest fitting
-serving batch is ``count``'s "up to batch", and ``--serve``'s weights per GPU are ``count``'s.
+share). Where a door answers a neighbouring question its relation is asserted instead: ``plan``'s largest serving
+batch at a layout of tensor ranks is what ``count --serve`` says the engine's KV cache holds there (not the
+inference peak's "up to batch", which has no engine overhead), and ``--serve``'s weights per GPU are ``count``'s.
 """
 import json
+import math
 from fractions import Fraction
 
 import pytest
@@ -102,21 +104,46 @@ def test_derive_and_report_give_counts_numbers(model, options):
         assert f"| {label} | {value:,} |" in text, label
 
 
+def _held(serving: dict) -> int:
+    """The most sequences count --serve --json's section says one replica holds: a context-sized cache's
+    ``most_sequences``, else the whole of its max concurrency (none where it does not fit)."""
+    if "most_sequences" in serving:
+        return serving["most_sequences"]
+    return int(_number(serving["max_concurrency"])) if serving["fits"] else 0
+
+
+def _engine_peak(model: str, batch: int, options: dict, serving: dict):
+    """A replica's per-GPU peak as its engine holds ``batch`` sequences: count's weights and KV cache of the batch's
+    s + n tokens, beside the larger of count's decode step's working set (one token a sequence at context s + n:
+    its peak less its weights and cache) and count --serve's activation peak (the profiled prefill), plus count
+    --serve's non-torch memory, in whole bytes (rounded up)."""
+    m = symllm.workload(model, gpu=GPU, batch=batch, **options)["memory_per_gpu"]
+    step = {**options, "seq": 1, "gen": 0, "context": options["seq"] + options.get("gen", 0)}
+    at = symllm.workload(model, gpu=GPU, batch=batch, **step)["memory_per_gpu"]
+    working = at["inference_peak"] - at["weights"] - at["kv_cache"] - at.get("state_cache", 0)
+    return math.ceil(m["weights"] + m["kv_cache"] + m.get("state_cache", 0)  # whole bytes
+                     + max(working, _number(serving["activation_peak"])) + _number(serving["non_torch"]))
+
+
 @pytest.mark.parametrize("model, options", CASES, ids=IDS)
-def test_plan_rows_are_counts_numbers(model, options):
+def test_plan_rows_are_counts_numbers(cli, model, options):
     """plan at count's layout: a serving row's peak is count's per-GPU inference peak at its batch, the largest
-    batch plan keeps is count's "up to batch" (every batch up to the concurrency tried); a training row's peak
-    is count's per-GPU training peak (LoRA's under LoRA), or the layout is dropped exactly when count says it
-    does not fit."""
+    batch plan keeps is what count --serve says the engine's KV cache holds (its max concurrency, or most
+    sequences for a cache sized by the context; every batch up to the concurrency tried), not the inference
+    peak's "up to batch"; a training row's peak is count's per-GPU training peak (LoRA's under LoRA), or the
+    layout is dropped exactly when count says it does not fit."""
     tp = options.get("tp", 1)
     shared = {k: v for k, v in options.items() if k not in ("tp", "lora_rank", "qlora", "lora_targets")}
     t = symllm.workload(model, gpu=GPU, **options)["time"]
-    serve = plans.plan(model, tp, GPU, concurrency=t["max_batch"] + 1, **shared)
+    serving = json.loads(cli(["count", model, "--gpu", GPU, *_flags({**shared, "tp": tp}), "--serve",
+                              "--json"]).out)["serving"]
+    held = _held(serving)
+    serve = plans.plan(model, tp, GPU, concurrency=held + 1, **shared)
     mine = [r for r in serve.rows if (r["tp"], r["pp"], r["dp"]) == (tp, 1, 1)]
-    assert max(r["batch"] for r in mine) == t["max_batch"]
-    for row in mine[:3]:
-        at = symllm.workload(model, batch=row["batch"], **options)["memory_per_gpu"]["inference_peak"]
-        assert row["peak"] == at
+    assert max((r["batch"] for r in mine), default=0) == held == serve.sequences[tp]
+    for row in mine[:3]:  # the engine's peak: count's weights and cache of the batch, beside count --serve's figures
+        assert row["peak"] == pytest.approx(_engine_peak(model, row["batch"], options, serving), rel=1e-12)
+        assert row["peak"] <= t["capacity"]
     lora = {k: v for k, v in options.items() if k in ("lora_rank", "qlora", "lora_targets")}
     train = plans.plan(model, tp, GPU, training=True, global_batch=1, **shared, **lora)
     layout = (tp, 1, 1, False, 0, False)
@@ -152,3 +179,51 @@ def test_hf_experts_whole_at_every_door():
     assert found["peak"] == symllm.workload("gpt-oss-20b", gpu=GPU, **laid, **wide)["memory_per_gpu"]["inference_peak"]
     assert found == plans.fewest_gpus("gpt-oss-20b", gpu=GPU, ranks=("tp", "pp"), training=False, expert_tp="whole",
                                       **wide)
+
+
+#: Llama-3.1-8B's config.json (meta-llama/Llama-3.1-8B): num_hidden_layers 32, num_key_value_heads 8,
+#: hidden_size 4096 over num_attention_heads 32 (head_dim 128), bf16: a token's keys and values on one GPU
+KV_TOKEN = 2 * 32 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize("engine", ["vllm", "hf"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_plan_and_count_serve_hold_the_same_sequences(cli, engine, tp):
+    """Issue 40: Llama-3.1-8B on H100s at a 1,000-token prompt and 100 generated (context 1,100). count --serve's
+    KV bytes a token are 2·32·8·128·2 = 131,072 by hand (halved on each of 2 tensor ranks: 4 key/value heads
+    each); vLLM pages them in blocks of 16 tokens, so its KV cache holds ⌊⌊kv_cache_bytes / (16·131,072/tp)⌋·16
+    / 1,100⌋ whole sequences; transformers' cache, sized by the context, holds ⌊(memory − weights − activation
+    peak − non-torch) / (1,100·131,072/tp)⌋. plan's largest batch at (tp, 1, 1) is that number, where count's
+    inference peak stops earlier (283 on one GPU: a prefill of every prompt at once, no engine). The rows it keeps
+    are held within the card and timed as count --serve under load times that concurrency: one answer."""
+    args = ["count", "llama3.1-8b", "--gpu", GPU, "--seq", "1000", "--gen", "100", "--engine", engine, "--tp", str(tp)]
+    s = json.loads(cli([*args, "--serve", "--json"]).out)["serving"]
+    per_token = KV_TOKEN // tp
+    assert _number(s["kv_bytes_per_token"]) == per_token and s["context"] == 1100
+    if engine == "vllm":
+        held = int(_number(s["kv_cache_bytes"]) // (16 * per_token)) * 16 // 1100
+    else:
+        room = s["memory"] - s["weights"] - _number(s["activation_peak"]) - _number(s["non_torch"])
+        held = int(room // (1100 * per_token))
+    assert held == _held(s) > 0
+    p = plans.plan("llama3.1-8b", tp, GPU, seq=1000, gen=100, engine=engine, concurrency=held + 1)
+    assert max(r["batch"] for r in p.rows if (r["tp"], r["pp"], r["dp"]) == (tp, 1, 1)) == held
+    assert p.dropped.get(f"more sequences than {engine}'s KV cache holds (count --serve)", 0) >= 1
+    if tp == 1:
+        assert symllm.workload("llama3.1-8b", gpu=GPU, seq=1000, gen=100)["time"]["max_batch"] == 283 < held
+    # the rows plan times: held as the engine holds them (within the card), stepped as under load, their times
+    # count --serve --concurrency's at the row's batch, the decode step count's one token a sequence at 1,100
+    options = {"seq": 1000, "gen": 100, "engine": engine}
+    timed = [r for r in p.rows if "load" in r]
+    assert timed and timed[0] is p.rows[0] and all(r["peak"] <= 80 * 2**30 for r in p.rows)
+    for row in timed[:2]:
+        assert row["peak"] == pytest.approx(_engine_peak("llama3.1-8b", row["batch"], {**options, "tp": row["tp"]}, s),
+                                           rel=1e-12)
+        flags = [*args[:-2], "--tp", str(row["tp"]), "--serve", "--concurrency", str(row["batch"]), "--json"]
+        load = json.loads(cli(flags).out)["serving"]["load"]
+        for key in ("ttft_s", "itl_s", "output_tokens_per_s"):
+            assert row["load"][key] == load[key] and row["load"]["bound"][key] == load["bound"][key], key
+        step = symllm.workload("llama3.1-8b", gpu=GPU, batch=row["batch"], tp=row["tp"], dp=row["dp"], seq=1, gen=0,
+                               context=1100, engine=engine)["time"]
+        assert row["decode_token_s"] == step["decode_token_s"]
+        assert row["expected"]["decode_token_s"] == step["expected"]["decode_token_s"]

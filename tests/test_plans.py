@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import symllm
 from symllm.arch.config import ModelConfig
-from symllm.costs import inverse, search
+from symllm.costs import inverse, search, serving
 from symllm.errors import SymllmError
 from symllm.studies import plans
 
@@ -144,9 +144,15 @@ def _check_row(model, row, options, training, global_batch=None):
                       micro_batches=max(1, row["accum"]))
     w = symllm.workload(model, batch=row["batch"] or 1, **layout, **options)
     t = w["time"]
+    held = cap = None
+    if not training and row["pp"] == row["ep"] == 1:  # a replica of tensor ranks: its engine's KV cache decides
+        cap = serving.capacity(model, tp=row["tp"], **options)  # (count --serve's: whole sequences of s + n)
+        held = cap["most_sequences"] if "most_sequences" in cap else cap["kv_tokens"] // cap["context"]
     if "reason" in row:
         peak = t["training_peak"] if training else t["inference_peak"]
-        if row["reason"].startswith("dp does not divide"):
+        if held is not None:
+            assert row["reason"].startswith("more sequences than") and row["batch"] > held
+        elif row["reason"].startswith("dp does not divide"):
             assert global_batch % row["dp"]
         else:
             assert peak > t["capacity"] and not (t["training_fits"] if training else t["fits"])
@@ -157,12 +163,23 @@ def _check_row(model, row, options, training, global_batch=None):
         assert math.isclose(t["mfu"], row["mfu"], rel_tol=1e-9)
         if "expected" in row:
             assert math.isclose(t["expected"]["training_step_s"], row["expected"]["training_step_s"], rel_tol=1e-9)
+        return
+    # every serving row steps one token a sequence at context s + n (as serving under load steps it)
+    point = symllm.workload(model, batch=row["batch"], **layout, **{**options, "seq": 1, "gen": 0,
+                                                                   "context": options["seq"] + options.get("gen", 0)})
+    if held is not None:  # held as the engine holds it: the weights and cache of b sequences of s + n tokens
+        m, at = w["memory_per_gpu"], point["memory_per_gpu"]
+        cache = m["weights"] + m["kv_cache"] + m.get("state_cache", 0)
+        working = at["inference_peak"] - at["weights"] - at["kv_cache"] - at.get("state_cache", 0)
+        assert row["batch"] <= held and row["peak"] <= t["capacity"]
+        assert row["peak"] == math.ceil(cache + max(working, cap["activation_peak"]) + cap["non_torch"])  # whole bytes
     else:
         assert t["fits"] and t["inference_peak"] == row["peak"]
-        assert math.isclose(t["tokens_per_s"], row["tokens_per_s"], rel_tol=1e-9)
-        assert math.isclose(t["decode_token_s"], row["decode_token_s"], rel_tol=1e-9)
-        if "expected" in row:
-            assert math.isclose(t["expected"]["decode_token_s"], row["expected"]["decode_token_s"], rel_tol=1e-9)
+    t = point["time"]
+    assert math.isclose(t["tokens_per_s"], row["tokens_per_s"], rel_tol=1e-9)
+    assert math.isclose(t["decode_token_s"], row["decode_token_s"], rel_tol=1e-9)
+    if "expected" in row:
+        assert math.isclose(t["expected"]["decode_token_s"], row["expected"]["decode_token_s"], rel_tol=1e-9)
 
 
 def test_plan_top_rows_equal_workload():
@@ -267,38 +284,45 @@ def llama70b_peak(weights: int, b: int, s: int, kv_bytes) -> int:
 
 def test_plan_takes_the_weight_and_kv_formats():
     """Issue 23 item 4: Llama-3.1-70B on one 48 GiB GPU serving 8,192-token prompts fits only quantized. In
-    bf16 nothing fits (2N bytes of weights alone exceed it); in Q4_K_M the batches (every one up to the
-    concurrency, 256) whose hand-written peak fits are the plan's rows, each with that peak; an fp8 KV cache
-    (1 byte an element) lowers each peak by b·s·2·80·8·128 bytes (not enough for a third sequence: its
-    activations alone are 4.69 GiB). fewest_gpus and max_batch read the same formats."""
+    bf16 nothing fits (2N bytes of weights alone exceed it); in Q4_K_M the hand-written inference peak fits two
+    sequences (every batch up to the concurrency, 256, tried) with a bf16 or an fp8 KV cache (1 byte an element:
+    b·s·2·80·8·128 bytes less, not enough for a third: its activations alone are 4.69 GiB), while vLLM's KV cache
+    holds none and one: the plan's rows, each at the engine's peak (the weights and cache by hand beside its
+    profiled prefill and non-torch memory), within the card. fewest_gpus and max_batch read the same formats."""
     cap, seq = 48 * GiB, 8192
     n = 2 * 128256 * 8192 + 8192 + 80 * (2 * 8192 ** 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192)
     opts = {"gpu": "l40s", "gpu_memory": 48, "seq": seq}
     q4 = q4_k_m_70b_bytes()
     bf16 = plans.plan("llama3.1-70b", 1, **opts)
-    assert 2 * n > cap and not bf16.rows and bf16.dropped == {"inference peak > 48 GiB per GPU": 256}
-    peaks = {}
-    for kv_format, kv_bytes, fit in ((None, 2, [1, 2]), ("fp8", 1, [1, 2])):
+    kv_full = "more sequences than vllm's KV cache holds (count --serve)"
+    assert 2 * n > cap and not bf16.rows and bf16.dropped == {kv_full: 256}
+    # the inference peak (no engine) fits two sequences either way; vLLM's KV cache, after its 0.9 of the card
+    # and its profile run, holds none in bf16 and one in fp8 (what count --serve says: test_one_answer)
+    for kv_format, kv_bytes, fit, held in ((None, 2, [1, 2], 0), ("fp8", 1, [1, 2], 1)):
         p = symllm.plan("llama3.1-70b", 1, weight_format="Q4_K_M", kv_format=kv_format, **opts)
         hand = {b: llama70b_peak(q4, b, seq, kv_bytes) for b in range(1, 257)}
         assert [b for b, peak in hand.items() if peak <= cap] == fit
-        assert sorted(r["batch"] for r in p.rows) == fit and all(r["peak"] == hand[r["batch"]] for r in p.rows)
-        assert len(p.drops) == 256 - len(fit) and p.workload["weight_format"] == "Q4_K_M"
-        peaks[kv_bytes] = {r["batch"]: r["peak"] for r in p.rows}
-        _check_row("llama3.1-70b", p.rows[0], {**opts, "weight_format": "Q4_K_M", "kv_format": kv_format}, False)
+        assert sorted(r["batch"] for r in p.rows) == list(range(1, held + 1)) == list(range(1, p.sequences[1] + 1))
+        # the engine's peak (symllm.studies.served): the weights and the KV cache of b·s tokens by hand
+        # (2·L·n_kv·d_h bytes a token in the KV format), beside count --serve's profiled prefill and non-torch memory
+        engine = serving.capacity("llama3.1-70b", weight_format="Q4_K_M", kv_format=kv_format, **opts)
+        assert all(r["peak"] == math.ceil(q4 + kv_bytes * 2 * 80 * 8 * 128 * r["batch"] * seq
+                                          + engine["activation_peak"] + engine["non_torch"]) <= cap for r in p.rows)
+        assert len(p.drops) == 256 - held and p.workload["weight_format"] == "Q4_K_M"
+        _check_row("llama3.1-70b", (p.rows or p.drops)[0], {**opts, "weight_format": "Q4_K_M", "kv_format": kv_format},
+                   False)
         assert plans.max_batch("llama3.1-70b", weight_format="Q4_K_M", kv_format=kv_format, **opts) == fit[-1]
-    assert all(peaks[2][b] - peaks[1][b] == b * seq * 2 * 80 * 8 * 128 for b in (1, 2))
     one = plans.fewest_gpus("llama3.1-70b", training=False, weight_format="Q4_K_M", **opts)
     assert one == {"tp": 1, "pp": 1, "dp": 1, "gpus": 1, "peak": llama70b_peak(q4, 1, seq, 2)}
     assert plans.fewest_gpus("llama3.1-70b", training=False, **opts)["gpus"] > 1
 
 
 def test_cli_plan_names_the_formats(cli):
-    """The formats in plan's heading; every batch up to the concurrency (256) tried, the two of
-    test_plan_takes_the_weight_and_kv_formats' hand-written peaks fit."""
+    """The formats in plan's heading; every batch up to the concurrency (256) tried, the one vLLM's KV cache holds
+    (test_plan_takes_the_weight_and_kv_formats) fits."""
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--gpu-memory", "48", "--seq", "8192",
              "--weight-format", "Q4_K_M", "--kv-format", "fp8"])
-    assert r.code == 0 and "Q4_K_M, KV cache fp8): 256 layouts, 2 fit" in " ".join(r.out.split())
+    assert r.code == 0 and "Q4_K_M, KV cache fp8): 256 layouts, 1 fit" in " ".join(r.out.split())
     assert max(map(len, r.out.splitlines())) <= 100
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--weight-format", "Q3_K_XXL"])
     assert r.code == 2 and r.err.startswith("symllm: error: weight_format: ") and r.err.count("\n") == 1

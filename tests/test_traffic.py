@@ -446,12 +446,14 @@ def test_a_cache_sized_by_the_context_holds_the_concurrency(cli, engine):
 
 def test_a_plan_row_holds_its_batch_as_under_load_runs_it():
     """plan's serving rows under hf mean what --concurrency means under load: a row of batch 16 holds 16
-    sequences of 1,000 + 100 tokens (its peak at least the weights and 16 · 1,100 tokens of 131,072 bytes, count's
-    per-GPU peak at batch 16), and under load those 16 run, none queued."""
+    sequences of 1,000 + 100 tokens (its peak the weights and 16 · 1,100 tokens of 131,072 bytes beside the
+    engine's profiled prefill and non-torch memory: what hf holds serving them), and under load those 16 run, none
+    queued."""
+    from symllm.costs.serving import capacity
     from symllm.studies import plans
     load = dict(seq=1000, gen=100, engine="hf")
     row = [r for r in plans.plan("llama3.1-8b", 1, "h100-sxm", concurrency=16, **load).rows if r["batch"] == 16][0]
-    assert row["peak"] >= WEIGHTS_8B + 16 * 1100 * KV_TOKEN
-    assert row["peak"] == symllm.workload("llama3.1-8b", batch=16, **load)["memory"]["inference_peak"]
+    engine = capacity("llama3.1-8b", gpu="h100-sxm", **load)
+    assert row["peak"] == ceil(WEIGHTS_8B + 16 * 1100 * KV_TOKEN + engine["activation_peak"] + engine["non_torch"])
     r = under_load("llama3.1-8b", gpu="h100-sxm", concurrency=16, **load)
     assert (r["running"], r["queued"]) == (16, 0)

@@ -112,6 +112,7 @@ def plan_lines(p, top: int) -> list[str]:
                      f"{kv}{'; ' + layout_words(p.tp_layout) if p.tp_layout else ''}): {p.layouts:,} "
                      f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
+    load = any("load" in r for r in p.rows[:top])
     if p.rows:
         rows = []
         for i, r in enumerate(p.rows[:top], 1):
@@ -125,20 +126,32 @@ def plan_lines(p, top: int) -> list[str]:
                             + ([f"{_f(r['training_s'] / 86400, ',.1f')}",
                                  _f(e["training_s"] / 86400, ",.1f") if e else "-"] if "training_s" in r else []))
             else:
+                x = r.get("load")  # under load at the batch (traffic.under_load: count --serve --concurrency's)
                 rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
                                    _g(e["decode_token_s"] * 1000) if e else "-", _f(r["tokens_per_s"], ",.0f"),
-                                   _f(e["tokens_per_s"], ",.0f") if e else "-"])
+                                   _f(e["tokens_per_s"], ",.0f") if e else "-"]
+                            + ([_g(x["ttft_s"] * 1000), _g(x["itl_s"] * 1000),
+                                _f(r["dp"] * x["output_tokens_per_s"], ",.0f")] if x else ["-"] * 3 if load else []))
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
         head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
                  + (["days", "exp."] if "training_s" in p.rows[0] else []) if p.training
-                 else ["batch", "peak/GPU", "decode ms", "exp. ms", "tokens/s", "exp."])
+                 else ["batch", "peak/GPU", "decode ms", "exp. ms", "tokens/s", "exp."]
+                 + (["TTFT ms", "ITL ms", "out/s"] if load else []))
         text = tuple(head.index(k) for k in ("sp", "recompute", "micro x acc")) if p.training else ()
         out += ["", aligned_table(rows, tuple(head), text_columns=text)]
     if p.dropped:
         out += ["", wrap_text("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
                                                       sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
-    out.append(wrap_text(f"A layout fits when its per-GPU {'training' if p.training else 'inference'} peak does "
-                         f"(it assumes {p.assumes}); nothing that does not fit is timed."))
+    held = ", ".join([f"tp {tp}: {n:,}" for tp, n in p.sequences.items()]
+                     + [f"tp {tp}: refused, {why}" for tp, why in p.unserved.items()])
+    out.append(wrap_text(f"A layout fits when its per-GPU training peak does (it assumes {p.assumes}); nothing that "
+                         "does not fit is timed." if p.training else
+                         f"A replica of tensor ranks holds the sequences {p.engine}'s KV cache holds (count --serve; "
+                         f"{held}): its peak/GPU the weights and the cache of the batch's s + n tokens, the larger "
+                         "of a decode step's working set and the engine's profiled prefill, and its non-torch "
+                         "memory. A pipelined or expert-parallel replica, or one refused, fits when its inference "
+                         f"peak does (it assumes {p.assumes}). Nothing that does not fit is timed; every decode step "
+                         "is one token a sequence at the context above (s + n unless --context)."))
     out.append(wrap_text(f"Pipeline splits: {p.splits}."))
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                          f"measured efficiencies, {p.engine} conventions, docs/efficiency.md) for the best rows; "
@@ -147,7 +160,9 @@ def plan_lines(p, top: int) -> list[str]:
                         "pairs) a second over the GPUs' dense peak of the matmuls' dtype"
                         + (", days: what --tokens take" if "training_s" in (p.rows or [{}])[0] else "") + "."
                         if p.training
-                        else "tokens/s = replicas x batch / decode step.")))
+                        else "tokens/s = replicas x batch / decode step" + (
+                            "; TTFT, ITL and output tokens/s (out/s, all replicas) expected under load at the "
+                            "batch, count --serve --concurrency's (symllm.costs.traffic)." if load else "."))))
     return out
 
 

@@ -24,9 +24,17 @@ data-parallel traffic``; memory is one micro-batch's, as ``workload()``'s: a pip
 in flight are not multiplied in); a layout whose ``dp`` does not divide the global batch is dropped.
 Sequence parallelism is tried with every ``tp > 1``; ZeRO stages above 0 only with more than one
 data-parallel rank (they shard nothing otherwise). Serving tries every batch 1, 2, 3, ... up to
-``concurrency`` per replica (so the largest that fits is a row, exactly), every replica (``dp``) serving its
-own. Under LoRA (``lora_rank``) a training layout's peak is LoRA's (:mod:`symllm.costs.finetune`: one GPU's
-whole, not divided over the layout), as ``workload()``'s.
+``concurrency`` per replica, every replica (``dp``) serving its own; a replica of tensor ranks only (``pp`` 1,
+``ep`` 1) keeps the batches its engine's KV cache holds, by the engine's own rule
+(:func:`symllm.costs.serving.capacity`, once per ``tp``: ``count --serve``'s sequences), and is held and stepped
+as the engine does (:mod:`symllm.studies.served`): its peak the weights and cache of the batch's ``s + n`` tokens
+beside the larger of a decode step's working set and the engine's profiled prefill, plus its non-torch memory;
+its decode step one token a sequence at context ``s + n``; its best rows under load at the batch as concurrency
+(``count --serve --concurrency``'s). A pipelined or expert-parallel replica, which serving does not model, or one
+whose ``tp`` serving refuses (:attr:`Plan.unserved`), keeps the batches whose inference peak fits (no engine
+overhead); every serving row's decode step is at that decode point.
+Under LoRA (``lora_rank``) a training layout's peak is LoRA's (:mod:`symllm.costs.finetune`: one GPU's whole, not
+divided over the layout), as ``workload()``'s.
 
 >>> p = plan("llama3.1-8b", 8, "h100-sxm", training=True, global_batch=8, seq=4096)
 >>> p.layouts, len(p.rows) + sum(p.dropped.values()) == p.layouts
@@ -54,6 +62,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.costs.workloads import COMPONENT_STACKS, Workload, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
+from symllm.studies import served as served_by
 from symllm.validate import choice, positive_int
 
 __all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "parse_gpus", "REASONS"]
@@ -61,6 +70,7 @@ __all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "parse_gpu
 #: why a layout is dropped: the reason's key -> its short text (``{...}`` filled per plan)
 REASONS = {"training_peak": "training peak > {capacity} per GPU",
            "inference_peak": "inference peak > {capacity} per GPU",
+           "kv_cache": "more sequences than {engine}'s KV cache holds (count --serve)",
            "global_batch": "dp does not divide the global batch of {global_batch}"}
 
 
@@ -242,6 +252,11 @@ class Plan:
     #: the tensor-parallel layout every row is in, where a part declares an engine's split: the training engine's for
     #: a training plan, the inference engine's for a serving one (:func:`symllm.costs.phases.layout_of`); None: none
     tp_layout: str | None = None
+    #: serving: the most sequences a replica of ``tp`` tensor ranks (pp 1, ep 1) holds, by tp, as
+    #: :func:`symllm.costs.serving.capacity` gives them (count --serve); empty for training
+    sequences: dict = field(default_factory=dict)
+    #: serving: the tp whose replica count --serve refuses (its one-line reason), kept by the inference peak instead
+    unserved: dict = field(default_factory=dict)
 
     @property
     def engine(self) -> str:
@@ -269,6 +284,8 @@ class Plan:
                 "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
                 "assumes": self.assumes, "splits": self.splits, "workload": self.workload, "engine": self.engine,
                 **({"tp_layout": self.tp_layout} if self.tp_layout else {}),
+                **({"sequences": self.sequences} if self.sequences else {}),
+                **({"unserved": self.unserved} if self.unserved else {}),
                 "rows": self.rows[:top] if top else list(self.rows)}
 
 
@@ -332,8 +349,10 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     ``price``, ...); a weight format's bytes are spread evenly over each GPU's parameters, as ``workload()``'s.
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
-    >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.dropped
-    ((8, 1, 2, 174), {'inference peak > 80 GiB per GPU': 2270})
+    >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences
+    ((8, 1, 2, 256), {1: 0, 2: 0, 4: 99, 8: 305, 16: 356})
+    >>> sorted(p.dropped.items())
+    [('inference peak > 80 GiB per GPU', 1477), ("more sequences than vllm's KV cache holds (count --serve)", 669)]
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
@@ -360,17 +379,27 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     cols = _layouts(spc, gpus, training, concurrency, global_batch, work)
     n, laid_as = len(cols["tp"]), "training" if training else "inference"
     out = Plan(spc.name, g.name, gpus, training, n,
-               workload={**work.to_dict(), **({"global_batch": global_batch} if training else {})},
+               workload={**work.to_dict(), **({"global_batch": global_batch} if training else {  # its decode step's
+                   "context": served_by.decode_point(work).context})},
                splits=SPLITS.format(L=spc.n_layers),
                tp_layout=costs.layout_of(spc, work, laid_as))
     if n == 0:
         return out
     mdl = costs.model_of(spc, work, laid_as)  # as the engine of the plan's kind lays it out
+    kept_points = {}  # each workload point the engine's figures read, evaluated once (serving.capacity, traffic)
+
+    def workload_at(point: Workload) -> dict:
+        if point not in kept_points:
+            kept_points[point] = costs.workload(spc, point)
+        return kept_points[point]
+
     base = {sym.name: v for sym, v in numbered.values(spc, work).items()}  # with a weight format's β_w
     args = {**base, "N_t": cols["tp"], "N_p": cols["pp"], "N_d": cols["dp"], "N_e": cols["ep"],
             "b": np.maximum(cols["batch"], 1)}
     whole = args  # the model's own key/value heads (its model FLOPs); one GPU's forms: one head a rank where
     args = {**args, "n_kv": kv_heads_split(base["n_kv"], cols["tp"])}  # tp is a multiple of them, replicated
+    timed = args if training else {**{sym.name: v for sym, v in numbered.values(  # a serving row's step: one token
+        spc, served_by.decode_point(work)).items()}, **{k: args[k] for k in ("N_t", "N_p", "N_d", "N_e", "b", "n_kv")}}
     fit_peak = np.zeros(n, dtype=object)
     seconds = np.zeros(n)
     links = _links(cols, work, g)
@@ -385,13 +414,10 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         if training and work.lora_rank is not None:  # LoRA's peak, as workload()'s (one GPU's whole)
             lora = costs.quantities(mdl, work.replace(zero_stage=zero, recompute=rec))["memory"]["training_peak"]
             forms = {**forms, "peaks": (lora,)}
-        peaks = [_vector(e, sub, m) for e in forms["peaks"]]
-        peak = peaks[0]
-        for p in peaks[1:]:
-            peak = np.where(np.asarray(p >= peak, dtype=bool), p, peak)
-        fit_peak[at] = peak
+        fit_peak[at] = _largest(forms["peaks"], sub, m)
         bw = {k: v[at] for k, v in links.items()}
         pp = sub["N_p"].astype(np.float64)
+        sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in timed.items()}  # (training: the same)
         handoff = _float(_vector(forms["handoff"], sub, m)) / bw["pp"]  # one micro-batch's, one boundary
         if training:
             worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
@@ -406,18 +432,20 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs])
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
         else:
-            tp_on = sub["N_t"] > 1
-            worst = np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"],
-                                       _float(_vector(by, sub, m)) / base["B_mem"])
-                            + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
-                            for fl, by, tp in forms["stages"]], axis=0)
-            seconds[at] = pp * worst + handoff * (pp - 1)
+            seconds[at] = pp * _decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
+    served = held = None
+    if not training:  # a replica of tensor ranks its engine serves: as the engine holds and steps it
+        served, held = _engine_rows(spc, work, cols, out, mdl, args, timed, workload_at, fit_peak)
     capacity = g.memory
     peaks = fit_peak.tolist()
     fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
     reason = np.full(n, "", dtype=object)
-    text = {k: v.format(capacity=_gib(capacity), global_batch=global_batch) for k, v in REASONS.items()}
+    text = {k: v.format(capacity=_gib(capacity), global_batch=global_batch, engine=out.engine)
+            for k, v in REASONS.items()}
     reason[~fits] = text[kind]
+    if served is not None:  # a replica its engine serves: the batches its KV cache holds (count --serve's)
+        reason[served] = np.where(cols["batch"][served] <= held[served], "", text["kv_cache"])
+        reason[served & ~fits & (reason == "")] = text[kind]  # (never: the engine's peak is within its card)
     if training:
         reason[cols["batch"] == 0] = text["global_batch"]
     keep = reason == ""
@@ -448,23 +476,79 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     for r in rows[:EXPECTED_ROWS]:  # the expected times beside the bounds, for the rows a table shows
-        r["expected"] = _expected(spc, work, r, training)
+        r["expected"] = _expected(spc, work if training else served_by.decode_point(work), r, training, workload_at)
+        load = served_by.under_load(spc.config, work, r["tp"], r["batch"], out.engine, workload_at) if (
+            r.get("ep") == r["pp"] == 1 and r["tp"] in out.sequences and work.gen) else None  # count --serve's
+        if load:
+            r["load"] = load
     out.rows = rows
     return out
+
+
+def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, timed: dict, evaluate,
+                 fit_peak: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The serving rows of a replica of tensor ranks (``pp`` 1, ``ep`` 1) its engine serves, as the engine holds
+    and steps them: :func:`symllm.costs.serving.capacity` once per ``tp`` (its most sequences in
+    :attr:`Plan.sequences`; a ``tp`` it refuses in :attr:`Plan.unserved`, its rows left to the inference peak),
+    each row's per-GPU peak set (in place) to the engine's (:func:`symllm.studies.served.engine_peak`: the weights
+    and cache of the batch's ``s + n`` tokens, a decode step's working set at the decode point or the profiled
+    prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
+    :func:`symllm.studies.served.decode_point`). Returns the rows' mask and the most sequences each row's replica
+    holds."""
+    n = len(cols["tp"])
+    served, held = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+    beside = np.zeros(n, dtype=object), np.zeros(n, dtype=object)  # activation peak, non-torch memory
+    tensor_only = (cols["pp"] == 1) & (cols["ep"] == 1)
+    caps, out.unserved = served_by.capacities(spc.config, work, sorted(set(cols["tp"][tensor_only].tolist())),
+                                              out.engine, evaluate)  # a tp refused: the inference peak's rule
+    for tp, cap in caps.items():
+        at = tensor_only & (cols["tp"] == tp)
+        out.sequences[tp] = held[at] = served_by.most_sequences(cap)
+        served |= at
+        beside[0][at], beside[1][at] = cap["activation_peak"], cap["non_torch"]
+    m = int(np.count_nonzero(served))
+    if not m:
+        return served, held
+    sub = {k: (v[served] if isinstance(v, np.ndarray) else v) for k, v in timed.items()}
+    forms = _forms(mdl, "inference_peak", 0, False, False, work.stack, False, work.optimizer, work.expert_tp,
+                   column_parallel(work.engine))
+    whole = _largest(forms["held"], {k: (v[served] if isinstance(v, np.ndarray) else v) for k, v in args.items()}, m)
+    working = (_largest(forms["peaks"], sub, m) - _largest(forms["held"], sub, m)).tolist()  # one token a sequence
+    fit_peak[served] = [served_by.engine_peak(*x) for x in zip(whole.tolist(), working, beside[0][served].tolist(),
+                                                                beside[1][served].tolist())]
+    return served, held
+
+
+def _largest(exprs, sub: dict, m: int) -> np.ndarray:
+    """The largest of ``exprs`` (one a pipeline stage) over the layouts ``sub``, row by row."""
+    values = [_vector(e, sub, m) for e in exprs]
+    top = values[0]
+    for v in values[1:]:
+        top = np.where(np.asarray(v >= top, dtype=bool), v, top)
+    return top
+
+
+def _decode_step(forms: dict, sub: dict, m: int, base: dict, bw: dict) -> np.ndarray:
+    """A decode step's roofline seconds over the layouts ``sub``, its slowest stage's: FLOPs at the peak or bytes
+    at the bandwidth, the longer, plus its tensor-parallel bytes over the link (``bw``)."""
+    tp_on = sub["N_t"] > 1
+    return np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
+                   + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
+                   for fl, by, tp in forms["stages"]], axis=0)
 
 
 #: the best rows of a plan that carry expected times (``row["expected"]``: symllm.costs.efficiency)
 EXPECTED_ROWS = 10
 
 
-def _expected(spc, work: Workload, row: dict, training: bool) -> dict:
-    """A plan row's expected times: ``workload()``'s at its layout (its ``time.expected``), training with the
-    row's micro-batches; the keys its table shows (with ``--tokens``, their ``training_s``, ``gpu_hours`` and
-    ``cost`` too)."""
+def _expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
+    """A plan row's expected times: ``workload()``'s at its layout (its ``time.expected``; a serving row's at the
+    decode point ``work`` is then: :func:`symllm.studies.served.decode_point`), training with the row's
+    micro-batches; the keys its table shows (with ``--tokens``, their ``training_s``, ``gpu_hours`` and ``cost``)."""
     layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "batch": max(1, row["batch"])}
     if training:
         layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"], micro_batches=row["accum"])
-    e = costs.workload(spc, work.replace(**layout))["time"]["expected"]
+    e = evaluate(work.replace(**layout))["time"]["expected"]
     keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost")
             if training else ("decode_token_s", "tokens_per_s"))
     return {k: e[k] for k in keys if k in e}
@@ -491,7 +575,10 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
                    handoff=terms["training_handoff"])
     else:
         out.update(stages=tuple((st["decode_flops"], st["decode_bytes"], st["decode_tp"]) for st in terms["stages"]),
-                   handoff=terms["decode_handoff"])
+                   handoff=terms["decode_handoff"],  # and what a stage holds beside its working set
+                   held=tuple(substitute(sum(costs.stage_memory(stages, i, k) for k in ("weights", "kv_cache",
+                                                                                       "state_cache")), defs)
+                              for i in range(len(stages))))
     return out
 
 

@@ -1,0 +1,95 @@
+"""Plan's serving rows as the engine serves them (:func:`symllm.studies.plans.plan`): a replica of tensor ranks holds
+the sequences its engine's KV cache holds (:func:`symllm.costs.serving.capacity`, what ``count --serve`` prints),
+is stepped one token a sequence at the whole context it holds (:func:`decode_point`), and at its batch as the
+concurrency runs as serving under load runs it (:func:`symllm.costs.traffic.under_load`, ``count --serve
+--concurrency``): one answer at every door.
+"""
+from __future__ import annotations
+
+from math import ceil
+
+from symllm.costs.workloads import Workload
+from symllm.errors import SymllmError
+
+__all__ = ["decode_point", "most_sequences", "engine_peak", "capacities", "under_load"]
+
+
+def decode_point(work: Workload) -> Workload:
+    """Where plan steps a serving row: one decode step of each sequence (``seq`` 1) at the whole context ``s + n``
+    it holds, the KV cache at its fullest (a step under load: :mod:`symllm.costs.traffic`), or at the workload's
+    ``context`` where one is given.
+
+    >>> w = decode_point(Workload(seq=1000, gen=100, batch=8)); (w.batch, w.seq, w.gen, w.context)
+    (8, 1, 0, 1100)
+    >>> decode_point(Workload(seq=1000, gen=100, context=4096)).context
+    4096
+    """
+    return work.replace(seq=1, gen=0, context=work.seq + work.gen if "context" in work.derived else work.context)
+
+
+def most_sequences(cap: dict) -> int:
+    """The most sequences of the context that :func:`symllm.costs.serving.capacity`'s cache ``cap`` holds, as
+    serving under load reads it (:func:`symllm.costs.traffic.under_load`'s ``kv_sequences``): a cache sized by
+    the context, its ``most_sequences``; vLLM's DeepSeek-V4 groups, their ``requests``; a pool, its whole
+    sequences of tokens.
+
+    >>> most_sequences({"kv_sized_by": "memory", "kv_tokens": 504_896, "context": 1100})
+    458
+    """
+    if cap["kv_sized_by"] == "context":
+        return cap["most_sequences"]
+    return cap["requests"] if "requests" in cap else cap["kv_tokens"] // cap["context"]
+
+
+def engine_peak(held, working, activation, non_torch) -> int:
+    """The per-GPU bytes an engine holds serving a row: what it ``held`` (the weights and the KV and state cache
+    of the batch's ``s + n`` tokens) beside the larger of a decode step's ``working`` set at the decode point and
+    the ``activation`` peak of its profiled prefill (a chunk of its ``max_num_batched_tokens``: what admitting a
+    prompt holds), plus its ``non_torch`` memory; whole bytes (rounded up: vLLM's 0.35 GiB is a fraction).
+
+    >>> engine_peak(16 * 2**30, 2**20, 2 * 2**30, 0.5 * 2**30) == 18.5 * 2**30
+    True
+    """
+    return ceil(held + max(working, activation) + non_torch)
+
+
+def capacities(config, work: Workload, tps, engine: str, evaluate=None) -> tuple[dict, dict]:
+    """``engine``'s KV cache for ``config`` on one replica of each of ``tps`` tensor ranks (``pp``, ``dp``, ``ep``
+    1): ``({tp: capacity}, {tp: why refused})``, :func:`symllm.costs.serving.capacity`'s, once a ``tp``; a ``tp``
+    it refuses (as ``count --serve`` would) in the second, with its one-line reason. ``evaluate`` as capacity's.
+
+    >>> caps, refused = capacities("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), [1], "hf")
+    >>> most_sequences(caps[1]), refused
+    (459, {})
+    """
+    from symllm.costs import serving
+    caps, refused = {}, {}
+    for tp in tps:
+        try:
+            caps[tp] = serving.capacity(config, work.replace(tp=tp, pp=1, dp=1, ep=1, batch=1, engine=engine),
+                                        evaluate=evaluate)
+        except SymllmError as why:
+            refused[tp] = str(why)
+    return caps, refused
+
+
+#: the figures under load a plan row carries (:func:`symllm.costs.traffic.under_load`'s, and its bound's)
+LOAD = ("ttft_s", "itl_s", "output_tokens_per_s")
+
+
+def under_load(config, work: Workload, tp: int, batch: int, engine: str, evaluate=None) -> dict | None:
+    """One replica of ``tp`` tensor ranks serving ``batch`` sequences at a time (its concurrency): ``count --serve
+    --tp T --concurrency B``'s figures (:func:`symllm.costs.traffic.under_load`): time to first token,
+    inter-token latency and output tokens/s, expected and in ``bound`` the roofline's; None where it refuses.
+
+    >>> r = under_load("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), 1, 64, "vllm")
+    >>> sorted(r), r["bound"]["itl_s"] < r["itl_s"]
+    (['bound', 'itl_s', 'output_tokens_per_s', 'ttft_s'], True)
+    """
+    from symllm.costs import traffic
+    try:
+        r = traffic.under_load(config, work.replace(tp=tp, pp=1, dp=1, ep=1, batch=1, engine=engine),
+                               concurrency=batch, evaluate=evaluate)
+    except SymllmError:
+        return None
+    return {**{k: r[k] for k in LOAD}, "bound": {k: r["bound"][k] for k in LOAD}}
