@@ -413,12 +413,11 @@ def dp_collectives(zero_stage: int, rounds: int, layers: int = 0, pp: int = 1, u
     >>> dp_collectives(3, 1, 16, pp=8, units={"extra": 2, "kept": 1})   # 17 units, each gathered once
     {'all_reduce': 0, 'all_gather': 17, 'reduce_scatter': 17}
     """
-    from symllm.costs import zero
-
     out = {"all_reduce": 0, "all_gather": 0, "reduce_scatter": 0}
-    if not zero.sharded("optimizer", zero_stage):
+    # by the stage's number, as the expected step reads it (symllm.costs.zero.sharded would import SymPy)
+    if zero_stage == 0:
         out["all_reduce"] = rounds
-    elif not zero.sharded("weights", zero_stage):
+    elif zero_stage < 3:
         out.update(reduce_scatter=rounds, all_gather=1)
     else:
         count = layers + units["extra"] - (pp > 1) if units else 1
