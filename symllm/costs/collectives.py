@@ -242,7 +242,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
         checkpointed = checkpointed or comp.checkpoint != 0
         gather, scatter, reduce = ((forward_runs(c, recompute) if checkpointed else 1)
                                    for c in ("all_gather", "reduce_scatter", "all_reduce"))
-        grouped = False
+        grouped = set()  # the inputs (fan-ins) whose column-wise linears are counted: one group an input
         for c in comp.children:
             style, m = c.rules.split, mult * c.repeat
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
@@ -250,8 +250,10 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
             if style in (*COLUMNS, "merged"):
                 if not seq and not fused:  # each one's input gradient, all-reduced in backward
                     add("all_reduce", m)
-                elif not grouped:  # the linears sharing an input, as one: their summed input gradients reduced once
-                    grouped = True  # in backward (seq: one all-gather before them, their gradients reduce-scattered)
+                elif (c.shape or (None,))[0] not in grouped:  # the linears sharing an input, as one: their summed
+                    # input gradients reduced once in backward (seq: one all-gather before them, their gradients
+                    # reduce-scattered); MLA's query and key-value up-projections read two latents: two groups
+                    grouped.add((c.shape or (None,))[0])
                     if seq:
                         add("all_gather", m * (gather + again))
                     add("reduce_scatter" if seq else "all_reduce", m)
