@@ -406,7 +406,7 @@ def dp_collectives(zero_stage: int, rounds: int, layers: int = 0, pp: int = 1, u
     reduce-scattered once, every round. ``units``: an engine's ``fsdp_units`` (efficiency.json: one a block of the
     ``layers`` a stage holds, ``extra`` more, ``kept`` of them not resharded after forward; through a pipeline, where
     ``pp`` > 1, a stage holds one of the extra units and gathers each unit once a step); without it the stage's
-    weights are one unit.
+    weights are one unit, gathered twice a round as the bytes count them.
 
     >>> dp_collectives(0, 1), dp_collectives(2, 1)["all_gather"]
     ({'all_reduce': 1, 'all_gather': 0, 'reduce_scatter': 0}, 1)
@@ -414,6 +414,8 @@ def dp_collectives(zero_stage: int, rounds: int, layers: int = 0, pp: int = 1, u
     {'all_reduce': 0, 'all_gather': 268, 'reduce_scatter': 136}
     >>> dp_collectives(3, 1, 16, pp=8, units={"extra": 2, "kept": 1})   # 17 units, each gathered once
     {'all_reduce': 0, 'all_gather': 17, 'reduce_scatter': 17}
+    >>> dp_collectives(3, 1, 16, pp=8)   # no engine's units: the stage's weights, gathered twice
+    {'all_reduce': 0, 'all_gather': 2, 'reduce_scatter': 1}
     """
     out = {"all_reduce": 0, "all_gather": 0, "reduce_scatter": 0}
     # by the stage's number, as the expected step reads it (symllm.costs.zero.sharded would import SymPy)
@@ -423,7 +425,7 @@ def dp_collectives(zero_stage: int, rounds: int, layers: int = 0, pp: int = 1, u
         out.update(reduce_scatter=rounds, all_gather=1)
     else:
         count = layers + units["extra"] - (pp > 1) if units else 1
-        gathers = count if pp > 1 else 2 * count - (units["kept"] if units else 0)
+        gathers = (count if pp > 1 else 2 * count - units["kept"]) if units else 2
         out.update(reduce_scatter=rounds * count, all_gather=rounds * gathers)
     return out
 
