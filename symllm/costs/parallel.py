@@ -104,7 +104,7 @@ import sympy as sp
 from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
-from symllm.arch.components.base import COLUMNS
+from symllm.arch.components.base import COLUMNS, EXPERT_SPLITS
 from symllm.costs import zero
 from symllm.costs.collectives import moe_alltoalls, training_collectives, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
@@ -201,7 +201,7 @@ def declares_split(mdl: Component, engine: str | None = None) -> bool:
 
 def _expert(c: Component) -> bool:
     """Whether ``c`` is divided over the expert-parallel ranks (the routed experts)."""
-    return c.rules.split == "expert"
+    return c.rules.split in EXPERT_SPLITS
 
 
 def has_experts(mdl: Component) -> bool:
@@ -299,9 +299,10 @@ def _sharded(comp: Component, seq: bool, experts: str) -> Component:
         sizes[S.V] = vocabulary(comp)
     rows = {S.s: _split(S.s)}
     split = comp.rules.split
-    if split == "expert":  # rank 0 of the expert-parallel group holds n_e/N_e of the routed experts
+    if split in EXPERT_SPLITS:  # rank 0 of the expert-parallel group holds n_e/N_e of the routed experts
         local = {S.n_e: sp.ceiling(S.n_e / S.N_e)}
-        if experts == "whole":  # each whole on every tensor rank
+        if experts == "whole" or split == "expert_whole":  # each whole on every tensor rank (as the layout keeps
+            # them, transformers' gpt-oss plan, whatever ``experts`` says)
             return comp.replace(params=comp.params.xreplace(local))
         # split as the engines split them: every expert's width d_ff over the tensor ranks (its activations,
         # FLOPs and active parameters with it), a down-projection bias (gpt-oss) whole on each rank
@@ -345,7 +346,8 @@ def shard(comp: Component, sp_: bool = False, experts: str = "split") -> Compone
     ``"sequence"`` norms and the checkpoints along the sequence. The routed experts' (``"expert"``)
     parameters are expert-parallel rank 0's ``n_e/N_e``, each expert's width ``d_ff`` split over the tensor
     ranks (``experts="split"``, the engines' default) or whole (``"whole"``; ``Workload.expert_tp`` checks
-    the name).
+    the name); routed experts a layout keeps whole (``"expert_whole"``: transformers' gpt-oss plan) are whole
+    whatever ``experts`` says.
 
     >>> from symllm.arch.components import experts, feed_forward, rmsnorm
     >>> shard(feed_forward()).total("params")
