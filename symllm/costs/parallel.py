@@ -106,7 +106,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.components.base import COLUMNS, EXPERT_SPLITS
 from symllm.costs import zero
-from symllm.costs.collectives import moe_alltoalls, training_collectives, training_tp_bytes
+from symllm.costs.collectives import gathered, moe_alltoalls, training_collectives, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
@@ -117,7 +117,7 @@ __all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
 #: the splits whose weight tensor parallelism divides (the others keep it whole on every tensor rank)
-_SPLIT_WEIGHTS = ("column", "row", "vocab")
+_SPLIT_WEIGHTS = ("column", "row", "vocab", "gathered")
 
 
 def laid_out(work) -> bool:
@@ -286,7 +286,7 @@ def _split_weight(comp: Component) -> sp.Expr:
     bias = sp.expand(comp.params - weight)
     if bias not in (0, fan_out):
         raise SymllmError(f"tp: {comp.name} holds {comp.params} parameters, not a {fan_in} x {fan_out} linear's")
-    if comp.rules.split in COLUMNS:
+    if comp.rules.split in (*COLUMNS, "gathered"):
         return fan_in * _split(fan_out) + (_split(fan_out) if bias else 0)
     return _split(fan_in) * fan_out + bias
 
@@ -480,7 +480,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
         "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts, columns))
-                        for st in (first, last))),
+                        + gathered(st, recompute)["training_bytes"] for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
                        params_per_gpu(graded, sp_, experts=experts)),
