@@ -104,13 +104,15 @@ def reduced_sublayers(stage, experts: str = "split"):
 
 def gathered(stage, recompute=False) -> dict:
     """The linears of ``stage`` whose output every tensor rank gets whole (split ``gathered``: transformers'
-    ``colwise_gather_output``, Qwen3-Next's and Qwen3.5's Gated DeltaNet projections under ``--engine hf``), repeats
-    included, as DTensor runs them (transformers 5.23 ``distributed/tensor_parallel.py``, ``ColwiseParallel`` with
-    ``Replicate`` input and output): ``calls``, an inference forward's all-gathers of their outputs, one each;
-    ``widths``, the output features they gather, summed (a token row's elements); a training micro-batch's
-    ``training_gathers`` (the forward's, again where recomputation reruns a block's forward: :func:`forward_runs`) and
-    ``training_reduces`` (each input's gradient all-reduced in backward), and ``training_bytes``, what one GPU sends
-    for them: ring shares (:func:`symllm.costs.rings.ring`) of ``β_a·b·s`` times each one's own width.
+    ``colwise_gather_output``, the lm_head and Qwen3-Next's and Qwen3.5's Gated DeltaNet projections under ``--engine
+    hf``), repeats included, as DTensor runs them (transformers 5.23 ``distributed/tensor_parallel.py``,
+    ``ColwiseParallel`` with ``Replicate`` input and output): ``calls``, an inference forward's all-gathers of their
+    outputs, one each, and ``widths``, the output features they gather, summed (a token row's elements), a head's
+    aside (its logits' gather is the step's ``logits``, over the positions whose logits it computes); a training
+    micro-batch's ``training_gathers`` (the forward's, a head's too, again where recomputation reruns a block's forward:
+    :func:`forward_runs`) and ``training_reduces`` (each input's gradient all-reduced in backward), and
+    ``training_bytes``, what one GPU sends for them: ring shares (:func:`symllm.costs.rings.ring`) of ``β_a·b·s``
+    times each one's own width.
 
     >>> from symllm.arch.components import Rules, linear
     >>> from symllm.arch.symbols import d, n_gv
@@ -124,16 +126,17 @@ def gathered(stage, recompute=False) -> dict:
 
     def visit(comp, checkpointed: bool) -> tuple:
         checkpointed = checkpointed or comp.checkpoint != 0
-        own = (0, 0, 0, 0)
+        own = (0, 0, 0, 0, 0)
         if comp.rules.split == "gathered":
             fan_in, fan_out = comp.shape
             runs = forward_runs("all_gather", recompute) if checkpointed else 1
             row = S.beta_a * S.b * S.s
-            own = (1, fan_out, runs, runs * ring(row * fan_out, S.N_t) + 2 * ring(row * fan_in, S.N_t))
+            step = int(comp.rules.weight != "head")
+            own = (step, step * fan_out, runs, 1, runs * ring(row * fan_out, S.N_t) + 2 * ring(row * fan_in, S.N_t))
         below = [visit(c, checkpointed) for c in comp.children]
         return tuple(comp.repeat * (x + sum((b[i] for b in below), sp.S.Zero)) for i, x in enumerate(own))
-    calls, widths, gathers, sent = visit(stage, False)
-    return {"calls": calls, "widths": widths, "training_gathers": gathers, "training_reduces": calls,
+    calls, widths, gathers, reduces, sent = visit(stage, False)
+    return {"calls": calls, "widths": widths, "training_gathers": gathers, "training_reduces": reduces,
             "training_bytes": sent}
 
 
@@ -160,23 +163,25 @@ def step_collectives(stage, experts: str = "split") -> dict:
     """
     from symllm.arch.components.mamba import spanning_norms
 
-    embeddings, heads = _vocabulary_parts(stage)
+    embeddings, heads = _vocabulary_parts(stage, ("gathered",))  # (a gathered head's logits: gathered alike)
     return {"residual": reduced_sublayers(stage, experts) + embeddings, "logits": heads,
             "norms": spanning_norms(stage), "gathered": gathered(stage)["calls"]}
 
 
-def _vocabulary_parts(stage) -> tuple:
+def _vocabulary_parts(stage, heads: tuple = ()) -> tuple:
     """``(embeddings, heads)`` of ``stage``, repeats included: its embeddings split over the vocabulary
     (:func:`summed`: their rows summed across the ranks) and its heads split by column
-    (:data:`~symllm.arch.components.base.COLUMNS`: each rank's share of the logits). What
-    :func:`step_collectives` and :func:`training_collectives` read of them."""
+    (:data:`~symllm.arch.components.base.COLUMNS`: each rank's share of the logits; ``heads``, more splits counted as
+    such: the step's gathered head, whose logits are gathered alike). What :func:`step_collectives` and
+    :func:`training_collectives` read of them (in training a gathered head is :func:`gathered`'s: whole logits, no
+    vocabulary-parallel loss)."""
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
 
     def count(comp, weight: str, split) -> sp.Expr:
         own = 1 if comp.rules.weight == weight and split(comp) else 0
         return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
-    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in COLUMNS)
+    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in (*COLUMNS, *heads))
 
 
 #: the fp32 all-reduces of ``b·s`` values a vocabulary-parallel cross-entropy runs in forward, none in backward: the
@@ -233,7 +238,8 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     ``residual`` beyond the sublayers) sum their rows in forward, an all-reduce (``seq``: a reduce-scatter, its
     backward an all-gather), nothing in backward; its heads split over the vocabulary (``logits``) gather no
     logits in training but all-reduce their input's gradient in backward (``seq``: all-gather the input in forward,
-    reduce-scatter its gradient) and run the loss's statistics. The blocks, as DTensor runs them (torch's
+    reduce-scatter its gradient) and run the loss's statistics (a gathered head, transformers', is :func:`gathered`'s:
+    its whole logits gathered, no vocabulary-parallel loss). The blocks, as DTensor runs them (torch's
     ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
     (:func:`summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
     all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
@@ -264,7 +270,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     split_experts = experts == "split"
     fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
     again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
-    embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them
+    embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them, but for a gathered head
     counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
     if seq:
         counted["reduce_scatter"] += embeddings + heads
