@@ -17,7 +17,8 @@ from fractions import Fraction
 from symllm.costs.figures import data, fraction as _x
 from symllm.validate import choice
 
-__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "step_collectives",
+__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
+           "step_collectives",
            "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape", "training_collectives",
            "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_s", "gather_latency_s",
            "training_tp_s", "dp_collectives", "training_dp_s", "p2p_latency_s", "p2p_s", "alltoall_s", "ray_step_s",
@@ -102,6 +103,44 @@ def reduced_sublayers(stage, experts: str = "split"):
                 for block in stage.children if block.checkpoint != 0), sp.S.Zero)
 
 
+def gathered(stage, recompute=False) -> dict:
+    """The linears of ``stage`` whose output every tensor rank gets whole (split ``gathered``: transformers'
+    ``colwise_gather_output``, the lm_head and Qwen3-Next's and Qwen3.5's Gated DeltaNet projections under ``--engine
+    hf``), repeats included, as DTensor runs them (transformers 5.23 ``distributed/tensor_parallel.py``,
+    ``ColwiseParallel`` with ``Replicate`` input and output): ``calls``, an inference forward's all-gathers of their
+    outputs, one each, and ``widths``, the output features they gather, summed (a token row's elements), a head's
+    aside (its logits' gather is the step's ``logits``, over the positions whose logits it computes); a training
+    micro-batch's ``training_gathers`` (the forward's, a head's too, again where recomputation reruns a block's forward:
+    :func:`forward_runs`) and ``training_reduces`` (each input's gradient all-reduced in backward), and
+    ``training_bytes``, what one GPU sends for them: ring shares (:func:`symllm.costs.rings.ring`) of ``β_a·b·s``
+    times each one's own width.
+
+    >>> from symllm.arch.components import Rules, linear
+    >>> from symllm.arch.symbols import d, n_gv
+    >>> g = gathered(linear("out_proj", n_gv, d, rules=Rules("gathered", lora=(), weight="linear", stacks=())))
+    >>> g["calls"], g["widths"], g["training_reduces"]
+    (1, d, 1)
+    """
+    import sympy as sp
+    from symllm.arch import symbols as S
+    from symllm.costs.rings import ring
+
+    def visit(comp, checkpointed: bool) -> tuple:
+        checkpointed = checkpointed or comp.checkpoint != 0
+        own = (0, 0, 0, 0, 0)
+        if comp.rules.split == "gathered":
+            fan_in, fan_out = comp.shape
+            runs = forward_runs("all_gather", recompute) if checkpointed else 1
+            row = S.beta_a * S.b * S.s
+            step = int(comp.rules.weight != "head")
+            own = (step, step * fan_out, runs, 1, runs * ring(row * fan_out, S.N_t) + 2 * ring(row * fan_in, S.N_t))
+        below = [visit(c, checkpointed) for c in comp.children]
+        return tuple(comp.repeat * (x + sum((b[i] for b in below), sp.S.Zero)) for i, x in enumerate(own))
+    calls, widths, gathers, reduces, sent = visit(stage, False)
+    return {"calls": calls, "widths": widths, "training_gathers": gathers, "training_reduces": reduces,
+            "training_bytes": sent}
+
+
 def step_collectives(stage, experts: str = "split") -> dict:
     """The collectives one forward pass through a pipeline ``stage`` (a component as tensor rank 0 holds it) runs
     over the tensor ranks, by kind, repeats included: ``residual``, the all-reduces of the residual stream, one a
@@ -110,7 +149,8 @@ def step_collectives(stage, experts: str = "split") -> dict:
     ``VocabParallelEmbedding`` all-reduces its partial rows); ``logits``, the all-gather of the logits where it
     holds a head split over the vocabulary (``column``: vLLM's and SGLang's ``LogitsProcessor``); ``norms``, the
     fp32 all-reduce of each Mamba-2 gated norm whose one group spans the ranks
-    (:func:`symllm.arch.components.mamba.spanning_norms`). A part laid out whole on every rank runs none. The one
+    (:func:`symllm.arch.components.mamba.spanning_norms`); ``gathered``, the all-gathers of the outputs of the linears
+    every rank gets whole (:func:`gathered`). A part laid out whole on every rank runs none. The one
     count a step's bytes (:func:`symllm.costs.hardware.stage_times`), its latencies and the host's calls
     (:func:`symllm.costs.efficiency.expected`) read: their sum is the step's collective calls.
 
@@ -118,29 +158,31 @@ def step_collectives(stage, experts: str = "split") -> dict:
     >>> from symllm.costs import parallel
     >>> first, last = parallel.stages(model())
     >>> step_collectives(first)   # the head here only without a pipeline
-    {'residual': 2*ceiling(L/N_p) + 1, 'logits': 1 - Min(1, N_p - 1), 'norms': 0}
+    {'residual': 2*ceiling(L/N_p) + 1, 'logits': 1 - Min(1, N_p - 1), 'norms': 0, 'gathered': 0}
     >>> step_collectives(last)    # no embedding on the last stage
-    {'residual': 2*floor(L/N_p), 'logits': 1, 'norms': 0}
+    {'residual': 2*floor(L/N_p), 'logits': 1, 'norms': 0, 'gathered': 0}
     """
     from symllm.arch.components.mamba import spanning_norms
 
-    embeddings, heads = _vocabulary_parts(stage)
+    embeddings, heads = _vocabulary_parts(stage, ("gathered",))  # (a gathered head's logits: gathered alike)
     return {"residual": reduced_sublayers(stage, experts) + embeddings, "logits": heads,
-            "norms": spanning_norms(stage)}
+            "norms": spanning_norms(stage), "gathered": gathered(stage)["calls"]}
 
 
-def _vocabulary_parts(stage) -> tuple:
+def _vocabulary_parts(stage, heads: tuple = ()) -> tuple:
     """``(embeddings, heads)`` of ``stage``, repeats included: its embeddings split over the vocabulary
     (:func:`summed`: their rows summed across the ranks) and its heads split by column
-    (:data:`~symllm.arch.components.base.COLUMNS`: each rank's share of the logits). What
-    :func:`step_collectives` and :func:`training_collectives` read of them."""
+    (:data:`~symllm.arch.components.base.COLUMNS`: each rank's share of the logits; ``heads``, more splits counted as
+    such: the step's gathered head, whose logits are gathered alike). What :func:`step_collectives` and
+    :func:`training_collectives` read of them (in training a gathered head is :func:`gathered`'s: whole logits, no
+    vocabulary-parallel loss)."""
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
 
     def count(comp, weight: str, split) -> sp.Expr:
         own = 1 if comp.rules.weight == weight and split(comp) else 0
         return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
-    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in COLUMNS)
+    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in (*COLUMNS, *heads))
 
 
 #: the fp32 all-reduces of ``b·s`` values a vocabulary-parallel cross-entropy runs in forward, none in backward: the
@@ -197,7 +239,8 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     ``residual`` beyond the sublayers) sum their rows in forward, an all-reduce (``seq``: a reduce-scatter, its
     backward an all-gather), nothing in backward; its heads split over the vocabulary (``logits``) gather no
     logits in training but all-reduce their input's gradient in backward (``seq``: all-gather the input in forward,
-    reduce-scatter its gradient) and run the loss's statistics. The blocks, as DTensor runs them (torch's
+    reduce-scatter its gradient) and run the loss's statistics (a gathered head, transformers', is :func:`gathered`'s:
+    its whole logits gathered, no vocabulary-parallel loss). The blocks, as DTensor runs them (torch's
     ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
     (:func:`summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
     all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
@@ -205,7 +248,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     (:func:`column_parallel`), such a group is one linear: one all-reduce a group, and under ``seq`` its input, the
     head's too, all-gathered again in backward), tensor-split experts one such pair and a summed
     output; recomputation runs a block's forward collectives again where its policy does not save them
-    (:func:`forward_runs`). Their sum is a micro-batch's calls.
+    (:func:`forward_runs`). ``gathered`` and ``gathered_grads``: the forward all-gathers and backward all-reduces of
+    the linears every rank gets whole (:func:`gathered`: each of its own width, not the residual stream's). Their sum
+    is a micro-batch's calls.
 
     >>> from symllm.arch.components import model
     >>> from symllm.costs import parallel
@@ -215,7 +260,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     >>> c["all_reduce"].subs(N_p, 1), c["loss"].subs(N_p, 1)   # and the head's input gradient
     (7*L + 2, 3)
     >>> {k: v.subs(N_p, 1) for k, v in training_collectives(first, seq=True).items()}
-    {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3}
+    {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3, 'gathered': 0, 'gathered_grads': 0}
     >>> mc = training_collectives(first, columns="megatron")   # Megatron-Core: linear_qkv, linear_fc1
     >>> mc["all_reduce"].subs(N_p, 1), training_collectives(first, True, columns="megatron")["all_gather"].subs(N_p, 1)
     (4*L + 2, 6*L + 3)
@@ -226,7 +271,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     split_experts = experts == "split"
     fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
     again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
-    embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them
+    embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them, but for a gathered head
     counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
     if seq:
         counted["reduce_scatter"] += embeddings + heads
@@ -273,7 +318,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
                 visit(c, mult, checkpointed)
 
     visit(stage, sp.S.One, False)
-    return {**counted, "loss": LOSS_STATISTICS * heads}
+    whole = gathered(stage, recompute)
+    return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
+            "gathered_grads": whole["training_reduces"]}
 
 
 def training_calls(count: dict) -> dict:
@@ -285,7 +332,7 @@ def training_calls(count: dict) -> dict:
     {'training_tp_calls': 14, 'training_tp_gathers': 8}
     """
     return {"training_tp_calls": sum(count.values()),
-            "training_tp_gathers": count["all_gather"] + count["reduce_scatter"]}
+            "training_tp_gathers": count["all_gather"] + count["reduce_scatter"] + count.get("gathered", 0)}
 
 
 def busiest_calls(num, stages) -> dict:
