@@ -229,11 +229,12 @@ def test_plan_and_count_serve_hold_the_same_sequences(cli, engine, tp):
         assert row["expected"]["decode_token_s"] == step["expected"]["decode_token_s"]
 
 
-def test_hf_experts_whole_below_the_doors():
+def test_hf_experts_whole_below_the_doors(cli):
     """The layout holds gpt-oss's experts whole under ``--engine hf`` (``symllm.arch.specs.hf_plan``), not the workload
     a door reads the config into: a bare ``Workload(tp=2, engine="hf")`` (no config read: ``expert_tp`` its default,
     split) handed straight to the low-level ``quantities`` with the model as hf lays it out gives count's parameters,
-    peaks and bytes sent, and so do derive, a one-point sweep and plan. Rank 0's parameters by hand from config.json
+    peaks and bytes sent, and so do derive and a one-point sweep (plan's row: the engine's peak
+    count --serve reads). Rank 0's parameters by hand from config.json
     (test_serving_layout's arithmetic): everything whole but the lm_head's rows. Before, the low-level path split each
     expert's width over the two ranks."""
     import sympy as sp
@@ -265,5 +266,7 @@ def test_hf_experts_whole_below_the_doors():
                          workload=rest).run().records()[0]
     assert {k: _number(swept[f"{k}_per_gpu"]) for k in peaks} == peaks
     serve = plans.plan("gpt-oss-20b", 2, GPU, concurrency=1, seq=1024, engine="hf")
+    serving = json.loads(cli(["count", "gpt-oss-20b", "--gpu", GPU, "--seq", "1024", "--tp", "2", "--engine", "hf",
+                              "--serve", "--json"]).out)["serving"]
     assert [r["peak"] for r in serve.rows if (r["tp"], r["pp"], r["dp"], r["batch"]) == (2, 1, 1, 1)] == \
-        [peaks["inference_peak"]]
+        [_engine_peak("gpt-oss-20b", 1, options, serving)]
