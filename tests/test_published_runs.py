@@ -103,6 +103,7 @@ def options(row: dict) -> dict | None:
 _COMPILED = "torch.compile"
 UNMODELLED = {
     "torchtitan-llama3.1-8b-h100x8-fsdp-compile-fp8": _COMPILED,
+    "torchtitan-llama3.1-70b-h100x256-fsdp-tp8-fp8": _COMPILED,
     "torchtitan-llama3.1-70b-h100x256-fsdp-tp8-fp8-asynctp": _COMPILED,
     "torchtitan-llama3.1-405b-h100x512-3d-1f1b": _COMPILED,
     "torchtitan-llama3.1-405b-h100x512-3d-interleaved1f1b": _COMPILED,
