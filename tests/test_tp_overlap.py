@@ -190,3 +190,13 @@ def test_gains_against_published():
         after = _times(model, **base, tp_overlap=True)["expected"]["training_tokens_per_s_per_gpu"]
         print(f"{label:58} {on / off:>9.3f} {after / before:>9.3f}")
         assert after > before and abs(after / before - on / off) <= 0.06, label
+
+
+def test_count_text_says_the_overlap_is_on():
+    """count's layout line names the overlap where it runs, and not where --sp is off (nothing to overlap)."""
+    def line(*extra):
+        out = subprocess.run([sys.executable, "-m", "symllm", "count", "llama3-8b", "--gpu", "h100-sxm", "--tp", "8",
+                              "--engine", "torchtitan", *extra], capture_output=True, text=True, check=True).stdout
+        return next(x for x in out.splitlines() if x.startswith("per GPU ("))
+    assert "sp, TP overlap;" in line("--sp", "--tp-overlap")
+    assert "TP overlap" not in line("--sp") and "TP overlap" not in line("--tp-overlap")
