@@ -296,16 +296,14 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
 
 
 def _overlapped(w: dict) -> bool:
-    """Whether a count's workload ``w`` overlaps its tensor-parallel collectives with GEMMs (--tp-overlap, or the
-    engine's default: symllm.costs.tp_overlap.overlapping), as its layout line says.
+    """Whether a count's workload ``w`` overlaps its tensor-parallel collectives with GEMMs (Workload.tp_overlapped),
+    as its layout line says.
 
     >>> _overlapped({"tp": 8, "sp": True, "engine": "torchtitan", "tp_overlap": True}), _overlapped({"tp": 8,
     ...             "sp": False, "engine": "torchtitan", "tp_overlap": True})
     (True, False)
     """
-    from types import SimpleNamespace
-    from symllm.costs.tp_overlap import overlapping
-    return overlapping(SimpleNamespace(**{k: w.get(k) for k in ("tp", "sp", "engine", "tp_overlap")})) is not None
+    return Workload(**{k: w.get(k) for k in ("tp", "sp", "engine", "tp_overlap")}).tp_overlapped
 
 
 #: the workload options ``plan`` enumerates (or takes from --gpus) rather than reads

@@ -109,9 +109,9 @@ def linear_flops(*, rows, d, d_ff, q, kv, tp: int) -> dict:
 
 def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)) -> tuple[int, Fraction]:
     """The collectives ``overlapped`` (:func:`pairs`) a block runs and the seconds they add beyond their GEMMs: each
-    ``max(0, comm_s - GEMM)`` (``comm_s`` one collective's seconds, or a dict of them by pair), ``gemm_s`` one product of each linear (:func:`linear_flops` at the step's GEMM rate);
-    a chunked pair's GEMM takes ``chunk_slowdown`` times as long (its chunks' rows' rate against the whole's), the
-    difference counted too.
+    ``max(0, comm_s - GEMM)`` (``comm_s`` one collective's seconds, or a dict of them by pair), ``gemm_s`` one
+    product of each linear (:func:`linear_flops` at the step's GEMM rate); a chunked pair's GEMM takes
+    ``chunk_slowdown`` times as long (its chunks' rows' rate against the whole's), the difference counted too.
 
     >>> g = {"qkv": Fraction(3), "proj": Fraction(1), "fc1": Fraction(6), "fc2": Fraction(3)}
     >>> exposed_s({"qkv_fprop": (1, False), "proj_fprop": (2, False)}, 2, g)   # max(0, 2-3) + 2 max(0, 2-1)
@@ -132,10 +132,10 @@ def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)
 def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fraction:
     """Bytes a block's ring pairs (:func:`pairs`) stream on the compute stream, outside the overlap, where the
     engine's ``spec`` states them (``copies``: by collective, ``[a, b]``, ``a + b/N_t`` times ``stream_bytes``, the
-    residual stream's whole bytes, or a dict of them by pair): torch's symmetric memory copies a rank's shard into its buffer before the first
-    chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard); it and Transformer Engine's ring
-    exchange reduce the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each partial read, the shard
-    written). A bulk pair reduces inside its communication kernel: none.
+    residual stream's whole bytes, or a dict of them by pair): torch's symmetric memory copies a rank's shard into
+    its buffer before the first chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard); it and
+    Transformer Engine's ring exchange reduce the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each
+    partial read, the shard written). A bulk pair reduces inside its communication kernel: none.
 
     >>> float(copies_bytes({"copies": {"all_gather": ["0", "2"], "reduce_scatter": ["1", "1"]}},
     ...                    {"qkv_fprop": (2, True), "proj_fprop": (1, True), "qkv_wgrad": (1, False)}, 800, 8))
@@ -185,10 +185,12 @@ def fp8_gathers(work) -> tuple:
     >>> from symllm.costs.workloads import Workload
     >>> fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan", compute_dtype="fp8"))
     ('qkv_fprop', 'fc1_fprop', 'proj_dgrad', 'fc2_dgrad')
-    >>> fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan")), fp8_gathers(Workload(tp=8, sp=True, compute_dtype="fp8"))
-    ((), ())
+    >>> fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan"))   # bf16 GEMMs
+    ()
+    >>> fp8_gathers(Workload(tp=8, sp=True, compute_dtype="fp8"))     # the default training engine's: none
+    ()
     """
-    if getattr(work, "compute_dtype", None) != "fp8" or not work.sp or work.tp < 2:
+    if getattr(work, "matmul_dtype", None) != "fp8" or not work.sp or work.tp < 2:  # the dtype the GEMMs run in
         return ()
     return tuple(engine_for(getattr(work, "engine", None), "training").get("fp8_tp_all_gathers", ()))
 
