@@ -476,16 +476,20 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
     # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
     # the all-gathers and reduce-scatters among them at their own latency
+    dense = not experts and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))
+    fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense)
+    narrowed = tp_overlap.narrowed_bytes(fp8, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"],
+                                         beta_a=parts["beta_a"], tp=work.tp) if fp8 else 0
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
-                         comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
+                         (comm["tp"] - narrowed) * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     spec = tp_overlap.overlapping(work)  # the engine's overlap of the blocks' collectives with their GEMMs (dense)
-    if spec and tp_s and not experts and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a")):
+    if spec and tp_s and dense:
         slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
         tp_s -= micro * tp_overlap.saved_s(
             spec, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"], d_ff=parts["d_ff"],
             q=parts["n_h"] * parts["head_dim"], kv=parts["n_kv"] * parts["head_dim"], beta_a=parts["beta_a"],
             tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped, chunk_slowdown=slower,
-            stream_rate=passes)
+            stream_rate=passes, fp8=fp8)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm["ep"] * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a
