@@ -122,7 +122,7 @@ def test_per_gpu_weights_at_tp_8_follow_transformers_plan_by_hand_without_an_eng
     spc, values = _values()
     for engine in (None, "hf", "sglang"):
         mdl = layout(spc.model(), engine)
-        assert mdl is spc.model()
+        assert mdl is spc.model() or engine == "hf"  # hf: its lm_head gathered (colwise_gather_output), as a column
         assert params_per_gpu(mdl).subs(values) == _hand(attention_split=False, shared_split=False) == 41_008_334_423
         assert reduced_sublayers(mdl).subs(values) == 43
     assert round(2 * 41_008_334_423 / 2**30, 2) == 76.38

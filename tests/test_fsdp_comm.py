@@ -32,6 +32,14 @@ N = 128
 RING = 2 * P - (2 * P) // N             # bytes one rank sends in a ring of a bf16 copy: 15,935,049,664
 BW = 0.7 * 8 * 50e9                      # 8 NICs a node at 0.7
 LAT = 20e-6
+#: an all-gather's or a reduce-scatter's latency over N ranks on the network: NCCL's ring model
+#: (src/graph/tuning.cc, Ring LL: base 6.6 us, 2.7 us a network step; N - 1 steps against an all-reduce's 2(N - 1))
+#: applied to the all-reduce's 20 us: 20 x 349.5 / 692.4 = 10.0953 us
+GATHER = LAT * (6.6 + (N - 1) * 2.7) / (6.6 + 2 * (N - 1) * 2.7)
+#: torchtitan's FSDP2 calls a micro-batch for Llama 3.1 8B's 32 blocks (apply_fsdp at 018740b, counted under a fake
+#: process group below): 34 units (the embedding, 32 blocks, the norm and output), 2 x 34 - 1 all-gathers (the last
+#: unit is not resharded after forward) and 34 reduce-scatters
+CALLS = (2 * 34 - 1) + 34
 WORK = dict(gpu="h100-sxm", engine="torchtitan", dp=N, zero_stage=3, seq=8192, batch=1, micro_batches=4)
 
 
@@ -45,19 +53,33 @@ def test_the_parameter_count_the_hand_arithmetic_reads():
 
 def test_torchtitan_gathers_twice_and_reduces_in_fp32_every_micro_batch(monkeypatch):
     """4 micro-batches: 4 x (2 gathers x 2 bytes + 1 reduce x 4 bytes) = 32 bytes a parameter's ring share
-    in 4 calls, against 3 x 2 = 6 in one call without the engine's two fields: the step grows by
-    0.2 x ((4 x 20 us + 32/2 x RING / BW) - (20 us + 3 x RING / BW)) = 0.14798 s. (Each gather's copy-out on the
-    compute stream, fsdp_copy_out_bytes, follows the gathers too: tests/test_step_passes.py; left out here.)"""
+    in 4 rounds of CALLS calls, against 3 x 2 = 6 in one round without the engine's two fields: the step grows by
+    0.2 x ((4 x 101 x GATHER + 32/2 x RING / BW) - (101 x GATHER + 3 x RING / BW)) = 0.14858 s. (Each gather's
+    copy-out on the compute stream, fsdp_copy_out_bytes, follows the gathers too: tests/test_step_passes.py; left
+    out here.)"""
     engine = data()["engines"]["torchtitan"]
     monkeypatch.delitem(engine, "fsdp_copy_out_bytes")
     with_fields = _step()
     monkeypatch.delitem(engine, "fsdp_per_micro_batch")
     monkeypatch.delitem(engine, "grad_reduce_bytes")
     plain = _step()
-    new = 4 * LAT + 4 * (2 * 2 + 4) / 2 * RING / BW
-    old = LAT + 3 * RING / BW
+    new = 4 * CALLS * GATHER + 4 * (2 * 2 + 4) / 2 * RING / BW
+    old = CALLS * GATHER + 3 * RING / BW
     assert with_fields - plain == pytest.approx(0.2 * (new - old), rel=1e-9)
-    assert 0.2 * (new - old) == pytest.approx(0.14798, abs=1e-5)
+    assert 0.2 * (new - old) == pytest.approx(0.14858, abs=1e-5)
+
+
+def test_each_fsdp_unit_pays_an_all_gathers_latency(monkeypatch):
+    """The latency side alone, by hand: torchtitan's units make each of the 4 micro-batches 101 calls (CALLS), each
+    at GATHER (10.0953 us), where one unit (the whole model: 2 all-gathers and a reduce-scatter a round, without
+    the engine's fsdp_units) makes 3; the bytes are the same, so 0.2 of the difference shows (overlap 0.8):
+    0.2 x 4 x (101 - 3) x 10.0953 us = 0.79147 ms."""
+    engine = data()["engines"]["torchtitan"]
+    units = _step()
+    monkeypatch.delitem(engine, "fsdp_units")
+    whole = _step()
+    assert units - whole == pytest.approx(0.2 * 4 * (CALLS - 3) * GATHER, rel=1e-9)
+    assert 0.2 * 4 * (CALLS - 3) * GATHER == pytest.approx(0.79147e-3, abs=1e-8)
 
 
 def test_the_fp32_reduce_alone_moves_a_third_more_bytes_once_a_step(monkeypatch):

@@ -166,3 +166,136 @@ def test_hf_plans_collectives_by_hand(name, default, hf):
         stage = parallel.shard(parallel.layout(spc.model(), engine), False, "split")
         counts = collectives.step_collectives(stage)
         assert tuple(int(sp.sympify(counts[k]).subs(values)) for k in ("residual", "logits")) == expected, engine
+
+
+def _ring_sizes():
+    """A dispatch mode that adds up the bytes one rank sends in the functional collectives run under it (``sent``):
+    each one's ring share of its whole tensor (tests/test_parallel.py's ``RING``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from .test_parallel import RING
+
+    class Sizes(TorchDispatchMode):
+        sent = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kind = func._overloadpacket.__name__
+            if func.namespace == "_c10d_functional" and kind in RING:
+                whole = args[0].numel() * args[0].element_size() * (TP if kind == "all_gather_into_tensor" else 1)
+                self.sent += RING[kind](TP, whole)
+            return func(*args, **(kwargs or {}))
+    return Sizes()
+
+
+#: a small config of each family with Gated DeltaNet layers (one linear-attention layer, transformers' own keys)
+_DELTANET = dict(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                 head_dim=8, intermediate_size=64, linear_num_key_heads=2, linear_num_value_heads=4,
+                 linear_key_head_dim=8, linear_value_head_dim=8, linear_conv_kernel_dim=4,
+                 layer_types=["linear_attention"], tie_word_embeddings=False)
+_MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=16,
+            decoder_sparse_step=1, mlp_only_layers=[0])
+
+
+@pytest.mark.parametrize("config_class, extra, projections", [
+    ("Qwen3NextConfig", _MOE, 3),  # in_proj_qkvz, in_proj_ba, out_proj
+    ("Qwen3_5TextConfig", {}, 5),  # in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj
+])
+def test_deltanet_collectives_as_transformers_runs_them(config_class, extra, projections):
+    """transformers 5.23's plan makes every Gated DeltaNet projection ``colwise_gather_output``, the out_proj too
+    (models/qwen3_next/configuration_qwen3_next.py, qwen3_5/configuration_qwen3_5.py: ``base_model_tp_plan``), which
+    ``distributed/tensor_parallel.py`` runs as ``ColwiseParallel(input_layouts=Replicate(),
+    output_layouts=Replicate())``: counted by torch's CommDebugMode on a fake process group of 2 ranks (the plan's DeltaNet rules applied by
+    transformers' ``apply_tensor_parallelism`` to a one-layer model on the CPU), a forward without gradients all-gathers
+    each projection's output, and a training forward and backward also all-reduces each one's input gradient; the bytes
+    one rank sends are ring shares of each collective's own tensor (a dispatch mode sees their sizes). symllm counts
+    the same calls (``gathered`` in the step's and the micro-batch's counts) and bytes (``comm.tp``'s part), and a layer
+    no longer all-reduces the residual stream at out_proj (it is not a row split)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    import sympy as sp
+    from torch.distributed.tensor.debug import CommDebugMode
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from symllm.arch import symbols as S
+    from symllm.costs import collectives, parallel
+
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    config = getattr(transformers, config_class)(**_DELTANET, **extra)
+    seq = 8
+
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        plan = {k: v for k, v in model._expand_parallel_plan(model.tp_plan).items() if ".linear_attn." in k}
+        assert set(plan.values()) == {"colwise_gather_output"} and len(plan) == 2 * projections  # modules, weights
+        apply_tensor_parallelism(model, mesh, plan)
+        layer = model.model.layers[0].linear_attn
+        x = torch.randn(1, seq, config.hidden_size)
+        with CommDebugMode() as forward, torch.no_grad():
+            layer(x)
+        sizes = _ring_sizes()
+        with sizes, CommDebugMode() as training:
+            layer(x.clone().requires_grad_()).sum().backward()
+    counted = {k.__name__: v for k, v in forward.get_comm_counts().items()}
+    assert counted == {"all_gather_into_tensor": projections}
+    counted = {k.__name__: v for k, v in training.get_comm_counts().items()}
+    assert counted == {"all_gather_into_tensor": projections, "all_reduce": projections}
+
+    spc = spec(config.to_dict())
+    values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.b: 1, S.s: seq, S.beta_a: 4}  # fp32 on the CPU
+    stage = parallel.stages(parallel.layout(spc.model(), "hf"))[0]
+    step, trained = collectives.step_collectives(stage), collectives.training_collectives(stage)
+    number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
+    assert number(step["gathered"]) == projections and number(step["residual"]) == 2  # the MLP's, the embedding's
+    # in training the lm_head's logits are gathered too (and its input gradient all-reduced): the model's test below
+    assert (number(trained["gathered"]), number(trained["gathered_grads"])) == (projections + 1, projections + 1)
+    deltanet = next(c for c in stage.walk() if c.name == "linear_attention")
+    assert number(collectives.gathered(deltanet)["training_bytes"]) == sizes.sent
+    widths = sum(m.out_features for m in layer.modules() if isinstance(m, torch.nn.Linear))
+    assert number(collectives.gathered(stage)["widths"]) == widths
+
+
+def test_hf_training_gathers_the_logits():
+    """transformers 5.23's lm_head is ``colwise_gather_output`` (``LlamaForCausalLM._tp_plan``; every family's), and
+    its loss is taken over the whole logits: a training step of a one-layer Llama under its whole plan, on a fake
+    process group of 2 ranks, runs 9 all-reduces (the embedding's, o_proj's and down_proj's in forward; q, k, v, gate,
+    up and the lm_head's input gradients in backward) and one all-gather of the logits, and no vocabulary-parallel
+    loss statistics (torchtitan's ``loss_parallel``, symllm's default training engine's); symllm's calls and
+    ``comm.tp`` bytes under ``--engine hf`` are those (CommDebugMode's count; a dispatch mode's ring shares)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    import sympy as sp
+    from torch.distributed.tensor.debug import CommDebugMode
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from symllm.arch import symbols as S
+    from symllm.costs import collectives, parallel
+
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                      num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
+    seq = 8
+
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        assert model.tp_plan["lm_head"] == "colwise_gather_output"
+        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
+        tokens = torch.randint(0, config.vocab_size, (1, seq))
+        sizes = _ring_sizes()
+        with sizes, CommDebugMode() as comm:
+            model(tokens, labels=tokens).loss.backward()
+    assert {k.__name__: v for k, v in comm.get_comm_counts().items()} == {"all_reduce": 9, "all_gather_into_tensor": 1}
+
+    spc = spec(config.to_dict())
+    values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 4}  # fp32 on the CPU
+    laid = parallel.layout(spc.model(), "hf")
+    count = collectives.training_collectives(parallel.stages(laid)[0])
+    number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
+    assert {k: number(v) for k, v in count.items()} == {"all_reduce": 8, "all_gather": 0, "reduce_scatter": 0,
+                                                        "loss": 0, "gathered": 1, "gathered_grads": 1}
+    assert number(parallel.comm(laid)["tp"]) == sizes.sent

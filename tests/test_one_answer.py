@@ -227,3 +227,46 @@ def test_plan_and_count_serve_hold_the_same_sequences(cli, engine, tp):
                                context=1100, engine=engine)["time"]
         assert row["decode_token_s"] == step["decode_token_s"]
         assert row["expected"]["decode_token_s"] == step["expected"]["decode_token_s"]
+
+
+def test_hf_experts_whole_below_the_doors(cli):
+    """The layout holds gpt-oss's experts whole under ``--engine hf`` (``symllm.arch.specs.hf_plan``), not the workload
+    a door reads the config into: a bare ``Workload(tp=2, engine="hf")`` (no config read: ``expert_tp`` its default,
+    split) handed straight to the low-level ``quantities`` with the model as hf lays it out gives count's parameters,
+    peaks and bytes sent, and so do derive and a one-point sweep (plan's row: the engine's peak
+    count --serve reads). Rank 0's parameters by hand from config.json
+    (test_serving_layout's arithmetic): everything whole but the lm_head's rows. Before, the low-level path split each
+    expert's width over the two ranks."""
+    import sympy as sp
+
+    from symllm.arch import resolved
+    from symllm.costs import phases
+    from symllm.costs.workloads import Workload
+
+    options = {"seq": 1024, "tp": 2, "engine": "hf"}
+    spc, bare = resolved.spec("gpt-oss-20b"), Workload(**options)
+    assert bare.expert_tp == "split"
+    low = phases.quantities(phases.model_of(spc, bare), bare)
+    values = {**{s.name: v for s, v in spc.values().items()}, "b": 1, "s": 1024, "n": 0, "t": 1024, "beta_w": 2,
+              "beta_a": 2, "beta_kv": 2, "N_t": 2, "N_p": 1, "N_d": 1, "N_e": 1}
+
+    def number(expr):
+        return sp.sympify(expr).xreplace({x: values[x.name] for x in sp.sympify(expr).free_symbols})
+
+    api = symllm.workload("gpt-oss-20b", gpu=GPU, **options)
+    d, V, L, E, f = 2880, 201088, 24, 32, 2880
+    layer = d * 4096 + 4096 + 2 * (d * 512 + 512) + 4096 * d + d + 64 + 2 * d + d * E + E + E * (3 * d * f + 2 * f + d)
+    assert number(low["params"]["per_gpu"]) == api["params"]["per_gpu"] == V * d + L * layer + d + V // 2 * d
+    assert {k: number(e) for k, e in low["comm"].items()} == api["comm"]
+    peaks = {k: number(low["memory_per_gpu"][k]) for k in ("inference_peak", "training_peak")}
+    assert peaks == {k: api["memory_per_gpu"][k] for k in peaks}
+    assert symllm.derive("model", "comm", config="gpt-oss-20b", **options).value == sum(api["comm"].values())
+    rest = {k: v for k, v in options.items() if k != "seq"}
+    swept = symllm.Sweep("gpt-oss-20b", {"seq": [1024]}, quantities=["inference_peak_per_gpu", "training_peak_per_gpu"],
+                         workload=rest).run().records()[0]
+    assert {k: _number(swept[f"{k}_per_gpu"]) for k in peaks} == peaks
+    serve = plans.plan("gpt-oss-20b", 2, GPU, concurrency=1, seq=1024, engine="hf")
+    serving = json.loads(cli(["count", "gpt-oss-20b", "--gpu", GPU, "--seq", "1024", "--tp", "2", "--engine", "hf",
+                              "--serve", "--json"]).out)["serving"]
+    assert [r["peak"] for r in serve.rows if (r["tp"], r["pp"], r["dp"], r["batch"]) == (2, 1, 1, 1)] == \
+        [_engine_peak("gpt-oss-20b", 1, options, serving)]

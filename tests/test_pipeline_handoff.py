@@ -17,7 +17,7 @@ from fractions import Fraction
 import pytest
 
 import symllm
-from symllm.costs import hardware
+from symllm.costs import efficiency, hardware
 from symllm.costs.schedules import handoffs
 
 
@@ -120,6 +120,20 @@ def test_the_bound_pays_each_micro_batchs_handoffs(monkeypatch):
     bandwidth = with_sends["links"]["pp"]["bandwidth"]
     assert with_sends["training_step_s"] - without["training_step_s"] == pytest.approx(
         19 * 2 * 4096 * 4096 / bandwidth, rel=1e-9)
+
+
+def test_the_expected_step_pays_each_send_at_the_point_to_point_latency(monkeypatch):
+    """The expected step's hand-offs by hand: p = 4, m = 8 (19 sends, as above) over NVLink 4 between H100s, each
+    send 2 x 4,096 x 4,096 bytes (Llama 3.1 8B, b = 1, s = 4,096, bf16) at NVLink 4's 0.82 x 450 GB/s plus a send's
+    3 us (nccl-tests' sendrecv_perf between two H100s: efficiency.json collectives.p2p_latency), not an
+    all-reduce's 10 us: 19 x (3 us + 90.93 us) = 1.7847 ms."""
+    opts = dict(gpu="h100-sxm", pp=4, micro_batches=8, batch=1, seq=4096)
+    with_sends = symllm.workload("llama3.1-8b", **opts)["time"]["expected"]["training_step_s"]
+    monkeypatch.setattr(efficiency, "handoffs", lambda p, m, schedule="1f1b": 0)
+    without = symllm.workload("llama3.1-8b", **opts)["time"]["expected"]["training_step_s"]
+    by_hand = 19 * (3e-6 + 2 * 4096 * 4096 / (0.82 * 450e9))
+    assert with_sends - without == pytest.approx(by_hand, rel=1e-9)
+    assert by_hand == pytest.approx(1.7847e-3, abs=1e-7)
 
 
 @pytest.mark.parametrize("pp, sends", [(2, 1), (4, 2)])

@@ -71,7 +71,8 @@ def test_gpt_oss_experts_follow_hf_plan():
     layer = attention + 2 * d + d * E + E + E * (d * 2 * f + 2 * f + f * d + d)  # norms, router, experts
     assert hf["params"]["per_gpu"] == V * d + L * layer + d + V // 2 * d
     assert phases.workload("gpt-oss-20b", tp=2, engine="hf", expert_tp="whole")["params"] == hf["params"]
-    with pytest.raises(SymllmError, match=r"^expert_tp: split \(--engine hf's gpt_oss plan: experts whole\)$"):
+    refused = r"^expert_tp: split \(--engine hf: transformers' plan for gpt-oss-20b keeps its routed experts whole\)$"
+    with pytest.raises(SymllmError, match=refused):
         phases.workload("gpt-oss-20b", Workload(tp=2, engine="hf", expert_tp="split"))
 
 

@@ -348,3 +348,34 @@ def test_all_gathers_and_reduce_scatters_at_nccls_ring_latency():
     sent = 260 * 524288 + 3 * 512
     by_hand = 3 * nv + 260 * nv * Fraction(72, 78) + Fraction(sent) / (Fraction(82, 100) * 450 * 10 ** 9)
     assert collectives.training_tp_s(263, 260, sent, nvlink, 2) == by_hand
+
+
+@pytest.mark.parametrize("queries", ["q_lora", "q_proj"])
+@pytest.mark.parametrize("engine, sp, counted", [
+    ("megatron", False, {"all_reduce": 3, "all_gather": 0, "reduce_scatter": 0}),
+    ("megatron", True, {"all_reduce": 0, "all_gather": 5, "reduce_scatter": 3}),
+    ("dtensor", False, {"all_reduce": 3, "all_gather": 0, "reduce_scatter": 0}),
+    ("dtensor", True, {"all_reduce": 0, "all_gather": 3, "reduce_scatter": 3})])
+def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, counted):
+    """One MLA attention sublayer (DeepSeek-V2, V3) over tensor ranks, counted by hand: its column-parallel linears
+    are the query's up-projection (``wq_b``; without a query latent ``wq``) and the key-value up-projection
+    (``wkv_b``), and they read different tensors, the normed query latent (or the block's normed input) and the
+    normed key-value latent: DeepSeek-V3's inference/model.py ``self.wq_b(self.q_norm(self.wq_a(x)))`` and
+    ``self.wkv_b(...)`` on ``self.kv_norm(kv)``; transformers 5.23 ``DeepseekV3Attention.forward``
+    (modeling_deepseek_v3.py 440 and 416: ``q_b_proj(q_a_layernorm(q_a_proj(hidden_states)))``,
+    ``kv_b_proj(kv_nope)`` of ``kv_a_layernorm``); Megatron-Core core_v0.13.0 (c550cf6c41c3)
+    transformer/multi_latent_attention.py 475 and 486: ``linear_q_up_proj(q_compressed)`` and
+    ``linear_kv_up_proj(kv_compressed)``, two ``ColumnParallelLinear`` s (models/gpt/gpt_layer_specs.py 125-147; no
+    MLA at core_r0.9.0). So they are two groups, not one: without sequence parallelism each all-reduces its own
+    input's gradient in backward (2) and ``wo`` its output in forward (1): 3; with it each group all-gathers its input
+    in forward and reduce-scatters the gradient (Megatron: the input gathered again in backward, 2 + 2) and ``wo``
+    reduce-scatters its output and all-gathers the gradient: Megatron 5 all-gathers and 3 reduce-scatters, DTensor
+    3 and 3. (Before, the two were one group: 2 all-reduces, or 3 and 2, or 2 and 2. The latents' collectives are
+    sized here as the residual stream's, as every column group is: their own widths are not modelled.)"""
+    from symllm.arch.components import Component
+    from symllm.arch.components.latent import latent_attention
+    from symllm.costs import collectives
+
+    sublayer = Component("block", children=(latent_attention(queries=queries),))
+    count = collectives.training_collectives(sublayer, sp, columns=engine)
+    assert {k: count[k] for k in counted} == counted

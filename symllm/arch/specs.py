@@ -75,8 +75,8 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
 
     def declared(c: Component, split: str | None, parent: str) -> Component:
         name = f"{parent}.{c.name}" if f"{parent}.{c.name}" in plan else c.name  # a part named under its parent
-        if c.rules.split == "expert" and name in plan:  # the routed experts' entry: --expert-tp's default under
-            split = None  # hf (symllm.costs.workloads.with_stated: each expert whole, n_e/N_e of them), not a split
+        if c.rules.split == "expert" and name in plan:  # the routed experts' entry: each expert whole on every
+            split = "expert_whole" if plan[name] == "whole" else None  # tensor rank, n_e/N_e of them (or split)
         else:
             split = plan.get(name, "replicated" if split == "whole" else split)  # under a whole part: unsplit
         rules = c.rules

@@ -10,7 +10,11 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   :func:`symllm.costs.replication.kv_heads_split`; ``plan`` tries only the ``tp`` that pass);
 * ``tp`` with tensor-split routed experts (``expert_tp="split"``, the default): ranks that do not divide each
   expert's width (``moe_intermediate_size``): vLLM's and SGLang's ``FusedMoE`` assert
-  ``intermediate_size % tp_size == 0``; ``--expert-tp whole`` keeps the experts whole on each rank;
+  ``intermediate_size % tp_size == 0``; ``--expert-tp whole`` keeps the experts whole on each rank, and so does
+  ``--engine hf`` on a family whose transformers plan keeps them whole (gpt-oss: its default there);
+* ``expert_tp``: ``split`` given under ``--engine hf`` on such a family: no transformers run holds them so (the
+  layout keeps them whole whatever the workload says, :func:`symllm.arch.specs.hf_plan`: a bare workload's
+  default ``split`` is counted whole, as every door counts it);
 * ``tp`` on Mamba-2 mixers (Nemotron-H): ranks that do not divide the mixer's heads, or its groups where it has
   more than one (vLLM's ``MambaMixer2`` asserts both, replicating a single group on every rank; Megatron-Core's
   ``MambaMixer`` asserts that the ranks divide both: :mod:`symllm.costs.parallel`);
@@ -100,10 +104,20 @@ def _tp_heads_ok(f):
     return f["n_heads"] is None or splits_heads(f["tp"], f["n_heads"], f["n_kv_heads"])
 
 
+def _hf_whole_experts(f) -> bool:
+    """Whether the workload's layout keeps the routed experts whole on every tensor rank whatever ``expert_tp`` says:
+    ``--engine hf`` on a family whose transformers plan does (gpt-oss: symllm.arch.specs.hf_plan)."""
+    return f.get("engine") == "hf" and f.get("hf_experts") == "whole"
+
+
 def _expert_width_ok(f):
-    if f.get("expert_width") is None or f.get("expert_tp", "split") == "whole":
+    if f.get("expert_width") is None or f.get("expert_tp", "split") == "whole" or _hf_whole_experts(f):
         return True
     return f["expert_width"] % f["tp"] == 0
+
+
+def _hf_experts_ok(f):
+    return not (_hf_whole_experts(f) and f.get("expert_tp") == "split" and f.get("expert_tp_given"))
 
 
 def _mamba_ok(f):
@@ -223,6 +237,9 @@ CHECKS = (
     Check("kv_format", ("kv_format", "kv_dtype", "engine"), _kv_ok, _kv_line),
     Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
           lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
+    Check("expert_tp", ("engine", "expert_tp", "hf_experts"), _hf_experts_ok,
+          lambda f: f"expert_tp: split (--engine hf: transformers' plan for {f['name']} keeps its routed experts "
+                    "whole)"),
     Check("ep", ("ep", "experts"), _no_experts_ok,
           lambda f: f"ep: {f['ep']} expert-parallel ranks need routed experts; {f['name']} has none"),
     Check("ep", ("ep", "n_experts"), _experts_divide_ok,
@@ -248,11 +265,12 @@ def model_fields(model) -> dict:
         return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
                 "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
                 "expert_width": model.hidden_dim if model.n_experts else None, **mamba_fields(model),
-                "split_units": split_units(model), "hf_plan": plan_of(model.tp_plan) is not None}
+                "split_units": split_units(model), "hf_plan": plan_of(model.tp_plan) is not None,
+                "hf_experts": (plan_of(model.tp_plan) or {}).get("experts")}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
             "n_heads": None, "n_kv_heads": None, "expert_width": None, "mamba_heads": None, "mamba_groups": None,
-            "split_units": None, "hf_plan": None}
+            "split_units": None, "hf_plan": None, "hf_experts": None}
 
 
 def split_units(spc) -> tuple:
@@ -307,7 +325,8 @@ def workload_fields(work) -> dict:
     if work.kv_format is not None:
         from symllm.costs.formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
         kv = check_kv_format(work.kv_format)[0]
-    return {**out, "kv_format": kv, "kv_dtype": None if "kv_dtype" in work.derived else work.kv_dtype}
+    return {**out, "expert_tp_given": "expert_tp" not in work.derived, "kv_format": kv,
+            "kv_dtype": None if "kv_dtype" in work.derived else work.kv_dtype}
 
 
 def check_structure(tree, work) -> None:

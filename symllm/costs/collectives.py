@@ -17,10 +17,12 @@ from fractions import Fraction
 from symllm.costs.figures import data, fraction as _x
 from symllm.validate import choice
 
-__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "step_collectives",
+__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
+           "step_collectives",
            "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape", "training_collectives",
            "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_s", "gather_latency_s",
-           "training_tp_s", "alltoall_s", "ray_step_s", "step_host_s"]
+           "training_tp_s", "dp_collectives", "training_dp_s", "p2p_latency_s", "p2p_s", "alltoall_s", "ray_step_s",
+           "step_host_s"]
 
 
 #: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
@@ -101,6 +103,44 @@ def reduced_sublayers(stage, experts: str = "split"):
                 for block in stage.children if block.checkpoint != 0), sp.S.Zero)
 
 
+def gathered(stage, recompute=False) -> dict:
+    """The linears of ``stage`` whose output every tensor rank gets whole (split ``gathered``: transformers'
+    ``colwise_gather_output``, the lm_head and Qwen3-Next's and Qwen3.5's Gated DeltaNet projections under ``--engine
+    hf``), repeats included, as DTensor runs them (transformers 5.23 ``distributed/tensor_parallel.py``,
+    ``ColwiseParallel`` with ``Replicate`` input and output): ``calls``, an inference forward's all-gathers of their
+    outputs, one each, and ``widths``, the output features they gather, summed (a token row's elements), a head's
+    aside (its logits' gather is the step's ``logits``, over the positions whose logits it computes); a training
+    micro-batch's ``training_gathers`` (the forward's, a head's too, again where recomputation reruns a block's forward:
+    :func:`forward_runs`) and ``training_reduces`` (each input's gradient all-reduced in backward), and
+    ``training_bytes``, what one GPU sends for them: ring shares (:func:`symllm.costs.rings.ring`) of ``β_a·b·s``
+    times each one's own width.
+
+    >>> from symllm.arch.components import Rules, linear
+    >>> from symllm.arch.symbols import d, n_gv
+    >>> g = gathered(linear("out_proj", n_gv, d, rules=Rules("gathered", lora=(), weight="linear", stacks=())))
+    >>> g["calls"], g["widths"], g["training_reduces"]
+    (1, d, 1)
+    """
+    import sympy as sp
+    from symllm.arch import symbols as S
+    from symllm.costs.rings import ring
+
+    def visit(comp, checkpointed: bool) -> tuple:
+        checkpointed = checkpointed or comp.checkpoint != 0
+        own = (0, 0, 0, 0, 0)
+        if comp.rules.split == "gathered":
+            fan_in, fan_out = comp.shape
+            runs = forward_runs("all_gather", recompute) if checkpointed else 1
+            row = S.beta_a * S.b * S.s
+            step = int(comp.rules.weight != "head")
+            own = (step, step * fan_out, runs, 1, runs * ring(row * fan_out, S.N_t) + 2 * ring(row * fan_in, S.N_t))
+        below = [visit(c, checkpointed) for c in comp.children]
+        return tuple(comp.repeat * (x + sum((b[i] for b in below), sp.S.Zero)) for i, x in enumerate(own))
+    calls, widths, gathers, reduces, sent = visit(stage, False)
+    return {"calls": calls, "widths": widths, "training_gathers": gathers, "training_reduces": reduces,
+            "training_bytes": sent}
+
+
 def step_collectives(stage, experts: str = "split") -> dict:
     """The collectives one forward pass through a pipeline ``stage`` (a component as tensor rank 0 holds it) runs
     over the tensor ranks, by kind, repeats included: ``residual``, the all-reduces of the residual stream, one a
@@ -109,7 +149,8 @@ def step_collectives(stage, experts: str = "split") -> dict:
     ``VocabParallelEmbedding`` all-reduces its partial rows); ``logits``, the all-gather of the logits where it
     holds a head split over the vocabulary (``column``: vLLM's and SGLang's ``LogitsProcessor``); ``norms``, the
     fp32 all-reduce of each Mamba-2 gated norm whose one group spans the ranks
-    (:func:`symllm.arch.components.mamba.spanning_norms`). A part laid out whole on every rank runs none. The one
+    (:func:`symllm.arch.components.mamba.spanning_norms`); ``gathered``, the all-gathers of the outputs of the linears
+    every rank gets whole (:func:`gathered`). A part laid out whole on every rank runs none. The one
     count a step's bytes (:func:`symllm.costs.hardware.stage_times`), its latencies and the host's calls
     (:func:`symllm.costs.efficiency.expected`) read: their sum is the step's collective calls.
 
@@ -117,29 +158,31 @@ def step_collectives(stage, experts: str = "split") -> dict:
     >>> from symllm.costs import parallel
     >>> first, last = parallel.stages(model())
     >>> step_collectives(first)   # the head here only without a pipeline
-    {'residual': 2*ceiling(L/N_p) + 1, 'logits': 1 - Min(1, N_p - 1), 'norms': 0}
+    {'residual': 2*ceiling(L/N_p) + 1, 'logits': 1 - Min(1, N_p - 1), 'norms': 0, 'gathered': 0}
     >>> step_collectives(last)    # no embedding on the last stage
-    {'residual': 2*floor(L/N_p), 'logits': 1, 'norms': 0}
+    {'residual': 2*floor(L/N_p), 'logits': 1, 'norms': 0, 'gathered': 0}
     """
     from symllm.arch.components.mamba import spanning_norms
 
-    embeddings, heads = _vocabulary_parts(stage)
+    embeddings, heads = _vocabulary_parts(stage, ("gathered",))  # (a gathered head's logits: gathered alike)
     return {"residual": reduced_sublayers(stage, experts) + embeddings, "logits": heads,
-            "norms": spanning_norms(stage)}
+            "norms": spanning_norms(stage), "gathered": gathered(stage)["calls"]}
 
 
-def _vocabulary_parts(stage) -> tuple:
+def _vocabulary_parts(stage, heads: tuple = ()) -> tuple:
     """``(embeddings, heads)`` of ``stage``, repeats included: its embeddings split over the vocabulary
     (:func:`summed`: their rows summed across the ranks) and its heads split by column
-    (:data:`~symllm.arch.components.base.COLUMNS`: each rank's share of the logits). What
-    :func:`step_collectives` and :func:`training_collectives` read of them."""
+    (:data:`~symllm.arch.components.base.COLUMNS`: each rank's share of the logits; ``heads``, more splits counted as
+    such: the step's gathered head, whose logits are gathered alike). What :func:`step_collectives` and
+    :func:`training_collectives` read of them (in training a gathered head is :func:`gathered`'s: whole logits, no
+    vocabulary-parallel loss)."""
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
 
     def count(comp, weight: str, split) -> sp.Expr:
         own = 1 if comp.rules.weight == weight and split(comp) else 0
         return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
-    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in COLUMNS)
+    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in (*COLUMNS, *heads))
 
 
 #: the fp32 all-reduces of ``b·s`` values a vocabulary-parallel cross-entropy runs in forward, none in backward: the
@@ -196,7 +239,8 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     ``residual`` beyond the sublayers) sum their rows in forward, an all-reduce (``seq``: a reduce-scatter, its
     backward an all-gather), nothing in backward; its heads split over the vocabulary (``logits``) gather no
     logits in training but all-reduce their input's gradient in backward (``seq``: all-gather the input in forward,
-    reduce-scatter its gradient) and run the loss's statistics. The blocks, as DTensor runs them (torch's
+    reduce-scatter its gradient) and run the loss's statistics (a gathered head, transformers', is :func:`gathered`'s:
+    its whole logits gathered, no vocabulary-parallel loss). The blocks, as DTensor runs them (torch's
     ``ColwiseParallel``, ``RowwiseParallel``): a forward all-reduce a component the ranks sum
     (:func:`summed`; ``seq``: a reduce-scatter, an all-gather in backward), a backward
     all-reduce of each column-wise linear's input gradient (``seq``: one all-gather in forward and one
@@ -204,7 +248,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     (:func:`column_parallel`), such a group is one linear: one all-reduce a group, and under ``seq`` its input, the
     head's too, all-gathered again in backward), tensor-split experts one such pair and a summed
     output; recomputation runs a block's forward collectives again where its policy does not save them
-    (:func:`forward_runs`). Their sum is a micro-batch's calls.
+    (:func:`forward_runs`). ``gathered`` and ``gathered_grads``: the forward all-gathers and backward all-reduces of
+    the linears every rank gets whole (:func:`gathered`: each of its own width, not the residual stream's). Their sum
+    is a micro-batch's calls.
 
     >>> from symllm.arch.components import model
     >>> from symllm.costs import parallel
@@ -214,7 +260,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     >>> c["all_reduce"].subs(N_p, 1), c["loss"].subs(N_p, 1)   # and the head's input gradient
     (7*L + 2, 3)
     >>> {k: v.subs(N_p, 1) for k, v in training_collectives(first, seq=True).items()}
-    {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3}
+    {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3, 'gathered': 0, 'gathered_grads': 0}
     >>> mc = training_collectives(first, columns="megatron")   # Megatron-Core: linear_qkv, linear_fc1
     >>> mc["all_reduce"].subs(N_p, 1), training_collectives(first, True, columns="megatron")["all_gather"].subs(N_p, 1)
     (4*L + 2, 6*L + 3)
@@ -225,7 +271,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     split_experts = experts == "split"
     fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
     again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
-    embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them
+    embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them, but for a gathered head
     counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
     if seq:
         counted["reduce_scatter"] += embeddings + heads
@@ -241,7 +287,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
         checkpointed = checkpointed or comp.checkpoint != 0
         gather, scatter, reduce = ((forward_runs(c, recompute) if checkpointed else 1)
                                    for c in ("all_gather", "reduce_scatter", "all_reduce"))
-        grouped = False
+        grouped = set()  # the inputs (fan-ins) whose column-wise linears are counted: one group an input
         for c in comp.children:
             style, m = c.rules.split, mult * c.repeat
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
@@ -249,8 +295,10 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
             if style in (*COLUMNS, "merged"):
                 if not seq and not fused:  # each one's input gradient, all-reduced in backward
                     add("all_reduce", m)
-                elif not grouped:  # the linears sharing an input, as one: their summed input gradients reduced once
-                    grouped = True  # in backward (seq: one all-gather before them, their gradients reduce-scattered)
+                elif (c.shape or (None,))[0] not in grouped:  # the linears sharing an input, as one: their summed
+                    # input gradients reduced once in backward (seq: one all-gather before them, their gradients
+                    # reduce-scattered); MLA's query and key-value up-projections read two latents: two groups
+                    grouped.add((c.shape or (None,))[0])
                     if seq:
                         add("all_gather", m * (gather + again))
                     add("reduce_scatter" if seq else "all_reduce", m)
@@ -270,7 +318,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
                 visit(c, mult, checkpointed)
 
     visit(stage, sp.S.One, False)
-    return {**counted, "loss": LOSS_STATISTICS * heads}
+    whole = gathered(stage, recompute)
+    return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
+            "gathered_grads": whole["training_reduces"]}
 
 
 def training_calls(count: dict) -> dict:
@@ -282,7 +332,7 @@ def training_calls(count: dict) -> dict:
     {'training_tp_calls': 14, 'training_tp_gathers': 8}
     """
     return {"training_tp_calls": sum(count.values()),
-            "training_tp_gathers": count["all_gather"] + count["reduce_scatter"]}
+            "training_tp_gathers": count["all_gather"] + count["reduce_scatter"] + count.get("gathered", 0)}
 
 
 def busiest_calls(num, stages) -> dict:
@@ -394,6 +444,77 @@ def training_tp_s(calls: int, gathers: int, sent_bytes, link: tuple[str, int] | 
     77.6
     """
     return allreduce_s(calls - gathers, sent_bytes, link) + gathers * gather_latency_s(link, ranks)
+
+
+def dp_collectives(zero_stage: int, rounds: int, layers: int = 0, pp: int = 1, units: dict | None = None) -> dict:
+    """The data-parallel collectives a training step runs (those :func:`symllm.costs.rings.dp_bytes` sizes), by kind:
+    ZeRO 0 one all-reduce a round (DDP's gradient buckets not counted); ZeRO 1 and 2 a reduce-scatter a round and
+    one all-gather of the updated weights; ZeRO 3 each FSDP unit all-gathered in forward and again in backward and
+    reduce-scattered once, every round. ``units``: an engine's ``fsdp_units`` (efficiency.json: one a block of the
+    ``layers`` a stage holds, ``extra`` more, ``kept`` of them not resharded after forward; through a pipeline, where
+    ``pp`` > 1, a stage holds one of the extra units and gathers each unit once a step); without it the stage's
+    weights are one unit, gathered twice a round as the bytes count them.
+
+    >>> dp_collectives(0, 1), dp_collectives(2, 1)["all_gather"]
+    ({'all_reduce': 1, 'all_gather': 0, 'reduce_scatter': 0}, 1)
+    >>> dp_collectives(3, 4, 32, units={"extra": 2, "kept": 1})   # 34 units: 4 x (2 x 34 - 1) gathers, 4 x 34
+    {'all_reduce': 0, 'all_gather': 268, 'reduce_scatter': 136}
+    >>> dp_collectives(3, 1, 16, pp=8, units={"extra": 2, "kept": 1})   # 17 units, each gathered once
+    {'all_reduce': 0, 'all_gather': 17, 'reduce_scatter': 17}
+    >>> dp_collectives(3, 1, 16, pp=8)   # no engine's units: the stage's weights, gathered twice
+    {'all_reduce': 0, 'all_gather': 2, 'reduce_scatter': 1}
+    """
+    out = {"all_reduce": 0, "all_gather": 0, "reduce_scatter": 0}
+    # by the stage's number, as the expected step reads it (symllm.costs.zero.sharded would import SymPy)
+    if zero_stage == 0:
+        out["all_reduce"] = rounds
+    elif zero_stage < 3:
+        out.update(reduce_scatter=rounds, all_gather=1)
+    else:
+        count = layers + units["extra"] - (pp > 1) if units else 1
+        gathers = (count if pp > 1 else 2 * count - units["kept"]) if units else 2
+        out.update(reduce_scatter=rounds * count, all_gather=rounds * gathers)
+    return out
+
+
+def training_dp_s(calls: dict, sent_bytes, link: tuple[str, int] | None, ranks: int) -> Fraction:
+    """Seconds a training step's data-parallel collectives ``calls`` (:func:`dp_collectives`) take over ``link``,
+    ``sent_bytes`` per GPU at the link's bus bandwidth: each all-reduce at the link's latency (:func:`allreduce_s`),
+    each all-gather and reduce-scatter over ``ranks`` at NCCL's ring share of it (:func:`gather_latency_s`).
+
+    >>> calls, link = {"all_reduce": 0, "all_gather": 2, "reduce_scatter": 1}, ("InfiniBand NDR", 400 * 10 ** 9)
+    >>> round(float(training_dp_s(calls, 0, link, 2)) * 1e6, 3)   # 3 x 15.5 us
+    46.5
+    """
+    gathers = calls["all_gather"] + calls["reduce_scatter"]
+    return allreduce_s(calls["all_reduce"], sent_bytes, link) + gathers * gather_latency_s(link, ranks)
+
+
+def p2p_latency_s(link: tuple[str, int] | None) -> Fraction:
+    """The latency of one point-to-point send between two ranks across ``link`` (a pipeline's hand-off):
+    ``collectives.p2p_latency`` by the link's kind where a send was measured, else the link's all-reduce latency
+    (:func:`collective`); none without a link.
+
+    >>> us = lambda s: round(float(s) * 1e6, 3)
+    >>> us(p2p_latency_s(("NVLink 4", 450 * 10 ** 9))), us(p2p_latency_s(("InfiniBand NDR", 50 * 10 ** 9)))
+    (3.0, 20.0)
+    """
+    if link is None:
+        return Fraction(0)
+    measured = data()["collectives"]["p2p_latency"].get(_link_kind(link[0]))
+    return _x(measured if measured is not None else collective(link[0])["latency_s"])
+
+
+def p2p_s(sends: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
+    """Seconds ``sends`` point-to-point sends take that together carry ``sent_bytes`` over ``link``: each at
+    :func:`p2p_latency_s`, the bytes at the link's bus bandwidth (:func:`allreduce_s`'s).
+
+    >>> round(float(p2p_s(4, 0, ("NVLink 4", 450 * 10 ** 9))) * 1e6, 3)   # 4 x 3 us
+    12.0
+    """
+    if link is None or (not sends and not sent_bytes):
+        return Fraction(0)
+    return sends * p2p_latency_s(link) + allreduce_s(0, sent_bytes, link)
 
 
 def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:

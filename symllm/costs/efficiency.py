@@ -88,7 +88,8 @@ from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs import tp_overlap
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, ray_step_s, step_host_s, training_tp_s
+from symllm.costs.collectives import (allreduce_s, dp_collectives, p2p_s, ray_step_s, step_host_s, training_dp_s,
+                                     training_tp_s)
 from symllm.costs.figures import KINDS, data, engine, engine_for, fraction as _x, interpolate
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
@@ -492,7 +493,9 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     fsdp = work.zero_stage == 3 and pp == 1
     dp_calls = micro if fsdp and train.get("fsdp_per_micro_batch") else 1
     dp_bytes = parts["dp_sent"](int(train.get("grad_reduce_bytes", BF16)) if fsdp else BF16, dp_calls)
-    dp_s = allreduce_s(dp_calls, dp_bytes, route.get("dp")) if work.dp > 1 else Fraction(0)
+    # each all-gather and reduce-scatter (ZeRO's, FSDP's units under an engine's fsdp_units) at its own latency
+    dp_calls_of = dp_collectives(work.zero_stage, dp_calls, layers, pp, train.get("fsdp_units"))
+    dp_s = training_dp_s(dp_calls_of, dp_bytes, route.get("dp"), work.dp) if work.dp > 1 else Fraction(0)
     # the optimizer's update of the rank's share and FSDP2's copy-outs of each gathered layer (twice a round
     # where FSDP reshards after forward, once a step through a pipeline), on the compute stream
     gathers = (2 * dp_calls if fsdp else 1) if work.zero_stage == 3 and work.dp > 1 else 0
@@ -510,7 +513,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     exposed = max(dp_s * (1 - hidden), dp_s - ideal)  # what overlap cannot hide: at most the compute's length
     chunks = getattr(work, "virtual_stages", 2) or 2
     sends = handoffs(pp, micro, schedule)  # each micro-batch's activations and gradient at every boundary
-    handoff_s = allreduce_s(sends, Fraction(parts["training_handoff"] * sends, 2), route.get("pp")) if sends else 0
+    handoff_s = p2p_s(sends, Fraction(parts["training_handoff"] * sends, 2), route.get("pp")) if sends else 0
     training = ideal * (1 + bubble(pp, micro, schedule, chunks)) + handoff_s + exposed + passes_s
     if floor is not None:  # the bound adds data-parallel traffic unoverlapped: never expect less than it
         training = max(training, Fraction(floor["training_step_s"]))
@@ -532,4 +535,4 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
 def _handoff(parts: dict, phase: str, route: dict, pp: int) -> Fraction:
     if pp == 1:
         return Fraction(0)
-    return (pp - 1) * allreduce_s(1, parts[f"{phase}_handoff"], route.get("pp"))  # one send a stage boundary
+    return (pp - 1) * p2p_s(1, parts[f"{phase}_handoff"], route.get("pp"))  # one send a stage boundary

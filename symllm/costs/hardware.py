@@ -198,8 +198,11 @@ def _stage_times(mdl, laid: bool, sp_: bool, recompute: bool | str, phase_flops,
         terms["training_bf16_flops"] = algebra.substitute(
             sum((phase_flops(c, "training", recompute=recompute is True) for c in (core, head_part)), sp.S.Zero),
             defs)
+        widths = collectives.gathered(stage)["widths"]  # the outputs every rank gets whole, all-gathered
+
         def residual(r):  # the residual stream's all-reduces and the spanning norms' fp32 sums over r token rows
-            return per_block_sends * (S.beta_a * S.d * count["residual"] + FP32 * count["norms"]) * r
+            return (per_block_sends * (S.beta_a * S.d * count["residual"] + FP32 * count["norms"])
+                    + (S.N_t - 1) / S.N_t * S.beta_a * widths) * r
         for phase in ("prefill", "decode"):
             rows = S.b * S.s if phase == "prefill" else S.b
             logit_rows = S.b * S.s_o if phase == "prefill" else S.b  # the logits' positions (--logits)

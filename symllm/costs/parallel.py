@@ -104,9 +104,9 @@ import sympy as sp
 from symllm.arch.algebra import maximum, substitute
 from symllm.arch import symbols as S
 from symllm.arch.components import Component
-from symllm.arch.components.base import COLUMNS
+from symllm.arch.components.base import COLUMNS, EXPERT_SPLITS
 from symllm.costs import zero
-from symllm.costs.collectives import moe_alltoalls, training_collectives, training_tp_bytes
+from symllm.costs.collectives import gathered, moe_alltoalls, training_collectives, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
@@ -117,7 +117,7 @@ __all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
 #: the splits whose weight tensor parallelism divides (the others keep it whole on every tensor rank)
-_SPLIT_WEIGHTS = ("column", "row", "vocab")
+_SPLIT_WEIGHTS = ("column", "row", "vocab", "gathered")
 
 
 def laid_out(work) -> bool:
@@ -195,13 +195,19 @@ def declares_split(mdl: Component, engine: str | None = None) -> bool:
     >>> declares_split(llama), declares_split(llama, "vllm"), declares_split(llama, "mlc"), declares_split(dsv4)
     (False, False, True, True)
     """
-    return any(split != c.rules.split and (name == engine or (c.rules.split == "replicated" and name != "hf"))
+    return any(split != c.rules.split and {split, c.rules.split} != _ALIKE
+               and (name == engine or (c.rules.split == "replicated" and name != "hf"))
                for c in mdl.walk() for name, split in c.rules.engines)  # (hf's: transformers' own plan)
+
+
+#: two splits that lay a part out alike (its weights, FLOPs and memory per GPU), its collectives aside: a layout
+#: differing only so names none (transformers' lm_head, gathered, and the default's column)
+_ALIKE = {"column", "gathered"}
 
 
 def _expert(c: Component) -> bool:
     """Whether ``c`` is divided over the expert-parallel ranks (the routed experts)."""
-    return c.rules.split == "expert"
+    return c.rules.split in EXPERT_SPLITS
 
 
 def has_experts(mdl: Component) -> bool:
@@ -286,7 +292,7 @@ def _split_weight(comp: Component) -> sp.Expr:
     bias = sp.expand(comp.params - weight)
     if bias not in (0, fan_out):
         raise SymllmError(f"tp: {comp.name} holds {comp.params} parameters, not a {fan_in} x {fan_out} linear's")
-    if comp.rules.split in COLUMNS:
+    if comp.rules.split in (*COLUMNS, "gathered"):
         return fan_in * _split(fan_out) + (_split(fan_out) if bias else 0)
     return _split(fan_in) * fan_out + bias
 
@@ -299,9 +305,10 @@ def _sharded(comp: Component, seq: bool, experts: str) -> Component:
         sizes[S.V] = vocabulary(comp)
     rows = {S.s: _split(S.s)}
     split = comp.rules.split
-    if split == "expert":  # rank 0 of the expert-parallel group holds n_e/N_e of the routed experts
+    if split in EXPERT_SPLITS:  # rank 0 of the expert-parallel group holds n_e/N_e of the routed experts
         local = {S.n_e: sp.ceiling(S.n_e / S.N_e)}
-        if experts == "whole":  # each whole on every tensor rank
+        if experts == "whole" or split == "expert_whole":  # each whole on every tensor rank (as the layout keeps
+            # them, transformers' gpt-oss plan, whatever ``experts`` says)
             return comp.replace(params=comp.params.xreplace(local))
         # split as the engines split them: every expert's width d_ff over the tensor ranks (its activations,
         # FLOPs and active parameters with it), a down-projection bias (gpt-oss) whole on each rank
@@ -345,7 +352,8 @@ def shard(comp: Component, sp_: bool = False, experts: str = "split") -> Compone
     ``"sequence"`` norms and the checkpoints along the sequence. The routed experts' (``"expert"``)
     parameters are expert-parallel rank 0's ``n_e/N_e``, each expert's width ``d_ff`` split over the tensor
     ranks (``experts="split"``, the engines' default) or whole (``"whole"``; ``Workload.expert_tp`` checks
-    the name).
+    the name); routed experts a layout keeps whole (``"expert_whole"``: transformers' gpt-oss plan) are whole
+    whatever ``experts`` says.
 
     >>> from symllm.arch.components import experts, feed_forward, rmsnorm
     >>> shard(feed_forward()).total("params")
@@ -478,7 +486,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
         "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts, columns))
-                        for st in (first, last))),
+                        + gathered(st, recompute)["training_bytes"] for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
                        params_per_gpu(graded, sp_, experts=experts)),

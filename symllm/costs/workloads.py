@@ -543,7 +543,8 @@ def with_stated(work: Workload, config) -> Workload:
     width (lmdeploy's ``int8`` -> ``int8/128``: :func:`symllm.costs.formats.kv_format_for`), and under
     ``--engine hf`` the routed experts as transformers' plan for
     the family holds them (``experts`` in :attr:`symllm.arch.families.hf.Family.tp_plan`: gpt-oss's whole on every
-    rank) unless ``expert_tp`` is given; one given otherwise is refused, a layout no transformers run has.
+    rank) unless ``expert_tp`` is given: what the workload names, for the layout keeps them so whatever it says
+    (:func:`symllm.arch.specs.hf_plan`), and :mod:`symllm.costs.checks` refuses another given.
 
     >>> from symllm.arch.config import ModelConfig
     >>> cfg = ModelConfig(vocab_size=8, dim=8, n_layers=1, n_heads=1, hidden_dim=8, weight_format="awq", kv_dtype="fp8")
@@ -566,11 +567,9 @@ def with_stated(work: Workload, config) -> Workload:
     if kv is not None and "kv_dtype" in work.derived and work.kv_format is None and work.kv_dtype != kv:
         work = work.replace(kv_dtype=kv)
     family = getattr(config, "tp_plan", None)
-    if family is not None and layout_engine(work.engine) == "hf":  # transformers' plan for the family lays it out
-        from symllm.arch.specs import plan_of
-        experts = (plan_of(family) or {}).get("experts")
-        if experts is not None and "expert_tp" in work.derived:
+    if family is not None and layout_engine(work.engine) == "hf" and "expert_tp" in work.derived:
+        from symllm.arch.specs import plan_of  # the workload names what the layout holds (symllm.arch.specs.hf_plan
+        experts = (plan_of(family) or {}).get("experts")  # keeps them so on every path; symllm.costs.checks refuses
+        if experts is not None:                           # another given)
             work = work.replace(expert_tp=experts)
-        elif experts is not None and work.expert_tp != experts:  # no transformers run holds them so
-            raise SymllmError(f"expert_tp: {work.expert_tp} (--engine hf's {family} plan: experts {experts})")
     return work

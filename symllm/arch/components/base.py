@@ -78,8 +78,17 @@ T = b * s
 #: rank holds whole but multiplies only its share of the output features: memory counts the whole weight, FLOPs, the
 #: bytes a step reads and the collectives the share, as "column"; TurboMind's lm_head), "whole" (the part and every
 #: part under it held and run whole on every rank: its weights, FLOPs, caches and activations unsplit, no collective;
-#: a sublayer transformers' plan for a family leaves out, symllm.arch.families.hf.Family.tp_plan)
-SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged", "held", "whole")
+#: a sublayer transformers' plan for a family leaves out, symllm.arch.families.hf.Family.tp_plan), "expert_whole"
+#: (routed experts divided over the expert-parallel ranks as "expert", but each held whole on every tensor rank
+#: whatever ``--expert-tp`` says: a layout that keeps them so, transformers' plan for gpt-oss, whose
+#: ``GptOssExperts`` no rule names; "expert" leaves it to ``--expert-tp``), "gathered" (a column-wise linear whose
+#: output every rank gets whole: split as "column", its output all-gathered in forward and, in training, its input's
+#: gradient all-reduced in backward, each collective of its own width: transformers' ``colwise_gather_output``,
+#: Qwen3-Next's and Qwen3.5's Gated DeltaNet projections; symllm.costs.collectives.gathered)
+SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged", "held", "whole",
+          "expert_whole", "gathered")
+#: the routed experts' splits: divided over the expert-parallel ranks (symllm.costs.parallel)
+EXPERT_SPLITS = ("expert", "expert_whole")
 #: the splits whose ranks each compute their share of a linear's output features (a head of them gathers its logits)
 COLUMNS = ("column", "held")
 #: what a component's weight is, for the weight formats that store some kinds apart (symllm.costs.finetune:
@@ -109,7 +118,7 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 10: see components.SPLITS)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 12: see components.SPLITS)
     >>> w = Rules("replicated", engines=(("vllm", "column"),))
     >>> w.split_under("vllm"), w.split_under("sglang"), w.split_under(None)
     ('column', 'replicated', 'replicated')

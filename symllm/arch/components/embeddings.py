@@ -18,8 +18,13 @@ from symllm.arch.symbols import b, beta_a, d, d_p, L, s_o, V, V_p
 #: share's). transformers (``hf``) lays them out by its plan for the model's family, declared on the family
 #: (symllm.arch.families.hf.Family.tp_plan): the parts' own splits unless a family's plan says otherwise (5.23's
 #: ``init_parallel_plans`` adds the embedding's ``embedding_rowwise`` to a base model's plan; Nemotron-H's lm_head
-#: and gpt-oss's embedding stay whole).
+#: and gpt-oss's embedding stay whole), its lm_head "gathered" (below).
 VOCABULARY = {
+    # transformers 5.23: every ``*ForCausalLM._tp_plan`` makes the lm_head ``colwise_gather_output``
+    # (``ColwiseParallel(input_layouts=Replicate(), output_layouts=Replicate())``, distributed/tensor_parallel.py): its
+    # rows split, its logits all-gathered whole on every rank, in training too, where the loss is taken over the whole
+    # logits (no vocabulary-parallel loss): symllm.costs.collectives.gathered
+    "hf": ("vocab", "gathered"),
     # MLC LLM's multi-GPU path shards only qkv, o_proj, gate_up and down (mlc-ai/mlc-llm 8e94910, 2023-10-04,
     # mlc_llm/relax_model/llama.py: ``shard_strategy`` "shard_qkv" at lines 238-239, "shard_o_proj_k" 266-267,
     # "shard_gate_up" and "shard_mlp_k" 155-158; ``self.embed_tokens = Embedding(vocab_size_var, ...)`` at 538 and

@@ -134,8 +134,8 @@ class Family:
     #: lm_head ``colwise_gather_output`` (each ``*ForCausalLM._tp_plan``), the rest whole): a part's name (or
     #: ``parent.part`` where the name alone is another part's too) -> the split the plan gives it ("whole": it and
     #: every part under it held and run whole on every rank, a sublayer the plan leaves out;
-    #: symllm.arch.components.base.SPLITS; the routed experts' entry is ``--expert-tp``'s default under hf, each
-    #: expert whole or split: symllm.costs.workloads.with_stated), read in its config class's ``base_model_tp_plan``
+    #: symllm.arch.components.base.SPLITS; the routed experts' entry, each expert whole or split, is what the layout
+    #: holds them by under hf: symllm.arch.specs.hf_plan), read in its config class's ``base_model_tp_plan``
     #: and its model class's ``_tp_plan`` (transformers 5.23, installed; read 2026-11-29); what ``--engine hf`` lays
     #: the model out by (:attr:`symllm.arch.config.ModelConfig.tp_plan`). None: transformers has no plan for it
     #: (``tp_size`` above 1 is refused there: ``--engine hf --tp`` above 1 is refused here)

@@ -119,10 +119,12 @@ _MOE_KEYS = ("num_experts", "num_experts_per_tok", "moe_intermediate_size", "par
 
 #: transformers' plan of the three (5.23: models/qwen3_next/configuration_qwen3_next.py, models/qwen3_5/ and
 #: models/qwen3_5_moe/configuration_*.py, their text configs' base_model_tp_plan) splits the Gated DeltaNet's input
-#: and output projections only, each ``colwise_gather_output`` (its output gathered whole on every rank): the core
-#: between them (convolution, A_log and dt_bias, the delta rule, the gated norm) runs whole on every rank, every
-#: head's recurrent and convolution state with it
-_PLAN = {"conv1d": "whole", "decay": "whole", "delta_rule": "whole", "linear_attention.norm": "whole"}
+#: and output projections only, each ``colwise_gather_output`` (its output gathered whole on every rank: "gathered",
+#: the out_proj too, by its output features): the core between them (convolution, A_log and dt_bias, the delta rule,
+#: the gated norm) runs whole on every rank, every head's recurrent and convolution state with it
+_PLAN = {"conv1d": "whole", "decay": "whole", "delta_rule": "whole", "linear_attention.norm": "whole",
+         **{name: "gathered" for name in ("in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b",
+                                          "in_proj_a", "linear_attention.out_proj")}}
 
 #: Qwen2-MoE's experts and gated shared expert, with Gated DeltaNet layers beside gated full attention (its
 #: fields: the per-head QK-norm, (1 + weight) norms, a partial rotary), attention_bias read in place of the
