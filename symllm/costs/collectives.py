@@ -3,9 +3,9 @@
 one micro-batch runs (:func:`training_collectives`, built on it, as the training engine's column-parallel linears run
 them: :func:`column_parallel`; its bytes :func:`training_tp_bytes`), a tensor-parallel all-reduce, all-gather or
 reduce-scatter and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
-:func:`collective`; NCCL's ring model for the all-gathers' share of the latency: :func:`gather_latency_s`), and the
-round trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step beyond its
-layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
+:func:`collective`; the latency by ranks in NCCL's ring shape: :func:`allreduce_latency_s`, :func:`gather_latency_s`),
+and the round trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step
+beyond its layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
 
 >>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
 True

@@ -36,9 +36,10 @@ each figure with its source:
   the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
   (sampling, scheduling), one that drives its ranks as Ray actors a round trip to them
   (:func:`symllm.costs.collectives.ray_step_s`), an eager one the host's work beyond its layers while the GPU
-  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency plus
-  the bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables
-  by link), or the engine's own one-shot all-reduce's latency over NVLink.
+  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency at
+  the ranks (:func:`symllm.costs.collectives.allreduce_latency_s`) plus the bytes each rank sends at the link's bus
+  bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the engine's own one-shot
+  all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
   routing), not the ``k/n_e`` of the bound. In training an expert's GEMMs of reduction width ``K`` below the
