@@ -359,7 +359,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
     if max_num_batched_tokens is None:  # the engine's default for the card and the context
-        max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
+        max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen, cfg,
+                                                                work.tp)
     integer("max_num_batched_tokens", max_num_batched_tokens)
     nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)

@@ -66,6 +66,7 @@ It is never slower than the expected figures.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 from math import ceil
 
 from symllm.errors import SymllmError
@@ -164,8 +165,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         limits["max_num_batched_tokens"] = budget - s
     binding = min(limits, key=limits.get)  # the first named of equals
     most = limits[binding]
-    load = dict(s=s, n=n, mode=mode, cut=batching.prefill_admits(work.engine) == "cut", budget=budget, most=most,
-                concurrency=concurrency, rate=rate)
+    fill = partial(batching.prefill_forward_tokens, work.engine, seq=s, budget=budget)  # a forward of its own
+    load = dict(s=s, n=n, mode=mode, fill=fill, budget=budget, most=most, concurrency=concurrency, rate=rate)
     expected = _schedule(lambda t: t["expected"], time, **load)
     # the same schedule with each step at the roofline's (hardware.roofline: its own prefill_compute_s,
     # prefill_gemm_s, decode_gemm_s and decode_token_s)
@@ -176,12 +177,13 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             **({"request_rate": float(rate)} if rate is not None else {}), "bound": bound}
 
 
-def _schedule(clock, time, *, s: int, n: int, mode: str, cut: bool, budget: int, most: int, concurrency,
+def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most: int, concurrency,
               rate) -> dict:
     """The figures under load (module docstring) with each step timed by ``clock`` (the ``time`` group -> the
     group of times it reads: ``time.expected``, or the roofline's own); ``time(batch, seq, context)`` the
-    ``time`` group at a point; ``most`` the most sequences that run; ``cut``: a forward of prompts of its own cuts
-    the last to fill the budget (:func:`symllm.costs.batching.prefill_admits`); ``concurrency``, or ``rate``
+    ``time`` group at a point; ``most`` the most sequences that run; ``fill``: the tokens a forward of prompts of
+    its own takes of the prompts waiting (:func:`symllm.costs.batching.prefill_forward_tokens`); ``concurrency``, or
+    ``rate``
     requests a second. The one schedule both :func:`under_load`'s expected figures and its bound run."""
     one = clock(time(1, s))
     prompt = Fraction(one["prefill_compute_s"])
@@ -212,12 +214,19 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, cut: bool, budget: int,
                 raise SymllmError(f"concurrency: {c:,} sequences running do not fit count's inference peak")
             joins = Fraction(c, n)  # the prompts that join a step
             chunk, extra, admitted = s, prompt, 1  # untimed: a forward a prompt, its GEMMs at its own s rows
+            if mode == "static":  # a batch at a time: its c prompts in one forward (count's prefill at batch c),
+                # then its decodes to the end, the next batch after it
+                batch = clock(time(c, s))["prefill_compute_s"]
+                ttft = prompt * c if batch is None else Fraction(batch)
+                e2e = ttft + (n - 1) * Fraction(decode["decode_token_s"])
+                cache[c] = {"itl": Fraction(decode["decode_token_s"]), "ttft": ttft, "e2e": e2e, "rate": c / e2e}
+                return cache[c]
             if mode == "separate":
                 # the decodes wait while the prompts waiting (at least one: where fewer than one join a step,
                 # one every n/c steps) run in forwards of their own, all in one where they fit the budget; their
                 # first tokens come a step (the one they waited out) after those forwards
                 admitted = max(Fraction(1), joins)
-                together = _admitted(gemms, admitted, s, budget, cut, attention)
+                together = _admitted(gemms, admitted, s, fill, attention)
                 extra = extra if together is None else together / admitted
             else:  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
@@ -279,15 +288,15 @@ def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: in
     return attention + max(Fraction(0), forwards * g - alone) / joins
 
 
-def _admitted(gemms, prompts: Fraction, s: int, budget: int, cut: bool, attention: Fraction) -> Fraction | None:
+def _admitted(gemms, prompts: Fraction, s: int, fill, attention: Fraction) -> Fraction | None:
     """What ``prompts`` prompts of ``s`` tokens admitted together take in forwards of their own (a ``separate``
-    engine's prefill step, the decodes waiting), in the steady state: forwards of ``T`` tokens each, as many as
-    the prompts' ``prompts·s`` tokens fill, ``T = min(prompts·s, budget)`` where a forward is cut to the budget
-    (``cut``: SGLang), else ``min(prompts, max(1, ⌊budget / s⌋))·s`` (whole prompts, as many as fit, at least one:
-    vLLM V0); each forward one GEMM reading the weights once at the efficiency of its ``⌈T⌉`` rows (``gemms``, the
-    head on each prompt's last: ``⌈T⌉/s`` of them a forward), plus each prompt's own attention core. None where
-    those GEMMs are not timed."""
-    tokens = min(prompts * s, budget) if cut else min(prompts, max(1, budget // s)) * s
+    engine's prefill step, the decodes waiting), in the steady state: forwards of ``T = fill(prompts)`` tokens each
+    (:func:`symllm.costs.batching.prefill_forward_tokens`: SGLang's cut to the budget and under max_prefill_tokens,
+    vLLM V0's whole prompts), as many as the prompts'
+    ``prompts·s`` tokens fill; each forward one GEMM reading the weights once at the efficiency of its ``⌈T⌉`` rows
+    (``gemms``, the head on each prompt's last: ``⌈T⌉/s`` of them a forward), plus each prompt's own attention core.
+    None where those GEMMs are not timed."""
+    tokens = fill(prompts)
     rows = ceil(tokens)
     g = gemms(rows, Fraction(rows, s) - 1)
     return None if g is None else prompts * s / rows * g + prompts * attention
