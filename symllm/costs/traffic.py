@@ -13,13 +13,15 @@ up to ``B = max_num_batched_tokens`` tokens a step. In the steady state ``C/n`` 
 where ``p`` is what one prompt adds to the steps it runs in, at the expected efficiencies
 (:mod:`symllm.costs.efficiency`):
 
-* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill): the decodes wait while
-  the ``k = max(1, C/n)`` prompts waiting run together in forwards of their own (:func:`_admitted`), each of
-  ``T`` tokens up to the budget (SGLang cuts its last prompt to fill ``B``: ``T = min(k·s, B)``; V0 takes whole
+* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill, an engine not read):
+  the decodes wait while the ``k = max(1, C/n)`` prompts waiting run together in forwards of their own
+  (:func:`_admitted`), each of ``T`` tokens up to the budget (:func:`symllm.costs.batching.prefill_forward_tokens`:
+  SGLang cuts its last prompt to fill ``B``, ``T = min(k·s, B)``, within its ``max_prefill_tokens``; V0 takes whole
   prompts: ``T = min(k, max(1, ⌊B/s⌋))·s``), ``k·s/T`` of them, each one GEMM reading the weights once at the
   efficiency of its ``T`` rows, the head on each prompt's last; ``p = (k·s/T · G(T) + k·A) / k``, which for one
   prompt alone is ``prefill_compute_s`` (its GEMMs at ``s`` rows and its attention core);
-* ``chunked`` (vLLM V1) and ``whole`` (TensorRT-LLM without chunked context): in the decode step's own forward,
+* ``chunked`` (vLLM V1, TGI v3, llama.cpp's server, TurboMind) and ``whole`` (TensorRT-LLM without chunked
+  context): in the decode step's own forward,
   in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤ B``, which caps ``C`` at
   ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
   the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
@@ -28,6 +30,9 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
   at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows together
   (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f) −
   G(C) + C/n · A`` (the bound's ``G(C)`` less the decodes' attention core its stream hid, ``decode_core_s``);
+* ``static`` (transformers' ``generate``, gpt-fast): no prompt joins a running batch: ``C`` prompts run in one
+  forward (count's prefill at batch ``C``, ``prefill_compute_s``: the first token), then their decodes to the
+  end, the next batch after them: ``T(C)`` the decode step alone, ``TTFT`` that prefill;
 
 then
 
@@ -277,15 +282,17 @@ def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: in
     """What one of ``joins`` prompts adds to a step that runs ``decodes`` decode rows and ``tokens`` prompt rows
     together (more than one chunk a step): the step's rows in ``f = ⌈(decodes + tokens) / budget⌉`` forwards of
     equal rows, each one GEMM reading the weights once (``gemms(rows, heads − 1)``, the head on the decode rows and
-    each prompt's last), less the decode step's own GEMMs, plus each prompt's attention core; shared out over the
-    prompts. None where those GEMMs are not timed."""
+    each prompt's last, ``(decodes + joins) / f`` a forward), timed at ``r = ⌈(decodes + tokens) / f⌉`` rows and
+    taken for the ``(decodes + tokens) / f`` the forward runs (``f · g · (decodes + tokens) / (f·r)``, as
+    :func:`_admitted` shares its forwards' rows out), less the decode step's own GEMMs, plus each prompt's
+    attention core; shared out over the prompts. None where those GEMMs are not timed."""
     total = decodes + tokens
     forwards = ceil(total / budget)
-    rows = ceil(total / forwards)
-    g = gemms(rows, min(rows - 1, ceil((decodes + joins) / forwards) - 1))
+    rows = ceil(total / forwards)  # timed at whole rows, shared out over the step's own (as _admitted's forwards)
+    g = gemms(rows, min(rows - 1, (decodes + joins) / forwards - 1))
     if g is None:
         return None
-    return attention + max(Fraction(0), forwards * g - alone) / joins
+    return attention + max(Fraction(0), g * total / rows - alone) / joins
 
 
 def _admitted(gemms, prompts: Fraction, s: int, fill, attention: Fraction) -> Fraction | None:
