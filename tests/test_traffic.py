@@ -114,9 +114,11 @@ def test_prompts_admitted_together_cost_no_more_than_apart(model, options):
     never over the decode step plus k forwards of one prompt each (count's prefill_compute_s) where the GEMMs it
     runs them in are within the GEMM table's rising part (efficiency.json's gemm rows up to 8,192, where more rows
     never run slower; past it, 16,384 rows at 0.711 of the peak against 8,192's 0.722, a forward of two prompts of
-    8,192 may) and a prompt fits the step's budget: the expected and the bound alike. A static batch (hf,
-    gpt-fast) runs no prompt in its decode steps: there its C prompts' one forward, the first token, is held to
-    the same two sides."""
+    8,192 may) and a prompt fits the step's budget: the expected, and the bound of forwards of their own. (A
+    prompt in the decode step's forward can make its bound compute-bound where the decode step alone streamed,
+    so that step's attention core, hidden under the stream, counts again: over apart by up to that core; not
+    held there.) A static batch (hf, gpt-fast) runs no prompt in its decode steps: there its C prompts' one
+    forward, the first token, is held to the same two sides."""
     try:
         r = under_load(model, **options)
     except SymllmError:
@@ -145,7 +147,8 @@ def test_prompts_admitted_together_cost_no_more_than_apart(model, options):
         assert figures["itl_s"] >= float((decode["flops"]["decode_token"] + k * flops) / peak) * (1 - 1e-9)
         apart = times(t)["decode_token_s"] + k * alone
         rows = c + min(k * s, budget)  # at most a step's rows: its decodes and the prompts' tokens, to the budget
-        if figures is r["bound"] or (s <= budget and rows <= 8192):
+        own = r["prefill_step"] == "separate"  # forwards of their own: the bound's apart holds at any rows
+        if (own and figures is r["bound"]) or (figures is r and s <= budget and rows <= 8192):
             assert figures["itl_s"] <= float(apart) * (1 + 1e-9)
 
 
