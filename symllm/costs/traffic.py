@@ -25,11 +25,12 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
   in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤ B``, which caps ``C`` at
   ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
   the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
-  ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``), ``A`` the
-  prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining a step bring
+  ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``; a chunk adds no
+  more than ``G(q)``, its GEMMs as a forward of its own), ``A`` the prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining a step bring
   at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows together
   (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f) −
-  G(C) + C/n · A`` (the bound's ``G(C)`` less the decodes' attention core its stream hid, ``decode_core_s``);
+  G(C) + C/n · A`` (the bound's ``G(C)`` less the decodes' attention core its stream hid, ``decode_core_s``), at most
+  ``C/n`` forwards of their own (``prefill_compute_s`` each);
 * ``static`` (transformers' ``generate``, gpt-fast): no prompt joins a running batch: ``C`` prompts run in one
   forward (count's prefill at batch ``C``, ``prefill_compute_s``: the first token), then their decodes to the
   end, the next batch after them: ``T(C)`` the decode step alone, ``TTFT`` that prefill;
@@ -238,14 +239,18 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most
                 alone = Fraction(decode["decode_gemm_s"])
                 if joins * s <= chunk:  # at most a chunk a step: each chunk in a step of its own
                     sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
-                    mixed = [(k, gemms(c + q, c)) for q, k in sizes.items()]
-                    if all(g is not None for _, g in mixed):  # else: as a forward of its own (no saving counted)
-                        extra = attention + sum(k * max(Fraction(0), g - alone) for k, g in mixed)
+                    # each chunk's rows added to the decode step's GEMM, never more than the chunk's own GEMMs as a
+                    # forward of its own (the decode and prompt tables can disagree: a one-token chunk, llama.cpp)
+                    mixed = [(k, gemms(c + q, c), gemms(q, 0)) for q, k in sizes.items()]
+                    if all(None not in m for m in mixed):  # else: as a forward of its own (no saving counted)
+                        extra = attention + sum(k * max(Fraction(0), min(g - alone, own)) for k, g, own in mixed)
                 else:  # the step runs its decodes and every chunk that joins together: f forwards of <= B rows
                     # the bound's decodes' attention core, which a decode step alone hides under its stream
                     hidden = max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
                         decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
-                    extra = _together(gemms, c, joins * s, joins, budget, alone - hidden, attention) or extra
+                    # no more than a forward of its own a prompt (the tables can disagree: one-token prompts)
+                    extra = min(_together(gemms, c, joins * s, joins, budget, alone - hidden, attention) or extra,
+                                prompt)
             step = Fraction(decode["decode_token_s"]) + joins * extra
             ttft = ceil(s / chunk) * step + admitted * extra
             e2e = ttft + (n - 1) * step
