@@ -395,12 +395,13 @@ def test_the_bound_of_one_request_by_hand():
     untied). The scheduler's step is the decode step plus a 200th of what the prompt adds to the step it rides in,
     and the first token comes one step after the prompt's share:
 
-        ITL = D + p / 200,   TTFT = 1 x ITL + p,   p = A + G(2001 rows) - G_decode,
+        ITL = D + p / 200,   TTFT = 1 x ITL + p,   p = A + G(2001 rows) - (G_decode - A_decode),
 
     each at the roofline: D the decode step at the mean context 2,000 + 100 (memory-bound: its bytes at B), G the
     GEMMs' FLOPs at P (a decode step's its bytes at B where that is longer: a roofline step overlaps what it does, so
     the prompt's GEMMs cost what they outlast the step's stream by), A the prompt's attention core at its causal
-    pairs."""
+    pairs, A_decode the decode token's (hidden under the decode step's stream, not under the mixed forward's
+    FLOPs)."""
     P, B = Fraction(9894, 10) * 10 ** 12, Fraction(335, 100) * 10 ** 12
     d, L, heads, kv, d_h, d_ff, V = 4096, 32, 32, 8, 128, 14336, 128256
     linear = L * (2 * d * heads * d_h + 2 * d * kv * d_h + 3 * d * d_ff)  # q, o; k, v; gate, up, down
@@ -412,7 +413,10 @@ def test_the_bound_of_one_request_by_hand():
     assert gemm_decode == decode
     mixed = Fraction(2 * linear * 2001 + 2 * V * d * 2) / P  # 2,001 rows; the head on the decode and the last
     attention = Fraction(4 * heads * d_h * L * 2000 * 2001 // 2) / P  # QK^T and PV over s(s+1)/2 pairs
-    added = attention + mixed - gemm_decode
+    # the decode token's own attention core over its 2,101 keys: hidden under the decode step's stream alone,
+    # counted again in the compute-bound forward the prompt rides in
+    core = Fraction(4 * heads * d_h * L * 2101) / P
+    added = attention + mixed - (gemm_decode - core)
     itl = decode + added / 200
     b = under_load("llama3.1-8b", **RUN, concurrency=1)["bound"]
     assert b["itl_s"] == pytest.approx(float(itl), rel=1e-12)

@@ -236,7 +236,11 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most
                 extra = extra if together is None else together / admitted
             else:  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
+                # the decode step's GEMMs, less the bound's decodes' attention core, which a decode step alone hides
+                # under its stream and a step with a prompt's rows (compute-bound) does not
                 alone = Fraction(decode["decode_gemm_s"])
+                alone -= max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
+                    decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
                 if joins * s <= chunk:  # at most a chunk a step: each chunk in a step of its own
                     sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
                     # each chunk's rows added to the decode step's GEMM, never more than the chunk's own GEMMs as a
@@ -245,12 +249,8 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most
                     if all(None not in m for m in mixed):  # else: as a forward of its own (no saving counted)
                         extra = attention + sum(k * max(Fraction(0), min(g - alone, own)) for k, g, own in mixed)
                 else:  # the step runs its decodes and every chunk that joins together: f forwards of <= B rows
-                    # the bound's decodes' attention core, which a decode step alone hides under its stream
-                    hidden = max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
-                        decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
                     # no more than a forward of its own a prompt (the tables can disagree: one-token prompts)
-                    extra = min(_together(gemms, c, joins * s, joins, budget, alone - hidden, attention) or extra,
-                                prompt)
+                    extra = min(_together(gemms, c, joins * s, joins, budget, alone, attention) or extra, prompt)
             step = Fraction(decode["decode_token_s"]) + joins * extra
             ttft = ceil(s / chunk) * step + admitted * extra
             e2e = ttft + (n - 1) * step
