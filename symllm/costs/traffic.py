@@ -22,8 +22,8 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
   prompt alone is ``prefill_compute_s`` (its GEMMs at ``s`` rows and its attention core);
 * ``chunked`` (vLLM V1, TGI v3, llama.cpp's server, TurboMind) and ``whole`` (TensorRT-LLM without chunked
   context): in the decode step's own forward, in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``,
-  once ``C + s ≤ B``, which caps ``C`` at ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
-  the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
+  once ``C + s ≤ B``, which caps ``C`` at ``B − s``), one GEMM of ``C + q`` rows reading the weights once:
+  ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)`` the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
   ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``; a chunk adds no
   more than ``G(q)``, its GEMMs as a forward of its own), ``G(C)`` the decode step's (the bound's less the decodes'
   attention core its stream hid, ``decode_core_s``, which a forward with a prompt's rows does not hide), ``A`` the
