@@ -20,17 +20,17 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
   prompts: ``T = min(k, max(1, ⌊B/s⌋))·s``), ``k·s/T`` of them, each one GEMM reading the weights once at the
   efficiency of its ``T`` rows, the head on each prompt's last; ``p = (k·s/T · G(T) + k·A) / k``, which for one
   prompt alone is ``prefill_compute_s`` (its GEMMs at ``s`` rows and its attention core);
-* ``chunked`` (vLLM V1, TGI v3, llama.cpp's server, TurboMind) and ``whole`` (TensorRT-LLM without chunked
-  context): in the decode step's own forward, in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``,
-  once ``C + s ≤ B``, which caps ``C`` at ``B − s``), one GEMM of ``C + q`` rows reading the weights once:
-  ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)`` the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
-  ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``; a chunk adds no
-  more than ``G(q)``, its GEMMs as a forward of its own), ``G(C)`` the decode step's (the bound's less the decodes'
-  attention core its stream hid, ``decode_core_s``, which a forward with a prompt's rows does not hide), ``A`` the
-  prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining a step bring
-  at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows together
-  (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f) −
-  G(C) + C/n · A``, at most ``C/n`` forwards of their own (``prefill_compute_s`` each);
+* ``chunked`` (vLLM V1, TGI v3, llama.cpp's server, TurboMind) and ``whole`` (TensorRT-LLM without chunked context):
+  in the decode step's own forward, in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤
+  B``, which caps ``C`` at ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q)
+  − G(C)) + A``, ``G(M)`` the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M``
+  rows, the head on ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``; a
+  chunk adds no more than ``G(q)``, its GEMMs as a forward of its own), ``G(C)`` the decode step's (the bound's less
+  the decodes' attention core its stream hid, ``decode_core_s``, which a forward with a prompt's rows does not
+  hide), ``A`` the prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining
+  a step bring at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows
+  together (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f)
+  − G(C) + C/n · A``, at most ``C/n`` forwards of their own (``prefill_compute_s`` each);
 * ``static`` (transformers' ``generate``, gpt-fast): no prompt joins a running batch: ``C`` prompts run in one
   forward (count's prefill at batch ``C``, ``prefill_compute_s``: the first token), then their decodes to the
   end, the next batch after them: ``T(C)`` the decode step alone, ``TTFT`` that prefill;
