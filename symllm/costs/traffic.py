@@ -287,17 +287,14 @@ def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: in
     """What one of ``joins`` prompts adds to a step that runs ``decodes`` decode rows and ``tokens`` prompt rows
     together (more than one chunk a step): the step's rows in ``f = ⌈(decodes + tokens) / budget⌉`` forwards of
     equal rows, each one GEMM reading the weights once (``gemms(rows, heads − 1)``, the head on the decode rows and
-    each prompt's last, ``(decodes + joins) / f`` a forward; its ``r = (decodes + tokens) / f`` rows, a fraction in
-    the steady state, read linearly between the GEMMs of ``⌊r⌋`` and ``⌈r⌉`` rows), less the decode step's own
+    each prompt's last; the steady state's fractions of a row and a head rounded up), less the decode step's own
     GEMMs, plus each prompt's attention core; shared out over the prompts. None where those GEMMs are not timed."""
     total = decodes + tokens
     forwards = ceil(total / budget)
-    rows, heads = total / forwards, (decodes + joins) / forwards  # a forward's, in the steady state
-    low, high = int(rows), ceil(rows)  # timed at whole rows, read between them
-    g = [gemms(m, min(m - 1, heads - 1)) for m in {low, high}]
-    if None in g:
+    rows = ceil(total / forwards)
+    g = gemms(rows, min(rows - 1, ceil((decodes + joins) / forwards) - 1))
+    if g is None:
         return None
-    g = g[0] + (rows - low) * (g[-1] - g[0])
     return attention + max(Fraction(0), forwards * g - alone) / joins
 
 
