@@ -101,14 +101,7 @@ def options(row: dict) -> dict | None:
 #: --selective-ac op (symllm.costs.selective) and its Float8 on the linear layers only the torchtitan engine's
 #: fp8_linears_only (efficiency.json): both modelled.
 _COMPILED = "torch.compile"
-#: TensorRT-LLM's rows ran NVIDIA's ModelOpt FP8 checkpoints; the page states no KV cache dtype, the rows none, so
-#: the cache is the model's bf16 (the default for unstated KV: TensorRT-LLM's "auto" without a stated
-#: kv_cache_quant_algo). An FP8 cache the checkpoints' hf_quant_config.json states (not read) is not priced
-_KV_UNSTATED = "a KV cache dtype (the checkpoint's kv_cache_quant_algo, not read; bf16 here)"
 UNMODELLED = {
-    "trtllm-llama3.1-8b-h100-fp8-1000-1000": _KV_UNSTATED,
-    "trtllm-llama3.1-8b-h200-fp8-1000-1000": _KV_UNSTATED,
-    "trtllm-llama3.3-70b-h100x2-fp8-tp2-1000-1000": _KV_UNSTATED,
     "torchtitan-llama3.1-8b-h100x8-fsdp-compile-fp8": _COMPILED,
     "torchtitan-llama3.1-70b-h100x256-fsdp-tp8-fp8": _COMPILED,
     "torchtitan-llama3.1-70b-h100x256-fsdp-tp8-fp8-asynctp": _COMPILED,
@@ -133,7 +126,7 @@ def _under_load(row: dict) -> float | None:
         bench = {"max_num_batched_tokens": s["max_num_tokens"], "max_num_seqs": s["max_batch_size"]}
     r = under_load(row["model"], gpu=row["gpu"], tp=lay["tp"], engine=engine(row),
                    seq=w["input_len"], gen=w["output_len"], concurrency=w.get("concurrency") or 10 ** 6,
-                   **_weights(row["weights"]), **bench)
+                   **_weights(row["weights"]), **bench, **({"kv_dtype": row["kv"]} if row["kv"] else {}))
     return r["output_tokens_per_s"]
 
 
@@ -278,8 +271,7 @@ def test_small_m_gemms_do_not_close_the_trtllm_70b_row(monkeypatch):
     _scaled_mm calls), whose kernel-only times at small M are not published. A bound: at the fastest published
     kernel-timed FP8 GEMMs (DeepGEMM's, the median of its six shapes, 0.146, 0.264 and 0.526 of 1,978.9 TFLOP/s
     at M 64, 128 and 4,096, log-interpolated as the table is, kept where faster than the table) the row is still
-    more than 5% under the published 4,205 tokens/s; the NIM rows do not move, the 8B H200 row by under 1%
-    (the 8B H100 row, at the fewer sequences a bf16 KV cache holds, by +9.5%: _KV_UNSTATED)."""
+    more than 5% under the published 4,205 tokens/s; the 8B rows move by under 1%, the NIM rows not at all."""
     import math
     from symllm.costs import figures
     medians = {m: sorted(v)[2:4] for m, v in DEEPGEMM_H800.items()}
@@ -297,7 +289,7 @@ def test_small_m_gemms_do_not_close_the_trtllm_70b_row(monkeypatch):
     value, published = after["trtllm-llama3.3-70b-h100x2-fp8-tp2-1000-1000"]
     assert value / published - 1 < -0.05
     for rid in ids:
-        if rid not in ("trtllm-llama3.3-70b-h100x2-fp8-tp2-1000-1000", "trtllm-llama3.1-8b-h100-fp8-1000-1000"):
+        if rid != "trtllm-llama3.3-70b-h100x2-fp8-tp2-1000-1000":
             assert after[rid][0] / before[rid] - 1 == pytest.approx(0, abs=0.01), rid
 
 
@@ -429,8 +421,4 @@ MEDIAN, WORST = 0.10, 0.64
 #: derived from the engines' source, no figure fitted) moved torchtitan's async-TP rows up to +13%, +18% and +21%; then
 #: torchtitan's float8 all-gathers (torchao's Float8 tensor parallelism: fp8_tp_all_gathers) to +17.6%, +19.1% and
 #: +22.1%, and the 70B's pair without async TP (829 TPS/GPU, +11.3%) joined: median 6.4% to 7.4%, worst 20.9% to 22.1%
-#: serving's from (0.10, 0.20) on 2026-11-29 (issue 40): a KV cache no row states is the activations' dtype, not the
-#: weights' (vLLM's cache_dtype "auto", llama.cpp's f16), so TensorRT-LLM's FP8 rows, which state none, hold a
-#: bf16 cache where they held fp8 "as the weights": half the sequences; -8.1%, +3.2%, -19.8% to -46.9%, -33.4%,
-#: -37.6% (the NIM row +10.6% to -3.9%): median 9.3% to 35.5%, worst 19.8% to 46.9% (_KV_UNSTATED)
-BOUNDS = {"inference": (0.08, 0.64), "serving": (0.36, 0.47), "memory": (0.075, 0.11), "training": (0.075, 0.23)}
+BOUNDS = {"inference": (0.08, 0.64), "serving": (0.10, 0.20), "memory": (0.075, 0.11), "training": (0.075, 0.23)}
