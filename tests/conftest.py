@@ -423,3 +423,25 @@ def saved_and_eager(model, raw: dict, batch: int, seq: int) -> tuple[int, int]:
     ours = phases.memory(symllm.model_for(cfg), "activations", stack="eager").subs(
         symllm.values(cfg, batch=batch, seq=seq, dtype="fp32"))
     return measured, ours
+
+
+def engine_peak(model: str, batch: int, options: dict, serving: dict, gpu: str = "h100-sxm"):
+    """A replica's per-GPU peak as its engine holds ``batch`` sequences: count's weights and KV cache of the batch's
+    s + n tokens, beside the larger of count's decode step's working set (one token a sequence at context s + n:
+    its peak less its weights and cache) and count --serve's activation peak (the profiled prefill), plus count
+    --serve's non-torch memory, in whole bytes (rounded up). ``serving``: count --serve --json's section (its
+    fractions printed "p/q")."""
+    import math
+    from fractions import Fraction
+
+    import symllm
+
+    def _number(value):
+        return Fraction(value) if isinstance(value, str) else value
+
+    m = symllm.workload(model, gpu=gpu, batch=batch, **options)["memory_per_gpu"]
+    step = {**options, "seq": 1, "gen": 0, "context": options["seq"] + options.get("gen", 0)}
+    at = symllm.workload(model, gpu=gpu, batch=batch, **step)["memory_per_gpu"]
+    working = at["inference_peak"] - at["weights"] - at["kv_cache"] - at.get("state_cache", 0)
+    return math.ceil(m["weights"] + m["kv_cache"] + m.get("state_cache", 0)  # whole bytes
+                     + max(working, _number(serving["activation_peak"])) + _number(serving["non_torch"]))

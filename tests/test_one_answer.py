@@ -17,6 +17,7 @@ import pytest
 
 import symllm
 from symllm.studies import plans
+from tests.conftest import engine_peak
 
 GPU = "h100-sxm"
 
@@ -112,19 +113,6 @@ def _held(serving: dict) -> int:
     return int(_number(serving["max_concurrency"])) if serving["fits"] else 0
 
 
-def _engine_peak(model: str, batch: int, options: dict, serving: dict):
-    """A replica's per-GPU peak as its engine holds ``batch`` sequences: count's weights and KV cache of the batch's
-    s + n tokens, beside the larger of count's decode step's working set (one token a sequence at context s + n:
-    its peak less its weights and cache) and count --serve's activation peak (the profiled prefill), plus count
-    --serve's non-torch memory, in whole bytes (rounded up)."""
-    m = symllm.workload(model, gpu=GPU, batch=batch, **options)["memory_per_gpu"]
-    step = {**options, "seq": 1, "gen": 0, "context": options["seq"] + options.get("gen", 0)}
-    at = symllm.workload(model, gpu=GPU, batch=batch, **step)["memory_per_gpu"]
-    working = at["inference_peak"] - at["weights"] - at["kv_cache"] - at.get("state_cache", 0)
-    return math.ceil(m["weights"] + m["kv_cache"] + m.get("state_cache", 0)  # whole bytes
-                     + max(working, _number(serving["activation_peak"])) + _number(serving["non_torch"]))
-
-
 @pytest.mark.parametrize("model, options", CASES, ids=IDS)
 def test_plan_rows_are_counts_numbers(cli, model, options):
     """plan at count's layout: a serving row's peak is count's per-GPU inference peak at its batch, the largest
@@ -142,7 +130,7 @@ def test_plan_rows_are_counts_numbers(cli, model, options):
     mine = [r for r in serve.rows if (r["tp"], r["pp"], r["dp"]) == (tp, 1, 1)]
     assert max((r["batch"] for r in mine), default=0) == held == serve.sequences[tp]
     for row in mine[:3]:  # the engine's peak: count's weights and cache of the batch, beside count --serve's figures
-        assert row["peak"] == pytest.approx(_engine_peak(model, row["batch"], options, serving), rel=1e-12)
+        assert row["peak"] == pytest.approx(engine_peak(model, row["batch"], options, serving), rel=1e-12)
         assert row["peak"] <= t["capacity"]
     lora = {k: v for k, v in options.items() if k in ("lora_rank", "qlora", "lora_targets")}
     train = plans.plan(model, tp, GPU, training=True, global_batch=1, **shared, **lora)
@@ -217,7 +205,7 @@ def test_plan_and_count_serve_hold_the_same_sequences(cli, engine, tp):
     timed = [r for r in p.rows if "load" in r]
     assert timed and timed[0] is p.rows[0] and all(r["peak"] <= 80 * 2**30 for r in p.rows)
     for row in timed[:2]:
-        assert row["peak"] == pytest.approx(_engine_peak("llama3.1-8b", row["batch"], {**options, "tp": row["tp"]}, s),
+        assert row["peak"] == pytest.approx(engine_peak("llama3.1-8b", row["batch"], {**options, "tp": row["tp"]}, s),
                                            rel=1e-12)
         flags = [*args[:-2], "--tp", str(row["tp"]), "--serve", "--concurrency", str(row["batch"]), "--json"]
         load = json.loads(cli(flags).out)["serving"]["load"]
@@ -269,4 +257,4 @@ def test_hf_experts_whole_below_the_doors(cli):
     serving = json.loads(cli(["count", "gpt-oss-20b", "--gpu", GPU, "--seq", "1024", "--tp", "2", "--engine", "hf",
                               "--serve", "--json"]).out)["serving"]
     assert [r["peak"] for r in serve.rows if (r["tp"], r["pp"], r["dp"], r["batch"]) == (2, 1, 1, 1)] == \
-        [_engine_peak("gpt-oss-20b", 1, options, serving)]
+        [engine_peak("gpt-oss-20b", 1, options, serving)]
