@@ -299,3 +299,66 @@ def test_hf_training_gathers_the_logits():
     assert {k: number(v) for k, v in count.items()} == {"all_reduce": 8, "all_gather": 0, "reduce_scatter": 0,
                                                         "loss": 0, "gathered": 1, "gathered_grads": 1}
     assert number(parallel.comm(laid)["tp"]) == sizes.sent
+
+
+def _loss_memory(vocab: int, seq: int) -> tuple[int, int]:
+    """One training step's forward and backward of a one-layer bf16 Llama of ``vocab`` tokens under transformers'
+    whole plan on a fake process group of 2 ranks (the CPU): the bytes rank 0 saves for backward (torch's
+    ``saved_tensors_hooks``, deduplicated by storage, without the parameters' storages) and MemTracker's peak
+    without the parameters (their local shards), the loss taken as ``model(...).loss`` (the output dropped)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    config = transformers.LlamaConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                      num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
+    local = lambda t: getattr(t, "_local_tensor", t)  # noqa: E731  (a DTensor's shard)
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
+        params = {local(p).untyped_storage().data_ptr(): local(p).untyped_storage().nbytes()
+                  for p in model.parameters()}
+        saved: dict = {}
+
+        def pack(t):
+            storage = local(t).untyped_storage()
+            if storage.data_ptr() not in params:
+                saved[storage.data_ptr()] = storage.nbytes()
+            return t
+        tokens = torch.randint(0, vocab, (1, seq))
+        tracker = MemTracker()
+        tracker.track_external(model, tokens)
+        with tracker:
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                loss = model(input_ids=tokens, labels=tokens).loss
+            loss.backward()
+        peak = sum(dev["Total"] for dev in tracker.get_tracker_snapshot("peak").values())
+    return sum(saved.values()), peak - sum(params.values())
+
+
+def test_hf_training_holds_the_whole_logits_and_transformers_loss():
+    """transformers 5.23's lm_head is ``colwise_gather_output``: every rank holds the whole ``b·s × V`` logits and
+    takes ``ForCausalLMLoss`` over them (loss/loss_utils.py: ``logits.float()``, then cross_entropy), whose
+    log_softmax saves its fp32 output and whose backward starts with two more fp32 ``b·s × V`` gradients live. What
+    a rank saves and its peak beyond its parameters, measured at two vocabularies (a one-layer bf16 Llama under the
+    whole plan, :func:`_loss_memory`), grow with the vocabulary as symllm's ``--engine hf`` per-GPU activations and
+    training peak beyond the training states do (4 and 12 bytes a token and a logit, on every rank); the default
+    training layout's fused vocabulary-parallel cross-entropy holds ``β_a`` bytes of rank 0's share instead."""
+    seq, small, large = 32, 4096, 8192
+    (saved_small, peak_small), (saved_large, peak_large) = _loss_memory(small, seq), _loss_memory(large, seq)
+    assert (saved_large - saved_small, peak_large - peak_small) == (4 * seq * (large - small), 12 * seq * (large - small))
+
+    def per_gpu(vocab: int, engine) -> tuple[int, int]:
+        raw = dict(model_type="llama", vocab_size=vocab, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                   num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
+        m = costs.workload(raw, batch=1, seq=seq, tp=TP, engine=engine)["memory_per_gpu"]
+        return m["activations"], m["training_peak"] - m["training_states"]
+    for engine, expected in (("hf", (saved_large - saved_small, peak_large - peak_small)),
+                             (None, (0, 2 * seq * (large - small) // TP))):  # bf16: β_a 2, rank 0's half
+        (a_small, p_small), (a_large, p_large) = per_gpu(small, engine), per_gpu(large, engine)
+        assert (a_large - a_small, p_large - p_small) == expected, engine
