@@ -351,14 +351,15 @@ def test_hf_training_holds_the_whole_logits_and_transformers_loss():
     training layout's fused vocabulary-parallel cross-entropy holds ``β_a`` bytes of rank 0's share instead."""
     seq, small, large = 32, 4096, 8192
     (saved_small, peak_small), (saved_large, peak_large) = _loss_memory(small, seq), _loss_memory(large, seq)
-    assert (saved_large - saved_small, peak_large - peak_small) == (4 * seq * (large - small), 12 * seq * (large - small))
+    grown = (saved_large - saved_small, peak_large - peak_small)
+    assert grown == (4 * seq * (large - small), 12 * seq * (large - small))
 
     def per_gpu(vocab: int, engine) -> tuple[int, int]:
         raw = dict(model_type="llama", vocab_size=vocab, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
                    num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
         m = costs.workload(raw, batch=1, seq=seq, tp=TP, engine=engine)["memory_per_gpu"]
         return m["activations"], m["training_peak"] - m["training_states"]
-    for engine, expected in (("hf", (saved_large - saved_small, peak_large - peak_small)),
+    for engine, expected in (("hf", grown),
                              (None, (0, 2 * seq * (large - small) // TP))):  # bf16: β_a 2, rank 0's half
         (a_small, p_small), (a_large, p_large) = per_gpu(small, engine), per_gpu(large, engine)
         assert (a_large - a_small, p_large - p_small) == expected, engine
