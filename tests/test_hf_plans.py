@@ -170,7 +170,8 @@ def test_hf_plans_collectives_by_hand(name, default, hf):
 
 def _ring_sizes():
     """A dispatch mode that adds up the bytes one rank sends in the functional collectives run under it (``sent``):
-    each one's ring share of its whole tensor (tests/test_parallel.py's ``RING``)."""
+    each one's ring share of its whole tensor (tests/test_parallel.py's ``RING``); and in c10d's in-place all-reduce
+    (``dist.all_reduce``: transformers' ``_AllReduceForward`` and ``_AllReduceBackward``, a list of one tensor)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from .test_parallel import RING
@@ -180,7 +181,9 @@ def _ring_sizes():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kind = func._overloadpacket.__name__
-            if func.namespace == "_c10d_functional" and kind in RING:
+            if func.namespace == "c10d" and kind == "allreduce_":
+                self.sent += sum(RING["all_reduce"](TP, t.numel() * t.element_size()) for t in args[0])
+            elif func.namespace == "_c10d_functional" and kind in RING:
                 whole = args[0].numel() * args[0].element_size() * (TP if kind == "all_gather_into_tensor" else 1)
                 self.sent += RING[kind](TP, whole)
             return func(*args, **(kwargs or {}))
@@ -297,7 +300,7 @@ def test_hf_training_gathers_the_logits():
     count = collectives.training_collectives(parallel.stages(laid)[0])
     number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
     assert {k: number(v) for k, v in count.items()} == {"all_reduce": 8, "all_gather": 0, "reduce_scatter": 0,
-                                                        "loss": 0, "gathered": 1, "gathered_grads": 1}
+                                                        "loss": 0, "gathered": 1, "gathered_grads": 1, "routing": 0}
     assert number(parallel.comm(laid)["tp"]) == sizes.sent
 
 
@@ -363,3 +366,50 @@ def test_hf_training_holds_the_whole_logits_and_transformers_loss():
                              (None, (0, 2 * seq * (large - small) // TP))):  # bf16: β_a 2, rank 0's half
         (a_small, p_small), (a_large, p_large) = per_gpu(small, engine), per_gpu(large, engine)
         assert (a_large - a_small, p_large - p_small) == expected, engine
+
+
+def test_hf_training_all_reduces_the_routing_weights_gradient():
+    """transformers 5.23's ``moe_tp_experts`` (``MoeExpertsParallel``, distributed/tensor_parallel.py) wraps the
+    experts' hidden states and their ``top_k_weights`` in ``_AllReduceBackward`` and sums their output with
+    ``_AllReduceForward``: a training step of a one-layer Mixtral under its whole plan, on a fake process group of 2
+    ranks, runs 9 all-reduces (the embedding's, o_proj's and the experts' output in forward; q, k, v, the lm_head's and
+    the experts' input gradients and the routing weights' in backward) and one all-gather of the logits, as
+    CommDebugMode counts them; symllm's calls under ``--engine hf`` are those (``routing`` one a MoE layer) and its
+    ``comm.tp`` the ring shares a dispatch mode adds up, the ``b·s·k`` routing weights' included."""
+    torch, transformers = requires("torch"), requires("transformers")
+    import sympy as sp
+    from torch.distributed.tensor.debug import CommDebugMode
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from symllm.arch import symbols as S
+    from symllm.costs import collectives, parallel
+
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    config = transformers.MixtralConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                        num_key_value_heads=2, intermediate_size=64, num_local_experts=4,
+                                        num_experts_per_tok=2, tie_word_embeddings=False)
+    seq = 8
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        assert model.tp_plan["model.layers.*.mlp.experts"] == "moe_tp_experts"
+        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
+        tokens = torch.randint(0, config.vocab_size, (1, seq))
+        sizes = _ring_sizes()
+        with sizes, CommDebugMode() as comm:
+            model(tokens, labels=tokens).loss.backward()
+    counted = {k.__name__: v for k, v in comm.get_comm_counts().items()}
+    assert counted == {"all_reduce": 6, "allreduce_": 3, "all_gather_into_tensor": 1}  # DTensor's; dist.all_reduce
+
+    spc = spec(config.to_dict())
+    values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 4}  # fp32 on the CPU
+    number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
+    counts = {engine: {k: number(v) for k, v in collectives.training_collectives(
+        parallel.stages(parallel.layout(spc.model(), engine))[0]).items()} for engine in ("hf", None)}
+    assert counts["hf"] == {"all_reduce": 7, "all_gather": 0, "reduce_scatter": 0, "loss": 0, "gathered": 1,
+                            "gathered_grads": 1, "routing": 1}
+    assert counts[None]["routing"] == 0  # (torchtitan's and Megatron's experts: not transformers')
+    assert number(parallel.comm(parallel.layout(spc.model(), "hf"))["tp"]) == sizes.sent

@@ -25,12 +25,10 @@ import sympy as sp
 
 from symllm.arch import symbols as S
 from symllm.arch.components.base import STAT_BYTES
+from symllm.arch.components.embeddings import WHOLE_LOGITS
 from symllm.costs.parallel import vocabulary
 
-__all__ = ["WHOLE_LOGITS", "logits_memory"]
-
-#: the splits of a head whose logits every tensor rank holds whole, its loss transformers' (module docstring)
-WHOLE_LOGITS = ("gathered", "replicated")
+__all__ = ["logits_memory"]
 
 
 def logits_memory(comp, per_rank: bool = False) -> dict[str, sp.Expr]:
