@@ -260,6 +260,29 @@ def test_deltanet_collectives_as_transformers_runs_them(config_class, extra, pro
     assert number(collectives.gathered(stage)["widths"]) == widths
 
 
+def _training_step_comm(config, seq: int) -> tuple[dict, int]:
+    """One training step (forward, the loss, backward) of transformers' model for ``config`` under its whole plan on a
+    fake process group of 2 ranks: CommDebugMode's count of its collectives by name, and the bytes rank 0 sends in
+    them (:func:`_ring_sizes`)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    from torch.distributed.tensor.debug import CommDebugMode
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
+        tokens = torch.randint(0, config.vocab_size, (1, seq))
+        sizes = _ring_sizes()
+        with sizes, CommDebugMode() as comm:
+            model(tokens, labels=tokens).loss.backward()
+    return {k.__name__: v for k, v in comm.get_comm_counts().items()}, sizes.sent
+
+
 def test_hf_training_gathers_the_logits():
     """transformers 5.23's lm_head is ``colwise_gather_output`` (``LlamaForCausalLM._tp_plan``; every family's), and
     its loss is taken over the whole logits: a training step of a one-layer Llama under its whole plan, on a fake
@@ -267,32 +290,18 @@ def test_hf_training_gathers_the_logits():
     up and the lm_head's input gradients in backward) and one all-gather of the logits, and no vocabulary-parallel
     loss statistics (torchtitan's ``loss_parallel``, symllm's default training engine's); symllm's calls and
     ``comm.tp`` bytes under ``--engine hf`` are those (CommDebugMode's count; a dispatch mode's ring shares)."""
-    torch, transformers = requires("torch"), requires("transformers")
+    transformers = requires("transformers")
     import sympy as sp
-    from torch.distributed.tensor.debug import CommDebugMode
-    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
 
     from symllm.arch import symbols as S
     from symllm.costs import collectives, parallel
 
-    from .test_parallel import fake_group
-
-    transformers.logging.set_verbosity_error()
     config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
                                       num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
     seq = 8
-
-    with warnings.catch_warnings(), fake_group(TP) as mesh:
-        warnings.simplefilter("ignore")
-        torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-        assert model.tp_plan["lm_head"] == "colwise_gather_output"
-        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
-        tokens = torch.randint(0, config.vocab_size, (1, seq))
-        sizes = _ring_sizes()
-        with sizes, CommDebugMode() as comm:
-            model(tokens, labels=tokens).loss.backward()
-    assert {k.__name__: v for k, v in comm.get_comm_counts().items()} == {"all_reduce": 9, "all_gather_into_tensor": 1}
+    assert transformers.LlamaForCausalLM._tp_plan["lm_head"] == "colwise_gather_output"
+    counted, sent = _training_step_comm(config, seq)
+    assert counted == {"all_reduce": 9, "all_gather_into_tensor": 1}
 
     spc = spec(config.to_dict())
     values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 4}  # fp32 on the CPU
@@ -301,7 +310,7 @@ def test_hf_training_gathers_the_logits():
     number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
     assert {k: number(v) for k, v in count.items()} == {"all_reduce": 8, "all_gather": 0, "reduce_scatter": 0,
                                                         "loss": 0, "gathered": 1, "gathered_grads": 1, "routing": 0}
-    assert number(parallel.comm(laid)["tp"]) == sizes.sent
+    assert number(parallel.comm(laid)["tp"]) == sent
 
 
 def _loss_memory(vocab: int, seq: int) -> tuple[int, int]:
@@ -376,32 +385,18 @@ def test_hf_training_all_reduces_the_routing_weights_gradient():
     the experts' input gradients and the routing weights' in backward) and one all-gather of the logits, as
     CommDebugMode counts them; symllm's calls under ``--engine hf`` are those (``routing`` one a MoE layer) and its
     ``comm.tp`` the ring shares a dispatch mode adds up, the ``b·s·k`` routing weights' included."""
-    torch, transformers = requires("torch"), requires("transformers")
+    transformers = requires("transformers")
     import sympy as sp
-    from torch.distributed.tensor.debug import CommDebugMode
-    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
 
     from symllm.arch import symbols as S
     from symllm.costs import collectives, parallel
 
-    from .test_parallel import fake_group
-
-    transformers.logging.set_verbosity_error()
     config = transformers.MixtralConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
                                         num_key_value_heads=2, intermediate_size=64, num_local_experts=4,
                                         num_experts_per_tok=2, tie_word_embeddings=False)
     seq = 8
-    with warnings.catch_warnings(), fake_group(TP) as mesh:
-        warnings.simplefilter("ignore")
-        torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-        assert model.tp_plan["model.layers.*.mlp.experts"] == "moe_tp_experts"
-        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
-        tokens = torch.randint(0, config.vocab_size, (1, seq))
-        sizes = _ring_sizes()
-        with sizes, CommDebugMode() as comm:
-            model(tokens, labels=tokens).loss.backward()
-    counted = {k.__name__: v for k, v in comm.get_comm_counts().items()}
+    assert config.base_model_tp_plan["layers.*.mlp.experts"] == "moe_tp_experts"
+    counted, sent = _training_step_comm(config, seq)
     assert counted == {"all_reduce": 6, "allreduce_": 3, "all_gather_into_tensor": 1}  # DTensor's; dist.all_reduce
 
     spc = spec(config.to_dict())
@@ -412,4 +407,4 @@ def test_hf_training_all_reduces_the_routing_weights_gradient():
     assert counts["hf"] == {"all_reduce": 7, "all_gather": 0, "reduce_scatter": 0, "loss": 0, "gathered": 1,
                             "gathered_grads": 1, "routing": 1}
     assert counts[None]["routing"] == 0  # (torchtitan's and Megatron's experts: not transformers')
-    assert number(parallel.comm(parallel.layout(spc.model(), "hf"))["tp"]) == sizes.sent
+    assert number(parallel.comm(parallel.layout(spc.model(), "hf"))["tp"]) == sent
