@@ -170,7 +170,8 @@ def test_hf_plans_collectives_by_hand(name, default, hf):
 
 def _ring_sizes():
     """A dispatch mode that adds up the bytes one rank sends in the functional collectives run under it (``sent``):
-    each one's ring share of its whole tensor (tests/test_parallel.py's ``RING``)."""
+    each one's ring share of its whole tensor (tests/test_parallel.py's ``RING``); and in c10d's in-place all-reduce
+    (``dist.all_reduce``: transformers' ``_AllReduceForward`` and ``_AllReduceBackward``, a list of one tensor)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from .test_parallel import RING
@@ -180,7 +181,9 @@ def _ring_sizes():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kind = func._overloadpacket.__name__
-            if func.namespace == "_c10d_functional" and kind in RING:
+            if func.namespace == "c10d" and kind == "allreduce_":
+                self.sent += sum(RING["all_reduce"](TP, t.numel() * t.element_size()) for t in args[0])
+            elif func.namespace == "_c10d_functional" and kind in RING:
                 whole = args[0].numel() * args[0].element_size() * (TP if kind == "all_gather_into_tensor" else 1)
                 self.sent += RING[kind](TP, whole)
             return func(*args, **(kwargs or {}))
@@ -257,6 +260,29 @@ def test_deltanet_collectives_as_transformers_runs_them(config_class, extra, pro
     assert number(collectives.gathered(stage)["widths"]) == widths
 
 
+def _training_step_comm(config, seq: int) -> tuple[dict, int]:
+    """One training step (forward, the loss, backward) of transformers' model for ``config`` under its whole plan on a
+    fake process group of 2 ranks: CommDebugMode's count of its collectives by name, and the bytes rank 0 sends in
+    them (:func:`_ring_sizes`)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    from torch.distributed.tensor.debug import CommDebugMode
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
+        tokens = torch.randint(0, config.vocab_size, (1, seq))
+        sizes = _ring_sizes()
+        with sizes, CommDebugMode() as comm:
+            model(tokens, labels=tokens).loss.backward()
+    return {k.__name__: v for k, v in comm.get_comm_counts().items()}, sizes.sent
+
+
 def test_hf_training_gathers_the_logits():
     """transformers 5.23's lm_head is ``colwise_gather_output`` (``LlamaForCausalLM._tp_plan``; every family's), and
     its loss is taken over the whole logits: a training step of a one-layer Llama under its whole plan, on a fake
@@ -264,32 +290,18 @@ def test_hf_training_gathers_the_logits():
     up and the lm_head's input gradients in backward) and one all-gather of the logits, and no vocabulary-parallel
     loss statistics (torchtitan's ``loss_parallel``, symllm's default training engine's); symllm's calls and
     ``comm.tp`` bytes under ``--engine hf`` are those (CommDebugMode's count; a dispatch mode's ring shares)."""
-    torch, transformers = requires("torch"), requires("transformers")
+    transformers = requires("transformers")
     import sympy as sp
-    from torch.distributed.tensor.debug import CommDebugMode
-    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
 
     from symllm.arch import symbols as S
     from symllm.costs import collectives, parallel
 
-    from .test_parallel import fake_group
-
-    transformers.logging.set_verbosity_error()
     config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
                                       num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
     seq = 8
-
-    with warnings.catch_warnings(), fake_group(TP) as mesh:
-        warnings.simplefilter("ignore")
-        torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-        assert model.tp_plan["lm_head"] == "colwise_gather_output"
-        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
-        tokens = torch.randint(0, config.vocab_size, (1, seq))
-        sizes = _ring_sizes()
-        with sizes, CommDebugMode() as comm:
-            model(tokens, labels=tokens).loss.backward()
-    assert {k.__name__: v for k, v in comm.get_comm_counts().items()} == {"all_reduce": 9, "all_gather_into_tensor": 1}
+    assert transformers.LlamaForCausalLM._tp_plan["lm_head"] == "colwise_gather_output"
+    counted, sent = _training_step_comm(config, seq)
+    assert counted == {"all_reduce": 9, "all_gather_into_tensor": 1}
 
     spc = spec(config.to_dict())
     values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 4}  # fp32 on the CPU
@@ -297,5 +309,102 @@ def test_hf_training_gathers_the_logits():
     count = collectives.training_collectives(parallel.stages(laid)[0])
     number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
     assert {k: number(v) for k, v in count.items()} == {"all_reduce": 8, "all_gather": 0, "reduce_scatter": 0,
-                                                        "loss": 0, "gathered": 1, "gathered_grads": 1}
-    assert number(parallel.comm(laid)["tp"]) == sizes.sent
+                                                        "loss": 0, "gathered": 1, "gathered_grads": 1, "routing": 0}
+    assert number(parallel.comm(laid)["tp"]) == sent
+
+
+def _loss_memory(vocab: int, seq: int) -> tuple[int, int]:
+    """One training step's forward and backward of a one-layer bf16 Llama of ``vocab`` tokens under transformers'
+    whole plan on a fake process group of 2 ranks (the CPU): the bytes rank 0 saves for backward (torch's
+    ``saved_tensors_hooks``, deduplicated by storage, without the parameters' storages) and MemTracker's peak
+    without the parameters (their local shards), the loss taken as ``model(...).loss`` (the output dropped)."""
+    torch, transformers = requires("torch"), requires("transformers")
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    config = transformers.LlamaConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                      num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
+    local = lambda t: getattr(t, "_local_tensor", t)  # noqa: E731  (a DTensor's shard)
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+        apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
+        params = {local(p).untyped_storage().data_ptr(): local(p).untyped_storage().nbytes()
+                  for p in model.parameters()}
+        saved: dict = {}
+
+        def pack(t):
+            storage = local(t).untyped_storage()
+            if storage.data_ptr() not in params:
+                saved[storage.data_ptr()] = storage.nbytes()
+            return t
+        tokens = torch.randint(0, vocab, (1, seq))
+        tracker = MemTracker()
+        tracker.track_external(model, tokens)
+        with tracker:
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                loss = model(input_ids=tokens, labels=tokens).loss
+            loss.backward()
+        peak = sum(dev["Total"] for dev in tracker.get_tracker_snapshot("peak").values())
+    return sum(saved.values()), peak - sum(params.values())
+
+
+def test_hf_training_holds_the_whole_logits_and_transformers_loss():
+    """transformers 5.23's lm_head is ``colwise_gather_output``: every rank holds the whole ``b·s × V`` logits and
+    takes ``ForCausalLMLoss`` over them (loss/loss_utils.py: ``logits.float()``, then cross_entropy), whose
+    log_softmax saves its fp32 output and whose backward starts with two more fp32 ``b·s × V`` gradients live. What
+    a rank saves and its peak beyond its parameters, measured at two vocabularies (a one-layer bf16 Llama under the
+    whole plan, :func:`_loss_memory`), grow with the vocabulary as symllm's ``--engine hf`` per-GPU activations and
+    training peak beyond the training states do (4 and 12 bytes a token and a logit, on every rank); the default
+    training layout's fused vocabulary-parallel cross-entropy holds ``β_a`` bytes of rank 0's share instead."""
+    seq, small, large = 32, 4096, 8192
+    (saved_small, peak_small), (saved_large, peak_large) = _loss_memory(small, seq), _loss_memory(large, seq)
+    grown = (saved_large - saved_small, peak_large - peak_small)
+    assert grown == (4 * seq * (large - small), 12 * seq * (large - small))
+
+    def per_gpu(vocab: int, engine) -> tuple[int, int]:
+        raw = dict(model_type="llama", vocab_size=vocab, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                   num_key_value_heads=2, intermediate_size=64, tie_word_embeddings=False)
+        m = costs.workload(raw, batch=1, seq=seq, tp=TP, engine=engine)["memory_per_gpu"]
+        return m["activations"], m["training_peak"] - m["training_states"]
+    for engine, expected in (("hf", grown),
+                             (None, (0, 2 * seq * (large - small) // TP))):  # bf16: β_a 2, rank 0's half
+        (a_small, p_small), (a_large, p_large) = per_gpu(small, engine), per_gpu(large, engine)
+        assert (a_large - a_small, p_large - p_small) == expected, engine
+
+
+def test_hf_training_all_reduces_the_routing_weights_gradient():
+    """transformers 5.23's ``moe_tp_experts`` (``MoeExpertsParallel``, distributed/tensor_parallel.py) wraps the
+    experts' hidden states and their ``top_k_weights`` in ``_AllReduceBackward`` and sums their output with
+    ``_AllReduceForward``: a training step of a one-layer Mixtral under its whole plan, on a fake process group of 2
+    ranks, runs 9 all-reduces (the embedding's, o_proj's and the experts' output in forward; q, k, v, the lm_head's and
+    the experts' input gradients and the routing weights' in backward) and one all-gather of the logits, as
+    CommDebugMode counts them; symllm's calls under ``--engine hf`` are those (``routing`` one a MoE layer) and its
+    ``comm.tp`` the ring shares a dispatch mode adds up, the ``b·s·k`` routing weights' included."""
+    transformers = requires("transformers")
+    import sympy as sp
+
+    from symllm.arch import symbols as S
+    from symllm.costs import collectives, parallel
+
+    config = transformers.MixtralConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                        num_key_value_heads=2, intermediate_size=64, num_local_experts=4,
+                                        num_experts_per_tok=2, tie_word_embeddings=False)
+    seq = 8
+    assert config.base_model_tp_plan["layers.*.mlp.experts"] == "moe_tp_experts"
+    counted, sent = _training_step_comm(config, seq)
+    assert counted == {"all_reduce": 6, "allreduce_": 3, "all_gather_into_tensor": 1}  # DTensor's; dist.all_reduce
+
+    spc = spec(config.to_dict())
+    values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 4}  # fp32 on the CPU
+    number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
+    counts = {engine: {k: number(v) for k, v in collectives.training_collectives(
+        parallel.stages(parallel.layout(spc.model(), engine))[0]).items()} for engine in ("hf", None)}
+    assert counts["hf"] == {"all_reduce": 7, "all_gather": 0, "reduce_scatter": 0, "loss": 0, "gathered": 1,
+                            "gathered_grads": 1, "routing": 1}
+    assert counts[None]["routing"] == 0  # (torchtitan's and Megatron's experts: not transformers')
+    assert number(parallel.comm(parallel.layout(spc.model(), "hf"))["tp"]) == sent

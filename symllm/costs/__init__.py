@@ -3,7 +3,8 @@ accelerators and scaling laws.
 
 Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default and its check;
 :mod:`~symllm.costs.peft_targets`: LoRA's target linears by PEFT's or symllm's names),
-:mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``;
+:mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``; :mod:`~symllm.costs.loss_memory`: the
+training loss's logits and gradient, as the head lays them out;
 :mod:`~symllm.costs.decoding`: one phase's FLOPs, decode steps summed in closed form; :mod:`~symllm.costs.numbered`:
 its groups from evaluated forms, without SymPy), :mod:`~symllm.costs.stacks`,
 :mod:`~symllm.costs.selective` (torchtitan's selective op checkpointing),
@@ -50,4 +51,5 @@ __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
     "batching", "schedules", "rings", "tp_overlap",
-    "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication")})
+    "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication",
+    "loss_memory")})

@@ -250,8 +250,11 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     head's too, all-gathered again in backward), tensor-split experts one such pair and a summed
     output; recomputation runs a block's forward collectives again where its policy does not save them
     (:func:`forward_runs`). ``gathered`` and ``gathered_grads``: the forward all-gathers and backward all-reduces of
-    the linears every rank gets whole (:func:`gathered`: each of its own width, not the residual stream's). Their sum
-    is a micro-batch's calls.
+    the linears every rank gets whole (:func:`gathered`: each of its own width, not the residual stream's).
+    ``routing``: under transformers' plan (a stage whose head every rank holds whole,
+    :data:`~symllm.arch.components.embeddings.WHOLE_LOGITS`), the backward all-reduce of each tensor-split experts'
+    routing weights (``b·s·k`` of them: transformers 5.23 ``MoeExpertsParallel`` wraps ``top_k_weights`` in
+    ``_AllReduceBackward`` beside the hidden states). Their sum is a micro-batch's calls.
 
     >>> from symllm.arch.components import model
     >>> from symllm.costs import parallel
@@ -260,20 +263,23 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     >>> c = training_collectives(first)   # 2 forward + 5 backward a layer (wq wk wv w1 w3), the embedding's
     >>> c["all_reduce"].subs(N_p, 1), c["loss"].subs(N_p, 1)   # and the head's input gradient
     (7*L + 2, 3)
-    >>> {k: v.subs(N_p, 1) for k, v in training_collectives(first, seq=True).items()}
-    {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3, 'gathered': 0, 'gathered_grads': 0}
+    >>> {k: v.subs(N_p, 1) for k, v in training_collectives(first, seq=True).items()}  # doctest: +NORMALIZE_WHITESPACE
+    {'all_reduce': 0, 'all_gather': 4*L + 2, 'reduce_scatter': 4*L + 2, 'loss': 3, 'gathered': 0, 'gathered_grads': 0,
+     'routing': 0}
     >>> mc = training_collectives(first, columns="megatron")   # Megatron-Core: linear_qkv, linear_fc1
     >>> mc["all_reduce"].subs(N_p, 1), training_collectives(first, True, columns="megatron")["all_gather"].subs(N_p, 1)
     (4*L + 2, 6*L + 3)
     """
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
+    from symllm.arch.components.embeddings import WHOLE_LOGITS
 
     split_experts = experts == "split"
+    hf = any(c.rules.weight == "head" and c.rules.split in WHOLE_LOGITS for c in stage.walk())
     fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
     again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
     embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them, but for a gathered head
-    counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
+    counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero, "routing": sp.S.Zero}
     if seq:
         counted["reduce_scatter"] += embeddings + heads
         counted["all_gather"] += embeddings + heads * (1 + again)
@@ -305,6 +311,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
                     add("reduce_scatter" if seq else "all_reduce", m)
             elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
+                    add("routing", m * int(hf))  # (transformers': the routing weights' gradient too)
                     if seq:
                         add("all_gather", m * (gather + 1))
                         add("reduce_scatter", m * (scatter + 1))
@@ -320,8 +327,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
 
     visit(stage, sp.S.One, False)
     whole = gathered(stage, recompute)
+    routing = counted.pop("routing")
     return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
-            "gathered_grads": whole["training_reduces"]}
+            "gathered_grads": whole["training_reduces"], "routing": routing}
 
 
 def training_calls(count: dict) -> dict:
@@ -351,8 +359,9 @@ def busiest_calls(num, stages) -> dict:
 def training_tp_bytes(count: dict):
     """Whole bytes one GPU sends in a training micro-batch's tensor-parallel collectives ``count``
     (:func:`training_collectives`): each all-gather or reduce-scatter of the residual stream its ring share
-    (:func:`symllm.costs.rings.ring`), an all-reduce twice that, and the loss's all-reduces of ``b·s``
-    statistics.
+    (:func:`symllm.costs.rings.ring`), an all-reduce twice that, the loss's all-reduces of ``b·s``
+    statistics and the routing weights' of ``b·s·k`` (``β_a``: transformers' routers cast them to the logits' dtype,
+    Mixtral's and Qwen's; DeepSeek-V3's, fp32, are counted so too).
 
     >>> training_tp_bytes({"all_reduce": 1, "all_gather": 0, "reduce_scatter": 0, "loss": 0})
     2*ceiling(b*beta_a*d*s*(N_t - 1)/N_t)
@@ -363,7 +372,8 @@ def training_tp_bytes(count: dict):
 
     residual = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
     return ((2 * count["all_reduce"] + count["all_gather"] + count["reduce_scatter"]) * residual
-            + 2 * count["loss"] * ring(STAT_BYTES * S.b * S.s, S.N_t))
+            + 2 * count["loss"] * ring(STAT_BYTES * S.b * S.s, S.N_t)
+            + 2 * count.get("routing", 0) * ring(S.beta_a * S.b * S.s * S.k, S.N_t))
 
 
 def _link_kind(topology: str) -> str:

@@ -55,6 +55,7 @@ from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
 from symllm.costs.numbered import grouped, named, weight_format_group, workload_numbers
 from symllm.costs.layouts import kind_layout
+from symllm.costs.loss_memory import logits_memory
 from symllm.costs.workloads import (ATTENTION, COMPONENT_STACKS, LOGITS, MEMORY_KINDS, PHASES, Workload, check_stack,
                                     tp_layout, with_stated)
 
@@ -213,8 +214,9 @@ def _training_peak(comp: Component, stack: str, zero_stage: int, recompute: bool
 def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int = 0,
                         recompute: bool | str = False, optimizer: str = "adamw") -> dict[str, sp.Expr]:
     """The terms of ``memory(..., "training_peak")``, which add up to it: ``fused`` and ``eager`` their
-    training states (held throughout), activations, and the logits' gradient ``β_a·b·s·V`` (a fused
-    cross-entropy writes it in place of the logits); an HF stack the fp32 master weights and AdamW moments
+    training states (held throughout), activations, and the logits' gradient (a fused cross-entropy's
+    ``β_a·b·s·V`` in place of the logits; transformers' loss under its plan's head: :mod:`symllm.costs.loss_memory`);
+    an HF stack the fp32 master weights and AdamW moments
     held throughout and the largest moment of the step (:func:`symllm.costs.stacks.training_peak_parts`).
 
     >>> list(training_peak_parts(model())), list(training_peak_parts(model(), "hf-sdpa"))
@@ -224,8 +226,8 @@ def training_peak_parts(comp: Component, stack: str = "fused", zero_stage: int =
         raise SymllmError(f"kind: training_peak is the whole model's (it holds the loss), not {comp.name!r}")
     if stack in COMPONENT_STACKS:
         return {"training_states": _memory(comp, "training_states", zero_stage, recompute, False, optimizer),
-                "activations": activations(comp, recompute=recompute, stack=stack),
-                "logits_gradient": S.beta_a * S.b * S.s * S.V}
+                "activations": _memory(comp, "activations", zero_stage, recompute, stack == "eager", optimizer),
+                "logits_gradient": logits_memory(comp)["gradient"]}
     return stacks.training_peak_parts(comp, stack, recompute, zero_stage, optimizer)
 
 
@@ -245,7 +247,7 @@ def _memory(comp: Component, kind: str, zero_stage: int, recompute: bool | str, 
     elif kind == "training_states":
         out = zero.optimizer_states(comp, zero_stage, optimizer)  # mixed precision, ZeRO-sharded
     elif kind == "activations":
-        out = _activations(comp, recompute, eager)
+        out = _activations(comp, recompute, eager) + logits_memory(comp)["saved"]  # (the loss's, by its head)
     else:
         out = weights + _kv_bytes(comp) + _state_bytes(comp) + S.beta_a * _working_set(comp, eager)
     return substitute(out, dict(comp.definitions))
@@ -422,7 +424,7 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     """Bytes of ``kind`` (:data:`PER_GPU_MEMORY`, :data:`PER_GPU_PEAKS`) that tensor rank 0 of pipeline stage
     ``stages[i]`` holds (:func:`symllm.costs.parallel.stages`: the first, then the last): the per-GPU figures
     of :func:`quantities` are the largest over the stages. The training peak is the stage's states,
-    activations and, on the stage holding the head, the logits' gradient (rank 0's vocabulary share); the
+    activations and, on the stage holding the head, the logits' gradient (:mod:`symllm.costs.loss_memory`); the
     local experts' states shard over the ``N_d/N_e`` ranks that hold the same experts, the rest over ``N_d``
     (DeepSpeed's expert and non-expert groups, each rank 0's padded share).
 
@@ -433,10 +435,9 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     """
     st = stages[i]
     if kind == "training_peak":
-        head = 1 if i == len(stages) - 1 else 1 - sp.Min(1, S.N_p - 1)
         return (stage_memory(stages, i, "training_states", zero_stage, recompute, stack, optimizer)
                 + stage_memory(stages, i, "activations", zero_stage, recompute, stack, optimizer)
-                + head * S.beta_a * S.b * S.s * sp.ceiling(S.V / S.N_t))
+                + logits_memory(st, per_rank=True)["gradient"])
     mem = memory(st, kind, zero_stage=zero_stage, recompute=recompute, stack=stack, optimizer=optimizer)
     experts = parallel.expert_params(st)
     if kind != "training_states" or experts == 0:

@@ -51,6 +51,12 @@ VOCABULARY = {
     "lmdeploy": ("replicated", "held"),
 }
 
+#: the lm_head splits under which every tensor rank holds the whole logits: "gathered" (transformers'
+#: ``colwise_gather_output``) and "replicated" (a plan that keeps the head whole: transformers' Nemotron-H; MLC's,
+#: gpt-fast's, which train nothing); in training transformers' plan alone lays a head out so (``--engine hf``: its
+#: loss, symllm.costs.loss_memory, and its routed experts' collectives, symllm.costs.collectives)
+WHOLE_LOGITS = ("gathered", "replicated")
+
 
 def _engines(part: int, split: str) -> tuple[tuple[str, str], ...]:
     """``Rules.engines`` of a vocabulary part (``part`` 0 the embedding, 1 the lm_head, whose own split is
