@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import collectives, efficiency, figures, gemm_cards, ggml, moe_training, power, schedules, tiles
+from symllm.costs import (collectives, efficiency, figures, gemm_cards, ggml, host_step, moe_training, power, schedules,
+                          tiles)
 from symllm.errors import OptionWarning, SymllmError
 from tests.strategies import attention_grids, timed_cases, timed_workloads
 
@@ -571,10 +572,10 @@ def test_old_vllm_host_work_beyond_the_layers_by_ranks():
     with the layers': tests/test_tp_reductions.py). Engines without the count (CUDA-graph vLLM) pay nothing here."""
     old = figures.engine("vllm-v0.2")
     us = Fraction(1, 10 ** 6)
-    assert collectives.step_host_s(old, 1) == 30 * 24 * us
-    assert collectives.step_host_s(old, 2) == (30 + 8 + 2) * 24 * us
-    assert collectives.step_host_s(old, 8) - collectives.step_host_s(old, 4) == 4 * 24 * us
-    assert collectives.step_host_s(figures.engine("vllm"), 4) == 0
+    assert host_step.step_host_s(old, 1) == 30 * 24 * us
+    assert host_step.step_host_s(old, 2) == (30 + 8 + 2) * 24 * us
+    assert host_step.step_host_s(old, 8) - host_step.step_host_s(old, 4) == 4 * 24 * us
+    assert host_step.step_host_s(figures.engine("vllm"), 4) == 0
 
 
 def test_old_vllm_pads_its_tokens_in_the_residual_all_reduces(monkeypatch):
@@ -597,8 +598,8 @@ def test_old_vllm_pads_its_tokens_in_the_residual_all_reduces(monkeypatch):
 def test_ray_round_trip_only_where_ranks_are_ray_actors():
     """The control plane's Ray round trip (0.904 ms over four ranks) is paid by vllm-v0.2 at TP 4 and not at
     TP 1 (v0.2.0 turns Ray on only for more than one rank), nor by vLLM with CUDA graphs (its driver worker)."""
-    assert collectives.ray_step_s(1) == 0
-    assert collectives.ray_step_s(2) == 1 / Fraction("2057.1") + 1 / Fraction("7183.9")
+    assert host_step.ray_step_s(1) == 0
+    assert host_step.ray_step_s(2) == 1 / Fraction("2057.1") + 1 / Fraction("7183.9")
     assert figures.engine("vllm-v0.2").get("ray_workers") and not figures.engine("vllm").get("ray_workers")
     one = _time("llama2-7b", gpu="a100-80gb", engine="vllm-v0.2", dtype="fp16", seq=5, context=55)["expected"]
     # one rank: 32 x 14 kernels and the 30 launches beyond them at 24 us and 0.3 ms (no all-reduce, no Ray)

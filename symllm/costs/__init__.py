@@ -27,7 +27,8 @@ data file and engines by name; :mod:`~symllm.costs.gemm_cards`: a card's GEMMs a
 step's optimizer and FSDP copy-out passes; :mod:`~symllm.costs.moe_training`: a mixture's training costs beyond
 its GEMMs;
 :mod:`~symllm.costs.collectives`: a step's collectives (one count, inference's and a training micro-batch's),
-all-reduces, all-to-alls and Ray's round trip; :mod:`~symllm.costs.rings`: ring collectives' bytes, a step's
+all-reduces and all-to-alls; :mod:`~symllm.costs.host_step`: Ray's round trip and an eager engine's host work a
+step; :mod:`~symllm.costs.rings`: ring collectives' bytes, a step's
 data-parallel ones under each ZeRO stage;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.attention_training`: a training step's
 attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power limits;
@@ -50,6 +51,6 @@ __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "figures", "gemm_cards", "collectives", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
-    "batching", "schedules", "rings", "tp_overlap",
+    "batching", "schedules", "rings", "tp_overlap", "host_step",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication",
     "loss_memory")})

@@ -22,8 +22,7 @@ __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "redu
            "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape", "training_collectives",
            "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_latency_s",
            "allreduce_s", "gather_latency_s",
-           "training_tp_s", "dp_collectives", "training_dp_s", "p2p_latency_s", "p2p_s", "alltoall_s", "ray_step_s",
-           "step_host_s"]
+           "training_tp_s", "dp_collectives", "training_dp_s", "p2p_latency_s", "p2p_s", "alltoall_s"]
 
 
 #: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
@@ -571,37 +570,3 @@ def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None, ranks: int 
     eff = data()["moe"]["alltoall"].get(_link_kind(link[0]), c["efficiency"])
     latency = allreduce_latency_s(link, ranks) if calls else Fraction(0)
     return calls * latency + Fraction(sent_bytes) / (_x(eff) * link[1])
-
-
-def ray_step_s(workers: int) -> Fraction:
-    """Seconds a step's control plane takes where an engine drives ``workers`` ranks as Ray actors
-    (``control_plane.ray`` in efficiency.json, Ray 2.7.0's release microbenchmarks): one synchronous actor call's
-    round trip, and each further call's submission at the asynchronous rate; nothing for one rank (no Ray).
-
-    >>> round(float(ray_step_s(4)) * 1e6, 1), ray_step_s(1)   # 1/2057.1 + 3/7183.9 s
-    (903.7, Fraction(0, 1))
-    """
-    if workers <= 1:
-        return Fraction(0)
-    ray = data()["control_plane"]["ray"]
-    return 1 / _x(ray["sync_calls_per_s"]) + (workers - 1) / _x(ray["async_calls_per_s"])
-
-
-def step_host_s(serve: dict, tp: int) -> Fraction:
-    """Seconds an eager engine's host spends a step beyond its layers' kernels while the GPU waits for it
-    (``step_host`` under an engine in efficiency.json, counted in its code: its inputs' copies, the embedding,
-    the sampler's launches between its syncs): ``launches`` at ``kernel.host_s``; over ``tp`` > 1 ranks
-    ``split_launches`` and ``per_rank_launches`` a rank more (the embedding's all-reduce and the logits' gather
-    are calls of the step's collectives, :func:`step_collectives`). Nothing for an engine without the figure.
-
-    >>> from symllm.costs.figures import engine
-    >>> round(float(step_host_s(engine("vllm-v0.2"), 4)) * 1e6, 1)   # (30 + 8 + 4) x 24 us
-    1008.0
-    >>> step_host_s(engine("vllm"), 4)
-    Fraction(0, 1)
-    """
-    host = serve.get("step_host")
-    if not host:
-        return Fraction(0)
-    launches = host["launches"] + ((host["split_launches"] + tp * host["per_rank_launches"]) if tp > 1 else 0)
-    return launches * _x(data()["kernel"]["host_s"])

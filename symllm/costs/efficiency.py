@@ -35,8 +35,8 @@ each figure with its source:
   ``kernels × kernel.host_s + all-reduces × kernel.collective_host_s`` (torch.distributed's call from Python;
   the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
   (sampling, scheduling), one that drives its ranks as Ray actors a round trip to them
-  (:func:`symllm.costs.collectives.ray_step_s`), an eager one the host's work beyond its layers while the GPU
-  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency at
+  (:func:`symllm.costs.host_step.ray_step_s`), an eager one the host's work beyond its layers while the GPU
+  waits (:func:`symllm.costs.host_step.step_host_s`). Each tensor-parallel all-reduce costs the link's latency at
   the ranks (:func:`symllm.costs.collectives.allreduce_latency_s`) plus the bytes each rank sends at the link's bus
   bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the engine's own one-shot
   all-reduce's latency over NVLink.
@@ -89,9 +89,9 @@ from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs import tp_overlap
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import (allreduce_s, dp_collectives, p2p_s, ray_step_s, step_host_s, training_dp_s,
-                                     training_tp_s)
+from symllm.costs.collectives import allreduce_s, dp_collectives, p2p_s, training_dp_s, training_tp_s
 from symllm.costs.figures import KINDS, data, engine, engine_for, fraction as _x, interpolate
+from symllm.costs.host_step import ray_step_s, step_host_s
 from symllm.costs.fp8_casts import fp8_quantize_s
 from symllm.costs.gemm_cards import card_scale
 from symllm.costs.moe_training import moe_host_launch_s, moe_layer_floor_s, moe_training_s
