@@ -85,3 +85,20 @@ def test_plan_help_says_every_batch_is_tried(capsys):
     help_text = subprocess.run([sys.executable, "-m", "symllm", "plan", "--help"], capture_output=True, text=True,
                                check=True).stdout
     assert "every batch 1, 2, 3, ... up to it" in " ".join(help_text.split())
+
+
+def test_max_num_batched_tokens_where_the_engine_sizes_its_own_working_set(capsys):
+    """llama.cpp reserves its compute buffer for one micro-batch of n_ubatch tokens (512 by default: llama.cpp
+    common/common.h, ``int32_t n_ubatch = 512``), whatever --max-num-batched-tokens says: the option changed none of
+    its numbers and said nothing. Now one warning line names the 512 tokens it holds; vLLM, whose profile run is
+    max_num_batched_tokens, takes it without one."""
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--seq", "1000", "--gen", "100",
+            "--concurrency", "4", "--json"]
+    off = json.loads(_run(capsys, *base, "--engine", "llama.cpp")[0])["serving"]
+    out, err = _run(capsys, *base, "--engine", "llama.cpp", "--max-num-batched-tokens", "1024")
+    on = json.loads(out)["serving"]
+    assert err.strip() == ("symllm: warning: --max-num-batched-tokens ignored: llama.cpp holds its own working set "
+                           "(512 tokens)")
+    assert on["activation_peak"] == off["activation_peak"] and on["load"]["ttft_s"] == off["load"]["ttft_s"]
+    out, err = _run(capsys, *base, "--engine", "vllm", "--max-num-batched-tokens", "1024")
+    assert err == "" and json.loads(out)["serving"]["profile_tokens"] == 1024

@@ -12,7 +12,7 @@ import warnings
 from fractions import Fraction
 
 from symllm.arch import config as cfgmod
-from symllm.errors import SymllmError
+from symllm.errors import OptionWarning, SymllmError
 from symllm.files import json_text, write_atomic
 from symllm import validate
 from symllm.present.format import grouped, human, human_bytes, layout_words
@@ -203,6 +203,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         from symllm.studies import quick
         evaluate = quick.evaluator(config)
         work["serving"] = serving.capacity(config, **given, **serve, evaluate=evaluate)
+        profiled = work["serving"].get("profile_tokens", serve.get("max_num_batched_tokens"))
+        if "max_num_batched_tokens" in serve and profiled != serve["max_num_batched_tokens"]:  # the engine's rule
+            warnings.warn(f"--max-num-batched-tokens ignored: {work['serving']['engine']} holds its own working set "
+                          f"({profiled:,} tokens)", OptionWarning)
         if args.concurrency is not None or args.request_rate is not None:  # under load (symllm.costs.traffic)
             from symllm.costs import traffic
             held = work["serving"].get("most_sequences")  # a cache sized by the context: the engine under load is
