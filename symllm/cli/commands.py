@@ -12,7 +12,7 @@ import warnings
 from fractions import Fraction
 
 from symllm.arch import config as cfgmod
-from symllm.errors import SymllmError
+from symllm.errors import OptionWarning, SymllmError
 from symllm.files import json_text, write_atomic
 from symllm import validate
 from symllm.present.format import grouped, human, human_bytes, layout_words
@@ -65,12 +65,16 @@ def _given(args, names=Workload.names()) -> dict:
 
 def _warn_untimed(given: dict, timed: bool, needs: str = "--gpu") -> None:
     """A warning for what prints nothing: ``--tokens`` where no training step is timed (``timed``: without
-    ``needs``), and ``--price`` without the ``--tokens`` whose GPU-hours it prices."""
+    ``needs``), ``--price`` without the ``--tokens`` whose GPU-hours it prices, and ``--tp-overlap`` without
+    the ``--sp`` collectives it overlaps (Megatron-LM refuses ``--tp-comm-overlap`` without
+    ``--sequence-parallel``; a plan enumerates sp itself)."""
     lacks = {"tokens": [] if timed else [needs],
-             "price": ([] if "tokens" in given else ["--tokens"]) + ([] if timed else [needs])}
+             "price": ([] if "tokens" in given else ["--tokens"]) + ([] if timed else [needs]),
+             "tp_overlap": ([] if timed else [needs]) + ([] if given.get("sp") or needs == "--train" else ["--sp"])}
     for k, missing in lacks.items():
-        if k in given and missing:
-            print(f"symllm: warning: --{k} does not apply without {' and '.join(missing)} (ignored)", file=sys.stderr)
+        if k in given and given[k] is not False and missing:
+            print(f"symllm: warning: --{k.replace('_', '-')} does not apply without {' and '.join(missing)} "
+                  "(ignored)", file=sys.stderr)
 
 
 #: the types a Workload field's annotation may name (its annotations are strings: ``from __future__ import
@@ -199,6 +203,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         from symllm.studies import quick
         evaluate = quick.evaluator(config)
         work["serving"] = serving.capacity(config, **given, **serve, evaluate=evaluate)
+        profiled = work["serving"].get("profile_tokens", serve.get("max_num_batched_tokens"))
+        if "max_num_batched_tokens" in serve and profiled != serve["max_num_batched_tokens"]:  # the engine's rule
+            warnings.warn(f"--max-num-batched-tokens ignored: {work['serving']['engine']} holds its own working set "
+                          f"({profiled:,} tokens)", OptionWarning)
         if args.concurrency is not None or args.request_rate is not None:  # under load (symllm.costs.traffic)
             from symllm.costs import traffic
             held = work["serving"].get("most_sequences")  # a cache sized by the context: the engine under load is
@@ -325,7 +333,9 @@ def cmd_plan(args) -> int:
         with _any_int_digits():  # exact numbers of any length
             print(json_text(result.to_dict(args.top)))
         return 0
-    for line in plan_lines(result, args.top or 10):
+    # the training engine's TP overlap, as a layout under --sp runs it (plan enumerates tp and sp)
+    overlap = result.training and _overlapped({**result.workload, "tp": 2, "sp": True})
+    for line in plan_lines(result, args.top or 10, overlap):
         print(line)
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
         print(wrap_text(f"({_stated_format(config, given)})"))

@@ -99,9 +99,10 @@ def weight_table(fmt: str, total: int, bits) -> str:
 MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak": "training_peak (full fine-tuning)"}
 
 
-def plan_lines(p, top: int) -> list[str]:
+def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
     """``plan``'s table from a :class:`symllm.studies.plans.Plan`: the best ``top`` layouts, the drop
-    counts; nothing computed here."""
+    counts, ``overlap`` where the sp rows' expected steps overlap their tensor-parallel collectives (the
+    training engine's, Workload.tp_overlapped); nothing computed here."""
     w = p.workload
     what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
             else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
@@ -154,7 +155,9 @@ def plan_lines(p, top: int) -> list[str]:
                          "is one token a sequence at the context above (s + n unless --context)."))
     out.append(wrap_text(f"Pipeline splits: {p.splits}."))
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
-                         f"measured efficiencies, {p.engine} conventions, docs/efficiency.md) for the best rows; "
+                         f"measured efficiencies, {p.engine} conventions"
+                         + (", the sp rows' tensor-parallel collectives overlapped with their GEMMs (TP overlap)"
+                            if overlap else "") + ", docs/efficiency.md) for the best rows; "
                          + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once; MFU: model FLOPs (attention's causal "
                         "pairs) a second over the GPUs' dense peak of the matmuls' dtype"
@@ -225,6 +228,10 @@ def serve_lines(r: dict) -> str:
               if "fraction_name" in r else f"{r['batch']:,} x {r['kv_tokens'] // r['batch']:,} tokens"),
              (f"max concurrency at {r['context']:,}", f"{float(r['max_concurrency']):.2f}x",
               "fits" if r["fits"] else "one request does not fit" if "fraction_name" in r else "does not fit")]
+    if "most_sequences" in r:  # a cache sized by the context: the most the card's room holds (count's verdict's)
+        rows.append(("most sequences the card holds", f"{r['most_sequences']:,}",
+                     f"of {r['context']:,} tokens each, in what the rows above leave (--batch or --concurrency up "
+                     "to it)"))
     title = ("serving (vLLM paged KV cache)" if r.get("kv_rule", "vllm") == "vllm"
              else f"serving ({r['engine']}'s KV cache)")
     out = aligned_table(rows, (title, "", ""), text_columns=(1, 2), wrap=2)

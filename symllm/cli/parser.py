@@ -432,7 +432,8 @@ def _plan_args(p) -> None:
     p.add_argument("--global-batch", type=int, default=None,
                    help="training: sequences per optimizer step (default: one per GPU)")
     p.add_argument("--concurrency", type=int, default=256,
-                   help="serving: the most sequences per replica tried (1, 2, 4, ... up to it; default 256)")
+                   help="serving: the most sequences per replica tried (every batch 1, 2, 3, ... up to it; "
+                        "default 256)")
     p.add_argument("--top", type=int, default=None, help="layouts shown (default 10; --json: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workload_options(p.add_argument_group("workload shared by every layout"), exclude=PLAN_ENUMERATES)

@@ -227,7 +227,8 @@ class Report:
                  ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack")]
         rows += [("training step", f"{t['training_step_s']:.4g} s",
                   f"MFU {t['mfu']:.1%}; expected {e['training_step_s']:.4g} s, MFU {e['mfu']:.1%} "
-                  + (f"and HFU {e['hfu']:.1%} " if e["hfu"] != e["mfu"] else "") + f"({e['training_engine']})"),
+                  + (f"and HFU {e['hfu']:.1%} " if e["hfu"] != e["mfu"] else "") + f"({e['training_engine']}"
+                  + (", TP overlap" if work.tp_overlapped else "") + ")"),  # --tp-overlap moves it (tp_overlap)
                  ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
                   f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
                  ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
