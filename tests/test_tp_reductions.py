@@ -370,8 +370,8 @@ def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, 
     input's gradient in backward (2) and ``wo`` its output in forward (1): 3; with it each group all-gathers its input
     in forward and reduce-scatters the gradient (Megatron: the input gathered again in backward, 2 + 2) and ``wo``
     reduce-scatters its output and all-gathers the gradient: Megatron 5 all-gathers and 3 reduce-scatters, DTensor
-    3 and 3. (Before, the two were one group: 2 all-reduces, or 3 and 2, or 2 and 2. The latents' collectives are
-    sized here as the residual stream's, as every column group is: their own widths are not modelled.)"""
+    3 and 3. (Before, the two were one group: 2 all-reduces, or 3 and 2, or 2 and 2.) Each group's collectives are of
+    its own input's width, the latents': test_mla_latent_collectives_sized_by_their_width_by_hand."""
     from symllm.arch.components import Component
     from symllm.arch.components.latent import latent_attention
     from symllm.costs import collectives
@@ -379,3 +379,53 @@ def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, 
     sublayer = Component("block", children=(latent_attention(queries=queries),))
     count = collectives.training_collectives(sublayer, sp, columns=engine)
     assert {k: count[k] for k in counted} == counted
+
+
+#: DeepSeek-V3's config.json (deepseek-ai/DeepSeek-V3, read 2026-11-29): hidden_size, q_lora_rank, kv_lora_rank,
+#: num_hidden_layers, first_k_dense_replace (the first 3 layers dense, the other 58 MoE)
+DSV3 = {"d": 7168, "q_lora_rank": 1536, "kv_lora_rank": 512, "layers": 61, "dense": 3}
+
+
+def _ring(width: int, tp: int = 8, b: int = 1, s: int = 2048, dtype_bytes: int = 2) -> int:
+    """What the busiest of ``tp`` ranks sends in a ring all-gather or reduce-scatter of a ``b·s·width`` bf16 tensor
+    (``tp - 1`` of its ``tp`` chunks; an all-reduce twice this), by hand."""
+    full = dtype_bytes * b * s * width
+    return full - full // tp
+
+
+@pytest.mark.parametrize("engine, sp", [("torchtitan", False), ("torchtitan", True),
+                                        ("megatron", False), ("megatron", True)])
+def test_mla_latent_collectives_sized_by_their_width_by_hand(engine, sp):
+    """comm.tp of DeepSeek-V3 at TP 8, b 1, s 2048 (bf16), by hand: each collective is of its own tensor's width.
+    The residual stream's are ``d`` 7,168 wide (2·2048·7168·7/8 = 25,690,112 bytes each), but MLA's column groups
+    read the latents: ``wq_b`` the query latent, ``q_lora_rank`` 1,536 (5,505,024 bytes), ``wkv_b`` the key-value
+    latent, ``kv_lora_rank`` 512 (1,835,008 bytes); ``wq_a``/``wkv_a`` replicated (DeepSeek's inference/model.py
+    ``Linear``), no collective. The loss: 3 fp32 all-reduces of b·s statistics (2·(4·2048·7/8) = 14,336 bytes each).
+
+    Per layer, by collective (all-reduce = 2 shares; an all-gather or a reduce-scatter one):
+
+    * torchtitan (DTensor, one collective a column linear), no sp: ``wo`` 1 all-reduce (d), ``wq_b``'s and
+      ``wkv_b``'s input gradients 1 each (r_q, r_kv); dense FFN ``w1``, ``w3``, ``w2``: 3 (d); MoE layer: the shared
+      expert's 3 and the tensor-split routed experts' pair 2: 5 (d). Plus embedding and head 1 each.
+      d: 61 + 3·3 + 58·5 + 2 = 362 all-reduces; r_q 61, r_kv 61.
+    * torchtitan, sp: every group all-gathers its input and reduce-scatters its gradient (2 shares), every summed
+      output reduce-scatters and all-gathers its gradient (2), routed experts 4: d shares 61·2 + 3·4 + 58·8 + 2 + 2
+      = 602; r_q 2·61, r_kv 2·61.
+    * megatron (ColumnParallelLinear: the linears sharing an input one), no sp: ``wo`` 1, ``linear_fc1`` 1,
+      ``linear_fc2`` 1, routed experts 2: d 61 + 3·2 + 58·4 + 2 = 301 all-reduces; r_q 61, r_kv 61.
+    * megatron, sp: a group's input all-gathered again in backward (3 shares), the head's too (3): d shares
+      61·2 + 3·(3 + 2) + 58·(3 + 2 + 4) + 2 + 3 = 664; r_q 3·61 = 183, r_kv 183.
+    """
+    d, r_q, r_kv, layers, dense = (DSV3[k] for k in ("d", "q_lora_rank", "kv_lora_rank", "layers", "dense"))
+    moe = layers - dense
+    loss = 3 * 2 * (4 * 2048 - 4 * 2048 // 8)
+    shares = {("torchtitan", False): (2 * (layers + 3 * dense + 5 * moe + 2), 2 * layers, 2 * layers),
+              ("torchtitan", True): (2 * layers + 4 * dense + 8 * moe + 2 + 2, 2 * layers, 2 * layers),
+              ("megatron", False): (2 * (layers + 2 * dense + 4 * moe + 2), 2 * layers, 2 * layers),
+              ("megatron", True): (2 * layers + 5 * dense + 9 * moe + 2 + 3, 3 * layers, 3 * layers)}[engine, sp]
+    assert shares[0] == {("torchtitan", False): 724, ("torchtitan", True): 602, ("megatron", False): 602,
+                         ("megatron", True): 664}[engine, sp]
+    by_hand = shares[0] * _ring(d) + shares[1] * _ring(r_q) + shares[2] * _ring(r_kv) + loss
+    assert (_ring(d), _ring(r_q), _ring(r_kv), loss) == (25_690_112, 5_505_024, 1_835_008, 43_008)
+    ours = symllm.workload("deepseek-v3", batch=1, seq=2048, tp=8, sp=sp, engine=engine)["comm"]["tp"]
+    assert int(ours) == by_hand

@@ -18,7 +18,7 @@ from symllm.costs.figures import data, fraction as _x
 from symllm.validate import choice
 
 __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
-           "step_collectives",
+           "step_collectives", "row_bytes",
            "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape", "training_collectives",
            "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_s", "gather_latency_s",
            "training_tp_s", "dp_collectives", "training_dp_s", "p2p_latency_s", "p2p_s", "alltoall_s", "ray_step_s",
@@ -122,8 +122,6 @@ def gathered(stage, recompute=False) -> dict:
     (1, d, 1)
     """
     import sympy as sp
-    from symllm.arch import symbols as S
-    from symllm.costs.rings import ring
 
     def visit(comp, checkpointed: bool) -> tuple:
         checkpointed = checkpointed or comp.checkpoint != 0
@@ -131,9 +129,8 @@ def gathered(stage, recompute=False) -> dict:
         if comp.rules.split == "gathered":
             fan_in, fan_out = comp.shape
             runs = forward_runs("all_gather", recompute) if checkpointed else 1
-            row = S.beta_a * S.b * S.s
             step = int(comp.rules.weight != "head")
-            own = (step, step * fan_out, runs, 1, runs * ring(row * fan_out, S.N_t) + 2 * ring(row * fan_in, S.N_t))
+            own = (step, step * fan_out, runs, 1, runs * row_bytes(fan_out) + 2 * row_bytes(fan_in))
         below = [visit(c, checkpointed) for c in comp.children]
         return tuple(comp.repeat * (x + sum((b[i] for b in below), sp.S.Zero)) for i, x in enumerate(own))
     calls, widths, gathers, reduces, sent = visit(stage, False)
@@ -265,22 +262,35 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     >>> mc["all_reduce"].subs(N_p, 1), training_collectives(first, True, columns="megatron")["all_gather"].subs(N_p, 1)
     (4*L + 2, 6*L + 3)
     """
+    sized, heads = _sized(stage, seq, recompute, experts, columns)
+    counted = {"all_reduce": 0, "all_gather": 0, "reduce_scatter": 0}
+    for (kind, _), n in sized.items():
+        counted[kind] += n
+    whole = gathered(stage, recompute)
+    return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
+            "gathered_grads": whole["training_reduces"]}
+
+
+def _sized(stage, seq, recompute, experts, columns) -> tuple:
+    """:func:`training_collectives`' residual and column collectives by ``(kind, width)`` (a column group's width its
+    input's, its fan-in; the rest ``d``) and the stage's vocabulary-split heads: what calls and bytes both read."""
     import sympy as sp
+    from symllm.arch import symbols as S
     from symllm.arch.components.base import COLUMNS
 
     split_experts = experts == "split"
     fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
     again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
     embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them, but for a gathered head
-    counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero}
+    counted = {(k, S.d): sp.S.Zero for k in ("all_reduce", "all_gather", "reduce_scatter")}
     if seq:
-        counted["reduce_scatter"] += embeddings + heads
-        counted["all_gather"] += embeddings + heads * (1 + again)
+        counted["reduce_scatter", S.d] += embeddings + heads
+        counted["all_gather", S.d] += embeddings + heads * (1 + again)
     else:
-        counted["all_reduce"] += embeddings + heads
+        counted["all_reduce", S.d] += embeddings + heads
 
-    def add(kind: str, n) -> None:
-        counted[kind] += n
+    def add(kind: str, n, width=S.d) -> None:
+        counted[kind, width] = counted.get((kind, width), sp.S.Zero) + n
 
     def visit(comp, mult, checkpointed: bool) -> None:  # the blocks': every split part but the step's own two
         mult = mult * comp.repeat
@@ -293,15 +303,16 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
                 continue  # counted from the step's count above
             if style in (*COLUMNS, "merged"):
+                fan_in = c.shape[0] if c.shape else S.d  # the group's input: its collectives' width
                 if not seq and not fused:  # each one's input gradient, all-reduced in backward
-                    add("all_reduce", m)
-                elif (c.shape or (None,))[0] not in grouped:  # the linears sharing an input, as one: their summed
-                    # input gradients reduced once in backward (seq: one all-gather before them, their gradients
-                    # reduce-scattered); MLA's query and key-value up-projections read two latents: two groups
-                    grouped.add((c.shape or (None,))[0])
+                    add("all_reduce", m, fan_in)
+                elif fan_in not in grouped:  # the linears sharing an input, as one: their summed input gradients
+                    # reduced once in backward (seq: one all-gather before them, their gradients reduce-scattered);
+                    # MLA's query and key-value up-projections read two latents: two groups, each its own width
+                    grouped.add(fan_in)
                     if seq:
-                        add("all_gather", m * (gather + again))
-                    add("reduce_scatter" if seq else "all_reduce", m)
+                        add("all_gather", m * (gather + again), fan_in)
+                    add("reduce_scatter" if seq else "all_reduce", m, fan_in)
             elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
                     if seq:
@@ -318,9 +329,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
                 visit(c, mult, checkpointed)
 
     visit(stage, sp.S.One, False)
-    whole = gathered(stage, recompute)
-    return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
-            "gathered_grads": whole["training_reduces"]}
+    return counted, heads
 
 
 def training_calls(count: dict) -> dict:
@@ -347,22 +356,44 @@ def busiest_calls(num, stages) -> dict:
     return max(calls, key=lambda c: c["training_tp_calls"])
 
 
-def training_tp_bytes(count: dict):
-    """Whole bytes one GPU sends in a training micro-batch's tensor-parallel collectives ``count``
-    (:func:`training_collectives`): each all-gather or reduce-scatter of the residual stream its ring share
-    (:func:`symllm.costs.rings.ring`), an all-reduce twice that, and the loss's all-reduces of ``b·s``
-    statistics.
+def row_bytes(width):
+    """Whole bytes one GPU sends in a tensor-parallel all-gather or reduce-scatter of a micro-batch's activations
+    ``width`` wide (``β_a·b·s·width``): its ring share (:func:`symllm.costs.rings.ring`); an all-reduce twice this.
 
-    >>> training_tp_bytes({"all_reduce": 1, "all_gather": 0, "reduce_scatter": 0, "loss": 0})
-    2*ceiling(b*beta_a*d*s*(N_t - 1)/N_t)
+    >>> from symllm.arch.symbols import r_kv
+    >>> row_bytes(r_kv)
+    ceiling(b*beta_a*r_kv*s*(N_t - 1)/N_t)
     """
+    from symllm.arch import symbols as S
+    from symllm.costs.rings import ring
+
+    return ring(S.beta_a * S.b * S.s * width, S.N_t)
+
+
+def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split",
+                      columns: str = "dtensor"):
+    """Whole bytes one GPU sends in the tensor-parallel collectives of a training micro-batch through ``stage``
+    (:func:`training_collectives`, its options alike): each all-gather or reduce-scatter :func:`row_bytes` of its
+    own width (the residual stream's, a column group's input's: MLA's latents), an all-reduce twice that, the
+    loss's all-reduces of ``b·s`` fp32 statistics, and the gathered linears' (:func:`gathered`).
+
+    >>> from symllm.arch.components import Component
+    >>> from symllm.arch.components.latent import latent_attention
+    >>> from symllm.arch import symbols as S
+    >>> mla = Component("block", children=(latent_attention(),))   # wq_b's, wkv_b's input gradients; wo's output
+    >>> training_tp_bytes(mla) == 2 * (row_bytes(S.r_q) + row_bytes(S.r_kv) + row_bytes(S.d))
+    True
+    """
+    import sympy as sp
     from symllm.arch import symbols as S
     from symllm.arch.components import STAT_BYTES
     from symllm.costs.rings import ring
 
-    residual = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
-    return ((2 * count["all_reduce"] + count["all_gather"] + count["reduce_scatter"]) * residual
-            + 2 * count["loss"] * ring(STAT_BYTES * S.b * S.s, S.N_t))
+    sized, heads = _sized(stage, seq, recompute, experts, columns)
+    sent = sum(((2 if kind == "all_reduce" else 1) * n * row_bytes(width) for (kind, width), n in sized.items()),
+               sp.S.Zero)
+    return (sent + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
+            + gathered(stage, recompute)["training_bytes"])
 
 
 def _link_kind(topology: str) -> str:

@@ -106,7 +106,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.components.base import COLUMNS, EXPERT_SPLITS
 from symllm.costs import zero
-from symllm.costs.collectives import gathered, moe_alltoalls, training_collectives, training_tp_bytes
+from symllm.costs.collectives import moe_alltoalls, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
@@ -485,8 +485,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     graded = mdl.trained()  # the parameters that get a gradient (mdl itself where every one does)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
-        "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts, columns))
-                        + gathered(st, recompute)["training_bytes"] for st in (first, last))),
+        "tp": maximum(*(training_tp_bytes(st, sp_, recompute, experts, columns) for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
                        params_per_gpu(graded, sp_, experts=experts)),
