@@ -382,8 +382,8 @@ def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, 
 
 
 #: DeepSeek-V3's config.json (deepseek-ai/DeepSeek-V3, read 2026-11-29): hidden_size, q_lora_rank, kv_lora_rank,
-#: num_hidden_layers, first_k_dense_replace (the first 3 layers dense, the other 58 MoE)
-DSV3 = {"d": 7168, "q_lora_rank": 1536, "kv_lora_rank": 512, "layers": 61, "dense": 3}
+#: qk_rope_head_dim, num_hidden_layers, first_k_dense_replace (the first 3 layers dense, the other 58 MoE)
+DSV3 = {"d": 7168, "q_lora_rank": 1536, "kv_lora_rank": 512, "rope": 64, "layers": 61, "dense": 3}
 
 
 def _ring(width: int, tp: int = 8, b: int = 1, s: int = 2048, dtype_bytes: int = 2) -> int:
@@ -397,35 +397,59 @@ def _ring(width: int, tp: int = 8, b: int = 1, s: int = 2048, dtype_bytes: int =
                                         ("megatron", False), ("megatron", True)])
 def test_mla_latent_collectives_sized_by_their_width_by_hand(engine, sp):
     """comm.tp of DeepSeek-V3 at TP 8, b 1, s 2048 (bf16), by hand: each collective is of its own tensor's width.
-    The residual stream's are ``d`` 7,168 wide (2·2048·7168·7/8 = 25,690,112 bytes each), but MLA's column groups
+    The residual stream's are ``d`` 7,168 wide (2·2048·7168·7/8 = 25,690,112 bytes a share), but MLA's up-projections
     read the latents: ``wq_b`` the query latent, ``q_lora_rank`` 1,536 (5,505,024 bytes), ``wkv_b`` the key-value
-    latent, ``kv_lora_rank`` 512 (1,835,008 bytes); ``wq_a``/``wkv_a`` replicated (DeepSeek's inference/model.py
-    ``Linear``), no collective. The loss: 3 fp32 all-reduces of b·s statistics (2·(4·2048·7/8) = 14,336 bytes each).
+    latent, ``kv_lora_rank`` 512 (1,835,008 bytes). The loss: 3 fp32 all-reduces of b·s statistics (2·(4·2048·7/8) =
+    14,336 bytes each). Counted in shares (an all-reduce 2, an all-gather or a reduce-scatter 1):
 
-    Per layer, by collective (all-reduce = 2 shares; an all-gather or a reduce-scatter one):
-
-    * torchtitan (DTensor, one collective a column linear), no sp: ``wo`` 1 all-reduce (d), ``wq_b``'s and
-      ``wkv_b``'s input gradients 1 each (r_q, r_kv); dense FFN ``w1``, ``w3``, ``w2``: 3 (d); MoE layer: the shared
-      expert's 3 and the tensor-split routed experts' pair 2: 5 (d). Plus embedding and head 1 each.
-      d: 61 + 3·3 + 58·5 + 2 = 362 all-reduces; r_q 61, r_kv 61.
+    * torchtitan (DTensor, one collective a column linear; DeepSeek's ``wq_a``/``wkv_a`` replicated, inference/model.py
+      ``Linear``), no sp: ``wo`` 1 all-reduce (d), ``wq_b``'s and ``wkv_b``'s input gradients 1 each (r_q, r_kv);
+      dense FFN ``w1``, ``w3``, ``w2``: 3 (d); MoE layer: the shared expert's 3 and the tensor-split routed experts'
+      pair 2: 5 (d). Plus embedding and head 1 each. d: 2·(61 + 3·3 + 58·5 + 2) = 724 shares; r_q 2·61, r_kv 2·61.
     * torchtitan, sp: every group all-gathers its input and reduce-scatters its gradient (2 shares), every summed
-      output reduce-scatters and all-gathers its gradient (2), routed experts 4: d shares 61·2 + 3·4 + 58·8 + 2 + 2
-      = 602; r_q 2·61, r_kv 2·61.
-    * megatron (ColumnParallelLinear: the linears sharing an input one), no sp: ``wo`` 1, ``linear_fc1`` 1,
-      ``linear_fc2`` 1, routed experts 2: d 61 + 3·2 + 58·4 + 2 = 301 all-reduces; r_q 61, r_kv 61.
-    * megatron, sp: a group's input all-gathered again in backward (3 shares), the head's too (3): d shares
-      61·2 + 3·(3 + 2) + 58·(3 + 2 + 4) + 2 + 3 = 664; r_q 3·61 = 183, r_kv 183.
+      output reduce-scatters and all-gathers its gradient (2), routed experts 4: d 61·2 + 3·4 + 58·8 + 2 + 2 = 602;
+      r_q 2·61, r_kv 2·61.
+    * megatron (ColumnParallelLinear, the linears sharing an input one), no sp: ``wo`` 1, ``linear_fc1`` 1,
+      ``linear_fc2`` 1, routed experts 2 all-reduces: d 2·(61 + 3·2 + 58·4 + 2) = 602; r_q, r_kv 2·61 each. And the
+      down-projections, column-parallel (Megatron-Core core_v0.13.0 gpt_layer_specs.py 144, 146): each all-reduces
+      its input gradient (d: 2·2·61 more, 846) and all-gathers its output (multi_latent_attention.py 423, 436: r_q
+      61 more, 183; r_kv + qk_rope_head_dim, 576 wide, 61).
+    * megatron, sp: a group's input all-gathered again in backward (3 shares), the head's too (3): d 61·2 + 3·(3 + 2)
+      + 58·(3 + 2 + 4) + 2 + 3 = 664; r_q, r_kv 3·61 = 183 each. The down-projections: each its input all-gathered
+      twice and its gradient reduce-scattered (d: 6·61 more, 1,030), its output all-gathered (r_q 61; 576 wide 61)
+      and its latent, scattered to the sequence (425, 443), all-gathered in backward (r_q 61, r_kv 61 more: 305, 244).
     """
-    d, r_q, r_kv, layers, dense = (DSV3[k] for k in ("d", "q_lora_rank", "kv_lora_rank", "layers", "dense"))
+    d, r_q, r_kv, rope, layers, dense = (DSV3[k] for k in ("d", "q_lora_rank", "kv_lora_rank", "rope", "layers",
+                                                            "dense"))
     moe = layers - dense
     loss = 3 * 2 * (4 * 2048 - 4 * 2048 // 8)
-    shares = {("torchtitan", False): (2 * (layers + 3 * dense + 5 * moe + 2), 2 * layers, 2 * layers),
-              ("torchtitan", True): (2 * layers + 4 * dense + 8 * moe + 2 + 2, 2 * layers, 2 * layers),
-              ("megatron", False): (2 * (layers + 2 * dense + 4 * moe + 2), 2 * layers, 2 * layers),
-              ("megatron", True): (2 * layers + 5 * dense + 9 * moe + 2 + 3, 3 * layers, 3 * layers)}[engine, sp]
-    assert shares[0] == {("torchtitan", False): 724, ("torchtitan", True): 602, ("megatron", False): 602,
-                         ("megatron", True): 664}[engine, sp]
-    by_hand = shares[0] * _ring(d) + shares[1] * _ring(r_q) + shares[2] * _ring(r_kv) + loss
-    assert (_ring(d), _ring(r_q), _ring(r_kv), loss) == (25_690_112, 5_505_024, 1_835_008, 43_008)
-    ours = symllm.workload("deepseek-v3", batch=1, seq=2048, tp=8, sp=sp, engine=engine)["comm"]["tp"]
-    assert int(ours) == by_hand
+    shares = {("torchtitan", False): (2 * (layers + 3 * dense + 5 * moe + 2), 2 * layers, 2 * layers, 0),
+              ("torchtitan", True): (2 * layers + 4 * dense + 8 * moe + 2 + 2, 2 * layers, 2 * layers, 0),
+              ("megatron", False): (2 * (layers + 2 * dense + 4 * moe + 2) + 4 * layers, 3 * layers, 2 * layers,
+                                    layers),
+              ("megatron", True): (2 * layers + 5 * dense + 9 * moe + 2 + 3 + 6 * layers, 5 * layers, 4 * layers,
+                                   layers)}[engine, sp]
+    assert shares == {("torchtitan", False): (724, 122, 122, 0), ("torchtitan", True): (602, 122, 122, 0),
+                      ("megatron", False): (846, 183, 122, 61), ("megatron", True): (1030, 305, 244, 61)}[engine, sp]
+    widths = (d, r_q, r_kv, r_kv + rope)
+    assert tuple(map(_ring, widths)) == (25_690_112, 5_505_024, 1_835_008, 2_064_384) and loss == 43_008
+    by_hand = sum(n * _ring(w) for n, w in zip(shares, widths)) + loss
+    ours = symllm.workload("deepseek-v3", batch=1, seq=2048, tp=8, sp=sp, engine=engine)
+    assert int(ours["comm"]["tp"]) == by_hand
+    assert ours["training_tp_layout"] == ("megatron" if engine == "megatron" else "transformers")
+
+
+def test_megatron_holds_mla_down_projections_split_by_hand():
+    """Under Megatron-Core (``--engine megatron``, and the default training engine) the training states hold MLA's
+    down-projections split over the tensor ranks (column-parallel, core_v0.13.0 gpt_layer_specs.py 144, 146), where
+    torchtitan's (DTensor, DeepSeek's replicated ``wq_a``/``wkv_a``) hold them whole: DeepSeek-V3 at TP 8, each layer's
+    7168·1536 + 7168·(512 + 64) = 15,138,816 weights, 7/8 of them fewer a rank, at 16 bytes a weight (bf16 weight and
+    gradient, fp32 master and two Adam moments): 16·61·13,246,464 = 12,928,548,864 bytes. The inference layout (the
+    weights, params per GPU) stays transformers'."""
+    per_layer = DSV3["d"] * (DSV3["q_lora_rank"] + DSV3["kv_lora_rank"] + DSV3["rope"])
+    assert per_layer == 15_138_816 and per_layer - per_layer // 8 == 13_246_464
+    runs = {e: symllm.workload("deepseek-v3", tp=8, engine=e) for e in ("torchtitan", "megatron", None)}
+    states = {e: w["memory_per_gpu"]["training_states"] for e, w in runs.items()}
+    assert states["torchtitan"] - states["megatron"] == 16 * DSV3["layers"] * 13_246_464 == 12_928_548_864
+    assert states[None] == states["megatron"]
+    assert runs["torchtitan"]["params"]["per_gpu"] == runs["megatron"]["params"]["per_gpu"]

@@ -103,17 +103,19 @@ def reduced_sublayers(stage, experts: str = "split"):
                 for block in stage.children if block.checkpoint != 0), sp.S.Zero)
 
 
-def gathered(stage, recompute=False) -> dict:
+def gathered(stage, recompute=False, seq: bool = False, columns: str = "dtensor") -> dict:
     """The linears of ``stage`` whose output every tensor rank gets whole (split ``gathered``: transformers'
     ``colwise_gather_output``, the lm_head and Qwen3-Next's and Qwen3.5's Gated DeltaNet projections under ``--engine
-    hf``), repeats included, as DTensor runs them (transformers 5.23 ``distributed/tensor_parallel.py``,
-    ``ColwiseParallel`` with ``Replicate`` input and output): ``calls``, an inference forward's all-gathers of their
-    outputs, one each, and ``widths``, the output features they gather, summed (a token row's elements), a head's
-    aside (its logits' gather is the step's ``logits``, over the positions whose logits it computes); a training
-    micro-batch's ``training_gathers`` (the forward's, a head's too, again where recomputation reruns a block's forward:
+    hf``; MLA's down-projections under Megatron-Core), repeats included, as DTensor runs them (transformers 5.23
+    ``distributed/tensor_parallel.py``, ``ColwiseParallel`` with ``Replicate`` input and output): ``calls``, an
+    inference forward's all-gathers of their outputs, one each, and ``widths``, the output features they gather, summed
+    (a token row's elements), a head's aside (its logits' gather is the step's ``logits``); a training micro-batch's
+    ``training_gathers`` (the forward's, a head's too, again where recomputation reruns a block's forward:
     :func:`forward_runs`) and ``training_reduces`` (each input's gradient all-reduced in backward), and
-    ``training_bytes``, what one GPU sends for them: ring shares (:func:`symllm.costs.rings.ring`) of ``β_a·b·s``
-    times each one's own width.
+    ``training_bytes``, what one GPU sends for them, each of its own width (:func:`row_bytes`). Megatron-Core's
+    (``columns``) under ``seq`` (core_v0.13.0 multi_latent_attention.py 422-425, 434-443, layers.py 505-519): the input
+    all-gathered in forward and backward, its gradient reduce-scattered, the output all-gathered, the latent scattered
+    to the sequence (its gradient all-gathered; ``wkv_a``'s RoPE key, ``d_hr`` wide, kept whole): no all-reduce.
 
     >>> from symllm.arch.components import Rules, linear
     >>> from symllm.arch.symbols import d, n_gv
@@ -122,6 +124,9 @@ def gathered(stage, recompute=False) -> dict:
     (1, d, 1)
     """
     import sympy as sp
+    from symllm.arch.symbols import d_hr
+
+    scattered = seq and choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
 
     def visit(comp, checkpointed: bool) -> tuple:
         checkpointed = checkpointed or comp.checkpoint != 0
@@ -131,6 +136,9 @@ def gathered(stage, recompute=False) -> dict:
             runs = forward_runs("all_gather", recompute) if checkpointed else 1
             step = int(comp.rules.weight != "head")
             own = (step, step * fan_out, runs, 1, runs * row_bytes(fan_out) + 2 * row_bytes(fan_in))
+            if scattered and step:  # input twice, its gradient, the output, the latent's gradient: no all-reduce
+                own = (1, fan_out, 2 * runs + 3, 0, (runs + 2) * row_bytes(fan_in) + runs * row_bytes(fan_out)
+                       + row_bytes(sp.sympify(fan_out).subs(d_hr, 0)))
         below = [visit(c, checkpointed) for c in comp.children]
         return tuple(comp.repeat * (x + sum((b[i] for b in below), sp.S.Zero)) for i, x in enumerate(own))
     calls, widths, gathers, reduces, sent = visit(stage, False)
@@ -218,7 +226,7 @@ def engine_shape(engine: str | None) -> tuple:
     (:func:`column_parallel`).
 
     >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("torchtitan"), engine_shape(None)
-    (('vllm', 'megatron'), (None, 'megatron'), (None, 'dtensor'), (None, 'megatron'))
+    (('vllm', 'megatron'), ('megatron', 'megatron'), (None, 'dtensor'), (None, 'megatron'))
     >>> engine_shape("sglang") == engine_shape(None), engine_shape("hf")
     (True, ('hf', 'dtensor'))
     """
@@ -263,17 +271,15 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     (4*L + 2, 6*L + 3)
     """
     sized, heads = _sized(stage, seq, recompute, experts, columns)
-    counted = {"all_reduce": 0, "all_gather": 0, "reduce_scatter": 0}
-    for (kind, _), n in sized.items():
-        counted[kind] += n
-    whole = gathered(stage, recompute)
+    counted = {k: sum((n for (kind, _), n in sized.items() if kind == k), 0)
+               for k in ("all_reduce", "all_gather", "reduce_scatter")}
+    whole = gathered(stage, recompute, seq, columns)
     return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
             "gathered_grads": whole["training_reduces"]}
 
 
 def _sized(stage, seq, recompute, experts, columns) -> tuple:
-    """:func:`training_collectives`' residual and column collectives by ``(kind, width)`` (a column group's width its
-    input's, its fan-in; the rest ``d``) and the stage's vocabulary-split heads: what calls and bytes both read."""
+    """:func:`training_collectives`' by ``(kind, width)`` (a column group's its fan-in, else ``d``), and the heads."""
     import sympy as sp
     from symllm.arch import symbols as S
     from symllm.arch.components.base import COLUMNS
@@ -360,9 +366,8 @@ def row_bytes(width):
     """Whole bytes one GPU sends in a tensor-parallel all-gather or reduce-scatter of a micro-batch's activations
     ``width`` wide (``β_a·b·s·width``): its ring share (:func:`symllm.costs.rings.ring`); an all-reduce twice this.
 
-    >>> from symllm.arch.symbols import r_kv
-    >>> row_bytes(r_kv)
-    ceiling(b*beta_a*r_kv*s*(N_t - 1)/N_t)
+    >>> row_bytes(1)
+    ceiling(b*beta_a*s*(N_t - 1)/N_t)
     """
     from symllm.arch import symbols as S
     from symllm.costs.rings import ring
@@ -377,10 +382,8 @@ def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, e
     own width (the residual stream's, a column group's input's: MLA's latents), an all-reduce twice that, the
     loss's all-reduces of ``b·s`` fp32 statistics, and the gathered linears' (:func:`gathered`).
 
-    >>> from symllm.arch.components import Component
-    >>> from symllm.arch.components.latent import latent_attention
-    >>> from symllm.arch import symbols as S
-    >>> mla = Component("block", children=(latent_attention(),))   # wq_b's, wkv_b's input gradients; wo's output
+    >>> from symllm.arch.components import Component, latent as S   # wq_b's, wkv_b's input gradients; wo's output
+    >>> mla = Component("block", children=(S.latent_attention(),))
     >>> training_tp_bytes(mla) == 2 * (row_bytes(S.r_q) + row_bytes(S.r_kv) + row_bytes(S.d))
     True
     """
@@ -390,10 +393,9 @@ def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, e
     from symllm.costs.rings import ring
 
     sized, heads = _sized(stage, seq, recompute, experts, columns)
-    sent = sum(((2 if kind == "all_reduce" else 1) * n * row_bytes(width) for (kind, width), n in sized.items()),
-               sp.S.Zero)
-    return (sent + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
-            + gathered(stage, recompute)["training_bytes"])
+    return (sum(((1 + (kind == "all_reduce")) * n * row_bytes(width) for (kind, width), n in sized.items()), sp.S.Zero)
+            + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
+            + gathered(stage, recompute, seq, columns)["training_bytes"])
 
 
 def _link_kind(topology: str) -> str:
