@@ -61,8 +61,9 @@ Conventions, stated once (docs/parallel.md):
   the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`symllm.costs.rings.ring`; ``(n-1)/n·M`` when ``n``
   divides ``M``), an all-reduce twice that. Tensor parallel: the collectives of
   :func:`symllm.costs.collectives.training_collectives` (the inference step's count with the backward's, the
-  recomputed forward's and the loss's; the training time reads their calls), each of the residual stream
-  ``β_a·b·s·d``. Without ``sp`` (DTensor): one
+  recomputed forward's and the loss's; the training time reads their calls), each of its own width
+  (:func:`symllm.costs.collectives.row_bytes`: the residual stream ``β_a·b·s·d``, a column group's input, MLA's
+  latents). Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
   per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3; a training engine that does,
   Megatron-Core's ``linear_qkv`` and ``linear_fc1``, one per group of them sharing an input:
