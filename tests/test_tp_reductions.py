@@ -20,6 +20,8 @@ Expected numbers come from the engines' model code read by hand and from torch's
   torch's tensor-parallel plan (tests/test_parallel.py's helpers): one per ``RowwiseParallel`` output (``wo``,
   ``w2``) and the vocabulary-split embedding's.
 """
+import warnings
+
 import pytest
 
 import symllm
@@ -453,3 +455,47 @@ def test_megatron_holds_mla_down_projections_split_by_hand():
     assert states["torchtitan"] - states["megatron"] == 16 * DSV3["layers"] * 13_246_464 == 12_928_548_864
     assert states[None] == states["megatron"]
     assert runs["torchtitan"]["params"]["per_gpu"] == runs["megatron"]["params"]["per_gpu"]
+
+
+def test_mla_collectives_message_sizes_under_dtensor():
+    """transformers' ``DeepseekV3Attention`` (one layer, CPU, fp32) under torch's DTensor on a fake process group of 2
+    ranks, split as symllm's default layout splits it (``q_b_proj``, ``kv_b_proj`` ``ColwiseParallel``, ``o_proj``
+    ``RowwiseParallel``, the down-projections whole): CommDebugMode counts a forward and backward's 3 all-reduces, and
+    a dispatch mode their bytes, each of its own tensor: ``o_proj``'s output (hidden_size wide), ``q_b_proj``'s
+    input gradient (q_lora_rank) and ``kv_b_proj``'s (kv_lora_rank), as symllm's bytes for the sublayer give them."""
+    torch, transformers = requires("torch"), requires("transformers")
+    import sympy as sp
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    from symllm.arch.components import Component
+    from symllm.arch.components.latent import latent_attention
+    from symllm.costs import collectives
+
+    from .test_hf_plans import TP, _ring_sizes
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    dims = dict(hidden_size=32, q_lora_rank=12, kv_lora_rank=6, qk_rope_head_dim=4, qk_nope_head_dim=4,
+                v_head_dim=4, num_attention_heads=4, num_key_value_heads=4)
+    config = transformers.DeepseekV3Config(vocab_size=64, num_hidden_layers=1, intermediate_size=64,
+                                           first_k_dense_replace=1, **dims)
+    seq = 8
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        attention = model.model.layers[0].self_attn
+        parallelize_module(attention, mesh, {"q_b_proj": ColwiseParallel(), "kv_b_proj": ColwiseParallel(),
+                                             "o_proj": RowwiseParallel()})
+        x = torch.randn(1, seq, dims["hidden_size"], requires_grad=True)
+        rope = model.model.rotary_emb(x, torch.arange(seq)[None])
+        sizes = _ring_sizes()
+        with sizes, CommDebugMode() as comm:
+            attention(x, rope, None)[0].sum().backward()
+    assert {k.__name__: v for k, v in comm.get_comm_counts().items()} == {"all_reduce": 3}
+    ring = lambda width: 4 * seq * width - 4 * seq * width // TP  # noqa: E731  (fp32 rows of one width)
+    assert sizes.sent == 2 * (ring(32) + ring(12) + ring(6))
+    values = {S.d: 32, S.r_q: 12, S.r_kv: 6, S.N_t: TP, S.b: 1, S.s: seq, S.beta_a: 4}
+    ours = collectives.training_tp_bytes(Component("block", children=(latent_attention(),)))
+    assert int(sp.sympify(ours).subs(values)) == sizes.sent
