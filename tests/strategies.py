@@ -1236,7 +1236,8 @@ TIMED_GPUS = ["h100-sxm", "h200", "l40s", "rtx4090", "b200"]
 def engine_runs(options: dict) -> dict:
     """``options`` made a workload its engine can run (symllm.costs.checks): tensor rank 1 under an engine that
     splits a model by layers (llama.cpp: its ``--pp``), no fp8 weights or activations under an inference engine
-    without FP8 GEMMs (efficiency.json ``engines``' ``gpu_split`` and ``fp8_gemm``)."""
+    without FP8 GEMMs, no KV cache it cannot hold (efficiency.json ``engines``' ``gpu_split``, ``fp8_gemm`` and
+    ``kv_formats``; not known: the model's fp32, fp16 or bf16)."""
     from symllm.costs import figures
     if options.get("engine") is None:
         return options
@@ -1246,6 +1247,9 @@ def engine_runs(options: dict) -> dict:
         out.pop("sp", None)
     if entry["kind"] == "inference" and entry.get("fp8_gemm") is not True:
         out = {k: v for k, v in out.items() if not (k in ("dtype", "act_dtype", "compute_dtype") and v == "fp8")}
+    if entry["kind"] == "inference":
+        held = entry["kv_formats"] or dict.fromkeys(("kv_format", "kv_dtype"), ("fp32", "fp16", "bf16"))
+        out = {k: v for k, v in out.items() if k not in held or v in held[k]}
     return out
 
 

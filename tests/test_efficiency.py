@@ -453,38 +453,72 @@ def test_allreduce_by_link_and_message_size():
     """One all-reduce of a 16 KiB message (one token's 8,192 fp16 activations) over four ranks sends
     2 x 3/4 x 16,384 = 24,576 B a rank: NCCL's small-message latency plus those bytes at the link's bus
     bandwidth, by hand from the figures' sources: NVLink 4 at 10 us and 0.82 of 450 = 369 GB/s (NCCL's
-    maintainer's "370GB/s", nccl-tests #212), NVLink 3 at 10 us and 208 of 300 GB/s (nccl-tests #178), PCIe Gen4 at 20 us and 0.58 of 32 GB/s."""
+    maintainer's "370GB/s", nccl-tests #212), NVLink 3 at 10 us and 208 of 300 GB/s (nccl-tests #178), PCIe Gen4
+    at four ranks 4.8 + 2 x 3 x 2.6 = 20.4 us (kalavai-client's RTX 4090 tables) and 0.58 of 32 GB/s."""
     sent = 2 * Fraction(3, 4) * 16384
     for topology, one_way, seconds in (("NVLink 4", 450, Fraction(1, 10 ** 5) + sent / (369 * 10 ** 9)),
                                        ("NVLink 3", 300, Fraction(1, 10 ** 5) + sent / Fraction(207 * 10 ** 9)),
-                                       ("PCIe Gen4 x16", 32, Fraction(2, 10 ** 5) + sent / Fraction(1856 * 10 ** 7))):
-        assert collectives.allreduce_s(1, sent, (topology, one_way * 10 ** 9)) == seconds
+                                       ("PCIe Gen4 x16", 32, Fraction(204, 10 ** 7) + sent / Fraction(1856 * 10 ** 7))):
+        assert collectives.allreduce_s(1, sent, (topology, one_way * 10 ** 9), ranks=4) == seconds
     # a large message is its bytes: 64 MiB over 8 NVLink 4 ranks at 369 GB/s of bus bandwidth, 0.32 ms
     big = 2 * Fraction(7, 8) * 64 * 2 ** 20
     assert collectives.allreduce_s(1, big, ("NVLink 4", 450 * 10 ** 9)) == Fraction(1, 10 ** 5) + big / (369 * 10 ** 9)
 
 
-@pytest.mark.parametrize("kib,measured_us,within", [(4, 19.4, 0.07), (16, 22.3, 0.02), (32, 24.2, 0.05),
-                                                     (128, 51.8, 0.21), (384, 83.5, 0.01)])
+def test_allreduce_latency_by_ranks_per_link_by_hand():
+    """A ring all-reduce's small-message latency over n ranks is NCCL's ring shape, base + 2(n-1) x step, where a
+    link was measured at two rank counts. PCIe: kalavai-net/kalavai-client scripts/README.md (9588f6d, 2026-03-07),
+    all_reduce_perf on RTX 4090s without P2P, out-of-place times 8 B to 4 KB (below): medians 10.065 us on two and
+    20.545 on four, step (20.545 - 10.065)/4 = 2.62, base 10.065 - 5.24 = 4.825, kept to 0.1 us: 4.8 + 2.6 x
+    2(n-1) = 10.0, 20.4, 41.2 us at 2, 4, 8; an all-gather n-1 steps: 7.4, 12.6, 23.0; a send the two ranks'
+    all-reduce. Held out: eight RTX 4090s across two EPYC 7542, 38.7-44.0 us to 16 KB (blog.chlc.cc, 2025-02-07),
+    42 us at 8 B (nvidia/nccl #1530); four V100s behind one switch, 19.4 us at 4 KB (sglang-V100 PR #2). NVLink
+    (nccl-tests #331: two A100s, 9.85 us at 8 B) and the network (nccl-tests #150: two A100 nodes over HDR, 19.9
+    us) have a table at two ranks only: their one figure at every rank count."""
+    from statistics import median
+    two = [8.97, 9.48, 10.28, 9.06, 9.85, 9.72, 10.57, 10.37, 10.94, 12.01]
+    four = [18.90, 20.58, 20.72, 20.29, 20.51, 20.79, 19.86, 20.95, 20.43, 20.61]
+    step = (median(four) - median(two)) / 4
+    base = median(two) - 2 * step
+    assert (round(base, 1), round(step, 1)) == (4.8, 2.6)
+    us = Fraction(1, 10 ** 6)
+    pcie, nvlink, ib = ("PCIe Gen4 x16", 32 * 10 ** 9), ("NVLink 3", 300 * 10 ** 9), ("InfiniBand HDR", 25 * 10 ** 9)
+    for n, by_hand, gather in ((2, "10.0", "7.4"), (4, "20.4", "12.6"), (8, "41.2", "23.0")):
+        assert collectives.allreduce_latency_s(pcie, n) == Fraction(by_hand) * us
+        assert collectives.allreduce_s(3, 0, pcie, ranks=n) == 3 * Fraction(by_hand) * us
+        assert collectives.gather_latency_s(pcie, n) == Fraction(gather) * us
+        assert collectives.allreduce_latency_s(nvlink, n) == 10 * us
+        assert collectives.allreduce_latency_s(ib, n) == 20 * us
+    assert collectives.p2p_latency_s(pcie) == 10 * us
+    eight, four = (float(collectives.allreduce_latency_s(pcie, n)) * 1e6 for n in (8, 4))
+    assert 38.7 <= eight <= 44.0 and eight == pytest.approx(42, rel=0.02)
+    assert four == pytest.approx(19.4, rel=0.06)
+    with pytest.raises(ValueError, match="ranks"):
+        collectives.allreduce_s(1, 0, pcie)
+
+
+@pytest.mark.parametrize("kib,measured_us,within", [(4, 19.4, 0.09), (16, 22.3, 0.04), (32, 24.2, 0.07),
+                                                     (128, 51.8, 0.20), (384, 83.5, 0.01)])
 def test_pcie_allreduce_reproduces_the_table_it_was_read_from(kib, measured_us, within):
     """NCCL's all-reduce over four PCIe Gen3 GPUs behind one switch, in a CUDA graph (haohervchb/sglang-V100 PR
-    #2's table, fp16): the pcie figures (20 us, 0.58 of 16 GB/s one way) give each size within 7%, but 128 KB:
-    41 us against 51.8 (-20%; the straight line of latency plus bytes misses the bump where NCCL leaves its
+    #2's table, fp16; the efficiency read from it, the latency not): the pcie figures (20.4 us at four ranks, set
+    from RTX 4090 tables without P2P; 0.58 of 16 GB/s one way) give each size within 9%, but 128 KB: 41.6 us
+    against 51.8 (-20%; the straight line of latency plus bytes misses the bump where NCCL leaves its
     low-latency protocol)."""
     sent = 2 * Fraction(3, 4) * kib * 1024
-    predicted = float(collectives.allreduce_s(1, sent, ("PCIe Gen3 x16", 16 * 10 ** 9))) * 1e6
+    predicted = float(collectives.allreduce_s(1, sent, ("PCIe Gen3 x16", 16 * 10 ** 9), ranks=4)) * 1e6
     assert predicted == pytest.approx(measured_us, rel=within)
 
 
 def test_engines_own_allreduce_replaces_nccl_over_nvlink_only():
     """TensorRT-LLM's and SGLang's one-shot all-reduce (4.8 us at 32 KB over four H100s, sglang PR #2904) and
-    vLLM's (9.2 us) replace NCCL's 10 us over NVLink; over PCIe (vLLM's own is off beyond two PCIe GPUs) and
-    for an engine without one (vLLM before v0.2.6) NCCL's latency stays."""
+    vLLM's (9.2 us) replace NCCL's 10 us over NVLink; over PCIe (vLLM's own is off beyond two PCIe GPUs: NCCL's
+    20.4 us at four ranks) and for an engine without one (vLLM before v0.2.6) NCCL's latency stays."""
     nvlink, pcie = ("NVLink 4", 450 * 10 ** 9), ("PCIe Gen4 x16", 32 * 10 ** 9)
     assert collectives.allreduce_s(10, 0, nvlink, figures.engine("trtllm")) == Fraction(48, 10 ** 6)
     assert collectives.allreduce_s(10, 0, nvlink, figures.engine("vllm")) == Fraction(92, 10 ** 6)
     assert collectives.allreduce_s(10, 0, nvlink, figures.engine("vllm-v0.2")) == Fraction(100, 10 ** 6)
-    assert collectives.allreduce_s(10, 0, pcie, figures.engine("trtllm")) == Fraction(200, 10 ** 6)
+    assert collectives.allreduce_s(10, 0, pcie, figures.engine("trtllm"), 4) == Fraction(204, 10 ** 6)
 
 
 def test_old_vllm_tp4_decode_over_pcie_by_hand():
@@ -492,7 +526,7 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
     so the host launches every op: 80 layers x 14 kernels at 24 us and 162 NCCL collectives (two all-reduces a
     layer, the embedding's and the logits' all-gather) at 89 us a torch.distributed call (pytorch/pytorch issue
     #138773) = 41.298 ms. The GPU meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of
-    1,935 GB/s, runs 1,120 kernels at 4.9 us, and its 162 collectives take 20 us each plus the
+    1,935 GB/s, runs 1,120 kernels at 4.9 us, and its 162 collectives take 20.4 us each (four ranks) plus the
     bytes they send (24,576 B a row each of the 161 all-reduces, eight rows as vLLM 0.2 pads a step's tokens to a
     multiple of 8, and the logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 30.6 ms, less. Then 0.3 ms
     a step, the Ray round trip to four actors, 1/2057.1 + 3/7183.9 s (Ray 2.7.0's
@@ -501,7 +535,7 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
     30 launches, 8 more split over ranks and one a rank for the gather's copies, at 24 us)."""
     host = 80 * 14 * Fraction(24, 10 ** 6) + 162 * Fraction(89, 10 ** 6)
     sent = 161 * 8 * 24_576 + 48_000
-    reduce_s = 162 * Fraction(2, 10 ** 5) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9)
+    reduce_s = 162 * Fraction(204, 10 ** 7) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9)
     gpu_s = (Fraction(34_370_387_584) / (Fraction(88, 100) * 1935 * 10 ** 9) + 80 * 14 * Fraction(49, 10 ** 7)
              + reduce_s)
     assert gpu_s < host

@@ -6,10 +6,16 @@ one line naming the field, the value and the engine (exit 2; SymllmError from Py
   matmuls never run at a card's FP8 peak; pytorch-labs/gpt-fast has int8 and int4 weight-only modes only; MLC's
   FP8 kernels were not read. vLLM, SGLang, TensorRT-LLM, lmdeploy, TGI and transformers run FP8 weights and
   activations (efficiency.json ``engines``' ``fp8_gemm_source``).
+- KV caches (``--kv-format``, ``--kv-dtype``): each inference engine holds the formats its source lists
+  (efficiency.json ``engines``' ``kv_formats_source``): lmdeploy's int8/int4 (a scale and zero a head and token) only
+  under lmdeploy, llama.cpp's q8_0/q4_0 only under llama.cpp, TensorRT-LLM's INT8 cache (one scale a layer) as
+  ``--kv-dtype int8``; an engine not read (mlc) holds the model's dtype only.
 - llama.cpp splits a model over GPUs by layers by default (``--split-mode layer``): each GPU holds a run of
   whole layers and a token goes through them in turn, which is ``--pp``, not tensor parallelism.
 """
 from __future__ import annotations
+
+from fractions import Fraction
 
 import pytest
 
@@ -90,3 +96,85 @@ def test_llamacpp_pp_runs_its_stages_in_turn():
 def test_tp_under_other_engines_is_not_refused():
     for engine in ("vllm", "sglang", None):
         symllm.workload("llama3.1-8b", engine=engine, tp=2, **WORKLOAD)
+
+
+KV_REFUSED = [  # (engine, option, value, the line): an engine each, each line checked word for word
+    ("vllm", "kv_format", "q8_0", "kv_format: q8_0 under vllm: holds fp32, fp16, bf16, fp8 only"),
+    ("vllm-v0.2", "kv_format", "fp8", "kv_format: fp8 under vllm-v0.2: holds fp32, fp16, bf16 only"),
+    ("vllm-v1-0.7", "kv_format", "fp8", "kv_format: fp8 under vllm-v1-0.7: KV formats not read; the model's dtype only"),
+    ("sglang", "kv_format", "int8", "kv_format: int8 under sglang: holds fp32, fp16, bf16, fp8 only"),
+    ("trtllm", "kv_format", "int8", "kv_format: int8 under trtllm: holds fp32, fp16, bf16, fp8; int8 is --kv-dtype int8"),
+    ("lmdeploy", "kv_format", "fp8", "kv_format: fp8 under lmdeploy: holds fp16, bf16, int8, int4 only"),
+    ("lmdeploy", "kv_dtype", "int8", "kv_dtype: int8 under lmdeploy: holds fp16, bf16; int8 is --kv-format int8"),
+    ("llama.cpp", "kv_format", "fp8", "kv_format: fp8 under llama.cpp: holds fp32, fp16, bf16, q8_0, q4_0 only"),
+    ("llama.cpp", "kv_format", "int4", "kv_format: int4 under llama.cpp: holds fp32, fp16, bf16, q8_0, q4_0 only"),
+    ("mlc", "kv_format", "q4_0", "kv_format: q4_0 under mlc: KV formats not read; the model's dtype only"),
+    ("tgi", "kv_format", "q8_0", "kv_format: q8_0 under tgi: holds fp32, fp16, bf16, fp8 only"),
+    ("hf", "kv_format", "int4", "kv_format: int4 under hf: holds fp32, fp16, bf16 only"),
+    ("torch", "kv_format", "fp8", "kv_format: fp8 under torch: holds fp32, fp16, bf16 only"),
+    ("gpt-fast", "kv_dtype", "fp8", "kv_dtype: fp8 under gpt-fast: holds fp32, fp16, bf16 only"),
+]
+
+
+@pytest.mark.parametrize("engine, option, value, line", KV_REFUSED)
+def test_a_kv_cache_the_engine_cannot_hold_is_refused(cli, engine, option, value, line):
+    """One line naming the option and value, exit 2, from the command line and from Python alike."""
+    r = cli(["count", "llama3.2-3b", "--gpu", "h100-sxm", "--engine", engine, f"--{option.replace('_', '-')}", value])
+    assert (r.code, r.out, r.err) == (2, "", f"symllm: error: {line}\n")
+    with pytest.raises(symllm.SymllmError) as info:
+        symllm.workload("llama3.2-3b", engine=engine, **{option: value}, **WORKLOAD)
+    assert str(info.value) == line
+
+
+def test_every_inference_engine_states_its_kv_caches():
+    """Each inference engine's entry lists the KV caches it holds by option (null: not read), with its source."""
+    for name, entry in figures.data()["engines"].items():
+        if name != "about" and entry["kind"] == "inference":
+            held = entry["kv_formats"]
+            assert entry["kv_formats_source"] and (held is None or set(held) == {"kv_format", "kv_dtype"}), name
+
+
+@pytest.mark.parametrize("engine, options", [
+    ("lmdeploy", {"kv_format": "int8"}), ("lmdeploy", {"kv_format": "int4"}), ("llama.cpp", {"kv_format": "q8_0"}),
+    ("llama.cpp", {"kv_format": "q4_0"}), ("vllm", {"kv_format": "fp8"}), ("sglang", {"kv_dtype": "fp8"}),
+    ("tgi", {"kv_format": "fp8"}), ("trtllm", {"kv_dtype": "int8"}), ("trtllm", {"kv_format": "fp8"}),
+    ("mlc", {"kv_dtype": "fp16"}), ("hf", {"kv_format": "bf16"})])
+def test_a_kv_cache_the_engine_holds_is_counted(engine, options):
+    """Accepted where its source lists it (efficiency.json kv_formats_source), and counted at its own bytes: the
+    3B model's 28 layers x 8 KV heads x 128 wide, K and V, over 1,024 tokens, times the format's bytes an element
+    by hand (fp8 and TensorRT-LLM's int8, one scale a layer: 1; q8_0: 34 bytes a block of 32; q4_0: 18 a block of
+    32; lmdeploy's int8: (128 + 4) / 128, int4: (64 + 4) / 128; fp16, bf16: 2)."""
+    per = {("kv_format", "int8"): Fraction(132, 128), ("kv_format", "int4"): Fraction(68, 128),
+           ("kv_format", "q8_0"): Fraction(34, 32), ("kv_format", "q4_0"): Fraction(18, 32), ("kv_dtype", "int8"): 1,
+           "fp8": 1, "fp16": 2, "bf16": 2}
+    (option, value), = options.items()
+    kv = symllm.workload("llama3.2-3b", engine=engine, seq=1024, **options, **WORKLOAD)["memory"]["kv_cache"]
+    assert kv == 2 * 28 * 8 * 128 * 1024 * per.get((option, value), per.get(value))
+
+
+def test_llamacpp_q8_0_kv_bytes_a_token_by_hand():
+    """llama.cpp's q8_0 K and V rows (n_embd_k_gqa = 8 x 128 = 1,024 elements a layer, src/llama-kv-cache-unified.cpp)
+    are 32 blocks of 32 int8 and one fp16 scale: 32 x 34 = 1,088 bytes; a token of the 28 layers' K and V holds
+    2 x 28 x 1,088 = 60,928 bytes."""
+    one = symllm.workload("llama3.2-3b", engine="llama.cpp", seq=1, kv_format="q8_0", **WORKLOAD)["memory"]
+    assert one["kv_cache"] == 60928
+
+
+def test_no_engine_checks_no_kv_cache():
+    """Without --engine no engine's KV caches are checked (as fp8 matmuls are not): every format is counted."""
+    for fmt in ("q8_0", "int8", "fp8"):
+        symllm.workload("llama3.2-3b", kv_format=fmt, **WORKLOAD)
+
+
+def test_sweep_and_plan_refuse_a_kv_cache_as_count_does(cli):
+    """The check lives in checks.CHECKS: a sweep (command line and Python) and plan give count's line."""
+    from symllm.studies.sweeps import Sweep
+    line = "kv_format: int8 under trtllm: holds fp32, fp16, bf16, fp8; int8 is --kv-dtype int8"
+    r = cli(["sweep", "--base", "llama3.2-3b", "--seq", "512,1024", "--engine", "trtllm", "--kv-format", "int8"])
+    assert (r.code, r.err) == (2, f"symllm: error: {line}\n")
+    with pytest.raises(symllm.SymllmError) as info:
+        Sweep("llama3.2-3b", {"seq": [512, 1024]}, workload={"engine": "trtllm", "kv_format": "int8"})
+    assert str(info.value) == line
+    r = cli(["plan", "llama3.2-3b", "--gpus", "1xh100-sxm", "--engine", "trtllm", "--kv-format", "int8"])
+    assert (r.code, r.err) == (2, f"symllm: error: {line}\n")
+    assert cli(["plan", "llama3.2-3b", "--gpus", "1xh100-sxm", "--engine", "lmdeploy", "--kv-format", "int8"]).code == 0

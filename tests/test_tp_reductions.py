@@ -38,9 +38,9 @@ def _calls(name: str, **work) -> list[tuple[int, int]]:
     seen = []
     real, trained = efficiency.allreduce_s, efficiency.training_tp_s
 
-    def spy(calls, sent, link, serve=None):
+    def spy(calls, sent, link, serve=None, ranks=None):
         seen.append((calls, int(sent)))
-        return real(calls, sent, link, serve)
+        return real(calls, sent, link, serve, ranks)
 
     def training(calls, gathers, sent, link, ranks):
         seen.append((calls, int(sent)))
@@ -285,9 +285,10 @@ def test_a_step_without_a_vocabulary_parallel_embedding_by_hand():
     """Llama-2-70B at tp 4 over PCIe with the embedding whole on every rank: each rank looks its tokens up in
     the whole table, no all-reduce of its rows: 2·80 residual all-reduces and the logits' gather, 161
     collectives, 160 x 24,576 + 48,000 B a decode step; the lm_head whole too (every rank computes every
-    logit): no gather, 160. At 20 us a call and 0.58 of PCIe Gen4's 32 GB/s (nccl-tests' figures in
-    efficiency.json): 161 x 20 us + 3,980,160 B / 18.56 GB/s = 3.4344 ms a step, against the split embedding's
-    162 x 20 us + 4,004,736 B / 18.56 GB/s = 3.4558 ms (its all-reduce: one latency and 24,576 B more)."""
+    logit): no gather, 160. At 20.4 us a call over four ranks (4.8 + 2 x 3 x 2.6 us) and 0.58 of PCIe Gen4's 32 GB/s
+    (nccl-tests' figures in efficiency.json): 161 x 20.4 us + 3,980,160 B / 18.56 GB/s = 3.4988 ms a step, against
+    the split embedding's 162 x 20.4 us + 4,004,736 B / 18.56 GB/s = 3.5206 ms (its all-reduce: one latency and
+    24,576 B more)."""
     from fractions import Fraction
     from symllm.arch.resolved import spec
     from symllm.costs import collectives, hardware
@@ -308,9 +309,10 @@ def test_a_step_without_a_vocabulary_parallel_embedding_by_hand():
     rate = Fraction(58, 100) * 32 * 10 ** 9
     us = Fraction(1, 10 ** 6)
     for calls, sent in (split, embedding_whole, both_whole):
-        assert collectives.allreduce_s(int(calls), int(sent), link) == calls * 20 * us + Fraction(int(sent)) / rate
-    assert 1e3 * float(161 * 20 * us + Fraction(3_980_160) / rate) == pytest.approx(3.4344, abs=1e-4)
-    assert 1e3 * float(162 * 20 * us + Fraction(4_004_736) / rate) == pytest.approx(3.4558, abs=1e-4)
+        by_hand = calls * Fraction(204, 10) * us + Fraction(int(sent)) / rate
+        assert collectives.allreduce_s(int(calls), int(sent), link, ranks=4) == by_hand
+    assert 1e3 * float(161 * Fraction(204, 10) * us + Fraction(3_980_160) / rate) == pytest.approx(3.4988, abs=1e-4)
+    assert 1e3 * float(162 * Fraction(204, 10) * us + Fraction(4_004_736) / rate) == pytest.approx(3.5206, abs=1e-4)
 
 
 def test_the_last_pipeline_stage_runs_no_embedding_all_reduce():

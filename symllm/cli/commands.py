@@ -275,7 +275,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             laid, trained = work.get("tp_layout"), work.get("training_tp_layout")
             both = laid and trained not in (None, laid)  # each kind's rows in its own engine's layout: said below
             title = (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
-                     f"{', sp' if w['sp'] else ''}{'; ' + layout_words(laid) if laid and not both else ''}"
+                     f"{', sp' if w['sp'] else ''}{', TP overlap' if _overlapped(w) else ''}"
+                     f"{'; ' + layout_words(laid) if laid and not both else ''}"
                      f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}; a training step)")
             # the title on a line of its own: as the first column's header it widened the table past 100 columns
             print("\n" + wrap_text(title) + "\n" + aligned_table(rows, ("", "", "")).split("\n", 1)[1])
@@ -292,6 +293,17 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
 
 
 #: count's memory rows under LoRA: the training peak is LoRA's, full fine-tuning's a line of its own
+
+
+def _overlapped(w: dict) -> bool:
+    """Whether a count's workload ``w`` overlaps its tensor-parallel collectives with GEMMs (Workload.tp_overlapped),
+    as its layout line says.
+
+    >>> _overlapped({"tp": 8, "sp": True, "engine": "torchtitan", "tp_overlap": True}), _overlapped({"tp": 8,
+    ...             "sp": False, "engine": "torchtitan", "tp_overlap": True})
+    (True, False)
+    """
+    return Workload(**{k: w.get(k) for k in ("tp", "sp", "engine", "tp_overlap")}).tp_overlapped
 
 
 #: the workload options ``plan`` enumerates (or takes from --gpus) rather than reads

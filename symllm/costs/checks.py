@@ -29,6 +29,11 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   ``"layer"``: llama.cpp's default ``--split-mode layer``), whose stages run one after another: ``--pp`` is that;
 * ``compute_dtype`` (or ``dtype``) fp8 under an inference engine without FP8 GEMMs, or not known to have them (its
   entry's ``fp8_gemm`` false or null: llama.cpp, whose ggml has no FP8 type; training engines as their recipes say);
+* ``kv_format`` (or ``kv_dtype``, where given or a config states it) under an inference engine that cannot hold that
+  KV cache (its entry's ``kv_formats``, by option, each with its source: vLLM and SGLang fp8, TensorRT-LLM fp8 and
+  per-tensor int8 (``--kv-dtype int8``), lmdeploy's ``--quant-policy`` int8/int4 (``--kv-format``), llama.cpp's q8_0
+  and q4_0; null, not read: the model's own fp32, fp16 or bf16 only), a value the other option names for that
+  engine pointed at; none is checked without an engine (as fp8);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -167,6 +172,40 @@ def _fp8_line(f) -> str:
     return f"{field}: fp8 under {name}: it has no FP8 matmul kernels; use bf16 or fp16"
 
 
+#: the KV caches every engine's default holds: the model's own dtype (vLLM's and SGLang's ``auto``)
+_MODEL_KV = ("fp32", "fp16", "bf16")
+
+
+def _kv_stated(f) -> tuple:
+    """``(option, value)`` of the KV cache a workload states (``--kv-format``, else a ``--kv-dtype`` given or read from
+    a config), or ``(None, None)`` where it follows ``--dtype``."""
+    for option in ("kv_format", "kv_dtype"):
+        if f.get(option) is not None:
+            return option, f[option]
+    return None, None
+
+
+def _kv_held(f, option) -> tuple:
+    """The values of ``option`` the workload's inference engine holds a KV cache in (efficiency.json ``kv_formats``;
+    not known: :data:`_MODEL_KV`)."""
+    held = _engine(f).get("kv_formats")
+    return tuple(held[option]) if held is not None else _MODEL_KV
+
+
+def _kv_ok(f):
+    option, value = _kv_stated(f)
+    return option is None or _engine(f).get("kind") != "inference" or value in _kv_held(f, option)
+
+
+def _kv_line(f) -> str:
+    option, value = _kv_stated(f)
+    other = "kv_dtype" if option == "kv_format" else "kv_format"
+    if _engine(f).get("kv_formats") is None:
+        return f"{option}: {value} under {f['engine']}: KV formats not read; the model's dtype only"
+    hint = f"; {value} is --{other.replace('_', '-')} {value}" if value in _kv_held(f, other) else " only"
+    return f"{option}: {value} under {f['engine']}: holds {', '.join(_kv_held(f, option))}{hint}"
+
+
 def _layer_split_ok(f):
     return (f["tp"] == 1) | (_engine(f).get("gpu_split") != "layer")
 
@@ -195,6 +234,7 @@ CHECKS = (
     Check("tp", ("tp", "engine", "split_units"), _units_ok, _units_line),
     Check("tp", ("tp", "engine"), _layer_split_ok, _layer_split_line),
     Check("compute_dtype", ("matmul_dtype", "engine"), _fp8_ok, _fp8_line),
+    Check("kv_format", ("kv_format", "kv_dtype", "engine"), _kv_ok, _kv_line),
     Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
           lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
     Check("expert_tp", ("engine", "expert_tp", "hf_experts"), _hf_experts_ok,
@@ -272,9 +312,21 @@ def mamba_fields(config) -> dict:
 
 
 def workload_fields(work) -> dict:
-    """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`."""
-    return {**{k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype")},
-            "expert_tp_given": "expert_tp" not in work.derived}
+    """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`: its KV cache's as stated
+    (``kv_format`` by name, lmdeploy's ``int8/128`` as ``int8``; ``kv_dtype`` None where it follows ``--dtype``).
+
+    >>> from symllm.costs.workloads import Workload
+    >>> f = workload_fields(Workload(kv_format="int8/128")), workload_fields(Workload(dtype="fp8"))
+    >>> [(w["kv_format"], w["kv_dtype"]) for w in f]
+    [('int8', None), (None, None)]
+    """
+    out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype")}
+    kv = None
+    if work.kv_format is not None:
+        from symllm.costs.formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
+        kv = check_kv_format(work.kv_format)[0]
+    return {**out, "expert_tp_given": "expert_tp" not in work.derived, "kv_format": kv,
+            "kv_dtype": None if "kv_dtype" in work.derived else work.kv_dtype}
 
 
 def check_structure(tree, work) -> None:

@@ -3,9 +3,9 @@
 one micro-batch runs (:func:`training_collectives`, built on it, as the training engine's column-parallel linears run
 them: :func:`column_parallel`; its bytes :func:`training_tp_bytes`), a tensor-parallel all-reduce, all-gather or
 reduce-scatter and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
-:func:`collective`; NCCL's ring model for the all-gathers' share of the latency: :func:`gather_latency_s`), and the
-round trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step beyond its
-layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
+:func:`collective`; the latency by ranks in NCCL's ring shape: :func:`allreduce_latency_s`, :func:`gather_latency_s`),
+and the round trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step
+beyond its layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
 
 >>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
 True
@@ -20,7 +20,8 @@ from symllm.validate import choice
 __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
            "step_collectives", "row_bytes",
            "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape", "training_collectives",
-           "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_s", "gather_latency_s",
+           "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_latency_s",
+           "allreduce_s", "gather_latency_s",
            "training_tp_s", "dp_collectives", "training_dp_s", "p2p_latency_s", "p2p_s", "alltoall_s", "ray_step_s",
            "step_host_s"]
 
@@ -413,24 +414,43 @@ def collective(topology: str) -> dict:
     """The all-reduce figures of a link (``collectives`` in efficiency.json): by its exact name where
     measured (``NVLink 3``, ``NVLink 4``), else by its kind (nvlink, pcie, infinity-fabric, network).
 
-    >>> collective("NVLink 3")["efficiency"], collective("PCIe Gen4 x16")["latency_s"]
-    ('0.69', '0.00002')
+    >>> collective("NVLink 3")["efficiency"], collective("PCIe Gen4 x16")["step_s"]
+    ('0.69', '0.0000026')
     """
     table = data()["collectives"]
     return table[topology] if topology in table else table[_link_kind(topology)]
 
 
-def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dict | None = None) -> Fraction:
-    """Seconds ``calls`` ring all-reduces take that together send ``sent_bytes`` per GPU over ``link``
-    (topology, bytes/s one way): each call's latency plus the bytes at the link's bus bandwidth
-    (:func:`collective`). An inference engine ``serve`` whose own one-shot all-reduce replaces NCCL's over
-    NVLink (``custom_allreduce_s``) pays that latency instead.
+def allreduce_latency_s(link: tuple[str, int] | None, ranks: int | None, steps: int | None = None) -> Fraction:
+    """The small-message latency of one ring collective over ``ranks`` across ``link`` (:func:`collective`):
+    ``base_s + steps × step_s``, NCCL's ring shape (``steps`` an all-reduce's ``2(n-1)``, ``ring_latency``'s), where
+    the link was measured at two rank counts or more; else its one ``latency_s`` whatever the ranks.
+
+    >>> [round(float(allreduce_latency_s(("PCIe Gen4 x16", 32 * 10 ** 9), n)) * 1e6, 3) for n in (2, 4, 8)]
+    [10.0, 20.4, 41.2]
+    """
+    if link is None:
+        return Fraction(0)
+    c = collective(link[0])
+    if "latency_s" in c:
+        return _x(c["latency_s"])
+    if ranks is None:
+        raise ValueError(f"collectives: {link[0]}'s latency grows with the ranks; give ranks")
+    return _x(c["base_s"]) + (2 * (ranks - 1) if steps is None else steps) * _x(c["step_s"])
+
+
+def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dict | None = None,
+                ranks: int | None = None) -> Fraction:
+    """Seconds ``calls`` ring all-reduces over ``ranks`` take that together send ``sent_bytes`` per GPU over
+    ``link`` (topology, bytes/s one way): each call's latency (:func:`allreduce_latency_s`) plus the bytes at the
+    link's bus bandwidth (:func:`collective`). An inference engine ``serve`` whose own one-shot all-reduce replaces
+    NCCL's over NVLink (``custom_allreduce_s``) pays that latency instead.
 
     >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9)))
     2e-05
-    >>> # 20 us + 24,576 B at 0.58 x 32 GB/s
-    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9))) * 1e6, 4)
-    21.3241
+    >>> # 20.4 us at four ranks + 24,576 B at 0.58 x 32 GB/s
+    >>> round(float(allreduce_s(1, 24576, ("PCIe Gen4 x16", 32 * 10 ** 9), ranks=4)) * 1e6, 4)
+    21.7241
     >>> from symllm.costs.figures import engine
     >>> float(allreduce_s(2, 0, ("NVLink 4", 450 * 10 ** 9), engine("trtllm")))
     9.6e-06
@@ -438,26 +458,32 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
     if link is None or (not calls and not sent_bytes):
         return Fraction(0)
     c = collective(link[0])
-    latency = c["latency_s"]
     if serve is not None and serve.get("custom_allreduce_s") and _link_kind(link[0]) == "nvlink":
-        latency = serve["custom_allreduce_s"]
-    return calls * _x(latency) + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
+        latency = _x(serve["custom_allreduce_s"])
+    else:
+        latency = allreduce_latency_s(link, ranks) if calls else Fraction(0)
+    return calls * latency + Fraction(sent_bytes) / (_x(c["efficiency"]) * link[1])
 
 
 def gather_latency_s(link: tuple[str, int] | None, ranks: int) -> Fraction:
-    """The latency of one all-gather or reduce-scatter over ``ranks`` across ``link``: the link's all-reduce latency
-    (:func:`collective`) scaled by NCCL's own ring model (``collectives.ring_latency``: ``base + steps × step``, an
-    all-reduce ``2(n-1)`` steps, an all-gather or a reduce-scatter ``n-1``); the all-reduce's where the link's
-    step is not read (Infinity Fabric), none without a link.
+    """The latency of one all-gather or reduce-scatter over ``ranks`` across ``link``, NCCL's ring with ``n-1``
+    steps where an all-reduce has ``2(n-1)``: a link measured at two rank counts or more its own ``base_s + (n-1)
+    step_s`` (:func:`allreduce_latency_s`); a link measured at one, its all-reduce latency (:func:`collective`)
+    scaled by NCCL's own ring model (``collectives.ring_latency``: ``base + steps × step``); the all-reduce's where
+    the link's step is not read (Infinity Fabric), none without a link.
 
     >>> us = lambda s: round(float(s) * 1e6, 3)
     >>> us(gather_latency_s(("NVLink 4", 450 * 10 ** 9), 8)), us(gather_latency_s(("NVLink 4", 450 * 10 ** 9), 4))
     (7.2, 8.235)
     >>> us(gather_latency_s(("InfiniBand NDR", 50 * 10 ** 9), 2)) # 20 us x (6.6 + 2.7) / (6.6 + 5.4)
     15.5
+    >>> us(gather_latency_s(("PCIe Gen4 x16", 32 * 10 ** 9), 8))   # 4.8 + 7 x 2.6 us
+    23.0
     """
     if link is None:
         return Fraction(0)
+    if "latency_s" not in collective(link[0]):
+        return allreduce_latency_s(link, ranks, max(ranks - 1, 0))
     latency = _x(collective(link[0])["latency_s"])
     ring = data()["collectives"]["ring_latency"]
     step = ring["step_s"].get(_link_kind(link[0]))
@@ -476,7 +502,7 @@ def training_tp_s(calls: int, gathers: int, sent_bytes, link: tuple[str, int] | 
     >>> round(float(training_tp_s(10, 8, 0, link, 8)) * 1e6, 3)   # 2 x 10 us + 8 x 7.2 us
     77.6
     """
-    return allreduce_s(calls - gathers, sent_bytes, link) + gathers * gather_latency_s(link, ranks)
+    return allreduce_s(calls - gathers, sent_bytes, link, ranks=ranks) + gathers * gather_latency_s(link, ranks)
 
 
 def dp_collectives(zero_stage: int, rounds: int, layers: int = 0, pp: int = 1, units: dict | None = None) -> dict:
@@ -520,22 +546,24 @@ def training_dp_s(calls: dict, sent_bytes, link: tuple[str, int] | None, ranks: 
     46.5
     """
     gathers = calls["all_gather"] + calls["reduce_scatter"]
-    return allreduce_s(calls["all_reduce"], sent_bytes, link) + gathers * gather_latency_s(link, ranks)
+    return allreduce_s(calls["all_reduce"], sent_bytes, link, ranks=ranks) + gathers * gather_latency_s(link, ranks)
 
 
 def p2p_latency_s(link: tuple[str, int] | None) -> Fraction:
     """The latency of one point-to-point send between two ranks across ``link`` (a pipeline's hand-off):
     ``collectives.p2p_latency`` by the link's kind where a send was measured, else the link's all-reduce latency
-    (:func:`collective`); none without a link.
+    between two ranks (:func:`allreduce_latency_s`); none without a link.
 
     >>> us = lambda s: round(float(s) * 1e6, 3)
     >>> us(p2p_latency_s(("NVLink 4", 450 * 10 ** 9))), us(p2p_latency_s(("InfiniBand NDR", 50 * 10 ** 9)))
     (3.0, 20.0)
+    >>> us(p2p_latency_s(("PCIe Gen4 x16", 32 * 10 ** 9)))   # 4.8 + 2 x 2.6 us
+    10.0
     """
     if link is None:
         return Fraction(0)
     measured = data()["collectives"]["p2p_latency"].get(_link_kind(link[0]))
-    return _x(measured if measured is not None else collective(link[0])["latency_s"])
+    return _x(measured) if measured is not None else allreduce_latency_s(link, 2)
 
 
 def p2p_s(sends: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
@@ -550,9 +578,10 @@ def p2p_s(sends: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
     return sends * p2p_latency_s(link) + allreduce_s(0, sent_bytes, link)
 
 
-def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
-    """Seconds ``calls`` all-to-alls take that together send ``sent_bytes`` per GPU over ``link`` (topology,
-    bytes/s one way): each call's latency (the link's all-reduce latency, :func:`collective`) plus the bytes at the
+def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None, ranks: int | None = None) -> Fraction:
+    """Seconds ``calls`` all-to-alls over ``ranks`` take that together send ``sent_bytes`` per GPU over ``link``
+    (topology, bytes/s one way): each call's latency (the link's all-reduce latency, :func:`allreduce_latency_s`)
+    plus the bytes at the
     fraction of the link a MoE dispatch reaches (``moe.alltoall``; the link's all-reduce efficiency where none is
     given).
 
@@ -563,7 +592,8 @@ def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None) -> Fraction
         return Fraction(0)
     c = collective(link[0])
     eff = data()["moe"]["alltoall"].get(_link_kind(link[0]), c["efficiency"])
-    return calls * _x(c["latency_s"]) + Fraction(sent_bytes) / (_x(eff) * link[1])
+    latency = allreduce_latency_s(link, ranks) if calls else Fraction(0)
+    return calls * latency + Fraction(sent_bytes) / (_x(eff) * link[1])
 
 
 def ray_step_s(workers: int) -> Fraction:

@@ -36,9 +36,10 @@ each figure with its source:
   the GPU's all-reduces run while the host launches what follows); each engine adds a fixed cost per step
   (sampling, scheduling), one that drives its ranks as Ray actors a round trip to them
   (:func:`symllm.costs.collectives.ray_step_s`), an eager one the host's work beyond its layers while the GPU
-  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency plus
-  the bytes each rank sends at the link's bus bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables
-  by link), or the engine's own one-shot all-reduce's latency over NVLink.
+  waits (:func:`symllm.costs.collectives.step_host_s`). Each tensor-parallel all-reduce costs the link's latency at
+  the ranks (:func:`symllm.costs.collectives.allreduce_latency_s`) plus the bytes each rank sends at the link's bus
+  bandwidth (:func:`symllm.costs.collectives.collective`: nccl-tests tables by link), or the engine's own one-shot
+  all-reduce's latency over NVLink.
 * **Routed experts** (a mixture) see ``k/n_e`` of the tokens: their GEMMs run at the efficiency of that many
   rows; a decode step of ``b`` tokens reads the ``1 - (1 - k/n_e)^b`` of the experts they touch (uniform
   routing), not the ``k/n_e`` of the bound. In training an expert's GEMMs of reduction width ``K`` below the
@@ -378,7 +379,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # never below the bound's compute term (its attention convention may count more than causal pairs)
     gpu_s = max(gemm_s + attn_s, Fraction(parts["prefill_flops"]) / peak, parts["prefill_bytes"] / mem)
     prefill = (pp * step(gpu_s, layers * serve.get("prefill_kernels_per_layer", serve["kernels_per_layer"]), calls,
-                         allreduce_s(reduces, tp_sent("prefill", rows), tp_link, serve))
+                         allreduce_s(reduces, tp_sent("prefill", rows), tp_link, serve, work.tp))
                + _handoff(parts, "prefill", route, pp) + _x(serve["step_s"]) + control)
     # decode: the weights and the cache streamed, GEMMs at M = b rows where they are slower; b tokens routed
     # uniformly touch 1 - (1 - k/n_e)^b of the experts, not the k/n_e the bound reads
@@ -394,7 +395,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     decode_gemm = max(gemms(parts["decode_flops"] - core, parts["decode_expert_flops"], work.batch),
                       weights * gemv / mem)
     gpu_s = decode_gemm + max(core / peak, (moved - weights) / mem)
-    decode = (pp * step(gpu_s, kernels, calls, allreduce_s(reduces, tp_sent("decode", work.batch), tp_link, serve))
+    decode_tp = allreduce_s(reduces, tp_sent("decode", work.batch), tp_link, serve, work.tp)
+    decode = (pp * step(gpu_s, kernels, calls, decode_tp)
               + _handoff(parts, "decode", route, pp) + _x(serve["step_s"]) + control)
     out["prefill_s"] = seconds(prefill)
     out["prefill_compute_s"] = seconds(gemm_s + attn_s)  # its GEMMs and attention alone (chunked prefill)
@@ -432,7 +434,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         eta = grouped_gemm(compute, m, (parts["d"], parts["d_ff"], m), Fraction(peak, bandwidth), rated)
         moe = moe_training_s(layers=moe_layers, rows=rows, k=parts["k"], d=parts["d"], n_e=parts["n_e"],
                              act_bytes=parts["beta_a"], rate=passes, ep_bytes=comm["ep"],
-                             link=route.get("ep") if work.ep > 1 else None, recompute=work.recompute == "full",
+                             link=route.get("ep") if work.ep > 1 else None, ep=work.ep,
+                             recompute=work.recompute == "full",
                              syncs=int(train.get("moe_host_syncs", 0)))
         moe_s = sum(moe.values())
     else:
@@ -476,16 +479,20 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
     # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
     # the all-gathers and reduce-scatters among them at their own latency
+    dense = not experts and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))
+    fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense)
+    narrowed = tp_overlap.narrowed_bytes(fp8, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"],
+                                         beta_a=parts["beta_a"], tp=work.tp) if fp8 else 0
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
-                         comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
+                         (comm["tp"] - narrowed) * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     spec = tp_overlap.overlapping(work)  # the engine's overlap of the blocks' collectives with their GEMMs (dense)
-    if spec and tp_s and not experts and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a")):
+    if spec and tp_s and dense:
         slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
         tp_s -= micro * tp_overlap.saved_s(
             spec, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"], d_ff=parts["d_ff"],
             q=parts["n_h"] * parts["head_dim"], kv=parts["n_kv"] * parts["head_dim"], beta_a=parts["beta_a"],
             tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped, chunk_slowdown=slower,
-            stream_rate=passes)
+            stream_rate=passes, fp8=fp8)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm["ep"] * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a

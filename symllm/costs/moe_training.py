@@ -16,11 +16,11 @@ from symllm.costs.figures import data, fraction as _x
 __all__ = ["moe_training_s", "moe_host_launch_s", "moe_layer_floor_s"]
 
 
-def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, rate, ep_bytes=0, link=None,
+def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, rate, ep_bytes=0, link=None, ep: int = 1,
                    recompute: bool = False, syncs: int = 0) -> dict:
     """Seconds a training micro-batch of ``rows`` tokens (``b·s``) spends in ``layers`` MoE layers beyond their
-    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU, :func:`symllm.costs.collectives.alltoall_s`, a layer's
-    :func:`symllm.costs.collectives.moe_alltoalls`: 4, or 6 with full recomputation), ``permute``
+    GEMMs: ``alltoall`` (``ep_bytes`` sent per GPU over ``ep`` ranks, :func:`symllm.costs.collectives.alltoall_s`, a
+    layer's :func:`symllm.costs.collectives.moe_alltoalls`: 4, or 6 with full recomputation), ``permute``
     (``moe.permute_passes`` passes a layer, each of ``(1 + k)·rows`` rows of ``d`` activations of
     ``act_bytes``; 6 with recomputation) and ``router`` (``moe.router_passes`` passes over ``rows·n_e`` fp32
     scores), both at ``rate`` (bytes/s: the bandwidth at :func:`symllm.costs.efficiency.stream`'s fraction for the
@@ -45,7 +45,7 @@ def moe_training_s(*, layers, rows, k, d, n_e, act_bytes, rate, ep_bytes=0, link
     calls = moe_alltoalls(recompute) * layers
     forwards = forward_runs("all_to_all", recompute)
     sync = forwards * syncs * layers * _x(moe["sync_s"]) if ep_bytes and link is not None else Fraction(0)
-    return {"alltoall": alltoall_s(calls, ep_bytes, link) if ep_bytes else Fraction(0),
+    return {"alltoall": alltoall_s(calls, ep_bytes, link, ep) if ep_bytes else Fraction(0),
             "permute": Fraction(permute), "router": Fraction(router), "sync": sync}
 
 

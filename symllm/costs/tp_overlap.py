@@ -13,9 +13,10 @@ GEMM. Either way the collective costs ``max(0, comm - GEMM)`` beyond the GEMM it
 chunks' products run at the GEMM table's rate at their own rows (``b·s/N_t``, :func:`symllm.costs.efficiency.gemm`),
 and the slower chunks are the ring's own cost, as are the copies an engine's source shows outside the overlap
 (a ring's partials reduced after it, torch's shard copied before it: :func:`copies_bytes`). The communication
-kernels' SMs (userbuffers' ``num_sm``) are not
-counted. A forward pair runs again where recomputation reruns its collective
-(:func:`symllm.costs.collectives.forward_runs`).
+kernels' SMs (userbuffers' ``num_sm``) are not counted. A forward pair runs again where recomputation reruns its
+collective (:func:`symllm.costs.collectives.forward_runs`). An engine that casts to float8 before it gathers
+(torchao's float8 tensor parallelism under torchtitan: ``fp8_tp_all_gathers``) moves those all-gathers at one byte
+an element under ``--compute-dtype fp8``, overlapped or not (:func:`fp8_gathers`, :func:`narrowed_bytes`).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from symllm.costs.figures import engine, engine_for
 from symllm.errors import SymllmError
 
 __all__ = ["PAIRS", "declared", "check", "overlapping", "pairs", "linear_flops", "exposed_s", "copies_bytes",
-           "saved_s"]
+           "saved_s", "fp8_gathers", "narrowed_bytes"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
 PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
@@ -108,9 +109,9 @@ def linear_flops(*, rows, d, d_ff, q, kv, tp: int) -> dict:
 
 def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)) -> tuple[int, Fraction]:
     """The collectives ``overlapped`` (:func:`pairs`) a block runs and the seconds they add beyond their GEMMs: each
-    ``max(0, comm_s - GEMM)``, ``gemm_s`` one product of each linear (:func:`linear_flops` at the step's GEMM rate);
-    a chunked pair's GEMM takes ``chunk_slowdown`` times as long (its chunks' rows' rate against the whole's), the
-    difference counted too.
+    ``max(0, comm_s - GEMM)`` (``comm_s`` one collective's seconds, or a dict of them by pair), ``gemm_s`` one
+    product of each linear (:func:`linear_flops` at the step's GEMM rate); a chunked pair's GEMM takes
+    ``chunk_slowdown`` times as long (its chunks' rows' rate against the whole's), the difference counted too.
 
     >>> g = {"qkv": Fraction(3), "proj": Fraction(1), "fc1": Fraction(6), "fc2": Fraction(3)}
     >>> exposed_s({"qkv_fprop": (1, False), "proj_fprop": (2, False)}, 2, g)   # max(0, 2-3) + 2 max(0, 2-1)
@@ -122,18 +123,19 @@ def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)
     for name, (runs, chunked) in overlapped.items():
         gemm = gemm_s[name.split("_")[0]]
         slowed = gemm * (chunk_slowdown if chunked else 1)
+        comm = comm_s[name] if isinstance(comm_s, dict) else comm_s  # by pair where they differ (float8 gathers)
         calls += runs
-        extra += runs * (slowed - gemm + max(Fraction(0), Fraction(comm_s) - slowed))
+        extra += runs * (slowed - gemm + max(Fraction(0), Fraction(comm) - slowed))
     return calls, extra
 
 
 def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fraction:
     """Bytes a block's ring pairs (:func:`pairs`) stream on the compute stream, outside the overlap, where the
     engine's ``spec`` states them (``copies``: by collective, ``[a, b]``, ``a + b/N_t`` times ``stream_bytes``, the
-    residual stream's whole bytes): torch's symmetric memory copies a rank's shard into its buffer before the first
-    chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard); it and Transformer Engine's ring
-    exchange reduce the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each partial read, the shard
-    written). A bulk pair reduces inside its communication kernel: none.
+    residual stream's whole bytes, or a dict of them by pair): torch's symmetric memory copies a rank's shard into
+    its buffer before the first chunk's product (an all-gather: ``[0, 2]``, a read and a write of the shard); it and
+    Transformer Engine's ring exchange reduce the ``N_t`` partials after the last (a reduce-scatter: ``[1, 1]``, each
+    partial read, the shard written). A bulk pair reduces inside its communication kernel: none.
 
     >>> float(copies_bytes({"copies": {"all_gather": ["0", "2"], "reduce_scatter": ["1", "1"]}},
     ...                    {"qkv_fprop": (2, True), "proj_fprop": (1, True), "qkv_wgrad": (1, False)}, 800, 8))
@@ -143,17 +145,19 @@ def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fractio
     total = Fraction(0)
     for name, (runs, chunked) in overlapped.items():  # 2 x 2/8 x 800 + (1 + 1/8) x 800
         a, b = table.get(PAIRS[name], ("0", "0")) if chunked else ("0", "0")
-        total += runs * (Fraction(a) + Fraction(b) / tp) * stream_bytes
+        size = stream_bytes[name] if isinstance(stream_bytes, dict) else stream_bytes
+        total += runs * (Fraction(a) + Fraction(b) / tp) * size
     return total
 
 
 def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a, tp: int, link, gemm_rate,
-            chunk_slowdown=Fraction(1), stream_rate=None) -> Fraction:
+            chunk_slowdown=Fraction(1), stream_rate=None, fp8=()) -> Fraction:
     """Seconds the pairs of ``spec`` (:func:`pairs`) take off a micro-batch's tensor-parallel time over ``layers``
     blocks: each overlapped collective's own time (one all-gather or reduce-scatter of the residual stream, ``rows``
     tokens of width ``d`` at ``beta_a`` bytes over ``link``: :func:`symllm.costs.collectives.training_tp_s`) less what
     it still adds beyond its GEMM (:func:`exposed_s`, the GEMMs at ``gemm_rate`` FLOP/s) and its copies outside the
-    overlap (:func:`copies_bytes`) at ``stream_rate`` bytes/s.
+    overlap (:func:`copies_bytes`) at ``stream_rate`` bytes/s. The all-gathers of the pairs named in ``fp8``
+    (:func:`fp8_gathers`) move, and copy, one byte an element.
 
     >>> link = ("NVLink 4", 450 * 10 ** 9)   # one gather: 8.235 us + 3/4 of 8 MiB at 0.82 x 450 GB/s = 25.29 us
     >>> shape = dict(layers=1, rows=1024, d=4096, d_ff=14336, q=4096, kv=1024, beta_a=2, tp=4, link=link)
@@ -161,10 +165,47 @@ def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a,
     >>> round(float(saved_s({"ring": ["proj_fprop"]}, recompute=False, gemm_rate=10 ** 15, **shape)) * 1e6, 2)
     8.59
     """
-    one = training_tp_s(1, 1, -(-beta_a * rows * d * (tp - 1) // tp), link, tp)
+    def one(width):  # one all-gather or reduce-scatter of the residual stream at width bytes an element
+        return training_tp_s(1, 1, -(-width * rows * d * (tp - 1) // tp), link, tp)
     gemm_s = {k: Fraction(v) / gemm_rate for k, v in linear_flops(rows=rows, d=d, d_ff=d_ff, q=q, kv=kv, tp=tp).items()}
     overlapped = pairs(spec, recompute)
-    calls, extra = exposed_s(overlapped, one, gemm_s, chunk_slowdown)
+    width = {name: 1 if name in fp8 else beta_a for name in overlapped}
+    comm = {name: one(w) for name, w in width.items()}
+    calls, extra = exposed_s(overlapped, comm, gemm_s, chunk_slowdown)
     if stream_rate:
-        extra += copies_bytes(spec, overlapped, beta_a * rows * d, tp) / stream_rate
-    return layers * (calls * one - extra)
+        extra += copies_bytes(spec, overlapped, {n: w * rows * d for n, w in width.items()}, tp) / stream_rate
+    return layers * (sum(runs * comm[n] for n, (runs, _) in overlapped.items()) - extra)
+
+
+def fp8_gathers(work) -> tuple:
+    """The pairs (:data:`PAIRS`) whose block all-gathers the workload ``work``'s training engine runs in float8
+    (``fp8_tp_all_gathers``: torchao's float8 tensor parallelism under torchtitan casts before it gathers) where
+    ``--compute-dtype fp8`` runs over more than one tensor rank under ``--sp``; else none.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan", compute_dtype="fp8"))
+    ('qkv_fprop', 'fc1_fprop', 'proj_dgrad', 'fc2_dgrad')
+    >>> fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan"))   # bf16 GEMMs
+    ()
+    >>> fp8_gathers(Workload(tp=8, sp=True, compute_dtype="fp8"))     # the default training engine's: none
+    ()
+    """
+    if getattr(work, "matmul_dtype", None) != "fp8" or not work.sp or work.tp < 2:  # the dtype the GEMMs run in
+        return ()
+    return tuple(engine_for(getattr(work, "engine", None), "training").get("fp8_tp_all_gathers", ()))
+
+
+def narrowed_bytes(names, *, recompute, layers: int, rows, d, beta_a, tp: int) -> Fraction:
+    """Bytes one rank sends less in a micro-batch where the block all-gathers of the pairs ``names``
+    (:func:`fp8_gathers`) move one byte an element, not ``beta_a``: each its ring share of ``rows`` tokens of
+    width ``d`` over ``tp`` ranks, a forward one again where recomputation reruns it, over ``layers`` blocks.
+
+    >>> # 2 forward gathers twice (full recomputation) and 2 backward: 6 x 7/8 x 1,024 x 4,096 x (2 - 1) bytes
+    >>> int(narrowed_bytes(("qkv_fprop", "fc1_fprop", "proj_dgrad", "fc2_dgrad"), recompute="full", layers=1,
+    ...                    rows=1024, d=4096, beta_a=2, tp=8))
+    22020096
+    """
+    def share(width):
+        return -(-width * rows * d * (tp - 1) // tp)
+    runs = sum(n for n, _ in pairs({"ring": list(names)}, recompute).values())
+    return Fraction(layers * runs * (share(beta_a) - share(1)))

@@ -444,6 +444,16 @@ class Workload:
         return self.compute_dtype or accelerators.compute_dtype(self.dtype, self.act_dtype)
 
     @property
+    def tp_overlapped(self) -> bool:
+        """Whether the training engine overlaps its tensor-parallel collectives with GEMMs here (``--tp-overlap``, or
+        the engine's default, under ``--sp``: :func:`symllm.costs.tp_overlap.overlapping`).
+
+        >>> Workload(tp=4, sp=True, engine="torchtitan", tp_overlap=True).tp_overlapped, Workload(tp=4).tp_overlapped
+        (True, False)
+        """
+        return tp_overlap.overlapping(self) is not None
+
+    @property
     def kv_bytes(self):
         """Bytes per KV-cache element: the ``kv_format``'s (block scales included) when one is given.
 
