@@ -1289,14 +1289,16 @@ def attention_grids() -> st.SearchStrategy[tuple[int, int, int, tuple[int, int]]
                      st.sampled_from([(128, 64), (128, 128), (64, 64), (64, 32), (16, 16), (32, 48)]))
 
 
-def serving_loads(steps: tuple[str, ...] | None = None) -> st.SearchStrategy[dict]:
+def serving_loads(steps: tuple[str, ...] | None = None, every: bool = False) -> st.SearchStrategy[dict]:
     """:func:`symllm.costs.traffic.under_load`'s options: an accelerator, a serving engine (each way a step runs a
-    joining prompt: chunked, whole, separate), the tensor ranks, prompt and output lengths, a concurrency or a
-    request rate, and now and then the engine's own limits. ``steps``: always an engine, one that runs a joining
-    prompt so (:func:`symllm.costs.batching.prefill_step` at the longest context drawn, 8,192 + 2,048)."""
+    joining prompt: chunked, whole, separate, static), the tensor ranks, prompt and output lengths, a concurrency or
+    a request rate, and now and then the engine's own limits. ``steps``: always an engine, one that runs a joining
+    prompt so (:func:`symllm.costs.batching.prefill_step` at the longest context drawn, 8,192 + 2,048); ``every``:
+    always an engine, any of them."""
     from symllm.costs import batching, efficiency, figures
     engines = [e for e in efficiency.ENGINES if figures.engine(e).get("kind") == "inference"
                and (steps is None or batching.prefill_step(e, 8192 + 2048) in steps)]
+    steps = steps or every  # an engine always drawn
     load = st.one_of(st.fixed_dictionaries({"concurrency": st.integers(1, 2000)}),
                      st.fixed_dictionaries({"request_rate": st.floats(0.01, 1000.0)}))
     engine = {"engine": st.sampled_from(engines)}

@@ -794,7 +794,8 @@ def test_plan_names_the_engine_of_its_expected_times(cli, argv, engine):
 def test_only_a_pool_engine_s_activation_peak_is_called_its_profile_run(cli, engine, words):
     """vLLM, SGLang, TensorRT-LLM, lmdeploy and TGI size a pool from what a profile forward leaves; llama.cpp, MLC,
     gpt-fast and transformers allocate their cache by the context and run no profile run (docs/serving.md), so their
-    row names the estimate a forward, not the engine's profile run."""
+    row names the estimate a forward, not the engine's profile run (llama.cpp's: its server's n_batch, 2048 tokens,
+    batching.SCHEDULER)."""
     out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", engine]).out
     row = " ".join(next(line for line in out.splitlines() if "activation peak" in line).split())
     assert words in row and ("profile" in row) == words.startswith("profile"), row

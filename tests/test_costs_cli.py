@@ -266,3 +266,47 @@ def test_every_switch_of_a_structure_must_be_a_boolean(value):
     for cls, name in switches:
         with pytest.raises(SymllmError, match=rf"^{name}: expected True or False, got "):
             cls(**{name: value})
+
+
+#: Llama-3.1-8B's KV cache at s = 2048 in bf16, by hand: 2 (K and V) x 32 layers x 8 KV heads x 128 x 2048 x 2 bytes
+KV_8B_2048 = 2 * 32 * 8 * 128 * 2048 * 2
+
+
+@pytest.mark.parametrize("dtype", ["int4", "int8", "fp8"])
+def test_quantized_weights_keep_the_kv_cache_in_the_activations_dtype(cli, tmp_path, dtype):
+    """Issue 40: quantized weights do not quantize the KV cache. vLLM's kv_cache_dtype "auto" is the model's dtype
+    whatever the checkpoint's weight quantization (vllm/config/cache.py at 002f10e: "will use model data type"),
+    llama.cpp's cache is f16 unless --cache-type-k/v: under --dtype int4/int8/fp8 the cache is bf16, as the
+    activations are, through count, the Python API, derive, sweep, plan and report. Llama-3.1-8B at s = 2048:
+    2 x 32 x 8 x 128 x 2048 x 2 bytes = 268,435,456. A given --kv-dtype or --kv-format still wins."""
+    assert KV_8B_2048 == 268_435_456
+    args = ["llama3.1-8b", "--dtype", dtype, "--seq", "2048"]
+    out = json.loads(cli(["count", *args, "--json"]).out)
+    assert out["memory"]["kv_cache"] == KV_8B_2048
+    assert (out["workload"]["kv_dtype"], out["workload"]["act_dtype"]) == ("bf16", "bf16")
+    text = " ".join(cli(["count", *args]).out.split())
+    assert f"weights {dtype}, KV cache bf16, activations bf16" in text
+    assert symllm.workload("llama3.1-8b", dtype=dtype, seq=2048)["memory"]["kv_cache"] == KV_8B_2048
+    assert Workload(dtype=dtype).kv_dtype == "bf16"
+    derived = cli(["derive", "--model", "llama3.1-8b", "--dtype", dtype, "--quantity", "memory",
+                   "--memory", "kv_cache"])
+    assert derived.code == 0 and "= 268,435,456" in derived.out
+    r = cli(["sweep", "--base", "llama3.1-8b", "--dtype", dtype, "--seq", "2048", "--quantity", "kv_cache",
+             "--format", "jsonl"])
+    assert r.code == 0 and json.loads(r.out)["kv_cache"] == KV_8B_2048, r.err
+    plan = cli(["plan", *args, "--gpus", "1xh100-sxm", "--json"])
+    assert plan.code == 0 and json.loads(plan.out)["workload"]["kv_dtype"] == "bf16", plan.err
+    report = tmp_path / "report.md"
+    assert cli(["report", *args, "-o", str(report)]).code == 0
+    assert r"\beta_{kv} = 2`" in report.read_text(encoding="utf-8")
+    # what is given still wins: fp8, one byte an element, half the bf16 cache
+    for given in (["--kv-dtype", "fp8"], ["--kv-format", "fp8"]):
+        assert json.loads(cli(["count", *args, *given, "--json"]).out)["memory"]["kv_cache"] == KV_8B_2048 // 2
+
+
+def test_a_given_kv_dtype_beside_a_kv_format_is_refused_unless_it_is_the_default(capsys):
+    """--kv-format with --kv-dtype is one line unless the dtype is the default the format replaces (the
+    activations', bf16 under int4 weights), as before it was --dtype."""
+    assert Workload(dtype="int4", kv_dtype="bf16", kv_format="q8_0").kv_format == "q8_0"
+    with pytest.raises(SymllmError, match="^kv_format: give --kv-format or --kv-dtype, not both"):
+        Workload(dtype="int4", kv_dtype="int4", kv_format="q8_0")

@@ -67,7 +67,7 @@ def options(row: dict) -> dict | None:
     w, lay = row["workload"], row["layout"]
     out = {"gpu": row["gpu"], "engine": engine(row), **_weights(row["weights"]),
            "tp": lay["tp"], "pp": lay["pp"]}
-    if out.get("dtype") == "int4":  # weight-only: the cache keeps the row's dtype (--dtype's otherwise)
+    if row["kv"] is not None:  # the KV dtype the row states; else the engine's default, the model's dtype
         out["kv_dtype"] = row["kv"]
     if row["kind"] in ("training_tokens_per_s_per_gpu", "mfu"):
         dp = row["gpus"] // (lay["tp"] * lay["pp"])
@@ -126,7 +126,7 @@ def _under_load(row: dict) -> float | None:
         bench = {"max_num_batched_tokens": s["max_num_tokens"], "max_num_seqs": s["max_batch_size"]}
     r = under_load(row["model"], gpu=row["gpu"], tp=lay["tp"], engine=engine(row),
                    seq=w["input_len"], gen=w["output_len"], concurrency=w.get("concurrency") or 10 ** 6,
-                   **_weights(row["weights"]), **bench)
+                   **_weights(row["weights"]), **bench, **({"kv_dtype": row["kv"]} if row["kv"] else {}))
     return r["output_tokens_per_s"]
 
 

@@ -23,6 +23,14 @@ def _expected(**options) -> dict:
     return symllm.workload("llama3.1-8b", **options)["time"]["expected"]
 
 
+def _rows(model: str, m: int, heads, **options) -> float:
+    """GEMMs of m token rows, the head on ``heads`` of them: a prompt of m tokens' (its head on the last) plus
+    heads - 1 rows of the head, read off m one-token prompts' GEMMs (logits on every row)."""
+    last = symllm.workload(model, seq=m, gen=0, **options)["time"]["expected"]["prefill_gemm_s"]
+    every = symllm.workload(model, seq=m, gen=0, logits="all", **options)["time"]["expected"]["prefill_gemm_s"]
+    return last + (every - last) * (heads - 1) / (m - 1)
+
+
 def test_one_request_at_a_time_by_hand():
     """vLLM V1 runs a joining prompt in the decode step's own forward (its scheduler has no prefill phase:
     symllm.costs.batching.SCHEDULER, mixed_source): at concurrency 1 the 2,000-token prompt fits one chunk of
@@ -73,15 +81,10 @@ def test_prompts_that_join_together_run_in_one_prefill_forward():
     the first token comes a step after the admission's forwards."""
     run = dict(gpu="h100-sxm", seq=1000, gen=100, concurrency=256)
 
-    def rows(m: int, heads, engine: str) -> float:
-        last = _expected(gpu="h100-sxm", seq=m, gen=0, engine=engine)["prefill_gemm_s"]
-        every = _expected(gpu="h100-sxm", seq=m, gen=0, engine=engine, logits="all")["prefill_gemm_s"]
-        return last + (every - last) * (heads - 1) / (m - 1)
-
     for engine, forwards, m, heads in (("sglang", 1, 2560, 2.56), ("vllm-v0", 1.28, 2000, 2)):
         prompt = _expected(gpu="h100-sxm", seq=1000, gen=0, engine=engine)
         attention = prompt["prefill_compute_s"] - prompt["prefill_gemm_s"]
-        admitted = forwards * rows(m, heads, engine) + 2.56 * attention
+        admitted = forwards * _rows("llama3.1-8b", m, heads, gpu="h100-sxm", engine=engine) + 2.56 * attention
         decode = _expected(gpu="h100-sxm", seq=1, gen=0, batch=256, context=1050, engine=engine)["decode_token_s"]
         r = under_load("llama3.1-8b", **run, engine=engine)
         assert r["prefill_step"] == "separate" and r["running"] == 256, engine
@@ -104,26 +107,28 @@ def test_prompts_that_join_together_run_in_one_prefill_forward():
         assert b["ttft_s"] == pytest.approx(float(decode + 2 * prompts), rel=1e-12), engine
 
 
-@given(st.sampled_from(["llama3.2-1b", "llama3.1-8b", "qwen3-30b-a3b"]), serving_loads(steps=("separate",)))
+@given(st.sampled_from(["llama3.2-1b", "llama3.1-8b", "qwen3-30b-a3b"]), serving_loads(every=True))
 def test_prompts_admitted_together_cost_no_more_than_apart(model, options):
-    """An engine that runs joining prompts in forwards of their own admits the k = max(1, C/n) prompts waiting
-    together: a step is never under their FLOPs at the dense peak with the decodes', and never over the decode
-    step plus k forwards of one prompt each (count's prefill_compute_s) where its forwards' rows are those of
-    at least a prompt (a prompt within the budget) and within the GEMM table's rising part (efficiency.json's
-    gemm rows up to 8,192, where more rows never run slower; past it, 16,384 rows at 0.711 of the peak against
-    8,192's 0.722, a forward of two prompts of 8,192 may): the expected and the bound alike."""
+    """Every engine (symllm.costs.batching.SCHEDULER, each way a step runs a joining prompt) runs the k = C/n
+    prompts that join a step together: a step is never under their FLOPs at the dense peak with the decodes', and
+    never over the decode step plus k forwards of one prompt each (count's prefill_compute_s) where the GEMMs it
+    runs them in are within the GEMM table's rising part (efficiency.json's gemm rows up to 8,192, where more rows
+    never run slower; past it, 16,384 rows at 0.711 of the peak against 8,192's 0.722, a forward of two prompts of
+    8,192 may) and a prompt fits the step's budget (beside the decodes where it rides with them: else the engine
+    cuts it into chunks of fewer rows than a forward of its own would run): the expected, and the bound of forwards
+    of their own. (A
+    prompt in the decode step's forward can make its bound compute-bound where the decode step alone streamed,
+    so that step's attention core, hidden under the stream, counts again: over apart by up to that core; not
+    held there.) A static batch (hf, gpt-fast) runs no prompt in its decode steps: there its C prompts' one
+    forward, the first token, is held to the same two sides."""
     try:
         r = under_load(model, **options)
     except SymllmError:
         return
-    assert r["prefill_step"] == "separate"
     from symllm.arch import resolved
-    from symllm.costs import batching
     spec = resolved.spec(model)
     s, n, budget, c = r["seq"], r["gen"], r["max_num_batched_tokens"], r["running"]
-    k = max(Fraction(1), Fraction(c, n))
-    # a forward's tokens: SGLang cuts its last prompt to the budget, V0 takes whole prompts (at least one)
-    tokens = min(k * s, budget) if batching.prefill_admits(r["engine"]) == "cut" else min(k, max(1, budget // s)) * s
+    static = r["prefill_step"] == "static"
     keep = {key: v for key, v in options.items() if key in ("gpu", "tp", "engine")}
     prompt = symllm.workload(model, **keep, seq=s, gen=0)
     flops = prompt["flops"]["prefill"] - Fraction(4 * spec.n_layers * spec.n_heads * spec.head_dim * s * (s - 1), 2)
@@ -131,11 +136,100 @@ def test_prompts_admitted_together_cost_no_more_than_apart(model, options):
         c = figures["running"]
         decode = symllm.workload(model, **keep, seq=1, gen=0, batch=c, context=s + n // 2)
         t = decode["time"]
-        roofline = (decode["flops"]["decode_token"] + Fraction(c, n) * flops) / (t["peak_flops"] * t["gpus"])
-        assert figures["itl_s"] >= float(roofline) * (1 - 1e-9)
-        apart = times(t)["decode_token_s"] + Fraction(c, n) * Fraction(times(prompt["time"])["prefill_compute_s"])
-        if figures is r["bound"] or (s <= budget and ceil(tokens) <= 8192):
+        peak = t["peak_flops"] * t["gpus"]
+        alone = Fraction(times(prompt["time"])["prefill_compute_s"])
+        if static:  # the first token: the batch's prompts in one forward
+            if figures["queued"] or figures["ttft_s"] is None:
+                continue
+            assert figures["ttft_s"] >= float(c * flops / peak) * (1 - 1e-9)
+            if figures is r["bound"] or c * s <= 8192:
+                assert figures["ttft_s"] <= float(c * alone) * (1 + 1e-9)
+            continue
+        k = Fraction(c, n)
+        assert figures["itl_s"] >= float((decode["flops"]["decode_token"] + k * flops) / peak) * (1 - 1e-9)
+        apart = times(t)["decode_token_s"] + k * alone
+        rows = c + min(k * s, budget)  # at most a step's rows: its decodes and the prompts' tokens, to the budget
+        own = r["prefill_step"] == "separate"  # forwards of their own: the bound's apart holds at any rows
+        whole = s <= (budget if own else budget - c)  # a prompt in one forward (a chunk beside c decodes)
+        if (own and figures is r["bound"]) or (figures is r and whole and rows <= 8192):
             assert figures["itl_s"] <= float(apart) * (1 + 1e-9)
+
+
+def test_tgi_default_prefill_budget_by_hand():
+    """TGI v3.3.6's launcher sets max_batch_prefill_tokens, where none is given, to compute_optimal: the card's
+    f16 FLOP/s (its table by nvidia-smi name: an H100 SXM 900e12) times the shards over Config::flop, a token's
+    FLOPs by its own count. Llama-3.1-8B's config.json (32 layers, hidden 4096, 32 heads and 8 key/value heads of
+    128, intermediate 14336, max_position_embeddings 131072): q, attn and o 2·32·128·4096 = 33,554,432 each, k and
+    v 2·8·128·4096 = 8,388,608 each, gate/up/down 2·3·4096·14336 = 352,321,536: 469,762,048 a layer,
+    15,032,385,536 for 32. One H100: 900e12 / that = 59,870.7 -> 59,870; two: 119,741; four: 239,483, capped at
+    the 131,072 positions. An H100 PCIe ('nvidia-h100-pcie') is not in its table: the 4096 fallback."""
+    def budget(gpu, tp=1):
+        return under_load("llama3.1-8b", gpu=gpu, tp=tp, seq=1000, gen=100, concurrency=1,
+                          engine="tgi")["max_num_batched_tokens"]
+    assert [budget("h100-sxm", tp) for tp in (1, 2, 4)] == [59870, 119741, 131072]
+    assert budget("h100-pcie") == 4096
+
+
+def test_tgi_runs_prompt_chunks_with_the_decodes_by_hand():
+    """TGI v3 with chunking (backends/v3/src/backend.rs, queue.rs at v3.3.6) gives a new prompt the prefill budget
+    less the running batch's tokens, and runs it with the running decodes in one forward. With
+    max_batch_prefill_tokens 4096 and one request of 6,000 prompt tokens running: the first step's forward takes
+    the decode row and 4,096 - 1 = 4,095 prompt tokens, the next the decode row and the other 1,905. Each adds its
+    GEMMs of 1 + q rows (the head on the decode row and the chunk's last) less the decode step's own; the prompt
+    adds its attention core once; a step is count's decode step at the mean context 6,000 + 100 plus a 200th of
+    that; the first token comes after the two steps of its chunks and what the prompt adds."""
+    run = dict(gpu="h100-sxm", engine="tgi")
+    prompt = _expected(**run, seq=6000, gen=0)
+    attention = prompt["prefill_compute_s"] - prompt["prefill_gemm_s"]
+    decode = _expected(**run, seq=1, gen=0, context=6100)
+    added = attention + sum(_rows("llama3.1-8b", 1 + q, 2, **run) - decode["decode_gemm_s"] for q in (4095, 1905))
+    step = decode["decode_token_s"] + added / 200
+    r = under_load("llama3.1-8b", **run, seq=6000, gen=200, concurrency=1, max_num_batched_tokens=4096)
+    assert r["prefill_step"] == "chunked" and r["max_num_batched_tokens"] == 4096
+    assert r["itl_s"] == pytest.approx(step, rel=1e-9)
+    assert r["ttft_s"] == pytest.approx(2 * step + added, rel=1e-9)
+
+
+def test_sglang_max_prefill_tokens_by_hand():
+    """SGLang 0.5.2's PrefillAdder (schedule_policy.py) starts a prefill batch with rem_chunk_tokens =
+    chunked_prefill_size and rem_input_tokens = max_prefill_tokens (16,384): a prompt past the batch's first
+    joins only while its tokens are under rem_input_tokens, whole while they fit rem_chunk_tokens, else cut to
+    them. On an H100 (chunked_prefill_size 8,192), prompts of 2,000: four whole (8,000), the fifth cut to 192:
+    8,192. On an MI300X (16,384 and 16,384), prompts of 10,000: the first whole, the second (10,000 >= 16,384 -
+    10,000 left) stops the batch uncut: 10,000; prompts of 20,000: the first cut to 16,384. With
+    chunked_prefill_size 32,768, prompts of 4,000: four whole (16,000), the fifth (4,000 >= 384 left) stops it:
+    16,000. Under load, Llama 3.2 1B at 100 running and 10 output tokens: 10 prompts join a step, in 10 · 4,000
+    / 16,000 = 2.5 forwards of 16,000 rows with 4 heads each, the decodes waiting; the first token a step after."""
+    from symllm.costs.batching import prefill_forward_tokens
+    assert prefill_forward_tokens("sglang", 10, 2000, 8192) == 8192
+    assert prefill_forward_tokens("sglang", 10, 10000, 16384) == 10000
+    assert prefill_forward_tokens("sglang", 10, 20000, 16384) == 16384
+    assert prefill_forward_tokens("sglang", 10, 4000, 32768) == 16000
+    run = dict(gpu="h100-sxm", engine="sglang")
+    prompt = symllm.workload("llama3.2-1b", **run, seq=4000, gen=0)["time"]["expected"]
+    attention = prompt["prefill_compute_s"] - prompt["prefill_gemm_s"]
+    admitted = 2.5 * _rows("llama3.2-1b", 16000, 4, **run) + 10 * attention
+    decode = symllm.workload("llama3.2-1b", **run, seq=1, gen=0, batch=100, context=4005)["time"]["expected"]
+    r = under_load("llama3.2-1b", **run, seq=4000, gen=10, concurrency=100, max_num_batched_tokens=32768)
+    assert r["prefill_step"] == "separate" and r["running"] == 100
+    assert r["itl_s"] == pytest.approx(decode["decode_token_s"] + admitted, rel=1e-9)
+    assert r["ttft_s"] == pytest.approx(decode["decode_token_s"] + 2 * admitted, rel=1e-9)
+
+
+def test_a_static_batch_by_hand():
+    """transformers' generate and gpt-fast run a static batch (SCHEDULER's mixed_source): its prompts in one
+    forward (count's prefill at the batch), then one token of each a step to the end; no prompt joins a decode
+    step. 16 requests of 1,000 + 200 tokens: the first token after the batch's prefill, each next at count's
+    decode step at batch 16 and the mean context 1,100, the batch done after 199 of them."""
+    for engine in ("hf", "gpt-fast"):
+        run = dict(gpu="h100-sxm", engine=engine)
+        ttft = _expected(**run, seq=1000, gen=0, batch=16)["prefill_compute_s"]
+        itl = _expected(**run, seq=1, gen=0, batch=16, context=1100)["decode_token_s"]
+        r = under_load("llama3.1-8b", **run, seq=1000, gen=200, concurrency=16)
+        assert r["prefill_step"] == "static" and r["running"] == 16, engine
+        assert r["ttft_s"] == pytest.approx(ttft, rel=1e-9) and r["itl_s"] == pytest.approx(itl, rel=1e-9), engine
+        assert r["e2e_s"] == pytest.approx(ttft + 199 * itl, rel=1e-9), engine
+        assert r["output_tokens_per_s"] == pytest.approx(16 * 200 / (ttft + 199 * itl), rel=1e-9), engine
 
 
 def test_tensorrt_llm_runs_a_prompt_whole_in_the_decode_step():
@@ -304,12 +398,13 @@ def test_the_bound_of_one_request_by_hand():
     untied). The scheduler's step is the decode step plus a 200th of what the prompt adds to the step it rides in,
     and the first token comes one step after the prompt's share:
 
-        ITL = D + p / 200,   TTFT = 1 x ITL + p,   p = A + G(2001 rows) - G_decode,
+        ITL = D + p / 200,   TTFT = 1 x ITL + p,   p = A + G(2001 rows) - (G_decode - A_decode),
 
     each at the roofline: D the decode step at the mean context 2,000 + 100 (memory-bound: its bytes at B), G the
     GEMMs' FLOPs at P (a decode step's its bytes at B where that is longer: a roofline step overlaps what it does, so
     the prompt's GEMMs cost what they outlast the step's stream by), A the prompt's attention core at its causal
-    pairs."""
+    pairs, A_decode the decode token's (hidden under the decode step's stream, not under the mixed forward's
+    FLOPs)."""
     P, B = Fraction(9894, 10) * 10 ** 12, Fraction(335, 100) * 10 ** 12
     d, L, heads, kv, d_h, d_ff, V = 4096, 32, 32, 8, 128, 14336, 128256
     linear = L * (2 * d * heads * d_h + 2 * d * kv * d_h + 3 * d * d_ff)  # q, o; k, v; gate, up, down
@@ -321,7 +416,10 @@ def test_the_bound_of_one_request_by_hand():
     assert gemm_decode == decode
     mixed = Fraction(2 * linear * 2001 + 2 * V * d * 2) / P  # 2,001 rows; the head on the decode and the last
     attention = Fraction(4 * heads * d_h * L * 2000 * 2001 // 2) / P  # QK^T and PV over s(s+1)/2 pairs
-    added = attention + mixed - gemm_decode
+    # the decode token's own attention core over its 2,101 keys: hidden under the decode step's stream alone,
+    # counted again in the compute-bound forward the prompt rides in
+    core = Fraction(4 * heads * d_h * L * 2101) / P
+    added = attention + mixed - (gemm_decode - core)
     itl = decode + added / 200
     b = under_load("llama3.1-8b", **RUN, concurrency=1)["bound"]
     assert b["itl_s"] == pytest.approx(float(itl), rel=1e-12)
@@ -384,7 +482,8 @@ def test_a_step_is_never_under_its_roofline(model, options):
     """Each step under load, the expected and the bound alike, takes at least its FLOPs at the dense peak and its
     bytes at the bandwidth: its ``running`` decodes (count's decode step at the mean context s + n/2, its bytes)
     and the ``running / n`` prompts that join it (count's prefill FLOPs, the attention core at its causal pairs:
-    4 · n_heads · head_dim FLOPs a pair a layer, s(s+1)/2 pairs where count's prefill counts s²)."""
+    4 · n_heads · head_dim FLOPs a pair a layer, s(s+1)/2 pairs where count's prefill counts s²); a static
+    batch's steps decode only (its prompts run before them, all ``running`` in the forward of the first token)."""
     try:
         r = under_load(model, **options)
     except SymllmError:
@@ -399,8 +498,11 @@ def test_a_step_is_never_under_its_roofline(model, options):
         c = figures["running"]
         decode = symllm.workload(model, **keep, seq=1, gen=0, batch=c, context=s + n // 2)
         t = decode["time"]
-        flops = decode["flops"]["decode_token"] + Fraction(c, n) * prompt
+        static = r["prefill_step"] == "static"
+        flops = decode["flops"]["decode_token"] + (0 if static else Fraction(c, n) * prompt)
         tol = 1 - 1e-9
+        if static and figures["ttft_s"] is not None:
+            assert figures["ttft_s"] >= float(c * prompt / (t["peak_flops"] * t["gpus"])) * tol
         assert figures["itl_s"] >= float(flops / (t["peak_flops"] * t["gpus"])) * tol
         assert figures["itl_s"] >= t["decode_token_bytes"] / t["bandwidth"] * tol
 

@@ -13,23 +13,29 @@ from math import ceil
 
 from symllm.arch.catalogue import resolve
 
-__all__ = ["SCHEDULER", "prefill_step", "prefill_admits", "default_max_num_seqs",
+__all__ = ["SCHEDULER", "prefill_step", "prefill_admits", "prefill_forward_tokens", "default_max_num_seqs",
            "default_max_num_batched_tokens", "trtllm_bench_settings"]
 
 #: Each engine's scheduler defaults where the user gives none: its prefill budget a step (vLLM's
 #: ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``) and the most
 #: sequences it runs at once (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's
-#: ``max_batch_size``), one declaration an engine, with where each was read (2026-11-28 and -29).
+#: ``max_batch_size``), one declaration an engine, with where each was read (2026-11-28 and -29; an engine whose
+#: scheduler was not read says so in ``source`` and keeps the defaults of an engine without an entry).
 #: ``large_card``: vLLM's "device_memory >= 70 * GiB_bytes and 'a100' not in device_name" (0.9 on), or 0.7.3's
 #: "h100" or "h200" in the device name (``by_name``); ``tiers``: SGLang's [below GiB, tokens] by the card's memory
-#: (the last, ``None``: any larger); ``requests``: SGLang's ``min(max(int(kv_tokens / context_len * per_context),
-#: floor), ceiling)``. ``mixed``: how a step runs the prompts that joined beside the running sequences' decodes
-#: (:func:`prefill_step`, ``mixed_source``): ``chunked``, in the same forward, each cut to the token budget the
-#: decodes leave; ``whole``, in the same forward, uncut, once the decodes leave room for the whole prompt;
-#: ``separate`` (and an engine without an entry), in a forward of their own (``chunked_past``: ``chunked`` past
-#: that context, as ``batched_tokens``' rule turns chunked prefill on), which takes every prompt waiting up to the
-#: budget (:func:`prefill_admits`, ``admits``): ``whole`` (and an engine without an entry), whole prompts while
-#: they fit; ``cut``, the first that does not fit cut to fill the budget, its rest in the next such forward.
+#: (the last, ``None``: any larger); TGI's budget where none is given is its launcher's warm-up default
+#: (:func:`symllm.costs.engine_memory.warmup_tokens`, read by :func:`symllm.costs.serving.capacity`: one rule for both);
+#: ``requests``: SGLang's ``min(max(int(kv_tokens / context_len * per_context), floor), ceiling)``. ``mixed``: how a
+#: step runs the prompts that joined beside the running sequences' decodes (:func:`prefill_step`,
+#: ``mixed_source``): ``chunked``, in the same forward, each cut to the token budget the decodes leave; ``whole``,
+#: in the same forward, uncut, once the decodes leave room for the whole prompt; ``static``, no joining: a batch's
+#: prompts in one forward, then its decodes to the end, and the next batch after it; ``separate`` (and an engine
+#: without an entry), in a forward of their own (``chunked_past``: ``chunked`` past that context, as
+#: ``batched_tokens``' rule turns chunked prefill on), which takes every prompt waiting up to the budget
+#: (:func:`prefill_admits`, :func:`prefill_forward_tokens`, ``admits``): ``whole`` (and an engine without an
+#: entry), whole prompts while they fit; ``cut``, the first that does not fit cut to fill the budget, its rest in
+#: the next such forward; ``prefill_tokens`` (SGLang's ``max_prefill_tokens``): past a forward's first prompt, no
+#: whole prompt that would bring its tokens to it.
 SCHEDULER = {
     "vllm": {"batched_tokens": {"large": 8192, "small": 2048}, "seqs": {"large": 1024, "small": 256},
              "large_card": {"gib": 70, "not": "a100"},
@@ -69,22 +75,30 @@ SCHEDULER = {
     "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
                                             [None, 16384]]},
                "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
-               "source": "python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings (the v0.5 line, "
-                         "2025; gpu_mem the card's MiB as nvidia-smi reports them): chunked_prefill_size 2048 under "
-                         "20 GiB (T4) and under 35 GiB (A10, RTX 4090), 4096 under 60 GiB (A100 40GB, L40), 8192 under "
-                         "90 GiB (H100, A100 80GB) and under 160 GiB (H200), else 16384 (B200, MI300X); "
-                         "python/sglang/srt/model_executor/model_runner.py, init_memory_pool: max_running_requests "
-                         "None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), 4096), context_len "
-                         "the model's own (later versions also cap it at max_total_num_tokens // 2)",
+               "prefill_tokens": 16384,
+               "source": "python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings, v0.5.4 wheel "
+                         "(lines 643-748; read 2026-11-29; gpu_mem the card's MiB as nvidia-smi reports them): "
+                         "chunked_prefill_size 2048 under 20 GiB (T4) and under 35 GiB (A10, RTX 4090), 4096 under 60 "
+                         "GiB (A100 40GB, L40), 8192 under 90 GiB (H100, A100 80GB) and under 160 GiB (H200), else "
+                         "16384 (B200, MI300X); v0.5.2's ServerArgs.__post_init__ (server_args.py lines 509-518) has "
+                         "three tiers: 2048 under 35 GiB, 8192 under 160, else 16384 (4096 only where the memory is "
+                         "not known), so a 40-60 GiB card took 8192 there; max_prefill_tokens 16384 (ServerArgs, "
+                         "line 169, v0.4.6 to v0.5.4; TpModelWorker passes it on unchanged, managers/tp_worker.py "
+                         "line 136 in v0.5.2); python/sglang/srt/model_executor/model_runner.py, init_memory_pool: "
+                         "max_running_requests None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), "
+                         "4096), context_len the model's own (later versions also cap it at max_total_num_tokens // 2)",
                "mixed": "separate", "admits": "cut",
                "mixed_source": "python/sglang/srt/managers/scheduler.py, v0.5.2 wheel (v0.4.6 the same; read "
                                "2026-11-29): Scheduler.get_next_batch_to_run runs the new prefill batch ('Run prefill "
                                "first if possible'), the running decodes only in a step without one; "
-                               "get_new_batch_prefill fills one batch from the waiting queue through PrefillAdder "
-                               "(managers/schedule_policy.py: add_one_req takes whole prompts while they fit "
-                               "rem_chunk_tokens, chunked_prefill_size, and cuts the first that does not to the rest: "
-                               "new_chunked_req, which the next prefill batch carries on before any decode; "
-                               "max_prefill_tokens, 16,384, stops the batch's whole prompts), run as one extend "
+                               "get_new_batch_prefill (lines 1634-1643) fills one batch from the waiting queue through "
+                               "PrefillAdder(rem_input_tokens=max_prefill_tokens, "
+                               "rem_chunk_tokens=chunked_prefill_size) (managers/schedule_policy.py, lines 271-291, "
+                               "356-365 and 498-570: add_one_req takes a whole prompt while it fits rem_chunk_tokens "
+                               "and, past the batch's first, is under rem_input_tokens (input_tokens >= "
+                               "rem_input_tokens stops the batch), and cuts the first that does not fit "
+                               "rem_chunk_tokens to the rest: new_chunked_req, which the next prefill batch carries "
+                               "on before any decode; budget_state stops at either budget spent), run as one extend "
                                "forward; only with --enable-mixed-chunk (is_mixed_chunk; default off) does "
                                "new_batch.mix_with_running(self.running_batch) put the running decodes in the same "
                                "forward (ForwardMode.MIXED)"},
@@ -107,6 +121,66 @@ SCHEDULER = {
                                "ScheduledRequests.can_run_cuda_graph is 'not self.context_requests': a step with a "
                                "prompt runs without its CUDA graph (not modelled: its host launches stay under its "
                                "GPU time in the rows checked)"},
+    "tgi": {"source": "launcher/src/main.rs at v3.3.6 (efb94e0, 2025-09-16; read 2026-11-29): max_batch_prefill_tokens "
+                      "None -> compute_optimal (lines 28-46), the same default the warm-up runs: its budget here is "
+                      "symllm.costs.engine_memory.warmup_tokens (efficiency.json tgi kv_memory warmup, read at "
+                      "v3.0.0; v3.3.6's f16_flop table, lines 1750-1781, adds H100 NVL 900e12 and H200 989e12: not "
+                      "applied, one table)",
+            "mixed": "chunked",
+            "mixed_source": "backends/v3/src/backend.rs at v3.3.6, batching_task (lines 129-294): with "
+                            "support_chunking (a flash model's default: PREFILL_CHUNKING 1 in "
+                            "server/text_generation_server/models/globals.py, prefix caching on under flashinfer) "
+                            "the prefill budget is max_batch_prefill_tokens - current_tokens (the running batch's "
+                            "tokens, one a decode) and prefill(client, new_batch, cached_batch) runs the new prompts"
+                            " and the running decodes in one forward ('Generate one token for both the cached batch "
+                            "and the new batch'); backends/v3/src/queue.rs, next_batch (lines 264-400): whole "
+                            "prompts while prefill_tokens + postfix_len <= the budget, the first that does not fit "
+                            "cut to the rest (chunk_len), then the batch closes; max_batch_total_tokens (the KV "
+                            "cache's tokens, inferred) stops a prompt without blocks; waiting_served_ratio (0.3) and"
+                            " max_waiting_tokens (20) apply only without chunking, where a new batch's prefill runs "
+                            "in a forward of its own"},
+    "llama.cpp": {"batched_tokens": {"fixed": 2048},
+                  "source": "common/common.h at ggml-org/llama.cpp 4227c9b (as vendored by llama-cpp-python 0.3.16, "
+                            "2025-08; read 2026-11-29), lines 272-273: n_batch 2048 ('logical batch size'), n_ubatch "
+                            "512 ('physical batch size'); cont_batching true (line 372)",
+                  "mixed": "chunked",
+                  "mixed_source": "tools/server/server.cpp at 4227c9b, server_context::update_slots (lines 3017-3560): "
+                                  "first a token of each generating slot (common_batch_add of slot.sampled), then the "
+                                  "pending prompts' tokens, slot by slot, while batch.n_tokens < n_batch (a prompt cut "
+                                  "where the batch fills, its rest in the next call), one llama_decode over the batch; "
+                                  "src/llama-context.cpp, llama_context::decode (lines 946-1076) runs it in ubatches "
+                                  "of n_ubatch tokens (efficiency.json's ubatch: the GEMMs at no more than 512 rows)"},
+    "lmdeploy": {"batched_tokens": {"fixed": 8192},
+                 "source": "lmdeploy/messages.py at v0.10.2 (f36aa71, 2025-10-28; read 2026-11-29), "
+                           "TurbomindEngineConfig.max_prefill_token_num 8192 (line 255), num_tokens_per_iter 0 -> "
+                           "max_prefill_token_num (lmdeploy/turbomind/turbomind.py, lines 251-255)",
+                 "mixed": "chunked",
+                 "mixed_source": "TurboMind at v0.10.2: src/turbomind/models/llama/LlamaBatch.cc, "
+                                 "AdjustMaxInputCount (lines 452-482): an iteration's tokens max(pending / "
+                                 "max_prefill_iters + batch_size, num_tokens_per_iter), at most max_forward_token_num "
+                                 "(max_prefill_token_num + max_batch_size: LlamaTritonModel.cc lines 362-389); "
+                                 "SequenceManager.cc, Transaction::Commit (lines 330-350): each active sequence takes "
+                                 "min(its input, what is left), a decode one token, a prompt cut to the rest; "
+                                 "LlamaBatch::Forward (lines 1480-1500): the decodes first, then the prefills, in one "
+                                 "mini-batch while sum(Q) <= max_forward_token_num: one forward"},
+    "hf": {"mixed": "static",
+           "mixed_source": "transformers 5.23.0, generation/utils.py, GenerationMixin._sample (lines 3122-3240; read "
+                           "2026-11-29): self._prefill runs the batch's prompts in one forward (lines 4269-4320: "
+                           "prefill_chunk_size None by default), then one token of every sequence a step while any is "
+                           "unfinished; a new batch starts when generate returns: a static batch"},
+    "gpt-fast": {"mixed": "static",
+                 "mixed_source": "pytorch-labs/gpt-fast generate.py at 32971d3 (2024-09-15; read 2026-11-29), "
+                                 "generate (lines 140-210): the prompt repeated batch_size times (--batch_size, "
+                                 "default 1), one prefill forward over them, then decode_n_tokens max_new_tokens - 1 "
+                                 "steps: a static batch"},
+    "mlc": {"source": "not read: its figures are of the October 2023 chat runtime of llm-perf-bench (one "
+                      "conversation at a time), whose scheduling was not read; MLC's later serve engine "
+                      "(cpp/serve/engine_actions, prefill_chunk_size inferred from the compiled model in "
+                      "cpp/serve/config.cc at v0.20.0) was not read through: an engine without mixed or admits"},
+    "torch": {"source": "not read: symllm's own decode benchmark (benchmarks/gpu_efficiency.py), no scheduler: an "
+                        "engine without mixed or admits"},
+    "vllm-v0.2": {"source": "not read: vLLM before v0.2.6's scheduler (vllm/core/scheduler.py of 2023): an engine "
+                            "without mixed or admits"},
 }
 
 #: the prefill budget of an engine that declares none
@@ -115,12 +189,15 @@ SERVE_BATCHED_TOKENS = 8192
 
 def prefill_step(engine, context: int = 0) -> str:
     """How ``engine`` runs a joining prompt beside the running decodes (:data:`SCHEDULER`'s ``mixed``):
-    ``chunked`` (the same forward, cut to the budget the decodes leave: vLLM V1), ``whole`` (the same forward,
-    uncut: TensorRT-LLM without chunked context) or ``separate`` (a forward of its own: SGLang without
+    ``chunked`` (the same forward, cut to the budget the decodes leave: vLLM V1, TGI v3, llama.cpp's server,
+    TurboMind), ``whole`` (the same forward, uncut: TensorRT-LLM without chunked context), ``static`` (no joining:
+    a batch at a time, transformers' generate, gpt-fast) or ``separate`` (a forward of its own: SGLang without
     ``--enable-mixed-chunk``, vLLM V0 up to a context of 32,768, any engine that declares none).
 
     >>> prefill_step("vllm"), prefill_step("trtllm"), prefill_step("sglang"), prefill_step("hf")
-    ('chunked', 'whole', 'separate', 'separate')
+    ('chunked', 'whole', 'separate', 'static')
+    >>> prefill_step("tgi"), prefill_step("llama.cpp"), prefill_step("lmdeploy"), prefill_step("mlc")
+    ('chunked', 'chunked', 'chunked', 'separate')
     >>> prefill_step("vllm-v0", 20000), prefill_step("vllm-v0", 131072)
     ('separate', 'chunked')
     """
@@ -137,10 +214,37 @@ def prefill_admits(engine) -> str:
     prompts while they fit; an engine that declares none) or ``cut`` (SGLang's ``PrefillAdder``: the first that
     does not fit cut to fill the budget, the rest of it in the next prefill forward).
 
-    >>> prefill_admits("vllm-v0"), prefill_admits("sglang"), prefill_admits("hf")
+    >>> prefill_admits("vllm-v0"), prefill_admits("sglang"), prefill_admits("mlc")
     ('whole', 'cut', 'whole')
     """
     return _scheduler(engine)[1].get("admits", "whole")
+
+
+def prefill_forward_tokens(engine, prompts, seq: int, budget: int):
+    """The tokens of one forward of its own (:func:`prefill_step` ``separate``) that ``prompts`` prompts of ``seq``
+    tokens waiting fill, a step's ``budget`` of tokens at most, in the steady state (``prompts`` may be a fraction:
+    the prompts that join a step on average): ``min(prompts·seq, F)``, ``F`` what one forward takes from a queue of
+    such prompts. ``whole`` (:func:`prefill_admits`): ``F = max(1, ⌊budget/seq⌋)·seq``, whole prompts while they
+    fit, at least one. ``cut``: ``w = ⌊budget/seq⌋`` whole prompts, then the next cut to fill the budget (``F =
+    budget``; a prompt over the budget is cut to it); where the engine declares ``prefill_tokens`` P (SGLang's
+    ``max_prefill_tokens``), a prompt past the first joins, whole or cut, only while the tokens before it and its
+    own stay under P: ``w = min(⌊budget/seq⌋, max(1, ⌈P/seq⌉ − 1))`` and the cut one only where ``(w + 1)·seq < P``
+    (else ``F = w·seq``).
+
+    >>> prefill_forward_tokens("sglang", 3, 2000, 8192), prefill_forward_tokens("vllm-v0", 3, 2000, 4096)
+    (6000, 4000)
+    >>> prefill_forward_tokens("sglang", 20, 4000, 32768)  # past max_prefill_tokens 16,384: four whole prompts
+    16000
+    """
+    rule = _scheduler(engine)[1]
+    if rule.get("admits", "whole") == "whole":
+        return min(prompts, max(1, budget // seq)) * seq
+    cap, whole = rule.get("prefill_tokens"), budget // seq
+    if cap is not None and whole:
+        whole = min(whole, max(1, ceil(Fraction(cap, seq)) - 1))
+        if (whole + 1) * seq >= cap:  # no cut prompt: the queue's next is not under what P leaves
+            return min(prompts * seq, whole * seq)
+    return min(prompts * seq, budget)
 
 
 def _scheduler(engine) -> tuple[str, dict]:
@@ -192,7 +296,8 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     by name, else 2048; ``vllm-v0`` ``max(context, 2048)`` up to a context (vLLM's ``max_model_len``) of
     32,768, 2048 past it (chunked prefill); ``sglang`` its ``chunked_prefill_size`` by the card's memory
     (2048 under 35 GiB, 4096 under 60, 8192 under 160, 16384 above); ``trtllm`` its LLM API's
-    ``max_num_tokens``, 8192; any other engine 8192. ``gpu`` a catalogue name or a
+    ``max_num_tokens``, 8192; ``llama.cpp`` its ``n_batch``, 2048; ``lmdeploy``
+    TurboMind's ``max_prefill_token_num``, 8192; any other engine 8192. ``gpu`` a catalogue name or a
     :class:`symllm.costs.accelerators.GPU`.
 
     >>> [default_max_num_batched_tokens(g) for g in ("h100-sxm", "h200", "a100-80gb", "l40s", "rtx3090")]

@@ -363,11 +363,11 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
-    warm = None
-    if max_num_batched_tokens is None:  # the engine's default for the card and the context
-        max_num_batched_tokens = default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen)
-        # its warm-up's own default where its memory rule states one (TGI's launcher: engine_memory.warmup_tokens)
-        warm = warmup_tokens(kv_rule, cfg, gpu, work.tp, util or 1, getattr(cfg, "weight_format", None) is not None)
+    if max_num_batched_tokens is None:  # the engine's default for the card and the context; TGI's its launcher's
+        # max_batch_prefill_tokens, which its warm-up forward runs too (engine_memory.warmup_tokens: one rule for both)
+        quantized = getattr(cfg, "weight_format", None) is not None
+        max_num_batched_tokens = (warmup_tokens(kv_rule, cfg, gpu, work.tp, util or 1, quantized)
+                                  or default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen))
     integer("max_num_batched_tokens", max_num_batched_tokens)
     nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
@@ -386,7 +386,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     logits = conventions.get("profile_logits", "all")  # vLLM V0's profile: each dummy prompt's last position
     # the forward whose working set the engine holds (llama.cpp: one micro-batch, fp32; engine_memory.working_set)
     context = work.seq + work.gen
-    working = working_set(kv_rule, conventions, work.seq, context, warm or max_num_batched_tokens)
+    working = working_set(kv_rule, conventions, work.seq, context, max_num_batched_tokens)
     profile = evaluate(work.replace(batch=1, seq=working["tokens"], gen=0, context=None, logits=logits,
                                     **working["options"], **bare))
     laid = {"tp_layout": profile["tp_layout"]} if "tp_layout" in profile else {}  # the layout weights are in

@@ -13,21 +13,27 @@ up to ``B = max_num_batched_tokens`` tokens a step. In the steady state ``C/n`` 
 where ``p`` is what one prompt adds to the steps it runs in, at the expected efficiencies
 (:mod:`symllm.costs.efficiency`):
 
-* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill): the decodes wait while
-  the ``k = max(1, C/n)`` prompts waiting run together in forwards of their own (:func:`_admitted`), each of
-  ``T`` tokens up to the budget (SGLang cuts its last prompt to fill ``B``: ``T = min(k·s, B)``; V0 takes whole
+* ``separate`` (SGLang without ``--enable-mixed-chunk``, vLLM V0 without chunked prefill, an engine not read):
+  the decodes wait while the ``k = max(1, C/n)`` prompts waiting run together in forwards of their own
+  (:func:`_admitted`), each of ``T`` tokens up to the budget (:func:`symllm.costs.batching.prefill_forward_tokens`:
+  SGLang cuts its last prompt to fill ``B``, ``T = min(k·s, B)``, within its ``max_prefill_tokens``; V0 takes whole
   prompts: ``T = min(k, max(1, ⌊B/s⌋))·s``), ``k·s/T`` of them, each one GEMM reading the weights once at the
   efficiency of its ``T`` rows, the head on each prompt's last; ``p = (k·s/T · G(T) + k·A) / k``, which for one
   prompt alone is ``prefill_compute_s`` (its GEMMs at ``s`` rows and its attention core);
-* ``chunked`` (vLLM V1) and ``whole`` (TensorRT-LLM without chunked context): in the decode step's own forward,
-  in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤ B``, which caps ``C`` at
-  ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q) − G(C)) + A``, ``G(M)``
-  the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M`` rows, the head on
-  ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``), ``A`` the
-  prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining a step bring
-  at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows together
-  (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f) −
-  G(C) + C/n · A`` (the bound's ``G(C)`` less the decodes' attention core its stream hid, ``decode_core_s``);
+* ``chunked`` (vLLM V1, TGI v3, llama.cpp's server, TurboMind) and ``whole`` (TensorRT-LLM without chunked context):
+  in the decode step's own forward, in chunks of ``q = min(s, B − C)`` tokens (``whole``: ``q = s``, once ``C + s ≤
+  B``, which caps ``C`` at ``B − s``), one GEMM of ``C + q`` rows reading the weights once: ``p = Σ_chunks (G(C + q)
+  − G(C)) + A``, ``G(M)`` the GEMMs of ``M`` rows (``prefill_gemm_s``: the linear layers at the efficiency of ``M``
+  rows, the head on ``C`` decode rows and the chunk's last; never under the decode step's own ``decode_gemm_s``; a
+  chunk adds no more than ``G(q)``, its GEMMs as a forward of its own), ``G(C)`` the decode step's (the bound's less
+  the decodes' attention core its stream hid, ``decode_core_s``, which a forward with a prompt's rows does not
+  hide), ``A`` the prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining
+  a step bring at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows
+  together (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f)
+  − G(C) + C/n · A``, at most ``C/n`` forwards of their own (``prefill_compute_s`` each);
+* ``static`` (transformers' ``generate``, gpt-fast): no prompt joins a running batch: ``C`` prompts run in one
+  forward (count's prefill at batch ``C``, ``prefill_compute_s``: the first token), then their decodes to the
+  end, the next batch after them: ``T(C)`` the decode step alone, ``TTFT`` that prefill;
 
 then
 
@@ -66,6 +72,7 @@ It is never slower than the expected figures.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 from math import ceil
 
 from symllm.errors import SymllmError
@@ -164,8 +171,8 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
         limits["max_num_batched_tokens"] = budget - s
     binding = min(limits, key=limits.get)  # the first named of equals
     most = limits[binding]
-    load = dict(s=s, n=n, mode=mode, cut=batching.prefill_admits(work.engine) == "cut", budget=budget, most=most,
-                concurrency=concurrency, rate=rate)
+    fill = partial(batching.prefill_forward_tokens, work.engine, seq=s, budget=budget)  # a forward of its own
+    load = dict(s=s, n=n, mode=mode, fill=fill, budget=budget, most=most, concurrency=concurrency, rate=rate)
     expected = _schedule(lambda t: t["expected"], time, **load)
     # the same schedule with each step at the roofline's (hardware.roofline: its own prefill_compute_s,
     # prefill_gemm_s, decode_gemm_s and decode_token_s)
@@ -176,12 +183,13 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             **({"request_rate": float(rate)} if rate is not None else {}), "bound": bound}
 
 
-def _schedule(clock, time, *, s: int, n: int, mode: str, cut: bool, budget: int, most: int, concurrency,
+def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most: int, concurrency,
               rate) -> dict:
     """The figures under load (module docstring) with each step timed by ``clock`` (the ``time`` group -> the
     group of times it reads: ``time.expected``, or the roofline's own); ``time(batch, seq, context)`` the
-    ``time`` group at a point; ``most`` the most sequences that run; ``cut``: a forward of prompts of its own cuts
-    the last to fill the budget (:func:`symllm.costs.batching.prefill_admits`); ``concurrency``, or ``rate``
+    ``time`` group at a point; ``most`` the most sequences that run; ``fill``: the tokens a forward of prompts of
+    its own takes of the prompts waiting (:func:`symllm.costs.batching.prefill_forward_tokens`); ``concurrency``, or
+    ``rate``
     requests a second. The one schedule both :func:`under_load`'s expected figures and its bound run."""
     one = clock(time(1, s))
     prompt = Fraction(one["prefill_compute_s"])
@@ -212,26 +220,37 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, cut: bool, budget: int,
                 raise SymllmError(f"concurrency: {c:,} sequences running do not fit count's inference peak")
             joins = Fraction(c, n)  # the prompts that join a step
             chunk, extra, admitted = s, prompt, 1  # untimed: a forward a prompt, its GEMMs at its own s rows
+            if mode == "static":  # a batch at a time: its c prompts in one forward (count's prefill at batch c),
+                # then its decodes to the end, the next batch after it
+                batch = clock(time(c, s))["prefill_compute_s"]
+                ttft = prompt * c if batch is None else Fraction(batch)
+                e2e = ttft + (n - 1) * Fraction(decode["decode_token_s"])
+                cache[c] = {"itl": Fraction(decode["decode_token_s"]), "ttft": ttft, "e2e": e2e, "rate": c / e2e}
+                return cache[c]
             if mode == "separate":
                 # the decodes wait while the prompts waiting (at least one: where fewer than one join a step,
                 # one every n/c steps) run in forwards of their own, all in one where they fit the budget; their
                 # first tokens come a step (the one they waited out) after those forwards
                 admitted = max(Fraction(1), joins)
-                together = _admitted(gemms, admitted, s, budget, cut, attention)
+                together = _admitted(gemms, admitted, s, fill, attention)
                 extra = extra if together is None else together / admitted
             else:  # its chunks in the decode step's forward, one GEMM of c + q rows
                 chunk = s if mode == "whole" else min(s, max(1, budget - c))
+                # the decode step's GEMMs, less the bound's decodes' attention core, which a decode step alone hides
+                # under its stream and a step with a prompt's rows (compute-bound) does not
                 alone = Fraction(decode["decode_gemm_s"])
+                alone -= max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
+                    decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
                 if joins * s <= chunk:  # at most a chunk a step: each chunk in a step of its own
                     sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
-                    mixed = [(k, gemms(c + q, c)) for q, k in sizes.items()]
-                    if all(g is not None for _, g in mixed):  # else: as a forward of its own (no saving counted)
-                        extra = attention + sum(k * max(Fraction(0), g - alone) for k, g in mixed)
+                    # each chunk's rows added to the decode step's GEMM, never more than the chunk's own GEMMs as a
+                    # forward of its own (the decode and prompt tables can disagree: a one-token chunk, llama.cpp)
+                    mixed = [(k, gemms(c + q, c), gemms(q, 0)) for q, k in sizes.items()]
+                    if all(None not in m for m in mixed):  # else: as a forward of its own (no saving counted)
+                        extra = attention + sum(k * max(Fraction(0), min(g - alone, own)) for k, g, own in mixed)
                 else:  # the step runs its decodes and every chunk that joins together: f forwards of <= B rows
-                    # the bound's decodes' attention core, which a decode step alone hides under its stream
-                    hidden = max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
-                        decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
-                    extra = _together(gemms, c, joins * s, joins, budget, alone - hidden, attention) or extra
+                    # no more than a forward of its own a prompt (the tables can disagree: one-token prompts)
+                    extra = min(_together(gemms, c, joins * s, joins, budget, alone, attention) or extra, prompt)
             step = Fraction(decode["decode_token_s"]) + joins * extra
             ttft = ceil(s / chunk) * step + admitted * extra
             e2e = ttft + (n - 1) * step
@@ -268,8 +287,8 @@ def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: in
     """What one of ``joins`` prompts adds to a step that runs ``decodes`` decode rows and ``tokens`` prompt rows
     together (more than one chunk a step): the step's rows in ``f = ⌈(decodes + tokens) / budget⌉`` forwards of
     equal rows, each one GEMM reading the weights once (``gemms(rows, heads − 1)``, the head on the decode rows and
-    each prompt's last), less the decode step's own GEMMs, plus each prompt's attention core; shared out over the
-    prompts. None where those GEMMs are not timed."""
+    each prompt's last; the steady state's fractions of a row and a head rounded up), less the decode step's own
+    GEMMs, plus each prompt's attention core; shared out over the prompts. None where those GEMMs are not timed."""
     total = decodes + tokens
     forwards = ceil(total / budget)
     rows = ceil(total / forwards)
@@ -279,15 +298,15 @@ def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: in
     return attention + max(Fraction(0), forwards * g - alone) / joins
 
 
-def _admitted(gemms, prompts: Fraction, s: int, budget: int, cut: bool, attention: Fraction) -> Fraction | None:
+def _admitted(gemms, prompts: Fraction, s: int, fill, attention: Fraction) -> Fraction | None:
     """What ``prompts`` prompts of ``s`` tokens admitted together take in forwards of their own (a ``separate``
-    engine's prefill step, the decodes waiting), in the steady state: forwards of ``T`` tokens each, as many as
-    the prompts' ``prompts·s`` tokens fill, ``T = min(prompts·s, budget)`` where a forward is cut to the budget
-    (``cut``: SGLang), else ``min(prompts, max(1, ⌊budget / s⌋))·s`` (whole prompts, as many as fit, at least one:
-    vLLM V0); each forward one GEMM reading the weights once at the efficiency of its ``⌈T⌉`` rows (``gemms``, the
-    head on each prompt's last: ``⌈T⌉/s`` of them a forward), plus each prompt's own attention core. None where
-    those GEMMs are not timed."""
-    tokens = min(prompts * s, budget) if cut else min(prompts, max(1, budget // s)) * s
+    engine's prefill step, the decodes waiting), in the steady state: forwards of ``T = fill(prompts)`` tokens each
+    (:func:`symllm.costs.batching.prefill_forward_tokens`: SGLang's cut to the budget and under max_prefill_tokens,
+    vLLM V0's whole prompts), as many as the prompts'
+    ``prompts·s`` tokens fill; each forward one GEMM reading the weights once at the efficiency of its ``⌈T⌉`` rows
+    (``gemms``, the head on each prompt's last: ``⌈T⌉/s`` of them a forward), plus each prompt's own attention core.
+    None where those GEMMs are not timed."""
+    tokens = fill(prompts)
     rows = ceil(tokens)
     g = gemms(rows, Fraction(rows, s) - 1)
     return None if g is None else prompts * s / rows * g + prompts * attention

@@ -3,12 +3,12 @@ options), as one frozen, validated :class:`Workload`.
 
 Its fields and defaults are declared once, here; the command-line options of ``count``, ``derive``,
 ``report`` and ``sweep`` are generated from them (each field's ``metadata["option"]``), and every
-command resolves the same defaults the same way (``context`` follows ``seq``; ``kv_dtype`` follows
-``dtype``; ``act_dtype`` follows ``dtype``, bf16 for fp8/int8/int4 weights).
+command resolves the same defaults the same way (``context`` follows ``seq``; ``act_dtype`` follows ``dtype``,
+bf16 for fp8/int8/int4 weights, and so does ``kv_dtype``: the cache holds activations, not weights).
 
 >>> w = Workload(seq=512, dtype="int8")
 >>> w.context, w.kv_dtype, w.act_dtype, w.weight_bytes
-(512, 'int8', 'bf16', 1)
+(512, 'bf16', 'bf16', 1)
 >>> Workload(seq=-5)
 Traceback (most recent call last):
 ...
@@ -166,8 +166,9 @@ class Workload:
                                axis=True, suffixes="length")
     #: weights dtype (activations too when they are floating point)
     dtype: str = _opt("bf16", _DTYPE_HELP)
-    #: KV-cache dtype (None: dtype)
-    kv_dtype: str | None = _opt(None, "KV-cache dtype (default: the config's kv_cache_scheme, else --dtype)")
+    #: KV-cache dtype (None: a config's kv_cache_scheme, else the activations' default)
+    kv_dtype: str | None = _opt(None, "KV-cache dtype (default: the config's kv_cache_scheme, else the "
+                                "activations' default: --dtype; bf16 for 8- and 4-bit weights)")
     #: activations dtype (None: dtype, or bf16 for fp8/int8/int4 weights)
     act_dtype: str | None = _opt(None, "activations dtype (default: --dtype; bf16 for 8- and 4-bit weights)")
     #: attention-core FLOPs: every score of the rectangle (dense) or only the unmasked pairs (causal)
@@ -310,10 +311,13 @@ class Workload:
             if isinstance(value, str) and value.strip().casefold() in DTYPES:  # else refused as given
                 put(key, value.strip().casefold())
         choice("dtype", self.dtype, DTYPES)
-        put("kv_dtype", self.dtype if self.kv_dtype is None else self.kv_dtype)
+        # one default for the activations and the KV cache that holds them: the model's dtype, whatever the weights'
+        # quantization (vLLM's CacheConfig.cache_dtype "auto": "will use model data type", vllm/config/cache.py at
+        # 002f10e, read 2026-11-29; llama.cpp's f16 cache, TensorRT-LLM's and lmdeploy's unless a KV dtype is set)
+        natural = self.dtype if self.dtype in _FLOAT_DTYPES else "bf16"
+        put("kv_dtype", natural if self.kv_dtype is None else self.kv_dtype)
         choice("kv_dtype", self.kv_dtype, DTYPES)
-        if self.act_dtype is None:
-            put("act_dtype", self.dtype if self.dtype in _FLOAT_DTYPES else "bf16")
+        put("act_dtype", natural if self.act_dtype is None else self.act_dtype)
         choice("act_dtype", self.act_dtype, DTYPES)
         if self.lora_rank is not None:
             integer("lora_rank", self.lora_rank)
@@ -358,7 +362,7 @@ class Workload:
                 put("kv_format", self.kv_format.strip().casefold())
             from symllm.costs.formats import check_kv_format
             check_kv_format(self.kv_format)
-            if "kv_dtype" not in self.derived and self.kv_dtype != self.dtype:
+            if "kv_dtype" not in self.derived and self.kv_dtype != natural:
                 raise SymllmError(f"kv_format: give --kv-format or --kv-dtype, not both (got {self.kv_format!r} "
                                   f"and {self.kv_dtype!r})")
         if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
