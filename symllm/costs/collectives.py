@@ -403,8 +403,8 @@ def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, e
     from symllm.costs.rings import ring
 
     sized, heads = _sized(stage, seq, recompute, experts, columns)
-    return (sum(((1 + (kind in ("all_reduce", "routing"))) * n * row_bytes(width) for (kind, width), n in sized.items()),
-                sp.S.Zero)
+    reduced = ("all_reduce", "routing")  # an all-reduce sends twice a gather's share
+    return (sum(((1 + (kind in reduced)) * n * row_bytes(width) for (kind, width), n in sized.items()), sp.S.Zero)
             + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
             + gathered(stage, recompute, seq, columns)["training_bytes"])
 
