@@ -339,6 +339,8 @@ class Workload:
                 raise SymllmError("power_cap: a power limit applies to a catalogue card; give --gpu")
             if self.gpu_flops is not None:
                 raise SymllmError("power_cap: --gpu-flops gives the peak the card runs at; give one or the other")
+        if isinstance(self.gpu, str):  # any spelling of one card (accelerators.gpu): its catalogue name
+            put("gpu", accelerators.gpu(self.gpu).name)
         accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:
             accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
