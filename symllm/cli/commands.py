@@ -387,6 +387,8 @@ _HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "toke
 _TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages", "tp_overlap")
 #: of _HARDWARE, those only a time reads (a plot's --gpu and --gpu-memory draw the card's capacity)
 _TIMED_HARDWARE = ("network", "tokens", "price")
+#: the options only a training step's time or a network's reads (not one GPU's prefill and decode)
+_TIMED_TRAINING = ("micro_batches", "schedule", "virtual_stages", "tp_overlap", *_TIMED_HARDWARE)
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
@@ -582,10 +584,10 @@ def cmd_plot(args) -> int:
             raise SymllmError(f"model: plot {args.kind} draws one model, not {len(models)}")
         if args.contexts is not None and args.kind not in ("context", "flops"):
             raise SymllmError(f"contexts: for plot context and plot flops, not plot {args.kind}")
-        # memory, context and flops draw no time: the options only a time reads change nothing drawn
-        untimed = args.kind != "roofline"
-        _warn_ignored(["--" + k.replace("_", "-") for k in (*_TIME_ONLY, *_TIMED_HARDWARE) if untimed and k in given],
-                      f"to plot {args.kind}", "it draws no time")
+        # memory, context and flops draw no time, roofline one GPU's prefill and decode: no training step, no network
+        drawn = (*_TIME_ONLY, *_TIMED_HARDWARE) if args.kind != "roofline" else _TIMED_TRAINING
+        _warn_ignored(["--" + k.replace("_", "-") for k in drawn if k in given], f"to plot {args.kind}",
+                      "it draws no time" if args.kind != "roofline" else "it draws no training step")
         if args.kind in ("context", "flops"):
             from symllm.studies import tables
             contexts = tables.parse_axis(args.contexts, "contexts") if args.contexts else plots.CONTEXTS
