@@ -280,7 +280,8 @@ def gpu(name) -> GPU:
                          if key else ())
     if len(starting) > 1:
         ordered = sorted(starting, key=list(known).index)  # catalogue order
-        raise SymllmError(with_list(f"gpu: {short(name, 20)} is ambiguous (one of: ", ordered, see=None))
+        raise SymllmError(with_list(f"gpu: {short(name, 20)} is ambiguous (one of: ", ordered, near=key,
+                                    see="docs/hardware.md"))
     raise SymllmError(with_list(f"gpu: unknown {short(name, 20)} (known: ", known, near=key or name))
 
 
