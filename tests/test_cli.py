@@ -597,7 +597,7 @@ def test_lists_of_choices_are_whole_or_pointed_to(cli, tmp_path):
         assert near is None or f"(known: {near};" in r.err, r.err
     for argv in (["sweep", "--base", "llama2-7b", "--quantity", "kv_cache_elementz"],
                  ["sweep", "--base", "llama2-7b", "--quantity", "params:block/attention/wz"],
-                 ["count", "llama3.1-8b", "--gpu", "h100"],
+                 ["count", "llama3.1-8b", "--gpu", "h100x"],  # (h100 starts 4 cards' names: it lists them)
                  ["count", "llama3.1-8b", "--lora-rank", "8", "--lora-targets", "qkv"],
                  ["derive", "--component", "attn"]):
         r = cli(argv)

@@ -271,7 +271,7 @@ def test_cli_count_json_has_time(cli):
 
 
 @pytest.mark.parametrize("argv, start", [
-    (["count", "llama3.1-8b", "--gpu", "h100"], "symllm: error: gpu: unknown 'h100' (known: h200, h100-sxm, "),
+    (["count", "llama3.1-8b", "--gpu", "h100"], "symllm: error: gpu: 'h100' is ambiguous (one of: h100-sxm, h100-pcie, h100-nvl, "),
     (["count", "llama3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--json"],
      "symllm: error: dtype: a100-80gb has no fp8 tensor cores"),
     # the option that asked for fp8 matmuls is the one named, whole within the 100 columns (it said "dtype" and

@@ -236,7 +236,7 @@ def test_cli_plan(cli):
     got = json.loads(r.out)
     assert r.code == 0 and len(got["rows"]) == 2 and got["training"]
     assert got["fit"] + sum(got["dropped"].values()) == got["layouts"] == 20
-    for argv, start in ((["--gpus", "16xh100"], "gpu: unknown 'h100'"), (["--gpus", "16"], "gpus: expected"),
+    for argv, start in ((["--gpus", "16xh100"], "gpu: 'h100' is ambiguous"), (["--gpus", "16"], "gpus: expected"),
                         (["--gpus", "2xl4", "--tp", "2"], "unrecognized arguments"),
                         (["--gpus", "2xl4", "--global-batch", "4"], "global_batch: a training option"),
                         (["--gpus", "2xl4", "--top", "0"], "top: expected")):

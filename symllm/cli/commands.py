@@ -77,6 +77,15 @@ def _warn_untimed(given: dict, timed: bool, needs: str = "--gpu") -> None:
                   "(ignored)", file=sys.stderr)
 
 
+def _warn_ignored(flags, where: str, then: str = "") -> None:
+    """One warning line for the options given that a command's answer does not use, once for every door
+    (derive's quantity, a sweep, a plot): ``flags`` as typed, ``where`` what they do not apply to, ``then`` where
+    they do."""
+    if flags:
+        print(wrap_text(f"symllm: warning: {', '.join(flags)} {'does' if len(flags) == 1 else 'do'} not apply "
+                        f"{where} (ignored{'; ' + then if then else ''})"), file=sys.stderr)
+
+
 #: the types a Workload field's annotation may name (its annotations are strings: ``from __future__ import
 #: annotations``); resolving them here spares a count the import of ``typing``
 
@@ -367,10 +376,7 @@ def cmd_derive(args) -> int:
     dv = derivation.derive(args.component, args.quantity, kind=kind, config=args.model, notation=args.notation,
                            vocab_size=args.vocab_size, **_workload(args))
     _emit(dv.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
-    ignored = _not_applying(args)
-    if ignored:
-        print(wrap_text(f"symllm: warning: {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply "
-                        f"to --quantity {args.quantity} (ignored)"), file=sys.stderr)
+    _warn_ignored(_not_applying(args), f"to --quantity {args.quantity}")
     return 0
 
 
@@ -379,6 +385,10 @@ def cmd_derive(args) -> int:
 _HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "tokens", "price")
 #: the options only a time reads (its efficiencies, bubble, power): no count, memory or bytes sent moves with them
 _TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages", "tp_overlap")
+#: of _HARDWARE, those only a time reads (a plot's --gpu and --gpu-memory draw the card's capacity)
+_TIMED_HARDWARE = ("network", "tokens", "price")
+#: the options only a training step's time or a network's reads (not one GPU's prefill and decode)
+_TIMED_TRAINING = ("micro_batches", "schedule", "virtual_stages", "tp_overlap", *_TIMED_HARDWARE)
 _APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
                "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
                "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
@@ -526,11 +536,9 @@ def cmd_sweep(args) -> int:
         sweep = sw.Sweep(bases[0], grid, table=table, **options)
     else:
         raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
-    given_hw = [k for k in _HARDWARE + _TIME_ONLY if workload.get(k) is not None]
-    if given_hw:  # roofline time is count's (floats of a max, a search): no column
-        flags = ", ".join("--" + k.replace("_", "-") for k in given_hw)
-        print(wrap_text(f"symllm: warning: {flags} {'does' if len(given_hw) == 1 else 'do'} not apply to a sweep "
-                        "(ignored; fit and time: symllm count --gpu)"), file=sys.stderr)
+    # roofline time is count's (floats of a max, a search): no column
+    _warn_ignored(["--" + k.replace("_", "-") for k in _HARDWARE + _TIME_ONLY if workload.get(k) is not None],
+                  "to a sweep", "fit and time: symllm count --gpu")
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
     with _any_int_digits():  # exact numbers of any length (a --dim of 2,200 digits makes FLOPs of 4,400)
         if args.output and args.output != "-":  # -o -: standard output, as without -o
@@ -576,6 +584,10 @@ def cmd_plot(args) -> int:
             raise SymllmError(f"model: plot {args.kind} draws one model, not {len(models)}")
         if args.contexts is not None and args.kind not in ("context", "flops"):
             raise SymllmError(f"contexts: for plot context and plot flops, not plot {args.kind}")
+        # memory, context and flops draw no time, roofline one GPU's prefill and decode: no training step, no network
+        drawn = (*_TIME_ONLY, *_TIMED_HARDWARE) if args.kind != "roofline" else _TIMED_TRAINING
+        _warn_ignored(["--" + k.replace("_", "-") for k in drawn if k in given], f"to plot {args.kind}",
+                      "it draws no time" if args.kind != "roofline" else "it draws no training step")
         if args.kind in ("context", "flops"):
             from symllm.studies import tables
             contexts = tables.parse_axis(args.contexts, "contexts") if args.contexts else plots.CONTEXTS

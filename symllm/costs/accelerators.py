@@ -97,6 +97,8 @@ class GPU:
     #: lower (None: the rated power): a compute-bound kernel's clock under the limit (symllm.costs.power.power_fraction)
     power_w: int | None = None
     power_limit_w: int | None = None
+    #: the names the driver gives it (nvidia-smi's, ``torch.cuda.get_device_name``), which :func:`gpu` takes too
+    nvidia_smi: tuple[str, ...] = ()
 
     @property
     def usable(self) -> int:
@@ -198,7 +200,7 @@ def _catalogue() -> tuple[dict, dict]:
             memory=e["memory"] * GiB, source=e["source"], url=e["url"], note=e.get("note", ""),
             link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
             node=link["gpus"] if link else 1, reported=_reported(e.get("reported")),
-            power_w=e.get("power_w"), power_limit_w=e.get("power_limit_w"))
+            power_w=e.get("power_w"), power_limit_w=e.get("power_limit_w"), nvidia_smi=tuple(e.get("nvidia_smi", ())))
     networks = {n["name"]: Network(n["name"], n["title"], _exact(n["bandwidth"], _G), n["source"], n["url"])
                 for n in raw["networks"]}
     return gpus, networks
@@ -231,22 +233,56 @@ def network(name: str) -> Network:
     return known[choice("network", name, known)]
 
 
-def gpu(name) -> GPU:
-    """The :class:`GPU` called ``name`` (a GPU is returned as it is).
+def _key(name: str) -> str:
+    """A GPU name as :func:`gpu` compares it: any case, without dashes, spaces and underscores.
 
-    >>> gpu("l40s").memory // GiB
-    48
-    >>> gpu("h100")  # doctest: +ELLIPSIS
+    >>> _key("NVIDIA GeForce RTX 4090"), _key("H100_SXM")
+    ('nvidiageforcertx4090', 'h100sxm')
+    """
+    return "".join(name.split()).casefold().replace("-", "").replace("_", "")
+
+
+@lru_cache(maxsize=1)
+def _spellings() -> dict[str, tuple[str, ...]]:
+    """Each catalogue name and nvidia-smi name (:attr:`GPU.nvidia_smi`) as :func:`_key` writes it -> the cards
+    it names (several: an ambiguous spelling, refused)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for card in _catalogue()[0].values():
+        for spelling in {_key(card.name), *map(_key, card.nvidia_smi)}:
+            out[spelling] = (*out.get(spelling, ()), card.name)
+    return out
+
+
+def gpu(name) -> GPU:
+    """The :class:`GPU` called ``name`` (a GPU is returned as it is): a catalogue name or a name nvidia-smi prints
+    (:attr:`GPU.nvidia_smi`), in any case, with or without dashes, spaces and underscores, where that names one card.
+    Refused in one line, naming the nearest names: a name of none, or the start of several cards' names.
+
+    >>> gpu("l40s").memory // GiB, gpu("RTX-4090").name, gpu("NVIDIA A100-SXM4-80GB").name
+    (48, 'rtx4090', 'a100-80gb')
+    >>> gpu("h100")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu: unknown 'h100' (known: h200, h100-sxm, h100-nvl; all ...: see --help)
+    symllm.errors.SymllmError: gpu: 'h100' is ambiguous (one of: h100-sxm, h100-pcie, h100-nvl, h100-sxm-hbm2e)
+    >>> gpu("rtx 4080")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpu: unknown 'rtx 4080' (known: rtx4090, rtx5090, rtx3090; all ...: see --help)
     """
     if isinstance(name, GPU):
         return name
-    known = _catalogue()[0]
-    if not isinstance(name, str) or name not in known:
-        raise SymllmError(with_list(f"gpu: unknown {short(name, 20)} (known: ", known, near=name))
-    return known[name]
+    known, spellings = _catalogue()[0], _spellings()
+    key = _key(name) if isinstance(name, str) else None
+    cards = spellings.get(key, ()) if key else ()
+    if len(cards) == 1:
+        return known[cards[0]]
+    starting = cards or (tuple(dict.fromkeys(c for k, v in spellings.items() if k.startswith(key) for c in v))
+                         if key else ())
+    if len(starting) > 1:
+        ordered = sorted(starting, key=list(known).index)  # catalogue order
+        raise SymllmError(with_list(f"gpu: {short(name, 20)} is ambiguous (one of: ", ordered, near=key,
+                                    see="docs/hardware.md"))
+    raise SymllmError(with_list(f"gpu: unknown {short(name, 20)} (known: ", known, near=key or name))
 
 
 def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) -> GPU:

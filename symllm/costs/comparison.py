@@ -1,5 +1,6 @@
 """Several models side by side under one workload: their parameters, FLOPs per token, KV cache per
-token, every memory kind and, on a named accelerator, whether they fit (``symllm count A B C``).
+token, every memory kind and, on a named accelerator, whether they fit and their times, each as its roofline bound
+and as expected (``symllm count A B C``).
 
 Every number is :func:`symllm.arch.resolved.params`' or :func:`symllm.costs.phases.workload`'s for that
 model (per token: divided exactly, a ``Fraction`` where it does not divide); nothing is computed anew.
@@ -18,10 +19,17 @@ from symllm.arch import resolved
 from symllm.costs import phases
 from symllm.errors import SymllmError
 
-__all__ = ["ROWS", "compare"]
+__all__ = ["ROWS", "TIMES", "compare"]
+
+#: the times a comparison shows on an accelerator, each as ``workload()["time"]`` has it (the bound) and as its
+#: ``expected`` group has it (the key ``expected_`` + this one): count's rows of one model, the same numbers
+TIMES = (("prefill_s", "prefill", "seconds"), ("decode_token_s", "decode step", "seconds"),
+         ("tokens_per_s", "decode tokens/s", "rate"), ("training_step_s", "training step", "seconds"),
+         ("mfu", "training MFU", "share"))
 
 #: the rows of a comparison, in order: key, what it is, its unit (``count`` parameters, ``flops``, ``bytes``,
-#: ``flag`` yes/no); memory rows follow :data:`symllm.costs.phases.MEMORY_KINDS` as ``workload()`` gives them
+#: ``flag`` yes/no, ``seconds``, ``rate`` per second, ``share`` of peak); memory rows follow
+#: :data:`symllm.costs.phases.MEMORY_KINDS` as ``workload()`` gives them
 ROWS = (("params", "parameters", "count"), ("active", "active parameters (per token)", "count"),
         ("flops_per_token", "decode FLOPs per token (at context t)", "flops"),
         ("prefill_flops", "prefill FLOPs (b x s tokens)", "flops"),
@@ -31,13 +39,20 @@ ROWS = (("params", "parameters", "count"), ("active", "active parameters (per to
         ("training_states", "training states", "bytes"), ("activations", "activations", "bytes"),
         ("inference_peak", "inference peak", "bytes"), ("training_peak", "training peak", "bytes"),
         ("fits", "inference peak fits", "flag"), ("max_batch", "largest batch that fits", "count"),
-        ("training_fits", "training peak fits", "flag"))
+        ("training_fits", "training peak fits", "flag"),
+        *((key, f"{label}, {kind}", unit) for key, label, unit in TIMES
+          for key, kind in ((key, "bound"), (f"expected_{key}", "expected"))))
 
 
 def compare(models, *, vocab_size: int | None = None, **workload) -> dict:
     """Each of ``models`` (preset names, config paths, configs) under one workload (the
     :class:`~symllm.costs.workloads.Workload` fields): ``{"workload": ..., "models": {name: {row: value}}}``
-    with the keys of :data:`ROWS` (the fit rows only with an accelerator, ``gpu=``).
+    with the keys of :data:`ROWS` (the fit and time rows only with an accelerator, ``gpu=``; a time is None where
+    its peak does not fit).
+
+    >>> row = compare(["llama3.2-1b"], gpu="h100-sxm")["models"]["llama3.2-1b"]
+    >>> row["decode_token_s"] < row["expected_decode_token_s"]
+    True
 
     >>> compare(["llama3.2-1b", "llama3.2-1b"])
     Traceback (most recent call last):
@@ -58,8 +73,10 @@ def compare(models, *, vocab_size: int | None = None, **workload) -> dict:
                "kv_cache_per_token": _per(work["memory"]["kv_cache"], w["batch"] * (w["seq"] + w["gen"])),
                **{k: v for k, v in work["memory"].items()}}
         if "time" in work:
-            row.update(fits=work["time"]["fits"], max_batch=work["time"]["max_batch"],
-                       training_fits=work["time"]["training_fits"])
+            t = work["time"]
+            row.update(fits=t["fits"], max_batch=t["max_batch"], training_fits=t["training_fits"])
+            row.update({key: t[key] for key, _, _ in TIMES})
+            row.update({f"expected_{key}": t["expected"][key] for key, _, _ in TIMES})
         out["models"][spec.name] = row
     return out
 

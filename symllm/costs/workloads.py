@@ -227,7 +227,8 @@ class Workload:
                        training=True, shapes=True)
     #: the accelerator of the roofline time (symllm.costs.accelerators); None: no time is computed
     gpu: str | None = _opt(None, "fit and roofline time on this accelerator, a name from symllm/costs/gpus.json "
-                           "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, ...; default: none, no fit or time)")
+                           "(h100-sxm, a100-80gb, l4, rtx4090, mi300x, ...; any case, dashes or not, or nvidia-smi's "
+                           "name: RTX-4090; default: none, no fit or time)")
     #: an accelerator outside the catalogue, or a catalogue one changed: memory GiB, bandwidth GB/s, dense TFLOPS
     gpu_memory: float | None = _opt(None, "accelerator memory in GB (read as GiB): changes --gpu's, or with --gpu-"
                                     "bandwidth and --gpu-flops describes one outside the catalogue (default: --gpu's)")
@@ -339,6 +340,8 @@ class Workload:
                 raise SymllmError("power_cap: a power limit applies to a catalogue card; give --gpu")
             if self.gpu_flops is not None:
                 raise SymllmError("power_cap: --gpu-flops gives the peak the card runs at; give one or the other")
+        if isinstance(self.gpu, str):  # any spelling of one card (accelerators.gpu): its catalogue name
+            put("gpu", accelerators.gpu(self.gpu).name)
         accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:
             accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
