@@ -118,7 +118,7 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
         rows = []
         for i, r in enumerate(p.rows[:top], 1):
             lay = [str(i), r["tp"], r["pp"], r["dp"]] + ([r["ep"]] if moe else [])
-            e = r.get("expected")  # the best rows' expected times (plans.EXPECTED_ROWS); "-" past them
+            e = r.get("expected")  # the best rows' expected times (ranks.EXPECTED_ROWS); "-" past them
             if p.training:
                 rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
                                    f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
@@ -157,7 +157,9 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                          f"measured efficiencies, {p.engine} conventions"
                          + (", the sp rows' tensor-parallel collectives overlapped with their GEMMs (TP overlap)"
-                            if overlap else "") + ", docs/efficiency.md) for the best rows; "
+                            if overlap else "") + ", docs/efficiency.md) for the best rows, ranked by it ("
+                         + ("the least expected step" if p.training else "the most expected tokens/s")
+                         + "; ties and the rows past them by the bound); "
                          + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once; MFU: model FLOPs (attention's causal "
                         "pairs) a second over the GPUs' dense peak of the matmuls' dtype"
