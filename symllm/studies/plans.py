@@ -262,8 +262,8 @@ class Plan:
     @property
     def engine(self) -> str:
         """The engine whose conventions the rows' expected times follow: ``--engine`` where it runs the plan's kind
-        of work, else that kind's default (:func:`symllm.costs.figures.engine_for`: a serving plan under
-        ``--engine megatron`` is timed as vLLM runs it).
+        of work, else that kind's default (:func:`symllm.costs.figures.engine_for`; :func:`plan` refuses a
+        training engine for serving, as ``count --serve`` does).
 
         >>> Plan("m", "h100-sxm", 8, False, 0, workload={"engine": "megatron"}).engine
         'vllm'
