@@ -147,8 +147,11 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
                      + [f"tp {tp}: refused, {why}" for tp, why in p.unserved.items()])
     out.append(wrap_text(f"A layout fits when its per-GPU training peak does (it assumes {p.assumes}); nothing that "
                          "does not fit is timed." if p.training else
-                         f"A replica of tensor ranks holds the sequences {p.engine}'s KV cache holds (count --serve; "
-                         f"{held}): its peak/GPU the weights and the cache of the batch's s + n tokens, the larger "
+                         f"A replica of tensor ranks holds the sequences {p.engine}'s KV cache holds (count --serve"
+                         + "".join(f" --{k.replace('_', '-')} {v if isinstance(v, str) else format(v, 'g')}"
+                                   for k, v in p.serve.items() if k != "non_torch")
+                         + (f" --non-torch-memory {float(p.serve['non_torch'] / 2**30):g}" if "non_torch" in p.serve else "")
+                         + f"; {held}): its peak/GPU the weights and the cache of the batch's s + n tokens, the larger "
                          "of a decode step's working set and the engine's profiled prefill, and its non-torch "
                          "memory. A pipelined or expert-parallel replica, or one refused, fits when its inference "
                          f"peak does (it assumes {p.assumes}). Nothing that does not fit is timed; every decode step "

@@ -258,6 +258,8 @@ class Plan:
     sequences: dict = field(default_factory=dict)
     #: serving: the tp whose replica count --serve refuses (its one-line reason), kept by the inference peak instead
     unserved: dict = field(default_factory=dict)
+    #: serving: the engine's options given (count --serve's, :func:`symllm.costs.serving.capacity`'s keywords)
+    serve: dict = field(default_factory=dict)
 
     @property
     def engine(self) -> str:
@@ -287,6 +289,7 @@ class Plan:
                 **({"tp_layout": self.tp_layout} if self.tp_layout else {}),
                 **({"sequences": self.sequences} if self.sequences else {}),
                 **({"unserved": self.unserved} if self.unserved else {}),
+                **({"serve": self.serve} if self.serve else {}),
                 "rows": self.rows[:top] if top else list(self.rows)}
 
 
@@ -391,7 +394,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {  # its decode step's
                    "context": served_by.decode_point(work).context})},
                splits=SPLITS.format(L=spc.n_layers),
-               tp_layout=costs.layout_of(spc, work, laid_as))
+               tp_layout=costs.layout_of(spc, work, laid_as), serve=serve)
     if n == 0:
         return out
     mdl = costs.model_of(spc, work, laid_as)  # as the engine of the plan's kind lays it out
