@@ -150,7 +150,8 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
                          f"A replica of tensor ranks holds the sequences {p.engine}'s KV cache holds (count --serve"
                          + "".join(f" --{k.replace('_', '-')} {v if isinstance(v, str) else format(v, 'g')}"
                                    for k, v in p.serve.items() if k != "non_torch")
-                         + (f" --non-torch-memory {float(p.serve['non_torch'] / 2**30):g}" if "non_torch" in p.serve else "")
+                         + (f" --non-torch-memory {float(p.serve['non_torch'] / 2**30):g}"
+                            if "non_torch" in p.serve else "")
                          + f"; {held}): its peak/GPU the weights and the cache of the batch's s + n tokens, the larger "
                          "of a decode step's working set and the engine's profiled prefill, and its non-torch "
                          "memory. A pipelined or expert-parallel replica, or one refused, fits when its inference "

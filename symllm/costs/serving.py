@@ -94,8 +94,8 @@ from symllm.costs.ggml import scores_moment
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
-__all__ = ["DEFAULTS", "capacity", "check", "check_options", "indexer_bytes_per_token", "model_config", "moe_workspace_bytes",
-           "nccl_bytes", "sampler_peak_bytes"]
+__all__ = ["DEFAULTS", "capacity", "check", "check_options", "indexer_bytes_per_token", "model_config",
+           "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: the options' defaults, each None: the engine's. ``gpu_memory_utilization``: its memory fraction
 #: (:func:`symllm.costs.engine_memory.fraction`: vLLM's 0.9, SGLang's by card); ``max_num_batched_tokens``: its own

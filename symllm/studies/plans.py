@@ -348,11 +348,12 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     """Every layout of ``gpus`` accelerators called ``gpu`` (or the workload's ``gpu``), dropped with its
     reason where its per-GPU peak does not fit, the rest ranked (module docstring): for ``training`` by step
     time of ``global_batch`` sequences (default: one per GPU) of the workload's ``seq``, for serving by
-    decode tokens/s at the workload's context, by the expected figure for the best rows (:mod:`symllm.studies.ranks`).
-    ``serve``: serving's options (:func:`symllm.costs.serving.capacity`'s keywords, ``count --serve``'s, refused as
-    it refuses them; a training engine too), passed to each replica's capacity and its time under load. ``options`` are :class:`Workload` options shared by every
-    layout (``seq``, ``gen``, ``dtype``, ``weight_format``, ``kv_format``, ``stack``, ``network``, ``tokens``,
-    ``price``, ...); a weight format's bytes are spread evenly over each GPU's parameters, as ``workload()``'s.
+    decode tokens/s at the workload's context, by the expected figure for the best rows
+    (:mod:`symllm.studies.ranks`). ``serve``: serving's options (:func:`symllm.costs.serving.capacity`'s keywords,
+    ``count --serve``'s, refused as it refuses them, a training engine too), passed to each replica's capacity and
+    its time under load. ``options`` are :class:`Workload` options shared by every layout (``seq``, ``gen``,
+    ``dtype``, ``weight_format``, ``kv_format``, ``stack``, ``network``, ``tokens``, ``price``, ...); a weight
+    format's bytes are spread evenly over each GPU's parameters, as ``workload()``'s.
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences
