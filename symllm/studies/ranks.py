@@ -42,7 +42,7 @@ def expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
     layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "batch": max(1, row["batch"])}
     if training:
         layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"], micro_batches=row["accum"])
-    e = evaluate(work.replace(**layout))["time"]["expected"]
+    e = evaluate(work.replace(**layout))["time"].get("expected") or {}  # (none: ranked by its bound)
     keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost")
             if training else ("decode_token_s", "tokens_per_s"))
     return {k: e[k] for k in keys if k in e}
@@ -51,8 +51,8 @@ def expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
 def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS) -> list:
     """``rows`` (in the bound's order, best first) ranked: the ``best`` rows of the best expected time first, each
     with its ``row["expected"]`` (``expect(row)``, :func:`expected`'s), by that time (training: step seconds, the
-    least first; serving: tokens/s, the most first; ties: the bound's order), then the others in the bound's order
-    (no expected time). Exact: every expected time is at or above its bound, so once a row's bound is past the
+    least first; serving: tokens/s, the most first; ties: the bound's order; a row without that figure by its
+    bound), then the others in the bound's order (no expected time). Exact: every expected time is at or above its bound, so once a row's bound is past the
     ``best``-th expected time found, none from it on can be faster (module docstring).
 
     >>> rows = [{"step_s": 1.0, "e": 3.0}, {"step_s": 1.5, "e": 1.6}, {"step_s": 2.0, "e": 2.1}, {"step_s": 4, "e": 5}]
@@ -71,7 +71,7 @@ def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS) -> list:
         if len(timed) >= best and sign * row[bound] * (1 - sign * _ROUNDING) > sorted(timed)[best - 1][0]:
             break  # its bound, and every later row's, is past the best expected times: none of them ranks above
         row["expected"] = expect(row)
-        timed.append((sign * row["expected"][key], i))
+        timed.append((sign * row["expected"].get(key, row[bound]), i))  # no expected figure: its bound stands in
     ranked = sorted(timed)
     top = {i for _, i in ranked[:best]}
     for _, i in ranked[best:]:  # read, but not among the best: ranked by the bound, as every row past them
