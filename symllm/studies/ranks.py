@@ -52,8 +52,9 @@ def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS) -> list:
     """``rows`` (in the bound's order, best first) ranked: the ``best`` rows of the best expected time first, each
     with its ``row["expected"]`` (``expect(row)``, :func:`expected`'s), by that time (training: step seconds, the
     least first; serving: tokens/s, the most first; ties: the bound's order; a row without that figure by its
-    bound), then the others in the bound's order (no expected time). Exact: every expected time is at or above its bound, so once a row's bound is past the
-    ``best``-th expected time found, none from it on can be faster (module docstring).
+    bound), then the others in the bound's order (no expected time). Exact: every expected time is at or above its
+    bound, so once a row's bound is past the ``best``-th expected time found, none from it on can be faster (module
+    docstring).
 
     >>> rows = [{"step_s": 1.0, "e": 3.0}, {"step_s": 1.5, "e": 1.6}, {"step_s": 2.0, "e": 2.1}, {"step_s": 4, "e": 5}]
     >>> seen = []
