@@ -181,10 +181,22 @@ def _answer_options(args) -> list:
     return sorted((k, v) for k, v in vars(args).items() if k != "func") + [("files", files)]
 
 
+def _serve_options(args) -> dict:
+    """The serving options given (cli.lines.SERVE: count --serve's and plan's), as serving.capacity takes them:
+    ``--non-torch-memory`` in GiB as bytes."""
+    serve = {k: getattr(args, k) for k in SERVE if getattr(args, k) is not None}
+    if "non_torch" in serve:  # GiB: nan and inf have no Fraction, and below 0 the bytes' refusal read "above -1"
+        gib = serve["non_torch"]
+        if not 0 <= gib < float("inf"):
+            raise SymllmError(f"non_torch_memory: expected GiB, 0 or more, got {gib:g}")
+        serve["non_torch"] = Fraction(str(gib)) * 2**30
+    return serve
+
+
 def _count(args, config, given: dict, ckpt: dict | None) -> int:
     """``count`` of one model (``config``, the workload options ``given``, a checkpoint's bytes ``ckpt``),
     printed."""
-    serve = {k: getattr(args, k) for k in SERVE if getattr(args, k) is not None}
+    serve = _serve_options(args)
     if serve and not args.serve:
         raise SymllmError(f"{next(iter(serve))}: applies to --serve (the --engine's KV cache) only")
     if not args.serve and (args.concurrency is not None or args.request_rate is not None):
@@ -192,11 +204,6 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         raise SymllmError(f"{load}: serving under load applies to --serve (got {getattr(args, load):g} without it)")
     if args.serve:  # what serving refuses from the options alone, refused before any workload is computed
         from symllm.costs import serving
-        if "non_torch" in serve:  # GiB: nan and inf have no Fraction, and below 0 the bytes' refusal read "above -1"
-            gib = serve["non_torch"]
-            if not 0 <= gib < float("inf"):
-                raise SymllmError(f"non_torch_memory: expected GiB, 0 or more, got {gib:g}")
-            serve["non_torch"] = Fraction(str(gib)) * 2**30
         serving.check(config, **given, **serve)
     if given or args.json:  # kernels an earlier process kept for this workload's shape: a new point without SymPy
         from symllm.studies import quick
@@ -337,7 +344,7 @@ def cmd_plan(args) -> int:
         raise SymllmError(f"top: expected a positive integer, got {args.top}")
     _warn_untimed(given, args.train, "--train")  # serving plans time no token budget
     result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
-                        concurrency=args.concurrency, **given)
+                        concurrency=args.concurrency, serve=_serve_options(args), **given)
     if args.json:
         with _any_int_digits():  # exact numbers of any length
             print(json_text(result.to_dict(args.top)))

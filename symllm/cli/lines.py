@@ -118,7 +118,7 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
         rows = []
         for i, r in enumerate(p.rows[:top], 1):
             lay = [str(i), r["tp"], r["pp"], r["dp"]] + ([r["ep"]] if moe else [])
-            e = r.get("expected")  # the best rows' expected times (plans.EXPECTED_ROWS); "-" past them
+            e = r.get("expected")  # the best rows' expected times (ranks.EXPECTED_ROWS); "-" past them
             if p.training:
                 rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
                                    f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
@@ -147,8 +147,12 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
                      + [f"tp {tp}: refused, {why}" for tp, why in p.unserved.items()])
     out.append(wrap_text(f"A layout fits when its per-GPU training peak does (it assumes {p.assumes}); nothing that "
                          "does not fit is timed." if p.training else
-                         f"A replica of tensor ranks holds the sequences {p.engine}'s KV cache holds (count --serve; "
-                         f"{held}): its peak/GPU the weights and the cache of the batch's s + n tokens, the larger "
+                         f"A replica of tensor ranks holds the sequences {p.engine}'s KV cache holds (count --serve"
+                         + "".join(f" --{k.replace('_', '-')} {v if isinstance(v, str) else format(v, 'g')}"
+                                   for k, v in p.serve.items() if k != "non_torch")
+                         + (f" --non-torch-memory {float(p.serve['non_torch'] / 2**30):g}"
+                            if "non_torch" in p.serve else "")
+                         + f"; {held}): its peak/GPU the weights and the cache of the batch's s + n tokens, the larger "
                          "of a decode step's working set and the engine's profiled prefill, and its non-torch "
                          "memory. A pipelined or expert-parallel replica, or one refused, fits when its inference "
                          f"peak does (it assumes {p.assumes}). Nothing that does not fit is timed; every decode step "
@@ -157,7 +161,9 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                          f"measured efficiencies, {p.engine} conventions"
                          + (", the sp rows' tensor-parallel collectives overlapped with their GEMMs (TP overlap)"
-                            if overlap else "") + ", docs/efficiency.md) for the best rows; "
+                            if overlap else "") + ", docs/efficiency.md) for the best rows, ranked by it ("
+                         + ("the least expected step" if p.training else "the most expected tokens/s")
+                         + "; ties and the rows past them by the bound); "
                          + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
                         "another (micro x acc), then reduces gradients once; MFU: model FLOPs (attention's causal "
                         "pairs) a second over the GPUs' dense peak of the matmuls' dtype"

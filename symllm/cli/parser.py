@@ -334,19 +334,9 @@ def _sweep_parser(p) -> None:
     p.set_defaults(func=cmd_sweep)
 
 
-def _count_args(p) -> None:
-    p.add_argument("model", metavar="MODEL", nargs="+",
-                   help="a preset name (symllm presets) or a config.json / params.json; several are compared")
-    _vocab_arg(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--format", choices=_Choices("present.format", "COMPARISON_FORMATS"), default=None,
-                   help="a comparison table (a column per model) as text (default), csv, markdown or latex")
-    add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
-    s = p.add_argument_group("serving: the --engine's KV cache (symllm.costs.serving; needs --gpu; context --seq + "
-                             "--gen)")
-    s.add_argument("--serve", action="store_true",
-                   help="KV cache tokens and maximum concurrency as the --engine allocates them (vLLM by default; "
-                        "an inference engine: a training one is refused)")
+def _serving_options(s) -> None:
+    """The serving engine's options (symllm.costs.serving.capacity's keywords, cli.lines.SERVE), on ``s``: declared
+    once, for count --serve and plan's serving rows."""
     s.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
                    help="the --engine's memory fraction, by its own rule (symllm.costs.engine_memory): vllm's "
                         "gpu_memory_utilization, of the card less weights, activations, non-torch (default 0.9); "
@@ -371,6 +361,22 @@ def _count_args(p) -> None:
     s.add_argument("--indexer-kv-dtype", choices=_Choices("costs.dsv4_cache", "INDEXER_KEY_BYTES"), default=None,
                    help="DeepSeek-V4's indexer key cache (vLLM 0.33.0's indexer_kv_dtype; default fp8; mxfp4: "
                         "b200, gb200)")
+
+
+def _count_args(p) -> None:
+    p.add_argument("model", metavar="MODEL", nargs="+",
+                   help="a preset name (symllm presets) or a config.json / params.json; several are compared")
+    _vocab_arg(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--format", choices=_Choices("present.format", "COMPARISON_FORMATS"), default=None,
+                   help="a comparison table (a column per model) as text (default), csv, markdown or latex")
+    add_workload_options(p.add_argument_group("workload (FLOPs and memory; shown when any is given, always in --json)"))
+    s = p.add_argument_group("serving: the --engine's KV cache (symllm.costs.serving; needs --gpu; context --seq + "
+                             "--gen)")
+    s.add_argument("--serve", action="store_true",
+                   help="KV cache tokens and maximum concurrency as the --engine allocates them (vLLM by default; "
+                        "an inference engine: a training one is refused)")
+    _serving_options(s)
     s.add_argument("--concurrency", type=int, default=None, metavar="C",
                    help="with --serve, under load: C requests at a time of --seq prompt and --gen output tokens: "
                         "TTFT, ITL, output tokens/s (symllm.costs.traffic; default: none, no load)")
@@ -434,6 +440,7 @@ def _plan_args(p) -> None:
     p.add_argument("--concurrency", type=int, default=256,
                    help="serving: the most sequences per replica tried (every batch 1, 2, 3, ... up to it; "
                         "default 256)")
+    _serving_options(p.add_argument_group("serving: the --engine's KV cache, as count --serve's (not with --train)"))
     p.add_argument("--top", type=int, default=None, help="layouts shown (default 10; --json: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workload_options(p.add_argument_group("workload shared by every layout"), exclude=PLAN_ENUMERATES)

@@ -94,8 +94,8 @@ from symllm.costs.ggml import scores_moment
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
-__all__ = ["DEFAULTS", "capacity", "check", "indexer_bytes_per_token", "model_config", "moe_workspace_bytes",
-           "nccl_bytes", "sampler_peak_bytes"]
+__all__ = ["DEFAULTS", "capacity", "check", "check_options", "indexer_bytes_per_token", "model_config",
+           "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
 
 #: the options' defaults, each None: the engine's. ``gpu_memory_utilization``: its memory fraction
 #: (:func:`symllm.costs.engine_memory.fraction`: vLLM's 0.9, SGLang's by card); ``max_num_batched_tokens``: its own
@@ -302,14 +302,35 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     if work.pp > 1 or work.ep > 1 or work.dp > 1:
         raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     cfg = resolve(config)
-    from symllm.costs.figures import engine
-    kv_rule = rule_of(engine(work.engine, "inference"))  # its memory rule (engine_memory), refused where it has none
+    kv_rule = check_options(cfg, work, gpu, gpu_memory_utilization=gpu_memory_utilization,
+                            max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, non_torch=non_torch,
+                            kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype)
     if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
         if kv_rule["sized_by"] == "context":
             raise SymllmError(f"engine: DeepSeek-V4's caches are laid out as vLLM's pool; {kv_rule['name']} sizes its "
                               "cache by the context (not modelled)")
         dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
-    elif indexer_kv_dtype is not None:
+    return work, gpu, cfg
+
+
+def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batched_tokens=None, block_size=None,
+                  non_torch=None, kv_cache_bytes=None, max_num_seqs=None, indexer_kv_dtype=None) -> dict:
+    """The refusals of :func:`check` that read the engine and the options alone, not the layout: a training engine
+    (no KV-cache memory rule: :func:`symllm.costs.engine_memory.rule`), ``indexer_kv_dtype`` on a model without
+    DeepSeek-V4's indexer, each option's value; every door that serves calls it (``count --serve`` through
+    :func:`check`, ``plan``'s serving rows directly). ``cfg`` a resolved config, ``work`` a Workload, ``gpu`` an
+    :class:`symllm.costs.accelerators.GPU`. Returns the engine's KV-memory rule.
+
+    >>> from symllm.costs import accelerators
+    >>> from symllm.costs.workloads import Workload
+    >>> check_options(resolve("llama3.1-8b"), Workload(engine="megatron"), accelerators.gpu("h100-sxm"))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: engine: megatron trains only; serving takes an inference engine (docs/serving.md)
+    """
+    from symllm.costs.figures import engine
+    kv_rule = rule_of(engine(work.engine, "inference"))  # its memory rule (engine_memory), refused where it has none
+    if indexer_kv_dtype is not None and getattr(cfg, "hc_mult", None) is None:
         raise SymllmError("indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only")
     memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)
     integer("block_size", block_size, optional=True)
@@ -319,7 +340,7 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
         _fraction("non_torch", non_torch, -1)
     if kv_cache_bytes is not None:
         _fraction("kv_cache_bytes", kv_cache_bytes)
-    return work, gpu, cfg
+    return kv_rule
 
 
 def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],

@@ -10,8 +10,9 @@
   the rest data-parallel; for a mixture of experts expert-parallel
   ranks dividing the experts and the data-parallel ranks; for training ZeRO 0-3 and full recomputation
   or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not
-  fit, the rest ranked by the roofline model of :func:`symllm.costs.hardware.roofline` (training: step time at the
-  global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
+  fit, the rest ranked by the expected time where a row has one (:mod:`symllm.studies.ranks`: the best rows), the
+  roofline model of :func:`symllm.costs.hardware.roofline` breaking ties and ranking the rest (training: step time at
+  the global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
   and evaluated over every layout at once in compiled kernels (:mod:`symllm.numbers.kernels`), with the
   per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
   that ``workload()`` evaluates, so a row equals ``symllm.workload`` at its layout (``tests/test_plans.py``).
@@ -40,7 +41,7 @@ divided over the layout), as ``workload()``'s.
 >>> p.layouts, len(p.rows) + sum(p.dropped.values()) == p.layouts
 (232, True)
 >>> best = p.rows[0]; (best["tp"], best["pp"], best["dp"], best["zero"], best["recompute"])
-(2, 1, 4, 2, False)
+(1, 1, 8, 2, False)
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ from symllm.costs.replication import kv_heads_split
 from symllm.costs.workloads import COMPONENT_STACKS, Workload, with_stated
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import compile_expr, evaluate
-from symllm.studies import served as served_by
+from symllm.studies import ranks, served as served_by
 from symllm.validate import choice, positive_int
 
 __all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "parse_gpus", "REASONS"]
@@ -257,12 +258,14 @@ class Plan:
     sequences: dict = field(default_factory=dict)
     #: serving: the tp whose replica count --serve refuses (its one-line reason), kept by the inference peak instead
     unserved: dict = field(default_factory=dict)
+    #: serving: the engine's options given (count --serve's, :func:`symllm.costs.serving.capacity`'s keywords)
+    serve: dict = field(default_factory=dict)
 
     @property
     def engine(self) -> str:
         """The engine whose conventions the rows' expected times follow: ``--engine`` where it runs the plan's kind
-        of work, else that kind's default (:func:`symllm.costs.figures.engine_for`: a serving plan under
-        ``--engine megatron`` is timed as vLLM runs it).
+        of work, else that kind's default (:func:`symllm.costs.figures.engine_for`; :func:`plan` refuses a
+        training engine for serving, as ``count --serve`` does).
 
         >>> Plan("m", "h100-sxm", 8, False, 0, workload={"engine": "megatron"}).engine
         'vllm'
@@ -286,6 +289,7 @@ class Plan:
                 **({"tp_layout": self.tp_layout} if self.tp_layout else {}),
                 **({"sequences": self.sequences} if self.sequences else {}),
                 **({"unserved": self.unserved} if self.unserved else {}),
+                **({"serve": self.serve} if self.serve else {}),
                 "rows": self.rows[:top] if top else list(self.rows)}
 
 
@@ -340,13 +344,16 @@ def _float(x: np.ndarray) -> np.ndarray:
 
 
 def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None, *, training: bool = False,
-         global_batch: int | None = None, concurrency: int = 256, **options) -> Plan:
+         global_batch: int | None = None, concurrency: int = 256, serve: dict | None = None, **options) -> Plan:
     """Every layout of ``gpus`` accelerators called ``gpu`` (or the workload's ``gpu``), dropped with its
     reason where its per-GPU peak does not fit, the rest ranked (module docstring): for ``training`` by step
     time of ``global_batch`` sequences (default: one per GPU) of the workload's ``seq``, for serving by
-    decode tokens/s at the workload's context. ``options`` are :class:`Workload` options shared by every
-    layout (``seq``, ``gen``, ``dtype``, ``weight_format``, ``kv_format``, ``stack``, ``network``, ``tokens``,
-    ``price``, ...); a weight format's bytes are spread evenly over each GPU's parameters, as ``workload()``'s.
+    decode tokens/s at the workload's context, by the expected figure for the best rows
+    (:mod:`symllm.studies.ranks`). ``serve``: serving's options (:func:`symllm.costs.serving.capacity`'s keywords,
+    ``count --serve``'s, refused as it refuses them, a training engine too), passed to each replica's capacity and
+    its time under load. ``options`` are :class:`Workload` options shared by every layout (``seq``, ``gen``,
+    ``dtype``, ``weight_format``, ``kv_format``, ``stack``, ``network``, ``tokens``, ``price``, ...); a weight
+    format's bytes are spread evenly over each GPU's parameters, as ``workload()``'s.
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences
@@ -376,13 +383,19 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
     elif global_batch is not None:
         raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
+    serve = dict(serve or {})
+    if training and serve:
+        raise SymllmError(f"{next(iter(serve))}: applies to serving (the engine's KV cache), not --train")
+    if not training:  # count --serve's refusals of the engine and the options (a training engine: one answer)
+        from symllm.costs import serving
+        serving.check_options(spc.config, work, g, **serve)
     cols = _layouts(spc, gpus, training, concurrency, global_batch, work)
     n, laid_as = len(cols["tp"]), "training" if training else "inference"
     out = Plan(spc.name, g.name, gpus, training, n,
                workload={**work.to_dict(), **({"global_batch": global_batch} if training else {  # its decode step's
                    "context": served_by.decode_point(work).context})},
                splits=SPLITS.format(L=spc.n_layers),
-               tp_layout=costs.layout_of(spc, work, laid_as))
+               tp_layout=costs.layout_of(spc, work, laid_as), serve=serve)
     if n == 0:
         return out
     mdl = costs.model_of(spc, work, laid_as)  # as the engine of the plan's kind lays it out
@@ -435,7 +448,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             seconds[at] = pp * _decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
     served = held = None
     if not training:  # a replica of tensor ranks its engine serves: as the engine holds and steps it
-        served, held = _engine_rows(spc, work, cols, out, mdl, args, timed, workload_at, fit_peak)
+        served, held = _engine_rows(spc, work, cols, out, mdl, args, timed, workload_at, fit_peak, serve)
     capacity = g.memory
     peaks = fit_peak.tolist()
     fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
@@ -475,10 +488,11 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
-    for r in rows[:EXPECTED_ROWS]:  # the expected times beside the bounds, for the rows a table shows
-        r["expected"] = _expected(spc, work if training else served_by.decode_point(work), r, training, workload_at)
-        load = served_by.under_load(spc.config, work, r["tp"], r["batch"], out.engine, workload_at) if (
-            r.get("ep") == r["pp"] == 1 and r["tp"] in out.sequences and work.gen) else None  # count --serve's
+    decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
+    rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at))
+    for r in rows[:ranks.EXPECTED_ROWS]:  # under load at the batch, count --serve --concurrency's
+        load = served_by.under_load(spc.config, work, r["tp"], r["batch"], out.engine, workload_at, serve) if (
+            not training and r.get("ep") == r["pp"] == 1 and r["tp"] in out.sequences and work.gen) else None
         if load:
             r["load"] = load
     out.rows = rows
@@ -486,7 +500,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
 
 def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, timed: dict, evaluate,
-                 fit_peak: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 fit_peak: np.ndarray, serve: dict) -> tuple[np.ndarray, np.ndarray]:
     """The serving rows of a replica of tensor ranks (``pp`` 1, ``ep`` 1) its engine serves, as the engine holds
     and steps them: :func:`symllm.costs.serving.capacity` once per ``tp`` (its most sequences in
     :attr:`Plan.sequences`; a ``tp`` it refuses in :attr:`Plan.unserved`, its rows left to the inference peak),
@@ -494,13 +508,13 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
     and cache of the batch's ``s + n`` tokens, a decode step's working set at the decode point or the profiled
     prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
     :func:`symllm.studies.served.decode_point`). Returns the rows' mask and the most sequences each row's replica
-    holds."""
+    holds. ``serve``: serving's options (count --serve's)."""
     n = len(cols["tp"])
     served, held = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     beside = np.zeros(n, dtype=object), np.zeros(n, dtype=object)  # activation peak, non-torch memory
     tensor_only = (cols["pp"] == 1) & (cols["ep"] == 1)
     caps, out.unserved = served_by.capacities(spc.config, work, sorted(set(cols["tp"][tensor_only].tolist())),
-                                              out.engine, evaluate)  # a tp refused: the inference peak's rule
+                                              out.engine, evaluate, serve)  # a tp refused: the inference peak's rule
     for tp, cap in caps.items():
         at = tensor_only & (cols["tp"] == tp)
         out.sequences[tp] = held[at] = served_by.most_sequences(cap)
@@ -535,23 +549,6 @@ def _decode_step(forms: dict, sub: dict, m: int, base: dict, bw: dict) -> np.nda
     return np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
                    + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
                    for fl, by, tp in forms["stages"]], axis=0)
-
-
-#: the best rows of a plan that carry expected times (``row["expected"]``: symllm.costs.efficiency)
-EXPECTED_ROWS = 10
-
-
-def _expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
-    """A plan row's expected times: ``workload()``'s at its layout (its ``time.expected``; a serving row's at the
-    decode point ``work`` is then: :func:`symllm.studies.served.decode_point`), training with the row's
-    micro-batches; the keys its table shows (with ``--tokens``, their ``training_s``, ``gpu_hours`` and ``cost``)."""
-    layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "batch": max(1, row["batch"])}
-    if training:
-        layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"], micro_batches=row["accum"])
-    e = evaluate(work.replace(**layout))["time"]["expected"]
-    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost")
-            if training else ("decode_token_s", "tokens_per_s"))
-    return {k: e[k] for k in keys if k in e}
 
 
 @lru_cache(maxsize=64)

@@ -53,10 +53,11 @@ def engine_peak(held, working, activation, non_torch) -> int:
     return ceil(held + max(working, activation) + non_torch)
 
 
-def capacities(config, work: Workload, tps, engine: str, evaluate=None) -> tuple[dict, dict]:
+def capacities(config, work: Workload, tps, engine: str, evaluate=None, serve: dict | None = None) -> tuple[dict, dict]:
     """``engine``'s KV cache for ``config`` on one replica of each of ``tps`` tensor ranks (``pp``, ``dp``, ``ep``
     1): ``({tp: capacity}, {tp: why refused})``, :func:`symllm.costs.serving.capacity`'s, once a ``tp``; a ``tp``
-    it refuses (as ``count --serve`` would) in the second, with its one-line reason. ``evaluate`` as capacity's.
+    it refuses (as ``count --serve`` would) in the second, with its one-line reason. ``evaluate`` as capacity's,
+    ``serve`` its options (``count --serve``'s: ``gpu_memory_utilization``, ``max_num_batched_tokens``, ...).
 
     >>> caps, refused = capacities("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), [1], "hf")
     >>> most_sequences(caps[1]), refused
@@ -67,7 +68,7 @@ def capacities(config, work: Workload, tps, engine: str, evaluate=None) -> tuple
     for tp in tps:
         try:
             caps[tp] = serving.capacity(config, work.replace(tp=tp, pp=1, dp=1, ep=1, batch=1, engine=engine),
-                                        evaluate=evaluate)
+                                        evaluate=evaluate, **(serve or {}))
         except SymllmError as why:
             refused[tp] = str(why)
     return caps, refused
@@ -77,10 +78,12 @@ def capacities(config, work: Workload, tps, engine: str, evaluate=None) -> tuple
 LOAD = ("ttft_s", "itl_s", "output_tokens_per_s")
 
 
-def under_load(config, work: Workload, tp: int, batch: int, engine: str, evaluate=None) -> dict | None:
+def under_load(config, work: Workload, tp: int, batch: int, engine: str, evaluate=None,
+               serve: dict | None = None) -> dict | None:
     """One replica of ``tp`` tensor ranks serving ``batch`` sequences at a time (its concurrency): ``count --serve
     --tp T --concurrency B``'s figures (:func:`symllm.costs.traffic.under_load`): time to first token,
     inter-token latency and output tokens/s, expected and in ``bound`` the roofline's; None where it refuses.
+    ``serve``: serving's options, as :func:`capacities`'.
 
     >>> r = under_load("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), 1, 64, "vllm")
     >>> sorted(r), r["bound"]["itl_s"] < r["itl_s"]
@@ -89,7 +92,7 @@ def under_load(config, work: Workload, tp: int, batch: int, engine: str, evaluat
     from symllm.costs import traffic
     try:
         r = traffic.under_load(config, work.replace(tp=tp, pp=1, dp=1, ep=1, batch=1, engine=engine),
-                               concurrency=batch, evaluate=evaluate)
+                               concurrency=batch, evaluate=evaluate, **(serve or {}))
     except SymllmError:
         return None
     return {**{k: r[k] for k in LOAD}, "bound": {k: r["bound"][k] for k in LOAD}}

@@ -1,0 +1,150 @@
+"""Issue 40: plan gives the answer count gives and ranks by what a user plans with.
+
+* its best rows are ranked by the expected time (``symllm.studies.ranks``), each checked against ``workload()``'s
+  ``time.expected`` at every fitting layout (the other door), the rows past them by the bound;
+* a serving plan refuses a training engine as ``count --serve`` does (one line, exit 2, the same text);
+* a serving plan takes ``count --serve``'s options, and its row at a layout is ``count --serve``'s answer with
+  the same options (KV sequences, time under load).
+"""
+import json
+import math
+
+import pytest
+
+import symllm
+from symllm.errors import SymllmError
+from symllm.studies import plans, ranks
+
+
+def _expected_step(model, row, options):
+    """workload()'s expected training step at a plan row's layout: the other door, not the plan's."""
+    w = symllm.workload(model, batch=row["batch"], tp=row["tp"], pp=row["pp"], dp=row["dp"], ep=row["ep"],
+                        sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"],
+                        micro_batches=row["accum"], **options)
+    return w["time"]["expected"]["training_step_s"]
+
+
+def test_rank_reads_rows_in_the_bounds_order_and_stops_past_the_best():
+    """By hand: bounds 1, 2, 3, 4 s with expected 3.5, 2.5, 3.2, 9 s and the best 2: the 4 s row's bound is past
+    the 2nd best expected time (3.2 s), so it is never read; the ranking is 2.5, 3.2, then by the bound 1, 4.
+    Serving: the most tokens/s first, bounds 100, 90, 50 with expected 60, 80, 40 and the best 1: after two rows
+    the 50 tokens/s bound is below 80, not read."""
+    rows = [{"step_s": s, "e": e} for s, e in ((1, 3.5), (2, 2.5), (3, 3.2), (4, 9))]
+    read = []
+
+    def expect(r):
+        read.append(r["step_s"])
+        return {"training_step_s": r["e"]}
+    got = ranks.rank(rows, True, expect, best=2)
+    assert read == [1, 2, 3]
+    assert [r["step_s"] for r in got] == [2, 3, 1, 4]
+    assert [("expected" in r) for r in got] == [True, True, False, False]
+    read.clear()
+    rows = [{"tokens_per_s": b, "e": e} for b, e in ((100, 60), (90, 80), (50, 40))]
+    got = ranks.rank(rows, False, lambda r: read.append(r["tokens_per_s"]) or {"tokens_per_s": r["e"]}, best=1)
+    assert read == [100, 90] and [r["tokens_per_s"] for r in got] == [90, 100, 50]
+
+
+def test_training_plan_ranks_its_best_rows_by_workloads_expected_step():
+    """Llama-3.1-8B on 8 H100s, global batch 8 x 4,096: workload()'s expected step at every fitting layout, sorted,
+    gives the plan's best ten in order (exact, though plan reads only the rows its bound cannot rule out); the
+    rows past them follow by the bound."""
+    opts = {"gpu": "h100-sxm", "seq": 4096}
+    p = plans.plan("llama3.1-8b", 8, training=True, global_batch=8, **opts)
+    k = ranks.EXPECTED_ROWS
+    assert len(p.rows) > 2 * k
+    every = sorted(_expected_step("llama3.1-8b", r, opts) for r in p.rows)
+    top = [r["expected"]["training_step_s"] for r in p.rows[:k]]
+    assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(top, every[:k]))
+    rest = [r["step_s"] for r in p.rows[k:]]
+    assert rest == sorted(rest) and not any("expected" in r for r in p.rows[k:])
+
+
+def test_the_70b_plan_on_32_h100s_puts_the_best_expected_step_first(cli):
+    """The issue's case: `plan llama3.1-70b --gpus 32xh100-sxm --train --tp-overlap`. By the bound tp 4 pp 4 came
+    first (1.33 s) though expected at 2.09 s; ranked by the expected step, the first row is count's best expected
+    step among the plan's rows, each checked through count --json at its layout."""
+    r = cli(["plan", "llama3.1-70b", "--gpus", "32xh100-sxm", "--train", "--tp-overlap", "--json", "--top", "12"])
+    assert r.code == 0
+    rows = json.loads(r.out)["rows"]
+    steps = [x["expected"]["training_step_s"] for x in rows if "expected" in x]
+    assert len(steps) == ranks.EXPECTED_ROWS and steps == sorted(steps)
+    first, fastest_bound = rows[0], min(rows, key=lambda x: x["step_s"])
+    assert fastest_bound["step_s"] < first["step_s"]  # the bound alone would have put another row first
+    for row in (first, rows[ranks.EXPECTED_ROWS - 1]):
+        c = cli(["count", "llama3.1-70b", "--gpu", "h100-sxm", "--seq", "2048", "--tp-overlap", "--json",
+                 "--batch", str(row["batch"]), "--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp", str(row["dp"]),
+                 "--zero", str(row["zero"]), "--micro-batches", str(row["accum"])]
+                + (["--sp"] if row["sp"] else []) + (["--recompute"] if row["recompute"] else []))
+        assert c.code == 0, c.err
+        got = json.loads(c.out)["time"]["expected"]["training_step_s"]
+        assert math.isclose(got, row["expected"]["training_step_s"], rel_tol=1e-9)
+    assert (first["tp"], first["pp"], first["dp"], first["sp"]) == (4, 1, 8, True)  # docs/plan.md's example
+
+
+def test_serving_plan_ranks_by_expected_tokens_per_s():
+    """Serving Llama-3.1-8B on 2 H100s up to 16 sequences a replica: the best rows by workload()'s expected
+    tokens/s at their decode point (one token a sequence at context s + n), the most first."""
+    opts = {"gpu": "h100-sxm", "seq": 1000, "gen": 100}
+    p = plans.plan("llama3.1-8b", 2, concurrency=16, **opts)
+    k = ranks.EXPECTED_ROWS
+
+    def expected(r):
+        w = symllm.workload("llama3.1-8b", batch=r["batch"], tp=r["tp"], pp=r["pp"], dp=r["dp"], ep=r["ep"],
+                            gpu="h100-sxm", seq=1, gen=0, context=1100)
+        return w["time"]["expected"]["tokens_per_s"]
+    every = sorted((expected(r) for r in p.rows), reverse=True)
+    top = [r["expected"]["tokens_per_s"] for r in p.rows[:k]]
+    assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(top, every[:k]))
+
+
+@pytest.mark.parametrize("engine", ["megatron", "torchtitan"])
+def test_a_serving_plan_refuses_a_training_engine_as_count_does(cli, engine):
+    """count --serve --engine megatron: exit 2, one line; plan (serving) the same line, through the same check."""
+    count = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--engine", engine])
+    plan = cli(["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--engine", engine])
+    assert count.code == plan.code == 2
+    assert plan.err == count.err and plan.err.count("\n") == 1
+    assert f"engine: {engine} trains only" in plan.err
+    with pytest.raises(SymllmError, match=f"^engine: {engine} trains only"):
+        plans.plan("llama3.1-8b", 8, "h100-sxm", engine=engine)
+    assert plans.plan("llama3.1-8b", 8, "h100-sxm", training=True, global_batch=8, engine=engine).rows  # trains
+
+
+def test_plan_refuses_serving_options_as_count_does(cli):
+    """A serving option's bad value: the same one line at both doors; with --train, refused (it serves nothing)."""
+    for opt in (["--gpu-memory-utilization", "1.5"], ["--non-torch-memory", "-1"], ["--max-num-seqs", "0"]):
+        count = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", *opt])
+        plan = cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", *opt])
+        assert count.code == plan.code == 2 and plan.err == count.err and plan.err.count("\n") == 1, opt
+    r = cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--max-num-seqs", "8"])
+    assert r.code == 2 and r.err.startswith("symllm: error: max_num_seqs: applies to serving") and \
+        r.err.count("\n") == 1
+
+
+SERVE_OPTIONS = ["--gpu-memory-utilization", "0.5", "--max-num-batched-tokens", "4096", "--max-num-seqs", "64",
+                 "--non-torch-memory", "1.5"]
+
+
+def test_plans_serving_row_is_count_serves_answer_with_the_same_options(cli):
+    """Llama-3.1-8B on one H100, prompt 1,000 + 100 generated, vLLM at gpu_memory_utilization 0.5, a 4,096-token
+    profile, 64 sequences at most, 1.5 GiB outside torch: plan's sequences are count --serve's KV tokens over the
+    context (whole sequences), its best row's time under load is count --serve --concurrency B's, and the options
+    moved the answer (the defaults hold more)."""
+    work = ["--seq", "1000", "--gen", "100"]
+    count = json.loads(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json", *work,
+                            *SERVE_OPTIONS]).out)["serving"]
+    r = cli(["plan", "llama3.1-8b", "--gpus", "1xh100-sxm", "--concurrency", "64", "--json", *work, *SERVE_OPTIONS])
+    assert r.code == 0, r.err
+    p = json.loads(r.out)
+    held = count["kv_tokens"] // count["context"]
+    assert count["context"] == 1100 and count["non_torch"] == 1.5 * 2 ** 30
+    assert p["sequences"] == {"1": held}
+    assert max(x["batch"] for x in p["rows"]) == min(held, 64)
+    default = plans.plan("llama3.1-8b", 1, "h100-sxm", seq=1000, gen=100, concurrency=64)
+    assert default.sequences[1] > held
+    best = next(x for x in p["rows"] if "load" in x)
+    load = json.loads(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json", *work, *SERVE_OPTIONS,
+                           "--concurrency", str(best["batch"])]).out)["serving"]["load"]
+    for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
+        assert math.isclose(best["load"][k], load[k], rel_tol=1e-9), k
