@@ -17,6 +17,8 @@ from symllm.files import json_text, write_atomic
 from symllm import validate
 from symllm.present.format import grouped, human, human_bytes, layout_words
 from symllm.costs.workloads import Workload, options as workload_options
+from symllm.cli.ignored import (HARDWARE, TIME_ONLY, TIMED_HARDWARE, TIMED_TRAINING, not_applying, warn_ignored,
+                                 warn_untimed)
 from symllm.cli.lines import (MEMORY_LABELS, SERVE, WIDTH, aligned_table, checkpoint_lines, natural_order, plan_lines,
                               serve_lines, time_lines, weight_table, wrap_text)
 
@@ -61,29 +63,6 @@ def _any_int_digits():
 def _given(args, names=Workload.names()) -> dict:
     """The options among ``names`` the user gave (absent ones are ``None``; ``0`` is given)."""
     return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
-
-
-def _warn_untimed(given: dict, timed: bool, needs: str = "--gpu") -> None:
-    """A warning for what prints nothing: ``--tokens`` where no training step is timed (``timed``: without
-    ``needs``), ``--price`` without the ``--tokens`` whose GPU-hours it prices, and ``--tp-overlap`` without
-    the ``--sp`` collectives it overlaps (Megatron-LM refuses ``--tp-comm-overlap`` without
-    ``--sequence-parallel``; a plan enumerates sp itself)."""
-    lacks = {"tokens": [] if timed else [needs],
-             "price": ([] if "tokens" in given else ["--tokens"]) + ([] if timed else [needs]),
-             "tp_overlap": ([] if timed else [needs]) + ([] if given.get("sp") or needs == "--train" else ["--sp"])}
-    for k, missing in lacks.items():
-        if k in given and given[k] is not False and missing:
-            print(f"symllm: warning: --{k.replace('_', '-')} does not apply without {' and '.join(missing)} "
-                  "(ignored)", file=sys.stderr)
-
-
-def _warn_ignored(flags, where: str, then: str = "") -> None:
-    """One warning line for the options given that a command's answer does not use, once for every door
-    (derive's quantity, a sweep, a plot): ``flags`` as typed, ``where`` what they do not apply to, ``then`` where
-    they do."""
-    if flags:
-        print(wrap_text(f"symllm: warning: {', '.join(flags)} {'does' if len(flags) == 1 else 'do'} not apply "
-                        f"{where} (ignored{'; ' + then if then else ''})"), file=sys.stderr)
 
 
 #: the types a Workload field's annotation may name (its annotations are strings: ``from __future__ import
@@ -134,7 +113,7 @@ def cmd_count(args) -> int:
     args.model = args.model[0]
     config = _load(args)
     given = _given(args)
-    _warn_untimed(given, bool({"gpu", "gpu_memory"} & set(given)))
+    warn_untimed(given, bool({"gpu", "gpu_memory"} & set(given)))
     ckpt = _checkpoint(args)
     if not (given or args.json or args.serve):  # only the parameters: kernels read back (symllm.studies.quick)
         return _count(args, config, given, ckpt)
@@ -342,7 +321,7 @@ def cmd_plan(args) -> int:
     given = _given(args, [n for n in Workload.names() if n not in PLAN_ENUMERATES])
     if args.top is not None and args.top < 1:
         raise SymllmError(f"top: expected a positive integer, got {args.top}")
-    _warn_untimed(given, args.train, "--train")  # serving plans time no token budget
+    warn_untimed(given, args.train, "--train")  # serving plans time no token budget
     result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
                         concurrency=args.concurrency, serve=_serve_options(args), **given)
     if args.json:
@@ -383,54 +362,14 @@ def cmd_derive(args) -> int:
     dv = derivation.derive(args.component, args.quantity, kind=kind, config=args.model, notation=args.notation,
                            vocab_size=args.vocab_size, **_workload(args))
     _emit(dv.render(args.format, standalone=args.standalone, **_render_opts(args)), args)
-    _warn_ignored(_not_applying(args), f"to --quantity {args.quantity}")
+    warn_ignored(not_applying(args.quantity, _workload(args)), f"to --quantity {args.quantity}")
     return 0
-
-
-#: derive's options that change one quantity only (every workload option is moot for parameters)
-#: workload options only count and report use (fit and time on an accelerator): derive shows none of them
-_HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "tokens", "price")
-#: the options only a time reads (its efficiencies, bubble, power): no count, memory or bytes sent moves with them
-_TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages", "tp_overlap")
-#: of _HARDWARE, those only a time reads (a plot's --gpu and --gpu-memory draw the card's capacity)
-_TIMED_HARDWARE = ("network", "tokens", "price")
-#: the options only a training step's time or a network's reads (not one GPU's prefill and decode)
-_TIMED_TRAINING = ("micro_batches", "schedule", "virtual_stages", "tp_overlap", *_TIMED_HARDWARE)
-_APPLIES_TO = {"phase": "flops", "attention": "flops", "memory": "memory", "dtype": "memory", "kv_dtype": "memory",
-               "act_dtype": "memory", "group_size": "memory", "zero_stage": ("memory", "comm"),
-               "dp": ("memory", "comm"), "recompute": ("flops", "memory", "comm"), "tp": "comm", "pp": "comm",
-               "ep": "comm", "sp": "comm",  # (per-GPU numbers: count's and the sweep's too)
-               # LoRA (symllm.costs.finetune): derive shows its training peak (--memory training_peak)
-               "lora_rank": "memory", "lora_targets": "memory", "qlora": "memory",
-               "weight_format": "memory", "kv_format": "memory"}  # β_w, β_kv of a format (symllm.costs.formats)
-
-
-#: the options derive's roofline quantities use (symllm.costs.hardware); --gpu applies to nothing else
-_ROOFLINE_USES = {"ridge": {"gpu", "gpu_bandwidth", "gpu_flops", "dtype", "act_dtype"},
-                  "decode_batch": {"gpu", "gpu_bandwidth", "gpu_flops", "dtype", "kv_dtype", "act_dtype",
-                                   "group_size", "seq", "context", "attention"}}
-
-
-def _not_applying(args) -> list[str]:
-    """The flags given to derive that its quantity does not use (``--phase`` with ``--quantity memory``)."""
-    flags = {name: opt.flag or "--" + name.replace("_", "-") for name, (_, opt) in workload_options().items()}
-    flags.update(phase="--phase", memory="--memory")
-    if args.quantity in _ROOFLINE_USES:
-        return [flags[k] for k in _workload(args) if k not in _ROOFLINE_USES[args.quantity]]
-    return [flags[k] for k in _workload(args)
-            if args.quantity == "params" or k in _HARDWARE + _TIME_ONLY
-            or args.quantity not in _uses(_APPLIES_TO.get(k, args.quantity))]
-
-
-def _uses(quantities) -> tuple:
-    """The quantities an option applies to, as a tuple (``_APPLIES_TO`` names one or several)."""
-    return (quantities,) if isinstance(quantities, str) else quantities
 
 
 def cmd_report(args) -> int:
     from symllm.present import rendered  # a report rendered before is read back: no formula built, no jinja2 (start-up)
     given = _workload(args)
-    _warn_untimed(given, bool({"gpu", "gpu_memory"} & set(given)))
+    warn_untimed(given, bool({"gpu", "gpu_memory"} & set(given)))
     _emit(rendered.report(args.model, fmt=args.format, standalone=args.standalone, notation=args.notation,
                           vocab_size=args.vocab_size, **_render_opts(args), **given), args)
     return 0
@@ -544,7 +483,7 @@ def cmd_sweep(args) -> int:
     else:
         raise SymllmError("base: give --base MODEL[,MODEL...] or a --table with a base column")
     # roofline time is count's (floats of a max, a search): no column
-    _warn_ignored(["--" + k.replace("_", "-") for k in _HARDWARE + _TIME_ONLY if workload.get(k) is not None],
+    warn_ignored(["--" + k.replace("_", "-") for k in HARDWARE + TIME_ONLY if workload.get(k) is not None],
                   "to a sweep", "fit and time: symllm count --gpu")
     progress = _progress_bar if sys.stderr.isatty() and sweep.size > sweep.chunk_size else None
     with _any_int_digits():  # exact numbers of any length (a --dim of 2,200 digits makes FLOPs of 4,400)
@@ -592,8 +531,8 @@ def cmd_plot(args) -> int:
         if args.contexts is not None and args.kind not in ("context", "flops"):
             raise SymllmError(f"contexts: for plot context and plot flops, not plot {args.kind}")
         # memory, context and flops draw no time, roofline one GPU's prefill and decode: no training step, no network
-        drawn = (*_TIME_ONLY, *_TIMED_HARDWARE) if args.kind != "roofline" else _TIMED_TRAINING
-        _warn_ignored(["--" + k.replace("_", "-") for k in drawn if k in given], f"to plot {args.kind}",
+        drawn = (*TIME_ONLY, *TIMED_HARDWARE) if args.kind != "roofline" else TIMED_TRAINING
+        warn_ignored(["--" + k.replace("_", "-") for k in drawn if k in given], f"to plot {args.kind}",
                       "it draws no time" if args.kind != "roofline" else "it draws no training step")
         if args.kind in ("context", "flops"):
             from symllm.studies import tables
