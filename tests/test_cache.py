@@ -492,8 +492,10 @@ def test_workload_shape_is_what_the_closed_forms_read():
     whole = split.replace(expert_tp="whole")
     assert whole.shape() != split.shape() and phases._compose(moe, whole) != phases._compose(moe, split)
     titan = split.replace(engine="torchtitan")  # DTensor's column-parallel linears: its training collectives
-    assert titan.shape() != split.shape() == split.replace(engine="megatron").shape()  # no engine trains as Megatron
+    assert titan.shape() != split.shape()
     assert phases._compose(spec.model(), titan) != phases._compose(spec.model(), split)
+    megatron = split.replace(engine="megatron")  # no engine trains as Megatron: the same forms (its shape also
+    assert phases._compose(spec.model(), megatron) == phases._compose(spec.model(), split)  # names its MLA layout)
     vllm = split.replace(engine="vllm")  # a layout engine: its own shape, and DeepSeek-V4 its own parts' splits
     assert vllm.shape() != split.shape() == split.replace(engine="sglang").shape()
     dsv4 = symllm.spec("deepseek-v4-flash-base")
