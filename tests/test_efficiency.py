@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import symllm
-from symllm.costs import (collectives, efficiency, figures, gemm_cards, ggml, host_step, moe_training, power, schedules,
-                          tiles)
+from symllm.costs import (collectives, dp_traffic, efficiency, figures, gemm_cards, ggml, host_step, moe_training,
+                          power, schedules, tiles)
 from symllm.errors import OptionWarning, SymllmError
 from tests.strategies import attention_grids, timed_cases, timed_workloads
 
@@ -490,7 +490,7 @@ def test_allreduce_latency_by_ranks_per_link_by_hand():
         assert collectives.gather_latency_s(pcie, n) == Fraction(gather) * us
         assert collectives.allreduce_latency_s(nvlink, n) == 10 * us
         assert collectives.allreduce_latency_s(ib, n) == 20 * us
-    assert collectives.p2p_latency_s(pcie) == 10 * us
+    assert dp_traffic.p2p_latency_s(pcie) == 10 * us
     eight, four = (float(collectives.allreduce_latency_s(pcie, n)) * 1e6 for n in (8, 4))
     assert 38.7 <= eight <= 44.0 and eight == pytest.approx(42, rel=0.02)
     assert four == pytest.approx(19.4, rel=0.06)

@@ -20,6 +20,8 @@ Expected numbers come from the engines' model code read by hand and from torch's
   torch's tensor-parallel plan (tests/test_parallel.py's helpers): one per ``RowwiseParallel`` output (``wo``,
   ``w2``) and the vocabulary-split embedding's.
 """
+import warnings
+
 import pytest
 
 import symllm
@@ -372,8 +374,8 @@ def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, 
     input's gradient in backward (2) and ``wo`` its output in forward (1): 3; with it each group all-gathers its input
     in forward and reduce-scatters the gradient (Megatron: the input gathered again in backward, 2 + 2) and ``wo``
     reduce-scatters its output and all-gathers the gradient: Megatron 5 all-gathers and 3 reduce-scatters, DTensor
-    3 and 3. (Before, the two were one group: 2 all-reduces, or 3 and 2, or 2 and 2. The latents' collectives are
-    sized here as the residual stream's, as every column group is: their own widths are not modelled.)"""
+    3 and 3. (Before, the two were one group: 2 all-reduces, or 3 and 2, or 2 and 2.) Each group's collectives are of
+    its own input's width, the latents': test_mla_latent_collectives_sized_by_their_width_by_hand."""
     from symllm.arch.components import Component
     from symllm.arch.components.latent import latent_attention
     from symllm.costs import collectives
@@ -381,3 +383,121 @@ def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, 
     sublayer = Component("block", children=(latent_attention(queries=queries),))
     count = collectives.training_collectives(sublayer, sp, columns=engine)
     assert {k: count[k] for k in counted} == counted
+
+
+#: DeepSeek-V3's config.json (deepseek-ai/DeepSeek-V3, read 2026-11-29): hidden_size, q_lora_rank, kv_lora_rank,
+#: qk_rope_head_dim, num_hidden_layers, first_k_dense_replace (the first 3 layers dense, the other 58 MoE)
+DSV3 = {"d": 7168, "q_lora_rank": 1536, "kv_lora_rank": 512, "rope": 64, "layers": 61, "dense": 3}
+
+
+def _ring(width: int, tp: int = 8, b: int = 1, s: int = 2048, dtype_bytes: int = 2) -> int:
+    """What the busiest of ``tp`` ranks sends in a ring all-gather or reduce-scatter of a ``b·s·width`` bf16 tensor
+    (``tp - 1`` of its ``tp`` chunks; an all-reduce twice this), by hand."""
+    full = dtype_bytes * b * s * width
+    return full - full // tp
+
+
+@pytest.mark.parametrize("engine, sp", [("torchtitan", False), ("torchtitan", True),
+                                        ("megatron", False), ("megatron", True)])
+def test_mla_latent_collectives_sized_by_their_width_by_hand(engine, sp):
+    """comm.tp of DeepSeek-V3 at TP 8, b 1, s 2048 (bf16), by hand: each collective is of its own tensor's width.
+    The residual stream's are ``d`` 7,168 wide (2·2048·7168·7/8 = 25,690,112 bytes a share), but MLA's up-projections
+    read the latents: ``wq_b`` the query latent, ``q_lora_rank`` 1,536 (5,505,024 bytes), ``wkv_b`` the key-value
+    latent, ``kv_lora_rank`` 512 (1,835,008 bytes). The loss: 3 fp32 all-reduces of b·s statistics (2·(4·2048·7/8) =
+    14,336 bytes each). Counted in shares (an all-reduce 2, an all-gather or a reduce-scatter 1):
+
+    * torchtitan (DTensor, one collective a column linear; DeepSeek's ``wq_a``/``wkv_a`` replicated, inference/model.py
+      ``Linear``), no sp: ``wo`` 1 all-reduce (d), ``wq_b``'s and ``wkv_b``'s input gradients 1 each (r_q, r_kv);
+      dense FFN ``w1``, ``w3``, ``w2``: 3 (d); MoE layer: the shared expert's 3 and the tensor-split routed experts'
+      pair 2: 5 (d). Plus embedding and head 1 each. d: 2·(61 + 3·3 + 58·5 + 2) = 724 shares; r_q 2·61, r_kv 2·61.
+    * torchtitan, sp: every group all-gathers its input and reduce-scatters its gradient (2 shares), every summed
+      output reduce-scatters and all-gathers its gradient (2), routed experts 4: d 61·2 + 3·4 + 58·8 + 2 + 2 = 602;
+      r_q 2·61, r_kv 2·61.
+    * megatron (ColumnParallelLinear, the linears sharing an input one), no sp: ``wo`` 1, ``linear_fc1`` 1,
+      ``linear_fc2`` 1, routed experts 2 all-reduces: d 2·(61 + 3·2 + 58·4 + 2) = 602; r_q, r_kv 2·61 each. And the
+      down-projections, column-parallel (Megatron-Core core_v0.13.0 gpt_layer_specs.py 144, 146): each all-reduces
+      its input gradient (d: 2·2·61 more, 846) and all-gathers its output (multi_latent_attention.py 423, 436: r_q
+      61 more, 183; r_kv + qk_rope_head_dim, 576 wide, 61).
+    * megatron, sp: a group's input all-gathered again in backward (3 shares), the head's too (3): d 61·2 + 3·(3 + 2)
+      + 58·(3 + 2 + 4) + 2 + 3 = 664; r_q, r_kv 3·61 = 183 each. The down-projections: each its input all-gathered
+      twice and its gradient reduce-scattered (d: 6·61 more, 1,030), its output all-gathered (r_q 61; 576 wide 61)
+      and its latent, scattered to the sequence (425, 443), all-gathered in backward (r_q 61, r_kv 61 more: 305, 244).
+    """
+    d, r_q, r_kv, rope, layers, dense = (DSV3[k] for k in ("d", "q_lora_rank", "kv_lora_rank", "rope", "layers",
+                                                            "dense"))
+    moe = layers - dense
+    loss = 3 * 2 * (4 * 2048 - 4 * 2048 // 8)
+    shares = {("torchtitan", False): (2 * (layers + 3 * dense + 5 * moe + 2), 2 * layers, 2 * layers, 0),
+              ("torchtitan", True): (2 * layers + 4 * dense + 8 * moe + 2 + 2, 2 * layers, 2 * layers, 0),
+              ("megatron", False): (2 * (layers + 2 * dense + 4 * moe + 2) + 4 * layers, 3 * layers, 2 * layers,
+                                    layers),
+              ("megatron", True): (2 * layers + 5 * dense + 9 * moe + 2 + 3 + 6 * layers, 5 * layers, 4 * layers,
+                                   layers)}[engine, sp]
+    assert shares == {("torchtitan", False): (724, 122, 122, 0), ("torchtitan", True): (602, 122, 122, 0),
+                      ("megatron", False): (846, 183, 122, 61), ("megatron", True): (1030, 305, 244, 61)}[engine, sp]
+    widths = (d, r_q, r_kv, r_kv + rope)
+    assert tuple(map(_ring, widths)) == (25_690_112, 5_505_024, 1_835_008, 2_064_384) and loss == 43_008
+    by_hand = sum(n * _ring(w) for n, w in zip(shares, widths)) + loss
+    ours = symllm.workload("deepseek-v3", batch=1, seq=2048, tp=8, sp=sp, engine=engine)
+    assert int(ours["comm"]["tp"]) == by_hand
+    assert ours["training_tp_layout"] == ("megatron" if engine == "megatron" else "transformers")
+
+
+def test_megatron_holds_mla_down_projections_split_by_hand():
+    """Under Megatron-Core (``--engine megatron``, and the default training engine) the training states hold MLA's
+    down-projections split over the tensor ranks (column-parallel, core_v0.13.0 gpt_layer_specs.py 144, 146), where
+    torchtitan's (DTensor, DeepSeek's replicated ``wq_a``/``wkv_a``) hold them whole: DeepSeek-V3 at TP 8, each layer's
+    7168·1536 + 7168·(512 + 64) = 15,138,816 weights, 7/8 of them fewer a rank, at 16 bytes a weight (bf16 weight and
+    gradient, fp32 master and two Adam moments): 16·61·13,246,464 = 12,928,548,864 bytes. The inference layout (the
+    weights, params per GPU) stays transformers'."""
+    per_layer = DSV3["d"] * (DSV3["q_lora_rank"] + DSV3["kv_lora_rank"] + DSV3["rope"])
+    assert per_layer == 15_138_816 and per_layer - per_layer // 8 == 13_246_464
+    runs = {e: symllm.workload("deepseek-v3", tp=8, engine=e) for e in ("torchtitan", "megatron", None)}
+    states = {e: w["memory_per_gpu"]["training_states"] for e, w in runs.items()}
+    assert states["torchtitan"] - states["megatron"] == 16 * DSV3["layers"] * 13_246_464 == 12_928_548_864
+    assert states[None] == states["megatron"]
+    assert runs["torchtitan"]["params"]["per_gpu"] == runs["megatron"]["params"]["per_gpu"]
+
+
+def test_mla_collectives_message_sizes_under_dtensor():
+    """transformers' ``DeepseekV3Attention`` (one layer, CPU, fp32) under torch's DTensor on a fake process group of 2
+    ranks, split as symllm's default layout splits it (``q_b_proj``, ``kv_b_proj`` ``ColwiseParallel``, ``o_proj``
+    ``RowwiseParallel``, the down-projections whole): CommDebugMode counts a forward and backward's 3 all-reduces, and
+    a dispatch mode their bytes, each of its own tensor: ``o_proj``'s output (hidden_size wide), ``q_b_proj``'s
+    input gradient (q_lora_rank) and ``kv_b_proj``'s (kv_lora_rank), as symllm's bytes for the sublayer give them."""
+    torch, transformers = requires("torch"), requires("transformers")
+    import sympy as sp
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    from symllm.arch.components import Component
+    from symllm.arch.components.latent import latent_attention
+    from symllm.costs import collectives
+
+    from .test_hf_plans import TP, _ring_sizes
+    from .test_parallel import fake_group
+
+    transformers.logging.set_verbosity_error()
+    dims = dict(hidden_size=32, q_lora_rank=12, kv_lora_rank=6, qk_rope_head_dim=4, qk_nope_head_dim=4,
+                v_head_dim=4, num_attention_heads=4, num_key_value_heads=4)
+    config = transformers.DeepseekV3Config(vocab_size=64, num_hidden_layers=1, intermediate_size=64,
+                                           first_k_dense_replace=1, **dims)
+    seq = 8
+    with warnings.catch_warnings(), fake_group(TP) as mesh:
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        attention = model.model.layers[0].self_attn
+        parallelize_module(attention, mesh, {"q_b_proj": ColwiseParallel(), "kv_b_proj": ColwiseParallel(),
+                                             "o_proj": RowwiseParallel()})
+        x = torch.randn(1, seq, dims["hidden_size"], requires_grad=True)
+        rope = model.model.rotary_emb(x, torch.arange(seq)[None])
+        sizes = _ring_sizes()
+        with sizes, CommDebugMode() as comm:
+            attention(x, rope, None)[0].sum().backward()
+    assert {k.__name__: v for k, v in comm.get_comm_counts().items()} == {"all_reduce": 3}
+    ring = lambda width: 4 * seq * width - 4 * seq * width // TP  # noqa: E731  (fp32 rows of one width)
+    assert sizes.sent == 2 * (ring(32) + ring(12) + ring(6))
+    values = {S.d: 32, S.r_q: 12, S.r_kv: 6, S.N_t: TP, S.b: 1, S.s: seq, S.beta_a: 4}
+    ours = collectives.training_tp_bytes(Component("block", children=(latent_attention(),)))
+    assert int(sp.sympify(ours).subs(values)) == sizes.sent

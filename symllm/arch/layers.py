@@ -63,8 +63,10 @@ WINDOWS = (None, "sliding", "chunked")
 #: is not one yet: its DeepSeek-V4 attention splits as vLLM's (docs/parallel.md) but its shared expert's split was
 #: not read at a DeepSeek-V4 commit. MLC LLM, gpt-fast and lmdeploy's TurboMind lay the vocabulary's parts out their
 #: own ways (symllm.arch.components.embeddings.VOCABULARY); transformers (``hf``) by its plan for the model's family,
-#: where that is not the parts' own splits (symllm.arch.families.hf.Family.tp_plan: Nemotron-H, gpt-oss, ...)
-LAYOUT_ENGINES = ("vllm", "mlc", "gpt-fast", "lmdeploy", "hf")
+#: where that is not the parts' own splits (symllm.arch.families.hf.Family.tp_plan: Nemotron-H, gpt-oss, ...);
+#: Megatron-Core (``megatron``: the training layout of every engine training with its ColumnParallelLinear,
+#: symllm.costs.layouts.kind_layout) its MLA down-projections column-parallel, their latents gathered
+LAYOUT_ENGINES = ("vllm", "mlc", "gpt-fast", "lmdeploy", "hf", "megatron")
 
 
 def layout_engine(engine: str | None) -> str | None:

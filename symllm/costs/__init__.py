@@ -28,8 +28,8 @@ step's optimizer and FSDP copy-out passes; :mod:`~symllm.costs.moe_training`: a 
 its GEMMs;
 :mod:`~symllm.costs.collectives`: a step's collectives (one count, inference's and a training micro-batch's),
 all-reduces and all-to-alls; :mod:`~symllm.costs.host_step`: Ray's round trip and an eager engine's host work a
-step; :mod:`~symllm.costs.rings`: ring collectives' bytes, a step's
-data-parallel ones under each ZeRO stage;
+step; :mod:`~symllm.costs.dp_traffic`: data-parallel and pipeline traffic's calls and seconds;
+:mod:`~symllm.costs.rings`: ring collectives' bytes, a step's data-parallel ones under each ZeRO stage;
 :mod:`~symllm.costs.tiles`: causal attention's kernel tiles; :mod:`~symllm.costs.attention_training`: a training step's
 attention core at its kernel's rates; :mod:`~symllm.costs.power`: board power limits;
 :mod:`~symllm.costs.schedules`: pipeline schedules' bubbles and hand-offs; :mod:`~symllm.costs.tp_overlap`: the
@@ -48,7 +48,7 @@ from symllm._lazy import attributes
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "peft_targets", "phases", "decoding", "stacks", "parallel", "layouts", "finetune", "formats", "ggml",
     "checkpoints", "headers", "serving", "engine_memory", "hardware", "accelerators", "roofline_bytes", "efficiency",
-    "figures", "gemm_cards", "collectives", "tiles", "traffic",
+    "figures", "gemm_cards", "collectives", "dp_traffic", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
     "batching", "schedules", "rings", "tp_overlap", "host_step",

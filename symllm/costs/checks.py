@@ -313,7 +313,8 @@ def mamba_fields(config) -> dict:
 
 def workload_fields(work) -> dict:
     """The fields :data:`CHECKS` read from a :class:`~symllm.costs.workloads.Workload`: its KV cache's as stated
-    (``kv_format`` by name, lmdeploy's ``int8/128`` as ``int8``; ``kv_dtype`` None where it follows ``--dtype``).
+    (``kv_format`` by name, lmdeploy's ``int8/128`` as ``int8``; ``kv_dtype`` None where it is the default,
+    the activations' dtype, not stated).
 
     >>> from symllm.costs.workloads import Workload
     >>> f = workload_fields(Workload(kv_format="int8/128")), workload_fields(Workload(dtype="fp8"))

@@ -1,11 +1,11 @@
-"""Collectives' and the control plane's expected seconds: the collectives a tensor-parallel inference step runs
+"""Collectives' expected seconds: the collectives a tensor-parallel inference step runs
 (:func:`step_collectives`, the one count its bytes, its latencies and the host's calls read) and a training step of
 one micro-batch runs (:func:`training_collectives`, built on it, as the training engine's column-parallel linears run
 them: :func:`column_parallel`; its bytes :func:`training_tp_bytes`), a tensor-parallel all-reduce, all-gather or
 reduce-scatter and a MoE all-to-all by the link they cross (nccl-tests and DeepEP figures in ``efficiency.json``:
-:func:`collective`; the latency by ranks in NCCL's ring shape: :func:`allreduce_latency_s`, :func:`gather_latency_s`),
-and the round trip of an engine that drives its ranks as Ray actors, and the host work an eager engine does a step
-beyond its layers (:func:`step_host_s`). :mod:`symllm.costs.efficiency` adds them to a step.
+:func:`collective`; the latency by ranks in NCCL's ring shape: :func:`allreduce_latency_s`, :func:`gather_latency_s`).
+Data-parallel and pipeline traffic is :mod:`symllm.costs.dp_traffic`'s, an engine's host work a step
+:mod:`symllm.costs.host_step`'s; :mod:`symllm.costs.efficiency` adds them to a step.
 
 >>> float(alltoall_s(1, 0, ("NVLink 4", 450 * 10 ** 9))) == float(allreduce_s(1, 0, ("NVLink 4", 450 * 10 ** 9)))
 True
@@ -18,11 +18,9 @@ from symllm.costs.figures import data, fraction as _x
 from symllm.validate import choice
 
 __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
-           "step_collectives",
-           "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape", "training_collectives",
-           "training_calls", "busiest_calls", "training_tp_bytes", "collective", "allreduce_latency_s",
-           "allreduce_s", "gather_latency_s",
-           "training_tp_s", "dp_collectives", "training_dp_s", "p2p_latency_s", "p2p_s", "alltoall_s"]
+           "step_collectives", "row_bytes", "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape",
+           "training_collectives", "training_calls", "busiest_calls", "training_tp_bytes", "link_kind", "collective",
+           "allreduce_latency_s", "allreduce_s", "gather_latency_s", "training_tp_s", "alltoall_s"]
 
 
 #: the collectives torchtitan's op checkpointing saves (:mod:`symllm.costs.selective`; ``_save_list`` at 9dec370:
@@ -103,17 +101,19 @@ def reduced_sublayers(stage, experts: str = "split"):
                 for block in stage.children if block.checkpoint != 0), sp.S.Zero)
 
 
-def gathered(stage, recompute=False) -> dict:
+def gathered(stage, recompute=False, seq: bool = False, columns: str = "dtensor") -> dict:
     """The linears of ``stage`` whose output every tensor rank gets whole (split ``gathered``: transformers'
     ``colwise_gather_output``, the lm_head and Qwen3-Next's and Qwen3.5's Gated DeltaNet projections under ``--engine
-    hf``), repeats included, as DTensor runs them (transformers 5.23 ``distributed/tensor_parallel.py``,
-    ``ColwiseParallel`` with ``Replicate`` input and output): ``calls``, an inference forward's all-gathers of their
-    outputs, one each, and ``widths``, the output features they gather, summed (a token row's elements), a head's
-    aside (its logits' gather is the step's ``logits``, over the positions whose logits it computes); a training
-    micro-batch's ``training_gathers`` (the forward's, a head's too, again where recomputation reruns a block's forward:
+    hf``; MLA's down-projections under Megatron-Core), repeats included, as DTensor runs them (transformers 5.23
+    ``distributed/tensor_parallel.py``, ``ColwiseParallel`` with ``Replicate`` input and output): ``calls``, an
+    inference forward's all-gathers of their outputs, one each, and ``widths``, the output features they gather, summed
+    (a token row's elements), a head's aside (its logits' gather is the step's ``logits``); a training micro-batch's
+    ``training_gathers`` (the forward's, a head's too, again where recomputation reruns a block's forward:
     :func:`forward_runs`) and ``training_reduces`` (each input's gradient all-reduced in backward), and
-    ``training_bytes``, what one GPU sends for them: ring shares (:func:`symllm.costs.rings.ring`) of ``β_a·b·s``
-    times each one's own width.
+    ``training_bytes``, what one GPU sends for them, each of its own width (:func:`row_bytes`). Megatron-Core's
+    (``columns``) under ``seq`` (core_v0.13.0 multi_latent_attention.py 422-425, 434-443, layers.py 505-519): the input
+    all-gathered in forward and backward, its gradient reduce-scattered, the output all-gathered, the latent scattered
+    to the sequence (its gradient all-gathered; ``wkv_a``'s RoPE key, ``d_hr`` wide, kept whole): no all-reduce.
 
     >>> from symllm.arch.components import Rules, linear
     >>> from symllm.arch.symbols import d, n_gv
@@ -122,8 +122,9 @@ def gathered(stage, recompute=False) -> dict:
     (1, d, 1)
     """
     import sympy as sp
-    from symllm.arch import symbols as S
-    from symllm.costs.rings import ring
+    from symllm.arch.symbols import d_hr
+
+    scattered = seq and choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
 
     def visit(comp, checkpointed: bool) -> tuple:
         checkpointed = checkpointed or comp.checkpoint != 0
@@ -131,9 +132,11 @@ def gathered(stage, recompute=False) -> dict:
         if comp.rules.split == "gathered":
             fan_in, fan_out = comp.shape
             runs = forward_runs("all_gather", recompute) if checkpointed else 1
-            row = S.beta_a * S.b * S.s
             step = int(comp.rules.weight != "head")
-            own = (step, step * fan_out, runs, 1, runs * ring(row * fan_out, S.N_t) + 2 * ring(row * fan_in, S.N_t))
+            own = (step, step * fan_out, runs, 1, runs * row_bytes(fan_out) + 2 * row_bytes(fan_in))
+            if scattered and step:  # input twice, its gradient, the output, the latent's gradient: no all-reduce
+                own = (1, fan_out, 2 * runs + 3, 0, (runs + 2) * row_bytes(fan_in) + runs * row_bytes(fan_out)
+                       + row_bytes(sp.sympify(fan_out).subs(d_hr, 0)))
         below = [visit(c, checkpointed) for c in comp.children]
         return tuple(comp.repeat * (x + sum((b[i] for b in below), sp.S.Zero)) for i, x in enumerate(own))
     calls, widths, gathers, reduces, sent = visit(stage, False)
@@ -221,7 +224,7 @@ def engine_shape(engine: str | None) -> tuple:
     (:func:`column_parallel`).
 
     >>> engine_shape("vllm"), engine_shape("megatron"), engine_shape("torchtitan"), engine_shape(None)
-    (('vllm', 'megatron'), (None, 'megatron'), (None, 'dtensor'), (None, 'megatron'))
+    (('vllm', 'megatron'), ('megatron', 'megatron'), (None, 'dtensor'), (None, 'megatron'))
     >>> engine_shape("sglang") == engine_shape(None), engine_shape("hf")
     (True, ('hf', 'dtensor'))
     """
@@ -270,6 +273,20 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     (4*L + 2, 6*L + 3)
     """
     import sympy as sp
+
+    sized, heads = _sized(stage, seq, recompute, experts, columns)
+    counted = {k: sum((n for (kind, _), n in sized.items() if kind == k), 0)
+               for k in ("all_reduce", "all_gather", "reduce_scatter")}
+    whole = gathered(stage, recompute, seq, columns)
+    routing = sum((n for (kind, _), n in sized.items() if kind == "routing"), sp.S.Zero)
+    return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
+            "gathered_grads": whole["training_reduces"], "routing": routing}
+
+
+def _sized(stage, seq, recompute, experts, columns) -> tuple:
+    """:func:`training_collectives`' by ``(kind, width)`` (a column group's its fan-in, else ``d``), and the heads."""
+    import sympy as sp
+    from symllm.arch import symbols as S
     from symllm.arch.components.base import COLUMNS
     from symllm.arch.components.embeddings import WHOLE_LOGITS
 
@@ -278,15 +295,15 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
     again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
     embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them, but for a gathered head
-    counted = {"all_reduce": sp.S.Zero, "all_gather": sp.S.Zero, "reduce_scatter": sp.S.Zero, "routing": sp.S.Zero}
+    counted = {(k, S.d): sp.S.Zero for k in ("all_reduce", "all_gather", "reduce_scatter")}
     if seq:
-        counted["reduce_scatter"] += embeddings + heads
-        counted["all_gather"] += embeddings + heads * (1 + again)
+        counted["reduce_scatter", S.d] += embeddings + heads
+        counted["all_gather", S.d] += embeddings + heads * (1 + again)
     else:
-        counted["all_reduce"] += embeddings + heads
+        counted["all_reduce", S.d] += embeddings + heads
 
-    def add(kind: str, n) -> None:
-        counted[kind] += n
+    def add(kind: str, n, width=S.d) -> None:
+        counted[kind, width] = counted.get((kind, width), sp.S.Zero) + n
 
     def visit(comp, mult, checkpointed: bool) -> None:  # the blocks': every split part but the step's own two
         mult = mult * comp.repeat
@@ -299,18 +316,19 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
                 continue  # counted from the step's count above
             if style in (*COLUMNS, "merged"):
+                fan_in = c.shape[0] if c.shape else S.d  # the group's input: its collectives' width
                 if not seq and not fused:  # each one's input gradient, all-reduced in backward
-                    add("all_reduce", m)
-                elif (c.shape or (None,))[0] not in grouped:  # the linears sharing an input, as one: their summed
-                    # input gradients reduced once in backward (seq: one all-gather before them, their gradients
-                    # reduce-scattered); MLA's query and key-value up-projections read two latents: two groups
-                    grouped.add((c.shape or (None,))[0])
+                    add("all_reduce", m, fan_in)
+                elif fan_in not in grouped:  # the linears sharing an input, as one: their summed input gradients
+                    # reduced once in backward (seq: one all-gather before them, their gradients reduce-scattered);
+                    # MLA's query and key-value up-projections read two latents: two groups, each its own width
+                    grouped.add(fan_in)
                     if seq:
-                        add("all_gather", m * (gather + again))
-                    add("reduce_scatter" if seq else "all_reduce", m)
+                        add("all_gather", m * (gather + again), fan_in)
+                    add("reduce_scatter" if seq else "all_reduce", m, fan_in)
             elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
-                    add("routing", m * int(hf))  # (transformers': the routing weights' gradient too)
+                    add("routing", m * int(hf), S.k)  # (transformers': the routing weights' gradient too)
                     if seq:
                         add("all_gather", m * (gather + 1))
                         add("reduce_scatter", m * (scatter + 1))
@@ -325,10 +343,7 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
                 visit(c, mult, checkpointed)
 
     visit(stage, sp.S.One, False)
-    whole = gathered(stage, recompute)
-    routing = counted.pop("routing")
-    return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
-            "gathered_grads": whole["training_reduces"], "routing": routing}
+    return counted, heads
 
 
 def training_calls(count: dict) -> dict:
@@ -355,27 +370,51 @@ def busiest_calls(num, stages) -> dict:
     return max(calls, key=lambda c: c["training_tp_calls"])
 
 
-def training_tp_bytes(count: dict):
-    """Whole bytes one GPU sends in a training micro-batch's tensor-parallel collectives ``count``
-    (:func:`training_collectives`): each all-gather or reduce-scatter of the residual stream its ring share
-    (:func:`symllm.costs.rings.ring`), an all-reduce twice that, the loss's all-reduces of ``b·s``
-    statistics and the routing weights' of ``b·s·k`` (``β_a``: transformers' routers cast them to the logits' dtype,
-    Mixtral's and Qwen's; DeepSeek-V3's, fp32, are counted so too).
+def row_bytes(width):
+    """Whole bytes one GPU sends in a tensor-parallel all-gather or reduce-scatter of a micro-batch's activations
+    ``width`` wide (``β_a·b·s·width``): its ring share (:func:`symllm.costs.rings.ring`); an all-reduce twice this.
 
-    >>> training_tp_bytes({"all_reduce": 1, "all_gather": 0, "reduce_scatter": 0, "loss": 0})
-    2*ceiling(b*beta_a*d*s*(N_t - 1)/N_t)
+    >>> row_bytes(1)
+    ceiling(b*beta_a*s*(N_t - 1)/N_t)
     """
+    from symllm.arch import symbols as S
+    from symllm.costs.rings import ring
+
+    return ring(S.beta_a * S.b * S.s * width, S.N_t)
+
+
+def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split",
+                      columns: str = "dtensor"):
+    """Whole bytes one GPU sends in the tensor-parallel collectives of a training micro-batch through ``stage``
+    (:func:`training_collectives`, its options alike): each all-gather or reduce-scatter :func:`row_bytes` of its
+    own width (the residual stream's, a column group's input's: MLA's latents), an all-reduce twice that, the
+    loss's all-reduces of ``b·s`` fp32 statistics, the routing weights' all-reduces of ``b·s·k`` (``β_a``:
+    transformers' routers cast them to the logits' dtype, Mixtral's and Qwen's; DeepSeek-V3's, fp32, are counted so
+    too), and the gathered linears' (:func:`gathered`).
+
+    >>> from symllm.arch.components import Component, latent as S   # wq_b's, wkv_b's input gradients; wo's output
+    >>> mla = Component("block", children=(S.latent_attention(),))
+    >>> training_tp_bytes(mla) == 2 * (row_bytes(S.r_q) + row_bytes(S.r_kv) + row_bytes(S.d))
+    True
+    """
+    import sympy as sp
     from symllm.arch import symbols as S
     from symllm.arch.components import STAT_BYTES
     from symllm.costs.rings import ring
 
-    residual = ring(S.beta_a * S.b * S.s * S.d, S.N_t)
-    return ((2 * count["all_reduce"] + count["all_gather"] + count["reduce_scatter"]) * residual
-            + 2 * count["loss"] * ring(STAT_BYTES * S.b * S.s, S.N_t)
-            + 2 * count.get("routing", 0) * ring(S.beta_a * S.b * S.s * S.k, S.N_t))
+    sized, heads = _sized(stage, seq, recompute, experts, columns)
+    reduced = ("all_reduce", "routing")  # an all-reduce sends twice a gather's share
+    return (sum(((1 + (kind in reduced)) * n * row_bytes(width) for (kind, width), n in sized.items()), sp.S.Zero)
+            + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
+            + gathered(stage, recompute, seq, columns)["training_bytes"])
 
 
-def _link_kind(topology: str) -> str:
+def link_kind(topology: str) -> str:
+    """A link's kind, as efficiency.json's figures are keyed: nvlink, infinity-fabric, pcie or network.
+
+    >>> link_kind("NVLink 4"), link_kind("PCIe Gen4 x16"), link_kind("InfiniBand NDR")
+    ('nvlink', 'pcie', 'network')
+    """
     t = topology.lower()
     if "nvlink" in t:
         return "nvlink"
@@ -394,7 +433,7 @@ def collective(topology: str) -> dict:
     ('0.69', '0.0000026')
     """
     table = data()["collectives"]
-    return table[topology] if topology in table else table[_link_kind(topology)]
+    return table[topology] if topology in table else table[link_kind(topology)]
 
 
 def allreduce_latency_s(link: tuple[str, int] | None, ranks: int | None, steps: int | None = None) -> Fraction:
@@ -434,7 +473,7 @@ def allreduce_s(calls: int, sent_bytes, link: tuple[str, int] | None, serve: dic
     if link is None or (not calls and not sent_bytes):
         return Fraction(0)
     c = collective(link[0])
-    if serve is not None and serve.get("custom_allreduce_s") and _link_kind(link[0]) == "nvlink":
+    if serve is not None and serve.get("custom_allreduce_s") and link_kind(link[0]) == "nvlink":
         latency = _x(serve["custom_allreduce_s"])
     else:
         latency = allreduce_latency_s(link, ranks) if calls else Fraction(0)
@@ -462,7 +501,7 @@ def gather_latency_s(link: tuple[str, int] | None, ranks: int) -> Fraction:
         return allreduce_latency_s(link, ranks, max(ranks - 1, 0))
     latency = _x(collective(link[0])["latency_s"])
     ring = data()["collectives"]["ring_latency"]
-    step = ring["step_s"].get(_link_kind(link[0]))
+    step = ring["step_s"].get(link_kind(link[0]))
     if step is None or ranks < 2:
         return latency
     base, steps = _x(ring["base_s"]), (ranks - 1) * _x(step)
@@ -481,79 +520,6 @@ def training_tp_s(calls: int, gathers: int, sent_bytes, link: tuple[str, int] | 
     return allreduce_s(calls - gathers, sent_bytes, link, ranks=ranks) + gathers * gather_latency_s(link, ranks)
 
 
-def dp_collectives(zero_stage: int, rounds: int, layers: int = 0, pp: int = 1, units: dict | None = None) -> dict:
-    """The data-parallel collectives a training step runs (those :func:`symllm.costs.rings.dp_bytes` sizes), by kind:
-    ZeRO 0 one all-reduce a round (DDP's gradient buckets not counted); ZeRO 1 and 2 a reduce-scatter a round and
-    one all-gather of the updated weights; ZeRO 3 each FSDP unit all-gathered in forward and again in backward and
-    reduce-scattered once, every round. ``units``: an engine's ``fsdp_units`` (efficiency.json: one a block of the
-    ``layers`` a stage holds, ``extra`` more, ``kept`` of them not resharded after forward; through a pipeline, where
-    ``pp`` > 1, a stage holds one of the extra units and gathers each unit once a step); without it the stage's
-    weights are one unit, gathered twice a round as the bytes count them.
-
-    >>> dp_collectives(0, 1), dp_collectives(2, 1)["all_gather"]
-    ({'all_reduce': 1, 'all_gather': 0, 'reduce_scatter': 0}, 1)
-    >>> dp_collectives(3, 4, 32, units={"extra": 2, "kept": 1})   # 34 units: 4 x (2 x 34 - 1) gathers, 4 x 34
-    {'all_reduce': 0, 'all_gather': 268, 'reduce_scatter': 136}
-    >>> dp_collectives(3, 1, 16, pp=8, units={"extra": 2, "kept": 1})   # 17 units, each gathered once
-    {'all_reduce': 0, 'all_gather': 17, 'reduce_scatter': 17}
-    >>> dp_collectives(3, 1, 16, pp=8)   # no engine's units: the stage's weights, gathered twice
-    {'all_reduce': 0, 'all_gather': 2, 'reduce_scatter': 1}
-    """
-    out = {"all_reduce": 0, "all_gather": 0, "reduce_scatter": 0}
-    # by the stage's number, as the expected step reads it (symllm.costs.zero.sharded would import SymPy)
-    if zero_stage == 0:
-        out["all_reduce"] = rounds
-    elif zero_stage < 3:
-        out.update(reduce_scatter=rounds, all_gather=1)
-    else:
-        count = layers + units["extra"] - (pp > 1) if units else 1
-        gathers = (count if pp > 1 else 2 * count - units["kept"]) if units else 2
-        out.update(reduce_scatter=rounds * count, all_gather=rounds * gathers)
-    return out
-
-
-def training_dp_s(calls: dict, sent_bytes, link: tuple[str, int] | None, ranks: int) -> Fraction:
-    """Seconds a training step's data-parallel collectives ``calls`` (:func:`dp_collectives`) take over ``link``,
-    ``sent_bytes`` per GPU at the link's bus bandwidth: each all-reduce at the link's latency (:func:`allreduce_s`),
-    each all-gather and reduce-scatter over ``ranks`` at NCCL's ring share of it (:func:`gather_latency_s`).
-
-    >>> calls, link = {"all_reduce": 0, "all_gather": 2, "reduce_scatter": 1}, ("InfiniBand NDR", 400 * 10 ** 9)
-    >>> round(float(training_dp_s(calls, 0, link, 2)) * 1e6, 3)   # 3 x 15.5 us
-    46.5
-    """
-    gathers = calls["all_gather"] + calls["reduce_scatter"]
-    return allreduce_s(calls["all_reduce"], sent_bytes, link, ranks=ranks) + gathers * gather_latency_s(link, ranks)
-
-
-def p2p_latency_s(link: tuple[str, int] | None) -> Fraction:
-    """The latency of one point-to-point send between two ranks across ``link`` (a pipeline's hand-off):
-    ``collectives.p2p_latency`` by the link's kind where a send was measured, else the link's all-reduce latency
-    between two ranks (:func:`allreduce_latency_s`); none without a link.
-
-    >>> us = lambda s: round(float(s) * 1e6, 3)
-    >>> us(p2p_latency_s(("NVLink 4", 450 * 10 ** 9))), us(p2p_latency_s(("InfiniBand NDR", 50 * 10 ** 9)))
-    (3.0, 20.0)
-    >>> us(p2p_latency_s(("PCIe Gen4 x16", 32 * 10 ** 9)))   # 4.8 + 2 x 2.6 us
-    10.0
-    """
-    if link is None:
-        return Fraction(0)
-    measured = data()["collectives"]["p2p_latency"].get(_link_kind(link[0]))
-    return _x(measured) if measured is not None else allreduce_latency_s(link, 2)
-
-
-def p2p_s(sends: int, sent_bytes, link: tuple[str, int] | None) -> Fraction:
-    """Seconds ``sends`` point-to-point sends take that together carry ``sent_bytes`` over ``link``: each at
-    :func:`p2p_latency_s`, the bytes at the link's bus bandwidth (:func:`allreduce_s`'s).
-
-    >>> round(float(p2p_s(4, 0, ("NVLink 4", 450 * 10 ** 9))) * 1e6, 3)   # 4 x 3 us
-    12.0
-    """
-    if link is None or (not sends and not sent_bytes):
-        return Fraction(0)
-    return sends * p2p_latency_s(link) + allreduce_s(0, sent_bytes, link)
-
-
 def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None, ranks: int | None = None) -> Fraction:
     """Seconds ``calls`` all-to-alls over ``ranks`` take that together send ``sent_bytes`` per GPU over ``link``
     (topology, bytes/s one way): each call's latency (the link's all-reduce latency, :func:`allreduce_latency_s`)
@@ -567,6 +533,6 @@ def alltoall_s(calls: int, sent_bytes, link: tuple[str, int] | None, ranks: int 
     if link is None or (not calls and not sent_bytes):
         return Fraction(0)
     c = collective(link[0])
-    eff = data()["moe"]["alltoall"].get(_link_kind(link[0]), c["efficiency"])
+    eff = data()["moe"]["alltoall"].get(link_kind(link[0]), c["efficiency"])
     latency = allreduce_latency_s(link, ranks) if calls else Fraction(0)
     return calls * latency + Fraction(sent_bytes) / (_x(eff) * link[1])

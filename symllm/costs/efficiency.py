@@ -89,7 +89,8 @@ from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
 from symllm.costs import tp_overlap
 from symllm.costs.attention_training import core_training_s, training_kernel
-from symllm.costs.collectives import allreduce_s, dp_collectives, p2p_s, training_dp_s, training_tp_s
+from symllm.costs.collectives import allreduce_s, training_tp_s
+from symllm.costs.dp_traffic import dp_collectives, p2p_s, training_dp_s
 from symllm.costs.figures import KINDS, data, engine, engine_for, fraction as _x, interpolate
 from symllm.costs.host_step import ray_step_s, step_host_s
 from symllm.costs.fp8_casts import fp8_quantize_s

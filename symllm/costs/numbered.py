@@ -31,20 +31,21 @@ def named_values(work: Workload, codes=None) -> dict:
 
 
 def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None,
-                     declares: bool = False) -> dict:
+                     declares: dict | None = None) -> dict:
     """:func:`symllm.costs.phases.workload` from the numbers of :func:`symllm.costs.phases.workload_forms` (``ev``:
     a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
     ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
     :func:`symllm.costs.phases.workload` runs, and what a count read back from stored kernels runs
     (:mod:`symllm.studies.quick`). A ``tp`` that is a multiple of the key/value heads above them holds one
-    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`). ``declares``: whether a
-    part of the model declares its own split under an engine of the workload's
-    (:func:`symllm.costs.phases.declares_layout`); then ``tp_layout`` and ``training_tp_layout`` name the layouts
-    the inference and the training per-GPU figures are in (:func:`symllm.costs.layouts.tp_layouts`)."""
+    key/value head a rank, replicated (:func:`symllm.costs.replication.kv_heads_split`). ``declares``: where a
+    part of the model declares its own split under an engine of the workload's, by kind whether that kind's engine
+    lays it out so (:func:`symllm.costs.phases.declares_layout`; None or ``{}``: none); then ``tp_layout`` and
+    ``training_tp_layout`` name the layouts the inference and the training per-GPU figures are in
+    (:func:`symllm.costs.layouts.tp_layouts`)."""
     n_kv = ev.vals.get("n_kv")
     if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
         ev = ReplicatedKV(ev, work.tp)
-    laid = tp_layouts(work.engine, declares)
+    laid = tp_layouts(work.engine, declares or {})
     out = {"workload": work.to_dict(), **laid, **{group: {} for group in groups}}
     if "*" in ev.forms:  # the groups' forms joined into one function (symllm.numbers.runtime.compiled)
         pairs = ev.table().items()

@@ -61,8 +61,9 @@ Conventions, stated once (docs/parallel.md):
   the busiest rank ``M - ⌊M/n⌋ = ⌈(n-1)M/n⌉`` (:func:`symllm.costs.rings.ring`; ``(n-1)/n·M`` when ``n``
   divides ``M``), an all-reduce twice that. Tensor parallel: the collectives of
   :func:`symllm.costs.collectives.training_collectives` (the inference step's count with the backward's, the
-  recomputed forward's and the loss's; the training time reads their calls), each of the residual stream
-  ``β_a·b·s·d``. Without ``sp`` (DTensor): one
+  recomputed forward's and the loss's; the training time reads their calls), each of its own width
+  (:func:`symllm.costs.collectives.row_bytes`: the residual stream ``β_a·b·s·d``, a column group's input, MLA's
+  latents). Without ``sp`` (DTensor): one
   all-reduce in forward per row-wise linear and for the vocabulary-split embedding, one in backward
   per column-wise linear (its input gradient: DTensor does not fuse wq/wk/wv or w1/w3; a training engine that does,
   Megatron-Core's ``linear_qkv`` and ``linear_fc1``, one per group of them sharing an input:
@@ -106,7 +107,7 @@ from symllm.arch import symbols as S
 from symllm.arch.components import Component
 from symllm.arch.components.base import COLUMNS, EXPERT_SPLITS
 from symllm.costs import zero
-from symllm.costs.collectives import gathered, moe_alltoalls, training_collectives, training_tp_bytes
+from symllm.costs.collectives import moe_alltoalls, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
@@ -485,8 +486,7 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     graded = mdl.trained()  # the parameters that get a gradient (mdl itself where every one does)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
-        "tp": maximum(*(training_tp_bytes(training_collectives(st, sp_, recompute, experts, columns))
-                        + gathered(st, recompute)["training_bytes"] for st in (first, last))),
+        "tp": maximum(*(training_tp_bytes(st, sp_, recompute, experts, columns) for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
                        params_per_gpu(graded, sp_, experts=experts)),

@@ -531,17 +531,21 @@ def resolved_workload(config, work: Workload | None = None, **options) -> tuple:
     return spec, work
 
 
-def declares_layout(spec, work: Workload) -> bool:
-    """Whether ``work``'s output names the layouts its per-GPU figures are in (:func:`symllm.costs.layouts.tp_layouts`):
-    where a part declares its own split under either kind's engine (:func:`symllm.costs.parallel.declares_split`, on
-    the model before an engine's layout).
+def declares_layout(spec, work: Workload) -> dict:
+    """Whether ``work``'s output names the layouts its per-GPU figures are in (:func:`symllm.costs.layouts.tp_layouts`),
+    and how: where a part declares its own split under either kind's engine
+    (:func:`symllm.costs.parallel.declares_split`, on the model before an engine's layout), by kind whether its engine
+    lays the model out otherwise than the plan (:func:`symllm.costs.parallel.layout`); else ``{}``, no name.
 
     >>> llama = resolved.spec("llama3.1-8b")
     >>> declares_layout(llama, Workload()), declares_layout(llama, Workload(engine="mlc"))
-    (False, True)
+    ({}, {'inference': True, 'training': False})
     """
     mdl = spec.model(work.attention)
-    return any(parallel.declares_split(mdl, kind_layout(work.engine, kind)) for kind in ("inference", "training"))
+    laid = {kind: kind_layout(work.engine, kind) for kind in ("inference", "training")}
+    if not any(parallel.declares_split(mdl, engine) for engine in laid.values()):
+        return {}
+    return {kind: parallel.layout(mdl, engine) is not mdl for kind, engine in laid.items()}
 
 
 def layout_of(spec, work: Workload, kind: str = "inference") -> str | None:
@@ -553,8 +557,11 @@ def layout_of(spec, work: Workload, kind: str = "inference") -> str | None:
     ('transformers', 'vllm', None)
     >>> layout_of(dsv4, Workload(engine="vllm"), "training"), layout_of(llama, Workload(engine="mlc"), "training")
     ('transformers', 'transformers')
+    >>> layout_of(resolved.spec("deepseek-v3"), Workload(), "training")   # MLA's down-projections: Megatron-Core's
+    'megatron'
     """
-    return tp_layout(kind_layout(work.engine, kind), declares_layout(spec, work))
+    declares = declares_layout(spec, work)
+    return tp_layout(kind_layout(work.engine, kind) if declares.get(kind) else None, bool(declares))
 
 
 def model_of(spec, work: Workload, kind: str = "inference", *, definitions: bool = True):

@@ -328,7 +328,8 @@ def escape_latex(text) -> str:
 #: "transformers": transformers' tp plan as its model resolves it (5.23: the config class's plan, the lm_head's, and the
 #: embedding split over the vocabulary that ``init_parallel_plans`` adds; DeepSeek-V4 without an engine, a family
 #: whose own plan differs from the parts' splits under ``--engine hf``: docs/parallel.md)
-LAYOUT_WORDS = {"transformers": "transformers' plan", "vllm": "vLLM's layout", "mlc": "MLC's layout"}
+LAYOUT_WORDS = {"transformers": "transformers' plan", "vllm": "vLLM's layout", "mlc": "MLC's layout",
+                "megatron": "Megatron-Core's layout"}
 
 
 def layout_words(name: str, training: str | None = None) -> str:

@@ -277,7 +277,7 @@ def _read_workload(text: str) -> tuple:
         fmt = {**fmt, "bytes": _decode(fmt["bytes"]), "bits_per_weight": _decode(fmt["bits_per_weight"])}
     groups = tuple(data["groups"])
     return (vals, codes, fmt, beta_w, groups, compiled(data["forms"], grouped(data["forms"], groups)), data["resolved"],
-            bool(data["declares"]), tuple(data["split_units"]))
+            dict(data["declares"]), tuple(data["split_units"]))
 
 
 def evaluator(config: ModelConfig):

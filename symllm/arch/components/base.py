@@ -125,7 +125,7 @@ class Rules:
     >>> Rules("replicated", engines=(("tensorflow", "column"),))
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: engines: unknown 'tensorflow' (known: vllm, mlc, gpt-fast, lmdeploy, hf)
+    symllm.errors.SymllmError: engines: unknown 'tensorflow' (known: vllm, mlc, gpt-fast, lmdeploy, hf, megatron)
     """
 
     #: how tensor parallelism splits it (:data:`SPLITS`); None: not declared (replicated if it has no shape)

@@ -22,9 +22,18 @@ _MLA = dict(stacks=(), label="multi-head latent attention (DeepSeek)")
 _MLA_CORE = Rules("replicated", lora=(), **_MLA)
 
 
-def _mla_rules(split: str, ours: str, hf: str) -> Rules:
-    """An MLA projection: its split, DeepSeek's name (``inference/model.py``) and HF's (LoRA targets)."""
-    return Rules(split, lora=(ours, hf), weight="linear", **_MLA)
+def _mla_rules(split: str, ours: str, hf: str, engines: tuple = ()) -> Rules:
+    """An MLA projection: its split, DeepSeek's name (``inference/model.py``) and HF's (LoRA targets), and the
+    engines that split it otherwise (:attr:`Rules.engines`)."""
+    return Rules(split, lora=(ours, hf), weight="linear", engines=engines, **_MLA)
+
+
+#: the down-projections (``wq_a``, ``wkv_a``) under Megatron-Core, replicated in DeepSeek's and transformers' models:
+#: core_v0.13.0 (c550cf6) models/gpt/gpt_layer_specs.py 144, 146 (Transformer Engine spec) and 260, 262 (local spec)
+#: build ``linear_q_down_proj`` and ``linear_kv_down_proj`` as ``column_parallel_linear()``, with ``gather_output=
+#: False`` (transformer/multi_latent_attention.py 285-296, 311-322); their outputs, each rank's share of the latent,
+#: are all-gathered after them (``gather_from_tensor_model_parallel_region``, 422-423 and 434-436): split "gathered"
+DOWN_PROJECTIONS = (("megatron", "gathered"),)
 
 
 #: the indexer: in no stack's tensors, in no tensor-parallel plan of transformers (replicated)
@@ -150,7 +159,7 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     norm = Rules("replicated", lora=(), weight="norm", **_MLA)
     if queries == "q_lora":
         q = (linear("wq_a", d, r_q, bias, "self.wq_a = Linear(self.dim, self.q_lora_rank)",
-                    rules=_mla_rules("replicated", "wq_a", "q_a_proj")),  # in no TP plan of transformers
+                    rules=_mla_rules("replicated", "wq_a", "q_a_proj", DOWN_PROJECTIONS)),  # in no plan of transformers
              named(rmsnorm("q_a_norm", r_q, doc="self.q_norm = RMSNorm(self.q_lora_rank)", rules=norm), "q_a_layernorm",
                    "attn_q_a_norm"),
              linear("wq_b", r_q, n_h * d_qk, doc="self.wq_b = ColumnParallelLinear(self.q_lora_rank, self.n_heads * "
@@ -177,7 +186,8 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
         children=(
             *q,
             linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
-                   "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa")),
+                   "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa",
+                                                                DOWN_PROJECTIONS)),
             named(rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm),
                   "kv_a_layernorm",
                   "attn_kv_a_norm"),
