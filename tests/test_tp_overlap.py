@@ -30,6 +30,44 @@ def test_time_rule_by_hand():
     assert tp_overlap.exposed_s(tp_overlap.pairs(MEGATRON, "full"), 5, gemm) == (14, 17)
 
 
+def test_moe_layer_overlaps_its_attention_by_hand():
+    """A mixture of experts: Megatron-Core overlaps its attention sublayer's pairs (linear_qkv and linear_proj, the
+    same Transformer Engine modules as a dense block's), not the routed experts' (Transformer Engine's GroupedLinear
+    asserts it takes no userbuffers). One all-gather or reduce-scatter 5 ms; one product of qkv 4 ms, proj 1: the five
+    attention pairs, qkv_fprop max(0, 5 - 4) = 1, proj_fprop 4, proj_dgrad 4 (ring), qkv_dgrad 1, qkv_wgrad 1 (bulk):
+    11 ms beyond the GEMMs against 5 x 5 = 25 unoverlapped; the experts' collectives stay as counted."""
+    moe = tp_overlap.in_model(MEGATRON, experts=True)
+    assert moe["ring"] == ["qkv_fprop", "proj_fprop", "proj_dgrad"] and moe["bulk"] == ["qkv_dgrad", "qkv_wgrad"]
+    gemm = {"qkv": F(4), "proj": F(1), "fc1": F(20), "fc2": F(20)}
+    assert tp_overlap.exposed_s(tp_overlap.pairs(moe), 5, gemm) == (5, 11)
+    # torchtitan's async TP on its MoE models (deepseek_v3 and llama4 parallelize: apply_non_moe_tp on every block's
+    # attention, maybe_enable_async_tp on the tp mesh): its three attention pairs, qkv_fprop 1, proj_fprop 4 and
+    # proj_dgrad 4: 9 ms over 3 calls (the reduce-scatter of wq/wk/wv's summed input gradients is not fused)
+    assert tp_overlap.exposed_s(tp_overlap.pairs(tp_overlap.in_model(TORCHTITAN, True)), 5, gemm) == (3, 9)
+    # Qwen3-30B-A3B's attention (d 2,048, 32 query heads and 4 key-value heads of 128) over one MoE layer, 4,096
+    # tokens at TP 4 on NVLink 4: a gather (NCCL's ring latency 10 us x (6.6 + 3 x 0.6)/(6.6 + 6 x 0.6), 3/4 of 16 MiB
+    # at 0.82 x 450 GB/s: 42.3 us) outlasts qkv's product, 2 x 4,096 x 2,048 x (4,096 + 2 x 512) / 4 FLOPs at
+    # 1 PFLOP/s (21.5 us), and proj's, 2 x 4,096 x 4,096 x 2,048 / 4 (17.2 us): each pair saves its GEMM's time
+    link = ("NVLink 4", 450 * 10 ** 9)
+    qkv, proj = F(2 * 4096 * 2048 * 5120, 4 * 10 ** 15), F(2 * 4096 * 4096 * 2048, 4 * 10 ** 15)
+    got = tp_overlap.saved_s(moe, recompute=False, layers=1, rows=4096, d=2048, d_ff=768, q=4096, kv=512, beta_a=2,
+                             tp=4, link=link, gemm_rate=10 ** 15)
+    assert got == 3 * qkv + 2 * proj
+
+
+def test_models_with_other_mixers_are_not_overlapped():
+    """MLA's latents, Gated DeltaNet, Mamba-2 and DeepSeek-V4's attention have linears the pairs' q/k/v widths do not
+    describe: not modelled, and the outputs say so (time.expected.tp_overlap 'none', the step as without)."""
+    for mixer in tp_overlap.OTHER_MIXERS:
+        assert tp_overlap.in_model(MEGATRON, experts=False, mixers=(mixer,)) is None
+    base = dict(gpu="h100-sxm", gpu_memory=10000, tp=8, sp=True, engine="megatron")
+    off, on = _times("deepseek-v3", **base), _times("deepseek-v3", **base, tp_overlap=True)
+    assert on["expected"]["tp_overlap"] == "none" and "tp_overlap" not in off["expected"]
+    assert on["expected"]["training_step_s"] == off["expected"]["training_step_s"]
+    assert _times("qwen3-30b-a3b", **base, tp_overlap=True)["expected"]["tp_overlap"] == "attention"
+    assert _times("llama3-8b", **base, tp_overlap=True)["expected"]["tp_overlap"] == "all"
+
+
 def test_symmetric_memory_copies_by_hand():
     """torchtitan's six pairs over one block, 1,024 tokens of width 4,096 in bf16 at TP 4 on NVLink 4, GEMMs so slow
     that every collective hides: each costs nothing beyond its GEMM, but torch 2.6's symmetric memory streams, on the
@@ -76,9 +114,9 @@ def _times(model, **opts):
     return symllm.workload(model, **opts)["time"]
 
 
-CASES = [dict(engine=e, tp=tp, batch=b, seq=s, recompute=r, compute_dtype=c)
-         for e in ("megatron", "torchtitan") for tp in (2, 8) for b, s in ((1, 2048), (16, 8192))
-         for r in ("none", "full") for c in ("bf16", "fp8")]
+CASES = [dict(model=m, engine=e, tp=tp, batch=b, seq=s, recompute=r, compute_dtype=c)
+         for m in ("llama3-8b", "qwen3-30b-a3b") for e in ("megatron", "torchtitan") for tp in (2, 8)
+         for b, s in ((1, 2048), (16, 8192)) for r in ("none", "full") for c in ("bf16", "fp8")]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(str(v) for v in c.values()))
@@ -86,10 +124,13 @@ def test_overlap_never_slower_never_below_the_bound(case):
     """Overlapped, a step is never shorter than the roofline bound (every GEMM at the peak, its collectives added
     unoverlapped: the bound does not move), and, where a chunk's rows (b·s/N_t) reach the GEMM table's last point
     (16,384: a chunk as fast as the whole), never longer than unoverlapped. Smaller chunks run slower GEMMs (the
-    ring's own cost), which can outweigh what they hide: Llama 3 8B at TP 8 over 2,048 tokens, 256-row chunks."""
+    ring's own cost), which can outweigh what they hide: Llama 3 8B at TP 8 over 2,048 tokens, 256-row chunks. A
+    mixture of experts (Qwen3-30B-A3B) the same, its attention's pairs overlapped."""
+    case = dict(case)
+    model = case.pop("model")
     base = dict(gpu="h100-sxm", gpu_memory=1000, sp=True, **case)  # (memory aside: every case fits)
-    off = _times("llama3-8b", **base)
-    on = _times("llama3-8b", **base, tp_overlap=True)
+    off = _times(model, **base)
+    on = _times(model, **base, tp_overlap=True)
     assert on["expected"]["training_step_s"] >= on["training_step_s"] == off["training_step_s"]
     if case["batch"] * case["seq"] // case["tp"] >= 16384:
         assert on["expected"]["training_step_s"] < off["expected"]["training_step_s"]
@@ -147,6 +188,35 @@ def test_plan_and_derive_doors():
     assert "--tp-overlap does not apply" in derive.stderr
 
 
+def test_moe_doors_agree():
+    """A mixture of experts (Qwen3-30B-A3B) under --tp-overlap: count --json, the Python API and plan's row of the
+    same layout give one overlapped step, shorter than without; plan's rows without --sp or tensor parallelism
+    stay."""
+    opts = dict(gpu="h100-sxm", tp=2, pp=2, dp=4, ep=1, sp=True, zero_stage=2, recompute=False, batch=1,
+                micro_batches=16, seq=8192, engine="megatron")
+    api = _times("qwen3-30b-a3b", **opts, tp_overlap=True)["expected"]["training_step_s"]
+    assert api < _times("qwen3-30b-a3b", **opts)["expected"]["training_step_s"]
+    flags = ["--gpu", "h100-sxm", "--tp", "2", "--pp", "2", "--dp", "4", "--sp", "--zero", "2", "--batch", "1",
+             "--micro-batches", "16", "--seq", "8192", "--engine", "megatron", "--tp-overlap", "--json"]
+    out = subprocess.run([sys.executable, "-m", "symllm", "count", "qwen3-30b-a3b", *flags],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["time"]["expected"]["training_step_s"] == api
+
+    def plan(*extra):
+        out = subprocess.run([sys.executable, "-m", "symllm", "plan", "qwen3-30b-a3b", "--gpus", "16xh100-sxm",
+                              "--train", "--engine", "megatron", "--global-batch", "64", "--seq", "8192", "--top",
+                              "40", "--json", *extra], capture_output=True, text=True, check=True)
+        return {(r["tp"], r["pp"], r["dp"], r["ep"], r["sp"], r["zero"], r["recompute"], r["batch"], r["accum"]): r
+                for r in json.loads(out.stdout)["rows"]}
+    off, on = plan(), plan("--tp-overlap")
+    assert on[(2, 2, 4, 1, True, 2, False, 1, 16)]["expected"]["training_step_s"] == api
+    timed = [k for k in on.keys() & off.keys() if "expected" in on[k] and "expected" in off[k]]  # the best rows
+    assert any(k[4] and k[0] > 1 for k in timed) and any(not k[4] for k in timed)
+    for key in timed:
+        before, after = off[key]["expected"]["training_step_s"], on[key]["expected"]["training_step_s"]
+        assert (after < before) if key[4] and key[0] > 1 else (after == before), key
+
+
 def test_float8_gathers_by_hand():
     """torchtitan under --compute-dtype fp8 (torchao's Float8ColwiseParallel, Float8RowwiseParallel and
     PrepareFloat8ModuleInput: efficiency.json's fp8_tp_all_gathers) gathers a block's inputs and wo's and w2's output
@@ -197,9 +267,14 @@ def test_gains_against_published():
 
 def test_count_text_says_the_overlap_is_on():
     """count's layout line names the overlap where it runs, and not where --sp is off (nothing to overlap)."""
-    def line(*extra):
-        out = subprocess.run([sys.executable, "-m", "symllm", "count", "llama3-8b", "--gpu", "h100-sxm", "--tp", "8",
+    def line(*extra, model="llama3-8b", lines=1):
+        out = subprocess.run([sys.executable, "-m", "symllm", "count", model, "--gpu", "h100-sxm", "--tp", "8",
                               "--engine", "torchtitan", *extra], capture_output=True, text=True, check=True).stdout
-        return next(x for x in out.splitlines() if x.startswith("per GPU ("))
+        at = next(i for i, x in enumerate(out.splitlines()) if x.startswith("per GPU ("))
+        return "\n".join(out.splitlines()[at:at + lines])
     assert "sp, TP overlap;" in line("--sp", "--tp-overlap")
     assert "TP overlap" not in line("--sp") and "TP overlap" not in line("--tp-overlap")
+    # a mixture of experts: its attention only; a model whose mixer is not modelled: said, never claimed
+    assert "sp, TP overlap: attention only;" in line("--sp", "--tp-overlap", model="qwen3-30b-a3b")
+    assert "sp, TP overlap: none modelled for this model;" in " ".join(
+        line("--sp", "--tp-overlap", "--gpu-memory", "10000", model="deepseek-v3", lines=2).split())

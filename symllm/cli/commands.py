@@ -15,7 +15,7 @@ from symllm.arch import config as cfgmod
 from symllm.errors import OptionWarning, SymllmError
 from symllm.files import json_text, write_atomic
 from symllm import validate
-from symllm.present.format import grouped, human, human_bytes, layout_words
+from symllm.present.format import grouped, human, human_bytes, layout_words, overlap_words
 from symllm.costs.workloads import Workload, options as workload_options
 from symllm.cli.ignored import (HARDWARE, TIME_ONLY, TIMED_HARDWARE, TIMED_TRAINING, not_applying, warn_ignored,
                                  warn_untimed)
@@ -277,8 +277,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
             laid, trained = work.get("tp_layout"), work.get("training_tp_layout")
             both = laid and trained not in (None, laid)  # each kind's rows in its own engine's layout: said below
+            # the TP overlap it turns on, what of a block it covers in the model (time.expected.tp_overlap)
+            overlap = ", " + overlap_words((work.get("time") or {}).get("expected")) if _overlapped(w) else ""
             title = (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
-                     f"{', sp' if w['sp'] else ''}{', TP overlap' if _overlapped(w) else ''}"
+                     f"{', sp' if w['sp'] else ''}{overlap}"
                      f"{'; ' + layout_words(laid) if laid and not both else ''}"
                      f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}; a training step)")
             # the title on a line of its own: as the first column's header it widened the table past 100 columns

@@ -486,8 +486,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                                          beta_a=parts["beta_a"], tp=work.tp) if fp8 else 0
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
                          (comm["tp"] - narrowed) * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
-    spec = tp_overlap.overlapping(work)  # the engine's overlap of the blocks' collectives with their GEMMs (dense)
-    if spec and tp_s and dense:
+    # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's attention pairs only
+    widths = all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))
+    asked = tp_overlap.overlapping(work)
+    spec = tp_overlap.in_model(asked, bool(experts), parts.get("mixers", ())) if widths else None
+    if asked:  # what of a block it covers here, as the outputs say it (tp_overlap.scope)
+        out["tp_overlap"] = tp_overlap.scope(asked, spec)
+    if spec and tp_s:
         slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
         tp_s -= micro * tp_overlap.saved_s(
             spec, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"], d_ff=parts["d_ff"],

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from symllm._lazy import module
 from symllm.arch.dtypes import BF16, FP32
-from symllm.costs import accelerators
+from symllm.costs import accelerators, tp_overlap
 from symllm.costs.roofline_bytes import bytes_moved, stage_bytes, tied
 # a time: a float, exact past a float's range
 from symllm.costs.efficiency import seconds as _seconds
@@ -513,6 +513,8 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   "expert_layers": max(num(f"{st}expert_layers") for st in stages),
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv")
                      if name in vals},
+                  # the mixers besides q/k/v attention it holds (tp_overlap.OTHER_MIXERS: their linears pair otherwise)
+                  "mixers": tuple(name for name in tp_overlap.OTHER_MIXERS if name in vals),
                   "training_handoff": num("training_handoff"), "comm": comm,
                   # a rank's parameters (its tensor and pipeline share) and those it trains (LoRA's adapters)
                   "params": num("params.per_gpu"),

@@ -17,6 +17,14 @@ kernels' SMs (userbuffers' ``num_sm``) are not counted. A forward pair runs agai
 collective (:func:`symllm.costs.collectives.forward_runs`). An engine that casts to float8 before it gathers
 (torchao's float8 tensor parallelism under torchtitan: ``fp8_tp_all_gathers``) moves those all-gathers at one byte
 an element under ``--compute-dtype fp8``, overlapped or not (:func:`fp8_gathers`, :func:`narrowed_bytes`).
+
+In a mixture of experts the engines overlap the attention sublayer's pairs only (:func:`in_model`): its linears are
+the same modules as a dense block's (Megatron-Core's ``linear_qkv`` and ``linear_proj``, Transformer Engine's
+``LayerNormLinear`` and ``Linear`` with their userbuffers; torchtitan's ``apply_non_moe_tp`` on every block's
+attention and the micro-pipeline pass over the whole compiled graph), while the routed experts' grouped GEMMs take
+none (Transformer Engine's ``GroupedLinear`` asserts "GroupedLinear doesn't support Userbuffer overlap";
+``torch._grouped_mm`` is not a matmul the pass fuses), and their collectives stay as counted. A mixture's dense
+blocks (DeepSeek-V3's first three) are not overlapped here: their feed-forward width is not the experts' ``d_ff``.
 """
 from __future__ import annotations
 
@@ -26,14 +34,20 @@ from symllm.costs.collectives import forward_runs, training_tp_s
 from symllm.costs.figures import engine, engine_for
 from symllm.errors import SymllmError
 
-__all__ = ["PAIRS", "declared", "check", "overlapping", "pairs", "linear_flops", "exposed_s", "copies_bytes",
-           "saved_s", "fp8_gathers", "narrowed_bytes"]
+__all__ = ["PAIRS", "ATTENTION", "OTHER_MIXERS", "declared", "in_model", "scope", "check", "overlapping", "pairs",
+           "linear_flops", "exposed_s", "copies_bytes", "saved_s", "fp8_gathers", "narrowed_bytes"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
 PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
          "fc2_fprop": "reduce_scatter", "proj_dgrad": "all_gather", "fc2_dgrad": "all_gather",
          "qkv_dgrad": "all_gather", "fc1_dgrad": "all_gather", "qkv_wgrad": "reduce_scatter",
          "fc1_wgrad": "reduce_scatter"}
+#: the attention sublayer's linears among them: the pairs an engine overlaps in a mixture of experts (:func:`in_model`)
+ATTENTION = ("qkv", "proj")
+#: the mixers besides q/k/v attention, by the symbol a model holding one has: their linears are not the widths the
+#: pairs' GEMMs take (:func:`linear_flops`), so a model with one is not overlapped here (:func:`in_model`)
+OTHER_MIXERS = {"r_kv": "multi-head latent attention", "n_gk": "Gated DeltaNet", "n_m": "Mamba-2",
+                "n_hc": "DeepSeek-V4's compressed attention"}
 
 
 def declared(name: str | None) -> dict | None:
@@ -77,6 +91,42 @@ def overlapping(work) -> dict | None:
     if spec is None or not work.sp or work.tp < 2 or not (spec.get("default", False) if on is None else on):
         return None
     return spec
+
+
+def in_model(spec: dict | None, experts: bool, mixers=()) -> dict | None:
+    """The engine's ``spec`` (:func:`overlapping`) as it applies to a model's blocks: whole for a dense model; for a
+    mixture of experts (``experts``) its attention pairs only (:data:`ATTENTION`: the experts' grouped GEMMs take no
+    overlap); None where none is left, or where the model holds a mixer of :data:`OTHER_MIXERS` (``mixers``, the
+    symbols it has: their linears are not the pairs' widths, not modelled).
+
+    >>> in_model({"ring": ["qkv_fprop", "fc1_fprop"], "bulk": ["fc1_wgrad"]}, experts=True)
+    {'ring': ['qkv_fprop'], 'bulk': []}
+    >>> in_model({"ring": ["fc2_fprop"]}, experts=True), in_model({"ring": ["qkv_fprop"]}, False, ("r_kv",))
+    (None, None)
+    """
+    if not spec or mixers:
+        return None
+    if not experts:
+        return spec
+    kept = {method: [n for n in spec.get(method, ()) if n.split("_")[0] in ATTENTION] for method in ("ring", "bulk")}
+    return {**spec, **kept} if any(kept.values()) else None
+
+
+def scope(spec: dict | None, applied: dict | None) -> str | None:
+    """What of a block the overlap the workload turns on (``spec``, :func:`overlapping`) covers in the model
+    (``applied``, :func:`in_model`), as the outputs say it (:func:`symllm.present.format.overlap_words`): ``"all"``
+    of its pairs, ``"attention"`` only (a mixture of experts), ``"none"`` (none modelled for this model: the step is
+    as without); None where it is off.
+
+    >>> spec = {"ring": ["qkv_fprop", "fc1_fprop"]}
+    >>> scope(spec, spec), scope(spec, in_model(spec, True)), scope(spec, None), scope(None, None)
+    ('all', 'attention', 'none', None)
+    """
+    if not spec:
+        return None
+    if not applied:
+        return "none"
+    return "all" if applied == spec else "attention"
 
 
 def pairs(spec: dict, recompute=False) -> dict:

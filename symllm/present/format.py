@@ -17,7 +17,8 @@ from numbers import Rational
 from symllm.validate import choice
 
 __all__ = ["FORMATS", "REPORT_FORMATS", "COMPARISON_FORMATS", "QUANTITIES", "digits", "grouped", "human",
-           "human_bytes", "side_by_side", "escape_latex", "LAYOUT_WORDS", "layout_words"]
+           "human_bytes", "side_by_side", "escape_latex", "LAYOUT_WORDS", "layout_words",
+           "overlap_words"]
 
 #: the formats a formula or derivation renders in (derive; a report: :data:`REPORT_FORMATS`), in
 #: :mod:`symllm.present.render` (here, without SymPy or jinja2: the command line checks them)
@@ -348,3 +349,16 @@ def layout_words(name: str, training: str | None = None) -> str:
     """
     words = LAYOUT_WORDS.get(name, f"{name}'s layout")
     return words if training in (None, name) else f"{words} (inference), {layout_words(training)} (training)"
+
+
+def overlap_words(expected: dict | None) -> str:
+    """The words for the TP overlap a workload turns on, as count's layout line and report's training step say it:
+    what of a block it covers in the model where the expected times say it (``tp_overlap``:
+    symllm.costs.tp_overlap.scope), else the overlap's name.
+
+    >>> overlap_words({"tp_overlap": "attention"}), overlap_words({"tp_overlap": "none"}), overlap_words(None)
+    ('TP overlap: attention only', 'TP overlap: none modelled for this model', 'TP overlap')
+    """
+    said = (expected or {}).get("tp_overlap", "all")
+    return {"attention": "TP overlap: attention only", "none": "TP overlap: none modelled for this model"}.get(
+        said, "TP overlap")

@@ -23,7 +23,7 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.present.format import REPORT_FORMATS, grouped, layout_words
+from symllm.present.format import REPORT_FORMATS, grouped, layout_words, overlap_words
 from symllm.present.notations import notation as notation_of
 from symllm.present.printers import Formula, Safe
 from symllm.present.render import EXTENSIONS, label, math_delimiters
@@ -228,7 +228,7 @@ class Report:
         rows += [("training step", f"{t['training_step_s']:.4g} s",
                   f"MFU {t['mfu']:.1%}; expected {e['training_step_s']:.4g} s, MFU {e['mfu']:.1%} "
                   + (f"and HFU {e['hfu']:.1%} " if e["hfu"] != e["mfu"] else "") + f"({e['training_engine']}"
-                  + (", TP overlap" if work.tp_overlapped else "") + ")"),  # --tp-overlap moves it (tp_overlap)
+                  + (", " + overlap_words(e) if work.tp_overlapped else "") + ")"),
                  ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
                   f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
                  ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
