@@ -480,14 +480,14 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         compute_s = max(compute_s, micro * moe_host_launch_s(**host))
     # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
     # the all-gathers and reduce-scatters among them at their own latency
-    dense = not experts and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))
+    widths = all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))  # a block's (tp_overlap reads them)
+    dense = not experts and widths
     fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense)
     narrowed = tp_overlap.narrowed_bytes(fp8, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"],
                                          beta_a=parts["beta_a"], tp=work.tp) if fp8 else 0
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
                          (comm["tp"] - narrowed) * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's attention pairs only
-    widths = all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))
     asked = tp_overlap.overlapping(work)
     spec = tp_overlap.in_model(asked, bool(experts), parts.get("mixers", ())) if widths else None
     if asked:  # what of a block it covers here, as the outputs say it (tp_overlap.scope)
