@@ -73,6 +73,10 @@ def test_report_and_plan_name_the_tp_overlap_they_time(capsys):
     said = "the sp rows' tensor-parallel collectives overlapped with their GEMMs (TP overlap)"
     assert said in " ".join(_run(capsys, *plan, "--tp-overlap")[0].split())
     assert "TP overlap" not in _run(capsys, *plan)[0]
+    # a mixture overlaps its attention sublayer only (TE's GroupedLinear takes no userbuffers): plan says what
+    # count's layout line says (symllm.present.format.overlap_words), not a whole block's overlap
+    moe = ["plan", "qwen3-30b-a3b", *plan[2:], "--tp-overlap"]
+    assert "overlapped with their GEMMs (TP overlap: attention only)" in " ".join(_run(capsys, *moe)[0].split())
 
 
 def test_plan_help_says_every_batch_is_tried(capsys):

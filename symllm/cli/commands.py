@@ -330,8 +330,17 @@ def cmd_plan(args) -> int:
         with _any_int_digits():  # exact numbers of any length
             print(json_text(result.to_dict(args.top)))
         return 0
-    # the training engine's TP overlap, as a layout under --sp runs it (plan enumerates tp and sp)
-    overlap = result.training and _overlapped({**result.workload, "tp": 2, "sp": True})
+    # the training engine's TP overlap, as a layout under --sp runs it (plan enumerates tp and sp), in the words
+    # count uses for what of a block it covers in this model (time.expected.tp_overlap at a timed sp row)
+    overlap = ""
+    row = next((r for r in result.rows if r.get("sp") and "expected" in r), None) if result.training else None
+    if row is not None and _overlapped({**result.workload, "tp": 2, "sp": True}):
+        layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "sp": True,
+                  "zero_stage": row["zero"], "recompute": row["recompute"], "micro_batches": row["accum"],
+                  "batch": max(1, row["batch"])}
+        base = {k: v for k, v in result.workload.items() if k in Workload.names() and v is not None}
+        from symllm.studies import quick
+        overlap = overlap_words(quick.workload(config, {**base, **layout})[0]["time"].get("expected"))
     for line in plan_lines(result, args.top or 10, overlap):
         print(line)
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)

@@ -99,10 +99,19 @@ def weight_table(fmt: str, total: int, bits) -> str:
 MEMORY_LABELS = {"training_peak": "training_peak (LoRA)", "full_finetune_peak": "training_peak (full fine-tuning)"}
 
 
-def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
+def _overlap_words(overlap: str) -> str:
+    """plan's words for its sp rows' TP overlap (``overlap``: count's, symllm.present.format.overlap_words)."""
+    if not overlap:
+        return ""
+    if overlap.endswith("for this model"):  # nothing of a block overlapped in this model
+        return f", {overlap}"
+    return f", the sp rows' tensor-parallel collectives overlapped with their GEMMs ({overlap})"
+
+
+def plan_lines(p, top: int, overlap: str = "") -> list[str]:
     """``plan``'s table from a :class:`symllm.studies.plans.Plan`: the best ``top`` layouts, the drop
-    counts, ``overlap`` where the sp rows' expected steps overlap their tensor-parallel collectives (the
-    training engine's, Workload.tp_overlapped); nothing computed here."""
+    counts, ``overlap`` the words for what of a block the sp rows' expected steps overlap (count's; "" where
+    none is turned on); nothing computed here."""
     w = p.workload
     what = (f"training, global batch {w['global_batch']:,} x {w['seq']:,} tokens" if p.training
             else f"serving, prompt {w['seq']:,} + {w['gen']:,} generated, decode at context {w['context']:,}")
@@ -160,8 +169,7 @@ def plan_lines(p, top: int, overlap: bool = False) -> list[str]:
     out.append(wrap_text(f"Pipeline splits: {p.splits}."))
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                          f"measured efficiencies, {p.engine} conventions"
-                         + (", the sp rows' tensor-parallel collectives overlapped with their GEMMs (TP overlap)"
-                            if overlap else "") + ", docs/efficiency.md) for the best rows, ranked by it ("
+                         + _overlap_words(overlap) + ", docs/efficiency.md) for the best rows, ranked by it ("
                          + ("the least expected step" if p.training else "the most expected tokens/s")
                          + "; ties and the rows past them by the bound); "
                          + ("each data-parallel rank runs its global/dp sequences as micro-batches one after "
