@@ -95,7 +95,7 @@ from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
 __all__ = ["DEFAULTS", "capacity", "check", "check_options", "indexer_bytes_per_token", "model_config",
-           "moe_workspace_bytes", "nccl_bytes", "sampler_peak_bytes"]
+           "moe_workspace_bytes", "most_sequences", "nccl_bytes", "sampler_peak_bytes"]
 
 #: the options' defaults, each None: the engine's. ``gpu_memory_utilization``: its memory fraction
 #: (:func:`symllm.costs.engine_memory.fraction`: vLLM's 0.9, SGLang's by card); ``max_num_batched_tokens``: its own
@@ -500,3 +500,16 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
             "gpu_memory_utilization": util, "usable": usable, "kv_cache_bytes": kv,
             "kv_bytes_per_token": per_token, "block_size": block_size, "blocks": blocks, "kv_tokens": tokens,
             "context": context, "max_concurrency": concurrency, "fits": concurrency >= 1 and tokens >= context}
+
+
+def most_sequences(cap: dict) -> int:
+    """The most sequences of the context (``s + n``) that :func:`capacity`'s cache ``cap`` holds, as serving under
+    load (:func:`symllm.costs.traffic.under_load`) and plan's serving rows read it: a cache sized by the context,
+    its ``most_sequences``; vLLM's DeepSeek-V4 groups, their ``requests``; a pool, its whole sequences of tokens.
+
+    >>> most_sequences({"kv_sized_by": "memory", "kv_tokens": 504_896, "context": 1100})
+    458
+    """
+    if cap["kv_sized_by"] == "context":
+        return cap["most_sequences"]
+    return cap["requests"] if "requests" in cap else cap["kv_tokens"] // cap["context"]

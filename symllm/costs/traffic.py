@@ -132,19 +132,17 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     from symllm.costs.figures import engine
     laid = work.replace(engine=engine(work.engine, "inference")["name"])  # the engine's layout, as the capacity's
     s, n = work.seq, work.gen
+    most = serving.most_sequences(cap)
     if cap["kv_sized_by"] == "context":  # an engine started for the sequences it serves (module docstring)
-        most = cap["most_sequences"]
         if most < 1:
             raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit {cap['gpu']} beside the weights "
                               f"({cap['engine']} sizes its KV cache by the context)")
         if concurrency is not None and concurrency > most:
             raise SymllmError(f"concurrency: {concurrency:,} sequences of {s + n:,} tokens; {cap['engine']}'s cache "
                               f"holds {most:,} on {cap['gpu']}")
-    else:  # sequences whose whole context the KV cache holds (DeepSeek-V4: the requests its blocks hold, vLLM's groups)
-        most = cap["requests"] if "requests" in cap else cap["kv_tokens"] // (s + n)
-        if most < 1:
-            raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
-                              f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
+    elif most < 1:  # sequences whose whole context the KV cache holds (DeepSeek-V4: the requests its blocks hold)
+        raise SymllmError(f"seq: one request of {s + n:,} tokens does not fit the KV cache "
+                          f"({cap['kv_tokens']:,} tokens on {cap['gpu']})")
     # what may bind the sequences running: the KV cache, the engine's own limit (batching.SCHEDULER), and for an
     # engine that runs a prompt whole in the decode step the room its token budget leaves (below)
     limits = {"kv_cache": most}

@@ -515,9 +515,10 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
     tensor_only = (cols["pp"] == 1) & (cols["ep"] == 1)
     caps, out.unserved = served_by.capacities(spc.config, work, sorted(set(cols["tp"][tensor_only].tolist())),
                                               out.engine, evaluate, serve)  # a tp refused: the inference peak's rule
+    from symllm.costs.serving import most_sequences
     for tp, cap in caps.items():
         at = tensor_only & (cols["tp"] == tp)
-        out.sequences[tp] = held[at] = served_by.most_sequences(cap)
+        out.sequences[tp] = held[at] = most_sequences(cap)
         served |= at
         beside[0][at], beside[1][at] = cap["activation_peak"], cap["non_torch"]
     m = int(np.count_nonzero(served))

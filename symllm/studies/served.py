@@ -11,7 +11,7 @@ from math import ceil
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
 
-__all__ = ["decode_point", "most_sequences", "engine_peak", "capacities", "under_load"]
+__all__ = ["decode_point", "engine_peak", "capacities", "under_load"]
 
 
 def decode_point(work: Workload) -> Workload:
@@ -25,20 +25,6 @@ def decode_point(work: Workload) -> Workload:
     4096
     """
     return work.replace(seq=1, gen=0, context=work.seq + work.gen if "context" in work.derived else work.context)
-
-
-def most_sequences(cap: dict) -> int:
-    """The most sequences of the context that :func:`symllm.costs.serving.capacity`'s cache ``cap`` holds, as
-    serving under load reads it (:func:`symllm.costs.traffic.under_load`'s ``kv_sequences``): a cache sized by
-    the context, its ``most_sequences``; vLLM's DeepSeek-V4 groups, their ``requests``; a pool, its whole
-    sequences of tokens.
-
-    >>> most_sequences({"kv_sized_by": "memory", "kv_tokens": 504_896, "context": 1100})
-    458
-    """
-    if cap["kv_sized_by"] == "context":
-        return cap["most_sequences"]
-    return cap["requests"] if "requests" in cap else cap["kv_tokens"] // cap["context"]
 
 
 def engine_peak(held, working, activation, non_torch) -> int:
@@ -60,6 +46,7 @@ def capacities(config, work: Workload, tps, engine: str, evaluate=None, serve: d
     ``serve`` its options (``count --serve``'s: ``gpu_memory_utilization``, ``max_num_batched_tokens``, ...).
 
     >>> caps, refused = capacities("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), [1], "hf")
+    >>> from symllm.costs.serving import most_sequences
     >>> most_sequences(caps[1]), refused
     (459, {})
     """
