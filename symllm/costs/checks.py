@@ -178,7 +178,7 @@ _MODEL_KV = ("fp32", "fp16", "bf16")
 
 def _kv_stated(f) -> tuple:
     """``(option, value)`` of the KV cache a workload states (``--kv-format``, else a ``--kv-dtype`` given or read from
-    a config), or ``(None, None)`` where it follows ``--dtype``."""
+    a config), or ``(None, None)`` where it is the default (the activations' dtype)."""
     for option in ("kv_format", "kv_dtype"):
         if f.get(option) is not None:
             return option, f[option]
