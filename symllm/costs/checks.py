@@ -65,6 +65,7 @@ from typing import Callable, Mapping
 
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.errors import SymllmError
+from symllm.validate import ROOM, fitting, listed
 
 __all__ = ["Check", "CHECKS", "check", "check_structure", "past_window", "warn_past_window", "failures",
            "splits_heads", "model_fields", "mamba_fields", "workload_fields", "split_units"]
@@ -203,7 +204,10 @@ def _kv_line(f) -> str:
     if _engine(f).get("kv_formats") is None:
         return f"{option}: {value} under {f['engine']}: KV formats not read; the model's dtype only"
     hint = f"; {value} is --{other.replace('_', '-')} {value}" if value in _kv_held(f, other) else " only"
-    return f"{option}: {value} under {f['engine']}: holds {', '.join(_kv_held(f, option))}{hint}"
+    start, held = f"{option}: {value} under {f['engine']}: holds ", _kv_held(f, option)
+    other_only = [f"{option}: {value} under {f['engine']}{hint}"] if hint != " only" else []
+    return fitting(start + ", ".join(held) + hint, *other_only,
+                   start + listed(held, ROOM - len(start), see="docs/formats.md", near=value))
 
 
 def _layer_split_ok(f):
@@ -324,7 +328,7 @@ def workload_fields(work) -> dict:
     out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype")}
     kv = None
     if work.kv_format is not None:
-        from symllm.costs.formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
+        from symllm.costs.kv_formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
         kv = check_kv_format(work.kv_format)[0]
     return {**out, "expert_tp_given": "expert_tp" not in work.derived, "kv_format": kv,
             "kv_dtype": None if "kv_dtype" in work.derived else work.kv_dtype}
