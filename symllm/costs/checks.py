@@ -30,10 +30,11 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``compute_dtype`` (or ``dtype``) fp8 under an inference engine without FP8 GEMMs, or not known to have them (its
   entry's ``fp8_gemm`` false or null: llama.cpp, whose ggml has no FP8 type; training engines as their recipes say);
 * ``kv_format`` (or ``kv_dtype``, where given or a config states it) under an inference engine that cannot hold that
-  KV cache (its entry's ``kv_formats``, by option, each with its source: vLLM and SGLang fp8, TensorRT-LLM fp8 and
-  per-tensor int8 (``--kv-dtype int8``), lmdeploy's ``--quant-policy`` int8/int4 (``--kv-format``), llama.cpp's q8_0
-  and q4_0; null, not read: the model's own fp32, fp16 or bf16 only), a value the other option names for that
-  engine pointed at; none is checked without an engine (as fp8);
+  KV cache (its entry's ``kv_formats``, by option, each with its source: vLLM and SGLang fp8, vLLM's per-token-head
+  caches, vLLM and TensorRT-LLM nvfp4, TensorRT-LLM fp8 and per-tensor int8 (``--kv-dtype int8``), lmdeploy's
+  ``--quant-policy`` int8/int4 (``--kv-format``), llama.cpp's q8_0 and q4_0; null, not read: the model's own fp32,
+  fp16 or bf16 only), a value the other option names for that engine pointed at (a list too long for the line:
+  docs/formats.md); none is checked without an engine (as fp8);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a

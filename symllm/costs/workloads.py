@@ -255,10 +255,10 @@ class Workload:
                                      "nvfp4, mxfp4, ...); overrides a config.json's quantization_config (default: "
                                      "that, else --dtype alone)")
     #: a KV-cache format (symllm.costs.kv_formats.KV_FORMATS: block scales included); None: --kv-dtype
-    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, int8, int4, ... (bytes per element "
-                                 "with block scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store "
-                                 "it; int8/int4: lmdeploy's --quant-policy, a scale and zero a head; default: "
-                                 "--kv-dtype)")
+    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, int8, int4, nvfp4, "
+                                 "int8_per_token_head, ... (bytes per element with block scales, as vLLM's "
+                                 "kv_cache_dtype and llama.cpp's --cache-type-k/v store it; int8/int4: lmdeploy's "
+                                 "--quant-policy, a scale and zero a head; default: --kv-dtype)")
     #: the matmuls' dtype (None: the weights', bf16 under 8- and 4-bit weight-only formats): fp8 runs bf16
     #: weights' GEMMs in fp8 (TransformerEngine, torchao), against the fp8 peak
     compute_dtype: str | None = _opt(None, "matmul dtype: bf16, fp16 or fp8 (fp8 training of bf16 weights, as "
