@@ -58,7 +58,8 @@ def check_kv_format(fmt: str) -> tuple:
     if width and (name not in KV_HEAD_FORMATS or not width.isdigit() or int(width) < 1):
         raise SymllmError(f"kv_format: got {short(fmt, 30)}; only {', '.join(KV_HEAD_FORMATS)} take a head width "
                           "(int8/128)")
-    return choice("kv_format", name, (*KV_FORMATS, *KV_HEAD_FORMATS)), int(width) if width else None
+    known = (*KV_FORMATS, *KV_HEAD_FORMATS)
+    return choice("kv_format", name, known, see="docs/formats.md"), int(width) if width else None
 
 
 def kv_bytes_per_element(fmt: str, head_dim: int | None = None) -> Fraction:
