@@ -205,7 +205,7 @@ def workload_options() -> st.SearchStrategy[dict]:
         "stack": st.sampled_from(["fused", "eager", "hf-eager", "hf-sdpa"]),  # symllm.costs.stacks
         # symllm.costs.formats: KV-cache formats, and weight formats any shape takes (AWQ, GPTQ and GGUF need
         # rows of whole groups or blocks)
-        "kv_format": st.sampled_from(["fp8", "q8_0", "q4_0", "fp16"]),
+        "kv_format": st.sampled_from(["fp8", "q8_0", "q4_0", "fp16", "nvfp4"]),
         "weight_format": st.sampled_from(["bf16", "fp32", "nf4", "nf4-nodq", "int8", "fp8", "fp8-channel", "fp8-block",
                                           "fp4", "w8a8", "w8a8-fp8", "w8a8-fp8-tensor", "w8a8-fp8-block"]),
     }).map(_one_memory_model)

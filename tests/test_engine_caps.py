@@ -10,6 +10,9 @@ one line naming the field, the value and the engine (exit 2; SymllmError from Py
   (efficiency.json ``engines``' ``kv_formats_source``): lmdeploy's int8/int4 (a scale and zero a head and token) only
   under lmdeploy, llama.cpp's q8_0/q4_0 only under llama.cpp, TensorRT-LLM's INT8 cache (one scale a layer) as
   ``--kv-dtype int8``; an engine not read (mlc) holds the model's dtype only.
+- vLLM 0.33.0's per-token-head caches (``int8_per_token_head``, ``fp8_per_token_head``, ``int4_per_token_head``: one
+  fp32 scale a head and token) and NVFP4 (vLLM's and TensorRT-LLM's: an E4M3 scale a 16 values) only where their
+  engine lists them.
 - llama.cpp splits a model over GPUs by layers by default (``--split-mode layer``): each GPU holds a run of
   whole layers and a token goes through them in turn, which is ``--pp``, not tensor parallelism.
 """
@@ -99,11 +102,18 @@ def test_tp_under_other_engines_is_not_refused():
 
 
 KV_REFUSED = [  # (engine, option, value, the line): an engine each, each line checked word for word
-    ("vllm", "kv_format", "q8_0", "kv_format: q8_0 under vllm: holds fp32, fp16, bf16, fp8 only"),
+    ("vllm", "kv_format", "q8_0", "kv_format: q8_0 under vllm: holds all 8: see docs/formats.md"),
+    ("vllm", "kv_format", "int8", "kv_format: int8 under vllm: holds all 8: see docs/formats.md"),
+    ("vllm-v0", "kv_format", "nvfp4", "kv_format: nvfp4 under vllm-v0: holds fp32, fp16, bf16, fp8 only"),
+    ("sglang", "kv_format", "int8_per_token_head",
+     "kv_format: int8_per_token_head under sglang: holds fp32, fp16, bf16, fp8 only"),
+    ("trtllm", "kv_format", "fp8_per_token_head",
+     "kv_format: fp8_per_token_head under trtllm: holds fp32, fp16, bf16, fp8, nvfp4 only"),
+    ("lmdeploy", "kv_format", "nvfp4", "kv_format: nvfp4 under lmdeploy: holds fp16, bf16, int8, int4 only"),
     ("vllm-v0.2", "kv_format", "fp8", "kv_format: fp8 under vllm-v0.2: holds fp32, fp16, bf16 only"),
     ("vllm-v1-0.7", "kv_format", "fp8", "kv_format: fp8 under vllm-v1-0.7: KV formats not read; the model's dtype only"),
     ("sglang", "kv_format", "int8", "kv_format: int8 under sglang: holds fp32, fp16, bf16, fp8 only"),
-    ("trtllm", "kv_format", "int8", "kv_format: int8 under trtllm: holds fp32, fp16, bf16, fp8; int8 is --kv-dtype int8"),
+    ("trtllm", "kv_format", "int8", "kv_format: int8 under trtllm; int8 is --kv-dtype int8"),
     ("lmdeploy", "kv_format", "fp8", "kv_format: fp8 under lmdeploy: holds fp16, bf16, int8, int4 only"),
     ("lmdeploy", "kv_dtype", "int8", "kv_dtype: int8 under lmdeploy: holds fp16, bf16; int8 is --kv-format int8"),
     ("llama.cpp", "kv_format", "fp8", "kv_format: fp8 under llama.cpp: holds fp32, fp16, bf16, q8_0, q4_0 only"),
@@ -138,13 +148,20 @@ def test_every_inference_engine_states_its_kv_caches():
     ("lmdeploy", {"kv_format": "int8"}), ("lmdeploy", {"kv_format": "int4"}), ("llama.cpp", {"kv_format": "q8_0"}),
     ("llama.cpp", {"kv_format": "q4_0"}), ("vllm", {"kv_format": "fp8"}), ("sglang", {"kv_dtype": "fp8"}),
     ("tgi", {"kv_format": "fp8"}), ("trtllm", {"kv_dtype": "int8"}), ("trtllm", {"kv_format": "fp8"}),
-    ("mlc", {"kv_dtype": "fp16"}), ("hf", {"kv_format": "bf16"})])
+    ("mlc", {"kv_dtype": "fp16"}), ("hf", {"kv_format": "bf16"}), ("vllm", {"kv_format": "int8_per_token_head"}),
+    ("vllm", {"kv_format": "fp8_per_token_head"}), ("vllm", {"kv_format": "int4_per_token_head"}),
+    ("vllm", {"kv_format": "nvfp4"}), ("trtllm", {"kv_format": "nvfp4"})])
 def test_a_kv_cache_the_engine_holds_is_counted(engine, options):
     """Accepted where its source lists it (efficiency.json kv_formats_source), and counted at its own bytes: the
     3B model's 28 layers x 8 KV heads x 128 wide, K and V, over 1,024 tokens, times the format's bytes an element
     by hand (fp8 and TensorRT-LLM's int8, one scale a layer: 1; q8_0: 34 bytes a block of 32; q4_0: 18 a block of
-    32; lmdeploy's int8: (128 + 4) / 128, int4: (64 + 4) / 128; fp16, bf16: 2)."""
+    32; lmdeploy's int8: (128 + 4) / 128, int4: (64 + 4) / 128; vLLM 0.33.0's int8 and fp8 per-token-head: a head's
+    128 bytes and one fp32 scale, (128 + 4) / 128, int4: (64 + 4) / 128; NVFP4, vLLM's and TensorRT-LLM's: 64 bytes
+    of E2M1 pairs and 128 / 16 = 8 E4M3 scales a head, (64 + 8) / 128; fp16, bf16: 2)."""
     per = {("kv_format", "int8"): Fraction(132, 128), ("kv_format", "int4"): Fraction(68, 128),
+           ("kv_format", "int8_per_token_head"): Fraction(132, 128),
+           ("kv_format", "fp8_per_token_head"): Fraction(132, 128),
+           ("kv_format", "int4_per_token_head"): Fraction(68, 128), ("kv_format", "nvfp4"): Fraction(72, 128),
            ("kv_format", "q8_0"): Fraction(34, 32), ("kv_format", "q4_0"): Fraction(18, 32), ("kv_dtype", "int8"): 1,
            "fp8": 1, "fp16": 2, "bf16": 2}
     (option, value), = options.items()
@@ -169,7 +186,7 @@ def test_no_engine_checks_no_kv_cache():
 def test_sweep_and_plan_refuse_a_kv_cache_as_count_does(cli):
     """The check lives in checks.CHECKS: a sweep (command line and Python) and plan give count's line."""
     from symllm.studies.sweeps import Sweep
-    line = "kv_format: int8 under trtllm: holds fp32, fp16, bf16, fp8; int8 is --kv-dtype int8"
+    line = "kv_format: int8 under trtllm; int8 is --kv-dtype int8"
     r = cli(["sweep", "--base", "llama3.2-3b", "--seq", "512,1024", "--engine", "trtllm", "--kv-format", "int8"])
     assert (r.code, r.err) == (2, f"symllm: error: {line}\n")
     with pytest.raises(symllm.SymllmError) as info:
@@ -178,3 +195,29 @@ def test_sweep_and_plan_refuse_a_kv_cache_as_count_does(cli):
     r = cli(["plan", "llama3.2-3b", "--gpus", "1xh100-sxm", "--engine", "trtllm", "--kv-format", "int8"])
     assert (r.code, r.err) == (2, f"symllm: error: {line}\n")
     assert cli(["plan", "llama3.2-3b", "--gpus", "1xh100-sxm", "--engine", "lmdeploy", "--kv-format", "int8"]).code == 0
+
+
+@pytest.mark.parametrize("engine, fmt, per_token", [
+    ("vllm", "nvfp4", 32 * 8 * 2 * (64 + 8)), ("trtllm", "nvfp4", 32 * 8 * 2 * (64 + 8)),
+    ("vllm", "int8_per_token_head", 32 * 8 * 2 * (128 + 4)), ("vllm", "fp8_per_token_head", 32 * 8 * 2 * (128 + 4)),
+    ("vllm", "int4_per_token_head", 32 * 8 * 2 * (64 + 4))])
+def test_serving_capacity_holds_a_new_format_at_its_bytes(cli, engine, fmt, per_token):
+    """count --serve sizes the cache in the format's bytes a token, by hand for Llama-3.1-8B (32 layers x 8 KV heads,
+    K and V, a head of 128: NVFP4 64 bytes of values + 8 scales; int8/fp8 per-token-head 128 + one fp32 scale; int4
+    64 + 4): 36,864, 67,584 and 34,816 bytes a token; the same KV memory holds its blocks of them."""
+    from symllm.costs import serving
+    r = serving.capacity("llama3.1-8b", gpu="b200", seq=8192, kv_format=fmt, engine=engine)
+    assert r["kv_bytes_per_token"] == per_token
+    assert r["blocks"] == r["kv_cache_bytes"] // (r["block_size"] * per_token)
+    out = cli(["count", "llama3.1-8b", "--gpu", "b200", "--serve", "--engine", engine, "--kv-format", fmt])
+    assert out.code == 0 and f"{per_token:,} bytes a token" in out.out
+
+
+def test_a_per_token_head_format_on_a_latent_cache():
+    """vLLM's MLA backends store a latent row (kv_lora_rank 512 + RoPE 64) and both fp32 scales after it
+    (MLACommonBackend.customize_spec: head_size, half for int4, + 2 x 4 bytes): DeepSeek-V2-Lite's 27 layers hold
+    27 x (576 + 8) = 15,768 bytes a token in int8_per_token_head, 27 x (288 + 8) = 7,992 in int4_per_token_head."""
+    from symllm.costs import serving
+    for fmt, per_token in (("int8_per_token_head", 27 * (576 + 8)), ("int4_per_token_head", 27 * (288 + 8))):
+        assert serving.capacity("deepseek-v2-lite", gpu="h100-sxm", seq=4096, kv_format=fmt)["kv_bytes_per_token"] \
+            == per_token

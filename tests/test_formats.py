@@ -21,6 +21,7 @@ from hypothesis import given
 
 from symllm.arch.config import from_dict
 from symllm.costs import formats as F
+from symllm.costs.kv_formats import kv_bytes_per_element
 from symllm.errors import SymllmError
 from .strategies import hf_configs
 
@@ -45,10 +46,10 @@ def test_kv_formats_are_ggml_blocks():
     """llama.cpp's q8_0 / q4_0 KV cache costs its GGML block's bytes per element; fp8 one byte."""
     for name in ("q8_0", "q4_0"):
         block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name.upper()]]
-        assert F.kv_bytes_per_element(name) == Fraction(size, block)
-    assert F.kv_bytes_per_element("fp8") == 1
+        assert kv_bytes_per_element(name) == Fraction(size, block)
+    assert kv_bytes_per_element("fp8") == 1
     with pytest.raises(SymllmError, match="kv_format: unknown 'q3'"):
-        F.kv_bytes_per_element("q3")
+        kv_bytes_per_element("q3")
 
 
 def _hf_model(raw):

@@ -30,10 +30,11 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
 * ``compute_dtype`` (or ``dtype``) fp8 under an inference engine without FP8 GEMMs, or not known to have them (its
   entry's ``fp8_gemm`` false or null: llama.cpp, whose ggml has no FP8 type; training engines as their recipes say);
 * ``kv_format`` (or ``kv_dtype``, where given or a config states it) under an inference engine that cannot hold that
-  KV cache (its entry's ``kv_formats``, by option, each with its source: vLLM and SGLang fp8, TensorRT-LLM fp8 and
-  per-tensor int8 (``--kv-dtype int8``), lmdeploy's ``--quant-policy`` int8/int4 (``--kv-format``), llama.cpp's q8_0
-  and q4_0; null, not read: the model's own fp32, fp16 or bf16 only), a value the other option names for that
-  engine pointed at; none is checked without an engine (as fp8);
+  KV cache (its entry's ``kv_formats``, by option, each with its source: vLLM and SGLang fp8, vLLM's per-token-head
+  caches, vLLM and TensorRT-LLM nvfp4, TensorRT-LLM fp8 and per-tensor int8 (``--kv-dtype int8``), lmdeploy's
+  ``--quant-policy`` int8/int4 (``--kv-format``), llama.cpp's q8_0 and q4_0; null, not read: the model's own fp32,
+  fp16 or bf16 only), a value the other option names for that engine pointed at (a list too long for the line:
+  docs/formats.md); none is checked without an engine (as fp8);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -65,6 +66,7 @@ from typing import Callable, Mapping
 
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.errors import SymllmError
+from symllm.validate import ROOM, fitting, listed
 
 __all__ = ["Check", "CHECKS", "check", "check_structure", "past_window", "warn_past_window", "failures",
            "splits_heads", "model_fields", "mamba_fields", "workload_fields", "split_units"]
@@ -203,7 +205,10 @@ def _kv_line(f) -> str:
     if _engine(f).get("kv_formats") is None:
         return f"{option}: {value} under {f['engine']}: KV formats not read; the model's dtype only"
     hint = f"; {value} is --{other.replace('_', '-')} {value}" if value in _kv_held(f, other) else " only"
-    return f"{option}: {value} under {f['engine']}: holds {', '.join(_kv_held(f, option))}{hint}"
+    start, held = f"{option}: {value} under {f['engine']}: holds ", _kv_held(f, option)
+    other_only = [f"{option}: {value} under {f['engine']}{hint}"] if hint != " only" else []
+    return fitting(start + ", ".join(held) + hint, *other_only,
+                   start + listed(held, ROOM - len(start), see="docs/formats.md", near=value))
 
 
 def _layer_split_ok(f):
@@ -324,7 +329,7 @@ def workload_fields(work) -> dict:
     out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype")}
     kv = None
     if work.kv_format is not None:
-        from symllm.costs.formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
+        from symllm.costs.kv_formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
         kv = check_kv_format(work.kv_format)[0]
     return {**out, "expert_tp_given": "expert_tp" not in work.derived, "kv_format": kv,
             "kv_dtype": None if "kv_dtype" in work.derived else work.kv_dtype}

@@ -1,5 +1,5 @@
-"""Weight formats as exact bytes per tensor: GGUF (llama.cpp), bitsandbytes, AWQ, GPTQ, FP8, MXFP4, NVFP4,
-and the KV-cache formats.
+"""Weight formats as exact bytes per tensor: GGUF (llama.cpp), bitsandbytes, AWQ, GPTQ, FP8, MXFP4, NVFP4 (the
+KV-cache formats: :mod:`symllm.costs.kv_formats`).
 
 The tensors come from the component tree (:mod:`symllm.arch.components`): every component with a weight
 (``rules.weight`` other than ``"none"``) and a non-zero parameter count is one stored tensor per repeat; a
@@ -88,16 +88,14 @@ from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
 from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes
 from symllm.errors import SymllmError
-from symllm.validate import choice, short, with_list
+from symllm.validate import short, with_list
 
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload names a format without them
 
-__all__ = ["QUANTIZES", "KV_FORMATS", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
+__all__ = ["QUANTIZES", "FORMATS", "GGUF_NAMES", "GGUF_EXPERTS", "tensors",
            "gguf_tensors", "gguf_types_modelled",
            "check_format", "effective", "tensor_bytes", "spec_for", "declared_names", "weight_bytes",
-           "bytes_per_weight",
-           "kv_bytes_per_element", "KV_HEAD_FORMATS", "kv_format_for",
-           "check_kv_format"]
+           "bytes_per_weight"]
 
 #: format -> the kinds of weight (``rules.weight``) it quantizes; the rest stays bf16 (module docstring)
 QUANTIZES = {
@@ -115,20 +113,6 @@ QUANTIZES = {
 #: every format name weight_bytes() takes (besides ``gguf:TYPE``, and a grouped format named for another group:
 #: ``gptq-g32``, ``awq-g64``, ``w4a16-channel``: :func:`symllm.arch.quantization.grouped`)
 FORMATS = tuple(f for f in QUANTIZES if f != "gguf") + tuple(FILE_TYPES) + ("bf16", "fp16", "fp32")
-
-#: KV-cache format -> bytes per cached element: fp16/bf16, fp8 (E4M3/E5M2; a per-layer fp32 scale is not
-#: counted), llama.cpp's ``--cache-type-k/-v`` q8_0 and q4_0 (block of 32: 34 and 18 bytes); a format whose block
-#: is a head's row of a token (:data:`KV_HEAD_FORMATS`) is priced once the model's head width is known
-#: (``int8/128``: :func:`kv_bytes_per_element`)
-KV_FORMATS = {**{d: Fraction(BYTES[d]) for d in ("fp32", "fp16", "bf16", "fp8")},
-              "q8_0": Fraction(34, 32), "q4_0": Fraction(18, 32)}
-
-#: KV-cache format -> (bits of an element, bytes of its block's scale and zero point) where the block is one head's
-#: keys (or values) of one token: lmdeploy TurboMind's ``--quant-policy`` 8 and 4 (InternLM/lmdeploy v0.6.0 to
-#: v0.10.0, src/turbomind/kernels/attention/block.h: ``token_data_size`` = q_bits x head_dim / 8,
-#: ``token_param_size`` = t_bits x 2 / 8, t_bits the activations' fp16/bf16: a scale and a zero of 2 bytes each, a
-#: head and a token, for K and for V, in every block beside the data)
-KV_HEAD_FORMATS = {"int8": (8, 4), "int4": (4, 4)}
 
 #: symllm component name -> GGUF tensor name (gguf-py ``constants.py`` ``TENSOR_NAMES``; the format's own
 #: vocabulary: llama.cpp chooses a type by this name): each component declares its own (``Rules.gguf``, where
@@ -519,54 +503,6 @@ def bytes_per_weight(config, fmt: str) -> Fraction:
     """
     r = weight_bytes(config, fmt)
     return Fraction(r["total"], r["elements"])
-
-
-def check_kv_format(fmt: str) -> tuple:
-    """``(name, head width or None)`` of the KV-cache format ``fmt``: a name of :data:`KV_FORMATS` or of
-    :data:`KV_HEAD_FORMATS`, the latter with a head width where named after one (``int8/128``); refused in one line.
-
-    >>> check_kv_format("int4/64"), check_kv_format("q8_0")
-    (('int4', 64), ('q8_0', None))
-    """
-    name, _, width = fmt.partition("/") if isinstance(fmt, str) else (fmt, "", "")
-    if width and (name not in KV_HEAD_FORMATS or not width.isdigit() or int(width) < 1):
-        raise SymllmError(f"kv_format: got {short(fmt, 20)}; only {', '.join(KV_HEAD_FORMATS)} take a head width "
-                          "(int8/128)")
-    return choice("kv_format", name, (*KV_FORMATS, *KV_HEAD_FORMATS)), int(width) if width else None
-
-
-def kv_bytes_per_element(fmt: str, head_dim: int | None = None) -> Fraction:
-    """Bytes per cached K or V element in the KV-cache format ``fmt`` (:data:`KV_FORMATS`); a format whose scale and
-    zero are a head's and a token's (:data:`KV_HEAD_FORMATS`) spreads them over the ``head_dim`` elements of a head,
-    given or named after it (``int8/128``, as :func:`symllm.costs.workloads.with_stated` names it for a model;
-    without a width its bytes are refused).
-
-    >>> kv_bytes_per_element("q8_0"), kv_bytes_per_element("q4_0")
-    (Fraction(17, 16), Fraction(9, 16))
-    >>> kv_bytes_per_element("int8", 128), kv_bytes_per_element("int4/64")  # (128 + 4) / 128, (32 + 4) / 64
-    (Fraction(33, 32), Fraction(9, 16))
-    """
-    name, width = check_kv_format(fmt)
-    if name not in KV_HEAD_FORMATS:
-        return KV_FORMATS[name]
-    head_dim = width or head_dim
-    if head_dim is None:
-        raise SymllmError(f"kv_format: {name}'s scale and zero are a head's (lmdeploy's layout): its bytes need "
-                          "the model's head width")
-    bits, params = KV_HEAD_FORMATS[name]
-    return Fraction(bits, 8) + Fraction(params, head_dim)
-
-
-def kv_format_for(fmt: str | None, head_dim: int) -> str | None:
-    """``fmt`` as the model's KV cache holds it: a format of :data:`KV_HEAD_FORMATS` named with the model's head
-    width (``int8`` -> ``int8/128``), any other as given.
-
-    >>> kv_format_for("int8", 128), kv_format_for("int8/64", 128), kv_format_for("q8_0", 128)
-    ('int8/128', 'int8/64', 'q8_0')
-    """
-    if isinstance(fmt, str) and fmt in KV_HEAD_FORMATS and head_dim:
-        return f"{fmt}/{head_dim}"
-    return fmt
 
 
 def declared_names(field: str) -> dict[str, str]:

@@ -254,11 +254,11 @@ class Workload:
                                      "(Q4_K_M, Q8_0, gguf:IQ4_XS, awq, gptq, gptq-g32, nf4, int8, fp8-block, w8a8, "
                                      "nvfp4, mxfp4, ...); overrides a config.json's quantization_config (default: "
                                      "that, else --dtype alone)")
-    #: a KV-cache format (symllm.costs.formats.KV_FORMATS: block scales included); None: --kv-dtype
-    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, int8, int4, ... (bytes per element "
-                                 "with block scales, as vLLM's kv_cache_dtype and llama.cpp's --cache-type-k/v store "
-                                 "it; int8/int4: lmdeploy's --quant-policy, a scale and zero a head; default: "
-                                 "--kv-dtype)")
+    #: a KV-cache format (symllm.costs.kv_formats.KV_FORMATS: block scales included); None: --kv-dtype
+    kv_format: str | None = _opt(None, "KV cache in this format: fp8, q8_0, q4_0, int8, int4, nvfp4, "
+                                 "int8_per_token_head, ... (bytes per element with block scales, as vLLM's "
+                                 "kv_cache_dtype and llama.cpp's --cache-type-k/v store it; int8/int4: lmdeploy's "
+                                 "--quant-policy, a scale and zero a head; default: --kv-dtype)")
     #: the matmuls' dtype (None: the weights', bf16 under 8- and 4-bit weight-only formats): fp8 runs bf16
     #: weights' GEMMs in fp8 (TransformerEngine, torchao), against the fp8 peak
     compute_dtype: str | None = _opt(None, "matmul dtype: bf16, fp16 or fp8 (fp8 training of bf16 weights, as "
@@ -363,7 +363,7 @@ class Workload:
         if self.kv_format is not None:
             if isinstance(self.kv_format, str):  # any case: Q8_0 is llama.cpp's q8_0
                 put("kv_format", self.kv_format.strip().casefold())
-            from symllm.costs.formats import check_kv_format
+            from symllm.costs.kv_formats import check_kv_format
             check_kv_format(self.kv_format)
             if "kv_dtype" not in self.derived and self.kv_dtype != natural:
                 raise SymllmError(f"kv_format: give --kv-format or --kv-dtype, not both (got {self.kv_format!r} "
@@ -468,7 +468,7 @@ class Workload:
         (Fraction(17, 16), 1)
         """
         if self.kv_format is not None:
-            from symllm.costs.formats import kv_bytes_per_element
+            from symllm.costs.kv_formats import kv_bytes_per_element
             return kv_bytes_per_element(self.kv_format)
         return dtype_bytes(self.kv_dtype, self.group_size, field="kv_dtype")
 
@@ -557,7 +557,7 @@ def with_stated(work: Workload, config) -> Workload:
     of its ``quantization_config`` (``ModelConfig.weight_format``, :mod:`symllm.arch.quantization`) unless a
     ``weight_format`` is given, the KV cache dtype it states (``ModelConfig.kv_dtype``) unless a
     ``kv_dtype`` or a ``kv_format`` is given, a KV format whose scales are a head's named with the model's head
-    width (lmdeploy's ``int8`` -> ``int8/128``: :func:`symllm.costs.formats.kv_format_for`), and under
+    width (lmdeploy's ``int8`` -> ``int8/128``: :func:`symllm.costs.kv_formats.kv_format_for`), and under
     ``--engine hf`` the routed experts as transformers' plan for
     the family holds them (``experts`` in :attr:`symllm.arch.families.hf.Family.tp_plan`: gpt-oss's whole on every
     rank) unless ``expert_tp`` is given: what the workload names, for the layout keeps them so whatever it says
@@ -576,8 +576,8 @@ def with_stated(work: Workload, config) -> Workload:
     stated = getattr(config, "weight_format", None)
     if stated is not None and work.weight_format is None:
         work = work.replace(weight_format=stated)
-    from symllm.costs.formats import kv_format_for
-    named = kv_format_for(work.kv_format, getattr(config, "head_dim", None))  # lmdeploy's int8: a head's scales
+    from symllm.costs.kv_formats import kv_format_for, scale_width
+    named = kv_format_for(work.kv_format, scale_width(config))  # lmdeploy's int8: a head's scales
     if named != work.kv_format:
         work = work.replace(kv_format=named)
     kv = getattr(config, "kv_dtype", None)  # a checkpoint's KV cache (compressed-tensors' kv_cache_scheme)
