@@ -526,10 +526,11 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
     """Llama-2-70B fp16 over four A100 PCIe at batch 1 (context 135) under vLLM before v0.2.6: no CUDA graphs,
     so the host launches every op: 80 layers x 14 kernels at 24 us and 162 NCCL collectives (two all-reduces a
     layer, the embedding's and the logits' all-gather) at 89 us a torch.distributed call (pytorch/pytorch issue
-    #138773) = 41.298 ms. The GPU meanwhile streams its 34.37 GB a rank (weights, cache and logits) at 0.88 of
-    1,935 GB/s, runs 1,120 kernels at 4.9 us, and its 162 collectives take 20.4 us each (four ranks) plus the
+    #138773) = 41.298 ms. The GPU meanwhile streams its 34.37 GB a rank (weights, cache and logits) at no less
+    than cuBLAS 11.10's 1.633 TB/s at eight rows (gemm.small_m; the cache and logits at 0.88 of 1,935 GB/s, faster),
+    runs 1,120 kernels at 4.9 us, and its 162 collectives take 20.4 us each (four ranks) plus the
     bytes they send (24,576 B a row each of the 161 all-reduces, eight rows as vLLM 0.2 pads a step's tokens to a
-    multiple of 8, and the logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: 30.6 ms, less. Then 0.3 ms
+    multiple of 8, and the logits' all-gather, 3/4 x 32,000 x 2 B) at 0.58 of 32 GB/s: at most 31.5 ms, less. Then 0.3 ms
     a step, the Ray round trip to four actors, 1/2057.1 + 3/7183.9 s (Ray 2.7.0's
     1_1_actor_calls_sync and _async, release/release_logs/2.7.0/microbenchmark.json), and what the host does while the
     GPU waits (vLLM v0.2.0's Worker._prepare_inputs, embedding masks and Sampler, counted by hand in its code:
@@ -537,8 +538,7 @@ def test_old_vllm_tp4_decode_over_pcie_by_hand():
     host = 80 * 14 * Fraction(24, 10 ** 6) + 162 * Fraction(89, 10 ** 6)
     sent = 161 * 8 * 24_576 + 48_000
     reduce_s = 162 * Fraction(204, 10 ** 7) + Fraction(sent) / (Fraction(58, 100) * 32 * 10 ** 9)
-    gpu_s = (Fraction(34_370_387_584) / (Fraction(88, 100) * 1935 * 10 ** 9) + 80 * 14 * Fraction(49, 10 ** 7)
-             + reduce_s)
+    gpu_s = Fraction(34_370_387_584) / (Fraction("1.633") * 10 ** 12) + 80 * 14 * Fraction(49, 10 ** 7) + reduce_s
     assert gpu_s < host
     ray = 1 / Fraction("2057.1") + 3 / Fraction("7183.9")
     beyond = (30 + 8 + 4) * Fraction(24, 10 ** 6)
@@ -582,7 +582,10 @@ def test_old_vllm_pads_its_tokens_in_the_residual_all_reduces(monkeypatch):
     """vLLM v0.2.0's Worker._prepare_inputs pads a step's tokens to a multiple of 8, so a batch-1 decode step's
     161 residual all-reduces over two PCIe A100s carry 7 rows more: 161 x 7 x 16,384 B (each rank sends
     2 x 1/2 of 8,192 fp16 values a row) at 0.58 of 32 GB/s = 0.995 ms on this GPU-paced step; the logits' gather
-    keeps its one row. At TP 4 the host paces the step and the padded bytes run under it."""
+    keeps its one row. At TP 4 the host paces the step and the padded bytes run under it. (The padded rows' GEMMs,
+    gemm.small_m, are left out here: unpadded, one row runs cuBLAS's GEMV, which that table does not time.)"""
+    monkeypatch.delitem(figures.data()["gemm"], "small_m")
+
     def steps():
         return [_time("llama2-70b", gpu="a100-80gb-pcie", engine="vllm-v0.2", dtype="fp16", tp=tp, seq=7,
                       context=135)["expected"]["decode_token_s"] for tp in (2, 4)]
@@ -593,6 +596,44 @@ def test_old_vllm_pads_its_tokens_in_the_residual_all_reduces(monkeypatch):
     assert padded[0] - plain[0] == pytest.approx(float(added), rel=1e-9)
     assert 1e3 * float(added) == pytest.approx(0.995, abs=1e-3)
     assert padded[1] == plain[1]
+
+
+#: Flash-LLM's cuBLAS_TC bars (github.com/AlibabaResearch/flash-llm 1d2828a, docs/assets/KernelBenchmarking.png, an
+#: 80 GB A100, cuBLAS of CUDA 11.7), TFLOP/s read off the figure's pixels against its gridlines, one per shape of its
+#: kernel_benchmark/benchmark.sh (M x K: 21504x7168, 7168x7168, 28672x7168, 7168x28672, 27648x9216, 9216x9216,
+#: 36864x9216, 9216x36864, 36864x12288, 12288x12288, 49152x12288, 12288x49152) at batch 8, 16 and 32
+FLASH_LLM_CUBLAS = {
+    8: [12.66, 11.03, 12.58, 13.10, 13.03, 11.99, 13.62, 13.76, 13.76, 12.66, 13.32, 13.84],
+    16: [25.61, 21.23, 25.09, 25.96, 25.61, 23.68, 27.02, 27.37, 27.37, 24.91, 26.32, 27.37],
+    32: [49.67, 46.49, 45.96, 49.14, 52.32, 49.14, 52.32, 51.79, 53.38, 51.52, 53.64, 53.64],
+}
+
+
+def test_old_vllm_fp16_gemms_at_its_padded_rows_stream_at_cublas_11_rate(monkeypatch):
+    """vLLM 0.2's fp16 linears run torch 2.0.1's cuBLAS 11.10 at its padded rows (eight at batch 1). Flash-LLM's
+    cuBLAS bars on an 80 GB A100 move 2 bytes a weight per 2 FLOP a row, so a GEMM of M rows streams TFLOP/s / M
+    TB/s: medians over its twelve shapes 1.633, 1.612 and 1.614 TB/s at 8, 16 and 32 rows, under the 0.88 of
+    1,935 GB/s (1.703 TB/s) an A100 PCIe streams otherwise. So the decode GEMMs of Llama-2-70B over two A100 PCIe
+    take 1.703 / 1.633 times as long at batch 1 (and 1.703 / 1.612 at batch 9, padded to 16); not on an A10G (no
+    figure), not for AWQ's 4-bit kernels, not for CUDA-graph vLLM (its library is not cuBLAS 11.10)."""
+    import statistics
+    table = figures.data()["gemm"]["small_m"]["tb_s"]
+    for m, bars in FLASH_LLM_CUBLAS.items():
+        assert dict(table)[m] == f"{statistics.median(bars) / m:.3f}", m
+
+    def gemm_s(**options):
+        return _time("llama2-70b", engine=options.pop("engine", "vllm-v0.2"), seq=7, context=135,
+                     **options)["expected"]["decode_gemm_s"]
+    cases = [dict(gpu="a100-80gb-pcie", dtype="fp16", tp=2), dict(gpu="a100-80gb-pcie", dtype="fp16", tp=2, batch=9),
+             dict(gpu="a10g", dtype="fp16", tp=8), dict(gpu="a100-80gb-pcie", dtype="int4", tp=2),
+             dict(gpu="a100-80gb-pcie", dtype="fp16", tp=2, engine="vllm")]
+    measured = [gemm_s(**c) for c in cases]
+    monkeypatch.delitem(figures.data()["gemm"], "small_m")
+    streamed = [gemm_s(**c) for c in cases]
+    mem = Fraction(88, 100) * 1935 * 10 ** 9
+    assert measured[0] / streamed[0] == pytest.approx(float(mem / (Fraction("1.633") * 10 ** 12)), rel=1e-9)
+    assert measured[1] / streamed[1] == pytest.approx(float(mem / (Fraction("1.612") * 10 ** 12)), rel=1e-9)
+    assert measured[2:] == streamed[2:]
 
 
 def test_ray_round_trip_only_where_ranks_are_ray_actors():

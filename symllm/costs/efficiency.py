@@ -9,7 +9,9 @@ each figure with its source:
   (bf16 and fp8 tables, measured on an H200), scaled on another card by its published Maximum Achievable
   Matmul FLOPS efficiency over the H200's (``gemm_cards``; 1 where it has none:
   :func:`symllm.costs.gemm_cards.card_scale`); below the
-  table's first ``M`` a product is bound by its weights' bytes.
+  table's first ``M`` a product is bound by its weights' bytes, which an engine's fp16 GEMMs of a few padded rows
+  stream no faster than its library was measured to on the card (``gemm.small_m``:
+  :func:`symllm.costs.gemm_cards.small_m_rate`).
 * **The attention core** of a prefill runs the pairs of a causal FlashAttention-2 kernel's tiles
   (:func:`symllm.costs.tiles.causal_tiles`: the blocks the mask hides whole are skipped, the diagonal's run
   whole; whatever the workload's FLOP convention) at ``η_attn(s)`` of the bf16 peak, measured by head width on
@@ -94,7 +96,7 @@ from symllm.costs.dp_traffic import dp_collectives, p2p_s, training_dp_s
 from symllm.costs.figures import KINDS, data, engine, engine_for, fraction as _x, interpolate
 from symllm.costs.host_step import ray_step_s, step_host_s
 from symllm.costs.fp8_casts import fp8_quantize_s
-from symllm.costs.gemm_cards import card_scale
+from symllm.costs.gemm_cards import card_scale, small_m_rate
 from symllm.costs.moe_training import moe_host_launch_s, moe_layer_floor_s, moe_training_s
 from symllm.costs.power import power_fraction
 from symllm.costs.schedules import bubble, handoffs
@@ -393,8 +395,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     weights = min(Fraction(parts["decode_weight_bytes"]), moved)
     weights += moved - Fraction(parts["decode_bytes"]) if parts["expert_params"] and share < 1 else 0
     core = Fraction(parts["decode_core_flops"])
+    # an engine's fp16 GEMMs of a few (padded) rows on a library measured on the card (gemm.small_m): the weights'
+    # stream at that rate where slower (the card's own memory only: not under --gpu-bandwidth)
+    pad = serve.get("pad_tokens") or 1
+    few = (small_m_rate(serve["name"], named, -(-work.batch // pad) * pad)
+           if plain_fp16 and getattr(work, "gpu_bandwidth", None) is None else None)
     decode_gemm = max(gemms(parts["decode_flops"] - core, parts["decode_expert_flops"], work.batch),
-                      weights * gemv / mem)
+                      weights * gemv / mem, weights / few if few else 0)
     gpu_s = decode_gemm + max(core / peak, (moved - weights) / mem)
     decode_tp = allreduce_s(reduces, tp_sent("decode", work.batch), tp_link, serve, work.tp)
     decode = (pp * step(gpu_s, kernels, calls, decode_tp)
