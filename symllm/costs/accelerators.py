@@ -99,6 +99,9 @@ class GPU:
     power_limit_w: int | None = None
     #: the names the driver gives it (nvidia-smi's, ``torch.cuda.get_device_name``), which :func:`gpu` takes too
     nvidia_smi: tuple[str, ...] = ()
+    #: the CUDA compute capability, ``"major.minor"`` (``torch.cuda.get_device_capability``), what engines gate
+    #: kernels on (efficiency.json ``kv_format_sm``); None: not a CUDA card (AMD, Apple) or not known (:func:`custom`)
+    sm: str | None = None
 
     @property
     def usable(self) -> int:
@@ -200,7 +203,8 @@ def _catalogue() -> tuple[dict, dict]:
             memory=e["memory"] * GiB, source=e["source"], url=e["url"], note=e.get("note", ""),
             link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
             node=link["gpus"] if link else 1, reported=_reported(e.get("reported")),
-            power_w=e.get("power_w"), power_limit_w=e.get("power_limit_w"), nvidia_smi=tuple(e.get("nvidia_smi", ())))
+            power_w=e.get("power_w"), power_limit_w=e.get("power_limit_w"), nvidia_smi=tuple(e.get("nvidia_smi", ())),
+            sm=e.get("sm"))
     networks = {n["name"]: Network(n["name"], n["title"], _exact(n["bandwidth"], _G), n["source"], n["url"])
                 for n in raw["networks"]}
     return gpus, networks
@@ -258,8 +262,8 @@ def gpu(name) -> GPU:
     (:attr:`GPU.nvidia_smi`), in any case, with or without dashes, spaces and underscores, where that names one card.
     Refused in one line, naming the nearest names: a name of none, or the start of several cards' names.
 
-    >>> gpu("l40s").memory // GiB, gpu("RTX-4090").name, gpu("NVIDIA A100-SXM4-80GB").name
-    (48, 'rtx4090', 'a100-80gb')
+    >>> gpu("l40s").memory // GiB, gpu("RTX-4090").name, gpu("NVIDIA A100-SXM4-80GB").name, gpu("Tesla T4").sm
+    (48, 'rtx4090', 'a100-80gb', '7.5')
     >>> gpu("h100")
     Traceback (most recent call last):
     ...
