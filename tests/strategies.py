@@ -1237,8 +1237,12 @@ def engine_runs(options: dict) -> dict:
     """``options`` made a workload its engine can run (symllm.costs.checks): tensor rank 1 under an engine that
     splits a model by layers (llama.cpp: its ``--pp``), no fp8 weights or activations under an inference engine
     without FP8 GEMMs, no KV cache it cannot hold (efficiency.json ``engines``' ``gpu_split``, ``fp8_gemm`` and
-    ``kv_formats``; not known: the model's fp32, fp16 or bf16)."""
+    ``kv_formats``; not known: the model's fp32, fp16 or bf16), and no KV format some engine holds on some cards and
+    models only (``kv_format_sm``: nvfp4), with or without an engine."""
     from symllm.costs import figures
+    engines = [figures.engine(n) for n in figures.data()["engines"] if n != "about"]
+    card_bound = {v for e in engines for v in e.get("kv_format_sm") or {}}  # (held on some cards and models only)
+    options = {k: v for k, v in options.items() if not (k in ("kv_format", "kv_dtype") and v in card_bound)}
     if options.get("engine") is None:
         return options
     entry, out = figures.engine(options["engine"]), dict(options)

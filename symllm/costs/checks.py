@@ -35,6 +35,11 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   ``--quant-policy`` int8/int4 (``--kv-format``), llama.cpp's q8_0 and q4_0; null, not read: the model's own fp32,
   fp16 or bf16 only), a value the other option names for that engine pointed at (a list too long for the line:
   docs/formats.md); none is checked without an engine (as fp8);
+* ``kv_format`` (or ``kv_dtype``) on a card or a model its engine cannot hold that cache for (its entry's
+  ``kv_format_sm``: the CUDA compute capabilities, gpus.json ``sm``, it holds the format on, by the model's head width:
+  vLLM 0.33.0's nvfp4 on 8.x, 9.x, 10.x and 12.x, 10.x only at head width 64, TensorRT-LLM's on 10.x; and
+  ``kv_formats_no_mla``: vLLM's nvfp4 on a model that caches an MLA latent, which none of its MLA backends holds);
+  without an engine, where no engine that holds the format could (an nvfp4 cache on a T4, an AMD or Apple card);
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -211,6 +216,60 @@ def _kv_line(f) -> str:
                    start + listed(held, ROOM - len(start), see="docs/formats.md", near=value))
 
 
+def _kv_no_mla(entry, value, f) -> bool:
+    """Whether ``entry`` holds the KV format ``value`` on no model caching an MLA latent, and the workload's is one."""
+    return bool(f.get("mla")) and value in entry.get("kv_formats_no_mla", ())
+
+
+def _kv_majors(entry, value, f) -> list | None:
+    """The compute capabilities' majors ``entry`` holds ``value`` on for the workload's model's head width
+    (``kv_format_sm``; None: any card)."""
+    majors = (entry.get("kv_format_sm") or {}).get(value)
+    return None if majors is None else majors.get(str(f.get("head_dim")), majors["any"])
+
+
+def _kv_runs(entry, value, f) -> bool:
+    """Whether an inference engine's ``entry`` holds the KV format ``value`` on the workload's card and model (no card
+    given: any)."""
+    majors = _kv_majors(entry, value, f)
+    on_card = majors is None or f.get("gpu") is None or (
+        f.get("gpu_sm") is not None and int(f["gpu_sm"].split(".")[0]) in majors)
+    return on_card and not _kv_no_mla(entry, value, f)
+
+
+def _kv_holders(f, option, value) -> list:
+    """The inference engines whose entries could hold the stated KV cache: the workload's, or without one every
+    engine whose ``kv_formats`` list it."""
+    from symllm.costs import figures  # (efficiency.json, read on first use)
+    if f.get("engine") is not None:
+        return [_engine(f)] if _engine(f).get("kind") == "inference" else []
+    entries = [figures.engine(n) for n in figures.data()["engines"] if n != "about"]
+    return [e for e in entries if e.get("kind") == "inference" and value in (e.get("kv_formats") or {}).get(option, ())]
+
+
+def _kv_card_ok(f):
+    option, value = _kv_stated(f)
+    holders = _kv_holders(f, option, value) if option is not None else []
+    return not holders or any(_kv_runs(e, value, f) for e in holders)
+
+
+def _kv_card_line(f) -> str:
+    option, value = _kv_stated(f)
+    holders = _kv_holders(f, option, value)
+    start = f"{option}: {value} " + (f"under {f['engine']}" if f.get("engine") else
+                                     f"({', '.join(e['name'] for e in holders)})")
+    fit = [e for e in holders if not _kv_no_mla(e, value, f)]
+    if not fit:
+        return f"{start}: its MLA backends hold none ({f['name']} is MLA)"
+    needs = sorted({m for e in fit for m in _kv_majors(e, value, f)})
+    needs = ", ".join(map(str, needs[:-1])) + " or " + str(needs[-1]) if len(needs) > 1 else str(needs[0])
+    width = f" at head width {f['head_dim']}" if any(str(f.get("head_dim")) in e["kv_format_sm"][value]
+                                                      for e in fit) else ""
+    card = (f"is sm {f['gpu_sm']}" if f.get("gpu_sm") else "has no known sm" if f["gpu"] == "custom" else
+            "is not a CUDA card")
+    return f"{start}: {f['gpu']} {card}; it needs sm {needs}{width}"
+
+
 def _layer_split_ok(f):
     return (f["tp"] == 1) | (_engine(f).get("gpu_split") != "layer")
 
@@ -240,6 +299,8 @@ CHECKS = (
     Check("tp", ("tp", "engine"), _layer_split_ok, _layer_split_line),
     Check("compute_dtype", ("matmul_dtype", "engine"), _fp8_ok, _fp8_line),
     Check("kv_format", ("kv_format", "kv_dtype", "engine"), _kv_ok, _kv_line),
+    Check("kv_format", ("kv_format", "kv_dtype", "engine", "gpu", "gpu_sm", "head_dim", "mla"), _kv_card_ok,
+          _kv_card_line),
     Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
           lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
     Check("expert_tp", ("engine", "expert_tp", "hf_experts"), _hf_experts_ok,
@@ -271,11 +332,12 @@ def model_fields(model) -> dict:
                 "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
                 "expert_width": model.hidden_dim if model.n_experts else None, **mamba_fields(model),
                 "split_units": split_units(model), "hf_plan": plan_of(model.tp_plan) is not None,
-                "hf_experts": (plan_of(model.tp_plan) or {}).get("experts")}
+                "hf_experts": (plan_of(model.tp_plan) or {}).get("experts"), "head_dim": model.config.head_dim,
+                "mla": model.config.kv_lora_rank is not None}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
             "n_heads": None, "n_kv_heads": None, "expert_width": None, "mamba_heads": None, "mamba_groups": None,
-            "split_units": None, "hf_plan": None, "hf_experts": None}
+            "split_units": None, "hf_plan": None, "hf_experts": None, "head_dim": None, "mla": None}
 
 
 def split_units(spc) -> tuple:
@@ -331,8 +393,11 @@ def workload_fields(work) -> dict:
     if work.kv_format is not None:
         from symllm.costs.kv_formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
         kv = check_kv_format(work.kv_format)[0]
+    from symllm.costs import accelerators  # (the card's catalogue entry: gpus.json, read on first use)
+    card = accelerators.of(work)
     return {**out, "expert_tp_given": "expert_tp" not in work.derived, "kv_format": kv,
-            "kv_dtype": None if "kv_dtype" in work.derived else work.kv_dtype}
+            "kv_dtype": None if "kv_dtype" in work.derived else work.kv_dtype,
+            "gpu": card and card.name, "gpu_sm": card and card.sm}
 
 
 def check_structure(tree, work) -> None:
