@@ -179,7 +179,8 @@ def test_llamacpp_q8_0_kv_bytes_a_token_by_hand():
 
 
 def test_no_engine_checks_no_kv_cache():
-    """Without --engine no engine's KV caches are checked (as fp8 matmuls are not): every format is counted."""
+    """Without --engine no engine's KV caches are checked (as fp8 matmuls are not): every format is counted (one held
+    on some cards only, nvfp4, is checked against the card: tests/test_card_caps.py)."""
     for fmt in ("q8_0", "int8", "fp8"):
         symllm.workload("llama3.2-3b", kv_format=fmt, **WORKLOAD)
 
